@@ -1,0 +1,38 @@
+.DEFAULT_GOAL := help
+GO ?= go
+BIN := bin/toolgate
+
+.PHONY: help
+help: ## list the targets
+	@grep -hE '^[a-z-]+:.*## ' $(MAKEFILE_LIST) | awk -F':.*## ' '{printf "  %-10s %s\n", $$1, $$2}'
+
+.PHONY: generate
+generate: ## regenerate ent (entc), then the GraphQL server (gqlgen)
+	$(GO) run -mod=mod ./ent/entc.go
+	$(GO) tool gqlgen generate
+
+.PHONY: verify
+verify: generate ## regenerate and fail if the committed generated code was stale
+	@git diff --exit-code -- ent graph gqlgen.yml || (echo "generated code is stale: run 'make generate' and commit" && exit 1)
+	@test -z "$$(git status --porcelain -- ent graph)" || (git status --porcelain -- ent graph; echo "untracked generated files: run 'make generate' and commit"; exit 1)
+
+.PHONY: build
+build: ## build the binary into bin/
+	$(GO) build -o $(BIN) ./cmd/toolgate
+
+.PHONY: run
+run: build ## serve on the embedded SQLite default, seeding a demo on first start
+	./$(BIN) serve --demo
+
+.PHONY: test
+test: ## the whole suite; PostgreSQL too when TEST_DATABASE_URL is set
+	$(GO) test -count=1 ./...
+
+.PHONY: bench
+bench: ## the benchmarks, with allocations
+	$(GO) test -run '^$$' -bench . -benchmem ./...
+
+.PHONY: lint
+lint: ## go vet and gofmt
+	$(GO) vet ./...
+	@test -z "$$(gofmt -l $$(git ls-files '*.go'))" || (gofmt -l $$(git ls-files '*.go'); exit 1)

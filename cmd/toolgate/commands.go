@@ -1,0 +1,133 @@
+package main
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"flag"
+	"fmt"
+	"io"
+	"log/slog"
+	"net"
+	"net/http"
+	"strings"
+	"time"
+
+	"github.com/toolgate/toolgate/ent/db"
+	"github.com/toolgate/toolgate/graph"
+	"github.com/toolgate/toolgate/graph/auth"
+)
+
+func databaseFlag(fs *flag.FlagSet) *string {
+	return fs.String("database-url", env("DATABASE_URL", ""),
+		"postgres://… for PostgreSQL, sqlite://PATH or file:PATH for SQLite (env DATABASE_URL; default SQLite file "+db.DefaultPath+")")
+}
+
+func migrate(ctx context.Context, args []string, stdout, stderr io.Writer) error {
+	fs := flag.NewFlagSet("migrate", flag.ContinueOnError)
+	fs.SetOutput(stderr)
+	dbURL := databaseFlag(fs)
+	if err := fs.Parse(args); err != nil {
+		return err
+	}
+	d, err := db.Open(ctx, *dbURL)
+	if err != nil {
+		return err
+	}
+	defer d.Close()
+	if err := d.Migrate(ctx); err != nil {
+		return err
+	}
+	fmt.Fprintln(stdout, "schema up to date")
+	return nil
+}
+
+func bootstrap(ctx context.Context, args []string, stdout, stderr io.Writer) error {
+	fs := flag.NewFlagSet("bootstrap", flag.ContinueOnError)
+	fs.SetOutput(stderr)
+	dbURL := databaseFlag(fs)
+	org := fs.String("org", "", "organisation name (created if new)")
+	user := fs.String("user", "", "user name (created if new in the organisation)")
+	dept := fs.String("department", "", "the user's department")
+	if err := fs.Parse(args); err != nil {
+		return err
+	}
+	if strings.TrimSpace(*org) == "" || strings.TrimSpace(*user) == "" {
+		return errors.New("bootstrap needs --org and --user")
+	}
+	d, err := db.Open(ctx, *dbURL)
+	if err != nil {
+		return err
+	}
+	defer d.Close()
+	if err := d.Migrate(ctx); err != nil {
+		return err
+	}
+	g, err := auth.Bootstrap(ctx, d.Client(), strings.TrimSpace(*org), strings.TrimSpace(*user), strings.TrimSpace(*dept))
+	if err != nil {
+		return err
+	}
+	return json.NewEncoder(stdout).Encode(map[string]string{
+		"token":          g.Token,
+		"organizationId": graph.EncodeID(g.OrganizationID),
+		"userId":         graph.EncodeID(g.UserID),
+	})
+}
+
+func serve(ctx context.Context, args []string, stdout, stderr io.Writer, log *slog.Logger) error {
+	fs := flag.NewFlagSet("serve", flag.ContinueOnError)
+	fs.SetOutput(stderr)
+	addr := fs.String("addr", env("TOOLGATE_ADDR", "127.0.0.1:8080"), "listen address (env TOOLGATE_ADDR)")
+	dbURL := databaseFlag(fs)
+	demo := fs.Bool("demo", env("TOOLGATE_DEMO", "") == "true", "seed a demo organisation, user and agent, and print a demo token (env TOOLGATE_DEMO=true)")
+	if err := fs.Parse(args); err != nil {
+		return err
+	}
+	d, err := db.Open(ctx, *dbURL)
+	if err != nil {
+		return err
+	}
+	defer d.Close()
+	if err := d.Migrate(ctx); err != nil {
+		return err
+	}
+	srv := graph.NewServer(graph.Config{DB: d, Log: log})
+
+	ln, err := net.Listen("tcp", *addr)
+	if err != nil {
+		return fmt.Errorf("listen: %w", err)
+	}
+	base := "http://" + ln.Addr().String()
+	if *demo {
+		token, err := seedDemo(ctx, d)
+		if err != nil {
+			_ = ln.Close()
+			return err
+		}
+		fmt.Fprintf(stdout, "\ntoolgate is serving on %s\n  playground: %s/playground\n  demo token: %s\n  (paste into the playground's headers: {\"Authorization\": \"Bearer %s\"})\n\n", base, base, token, token)
+	}
+	log.Info("serving", "addr", ln.Addr().String(), "database", d.Dialect)
+
+	hs := &http.Server{
+		Handler:           srv,
+		ReadHeaderTimeout: 10 * time.Second,
+		IdleTimeout:       120 * time.Second,
+	}
+	errc := make(chan error, 1)
+	go func() { errc <- hs.Serve(ln) }()
+	select {
+	case err := <-errc:
+		return fmt.Errorf("serve: %w", err)
+	case <-ctx.Done():
+	}
+	log.Info("shutting down")
+	shutdownCtx, cancel := context.WithTimeout(context.Background(), 15*time.Second)
+	defer cancel()
+	if err := hs.Shutdown(shutdownCtx); err != nil {
+		return fmt.Errorf("shutdown: %w", err)
+	}
+	if err := <-errc; !errors.Is(err, http.ErrServerClosed) {
+		return fmt.Errorf("serve: %w", err)
+	}
+	return nil
+}

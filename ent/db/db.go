@@ -1,0 +1,148 @@
+// Package db opens toolgate's database, SQLite (the embedded default) or
+// PostgreSQL, and brings its schema up to date.
+package db
+
+import (
+	"context"
+	"database/sql"
+	"errors"
+	"fmt"
+	"net/url"
+	"os"
+	"path/filepath"
+	"strings"
+
+	"entgo.io/ent/dialect"
+	entsql "entgo.io/ent/dialect/sql"
+	_ "github.com/lib/pq" // registers "postgres"
+	_ "modernc.org/sqlite" // registers "sqlite"
+
+	"github.com/toolgate/toolgate/ent"
+	"github.com/toolgate/toolgate/ent/migrate"
+)
+
+// DefaultPath is the SQLite file used when no database URL is given.
+const DefaultPath = "./data/toolgate.db"
+
+// DB is an open database: the driver that ent clients share and the
+// underlying pool.
+type DB struct {
+	// Dialect is dialect.SQLite or dialect.Postgres.
+	Dialect string
+	// SQL is the connection pool.
+	SQL *sql.DB
+	// Driver is shared by every ent client of this database, so that each
+	// can carry its own interceptors over one pool. Tests wrap it to count
+	// statements.
+	Driver dialect.Driver
+}
+
+// Open connects to the database named by rawURL: "" for the default SQLite
+// file, "postgres://…" for PostgreSQL, "sqlite://PATH" or "file:PATH" for a
+// SQLite file.
+func Open(ctx context.Context, rawURL string) (*DB, error) {
+	var (
+		d   *DB
+		err error
+	)
+	switch {
+	case rawURL == "":
+		d, err = openSQLite(DefaultPath)
+	case strings.HasPrefix(rawURL, "postgres://"), strings.HasPrefix(rawURL, "postgresql://"):
+		d, err = openPostgres(rawURL)
+	case strings.HasPrefix(rawURL, "sqlite://"):
+		d, err = openSQLite(strings.TrimPrefix(rawURL, "sqlite://"))
+	case strings.HasPrefix(rawURL, "file:"):
+		d, err = openSQLite(strings.TrimPrefix(rawURL, "file:"))
+	default:
+		return nil, fmt.Errorf("database url %q: want postgres://, sqlite:// or file:", redact(rawURL))
+	}
+	if err != nil {
+		return nil, err
+	}
+	if err := d.SQL.PingContext(ctx); err != nil {
+		_ = d.SQL.Close()
+		return nil, fmt.Errorf("reach database: %w", err)
+	}
+	return d, nil
+}
+
+func openSQLite(path string) (*DB, error) {
+	if path == "" {
+		return nil, errors.New("sqlite database path is empty")
+	}
+	// Keep only the path: pragmas are ours to set.
+	path, _, _ = strings.Cut(path, "?")
+	if path != ":memory:" {
+		if err := os.MkdirAll(filepath.Dir(path), 0o750); err != nil {
+			return nil, fmt.Errorf("create database folder: %w", err)
+		}
+	}
+	// modernc.org/sqlite ignores _fk=1: foreign keys, WAL and the busy wait
+	// are set as pragmas on every connection. Immediate transactions take
+	// the write lock at BEGIN, so two writers wait instead of deadlocking.
+	dsn := "file:" + path + "?_pragma=foreign_keys(1)&_pragma=journal_mode(WAL)" +
+		"&_pragma=busy_timeout(10000)&_pragma=synchronous(NORMAL)&_txlock=immediate"
+	pool, err := sql.Open("sqlite", dsn)
+	if err != nil {
+		return nil, fmt.Errorf("open sqlite: %w", err)
+	}
+	return &DB{Dialect: dialect.SQLite, SQL: pool, Driver: entsql.OpenDB(dialect.SQLite, pool)}, nil
+}
+
+func openPostgres(rawURL string) (*DB, error) {
+	pool, err := sql.Open("postgres", rawURL)
+	if err != nil {
+		return nil, fmt.Errorf("open postgres: %w", err)
+	}
+	pool.SetMaxOpenConns(20)
+	pool.SetMaxIdleConns(10)
+	return &DB{Dialect: dialect.Postgres, SQL: pool, Driver: entsql.OpenDB(dialect.Postgres, pool)}, nil
+}
+
+// Client returns a new ent client over the database, with no interceptors.
+func (d *DB) Client(opts ...ent.Option) *ent.Client {
+	return ent.NewClient(append([]ent.Option{ent.Driver(d.Driver)}, opts...)...)
+}
+
+// Close closes the pool.
+func (d *DB) Close() error {
+	return d.SQL.Close()
+}
+
+// Migrate brings the schema up to date. It is safe to run again: a schema
+// that is current is left as it is.
+func (d *DB) Migrate(ctx context.Context) error {
+	if err := d.Client().Schema.Create(ctx, migrate.WithDropIndex(true)); err != nil {
+		return fmt.Errorf("migrate schema: %w", err)
+	}
+	return nil
+}
+
+// Pending reports whether the schema lacks changes that Migrate would make.
+func (d *DB) Pending(ctx context.Context) (bool, error) {
+	var b strings.Builder
+	if err := d.Client().Schema.WriteTo(ctx, &b); err != nil {
+		return false, fmt.Errorf("inspect schema: %w", err)
+	}
+	for _, line := range strings.Split(b.String(), "\n") {
+		line = strings.TrimSpace(line)
+		if line == "" || line == "BEGIN;" || line == "COMMIT;" || strings.HasPrefix(line, "--") {
+			continue
+		}
+		return true, nil
+	}
+	return false, nil
+}
+
+// redact drops the password from a database URL, for error messages.
+func redact(raw string) string {
+	u, err := url.Parse(raw)
+	if err != nil || u.User == nil {
+		return raw
+	}
+	if _, ok := u.User.Password(); ok {
+		u.User = url.UserPassword(u.User.Username(), "xxxxx")
+	}
+	return u.String()
+}

@@ -1,0 +1,48 @@
+package schema
+
+import (
+	"entgo.io/contrib/entgql"
+	"entgo.io/ent"
+	"entgo.io/ent/schema"
+	"entgo.io/ent/schema/edge"
+	"entgo.io/ent/schema/field"
+)
+
+// APIToken lets a user call the API. Only a hash of the secret is kept: the
+// token is shown once, when it is made.
+type APIToken struct {
+	ent.Schema
+}
+
+// Fields of the APIToken.
+func (APIToken) Fields() []ent.Field {
+	return []ent.Field{
+		field.Int("user_id").Immutable().Annotations(entgql.Skip()),
+		field.String("name").Default("").MaxLen(200),
+		field.Bytes("hash").Unique().Immutable().Sensitive().
+			Annotations(entgql.Skip()).
+			Comment("SHA-256 of the whole token"),
+		field.String("hint").Immutable().
+			Comment("the token's first characters, to tell tokens apart"),
+		field.Time("revoked_at").Optional().Nillable(),
+		field.Time("last_used_at").Optional().Nillable(),
+	}
+}
+
+// Edges of the APIToken.
+func (APIToken) Edges() []ent.Edge {
+	return []ent.Edge{
+		edge.From("user", User.Type).
+			Ref("tokens").Field("user_id").Unique().Required().Immutable(),
+	}
+}
+
+// Mixin of the APIToken.
+func (APIToken) Mixin() []ent.Mixin {
+	return []ent.Mixin{TimeMixin{}}
+}
+
+// Annotations of the APIToken.
+func (APIToken) Annotations() []schema.Annotation {
+	return []schema.Annotation{entgql.Type("APIToken"), entgql.Skip(entgql.SkipWhereInput, entgql.SkipOrderField)}
+}

@@ -1,0 +1,50 @@
+package schema
+
+import (
+	"entgo.io/contrib/entgql"
+	"entgo.io/ent"
+	"entgo.io/ent/schema"
+	"entgo.io/ent/schema/edge"
+	"entgo.io/ent/schema/field"
+	"entgo.io/ent/schema/index"
+)
+
+// Application is an MCP server (Streamable HTTP) registered for an
+// organisation. Its allowed tools are offered as `<name>__<tool>`.
+type Application struct {
+	ent.Schema
+}
+
+// Fields of the Application.
+func (Application) Fields() []ent.Field {
+	return []ent.Field{
+		field.Int("organization_id").Immutable().Annotations(entgql.Skip()),
+		field.String("name").NotEmpty().MaxLen(40),
+		field.String("url").NotEmpty().MaxLen(2000),
+		field.Strings("allowed_tools").Default([]string{}),
+	}
+}
+
+// Edges of the Application.
+func (Application) Edges() []ent.Edge {
+	return []ent.Edge{
+		edge.From("organization", Organization.Type).
+			Ref("applications").Field("organization_id").Unique().Required().Immutable().
+			Annotations(entgql.Skip()),
+	}
+}
+
+// Indexes of the Application.
+func (Application) Indexes() []ent.Index {
+	return []ent.Index{index.Fields("organization_id", "name").Unique()}
+}
+
+// Annotations of the Application.
+func (Application) Annotations() []schema.Annotation {
+	return []schema.Annotation{entgql.Skip(entgql.SkipWhereInput, entgql.SkipOrderField)}
+}
+
+// Mixin of the Application.
+func (Application) Mixin() []ent.Mixin {
+	return []ent.Mixin{TimeMixin{}}
+}

@@ -1,0 +1,41 @@
+package schema
+
+import (
+	"entgo.io/contrib/entgql"
+	"entgo.io/ent"
+	"entgo.io/ent/schema"
+	"entgo.io/ent/schema/edge"
+	"entgo.io/ent/schema/field"
+)
+
+// Organization is a tenant: everything a caller can reach belongs to one.
+type Organization struct {
+	ent.Schema
+}
+
+// Fields of the Organization.
+func (Organization) Fields() []ent.Field {
+	return []ent.Field{
+		field.String("name").NotEmpty().Unique().MaxLen(200),
+	}
+}
+
+// Edges of the Organization.
+func (Organization) Edges() []ent.Edge {
+	return []ent.Edge{
+		edge.To("users", User.Type).Annotations(entgql.Skip()),
+		edge.To("agents", Agent.Type).Annotations(entgql.Skip()),
+		edge.To("applications", Application.Type).Annotations(entgql.Skip()),
+		edge.To("conversations", Conversation.Type).Annotations(entgql.Skip()),
+	}
+}
+
+// Annotations of the Organization.
+func (Organization) Annotations() []schema.Annotation {
+	return []schema.Annotation{entgql.Skip(entgql.SkipWhereInput, entgql.SkipOrderField)}
+}
+
+// Mixin of the Organization.
+func (Organization) Mixin() []ent.Mixin {
+	return []ent.Mixin{TimeMixin{}}
+}

@@ -1,0 +1,66 @@
+package schema
+
+import (
+	"time"
+
+	"entgo.io/contrib/entgql"
+	"entgo.io/ent"
+	"entgo.io/ent/schema"
+	"entgo.io/ent/schema/edge"
+	"entgo.io/ent/schema/field"
+	"entgo.io/ent/schema/index"
+)
+
+// ToolCall is one call the model asked for, as repaired and sent, and what
+// came of it.
+type ToolCall struct {
+	ent.Schema
+}
+
+// Fields of the ToolCall.
+func (ToolCall) Fields() []ent.Field {
+	return []ent.Field{
+		field.Int("turn_id").Immutable().Annotations(entgql.Skip()),
+		field.Int("position").Immutable().NonNegative(),
+		field.String("call_id").Default("").Immutable().Annotations(entgql.Skip()).
+			Comment("the provider's id for the call"),
+		field.String("name").Immutable(),
+		field.Text("arguments").Default("{}").
+			Comment("JSON, as repaired and sent"),
+		field.Enum("outcome").
+			Values("PENDING", "HITS", "ABSENCE", "OUTAGE", "REFUSED", "ERROR").
+			Default("PENDING").
+			Annotations(entgql.Type("ToolOutcome")),
+		field.Int("attempts").Default(0).NonNegative(),
+		field.JSON("failures", []ItemFailure{}).Default([]ItemFailure{}).
+			Annotations(entgql.Type("[ItemFailure!]")),
+		field.JSON("repairs", []Repair{}).Default([]Repair{}).
+			Annotations(entgql.Type("[ArgumentRepair!]")),
+		field.Text("message").Optional().Nillable().
+			Comment("what the model was told, for refusals, errors and outages"),
+		field.String("ref").Optional().Nillable(),
+		field.Int("result_id").Optional().Nillable().Annotations(entgql.Skip()),
+		field.Time("started_at").Default(time.Now).Immutable(),
+		field.Time("finished_at").Optional().Nillable(),
+	}
+}
+
+// Edges of the ToolCall.
+func (ToolCall) Edges() []ent.Edge {
+	return []ent.Edge{
+		edge.From("turn", Turn.Type).
+			Ref("tool_calls").Field("turn_id").Unique().Required().Immutable(),
+		edge.From("result", StoredResult.Type).Ref("tool_call").Field("result_id").Unique().
+			Annotations(entgql.Skip()),
+	}
+}
+
+// Annotations of the ToolCall.
+func (ToolCall) Annotations() []schema.Annotation {
+	return []schema.Annotation{entgql.Skip(entgql.SkipWhereInput, entgql.SkipOrderField)}
+}
+
+// Indexes of the ToolCall.
+func (ToolCall) Indexes() []ent.Index {
+	return []ent.Index{index.Fields("turn_id", "position").Unique()}
+}

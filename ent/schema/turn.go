@@ -1,0 +1,64 @@
+package schema
+
+import (
+	"time"
+
+	"entgo.io/contrib/entgql"
+	"entgo.io/ent"
+	"entgo.io/ent/schema"
+	"entgo.io/ent/schema/edge"
+	"entgo.io/ent/schema/field"
+	"entgo.io/ent/schema/index"
+)
+
+// Turn is one message from the user and everything the runtime did to
+// answer it.
+type Turn struct {
+	ent.Schema
+}
+
+// Fields of the Turn.
+func (Turn) Fields() []ent.Field {
+	return []ent.Field{
+		field.Int("conversation_id").Immutable().Annotations(entgql.Skip()),
+		field.Int("number").Immutable().Positive().
+			Annotations(entgql.OrderField("NUMBER")),
+		field.Time("started_at").Default(time.Now).Immutable(),
+		field.Time("finished_at").Optional().Nillable(),
+		field.String("time_zone").Default("UTC").Immutable().
+			Comment("the IANA zone the browser reported; a resumed turn renders the same"),
+		field.Text("user_text").Immutable(),
+		field.Text("answer").Optional().Nillable(),
+		field.Text("thinking").Optional().Nillable().
+			Annotations(entgql.Skip()).
+			Comment("never returned by the API or any tool"),
+		field.Enum("status").
+			Values("RUNNING", "WAITING_FOR_CLARIFICATION", "COMPLETED", "FAILED", "CANCELLED").
+			Default("RUNNING").
+			Annotations(entgql.Type("TurnStatus")),
+		field.String("error").Optional().Nillable(),
+		field.Strings("suggestions").Default([]string{}),
+		field.Bool("replayed").Default(false).
+			Comment("answered by the replay provider, not a live model"),
+	}
+}
+
+// Edges of the Turn.
+func (Turn) Edges() []ent.Edge {
+	return []ent.Edge{
+		edge.From("conversation", Conversation.Type).
+			Ref("turns").Field("conversation_id").Unique().Required().Immutable(),
+		edge.To("tool_calls", ToolCall.Type).Annotations(entgql.Skip()),
+		edge.To("model_calls", ModelCall.Type).Annotations(entgql.Skip()),
+	}
+}
+
+// Indexes of the Turn.
+func (Turn) Indexes() []ent.Index {
+	return []ent.Index{index.Fields("conversation_id", "number").Unique()}
+}
+
+// Annotations of the Turn.
+func (Turn) Annotations() []schema.Annotation {
+	return []schema.Annotation{entgql.RelayConnection()}
+}

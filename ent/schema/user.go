@@ -1,0 +1,54 @@
+package schema
+
+import (
+	"entgo.io/contrib/entgql"
+	"entgo.io/ent"
+	"entgo.io/ent/schema"
+	"entgo.io/ent/schema/edge"
+	"entgo.io/ent/schema/field"
+	"entgo.io/ent/schema/index"
+)
+
+// User is a person in an organisation. The model is told their name,
+// department and organisation, never an identifier.
+type User struct {
+	ent.Schema
+}
+
+// Fields of the User.
+func (User) Fields() []ent.Field {
+	return []ent.Field{
+		field.Int("organization_id").Immutable().Annotations(entgql.Skip()),
+		field.String("name").NotEmpty().MaxLen(200),
+		field.String("department").Default("").MaxLen(200),
+		field.Bool("admin").Default(false).
+			Comment("admins reach every conversation of their organisation"),
+	}
+}
+
+// Edges of the User.
+func (User) Edges() []ent.Edge {
+	return []ent.Edge{
+		edge.From("organization", Organization.Type).
+			Ref("users").Field("organization_id").Unique().Required().Immutable(),
+		edge.To("tokens", APIToken.Type).Annotations(entgql.Skip()),
+		edge.To("conversations", Conversation.Type).Annotations(entgql.Skip()),
+	}
+}
+
+// Indexes of the User.
+func (User) Indexes() []ent.Index {
+	return []ent.Index{
+		index.Fields("organization_id", "name").Unique(),
+	}
+}
+
+// Annotations of the User.
+func (User) Annotations() []schema.Annotation {
+	return []schema.Annotation{entgql.Skip(entgql.SkipWhereInput, entgql.SkipOrderField)}
+}
+
+// Mixin of the User.
+func (User) Mixin() []ent.Mixin {
+	return []ent.Mixin{TimeMixin{}}
+}

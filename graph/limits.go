@@ -1,0 +1,124 @@
+package graph
+
+import (
+	"context"
+	"net/http"
+	"strings"
+
+	"entgo.io/contrib/entgql"
+	"github.com/99designs/gqlgen/graphql"
+	"github.com/99designs/gqlgen/graphql/errcode"
+	"github.com/vektah/gqlparser/v2/ast"
+	"github.com/vektah/gqlparser/v2/gqlerror"
+)
+
+// pageLimits checks every connection in an operation before anything runs:
+// a page is at most MaxPage items, and a nested connection must name its
+// size (field collection would otherwise load it whole).
+type pageLimits struct{}
+
+var _ interface {
+	graphql.HandlerExtension
+	graphql.OperationContextMutator
+} = pageLimits{}
+
+// ExtensionName names the extension.
+func (pageLimits) ExtensionName() string { return "PageLimits" }
+
+// Validate has nothing to check.
+func (pageLimits) Validate(graphql.ExecutableSchema) error { return nil }
+
+// MutateOperationContext walks the operation's fields.
+func (pageLimits) MutateOperationContext(_ context.Context, oc *graphql.OperationContext) *gqlerror.Error {
+	if oc.Operation == nil {
+		return nil
+	}
+	return checkPages(oc, oc.Operation.SelectionSet, true, map[string]bool{})
+}
+
+func checkPages(oc *graphql.OperationContext, set ast.SelectionSet, root bool, seen map[string]bool) *gqlerror.Error {
+	for _, sel := range set {
+		switch s := sel.(type) {
+		case *ast.Field:
+			if s.Definition != nil && strings.HasSuffix(s.Definition.Type.Name(), "Connection") {
+				args := s.ArgumentMap(oc.Variables)
+				first, hasFirst := args["first"].(int64)
+				last, hasLast := args["last"].(int64)
+				if (hasFirst && (first < 0 || first > MaxPage)) || (hasLast && (last < 0 || last > MaxPage)) {
+					return validationError(s.Position, "%s: first and last must be between 0 and %d", s.Alias, MaxPage)
+				}
+				if !root && !hasFirst && !hasLast {
+					return validationError(s.Position, "%s: give first or last (at most %d)", s.Alias, MaxPage)
+				}
+			}
+			if err := checkPages(oc, s.SelectionSet, false, seen); err != nil {
+				return err
+			}
+		case *ast.InlineFragment:
+			if err := checkPages(oc, s.SelectionSet, root, seen); err != nil {
+				return err
+			}
+		case *ast.FragmentSpread:
+			key := s.Name
+			if root {
+				key += "@root"
+			}
+			if seen[key] || s.Definition == nil {
+				continue
+			}
+			seen[key] = true
+			if err := checkPages(oc, s.Definition.SelectionSet, root, seen); err != nil {
+				return err
+			}
+		}
+	}
+	return nil
+}
+
+// transactioner runs each mutation in a transaction (entgql.Transactioner)
+// and passes through responses that have no operation, such as the error
+// for a body that is not JSON.
+type transactioner struct{ entgql.Transactioner }
+
+// InterceptResponse opens the transaction for mutations.
+func (t transactioner) InterceptResponse(ctx context.Context, next graphql.ResponseHandler) *graphql.Response {
+	if !graphql.HasOperationContext(ctx) {
+		return next(ctx)
+	}
+	return t.Transactioner.InterceptResponse(ctx, next)
+}
+
+func validationError(pos *ast.Position, format string, args ...any) *gqlerror.Error {
+	e := gqlerror.ErrorPosf(pos, format, args...)
+	errcode.Set(e, errcode.ValidationFailed)
+	return e
+}
+
+func init() {
+	// An over-complex operation is refused before it runs, like any other
+	// invalid request, and gets the same status code.
+	errcode.RegisterErrorType("COMPLEXITY_LIMIT_EXCEEDED", errcode.KindProtocol)
+}
+
+// jsonStatus answers 200 to every well-formed request when the client asked
+// for application/json, as the GraphQL-over-HTTP spec says; the 4xx codes
+// for request errors belong to application/graphql-response+json.
+func jsonStatus(next http.Handler) http.Handler {
+	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		next.ServeHTTP(&statusWriter{ResponseWriter: w}, r)
+	})
+}
+
+type statusWriter struct {
+	http.ResponseWriter
+}
+
+func (w *statusWriter) WriteHeader(code int) {
+	if code == http.StatusUnprocessableEntity && strings.HasPrefix(w.Header().Get("Content-Type"), "application/json") {
+		code = http.StatusOK
+	}
+	w.ResponseWriter.WriteHeader(code)
+}
+
+// Unwrap lets http.ResponseController reach the connection (websockets).
+func (w *statusWriter) Unwrap() http.ResponseWriter { return w.ResponseWriter }

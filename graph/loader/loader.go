@@ -1,0 +1,197 @@
+// Package loader batches the nested lists of the transcript query into one
+// SQL statement per level, whatever the number of parents. Loaders are made
+// per request (Middleware) and read with For(ctx).
+//
+// Batches do not depend on timing: the first tool-call list asked for in a
+// page of turns loads the lists of every turn on that page at once, and
+// primes the stored-result metadata of those calls, so the rest of the page
+// is answered from the request's cache.
+package loader
+
+import (
+	"context"
+	"net/http"
+	"slices"
+	"time"
+
+	"github.com/99designs/gqlgen/graphql"
+	"github.com/graph-gophers/dataloader/v7"
+
+	"github.com/toolgate/toolgate/ent"
+	"github.com/toolgate/toolgate/ent/storedresult"
+	"github.com/toolgate/toolgate/ent/toolcall"
+)
+
+// Wait is how long a loader gathers keys that arrive one by one (a turn
+// reached through node(), say) before it queries.
+const Wait = 2 * time.Millisecond
+
+// Loaders are the per-request loaders.
+type Loaders struct {
+	// ToolCallsByTurn loads the tool calls of turns, ordered by position.
+	ToolCallsByTurn *dataloader.Loader[int, []*ent.ToolCall]
+	// ResultByID loads stored-result metadata, never the content.
+	ResultByID *dataloader.Loader[int, *ent.StoredResult]
+}
+
+// New returns loaders that query through client (the API's scoped client).
+func New(client *ent.Client) *Loaders {
+	l := &Loaders{}
+	l.ResultByID = dataloader.NewBatchedLoader(l.resultByID(client),
+		dataloader.WithWait[int, *ent.StoredResult](Wait))
+	l.ToolCallsByTurn = dataloader.NewBatchedLoader(l.toolCallsByTurn(client),
+		dataloader.WithWait[int, []*ent.ToolCall](Wait))
+	return l
+}
+
+type key struct{}
+
+// Middleware attaches fresh loaders to each request, so nothing is cached
+// across requests or callers.
+func Middleware(client *ent.Client, next http.Handler) http.Handler {
+	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		next.ServeHTTP(w, r.WithContext(With(r.Context(), New(client))))
+	})
+}
+
+// With returns a context carrying l.
+func With(ctx context.Context, l *Loaders) context.Context {
+	return context.WithValue(ctx, key{}, l)
+}
+
+// For returns the request's loaders.
+func For(ctx context.Context) *Loaders {
+	return ctx.Value(key{}).(*Loaders)
+}
+
+// ToolCalls returns the tool calls of turn, loading those of the turn's
+// whole page in the same statement.
+func (l *Loaders) ToolCalls(ctx context.Context, turn *ent.Turn) ([]*ent.ToolCall, error) {
+	if ids := siblingTurns(ctx); len(ids) > 1 {
+		// Queue the page in one batch; the caches answer the siblings.
+		l.ToolCallsByTurn.LoadMany(ctx, ids)
+	}
+	return l.ToolCallsByTurn.Load(ctx, turn.ID)()
+}
+
+// siblingTurns returns the ids of the turns on the page a turn field is
+// being resolved in, found on the enclosing connection or list.
+func siblingTurns(ctx context.Context) []int {
+	for fc := graphql.GetFieldContext(ctx); fc != nil; fc = fc.Parent {
+		switch r := fc.Result.(type) {
+		case *ent.TurnConnection:
+			ids := make([]int, 0, len(r.Edges))
+			for _, e := range r.Edges {
+				if e != nil && e.Node != nil {
+					ids = append(ids, e.Node.ID)
+				}
+			}
+			return ids
+		case []*ent.Turn:
+			ids := make([]int, 0, len(r))
+			for _, t := range r {
+				ids = append(ids, t.ID)
+			}
+			return ids
+		}
+	}
+	return nil
+}
+
+func (l *Loaders) toolCallsByTurn(client *ent.Client) dataloader.BatchFunc[int, []*ent.ToolCall] {
+	return func(ctx context.Context, turnIDs []int) []*dataloader.Result[[]*ent.ToolCall] {
+		calls, err := client.ToolCall.Query().
+			Where(toolcall.TurnIDIn(turnIDs...)).
+			Order(ent.Asc(toolcall.FieldTurnID), ent.Asc(toolcall.FieldPosition)).
+			All(ctx)
+		if err == nil {
+			err = l.primeResults(ctx, client, calls)
+		}
+		out := make([]*dataloader.Result[[]*ent.ToolCall], len(turnIDs))
+		if err != nil {
+			for i := range out {
+				out[i] = &dataloader.Result[[]*ent.ToolCall]{Error: err}
+			}
+			return out
+		}
+		byTurn := make(map[int][]*ent.ToolCall, len(turnIDs))
+		for _, c := range calls {
+			byTurn[c.TurnID] = append(byTurn[c.TurnID], c)
+		}
+		for i, id := range turnIDs {
+			// Never nil: the field is a non-null list.
+			out[i] = &dataloader.Result[[]*ent.ToolCall]{Data: append([]*ent.ToolCall{}, byTurn[id]...)}
+		}
+		return out
+	}
+}
+
+// primeResults loads the result metadata of calls in one statement, so the
+// result fields that follow are answered from the cache.
+func (l *Loaders) primeResults(ctx context.Context, client *ent.Client, calls []*ent.ToolCall) error {
+	ids := make([]int, 0, len(calls))
+	for _, c := range calls {
+		if c.ResultID != nil {
+			ids = append(ids, *c.ResultID)
+		}
+	}
+	if len(ids) == 0 || !graphql.HasOperationContext(ctx) || !wantsResults(ctx) {
+		return nil
+	}
+	rows, err := queryResults(ctx, client, ids)
+	if err != nil {
+		return err
+	}
+	byID := make(map[int]*ent.StoredResult, len(rows))
+	for _, r := range rows {
+		byID[r.ID] = r
+	}
+	for _, id := range ids {
+		l.ResultByID.Prime(ctx, id, byID[id])
+	}
+	return nil
+}
+
+// wantsResults reports whether the tool-call selection being resolved asks
+// for results, so the metadata is not loaded for nothing.
+func wantsResults(ctx context.Context) bool {
+	if graphql.GetFieldContext(ctx) == nil {
+		return false
+	}
+	return slices.Contains(graphql.CollectAllFields(ctx), "result")
+}
+
+// resultColumns are every stored-result column but the content, which can
+// be megabytes and is read only through readToolResult.
+var resultColumns = slices.DeleteFunc(slices.Clone(storedresult.Columns), func(c string) bool {
+	return c == storedresult.FieldContent
+})
+
+func queryResults(ctx context.Context, client *ent.Client, ids []int) ([]*ent.StoredResult, error) {
+	return client.StoredResult.Query().
+		Where(storedresult.IDIn(ids...)).
+		Select(resultColumns...).
+		All(ctx)
+}
+
+func (l *Loaders) resultByID(client *ent.Client) dataloader.BatchFunc[int, *ent.StoredResult] {
+	return func(ctx context.Context, ids []int) []*dataloader.Result[*ent.StoredResult] {
+		rows, err := queryResults(ctx, client, ids)
+		out := make([]*dataloader.Result[*ent.StoredResult], len(ids))
+		if err != nil {
+			for i := range out {
+				out[i] = &dataloader.Result[*ent.StoredResult]{Error: err}
+			}
+			return out
+		}
+		byID := make(map[int]*ent.StoredResult, len(rows))
+		for _, r := range rows {
+			byID[r.ID] = r
+		}
+		for i, id := range ids {
+			// A result out of scope reads as none: the call shows no result.
+			out[i] = &dataloader.Result[*ent.StoredResult]{Data: byID[id]}
+		}
+		return out
+	}
+}

@@ -1,0 +1,38 @@
+// Package graph is toolgate's GraphQL API: schema files, resolvers, and the
+// HTTP server around them.
+package graph
+
+import (
+	"context"
+	"log/slog"
+
+	"github.com/toolgate/toolgate/ent"
+	"github.com/toolgate/toolgate/graph/gid"
+)
+
+// MaxPage is the largest page a connection serves; DefaultPage is what a
+// connection serves when the client names no size.
+const (
+	MaxPage     = 100
+	DefaultPage = 50
+)
+
+// Resolver is the one place dependencies are injected.
+type Resolver struct {
+	// Client is the API's ent client, with the scope interceptors installed.
+	Client *ent.Client
+	Log    *slog.Logger
+}
+
+// client returns the transaction's client inside a mutation (the
+// Transactioner opens one for each) and the scoped client elsewhere.
+func (r *Resolver) client(ctx context.Context) *ent.Client {
+	if c := ent.FromContext(ctx); c != nil {
+		return c
+	}
+	return r.Client
+}
+
+// EncodeID returns the opaque global id of a database id, as the API
+// shows it.
+func EncodeID(id int) string { return gid.Encode(id) }

@@ -1,0 +1,276 @@
+package graph
+
+import (
+	"bytes"
+	"context"
+	"errors"
+	"fmt"
+	"io"
+	"log/slog"
+	"net/http"
+	"runtime/debug"
+	"strings"
+	"time"
+
+	"github.com/99designs/gqlgen/graphql"
+	"github.com/99designs/gqlgen/graphql/handler"
+	"github.com/99designs/gqlgen/graphql/handler/extension"
+	"github.com/99designs/gqlgen/graphql/handler/lru"
+	"github.com/99designs/gqlgen/graphql/handler/transport"
+	"github.com/99designs/gqlgen/graphql/playground"
+	"github.com/prometheus/client_golang/prometheus"
+	"github.com/prometheus/client_golang/prometheus/collectors"
+	"github.com/prometheus/client_golang/prometheus/promhttp"
+	"github.com/vektah/gqlparser/v2/ast"
+	"github.com/vektah/gqlparser/v2/gqlerror"
+
+	"entgo.io/contrib/entgql"
+
+	"github.com/toolgate/toolgate/ent"
+	"github.com/toolgate/toolgate/ent/db"
+	"github.com/toolgate/toolgate/graph/auth"
+	"github.com/toolgate/toolgate/graph/generated"
+	"github.com/toolgate/toolgate/graph/loader"
+)
+
+// Limits of the HTTP API.
+const (
+	// MaxBodyBytes is the largest request body served.
+	MaxBodyBytes = 1 << 20
+	// MaxComplexity bounds the work one operation may ask for; a connection
+	// counts its children once per item of the page it asks for.
+	MaxComplexity = 20_000
+)
+
+// Config is what the server needs.
+type Config struct {
+	DB  *db.DB
+	Log *slog.Logger
+	// Registry receives the metrics; a new one is made when nil.
+	Registry *prometheus.Registry
+	// Ready reports whether migrations were applied; nil means they were.
+	Ready func(context.Context) error
+}
+
+// Server is toolgate's HTTP API.
+type Server struct {
+	cfg      Config
+	client   *ent.Client // scoped: every query limited to the viewer
+	auth     *auth.Authenticator
+	gql      *handler.Server
+	registry *prometheus.Registry
+	mux      *http.ServeMux
+}
+
+// NewServer builds the HTTP API over cfg.DB.
+func NewServer(cfg Config) *Server {
+	if cfg.Log == nil {
+		cfg.Log = slog.New(slog.DiscardHandler)
+	}
+	reg := cfg.Registry
+	if reg == nil {
+		reg = prometheus.NewRegistry()
+		reg.MustRegister(collectors.NewGoCollector(), collectors.NewProcessCollector(collectors.ProcessCollectorOpts{}))
+	}
+	client := cfg.DB.Client()
+	auth.Scope(client)
+	s := &Server{
+		cfg:      cfg,
+		client:   client,
+		auth:     auth.NewAuthenticator(cfg.DB.Client(), cfg.Log),
+		registry: reg,
+		mux:      http.NewServeMux(),
+	}
+	s.gql = s.newGraphQL()
+	m := newMetrics(reg)
+	s.gql.Use(m)
+
+	graphqlHandler := jsonStatus(s.auth.Middleware(loader.Middleware(client, s.gql)))
+	s.mux.Handle("/graphql", m.http("/graphql", limitBody(graphqlHandler)))
+	s.mux.Handle("/playground", playground.Handler("toolgate", "/graphql",
+		playground.WithGraphiqlUiHeaders(map[string]string{"Authorization": "Bearer "})))
+	s.mux.HandleFunc("/healthz", func(w http.ResponseWriter, _ *http.Request) {
+		w.Header().Set("Content-Type", "text/plain")
+		_, _ = io.WriteString(w, "ok\n")
+	})
+	s.mux.HandleFunc("/readyz", s.readyz)
+	s.mux.Handle("/metrics", promhttp.HandlerFor(reg, promhttp.HandlerOpts{}))
+	return s
+}
+
+// Authenticator returns the server's authenticator, for wiring scope tokens.
+func (s *Server) Authenticator() *auth.Authenticator { return s.auth }
+
+// ServeHTTP serves the API.
+func (s *Server) ServeHTTP(w http.ResponseWriter, r *http.Request) { s.mux.ServeHTTP(w, r) }
+
+func (s *Server) readyz(w http.ResponseWriter, r *http.Request) {
+	ctx, cancel := context.WithTimeout(r.Context(), 2*time.Second)
+	defer cancel()
+	err := s.cfg.DB.SQL.PingContext(ctx)
+	if err == nil && s.cfg.Ready != nil {
+		err = s.cfg.Ready(ctx)
+	}
+	w.Header().Set("Content-Type", "text/plain")
+	if err != nil {
+		s.cfg.Log.WarnContext(ctx, "not ready", "err", err)
+		w.WriteHeader(http.StatusServiceUnavailable)
+		_, _ = io.WriteString(w, "not ready\n")
+		return
+	}
+	_, _ = io.WriteString(w, "ready\n")
+}
+
+func (s *Server) newGraphQL() *handler.Server {
+	cfg := generated.Config{Resolvers: &Resolver{Client: s.client, Log: s.cfg.Log}}
+	pageTimes := func(child int, first, last *int) int {
+		n := DefaultPage
+		if first != nil {
+			n = *first
+		} else if last != nil {
+			n = *last
+		}
+		return 1 + child*max(n, 1)
+	}
+	cfg.Complexity.Query.Conversations = func(child int, _ *entgql.Cursor[int], first *int, _ *entgql.Cursor[int], last *int, _ []*ent.ConversationOrder, _ *ent.ConversationWhereInput) int {
+		return pageTimes(child, first, last)
+	}
+	cfg.Complexity.Query.Agents = func(child int, first *int, _ *entgql.Cursor[int], last *int, _ *entgql.Cursor[int], _ *ent.AgentOrder) int {
+		return pageTimes(child, first, last)
+	}
+	cfg.Complexity.Conversation.Turns = func(child int, _ *entgql.Cursor[int], first *int, _ *entgql.Cursor[int], last *int, _ *ent.TurnOrder, _ *ent.TurnWhereInput) int {
+		return pageTimes(child, first, last)
+	}
+	cfg.Complexity.Turn.ToolCalls = func(child int) int { return 1 + child*10 }
+
+	srv := handler.New(generated.NewExecutableSchema(cfg))
+	srv.AddTransport(transport.Websocket{
+		KeepAlivePingInterval: 10 * time.Second,
+		InitFunc:              s.websocketInit,
+	})
+	srv.AddTransport(transport.Options{})
+	srv.AddTransport(transport.GET{})
+	srv.AddTransport(transport.POST{})
+	srv.SetQueryCache(lru.New[*ast.QueryDocument](1000))
+	srv.Use(extension.Introspection{})
+	srv.Use(extension.AutomaticPersistedQuery{Cache: lru.New[string](1000)})
+	srv.Use(extension.FixedComplexityLimit(MaxComplexity))
+	srv.Use(pageLimits{})
+	srv.Use(transactioner{entgql.Transactioner{TxOpener: s.client}})
+	srv.SetErrorPresenter(s.presentError)
+	srv.SetRecoverFunc(func(ctx context.Context, p any) error {
+		s.cfg.Log.ErrorContext(ctx, "panic in resolver", "panic", fmt.Sprint(p), "stack", string(debug.Stack()))
+		return errInternal
+	})
+	return srv
+}
+
+// websocketInit authenticates a websocket from its connection_init payload:
+// {"Authorization": "Bearer TOKEN"}. A bad token is not refused here: like
+// over HTTP, what it asks for is then not found.
+func (s *Server) websocketInit(ctx context.Context, p transport.InitPayload) (context.Context, *transport.InitPayload, error) {
+	header := p.Authorization()
+	if header == "" {
+		if v, ok := p["authorization"].(string); ok {
+			header = v
+		}
+	}
+	ctx = loader.With(ctx, loader.New(s.client))
+	token, ok := auth.Bearer(header)
+	if !ok {
+		return ctx, nil, nil
+	}
+	v, err := s.auth.Resolve(ctx, token)
+	if err != nil {
+		if errors.Is(err, auth.ErrNotFound) {
+			return ctx, nil, nil
+		}
+		return ctx, nil, err
+	}
+	return auth.WithViewer(ctx, v), nil, nil
+}
+
+var errInternal = errors.New("internal error")
+
+// presentError is the one place errors become what clients read: the same
+// words for "not yours" and "not there", a clear message for bad input,
+// and nothing internal.
+func (s *Server) presentError(ctx context.Context, err error) *gqlerror.Error {
+	gqlErr := graphql.DefaultErrorPresenter(ctx, err)
+	var (
+		inputErr *InputError
+		valErr   *ent.ValidationError
+		conErr   *ent.ConstraintError
+		source   *gqlerror.Error
+	)
+	switch {
+	case errors.Is(err, auth.ErrNotFound) || ent.IsNotFound(err):
+		return coded(gqlErr, "not found", "NOT_FOUND")
+	case errors.Is(err, auth.ErrForbidden):
+		return coded(gqlErr, "not permitted", "FORBIDDEN")
+	case errors.As(err, &inputErr):
+		return coded(gqlErr, inputErr.Error(), "BAD_USER_INPUT")
+	case errors.As(err, &valErr):
+		reason := error(valErr)
+		for errors.Unwrap(reason) != nil {
+			reason = errors.Unwrap(reason)
+		}
+		return coded(gqlErr, fmt.Sprintf("invalid %s: %v", valErr.Name, reason), "BAD_USER_INPUT")
+	case errors.As(err, &conErr):
+		return coded(gqlErr, "conflicts with an existing object (a name already in use?)", "CONFLICT")
+	case errors.Is(err, errInternal):
+		return coded(gqlErr, "internal error", "INTERNAL")
+	case errors.As(err, &source) && errors.Unwrap(source) == nil:
+		// Parse, validation and variable errors from gqlgen: already clear.
+		// Drop the echo of a body that could not be decoded.
+		if i := strings.Index(gqlErr.Message, " body:"); i > 0 && strings.HasPrefix(gqlErr.Message, "json request body") {
+			gqlErr.Message = gqlErr.Message[:i]
+		}
+		return gqlErr
+	case errors.Is(err, context.Canceled) || errors.Is(err, context.DeadlineExceeded):
+		return coded(gqlErr, "request cancelled or timed out", "TIMEOUT")
+	default:
+		s.cfg.Log.ErrorContext(ctx, "resolver error", "path", gqlErr.Path.String(), "err", err)
+		return coded(gqlErr, "internal error", "INTERNAL")
+	}
+}
+
+func coded(e *gqlerror.Error, msg, code string) *gqlerror.Error {
+	e.Message = msg
+	e.Extensions = map[string]any{"code": code}
+	return e
+}
+
+// limitBody refuses bodies over MaxBodyBytes with 413 and a GraphQL error,
+// before anything is parsed.
+func limitBody(next http.Handler) http.Handler {
+	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		if r.Body == nil || r.Method != http.MethodPost {
+			next.ServeHTTP(w, r)
+			return
+		}
+		if r.ContentLength > MaxBodyBytes {
+			tooLarge(w)
+			return
+		}
+		body, err := io.ReadAll(io.LimitReader(r.Body, MaxBodyBytes+1))
+		if err != nil {
+			w.Header().Set("Content-Type", "application/json")
+			w.WriteHeader(http.StatusBadRequest)
+			_, _ = io.WriteString(w, `{"errors":[{"message":"could not read request body"}]}`)
+			return
+		}
+		if len(body) > MaxBodyBytes {
+			tooLarge(w)
+			return
+		}
+		r.Body = io.NopCloser(bytes.NewReader(body))
+		next.ServeHTTP(w, r)
+	})
+}
+
+func tooLarge(w http.ResponseWriter) {
+	w.Header().Set("Content-Type", "application/json")
+	w.WriteHeader(http.StatusRequestEntityTooLarge)
+	_, _ = fmt.Fprintf(w, `{"errors":[{"message":"request body over %d bytes","extensions":{"code":"BODY_TOO_LARGE"}}]}`, MaxBodyBytes)
+}

@@ -1,0 +1,88 @@
+// Package model is the small interface the turn loop uses to talk to a
+// language model, and the types that cross it. Providers live in the
+// packages below it.
+package model
+
+import (
+	"context"
+	"encoding/json"
+)
+
+// Role is who a message is from.
+type Role string
+
+// The roles of a conversation with a model.
+const (
+	RoleUser      Role = "user"
+	RoleAssistant Role = "assistant"
+	RoleTool      Role = "tool"
+)
+
+// ToolSpec is a tool definition as the provider receives it.
+type ToolSpec struct {
+	Name        string
+	Description string
+	Schema      json.RawMessage
+}
+
+// ToolCall is one call the model asked for.
+type ToolCall struct {
+	ID        string
+	Name      string
+	Arguments json.RawMessage
+}
+
+// Message is one entry of the history sent to the model.
+type Message struct {
+	Role Role
+	// Text is the user text, the assistant's answer, or the tool result.
+	Text string
+	// ToolCalls are set on assistant messages that asked for tools.
+	ToolCalls []ToolCall
+	// ToolCallID and ToolName are set on tool messages.
+	ToolCallID string
+	ToolName   string
+	// IsError marks a tool message that reports a failure.
+	IsError bool
+}
+
+// Request is one model call. System and Tools are the stable prefix: they
+// must serialise to the same bytes on every call of the same agent, so
+// providers can cache them.
+type Request struct {
+	Model     string
+	System    string
+	Tools     []ToolSpec
+	Messages  []Message
+	MaxTokens int
+}
+
+// Usage is what the provider reports for one call. InputUncached excludes
+// cache reads and cache writes.
+type Usage struct {
+	InputUncached int64
+	CacheRead     int64
+	CacheWrite    int64
+	Output        int64
+}
+
+// Response is the model's answer to one call.
+type Response struct {
+	// Model is the model the provider says answered.
+	Model     string
+	Text      string
+	Thinking  string
+	ToolCalls []ToolCall
+	Usage     Usage
+	// StopReason is the provider's own word for why it stopped.
+	StopReason string
+}
+
+// Provider sends a request to a model and returns its answer. Implementations
+// retry 429 and 5xx answers themselves, with doubling waits, and return an
+// error only when the call failed for good.
+type Provider interface {
+	// Name is the provider's configuration name: "openai", "anthropic", "replay".
+	Name() string
+	Complete(ctx context.Context, req Request) (*Response, error)
+}
