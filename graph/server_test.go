@@ -375,3 +375,31 @@ func TestTranscriptStatementsBounded(t *testing.T) {
 		require.Equal(t, nSmall, nLarge, "statements must not grow with the conversation")
 	})
 }
+
+// BenchmarkTranscript reads a transcript of 200 turns × 5 tool calls, in
+// two pages of 100 turns, and reports SQL statements per read.
+func BenchmarkTranscript(b *testing.B) {
+	for _, backend := range []dbtest.Backend{dbtest.SQLite, dbtest.Postgres} {
+		b.Run(string(backend), func(b *testing.B) {
+			d := dbtest.Open(b, backend)
+			counter := dbtest.Count(d)
+			tb := setup(b, d)
+			agentID := tb.createAgent(b, tb.alice.Token, "Helper")
+			conv := tb.startConversation(b, tb.alice.Token, agentID, "long")
+			convID, err := gid.Decode(conv)
+			require.NoError(b, err)
+			seedTranscript(b, tb.client, convID, 200, 5)
+			counter.Reset()
+			b.ReportAllocs()
+			b.ResetTimer()
+			for b.Loop() {
+				var after any
+				for page := 0; page < 2; page++ {
+					data := tb.do(b, tb.alice.Token, transcriptQuery, map[string]any{"id": conv, "after": after}).ok(b)
+					after = get(data, "conversation", "turns", "pageInfo", "endCursor")
+				}
+			}
+			b.ReportMetric(float64(len(counter.Statements()))/float64(b.N), "stmts/op")
+		})
+	}
+}

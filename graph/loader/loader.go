@@ -12,6 +12,7 @@ import (
 	"context"
 	"net/http"
 	"slices"
+	"sync"
 	"time"
 
 	"github.com/99designs/gqlgen/graphql"
@@ -28,6 +29,10 @@ const Wait = 2 * time.Millisecond
 
 // Loaders are the per-request loaders.
 type Loaders struct {
+	client *ent.Client
+	mu     sync.Mutex
+	pages  map[int]*pageLoad // by the first turn id of the page
+
 	// ToolCallsByTurn loads the tool calls of turns, ordered by position.
 	ToolCallsByTurn *dataloader.Loader[int, []*ent.ToolCall]
 	// ResultByID loads stored-result metadata, never the content.
@@ -36,7 +41,7 @@ type Loaders struct {
 
 // New returns loaders that query through client (the API's scoped client).
 func New(client *ent.Client) *Loaders {
-	l := &Loaders{}
+	l := &Loaders{client: client, pages: map[int]*pageLoad{}}
 	l.ResultByID = dataloader.NewBatchedLoader(l.resultByID(client),
 		dataloader.WithWait[int, *ent.StoredResult](Wait))
 	l.ToolCallsByTurn = dataloader.NewBatchedLoader(l.toolCallsByTurn(client),
@@ -64,12 +69,36 @@ func For(ctx context.Context) *Loaders {
 	return ctx.Value(key{}).(*Loaders)
 }
 
-// ToolCalls returns the tool calls of turn, loading those of the turn's
-// whole page in the same statement.
+type pageLoad struct {
+	once sync.Once
+	err  error
+}
+
+// ToolCalls returns the tool calls of turn. The first call for a page of
+// turns loads the whole page in one statement and primes the cache; the
+// siblings wait for it and read the cache, so the count of statements does
+// not depend on how the resolvers are scheduled.
 func (l *Loaders) ToolCalls(ctx context.Context, turn *ent.Turn) ([]*ent.ToolCall, error) {
 	if ids := siblingTurns(ctx); len(ids) > 1 {
-		// Queue the page in one batch; the caches answer the siblings.
-		l.ToolCallsByTurn.LoadMany(ctx, ids)
+		l.mu.Lock()
+		p, ok := l.pages[ids[0]]
+		if !ok {
+			p = &pageLoad{}
+			l.pages[ids[0]] = p
+		}
+		l.mu.Unlock()
+		p.once.Do(func() {
+			for i, r := range l.toolCallsByTurn(l.client)(ctx, ids) {
+				if r.Error != nil {
+					p.err = r.Error
+					return
+				}
+				l.ToolCallsByTurn.Prime(ctx, ids[i], r.Data)
+			}
+		})
+		if p.err != nil {
+			return nil, p.err
+		}
 	}
 	return l.ToolCallsByTurn.Load(ctx, turn.ID)()
 }
