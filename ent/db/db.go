@@ -14,7 +14,7 @@ import (
 
 	"entgo.io/ent/dialect"
 	entsql "entgo.io/ent/dialect/sql"
-	_ "github.com/lib/pq" // registers "postgres"
+	_ "github.com/lib/pq"  // registers "postgres"
 	_ "modernc.org/sqlite" // registers "sqlite"
 
 	"github.com/toolgate/toolgate/ent"
