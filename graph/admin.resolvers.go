@@ -7,11 +7,11 @@ package graph
 
 import (
 	"context"
-	"github.com/toolgate/toolgate/graph/auth"
 	"strings"
 
 	"entgo.io/contrib/entgql"
 	"github.com/toolgate/toolgate/ent"
+	"github.com/toolgate/toolgate/graph/auth"
 	"github.com/toolgate/toolgate/graph/generated"
 	"github.com/toolgate/toolgate/graph/model"
 )

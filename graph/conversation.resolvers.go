@@ -7,12 +7,12 @@ package graph
 
 import (
 	"context"
-	"github.com/toolgate/toolgate/ent/conversation"
-	"github.com/toolgate/toolgate/graph/auth"
-	"github.com/toolgate/toolgate/graph/loader"
 	"strings"
 
 	"github.com/toolgate/toolgate/ent"
+	"github.com/toolgate/toolgate/ent/conversation"
+	"github.com/toolgate/toolgate/graph/auth"
+	"github.com/toolgate/toolgate/graph/loader"
 	"github.com/toolgate/toolgate/graph/model"
 )
 

@@ -1,0 +1,310 @@
+// Package openai is the model provider for OpenAI Chat Completions, through
+// the official openai-go client. Any OpenAI-compatible server works: point
+// OPENAI_BASE_URL (or Options.BaseURL) at it.
+//
+// Answers are streamed by default (stream_options.include_usage asks for the
+// usage chunk), which keeps long answers clear of proxy idle timeouts; tool
+// call fragments are put back together by index. Options.DisableStreaming
+// switches to one plain request for servers that do not stream.
+//
+// Usage: prompt_tokens includes prompt_tokens_details.cached_tokens (and
+// cache_write_tokens where a server reports them), so the uncached input is
+// what is left. A reasoning_content (or reasoning) field, which some
+// OpenAI-compatible servers add for thinking models, becomes Response.Thinking.
+package openai
+
+import (
+	"context"
+	"crypto/rand"
+	"encoding/hex"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"net/http"
+	"net/url"
+	"strings"
+
+	sdk "github.com/openai/openai-go/v3"
+	"github.com/openai/openai-go/v3/option"
+	"github.com/openai/openai-go/v3/packages/param"
+	"github.com/openai/openai-go/v3/packages/respjson"
+	"github.com/openai/openai-go/v3/shared"
+
+	"github.com/toolgate/toolgate/runtime/model"
+	"github.com/toolgate/toolgate/runtime/model/retry"
+)
+
+// Name is the provider's configuration name.
+const Name = "openai"
+
+// DefaultModel is the model asked for when neither the options nor the
+// request name one.
+const DefaultModel = "gpt-4.1"
+
+// Options configure a Provider. Zero fields take the defaults.
+type Options struct {
+	// Model is the default model; a Request's Model wins over it.
+	Model string
+	// APIKey defaults to OPENAI_API_KEY, read by the SDK.
+	APIKey string
+	// BaseURL defaults to OPENAI_BASE_URL, read by the SDK, or OpenAI's API.
+	BaseURL string
+	// MaxTokens caps each answer when the Request does not; 0 leaves the
+	// server's default.
+	MaxTokens int
+	// HTTPClient defaults to the SDK's.
+	HTTPClient *http.Client
+	// Retry is the schedule for 429, 5xx and dropped connections.
+	Retry retry.Policy
+	// DisableStreaming sends one plain request per call, for servers that
+	// cannot stream.
+	DisableStreaming bool
+}
+
+// Provider talks to a Chat Completions endpoint. It is safe for concurrent use.
+type Provider struct {
+	client    sdk.Client
+	model     string
+	maxTokens int
+	retry     retry.Policy
+	stream    bool
+}
+
+var _ model.Provider = (*Provider)(nil)
+
+// New builds a provider. It makes no request.
+func New(opts Options) (*Provider, error) {
+	if opts.MaxTokens < 0 {
+		return nil, fmt.Errorf("openai: max tokens %d is negative", opts.MaxTokens)
+	}
+	ropts := []option.RequestOption{
+		// Retries are ours, so one schedule with an injectable sleep rules.
+		option.WithMaxRetries(0),
+		option.WithMiddleware(retry.Middleware),
+	}
+	if opts.BaseURL != "" {
+		u, err := url.Parse(opts.BaseURL)
+		if err != nil || u.Scheme == "" || u.Host == "" {
+			return nil, fmt.Errorf("openai: base URL %q is not an absolute URL", opts.BaseURL)
+		}
+		ropts = append(ropts, option.WithBaseURL(opts.BaseURL))
+	}
+	if opts.APIKey != "" {
+		ropts = append(ropts, option.WithAPIKey(opts.APIKey))
+	}
+	if opts.HTTPClient != nil {
+		ropts = append(ropts, option.WithHTTPClient(opts.HTTPClient))
+	}
+	m := opts.Model
+	if m == "" {
+		m = DefaultModel
+	}
+	return &Provider{
+		client:    sdk.NewClient(ropts...),
+		model:     m,
+		maxTokens: opts.MaxTokens,
+		retry:     opts.Retry,
+		stream:    !opts.DisableStreaming,
+	}, nil
+}
+
+// Name returns "openai".
+func (p *Provider) Name() string { return Name }
+
+// Model returns the model asked for when a Request names none.
+func (p *Provider) Model() string { return p.model }
+
+// Complete sends req and returns the model's answer, retrying 429, 5xx and
+// dropped connections.
+func (p *Provider) Complete(ctx context.Context, req model.Request) (*model.Response, error) {
+	params, err := p.params(req)
+	if err != nil {
+		return nil, fmt.Errorf("openai: %w", err)
+	}
+	return retry.Do(ctx, p.retry, Name, func(ctx context.Context) (*model.Response, error) {
+		if p.stream {
+			return p.completeStream(ctx, params)
+		}
+		return p.completeOnce(ctx, params)
+	})
+}
+
+// params maps a request to the wire format.
+func (p *Provider) params(req model.Request) (sdk.ChatCompletionNewParams, error) {
+	var params sdk.ChatCompletionNewParams
+	params.Model = shared.ChatModel(req.Model)
+	if req.Model == "" {
+		params.Model = p.model
+	}
+	if n := req.MaxTokens; n > 0 {
+		params.MaxCompletionTokens = sdk.Int(int64(n))
+	} else if p.maxTokens > 0 {
+		params.MaxCompletionTokens = sdk.Int(int64(p.maxTokens))
+	}
+	if req.System != "" {
+		params.Messages = append(params.Messages, sdk.SystemMessage(req.System))
+	}
+	for i, m := range req.Messages {
+		msg, err := message(m)
+		if err != nil {
+			return params, fmt.Errorf("message %d: %w", i, err)
+		}
+		params.Messages = append(params.Messages, msg)
+	}
+	for _, t := range req.Tools {
+		def, err := functionDefinition(t)
+		if err != nil {
+			return params, err
+		}
+		params.Tools = append(params.Tools, sdk.ChatCompletionToolUnionParam{
+			OfFunction: &sdk.ChatCompletionFunctionToolParam{Function: def},
+		})
+	}
+	return params, nil
+}
+
+// message maps one history entry.
+func message(m model.Message) (sdk.ChatCompletionMessageParamUnion, error) {
+	switch m.Role {
+	case model.RoleUser:
+		return sdk.UserMessage(m.Text), nil
+	case model.RoleTool:
+		if m.ToolCallID == "" {
+			return sdk.ChatCompletionMessageParamUnion{}, errors.New("tool message without a call id")
+		}
+		return sdk.ToolMessage(m.Text, m.ToolCallID), nil
+	case model.RoleAssistant:
+		var a sdk.ChatCompletionAssistantMessageParam
+		// An assistant message needs content unless it carries tool calls.
+		if m.Text != "" || len(m.ToolCalls) == 0 {
+			a.Content.OfString = sdk.String(m.Text)
+		}
+		for _, c := range m.ToolCalls {
+			a.ToolCalls = append(a.ToolCalls, sdk.ChatCompletionMessageToolCallUnionParam{
+				OfFunction: &sdk.ChatCompletionMessageFunctionToolCallParam{
+					ID: c.ID,
+					Function: sdk.ChatCompletionMessageFunctionToolCallFunctionParam{
+						Name:      c.Name,
+						Arguments: argumentsText(c.Arguments),
+					},
+				},
+			})
+		}
+		return sdk.ChatCompletionMessageParamUnion{OfAssistant: &a}, nil
+	}
+	return sdk.ChatCompletionMessageParamUnion{}, fmt.Errorf("unknown role %q", m.Role)
+}
+
+// functionDefinition sends the tool's schema byte for byte: the tools are
+// part of the stable prefix, and re-encoding through a map would reorder
+// the author's keys.
+func functionDefinition(t model.ToolSpec) (shared.FunctionDefinitionParam, error) {
+	schema := t.Schema
+	if len(schema) == 0 {
+		schema = json.RawMessage(`{"type":"object","properties":{}}`)
+	}
+	if !json.Valid(schema) {
+		return shared.FunctionDefinitionParam{}, fmt.Errorf("tool %q: schema is not valid JSON", t.Name)
+	}
+	raw, err := json.Marshal(struct {
+		Name        string          `json:"name"`
+		Description string          `json:"description,omitempty"`
+		Parameters  json.RawMessage `json:"parameters"`
+	}{t.Name, t.Description, schema})
+	if err != nil {
+		return shared.FunctionDefinitionParam{}, fmt.Errorf("tool %q: %w", t.Name, err)
+	}
+	return param.Override[shared.FunctionDefinitionParam](json.RawMessage(raw)), nil
+}
+
+// argumentsText is a call's arguments as the wire carries them: a JSON text.
+func argumentsText(args json.RawMessage) string {
+	if len(args) == 0 {
+		return "{}"
+	}
+	return string(args)
+}
+
+// arguments turns the model's argument text into JSON. Text that is not
+// JSON (a model can write anything) is kept as a JSON string, so the
+// runtime's repair step sees it rather than an unusable raw message.
+func arguments(s string) json.RawMessage {
+	s = strings.TrimSpace(s)
+	if s == "" {
+		return json.RawMessage("{}")
+	}
+	if json.Valid([]byte(s)) {
+		return json.RawMessage(s)
+	}
+	b, _ := json.Marshal(s)
+	return b
+}
+
+// completeOnce makes one plain request.
+func (p *Provider) completeOnce(ctx context.Context, params sdk.ChatCompletionNewParams) (*model.Response, error) {
+	res, err := p.client.Chat.Completions.New(ctx, params)
+	if err != nil {
+		return nil, err
+	}
+	if len(res.Choices) == 0 {
+		return nil, errors.New("answer has no choices")
+	}
+	ch := res.Choices[0]
+	out := &model.Response{
+		Model:      res.Model,
+		Text:       ch.Message.Content,
+		Thinking:   reasoning(ch.Message.JSON.ExtraFields),
+		StopReason: ch.FinishReason,
+		Usage:      usage(res.Usage),
+	}
+	if out.Model == "" {
+		out.Model = params.Model
+	}
+	for _, c := range ch.Message.ToolCalls {
+		if c.Type != "" && c.Type != "function" {
+			continue
+		}
+		id := c.ID
+		if id == "" {
+			id = newCallID()
+		}
+		out.ToolCalls = append(out.ToolCalls, model.ToolCall{ID: id, Name: c.Function.Name, Arguments: arguments(c.Function.Arguments)})
+	}
+	return out, nil
+}
+
+// usage maps the provider's token counts.
+func usage(u sdk.CompletionUsage) model.Usage {
+	cached := u.PromptTokensDetails.CachedTokens
+	written := u.PromptTokensDetails.CacheWriteTokens
+	return model.Usage{
+		InputUncached: max(u.PromptTokens-cached-written, 0),
+		CacheRead:     cached,
+		CacheWrite:    written,
+		Output:        u.CompletionTokens,
+	}
+}
+
+// reasoning reads the thinking text OpenAI-compatible servers add to a
+// message or delta under a field the SDK does not know.
+func reasoning(extra map[string]respjson.Field) string {
+	for _, key := range []string{"reasoning_content", "reasoning"} {
+		f, ok := extra[key]
+		if !ok {
+			continue
+		}
+		var s string
+		if json.Unmarshal([]byte(f.Raw()), &s) == nil && s != "" {
+			return s
+		}
+	}
+	return ""
+}
+
+// newCallID names a call the server left unnamed; tool results are matched
+// by it, so it must be unique.
+func newCallID() string {
+	b := make([]byte, 12)
+	_, _ = rand.Read(b)
+	return "call_" + hex.EncodeToString(b)
+}

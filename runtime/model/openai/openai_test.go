@@ -1,0 +1,450 @@
+package openai
+
+import (
+	"context"
+	"encoding/json"
+	"fmt"
+	"io"
+	"net/http"
+	"net/http/httptest"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/stretchr/testify/require"
+	"go.uber.org/goleak"
+
+	"github.com/toolgate/toolgate/runtime/model"
+	"github.com/toolgate/toolgate/runtime/model/retry"
+)
+
+func TestMain(m *testing.M) {
+	goleak.VerifyTestMain(m)
+}
+
+// reply is one scripted answer of the fake Chat Completions server.
+type reply struct {
+	status int
+	header map[string]string
+	// body is a JSON answer (or error body) when events is nil.
+	body string
+	// events are SSE data payloads; "[DONE]" follows unless cut is set.
+	events []string
+	// cut ends the stream early, as a dropped connection would.
+	cut bool
+	// hangup drops the connection without answering.
+	hangup bool
+}
+
+// request is what the server received.
+type request struct {
+	path   string
+	header http.Header
+	body   []byte
+}
+
+type testBundle struct {
+	server   *httptest.Server
+	provider *Provider
+	mu       sync.Mutex
+	replies  []reply
+	requests []request
+	waits    []time.Duration
+}
+
+func setup(t *testing.T, opts Options, replies ...reply) *testBundle {
+	t.Helper()
+	b := &testBundle{replies: replies}
+	b.server = httptest.NewServer(http.HandlerFunc(b.serve))
+	t.Cleanup(b.server.Close)
+	opts.BaseURL = b.server.URL + "/v1"
+	opts.APIKey = "test-key"
+	opts.HTTPClient = b.server.Client()
+	opts.Retry.Sleep = func(_ context.Context, d time.Duration) error {
+		b.mu.Lock()
+		defer b.mu.Unlock()
+		b.waits = append(b.waits, d)
+		return nil
+	}
+	p, err := New(opts)
+	require.NoError(t, err)
+	b.provider = p
+	return b
+}
+
+func (b *testBundle) serve(w http.ResponseWriter, r *http.Request) {
+	body, _ := io.ReadAll(r.Body)
+	b.mu.Lock()
+	b.requests = append(b.requests, request{path: r.URL.Path, header: r.Header.Clone(), body: body})
+	rep := b.replies[0]
+	if len(b.replies) > 1 {
+		b.replies = b.replies[1:]
+	}
+	b.mu.Unlock()
+	if rep.hangup {
+		conn, _, _ := w.(http.Hijacker).Hijack()
+		_ = conn.Close()
+		return
+	}
+
+	for k, v := range rep.header {
+		w.Header().Set(k, v)
+	}
+	status := rep.status
+	if status == 0 {
+		status = http.StatusOK
+	}
+	if rep.events == nil {
+		w.Header().Set("Content-Type", "application/json")
+		w.WriteHeader(status)
+		_, _ = io.WriteString(w, rep.body)
+		return
+	}
+	w.Header().Set("Content-Type", "text/event-stream")
+	w.WriteHeader(status)
+	for _, e := range rep.events {
+		_, _ = fmt.Fprintf(w, "data: %s\n\n", e)
+		w.(http.Flusher).Flush()
+	}
+	if !rep.cut {
+		_, _ = io.WriteString(w, "data: [DONE]\n\n")
+	}
+}
+
+// sent decodes the n-th request body.
+func (b *testBundle) sent(t *testing.T, n int) map[string]any {
+	t.Helper()
+	var v map[string]any
+	require.NoError(t, json.Unmarshal(b.requests[n].body, &v))
+	return v
+}
+
+func chunk(delta string, finish string) string {
+	fin := "null"
+	if finish != "" {
+		fin = fmt.Sprintf("%q", finish)
+	}
+	return fmt.Sprintf(`{"id":"chatcmpl-1","object":"chat.completion.chunk","created":1,"model":"gpt-4.1-2025-04-14","choices":[{"index":0,"delta":%s,"finish_reason":%s}]}`, delta, fin)
+}
+
+const usageChunk = `{"id":"chatcmpl-1","object":"chat.completion.chunk","created":1,"model":"gpt-4.1-2025-04-14","choices":[],` +
+	`"usage":{"prompt_tokens":1200,"completion_tokens":35,"total_tokens":1235,"prompt_tokens_details":{"cached_tokens":1024}}}`
+
+var helloRequest = model.Request{Messages: []model.Message{{Role: model.RoleUser, Text: "Hello"}}}
+
+func TestStreamedText(t *testing.T) {
+	t.Parallel()
+	b := setup(t, Options{}, reply{events: []string{
+		chunk(`{"role":"assistant","content":""}`, ""),
+		chunk(`{"content":"Hello"}`, ""),
+		chunk(`{"content":", world."}`, ""),
+		chunk(`{}`, "stop"),
+		usageChunk,
+	}})
+	got, err := b.provider.Complete(t.Context(), helloRequest)
+	require.NoError(t, err)
+	require.Equal(t, &model.Response{
+		Model:      "gpt-4.1-2025-04-14",
+		Text:       "Hello, world.",
+		StopReason: "stop",
+		Usage:      model.Usage{InputUncached: 176, CacheRead: 1024, Output: 35},
+	}, got)
+
+	require.Len(t, b.requests, 1)
+	require.Equal(t, "/v1/chat/completions", b.requests[0].path)
+	require.Equal(t, "Bearer test-key", b.requests[0].header.Get("Authorization"))
+	sent := b.sent(t, 0)
+	require.Equal(t, true, sent["stream"])
+	require.Equal(t, map[string]any{"include_usage": true}, sent["stream_options"])
+	require.Equal(t, DefaultModel, sent["model"])
+}
+
+func TestStreamedToolCalls(t *testing.T) {
+	t.Parallel()
+	b := setup(t, Options{}, reply{events: []string{
+		chunk(`{"role":"assistant","reasoning_content":"The user wants "}`, ""),
+		chunk(`{"reasoning_content":"a sum."}`, ""),
+		chunk(`{"tool_calls":[{"index":0,"id":"call_a","type":"function","function":{"name":"calculator","arguments":""}}]}`, ""),
+		chunk(`{"tool_calls":[{"index":0,"function":{"arguments":"{\"expre"}}]}`, ""),
+		chunk(`{"tool_calls":[{"index":1,"id":"call_b","type":"function","function":{"name":"suggest_next_actions","arguments":"{\"suggestions\":"}}]}`, ""),
+		chunk(`{"tool_calls":[{"index":0,"function":{"arguments":"ssion\":\"2+2\"}"}}]}`, ""),
+		chunk(`{"tool_calls":[{"index":1,"function":{"arguments":"[\"again\"]}"}}]}`, ""),
+		chunk(`{}`, "tool_calls"),
+		usageChunk,
+	}})
+	got, err := b.provider.Complete(t.Context(), helloRequest)
+	require.NoError(t, err)
+	require.Equal(t, "The user wants a sum.", got.Thinking)
+	require.Equal(t, "tool_calls", got.StopReason)
+	require.Equal(t, []model.ToolCall{
+		{ID: "call_a", Name: "calculator", Arguments: json.RawMessage(`{"expression":"2+2"}`)},
+		{ID: "call_b", Name: "suggest_next_actions", Arguments: json.RawMessage(`{"suggestions":["again"]}`)},
+	}, got.ToolCalls)
+}
+
+func TestStreamedToolCallsWithoutIndex(t *testing.T) {
+	t.Parallel()
+	// Some compatible servers leave out the index and repeat the name.
+	b := setup(t, Options{}, reply{events: []string{
+		chunk(`{"tool_calls":[{"id":"call_a","function":{"name":"calculator","arguments":"{\"expression\":"}}]}`, ""),
+		chunk(`{"tool_calls":[{"function":{"name":"calculator","arguments":"\"1+1\"}"}}]}`, ""),
+		chunk(`{"tool_calls":[{"id":"call_b","function":{"name":"calculator","arguments":"not json"}}]}`, ""),
+		chunk(`{}`, "tool_calls"),
+	}})
+	got, err := b.provider.Complete(t.Context(), helloRequest)
+	require.NoError(t, err)
+	require.Equal(t, []model.ToolCall{
+		{ID: "call_a", Name: "calculator", Arguments: json.RawMessage(`{"expression":"1+1"}`)},
+		{ID: "call_b", Name: "calculator", Arguments: json.RawMessage(`"not json"`)},
+	}, got.ToolCalls)
+	require.Equal(t, model.Usage{}, got.Usage)
+}
+
+func TestPlainRequest(t *testing.T) {
+	t.Parallel()
+	b := setup(t, Options{DisableStreaming: true, Model: "local-model"}, reply{body: `{
+		"id": "chatcmpl-2", "object": "chat.completion", "created": 1, "model": "local-model-q4",
+		"choices": [{"index": 0, "finish_reason": "tool_calls", "message": {
+			"role": "assistant", "content": "Let me check.", "reasoning_content": "Need the calculator.",
+			"tool_calls": [{"id": "call_1", "type": "function", "function": {"name": "calculator", "arguments": "{\"expression\":\"6*7\"}"}}]
+		}}],
+		"usage": {"prompt_tokens": 500, "completion_tokens": 20, "total_tokens": 520,
+			"prompt_tokens_details": {"cached_tokens": 128, "cache_write_tokens": 300}}
+	}`})
+	got, err := b.provider.Complete(t.Context(), helloRequest)
+	require.NoError(t, err)
+	require.Equal(t, &model.Response{
+		Model:      "local-model-q4",
+		Text:       "Let me check.",
+		Thinking:   "Need the calculator.",
+		StopReason: "tool_calls",
+		ToolCalls:  []model.ToolCall{{ID: "call_1", Name: "calculator", Arguments: json.RawMessage(`{"expression":"6*7"}`)}},
+		Usage:      model.Usage{InputUncached: 72, CacheRead: 128, CacheWrite: 300, Output: 20},
+	}, got)
+	sent := b.sent(t, 0)
+	require.NotContains(t, sent, "stream")
+	require.Equal(t, "local-model", sent["model"])
+}
+
+func TestRequestBody(t *testing.T) {
+	t.Parallel()
+	b := setup(t, Options{MaxTokens: 1000}, reply{events: []string{chunk(`{"content":"ok"}`, "stop")}})
+	schema := `{"type":"object","properties":{"expression":{"type":"string"}},"required":["expression"]}`
+	req := model.Request{
+		Model:  "gpt-4o",
+		System: "You are helpful.",
+		Tools: []model.ToolSpec{
+			{Name: "calculator", Description: "Evaluates arithmetic.", Schema: json.RawMessage(schema)},
+			{Name: "no_args"},
+		},
+		MaxTokens: 256,
+		Messages: []model.Message{
+			{Role: model.RoleUser, Text: "What is 2+2 and 3+3?"},
+			{Role: model.RoleAssistant, Text: "Calculating.", ToolCalls: []model.ToolCall{
+				{ID: "call_1", Name: "calculator", Arguments: json.RawMessage(`{"expression":"2+2"}`)},
+				{ID: "call_2", Name: "calculator", Arguments: json.RawMessage(`{"expression":"3+3"}`)},
+			}},
+			{Role: model.RoleTool, ToolCallID: "call_1", ToolName: "calculator", Text: "4"},
+			{Role: model.RoleTool, ToolCallID: "call_2", ToolName: "calculator", Text: "division by zero", IsError: true},
+			{Role: model.RoleAssistant, ToolCalls: []model.ToolCall{{ID: "call_3", Name: "no_args"}}},
+			{Role: model.RoleTool, ToolCallID: "call_3", ToolName: "no_args", Text: "done"},
+			{Role: model.RoleAssistant, Text: "4 and 6."},
+			{Role: model.RoleUser, Text: "Thanks"},
+		},
+	}
+	_, err := b.provider.Complete(t.Context(), req)
+	require.NoError(t, err)
+
+	// The schema goes out byte for byte, keys in the author's order.
+	require.Contains(t, string(b.requests[0].body), `"parameters":`+schema)
+	sent := b.sent(t, 0)
+	require.Equal(t, "gpt-4o", sent["model"])
+	require.EqualValues(t, 256, sent["max_completion_tokens"])
+	require.Equal(t, []any{
+		map[string]any{"type": "function", "function": map[string]any{
+			"name": "calculator", "description": "Evaluates arithmetic.",
+			"parameters": map[string]any{"type": "object", "properties": map[string]any{"expression": map[string]any{"type": "string"}}, "required": []any{"expression"}},
+		}},
+		map[string]any{"type": "function", "function": map[string]any{
+			"name": "no_args", "parameters": map[string]any{"type": "object", "properties": map[string]any{}},
+		}},
+	}, sent["tools"])
+	require.Equal(t, []any{
+		map[string]any{"role": "system", "content": "You are helpful."},
+		map[string]any{"role": "user", "content": "What is 2+2 and 3+3?"},
+		map[string]any{"role": "assistant", "content": "Calculating.", "tool_calls": []any{
+			map[string]any{"id": "call_1", "type": "function", "function": map[string]any{"name": "calculator", "arguments": `{"expression":"2+2"}`}},
+			map[string]any{"id": "call_2", "type": "function", "function": map[string]any{"name": "calculator", "arguments": `{"expression":"3+3"}`}},
+		}},
+		map[string]any{"role": "tool", "tool_call_id": "call_1", "content": "4"},
+		map[string]any{"role": "tool", "tool_call_id": "call_2", "content": "division by zero"},
+		map[string]any{"role": "assistant", "tool_calls": []any{
+			map[string]any{"id": "call_3", "type": "function", "function": map[string]any{"name": "no_args", "arguments": "{}"}},
+		}},
+		map[string]any{"role": "tool", "tool_call_id": "call_3", "content": "done"},
+		map[string]any{"role": "assistant", "content": "4 and 6."},
+		map[string]any{"role": "user", "content": "Thanks"},
+	}, sent["messages"])
+}
+
+func TestMaxTokensFromOptions(t *testing.T) {
+	t.Parallel()
+	b := setup(t, Options{MaxTokens: 1000}, reply{events: []string{chunk(`{"content":"ok"}`, "stop")}})
+	_, err := b.provider.Complete(t.Context(), helloRequest)
+	require.NoError(t, err)
+	require.EqualValues(t, 1000, b.sent(t, 0)["max_completion_tokens"])
+}
+
+func TestRetries(t *testing.T) {
+	t.Parallel()
+	ok := reply{events: []string{chunk(`{"content":"ok"}`, "stop")}}
+	rateLimited := reply{status: 429, body: `{"error":{"message":"Rate limit reached","type":"requests"}}`}
+	tests := []struct {
+		name      string
+		give      []reply
+		wantErr   string
+		wantCalls int
+		wantWaits []time.Duration
+	}{
+		{
+			name:      "429 then success, doubling and honouring Retry-After",
+			give:      []reply{rateLimited, {status: 503, body: "busy"}, {status: 429, header: map[string]string{"Retry-After": "3"}, body: "{}"}, ok},
+			wantCalls: 4,
+			wantWaits: []time.Duration{500 * time.Millisecond, time.Second, 3 * time.Second},
+		},
+		{
+			name:      "Retry-After above the cap",
+			give:      []reply{{status: 429, header: map[string]string{"Retry-After": "120"}, body: "{}"}, ok},
+			wantCalls: 2,
+			wantWaits: []time.Duration{8 * time.Second},
+		},
+		{
+			name:      "dropped stream is tried again",
+			give:      []reply{{events: []string{chunk(`{"content":"Hel"}`, "")}, cut: true}, ok},
+			wantCalls: 2,
+			wantWaits: []time.Duration{500 * time.Millisecond},
+		},
+		{
+			name:      "dropped connection is tried again",
+			give:      []reply{{hangup: true}, ok},
+			wantCalls: 2,
+			wantWaits: []time.Duration{500 * time.Millisecond},
+		},
+		{
+			name:      "500 exhausted",
+			give:      []reply{{status: 500, body: `{"error":{"message":"The server had an error","type":"server_error"}}`}},
+			wantErr:   "openai: 500 Internal Server Error: The server had an error (gave up after 4 attempts)",
+			wantCalls: 4,
+			wantWaits: []time.Duration{500 * time.Millisecond, time.Second, 2 * time.Second},
+		},
+		{
+			name:      "401 fails at once",
+			give:      []reply{{status: 401, body: `{"error":{"message":"Incorrect API key provided: sk-***","type":"invalid_request_error","code":"invalid_api_key"}}`}},
+			wantErr:   "openai: 401 Unauthorized: Incorrect API key provided: sk-***",
+			wantCalls: 1,
+		},
+		{
+			name:      "error text in a compatible server's shape",
+			give:      []reply{{status: 404, body: `{"error":"model \"llama9\" not found"}`}},
+			wantErr:   `openai: 404 Not Found: model "llama9" not found`,
+			wantCalls: 1,
+		},
+		{
+			name:      "server that does not stream",
+			give:      []reply{{body: `{"id":"x","choices":[]}`}},
+			wantErr:   "openai: " + errNoChunks.Error(),
+			wantCalls: 1,
+		},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			t.Parallel()
+			b := setup(t, Options{}, tt.give...)
+			got, err := b.provider.Complete(t.Context(), helloRequest)
+			if tt.wantErr != "" {
+				require.EqualError(t, err, tt.wantErr)
+			} else {
+				require.NoError(t, err)
+				require.Equal(t, "ok", got.Text)
+			}
+			require.Len(t, b.requests, tt.wantCalls)
+			require.Equal(t, tt.wantWaits, b.waits)
+		})
+	}
+}
+
+func TestStatusErrorIsInspectable(t *testing.T) {
+	t.Parallel()
+	b := setup(t, Options{}, reply{status: 403, body: `{"error":{"message":"Project does not have access"}}`})
+	_, err := b.provider.Complete(t.Context(), helloRequest)
+	var serr *retry.StatusError
+	require.ErrorAs(t, err, &serr)
+	require.Equal(t, 403, serr.StatusCode)
+	require.Equal(t, "Project does not have access", serr.Message)
+}
+
+func TestBadRequests(t *testing.T) {
+	t.Parallel()
+	b := setup(t, Options{}, reply{events: []string{chunk(`{"content":"ok"}`, "stop")}})
+	tests := []struct {
+		name string
+		give model.Request
+		want string
+	}{
+		{name: "unknown role", give: model.Request{Messages: []model.Message{{Role: "narrator", Text: "x"}}}, want: `openai: message 0: unknown role "narrator"`},
+		{name: "tool result without id", give: model.Request{Messages: []model.Message{{Role: model.RoleTool, Text: "x"}}}, want: "openai: message 0: tool message without a call id"},
+		{name: "bad schema", give: model.Request{Tools: []model.ToolSpec{{Name: "t", Schema: json.RawMessage(`{`)}}}, want: `openai: tool "t": schema is not valid JSON`},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			t.Parallel()
+			_, err := b.provider.Complete(t.Context(), tt.give)
+			require.EqualError(t, err, tt.want)
+		})
+	}
+	require.Empty(t, b.requests)
+}
+
+func TestNew(t *testing.T) {
+	t.Parallel()
+	p, err := New(Options{BaseURL: "http://localhost:11434/v1"})
+	require.NoError(t, err)
+	require.Equal(t, Name, p.Name())
+	require.Equal(t, DefaultModel, p.Model())
+
+	_, err = New(Options{BaseURL: "localhost:11434"})
+	require.ErrorContains(t, err, "not an absolute URL")
+	_, err = New(Options{MaxTokens: -1})
+	require.ErrorContains(t, err, "negative")
+}
+
+func TestCancelled(t *testing.T) {
+	t.Parallel()
+	b := setup(t, Options{}, reply{events: []string{chunk(`{"content":"ok"}`, "stop")}})
+	ctx, cancel := context.WithCancel(t.Context())
+	cancel()
+	_, err := b.provider.Complete(ctx, helloRequest)
+	require.ErrorIs(t, err, context.Canceled)
+	require.Empty(t, b.waits)
+}
+
+func BenchmarkStreamedToolCall(b *testing.B) {
+	events := []string{chunk(`{"tool_calls":[{"index":0,"id":"call_a","type":"function","function":{"name":"calculator","arguments":""}}]}`, "")}
+	for range 50 {
+		events = append(events, chunk(`{"tool_calls":[{"index":0,"function":{"arguments":"    "}}]}`, ""))
+	}
+	events = append(events, chunk(`{"tool_calls":[{"index":0,"function":{"arguments":"{}"}}]}`, ""), chunk(`{}`, "tool_calls"), usageChunk)
+	tb := &testBundle{replies: []reply{{events: events}}}
+	tb.server = httptest.NewServer(http.HandlerFunc(tb.serve))
+	defer tb.server.Close()
+	p, err := New(Options{BaseURL: tb.server.URL, APIKey: "k", HTTPClient: tb.server.Client()})
+	require.NoError(b, err)
+	for b.Loop() {
+		tb.mu.Lock()
+		tb.requests = tb.requests[:0]
+		tb.mu.Unlock()
+		if _, err := p.Complete(context.Background(), helloRequest); err != nil {
+			b.Fatal(err)
+		}
+	}
+}

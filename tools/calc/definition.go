@@ -1,0 +1,21 @@
+package calc
+
+import (
+	"encoding/json"
+
+	"github.com/toolgate/toolgate/tools"
+)
+
+// Definition is the calculator tool as the runtime offers it. It is on every
+// turn, so its description is kept short: each character is paid on every
+// model call.
+var Definition = tools.Definition{
+	Name:        "calculator",
+	Family:      "calc",
+	Description: "Evaluate arithmetic: + - * / % ^ ( ), sqrt abs round floor ceil ln log10 exp, sin cos tan (radians), min max, pi e. 12 significant digits.",
+	Schema: json.RawMessage(`{"type":"object","properties":{"expression":{"type":"string"}},` +
+		`"required":["expression"],"additionalProperties":false}`),
+	Offered: tools.OfferAlways,
+	Effect:  tools.EffectRead,
+	Preview: tools.PreviewExempt,
+}
