@@ -18,6 +18,7 @@ import (
 	"github.com/toolgate/toolgate/ent/conversation"
 	"github.com/toolgate/toolgate/ent/modelcall"
 	"github.com/toolgate/toolgate/ent/organization"
+	"github.com/toolgate/toolgate/ent/setting"
 	"github.com/toolgate/toolgate/ent/storedresult"
 	"github.com/toolgate/toolgate/ent/toolcall"
 	"github.com/toolgate/toolgate/ent/turn"
@@ -88,6 +89,7 @@ func checkColumn(t, c string) error {
 			conversation.Table: conversation.ValidColumn,
 			modelcall.Table:    modelcall.ValidColumn,
 			organization.Table: organization.ValidColumn,
+			setting.Table:      setting.ValidColumn,
 			storedresult.Table: storedresult.ValidColumn,
 			toolcall.Table:     toolcall.ValidColumn,
 			turn.Table:         turn.ValidColumn,

@@ -26,6 +26,8 @@ type Tx struct {
 	ModelCall *ModelCallClient
 	// Organization is the client for interacting with the Organization builders.
 	Organization *OrganizationClient
+	// Setting is the client for interacting with the Setting builders.
+	Setting *SettingClient
 	// StoredResult is the client for interacting with the StoredResult builders.
 	StoredResult *StoredResultClient
 	// ToolCall is the client for interacting with the ToolCall builders.
@@ -171,6 +173,7 @@ func (tx *Tx) init() {
 	tx.Conversation = NewConversationClient(tx.config)
 	tx.ModelCall = NewModelCallClient(tx.config)
 	tx.Organization = NewOrganizationClient(tx.config)
+	tx.Setting = NewSettingClient(tx.config)
 	tx.StoredResult = NewStoredResultClient(tx.config)
 	tx.ToolCall = NewToolCallClient(tx.config)
 	tx.Turn = NewTurnClient(tx.config)

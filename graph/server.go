@@ -31,6 +31,7 @@ import (
 	"github.com/toolgate/toolgate/graph/auth"
 	"github.com/toolgate/toolgate/graph/generated"
 	"github.com/toolgate/toolgate/graph/loader"
+	"github.com/toolgate/toolgate/runtime/scope"
 )
 
 // Limits of the HTTP API.
@@ -50,6 +51,8 @@ type Config struct {
 	Registry *prometheus.Registry
 	// Ready reports whether migrations were applied; nil means they were.
 	Ready func(context.Context) error
+	// Signer verifies turns' scope tokens; nil refuses them all.
+	Signer *scope.Signer
 }
 
 // Server is toolgate's HTTP API.
@@ -80,6 +83,9 @@ func NewServer(cfg Config) *Server {
 		auth:     auth.NewAuthenticator(cfg.DB.Client(), cfg.Log),
 		registry: reg,
 		mux:      http.NewServeMux(),
+	}
+	if cfg.Signer != nil {
+		s.auth.Scope = scopeResolver(cfg.DB.Client(), cfg.Signer)
 	}
 	s.gql = s.newGraphQL()
 	m := newMetrics(reg)
@@ -157,6 +163,7 @@ func (s *Server) newGraphQL() *handler.Server {
 	srv.Use(extension.FixedComplexityLimit(MaxComplexity))
 	srv.Use(pageLimits{})
 	srv.Use(transactioner{entgql.Transactioner{TxOpener: s.client}})
+	srv.AroundRootFields(scopeGuard)
 	srv.SetErrorPresenter(s.presentError)
 	srv.SetRecoverFunc(func(ctx context.Context, p any) error {
 		s.cfg.Log.ErrorContext(ctx, "panic in resolver", "panic", fmt.Sprint(p), "stack", string(debug.Stack()))

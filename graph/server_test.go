@@ -19,9 +19,11 @@ import (
 	"github.com/toolgate/toolgate/ent/db/dbtest"
 	"github.com/toolgate/toolgate/ent/storedresult"
 	"github.com/toolgate/toolgate/ent/toolcall"
+	"github.com/toolgate/toolgate/ent/turn"
 	"github.com/toolgate/toolgate/graph"
 	"github.com/toolgate/toolgate/graph/auth"
 	"github.com/toolgate/toolgate/graph/gid"
+	"github.com/toolgate/toolgate/runtime/scope"
 )
 
 type testBundle struct {
@@ -30,6 +32,26 @@ type testBundle struct {
 	client *ent.Client // unscoped, for seeding
 	// alice is the admin of Acme, bob a member of Acme, eve the admin of Evil.
 	alice, bob, eve *auth.Grant
+	signer          *scope.Signer
+}
+
+// scopeToken starts a RUNNING turn in the conversation (a global id) and
+// returns a scope token for it, offered the named tools, as the runtime
+// would mint it.
+func (b *testBundle) scopeToken(t testing.TB, conversationID string, tools ...string) string {
+	t.Helper()
+	ctx := context.Background()
+	convID, err := gid.Decode(conversationID)
+	require.NoError(t, err)
+	conv := b.client.Conversation.GetX(ctx, convID)
+	n := b.client.Turn.Query().Where(turn.ConversationID(convID)).CountX(ctx)
+	tu := b.client.Turn.Create().SetConversationID(convID).SetNumber(n + 1).SetUserText("scoped").SaveX(ctx)
+	tok, err := b.signer.Mint(scope.Claims{
+		OrganizationID: conv.OrganizationID, UserID: conv.UserID, AgentID: conv.AgentID,
+		ConversationID: convID, TurnID: tu.ID, Tools: tools,
+	})
+	require.NoError(t, err)
+	return tok
 }
 
 func setup(t testing.TB, d *db.DB) *testBundle {
@@ -43,7 +65,11 @@ func setup(t testing.TB, d *db.DB) *testBundle {
 	require.NoError(t, err)
 	b.eve, err = auth.Bootstrap(ctx, b.client, "Evil", "Eve", "Ops")
 	require.NoError(t, err)
-	b.srv = httptest.NewServer(graph.NewServer(graph.Config{DB: d}))
+	secret, err := scope.GenerateSecret()
+	require.NoError(t, err)
+	b.signer, err = scope.NewSigner(secret, nil, 10*time.Minute)
+	require.NoError(t, err)
+	b.srv = httptest.NewServer(graph.NewServer(graph.Config{DB: d, Signer: b.signer}))
 	t.Cleanup(b.srv.Close)
 	return b
 }
@@ -402,4 +428,20 @@ func BenchmarkTranscript(b *testing.B) {
 			b.ReportMetric(float64(len(counter.Statements()))/float64(b.N), "stmts/op")
 		})
 	}
+}
+
+func TestScopeTokenOpensOnlyItsTools(t *testing.T) {
+	t.Parallel()
+	b := setup(t, dbtest.Open(t, dbtest.SQLite))
+	agentID := b.createAgent(t, b.alice.Token, "Helper")
+	conv := b.startConversation(t, b.alice.Token, agentID, "scoped")
+	tok := b.scopeToken(t, conv, "calculator")
+
+	// Nothing outside the tool fields: not the viewer, not the conversation.
+	r := b.do(t, tok, `{ viewer { id } }`, nil)
+	require.Equal(t, "NOT_FOUND", r.code(t))
+	r = b.do(t, tok, `query($id: ID!) { conversation(id: $id) { id } }`, map[string]any{"id": conv})
+	require.Equal(t, "NOT_FOUND", r.code(t))
+	// A forged or foreign-signed token is a bad token.
+	require.Equal(t, string(b.do(t, "", `{ viewer { id } }`, nil).Raw), string(b.do(t, "tgs_forged.x", `{ viewer { id } }`, nil).Raw))
 }

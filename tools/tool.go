@@ -1,8 +1,31 @@
 // Package tools holds what every tool family shares: the one definition type
 // the runtime knows tools by. Each family lives in its own package below.
+//
+// # How a tool runs
+//
+// A tool with an Operation is carried out through the GraphQL API: the
+// runtime posts Operation to /graphql with the turn's scope token, with the
+// model's (repaired, validated) arguments as variables plus
+// "conversationId", the turn's conversation. The value of the root field
+// Field is the tool's result; it is stored whole under a ref. The same
+// operation runs by hand in the playground with an API token and an
+// explicit conversationId.
+//
+// Conventions for a result object:
+//   - "failures": [{"item": 0, "input": "…", "message": "…"}] lists the items
+//     of a many-item call that failed; the others stand.
+//   - A result that is null, empty, or an object whose values are all
+//     empty (apart from "failures") is an absence: the tool ran and matched
+//     nothing. A definition can decide otherwise with Absent.
+//   - A resolver error is the tool's error: its message is what the model
+//     hears. Ids and refs out of scope answer "not found", like ids of
+//     nothing.
 package tools
 
-import "encoding/json"
+import (
+	"bytes"
+	"encoding/json"
+)
 
 // Effect says whether a call may be sent again after it may have reached the
 // backend. Retries are decided by it, never by the HTTP verb.
@@ -74,9 +97,80 @@ type Definition struct {
 	// Limits are the numeric ceilings the resolver enforces, by name, for
 	// display in the catalogue and in refusals.
 	Limits map[string]int
+	// Operation is the GraphQL document that runs the tool. Empty for tools
+	// the runtime carries out itself (clarify, update_tasks).
+	Operation string
+	// Field is the operation's root field, whose value is the result.
+	Field string
+	// Absent decides whether a result is an absence; nil means IsAbsent.
+	Absent func(result json.RawMessage) bool
 }
 
 // AlwaysOn reports whether every turn pays for the tool's definition.
 func (d Definition) AlwaysOn() bool {
 	return d.Offered == OfferAlways || d.Offered == OfferWorkspace
+}
+
+// IsAbsent is the default absence rule: null, "", [], {}, or an object
+// whose values other than "failures" are all themselves absent or zero.
+func IsAbsent(result json.RawMessage) bool {
+	var v any
+	if err := json.Unmarshal(result, &v); err != nil {
+		return false
+	}
+	return empty(v, true)
+}
+
+func empty(v any, top bool) bool {
+	switch x := v.(type) {
+	case nil:
+		return true
+	case string:
+		return x == ""
+	case []any:
+		return len(x) == 0
+	case float64:
+		return !top && x == 0
+	case bool:
+		return !top && !x
+	case map[string]any:
+		for k, e := range x {
+			if top && k == "failures" {
+				continue
+			}
+			if !empty(e, false) {
+				return false
+			}
+		}
+		return true
+	}
+	return false
+}
+
+// Wire is the definition as the model receives it: compact JSON of its
+// name, description and argument schema. The same definition gives the same
+// bytes on every call, so providers can cache the prompt prefix.
+func (d Definition) Wire() []byte {
+	b, err := json.Marshal(struct {
+		Name        string          `json:"name"`
+		Description string          `json:"description"`
+		Parameters  json.RawMessage `json:"parameters"`
+	}{d.Name, d.Description, compact(d.Schema)})
+	if err != nil {
+		// Schema is not valid JSON: a programming error caught by every
+		// family's definition test.
+		panic("tool " + d.Name + ": " + err.Error())
+	}
+	return b
+}
+
+func compact(raw json.RawMessage) json.RawMessage {
+	if len(raw) == 0 {
+		return json.RawMessage(`{"type":"object"}`)
+	}
+	var buf bytes.Buffer
+	if err := json.Compact(&buf, raw); err != nil {
+		return raw
+	}
+	return buf.Bytes()
 }

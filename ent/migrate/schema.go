@@ -204,6 +204,20 @@ var (
 		Columns:    OrganizationsColumns,
 		PrimaryKey: []*schema.Column{OrganizationsColumns[0]},
 	}
+	// SettingsColumns holds the columns for the "settings" table.
+	SettingsColumns = []*schema.Column{
+		{Name: "id", Type: field.TypeInt, Increment: true},
+		{Name: "created_at", Type: field.TypeTime},
+		{Name: "updated_at", Type: field.TypeTime},
+		{Name: "key", Type: field.TypeString, Unique: true},
+		{Name: "value", Type: field.TypeBytes},
+	}
+	// SettingsTable holds the schema information for the "settings" table.
+	SettingsTable = &schema.Table{
+		Name:       "settings",
+		Columns:    SettingsColumns,
+		PrimaryKey: []*schema.Column{SettingsColumns[0]},
+	}
 	// StoredResultsColumns holds the columns for the "stored_results" table.
 	StoredResultsColumns = []*schema.Column{
 		{Name: "id", Type: field.TypeInt, Increment: true},
@@ -360,6 +374,7 @@ var (
 		ConversationsTable,
 		ModelCallsTable,
 		OrganizationsTable,
+		SettingsTable,
 		StoredResultsTable,
 		ToolCallsTable,
 		TurnsTable,
@@ -392,6 +407,9 @@ func init() {
 	}
 	OrganizationsTable.Annotation = &entsql.Annotation{
 		IncrementStart: func(i int) *int { return &i }(21474836480),
+	}
+	SettingsTable.Annotation = &entsql.Annotation{
+		IncrementStart: func(i int) *int { return &i }(42949672960),
 	}
 	StoredResultsTable.ForeignKeys[0].RefTable = ConversationsTable
 	StoredResultsTable.Annotation = &entsql.Annotation{

@@ -24,6 +24,9 @@ type ModelCall func(*sql.Selector)
 // Organization is the predicate function for organization builders.
 type Organization func(*sql.Selector)
 
+// Setting is the predicate function for setting builders.
+type Setting func(*sql.Selector)
+
 // StoredResult is the predicate function for storedresult builders.
 type StoredResult func(*sql.Selector)
 

@@ -1,0 +1,84 @@
+package graph
+
+import (
+	"context"
+	"fmt"
+
+	"github.com/99designs/gqlgen/graphql"
+
+	"github.com/toolgate/toolgate/ent"
+	"github.com/toolgate/toolgate/ent/turn"
+	"github.com/toolgate/toolgate/graph/auth"
+	"github.com/toolgate/toolgate/runtime/scope"
+	"github.com/toolgate/toolgate/tools/registry"
+)
+
+// toolConversation returns the conversation a tool operation works on. A
+// turn's scope token names it, and may drive only the tools it was offered;
+// an API token (the playground) names it with conversationId. Either way it
+// is read through the scoped client: another's is not found.
+func (r *Resolver) toolConversation(ctx context.Context, tool string, id *int) (*ent.Conversation, error) {
+	v, err := auth.FromContext(ctx)
+	if err != nil {
+		return nil, err
+	}
+	switch {
+	case v.Scoped():
+		if !v.Offers(tool) || (id != nil && *id != v.ConversationID) {
+			return nil, auth.ErrNotFound
+		}
+		return r.Client.Conversation.Get(ctx, v.ConversationID)
+	case id == nil:
+		return nil, inputErrorf("conversationId is required with an API token")
+	default:
+		return r.Client.Conversation.Get(ctx, *id)
+	}
+}
+
+// scopeGuard keeps a turn's scope token to the tool fields: it opens no
+// other part of the API.
+func scopeGuard(ctx context.Context, next graphql.RootResolver) graphql.Marshaler {
+	v, err := auth.FromContext(ctx)
+	if err != nil || !v.Scoped() {
+		return next(ctx)
+	}
+	fc := graphql.GetRootFieldContext(ctx)
+	if fc == nil {
+		return next(ctx)
+	}
+	tool, ok := toolFields[fc.Field.Name]
+	if ok && v.Offers(tool) || fc.Field.Name == "__typename" {
+		return next(ctx)
+	}
+	graphql.AddError(ctx, auth.ErrNotFound)
+	return graphql.Null
+}
+
+var toolFields = registry.Fields()
+
+// scopeResolver turns a scope token into a viewer, for as long as its turn
+// runs: a token outlives neither its expiry nor its turn.
+func scopeResolver(client *ent.Client, signer *scope.Signer) func(context.Context, string) (*auth.Viewer, error) {
+	return func(ctx context.Context, token string) (*auth.Viewer, error) {
+		c, err := signer.Verify(token)
+		if err != nil {
+			return nil, auth.ErrNotFound
+		}
+		n, err := client.Turn.Query().
+			Where(turn.ID(c.TurnID), turn.ConversationID(c.ConversationID), turn.StatusEQ(turn.StatusRUNNING)).
+			Count(ctx)
+		if err != nil {
+			return nil, fmt.Errorf("check turn: %w", err)
+		}
+		if n == 0 {
+			return nil, auth.ErrNotFound
+		}
+		return &auth.Viewer{
+			OrganizationID: c.OrganizationID,
+			UserID:         c.UserID,
+			ConversationID: c.ConversationID,
+			TurnID:         c.TurnID,
+			Tools:          c.Tools,
+		}, nil
+	}
+}

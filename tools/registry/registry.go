@@ -1,0 +1,38 @@
+// Package registry lists every toolgate tool definition, in registration
+// order: the order the runtime offers them and collects their guidance.
+// A new family adds its definitions here.
+package registry
+
+import (
+	"github.com/toolgate/toolgate/tools"
+	"github.com/toolgate/toolgate/tools/calc"
+)
+
+// All returns every built-in tool definition, in registration order.
+func All() []tools.Definition {
+	return []tools.Definition{
+		calc.Definition,
+	}
+}
+
+// ByName returns the built-in definition named name.
+func ByName(name string) (tools.Definition, bool) {
+	for _, d := range All() {
+		if d.Name == name {
+			return d, true
+		}
+	}
+	return tools.Definition{}, false
+}
+
+// Fields returns the GraphQL root fields that run tools, by tool name: the
+// only part of the API a turn's scope token opens.
+func Fields() map[string]string {
+	out := map[string]string{}
+	for _, d := range All() {
+		if d.Field != "" {
+			out[d.Field] = d.Name
+		}
+	}
+	return out
+}
