@@ -23,9 +23,11 @@ import (
 	"github.com/toolgate/toolgate/ent/organization"
 	"github.com/toolgate/toolgate/ent/setting"
 	"github.com/toolgate/toolgate/ent/storedresult"
+	"github.com/toolgate/toolgate/ent/task"
 	"github.com/toolgate/toolgate/ent/toolcall"
 	"github.com/toolgate/toolgate/ent/turn"
 	"github.com/toolgate/toolgate/ent/user"
+	"github.com/toolgate/toolgate/ent/workspacefile"
 
 	stdsql "database/sql"
 )
@@ -51,12 +53,16 @@ type Client struct {
 	Setting *SettingClient
 	// StoredResult is the client for interacting with the StoredResult builders.
 	StoredResult *StoredResultClient
+	// Task is the client for interacting with the Task builders.
+	Task *TaskClient
 	// ToolCall is the client for interacting with the ToolCall builders.
 	ToolCall *ToolCallClient
 	// Turn is the client for interacting with the Turn builders.
 	Turn *TurnClient
 	// User is the client for interacting with the User builders.
 	User *UserClient
+	// WorkspaceFile is the client for interacting with the WorkspaceFile builders.
+	WorkspaceFile *WorkspaceFileClient
 }
 
 // NewClient creates a new client configured with the given options.
@@ -76,9 +82,11 @@ func (c *Client) init() {
 	c.Organization = NewOrganizationClient(c.config)
 	c.Setting = NewSettingClient(c.config)
 	c.StoredResult = NewStoredResultClient(c.config)
+	c.Task = NewTaskClient(c.config)
 	c.ToolCall = NewToolCallClient(c.config)
 	c.Turn = NewTurnClient(c.config)
 	c.User = NewUserClient(c.config)
+	c.WorkspaceFile = NewWorkspaceFileClient(c.config)
 }
 
 type (
@@ -169,19 +177,21 @@ func (c *Client) Tx(ctx context.Context) (*Tx, error) {
 	cfg := c.config
 	cfg.driver = tx
 	return &Tx{
-		ctx:          ctx,
-		config:       cfg,
-		APIToken:     NewAPITokenClient(cfg),
-		Agent:        NewAgentClient(cfg),
-		Application:  NewApplicationClient(cfg),
-		Conversation: NewConversationClient(cfg),
-		ModelCall:    NewModelCallClient(cfg),
-		Organization: NewOrganizationClient(cfg),
-		Setting:      NewSettingClient(cfg),
-		StoredResult: NewStoredResultClient(cfg),
-		ToolCall:     NewToolCallClient(cfg),
-		Turn:         NewTurnClient(cfg),
-		User:         NewUserClient(cfg),
+		ctx:           ctx,
+		config:        cfg,
+		APIToken:      NewAPITokenClient(cfg),
+		Agent:         NewAgentClient(cfg),
+		Application:   NewApplicationClient(cfg),
+		Conversation:  NewConversationClient(cfg),
+		ModelCall:     NewModelCallClient(cfg),
+		Organization:  NewOrganizationClient(cfg),
+		Setting:       NewSettingClient(cfg),
+		StoredResult:  NewStoredResultClient(cfg),
+		Task:          NewTaskClient(cfg),
+		ToolCall:      NewToolCallClient(cfg),
+		Turn:          NewTurnClient(cfg),
+		User:          NewUserClient(cfg),
+		WorkspaceFile: NewWorkspaceFileClient(cfg),
 	}, nil
 }
 
@@ -199,19 +209,21 @@ func (c *Client) BeginTx(ctx context.Context, opts *sql.TxOptions) (*Tx, error) 
 	cfg := c.config
 	cfg.driver = &txDriver{tx: tx, drv: c.driver}
 	return &Tx{
-		ctx:          ctx,
-		config:       cfg,
-		APIToken:     NewAPITokenClient(cfg),
-		Agent:        NewAgentClient(cfg),
-		Application:  NewApplicationClient(cfg),
-		Conversation: NewConversationClient(cfg),
-		ModelCall:    NewModelCallClient(cfg),
-		Organization: NewOrganizationClient(cfg),
-		Setting:      NewSettingClient(cfg),
-		StoredResult: NewStoredResultClient(cfg),
-		ToolCall:     NewToolCallClient(cfg),
-		Turn:         NewTurnClient(cfg),
-		User:         NewUserClient(cfg),
+		ctx:           ctx,
+		config:        cfg,
+		APIToken:      NewAPITokenClient(cfg),
+		Agent:         NewAgentClient(cfg),
+		Application:   NewApplicationClient(cfg),
+		Conversation:  NewConversationClient(cfg),
+		ModelCall:     NewModelCallClient(cfg),
+		Organization:  NewOrganizationClient(cfg),
+		Setting:       NewSettingClient(cfg),
+		StoredResult:  NewStoredResultClient(cfg),
+		Task:          NewTaskClient(cfg),
+		ToolCall:      NewToolCallClient(cfg),
+		Turn:          NewTurnClient(cfg),
+		User:          NewUserClient(cfg),
+		WorkspaceFile: NewWorkspaceFileClient(cfg),
 	}, nil
 }
 
@@ -242,7 +254,7 @@ func (c *Client) Close() error {
 func (c *Client) Use(hooks ...Hook) {
 	for _, n := range []interface{ Use(...Hook) }{
 		c.APIToken, c.Agent, c.Application, c.Conversation, c.ModelCall, c.Organization,
-		c.Setting, c.StoredResult, c.ToolCall, c.Turn, c.User,
+		c.Setting, c.StoredResult, c.Task, c.ToolCall, c.Turn, c.User, c.WorkspaceFile,
 	} {
 		n.Use(hooks...)
 	}
@@ -253,7 +265,7 @@ func (c *Client) Use(hooks ...Hook) {
 func (c *Client) Intercept(interceptors ...Interceptor) {
 	for _, n := range []interface{ Intercept(...Interceptor) }{
 		c.APIToken, c.Agent, c.Application, c.Conversation, c.ModelCall, c.Organization,
-		c.Setting, c.StoredResult, c.ToolCall, c.Turn, c.User,
+		c.Setting, c.StoredResult, c.Task, c.ToolCall, c.Turn, c.User, c.WorkspaceFile,
 	} {
 		n.Intercept(interceptors...)
 	}
@@ -278,12 +290,16 @@ func (c *Client) Mutate(ctx context.Context, m Mutation) (Value, error) {
 		return c.Setting.mutate(ctx, m)
 	case *StoredResultMutation:
 		return c.StoredResult.mutate(ctx, m)
+	case *TaskMutation:
+		return c.Task.mutate(ctx, m)
 	case *ToolCallMutation:
 		return c.ToolCall.mutate(ctx, m)
 	case *TurnMutation:
 		return c.Turn.mutate(ctx, m)
 	case *UserMutation:
 		return c.User.mutate(ctx, m)
+	case *WorkspaceFileMutation:
+		return c.WorkspaceFile.mutate(ctx, m)
 	default:
 		return nil, fmt.Errorf("ent: unknown mutation type %T", m)
 	}
@@ -1609,6 +1625,139 @@ func (c *StoredResultClient) mutate(ctx context.Context, m *StoredResultMutation
 	}
 }
 
+// TaskClient is a client for the Task schema.
+type TaskClient struct {
+	config
+}
+
+// NewTaskClient returns a client for the Task from the given config.
+func NewTaskClient(c config) *TaskClient {
+	return &TaskClient{config: c}
+}
+
+// Use adds a list of mutation hooks to the hooks stack.
+// A call to `Use(f, g, h)` equals to `task.Hooks(f(g(h())))`.
+func (c *TaskClient) Use(hooks ...Hook) {
+	c.hooks.Task = append(c.hooks.Task, hooks...)
+}
+
+// Intercept adds a list of query interceptors to the interceptors stack.
+// A call to `Intercept(f, g, h)` equals to `task.Intercept(f(g(h())))`.
+func (c *TaskClient) Intercept(interceptors ...Interceptor) {
+	c.inters.Task = append(c.inters.Task, interceptors...)
+}
+
+// Create returns a builder for creating a Task entity.
+func (c *TaskClient) Create() *TaskCreate {
+	mutation := newTaskMutation(c.config, OpCreate)
+	return &TaskCreate{config: c.config, hooks: c.Hooks(), mutation: mutation}
+}
+
+// CreateBulk returns a builder for creating a bulk of Task entities.
+func (c *TaskClient) CreateBulk(builders ...*TaskCreate) *TaskCreateBulk {
+	return &TaskCreateBulk{config: c.config, builders: builders}
+}
+
+// MapCreateBulk creates a bulk creation builder from the given slice. For each item in the slice, the function creates
+// a builder and applies setFunc on it.
+func (c *TaskClient) MapCreateBulk(slice any, setFunc func(*TaskCreate, int)) *TaskCreateBulk {
+	rv := reflect.ValueOf(slice)
+	if rv.Kind() != reflect.Slice {
+		return &TaskCreateBulk{err: fmt.Errorf("calling to TaskClient.MapCreateBulk with wrong type %T, need slice", slice)}
+	}
+	builders := make([]*TaskCreate, rv.Len())
+	for i := 0; i < rv.Len(); i++ {
+		builders[i] = c.Create()
+		setFunc(builders[i], i)
+	}
+	return &TaskCreateBulk{config: c.config, builders: builders}
+}
+
+// Update returns an update builder for Task.
+func (c *TaskClient) Update() *TaskUpdate {
+	mutation := newTaskMutation(c.config, OpUpdate)
+	return &TaskUpdate{config: c.config, hooks: c.Hooks(), mutation: mutation}
+}
+
+// UpdateOne returns an update builder for the given entity.
+func (c *TaskClient) UpdateOne(_m *Task) *TaskUpdateOne {
+	mutation := newTaskMutation(c.config, OpUpdateOne, withTask(_m))
+	return &TaskUpdateOne{config: c.config, hooks: c.Hooks(), mutation: mutation}
+}
+
+// UpdateOneID returns an update builder for the given id.
+func (c *TaskClient) UpdateOneID(id int) *TaskUpdateOne {
+	mutation := newTaskMutation(c.config, OpUpdateOne, withTaskID(id))
+	return &TaskUpdateOne{config: c.config, hooks: c.Hooks(), mutation: mutation}
+}
+
+// Delete returns a delete builder for Task.
+func (c *TaskClient) Delete() *TaskDelete {
+	mutation := newTaskMutation(c.config, OpDelete)
+	return &TaskDelete{config: c.config, hooks: c.Hooks(), mutation: mutation}
+}
+
+// DeleteOne returns a builder for deleting the given entity.
+func (c *TaskClient) DeleteOne(_m *Task) *TaskDeleteOne {
+	return c.DeleteOneID(_m.ID)
+}
+
+// DeleteOneID returns a builder for deleting the given entity by its id.
+func (c *TaskClient) DeleteOneID(id int) *TaskDeleteOne {
+	builder := c.Delete().Where(task.ID(id))
+	builder.mutation.id = &id
+	builder.mutation.op = OpDeleteOne
+	return &TaskDeleteOne{builder}
+}
+
+// Query returns a query builder for Task.
+func (c *TaskClient) Query() *TaskQuery {
+	return &TaskQuery{
+		config: c.config,
+		ctx:    &QueryContext{Type: TypeTask},
+		inters: c.Interceptors(),
+	}
+}
+
+// Get returns a Task entity by its id.
+func (c *TaskClient) Get(ctx context.Context, id int) (*Task, error) {
+	return c.Query().Where(task.ID(id)).Only(ctx)
+}
+
+// GetX is like Get, but panics if an error occurs.
+func (c *TaskClient) GetX(ctx context.Context, id int) *Task {
+	obj, err := c.Get(ctx, id)
+	if err != nil {
+		panic(err)
+	}
+	return obj
+}
+
+// Hooks returns the client hooks.
+func (c *TaskClient) Hooks() []Hook {
+	return c.hooks.Task
+}
+
+// Interceptors returns the client interceptors.
+func (c *TaskClient) Interceptors() []Interceptor {
+	return c.inters.Task
+}
+
+func (c *TaskClient) mutate(ctx context.Context, m *TaskMutation) (Value, error) {
+	switch m.Op() {
+	case OpCreate:
+		return (&TaskCreate{config: c.config, hooks: c.Hooks(), mutation: m}).Save(ctx)
+	case OpUpdate:
+		return (&TaskUpdate{config: c.config, hooks: c.Hooks(), mutation: m}).Save(ctx)
+	case OpUpdateOne:
+		return (&TaskUpdateOne{config: c.config, hooks: c.Hooks(), mutation: m}).Save(ctx)
+	case OpDelete, OpDeleteOne:
+		return (&TaskDelete{config: c.config, hooks: c.Hooks(), mutation: m}).Exec(ctx)
+	default:
+		return nil, fmt.Errorf("ent: unknown Task mutation op: %q", m.Op())
+	}
+}
+
 // ToolCallClient is a client for the ToolCall schema.
 type ToolCallClient struct {
 	config
@@ -2136,15 +2285,148 @@ func (c *UserClient) mutate(ctx context.Context, m *UserMutation) (Value, error)
 	}
 }
 
+// WorkspaceFileClient is a client for the WorkspaceFile schema.
+type WorkspaceFileClient struct {
+	config
+}
+
+// NewWorkspaceFileClient returns a client for the WorkspaceFile from the given config.
+func NewWorkspaceFileClient(c config) *WorkspaceFileClient {
+	return &WorkspaceFileClient{config: c}
+}
+
+// Use adds a list of mutation hooks to the hooks stack.
+// A call to `Use(f, g, h)` equals to `workspacefile.Hooks(f(g(h())))`.
+func (c *WorkspaceFileClient) Use(hooks ...Hook) {
+	c.hooks.WorkspaceFile = append(c.hooks.WorkspaceFile, hooks...)
+}
+
+// Intercept adds a list of query interceptors to the interceptors stack.
+// A call to `Intercept(f, g, h)` equals to `workspacefile.Intercept(f(g(h())))`.
+func (c *WorkspaceFileClient) Intercept(interceptors ...Interceptor) {
+	c.inters.WorkspaceFile = append(c.inters.WorkspaceFile, interceptors...)
+}
+
+// Create returns a builder for creating a WorkspaceFile entity.
+func (c *WorkspaceFileClient) Create() *WorkspaceFileCreate {
+	mutation := newWorkspaceFileMutation(c.config, OpCreate)
+	return &WorkspaceFileCreate{config: c.config, hooks: c.Hooks(), mutation: mutation}
+}
+
+// CreateBulk returns a builder for creating a bulk of WorkspaceFile entities.
+func (c *WorkspaceFileClient) CreateBulk(builders ...*WorkspaceFileCreate) *WorkspaceFileCreateBulk {
+	return &WorkspaceFileCreateBulk{config: c.config, builders: builders}
+}
+
+// MapCreateBulk creates a bulk creation builder from the given slice. For each item in the slice, the function creates
+// a builder and applies setFunc on it.
+func (c *WorkspaceFileClient) MapCreateBulk(slice any, setFunc func(*WorkspaceFileCreate, int)) *WorkspaceFileCreateBulk {
+	rv := reflect.ValueOf(slice)
+	if rv.Kind() != reflect.Slice {
+		return &WorkspaceFileCreateBulk{err: fmt.Errorf("calling to WorkspaceFileClient.MapCreateBulk with wrong type %T, need slice", slice)}
+	}
+	builders := make([]*WorkspaceFileCreate, rv.Len())
+	for i := 0; i < rv.Len(); i++ {
+		builders[i] = c.Create()
+		setFunc(builders[i], i)
+	}
+	return &WorkspaceFileCreateBulk{config: c.config, builders: builders}
+}
+
+// Update returns an update builder for WorkspaceFile.
+func (c *WorkspaceFileClient) Update() *WorkspaceFileUpdate {
+	mutation := newWorkspaceFileMutation(c.config, OpUpdate)
+	return &WorkspaceFileUpdate{config: c.config, hooks: c.Hooks(), mutation: mutation}
+}
+
+// UpdateOne returns an update builder for the given entity.
+func (c *WorkspaceFileClient) UpdateOne(_m *WorkspaceFile) *WorkspaceFileUpdateOne {
+	mutation := newWorkspaceFileMutation(c.config, OpUpdateOne, withWorkspaceFile(_m))
+	return &WorkspaceFileUpdateOne{config: c.config, hooks: c.Hooks(), mutation: mutation}
+}
+
+// UpdateOneID returns an update builder for the given id.
+func (c *WorkspaceFileClient) UpdateOneID(id int) *WorkspaceFileUpdateOne {
+	mutation := newWorkspaceFileMutation(c.config, OpUpdateOne, withWorkspaceFileID(id))
+	return &WorkspaceFileUpdateOne{config: c.config, hooks: c.Hooks(), mutation: mutation}
+}
+
+// Delete returns a delete builder for WorkspaceFile.
+func (c *WorkspaceFileClient) Delete() *WorkspaceFileDelete {
+	mutation := newWorkspaceFileMutation(c.config, OpDelete)
+	return &WorkspaceFileDelete{config: c.config, hooks: c.Hooks(), mutation: mutation}
+}
+
+// DeleteOne returns a builder for deleting the given entity.
+func (c *WorkspaceFileClient) DeleteOne(_m *WorkspaceFile) *WorkspaceFileDeleteOne {
+	return c.DeleteOneID(_m.ID)
+}
+
+// DeleteOneID returns a builder for deleting the given entity by its id.
+func (c *WorkspaceFileClient) DeleteOneID(id int) *WorkspaceFileDeleteOne {
+	builder := c.Delete().Where(workspacefile.ID(id))
+	builder.mutation.id = &id
+	builder.mutation.op = OpDeleteOne
+	return &WorkspaceFileDeleteOne{builder}
+}
+
+// Query returns a query builder for WorkspaceFile.
+func (c *WorkspaceFileClient) Query() *WorkspaceFileQuery {
+	return &WorkspaceFileQuery{
+		config: c.config,
+		ctx:    &QueryContext{Type: TypeWorkspaceFile},
+		inters: c.Interceptors(),
+	}
+}
+
+// Get returns a WorkspaceFile entity by its id.
+func (c *WorkspaceFileClient) Get(ctx context.Context, id int) (*WorkspaceFile, error) {
+	return c.Query().Where(workspacefile.ID(id)).Only(ctx)
+}
+
+// GetX is like Get, but panics if an error occurs.
+func (c *WorkspaceFileClient) GetX(ctx context.Context, id int) *WorkspaceFile {
+	obj, err := c.Get(ctx, id)
+	if err != nil {
+		panic(err)
+	}
+	return obj
+}
+
+// Hooks returns the client hooks.
+func (c *WorkspaceFileClient) Hooks() []Hook {
+	return c.hooks.WorkspaceFile
+}
+
+// Interceptors returns the client interceptors.
+func (c *WorkspaceFileClient) Interceptors() []Interceptor {
+	return c.inters.WorkspaceFile
+}
+
+func (c *WorkspaceFileClient) mutate(ctx context.Context, m *WorkspaceFileMutation) (Value, error) {
+	switch m.Op() {
+	case OpCreate:
+		return (&WorkspaceFileCreate{config: c.config, hooks: c.Hooks(), mutation: m}).Save(ctx)
+	case OpUpdate:
+		return (&WorkspaceFileUpdate{config: c.config, hooks: c.Hooks(), mutation: m}).Save(ctx)
+	case OpUpdateOne:
+		return (&WorkspaceFileUpdateOne{config: c.config, hooks: c.Hooks(), mutation: m}).Save(ctx)
+	case OpDelete, OpDeleteOne:
+		return (&WorkspaceFileDelete{config: c.config, hooks: c.Hooks(), mutation: m}).Exec(ctx)
+	default:
+		return nil, fmt.Errorf("ent: unknown WorkspaceFile mutation op: %q", m.Op())
+	}
+}
+
 // hooks and interceptors per client, for fast access.
 type (
 	hooks struct {
 		APIToken, Agent, Application, Conversation, ModelCall, Organization, Setting,
-		StoredResult, ToolCall, Turn, User []ent.Hook
+		StoredResult, Task, ToolCall, Turn, User, WorkspaceFile []ent.Hook
 	}
 	inters struct {
 		APIToken, Agent, Application, Conversation, ModelCall, Organization, Setting,
-		StoredResult, ToolCall, Turn, User []ent.Interceptor
+		StoredResult, Task, ToolCall, Turn, User, WorkspaceFile []ent.Interceptor
 	}
 )
 

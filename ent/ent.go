@@ -20,9 +20,11 @@ import (
 	"github.com/toolgate/toolgate/ent/organization"
 	"github.com/toolgate/toolgate/ent/setting"
 	"github.com/toolgate/toolgate/ent/storedresult"
+	"github.com/toolgate/toolgate/ent/task"
 	"github.com/toolgate/toolgate/ent/toolcall"
 	"github.com/toolgate/toolgate/ent/turn"
 	"github.com/toolgate/toolgate/ent/user"
+	"github.com/toolgate/toolgate/ent/workspacefile"
 )
 
 // ent aliases to avoid import conflicts in user's code.
@@ -83,17 +85,19 @@ var (
 func checkColumn(t, c string) error {
 	initCheck.Do(func() {
 		columnCheck = sql.NewColumnCheck(map[string]func(string) bool{
-			apitoken.Table:     apitoken.ValidColumn,
-			agent.Table:        agent.ValidColumn,
-			application.Table:  application.ValidColumn,
-			conversation.Table: conversation.ValidColumn,
-			modelcall.Table:    modelcall.ValidColumn,
-			organization.Table: organization.ValidColumn,
-			setting.Table:      setting.ValidColumn,
-			storedresult.Table: storedresult.ValidColumn,
-			toolcall.Table:     toolcall.ValidColumn,
-			turn.Table:         turn.ValidColumn,
-			user.Table:         user.ValidColumn,
+			apitoken.Table:      apitoken.ValidColumn,
+			agent.Table:         agent.ValidColumn,
+			application.Table:   application.ValidColumn,
+			conversation.Table:  conversation.ValidColumn,
+			modelcall.Table:     modelcall.ValidColumn,
+			organization.Table:  organization.ValidColumn,
+			setting.Table:       setting.ValidColumn,
+			storedresult.Table:  storedresult.ValidColumn,
+			task.Table:          task.ValidColumn,
+			toolcall.Table:      toolcall.ValidColumn,
+			turn.Table:          turn.ValidColumn,
+			user.Table:          user.ValidColumn,
+			workspacefile.Table: workspacefile.ValidColumn,
 		})
 	})
 	return columnCheck(t, c)

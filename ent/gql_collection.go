@@ -881,6 +881,11 @@ func (_q *ToolCallQuery) collectField(ctx context.Context, oneNode bool, opCtx *
 				selectedFields = append(selectedFields, toolcall.FieldFailures)
 				fieldSeen[toolcall.FieldFailures] = struct{}{}
 			}
+		case "evidence":
+			if _, ok := fieldSeen[toolcall.FieldEvidence]; !ok {
+				selectedFields = append(selectedFields, toolcall.FieldEvidence)
+				fieldSeen[toolcall.FieldEvidence] = struct{}{}
+			}
 		case "repairs":
 			if _, ok := fieldSeen[toolcall.FieldRepairs]; !ok {
 				selectedFields = append(selectedFields, toolcall.FieldRepairs)
@@ -1024,6 +1029,11 @@ func (_q *TurnQuery) collectField(ctx context.Context, oneNode bool, opCtx *grap
 			if _, ok := fieldSeen[turn.FieldSuggestions]; !ok {
 				selectedFields = append(selectedFields, turn.FieldSuggestions)
 				fieldSeen[turn.FieldSuggestions] = struct{}{}
+			}
+		case "clarification":
+			if _, ok := fieldSeen[turn.FieldClarification]; !ok {
+				selectedFields = append(selectedFields, turn.FieldClarification)
+				fieldSeen[turn.FieldClarification] = struct{}{}
 			}
 		case "replayed":
 			if _, ok := fieldSeen[turn.FieldReplayed]; !ok {

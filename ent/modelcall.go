@@ -26,6 +26,10 @@ type ModelCall struct {
 	AgentID int `json:"agent_id,omitempty"`
 	// UserID holds the value of the "user_id" field.
 	UserID int `json:"user_id,omitempty"`
+	// 0 for the turn's first model call
+	Step int `json:"step,omitempty"`
+	// what the model said in this step
+	Text string `json:"text,omitempty"`
 	// Provider holds the value of the "provider" field.
 	Provider string `json:"provider,omitempty"`
 	// Model holds the value of the "model" field.
@@ -77,9 +81,9 @@ func (*ModelCall) scanValues(columns []string) ([]any, error) {
 		switch columns[i] {
 		case modelcall.FieldCost:
 			values[i] = new(sql.NullFloat64)
-		case modelcall.FieldID, modelcall.FieldTurnID, modelcall.FieldOrganizationID, modelcall.FieldAgentID, modelcall.FieldUserID, modelcall.FieldInputTokens, modelcall.FieldCacheReadTokens, modelcall.FieldCacheWriteTokens, modelcall.FieldOutputTokens, modelcall.FieldDurationMs:
+		case modelcall.FieldID, modelcall.FieldTurnID, modelcall.FieldOrganizationID, modelcall.FieldAgentID, modelcall.FieldUserID, modelcall.FieldStep, modelcall.FieldInputTokens, modelcall.FieldCacheReadTokens, modelcall.FieldCacheWriteTokens, modelcall.FieldOutputTokens, modelcall.FieldDurationMs:
 			values[i] = new(sql.NullInt64)
-		case modelcall.FieldProvider, modelcall.FieldModel:
+		case modelcall.FieldText, modelcall.FieldProvider, modelcall.FieldModel:
 			values[i] = new(sql.NullString)
 		case modelcall.FieldStartedAt:
 			values[i] = new(sql.NullTime)
@@ -127,6 +131,18 @@ func (_m *ModelCall) assignValues(columns []string, values []any) error {
 				return fmt.Errorf("unexpected type %T for field user_id", values[i])
 			} else if value.Valid {
 				_m.UserID = int(value.Int64)
+			}
+		case modelcall.FieldStep:
+			if value, ok := values[i].(*sql.NullInt64); !ok {
+				return fmt.Errorf("unexpected type %T for field step", values[i])
+			} else if value.Valid {
+				_m.Step = int(value.Int64)
+			}
+		case modelcall.FieldText:
+			if value, ok := values[i].(*sql.NullString); !ok {
+				return fmt.Errorf("unexpected type %T for field text", values[i])
+			} else if value.Valid {
+				_m.Text = value.String
 			}
 		case modelcall.FieldProvider:
 			if value, ok := values[i].(*sql.NullString); !ok {
@@ -234,6 +250,12 @@ func (_m *ModelCall) String() string {
 	builder.WriteString(", ")
 	builder.WriteString("user_id=")
 	builder.WriteString(fmt.Sprintf("%v", _m.UserID))
+	builder.WriteString(", ")
+	builder.WriteString("step=")
+	builder.WriteString(fmt.Sprintf("%v", _m.Step))
+	builder.WriteString(", ")
+	builder.WriteString("text=")
+	builder.WriteString(_m.Text)
 	builder.WriteString(", ")
 	builder.WriteString("provider=")
 	builder.WriteString(_m.Provider)

@@ -47,6 +47,34 @@ func (_c *ModelCallCreate) SetUserID(v int) *ModelCallCreate {
 	return _c
 }
 
+// SetStep sets the "step" field.
+func (_c *ModelCallCreate) SetStep(v int) *ModelCallCreate {
+	_c.mutation.SetStep(v)
+	return _c
+}
+
+// SetNillableStep sets the "step" field if the given value is not nil.
+func (_c *ModelCallCreate) SetNillableStep(v *int) *ModelCallCreate {
+	if v != nil {
+		_c.SetStep(*v)
+	}
+	return _c
+}
+
+// SetText sets the "text" field.
+func (_c *ModelCallCreate) SetText(v string) *ModelCallCreate {
+	_c.mutation.SetText(v)
+	return _c
+}
+
+// SetNillableText sets the "text" field if the given value is not nil.
+func (_c *ModelCallCreate) SetNillableText(v *string) *ModelCallCreate {
+	if v != nil {
+		_c.SetText(*v)
+	}
+	return _c
+}
+
 // SetProvider sets the "provider" field.
 func (_c *ModelCallCreate) SetProvider(v string) *ModelCallCreate {
 	_c.mutation.SetProvider(v)
@@ -197,6 +225,14 @@ func (_c *ModelCallCreate) ExecX(ctx context.Context) {
 
 // defaults sets the default values of the builder before save.
 func (_c *ModelCallCreate) defaults() {
+	if _, ok := _c.mutation.Step(); !ok {
+		v := modelcall.DefaultStep
+		_c.mutation.SetStep(v)
+	}
+	if _, ok := _c.mutation.Text(); !ok {
+		v := modelcall.DefaultText
+		_c.mutation.SetText(v)
+	}
 	if _, ok := _c.mutation.InputTokens(); !ok {
 		v := modelcall.DefaultInputTokens
 		_c.mutation.SetInputTokens(v)
@@ -240,6 +276,12 @@ func (_c *ModelCallCreate) check() error {
 	}
 	if _, ok := _c.mutation.UserID(); !ok {
 		return &ValidationError{Name: "user_id", err: errors.New(`ent: missing required field "ModelCall.user_id"`)}
+	}
+	if _, ok := _c.mutation.Step(); !ok {
+		return &ValidationError{Name: "step", err: errors.New(`ent: missing required field "ModelCall.step"`)}
+	}
+	if _, ok := _c.mutation.Text(); !ok {
+		return &ValidationError{Name: "text", err: errors.New(`ent: missing required field "ModelCall.text"`)}
 	}
 	if _, ok := _c.mutation.Provider(); !ok {
 		return &ValidationError{Name: "provider", err: errors.New(`ent: missing required field "ModelCall.provider"`)}
@@ -309,6 +351,14 @@ func (_c *ModelCallCreate) createSpec() (*ModelCall, *sqlgraph.CreateSpec) {
 	if value, ok := _c.mutation.UserID(); ok {
 		_spec.SetField(modelcall.FieldUserID, field.TypeInt, value)
 		_node.UserID = value
+	}
+	if value, ok := _c.mutation.Step(); ok {
+		_spec.SetField(modelcall.FieldStep, field.TypeInt, value)
+		_node.Step = value
+	}
+	if value, ok := _c.mutation.Text(); ok {
+		_spec.SetField(modelcall.FieldText, field.TypeString, value)
+		_node.Text = value
 	}
 	if value, ok := _c.mutation.Provider(); ok {
 		_spec.SetField(modelcall.FieldProvider, field.TypeString, value)
@@ -437,6 +487,12 @@ func (u *ModelCallUpsertOne) UpdateNewValues() *ModelCallUpsertOne {
 		}
 		if _, exists := u.create.mutation.UserID(); exists {
 			s.SetIgnore(modelcall.FieldUserID)
+		}
+		if _, exists := u.create.mutation.Step(); exists {
+			s.SetIgnore(modelcall.FieldStep)
+		}
+		if _, exists := u.create.mutation.Text(); exists {
+			s.SetIgnore(modelcall.FieldText)
 		}
 		if _, exists := u.create.mutation.Provider(); exists {
 			s.SetIgnore(modelcall.FieldProvider)
@@ -683,6 +739,12 @@ func (u *ModelCallUpsertBulk) UpdateNewValues() *ModelCallUpsertBulk {
 			}
 			if _, exists := b.mutation.UserID(); exists {
 				s.SetIgnore(modelcall.FieldUserID)
+			}
+			if _, exists := b.mutation.Step(); exists {
+				s.SetIgnore(modelcall.FieldStep)
+			}
+			if _, exists := b.mutation.Text(); exists {
+				s.SetIgnore(modelcall.FieldText)
 			}
 			if _, exists := b.mutation.Provider(); exists {
 				s.SetIgnore(modelcall.FieldProvider)

@@ -21,9 +21,11 @@ import (
 	"github.com/toolgate/toolgate/ent/schema"
 	"github.com/toolgate/toolgate/ent/setting"
 	"github.com/toolgate/toolgate/ent/storedresult"
+	"github.com/toolgate/toolgate/ent/task"
 	"github.com/toolgate/toolgate/ent/toolcall"
 	"github.com/toolgate/toolgate/ent/turn"
 	"github.com/toolgate/toolgate/ent/user"
+	"github.com/toolgate/toolgate/ent/workspacefile"
 )
 
 const (
@@ -35,17 +37,19 @@ const (
 	OpUpdateOne = ent.OpUpdateOne
 
 	// Node types.
-	TypeAPIToken     = "APIToken"
-	TypeAgent        = "Agent"
-	TypeApplication  = "Application"
-	TypeConversation = "Conversation"
-	TypeModelCall    = "ModelCall"
-	TypeOrganization = "Organization"
-	TypeSetting      = "Setting"
-	TypeStoredResult = "StoredResult"
-	TypeToolCall     = "ToolCall"
-	TypeTurn         = "Turn"
-	TypeUser         = "User"
+	TypeAPIToken      = "APIToken"
+	TypeAgent         = "Agent"
+	TypeApplication   = "Application"
+	TypeConversation  = "Conversation"
+	TypeModelCall     = "ModelCall"
+	TypeOrganization  = "Organization"
+	TypeSetting       = "Setting"
+	TypeStoredResult  = "StoredResult"
+	TypeTask          = "Task"
+	TypeToolCall      = "ToolCall"
+	TypeTurn          = "Turn"
+	TypeUser          = "User"
+	TypeWorkspaceFile = "WorkspaceFile"
 )
 
 // APITokenMutation represents an operation that mutates the APIToken nodes in the graph.
@@ -3382,6 +3386,9 @@ type ModelCallMutation struct {
 	addagent_id           *int
 	user_id               *int
 	adduser_id            *int
+	step                  *int
+	addstep               *int
+	text                  *string
 	provider              *string
 	model                 *string
 	input_tokens          *int64
@@ -3705,6 +3712,98 @@ func (m *ModelCallMutation) AddedUserID() (r int, exists bool) {
 func (m *ModelCallMutation) ResetUserID() {
 	m.user_id = nil
 	m.adduser_id = nil
+}
+
+// SetStep sets the "step" field.
+func (m *ModelCallMutation) SetStep(i int) {
+	m.step = &i
+	m.addstep = nil
+}
+
+// Step returns the value of the "step" field in the mutation.
+func (m *ModelCallMutation) Step() (r int, exists bool) {
+	v := m.step
+	if v == nil {
+		return
+	}
+	return *v, true
+}
+
+// OldStep returns the old "step" field's value of the ModelCall entity.
+// If the ModelCall object wasn't provided to the builder, the object is fetched from the database.
+// An error is returned if the mutation operation is not UpdateOne, or the database query fails.
+func (m *ModelCallMutation) OldStep(ctx context.Context) (v int, err error) {
+	if !m.op.Is(OpUpdateOne) {
+		return v, errors.New("OldStep is only allowed on UpdateOne operations")
+	}
+	if m.id == nil || m.oldValue == nil {
+		return v, errors.New("OldStep requires an ID field in the mutation")
+	}
+	oldValue, err := m.oldValue(ctx)
+	if err != nil {
+		return v, fmt.Errorf("querying old value for OldStep: %w", err)
+	}
+	return oldValue.Step, nil
+}
+
+// AddStep adds i to the "step" field.
+func (m *ModelCallMutation) AddStep(i int) {
+	if m.addstep != nil {
+		*m.addstep += i
+	} else {
+		m.addstep = &i
+	}
+}
+
+// AddedStep returns the value that was added to the "step" field in this mutation.
+func (m *ModelCallMutation) AddedStep() (r int, exists bool) {
+	v := m.addstep
+	if v == nil {
+		return
+	}
+	return *v, true
+}
+
+// ResetStep resets all changes to the "step" field.
+func (m *ModelCallMutation) ResetStep() {
+	m.step = nil
+	m.addstep = nil
+}
+
+// SetText sets the "text" field.
+func (m *ModelCallMutation) SetText(s string) {
+	m.text = &s
+}
+
+// Text returns the value of the "text" field in the mutation.
+func (m *ModelCallMutation) Text() (r string, exists bool) {
+	v := m.text
+	if v == nil {
+		return
+	}
+	return *v, true
+}
+
+// OldText returns the old "text" field's value of the ModelCall entity.
+// If the ModelCall object wasn't provided to the builder, the object is fetched from the database.
+// An error is returned if the mutation operation is not UpdateOne, or the database query fails.
+func (m *ModelCallMutation) OldText(ctx context.Context) (v string, err error) {
+	if !m.op.Is(OpUpdateOne) {
+		return v, errors.New("OldText is only allowed on UpdateOne operations")
+	}
+	if m.id == nil || m.oldValue == nil {
+		return v, errors.New("OldText requires an ID field in the mutation")
+	}
+	oldValue, err := m.oldValue(ctx)
+	if err != nil {
+		return v, fmt.Errorf("querying old value for OldText: %w", err)
+	}
+	return oldValue.Text, nil
+}
+
+// ResetText resets all changes to the "text" field.
+func (m *ModelCallMutation) ResetText() {
+	m.text = nil
 }
 
 // SetProvider sets the "provider" field.
@@ -4212,7 +4311,7 @@ func (m *ModelCallMutation) Type() string {
 // order to get all numeric fields that were incremented/decremented, call
 // AddedFields().
 func (m *ModelCallMutation) Fields() []string {
-	fields := make([]string, 0, 13)
+	fields := make([]string, 0, 15)
 	if m.turn != nil {
 		fields = append(fields, modelcall.FieldTurnID)
 	}
@@ -4224,6 +4323,12 @@ func (m *ModelCallMutation) Fields() []string {
 	}
 	if m.user_id != nil {
 		fields = append(fields, modelcall.FieldUserID)
+	}
+	if m.step != nil {
+		fields = append(fields, modelcall.FieldStep)
+	}
+	if m.text != nil {
+		fields = append(fields, modelcall.FieldText)
 	}
 	if m.provider != nil {
 		fields = append(fields, modelcall.FieldProvider)
@@ -4268,6 +4373,10 @@ func (m *ModelCallMutation) Field(name string) (ent.Value, bool) {
 		return m.AgentID()
 	case modelcall.FieldUserID:
 		return m.UserID()
+	case modelcall.FieldStep:
+		return m.Step()
+	case modelcall.FieldText:
+		return m.Text()
 	case modelcall.FieldProvider:
 		return m.Provider()
 	case modelcall.FieldModel:
@@ -4303,6 +4412,10 @@ func (m *ModelCallMutation) OldField(ctx context.Context, name string) (ent.Valu
 		return m.OldAgentID(ctx)
 	case modelcall.FieldUserID:
 		return m.OldUserID(ctx)
+	case modelcall.FieldStep:
+		return m.OldStep(ctx)
+	case modelcall.FieldText:
+		return m.OldText(ctx)
 	case modelcall.FieldProvider:
 		return m.OldProvider(ctx)
 	case modelcall.FieldModel:
@@ -4357,6 +4470,20 @@ func (m *ModelCallMutation) SetField(name string, value ent.Value) error {
 			return fmt.Errorf("unexpected type %T for field %s", value, name)
 		}
 		m.SetUserID(v)
+		return nil
+	case modelcall.FieldStep:
+		v, ok := value.(int)
+		if !ok {
+			return fmt.Errorf("unexpected type %T for field %s", value, name)
+		}
+		m.SetStep(v)
+		return nil
+	case modelcall.FieldText:
+		v, ok := value.(string)
+		if !ok {
+			return fmt.Errorf("unexpected type %T for field %s", value, name)
+		}
+		m.SetText(v)
 		return nil
 	case modelcall.FieldProvider:
 		v, ok := value.(string)
@@ -4438,6 +4565,9 @@ func (m *ModelCallMutation) AddedFields() []string {
 	if m.adduser_id != nil {
 		fields = append(fields, modelcall.FieldUserID)
 	}
+	if m.addstep != nil {
+		fields = append(fields, modelcall.FieldStep)
+	}
 	if m.addinput_tokens != nil {
 		fields = append(fields, modelcall.FieldInputTokens)
 	}
@@ -4470,6 +4600,8 @@ func (m *ModelCallMutation) AddedField(name string) (ent.Value, bool) {
 		return m.AddedAgentID()
 	case modelcall.FieldUserID:
 		return m.AddedUserID()
+	case modelcall.FieldStep:
+		return m.AddedStep()
 	case modelcall.FieldInputTokens:
 		return m.AddedInputTokens()
 	case modelcall.FieldCacheReadTokens:
@@ -4511,6 +4643,13 @@ func (m *ModelCallMutation) AddField(name string, value ent.Value) error {
 			return fmt.Errorf("unexpected type %T for field %s", value, name)
 		}
 		m.AddUserID(v)
+		return nil
+	case modelcall.FieldStep:
+		v, ok := value.(int)
+		if !ok {
+			return fmt.Errorf("unexpected type %T for field %s", value, name)
+		}
+		m.AddStep(v)
 		return nil
 	case modelcall.FieldInputTokens:
 		v, ok := value.(int64)
@@ -4592,6 +4731,12 @@ func (m *ModelCallMutation) ResetField(name string) error {
 		return nil
 	case modelcall.FieldUserID:
 		m.ResetUserID()
+		return nil
+	case modelcall.FieldStep:
+		m.ResetStep()
+		return nil
+	case modelcall.FieldText:
+		m.ResetText()
 		return nil
 	case modelcall.FieldProvider:
 		m.ResetProvider()
@@ -6989,6 +7134,671 @@ func (m *StoredResultMutation) ResetEdge(name string) error {
 	return fmt.Errorf("unknown StoredResult edge %s", name)
 }
 
+// TaskMutation represents an operation that mutates the Task nodes in the graph.
+type TaskMutation struct {
+	config
+	op                 Op
+	typ                string
+	id                 *int
+	created_at         *time.Time
+	updated_at         *time.Time
+	conversation_id    *int
+	addconversation_id *int
+	position           *int
+	addposition        *int
+	title              *string
+	status             *task.Status
+	clearedFields      map[string]struct{}
+	done               bool
+	oldValue           func(context.Context) (*Task, error)
+	predicates         []predicate.Task
+}
+
+var _ ent.Mutation = (*TaskMutation)(nil)
+
+// taskOption allows management of the mutation configuration using functional options.
+type taskOption func(*TaskMutation)
+
+// newTaskMutation creates new mutation for the Task entity.
+func newTaskMutation(c config, op Op, opts ...taskOption) *TaskMutation {
+	m := &TaskMutation{
+		config:        c,
+		op:            op,
+		typ:           TypeTask,
+		clearedFields: make(map[string]struct{}),
+	}
+	for _, opt := range opts {
+		opt(m)
+	}
+	return m
+}
+
+// withTaskID sets the ID field of the mutation.
+func withTaskID(id int) taskOption {
+	return func(m *TaskMutation) {
+		var (
+			err   error
+			once  sync.Once
+			value *Task
+		)
+		m.oldValue = func(ctx context.Context) (*Task, error) {
+			once.Do(func() {
+				if m.done {
+					err = errors.New("querying old values post mutation is not allowed")
+				} else {
+					value, err = m.Client().Task.Get(ctx, id)
+				}
+			})
+			return value, err
+		}
+		m.id = &id
+	}
+}
+
+// withTask sets the old Task of the mutation.
+func withTask(node *Task) taskOption {
+	return func(m *TaskMutation) {
+		m.oldValue = func(context.Context) (*Task, error) {
+			return node, nil
+		}
+		m.id = &node.ID
+	}
+}
+
+// Client returns a new `ent.Client` from the mutation. If the mutation was
+// executed in a transaction (ent.Tx), a transactional client is returned.
+func (m TaskMutation) Client() *Client {
+	client := &Client{config: m.config}
+	client.init()
+	return client
+}
+
+// Tx returns an `ent.Tx` for mutations that were executed in transactions;
+// it returns an error otherwise.
+func (m TaskMutation) Tx() (*Tx, error) {
+	if _, ok := m.driver.(*txDriver); !ok {
+		return nil, errors.New("ent: mutation is not running in a transaction")
+	}
+	tx := &Tx{config: m.config}
+	tx.init()
+	return tx, nil
+}
+
+// ID returns the ID value in the mutation. Note that the ID is only available
+// if it was provided to the builder or after it was returned from the database.
+func (m *TaskMutation) ID() (id int, exists bool) {
+	if m.id == nil {
+		return
+	}
+	return *m.id, true
+}
+
+// IDs queries the database and returns the entity ids that match the mutation's predicate.
+// That means, if the mutation is applied within a transaction with an isolation level such
+// as sql.LevelSerializable, the returned ids match the ids of the rows that will be updated
+// or updated by the mutation.
+func (m *TaskMutation) IDs(ctx context.Context) ([]int, error) {
+	switch {
+	case m.op.Is(OpUpdateOne | OpDeleteOne):
+		id, exists := m.ID()
+		if exists {
+			return []int{id}, nil
+		}
+		fallthrough
+	case m.op.Is(OpUpdate | OpDelete):
+		return m.Client().Task.Query().Where(m.predicates...).IDs(ctx)
+	default:
+		return nil, fmt.Errorf("IDs is not allowed on %s operations", m.op)
+	}
+}
+
+// SetCreatedAt sets the "created_at" field.
+func (m *TaskMutation) SetCreatedAt(t time.Time) {
+	m.created_at = &t
+}
+
+// CreatedAt returns the value of the "created_at" field in the mutation.
+func (m *TaskMutation) CreatedAt() (r time.Time, exists bool) {
+	v := m.created_at
+	if v == nil {
+		return
+	}
+	return *v, true
+}
+
+// OldCreatedAt returns the old "created_at" field's value of the Task entity.
+// If the Task object wasn't provided to the builder, the object is fetched from the database.
+// An error is returned if the mutation operation is not UpdateOne, or the database query fails.
+func (m *TaskMutation) OldCreatedAt(ctx context.Context) (v time.Time, err error) {
+	if !m.op.Is(OpUpdateOne) {
+		return v, errors.New("OldCreatedAt is only allowed on UpdateOne operations")
+	}
+	if m.id == nil || m.oldValue == nil {
+		return v, errors.New("OldCreatedAt requires an ID field in the mutation")
+	}
+	oldValue, err := m.oldValue(ctx)
+	if err != nil {
+		return v, fmt.Errorf("querying old value for OldCreatedAt: %w", err)
+	}
+	return oldValue.CreatedAt, nil
+}
+
+// ResetCreatedAt resets all changes to the "created_at" field.
+func (m *TaskMutation) ResetCreatedAt() {
+	m.created_at = nil
+}
+
+// SetUpdatedAt sets the "updated_at" field.
+func (m *TaskMutation) SetUpdatedAt(t time.Time) {
+	m.updated_at = &t
+}
+
+// UpdatedAt returns the value of the "updated_at" field in the mutation.
+func (m *TaskMutation) UpdatedAt() (r time.Time, exists bool) {
+	v := m.updated_at
+	if v == nil {
+		return
+	}
+	return *v, true
+}
+
+// OldUpdatedAt returns the old "updated_at" field's value of the Task entity.
+// If the Task object wasn't provided to the builder, the object is fetched from the database.
+// An error is returned if the mutation operation is not UpdateOne, or the database query fails.
+func (m *TaskMutation) OldUpdatedAt(ctx context.Context) (v time.Time, err error) {
+	if !m.op.Is(OpUpdateOne) {
+		return v, errors.New("OldUpdatedAt is only allowed on UpdateOne operations")
+	}
+	if m.id == nil || m.oldValue == nil {
+		return v, errors.New("OldUpdatedAt requires an ID field in the mutation")
+	}
+	oldValue, err := m.oldValue(ctx)
+	if err != nil {
+		return v, fmt.Errorf("querying old value for OldUpdatedAt: %w", err)
+	}
+	return oldValue.UpdatedAt, nil
+}
+
+// ResetUpdatedAt resets all changes to the "updated_at" field.
+func (m *TaskMutation) ResetUpdatedAt() {
+	m.updated_at = nil
+}
+
+// SetConversationID sets the "conversation_id" field.
+func (m *TaskMutation) SetConversationID(i int) {
+	m.conversation_id = &i
+	m.addconversation_id = nil
+}
+
+// ConversationID returns the value of the "conversation_id" field in the mutation.
+func (m *TaskMutation) ConversationID() (r int, exists bool) {
+	v := m.conversation_id
+	if v == nil {
+		return
+	}
+	return *v, true
+}
+
+// OldConversationID returns the old "conversation_id" field's value of the Task entity.
+// If the Task object wasn't provided to the builder, the object is fetched from the database.
+// An error is returned if the mutation operation is not UpdateOne, or the database query fails.
+func (m *TaskMutation) OldConversationID(ctx context.Context) (v int, err error) {
+	if !m.op.Is(OpUpdateOne) {
+		return v, errors.New("OldConversationID is only allowed on UpdateOne operations")
+	}
+	if m.id == nil || m.oldValue == nil {
+		return v, errors.New("OldConversationID requires an ID field in the mutation")
+	}
+	oldValue, err := m.oldValue(ctx)
+	if err != nil {
+		return v, fmt.Errorf("querying old value for OldConversationID: %w", err)
+	}
+	return oldValue.ConversationID, nil
+}
+
+// AddConversationID adds i to the "conversation_id" field.
+func (m *TaskMutation) AddConversationID(i int) {
+	if m.addconversation_id != nil {
+		*m.addconversation_id += i
+	} else {
+		m.addconversation_id = &i
+	}
+}
+
+// AddedConversationID returns the value that was added to the "conversation_id" field in this mutation.
+func (m *TaskMutation) AddedConversationID() (r int, exists bool) {
+	v := m.addconversation_id
+	if v == nil {
+		return
+	}
+	return *v, true
+}
+
+// ResetConversationID resets all changes to the "conversation_id" field.
+func (m *TaskMutation) ResetConversationID() {
+	m.conversation_id = nil
+	m.addconversation_id = nil
+}
+
+// SetPosition sets the "position" field.
+func (m *TaskMutation) SetPosition(i int) {
+	m.position = &i
+	m.addposition = nil
+}
+
+// Position returns the value of the "position" field in the mutation.
+func (m *TaskMutation) Position() (r int, exists bool) {
+	v := m.position
+	if v == nil {
+		return
+	}
+	return *v, true
+}
+
+// OldPosition returns the old "position" field's value of the Task entity.
+// If the Task object wasn't provided to the builder, the object is fetched from the database.
+// An error is returned if the mutation operation is not UpdateOne, or the database query fails.
+func (m *TaskMutation) OldPosition(ctx context.Context) (v int, err error) {
+	if !m.op.Is(OpUpdateOne) {
+		return v, errors.New("OldPosition is only allowed on UpdateOne operations")
+	}
+	if m.id == nil || m.oldValue == nil {
+		return v, errors.New("OldPosition requires an ID field in the mutation")
+	}
+	oldValue, err := m.oldValue(ctx)
+	if err != nil {
+		return v, fmt.Errorf("querying old value for OldPosition: %w", err)
+	}
+	return oldValue.Position, nil
+}
+
+// AddPosition adds i to the "position" field.
+func (m *TaskMutation) AddPosition(i int) {
+	if m.addposition != nil {
+		*m.addposition += i
+	} else {
+		m.addposition = &i
+	}
+}
+
+// AddedPosition returns the value that was added to the "position" field in this mutation.
+func (m *TaskMutation) AddedPosition() (r int, exists bool) {
+	v := m.addposition
+	if v == nil {
+		return
+	}
+	return *v, true
+}
+
+// ResetPosition resets all changes to the "position" field.
+func (m *TaskMutation) ResetPosition() {
+	m.position = nil
+	m.addposition = nil
+}
+
+// SetTitle sets the "title" field.
+func (m *TaskMutation) SetTitle(s string) {
+	m.title = &s
+}
+
+// Title returns the value of the "title" field in the mutation.
+func (m *TaskMutation) Title() (r string, exists bool) {
+	v := m.title
+	if v == nil {
+		return
+	}
+	return *v, true
+}
+
+// OldTitle returns the old "title" field's value of the Task entity.
+// If the Task object wasn't provided to the builder, the object is fetched from the database.
+// An error is returned if the mutation operation is not UpdateOne, or the database query fails.
+func (m *TaskMutation) OldTitle(ctx context.Context) (v string, err error) {
+	if !m.op.Is(OpUpdateOne) {
+		return v, errors.New("OldTitle is only allowed on UpdateOne operations")
+	}
+	if m.id == nil || m.oldValue == nil {
+		return v, errors.New("OldTitle requires an ID field in the mutation")
+	}
+	oldValue, err := m.oldValue(ctx)
+	if err != nil {
+		return v, fmt.Errorf("querying old value for OldTitle: %w", err)
+	}
+	return oldValue.Title, nil
+}
+
+// ResetTitle resets all changes to the "title" field.
+func (m *TaskMutation) ResetTitle() {
+	m.title = nil
+}
+
+// SetStatus sets the "status" field.
+func (m *TaskMutation) SetStatus(t task.Status) {
+	m.status = &t
+}
+
+// Status returns the value of the "status" field in the mutation.
+func (m *TaskMutation) Status() (r task.Status, exists bool) {
+	v := m.status
+	if v == nil {
+		return
+	}
+	return *v, true
+}
+
+// OldStatus returns the old "status" field's value of the Task entity.
+// If the Task object wasn't provided to the builder, the object is fetched from the database.
+// An error is returned if the mutation operation is not UpdateOne, or the database query fails.
+func (m *TaskMutation) OldStatus(ctx context.Context) (v task.Status, err error) {
+	if !m.op.Is(OpUpdateOne) {
+		return v, errors.New("OldStatus is only allowed on UpdateOne operations")
+	}
+	if m.id == nil || m.oldValue == nil {
+		return v, errors.New("OldStatus requires an ID field in the mutation")
+	}
+	oldValue, err := m.oldValue(ctx)
+	if err != nil {
+		return v, fmt.Errorf("querying old value for OldStatus: %w", err)
+	}
+	return oldValue.Status, nil
+}
+
+// ResetStatus resets all changes to the "status" field.
+func (m *TaskMutation) ResetStatus() {
+	m.status = nil
+}
+
+// Where appends a list predicates to the TaskMutation builder.
+func (m *TaskMutation) Where(ps ...predicate.Task) {
+	m.predicates = append(m.predicates, ps...)
+}
+
+// WhereP appends storage-level predicates to the TaskMutation builder. Using this method,
+// users can use type-assertion to append predicates that do not depend on any generated package.
+func (m *TaskMutation) WhereP(ps ...func(*sql.Selector)) {
+	p := make([]predicate.Task, len(ps))
+	for i := range ps {
+		p[i] = ps[i]
+	}
+	m.Where(p...)
+}
+
+// Op returns the operation name.
+func (m *TaskMutation) Op() Op {
+	return m.op
+}
+
+// SetOp allows setting the mutation operation.
+func (m *TaskMutation) SetOp(op Op) {
+	m.op = op
+}
+
+// Type returns the node type of this mutation (Task).
+func (m *TaskMutation) Type() string {
+	return m.typ
+}
+
+// Fields returns all fields that were changed during this mutation. Note that in
+// order to get all numeric fields that were incremented/decremented, call
+// AddedFields().
+func (m *TaskMutation) Fields() []string {
+	fields := make([]string, 0, 6)
+	if m.created_at != nil {
+		fields = append(fields, task.FieldCreatedAt)
+	}
+	if m.updated_at != nil {
+		fields = append(fields, task.FieldUpdatedAt)
+	}
+	if m.conversation_id != nil {
+		fields = append(fields, task.FieldConversationID)
+	}
+	if m.position != nil {
+		fields = append(fields, task.FieldPosition)
+	}
+	if m.title != nil {
+		fields = append(fields, task.FieldTitle)
+	}
+	if m.status != nil {
+		fields = append(fields, task.FieldStatus)
+	}
+	return fields
+}
+
+// Field returns the value of a field with the given name. The second boolean
+// return value indicates that this field was not set, or was not defined in the
+// schema.
+func (m *TaskMutation) Field(name string) (ent.Value, bool) {
+	switch name {
+	case task.FieldCreatedAt:
+		return m.CreatedAt()
+	case task.FieldUpdatedAt:
+		return m.UpdatedAt()
+	case task.FieldConversationID:
+		return m.ConversationID()
+	case task.FieldPosition:
+		return m.Position()
+	case task.FieldTitle:
+		return m.Title()
+	case task.FieldStatus:
+		return m.Status()
+	}
+	return nil, false
+}
+
+// OldField returns the old value of the field from the database. An error is
+// returned if the mutation operation is not UpdateOne, or the query to the
+// database failed.
+func (m *TaskMutation) OldField(ctx context.Context, name string) (ent.Value, error) {
+	switch name {
+	case task.FieldCreatedAt:
+		return m.OldCreatedAt(ctx)
+	case task.FieldUpdatedAt:
+		return m.OldUpdatedAt(ctx)
+	case task.FieldConversationID:
+		return m.OldConversationID(ctx)
+	case task.FieldPosition:
+		return m.OldPosition(ctx)
+	case task.FieldTitle:
+		return m.OldTitle(ctx)
+	case task.FieldStatus:
+		return m.OldStatus(ctx)
+	}
+	return nil, fmt.Errorf("unknown Task field %s", name)
+}
+
+// SetField sets the value of a field with the given name. It returns an error if
+// the field is not defined in the schema, or if the type mismatched the field
+// type.
+func (m *TaskMutation) SetField(name string, value ent.Value) error {
+	switch name {
+	case task.FieldCreatedAt:
+		v, ok := value.(time.Time)
+		if !ok {
+			return fmt.Errorf("unexpected type %T for field %s", value, name)
+		}
+		m.SetCreatedAt(v)
+		return nil
+	case task.FieldUpdatedAt:
+		v, ok := value.(time.Time)
+		if !ok {
+			return fmt.Errorf("unexpected type %T for field %s", value, name)
+		}
+		m.SetUpdatedAt(v)
+		return nil
+	case task.FieldConversationID:
+		v, ok := value.(int)
+		if !ok {
+			return fmt.Errorf("unexpected type %T for field %s", value, name)
+		}
+		m.SetConversationID(v)
+		return nil
+	case task.FieldPosition:
+		v, ok := value.(int)
+		if !ok {
+			return fmt.Errorf("unexpected type %T for field %s", value, name)
+		}
+		m.SetPosition(v)
+		return nil
+	case task.FieldTitle:
+		v, ok := value.(string)
+		if !ok {
+			return fmt.Errorf("unexpected type %T for field %s", value, name)
+		}
+		m.SetTitle(v)
+		return nil
+	case task.FieldStatus:
+		v, ok := value.(task.Status)
+		if !ok {
+			return fmt.Errorf("unexpected type %T for field %s", value, name)
+		}
+		m.SetStatus(v)
+		return nil
+	}
+	return fmt.Errorf("unknown Task field %s", name)
+}
+
+// AddedFields returns all numeric fields that were incremented/decremented during
+// this mutation.
+func (m *TaskMutation) AddedFields() []string {
+	var fields []string
+	if m.addconversation_id != nil {
+		fields = append(fields, task.FieldConversationID)
+	}
+	if m.addposition != nil {
+		fields = append(fields, task.FieldPosition)
+	}
+	return fields
+}
+
+// AddedField returns the numeric value that was incremented/decremented on a field
+// with the given name. The second boolean return value indicates that this field
+// was not set, or was not defined in the schema.
+func (m *TaskMutation) AddedField(name string) (ent.Value, bool) {
+	switch name {
+	case task.FieldConversationID:
+		return m.AddedConversationID()
+	case task.FieldPosition:
+		return m.AddedPosition()
+	}
+	return nil, false
+}
+
+// AddField adds the value to the field with the given name. It returns an error if
+// the field is not defined in the schema, or if the type mismatched the field
+// type.
+func (m *TaskMutation) AddField(name string, value ent.Value) error {
+	switch name {
+	case task.FieldConversationID:
+		v, ok := value.(int)
+		if !ok {
+			return fmt.Errorf("unexpected type %T for field %s", value, name)
+		}
+		m.AddConversationID(v)
+		return nil
+	case task.FieldPosition:
+		v, ok := value.(int)
+		if !ok {
+			return fmt.Errorf("unexpected type %T for field %s", value, name)
+		}
+		m.AddPosition(v)
+		return nil
+	}
+	return fmt.Errorf("unknown Task numeric field %s", name)
+}
+
+// ClearedFields returns all nullable fields that were cleared during this
+// mutation.
+func (m *TaskMutation) ClearedFields() []string {
+	return nil
+}
+
+// FieldCleared returns a boolean indicating if a field with the given name was
+// cleared in this mutation.
+func (m *TaskMutation) FieldCleared(name string) bool {
+	_, ok := m.clearedFields[name]
+	return ok
+}
+
+// ClearField clears the value of the field with the given name. It returns an
+// error if the field is not defined in the schema.
+func (m *TaskMutation) ClearField(name string) error {
+	return fmt.Errorf("unknown Task nullable field %s", name)
+}
+
+// ResetField resets all changes in the mutation for the field with the given name.
+// It returns an error if the field is not defined in the schema.
+func (m *TaskMutation) ResetField(name string) error {
+	switch name {
+	case task.FieldCreatedAt:
+		m.ResetCreatedAt()
+		return nil
+	case task.FieldUpdatedAt:
+		m.ResetUpdatedAt()
+		return nil
+	case task.FieldConversationID:
+		m.ResetConversationID()
+		return nil
+	case task.FieldPosition:
+		m.ResetPosition()
+		return nil
+	case task.FieldTitle:
+		m.ResetTitle()
+		return nil
+	case task.FieldStatus:
+		m.ResetStatus()
+		return nil
+	}
+	return fmt.Errorf("unknown Task field %s", name)
+}
+
+// AddedEdges returns all edge names that were set/added in this mutation.
+func (m *TaskMutation) AddedEdges() []string {
+	edges := make([]string, 0, 0)
+	return edges
+}
+
+// AddedIDs returns all IDs (to other nodes) that were added for the given edge
+// name in this mutation.
+func (m *TaskMutation) AddedIDs(name string) []ent.Value {
+	return nil
+}
+
+// RemovedEdges returns all edge names that were removed in this mutation.
+func (m *TaskMutation) RemovedEdges() []string {
+	edges := make([]string, 0, 0)
+	return edges
+}
+
+// RemovedIDs returns all IDs (to other nodes) that were removed for the edge with
+// the given name in this mutation.
+func (m *TaskMutation) RemovedIDs(name string) []ent.Value {
+	return nil
+}
+
+// ClearedEdges returns all edge names that were cleared in this mutation.
+func (m *TaskMutation) ClearedEdges() []string {
+	edges := make([]string, 0, 0)
+	return edges
+}
+
+// EdgeCleared returns a boolean which indicates if the edge with the given name
+// was cleared in this mutation.
+func (m *TaskMutation) EdgeCleared(name string) bool {
+	return false
+}
+
+// ClearEdge clears the value of the edge with the given name. It returns an error
+// if that edge is not defined in the schema.
+func (m *TaskMutation) ClearEdge(name string) error {
+	return fmt.Errorf("unknown Task unique edge %s", name)
+}
+
+// ResetEdge resets all changes to the edge with the given name in this mutation.
+// It returns an error if the edge is not defined in the schema.
+func (m *TaskMutation) ResetEdge(name string) error {
+	return fmt.Errorf("unknown Task edge %s", name)
+}
+
 // ToolCallMutation represents an operation that mutates the ToolCall nodes in the graph.
 type ToolCallMutation struct {
 	config
@@ -6997,6 +7807,8 @@ type ToolCallMutation struct {
 	id             *int
 	position       *int
 	addposition    *int
+	step           *int
+	addstep        *int
 	call_id        *string
 	name           *string
 	arguments      *string
@@ -7005,9 +7817,12 @@ type ToolCallMutation struct {
 	addattempts    *int
 	failures       *[]schema.ItemFailure
 	appendfailures []schema.ItemFailure
+	evidence       *[]schema.Span
+	appendevidence []schema.Span
 	repairs        *[]schema.Repair
 	appendrepairs  []schema.Repair
 	message        *string
+	heard          *string
 	ref            *string
 	started_at     *time.Time
 	finished_at    *time.Time
@@ -7209,6 +8024,62 @@ func (m *ToolCallMutation) AddedPosition() (r int, exists bool) {
 func (m *ToolCallMutation) ResetPosition() {
 	m.position = nil
 	m.addposition = nil
+}
+
+// SetStep sets the "step" field.
+func (m *ToolCallMutation) SetStep(i int) {
+	m.step = &i
+	m.addstep = nil
+}
+
+// Step returns the value of the "step" field in the mutation.
+func (m *ToolCallMutation) Step() (r int, exists bool) {
+	v := m.step
+	if v == nil {
+		return
+	}
+	return *v, true
+}
+
+// OldStep returns the old "step" field's value of the ToolCall entity.
+// If the ToolCall object wasn't provided to the builder, the object is fetched from the database.
+// An error is returned if the mutation operation is not UpdateOne, or the database query fails.
+func (m *ToolCallMutation) OldStep(ctx context.Context) (v int, err error) {
+	if !m.op.Is(OpUpdateOne) {
+		return v, errors.New("OldStep is only allowed on UpdateOne operations")
+	}
+	if m.id == nil || m.oldValue == nil {
+		return v, errors.New("OldStep requires an ID field in the mutation")
+	}
+	oldValue, err := m.oldValue(ctx)
+	if err != nil {
+		return v, fmt.Errorf("querying old value for OldStep: %w", err)
+	}
+	return oldValue.Step, nil
+}
+
+// AddStep adds i to the "step" field.
+func (m *ToolCallMutation) AddStep(i int) {
+	if m.addstep != nil {
+		*m.addstep += i
+	} else {
+		m.addstep = &i
+	}
+}
+
+// AddedStep returns the value that was added to the "step" field in this mutation.
+func (m *ToolCallMutation) AddedStep() (r int, exists bool) {
+	v := m.addstep
+	if v == nil {
+		return
+	}
+	return *v, true
+}
+
+// ResetStep resets all changes to the "step" field.
+func (m *ToolCallMutation) ResetStep() {
+	m.step = nil
+	m.addstep = nil
 }
 
 // SetCallID sets the "call_id" field.
@@ -7462,6 +8333,57 @@ func (m *ToolCallMutation) ResetFailures() {
 	m.appendfailures = nil
 }
 
+// SetEvidence sets the "evidence" field.
+func (m *ToolCallMutation) SetEvidence(s []schema.Span) {
+	m.evidence = &s
+	m.appendevidence = nil
+}
+
+// Evidence returns the value of the "evidence" field in the mutation.
+func (m *ToolCallMutation) Evidence() (r []schema.Span, exists bool) {
+	v := m.evidence
+	if v == nil {
+		return
+	}
+	return *v, true
+}
+
+// OldEvidence returns the old "evidence" field's value of the ToolCall entity.
+// If the ToolCall object wasn't provided to the builder, the object is fetched from the database.
+// An error is returned if the mutation operation is not UpdateOne, or the database query fails.
+func (m *ToolCallMutation) OldEvidence(ctx context.Context) (v []schema.Span, err error) {
+	if !m.op.Is(OpUpdateOne) {
+		return v, errors.New("OldEvidence is only allowed on UpdateOne operations")
+	}
+	if m.id == nil || m.oldValue == nil {
+		return v, errors.New("OldEvidence requires an ID field in the mutation")
+	}
+	oldValue, err := m.oldValue(ctx)
+	if err != nil {
+		return v, fmt.Errorf("querying old value for OldEvidence: %w", err)
+	}
+	return oldValue.Evidence, nil
+}
+
+// AppendEvidence adds s to the "evidence" field.
+func (m *ToolCallMutation) AppendEvidence(s []schema.Span) {
+	m.appendevidence = append(m.appendevidence, s...)
+}
+
+// AppendedEvidence returns the list of values that were appended to the "evidence" field in this mutation.
+func (m *ToolCallMutation) AppendedEvidence() ([]schema.Span, bool) {
+	if len(m.appendevidence) == 0 {
+		return nil, false
+	}
+	return m.appendevidence, true
+}
+
+// ResetEvidence resets all changes to the "evidence" field.
+func (m *ToolCallMutation) ResetEvidence() {
+	m.evidence = nil
+	m.appendevidence = nil
+}
+
 // SetRepairs sets the "repairs" field.
 func (m *ToolCallMutation) SetRepairs(s []schema.Repair) {
 	m.repairs = &s
@@ -7560,6 +8482,55 @@ func (m *ToolCallMutation) MessageCleared() bool {
 func (m *ToolCallMutation) ResetMessage() {
 	m.message = nil
 	delete(m.clearedFields, toolcall.FieldMessage)
+}
+
+// SetHeard sets the "heard" field.
+func (m *ToolCallMutation) SetHeard(s string) {
+	m.heard = &s
+}
+
+// Heard returns the value of the "heard" field in the mutation.
+func (m *ToolCallMutation) Heard() (r string, exists bool) {
+	v := m.heard
+	if v == nil {
+		return
+	}
+	return *v, true
+}
+
+// OldHeard returns the old "heard" field's value of the ToolCall entity.
+// If the ToolCall object wasn't provided to the builder, the object is fetched from the database.
+// An error is returned if the mutation operation is not UpdateOne, or the database query fails.
+func (m *ToolCallMutation) OldHeard(ctx context.Context) (v *string, err error) {
+	if !m.op.Is(OpUpdateOne) {
+		return v, errors.New("OldHeard is only allowed on UpdateOne operations")
+	}
+	if m.id == nil || m.oldValue == nil {
+		return v, errors.New("OldHeard requires an ID field in the mutation")
+	}
+	oldValue, err := m.oldValue(ctx)
+	if err != nil {
+		return v, fmt.Errorf("querying old value for OldHeard: %w", err)
+	}
+	return oldValue.Heard, nil
+}
+
+// ClearHeard clears the value of the "heard" field.
+func (m *ToolCallMutation) ClearHeard() {
+	m.heard = nil
+	m.clearedFields[toolcall.FieldHeard] = struct{}{}
+}
+
+// HeardCleared returns if the "heard" field was cleared in this mutation.
+func (m *ToolCallMutation) HeardCleared() bool {
+	_, ok := m.clearedFields[toolcall.FieldHeard]
+	return ok
+}
+
+// ResetHeard resets all changes to the "heard" field.
+func (m *ToolCallMutation) ResetHeard() {
+	m.heard = nil
+	delete(m.clearedFields, toolcall.FieldHeard)
 }
 
 // SetRef sets the "ref" field.
@@ -7833,12 +8804,15 @@ func (m *ToolCallMutation) Type() string {
 // order to get all numeric fields that were incremented/decremented, call
 // AddedFields().
 func (m *ToolCallMutation) Fields() []string {
-	fields := make([]string, 0, 14)
+	fields := make([]string, 0, 17)
 	if m.turn != nil {
 		fields = append(fields, toolcall.FieldTurnID)
 	}
 	if m.position != nil {
 		fields = append(fields, toolcall.FieldPosition)
+	}
+	if m.step != nil {
+		fields = append(fields, toolcall.FieldStep)
 	}
 	if m.call_id != nil {
 		fields = append(fields, toolcall.FieldCallID)
@@ -7858,11 +8832,17 @@ func (m *ToolCallMutation) Fields() []string {
 	if m.failures != nil {
 		fields = append(fields, toolcall.FieldFailures)
 	}
+	if m.evidence != nil {
+		fields = append(fields, toolcall.FieldEvidence)
+	}
 	if m.repairs != nil {
 		fields = append(fields, toolcall.FieldRepairs)
 	}
 	if m.message != nil {
 		fields = append(fields, toolcall.FieldMessage)
+	}
+	if m.heard != nil {
+		fields = append(fields, toolcall.FieldHeard)
 	}
 	if m.ref != nil {
 		fields = append(fields, toolcall.FieldRef)
@@ -7888,6 +8868,8 @@ func (m *ToolCallMutation) Field(name string) (ent.Value, bool) {
 		return m.TurnID()
 	case toolcall.FieldPosition:
 		return m.Position()
+	case toolcall.FieldStep:
+		return m.Step()
 	case toolcall.FieldCallID:
 		return m.CallID()
 	case toolcall.FieldName:
@@ -7900,10 +8882,14 @@ func (m *ToolCallMutation) Field(name string) (ent.Value, bool) {
 		return m.Attempts()
 	case toolcall.FieldFailures:
 		return m.Failures()
+	case toolcall.FieldEvidence:
+		return m.Evidence()
 	case toolcall.FieldRepairs:
 		return m.Repairs()
 	case toolcall.FieldMessage:
 		return m.Message()
+	case toolcall.FieldHeard:
+		return m.Heard()
 	case toolcall.FieldRef:
 		return m.Ref()
 	case toolcall.FieldResultID:
@@ -7925,6 +8911,8 @@ func (m *ToolCallMutation) OldField(ctx context.Context, name string) (ent.Value
 		return m.OldTurnID(ctx)
 	case toolcall.FieldPosition:
 		return m.OldPosition(ctx)
+	case toolcall.FieldStep:
+		return m.OldStep(ctx)
 	case toolcall.FieldCallID:
 		return m.OldCallID(ctx)
 	case toolcall.FieldName:
@@ -7937,10 +8925,14 @@ func (m *ToolCallMutation) OldField(ctx context.Context, name string) (ent.Value
 		return m.OldAttempts(ctx)
 	case toolcall.FieldFailures:
 		return m.OldFailures(ctx)
+	case toolcall.FieldEvidence:
+		return m.OldEvidence(ctx)
 	case toolcall.FieldRepairs:
 		return m.OldRepairs(ctx)
 	case toolcall.FieldMessage:
 		return m.OldMessage(ctx)
+	case toolcall.FieldHeard:
+		return m.OldHeard(ctx)
 	case toolcall.FieldRef:
 		return m.OldRef(ctx)
 	case toolcall.FieldResultID:
@@ -7971,6 +8963,13 @@ func (m *ToolCallMutation) SetField(name string, value ent.Value) error {
 			return fmt.Errorf("unexpected type %T for field %s", value, name)
 		}
 		m.SetPosition(v)
+		return nil
+	case toolcall.FieldStep:
+		v, ok := value.(int)
+		if !ok {
+			return fmt.Errorf("unexpected type %T for field %s", value, name)
+		}
+		m.SetStep(v)
 		return nil
 	case toolcall.FieldCallID:
 		v, ok := value.(string)
@@ -8014,6 +9013,13 @@ func (m *ToolCallMutation) SetField(name string, value ent.Value) error {
 		}
 		m.SetFailures(v)
 		return nil
+	case toolcall.FieldEvidence:
+		v, ok := value.([]schema.Span)
+		if !ok {
+			return fmt.Errorf("unexpected type %T for field %s", value, name)
+		}
+		m.SetEvidence(v)
+		return nil
 	case toolcall.FieldRepairs:
 		v, ok := value.([]schema.Repair)
 		if !ok {
@@ -8027,6 +9033,13 @@ func (m *ToolCallMutation) SetField(name string, value ent.Value) error {
 			return fmt.Errorf("unexpected type %T for field %s", value, name)
 		}
 		m.SetMessage(v)
+		return nil
+	case toolcall.FieldHeard:
+		v, ok := value.(string)
+		if !ok {
+			return fmt.Errorf("unexpected type %T for field %s", value, name)
+		}
+		m.SetHeard(v)
 		return nil
 	case toolcall.FieldRef:
 		v, ok := value.(string)
@@ -8067,6 +9080,9 @@ func (m *ToolCallMutation) AddedFields() []string {
 	if m.addposition != nil {
 		fields = append(fields, toolcall.FieldPosition)
 	}
+	if m.addstep != nil {
+		fields = append(fields, toolcall.FieldStep)
+	}
 	if m.addattempts != nil {
 		fields = append(fields, toolcall.FieldAttempts)
 	}
@@ -8080,6 +9096,8 @@ func (m *ToolCallMutation) AddedField(name string) (ent.Value, bool) {
 	switch name {
 	case toolcall.FieldPosition:
 		return m.AddedPosition()
+	case toolcall.FieldStep:
+		return m.AddedStep()
 	case toolcall.FieldAttempts:
 		return m.AddedAttempts()
 	}
@@ -8098,6 +9116,13 @@ func (m *ToolCallMutation) AddField(name string, value ent.Value) error {
 		}
 		m.AddPosition(v)
 		return nil
+	case toolcall.FieldStep:
+		v, ok := value.(int)
+		if !ok {
+			return fmt.Errorf("unexpected type %T for field %s", value, name)
+		}
+		m.AddStep(v)
+		return nil
 	case toolcall.FieldAttempts:
 		v, ok := value.(int)
 		if !ok {
@@ -8115,6 +9140,9 @@ func (m *ToolCallMutation) ClearedFields() []string {
 	var fields []string
 	if m.FieldCleared(toolcall.FieldMessage) {
 		fields = append(fields, toolcall.FieldMessage)
+	}
+	if m.FieldCleared(toolcall.FieldHeard) {
+		fields = append(fields, toolcall.FieldHeard)
 	}
 	if m.FieldCleared(toolcall.FieldRef) {
 		fields = append(fields, toolcall.FieldRef)
@@ -8142,6 +9170,9 @@ func (m *ToolCallMutation) ClearField(name string) error {
 	case toolcall.FieldMessage:
 		m.ClearMessage()
 		return nil
+	case toolcall.FieldHeard:
+		m.ClearHeard()
+		return nil
 	case toolcall.FieldRef:
 		m.ClearRef()
 		return nil
@@ -8165,6 +9196,9 @@ func (m *ToolCallMutation) ResetField(name string) error {
 	case toolcall.FieldPosition:
 		m.ResetPosition()
 		return nil
+	case toolcall.FieldStep:
+		m.ResetStep()
+		return nil
 	case toolcall.FieldCallID:
 		m.ResetCallID()
 		return nil
@@ -8183,11 +9217,17 @@ func (m *ToolCallMutation) ResetField(name string) error {
 	case toolcall.FieldFailures:
 		m.ResetFailures()
 		return nil
+	case toolcall.FieldEvidence:
+		m.ResetEvidence()
+		return nil
 	case toolcall.FieldRepairs:
 		m.ResetRepairs()
 		return nil
 	case toolcall.FieldMessage:
 		m.ResetMessage()
+		return nil
+	case toolcall.FieldHeard:
+		m.ResetHeard()
 		return nil
 	case toolcall.FieldRef:
 		m.ResetRef()
@@ -8315,6 +9355,7 @@ type TurnMutation struct {
 	error               *string
 	suggestions         *[]string
 	appendsuggestions   []string
+	clarification       **schema.Clarification
 	replayed            *bool
 	clearedFields       map[string]struct{}
 	conversation        *int
@@ -8911,6 +9952,55 @@ func (m *TurnMutation) ResetSuggestions() {
 	m.appendsuggestions = nil
 }
 
+// SetClarification sets the "clarification" field.
+func (m *TurnMutation) SetClarification(s *schema.Clarification) {
+	m.clarification = &s
+}
+
+// Clarification returns the value of the "clarification" field in the mutation.
+func (m *TurnMutation) Clarification() (r *schema.Clarification, exists bool) {
+	v := m.clarification
+	if v == nil {
+		return
+	}
+	return *v, true
+}
+
+// OldClarification returns the old "clarification" field's value of the Turn entity.
+// If the Turn object wasn't provided to the builder, the object is fetched from the database.
+// An error is returned if the mutation operation is not UpdateOne, or the database query fails.
+func (m *TurnMutation) OldClarification(ctx context.Context) (v *schema.Clarification, err error) {
+	if !m.op.Is(OpUpdateOne) {
+		return v, errors.New("OldClarification is only allowed on UpdateOne operations")
+	}
+	if m.id == nil || m.oldValue == nil {
+		return v, errors.New("OldClarification requires an ID field in the mutation")
+	}
+	oldValue, err := m.oldValue(ctx)
+	if err != nil {
+		return v, fmt.Errorf("querying old value for OldClarification: %w", err)
+	}
+	return oldValue.Clarification, nil
+}
+
+// ClearClarification clears the value of the "clarification" field.
+func (m *TurnMutation) ClearClarification() {
+	m.clarification = nil
+	m.clearedFields[turn.FieldClarification] = struct{}{}
+}
+
+// ClarificationCleared returns if the "clarification" field was cleared in this mutation.
+func (m *TurnMutation) ClarificationCleared() bool {
+	_, ok := m.clearedFields[turn.FieldClarification]
+	return ok
+}
+
+// ResetClarification resets all changes to the "clarification" field.
+func (m *TurnMutation) ResetClarification() {
+	m.clarification = nil
+	delete(m.clearedFields, turn.FieldClarification)
+}
+
 // SetReplayed sets the "replayed" field.
 func (m *TurnMutation) SetReplayed(b bool) {
 	m.replayed = &b
@@ -9116,7 +10206,7 @@ func (m *TurnMutation) Type() string {
 // order to get all numeric fields that were incremented/decremented, call
 // AddedFields().
 func (m *TurnMutation) Fields() []string {
-	fields := make([]string, 0, 12)
+	fields := make([]string, 0, 13)
 	if m.conversation != nil {
 		fields = append(fields, turn.FieldConversationID)
 	}
@@ -9149,6 +10239,9 @@ func (m *TurnMutation) Fields() []string {
 	}
 	if m.suggestions != nil {
 		fields = append(fields, turn.FieldSuggestions)
+	}
+	if m.clarification != nil {
+		fields = append(fields, turn.FieldClarification)
 	}
 	if m.replayed != nil {
 		fields = append(fields, turn.FieldReplayed)
@@ -9183,6 +10276,8 @@ func (m *TurnMutation) Field(name string) (ent.Value, bool) {
 		return m.Error()
 	case turn.FieldSuggestions:
 		return m.Suggestions()
+	case turn.FieldClarification:
+		return m.Clarification()
 	case turn.FieldReplayed:
 		return m.Replayed()
 	}
@@ -9216,6 +10311,8 @@ func (m *TurnMutation) OldField(ctx context.Context, name string) (ent.Value, er
 		return m.OldError(ctx)
 	case turn.FieldSuggestions:
 		return m.OldSuggestions(ctx)
+	case turn.FieldClarification:
+		return m.OldClarification(ctx)
 	case turn.FieldReplayed:
 		return m.OldReplayed(ctx)
 	}
@@ -9304,6 +10401,13 @@ func (m *TurnMutation) SetField(name string, value ent.Value) error {
 		}
 		m.SetSuggestions(v)
 		return nil
+	case turn.FieldClarification:
+		v, ok := value.(*schema.Clarification)
+		if !ok {
+			return fmt.Errorf("unexpected type %T for field %s", value, name)
+		}
+		m.SetClarification(v)
+		return nil
 	case turn.FieldReplayed:
 		v, ok := value.(bool)
 		if !ok {
@@ -9368,6 +10472,9 @@ func (m *TurnMutation) ClearedFields() []string {
 	if m.FieldCleared(turn.FieldError) {
 		fields = append(fields, turn.FieldError)
 	}
+	if m.FieldCleared(turn.FieldClarification) {
+		fields = append(fields, turn.FieldClarification)
+	}
 	return fields
 }
 
@@ -9393,6 +10500,9 @@ func (m *TurnMutation) ClearField(name string) error {
 		return nil
 	case turn.FieldError:
 		m.ClearError()
+		return nil
+	case turn.FieldClarification:
+		m.ClearClarification()
 		return nil
 	}
 	return fmt.Errorf("unknown Turn nullable field %s", name)
@@ -9434,6 +10544,9 @@ func (m *TurnMutation) ResetField(name string) error {
 		return nil
 	case turn.FieldSuggestions:
 		m.ResetSuggestions()
+		return nil
+	case turn.FieldClarification:
+		m.ResetClarification()
 		return nil
 	case turn.FieldReplayed:
 		m.ResetReplayed()
@@ -10389,4 +11502,756 @@ func (m *UserMutation) ResetEdge(name string) error {
 		return nil
 	}
 	return fmt.Errorf("unknown User edge %s", name)
+}
+
+// WorkspaceFileMutation represents an operation that mutates the WorkspaceFile nodes in the graph.
+type WorkspaceFileMutation struct {
+	config
+	op                 Op
+	typ                string
+	id                 *int
+	created_at         *time.Time
+	updated_at         *time.Time
+	conversation_id    *int
+	addconversation_id *int
+	_path              *string
+	content            *string
+	chars              *int64
+	addchars           *int64
+	bytes              *int64
+	addbytes           *int64
+	clearedFields      map[string]struct{}
+	done               bool
+	oldValue           func(context.Context) (*WorkspaceFile, error)
+	predicates         []predicate.WorkspaceFile
+}
+
+var _ ent.Mutation = (*WorkspaceFileMutation)(nil)
+
+// workspacefileOption allows management of the mutation configuration using functional options.
+type workspacefileOption func(*WorkspaceFileMutation)
+
+// newWorkspaceFileMutation creates new mutation for the WorkspaceFile entity.
+func newWorkspaceFileMutation(c config, op Op, opts ...workspacefileOption) *WorkspaceFileMutation {
+	m := &WorkspaceFileMutation{
+		config:        c,
+		op:            op,
+		typ:           TypeWorkspaceFile,
+		clearedFields: make(map[string]struct{}),
+	}
+	for _, opt := range opts {
+		opt(m)
+	}
+	return m
+}
+
+// withWorkspaceFileID sets the ID field of the mutation.
+func withWorkspaceFileID(id int) workspacefileOption {
+	return func(m *WorkspaceFileMutation) {
+		var (
+			err   error
+			once  sync.Once
+			value *WorkspaceFile
+		)
+		m.oldValue = func(ctx context.Context) (*WorkspaceFile, error) {
+			once.Do(func() {
+				if m.done {
+					err = errors.New("querying old values post mutation is not allowed")
+				} else {
+					value, err = m.Client().WorkspaceFile.Get(ctx, id)
+				}
+			})
+			return value, err
+		}
+		m.id = &id
+	}
+}
+
+// withWorkspaceFile sets the old WorkspaceFile of the mutation.
+func withWorkspaceFile(node *WorkspaceFile) workspacefileOption {
+	return func(m *WorkspaceFileMutation) {
+		m.oldValue = func(context.Context) (*WorkspaceFile, error) {
+			return node, nil
+		}
+		m.id = &node.ID
+	}
+}
+
+// Client returns a new `ent.Client` from the mutation. If the mutation was
+// executed in a transaction (ent.Tx), a transactional client is returned.
+func (m WorkspaceFileMutation) Client() *Client {
+	client := &Client{config: m.config}
+	client.init()
+	return client
+}
+
+// Tx returns an `ent.Tx` for mutations that were executed in transactions;
+// it returns an error otherwise.
+func (m WorkspaceFileMutation) Tx() (*Tx, error) {
+	if _, ok := m.driver.(*txDriver); !ok {
+		return nil, errors.New("ent: mutation is not running in a transaction")
+	}
+	tx := &Tx{config: m.config}
+	tx.init()
+	return tx, nil
+}
+
+// ID returns the ID value in the mutation. Note that the ID is only available
+// if it was provided to the builder or after it was returned from the database.
+func (m *WorkspaceFileMutation) ID() (id int, exists bool) {
+	if m.id == nil {
+		return
+	}
+	return *m.id, true
+}
+
+// IDs queries the database and returns the entity ids that match the mutation's predicate.
+// That means, if the mutation is applied within a transaction with an isolation level such
+// as sql.LevelSerializable, the returned ids match the ids of the rows that will be updated
+// or updated by the mutation.
+func (m *WorkspaceFileMutation) IDs(ctx context.Context) ([]int, error) {
+	switch {
+	case m.op.Is(OpUpdateOne | OpDeleteOne):
+		id, exists := m.ID()
+		if exists {
+			return []int{id}, nil
+		}
+		fallthrough
+	case m.op.Is(OpUpdate | OpDelete):
+		return m.Client().WorkspaceFile.Query().Where(m.predicates...).IDs(ctx)
+	default:
+		return nil, fmt.Errorf("IDs is not allowed on %s operations", m.op)
+	}
+}
+
+// SetCreatedAt sets the "created_at" field.
+func (m *WorkspaceFileMutation) SetCreatedAt(t time.Time) {
+	m.created_at = &t
+}
+
+// CreatedAt returns the value of the "created_at" field in the mutation.
+func (m *WorkspaceFileMutation) CreatedAt() (r time.Time, exists bool) {
+	v := m.created_at
+	if v == nil {
+		return
+	}
+	return *v, true
+}
+
+// OldCreatedAt returns the old "created_at" field's value of the WorkspaceFile entity.
+// If the WorkspaceFile object wasn't provided to the builder, the object is fetched from the database.
+// An error is returned if the mutation operation is not UpdateOne, or the database query fails.
+func (m *WorkspaceFileMutation) OldCreatedAt(ctx context.Context) (v time.Time, err error) {
+	if !m.op.Is(OpUpdateOne) {
+		return v, errors.New("OldCreatedAt is only allowed on UpdateOne operations")
+	}
+	if m.id == nil || m.oldValue == nil {
+		return v, errors.New("OldCreatedAt requires an ID field in the mutation")
+	}
+	oldValue, err := m.oldValue(ctx)
+	if err != nil {
+		return v, fmt.Errorf("querying old value for OldCreatedAt: %w", err)
+	}
+	return oldValue.CreatedAt, nil
+}
+
+// ResetCreatedAt resets all changes to the "created_at" field.
+func (m *WorkspaceFileMutation) ResetCreatedAt() {
+	m.created_at = nil
+}
+
+// SetUpdatedAt sets the "updated_at" field.
+func (m *WorkspaceFileMutation) SetUpdatedAt(t time.Time) {
+	m.updated_at = &t
+}
+
+// UpdatedAt returns the value of the "updated_at" field in the mutation.
+func (m *WorkspaceFileMutation) UpdatedAt() (r time.Time, exists bool) {
+	v := m.updated_at
+	if v == nil {
+		return
+	}
+	return *v, true
+}
+
+// OldUpdatedAt returns the old "updated_at" field's value of the WorkspaceFile entity.
+// If the WorkspaceFile object wasn't provided to the builder, the object is fetched from the database.
+// An error is returned if the mutation operation is not UpdateOne, or the database query fails.
+func (m *WorkspaceFileMutation) OldUpdatedAt(ctx context.Context) (v time.Time, err error) {
+	if !m.op.Is(OpUpdateOne) {
+		return v, errors.New("OldUpdatedAt is only allowed on UpdateOne operations")
+	}
+	if m.id == nil || m.oldValue == nil {
+		return v, errors.New("OldUpdatedAt requires an ID field in the mutation")
+	}
+	oldValue, err := m.oldValue(ctx)
+	if err != nil {
+		return v, fmt.Errorf("querying old value for OldUpdatedAt: %w", err)
+	}
+	return oldValue.UpdatedAt, nil
+}
+
+// ResetUpdatedAt resets all changes to the "updated_at" field.
+func (m *WorkspaceFileMutation) ResetUpdatedAt() {
+	m.updated_at = nil
+}
+
+// SetConversationID sets the "conversation_id" field.
+func (m *WorkspaceFileMutation) SetConversationID(i int) {
+	m.conversation_id = &i
+	m.addconversation_id = nil
+}
+
+// ConversationID returns the value of the "conversation_id" field in the mutation.
+func (m *WorkspaceFileMutation) ConversationID() (r int, exists bool) {
+	v := m.conversation_id
+	if v == nil {
+		return
+	}
+	return *v, true
+}
+
+// OldConversationID returns the old "conversation_id" field's value of the WorkspaceFile entity.
+// If the WorkspaceFile object wasn't provided to the builder, the object is fetched from the database.
+// An error is returned if the mutation operation is not UpdateOne, or the database query fails.
+func (m *WorkspaceFileMutation) OldConversationID(ctx context.Context) (v int, err error) {
+	if !m.op.Is(OpUpdateOne) {
+		return v, errors.New("OldConversationID is only allowed on UpdateOne operations")
+	}
+	if m.id == nil || m.oldValue == nil {
+		return v, errors.New("OldConversationID requires an ID field in the mutation")
+	}
+	oldValue, err := m.oldValue(ctx)
+	if err != nil {
+		return v, fmt.Errorf("querying old value for OldConversationID: %w", err)
+	}
+	return oldValue.ConversationID, nil
+}
+
+// AddConversationID adds i to the "conversation_id" field.
+func (m *WorkspaceFileMutation) AddConversationID(i int) {
+	if m.addconversation_id != nil {
+		*m.addconversation_id += i
+	} else {
+		m.addconversation_id = &i
+	}
+}
+
+// AddedConversationID returns the value that was added to the "conversation_id" field in this mutation.
+func (m *WorkspaceFileMutation) AddedConversationID() (r int, exists bool) {
+	v := m.addconversation_id
+	if v == nil {
+		return
+	}
+	return *v, true
+}
+
+// ResetConversationID resets all changes to the "conversation_id" field.
+func (m *WorkspaceFileMutation) ResetConversationID() {
+	m.conversation_id = nil
+	m.addconversation_id = nil
+}
+
+// SetPath sets the "path" field.
+func (m *WorkspaceFileMutation) SetPath(s string) {
+	m._path = &s
+}
+
+// Path returns the value of the "path" field in the mutation.
+func (m *WorkspaceFileMutation) Path() (r string, exists bool) {
+	v := m._path
+	if v == nil {
+		return
+	}
+	return *v, true
+}
+
+// OldPath returns the old "path" field's value of the WorkspaceFile entity.
+// If the WorkspaceFile object wasn't provided to the builder, the object is fetched from the database.
+// An error is returned if the mutation operation is not UpdateOne, or the database query fails.
+func (m *WorkspaceFileMutation) OldPath(ctx context.Context) (v string, err error) {
+	if !m.op.Is(OpUpdateOne) {
+		return v, errors.New("OldPath is only allowed on UpdateOne operations")
+	}
+	if m.id == nil || m.oldValue == nil {
+		return v, errors.New("OldPath requires an ID field in the mutation")
+	}
+	oldValue, err := m.oldValue(ctx)
+	if err != nil {
+		return v, fmt.Errorf("querying old value for OldPath: %w", err)
+	}
+	return oldValue.Path, nil
+}
+
+// ResetPath resets all changes to the "path" field.
+func (m *WorkspaceFileMutation) ResetPath() {
+	m._path = nil
+}
+
+// SetContent sets the "content" field.
+func (m *WorkspaceFileMutation) SetContent(s string) {
+	m.content = &s
+}
+
+// Content returns the value of the "content" field in the mutation.
+func (m *WorkspaceFileMutation) Content() (r string, exists bool) {
+	v := m.content
+	if v == nil {
+		return
+	}
+	return *v, true
+}
+
+// OldContent returns the old "content" field's value of the WorkspaceFile entity.
+// If the WorkspaceFile object wasn't provided to the builder, the object is fetched from the database.
+// An error is returned if the mutation operation is not UpdateOne, or the database query fails.
+func (m *WorkspaceFileMutation) OldContent(ctx context.Context) (v string, err error) {
+	if !m.op.Is(OpUpdateOne) {
+		return v, errors.New("OldContent is only allowed on UpdateOne operations")
+	}
+	if m.id == nil || m.oldValue == nil {
+		return v, errors.New("OldContent requires an ID field in the mutation")
+	}
+	oldValue, err := m.oldValue(ctx)
+	if err != nil {
+		return v, fmt.Errorf("querying old value for OldContent: %w", err)
+	}
+	return oldValue.Content, nil
+}
+
+// ResetContent resets all changes to the "content" field.
+func (m *WorkspaceFileMutation) ResetContent() {
+	m.content = nil
+}
+
+// SetChars sets the "chars" field.
+func (m *WorkspaceFileMutation) SetChars(i int64) {
+	m.chars = &i
+	m.addchars = nil
+}
+
+// Chars returns the value of the "chars" field in the mutation.
+func (m *WorkspaceFileMutation) Chars() (r int64, exists bool) {
+	v := m.chars
+	if v == nil {
+		return
+	}
+	return *v, true
+}
+
+// OldChars returns the old "chars" field's value of the WorkspaceFile entity.
+// If the WorkspaceFile object wasn't provided to the builder, the object is fetched from the database.
+// An error is returned if the mutation operation is not UpdateOne, or the database query fails.
+func (m *WorkspaceFileMutation) OldChars(ctx context.Context) (v int64, err error) {
+	if !m.op.Is(OpUpdateOne) {
+		return v, errors.New("OldChars is only allowed on UpdateOne operations")
+	}
+	if m.id == nil || m.oldValue == nil {
+		return v, errors.New("OldChars requires an ID field in the mutation")
+	}
+	oldValue, err := m.oldValue(ctx)
+	if err != nil {
+		return v, fmt.Errorf("querying old value for OldChars: %w", err)
+	}
+	return oldValue.Chars, nil
+}
+
+// AddChars adds i to the "chars" field.
+func (m *WorkspaceFileMutation) AddChars(i int64) {
+	if m.addchars != nil {
+		*m.addchars += i
+	} else {
+		m.addchars = &i
+	}
+}
+
+// AddedChars returns the value that was added to the "chars" field in this mutation.
+func (m *WorkspaceFileMutation) AddedChars() (r int64, exists bool) {
+	v := m.addchars
+	if v == nil {
+		return
+	}
+	return *v, true
+}
+
+// ResetChars resets all changes to the "chars" field.
+func (m *WorkspaceFileMutation) ResetChars() {
+	m.chars = nil
+	m.addchars = nil
+}
+
+// SetBytes sets the "bytes" field.
+func (m *WorkspaceFileMutation) SetBytes(i int64) {
+	m.bytes = &i
+	m.addbytes = nil
+}
+
+// Bytes returns the value of the "bytes" field in the mutation.
+func (m *WorkspaceFileMutation) Bytes() (r int64, exists bool) {
+	v := m.bytes
+	if v == nil {
+		return
+	}
+	return *v, true
+}
+
+// OldBytes returns the old "bytes" field's value of the WorkspaceFile entity.
+// If the WorkspaceFile object wasn't provided to the builder, the object is fetched from the database.
+// An error is returned if the mutation operation is not UpdateOne, or the database query fails.
+func (m *WorkspaceFileMutation) OldBytes(ctx context.Context) (v int64, err error) {
+	if !m.op.Is(OpUpdateOne) {
+		return v, errors.New("OldBytes is only allowed on UpdateOne operations")
+	}
+	if m.id == nil || m.oldValue == nil {
+		return v, errors.New("OldBytes requires an ID field in the mutation")
+	}
+	oldValue, err := m.oldValue(ctx)
+	if err != nil {
+		return v, fmt.Errorf("querying old value for OldBytes: %w", err)
+	}
+	return oldValue.Bytes, nil
+}
+
+// AddBytes adds i to the "bytes" field.
+func (m *WorkspaceFileMutation) AddBytes(i int64) {
+	if m.addbytes != nil {
+		*m.addbytes += i
+	} else {
+		m.addbytes = &i
+	}
+}
+
+// AddedBytes returns the value that was added to the "bytes" field in this mutation.
+func (m *WorkspaceFileMutation) AddedBytes() (r int64, exists bool) {
+	v := m.addbytes
+	if v == nil {
+		return
+	}
+	return *v, true
+}
+
+// ResetBytes resets all changes to the "bytes" field.
+func (m *WorkspaceFileMutation) ResetBytes() {
+	m.bytes = nil
+	m.addbytes = nil
+}
+
+// Where appends a list predicates to the WorkspaceFileMutation builder.
+func (m *WorkspaceFileMutation) Where(ps ...predicate.WorkspaceFile) {
+	m.predicates = append(m.predicates, ps...)
+}
+
+// WhereP appends storage-level predicates to the WorkspaceFileMutation builder. Using this method,
+// users can use type-assertion to append predicates that do not depend on any generated package.
+func (m *WorkspaceFileMutation) WhereP(ps ...func(*sql.Selector)) {
+	p := make([]predicate.WorkspaceFile, len(ps))
+	for i := range ps {
+		p[i] = ps[i]
+	}
+	m.Where(p...)
+}
+
+// Op returns the operation name.
+func (m *WorkspaceFileMutation) Op() Op {
+	return m.op
+}
+
+// SetOp allows setting the mutation operation.
+func (m *WorkspaceFileMutation) SetOp(op Op) {
+	m.op = op
+}
+
+// Type returns the node type of this mutation (WorkspaceFile).
+func (m *WorkspaceFileMutation) Type() string {
+	return m.typ
+}
+
+// Fields returns all fields that were changed during this mutation. Note that in
+// order to get all numeric fields that were incremented/decremented, call
+// AddedFields().
+func (m *WorkspaceFileMutation) Fields() []string {
+	fields := make([]string, 0, 7)
+	if m.created_at != nil {
+		fields = append(fields, workspacefile.FieldCreatedAt)
+	}
+	if m.updated_at != nil {
+		fields = append(fields, workspacefile.FieldUpdatedAt)
+	}
+	if m.conversation_id != nil {
+		fields = append(fields, workspacefile.FieldConversationID)
+	}
+	if m._path != nil {
+		fields = append(fields, workspacefile.FieldPath)
+	}
+	if m.content != nil {
+		fields = append(fields, workspacefile.FieldContent)
+	}
+	if m.chars != nil {
+		fields = append(fields, workspacefile.FieldChars)
+	}
+	if m.bytes != nil {
+		fields = append(fields, workspacefile.FieldBytes)
+	}
+	return fields
+}
+
+// Field returns the value of a field with the given name. The second boolean
+// return value indicates that this field was not set, or was not defined in the
+// schema.
+func (m *WorkspaceFileMutation) Field(name string) (ent.Value, bool) {
+	switch name {
+	case workspacefile.FieldCreatedAt:
+		return m.CreatedAt()
+	case workspacefile.FieldUpdatedAt:
+		return m.UpdatedAt()
+	case workspacefile.FieldConversationID:
+		return m.ConversationID()
+	case workspacefile.FieldPath:
+		return m.Path()
+	case workspacefile.FieldContent:
+		return m.Content()
+	case workspacefile.FieldChars:
+		return m.Chars()
+	case workspacefile.FieldBytes:
+		return m.Bytes()
+	}
+	return nil, false
+}
+
+// OldField returns the old value of the field from the database. An error is
+// returned if the mutation operation is not UpdateOne, or the query to the
+// database failed.
+func (m *WorkspaceFileMutation) OldField(ctx context.Context, name string) (ent.Value, error) {
+	switch name {
+	case workspacefile.FieldCreatedAt:
+		return m.OldCreatedAt(ctx)
+	case workspacefile.FieldUpdatedAt:
+		return m.OldUpdatedAt(ctx)
+	case workspacefile.FieldConversationID:
+		return m.OldConversationID(ctx)
+	case workspacefile.FieldPath:
+		return m.OldPath(ctx)
+	case workspacefile.FieldContent:
+		return m.OldContent(ctx)
+	case workspacefile.FieldChars:
+		return m.OldChars(ctx)
+	case workspacefile.FieldBytes:
+		return m.OldBytes(ctx)
+	}
+	return nil, fmt.Errorf("unknown WorkspaceFile field %s", name)
+}
+
+// SetField sets the value of a field with the given name. It returns an error if
+// the field is not defined in the schema, or if the type mismatched the field
+// type.
+func (m *WorkspaceFileMutation) SetField(name string, value ent.Value) error {
+	switch name {
+	case workspacefile.FieldCreatedAt:
+		v, ok := value.(time.Time)
+		if !ok {
+			return fmt.Errorf("unexpected type %T for field %s", value, name)
+		}
+		m.SetCreatedAt(v)
+		return nil
+	case workspacefile.FieldUpdatedAt:
+		v, ok := value.(time.Time)
+		if !ok {
+			return fmt.Errorf("unexpected type %T for field %s", value, name)
+		}
+		m.SetUpdatedAt(v)
+		return nil
+	case workspacefile.FieldConversationID:
+		v, ok := value.(int)
+		if !ok {
+			return fmt.Errorf("unexpected type %T for field %s", value, name)
+		}
+		m.SetConversationID(v)
+		return nil
+	case workspacefile.FieldPath:
+		v, ok := value.(string)
+		if !ok {
+			return fmt.Errorf("unexpected type %T for field %s", value, name)
+		}
+		m.SetPath(v)
+		return nil
+	case workspacefile.FieldContent:
+		v, ok := value.(string)
+		if !ok {
+			return fmt.Errorf("unexpected type %T for field %s", value, name)
+		}
+		m.SetContent(v)
+		return nil
+	case workspacefile.FieldChars:
+		v, ok := value.(int64)
+		if !ok {
+			return fmt.Errorf("unexpected type %T for field %s", value, name)
+		}
+		m.SetChars(v)
+		return nil
+	case workspacefile.FieldBytes:
+		v, ok := value.(int64)
+		if !ok {
+			return fmt.Errorf("unexpected type %T for field %s", value, name)
+		}
+		m.SetBytes(v)
+		return nil
+	}
+	return fmt.Errorf("unknown WorkspaceFile field %s", name)
+}
+
+// AddedFields returns all numeric fields that were incremented/decremented during
+// this mutation.
+func (m *WorkspaceFileMutation) AddedFields() []string {
+	var fields []string
+	if m.addconversation_id != nil {
+		fields = append(fields, workspacefile.FieldConversationID)
+	}
+	if m.addchars != nil {
+		fields = append(fields, workspacefile.FieldChars)
+	}
+	if m.addbytes != nil {
+		fields = append(fields, workspacefile.FieldBytes)
+	}
+	return fields
+}
+
+// AddedField returns the numeric value that was incremented/decremented on a field
+// with the given name. The second boolean return value indicates that this field
+// was not set, or was not defined in the schema.
+func (m *WorkspaceFileMutation) AddedField(name string) (ent.Value, bool) {
+	switch name {
+	case workspacefile.FieldConversationID:
+		return m.AddedConversationID()
+	case workspacefile.FieldChars:
+		return m.AddedChars()
+	case workspacefile.FieldBytes:
+		return m.AddedBytes()
+	}
+	return nil, false
+}
+
+// AddField adds the value to the field with the given name. It returns an error if
+// the field is not defined in the schema, or if the type mismatched the field
+// type.
+func (m *WorkspaceFileMutation) AddField(name string, value ent.Value) error {
+	switch name {
+	case workspacefile.FieldConversationID:
+		v, ok := value.(int)
+		if !ok {
+			return fmt.Errorf("unexpected type %T for field %s", value, name)
+		}
+		m.AddConversationID(v)
+		return nil
+	case workspacefile.FieldChars:
+		v, ok := value.(int64)
+		if !ok {
+			return fmt.Errorf("unexpected type %T for field %s", value, name)
+		}
+		m.AddChars(v)
+		return nil
+	case workspacefile.FieldBytes:
+		v, ok := value.(int64)
+		if !ok {
+			return fmt.Errorf("unexpected type %T for field %s", value, name)
+		}
+		m.AddBytes(v)
+		return nil
+	}
+	return fmt.Errorf("unknown WorkspaceFile numeric field %s", name)
+}
+
+// ClearedFields returns all nullable fields that were cleared during this
+// mutation.
+func (m *WorkspaceFileMutation) ClearedFields() []string {
+	return nil
+}
+
+// FieldCleared returns a boolean indicating if a field with the given name was
+// cleared in this mutation.
+func (m *WorkspaceFileMutation) FieldCleared(name string) bool {
+	_, ok := m.clearedFields[name]
+	return ok
+}
+
+// ClearField clears the value of the field with the given name. It returns an
+// error if the field is not defined in the schema.
+func (m *WorkspaceFileMutation) ClearField(name string) error {
+	return fmt.Errorf("unknown WorkspaceFile nullable field %s", name)
+}
+
+// ResetField resets all changes in the mutation for the field with the given name.
+// It returns an error if the field is not defined in the schema.
+func (m *WorkspaceFileMutation) ResetField(name string) error {
+	switch name {
+	case workspacefile.FieldCreatedAt:
+		m.ResetCreatedAt()
+		return nil
+	case workspacefile.FieldUpdatedAt:
+		m.ResetUpdatedAt()
+		return nil
+	case workspacefile.FieldConversationID:
+		m.ResetConversationID()
+		return nil
+	case workspacefile.FieldPath:
+		m.ResetPath()
+		return nil
+	case workspacefile.FieldContent:
+		m.ResetContent()
+		return nil
+	case workspacefile.FieldChars:
+		m.ResetChars()
+		return nil
+	case workspacefile.FieldBytes:
+		m.ResetBytes()
+		return nil
+	}
+	return fmt.Errorf("unknown WorkspaceFile field %s", name)
+}
+
+// AddedEdges returns all edge names that were set/added in this mutation.
+func (m *WorkspaceFileMutation) AddedEdges() []string {
+	edges := make([]string, 0, 0)
+	return edges
+}
+
+// AddedIDs returns all IDs (to other nodes) that were added for the given edge
+// name in this mutation.
+func (m *WorkspaceFileMutation) AddedIDs(name string) []ent.Value {
+	return nil
+}
+
+// RemovedEdges returns all edge names that were removed in this mutation.
+func (m *WorkspaceFileMutation) RemovedEdges() []string {
+	edges := make([]string, 0, 0)
+	return edges
+}
+
+// RemovedIDs returns all IDs (to other nodes) that were removed for the edge with
+// the given name in this mutation.
+func (m *WorkspaceFileMutation) RemovedIDs(name string) []ent.Value {
+	return nil
+}
+
+// ClearedEdges returns all edge names that were cleared in this mutation.
+func (m *WorkspaceFileMutation) ClearedEdges() []string {
+	edges := make([]string, 0, 0)
+	return edges
+}
+
+// EdgeCleared returns a boolean which indicates if the edge with the given name
+// was cleared in this mutation.
+func (m *WorkspaceFileMutation) EdgeCleared(name string) bool {
+	return false
+}
+
+// ClearEdge clears the value of the edge with the given name. It returns an error
+// if that edge is not defined in the schema.
+func (m *WorkspaceFileMutation) ClearEdge(name string) error {
+	return fmt.Errorf("unknown WorkspaceFile unique edge %s", name)
+}
+
+// ResetEdge resets all changes to the edge with the given name in this mutation.
+// It returns an error if the edge is not defined in the schema.
+func (m *WorkspaceFileMutation) ResetEdge(name string) error {
+	return fmt.Errorf("unknown WorkspaceFile edge %s", name)
 }

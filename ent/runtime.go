@@ -14,9 +14,11 @@ import (
 	"github.com/toolgate/toolgate/ent/schema"
 	"github.com/toolgate/toolgate/ent/setting"
 	"github.com/toolgate/toolgate/ent/storedresult"
+	"github.com/toolgate/toolgate/ent/task"
 	"github.com/toolgate/toolgate/ent/toolcall"
 	"github.com/toolgate/toolgate/ent/turn"
 	"github.com/toolgate/toolgate/ent/user"
+	"github.com/toolgate/toolgate/ent/workspacefile"
 )
 
 // The init function reads all schema descriptors with runtime code
@@ -175,32 +177,40 @@ func init() {
 	conversation.TitleValidator = conversationDescTitle.Validators[0].(func(string) error)
 	modelcallFields := schema.ModelCall{}.Fields()
 	_ = modelcallFields
+	// modelcallDescStep is the schema descriptor for step field.
+	modelcallDescStep := modelcallFields[4].Descriptor()
+	// modelcall.DefaultStep holds the default value on creation for the step field.
+	modelcall.DefaultStep = modelcallDescStep.Default.(int)
+	// modelcallDescText is the schema descriptor for text field.
+	modelcallDescText := modelcallFields[5].Descriptor()
+	// modelcall.DefaultText holds the default value on creation for the text field.
+	modelcall.DefaultText = modelcallDescText.Default.(string)
 	// modelcallDescInputTokens is the schema descriptor for input_tokens field.
-	modelcallDescInputTokens := modelcallFields[6].Descriptor()
+	modelcallDescInputTokens := modelcallFields[8].Descriptor()
 	// modelcall.DefaultInputTokens holds the default value on creation for the input_tokens field.
 	modelcall.DefaultInputTokens = modelcallDescInputTokens.Default.(int64)
 	// modelcallDescCacheReadTokens is the schema descriptor for cache_read_tokens field.
-	modelcallDescCacheReadTokens := modelcallFields[7].Descriptor()
+	modelcallDescCacheReadTokens := modelcallFields[9].Descriptor()
 	// modelcall.DefaultCacheReadTokens holds the default value on creation for the cache_read_tokens field.
 	modelcall.DefaultCacheReadTokens = modelcallDescCacheReadTokens.Default.(int64)
 	// modelcallDescCacheWriteTokens is the schema descriptor for cache_write_tokens field.
-	modelcallDescCacheWriteTokens := modelcallFields[8].Descriptor()
+	modelcallDescCacheWriteTokens := modelcallFields[10].Descriptor()
 	// modelcall.DefaultCacheWriteTokens holds the default value on creation for the cache_write_tokens field.
 	modelcall.DefaultCacheWriteTokens = modelcallDescCacheWriteTokens.Default.(int64)
 	// modelcallDescOutputTokens is the schema descriptor for output_tokens field.
-	modelcallDescOutputTokens := modelcallFields[9].Descriptor()
+	modelcallDescOutputTokens := modelcallFields[11].Descriptor()
 	// modelcall.DefaultOutputTokens holds the default value on creation for the output_tokens field.
 	modelcall.DefaultOutputTokens = modelcallDescOutputTokens.Default.(int64)
 	// modelcallDescCost is the schema descriptor for cost field.
-	modelcallDescCost := modelcallFields[10].Descriptor()
+	modelcallDescCost := modelcallFields[12].Descriptor()
 	// modelcall.DefaultCost holds the default value on creation for the cost field.
 	modelcall.DefaultCost = modelcallDescCost.Default.(float64)
 	// modelcallDescDurationMs is the schema descriptor for duration_ms field.
-	modelcallDescDurationMs := modelcallFields[11].Descriptor()
+	modelcallDescDurationMs := modelcallFields[13].Descriptor()
 	// modelcall.DefaultDurationMs holds the default value on creation for the duration_ms field.
 	modelcall.DefaultDurationMs = modelcallDescDurationMs.Default.(int64)
 	// modelcallDescStartedAt is the schema descriptor for started_at field.
-	modelcallDescStartedAt := modelcallFields[12].Descriptor()
+	modelcallDescStartedAt := modelcallFields[14].Descriptor()
 	// modelcall.DefaultStartedAt holds the default value on creation for the started_at field.
 	modelcall.DefaultStartedAt = modelcallDescStartedAt.Default.(func() time.Time)
 	organizationMixin := schema.Organization{}.Mixin()
@@ -290,36 +300,81 @@ func init() {
 	storedresultDescTruncatedAtSource := storedresultFields[7].Descriptor()
 	// storedresult.DefaultTruncatedAtSource holds the default value on creation for the truncated_at_source field.
 	storedresult.DefaultTruncatedAtSource = storedresultDescTruncatedAtSource.Default.(bool)
+	taskMixin := schema.Task{}.Mixin()
+	taskMixinFields0 := taskMixin[0].Fields()
+	_ = taskMixinFields0
+	taskFields := schema.Task{}.Fields()
+	_ = taskFields
+	// taskDescCreatedAt is the schema descriptor for created_at field.
+	taskDescCreatedAt := taskMixinFields0[0].Descriptor()
+	// task.DefaultCreatedAt holds the default value on creation for the created_at field.
+	task.DefaultCreatedAt = taskDescCreatedAt.Default.(func() time.Time)
+	// taskDescUpdatedAt is the schema descriptor for updated_at field.
+	taskDescUpdatedAt := taskMixinFields0[1].Descriptor()
+	// task.DefaultUpdatedAt holds the default value on creation for the updated_at field.
+	task.DefaultUpdatedAt = taskDescUpdatedAt.Default.(func() time.Time)
+	// task.UpdateDefaultUpdatedAt holds the default value on update for the updated_at field.
+	task.UpdateDefaultUpdatedAt = taskDescUpdatedAt.UpdateDefault.(func() time.Time)
+	// taskDescPosition is the schema descriptor for position field.
+	taskDescPosition := taskFields[1].Descriptor()
+	// task.PositionValidator is a validator for the "position" field. It is called by the builders before save.
+	task.PositionValidator = taskDescPosition.Validators[0].(func(int) error)
+	// taskDescTitle is the schema descriptor for title field.
+	taskDescTitle := taskFields[2].Descriptor()
+	// task.TitleValidator is a validator for the "title" field. It is called by the builders before save.
+	task.TitleValidator = func() func(string) error {
+		validators := taskDescTitle.Validators
+		fns := [...]func(string) error{
+			validators[0].(func(string) error),
+			validators[1].(func(string) error),
+		}
+		return func(title string) error {
+			for _, fn := range fns {
+				if err := fn(title); err != nil {
+					return err
+				}
+			}
+			return nil
+		}
+	}()
 	toolcallFields := schema.ToolCall{}.Fields()
 	_ = toolcallFields
 	// toolcallDescPosition is the schema descriptor for position field.
 	toolcallDescPosition := toolcallFields[1].Descriptor()
 	// toolcall.PositionValidator is a validator for the "position" field. It is called by the builders before save.
 	toolcall.PositionValidator = toolcallDescPosition.Validators[0].(func(int) error)
+	// toolcallDescStep is the schema descriptor for step field.
+	toolcallDescStep := toolcallFields[2].Descriptor()
+	// toolcall.DefaultStep holds the default value on creation for the step field.
+	toolcall.DefaultStep = toolcallDescStep.Default.(int)
 	// toolcallDescCallID is the schema descriptor for call_id field.
-	toolcallDescCallID := toolcallFields[2].Descriptor()
+	toolcallDescCallID := toolcallFields[3].Descriptor()
 	// toolcall.DefaultCallID holds the default value on creation for the call_id field.
 	toolcall.DefaultCallID = toolcallDescCallID.Default.(string)
 	// toolcallDescArguments is the schema descriptor for arguments field.
-	toolcallDescArguments := toolcallFields[4].Descriptor()
+	toolcallDescArguments := toolcallFields[5].Descriptor()
 	// toolcall.DefaultArguments holds the default value on creation for the arguments field.
 	toolcall.DefaultArguments = toolcallDescArguments.Default.(string)
 	// toolcallDescAttempts is the schema descriptor for attempts field.
-	toolcallDescAttempts := toolcallFields[6].Descriptor()
+	toolcallDescAttempts := toolcallFields[7].Descriptor()
 	// toolcall.DefaultAttempts holds the default value on creation for the attempts field.
 	toolcall.DefaultAttempts = toolcallDescAttempts.Default.(int)
 	// toolcall.AttemptsValidator is a validator for the "attempts" field. It is called by the builders before save.
 	toolcall.AttemptsValidator = toolcallDescAttempts.Validators[0].(func(int) error)
 	// toolcallDescFailures is the schema descriptor for failures field.
-	toolcallDescFailures := toolcallFields[7].Descriptor()
+	toolcallDescFailures := toolcallFields[8].Descriptor()
 	// toolcall.DefaultFailures holds the default value on creation for the failures field.
 	toolcall.DefaultFailures = toolcallDescFailures.Default.([]schema.ItemFailure)
+	// toolcallDescEvidence is the schema descriptor for evidence field.
+	toolcallDescEvidence := toolcallFields[9].Descriptor()
+	// toolcall.DefaultEvidence holds the default value on creation for the evidence field.
+	toolcall.DefaultEvidence = toolcallDescEvidence.Default.([]schema.Span)
 	// toolcallDescRepairs is the schema descriptor for repairs field.
-	toolcallDescRepairs := toolcallFields[8].Descriptor()
+	toolcallDescRepairs := toolcallFields[10].Descriptor()
 	// toolcall.DefaultRepairs holds the default value on creation for the repairs field.
 	toolcall.DefaultRepairs = toolcallDescRepairs.Default.([]schema.Repair)
 	// toolcallDescStartedAt is the schema descriptor for started_at field.
-	toolcallDescStartedAt := toolcallFields[12].Descriptor()
+	toolcallDescStartedAt := toolcallFields[15].Descriptor()
 	// toolcall.DefaultStartedAt holds the default value on creation for the started_at field.
 	toolcall.DefaultStartedAt = toolcallDescStartedAt.Default.(func() time.Time)
 	turnFields := schema.Turn{}.Fields()
@@ -341,7 +396,7 @@ func init() {
 	// turn.DefaultSuggestions holds the default value on creation for the suggestions field.
 	turn.DefaultSuggestions = turnDescSuggestions.Default.([]string)
 	// turnDescReplayed is the schema descriptor for replayed field.
-	turnDescReplayed := turnFields[11].Descriptor()
+	turnDescReplayed := turnFields[12].Descriptor()
 	// turn.DefaultReplayed holds the default value on creation for the replayed field.
 	turn.DefaultReplayed = turnDescReplayed.Default.(bool)
 	userMixin := schema.User{}.Mixin()
@@ -387,4 +442,31 @@ func init() {
 	userDescAdmin := userFields[3].Descriptor()
 	// user.DefaultAdmin holds the default value on creation for the admin field.
 	user.DefaultAdmin = userDescAdmin.Default.(bool)
+	workspacefileMixin := schema.WorkspaceFile{}.Mixin()
+	workspacefileMixinFields0 := workspacefileMixin[0].Fields()
+	_ = workspacefileMixinFields0
+	workspacefileFields := schema.WorkspaceFile{}.Fields()
+	_ = workspacefileFields
+	// workspacefileDescCreatedAt is the schema descriptor for created_at field.
+	workspacefileDescCreatedAt := workspacefileMixinFields0[0].Descriptor()
+	// workspacefile.DefaultCreatedAt holds the default value on creation for the created_at field.
+	workspacefile.DefaultCreatedAt = workspacefileDescCreatedAt.Default.(func() time.Time)
+	// workspacefileDescUpdatedAt is the schema descriptor for updated_at field.
+	workspacefileDescUpdatedAt := workspacefileMixinFields0[1].Descriptor()
+	// workspacefile.DefaultUpdatedAt holds the default value on creation for the updated_at field.
+	workspacefile.DefaultUpdatedAt = workspacefileDescUpdatedAt.Default.(func() time.Time)
+	// workspacefile.UpdateDefaultUpdatedAt holds the default value on update for the updated_at field.
+	workspacefile.UpdateDefaultUpdatedAt = workspacefileDescUpdatedAt.UpdateDefault.(func() time.Time)
+	// workspacefileDescPath is the schema descriptor for path field.
+	workspacefileDescPath := workspacefileFields[1].Descriptor()
+	// workspacefile.PathValidator is a validator for the "path" field. It is called by the builders before save.
+	workspacefile.PathValidator = workspacefileDescPath.Validators[0].(func(string) error)
+	// workspacefileDescChars is the schema descriptor for chars field.
+	workspacefileDescChars := workspacefileFields[3].Descriptor()
+	// workspacefile.CharsValidator is a validator for the "chars" field. It is called by the builders before save.
+	workspacefile.CharsValidator = workspacefileDescChars.Validators[0].(func(int64) error)
+	// workspacefileDescBytes is the schema descriptor for bytes field.
+	workspacefileDescBytes := workspacefileFields[4].Descriptor()
+	// workspacefile.BytesValidator is a validator for the "bytes" field. It is called by the builders before save.
+	workspacefile.BytesValidator = workspacefileDescBytes.Validators[0].(func(int64) error)
 }

@@ -25,6 +25,8 @@ type ToolCall struct {
 	TurnID int `json:"turn_id,omitempty"`
 	// Position holds the value of the "position" field.
 	Position int `json:"position,omitempty"`
+	// the model call, counted from 0 in the turn, that asked for it
+	Step int `json:"step,omitempty"`
 	// the provider's id for the call
 	CallID string `json:"call_id,omitempty"`
 	// Name holds the value of the "name" field.
@@ -37,10 +39,14 @@ type ToolCall struct {
 	Attempts int `json:"attempts,omitempty"`
 	// Failures holds the value of the "failures" field.
 	Failures []schema.ItemFailure `json:"failures,omitempty"`
+	// the spans of stored results this call made visible to the model
+	Evidence []schema.Span `json:"evidence,omitempty"`
 	// Repairs holds the value of the "repairs" field.
 	Repairs []schema.Repair `json:"repairs,omitempty"`
 	// what the model was told, for refusals, errors and outages
 	Message *string `json:"message,omitempty"`
+	// exactly what the model received for this call
+	Heard *string `json:"heard,omitempty"`
 	// Ref holds the value of the "ref" field.
 	Ref *string `json:"ref,omitempty"`
 	// ResultID holds the value of the "result_id" field.
@@ -95,11 +101,11 @@ func (*ToolCall) scanValues(columns []string) ([]any, error) {
 	values := make([]any, len(columns))
 	for i := range columns {
 		switch columns[i] {
-		case toolcall.FieldFailures, toolcall.FieldRepairs:
+		case toolcall.FieldFailures, toolcall.FieldEvidence, toolcall.FieldRepairs:
 			values[i] = new([]byte)
-		case toolcall.FieldID, toolcall.FieldTurnID, toolcall.FieldPosition, toolcall.FieldAttempts, toolcall.FieldResultID:
+		case toolcall.FieldID, toolcall.FieldTurnID, toolcall.FieldPosition, toolcall.FieldStep, toolcall.FieldAttempts, toolcall.FieldResultID:
 			values[i] = new(sql.NullInt64)
-		case toolcall.FieldCallID, toolcall.FieldName, toolcall.FieldArguments, toolcall.FieldOutcome, toolcall.FieldMessage, toolcall.FieldRef:
+		case toolcall.FieldCallID, toolcall.FieldName, toolcall.FieldArguments, toolcall.FieldOutcome, toolcall.FieldMessage, toolcall.FieldHeard, toolcall.FieldRef:
 			values[i] = new(sql.NullString)
 		case toolcall.FieldStartedAt, toolcall.FieldFinishedAt:
 			values[i] = new(sql.NullTime)
@@ -135,6 +141,12 @@ func (_m *ToolCall) assignValues(columns []string, values []any) error {
 				return fmt.Errorf("unexpected type %T for field position", values[i])
 			} else if value.Valid {
 				_m.Position = int(value.Int64)
+			}
+		case toolcall.FieldStep:
+			if value, ok := values[i].(*sql.NullInt64); !ok {
+				return fmt.Errorf("unexpected type %T for field step", values[i])
+			} else if value.Valid {
+				_m.Step = int(value.Int64)
 			}
 		case toolcall.FieldCallID:
 			if value, ok := values[i].(*sql.NullString); !ok {
@@ -174,6 +186,14 @@ func (_m *ToolCall) assignValues(columns []string, values []any) error {
 					return fmt.Errorf("unmarshal field failures: %w", err)
 				}
 			}
+		case toolcall.FieldEvidence:
+			if value, ok := values[i].(*[]byte); !ok {
+				return fmt.Errorf("unexpected type %T for field evidence", values[i])
+			} else if value != nil && len(*value) > 0 {
+				if err := json.Unmarshal(*value, &_m.Evidence); err != nil {
+					return fmt.Errorf("unmarshal field evidence: %w", err)
+				}
+			}
 		case toolcall.FieldRepairs:
 			if value, ok := values[i].(*[]byte); !ok {
 				return fmt.Errorf("unexpected type %T for field repairs", values[i])
@@ -188,6 +208,13 @@ func (_m *ToolCall) assignValues(columns []string, values []any) error {
 			} else if value.Valid {
 				_m.Message = new(string)
 				*_m.Message = value.String
+			}
+		case toolcall.FieldHeard:
+			if value, ok := values[i].(*sql.NullString); !ok {
+				return fmt.Errorf("unexpected type %T for field heard", values[i])
+			} else if value.Valid {
+				_m.Heard = new(string)
+				*_m.Heard = value.String
 			}
 		case toolcall.FieldRef:
 			if value, ok := values[i].(*sql.NullString); !ok {
@@ -268,6 +295,9 @@ func (_m *ToolCall) String() string {
 	builder.WriteString("position=")
 	builder.WriteString(fmt.Sprintf("%v", _m.Position))
 	builder.WriteString(", ")
+	builder.WriteString("step=")
+	builder.WriteString(fmt.Sprintf("%v", _m.Step))
+	builder.WriteString(", ")
 	builder.WriteString("call_id=")
 	builder.WriteString(_m.CallID)
 	builder.WriteString(", ")
@@ -286,11 +316,19 @@ func (_m *ToolCall) String() string {
 	builder.WriteString("failures=")
 	builder.WriteString(fmt.Sprintf("%v", _m.Failures))
 	builder.WriteString(", ")
+	builder.WriteString("evidence=")
+	builder.WriteString(fmt.Sprintf("%v", _m.Evidence))
+	builder.WriteString(", ")
 	builder.WriteString("repairs=")
 	builder.WriteString(fmt.Sprintf("%v", _m.Repairs))
 	builder.WriteString(", ")
 	if v := _m.Message; v != nil {
 		builder.WriteString("message=")
+		builder.WriteString(*v)
+	}
+	builder.WriteString(", ")
+	if v := _m.Heard; v != nil {
+		builder.WriteString("heard=")
 		builder.WriteString(*v)
 	}
 	builder.WriteString(", ")

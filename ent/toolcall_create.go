@@ -37,6 +37,20 @@ func (_c *ToolCallCreate) SetPosition(v int) *ToolCallCreate {
 	return _c
 }
 
+// SetStep sets the "step" field.
+func (_c *ToolCallCreate) SetStep(v int) *ToolCallCreate {
+	_c.mutation.SetStep(v)
+	return _c
+}
+
+// SetNillableStep sets the "step" field if the given value is not nil.
+func (_c *ToolCallCreate) SetNillableStep(v *int) *ToolCallCreate {
+	if v != nil {
+		_c.SetStep(*v)
+	}
+	return _c
+}
+
 // SetCallID sets the "call_id" field.
 func (_c *ToolCallCreate) SetCallID(v string) *ToolCallCreate {
 	_c.mutation.SetCallID(v)
@@ -105,6 +119,12 @@ func (_c *ToolCallCreate) SetFailures(v []schema.ItemFailure) *ToolCallCreate {
 	return _c
 }
 
+// SetEvidence sets the "evidence" field.
+func (_c *ToolCallCreate) SetEvidence(v []schema.Span) *ToolCallCreate {
+	_c.mutation.SetEvidence(v)
+	return _c
+}
+
 // SetRepairs sets the "repairs" field.
 func (_c *ToolCallCreate) SetRepairs(v []schema.Repair) *ToolCallCreate {
 	_c.mutation.SetRepairs(v)
@@ -121,6 +141,20 @@ func (_c *ToolCallCreate) SetMessage(v string) *ToolCallCreate {
 func (_c *ToolCallCreate) SetNillableMessage(v *string) *ToolCallCreate {
 	if v != nil {
 		_c.SetMessage(*v)
+	}
+	return _c
+}
+
+// SetHeard sets the "heard" field.
+func (_c *ToolCallCreate) SetHeard(v string) *ToolCallCreate {
+	_c.mutation.SetHeard(v)
+	return _c
+}
+
+// SetNillableHeard sets the "heard" field if the given value is not nil.
+func (_c *ToolCallCreate) SetNillableHeard(v *string) *ToolCallCreate {
+	if v != nil {
+		_c.SetHeard(*v)
 	}
 	return _c
 }
@@ -226,6 +260,10 @@ func (_c *ToolCallCreate) ExecX(ctx context.Context) {
 
 // defaults sets the default values of the builder before save.
 func (_c *ToolCallCreate) defaults() {
+	if _, ok := _c.mutation.Step(); !ok {
+		v := toolcall.DefaultStep
+		_c.mutation.SetStep(v)
+	}
 	if _, ok := _c.mutation.CallID(); !ok {
 		v := toolcall.DefaultCallID
 		_c.mutation.SetCallID(v)
@@ -245,6 +283,10 @@ func (_c *ToolCallCreate) defaults() {
 	if _, ok := _c.mutation.Failures(); !ok {
 		v := toolcall.DefaultFailures
 		_c.mutation.SetFailures(v)
+	}
+	if _, ok := _c.mutation.Evidence(); !ok {
+		v := toolcall.DefaultEvidence
+		_c.mutation.SetEvidence(v)
 	}
 	if _, ok := _c.mutation.Repairs(); !ok {
 		v := toolcall.DefaultRepairs
@@ -268,6 +310,9 @@ func (_c *ToolCallCreate) check() error {
 		if err := toolcall.PositionValidator(v); err != nil {
 			return &ValidationError{Name: "position", err: fmt.Errorf(`ent: validator failed for field "ToolCall.position": %w`, err)}
 		}
+	}
+	if _, ok := _c.mutation.Step(); !ok {
+		return &ValidationError{Name: "step", err: errors.New(`ent: missing required field "ToolCall.step"`)}
 	}
 	if _, ok := _c.mutation.CallID(); !ok {
 		return &ValidationError{Name: "call_id", err: errors.New(`ent: missing required field "ToolCall.call_id"`)}
@@ -296,6 +341,9 @@ func (_c *ToolCallCreate) check() error {
 	}
 	if _, ok := _c.mutation.Failures(); !ok {
 		return &ValidationError{Name: "failures", err: errors.New(`ent: missing required field "ToolCall.failures"`)}
+	}
+	if _, ok := _c.mutation.Evidence(); !ok {
+		return &ValidationError{Name: "evidence", err: errors.New(`ent: missing required field "ToolCall.evidence"`)}
 	}
 	if _, ok := _c.mutation.Repairs(); !ok {
 		return &ValidationError{Name: "repairs", err: errors.New(`ent: missing required field "ToolCall.repairs"`)}
@@ -337,6 +385,10 @@ func (_c *ToolCallCreate) createSpec() (*ToolCall, *sqlgraph.CreateSpec) {
 		_spec.SetField(toolcall.FieldPosition, field.TypeInt, value)
 		_node.Position = value
 	}
+	if value, ok := _c.mutation.Step(); ok {
+		_spec.SetField(toolcall.FieldStep, field.TypeInt, value)
+		_node.Step = value
+	}
 	if value, ok := _c.mutation.CallID(); ok {
 		_spec.SetField(toolcall.FieldCallID, field.TypeString, value)
 		_node.CallID = value
@@ -361,6 +413,10 @@ func (_c *ToolCallCreate) createSpec() (*ToolCall, *sqlgraph.CreateSpec) {
 		_spec.SetField(toolcall.FieldFailures, field.TypeJSON, value)
 		_node.Failures = value
 	}
+	if value, ok := _c.mutation.Evidence(); ok {
+		_spec.SetField(toolcall.FieldEvidence, field.TypeJSON, value)
+		_node.Evidence = value
+	}
 	if value, ok := _c.mutation.Repairs(); ok {
 		_spec.SetField(toolcall.FieldRepairs, field.TypeJSON, value)
 		_node.Repairs = value
@@ -368,6 +424,10 @@ func (_c *ToolCallCreate) createSpec() (*ToolCall, *sqlgraph.CreateSpec) {
 	if value, ok := _c.mutation.Message(); ok {
 		_spec.SetField(toolcall.FieldMessage, field.TypeString, value)
 		_node.Message = &value
+	}
+	if value, ok := _c.mutation.Heard(); ok {
+		_spec.SetField(toolcall.FieldHeard, field.TypeString, value)
+		_node.Heard = &value
 	}
 	if value, ok := _c.mutation.Ref(); ok {
 		_spec.SetField(toolcall.FieldRef, field.TypeString, value)
@@ -521,6 +581,18 @@ func (u *ToolCallUpsert) UpdateFailures() *ToolCallUpsert {
 	return u
 }
 
+// SetEvidence sets the "evidence" field.
+func (u *ToolCallUpsert) SetEvidence(v []schema.Span) *ToolCallUpsert {
+	u.Set(toolcall.FieldEvidence, v)
+	return u
+}
+
+// UpdateEvidence sets the "evidence" field to the value that was provided on create.
+func (u *ToolCallUpsert) UpdateEvidence() *ToolCallUpsert {
+	u.SetExcluded(toolcall.FieldEvidence)
+	return u
+}
+
 // SetRepairs sets the "repairs" field.
 func (u *ToolCallUpsert) SetRepairs(v []schema.Repair) *ToolCallUpsert {
 	u.Set(toolcall.FieldRepairs, v)
@@ -548,6 +620,24 @@ func (u *ToolCallUpsert) UpdateMessage() *ToolCallUpsert {
 // ClearMessage clears the value of the "message" field.
 func (u *ToolCallUpsert) ClearMessage() *ToolCallUpsert {
 	u.SetNull(toolcall.FieldMessage)
+	return u
+}
+
+// SetHeard sets the "heard" field.
+func (u *ToolCallUpsert) SetHeard(v string) *ToolCallUpsert {
+	u.Set(toolcall.FieldHeard, v)
+	return u
+}
+
+// UpdateHeard sets the "heard" field to the value that was provided on create.
+func (u *ToolCallUpsert) UpdateHeard() *ToolCallUpsert {
+	u.SetExcluded(toolcall.FieldHeard)
+	return u
+}
+
+// ClearHeard clears the value of the "heard" field.
+func (u *ToolCallUpsert) ClearHeard() *ToolCallUpsert {
+	u.SetNull(toolcall.FieldHeard)
 	return u
 }
 
@@ -621,6 +711,9 @@ func (u *ToolCallUpsertOne) UpdateNewValues() *ToolCallUpsertOne {
 		}
 		if _, exists := u.create.mutation.Position(); exists {
 			s.SetIgnore(toolcall.FieldPosition)
+		}
+		if _, exists := u.create.mutation.Step(); exists {
+			s.SetIgnore(toolcall.FieldStep)
 		}
 		if _, exists := u.create.mutation.CallID(); exists {
 			s.SetIgnore(toolcall.FieldCallID)
@@ -725,6 +818,20 @@ func (u *ToolCallUpsertOne) UpdateFailures() *ToolCallUpsertOne {
 	})
 }
 
+// SetEvidence sets the "evidence" field.
+func (u *ToolCallUpsertOne) SetEvidence(v []schema.Span) *ToolCallUpsertOne {
+	return u.Update(func(s *ToolCallUpsert) {
+		s.SetEvidence(v)
+	})
+}
+
+// UpdateEvidence sets the "evidence" field to the value that was provided on create.
+func (u *ToolCallUpsertOne) UpdateEvidence() *ToolCallUpsertOne {
+	return u.Update(func(s *ToolCallUpsert) {
+		s.UpdateEvidence()
+	})
+}
+
 // SetRepairs sets the "repairs" field.
 func (u *ToolCallUpsertOne) SetRepairs(v []schema.Repair) *ToolCallUpsertOne {
 	return u.Update(func(s *ToolCallUpsert) {
@@ -757,6 +864,27 @@ func (u *ToolCallUpsertOne) UpdateMessage() *ToolCallUpsertOne {
 func (u *ToolCallUpsertOne) ClearMessage() *ToolCallUpsertOne {
 	return u.Update(func(s *ToolCallUpsert) {
 		s.ClearMessage()
+	})
+}
+
+// SetHeard sets the "heard" field.
+func (u *ToolCallUpsertOne) SetHeard(v string) *ToolCallUpsertOne {
+	return u.Update(func(s *ToolCallUpsert) {
+		s.SetHeard(v)
+	})
+}
+
+// UpdateHeard sets the "heard" field to the value that was provided on create.
+func (u *ToolCallUpsertOne) UpdateHeard() *ToolCallUpsertOne {
+	return u.Update(func(s *ToolCallUpsert) {
+		s.UpdateHeard()
+	})
+}
+
+// ClearHeard clears the value of the "heard" field.
+func (u *ToolCallUpsertOne) ClearHeard() *ToolCallUpsertOne {
+	return u.Update(func(s *ToolCallUpsert) {
+		s.ClearHeard()
 	})
 }
 
@@ -1005,6 +1133,9 @@ func (u *ToolCallUpsertBulk) UpdateNewValues() *ToolCallUpsertBulk {
 			if _, exists := b.mutation.Position(); exists {
 				s.SetIgnore(toolcall.FieldPosition)
 			}
+			if _, exists := b.mutation.Step(); exists {
+				s.SetIgnore(toolcall.FieldStep)
+			}
 			if _, exists := b.mutation.CallID(); exists {
 				s.SetIgnore(toolcall.FieldCallID)
 			}
@@ -1109,6 +1240,20 @@ func (u *ToolCallUpsertBulk) UpdateFailures() *ToolCallUpsertBulk {
 	})
 }
 
+// SetEvidence sets the "evidence" field.
+func (u *ToolCallUpsertBulk) SetEvidence(v []schema.Span) *ToolCallUpsertBulk {
+	return u.Update(func(s *ToolCallUpsert) {
+		s.SetEvidence(v)
+	})
+}
+
+// UpdateEvidence sets the "evidence" field to the value that was provided on create.
+func (u *ToolCallUpsertBulk) UpdateEvidence() *ToolCallUpsertBulk {
+	return u.Update(func(s *ToolCallUpsert) {
+		s.UpdateEvidence()
+	})
+}
+
 // SetRepairs sets the "repairs" field.
 func (u *ToolCallUpsertBulk) SetRepairs(v []schema.Repair) *ToolCallUpsertBulk {
 	return u.Update(func(s *ToolCallUpsert) {
@@ -1141,6 +1286,27 @@ func (u *ToolCallUpsertBulk) UpdateMessage() *ToolCallUpsertBulk {
 func (u *ToolCallUpsertBulk) ClearMessage() *ToolCallUpsertBulk {
 	return u.Update(func(s *ToolCallUpsert) {
 		s.ClearMessage()
+	})
+}
+
+// SetHeard sets the "heard" field.
+func (u *ToolCallUpsertBulk) SetHeard(v string) *ToolCallUpsertBulk {
+	return u.Update(func(s *ToolCallUpsert) {
+		s.SetHeard(v)
+	})
+}
+
+// UpdateHeard sets the "heard" field to the value that was provided on create.
+func (u *ToolCallUpsertBulk) UpdateHeard() *ToolCallUpsertBulk {
+	return u.Update(func(s *ToolCallUpsert) {
+		s.UpdateHeard()
+	})
+}
+
+// ClearHeard clears the value of the "heard" field.
+func (u *ToolCallUpsertBulk) ClearHeard() *ToolCallUpsertBulk {
+	return u.Update(func(s *ToolCallUpsert) {
+		s.ClearHeard()
 	})
 }
 

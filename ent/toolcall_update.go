@@ -92,6 +92,18 @@ func (_u *ToolCallUpdate) AppendFailures(v []schema.ItemFailure) *ToolCallUpdate
 	return _u
 }
 
+// SetEvidence sets the "evidence" field.
+func (_u *ToolCallUpdate) SetEvidence(v []schema.Span) *ToolCallUpdate {
+	_u.mutation.SetEvidence(v)
+	return _u
+}
+
+// AppendEvidence appends value to the "evidence" field.
+func (_u *ToolCallUpdate) AppendEvidence(v []schema.Span) *ToolCallUpdate {
+	_u.mutation.AppendEvidence(v)
+	return _u
+}
+
 // SetRepairs sets the "repairs" field.
 func (_u *ToolCallUpdate) SetRepairs(v []schema.Repair) *ToolCallUpdate {
 	_u.mutation.SetRepairs(v)
@@ -121,6 +133,26 @@ func (_u *ToolCallUpdate) SetNillableMessage(v *string) *ToolCallUpdate {
 // ClearMessage clears the value of the "message" field.
 func (_u *ToolCallUpdate) ClearMessage() *ToolCallUpdate {
 	_u.mutation.ClearMessage()
+	return _u
+}
+
+// SetHeard sets the "heard" field.
+func (_u *ToolCallUpdate) SetHeard(v string) *ToolCallUpdate {
+	_u.mutation.SetHeard(v)
+	return _u
+}
+
+// SetNillableHeard sets the "heard" field if the given value is not nil.
+func (_u *ToolCallUpdate) SetNillableHeard(v *string) *ToolCallUpdate {
+	if v != nil {
+		_u.SetHeard(*v)
+	}
+	return _u
+}
+
+// ClearHeard clears the value of the "heard" field.
+func (_u *ToolCallUpdate) ClearHeard() *ToolCallUpdate {
+	_u.mutation.ClearHeard()
 	return _u
 }
 
@@ -277,6 +309,14 @@ func (_u *ToolCallUpdate) sqlSave(ctx context.Context) (_node int, err error) {
 			sqljson.Append(u, toolcall.FieldFailures, value)
 		})
 	}
+	if value, ok := _u.mutation.Evidence(); ok {
+		_spec.SetField(toolcall.FieldEvidence, field.TypeJSON, value)
+	}
+	if value, ok := _u.mutation.AppendedEvidence(); ok {
+		_spec.AddModifier(func(u *sql.UpdateBuilder) {
+			sqljson.Append(u, toolcall.FieldEvidence, value)
+		})
+	}
 	if value, ok := _u.mutation.Repairs(); ok {
 		_spec.SetField(toolcall.FieldRepairs, field.TypeJSON, value)
 	}
@@ -290,6 +330,12 @@ func (_u *ToolCallUpdate) sqlSave(ctx context.Context) (_node int, err error) {
 	}
 	if _u.mutation.MessageCleared() {
 		_spec.ClearField(toolcall.FieldMessage, field.TypeString)
+	}
+	if value, ok := _u.mutation.Heard(); ok {
+		_spec.SetField(toolcall.FieldHeard, field.TypeString, value)
+	}
+	if _u.mutation.HeardCleared() {
+		_spec.ClearField(toolcall.FieldHeard, field.TypeString)
 	}
 	if value, ok := _u.mutation.Ref(); ok {
 		_spec.SetField(toolcall.FieldRef, field.TypeString, value)
@@ -413,6 +459,18 @@ func (_u *ToolCallUpdateOne) AppendFailures(v []schema.ItemFailure) *ToolCallUpd
 	return _u
 }
 
+// SetEvidence sets the "evidence" field.
+func (_u *ToolCallUpdateOne) SetEvidence(v []schema.Span) *ToolCallUpdateOne {
+	_u.mutation.SetEvidence(v)
+	return _u
+}
+
+// AppendEvidence appends value to the "evidence" field.
+func (_u *ToolCallUpdateOne) AppendEvidence(v []schema.Span) *ToolCallUpdateOne {
+	_u.mutation.AppendEvidence(v)
+	return _u
+}
+
 // SetRepairs sets the "repairs" field.
 func (_u *ToolCallUpdateOne) SetRepairs(v []schema.Repair) *ToolCallUpdateOne {
 	_u.mutation.SetRepairs(v)
@@ -442,6 +500,26 @@ func (_u *ToolCallUpdateOne) SetNillableMessage(v *string) *ToolCallUpdateOne {
 // ClearMessage clears the value of the "message" field.
 func (_u *ToolCallUpdateOne) ClearMessage() *ToolCallUpdateOne {
 	_u.mutation.ClearMessage()
+	return _u
+}
+
+// SetHeard sets the "heard" field.
+func (_u *ToolCallUpdateOne) SetHeard(v string) *ToolCallUpdateOne {
+	_u.mutation.SetHeard(v)
+	return _u
+}
+
+// SetNillableHeard sets the "heard" field if the given value is not nil.
+func (_u *ToolCallUpdateOne) SetNillableHeard(v *string) *ToolCallUpdateOne {
+	if v != nil {
+		_u.SetHeard(*v)
+	}
+	return _u
+}
+
+// ClearHeard clears the value of the "heard" field.
+func (_u *ToolCallUpdateOne) ClearHeard() *ToolCallUpdateOne {
+	_u.mutation.ClearHeard()
 	return _u
 }
 
@@ -628,6 +706,14 @@ func (_u *ToolCallUpdateOne) sqlSave(ctx context.Context) (_node *ToolCall, err 
 			sqljson.Append(u, toolcall.FieldFailures, value)
 		})
 	}
+	if value, ok := _u.mutation.Evidence(); ok {
+		_spec.SetField(toolcall.FieldEvidence, field.TypeJSON, value)
+	}
+	if value, ok := _u.mutation.AppendedEvidence(); ok {
+		_spec.AddModifier(func(u *sql.UpdateBuilder) {
+			sqljson.Append(u, toolcall.FieldEvidence, value)
+		})
+	}
 	if value, ok := _u.mutation.Repairs(); ok {
 		_spec.SetField(toolcall.FieldRepairs, field.TypeJSON, value)
 	}
@@ -641,6 +727,12 @@ func (_u *ToolCallUpdateOne) sqlSave(ctx context.Context) (_node *ToolCall, err 
 	}
 	if _u.mutation.MessageCleared() {
 		_spec.ClearField(toolcall.FieldMessage, field.TypeString)
+	}
+	if value, ok := _u.mutation.Heard(); ok {
+		_spec.SetField(toolcall.FieldHeard, field.TypeString, value)
+	}
+	if _u.mutation.HeardCleared() {
+		_spec.ClearField(toolcall.FieldHeard, field.TypeString)
 	}
 	if value, ok := _u.mutation.Ref(); ok {
 		_spec.SetField(toolcall.FieldRef, field.TypeString, value)

@@ -11,6 +11,7 @@ import (
 	"entgo.io/ent"
 	"entgo.io/ent/dialect/sql"
 	"github.com/toolgate/toolgate/ent/conversation"
+	"github.com/toolgate/toolgate/ent/schema"
 	"github.com/toolgate/toolgate/ent/turn"
 )
 
@@ -41,6 +42,8 @@ type Turn struct {
 	Error *string `json:"error,omitempty"`
 	// Suggestions holds the value of the "suggestions" field.
 	Suggestions []string `json:"suggestions,omitempty"`
+	// the open question while the turn waits for an answer
+	Clarification *schema.Clarification `json:"clarification,omitempty"`
 	// answered by the replay provider, not a live model
 	Replayed bool `json:"replayed,omitempty"`
 	// Edges holds the relations/edges for other nodes in the graph.
@@ -101,7 +104,7 @@ func (*Turn) scanValues(columns []string) ([]any, error) {
 	values := make([]any, len(columns))
 	for i := range columns {
 		switch columns[i] {
-		case turn.FieldSuggestions:
+		case turn.FieldSuggestions, turn.FieldClarification:
 			values[i] = new([]byte)
 		case turn.FieldReplayed:
 			values[i] = new(sql.NullBool)
@@ -204,6 +207,14 @@ func (_m *Turn) assignValues(columns []string, values []any) error {
 					return fmt.Errorf("unmarshal field suggestions: %w", err)
 				}
 			}
+		case turn.FieldClarification:
+			if value, ok := values[i].(*[]byte); !ok {
+				return fmt.Errorf("unexpected type %T for field clarification", values[i])
+			} else if value != nil && len(*value) > 0 {
+				if err := json.Unmarshal(*value, &_m.Clarification); err != nil {
+					return fmt.Errorf("unmarshal field clarification: %w", err)
+				}
+			}
 		case turn.FieldReplayed:
 			if value, ok := values[i].(*sql.NullBool); !ok {
 				return fmt.Errorf("unexpected type %T for field replayed", values[i])
@@ -301,6 +312,9 @@ func (_m *Turn) String() string {
 	builder.WriteString(", ")
 	builder.WriteString("suggestions=")
 	builder.WriteString(fmt.Sprintf("%v", _m.Suggestions))
+	builder.WriteString(", ")
+	builder.WriteString("clarification=")
+	builder.WriteString(fmt.Sprintf("%v", _m.Clarification))
 	builder.WriteString(", ")
 	builder.WriteString("replayed=")
 	builder.WriteString(fmt.Sprintf("%v", _m.Replayed))

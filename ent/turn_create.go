@@ -13,6 +13,7 @@ import (
 	"entgo.io/ent/schema/field"
 	"github.com/toolgate/toolgate/ent/conversation"
 	"github.com/toolgate/toolgate/ent/modelcall"
+	"github.com/toolgate/toolgate/ent/schema"
 	"github.com/toolgate/toolgate/ent/toolcall"
 	"github.com/toolgate/toolgate/ent/turn"
 )
@@ -144,6 +145,12 @@ func (_c *TurnCreate) SetNillableError(v *string) *TurnCreate {
 // SetSuggestions sets the "suggestions" field.
 func (_c *TurnCreate) SetSuggestions(v []string) *TurnCreate {
 	_c.mutation.SetSuggestions(v)
+	return _c
+}
+
+// SetClarification sets the "clarification" field.
+func (_c *TurnCreate) SetClarification(v *schema.Clarification) *TurnCreate {
+	_c.mutation.SetClarification(v)
 	return _c
 }
 
@@ -359,6 +366,10 @@ func (_c *TurnCreate) createSpec() (*Turn, *sqlgraph.CreateSpec) {
 		_spec.SetField(turn.FieldSuggestions, field.TypeJSON, value)
 		_node.Suggestions = value
 	}
+	if value, ok := _c.mutation.Clarification(); ok {
+		_spec.SetField(turn.FieldClarification, field.TypeJSON, value)
+		_node.Clarification = value
+	}
 	if value, ok := _c.mutation.Replayed(); ok {
 		_spec.SetField(turn.FieldReplayed, field.TypeBool, value)
 		_node.Replayed = value
@@ -560,6 +571,24 @@ func (u *TurnUpsert) UpdateSuggestions() *TurnUpsert {
 	return u
 }
 
+// SetClarification sets the "clarification" field.
+func (u *TurnUpsert) SetClarification(v *schema.Clarification) *TurnUpsert {
+	u.Set(turn.FieldClarification, v)
+	return u
+}
+
+// UpdateClarification sets the "clarification" field to the value that was provided on create.
+func (u *TurnUpsert) UpdateClarification() *TurnUpsert {
+	u.SetExcluded(turn.FieldClarification)
+	return u
+}
+
+// ClearClarification clears the value of the "clarification" field.
+func (u *TurnUpsert) ClearClarification() *TurnUpsert {
+	u.SetNull(turn.FieldClarification)
+	return u
+}
+
 // SetReplayed sets the "replayed" field.
 func (u *TurnUpsert) SetReplayed(v bool) *TurnUpsert {
 	u.Set(turn.FieldReplayed, v)
@@ -738,6 +767,27 @@ func (u *TurnUpsertOne) SetSuggestions(v []string) *TurnUpsertOne {
 func (u *TurnUpsertOne) UpdateSuggestions() *TurnUpsertOne {
 	return u.Update(func(s *TurnUpsert) {
 		s.UpdateSuggestions()
+	})
+}
+
+// SetClarification sets the "clarification" field.
+func (u *TurnUpsertOne) SetClarification(v *schema.Clarification) *TurnUpsertOne {
+	return u.Update(func(s *TurnUpsert) {
+		s.SetClarification(v)
+	})
+}
+
+// UpdateClarification sets the "clarification" field to the value that was provided on create.
+func (u *TurnUpsertOne) UpdateClarification() *TurnUpsertOne {
+	return u.Update(func(s *TurnUpsert) {
+		s.UpdateClarification()
+	})
+}
+
+// ClearClarification clears the value of the "clarification" field.
+func (u *TurnUpsertOne) ClearClarification() *TurnUpsertOne {
+	return u.Update(func(s *TurnUpsert) {
+		s.ClearClarification()
 	})
 }
 
@@ -1087,6 +1137,27 @@ func (u *TurnUpsertBulk) SetSuggestions(v []string) *TurnUpsertBulk {
 func (u *TurnUpsertBulk) UpdateSuggestions() *TurnUpsertBulk {
 	return u.Update(func(s *TurnUpsert) {
 		s.UpdateSuggestions()
+	})
+}
+
+// SetClarification sets the "clarification" field.
+func (u *TurnUpsertBulk) SetClarification(v *schema.Clarification) *TurnUpsertBulk {
+	return u.Update(func(s *TurnUpsert) {
+		s.SetClarification(v)
+	})
+}
+
+// UpdateClarification sets the "clarification" field to the value that was provided on create.
+func (u *TurnUpsertBulk) UpdateClarification() *TurnUpsertBulk {
+	return u.Update(func(s *TurnUpsert) {
+		s.UpdateClarification()
+	})
+}
+
+// ClearClarification clears the value of the "clarification" field.
+func (u *TurnUpsertBulk) ClearClarification() *TurnUpsertBulk {
+	return u.Update(func(s *TurnUpsert) {
+		s.ClearClarification()
 	})
 }
 

@@ -14,6 +14,7 @@ import (
 	"entgo.io/ent/schema/field"
 	"github.com/toolgate/toolgate/ent/modelcall"
 	"github.com/toolgate/toolgate/ent/predicate"
+	"github.com/toolgate/toolgate/ent/schema"
 	"github.com/toolgate/toolgate/ent/toolcall"
 	"github.com/toolgate/toolgate/ent/turn"
 )
@@ -134,6 +135,18 @@ func (_u *TurnUpdate) SetSuggestions(v []string) *TurnUpdate {
 // AppendSuggestions appends value to the "suggestions" field.
 func (_u *TurnUpdate) AppendSuggestions(v []string) *TurnUpdate {
 	_u.mutation.AppendSuggestions(v)
+	return _u
+}
+
+// SetClarification sets the "clarification" field.
+func (_u *TurnUpdate) SetClarification(v *schema.Clarification) *TurnUpdate {
+	_u.mutation.SetClarification(v)
+	return _u
+}
+
+// ClearClarification clears the value of the "clarification" field.
+func (_u *TurnUpdate) ClearClarification() *TurnUpdate {
+	_u.mutation.ClearClarification()
 	return _u
 }
 
@@ -314,6 +327,12 @@ func (_u *TurnUpdate) sqlSave(ctx context.Context) (_node int, err error) {
 		_spec.AddModifier(func(u *sql.UpdateBuilder) {
 			sqljson.Append(u, turn.FieldSuggestions, value)
 		})
+	}
+	if value, ok := _u.mutation.Clarification(); ok {
+		_spec.SetField(turn.FieldClarification, field.TypeJSON, value)
+	}
+	if _u.mutation.ClarificationCleared() {
+		_spec.ClearField(turn.FieldClarification, field.TypeJSON)
 	}
 	if value, ok := _u.mutation.Replayed(); ok {
 		_spec.SetField(turn.FieldReplayed, field.TypeBool, value)
@@ -534,6 +553,18 @@ func (_u *TurnUpdateOne) AppendSuggestions(v []string) *TurnUpdateOne {
 	return _u
 }
 
+// SetClarification sets the "clarification" field.
+func (_u *TurnUpdateOne) SetClarification(v *schema.Clarification) *TurnUpdateOne {
+	_u.mutation.SetClarification(v)
+	return _u
+}
+
+// ClearClarification clears the value of the "clarification" field.
+func (_u *TurnUpdateOne) ClearClarification() *TurnUpdateOne {
+	_u.mutation.ClearClarification()
+	return _u
+}
+
 // SetReplayed sets the "replayed" field.
 func (_u *TurnUpdateOne) SetReplayed(v bool) *TurnUpdateOne {
 	_u.mutation.SetReplayed(v)
@@ -741,6 +772,12 @@ func (_u *TurnUpdateOne) sqlSave(ctx context.Context) (_node *Turn, err error) {
 		_spec.AddModifier(func(u *sql.UpdateBuilder) {
 			sqljson.Append(u, turn.FieldSuggestions, value)
 		})
+	}
+	if value, ok := _u.mutation.Clarification(); ok {
+		_spec.SetField(turn.FieldClarification, field.TypeJSON, value)
+	}
+	if _u.mutation.ClarificationCleared() {
+		_spec.ClearField(turn.FieldClarification, field.TypeJSON)
 	}
 	if value, ok := _u.mutation.Replayed(); ok {
 		_spec.SetField(turn.FieldReplayed, field.TypeBool, value)

@@ -30,12 +30,16 @@ type Tx struct {
 	Setting *SettingClient
 	// StoredResult is the client for interacting with the StoredResult builders.
 	StoredResult *StoredResultClient
+	// Task is the client for interacting with the Task builders.
+	Task *TaskClient
 	// ToolCall is the client for interacting with the ToolCall builders.
 	ToolCall *ToolCallClient
 	// Turn is the client for interacting with the Turn builders.
 	Turn *TurnClient
 	// User is the client for interacting with the User builders.
 	User *UserClient
+	// WorkspaceFile is the client for interacting with the WorkspaceFile builders.
+	WorkspaceFile *WorkspaceFileClient
 
 	// lazily loaded.
 	client     *Client
@@ -175,9 +179,11 @@ func (tx *Tx) init() {
 	tx.Organization = NewOrganizationClient(tx.config)
 	tx.Setting = NewSettingClient(tx.config)
 	tx.StoredResult = NewStoredResultClient(tx.config)
+	tx.Task = NewTaskClient(tx.config)
 	tx.ToolCall = NewToolCallClient(tx.config)
 	tx.Turn = NewTurnClient(tx.config)
 	tx.User = NewUserClient(tx.config)
+	tx.WorkspaceFile = NewWorkspaceFileClient(tx.config)
 }
 
 // txDriver wraps the given dialect.Tx with a nop dialect.Driver implementation.

@@ -41,6 +41,9 @@ func (r *queryResolver) Conversations(ctx context.Context, after *entgql.Cursor[
 		ent.WithConversationOrder(orderBy), ent.WithConversationFilter(where.Filter))
 }
 
+// Conversation returns generated.ConversationResolver implementation.
+func (r *Resolver) Conversation() generated.ConversationResolver { return &conversationResolver{r} }
+
 // Query returns generated.QueryResolver implementation.
 func (r *Resolver) Query() generated.QueryResolver { return &queryResolver{r} }
 
@@ -54,8 +57,9 @@ func (r *Resolver) Turn() generated.TurnResolver { return &turnResolver{r} }
 func (r *Resolver) User() generated.UserResolver { return &userResolver{r} }
 
 type (
-	queryResolver    struct{ *Resolver }
-	toolCallResolver struct{ *Resolver }
-	turnResolver     struct{ *Resolver }
-	userResolver     struct{ *Resolver }
+	conversationResolver struct{ *Resolver }
+	queryResolver        struct{ *Resolver }
+	toolCallResolver     struct{ *Resolver }
+	turnResolver         struct{ *Resolver }
+	userResolver         struct{ *Resolver }
 )

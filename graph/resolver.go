@@ -8,6 +8,7 @@ import (
 
 	"github.com/toolgate/toolgate/ent"
 	"github.com/toolgate/toolgate/graph/gid"
+	"github.com/toolgate/toolgate/runtime/loop"
 )
 
 // MaxPage is the largest page a connection serves; DefaultPage is what a
@@ -22,6 +23,8 @@ type Resolver struct {
 	// Client is the API's ent client, with the scope interceptors installed.
 	Client *ent.Client
 	Log    *slog.Logger
+	// Runner runs turns; nil when the server only serves the data.
+	Runner *loop.Runner
 }
 
 // client returns the transaction's client inside a mutation (the

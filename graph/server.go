@@ -31,6 +31,7 @@ import (
 	"github.com/toolgate/toolgate/graph/auth"
 	"github.com/toolgate/toolgate/graph/generated"
 	"github.com/toolgate/toolgate/graph/loader"
+	"github.com/toolgate/toolgate/runtime/loop"
 	"github.com/toolgate/toolgate/runtime/scope"
 )
 
@@ -53,6 +54,9 @@ type Config struct {
 	Ready func(context.Context) error
 	// Signer verifies turns' scope tokens; nil refuses them all.
 	Signer *scope.Signer
+	// Runner runs turns; nil serves the data only (sendMessage then stores
+	// turns that nothing runs).
+	Runner *loop.Runner
 }
 
 // Server is toolgate's HTTP API.
@@ -128,7 +132,7 @@ func (s *Server) readyz(w http.ResponseWriter, r *http.Request) {
 }
 
 func (s *Server) newGraphQL() *handler.Server {
-	cfg := generated.Config{Resolvers: &Resolver{Client: s.client, Log: s.cfg.Log}}
+	cfg := generated.Config{Resolvers: &Resolver{Client: s.client, Log: s.cfg.Log, Runner: s.cfg.Runner}}
 	pageTimes := func(child int, first, last *int) int {
 		n := DefaultPage
 		if first != nil {

@@ -14,6 +14,9 @@
 // Conventions for a result object:
 //   - "failures": [{"item": 0, "input": "…", "message": "…"}] lists the items
 //     of a many-item call that failed; the others stand.
+//   - "evidence": [{"ref": "…", "start": 0, "end": 120}] names the byte
+//     ranges of other stored results the call showed (a read window, say):
+//     recorded on the call as what the model actually saw.
 //   - A result that is null, empty, or an object whose values are all
 //     empty (apart from "failures") is an absence: the tool ran and matched
 //     nothing. A definition can decide otherwise with Absent.

@@ -80,6 +80,13 @@ func serve(ctx context.Context, args []string, stdout, stderr io.Writer, log *sl
 	addr := fs.String("addr", env("TOOLGATE_ADDR", "127.0.0.1:8080"), "listen address (env TOOLGATE_ADDR)")
 	dbURL := databaseFlag(fs)
 	demo := fs.Bool("demo", env("TOOLGATE_DEMO", "") == "true", "seed a demo organisation, user and agent, and print a demo token (env TOOLGATE_DEMO=true)")
+	var rc runtimeConfig
+	fs.StringVar(&rc.provider, "model-provider", env("TOOLGATE_MODEL_PROVIDER", ""), "openai, anthropic or replay (env TOOLGATE_MODEL_PROVIDER; default: openai or anthropic when its API key is set, else replay)")
+	fs.StringVar(&rc.model, "model", env("TOOLGATE_MODEL", ""), "model name sent to the provider (env TOOLGATE_MODEL; default: the provider's)")
+	fs.StringVar(&rc.replayScript, "replay-script", env("TOOLGATE_REPLAY_SCRIPT", ""), "JSON script the replay provider plays (env TOOLGATE_REPLAY_SCRIPT; default: the built-in demo)")
+	fs.StringVar(&rc.prices, "prices", env("TOOLGATE_PRICES", ""), "JSON price table overriding the defaults (env TOOLGATE_PRICES)")
+	fs.StringVar(&rc.toolsURL, "tools-url", env("TOOLGATE_TOOLS_URL", ""), "GraphQL endpoint the runtime calls tools on (env TOOLGATE_TOOLS_URL; default: this server)")
+	fs.IntVar(&rc.maxSteps, "max-steps", atoiEnv("TOOLGATE_MAX_STEPS", 25), "most model calls per turn (env TOOLGATE_MAX_STEPS)")
 	if err := fs.Parse(args); err != nil {
 		return err
 	}
@@ -91,13 +98,22 @@ func serve(ctx context.Context, args []string, stdout, stderr io.Writer, log *sl
 	if err := d.Migrate(ctx); err != nil {
 		return err
 	}
-	srv := graph.NewServer(graph.Config{DB: d, Log: log})
-
 	ln, err := net.Listen("tcp", *addr)
 	if err != nil {
 		return fmt.Errorf("listen: %w", err)
 	}
 	base := "http://" + ln.Addr().String()
+	toolsURL := rc.toolsURL
+	if toolsURL == "" {
+		toolsURL = base + "/graphql"
+	}
+	runner, signer, apps, err := newRunner(ctx, rc, d, toolsURL, log)
+	if err != nil {
+		_ = ln.Close()
+		return err
+	}
+	defer apps.Close()
+	srv := graph.NewServer(graph.Config{DB: d, Log: log, Signer: signer, Runner: runner})
 	if *demo {
 		token, err := seedDemo(ctx, d)
 		if err != nil {
@@ -115,6 +131,11 @@ func serve(ctx context.Context, args []string, stdout, stderr io.Writer, log *sl
 	}
 	errc := make(chan error, 1)
 	go func() { errc <- hs.Serve(ln) }()
+	if n, err := runner.Resume(ctx); err != nil {
+		log.Error("resume turns", "err", err)
+	} else if n > 0 {
+		log.Info("resumed turns left running", "turns", n)
+	}
 	select {
 	case err := <-errc:
 		return fmt.Errorf("serve: %w", err)
@@ -123,6 +144,11 @@ func serve(ctx context.Context, args []string, stdout, stderr io.Writer, log *sl
 	log.Info("shutting down")
 	shutdownCtx, cancel := context.WithTimeout(context.Background(), 15*time.Second)
 	defer cancel()
+	// Turns stop first and stay RUNNING, to resume at the next start; then
+	// the server drains its requests.
+	if err := runner.Close(shutdownCtx); err != nil {
+		log.Warn("turns still stopping", "err", err)
+	}
 	if err := hs.Shutdown(shutdownCtx); err != nil {
 		return fmt.Errorf("shutdown: %w", err)
 	}

@@ -105,6 +105,18 @@ func (f StoredResultFunc) Mutate(ctx context.Context, m ent.Mutation) (ent.Value
 	return nil, fmt.Errorf("unexpected mutation type %T. expect *ent.StoredResultMutation", m)
 }
 
+// The TaskFunc type is an adapter to allow the use of ordinary
+// function as Task mutator.
+type TaskFunc func(context.Context, *ent.TaskMutation) (ent.Value, error)
+
+// Mutate calls f(ctx, m).
+func (f TaskFunc) Mutate(ctx context.Context, m ent.Mutation) (ent.Value, error) {
+	if mv, ok := m.(*ent.TaskMutation); ok {
+		return f(ctx, mv)
+	}
+	return nil, fmt.Errorf("unexpected mutation type %T. expect *ent.TaskMutation", m)
+}
+
 // The ToolCallFunc type is an adapter to allow the use of ordinary
 // function as ToolCall mutator.
 type ToolCallFunc func(context.Context, *ent.ToolCallMutation) (ent.Value, error)
@@ -139,6 +151,18 @@ func (f UserFunc) Mutate(ctx context.Context, m ent.Mutation) (ent.Value, error)
 		return f(ctx, mv)
 	}
 	return nil, fmt.Errorf("unexpected mutation type %T. expect *ent.UserMutation", m)
+}
+
+// The WorkspaceFileFunc type is an adapter to allow the use of ordinary
+// function as WorkspaceFile mutator.
+type WorkspaceFileFunc func(context.Context, *ent.WorkspaceFileMutation) (ent.Value, error)
+
+// Mutate calls f(ctx, m).
+func (f WorkspaceFileFunc) Mutate(ctx context.Context, m ent.Mutation) (ent.Value, error) {
+	if mv, ok := m.(*ent.WorkspaceFileMutation); ok {
+		return f(ctx, mv)
+	}
+	return nil, fmt.Errorf("unexpected mutation type %T. expect *ent.WorkspaceFileMutation", m)
 }
 
 // Condition is a hook condition function.

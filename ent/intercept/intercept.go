@@ -17,9 +17,11 @@ import (
 	"github.com/toolgate/toolgate/ent/predicate"
 	"github.com/toolgate/toolgate/ent/setting"
 	"github.com/toolgate/toolgate/ent/storedresult"
+	"github.com/toolgate/toolgate/ent/task"
 	"github.com/toolgate/toolgate/ent/toolcall"
 	"github.com/toolgate/toolgate/ent/turn"
 	"github.com/toolgate/toolgate/ent/user"
+	"github.com/toolgate/toolgate/ent/workspacefile"
 )
 
 // The Query interface represents an operation that queries a graph.
@@ -294,6 +296,33 @@ func (f TraverseStoredResult) Traverse(ctx context.Context, q ent.Query) error {
 	return fmt.Errorf("unexpected query type %T. expect *ent.StoredResultQuery", q)
 }
 
+// The TaskFunc type is an adapter to allow the use of ordinary function as a Querier.
+type TaskFunc func(context.Context, *ent.TaskQuery) (ent.Value, error)
+
+// Query calls f(ctx, q).
+func (f TaskFunc) Query(ctx context.Context, q ent.Query) (ent.Value, error) {
+	if q, ok := q.(*ent.TaskQuery); ok {
+		return f(ctx, q)
+	}
+	return nil, fmt.Errorf("unexpected query type %T. expect *ent.TaskQuery", q)
+}
+
+// The TraverseTask type is an adapter to allow the use of ordinary function as Traverser.
+type TraverseTask func(context.Context, *ent.TaskQuery) error
+
+// Intercept is a dummy implementation of Intercept that returns the next Querier in the pipeline.
+func (f TraverseTask) Intercept(next ent.Querier) ent.Querier {
+	return next
+}
+
+// Traverse calls f(ctx, q).
+func (f TraverseTask) Traverse(ctx context.Context, q ent.Query) error {
+	if q, ok := q.(*ent.TaskQuery); ok {
+		return f(ctx, q)
+	}
+	return fmt.Errorf("unexpected query type %T. expect *ent.TaskQuery", q)
+}
+
 // The ToolCallFunc type is an adapter to allow the use of ordinary function as a Querier.
 type ToolCallFunc func(context.Context, *ent.ToolCallQuery) (ent.Value, error)
 
@@ -375,6 +404,33 @@ func (f TraverseUser) Traverse(ctx context.Context, q ent.Query) error {
 	return fmt.Errorf("unexpected query type %T. expect *ent.UserQuery", q)
 }
 
+// The WorkspaceFileFunc type is an adapter to allow the use of ordinary function as a Querier.
+type WorkspaceFileFunc func(context.Context, *ent.WorkspaceFileQuery) (ent.Value, error)
+
+// Query calls f(ctx, q).
+func (f WorkspaceFileFunc) Query(ctx context.Context, q ent.Query) (ent.Value, error) {
+	if q, ok := q.(*ent.WorkspaceFileQuery); ok {
+		return f(ctx, q)
+	}
+	return nil, fmt.Errorf("unexpected query type %T. expect *ent.WorkspaceFileQuery", q)
+}
+
+// The TraverseWorkspaceFile type is an adapter to allow the use of ordinary function as Traverser.
+type TraverseWorkspaceFile func(context.Context, *ent.WorkspaceFileQuery) error
+
+// Intercept is a dummy implementation of Intercept that returns the next Querier in the pipeline.
+func (f TraverseWorkspaceFile) Intercept(next ent.Querier) ent.Querier {
+	return next
+}
+
+// Traverse calls f(ctx, q).
+func (f TraverseWorkspaceFile) Traverse(ctx context.Context, q ent.Query) error {
+	if q, ok := q.(*ent.WorkspaceFileQuery); ok {
+		return f(ctx, q)
+	}
+	return fmt.Errorf("unexpected query type %T. expect *ent.WorkspaceFileQuery", q)
+}
+
 // NewQuery returns the generic Query interface for the given typed query.
 func NewQuery(q ent.Query) (Query, error) {
 	switch q := q.(type) {
@@ -394,12 +450,16 @@ func NewQuery(q ent.Query) (Query, error) {
 		return &query[*ent.SettingQuery, predicate.Setting, setting.OrderOption]{typ: ent.TypeSetting, tq: q}, nil
 	case *ent.StoredResultQuery:
 		return &query[*ent.StoredResultQuery, predicate.StoredResult, storedresult.OrderOption]{typ: ent.TypeStoredResult, tq: q}, nil
+	case *ent.TaskQuery:
+		return &query[*ent.TaskQuery, predicate.Task, task.OrderOption]{typ: ent.TypeTask, tq: q}, nil
 	case *ent.ToolCallQuery:
 		return &query[*ent.ToolCallQuery, predicate.ToolCall, toolcall.OrderOption]{typ: ent.TypeToolCall, tq: q}, nil
 	case *ent.TurnQuery:
 		return &query[*ent.TurnQuery, predicate.Turn, turn.OrderOption]{typ: ent.TypeTurn, tq: q}, nil
 	case *ent.UserQuery:
 		return &query[*ent.UserQuery, predicate.User, user.OrderOption]{typ: ent.TypeUser, tq: q}, nil
+	case *ent.WorkspaceFileQuery:
+		return &query[*ent.WorkspaceFileQuery, predicate.WorkspaceFile, workspacefile.OrderOption]{typ: ent.TypeWorkspaceFile, tq: q}, nil
 	default:
 		return nil, fmt.Errorf("unknown query type %T", q)
 	}

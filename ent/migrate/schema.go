@@ -154,6 +154,8 @@ var (
 		{Name: "organization_id", Type: field.TypeInt},
 		{Name: "agent_id", Type: field.TypeInt},
 		{Name: "user_id", Type: field.TypeInt},
+		{Name: "step", Type: field.TypeInt, Default: 0},
+		{Name: "text", Type: field.TypeString, Size: 2147483647, Default: ""},
 		{Name: "provider", Type: field.TypeString},
 		{Name: "model", Type: field.TypeString},
 		{Name: "input_tokens", Type: field.TypeInt64, Default: 0},
@@ -173,7 +175,7 @@ var (
 		ForeignKeys: []*schema.ForeignKey{
 			{
 				Symbol:     "model_calls_turns_model_calls",
-				Columns:    []*schema.Column{ModelCallsColumns[13]},
+				Columns:    []*schema.Column{ModelCallsColumns[15]},
 				RefColumns: []*schema.Column{TurnsColumns[0]},
 				OnDelete:   schema.NoAction,
 			},
@@ -182,12 +184,12 @@ var (
 			{
 				Name:    "modelcall_organization_id_started_at",
 				Unique:  false,
-				Columns: []*schema.Column{ModelCallsColumns[1], ModelCallsColumns[12]},
+				Columns: []*schema.Column{ModelCallsColumns[1], ModelCallsColumns[14]},
 			},
 			{
 				Name:    "modelcall_turn_id",
 				Unique:  false,
-				Columns: []*schema.Column{ModelCallsColumns[13]},
+				Columns: []*schema.Column{ModelCallsColumns[15]},
 			},
 		},
 	}
@@ -253,18 +255,44 @@ var (
 			},
 		},
 	}
+	// TasksColumns holds the columns for the "tasks" table.
+	TasksColumns = []*schema.Column{
+		{Name: "id", Type: field.TypeInt, Increment: true},
+		{Name: "created_at", Type: field.TypeTime},
+		{Name: "updated_at", Type: field.TypeTime},
+		{Name: "conversation_id", Type: field.TypeInt},
+		{Name: "position", Type: field.TypeInt},
+		{Name: "title", Type: field.TypeString, Size: 200},
+		{Name: "status", Type: field.TypeEnum, Enums: []string{"pending", "in_progress", "done"}, Default: "pending"},
+	}
+	// TasksTable holds the schema information for the "tasks" table.
+	TasksTable = &schema.Table{
+		Name:       "tasks",
+		Columns:    TasksColumns,
+		PrimaryKey: []*schema.Column{TasksColumns[0]},
+		Indexes: []*schema.Index{
+			{
+				Name:    "task_conversation_id_position",
+				Unique:  true,
+				Columns: []*schema.Column{TasksColumns[3], TasksColumns[4]},
+			},
+		},
+	}
 	// ToolCallsColumns holds the columns for the "tool_calls" table.
 	ToolCallsColumns = []*schema.Column{
 		{Name: "id", Type: field.TypeInt, Increment: true},
 		{Name: "position", Type: field.TypeInt},
+		{Name: "step", Type: field.TypeInt, Default: 0},
 		{Name: "call_id", Type: field.TypeString, Default: ""},
 		{Name: "name", Type: field.TypeString},
 		{Name: "arguments", Type: field.TypeString, Size: 2147483647, Default: "{}"},
 		{Name: "outcome", Type: field.TypeEnum, Enums: []string{"PENDING", "HITS", "ABSENCE", "OUTAGE", "REFUSED", "ERROR"}, Default: "PENDING"},
 		{Name: "attempts", Type: field.TypeInt, Default: 0},
 		{Name: "failures", Type: field.TypeJSON},
+		{Name: "evidence", Type: field.TypeJSON},
 		{Name: "repairs", Type: field.TypeJSON},
 		{Name: "message", Type: field.TypeString, Nullable: true, Size: 2147483647},
+		{Name: "heard", Type: field.TypeString, Nullable: true, Size: 2147483647},
 		{Name: "ref", Type: field.TypeString, Nullable: true},
 		{Name: "started_at", Type: field.TypeTime},
 		{Name: "finished_at", Type: field.TypeTime, Nullable: true},
@@ -279,13 +307,13 @@ var (
 		ForeignKeys: []*schema.ForeignKey{
 			{
 				Symbol:     "tool_calls_stored_results_tool_call",
-				Columns:    []*schema.Column{ToolCallsColumns[13]},
+				Columns:    []*schema.Column{ToolCallsColumns[16]},
 				RefColumns: []*schema.Column{StoredResultsColumns[0]},
 				OnDelete:   schema.SetNull,
 			},
 			{
 				Symbol:     "tool_calls_turns_tool_calls",
-				Columns:    []*schema.Column{ToolCallsColumns[14]},
+				Columns:    []*schema.Column{ToolCallsColumns[17]},
 				RefColumns: []*schema.Column{TurnsColumns[0]},
 				OnDelete:   schema.NoAction,
 			},
@@ -294,7 +322,7 @@ var (
 			{
 				Name:    "toolcall_turn_id_position",
 				Unique:  true,
-				Columns: []*schema.Column{ToolCallsColumns[14], ToolCallsColumns[1]},
+				Columns: []*schema.Column{ToolCallsColumns[17], ToolCallsColumns[1]},
 			},
 		},
 	}
@@ -311,6 +339,7 @@ var (
 		{Name: "status", Type: field.TypeEnum, Enums: []string{"RUNNING", "WAITING_FOR_CLARIFICATION", "COMPLETED", "FAILED", "CANCELLED"}, Default: "RUNNING"},
 		{Name: "error", Type: field.TypeString, Nullable: true},
 		{Name: "suggestions", Type: field.TypeJSON},
+		{Name: "clarification", Type: field.TypeJSON, Nullable: true},
 		{Name: "replayed", Type: field.TypeBool, Default: false},
 		{Name: "conversation_id", Type: field.TypeInt},
 	}
@@ -322,7 +351,7 @@ var (
 		ForeignKeys: []*schema.ForeignKey{
 			{
 				Symbol:     "turns_conversations_turns",
-				Columns:    []*schema.Column{TurnsColumns[12]},
+				Columns:    []*schema.Column{TurnsColumns[13]},
 				RefColumns: []*schema.Column{ConversationsColumns[0]},
 				OnDelete:   schema.NoAction,
 			},
@@ -331,7 +360,7 @@ var (
 			{
 				Name:    "turn_conversation_id_number",
 				Unique:  true,
-				Columns: []*schema.Column{TurnsColumns[12], TurnsColumns[1]},
+				Columns: []*schema.Column{TurnsColumns[13], TurnsColumns[1]},
 			},
 		},
 	}
@@ -366,6 +395,30 @@ var (
 			},
 		},
 	}
+	// WorkspaceFilesColumns holds the columns for the "workspace_files" table.
+	WorkspaceFilesColumns = []*schema.Column{
+		{Name: "id", Type: field.TypeInt, Increment: true},
+		{Name: "created_at", Type: field.TypeTime},
+		{Name: "updated_at", Type: field.TypeTime},
+		{Name: "conversation_id", Type: field.TypeInt},
+		{Name: "path", Type: field.TypeString},
+		{Name: "content", Type: field.TypeString, Size: 2147483647},
+		{Name: "chars", Type: field.TypeInt64},
+		{Name: "bytes", Type: field.TypeInt64},
+	}
+	// WorkspaceFilesTable holds the schema information for the "workspace_files" table.
+	WorkspaceFilesTable = &schema.Table{
+		Name:       "workspace_files",
+		Columns:    WorkspaceFilesColumns,
+		PrimaryKey: []*schema.Column{WorkspaceFilesColumns[0]},
+		Indexes: []*schema.Index{
+			{
+				Name:    "workspacefile_conversation_id_path",
+				Unique:  true,
+				Columns: []*schema.Column{WorkspaceFilesColumns[3], WorkspaceFilesColumns[4]},
+			},
+		},
+	}
 	// Tables holds all the tables in the schema.
 	Tables = []*schema.Table{
 		APITokensTable,
@@ -376,9 +429,11 @@ var (
 		OrganizationsTable,
 		SettingsTable,
 		StoredResultsTable,
+		TasksTable,
 		ToolCallsTable,
 		TurnsTable,
 		UsersTable,
+		WorkspaceFilesTable,
 	}
 )
 
@@ -415,6 +470,9 @@ func init() {
 	StoredResultsTable.Annotation = &entsql.Annotation{
 		IncrementStart: func(i int) *int { return &i }(25769803776),
 	}
+	TasksTable.Annotation = &entsql.Annotation{
+		IncrementStart: func(i int) *int { return &i }(51539607552),
+	}
 	ToolCallsTable.ForeignKeys[0].RefTable = StoredResultsTable
 	ToolCallsTable.ForeignKeys[1].RefTable = TurnsTable
 	ToolCallsTable.Annotation = &entsql.Annotation{
@@ -427,5 +485,8 @@ func init() {
 	UsersTable.ForeignKeys[0].RefTable = OrganizationsTable
 	UsersTable.Annotation = &entsql.Annotation{
 		IncrementStart: func(i int) *int { return &i }(38654705664),
+	}
+	WorkspaceFilesTable.Annotation = &entsql.Annotation{
+		IncrementStart: func(i int) *int { return &i }(47244640256),
 	}
 }

@@ -22,6 +22,10 @@ const (
 	FieldAgentID = "agent_id"
 	// FieldUserID holds the string denoting the user_id field in the database.
 	FieldUserID = "user_id"
+	// FieldStep holds the string denoting the step field in the database.
+	FieldStep = "step"
+	// FieldText holds the string denoting the text field in the database.
+	FieldText = "text"
 	// FieldProvider holds the string denoting the provider field in the database.
 	FieldProvider = "provider"
 	// FieldModel holds the string denoting the model field in the database.
@@ -60,6 +64,8 @@ var Columns = []string{
 	FieldOrganizationID,
 	FieldAgentID,
 	FieldUserID,
+	FieldStep,
+	FieldText,
 	FieldProvider,
 	FieldModel,
 	FieldInputTokens,
@@ -82,6 +88,10 @@ func ValidColumn(column string) bool {
 }
 
 var (
+	// DefaultStep holds the default value on creation for the "step" field.
+	DefaultStep int
+	// DefaultText holds the default value on creation for the "text" field.
+	DefaultText string
 	// DefaultInputTokens holds the default value on creation for the "input_tokens" field.
 	DefaultInputTokens int64
 	// DefaultCacheReadTokens holds the default value on creation for the "cache_read_tokens" field.
@@ -124,6 +134,16 @@ func ByAgentID(opts ...sql.OrderTermOption) OrderOption {
 // ByUserID orders the results by the user_id field.
 func ByUserID(opts ...sql.OrderTermOption) OrderOption {
 	return sql.OrderByField(FieldUserID, opts...).ToFunc()
+}
+
+// ByStep orders the results by the step field.
+func ByStep(opts ...sql.OrderTermOption) OrderOption {
+	return sql.OrderByField(FieldStep, opts...).ToFunc()
+}
+
+// ByText orders the results by the text field.
+func ByText(opts ...sql.OrderTermOption) OrderOption {
+	return sql.OrderByField(FieldText, opts...).ToFunc()
 }
 
 // ByProvider orders the results by the provider field.

@@ -75,6 +75,16 @@ func UserID(v int) predicate.ModelCall {
 	return predicate.ModelCall(sql.FieldEQ(FieldUserID, v))
 }
 
+// Step applies equality check predicate on the "step" field. It's identical to StepEQ.
+func Step(v int) predicate.ModelCall {
+	return predicate.ModelCall(sql.FieldEQ(FieldStep, v))
+}
+
+// Text applies equality check predicate on the "text" field. It's identical to TextEQ.
+func Text(v string) predicate.ModelCall {
+	return predicate.ModelCall(sql.FieldEQ(FieldText, v))
+}
+
 // Provider applies equality check predicate on the "provider" field. It's identical to ProviderEQ.
 func Provider(v string) predicate.ModelCall {
 	return predicate.ModelCall(sql.FieldEQ(FieldProvider, v))
@@ -258,6 +268,111 @@ func UserIDLT(v int) predicate.ModelCall {
 // UserIDLTE applies the LTE predicate on the "user_id" field.
 func UserIDLTE(v int) predicate.ModelCall {
 	return predicate.ModelCall(sql.FieldLTE(FieldUserID, v))
+}
+
+// StepEQ applies the EQ predicate on the "step" field.
+func StepEQ(v int) predicate.ModelCall {
+	return predicate.ModelCall(sql.FieldEQ(FieldStep, v))
+}
+
+// StepNEQ applies the NEQ predicate on the "step" field.
+func StepNEQ(v int) predicate.ModelCall {
+	return predicate.ModelCall(sql.FieldNEQ(FieldStep, v))
+}
+
+// StepIn applies the In predicate on the "step" field.
+func StepIn(vs ...int) predicate.ModelCall {
+	return predicate.ModelCall(sql.FieldIn(FieldStep, vs...))
+}
+
+// StepNotIn applies the NotIn predicate on the "step" field.
+func StepNotIn(vs ...int) predicate.ModelCall {
+	return predicate.ModelCall(sql.FieldNotIn(FieldStep, vs...))
+}
+
+// StepGT applies the GT predicate on the "step" field.
+func StepGT(v int) predicate.ModelCall {
+	return predicate.ModelCall(sql.FieldGT(FieldStep, v))
+}
+
+// StepGTE applies the GTE predicate on the "step" field.
+func StepGTE(v int) predicate.ModelCall {
+	return predicate.ModelCall(sql.FieldGTE(FieldStep, v))
+}
+
+// StepLT applies the LT predicate on the "step" field.
+func StepLT(v int) predicate.ModelCall {
+	return predicate.ModelCall(sql.FieldLT(FieldStep, v))
+}
+
+// StepLTE applies the LTE predicate on the "step" field.
+func StepLTE(v int) predicate.ModelCall {
+	return predicate.ModelCall(sql.FieldLTE(FieldStep, v))
+}
+
+// TextEQ applies the EQ predicate on the "text" field.
+func TextEQ(v string) predicate.ModelCall {
+	return predicate.ModelCall(sql.FieldEQ(FieldText, v))
+}
+
+// TextNEQ applies the NEQ predicate on the "text" field.
+func TextNEQ(v string) predicate.ModelCall {
+	return predicate.ModelCall(sql.FieldNEQ(FieldText, v))
+}
+
+// TextIn applies the In predicate on the "text" field.
+func TextIn(vs ...string) predicate.ModelCall {
+	return predicate.ModelCall(sql.FieldIn(FieldText, vs...))
+}
+
+// TextNotIn applies the NotIn predicate on the "text" field.
+func TextNotIn(vs ...string) predicate.ModelCall {
+	return predicate.ModelCall(sql.FieldNotIn(FieldText, vs...))
+}
+
+// TextGT applies the GT predicate on the "text" field.
+func TextGT(v string) predicate.ModelCall {
+	return predicate.ModelCall(sql.FieldGT(FieldText, v))
+}
+
+// TextGTE applies the GTE predicate on the "text" field.
+func TextGTE(v string) predicate.ModelCall {
+	return predicate.ModelCall(sql.FieldGTE(FieldText, v))
+}
+
+// TextLT applies the LT predicate on the "text" field.
+func TextLT(v string) predicate.ModelCall {
+	return predicate.ModelCall(sql.FieldLT(FieldText, v))
+}
+
+// TextLTE applies the LTE predicate on the "text" field.
+func TextLTE(v string) predicate.ModelCall {
+	return predicate.ModelCall(sql.FieldLTE(FieldText, v))
+}
+
+// TextContains applies the Contains predicate on the "text" field.
+func TextContains(v string) predicate.ModelCall {
+	return predicate.ModelCall(sql.FieldContains(FieldText, v))
+}
+
+// TextHasPrefix applies the HasPrefix predicate on the "text" field.
+func TextHasPrefix(v string) predicate.ModelCall {
+	return predicate.ModelCall(sql.FieldHasPrefix(FieldText, v))
+}
+
+// TextHasSuffix applies the HasSuffix predicate on the "text" field.
+func TextHasSuffix(v string) predicate.ModelCall {
+	return predicate.ModelCall(sql.FieldHasSuffix(FieldText, v))
+}
+
+// TextEqualFold applies the EqualFold predicate on the "text" field.
+func TextEqualFold(v string) predicate.ModelCall {
+	return predicate.ModelCall(sql.FieldEqualFold(FieldText, v))
+}
+
+// TextContainsFold applies the ContainsFold predicate on the "text" field.
+func TextContainsFold(v string) predicate.ModelCall {
+	return predicate.ModelCall(sql.FieldContainsFold(FieldText, v))
 }
 
 // ProviderEQ applies the EQ predicate on the "provider" field.

@@ -30,6 +30,9 @@ type Setting func(*sql.Selector)
 // StoredResult is the predicate function for storedresult builders.
 type StoredResult func(*sql.Selector)
 
+// Task is the predicate function for task builders.
+type Task func(*sql.Selector)
+
 // ToolCall is the predicate function for toolcall builders.
 type ToolCall func(*sql.Selector)
 
@@ -38,3 +41,6 @@ type Turn func(*sql.Selector)
 
 // User is the predicate function for user builders.
 type User func(*sql.Selector)
+
+// WorkspaceFile is the predicate function for workspacefile builders.
+type WorkspaceFile func(*sql.Selector)

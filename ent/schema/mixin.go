@@ -49,7 +49,17 @@ type Repair struct {
 	Path string `json:"path"`
 }
 
-// Span is a byte range of a stored result that became visible to the model.
+// Clarification is a question the model asked the user with clarify.
+type Clarification struct {
+	Question    string   `json:"question"`
+	Options     []string `json:"options"`
+	Recommended *string  `json:"recommended,omitempty"`
+	// Answer is set once the user answers.
+	Answer *string `json:"answer,omitempty"`
+}
+
+// Span is a byte range [Start, End) of a stored result that became visible
+// to the model: only these count as evidence.
 type Span struct {
 	Ref   string `json:"ref"`
 	Start int64  `json:"start"`

@@ -25,6 +25,8 @@ func (ModelCall) Fields() []ent.Field {
 		field.Int("organization_id").Immutable(),
 		field.Int("agent_id").Immutable(),
 		field.Int("user_id").Immutable(),
+		field.Int("step").Default(0).Immutable().Comment("0 for the turn's first model call"),
+		field.Text("text").Default("").Immutable().Comment("what the model said in this step"),
 		field.String("provider").Immutable(),
 		field.String("model").Immutable(),
 		field.Int64("input_tokens").Default(0).Immutable().Comment("uncached input"),

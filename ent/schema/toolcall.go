@@ -22,6 +22,8 @@ func (ToolCall) Fields() []ent.Field {
 	return []ent.Field{
 		field.Int("turn_id").Immutable().Annotations(entgql.Skip()),
 		field.Int("position").Immutable().NonNegative(),
+		field.Int("step").Default(0).Immutable().Annotations(entgql.Skip()).
+			Comment("the model call, counted from 0 in the turn, that asked for it"),
 		field.String("call_id").Default("").Immutable().Annotations(entgql.Skip()).
 			Comment("the provider's id for the call"),
 		field.String("name").Immutable(),
@@ -34,10 +36,15 @@ func (ToolCall) Fields() []ent.Field {
 		field.Int("attempts").Default(0).NonNegative(),
 		field.JSON("failures", []ItemFailure{}).Default([]ItemFailure{}).
 			Annotations(entgql.Type("[ItemFailure!]")),
+		field.JSON("evidence", []Span{}).Default([]Span{}).
+			Annotations(entgql.Type("[Evidence!]")).
+			Comment("the spans of stored results this call made visible to the model"),
 		field.JSON("repairs", []Repair{}).Default([]Repair{}).
 			Annotations(entgql.Type("[ArgumentRepair!]")),
 		field.Text("message").Optional().Nillable().
 			Comment("what the model was told, for refusals, errors and outages"),
+		field.Text("heard").Optional().Nillable().Annotations(entgql.Skip()).
+			Comment("exactly what the model received for this call"),
 		field.String("ref").Optional().Nillable(),
 		field.Int("result_id").Optional().Nillable().Annotations(entgql.Skip()),
 		field.Time("started_at").Default(time.Now).Immutable(),

@@ -38,6 +38,8 @@ func (Turn) Fields() []ent.Field {
 			Annotations(entgql.Type("TurnStatus")),
 		field.String("error").Optional().Nillable(),
 		field.Strings("suggestions").Default([]string{}),
+		field.JSON("clarification", &Clarification{}).Optional().
+			Comment("the open question while the turn waits for an answer"),
 		field.Bool("replayed").Default(false).
 			Comment("answered by the replay provider, not a live model"),
 	}

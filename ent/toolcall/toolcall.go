@@ -22,6 +22,8 @@ const (
 	FieldTurnID = "turn_id"
 	// FieldPosition holds the string denoting the position field in the database.
 	FieldPosition = "position"
+	// FieldStep holds the string denoting the step field in the database.
+	FieldStep = "step"
 	// FieldCallID holds the string denoting the call_id field in the database.
 	FieldCallID = "call_id"
 	// FieldName holds the string denoting the name field in the database.
@@ -34,10 +36,14 @@ const (
 	FieldAttempts = "attempts"
 	// FieldFailures holds the string denoting the failures field in the database.
 	FieldFailures = "failures"
+	// FieldEvidence holds the string denoting the evidence field in the database.
+	FieldEvidence = "evidence"
 	// FieldRepairs holds the string denoting the repairs field in the database.
 	FieldRepairs = "repairs"
 	// FieldMessage holds the string denoting the message field in the database.
 	FieldMessage = "message"
+	// FieldHeard holds the string denoting the heard field in the database.
+	FieldHeard = "heard"
 	// FieldRef holds the string denoting the ref field in the database.
 	FieldRef = "ref"
 	// FieldResultID holds the string denoting the result_id field in the database.
@@ -73,14 +79,17 @@ var Columns = []string{
 	FieldID,
 	FieldTurnID,
 	FieldPosition,
+	FieldStep,
 	FieldCallID,
 	FieldName,
 	FieldArguments,
 	FieldOutcome,
 	FieldAttempts,
 	FieldFailures,
+	FieldEvidence,
 	FieldRepairs,
 	FieldMessage,
+	FieldHeard,
 	FieldRef,
 	FieldResultID,
 	FieldStartedAt,
@@ -100,6 +109,8 @@ func ValidColumn(column string) bool {
 var (
 	// PositionValidator is a validator for the "position" field. It is called by the builders before save.
 	PositionValidator func(int) error
+	// DefaultStep holds the default value on creation for the "step" field.
+	DefaultStep int
 	// DefaultCallID holds the default value on creation for the "call_id" field.
 	DefaultCallID string
 	// DefaultArguments holds the default value on creation for the "arguments" field.
@@ -110,6 +121,8 @@ var (
 	AttemptsValidator func(int) error
 	// DefaultFailures holds the default value on creation for the "failures" field.
 	DefaultFailures []schema.ItemFailure
+	// DefaultEvidence holds the default value on creation for the "evidence" field.
+	DefaultEvidence []schema.Span
 	// DefaultRepairs holds the default value on creation for the "repairs" field.
 	DefaultRepairs []schema.Repair
 	// DefaultStartedAt holds the default value on creation for the "started_at" field.
@@ -164,6 +177,11 @@ func ByPosition(opts ...sql.OrderTermOption) OrderOption {
 	return sql.OrderByField(FieldPosition, opts...).ToFunc()
 }
 
+// ByStep orders the results by the step field.
+func ByStep(opts ...sql.OrderTermOption) OrderOption {
+	return sql.OrderByField(FieldStep, opts...).ToFunc()
+}
+
 // ByCallID orders the results by the call_id field.
 func ByCallID(opts ...sql.OrderTermOption) OrderOption {
 	return sql.OrderByField(FieldCallID, opts...).ToFunc()
@@ -192,6 +210,11 @@ func ByAttempts(opts ...sql.OrderTermOption) OrderOption {
 // ByMessage orders the results by the message field.
 func ByMessage(opts ...sql.OrderTermOption) OrderOption {
 	return sql.OrderByField(FieldMessage, opts...).ToFunc()
+}
+
+// ByHeard orders the results by the heard field.
+func ByHeard(opts ...sql.OrderTermOption) OrderOption {
+	return sql.OrderByField(FieldHeard, opts...).ToFunc()
 }
 
 // ByRef orders the results by the ref field.

@@ -65,6 +65,11 @@ func Position(v int) predicate.ToolCall {
 	return predicate.ToolCall(sql.FieldEQ(FieldPosition, v))
 }
 
+// Step applies equality check predicate on the "step" field. It's identical to StepEQ.
+func Step(v int) predicate.ToolCall {
+	return predicate.ToolCall(sql.FieldEQ(FieldStep, v))
+}
+
 // CallID applies equality check predicate on the "call_id" field. It's identical to CallIDEQ.
 func CallID(v string) predicate.ToolCall {
 	return predicate.ToolCall(sql.FieldEQ(FieldCallID, v))
@@ -88,6 +93,11 @@ func Attempts(v int) predicate.ToolCall {
 // Message applies equality check predicate on the "message" field. It's identical to MessageEQ.
 func Message(v string) predicate.ToolCall {
 	return predicate.ToolCall(sql.FieldEQ(FieldMessage, v))
+}
+
+// Heard applies equality check predicate on the "heard" field. It's identical to HeardEQ.
+func Heard(v string) predicate.ToolCall {
+	return predicate.ToolCall(sql.FieldEQ(FieldHeard, v))
 }
 
 // Ref applies equality check predicate on the "ref" field. It's identical to RefEQ.
@@ -168,6 +178,46 @@ func PositionLT(v int) predicate.ToolCall {
 // PositionLTE applies the LTE predicate on the "position" field.
 func PositionLTE(v int) predicate.ToolCall {
 	return predicate.ToolCall(sql.FieldLTE(FieldPosition, v))
+}
+
+// StepEQ applies the EQ predicate on the "step" field.
+func StepEQ(v int) predicate.ToolCall {
+	return predicate.ToolCall(sql.FieldEQ(FieldStep, v))
+}
+
+// StepNEQ applies the NEQ predicate on the "step" field.
+func StepNEQ(v int) predicate.ToolCall {
+	return predicate.ToolCall(sql.FieldNEQ(FieldStep, v))
+}
+
+// StepIn applies the In predicate on the "step" field.
+func StepIn(vs ...int) predicate.ToolCall {
+	return predicate.ToolCall(sql.FieldIn(FieldStep, vs...))
+}
+
+// StepNotIn applies the NotIn predicate on the "step" field.
+func StepNotIn(vs ...int) predicate.ToolCall {
+	return predicate.ToolCall(sql.FieldNotIn(FieldStep, vs...))
+}
+
+// StepGT applies the GT predicate on the "step" field.
+func StepGT(v int) predicate.ToolCall {
+	return predicate.ToolCall(sql.FieldGT(FieldStep, v))
+}
+
+// StepGTE applies the GTE predicate on the "step" field.
+func StepGTE(v int) predicate.ToolCall {
+	return predicate.ToolCall(sql.FieldGTE(FieldStep, v))
+}
+
+// StepLT applies the LT predicate on the "step" field.
+func StepLT(v int) predicate.ToolCall {
+	return predicate.ToolCall(sql.FieldLT(FieldStep, v))
+}
+
+// StepLTE applies the LTE predicate on the "step" field.
+func StepLTE(v int) predicate.ToolCall {
+	return predicate.ToolCall(sql.FieldLTE(FieldStep, v))
 }
 
 // CallIDEQ applies the EQ predicate on the "call_id" field.
@@ -498,6 +548,81 @@ func MessageEqualFold(v string) predicate.ToolCall {
 // MessageContainsFold applies the ContainsFold predicate on the "message" field.
 func MessageContainsFold(v string) predicate.ToolCall {
 	return predicate.ToolCall(sql.FieldContainsFold(FieldMessage, v))
+}
+
+// HeardEQ applies the EQ predicate on the "heard" field.
+func HeardEQ(v string) predicate.ToolCall {
+	return predicate.ToolCall(sql.FieldEQ(FieldHeard, v))
+}
+
+// HeardNEQ applies the NEQ predicate on the "heard" field.
+func HeardNEQ(v string) predicate.ToolCall {
+	return predicate.ToolCall(sql.FieldNEQ(FieldHeard, v))
+}
+
+// HeardIn applies the In predicate on the "heard" field.
+func HeardIn(vs ...string) predicate.ToolCall {
+	return predicate.ToolCall(sql.FieldIn(FieldHeard, vs...))
+}
+
+// HeardNotIn applies the NotIn predicate on the "heard" field.
+func HeardNotIn(vs ...string) predicate.ToolCall {
+	return predicate.ToolCall(sql.FieldNotIn(FieldHeard, vs...))
+}
+
+// HeardGT applies the GT predicate on the "heard" field.
+func HeardGT(v string) predicate.ToolCall {
+	return predicate.ToolCall(sql.FieldGT(FieldHeard, v))
+}
+
+// HeardGTE applies the GTE predicate on the "heard" field.
+func HeardGTE(v string) predicate.ToolCall {
+	return predicate.ToolCall(sql.FieldGTE(FieldHeard, v))
+}
+
+// HeardLT applies the LT predicate on the "heard" field.
+func HeardLT(v string) predicate.ToolCall {
+	return predicate.ToolCall(sql.FieldLT(FieldHeard, v))
+}
+
+// HeardLTE applies the LTE predicate on the "heard" field.
+func HeardLTE(v string) predicate.ToolCall {
+	return predicate.ToolCall(sql.FieldLTE(FieldHeard, v))
+}
+
+// HeardContains applies the Contains predicate on the "heard" field.
+func HeardContains(v string) predicate.ToolCall {
+	return predicate.ToolCall(sql.FieldContains(FieldHeard, v))
+}
+
+// HeardHasPrefix applies the HasPrefix predicate on the "heard" field.
+func HeardHasPrefix(v string) predicate.ToolCall {
+	return predicate.ToolCall(sql.FieldHasPrefix(FieldHeard, v))
+}
+
+// HeardHasSuffix applies the HasSuffix predicate on the "heard" field.
+func HeardHasSuffix(v string) predicate.ToolCall {
+	return predicate.ToolCall(sql.FieldHasSuffix(FieldHeard, v))
+}
+
+// HeardIsNil applies the IsNil predicate on the "heard" field.
+func HeardIsNil() predicate.ToolCall {
+	return predicate.ToolCall(sql.FieldIsNull(FieldHeard))
+}
+
+// HeardNotNil applies the NotNil predicate on the "heard" field.
+func HeardNotNil() predicate.ToolCall {
+	return predicate.ToolCall(sql.FieldNotNull(FieldHeard))
+}
+
+// HeardEqualFold applies the EqualFold predicate on the "heard" field.
+func HeardEqualFold(v string) predicate.ToolCall {
+	return predicate.ToolCall(sql.FieldEqualFold(FieldHeard, v))
+}
+
+// HeardContainsFold applies the ContainsFold predicate on the "heard" field.
+func HeardContainsFold(v string) predicate.ToolCall {
+	return predicate.ToolCall(sql.FieldContainsFold(FieldHeard, v))
 }
 
 // RefEQ applies the EQ predicate on the "ref" field.

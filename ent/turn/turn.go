@@ -39,6 +39,8 @@ const (
 	FieldError = "error"
 	// FieldSuggestions holds the string denoting the suggestions field in the database.
 	FieldSuggestions = "suggestions"
+	// FieldClarification holds the string denoting the clarification field in the database.
+	FieldClarification = "clarification"
 	// FieldReplayed holds the string denoting the replayed field in the database.
 	FieldReplayed = "replayed"
 	// EdgeConversation holds the string denoting the conversation edge name in mutations.
@@ -86,6 +88,7 @@ var Columns = []string{
 	FieldStatus,
 	FieldError,
 	FieldSuggestions,
+	FieldClarification,
 	FieldReplayed,
 }
 

@@ -630,6 +630,16 @@ func ErrorContainsFold(v string) predicate.Turn {
 	return predicate.Turn(sql.FieldContainsFold(FieldError, v))
 }
 
+// ClarificationIsNil applies the IsNil predicate on the "clarification" field.
+func ClarificationIsNil() predicate.Turn {
+	return predicate.Turn(sql.FieldIsNull(FieldClarification))
+}
+
+// ClarificationNotNil applies the NotNil predicate on the "clarification" field.
+func ClarificationNotNil() predicate.Turn {
+	return predicate.Turn(sql.FieldNotNull(FieldClarification))
+}
+
 // ReplayedEQ applies the EQ predicate on the "replayed" field.
 func ReplayedEQ(v bool) predicate.Turn {
 	return predicate.Turn(sql.FieldEQ(FieldReplayed, v))

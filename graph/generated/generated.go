@@ -22,6 +22,10 @@ import (
 	"github.com/toolgate/toolgate/ent/turn"
 	"github.com/toolgate/toolgate/graph/gid"
 	"github.com/toolgate/toolgate/graph/model"
+	"github.com/toolgate/toolgate/runtime/events"
+	"github.com/toolgate/toolgate/tools/catalog"
+	"github.com/toolgate/toolgate/tools/transcript"
+	"github.com/toolgate/toolgate/tools/workspace"
 	gqlparser "github.com/vektah/gqlparser/v2"
 	"github.com/vektah/gqlparser/v2/ast"
 )
@@ -36,8 +40,11 @@ func NewExecutableSchema(cfg Config) graphql.ExecutableSchema {
 type Config = graphql.Config[ResolverRoot, DirectiveRoot, ComplexityRoot]
 
 type ResolverRoot interface {
+	Conversation() ConversationResolver
 	Mutation() MutationResolver
 	Query() QueryResolver
+	Subscription() SubscriptionResolver
+	Task() TaskResolver
 	ToolCall() ToolCallResolver
 	Turn() TurnResolver
 	User() UserResolver
@@ -81,6 +88,16 @@ type ComplexityRoot struct {
 		Node   func(childComplexity int) int
 	}
 
+	AgentUsage struct {
+		Agent            func(childComplexity int) int
+		CacheReadTokens  func(childComplexity int) int
+		CacheWriteTokens func(childComplexity int) int
+		Cost             func(childComplexity int) int
+		InputTokens      func(childComplexity int) int
+		ModelCalls       func(childComplexity int) int
+		OutputTokens     func(childComplexity int) int
+	}
+
 	Application struct {
 		AllowedTools func(childComplexity int) int
 		CreatedAt    func(childComplexity int) int
@@ -95,10 +112,51 @@ type ComplexityRoot struct {
 		Rule func(childComplexity int) int
 	}
 
+	Calculation struct {
+		Value func(childComplexity int) int
+	}
+
+	Catalogue struct {
+		AlwaysPaidChars         func(childComplexity int) int
+		AlwaysPaidGuidanceChars func(childComplexity int) int
+		AlwaysPaidTokens        func(childComplexity int) int
+		Ceilings                func(childComplexity int) int
+		GuidanceChars           func(childComplexity int) int
+		GuidanceTokens          func(childComplexity int) int
+		OfferedChars            func(childComplexity int) int
+		OfferedTokens           func(childComplexity int) int
+		Tools                   func(childComplexity int) int
+		WidestChars             func(childComplexity int) int
+		WidestTokens            func(childComplexity int) int
+	}
+
+	CatalogueCeilings struct {
+		AlwaysPaidChars func(childComplexity int) int
+		WidestChars     func(childComplexity int) int
+	}
+
+	CatalogueTool struct {
+		AlwaysOn         func(childComplexity int) int
+		DefinitionChars  func(childComplexity int) int
+		DefinitionTokens func(childComplexity int) int
+		Family           func(childComplexity int) int
+		Name             func(childComplexity int) int
+		Offered          func(childComplexity int) int
+		OfferedWhen      func(childComplexity int) int
+	}
+
+	Clarification struct {
+		Answer      func(childComplexity int) int
+		Options     func(childComplexity int) int
+		Question    func(childComplexity int) int
+		Recommended func(childComplexity int) int
+	}
+
 	Conversation struct {
 		Agent     func(childComplexity int) int
 		CreatedAt func(childComplexity int) int
 		ID        func(childComplexity int) int
+		Tasks     func(childComplexity int) int
 		Title     func(childComplexity int) int
 		Turns     func(childComplexity int, after *entgql.Cursor[int], first *int, before *entgql.Cursor[int], last *int, orderBy *ent.TurnOrder, where *ent.TurnWhereInput) int
 		UpdatedAt func(childComplexity int) int
@@ -116,16 +174,39 @@ type ComplexityRoot struct {
 		Node   func(childComplexity int) int
 	}
 
+	Evidence struct {
+		End   func(childComplexity int) int
+		Ref   func(childComplexity int) int
+		Start func(childComplexity int) int
+	}
+
 	ItemFailure struct {
 		Input   func(childComplexity int) int
 		Item    func(childComplexity int) int
 		Message func(childComplexity int) int
 	}
 
+	ModelUsage struct {
+		CacheReadTokens  func(childComplexity int) int
+		CacheWriteTokens func(childComplexity int) int
+		Cost             func(childComplexity int) int
+		InputTokens      func(childComplexity int) int
+		Model            func(childComplexity int) int
+		ModelCalls       func(childComplexity int) int
+		OutputTokens     func(childComplexity int) int
+	}
+
 	Mutation struct {
+		AnswerClarification func(childComplexity int, input model.AnswerClarificationInput) int
+		CancelTurn          func(childComplexity int, id int) int
 		CreateAgent         func(childComplexity int, input model.CreateAgentInput) int
+		DeleteFile          func(childComplexity int, conversationID *int, path string) int
+		EditFile            func(childComplexity int, conversationID *int, path string, edits []*workspace.EditInput) int
 		RegisterApplication func(childComplexity int, input model.RegisterApplicationInput) int
+		SendMessage         func(childComplexity int, input model.SendMessageInput) int
 		StartConversation   func(childComplexity int, input model.StartConversationInput) int
+		SuggestNextActions  func(childComplexity int, conversationID *int, suggestions []string) int
+		WriteFiles          func(childComplexity int, conversationID *int, files []*workspace.FileInput) int
 	}
 
 	Organization struct {
@@ -144,10 +225,20 @@ type ComplexityRoot struct {
 
 	Query struct {
 		Agents        func(childComplexity int, first *int, after *entgql.Cursor[int], last *int, before *entgql.Cursor[int], orderBy *ent.AgentOrder) int
+		Calculate     func(childComplexity int, conversationID *int, expression string) int
+		Catalogue     func(childComplexity int, agentID *int) int
 		Conversation  func(childComplexity int, id int) int
 		Conversations func(childComplexity int, after *entgql.Cursor[int], first *int, before *entgql.Cursor[int], last *int, orderBy []*ent.ConversationOrder, where *ent.ConversationWhereInput) int
+		GetToolSchema func(childComplexity int, conversationID *int, names []string) int
+		ListFiles     func(childComplexity int, conversationID *int, path *string) int
+		ListTools     func(childComplexity int, conversationID *int) int
 		Node          func(childComplexity int, id int) int
 		Nodes         func(childComplexity int, ids []int) int
+		ReadFile      func(childComplexity int, conversationID *int, path string, offset *int, maxChars *int) int
+		SearchFiles   func(childComplexity int, conversationID *int, strings []string, contextLines *int) int
+		SearchTools   func(childComplexity int, conversationID *int, queries []string) int
+		Transcript    func(childComplexity int, conversationID int, fromTurn *int, toTurn *int, words *string, offset *int, maxChars *int) int
+		Usage         func(childComplexity int, month *string) int
 		Viewer        func(childComplexity int) int
 	}
 
@@ -163,9 +254,29 @@ type ComplexityRoot struct {
 		UpdatedAt         func(childComplexity int) int
 	}
 
+	Subscription struct {
+		TurnEvents func(childComplexity int, turnID int) int
+	}
+
+	SuggestionsAck struct {
+		Ok    func(childComplexity int) int
+		Saved func(childComplexity int) int
+	}
+
+	Task struct {
+		Status func(childComplexity int) int
+		Title  func(childComplexity int) int
+	}
+
+	ToolBrief struct {
+		Description func(childComplexity int) int
+		Name        func(childComplexity int) int
+	}
+
 	ToolCall struct {
 		Arguments  func(childComplexity int) int
 		Attempts   func(childComplexity int) int
+		Evidence   func(childComplexity int) int
 		Failures   func(childComplexity int) int
 		FinishedAt func(childComplexity int) int
 		ID         func(childComplexity int) int
@@ -180,20 +291,72 @@ type ComplexityRoot struct {
 		Turn       func(childComplexity int) int
 	}
 
+	ToolList struct {
+		Tools func(childComplexity int) int
+	}
+
+	ToolSchema struct {
+		Description func(childComplexity int) int
+		Name        func(childComplexity int) int
+		Parameters  func(childComplexity int) int
+	}
+
+	ToolSchemas struct {
+		Failures func(childComplexity int) int
+		Hint     func(childComplexity int) int
+		Missing  func(childComplexity int) int
+		Tools    func(childComplexity int) int
+	}
+
+	ToolSearch struct {
+		Failures func(childComplexity int) int
+		Note     func(childComplexity int) int
+		Results  func(childComplexity int) int
+	}
+
+	ToolSearchResult struct {
+		Query func(childComplexity int) int
+		Tools func(childComplexity int) int
+	}
+
+	TranscriptPage struct {
+		NextOffset func(childComplexity int) int
+		Text       func(childComplexity int) int
+		Truncated  func(childComplexity int) int
+		Turns      func(childComplexity int) int
+	}
+
+	TranscriptToolCall struct {
+		Arguments          func(childComplexity int) int
+		ArgumentsTruncated func(childComplexity int) int
+		Name               func(childComplexity int) int
+		Ref                func(childComplexity int) int
+	}
+
+	TranscriptTurn struct {
+		Answer    func(childComplexity int) int
+		Number    func(childComplexity int) int
+		StartedAt func(childComplexity int) int
+		TimeZone  func(childComplexity int) int
+		ToolCalls func(childComplexity int) int
+		UserText  func(childComplexity int) int
+	}
+
 	Turn struct {
-		Answer       func(childComplexity int) int
-		Conversation func(childComplexity int) int
-		Error        func(childComplexity int) int
-		FinishedAt   func(childComplexity int) int
-		ID           func(childComplexity int) int
-		Number       func(childComplexity int) int
-		Replayed     func(childComplexity int) int
-		StartedAt    func(childComplexity int) int
-		Status       func(childComplexity int) int
-		Suggestions  func(childComplexity int) int
-		TimeZone     func(childComplexity int) int
-		ToolCalls    func(childComplexity int) int
-		UserText     func(childComplexity int) int
+		Answer        func(childComplexity int) int
+		Clarification func(childComplexity int) int
+		Conversation  func(childComplexity int) int
+		Error         func(childComplexity int) int
+		FinishedAt    func(childComplexity int) int
+		ID            func(childComplexity int) int
+		Number        func(childComplexity int) int
+		Replayed      func(childComplexity int) int
+		StartedAt     func(childComplexity int) int
+		Status        func(childComplexity int) int
+		Suggestions   func(childComplexity int) int
+		TimeZone      func(childComplexity int) int
+		ToolCalls     func(childComplexity int) int
+		UserText      func(childComplexity int) int
 	}
 
 	TurnConnection struct {
@@ -207,6 +370,26 @@ type ComplexityRoot struct {
 		Node   func(childComplexity int) int
 	}
 
+	TurnEvent struct {
+		At       func(childComplexity int) int
+		Kind     func(childComplexity int) int
+		ToolCall func(childComplexity int) int
+		Turn     func(childComplexity int) int
+	}
+
+	Usage struct {
+		ByAgent          func(childComplexity int) int
+		ByModel          func(childComplexity int) int
+		ByUser           func(childComplexity int) int
+		CacheReadTokens  func(childComplexity int) int
+		CacheWriteTokens func(childComplexity int) int
+		Cost             func(childComplexity int) int
+		InputTokens      func(childComplexity int) int
+		ModelCalls       func(childComplexity int) int
+		Month            func(childComplexity int) int
+		OutputTokens     func(childComplexity int) int
+	}
+
 	User struct {
 		Admin            func(childComplexity int) int
 		CreatedAt        func(childComplexity int) int
@@ -217,24 +400,114 @@ type ComplexityRoot struct {
 		OrganizationName func(childComplexity int) int
 		UpdatedAt        func(childComplexity int) int
 	}
+
+	UserUsage struct {
+		CacheReadTokens  func(childComplexity int) int
+		CacheWriteTokens func(childComplexity int) int
+		Cost             func(childComplexity int) int
+		InputTokens      func(childComplexity int) int
+		ModelCalls       func(childComplexity int) int
+		OutputTokens     func(childComplexity int) int
+		User             func(childComplexity int) int
+	}
+
+	WorkspaceDeleted struct {
+		Path func(childComplexity int) int
+	}
+
+	WorkspaceEdit struct {
+		Bytes func(childComplexity int) int
+		Chars func(childComplexity int) int
+		Edits func(childComplexity int) int
+		Path  func(childComplexity int) int
+	}
+
+	WorkspaceFileInfo struct {
+		Bytes     func(childComplexity int) int
+		Chars     func(childComplexity int) int
+		Path      func(childComplexity int) int
+		UpdatedAt func(childComplexity int) int
+	}
+
+	WorkspaceListing struct {
+		Files func(childComplexity int) int
+	}
+
+	WorkspaceMatch struct {
+		Line func(childComplexity int) int
+		Path func(childComplexity int) int
+		Text func(childComplexity int) int
+	}
+
+	WorkspacePage struct {
+		NextOffset func(childComplexity int) int
+		Offset     func(childComplexity int) int
+		Path       func(childComplexity int) int
+		Text       func(childComplexity int) int
+		TotalChars func(childComplexity int) int
+	}
+
+	WorkspaceSearch struct {
+		Hits      func(childComplexity int) int
+		Matches   func(childComplexity int) int
+		Shown     func(childComplexity int) int
+		Unmatched func(childComplexity int) int
+	}
+
+	WorkspaceWrite struct {
+		Files func(childComplexity int) int
+	}
+
+	WorkspaceWritten struct {
+		Bytes   func(childComplexity int) int
+		Chars   func(childComplexity int) int
+		Created func(childComplexity int) int
+		Path    func(childComplexity int) int
+	}
 }
 
 // endregion ***************************** api!.gotpl *****************************
 
 // region    ************************** generated!.gotpl **************************
 
+type ConversationResolver interface {
+	Tasks(ctx context.Context, obj *ent.Conversation) ([]*ent.Task, error)
+}
 type MutationResolver interface {
 	CreateAgent(ctx context.Context, input model.CreateAgentInput) (*ent.Agent, error)
 	RegisterApplication(ctx context.Context, input model.RegisterApplicationInput) (*ent.Application, error)
+	SuggestNextActions(ctx context.Context, conversationID *int, suggestions []string) (*model.SuggestionsAck, error)
 	StartConversation(ctx context.Context, input model.StartConversationInput) (*ent.Conversation, error)
+	SendMessage(ctx context.Context, input model.SendMessageInput) (*ent.Turn, error)
+	AnswerClarification(ctx context.Context, input model.AnswerClarificationInput) (*ent.Turn, error)
+	CancelTurn(ctx context.Context, id int) (*ent.Turn, error)
+	WriteFiles(ctx context.Context, conversationID *int, files []*workspace.FileInput) (*workspace.WriteResult, error)
+	EditFile(ctx context.Context, conversationID *int, path string, edits []*workspace.EditInput) (*workspace.EditResult, error)
+	DeleteFile(ctx context.Context, conversationID *int, path string) (*workspace.Deleted, error)
 }
 type QueryResolver interface {
 	Node(ctx context.Context, id int) (ent.Noder, error)
 	Nodes(ctx context.Context, ids []int) ([]ent.Noder, error)
 	Conversations(ctx context.Context, after *entgql.Cursor[int], first *int, before *entgql.Cursor[int], last *int, orderBy []*ent.ConversationOrder, where *ent.ConversationWhereInput) (*ent.ConversationConnection, error)
 	Agents(ctx context.Context, first *int, after *entgql.Cursor[int], last *int, before *entgql.Cursor[int], orderBy *ent.AgentOrder) (*ent.AgentConnection, error)
+	Calculate(ctx context.Context, conversationID *int, expression string) (*model.Calculation, error)
+	Catalogue(ctx context.Context, agentID *int) (*catalog.Catalogue, error)
+	SearchTools(ctx context.Context, conversationID *int, queries []string) (*catalog.Search, error)
+	ListTools(ctx context.Context, conversationID *int) (*catalog.List, error)
+	GetToolSchema(ctx context.Context, conversationID *int, names []string) (*catalog.Schemas, error)
 	Viewer(ctx context.Context) (*ent.User, error)
 	Conversation(ctx context.Context, id int) (*ent.Conversation, error)
+	Transcript(ctx context.Context, conversationID int, fromTurn *int, toTurn *int, words *string, offset *int, maxChars *int) (*transcript.Page, error)
+	Usage(ctx context.Context, month *string) (*model.Usage, error)
+	ListFiles(ctx context.Context, conversationID *int, path *string) (*workspace.Listing, error)
+	ReadFile(ctx context.Context, conversationID *int, path string, offset *int, maxChars *int) (*workspace.Page, error)
+	SearchFiles(ctx context.Context, conversationID *int, strings []string, contextLines *int) (*workspace.SearchResult, error)
+}
+type SubscriptionResolver interface {
+	TurnEvents(ctx context.Context, turnID int) (<-chan *model.TurnEvent, error)
+}
+type TaskResolver interface {
+	Status(ctx context.Context, obj *ent.Task) (model.TaskStatus, error)
 }
 type ToolCallResolver interface {
 	Result(ctx context.Context, obj *ent.ToolCall) (*ent.StoredResult, error)
@@ -400,6 +673,49 @@ func (e *executableSchema) Complexity(ctx context.Context, typeName, field strin
 
 		return e.ComplexityRoot.AgentEdge.Node(childComplexity), true
 
+	case "AgentUsage.agent":
+		if e.ComplexityRoot.AgentUsage.Agent == nil {
+			break
+		}
+
+		return e.ComplexityRoot.AgentUsage.Agent(childComplexity), true
+	case "AgentUsage.cacheReadTokens":
+		if e.ComplexityRoot.AgentUsage.CacheReadTokens == nil {
+			break
+		}
+
+		return e.ComplexityRoot.AgentUsage.CacheReadTokens(childComplexity), true
+	case "AgentUsage.cacheWriteTokens":
+		if e.ComplexityRoot.AgentUsage.CacheWriteTokens == nil {
+			break
+		}
+
+		return e.ComplexityRoot.AgentUsage.CacheWriteTokens(childComplexity), true
+	case "AgentUsage.cost":
+		if e.ComplexityRoot.AgentUsage.Cost == nil {
+			break
+		}
+
+		return e.ComplexityRoot.AgentUsage.Cost(childComplexity), true
+	case "AgentUsage.inputTokens":
+		if e.ComplexityRoot.AgentUsage.InputTokens == nil {
+			break
+		}
+
+		return e.ComplexityRoot.AgentUsage.InputTokens(childComplexity), true
+	case "AgentUsage.modelCalls":
+		if e.ComplexityRoot.AgentUsage.ModelCalls == nil {
+			break
+		}
+
+		return e.ComplexityRoot.AgentUsage.ModelCalls(childComplexity), true
+	case "AgentUsage.outputTokens":
+		if e.ComplexityRoot.AgentUsage.OutputTokens == nil {
+			break
+		}
+
+		return e.ComplexityRoot.AgentUsage.OutputTokens(childComplexity), true
+
 	case "Application.allowedTools":
 		if e.ComplexityRoot.Application.AllowedTools == nil {
 			break
@@ -450,6 +766,161 @@ func (e *executableSchema) Complexity(ctx context.Context, typeName, field strin
 
 		return e.ComplexityRoot.ArgumentRepair.Rule(childComplexity), true
 
+	case "Calculation.value":
+		if e.ComplexityRoot.Calculation.Value == nil {
+			break
+		}
+
+		return e.ComplexityRoot.Calculation.Value(childComplexity), true
+
+	case "Catalogue.alwaysPaidChars":
+		if e.ComplexityRoot.Catalogue.AlwaysPaidChars == nil {
+			break
+		}
+
+		return e.ComplexityRoot.Catalogue.AlwaysPaidChars(childComplexity), true
+	case "Catalogue.alwaysPaidGuidanceChars":
+		if e.ComplexityRoot.Catalogue.AlwaysPaidGuidanceChars == nil {
+			break
+		}
+
+		return e.ComplexityRoot.Catalogue.AlwaysPaidGuidanceChars(childComplexity), true
+	case "Catalogue.alwaysPaidTokens":
+		if e.ComplexityRoot.Catalogue.AlwaysPaidTokens == nil {
+			break
+		}
+
+		return e.ComplexityRoot.Catalogue.AlwaysPaidTokens(childComplexity), true
+	case "Catalogue.ceilings":
+		if e.ComplexityRoot.Catalogue.Ceilings == nil {
+			break
+		}
+
+		return e.ComplexityRoot.Catalogue.Ceilings(childComplexity), true
+	case "Catalogue.guidanceChars":
+		if e.ComplexityRoot.Catalogue.GuidanceChars == nil {
+			break
+		}
+
+		return e.ComplexityRoot.Catalogue.GuidanceChars(childComplexity), true
+	case "Catalogue.guidanceTokens":
+		if e.ComplexityRoot.Catalogue.GuidanceTokens == nil {
+			break
+		}
+
+		return e.ComplexityRoot.Catalogue.GuidanceTokens(childComplexity), true
+	case "Catalogue.offeredChars":
+		if e.ComplexityRoot.Catalogue.OfferedChars == nil {
+			break
+		}
+
+		return e.ComplexityRoot.Catalogue.OfferedChars(childComplexity), true
+	case "Catalogue.offeredTokens":
+		if e.ComplexityRoot.Catalogue.OfferedTokens == nil {
+			break
+		}
+
+		return e.ComplexityRoot.Catalogue.OfferedTokens(childComplexity), true
+	case "Catalogue.tools":
+		if e.ComplexityRoot.Catalogue.Tools == nil {
+			break
+		}
+
+		return e.ComplexityRoot.Catalogue.Tools(childComplexity), true
+	case "Catalogue.widestChars":
+		if e.ComplexityRoot.Catalogue.WidestChars == nil {
+			break
+		}
+
+		return e.ComplexityRoot.Catalogue.WidestChars(childComplexity), true
+	case "Catalogue.widestTokens":
+		if e.ComplexityRoot.Catalogue.WidestTokens == nil {
+			break
+		}
+
+		return e.ComplexityRoot.Catalogue.WidestTokens(childComplexity), true
+
+	case "CatalogueCeilings.alwaysPaidChars":
+		if e.ComplexityRoot.CatalogueCeilings.AlwaysPaidChars == nil {
+			break
+		}
+
+		return e.ComplexityRoot.CatalogueCeilings.AlwaysPaidChars(childComplexity), true
+	case "CatalogueCeilings.widestChars":
+		if e.ComplexityRoot.CatalogueCeilings.WidestChars == nil {
+			break
+		}
+
+		return e.ComplexityRoot.CatalogueCeilings.WidestChars(childComplexity), true
+
+	case "CatalogueTool.alwaysOn":
+		if e.ComplexityRoot.CatalogueTool.AlwaysOn == nil {
+			break
+		}
+
+		return e.ComplexityRoot.CatalogueTool.AlwaysOn(childComplexity), true
+	case "CatalogueTool.definitionChars":
+		if e.ComplexityRoot.CatalogueTool.DefinitionChars == nil {
+			break
+		}
+
+		return e.ComplexityRoot.CatalogueTool.DefinitionChars(childComplexity), true
+	case "CatalogueTool.definitionTokens":
+		if e.ComplexityRoot.CatalogueTool.DefinitionTokens == nil {
+			break
+		}
+
+		return e.ComplexityRoot.CatalogueTool.DefinitionTokens(childComplexity), true
+	case "CatalogueTool.family":
+		if e.ComplexityRoot.CatalogueTool.Family == nil {
+			break
+		}
+
+		return e.ComplexityRoot.CatalogueTool.Family(childComplexity), true
+	case "CatalogueTool.name":
+		if e.ComplexityRoot.CatalogueTool.Name == nil {
+			break
+		}
+
+		return e.ComplexityRoot.CatalogueTool.Name(childComplexity), true
+	case "CatalogueTool.offered":
+		if e.ComplexityRoot.CatalogueTool.Offered == nil {
+			break
+		}
+
+		return e.ComplexityRoot.CatalogueTool.Offered(childComplexity), true
+	case "CatalogueTool.offeredWhen":
+		if e.ComplexityRoot.CatalogueTool.OfferedWhen == nil {
+			break
+		}
+
+		return e.ComplexityRoot.CatalogueTool.OfferedWhen(childComplexity), true
+
+	case "Clarification.answer":
+		if e.ComplexityRoot.Clarification.Answer == nil {
+			break
+		}
+
+		return e.ComplexityRoot.Clarification.Answer(childComplexity), true
+	case "Clarification.options":
+		if e.ComplexityRoot.Clarification.Options == nil {
+			break
+		}
+
+		return e.ComplexityRoot.Clarification.Options(childComplexity), true
+	case "Clarification.question":
+		if e.ComplexityRoot.Clarification.Question == nil {
+			break
+		}
+
+		return e.ComplexityRoot.Clarification.Question(childComplexity), true
+	case "Clarification.recommended":
+		if e.ComplexityRoot.Clarification.Recommended == nil {
+			break
+		}
+
+		return e.ComplexityRoot.Clarification.Recommended(childComplexity), true
+
 	case "Conversation.agent":
 		if e.ComplexityRoot.Conversation.Agent == nil {
 			break
@@ -468,6 +939,12 @@ func (e *executableSchema) Complexity(ctx context.Context, typeName, field strin
 		}
 
 		return e.ComplexityRoot.Conversation.ID(childComplexity), true
+	case "Conversation.tasks":
+		if e.ComplexityRoot.Conversation.Tasks == nil {
+			break
+		}
+
+		return e.ComplexityRoot.Conversation.Tasks(childComplexity), true
 	case "Conversation.title":
 		if e.ComplexityRoot.Conversation.Title == nil {
 			break
@@ -530,6 +1007,25 @@ func (e *executableSchema) Complexity(ctx context.Context, typeName, field strin
 
 		return e.ComplexityRoot.ConversationEdge.Node(childComplexity), true
 
+	case "Evidence.end":
+		if e.ComplexityRoot.Evidence.End == nil {
+			break
+		}
+
+		return e.ComplexityRoot.Evidence.End(childComplexity), true
+	case "Evidence.ref":
+		if e.ComplexityRoot.Evidence.Ref == nil {
+			break
+		}
+
+		return e.ComplexityRoot.Evidence.Ref(childComplexity), true
+	case "Evidence.start":
+		if e.ComplexityRoot.Evidence.Start == nil {
+			break
+		}
+
+		return e.ComplexityRoot.Evidence.Start(childComplexity), true
+
 	case "ItemFailure.input":
 		if e.ComplexityRoot.ItemFailure.Input == nil {
 			break
@@ -549,6 +1045,71 @@ func (e *executableSchema) Complexity(ctx context.Context, typeName, field strin
 
 		return e.ComplexityRoot.ItemFailure.Message(childComplexity), true
 
+	case "ModelUsage.cacheReadTokens":
+		if e.ComplexityRoot.ModelUsage.CacheReadTokens == nil {
+			break
+		}
+
+		return e.ComplexityRoot.ModelUsage.CacheReadTokens(childComplexity), true
+	case "ModelUsage.cacheWriteTokens":
+		if e.ComplexityRoot.ModelUsage.CacheWriteTokens == nil {
+			break
+		}
+
+		return e.ComplexityRoot.ModelUsage.CacheWriteTokens(childComplexity), true
+	case "ModelUsage.cost":
+		if e.ComplexityRoot.ModelUsage.Cost == nil {
+			break
+		}
+
+		return e.ComplexityRoot.ModelUsage.Cost(childComplexity), true
+	case "ModelUsage.inputTokens":
+		if e.ComplexityRoot.ModelUsage.InputTokens == nil {
+			break
+		}
+
+		return e.ComplexityRoot.ModelUsage.InputTokens(childComplexity), true
+	case "ModelUsage.model":
+		if e.ComplexityRoot.ModelUsage.Model == nil {
+			break
+		}
+
+		return e.ComplexityRoot.ModelUsage.Model(childComplexity), true
+	case "ModelUsage.modelCalls":
+		if e.ComplexityRoot.ModelUsage.ModelCalls == nil {
+			break
+		}
+
+		return e.ComplexityRoot.ModelUsage.ModelCalls(childComplexity), true
+	case "ModelUsage.outputTokens":
+		if e.ComplexityRoot.ModelUsage.OutputTokens == nil {
+			break
+		}
+
+		return e.ComplexityRoot.ModelUsage.OutputTokens(childComplexity), true
+
+	case "Mutation.answerClarification":
+		if e.ComplexityRoot.Mutation.AnswerClarification == nil {
+			break
+		}
+
+		args, err := ec.field_Mutation_answerClarification_args(ctx, rawArgs)
+		if err != nil {
+			return 0, false
+		}
+
+		return e.ComplexityRoot.Mutation.AnswerClarification(childComplexity, args["input"].(model.AnswerClarificationInput)), true
+	case "Mutation.cancelTurn":
+		if e.ComplexityRoot.Mutation.CancelTurn == nil {
+			break
+		}
+
+		args, err := ec.field_Mutation_cancelTurn_args(ctx, rawArgs)
+		if err != nil {
+			return 0, false
+		}
+
+		return e.ComplexityRoot.Mutation.CancelTurn(childComplexity, args["id"].(int)), true
 	case "Mutation.createAgent":
 		if e.ComplexityRoot.Mutation.CreateAgent == nil {
 			break
@@ -560,6 +1121,28 @@ func (e *executableSchema) Complexity(ctx context.Context, typeName, field strin
 		}
 
 		return e.ComplexityRoot.Mutation.CreateAgent(childComplexity, args["input"].(model.CreateAgentInput)), true
+	case "Mutation.deleteFile":
+		if e.ComplexityRoot.Mutation.DeleteFile == nil {
+			break
+		}
+
+		args, err := ec.field_Mutation_deleteFile_args(ctx, rawArgs)
+		if err != nil {
+			return 0, false
+		}
+
+		return e.ComplexityRoot.Mutation.DeleteFile(childComplexity, args["conversationId"].(*int), args["path"].(string)), true
+	case "Mutation.editFile":
+		if e.ComplexityRoot.Mutation.EditFile == nil {
+			break
+		}
+
+		args, err := ec.field_Mutation_editFile_args(ctx, rawArgs)
+		if err != nil {
+			return 0, false
+		}
+
+		return e.ComplexityRoot.Mutation.EditFile(childComplexity, args["conversationId"].(*int), args["path"].(string), args["edits"].([]*workspace.EditInput)), true
 	case "Mutation.registerApplication":
 		if e.ComplexityRoot.Mutation.RegisterApplication == nil {
 			break
@@ -571,6 +1154,17 @@ func (e *executableSchema) Complexity(ctx context.Context, typeName, field strin
 		}
 
 		return e.ComplexityRoot.Mutation.RegisterApplication(childComplexity, args["input"].(model.RegisterApplicationInput)), true
+	case "Mutation.sendMessage":
+		if e.ComplexityRoot.Mutation.SendMessage == nil {
+			break
+		}
+
+		args, err := ec.field_Mutation_sendMessage_args(ctx, rawArgs)
+		if err != nil {
+			return 0, false
+		}
+
+		return e.ComplexityRoot.Mutation.SendMessage(childComplexity, args["input"].(model.SendMessageInput)), true
 	case "Mutation.startConversation":
 		if e.ComplexityRoot.Mutation.StartConversation == nil {
 			break
@@ -582,6 +1176,28 @@ func (e *executableSchema) Complexity(ctx context.Context, typeName, field strin
 		}
 
 		return e.ComplexityRoot.Mutation.StartConversation(childComplexity, args["input"].(model.StartConversationInput)), true
+	case "Mutation.suggestNextActions":
+		if e.ComplexityRoot.Mutation.SuggestNextActions == nil {
+			break
+		}
+
+		args, err := ec.field_Mutation_suggestNextActions_args(ctx, rawArgs)
+		if err != nil {
+			return 0, false
+		}
+
+		return e.ComplexityRoot.Mutation.SuggestNextActions(childComplexity, args["conversationId"].(*int), args["suggestions"].([]string)), true
+	case "Mutation.writeFiles":
+		if e.ComplexityRoot.Mutation.WriteFiles == nil {
+			break
+		}
+
+		args, err := ec.field_Mutation_writeFiles_args(ctx, rawArgs)
+		if err != nil {
+			return 0, false
+		}
+
+		return e.ComplexityRoot.Mutation.WriteFiles(childComplexity, args["conversationId"].(*int), args["files"].([]*workspace.FileInput)), true
 
 	case "Organization.createdAt":
 		if e.ComplexityRoot.Organization.CreatedAt == nil {
@@ -644,6 +1260,28 @@ func (e *executableSchema) Complexity(ctx context.Context, typeName, field strin
 		}
 
 		return e.ComplexityRoot.Query.Agents(childComplexity, args["first"].(*int), args["after"].(*entgql.Cursor[int]), args["last"].(*int), args["before"].(*entgql.Cursor[int]), args["orderBy"].(*ent.AgentOrder)), true
+	case "Query.calculate":
+		if e.ComplexityRoot.Query.Calculate == nil {
+			break
+		}
+
+		args, err := ec.field_Query_calculate_args(ctx, rawArgs)
+		if err != nil {
+			return 0, false
+		}
+
+		return e.ComplexityRoot.Query.Calculate(childComplexity, args["conversationId"].(*int), args["expression"].(string)), true
+	case "Query.catalogue":
+		if e.ComplexityRoot.Query.Catalogue == nil {
+			break
+		}
+
+		args, err := ec.field_Query_catalogue_args(ctx, rawArgs)
+		if err != nil {
+			return 0, false
+		}
+
+		return e.ComplexityRoot.Query.Catalogue(childComplexity, args["agentId"].(*int)), true
 	case "Query.conversation":
 		if e.ComplexityRoot.Query.Conversation == nil {
 			break
@@ -666,7 +1304,40 @@ func (e *executableSchema) Complexity(ctx context.Context, typeName, field strin
 		}
 
 		return e.ComplexityRoot.Query.Conversations(childComplexity, args["after"].(*entgql.Cursor[int]), args["first"].(*int), args["before"].(*entgql.Cursor[int]), args["last"].(*int), args["orderBy"].([]*ent.ConversationOrder), args["where"].(*ent.ConversationWhereInput)), true
+	case "Query.getToolSchema":
+		if e.ComplexityRoot.Query.GetToolSchema == nil {
+			break
+		}
 
+		args, err := ec.field_Query_getToolSchema_args(ctx, rawArgs)
+		if err != nil {
+			return 0, false
+		}
+
+		return e.ComplexityRoot.Query.GetToolSchema(childComplexity, args["conversationId"].(*int), args["names"].([]string)), true
+
+	case "Query.listFiles":
+		if e.ComplexityRoot.Query.ListFiles == nil {
+			break
+		}
+
+		args, err := ec.field_Query_listFiles_args(ctx, rawArgs)
+		if err != nil {
+			return 0, false
+		}
+
+		return e.ComplexityRoot.Query.ListFiles(childComplexity, args["conversationId"].(*int), args["path"].(*string)), true
+	case "Query.listTools":
+		if e.ComplexityRoot.Query.ListTools == nil {
+			break
+		}
+
+		args, err := ec.field_Query_listTools_args(ctx, rawArgs)
+		if err != nil {
+			return 0, false
+		}
+
+		return e.ComplexityRoot.Query.ListTools(childComplexity, args["conversationId"].(*int)), true
 	case "Query.node":
 		if e.ComplexityRoot.Query.Node == nil {
 			break
@@ -689,6 +1360,61 @@ func (e *executableSchema) Complexity(ctx context.Context, typeName, field strin
 		}
 
 		return e.ComplexityRoot.Query.Nodes(childComplexity, args["ids"].([]int)), true
+	case "Query.readFile":
+		if e.ComplexityRoot.Query.ReadFile == nil {
+			break
+		}
+
+		args, err := ec.field_Query_readFile_args(ctx, rawArgs)
+		if err != nil {
+			return 0, false
+		}
+
+		return e.ComplexityRoot.Query.ReadFile(childComplexity, args["conversationId"].(*int), args["path"].(string), args["offset"].(*int), args["maxChars"].(*int)), true
+	case "Query.searchFiles":
+		if e.ComplexityRoot.Query.SearchFiles == nil {
+			break
+		}
+
+		args, err := ec.field_Query_searchFiles_args(ctx, rawArgs)
+		if err != nil {
+			return 0, false
+		}
+
+		return e.ComplexityRoot.Query.SearchFiles(childComplexity, args["conversationId"].(*int), args["strings"].([]string), args["contextLines"].(*int)), true
+	case "Query.searchTools":
+		if e.ComplexityRoot.Query.SearchTools == nil {
+			break
+		}
+
+		args, err := ec.field_Query_searchTools_args(ctx, rawArgs)
+		if err != nil {
+			return 0, false
+		}
+
+		return e.ComplexityRoot.Query.SearchTools(childComplexity, args["conversationId"].(*int), args["queries"].([]string)), true
+	case "Query.transcript":
+		if e.ComplexityRoot.Query.Transcript == nil {
+			break
+		}
+
+		args, err := ec.field_Query_transcript_args(ctx, rawArgs)
+		if err != nil {
+			return 0, false
+		}
+
+		return e.ComplexityRoot.Query.Transcript(childComplexity, args["conversationId"].(int), args["fromTurn"].(*int), args["toTurn"].(*int), args["words"].(*string), args["offset"].(*int), args["maxChars"].(*int)), true
+	case "Query.usage":
+		if e.ComplexityRoot.Query.Usage == nil {
+			break
+		}
+
+		args, err := ec.field_Query_usage_args(ctx, rawArgs)
+		if err != nil {
+			return 0, false
+		}
+
+		return e.ComplexityRoot.Query.Usage(childComplexity, args["month"].(*string)), true
 	case "Query.viewer":
 		if e.ComplexityRoot.Query.Viewer == nil {
 			break
@@ -751,6 +1477,57 @@ func (e *executableSchema) Complexity(ctx context.Context, typeName, field strin
 
 		return e.ComplexityRoot.StoredResult.UpdatedAt(childComplexity), true
 
+	case "Subscription.turnEvents":
+		if e.ComplexityRoot.Subscription.TurnEvents == nil {
+			break
+		}
+
+		args, err := ec.field_Subscription_turnEvents_args(ctx, rawArgs)
+		if err != nil {
+			return 0, false
+		}
+
+		return e.ComplexityRoot.Subscription.TurnEvents(childComplexity, args["turnId"].(int)), true
+
+	case "SuggestionsAck.ok":
+		if e.ComplexityRoot.SuggestionsAck.Ok == nil {
+			break
+		}
+
+		return e.ComplexityRoot.SuggestionsAck.Ok(childComplexity), true
+	case "SuggestionsAck.saved":
+		if e.ComplexityRoot.SuggestionsAck.Saved == nil {
+			break
+		}
+
+		return e.ComplexityRoot.SuggestionsAck.Saved(childComplexity), true
+
+	case "Task.status":
+		if e.ComplexityRoot.Task.Status == nil {
+			break
+		}
+
+		return e.ComplexityRoot.Task.Status(childComplexity), true
+	case "Task.title":
+		if e.ComplexityRoot.Task.Title == nil {
+			break
+		}
+
+		return e.ComplexityRoot.Task.Title(childComplexity), true
+
+	case "ToolBrief.description":
+		if e.ComplexityRoot.ToolBrief.Description == nil {
+			break
+		}
+
+		return e.ComplexityRoot.ToolBrief.Description(childComplexity), true
+	case "ToolBrief.name":
+		if e.ComplexityRoot.ToolBrief.Name == nil {
+			break
+		}
+
+		return e.ComplexityRoot.ToolBrief.Name(childComplexity), true
+
 	case "ToolCall.arguments":
 		if e.ComplexityRoot.ToolCall.Arguments == nil {
 			break
@@ -763,6 +1540,12 @@ func (e *executableSchema) Complexity(ctx context.Context, typeName, field strin
 		}
 
 		return e.ComplexityRoot.ToolCall.Attempts(childComplexity), true
+	case "ToolCall.evidence":
+		if e.ComplexityRoot.ToolCall.Evidence == nil {
+			break
+		}
+
+		return e.ComplexityRoot.ToolCall.Evidence(childComplexity), true
 	case "ToolCall.failures":
 		if e.ComplexityRoot.ToolCall.Failures == nil {
 			break
@@ -836,12 +1619,188 @@ func (e *executableSchema) Complexity(ctx context.Context, typeName, field strin
 
 		return e.ComplexityRoot.ToolCall.Turn(childComplexity), true
 
+	case "ToolList.tools":
+		if e.ComplexityRoot.ToolList.Tools == nil {
+			break
+		}
+
+		return e.ComplexityRoot.ToolList.Tools(childComplexity), true
+
+	case "ToolSchema.description":
+		if e.ComplexityRoot.ToolSchema.Description == nil {
+			break
+		}
+
+		return e.ComplexityRoot.ToolSchema.Description(childComplexity), true
+	case "ToolSchema.name":
+		if e.ComplexityRoot.ToolSchema.Name == nil {
+			break
+		}
+
+		return e.ComplexityRoot.ToolSchema.Name(childComplexity), true
+	case "ToolSchema.parameters":
+		if e.ComplexityRoot.ToolSchema.Parameters == nil {
+			break
+		}
+
+		return e.ComplexityRoot.ToolSchema.Parameters(childComplexity), true
+
+	case "ToolSchemas.failures":
+		if e.ComplexityRoot.ToolSchemas.Failures == nil {
+			break
+		}
+
+		return e.ComplexityRoot.ToolSchemas.Failures(childComplexity), true
+	case "ToolSchemas.hint":
+		if e.ComplexityRoot.ToolSchemas.Hint == nil {
+			break
+		}
+
+		return e.ComplexityRoot.ToolSchemas.Hint(childComplexity), true
+	case "ToolSchemas.missing":
+		if e.ComplexityRoot.ToolSchemas.Missing == nil {
+			break
+		}
+
+		return e.ComplexityRoot.ToolSchemas.Missing(childComplexity), true
+	case "ToolSchemas.tools":
+		if e.ComplexityRoot.ToolSchemas.Tools == nil {
+			break
+		}
+
+		return e.ComplexityRoot.ToolSchemas.Tools(childComplexity), true
+
+	case "ToolSearch.failures":
+		if e.ComplexityRoot.ToolSearch.Failures == nil {
+			break
+		}
+
+		return e.ComplexityRoot.ToolSearch.Failures(childComplexity), true
+	case "ToolSearch.note":
+		if e.ComplexityRoot.ToolSearch.Note == nil {
+			break
+		}
+
+		return e.ComplexityRoot.ToolSearch.Note(childComplexity), true
+	case "ToolSearch.results":
+		if e.ComplexityRoot.ToolSearch.Results == nil {
+			break
+		}
+
+		return e.ComplexityRoot.ToolSearch.Results(childComplexity), true
+
+	case "ToolSearchResult.query":
+		if e.ComplexityRoot.ToolSearchResult.Query == nil {
+			break
+		}
+
+		return e.ComplexityRoot.ToolSearchResult.Query(childComplexity), true
+	case "ToolSearchResult.tools":
+		if e.ComplexityRoot.ToolSearchResult.Tools == nil {
+			break
+		}
+
+		return e.ComplexityRoot.ToolSearchResult.Tools(childComplexity), true
+
+	case "TranscriptPage.nextOffset":
+		if e.ComplexityRoot.TranscriptPage.NextOffset == nil {
+			break
+		}
+
+		return e.ComplexityRoot.TranscriptPage.NextOffset(childComplexity), true
+	case "TranscriptPage.text":
+		if e.ComplexityRoot.TranscriptPage.Text == nil {
+			break
+		}
+
+		return e.ComplexityRoot.TranscriptPage.Text(childComplexity), true
+	case "TranscriptPage.truncated":
+		if e.ComplexityRoot.TranscriptPage.Truncated == nil {
+			break
+		}
+
+		return e.ComplexityRoot.TranscriptPage.Truncated(childComplexity), true
+	case "TranscriptPage.turns":
+		if e.ComplexityRoot.TranscriptPage.Turns == nil {
+			break
+		}
+
+		return e.ComplexityRoot.TranscriptPage.Turns(childComplexity), true
+
+	case "TranscriptToolCall.arguments":
+		if e.ComplexityRoot.TranscriptToolCall.Arguments == nil {
+			break
+		}
+
+		return e.ComplexityRoot.TranscriptToolCall.Arguments(childComplexity), true
+	case "TranscriptToolCall.argumentsTruncated":
+		if e.ComplexityRoot.TranscriptToolCall.ArgumentsTruncated == nil {
+			break
+		}
+
+		return e.ComplexityRoot.TranscriptToolCall.ArgumentsTruncated(childComplexity), true
+	case "TranscriptToolCall.name":
+		if e.ComplexityRoot.TranscriptToolCall.Name == nil {
+			break
+		}
+
+		return e.ComplexityRoot.TranscriptToolCall.Name(childComplexity), true
+	case "TranscriptToolCall.ref":
+		if e.ComplexityRoot.TranscriptToolCall.Ref == nil {
+			break
+		}
+
+		return e.ComplexityRoot.TranscriptToolCall.Ref(childComplexity), true
+
+	case "TranscriptTurn.answer":
+		if e.ComplexityRoot.TranscriptTurn.Answer == nil {
+			break
+		}
+
+		return e.ComplexityRoot.TranscriptTurn.Answer(childComplexity), true
+	case "TranscriptTurn.number":
+		if e.ComplexityRoot.TranscriptTurn.Number == nil {
+			break
+		}
+
+		return e.ComplexityRoot.TranscriptTurn.Number(childComplexity), true
+	case "TranscriptTurn.startedAt":
+		if e.ComplexityRoot.TranscriptTurn.StartedAt == nil {
+			break
+		}
+
+		return e.ComplexityRoot.TranscriptTurn.StartedAt(childComplexity), true
+	case "TranscriptTurn.timeZone":
+		if e.ComplexityRoot.TranscriptTurn.TimeZone == nil {
+			break
+		}
+
+		return e.ComplexityRoot.TranscriptTurn.TimeZone(childComplexity), true
+	case "TranscriptTurn.toolCalls":
+		if e.ComplexityRoot.TranscriptTurn.ToolCalls == nil {
+			break
+		}
+
+		return e.ComplexityRoot.TranscriptTurn.ToolCalls(childComplexity), true
+	case "TranscriptTurn.userText":
+		if e.ComplexityRoot.TranscriptTurn.UserText == nil {
+			break
+		}
+
+		return e.ComplexityRoot.TranscriptTurn.UserText(childComplexity), true
+
 	case "Turn.answer":
 		if e.ComplexityRoot.Turn.Answer == nil {
 			break
 		}
 
 		return e.ComplexityRoot.Turn.Answer(childComplexity), true
+	case "Turn.clarification":
+		if e.ComplexityRoot.Turn.Clarification == nil {
+			break
+		}
+
+		return e.ComplexityRoot.Turn.Clarification(childComplexity), true
 	case "Turn.conversation":
 		if e.ComplexityRoot.Turn.Conversation == nil {
 			break
@@ -947,6 +1906,92 @@ func (e *executableSchema) Complexity(ctx context.Context, typeName, field strin
 
 		return e.ComplexityRoot.TurnEdge.Node(childComplexity), true
 
+	case "TurnEvent.at":
+		if e.ComplexityRoot.TurnEvent.At == nil {
+			break
+		}
+
+		return e.ComplexityRoot.TurnEvent.At(childComplexity), true
+	case "TurnEvent.kind":
+		if e.ComplexityRoot.TurnEvent.Kind == nil {
+			break
+		}
+
+		return e.ComplexityRoot.TurnEvent.Kind(childComplexity), true
+	case "TurnEvent.toolCall":
+		if e.ComplexityRoot.TurnEvent.ToolCall == nil {
+			break
+		}
+
+		return e.ComplexityRoot.TurnEvent.ToolCall(childComplexity), true
+	case "TurnEvent.turn":
+		if e.ComplexityRoot.TurnEvent.Turn == nil {
+			break
+		}
+
+		return e.ComplexityRoot.TurnEvent.Turn(childComplexity), true
+
+	case "Usage.byAgent":
+		if e.ComplexityRoot.Usage.ByAgent == nil {
+			break
+		}
+
+		return e.ComplexityRoot.Usage.ByAgent(childComplexity), true
+	case "Usage.byModel":
+		if e.ComplexityRoot.Usage.ByModel == nil {
+			break
+		}
+
+		return e.ComplexityRoot.Usage.ByModel(childComplexity), true
+	case "Usage.byUser":
+		if e.ComplexityRoot.Usage.ByUser == nil {
+			break
+		}
+
+		return e.ComplexityRoot.Usage.ByUser(childComplexity), true
+	case "Usage.cacheReadTokens":
+		if e.ComplexityRoot.Usage.CacheReadTokens == nil {
+			break
+		}
+
+		return e.ComplexityRoot.Usage.CacheReadTokens(childComplexity), true
+	case "Usage.cacheWriteTokens":
+		if e.ComplexityRoot.Usage.CacheWriteTokens == nil {
+			break
+		}
+
+		return e.ComplexityRoot.Usage.CacheWriteTokens(childComplexity), true
+	case "Usage.cost":
+		if e.ComplexityRoot.Usage.Cost == nil {
+			break
+		}
+
+		return e.ComplexityRoot.Usage.Cost(childComplexity), true
+	case "Usage.inputTokens":
+		if e.ComplexityRoot.Usage.InputTokens == nil {
+			break
+		}
+
+		return e.ComplexityRoot.Usage.InputTokens(childComplexity), true
+	case "Usage.modelCalls":
+		if e.ComplexityRoot.Usage.ModelCalls == nil {
+			break
+		}
+
+		return e.ComplexityRoot.Usage.ModelCalls(childComplexity), true
+	case "Usage.month":
+		if e.ComplexityRoot.Usage.Month == nil {
+			break
+		}
+
+		return e.ComplexityRoot.Usage.Month(childComplexity), true
+	case "Usage.outputTokens":
+		if e.ComplexityRoot.Usage.OutputTokens == nil {
+			break
+		}
+
+		return e.ComplexityRoot.Usage.OutputTokens(childComplexity), true
+
 	case "User.admin":
 		if e.ComplexityRoot.User.Admin == nil {
 			break
@@ -996,6 +2041,220 @@ func (e *executableSchema) Complexity(ctx context.Context, typeName, field strin
 
 		return e.ComplexityRoot.User.UpdatedAt(childComplexity), true
 
+	case "UserUsage.cacheReadTokens":
+		if e.ComplexityRoot.UserUsage.CacheReadTokens == nil {
+			break
+		}
+
+		return e.ComplexityRoot.UserUsage.CacheReadTokens(childComplexity), true
+	case "UserUsage.cacheWriteTokens":
+		if e.ComplexityRoot.UserUsage.CacheWriteTokens == nil {
+			break
+		}
+
+		return e.ComplexityRoot.UserUsage.CacheWriteTokens(childComplexity), true
+	case "UserUsage.cost":
+		if e.ComplexityRoot.UserUsage.Cost == nil {
+			break
+		}
+
+		return e.ComplexityRoot.UserUsage.Cost(childComplexity), true
+	case "UserUsage.inputTokens":
+		if e.ComplexityRoot.UserUsage.InputTokens == nil {
+			break
+		}
+
+		return e.ComplexityRoot.UserUsage.InputTokens(childComplexity), true
+	case "UserUsage.modelCalls":
+		if e.ComplexityRoot.UserUsage.ModelCalls == nil {
+			break
+		}
+
+		return e.ComplexityRoot.UserUsage.ModelCalls(childComplexity), true
+	case "UserUsage.outputTokens":
+		if e.ComplexityRoot.UserUsage.OutputTokens == nil {
+			break
+		}
+
+		return e.ComplexityRoot.UserUsage.OutputTokens(childComplexity), true
+	case "UserUsage.user":
+		if e.ComplexityRoot.UserUsage.User == nil {
+			break
+		}
+
+		return e.ComplexityRoot.UserUsage.User(childComplexity), true
+
+	case "WorkspaceDeleted.path":
+		if e.ComplexityRoot.WorkspaceDeleted.Path == nil {
+			break
+		}
+
+		return e.ComplexityRoot.WorkspaceDeleted.Path(childComplexity), true
+
+	case "WorkspaceEdit.bytes":
+		if e.ComplexityRoot.WorkspaceEdit.Bytes == nil {
+			break
+		}
+
+		return e.ComplexityRoot.WorkspaceEdit.Bytes(childComplexity), true
+	case "WorkspaceEdit.chars":
+		if e.ComplexityRoot.WorkspaceEdit.Chars == nil {
+			break
+		}
+
+		return e.ComplexityRoot.WorkspaceEdit.Chars(childComplexity), true
+	case "WorkspaceEdit.edits":
+		if e.ComplexityRoot.WorkspaceEdit.Edits == nil {
+			break
+		}
+
+		return e.ComplexityRoot.WorkspaceEdit.Edits(childComplexity), true
+	case "WorkspaceEdit.path":
+		if e.ComplexityRoot.WorkspaceEdit.Path == nil {
+			break
+		}
+
+		return e.ComplexityRoot.WorkspaceEdit.Path(childComplexity), true
+
+	case "WorkspaceFileInfo.bytes":
+		if e.ComplexityRoot.WorkspaceFileInfo.Bytes == nil {
+			break
+		}
+
+		return e.ComplexityRoot.WorkspaceFileInfo.Bytes(childComplexity), true
+	case "WorkspaceFileInfo.chars":
+		if e.ComplexityRoot.WorkspaceFileInfo.Chars == nil {
+			break
+		}
+
+		return e.ComplexityRoot.WorkspaceFileInfo.Chars(childComplexity), true
+	case "WorkspaceFileInfo.path":
+		if e.ComplexityRoot.WorkspaceFileInfo.Path == nil {
+			break
+		}
+
+		return e.ComplexityRoot.WorkspaceFileInfo.Path(childComplexity), true
+	case "WorkspaceFileInfo.updatedAt":
+		if e.ComplexityRoot.WorkspaceFileInfo.UpdatedAt == nil {
+			break
+		}
+
+		return e.ComplexityRoot.WorkspaceFileInfo.UpdatedAt(childComplexity), true
+
+	case "WorkspaceListing.files":
+		if e.ComplexityRoot.WorkspaceListing.Files == nil {
+			break
+		}
+
+		return e.ComplexityRoot.WorkspaceListing.Files(childComplexity), true
+
+	case "WorkspaceMatch.line":
+		if e.ComplexityRoot.WorkspaceMatch.Line == nil {
+			break
+		}
+
+		return e.ComplexityRoot.WorkspaceMatch.Line(childComplexity), true
+	case "WorkspaceMatch.path":
+		if e.ComplexityRoot.WorkspaceMatch.Path == nil {
+			break
+		}
+
+		return e.ComplexityRoot.WorkspaceMatch.Path(childComplexity), true
+	case "WorkspaceMatch.text":
+		if e.ComplexityRoot.WorkspaceMatch.Text == nil {
+			break
+		}
+
+		return e.ComplexityRoot.WorkspaceMatch.Text(childComplexity), true
+
+	case "WorkspacePage.nextOffset":
+		if e.ComplexityRoot.WorkspacePage.NextOffset == nil {
+			break
+		}
+
+		return e.ComplexityRoot.WorkspacePage.NextOffset(childComplexity), true
+	case "WorkspacePage.offset":
+		if e.ComplexityRoot.WorkspacePage.Offset == nil {
+			break
+		}
+
+		return e.ComplexityRoot.WorkspacePage.Offset(childComplexity), true
+	case "WorkspacePage.path":
+		if e.ComplexityRoot.WorkspacePage.Path == nil {
+			break
+		}
+
+		return e.ComplexityRoot.WorkspacePage.Path(childComplexity), true
+	case "WorkspacePage.text":
+		if e.ComplexityRoot.WorkspacePage.Text == nil {
+			break
+		}
+
+		return e.ComplexityRoot.WorkspacePage.Text(childComplexity), true
+	case "WorkspacePage.totalChars":
+		if e.ComplexityRoot.WorkspacePage.TotalChars == nil {
+			break
+		}
+
+		return e.ComplexityRoot.WorkspacePage.TotalChars(childComplexity), true
+
+	case "WorkspaceSearch.hits":
+		if e.ComplexityRoot.WorkspaceSearch.Hits == nil {
+			break
+		}
+
+		return e.ComplexityRoot.WorkspaceSearch.Hits(childComplexity), true
+	case "WorkspaceSearch.matches":
+		if e.ComplexityRoot.WorkspaceSearch.Matches == nil {
+			break
+		}
+
+		return e.ComplexityRoot.WorkspaceSearch.Matches(childComplexity), true
+	case "WorkspaceSearch.shown":
+		if e.ComplexityRoot.WorkspaceSearch.Shown == nil {
+			break
+		}
+
+		return e.ComplexityRoot.WorkspaceSearch.Shown(childComplexity), true
+	case "WorkspaceSearch.unmatched":
+		if e.ComplexityRoot.WorkspaceSearch.Unmatched == nil {
+			break
+		}
+
+		return e.ComplexityRoot.WorkspaceSearch.Unmatched(childComplexity), true
+
+	case "WorkspaceWrite.files":
+		if e.ComplexityRoot.WorkspaceWrite.Files == nil {
+			break
+		}
+
+		return e.ComplexityRoot.WorkspaceWrite.Files(childComplexity), true
+
+	case "WorkspaceWritten.bytes":
+		if e.ComplexityRoot.WorkspaceWritten.Bytes == nil {
+			break
+		}
+
+		return e.ComplexityRoot.WorkspaceWritten.Bytes(childComplexity), true
+	case "WorkspaceWritten.chars":
+		if e.ComplexityRoot.WorkspaceWritten.Chars == nil {
+			break
+		}
+
+		return e.ComplexityRoot.WorkspaceWritten.Chars(childComplexity), true
+	case "WorkspaceWritten.created":
+		if e.ComplexityRoot.WorkspaceWritten.Created == nil {
+			break
+		}
+
+		return e.ComplexityRoot.WorkspaceWritten.Created(childComplexity), true
+	case "WorkspaceWritten.path":
+		if e.ComplexityRoot.WorkspaceWritten.Path == nil {
+			break
+		}
+
+		return e.ComplexityRoot.WorkspaceWritten.Path(childComplexity), true
+
 	}
 	return 0, false
 }
@@ -1006,13 +2265,19 @@ func (e *executableSchema) Exec(ctx context.Context) graphql.ResponseHandler {
 	inputUnmarshalers := func() *graphql.InputUnmarshalerIndex {
 		return graphql.NewInputUnmarshalerIndex(
 			graphql.NewInputUnmarshaler("AgentOrder", ec.unmarshalInputAgentOrder),
+			graphql.NewInputUnmarshaler("AnswerClarificationInput", ec.unmarshalInputAnswerClarificationInput),
 			graphql.NewInputUnmarshaler("ConversationOrder", ec.unmarshalInputConversationOrder),
 			graphql.NewInputUnmarshaler("ConversationWhereInput", ec.unmarshalInputConversationWhereInput),
 			graphql.NewInputUnmarshaler("CreateAgentInput", ec.unmarshalInputCreateAgentInput),
+			graphql.NewInputUnmarshaler("ExportContextInput", ec.unmarshalInputExportContextInput),
+			graphql.NewInputUnmarshaler("ExportSourceInput", ec.unmarshalInputExportSourceInput),
 			graphql.NewInputUnmarshaler("RegisterApplicationInput", ec.unmarshalInputRegisterApplicationInput),
+			graphql.NewInputUnmarshaler("SendMessageInput", ec.unmarshalInputSendMessageInput),
 			graphql.NewInputUnmarshaler("StartConversationInput", ec.unmarshalInputStartConversationInput),
 			graphql.NewInputUnmarshaler("TurnOrder", ec.unmarshalInputTurnOrder),
 			graphql.NewInputUnmarshaler("TurnWhereInput", ec.unmarshalInputTurnWhereInput),
+			graphql.NewInputUnmarshaler("WorkspaceEditInput", ec.unmarshalInputWorkspaceEditInput),
+			graphql.NewInputUnmarshaler("WorkspaceFileInput", ec.unmarshalInputWorkspaceFileInput),
 		)
 	}
 	first := true
@@ -1057,6 +2322,23 @@ func (e *executableSchema) Exec(ctx context.Context) graphql.ResponseHandler {
 			ctx = graphql.WithLazyInputUnmarshalerIndex(ctx, inputUnmarshalers)
 			data := ec._Mutation(ctx, opCtx.Operation.SelectionSet)
 			var buf bytes.Buffer
+			data.MarshalGQL(&buf)
+
+			return &graphql.Response{
+				Data: buf.Bytes(),
+			}
+		}
+	case ast.Subscription:
+		next := ec._Subscription(ctx, opCtx.Operation.SelectionSet)
+
+		var buf bytes.Buffer
+		return func(ctx context.Context) *graphql.Response {
+			buf.Reset()
+			data := next(ctx)
+
+			if data == nil {
+				return nil
+			}
 			data.MarshalGQL(&buf)
 
 			return &graphql.Response{
@@ -1124,6 +2406,155 @@ input RegisterApplicationInput {
   allowedTools: [String!]!
 }
 `, BuiltIn: false},
+	{Name: "../assist.graphqls", Input: `extend type Query {
+  """
+  Evaluates arithmetic (the calculator tool): + - * / % ^ ( ), functions and constants;
+  the answer is rounded to 12 significant digits.
+  """
+  calculate(conversationId: ID, expression: String!): Calculation!
+}
+
+extend type Mutation {
+  """
+  Stores follow-ups the portal shows under an answer (the suggest_next_actions tool), in
+  place of the turn's earlier ones: on the scope token's turn, or with an API token on the
+  conversation's latest turn. 1 to 5 suggestions of at most 200 characters; repeats dropped.
+  """
+  suggestNextActions(conversationId: ID, suggestions: [String!]!): SuggestionsAck!
+}
+
+extend type Conversation {
+  "The update_tasks list, in order."
+  tasks: [Task!]!
+}
+
+type Calculation {
+  "The answer, rounded to 12 significant digits."
+  value: String!
+}
+
+"The acknowledgement of suggestNextActions."
+type SuggestionsAck {
+  ok: Boolean!
+  "How many suggestions were stored, repeats dropped."
+  saved: Int!
+}
+
+"One task of a conversation's update_tasks list."
+type Task {
+  title: String!
+  status: TaskStatus! @goField(forceResolver: true)
+}
+
+enum TaskStatus {
+  PENDING
+  IN_PROGRESS
+  DONE
+}
+`, BuiltIn: false},
+	{Name: "../catalogue.graphqls", Input: `extend type Query {
+  """
+  The tool catalogue: every built-in tool's definition sized as the model
+  receives it, the widest catalogue a turn can get, what every turn pays, and
+  the ceilings. With agentId, which tools that agent's turns are offered;
+  without, only the always-on tools are.
+  """
+  catalogue(agentId: ID): Catalogue!
+  "search_tools: the tools the conversation's agent may use that match each query's words, best first."
+  searchTools(conversationId: ID, queries: [String!]!): ToolSearch!
+  "list_tools: every tool the conversation's agent may use."
+  listTools(conversationId: ID): ToolList!
+  "get_tool_schema: named tools whole, with their argument schemas."
+  getToolSchema(conversationId: ID, names: [String!]!): ToolSchemas!
+}
+
+"A JSON Schema, as a JSON value."
+scalar JSONSchema @goModel(model: "github.com/toolgate/toolgate/tools/catalog.Schema")
+
+"The measured tool catalogue. Characters are Unicode characters of the definition as the model receives it; tokens are o200k_base tokens."
+type Catalogue @goModel(model: "github.com/toolgate/toolgate/tools/catalog.Catalogue") {
+  "Every built-in tool, in registration order."
+  tools: [CatalogueTool!]!
+  "Every tool's definition: the widest catalogue any turn can get."
+  widestChars: Int!
+  widestTokens: Int!
+  "What every turn pays: always-on and workspace tools."
+  alwaysPaidChars: Int!
+  alwaysPaidTokens: Int!
+  "What the agent's turns pay for definitions (always-on tools without agentId)."
+  offeredChars: Int!
+  offeredTokens: Int!
+  "Guidance paragraphs of the system prompt, each counted once; outside the ceilings."
+  guidanceChars: Int!
+  guidanceTokens: Int!
+  "The always-on tools' share of guidanceChars."
+  alwaysPaidGuidanceChars: Int!
+  ceilings: CatalogueCeilings!
+}
+
+"The catalogue's ceilings, in characters."
+type CatalogueCeilings @goModel(model: "github.com/toolgate/toolgate/tools/catalog.Ceilings") {
+  widestChars: Int!
+  alwaysPaidChars: Int!
+}
+
+"One tool's definition, sized."
+type CatalogueTool @goModel(model: "github.com/toolgate/toolgate/tools/catalog.Tool") {
+  name: String!
+  family: String!
+  "When the tool is offered: always, workspace, allowlisted, memory, budget, past_conversations."
+  offeredWhen: String!
+  "Whether every turn pays for the tool."
+  alwaysOn: Boolean!
+  "Whether the agent's turns are offered the tool."
+  offered: Boolean!
+  definitionChars: Int!
+  definitionTokens: Int!
+}
+
+"A tool's name and its description, cut to 200 characters."
+type ToolBrief @goModel(model: "github.com/toolgate/toolgate/tools/catalog.Brief") {
+  name: String!
+  description: String!
+}
+
+"search_tools' answer."
+type ToolSearch @goModel(model: "github.com/toolgate/toolgate/tools/catalog.Search") {
+  "One answer per distinct query, in the order first asked."
+  results: [ToolSearchResult!]!
+  "Which queries repeated earlier ones and were answered once."
+  note: String
+  failures: [ItemFailure!]!
+}
+
+"One query's matches, best first."
+type ToolSearchResult @goModel(model: "github.com/toolgate/toolgate/tools/catalog.Found") {
+  query: String!
+  tools: [ToolBrief!]!
+}
+
+"list_tools' answer."
+type ToolList @goModel(model: "github.com/toolgate/toolgate/tools/catalog.List") {
+  tools: [ToolBrief!]!
+}
+
+"A tool whole: its full description and argument schema."
+type ToolSchema @goModel(model: "github.com/toolgate/toolgate/tools/catalog.ToolSchema") {
+  name: String!
+  description: String!
+  parameters: JSONSchema!
+}
+
+"get_tool_schema's answer."
+type ToolSchemas @goModel(model: "github.com/toolgate/toolgate/tools/catalog.Schemas") {
+  tools: [ToolSchema!]!
+  "Names of no tool the agent may use."
+  missing: [String!]!
+  "How to find the right names, when some are missing."
+  hint: String
+  failures: [ItemFailure!]!
+}
+`, BuiltIn: false},
 	{Name: "../conversation.graphqls", Input: `extend type Query {
   "The caller: the user the token belongs to."
   viewer: User!
@@ -1164,6 +2595,22 @@ type ArgumentRepair {
 input StartConversationInput {
   agentId: ID!
   title: String
+}
+
+"A question the model asked with clarify; the turn waits for answerClarification."
+type Clarification {
+  question: String!
+  options: [String!]!
+  recommended: String
+  answer: String
+}
+
+"A span of a stored result the model actually saw: only these count as evidence."
+type Evidence {
+  ref: String!
+  "Byte offsets into the stored result, end exclusive."
+  start: Int!
+  end: Int!
 }
 `, BuiltIn: false},
 	{Name: "../ent.graphqls", Input: `directive @goField(forceResolver: Boolean, name: String, omittable: Boolean) on FIELD_DEFINITION | INPUT_FIELD_DEFINITION
@@ -1551,6 +2998,10 @@ type ToolCall implements Node {
   outcome: ToolOutcome!
   attempts: Int!
   failures: [ItemFailure!]!
+  """
+  the spans of stored results this call made visible to the model
+  """
+  evidence: [Evidence!]!
   repairs: [ArgumentRepair!]!
   """
   what the model was told, for refusals, errors and outages
@@ -1586,6 +3037,10 @@ type Turn implements Node {
   status: TurnStatus!
   error: String
   suggestions: [String!]!
+  """
+  the open question while the turn waits for an answer
+  """
+  clarification: Clarification
   """
   answered by the replay provider, not a live model
   """
@@ -1804,6 +3259,266 @@ type User implements Node {
   organization: Organization!
 }
 `, BuiltIn: false},
+	{Name: "../transcript.graphqls", Input: `extend type Query {
+  """
+  Earlier turns of a conversation, verbatim (the read_transcript tool): by a range of
+  turn numbers, by literal words (every word must appear, case folded, in what the person
+  wrote or in the answer), or both; from the first turn when neither is given. Each turn
+  gives its number and start time, what the person wrote, the answer, and each tool call's
+  name, first 400 characters of arguments and ref; thinking never. The asking turn of a
+  scope token is left out. The budget, maxChars (default 6000, at most 20000), counts the
+  characters of text and is spent on whole turns; a first turn over budget comes back whole.
+  """
+  transcript(conversationId: ID!, fromTurn: Int, toTurn: Int, words: String, offset: Int, maxChars: Int): TranscriptPage!
+}
+
+"One read of a transcript."
+type TranscriptPage @goModel(model: "github.com/toolgate/toolgate/tools/transcript.Page") {
+  turns: [TranscriptTurn!]!
+  "The turns as the model reads them: a header line per turn, ` + "`" + `user:` + "`" + `, ` + "`" + `tool` + "`" + ` and ` + "`" + `assistant:` + "`" + ` lines."
+  text: String!
+  "Turns of the selection were left out for lack of budget."
+  truncated: Boolean!
+  "The offset to continue from, when truncated."
+  nextOffset: Int
+}
+
+type TranscriptTurn @goModel(model: "github.com/toolgate/toolgate/tools/transcript.Turn") {
+  number: Int!
+  startedAt: Time!
+  "The zone the turn kept; text shows startedAt in it."
+  timeZone: String!
+  userText: String!
+  answer: String
+  toolCalls: [TranscriptToolCall!]!
+}
+
+type TranscriptToolCall @goModel(model: "github.com/toolgate/toolgate/tools/transcript.ToolCall") {
+  name: String!
+  "The first 400 characters of the arguments sent."
+  arguments: String!
+  "The arguments were longer."
+  argumentsTruncated: Boolean!
+  "The stored result, for readToolResult."
+  ref: String
+}
+`, BuiltIn: false},
+	{Name: "../turn.graphqls", Input: `extend type Mutation {
+  """
+  Sends a message: stores the turn as RUNNING and returns it at once; the
+  runtime answers in the background (follow it with turnEvents). One turn at a
+  time per conversation.
+  """
+  sendMessage(input: SendMessageInput!): Turn!
+  "Answers the question a turn waits on; the same turn resumes."
+  answerClarification(input: AnswerClarificationInput!): Turn!
+  "Stops a running or waiting turn."
+  cancelTurn(id: ID!): Turn!
+}
+
+extend type Query {
+  "Tokens and cost of a calendar month in UTC (\"YYYY-MM\"; the current month when omitted)."
+  usage(month: String): Usage!
+}
+
+type Subscription {
+  """
+  A turn's events. The current status comes first; the stream ends after the
+  turn ends.
+  """
+  turnEvents(turnId: ID!): TurnEvent!
+}
+
+input SendMessageInput {
+  conversationId: ID!
+  text: String!
+  "The browser's IANA time zone, e.g. Europe/Paris; none reads as UTC."
+  timeZone: String
+}
+
+input AnswerClarificationInput {
+  turnId: ID!
+  answer: String!
+}
+
+enum TurnEventKind {
+  MODEL_CALL_STARTED
+  MODEL_CALL_FINISHED
+  TOOL_CALL_STARTED
+  TOOL_CALL_FINISHED
+  ANSWER
+  STATUS
+}
+
+type TurnEvent {
+  kind: TurnEventKind!
+  turn: Turn!
+  toolCall: ToolCall
+  at: Time!
+}
+
+type Usage {
+  "The month, YYYY-MM, in UTC."
+  month: String!
+  inputTokens: Int!
+  cacheReadTokens: Int!
+  cacheWriteTokens: Int!
+  outputTokens: Int!
+  "USD, from the price table."
+  cost: Float!
+  modelCalls: Int!
+  byModel: [ModelUsage!]!
+  byAgent: [AgentUsage!]!
+  byUser: [UserUsage!]!
+}
+
+type ModelUsage {
+  model: String!
+  inputTokens: Int!
+  cacheReadTokens: Int!
+  cacheWriteTokens: Int!
+  outputTokens: Int!
+  cost: Float!
+  modelCalls: Int!
+}
+
+type AgentUsage {
+  agent: Agent
+  inputTokens: Int!
+  cacheReadTokens: Int!
+  cacheWriteTokens: Int!
+  outputTokens: Int!
+  cost: Float!
+  modelCalls: Int!
+}
+
+type UserUsage {
+  user: User
+  inputTokens: Int!
+  cacheReadTokens: Int!
+  cacheWriteTokens: Int!
+  outputTokens: Int!
+  cost: Float!
+  modelCalls: Int!
+}
+`, BuiltIn: false},
+	{Name: "../workspace.graphqls", Input: `# The workspace tools: a conversation's text files, kept in the database.
+# Each field takes conversationId: a turn's scope token names the
+# conversation itself; an API token (the playground) must give it.
+
+extend type Query {
+  "list_files: the workspace's files, or those under a folder, in path order."
+  listFiles(conversationId: ID, path: String): WorkspaceListing!
+  "read_file: a window of one file. maxChars defaults to 4,000 and lies between 1,024 and 20,000."
+  readFile(conversationId: ID, path: String!, offset: Int, maxChars: Int): WorkspacePage!
+  "search_files: lines holding any of up to 5 strings (literal, case ignored), with 0 to 3 context lines (default 1)."
+  searchFiles(conversationId: ID, strings: [String!]!, contextLines: Int): WorkspaceSearch!
+}
+
+extend type Mutation {
+  "write_file: creates or replaces up to 3 files, all or nothing."
+  writeFiles(conversationId: ID, files: [WorkspaceFileInput!]!): WorkspaceWrite!
+  "edit_file: exact replacements in one file, in order, each matching exactly once."
+  editFile(conversationId: ID, path: String!, edits: [WorkspaceEditInput!]!): WorkspaceEdit!
+  "delete_file: removes one file."
+  deleteFile(conversationId: ID, path: String!): WorkspaceDeleted!
+}
+
+"One file of a workspace listing."
+type WorkspaceFileInfo @goModel(model: "github.com/toolgate/toolgate/tools/workspace.FileInfo") {
+  path: String!
+  chars: Int!
+  bytes: Int!
+  updatedAt: Time!
+}
+
+type WorkspaceListing @goModel(model: "github.com/toolgate/toolgate/tools/workspace.Listing") {
+  files: [WorkspaceFileInfo!]!
+}
+
+"A window of a file; offsets count characters."
+type WorkspacePage @goModel(model: "github.com/toolgate/toolgate/tools/workspace.Page") {
+  path: String!
+  text: String!
+  offset: Int!
+  "Where the next window starts; null at the end of the file."
+  nextOffset: Int
+  totalChars: Int!
+}
+
+"Matching lines with their context, joined with newlines."
+type WorkspaceMatch @goModel(model: "github.com/toolgate/toolgate/tools/workspace.Match") {
+  path: String!
+  "The excerpt's first line, from 1."
+  line: Int!
+  text: String!
+}
+
+type WorkspaceSearch @goModel(model: "github.com/toolgate/toolgate/tools/workspace.SearchResult") {
+  matches: [WorkspaceMatch!]!
+  "Matching lines in the workspace."
+  hits: Int!
+  "Matching lines shown in matches (fewer than hits past 8,000 characters of excerpts)."
+  shown: Int!
+  "The strings no file holds."
+  unmatched: [String!]!
+}
+
+type WorkspaceWritten @goModel(model: "github.com/toolgate/toolgate/tools/workspace.Written") {
+  path: String!
+  chars: Int!
+  bytes: Int!
+  "True for a new file, false for a replaced one."
+  created: Boolean!
+}
+
+type WorkspaceWrite @goModel(model: "github.com/toolgate/toolgate/tools/workspace.WriteResult") {
+  files: [WorkspaceWritten!]!
+}
+
+type WorkspaceEdit @goModel(model: "github.com/toolgate/toolgate/tools/workspace.EditResult") {
+  path: String!
+  chars: Int!
+  bytes: Int!
+  "Replacements made."
+  edits: Int!
+}
+
+type WorkspaceDeleted @goModel(model: "github.com/toolgate/toolgate/tools/workspace.Deleted") {
+  path: String!
+}
+
+"A file to write: content, or _toolResultContext to export stored tool results."
+input WorkspaceFileInput @goModel(model: "github.com/toolgate/toolgate/tools/workspace.FileInput") {
+  path: String!
+  content: String
+  _toolResultContext: ExportContextInput @goField(name: "ToolResultContext")
+}
+
+"Selections of stored tool results, joined in order, each on a new line."
+input ExportContextInput @goModel(model: "github.com/toolgate/toolgate/tools/workspace.ExportContext") {
+  sources: [ExportSourceInput!]!
+}
+
+"""
+One selection: the result stored under ref, walked by field (object keys and
+list indexes; JSON strings on the way are decoded), then cut to the text
+strictly between the delimiters of between: [start, end].
+"""
+input ExportSourceInput @goModel(model: "github.com/toolgate/toolgate/tools/workspace.Source") {
+  ref: String!
+  field: [FieldStep!]
+  between: [String!]
+}
+
+"A key (string) or a list index (integer) of a field path."
+scalar FieldStep @goModel(model: "github.com/toolgate/toolgate/tools/workspace.FieldStep")
+
+input WorkspaceEditInput @goModel(model: "github.com/toolgate/toolgate/tools/workspace.EditInput") {
+  old: String!
+  new: String!
+}
+`, BuiltIn: false},
 }
 var parsedSchema = gqlparser.MustLoadSchema(sources...)
 
@@ -1857,6 +3572,26 @@ func (ec *executionContext) childFields_AgentEdge(ctx context.Context, field gra
 	return nil, fmt.Errorf("no field named %q was found under type AgentEdge", field.Name)
 }
 
+func (ec *executionContext) childFields_AgentUsage(ctx context.Context, field graphql.CollectedField) (*graphql.FieldContext, error) {
+	switch field.Name {
+	case "agent":
+		return ec.fieldContext_AgentUsage_agent(ctx, field)
+	case "inputTokens":
+		return ec.fieldContext_AgentUsage_inputTokens(ctx, field)
+	case "cacheReadTokens":
+		return ec.fieldContext_AgentUsage_cacheReadTokens(ctx, field)
+	case "cacheWriteTokens":
+		return ec.fieldContext_AgentUsage_cacheWriteTokens(ctx, field)
+	case "outputTokens":
+		return ec.fieldContext_AgentUsage_outputTokens(ctx, field)
+	case "cost":
+		return ec.fieldContext_AgentUsage_cost(ctx, field)
+	case "modelCalls":
+		return ec.fieldContext_AgentUsage_modelCalls(ctx, field)
+	}
+	return nil, fmt.Errorf("no field named %q was found under type AgentUsage", field.Name)
+}
+
 func (ec *executionContext) childFields_Application(ctx context.Context, field graphql.CollectedField) (*graphql.FieldContext, error) {
 	switch field.Name {
 	case "id":
@@ -1885,6 +3620,86 @@ func (ec *executionContext) childFields_ArgumentRepair(ctx context.Context, fiel
 	return nil, fmt.Errorf("no field named %q was found under type ArgumentRepair", field.Name)
 }
 
+func (ec *executionContext) childFields_Calculation(ctx context.Context, field graphql.CollectedField) (*graphql.FieldContext, error) {
+	switch field.Name {
+	case "value":
+		return ec.fieldContext_Calculation_value(ctx, field)
+	}
+	return nil, fmt.Errorf("no field named %q was found under type Calculation", field.Name)
+}
+
+func (ec *executionContext) childFields_Catalogue(ctx context.Context, field graphql.CollectedField) (*graphql.FieldContext, error) {
+	switch field.Name {
+	case "tools":
+		return ec.fieldContext_Catalogue_tools(ctx, field)
+	case "widestChars":
+		return ec.fieldContext_Catalogue_widestChars(ctx, field)
+	case "widestTokens":
+		return ec.fieldContext_Catalogue_widestTokens(ctx, field)
+	case "alwaysPaidChars":
+		return ec.fieldContext_Catalogue_alwaysPaidChars(ctx, field)
+	case "alwaysPaidTokens":
+		return ec.fieldContext_Catalogue_alwaysPaidTokens(ctx, field)
+	case "offeredChars":
+		return ec.fieldContext_Catalogue_offeredChars(ctx, field)
+	case "offeredTokens":
+		return ec.fieldContext_Catalogue_offeredTokens(ctx, field)
+	case "guidanceChars":
+		return ec.fieldContext_Catalogue_guidanceChars(ctx, field)
+	case "guidanceTokens":
+		return ec.fieldContext_Catalogue_guidanceTokens(ctx, field)
+	case "alwaysPaidGuidanceChars":
+		return ec.fieldContext_Catalogue_alwaysPaidGuidanceChars(ctx, field)
+	case "ceilings":
+		return ec.fieldContext_Catalogue_ceilings(ctx, field)
+	}
+	return nil, fmt.Errorf("no field named %q was found under type Catalogue", field.Name)
+}
+
+func (ec *executionContext) childFields_CatalogueCeilings(ctx context.Context, field graphql.CollectedField) (*graphql.FieldContext, error) {
+	switch field.Name {
+	case "widestChars":
+		return ec.fieldContext_CatalogueCeilings_widestChars(ctx, field)
+	case "alwaysPaidChars":
+		return ec.fieldContext_CatalogueCeilings_alwaysPaidChars(ctx, field)
+	}
+	return nil, fmt.Errorf("no field named %q was found under type CatalogueCeilings", field.Name)
+}
+
+func (ec *executionContext) childFields_CatalogueTool(ctx context.Context, field graphql.CollectedField) (*graphql.FieldContext, error) {
+	switch field.Name {
+	case "name":
+		return ec.fieldContext_CatalogueTool_name(ctx, field)
+	case "family":
+		return ec.fieldContext_CatalogueTool_family(ctx, field)
+	case "offeredWhen":
+		return ec.fieldContext_CatalogueTool_offeredWhen(ctx, field)
+	case "alwaysOn":
+		return ec.fieldContext_CatalogueTool_alwaysOn(ctx, field)
+	case "offered":
+		return ec.fieldContext_CatalogueTool_offered(ctx, field)
+	case "definitionChars":
+		return ec.fieldContext_CatalogueTool_definitionChars(ctx, field)
+	case "definitionTokens":
+		return ec.fieldContext_CatalogueTool_definitionTokens(ctx, field)
+	}
+	return nil, fmt.Errorf("no field named %q was found under type CatalogueTool", field.Name)
+}
+
+func (ec *executionContext) childFields_Clarification(ctx context.Context, field graphql.CollectedField) (*graphql.FieldContext, error) {
+	switch field.Name {
+	case "question":
+		return ec.fieldContext_Clarification_question(ctx, field)
+	case "options":
+		return ec.fieldContext_Clarification_options(ctx, field)
+	case "recommended":
+		return ec.fieldContext_Clarification_recommended(ctx, field)
+	case "answer":
+		return ec.fieldContext_Clarification_answer(ctx, field)
+	}
+	return nil, fmt.Errorf("no field named %q was found under type Clarification", field.Name)
+}
+
 func (ec *executionContext) childFields_Conversation(ctx context.Context, field graphql.CollectedField) (*graphql.FieldContext, error) {
 	switch field.Name {
 	case "id":
@@ -1901,6 +3716,8 @@ func (ec *executionContext) childFields_Conversation(ctx context.Context, field 
 		return ec.fieldContext_Conversation_agent(ctx, field)
 	case "turns":
 		return ec.fieldContext_Conversation_turns(ctx, field)
+	case "tasks":
+		return ec.fieldContext_Conversation_tasks(ctx, field)
 	}
 	return nil, fmt.Errorf("no field named %q was found under type Conversation", field.Name)
 }
@@ -1927,6 +3744,18 @@ func (ec *executionContext) childFields_ConversationEdge(ctx context.Context, fi
 	return nil, fmt.Errorf("no field named %q was found under type ConversationEdge", field.Name)
 }
 
+func (ec *executionContext) childFields_Evidence(ctx context.Context, field graphql.CollectedField) (*graphql.FieldContext, error) {
+	switch field.Name {
+	case "ref":
+		return ec.fieldContext_Evidence_ref(ctx, field)
+	case "start":
+		return ec.fieldContext_Evidence_start(ctx, field)
+	case "end":
+		return ec.fieldContext_Evidence_end(ctx, field)
+	}
+	return nil, fmt.Errorf("no field named %q was found under type Evidence", field.Name)
+}
+
 func (ec *executionContext) childFields_ItemFailure(ctx context.Context, field graphql.CollectedField) (*graphql.FieldContext, error) {
 	switch field.Name {
 	case "item":
@@ -1937,6 +3766,26 @@ func (ec *executionContext) childFields_ItemFailure(ctx context.Context, field g
 		return ec.fieldContext_ItemFailure_message(ctx, field)
 	}
 	return nil, fmt.Errorf("no field named %q was found under type ItemFailure", field.Name)
+}
+
+func (ec *executionContext) childFields_ModelUsage(ctx context.Context, field graphql.CollectedField) (*graphql.FieldContext, error) {
+	switch field.Name {
+	case "model":
+		return ec.fieldContext_ModelUsage_model(ctx, field)
+	case "inputTokens":
+		return ec.fieldContext_ModelUsage_inputTokens(ctx, field)
+	case "cacheReadTokens":
+		return ec.fieldContext_ModelUsage_cacheReadTokens(ctx, field)
+	case "cacheWriteTokens":
+		return ec.fieldContext_ModelUsage_cacheWriteTokens(ctx, field)
+	case "outputTokens":
+		return ec.fieldContext_ModelUsage_outputTokens(ctx, field)
+	case "cost":
+		return ec.fieldContext_ModelUsage_cost(ctx, field)
+	case "modelCalls":
+		return ec.fieldContext_ModelUsage_modelCalls(ctx, field)
+	}
+	return nil, fmt.Errorf("no field named %q was found under type ModelUsage", field.Name)
 }
 
 func (ec *executionContext) childFields_Organization(ctx context.Context, field graphql.CollectedField) (*graphql.FieldContext, error) {
@@ -1991,6 +3840,36 @@ func (ec *executionContext) childFields_StoredResult(ctx context.Context, field 
 	return nil, fmt.Errorf("no field named %q was found under type StoredResult", field.Name)
 }
 
+func (ec *executionContext) childFields_SuggestionsAck(ctx context.Context, field graphql.CollectedField) (*graphql.FieldContext, error) {
+	switch field.Name {
+	case "ok":
+		return ec.fieldContext_SuggestionsAck_ok(ctx, field)
+	case "saved":
+		return ec.fieldContext_SuggestionsAck_saved(ctx, field)
+	}
+	return nil, fmt.Errorf("no field named %q was found under type SuggestionsAck", field.Name)
+}
+
+func (ec *executionContext) childFields_Task(ctx context.Context, field graphql.CollectedField) (*graphql.FieldContext, error) {
+	switch field.Name {
+	case "title":
+		return ec.fieldContext_Task_title(ctx, field)
+	case "status":
+		return ec.fieldContext_Task_status(ctx, field)
+	}
+	return nil, fmt.Errorf("no field named %q was found under type Task", field.Name)
+}
+
+func (ec *executionContext) childFields_ToolBrief(ctx context.Context, field graphql.CollectedField) (*graphql.FieldContext, error) {
+	switch field.Name {
+	case "name":
+		return ec.fieldContext_ToolBrief_name(ctx, field)
+	case "description":
+		return ec.fieldContext_ToolBrief_description(ctx, field)
+	}
+	return nil, fmt.Errorf("no field named %q was found under type ToolBrief", field.Name)
+}
+
 func (ec *executionContext) childFields_ToolCall(ctx context.Context, field graphql.CollectedField) (*graphql.FieldContext, error) {
 	switch field.Name {
 	case "id":
@@ -2007,6 +3886,8 @@ func (ec *executionContext) childFields_ToolCall(ctx context.Context, field grap
 		return ec.fieldContext_ToolCall_attempts(ctx, field)
 	case "failures":
 		return ec.fieldContext_ToolCall_failures(ctx, field)
+	case "evidence":
+		return ec.fieldContext_ToolCall_evidence(ctx, field)
 	case "repairs":
 		return ec.fieldContext_ToolCall_repairs(ctx, field)
 	case "message":
@@ -2023,6 +3904,108 @@ func (ec *executionContext) childFields_ToolCall(ctx context.Context, field grap
 		return ec.fieldContext_ToolCall_result(ctx, field)
 	}
 	return nil, fmt.Errorf("no field named %q was found under type ToolCall", field.Name)
+}
+
+func (ec *executionContext) childFields_ToolList(ctx context.Context, field graphql.CollectedField) (*graphql.FieldContext, error) {
+	switch field.Name {
+	case "tools":
+		return ec.fieldContext_ToolList_tools(ctx, field)
+	}
+	return nil, fmt.Errorf("no field named %q was found under type ToolList", field.Name)
+}
+
+func (ec *executionContext) childFields_ToolSchema(ctx context.Context, field graphql.CollectedField) (*graphql.FieldContext, error) {
+	switch field.Name {
+	case "name":
+		return ec.fieldContext_ToolSchema_name(ctx, field)
+	case "description":
+		return ec.fieldContext_ToolSchema_description(ctx, field)
+	case "parameters":
+		return ec.fieldContext_ToolSchema_parameters(ctx, field)
+	}
+	return nil, fmt.Errorf("no field named %q was found under type ToolSchema", field.Name)
+}
+
+func (ec *executionContext) childFields_ToolSchemas(ctx context.Context, field graphql.CollectedField) (*graphql.FieldContext, error) {
+	switch field.Name {
+	case "tools":
+		return ec.fieldContext_ToolSchemas_tools(ctx, field)
+	case "missing":
+		return ec.fieldContext_ToolSchemas_missing(ctx, field)
+	case "hint":
+		return ec.fieldContext_ToolSchemas_hint(ctx, field)
+	case "failures":
+		return ec.fieldContext_ToolSchemas_failures(ctx, field)
+	}
+	return nil, fmt.Errorf("no field named %q was found under type ToolSchemas", field.Name)
+}
+
+func (ec *executionContext) childFields_ToolSearch(ctx context.Context, field graphql.CollectedField) (*graphql.FieldContext, error) {
+	switch field.Name {
+	case "results":
+		return ec.fieldContext_ToolSearch_results(ctx, field)
+	case "note":
+		return ec.fieldContext_ToolSearch_note(ctx, field)
+	case "failures":
+		return ec.fieldContext_ToolSearch_failures(ctx, field)
+	}
+	return nil, fmt.Errorf("no field named %q was found under type ToolSearch", field.Name)
+}
+
+func (ec *executionContext) childFields_ToolSearchResult(ctx context.Context, field graphql.CollectedField) (*graphql.FieldContext, error) {
+	switch field.Name {
+	case "query":
+		return ec.fieldContext_ToolSearchResult_query(ctx, field)
+	case "tools":
+		return ec.fieldContext_ToolSearchResult_tools(ctx, field)
+	}
+	return nil, fmt.Errorf("no field named %q was found under type ToolSearchResult", field.Name)
+}
+
+func (ec *executionContext) childFields_TranscriptPage(ctx context.Context, field graphql.CollectedField) (*graphql.FieldContext, error) {
+	switch field.Name {
+	case "turns":
+		return ec.fieldContext_TranscriptPage_turns(ctx, field)
+	case "text":
+		return ec.fieldContext_TranscriptPage_text(ctx, field)
+	case "truncated":
+		return ec.fieldContext_TranscriptPage_truncated(ctx, field)
+	case "nextOffset":
+		return ec.fieldContext_TranscriptPage_nextOffset(ctx, field)
+	}
+	return nil, fmt.Errorf("no field named %q was found under type TranscriptPage", field.Name)
+}
+
+func (ec *executionContext) childFields_TranscriptToolCall(ctx context.Context, field graphql.CollectedField) (*graphql.FieldContext, error) {
+	switch field.Name {
+	case "name":
+		return ec.fieldContext_TranscriptToolCall_name(ctx, field)
+	case "arguments":
+		return ec.fieldContext_TranscriptToolCall_arguments(ctx, field)
+	case "argumentsTruncated":
+		return ec.fieldContext_TranscriptToolCall_argumentsTruncated(ctx, field)
+	case "ref":
+		return ec.fieldContext_TranscriptToolCall_ref(ctx, field)
+	}
+	return nil, fmt.Errorf("no field named %q was found under type TranscriptToolCall", field.Name)
+}
+
+func (ec *executionContext) childFields_TranscriptTurn(ctx context.Context, field graphql.CollectedField) (*graphql.FieldContext, error) {
+	switch field.Name {
+	case "number":
+		return ec.fieldContext_TranscriptTurn_number(ctx, field)
+	case "startedAt":
+		return ec.fieldContext_TranscriptTurn_startedAt(ctx, field)
+	case "timeZone":
+		return ec.fieldContext_TranscriptTurn_timeZone(ctx, field)
+	case "userText":
+		return ec.fieldContext_TranscriptTurn_userText(ctx, field)
+	case "answer":
+		return ec.fieldContext_TranscriptTurn_answer(ctx, field)
+	case "toolCalls":
+		return ec.fieldContext_TranscriptTurn_toolCalls(ctx, field)
+	}
+	return nil, fmt.Errorf("no field named %q was found under type TranscriptTurn", field.Name)
 }
 
 func (ec *executionContext) childFields_Turn(ctx context.Context, field graphql.CollectedField) (*graphql.FieldContext, error) {
@@ -2047,6 +4030,8 @@ func (ec *executionContext) childFields_Turn(ctx context.Context, field graphql.
 		return ec.fieldContext_Turn_error(ctx, field)
 	case "suggestions":
 		return ec.fieldContext_Turn_suggestions(ctx, field)
+	case "clarification":
+		return ec.fieldContext_Turn_clarification(ctx, field)
 	case "replayed":
 		return ec.fieldContext_Turn_replayed(ctx, field)
 	case "conversation":
@@ -2079,6 +4064,46 @@ func (ec *executionContext) childFields_TurnEdge(ctx context.Context, field grap
 	return nil, fmt.Errorf("no field named %q was found under type TurnEdge", field.Name)
 }
 
+func (ec *executionContext) childFields_TurnEvent(ctx context.Context, field graphql.CollectedField) (*graphql.FieldContext, error) {
+	switch field.Name {
+	case "kind":
+		return ec.fieldContext_TurnEvent_kind(ctx, field)
+	case "turn":
+		return ec.fieldContext_TurnEvent_turn(ctx, field)
+	case "toolCall":
+		return ec.fieldContext_TurnEvent_toolCall(ctx, field)
+	case "at":
+		return ec.fieldContext_TurnEvent_at(ctx, field)
+	}
+	return nil, fmt.Errorf("no field named %q was found under type TurnEvent", field.Name)
+}
+
+func (ec *executionContext) childFields_Usage(ctx context.Context, field graphql.CollectedField) (*graphql.FieldContext, error) {
+	switch field.Name {
+	case "month":
+		return ec.fieldContext_Usage_month(ctx, field)
+	case "inputTokens":
+		return ec.fieldContext_Usage_inputTokens(ctx, field)
+	case "cacheReadTokens":
+		return ec.fieldContext_Usage_cacheReadTokens(ctx, field)
+	case "cacheWriteTokens":
+		return ec.fieldContext_Usage_cacheWriteTokens(ctx, field)
+	case "outputTokens":
+		return ec.fieldContext_Usage_outputTokens(ctx, field)
+	case "cost":
+		return ec.fieldContext_Usage_cost(ctx, field)
+	case "modelCalls":
+		return ec.fieldContext_Usage_modelCalls(ctx, field)
+	case "byModel":
+		return ec.fieldContext_Usage_byModel(ctx, field)
+	case "byAgent":
+		return ec.fieldContext_Usage_byAgent(ctx, field)
+	case "byUser":
+		return ec.fieldContext_Usage_byUser(ctx, field)
+	}
+	return nil, fmt.Errorf("no field named %q was found under type Usage", field.Name)
+}
+
 func (ec *executionContext) childFields_User(ctx context.Context, field graphql.CollectedField) (*graphql.FieldContext, error) {
 	switch field.Name {
 	case "id":
@@ -2099,6 +4124,134 @@ func (ec *executionContext) childFields_User(ctx context.Context, field graphql.
 		return ec.fieldContext_User_organizationName(ctx, field)
 	}
 	return nil, fmt.Errorf("no field named %q was found under type User", field.Name)
+}
+
+func (ec *executionContext) childFields_UserUsage(ctx context.Context, field graphql.CollectedField) (*graphql.FieldContext, error) {
+	switch field.Name {
+	case "user":
+		return ec.fieldContext_UserUsage_user(ctx, field)
+	case "inputTokens":
+		return ec.fieldContext_UserUsage_inputTokens(ctx, field)
+	case "cacheReadTokens":
+		return ec.fieldContext_UserUsage_cacheReadTokens(ctx, field)
+	case "cacheWriteTokens":
+		return ec.fieldContext_UserUsage_cacheWriteTokens(ctx, field)
+	case "outputTokens":
+		return ec.fieldContext_UserUsage_outputTokens(ctx, field)
+	case "cost":
+		return ec.fieldContext_UserUsage_cost(ctx, field)
+	case "modelCalls":
+		return ec.fieldContext_UserUsage_modelCalls(ctx, field)
+	}
+	return nil, fmt.Errorf("no field named %q was found under type UserUsage", field.Name)
+}
+
+func (ec *executionContext) childFields_WorkspaceDeleted(ctx context.Context, field graphql.CollectedField) (*graphql.FieldContext, error) {
+	switch field.Name {
+	case "path":
+		return ec.fieldContext_WorkspaceDeleted_path(ctx, field)
+	}
+	return nil, fmt.Errorf("no field named %q was found under type WorkspaceDeleted", field.Name)
+}
+
+func (ec *executionContext) childFields_WorkspaceEdit(ctx context.Context, field graphql.CollectedField) (*graphql.FieldContext, error) {
+	switch field.Name {
+	case "path":
+		return ec.fieldContext_WorkspaceEdit_path(ctx, field)
+	case "chars":
+		return ec.fieldContext_WorkspaceEdit_chars(ctx, field)
+	case "bytes":
+		return ec.fieldContext_WorkspaceEdit_bytes(ctx, field)
+	case "edits":
+		return ec.fieldContext_WorkspaceEdit_edits(ctx, field)
+	}
+	return nil, fmt.Errorf("no field named %q was found under type WorkspaceEdit", field.Name)
+}
+
+func (ec *executionContext) childFields_WorkspaceFileInfo(ctx context.Context, field graphql.CollectedField) (*graphql.FieldContext, error) {
+	switch field.Name {
+	case "path":
+		return ec.fieldContext_WorkspaceFileInfo_path(ctx, field)
+	case "chars":
+		return ec.fieldContext_WorkspaceFileInfo_chars(ctx, field)
+	case "bytes":
+		return ec.fieldContext_WorkspaceFileInfo_bytes(ctx, field)
+	case "updatedAt":
+		return ec.fieldContext_WorkspaceFileInfo_updatedAt(ctx, field)
+	}
+	return nil, fmt.Errorf("no field named %q was found under type WorkspaceFileInfo", field.Name)
+}
+
+func (ec *executionContext) childFields_WorkspaceListing(ctx context.Context, field graphql.CollectedField) (*graphql.FieldContext, error) {
+	switch field.Name {
+	case "files":
+		return ec.fieldContext_WorkspaceListing_files(ctx, field)
+	}
+	return nil, fmt.Errorf("no field named %q was found under type WorkspaceListing", field.Name)
+}
+
+func (ec *executionContext) childFields_WorkspaceMatch(ctx context.Context, field graphql.CollectedField) (*graphql.FieldContext, error) {
+	switch field.Name {
+	case "path":
+		return ec.fieldContext_WorkspaceMatch_path(ctx, field)
+	case "line":
+		return ec.fieldContext_WorkspaceMatch_line(ctx, field)
+	case "text":
+		return ec.fieldContext_WorkspaceMatch_text(ctx, field)
+	}
+	return nil, fmt.Errorf("no field named %q was found under type WorkspaceMatch", field.Name)
+}
+
+func (ec *executionContext) childFields_WorkspacePage(ctx context.Context, field graphql.CollectedField) (*graphql.FieldContext, error) {
+	switch field.Name {
+	case "path":
+		return ec.fieldContext_WorkspacePage_path(ctx, field)
+	case "text":
+		return ec.fieldContext_WorkspacePage_text(ctx, field)
+	case "offset":
+		return ec.fieldContext_WorkspacePage_offset(ctx, field)
+	case "nextOffset":
+		return ec.fieldContext_WorkspacePage_nextOffset(ctx, field)
+	case "totalChars":
+		return ec.fieldContext_WorkspacePage_totalChars(ctx, field)
+	}
+	return nil, fmt.Errorf("no field named %q was found under type WorkspacePage", field.Name)
+}
+
+func (ec *executionContext) childFields_WorkspaceSearch(ctx context.Context, field graphql.CollectedField) (*graphql.FieldContext, error) {
+	switch field.Name {
+	case "matches":
+		return ec.fieldContext_WorkspaceSearch_matches(ctx, field)
+	case "hits":
+		return ec.fieldContext_WorkspaceSearch_hits(ctx, field)
+	case "shown":
+		return ec.fieldContext_WorkspaceSearch_shown(ctx, field)
+	case "unmatched":
+		return ec.fieldContext_WorkspaceSearch_unmatched(ctx, field)
+	}
+	return nil, fmt.Errorf("no field named %q was found under type WorkspaceSearch", field.Name)
+}
+
+func (ec *executionContext) childFields_WorkspaceWrite(ctx context.Context, field graphql.CollectedField) (*graphql.FieldContext, error) {
+	switch field.Name {
+	case "files":
+		return ec.fieldContext_WorkspaceWrite_files(ctx, field)
+	}
+	return nil, fmt.Errorf("no field named %q was found under type WorkspaceWrite", field.Name)
+}
+
+func (ec *executionContext) childFields_WorkspaceWritten(ctx context.Context, field graphql.CollectedField) (*graphql.FieldContext, error) {
+	switch field.Name {
+	case "path":
+		return ec.fieldContext_WorkspaceWritten_path(ctx, field)
+	case "chars":
+		return ec.fieldContext_WorkspaceWritten_chars(ctx, field)
+	case "bytes":
+		return ec.fieldContext_WorkspaceWritten_bytes(ctx, field)
+	case "created":
+		return ec.fieldContext_WorkspaceWritten_created(ctx, field)
+	}
+	return nil, fmt.Errorf("no field named %q was found under type WorkspaceWritten", field.Name)
 }
 
 func (ec *executionContext) childFields___Directive(ctx context.Context, field graphql.CollectedField) (*graphql.FieldContext, error) {
@@ -2271,6 +4424,34 @@ func (ec *executionContext) field_Conversation_turns_args(ctx context.Context, r
 	return args, nil
 }
 
+func (ec *executionContext) field_Mutation_answerClarification_args(ctx context.Context, rawArgs map[string]any) (map[string]any, error) {
+	var err error
+	args := map[string]any{}
+	arg0, err := graphql.ProcessArgField(ctx, rawArgs, "input",
+		func(ctx context.Context, v any) (model.AnswerClarificationInput, error) {
+			return ec.unmarshalNAnswerClarificationInput2githubᚗcomᚋtoolgateᚋtoolgateᚋgraphᚋmodelᚐAnswerClarificationInput(ctx, v)
+		})
+	if err != nil {
+		return nil, err
+	}
+	args["input"] = arg0
+	return args, nil
+}
+
+func (ec *executionContext) field_Mutation_cancelTurn_args(ctx context.Context, rawArgs map[string]any) (map[string]any, error) {
+	var err error
+	args := map[string]any{}
+	arg0, err := graphql.ProcessArgField(ctx, rawArgs, "id",
+		func(ctx context.Context, v any) (int, error) {
+			return ec.unmarshalNID2int(ctx, v)
+		})
+	if err != nil {
+		return nil, err
+	}
+	args["id"] = arg0
+	return args, nil
+}
+
 func (ec *executionContext) field_Mutation_createAgent_args(ctx context.Context, rawArgs map[string]any) (map[string]any, error) {
 	var err error
 	args := map[string]any{}
@@ -2285,12 +4466,78 @@ func (ec *executionContext) field_Mutation_createAgent_args(ctx context.Context,
 	return args, nil
 }
 
+func (ec *executionContext) field_Mutation_deleteFile_args(ctx context.Context, rawArgs map[string]any) (map[string]any, error) {
+	var err error
+	args := map[string]any{}
+	arg0, err := graphql.ProcessArgField(ctx, rawArgs, "conversationId",
+		func(ctx context.Context, v any) (*int, error) {
+			return ec.unmarshalOID2ᚖint(ctx, v)
+		})
+	if err != nil {
+		return nil, err
+	}
+	args["conversationId"] = arg0
+	arg1, err := graphql.ProcessArgField(ctx, rawArgs, "path",
+		func(ctx context.Context, v any) (string, error) {
+			return ec.unmarshalNString2string(ctx, v)
+		})
+	if err != nil {
+		return nil, err
+	}
+	args["path"] = arg1
+	return args, nil
+}
+
+func (ec *executionContext) field_Mutation_editFile_args(ctx context.Context, rawArgs map[string]any) (map[string]any, error) {
+	var err error
+	args := map[string]any{}
+	arg0, err := graphql.ProcessArgField(ctx, rawArgs, "conversationId",
+		func(ctx context.Context, v any) (*int, error) {
+			return ec.unmarshalOID2ᚖint(ctx, v)
+		})
+	if err != nil {
+		return nil, err
+	}
+	args["conversationId"] = arg0
+	arg1, err := graphql.ProcessArgField(ctx, rawArgs, "path",
+		func(ctx context.Context, v any) (string, error) {
+			return ec.unmarshalNString2string(ctx, v)
+		})
+	if err != nil {
+		return nil, err
+	}
+	args["path"] = arg1
+	arg2, err := graphql.ProcessArgField(ctx, rawArgs, "edits",
+		func(ctx context.Context, v any) ([]*workspace.EditInput, error) {
+			return ec.unmarshalNWorkspaceEditInput2ᚕᚖgithubᚗcomᚋtoolgateᚋtoolgateᚋtoolsᚋworkspaceᚐEditInputᚄ(ctx, v)
+		})
+	if err != nil {
+		return nil, err
+	}
+	args["edits"] = arg2
+	return args, nil
+}
+
 func (ec *executionContext) field_Mutation_registerApplication_args(ctx context.Context, rawArgs map[string]any) (map[string]any, error) {
 	var err error
 	args := map[string]any{}
 	arg0, err := graphql.ProcessArgField(ctx, rawArgs, "input",
 		func(ctx context.Context, v any) (model.RegisterApplicationInput, error) {
 			return ec.unmarshalNRegisterApplicationInput2githubᚗcomᚋtoolgateᚋtoolgateᚋgraphᚋmodelᚐRegisterApplicationInput(ctx, v)
+		})
+	if err != nil {
+		return nil, err
+	}
+	args["input"] = arg0
+	return args, nil
+}
+
+func (ec *executionContext) field_Mutation_sendMessage_args(ctx context.Context, rawArgs map[string]any) (map[string]any, error) {
+	var err error
+	args := map[string]any{}
+	arg0, err := graphql.ProcessArgField(ctx, rawArgs, "input",
+		func(ctx context.Context, v any) (model.SendMessageInput, error) {
+			return ec.unmarshalNSendMessageInput2githubᚗcomᚋtoolgateᚋtoolgateᚋgraphᚋmodelᚐSendMessageInput(ctx, v)
 		})
 	if err != nil {
 		return nil, err
@@ -2310,6 +4557,50 @@ func (ec *executionContext) field_Mutation_startConversation_args(ctx context.Co
 		return nil, err
 	}
 	args["input"] = arg0
+	return args, nil
+}
+
+func (ec *executionContext) field_Mutation_suggestNextActions_args(ctx context.Context, rawArgs map[string]any) (map[string]any, error) {
+	var err error
+	args := map[string]any{}
+	arg0, err := graphql.ProcessArgField(ctx, rawArgs, "conversationId",
+		func(ctx context.Context, v any) (*int, error) {
+			return ec.unmarshalOID2ᚖint(ctx, v)
+		})
+	if err != nil {
+		return nil, err
+	}
+	args["conversationId"] = arg0
+	arg1, err := graphql.ProcessArgField(ctx, rawArgs, "suggestions",
+		func(ctx context.Context, v any) ([]string, error) {
+			return ec.unmarshalNString2ᚕstringᚄ(ctx, v)
+		})
+	if err != nil {
+		return nil, err
+	}
+	args["suggestions"] = arg1
+	return args, nil
+}
+
+func (ec *executionContext) field_Mutation_writeFiles_args(ctx context.Context, rawArgs map[string]any) (map[string]any, error) {
+	var err error
+	args := map[string]any{}
+	arg0, err := graphql.ProcessArgField(ctx, rawArgs, "conversationId",
+		func(ctx context.Context, v any) (*int, error) {
+			return ec.unmarshalOID2ᚖint(ctx, v)
+		})
+	if err != nil {
+		return nil, err
+	}
+	args["conversationId"] = arg0
+	arg1, err := graphql.ProcessArgField(ctx, rawArgs, "files",
+		func(ctx context.Context, v any) ([]*workspace.FileInput, error) {
+			return ec.unmarshalNWorkspaceFileInput2ᚕᚖgithubᚗcomᚋtoolgateᚋtoolgateᚋtoolsᚋworkspaceᚐFileInputᚄ(ctx, v)
+		})
+	if err != nil {
+		return nil, err
+	}
+	args["files"] = arg1
 	return args, nil
 }
 
@@ -2370,6 +4661,42 @@ func (ec *executionContext) field_Query_agents_args(ctx context.Context, rawArgs
 		return nil, err
 	}
 	args["orderBy"] = arg4
+	return args, nil
+}
+
+func (ec *executionContext) field_Query_calculate_args(ctx context.Context, rawArgs map[string]any) (map[string]any, error) {
+	var err error
+	args := map[string]any{}
+	arg0, err := graphql.ProcessArgField(ctx, rawArgs, "conversationId",
+		func(ctx context.Context, v any) (*int, error) {
+			return ec.unmarshalOID2ᚖint(ctx, v)
+		})
+	if err != nil {
+		return nil, err
+	}
+	args["conversationId"] = arg0
+	arg1, err := graphql.ProcessArgField(ctx, rawArgs, "expression",
+		func(ctx context.Context, v any) (string, error) {
+			return ec.unmarshalNString2string(ctx, v)
+		})
+	if err != nil {
+		return nil, err
+	}
+	args["expression"] = arg1
+	return args, nil
+}
+
+func (ec *executionContext) field_Query_catalogue_args(ctx context.Context, rawArgs map[string]any) (map[string]any, error) {
+	var err error
+	args := map[string]any{}
+	arg0, err := graphql.ProcessArgField(ctx, rawArgs, "agentId",
+		func(ctx context.Context, v any) (*int, error) {
+			return ec.unmarshalOID2ᚖint(ctx, v)
+		})
+	if err != nil {
+		return nil, err
+	}
+	args["agentId"] = arg0
 	return args, nil
 }
 
@@ -2441,6 +4768,64 @@ func (ec *executionContext) field_Query_conversations_args(ctx context.Context, 
 	return args, nil
 }
 
+func (ec *executionContext) field_Query_getToolSchema_args(ctx context.Context, rawArgs map[string]any) (map[string]any, error) {
+	var err error
+	args := map[string]any{}
+	arg0, err := graphql.ProcessArgField(ctx, rawArgs, "conversationId",
+		func(ctx context.Context, v any) (*int, error) {
+			return ec.unmarshalOID2ᚖint(ctx, v)
+		})
+	if err != nil {
+		return nil, err
+	}
+	args["conversationId"] = arg0
+	arg1, err := graphql.ProcessArgField(ctx, rawArgs, "names",
+		func(ctx context.Context, v any) ([]string, error) {
+			return ec.unmarshalNString2ᚕstringᚄ(ctx, v)
+		})
+	if err != nil {
+		return nil, err
+	}
+	args["names"] = arg1
+	return args, nil
+}
+
+func (ec *executionContext) field_Query_listFiles_args(ctx context.Context, rawArgs map[string]any) (map[string]any, error) {
+	var err error
+	args := map[string]any{}
+	arg0, err := graphql.ProcessArgField(ctx, rawArgs, "conversationId",
+		func(ctx context.Context, v any) (*int, error) {
+			return ec.unmarshalOID2ᚖint(ctx, v)
+		})
+	if err != nil {
+		return nil, err
+	}
+	args["conversationId"] = arg0
+	arg1, err := graphql.ProcessArgField(ctx, rawArgs, "path",
+		func(ctx context.Context, v any) (*string, error) {
+			return ec.unmarshalOString2ᚖstring(ctx, v)
+		})
+	if err != nil {
+		return nil, err
+	}
+	args["path"] = arg1
+	return args, nil
+}
+
+func (ec *executionContext) field_Query_listTools_args(ctx context.Context, rawArgs map[string]any) (map[string]any, error) {
+	var err error
+	args := map[string]any{}
+	arg0, err := graphql.ProcessArgField(ctx, rawArgs, "conversationId",
+		func(ctx context.Context, v any) (*int, error) {
+			return ec.unmarshalOID2ᚖint(ctx, v)
+		})
+	if err != nil {
+		return nil, err
+	}
+	args["conversationId"] = arg0
+	return args, nil
+}
+
 func (ec *executionContext) field_Query_node_args(ctx context.Context, rawArgs map[string]any) (map[string]any, error) {
 	var err error
 	args := map[string]any{}
@@ -2466,6 +4851,178 @@ func (ec *executionContext) field_Query_nodes_args(ctx context.Context, rawArgs 
 		return nil, err
 	}
 	args["ids"] = arg0
+	return args, nil
+}
+
+func (ec *executionContext) field_Query_readFile_args(ctx context.Context, rawArgs map[string]any) (map[string]any, error) {
+	var err error
+	args := map[string]any{}
+	arg0, err := graphql.ProcessArgField(ctx, rawArgs, "conversationId",
+		func(ctx context.Context, v any) (*int, error) {
+			return ec.unmarshalOID2ᚖint(ctx, v)
+		})
+	if err != nil {
+		return nil, err
+	}
+	args["conversationId"] = arg0
+	arg1, err := graphql.ProcessArgField(ctx, rawArgs, "path",
+		func(ctx context.Context, v any) (string, error) {
+			return ec.unmarshalNString2string(ctx, v)
+		})
+	if err != nil {
+		return nil, err
+	}
+	args["path"] = arg1
+	arg2, err := graphql.ProcessArgField(ctx, rawArgs, "offset",
+		func(ctx context.Context, v any) (*int, error) {
+			return ec.unmarshalOInt2ᚖint(ctx, v)
+		})
+	if err != nil {
+		return nil, err
+	}
+	args["offset"] = arg2
+	arg3, err := graphql.ProcessArgField(ctx, rawArgs, "maxChars",
+		func(ctx context.Context, v any) (*int, error) {
+			return ec.unmarshalOInt2ᚖint(ctx, v)
+		})
+	if err != nil {
+		return nil, err
+	}
+	args["maxChars"] = arg3
+	return args, nil
+}
+
+func (ec *executionContext) field_Query_searchFiles_args(ctx context.Context, rawArgs map[string]any) (map[string]any, error) {
+	var err error
+	args := map[string]any{}
+	arg0, err := graphql.ProcessArgField(ctx, rawArgs, "conversationId",
+		func(ctx context.Context, v any) (*int, error) {
+			return ec.unmarshalOID2ᚖint(ctx, v)
+		})
+	if err != nil {
+		return nil, err
+	}
+	args["conversationId"] = arg0
+	arg1, err := graphql.ProcessArgField(ctx, rawArgs, "strings",
+		func(ctx context.Context, v any) ([]string, error) {
+			return ec.unmarshalNString2ᚕstringᚄ(ctx, v)
+		})
+	if err != nil {
+		return nil, err
+	}
+	args["strings"] = arg1
+	arg2, err := graphql.ProcessArgField(ctx, rawArgs, "contextLines",
+		func(ctx context.Context, v any) (*int, error) {
+			return ec.unmarshalOInt2ᚖint(ctx, v)
+		})
+	if err != nil {
+		return nil, err
+	}
+	args["contextLines"] = arg2
+	return args, nil
+}
+
+func (ec *executionContext) field_Query_searchTools_args(ctx context.Context, rawArgs map[string]any) (map[string]any, error) {
+	var err error
+	args := map[string]any{}
+	arg0, err := graphql.ProcessArgField(ctx, rawArgs, "conversationId",
+		func(ctx context.Context, v any) (*int, error) {
+			return ec.unmarshalOID2ᚖint(ctx, v)
+		})
+	if err != nil {
+		return nil, err
+	}
+	args["conversationId"] = arg0
+	arg1, err := graphql.ProcessArgField(ctx, rawArgs, "queries",
+		func(ctx context.Context, v any) ([]string, error) {
+			return ec.unmarshalNString2ᚕstringᚄ(ctx, v)
+		})
+	if err != nil {
+		return nil, err
+	}
+	args["queries"] = arg1
+	return args, nil
+}
+
+func (ec *executionContext) field_Query_transcript_args(ctx context.Context, rawArgs map[string]any) (map[string]any, error) {
+	var err error
+	args := map[string]any{}
+	arg0, err := graphql.ProcessArgField(ctx, rawArgs, "conversationId",
+		func(ctx context.Context, v any) (int, error) {
+			return ec.unmarshalNID2int(ctx, v)
+		})
+	if err != nil {
+		return nil, err
+	}
+	args["conversationId"] = arg0
+	arg1, err := graphql.ProcessArgField(ctx, rawArgs, "fromTurn",
+		func(ctx context.Context, v any) (*int, error) {
+			return ec.unmarshalOInt2ᚖint(ctx, v)
+		})
+	if err != nil {
+		return nil, err
+	}
+	args["fromTurn"] = arg1
+	arg2, err := graphql.ProcessArgField(ctx, rawArgs, "toTurn",
+		func(ctx context.Context, v any) (*int, error) {
+			return ec.unmarshalOInt2ᚖint(ctx, v)
+		})
+	if err != nil {
+		return nil, err
+	}
+	args["toTurn"] = arg2
+	arg3, err := graphql.ProcessArgField(ctx, rawArgs, "words",
+		func(ctx context.Context, v any) (*string, error) {
+			return ec.unmarshalOString2ᚖstring(ctx, v)
+		})
+	if err != nil {
+		return nil, err
+	}
+	args["words"] = arg3
+	arg4, err := graphql.ProcessArgField(ctx, rawArgs, "offset",
+		func(ctx context.Context, v any) (*int, error) {
+			return ec.unmarshalOInt2ᚖint(ctx, v)
+		})
+	if err != nil {
+		return nil, err
+	}
+	args["offset"] = arg4
+	arg5, err := graphql.ProcessArgField(ctx, rawArgs, "maxChars",
+		func(ctx context.Context, v any) (*int, error) {
+			return ec.unmarshalOInt2ᚖint(ctx, v)
+		})
+	if err != nil {
+		return nil, err
+	}
+	args["maxChars"] = arg5
+	return args, nil
+}
+
+func (ec *executionContext) field_Query_usage_args(ctx context.Context, rawArgs map[string]any) (map[string]any, error) {
+	var err error
+	args := map[string]any{}
+	arg0, err := graphql.ProcessArgField(ctx, rawArgs, "month",
+		func(ctx context.Context, v any) (*string, error) {
+			return ec.unmarshalOString2ᚖstring(ctx, v)
+		})
+	if err != nil {
+		return nil, err
+	}
+	args["month"] = arg0
+	return args, nil
+}
+
+func (ec *executionContext) field_Subscription_turnEvents_args(ctx context.Context, rawArgs map[string]any) (map[string]any, error) {
+	var err error
+	args := map[string]any{}
+	arg0, err := graphql.ProcessArgField(ctx, rawArgs, "turnId",
+		func(ctx context.Context, v any) (int, error) {
+			return ec.unmarshalNID2int(ctx, v)
+		})
+	if err != nil {
+		return nil, err
+	}
+	args["turnId"] = arg0
 	return args, nil
 }
 
@@ -3085,6 +5642,176 @@ func (ec *executionContext) fieldContext_AgentEdge_cursor(_ context.Context, fie
 	return graphql.NewScalarFieldContext("AgentEdge", field, false, false, "Cursor")
 }
 
+func (ec *executionContext) _AgentUsage_agent(ctx context.Context, field graphql.CollectedField, obj *model.AgentUsage) (ret graphql.Marshaler) {
+	return graphql.ResolveField(
+		ctx,
+		ec.OperationContext,
+		field,
+		func(ctx context.Context, field graphql.CollectedField) (*graphql.FieldContext, error) {
+			return ec.fieldContext_AgentUsage_agent(ctx, field)
+		},
+		func(ctx context.Context) (any, error) {
+			return obj.Agent, nil
+		},
+		nil,
+		func(ctx context.Context, selections ast.SelectionSet, v *ent.Agent) graphql.Marshaler {
+			return ec.marshalOAgent2ᚖgithubᚗcomᚋtoolgateᚋtoolgateᚋentᚐAgent(ctx, selections, v)
+		},
+		true,
+		false,
+	)
+}
+func (ec *executionContext) fieldContext_AgentUsage_agent(_ context.Context, field graphql.CollectedField) (fc *graphql.FieldContext, err error) {
+	fc = &graphql.FieldContext{
+		Object:     "AgentUsage",
+		Field:      field,
+		IsMethod:   false,
+		IsResolver: false,
+		Child: func(ctx context.Context, field graphql.CollectedField) (*graphql.FieldContext, error) {
+			return ec.childFields_Agent(ctx, field)
+		},
+	}
+	return fc, nil
+}
+
+func (ec *executionContext) _AgentUsage_inputTokens(ctx context.Context, field graphql.CollectedField, obj *model.AgentUsage) (ret graphql.Marshaler) {
+	return graphql.ResolveField(
+		ctx,
+		ec.OperationContext,
+		field,
+		func(ctx context.Context, field graphql.CollectedField) (*graphql.FieldContext, error) {
+			return ec.fieldContext_AgentUsage_inputTokens(ctx, field)
+		},
+		func(ctx context.Context) (any, error) {
+			return obj.InputTokens, nil
+		},
+		nil,
+		func(ctx context.Context, selections ast.SelectionSet, v int) graphql.Marshaler {
+			return ec.marshalNInt2int(ctx, selections, v)
+		},
+		true,
+		true,
+	)
+}
+func (ec *executionContext) fieldContext_AgentUsage_inputTokens(_ context.Context, field graphql.CollectedField) (fc *graphql.FieldContext, err error) {
+	return graphql.NewScalarFieldContext("AgentUsage", field, false, false, "Int")
+}
+
+func (ec *executionContext) _AgentUsage_cacheReadTokens(ctx context.Context, field graphql.CollectedField, obj *model.AgentUsage) (ret graphql.Marshaler) {
+	return graphql.ResolveField(
+		ctx,
+		ec.OperationContext,
+		field,
+		func(ctx context.Context, field graphql.CollectedField) (*graphql.FieldContext, error) {
+			return ec.fieldContext_AgentUsage_cacheReadTokens(ctx, field)
+		},
+		func(ctx context.Context) (any, error) {
+			return obj.CacheReadTokens, nil
+		},
+		nil,
+		func(ctx context.Context, selections ast.SelectionSet, v int) graphql.Marshaler {
+			return ec.marshalNInt2int(ctx, selections, v)
+		},
+		true,
+		true,
+	)
+}
+func (ec *executionContext) fieldContext_AgentUsage_cacheReadTokens(_ context.Context, field graphql.CollectedField) (fc *graphql.FieldContext, err error) {
+	return graphql.NewScalarFieldContext("AgentUsage", field, false, false, "Int")
+}
+
+func (ec *executionContext) _AgentUsage_cacheWriteTokens(ctx context.Context, field graphql.CollectedField, obj *model.AgentUsage) (ret graphql.Marshaler) {
+	return graphql.ResolveField(
+		ctx,
+		ec.OperationContext,
+		field,
+		func(ctx context.Context, field graphql.CollectedField) (*graphql.FieldContext, error) {
+			return ec.fieldContext_AgentUsage_cacheWriteTokens(ctx, field)
+		},
+		func(ctx context.Context) (any, error) {
+			return obj.CacheWriteTokens, nil
+		},
+		nil,
+		func(ctx context.Context, selections ast.SelectionSet, v int) graphql.Marshaler {
+			return ec.marshalNInt2int(ctx, selections, v)
+		},
+		true,
+		true,
+	)
+}
+func (ec *executionContext) fieldContext_AgentUsage_cacheWriteTokens(_ context.Context, field graphql.CollectedField) (fc *graphql.FieldContext, err error) {
+	return graphql.NewScalarFieldContext("AgentUsage", field, false, false, "Int")
+}
+
+func (ec *executionContext) _AgentUsage_outputTokens(ctx context.Context, field graphql.CollectedField, obj *model.AgentUsage) (ret graphql.Marshaler) {
+	return graphql.ResolveField(
+		ctx,
+		ec.OperationContext,
+		field,
+		func(ctx context.Context, field graphql.CollectedField) (*graphql.FieldContext, error) {
+			return ec.fieldContext_AgentUsage_outputTokens(ctx, field)
+		},
+		func(ctx context.Context) (any, error) {
+			return obj.OutputTokens, nil
+		},
+		nil,
+		func(ctx context.Context, selections ast.SelectionSet, v int) graphql.Marshaler {
+			return ec.marshalNInt2int(ctx, selections, v)
+		},
+		true,
+		true,
+	)
+}
+func (ec *executionContext) fieldContext_AgentUsage_outputTokens(_ context.Context, field graphql.CollectedField) (fc *graphql.FieldContext, err error) {
+	return graphql.NewScalarFieldContext("AgentUsage", field, false, false, "Int")
+}
+
+func (ec *executionContext) _AgentUsage_cost(ctx context.Context, field graphql.CollectedField, obj *model.AgentUsage) (ret graphql.Marshaler) {
+	return graphql.ResolveField(
+		ctx,
+		ec.OperationContext,
+		field,
+		func(ctx context.Context, field graphql.CollectedField) (*graphql.FieldContext, error) {
+			return ec.fieldContext_AgentUsage_cost(ctx, field)
+		},
+		func(ctx context.Context) (any, error) {
+			return obj.Cost, nil
+		},
+		nil,
+		func(ctx context.Context, selections ast.SelectionSet, v float64) graphql.Marshaler {
+			return ec.marshalNFloat2float64(ctx, selections, v)
+		},
+		true,
+		true,
+	)
+}
+func (ec *executionContext) fieldContext_AgentUsage_cost(_ context.Context, field graphql.CollectedField) (fc *graphql.FieldContext, err error) {
+	return graphql.NewScalarFieldContext("AgentUsage", field, false, false, "Float")
+}
+
+func (ec *executionContext) _AgentUsage_modelCalls(ctx context.Context, field graphql.CollectedField, obj *model.AgentUsage) (ret graphql.Marshaler) {
+	return graphql.ResolveField(
+		ctx,
+		ec.OperationContext,
+		field,
+		func(ctx context.Context, field graphql.CollectedField) (*graphql.FieldContext, error) {
+			return ec.fieldContext_AgentUsage_modelCalls(ctx, field)
+		},
+		func(ctx context.Context) (any, error) {
+			return obj.ModelCalls, nil
+		},
+		nil,
+		func(ctx context.Context, selections ast.SelectionSet, v int) graphql.Marshaler {
+			return ec.marshalNInt2int(ctx, selections, v)
+		},
+		true,
+		true,
+	)
+}
+func (ec *executionContext) fieldContext_AgentUsage_modelCalls(_ context.Context, field graphql.CollectedField) (fc *graphql.FieldContext, err error) {
+	return graphql.NewScalarFieldContext("AgentUsage", field, false, false, "Int")
+}
+
 func (ec *executionContext) _Application_id(ctx context.Context, field graphql.CollectedField, obj *ent.Application) (ret graphql.Marshaler) {
 	return graphql.ResolveField(
 		ctx,
@@ -3267,6 +5994,599 @@ func (ec *executionContext) _ArgumentRepair_path(ctx context.Context, field grap
 }
 func (ec *executionContext) fieldContext_ArgumentRepair_path(_ context.Context, field graphql.CollectedField) (fc *graphql.FieldContext, err error) {
 	return graphql.NewScalarFieldContext("ArgumentRepair", field, false, false, "String")
+}
+
+func (ec *executionContext) _Calculation_value(ctx context.Context, field graphql.CollectedField, obj *model.Calculation) (ret graphql.Marshaler) {
+	return graphql.ResolveField(
+		ctx,
+		ec.OperationContext,
+		field,
+		func(ctx context.Context, field graphql.CollectedField) (*graphql.FieldContext, error) {
+			return ec.fieldContext_Calculation_value(ctx, field)
+		},
+		func(ctx context.Context) (any, error) {
+			return obj.Value, nil
+		},
+		nil,
+		func(ctx context.Context, selections ast.SelectionSet, v string) graphql.Marshaler {
+			return ec.marshalNString2string(ctx, selections, v)
+		},
+		true,
+		true,
+	)
+}
+func (ec *executionContext) fieldContext_Calculation_value(_ context.Context, field graphql.CollectedField) (fc *graphql.FieldContext, err error) {
+	return graphql.NewScalarFieldContext("Calculation", field, false, false, "String")
+}
+
+func (ec *executionContext) _Catalogue_tools(ctx context.Context, field graphql.CollectedField, obj *catalog.Catalogue) (ret graphql.Marshaler) {
+	return graphql.ResolveField(
+		ctx,
+		ec.OperationContext,
+		field,
+		func(ctx context.Context, field graphql.CollectedField) (*graphql.FieldContext, error) {
+			return ec.fieldContext_Catalogue_tools(ctx, field)
+		},
+		func(ctx context.Context) (any, error) {
+			return obj.Tools, nil
+		},
+		nil,
+		func(ctx context.Context, selections ast.SelectionSet, v []catalog.Tool) graphql.Marshaler {
+			return ec.marshalNCatalogueTool2ᚕgithubᚗcomᚋtoolgateᚋtoolgateᚋtoolsᚋcatalogᚐToolᚄ(ctx, selections, v)
+		},
+		true,
+		true,
+	)
+}
+func (ec *executionContext) fieldContext_Catalogue_tools(_ context.Context, field graphql.CollectedField) (fc *graphql.FieldContext, err error) {
+	fc = &graphql.FieldContext{
+		Object:     "Catalogue",
+		Field:      field,
+		IsMethod:   false,
+		IsResolver: false,
+		Child: func(ctx context.Context, field graphql.CollectedField) (*graphql.FieldContext, error) {
+			return ec.childFields_CatalogueTool(ctx, field)
+		},
+	}
+	return fc, nil
+}
+
+func (ec *executionContext) _Catalogue_widestChars(ctx context.Context, field graphql.CollectedField, obj *catalog.Catalogue) (ret graphql.Marshaler) {
+	return graphql.ResolveField(
+		ctx,
+		ec.OperationContext,
+		field,
+		func(ctx context.Context, field graphql.CollectedField) (*graphql.FieldContext, error) {
+			return ec.fieldContext_Catalogue_widestChars(ctx, field)
+		},
+		func(ctx context.Context) (any, error) {
+			return obj.WidestChars, nil
+		},
+		nil,
+		func(ctx context.Context, selections ast.SelectionSet, v int) graphql.Marshaler {
+			return ec.marshalNInt2int(ctx, selections, v)
+		},
+		true,
+		true,
+	)
+}
+func (ec *executionContext) fieldContext_Catalogue_widestChars(_ context.Context, field graphql.CollectedField) (fc *graphql.FieldContext, err error) {
+	return graphql.NewScalarFieldContext("Catalogue", field, false, false, "Int")
+}
+
+func (ec *executionContext) _Catalogue_widestTokens(ctx context.Context, field graphql.CollectedField, obj *catalog.Catalogue) (ret graphql.Marshaler) {
+	return graphql.ResolveField(
+		ctx,
+		ec.OperationContext,
+		field,
+		func(ctx context.Context, field graphql.CollectedField) (*graphql.FieldContext, error) {
+			return ec.fieldContext_Catalogue_widestTokens(ctx, field)
+		},
+		func(ctx context.Context) (any, error) {
+			return obj.WidestTokens, nil
+		},
+		nil,
+		func(ctx context.Context, selections ast.SelectionSet, v int) graphql.Marshaler {
+			return ec.marshalNInt2int(ctx, selections, v)
+		},
+		true,
+		true,
+	)
+}
+func (ec *executionContext) fieldContext_Catalogue_widestTokens(_ context.Context, field graphql.CollectedField) (fc *graphql.FieldContext, err error) {
+	return graphql.NewScalarFieldContext("Catalogue", field, false, false, "Int")
+}
+
+func (ec *executionContext) _Catalogue_alwaysPaidChars(ctx context.Context, field graphql.CollectedField, obj *catalog.Catalogue) (ret graphql.Marshaler) {
+	return graphql.ResolveField(
+		ctx,
+		ec.OperationContext,
+		field,
+		func(ctx context.Context, field graphql.CollectedField) (*graphql.FieldContext, error) {
+			return ec.fieldContext_Catalogue_alwaysPaidChars(ctx, field)
+		},
+		func(ctx context.Context) (any, error) {
+			return obj.AlwaysPaidChars, nil
+		},
+		nil,
+		func(ctx context.Context, selections ast.SelectionSet, v int) graphql.Marshaler {
+			return ec.marshalNInt2int(ctx, selections, v)
+		},
+		true,
+		true,
+	)
+}
+func (ec *executionContext) fieldContext_Catalogue_alwaysPaidChars(_ context.Context, field graphql.CollectedField) (fc *graphql.FieldContext, err error) {
+	return graphql.NewScalarFieldContext("Catalogue", field, false, false, "Int")
+}
+
+func (ec *executionContext) _Catalogue_alwaysPaidTokens(ctx context.Context, field graphql.CollectedField, obj *catalog.Catalogue) (ret graphql.Marshaler) {
+	return graphql.ResolveField(
+		ctx,
+		ec.OperationContext,
+		field,
+		func(ctx context.Context, field graphql.CollectedField) (*graphql.FieldContext, error) {
+			return ec.fieldContext_Catalogue_alwaysPaidTokens(ctx, field)
+		},
+		func(ctx context.Context) (any, error) {
+			return obj.AlwaysPaidTokens, nil
+		},
+		nil,
+		func(ctx context.Context, selections ast.SelectionSet, v int) graphql.Marshaler {
+			return ec.marshalNInt2int(ctx, selections, v)
+		},
+		true,
+		true,
+	)
+}
+func (ec *executionContext) fieldContext_Catalogue_alwaysPaidTokens(_ context.Context, field graphql.CollectedField) (fc *graphql.FieldContext, err error) {
+	return graphql.NewScalarFieldContext("Catalogue", field, false, false, "Int")
+}
+
+func (ec *executionContext) _Catalogue_offeredChars(ctx context.Context, field graphql.CollectedField, obj *catalog.Catalogue) (ret graphql.Marshaler) {
+	return graphql.ResolveField(
+		ctx,
+		ec.OperationContext,
+		field,
+		func(ctx context.Context, field graphql.CollectedField) (*graphql.FieldContext, error) {
+			return ec.fieldContext_Catalogue_offeredChars(ctx, field)
+		},
+		func(ctx context.Context) (any, error) {
+			return obj.OfferedChars, nil
+		},
+		nil,
+		func(ctx context.Context, selections ast.SelectionSet, v int) graphql.Marshaler {
+			return ec.marshalNInt2int(ctx, selections, v)
+		},
+		true,
+		true,
+	)
+}
+func (ec *executionContext) fieldContext_Catalogue_offeredChars(_ context.Context, field graphql.CollectedField) (fc *graphql.FieldContext, err error) {
+	return graphql.NewScalarFieldContext("Catalogue", field, false, false, "Int")
+}
+
+func (ec *executionContext) _Catalogue_offeredTokens(ctx context.Context, field graphql.CollectedField, obj *catalog.Catalogue) (ret graphql.Marshaler) {
+	return graphql.ResolveField(
+		ctx,
+		ec.OperationContext,
+		field,
+		func(ctx context.Context, field graphql.CollectedField) (*graphql.FieldContext, error) {
+			return ec.fieldContext_Catalogue_offeredTokens(ctx, field)
+		},
+		func(ctx context.Context) (any, error) {
+			return obj.OfferedTokens, nil
+		},
+		nil,
+		func(ctx context.Context, selections ast.SelectionSet, v int) graphql.Marshaler {
+			return ec.marshalNInt2int(ctx, selections, v)
+		},
+		true,
+		true,
+	)
+}
+func (ec *executionContext) fieldContext_Catalogue_offeredTokens(_ context.Context, field graphql.CollectedField) (fc *graphql.FieldContext, err error) {
+	return graphql.NewScalarFieldContext("Catalogue", field, false, false, "Int")
+}
+
+func (ec *executionContext) _Catalogue_guidanceChars(ctx context.Context, field graphql.CollectedField, obj *catalog.Catalogue) (ret graphql.Marshaler) {
+	return graphql.ResolveField(
+		ctx,
+		ec.OperationContext,
+		field,
+		func(ctx context.Context, field graphql.CollectedField) (*graphql.FieldContext, error) {
+			return ec.fieldContext_Catalogue_guidanceChars(ctx, field)
+		},
+		func(ctx context.Context) (any, error) {
+			return obj.GuidanceChars, nil
+		},
+		nil,
+		func(ctx context.Context, selections ast.SelectionSet, v int) graphql.Marshaler {
+			return ec.marshalNInt2int(ctx, selections, v)
+		},
+		true,
+		true,
+	)
+}
+func (ec *executionContext) fieldContext_Catalogue_guidanceChars(_ context.Context, field graphql.CollectedField) (fc *graphql.FieldContext, err error) {
+	return graphql.NewScalarFieldContext("Catalogue", field, false, false, "Int")
+}
+
+func (ec *executionContext) _Catalogue_guidanceTokens(ctx context.Context, field graphql.CollectedField, obj *catalog.Catalogue) (ret graphql.Marshaler) {
+	return graphql.ResolveField(
+		ctx,
+		ec.OperationContext,
+		field,
+		func(ctx context.Context, field graphql.CollectedField) (*graphql.FieldContext, error) {
+			return ec.fieldContext_Catalogue_guidanceTokens(ctx, field)
+		},
+		func(ctx context.Context) (any, error) {
+			return obj.GuidanceTokens, nil
+		},
+		nil,
+		func(ctx context.Context, selections ast.SelectionSet, v int) graphql.Marshaler {
+			return ec.marshalNInt2int(ctx, selections, v)
+		},
+		true,
+		true,
+	)
+}
+func (ec *executionContext) fieldContext_Catalogue_guidanceTokens(_ context.Context, field graphql.CollectedField) (fc *graphql.FieldContext, err error) {
+	return graphql.NewScalarFieldContext("Catalogue", field, false, false, "Int")
+}
+
+func (ec *executionContext) _Catalogue_alwaysPaidGuidanceChars(ctx context.Context, field graphql.CollectedField, obj *catalog.Catalogue) (ret graphql.Marshaler) {
+	return graphql.ResolveField(
+		ctx,
+		ec.OperationContext,
+		field,
+		func(ctx context.Context, field graphql.CollectedField) (*graphql.FieldContext, error) {
+			return ec.fieldContext_Catalogue_alwaysPaidGuidanceChars(ctx, field)
+		},
+		func(ctx context.Context) (any, error) {
+			return obj.AlwaysPaidGuidanceChars, nil
+		},
+		nil,
+		func(ctx context.Context, selections ast.SelectionSet, v int) graphql.Marshaler {
+			return ec.marshalNInt2int(ctx, selections, v)
+		},
+		true,
+		true,
+	)
+}
+func (ec *executionContext) fieldContext_Catalogue_alwaysPaidGuidanceChars(_ context.Context, field graphql.CollectedField) (fc *graphql.FieldContext, err error) {
+	return graphql.NewScalarFieldContext("Catalogue", field, false, false, "Int")
+}
+
+func (ec *executionContext) _Catalogue_ceilings(ctx context.Context, field graphql.CollectedField, obj *catalog.Catalogue) (ret graphql.Marshaler) {
+	return graphql.ResolveField(
+		ctx,
+		ec.OperationContext,
+		field,
+		func(ctx context.Context, field graphql.CollectedField) (*graphql.FieldContext, error) {
+			return ec.fieldContext_Catalogue_ceilings(ctx, field)
+		},
+		func(ctx context.Context) (any, error) {
+			return obj.Ceilings, nil
+		},
+		nil,
+		func(ctx context.Context, selections ast.SelectionSet, v catalog.Ceilings) graphql.Marshaler {
+			return ec.marshalNCatalogueCeilings2githubᚗcomᚋtoolgateᚋtoolgateᚋtoolsᚋcatalogᚐCeilings(ctx, selections, v)
+		},
+		true,
+		true,
+	)
+}
+func (ec *executionContext) fieldContext_Catalogue_ceilings(_ context.Context, field graphql.CollectedField) (fc *graphql.FieldContext, err error) {
+	fc = &graphql.FieldContext{
+		Object:     "Catalogue",
+		Field:      field,
+		IsMethod:   false,
+		IsResolver: false,
+		Child: func(ctx context.Context, field graphql.CollectedField) (*graphql.FieldContext, error) {
+			return ec.childFields_CatalogueCeilings(ctx, field)
+		},
+	}
+	return fc, nil
+}
+
+func (ec *executionContext) _CatalogueCeilings_widestChars(ctx context.Context, field graphql.CollectedField, obj *catalog.Ceilings) (ret graphql.Marshaler) {
+	return graphql.ResolveField(
+		ctx,
+		ec.OperationContext,
+		field,
+		func(ctx context.Context, field graphql.CollectedField) (*graphql.FieldContext, error) {
+			return ec.fieldContext_CatalogueCeilings_widestChars(ctx, field)
+		},
+		func(ctx context.Context) (any, error) {
+			return obj.WidestChars, nil
+		},
+		nil,
+		func(ctx context.Context, selections ast.SelectionSet, v int) graphql.Marshaler {
+			return ec.marshalNInt2int(ctx, selections, v)
+		},
+		true,
+		true,
+	)
+}
+func (ec *executionContext) fieldContext_CatalogueCeilings_widestChars(_ context.Context, field graphql.CollectedField) (fc *graphql.FieldContext, err error) {
+	return graphql.NewScalarFieldContext("CatalogueCeilings", field, false, false, "Int")
+}
+
+func (ec *executionContext) _CatalogueCeilings_alwaysPaidChars(ctx context.Context, field graphql.CollectedField, obj *catalog.Ceilings) (ret graphql.Marshaler) {
+	return graphql.ResolveField(
+		ctx,
+		ec.OperationContext,
+		field,
+		func(ctx context.Context, field graphql.CollectedField) (*graphql.FieldContext, error) {
+			return ec.fieldContext_CatalogueCeilings_alwaysPaidChars(ctx, field)
+		},
+		func(ctx context.Context) (any, error) {
+			return obj.AlwaysPaidChars, nil
+		},
+		nil,
+		func(ctx context.Context, selections ast.SelectionSet, v int) graphql.Marshaler {
+			return ec.marshalNInt2int(ctx, selections, v)
+		},
+		true,
+		true,
+	)
+}
+func (ec *executionContext) fieldContext_CatalogueCeilings_alwaysPaidChars(_ context.Context, field graphql.CollectedField) (fc *graphql.FieldContext, err error) {
+	return graphql.NewScalarFieldContext("CatalogueCeilings", field, false, false, "Int")
+}
+
+func (ec *executionContext) _CatalogueTool_name(ctx context.Context, field graphql.CollectedField, obj *catalog.Tool) (ret graphql.Marshaler) {
+	return graphql.ResolveField(
+		ctx,
+		ec.OperationContext,
+		field,
+		func(ctx context.Context, field graphql.CollectedField) (*graphql.FieldContext, error) {
+			return ec.fieldContext_CatalogueTool_name(ctx, field)
+		},
+		func(ctx context.Context) (any, error) {
+			return obj.Name, nil
+		},
+		nil,
+		func(ctx context.Context, selections ast.SelectionSet, v string) graphql.Marshaler {
+			return ec.marshalNString2string(ctx, selections, v)
+		},
+		true,
+		true,
+	)
+}
+func (ec *executionContext) fieldContext_CatalogueTool_name(_ context.Context, field graphql.CollectedField) (fc *graphql.FieldContext, err error) {
+	return graphql.NewScalarFieldContext("CatalogueTool", field, false, false, "String")
+}
+
+func (ec *executionContext) _CatalogueTool_family(ctx context.Context, field graphql.CollectedField, obj *catalog.Tool) (ret graphql.Marshaler) {
+	return graphql.ResolveField(
+		ctx,
+		ec.OperationContext,
+		field,
+		func(ctx context.Context, field graphql.CollectedField) (*graphql.FieldContext, error) {
+			return ec.fieldContext_CatalogueTool_family(ctx, field)
+		},
+		func(ctx context.Context) (any, error) {
+			return obj.Family, nil
+		},
+		nil,
+		func(ctx context.Context, selections ast.SelectionSet, v string) graphql.Marshaler {
+			return ec.marshalNString2string(ctx, selections, v)
+		},
+		true,
+		true,
+	)
+}
+func (ec *executionContext) fieldContext_CatalogueTool_family(_ context.Context, field graphql.CollectedField) (fc *graphql.FieldContext, err error) {
+	return graphql.NewScalarFieldContext("CatalogueTool", field, false, false, "String")
+}
+
+func (ec *executionContext) _CatalogueTool_offeredWhen(ctx context.Context, field graphql.CollectedField, obj *catalog.Tool) (ret graphql.Marshaler) {
+	return graphql.ResolveField(
+		ctx,
+		ec.OperationContext,
+		field,
+		func(ctx context.Context, field graphql.CollectedField) (*graphql.FieldContext, error) {
+			return ec.fieldContext_CatalogueTool_offeredWhen(ctx, field)
+		},
+		func(ctx context.Context) (any, error) {
+			return obj.OfferedWhen, nil
+		},
+		nil,
+		func(ctx context.Context, selections ast.SelectionSet, v string) graphql.Marshaler {
+			return ec.marshalNString2string(ctx, selections, v)
+		},
+		true,
+		true,
+	)
+}
+func (ec *executionContext) fieldContext_CatalogueTool_offeredWhen(_ context.Context, field graphql.CollectedField) (fc *graphql.FieldContext, err error) {
+	return graphql.NewScalarFieldContext("CatalogueTool", field, false, false, "String")
+}
+
+func (ec *executionContext) _CatalogueTool_alwaysOn(ctx context.Context, field graphql.CollectedField, obj *catalog.Tool) (ret graphql.Marshaler) {
+	return graphql.ResolveField(
+		ctx,
+		ec.OperationContext,
+		field,
+		func(ctx context.Context, field graphql.CollectedField) (*graphql.FieldContext, error) {
+			return ec.fieldContext_CatalogueTool_alwaysOn(ctx, field)
+		},
+		func(ctx context.Context) (any, error) {
+			return obj.AlwaysOn, nil
+		},
+		nil,
+		func(ctx context.Context, selections ast.SelectionSet, v bool) graphql.Marshaler {
+			return ec.marshalNBoolean2bool(ctx, selections, v)
+		},
+		true,
+		true,
+	)
+}
+func (ec *executionContext) fieldContext_CatalogueTool_alwaysOn(_ context.Context, field graphql.CollectedField) (fc *graphql.FieldContext, err error) {
+	return graphql.NewScalarFieldContext("CatalogueTool", field, false, false, "Boolean")
+}
+
+func (ec *executionContext) _CatalogueTool_offered(ctx context.Context, field graphql.CollectedField, obj *catalog.Tool) (ret graphql.Marshaler) {
+	return graphql.ResolveField(
+		ctx,
+		ec.OperationContext,
+		field,
+		func(ctx context.Context, field graphql.CollectedField) (*graphql.FieldContext, error) {
+			return ec.fieldContext_CatalogueTool_offered(ctx, field)
+		},
+		func(ctx context.Context) (any, error) {
+			return obj.Offered, nil
+		},
+		nil,
+		func(ctx context.Context, selections ast.SelectionSet, v bool) graphql.Marshaler {
+			return ec.marshalNBoolean2bool(ctx, selections, v)
+		},
+		true,
+		true,
+	)
+}
+func (ec *executionContext) fieldContext_CatalogueTool_offered(_ context.Context, field graphql.CollectedField) (fc *graphql.FieldContext, err error) {
+	return graphql.NewScalarFieldContext("CatalogueTool", field, false, false, "Boolean")
+}
+
+func (ec *executionContext) _CatalogueTool_definitionChars(ctx context.Context, field graphql.CollectedField, obj *catalog.Tool) (ret graphql.Marshaler) {
+	return graphql.ResolveField(
+		ctx,
+		ec.OperationContext,
+		field,
+		func(ctx context.Context, field graphql.CollectedField) (*graphql.FieldContext, error) {
+			return ec.fieldContext_CatalogueTool_definitionChars(ctx, field)
+		},
+		func(ctx context.Context) (any, error) {
+			return obj.DefinitionChars, nil
+		},
+		nil,
+		func(ctx context.Context, selections ast.SelectionSet, v int) graphql.Marshaler {
+			return ec.marshalNInt2int(ctx, selections, v)
+		},
+		true,
+		true,
+	)
+}
+func (ec *executionContext) fieldContext_CatalogueTool_definitionChars(_ context.Context, field graphql.CollectedField) (fc *graphql.FieldContext, err error) {
+	return graphql.NewScalarFieldContext("CatalogueTool", field, false, false, "Int")
+}
+
+func (ec *executionContext) _CatalogueTool_definitionTokens(ctx context.Context, field graphql.CollectedField, obj *catalog.Tool) (ret graphql.Marshaler) {
+	return graphql.ResolveField(
+		ctx,
+		ec.OperationContext,
+		field,
+		func(ctx context.Context, field graphql.CollectedField) (*graphql.FieldContext, error) {
+			return ec.fieldContext_CatalogueTool_definitionTokens(ctx, field)
+		},
+		func(ctx context.Context) (any, error) {
+			return obj.DefinitionTokens, nil
+		},
+		nil,
+		func(ctx context.Context, selections ast.SelectionSet, v int) graphql.Marshaler {
+			return ec.marshalNInt2int(ctx, selections, v)
+		},
+		true,
+		true,
+	)
+}
+func (ec *executionContext) fieldContext_CatalogueTool_definitionTokens(_ context.Context, field graphql.CollectedField) (fc *graphql.FieldContext, err error) {
+	return graphql.NewScalarFieldContext("CatalogueTool", field, false, false, "Int")
+}
+
+func (ec *executionContext) _Clarification_question(ctx context.Context, field graphql.CollectedField, obj *schema.Clarification) (ret graphql.Marshaler) {
+	return graphql.ResolveField(
+		ctx,
+		ec.OperationContext,
+		field,
+		func(ctx context.Context, field graphql.CollectedField) (*graphql.FieldContext, error) {
+			return ec.fieldContext_Clarification_question(ctx, field)
+		},
+		func(ctx context.Context) (any, error) {
+			return obj.Question, nil
+		},
+		nil,
+		func(ctx context.Context, selections ast.SelectionSet, v string) graphql.Marshaler {
+			return ec.marshalNString2string(ctx, selections, v)
+		},
+		true,
+		true,
+	)
+}
+func (ec *executionContext) fieldContext_Clarification_question(_ context.Context, field graphql.CollectedField) (fc *graphql.FieldContext, err error) {
+	return graphql.NewScalarFieldContext("Clarification", field, false, false, "String")
+}
+
+func (ec *executionContext) _Clarification_options(ctx context.Context, field graphql.CollectedField, obj *schema.Clarification) (ret graphql.Marshaler) {
+	return graphql.ResolveField(
+		ctx,
+		ec.OperationContext,
+		field,
+		func(ctx context.Context, field graphql.CollectedField) (*graphql.FieldContext, error) {
+			return ec.fieldContext_Clarification_options(ctx, field)
+		},
+		func(ctx context.Context) (any, error) {
+			return obj.Options, nil
+		},
+		nil,
+		func(ctx context.Context, selections ast.SelectionSet, v []string) graphql.Marshaler {
+			return ec.marshalNString2ᚕstringᚄ(ctx, selections, v)
+		},
+		true,
+		true,
+	)
+}
+func (ec *executionContext) fieldContext_Clarification_options(_ context.Context, field graphql.CollectedField) (fc *graphql.FieldContext, err error) {
+	return graphql.NewScalarFieldContext("Clarification", field, false, false, "String")
+}
+
+func (ec *executionContext) _Clarification_recommended(ctx context.Context, field graphql.CollectedField, obj *schema.Clarification) (ret graphql.Marshaler) {
+	return graphql.ResolveField(
+		ctx,
+		ec.OperationContext,
+		field,
+		func(ctx context.Context, field graphql.CollectedField) (*graphql.FieldContext, error) {
+			return ec.fieldContext_Clarification_recommended(ctx, field)
+		},
+		func(ctx context.Context) (any, error) {
+			return obj.Recommended, nil
+		},
+		nil,
+		func(ctx context.Context, selections ast.SelectionSet, v *string) graphql.Marshaler {
+			return ec.marshalOString2ᚖstring(ctx, selections, v)
+		},
+		true,
+		false,
+	)
+}
+func (ec *executionContext) fieldContext_Clarification_recommended(_ context.Context, field graphql.CollectedField) (fc *graphql.FieldContext, err error) {
+	return graphql.NewScalarFieldContext("Clarification", field, false, false, "String")
+}
+
+func (ec *executionContext) _Clarification_answer(ctx context.Context, field graphql.CollectedField, obj *schema.Clarification) (ret graphql.Marshaler) {
+	return graphql.ResolveField(
+		ctx,
+		ec.OperationContext,
+		field,
+		func(ctx context.Context, field graphql.CollectedField) (*graphql.FieldContext, error) {
+			return ec.fieldContext_Clarification_answer(ctx, field)
+		},
+		func(ctx context.Context) (any, error) {
+			return obj.Answer, nil
+		},
+		nil,
+		func(ctx context.Context, selections ast.SelectionSet, v *string) graphql.Marshaler {
+			return ec.marshalOString2ᚖstring(ctx, selections, v)
+		},
+		true,
+		false,
+	)
+}
+func (ec *executionContext) fieldContext_Clarification_answer(_ context.Context, field graphql.CollectedField) (fc *graphql.FieldContext, err error) {
+	return graphql.NewScalarFieldContext("Clarification", field, false, false, "String")
 }
 
 func (ec *executionContext) _Conversation_id(ctx context.Context, field graphql.CollectedField, obj *ent.Conversation) (ret graphql.Marshaler) {
@@ -3469,6 +6789,38 @@ func (ec *executionContext) fieldContext_Conversation_turns(ctx context.Context,
 	return fc, nil
 }
 
+func (ec *executionContext) _Conversation_tasks(ctx context.Context, field graphql.CollectedField, obj *ent.Conversation) (ret graphql.Marshaler) {
+	return graphql.ResolveField(
+		ctx,
+		ec.OperationContext,
+		field,
+		func(ctx context.Context, field graphql.CollectedField) (*graphql.FieldContext, error) {
+			return ec.fieldContext_Conversation_tasks(ctx, field)
+		},
+		func(ctx context.Context) (any, error) {
+			return ec.Resolvers.Conversation().Tasks(ctx, obj)
+		},
+		nil,
+		func(ctx context.Context, selections ast.SelectionSet, v []*ent.Task) graphql.Marshaler {
+			return ec.marshalNTask2ᚕᚖgithubᚗcomᚋtoolgateᚋtoolgateᚋentᚐTaskᚄ(ctx, selections, v)
+		},
+		true,
+		true,
+	)
+}
+func (ec *executionContext) fieldContext_Conversation_tasks(_ context.Context, field graphql.CollectedField) (fc *graphql.FieldContext, err error) {
+	fc = &graphql.FieldContext{
+		Object:     "Conversation",
+		Field:      field,
+		IsMethod:   true,
+		IsResolver: true,
+		Child: func(ctx context.Context, field graphql.CollectedField) (*graphql.FieldContext, error) {
+			return ec.childFields_Task(ctx, field)
+		},
+	}
+	return fc, nil
+}
+
 func (ec *executionContext) _ConversationConnection_edges(ctx context.Context, field graphql.CollectedField, obj *ent.ConversationConnection) (ret graphql.Marshaler) {
 	return graphql.ResolveField(
 		ctx,
@@ -3611,6 +6963,75 @@ func (ec *executionContext) fieldContext_ConversationEdge_cursor(_ context.Conte
 	return graphql.NewScalarFieldContext("ConversationEdge", field, false, false, "Cursor")
 }
 
+func (ec *executionContext) _Evidence_ref(ctx context.Context, field graphql.CollectedField, obj *schema.Span) (ret graphql.Marshaler) {
+	return graphql.ResolveField(
+		ctx,
+		ec.OperationContext,
+		field,
+		func(ctx context.Context, field graphql.CollectedField) (*graphql.FieldContext, error) {
+			return ec.fieldContext_Evidence_ref(ctx, field)
+		},
+		func(ctx context.Context) (any, error) {
+			return obj.Ref, nil
+		},
+		nil,
+		func(ctx context.Context, selections ast.SelectionSet, v string) graphql.Marshaler {
+			return ec.marshalNString2string(ctx, selections, v)
+		},
+		true,
+		true,
+	)
+}
+func (ec *executionContext) fieldContext_Evidence_ref(_ context.Context, field graphql.CollectedField) (fc *graphql.FieldContext, err error) {
+	return graphql.NewScalarFieldContext("Evidence", field, false, false, "String")
+}
+
+func (ec *executionContext) _Evidence_start(ctx context.Context, field graphql.CollectedField, obj *schema.Span) (ret graphql.Marshaler) {
+	return graphql.ResolveField(
+		ctx,
+		ec.OperationContext,
+		field,
+		func(ctx context.Context, field graphql.CollectedField) (*graphql.FieldContext, error) {
+			return ec.fieldContext_Evidence_start(ctx, field)
+		},
+		func(ctx context.Context) (any, error) {
+			return obj.Start, nil
+		},
+		nil,
+		func(ctx context.Context, selections ast.SelectionSet, v int64) graphql.Marshaler {
+			return ec.marshalNInt2int64(ctx, selections, v)
+		},
+		true,
+		true,
+	)
+}
+func (ec *executionContext) fieldContext_Evidence_start(_ context.Context, field graphql.CollectedField) (fc *graphql.FieldContext, err error) {
+	return graphql.NewScalarFieldContext("Evidence", field, false, false, "Int")
+}
+
+func (ec *executionContext) _Evidence_end(ctx context.Context, field graphql.CollectedField, obj *schema.Span) (ret graphql.Marshaler) {
+	return graphql.ResolveField(
+		ctx,
+		ec.OperationContext,
+		field,
+		func(ctx context.Context, field graphql.CollectedField) (*graphql.FieldContext, error) {
+			return ec.fieldContext_Evidence_end(ctx, field)
+		},
+		func(ctx context.Context) (any, error) {
+			return obj.End, nil
+		},
+		nil,
+		func(ctx context.Context, selections ast.SelectionSet, v int64) graphql.Marshaler {
+			return ec.marshalNInt2int64(ctx, selections, v)
+		},
+		true,
+		true,
+	)
+}
+func (ec *executionContext) fieldContext_Evidence_end(_ context.Context, field graphql.CollectedField) (fc *graphql.FieldContext, err error) {
+	return graphql.NewScalarFieldContext("Evidence", field, false, false, "Int")
+}
+
 func (ec *executionContext) _ItemFailure_item(ctx context.Context, field graphql.CollectedField, obj *schema.ItemFailure) (ret graphql.Marshaler) {
 	return graphql.ResolveField(
 		ctx,
@@ -3678,6 +7099,167 @@ func (ec *executionContext) _ItemFailure_message(ctx context.Context, field grap
 }
 func (ec *executionContext) fieldContext_ItemFailure_message(_ context.Context, field graphql.CollectedField) (fc *graphql.FieldContext, err error) {
 	return graphql.NewScalarFieldContext("ItemFailure", field, false, false, "String")
+}
+
+func (ec *executionContext) _ModelUsage_model(ctx context.Context, field graphql.CollectedField, obj *model.ModelUsage) (ret graphql.Marshaler) {
+	return graphql.ResolveField(
+		ctx,
+		ec.OperationContext,
+		field,
+		func(ctx context.Context, field graphql.CollectedField) (*graphql.FieldContext, error) {
+			return ec.fieldContext_ModelUsage_model(ctx, field)
+		},
+		func(ctx context.Context) (any, error) {
+			return obj.Model, nil
+		},
+		nil,
+		func(ctx context.Context, selections ast.SelectionSet, v string) graphql.Marshaler {
+			return ec.marshalNString2string(ctx, selections, v)
+		},
+		true,
+		true,
+	)
+}
+func (ec *executionContext) fieldContext_ModelUsage_model(_ context.Context, field graphql.CollectedField) (fc *graphql.FieldContext, err error) {
+	return graphql.NewScalarFieldContext("ModelUsage", field, false, false, "String")
+}
+
+func (ec *executionContext) _ModelUsage_inputTokens(ctx context.Context, field graphql.CollectedField, obj *model.ModelUsage) (ret graphql.Marshaler) {
+	return graphql.ResolveField(
+		ctx,
+		ec.OperationContext,
+		field,
+		func(ctx context.Context, field graphql.CollectedField) (*graphql.FieldContext, error) {
+			return ec.fieldContext_ModelUsage_inputTokens(ctx, field)
+		},
+		func(ctx context.Context) (any, error) {
+			return obj.InputTokens, nil
+		},
+		nil,
+		func(ctx context.Context, selections ast.SelectionSet, v int) graphql.Marshaler {
+			return ec.marshalNInt2int(ctx, selections, v)
+		},
+		true,
+		true,
+	)
+}
+func (ec *executionContext) fieldContext_ModelUsage_inputTokens(_ context.Context, field graphql.CollectedField) (fc *graphql.FieldContext, err error) {
+	return graphql.NewScalarFieldContext("ModelUsage", field, false, false, "Int")
+}
+
+func (ec *executionContext) _ModelUsage_cacheReadTokens(ctx context.Context, field graphql.CollectedField, obj *model.ModelUsage) (ret graphql.Marshaler) {
+	return graphql.ResolveField(
+		ctx,
+		ec.OperationContext,
+		field,
+		func(ctx context.Context, field graphql.CollectedField) (*graphql.FieldContext, error) {
+			return ec.fieldContext_ModelUsage_cacheReadTokens(ctx, field)
+		},
+		func(ctx context.Context) (any, error) {
+			return obj.CacheReadTokens, nil
+		},
+		nil,
+		func(ctx context.Context, selections ast.SelectionSet, v int) graphql.Marshaler {
+			return ec.marshalNInt2int(ctx, selections, v)
+		},
+		true,
+		true,
+	)
+}
+func (ec *executionContext) fieldContext_ModelUsage_cacheReadTokens(_ context.Context, field graphql.CollectedField) (fc *graphql.FieldContext, err error) {
+	return graphql.NewScalarFieldContext("ModelUsage", field, false, false, "Int")
+}
+
+func (ec *executionContext) _ModelUsage_cacheWriteTokens(ctx context.Context, field graphql.CollectedField, obj *model.ModelUsage) (ret graphql.Marshaler) {
+	return graphql.ResolveField(
+		ctx,
+		ec.OperationContext,
+		field,
+		func(ctx context.Context, field graphql.CollectedField) (*graphql.FieldContext, error) {
+			return ec.fieldContext_ModelUsage_cacheWriteTokens(ctx, field)
+		},
+		func(ctx context.Context) (any, error) {
+			return obj.CacheWriteTokens, nil
+		},
+		nil,
+		func(ctx context.Context, selections ast.SelectionSet, v int) graphql.Marshaler {
+			return ec.marshalNInt2int(ctx, selections, v)
+		},
+		true,
+		true,
+	)
+}
+func (ec *executionContext) fieldContext_ModelUsage_cacheWriteTokens(_ context.Context, field graphql.CollectedField) (fc *graphql.FieldContext, err error) {
+	return graphql.NewScalarFieldContext("ModelUsage", field, false, false, "Int")
+}
+
+func (ec *executionContext) _ModelUsage_outputTokens(ctx context.Context, field graphql.CollectedField, obj *model.ModelUsage) (ret graphql.Marshaler) {
+	return graphql.ResolveField(
+		ctx,
+		ec.OperationContext,
+		field,
+		func(ctx context.Context, field graphql.CollectedField) (*graphql.FieldContext, error) {
+			return ec.fieldContext_ModelUsage_outputTokens(ctx, field)
+		},
+		func(ctx context.Context) (any, error) {
+			return obj.OutputTokens, nil
+		},
+		nil,
+		func(ctx context.Context, selections ast.SelectionSet, v int) graphql.Marshaler {
+			return ec.marshalNInt2int(ctx, selections, v)
+		},
+		true,
+		true,
+	)
+}
+func (ec *executionContext) fieldContext_ModelUsage_outputTokens(_ context.Context, field graphql.CollectedField) (fc *graphql.FieldContext, err error) {
+	return graphql.NewScalarFieldContext("ModelUsage", field, false, false, "Int")
+}
+
+func (ec *executionContext) _ModelUsage_cost(ctx context.Context, field graphql.CollectedField, obj *model.ModelUsage) (ret graphql.Marshaler) {
+	return graphql.ResolveField(
+		ctx,
+		ec.OperationContext,
+		field,
+		func(ctx context.Context, field graphql.CollectedField) (*graphql.FieldContext, error) {
+			return ec.fieldContext_ModelUsage_cost(ctx, field)
+		},
+		func(ctx context.Context) (any, error) {
+			return obj.Cost, nil
+		},
+		nil,
+		func(ctx context.Context, selections ast.SelectionSet, v float64) graphql.Marshaler {
+			return ec.marshalNFloat2float64(ctx, selections, v)
+		},
+		true,
+		true,
+	)
+}
+func (ec *executionContext) fieldContext_ModelUsage_cost(_ context.Context, field graphql.CollectedField) (fc *graphql.FieldContext, err error) {
+	return graphql.NewScalarFieldContext("ModelUsage", field, false, false, "Float")
+}
+
+func (ec *executionContext) _ModelUsage_modelCalls(ctx context.Context, field graphql.CollectedField, obj *model.ModelUsage) (ret graphql.Marshaler) {
+	return graphql.ResolveField(
+		ctx,
+		ec.OperationContext,
+		field,
+		func(ctx context.Context, field graphql.CollectedField) (*graphql.FieldContext, error) {
+			return ec.fieldContext_ModelUsage_modelCalls(ctx, field)
+		},
+		func(ctx context.Context) (any, error) {
+			return obj.ModelCalls, nil
+		},
+		nil,
+		func(ctx context.Context, selections ast.SelectionSet, v int) graphql.Marshaler {
+			return ec.marshalNInt2int(ctx, selections, v)
+		},
+		true,
+		true,
+	)
+}
+func (ec *executionContext) fieldContext_ModelUsage_modelCalls(_ context.Context, field graphql.CollectedField) (fc *graphql.FieldContext, err error) {
+	return graphql.NewScalarFieldContext("ModelUsage", field, false, false, "Int")
 }
 
 func (ec *executionContext) _Mutation_createAgent(ctx context.Context, field graphql.CollectedField) (ret graphql.Marshaler) {
@@ -3768,6 +7350,50 @@ func (ec *executionContext) fieldContext_Mutation_registerApplication(ctx contex
 	return fc, nil
 }
 
+func (ec *executionContext) _Mutation_suggestNextActions(ctx context.Context, field graphql.CollectedField) (ret graphql.Marshaler) {
+	return graphql.ResolveField(
+		ctx,
+		ec.OperationContext,
+		field,
+		func(ctx context.Context, field graphql.CollectedField) (*graphql.FieldContext, error) {
+			return ec.fieldContext_Mutation_suggestNextActions(ctx, field)
+		},
+		func(ctx context.Context) (any, error) {
+			fc := graphql.GetFieldContext(ctx)
+			return ec.Resolvers.Mutation().SuggestNextActions(ctx, fc.Args["conversationId"].(*int), fc.Args["suggestions"].([]string))
+		},
+		nil,
+		func(ctx context.Context, selections ast.SelectionSet, v *model.SuggestionsAck) graphql.Marshaler {
+			return ec.marshalNSuggestionsAck2ᚖgithubᚗcomᚋtoolgateᚋtoolgateᚋgraphᚋmodelᚐSuggestionsAck(ctx, selections, v)
+		},
+		true,
+		true,
+	)
+}
+func (ec *executionContext) fieldContext_Mutation_suggestNextActions(ctx context.Context, field graphql.CollectedField) (fc *graphql.FieldContext, err error) {
+	fc = &graphql.FieldContext{
+		Object:     "Mutation",
+		Field:      field,
+		IsMethod:   true,
+		IsResolver: true,
+		Child: func(ctx context.Context, field graphql.CollectedField) (*graphql.FieldContext, error) {
+			return ec.childFields_SuggestionsAck(ctx, field)
+		},
+	}
+	defer func() {
+		if r := recover(); r != nil {
+			err = ec.Recover(ctx, r)
+			ec.Error(ctx, err)
+		}
+	}()
+	ctx = graphql.WithFieldContext(ctx, fc)
+	if fc.Args, err = ec.field_Mutation_suggestNextActions_args(ctx, field.ArgumentMap(ec.Variables)); err != nil {
+		ec.Error(ctx, err)
+		return fc, err
+	}
+	return fc, nil
+}
+
 func (ec *executionContext) _Mutation_startConversation(ctx context.Context, field graphql.CollectedField) (ret graphql.Marshaler) {
 	return graphql.ResolveField(
 		ctx,
@@ -3806,6 +7432,270 @@ func (ec *executionContext) fieldContext_Mutation_startConversation(ctx context.
 	}()
 	ctx = graphql.WithFieldContext(ctx, fc)
 	if fc.Args, err = ec.field_Mutation_startConversation_args(ctx, field.ArgumentMap(ec.Variables)); err != nil {
+		ec.Error(ctx, err)
+		return fc, err
+	}
+	return fc, nil
+}
+
+func (ec *executionContext) _Mutation_sendMessage(ctx context.Context, field graphql.CollectedField) (ret graphql.Marshaler) {
+	return graphql.ResolveField(
+		ctx,
+		ec.OperationContext,
+		field,
+		func(ctx context.Context, field graphql.CollectedField) (*graphql.FieldContext, error) {
+			return ec.fieldContext_Mutation_sendMessage(ctx, field)
+		},
+		func(ctx context.Context) (any, error) {
+			fc := graphql.GetFieldContext(ctx)
+			return ec.Resolvers.Mutation().SendMessage(ctx, fc.Args["input"].(model.SendMessageInput))
+		},
+		nil,
+		func(ctx context.Context, selections ast.SelectionSet, v *ent.Turn) graphql.Marshaler {
+			return ec.marshalNTurn2ᚖgithubᚗcomᚋtoolgateᚋtoolgateᚋentᚐTurn(ctx, selections, v)
+		},
+		true,
+		true,
+	)
+}
+func (ec *executionContext) fieldContext_Mutation_sendMessage(ctx context.Context, field graphql.CollectedField) (fc *graphql.FieldContext, err error) {
+	fc = &graphql.FieldContext{
+		Object:     "Mutation",
+		Field:      field,
+		IsMethod:   true,
+		IsResolver: true,
+		Child: func(ctx context.Context, field graphql.CollectedField) (*graphql.FieldContext, error) {
+			return ec.childFields_Turn(ctx, field)
+		},
+	}
+	defer func() {
+		if r := recover(); r != nil {
+			err = ec.Recover(ctx, r)
+			ec.Error(ctx, err)
+		}
+	}()
+	ctx = graphql.WithFieldContext(ctx, fc)
+	if fc.Args, err = ec.field_Mutation_sendMessage_args(ctx, field.ArgumentMap(ec.Variables)); err != nil {
+		ec.Error(ctx, err)
+		return fc, err
+	}
+	return fc, nil
+}
+
+func (ec *executionContext) _Mutation_answerClarification(ctx context.Context, field graphql.CollectedField) (ret graphql.Marshaler) {
+	return graphql.ResolveField(
+		ctx,
+		ec.OperationContext,
+		field,
+		func(ctx context.Context, field graphql.CollectedField) (*graphql.FieldContext, error) {
+			return ec.fieldContext_Mutation_answerClarification(ctx, field)
+		},
+		func(ctx context.Context) (any, error) {
+			fc := graphql.GetFieldContext(ctx)
+			return ec.Resolvers.Mutation().AnswerClarification(ctx, fc.Args["input"].(model.AnswerClarificationInput))
+		},
+		nil,
+		func(ctx context.Context, selections ast.SelectionSet, v *ent.Turn) graphql.Marshaler {
+			return ec.marshalNTurn2ᚖgithubᚗcomᚋtoolgateᚋtoolgateᚋentᚐTurn(ctx, selections, v)
+		},
+		true,
+		true,
+	)
+}
+func (ec *executionContext) fieldContext_Mutation_answerClarification(ctx context.Context, field graphql.CollectedField) (fc *graphql.FieldContext, err error) {
+	fc = &graphql.FieldContext{
+		Object:     "Mutation",
+		Field:      field,
+		IsMethod:   true,
+		IsResolver: true,
+		Child: func(ctx context.Context, field graphql.CollectedField) (*graphql.FieldContext, error) {
+			return ec.childFields_Turn(ctx, field)
+		},
+	}
+	defer func() {
+		if r := recover(); r != nil {
+			err = ec.Recover(ctx, r)
+			ec.Error(ctx, err)
+		}
+	}()
+	ctx = graphql.WithFieldContext(ctx, fc)
+	if fc.Args, err = ec.field_Mutation_answerClarification_args(ctx, field.ArgumentMap(ec.Variables)); err != nil {
+		ec.Error(ctx, err)
+		return fc, err
+	}
+	return fc, nil
+}
+
+func (ec *executionContext) _Mutation_cancelTurn(ctx context.Context, field graphql.CollectedField) (ret graphql.Marshaler) {
+	return graphql.ResolveField(
+		ctx,
+		ec.OperationContext,
+		field,
+		func(ctx context.Context, field graphql.CollectedField) (*graphql.FieldContext, error) {
+			return ec.fieldContext_Mutation_cancelTurn(ctx, field)
+		},
+		func(ctx context.Context) (any, error) {
+			fc := graphql.GetFieldContext(ctx)
+			return ec.Resolvers.Mutation().CancelTurn(ctx, fc.Args["id"].(int))
+		},
+		nil,
+		func(ctx context.Context, selections ast.SelectionSet, v *ent.Turn) graphql.Marshaler {
+			return ec.marshalNTurn2ᚖgithubᚗcomᚋtoolgateᚋtoolgateᚋentᚐTurn(ctx, selections, v)
+		},
+		true,
+		true,
+	)
+}
+func (ec *executionContext) fieldContext_Mutation_cancelTurn(ctx context.Context, field graphql.CollectedField) (fc *graphql.FieldContext, err error) {
+	fc = &graphql.FieldContext{
+		Object:     "Mutation",
+		Field:      field,
+		IsMethod:   true,
+		IsResolver: true,
+		Child: func(ctx context.Context, field graphql.CollectedField) (*graphql.FieldContext, error) {
+			return ec.childFields_Turn(ctx, field)
+		},
+	}
+	defer func() {
+		if r := recover(); r != nil {
+			err = ec.Recover(ctx, r)
+			ec.Error(ctx, err)
+		}
+	}()
+	ctx = graphql.WithFieldContext(ctx, fc)
+	if fc.Args, err = ec.field_Mutation_cancelTurn_args(ctx, field.ArgumentMap(ec.Variables)); err != nil {
+		ec.Error(ctx, err)
+		return fc, err
+	}
+	return fc, nil
+}
+
+func (ec *executionContext) _Mutation_writeFiles(ctx context.Context, field graphql.CollectedField) (ret graphql.Marshaler) {
+	return graphql.ResolveField(
+		ctx,
+		ec.OperationContext,
+		field,
+		func(ctx context.Context, field graphql.CollectedField) (*graphql.FieldContext, error) {
+			return ec.fieldContext_Mutation_writeFiles(ctx, field)
+		},
+		func(ctx context.Context) (any, error) {
+			fc := graphql.GetFieldContext(ctx)
+			return ec.Resolvers.Mutation().WriteFiles(ctx, fc.Args["conversationId"].(*int), fc.Args["files"].([]*workspace.FileInput))
+		},
+		nil,
+		func(ctx context.Context, selections ast.SelectionSet, v *workspace.WriteResult) graphql.Marshaler {
+			return ec.marshalNWorkspaceWrite2ᚖgithubᚗcomᚋtoolgateᚋtoolgateᚋtoolsᚋworkspaceᚐWriteResult(ctx, selections, v)
+		},
+		true,
+		true,
+	)
+}
+func (ec *executionContext) fieldContext_Mutation_writeFiles(ctx context.Context, field graphql.CollectedField) (fc *graphql.FieldContext, err error) {
+	fc = &graphql.FieldContext{
+		Object:     "Mutation",
+		Field:      field,
+		IsMethod:   true,
+		IsResolver: true,
+		Child: func(ctx context.Context, field graphql.CollectedField) (*graphql.FieldContext, error) {
+			return ec.childFields_WorkspaceWrite(ctx, field)
+		},
+	}
+	defer func() {
+		if r := recover(); r != nil {
+			err = ec.Recover(ctx, r)
+			ec.Error(ctx, err)
+		}
+	}()
+	ctx = graphql.WithFieldContext(ctx, fc)
+	if fc.Args, err = ec.field_Mutation_writeFiles_args(ctx, field.ArgumentMap(ec.Variables)); err != nil {
+		ec.Error(ctx, err)
+		return fc, err
+	}
+	return fc, nil
+}
+
+func (ec *executionContext) _Mutation_editFile(ctx context.Context, field graphql.CollectedField) (ret graphql.Marshaler) {
+	return graphql.ResolveField(
+		ctx,
+		ec.OperationContext,
+		field,
+		func(ctx context.Context, field graphql.CollectedField) (*graphql.FieldContext, error) {
+			return ec.fieldContext_Mutation_editFile(ctx, field)
+		},
+		func(ctx context.Context) (any, error) {
+			fc := graphql.GetFieldContext(ctx)
+			return ec.Resolvers.Mutation().EditFile(ctx, fc.Args["conversationId"].(*int), fc.Args["path"].(string), fc.Args["edits"].([]*workspace.EditInput))
+		},
+		nil,
+		func(ctx context.Context, selections ast.SelectionSet, v *workspace.EditResult) graphql.Marshaler {
+			return ec.marshalNWorkspaceEdit2ᚖgithubᚗcomᚋtoolgateᚋtoolgateᚋtoolsᚋworkspaceᚐEditResult(ctx, selections, v)
+		},
+		true,
+		true,
+	)
+}
+func (ec *executionContext) fieldContext_Mutation_editFile(ctx context.Context, field graphql.CollectedField) (fc *graphql.FieldContext, err error) {
+	fc = &graphql.FieldContext{
+		Object:     "Mutation",
+		Field:      field,
+		IsMethod:   true,
+		IsResolver: true,
+		Child: func(ctx context.Context, field graphql.CollectedField) (*graphql.FieldContext, error) {
+			return ec.childFields_WorkspaceEdit(ctx, field)
+		},
+	}
+	defer func() {
+		if r := recover(); r != nil {
+			err = ec.Recover(ctx, r)
+			ec.Error(ctx, err)
+		}
+	}()
+	ctx = graphql.WithFieldContext(ctx, fc)
+	if fc.Args, err = ec.field_Mutation_editFile_args(ctx, field.ArgumentMap(ec.Variables)); err != nil {
+		ec.Error(ctx, err)
+		return fc, err
+	}
+	return fc, nil
+}
+
+func (ec *executionContext) _Mutation_deleteFile(ctx context.Context, field graphql.CollectedField) (ret graphql.Marshaler) {
+	return graphql.ResolveField(
+		ctx,
+		ec.OperationContext,
+		field,
+		func(ctx context.Context, field graphql.CollectedField) (*graphql.FieldContext, error) {
+			return ec.fieldContext_Mutation_deleteFile(ctx, field)
+		},
+		func(ctx context.Context) (any, error) {
+			fc := graphql.GetFieldContext(ctx)
+			return ec.Resolvers.Mutation().DeleteFile(ctx, fc.Args["conversationId"].(*int), fc.Args["path"].(string))
+		},
+		nil,
+		func(ctx context.Context, selections ast.SelectionSet, v *workspace.Deleted) graphql.Marshaler {
+			return ec.marshalNWorkspaceDeleted2ᚖgithubᚗcomᚋtoolgateᚋtoolgateᚋtoolsᚋworkspaceᚐDeleted(ctx, selections, v)
+		},
+		true,
+		true,
+	)
+}
+func (ec *executionContext) fieldContext_Mutation_deleteFile(ctx context.Context, field graphql.CollectedField) (fc *graphql.FieldContext, err error) {
+	fc = &graphql.FieldContext{
+		Object:     "Mutation",
+		Field:      field,
+		IsMethod:   true,
+		IsResolver: true,
+		Child: func(ctx context.Context, field graphql.CollectedField) (*graphql.FieldContext, error) {
+			return ec.childFields_WorkspaceDeleted(ctx, field)
+		},
+	}
+	defer func() {
+		if r := recover(); r != nil {
+			err = ec.Recover(ctx, r)
+			ec.Error(ctx, err)
+		}
+	}()
+	ctx = graphql.WithFieldContext(ctx, fc)
+	if fc.Args, err = ec.field_Mutation_deleteFile_args(ctx, field.ArgumentMap(ec.Variables)); err != nil {
 		ec.Error(ctx, err)
 		return fc, err
 	}
@@ -4172,6 +8062,226 @@ func (ec *executionContext) fieldContext_Query_agents(ctx context.Context, field
 	return fc, nil
 }
 
+func (ec *executionContext) _Query_calculate(ctx context.Context, field graphql.CollectedField) (ret graphql.Marshaler) {
+	return graphql.ResolveField(
+		ctx,
+		ec.OperationContext,
+		field,
+		func(ctx context.Context, field graphql.CollectedField) (*graphql.FieldContext, error) {
+			return ec.fieldContext_Query_calculate(ctx, field)
+		},
+		func(ctx context.Context) (any, error) {
+			fc := graphql.GetFieldContext(ctx)
+			return ec.Resolvers.Query().Calculate(ctx, fc.Args["conversationId"].(*int), fc.Args["expression"].(string))
+		},
+		nil,
+		func(ctx context.Context, selections ast.SelectionSet, v *model.Calculation) graphql.Marshaler {
+			return ec.marshalNCalculation2ᚖgithubᚗcomᚋtoolgateᚋtoolgateᚋgraphᚋmodelᚐCalculation(ctx, selections, v)
+		},
+		true,
+		true,
+	)
+}
+func (ec *executionContext) fieldContext_Query_calculate(ctx context.Context, field graphql.CollectedField) (fc *graphql.FieldContext, err error) {
+	fc = &graphql.FieldContext{
+		Object:     "Query",
+		Field:      field,
+		IsMethod:   true,
+		IsResolver: true,
+		Child: func(ctx context.Context, field graphql.CollectedField) (*graphql.FieldContext, error) {
+			return ec.childFields_Calculation(ctx, field)
+		},
+	}
+	defer func() {
+		if r := recover(); r != nil {
+			err = ec.Recover(ctx, r)
+			ec.Error(ctx, err)
+		}
+	}()
+	ctx = graphql.WithFieldContext(ctx, fc)
+	if fc.Args, err = ec.field_Query_calculate_args(ctx, field.ArgumentMap(ec.Variables)); err != nil {
+		ec.Error(ctx, err)
+		return fc, err
+	}
+	return fc, nil
+}
+
+func (ec *executionContext) _Query_catalogue(ctx context.Context, field graphql.CollectedField) (ret graphql.Marshaler) {
+	return graphql.ResolveField(
+		ctx,
+		ec.OperationContext,
+		field,
+		func(ctx context.Context, field graphql.CollectedField) (*graphql.FieldContext, error) {
+			return ec.fieldContext_Query_catalogue(ctx, field)
+		},
+		func(ctx context.Context) (any, error) {
+			fc := graphql.GetFieldContext(ctx)
+			return ec.Resolvers.Query().Catalogue(ctx, fc.Args["agentId"].(*int))
+		},
+		nil,
+		func(ctx context.Context, selections ast.SelectionSet, v *catalog.Catalogue) graphql.Marshaler {
+			return ec.marshalNCatalogue2ᚖgithubᚗcomᚋtoolgateᚋtoolgateᚋtoolsᚋcatalogᚐCatalogue(ctx, selections, v)
+		},
+		true,
+		true,
+	)
+}
+func (ec *executionContext) fieldContext_Query_catalogue(ctx context.Context, field graphql.CollectedField) (fc *graphql.FieldContext, err error) {
+	fc = &graphql.FieldContext{
+		Object:     "Query",
+		Field:      field,
+		IsMethod:   true,
+		IsResolver: true,
+		Child: func(ctx context.Context, field graphql.CollectedField) (*graphql.FieldContext, error) {
+			return ec.childFields_Catalogue(ctx, field)
+		},
+	}
+	defer func() {
+		if r := recover(); r != nil {
+			err = ec.Recover(ctx, r)
+			ec.Error(ctx, err)
+		}
+	}()
+	ctx = graphql.WithFieldContext(ctx, fc)
+	if fc.Args, err = ec.field_Query_catalogue_args(ctx, field.ArgumentMap(ec.Variables)); err != nil {
+		ec.Error(ctx, err)
+		return fc, err
+	}
+	return fc, nil
+}
+
+func (ec *executionContext) _Query_searchTools(ctx context.Context, field graphql.CollectedField) (ret graphql.Marshaler) {
+	return graphql.ResolveField(
+		ctx,
+		ec.OperationContext,
+		field,
+		func(ctx context.Context, field graphql.CollectedField) (*graphql.FieldContext, error) {
+			return ec.fieldContext_Query_searchTools(ctx, field)
+		},
+		func(ctx context.Context) (any, error) {
+			fc := graphql.GetFieldContext(ctx)
+			return ec.Resolvers.Query().SearchTools(ctx, fc.Args["conversationId"].(*int), fc.Args["queries"].([]string))
+		},
+		nil,
+		func(ctx context.Context, selections ast.SelectionSet, v *catalog.Search) graphql.Marshaler {
+			return ec.marshalNToolSearch2ᚖgithubᚗcomᚋtoolgateᚋtoolgateᚋtoolsᚋcatalogᚐSearch(ctx, selections, v)
+		},
+		true,
+		true,
+	)
+}
+func (ec *executionContext) fieldContext_Query_searchTools(ctx context.Context, field graphql.CollectedField) (fc *graphql.FieldContext, err error) {
+	fc = &graphql.FieldContext{
+		Object:     "Query",
+		Field:      field,
+		IsMethod:   true,
+		IsResolver: true,
+		Child: func(ctx context.Context, field graphql.CollectedField) (*graphql.FieldContext, error) {
+			return ec.childFields_ToolSearch(ctx, field)
+		},
+	}
+	defer func() {
+		if r := recover(); r != nil {
+			err = ec.Recover(ctx, r)
+			ec.Error(ctx, err)
+		}
+	}()
+	ctx = graphql.WithFieldContext(ctx, fc)
+	if fc.Args, err = ec.field_Query_searchTools_args(ctx, field.ArgumentMap(ec.Variables)); err != nil {
+		ec.Error(ctx, err)
+		return fc, err
+	}
+	return fc, nil
+}
+
+func (ec *executionContext) _Query_listTools(ctx context.Context, field graphql.CollectedField) (ret graphql.Marshaler) {
+	return graphql.ResolveField(
+		ctx,
+		ec.OperationContext,
+		field,
+		func(ctx context.Context, field graphql.CollectedField) (*graphql.FieldContext, error) {
+			return ec.fieldContext_Query_listTools(ctx, field)
+		},
+		func(ctx context.Context) (any, error) {
+			fc := graphql.GetFieldContext(ctx)
+			return ec.Resolvers.Query().ListTools(ctx, fc.Args["conversationId"].(*int))
+		},
+		nil,
+		func(ctx context.Context, selections ast.SelectionSet, v *catalog.List) graphql.Marshaler {
+			return ec.marshalNToolList2ᚖgithubᚗcomᚋtoolgateᚋtoolgateᚋtoolsᚋcatalogᚐList(ctx, selections, v)
+		},
+		true,
+		true,
+	)
+}
+func (ec *executionContext) fieldContext_Query_listTools(ctx context.Context, field graphql.CollectedField) (fc *graphql.FieldContext, err error) {
+	fc = &graphql.FieldContext{
+		Object:     "Query",
+		Field:      field,
+		IsMethod:   true,
+		IsResolver: true,
+		Child: func(ctx context.Context, field graphql.CollectedField) (*graphql.FieldContext, error) {
+			return ec.childFields_ToolList(ctx, field)
+		},
+	}
+	defer func() {
+		if r := recover(); r != nil {
+			err = ec.Recover(ctx, r)
+			ec.Error(ctx, err)
+		}
+	}()
+	ctx = graphql.WithFieldContext(ctx, fc)
+	if fc.Args, err = ec.field_Query_listTools_args(ctx, field.ArgumentMap(ec.Variables)); err != nil {
+		ec.Error(ctx, err)
+		return fc, err
+	}
+	return fc, nil
+}
+
+func (ec *executionContext) _Query_getToolSchema(ctx context.Context, field graphql.CollectedField) (ret graphql.Marshaler) {
+	return graphql.ResolveField(
+		ctx,
+		ec.OperationContext,
+		field,
+		func(ctx context.Context, field graphql.CollectedField) (*graphql.FieldContext, error) {
+			return ec.fieldContext_Query_getToolSchema(ctx, field)
+		},
+		func(ctx context.Context) (any, error) {
+			fc := graphql.GetFieldContext(ctx)
+			return ec.Resolvers.Query().GetToolSchema(ctx, fc.Args["conversationId"].(*int), fc.Args["names"].([]string))
+		},
+		nil,
+		func(ctx context.Context, selections ast.SelectionSet, v *catalog.Schemas) graphql.Marshaler {
+			return ec.marshalNToolSchemas2ᚖgithubᚗcomᚋtoolgateᚋtoolgateᚋtoolsᚋcatalogᚐSchemas(ctx, selections, v)
+		},
+		true,
+		true,
+	)
+}
+func (ec *executionContext) fieldContext_Query_getToolSchema(ctx context.Context, field graphql.CollectedField) (fc *graphql.FieldContext, err error) {
+	fc = &graphql.FieldContext{
+		Object:     "Query",
+		Field:      field,
+		IsMethod:   true,
+		IsResolver: true,
+		Child: func(ctx context.Context, field graphql.CollectedField) (*graphql.FieldContext, error) {
+			return ec.childFields_ToolSchemas(ctx, field)
+		},
+	}
+	defer func() {
+		if r := recover(); r != nil {
+			err = ec.Recover(ctx, r)
+			ec.Error(ctx, err)
+		}
+	}()
+	ctx = graphql.WithFieldContext(ctx, fc)
+	if fc.Args, err = ec.field_Query_getToolSchema_args(ctx, field.ArgumentMap(ec.Variables)); err != nil {
+		ec.Error(ctx, err)
+		return fc, err
+	}
+	return fc, nil
+}
+
 func (ec *executionContext) _Query_viewer(ctx context.Context, field graphql.CollectedField) (ret graphql.Marshaler) {
 	return graphql.ResolveField(
 		ctx,
@@ -4242,6 +8352,226 @@ func (ec *executionContext) fieldContext_Query_conversation(ctx context.Context,
 	}()
 	ctx = graphql.WithFieldContext(ctx, fc)
 	if fc.Args, err = ec.field_Query_conversation_args(ctx, field.ArgumentMap(ec.Variables)); err != nil {
+		ec.Error(ctx, err)
+		return fc, err
+	}
+	return fc, nil
+}
+
+func (ec *executionContext) _Query_transcript(ctx context.Context, field graphql.CollectedField) (ret graphql.Marshaler) {
+	return graphql.ResolveField(
+		ctx,
+		ec.OperationContext,
+		field,
+		func(ctx context.Context, field graphql.CollectedField) (*graphql.FieldContext, error) {
+			return ec.fieldContext_Query_transcript(ctx, field)
+		},
+		func(ctx context.Context) (any, error) {
+			fc := graphql.GetFieldContext(ctx)
+			return ec.Resolvers.Query().Transcript(ctx, fc.Args["conversationId"].(int), fc.Args["fromTurn"].(*int), fc.Args["toTurn"].(*int), fc.Args["words"].(*string), fc.Args["offset"].(*int), fc.Args["maxChars"].(*int))
+		},
+		nil,
+		func(ctx context.Context, selections ast.SelectionSet, v *transcript.Page) graphql.Marshaler {
+			return ec.marshalNTranscriptPage2ᚖgithubᚗcomᚋtoolgateᚋtoolgateᚋtoolsᚋtranscriptᚐPage(ctx, selections, v)
+		},
+		true,
+		true,
+	)
+}
+func (ec *executionContext) fieldContext_Query_transcript(ctx context.Context, field graphql.CollectedField) (fc *graphql.FieldContext, err error) {
+	fc = &graphql.FieldContext{
+		Object:     "Query",
+		Field:      field,
+		IsMethod:   true,
+		IsResolver: true,
+		Child: func(ctx context.Context, field graphql.CollectedField) (*graphql.FieldContext, error) {
+			return ec.childFields_TranscriptPage(ctx, field)
+		},
+	}
+	defer func() {
+		if r := recover(); r != nil {
+			err = ec.Recover(ctx, r)
+			ec.Error(ctx, err)
+		}
+	}()
+	ctx = graphql.WithFieldContext(ctx, fc)
+	if fc.Args, err = ec.field_Query_transcript_args(ctx, field.ArgumentMap(ec.Variables)); err != nil {
+		ec.Error(ctx, err)
+		return fc, err
+	}
+	return fc, nil
+}
+
+func (ec *executionContext) _Query_usage(ctx context.Context, field graphql.CollectedField) (ret graphql.Marshaler) {
+	return graphql.ResolveField(
+		ctx,
+		ec.OperationContext,
+		field,
+		func(ctx context.Context, field graphql.CollectedField) (*graphql.FieldContext, error) {
+			return ec.fieldContext_Query_usage(ctx, field)
+		},
+		func(ctx context.Context) (any, error) {
+			fc := graphql.GetFieldContext(ctx)
+			return ec.Resolvers.Query().Usage(ctx, fc.Args["month"].(*string))
+		},
+		nil,
+		func(ctx context.Context, selections ast.SelectionSet, v *model.Usage) graphql.Marshaler {
+			return ec.marshalNUsage2ᚖgithubᚗcomᚋtoolgateᚋtoolgateᚋgraphᚋmodelᚐUsage(ctx, selections, v)
+		},
+		true,
+		true,
+	)
+}
+func (ec *executionContext) fieldContext_Query_usage(ctx context.Context, field graphql.CollectedField) (fc *graphql.FieldContext, err error) {
+	fc = &graphql.FieldContext{
+		Object:     "Query",
+		Field:      field,
+		IsMethod:   true,
+		IsResolver: true,
+		Child: func(ctx context.Context, field graphql.CollectedField) (*graphql.FieldContext, error) {
+			return ec.childFields_Usage(ctx, field)
+		},
+	}
+	defer func() {
+		if r := recover(); r != nil {
+			err = ec.Recover(ctx, r)
+			ec.Error(ctx, err)
+		}
+	}()
+	ctx = graphql.WithFieldContext(ctx, fc)
+	if fc.Args, err = ec.field_Query_usage_args(ctx, field.ArgumentMap(ec.Variables)); err != nil {
+		ec.Error(ctx, err)
+		return fc, err
+	}
+	return fc, nil
+}
+
+func (ec *executionContext) _Query_listFiles(ctx context.Context, field graphql.CollectedField) (ret graphql.Marshaler) {
+	return graphql.ResolveField(
+		ctx,
+		ec.OperationContext,
+		field,
+		func(ctx context.Context, field graphql.CollectedField) (*graphql.FieldContext, error) {
+			return ec.fieldContext_Query_listFiles(ctx, field)
+		},
+		func(ctx context.Context) (any, error) {
+			fc := graphql.GetFieldContext(ctx)
+			return ec.Resolvers.Query().ListFiles(ctx, fc.Args["conversationId"].(*int), fc.Args["path"].(*string))
+		},
+		nil,
+		func(ctx context.Context, selections ast.SelectionSet, v *workspace.Listing) graphql.Marshaler {
+			return ec.marshalNWorkspaceListing2ᚖgithubᚗcomᚋtoolgateᚋtoolgateᚋtoolsᚋworkspaceᚐListing(ctx, selections, v)
+		},
+		true,
+		true,
+	)
+}
+func (ec *executionContext) fieldContext_Query_listFiles(ctx context.Context, field graphql.CollectedField) (fc *graphql.FieldContext, err error) {
+	fc = &graphql.FieldContext{
+		Object:     "Query",
+		Field:      field,
+		IsMethod:   true,
+		IsResolver: true,
+		Child: func(ctx context.Context, field graphql.CollectedField) (*graphql.FieldContext, error) {
+			return ec.childFields_WorkspaceListing(ctx, field)
+		},
+	}
+	defer func() {
+		if r := recover(); r != nil {
+			err = ec.Recover(ctx, r)
+			ec.Error(ctx, err)
+		}
+	}()
+	ctx = graphql.WithFieldContext(ctx, fc)
+	if fc.Args, err = ec.field_Query_listFiles_args(ctx, field.ArgumentMap(ec.Variables)); err != nil {
+		ec.Error(ctx, err)
+		return fc, err
+	}
+	return fc, nil
+}
+
+func (ec *executionContext) _Query_readFile(ctx context.Context, field graphql.CollectedField) (ret graphql.Marshaler) {
+	return graphql.ResolveField(
+		ctx,
+		ec.OperationContext,
+		field,
+		func(ctx context.Context, field graphql.CollectedField) (*graphql.FieldContext, error) {
+			return ec.fieldContext_Query_readFile(ctx, field)
+		},
+		func(ctx context.Context) (any, error) {
+			fc := graphql.GetFieldContext(ctx)
+			return ec.Resolvers.Query().ReadFile(ctx, fc.Args["conversationId"].(*int), fc.Args["path"].(string), fc.Args["offset"].(*int), fc.Args["maxChars"].(*int))
+		},
+		nil,
+		func(ctx context.Context, selections ast.SelectionSet, v *workspace.Page) graphql.Marshaler {
+			return ec.marshalNWorkspacePage2ᚖgithubᚗcomᚋtoolgateᚋtoolgateᚋtoolsᚋworkspaceᚐPage(ctx, selections, v)
+		},
+		true,
+		true,
+	)
+}
+func (ec *executionContext) fieldContext_Query_readFile(ctx context.Context, field graphql.CollectedField) (fc *graphql.FieldContext, err error) {
+	fc = &graphql.FieldContext{
+		Object:     "Query",
+		Field:      field,
+		IsMethod:   true,
+		IsResolver: true,
+		Child: func(ctx context.Context, field graphql.CollectedField) (*graphql.FieldContext, error) {
+			return ec.childFields_WorkspacePage(ctx, field)
+		},
+	}
+	defer func() {
+		if r := recover(); r != nil {
+			err = ec.Recover(ctx, r)
+			ec.Error(ctx, err)
+		}
+	}()
+	ctx = graphql.WithFieldContext(ctx, fc)
+	if fc.Args, err = ec.field_Query_readFile_args(ctx, field.ArgumentMap(ec.Variables)); err != nil {
+		ec.Error(ctx, err)
+		return fc, err
+	}
+	return fc, nil
+}
+
+func (ec *executionContext) _Query_searchFiles(ctx context.Context, field graphql.CollectedField) (ret graphql.Marshaler) {
+	return graphql.ResolveField(
+		ctx,
+		ec.OperationContext,
+		field,
+		func(ctx context.Context, field graphql.CollectedField) (*graphql.FieldContext, error) {
+			return ec.fieldContext_Query_searchFiles(ctx, field)
+		},
+		func(ctx context.Context) (any, error) {
+			fc := graphql.GetFieldContext(ctx)
+			return ec.Resolvers.Query().SearchFiles(ctx, fc.Args["conversationId"].(*int), fc.Args["strings"].([]string), fc.Args["contextLines"].(*int))
+		},
+		nil,
+		func(ctx context.Context, selections ast.SelectionSet, v *workspace.SearchResult) graphql.Marshaler {
+			return ec.marshalNWorkspaceSearch2ᚖgithubᚗcomᚋtoolgateᚋtoolgateᚋtoolsᚋworkspaceᚐSearchResult(ctx, selections, v)
+		},
+		true,
+		true,
+	)
+}
+func (ec *executionContext) fieldContext_Query_searchFiles(ctx context.Context, field graphql.CollectedField) (fc *graphql.FieldContext, err error) {
+	fc = &graphql.FieldContext{
+		Object:     "Query",
+		Field:      field,
+		IsMethod:   true,
+		IsResolver: true,
+		Child: func(ctx context.Context, field graphql.CollectedField) (*graphql.FieldContext, error) {
+			return ec.childFields_WorkspaceSearch(ctx, field)
+		},
+	}
+	defer func() {
+		if r := recover(); r != nil {
+			err = ec.Recover(ctx, r)
+			ec.Error(ctx, err)
+		}
+	}()
+	ctx = graphql.WithFieldContext(ctx, fc)
+	if fc.Args, err = ec.field_Query_searchFiles_args(ctx, field.ArgumentMap(ec.Variables)); err != nil {
 		ec.Error(ctx, err)
 		return fc, err
 	}
@@ -4531,6 +8861,188 @@ func (ec *executionContext) fieldContext_StoredResult_truncatedAtSource(_ contex
 	return graphql.NewScalarFieldContext("StoredResult", field, false, false, "Boolean")
 }
 
+func (ec *executionContext) _Subscription_turnEvents(ctx context.Context, field graphql.CollectedField) (ret func(ctx context.Context) graphql.Marshaler) {
+	return graphql.ResolveFieldStream(
+		ctx,
+		ec.OperationContext,
+		field,
+		func(ctx context.Context, field graphql.CollectedField) (*graphql.FieldContext, error) {
+			return ec.fieldContext_Subscription_turnEvents(ctx, field)
+		},
+		func(ctx context.Context) (any, error) {
+			fc := graphql.GetFieldContext(ctx)
+			return ec.Resolvers.Subscription().TurnEvents(ctx, fc.Args["turnId"].(int))
+		},
+		nil,
+		func(ctx context.Context, selections ast.SelectionSet, v *model.TurnEvent) graphql.Marshaler {
+			return ec.marshalNTurnEvent2ᚖgithubᚗcomᚋtoolgateᚋtoolgateᚋgraphᚋmodelᚐTurnEvent(ctx, selections, v)
+		},
+		true,
+		true,
+	)
+}
+func (ec *executionContext) fieldContext_Subscription_turnEvents(ctx context.Context, field graphql.CollectedField) (fc *graphql.FieldContext, err error) {
+	fc = &graphql.FieldContext{
+		Object:     "Subscription",
+		Field:      field,
+		IsMethod:   true,
+		IsResolver: true,
+		Child: func(ctx context.Context, field graphql.CollectedField) (*graphql.FieldContext, error) {
+			return ec.childFields_TurnEvent(ctx, field)
+		},
+	}
+	defer func() {
+		if r := recover(); r != nil {
+			err = ec.Recover(ctx, r)
+			ec.Error(ctx, err)
+		}
+	}()
+	ctx = graphql.WithFieldContext(ctx, fc)
+	if fc.Args, err = ec.field_Subscription_turnEvents_args(ctx, field.ArgumentMap(ec.Variables)); err != nil {
+		ec.Error(ctx, err)
+		return fc, err
+	}
+	return fc, nil
+}
+
+func (ec *executionContext) _SuggestionsAck_ok(ctx context.Context, field graphql.CollectedField, obj *model.SuggestionsAck) (ret graphql.Marshaler) {
+	return graphql.ResolveField(
+		ctx,
+		ec.OperationContext,
+		field,
+		func(ctx context.Context, field graphql.CollectedField) (*graphql.FieldContext, error) {
+			return ec.fieldContext_SuggestionsAck_ok(ctx, field)
+		},
+		func(ctx context.Context) (any, error) {
+			return obj.Ok, nil
+		},
+		nil,
+		func(ctx context.Context, selections ast.SelectionSet, v bool) graphql.Marshaler {
+			return ec.marshalNBoolean2bool(ctx, selections, v)
+		},
+		true,
+		true,
+	)
+}
+func (ec *executionContext) fieldContext_SuggestionsAck_ok(_ context.Context, field graphql.CollectedField) (fc *graphql.FieldContext, err error) {
+	return graphql.NewScalarFieldContext("SuggestionsAck", field, false, false, "Boolean")
+}
+
+func (ec *executionContext) _SuggestionsAck_saved(ctx context.Context, field graphql.CollectedField, obj *model.SuggestionsAck) (ret graphql.Marshaler) {
+	return graphql.ResolveField(
+		ctx,
+		ec.OperationContext,
+		field,
+		func(ctx context.Context, field graphql.CollectedField) (*graphql.FieldContext, error) {
+			return ec.fieldContext_SuggestionsAck_saved(ctx, field)
+		},
+		func(ctx context.Context) (any, error) {
+			return obj.Saved, nil
+		},
+		nil,
+		func(ctx context.Context, selections ast.SelectionSet, v int) graphql.Marshaler {
+			return ec.marshalNInt2int(ctx, selections, v)
+		},
+		true,
+		true,
+	)
+}
+func (ec *executionContext) fieldContext_SuggestionsAck_saved(_ context.Context, field graphql.CollectedField) (fc *graphql.FieldContext, err error) {
+	return graphql.NewScalarFieldContext("SuggestionsAck", field, false, false, "Int")
+}
+
+func (ec *executionContext) _Task_title(ctx context.Context, field graphql.CollectedField, obj *ent.Task) (ret graphql.Marshaler) {
+	return graphql.ResolveField(
+		ctx,
+		ec.OperationContext,
+		field,
+		func(ctx context.Context, field graphql.CollectedField) (*graphql.FieldContext, error) {
+			return ec.fieldContext_Task_title(ctx, field)
+		},
+		func(ctx context.Context) (any, error) {
+			return obj.Title, nil
+		},
+		nil,
+		func(ctx context.Context, selections ast.SelectionSet, v string) graphql.Marshaler {
+			return ec.marshalNString2string(ctx, selections, v)
+		},
+		true,
+		true,
+	)
+}
+func (ec *executionContext) fieldContext_Task_title(_ context.Context, field graphql.CollectedField) (fc *graphql.FieldContext, err error) {
+	return graphql.NewScalarFieldContext("Task", field, false, false, "String")
+}
+
+func (ec *executionContext) _Task_status(ctx context.Context, field graphql.CollectedField, obj *ent.Task) (ret graphql.Marshaler) {
+	return graphql.ResolveField(
+		ctx,
+		ec.OperationContext,
+		field,
+		func(ctx context.Context, field graphql.CollectedField) (*graphql.FieldContext, error) {
+			return ec.fieldContext_Task_status(ctx, field)
+		},
+		func(ctx context.Context) (any, error) {
+			return ec.Resolvers.Task().Status(ctx, obj)
+		},
+		nil,
+		func(ctx context.Context, selections ast.SelectionSet, v model.TaskStatus) graphql.Marshaler {
+			return ec.marshalNTaskStatus2githubᚗcomᚋtoolgateᚋtoolgateᚋgraphᚋmodelᚐTaskStatus(ctx, selections, v)
+		},
+		true,
+		true,
+	)
+}
+func (ec *executionContext) fieldContext_Task_status(_ context.Context, field graphql.CollectedField) (fc *graphql.FieldContext, err error) {
+	return graphql.NewScalarFieldContext("Task", field, true, true, "TaskStatus")
+}
+
+func (ec *executionContext) _ToolBrief_name(ctx context.Context, field graphql.CollectedField, obj *catalog.Brief) (ret graphql.Marshaler) {
+	return graphql.ResolveField(
+		ctx,
+		ec.OperationContext,
+		field,
+		func(ctx context.Context, field graphql.CollectedField) (*graphql.FieldContext, error) {
+			return ec.fieldContext_ToolBrief_name(ctx, field)
+		},
+		func(ctx context.Context) (any, error) {
+			return obj.Name, nil
+		},
+		nil,
+		func(ctx context.Context, selections ast.SelectionSet, v string) graphql.Marshaler {
+			return ec.marshalNString2string(ctx, selections, v)
+		},
+		true,
+		true,
+	)
+}
+func (ec *executionContext) fieldContext_ToolBrief_name(_ context.Context, field graphql.CollectedField) (fc *graphql.FieldContext, err error) {
+	return graphql.NewScalarFieldContext("ToolBrief", field, false, false, "String")
+}
+
+func (ec *executionContext) _ToolBrief_description(ctx context.Context, field graphql.CollectedField, obj *catalog.Brief) (ret graphql.Marshaler) {
+	return graphql.ResolveField(
+		ctx,
+		ec.OperationContext,
+		field,
+		func(ctx context.Context, field graphql.CollectedField) (*graphql.FieldContext, error) {
+			return ec.fieldContext_ToolBrief_description(ctx, field)
+		},
+		func(ctx context.Context) (any, error) {
+			return obj.Description, nil
+		},
+		nil,
+		func(ctx context.Context, selections ast.SelectionSet, v string) graphql.Marshaler {
+			return ec.marshalNString2string(ctx, selections, v)
+		},
+		true,
+		true,
+	)
+}
+func (ec *executionContext) fieldContext_ToolBrief_description(_ context.Context, field graphql.CollectedField) (fc *graphql.FieldContext, err error) {
+	return graphql.NewScalarFieldContext("ToolBrief", field, false, false, "String")
+}
+
 func (ec *executionContext) _ToolCall_id(ctx context.Context, field graphql.CollectedField, obj *ent.ToolCall) (ret graphql.Marshaler) {
 	return graphql.ResolveField(
 		ctx,
@@ -4696,6 +9208,38 @@ func (ec *executionContext) fieldContext_ToolCall_failures(_ context.Context, fi
 		IsResolver: false,
 		Child: func(ctx context.Context, field graphql.CollectedField) (*graphql.FieldContext, error) {
 			return ec.childFields_ItemFailure(ctx, field)
+		},
+	}
+	return fc, nil
+}
+
+func (ec *executionContext) _ToolCall_evidence(ctx context.Context, field graphql.CollectedField, obj *ent.ToolCall) (ret graphql.Marshaler) {
+	return graphql.ResolveField(
+		ctx,
+		ec.OperationContext,
+		field,
+		func(ctx context.Context, field graphql.CollectedField) (*graphql.FieldContext, error) {
+			return ec.fieldContext_ToolCall_evidence(ctx, field)
+		},
+		func(ctx context.Context) (any, error) {
+			return obj.Evidence, nil
+		},
+		nil,
+		func(ctx context.Context, selections ast.SelectionSet, v []schema.Span) graphql.Marshaler {
+			return ec.marshalNEvidence2ᚕgithubᚗcomᚋtoolgateᚋtoolgateᚋentᚋschemaᚐSpanᚄ(ctx, selections, v)
+		},
+		true,
+		true,
+	)
+}
+func (ec *executionContext) fieldContext_ToolCall_evidence(_ context.Context, field graphql.CollectedField) (fc *graphql.FieldContext, err error) {
+	fc = &graphql.FieldContext{
+		Object:     "ToolCall",
+		Field:      field,
+		IsMethod:   false,
+		IsResolver: false,
+		Child: func(ctx context.Context, field graphql.CollectedField) (*graphql.FieldContext, error) {
+			return ec.childFields_Evidence(ctx, field)
 		},
 	}
 	return fc, nil
@@ -4884,6 +9428,699 @@ func (ec *executionContext) fieldContext_ToolCall_result(_ context.Context, fiel
 		IsResolver: true,
 		Child: func(ctx context.Context, field graphql.CollectedField) (*graphql.FieldContext, error) {
 			return ec.childFields_StoredResult(ctx, field)
+		},
+	}
+	return fc, nil
+}
+
+func (ec *executionContext) _ToolList_tools(ctx context.Context, field graphql.CollectedField, obj *catalog.List) (ret graphql.Marshaler) {
+	return graphql.ResolveField(
+		ctx,
+		ec.OperationContext,
+		field,
+		func(ctx context.Context, field graphql.CollectedField) (*graphql.FieldContext, error) {
+			return ec.fieldContext_ToolList_tools(ctx, field)
+		},
+		func(ctx context.Context) (any, error) {
+			return obj.Tools, nil
+		},
+		nil,
+		func(ctx context.Context, selections ast.SelectionSet, v []catalog.Brief) graphql.Marshaler {
+			return ec.marshalNToolBrief2ᚕgithubᚗcomᚋtoolgateᚋtoolgateᚋtoolsᚋcatalogᚐBriefᚄ(ctx, selections, v)
+		},
+		true,
+		true,
+	)
+}
+func (ec *executionContext) fieldContext_ToolList_tools(_ context.Context, field graphql.CollectedField) (fc *graphql.FieldContext, err error) {
+	fc = &graphql.FieldContext{
+		Object:     "ToolList",
+		Field:      field,
+		IsMethod:   false,
+		IsResolver: false,
+		Child: func(ctx context.Context, field graphql.CollectedField) (*graphql.FieldContext, error) {
+			return ec.childFields_ToolBrief(ctx, field)
+		},
+	}
+	return fc, nil
+}
+
+func (ec *executionContext) _ToolSchema_name(ctx context.Context, field graphql.CollectedField, obj *catalog.ToolSchema) (ret graphql.Marshaler) {
+	return graphql.ResolveField(
+		ctx,
+		ec.OperationContext,
+		field,
+		func(ctx context.Context, field graphql.CollectedField) (*graphql.FieldContext, error) {
+			return ec.fieldContext_ToolSchema_name(ctx, field)
+		},
+		func(ctx context.Context) (any, error) {
+			return obj.Name, nil
+		},
+		nil,
+		func(ctx context.Context, selections ast.SelectionSet, v string) graphql.Marshaler {
+			return ec.marshalNString2string(ctx, selections, v)
+		},
+		true,
+		true,
+	)
+}
+func (ec *executionContext) fieldContext_ToolSchema_name(_ context.Context, field graphql.CollectedField) (fc *graphql.FieldContext, err error) {
+	return graphql.NewScalarFieldContext("ToolSchema", field, false, false, "String")
+}
+
+func (ec *executionContext) _ToolSchema_description(ctx context.Context, field graphql.CollectedField, obj *catalog.ToolSchema) (ret graphql.Marshaler) {
+	return graphql.ResolveField(
+		ctx,
+		ec.OperationContext,
+		field,
+		func(ctx context.Context, field graphql.CollectedField) (*graphql.FieldContext, error) {
+			return ec.fieldContext_ToolSchema_description(ctx, field)
+		},
+		func(ctx context.Context) (any, error) {
+			return obj.Description, nil
+		},
+		nil,
+		func(ctx context.Context, selections ast.SelectionSet, v string) graphql.Marshaler {
+			return ec.marshalNString2string(ctx, selections, v)
+		},
+		true,
+		true,
+	)
+}
+func (ec *executionContext) fieldContext_ToolSchema_description(_ context.Context, field graphql.CollectedField) (fc *graphql.FieldContext, err error) {
+	return graphql.NewScalarFieldContext("ToolSchema", field, false, false, "String")
+}
+
+func (ec *executionContext) _ToolSchema_parameters(ctx context.Context, field graphql.CollectedField, obj *catalog.ToolSchema) (ret graphql.Marshaler) {
+	return graphql.ResolveField(
+		ctx,
+		ec.OperationContext,
+		field,
+		func(ctx context.Context, field graphql.CollectedField) (*graphql.FieldContext, error) {
+			return ec.fieldContext_ToolSchema_parameters(ctx, field)
+		},
+		func(ctx context.Context) (any, error) {
+			return obj.Parameters, nil
+		},
+		nil,
+		func(ctx context.Context, selections ast.SelectionSet, v catalog.Schema) graphql.Marshaler {
+			return ec.marshalNJSONSchema2githubᚗcomᚋtoolgateᚋtoolgateᚋtoolsᚋcatalogᚐSchema(ctx, selections, v)
+		},
+		true,
+		true,
+	)
+}
+func (ec *executionContext) fieldContext_ToolSchema_parameters(_ context.Context, field graphql.CollectedField) (fc *graphql.FieldContext, err error) {
+	return graphql.NewScalarFieldContext("ToolSchema", field, false, false, "JSONSchema")
+}
+
+func (ec *executionContext) _ToolSchemas_tools(ctx context.Context, field graphql.CollectedField, obj *catalog.Schemas) (ret graphql.Marshaler) {
+	return graphql.ResolveField(
+		ctx,
+		ec.OperationContext,
+		field,
+		func(ctx context.Context, field graphql.CollectedField) (*graphql.FieldContext, error) {
+			return ec.fieldContext_ToolSchemas_tools(ctx, field)
+		},
+		func(ctx context.Context) (any, error) {
+			return obj.Tools, nil
+		},
+		nil,
+		func(ctx context.Context, selections ast.SelectionSet, v []catalog.ToolSchema) graphql.Marshaler {
+			return ec.marshalNToolSchema2ᚕgithubᚗcomᚋtoolgateᚋtoolgateᚋtoolsᚋcatalogᚐToolSchemaᚄ(ctx, selections, v)
+		},
+		true,
+		true,
+	)
+}
+func (ec *executionContext) fieldContext_ToolSchemas_tools(_ context.Context, field graphql.CollectedField) (fc *graphql.FieldContext, err error) {
+	fc = &graphql.FieldContext{
+		Object:     "ToolSchemas",
+		Field:      field,
+		IsMethod:   false,
+		IsResolver: false,
+		Child: func(ctx context.Context, field graphql.CollectedField) (*graphql.FieldContext, error) {
+			return ec.childFields_ToolSchema(ctx, field)
+		},
+	}
+	return fc, nil
+}
+
+func (ec *executionContext) _ToolSchemas_missing(ctx context.Context, field graphql.CollectedField, obj *catalog.Schemas) (ret graphql.Marshaler) {
+	return graphql.ResolveField(
+		ctx,
+		ec.OperationContext,
+		field,
+		func(ctx context.Context, field graphql.CollectedField) (*graphql.FieldContext, error) {
+			return ec.fieldContext_ToolSchemas_missing(ctx, field)
+		},
+		func(ctx context.Context) (any, error) {
+			return obj.Missing, nil
+		},
+		nil,
+		func(ctx context.Context, selections ast.SelectionSet, v []string) graphql.Marshaler {
+			return ec.marshalNString2ᚕstringᚄ(ctx, selections, v)
+		},
+		true,
+		true,
+	)
+}
+func (ec *executionContext) fieldContext_ToolSchemas_missing(_ context.Context, field graphql.CollectedField) (fc *graphql.FieldContext, err error) {
+	return graphql.NewScalarFieldContext("ToolSchemas", field, false, false, "String")
+}
+
+func (ec *executionContext) _ToolSchemas_hint(ctx context.Context, field graphql.CollectedField, obj *catalog.Schemas) (ret graphql.Marshaler) {
+	return graphql.ResolveField(
+		ctx,
+		ec.OperationContext,
+		field,
+		func(ctx context.Context, field graphql.CollectedField) (*graphql.FieldContext, error) {
+			return ec.fieldContext_ToolSchemas_hint(ctx, field)
+		},
+		func(ctx context.Context) (any, error) {
+			return obj.Hint, nil
+		},
+		nil,
+		func(ctx context.Context, selections ast.SelectionSet, v *string) graphql.Marshaler {
+			return ec.marshalOString2ᚖstring(ctx, selections, v)
+		},
+		true,
+		false,
+	)
+}
+func (ec *executionContext) fieldContext_ToolSchemas_hint(_ context.Context, field graphql.CollectedField) (fc *graphql.FieldContext, err error) {
+	return graphql.NewScalarFieldContext("ToolSchemas", field, false, false, "String")
+}
+
+func (ec *executionContext) _ToolSchemas_failures(ctx context.Context, field graphql.CollectedField, obj *catalog.Schemas) (ret graphql.Marshaler) {
+	return graphql.ResolveField(
+		ctx,
+		ec.OperationContext,
+		field,
+		func(ctx context.Context, field graphql.CollectedField) (*graphql.FieldContext, error) {
+			return ec.fieldContext_ToolSchemas_failures(ctx, field)
+		},
+		func(ctx context.Context) (any, error) {
+			return obj.Failures, nil
+		},
+		nil,
+		func(ctx context.Context, selections ast.SelectionSet, v []schema.ItemFailure) graphql.Marshaler {
+			return ec.marshalNItemFailure2ᚕgithubᚗcomᚋtoolgateᚋtoolgateᚋentᚋschemaᚐItemFailureᚄ(ctx, selections, v)
+		},
+		true,
+		true,
+	)
+}
+func (ec *executionContext) fieldContext_ToolSchemas_failures(_ context.Context, field graphql.CollectedField) (fc *graphql.FieldContext, err error) {
+	fc = &graphql.FieldContext{
+		Object:     "ToolSchemas",
+		Field:      field,
+		IsMethod:   false,
+		IsResolver: false,
+		Child: func(ctx context.Context, field graphql.CollectedField) (*graphql.FieldContext, error) {
+			return ec.childFields_ItemFailure(ctx, field)
+		},
+	}
+	return fc, nil
+}
+
+func (ec *executionContext) _ToolSearch_results(ctx context.Context, field graphql.CollectedField, obj *catalog.Search) (ret graphql.Marshaler) {
+	return graphql.ResolveField(
+		ctx,
+		ec.OperationContext,
+		field,
+		func(ctx context.Context, field graphql.CollectedField) (*graphql.FieldContext, error) {
+			return ec.fieldContext_ToolSearch_results(ctx, field)
+		},
+		func(ctx context.Context) (any, error) {
+			return obj.Results, nil
+		},
+		nil,
+		func(ctx context.Context, selections ast.SelectionSet, v []catalog.Found) graphql.Marshaler {
+			return ec.marshalNToolSearchResult2ᚕgithubᚗcomᚋtoolgateᚋtoolgateᚋtoolsᚋcatalogᚐFoundᚄ(ctx, selections, v)
+		},
+		true,
+		true,
+	)
+}
+func (ec *executionContext) fieldContext_ToolSearch_results(_ context.Context, field graphql.CollectedField) (fc *graphql.FieldContext, err error) {
+	fc = &graphql.FieldContext{
+		Object:     "ToolSearch",
+		Field:      field,
+		IsMethod:   false,
+		IsResolver: false,
+		Child: func(ctx context.Context, field graphql.CollectedField) (*graphql.FieldContext, error) {
+			return ec.childFields_ToolSearchResult(ctx, field)
+		},
+	}
+	return fc, nil
+}
+
+func (ec *executionContext) _ToolSearch_note(ctx context.Context, field graphql.CollectedField, obj *catalog.Search) (ret graphql.Marshaler) {
+	return graphql.ResolveField(
+		ctx,
+		ec.OperationContext,
+		field,
+		func(ctx context.Context, field graphql.CollectedField) (*graphql.FieldContext, error) {
+			return ec.fieldContext_ToolSearch_note(ctx, field)
+		},
+		func(ctx context.Context) (any, error) {
+			return obj.Note, nil
+		},
+		nil,
+		func(ctx context.Context, selections ast.SelectionSet, v *string) graphql.Marshaler {
+			return ec.marshalOString2ᚖstring(ctx, selections, v)
+		},
+		true,
+		false,
+	)
+}
+func (ec *executionContext) fieldContext_ToolSearch_note(_ context.Context, field graphql.CollectedField) (fc *graphql.FieldContext, err error) {
+	return graphql.NewScalarFieldContext("ToolSearch", field, false, false, "String")
+}
+
+func (ec *executionContext) _ToolSearch_failures(ctx context.Context, field graphql.CollectedField, obj *catalog.Search) (ret graphql.Marshaler) {
+	return graphql.ResolveField(
+		ctx,
+		ec.OperationContext,
+		field,
+		func(ctx context.Context, field graphql.CollectedField) (*graphql.FieldContext, error) {
+			return ec.fieldContext_ToolSearch_failures(ctx, field)
+		},
+		func(ctx context.Context) (any, error) {
+			return obj.Failures, nil
+		},
+		nil,
+		func(ctx context.Context, selections ast.SelectionSet, v []schema.ItemFailure) graphql.Marshaler {
+			return ec.marshalNItemFailure2ᚕgithubᚗcomᚋtoolgateᚋtoolgateᚋentᚋschemaᚐItemFailureᚄ(ctx, selections, v)
+		},
+		true,
+		true,
+	)
+}
+func (ec *executionContext) fieldContext_ToolSearch_failures(_ context.Context, field graphql.CollectedField) (fc *graphql.FieldContext, err error) {
+	fc = &graphql.FieldContext{
+		Object:     "ToolSearch",
+		Field:      field,
+		IsMethod:   false,
+		IsResolver: false,
+		Child: func(ctx context.Context, field graphql.CollectedField) (*graphql.FieldContext, error) {
+			return ec.childFields_ItemFailure(ctx, field)
+		},
+	}
+	return fc, nil
+}
+
+func (ec *executionContext) _ToolSearchResult_query(ctx context.Context, field graphql.CollectedField, obj *catalog.Found) (ret graphql.Marshaler) {
+	return graphql.ResolveField(
+		ctx,
+		ec.OperationContext,
+		field,
+		func(ctx context.Context, field graphql.CollectedField) (*graphql.FieldContext, error) {
+			return ec.fieldContext_ToolSearchResult_query(ctx, field)
+		},
+		func(ctx context.Context) (any, error) {
+			return obj.Query, nil
+		},
+		nil,
+		func(ctx context.Context, selections ast.SelectionSet, v string) graphql.Marshaler {
+			return ec.marshalNString2string(ctx, selections, v)
+		},
+		true,
+		true,
+	)
+}
+func (ec *executionContext) fieldContext_ToolSearchResult_query(_ context.Context, field graphql.CollectedField) (fc *graphql.FieldContext, err error) {
+	return graphql.NewScalarFieldContext("ToolSearchResult", field, false, false, "String")
+}
+
+func (ec *executionContext) _ToolSearchResult_tools(ctx context.Context, field graphql.CollectedField, obj *catalog.Found) (ret graphql.Marshaler) {
+	return graphql.ResolveField(
+		ctx,
+		ec.OperationContext,
+		field,
+		func(ctx context.Context, field graphql.CollectedField) (*graphql.FieldContext, error) {
+			return ec.fieldContext_ToolSearchResult_tools(ctx, field)
+		},
+		func(ctx context.Context) (any, error) {
+			return obj.Tools, nil
+		},
+		nil,
+		func(ctx context.Context, selections ast.SelectionSet, v []catalog.Brief) graphql.Marshaler {
+			return ec.marshalNToolBrief2ᚕgithubᚗcomᚋtoolgateᚋtoolgateᚋtoolsᚋcatalogᚐBriefᚄ(ctx, selections, v)
+		},
+		true,
+		true,
+	)
+}
+func (ec *executionContext) fieldContext_ToolSearchResult_tools(_ context.Context, field graphql.CollectedField) (fc *graphql.FieldContext, err error) {
+	fc = &graphql.FieldContext{
+		Object:     "ToolSearchResult",
+		Field:      field,
+		IsMethod:   false,
+		IsResolver: false,
+		Child: func(ctx context.Context, field graphql.CollectedField) (*graphql.FieldContext, error) {
+			return ec.childFields_ToolBrief(ctx, field)
+		},
+	}
+	return fc, nil
+}
+
+func (ec *executionContext) _TranscriptPage_turns(ctx context.Context, field graphql.CollectedField, obj *transcript.Page) (ret graphql.Marshaler) {
+	return graphql.ResolveField(
+		ctx,
+		ec.OperationContext,
+		field,
+		func(ctx context.Context, field graphql.CollectedField) (*graphql.FieldContext, error) {
+			return ec.fieldContext_TranscriptPage_turns(ctx, field)
+		},
+		func(ctx context.Context) (any, error) {
+			return obj.Turns, nil
+		},
+		nil,
+		func(ctx context.Context, selections ast.SelectionSet, v []transcript.Turn) graphql.Marshaler {
+			return ec.marshalNTranscriptTurn2ᚕgithubᚗcomᚋtoolgateᚋtoolgateᚋtoolsᚋtranscriptᚐTurnᚄ(ctx, selections, v)
+		},
+		true,
+		true,
+	)
+}
+func (ec *executionContext) fieldContext_TranscriptPage_turns(_ context.Context, field graphql.CollectedField) (fc *graphql.FieldContext, err error) {
+	fc = &graphql.FieldContext{
+		Object:     "TranscriptPage",
+		Field:      field,
+		IsMethod:   false,
+		IsResolver: false,
+		Child: func(ctx context.Context, field graphql.CollectedField) (*graphql.FieldContext, error) {
+			return ec.childFields_TranscriptTurn(ctx, field)
+		},
+	}
+	return fc, nil
+}
+
+func (ec *executionContext) _TranscriptPage_text(ctx context.Context, field graphql.CollectedField, obj *transcript.Page) (ret graphql.Marshaler) {
+	return graphql.ResolveField(
+		ctx,
+		ec.OperationContext,
+		field,
+		func(ctx context.Context, field graphql.CollectedField) (*graphql.FieldContext, error) {
+			return ec.fieldContext_TranscriptPage_text(ctx, field)
+		},
+		func(ctx context.Context) (any, error) {
+			return obj.Text, nil
+		},
+		nil,
+		func(ctx context.Context, selections ast.SelectionSet, v string) graphql.Marshaler {
+			return ec.marshalNString2string(ctx, selections, v)
+		},
+		true,
+		true,
+	)
+}
+func (ec *executionContext) fieldContext_TranscriptPage_text(_ context.Context, field graphql.CollectedField) (fc *graphql.FieldContext, err error) {
+	return graphql.NewScalarFieldContext("TranscriptPage", field, false, false, "String")
+}
+
+func (ec *executionContext) _TranscriptPage_truncated(ctx context.Context, field graphql.CollectedField, obj *transcript.Page) (ret graphql.Marshaler) {
+	return graphql.ResolveField(
+		ctx,
+		ec.OperationContext,
+		field,
+		func(ctx context.Context, field graphql.CollectedField) (*graphql.FieldContext, error) {
+			return ec.fieldContext_TranscriptPage_truncated(ctx, field)
+		},
+		func(ctx context.Context) (any, error) {
+			return obj.Truncated, nil
+		},
+		nil,
+		func(ctx context.Context, selections ast.SelectionSet, v bool) graphql.Marshaler {
+			return ec.marshalNBoolean2bool(ctx, selections, v)
+		},
+		true,
+		true,
+	)
+}
+func (ec *executionContext) fieldContext_TranscriptPage_truncated(_ context.Context, field graphql.CollectedField) (fc *graphql.FieldContext, err error) {
+	return graphql.NewScalarFieldContext("TranscriptPage", field, false, false, "Boolean")
+}
+
+func (ec *executionContext) _TranscriptPage_nextOffset(ctx context.Context, field graphql.CollectedField, obj *transcript.Page) (ret graphql.Marshaler) {
+	return graphql.ResolveField(
+		ctx,
+		ec.OperationContext,
+		field,
+		func(ctx context.Context, field graphql.CollectedField) (*graphql.FieldContext, error) {
+			return ec.fieldContext_TranscriptPage_nextOffset(ctx, field)
+		},
+		func(ctx context.Context) (any, error) {
+			return obj.NextOffset, nil
+		},
+		nil,
+		func(ctx context.Context, selections ast.SelectionSet, v *int) graphql.Marshaler {
+			return ec.marshalOInt2ᚖint(ctx, selections, v)
+		},
+		true,
+		false,
+	)
+}
+func (ec *executionContext) fieldContext_TranscriptPage_nextOffset(_ context.Context, field graphql.CollectedField) (fc *graphql.FieldContext, err error) {
+	return graphql.NewScalarFieldContext("TranscriptPage", field, false, false, "Int")
+}
+
+func (ec *executionContext) _TranscriptToolCall_name(ctx context.Context, field graphql.CollectedField, obj *transcript.ToolCall) (ret graphql.Marshaler) {
+	return graphql.ResolveField(
+		ctx,
+		ec.OperationContext,
+		field,
+		func(ctx context.Context, field graphql.CollectedField) (*graphql.FieldContext, error) {
+			return ec.fieldContext_TranscriptToolCall_name(ctx, field)
+		},
+		func(ctx context.Context) (any, error) {
+			return obj.Name, nil
+		},
+		nil,
+		func(ctx context.Context, selections ast.SelectionSet, v string) graphql.Marshaler {
+			return ec.marshalNString2string(ctx, selections, v)
+		},
+		true,
+		true,
+	)
+}
+func (ec *executionContext) fieldContext_TranscriptToolCall_name(_ context.Context, field graphql.CollectedField) (fc *graphql.FieldContext, err error) {
+	return graphql.NewScalarFieldContext("TranscriptToolCall", field, false, false, "String")
+}
+
+func (ec *executionContext) _TranscriptToolCall_arguments(ctx context.Context, field graphql.CollectedField, obj *transcript.ToolCall) (ret graphql.Marshaler) {
+	return graphql.ResolveField(
+		ctx,
+		ec.OperationContext,
+		field,
+		func(ctx context.Context, field graphql.CollectedField) (*graphql.FieldContext, error) {
+			return ec.fieldContext_TranscriptToolCall_arguments(ctx, field)
+		},
+		func(ctx context.Context) (any, error) {
+			return obj.Arguments, nil
+		},
+		nil,
+		func(ctx context.Context, selections ast.SelectionSet, v string) graphql.Marshaler {
+			return ec.marshalNString2string(ctx, selections, v)
+		},
+		true,
+		true,
+	)
+}
+func (ec *executionContext) fieldContext_TranscriptToolCall_arguments(_ context.Context, field graphql.CollectedField) (fc *graphql.FieldContext, err error) {
+	return graphql.NewScalarFieldContext("TranscriptToolCall", field, false, false, "String")
+}
+
+func (ec *executionContext) _TranscriptToolCall_argumentsTruncated(ctx context.Context, field graphql.CollectedField, obj *transcript.ToolCall) (ret graphql.Marshaler) {
+	return graphql.ResolveField(
+		ctx,
+		ec.OperationContext,
+		field,
+		func(ctx context.Context, field graphql.CollectedField) (*graphql.FieldContext, error) {
+			return ec.fieldContext_TranscriptToolCall_argumentsTruncated(ctx, field)
+		},
+		func(ctx context.Context) (any, error) {
+			return obj.ArgumentsTruncated, nil
+		},
+		nil,
+		func(ctx context.Context, selections ast.SelectionSet, v bool) graphql.Marshaler {
+			return ec.marshalNBoolean2bool(ctx, selections, v)
+		},
+		true,
+		true,
+	)
+}
+func (ec *executionContext) fieldContext_TranscriptToolCall_argumentsTruncated(_ context.Context, field graphql.CollectedField) (fc *graphql.FieldContext, err error) {
+	return graphql.NewScalarFieldContext("TranscriptToolCall", field, false, false, "Boolean")
+}
+
+func (ec *executionContext) _TranscriptToolCall_ref(ctx context.Context, field graphql.CollectedField, obj *transcript.ToolCall) (ret graphql.Marshaler) {
+	return graphql.ResolveField(
+		ctx,
+		ec.OperationContext,
+		field,
+		func(ctx context.Context, field graphql.CollectedField) (*graphql.FieldContext, error) {
+			return ec.fieldContext_TranscriptToolCall_ref(ctx, field)
+		},
+		func(ctx context.Context) (any, error) {
+			return obj.Ref, nil
+		},
+		nil,
+		func(ctx context.Context, selections ast.SelectionSet, v *string) graphql.Marshaler {
+			return ec.marshalOString2ᚖstring(ctx, selections, v)
+		},
+		true,
+		false,
+	)
+}
+func (ec *executionContext) fieldContext_TranscriptToolCall_ref(_ context.Context, field graphql.CollectedField) (fc *graphql.FieldContext, err error) {
+	return graphql.NewScalarFieldContext("TranscriptToolCall", field, false, false, "String")
+}
+
+func (ec *executionContext) _TranscriptTurn_number(ctx context.Context, field graphql.CollectedField, obj *transcript.Turn) (ret graphql.Marshaler) {
+	return graphql.ResolveField(
+		ctx,
+		ec.OperationContext,
+		field,
+		func(ctx context.Context, field graphql.CollectedField) (*graphql.FieldContext, error) {
+			return ec.fieldContext_TranscriptTurn_number(ctx, field)
+		},
+		func(ctx context.Context) (any, error) {
+			return obj.Number, nil
+		},
+		nil,
+		func(ctx context.Context, selections ast.SelectionSet, v int) graphql.Marshaler {
+			return ec.marshalNInt2int(ctx, selections, v)
+		},
+		true,
+		true,
+	)
+}
+func (ec *executionContext) fieldContext_TranscriptTurn_number(_ context.Context, field graphql.CollectedField) (fc *graphql.FieldContext, err error) {
+	return graphql.NewScalarFieldContext("TranscriptTurn", field, false, false, "Int")
+}
+
+func (ec *executionContext) _TranscriptTurn_startedAt(ctx context.Context, field graphql.CollectedField, obj *transcript.Turn) (ret graphql.Marshaler) {
+	return graphql.ResolveField(
+		ctx,
+		ec.OperationContext,
+		field,
+		func(ctx context.Context, field graphql.CollectedField) (*graphql.FieldContext, error) {
+			return ec.fieldContext_TranscriptTurn_startedAt(ctx, field)
+		},
+		func(ctx context.Context) (any, error) {
+			return obj.StartedAt, nil
+		},
+		nil,
+		func(ctx context.Context, selections ast.SelectionSet, v time.Time) graphql.Marshaler {
+			return ec.marshalNTime2timeᚐTime(ctx, selections, v)
+		},
+		true,
+		true,
+	)
+}
+func (ec *executionContext) fieldContext_TranscriptTurn_startedAt(_ context.Context, field graphql.CollectedField) (fc *graphql.FieldContext, err error) {
+	return graphql.NewScalarFieldContext("TranscriptTurn", field, false, false, "Time")
+}
+
+func (ec *executionContext) _TranscriptTurn_timeZone(ctx context.Context, field graphql.CollectedField, obj *transcript.Turn) (ret graphql.Marshaler) {
+	return graphql.ResolveField(
+		ctx,
+		ec.OperationContext,
+		field,
+		func(ctx context.Context, field graphql.CollectedField) (*graphql.FieldContext, error) {
+			return ec.fieldContext_TranscriptTurn_timeZone(ctx, field)
+		},
+		func(ctx context.Context) (any, error) {
+			return obj.TimeZone, nil
+		},
+		nil,
+		func(ctx context.Context, selections ast.SelectionSet, v string) graphql.Marshaler {
+			return ec.marshalNString2string(ctx, selections, v)
+		},
+		true,
+		true,
+	)
+}
+func (ec *executionContext) fieldContext_TranscriptTurn_timeZone(_ context.Context, field graphql.CollectedField) (fc *graphql.FieldContext, err error) {
+	return graphql.NewScalarFieldContext("TranscriptTurn", field, false, false, "String")
+}
+
+func (ec *executionContext) _TranscriptTurn_userText(ctx context.Context, field graphql.CollectedField, obj *transcript.Turn) (ret graphql.Marshaler) {
+	return graphql.ResolveField(
+		ctx,
+		ec.OperationContext,
+		field,
+		func(ctx context.Context, field graphql.CollectedField) (*graphql.FieldContext, error) {
+			return ec.fieldContext_TranscriptTurn_userText(ctx, field)
+		},
+		func(ctx context.Context) (any, error) {
+			return obj.UserText, nil
+		},
+		nil,
+		func(ctx context.Context, selections ast.SelectionSet, v string) graphql.Marshaler {
+			return ec.marshalNString2string(ctx, selections, v)
+		},
+		true,
+		true,
+	)
+}
+func (ec *executionContext) fieldContext_TranscriptTurn_userText(_ context.Context, field graphql.CollectedField) (fc *graphql.FieldContext, err error) {
+	return graphql.NewScalarFieldContext("TranscriptTurn", field, false, false, "String")
+}
+
+func (ec *executionContext) _TranscriptTurn_answer(ctx context.Context, field graphql.CollectedField, obj *transcript.Turn) (ret graphql.Marshaler) {
+	return graphql.ResolveField(
+		ctx,
+		ec.OperationContext,
+		field,
+		func(ctx context.Context, field graphql.CollectedField) (*graphql.FieldContext, error) {
+			return ec.fieldContext_TranscriptTurn_answer(ctx, field)
+		},
+		func(ctx context.Context) (any, error) {
+			return obj.Answer, nil
+		},
+		nil,
+		func(ctx context.Context, selections ast.SelectionSet, v *string) graphql.Marshaler {
+			return ec.marshalOString2ᚖstring(ctx, selections, v)
+		},
+		true,
+		false,
+	)
+}
+func (ec *executionContext) fieldContext_TranscriptTurn_answer(_ context.Context, field graphql.CollectedField) (fc *graphql.FieldContext, err error) {
+	return graphql.NewScalarFieldContext("TranscriptTurn", field, false, false, "String")
+}
+
+func (ec *executionContext) _TranscriptTurn_toolCalls(ctx context.Context, field graphql.CollectedField, obj *transcript.Turn) (ret graphql.Marshaler) {
+	return graphql.ResolveField(
+		ctx,
+		ec.OperationContext,
+		field,
+		func(ctx context.Context, field graphql.CollectedField) (*graphql.FieldContext, error) {
+			return ec.fieldContext_TranscriptTurn_toolCalls(ctx, field)
+		},
+		func(ctx context.Context) (any, error) {
+			return obj.ToolCalls, nil
+		},
+		nil,
+		func(ctx context.Context, selections ast.SelectionSet, v []transcript.ToolCall) graphql.Marshaler {
+			return ec.marshalNTranscriptToolCall2ᚕgithubᚗcomᚋtoolgateᚋtoolgateᚋtoolsᚋtranscriptᚐToolCallᚄ(ctx, selections, v)
+		},
+		true,
+		true,
+	)
+}
+func (ec *executionContext) fieldContext_TranscriptTurn_toolCalls(_ context.Context, field graphql.CollectedField) (fc *graphql.FieldContext, err error) {
+	fc = &graphql.FieldContext{
+		Object:     "TranscriptTurn",
+		Field:      field,
+		IsMethod:   false,
+		IsResolver: false,
+		Child: func(ctx context.Context, field graphql.CollectedField) (*graphql.FieldContext, error) {
+			return ec.childFields_TranscriptToolCall(ctx, field)
 		},
 	}
 	return fc, nil
@@ -5119,6 +10356,38 @@ func (ec *executionContext) fieldContext_Turn_suggestions(_ context.Context, fie
 	return graphql.NewScalarFieldContext("Turn", field, false, false, "String")
 }
 
+func (ec *executionContext) _Turn_clarification(ctx context.Context, field graphql.CollectedField, obj *ent.Turn) (ret graphql.Marshaler) {
+	return graphql.ResolveField(
+		ctx,
+		ec.OperationContext,
+		field,
+		func(ctx context.Context, field graphql.CollectedField) (*graphql.FieldContext, error) {
+			return ec.fieldContext_Turn_clarification(ctx, field)
+		},
+		func(ctx context.Context) (any, error) {
+			return obj.Clarification, nil
+		},
+		nil,
+		func(ctx context.Context, selections ast.SelectionSet, v *schema.Clarification) graphql.Marshaler {
+			return ec.marshalOClarification2ᚖgithubᚗcomᚋtoolgateᚋtoolgateᚋentᚋschemaᚐClarification(ctx, selections, v)
+		},
+		true,
+		false,
+	)
+}
+func (ec *executionContext) fieldContext_Turn_clarification(_ context.Context, field graphql.CollectedField) (fc *graphql.FieldContext, err error) {
+	fc = &graphql.FieldContext{
+		Object:     "Turn",
+		Field:      field,
+		IsMethod:   false,
+		IsResolver: false,
+		Child: func(ctx context.Context, field graphql.CollectedField) (*graphql.FieldContext, error) {
+			return ec.childFields_Clarification(ctx, field)
+		},
+	}
+	return fc, nil
+}
+
 func (ec *executionContext) _Turn_replayed(ctx context.Context, field graphql.CollectedField, obj *ent.Turn) (ret graphql.Marshaler) {
 	return graphql.ResolveField(
 		ctx,
@@ -5348,6 +10617,373 @@ func (ec *executionContext) fieldContext_TurnEdge_cursor(_ context.Context, fiel
 	return graphql.NewScalarFieldContext("TurnEdge", field, false, false, "Cursor")
 }
 
+func (ec *executionContext) _TurnEvent_kind(ctx context.Context, field graphql.CollectedField, obj *model.TurnEvent) (ret graphql.Marshaler) {
+	return graphql.ResolveField(
+		ctx,
+		ec.OperationContext,
+		field,
+		func(ctx context.Context, field graphql.CollectedField) (*graphql.FieldContext, error) {
+			return ec.fieldContext_TurnEvent_kind(ctx, field)
+		},
+		func(ctx context.Context) (any, error) {
+			return obj.Kind, nil
+		},
+		nil,
+		func(ctx context.Context, selections ast.SelectionSet, v events.Kind) graphql.Marshaler {
+			return ec.marshalNTurnEventKind2githubᚗcomᚋtoolgateᚋtoolgateᚋruntimeᚋeventsᚐKind(ctx, selections, v)
+		},
+		true,
+		true,
+	)
+}
+func (ec *executionContext) fieldContext_TurnEvent_kind(_ context.Context, field graphql.CollectedField) (fc *graphql.FieldContext, err error) {
+	return graphql.NewScalarFieldContext("TurnEvent", field, false, false, "TurnEventKind")
+}
+
+func (ec *executionContext) _TurnEvent_turn(ctx context.Context, field graphql.CollectedField, obj *model.TurnEvent) (ret graphql.Marshaler) {
+	return graphql.ResolveField(
+		ctx,
+		ec.OperationContext,
+		field,
+		func(ctx context.Context, field graphql.CollectedField) (*graphql.FieldContext, error) {
+			return ec.fieldContext_TurnEvent_turn(ctx, field)
+		},
+		func(ctx context.Context) (any, error) {
+			return obj.Turn, nil
+		},
+		nil,
+		func(ctx context.Context, selections ast.SelectionSet, v *ent.Turn) graphql.Marshaler {
+			return ec.marshalNTurn2ᚖgithubᚗcomᚋtoolgateᚋtoolgateᚋentᚐTurn(ctx, selections, v)
+		},
+		true,
+		true,
+	)
+}
+func (ec *executionContext) fieldContext_TurnEvent_turn(_ context.Context, field graphql.CollectedField) (fc *graphql.FieldContext, err error) {
+	fc = &graphql.FieldContext{
+		Object:     "TurnEvent",
+		Field:      field,
+		IsMethod:   false,
+		IsResolver: false,
+		Child: func(ctx context.Context, field graphql.CollectedField) (*graphql.FieldContext, error) {
+			return ec.childFields_Turn(ctx, field)
+		},
+	}
+	return fc, nil
+}
+
+func (ec *executionContext) _TurnEvent_toolCall(ctx context.Context, field graphql.CollectedField, obj *model.TurnEvent) (ret graphql.Marshaler) {
+	return graphql.ResolveField(
+		ctx,
+		ec.OperationContext,
+		field,
+		func(ctx context.Context, field graphql.CollectedField) (*graphql.FieldContext, error) {
+			return ec.fieldContext_TurnEvent_toolCall(ctx, field)
+		},
+		func(ctx context.Context) (any, error) {
+			return obj.ToolCall, nil
+		},
+		nil,
+		func(ctx context.Context, selections ast.SelectionSet, v *ent.ToolCall) graphql.Marshaler {
+			return ec.marshalOToolCall2ᚖgithubᚗcomᚋtoolgateᚋtoolgateᚋentᚐToolCall(ctx, selections, v)
+		},
+		true,
+		false,
+	)
+}
+func (ec *executionContext) fieldContext_TurnEvent_toolCall(_ context.Context, field graphql.CollectedField) (fc *graphql.FieldContext, err error) {
+	fc = &graphql.FieldContext{
+		Object:     "TurnEvent",
+		Field:      field,
+		IsMethod:   false,
+		IsResolver: false,
+		Child: func(ctx context.Context, field graphql.CollectedField) (*graphql.FieldContext, error) {
+			return ec.childFields_ToolCall(ctx, field)
+		},
+	}
+	return fc, nil
+}
+
+func (ec *executionContext) _TurnEvent_at(ctx context.Context, field graphql.CollectedField, obj *model.TurnEvent) (ret graphql.Marshaler) {
+	return graphql.ResolveField(
+		ctx,
+		ec.OperationContext,
+		field,
+		func(ctx context.Context, field graphql.CollectedField) (*graphql.FieldContext, error) {
+			return ec.fieldContext_TurnEvent_at(ctx, field)
+		},
+		func(ctx context.Context) (any, error) {
+			return obj.At, nil
+		},
+		nil,
+		func(ctx context.Context, selections ast.SelectionSet, v time.Time) graphql.Marshaler {
+			return ec.marshalNTime2timeᚐTime(ctx, selections, v)
+		},
+		true,
+		true,
+	)
+}
+func (ec *executionContext) fieldContext_TurnEvent_at(_ context.Context, field graphql.CollectedField) (fc *graphql.FieldContext, err error) {
+	return graphql.NewScalarFieldContext("TurnEvent", field, false, false, "Time")
+}
+
+func (ec *executionContext) _Usage_month(ctx context.Context, field graphql.CollectedField, obj *model.Usage) (ret graphql.Marshaler) {
+	return graphql.ResolveField(
+		ctx,
+		ec.OperationContext,
+		field,
+		func(ctx context.Context, field graphql.CollectedField) (*graphql.FieldContext, error) {
+			return ec.fieldContext_Usage_month(ctx, field)
+		},
+		func(ctx context.Context) (any, error) {
+			return obj.Month, nil
+		},
+		nil,
+		func(ctx context.Context, selections ast.SelectionSet, v string) graphql.Marshaler {
+			return ec.marshalNString2string(ctx, selections, v)
+		},
+		true,
+		true,
+	)
+}
+func (ec *executionContext) fieldContext_Usage_month(_ context.Context, field graphql.CollectedField) (fc *graphql.FieldContext, err error) {
+	return graphql.NewScalarFieldContext("Usage", field, false, false, "String")
+}
+
+func (ec *executionContext) _Usage_inputTokens(ctx context.Context, field graphql.CollectedField, obj *model.Usage) (ret graphql.Marshaler) {
+	return graphql.ResolveField(
+		ctx,
+		ec.OperationContext,
+		field,
+		func(ctx context.Context, field graphql.CollectedField) (*graphql.FieldContext, error) {
+			return ec.fieldContext_Usage_inputTokens(ctx, field)
+		},
+		func(ctx context.Context) (any, error) {
+			return obj.InputTokens, nil
+		},
+		nil,
+		func(ctx context.Context, selections ast.SelectionSet, v int) graphql.Marshaler {
+			return ec.marshalNInt2int(ctx, selections, v)
+		},
+		true,
+		true,
+	)
+}
+func (ec *executionContext) fieldContext_Usage_inputTokens(_ context.Context, field graphql.CollectedField) (fc *graphql.FieldContext, err error) {
+	return graphql.NewScalarFieldContext("Usage", field, false, false, "Int")
+}
+
+func (ec *executionContext) _Usage_cacheReadTokens(ctx context.Context, field graphql.CollectedField, obj *model.Usage) (ret graphql.Marshaler) {
+	return graphql.ResolveField(
+		ctx,
+		ec.OperationContext,
+		field,
+		func(ctx context.Context, field graphql.CollectedField) (*graphql.FieldContext, error) {
+			return ec.fieldContext_Usage_cacheReadTokens(ctx, field)
+		},
+		func(ctx context.Context) (any, error) {
+			return obj.CacheReadTokens, nil
+		},
+		nil,
+		func(ctx context.Context, selections ast.SelectionSet, v int) graphql.Marshaler {
+			return ec.marshalNInt2int(ctx, selections, v)
+		},
+		true,
+		true,
+	)
+}
+func (ec *executionContext) fieldContext_Usage_cacheReadTokens(_ context.Context, field graphql.CollectedField) (fc *graphql.FieldContext, err error) {
+	return graphql.NewScalarFieldContext("Usage", field, false, false, "Int")
+}
+
+func (ec *executionContext) _Usage_cacheWriteTokens(ctx context.Context, field graphql.CollectedField, obj *model.Usage) (ret graphql.Marshaler) {
+	return graphql.ResolveField(
+		ctx,
+		ec.OperationContext,
+		field,
+		func(ctx context.Context, field graphql.CollectedField) (*graphql.FieldContext, error) {
+			return ec.fieldContext_Usage_cacheWriteTokens(ctx, field)
+		},
+		func(ctx context.Context) (any, error) {
+			return obj.CacheWriteTokens, nil
+		},
+		nil,
+		func(ctx context.Context, selections ast.SelectionSet, v int) graphql.Marshaler {
+			return ec.marshalNInt2int(ctx, selections, v)
+		},
+		true,
+		true,
+	)
+}
+func (ec *executionContext) fieldContext_Usage_cacheWriteTokens(_ context.Context, field graphql.CollectedField) (fc *graphql.FieldContext, err error) {
+	return graphql.NewScalarFieldContext("Usage", field, false, false, "Int")
+}
+
+func (ec *executionContext) _Usage_outputTokens(ctx context.Context, field graphql.CollectedField, obj *model.Usage) (ret graphql.Marshaler) {
+	return graphql.ResolveField(
+		ctx,
+		ec.OperationContext,
+		field,
+		func(ctx context.Context, field graphql.CollectedField) (*graphql.FieldContext, error) {
+			return ec.fieldContext_Usage_outputTokens(ctx, field)
+		},
+		func(ctx context.Context) (any, error) {
+			return obj.OutputTokens, nil
+		},
+		nil,
+		func(ctx context.Context, selections ast.SelectionSet, v int) graphql.Marshaler {
+			return ec.marshalNInt2int(ctx, selections, v)
+		},
+		true,
+		true,
+	)
+}
+func (ec *executionContext) fieldContext_Usage_outputTokens(_ context.Context, field graphql.CollectedField) (fc *graphql.FieldContext, err error) {
+	return graphql.NewScalarFieldContext("Usage", field, false, false, "Int")
+}
+
+func (ec *executionContext) _Usage_cost(ctx context.Context, field graphql.CollectedField, obj *model.Usage) (ret graphql.Marshaler) {
+	return graphql.ResolveField(
+		ctx,
+		ec.OperationContext,
+		field,
+		func(ctx context.Context, field graphql.CollectedField) (*graphql.FieldContext, error) {
+			return ec.fieldContext_Usage_cost(ctx, field)
+		},
+		func(ctx context.Context) (any, error) {
+			return obj.Cost, nil
+		},
+		nil,
+		func(ctx context.Context, selections ast.SelectionSet, v float64) graphql.Marshaler {
+			return ec.marshalNFloat2float64(ctx, selections, v)
+		},
+		true,
+		true,
+	)
+}
+func (ec *executionContext) fieldContext_Usage_cost(_ context.Context, field graphql.CollectedField) (fc *graphql.FieldContext, err error) {
+	return graphql.NewScalarFieldContext("Usage", field, false, false, "Float")
+}
+
+func (ec *executionContext) _Usage_modelCalls(ctx context.Context, field graphql.CollectedField, obj *model.Usage) (ret graphql.Marshaler) {
+	return graphql.ResolveField(
+		ctx,
+		ec.OperationContext,
+		field,
+		func(ctx context.Context, field graphql.CollectedField) (*graphql.FieldContext, error) {
+			return ec.fieldContext_Usage_modelCalls(ctx, field)
+		},
+		func(ctx context.Context) (any, error) {
+			return obj.ModelCalls, nil
+		},
+		nil,
+		func(ctx context.Context, selections ast.SelectionSet, v int) graphql.Marshaler {
+			return ec.marshalNInt2int(ctx, selections, v)
+		},
+		true,
+		true,
+	)
+}
+func (ec *executionContext) fieldContext_Usage_modelCalls(_ context.Context, field graphql.CollectedField) (fc *graphql.FieldContext, err error) {
+	return graphql.NewScalarFieldContext("Usage", field, false, false, "Int")
+}
+
+func (ec *executionContext) _Usage_byModel(ctx context.Context, field graphql.CollectedField, obj *model.Usage) (ret graphql.Marshaler) {
+	return graphql.ResolveField(
+		ctx,
+		ec.OperationContext,
+		field,
+		func(ctx context.Context, field graphql.CollectedField) (*graphql.FieldContext, error) {
+			return ec.fieldContext_Usage_byModel(ctx, field)
+		},
+		func(ctx context.Context) (any, error) {
+			return obj.ByModel, nil
+		},
+		nil,
+		func(ctx context.Context, selections ast.SelectionSet, v []*model.ModelUsage) graphql.Marshaler {
+			return ec.marshalNModelUsage2ᚕᚖgithubᚗcomᚋtoolgateᚋtoolgateᚋgraphᚋmodelᚐModelUsageᚄ(ctx, selections, v)
+		},
+		true,
+		true,
+	)
+}
+func (ec *executionContext) fieldContext_Usage_byModel(_ context.Context, field graphql.CollectedField) (fc *graphql.FieldContext, err error) {
+	fc = &graphql.FieldContext{
+		Object:     "Usage",
+		Field:      field,
+		IsMethod:   false,
+		IsResolver: false,
+		Child: func(ctx context.Context, field graphql.CollectedField) (*graphql.FieldContext, error) {
+			return ec.childFields_ModelUsage(ctx, field)
+		},
+	}
+	return fc, nil
+}
+
+func (ec *executionContext) _Usage_byAgent(ctx context.Context, field graphql.CollectedField, obj *model.Usage) (ret graphql.Marshaler) {
+	return graphql.ResolveField(
+		ctx,
+		ec.OperationContext,
+		field,
+		func(ctx context.Context, field graphql.CollectedField) (*graphql.FieldContext, error) {
+			return ec.fieldContext_Usage_byAgent(ctx, field)
+		},
+		func(ctx context.Context) (any, error) {
+			return obj.ByAgent, nil
+		},
+		nil,
+		func(ctx context.Context, selections ast.SelectionSet, v []*model.AgentUsage) graphql.Marshaler {
+			return ec.marshalNAgentUsage2ᚕᚖgithubᚗcomᚋtoolgateᚋtoolgateᚋgraphᚋmodelᚐAgentUsageᚄ(ctx, selections, v)
+		},
+		true,
+		true,
+	)
+}
+func (ec *executionContext) fieldContext_Usage_byAgent(_ context.Context, field graphql.CollectedField) (fc *graphql.FieldContext, err error) {
+	fc = &graphql.FieldContext{
+		Object:     "Usage",
+		Field:      field,
+		IsMethod:   false,
+		IsResolver: false,
+		Child: func(ctx context.Context, field graphql.CollectedField) (*graphql.FieldContext, error) {
+			return ec.childFields_AgentUsage(ctx, field)
+		},
+	}
+	return fc, nil
+}
+
+func (ec *executionContext) _Usage_byUser(ctx context.Context, field graphql.CollectedField, obj *model.Usage) (ret graphql.Marshaler) {
+	return graphql.ResolveField(
+		ctx,
+		ec.OperationContext,
+		field,
+		func(ctx context.Context, field graphql.CollectedField) (*graphql.FieldContext, error) {
+			return ec.fieldContext_Usage_byUser(ctx, field)
+		},
+		func(ctx context.Context) (any, error) {
+			return obj.ByUser, nil
+		},
+		nil,
+		func(ctx context.Context, selections ast.SelectionSet, v []*model.UserUsage) graphql.Marshaler {
+			return ec.marshalNUserUsage2ᚕᚖgithubᚗcomᚋtoolgateᚋtoolgateᚋgraphᚋmodelᚐUserUsageᚄ(ctx, selections, v)
+		},
+		true,
+		true,
+	)
+}
+func (ec *executionContext) fieldContext_Usage_byUser(_ context.Context, field graphql.CollectedField) (fc *graphql.FieldContext, err error) {
+	fc = &graphql.FieldContext{
+		Object:     "Usage",
+		Field:      field,
+		IsMethod:   false,
+		IsResolver: false,
+		Child: func(ctx context.Context, field graphql.CollectedField) (*graphql.FieldContext, error) {
+			return ec.childFields_UserUsage(ctx, field)
+		},
+	}
+	return fc, nil
+}
+
 func (ec *executionContext) _User_id(ctx context.Context, field graphql.CollectedField, obj *ent.User) (ret graphql.Marshaler) {
 	return graphql.ResolveField(
 		ctx,
@@ -5539,6 +11175,824 @@ func (ec *executionContext) _User_organizationName(ctx context.Context, field gr
 }
 func (ec *executionContext) fieldContext_User_organizationName(_ context.Context, field graphql.CollectedField) (fc *graphql.FieldContext, err error) {
 	return graphql.NewScalarFieldContext("User", field, true, true, "String")
+}
+
+func (ec *executionContext) _UserUsage_user(ctx context.Context, field graphql.CollectedField, obj *model.UserUsage) (ret graphql.Marshaler) {
+	return graphql.ResolveField(
+		ctx,
+		ec.OperationContext,
+		field,
+		func(ctx context.Context, field graphql.CollectedField) (*graphql.FieldContext, error) {
+			return ec.fieldContext_UserUsage_user(ctx, field)
+		},
+		func(ctx context.Context) (any, error) {
+			return obj.User, nil
+		},
+		nil,
+		func(ctx context.Context, selections ast.SelectionSet, v *ent.User) graphql.Marshaler {
+			return ec.marshalOUser2ᚖgithubᚗcomᚋtoolgateᚋtoolgateᚋentᚐUser(ctx, selections, v)
+		},
+		true,
+		false,
+	)
+}
+func (ec *executionContext) fieldContext_UserUsage_user(_ context.Context, field graphql.CollectedField) (fc *graphql.FieldContext, err error) {
+	fc = &graphql.FieldContext{
+		Object:     "UserUsage",
+		Field:      field,
+		IsMethod:   false,
+		IsResolver: false,
+		Child: func(ctx context.Context, field graphql.CollectedField) (*graphql.FieldContext, error) {
+			return ec.childFields_User(ctx, field)
+		},
+	}
+	return fc, nil
+}
+
+func (ec *executionContext) _UserUsage_inputTokens(ctx context.Context, field graphql.CollectedField, obj *model.UserUsage) (ret graphql.Marshaler) {
+	return graphql.ResolveField(
+		ctx,
+		ec.OperationContext,
+		field,
+		func(ctx context.Context, field graphql.CollectedField) (*graphql.FieldContext, error) {
+			return ec.fieldContext_UserUsage_inputTokens(ctx, field)
+		},
+		func(ctx context.Context) (any, error) {
+			return obj.InputTokens, nil
+		},
+		nil,
+		func(ctx context.Context, selections ast.SelectionSet, v int) graphql.Marshaler {
+			return ec.marshalNInt2int(ctx, selections, v)
+		},
+		true,
+		true,
+	)
+}
+func (ec *executionContext) fieldContext_UserUsage_inputTokens(_ context.Context, field graphql.CollectedField) (fc *graphql.FieldContext, err error) {
+	return graphql.NewScalarFieldContext("UserUsage", field, false, false, "Int")
+}
+
+func (ec *executionContext) _UserUsage_cacheReadTokens(ctx context.Context, field graphql.CollectedField, obj *model.UserUsage) (ret graphql.Marshaler) {
+	return graphql.ResolveField(
+		ctx,
+		ec.OperationContext,
+		field,
+		func(ctx context.Context, field graphql.CollectedField) (*graphql.FieldContext, error) {
+			return ec.fieldContext_UserUsage_cacheReadTokens(ctx, field)
+		},
+		func(ctx context.Context) (any, error) {
+			return obj.CacheReadTokens, nil
+		},
+		nil,
+		func(ctx context.Context, selections ast.SelectionSet, v int) graphql.Marshaler {
+			return ec.marshalNInt2int(ctx, selections, v)
+		},
+		true,
+		true,
+	)
+}
+func (ec *executionContext) fieldContext_UserUsage_cacheReadTokens(_ context.Context, field graphql.CollectedField) (fc *graphql.FieldContext, err error) {
+	return graphql.NewScalarFieldContext("UserUsage", field, false, false, "Int")
+}
+
+func (ec *executionContext) _UserUsage_cacheWriteTokens(ctx context.Context, field graphql.CollectedField, obj *model.UserUsage) (ret graphql.Marshaler) {
+	return graphql.ResolveField(
+		ctx,
+		ec.OperationContext,
+		field,
+		func(ctx context.Context, field graphql.CollectedField) (*graphql.FieldContext, error) {
+			return ec.fieldContext_UserUsage_cacheWriteTokens(ctx, field)
+		},
+		func(ctx context.Context) (any, error) {
+			return obj.CacheWriteTokens, nil
+		},
+		nil,
+		func(ctx context.Context, selections ast.SelectionSet, v int) graphql.Marshaler {
+			return ec.marshalNInt2int(ctx, selections, v)
+		},
+		true,
+		true,
+	)
+}
+func (ec *executionContext) fieldContext_UserUsage_cacheWriteTokens(_ context.Context, field graphql.CollectedField) (fc *graphql.FieldContext, err error) {
+	return graphql.NewScalarFieldContext("UserUsage", field, false, false, "Int")
+}
+
+func (ec *executionContext) _UserUsage_outputTokens(ctx context.Context, field graphql.CollectedField, obj *model.UserUsage) (ret graphql.Marshaler) {
+	return graphql.ResolveField(
+		ctx,
+		ec.OperationContext,
+		field,
+		func(ctx context.Context, field graphql.CollectedField) (*graphql.FieldContext, error) {
+			return ec.fieldContext_UserUsage_outputTokens(ctx, field)
+		},
+		func(ctx context.Context) (any, error) {
+			return obj.OutputTokens, nil
+		},
+		nil,
+		func(ctx context.Context, selections ast.SelectionSet, v int) graphql.Marshaler {
+			return ec.marshalNInt2int(ctx, selections, v)
+		},
+		true,
+		true,
+	)
+}
+func (ec *executionContext) fieldContext_UserUsage_outputTokens(_ context.Context, field graphql.CollectedField) (fc *graphql.FieldContext, err error) {
+	return graphql.NewScalarFieldContext("UserUsage", field, false, false, "Int")
+}
+
+func (ec *executionContext) _UserUsage_cost(ctx context.Context, field graphql.CollectedField, obj *model.UserUsage) (ret graphql.Marshaler) {
+	return graphql.ResolveField(
+		ctx,
+		ec.OperationContext,
+		field,
+		func(ctx context.Context, field graphql.CollectedField) (*graphql.FieldContext, error) {
+			return ec.fieldContext_UserUsage_cost(ctx, field)
+		},
+		func(ctx context.Context) (any, error) {
+			return obj.Cost, nil
+		},
+		nil,
+		func(ctx context.Context, selections ast.SelectionSet, v float64) graphql.Marshaler {
+			return ec.marshalNFloat2float64(ctx, selections, v)
+		},
+		true,
+		true,
+	)
+}
+func (ec *executionContext) fieldContext_UserUsage_cost(_ context.Context, field graphql.CollectedField) (fc *graphql.FieldContext, err error) {
+	return graphql.NewScalarFieldContext("UserUsage", field, false, false, "Float")
+}
+
+func (ec *executionContext) _UserUsage_modelCalls(ctx context.Context, field graphql.CollectedField, obj *model.UserUsage) (ret graphql.Marshaler) {
+	return graphql.ResolveField(
+		ctx,
+		ec.OperationContext,
+		field,
+		func(ctx context.Context, field graphql.CollectedField) (*graphql.FieldContext, error) {
+			return ec.fieldContext_UserUsage_modelCalls(ctx, field)
+		},
+		func(ctx context.Context) (any, error) {
+			return obj.ModelCalls, nil
+		},
+		nil,
+		func(ctx context.Context, selections ast.SelectionSet, v int) graphql.Marshaler {
+			return ec.marshalNInt2int(ctx, selections, v)
+		},
+		true,
+		true,
+	)
+}
+func (ec *executionContext) fieldContext_UserUsage_modelCalls(_ context.Context, field graphql.CollectedField) (fc *graphql.FieldContext, err error) {
+	return graphql.NewScalarFieldContext("UserUsage", field, false, false, "Int")
+}
+
+func (ec *executionContext) _WorkspaceDeleted_path(ctx context.Context, field graphql.CollectedField, obj *workspace.Deleted) (ret graphql.Marshaler) {
+	return graphql.ResolveField(
+		ctx,
+		ec.OperationContext,
+		field,
+		func(ctx context.Context, field graphql.CollectedField) (*graphql.FieldContext, error) {
+			return ec.fieldContext_WorkspaceDeleted_path(ctx, field)
+		},
+		func(ctx context.Context) (any, error) {
+			return obj.Path, nil
+		},
+		nil,
+		func(ctx context.Context, selections ast.SelectionSet, v string) graphql.Marshaler {
+			return ec.marshalNString2string(ctx, selections, v)
+		},
+		true,
+		true,
+	)
+}
+func (ec *executionContext) fieldContext_WorkspaceDeleted_path(_ context.Context, field graphql.CollectedField) (fc *graphql.FieldContext, err error) {
+	return graphql.NewScalarFieldContext("WorkspaceDeleted", field, false, false, "String")
+}
+
+func (ec *executionContext) _WorkspaceEdit_path(ctx context.Context, field graphql.CollectedField, obj *workspace.EditResult) (ret graphql.Marshaler) {
+	return graphql.ResolveField(
+		ctx,
+		ec.OperationContext,
+		field,
+		func(ctx context.Context, field graphql.CollectedField) (*graphql.FieldContext, error) {
+			return ec.fieldContext_WorkspaceEdit_path(ctx, field)
+		},
+		func(ctx context.Context) (any, error) {
+			return obj.Path, nil
+		},
+		nil,
+		func(ctx context.Context, selections ast.SelectionSet, v string) graphql.Marshaler {
+			return ec.marshalNString2string(ctx, selections, v)
+		},
+		true,
+		true,
+	)
+}
+func (ec *executionContext) fieldContext_WorkspaceEdit_path(_ context.Context, field graphql.CollectedField) (fc *graphql.FieldContext, err error) {
+	return graphql.NewScalarFieldContext("WorkspaceEdit", field, false, false, "String")
+}
+
+func (ec *executionContext) _WorkspaceEdit_chars(ctx context.Context, field graphql.CollectedField, obj *workspace.EditResult) (ret graphql.Marshaler) {
+	return graphql.ResolveField(
+		ctx,
+		ec.OperationContext,
+		field,
+		func(ctx context.Context, field graphql.CollectedField) (*graphql.FieldContext, error) {
+			return ec.fieldContext_WorkspaceEdit_chars(ctx, field)
+		},
+		func(ctx context.Context) (any, error) {
+			return obj.Chars, nil
+		},
+		nil,
+		func(ctx context.Context, selections ast.SelectionSet, v int) graphql.Marshaler {
+			return ec.marshalNInt2int(ctx, selections, v)
+		},
+		true,
+		true,
+	)
+}
+func (ec *executionContext) fieldContext_WorkspaceEdit_chars(_ context.Context, field graphql.CollectedField) (fc *graphql.FieldContext, err error) {
+	return graphql.NewScalarFieldContext("WorkspaceEdit", field, false, false, "Int")
+}
+
+func (ec *executionContext) _WorkspaceEdit_bytes(ctx context.Context, field graphql.CollectedField, obj *workspace.EditResult) (ret graphql.Marshaler) {
+	return graphql.ResolveField(
+		ctx,
+		ec.OperationContext,
+		field,
+		func(ctx context.Context, field graphql.CollectedField) (*graphql.FieldContext, error) {
+			return ec.fieldContext_WorkspaceEdit_bytes(ctx, field)
+		},
+		func(ctx context.Context) (any, error) {
+			return obj.Bytes, nil
+		},
+		nil,
+		func(ctx context.Context, selections ast.SelectionSet, v int) graphql.Marshaler {
+			return ec.marshalNInt2int(ctx, selections, v)
+		},
+		true,
+		true,
+	)
+}
+func (ec *executionContext) fieldContext_WorkspaceEdit_bytes(_ context.Context, field graphql.CollectedField) (fc *graphql.FieldContext, err error) {
+	return graphql.NewScalarFieldContext("WorkspaceEdit", field, false, false, "Int")
+}
+
+func (ec *executionContext) _WorkspaceEdit_edits(ctx context.Context, field graphql.CollectedField, obj *workspace.EditResult) (ret graphql.Marshaler) {
+	return graphql.ResolveField(
+		ctx,
+		ec.OperationContext,
+		field,
+		func(ctx context.Context, field graphql.CollectedField) (*graphql.FieldContext, error) {
+			return ec.fieldContext_WorkspaceEdit_edits(ctx, field)
+		},
+		func(ctx context.Context) (any, error) {
+			return obj.Edits, nil
+		},
+		nil,
+		func(ctx context.Context, selections ast.SelectionSet, v int) graphql.Marshaler {
+			return ec.marshalNInt2int(ctx, selections, v)
+		},
+		true,
+		true,
+	)
+}
+func (ec *executionContext) fieldContext_WorkspaceEdit_edits(_ context.Context, field graphql.CollectedField) (fc *graphql.FieldContext, err error) {
+	return graphql.NewScalarFieldContext("WorkspaceEdit", field, false, false, "Int")
+}
+
+func (ec *executionContext) _WorkspaceFileInfo_path(ctx context.Context, field graphql.CollectedField, obj *workspace.FileInfo) (ret graphql.Marshaler) {
+	return graphql.ResolveField(
+		ctx,
+		ec.OperationContext,
+		field,
+		func(ctx context.Context, field graphql.CollectedField) (*graphql.FieldContext, error) {
+			return ec.fieldContext_WorkspaceFileInfo_path(ctx, field)
+		},
+		func(ctx context.Context) (any, error) {
+			return obj.Path, nil
+		},
+		nil,
+		func(ctx context.Context, selections ast.SelectionSet, v string) graphql.Marshaler {
+			return ec.marshalNString2string(ctx, selections, v)
+		},
+		true,
+		true,
+	)
+}
+func (ec *executionContext) fieldContext_WorkspaceFileInfo_path(_ context.Context, field graphql.CollectedField) (fc *graphql.FieldContext, err error) {
+	return graphql.NewScalarFieldContext("WorkspaceFileInfo", field, false, false, "String")
+}
+
+func (ec *executionContext) _WorkspaceFileInfo_chars(ctx context.Context, field graphql.CollectedField, obj *workspace.FileInfo) (ret graphql.Marshaler) {
+	return graphql.ResolveField(
+		ctx,
+		ec.OperationContext,
+		field,
+		func(ctx context.Context, field graphql.CollectedField) (*graphql.FieldContext, error) {
+			return ec.fieldContext_WorkspaceFileInfo_chars(ctx, field)
+		},
+		func(ctx context.Context) (any, error) {
+			return obj.Chars, nil
+		},
+		nil,
+		func(ctx context.Context, selections ast.SelectionSet, v int) graphql.Marshaler {
+			return ec.marshalNInt2int(ctx, selections, v)
+		},
+		true,
+		true,
+	)
+}
+func (ec *executionContext) fieldContext_WorkspaceFileInfo_chars(_ context.Context, field graphql.CollectedField) (fc *graphql.FieldContext, err error) {
+	return graphql.NewScalarFieldContext("WorkspaceFileInfo", field, false, false, "Int")
+}
+
+func (ec *executionContext) _WorkspaceFileInfo_bytes(ctx context.Context, field graphql.CollectedField, obj *workspace.FileInfo) (ret graphql.Marshaler) {
+	return graphql.ResolveField(
+		ctx,
+		ec.OperationContext,
+		field,
+		func(ctx context.Context, field graphql.CollectedField) (*graphql.FieldContext, error) {
+			return ec.fieldContext_WorkspaceFileInfo_bytes(ctx, field)
+		},
+		func(ctx context.Context) (any, error) {
+			return obj.Bytes, nil
+		},
+		nil,
+		func(ctx context.Context, selections ast.SelectionSet, v int) graphql.Marshaler {
+			return ec.marshalNInt2int(ctx, selections, v)
+		},
+		true,
+		true,
+	)
+}
+func (ec *executionContext) fieldContext_WorkspaceFileInfo_bytes(_ context.Context, field graphql.CollectedField) (fc *graphql.FieldContext, err error) {
+	return graphql.NewScalarFieldContext("WorkspaceFileInfo", field, false, false, "Int")
+}
+
+func (ec *executionContext) _WorkspaceFileInfo_updatedAt(ctx context.Context, field graphql.CollectedField, obj *workspace.FileInfo) (ret graphql.Marshaler) {
+	return graphql.ResolveField(
+		ctx,
+		ec.OperationContext,
+		field,
+		func(ctx context.Context, field graphql.CollectedField) (*graphql.FieldContext, error) {
+			return ec.fieldContext_WorkspaceFileInfo_updatedAt(ctx, field)
+		},
+		func(ctx context.Context) (any, error) {
+			return obj.UpdatedAt, nil
+		},
+		nil,
+		func(ctx context.Context, selections ast.SelectionSet, v time.Time) graphql.Marshaler {
+			return ec.marshalNTime2timeᚐTime(ctx, selections, v)
+		},
+		true,
+		true,
+	)
+}
+func (ec *executionContext) fieldContext_WorkspaceFileInfo_updatedAt(_ context.Context, field graphql.CollectedField) (fc *graphql.FieldContext, err error) {
+	return graphql.NewScalarFieldContext("WorkspaceFileInfo", field, false, false, "Time")
+}
+
+func (ec *executionContext) _WorkspaceListing_files(ctx context.Context, field graphql.CollectedField, obj *workspace.Listing) (ret graphql.Marshaler) {
+	return graphql.ResolveField(
+		ctx,
+		ec.OperationContext,
+		field,
+		func(ctx context.Context, field graphql.CollectedField) (*graphql.FieldContext, error) {
+			return ec.fieldContext_WorkspaceListing_files(ctx, field)
+		},
+		func(ctx context.Context) (any, error) {
+			return obj.Files, nil
+		},
+		nil,
+		func(ctx context.Context, selections ast.SelectionSet, v []workspace.FileInfo) graphql.Marshaler {
+			return ec.marshalNWorkspaceFileInfo2ᚕgithubᚗcomᚋtoolgateᚋtoolgateᚋtoolsᚋworkspaceᚐFileInfoᚄ(ctx, selections, v)
+		},
+		true,
+		true,
+	)
+}
+func (ec *executionContext) fieldContext_WorkspaceListing_files(_ context.Context, field graphql.CollectedField) (fc *graphql.FieldContext, err error) {
+	fc = &graphql.FieldContext{
+		Object:     "WorkspaceListing",
+		Field:      field,
+		IsMethod:   false,
+		IsResolver: false,
+		Child: func(ctx context.Context, field graphql.CollectedField) (*graphql.FieldContext, error) {
+			return ec.childFields_WorkspaceFileInfo(ctx, field)
+		},
+	}
+	return fc, nil
+}
+
+func (ec *executionContext) _WorkspaceMatch_path(ctx context.Context, field graphql.CollectedField, obj *workspace.Match) (ret graphql.Marshaler) {
+	return graphql.ResolveField(
+		ctx,
+		ec.OperationContext,
+		field,
+		func(ctx context.Context, field graphql.CollectedField) (*graphql.FieldContext, error) {
+			return ec.fieldContext_WorkspaceMatch_path(ctx, field)
+		},
+		func(ctx context.Context) (any, error) {
+			return obj.Path, nil
+		},
+		nil,
+		func(ctx context.Context, selections ast.SelectionSet, v string) graphql.Marshaler {
+			return ec.marshalNString2string(ctx, selections, v)
+		},
+		true,
+		true,
+	)
+}
+func (ec *executionContext) fieldContext_WorkspaceMatch_path(_ context.Context, field graphql.CollectedField) (fc *graphql.FieldContext, err error) {
+	return graphql.NewScalarFieldContext("WorkspaceMatch", field, false, false, "String")
+}
+
+func (ec *executionContext) _WorkspaceMatch_line(ctx context.Context, field graphql.CollectedField, obj *workspace.Match) (ret graphql.Marshaler) {
+	return graphql.ResolveField(
+		ctx,
+		ec.OperationContext,
+		field,
+		func(ctx context.Context, field graphql.CollectedField) (*graphql.FieldContext, error) {
+			return ec.fieldContext_WorkspaceMatch_line(ctx, field)
+		},
+		func(ctx context.Context) (any, error) {
+			return obj.Line, nil
+		},
+		nil,
+		func(ctx context.Context, selections ast.SelectionSet, v int) graphql.Marshaler {
+			return ec.marshalNInt2int(ctx, selections, v)
+		},
+		true,
+		true,
+	)
+}
+func (ec *executionContext) fieldContext_WorkspaceMatch_line(_ context.Context, field graphql.CollectedField) (fc *graphql.FieldContext, err error) {
+	return graphql.NewScalarFieldContext("WorkspaceMatch", field, false, false, "Int")
+}
+
+func (ec *executionContext) _WorkspaceMatch_text(ctx context.Context, field graphql.CollectedField, obj *workspace.Match) (ret graphql.Marshaler) {
+	return graphql.ResolveField(
+		ctx,
+		ec.OperationContext,
+		field,
+		func(ctx context.Context, field graphql.CollectedField) (*graphql.FieldContext, error) {
+			return ec.fieldContext_WorkspaceMatch_text(ctx, field)
+		},
+		func(ctx context.Context) (any, error) {
+			return obj.Text, nil
+		},
+		nil,
+		func(ctx context.Context, selections ast.SelectionSet, v string) graphql.Marshaler {
+			return ec.marshalNString2string(ctx, selections, v)
+		},
+		true,
+		true,
+	)
+}
+func (ec *executionContext) fieldContext_WorkspaceMatch_text(_ context.Context, field graphql.CollectedField) (fc *graphql.FieldContext, err error) {
+	return graphql.NewScalarFieldContext("WorkspaceMatch", field, false, false, "String")
+}
+
+func (ec *executionContext) _WorkspacePage_path(ctx context.Context, field graphql.CollectedField, obj *workspace.Page) (ret graphql.Marshaler) {
+	return graphql.ResolveField(
+		ctx,
+		ec.OperationContext,
+		field,
+		func(ctx context.Context, field graphql.CollectedField) (*graphql.FieldContext, error) {
+			return ec.fieldContext_WorkspacePage_path(ctx, field)
+		},
+		func(ctx context.Context) (any, error) {
+			return obj.Path, nil
+		},
+		nil,
+		func(ctx context.Context, selections ast.SelectionSet, v string) graphql.Marshaler {
+			return ec.marshalNString2string(ctx, selections, v)
+		},
+		true,
+		true,
+	)
+}
+func (ec *executionContext) fieldContext_WorkspacePage_path(_ context.Context, field graphql.CollectedField) (fc *graphql.FieldContext, err error) {
+	return graphql.NewScalarFieldContext("WorkspacePage", field, false, false, "String")
+}
+
+func (ec *executionContext) _WorkspacePage_text(ctx context.Context, field graphql.CollectedField, obj *workspace.Page) (ret graphql.Marshaler) {
+	return graphql.ResolveField(
+		ctx,
+		ec.OperationContext,
+		field,
+		func(ctx context.Context, field graphql.CollectedField) (*graphql.FieldContext, error) {
+			return ec.fieldContext_WorkspacePage_text(ctx, field)
+		},
+		func(ctx context.Context) (any, error) {
+			return obj.Text, nil
+		},
+		nil,
+		func(ctx context.Context, selections ast.SelectionSet, v string) graphql.Marshaler {
+			return ec.marshalNString2string(ctx, selections, v)
+		},
+		true,
+		true,
+	)
+}
+func (ec *executionContext) fieldContext_WorkspacePage_text(_ context.Context, field graphql.CollectedField) (fc *graphql.FieldContext, err error) {
+	return graphql.NewScalarFieldContext("WorkspacePage", field, false, false, "String")
+}
+
+func (ec *executionContext) _WorkspacePage_offset(ctx context.Context, field graphql.CollectedField, obj *workspace.Page) (ret graphql.Marshaler) {
+	return graphql.ResolveField(
+		ctx,
+		ec.OperationContext,
+		field,
+		func(ctx context.Context, field graphql.CollectedField) (*graphql.FieldContext, error) {
+			return ec.fieldContext_WorkspacePage_offset(ctx, field)
+		},
+		func(ctx context.Context) (any, error) {
+			return obj.Offset, nil
+		},
+		nil,
+		func(ctx context.Context, selections ast.SelectionSet, v int) graphql.Marshaler {
+			return ec.marshalNInt2int(ctx, selections, v)
+		},
+		true,
+		true,
+	)
+}
+func (ec *executionContext) fieldContext_WorkspacePage_offset(_ context.Context, field graphql.CollectedField) (fc *graphql.FieldContext, err error) {
+	return graphql.NewScalarFieldContext("WorkspacePage", field, false, false, "Int")
+}
+
+func (ec *executionContext) _WorkspacePage_nextOffset(ctx context.Context, field graphql.CollectedField, obj *workspace.Page) (ret graphql.Marshaler) {
+	return graphql.ResolveField(
+		ctx,
+		ec.OperationContext,
+		field,
+		func(ctx context.Context, field graphql.CollectedField) (*graphql.FieldContext, error) {
+			return ec.fieldContext_WorkspacePage_nextOffset(ctx, field)
+		},
+		func(ctx context.Context) (any, error) {
+			return obj.NextOffset, nil
+		},
+		nil,
+		func(ctx context.Context, selections ast.SelectionSet, v *int) graphql.Marshaler {
+			return ec.marshalOInt2ᚖint(ctx, selections, v)
+		},
+		true,
+		false,
+	)
+}
+func (ec *executionContext) fieldContext_WorkspacePage_nextOffset(_ context.Context, field graphql.CollectedField) (fc *graphql.FieldContext, err error) {
+	return graphql.NewScalarFieldContext("WorkspacePage", field, false, false, "Int")
+}
+
+func (ec *executionContext) _WorkspacePage_totalChars(ctx context.Context, field graphql.CollectedField, obj *workspace.Page) (ret graphql.Marshaler) {
+	return graphql.ResolveField(
+		ctx,
+		ec.OperationContext,
+		field,
+		func(ctx context.Context, field graphql.CollectedField) (*graphql.FieldContext, error) {
+			return ec.fieldContext_WorkspacePage_totalChars(ctx, field)
+		},
+		func(ctx context.Context) (any, error) {
+			return obj.TotalChars, nil
+		},
+		nil,
+		func(ctx context.Context, selections ast.SelectionSet, v int) graphql.Marshaler {
+			return ec.marshalNInt2int(ctx, selections, v)
+		},
+		true,
+		true,
+	)
+}
+func (ec *executionContext) fieldContext_WorkspacePage_totalChars(_ context.Context, field graphql.CollectedField) (fc *graphql.FieldContext, err error) {
+	return graphql.NewScalarFieldContext("WorkspacePage", field, false, false, "Int")
+}
+
+func (ec *executionContext) _WorkspaceSearch_matches(ctx context.Context, field graphql.CollectedField, obj *workspace.SearchResult) (ret graphql.Marshaler) {
+	return graphql.ResolveField(
+		ctx,
+		ec.OperationContext,
+		field,
+		func(ctx context.Context, field graphql.CollectedField) (*graphql.FieldContext, error) {
+			return ec.fieldContext_WorkspaceSearch_matches(ctx, field)
+		},
+		func(ctx context.Context) (any, error) {
+			return obj.Matches, nil
+		},
+		nil,
+		func(ctx context.Context, selections ast.SelectionSet, v []workspace.Match) graphql.Marshaler {
+			return ec.marshalNWorkspaceMatch2ᚕgithubᚗcomᚋtoolgateᚋtoolgateᚋtoolsᚋworkspaceᚐMatchᚄ(ctx, selections, v)
+		},
+		true,
+		true,
+	)
+}
+func (ec *executionContext) fieldContext_WorkspaceSearch_matches(_ context.Context, field graphql.CollectedField) (fc *graphql.FieldContext, err error) {
+	fc = &graphql.FieldContext{
+		Object:     "WorkspaceSearch",
+		Field:      field,
+		IsMethod:   false,
+		IsResolver: false,
+		Child: func(ctx context.Context, field graphql.CollectedField) (*graphql.FieldContext, error) {
+			return ec.childFields_WorkspaceMatch(ctx, field)
+		},
+	}
+	return fc, nil
+}
+
+func (ec *executionContext) _WorkspaceSearch_hits(ctx context.Context, field graphql.CollectedField, obj *workspace.SearchResult) (ret graphql.Marshaler) {
+	return graphql.ResolveField(
+		ctx,
+		ec.OperationContext,
+		field,
+		func(ctx context.Context, field graphql.CollectedField) (*graphql.FieldContext, error) {
+			return ec.fieldContext_WorkspaceSearch_hits(ctx, field)
+		},
+		func(ctx context.Context) (any, error) {
+			return obj.Hits, nil
+		},
+		nil,
+		func(ctx context.Context, selections ast.SelectionSet, v int) graphql.Marshaler {
+			return ec.marshalNInt2int(ctx, selections, v)
+		},
+		true,
+		true,
+	)
+}
+func (ec *executionContext) fieldContext_WorkspaceSearch_hits(_ context.Context, field graphql.CollectedField) (fc *graphql.FieldContext, err error) {
+	return graphql.NewScalarFieldContext("WorkspaceSearch", field, false, false, "Int")
+}
+
+func (ec *executionContext) _WorkspaceSearch_shown(ctx context.Context, field graphql.CollectedField, obj *workspace.SearchResult) (ret graphql.Marshaler) {
+	return graphql.ResolveField(
+		ctx,
+		ec.OperationContext,
+		field,
+		func(ctx context.Context, field graphql.CollectedField) (*graphql.FieldContext, error) {
+			return ec.fieldContext_WorkspaceSearch_shown(ctx, field)
+		},
+		func(ctx context.Context) (any, error) {
+			return obj.Shown, nil
+		},
+		nil,
+		func(ctx context.Context, selections ast.SelectionSet, v int) graphql.Marshaler {
+			return ec.marshalNInt2int(ctx, selections, v)
+		},
+		true,
+		true,
+	)
+}
+func (ec *executionContext) fieldContext_WorkspaceSearch_shown(_ context.Context, field graphql.CollectedField) (fc *graphql.FieldContext, err error) {
+	return graphql.NewScalarFieldContext("WorkspaceSearch", field, false, false, "Int")
+}
+
+func (ec *executionContext) _WorkspaceSearch_unmatched(ctx context.Context, field graphql.CollectedField, obj *workspace.SearchResult) (ret graphql.Marshaler) {
+	return graphql.ResolveField(
+		ctx,
+		ec.OperationContext,
+		field,
+		func(ctx context.Context, field graphql.CollectedField) (*graphql.FieldContext, error) {
+			return ec.fieldContext_WorkspaceSearch_unmatched(ctx, field)
+		},
+		func(ctx context.Context) (any, error) {
+			return obj.Unmatched, nil
+		},
+		nil,
+		func(ctx context.Context, selections ast.SelectionSet, v []string) graphql.Marshaler {
+			return ec.marshalNString2ᚕstringᚄ(ctx, selections, v)
+		},
+		true,
+		true,
+	)
+}
+func (ec *executionContext) fieldContext_WorkspaceSearch_unmatched(_ context.Context, field graphql.CollectedField) (fc *graphql.FieldContext, err error) {
+	return graphql.NewScalarFieldContext("WorkspaceSearch", field, false, false, "String")
+}
+
+func (ec *executionContext) _WorkspaceWrite_files(ctx context.Context, field graphql.CollectedField, obj *workspace.WriteResult) (ret graphql.Marshaler) {
+	return graphql.ResolveField(
+		ctx,
+		ec.OperationContext,
+		field,
+		func(ctx context.Context, field graphql.CollectedField) (*graphql.FieldContext, error) {
+			return ec.fieldContext_WorkspaceWrite_files(ctx, field)
+		},
+		func(ctx context.Context) (any, error) {
+			return obj.Files, nil
+		},
+		nil,
+		func(ctx context.Context, selections ast.SelectionSet, v []workspace.Written) graphql.Marshaler {
+			return ec.marshalNWorkspaceWritten2ᚕgithubᚗcomᚋtoolgateᚋtoolgateᚋtoolsᚋworkspaceᚐWrittenᚄ(ctx, selections, v)
+		},
+		true,
+		true,
+	)
+}
+func (ec *executionContext) fieldContext_WorkspaceWrite_files(_ context.Context, field graphql.CollectedField) (fc *graphql.FieldContext, err error) {
+	fc = &graphql.FieldContext{
+		Object:     "WorkspaceWrite",
+		Field:      field,
+		IsMethod:   false,
+		IsResolver: false,
+		Child: func(ctx context.Context, field graphql.CollectedField) (*graphql.FieldContext, error) {
+			return ec.childFields_WorkspaceWritten(ctx, field)
+		},
+	}
+	return fc, nil
+}
+
+func (ec *executionContext) _WorkspaceWritten_path(ctx context.Context, field graphql.CollectedField, obj *workspace.Written) (ret graphql.Marshaler) {
+	return graphql.ResolveField(
+		ctx,
+		ec.OperationContext,
+		field,
+		func(ctx context.Context, field graphql.CollectedField) (*graphql.FieldContext, error) {
+			return ec.fieldContext_WorkspaceWritten_path(ctx, field)
+		},
+		func(ctx context.Context) (any, error) {
+			return obj.Path, nil
+		},
+		nil,
+		func(ctx context.Context, selections ast.SelectionSet, v string) graphql.Marshaler {
+			return ec.marshalNString2string(ctx, selections, v)
+		},
+		true,
+		true,
+	)
+}
+func (ec *executionContext) fieldContext_WorkspaceWritten_path(_ context.Context, field graphql.CollectedField) (fc *graphql.FieldContext, err error) {
+	return graphql.NewScalarFieldContext("WorkspaceWritten", field, false, false, "String")
+}
+
+func (ec *executionContext) _WorkspaceWritten_chars(ctx context.Context, field graphql.CollectedField, obj *workspace.Written) (ret graphql.Marshaler) {
+	return graphql.ResolveField(
+		ctx,
+		ec.OperationContext,
+		field,
+		func(ctx context.Context, field graphql.CollectedField) (*graphql.FieldContext, error) {
+			return ec.fieldContext_WorkspaceWritten_chars(ctx, field)
+		},
+		func(ctx context.Context) (any, error) {
+			return obj.Chars, nil
+		},
+		nil,
+		func(ctx context.Context, selections ast.SelectionSet, v int) graphql.Marshaler {
+			return ec.marshalNInt2int(ctx, selections, v)
+		},
+		true,
+		true,
+	)
+}
+func (ec *executionContext) fieldContext_WorkspaceWritten_chars(_ context.Context, field graphql.CollectedField) (fc *graphql.FieldContext, err error) {
+	return graphql.NewScalarFieldContext("WorkspaceWritten", field, false, false, "Int")
+}
+
+func (ec *executionContext) _WorkspaceWritten_bytes(ctx context.Context, field graphql.CollectedField, obj *workspace.Written) (ret graphql.Marshaler) {
+	return graphql.ResolveField(
+		ctx,
+		ec.OperationContext,
+		field,
+		func(ctx context.Context, field graphql.CollectedField) (*graphql.FieldContext, error) {
+			return ec.fieldContext_WorkspaceWritten_bytes(ctx, field)
+		},
+		func(ctx context.Context) (any, error) {
+			return obj.Bytes, nil
+		},
+		nil,
+		func(ctx context.Context, selections ast.SelectionSet, v int) graphql.Marshaler {
+			return ec.marshalNInt2int(ctx, selections, v)
+		},
+		true,
+		true,
+	)
+}
+func (ec *executionContext) fieldContext_WorkspaceWritten_bytes(_ context.Context, field graphql.CollectedField) (fc *graphql.FieldContext, err error) {
+	return graphql.NewScalarFieldContext("WorkspaceWritten", field, false, false, "Int")
+}
+
+func (ec *executionContext) _WorkspaceWritten_created(ctx context.Context, field graphql.CollectedField, obj *workspace.Written) (ret graphql.Marshaler) {
+	return graphql.ResolveField(
+		ctx,
+		ec.OperationContext,
+		field,
+		func(ctx context.Context, field graphql.CollectedField) (*graphql.FieldContext, error) {
+			return ec.fieldContext_WorkspaceWritten_created(ctx, field)
+		},
+		func(ctx context.Context) (any, error) {
+			return obj.Created, nil
+		},
+		nil,
+		func(ctx context.Context, selections ast.SelectionSet, v bool) graphql.Marshaler {
+			return ec.marshalNBoolean2bool(ctx, selections, v)
+		},
+		true,
+		true,
+	)
+}
+func (ec *executionContext) fieldContext_WorkspaceWritten_created(_ context.Context, field graphql.CollectedField) (fc *graphql.FieldContext, err error) {
+	return graphql.NewScalarFieldContext("WorkspaceWritten", field, false, false, "Boolean")
 }
 
 func (ec *executionContext) ___Directive_name(ctx context.Context, field graphql.CollectedField, obj *introspection.Directive) (ret graphql.Marshaler) {
@@ -6667,6 +13121,55 @@ func UnmarshalAgentOrder(ctx context.Context, raw any) (ent.AgentOrder, error) {
 	return out, err
 }
 
+func (ec *executionContext) unmarshalInputAnswerClarificationInput(ctx context.Context, obj any) (model.AnswerClarificationInput, error) {
+	var it model.AnswerClarificationInput
+	if obj == nil {
+		return it, nil
+	}
+
+	asMap := map[string]any{}
+	for k, v := range obj.(map[string]any) {
+		asMap[k] = v
+	}
+
+	fieldsInOrder := [...]string{"turnId", "answer"}
+	for _, k := range fieldsInOrder {
+		v, ok := asMap[k]
+		if !ok {
+			continue
+		}
+		switch k {
+		case "turnId":
+			ctx := graphql.WithPathContext(ctx, graphql.NewPathWithField("turnId"))
+			data, err := ec.unmarshalNID2int(ctx, v)
+			if err != nil {
+				return it, err
+			}
+			it.TurnID = data
+		case "answer":
+			ctx := graphql.WithPathContext(ctx, graphql.NewPathWithField("answer"))
+			data, err := ec.unmarshalNString2string(ctx, v)
+			if err != nil {
+				return it, err
+			}
+			it.Answer = data
+		}
+	}
+	return it, nil
+}
+
+// UnmarshalAnswerClarificationInput unmarshals raw into the AnswerClarificationInput input type, using the
+// unmarshaler bound to ctx's request. Call it from a resolver to decode an input
+// object that was not passed as a field argument.
+//
+// ctx must come from a gqlgen request; outside one there is no unmarshaler to use
+// and the returned error says so.
+func UnmarshalAnswerClarificationInput(ctx context.Context, raw any) (model.AnswerClarificationInput, error) {
+	var out model.AnswerClarificationInput
+	err := graphql.UnmarshalNamedInputFromContext(ctx, "AnswerClarificationInput", raw, &out)
+	return out, err
+}
+
 func (ec *executionContext) unmarshalInputConversationOrder(ctx context.Context, obj any) (ent.ConversationOrder, error) {
 	var it ent.ConversationOrder
 	if obj == nil {
@@ -7140,6 +13643,104 @@ func UnmarshalCreateAgentInput(ctx context.Context, raw any) (model.CreateAgentI
 	return out, err
 }
 
+func (ec *executionContext) unmarshalInputExportContextInput(ctx context.Context, obj any) (workspace.ExportContext, error) {
+	var it workspace.ExportContext
+	if obj == nil {
+		return it, nil
+	}
+
+	asMap := map[string]any{}
+	for k, v := range obj.(map[string]any) {
+		asMap[k] = v
+	}
+
+	fieldsInOrder := [...]string{"sources"}
+	for _, k := range fieldsInOrder {
+		v, ok := asMap[k]
+		if !ok {
+			continue
+		}
+		switch k {
+		case "sources":
+			ctx := graphql.WithPathContext(ctx, graphql.NewPathWithField("sources"))
+			data, err := ec.unmarshalNExportSourceInput2ᚕᚖgithubᚗcomᚋtoolgateᚋtoolgateᚋtoolsᚋworkspaceᚐSourceᚄ(ctx, v)
+			if err != nil {
+				return it, err
+			}
+			it.Sources = data
+		}
+	}
+	return it, nil
+}
+
+// UnmarshalExportContextInput unmarshals raw into the ExportContextInput input type, using the
+// unmarshaler bound to ctx's request. Call it from a resolver to decode an input
+// object that was not passed as a field argument.
+//
+// ctx must come from a gqlgen request; outside one there is no unmarshaler to use
+// and the returned error says so.
+func UnmarshalExportContextInput(ctx context.Context, raw any) (workspace.ExportContext, error) {
+	var out workspace.ExportContext
+	err := graphql.UnmarshalNamedInputFromContext(ctx, "ExportContextInput", raw, &out)
+	return out, err
+}
+
+func (ec *executionContext) unmarshalInputExportSourceInput(ctx context.Context, obj any) (workspace.Source, error) {
+	var it workspace.Source
+	if obj == nil {
+		return it, nil
+	}
+
+	asMap := map[string]any{}
+	for k, v := range obj.(map[string]any) {
+		asMap[k] = v
+	}
+
+	fieldsInOrder := [...]string{"ref", "field", "between"}
+	for _, k := range fieldsInOrder {
+		v, ok := asMap[k]
+		if !ok {
+			continue
+		}
+		switch k {
+		case "ref":
+			ctx := graphql.WithPathContext(ctx, graphql.NewPathWithField("ref"))
+			data, err := ec.unmarshalNString2string(ctx, v)
+			if err != nil {
+				return it, err
+			}
+			it.Ref = data
+		case "field":
+			ctx := graphql.WithPathContext(ctx, graphql.NewPathWithField("field"))
+			data, err := ec.unmarshalOFieldStep2ᚕgithubᚗcomᚋtoolgateᚋtoolgateᚋtoolsᚋworkspaceᚐFieldStepᚄ(ctx, v)
+			if err != nil {
+				return it, err
+			}
+			it.Field = data
+		case "between":
+			ctx := graphql.WithPathContext(ctx, graphql.NewPathWithField("between"))
+			data, err := ec.unmarshalOString2ᚕstringᚄ(ctx, v)
+			if err != nil {
+				return it, err
+			}
+			it.Between = data
+		}
+	}
+	return it, nil
+}
+
+// UnmarshalExportSourceInput unmarshals raw into the ExportSourceInput input type, using the
+// unmarshaler bound to ctx's request. Call it from a resolver to decode an input
+// object that was not passed as a field argument.
+//
+// ctx must come from a gqlgen request; outside one there is no unmarshaler to use
+// and the returned error says so.
+func UnmarshalExportSourceInput(ctx context.Context, raw any) (workspace.Source, error) {
+	var out workspace.Source
+	err := graphql.UnmarshalNamedInputFromContext(ctx, "ExportSourceInput", raw, &out)
+	return out, err
+}
+
 func (ec *executionContext) unmarshalInputRegisterApplicationInput(ctx context.Context, obj any) (model.RegisterApplicationInput, error) {
 	var it model.RegisterApplicationInput
 	if obj == nil {
@@ -7193,6 +13794,62 @@ func (ec *executionContext) unmarshalInputRegisterApplicationInput(ctx context.C
 func UnmarshalRegisterApplicationInput(ctx context.Context, raw any) (model.RegisterApplicationInput, error) {
 	var out model.RegisterApplicationInput
 	err := graphql.UnmarshalNamedInputFromContext(ctx, "RegisterApplicationInput", raw, &out)
+	return out, err
+}
+
+func (ec *executionContext) unmarshalInputSendMessageInput(ctx context.Context, obj any) (model.SendMessageInput, error) {
+	var it model.SendMessageInput
+	if obj == nil {
+		return it, nil
+	}
+
+	asMap := map[string]any{}
+	for k, v := range obj.(map[string]any) {
+		asMap[k] = v
+	}
+
+	fieldsInOrder := [...]string{"conversationId", "text", "timeZone"}
+	for _, k := range fieldsInOrder {
+		v, ok := asMap[k]
+		if !ok {
+			continue
+		}
+		switch k {
+		case "conversationId":
+			ctx := graphql.WithPathContext(ctx, graphql.NewPathWithField("conversationId"))
+			data, err := ec.unmarshalNID2int(ctx, v)
+			if err != nil {
+				return it, err
+			}
+			it.ConversationID = data
+		case "text":
+			ctx := graphql.WithPathContext(ctx, graphql.NewPathWithField("text"))
+			data, err := ec.unmarshalNString2string(ctx, v)
+			if err != nil {
+				return it, err
+			}
+			it.Text = data
+		case "timeZone":
+			ctx := graphql.WithPathContext(ctx, graphql.NewPathWithField("timeZone"))
+			data, err := ec.unmarshalOString2ᚖstring(ctx, v)
+			if err != nil {
+				return it, err
+			}
+			it.TimeZone = data
+		}
+	}
+	return it, nil
+}
+
+// UnmarshalSendMessageInput unmarshals raw into the SendMessageInput input type, using the
+// unmarshaler bound to ctx's request. Call it from a resolver to decode an input
+// object that was not passed as a field argument.
+//
+// ctx must come from a gqlgen request; outside one there is no unmarshaler to use
+// and the returned error says so.
+func UnmarshalSendMessageInput(ctx context.Context, raw any) (model.SendMessageInput, error) {
+	var out model.SendMessageInput
+	err := graphql.UnmarshalNamedInputFromContext(ctx, "SendMessageInput", raw, &out)
 	return out, err
 }
 
@@ -8040,6 +14697,111 @@ func UnmarshalTurnWhereInput(ctx context.Context, raw any) (ent.TurnWhereInput, 
 	return out, err
 }
 
+func (ec *executionContext) unmarshalInputWorkspaceEditInput(ctx context.Context, obj any) (workspace.EditInput, error) {
+	var it workspace.EditInput
+	if obj == nil {
+		return it, nil
+	}
+
+	asMap := map[string]any{}
+	for k, v := range obj.(map[string]any) {
+		asMap[k] = v
+	}
+
+	fieldsInOrder := [...]string{"old", "new"}
+	for _, k := range fieldsInOrder {
+		v, ok := asMap[k]
+		if !ok {
+			continue
+		}
+		switch k {
+		case "old":
+			ctx := graphql.WithPathContext(ctx, graphql.NewPathWithField("old"))
+			data, err := ec.unmarshalNString2string(ctx, v)
+			if err != nil {
+				return it, err
+			}
+			it.Old = data
+		case "new":
+			ctx := graphql.WithPathContext(ctx, graphql.NewPathWithField("new"))
+			data, err := ec.unmarshalNString2string(ctx, v)
+			if err != nil {
+				return it, err
+			}
+			it.New = data
+		}
+	}
+	return it, nil
+}
+
+// UnmarshalWorkspaceEditInput unmarshals raw into the WorkspaceEditInput input type, using the
+// unmarshaler bound to ctx's request. Call it from a resolver to decode an input
+// object that was not passed as a field argument.
+//
+// ctx must come from a gqlgen request; outside one there is no unmarshaler to use
+// and the returned error says so.
+func UnmarshalWorkspaceEditInput(ctx context.Context, raw any) (workspace.EditInput, error) {
+	var out workspace.EditInput
+	err := graphql.UnmarshalNamedInputFromContext(ctx, "WorkspaceEditInput", raw, &out)
+	return out, err
+}
+
+func (ec *executionContext) unmarshalInputWorkspaceFileInput(ctx context.Context, obj any) (workspace.FileInput, error) {
+	var it workspace.FileInput
+	if obj == nil {
+		return it, nil
+	}
+
+	asMap := map[string]any{}
+	for k, v := range obj.(map[string]any) {
+		asMap[k] = v
+	}
+
+	fieldsInOrder := [...]string{"path", "content", "_toolResultContext"}
+	for _, k := range fieldsInOrder {
+		v, ok := asMap[k]
+		if !ok {
+			continue
+		}
+		switch k {
+		case "path":
+			ctx := graphql.WithPathContext(ctx, graphql.NewPathWithField("path"))
+			data, err := ec.unmarshalNString2string(ctx, v)
+			if err != nil {
+				return it, err
+			}
+			it.Path = data
+		case "content":
+			ctx := graphql.WithPathContext(ctx, graphql.NewPathWithField("content"))
+			data, err := ec.unmarshalOString2ᚖstring(ctx, v)
+			if err != nil {
+				return it, err
+			}
+			it.Content = data
+		case "_toolResultContext":
+			ctx := graphql.WithPathContext(ctx, graphql.NewPathWithField("_toolResultContext"))
+			data, err := ec.unmarshalOExportContextInput2ᚖgithubᚗcomᚋtoolgateᚋtoolgateᚋtoolsᚋworkspaceᚐExportContext(ctx, v)
+			if err != nil {
+				return it, err
+			}
+			it.ToolResultContext = data
+		}
+	}
+	return it, nil
+}
+
+// UnmarshalWorkspaceFileInput unmarshals raw into the WorkspaceFileInput input type, using the
+// unmarshaler bound to ctx's request. Call it from a resolver to decode an input
+// object that was not passed as a field argument.
+//
+// ctx must come from a gqlgen request; outside one there is no unmarshaler to use
+// and the returned error says so.
+func UnmarshalWorkspaceFileInput(ctx context.Context, raw any) (workspace.FileInput, error) {
+	var out workspace.FileInput
+	err := graphql.UnmarshalNamedInputFromContext(ctx, "WorkspaceFileInput", raw, &out)
+	return out, err
+}
+
 // endregion **************************** input.gotpl *****************************
 
 // region    ************************** interface.gotpl ***************************
@@ -8329,6 +15091,69 @@ func (ec *executionContext) _AgentEdge(ctx context.Context, sel ast.SelectionSet
 	return out
 }
 
+var agentUsageImplementors = []string{"AgentUsage"}
+
+func (ec *executionContext) _AgentUsage(ctx context.Context, sel ast.SelectionSet, obj *model.AgentUsage) graphql.Marshaler {
+	fields := graphql.CollectFields(ec.OperationContext, sel, agentUsageImplementors)
+
+	out := graphql.NewFieldSet(fields)
+	deferred := graphql.NewDeferredGroup(ctx)
+	for i, field := range fields {
+		switch field.Name {
+		case "__typename":
+			out.Values[i] = graphql.MarshalString("AgentUsage")
+		case "agent":
+			out.Values[i] = ec._AgentUsage_agent(ctx, field, obj)
+			if out.Values[i] == graphql.RequiredNull {
+				out.Invalids++
+			}
+		case "inputTokens":
+			out.Values[i] = ec._AgentUsage_inputTokens(ctx, field, obj)
+			if out.Values[i] == graphql.Null {
+				out.Invalids++
+			}
+		case "cacheReadTokens":
+			out.Values[i] = ec._AgentUsage_cacheReadTokens(ctx, field, obj)
+			if out.Values[i] == graphql.Null {
+				out.Invalids++
+			}
+		case "cacheWriteTokens":
+			out.Values[i] = ec._AgentUsage_cacheWriteTokens(ctx, field, obj)
+			if out.Values[i] == graphql.Null {
+				out.Invalids++
+			}
+		case "outputTokens":
+			out.Values[i] = ec._AgentUsage_outputTokens(ctx, field, obj)
+			if out.Values[i] == graphql.Null {
+				out.Invalids++
+			}
+		case "cost":
+			out.Values[i] = ec._AgentUsage_cost(ctx, field, obj)
+			if out.Values[i] == graphql.Null {
+				out.Invalids++
+			}
+		case "modelCalls":
+			out.Values[i] = ec._AgentUsage_modelCalls(ctx, field, obj)
+			if out.Values[i] == graphql.Null {
+				out.Invalids++
+			}
+		default:
+			panic("unknown field " + strconv.Quote(field.Name))
+		}
+	}
+	out.Dispatch(ctx)
+	if out.Invalids > 0 {
+		return graphql.Null
+	}
+
+	if n := len(deferred.Defers); n > 0 {
+		atomic.AddInt32(&ec.Deferred, int32(min(n, math.MaxInt32)))
+		ec.ProcessDeferredGroup(deferred)
+	}
+
+	return out
+}
+
 var applicationImplementors = []string{"Application", "Node"}
 
 func (ec *executionContext) _Application(ctx context.Context, sel ast.SelectionSet, obj *ent.Application) graphql.Marshaler {
@@ -8425,6 +15250,271 @@ func (ec *executionContext) _ArgumentRepair(ctx context.Context, sel ast.Selecti
 	return out
 }
 
+var calculationImplementors = []string{"Calculation"}
+
+func (ec *executionContext) _Calculation(ctx context.Context, sel ast.SelectionSet, obj *model.Calculation) graphql.Marshaler {
+	fields := graphql.CollectFields(ec.OperationContext, sel, calculationImplementors)
+
+	out := graphql.NewFieldSet(fields)
+	deferred := graphql.NewDeferredGroup(ctx)
+	for i, field := range fields {
+		switch field.Name {
+		case "__typename":
+			out.Values[i] = graphql.MarshalString("Calculation")
+		case "value":
+			out.Values[i] = ec._Calculation_value(ctx, field, obj)
+			if out.Values[i] == graphql.Null {
+				out.Invalids++
+			}
+		default:
+			panic("unknown field " + strconv.Quote(field.Name))
+		}
+	}
+	out.Dispatch(ctx)
+	if out.Invalids > 0 {
+		return graphql.Null
+	}
+
+	if n := len(deferred.Defers); n > 0 {
+		atomic.AddInt32(&ec.Deferred, int32(min(n, math.MaxInt32)))
+		ec.ProcessDeferredGroup(deferred)
+	}
+
+	return out
+}
+
+var catalogueImplementors = []string{"Catalogue"}
+
+func (ec *executionContext) _Catalogue(ctx context.Context, sel ast.SelectionSet, obj *catalog.Catalogue) graphql.Marshaler {
+	fields := graphql.CollectFields(ec.OperationContext, sel, catalogueImplementors)
+
+	out := graphql.NewFieldSet(fields)
+	deferred := graphql.NewDeferredGroup(ctx)
+	for i, field := range fields {
+		switch field.Name {
+		case "__typename":
+			out.Values[i] = graphql.MarshalString("Catalogue")
+		case "tools":
+			out.Values[i] = ec._Catalogue_tools(ctx, field, obj)
+			if out.Values[i] == graphql.Null {
+				out.Invalids++
+			}
+		case "widestChars":
+			out.Values[i] = ec._Catalogue_widestChars(ctx, field, obj)
+			if out.Values[i] == graphql.Null {
+				out.Invalids++
+			}
+		case "widestTokens":
+			out.Values[i] = ec._Catalogue_widestTokens(ctx, field, obj)
+			if out.Values[i] == graphql.Null {
+				out.Invalids++
+			}
+		case "alwaysPaidChars":
+			out.Values[i] = ec._Catalogue_alwaysPaidChars(ctx, field, obj)
+			if out.Values[i] == graphql.Null {
+				out.Invalids++
+			}
+		case "alwaysPaidTokens":
+			out.Values[i] = ec._Catalogue_alwaysPaidTokens(ctx, field, obj)
+			if out.Values[i] == graphql.Null {
+				out.Invalids++
+			}
+		case "offeredChars":
+			out.Values[i] = ec._Catalogue_offeredChars(ctx, field, obj)
+			if out.Values[i] == graphql.Null {
+				out.Invalids++
+			}
+		case "offeredTokens":
+			out.Values[i] = ec._Catalogue_offeredTokens(ctx, field, obj)
+			if out.Values[i] == graphql.Null {
+				out.Invalids++
+			}
+		case "guidanceChars":
+			out.Values[i] = ec._Catalogue_guidanceChars(ctx, field, obj)
+			if out.Values[i] == graphql.Null {
+				out.Invalids++
+			}
+		case "guidanceTokens":
+			out.Values[i] = ec._Catalogue_guidanceTokens(ctx, field, obj)
+			if out.Values[i] == graphql.Null {
+				out.Invalids++
+			}
+		case "alwaysPaidGuidanceChars":
+			out.Values[i] = ec._Catalogue_alwaysPaidGuidanceChars(ctx, field, obj)
+			if out.Values[i] == graphql.Null {
+				out.Invalids++
+			}
+		case "ceilings":
+			out.Values[i] = ec._Catalogue_ceilings(ctx, field, obj)
+			if out.Values[i] == graphql.Null {
+				out.Invalids++
+			}
+		default:
+			panic("unknown field " + strconv.Quote(field.Name))
+		}
+	}
+	out.Dispatch(ctx)
+	if out.Invalids > 0 {
+		return graphql.Null
+	}
+
+	if n := len(deferred.Defers); n > 0 {
+		atomic.AddInt32(&ec.Deferred, int32(min(n, math.MaxInt32)))
+		ec.ProcessDeferredGroup(deferred)
+	}
+
+	return out
+}
+
+var catalogueCeilingsImplementors = []string{"CatalogueCeilings"}
+
+func (ec *executionContext) _CatalogueCeilings(ctx context.Context, sel ast.SelectionSet, obj *catalog.Ceilings) graphql.Marshaler {
+	fields := graphql.CollectFields(ec.OperationContext, sel, catalogueCeilingsImplementors)
+
+	out := graphql.NewFieldSet(fields)
+	deferred := graphql.NewDeferredGroup(ctx)
+	for i, field := range fields {
+		switch field.Name {
+		case "__typename":
+			out.Values[i] = graphql.MarshalString("CatalogueCeilings")
+		case "widestChars":
+			out.Values[i] = ec._CatalogueCeilings_widestChars(ctx, field, obj)
+			if out.Values[i] == graphql.Null {
+				out.Invalids++
+			}
+		case "alwaysPaidChars":
+			out.Values[i] = ec._CatalogueCeilings_alwaysPaidChars(ctx, field, obj)
+			if out.Values[i] == graphql.Null {
+				out.Invalids++
+			}
+		default:
+			panic("unknown field " + strconv.Quote(field.Name))
+		}
+	}
+	out.Dispatch(ctx)
+	if out.Invalids > 0 {
+		return graphql.Null
+	}
+
+	if n := len(deferred.Defers); n > 0 {
+		atomic.AddInt32(&ec.Deferred, int32(min(n, math.MaxInt32)))
+		ec.ProcessDeferredGroup(deferred)
+	}
+
+	return out
+}
+
+var catalogueToolImplementors = []string{"CatalogueTool"}
+
+func (ec *executionContext) _CatalogueTool(ctx context.Context, sel ast.SelectionSet, obj *catalog.Tool) graphql.Marshaler {
+	fields := graphql.CollectFields(ec.OperationContext, sel, catalogueToolImplementors)
+
+	out := graphql.NewFieldSet(fields)
+	deferred := graphql.NewDeferredGroup(ctx)
+	for i, field := range fields {
+		switch field.Name {
+		case "__typename":
+			out.Values[i] = graphql.MarshalString("CatalogueTool")
+		case "name":
+			out.Values[i] = ec._CatalogueTool_name(ctx, field, obj)
+			if out.Values[i] == graphql.Null {
+				out.Invalids++
+			}
+		case "family":
+			out.Values[i] = ec._CatalogueTool_family(ctx, field, obj)
+			if out.Values[i] == graphql.Null {
+				out.Invalids++
+			}
+		case "offeredWhen":
+			out.Values[i] = ec._CatalogueTool_offeredWhen(ctx, field, obj)
+			if out.Values[i] == graphql.Null {
+				out.Invalids++
+			}
+		case "alwaysOn":
+			out.Values[i] = ec._CatalogueTool_alwaysOn(ctx, field, obj)
+			if out.Values[i] == graphql.Null {
+				out.Invalids++
+			}
+		case "offered":
+			out.Values[i] = ec._CatalogueTool_offered(ctx, field, obj)
+			if out.Values[i] == graphql.Null {
+				out.Invalids++
+			}
+		case "definitionChars":
+			out.Values[i] = ec._CatalogueTool_definitionChars(ctx, field, obj)
+			if out.Values[i] == graphql.Null {
+				out.Invalids++
+			}
+		case "definitionTokens":
+			out.Values[i] = ec._CatalogueTool_definitionTokens(ctx, field, obj)
+			if out.Values[i] == graphql.Null {
+				out.Invalids++
+			}
+		default:
+			panic("unknown field " + strconv.Quote(field.Name))
+		}
+	}
+	out.Dispatch(ctx)
+	if out.Invalids > 0 {
+		return graphql.Null
+	}
+
+	if n := len(deferred.Defers); n > 0 {
+		atomic.AddInt32(&ec.Deferred, int32(min(n, math.MaxInt32)))
+		ec.ProcessDeferredGroup(deferred)
+	}
+
+	return out
+}
+
+var clarificationImplementors = []string{"Clarification"}
+
+func (ec *executionContext) _Clarification(ctx context.Context, sel ast.SelectionSet, obj *schema.Clarification) graphql.Marshaler {
+	fields := graphql.CollectFields(ec.OperationContext, sel, clarificationImplementors)
+
+	out := graphql.NewFieldSet(fields)
+	deferred := graphql.NewDeferredGroup(ctx)
+	for i, field := range fields {
+		switch field.Name {
+		case "__typename":
+			out.Values[i] = graphql.MarshalString("Clarification")
+		case "question":
+			out.Values[i] = ec._Clarification_question(ctx, field, obj)
+			if out.Values[i] == graphql.Null {
+				out.Invalids++
+			}
+		case "options":
+			out.Values[i] = ec._Clarification_options(ctx, field, obj)
+			if out.Values[i] == graphql.Null {
+				out.Invalids++
+			}
+		case "recommended":
+			out.Values[i] = ec._Clarification_recommended(ctx, field, obj)
+			if out.Values[i] == graphql.RequiredNull {
+				out.Invalids++
+			}
+		case "answer":
+			out.Values[i] = ec._Clarification_answer(ctx, field, obj)
+			if out.Values[i] == graphql.RequiredNull {
+				out.Invalids++
+			}
+		default:
+			panic("unknown field " + strconv.Quote(field.Name))
+		}
+	}
+	out.Dispatch(ctx)
+	if out.Invalids > 0 {
+		return graphql.Null
+	}
+
+	if n := len(deferred.Defers); n > 0 {
+		atomic.AddInt32(&ec.Deferred, int32(min(n, math.MaxInt32)))
+		ec.ProcessDeferredGroup(deferred)
+	}
+
+	return out
+}
+
 var conversationImplementors = []string{"Conversation", "Node"}
 
 func (ec *executionContext) _Conversation(ctx context.Context, sel ast.SelectionSet, obj *ent.Conversation) graphql.Marshaler {
@@ -8473,6 +15563,12 @@ func (ec *executionContext) _Conversation(ctx context.Context, sel ast.Selection
 				true, true,
 				func(ctx context.Context) graphql.Marshaler {
 					return ec._Conversation_turns(ctx, field, obj)
+				})
+		case "tasks":
+			out.ResolveConcurrently(ec.OperationContext, &deferred, i,
+				true, true,
+				func(ctx context.Context) graphql.Marshaler {
+					return ec._Conversation_tasks(ctx, field, obj)
 				})
 		default:
 			panic("unknown field " + strconv.Quote(field.Name))
@@ -8572,6 +15668,49 @@ func (ec *executionContext) _ConversationEdge(ctx context.Context, sel ast.Selec
 	return out
 }
 
+var evidenceImplementors = []string{"Evidence"}
+
+func (ec *executionContext) _Evidence(ctx context.Context, sel ast.SelectionSet, obj *schema.Span) graphql.Marshaler {
+	fields := graphql.CollectFields(ec.OperationContext, sel, evidenceImplementors)
+
+	out := graphql.NewFieldSet(fields)
+	deferred := graphql.NewDeferredGroup(ctx)
+	for i, field := range fields {
+		switch field.Name {
+		case "__typename":
+			out.Values[i] = graphql.MarshalString("Evidence")
+		case "ref":
+			out.Values[i] = ec._Evidence_ref(ctx, field, obj)
+			if out.Values[i] == graphql.Null {
+				out.Invalids++
+			}
+		case "start":
+			out.Values[i] = ec._Evidence_start(ctx, field, obj)
+			if out.Values[i] == graphql.Null {
+				out.Invalids++
+			}
+		case "end":
+			out.Values[i] = ec._Evidence_end(ctx, field, obj)
+			if out.Values[i] == graphql.Null {
+				out.Invalids++
+			}
+		default:
+			panic("unknown field " + strconv.Quote(field.Name))
+		}
+	}
+	out.Dispatch(ctx)
+	if out.Invalids > 0 {
+		return graphql.Null
+	}
+
+	if n := len(deferred.Defers); n > 0 {
+		atomic.AddInt32(&ec.Deferred, int32(min(n, math.MaxInt32)))
+		ec.ProcessDeferredGroup(deferred)
+	}
+
+	return out
+}
+
 var itemFailureImplementors = []string{"ItemFailure"}
 
 func (ec *executionContext) _ItemFailure(ctx context.Context, sel ast.SelectionSet, obj *schema.ItemFailure) graphql.Marshaler {
@@ -8595,6 +15734,69 @@ func (ec *executionContext) _ItemFailure(ctx context.Context, sel ast.SelectionS
 			}
 		case "message":
 			out.Values[i] = ec._ItemFailure_message(ctx, field, obj)
+			if out.Values[i] == graphql.Null {
+				out.Invalids++
+			}
+		default:
+			panic("unknown field " + strconv.Quote(field.Name))
+		}
+	}
+	out.Dispatch(ctx)
+	if out.Invalids > 0 {
+		return graphql.Null
+	}
+
+	if n := len(deferred.Defers); n > 0 {
+		atomic.AddInt32(&ec.Deferred, int32(min(n, math.MaxInt32)))
+		ec.ProcessDeferredGroup(deferred)
+	}
+
+	return out
+}
+
+var modelUsageImplementors = []string{"ModelUsage"}
+
+func (ec *executionContext) _ModelUsage(ctx context.Context, sel ast.SelectionSet, obj *model.ModelUsage) graphql.Marshaler {
+	fields := graphql.CollectFields(ec.OperationContext, sel, modelUsageImplementors)
+
+	out := graphql.NewFieldSet(fields)
+	deferred := graphql.NewDeferredGroup(ctx)
+	for i, field := range fields {
+		switch field.Name {
+		case "__typename":
+			out.Values[i] = graphql.MarshalString("ModelUsage")
+		case "model":
+			out.Values[i] = ec._ModelUsage_model(ctx, field, obj)
+			if out.Values[i] == graphql.Null {
+				out.Invalids++
+			}
+		case "inputTokens":
+			out.Values[i] = ec._ModelUsage_inputTokens(ctx, field, obj)
+			if out.Values[i] == graphql.Null {
+				out.Invalids++
+			}
+		case "cacheReadTokens":
+			out.Values[i] = ec._ModelUsage_cacheReadTokens(ctx, field, obj)
+			if out.Values[i] == graphql.Null {
+				out.Invalids++
+			}
+		case "cacheWriteTokens":
+			out.Values[i] = ec._ModelUsage_cacheWriteTokens(ctx, field, obj)
+			if out.Values[i] == graphql.Null {
+				out.Invalids++
+			}
+		case "outputTokens":
+			out.Values[i] = ec._ModelUsage_outputTokens(ctx, field, obj)
+			if out.Values[i] == graphql.Null {
+				out.Invalids++
+			}
+		case "cost":
+			out.Values[i] = ec._ModelUsage_cost(ctx, field, obj)
+			if out.Values[i] == graphql.Null {
+				out.Invalids++
+			}
+		case "modelCalls":
+			out.Values[i] = ec._ModelUsage_modelCalls(ctx, field, obj)
 			if out.Values[i] == graphql.Null {
 				out.Invalids++
 			}
@@ -8648,9 +15850,58 @@ func (ec *executionContext) _Mutation(ctx context.Context, sel ast.SelectionSet)
 			if out.Values[i] == graphql.Null {
 				out.Invalids++
 			}
+		case "suggestNextActions":
+			out.Values[i] = ec.OperationContext.RootResolverMiddleware(innerCtx, func(ctx context.Context) (res graphql.Marshaler) {
+				return ec._Mutation_suggestNextActions(ctx, field)
+			})
+			if out.Values[i] == graphql.Null {
+				out.Invalids++
+			}
 		case "startConversation":
 			out.Values[i] = ec.OperationContext.RootResolverMiddleware(innerCtx, func(ctx context.Context) (res graphql.Marshaler) {
 				return ec._Mutation_startConversation(ctx, field)
+			})
+			if out.Values[i] == graphql.Null {
+				out.Invalids++
+			}
+		case "sendMessage":
+			out.Values[i] = ec.OperationContext.RootResolverMiddleware(innerCtx, func(ctx context.Context) (res graphql.Marshaler) {
+				return ec._Mutation_sendMessage(ctx, field)
+			})
+			if out.Values[i] == graphql.Null {
+				out.Invalids++
+			}
+		case "answerClarification":
+			out.Values[i] = ec.OperationContext.RootResolverMiddleware(innerCtx, func(ctx context.Context) (res graphql.Marshaler) {
+				return ec._Mutation_answerClarification(ctx, field)
+			})
+			if out.Values[i] == graphql.Null {
+				out.Invalids++
+			}
+		case "cancelTurn":
+			out.Values[i] = ec.OperationContext.RootResolverMiddleware(innerCtx, func(ctx context.Context) (res graphql.Marshaler) {
+				return ec._Mutation_cancelTurn(ctx, field)
+			})
+			if out.Values[i] == graphql.Null {
+				out.Invalids++
+			}
+		case "writeFiles":
+			out.Values[i] = ec.OperationContext.RootResolverMiddleware(innerCtx, func(ctx context.Context) (res graphql.Marshaler) {
+				return ec._Mutation_writeFiles(ctx, field)
+			})
+			if out.Values[i] == graphql.Null {
+				out.Invalids++
+			}
+		case "editFile":
+			out.Values[i] = ec.OperationContext.RootResolverMiddleware(innerCtx, func(ctx context.Context) (res graphql.Marshaler) {
+				return ec._Mutation_editFile(ctx, field)
+			})
+			if out.Values[i] == graphql.Null {
+				out.Invalids++
+			}
+		case "deleteFile":
+			out.Values[i] = ec.OperationContext.RootResolverMiddleware(innerCtx, func(ctx context.Context) (res graphql.Marshaler) {
+				return ec._Mutation_deleteFile(ctx, field)
 			})
 			if out.Values[i] == graphql.Null {
 				out.Invalids++
@@ -8811,6 +16062,36 @@ func (ec *executionContext) _Query(ctx context.Context, sel ast.SelectionSet) gr
 				func(ctx context.Context) graphql.Marshaler {
 					return ec._Query_agents(ctx, field)
 				})
+		case "calculate":
+			out.ResolveRootConcurrently(innerCtx, ec.OperationContext, i,
+				true, true,
+				func(ctx context.Context) graphql.Marshaler {
+					return ec._Query_calculate(ctx, field)
+				})
+		case "catalogue":
+			out.ResolveRootConcurrently(innerCtx, ec.OperationContext, i,
+				true, true,
+				func(ctx context.Context) graphql.Marshaler {
+					return ec._Query_catalogue(ctx, field)
+				})
+		case "searchTools":
+			out.ResolveRootConcurrently(innerCtx, ec.OperationContext, i,
+				true, true,
+				func(ctx context.Context) graphql.Marshaler {
+					return ec._Query_searchTools(ctx, field)
+				})
+		case "listTools":
+			out.ResolveRootConcurrently(innerCtx, ec.OperationContext, i,
+				true, true,
+				func(ctx context.Context) graphql.Marshaler {
+					return ec._Query_listTools(ctx, field)
+				})
+		case "getToolSchema":
+			out.ResolveRootConcurrently(innerCtx, ec.OperationContext, i,
+				true, true,
+				func(ctx context.Context) graphql.Marshaler {
+					return ec._Query_getToolSchema(ctx, field)
+				})
 		case "viewer":
 			out.ResolveRootConcurrently(innerCtx, ec.OperationContext, i,
 				true, true,
@@ -8822,6 +16103,36 @@ func (ec *executionContext) _Query(ctx context.Context, sel ast.SelectionSet) gr
 				true, false,
 				func(ctx context.Context) graphql.Marshaler {
 					return ec._Query_conversation(ctx, field)
+				})
+		case "transcript":
+			out.ResolveRootConcurrently(innerCtx, ec.OperationContext, i,
+				true, true,
+				func(ctx context.Context) graphql.Marshaler {
+					return ec._Query_transcript(ctx, field)
+				})
+		case "usage":
+			out.ResolveRootConcurrently(innerCtx, ec.OperationContext, i,
+				true, true,
+				func(ctx context.Context) graphql.Marshaler {
+					return ec._Query_usage(ctx, field)
+				})
+		case "listFiles":
+			out.ResolveRootConcurrently(innerCtx, ec.OperationContext, i,
+				true, true,
+				func(ctx context.Context) graphql.Marshaler {
+					return ec._Query_listFiles(ctx, field)
+				})
+		case "readFile":
+			out.ResolveRootConcurrently(innerCtx, ec.OperationContext, i,
+				true, true,
+				func(ctx context.Context) graphql.Marshaler {
+					return ec._Query_readFile(ctx, field)
+				})
+		case "searchFiles":
+			out.ResolveRootConcurrently(innerCtx, ec.OperationContext, i,
+				true, true,
+				func(ctx context.Context) graphql.Marshaler {
+					return ec._Query_searchFiles(ctx, field)
 				})
 		case "__type":
 			out.Values[i] = ec.OperationContext.RootResolverMiddleware(innerCtx, func(ctx context.Context) (res graphql.Marshaler) {
@@ -8927,6 +16238,141 @@ func (ec *executionContext) _StoredResult(ctx context.Context, sel ast.Selection
 	return out
 }
 
+var subscriptionImplementors = []string{"Subscription"}
+
+func (ec *executionContext) _Subscription(ctx context.Context, sel ast.SelectionSet) func(ctx context.Context) graphql.Marshaler {
+	fields := graphql.CollectFields(ec.OperationContext, sel, subscriptionImplementors)
+	ctx = graphql.WithFieldContext(ctx, &graphql.FieldContext{
+		Object: "Subscription",
+	})
+	if len(fields) != 1 {
+		graphql.AddErrorf(ctx, "must subscribe to exactly one stream")
+		return nil
+	}
+
+	switch fields[0].Name {
+	case "turnEvents":
+		return ec._Subscription_turnEvents(ctx, fields[0])
+	default:
+		panic("unknown field " + strconv.Quote(fields[0].Name))
+	}
+}
+
+var suggestionsAckImplementors = []string{"SuggestionsAck"}
+
+func (ec *executionContext) _SuggestionsAck(ctx context.Context, sel ast.SelectionSet, obj *model.SuggestionsAck) graphql.Marshaler {
+	fields := graphql.CollectFields(ec.OperationContext, sel, suggestionsAckImplementors)
+
+	out := graphql.NewFieldSet(fields)
+	deferred := graphql.NewDeferredGroup(ctx)
+	for i, field := range fields {
+		switch field.Name {
+		case "__typename":
+			out.Values[i] = graphql.MarshalString("SuggestionsAck")
+		case "ok":
+			out.Values[i] = ec._SuggestionsAck_ok(ctx, field, obj)
+			if out.Values[i] == graphql.Null {
+				out.Invalids++
+			}
+		case "saved":
+			out.Values[i] = ec._SuggestionsAck_saved(ctx, field, obj)
+			if out.Values[i] == graphql.Null {
+				out.Invalids++
+			}
+		default:
+			panic("unknown field " + strconv.Quote(field.Name))
+		}
+	}
+	out.Dispatch(ctx)
+	if out.Invalids > 0 {
+		return graphql.Null
+	}
+
+	if n := len(deferred.Defers); n > 0 {
+		atomic.AddInt32(&ec.Deferred, int32(min(n, math.MaxInt32)))
+		ec.ProcessDeferredGroup(deferred)
+	}
+
+	return out
+}
+
+var taskImplementors = []string{"Task"}
+
+func (ec *executionContext) _Task(ctx context.Context, sel ast.SelectionSet, obj *ent.Task) graphql.Marshaler {
+	fields := graphql.CollectFields(ec.OperationContext, sel, taskImplementors)
+
+	out := graphql.NewFieldSet(fields)
+	deferred := graphql.NewDeferredGroup(ctx)
+	for i, field := range fields {
+		switch field.Name {
+		case "__typename":
+			out.Values[i] = graphql.MarshalString("Task")
+		case "title":
+			out.Values[i] = ec._Task_title(ctx, field, obj)
+			if out.Values[i] == graphql.Null {
+				atomic.AddUint32(&out.Invalids, 1)
+			}
+		case "status":
+			out.ResolveConcurrently(ec.OperationContext, &deferred, i,
+				true, true,
+				func(ctx context.Context) graphql.Marshaler {
+					return ec._Task_status(ctx, field, obj)
+				})
+		default:
+			panic("unknown field " + strconv.Quote(field.Name))
+		}
+	}
+	out.Dispatch(ctx)
+	if out.Invalids > 0 {
+		return graphql.Null
+	}
+
+	if n := len(deferred.Defers); n > 0 {
+		atomic.AddInt32(&ec.Deferred, int32(min(n, math.MaxInt32)))
+		ec.ProcessDeferredGroup(deferred)
+	}
+
+	return out
+}
+
+var toolBriefImplementors = []string{"ToolBrief"}
+
+func (ec *executionContext) _ToolBrief(ctx context.Context, sel ast.SelectionSet, obj *catalog.Brief) graphql.Marshaler {
+	fields := graphql.CollectFields(ec.OperationContext, sel, toolBriefImplementors)
+
+	out := graphql.NewFieldSet(fields)
+	deferred := graphql.NewDeferredGroup(ctx)
+	for i, field := range fields {
+		switch field.Name {
+		case "__typename":
+			out.Values[i] = graphql.MarshalString("ToolBrief")
+		case "name":
+			out.Values[i] = ec._ToolBrief_name(ctx, field, obj)
+			if out.Values[i] == graphql.Null {
+				out.Invalids++
+			}
+		case "description":
+			out.Values[i] = ec._ToolBrief_description(ctx, field, obj)
+			if out.Values[i] == graphql.Null {
+				out.Invalids++
+			}
+		default:
+			panic("unknown field " + strconv.Quote(field.Name))
+		}
+	}
+	out.Dispatch(ctx)
+	if out.Invalids > 0 {
+		return graphql.Null
+	}
+
+	if n := len(deferred.Defers); n > 0 {
+		atomic.AddInt32(&ec.Deferred, int32(min(n, math.MaxInt32)))
+		ec.ProcessDeferredGroup(deferred)
+	}
+
+	return out
+}
+
 var toolCallImplementors = []string{"ToolCall", "Node"}
 
 func (ec *executionContext) _ToolCall(ctx context.Context, sel ast.SelectionSet, obj *ent.ToolCall) graphql.Marshaler {
@@ -8973,6 +16419,11 @@ func (ec *executionContext) _ToolCall(ctx context.Context, sel ast.SelectionSet,
 			if out.Values[i] == graphql.Null {
 				atomic.AddUint32(&out.Invalids, 1)
 			}
+		case "evidence":
+			out.Values[i] = ec._ToolCall_evidence(ctx, field, obj)
+			if out.Values[i] == graphql.Null {
+				atomic.AddUint32(&out.Invalids, 1)
+			}
 		case "repairs":
 			out.Values[i] = ec._ToolCall_repairs(ctx, field, obj)
 			if out.Values[i] == graphql.Null {
@@ -9010,6 +16461,365 @@ func (ec *executionContext) _ToolCall(ctx context.Context, sel ast.SelectionSet,
 				func(ctx context.Context) graphql.Marshaler {
 					return ec._ToolCall_result(ctx, field, obj)
 				})
+		default:
+			panic("unknown field " + strconv.Quote(field.Name))
+		}
+	}
+	out.Dispatch(ctx)
+	if out.Invalids > 0 {
+		return graphql.Null
+	}
+
+	if n := len(deferred.Defers); n > 0 {
+		atomic.AddInt32(&ec.Deferred, int32(min(n, math.MaxInt32)))
+		ec.ProcessDeferredGroup(deferred)
+	}
+
+	return out
+}
+
+var toolListImplementors = []string{"ToolList"}
+
+func (ec *executionContext) _ToolList(ctx context.Context, sel ast.SelectionSet, obj *catalog.List) graphql.Marshaler {
+	fields := graphql.CollectFields(ec.OperationContext, sel, toolListImplementors)
+
+	out := graphql.NewFieldSet(fields)
+	deferred := graphql.NewDeferredGroup(ctx)
+	for i, field := range fields {
+		switch field.Name {
+		case "__typename":
+			out.Values[i] = graphql.MarshalString("ToolList")
+		case "tools":
+			out.Values[i] = ec._ToolList_tools(ctx, field, obj)
+			if out.Values[i] == graphql.Null {
+				out.Invalids++
+			}
+		default:
+			panic("unknown field " + strconv.Quote(field.Name))
+		}
+	}
+	out.Dispatch(ctx)
+	if out.Invalids > 0 {
+		return graphql.Null
+	}
+
+	if n := len(deferred.Defers); n > 0 {
+		atomic.AddInt32(&ec.Deferred, int32(min(n, math.MaxInt32)))
+		ec.ProcessDeferredGroup(deferred)
+	}
+
+	return out
+}
+
+var toolSchemaImplementors = []string{"ToolSchema"}
+
+func (ec *executionContext) _ToolSchema(ctx context.Context, sel ast.SelectionSet, obj *catalog.ToolSchema) graphql.Marshaler {
+	fields := graphql.CollectFields(ec.OperationContext, sel, toolSchemaImplementors)
+
+	out := graphql.NewFieldSet(fields)
+	deferred := graphql.NewDeferredGroup(ctx)
+	for i, field := range fields {
+		switch field.Name {
+		case "__typename":
+			out.Values[i] = graphql.MarshalString("ToolSchema")
+		case "name":
+			out.Values[i] = ec._ToolSchema_name(ctx, field, obj)
+			if out.Values[i] == graphql.Null {
+				out.Invalids++
+			}
+		case "description":
+			out.Values[i] = ec._ToolSchema_description(ctx, field, obj)
+			if out.Values[i] == graphql.Null {
+				out.Invalids++
+			}
+		case "parameters":
+			out.Values[i] = ec._ToolSchema_parameters(ctx, field, obj)
+			if out.Values[i] == graphql.Null {
+				out.Invalids++
+			}
+		default:
+			panic("unknown field " + strconv.Quote(field.Name))
+		}
+	}
+	out.Dispatch(ctx)
+	if out.Invalids > 0 {
+		return graphql.Null
+	}
+
+	if n := len(deferred.Defers); n > 0 {
+		atomic.AddInt32(&ec.Deferred, int32(min(n, math.MaxInt32)))
+		ec.ProcessDeferredGroup(deferred)
+	}
+
+	return out
+}
+
+var toolSchemasImplementors = []string{"ToolSchemas"}
+
+func (ec *executionContext) _ToolSchemas(ctx context.Context, sel ast.SelectionSet, obj *catalog.Schemas) graphql.Marshaler {
+	fields := graphql.CollectFields(ec.OperationContext, sel, toolSchemasImplementors)
+
+	out := graphql.NewFieldSet(fields)
+	deferred := graphql.NewDeferredGroup(ctx)
+	for i, field := range fields {
+		switch field.Name {
+		case "__typename":
+			out.Values[i] = graphql.MarshalString("ToolSchemas")
+		case "tools":
+			out.Values[i] = ec._ToolSchemas_tools(ctx, field, obj)
+			if out.Values[i] == graphql.Null {
+				out.Invalids++
+			}
+		case "missing":
+			out.Values[i] = ec._ToolSchemas_missing(ctx, field, obj)
+			if out.Values[i] == graphql.Null {
+				out.Invalids++
+			}
+		case "hint":
+			out.Values[i] = ec._ToolSchemas_hint(ctx, field, obj)
+			if out.Values[i] == graphql.RequiredNull {
+				out.Invalids++
+			}
+		case "failures":
+			out.Values[i] = ec._ToolSchemas_failures(ctx, field, obj)
+			if out.Values[i] == graphql.Null {
+				out.Invalids++
+			}
+		default:
+			panic("unknown field " + strconv.Quote(field.Name))
+		}
+	}
+	out.Dispatch(ctx)
+	if out.Invalids > 0 {
+		return graphql.Null
+	}
+
+	if n := len(deferred.Defers); n > 0 {
+		atomic.AddInt32(&ec.Deferred, int32(min(n, math.MaxInt32)))
+		ec.ProcessDeferredGroup(deferred)
+	}
+
+	return out
+}
+
+var toolSearchImplementors = []string{"ToolSearch"}
+
+func (ec *executionContext) _ToolSearch(ctx context.Context, sel ast.SelectionSet, obj *catalog.Search) graphql.Marshaler {
+	fields := graphql.CollectFields(ec.OperationContext, sel, toolSearchImplementors)
+
+	out := graphql.NewFieldSet(fields)
+	deferred := graphql.NewDeferredGroup(ctx)
+	for i, field := range fields {
+		switch field.Name {
+		case "__typename":
+			out.Values[i] = graphql.MarshalString("ToolSearch")
+		case "results":
+			out.Values[i] = ec._ToolSearch_results(ctx, field, obj)
+			if out.Values[i] == graphql.Null {
+				out.Invalids++
+			}
+		case "note":
+			out.Values[i] = ec._ToolSearch_note(ctx, field, obj)
+			if out.Values[i] == graphql.RequiredNull {
+				out.Invalids++
+			}
+		case "failures":
+			out.Values[i] = ec._ToolSearch_failures(ctx, field, obj)
+			if out.Values[i] == graphql.Null {
+				out.Invalids++
+			}
+		default:
+			panic("unknown field " + strconv.Quote(field.Name))
+		}
+	}
+	out.Dispatch(ctx)
+	if out.Invalids > 0 {
+		return graphql.Null
+	}
+
+	if n := len(deferred.Defers); n > 0 {
+		atomic.AddInt32(&ec.Deferred, int32(min(n, math.MaxInt32)))
+		ec.ProcessDeferredGroup(deferred)
+	}
+
+	return out
+}
+
+var toolSearchResultImplementors = []string{"ToolSearchResult"}
+
+func (ec *executionContext) _ToolSearchResult(ctx context.Context, sel ast.SelectionSet, obj *catalog.Found) graphql.Marshaler {
+	fields := graphql.CollectFields(ec.OperationContext, sel, toolSearchResultImplementors)
+
+	out := graphql.NewFieldSet(fields)
+	deferred := graphql.NewDeferredGroup(ctx)
+	for i, field := range fields {
+		switch field.Name {
+		case "__typename":
+			out.Values[i] = graphql.MarshalString("ToolSearchResult")
+		case "query":
+			out.Values[i] = ec._ToolSearchResult_query(ctx, field, obj)
+			if out.Values[i] == graphql.Null {
+				out.Invalids++
+			}
+		case "tools":
+			out.Values[i] = ec._ToolSearchResult_tools(ctx, field, obj)
+			if out.Values[i] == graphql.Null {
+				out.Invalids++
+			}
+		default:
+			panic("unknown field " + strconv.Quote(field.Name))
+		}
+	}
+	out.Dispatch(ctx)
+	if out.Invalids > 0 {
+		return graphql.Null
+	}
+
+	if n := len(deferred.Defers); n > 0 {
+		atomic.AddInt32(&ec.Deferred, int32(min(n, math.MaxInt32)))
+		ec.ProcessDeferredGroup(deferred)
+	}
+
+	return out
+}
+
+var transcriptPageImplementors = []string{"TranscriptPage"}
+
+func (ec *executionContext) _TranscriptPage(ctx context.Context, sel ast.SelectionSet, obj *transcript.Page) graphql.Marshaler {
+	fields := graphql.CollectFields(ec.OperationContext, sel, transcriptPageImplementors)
+
+	out := graphql.NewFieldSet(fields)
+	deferred := graphql.NewDeferredGroup(ctx)
+	for i, field := range fields {
+		switch field.Name {
+		case "__typename":
+			out.Values[i] = graphql.MarshalString("TranscriptPage")
+		case "turns":
+			out.Values[i] = ec._TranscriptPage_turns(ctx, field, obj)
+			if out.Values[i] == graphql.Null {
+				out.Invalids++
+			}
+		case "text":
+			out.Values[i] = ec._TranscriptPage_text(ctx, field, obj)
+			if out.Values[i] == graphql.Null {
+				out.Invalids++
+			}
+		case "truncated":
+			out.Values[i] = ec._TranscriptPage_truncated(ctx, field, obj)
+			if out.Values[i] == graphql.Null {
+				out.Invalids++
+			}
+		case "nextOffset":
+			out.Values[i] = ec._TranscriptPage_nextOffset(ctx, field, obj)
+			if out.Values[i] == graphql.RequiredNull {
+				out.Invalids++
+			}
+		default:
+			panic("unknown field " + strconv.Quote(field.Name))
+		}
+	}
+	out.Dispatch(ctx)
+	if out.Invalids > 0 {
+		return graphql.Null
+	}
+
+	if n := len(deferred.Defers); n > 0 {
+		atomic.AddInt32(&ec.Deferred, int32(min(n, math.MaxInt32)))
+		ec.ProcessDeferredGroup(deferred)
+	}
+
+	return out
+}
+
+var transcriptToolCallImplementors = []string{"TranscriptToolCall"}
+
+func (ec *executionContext) _TranscriptToolCall(ctx context.Context, sel ast.SelectionSet, obj *transcript.ToolCall) graphql.Marshaler {
+	fields := graphql.CollectFields(ec.OperationContext, sel, transcriptToolCallImplementors)
+
+	out := graphql.NewFieldSet(fields)
+	deferred := graphql.NewDeferredGroup(ctx)
+	for i, field := range fields {
+		switch field.Name {
+		case "__typename":
+			out.Values[i] = graphql.MarshalString("TranscriptToolCall")
+		case "name":
+			out.Values[i] = ec._TranscriptToolCall_name(ctx, field, obj)
+			if out.Values[i] == graphql.Null {
+				out.Invalids++
+			}
+		case "arguments":
+			out.Values[i] = ec._TranscriptToolCall_arguments(ctx, field, obj)
+			if out.Values[i] == graphql.Null {
+				out.Invalids++
+			}
+		case "argumentsTruncated":
+			out.Values[i] = ec._TranscriptToolCall_argumentsTruncated(ctx, field, obj)
+			if out.Values[i] == graphql.Null {
+				out.Invalids++
+			}
+		case "ref":
+			out.Values[i] = ec._TranscriptToolCall_ref(ctx, field, obj)
+			if out.Values[i] == graphql.RequiredNull {
+				out.Invalids++
+			}
+		default:
+			panic("unknown field " + strconv.Quote(field.Name))
+		}
+	}
+	out.Dispatch(ctx)
+	if out.Invalids > 0 {
+		return graphql.Null
+	}
+
+	if n := len(deferred.Defers); n > 0 {
+		atomic.AddInt32(&ec.Deferred, int32(min(n, math.MaxInt32)))
+		ec.ProcessDeferredGroup(deferred)
+	}
+
+	return out
+}
+
+var transcriptTurnImplementors = []string{"TranscriptTurn"}
+
+func (ec *executionContext) _TranscriptTurn(ctx context.Context, sel ast.SelectionSet, obj *transcript.Turn) graphql.Marshaler {
+	fields := graphql.CollectFields(ec.OperationContext, sel, transcriptTurnImplementors)
+
+	out := graphql.NewFieldSet(fields)
+	deferred := graphql.NewDeferredGroup(ctx)
+	for i, field := range fields {
+		switch field.Name {
+		case "__typename":
+			out.Values[i] = graphql.MarshalString("TranscriptTurn")
+		case "number":
+			out.Values[i] = ec._TranscriptTurn_number(ctx, field, obj)
+			if out.Values[i] == graphql.Null {
+				out.Invalids++
+			}
+		case "startedAt":
+			out.Values[i] = ec._TranscriptTurn_startedAt(ctx, field, obj)
+			if out.Values[i] == graphql.Null {
+				out.Invalids++
+			}
+		case "timeZone":
+			out.Values[i] = ec._TranscriptTurn_timeZone(ctx, field, obj)
+			if out.Values[i] == graphql.Null {
+				out.Invalids++
+			}
+		case "userText":
+			out.Values[i] = ec._TranscriptTurn_userText(ctx, field, obj)
+			if out.Values[i] == graphql.Null {
+				out.Invalids++
+			}
+		case "answer":
+			out.Values[i] = ec._TranscriptTurn_answer(ctx, field, obj)
+			if out.Values[i] == graphql.RequiredNull {
+				out.Invalids++
+			}
+		case "toolCalls":
+			out.Values[i] = ec._TranscriptTurn_toolCalls(ctx, field, obj)
+			if out.Values[i] == graphql.Null {
+				out.Invalids++
+			}
 		default:
 			panic("unknown field " + strconv.Quote(field.Name))
 		}
@@ -9086,6 +16896,11 @@ func (ec *executionContext) _Turn(ctx context.Context, sel ast.SelectionSet, obj
 		case "suggestions":
 			out.Values[i] = ec._Turn_suggestions(ctx, field, obj)
 			if out.Values[i] == graphql.Null {
+				atomic.AddUint32(&out.Invalids, 1)
+			}
+		case "clarification":
+			out.Values[i] = ec._Turn_clarification(ctx, field, obj)
+			if out.Values[i] == graphql.RequiredNull {
 				atomic.AddUint32(&out.Invalids, 1)
 			}
 		case "replayed":
@@ -9203,6 +17018,132 @@ func (ec *executionContext) _TurnEdge(ctx context.Context, sel ast.SelectionSet,
 	return out
 }
 
+var turnEventImplementors = []string{"TurnEvent"}
+
+func (ec *executionContext) _TurnEvent(ctx context.Context, sel ast.SelectionSet, obj *model.TurnEvent) graphql.Marshaler {
+	fields := graphql.CollectFields(ec.OperationContext, sel, turnEventImplementors)
+
+	out := graphql.NewFieldSet(fields)
+	deferred := graphql.NewDeferredGroup(ctx)
+	for i, field := range fields {
+		switch field.Name {
+		case "__typename":
+			out.Values[i] = graphql.MarshalString("TurnEvent")
+		case "kind":
+			out.Values[i] = ec._TurnEvent_kind(ctx, field, obj)
+			if out.Values[i] == graphql.Null {
+				out.Invalids++
+			}
+		case "turn":
+			out.Values[i] = ec._TurnEvent_turn(ctx, field, obj)
+			if out.Values[i] == graphql.Null {
+				out.Invalids++
+			}
+		case "toolCall":
+			out.Values[i] = ec._TurnEvent_toolCall(ctx, field, obj)
+			if out.Values[i] == graphql.RequiredNull {
+				out.Invalids++
+			}
+		case "at":
+			out.Values[i] = ec._TurnEvent_at(ctx, field, obj)
+			if out.Values[i] == graphql.Null {
+				out.Invalids++
+			}
+		default:
+			panic("unknown field " + strconv.Quote(field.Name))
+		}
+	}
+	out.Dispatch(ctx)
+	if out.Invalids > 0 {
+		return graphql.Null
+	}
+
+	if n := len(deferred.Defers); n > 0 {
+		atomic.AddInt32(&ec.Deferred, int32(min(n, math.MaxInt32)))
+		ec.ProcessDeferredGroup(deferred)
+	}
+
+	return out
+}
+
+var usageImplementors = []string{"Usage"}
+
+func (ec *executionContext) _Usage(ctx context.Context, sel ast.SelectionSet, obj *model.Usage) graphql.Marshaler {
+	fields := graphql.CollectFields(ec.OperationContext, sel, usageImplementors)
+
+	out := graphql.NewFieldSet(fields)
+	deferred := graphql.NewDeferredGroup(ctx)
+	for i, field := range fields {
+		switch field.Name {
+		case "__typename":
+			out.Values[i] = graphql.MarshalString("Usage")
+		case "month":
+			out.Values[i] = ec._Usage_month(ctx, field, obj)
+			if out.Values[i] == graphql.Null {
+				out.Invalids++
+			}
+		case "inputTokens":
+			out.Values[i] = ec._Usage_inputTokens(ctx, field, obj)
+			if out.Values[i] == graphql.Null {
+				out.Invalids++
+			}
+		case "cacheReadTokens":
+			out.Values[i] = ec._Usage_cacheReadTokens(ctx, field, obj)
+			if out.Values[i] == graphql.Null {
+				out.Invalids++
+			}
+		case "cacheWriteTokens":
+			out.Values[i] = ec._Usage_cacheWriteTokens(ctx, field, obj)
+			if out.Values[i] == graphql.Null {
+				out.Invalids++
+			}
+		case "outputTokens":
+			out.Values[i] = ec._Usage_outputTokens(ctx, field, obj)
+			if out.Values[i] == graphql.Null {
+				out.Invalids++
+			}
+		case "cost":
+			out.Values[i] = ec._Usage_cost(ctx, field, obj)
+			if out.Values[i] == graphql.Null {
+				out.Invalids++
+			}
+		case "modelCalls":
+			out.Values[i] = ec._Usage_modelCalls(ctx, field, obj)
+			if out.Values[i] == graphql.Null {
+				out.Invalids++
+			}
+		case "byModel":
+			out.Values[i] = ec._Usage_byModel(ctx, field, obj)
+			if out.Values[i] == graphql.Null {
+				out.Invalids++
+			}
+		case "byAgent":
+			out.Values[i] = ec._Usage_byAgent(ctx, field, obj)
+			if out.Values[i] == graphql.Null {
+				out.Invalids++
+			}
+		case "byUser":
+			out.Values[i] = ec._Usage_byUser(ctx, field, obj)
+			if out.Values[i] == graphql.Null {
+				out.Invalids++
+			}
+		default:
+			panic("unknown field " + strconv.Quote(field.Name))
+		}
+	}
+	out.Dispatch(ctx)
+	if out.Invalids > 0 {
+		return graphql.Null
+	}
+
+	if n := len(deferred.Defers); n > 0 {
+		atomic.AddInt32(&ec.Deferred, int32(min(n, math.MaxInt32)))
+		ec.ProcessDeferredGroup(deferred)
+	}
+
+	return out
+}
+
 var userImplementors = []string{"User", "Node"}
 
 func (ec *executionContext) _User(ctx context.Context, sel ast.SelectionSet, obj *ent.User) graphql.Marshaler {
@@ -9256,6 +17197,456 @@ func (ec *executionContext) _User(ctx context.Context, sel ast.SelectionSet, obj
 				func(ctx context.Context) graphql.Marshaler {
 					return ec._User_organizationName(ctx, field, obj)
 				})
+		default:
+			panic("unknown field " + strconv.Quote(field.Name))
+		}
+	}
+	out.Dispatch(ctx)
+	if out.Invalids > 0 {
+		return graphql.Null
+	}
+
+	if n := len(deferred.Defers); n > 0 {
+		atomic.AddInt32(&ec.Deferred, int32(min(n, math.MaxInt32)))
+		ec.ProcessDeferredGroup(deferred)
+	}
+
+	return out
+}
+
+var userUsageImplementors = []string{"UserUsage"}
+
+func (ec *executionContext) _UserUsage(ctx context.Context, sel ast.SelectionSet, obj *model.UserUsage) graphql.Marshaler {
+	fields := graphql.CollectFields(ec.OperationContext, sel, userUsageImplementors)
+
+	out := graphql.NewFieldSet(fields)
+	deferred := graphql.NewDeferredGroup(ctx)
+	for i, field := range fields {
+		switch field.Name {
+		case "__typename":
+			out.Values[i] = graphql.MarshalString("UserUsage")
+		case "user":
+			out.Values[i] = ec._UserUsage_user(ctx, field, obj)
+			if out.Values[i] == graphql.RequiredNull {
+				out.Invalids++
+			}
+		case "inputTokens":
+			out.Values[i] = ec._UserUsage_inputTokens(ctx, field, obj)
+			if out.Values[i] == graphql.Null {
+				out.Invalids++
+			}
+		case "cacheReadTokens":
+			out.Values[i] = ec._UserUsage_cacheReadTokens(ctx, field, obj)
+			if out.Values[i] == graphql.Null {
+				out.Invalids++
+			}
+		case "cacheWriteTokens":
+			out.Values[i] = ec._UserUsage_cacheWriteTokens(ctx, field, obj)
+			if out.Values[i] == graphql.Null {
+				out.Invalids++
+			}
+		case "outputTokens":
+			out.Values[i] = ec._UserUsage_outputTokens(ctx, field, obj)
+			if out.Values[i] == graphql.Null {
+				out.Invalids++
+			}
+		case "cost":
+			out.Values[i] = ec._UserUsage_cost(ctx, field, obj)
+			if out.Values[i] == graphql.Null {
+				out.Invalids++
+			}
+		case "modelCalls":
+			out.Values[i] = ec._UserUsage_modelCalls(ctx, field, obj)
+			if out.Values[i] == graphql.Null {
+				out.Invalids++
+			}
+		default:
+			panic("unknown field " + strconv.Quote(field.Name))
+		}
+	}
+	out.Dispatch(ctx)
+	if out.Invalids > 0 {
+		return graphql.Null
+	}
+
+	if n := len(deferred.Defers); n > 0 {
+		atomic.AddInt32(&ec.Deferred, int32(min(n, math.MaxInt32)))
+		ec.ProcessDeferredGroup(deferred)
+	}
+
+	return out
+}
+
+var workspaceDeletedImplementors = []string{"WorkspaceDeleted"}
+
+func (ec *executionContext) _WorkspaceDeleted(ctx context.Context, sel ast.SelectionSet, obj *workspace.Deleted) graphql.Marshaler {
+	fields := graphql.CollectFields(ec.OperationContext, sel, workspaceDeletedImplementors)
+
+	out := graphql.NewFieldSet(fields)
+	deferred := graphql.NewDeferredGroup(ctx)
+	for i, field := range fields {
+		switch field.Name {
+		case "__typename":
+			out.Values[i] = graphql.MarshalString("WorkspaceDeleted")
+		case "path":
+			out.Values[i] = ec._WorkspaceDeleted_path(ctx, field, obj)
+			if out.Values[i] == graphql.Null {
+				out.Invalids++
+			}
+		default:
+			panic("unknown field " + strconv.Quote(field.Name))
+		}
+	}
+	out.Dispatch(ctx)
+	if out.Invalids > 0 {
+		return graphql.Null
+	}
+
+	if n := len(deferred.Defers); n > 0 {
+		atomic.AddInt32(&ec.Deferred, int32(min(n, math.MaxInt32)))
+		ec.ProcessDeferredGroup(deferred)
+	}
+
+	return out
+}
+
+var workspaceEditImplementors = []string{"WorkspaceEdit"}
+
+func (ec *executionContext) _WorkspaceEdit(ctx context.Context, sel ast.SelectionSet, obj *workspace.EditResult) graphql.Marshaler {
+	fields := graphql.CollectFields(ec.OperationContext, sel, workspaceEditImplementors)
+
+	out := graphql.NewFieldSet(fields)
+	deferred := graphql.NewDeferredGroup(ctx)
+	for i, field := range fields {
+		switch field.Name {
+		case "__typename":
+			out.Values[i] = graphql.MarshalString("WorkspaceEdit")
+		case "path":
+			out.Values[i] = ec._WorkspaceEdit_path(ctx, field, obj)
+			if out.Values[i] == graphql.Null {
+				out.Invalids++
+			}
+		case "chars":
+			out.Values[i] = ec._WorkspaceEdit_chars(ctx, field, obj)
+			if out.Values[i] == graphql.Null {
+				out.Invalids++
+			}
+		case "bytes":
+			out.Values[i] = ec._WorkspaceEdit_bytes(ctx, field, obj)
+			if out.Values[i] == graphql.Null {
+				out.Invalids++
+			}
+		case "edits":
+			out.Values[i] = ec._WorkspaceEdit_edits(ctx, field, obj)
+			if out.Values[i] == graphql.Null {
+				out.Invalids++
+			}
+		default:
+			panic("unknown field " + strconv.Quote(field.Name))
+		}
+	}
+	out.Dispatch(ctx)
+	if out.Invalids > 0 {
+		return graphql.Null
+	}
+
+	if n := len(deferred.Defers); n > 0 {
+		atomic.AddInt32(&ec.Deferred, int32(min(n, math.MaxInt32)))
+		ec.ProcessDeferredGroup(deferred)
+	}
+
+	return out
+}
+
+var workspaceFileInfoImplementors = []string{"WorkspaceFileInfo"}
+
+func (ec *executionContext) _WorkspaceFileInfo(ctx context.Context, sel ast.SelectionSet, obj *workspace.FileInfo) graphql.Marshaler {
+	fields := graphql.CollectFields(ec.OperationContext, sel, workspaceFileInfoImplementors)
+
+	out := graphql.NewFieldSet(fields)
+	deferred := graphql.NewDeferredGroup(ctx)
+	for i, field := range fields {
+		switch field.Name {
+		case "__typename":
+			out.Values[i] = graphql.MarshalString("WorkspaceFileInfo")
+		case "path":
+			out.Values[i] = ec._WorkspaceFileInfo_path(ctx, field, obj)
+			if out.Values[i] == graphql.Null {
+				out.Invalids++
+			}
+		case "chars":
+			out.Values[i] = ec._WorkspaceFileInfo_chars(ctx, field, obj)
+			if out.Values[i] == graphql.Null {
+				out.Invalids++
+			}
+		case "bytes":
+			out.Values[i] = ec._WorkspaceFileInfo_bytes(ctx, field, obj)
+			if out.Values[i] == graphql.Null {
+				out.Invalids++
+			}
+		case "updatedAt":
+			out.Values[i] = ec._WorkspaceFileInfo_updatedAt(ctx, field, obj)
+			if out.Values[i] == graphql.Null {
+				out.Invalids++
+			}
+		default:
+			panic("unknown field " + strconv.Quote(field.Name))
+		}
+	}
+	out.Dispatch(ctx)
+	if out.Invalids > 0 {
+		return graphql.Null
+	}
+
+	if n := len(deferred.Defers); n > 0 {
+		atomic.AddInt32(&ec.Deferred, int32(min(n, math.MaxInt32)))
+		ec.ProcessDeferredGroup(deferred)
+	}
+
+	return out
+}
+
+var workspaceListingImplementors = []string{"WorkspaceListing"}
+
+func (ec *executionContext) _WorkspaceListing(ctx context.Context, sel ast.SelectionSet, obj *workspace.Listing) graphql.Marshaler {
+	fields := graphql.CollectFields(ec.OperationContext, sel, workspaceListingImplementors)
+
+	out := graphql.NewFieldSet(fields)
+	deferred := graphql.NewDeferredGroup(ctx)
+	for i, field := range fields {
+		switch field.Name {
+		case "__typename":
+			out.Values[i] = graphql.MarshalString("WorkspaceListing")
+		case "files":
+			out.Values[i] = ec._WorkspaceListing_files(ctx, field, obj)
+			if out.Values[i] == graphql.Null {
+				out.Invalids++
+			}
+		default:
+			panic("unknown field " + strconv.Quote(field.Name))
+		}
+	}
+	out.Dispatch(ctx)
+	if out.Invalids > 0 {
+		return graphql.Null
+	}
+
+	if n := len(deferred.Defers); n > 0 {
+		atomic.AddInt32(&ec.Deferred, int32(min(n, math.MaxInt32)))
+		ec.ProcessDeferredGroup(deferred)
+	}
+
+	return out
+}
+
+var workspaceMatchImplementors = []string{"WorkspaceMatch"}
+
+func (ec *executionContext) _WorkspaceMatch(ctx context.Context, sel ast.SelectionSet, obj *workspace.Match) graphql.Marshaler {
+	fields := graphql.CollectFields(ec.OperationContext, sel, workspaceMatchImplementors)
+
+	out := graphql.NewFieldSet(fields)
+	deferred := graphql.NewDeferredGroup(ctx)
+	for i, field := range fields {
+		switch field.Name {
+		case "__typename":
+			out.Values[i] = graphql.MarshalString("WorkspaceMatch")
+		case "path":
+			out.Values[i] = ec._WorkspaceMatch_path(ctx, field, obj)
+			if out.Values[i] == graphql.Null {
+				out.Invalids++
+			}
+		case "line":
+			out.Values[i] = ec._WorkspaceMatch_line(ctx, field, obj)
+			if out.Values[i] == graphql.Null {
+				out.Invalids++
+			}
+		case "text":
+			out.Values[i] = ec._WorkspaceMatch_text(ctx, field, obj)
+			if out.Values[i] == graphql.Null {
+				out.Invalids++
+			}
+		default:
+			panic("unknown field " + strconv.Quote(field.Name))
+		}
+	}
+	out.Dispatch(ctx)
+	if out.Invalids > 0 {
+		return graphql.Null
+	}
+
+	if n := len(deferred.Defers); n > 0 {
+		atomic.AddInt32(&ec.Deferred, int32(min(n, math.MaxInt32)))
+		ec.ProcessDeferredGroup(deferred)
+	}
+
+	return out
+}
+
+var workspacePageImplementors = []string{"WorkspacePage"}
+
+func (ec *executionContext) _WorkspacePage(ctx context.Context, sel ast.SelectionSet, obj *workspace.Page) graphql.Marshaler {
+	fields := graphql.CollectFields(ec.OperationContext, sel, workspacePageImplementors)
+
+	out := graphql.NewFieldSet(fields)
+	deferred := graphql.NewDeferredGroup(ctx)
+	for i, field := range fields {
+		switch field.Name {
+		case "__typename":
+			out.Values[i] = graphql.MarshalString("WorkspacePage")
+		case "path":
+			out.Values[i] = ec._WorkspacePage_path(ctx, field, obj)
+			if out.Values[i] == graphql.Null {
+				out.Invalids++
+			}
+		case "text":
+			out.Values[i] = ec._WorkspacePage_text(ctx, field, obj)
+			if out.Values[i] == graphql.Null {
+				out.Invalids++
+			}
+		case "offset":
+			out.Values[i] = ec._WorkspacePage_offset(ctx, field, obj)
+			if out.Values[i] == graphql.Null {
+				out.Invalids++
+			}
+		case "nextOffset":
+			out.Values[i] = ec._WorkspacePage_nextOffset(ctx, field, obj)
+			if out.Values[i] == graphql.RequiredNull {
+				out.Invalids++
+			}
+		case "totalChars":
+			out.Values[i] = ec._WorkspacePage_totalChars(ctx, field, obj)
+			if out.Values[i] == graphql.Null {
+				out.Invalids++
+			}
+		default:
+			panic("unknown field " + strconv.Quote(field.Name))
+		}
+	}
+	out.Dispatch(ctx)
+	if out.Invalids > 0 {
+		return graphql.Null
+	}
+
+	if n := len(deferred.Defers); n > 0 {
+		atomic.AddInt32(&ec.Deferred, int32(min(n, math.MaxInt32)))
+		ec.ProcessDeferredGroup(deferred)
+	}
+
+	return out
+}
+
+var workspaceSearchImplementors = []string{"WorkspaceSearch"}
+
+func (ec *executionContext) _WorkspaceSearch(ctx context.Context, sel ast.SelectionSet, obj *workspace.SearchResult) graphql.Marshaler {
+	fields := graphql.CollectFields(ec.OperationContext, sel, workspaceSearchImplementors)
+
+	out := graphql.NewFieldSet(fields)
+	deferred := graphql.NewDeferredGroup(ctx)
+	for i, field := range fields {
+		switch field.Name {
+		case "__typename":
+			out.Values[i] = graphql.MarshalString("WorkspaceSearch")
+		case "matches":
+			out.Values[i] = ec._WorkspaceSearch_matches(ctx, field, obj)
+			if out.Values[i] == graphql.Null {
+				out.Invalids++
+			}
+		case "hits":
+			out.Values[i] = ec._WorkspaceSearch_hits(ctx, field, obj)
+			if out.Values[i] == graphql.Null {
+				out.Invalids++
+			}
+		case "shown":
+			out.Values[i] = ec._WorkspaceSearch_shown(ctx, field, obj)
+			if out.Values[i] == graphql.Null {
+				out.Invalids++
+			}
+		case "unmatched":
+			out.Values[i] = ec._WorkspaceSearch_unmatched(ctx, field, obj)
+			if out.Values[i] == graphql.Null {
+				out.Invalids++
+			}
+		default:
+			panic("unknown field " + strconv.Quote(field.Name))
+		}
+	}
+	out.Dispatch(ctx)
+	if out.Invalids > 0 {
+		return graphql.Null
+	}
+
+	if n := len(deferred.Defers); n > 0 {
+		atomic.AddInt32(&ec.Deferred, int32(min(n, math.MaxInt32)))
+		ec.ProcessDeferredGroup(deferred)
+	}
+
+	return out
+}
+
+var workspaceWriteImplementors = []string{"WorkspaceWrite"}
+
+func (ec *executionContext) _WorkspaceWrite(ctx context.Context, sel ast.SelectionSet, obj *workspace.WriteResult) graphql.Marshaler {
+	fields := graphql.CollectFields(ec.OperationContext, sel, workspaceWriteImplementors)
+
+	out := graphql.NewFieldSet(fields)
+	deferred := graphql.NewDeferredGroup(ctx)
+	for i, field := range fields {
+		switch field.Name {
+		case "__typename":
+			out.Values[i] = graphql.MarshalString("WorkspaceWrite")
+		case "files":
+			out.Values[i] = ec._WorkspaceWrite_files(ctx, field, obj)
+			if out.Values[i] == graphql.Null {
+				out.Invalids++
+			}
+		default:
+			panic("unknown field " + strconv.Quote(field.Name))
+		}
+	}
+	out.Dispatch(ctx)
+	if out.Invalids > 0 {
+		return graphql.Null
+	}
+
+	if n := len(deferred.Defers); n > 0 {
+		atomic.AddInt32(&ec.Deferred, int32(min(n, math.MaxInt32)))
+		ec.ProcessDeferredGroup(deferred)
+	}
+
+	return out
+}
+
+var workspaceWrittenImplementors = []string{"WorkspaceWritten"}
+
+func (ec *executionContext) _WorkspaceWritten(ctx context.Context, sel ast.SelectionSet, obj *workspace.Written) graphql.Marshaler {
+	fields := graphql.CollectFields(ec.OperationContext, sel, workspaceWrittenImplementors)
+
+	out := graphql.NewFieldSet(fields)
+	deferred := graphql.NewDeferredGroup(ctx)
+	for i, field := range fields {
+		switch field.Name {
+		case "__typename":
+			out.Values[i] = graphql.MarshalString("WorkspaceWritten")
+		case "path":
+			out.Values[i] = ec._WorkspaceWritten_path(ctx, field, obj)
+			if out.Values[i] == graphql.Null {
+				out.Invalids++
+			}
+		case "chars":
+			out.Values[i] = ec._WorkspaceWritten_chars(ctx, field, obj)
+			if out.Values[i] == graphql.Null {
+				out.Invalids++
+			}
+		case "bytes":
+			out.Values[i] = ec._WorkspaceWritten_bytes(ctx, field, obj)
+			if out.Values[i] == graphql.Null {
+				out.Invalids++
+			}
+		case "created":
+			out.Values[i] = ec._WorkspaceWritten_created(ctx, field, obj)
+			if out.Values[i] == graphql.Null {
+				out.Invalids++
+			}
 		default:
 			panic("unknown field " + strconv.Quote(field.Name))
 		}
@@ -9665,6 +18056,35 @@ func (ec *executionContext) marshalNAgentOrderField2ᚖgithubᚗcomᚋtoolgate�
 	return v
 }
 
+func (ec *executionContext) marshalNAgentUsage2ᚕᚖgithubᚗcomᚋtoolgateᚋtoolgateᚋgraphᚋmodelᚐAgentUsageᚄ(ctx context.Context, sel ast.SelectionSet, v []*model.AgentUsage) graphql.Marshaler {
+	ret := graphql.MarshalSliceConcurrently(ctx, len(v), 0, false, func(ctx context.Context, i int) graphql.Marshaler {
+		fc := graphql.GetFieldContext(ctx)
+		fc.Result = &v[i]
+		return ec.marshalNAgentUsage2ᚖgithubᚗcomᚋtoolgateᚋtoolgateᚋgraphᚋmodelᚐAgentUsage(ctx, sel, v[i])
+	})
+
+	for _, e := range ret {
+		if e == graphql.Null {
+			return graphql.Null
+		}
+	}
+
+	return ret
+}
+
+func (ec *executionContext) marshalNAgentUsage2ᚖgithubᚗcomᚋtoolgateᚋtoolgateᚋgraphᚋmodelᚐAgentUsage(ctx context.Context, sel ast.SelectionSet, v *model.AgentUsage) graphql.Marshaler {
+	if v == nil {
+		graphql.AddInvalidNullError(ctx, "AgentUsage!")
+		return graphql.Null
+	}
+	return ec._AgentUsage(ctx, sel, v)
+}
+
+func (ec *executionContext) unmarshalNAnswerClarificationInput2githubᚗcomᚋtoolgateᚋtoolgateᚋgraphᚋmodelᚐAnswerClarificationInput(ctx context.Context, v any) (model.AnswerClarificationInput, error) {
+	res, err := ec.unmarshalInputAnswerClarificationInput(ctx, v)
+	return res, graphql.ErrorOnPath(ctx, err)
+}
+
 func (ec *executionContext) marshalNApplication2ᚖgithubᚗcomᚋtoolgateᚋtoolgateᚋentᚐApplication(ctx context.Context, sel ast.SelectionSet, v *ent.Application) graphql.Marshaler {
 	if v == nil {
 		graphql.AddInvalidNullError(ctx, "Application!")
@@ -9705,6 +18125,46 @@ func (ec *executionContext) marshalNBoolean2bool(ctx context.Context, sel ast.Se
 		graphql.AddInvalidNullFromMarshaler(ctx, "Boolean!")
 	}
 	return res
+}
+
+func (ec *executionContext) marshalNCalculation2ᚖgithubᚗcomᚋtoolgateᚋtoolgateᚋgraphᚋmodelᚐCalculation(ctx context.Context, sel ast.SelectionSet, v *model.Calculation) graphql.Marshaler {
+	if v == nil {
+		graphql.AddInvalidNullError(ctx, "Calculation!")
+		return graphql.Null
+	}
+	return ec._Calculation(ctx, sel, v)
+}
+
+func (ec *executionContext) marshalNCatalogue2ᚖgithubᚗcomᚋtoolgateᚋtoolgateᚋtoolsᚋcatalogᚐCatalogue(ctx context.Context, sel ast.SelectionSet, v *catalog.Catalogue) graphql.Marshaler {
+	if v == nil {
+		graphql.AddInvalidNullError(ctx, "Catalogue!")
+		return graphql.Null
+	}
+	return ec._Catalogue(ctx, sel, v)
+}
+
+func (ec *executionContext) marshalNCatalogueCeilings2githubᚗcomᚋtoolgateᚋtoolgateᚋtoolsᚋcatalogᚐCeilings(ctx context.Context, sel ast.SelectionSet, v catalog.Ceilings) graphql.Marshaler {
+	return ec._CatalogueCeilings(ctx, sel, &v)
+}
+
+func (ec *executionContext) marshalNCatalogueTool2githubᚗcomᚋtoolgateᚋtoolgateᚋtoolsᚋcatalogᚐTool(ctx context.Context, sel ast.SelectionSet, v catalog.Tool) graphql.Marshaler {
+	return ec._CatalogueTool(ctx, sel, &v)
+}
+
+func (ec *executionContext) marshalNCatalogueTool2ᚕgithubᚗcomᚋtoolgateᚋtoolgateᚋtoolsᚋcatalogᚐToolᚄ(ctx context.Context, sel ast.SelectionSet, v []catalog.Tool) graphql.Marshaler {
+	ret := graphql.MarshalSliceConcurrently(ctx, len(v), 0, false, func(ctx context.Context, i int) graphql.Marshaler {
+		fc := graphql.GetFieldContext(ctx)
+		fc.Result = &v[i]
+		return ec.marshalNCatalogueTool2githubᚗcomᚋtoolgateᚋtoolgateᚋtoolsᚋcatalogᚐTool(ctx, sel, v[i])
+	})
+
+	for _, e := range ret {
+		if e == graphql.Null {
+			return graphql.Null
+		}
+	}
+
+	return ret
 }
 
 func (ec *executionContext) marshalNConversation2ᚖgithubᚗcomᚋtoolgateᚋtoolgateᚋentᚐConversation(ctx context.Context, sel ast.SelectionSet, v *ent.Conversation) graphql.Marshaler {
@@ -9760,6 +18220,69 @@ func (ec *executionContext) unmarshalNCursor2entgoᚗioᚋcontribᚋentgqlᚐCur
 
 func (ec *executionContext) marshalNCursor2entgoᚗioᚋcontribᚋentgqlᚐCursor(ctx context.Context, sel ast.SelectionSet, v entgql.Cursor[int]) graphql.Marshaler {
 	return v
+}
+
+func (ec *executionContext) marshalNEvidence2githubᚗcomᚋtoolgateᚋtoolgateᚋentᚋschemaᚐSpan(ctx context.Context, sel ast.SelectionSet, v schema.Span) graphql.Marshaler {
+	return ec._Evidence(ctx, sel, &v)
+}
+
+func (ec *executionContext) marshalNEvidence2ᚕgithubᚗcomᚋtoolgateᚋtoolgateᚋentᚋschemaᚐSpanᚄ(ctx context.Context, sel ast.SelectionSet, v []schema.Span) graphql.Marshaler {
+	ret := graphql.MarshalSliceConcurrently(ctx, len(v), 0, false, func(ctx context.Context, i int) graphql.Marshaler {
+		fc := graphql.GetFieldContext(ctx)
+		fc.Result = &v[i]
+		return ec.marshalNEvidence2githubᚗcomᚋtoolgateᚋtoolgateᚋentᚋschemaᚐSpan(ctx, sel, v[i])
+	})
+
+	for _, e := range ret {
+		if e == graphql.Null {
+			return graphql.Null
+		}
+	}
+
+	return ret
+}
+
+func (ec *executionContext) unmarshalNExportSourceInput2ᚕᚖgithubᚗcomᚋtoolgateᚋtoolgateᚋtoolsᚋworkspaceᚐSourceᚄ(ctx context.Context, v any) ([]*workspace.Source, error) {
+	vSlice := graphql.CoerceList(v)
+	var err error
+	res := make([]*workspace.Source, len(vSlice))
+	for i := range vSlice {
+		ctx := graphql.WithPathContext(ctx, graphql.NewPathWithIndex(i))
+		res[i], err = ec.unmarshalNExportSourceInput2ᚖgithubᚗcomᚋtoolgateᚋtoolgateᚋtoolsᚋworkspaceᚐSource(ctx, vSlice[i])
+		if err != nil {
+			return nil, err
+		}
+	}
+	return res, nil
+}
+
+func (ec *executionContext) unmarshalNExportSourceInput2ᚖgithubᚗcomᚋtoolgateᚋtoolgateᚋtoolsᚋworkspaceᚐSource(ctx context.Context, v any) (*workspace.Source, error) {
+	res, err := ec.unmarshalInputExportSourceInput(ctx, v)
+	return &res, graphql.ErrorOnPath(ctx, err)
+}
+
+func (ec *executionContext) unmarshalNFieldStep2githubᚗcomᚋtoolgateᚋtoolgateᚋtoolsᚋworkspaceᚐFieldStep(ctx context.Context, v any) (workspace.FieldStep, error) {
+	var res workspace.FieldStep
+	err := res.UnmarshalGQL(v)
+	return res, graphql.ErrorOnPath(ctx, err)
+}
+
+func (ec *executionContext) marshalNFieldStep2githubᚗcomᚋtoolgateᚋtoolgateᚋtoolsᚋworkspaceᚐFieldStep(ctx context.Context, sel ast.SelectionSet, v workspace.FieldStep) graphql.Marshaler {
+	return v
+}
+
+func (ec *executionContext) unmarshalNFloat2float64(ctx context.Context, v any) (float64, error) {
+	res, err := graphql.UnmarshalFloatContext(ctx, v)
+	return res, graphql.ErrorOnPath(ctx, err)
+}
+
+func (ec *executionContext) marshalNFloat2float64(ctx context.Context, sel ast.SelectionSet, v float64) graphql.Marshaler {
+	_ = sel
+	res := graphql.MarshalFloatContext(v)
+	if res == graphql.Null {
+		graphql.AddInvalidNullFromMarshaler(ctx, "Float!")
+	}
+	return graphql.WrapContextMarshaler(ctx, res)
 }
 
 func (ec *executionContext) unmarshalNID2int(ctx context.Context, v any) (int, error) {
@@ -9853,6 +18376,44 @@ func (ec *executionContext) marshalNItemFailure2ᚕgithubᚗcomᚋtoolgateᚋtoo
 	return ret
 }
 
+func (ec *executionContext) unmarshalNJSONSchema2githubᚗcomᚋtoolgateᚋtoolgateᚋtoolsᚋcatalogᚐSchema(ctx context.Context, v any) (catalog.Schema, error) {
+	var res catalog.Schema
+	err := res.UnmarshalGQL(v)
+	return res, graphql.ErrorOnPath(ctx, err)
+}
+
+func (ec *executionContext) marshalNJSONSchema2githubᚗcomᚋtoolgateᚋtoolgateᚋtoolsᚋcatalogᚐSchema(ctx context.Context, sel ast.SelectionSet, v catalog.Schema) graphql.Marshaler {
+	if v == nil {
+		graphql.AddInvalidNullError(ctx, "JSONSchema!")
+		return graphql.Null
+	}
+	return v
+}
+
+func (ec *executionContext) marshalNModelUsage2ᚕᚖgithubᚗcomᚋtoolgateᚋtoolgateᚋgraphᚋmodelᚐModelUsageᚄ(ctx context.Context, sel ast.SelectionSet, v []*model.ModelUsage) graphql.Marshaler {
+	ret := graphql.MarshalSliceConcurrently(ctx, len(v), 0, false, func(ctx context.Context, i int) graphql.Marshaler {
+		fc := graphql.GetFieldContext(ctx)
+		fc.Result = &v[i]
+		return ec.marshalNModelUsage2ᚖgithubᚗcomᚋtoolgateᚋtoolgateᚋgraphᚋmodelᚐModelUsage(ctx, sel, v[i])
+	})
+
+	for _, e := range ret {
+		if e == graphql.Null {
+			return graphql.Null
+		}
+	}
+
+	return ret
+}
+
+func (ec *executionContext) marshalNModelUsage2ᚖgithubᚗcomᚋtoolgateᚋtoolgateᚋgraphᚋmodelᚐModelUsage(ctx context.Context, sel ast.SelectionSet, v *model.ModelUsage) graphql.Marshaler {
+	if v == nil {
+		graphql.AddInvalidNullError(ctx, "ModelUsage!")
+		return graphql.Null
+	}
+	return ec._ModelUsage(ctx, sel, v)
+}
+
 func (ec *executionContext) marshalNNode2ᚕgithubᚗcomᚋtoolgateᚋtoolgateᚋentᚐNoder(ctx context.Context, sel ast.SelectionSet, v []ent.Noder) graphql.Marshaler {
 	ret := graphql.MarshalSliceConcurrently(ctx, len(v), 0, false, func(ctx context.Context, i int) graphql.Marshaler {
 		fc := graphql.GetFieldContext(ctx)
@@ -9898,6 +18459,11 @@ func (ec *executionContext) unmarshalNResultKind2githubᚗcomᚋtoolgateᚋtoolg
 
 func (ec *executionContext) marshalNResultKind2githubᚗcomᚋtoolgateᚋtoolgateᚋentᚋstoredresultᚐKind(ctx context.Context, sel ast.SelectionSet, v storedresult.Kind) graphql.Marshaler {
 	return v
+}
+
+func (ec *executionContext) unmarshalNSendMessageInput2githubᚗcomᚋtoolgateᚋtoolgateᚋgraphᚋmodelᚐSendMessageInput(ctx context.Context, v any) (model.SendMessageInput, error) {
+	res, err := ec.unmarshalInputSendMessageInput(ctx, v)
+	return res, graphql.ErrorOnPath(ctx, err)
 }
 
 func (ec *executionContext) unmarshalNStartConversationInput2githubᚗcomᚋtoolgateᚋtoolgateᚋgraphᚋmodelᚐStartConversationInput(ctx context.Context, v any) (model.StartConversationInput, error) {
@@ -9948,6 +18514,48 @@ func (ec *executionContext) marshalNString2ᚕstringᚄ(ctx context.Context, sel
 	return ret
 }
 
+func (ec *executionContext) marshalNSuggestionsAck2ᚖgithubᚗcomᚋtoolgateᚋtoolgateᚋgraphᚋmodelᚐSuggestionsAck(ctx context.Context, sel ast.SelectionSet, v *model.SuggestionsAck) graphql.Marshaler {
+	if v == nil {
+		graphql.AddInvalidNullError(ctx, "SuggestionsAck!")
+		return graphql.Null
+	}
+	return ec._SuggestionsAck(ctx, sel, v)
+}
+
+func (ec *executionContext) marshalNTask2ᚕᚖgithubᚗcomᚋtoolgateᚋtoolgateᚋentᚐTaskᚄ(ctx context.Context, sel ast.SelectionSet, v []*ent.Task) graphql.Marshaler {
+	ret := graphql.MarshalSliceConcurrently(ctx, len(v), 0, false, func(ctx context.Context, i int) graphql.Marshaler {
+		fc := graphql.GetFieldContext(ctx)
+		fc.Result = &v[i]
+		return ec.marshalNTask2ᚖgithubᚗcomᚋtoolgateᚋtoolgateᚋentᚐTask(ctx, sel, v[i])
+	})
+
+	for _, e := range ret {
+		if e == graphql.Null {
+			return graphql.Null
+		}
+	}
+
+	return ret
+}
+
+func (ec *executionContext) marshalNTask2ᚖgithubᚗcomᚋtoolgateᚋtoolgateᚋentᚐTask(ctx context.Context, sel ast.SelectionSet, v *ent.Task) graphql.Marshaler {
+	if v == nil {
+		graphql.AddInvalidNullError(ctx, "Task!")
+		return graphql.Null
+	}
+	return ec._Task(ctx, sel, v)
+}
+
+func (ec *executionContext) unmarshalNTaskStatus2githubᚗcomᚋtoolgateᚋtoolgateᚋgraphᚋmodelᚐTaskStatus(ctx context.Context, v any) (model.TaskStatus, error) {
+	var res model.TaskStatus
+	err := res.UnmarshalGQL(v)
+	return res, graphql.ErrorOnPath(ctx, err)
+}
+
+func (ec *executionContext) marshalNTaskStatus2githubᚗcomᚋtoolgateᚋtoolgateᚋgraphᚋmodelᚐTaskStatus(ctx context.Context, sel ast.SelectionSet, v model.TaskStatus) graphql.Marshaler {
+	return v
+}
+
 func (ec *executionContext) unmarshalNTime2timeᚐTime(ctx context.Context, v any) (time.Time, error) {
 	res, err := graphql.UnmarshalTime(v)
 	return res, graphql.ErrorOnPath(ctx, err)
@@ -9960,6 +18568,26 @@ func (ec *executionContext) marshalNTime2timeᚐTime(ctx context.Context, sel as
 		graphql.AddInvalidNullFromMarshaler(ctx, "Time!")
 	}
 	return res
+}
+
+func (ec *executionContext) marshalNToolBrief2githubᚗcomᚋtoolgateᚋtoolgateᚋtoolsᚋcatalogᚐBrief(ctx context.Context, sel ast.SelectionSet, v catalog.Brief) graphql.Marshaler {
+	return ec._ToolBrief(ctx, sel, &v)
+}
+
+func (ec *executionContext) marshalNToolBrief2ᚕgithubᚗcomᚋtoolgateᚋtoolgateᚋtoolsᚋcatalogᚐBriefᚄ(ctx context.Context, sel ast.SelectionSet, v []catalog.Brief) graphql.Marshaler {
+	ret := graphql.MarshalSliceConcurrently(ctx, len(v), 0, false, func(ctx context.Context, i int) graphql.Marshaler {
+		fc := graphql.GetFieldContext(ctx)
+		fc.Result = &v[i]
+		return ec.marshalNToolBrief2githubᚗcomᚋtoolgateᚋtoolgateᚋtoolsᚋcatalogᚐBrief(ctx, sel, v[i])
+	})
+
+	for _, e := range ret {
+		if e == graphql.Null {
+			return graphql.Null
+		}
+	}
+
+	return ret
 }
 
 func (ec *executionContext) marshalNToolCall2ᚕᚖgithubᚗcomᚋtoolgateᚋtoolgateᚋentᚐToolCallᚄ(ctx context.Context, sel ast.SelectionSet, v []*ent.ToolCall) graphql.Marshaler {
@@ -9986,6 +18614,14 @@ func (ec *executionContext) marshalNToolCall2ᚖgithubᚗcomᚋtoolgateᚋtoolga
 	return ec._ToolCall(ctx, sel, v)
 }
 
+func (ec *executionContext) marshalNToolList2ᚖgithubᚗcomᚋtoolgateᚋtoolgateᚋtoolsᚋcatalogᚐList(ctx context.Context, sel ast.SelectionSet, v *catalog.List) graphql.Marshaler {
+	if v == nil {
+		graphql.AddInvalidNullError(ctx, "ToolList!")
+		return graphql.Null
+	}
+	return ec._ToolList(ctx, sel, v)
+}
+
 func (ec *executionContext) unmarshalNToolOutcome2githubᚗcomᚋtoolgateᚋtoolgateᚋentᚋtoolcallᚐOutcome(ctx context.Context, v any) (toolcall.Outcome, error) {
 	var res toolcall.Outcome
 	err := res.UnmarshalGQL(v)
@@ -9994,6 +18630,110 @@ func (ec *executionContext) unmarshalNToolOutcome2githubᚗcomᚋtoolgateᚋtool
 
 func (ec *executionContext) marshalNToolOutcome2githubᚗcomᚋtoolgateᚋtoolgateᚋentᚋtoolcallᚐOutcome(ctx context.Context, sel ast.SelectionSet, v toolcall.Outcome) graphql.Marshaler {
 	return v
+}
+
+func (ec *executionContext) marshalNToolSchema2githubᚗcomᚋtoolgateᚋtoolgateᚋtoolsᚋcatalogᚐToolSchema(ctx context.Context, sel ast.SelectionSet, v catalog.ToolSchema) graphql.Marshaler {
+	return ec._ToolSchema(ctx, sel, &v)
+}
+
+func (ec *executionContext) marshalNToolSchema2ᚕgithubᚗcomᚋtoolgateᚋtoolgateᚋtoolsᚋcatalogᚐToolSchemaᚄ(ctx context.Context, sel ast.SelectionSet, v []catalog.ToolSchema) graphql.Marshaler {
+	ret := graphql.MarshalSliceConcurrently(ctx, len(v), 0, false, func(ctx context.Context, i int) graphql.Marshaler {
+		fc := graphql.GetFieldContext(ctx)
+		fc.Result = &v[i]
+		return ec.marshalNToolSchema2githubᚗcomᚋtoolgateᚋtoolgateᚋtoolsᚋcatalogᚐToolSchema(ctx, sel, v[i])
+	})
+
+	for _, e := range ret {
+		if e == graphql.Null {
+			return graphql.Null
+		}
+	}
+
+	return ret
+}
+
+func (ec *executionContext) marshalNToolSchemas2ᚖgithubᚗcomᚋtoolgateᚋtoolgateᚋtoolsᚋcatalogᚐSchemas(ctx context.Context, sel ast.SelectionSet, v *catalog.Schemas) graphql.Marshaler {
+	if v == nil {
+		graphql.AddInvalidNullError(ctx, "ToolSchemas!")
+		return graphql.Null
+	}
+	return ec._ToolSchemas(ctx, sel, v)
+}
+
+func (ec *executionContext) marshalNToolSearch2ᚖgithubᚗcomᚋtoolgateᚋtoolgateᚋtoolsᚋcatalogᚐSearch(ctx context.Context, sel ast.SelectionSet, v *catalog.Search) graphql.Marshaler {
+	if v == nil {
+		graphql.AddInvalidNullError(ctx, "ToolSearch!")
+		return graphql.Null
+	}
+	return ec._ToolSearch(ctx, sel, v)
+}
+
+func (ec *executionContext) marshalNToolSearchResult2githubᚗcomᚋtoolgateᚋtoolgateᚋtoolsᚋcatalogᚐFound(ctx context.Context, sel ast.SelectionSet, v catalog.Found) graphql.Marshaler {
+	return ec._ToolSearchResult(ctx, sel, &v)
+}
+
+func (ec *executionContext) marshalNToolSearchResult2ᚕgithubᚗcomᚋtoolgateᚋtoolgateᚋtoolsᚋcatalogᚐFoundᚄ(ctx context.Context, sel ast.SelectionSet, v []catalog.Found) graphql.Marshaler {
+	ret := graphql.MarshalSliceConcurrently(ctx, len(v), 0, false, func(ctx context.Context, i int) graphql.Marshaler {
+		fc := graphql.GetFieldContext(ctx)
+		fc.Result = &v[i]
+		return ec.marshalNToolSearchResult2githubᚗcomᚋtoolgateᚋtoolgateᚋtoolsᚋcatalogᚐFound(ctx, sel, v[i])
+	})
+
+	for _, e := range ret {
+		if e == graphql.Null {
+			return graphql.Null
+		}
+	}
+
+	return ret
+}
+
+func (ec *executionContext) marshalNTranscriptPage2ᚖgithubᚗcomᚋtoolgateᚋtoolgateᚋtoolsᚋtranscriptᚐPage(ctx context.Context, sel ast.SelectionSet, v *transcript.Page) graphql.Marshaler {
+	if v == nil {
+		graphql.AddInvalidNullError(ctx, "TranscriptPage!")
+		return graphql.Null
+	}
+	return ec._TranscriptPage(ctx, sel, v)
+}
+
+func (ec *executionContext) marshalNTranscriptToolCall2githubᚗcomᚋtoolgateᚋtoolgateᚋtoolsᚋtranscriptᚐToolCall(ctx context.Context, sel ast.SelectionSet, v transcript.ToolCall) graphql.Marshaler {
+	return ec._TranscriptToolCall(ctx, sel, &v)
+}
+
+func (ec *executionContext) marshalNTranscriptToolCall2ᚕgithubᚗcomᚋtoolgateᚋtoolgateᚋtoolsᚋtranscriptᚐToolCallᚄ(ctx context.Context, sel ast.SelectionSet, v []transcript.ToolCall) graphql.Marshaler {
+	ret := graphql.MarshalSliceConcurrently(ctx, len(v), 0, false, func(ctx context.Context, i int) graphql.Marshaler {
+		fc := graphql.GetFieldContext(ctx)
+		fc.Result = &v[i]
+		return ec.marshalNTranscriptToolCall2githubᚗcomᚋtoolgateᚋtoolgateᚋtoolsᚋtranscriptᚐToolCall(ctx, sel, v[i])
+	})
+
+	for _, e := range ret {
+		if e == graphql.Null {
+			return graphql.Null
+		}
+	}
+
+	return ret
+}
+
+func (ec *executionContext) marshalNTranscriptTurn2githubᚗcomᚋtoolgateᚋtoolgateᚋtoolsᚋtranscriptᚐTurn(ctx context.Context, sel ast.SelectionSet, v transcript.Turn) graphql.Marshaler {
+	return ec._TranscriptTurn(ctx, sel, &v)
+}
+
+func (ec *executionContext) marshalNTranscriptTurn2ᚕgithubᚗcomᚋtoolgateᚋtoolgateᚋtoolsᚋtranscriptᚐTurnᚄ(ctx context.Context, sel ast.SelectionSet, v []transcript.Turn) graphql.Marshaler {
+	ret := graphql.MarshalSliceConcurrently(ctx, len(v), 0, false, func(ctx context.Context, i int) graphql.Marshaler {
+		fc := graphql.GetFieldContext(ctx)
+		fc.Result = &v[i]
+		return ec.marshalNTranscriptTurn2githubᚗcomᚋtoolgateᚋtoolgateᚋtoolsᚋtranscriptᚐTurn(ctx, sel, v[i])
+	})
+
+	for _, e := range ret {
+		if e == graphql.Null {
+			return graphql.Null
+		}
+	}
+
+	return ret
 }
 
 func (ec *executionContext) marshalNTurn2ᚖgithubᚗcomᚋtoolgateᚋtoolgateᚋentᚐTurn(ctx context.Context, sel ast.SelectionSet, v *ent.Turn) graphql.Marshaler {
@@ -10010,6 +18750,29 @@ func (ec *executionContext) marshalNTurnConnection2ᚖgithubᚗcomᚋtoolgateᚋ
 		return graphql.Null
 	}
 	return ec._TurnConnection(ctx, sel, v)
+}
+
+func (ec *executionContext) marshalNTurnEvent2ᚖgithubᚗcomᚋtoolgateᚋtoolgateᚋgraphᚋmodelᚐTurnEvent(ctx context.Context, sel ast.SelectionSet, v *model.TurnEvent) graphql.Marshaler {
+	if v == nil {
+		graphql.AddInvalidNullError(ctx, "TurnEvent!")
+		return graphql.Null
+	}
+	return ec._TurnEvent(ctx, sel, v)
+}
+
+func (ec *executionContext) unmarshalNTurnEventKind2githubᚗcomᚋtoolgateᚋtoolgateᚋruntimeᚋeventsᚐKind(ctx context.Context, v any) (events.Kind, error) {
+	tmp, err := graphql.UnmarshalString(v)
+	res := events.Kind(tmp)
+	return res, graphql.ErrorOnPath(ctx, err)
+}
+
+func (ec *executionContext) marshalNTurnEventKind2githubᚗcomᚋtoolgateᚋtoolgateᚋruntimeᚋeventsᚐKind(ctx context.Context, sel ast.SelectionSet, v events.Kind) graphql.Marshaler {
+	_ = sel
+	res := graphql.MarshalString(string(v))
+	if res == graphql.Null {
+		graphql.AddInvalidNullFromMarshaler(ctx, "TurnEventKind!")
+	}
+	return res
 }
 
 func (ec *executionContext) unmarshalNTurnOrderField2ᚖgithubᚗcomᚋtoolgateᚋtoolgateᚋentᚐTurnOrderField(ctx context.Context, v any) (*ent.TurnOrderField, error) {
@@ -10041,12 +18804,190 @@ func (ec *executionContext) unmarshalNTurnWhereInput2ᚖgithubᚗcomᚋtoolgate�
 	return &res, graphql.ErrorOnPath(ctx, err)
 }
 
+func (ec *executionContext) marshalNUsage2ᚖgithubᚗcomᚋtoolgateᚋtoolgateᚋgraphᚋmodelᚐUsage(ctx context.Context, sel ast.SelectionSet, v *model.Usage) graphql.Marshaler {
+	if v == nil {
+		graphql.AddInvalidNullError(ctx, "Usage!")
+		return graphql.Null
+	}
+	return ec._Usage(ctx, sel, v)
+}
+
 func (ec *executionContext) marshalNUser2ᚖgithubᚗcomᚋtoolgateᚋtoolgateᚋentᚐUser(ctx context.Context, sel ast.SelectionSet, v *ent.User) graphql.Marshaler {
 	if v == nil {
 		graphql.AddInvalidNullError(ctx, "User!")
 		return graphql.Null
 	}
 	return ec._User(ctx, sel, v)
+}
+
+func (ec *executionContext) marshalNUserUsage2ᚕᚖgithubᚗcomᚋtoolgateᚋtoolgateᚋgraphᚋmodelᚐUserUsageᚄ(ctx context.Context, sel ast.SelectionSet, v []*model.UserUsage) graphql.Marshaler {
+	ret := graphql.MarshalSliceConcurrently(ctx, len(v), 0, false, func(ctx context.Context, i int) graphql.Marshaler {
+		fc := graphql.GetFieldContext(ctx)
+		fc.Result = &v[i]
+		return ec.marshalNUserUsage2ᚖgithubᚗcomᚋtoolgateᚋtoolgateᚋgraphᚋmodelᚐUserUsage(ctx, sel, v[i])
+	})
+
+	for _, e := range ret {
+		if e == graphql.Null {
+			return graphql.Null
+		}
+	}
+
+	return ret
+}
+
+func (ec *executionContext) marshalNUserUsage2ᚖgithubᚗcomᚋtoolgateᚋtoolgateᚋgraphᚋmodelᚐUserUsage(ctx context.Context, sel ast.SelectionSet, v *model.UserUsage) graphql.Marshaler {
+	if v == nil {
+		graphql.AddInvalidNullError(ctx, "UserUsage!")
+		return graphql.Null
+	}
+	return ec._UserUsage(ctx, sel, v)
+}
+
+func (ec *executionContext) marshalNWorkspaceDeleted2ᚖgithubᚗcomᚋtoolgateᚋtoolgateᚋtoolsᚋworkspaceᚐDeleted(ctx context.Context, sel ast.SelectionSet, v *workspace.Deleted) graphql.Marshaler {
+	if v == nil {
+		graphql.AddInvalidNullError(ctx, "WorkspaceDeleted!")
+		return graphql.Null
+	}
+	return ec._WorkspaceDeleted(ctx, sel, v)
+}
+
+func (ec *executionContext) marshalNWorkspaceEdit2ᚖgithubᚗcomᚋtoolgateᚋtoolgateᚋtoolsᚋworkspaceᚐEditResult(ctx context.Context, sel ast.SelectionSet, v *workspace.EditResult) graphql.Marshaler {
+	if v == nil {
+		graphql.AddInvalidNullError(ctx, "WorkspaceEdit!")
+		return graphql.Null
+	}
+	return ec._WorkspaceEdit(ctx, sel, v)
+}
+
+func (ec *executionContext) unmarshalNWorkspaceEditInput2ᚕᚖgithubᚗcomᚋtoolgateᚋtoolgateᚋtoolsᚋworkspaceᚐEditInputᚄ(ctx context.Context, v any) ([]*workspace.EditInput, error) {
+	vSlice := graphql.CoerceList(v)
+	var err error
+	res := make([]*workspace.EditInput, len(vSlice))
+	for i := range vSlice {
+		ctx := graphql.WithPathContext(ctx, graphql.NewPathWithIndex(i))
+		res[i], err = ec.unmarshalNWorkspaceEditInput2ᚖgithubᚗcomᚋtoolgateᚋtoolgateᚋtoolsᚋworkspaceᚐEditInput(ctx, vSlice[i])
+		if err != nil {
+			return nil, err
+		}
+	}
+	return res, nil
+}
+
+func (ec *executionContext) unmarshalNWorkspaceEditInput2ᚖgithubᚗcomᚋtoolgateᚋtoolgateᚋtoolsᚋworkspaceᚐEditInput(ctx context.Context, v any) (*workspace.EditInput, error) {
+	res, err := ec.unmarshalInputWorkspaceEditInput(ctx, v)
+	return &res, graphql.ErrorOnPath(ctx, err)
+}
+
+func (ec *executionContext) marshalNWorkspaceFileInfo2githubᚗcomᚋtoolgateᚋtoolgateᚋtoolsᚋworkspaceᚐFileInfo(ctx context.Context, sel ast.SelectionSet, v workspace.FileInfo) graphql.Marshaler {
+	return ec._WorkspaceFileInfo(ctx, sel, &v)
+}
+
+func (ec *executionContext) marshalNWorkspaceFileInfo2ᚕgithubᚗcomᚋtoolgateᚋtoolgateᚋtoolsᚋworkspaceᚐFileInfoᚄ(ctx context.Context, sel ast.SelectionSet, v []workspace.FileInfo) graphql.Marshaler {
+	ret := graphql.MarshalSliceConcurrently(ctx, len(v), 0, false, func(ctx context.Context, i int) graphql.Marshaler {
+		fc := graphql.GetFieldContext(ctx)
+		fc.Result = &v[i]
+		return ec.marshalNWorkspaceFileInfo2githubᚗcomᚋtoolgateᚋtoolgateᚋtoolsᚋworkspaceᚐFileInfo(ctx, sel, v[i])
+	})
+
+	for _, e := range ret {
+		if e == graphql.Null {
+			return graphql.Null
+		}
+	}
+
+	return ret
+}
+
+func (ec *executionContext) unmarshalNWorkspaceFileInput2ᚕᚖgithubᚗcomᚋtoolgateᚋtoolgateᚋtoolsᚋworkspaceᚐFileInputᚄ(ctx context.Context, v any) ([]*workspace.FileInput, error) {
+	vSlice := graphql.CoerceList(v)
+	var err error
+	res := make([]*workspace.FileInput, len(vSlice))
+	for i := range vSlice {
+		ctx := graphql.WithPathContext(ctx, graphql.NewPathWithIndex(i))
+		res[i], err = ec.unmarshalNWorkspaceFileInput2ᚖgithubᚗcomᚋtoolgateᚋtoolgateᚋtoolsᚋworkspaceᚐFileInput(ctx, vSlice[i])
+		if err != nil {
+			return nil, err
+		}
+	}
+	return res, nil
+}
+
+func (ec *executionContext) unmarshalNWorkspaceFileInput2ᚖgithubᚗcomᚋtoolgateᚋtoolgateᚋtoolsᚋworkspaceᚐFileInput(ctx context.Context, v any) (*workspace.FileInput, error) {
+	res, err := ec.unmarshalInputWorkspaceFileInput(ctx, v)
+	return &res, graphql.ErrorOnPath(ctx, err)
+}
+
+func (ec *executionContext) marshalNWorkspaceListing2ᚖgithubᚗcomᚋtoolgateᚋtoolgateᚋtoolsᚋworkspaceᚐListing(ctx context.Context, sel ast.SelectionSet, v *workspace.Listing) graphql.Marshaler {
+	if v == nil {
+		graphql.AddInvalidNullError(ctx, "WorkspaceListing!")
+		return graphql.Null
+	}
+	return ec._WorkspaceListing(ctx, sel, v)
+}
+
+func (ec *executionContext) marshalNWorkspaceMatch2githubᚗcomᚋtoolgateᚋtoolgateᚋtoolsᚋworkspaceᚐMatch(ctx context.Context, sel ast.SelectionSet, v workspace.Match) graphql.Marshaler {
+	return ec._WorkspaceMatch(ctx, sel, &v)
+}
+
+func (ec *executionContext) marshalNWorkspaceMatch2ᚕgithubᚗcomᚋtoolgateᚋtoolgateᚋtoolsᚋworkspaceᚐMatchᚄ(ctx context.Context, sel ast.SelectionSet, v []workspace.Match) graphql.Marshaler {
+	ret := graphql.MarshalSliceConcurrently(ctx, len(v), 0, false, func(ctx context.Context, i int) graphql.Marshaler {
+		fc := graphql.GetFieldContext(ctx)
+		fc.Result = &v[i]
+		return ec.marshalNWorkspaceMatch2githubᚗcomᚋtoolgateᚋtoolgateᚋtoolsᚋworkspaceᚐMatch(ctx, sel, v[i])
+	})
+
+	for _, e := range ret {
+		if e == graphql.Null {
+			return graphql.Null
+		}
+	}
+
+	return ret
+}
+
+func (ec *executionContext) marshalNWorkspacePage2ᚖgithubᚗcomᚋtoolgateᚋtoolgateᚋtoolsᚋworkspaceᚐPage(ctx context.Context, sel ast.SelectionSet, v *workspace.Page) graphql.Marshaler {
+	if v == nil {
+		graphql.AddInvalidNullError(ctx, "WorkspacePage!")
+		return graphql.Null
+	}
+	return ec._WorkspacePage(ctx, sel, v)
+}
+
+func (ec *executionContext) marshalNWorkspaceSearch2ᚖgithubᚗcomᚋtoolgateᚋtoolgateᚋtoolsᚋworkspaceᚐSearchResult(ctx context.Context, sel ast.SelectionSet, v *workspace.SearchResult) graphql.Marshaler {
+	if v == nil {
+		graphql.AddInvalidNullError(ctx, "WorkspaceSearch!")
+		return graphql.Null
+	}
+	return ec._WorkspaceSearch(ctx, sel, v)
+}
+
+func (ec *executionContext) marshalNWorkspaceWrite2ᚖgithubᚗcomᚋtoolgateᚋtoolgateᚋtoolsᚋworkspaceᚐWriteResult(ctx context.Context, sel ast.SelectionSet, v *workspace.WriteResult) graphql.Marshaler {
+	if v == nil {
+		graphql.AddInvalidNullError(ctx, "WorkspaceWrite!")
+		return graphql.Null
+	}
+	return ec._WorkspaceWrite(ctx, sel, v)
+}
+
+func (ec *executionContext) marshalNWorkspaceWritten2githubᚗcomᚋtoolgateᚋtoolgateᚋtoolsᚋworkspaceᚐWritten(ctx context.Context, sel ast.SelectionSet, v workspace.Written) graphql.Marshaler {
+	return ec._WorkspaceWritten(ctx, sel, &v)
+}
+
+func (ec *executionContext) marshalNWorkspaceWritten2ᚕgithubᚗcomᚋtoolgateᚋtoolgateᚋtoolsᚋworkspaceᚐWrittenᚄ(ctx context.Context, sel ast.SelectionSet, v []workspace.Written) graphql.Marshaler {
+	ret := graphql.MarshalSliceConcurrently(ctx, len(v), 0, false, func(ctx context.Context, i int) graphql.Marshaler {
+		fc := graphql.GetFieldContext(ctx)
+		fc.Result = &v[i]
+		return ec.marshalNWorkspaceWritten2githubᚗcomᚋtoolgateᚋtoolgateᚋtoolsᚋworkspaceᚐWritten(ctx, sel, v[i])
+	})
+
+	for _, e := range ret {
+		if e == graphql.Null {
+			return graphql.Null
+		}
+	}
+
+	return ret
 }
 
 func (ec *executionContext) marshalN__Directive2githubᚗcomᚋ99designsᚋgqlgenᚋgraphqlᚋintrospectionᚐDirective(ctx context.Context, sel ast.SelectionSet, v introspection.Directive) graphql.Marshaler {
@@ -10256,6 +19197,13 @@ func (ec *executionContext) marshalOBoolean2ᚖbool(ctx context.Context, sel ast
 	return res
 }
 
+func (ec *executionContext) marshalOClarification2ᚖgithubᚗcomᚋtoolgateᚋtoolgateᚋentᚋschemaᚐClarification(ctx context.Context, sel ast.SelectionSet, v *schema.Clarification) graphql.Marshaler {
+	if v == nil {
+		return graphql.Null
+	}
+	return ec._Clarification(ctx, sel, v)
+}
+
 func (ec *executionContext) marshalOConversation2ᚖgithubᚗcomᚋtoolgateᚋtoolgateᚋentᚐConversation(ctx context.Context, sel ast.SelectionSet, v *ent.Conversation) graphql.Marshaler {
 	if v == nil {
 		return graphql.Null
@@ -10339,6 +19287,49 @@ func (ec *executionContext) marshalOCursor2ᚖentgoᚗioᚋcontribᚋentgqlᚐCu
 		return graphql.Null
 	}
 	return v
+}
+
+func (ec *executionContext) unmarshalOExportContextInput2ᚖgithubᚗcomᚋtoolgateᚋtoolgateᚋtoolsᚋworkspaceᚐExportContext(ctx context.Context, v any) (*workspace.ExportContext, error) {
+	if v == nil {
+		return nil, nil
+	}
+	res, err := ec.unmarshalInputExportContextInput(ctx, v)
+	return &res, graphql.ErrorOnPath(ctx, err)
+}
+
+func (ec *executionContext) unmarshalOFieldStep2ᚕgithubᚗcomᚋtoolgateᚋtoolgateᚋtoolsᚋworkspaceᚐFieldStepᚄ(ctx context.Context, v any) ([]workspace.FieldStep, error) {
+	if v == nil {
+		return nil, nil
+	}
+	vSlice := graphql.CoerceList(v)
+	var err error
+	res := make([]workspace.FieldStep, len(vSlice))
+	for i := range vSlice {
+		ctx := graphql.WithPathContext(ctx, graphql.NewPathWithIndex(i))
+		res[i], err = ec.unmarshalNFieldStep2githubᚗcomᚋtoolgateᚋtoolgateᚋtoolsᚋworkspaceᚐFieldStep(ctx, vSlice[i])
+		if err != nil {
+			return nil, err
+		}
+	}
+	return res, nil
+}
+
+func (ec *executionContext) marshalOFieldStep2ᚕgithubᚗcomᚋtoolgateᚋtoolgateᚋtoolsᚋworkspaceᚐFieldStepᚄ(ctx context.Context, sel ast.SelectionSet, v []workspace.FieldStep) graphql.Marshaler {
+	if v == nil {
+		return graphql.Null
+	}
+	ret := make(graphql.Array, len(v))
+	for i := range v {
+		ret[i] = ec.marshalNFieldStep2githubᚗcomᚋtoolgateᚋtoolgateᚋtoolsᚋworkspaceᚐFieldStep(ctx, sel, v[i])
+	}
+
+	for _, e := range ret {
+		if e == graphql.Null {
+			return graphql.Null
+		}
+	}
+
+	return ret
 }
 
 func (ec *executionContext) unmarshalOID2ᚕintᚄ(ctx context.Context, v any) ([]int, error) {
@@ -10579,6 +19570,13 @@ func (ec *executionContext) marshalOTime2ᚖtimeᚐTime(ctx context.Context, sel
 	return res
 }
 
+func (ec *executionContext) marshalOToolCall2ᚖgithubᚗcomᚋtoolgateᚋtoolgateᚋentᚐToolCall(ctx context.Context, sel ast.SelectionSet, v *ent.ToolCall) graphql.Marshaler {
+	if v == nil {
+		return graphql.Null
+	}
+	return ec._ToolCall(ctx, sel, v)
+}
+
 func (ec *executionContext) marshalOTurn2ᚖgithubᚗcomᚋtoolgateᚋtoolgateᚋentᚐTurn(ctx context.Context, sel ast.SelectionSet, v *ent.Turn) graphql.Marshaler {
 	if v == nil {
 		return graphql.Null
@@ -10689,6 +19687,13 @@ func (ec *executionContext) unmarshalOTurnWhereInput2ᚖgithubᚗcomᚋtoolgate�
 	}
 	res, err := ec.unmarshalInputTurnWhereInput(ctx, v)
 	return &res, graphql.ErrorOnPath(ctx, err)
+}
+
+func (ec *executionContext) marshalOUser2ᚖgithubᚗcomᚋtoolgateᚋtoolgateᚋentᚐUser(ctx context.Context, sel ast.SelectionSet, v *ent.User) graphql.Marshaler {
+	if v == nil {
+		return graphql.Null
+	}
+	return ec._User(ctx, sel, v)
 }
 
 func (ec *executionContext) marshalO__EnumValue2ᚕgithubᚗcomᚋ99designsᚋgqlgenᚋgraphqlᚋintrospectionᚐEnumValueᚄ(ctx context.Context, sel ast.SelectionSet, v []introspection.EnumValue) graphql.Marshaler {

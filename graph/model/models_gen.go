@@ -2,6 +2,37 @@
 
 package model
 
+import (
+	"bytes"
+	"fmt"
+	"io"
+	"strconv"
+	"time"
+
+	"github.com/toolgate/toolgate/ent"
+	"github.com/toolgate/toolgate/runtime/events"
+)
+
+type AgentUsage struct {
+	Agent            *ent.Agent `json:"agent,omitempty"`
+	InputTokens      int        `json:"inputTokens"`
+	CacheReadTokens  int        `json:"cacheReadTokens"`
+	CacheWriteTokens int        `json:"cacheWriteTokens"`
+	OutputTokens     int        `json:"outputTokens"`
+	Cost             float64    `json:"cost"`
+	ModelCalls       int        `json:"modelCalls"`
+}
+
+type AnswerClarificationInput struct {
+	TurnID int    `json:"turnId"`
+	Answer string `json:"answer"`
+}
+
+type Calculation struct {
+	// The answer, rounded to 12 significant digits.
+	Value string `json:"value"`
+}
+
 type CreateAgentInput struct {
 	Name         string  `json:"name"`
 	Instructions *string `json:"instructions,omitempty"`
@@ -12,6 +43,16 @@ type CreateAgentInput struct {
 	PastConversationSearch *bool    `json:"pastConversationSearch,omitempty"`
 }
 
+type ModelUsage struct {
+	Model            string  `json:"model"`
+	InputTokens      int     `json:"inputTokens"`
+	CacheReadTokens  int     `json:"cacheReadTokens"`
+	CacheWriteTokens int     `json:"cacheWriteTokens"`
+	OutputTokens     int     `json:"outputTokens"`
+	Cost             float64 `json:"cost"`
+	ModelCalls       int     `json:"modelCalls"`
+}
+
 type RegisterApplicationInput struct {
 	// Lower-case letters, digits, '-' and '_'; the tools are offered as <name>__<tool>.
 	Name string `json:"name"`
@@ -20,7 +61,113 @@ type RegisterApplicationInput struct {
 	AllowedTools []string `json:"allowedTools"`
 }
 
+type SendMessageInput struct {
+	ConversationID int    `json:"conversationId"`
+	Text           string `json:"text"`
+	// The browser's IANA time zone, e.g. Europe/Paris; none reads as UTC.
+	TimeZone *string `json:"timeZone,omitempty"`
+}
+
 type StartConversationInput struct {
 	AgentID int     `json:"agentId"`
 	Title   *string `json:"title,omitempty"`
+}
+
+type Subscription struct {
+}
+
+// The acknowledgement of suggestNextActions.
+type SuggestionsAck struct {
+	Ok bool `json:"ok"`
+	// How many suggestions were stored, repeats dropped.
+	Saved int `json:"saved"`
+}
+
+type TurnEvent struct {
+	Kind     events.Kind   `json:"kind"`
+	Turn     *ent.Turn     `json:"turn"`
+	ToolCall *ent.ToolCall `json:"toolCall,omitempty"`
+	At       time.Time     `json:"at"`
+}
+
+type Usage struct {
+	// The month, YYYY-MM, in UTC.
+	Month            string `json:"month"`
+	InputTokens      int    `json:"inputTokens"`
+	CacheReadTokens  int    `json:"cacheReadTokens"`
+	CacheWriteTokens int    `json:"cacheWriteTokens"`
+	OutputTokens     int    `json:"outputTokens"`
+	// USD, from the price table.
+	Cost       float64       `json:"cost"`
+	ModelCalls int           `json:"modelCalls"`
+	ByModel    []*ModelUsage `json:"byModel"`
+	ByAgent    []*AgentUsage `json:"byAgent"`
+	ByUser     []*UserUsage  `json:"byUser"`
+}
+
+type UserUsage struct {
+	User             *ent.User `json:"user,omitempty"`
+	InputTokens      int       `json:"inputTokens"`
+	CacheReadTokens  int       `json:"cacheReadTokens"`
+	CacheWriteTokens int       `json:"cacheWriteTokens"`
+	OutputTokens     int       `json:"outputTokens"`
+	Cost             float64   `json:"cost"`
+	ModelCalls       int       `json:"modelCalls"`
+}
+
+type TaskStatus string
+
+const (
+	TaskStatusPending    TaskStatus = "PENDING"
+	TaskStatusInProgress TaskStatus = "IN_PROGRESS"
+	TaskStatusDone       TaskStatus = "DONE"
+)
+
+var AllTaskStatus = []TaskStatus{
+	TaskStatusPending,
+	TaskStatusInProgress,
+	TaskStatusDone,
+}
+
+func (e TaskStatus) IsValid() bool {
+	switch e {
+	case TaskStatusPending, TaskStatusInProgress, TaskStatusDone:
+		return true
+	}
+	return false
+}
+
+func (e TaskStatus) String() string {
+	return string(e)
+}
+
+func (e *TaskStatus) UnmarshalGQL(v any) error {
+	str, ok := v.(string)
+	if !ok {
+		return fmt.Errorf("enums must be strings")
+	}
+
+	*e = TaskStatus(str)
+	if !e.IsValid() {
+		return fmt.Errorf("%s is not a valid TaskStatus", str)
+	}
+	return nil
+}
+
+func (e TaskStatus) MarshalGQL(w io.Writer) {
+	_, _ = fmt.Fprint(w, strconv.Quote(e.String()))
+}
+
+func (e *TaskStatus) UnmarshalJSON(b []byte) error {
+	s, err := strconv.Unquote(string(b))
+	if err != nil {
+		return err
+	}
+	return e.UnmarshalGQL(s)
+}
+
+func (e TaskStatus) MarshalJSON() ([]byte, error) {
+	var buf bytes.Buffer
+	e.MarshalGQL(&buf)
+	return buf.Bytes(), nil
 }

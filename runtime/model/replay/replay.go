@@ -37,6 +37,7 @@ import (
 	"bytes"
 	"context"
 	"crypto/rand"
+	_ "embed"
 	"encoding/hex"
 	"encoding/json"
 	"errors"
@@ -159,17 +160,33 @@ func Load(path string) (*Provider, error) {
 	if err != nil {
 		return nil, fmt.Errorf("read replay script: %w", err)
 	}
+	p, err := Parse(data)
+	if err != nil {
+		return nil, fmt.Errorf("replay script %s: %w", path, err)
+	}
+	return p, nil
+}
+
+// Parse reads a script and returns a provider that plays it. Unknown
+// fields are refused, so a misspelt key does not silently do nothing.
+func Parse(data []byte) (*Provider, error) {
 	var script Script
 	dec := json.NewDecoder(bytes.NewReader(data))
 	dec.DisallowUnknownFields()
 	if err := dec.Decode(&script); err != nil {
-		return nil, fmt.Errorf("replay script %s: %w", path, err)
+		return nil, err
 	}
-	p, err := New(script)
-	if err != nil {
-		return nil, fmt.Errorf("%s: %w", path, err)
-	}
-	return p, nil
+	return New(script)
+}
+
+// demo is the script `make run` plays when no provider key is set.
+//
+//go:embed demo.json
+var demo []byte
+
+// Demo returns a provider playing the built-in demo script.
+func Demo() (*Provider, error) {
+	return Parse(demo)
 }
 
 // Name returns "replay".

@@ -50,7 +50,7 @@ func (c *conversation) say(text string) []*model.Response {
 
 func TestDemoScript(t *testing.T) {
 	t.Parallel()
-	p, err := Load(filepath.Join("testdata", "demo.json"))
+	p, err := Load("demo.json")
 	require.NoError(t, err)
 	c := &conversation{t: t, provider: p}
 

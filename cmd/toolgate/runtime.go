@@ -1,0 +1,159 @@
+package main
+
+import (
+	"context"
+	"database/sql"
+	"errors"
+	"fmt"
+	"log/slog"
+	"net/http"
+	"os"
+	"strconv"
+	"time"
+
+	"github.com/toolgate/toolgate/ent"
+	"github.com/toolgate/toolgate/ent/db"
+	"github.com/toolgate/toolgate/ent/setting"
+	"github.com/toolgate/toolgate/runtime/dispatch"
+	"github.com/toolgate/toolgate/runtime/events"
+	"github.com/toolgate/toolgate/runtime/loop"
+	"github.com/toolgate/toolgate/runtime/mcp"
+	"github.com/toolgate/toolgate/runtime/model"
+	"github.com/toolgate/toolgate/runtime/model/anthropic"
+	"github.com/toolgate/toolgate/runtime/model/openai"
+	"github.com/toolgate/toolgate/runtime/model/replay"
+	"github.com/toolgate/toolgate/runtime/price"
+	"github.com/toolgate/toolgate/runtime/scope"
+	"github.com/toolgate/toolgate/tools/registry"
+)
+
+// runtimeConfig is the turn runtime's part of serve's configuration.
+type runtimeConfig struct {
+	provider     string
+	model        string
+	replayScript string
+	prices       string
+	toolsURL     string
+	maxSteps     int
+}
+
+// newProvider returns the model provider the configuration names. With no
+// provider named, a key in the environment picks OpenAI or Anthropic, and
+// no key picks the replay of the built-in demo script.
+func newProvider(c runtimeConfig) (model.Provider, error) {
+	name := c.provider
+	if name == "" {
+		switch {
+		case os.Getenv("OPENAI_API_KEY") != "":
+			name = openai.Name
+		case os.Getenv("ANTHROPIC_API_KEY") != "":
+			name = anthropic.Name
+		default:
+			name = replay.Name
+		}
+	}
+	switch name {
+	case openai.Name:
+		return openai.New(openai.Options{Model: c.model})
+	case anthropic.Name:
+		return anthropic.New(anthropic.Options{Model: c.model})
+	case replay.Name:
+		if c.replayScript != "" {
+			return replay.Load(c.replayScript)
+		}
+		return replay.Demo()
+	}
+	return nil, fmt.Errorf("model provider %q: want openai, anthropic or replay", name)
+}
+
+// secretKey is the setting that keeps the generated scope-token secret.
+const secretKey = "scope_token_secret"
+
+// loadSecret returns the secret that signs scope tokens: TOOLGATE_SECRET, or
+// one generated on first start and kept in the database, so every replica
+// and every restart signs alike.
+func loadSecret(ctx context.Context, c *ent.Client) ([]byte, error) {
+	if s := os.Getenv("TOOLGATE_SECRET"); s != "" {
+		if len(s) < scope.MinSecretLen {
+			return nil, fmt.Errorf("TOOLGATE_SECRET must be at least %d characters", scope.MinSecretLen)
+		}
+		return []byte(s), nil
+	}
+	row, err := c.Setting.Query().Where(setting.Key(secretKey)).Only(ctx)
+	if err == nil {
+		return row.Value, nil
+	}
+	if !ent.IsNotFound(err) {
+		return nil, fmt.Errorf("read secret: %w", err)
+	}
+	secret, err := scope.GenerateSecret()
+	if err != nil {
+		return nil, err
+	}
+	// Two replicas starting at once: the second insert loses and reads
+	// the first one's secret.
+	err = c.Setting.Create().SetKey(secretKey).SetValue(secret).OnConflictColumns(setting.FieldKey).DoNothing().Exec(ctx)
+	if err != nil && !errors.Is(err, sql.ErrNoRows) {
+		return nil, fmt.Errorf("store secret: %w", err)
+	}
+	row, err = c.Setting.Query().Where(setting.Key(secretKey)).Only(ctx)
+	if err != nil {
+		return nil, fmt.Errorf("read secret: %w", err)
+	}
+	return row.Value, nil
+}
+
+// newRunner builds the turn runtime over d, calling tools at toolsURL.
+func newRunner(ctx context.Context, c runtimeConfig, d *db.DB, toolsURL string, log *slog.Logger) (*loop.Runner, *scope.Signer, *mcp.Pool, error) {
+	provider, err := newProvider(c)
+	if err != nil {
+		return nil, nil, nil, err
+	}
+	prices := price.Default()
+	if c.prices != "" {
+		if prices, err = price.Load(c.prices); err != nil {
+			return nil, nil, nil, err
+		}
+	}
+	client := d.Client()
+	secret, err := loadSecret(ctx, client)
+	if err != nil {
+		return nil, nil, nil, err
+	}
+	signer, err := scope.NewSigner(secret, nil, 15*time.Minute)
+	if err != nil {
+		return nil, nil, nil, err
+	}
+	httpClient := &http.Client{Transport: &http.Transport{
+		Proxy:               http.ProxyFromEnvironment,
+		MaxIdleConns:        64,
+		MaxIdleConnsPerHost: 32,
+		IdleConnTimeout:     90 * time.Second,
+	}}
+	apps := mcp.NewPool(&http.Client{Timeout: 2 * time.Minute})
+	disp := dispatch.New(toolsURL, httpClient, apps)
+	for name, b := range builtins() {
+		disp.Builtins[name] = b
+	}
+	runner := loop.New(loop.Config{
+		Client:     client,
+		Provider:   provider,
+		Signer:     signer,
+		Dispatcher: disp,
+		Events:     events.NewBus(),
+		Prices:     prices,
+		Apps:       apps,
+		Tools:      registry.All(),
+		MaxSteps:   c.maxSteps,
+		Log:        log,
+	})
+	log.Info("turn runtime", "provider", provider.Name(), "tools", toolsURL)
+	return runner, signer, apps, nil
+}
+
+func atoiEnv(name string, def int) int {
+	if v, err := strconv.Atoi(os.Getenv(name)); err == nil && v > 0 {
+		return v
+	}
+	return def
+}

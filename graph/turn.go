@@ -1,0 +1,369 @@
+package graph
+
+import (
+	"context"
+	"fmt"
+	"strings"
+	"time"
+	"unicode/utf8"
+
+	"github.com/toolgate/toolgate/ent"
+	"github.com/toolgate/toolgate/ent/agent"
+	"github.com/toolgate/toolgate/ent/modelcall"
+	"github.com/toolgate/toolgate/ent/toolcall"
+	"github.com/toolgate/toolgate/ent/turn"
+	"github.com/toolgate/toolgate/ent/user"
+	"github.com/toolgate/toolgate/graph/auth"
+	"github.com/toolgate/toolgate/graph/model"
+	"github.com/toolgate/toolgate/runtime/events"
+	"github.com/toolgate/toolgate/runtime/loop"
+)
+
+// MaxMessageChars is the longest message a user may send.
+const MaxMessageChars = 100_000
+
+// apiViewer returns the caller when it holds an API token: turns are
+// started and steered by people, never by a turn's scope token.
+func apiViewer(ctx context.Context) (*auth.Viewer, error) {
+	v, err := auth.FromContext(ctx)
+	if err != nil {
+		return nil, err
+	}
+	if v.Scoped() {
+		return nil, auth.ErrNotFound
+	}
+	return v, nil
+}
+
+// startAfterCommit starts the turn once the mutation's transaction has
+// committed, so the loop never reads a turn that is not there yet.
+func (r *Resolver) startAfterCommit(ctx context.Context, turnID int) {
+	tx, err := ent.TxFromContext(ctx), error(nil)
+	if tx == nil || err != nil || r.Runner == nil {
+		if r.Runner != nil {
+			r.Runner.Start(turnID)
+		}
+		return
+	}
+	tx.OnCommit(func(next ent.Committer) ent.Committer {
+		return ent.CommitFunc(func(ctx context.Context, tx *ent.Tx) error {
+			if err := next.Commit(ctx, tx); err != nil {
+				return err
+			}
+			r.Runner.Start(turnID)
+			return nil
+		})
+	})
+}
+
+func (r *Resolver) sendMessage(ctx context.Context, in model.SendMessageInput) (*ent.Turn, error) {
+	if _, err := apiViewer(ctx); err != nil {
+		return nil, err
+	}
+	text := strings.TrimSpace(in.Text)
+	if text == "" {
+		return nil, inputErrorf("text is empty")
+	}
+	if n := utf8.RuneCountInString(text); n > MaxMessageChars {
+		return nil, inputErrorf("text is %d characters; at most %d", n, MaxMessageChars)
+	}
+	zone := "UTC"
+	if in.TimeZone != nil && strings.TrimSpace(*in.TimeZone) != "" {
+		zone = strings.TrimSpace(*in.TimeZone)
+		if _, err := time.LoadLocation(zone); err != nil || zone == "Local" {
+			return nil, inputErrorf("unknown time zone %q: use an IANA name such as Europe/Paris", zone)
+		}
+	}
+	c := r.client(ctx)
+	conv, err := c.Conversation.Get(ctx, in.ConversationID)
+	if err != nil {
+		return nil, err
+	}
+	busy, err := c.Turn.Query().
+		Where(turn.ConversationID(conv.ID), turn.StatusIn(turn.StatusRUNNING, turn.StatusWAITING_FOR_CLARIFICATION)).
+		Exist(ctx)
+	if err != nil {
+		return nil, err
+	}
+	if busy {
+		return nil, errTurnBusy
+	}
+	last, err := c.Turn.Query().Where(turn.ConversationID(conv.ID)).Aggregate(ent.Max(turn.FieldNumber)).Int(ctx)
+	if err != nil && !isNullAggregate(err) {
+		return nil, err
+	}
+	t, err := c.Turn.Create().
+		SetConversationID(conv.ID).SetNumber(last + 1).SetUserText(text).SetTimeZone(zone).
+		Save(ctx)
+	if ent.IsConstraintError(err) {
+		return nil, errTurnBusy
+	}
+	if err != nil {
+		return nil, err
+	}
+	if err := c.Conversation.UpdateOneID(conv.ID).SetUpdatedAt(time.Now()).Exec(ctx); err != nil {
+		return nil, err
+	}
+	r.startAfterCommit(ctx, t.ID)
+	return t, nil
+}
+
+var errTurnBusy = &InputError{msg: "a turn is already running or waiting in this conversation: wait for it, answer it, or cancel it"}
+
+// isNullAggregate reports the error of MAX over no rows.
+func isNullAggregate(err error) bool {
+	return err != nil && strings.Contains(err.Error(), "converting NULL")
+}
+
+func (r *Resolver) answerClarification(ctx context.Context, in model.AnswerClarificationInput) (*ent.Turn, error) {
+	if _, err := apiViewer(ctx); err != nil {
+		return nil, err
+	}
+	answer := strings.TrimSpace(in.Answer)
+	if answer == "" {
+		return nil, inputErrorf("answer is empty")
+	}
+	c := r.client(ctx)
+	t, err := c.Turn.Get(ctx, in.TurnID)
+	if err != nil {
+		return nil, err
+	}
+	if t.Status != turn.StatusWAITING_FOR_CLARIFICATION || t.Clarification == nil {
+		return nil, inputErrorf("the turn is %s, not waiting for an answer", strings.ToLower(string(t.Status)))
+	}
+	cl := *t.Clarification
+	cl.Answer = &answer
+	call, err := c.ToolCall.Query().
+		Where(toolcall.TurnID(t.ID), toolcall.Name(loop.ClarifyTool)).
+		Order(ent.Desc(toolcall.FieldPosition)).First(ctx)
+	if err != nil {
+		return nil, err
+	}
+	if err := c.ToolCall.UpdateOneID(call.ID).SetHeard(fmt.Sprintf("The user answered: %s", answer)).Exec(ctx); err != nil {
+		return nil, err
+	}
+	t, err = t.Update().SetStatus(turn.StatusRUNNING).SetClarification(&cl).Save(ctx)
+	if err != nil {
+		return nil, err
+	}
+	r.startAfterCommit(ctx, t.ID)
+	return t, nil
+}
+
+func (r *Resolver) cancelTurn(ctx context.Context, id int) (*ent.Turn, error) {
+	if _, err := apiViewer(ctx); err != nil {
+		return nil, err
+	}
+	c := r.client(ctx)
+	t, err := c.Turn.Get(ctx, id)
+	if err != nil {
+		return nil, err
+	}
+	if t.Status != turn.StatusRUNNING && t.Status != turn.StatusWAITING_FOR_CLARIFICATION {
+		return t, nil
+	}
+	t, err = t.Update().SetStatus(turn.StatusCANCELLED).SetFinishedAt(time.Now()).SetError("cancelled").Save(ctx)
+	if err != nil {
+		return nil, err
+	}
+	if tx := ent.TxFromContext(ctx); tx != nil && r.Runner != nil {
+		tx.OnCommit(func(next ent.Committer) ent.Committer {
+			return ent.CommitFunc(func(ctx context.Context, tx *ent.Tx) error {
+				err := next.Commit(ctx, tx)
+				if err == nil {
+					r.Runner.Cancel(id)
+					r.Runner.Events().Publish(events.Event{Kind: events.Status, TurnID: id, At: time.Now()})
+				}
+				return err
+			})
+		})
+	}
+	return t, nil
+}
+
+// turnEvents streams a turn's events. The current status comes first, so a
+// late subscriber knows where the turn stands; the stream ends when the
+// turn does, or when the client goes.
+func (r *Resolver) turnEvents(ctx context.Context, turnID int) (<-chan *model.TurnEvent, error) {
+	if _, err := apiViewer(ctx); err != nil {
+		return nil, err
+	}
+	t, err := r.Client.Turn.Get(ctx, turnID)
+	if err != nil {
+		return nil, err
+	}
+	if r.Runner == nil {
+		return nil, fmt.Errorf("no runtime")
+	}
+	sub := r.Runner.Events().Subscribe(turnID)
+	out := make(chan *model.TurnEvent, 1)
+	go func() {
+		defer close(out)
+		defer sub.Close()
+		send := func(ev *model.TurnEvent) bool {
+			select {
+			case out <- ev:
+				return true
+			case <-ctx.Done():
+				return false
+			}
+		}
+		if !send(&model.TurnEvent{Kind: events.Status, Turn: t, At: time.Now()}) || ended(t.Status) {
+			return
+		}
+		for {
+			select {
+			case <-ctx.Done():
+				return
+			case e, ok := <-sub.C:
+				if !ok {
+					return
+				}
+				ev, err := r.turnEvent(ctx, e)
+				if err != nil {
+					r.Log.WarnContext(ctx, "turn event", "err", err)
+					return
+				}
+				if !send(ev) || (e.Kind == events.Status && ended(ev.Turn.Status)) {
+					return
+				}
+			}
+		}
+	}()
+	return out, nil
+}
+
+func ended(s turn.Status) bool {
+	return s == turn.StatusCOMPLETED || s == turn.StatusFAILED || s == turn.StatusCANCELLED
+}
+
+func (r *Resolver) turnEvent(ctx context.Context, e events.Event) (*model.TurnEvent, error) {
+	t, err := r.Client.Turn.Get(ctx, e.TurnID)
+	if err != nil {
+		return nil, err
+	}
+	ev := &model.TurnEvent{Kind: e.Kind, Turn: t, At: e.At}
+	if e.ToolCallID != 0 {
+		if ev.ToolCall, err = r.Client.ToolCall.Get(ctx, e.ToolCallID); err != nil {
+			return nil, err
+		}
+	}
+	return ev, nil
+}
+
+// usage sums the model calls of a calendar month in UTC, in three grouped
+// statements (by model, agent and user) plus one each for the names.
+func (r *Resolver) usage(ctx context.Context, month *string) (*model.Usage, error) {
+	if _, err := apiViewer(ctx); err != nil {
+		return nil, err
+	}
+	now := time.Now().UTC()
+	start := time.Date(now.Year(), now.Month(), 1, 0, 0, 0, 0, time.UTC)
+	if month != nil {
+		m, err := time.Parse("2006-01", strings.TrimSpace(*month))
+		if err != nil {
+			return nil, inputErrorf("month %q: want YYYY-MM, e.g. 2026-11", *month)
+		}
+		start = m
+	}
+	end := start.AddDate(0, 1, 0)
+	group := func(field string) ([]usageRow, error) {
+		var rows []usageRow
+		err := r.Client.ModelCall.Query().
+			Where(modelcall.StartedAtGTE(start), modelcall.StartedAtLT(end)).
+			GroupBy(field).
+			Aggregate(
+				ent.As(ent.Sum(modelcall.FieldInputTokens), "input"),
+				ent.As(ent.Sum(modelcall.FieldCacheReadTokens), "cache_read"),
+				ent.As(ent.Sum(modelcall.FieldCacheWriteTokens), "cache_write"),
+				ent.As(ent.Sum(modelcall.FieldOutputTokens), "output"),
+				ent.As(ent.Sum(modelcall.FieldCost), "cost"),
+				ent.As(ent.Count(), "calls"),
+			).Scan(ctx, &rows)
+		if err != nil {
+			return nil, fmt.Errorf("usage by %s: %w", field, err)
+		}
+		return rows, nil
+	}
+	out := &model.Usage{Month: start.Format("2006-01"), ByModel: []*model.ModelUsage{}, ByAgent: []*model.AgentUsage{}, ByUser: []*model.UserUsage{}}
+	byModel, err := group(modelcall.FieldModel)
+	if err != nil {
+		return nil, err
+	}
+	for _, m := range byModel {
+		out.InputTokens += int(m.Input)
+		out.CacheReadTokens += int(m.CacheRead)
+		out.CacheWriteTokens += int(m.CacheWrite)
+		out.OutputTokens += int(m.Output)
+		out.Cost += m.Cost
+		out.ModelCalls += int(m.Calls)
+		out.ByModel = append(out.ByModel, &model.ModelUsage{Model: m.Model, InputTokens: int(m.Input), CacheReadTokens: int(m.CacheRead),
+			CacheWriteTokens: int(m.CacheWrite), OutputTokens: int(m.Output), Cost: m.Cost, ModelCalls: int(m.Calls)})
+	}
+	byAgent, err := group(modelcall.FieldAgentID)
+	if err != nil {
+		return nil, err
+	}
+	agentIDs := make([]int, len(byAgent))
+	for i, a := range byAgent {
+		agentIDs[i] = a.AgentID
+	}
+	agents, err := r.Client.Agent.Query().Where(agent.IDIn(agentIDs...)).All(ctx)
+	if err != nil {
+		return nil, err
+	}
+	for _, a := range byAgent {
+		out.ByAgent = append(out.ByAgent, &model.AgentUsage{Agent: find(agents, a.AgentID), InputTokens: int(a.Input),
+			CacheReadTokens: int(a.CacheRead), CacheWriteTokens: int(a.CacheWrite), OutputTokens: int(a.Output), Cost: a.Cost, ModelCalls: int(a.Calls)})
+	}
+	byUser, err := group(modelcall.FieldUserID)
+	if err != nil {
+		return nil, err
+	}
+	userIDs := make([]int, len(byUser))
+	for i, u := range byUser {
+		userIDs[i] = u.UserID
+	}
+	users, err := r.Client.User.Query().Where(user.IDIn(userIDs...)).All(ctx)
+	if err != nil {
+		return nil, err
+	}
+	for _, u := range byUser {
+		out.ByUser = append(out.ByUser, &model.UserUsage{User: find(users, u.UserID), InputTokens: int(u.Input),
+			CacheReadTokens: int(u.CacheRead), CacheWriteTokens: int(u.CacheWrite), OutputTokens: int(u.Output), Cost: u.Cost, ModelCalls: int(u.Calls)})
+	}
+	return out, nil
+}
+
+// usageRow is one group of model calls: by model, agent or user.
+type usageRow struct {
+	Model      string  `json:"model"`
+	AgentID    int     `json:"agent_id"`
+	UserID     int     `json:"user_id"`
+	Input      int64   `json:"input"`
+	CacheRead  int64   `json:"cache_read"`
+	CacheWrite int64   `json:"cache_write"`
+	Output     int64   `json:"output"`
+	Cost       float64 `json:"cost"`
+	Calls      int64   `json:"calls"`
+}
+
+// find returns the node with id, or nil when it is out of reach.
+func find[N interface{ *ent.Agent | *ent.User }](nodes []N, id int) N {
+	for _, n := range nodes {
+		if nodeID(n) == id {
+			return n
+		}
+	}
+	return nil
+}
+
+func nodeID(n any) int {
+	switch x := n.(type) {
+	case *ent.Agent:
+		return x.ID
+	case *ent.User:
+		return x.ID
+	}
+	return 0
+}

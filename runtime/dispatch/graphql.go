@@ -1,0 +1,139 @@
+package dispatch
+
+import (
+	"bytes"
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"io"
+	"net"
+	"net/http"
+	"net/http/httptrace"
+	"strconv"
+	"strings"
+	"sync/atomic"
+	"time"
+
+	"github.com/toolgate/toolgate/tools"
+)
+
+// maxResponse bounds what a resolver may answer; larger is an error.
+const maxResponse = 64 << 20
+
+type gqlResponse struct {
+	Data   map[string]json.RawMessage `json:"data"`
+	Errors []struct {
+		Message    string         `json:"message"`
+		Extensions map[string]any `json:"extensions"`
+	} `json:"errors"`
+}
+
+// graphql runs a tool through its resolver: a POST of the tool's operation
+// with the model's arguments as variables and the turn's scope token.
+func (d *Dispatcher) graphql(ctx context.Context, s Scope, c Call, def tools.Definition, res *Result) {
+	vars := map[string]json.RawMessage{}
+	if err := json.Unmarshal(res.Arguments, &vars); err != nil {
+		res.Outcome, res.Message = Refused, "arguments must be a JSON object"
+		return
+	}
+	// The scope token names the conversation; nothing the model writes can
+	// name another.
+	delete(vars, "conversationId")
+	body, err := json.Marshal(map[string]any{"query": def.Operation, "variables": vars})
+	if err != nil {
+		res.Outcome, res.Message = Error, err.Error()
+		return
+	}
+	key := IdempotencyKey(s.TurnID, c.ID)
+	var resp gqlResponse
+	n, last := d.run(ctx, def.Effect, func(ctx context.Context) attempt {
+		return d.post(ctx, s.Token, key, body, &resp)
+	})
+	res.Attempts = n
+	if last.err != nil {
+		if !last.reached || last.retryable {
+			res.Outcome, res.Message = Outage, last.err.Error()
+		} else {
+			res.Outcome, res.Message = Error, last.err.Error()
+		}
+		return
+	}
+	value, ok := resp.Data[def.Field]
+	if len(resp.Errors) > 0 && (!ok || string(value) == "null") {
+		msgs := make([]string, len(resp.Errors))
+		for i, e := range resp.Errors {
+			msgs[i] = e.Message
+		}
+		res.Outcome, res.Message = Error, strings.Join(msgs, "; ")
+		return
+	}
+	res.Outcome = Hits
+	res.setJSON(value)
+}
+
+// post sends one attempt and reports whether it may have reached the API.
+func (d *Dispatcher) post(ctx context.Context, token, key string, body []byte, out *gqlResponse) attempt {
+	var wrote atomic.Bool
+	trace := &httptrace.ClientTrace{WroteRequest: func(httptrace.WroteRequestInfo) { wrote.Store(true) }}
+	req, err := http.NewRequestWithContext(httptrace.WithClientTrace(ctx, trace), http.MethodPost, d.URL, bytes.NewReader(body))
+	if err != nil {
+		return attempt{err: err}
+	}
+	req.Header.Set("Content-Type", "application/json")
+	req.Header.Set("Accept", "application/graphql-response+json, application/json;q=0.9")
+	req.Header.Set("Authorization", "Bearer "+token)
+	req.Header.Set("Idempotency-Key", key)
+	httpRes, err := d.HTTP.Do(req)
+	if err != nil {
+		if !wrote.Load() {
+			return attempt{err: fmt.Errorf("could not reach the tool service: %w", unwrapURL(err))}
+		}
+		return attempt{reached: true, retryable: isTimeout(err) || ctx.Err() != nil, err: fmt.Errorf("the tool service did not answer: %w", unwrapURL(err))}
+	}
+	defer httpRes.Body.Close()
+	raw, err := io.ReadAll(io.LimitReader(httpRes.Body, maxResponse+1))
+	if err != nil {
+		return attempt{reached: true, retryable: true, err: fmt.Errorf("read the tool's answer: %w", err)}
+	}
+	if len(raw) > maxResponse {
+		return attempt{reached: true, err: fmt.Errorf("the tool's answer is over %d bytes", maxResponse)}
+	}
+	switch httpRes.StatusCode {
+	case http.StatusTooManyRequests, http.StatusBadGateway, http.StatusServiceUnavailable, http.StatusGatewayTimeout:
+		return attempt{reached: true, retryable: true, retryAfter: retryAfter(httpRes.Header.Get("Retry-After")),
+			err: fmt.Errorf("%w: %s", errStatus, httpRes.Status)}
+	}
+	*out = gqlResponse{}
+	if err := json.Unmarshal(raw, out); err != nil {
+		return attempt{reached: true, err: fmt.Errorf("%w: %s", errStatus, httpRes.Status)}
+	}
+	return attempt{reached: true}
+}
+
+func unwrapURL(err error) error {
+	var ue interface{ Unwrap() error }
+	if errors.As(err, &ue) && ue.Unwrap() != nil {
+		return ue.Unwrap()
+	}
+	return err
+}
+
+func isTimeout(err error) bool {
+	var ne net.Error
+	return errors.As(err, &ne) && ne.Timeout() || errors.Is(err, context.DeadlineExceeded)
+}
+
+// retryAfter reads a Retry-After header: seconds or an HTTP date.
+func retryAfter(v string) time.Duration {
+	if v == "" {
+		return 0
+	}
+	if secs, err := strconv.Atoi(strings.TrimSpace(v)); err == nil && secs >= 0 {
+		return time.Duration(secs) * time.Second
+	}
+	if t, err := http.ParseTime(v); err == nil {
+		return time.Until(t)
+	}
+	return 0
+}

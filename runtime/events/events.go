@@ -1,0 +1,107 @@
+// Package events fans a turn's events out to its subscribers in this
+// process. Publishers never block: a subscriber that falls behind loses
+// events rather than stalling the turn, and learns it from Dropped.
+package events
+
+import (
+	"sync"
+	"sync/atomic"
+	"time"
+)
+
+// Kind is what happened.
+type Kind string
+
+// The kinds of turn events.
+const (
+	ModelCallStarted  Kind = "MODEL_CALL_STARTED"
+	ModelCallFinished Kind = "MODEL_CALL_FINISHED"
+	ToolCallStarted   Kind = "TOOL_CALL_STARTED"
+	ToolCallFinished  Kind = "TOOL_CALL_FINISHED"
+	Answer            Kind = "ANSWER"
+	Status            Kind = "STATUS"
+)
+
+// Event is one thing that happened in a turn.
+type Event struct {
+	Kind   Kind
+	TurnID int
+	// ToolCallID is set for tool call events.
+	ToolCallID int
+	At         time.Time
+}
+
+// Buffer is how many events a subscriber may fall behind by.
+const Buffer = 256
+
+// Bus delivers events to the subscribers of each turn.
+type Bus struct {
+	mu   sync.Mutex
+	subs map[int]map[*Subscription]struct{}
+}
+
+// NewBus returns an empty bus.
+func NewBus() *Bus {
+	return &Bus{subs: map[int]map[*Subscription]struct{}{}}
+}
+
+// Subscription receives one turn's events on C until Close.
+type Subscription struct {
+	C       <-chan Event
+	c       chan Event
+	bus     *Bus
+	turnID  int
+	dropped atomic.Int64
+	once    sync.Once
+}
+
+// Subscribe returns a subscription to a turn's events.
+func (b *Bus) Subscribe(turnID int) *Subscription {
+	c := make(chan Event, Buffer)
+	s := &Subscription{C: c, c: c, bus: b, turnID: turnID}
+	b.mu.Lock()
+	if b.subs[turnID] == nil {
+		b.subs[turnID] = map[*Subscription]struct{}{}
+	}
+	b.subs[turnID][s] = struct{}{}
+	b.mu.Unlock()
+	return s
+}
+
+// Close ends the subscription and closes C.
+func (s *Subscription) Close() {
+	s.once.Do(func() {
+		b := s.bus
+		b.mu.Lock()
+		delete(b.subs[s.turnID], s)
+		if len(b.subs[s.turnID]) == 0 {
+			delete(b.subs, s.turnID)
+		}
+		close(s.c)
+		b.mu.Unlock()
+	})
+}
+
+// Dropped is how many events this subscriber missed by falling behind.
+func (s *Subscription) Dropped() int64 { return s.dropped.Load() }
+
+// Publish sends e to the turn's subscribers without waiting for them.
+func (b *Bus) Publish(e Event) {
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	for s := range b.subs[e.TurnID] {
+		select {
+		case s.c <- e:
+		default:
+			s.dropped.Add(1)
+		}
+	}
+}
+
+// Subscribers returns how many subscriptions a turn has, for tests and
+// metrics.
+func (b *Bus) Subscribers(turnID int) int {
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	return len(b.subs[turnID])
+}

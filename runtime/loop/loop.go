@@ -1,0 +1,182 @@
+// Package loop runs turns: it fixes the tools, assembles the prompt, calls
+// the model, carries out the tool calls it asks for and feeds the results
+// back, until the model answers, asks the user a question, fails, is
+// cancelled or reaches the step limit. Every step is written as it
+// happens, so a reader always sees a complete transcript and a turn
+// interrupted by a restart resumes from what was written.
+package loop
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"log/slog"
+	"sync"
+	"time"
+
+	"github.com/toolgate/toolgate/ent"
+	"github.com/toolgate/toolgate/ent/turn"
+	"github.com/toolgate/toolgate/runtime/dispatch"
+	"github.com/toolgate/toolgate/runtime/events"
+	"github.com/toolgate/toolgate/runtime/mcp"
+	"github.com/toolgate/toolgate/runtime/model"
+	"github.com/toolgate/toolgate/runtime/price"
+	"github.com/toolgate/toolgate/runtime/scope"
+	"github.com/toolgate/toolgate/tools"
+)
+
+// Defaults for Config.
+const (
+	DefaultMaxSteps    = 25
+	DefaultConcurrency = 8
+)
+
+// ClarifyTool is the tool that pauses a turn until the user answers.
+const ClarifyTool = "clarify"
+
+// Config is what a Runner needs.
+type Config struct {
+	// Client reads and writes without a viewer: the loop acts for the turn.
+	Client     *ent.Client
+	Provider   model.Provider
+	Signer     *scope.Signer
+	Dispatcher *dispatch.Dispatcher
+	Events     *events.Bus
+	Prices     *price.Table
+	// Apps lists application tools; nil offers none.
+	Apps *mcp.Pool
+	// Tools are the built-in definitions in registration order.
+	Tools []tools.Definition
+	// MaxSteps is the most model calls a turn may make.
+	MaxSteps int
+	// Concurrency bounds the calls of one model answer run at once.
+	Concurrency int
+	// MaxTokens is sent with each model call; 0 leaves it to the provider.
+	MaxTokens int
+	Now       func() time.Time
+	Log       *slog.Logger
+}
+
+// Runner runs turns in the background. It owns their goroutines: Close
+// stops them and waits.
+type Runner struct {
+	cfg     Config
+	base    context.Context
+	stop    context.CancelFunc
+	wg      sync.WaitGroup
+	mu      sync.Mutex
+	running map[int]context.CancelFunc
+}
+
+// New returns a Runner.
+func New(cfg Config) *Runner {
+	if cfg.MaxSteps <= 0 {
+		cfg.MaxSteps = DefaultMaxSteps
+	}
+	if cfg.Concurrency <= 0 {
+		cfg.Concurrency = DefaultConcurrency
+	}
+	if cfg.Now == nil {
+		cfg.Now = time.Now
+	}
+	if cfg.Log == nil {
+		cfg.Log = slog.New(slog.DiscardHandler)
+	}
+	if cfg.Events == nil {
+		cfg.Events = events.NewBus()
+	}
+	if cfg.Prices == nil {
+		cfg.Prices = price.Default()
+	}
+	base, stop := context.WithCancel(context.Background())
+	return &Runner{cfg: cfg, base: base, stop: stop, running: map[int]context.CancelFunc{}}
+}
+
+// Events returns the bus the runner publishes on.
+func (r *Runner) Events() *events.Bus { return r.cfg.Events }
+
+// Start runs a stored RUNNING turn in the background. Starting a turn that
+// already runs here does nothing.
+func (r *Runner) Start(turnID int) {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	if _, ok := r.running[turnID]; ok || r.base.Err() != nil {
+		return
+	}
+	ctx, cancel := context.WithCancel(r.base)
+	r.running[turnID] = cancel
+	r.wg.Add(1)
+	go func() {
+		defer r.wg.Done()
+		defer func() {
+			r.mu.Lock()
+			delete(r.running, turnID)
+			r.mu.Unlock()
+			cancel()
+		}()
+		r.run(ctx, turnID)
+	}()
+}
+
+// Cancel stops a turn running here and reports whether one was.
+func (r *Runner) Cancel(turnID int) bool {
+	r.mu.Lock()
+	cancel, ok := r.running[turnID]
+	r.mu.Unlock()
+	if ok {
+		cancel()
+	}
+	return ok
+}
+
+// Running reports whether the turn runs here now.
+func (r *Runner) Running(turnID int) bool {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	_, ok := r.running[turnID]
+	return ok
+}
+
+// Close stops every turn and waits for them, or for ctx. Stopped turns stay
+// RUNNING in the database and resume at the next Resume.
+func (r *Runner) Close(ctx context.Context) error {
+	r.stop()
+	done := make(chan struct{})
+	go func() { r.wg.Wait(); close(done) }()
+	select {
+	case <-done:
+		return nil
+	case <-ctx.Done():
+		return ctx.Err()
+	}
+}
+
+// Resume starts every turn left RUNNING (by a restart, say).
+func (r *Runner) Resume(ctx context.Context) (int, error) {
+	ids, err := r.cfg.Client.Turn.Query().Where(turn.StatusEQ(turn.StatusRUNNING)).IDs(ctx)
+	if err != nil {
+		return 0, fmt.Errorf("find running turns: %w", err)
+	}
+	for _, id := range ids {
+		r.Start(id)
+	}
+	return len(ids), nil
+}
+
+// errStopped means the runner is closing: the turn stays RUNNING.
+var errStopped = errors.New("runner stopped")
+
+func (r *Runner) run(ctx context.Context, turnID int) {
+	t := &turnRun{r: r, turnID: turnID, log: r.cfg.Log.With("turn", turnID)}
+	err := t.run(ctx)
+	switch {
+	case err == nil:
+	case errors.Is(err, errStopped) || (r.base.Err() != nil && ctx.Err() != nil):
+		t.log.Info("turn left running for resume", "reason", "shutdown")
+	case ctx.Err() != nil:
+		t.finish(turn.StatusCANCELLED, nil, "cancelled")
+	default:
+		t.log.Error("turn failed", "err", err)
+		t.finish(turn.StatusFAILED, nil, err.Error())
+	}
+}

@@ -1,0 +1,54 @@
+package loop
+
+import (
+	"context"
+	"crypto/rand"
+	"encoding/base64"
+	"fmt"
+
+	"github.com/toolgate/toolgate/ent"
+	"github.com/toolgate/toolgate/ent/storedresult"
+	"github.com/toolgate/toolgate/runtime/dispatch"
+	"github.com/toolgate/toolgate/runtime/preview"
+)
+
+// newRef returns an opaque random ref: 128 bits, so a ref cannot be guessed,
+// and nothing in it says where it belongs.
+func newRef() (string, error) {
+	b := make([]byte, 16)
+	if _, err := rand.Read(b); err != nil {
+		return "", fmt.Errorf("make ref: %w", err)
+	}
+	return "r_" + base64.RawURLEncoding.EncodeToString(b), nil
+}
+
+var kinds = map[dispatch.Kind]struct {
+	stored  storedresult.Kind
+	preview preview.Kind
+}{
+	dispatch.Text:  {storedresult.KindTEXT, preview.Text},
+	dispatch.JSON:  {storedresult.KindJSON, preview.JSON},
+	dispatch.Media: {storedresult.KindMEDIA, preview.Media},
+}
+
+// storeResult keeps a result whole under ref, with its counts, before the
+// model hears of it.
+func storeResult(ctx context.Context, c *ent.Client, conversationID int, ref string, res dispatch.Result) (*ent.StoredResult, error) {
+	k, ok := kinds[res.Kind]
+	if !ok {
+		k = kinds[dispatch.Text]
+	}
+	counts := preview.Measure(k.preview, res.Content)
+	content := res.Content
+	if content == nil {
+		content = []byte{}
+	}
+	r, err := c.StoredResult.Create().
+		SetConversationID(conversationID).SetRef(ref).SetKind(k.stored).SetContent(content).
+		SetChars(counts.Chars).SetBytes(counts.Bytes).SetItems(counts.Items).
+		Save(ctx)
+	if err != nil {
+		return nil, fmt.Errorf("store result: %w", err)
+	}
+	return r, nil
+}

@@ -1,0 +1,523 @@
+package loop
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"log/slog"
+	"slices"
+	"strings"
+	"sync"
+	"time"
+
+	"github.com/toolgate/toolgate/ent"
+	"github.com/toolgate/toolgate/ent/application"
+	"github.com/toolgate/toolgate/ent/conversation"
+	"github.com/toolgate/toolgate/ent/modelcall"
+	"github.com/toolgate/toolgate/ent/schema"
+	"github.com/toolgate/toolgate/ent/storedresult"
+	"github.com/toolgate/toolgate/ent/toolcall"
+	"github.com/toolgate/toolgate/ent/turn"
+	"github.com/toolgate/toolgate/runtime/dispatch"
+	"github.com/toolgate/toolgate/runtime/events"
+	"github.com/toolgate/toolgate/runtime/mcp"
+	"github.com/toolgate/toolgate/runtime/model"
+	"github.com/toolgate/toolgate/runtime/prompt"
+	"github.com/toolgate/toolgate/runtime/scope"
+	"github.com/toolgate/toolgate/tools"
+)
+
+// turnRun is one run of a turn, from start or from where it stopped.
+type turnRun struct {
+	r      *Runner
+	turnID int
+	log    *slog.Logger
+
+	turn    *ent.Turn
+	conv    *ent.Conversation
+	agent   *ent.Agent
+	person  prompt.Person
+	offered []tools.Definition
+	byName  map[string]tools.Definition
+	apps    map[string]mcp.Application
+	req     model.Request
+	// nextPosition is the position of the turn's next tool call.
+	nextPosition int
+}
+
+func (t *turnRun) client() *ent.Client { return t.r.cfg.Client }
+
+func (t *turnRun) run(ctx context.Context) error {
+	if err := t.load(ctx); err != nil {
+		return err
+	}
+	if t.turn.Status != turn.StatusRUNNING {
+		return nil
+	}
+	if t.turn.Replayed != (t.r.cfg.Provider.Name() == "replay") {
+		if err := t.client().Turn.UpdateOneID(t.turnID).SetReplayed(t.r.cfg.Provider.Name() == "replay").Exec(ctx); err != nil {
+			return fmt.Errorf("mark replayed: %w", err)
+		}
+	}
+	steps, err := t.history(ctx)
+	if err != nil {
+		return err
+	}
+	for step := steps; step < t.r.cfg.MaxSteps; step++ {
+		if err := ctx.Err(); err != nil {
+			return err
+		}
+		resp, err := t.callModel(ctx, step)
+		if err != nil {
+			return err
+		}
+		if len(resp.ToolCalls) == 0 {
+			t.finish(turn.StatusCOMPLETED, &resp.Text, "")
+			return nil
+		}
+		t.req.Messages = append(t.req.Messages, model.Message{Role: model.RoleAssistant, Text: resp.Text, ToolCalls: resp.ToolCalls})
+		paused, err := t.runTools(ctx, step, resp.ToolCalls)
+		if err != nil {
+			return err
+		}
+		if paused {
+			return nil
+		}
+	}
+	return fmt.Errorf("step limit reached: %d model calls without a final answer", t.r.cfg.MaxSteps)
+}
+
+// load reads the turn and what it belongs to, and fixes its tools.
+func (t *turnRun) load(ctx context.Context) error {
+	c := t.client()
+	var err error
+	if t.turn, err = c.Turn.Get(ctx, t.turnID); err != nil {
+		return fmt.Errorf("load turn: %w", err)
+	}
+	t.conv, err = c.Conversation.Query().
+		Where(conversation.ID(t.turn.ConversationID)).
+		WithAgent().WithUser(func(q *ent.UserQuery) { q.WithOrganization() }).
+		Only(ctx)
+	if err != nil {
+		return fmt.Errorf("load conversation: %w", err)
+	}
+	t.agent = t.conv.Edges.Agent
+	u := t.conv.Edges.User
+	t.person = prompt.Person{Name: u.Name, Department: u.Department, Organization: u.Edges.Organization.Name}
+
+	appDefs, err := t.applicationTools(ctx)
+	if err != nil {
+		return err
+	}
+	t.offered = prompt.Register(t.agent, t.r.cfg.Tools, appDefs)
+	t.byName = make(map[string]tools.Definition, len(t.offered))
+	for _, d := range t.offered {
+		t.byName[d.Name] = d
+	}
+	t.req = model.Request{
+		System:    prompt.System(t.agent, t.offered),
+		Tools:     prompt.Specs(t.offered),
+		MaxTokens: t.r.cfg.MaxTokens,
+	}
+	return nil
+}
+
+// applicationTools lists the tools of the applications the agent names in
+// its allowlist. An application that cannot be reached offers nothing this
+// turn; the turn goes on without it.
+func (t *turnRun) applicationTools(ctx context.Context) ([]tools.Definition, error) {
+	t.apps = map[string]mcp.Application{}
+	if t.r.cfg.Apps == nil {
+		return nil, nil
+	}
+	wanted := map[string]bool{}
+	for _, name := range t.agent.Tools {
+		if app, _, ok := mcp.SplitToolName(name); ok {
+			wanted[app] = true
+		}
+	}
+	if len(wanted) == 0 {
+		return nil, nil
+	}
+	rows, err := t.client().Application.Query().
+		Where(application.OrganizationID(t.conv.OrganizationID)).
+		Order(ent.Asc(application.FieldName)).
+		All(ctx)
+	if err != nil {
+		return nil, fmt.Errorf("load applications: %w", err)
+	}
+	var defs []tools.Definition
+	for _, row := range rows {
+		if !wanted[row.Name] {
+			continue
+		}
+		app := mcp.Application{Name: row.Name, URL: row.URL, AllowedTools: row.AllowedTools}
+		t.apps[row.Name] = app
+		ds, err := t.r.cfg.Apps.Tools(ctx, app)
+		if err != nil {
+			t.log.Warn("application not offered this turn", "application", row.Name, "err", err)
+			continue
+		}
+		defs = append(defs, ds...)
+	}
+	return defs, nil
+}
+
+// history builds the messages: earlier turns, this turn's message, and the
+// steps this turn already took. It returns how many model calls were made.
+func (t *turnRun) history(ctx context.Context) (int, error) {
+	c := t.client()
+	turns, err := c.Turn.Query().
+		Where(turn.ConversationID(t.conv.ID), turn.NumberLT(t.turn.Number)).
+		Order(ent.Asc(turn.FieldNumber)).
+		Select(turn.FieldID, turn.FieldNumber, turn.FieldStartedAt, turn.FieldTimeZone,
+			turn.FieldUserText, turn.FieldAnswer, turn.FieldStatus).
+		All(ctx)
+	if err != nil {
+		return 0, fmt.Errorf("load earlier turns: %w", err)
+	}
+	ids := make([]int, 0, len(turns)+1)
+	for _, pt := range turns {
+		ids = append(ids, pt.ID)
+	}
+	ids = append(ids, t.turnID)
+	steps, err := t.steps(ctx, ids)
+	if err != nil {
+		return 0, err
+	}
+	sizes, err := t.sizes(ctx, ids)
+	if err != nil {
+		return 0, err
+	}
+	past := make([]prompt.Past, len(turns))
+	for i, pt := range turns {
+		past[i] = prompt.Past{Turn: pt, Steps: steps[pt.ID], Sizes: sizes}
+	}
+	msgs := prompt.History(t.person, past)
+	msgs = append(msgs, model.Message{Role: model.RoleUser,
+		Text: prompt.UserMessage(t.person, t.turn.StartedAt, t.turn.TimeZone, t.turn.UserText)})
+	own := steps[t.turnID]
+	for _, st := range own {
+		if len(st.Calls) == 0 {
+			continue
+		}
+		am := model.Message{Role: model.RoleAssistant, Text: st.Text}
+		for _, call := range st.Calls {
+			am.ToolCalls = append(am.ToolCalls, model.ToolCall{ID: prompt.CallID(call), Name: call.Name, Arguments: []byte(call.Arguments)})
+		}
+		msgs = append(msgs, am)
+		for _, call := range st.Calls {
+			heard := ""
+			if call.Heard != nil {
+				heard = *call.Heard
+			}
+			msgs = append(msgs, model.Message{Role: model.RoleTool, ToolCallID: prompt.CallID(call), ToolName: call.Name, Text: heard,
+				IsError: call.Outcome != toolcall.OutcomeHITS && call.Outcome != toolcall.OutcomeABSENCE})
+			t.nextPosition = max(t.nextPosition, call.Position+1)
+		}
+	}
+	t.req.Messages = msgs
+	return len(own), nil
+}
+
+// steps loads the model calls and tool calls of turns, grouped by turn and
+// step, in two statements.
+func (t *turnRun) steps(ctx context.Context, turnIDs []int) (map[int][]prompt.Step, error) {
+	c := t.client()
+	mcs, err := c.ModelCall.Query().
+		Where(modelcall.TurnIDIn(turnIDs...)).
+		Order(ent.Asc(modelcall.FieldTurnID), ent.Asc(modelcall.FieldStep)).
+		Select(modelcall.FieldTurnID, modelcall.FieldStep, modelcall.FieldText).
+		All(ctx)
+	if err != nil {
+		return nil, fmt.Errorf("load model calls: %w", err)
+	}
+	calls, err := c.ToolCall.Query().
+		Where(toolcall.TurnIDIn(turnIDs...)).
+		Order(ent.Asc(toolcall.FieldTurnID), ent.Asc(toolcall.FieldPosition)).
+		All(ctx)
+	if err != nil {
+		return nil, fmt.Errorf("load tool calls: %w", err)
+	}
+	out := map[int][]prompt.Step{}
+	for _, mc := range mcs {
+		for len(out[mc.TurnID]) <= mc.Step {
+			out[mc.TurnID] = append(out[mc.TurnID], prompt.Step{})
+		}
+		out[mc.TurnID][mc.Step].Text = mc.Text
+	}
+	for _, call := range calls {
+		for len(out[call.TurnID]) <= call.Step {
+			out[call.TurnID] = append(out[call.TurnID], prompt.Step{})
+		}
+		out[call.TurnID][call.Step].Calls = append(out[call.TurnID][call.Step].Calls, call)
+	}
+	return out, nil
+}
+
+// sizes returns the character counts of the results the turns stored.
+func (t *turnRun) sizes(ctx context.Context, turnIDs []int) (map[string]int64, error) {
+	var rows []struct {
+		Ref   string `json:"ref"`
+		Chars int64  `json:"chars"`
+	}
+	err := t.client().StoredResult.Query().
+		Where(storedresult.HasToolCallWith(toolcall.TurnIDIn(turnIDs...))).
+		Select(storedresult.FieldRef, storedresult.FieldChars).
+		Scan(ctx, &rows)
+	if err != nil {
+		return nil, fmt.Errorf("load result sizes: %w", err)
+	}
+	out := make(map[string]int64, len(rows))
+	for _, r := range rows {
+		out[r.Ref] = r.Chars
+	}
+	return out, nil
+}
+
+// callModel makes one model call and records it.
+func (t *turnRun) callModel(ctx context.Context, step int) (*model.Response, error) {
+	t.publish(events.ModelCallStarted, 0)
+	start := t.r.cfg.Now()
+	resp, err := t.r.cfg.Provider.Complete(ctx, t.req)
+	elapsed := t.r.cfg.Now().Sub(start)
+	if err != nil {
+		if ctx.Err() != nil {
+			return nil, ctx.Err()
+		}
+		return nil, fmt.Errorf("model provider: %w", err)
+	}
+	name := resp.Model
+	if name == "" {
+		name = t.req.Model
+	}
+	cost, _ := t.r.cfg.Prices.Cost(name, resp.Usage)
+	u := t.conv.Edges.User
+	err = t.client().ModelCall.Create().
+		SetTurnID(t.turnID).SetOrganizationID(t.conv.OrganizationID).SetAgentID(t.conv.AgentID).SetUserID(u.ID).
+		SetStep(step).SetText(resp.Text).
+		SetProvider(t.r.cfg.Provider.Name()).SetModel(name).
+		SetInputTokens(resp.Usage.InputUncached).SetCacheReadTokens(resp.Usage.CacheRead).
+		SetCacheWriteTokens(resp.Usage.CacheWrite).SetOutputTokens(resp.Usage.Output).
+		SetCost(cost).SetDurationMs(elapsed.Milliseconds()).SetStartedAt(start).
+		Exec(context.WithoutCancel(ctx))
+	if err != nil {
+		return nil, fmt.Errorf("record model call: %w", err)
+	}
+	if resp.Thinking != "" {
+		thinking := resp.Thinking
+		if t.turn.Thinking != nil {
+			thinking = *t.turn.Thinking + "\n\n" + thinking
+		}
+		t.turn.Thinking = &thinking
+		if err := t.client().Turn.UpdateOneID(t.turnID).SetThinking(thinking).Exec(context.WithoutCancel(ctx)); err != nil {
+			return nil, fmt.Errorf("record thinking: %w", err)
+		}
+	}
+	t.publish(events.ModelCallFinished, 0)
+	return resp, nil
+}
+
+// finish ends the turn. It writes with a context of its own: a cancelled
+// turn must still be recorded as cancelled.
+func (t *turnRun) finish(status turn.Status, answer *string, reason string) {
+	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+	defer cancel()
+	u := t.client().Turn.Update().
+		Where(turn.ID(t.turnID), turn.StatusIn(turn.StatusRUNNING, turn.StatusWAITING_FOR_CLARIFICATION)).
+		SetStatus(status).SetFinishedAt(t.r.cfg.Now())
+	if answer != nil {
+		u.SetAnswer(*answer)
+	}
+	if reason != "" && status != turn.StatusCOMPLETED {
+		u.SetError(reason)
+	}
+	if _, err := u.Save(ctx); err != nil {
+		t.log.Error("record turn end", "err", err)
+		return
+	}
+	if err := t.client().Conversation.UpdateOneID(t.turn.ConversationID).SetUpdatedAt(t.r.cfg.Now()).Exec(ctx); err != nil {
+		t.log.Warn("touch conversation", "err", err)
+	}
+	if answer != nil {
+		t.publish(events.Answer, 0)
+	}
+	t.publish(events.Status, 0)
+}
+
+func (t *turnRun) publish(kind events.Kind, toolCallID int) {
+	t.r.cfg.Events.Publish(events.Event{Kind: kind, TurnID: t.turnID, ToolCallID: toolCallID, At: t.r.cfg.Now()})
+}
+
+// runTools carries out one model answer's calls, at most Concurrency at a
+// time, and appends what the model hears. It reports whether the turn now
+// waits for the user.
+func (t *turnRun) runTools(ctx context.Context, step int, calls []model.ToolCall) (bool, error) {
+	token, err := t.r.cfg.Signer.Mint(scope.Claims{
+		OrganizationID: t.conv.OrganizationID, UserID: t.conv.UserID, AgentID: t.conv.AgentID,
+		ConversationID: t.conv.ID, TurnID: t.turnID, Tools: names(t.offered),
+	})
+	if err != nil {
+		return false, fmt.Errorf("mint scope token: %w", err)
+	}
+	s := dispatch.Scope{TurnID: t.turnID, Token: token, Offered: t.byName, Apps: t.apps}
+
+	rows := make([]*ent.ToolCall, len(calls))
+	creates := make([]*ent.ToolCallCreate, len(calls))
+	for i, c := range calls {
+		creates[i] = t.client().ToolCall.Create().
+			SetTurnID(t.turnID).SetPosition(t.nextPosition + i).SetStep(step).
+			SetCallID(c.ID).SetName(c.Name).SetArguments(string(c.Arguments)).
+			SetStartedAt(t.r.cfg.Now())
+	}
+	rows, err = t.client().ToolCall.CreateBulk(creates...).Save(context.WithoutCancel(ctx))
+	if err != nil {
+		return false, fmt.Errorf("record tool calls: %w", err)
+	}
+	t.nextPosition += len(calls)
+
+	heard := make([]string, len(calls))
+	failed := make([]bool, len(calls))
+	errs := make([]error, len(calls))
+	sem := make(chan struct{}, t.r.cfg.Concurrency)
+	var wg sync.WaitGroup
+	for i, c := range calls {
+		wg.Add(1)
+		sem <- struct{}{}
+		go func() {
+			defer wg.Done()
+			defer func() { <-sem }()
+			t.publish(events.ToolCallStarted, rows[i].ID)
+			heard[i], failed[i], errs[i] = t.runTool(ctx, s, rows[i], c)
+			t.publish(events.ToolCallFinished, rows[i].ID)
+		}()
+	}
+	wg.Wait()
+	if err := errors.Join(errs...); err != nil {
+		return false, err
+	}
+	paused := false
+	for i, c := range calls {
+		t.req.Messages = append(t.req.Messages, model.Message{Role: model.RoleTool, ToolCallID: c.ID, ToolName: c.Name, Text: heard[i], IsError: failed[i]})
+		if c.Name == ClarifyTool && !failed[i] {
+			paused = true
+		}
+	}
+	if paused {
+		if err := t.pause(ctx, calls); err != nil {
+			return false, err
+		}
+	}
+	return paused, ctx.Err()
+}
+
+// runTool carries out one call, stores its result and records what the
+// model hears, in one transaction.
+func (t *turnRun) runTool(ctx context.Context, s dispatch.Scope, row *ent.ToolCall, c model.ToolCall) (string, bool, error) {
+	res := t.r.cfg.Dispatcher.Do(ctx, s, dispatch.Call{ID: c.ID, Name: c.Name, Arguments: c.Arguments})
+	def := t.byName[c.Name]
+	ctx = context.WithoutCancel(ctx)
+	tx, err := t.client().Tx(ctx)
+	if err != nil {
+		return "", false, fmt.Errorf("begin: %w", err)
+	}
+	defer func() { _ = tx.Rollback() }()
+	var (
+		ref     string
+		visible []schema.Span
+	)
+	upd := tx.ToolCall.UpdateOneID(row.ID).
+		SetArguments(string(res.Arguments)).SetOutcome(toolcall.Outcome(res.Outcome)).SetAttempts(res.Attempts).
+		SetFailures(nonNilFailures(res.Failures)).SetRepairs(nonNilRepairs(res.Repairs)).SetFinishedAt(t.r.cfg.Now())
+	if res.Outcome == dispatch.Hits || res.Outcome == dispatch.Absence {
+		ref, err = newRef()
+		if err != nil {
+			return "", false, err
+		}
+		stored, err := storeResult(ctx, tx.Client(), t.conv.ID, ref, res)
+		if err != nil {
+			return "", false, err
+		}
+		upd.SetRef(ref).SetResultID(stored.ID)
+	}
+	if res.Message != "" {
+		upd.SetMessage(res.Message)
+	}
+	h, err := dispatch.Render(res, def, ref, false)
+	if err != nil {
+		return "", false, err
+	}
+	// Evidence: what this call showed of other results, and the part of its
+	// own result the model received. Saved write inputs and failed reads
+	// show nothing.
+	visible = append(visible, res.Evidence...)
+	if res.Outcome == dispatch.Hits {
+		for _, v := range h.Visible {
+			visible = append(visible, schema.Span{Ref: ref, Start: v.Start, End: v.End})
+		}
+	}
+	upd.SetHeard(h.Text).SetEvidence(nonNilSpans(visible))
+	if err := upd.Exec(ctx); err != nil {
+		return "", false, fmt.Errorf("record tool call: %w", err)
+	}
+	if err := tx.Commit(); err != nil {
+		return "", false, fmt.Errorf("commit tool call: %w", err)
+	}
+	failed := res.Outcome != dispatch.Hits && res.Outcome != dispatch.Absence
+	return h.Text, failed, nil
+}
+
+// pause stores the clarification the model asked for and leaves the turn
+// waiting for the user's answer.
+func (t *turnRun) pause(ctx context.Context, calls []model.ToolCall) error {
+	i := slices.IndexFunc(calls, func(c model.ToolCall) bool { return c.Name == ClarifyTool })
+	var cl schema.Clarification
+	if err := json.Unmarshal(calls[i].Arguments, &cl); err != nil {
+		return fmt.Errorf("read clarification: %w", err)
+	}
+	cl.Question = strings.TrimSpace(cl.Question)
+	if cl.Options == nil {
+		cl.Options = []string{}
+	}
+	n, err := t.client().Turn.Update().
+		Where(turn.ID(t.turnID), turn.StatusEQ(turn.StatusRUNNING)).
+		SetStatus(turn.StatusWAITING_FOR_CLARIFICATION).SetClarification(&cl).
+		Save(context.WithoutCancel(ctx))
+	if err != nil {
+		return fmt.Errorf("pause for clarification: %w", err)
+	}
+	if n == 1 {
+		t.publish(events.Status, 0)
+	}
+	return nil
+}
+
+func names(defs []tools.Definition) []string {
+	out := make([]string, len(defs))
+	for i, d := range defs {
+		out[i] = d.Name
+	}
+	return out
+}
+
+func nonNilFailures(f []schema.ItemFailure) []schema.ItemFailure {
+	if f == nil {
+		return []schema.ItemFailure{}
+	}
+	return f
+}
+
+func nonNilSpans(s []schema.Span) []schema.Span {
+	if s == nil {
+		return []schema.Span{}
+	}
+	return s
+}
+
+func nonNilRepairs(r []schema.Repair) []schema.Repair {
+	if r == nil {
+		return []schema.Repair{}
+	}
+	return r
+}

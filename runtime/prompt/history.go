@@ -1,0 +1,134 @@
+package prompt
+
+import (
+	"fmt"
+	"strings"
+	"unicode/utf8"
+
+	"github.com/toolgate/toolgate/ent"
+	"github.com/toolgate/toolgate/ent/toolcall"
+	"github.com/toolgate/toolgate/runtime/model"
+)
+
+// Replay settings: the last RecentTurns earlier turns carry an excerpt of
+// each tool result, of at most ExcerptChars characters.
+const (
+	RecentTurns  = 2
+	ExcerptChars = 1000
+)
+
+// Step is one model call of a turn and the tool calls it asked for, in
+// position order.
+type Step struct {
+	Text  string
+	Calls []*ent.ToolCall
+}
+
+// Past is an earlier turn as stored.
+type Past struct {
+	Turn  *ent.Turn
+	Steps []Step
+	// Sizes are the stored results' sizes in characters, by ref.
+	Sizes map[string]int64
+}
+
+// History renders earlier turns for the model, oldest first. It never
+// replays a whole result: each call keeps its name, arguments and outcome;
+// calls of the last RecentTurns turns add an excerpt. A result that was cut
+// carries one terse line (how much was cut, roughly how much there is, the
+// ref). Rendering depends only on what is stored and on the turn's distance
+// from now, so a turn renders the same way on every later call.
+func History(p Person, past []Past) []model.Message {
+	var msgs []model.Message
+	for i, pt := range past {
+		recent := len(past)-i <= RecentTurns
+		t := pt.Turn
+		msgs = append(msgs, model.Message{Role: model.RoleUser, Text: UserMessage(p, t.StartedAt, t.TimeZone, t.UserText)})
+		for _, st := range pt.Steps {
+			if len(st.Calls) == 0 {
+				continue
+			}
+			am := model.Message{Role: model.RoleAssistant, Text: st.Text}
+			for _, c := range st.Calls {
+				am.ToolCalls = append(am.ToolCalls, model.ToolCall{ID: CallID(c), Name: c.Name, Arguments: []byte(c.Arguments)})
+			}
+			msgs = append(msgs, am)
+			for _, c := range st.Calls {
+				msgs = append(msgs, model.Message{
+					Role: model.RoleTool, ToolCallID: CallID(c), ToolName: c.Name,
+					Text:    Replay(c, recent, pt.Sizes),
+					IsError: c.Outcome != toolcall.OutcomeHITS && c.Outcome != toolcall.OutcomeABSENCE,
+				})
+			}
+		}
+		answer := ""
+		if t.Answer != nil {
+			answer = *t.Answer
+		}
+		if t.Status != "COMPLETED" {
+			answer = strings.TrimSpace(answer + fmt.Sprintf("\n\n(This turn ended %s.)", strings.ToLower(string(t.Status))))
+		}
+		if answer != "" {
+			msgs = append(msgs, model.Message{Role: model.RoleAssistant, Text: answer})
+		}
+	}
+	return msgs
+}
+
+// CallID is the id a stored call goes by in the history: the provider's
+// own when it gave one.
+func CallID(c *ent.ToolCall) string {
+	if c.CallID != "" {
+		return c.CallID
+	}
+	return fmt.Sprintf("call_%d", c.ID)
+}
+
+// Replay is what a later turn hears of a call: its outcome and, when
+// recent, an excerpt of what the model heard then. sizes gives the whole
+// stored result's size by ref, for the terse line.
+func Replay(c *ent.ToolCall, recent bool, sizes map[string]int64) string {
+	heard := ""
+	if c.Heard != nil {
+		heard = *c.Heard
+	}
+	outcome := "[" + string(c.Outcome) + "]"
+	heardChars := utf8.RuneCountInString(heard)
+	total := heardChars
+	if c.Ref != nil && sizes[*c.Ref] > 0 {
+		total = int(sizes[*c.Ref])
+	}
+	switch {
+	case !recent && c.Ref != nil && total > 0:
+		return outcome + " " + cutLine(0, total, *c.Ref)
+	case !recent:
+		return outcome
+	case heardChars <= ExcerptChars && (c.Ref == nil || total <= heardChars):
+		// It crossed whole: no line.
+		return outcome + " " + heard
+	}
+	shown := min(heardChars, ExcerptChars)
+	excerpt := string([]rune(heard)[:shown])
+	if c.Ref == nil {
+		return outcome + " " + excerpt
+	}
+	return outcome + " " + excerpt + "\n" + cutLine(shown, total, *c.Ref)
+}
+
+// cutLine is the one terse line of a cut replay.
+func cutLine(shown, total int, ref string) string {
+	return fmt.Sprintf("[%d of ~%s chars shown; read_tool_result ref %s for the rest]", shown, approx(total), ref)
+}
+
+// approx rounds a count to two significant figures, so the line says how
+// much there is without pretending to precision.
+func approx(n int) string {
+	if n < 100 {
+		return fmt.Sprint(n)
+	}
+	p := 1
+	for n/p >= 100 {
+		p *= 10
+	}
+	return fmt.Sprint((n + p/2) / p * p)
+}
