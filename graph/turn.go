@@ -92,8 +92,12 @@ func (r *Resolver) sendMessage(ctx context.Context, in model.SendMessageInput) (
 	if err != nil && !isNullAggregate(err) {
 		return nil, err
 	}
+	now := time.Now()
+	if r.Runner != nil {
+		now = r.Runner.Now()
+	}
 	t, err := c.Turn.Create().
-		SetConversationID(conv.ID).SetNumber(last + 1).SetUserText(text).SetTimeZone(zone).
+		SetConversationID(conv.ID).SetNumber(last + 1).SetUserText(text).SetTimeZone(zone).SetStartedAt(now).
 		Save(ctx)
 	if ent.IsConstraintError(err) {
 		return nil, errTurnBusy

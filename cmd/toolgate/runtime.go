@@ -14,6 +14,7 @@ import (
 	"github.com/toolgate/toolgate/ent"
 	"github.com/toolgate/toolgate/ent/db"
 	"github.com/toolgate/toolgate/ent/setting"
+	"github.com/toolgate/toolgate/runtime/builtin"
 	"github.com/toolgate/toolgate/runtime/dispatch"
 	"github.com/toolgate/toolgate/runtime/events"
 	"github.com/toolgate/toolgate/runtime/loop"
@@ -132,9 +133,7 @@ func newRunner(ctx context.Context, c runtimeConfig, d *db.DB, toolsURL string, 
 	}}
 	apps := mcp.NewPool(&http.Client{Timeout: 2 * time.Minute})
 	disp := dispatch.New(toolsURL, httpClient, apps)
-	for name, b := range builtins() {
-		disp.Builtins[name] = b
-	}
+	builtin.Install(disp, client)
 	runner := loop.New(loop.Config{
 		Client:     client,
 		Provider:   provider,

@@ -131,8 +131,9 @@ func sleep(ctx context.Context, d time.Duration) error {
 // Scope is what a call may reach: the turn's conversation, with the turn's
 // scope token, and the tools it was offered.
 type Scope struct {
-	TurnID  int
-	Token   string
+	TurnID         int
+	ConversationID int
+	Token          string
 	Offered map[string]tools.Definition
 	// Apps are the organisation's applications, by name.
 	Apps map[string]mcp.Application

@@ -92,6 +92,9 @@ func New(cfg Config) *Runner {
 	return &Runner{cfg: cfg, base: base, stop: stop, running: map[int]context.CancelFunc{}}
 }
 
+// Now is the runner's clock: turns start at its time.
+func (r *Runner) Now() time.Time { return r.cfg.Now() }
+
 // Events returns the bus the runner publishes on.
 func (r *Runner) Events() *events.Bus { return r.cfg.Events }
 

@@ -361,7 +361,7 @@ func (t *turnRun) runTools(ctx context.Context, step int, calls []model.ToolCall
 	if err != nil {
 		return false, fmt.Errorf("mint scope token: %w", err)
 	}
-	s := dispatch.Scope{TurnID: t.turnID, Token: token, Offered: t.byName, Apps: t.apps}
+	s := dispatch.Scope{TurnID: t.turnID, ConversationID: t.conv.ID, Token: token, Offered: t.byName, Apps: t.apps}
 
 	rows := make([]*ent.ToolCall, len(calls))
 	creates := make([]*ent.ToolCallCreate, len(calls))

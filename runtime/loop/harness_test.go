@@ -1,0 +1,223 @@
+package loop_test
+
+import (
+	"bytes"
+	"context"
+	"encoding/json"
+	"fmt"
+	"io"
+	"net/http"
+	"net/http/httptest"
+	"strings"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/stretchr/testify/require"
+
+	"github.com/toolgate/toolgate/ent"
+	"github.com/toolgate/toolgate/ent/db"
+	"github.com/toolgate/toolgate/ent/db/dbtest"
+	"github.com/toolgate/toolgate/ent/turn"
+	"github.com/toolgate/toolgate/graph"
+	"github.com/toolgate/toolgate/graph/auth"
+	"github.com/toolgate/toolgate/graph/gid"
+	"github.com/toolgate/toolgate/runtime/builtin"
+	"github.com/toolgate/toolgate/runtime/dispatch"
+	"github.com/toolgate/toolgate/runtime/loop"
+	"github.com/toolgate/toolgate/runtime/mcp"
+	"github.com/toolgate/toolgate/runtime/model"
+	"github.com/toolgate/toolgate/runtime/scope"
+	"github.com/toolgate/toolgate/tools/registry"
+)
+
+// harness is the whole server (API and runtime) over a real database, with
+// the model provider swapped for the test's.
+type harness struct {
+	db     *db.DB
+	client *ent.Client
+	srv    *httptest.Server
+	runner *loop.Runner
+	disp   *dispatch.Dispatcher
+	grant  *auth.Grant
+	now    time.Time
+}
+
+type option func(*loop.Config)
+
+func withMaxSteps(n int) option { return func(c *loop.Config) { c.MaxSteps = n } }
+
+func newHarness(t testing.TB, d *db.DB, p model.Provider, opts ...option) *harness {
+	t.Helper()
+	ctx := context.Background()
+	h := &harness{db: d, client: d.Client(), now: time.Date(2026, 11, 29, 19, 30, 42, 0, time.UTC)}
+	var err error
+	h.grant, err = auth.Bootstrap(ctx, h.client, "Acme", "Ada Lovelace", "Research")
+	require.NoError(t, err)
+	secret, err := scope.GenerateSecret()
+	require.NoError(t, err)
+	signer, err := scope.NewSigner(secret, nil, 10*time.Minute)
+	require.NoError(t, err)
+
+	var api http.Handler
+	h.srv = httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) { api.ServeHTTP(w, r) }))
+	t.Cleanup(h.srv.Close)
+	apps := mcp.NewPool(nil)
+	t.Cleanup(apps.Close)
+	h.disp = dispatch.New(h.srv.URL+"/graphql", h.srv.Client(), apps)
+	h.disp.Sleep = func(context.Context, time.Duration) error { return nil }
+	builtin.Install(h.disp, h.client)
+	cfg := loop.Config{
+		Client: h.client, Provider: p, Signer: signer, Dispatcher: h.disp, Apps: apps,
+		Tools: registry.All(), Now: func() time.Time { return h.now },
+	}
+	for _, o := range opts {
+		o(&cfg)
+	}
+	h.runner = loop.New(cfg)
+	t.Cleanup(func() { _ = h.runner.Close(context.Background()) })
+	api = graph.NewServer(graph.Config{DB: d, Signer: signer, Runner: h.runner})
+	return h
+}
+
+func (h *harness) gql(t testing.TB, query string, vars map[string]any) map[string]any {
+	t.Helper()
+	data, errs := h.try(t, query, vars)
+	require.Empty(t, errs)
+	return data
+}
+
+func (h *harness) try(t testing.TB, query string, vars map[string]any) (map[string]any, []any) {
+	t.Helper()
+	body, err := json.Marshal(map[string]any{"query": query, "variables": vars})
+	require.NoError(t, err)
+	req, err := http.NewRequest(http.MethodPost, h.srv.URL+"/graphql", bytes.NewReader(body))
+	require.NoError(t, err)
+	req.Header.Set("Content-Type", "application/json")
+	req.Header.Set("Authorization", "Bearer "+h.grant.Token)
+	res, err := h.srv.Client().Do(req)
+	require.NoError(t, err)
+	defer res.Body.Close()
+	raw, err := io.ReadAll(res.Body)
+	require.NoError(t, err)
+	var out struct {
+		Data   map[string]any `json:"data"`
+		Errors []any          `json:"errors"`
+	}
+	require.NoError(t, json.Unmarshal(raw, &out), string(raw))
+	return out.Data, out.Errors
+}
+
+// conversation creates an agent with the given optional tools and starts a
+// conversation with it.
+func (h *harness) conversation(t testing.TB, tools ...string) string {
+	t.Helper()
+	if tools == nil {
+		tools = []string{}
+	}
+	a := h.gql(t, `mutation($t: [String!]) { createAgent(input: {name: "Analyst", instructions: "Be exact.", tools: $t}) { id } }`,
+		map[string]any{"t": tools})
+	c := h.gql(t, `mutation($a: ID!) { startConversation(input: {agentId: $a, title: "t"}) { id } }`,
+		map[string]any{"a": a["createAgent"].(map[string]any)["id"]})
+	return c["startConversation"].(map[string]any)["id"].(string)
+}
+
+// send sends a message and returns the turn's id.
+func (h *harness) send(t testing.TB, conv, text, zone string) string {
+	t.Helper()
+	vars := map[string]any{"c": conv, "x": text}
+	if zone != "" {
+		vars["z"] = zone
+	}
+	d := h.gql(t, `mutation($c: ID!, $x: String!, $z: String) { sendMessage(input: {conversationId: $c, text: $x, timeZone: $z}) { id status } }`, vars)
+	m := d["sendMessage"].(map[string]any)
+	require.Equal(t, "RUNNING", m["status"])
+	return m["id"].(string)
+}
+
+// wait waits until the turn leaves RUNNING and returns it.
+func (h *harness) wait(t testing.TB, turnID string) *ent.Turn {
+	t.Helper()
+	id, err := gid.Decode(turnID)
+	require.NoError(t, err)
+	var got *ent.Turn
+	require.Eventually(t, func() bool {
+		got = h.client.Turn.GetX(context.Background(), id)
+		return got.Status != turn.StatusRUNNING && !h.runner.Running(id)
+	}, 20*time.Second, 5*time.Millisecond)
+	return got
+}
+
+func (h *harness) calls(t testing.TB, turnID string) []*ent.ToolCall {
+	t.Helper()
+	id, err := gid.Decode(turnID)
+	require.NoError(t, err)
+	return h.client.Turn.GetX(context.Background(), id).QueryToolCalls().Order(ent.Asc("position")).AllX(context.Background())
+}
+
+// scripted is a model provider that plays answers in order and records the
+// requests. It is the in-process stand-in for a provider; the wire
+// protocols are driven through the real SDKs in the provider tests below.
+type scripted struct {
+	mu       sync.Mutex
+	answers  []model.Response
+	requests []model.Request
+	block    chan struct{} // when set, Complete waits for it or the context
+}
+
+func (s *scripted) Name() string { return "scripted" }
+
+func (s *scripted) Complete(ctx context.Context, req model.Request) (*model.Response, error) {
+	s.mu.Lock()
+	s.requests = append(s.requests, req)
+	n := len(s.requests)
+	block := s.block
+	s.mu.Unlock()
+	if block != nil {
+		select {
+		case <-block:
+		case <-ctx.Done():
+			return nil, ctx.Err()
+		}
+	}
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if len(s.answers) == 0 {
+		return nil, fmt.Errorf("script exhausted at call %d", n)
+	}
+	a := s.answers[0]
+	if len(s.answers) > 1 {
+		s.answers = s.answers[1:]
+	}
+	a.Model = "gpt-4.1"
+	return &a, nil
+}
+
+func (s *scripted) request(i int) model.Request {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return s.requests[i]
+}
+
+func (s *scripted) count() int {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return len(s.requests)
+}
+
+func call(id, name, args string) model.ToolCall {
+	return model.ToolCall{ID: id, Name: name, Arguments: json.RawMessage(args)}
+}
+
+func lastTool(req model.Request) model.Message {
+	for i := len(req.Messages) - 1; i >= 0; i-- {
+		if req.Messages[i].Role == model.RoleTool {
+			return req.Messages[i]
+		}
+	}
+	return model.Message{}
+}
+
+func each(t *testing.T, f func(t *testing.T, d *db.DB)) { dbtest.Each(t, f) }
+
+var _ = strings.Contains

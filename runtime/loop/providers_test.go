@@ -1,0 +1,168 @@
+package loop_test
+
+import (
+	"encoding/json"
+	"fmt"
+	"io"
+	"net/http"
+	"net/http/httptest"
+	"strings"
+	"sync"
+	"testing"
+
+	"github.com/stretchr/testify/require"
+
+	"github.com/toolgate/toolgate/ent/db/dbtest"
+	"github.com/toolgate/toolgate/ent/turn"
+	"github.com/toolgate/toolgate/runtime/model"
+	"github.com/toolgate/toolgate/runtime/model/anthropic"
+	"github.com/toolgate/toolgate/runtime/model/openai"
+	"github.com/toolgate/toolgate/runtime/model/replay"
+)
+
+// wire is a fake provider endpoint: it answers the first request with a
+// calculator call and the second with text, in the provider's own wire
+// protocol, and keeps the request bodies.
+type wire struct {
+	mu     sync.Mutex
+	bodies []map[string]any
+}
+
+func (w *wire) record(t *testing.T, r *http.Request) int {
+	raw, err := io.ReadAll(r.Body)
+	require.NoError(t, err)
+	var body map[string]any
+	require.NoError(t, json.Unmarshal(raw, &body))
+	w.mu.Lock()
+	defer w.mu.Unlock()
+	w.bodies = append(w.bodies, body)
+	return len(w.bodies)
+}
+
+func (w *wire) body(i int) map[string]any {
+	w.mu.Lock()
+	defer w.mu.Unlock()
+	return w.bodies[i]
+}
+
+func openAIServer(t *testing.T, w *wire) *httptest.Server {
+	return httptest.NewServer(http.HandlerFunc(func(rw http.ResponseWriter, r *http.Request) {
+		require.True(t, strings.HasSuffix(r.URL.Path, "/chat/completions"), r.URL.Path)
+		n := w.record(t, r)
+		rw.Header().Set("Content-Type", "text/event-stream")
+		chunk := func(v string) { fmt.Fprintf(rw, "data: %s\n\n", v) }
+		if n == 1 {
+			chunk(`{"id":"x","object":"chat.completion.chunk","created":1,"model":"gpt-4.1","choices":[{"index":0,"delta":{"role":"assistant","content":"Let me compute.","tool_calls":[{"index":0,"id":"call_a","type":"function","function":{"name":"calculator","arguments":""}}]},"finish_reason":null}]}`)
+			chunk(`{"id":"x","object":"chat.completion.chunk","created":1,"model":"gpt-4.1","choices":[{"index":0,"delta":{"tool_calls":[{"index":0,"function":{"arguments":"{\"expression\":"}}]},"finish_reason":null}]}`)
+			chunk(`{"id":"x","object":"chat.completion.chunk","created":1,"model":"gpt-4.1","choices":[{"index":0,"delta":{"tool_calls":[{"index":0,"function":{"arguments":"\"2/3\"}"}}]},"finish_reason":"tool_calls"}]}`)
+		} else {
+			chunk(`{"id":"y","object":"chat.completion.chunk","created":1,"model":"gpt-4.1","choices":[{"index":0,"delta":{"role":"assistant","content":"It is 0.666666666667."},"finish_reason":"stop"}]}`)
+		}
+		chunk(`{"id":"x","object":"chat.completion.chunk","created":1,"model":"gpt-4.1","choices":[],"usage":{"prompt_tokens":1200,"completion_tokens":30,"total_tokens":1230,"prompt_tokens_details":{"cached_tokens":1000}}}`)
+		chunk(`[DONE]`)
+	}))
+}
+
+func anthropicServer(t *testing.T, w *wire) *httptest.Server {
+	return httptest.NewServer(http.HandlerFunc(func(rw http.ResponseWriter, r *http.Request) {
+		require.Equal(t, "/v1/messages", r.URL.Path)
+		n := w.record(t, r)
+		rw.Header().Set("Content-Type", "application/json")
+		if n == 1 {
+			fmt.Fprint(rw, `{"id":"msg_1","type":"message","role":"assistant","model":"claude-sonnet-4-5","content":[{"type":"text","text":"Let me compute."},{"type":"tool_use","id":"toolu_1","name":"calculator","input":{"expression":"2/3"}}],"stop_reason":"tool_use","usage":{"input_tokens":200,"output_tokens":30,"cache_read_input_tokens":0,"cache_creation_input_tokens":1000}}`)
+			return
+		}
+		fmt.Fprint(rw, `{"id":"msg_2","type":"message","role":"assistant","model":"claude-sonnet-4-5","content":[{"type":"text","text":"It is 0.666666666667."}],"stop_reason":"end_turn","usage":{"input_tokens":250,"output_tokens":10,"cache_read_input_tokens":1000,"cache_creation_input_tokens":0}}`)
+	}))
+}
+
+func TestTurnOverEachProviderProtocol(t *testing.T) {
+	t.Parallel()
+	tests := []struct {
+		name     string
+		provider func(t *testing.T, w *wire) model.Provider
+		// heard returns the text the provider's second request carried as
+		// the calculator's result.
+		heard     func(t *testing.T, w *wire) string
+		wantCache int64
+	}{
+		{
+			name: "openai",
+			provider: func(t *testing.T, w *wire) model.Provider {
+				srv := openAIServer(t, w)
+				t.Cleanup(srv.Close)
+				p, err := openai.New(openai.Options{BaseURL: srv.URL + "/v1", APIKey: "test", HTTPClient: srv.Client()})
+				require.NoError(t, err)
+				return p
+			},
+			heard: func(t *testing.T, w *wire) string {
+				msgs := w.body(1)["messages"].([]any)
+				last := msgs[len(msgs)-1].(map[string]any)
+				require.Equal(t, "tool", last["role"])
+				require.Equal(t, "call_a", last["tool_call_id"])
+				return fmt.Sprint(last["content"])
+			},
+			wantCache: 1000,
+		},
+		{
+			name: "anthropic",
+			provider: func(t *testing.T, w *wire) model.Provider {
+				srv := anthropicServer(t, w)
+				t.Cleanup(srv.Close)
+				p, err := anthropic.New(anthropic.Options{BaseURL: srv.URL, APIKey: "test", HTTPClient: srv.Client()})
+				require.NoError(t, err)
+				return p
+			},
+			heard: func(t *testing.T, w *wire) string {
+				body := w.body(1)
+				// The stable prefix carries the cache breakpoints.
+				sys := body["system"].([]any)
+				require.NotNil(t, sys[len(sys)-1].(map[string]any)["cache_control"])
+				tools := body["tools"].([]any)
+				require.NotNil(t, tools[len(tools)-1].(map[string]any)["cache_control"])
+				msgs := body["messages"].([]any)
+				last := msgs[len(msgs)-1].(map[string]any)
+				require.Equal(t, "user", last["role"])
+				block := last["content"].([]any)[0].(map[string]any)
+				require.Equal(t, "tool_result", block["type"])
+				require.Equal(t, "toolu_1", block["tool_use_id"])
+				b, _ := json.Marshal(block["content"])
+				return string(b)
+			},
+			wantCache: 0,
+		},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			t.Parallel()
+			w := &wire{}
+			h := newHarness(t, dbtest.Open(t, dbtest.SQLite), tt.provider(t, w))
+			id := h.send(t, h.conversation(t), "What is 2/3?", "")
+			got := h.wait(t, id)
+			require.Equal(t, turn.StatusCOMPLETED, got.Status, got.Error)
+			require.Equal(t, "It is 0.666666666667.", *got.Answer)
+			require.Contains(t, tt.heard(t, w), "0.666666666667")
+			mcs := got.QueryModelCalls().AllX(t.Context())
+			require.Len(t, mcs, 2)
+			require.EqualValues(t, tt.wantCache, mcs[0].CacheReadTokens)
+			require.Equal(t, tt.name, mcs[0].Provider)
+			require.Greater(t, mcs[0].Cost, 0.0)
+		})
+	}
+}
+
+func TestReplayTurnIsMarked(t *testing.T) {
+	t.Parallel()
+	p, err := replay.Demo()
+	require.NoError(t, err)
+	h := newHarness(t, dbtest.Open(t, dbtest.SQLite), p)
+	id := h.send(t, h.conversation(t), "Estimate 1200 and 850 with a 20% markup", "")
+	got := h.wait(t, id)
+	require.Equal(t, turn.StatusCOMPLETED, got.Status, got.Error)
+	require.True(t, got.Replayed)
+	require.Equal(t, []string{"Break the total down by month", "Compare it with last quarter", "Draft a short budget note"}, got.Suggestions)
+	calls := h.calls(t, id)
+	require.Equal(t, "calculator", calls[0].Name)
+	require.Contains(t, *calls[0].Heard, "2460")
+	require.NotNil(t, got.Thinking, "thinking is kept, never returned")
+}
