@@ -134,7 +134,7 @@ type Scope struct {
 	TurnID         int
 	ConversationID int
 	Token          string
-	Offered map[string]tools.Definition
+	Offered        map[string]tools.Definition
 	// Apps are the organisation's applications, by name.
 	Apps map[string]mcp.Application
 }
