@@ -166,6 +166,20 @@ func (r *Runner) Resume(ctx context.Context) (int, error) {
 	return len(ids), nil
 }
 
+// Prompt returns the request the turn's next model call would send: the
+// offered tools, the system prompt and the whole history. It changes
+// nothing; the portal can show it, and benchmarks measure assembly with it.
+func (r *Runner) Prompt(ctx context.Context, turnID int) (model.Request, error) {
+	t := &turnRun{r: r, turnID: turnID, log: r.cfg.Log}
+	if err := t.load(ctx); err != nil {
+		return model.Request{}, err
+	}
+	if _, err := t.history(ctx); err != nil {
+		return model.Request{}, err
+	}
+	return t.req, nil
+}
+
 // errStopped means the runner is closing: the turn stays RUNNING.
 var errStopped = errors.New("runner stopped")
 
