@@ -322,21 +322,7 @@ func init() {
 	// taskDescTitle is the schema descriptor for title field.
 	taskDescTitle := taskFields[2].Descriptor()
 	// task.TitleValidator is a validator for the "title" field. It is called by the builders before save.
-	task.TitleValidator = func() func(string) error {
-		validators := taskDescTitle.Validators
-		fns := [...]func(string) error{
-			validators[0].(func(string) error),
-			validators[1].(func(string) error),
-		}
-		return func(title string) error {
-			for _, fn := range fns {
-				if err := fn(title); err != nil {
-					return err
-				}
-			}
-			return nil
-		}
-	}()
+	task.TitleValidator = taskDescTitle.Validators[0].(func(string) error)
 	toolcallFields := schema.ToolCall{}.Fields()
 	_ = toolcallFields
 	// toolcallDescPosition is the schema descriptor for position field.

@@ -11,6 +11,7 @@ import (
 	"os"
 	"path/filepath"
 	"strings"
+	"sync"
 
 	"entgo.io/ent/dialect"
 	entsql "entgo.io/ent/dialect/sql"
@@ -113,11 +114,16 @@ func (d *DB) Close() error {
 // Migrate brings the schema up to date. It is safe to run again: a schema
 // that is current is left as it is.
 func (d *DB) Migrate(ctx context.Context) error {
+	// ent's migration shares state across clients in a process: one at a time.
+	migrating.Lock()
+	defer migrating.Unlock()
 	if err := d.Client().Schema.Create(ctx, migrate.WithDropIndex(true)); err != nil {
 		return fmt.Errorf("migrate schema: %w", err)
 	}
 	return nil
 }
+
+var migrating sync.Mutex
 
 // Pending reports whether the schema lacks changes that Migrate would make.
 func (d *DB) Pending(ctx context.Context) (bool, error) {

@@ -262,7 +262,7 @@ var (
 		{Name: "updated_at", Type: field.TypeTime},
 		{Name: "conversation_id", Type: field.TypeInt},
 		{Name: "position", Type: field.TypeInt},
-		{Name: "title", Type: field.TypeString, Size: 200},
+		{Name: "title", Type: field.TypeString},
 		{Name: "status", Type: field.TypeEnum, Enums: []string{"pending", "in_progress", "done"}, Default: "pending"},
 	}
 	// TasksTable holds the schema information for the "tasks" table.

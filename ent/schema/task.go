@@ -19,7 +19,8 @@ func (Task) Fields() []ent.Field {
 	return []ent.Field{
 		field.Int("conversation_id").Immutable(),
 		field.Int("position").Immutable().NonNegative(),
-		field.String("title").NotEmpty().MaxLen(200),
+		// update_tasks bounds titles in characters; MaxLen would count bytes.
+		field.String("title").NotEmpty(),
 		field.Enum("status").Values("pending", "in_progress", "done").Default("pending"),
 	}
 }

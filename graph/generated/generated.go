@@ -24,6 +24,7 @@ import (
 	"github.com/toolgate/toolgate/graph/model"
 	"github.com/toolgate/toolgate/runtime/events"
 	"github.com/toolgate/toolgate/tools/catalog"
+	"github.com/toolgate/toolgate/tools/result"
 	"github.com/toolgate/toolgate/tools/transcript"
 	"github.com/toolgate/toolgate/tools/workspace"
 	gqlparser "github.com/vektah/gqlparser/v2"
@@ -224,22 +225,25 @@ type ComplexityRoot struct {
 	}
 
 	Query struct {
-		Agents        func(childComplexity int, first *int, after *entgql.Cursor[int], last *int, before *entgql.Cursor[int], orderBy *ent.AgentOrder) int
-		Calculate     func(childComplexity int, conversationID *int, expression string) int
-		Catalogue     func(childComplexity int, agentID *int) int
-		Conversation  func(childComplexity int, id int) int
-		Conversations func(childComplexity int, after *entgql.Cursor[int], first *int, before *entgql.Cursor[int], last *int, orderBy []*ent.ConversationOrder, where *ent.ConversationWhereInput) int
-		GetToolSchema func(childComplexity int, conversationID *int, names []string) int
-		ListFiles     func(childComplexity int, conversationID *int, path *string) int
-		ListTools     func(childComplexity int, conversationID *int) int
-		Node          func(childComplexity int, id int) int
-		Nodes         func(childComplexity int, ids []int) int
-		ReadFile      func(childComplexity int, conversationID *int, path string, offset *int, maxChars *int) int
-		SearchFiles   func(childComplexity int, conversationID *int, strings []string, contextLines *int) int
-		SearchTools   func(childComplexity int, conversationID *int, queries []string) int
-		Transcript    func(childComplexity int, conversationID int, fromTurn *int, toTurn *int, words *string, offset *int, maxChars *int) int
-		Usage         func(childComplexity int, month *string) int
-		Viewer        func(childComplexity int) int
+		Agents            func(childComplexity int, first *int, after *entgql.Cursor[int], last *int, before *entgql.Cursor[int], orderBy *ent.AgentOrder) int
+		Calculate         func(childComplexity int, conversationID *int, expression string) int
+		Catalogue         func(childComplexity int, agentID *int) int
+		Conversation      func(childComplexity int, id int) int
+		Conversations     func(childComplexity int, after *entgql.Cursor[int], first *int, before *entgql.Cursor[int], last *int, orderBy []*ent.ConversationOrder, where *ent.ConversationWhereInput) int
+		GetToolSchema     func(childComplexity int, conversationID *int, names []string) int
+		ListFiles         func(childComplexity int, conversationID *int, path *string) int
+		ListTools         func(childComplexity int, conversationID *int) int
+		Node              func(childComplexity int, id int) int
+		Nodes             func(childComplexity int, ids []int) int
+		ReadFile          func(childComplexity int, conversationID *int, path string, offset *int, maxChars *int) int
+		ReadToolResult    func(childComplexity int, conversationID *int, refs []string, offset *int, maxChars *int) int
+		SearchFiles       func(childComplexity int, conversationID *int, strings []string, contextLines *int) int
+		SearchToolResults func(childComplexity int, conversationID *int, refs []string, query string, match *result.Match, contextChars *int, maxChars *int) int
+		SearchTools       func(childComplexity int, conversationID *int, queries []string) int
+		ToolResults       func(childComplexity int, conversationID *int, refs []string, offset *int, maxChars *int, query *string, match *result.Match, contextChars *int) int
+		Transcript        func(childComplexity int, conversationID int, fromTurn *int, toTurn *int, words *string, offset *int, maxChars *int) int
+		Usage             func(childComplexity int, month *string) int
+		Viewer            func(childComplexity int) int
 	}
 
 	StoredResult struct {
@@ -293,6 +297,49 @@ type ComplexityRoot struct {
 
 	ToolList struct {
 		Tools func(childComplexity int) int
+	}
+
+	ToolResultExcerpt struct {
+		Edits       func(childComplexity int) int
+		Hits        func(childComplexity int) int
+		MatchOffset func(childComplexity int) int
+		Offset      func(childComplexity int) int
+		Text        func(childComplexity int) int
+	}
+
+	ToolResultRead struct {
+		Absent            func(childComplexity int) int
+		Bytes             func(childComplexity int) int
+		Error             func(childComplexity int) int
+		Evidence          func(childComplexity int) int
+		Kind              func(childComplexity int) int
+		NextOffset        func(childComplexity int) int
+		Offset            func(childComplexity int) int
+		Ref               func(childComplexity int) int
+		Text              func(childComplexity int) int
+		TotalChars        func(childComplexity int) int
+		TruncatedAtSource func(childComplexity int) int
+	}
+
+	ToolResultSearch struct {
+		Absent            func(childComplexity int) int
+		Bytes             func(childComplexity int) int
+		Error             func(childComplexity int) int
+		Evidence          func(childComplexity int) int
+		Excerpts          func(childComplexity int) int
+		Hits              func(childComplexity int) int
+		Kind              func(childComplexity int) int
+		Ref               func(childComplexity int) int
+		Shown             func(childComplexity int) int
+		TotalChars        func(childComplexity int) int
+		TruncatedAtSource func(childComplexity int) int
+	}
+
+	ToolResults struct {
+		Evidence func(childComplexity int) int
+		Failures func(childComplexity int) int
+		Reads    func(childComplexity int) int
+		Searches func(childComplexity int) int
 	}
 
 	ToolSchema struct {
@@ -497,6 +544,9 @@ type QueryResolver interface {
 	GetToolSchema(ctx context.Context, conversationID *int, names []string) (*catalog.Schemas, error)
 	Viewer(ctx context.Context) (*ent.User, error)
 	Conversation(ctx context.Context, id int) (*ent.Conversation, error)
+	ToolResults(ctx context.Context, conversationID *int, refs []string, offset *int, maxChars *int, query *string, match *result.Match, contextChars *int) (*result.Results, error)
+	ReadToolResult(ctx context.Context, conversationID *int, refs []string, offset *int, maxChars *int) ([]*result.ReadItem, error)
+	SearchToolResults(ctx context.Context, conversationID *int, refs []string, query string, match *result.Match, contextChars *int, maxChars *int) ([]*result.SearchItem, error)
 	Transcript(ctx context.Context, conversationID int, fromTurn *int, toTurn *int, words *string, offset *int, maxChars *int) (*transcript.Page, error)
 	Usage(ctx context.Context, month *string) (*model.Usage, error)
 	ListFiles(ctx context.Context, conversationID *int, path *string) (*workspace.Listing, error)
@@ -1371,6 +1421,17 @@ func (e *executableSchema) Complexity(ctx context.Context, typeName, field strin
 		}
 
 		return e.ComplexityRoot.Query.ReadFile(childComplexity, args["conversationId"].(*int), args["path"].(string), args["offset"].(*int), args["maxChars"].(*int)), true
+	case "Query.readToolResult":
+		if e.ComplexityRoot.Query.ReadToolResult == nil {
+			break
+		}
+
+		args, err := ec.field_Query_readToolResult_args(ctx, rawArgs)
+		if err != nil {
+			return 0, false
+		}
+
+		return e.ComplexityRoot.Query.ReadToolResult(childComplexity, args["conversationId"].(*int), args["refs"].([]string), args["offset"].(*int), args["maxChars"].(*int)), true
 	case "Query.searchFiles":
 		if e.ComplexityRoot.Query.SearchFiles == nil {
 			break
@@ -1382,6 +1443,17 @@ func (e *executableSchema) Complexity(ctx context.Context, typeName, field strin
 		}
 
 		return e.ComplexityRoot.Query.SearchFiles(childComplexity, args["conversationId"].(*int), args["strings"].([]string), args["contextLines"].(*int)), true
+	case "Query.searchToolResults":
+		if e.ComplexityRoot.Query.SearchToolResults == nil {
+			break
+		}
+
+		args, err := ec.field_Query_searchToolResults_args(ctx, rawArgs)
+		if err != nil {
+			return 0, false
+		}
+
+		return e.ComplexityRoot.Query.SearchToolResults(childComplexity, args["conversationId"].(*int), args["refs"].([]string), args["query"].(string), args["match"].(*result.Match), args["contextChars"].(*int), args["maxChars"].(*int)), true
 	case "Query.searchTools":
 		if e.ComplexityRoot.Query.SearchTools == nil {
 			break
@@ -1393,6 +1465,17 @@ func (e *executableSchema) Complexity(ctx context.Context, typeName, field strin
 		}
 
 		return e.ComplexityRoot.Query.SearchTools(childComplexity, args["conversationId"].(*int), args["queries"].([]string)), true
+	case "Query.toolResults":
+		if e.ComplexityRoot.Query.ToolResults == nil {
+			break
+		}
+
+		args, err := ec.field_Query_toolResults_args(ctx, rawArgs)
+		if err != nil {
+			return 0, false
+		}
+
+		return e.ComplexityRoot.Query.ToolResults(childComplexity, args["conversationId"].(*int), args["refs"].([]string), args["offset"].(*int), args["maxChars"].(*int), args["query"].(*string), args["match"].(*result.Match), args["contextChars"].(*int)), true
 	case "Query.transcript":
 		if e.ComplexityRoot.Query.Transcript == nil {
 			break
@@ -1625,6 +1708,196 @@ func (e *executableSchema) Complexity(ctx context.Context, typeName, field strin
 		}
 
 		return e.ComplexityRoot.ToolList.Tools(childComplexity), true
+
+	case "ToolResultExcerpt.edits":
+		if e.ComplexityRoot.ToolResultExcerpt.Edits == nil {
+			break
+		}
+
+		return e.ComplexityRoot.ToolResultExcerpt.Edits(childComplexity), true
+	case "ToolResultExcerpt.hits":
+		if e.ComplexityRoot.ToolResultExcerpt.Hits == nil {
+			break
+		}
+
+		return e.ComplexityRoot.ToolResultExcerpt.Hits(childComplexity), true
+	case "ToolResultExcerpt.matchOffset":
+		if e.ComplexityRoot.ToolResultExcerpt.MatchOffset == nil {
+			break
+		}
+
+		return e.ComplexityRoot.ToolResultExcerpt.MatchOffset(childComplexity), true
+	case "ToolResultExcerpt.offset":
+		if e.ComplexityRoot.ToolResultExcerpt.Offset == nil {
+			break
+		}
+
+		return e.ComplexityRoot.ToolResultExcerpt.Offset(childComplexity), true
+	case "ToolResultExcerpt.text":
+		if e.ComplexityRoot.ToolResultExcerpt.Text == nil {
+			break
+		}
+
+		return e.ComplexityRoot.ToolResultExcerpt.Text(childComplexity), true
+
+	case "ToolResultRead.absent":
+		if e.ComplexityRoot.ToolResultRead.Absent == nil {
+			break
+		}
+
+		return e.ComplexityRoot.ToolResultRead.Absent(childComplexity), true
+	case "ToolResultRead.bytes":
+		if e.ComplexityRoot.ToolResultRead.Bytes == nil {
+			break
+		}
+
+		return e.ComplexityRoot.ToolResultRead.Bytes(childComplexity), true
+	case "ToolResultRead.error":
+		if e.ComplexityRoot.ToolResultRead.Error == nil {
+			break
+		}
+
+		return e.ComplexityRoot.ToolResultRead.Error(childComplexity), true
+	case "ToolResultRead.evidence":
+		if e.ComplexityRoot.ToolResultRead.Evidence == nil {
+			break
+		}
+
+		return e.ComplexityRoot.ToolResultRead.Evidence(childComplexity), true
+	case "ToolResultRead.kind":
+		if e.ComplexityRoot.ToolResultRead.Kind == nil {
+			break
+		}
+
+		return e.ComplexityRoot.ToolResultRead.Kind(childComplexity), true
+	case "ToolResultRead.nextOffset":
+		if e.ComplexityRoot.ToolResultRead.NextOffset == nil {
+			break
+		}
+
+		return e.ComplexityRoot.ToolResultRead.NextOffset(childComplexity), true
+	case "ToolResultRead.offset":
+		if e.ComplexityRoot.ToolResultRead.Offset == nil {
+			break
+		}
+
+		return e.ComplexityRoot.ToolResultRead.Offset(childComplexity), true
+	case "ToolResultRead.ref":
+		if e.ComplexityRoot.ToolResultRead.Ref == nil {
+			break
+		}
+
+		return e.ComplexityRoot.ToolResultRead.Ref(childComplexity), true
+	case "ToolResultRead.text":
+		if e.ComplexityRoot.ToolResultRead.Text == nil {
+			break
+		}
+
+		return e.ComplexityRoot.ToolResultRead.Text(childComplexity), true
+	case "ToolResultRead.totalChars":
+		if e.ComplexityRoot.ToolResultRead.TotalChars == nil {
+			break
+		}
+
+		return e.ComplexityRoot.ToolResultRead.TotalChars(childComplexity), true
+	case "ToolResultRead.truncatedAtSource":
+		if e.ComplexityRoot.ToolResultRead.TruncatedAtSource == nil {
+			break
+		}
+
+		return e.ComplexityRoot.ToolResultRead.TruncatedAtSource(childComplexity), true
+
+	case "ToolResultSearch.absent":
+		if e.ComplexityRoot.ToolResultSearch.Absent == nil {
+			break
+		}
+
+		return e.ComplexityRoot.ToolResultSearch.Absent(childComplexity), true
+	case "ToolResultSearch.bytes":
+		if e.ComplexityRoot.ToolResultSearch.Bytes == nil {
+			break
+		}
+
+		return e.ComplexityRoot.ToolResultSearch.Bytes(childComplexity), true
+	case "ToolResultSearch.error":
+		if e.ComplexityRoot.ToolResultSearch.Error == nil {
+			break
+		}
+
+		return e.ComplexityRoot.ToolResultSearch.Error(childComplexity), true
+	case "ToolResultSearch.evidence":
+		if e.ComplexityRoot.ToolResultSearch.Evidence == nil {
+			break
+		}
+
+		return e.ComplexityRoot.ToolResultSearch.Evidence(childComplexity), true
+	case "ToolResultSearch.excerpts":
+		if e.ComplexityRoot.ToolResultSearch.Excerpts == nil {
+			break
+		}
+
+		return e.ComplexityRoot.ToolResultSearch.Excerpts(childComplexity), true
+	case "ToolResultSearch.hits":
+		if e.ComplexityRoot.ToolResultSearch.Hits == nil {
+			break
+		}
+
+		return e.ComplexityRoot.ToolResultSearch.Hits(childComplexity), true
+	case "ToolResultSearch.kind":
+		if e.ComplexityRoot.ToolResultSearch.Kind == nil {
+			break
+		}
+
+		return e.ComplexityRoot.ToolResultSearch.Kind(childComplexity), true
+	case "ToolResultSearch.ref":
+		if e.ComplexityRoot.ToolResultSearch.Ref == nil {
+			break
+		}
+
+		return e.ComplexityRoot.ToolResultSearch.Ref(childComplexity), true
+	case "ToolResultSearch.shown":
+		if e.ComplexityRoot.ToolResultSearch.Shown == nil {
+			break
+		}
+
+		return e.ComplexityRoot.ToolResultSearch.Shown(childComplexity), true
+	case "ToolResultSearch.totalChars":
+		if e.ComplexityRoot.ToolResultSearch.TotalChars == nil {
+			break
+		}
+
+		return e.ComplexityRoot.ToolResultSearch.TotalChars(childComplexity), true
+	case "ToolResultSearch.truncatedAtSource":
+		if e.ComplexityRoot.ToolResultSearch.TruncatedAtSource == nil {
+			break
+		}
+
+		return e.ComplexityRoot.ToolResultSearch.TruncatedAtSource(childComplexity), true
+
+	case "ToolResults.evidence":
+		if e.ComplexityRoot.ToolResults.Evidence == nil {
+			break
+		}
+
+		return e.ComplexityRoot.ToolResults.Evidence(childComplexity), true
+	case "ToolResults.failures":
+		if e.ComplexityRoot.ToolResults.Failures == nil {
+			break
+		}
+
+		return e.ComplexityRoot.ToolResults.Failures(childComplexity), true
+	case "ToolResults.reads":
+		if e.ComplexityRoot.ToolResults.Reads == nil {
+			break
+		}
+
+		return e.ComplexityRoot.ToolResults.Reads(childComplexity), true
+	case "ToolResults.searches":
+		if e.ComplexityRoot.ToolResults.Searches == nil {
+			break
+		}
+
+		return e.ComplexityRoot.ToolResults.Searches(childComplexity), true
 
 	case "ToolSchema.description":
 		if e.ComplexityRoot.ToolSchema.Description == nil {
@@ -3259,6 +3532,123 @@ type User implements Node {
   organization: Organization!
 }
 `, BuiltIn: false},
+	{Name: "../result.graphqls", Input: `# read_tool_result: windows and searches of a conversation's stored tool
+# results, by ref. Each field takes conversationId: a turn's scope token
+# names the conversation itself. A ref of another conversation, another
+# organisation or nothing is refused in the same words.
+
+extend type Query {
+  """
+  read_tool_result as the runtime runs it: reads a window of each ref, or searches them
+  when query is given. 1 to 3 refs, answered in request order; maxChars (default 4000,
+  1024 to 20000) is the call's budget of stored text, shared by its refs; offset (reads)
+  is where each window starts; contextChars (searches, default 200, at most 1000) the
+  context each side of a match. An API token must give conversationId.
+  """
+  toolResults(
+    conversationId: ID
+    refs: [String!]!
+    offset: Int
+    maxChars: Int
+    query: String
+    match: MatchMode
+    contextChars: Int
+  ): ToolResults!
+
+  """
+  A window of each stored result (characters from offset, within maxChars shared by the
+  refs), in request order. Without conversationId, an API token reads any result it reaches.
+  """
+  readToolResult(conversationId: ID, refs: [String!]!, offset: Int, maxChars: Int): [ToolResultRead!]!
+
+  """
+  Searches each stored result for query: ranked excerpts with their context, within
+  maxChars shared by the refs. Without conversationId, an API token searches any result
+  it reaches.
+  """
+  searchToolResults(
+    conversationId: ID
+    refs: [String!]!
+    query: String!
+    match: MatchMode
+    contextChars: Int
+    maxChars: Int
+  ): [ToolResultSearch!]!
+}
+
+"How a search compares the query with the text; lower case, as the model writes it."
+enum MatchMode @goModel(model: "github.com/toolgate/toolgate/tools/result.Match") {
+  "Literally, case ignored."
+  exact
+  "The query's words in a row, each allowed typos by its length (1 edit from 4 characters, 2 from 8); case ignored."
+  fuzzy
+}
+
+"One call of read_tool_result."
+type ToolResults @goModel(model: "github.com/toolgate/toolgate/tools/result.Results") {
+  "Read mode: one per ref, in request order."
+  reads: [ToolResultRead!]!
+  "Search mode: one per ref, in request order."
+  searches: [ToolResultSearch!]!
+  "The refs refused."
+  failures: [ItemFailure!]!
+  "Every byte range of a stored result the call shows."
+  evidence: [Evidence!]!
+}
+
+"""
+A window of one stored result. A refused ref has only ref and error; a result with
+nothing readable is absent; media give their kind and size, never text. Offsets count
+characters.
+"""
+type ToolResultRead @goModel(model: "github.com/toolgate/toolgate/tools/result.ReadItem") {
+  ref: String!
+  kind: ResultKind
+  text: String
+  offset: Int
+  "Where the next window starts; null at the end."
+  nextOffset: Int
+  totalChars: Int
+  "The stored result's size in bytes."
+  bytes: Int
+  truncatedAtSource: Boolean
+  absent: Boolean!
+  error: String
+  "The byte range of the stored result text shows."
+  evidence: [Evidence!]!
+}
+
+"The matches in one stored result, shaped like ToolResultRead."
+type ToolResultSearch @goModel(model: "github.com/toolgate/toolgate/tools/result.SearchItem") {
+  ref: String!
+  kind: ResultKind
+  "Matches in the whole result, shown or not."
+  hits: Int!
+  "Matches inside the excerpts."
+  shown: Int!
+  totalChars: Int
+  bytes: Int
+  truncatedAtSource: Boolean
+  "Best first: fewest edits, then earliest."
+  excerpts: [ToolResultExcerpt!]!
+  absent: Boolean!
+  error: String
+  "The byte ranges of the stored result the excerpts show."
+  evidence: [Evidence!]!
+}
+
+"Matches with their context; offsets count characters."
+type ToolResultExcerpt @goModel(model: "github.com/toolgate/toolgate/tools/result.Excerpt") {
+  offset: Int!
+  text: String!
+  "Where the excerpt's best match starts."
+  matchOffset: Int!
+  "The fewest edits of a match in the excerpt; 0 is exact."
+  edits: Int!
+  "Matches wholly inside text."
+  hits: Int!
+}
+`, BuiltIn: false},
 	{Name: "../transcript.graphqls", Input: `extend type Query {
   """
   Earlier turns of a conversation, verbatim (the read_transcript tool): by a range of
@@ -3411,7 +3801,7 @@ extend type Query {
   listFiles(conversationId: ID, path: String): WorkspaceListing!
   "read_file: a window of one file. maxChars defaults to 4,000 and lies between 1,024 and 20,000."
   readFile(conversationId: ID, path: String!, offset: Int, maxChars: Int): WorkspacePage!
-  "search_files: lines holding any of up to 5 strings (literal, case ignored), with 0 to 3 context lines (default 1)."
+  "search_files: lines holding any of up to 5 strings (literal, case ignored, at most 500 characters each), with 0 to 3 context lines (default 1)."
   searchFiles(conversationId: ID, strings: [String!]!, contextLines: Int): WorkspaceSearch!
 }
 
@@ -3458,7 +3848,7 @@ type WorkspaceSearch @goModel(model: "github.com/toolgate/toolgate/tools/workspa
   matches: [WorkspaceMatch!]!
   "Matching lines in the workspace."
   hits: Int!
-  "Matching lines shown in matches (fewer than hits past 8,000 characters of excerpts)."
+  "Matching lines shown in matches (fewer than hits past 6,000 characters of excerpts)."
   shown: Int!
   "The strings no file holds."
   unmatched: [String!]!
@@ -3912,6 +4302,92 @@ func (ec *executionContext) childFields_ToolList(ctx context.Context, field grap
 		return ec.fieldContext_ToolList_tools(ctx, field)
 	}
 	return nil, fmt.Errorf("no field named %q was found under type ToolList", field.Name)
+}
+
+func (ec *executionContext) childFields_ToolResultExcerpt(ctx context.Context, field graphql.CollectedField) (*graphql.FieldContext, error) {
+	switch field.Name {
+	case "offset":
+		return ec.fieldContext_ToolResultExcerpt_offset(ctx, field)
+	case "text":
+		return ec.fieldContext_ToolResultExcerpt_text(ctx, field)
+	case "matchOffset":
+		return ec.fieldContext_ToolResultExcerpt_matchOffset(ctx, field)
+	case "edits":
+		return ec.fieldContext_ToolResultExcerpt_edits(ctx, field)
+	case "hits":
+		return ec.fieldContext_ToolResultExcerpt_hits(ctx, field)
+	}
+	return nil, fmt.Errorf("no field named %q was found under type ToolResultExcerpt", field.Name)
+}
+
+func (ec *executionContext) childFields_ToolResultRead(ctx context.Context, field graphql.CollectedField) (*graphql.FieldContext, error) {
+	switch field.Name {
+	case "ref":
+		return ec.fieldContext_ToolResultRead_ref(ctx, field)
+	case "kind":
+		return ec.fieldContext_ToolResultRead_kind(ctx, field)
+	case "text":
+		return ec.fieldContext_ToolResultRead_text(ctx, field)
+	case "offset":
+		return ec.fieldContext_ToolResultRead_offset(ctx, field)
+	case "nextOffset":
+		return ec.fieldContext_ToolResultRead_nextOffset(ctx, field)
+	case "totalChars":
+		return ec.fieldContext_ToolResultRead_totalChars(ctx, field)
+	case "bytes":
+		return ec.fieldContext_ToolResultRead_bytes(ctx, field)
+	case "truncatedAtSource":
+		return ec.fieldContext_ToolResultRead_truncatedAtSource(ctx, field)
+	case "absent":
+		return ec.fieldContext_ToolResultRead_absent(ctx, field)
+	case "error":
+		return ec.fieldContext_ToolResultRead_error(ctx, field)
+	case "evidence":
+		return ec.fieldContext_ToolResultRead_evidence(ctx, field)
+	}
+	return nil, fmt.Errorf("no field named %q was found under type ToolResultRead", field.Name)
+}
+
+func (ec *executionContext) childFields_ToolResultSearch(ctx context.Context, field graphql.CollectedField) (*graphql.FieldContext, error) {
+	switch field.Name {
+	case "ref":
+		return ec.fieldContext_ToolResultSearch_ref(ctx, field)
+	case "kind":
+		return ec.fieldContext_ToolResultSearch_kind(ctx, field)
+	case "hits":
+		return ec.fieldContext_ToolResultSearch_hits(ctx, field)
+	case "shown":
+		return ec.fieldContext_ToolResultSearch_shown(ctx, field)
+	case "totalChars":
+		return ec.fieldContext_ToolResultSearch_totalChars(ctx, field)
+	case "bytes":
+		return ec.fieldContext_ToolResultSearch_bytes(ctx, field)
+	case "truncatedAtSource":
+		return ec.fieldContext_ToolResultSearch_truncatedAtSource(ctx, field)
+	case "excerpts":
+		return ec.fieldContext_ToolResultSearch_excerpts(ctx, field)
+	case "absent":
+		return ec.fieldContext_ToolResultSearch_absent(ctx, field)
+	case "error":
+		return ec.fieldContext_ToolResultSearch_error(ctx, field)
+	case "evidence":
+		return ec.fieldContext_ToolResultSearch_evidence(ctx, field)
+	}
+	return nil, fmt.Errorf("no field named %q was found under type ToolResultSearch", field.Name)
+}
+
+func (ec *executionContext) childFields_ToolResults(ctx context.Context, field graphql.CollectedField) (*graphql.FieldContext, error) {
+	switch field.Name {
+	case "reads":
+		return ec.fieldContext_ToolResults_reads(ctx, field)
+	case "searches":
+		return ec.fieldContext_ToolResults_searches(ctx, field)
+	case "failures":
+		return ec.fieldContext_ToolResults_failures(ctx, field)
+	case "evidence":
+		return ec.fieldContext_ToolResults_evidence(ctx, field)
+	}
+	return nil, fmt.Errorf("no field named %q was found under type ToolResults", field.Name)
 }
 
 func (ec *executionContext) childFields_ToolSchema(ctx context.Context, field graphql.CollectedField) (*graphql.FieldContext, error) {
@@ -4892,6 +5368,44 @@ func (ec *executionContext) field_Query_readFile_args(ctx context.Context, rawAr
 	return args, nil
 }
 
+func (ec *executionContext) field_Query_readToolResult_args(ctx context.Context, rawArgs map[string]any) (map[string]any, error) {
+	var err error
+	args := map[string]any{}
+	arg0, err := graphql.ProcessArgField(ctx, rawArgs, "conversationId",
+		func(ctx context.Context, v any) (*int, error) {
+			return ec.unmarshalOID2ᚖint(ctx, v)
+		})
+	if err != nil {
+		return nil, err
+	}
+	args["conversationId"] = arg0
+	arg1, err := graphql.ProcessArgField(ctx, rawArgs, "refs",
+		func(ctx context.Context, v any) ([]string, error) {
+			return ec.unmarshalNString2ᚕstringᚄ(ctx, v)
+		})
+	if err != nil {
+		return nil, err
+	}
+	args["refs"] = arg1
+	arg2, err := graphql.ProcessArgField(ctx, rawArgs, "offset",
+		func(ctx context.Context, v any) (*int, error) {
+			return ec.unmarshalOInt2ᚖint(ctx, v)
+		})
+	if err != nil {
+		return nil, err
+	}
+	args["offset"] = arg2
+	arg3, err := graphql.ProcessArgField(ctx, rawArgs, "maxChars",
+		func(ctx context.Context, v any) (*int, error) {
+			return ec.unmarshalOInt2ᚖint(ctx, v)
+		})
+	if err != nil {
+		return nil, err
+	}
+	args["maxChars"] = arg3
+	return args, nil
+}
+
 func (ec *executionContext) field_Query_searchFiles_args(ctx context.Context, rawArgs map[string]any) (map[string]any, error) {
 	var err error
 	args := map[string]any{}
@@ -4922,6 +5436,60 @@ func (ec *executionContext) field_Query_searchFiles_args(ctx context.Context, ra
 	return args, nil
 }
 
+func (ec *executionContext) field_Query_searchToolResults_args(ctx context.Context, rawArgs map[string]any) (map[string]any, error) {
+	var err error
+	args := map[string]any{}
+	arg0, err := graphql.ProcessArgField(ctx, rawArgs, "conversationId",
+		func(ctx context.Context, v any) (*int, error) {
+			return ec.unmarshalOID2ᚖint(ctx, v)
+		})
+	if err != nil {
+		return nil, err
+	}
+	args["conversationId"] = arg0
+	arg1, err := graphql.ProcessArgField(ctx, rawArgs, "refs",
+		func(ctx context.Context, v any) ([]string, error) {
+			return ec.unmarshalNString2ᚕstringᚄ(ctx, v)
+		})
+	if err != nil {
+		return nil, err
+	}
+	args["refs"] = arg1
+	arg2, err := graphql.ProcessArgField(ctx, rawArgs, "query",
+		func(ctx context.Context, v any) (string, error) {
+			return ec.unmarshalNString2string(ctx, v)
+		})
+	if err != nil {
+		return nil, err
+	}
+	args["query"] = arg2
+	arg3, err := graphql.ProcessArgField(ctx, rawArgs, "match",
+		func(ctx context.Context, v any) (*result.Match, error) {
+			return ec.unmarshalOMatchMode2ᚖgithubᚗcomᚋtoolgateᚋtoolgateᚋtoolsᚋresultᚐMatch(ctx, v)
+		})
+	if err != nil {
+		return nil, err
+	}
+	args["match"] = arg3
+	arg4, err := graphql.ProcessArgField(ctx, rawArgs, "contextChars",
+		func(ctx context.Context, v any) (*int, error) {
+			return ec.unmarshalOInt2ᚖint(ctx, v)
+		})
+	if err != nil {
+		return nil, err
+	}
+	args["contextChars"] = arg4
+	arg5, err := graphql.ProcessArgField(ctx, rawArgs, "maxChars",
+		func(ctx context.Context, v any) (*int, error) {
+			return ec.unmarshalOInt2ᚖint(ctx, v)
+		})
+	if err != nil {
+		return nil, err
+	}
+	args["maxChars"] = arg5
+	return args, nil
+}
+
 func (ec *executionContext) field_Query_searchTools_args(ctx context.Context, rawArgs map[string]any) (map[string]any, error) {
 	var err error
 	args := map[string]any{}
@@ -4941,6 +5509,68 @@ func (ec *executionContext) field_Query_searchTools_args(ctx context.Context, ra
 		return nil, err
 	}
 	args["queries"] = arg1
+	return args, nil
+}
+
+func (ec *executionContext) field_Query_toolResults_args(ctx context.Context, rawArgs map[string]any) (map[string]any, error) {
+	var err error
+	args := map[string]any{}
+	arg0, err := graphql.ProcessArgField(ctx, rawArgs, "conversationId",
+		func(ctx context.Context, v any) (*int, error) {
+			return ec.unmarshalOID2ᚖint(ctx, v)
+		})
+	if err != nil {
+		return nil, err
+	}
+	args["conversationId"] = arg0
+	arg1, err := graphql.ProcessArgField(ctx, rawArgs, "refs",
+		func(ctx context.Context, v any) ([]string, error) {
+			return ec.unmarshalNString2ᚕstringᚄ(ctx, v)
+		})
+	if err != nil {
+		return nil, err
+	}
+	args["refs"] = arg1
+	arg2, err := graphql.ProcessArgField(ctx, rawArgs, "offset",
+		func(ctx context.Context, v any) (*int, error) {
+			return ec.unmarshalOInt2ᚖint(ctx, v)
+		})
+	if err != nil {
+		return nil, err
+	}
+	args["offset"] = arg2
+	arg3, err := graphql.ProcessArgField(ctx, rawArgs, "maxChars",
+		func(ctx context.Context, v any) (*int, error) {
+			return ec.unmarshalOInt2ᚖint(ctx, v)
+		})
+	if err != nil {
+		return nil, err
+	}
+	args["maxChars"] = arg3
+	arg4, err := graphql.ProcessArgField(ctx, rawArgs, "query",
+		func(ctx context.Context, v any) (*string, error) {
+			return ec.unmarshalOString2ᚖstring(ctx, v)
+		})
+	if err != nil {
+		return nil, err
+	}
+	args["query"] = arg4
+	arg5, err := graphql.ProcessArgField(ctx, rawArgs, "match",
+		func(ctx context.Context, v any) (*result.Match, error) {
+			return ec.unmarshalOMatchMode2ᚖgithubᚗcomᚋtoolgateᚋtoolgateᚋtoolsᚋresultᚐMatch(ctx, v)
+		})
+	if err != nil {
+		return nil, err
+	}
+	args["match"] = arg5
+	arg6, err := graphql.ProcessArgField(ctx, rawArgs, "contextChars",
+		func(ctx context.Context, v any) (*int, error) {
+			return ec.unmarshalOInt2ᚖint(ctx, v)
+		})
+	if err != nil {
+		return nil, err
+	}
+	args["contextChars"] = arg6
 	return args, nil
 }
 
@@ -8358,6 +8988,138 @@ func (ec *executionContext) fieldContext_Query_conversation(ctx context.Context,
 	return fc, nil
 }
 
+func (ec *executionContext) _Query_toolResults(ctx context.Context, field graphql.CollectedField) (ret graphql.Marshaler) {
+	return graphql.ResolveField(
+		ctx,
+		ec.OperationContext,
+		field,
+		func(ctx context.Context, field graphql.CollectedField) (*graphql.FieldContext, error) {
+			return ec.fieldContext_Query_toolResults(ctx, field)
+		},
+		func(ctx context.Context) (any, error) {
+			fc := graphql.GetFieldContext(ctx)
+			return ec.Resolvers.Query().ToolResults(ctx, fc.Args["conversationId"].(*int), fc.Args["refs"].([]string), fc.Args["offset"].(*int), fc.Args["maxChars"].(*int), fc.Args["query"].(*string), fc.Args["match"].(*result.Match), fc.Args["contextChars"].(*int))
+		},
+		nil,
+		func(ctx context.Context, selections ast.SelectionSet, v *result.Results) graphql.Marshaler {
+			return ec.marshalNToolResults2ᚖgithubᚗcomᚋtoolgateᚋtoolgateᚋtoolsᚋresultᚐResults(ctx, selections, v)
+		},
+		true,
+		true,
+	)
+}
+func (ec *executionContext) fieldContext_Query_toolResults(ctx context.Context, field graphql.CollectedField) (fc *graphql.FieldContext, err error) {
+	fc = &graphql.FieldContext{
+		Object:     "Query",
+		Field:      field,
+		IsMethod:   true,
+		IsResolver: true,
+		Child: func(ctx context.Context, field graphql.CollectedField) (*graphql.FieldContext, error) {
+			return ec.childFields_ToolResults(ctx, field)
+		},
+	}
+	defer func() {
+		if r := recover(); r != nil {
+			err = ec.Recover(ctx, r)
+			ec.Error(ctx, err)
+		}
+	}()
+	ctx = graphql.WithFieldContext(ctx, fc)
+	if fc.Args, err = ec.field_Query_toolResults_args(ctx, field.ArgumentMap(ec.Variables)); err != nil {
+		ec.Error(ctx, err)
+		return fc, err
+	}
+	return fc, nil
+}
+
+func (ec *executionContext) _Query_readToolResult(ctx context.Context, field graphql.CollectedField) (ret graphql.Marshaler) {
+	return graphql.ResolveField(
+		ctx,
+		ec.OperationContext,
+		field,
+		func(ctx context.Context, field graphql.CollectedField) (*graphql.FieldContext, error) {
+			return ec.fieldContext_Query_readToolResult(ctx, field)
+		},
+		func(ctx context.Context) (any, error) {
+			fc := graphql.GetFieldContext(ctx)
+			return ec.Resolvers.Query().ReadToolResult(ctx, fc.Args["conversationId"].(*int), fc.Args["refs"].([]string), fc.Args["offset"].(*int), fc.Args["maxChars"].(*int))
+		},
+		nil,
+		func(ctx context.Context, selections ast.SelectionSet, v []*result.ReadItem) graphql.Marshaler {
+			return ec.marshalNToolResultRead2ᚕᚖgithubᚗcomᚋtoolgateᚋtoolgateᚋtoolsᚋresultᚐReadItemᚄ(ctx, selections, v)
+		},
+		true,
+		true,
+	)
+}
+func (ec *executionContext) fieldContext_Query_readToolResult(ctx context.Context, field graphql.CollectedField) (fc *graphql.FieldContext, err error) {
+	fc = &graphql.FieldContext{
+		Object:     "Query",
+		Field:      field,
+		IsMethod:   true,
+		IsResolver: true,
+		Child: func(ctx context.Context, field graphql.CollectedField) (*graphql.FieldContext, error) {
+			return ec.childFields_ToolResultRead(ctx, field)
+		},
+	}
+	defer func() {
+		if r := recover(); r != nil {
+			err = ec.Recover(ctx, r)
+			ec.Error(ctx, err)
+		}
+	}()
+	ctx = graphql.WithFieldContext(ctx, fc)
+	if fc.Args, err = ec.field_Query_readToolResult_args(ctx, field.ArgumentMap(ec.Variables)); err != nil {
+		ec.Error(ctx, err)
+		return fc, err
+	}
+	return fc, nil
+}
+
+func (ec *executionContext) _Query_searchToolResults(ctx context.Context, field graphql.CollectedField) (ret graphql.Marshaler) {
+	return graphql.ResolveField(
+		ctx,
+		ec.OperationContext,
+		field,
+		func(ctx context.Context, field graphql.CollectedField) (*graphql.FieldContext, error) {
+			return ec.fieldContext_Query_searchToolResults(ctx, field)
+		},
+		func(ctx context.Context) (any, error) {
+			fc := graphql.GetFieldContext(ctx)
+			return ec.Resolvers.Query().SearchToolResults(ctx, fc.Args["conversationId"].(*int), fc.Args["refs"].([]string), fc.Args["query"].(string), fc.Args["match"].(*result.Match), fc.Args["contextChars"].(*int), fc.Args["maxChars"].(*int))
+		},
+		nil,
+		func(ctx context.Context, selections ast.SelectionSet, v []*result.SearchItem) graphql.Marshaler {
+			return ec.marshalNToolResultSearch2ᚕᚖgithubᚗcomᚋtoolgateᚋtoolgateᚋtoolsᚋresultᚐSearchItemᚄ(ctx, selections, v)
+		},
+		true,
+		true,
+	)
+}
+func (ec *executionContext) fieldContext_Query_searchToolResults(ctx context.Context, field graphql.CollectedField) (fc *graphql.FieldContext, err error) {
+	fc = &graphql.FieldContext{
+		Object:     "Query",
+		Field:      field,
+		IsMethod:   true,
+		IsResolver: true,
+		Child: func(ctx context.Context, field graphql.CollectedField) (*graphql.FieldContext, error) {
+			return ec.childFields_ToolResultSearch(ctx, field)
+		},
+	}
+	defer func() {
+		if r := recover(); r != nil {
+			err = ec.Recover(ctx, r)
+			ec.Error(ctx, err)
+		}
+	}()
+	ctx = graphql.WithFieldContext(ctx, fc)
+	if fc.Args, err = ec.field_Query_searchToolResults_args(ctx, field.ArgumentMap(ec.Variables)); err != nil {
+		ec.Error(ctx, err)
+		return fc, err
+	}
+	return fc, nil
+}
+
 func (ec *executionContext) _Query_transcript(ctx context.Context, field graphql.CollectedField) (ret graphql.Marshaler) {
 	return graphql.ResolveField(
 		ctx,
@@ -9460,6 +10222,782 @@ func (ec *executionContext) fieldContext_ToolList_tools(_ context.Context, field
 		IsResolver: false,
 		Child: func(ctx context.Context, field graphql.CollectedField) (*graphql.FieldContext, error) {
 			return ec.childFields_ToolBrief(ctx, field)
+		},
+	}
+	return fc, nil
+}
+
+func (ec *executionContext) _ToolResultExcerpt_offset(ctx context.Context, field graphql.CollectedField, obj *result.Excerpt) (ret graphql.Marshaler) {
+	return graphql.ResolveField(
+		ctx,
+		ec.OperationContext,
+		field,
+		func(ctx context.Context, field graphql.CollectedField) (*graphql.FieldContext, error) {
+			return ec.fieldContext_ToolResultExcerpt_offset(ctx, field)
+		},
+		func(ctx context.Context) (any, error) {
+			return obj.Offset, nil
+		},
+		nil,
+		func(ctx context.Context, selections ast.SelectionSet, v int) graphql.Marshaler {
+			return ec.marshalNInt2int(ctx, selections, v)
+		},
+		true,
+		true,
+	)
+}
+func (ec *executionContext) fieldContext_ToolResultExcerpt_offset(_ context.Context, field graphql.CollectedField) (fc *graphql.FieldContext, err error) {
+	return graphql.NewScalarFieldContext("ToolResultExcerpt", field, false, false, "Int")
+}
+
+func (ec *executionContext) _ToolResultExcerpt_text(ctx context.Context, field graphql.CollectedField, obj *result.Excerpt) (ret graphql.Marshaler) {
+	return graphql.ResolveField(
+		ctx,
+		ec.OperationContext,
+		field,
+		func(ctx context.Context, field graphql.CollectedField) (*graphql.FieldContext, error) {
+			return ec.fieldContext_ToolResultExcerpt_text(ctx, field)
+		},
+		func(ctx context.Context) (any, error) {
+			return obj.Text, nil
+		},
+		nil,
+		func(ctx context.Context, selections ast.SelectionSet, v string) graphql.Marshaler {
+			return ec.marshalNString2string(ctx, selections, v)
+		},
+		true,
+		true,
+	)
+}
+func (ec *executionContext) fieldContext_ToolResultExcerpt_text(_ context.Context, field graphql.CollectedField) (fc *graphql.FieldContext, err error) {
+	return graphql.NewScalarFieldContext("ToolResultExcerpt", field, false, false, "String")
+}
+
+func (ec *executionContext) _ToolResultExcerpt_matchOffset(ctx context.Context, field graphql.CollectedField, obj *result.Excerpt) (ret graphql.Marshaler) {
+	return graphql.ResolveField(
+		ctx,
+		ec.OperationContext,
+		field,
+		func(ctx context.Context, field graphql.CollectedField) (*graphql.FieldContext, error) {
+			return ec.fieldContext_ToolResultExcerpt_matchOffset(ctx, field)
+		},
+		func(ctx context.Context) (any, error) {
+			return obj.MatchOffset, nil
+		},
+		nil,
+		func(ctx context.Context, selections ast.SelectionSet, v int) graphql.Marshaler {
+			return ec.marshalNInt2int(ctx, selections, v)
+		},
+		true,
+		true,
+	)
+}
+func (ec *executionContext) fieldContext_ToolResultExcerpt_matchOffset(_ context.Context, field graphql.CollectedField) (fc *graphql.FieldContext, err error) {
+	return graphql.NewScalarFieldContext("ToolResultExcerpt", field, false, false, "Int")
+}
+
+func (ec *executionContext) _ToolResultExcerpt_edits(ctx context.Context, field graphql.CollectedField, obj *result.Excerpt) (ret graphql.Marshaler) {
+	return graphql.ResolveField(
+		ctx,
+		ec.OperationContext,
+		field,
+		func(ctx context.Context, field graphql.CollectedField) (*graphql.FieldContext, error) {
+			return ec.fieldContext_ToolResultExcerpt_edits(ctx, field)
+		},
+		func(ctx context.Context) (any, error) {
+			return obj.Edits, nil
+		},
+		nil,
+		func(ctx context.Context, selections ast.SelectionSet, v int) graphql.Marshaler {
+			return ec.marshalNInt2int(ctx, selections, v)
+		},
+		true,
+		true,
+	)
+}
+func (ec *executionContext) fieldContext_ToolResultExcerpt_edits(_ context.Context, field graphql.CollectedField) (fc *graphql.FieldContext, err error) {
+	return graphql.NewScalarFieldContext("ToolResultExcerpt", field, false, false, "Int")
+}
+
+func (ec *executionContext) _ToolResultExcerpt_hits(ctx context.Context, field graphql.CollectedField, obj *result.Excerpt) (ret graphql.Marshaler) {
+	return graphql.ResolveField(
+		ctx,
+		ec.OperationContext,
+		field,
+		func(ctx context.Context, field graphql.CollectedField) (*graphql.FieldContext, error) {
+			return ec.fieldContext_ToolResultExcerpt_hits(ctx, field)
+		},
+		func(ctx context.Context) (any, error) {
+			return obj.Hits, nil
+		},
+		nil,
+		func(ctx context.Context, selections ast.SelectionSet, v int) graphql.Marshaler {
+			return ec.marshalNInt2int(ctx, selections, v)
+		},
+		true,
+		true,
+	)
+}
+func (ec *executionContext) fieldContext_ToolResultExcerpt_hits(_ context.Context, field graphql.CollectedField) (fc *graphql.FieldContext, err error) {
+	return graphql.NewScalarFieldContext("ToolResultExcerpt", field, false, false, "Int")
+}
+
+func (ec *executionContext) _ToolResultRead_ref(ctx context.Context, field graphql.CollectedField, obj *result.ReadItem) (ret graphql.Marshaler) {
+	return graphql.ResolveField(
+		ctx,
+		ec.OperationContext,
+		field,
+		func(ctx context.Context, field graphql.CollectedField) (*graphql.FieldContext, error) {
+			return ec.fieldContext_ToolResultRead_ref(ctx, field)
+		},
+		func(ctx context.Context) (any, error) {
+			return obj.Ref, nil
+		},
+		nil,
+		func(ctx context.Context, selections ast.SelectionSet, v string) graphql.Marshaler {
+			return ec.marshalNString2string(ctx, selections, v)
+		},
+		true,
+		true,
+	)
+}
+func (ec *executionContext) fieldContext_ToolResultRead_ref(_ context.Context, field graphql.CollectedField) (fc *graphql.FieldContext, err error) {
+	return graphql.NewScalarFieldContext("ToolResultRead", field, false, false, "String")
+}
+
+func (ec *executionContext) _ToolResultRead_kind(ctx context.Context, field graphql.CollectedField, obj *result.ReadItem) (ret graphql.Marshaler) {
+	return graphql.ResolveField(
+		ctx,
+		ec.OperationContext,
+		field,
+		func(ctx context.Context, field graphql.CollectedField) (*graphql.FieldContext, error) {
+			return ec.fieldContext_ToolResultRead_kind(ctx, field)
+		},
+		func(ctx context.Context) (any, error) {
+			return obj.Kind, nil
+		},
+		nil,
+		func(ctx context.Context, selections ast.SelectionSet, v *storedresult.Kind) graphql.Marshaler {
+			return ec.marshalOResultKind2ᚖgithubᚗcomᚋtoolgateᚋtoolgateᚋentᚋstoredresultᚐKind(ctx, selections, v)
+		},
+		true,
+		false,
+	)
+}
+func (ec *executionContext) fieldContext_ToolResultRead_kind(_ context.Context, field graphql.CollectedField) (fc *graphql.FieldContext, err error) {
+	return graphql.NewScalarFieldContext("ToolResultRead", field, false, false, "ResultKind")
+}
+
+func (ec *executionContext) _ToolResultRead_text(ctx context.Context, field graphql.CollectedField, obj *result.ReadItem) (ret graphql.Marshaler) {
+	return graphql.ResolveField(
+		ctx,
+		ec.OperationContext,
+		field,
+		func(ctx context.Context, field graphql.CollectedField) (*graphql.FieldContext, error) {
+			return ec.fieldContext_ToolResultRead_text(ctx, field)
+		},
+		func(ctx context.Context) (any, error) {
+			return obj.Text, nil
+		},
+		nil,
+		func(ctx context.Context, selections ast.SelectionSet, v *string) graphql.Marshaler {
+			return ec.marshalOString2ᚖstring(ctx, selections, v)
+		},
+		true,
+		false,
+	)
+}
+func (ec *executionContext) fieldContext_ToolResultRead_text(_ context.Context, field graphql.CollectedField) (fc *graphql.FieldContext, err error) {
+	return graphql.NewScalarFieldContext("ToolResultRead", field, false, false, "String")
+}
+
+func (ec *executionContext) _ToolResultRead_offset(ctx context.Context, field graphql.CollectedField, obj *result.ReadItem) (ret graphql.Marshaler) {
+	return graphql.ResolveField(
+		ctx,
+		ec.OperationContext,
+		field,
+		func(ctx context.Context, field graphql.CollectedField) (*graphql.FieldContext, error) {
+			return ec.fieldContext_ToolResultRead_offset(ctx, field)
+		},
+		func(ctx context.Context) (any, error) {
+			return obj.Offset, nil
+		},
+		nil,
+		func(ctx context.Context, selections ast.SelectionSet, v *int) graphql.Marshaler {
+			return ec.marshalOInt2ᚖint(ctx, selections, v)
+		},
+		true,
+		false,
+	)
+}
+func (ec *executionContext) fieldContext_ToolResultRead_offset(_ context.Context, field graphql.CollectedField) (fc *graphql.FieldContext, err error) {
+	return graphql.NewScalarFieldContext("ToolResultRead", field, false, false, "Int")
+}
+
+func (ec *executionContext) _ToolResultRead_nextOffset(ctx context.Context, field graphql.CollectedField, obj *result.ReadItem) (ret graphql.Marshaler) {
+	return graphql.ResolveField(
+		ctx,
+		ec.OperationContext,
+		field,
+		func(ctx context.Context, field graphql.CollectedField) (*graphql.FieldContext, error) {
+			return ec.fieldContext_ToolResultRead_nextOffset(ctx, field)
+		},
+		func(ctx context.Context) (any, error) {
+			return obj.NextOffset, nil
+		},
+		nil,
+		func(ctx context.Context, selections ast.SelectionSet, v *int) graphql.Marshaler {
+			return ec.marshalOInt2ᚖint(ctx, selections, v)
+		},
+		true,
+		false,
+	)
+}
+func (ec *executionContext) fieldContext_ToolResultRead_nextOffset(_ context.Context, field graphql.CollectedField) (fc *graphql.FieldContext, err error) {
+	return graphql.NewScalarFieldContext("ToolResultRead", field, false, false, "Int")
+}
+
+func (ec *executionContext) _ToolResultRead_totalChars(ctx context.Context, field graphql.CollectedField, obj *result.ReadItem) (ret graphql.Marshaler) {
+	return graphql.ResolveField(
+		ctx,
+		ec.OperationContext,
+		field,
+		func(ctx context.Context, field graphql.CollectedField) (*graphql.FieldContext, error) {
+			return ec.fieldContext_ToolResultRead_totalChars(ctx, field)
+		},
+		func(ctx context.Context) (any, error) {
+			return obj.TotalChars, nil
+		},
+		nil,
+		func(ctx context.Context, selections ast.SelectionSet, v *int) graphql.Marshaler {
+			return ec.marshalOInt2ᚖint(ctx, selections, v)
+		},
+		true,
+		false,
+	)
+}
+func (ec *executionContext) fieldContext_ToolResultRead_totalChars(_ context.Context, field graphql.CollectedField) (fc *graphql.FieldContext, err error) {
+	return graphql.NewScalarFieldContext("ToolResultRead", field, false, false, "Int")
+}
+
+func (ec *executionContext) _ToolResultRead_bytes(ctx context.Context, field graphql.CollectedField, obj *result.ReadItem) (ret graphql.Marshaler) {
+	return graphql.ResolveField(
+		ctx,
+		ec.OperationContext,
+		field,
+		func(ctx context.Context, field graphql.CollectedField) (*graphql.FieldContext, error) {
+			return ec.fieldContext_ToolResultRead_bytes(ctx, field)
+		},
+		func(ctx context.Context) (any, error) {
+			return obj.Bytes, nil
+		},
+		nil,
+		func(ctx context.Context, selections ast.SelectionSet, v *int) graphql.Marshaler {
+			return ec.marshalOInt2ᚖint(ctx, selections, v)
+		},
+		true,
+		false,
+	)
+}
+func (ec *executionContext) fieldContext_ToolResultRead_bytes(_ context.Context, field graphql.CollectedField) (fc *graphql.FieldContext, err error) {
+	return graphql.NewScalarFieldContext("ToolResultRead", field, false, false, "Int")
+}
+
+func (ec *executionContext) _ToolResultRead_truncatedAtSource(ctx context.Context, field graphql.CollectedField, obj *result.ReadItem) (ret graphql.Marshaler) {
+	return graphql.ResolveField(
+		ctx,
+		ec.OperationContext,
+		field,
+		func(ctx context.Context, field graphql.CollectedField) (*graphql.FieldContext, error) {
+			return ec.fieldContext_ToolResultRead_truncatedAtSource(ctx, field)
+		},
+		func(ctx context.Context) (any, error) {
+			return obj.TruncatedAtSource, nil
+		},
+		nil,
+		func(ctx context.Context, selections ast.SelectionSet, v *bool) graphql.Marshaler {
+			return ec.marshalOBoolean2ᚖbool(ctx, selections, v)
+		},
+		true,
+		false,
+	)
+}
+func (ec *executionContext) fieldContext_ToolResultRead_truncatedAtSource(_ context.Context, field graphql.CollectedField) (fc *graphql.FieldContext, err error) {
+	return graphql.NewScalarFieldContext("ToolResultRead", field, false, false, "Boolean")
+}
+
+func (ec *executionContext) _ToolResultRead_absent(ctx context.Context, field graphql.CollectedField, obj *result.ReadItem) (ret graphql.Marshaler) {
+	return graphql.ResolveField(
+		ctx,
+		ec.OperationContext,
+		field,
+		func(ctx context.Context, field graphql.CollectedField) (*graphql.FieldContext, error) {
+			return ec.fieldContext_ToolResultRead_absent(ctx, field)
+		},
+		func(ctx context.Context) (any, error) {
+			return obj.Absent, nil
+		},
+		nil,
+		func(ctx context.Context, selections ast.SelectionSet, v bool) graphql.Marshaler {
+			return ec.marshalNBoolean2bool(ctx, selections, v)
+		},
+		true,
+		true,
+	)
+}
+func (ec *executionContext) fieldContext_ToolResultRead_absent(_ context.Context, field graphql.CollectedField) (fc *graphql.FieldContext, err error) {
+	return graphql.NewScalarFieldContext("ToolResultRead", field, false, false, "Boolean")
+}
+
+func (ec *executionContext) _ToolResultRead_error(ctx context.Context, field graphql.CollectedField, obj *result.ReadItem) (ret graphql.Marshaler) {
+	return graphql.ResolveField(
+		ctx,
+		ec.OperationContext,
+		field,
+		func(ctx context.Context, field graphql.CollectedField) (*graphql.FieldContext, error) {
+			return ec.fieldContext_ToolResultRead_error(ctx, field)
+		},
+		func(ctx context.Context) (any, error) {
+			return obj.Error, nil
+		},
+		nil,
+		func(ctx context.Context, selections ast.SelectionSet, v *string) graphql.Marshaler {
+			return ec.marshalOString2ᚖstring(ctx, selections, v)
+		},
+		true,
+		false,
+	)
+}
+func (ec *executionContext) fieldContext_ToolResultRead_error(_ context.Context, field graphql.CollectedField) (fc *graphql.FieldContext, err error) {
+	return graphql.NewScalarFieldContext("ToolResultRead", field, false, false, "String")
+}
+
+func (ec *executionContext) _ToolResultRead_evidence(ctx context.Context, field graphql.CollectedField, obj *result.ReadItem) (ret graphql.Marshaler) {
+	return graphql.ResolveField(
+		ctx,
+		ec.OperationContext,
+		field,
+		func(ctx context.Context, field graphql.CollectedField) (*graphql.FieldContext, error) {
+			return ec.fieldContext_ToolResultRead_evidence(ctx, field)
+		},
+		func(ctx context.Context) (any, error) {
+			return obj.Evidence, nil
+		},
+		nil,
+		func(ctx context.Context, selections ast.SelectionSet, v []schema.Span) graphql.Marshaler {
+			return ec.marshalNEvidence2ᚕgithubᚗcomᚋtoolgateᚋtoolgateᚋentᚋschemaᚐSpanᚄ(ctx, selections, v)
+		},
+		true,
+		true,
+	)
+}
+func (ec *executionContext) fieldContext_ToolResultRead_evidence(_ context.Context, field graphql.CollectedField) (fc *graphql.FieldContext, err error) {
+	fc = &graphql.FieldContext{
+		Object:     "ToolResultRead",
+		Field:      field,
+		IsMethod:   false,
+		IsResolver: false,
+		Child: func(ctx context.Context, field graphql.CollectedField) (*graphql.FieldContext, error) {
+			return ec.childFields_Evidence(ctx, field)
+		},
+	}
+	return fc, nil
+}
+
+func (ec *executionContext) _ToolResultSearch_ref(ctx context.Context, field graphql.CollectedField, obj *result.SearchItem) (ret graphql.Marshaler) {
+	return graphql.ResolveField(
+		ctx,
+		ec.OperationContext,
+		field,
+		func(ctx context.Context, field graphql.CollectedField) (*graphql.FieldContext, error) {
+			return ec.fieldContext_ToolResultSearch_ref(ctx, field)
+		},
+		func(ctx context.Context) (any, error) {
+			return obj.Ref, nil
+		},
+		nil,
+		func(ctx context.Context, selections ast.SelectionSet, v string) graphql.Marshaler {
+			return ec.marshalNString2string(ctx, selections, v)
+		},
+		true,
+		true,
+	)
+}
+func (ec *executionContext) fieldContext_ToolResultSearch_ref(_ context.Context, field graphql.CollectedField) (fc *graphql.FieldContext, err error) {
+	return graphql.NewScalarFieldContext("ToolResultSearch", field, false, false, "String")
+}
+
+func (ec *executionContext) _ToolResultSearch_kind(ctx context.Context, field graphql.CollectedField, obj *result.SearchItem) (ret graphql.Marshaler) {
+	return graphql.ResolveField(
+		ctx,
+		ec.OperationContext,
+		field,
+		func(ctx context.Context, field graphql.CollectedField) (*graphql.FieldContext, error) {
+			return ec.fieldContext_ToolResultSearch_kind(ctx, field)
+		},
+		func(ctx context.Context) (any, error) {
+			return obj.Kind, nil
+		},
+		nil,
+		func(ctx context.Context, selections ast.SelectionSet, v *storedresult.Kind) graphql.Marshaler {
+			return ec.marshalOResultKind2ᚖgithubᚗcomᚋtoolgateᚋtoolgateᚋentᚋstoredresultᚐKind(ctx, selections, v)
+		},
+		true,
+		false,
+	)
+}
+func (ec *executionContext) fieldContext_ToolResultSearch_kind(_ context.Context, field graphql.CollectedField) (fc *graphql.FieldContext, err error) {
+	return graphql.NewScalarFieldContext("ToolResultSearch", field, false, false, "ResultKind")
+}
+
+func (ec *executionContext) _ToolResultSearch_hits(ctx context.Context, field graphql.CollectedField, obj *result.SearchItem) (ret graphql.Marshaler) {
+	return graphql.ResolveField(
+		ctx,
+		ec.OperationContext,
+		field,
+		func(ctx context.Context, field graphql.CollectedField) (*graphql.FieldContext, error) {
+			return ec.fieldContext_ToolResultSearch_hits(ctx, field)
+		},
+		func(ctx context.Context) (any, error) {
+			return obj.Hits, nil
+		},
+		nil,
+		func(ctx context.Context, selections ast.SelectionSet, v int) graphql.Marshaler {
+			return ec.marshalNInt2int(ctx, selections, v)
+		},
+		true,
+		true,
+	)
+}
+func (ec *executionContext) fieldContext_ToolResultSearch_hits(_ context.Context, field graphql.CollectedField) (fc *graphql.FieldContext, err error) {
+	return graphql.NewScalarFieldContext("ToolResultSearch", field, false, false, "Int")
+}
+
+func (ec *executionContext) _ToolResultSearch_shown(ctx context.Context, field graphql.CollectedField, obj *result.SearchItem) (ret graphql.Marshaler) {
+	return graphql.ResolveField(
+		ctx,
+		ec.OperationContext,
+		field,
+		func(ctx context.Context, field graphql.CollectedField) (*graphql.FieldContext, error) {
+			return ec.fieldContext_ToolResultSearch_shown(ctx, field)
+		},
+		func(ctx context.Context) (any, error) {
+			return obj.Shown, nil
+		},
+		nil,
+		func(ctx context.Context, selections ast.SelectionSet, v int) graphql.Marshaler {
+			return ec.marshalNInt2int(ctx, selections, v)
+		},
+		true,
+		true,
+	)
+}
+func (ec *executionContext) fieldContext_ToolResultSearch_shown(_ context.Context, field graphql.CollectedField) (fc *graphql.FieldContext, err error) {
+	return graphql.NewScalarFieldContext("ToolResultSearch", field, false, false, "Int")
+}
+
+func (ec *executionContext) _ToolResultSearch_totalChars(ctx context.Context, field graphql.CollectedField, obj *result.SearchItem) (ret graphql.Marshaler) {
+	return graphql.ResolveField(
+		ctx,
+		ec.OperationContext,
+		field,
+		func(ctx context.Context, field graphql.CollectedField) (*graphql.FieldContext, error) {
+			return ec.fieldContext_ToolResultSearch_totalChars(ctx, field)
+		},
+		func(ctx context.Context) (any, error) {
+			return obj.TotalChars, nil
+		},
+		nil,
+		func(ctx context.Context, selections ast.SelectionSet, v *int) graphql.Marshaler {
+			return ec.marshalOInt2ᚖint(ctx, selections, v)
+		},
+		true,
+		false,
+	)
+}
+func (ec *executionContext) fieldContext_ToolResultSearch_totalChars(_ context.Context, field graphql.CollectedField) (fc *graphql.FieldContext, err error) {
+	return graphql.NewScalarFieldContext("ToolResultSearch", field, false, false, "Int")
+}
+
+func (ec *executionContext) _ToolResultSearch_bytes(ctx context.Context, field graphql.CollectedField, obj *result.SearchItem) (ret graphql.Marshaler) {
+	return graphql.ResolveField(
+		ctx,
+		ec.OperationContext,
+		field,
+		func(ctx context.Context, field graphql.CollectedField) (*graphql.FieldContext, error) {
+			return ec.fieldContext_ToolResultSearch_bytes(ctx, field)
+		},
+		func(ctx context.Context) (any, error) {
+			return obj.Bytes, nil
+		},
+		nil,
+		func(ctx context.Context, selections ast.SelectionSet, v *int) graphql.Marshaler {
+			return ec.marshalOInt2ᚖint(ctx, selections, v)
+		},
+		true,
+		false,
+	)
+}
+func (ec *executionContext) fieldContext_ToolResultSearch_bytes(_ context.Context, field graphql.CollectedField) (fc *graphql.FieldContext, err error) {
+	return graphql.NewScalarFieldContext("ToolResultSearch", field, false, false, "Int")
+}
+
+func (ec *executionContext) _ToolResultSearch_truncatedAtSource(ctx context.Context, field graphql.CollectedField, obj *result.SearchItem) (ret graphql.Marshaler) {
+	return graphql.ResolveField(
+		ctx,
+		ec.OperationContext,
+		field,
+		func(ctx context.Context, field graphql.CollectedField) (*graphql.FieldContext, error) {
+			return ec.fieldContext_ToolResultSearch_truncatedAtSource(ctx, field)
+		},
+		func(ctx context.Context) (any, error) {
+			return obj.TruncatedAtSource, nil
+		},
+		nil,
+		func(ctx context.Context, selections ast.SelectionSet, v *bool) graphql.Marshaler {
+			return ec.marshalOBoolean2ᚖbool(ctx, selections, v)
+		},
+		true,
+		false,
+	)
+}
+func (ec *executionContext) fieldContext_ToolResultSearch_truncatedAtSource(_ context.Context, field graphql.CollectedField) (fc *graphql.FieldContext, err error) {
+	return graphql.NewScalarFieldContext("ToolResultSearch", field, false, false, "Boolean")
+}
+
+func (ec *executionContext) _ToolResultSearch_excerpts(ctx context.Context, field graphql.CollectedField, obj *result.SearchItem) (ret graphql.Marshaler) {
+	return graphql.ResolveField(
+		ctx,
+		ec.OperationContext,
+		field,
+		func(ctx context.Context, field graphql.CollectedField) (*graphql.FieldContext, error) {
+			return ec.fieldContext_ToolResultSearch_excerpts(ctx, field)
+		},
+		func(ctx context.Context) (any, error) {
+			return obj.Excerpts, nil
+		},
+		nil,
+		func(ctx context.Context, selections ast.SelectionSet, v []result.Excerpt) graphql.Marshaler {
+			return ec.marshalNToolResultExcerpt2ᚕgithubᚗcomᚋtoolgateᚋtoolgateᚋtoolsᚋresultᚐExcerptᚄ(ctx, selections, v)
+		},
+		true,
+		true,
+	)
+}
+func (ec *executionContext) fieldContext_ToolResultSearch_excerpts(_ context.Context, field graphql.CollectedField) (fc *graphql.FieldContext, err error) {
+	fc = &graphql.FieldContext{
+		Object:     "ToolResultSearch",
+		Field:      field,
+		IsMethod:   false,
+		IsResolver: false,
+		Child: func(ctx context.Context, field graphql.CollectedField) (*graphql.FieldContext, error) {
+			return ec.childFields_ToolResultExcerpt(ctx, field)
+		},
+	}
+	return fc, nil
+}
+
+func (ec *executionContext) _ToolResultSearch_absent(ctx context.Context, field graphql.CollectedField, obj *result.SearchItem) (ret graphql.Marshaler) {
+	return graphql.ResolveField(
+		ctx,
+		ec.OperationContext,
+		field,
+		func(ctx context.Context, field graphql.CollectedField) (*graphql.FieldContext, error) {
+			return ec.fieldContext_ToolResultSearch_absent(ctx, field)
+		},
+		func(ctx context.Context) (any, error) {
+			return obj.Absent, nil
+		},
+		nil,
+		func(ctx context.Context, selections ast.SelectionSet, v bool) graphql.Marshaler {
+			return ec.marshalNBoolean2bool(ctx, selections, v)
+		},
+		true,
+		true,
+	)
+}
+func (ec *executionContext) fieldContext_ToolResultSearch_absent(_ context.Context, field graphql.CollectedField) (fc *graphql.FieldContext, err error) {
+	return graphql.NewScalarFieldContext("ToolResultSearch", field, false, false, "Boolean")
+}
+
+func (ec *executionContext) _ToolResultSearch_error(ctx context.Context, field graphql.CollectedField, obj *result.SearchItem) (ret graphql.Marshaler) {
+	return graphql.ResolveField(
+		ctx,
+		ec.OperationContext,
+		field,
+		func(ctx context.Context, field graphql.CollectedField) (*graphql.FieldContext, error) {
+			return ec.fieldContext_ToolResultSearch_error(ctx, field)
+		},
+		func(ctx context.Context) (any, error) {
+			return obj.Error, nil
+		},
+		nil,
+		func(ctx context.Context, selections ast.SelectionSet, v *string) graphql.Marshaler {
+			return ec.marshalOString2ᚖstring(ctx, selections, v)
+		},
+		true,
+		false,
+	)
+}
+func (ec *executionContext) fieldContext_ToolResultSearch_error(_ context.Context, field graphql.CollectedField) (fc *graphql.FieldContext, err error) {
+	return graphql.NewScalarFieldContext("ToolResultSearch", field, false, false, "String")
+}
+
+func (ec *executionContext) _ToolResultSearch_evidence(ctx context.Context, field graphql.CollectedField, obj *result.SearchItem) (ret graphql.Marshaler) {
+	return graphql.ResolveField(
+		ctx,
+		ec.OperationContext,
+		field,
+		func(ctx context.Context, field graphql.CollectedField) (*graphql.FieldContext, error) {
+			return ec.fieldContext_ToolResultSearch_evidence(ctx, field)
+		},
+		func(ctx context.Context) (any, error) {
+			return obj.Evidence, nil
+		},
+		nil,
+		func(ctx context.Context, selections ast.SelectionSet, v []schema.Span) graphql.Marshaler {
+			return ec.marshalNEvidence2ᚕgithubᚗcomᚋtoolgateᚋtoolgateᚋentᚋschemaᚐSpanᚄ(ctx, selections, v)
+		},
+		true,
+		true,
+	)
+}
+func (ec *executionContext) fieldContext_ToolResultSearch_evidence(_ context.Context, field graphql.CollectedField) (fc *graphql.FieldContext, err error) {
+	fc = &graphql.FieldContext{
+		Object:     "ToolResultSearch",
+		Field:      field,
+		IsMethod:   false,
+		IsResolver: false,
+		Child: func(ctx context.Context, field graphql.CollectedField) (*graphql.FieldContext, error) {
+			return ec.childFields_Evidence(ctx, field)
+		},
+	}
+	return fc, nil
+}
+
+func (ec *executionContext) _ToolResults_reads(ctx context.Context, field graphql.CollectedField, obj *result.Results) (ret graphql.Marshaler) {
+	return graphql.ResolveField(
+		ctx,
+		ec.OperationContext,
+		field,
+		func(ctx context.Context, field graphql.CollectedField) (*graphql.FieldContext, error) {
+			return ec.fieldContext_ToolResults_reads(ctx, field)
+		},
+		func(ctx context.Context) (any, error) {
+			return obj.Reads, nil
+		},
+		nil,
+		func(ctx context.Context, selections ast.SelectionSet, v []*result.ReadItem) graphql.Marshaler {
+			return ec.marshalNToolResultRead2ᚕᚖgithubᚗcomᚋtoolgateᚋtoolgateᚋtoolsᚋresultᚐReadItemᚄ(ctx, selections, v)
+		},
+		true,
+		true,
+	)
+}
+func (ec *executionContext) fieldContext_ToolResults_reads(_ context.Context, field graphql.CollectedField) (fc *graphql.FieldContext, err error) {
+	fc = &graphql.FieldContext{
+		Object:     "ToolResults",
+		Field:      field,
+		IsMethod:   false,
+		IsResolver: false,
+		Child: func(ctx context.Context, field graphql.CollectedField) (*graphql.FieldContext, error) {
+			return ec.childFields_ToolResultRead(ctx, field)
+		},
+	}
+	return fc, nil
+}
+
+func (ec *executionContext) _ToolResults_searches(ctx context.Context, field graphql.CollectedField, obj *result.Results) (ret graphql.Marshaler) {
+	return graphql.ResolveField(
+		ctx,
+		ec.OperationContext,
+		field,
+		func(ctx context.Context, field graphql.CollectedField) (*graphql.FieldContext, error) {
+			return ec.fieldContext_ToolResults_searches(ctx, field)
+		},
+		func(ctx context.Context) (any, error) {
+			return obj.Searches, nil
+		},
+		nil,
+		func(ctx context.Context, selections ast.SelectionSet, v []*result.SearchItem) graphql.Marshaler {
+			return ec.marshalNToolResultSearch2ᚕᚖgithubᚗcomᚋtoolgateᚋtoolgateᚋtoolsᚋresultᚐSearchItemᚄ(ctx, selections, v)
+		},
+		true,
+		true,
+	)
+}
+func (ec *executionContext) fieldContext_ToolResults_searches(_ context.Context, field graphql.CollectedField) (fc *graphql.FieldContext, err error) {
+	fc = &graphql.FieldContext{
+		Object:     "ToolResults",
+		Field:      field,
+		IsMethod:   false,
+		IsResolver: false,
+		Child: func(ctx context.Context, field graphql.CollectedField) (*graphql.FieldContext, error) {
+			return ec.childFields_ToolResultSearch(ctx, field)
+		},
+	}
+	return fc, nil
+}
+
+func (ec *executionContext) _ToolResults_failures(ctx context.Context, field graphql.CollectedField, obj *result.Results) (ret graphql.Marshaler) {
+	return graphql.ResolveField(
+		ctx,
+		ec.OperationContext,
+		field,
+		func(ctx context.Context, field graphql.CollectedField) (*graphql.FieldContext, error) {
+			return ec.fieldContext_ToolResults_failures(ctx, field)
+		},
+		func(ctx context.Context) (any, error) {
+			return obj.Failures, nil
+		},
+		nil,
+		func(ctx context.Context, selections ast.SelectionSet, v []schema.ItemFailure) graphql.Marshaler {
+			return ec.marshalNItemFailure2ᚕgithubᚗcomᚋtoolgateᚋtoolgateᚋentᚋschemaᚐItemFailureᚄ(ctx, selections, v)
+		},
+		true,
+		true,
+	)
+}
+func (ec *executionContext) fieldContext_ToolResults_failures(_ context.Context, field graphql.CollectedField) (fc *graphql.FieldContext, err error) {
+	fc = &graphql.FieldContext{
+		Object:     "ToolResults",
+		Field:      field,
+		IsMethod:   false,
+		IsResolver: false,
+		Child: func(ctx context.Context, field graphql.CollectedField) (*graphql.FieldContext, error) {
+			return ec.childFields_ItemFailure(ctx, field)
+		},
+	}
+	return fc, nil
+}
+
+func (ec *executionContext) _ToolResults_evidence(ctx context.Context, field graphql.CollectedField, obj *result.Results) (ret graphql.Marshaler) {
+	return graphql.ResolveField(
+		ctx,
+		ec.OperationContext,
+		field,
+		func(ctx context.Context, field graphql.CollectedField) (*graphql.FieldContext, error) {
+			return ec.fieldContext_ToolResults_evidence(ctx, field)
+		},
+		func(ctx context.Context) (any, error) {
+			return obj.Evidence, nil
+		},
+		nil,
+		func(ctx context.Context, selections ast.SelectionSet, v []schema.Span) graphql.Marshaler {
+			return ec.marshalNEvidence2ᚕgithubᚗcomᚋtoolgateᚋtoolgateᚋentᚋschemaᚐSpanᚄ(ctx, selections, v)
+		},
+		true,
+		true,
+	)
+}
+func (ec *executionContext) fieldContext_ToolResults_evidence(_ context.Context, field graphql.CollectedField) (fc *graphql.FieldContext, err error) {
+	fc = &graphql.FieldContext{
+		Object:     "ToolResults",
+		Field:      field,
+		IsMethod:   false,
+		IsResolver: false,
+		Child: func(ctx context.Context, field graphql.CollectedField) (*graphql.FieldContext, error) {
+			return ec.childFields_Evidence(ctx, field)
 		},
 	}
 	return fc, nil
@@ -16104,6 +17642,24 @@ func (ec *executionContext) _Query(ctx context.Context, sel ast.SelectionSet) gr
 				func(ctx context.Context) graphql.Marshaler {
 					return ec._Query_conversation(ctx, field)
 				})
+		case "toolResults":
+			out.ResolveRootConcurrently(innerCtx, ec.OperationContext, i,
+				true, true,
+				func(ctx context.Context) graphql.Marshaler {
+					return ec._Query_toolResults(ctx, field)
+				})
+		case "readToolResult":
+			out.ResolveRootConcurrently(innerCtx, ec.OperationContext, i,
+				true, true,
+				func(ctx context.Context) graphql.Marshaler {
+					return ec._Query_readToolResult(ctx, field)
+				})
+		case "searchToolResults":
+			out.ResolveRootConcurrently(innerCtx, ec.OperationContext, i,
+				true, true,
+				func(ctx context.Context) graphql.Marshaler {
+					return ec._Query_searchToolResults(ctx, field)
+				})
 		case "transcript":
 			out.ResolveRootConcurrently(innerCtx, ec.OperationContext, i,
 				true, true,
@@ -16491,6 +18047,273 @@ func (ec *executionContext) _ToolList(ctx context.Context, sel ast.SelectionSet,
 			out.Values[i] = graphql.MarshalString("ToolList")
 		case "tools":
 			out.Values[i] = ec._ToolList_tools(ctx, field, obj)
+			if out.Values[i] == graphql.Null {
+				out.Invalids++
+			}
+		default:
+			panic("unknown field " + strconv.Quote(field.Name))
+		}
+	}
+	out.Dispatch(ctx)
+	if out.Invalids > 0 {
+		return graphql.Null
+	}
+
+	if n := len(deferred.Defers); n > 0 {
+		atomic.AddInt32(&ec.Deferred, int32(min(n, math.MaxInt32)))
+		ec.ProcessDeferredGroup(deferred)
+	}
+
+	return out
+}
+
+var toolResultExcerptImplementors = []string{"ToolResultExcerpt"}
+
+func (ec *executionContext) _ToolResultExcerpt(ctx context.Context, sel ast.SelectionSet, obj *result.Excerpt) graphql.Marshaler {
+	fields := graphql.CollectFields(ec.OperationContext, sel, toolResultExcerptImplementors)
+
+	out := graphql.NewFieldSet(fields)
+	deferred := graphql.NewDeferredGroup(ctx)
+	for i, field := range fields {
+		switch field.Name {
+		case "__typename":
+			out.Values[i] = graphql.MarshalString("ToolResultExcerpt")
+		case "offset":
+			out.Values[i] = ec._ToolResultExcerpt_offset(ctx, field, obj)
+			if out.Values[i] == graphql.Null {
+				out.Invalids++
+			}
+		case "text":
+			out.Values[i] = ec._ToolResultExcerpt_text(ctx, field, obj)
+			if out.Values[i] == graphql.Null {
+				out.Invalids++
+			}
+		case "matchOffset":
+			out.Values[i] = ec._ToolResultExcerpt_matchOffset(ctx, field, obj)
+			if out.Values[i] == graphql.Null {
+				out.Invalids++
+			}
+		case "edits":
+			out.Values[i] = ec._ToolResultExcerpt_edits(ctx, field, obj)
+			if out.Values[i] == graphql.Null {
+				out.Invalids++
+			}
+		case "hits":
+			out.Values[i] = ec._ToolResultExcerpt_hits(ctx, field, obj)
+			if out.Values[i] == graphql.Null {
+				out.Invalids++
+			}
+		default:
+			panic("unknown field " + strconv.Quote(field.Name))
+		}
+	}
+	out.Dispatch(ctx)
+	if out.Invalids > 0 {
+		return graphql.Null
+	}
+
+	if n := len(deferred.Defers); n > 0 {
+		atomic.AddInt32(&ec.Deferred, int32(min(n, math.MaxInt32)))
+		ec.ProcessDeferredGroup(deferred)
+	}
+
+	return out
+}
+
+var toolResultReadImplementors = []string{"ToolResultRead"}
+
+func (ec *executionContext) _ToolResultRead(ctx context.Context, sel ast.SelectionSet, obj *result.ReadItem) graphql.Marshaler {
+	fields := graphql.CollectFields(ec.OperationContext, sel, toolResultReadImplementors)
+
+	out := graphql.NewFieldSet(fields)
+	deferred := graphql.NewDeferredGroup(ctx)
+	for i, field := range fields {
+		switch field.Name {
+		case "__typename":
+			out.Values[i] = graphql.MarshalString("ToolResultRead")
+		case "ref":
+			out.Values[i] = ec._ToolResultRead_ref(ctx, field, obj)
+			if out.Values[i] == graphql.Null {
+				out.Invalids++
+			}
+		case "kind":
+			out.Values[i] = ec._ToolResultRead_kind(ctx, field, obj)
+			if out.Values[i] == graphql.RequiredNull {
+				out.Invalids++
+			}
+		case "text":
+			out.Values[i] = ec._ToolResultRead_text(ctx, field, obj)
+			if out.Values[i] == graphql.RequiredNull {
+				out.Invalids++
+			}
+		case "offset":
+			out.Values[i] = ec._ToolResultRead_offset(ctx, field, obj)
+			if out.Values[i] == graphql.RequiredNull {
+				out.Invalids++
+			}
+		case "nextOffset":
+			out.Values[i] = ec._ToolResultRead_nextOffset(ctx, field, obj)
+			if out.Values[i] == graphql.RequiredNull {
+				out.Invalids++
+			}
+		case "totalChars":
+			out.Values[i] = ec._ToolResultRead_totalChars(ctx, field, obj)
+			if out.Values[i] == graphql.RequiredNull {
+				out.Invalids++
+			}
+		case "bytes":
+			out.Values[i] = ec._ToolResultRead_bytes(ctx, field, obj)
+			if out.Values[i] == graphql.RequiredNull {
+				out.Invalids++
+			}
+		case "truncatedAtSource":
+			out.Values[i] = ec._ToolResultRead_truncatedAtSource(ctx, field, obj)
+			if out.Values[i] == graphql.RequiredNull {
+				out.Invalids++
+			}
+		case "absent":
+			out.Values[i] = ec._ToolResultRead_absent(ctx, field, obj)
+			if out.Values[i] == graphql.Null {
+				out.Invalids++
+			}
+		case "error":
+			out.Values[i] = ec._ToolResultRead_error(ctx, field, obj)
+			if out.Values[i] == graphql.RequiredNull {
+				out.Invalids++
+			}
+		case "evidence":
+			out.Values[i] = ec._ToolResultRead_evidence(ctx, field, obj)
+			if out.Values[i] == graphql.Null {
+				out.Invalids++
+			}
+		default:
+			panic("unknown field " + strconv.Quote(field.Name))
+		}
+	}
+	out.Dispatch(ctx)
+	if out.Invalids > 0 {
+		return graphql.Null
+	}
+
+	if n := len(deferred.Defers); n > 0 {
+		atomic.AddInt32(&ec.Deferred, int32(min(n, math.MaxInt32)))
+		ec.ProcessDeferredGroup(deferred)
+	}
+
+	return out
+}
+
+var toolResultSearchImplementors = []string{"ToolResultSearch"}
+
+func (ec *executionContext) _ToolResultSearch(ctx context.Context, sel ast.SelectionSet, obj *result.SearchItem) graphql.Marshaler {
+	fields := graphql.CollectFields(ec.OperationContext, sel, toolResultSearchImplementors)
+
+	out := graphql.NewFieldSet(fields)
+	deferred := graphql.NewDeferredGroup(ctx)
+	for i, field := range fields {
+		switch field.Name {
+		case "__typename":
+			out.Values[i] = graphql.MarshalString("ToolResultSearch")
+		case "ref":
+			out.Values[i] = ec._ToolResultSearch_ref(ctx, field, obj)
+			if out.Values[i] == graphql.Null {
+				out.Invalids++
+			}
+		case "kind":
+			out.Values[i] = ec._ToolResultSearch_kind(ctx, field, obj)
+			if out.Values[i] == graphql.RequiredNull {
+				out.Invalids++
+			}
+		case "hits":
+			out.Values[i] = ec._ToolResultSearch_hits(ctx, field, obj)
+			if out.Values[i] == graphql.Null {
+				out.Invalids++
+			}
+		case "shown":
+			out.Values[i] = ec._ToolResultSearch_shown(ctx, field, obj)
+			if out.Values[i] == graphql.Null {
+				out.Invalids++
+			}
+		case "totalChars":
+			out.Values[i] = ec._ToolResultSearch_totalChars(ctx, field, obj)
+			if out.Values[i] == graphql.RequiredNull {
+				out.Invalids++
+			}
+		case "bytes":
+			out.Values[i] = ec._ToolResultSearch_bytes(ctx, field, obj)
+			if out.Values[i] == graphql.RequiredNull {
+				out.Invalids++
+			}
+		case "truncatedAtSource":
+			out.Values[i] = ec._ToolResultSearch_truncatedAtSource(ctx, field, obj)
+			if out.Values[i] == graphql.RequiredNull {
+				out.Invalids++
+			}
+		case "excerpts":
+			out.Values[i] = ec._ToolResultSearch_excerpts(ctx, field, obj)
+			if out.Values[i] == graphql.Null {
+				out.Invalids++
+			}
+		case "absent":
+			out.Values[i] = ec._ToolResultSearch_absent(ctx, field, obj)
+			if out.Values[i] == graphql.Null {
+				out.Invalids++
+			}
+		case "error":
+			out.Values[i] = ec._ToolResultSearch_error(ctx, field, obj)
+			if out.Values[i] == graphql.RequiredNull {
+				out.Invalids++
+			}
+		case "evidence":
+			out.Values[i] = ec._ToolResultSearch_evidence(ctx, field, obj)
+			if out.Values[i] == graphql.Null {
+				out.Invalids++
+			}
+		default:
+			panic("unknown field " + strconv.Quote(field.Name))
+		}
+	}
+	out.Dispatch(ctx)
+	if out.Invalids > 0 {
+		return graphql.Null
+	}
+
+	if n := len(deferred.Defers); n > 0 {
+		atomic.AddInt32(&ec.Deferred, int32(min(n, math.MaxInt32)))
+		ec.ProcessDeferredGroup(deferred)
+	}
+
+	return out
+}
+
+var toolResultsImplementors = []string{"ToolResults"}
+
+func (ec *executionContext) _ToolResults(ctx context.Context, sel ast.SelectionSet, obj *result.Results) graphql.Marshaler {
+	fields := graphql.CollectFields(ec.OperationContext, sel, toolResultsImplementors)
+
+	out := graphql.NewFieldSet(fields)
+	deferred := graphql.NewDeferredGroup(ctx)
+	for i, field := range fields {
+		switch field.Name {
+		case "__typename":
+			out.Values[i] = graphql.MarshalString("ToolResults")
+		case "reads":
+			out.Values[i] = ec._ToolResults_reads(ctx, field, obj)
+			if out.Values[i] == graphql.Null {
+				out.Invalids++
+			}
+		case "searches":
+			out.Values[i] = ec._ToolResults_searches(ctx, field, obj)
+			if out.Values[i] == graphql.Null {
+				out.Invalids++
+			}
+		case "failures":
+			out.Values[i] = ec._ToolResults_failures(ctx, field, obj)
+			if out.Values[i] == graphql.Null {
+				out.Invalids++
+			}
+		case "evidence":
+			out.Values[i] = ec._ToolResults_evidence(ctx, field, obj)
 			if out.Values[i] == graphql.Null {
 				out.Invalids++
 			}
@@ -18632,6 +20455,82 @@ func (ec *executionContext) marshalNToolOutcome2githubᚗcomᚋtoolgateᚋtoolga
 	return v
 }
 
+func (ec *executionContext) marshalNToolResultExcerpt2githubᚗcomᚋtoolgateᚋtoolgateᚋtoolsᚋresultᚐExcerpt(ctx context.Context, sel ast.SelectionSet, v result.Excerpt) graphql.Marshaler {
+	return ec._ToolResultExcerpt(ctx, sel, &v)
+}
+
+func (ec *executionContext) marshalNToolResultExcerpt2ᚕgithubᚗcomᚋtoolgateᚋtoolgateᚋtoolsᚋresultᚐExcerptᚄ(ctx context.Context, sel ast.SelectionSet, v []result.Excerpt) graphql.Marshaler {
+	ret := graphql.MarshalSliceConcurrently(ctx, len(v), 0, false, func(ctx context.Context, i int) graphql.Marshaler {
+		fc := graphql.GetFieldContext(ctx)
+		fc.Result = &v[i]
+		return ec.marshalNToolResultExcerpt2githubᚗcomᚋtoolgateᚋtoolgateᚋtoolsᚋresultᚐExcerpt(ctx, sel, v[i])
+	})
+
+	for _, e := range ret {
+		if e == graphql.Null {
+			return graphql.Null
+		}
+	}
+
+	return ret
+}
+
+func (ec *executionContext) marshalNToolResultRead2ᚕᚖgithubᚗcomᚋtoolgateᚋtoolgateᚋtoolsᚋresultᚐReadItemᚄ(ctx context.Context, sel ast.SelectionSet, v []*result.ReadItem) graphql.Marshaler {
+	ret := graphql.MarshalSliceConcurrently(ctx, len(v), 0, false, func(ctx context.Context, i int) graphql.Marshaler {
+		fc := graphql.GetFieldContext(ctx)
+		fc.Result = &v[i]
+		return ec.marshalNToolResultRead2ᚖgithubᚗcomᚋtoolgateᚋtoolgateᚋtoolsᚋresultᚐReadItem(ctx, sel, v[i])
+	})
+
+	for _, e := range ret {
+		if e == graphql.Null {
+			return graphql.Null
+		}
+	}
+
+	return ret
+}
+
+func (ec *executionContext) marshalNToolResultRead2ᚖgithubᚗcomᚋtoolgateᚋtoolgateᚋtoolsᚋresultᚐReadItem(ctx context.Context, sel ast.SelectionSet, v *result.ReadItem) graphql.Marshaler {
+	if v == nil {
+		graphql.AddInvalidNullError(ctx, "ToolResultRead!")
+		return graphql.Null
+	}
+	return ec._ToolResultRead(ctx, sel, v)
+}
+
+func (ec *executionContext) marshalNToolResultSearch2ᚕᚖgithubᚗcomᚋtoolgateᚋtoolgateᚋtoolsᚋresultᚐSearchItemᚄ(ctx context.Context, sel ast.SelectionSet, v []*result.SearchItem) graphql.Marshaler {
+	ret := graphql.MarshalSliceConcurrently(ctx, len(v), 0, false, func(ctx context.Context, i int) graphql.Marshaler {
+		fc := graphql.GetFieldContext(ctx)
+		fc.Result = &v[i]
+		return ec.marshalNToolResultSearch2ᚖgithubᚗcomᚋtoolgateᚋtoolgateᚋtoolsᚋresultᚐSearchItem(ctx, sel, v[i])
+	})
+
+	for _, e := range ret {
+		if e == graphql.Null {
+			return graphql.Null
+		}
+	}
+
+	return ret
+}
+
+func (ec *executionContext) marshalNToolResultSearch2ᚖgithubᚗcomᚋtoolgateᚋtoolgateᚋtoolsᚋresultᚐSearchItem(ctx context.Context, sel ast.SelectionSet, v *result.SearchItem) graphql.Marshaler {
+	if v == nil {
+		graphql.AddInvalidNullError(ctx, "ToolResultSearch!")
+		return graphql.Null
+	}
+	return ec._ToolResultSearch(ctx, sel, v)
+}
+
+func (ec *executionContext) marshalNToolResults2ᚖgithubᚗcomᚋtoolgateᚋtoolgateᚋtoolsᚋresultᚐResults(ctx context.Context, sel ast.SelectionSet, v *result.Results) graphql.Marshaler {
+	if v == nil {
+		graphql.AddInvalidNullError(ctx, "ToolResults!")
+		return graphql.Null
+	}
+	return ec._ToolResults(ctx, sel, v)
+}
+
 func (ec *executionContext) marshalNToolSchema2githubᚗcomᚋtoolgateᚋtoolgateᚋtoolsᚋcatalogᚐToolSchema(ctx context.Context, sel ast.SelectionSet, v catalog.ToolSchema) graphql.Marshaler {
 	return ec._ToolSchema(ctx, sel, &v)
 }
@@ -19438,11 +21337,43 @@ func (ec *executionContext) marshalOInt2ᚖint(ctx context.Context, sel ast.Sele
 	return res
 }
 
+func (ec *executionContext) unmarshalOMatchMode2ᚖgithubᚗcomᚋtoolgateᚋtoolgateᚋtoolsᚋresultᚐMatch(ctx context.Context, v any) (*result.Match, error) {
+	if v == nil {
+		return nil, nil
+	}
+	var res = new(result.Match)
+	err := res.UnmarshalGQL(v)
+	return res, graphql.ErrorOnPath(ctx, err)
+}
+
+func (ec *executionContext) marshalOMatchMode2ᚖgithubᚗcomᚋtoolgateᚋtoolgateᚋtoolsᚋresultᚐMatch(ctx context.Context, sel ast.SelectionSet, v *result.Match) graphql.Marshaler {
+	if v == nil {
+		return graphql.Null
+	}
+	return v
+}
+
 func (ec *executionContext) marshalONode2githubᚗcomᚋtoolgateᚋtoolgateᚋentᚐNoder(ctx context.Context, sel ast.SelectionSet, v ent.Noder) graphql.Marshaler {
 	if v == nil {
 		return graphql.Null
 	}
 	return ec._Node(ctx, sel, v)
+}
+
+func (ec *executionContext) unmarshalOResultKind2ᚖgithubᚗcomᚋtoolgateᚋtoolgateᚋentᚋstoredresultᚐKind(ctx context.Context, v any) (*storedresult.Kind, error) {
+	if v == nil {
+		return nil, nil
+	}
+	var res = new(storedresult.Kind)
+	err := res.UnmarshalGQL(v)
+	return res, graphql.ErrorOnPath(ctx, err)
+}
+
+func (ec *executionContext) marshalOResultKind2ᚖgithubᚗcomᚋtoolgateᚋtoolgateᚋentᚋstoredresultᚐKind(ctx context.Context, sel ast.SelectionSet, v *storedresult.Kind) graphql.Marshaler {
+	if v == nil {
+		return graphql.Null
+	}
+	return v
 }
 
 func (ec *executionContext) marshalOStoredResult2ᚖgithubᚗcomᚋtoolgateᚋtoolgateᚋentᚐStoredResult(ctx context.Context, sel ast.SelectionSet, v *ent.StoredResult) graphql.Marshaler {

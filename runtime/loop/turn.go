@@ -186,7 +186,7 @@ func (t *turnRun) history(ctx context.Context) (int, error) {
 	if err != nil {
 		return 0, err
 	}
-	sizes, err := t.sizes(ctx, ids)
+	sizes, err := t.sizes(ctx, steps)
 	if err != nil {
 		return 0, err
 	}
@@ -233,12 +233,32 @@ func (t *turnRun) steps(ctx context.Context, turnIDs []int) (map[int][]prompt.St
 	if err != nil {
 		return nil, fmt.Errorf("load model calls: %w", err)
 	}
+	// What the model heard is read only for the turns that replay it: the
+	// last few and this one. Older calls replay their outcome and ref.
 	calls, err := c.ToolCall.Query().
 		Where(toolcall.TurnIDIn(turnIDs...)).
 		Order(ent.Asc(toolcall.FieldTurnID), ent.Asc(toolcall.FieldPosition)).
+		Select(callColumns...).
 		All(ctx)
 	if err != nil {
 		return nil, fmt.Errorf("load tool calls: %w", err)
+	}
+	recent := turnIDs[max(0, len(turnIDs)-prompt.RecentTurns-1):]
+	var heard []struct {
+		ID    int     `json:"id"`
+		Heard *string `json:"heard"`
+	}
+	err = c.ToolCall.Query().Where(toolcall.TurnIDIn(recent...)).
+		Select(toolcall.FieldID, toolcall.FieldHeard).Scan(ctx, &heard)
+	if err != nil {
+		return nil, fmt.Errorf("load what was heard: %w", err)
+	}
+	byID := make(map[int]*string, len(heard))
+	for _, h := range heard {
+		byID[h.ID] = h.Heard
+	}
+	for _, call := range calls {
+		call.Heard = byID[call.ID]
 	}
 	out := map[int][]prompt.Step{}
 	for _, mc := range mcs {
@@ -256,18 +276,37 @@ func (t *turnRun) steps(ctx context.Context, turnIDs []int) (map[int][]prompt.St
 	return out, nil
 }
 
-// sizes returns the character counts of the results the turns stored.
-func (t *turnRun) sizes(ctx context.Context, turnIDs []int) (map[string]int64, error) {
+// callColumns are the tool call columns the history needs, but what the
+// model heard, which can be kilobytes per call.
+var callColumns = slices.DeleteFunc(slices.Clone(toolcall.Columns), func(c string) bool {
+	return c == toolcall.FieldHeard || c == toolcall.FieldEvidence
+})
+
+// sizes returns the character counts of the results the calls stored, by
+// ref, in one statement by primary key.
+func (t *turnRun) sizes(ctx context.Context, steps map[int][]prompt.Step) (map[string]int64, error) {
+	var ids []int
+	for _, st := range steps {
+		for _, s := range st {
+			for _, c := range s.Calls {
+				if c.ResultID != nil {
+					ids = append(ids, *c.ResultID)
+				}
+			}
+		}
+	}
 	var rows []struct {
 		Ref   string `json:"ref"`
 		Chars int64  `json:"chars"`
 	}
-	err := t.client().StoredResult.Query().
-		Where(storedresult.HasToolCallWith(toolcall.TurnIDIn(turnIDs...))).
-		Select(storedresult.FieldRef, storedresult.FieldChars).
-		Scan(ctx, &rows)
-	if err != nil {
-		return nil, fmt.Errorf("load result sizes: %w", err)
+	if len(ids) > 0 {
+		err := t.client().StoredResult.Query().
+			Where(storedresult.IDIn(ids...)).
+			Select(storedresult.FieldRef, storedresult.FieldChars).
+			Scan(ctx, &rows)
+		if err != nil {
+			return nil, fmt.Errorf("load result sizes: %w", err)
+		}
 	}
 	out := make(map[string]int64, len(rows))
 	for _, r := range rows {

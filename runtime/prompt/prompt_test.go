@@ -48,9 +48,11 @@ func TestRegister(t *testing.T) {
 		{name: "no tools declared: always-on and workspace only", give: &ent.Agent{}, want: []string{"clarify", "read_file"}},
 		{name: "allowlist in registration order", give: &ent.Agent{Tools: []string{"search_docs", "search_web", "unknown"}},
 			want: []string{"clarify", "read_file", "search_web", "search_docs"}},
-		{name: "each switch its own tool", give: &ent.Agent{Memory: true, PastConversationSearch: true},
+		{name: "each switch its own tool", give: &ent.Agent{Memory: true, PastConversationSearch: true,
+			Tools: []string{"remember", "search_conversations", "check_budget"}},
 			want: []string{"clarify", "read_file", "remember", "search_conversations"}},
-		{name: "budget switch", give: &ent.Agent{BudgetCheck: true}, want: []string{"clarify", "read_file", "check_budget"}},
+		{name: "a switch alone offers nothing", give: &ent.Agent{BudgetCheck: true, Memory: true}, want: []string{"clarify", "read_file"}},
+		{name: "budget switch", give: &ent.Agent{BudgetCheck: true, Tools: []string{"check_budget"}}, want: []string{"clarify", "read_file", "check_budget"}},
 		{name: "application tools the agent lists, in its order", give: &ent.Agent{Tools: []string{"crm__purge", "crm__lookup", "crm__missing"}},
 			want: []string{"clarify", "read_file", "crm__purge", "crm__lookup"}},
 	}
@@ -61,7 +63,7 @@ func TestRegister(t *testing.T) {
 
 func TestSystemCollectsGuidanceOnce(t *testing.T) {
 	t.Parallel()
-	a := &ent.Agent{Instructions: "  Be brief.  ", Tools: []string{"search_web", "search_docs"}, PastConversationSearch: true, Memory: true}
+	a := &ent.Agent{Instructions: "  Be brief.  ", Tools: []string{"search_web", "search_docs", "search_conversations", "remember"}, PastConversationSearch: true, Memory: true}
 	got := prompt.System(a, prompt.Register(a, builtins, nil))
 	want := "Be brief.\n\n" +
 		"Files live in the conversation's workspace.\n\n" +

@@ -18,4 +18,8 @@ var Definition = tools.Definition{
 	Offered: tools.OfferAlways,
 	Effect:  tools.EffectRead,
 	Preview: tools.PreviewExempt,
+	Operation: `query($conversationId: ID, $expression: String!) {
+  calculate(conversationId: $conversationId, expression: $expression) { value }
+}`,
+	Field: "calculate",
 }

@@ -4,15 +4,33 @@
 package registry
 
 import (
+	"slices"
+
 	"github.com/toolgate/toolgate/tools"
 	"github.com/toolgate/toolgate/tools/calc"
+	"github.com/toolgate/toolgate/tools/catalog"
+	"github.com/toolgate/toolgate/tools/interact"
+	"github.com/toolgate/toolgate/tools/result"
+	"github.com/toolgate/toolgate/tools/tasks"
+	"github.com/toolgate/toolgate/tools/transcript"
+	"github.com/toolgate/toolgate/tools/workspace"
 )
 
 // All returns every built-in tool definition, in registration order.
 func All() []tools.Definition {
-	return []tools.Definition{
-		calc.Definition,
-	}
+	return slices.Concat(
+		interact.Definitions,
+		[]tools.Definition{
+			calc.Definition,
+			result.Definition,
+			transcript.Definition,
+		},
+		workspace.Definitions,
+		catalog.Definitions,
+		[]tools.Definition{
+			tasks.Definition,
+		},
+	)
 }
 
 // ByName returns the built-in definition named name.

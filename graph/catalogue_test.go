@@ -1,0 +1,241 @@
+package graph_test
+
+import (
+	"encoding/json"
+	"testing"
+	"unicode/utf8"
+
+	"github.com/stretchr/testify/require"
+
+	"github.com/toolgate/toolgate/ent/db"
+	"github.com/toolgate/toolgate/ent/db/dbtest"
+	"github.com/toolgate/toolgate/graph"
+	"github.com/toolgate/toolgate/tools"
+	"github.com/toolgate/toolgate/tools/catalog"
+	"github.com/toolgate/toolgate/tools/registry"
+)
+
+var discoveryTools = []any{"search_tools", "list_tools", "get_tool_schema"}
+
+func (b *testBundle) createAgentWith(t testing.TB, token, name string, tools []any) string {
+	t.Helper()
+	d := b.do(t, token, `mutation($n: String!, $t: [String!]) { createAgent(input: {name: $n, tools: $t}) { id } }`,
+		map[string]any{"n": name, "t": tools}).ok(t)
+	return get(d, "createAgent", "id").(string)
+}
+
+const catalogueQuery = `query($a: ID) { catalogue(agentId: $a) {
+  tools { name family offeredWhen alwaysOn offered definitionChars definitionTokens }
+  widestChars widestTokens alwaysPaidChars alwaysPaidTokens offeredChars offeredTokens
+  guidanceChars guidanceTokens alwaysPaidGuidanceChars
+  ceilings { widestChars alwaysPaidChars }
+} }`
+
+func TestCatalogue(t *testing.T) {
+	t.Parallel()
+	dbtest.Each(t, func(t *testing.T, d *db.DB) {
+		b := setup(t, d)
+		want := catalog.Measure(registry.All())
+		bare := b.createAgentWith(t, b.alice.Token, "Bare", []any{})
+		finder := b.createAgentWith(t, b.alice.Token, "Finder", discoveryTools)
+
+		check := func(agentID any, wantOffered func(tools.Definition) bool) map[string]any {
+			t.Helper()
+			c := get(b.do(t, b.bob.Token, catalogueQuery, map[string]any{"a": agentID}).ok(t), "catalogue").(map[string]any)
+			require.EqualValues(t, want.WidestChars, c["widestChars"])
+			require.EqualValues(t, want.WidestTokens, c["widestTokens"])
+			require.EqualValues(t, want.AlwaysPaidChars, c["alwaysPaidChars"])
+			require.EqualValues(t, want.AlwaysPaidTokens, c["alwaysPaidTokens"])
+			require.EqualValues(t, want.GuidanceChars, c["guidanceChars"])
+			require.EqualValues(t, want.GuidanceTokens, c["guidanceTokens"])
+			require.EqualValues(t, want.AlwaysPaidGuidanceChars, c["alwaysPaidGuidanceChars"])
+			require.Equal(t, map[string]any{"widestChars": float64(40122), "alwaysPaidChars": float64(13456)}, c["ceilings"])
+			got := c["tools"].([]any)
+			defs := registry.All()
+			require.Len(t, got, len(defs))
+			sum, offeredChars := 0, 0
+			for i, d := range defs {
+				tool := got[i].(map[string]any)
+				chars := utf8.RuneCount(d.Wire())
+				require.Equal(t, d.Name, tool["name"])
+				require.Equal(t, d.Family, tool["family"])
+				require.Equal(t, string(d.Offered), tool["offeredWhen"])
+				require.Equal(t, d.AlwaysOn(), tool["alwaysOn"], d.Name)
+				require.Equal(t, wantOffered(d), tool["offered"], d.Name)
+				require.EqualValues(t, chars, tool["definitionChars"], d.Name)
+				require.EqualValues(t, catalog.Tokens(string(d.Wire())), tool["definitionTokens"], d.Name)
+				sum += chars
+				if wantOffered(d) {
+					offeredChars += chars
+				}
+			}
+			require.EqualValues(t, sum, c["widestChars"])
+			require.EqualValues(t, offeredChars, c["offeredChars"])
+			return c
+		}
+		alwaysOn := func(d tools.Definition) bool { return d.AlwaysOn() }
+		none := check(nil, alwaysOn)
+		require.EqualValues(t, want.AlwaysPaidChars, none["offeredChars"])
+		// An agent that declares no tools gets no optional tool.
+		require.Equal(t, none, check(bare, alwaysOn))
+		withDiscovery := check(finder, func(d tools.Definition) bool { return d.AlwaysOn() || d.Family == catalog.Family })
+		discovery := 0
+		for _, d := range catalog.Definitions {
+			discovery += utf8.RuneCount(d.Wire())
+		}
+		require.EqualValues(t, want.AlwaysPaidChars+discovery, withDiscovery["offeredChars"])
+
+		// Another organisation's agent answers like one that never was.
+		foreign := b.do(t, b.eve.Token, catalogueQuery, map[string]any{"a": finder})
+		madeUp := b.do(t, b.eve.Token, catalogueQuery, map[string]any{"a": graph.EncodeID(1<<40 + 7)})
+		require.Equal(t, "NOT_FOUND", foreign.code(t))
+		require.Equal(t, string(madeUp.Raw), string(foreign.Raw))
+		require.Equal(t, string(madeUp.Raw), string(b.do(t, "", catalogueQuery, nil).Raw))
+
+		// A turn's scope token does not open it.
+		conv := b.startConversation(t, b.alice.Token, finder, "scoped")
+		scoped := b.do(t, b.scopeToken(t, conv, "search_tools"), catalogueQuery, nil)
+		require.Equal(t, "NOT_FOUND", scoped.code(t))
+	})
+}
+
+// operation returns the discovery tool's definition, whose Operation is
+// what the runtime posts.
+func operation(t testing.TB, name string) tools.Definition {
+	t.Helper()
+	d, ok := registry.ByName(name)
+	require.True(t, ok, name)
+	return d
+}
+
+// call runs a tool's operation as the runtime does (token, arguments plus
+// conversationId) and returns the response.
+func (b *testBundle) call(t testing.TB, token, tool string, conv any, args map[string]any) *response {
+	t.Helper()
+	vars := map[string]any{"conversationId": conv}
+	for k, v := range args {
+		vars[k] = v
+	}
+	return b.do(t, token, operation(t, tool).Operation, vars)
+}
+
+func TestDiscoveryTools(t *testing.T) {
+	t.Parallel()
+	dbtest.Each(t, func(t *testing.T, d *db.DB) {
+		b := setup(t, d)
+		b.do(t, b.alice.Token, `mutation { registerApplication(input: {name: "crm", url: "http://127.0.0.1:1/mcp", allowedTools: ["find_customer", "drop_customer"]}) { id } }`, nil).ok(t)
+		agent := b.createAgentWith(t, b.alice.Token, "Finder", append([]any{"crm__find_customer"}, discoveryTools...))
+		conv := b.startConversation(t, b.alice.Token, agent, "find")
+		scope := b.scopeToken(t, conv, "search_tools", "list_tools", "get_tool_schema")
+
+		var wantNames []any
+		for _, d := range registry.All() {
+			if d.AlwaysOn() || d.Family == catalog.Family {
+				wantNames = append(wantNames, d.Name)
+			}
+		}
+		wantNames = append(wantNames, "crm__find_customer")
+
+		// By hand with an API token, and the same through the turn's scope token.
+		list := b.call(t, b.alice.Token, "list_tools", conv, nil)
+		require.Equal(t, string(list.Raw), string(b.call(t, scope, "list_tools", nil, nil).Raw))
+		listed := get(list.ok(t), "listTools", "tools").([]any)
+		var gotNames []any
+		for _, tool := range listed {
+			gotNames = append(gotNames, get(tool, "name"))
+			require.LessOrEqual(t, utf8.RuneCountInString(get(tool, "description").(string)), 200)
+		}
+		require.Equal(t, wantNames, gotNames)
+		require.Equal(t, "tool of application crm", get(listed[len(listed)-1], "description"))
+
+		// Queries answered in order, repeats collapsed and said so.
+		args := map[string]any{"queries": []any{"schema", "Schema", "customer", " ", "tools"}}
+		search := b.call(t, b.alice.Token, "search_tools", conv, args)
+		require.Equal(t, string(search.Raw), string(b.call(t, scope, "search_tools", nil, args).Raw))
+		s := get(search.ok(t), "searchTools")
+		require.Equal(t, "schema", get(s, "results", 0, "query"))
+		require.Equal(t, "get_tool_schema", get(s, "results", 0, "tools", 0, "name"))
+		require.Equal(t, "customer", get(s, "results", 1, "query"))
+		require.Equal(t, []any{map[string]any{"name": "crm__find_customer", "description": "tool of application crm"}}, get(s, "results", 1, "tools"))
+		require.Equal(t, "tools", get(s, "results", 2, "query"))
+		require.Len(t, get(s, "results"), 3)
+		require.Equal(t, "item 1 repeats an earlier query: answered once", get(s, "note"))
+		require.Equal(t, []any{map[string]any{"item": float64(3), "input": " ", "message": "blank"}}, get(s, "failures"))
+		var searchNames []any
+		for _, tool := range get(s, "results", 2, "tools").([]any) {
+			searchNames = append(searchNames, get(tool, "name"))
+		}
+		require.Subset(t, searchNames, discoveryTools)
+
+		// More than 5 distinct queries are refused; 6 with a repeat are not.
+		tooMany := b.call(t, scope, "search_tools", nil, map[string]any{"queries": []any{"a", "b", "c", "d", "e", "f"}})
+		require.Equal(t, "BAD_USER_INPUT", tooMany.code(t))
+		require.Equal(t, "queries: 6 distinct, at most 5 per call", tooMany.Errors[0].Message)
+		b.call(t, scope, "search_tools", nil, map[string]any{"queries": []any{"a", "b", "c", "d", "e", "A"}}).ok(t)
+
+		// get_tool_schema: whole, unknown names in missing with the hint.
+		args = map[string]any{"names": []any{"get_tool_schema", "made_up", "crm__drop_customer", "crm__find_customer"}}
+		schemas := b.call(t, b.alice.Token, "get_tool_schema", conv, args)
+		require.Equal(t, string(schemas.Raw), string(b.call(t, scope, "get_tool_schema", nil, args).Raw))
+		g := get(schemas.ok(t), "getToolSchema")
+		def := operation(t, "get_tool_schema")
+		require.Equal(t, def.Name, get(g, "tools", 0, "name"))
+		require.Equal(t, def.Description, get(g, "tools", 0, "description"))
+		params, err := json.Marshal(get(g, "tools", 0, "parameters"))
+		require.NoError(t, err)
+		require.JSONEq(t, string(def.Schema), string(params))
+		require.Len(t, get(g, "tools"), 1)
+		require.Equal(t, []any{"made_up", "crm__drop_customer"}, get(g, "missing"))
+		require.Equal(t, catalog.Hint, get(g, "hint"))
+		require.Equal(t, float64(3), get(g, "failures", 0, "item"))
+
+		tooManyNames := make([]any, catalog.MaxNames+1)
+		for i := range tooManyNames {
+			tooManyNames[i] = "tool_" + string(rune('a'+i))
+		}
+		r := b.call(t, scope, "get_tool_schema", nil, map[string]any{"names": tooManyNames})
+		require.Equal(t, "BAD_USER_INPUT", r.code(t))
+		require.Equal(t, "names: 21 distinct, at most 20 per call", r.Errors[0].Message)
+	})
+}
+
+func TestDiscoveryToolsRefuse(t *testing.T) {
+	t.Parallel()
+	b := setup(t, dbtest.Open(t, dbtest.SQLite))
+	bare := b.createAgentWith(t, b.alice.Token, "Bare", []any{})
+	conv := b.startConversation(t, b.alice.Token, bare, "mine")
+	madeUp := graph.EncodeID(1<<40 + 99)
+	for _, tool := range []string{"search_tools", "list_tools", "get_tool_schema"} {
+		args := map[string]any{"queries": []any{"files"}, "names": []any{"calculator"}}
+		if tool == "list_tools" {
+			args = nil
+		}
+		// Another organisation's conversation answers like a made-up one.
+		foreign := b.call(t, b.eve.Token, tool, conv, args)
+		require.Equal(t, "NOT_FOUND", foreign.code(t), tool)
+		require.Equal(t, string(b.call(t, b.eve.Token, tool, madeUp, args).Raw), string(foreign.Raw), tool)
+		// An API token must name the conversation.
+		require.Equal(t, "BAD_USER_INPUT", b.call(t, b.alice.Token, tool, nil, args).code(t), tool)
+		// A scope token not offered the tool, or naming another conversation.
+		require.Equal(t, "NOT_FOUND", b.call(t, b.scopeToken(t, conv, "calculator"), tool, nil, args).code(t), tool)
+		other := b.startConversation(t, b.alice.Token, bare, "other")
+		require.Equal(t, "NOT_FOUND", b.call(t, b.scopeToken(t, conv, tool), tool, other, args).code(t), tool)
+	}
+
+	// The agent declares no tools: only always-on and workspace tools are found.
+	var want []any
+	for _, d := range registry.All() {
+		if d.AlwaysOn() {
+			want = append(want, d.Name)
+		}
+	}
+	var got []any
+	for _, tool := range get(b.call(t, b.alice.Token, "list_tools", conv, nil).ok(t), "listTools", "tools").([]any) {
+		got = append(got, get(tool, "name"))
+	}
+	require.Equal(t, want, got)
+	g := get(b.call(t, b.alice.Token, "get_tool_schema", conv, map[string]any{"names": []any{"search_tools"}}).ok(t), "getToolSchema")
+	require.Equal(t, []any{"search_tools"}, get(g, "missing"))
+	r := b.call(t, b.alice.Token, "search_tools", conv, map[string]any{"queries": []any{}})
+	require.Equal(t, "queries: give at least one query", r.Errors[0].Message)
+}

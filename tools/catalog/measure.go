@@ -1,0 +1,204 @@
+// Package catalog measures the tool catalogue and answers the discovery
+// tools (search_tools, list_tools, get_tool_schema).
+//
+// Every character of a tool's definition is paid on every model call that
+// offers it, so the catalogue has ceilings: Check fails when the widest
+// catalogue a turn can get, or the part every turn pays, passes them.
+package catalog
+
+import (
+	"fmt"
+	"strings"
+	"sync"
+	"unicode/utf8"
+
+	"github.com/tiktoken-go/tokenizer"
+
+	"github.com/toolgate/toolgate/tools"
+)
+
+// Family is the tool family of the discovery tools.
+const Family = "catalog"
+
+// The catalogue ceilings, in characters of definitions as the model receives
+// them. Whoever adds a tool that passes one raises it in the same change, or
+// spends fewer words.
+const (
+	// WidestCeiling bounds the widest catalogue any turn can get.
+	WidestCeiling = 40122
+	// AlwaysPaidCeiling bounds what every turn pays: always-on and
+	// workspace tools.
+	AlwaysPaidCeiling = 13456
+)
+
+// Ceilings are the catalogue's limits in characters.
+type Ceilings struct {
+	WidestChars     int
+	AlwaysPaidChars int
+}
+
+// Tool is the size of one tool's definition as the model receives it.
+type Tool struct {
+	Name   string
+	Family string
+	// OfferedWhen is the tool's tools.Offering.
+	OfferedWhen string
+	// AlwaysOn tools are paid by every turn.
+	AlwaysOn bool
+	// Offered says whether the measured agent's turns get the tool; with no
+	// agent, only always-on tools are offered.
+	Offered          bool
+	DefinitionChars  int
+	DefinitionTokens int
+}
+
+// Catalogue is the measured tool catalogue. Characters are Unicode
+// characters of Definition.Wire; tokens are o200k_base tokens of the same.
+type Catalogue struct {
+	// Tools are in registration order.
+	Tools []Tool
+	// Widest is every tool: the widest catalogue any turn can get.
+	WidestChars, WidestTokens int
+	// AlwaysPaid is what every turn pays: always-on and workspace tools.
+	AlwaysPaidChars, AlwaysPaidTokens int
+	// Offered is what the measured agent's turns pay.
+	OfferedChars, OfferedTokens int
+	// Guidance is the system prompt's guidance paragraphs, each counted
+	// once per GuidanceKey, as registration collects them: the widest and
+	// the always-paid share. They are not part of the ceilings.
+	GuidanceChars, GuidanceTokens, AlwaysPaidGuidanceChars int
+	Ceilings                                               Ceilings
+}
+
+// Measure sizes every definition as the model receives it. Offered is set
+// as for no agent (always-on tools only); see For.
+func Measure(defs []tools.Definition) Catalogue {
+	c := Catalogue{
+		Tools:    make([]Tool, 0, len(defs)),
+		Ceilings: Ceilings{WidestChars: WidestCeiling, AlwaysPaidChars: AlwaysPaidCeiling},
+	}
+	seen := make(map[string]bool)
+	for _, d := range defs {
+		wire := string(d.Wire())
+		t := Tool{
+			Name:             d.Name,
+			Family:           d.Family,
+			OfferedWhen:      string(d.Offered),
+			AlwaysOn:         d.AlwaysOn(),
+			DefinitionChars:  utf8.RuneCountInString(wire),
+			DefinitionTokens: memoTokens(wire),
+		}
+		c.Tools = append(c.Tools, t)
+		c.WidestChars += t.DefinitionChars
+		c.WidestTokens += t.DefinitionTokens
+		if t.AlwaysOn {
+			c.AlwaysPaidChars += t.DefinitionChars
+			c.AlwaysPaidTokens += t.DefinitionTokens
+		}
+		if key := guidanceKey(d); key != "" && !seen[key] {
+			seen[key] = true
+			g := strings.TrimSpace(d.Guidance)
+			n := utf8.RuneCountInString(g)
+			c.GuidanceChars += n
+			c.GuidanceTokens += memoTokens(g)
+			if t.AlwaysOn {
+				c.AlwaysPaidGuidanceChars += n
+			}
+		}
+	}
+	return c.For(nil)
+}
+
+// guidanceKey is what registration drops repeats by: the shared key, or
+// the tool's name for a tool that names none.
+func guidanceKey(d tools.Definition) string {
+	switch {
+	case strings.TrimSpace(d.Guidance) == "":
+		return ""
+	case d.GuidanceKey != "":
+		return d.GuidanceKey
+	default:
+		return d.Name
+	}
+}
+
+// For returns the catalogue with Offered set for the agent's turns (nil:
+// no agent, always-on tools only) and the offered totals summed.
+func (c Catalogue) For(a *Agent) Catalogue {
+	out := c
+	out.Tools = make([]Tool, len(c.Tools))
+	out.OfferedChars, out.OfferedTokens = 0, 0
+	for i, t := range c.Tools {
+		t.Offered = a.Offers(t.Name, tools.Offering(t.OfferedWhen))
+		if t.Offered {
+			out.OfferedChars += t.DefinitionChars
+			out.OfferedTokens += t.DefinitionTokens
+		}
+		out.Tools[i] = t
+	}
+	return out
+}
+
+// Check reports a catalogue past either ceiling.
+func (c Catalogue) Check() error {
+	if c.WidestChars > c.Ceilings.WidestChars {
+		return fmt.Errorf("widest catalogue is %d characters, over the ceiling of %d: raise WidestCeiling in the same change or spend fewer words",
+			c.WidestChars, c.Ceilings.WidestChars)
+	}
+	if c.AlwaysPaidChars > c.Ceilings.AlwaysPaidChars {
+		return fmt.Errorf("always-paid catalogue is %d characters, over the ceiling of %d: raise AlwaysPaidCeiling in the same change or spend fewer words",
+			c.AlwaysPaidChars, c.Ceilings.AlwaysPaidChars)
+	}
+	return nil
+}
+
+var (
+	codecOnce sync.Once
+	codec     tokenizer.Codec
+)
+
+// Tokens counts s in o200k_base tokens. The vocabulary is embedded in the
+// binary and loaded once, on first use.
+func Tokens(s string) int {
+	codecOnce.Do(func() {
+		var err error
+		codec, err = tokenizer.Get(tokenizer.O200kBase)
+		if err != nil {
+			// The encoding is compiled in: failing to load it is a broken build.
+			panic("load o200k_base: " + err.Error())
+		}
+	})
+	// Count fails only in strict error mode, which is never set.
+	n, _ := codec.Count(s)
+	return n
+}
+
+// maxMemo bounds the token counts kept: far more than the definitions and
+// guidance paragraphs there are, so only a catalogue that keeps changing
+// starts afresh.
+const maxMemo = 4096
+
+var memo = struct {
+	sync.Mutex
+	n map[string]int
+}{n: make(map[string]int)}
+
+// memoTokens is Tokens for the same few strings over and over: definitions
+// do not change while the process runs, and counting them anew would cost
+// every catalogue request milliseconds.
+func memoTokens(s string) int {
+	memo.Lock()
+	n, ok := memo.n[s]
+	memo.Unlock()
+	if ok {
+		return n
+	}
+	n = Tokens(s)
+	memo.Lock()
+	if len(memo.n) >= maxMemo {
+		clear(memo.n)
+	}
+	memo.n[s] = n
+	memo.Unlock()
+	return n
+}

@@ -1,0 +1,222 @@
+package catalog_test
+
+import (
+	"encoding/json"
+	"strings"
+	"testing"
+	"unicode/utf8"
+
+	"github.com/stretchr/testify/require"
+
+	"github.com/toolgate/toolgate/tools"
+	"github.com/toolgate/toolgate/tools/catalog"
+	"github.com/toolgate/toolgate/tools/registry"
+)
+
+// TestCeilings holds the registered catalogue under its ceilings. It reads
+// the registry when it runs, so a tool added anywhere is counted.
+func TestCeilings(t *testing.T) {
+	t.Parallel()
+	c := catalog.Measure(registry.All())
+	require.NoError(t, c.Check())
+	require.Len(t, c.Tools, len(registry.All()))
+	for _, tt := range c.Tools {
+		require.Positive(t, tt.DefinitionChars, tt.Name)
+		require.Positive(t, tt.DefinitionTokens, tt.Name)
+		require.Less(t, tt.DefinitionTokens, tt.DefinitionChars, tt.Name)
+		t.Logf("%-22s %-12s %-18s %5d chars %4d tokens", tt.Name, tt.Family, tt.OfferedWhen, tt.DefinitionChars, tt.DefinitionTokens)
+	}
+	t.Logf("widest %d chars (%d tokens) of %d; always paid %d chars (%d tokens) of %d; guidance %d chars (%d tokens), %d always paid",
+		c.WidestChars, c.WidestTokens, catalog.WidestCeiling, c.AlwaysPaidChars, c.AlwaysPaidTokens, catalog.AlwaysPaidCeiling,
+		c.GuidanceChars, c.GuidanceTokens, c.AlwaysPaidGuidanceChars)
+}
+
+// def returns a definition whose wire form is exactly chars characters.
+func def(t *testing.T, name string, when tools.Offering, chars int) tools.Definition {
+	t.Helper()
+	d := tools.Definition{Name: name, Family: "test", Offered: when, Schema: json.RawMessage(`{"type":"object"}`)}
+	base := utf8.RuneCount(d.Wire())
+	require.GreaterOrEqual(t, chars, base)
+	d.Description = strings.Repeat("x", chars-base)
+	require.Equal(t, chars, utf8.RuneCount(d.Wire()))
+	return d
+}
+
+func TestCheck(t *testing.T) {
+	t.Parallel()
+	tests := []struct {
+		name    string
+		give    func(t *testing.T) []tools.Definition
+		wantErr string
+	}{
+		{
+			name: "exactly at both ceilings",
+			give: func(t *testing.T) []tools.Definition {
+				return []tools.Definition{
+					def(t, "always", tools.OfferAlways, catalog.AlwaysPaidCeiling),
+					def(t, "optional", tools.OfferAllowlisted, catalog.WidestCeiling-catalog.AlwaysPaidCeiling),
+				}
+			},
+		},
+		{
+			name: "widest one over",
+			give: func(t *testing.T) []tools.Definition {
+				return []tools.Definition{
+					def(t, "always", tools.OfferAlways, 1000),
+					def(t, "optional", tools.OfferAllowlisted, catalog.WidestCeiling-1000+1),
+				}
+			},
+			wantErr: "widest catalogue is 40123 characters, over the ceiling of 40122",
+		},
+		{
+			name: "always paid one over, through a workspace tool",
+			give: func(t *testing.T) []tools.Definition {
+				return []tools.Definition{
+					def(t, "always", tools.OfferAlways, catalog.AlwaysPaidCeiling-1000),
+					def(t, "workspace", tools.OfferWorkspace, 1001),
+				}
+			},
+			wantErr: "always-paid catalogue is 13457 characters, over the ceiling of 13456",
+		},
+		{
+			name: "switched tools count only in the widest",
+			give: func(t *testing.T) []tools.Definition {
+				return []tools.Definition{
+					def(t, "memory", tools.OfferMemorySwitch, catalog.AlwaysPaidCeiling+1),
+					def(t, "budget", tools.OfferBudgetSwitch, 100),
+				}
+			},
+		},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			t.Parallel()
+			err := catalog.Measure(tt.give(t)).Check()
+			if tt.wantErr == "" {
+				require.NoError(t, err)
+				return
+			}
+			require.ErrorContains(t, err, tt.wantErr)
+		})
+	}
+}
+
+func TestMeasure(t *testing.T) {
+	t.Parallel()
+	shared := "Queries that never ran are outages, not absences."
+	defs := []tools.Definition{
+		// Characters, not bytes: "π≈" is two characters and five bytes.
+		{Name: "pi", Family: "calc", Description: "π≈", Offered: tools.OfferAlways, Guidance: " Use pi.\n"},
+		{Name: "files", Family: "workspace", Description: "Files.", Offered: tools.OfferWorkspace,
+			Schema: json.RawMessage("{\n  \"type\": \"object\"\n}")},
+		{Name: "one", Family: "search", Description: "One.", Offered: tools.OfferAllowlisted, Guidance: shared, GuidanceKey: "queries"},
+		{Name: "two", Family: "search", Description: "Two.", Offered: tools.OfferMemorySwitch, Guidance: shared, GuidanceKey: "queries"},
+	}
+	c := catalog.Measure(defs)
+
+	wantChars := []int{
+		len(`{"name":"pi","description":"","parameters":{"type":"object"}}`) + 2,
+		len(`{"name":"files","description":"Files.","parameters":{"type":"object"}}`),
+		len(`{"name":"one","description":"One.","parameters":{"type":"object"}}`),
+		len(`{"name":"two","description":"Two.","parameters":{"type":"object"}}`),
+	}
+	require.Len(t, c.Tools, 4)
+	for i, tt := range c.Tools {
+		require.Equal(t, defs[i].Name, tt.Name)
+		require.Equal(t, defs[i].Family, tt.Family)
+		require.Equal(t, string(defs[i].Offered), tt.OfferedWhen)
+		require.Equal(t, wantChars[i], tt.DefinitionChars, tt.Name)
+		require.Equal(t, catalog.Tokens(string(defs[i].Wire())), tt.DefinitionTokens, tt.Name)
+	}
+	require.Equal(t, []bool{true, true, false, false}, []bool{c.Tools[0].AlwaysOn, c.Tools[1].AlwaysOn, c.Tools[2].AlwaysOn, c.Tools[3].AlwaysOn})
+	require.Equal(t, wantChars[0]+wantChars[1]+wantChars[2]+wantChars[3], c.WidestChars)
+	require.Equal(t, wantChars[0]+wantChars[1], c.AlwaysPaidChars)
+	require.Equal(t, c.Tools[0].DefinitionTokens+c.Tools[1].DefinitionTokens, c.AlwaysPaidTokens)
+	// No agent: offered is the always-on part.
+	require.Equal(t, c.AlwaysPaidChars, c.OfferedChars)
+	require.Equal(t, c.AlwaysPaidTokens, c.OfferedTokens)
+	// The shared paragraph is collected once; paragraphs are trimmed.
+	require.Equal(t, len("Use pi.")+len(shared), c.GuidanceChars)
+	require.Equal(t, catalog.Tokens("Use pi.")+catalog.Tokens(shared), c.GuidanceTokens)
+	require.Equal(t, len("Use pi."), c.AlwaysPaidGuidanceChars)
+	require.Equal(t, catalog.Ceilings{WidestChars: 40122, AlwaysPaidChars: 13456}, c.Ceilings)
+
+	agent := c.For(&catalog.Agent{Tools: []string{"one", "two"}})
+	require.Equal(t, []bool{true, true, true, false}, []bool{agent.Tools[0].Offered, agent.Tools[1].Offered, agent.Tools[2].Offered, agent.Tools[3].Offered})
+	require.Equal(t, wantChars[0]+wantChars[1]+wantChars[2], agent.OfferedChars)
+	require.False(t, c.Tools[2].Offered, "For leaves the catalogue it was called on alone")
+}
+
+func TestTokens(t *testing.T) {
+	t.Parallel()
+	tests := []struct {
+		give string
+		want int
+	}{
+		{give: "", want: 0},
+		{give: "hello world", want: 2},
+		{give: `{"name":"calculator"}`, want: 5}, // {" name ":" calculator "}
+	}
+	for _, tt := range tests {
+		require.Equal(t, tt.want, catalog.Tokens(tt.give), tt.give)
+	}
+}
+
+func TestOffers(t *testing.T) {
+	t.Parallel()
+	all := &catalog.Agent{Tools: []string{"opt", "mem", "budget", "past"}, Memory: true, BudgetCheck: true, PastConversationSearch: true}
+	listedNoSwitches := &catalog.Agent{Tools: []string{"opt", "mem", "budget", "past"}}
+	switchesNoList := &catalog.Agent{Memory: true, BudgetCheck: true, PastConversationSearch: true}
+	tests := []struct {
+		name      string
+		giveAgent *catalog.Agent
+		giveTool  string
+		giveWhen  tools.Offering
+		want      bool
+	}{
+		{name: "no agent, always", giveTool: "calc", giveWhen: tools.OfferAlways, want: true},
+		{name: "no agent, workspace", giveTool: "files", giveWhen: tools.OfferWorkspace, want: true},
+		{name: "no agent, allowlisted", giveTool: "opt", giveWhen: tools.OfferAllowlisted, want: false},
+		{name: "no tools declared", giveAgent: &catalog.Agent{}, giveTool: "opt", giveWhen: tools.OfferAllowlisted, want: false},
+		{name: "no tools declared, switch on", giveAgent: switchesNoList, giveTool: "mem", giveWhen: tools.OfferMemorySwitch, want: false},
+		{name: "listed", giveAgent: all, giveTool: "opt", giveWhen: tools.OfferAllowlisted, want: true},
+		{name: "not listed", giveAgent: all, giveTool: "other", giveWhen: tools.OfferAllowlisted, want: false},
+		{name: "memory on", giveAgent: all, giveTool: "mem", giveWhen: tools.OfferMemorySwitch, want: true},
+		{name: "memory off", giveAgent: listedNoSwitches, giveTool: "mem", giveWhen: tools.OfferMemorySwitch, want: false},
+		{name: "budget on", giveAgent: all, giveTool: "budget", giveWhen: tools.OfferBudgetSwitch, want: true},
+		{name: "budget off", giveAgent: listedNoSwitches, giveTool: "budget", giveWhen: tools.OfferBudgetSwitch, want: false},
+		{name: "past conversations on", giveAgent: all, giveTool: "past", giveWhen: tools.OfferPastConversationsSwitch, want: true},
+		{name: "past conversations off", giveAgent: listedNoSwitches, giveTool: "past", giveWhen: tools.OfferPastConversationsSwitch, want: false},
+		{name: "unknown rule", giveAgent: all, giveTool: "opt", giveWhen: "someday", want: false},
+	}
+	for _, tt := range tests {
+		require.Equal(t, tt.want, tt.giveAgent.Offers(tt.giveTool, tt.giveWhen), tt.name)
+	}
+}
+
+// BenchmarkMeasure measures the registry as a catalogue request does: token
+// counts of unchanged definitions are remembered.
+func BenchmarkMeasure(b *testing.B) {
+	defs := registry.All()
+	catalog.Measure(defs)
+	b.ReportAllocs()
+	for b.Loop() {
+		catalog.Measure(defs)
+	}
+}
+
+// BenchmarkTokens counts the tokens of every registered definition afresh:
+// what the first catalogue request pays.
+func BenchmarkTokens(b *testing.B) {
+	var wires []string
+	for _, d := range registry.All() {
+		wires = append(wires, string(d.Wire()))
+	}
+	catalog.Tokens("")
+	b.ReportAllocs()
+	for b.Loop() {
+		for _, w := range wires {
+			catalog.Tokens(w)
+		}
+	}
+}

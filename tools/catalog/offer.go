@@ -1,0 +1,53 @@
+package catalog
+
+import (
+	"slices"
+
+	"github.com/toolgate/toolgate/ent"
+	"github.com/toolgate/toolgate/tools"
+)
+
+// Agent is what decides which optional tools an agent's turns are offered.
+type Agent struct {
+	// Tools is the allowlist; an agent that lists none gets no optional tool.
+	Tools                  []string
+	Memory                 bool
+	BudgetCheck            bool
+	PastConversationSearch bool
+}
+
+// AgentOf reads the offering rules of an agent row.
+func AgentOf(a *ent.Agent) *Agent {
+	return &Agent{
+		Tools:                  a.Tools,
+		Memory:                 a.Memory,
+		BudgetCheck:            a.BudgetCheck,
+		PastConversationSearch: a.PastConversationSearch,
+	}
+}
+
+// Offers reports whether the agent's turns are offered the tool named name,
+// offered when when. Always-on and workspace tools are on every turn; any
+// other tool must be on the allowlist, and a switched tool also needs its
+// switch. A nil agent is offered the always-on tools only.
+func (a *Agent) Offers(name string, when tools.Offering) bool {
+	if when == tools.OfferAlways || when == tools.OfferWorkspace {
+		return true
+	}
+	if a == nil || !slices.Contains(a.Tools, name) {
+		return false
+	}
+	switch when {
+	case tools.OfferAllowlisted:
+		return true
+	case tools.OfferMemorySwitch:
+		return a.Memory
+	case tools.OfferBudgetSwitch:
+		return a.BudgetCheck
+	case tools.OfferPastConversationsSwitch:
+		return a.PastConversationSearch
+	}
+	// An offering this package does not know is not offered: a new rule
+	// must be taught here before it widens any turn.
+	return false
+}

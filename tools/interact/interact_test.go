@@ -1,0 +1,157 @@
+package interact
+
+import (
+	"bytes"
+	"context"
+	"encoding/json"
+	"strings"
+	"testing"
+
+	"github.com/santhosh-tekuri/jsonschema/v6"
+	"github.com/stretchr/testify/require"
+
+	"github.com/toolgate/toolgate/ent/db"
+	"github.com/toolgate/toolgate/ent/db/dbtest"
+	"github.com/toolgate/toolgate/ent/turn"
+	"github.com/toolgate/toolgate/tools"
+)
+
+func TestDefinitions(t *testing.T) {
+	t.Parallel()
+	require.Equal(t, []string{"clarify", "suggest_next_actions"}, []string{Definitions[0].Name, Definitions[1].Name})
+	for _, d := range Definitions {
+		require.Equal(t, "interact", d.Family)
+		require.True(t, d.AlwaysOn(), d.Name)
+		require.Equal(t, tools.PreviewExempt, d.Preview, d.Name)
+		require.LessOrEqual(t, len(d.Description), 200, "every turn pays for %s", d.Name)
+		compile(t, d.Schema)
+	}
+	require.Empty(t, Clarify.Operation, "the runtime carries clarify out")
+	require.Contains(t, Suggest.Operation, Suggest.Field+"(")
+
+	tests := []struct {
+		give string
+		want bool
+	}{
+		{give: `{"suggestions": ["a"]}`, want: true},
+		{give: `{"suggestions": []}`, want: false},
+		{give: `{"suggestions": ["a", "b", "c", "d", "e", "f"]}`, want: false},
+		{give: `{"suggestions": ["a"], "extra": 1}`, want: false},
+	}
+	s := compile(t, Suggest.Schema)
+	for _, tt := range tests {
+		var v any
+		require.NoError(t, json.Unmarshal([]byte(tt.give), &v))
+		require.Equal(t, tt.want, s.Validate(v) == nil, tt.give)
+	}
+}
+
+func compile(t *testing.T, raw json.RawMessage) *jsonschema.Schema {
+	t.Helper()
+	doc, err := jsonschema.UnmarshalJSON(bytes.NewReader(raw))
+	require.NoError(t, err)
+	c := jsonschema.NewCompiler()
+	require.NoError(t, c.AddResource("schema.json", doc))
+	s, err := c.Compile("schema.json")
+	require.NoError(t, err)
+	return s
+}
+
+func TestParseClarify(t *testing.T) {
+	t.Parallel()
+	yes := "Yes"
+	tests := []struct {
+		give string
+		want Clarification
+	}{
+		{give: `{"question": " Which year? "}`, want: Clarification{Question: "Which year?", Options: []string{}}},
+		{give: `{"question": "Go on?", "options": ["Yes", " No "], "recommended": "Yes"}`,
+			want: Clarification{Question: "Go on?", Options: []string{"Yes", "No"}, Recommended: &yes}},
+		{give: `{"question": "Go on?", "options": ["Yes", "No"], "recommended": ["Yes"]}`,
+			want: Clarification{Question: "Go on?", Options: []string{"Yes", "No"}, Recommended: &yes}},
+		{give: `{"question": "Go on?", "options": ["Yes", "No"], "recommended": null}`,
+			want: Clarification{Question: "Go on?", Options: []string{"Yes", "No"}}},
+		{give: `{"question": "Go on?", "options": ["a", "b", "c", "d", "e", "f"], "recommended": []}`,
+			want: Clarification{Question: "Go on?", Options: []string{"a", "b", "c", "d", "e", "f"}}},
+	}
+	for _, tt := range tests {
+		got, err := ParseClarify(json.RawMessage(tt.give))
+		require.NoError(t, err, tt.give)
+		require.Equal(t, tt.want, got, tt.give)
+	}
+}
+
+func TestParseClarifyRefuses(t *testing.T) {
+	t.Parallel()
+	tests := []struct {
+		give string
+		want string
+	}{
+		{give: `{}`, want: "question: ask one question"},
+		{give: `{"question": "  "}`, want: "question: ask one question"},
+		{give: `{"question": ["a?", "b?"]}`, want: "read clarify arguments"},
+		{give: `{"question": "` + strings.Repeat("x", 1001) + `"}`, want: "question: at most 1000 characters, got 1001"},
+		{give: `{"question": "q", "options": ["a", "b", "c", "d", "e", "f", "g"]}`, want: "options: at most 6, got 7"},
+		{give: `{"question": "q", "options": ["a", " "]}`, want: "options[1]: empty"},
+		{give: `{"question": "q", "options": ["a", "a"]}`, want: `options[1]: "a" is offered twice`},
+		{give: `{"question": "q", "options": ["` + strings.Repeat("é", 201) + `"]}`, want: "options[0]: at most 200 characters"},
+		{give: `{"question": "q", "options": ["a", "b"], "recommended": "c"}`, want: `recommended: "c" is not one of the options`},
+		{give: `{"question": "q", "recommended": "c"}`, want: `recommended: "c" is not one of the options`},
+		{give: `{"question": "q", "options": ["a", "b"], "recommended": ["a", "b"]}`, want: "recommended: at most one option, got 2"},
+		{give: `{"question": "q", "options": ["a"], "recommended": 1}`, want: "recommended: want one of the options"},
+		{give: `{"question": "q", "choices": ["a"]}`, want: `unknown field "choices"`},
+	}
+	for _, tt := range tests {
+		_, err := ParseClarify(json.RawMessage(tt.give))
+		require.ErrorContains(t, err, tt.want, tt.give)
+	}
+}
+
+func TestCheckSuggestions(t *testing.T) {
+	t.Parallel()
+	got, err := CheckSuggestions([]string{" Chart it ", "Explain", "Chart it", strings.Repeat("é", 200)})
+	require.NoError(t, err)
+	require.Equal(t, []string{"Chart it", "Explain", strings.Repeat("é", 200)}, got)
+
+	tests := []struct {
+		give []string
+		want string
+	}{
+		{give: nil, want: "suggestions: give 1 to 5"},
+		{give: []string{"a", "b", "c", "d", "e", "f"}, want: "suggestions: at most 5, got 6"},
+		{give: []string{"\t"}, want: "suggestions[0]: empty"},
+		{give: []string{"a", strings.Repeat("x", 201)}, want: "suggestions[1]: at most 200 characters"},
+	}
+	for _, tt := range tests {
+		_, err := CheckSuggestions(tt.give)
+		require.EqualError(t, err, tt.want)
+	}
+}
+
+func TestSaveSuggestions(t *testing.T) {
+	t.Parallel()
+	dbtest.Each(t, func(t *testing.T, d *db.DB) {
+		ctx := context.Background()
+		c := d.Client()
+		org := c.Organization.Create().SetName("Acme").SaveX(ctx)
+		u := c.User.Create().SetOrganizationID(org.ID).SetName("Alice").SaveX(ctx)
+		a := c.Agent.Create().SetOrganizationID(org.ID).SetName("Helper").SaveX(ctx)
+		conv := c.Conversation.Create().SetOrganizationID(org.ID).SetUserID(u.ID).SetAgentID(a.ID).SaveX(ctx)
+		other := c.Conversation.Create().SetOrganizationID(org.ID).SetUserID(u.ID).SetAgentID(a.ID).SaveX(ctx)
+
+		require.ErrorIs(t, SaveSuggestions(ctx, c, conv.ID, 0, []string{"a"}), ErrNoTurn)
+		first := c.Turn.Create().SetConversationID(conv.ID).SetNumber(1).SetUserText("one").SaveX(ctx)
+		second := c.Turn.Create().SetConversationID(conv.ID).SetNumber(2).SetUserText("two").SaveX(ctx)
+		elsewhere := c.Turn.Create().SetConversationID(other.ID).SetNumber(1).SetUserText("x").SaveX(ctx)
+
+		require.NoError(t, SaveSuggestions(ctx, c, conv.ID, 0, []string{"latest"}))
+		require.NoError(t, SaveSuggestions(ctx, c, conv.ID, first.ID, []string{"named"}))
+		require.ErrorIs(t, SaveSuggestions(ctx, c, conv.ID, elsewhere.ID, []string{"no"}), ErrNoTurn, "a turn of another conversation")
+
+		got := map[int][]string{}
+		for _, tu := range c.Turn.Query().Where(turn.IDIn(first.ID, second.ID, elsewhere.ID)).AllX(ctx) {
+			got[tu.ID] = tu.Suggestions
+		}
+		require.Equal(t, map[int][]string{first.ID: {"named"}, second.ID: {"latest"}, elsewhere.ID: {}}, got)
+	})
+}

@@ -1,0 +1,82 @@
+package result
+
+import (
+	"encoding/json"
+
+	"github.com/toolgate/toolgate/tools"
+)
+
+// Definition is read_tool_result as the runtime offers it, on every turn.
+//
+// Its result is not previewed: the model chose the budget (at most
+// MaxMaxChars), and a preview would cut a window it asked for.
+var Definition = tools.Definition{
+	Name:   "read_tool_result",
+	Family: "result",
+	Description: "Read stored tool results by ref: maxChars chars (default 4000) from offset; nextOffset continues. " +
+		"With query, search them instead: matches in context.",
+	Schema: json.RawMessage(`{"type":"object","properties":{` +
+		`"refs":{"type":"array","items":{"type":"string"},"minItems":1,"maxItems":3},` +
+		`"offset":{"type":"integer","minimum":0},` +
+		`"maxChars":{"type":"integer","minimum":1024,"maximum":20000,"description":"shared by refs"},` +
+		`"query":{"type":"string"},` +
+		`"match":{"type":"string","enum":["exact","fuzzy"],"description":"default exact; fuzzy allows typos"},` +
+		`"contextChars":{"type":"integer","minimum":0,"maximum":1000,"description":"default 200"}},` +
+		`"required":["refs"],"additionalProperties":false}`),
+	Guidance: "Large tool results reach you cut, with their ref (in _toolResultContext, or a line " +
+		"\"[… chars shown; read_tool_result ref …]\"); the whole result is stored. Read on with " +
+		"read_tool_result from nextOffset, or search it with query rather than paging through. " +
+		"Only what you have read counts as seen: do not quote what you were not shown.",
+	GuidanceKey: "results",
+	Offered:     tools.OfferAlways,
+	Effect:      tools.EffectRead,
+	Preview:     tools.PreviewExempt,
+	Limits: map[string]int{
+		"refs":                MaxRefs,
+		"defaultMaxChars":     DefaultMaxChars,
+		"minMaxChars":         MinMaxChars,
+		"maxChars":            MaxMaxChars,
+		"defaultContextChars": DefaultContextChars,
+		"contextChars":        MaxContextChars,
+	},
+	Operation: `query($conversationId: ID, $refs: [String!]!, $offset: Int, $maxChars: Int, $query: String, $match: MatchMode, $contextChars: Int) {
+  toolResults(conversationId: $conversationId, refs: $refs, offset: $offset, maxChars: $maxChars, query: $query, match: $match, contextChars: $contextChars) {
+    reads { ref kind text offset nextOffset totalChars bytes truncatedAtSource absent error }
+    searches { ref kind hits shown totalChars bytes truncatedAtSource excerpts { offset text edits } absent error }
+    failures { item input message }
+    evidence { ref start end }
+  }
+}`,
+	Field:  "toolResults",
+	Absent: Absent,
+}
+
+// Absent reports whether a result of the tool showed nothing: every ref
+// refused or with nothing readable, or, searching, not a single match.
+// A read of a found ref is never absent, even past its end: the model
+// learns where the end is.
+func Absent(result json.RawMessage) bool {
+	var r struct {
+		Reads []struct {
+			Absent bool    `json:"absent"`
+			Error  *string `json:"error"`
+		} `json:"reads"`
+		Searches []struct {
+			Hits int `json:"hits"`
+		} `json:"searches"`
+	}
+	if err := json.Unmarshal(result, &r); err != nil {
+		return tools.IsAbsent(result)
+	}
+	for _, it := range r.Reads {
+		if it.Error == nil && !it.Absent {
+			return false
+		}
+	}
+	for _, it := range r.Searches {
+		if it.Hits > 0 {
+			return false
+		}
+	}
+	return true
+}

@@ -1,0 +1,417 @@
+package result
+
+import (
+	"bytes"
+	"context"
+	"fmt"
+	"slices"
+	"strings"
+	"unicode/utf8"
+
+	"github.com/toolgate/toolgate/ent"
+	"github.com/toolgate/toolgate/ent/schema"
+	"github.com/toolgate/toolgate/ent/storedresult"
+)
+
+// MaxContextChars bounds contextChars in search mode.
+const MaxContextChars = 1000
+
+// Refusal is a call read_tool_result will not carry out: too many refs, a
+// budget out of range, an empty query. Its message says what is wrong, with
+// the limit, for the model to correct its call.
+type Refusal struct{ msg string }
+
+// Error returns the message.
+func (e *Refusal) Error() string { return e.msg }
+
+func refusef(format string, args ...any) error {
+	return &Refusal{msg: fmt.Sprintf(format, args...)}
+}
+
+// Request is one call of read_tool_result: a read of a window of each ref,
+// or, when Query is set, a search of them. Nil fields take their defaults.
+type Request struct {
+	Refs []string
+	// Offset is where each ref's window starts, in characters (reads only).
+	Offset *int
+	// MaxChars is the call's budget of stored text, shared by its refs.
+	MaxChars *int
+	// Query switches to search mode.
+	Query *string
+	// Match defaults to Exact.
+	Match *Match
+	// ContextChars each side of a match; defaults to DefaultContextChars.
+	ContextChars *int
+}
+
+// Searching reports whether the request is in search mode.
+func (q Request) Searching() bool { return q.Query != nil }
+
+// Validate refuses a request outside the tool's limits with a *Refusal.
+func (q Request) Validate() error {
+	switch n := len(q.Refs); {
+	case n == 0:
+		return refusef("refs: name 1 to %d refs", MaxRefs)
+	case n > MaxRefs:
+		return refusef("refs: at most %d refs per call, got %d", MaxRefs, n)
+	}
+	if q.MaxChars != nil {
+		if err := CheckMaxChars(*q.MaxChars); err != nil {
+			return &Refusal{msg: err.Error()}
+		}
+	}
+	if q.Offset != nil && *q.Offset < 0 {
+		return refusef("offset: %d is negative", *q.Offset)
+	}
+	if !q.Searching() {
+		if q.Match != nil || q.ContextChars != nil {
+			// Most likely a search whose query was left out: say so rather
+			// than read.
+			return refusef("match and contextChars go with query: give the query to search, or leave them out to read")
+		}
+		return nil
+	}
+	if strings.TrimSpace(*q.Query) == "" {
+		return refusef("query is empty: give the words to find")
+	}
+	if q.Offset != nil && *q.Offset != 0 {
+		return refusef("offset pages reads, not searches: narrow the query or raise maxChars instead")
+	}
+	if q.Match != nil && *q.Match != Exact && *q.Match != Fuzzy {
+		return refusef("match: %q is not %q or %q", *q.Match, Exact, Fuzzy)
+	}
+	if q.ContextChars != nil && (*q.ContextChars < 0 || *q.ContextChars > MaxContextChars) {
+		return refusef("contextChars: %d is not between 0 and %d", *q.ContextChars, MaxContextChars)
+	}
+	return nil
+}
+
+// ReadItem is one ref of a read. A ref refused has only Ref and Error; a
+// stored result with nothing readable is Absent; media report their kind
+// and size, never text.
+type ReadItem struct {
+	Ref  string             `json:"ref"`
+	Kind *storedresult.Kind `json:"kind"`
+	// Text is the window: TotalChars from Offset, at most the ref's share of
+	// the budget.
+	Text       *string `json:"text"`
+	Offset     *int    `json:"offset"`
+	NextOffset *int    `json:"nextOffset"`
+	TotalChars *int    `json:"totalChars"`
+	// Bytes is the stored result's size.
+	Bytes             *int  `json:"bytes"`
+	TruncatedAtSource *bool `json:"truncatedAtSource"`
+	Absent            bool  `json:"absent"`
+	// Error says why the ref was refused; the same words whatever the reason.
+	Error *string `json:"error"`
+	// Evidence is the byte range of the stored result Text shows.
+	Evidence []schema.Span `json:"evidence"`
+}
+
+// SearchItem is one ref of a search, shaped like ReadItem.
+type SearchItem struct {
+	Ref  string             `json:"ref"`
+	Kind *storedresult.Kind `json:"kind"`
+	// Hits counts every match in the result; Shown those in Excerpts.
+	Hits              int       `json:"hits"`
+	Shown             int       `json:"shown"`
+	TotalChars        *int      `json:"totalChars"`
+	Bytes             *int      `json:"bytes"`
+	TruncatedAtSource *bool     `json:"truncatedAtSource"`
+	Excerpts          []Excerpt `json:"excerpts"`
+	Absent            bool      `json:"absent"`
+	Error             *string   `json:"error"`
+	// Evidence is the byte ranges of the stored result the excerpts show.
+	Evidence []schema.Span `json:"evidence"`
+}
+
+// Results answers one call, ref by ref in request order: Reads in read
+// mode, Searches in search mode. Failures lists the refs refused;
+// Evidence every byte range of a stored result the call shows.
+type Results struct {
+	Reads    []*ReadItem          `json:"reads"`
+	Searches []*SearchItem        `json:"searches"`
+	Failures []schema.ItemFailure `json:"failures"`
+	Evidence []schema.Span        `json:"evidence"`
+}
+
+// Reader reads stored results through a client.
+type Reader struct {
+	client *ent.Client
+	conv   int // 0: wherever the client reaches
+}
+
+// New returns a reader of one conversation's stored results. The caller
+// has checked that it may reach the conversation and passes its scoped
+// client, so a ref is found only when both the scope and the
+// conversation hold it.
+func New(client *ent.Client, conversationID int) *Reader {
+	return &Reader{client: client, conv: conversationID}
+}
+
+// Anywhere returns a reader of every stored result the client reaches: the
+// API's scoped client limits it to the caller's conversations.
+func Anywhere(client *ent.Client) *Reader {
+	return &Reader{client: client}
+}
+
+// Run validates the request (a *Refusal when it is out of bounds), loads
+// its refs in one query and reads or searches them.
+func (r *Reader) Run(ctx context.Context, q Request) (*Results, error) {
+	if err := q.Validate(); err != nil {
+		return nil, err
+	}
+	rows, err := r.load(ctx, q.Refs)
+	if err != nil {
+		return nil, err
+	}
+	budget := DefaultMaxChars
+	if q.MaxChars != nil {
+		budget = *q.MaxChars
+	}
+	res := &Results{Reads: []*ReadItem{}, Searches: []*SearchItem{}, Failures: []schema.ItemFailure{}, Evidence: []schema.Span{}}
+	for i, ref := range q.Refs {
+		if rows[ref] == nil {
+			res.Failures = append(res.Failures, schema.ItemFailure{Item: i, Input: ref, Message: notFound(ref)})
+		}
+	}
+	if q.Searching() {
+		res.Searches = search(q, rows, budget)
+		for _, it := range res.Searches {
+			res.Evidence = append(res.Evidence, it.Evidence...)
+		}
+	} else {
+		res.Reads = read(q, rows, budget)
+		for _, it := range res.Reads {
+			res.Evidence = append(res.Evidence, it.Evidence...)
+		}
+	}
+	return res, nil
+}
+
+func (r *Reader) load(ctx context.Context, refs []string) (map[string]*ent.StoredResult, error) {
+	q := r.client.StoredResult.Query().Where(storedresult.RefIn(refs...))
+	if r.conv != 0 {
+		q.Where(storedresult.ConversationID(r.conv))
+	}
+	rows, err := q.All(ctx)
+	if err != nil {
+		return nil, fmt.Errorf("load stored results: %w", err)
+	}
+	out := make(map[string]*ent.StoredResult, len(rows))
+	for _, row := range rows {
+		out[row.Ref] = row
+	}
+	return out, nil
+}
+
+// notFound is the one refusal of a ref: of another conversation, another
+// organisation or nothing, in the same words.
+func notFound(ref string) string {
+	return fmt.Sprintf("ref %q not found", ref)
+}
+
+// unreadable reports a stored result with nothing to read.
+func unreadable(row *ent.StoredResult) bool {
+	if row.Kind == storedresult.KindMEDIA {
+		return len(row.Content) == 0
+	}
+	t := bytes.TrimSpace(row.Content)
+	return len(t) == 0 || row.Kind == storedresult.KindJSON && string(t) == "null"
+}
+
+// readable is a stored result with text: not refused, not absent, not media.
+type readable struct {
+	i    int
+	text string
+	// valid UTF-8, checked once: on large texts the check is most of the
+	// cost of a read.
+	valid bool
+}
+
+// describe fills the fields every found ref reports and picks out those
+// with text.
+func describe(refs []string, rows map[string]*ent.StoredResult, fill func(i int, row *ent.StoredResult, absent bool), errf func(i int, msg string)) []readable {
+	var out []readable
+	for i, ref := range refs {
+		row := rows[ref]
+		switch {
+		case row == nil:
+			errf(i, notFound(ref))
+		case unreadable(row):
+			fill(i, row, true)
+		default:
+			fill(i, row, false)
+			if row.Kind != storedresult.KindMEDIA {
+				out = append(out, readable{i: i, text: string(row.Content), valid: utf8.Valid(row.Content)})
+			}
+		}
+	}
+	return out
+}
+
+func read(q Request, rows map[string]*ent.StoredResult, budget int) []*ReadItem {
+	items := make([]*ReadItem, len(q.Refs))
+	texts := describe(q.Refs, rows, func(i int, row *ent.StoredResult, absent bool) {
+		items[i] = &ReadItem{Ref: row.Ref, Kind: &row.Kind, Bytes: ptr(len(row.Content)),
+			TruncatedAtSource: &row.TruncatedAtSource, Absent: absent, Evidence: []schema.Span{}}
+	}, func(i int, msg string) {
+		items[i] = &ReadItem{Ref: q.Refs[i], Error: &msg, Evidence: []schema.Span{}}
+	})
+	offset := 0
+	if q.Offset != nil {
+		offset = *q.Offset
+	}
+	// Alone, a ref has the whole budget; several share it by need.
+	shareOf := func(int) int { return budget }
+	if len(texts) > 1 {
+		needs := make([]int, len(texts))
+		for j, t := range texts {
+			needs[j] = max(runeCount(t.text, t.valid)-offset, 0)
+		}
+		shareOf = func(j int) int { return share(budget, needs, j) }
+	}
+	for j, t := range texts {
+		it := items[t.i]
+		// A share of 0 would mean the default; a ref with nothing left
+		// from offset reads empty whatever its share.
+		p := Window(t.text, offset, max(shareOf(j), 1))
+		it.Text, it.Offset, it.TotalChars = &p.Text, &p.Offset, &p.Total
+		if p.NextOffset >= 0 {
+			it.NextOffset = &p.NextOffset
+		}
+		if p.Text != "" {
+			b := byteOffsets(t.text, t.valid, []int{p.Offset, p.Offset + utf8.RuneCountInString(p.Text)})
+			it.Evidence = append(it.Evidence, schema.Span{Ref: it.Ref, Start: int64(b[0]), End: int64(b[1])})
+		}
+	}
+	return items
+}
+
+func search(q Request, rows map[string]*ent.StoredResult, budget int) []*SearchItem {
+	items := make([]*SearchItem, len(q.Refs))
+	texts := describe(q.Refs, rows, func(i int, row *ent.StoredResult, absent bool) {
+		items[i] = &SearchItem{Ref: row.Ref, Kind: &row.Kind, Bytes: ptr(len(row.Content)),
+			TruncatedAtSource: &row.TruncatedAtSource, Absent: absent, Excerpts: []Excerpt{}, Evidence: []schema.Span{}}
+	}, func(i int, msg string) {
+		items[i] = &SearchItem{Ref: q.Refs[i], Error: &msg, Excerpts: []Excerpt{}, Evidence: []schema.Span{}}
+	})
+	match, contextChars := Exact, DefaultContextChars
+	if q.Match != nil {
+		match = *q.Match
+	}
+	if q.ContextChars != nil {
+		contextChars = *q.ContextChars
+	}
+	// The refs share the budget evenly; what those that showed every match
+	// leave goes to those that could not, searched again. So the excerpts
+	// stay within the budget, and a lone ref is searched once.
+	found := make([]SearchResult, len(texts))
+	var even int
+	if len(texts) > 0 {
+		even = budget / len(texts)
+	}
+	spare := 0
+	var cut []int
+	for j, t := range texts {
+		found[j] = Search(t.text, *q.Query, match, contextChars, max(even, 1))
+		if found[j].Shown < found[j].Hits {
+			cut = append(cut, j)
+		} else {
+			spare += even - shownChars(found[j])
+		}
+	}
+	if spare > 0 && len(cut) > 0 {
+		for _, j := range cut {
+			found[j] = Search(texts[j].text, *q.Query, match, contextChars, even+spare/len(cut))
+		}
+	}
+	for j, t := range texts {
+		it, f := items[t.i], found[j]
+		it.Hits, it.Shown, it.TotalChars = f.Hits, f.Shown, &f.Total
+		if len(f.Excerpts) > 0 {
+			it.Excerpts = f.Excerpts
+		}
+		points := make([]int, 0, 2*len(f.Excerpts))
+		for _, ex := range f.Excerpts {
+			points = append(points, ex.Offset, ex.Offset+utf8.RuneCountInString(ex.Text))
+		}
+		b := byteOffsets(t.text, t.valid, points)
+		for k := 0; k < len(b); k += 2 {
+			if b[k] < b[k+1] {
+				it.Evidence = append(it.Evidence, schema.Span{Ref: it.Ref, Start: int64(b[k]), End: int64(b[k+1])})
+			}
+		}
+	}
+	return items
+}
+
+func shownChars(r SearchResult) int {
+	n := 0
+	for _, ex := range r.Excerpts {
+		n += utf8.RuneCountInString(ex.Text)
+	}
+	return n
+}
+
+// share is item j's part of budget when items want needs: the budget is
+// split evenly, and what a smaller need leaves goes to the larger ones
+// (water-filling), so the shares never pass the budget together and no
+// need within its even part is cut.
+func share(budget int, needs []int, j int) int {
+	order := make([]int, len(needs))
+	for k := range order {
+		order[k] = k
+	}
+	slices.SortStableFunc(order, func(a, b int) int { return needs[a] - needs[b] })
+	left := budget
+	for k, idx := range order {
+		s := min(needs[idx], left/(len(order)-k))
+		if idx == j {
+			return s
+		}
+		left -= s
+	}
+	return 0
+}
+
+// runeCount counts characters as Window does: an invalid byte is one.
+func runeCount(s string, valid bool) int {
+	if valid {
+		return countChars(s)
+	}
+	return utf8.RuneCountInString(s)
+}
+
+// byteOffsets turns character offsets of text, valid UTF-8 or not, into
+// byte offsets, in one pass whatever their order. Characters count as
+// Window and Search count them: an invalid UTF-8 byte is one character
+// (shown as U+FFFD), so the byte ranges name the stored bytes, not the
+// sanitized ones.
+func byteOffsets(text string, valid bool, chars []int) []int {
+	order := make([]int, len(chars))
+	for k := range order {
+		order[k] = k
+	}
+	slices.SortFunc(order, func(a, b int) int { return chars[a] - chars[b] })
+	out := make([]int, len(chars))
+	pos, at := 0, 0
+	for _, k := range order {
+		want := chars[k]
+		if valid {
+			var moved int
+			pos, moved = advance(text, pos, want-at)
+			at += moved
+		} else {
+			for at < want && pos < len(text) {
+				_, size := utf8.DecodeRuneInString(text[pos:])
+				pos += size
+				at++
+			}
+		}
+		out[k] = pos
+	}
+	return out
+}
+
+func ptr[T any](v T) *T { return &v }
