@@ -2,11 +2,11 @@ package graph
 
 import (
 	"fmt"
-	"net/url"
 	"regexp"
 	"slices"
 
 	"github.com/toolgate/toolgate/graph/model"
+	"github.com/toolgate/toolgate/runtime/mcp"
 )
 
 // InputError is a mistake in what the client sent; its message reaches the
@@ -33,8 +33,6 @@ func checkPage(first, last *int) error {
 var (
 	// A model-facing tool name, or an application tool `<application>__<tool>`.
 	toolName = regexp.MustCompile(`^[a-z][a-z0-9_]{0,39}(__[A-Za-z0-9_-]{1,64})?$`)
-	appName  = regexp.MustCompile(`^[a-z][a-z0-9-]{0,39}$`)
-	mcpTool  = regexp.MustCompile(`^[A-Za-z0-9_-]{1,64}$`)
 )
 
 func checkToolNames(names []string) error {
@@ -46,21 +44,15 @@ func checkToolNames(names []string) error {
 	return nil
 }
 
+// checkApplication applies the runtime's own rules, so what is registered
+// can always be offered.
 func checkApplication(in model.RegisterApplicationInput) error {
-	if !appName.MatchString(in.Name) {
-		return inputErrorf("application name %q: use 1 to 40 lower-case letters, digits and '-', starting with a letter", in.Name)
-	}
-	u, err := url.Parse(in.URL)
-	if err != nil || (u.Scheme != "http" && u.Scheme != "https") || u.Host == "" {
-		return inputErrorf("application url %q: want an absolute http or https url", in.URL)
-	}
 	if len(in.AllowedTools) == 0 {
 		return inputErrorf("allowedTools: name at least one tool")
 	}
-	for _, t := range in.AllowedTools {
-		if !mcpTool.MatchString(t) || len(in.Name)+2+len(t) > 64 {
-			return inputErrorf("allowed tool %q: use letters, digits, '_' and '-', with %q__ in front at most 64 characters", t, in.Name)
-		}
+	app := mcp.Application{Name: in.Name, URL: in.URL, AllowedTools: uniq(in.AllowedTools)}
+	if err := app.Validate(); err != nil {
+		return &InputError{msg: err.Error()}
 	}
 	return nil
 }

@@ -287,7 +287,7 @@ func TestBadInput(t *testing.T) {
 	t.Run("invalid application url", func(t *testing.T) {
 		r := b.do(t, tok, `mutation { registerApplication(input: {name: "crm", url: "ftp://x", allowedTools: ["a"]}) { id } }`, nil)
 		require.Equal(t, "BAD_USER_INPUT", r.code(t))
-		require.Contains(t, r.Errors[0].Message, "want an absolute http or https url")
+		require.Contains(t, r.Errors[0].Message, "is not an absolute http or https url")
 	})
 }
 

@@ -115,12 +115,16 @@ func serve(ctx context.Context, args []string, stdout, stderr io.Writer, log *sl
 	defer apps.Close()
 	srv := graph.NewServer(graph.Config{DB: d, Log: log, Signer: signer, Runner: runner})
 	if *demo {
-		token, err := seedDemo(ctx, d)
+		token, demoTurn, err := seedDemo(ctx, d, time.Now())
 		if err != nil {
 			_ = ln.Close()
 			return err
 		}
-		fmt.Fprintf(stdout, "\ntoolgate is serving on %s\n  playground: %s/playground\n  demo token: %s\n  (paste into the playground's headers: {\"Authorization\": \"Bearer %s\"})\n\n", base, base, token, token)
+		fmt.Fprintf(stdout, "\ntoolgate is serving on %s\n  playground: %s/playground\n  demo token: %s\n  (paste into the playground's headers: {\"Authorization\": \"Bearer %s\"})\n", base, base, token, token)
+		if demoTurn != 0 {
+			fmt.Fprintf(stdout, "  a demo conversation, \"Budget estimate\", is being answered by the %s provider\n", runner.ProviderName())
+		}
+		fmt.Fprintln(stdout)
 	}
 	log.Info("serving", "addr", ln.Addr().String(), "database", d.Dialect)
 
@@ -131,7 +135,7 @@ func serve(ctx context.Context, args []string, stdout, stderr io.Writer, log *sl
 	}
 	errc := make(chan error, 1)
 	go func() { errc <- hs.Serve(ln) }()
-	if n, err := runner.Resume(ctx); err != nil {
+	if n, err := runner.Resume(ctx); err != nil { // includes the demo's first turn
 		log.Error("resume turns", "err", err)
 	} else if n > 0 {
 		log.Info("resumed turns left running", "turns", n)

@@ -92,6 +92,9 @@ func New(cfg Config) *Runner {
 	return &Runner{cfg: cfg, base: base, stop: stop, running: map[int]context.CancelFunc{}}
 }
 
+// ProviderName names the model provider turns run on.
+func (r *Runner) ProviderName() string { return r.cfg.Provider.Name() }
+
 // Now is the runner's clock: turns start at its time.
 func (r *Runner) Now() time.Time { return r.cfg.Now() }
 

@@ -1,0 +1,96 @@
+package loop_test
+
+import (
+	"context"
+	"encoding/json"
+	"net/http"
+	"net/http/httptest"
+	"testing"
+
+	sdk "github.com/modelcontextprotocol/go-sdk/mcp"
+	"github.com/stretchr/testify/require"
+
+	"github.com/toolgate/toolgate/ent/db/dbtest"
+	"github.com/toolgate/toolgate/ent/toolcall"
+	"github.com/toolgate/toolgate/ent/turn"
+	"github.com/toolgate/toolgate/graph/gid"
+	"github.com/toolgate/toolgate/runtime/model"
+)
+
+// crm is an MCP application built with the SDK's own server side.
+func crm(t *testing.T) string {
+	server := sdk.NewServer(&sdk.Implementation{Name: "crm", Version: "1"}, nil)
+	schema := json.RawMessage(`{"type":"object","properties":{"name":{"type":"string"}},"required":["name"],"additionalProperties":false}`)
+	server.AddTool(&sdk.Tool{Name: "lookup", Description: "Find a contact by name.", InputSchema: schema,
+		Annotations: &sdk.ToolAnnotations{ReadOnlyHint: true}},
+		func(_ context.Context, req *sdk.CallToolRequest) (*sdk.CallToolResult, error) {
+			var args struct{ Name string }
+			if err := json.Unmarshal(req.Params.Arguments, &args); err != nil {
+				return nil, err
+			}
+			return &sdk.CallToolResult{Content: []sdk.Content{&sdk.TextContent{Text: "Ada Lovelace, ada@example.com"}}}, nil
+		})
+	server.AddTool(&sdk.Tool{Name: "purge", Description: "Delete every contact.", InputSchema: schema},
+		func(context.Context, *sdk.CallToolRequest) (*sdk.CallToolResult, error) {
+			t.Error("purge is not allowed and must never run")
+			return nil, nil
+		})
+	h := sdk.NewStreamableHTTPHandler(func(*http.Request) *sdk.Server { return server }, nil)
+	srv := httptest.NewServer(h)
+	t.Cleanup(srv.Close)
+	return srv.URL
+}
+
+func TestApplicationToolsAreOfferedAndRun(t *testing.T) {
+	t.Parallel()
+	p := &scripted{answers: []model.Response{
+		{ToolCalls: []model.ToolCall{
+			call("a", "crm__lookup", `{"name": "Ada"}`),
+			call("b", "crm__purge", `{"name": "*"}`),
+		}},
+		{Text: "Ada's address is ada@example.com."},
+	}}
+	h := newHarness(t, dbtest.Open(t, dbtest.SQLite), p)
+	url := crm(t)
+	h.gql(t, `mutation($u: String!) { registerApplication(input: {name: "crm", url: $u, allowedTools: ["lookup"]}) { id } }`,
+		map[string]any{"u": url})
+	conv := h.conversation(t, "crm__lookup", "crm__purge")
+	id := h.send(t, conv, "Find Ada's email", "")
+	got := h.wait(t, id)
+	require.Equal(t, turn.StatusCOMPLETED, got.Status, got.Error)
+
+	// Offered with the server's own schema; the tool not allowed by the
+	// application is not offered even though the agent lists it.
+	var offered []model.ToolSpec
+	for _, s := range p.request(0).Tools {
+		if s.Name == "crm__lookup" || s.Name == "crm__purge" {
+			offered = append(offered, s)
+		}
+	}
+	require.Len(t, offered, 1)
+	require.Equal(t, "crm__lookup", offered[0].Name)
+	require.JSONEq(t, `{"type":"object","properties":{"name":{"type":"string"}},"required":["name"],"additionalProperties":false}`, string(offered[0].Schema))
+
+	calls := h.calls(t, id)
+	require.Equal(t, toolcall.OutcomeHITS, calls[0].Outcome)
+	require.Contains(t, *calls[0].Heard, "ada@example.com")
+	require.Equal(t, toolcall.OutcomeREFUSED, calls[1].Outcome)
+	require.Equal(t, `tool "crm__purge" is not available`, *calls[1].Message)
+}
+
+func TestResumeRunsTurnsLeftRunning(t *testing.T) {
+	t.Parallel()
+	p := &scripted{answers: []model.Response{{Text: "Picked up where we left off."}}}
+	h := newHarness(t, dbtest.Open(t, dbtest.SQLite), p)
+	conv := h.conversation(t)
+	convID, err := gid.Decode(conv)
+	require.NoError(t, err)
+	// A turn a previous process left RUNNING.
+	tu := h.client.Turn.Create().SetConversationID(convID).SetNumber(1).SetUserText("hello").SetStartedAt(h.now).SaveX(context.Background())
+	n, err := h.runner.Resume(context.Background())
+	require.NoError(t, err)
+	require.Equal(t, 1, n)
+	got := h.wait(t, gid.Encode(tu.ID))
+	require.Equal(t, turn.StatusCOMPLETED, got.Status)
+	require.Equal(t, "Picked up where we left off.", *got.Answer)
+}
