@@ -4,6 +4,7 @@ import (
 	"context"
 	"encoding/json"
 	"fmt"
+	"net/http"
 	"strings"
 	"testing"
 	"unicode/utf8"
@@ -13,10 +14,13 @@ import (
 	"github.com/toolgate/toolgate/ent"
 	"github.com/toolgate/toolgate/ent/db"
 	"github.com/toolgate/toolgate/ent/db/dbtest"
+	"github.com/toolgate/toolgate/ent/schema"
 	"github.com/toolgate/toolgate/ent/storedresult"
 	"github.com/toolgate/toolgate/ent/toolcall"
 	"github.com/toolgate/toolgate/ent/turn"
 	"github.com/toolgate/toolgate/graph/gid"
+	"github.com/toolgate/toolgate/runtime/dispatch"
+	"github.com/toolgate/toolgate/tools"
 	"github.com/toolgate/toolgate/tools/result"
 )
 
@@ -348,4 +352,60 @@ func TestReadToolResultLimits(t *testing.T) {
 	r = b.do(t, b.alice.Token, toolResultsQuery, map[string]any{"refs": []string{"r_a"}})
 	require.Equal(t, "BAD_USER_INPUT", r.code(t))
 	require.Contains(t, r.Errors[0].Message, "conversationId is required")
+}
+
+// TestReadToolResultThroughDispatch runs the tool as a turn does: the
+// runtime's dispatcher posts the operation with the model's arguments and
+// lifts evidence and failures from the answer; what the model hears of
+// the read's own result passes whole.
+func TestReadToolResultThroughDispatch(t *testing.T) {
+	t.Parallel()
+	b := setup(t, dbtest.Open(t, dbtest.SQLite))
+	ctx := context.Background()
+	agentID := b.createAgent(t, b.alice.Token, "Helper")
+	conv := b.startConversation(t, b.alice.Token, agentID, "expenses")
+	policy := strings.Repeat("Trips are booked through the portal — ✓. ", 150) + "The reimbursement deadline is 30 days."
+	storeResult(t, b.client, conv, "r_policy", storedresult.KindTEXT, policy)
+	storeResult(t, b.client, conv, "r_empty", storedresult.KindTEXT, "")
+	d := dispatch.New(b.srv.URL+"/graphql", http.DefaultClient, nil)
+	s := dispatch.Scope{Token: b.scopeToken(t, conv, result.Definition.Name),
+		Offered: map[string]tools.Definition{result.Definition.Name: result.Definition}}
+	call := func(args string) dispatch.Result {
+		return d.Do(ctx, s, dispatch.Call{ID: "c1", Name: result.Definition.Name, Arguments: json.RawMessage(args)})
+	}
+
+	res := call(`{"refs": ["r_policy", "r_guessed"], "offset": 100, "maxChars": 1024}`)
+	require.Equal(t, dispatch.Hits, res.Outcome, res.Message)
+	want := string([]rune(policy)[100 : 100+1024])
+	start := int64(len(string([]rune(policy)[:100])))
+	require.Equal(t, []schema.Span{{Ref: "r_policy", Start: start, End: start + int64(len(want))}}, res.Evidence)
+	require.Equal(t, []schema.ItemFailure{{Item: 1, Input: "r_guessed", Message: `ref "r_guessed" not found`}}, res.Failures)
+	heard, err := dispatch.Render(res, result.Definition, "r_read", false)
+	require.NoError(t, err)
+	require.Contains(t, heard.Text, `"nextOffset":1124`)
+	require.Equal(t, want, get(decode(t, res.Content), "reads", 0, "text"))
+
+	res = call(`{"refs": ["r_policy"], "query": "reimbursment deadline", "match": "fuzzy", "contextChars": 0}`)
+	require.Equal(t, dispatch.Hits, res.Outcome, res.Message)
+	require.Len(t, res.Evidence, 1)
+	require.Equal(t, "reimbursement deadline", policy[res.Evidence[0].Start:res.Evidence[0].End])
+
+	// Nothing to show is an absence, and shows nothing.
+	for _, args := range []string{
+		`{"refs": ["r_empty", "r_guessed"]}`,
+		`{"refs": ["r_policy"], "query": "no such words"}`,
+	} {
+		res = call(args)
+		require.Equal(t, dispatch.Absence, res.Outcome, args)
+		require.Empty(t, res.Evidence, args)
+	}
+	res = call(`{"refs": ["r_policy"], "maxChars": 100}`)
+	require.Equal(t, dispatch.Refused, res.Outcome, "the schema refuses it before it is sent")
+}
+
+func decode(t *testing.T, raw []byte) any {
+	t.Helper()
+	var v any
+	require.NoError(t, json.Unmarshal(raw, &v))
+	return v
 }

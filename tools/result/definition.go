@@ -23,10 +23,11 @@ var Definition = tools.Definition{
 		`"match":{"type":"string","enum":["exact","fuzzy"],"description":"default exact; fuzzy allows typos"},` +
 		`"contextChars":{"type":"integer","minimum":0,"maximum":1000,"description":"default 200"}},` +
 		`"required":["refs"],"additionalProperties":false}`),
-	Guidance: "Large tool results reach you cut, with their ref (in _toolResultContext, or a line " +
-		"\"[… chars shown; read_tool_result ref …]\"); the whole result is stored. Read on with " +
-		"read_tool_result from nextOffset, or search it with query rather than paging through. " +
-		"Only what you have read counts as seen: do not quote what you were not shown.",
+	Guidance: "Large tool results reach you cut: _toolResultContext, or a line " +
+		"\"[… chars shown; read_tool_result ref …]\", gives the ref under which the whole result is stored, " +
+		"from this turn or an earlier one. Read more with read_tool_result (each answer gives nextOffset and " +
+		"totalChars), or find something in it with query instead of paging through. Only what you were shown " +
+		"counts: never quote the rest.",
 	GuidanceKey: "results",
 	Offered:     tools.OfferAlways,
 	Effect:      tools.EffectRead,

@@ -103,10 +103,12 @@ func (w *Workspace) Search(ctx context.Context, strs []string, contextLines *int
 				if q.ascii {
 					l = lower[n]
 				}
+				// Every string is tried, so that each one found is known.
 				if q.in(l) {
-					hit[n] = k + 1
+					if hit[n] == 0 {
+						hit[n] = k + 1
+					}
 					found[k] = true
-					break
 				}
 			}
 		}

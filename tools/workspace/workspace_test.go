@@ -429,7 +429,7 @@ func TestSearch(t *testing.T) {
 		})
 		require.NoError(t, err)
 
-		res, err := b.ws().Search(ctx, []string{"needle", "köln", "absent", "needle"}, nil)
+		res, err := b.ws().Search(ctx, []string{"needle", "köln", "absent", "needle", "NEEDLE IS"}, nil)
 		require.NoError(t, err)
 		require.Equal(t, &workspace.SearchResult{
 			Matches: []workspace.Match{
@@ -636,6 +636,16 @@ func TestExportRefusals(t *testing.T) {
 
 		_, err := b.write(t, export("out.txt"))
 		refused(t, err, "give 1 to 10 sources, not 0")
+		eleven := make([]*workspace.Source, workspace.MaxSources+1)
+		for i := range eleven {
+			eleven[i] = src("big", field("data", "items", i, "name"))
+		}
+		_, err = b.write(t, export("out.txt", eleven...))
+		refused(t, err, "give 1 to 10 sources, not 11")
+		res, err := b.write(t, export("ten.txt", eleven[:10]...))
+		require.NoError(t, err)
+		require.Equal(t, "item 0\nitem 1\nitem 2", b.content(t, "ten.txt")[:20])
+		require.Equal(t, 10, strings.Count(b.content(t, "ten.txt"), "item "), res)
 		_, err = b.write(t, &workspace.FileInput{Path: "x", Content: ptr("a"), ToolResultContext: &workspace.ExportContext{}})
 		refused(t, err, "not both")
 	})
