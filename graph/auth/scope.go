@@ -3,6 +3,8 @@ package auth
 import (
 	"context"
 
+	"entgo.io/ent/dialect/sql"
+
 	"github.com/toolgate/toolgate/ent"
 	"github.com/toolgate/toolgate/ent/agent"
 	"github.com/toolgate/toolgate/ent/apitoken"
@@ -25,6 +27,7 @@ import (
 // Interceptors cover reads. Mutations in the API first load what they
 // change through this client, so they too act only on rows in scope.
 func Scope(client *ent.Client) {
+	scopeByConversation(client)
 	client.Organization.Intercept(intercept.TraverseOrganization(func(ctx context.Context, q *ent.OrganizationQuery) error {
 		v, err := FromContext(ctx)
 		if err != nil {
@@ -124,4 +127,41 @@ func conversationScope(v *Viewer) []predicate.Conversation {
 		ps = append(ps, conversation.UserID(v.UserID))
 	}
 	return ps
+}
+
+// inScopeConversations is a predicate on a table with a conversation_id
+// column: the row belongs to a conversation the viewer reaches. It guards
+// the types that keep a plain conversation id rather than an edge.
+func inScopeConversations(v *Viewer) func(*sql.Selector) {
+	return func(s *sql.Selector) {
+		t := sql.Table(conversation.Table)
+		sub := sql.Select(t.C(conversation.FieldID)).From(t).
+			Where(sql.EQ(t.C(conversation.FieldOrganizationID), v.OrganizationID))
+		if v.Scoped() {
+			sub.Where(sql.EQ(t.C(conversation.FieldID), v.ConversationID))
+		} else if !v.Admin {
+			sub.Where(sql.EQ(t.C(conversation.FieldUserID), v.UserID))
+		}
+		s.Where(sql.In(s.C("conversation_id"), sub))
+	}
+}
+
+// scopeByConversation installs the guard for the workspace and task types.
+func scopeByConversation(client *ent.Client) {
+	client.WorkspaceFile.Intercept(intercept.TraverseWorkspaceFile(func(ctx context.Context, q *ent.WorkspaceFileQuery) error {
+		v, err := FromContext(ctx)
+		if err != nil {
+			return err
+		}
+		q.Where(predicate.WorkspaceFile(inScopeConversations(v)))
+		return nil
+	}))
+	client.Task.Intercept(intercept.TraverseTask(func(ctx context.Context, q *ent.TaskQuery) error {
+		v, err := FromContext(ctx)
+		if err != nil {
+			return err
+		}
+		q.Where(predicate.Task(inScopeConversations(v)))
+		return nil
+	}))
 }
