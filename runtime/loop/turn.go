@@ -490,8 +490,10 @@ func (t *turnRun) runTool(ctx context.Context, s dispatch.Scope, row *ent.ToolCa
 	// Evidence: what this call showed of other results, and the part of its
 	// own result the model received. Saved write inputs and failed reads
 	// show nothing.
+	// A result that names its evidence (a read of other results) is
+	// judged by it; otherwise what the model saw of this result counts.
 	visible = append(visible, res.Evidence...)
-	if res.Outcome == dispatch.Hits {
+	if res.Outcome == dispatch.Hits && len(res.Evidence) == 0 {
 		for _, v := range h.Visible {
 			visible = append(visible, schema.Span{Ref: ref, Start: v.Start, End: v.End})
 		}

@@ -85,8 +85,12 @@ func CallID(c *ent.ToolCall) string {
 }
 
 // Replay is what a later turn hears of a call: its outcome and, when
-// recent, an excerpt of what the model heard then. sizes gives the whole
-// stored result's size by ref, for the terse line.
+// recent, an excerpt of what the model heard then. A call whose text does
+// not fit the excerpt has one terse line (how much is cut, roughly how much
+// there is, the ref), and outside the window the same line stands beside
+// the outcome. The line depends only on what is stored, so it reads the
+// same on every later turn. A result that fits the excerpt crosses whole
+// and has no line. sizes gives the stored results' sizes by ref.
 func Replay(c *ent.ToolCall, recent bool, sizes map[string]int64) string {
 	heard := ""
 	if c.Heard != nil {
@@ -94,30 +98,24 @@ func Replay(c *ent.ToolCall, recent bool, sizes map[string]int64) string {
 	}
 	outcome := "[" + string(c.Outcome) + "]"
 	heardChars := utf8.RuneCountInString(heard)
-	total := heardChars
-	if c.Ref != nil && sizes[*c.Ref] > 0 {
-		total = int(sizes[*c.Ref])
-	}
-	switch {
-	case !recent && c.Ref != nil && total > 0:
-		return outcome + " " + cutLine(0, total, *c.Ref)
-	case !recent:
-		return outcome
-	case heardChars <= ExcerptChars && (c.Ref == nil || total <= heardChars):
-		// It crossed whole: no line.
-		return outcome + " " + heard
+	// The line is reckoned from the stored result's size alone, never from
+	// what is loaded, so it is the same in and out of the window.
+	line := ""
+	if c.Ref != nil {
+		if total := int(sizes[*c.Ref]); total > ExcerptChars {
+			line = fmt.Sprintf("[~%s of ~%s chars cut; read_tool_result ref %s for the rest]", approx(total-ExcerptChars), approx(total), *c.Ref)
+		}
 	}
 	shown := min(heardChars, ExcerptChars)
-	excerpt := string([]rune(heard)[:shown])
-	if c.Ref == nil {
-		return outcome + " " + excerpt
+	switch {
+	case !recent && line != "":
+		return outcome + " " + line
+	case !recent:
+		return outcome
+	case line == "":
+		return outcome + " " + heard
 	}
-	return outcome + " " + excerpt + "\n" + cutLine(shown, total, *c.Ref)
-}
-
-// cutLine is the one terse line of a cut replay.
-func cutLine(shown, total int, ref string) string {
-	return fmt.Sprintf("[%d of ~%s chars shown; read_tool_result ref %s for the rest]", shown, approx(total), ref)
+	return outcome + " " + string([]rune(heard)[:shown]) + "\n" + line
 }
 
 // approx rounds a count to two significant figures, so the line says how

@@ -126,11 +126,16 @@ func TestHistoryReplayLines(t *testing.T) {
 		return ""
 	}
 	// Outside the window: the outcome and the line, no excerpt.
-	require.Equal(t, "[HITS] [0 of ~52000 chars shown; read_tool_result ref r_b for the rest]", tool(0, 0))
-	// Inside the window: an excerpt and the same kind of line.
-	require.Equal(t, "[HITS] "+long[:prompt.ExcerptChars]+"\n[1000 of ~52000 chars shown; read_tool_result ref r_c for the rest]", tool(1, 0))
+	require.Equal(t, "[HITS] [~51000 of ~52000 chars cut; read_tool_result ref r_b for the rest]", tool(0, 0))
+	require.Equal(t, "[HITS]", tool(0, 1), "small and outside the window: the outcome alone")
+	// Inside the window: an excerpt and the line.
+	require.Equal(t, "[HITS] "+long[:prompt.ExcerptChars]+"\n[~51000 of ~52000 chars cut; read_tool_result ref r_c for the rest]", tool(1, 0))
 	// A result that crossed whole carries no line.
 	require.Equal(t, "[HITS] 2", tool(2, 1))
+	// The line of a call does not change when its turn leaves the window.
+	inWindow := prompt.Replay(past[1].Steps[0].Calls[0], true, past[1].Sizes)
+	outside := prompt.Replay(past[1].Steps[0].Calls[0], false, past[1].Sizes)
+	require.Equal(t, inWindow[strings.LastIndex(inWindow, "\n")+1:], strings.TrimPrefix(outside, "[HITS] "))
 	// Rendering is a pure function of what is stored: the same on the next
 	// call, so the provider's cache holds.
 	again := prompt.History(prompt.Person{Name: "Ada"}, past)
