@@ -14,6 +14,7 @@ import (
 	"github.com/toolgate/toolgate/ent"
 	"github.com/toolgate/toolgate/ent/db"
 	"github.com/toolgate/toolgate/ent/setting"
+	"github.com/toolgate/toolgate/graph"
 	"github.com/toolgate/toolgate/runtime/builtin"
 	"github.com/toolgate/toolgate/runtime/dispatch"
 	"github.com/toolgate/toolgate/runtime/events"
@@ -144,6 +145,7 @@ func newRunner(ctx context.Context, c runtimeConfig, d *db.DB, toolsURL string, 
 		Apps:       apps,
 		Tools:      registry.All(),
 		MaxSteps:   c.maxSteps,
+		EncodeID:   graph.EncodeID,
 		Log:        log,
 	})
 	log.Info("turn runtime", "provider", provider.Name(), "tools", toolsURL)

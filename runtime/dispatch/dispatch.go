@@ -133,8 +133,11 @@ func sleep(ctx context.Context, d time.Duration) error {
 type Scope struct {
 	TurnID         int
 	ConversationID int
-	Token          string
-	Offered        map[string]tools.Definition
+	// ConversationRef is the conversation's id as the API shows it, sent as
+	// the operation's conversationId; empty sends none.
+	ConversationRef string
+	Token           string
+	Offered         map[string]tools.Definition
 	// Apps are the organisation's applications, by name.
 	Apps map[string]mcp.Application
 }

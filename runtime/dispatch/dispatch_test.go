@@ -8,10 +8,12 @@ import (
 	"net"
 	"net/http"
 	"net/http/httptest"
+	"strings"
 	"sync"
 	"sync/atomic"
 	"testing"
 	"time"
+	"unicode/utf8"
 
 	sdk "github.com/modelcontextprotocol/go-sdk/mcp"
 	"github.com/stretchr/testify/require"
@@ -177,14 +179,16 @@ func TestRepairIsRecordedAndSent(t *testing.T) {
 	d, _ := setup(t, b.srv.URL)
 	// A one-element list sent as the element itself; conversationId from
 	// the model is dropped: the token names the conversation.
-	res := d.Do(context.Background(), scope(def("find", tools.EffectRead)), dispatch.Call{ID: "c", Name: "find", Arguments: json.RawMessage(`{"queries":"x"}`)})
+	s := scope(def("find", tools.EffectRead))
+	s.ConversationRef = "tgconv"
+	res := d.Do(context.Background(), s, dispatch.Call{ID: "c", Name: "find", Arguments: json.RawMessage(`{"queries":"x"}`)})
 	require.Equal(t, dispatch.Hits, res.Outcome, res.Message)
 	require.Len(t, res.Repairs, 1)
 	require.JSONEq(t, `{"queries":["x"]}`, string(res.Arguments))
 	got := b.requests()
 	require.Len(t, got, 1)
 	require.Equal(t, []any{"x"}, got[0].vars["queries"])
-	require.NotContains(t, got[0].vars, "conversationId")
+	require.Equal(t, "tgconv", got[0].vars["conversationId"], "the turn's conversation, never the model's")
 	require.Equal(t, "Bearer tgs_token", got[0].auth)
 }
 
@@ -355,4 +359,40 @@ func TestApplicationTools(t *testing.T) {
 	res = d.Do(context.Background(), s, dispatch.Call{ID: "d", Name: "crm__explode", Arguments: json.RawMessage(`{"name":"Ada"}`)})
 	require.Equal(t, dispatch.Outage, res.Outcome, res.Message)
 	require.Equal(t, 1, res.Attempts)
+}
+
+func TestRenderPreviewsOnlyWhatItShould(t *testing.T) {
+	t.Parallel()
+	big := []byte(`{"rows":[` + strings.Repeat(`{"name":"Ada Lovelace","note":"first programmer"},`, 400) + `{"name":"end"}]}`)
+	large := def("find", tools.EffectRead)
+	exempt := large
+	exempt.Preview = tools.PreviewExempt
+
+	h, err := dispatch.Render(dispatch.Result{Outcome: dispatch.Hits, Kind: dispatch.JSON, Content: big}, large, "r_1", false)
+	require.NoError(t, err)
+	require.LessOrEqual(t, utf8.RuneCountInString(h.Text), 6000)
+	require.True(t, json.Valid([]byte(h.Text)))
+	require.Contains(t, h.Text, `"_toolResultContext"`)
+	require.NotEmpty(t, h.Visible)
+
+	// A result that fits passes whole.
+	small := []byte(`{"rows":[{"name":"Ada"}]}`)
+	h, err = dispatch.Render(dispatch.Result{Outcome: dispatch.Hits, Kind: dispatch.JSON, Content: small}, large, "r_2", false)
+	require.NoError(t, err)
+	require.Equal(t, string(small), h.Text)
+
+	// Exempt: catalogue results, acknowledgements, control flow pass whole.
+	h, err = dispatch.Render(dispatch.Result{Outcome: dispatch.Hits, Kind: dispatch.JSON, Content: big}, exempt, "r_3", false)
+	require.NoError(t, err)
+	require.Equal(t, string(big), h.Text)
+
+	// Errors are never previewed; media never.
+	long := strings.Repeat("why ", 2000)
+	h, err = dispatch.Render(dispatch.Result{Outcome: dispatch.Error, Message: long}, large, "", false)
+	require.NoError(t, err)
+	require.Contains(t, h.Text, long)
+	h, err = dispatch.Render(dispatch.Result{Outcome: dispatch.Hits, Kind: dispatch.Media, Content: make([]byte, 70000)}, large, "r_4", false)
+	require.NoError(t, err)
+	require.Equal(t, "[media result of 70000 bytes, stored as ref r_4]", h.Text)
+	require.Empty(t, h.Visible)
 }

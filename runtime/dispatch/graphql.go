@@ -37,9 +37,13 @@ func (d *Dispatcher) graphql(ctx context.Context, s Scope, c Call, def tools.Def
 		res.Outcome, res.Message = Refused, "arguments must be a JSON object"
 		return
 	}
-	// The scope token names the conversation; nothing the model writes can
-	// name another.
+	// The turn's own conversation, whatever the model wrote: the scope
+	// token would refuse any other.
 	delete(vars, "conversationId")
+	if s.ConversationRef != "" {
+		ref, _ := json.Marshal(s.ConversationRef)
+		vars["conversationId"] = ref
+	}
 	body, err := json.Marshal(map[string]any{"query": def.Operation, "variables": vars})
 	if err != nil {
 		res.Outcome, res.Message = Error, err.Error()

@@ -19,6 +19,7 @@ import (
 	"github.com/toolgate/toolgate/runtime/loop"
 	"github.com/toolgate/toolgate/runtime/model"
 	"github.com/toolgate/toolgate/tools"
+	"github.com/toolgate/toolgate/tools/catalog"
 	"github.com/toolgate/toolgate/tools/registry"
 )
 
@@ -59,6 +60,13 @@ func BenchmarkPromptAssembly(b *testing.B) {
 	for _, m := range req.Messages {
 		chars += len(m.Text)
 	}
+	// The stable prefix an agent with every tool pays on each call: the
+	// system prompt and the definitions, in o200k tokens.
+	prefix := catalog.Tokens(req.System)
+	for _, s := range req.Tools {
+		def, _ := registry.ByName(s.Name)
+		prefix += catalog.Tokens(string(def.Wire()))
+	}
 	b.ReportAllocs()
 	b.ResetTimer()
 	for b.Loop() {
@@ -67,6 +75,8 @@ func BenchmarkPromptAssembly(b *testing.B) {
 		}
 	}
 	b.ReportMetric(float64(chars), "prompt-chars")
+	b.ReportMetric(float64(prefix), "prefix-tokens")
+	b.ReportMetric(float64(len(req.Tools)), "tools")
 }
 
 // runTurns runs b.N turns through the runner (not the HTTP API) and waits

@@ -69,7 +69,7 @@ func newHarness(t testing.TB, d *db.DB, p model.Provider, opts ...option) *harne
 	builtin.Install(h.disp, h.client)
 	cfg := loop.Config{
 		Client: h.client, Provider: p, Signer: signer, Dispatcher: h.disp, Apps: apps,
-		Tools: registry.All(), Now: func() time.Time { return h.now },
+		Tools: registry.All(), Now: func() time.Time { return h.now }, EncodeID: gid.Encode,
 	}
 	for _, o := range opts {
 		o(&cfg)

@@ -53,8 +53,11 @@ type Config struct {
 	Concurrency int
 	// MaxTokens is sent with each model call; 0 leaves it to the provider.
 	MaxTokens int
-	Now       func() time.Time
-	Log       *slog.Logger
+	// EncodeID gives a row's id as the API shows it, for the conversationId
+	// of tool operations.
+	EncodeID func(int) string
+	Now      func() time.Time
+	Log      *slog.Logger
 }
 
 // Runner runs turns in the background. It owns their goroutines: Close

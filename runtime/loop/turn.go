@@ -401,6 +401,9 @@ func (t *turnRun) runTools(ctx context.Context, step int, calls []model.ToolCall
 		return false, fmt.Errorf("mint scope token: %w", err)
 	}
 	s := dispatch.Scope{TurnID: t.turnID, ConversationID: t.conv.ID, Token: token, Offered: t.byName, Apps: t.apps}
+	if t.r.cfg.EncodeID != nil {
+		s.ConversationRef = t.r.cfg.EncodeID(t.conv.ID)
+	}
 
 	rows := make([]*ent.ToolCall, len(calls))
 	creates := make([]*ent.ToolCallCreate, len(calls))
