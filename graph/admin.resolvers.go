@@ -59,6 +59,16 @@ func (r *mutationResolver) RegisterApplication(ctx context.Context, input model.
 		Save(ctx)
 }
 
+// CreateAPIToken is the resolver for the createAPIToken field.
+func (r *mutationResolver) CreateAPIToken(ctx context.Context, input model.CreateAPITokenInput) (*model.CreatedAPIToken, error) {
+	return r.createAPIToken(ctx, input)
+}
+
+// RevokeAPIToken is the resolver for the revokeAPIToken field.
+func (r *mutationResolver) RevokeAPIToken(ctx context.Context, id int) (*ent.APIToken, error) {
+	return r.revokeAPIToken(ctx, id)
+}
+
 // Agents is the resolver for the agents field.
 func (r *queryResolver) Agents(ctx context.Context, first *int, after *entgql.Cursor[int], last *int, before *entgql.Cursor[int], orderBy *ent.AgentOrder) (*ent.AgentConnection, error) {
 	if err := checkPage(first, last); err != nil {
@@ -68,6 +78,11 @@ func (r *queryResolver) Agents(ctx context.Context, first *int, after *entgql.Cu
 		first = ptr(DefaultPage)
 	}
 	return r.Client.Agent.Query().Paginate(ctx, after, first, before, last, ent.WithAgentOrder(orderBy))
+}
+
+// APITokens is the resolver for the apiTokens field.
+func (r *queryResolver) APITokens(ctx context.Context) ([]*ent.APIToken, error) {
+	return r.apiTokens(ctx)
 }
 
 // OrganizationName is the resolver for the organizationName field.

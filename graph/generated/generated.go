@@ -175,6 +175,11 @@ type ComplexityRoot struct {
 		Node   func(childComplexity int) int
 	}
 
+	CreatedAPIToken struct {
+		APIToken func(childComplexity int) int
+		Token    func(childComplexity int) int
+	}
+
 	Evidence struct {
 		End   func(childComplexity int) int
 		Ref   func(childComplexity int) int
@@ -200,10 +205,12 @@ type ComplexityRoot struct {
 	Mutation struct {
 		AnswerClarification func(childComplexity int, input model.AnswerClarificationInput) int
 		CancelTurn          func(childComplexity int, id int) int
+		CreateAPIToken      func(childComplexity int, input model.CreateAPITokenInput) int
 		CreateAgent         func(childComplexity int, input model.CreateAgentInput) int
 		DeleteFile          func(childComplexity int, conversationID *int, path string) int
 		EditFile            func(childComplexity int, conversationID *int, path string, edits []*workspace.EditInput) int
 		RegisterApplication func(childComplexity int, input model.RegisterApplicationInput) int
+		RevokeAPIToken      func(childComplexity int, id int) int
 		SendMessage         func(childComplexity int, input model.SendMessageInput) int
 		StartConversation   func(childComplexity int, input model.StartConversationInput) int
 		SuggestNextActions  func(childComplexity int, conversationID *int, suggestions []string) int
@@ -225,6 +232,7 @@ type ComplexityRoot struct {
 	}
 
 	Query struct {
+		APITokens         func(childComplexity int) int
 		Agents            func(childComplexity int, first *int, after *entgql.Cursor[int], last *int, before *entgql.Cursor[int], orderBy *ent.AgentOrder) int
 		Calculate         func(childComplexity int, conversationID *int, expression string) int
 		Catalogue         func(childComplexity int, agentID *int) int
@@ -523,6 +531,8 @@ type ConversationResolver interface {
 type MutationResolver interface {
 	CreateAgent(ctx context.Context, input model.CreateAgentInput) (*ent.Agent, error)
 	RegisterApplication(ctx context.Context, input model.RegisterApplicationInput) (*ent.Application, error)
+	CreateAPIToken(ctx context.Context, input model.CreateAPITokenInput) (*model.CreatedAPIToken, error)
+	RevokeAPIToken(ctx context.Context, id int) (*ent.APIToken, error)
 	SuggestNextActions(ctx context.Context, conversationID *int, suggestions []string) (*model.SuggestionsAck, error)
 	StartConversation(ctx context.Context, input model.StartConversationInput) (*ent.Conversation, error)
 	SendMessage(ctx context.Context, input model.SendMessageInput) (*ent.Turn, error)
@@ -537,6 +547,7 @@ type QueryResolver interface {
 	Nodes(ctx context.Context, ids []int) ([]ent.Noder, error)
 	Conversations(ctx context.Context, after *entgql.Cursor[int], first *int, before *entgql.Cursor[int], last *int, orderBy []*ent.ConversationOrder, where *ent.ConversationWhereInput) (*ent.ConversationConnection, error)
 	Agents(ctx context.Context, first *int, after *entgql.Cursor[int], last *int, before *entgql.Cursor[int], orderBy *ent.AgentOrder) (*ent.AgentConnection, error)
+	APITokens(ctx context.Context) ([]*ent.APIToken, error)
 	Calculate(ctx context.Context, conversationID *int, expression string) (*model.Calculation, error)
 	Catalogue(ctx context.Context, agentID *int) (*catalog.Catalogue, error)
 	SearchTools(ctx context.Context, conversationID *int, queries []string) (*catalog.Search, error)
@@ -1057,6 +1068,19 @@ func (e *executableSchema) Complexity(ctx context.Context, typeName, field strin
 
 		return e.ComplexityRoot.ConversationEdge.Node(childComplexity), true
 
+	case "CreatedAPIToken.apiToken":
+		if e.ComplexityRoot.CreatedAPIToken.APIToken == nil {
+			break
+		}
+
+		return e.ComplexityRoot.CreatedAPIToken.APIToken(childComplexity), true
+	case "CreatedAPIToken.token":
+		if e.ComplexityRoot.CreatedAPIToken.Token == nil {
+			break
+		}
+
+		return e.ComplexityRoot.CreatedAPIToken.Token(childComplexity), true
+
 	case "Evidence.end":
 		if e.ComplexityRoot.Evidence.End == nil {
 			break
@@ -1160,6 +1184,17 @@ func (e *executableSchema) Complexity(ctx context.Context, typeName, field strin
 		}
 
 		return e.ComplexityRoot.Mutation.CancelTurn(childComplexity, args["id"].(int)), true
+	case "Mutation.createAPIToken":
+		if e.ComplexityRoot.Mutation.CreateAPIToken == nil {
+			break
+		}
+
+		args, err := ec.field_Mutation_createAPIToken_args(ctx, rawArgs)
+		if err != nil {
+			return 0, false
+		}
+
+		return e.ComplexityRoot.Mutation.CreateAPIToken(childComplexity, args["input"].(model.CreateAPITokenInput)), true
 	case "Mutation.createAgent":
 		if e.ComplexityRoot.Mutation.CreateAgent == nil {
 			break
@@ -1204,6 +1239,17 @@ func (e *executableSchema) Complexity(ctx context.Context, typeName, field strin
 		}
 
 		return e.ComplexityRoot.Mutation.RegisterApplication(childComplexity, args["input"].(model.RegisterApplicationInput)), true
+	case "Mutation.revokeAPIToken":
+		if e.ComplexityRoot.Mutation.RevokeAPIToken == nil {
+			break
+		}
+
+		args, err := ec.field_Mutation_revokeAPIToken_args(ctx, rawArgs)
+		if err != nil {
+			return 0, false
+		}
+
+		return e.ComplexityRoot.Mutation.RevokeAPIToken(childComplexity, args["id"].(int)), true
 	case "Mutation.sendMessage":
 		if e.ComplexityRoot.Mutation.SendMessage == nil {
 			break
@@ -1299,6 +1345,12 @@ func (e *executableSchema) Complexity(ctx context.Context, typeName, field strin
 
 		return e.ComplexityRoot.PageInfo.StartCursor(childComplexity), true
 
+	case "Query.apiTokens":
+		if e.ComplexityRoot.Query.APITokens == nil {
+			break
+		}
+
+		return e.ComplexityRoot.Query.APITokens(childComplexity), true
 	case "Query.agents":
 		if e.ComplexityRoot.Query.Agents == nil {
 			break
@@ -2541,6 +2593,7 @@ func (e *executableSchema) Exec(ctx context.Context) graphql.ResponseHandler {
 			graphql.NewInputUnmarshaler("AnswerClarificationInput", ec.unmarshalInputAnswerClarificationInput),
 			graphql.NewInputUnmarshaler("ConversationOrder", ec.unmarshalInputConversationOrder),
 			graphql.NewInputUnmarshaler("ConversationWhereInput", ec.unmarshalInputConversationWhereInput),
+			graphql.NewInputUnmarshaler("CreateAPITokenInput", ec.unmarshalInputCreateAPITokenInput),
 			graphql.NewInputUnmarshaler("CreateAgentInput", ec.unmarshalInputCreateAgentInput),
 			graphql.NewInputUnmarshaler("ExportContextInput", ec.unmarshalInputExportContextInput),
 			graphql.NewInputUnmarshaler("ExportSourceInput", ec.unmarshalInputExportSourceInput),
@@ -2677,6 +2730,28 @@ input RegisterApplicationInput {
   "The MCP server's Streamable HTTP endpoint."
   url: String!
   allowedTools: [String!]!
+}
+
+extend type Mutation {
+  "Issues a new API token for the caller. The token is shown once, in this answer."
+  createAPIToken(input: CreateAPITokenInput!): CreatedAPIToken!
+  "Revokes a token: the caller's own, or, for an admin, any of the organisation's."
+  revokeAPIToken(id: ID!): APIToken!
+}
+
+extend type Query {
+  "The caller's API tokens (an admin's: the organisation's), newest first; never the secrets."
+  apiTokens: [APIToken!]!
+}
+
+input CreateAPITokenInput {
+  name: String!
+}
+
+type CreatedAPIToken {
+  "The secret: shown once, never stored (only its hash is)."
+  token: String!
+  apiToken: APIToken!
 }
 `, BuiltIn: false},
 	{Name: "../assist.graphqls", Input: `extend type Query {
@@ -3916,6 +3991,28 @@ var parsedSchema = gqlparser.MustLoadSchema(sources...)
 // Each function is generated once per unique object type, deduplicating the
 // switch statements that were previously inlined in every fieldContext_* function.
 
+func (ec *executionContext) childFields_APIToken(ctx context.Context, field graphql.CollectedField) (*graphql.FieldContext, error) {
+	switch field.Name {
+	case "id":
+		return ec.fieldContext_APIToken_id(ctx, field)
+	case "createdAt":
+		return ec.fieldContext_APIToken_createdAt(ctx, field)
+	case "updatedAt":
+		return ec.fieldContext_APIToken_updatedAt(ctx, field)
+	case "name":
+		return ec.fieldContext_APIToken_name(ctx, field)
+	case "hint":
+		return ec.fieldContext_APIToken_hint(ctx, field)
+	case "revokedAt":
+		return ec.fieldContext_APIToken_revokedAt(ctx, field)
+	case "lastUsedAt":
+		return ec.fieldContext_APIToken_lastUsedAt(ctx, field)
+	case "user":
+		return ec.fieldContext_APIToken_user(ctx, field)
+	}
+	return nil, fmt.Errorf("no field named %q was found under type APIToken", field.Name)
+}
+
 func (ec *executionContext) childFields_Agent(ctx context.Context, field graphql.CollectedField) (*graphql.FieldContext, error) {
 	switch field.Name {
 	case "id":
@@ -4132,6 +4229,16 @@ func (ec *executionContext) childFields_ConversationEdge(ctx context.Context, fi
 		return ec.fieldContext_ConversationEdge_cursor(ctx, field)
 	}
 	return nil, fmt.Errorf("no field named %q was found under type ConversationEdge", field.Name)
+}
+
+func (ec *executionContext) childFields_CreatedAPIToken(ctx context.Context, field graphql.CollectedField) (*graphql.FieldContext, error) {
+	switch field.Name {
+	case "token":
+		return ec.fieldContext_CreatedAPIToken_token(ctx, field)
+	case "apiToken":
+		return ec.fieldContext_CreatedAPIToken_apiToken(ctx, field)
+	}
+	return nil, fmt.Errorf("no field named %q was found under type CreatedAPIToken", field.Name)
 }
 
 func (ec *executionContext) childFields_Evidence(ctx context.Context, field graphql.CollectedField) (*graphql.FieldContext, error) {
@@ -4928,6 +5035,20 @@ func (ec *executionContext) field_Mutation_cancelTurn_args(ctx context.Context, 
 	return args, nil
 }
 
+func (ec *executionContext) field_Mutation_createAPIToken_args(ctx context.Context, rawArgs map[string]any) (map[string]any, error) {
+	var err error
+	args := map[string]any{}
+	arg0, err := graphql.ProcessArgField(ctx, rawArgs, "input",
+		func(ctx context.Context, v any) (model.CreateAPITokenInput, error) {
+			return ec.unmarshalNCreateAPITokenInput2githubᚗcomᚋtoolgateᚋtoolgateᚋgraphᚋmodelᚐCreateAPITokenInput(ctx, v)
+		})
+	if err != nil {
+		return nil, err
+	}
+	args["input"] = arg0
+	return args, nil
+}
+
 func (ec *executionContext) field_Mutation_createAgent_args(ctx context.Context, rawArgs map[string]any) (map[string]any, error) {
 	var err error
 	args := map[string]any{}
@@ -5005,6 +5126,20 @@ func (ec *executionContext) field_Mutation_registerApplication_args(ctx context.
 		return nil, err
 	}
 	args["input"] = arg0
+	return args, nil
+}
+
+func (ec *executionContext) field_Mutation_revokeAPIToken_args(ctx context.Context, rawArgs map[string]any) (map[string]any, error) {
+	var err error
+	args := map[string]any{}
+	arg0, err := graphql.ProcessArgField(ctx, rawArgs, "id",
+		func(ctx context.Context, v any) (int, error) {
+			return ec.unmarshalNID2int(ctx, v)
+		})
+	if err != nil {
+		return nil, err
+	}
+	args["id"] = arg0
 	return args, nil
 }
 
@@ -7593,6 +7728,61 @@ func (ec *executionContext) fieldContext_ConversationEdge_cursor(_ context.Conte
 	return graphql.NewScalarFieldContext("ConversationEdge", field, false, false, "Cursor")
 }
 
+func (ec *executionContext) _CreatedAPIToken_token(ctx context.Context, field graphql.CollectedField, obj *model.CreatedAPIToken) (ret graphql.Marshaler) {
+	return graphql.ResolveField(
+		ctx,
+		ec.OperationContext,
+		field,
+		func(ctx context.Context, field graphql.CollectedField) (*graphql.FieldContext, error) {
+			return ec.fieldContext_CreatedAPIToken_token(ctx, field)
+		},
+		func(ctx context.Context) (any, error) {
+			return obj.Token, nil
+		},
+		nil,
+		func(ctx context.Context, selections ast.SelectionSet, v string) graphql.Marshaler {
+			return ec.marshalNString2string(ctx, selections, v)
+		},
+		true,
+		true,
+	)
+}
+func (ec *executionContext) fieldContext_CreatedAPIToken_token(_ context.Context, field graphql.CollectedField) (fc *graphql.FieldContext, err error) {
+	return graphql.NewScalarFieldContext("CreatedAPIToken", field, false, false, "String")
+}
+
+func (ec *executionContext) _CreatedAPIToken_apiToken(ctx context.Context, field graphql.CollectedField, obj *model.CreatedAPIToken) (ret graphql.Marshaler) {
+	return graphql.ResolveField(
+		ctx,
+		ec.OperationContext,
+		field,
+		func(ctx context.Context, field graphql.CollectedField) (*graphql.FieldContext, error) {
+			return ec.fieldContext_CreatedAPIToken_apiToken(ctx, field)
+		},
+		func(ctx context.Context) (any, error) {
+			return obj.APIToken, nil
+		},
+		nil,
+		func(ctx context.Context, selections ast.SelectionSet, v *ent.APIToken) graphql.Marshaler {
+			return ec.marshalNAPIToken2ᚖgithubᚗcomᚋtoolgateᚋtoolgateᚋentᚐAPIToken(ctx, selections, v)
+		},
+		true,
+		true,
+	)
+}
+func (ec *executionContext) fieldContext_CreatedAPIToken_apiToken(_ context.Context, field graphql.CollectedField) (fc *graphql.FieldContext, err error) {
+	fc = &graphql.FieldContext{
+		Object:     "CreatedAPIToken",
+		Field:      field,
+		IsMethod:   false,
+		IsResolver: false,
+		Child: func(ctx context.Context, field graphql.CollectedField) (*graphql.FieldContext, error) {
+			return ec.childFields_APIToken(ctx, field)
+		},
+	}
+	return fc, nil
+}
+
 func (ec *executionContext) _Evidence_ref(ctx context.Context, field graphql.CollectedField, obj *schema.Span) (ret graphql.Marshaler) {
 	return graphql.ResolveField(
 		ctx,
@@ -7974,6 +8164,94 @@ func (ec *executionContext) fieldContext_Mutation_registerApplication(ctx contex
 	}()
 	ctx = graphql.WithFieldContext(ctx, fc)
 	if fc.Args, err = ec.field_Mutation_registerApplication_args(ctx, field.ArgumentMap(ec.Variables)); err != nil {
+		ec.Error(ctx, err)
+		return fc, err
+	}
+	return fc, nil
+}
+
+func (ec *executionContext) _Mutation_createAPIToken(ctx context.Context, field graphql.CollectedField) (ret graphql.Marshaler) {
+	return graphql.ResolveField(
+		ctx,
+		ec.OperationContext,
+		field,
+		func(ctx context.Context, field graphql.CollectedField) (*graphql.FieldContext, error) {
+			return ec.fieldContext_Mutation_createAPIToken(ctx, field)
+		},
+		func(ctx context.Context) (any, error) {
+			fc := graphql.GetFieldContext(ctx)
+			return ec.Resolvers.Mutation().CreateAPIToken(ctx, fc.Args["input"].(model.CreateAPITokenInput))
+		},
+		nil,
+		func(ctx context.Context, selections ast.SelectionSet, v *model.CreatedAPIToken) graphql.Marshaler {
+			return ec.marshalNCreatedAPIToken2ᚖgithubᚗcomᚋtoolgateᚋtoolgateᚋgraphᚋmodelᚐCreatedAPIToken(ctx, selections, v)
+		},
+		true,
+		true,
+	)
+}
+func (ec *executionContext) fieldContext_Mutation_createAPIToken(ctx context.Context, field graphql.CollectedField) (fc *graphql.FieldContext, err error) {
+	fc = &graphql.FieldContext{
+		Object:     "Mutation",
+		Field:      field,
+		IsMethod:   true,
+		IsResolver: true,
+		Child: func(ctx context.Context, field graphql.CollectedField) (*graphql.FieldContext, error) {
+			return ec.childFields_CreatedAPIToken(ctx, field)
+		},
+	}
+	defer func() {
+		if r := recover(); r != nil {
+			err = ec.Recover(ctx, r)
+			ec.Error(ctx, err)
+		}
+	}()
+	ctx = graphql.WithFieldContext(ctx, fc)
+	if fc.Args, err = ec.field_Mutation_createAPIToken_args(ctx, field.ArgumentMap(ec.Variables)); err != nil {
+		ec.Error(ctx, err)
+		return fc, err
+	}
+	return fc, nil
+}
+
+func (ec *executionContext) _Mutation_revokeAPIToken(ctx context.Context, field graphql.CollectedField) (ret graphql.Marshaler) {
+	return graphql.ResolveField(
+		ctx,
+		ec.OperationContext,
+		field,
+		func(ctx context.Context, field graphql.CollectedField) (*graphql.FieldContext, error) {
+			return ec.fieldContext_Mutation_revokeAPIToken(ctx, field)
+		},
+		func(ctx context.Context) (any, error) {
+			fc := graphql.GetFieldContext(ctx)
+			return ec.Resolvers.Mutation().RevokeAPIToken(ctx, fc.Args["id"].(int))
+		},
+		nil,
+		func(ctx context.Context, selections ast.SelectionSet, v *ent.APIToken) graphql.Marshaler {
+			return ec.marshalNAPIToken2ᚖgithubᚗcomᚋtoolgateᚋtoolgateᚋentᚐAPIToken(ctx, selections, v)
+		},
+		true,
+		true,
+	)
+}
+func (ec *executionContext) fieldContext_Mutation_revokeAPIToken(ctx context.Context, field graphql.CollectedField) (fc *graphql.FieldContext, err error) {
+	fc = &graphql.FieldContext{
+		Object:     "Mutation",
+		Field:      field,
+		IsMethod:   true,
+		IsResolver: true,
+		Child: func(ctx context.Context, field graphql.CollectedField) (*graphql.FieldContext, error) {
+			return ec.childFields_APIToken(ctx, field)
+		},
+	}
+	defer func() {
+		if r := recover(); r != nil {
+			err = ec.Recover(ctx, r)
+			ec.Error(ctx, err)
+		}
+	}()
+	ctx = graphql.WithFieldContext(ctx, fc)
+	if fc.Args, err = ec.field_Mutation_revokeAPIToken_args(ctx, field.ArgumentMap(ec.Variables)); err != nil {
 		ec.Error(ctx, err)
 		return fc, err
 	}
@@ -8688,6 +8966,38 @@ func (ec *executionContext) fieldContext_Query_agents(ctx context.Context, field
 	if fc.Args, err = ec.field_Query_agents_args(ctx, field.ArgumentMap(ec.Variables)); err != nil {
 		ec.Error(ctx, err)
 		return fc, err
+	}
+	return fc, nil
+}
+
+func (ec *executionContext) _Query_apiTokens(ctx context.Context, field graphql.CollectedField) (ret graphql.Marshaler) {
+	return graphql.ResolveField(
+		ctx,
+		ec.OperationContext,
+		field,
+		func(ctx context.Context, field graphql.CollectedField) (*graphql.FieldContext, error) {
+			return ec.fieldContext_Query_apiTokens(ctx, field)
+		},
+		func(ctx context.Context) (any, error) {
+			return ec.Resolvers.Query().APITokens(ctx)
+		},
+		nil,
+		func(ctx context.Context, selections ast.SelectionSet, v []*ent.APIToken) graphql.Marshaler {
+			return ec.marshalNAPIToken2ᚕᚖgithubᚗcomᚋtoolgateᚋtoolgateᚋentᚐAPITokenᚄ(ctx, selections, v)
+		},
+		true,
+		true,
+	)
+}
+func (ec *executionContext) fieldContext_Query_apiTokens(_ context.Context, field graphql.CollectedField) (fc *graphql.FieldContext, err error) {
+	fc = &graphql.FieldContext{
+		Object:     "Query",
+		Field:      field,
+		IsMethod:   true,
+		IsResolver: true,
+		Child: func(ctx context.Context, field graphql.CollectedField) (*graphql.FieldContext, error) {
+			return ec.childFields_APIToken(ctx, field)
+		},
 	}
 	return fc, nil
 }
@@ -15104,6 +15414,48 @@ func UnmarshalConversationWhereInput(ctx context.Context, raw any) (ent.Conversa
 	return out, err
 }
 
+func (ec *executionContext) unmarshalInputCreateAPITokenInput(ctx context.Context, obj any) (model.CreateAPITokenInput, error) {
+	var it model.CreateAPITokenInput
+	if obj == nil {
+		return it, nil
+	}
+
+	asMap := map[string]any{}
+	for k, v := range obj.(map[string]any) {
+		asMap[k] = v
+	}
+
+	fieldsInOrder := [...]string{"name"}
+	for _, k := range fieldsInOrder {
+		v, ok := asMap[k]
+		if !ok {
+			continue
+		}
+		switch k {
+		case "name":
+			ctx := graphql.WithPathContext(ctx, graphql.NewPathWithField("name"))
+			data, err := ec.unmarshalNString2string(ctx, v)
+			if err != nil {
+				return it, err
+			}
+			it.Name = data
+		}
+	}
+	return it, nil
+}
+
+// UnmarshalCreateAPITokenInput unmarshals raw into the CreateAPITokenInput input type, using the
+// unmarshaler bound to ctx's request. Call it from a resolver to decode an input
+// object that was not passed as a field argument.
+//
+// ctx must come from a gqlgen request; outside one there is no unmarshaler to use
+// and the returned error says so.
+func UnmarshalCreateAPITokenInput(ctx context.Context, raw any) (model.CreateAPITokenInput, error) {
+	var out model.CreateAPITokenInput
+	err := graphql.UnmarshalNamedInputFromContext(ctx, "CreateAPITokenInput", raw, &out)
+	return out, err
+}
+
 func (ec *executionContext) unmarshalInputCreateAgentInput(ctx context.Context, obj any) (model.CreateAgentInput, error) {
 	var it model.CreateAgentInput
 	if obj == nil {
@@ -17206,6 +17558,44 @@ func (ec *executionContext) _ConversationEdge(ctx context.Context, sel ast.Selec
 	return out
 }
 
+var createdAPITokenImplementors = []string{"CreatedAPIToken"}
+
+func (ec *executionContext) _CreatedAPIToken(ctx context.Context, sel ast.SelectionSet, obj *model.CreatedAPIToken) graphql.Marshaler {
+	fields := graphql.CollectFields(ec.OperationContext, sel, createdAPITokenImplementors)
+
+	out := graphql.NewFieldSet(fields)
+	deferred := graphql.NewDeferredGroup(ctx)
+	for i, field := range fields {
+		switch field.Name {
+		case "__typename":
+			out.Values[i] = graphql.MarshalString("CreatedAPIToken")
+		case "token":
+			out.Values[i] = ec._CreatedAPIToken_token(ctx, field, obj)
+			if out.Values[i] == graphql.Null {
+				out.Invalids++
+			}
+		case "apiToken":
+			out.Values[i] = ec._CreatedAPIToken_apiToken(ctx, field, obj)
+			if out.Values[i] == graphql.Null {
+				out.Invalids++
+			}
+		default:
+			panic("unknown field " + strconv.Quote(field.Name))
+		}
+	}
+	out.Dispatch(ctx)
+	if out.Invalids > 0 {
+		return graphql.Null
+	}
+
+	if n := len(deferred.Defers); n > 0 {
+		atomic.AddInt32(&ec.Deferred, int32(min(n, math.MaxInt32)))
+		ec.ProcessDeferredGroup(deferred)
+	}
+
+	return out
+}
+
 var evidenceImplementors = []string{"Evidence"}
 
 func (ec *executionContext) _Evidence(ctx context.Context, sel ast.SelectionSet, obj *schema.Span) graphql.Marshaler {
@@ -17384,6 +17774,20 @@ func (ec *executionContext) _Mutation(ctx context.Context, sel ast.SelectionSet)
 		case "registerApplication":
 			out.Values[i] = ec.OperationContext.RootResolverMiddleware(innerCtx, func(ctx context.Context) (res graphql.Marshaler) {
 				return ec._Mutation_registerApplication(ctx, field)
+			})
+			if out.Values[i] == graphql.Null {
+				out.Invalids++
+			}
+		case "createAPIToken":
+			out.Values[i] = ec.OperationContext.RootResolverMiddleware(innerCtx, func(ctx context.Context) (res graphql.Marshaler) {
+				return ec._Mutation_createAPIToken(ctx, field)
+			})
+			if out.Values[i] == graphql.Null {
+				out.Invalids++
+			}
+		case "revokeAPIToken":
+			out.Values[i] = ec.OperationContext.RootResolverMiddleware(innerCtx, func(ctx context.Context) (res graphql.Marshaler) {
+				return ec._Mutation_revokeAPIToken(ctx, field)
 			})
 			if out.Values[i] == graphql.Null {
 				out.Invalids++
@@ -17599,6 +18003,12 @@ func (ec *executionContext) _Query(ctx context.Context, sel ast.SelectionSet) gr
 				true, true,
 				func(ctx context.Context) graphql.Marshaler {
 					return ec._Query_agents(ctx, field)
+				})
+		case "apiTokens":
+			out.ResolveRootConcurrently(innerCtx, ec.OperationContext, i,
+				true, true,
+				func(ctx context.Context) graphql.Marshaler {
+					return ec._Query_apiTokens(ctx, field)
 				})
 		case "calculate":
 			out.ResolveRootConcurrently(innerCtx, ec.OperationContext, i,
@@ -19849,6 +20259,30 @@ func (ec *executionContext) ___Type(ctx context.Context, sel ast.SelectionSet, o
 
 // region    ***************************** type.gotpl *****************************
 
+func (ec *executionContext) marshalNAPIToken2ᚕᚖgithubᚗcomᚋtoolgateᚋtoolgateᚋentᚐAPITokenᚄ(ctx context.Context, sel ast.SelectionSet, v []*ent.APIToken) graphql.Marshaler {
+	ret := graphql.MarshalSliceConcurrently(ctx, len(v), 0, false, func(ctx context.Context, i int) graphql.Marshaler {
+		fc := graphql.GetFieldContext(ctx)
+		fc.Result = &v[i]
+		return ec.marshalNAPIToken2ᚖgithubᚗcomᚋtoolgateᚋtoolgateᚋentᚐAPIToken(ctx, sel, v[i])
+	})
+
+	for _, e := range ret {
+		if e == graphql.Null {
+			return graphql.Null
+		}
+	}
+
+	return ret
+}
+
+func (ec *executionContext) marshalNAPIToken2ᚖgithubᚗcomᚋtoolgateᚋtoolgateᚋentᚐAPIToken(ctx context.Context, sel ast.SelectionSet, v *ent.APIToken) graphql.Marshaler {
+	if v == nil {
+		graphql.AddInvalidNullError(ctx, "APIToken!")
+		return graphql.Null
+	}
+	return ec._APIToken(ctx, sel, v)
+}
+
 func (ec *executionContext) marshalNAgent2ᚖgithubᚗcomᚋtoolgateᚋtoolgateᚋentᚐAgent(ctx context.Context, sel ast.SelectionSet, v *ent.Agent) graphql.Marshaler {
 	if v == nil {
 		graphql.AddInvalidNullError(ctx, "Agent!")
@@ -20030,9 +20464,22 @@ func (ec *executionContext) unmarshalNConversationWhereInput2ᚖgithubᚗcomᚋt
 	return &res, graphql.ErrorOnPath(ctx, err)
 }
 
+func (ec *executionContext) unmarshalNCreateAPITokenInput2githubᚗcomᚋtoolgateᚋtoolgateᚋgraphᚋmodelᚐCreateAPITokenInput(ctx context.Context, v any) (model.CreateAPITokenInput, error) {
+	res, err := ec.unmarshalInputCreateAPITokenInput(ctx, v)
+	return res, graphql.ErrorOnPath(ctx, err)
+}
+
 func (ec *executionContext) unmarshalNCreateAgentInput2githubᚗcomᚋtoolgateᚋtoolgateᚋgraphᚋmodelᚐCreateAgentInput(ctx context.Context, v any) (model.CreateAgentInput, error) {
 	res, err := ec.unmarshalInputCreateAgentInput(ctx, v)
 	return res, graphql.ErrorOnPath(ctx, err)
+}
+
+func (ec *executionContext) marshalNCreatedAPIToken2ᚖgithubᚗcomᚋtoolgateᚋtoolgateᚋgraphᚋmodelᚐCreatedAPIToken(ctx context.Context, sel ast.SelectionSet, v *model.CreatedAPIToken) graphql.Marshaler {
+	if v == nil {
+		graphql.AddInvalidNullError(ctx, "CreatedAPIToken!")
+		return graphql.Null
+	}
+	return ec._CreatedAPIToken(ctx, sel, v)
 }
 
 func (ec *executionContext) unmarshalNCursor2entgoᚗioᚋcontribᚋentgqlᚐCursor(ctx context.Context, v any) (entgql.Cursor[int], error) {

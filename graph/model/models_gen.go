@@ -33,6 +33,10 @@ type Calculation struct {
 	Value string `json:"value"`
 }
 
+type CreateAPITokenInput struct {
+	Name string `json:"name"`
+}
+
 type CreateAgentInput struct {
 	Name         string  `json:"name"`
 	Instructions *string `json:"instructions,omitempty"`
@@ -41,6 +45,12 @@ type CreateAgentInput struct {
 	Memory                 *bool    `json:"memory,omitempty"`
 	BudgetCheck            *bool    `json:"budgetCheck,omitempty"`
 	PastConversationSearch *bool    `json:"pastConversationSearch,omitempty"`
+}
+
+type CreatedAPIToken struct {
+	// The secret: shown once, never stored (only its hash is).
+	Token    string        `json:"token"`
+	APIToken *ent.APIToken `json:"apiToken"`
 }
 
 type ModelUsage struct {
