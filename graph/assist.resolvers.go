@@ -14,15 +14,15 @@ import (
 	"github.com/toolgate/toolgate/ent"
 	"github.com/toolgate/toolgate/graph/auth"
 	"github.com/toolgate/toolgate/graph/generated"
+	"github.com/toolgate/toolgate/graph/loader"
 	"github.com/toolgate/toolgate/graph/model"
 	"github.com/toolgate/toolgate/tools/calc"
 	"github.com/toolgate/toolgate/tools/interact"
-	"github.com/toolgate/toolgate/tools/tasks"
 )
 
 // Tasks is the resolver for the tasks field.
 func (r *conversationResolver) Tasks(ctx context.Context, obj *ent.Conversation) ([]*ent.Task, error) {
-	return tasks.List(ctx, r.Client, obj.ID)
+	return loader.For(ctx).Tasks(ctx, obj)
 }
 
 // SuggestNextActions is the resolver for the suggestNextActions field.

@@ -20,6 +20,7 @@ import (
 
 	"github.com/toolgate/toolgate/ent"
 	"github.com/toolgate/toolgate/ent/storedresult"
+	"github.com/toolgate/toolgate/ent/task"
 	"github.com/toolgate/toolgate/ent/toolcall"
 )
 
@@ -37,6 +38,8 @@ type Loaders struct {
 	ToolCallsByTurn *dataloader.Loader[int, []*ent.ToolCall]
 	// ResultByID loads stored-result metadata, never the content.
 	ResultByID *dataloader.Loader[int, *ent.StoredResult]
+	// TasksByConversation loads conversations' task lists, in order.
+	TasksByConversation *dataloader.Loader[int, []*ent.Task]
 }
 
 // New returns loaders that query through client (the API's scoped client).
@@ -46,6 +49,8 @@ func New(client *ent.Client) *Loaders {
 		dataloader.WithWait[int, *ent.StoredResult](Wait))
 	l.ToolCallsByTurn = dataloader.NewBatchedLoader(l.toolCallsByTurn(client),
 		dataloader.WithWait[int, []*ent.ToolCall](Wait))
+	l.TasksByConversation = dataloader.NewBatchedLoader(tasksByConversation(client),
+		dataloader.WithWait[int, []*ent.Task](Wait))
 	return l
 }
 
@@ -220,6 +225,72 @@ func (l *Loaders) resultByID(client *ent.Client) dataloader.BatchFunc[int, *ent.
 		for i, id := range ids {
 			// A result out of scope reads as none: the call shows no result.
 			out[i] = &dataloader.Result[*ent.StoredResult]{Data: byID[id]}
+		}
+		return out
+	}
+}
+
+// Tasks returns a conversation's task list. As for tool calls, the first
+// conversation of a page loads the lists of the whole page in one statement.
+func (l *Loaders) Tasks(ctx context.Context, conv *ent.Conversation) ([]*ent.Task, error) {
+	if ids := siblingConversations(ctx); len(ids) > 1 {
+		l.mu.Lock()
+		p, ok := l.pages[-ids[0]] // negative keys: conversation pages
+		if !ok {
+			p = &pageLoad{}
+			l.pages[-ids[0]] = p
+		}
+		l.mu.Unlock()
+		p.once.Do(func() {
+			for i, r := range tasksByConversation(l.client)(ctx, ids) {
+				if r.Error != nil {
+					p.err = r.Error
+					return
+				}
+				l.TasksByConversation.Prime(ctx, ids[i], r.Data)
+			}
+		})
+		if p.err != nil {
+			return nil, p.err
+		}
+	}
+	return l.TasksByConversation.Load(ctx, conv.ID)()
+}
+
+func siblingConversations(ctx context.Context) []int {
+	for fc := graphql.GetFieldContext(ctx); fc != nil; fc = fc.Parent {
+		if r, ok := fc.Result.(*ent.ConversationConnection); ok {
+			ids := make([]int, 0, len(r.Edges))
+			for _, e := range r.Edges {
+				if e != nil && e.Node != nil {
+					ids = append(ids, e.Node.ID)
+				}
+			}
+			return ids
+		}
+	}
+	return nil
+}
+
+func tasksByConversation(client *ent.Client) dataloader.BatchFunc[int, []*ent.Task] {
+	return func(ctx context.Context, ids []int) []*dataloader.Result[[]*ent.Task] {
+		rows, err := client.Task.Query().
+			Where(task.ConversationIDIn(ids...)).
+			Order(ent.Asc(task.FieldConversationID), ent.Asc(task.FieldPosition)).
+			All(ctx)
+		out := make([]*dataloader.Result[[]*ent.Task], len(ids))
+		if err != nil {
+			for i := range out {
+				out[i] = &dataloader.Result[[]*ent.Task]{Error: err}
+			}
+			return out
+		}
+		by := make(map[int][]*ent.Task, len(ids))
+		for _, t := range rows {
+			by[t.ConversationID] = append(by[t.ConversationID], t)
+		}
+		for i, id := range ids {
+			out[i] = &dataloader.Result[[]*ent.Task]{Data: append([]*ent.Task{}, by[id]...)}
 		}
 		return out
 	}
