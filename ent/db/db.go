@@ -127,6 +127,8 @@ var migrating sync.Mutex
 
 // Pending reports whether the schema lacks changes that Migrate would make.
 func (d *DB) Pending(ctx context.Context) (bool, error) {
+	migrating.Lock()
+	defer migrating.Unlock()
 	var b strings.Builder
 	if err := d.Client().Schema.WriteTo(ctx, &b); err != nil {
 		return false, fmt.Errorf("inspect schema: %w", err)
