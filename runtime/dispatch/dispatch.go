@@ -24,6 +24,7 @@ import (
 
 	"github.com/toolgate/toolgate/ent/schema"
 	"github.com/toolgate/toolgate/runtime/mcp"
+	"github.com/toolgate/toolgate/runtime/model/retry"
 	"github.com/toolgate/toolgate/runtime/repair"
 	"github.com/toolgate/toolgate/tools"
 )
@@ -55,29 +56,9 @@ const (
 	Media Kind = "MEDIA"
 )
 
-// Retry is the retry schedule: each wait doubles the last, from Base up to
-// Max, for at most Attempts attempts in all. Retry-After is honoured up to
-// Max.
-type Retry struct {
-	Attempts int
-	Base     time.Duration
-	Max      time.Duration
-}
-
-// DefaultRetry is the schedule when none is given.
-var DefaultRetry = Retry{Attempts: 4, Base: 250 * time.Millisecond, Max: 4 * time.Second}
-
-// delay is the wait before attempt n+1 (n counted from 1).
-func (r Retry) delay(n int, retryAfter time.Duration) time.Duration {
-	d := r.Base << (n - 1)
-	if d > r.Max || d <= 0 {
-		d = r.Max
-	}
-	if retryAfter > d {
-		d = min(retryAfter, r.Max)
-	}
-	return d
-}
+// DefaultRetry is the schedule for calls safe to repeat: 4 attempts, waits
+// doubling from 250 ms, capped at 4 s (Retry-After honoured up to the cap).
+var DefaultRetry = retry.Policy{Attempts: 4, Base: 250 * time.Millisecond, Max: 4 * time.Second, Sleep: retry.Wait}
 
 // Builtin is a tool the runtime carries out itself.
 type Builtin func(ctx context.Context, s Scope, args json.RawMessage) (json.RawMessage, error)
@@ -92,10 +73,9 @@ type Dispatcher struct {
 	Apps *mcp.Pool
 	// Builtins are the tools the runtime carries out, by name.
 	Builtins map[string]Builtin
-	// Retry is the schedule for calls safe to repeat.
-	Retry Retry
-	// Sleep waits between attempts; tests make it instant.
-	Sleep func(ctx context.Context, d time.Duration) error
+	// Retry is the schedule for calls safe to repeat; its Sleep waits
+	// between attempts (tests make it instant).
+	Retry retry.Policy
 	// Timeout bounds one attempt.
 	Timeout time.Duration
 
@@ -111,20 +91,8 @@ func New(url string, httpClient *http.Client, apps *mcp.Pool) *Dispatcher {
 		Apps:     apps,
 		Builtins: map[string]Builtin{},
 		Retry:    DefaultRetry,
-		Sleep:    sleep,
 		Timeout:  60 * time.Second,
 		compiled: map[string]*repair.Tool{},
-	}
-}
-
-func sleep(ctx context.Context, d time.Duration) error {
-	t := time.NewTimer(d)
-	defer t.Stop()
-	select {
-	case <-ctx.Done():
-		return ctx.Err()
-	case <-t.C:
-		return nil
 	}
 }
 
@@ -271,7 +239,7 @@ func (d *Dispatcher) run(ctx context.Context, effect tools.Effect, send func(con
 		if !again || n >= d.Retry.Attempts || ctx.Err() != nil {
 			return n, last
 		}
-		if err := d.Sleep(ctx, d.Retry.delay(n, last.retryAfter)); err != nil {
+		if err := d.Retry.Sleep(ctx, d.Retry.Delay(n-1, last.retryAfter)); err != nil {
 			return n, last
 		}
 	}

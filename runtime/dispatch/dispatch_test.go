@@ -109,7 +109,7 @@ func (r *recorder) sleep(_ context.Context, d time.Duration) error {
 func setup(t *testing.T, url string) (*dispatch.Dispatcher, *recorder) {
 	d := dispatch.New(url, http.DefaultClient, mcp.NewPool(nil))
 	rec := &recorder{}
-	d.Sleep = rec.sleep
+	d.Retry.Sleep = rec.sleep
 	d.Timeout = 2 * time.Second
 	return d, rec
 }
@@ -339,7 +339,7 @@ func TestApplicationTools(t *testing.T) {
 	s.Apps = map[string]mcp.Application{"crm": app}
 	d := dispatch.New("http://unused.invalid", http.DefaultClient, pool)
 	rec := &recorder{}
-	d.Sleep = rec.sleep
+	d.Retry.Sleep = rec.sleep
 
 	res := d.Do(context.Background(), s, dispatch.Call{ID: "a", Name: "crm__lookup", Arguments: json.RawMessage(`{"name":"Ada"}`)})
 	require.Equal(t, dispatch.Hits, res.Outcome, res.Message)

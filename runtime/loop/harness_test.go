@@ -65,7 +65,7 @@ func newHarness(t testing.TB, d *db.DB, p model.Provider, opts ...option) *harne
 	apps := mcp.NewPool(nil)
 	t.Cleanup(apps.Close)
 	h.disp = dispatch.New(h.srv.URL+"/graphql", h.srv.Client(), apps)
-	h.disp.Sleep = func(context.Context, time.Duration) error { return nil }
+	h.disp.Retry.Sleep = func(context.Context, time.Duration) error { return nil }
 	builtin.Install(h.disp, h.client)
 	cfg := loop.Config{
 		Client: h.client, Provider: p, Signer: signer, Dispatcher: h.disp, Apps: apps,
