@@ -37,8 +37,10 @@ func TestEveryTurnToolsRunThroughATurn(t *testing.T) {
 				call("s", "search_files", `{"strings": ["hiring"], "contextLines": 1}`),
 				call("e", "edit_file", `{"path": "notes/plan.md", "edits": [{"old": "hiring", "new": "hiring (Q3)"}]}`),
 			}},
+			// Calls of one answer run concurrently: the read comes a step
+			// before the delete.
+			{ToolCalls: []model.ToolCall{call("f", "read_file", `{"path": "notes/plan.md"}`)}},
 			{ToolCalls: []model.ToolCall{
-				call("f", "read_file", `{"path": "notes/plan.md"}`),
 				call("x", "delete_file", `{"path": "notes/plan.md"}`),
 				call("bad", "update_tasks", `{"tasks": [{"title": "A", "status": "in_progress"}, {"title": "B", "status": "in_progress"}]}`),
 				call("esc", "read_file", `{"path": "../../etc/passwd"}`),
