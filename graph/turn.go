@@ -38,11 +38,12 @@ func apiViewer(ctx context.Context) (*auth.Viewer, error) {
 // startAfterCommit starts the turn once the mutation's transaction has
 // committed, so the loop never reads a turn that is not there yet.
 func (r *Resolver) startAfterCommit(ctx context.Context, turnID int) {
-	tx, err := ent.TxFromContext(ctx), error(nil)
-	if tx == nil || err != nil || r.Runner == nil {
-		if r.Runner != nil {
-			r.Runner.Start(turnID)
-		}
+	if r.Runner == nil {
+		return
+	}
+	tx := ent.TxFromContext(ctx)
+	if tx == nil {
+		r.Runner.Start(turnID)
 		return
 	}
 	tx.OnCommit(func(next ent.Committer) ent.Committer {
@@ -88,8 +89,13 @@ func (r *Resolver) sendMessage(ctx context.Context, in model.SendMessageInput) (
 	if busy {
 		return nil, errTurnBusy
 	}
-	last, err := c.Turn.Query().Where(turn.ConversationID(conv.ID)).Aggregate(ent.Max(turn.FieldNumber)).Int(ctx)
-	if err != nil && !isNullAggregate(err) {
+	number := 1
+	last, err := c.Turn.Query().Where(turn.ConversationID(conv.ID)).Order(ent.Desc(turn.FieldNumber)).
+		Select(turn.FieldNumber).First(ctx)
+	switch {
+	case err == nil:
+		number = last.Number + 1
+	case !ent.IsNotFound(err):
 		return nil, err
 	}
 	now := time.Now()
@@ -97,7 +103,7 @@ func (r *Resolver) sendMessage(ctx context.Context, in model.SendMessageInput) (
 		now = r.Runner.Now()
 	}
 	t, err := c.Turn.Create().
-		SetConversationID(conv.ID).SetNumber(last + 1).SetUserText(text).SetTimeZone(zone).SetStartedAt(now).
+		SetConversationID(conv.ID).SetNumber(number).SetUserText(text).SetTimeZone(zone).SetStartedAt(now).
 		Save(ctx)
 	if ent.IsConstraintError(err) {
 		return nil, errTurnBusy
@@ -105,7 +111,7 @@ func (r *Resolver) sendMessage(ctx context.Context, in model.SendMessageInput) (
 	if err != nil {
 		return nil, err
 	}
-	if err := c.Conversation.UpdateOneID(conv.ID).SetUpdatedAt(time.Now()).Exec(ctx); err != nil {
+	if err := c.Conversation.UpdateOneID(conv.ID).SetUpdatedAt(now).Exec(ctx); err != nil {
 		return nil, err
 	}
 	r.startAfterCommit(ctx, t.ID)
@@ -113,11 +119,6 @@ func (r *Resolver) sendMessage(ctx context.Context, in model.SendMessageInput) (
 }
 
 var errTurnBusy = &InputError{msg: "a turn is already running or waiting in this conversation: wait for it, answer it, or cancel it"}
-
-// isNullAggregate reports the error of MAX over no rows.
-func isNullAggregate(err error) bool {
-	return err != nil && strings.Contains(err.Error(), "converting NULL")
-}
 
 func (r *Resolver) answerClarification(ctx context.Context, in model.AnswerClarificationInput) (*ent.Turn, error) {
 	if _, err := apiViewer(ctx); err != nil {
