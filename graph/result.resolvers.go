@@ -7,7 +7,6 @@ package graph
 
 import (
 	"context"
-	"errors"
 
 	"github.com/toolgate/toolgate/graph/auth"
 	"github.com/toolgate/toolgate/tools/result"
@@ -22,9 +21,6 @@ func (r *queryResolver) ToolResults(ctx context.Context, conversationID *int, re
 	res, err := result.New(r.Client, conv.ID).Run(ctx, result.Request{
 		Refs: refs, Offset: offset, MaxChars: maxChars, Query: query, Match: match, ContextChars: contextChars,
 	})
-	if refusal, ok := errors.AsType[*result.Refusal](err); ok {
-		return nil, inputErrorf("%s", refusal)
-	}
 	return res, err
 }
 
@@ -45,9 +41,6 @@ func (r *queryResolver) ReadToolResult(ctx context.Context, conversationID *int,
 		rd = result.New(r.Client, conv.ID)
 	}
 	res, err := rd.Run(ctx, result.Request{Refs: refs, Offset: offset, MaxChars: maxChars})
-	if refusal, ok := errors.AsType[*result.Refusal](err); ok {
-		return nil, inputErrorf("%s", refusal)
-	}
 	if err != nil {
 		return nil, err
 	}
@@ -70,9 +63,6 @@ func (r *queryResolver) SearchToolResults(ctx context.Context, conversationID *i
 		rd = result.New(r.Client, conv.ID)
 	}
 	res, err := rd.Run(ctx, result.Request{Refs: refs, Query: &query, Match: match, ContextChars: contextChars, MaxChars: maxChars})
-	if refusal, ok := errors.AsType[*result.Refusal](err); ok {
-		return nil, inputErrorf("%s", refusal)
-	}
 	if err != nil {
 		return nil, err
 	}

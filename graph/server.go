@@ -33,6 +33,7 @@ import (
 	"github.com/toolgate/toolgate/graph/loader"
 	"github.com/toolgate/toolgate/runtime/loop"
 	"github.com/toolgate/toolgate/runtime/scope"
+	"github.com/toolgate/toolgate/tools"
 )
 
 // Limits of the HTTP API.
@@ -210,6 +211,7 @@ func (s *Server) presentError(ctx context.Context, err error) *gqlerror.Error {
 	gqlErr := graphql.DefaultErrorPresenter(ctx, err)
 	var (
 		inputErr *InputError
+		refusal  *tools.Refusal
 		valErr   *ent.ValidationError
 		conErr   *ent.ConstraintError
 		source   *gqlerror.Error
@@ -221,6 +223,8 @@ func (s *Server) presentError(ctx context.Context, err error) *gqlerror.Error {
 		return coded(gqlErr, "not permitted", "FORBIDDEN")
 	case errors.As(err, &inputErr):
 		return coded(gqlErr, inputErr.Error(), "BAD_USER_INPUT")
+	case errors.As(err, &refusal):
+		return coded(gqlErr, refusal.Error(), "BAD_USER_INPUT")
 	case errors.As(err, &valErr):
 		reason := error(valErr)
 		for errors.Unwrap(reason) != nil {

@@ -7,7 +7,6 @@ package graph
 
 import (
 	"context"
-	"errors"
 
 	"github.com/toolgate/toolgate/tools/workspace"
 )
@@ -19,9 +18,6 @@ func (r *mutationResolver) WriteFiles(ctx context.Context, conversationID *int, 
 		return nil, err
 	}
 	res, err := workspace.New(r.client(ctx), conv.ID).Write(ctx, files)
-	if refusal, ok := errors.AsType[*workspace.Refusal](err); ok {
-		return nil, inputErrorf("%s", refusal)
-	}
 	return res, err
 }
 
@@ -32,9 +28,6 @@ func (r *mutationResolver) EditFile(ctx context.Context, conversationID *int, pa
 		return nil, err
 	}
 	res, err := workspace.New(r.client(ctx), conv.ID).Edit(ctx, path, edits)
-	if refusal, ok := errors.AsType[*workspace.Refusal](err); ok {
-		return nil, inputErrorf("%s", refusal)
-	}
 	return res, err
 }
 
@@ -45,9 +38,6 @@ func (r *mutationResolver) DeleteFile(ctx context.Context, conversationID *int, 
 		return nil, err
 	}
 	res, err := workspace.New(r.client(ctx), conv.ID).Delete(ctx, path)
-	if refusal, ok := errors.AsType[*workspace.Refusal](err); ok {
-		return nil, inputErrorf("%s", refusal)
-	}
 	return res, err
 }
 
@@ -58,9 +48,6 @@ func (r *queryResolver) ListFiles(ctx context.Context, conversationID *int, path
 		return nil, err
 	}
 	res, err := workspace.New(r.Client, conv.ID).List(ctx, path)
-	if refusal, ok := errors.AsType[*workspace.Refusal](err); ok {
-		return nil, inputErrorf("%s", refusal)
-	}
 	return res, err
 }
 
@@ -71,9 +58,6 @@ func (r *queryResolver) ReadFile(ctx context.Context, conversationID *int, path 
 		return nil, err
 	}
 	res, err := workspace.New(r.Client, conv.ID).Read(ctx, path, offset, maxChars)
-	if refusal, ok := errors.AsType[*workspace.Refusal](err); ok {
-		return nil, inputErrorf("%s", refusal)
-	}
 	return res, err
 }
 
@@ -84,8 +68,5 @@ func (r *queryResolver) SearchFiles(ctx context.Context, conversationID *int, st
 		return nil, err
 	}
 	res, err := workspace.New(r.Client, conv.ID).Search(ctx, strings, contextLines)
-	if refusal, ok := errors.AsType[*workspace.Refusal](err); ok {
-		return nil, inputErrorf("%s", refusal)
-	}
 	return res, err
 }

@@ -28,6 +28,7 @@ package tools
 import (
 	"bytes"
 	"encoding/json"
+	"fmt"
 )
 
 // Effect says whether a call may be sent again after it may have reached the
@@ -176,4 +177,17 @@ func compact(raw json.RawMessage) json.RawMessage {
 		return raw
 	}
 	return buf.Bytes()
+}
+
+// Refusal is a call refused for what it asked: over a limit, outside the
+// workspace, a ref not found. Its message reaches the caller (the model, or
+// the playground as a BAD_USER_INPUT error) as it is.
+type Refusal struct{ msg string }
+
+// Error returns the message.
+func (e *Refusal) Error() string { return e.msg }
+
+// Refusef returns a Refusal with a formatted message.
+func Refusef(format string, args ...any) error {
+	return &Refusal{msg: fmt.Sprintf(format, args...)}
 }

@@ -11,6 +11,7 @@ import (
 	"github.com/toolgate/toolgate/ent"
 	"github.com/toolgate/toolgate/ent/schema"
 	"github.com/toolgate/toolgate/ent/storedresult"
+	"github.com/toolgate/toolgate/tools"
 )
 
 // MaxContextChars bounds contextChars in search mode.
@@ -19,14 +20,9 @@ const MaxContextChars = 1000
 // Refusal is a call read_tool_result will not carry out: too many refs, a
 // budget out of range, an empty query. Its message says what is wrong, with
 // the limit, for the model to correct its call.
-type Refusal struct{ msg string }
+type Refusal = tools.Refusal
 
-// Error returns the message.
-func (e *Refusal) Error() string { return e.msg }
-
-func refusef(format string, args ...any) error {
-	return &Refusal{msg: fmt.Sprintf(format, args...)}
-}
+func refusef(format string, args ...any) error { return tools.Refusef(format, args...) }
 
 // Request is one call of read_tool_result: a read of a window of each ref,
 // or, when Query is set, a search of them. Nil fields take their defaults.
@@ -57,7 +53,7 @@ func (q Request) Validate() error {
 	}
 	if q.MaxChars != nil {
 		if err := CheckMaxChars(*q.MaxChars); err != nil {
-			return &Refusal{msg: err.Error()}
+			return refusef("%s", err)
 		}
 	}
 	if q.Offset != nil && *q.Offset < 0 {

@@ -22,6 +22,7 @@ import (
 
 	"github.com/toolgate/toolgate/ent"
 	"github.com/toolgate/toolgate/ent/workspacefile"
+	"github.com/toolgate/toolgate/tools"
 	"github.com/toolgate/toolgate/tools/result"
 )
 
@@ -68,14 +69,9 @@ const (
 // Refusal is a call the workspace will not carry out: a bad path, a
 // limit, an export that cannot be made. Its message says what is wrong,
 // with the limit, for the model to correct its call.
-type Refusal struct{ msg string }
+type Refusal = tools.Refusal
 
-// Error returns the message.
-func (e *Refusal) Error() string { return e.msg }
-
-func refusef(format string, args ...any) error {
-	return &Refusal{msg: fmt.Sprintf(format, args...)}
-}
+func refusef(format string, args ...any) error { return tools.Refusef(format, args...) }
 
 // Workspace is one conversation's files.
 type Workspace struct {
