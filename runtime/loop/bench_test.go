@@ -183,3 +183,36 @@ func (s *scriptedCycle) Complete(_ context.Context, req model.Request) (*model.R
 }
 
 var _ = ent.Asc
+
+// BenchmarkDispatchResolverCall sends one calculator call through the API,
+// as the runtime does: repair and validation, an HTTP POST with the turn's
+// scope token, scope check, GraphQL execution, classification. The
+// calculator's own work is microseconds; this is the runtime's overhead
+// per resolver-backed call, before storing.
+func BenchmarkDispatchResolverCall(b *testing.B) {
+	h := newHarness(b, dbtest.Open(b, dbtest.SQLite), &scripted{answers: []model.Response{{Text: "ok"}}})
+	conv := h.conversation(b)
+	convID, err := gid.Decode(conv)
+	require.NoError(b, err)
+	ctx := context.Background()
+	tu := h.client.Turn.Create().SetConversationID(convID).SetNumber(1).SetUserText("x").SetStartedAt(h.now).SaveX(ctx)
+	req, err := h.runner.Prompt(ctx, tu.ID)
+	require.NoError(b, err)
+	offered := map[string]tools.Definition{}
+	var names []string
+	for _, s := range req.Tools {
+		def, _ := registry.ByName(s.Name)
+		offered[s.Name] = def
+		names = append(names, s.Name)
+	}
+	token := h.mint(b, tu.ID, convID, names)
+	s := dispatch.Scope{TurnID: tu.ID, ConversationID: convID, ConversationRef: conv, Token: token, Offered: offered}
+	c := dispatch.Call{ID: "c1", Name: "calculator", Arguments: json.RawMessage(`{"expression": "(1200 + 850) * 1.2"}`)}
+	b.ReportAllocs()
+	b.ResetTimer()
+	for b.Loop() {
+		if res := h.disp.Do(ctx, s, c); res.Outcome != dispatch.Hits {
+			b.Fatalf("%s: %s", res.Outcome, res.Message)
+		}
+	}
+}

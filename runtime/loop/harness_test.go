@@ -34,6 +34,7 @@ import (
 // harness is the whole server (API and runtime) over a real database, with
 // the model provider swapped for the test's.
 type harness struct {
+	signer *scope.Signer
 	db     *db.DB
 	client *ent.Client
 	srv    *httptest.Server
@@ -58,6 +59,7 @@ func newHarness(t testing.TB, d *db.DB, p model.Provider, opts ...option) *harne
 	require.NoError(t, err)
 	signer, err := scope.NewSigner(secret, nil, 10*time.Minute)
 	require.NoError(t, err)
+	h.signer = signer
 
 	var api http.Handler
 	h.srv = httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) { api.ServeHTTP(w, r) }))
@@ -221,3 +223,13 @@ func lastTool(req model.Request) model.Message {
 func each(t *testing.T, f func(t *testing.T, d *db.DB)) { dbtest.Each(t, f) }
 
 var _ = strings.Contains
+
+// mint returns a scope token for a turn, as the runtime mints it.
+func (h *harness) mint(t testing.TB, turnID, convID int, tools []string) string {
+	t.Helper()
+	conv := h.client.Conversation.GetX(context.Background(), convID)
+	tok, err := h.signer.Mint(scope.Claims{OrganizationID: conv.OrganizationID, UserID: conv.UserID, AgentID: conv.AgentID,
+		ConversationID: convID, TurnID: turnID, Tools: tools})
+	require.NoError(t, err)
+	return tok
+}
