@@ -107,12 +107,13 @@ func serve(ctx context.Context, args []string, stdout, stderr io.Writer, log *sl
 	if toolsURL == "" {
 		toolsURL = base + "/graphql"
 	}
-	runner, signer, apps, err := newRunner(ctx, rc, d, toolsURL, log)
+	runner, signer, apps, bridge, err := newRunner(ctx, rc, d, *dbURL, toolsURL, log)
 	if err != nil {
 		_ = ln.Close()
 		return err
 	}
 	defer apps.Close()
+	defer bridge.Close()
 	srv := graph.NewServer(graph.Config{DB: d, Log: log, Signer: signer, Runner: runner})
 	if *demo {
 		token, demoTurn, err := seedDemo(ctx, d, time.Now())

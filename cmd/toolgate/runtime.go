@@ -5,11 +5,14 @@ import (
 	"database/sql"
 	"errors"
 	"fmt"
+	"io"
 	"log/slog"
 	"net/http"
 	"os"
 	"strconv"
 	"time"
+
+	"entgo.io/ent/dialect"
 
 	"github.com/toolgate/toolgate/ent"
 	"github.com/toolgate/toolgate/ent/db"
@@ -105,26 +108,28 @@ func loadSecret(ctx context.Context, c *ent.Client) ([]byte, error) {
 	return row.Value, nil
 }
 
-// newRunner builds the turn runtime over d, calling tools at toolsURL.
-func newRunner(ctx context.Context, c runtimeConfig, d *db.DB, toolsURL string, log *slog.Logger) (*loop.Runner, *scope.Signer, *mcp.Pool, error) {
+// newRunner builds the turn runtime over d, calling tools at toolsURL. On
+// PostgreSQL its events are bridged to the other replicas (dbURL is needed
+// for the bridge's listening connection); the caller closes the bridge.
+func newRunner(ctx context.Context, c runtimeConfig, d *db.DB, dbURL, toolsURL string, log *slog.Logger) (*loop.Runner, *scope.Signer, *mcp.Pool, io.Closer, error) {
 	provider, err := newProvider(c)
 	if err != nil {
-		return nil, nil, nil, err
+		return nil, nil, nil, nil, err
 	}
 	prices := price.Default()
 	if c.prices != "" {
 		if prices, err = price.Load(c.prices); err != nil {
-			return nil, nil, nil, err
+			return nil, nil, nil, nil, err
 		}
 	}
 	client := d.Client()
 	secret, err := loadSecret(ctx, client)
 	if err != nil {
-		return nil, nil, nil, err
+		return nil, nil, nil, nil, err
 	}
 	signer, err := scope.NewSigner(secret, nil, 15*time.Minute)
 	if err != nil {
-		return nil, nil, nil, err
+		return nil, nil, nil, nil, err
 	}
 	httpClient := &http.Client{Transport: &http.Transport{
 		Proxy:               http.ProxyFromEnvironment,
@@ -135,12 +140,21 @@ func newRunner(ctx context.Context, c runtimeConfig, d *db.DB, toolsURL string, 
 	apps := mcp.NewPool(&http.Client{Timeout: 2 * time.Minute})
 	disp := dispatch.New(toolsURL, httpClient, apps)
 	builtin.Install(disp, client)
+	bus := events.NewBus()
+	var bridge io.Closer = io.NopCloser(nil)
+	if d.Dialect == dialect.Postgres {
+		br, err := events.NewBridge(dbURL, d.SQL, bus, log)
+		if err != nil {
+			return nil, nil, nil, nil, err
+		}
+		bridge = br
+	}
 	runner := loop.New(loop.Config{
 		Client:     client,
 		Provider:   provider,
 		Signer:     signer,
 		Dispatcher: disp,
-		Events:     events.NewBus(),
+		Events:     bus,
 		Prices:     prices,
 		Apps:       apps,
 		Tools:      registry.All(),
@@ -149,7 +163,7 @@ func newRunner(ctx context.Context, c runtimeConfig, d *db.DB, toolsURL string, 
 		Log:        log,
 	})
 	log.Info("turn runtime", "provider", provider.Name(), "tools", toolsURL)
-	return runner, signer, apps, nil
+	return runner, signer, apps, bridge, nil
 }
 
 func atoiEnv(name string, def int) int {

@@ -38,6 +38,16 @@ const Buffer = 256
 type Bus struct {
 	mu   sync.Mutex
 	subs map[int]map[*Subscription]struct{}
+	// forward, when set, carries events published here to other replicas.
+	forward func(Event)
+}
+
+// Forward sets where events published on this bus are also sent: another
+// replica's bus, through a Bridge.
+func (b *Bus) Forward(f func(Event)) {
+	b.mu.Lock()
+	b.forward = f
+	b.mu.Unlock()
 }
 
 // NewBus returns an empty bus.
@@ -85,8 +95,20 @@ func (s *Subscription) Close() {
 // Dropped is how many events this subscriber missed by falling behind.
 func (s *Subscription) Dropped() int64 { return s.dropped.Load() }
 
-// Publish sends e to the turn's subscribers without waiting for them.
+// Publish sends e to the turn's subscribers here, and to other replicas
+// when the bus is bridged, without waiting for them.
 func (b *Bus) Publish(e Event) {
+	b.mu.Lock()
+	forward := b.forward
+	b.mu.Unlock()
+	b.Deliver(e)
+	if forward != nil {
+		forward(e)
+	}
+}
+
+// Deliver sends e to this replica's subscribers only.
+func (b *Bus) Deliver(e Event) {
 	b.mu.Lock()
 	defer b.mu.Unlock()
 	for s := range b.subs[e.TurnID] {

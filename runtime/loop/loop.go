@@ -114,7 +114,28 @@ func (r *Runner) Start(turnID int) {
 	}
 	ctx, cancel := context.WithCancel(r.base)
 	r.running[turnID] = cancel
-	r.wg.Add(1)
+	// A turn cancelled on another replica: its STATUS event arrives over
+	// the bridged bus, and the database says it no longer runs.
+	sub := r.cfg.Events.Subscribe(turnID)
+	r.wg.Add(2)
+	go func() {
+		defer r.wg.Done()
+		defer sub.Close()
+		for {
+			select {
+			case <-ctx.Done():
+				return
+			case e, ok := <-sub.C:
+				if !ok {
+					return
+				}
+				if e.Kind == events.Status && r.stopped(ctx, turnID) {
+					cancel()
+					return
+				}
+			}
+		}
+	}()
 	go func() {
 		defer r.wg.Done()
 		defer func() {
@@ -125,6 +146,12 @@ func (r *Runner) Start(turnID int) {
 		}()
 		r.run(ctx, turnID)
 	}()
+}
+
+// stopped reports whether the database says the turn was cancelled.
+func (r *Runner) stopped(ctx context.Context, turnID int) bool {
+	n, err := r.cfg.Client.Turn.Query().Where(turn.ID(turnID), turn.StatusEQ(turn.StatusCANCELLED)).Count(ctx)
+	return err == nil && n > 0
 }
 
 // Cancel stops a turn running here and reports whether one was.

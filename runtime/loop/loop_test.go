@@ -13,6 +13,8 @@ import (
 	"github.com/toolgate/toolgate/ent/db/dbtest"
 	"github.com/toolgate/toolgate/ent/toolcall"
 	"github.com/toolgate/toolgate/ent/turn"
+	"github.com/toolgate/toolgate/graph/gid"
+	"github.com/toolgate/toolgate/runtime/events"
 	"github.com/toolgate/toolgate/runtime/model"
 	"github.com/toolgate/toolgate/runtime/prompt"
 )
@@ -233,4 +235,20 @@ func TestUsageByCalendarMonth(t *testing.T) {
 	require.EqualValues(t, 0, other["modelCalls"])
 	_, errs := h.try(t, q, map[string]any{"m": "November"})
 	require.Equal(t, `month "November": want YYYY-MM, e.g. 2026-11`, errs[0].(map[string]any)["message"])
+}
+
+func TestCancelFromAnotherReplica(t *testing.T) {
+	t.Parallel()
+	p := &scripted{answers: []model.Response{{Text: "never"}}, block: make(chan struct{})}
+	h := newHarness(t, dbtest.Open(t, dbtest.SQLite), p)
+	id := h.send(t, h.conversation(t), "take your time", "")
+	require.Eventually(t, func() bool { return p.count() == 1 }, 10*time.Second, 5*time.Millisecond)
+	// Another replica's cancelTurn: the row changes, and its STATUS event
+	// arrives over the bridge; this replica's runner was never called.
+	tid, err := gid.Decode(id)
+	require.NoError(t, err)
+	h.client.Turn.UpdateOneID(tid).SetStatus(turn.StatusCANCELLED).ExecX(context.Background())
+	h.runner.Events().Deliver(events.Event{Kind: events.Status, TurnID: tid, At: time.Now()})
+	require.Eventually(t, func() bool { return !h.runner.Running(tid) }, 10*time.Second, 5*time.Millisecond)
+	require.Equal(t, turn.StatusCANCELLED, h.client.Turn.GetX(context.Background(), tid).Status)
 }

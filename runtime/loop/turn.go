@@ -450,8 +450,9 @@ func (t *turnRun) runTools(ctx context.Context, step int, calls []model.ToolCall
 		if err := t.pause(ctx, calls); err != nil {
 			return false, err
 		}
+		return true, nil
 	}
-	return paused, ctx.Err()
+	return false, ctx.Err()
 }
 
 // runTool carries out one call, stores its result and records what the

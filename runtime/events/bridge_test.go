@@ -1,0 +1,56 @@
+package events_test
+
+import (
+	"database/sql"
+	"log/slog"
+	"os"
+	"testing"
+	"time"
+
+	"github.com/stretchr/testify/require"
+
+	"github.com/toolgate/toolgate/runtime/events"
+)
+
+func TestBridgeCarriesEventsBetweenReplicas(t *testing.T) {
+	t.Parallel()
+	dsn := os.Getenv("TEST_DATABASE_URL")
+	if dsn == "" {
+		t.Skip("TEST_DATABASE_URL not set: PostgreSQL skipped")
+	}
+	db, err := sql.Open("postgres", dsn)
+	require.NoError(t, err)
+	t.Cleanup(func() { _ = db.Close() })
+	log := slog.New(slog.DiscardHandler)
+
+	// Two replicas, each with its own bus, bridged through one database.
+	a, b := events.NewBus(), events.NewBus()
+	ba, err := events.NewBridge(dsn, db, a, log)
+	require.NoError(t, err)
+	t.Cleanup(func() { _ = ba.Close() })
+	bb, err := events.NewBridge(dsn, db, b, log)
+	require.NoError(t, err)
+	t.Cleanup(func() { _ = bb.Close() })
+
+	turn := int(time.Now().UnixNano() % 1_000_000_000)
+	onA, onB := a.Subscribe(turn), b.Subscribe(turn)
+	defer onA.Close()
+	defer onB.Close()
+
+	a.Publish(events.Event{Kind: events.ToolCallFinished, TurnID: turn, ToolCallID: 42, At: time.Unix(1700000000, 0).UTC()})
+	for _, s := range []*events.Subscription{onA, onB} {
+		select {
+		case e := <-s.C:
+			require.Equal(t, events.ToolCallFinished, e.Kind)
+			require.Equal(t, 42, e.ToolCallID)
+		case <-time.After(5 * time.Second):
+			t.Fatal("event did not arrive")
+		}
+	}
+	// Each replica hears it once: its own publication is not echoed back.
+	select {
+	case e := <-onA.C:
+		t.Fatalf("echo: %v", e)
+	case <-time.After(200 * time.Millisecond):
+	}
+}
