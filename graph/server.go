@@ -96,7 +96,7 @@ func NewServer(cfg Config) *Server {
 	m := newMetrics(reg)
 	s.gql.Use(m)
 
-	graphqlHandler := jsonStatus(s.auth.Middleware(loader.Middleware(client, s.gql)))
+	graphqlHandler := jsonStatus(s.auth.Middleware(s.gql))
 	s.mux.Handle("/graphql", m.http("/graphql", limitBody(graphqlHandler)))
 	s.mux.Handle("/playground", playground.Handler("toolgate", "/graphql",
 		playground.WithGraphiqlUiHeaders(map[string]string{"Authorization": "Bearer "})))
@@ -168,6 +168,11 @@ func (s *Server) newGraphQL() *handler.Server {
 	srv.Use(extension.FixedComplexityLimit(MaxComplexity))
 	srv.Use(pageLimits{})
 	srv.Use(transactioner{entgql.Transactioner{TxOpener: s.client}})
+	// Fresh loaders for every response: one per request over HTTP, one per
+	// event of a subscription, so nothing is cached past what it answers.
+	srv.AroundResponses(func(ctx context.Context, next graphql.ResponseHandler) *graphql.Response {
+		return next(loader.With(ctx, loader.New(s.client)))
+	})
 	srv.AroundRootFields(scopeGuard)
 	srv.SetErrorPresenter(s.presentError)
 	srv.SetRecoverFunc(func(ctx context.Context, p any) error {
@@ -187,7 +192,6 @@ func (s *Server) websocketInit(ctx context.Context, p transport.InitPayload) (co
 			header = v
 		}
 	}
-	ctx = loader.With(ctx, loader.New(s.client))
 	token, ok := auth.Bearer(header)
 	if !ok {
 		return ctx, nil, nil

@@ -1,6 +1,6 @@
 // Package loader batches the nested lists of the transcript query into one
 // SQL statement per level, whatever the number of parents. Loaders are made
-// per request (Middleware) and read with For(ctx).
+// per response (the server installs them) and read with For(ctx).
 //
 // Batches do not depend on timing: the first tool-call list asked for in a
 // page of turns loads the lists of every turn on that page at once, and
@@ -10,7 +10,6 @@ package loader
 
 import (
 	"context"
-	"net/http"
 	"slices"
 	"sync"
 	"time"
@@ -55,14 +54,6 @@ func New(client *ent.Client) *Loaders {
 }
 
 type key struct{}
-
-// Middleware attaches fresh loaders to each request, so nothing is cached
-// across requests or callers.
-func Middleware(client *ent.Client, next http.Handler) http.Handler {
-	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
-		next.ServeHTTP(w, r.WithContext(With(r.Context(), New(client))))
-	})
-}
 
 // With returns a context carrying l.
 func With(ctx context.Context, l *Loaders) context.Context {

@@ -35,7 +35,7 @@ func subscribe(t *testing.T, h *harness, token, turnID string) (*websocket.Conn,
 	require.NoError(t, wsjson.Read(ctx, c, &ack))
 	require.Equal(t, "connection_ack", ack["type"])
 	require.NoError(t, wsjson.Write(ctx, c, map[string]any{"id": "1", "type": "subscribe", "payload": map[string]any{
-		"query":     `subscription($t: ID!) { turnEvents(turnId: $t) { kind at turn { status answer } toolCall { name outcome } } }`,
+		"query":     `subscription($t: ID!) { turnEvents(turnId: $t) { kind at turn { status answer toolCalls { name outcome } } toolCall { name outcome } } }`,
 		"variables": map[string]any{"t": turnID},
 	}}))
 	return c, ctx
@@ -51,8 +51,12 @@ type eventPayload struct {
 		TurnEvents struct {
 			Kind string `json:"kind"`
 			Turn struct {
-				Status string  `json:"status"`
-				Answer *string `json:"answer"`
+				Status    string  `json:"status"`
+				Answer    *string `json:"answer"`
+				ToolCalls []struct {
+					Name    string `json:"name"`
+					Outcome string `json:"outcome"`
+				} `json:"toolCalls"`
 			} `json:"turn"`
 			ToolCall *struct {
 				Name    string `json:"name"`
@@ -103,6 +107,10 @@ func TestTurnEventsOverWebsocket(t *testing.T) {
 	require.Equal(t, "STATUS", kinds[len(kinds)-1])
 	require.Equal(t, "COMPLETED", last.Data.TurnEvents.Turn.Status)
 	require.Equal(t, "42.", *last.Data.TurnEvents.Turn.Answer)
+	// Each event is read fresh: the tool call that ran after the first
+	// event is there, finished.
+	require.Len(t, last.Data.TurnEvents.Turn.ToolCalls, 1)
+	require.Equal(t, "HITS", last.Data.TurnEvents.Turn.ToolCalls[0].Outcome)
 
 	// A subscriber that comes after the end gets the final status and the
 	// end of the stream.
