@@ -12,6 +12,7 @@ import (
 	"github.com/stretchr/testify/require"
 
 	"github.com/toolgate/toolgate/ent/db"
+	"github.com/toolgate/toolgate/ent/db/dbtest"
 	"github.com/toolgate/toolgate/ent/toolcall"
 	"github.com/toolgate/toolgate/ent/turn"
 	"github.com/toolgate/toolgate/runtime/dispatch"
@@ -214,4 +215,35 @@ func (r *recording) first(turn int) model.Request {
 	r.mu.Lock()
 	defer r.mu.Unlock()
 	return r.turns[turn]
+}
+
+// TestCatalogueResultsBypassPreviews lists more tools than fit a preview:
+// every name comes back, whole.
+func TestCatalogueResultsBypassPreviews(t *testing.T) {
+	t.Parallel()
+	p := &scripted{answers: []model.Response{
+		{ToolCalls: []model.ToolCall{call("l", "list_tools", `{}`)}},
+		{Text: "Listed."},
+	}}
+	h := newHarness(t, dbtest.Open(t, dbtest.SQLite), p)
+	var allowed []string
+	for i := range 150 {
+		allowed = append(allowed, fmt.Sprintf("export_pipeline_report_number_%03d", i))
+	}
+	h.gql(t, `mutation($a: [String!]!) { registerApplication(input: {name: "crm", url: "http://127.0.0.1:9/mcp", allowedTools: $a}) { id } }`,
+		map[string]any{"a": allowed})
+	listed := []string{"list_tools"}
+	for _, name := range allowed {
+		listed = append(listed, "crm__"+name)
+	}
+	id := h.send(t, h.conversation(t, listed...), "What can you do?", "")
+	require.Equal(t, turn.StatusCOMPLETED, h.wait(t, id).Status)
+	c := h.calls(t, id)[0]
+	require.Equal(t, toolcall.OutcomeHITS, c.Outcome)
+	require.Greater(t, utf8.RuneCountInString(*c.Heard), preview.DefaultLimit, "larger than any preview")
+	stored := h.client.StoredResult.GetX(context.Background(), *c.ResultID)
+	require.Equal(t, string(stored.Content), *c.Heard, "passed whole")
+	for _, name := range allowed {
+		require.Contains(t, *c.Heard, "crm__"+name)
+	}
 }
