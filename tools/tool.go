@@ -14,6 +14,9 @@
 // Conventions for a result object:
 //   - "failures": [{"item": 0, "input": "…", "message": "…"}] lists the items
 //     of a many-item call that failed; the others stand.
+//   - "truncated": true says the tool itself cut what it returns (a read
+//     that stopped at its budget): the stored result is marked truncated at
+//     source, and exports refuse it.
 //   - "evidence": [{"ref": "…", "start": 0, "end": 120}] names the byte
 //     ranges of other stored results the call showed (a read window, say):
 //     recorded on the call as what the model actually saw.

@@ -133,6 +133,9 @@ type Result struct {
 	// Content is the whole result (for HITS and ABSENCE).
 	Content []byte
 	Kind    Kind
+	// TruncatedAtSource says the tool itself cut the result (its top-level
+	// "truncated" field): what is stored is not all there was.
+	TruncatedAtSource bool
 	// Message says why the call was refused, failed or never ran.
 	Message string
 }
@@ -273,11 +276,12 @@ func (res *Result) setJSON(raw json.RawMessage) {
 	}
 	res.Kind, res.Content = JSON, raw
 	var lifted struct {
-		Failures []schema.ItemFailure `json:"failures"`
-		Evidence []schema.Span        `json:"evidence"`
+		Failures  []schema.ItemFailure `json:"failures"`
+		Evidence  []schema.Span        `json:"evidence"`
+		Truncated bool                 `json:"truncated"`
 	}
 	if len(raw) > 0 && raw[0] == '{' && json.Unmarshal(raw, &lifted) == nil {
-		res.Failures, res.Evidence = lifted.Failures, lifted.Evidence
+		res.Failures, res.Evidence, res.TruncatedAtSource = lifted.Failures, lifted.Evidence, lifted.Truncated
 	}
 }
 

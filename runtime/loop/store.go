@@ -46,6 +46,7 @@ func storeResult(ctx context.Context, c *ent.Client, conversationID int, ref str
 	r, err := c.StoredResult.Create().
 		SetConversationID(conversationID).SetRef(ref).SetKind(k.stored).SetContent(content).
 		SetChars(counts.Chars).SetBytes(counts.Bytes).SetItems(counts.Items).
+		SetTruncatedAtSource(res.TruncatedAtSource).
 		Save(ctx)
 	if err != nil {
 		return nil, fmt.Errorf("store result: %w", err)

@@ -487,7 +487,7 @@ func (t *turnRun) runTool(ctx context.Context, s dispatch.Scope, row *ent.ToolCa
 	if res.Message != "" {
 		upd.SetMessage(res.Message)
 	}
-	h, err := dispatch.Render(res, def, ref, false)
+	h, err := dispatch.Render(res, def, ref, res.TruncatedAtSource)
 	if err != nil {
 		return "", false, err
 	}
