@@ -9356,6 +9356,7 @@ type TurnMutation struct {
 	suggestions         *[]string
 	appendsuggestions   []string
 	clarification       **schema.Clarification
+	heartbeat_at        *time.Time
 	replayed            *bool
 	clearedFields       map[string]struct{}
 	conversation        *int
@@ -10001,6 +10002,55 @@ func (m *TurnMutation) ResetClarification() {
 	delete(m.clearedFields, turn.FieldClarification)
 }
 
+// SetHeartbeatAt sets the "heartbeat_at" field.
+func (m *TurnMutation) SetHeartbeatAt(t time.Time) {
+	m.heartbeat_at = &t
+}
+
+// HeartbeatAt returns the value of the "heartbeat_at" field in the mutation.
+func (m *TurnMutation) HeartbeatAt() (r time.Time, exists bool) {
+	v := m.heartbeat_at
+	if v == nil {
+		return
+	}
+	return *v, true
+}
+
+// OldHeartbeatAt returns the old "heartbeat_at" field's value of the Turn entity.
+// If the Turn object wasn't provided to the builder, the object is fetched from the database.
+// An error is returned if the mutation operation is not UpdateOne, or the database query fails.
+func (m *TurnMutation) OldHeartbeatAt(ctx context.Context) (v *time.Time, err error) {
+	if !m.op.Is(OpUpdateOne) {
+		return v, errors.New("OldHeartbeatAt is only allowed on UpdateOne operations")
+	}
+	if m.id == nil || m.oldValue == nil {
+		return v, errors.New("OldHeartbeatAt requires an ID field in the mutation")
+	}
+	oldValue, err := m.oldValue(ctx)
+	if err != nil {
+		return v, fmt.Errorf("querying old value for OldHeartbeatAt: %w", err)
+	}
+	return oldValue.HeartbeatAt, nil
+}
+
+// ClearHeartbeatAt clears the value of the "heartbeat_at" field.
+func (m *TurnMutation) ClearHeartbeatAt() {
+	m.heartbeat_at = nil
+	m.clearedFields[turn.FieldHeartbeatAt] = struct{}{}
+}
+
+// HeartbeatAtCleared returns if the "heartbeat_at" field was cleared in this mutation.
+func (m *TurnMutation) HeartbeatAtCleared() bool {
+	_, ok := m.clearedFields[turn.FieldHeartbeatAt]
+	return ok
+}
+
+// ResetHeartbeatAt resets all changes to the "heartbeat_at" field.
+func (m *TurnMutation) ResetHeartbeatAt() {
+	m.heartbeat_at = nil
+	delete(m.clearedFields, turn.FieldHeartbeatAt)
+}
+
 // SetReplayed sets the "replayed" field.
 func (m *TurnMutation) SetReplayed(b bool) {
 	m.replayed = &b
@@ -10206,7 +10256,7 @@ func (m *TurnMutation) Type() string {
 // order to get all numeric fields that were incremented/decremented, call
 // AddedFields().
 func (m *TurnMutation) Fields() []string {
-	fields := make([]string, 0, 13)
+	fields := make([]string, 0, 14)
 	if m.conversation != nil {
 		fields = append(fields, turn.FieldConversationID)
 	}
@@ -10243,6 +10293,9 @@ func (m *TurnMutation) Fields() []string {
 	if m.clarification != nil {
 		fields = append(fields, turn.FieldClarification)
 	}
+	if m.heartbeat_at != nil {
+		fields = append(fields, turn.FieldHeartbeatAt)
+	}
 	if m.replayed != nil {
 		fields = append(fields, turn.FieldReplayed)
 	}
@@ -10278,6 +10331,8 @@ func (m *TurnMutation) Field(name string) (ent.Value, bool) {
 		return m.Suggestions()
 	case turn.FieldClarification:
 		return m.Clarification()
+	case turn.FieldHeartbeatAt:
+		return m.HeartbeatAt()
 	case turn.FieldReplayed:
 		return m.Replayed()
 	}
@@ -10313,6 +10368,8 @@ func (m *TurnMutation) OldField(ctx context.Context, name string) (ent.Value, er
 		return m.OldSuggestions(ctx)
 	case turn.FieldClarification:
 		return m.OldClarification(ctx)
+	case turn.FieldHeartbeatAt:
+		return m.OldHeartbeatAt(ctx)
 	case turn.FieldReplayed:
 		return m.OldReplayed(ctx)
 	}
@@ -10408,6 +10465,13 @@ func (m *TurnMutation) SetField(name string, value ent.Value) error {
 		}
 		m.SetClarification(v)
 		return nil
+	case turn.FieldHeartbeatAt:
+		v, ok := value.(time.Time)
+		if !ok {
+			return fmt.Errorf("unexpected type %T for field %s", value, name)
+		}
+		m.SetHeartbeatAt(v)
+		return nil
 	case turn.FieldReplayed:
 		v, ok := value.(bool)
 		if !ok {
@@ -10475,6 +10539,9 @@ func (m *TurnMutation) ClearedFields() []string {
 	if m.FieldCleared(turn.FieldClarification) {
 		fields = append(fields, turn.FieldClarification)
 	}
+	if m.FieldCleared(turn.FieldHeartbeatAt) {
+		fields = append(fields, turn.FieldHeartbeatAt)
+	}
 	return fields
 }
 
@@ -10503,6 +10570,9 @@ func (m *TurnMutation) ClearField(name string) error {
 		return nil
 	case turn.FieldClarification:
 		m.ClearClarification()
+		return nil
+	case turn.FieldHeartbeatAt:
+		m.ClearHeartbeatAt()
 		return nil
 	}
 	return fmt.Errorf("unknown Turn nullable field %s", name)
@@ -10547,6 +10617,9 @@ func (m *TurnMutation) ResetField(name string) error {
 		return nil
 	case turn.FieldClarification:
 		m.ResetClarification()
+		return nil
+	case turn.FieldHeartbeatAt:
+		m.ResetHeartbeatAt()
 		return nil
 	case turn.FieldReplayed:
 		m.ResetReplayed()

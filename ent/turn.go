@@ -44,6 +44,8 @@ type Turn struct {
 	Suggestions []string `json:"suggestions,omitempty"`
 	// the open question while the turn waits for an answer
 	Clarification *schema.Clarification `json:"clarification,omitempty"`
+	// set by the process running the turn while it runs; a stale one lets another resume it
+	HeartbeatAt *time.Time `json:"heartbeat_at,omitempty"`
 	// answered by the replay provider, not a live model
 	Replayed bool `json:"replayed,omitempty"`
 	// Edges holds the relations/edges for other nodes in the graph.
@@ -112,7 +114,7 @@ func (*Turn) scanValues(columns []string) ([]any, error) {
 			values[i] = new(sql.NullInt64)
 		case turn.FieldTimeZone, turn.FieldUserText, turn.FieldAnswer, turn.FieldThinking, turn.FieldStatus, turn.FieldError:
 			values[i] = new(sql.NullString)
-		case turn.FieldStartedAt, turn.FieldFinishedAt:
+		case turn.FieldStartedAt, turn.FieldFinishedAt, turn.FieldHeartbeatAt:
 			values[i] = new(sql.NullTime)
 		default:
 			values[i] = new(sql.UnknownType)
@@ -215,6 +217,13 @@ func (_m *Turn) assignValues(columns []string, values []any) error {
 					return fmt.Errorf("unmarshal field clarification: %w", err)
 				}
 			}
+		case turn.FieldHeartbeatAt:
+			if value, ok := values[i].(*sql.NullTime); !ok {
+				return fmt.Errorf("unexpected type %T for field heartbeat_at", values[i])
+			} else if value.Valid {
+				_m.HeartbeatAt = new(time.Time)
+				*_m.HeartbeatAt = value.Time
+			}
 		case turn.FieldReplayed:
 			if value, ok := values[i].(*sql.NullBool); !ok {
 				return fmt.Errorf("unexpected type %T for field replayed", values[i])
@@ -315,6 +324,11 @@ func (_m *Turn) String() string {
 	builder.WriteString(", ")
 	builder.WriteString("clarification=")
 	builder.WriteString(fmt.Sprintf("%v", _m.Clarification))
+	builder.WriteString(", ")
+	if v := _m.HeartbeatAt; v != nil {
+		builder.WriteString("heartbeat_at=")
+		builder.WriteString(v.Format(time.ANSIC))
+	}
 	builder.WriteString(", ")
 	builder.WriteString("replayed=")
 	builder.WriteString(fmt.Sprintf("%v", _m.Replayed))

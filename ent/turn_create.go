@@ -154,6 +154,20 @@ func (_c *TurnCreate) SetClarification(v *schema.Clarification) *TurnCreate {
 	return _c
 }
 
+// SetHeartbeatAt sets the "heartbeat_at" field.
+func (_c *TurnCreate) SetHeartbeatAt(v time.Time) *TurnCreate {
+	_c.mutation.SetHeartbeatAt(v)
+	return _c
+}
+
+// SetNillableHeartbeatAt sets the "heartbeat_at" field if the given value is not nil.
+func (_c *TurnCreate) SetNillableHeartbeatAt(v *time.Time) *TurnCreate {
+	if v != nil {
+		_c.SetHeartbeatAt(*v)
+	}
+	return _c
+}
+
 // SetReplayed sets the "replayed" field.
 func (_c *TurnCreate) SetReplayed(v bool) *TurnCreate {
 	_c.mutation.SetReplayed(v)
@@ -369,6 +383,10 @@ func (_c *TurnCreate) createSpec() (*Turn, *sqlgraph.CreateSpec) {
 	if value, ok := _c.mutation.Clarification(); ok {
 		_spec.SetField(turn.FieldClarification, field.TypeJSON, value)
 		_node.Clarification = value
+	}
+	if value, ok := _c.mutation.HeartbeatAt(); ok {
+		_spec.SetField(turn.FieldHeartbeatAt, field.TypeTime, value)
+		_node.HeartbeatAt = &value
 	}
 	if value, ok := _c.mutation.Replayed(); ok {
 		_spec.SetField(turn.FieldReplayed, field.TypeBool, value)
@@ -589,6 +607,24 @@ func (u *TurnUpsert) ClearClarification() *TurnUpsert {
 	return u
 }
 
+// SetHeartbeatAt sets the "heartbeat_at" field.
+func (u *TurnUpsert) SetHeartbeatAt(v time.Time) *TurnUpsert {
+	u.Set(turn.FieldHeartbeatAt, v)
+	return u
+}
+
+// UpdateHeartbeatAt sets the "heartbeat_at" field to the value that was provided on create.
+func (u *TurnUpsert) UpdateHeartbeatAt() *TurnUpsert {
+	u.SetExcluded(turn.FieldHeartbeatAt)
+	return u
+}
+
+// ClearHeartbeatAt clears the value of the "heartbeat_at" field.
+func (u *TurnUpsert) ClearHeartbeatAt() *TurnUpsert {
+	u.SetNull(turn.FieldHeartbeatAt)
+	return u
+}
+
 // SetReplayed sets the "replayed" field.
 func (u *TurnUpsert) SetReplayed(v bool) *TurnUpsert {
 	u.Set(turn.FieldReplayed, v)
@@ -788,6 +824,27 @@ func (u *TurnUpsertOne) UpdateClarification() *TurnUpsertOne {
 func (u *TurnUpsertOne) ClearClarification() *TurnUpsertOne {
 	return u.Update(func(s *TurnUpsert) {
 		s.ClearClarification()
+	})
+}
+
+// SetHeartbeatAt sets the "heartbeat_at" field.
+func (u *TurnUpsertOne) SetHeartbeatAt(v time.Time) *TurnUpsertOne {
+	return u.Update(func(s *TurnUpsert) {
+		s.SetHeartbeatAt(v)
+	})
+}
+
+// UpdateHeartbeatAt sets the "heartbeat_at" field to the value that was provided on create.
+func (u *TurnUpsertOne) UpdateHeartbeatAt() *TurnUpsertOne {
+	return u.Update(func(s *TurnUpsert) {
+		s.UpdateHeartbeatAt()
+	})
+}
+
+// ClearHeartbeatAt clears the value of the "heartbeat_at" field.
+func (u *TurnUpsertOne) ClearHeartbeatAt() *TurnUpsertOne {
+	return u.Update(func(s *TurnUpsert) {
+		s.ClearHeartbeatAt()
 	})
 }
 
@@ -1158,6 +1215,27 @@ func (u *TurnUpsertBulk) UpdateClarification() *TurnUpsertBulk {
 func (u *TurnUpsertBulk) ClearClarification() *TurnUpsertBulk {
 	return u.Update(func(s *TurnUpsert) {
 		s.ClearClarification()
+	})
+}
+
+// SetHeartbeatAt sets the "heartbeat_at" field.
+func (u *TurnUpsertBulk) SetHeartbeatAt(v time.Time) *TurnUpsertBulk {
+	return u.Update(func(s *TurnUpsert) {
+		s.SetHeartbeatAt(v)
+	})
+}
+
+// UpdateHeartbeatAt sets the "heartbeat_at" field to the value that was provided on create.
+func (u *TurnUpsertBulk) UpdateHeartbeatAt() *TurnUpsertBulk {
+	return u.Update(func(s *TurnUpsert) {
+		s.UpdateHeartbeatAt()
+	})
+}
+
+// ClearHeartbeatAt clears the value of the "heartbeat_at" field.
+func (u *TurnUpsertBulk) ClearHeartbeatAt() *TurnUpsertBulk {
+	return u.Update(func(s *TurnUpsert) {
+		s.ClearHeartbeatAt()
 	})
 }
 

@@ -150,6 +150,26 @@ func (_u *TurnUpdate) ClearClarification() *TurnUpdate {
 	return _u
 }
 
+// SetHeartbeatAt sets the "heartbeat_at" field.
+func (_u *TurnUpdate) SetHeartbeatAt(v time.Time) *TurnUpdate {
+	_u.mutation.SetHeartbeatAt(v)
+	return _u
+}
+
+// SetNillableHeartbeatAt sets the "heartbeat_at" field if the given value is not nil.
+func (_u *TurnUpdate) SetNillableHeartbeatAt(v *time.Time) *TurnUpdate {
+	if v != nil {
+		_u.SetHeartbeatAt(*v)
+	}
+	return _u
+}
+
+// ClearHeartbeatAt clears the value of the "heartbeat_at" field.
+func (_u *TurnUpdate) ClearHeartbeatAt() *TurnUpdate {
+	_u.mutation.ClearHeartbeatAt()
+	return _u
+}
+
 // SetReplayed sets the "replayed" field.
 func (_u *TurnUpdate) SetReplayed(v bool) *TurnUpdate {
 	_u.mutation.SetReplayed(v)
@@ -333,6 +353,12 @@ func (_u *TurnUpdate) sqlSave(ctx context.Context) (_node int, err error) {
 	}
 	if _u.mutation.ClarificationCleared() {
 		_spec.ClearField(turn.FieldClarification, field.TypeJSON)
+	}
+	if value, ok := _u.mutation.HeartbeatAt(); ok {
+		_spec.SetField(turn.FieldHeartbeatAt, field.TypeTime, value)
+	}
+	if _u.mutation.HeartbeatAtCleared() {
+		_spec.ClearField(turn.FieldHeartbeatAt, field.TypeTime)
 	}
 	if value, ok := _u.mutation.Replayed(); ok {
 		_spec.SetField(turn.FieldReplayed, field.TypeBool, value)
@@ -565,6 +591,26 @@ func (_u *TurnUpdateOne) ClearClarification() *TurnUpdateOne {
 	return _u
 }
 
+// SetHeartbeatAt sets the "heartbeat_at" field.
+func (_u *TurnUpdateOne) SetHeartbeatAt(v time.Time) *TurnUpdateOne {
+	_u.mutation.SetHeartbeatAt(v)
+	return _u
+}
+
+// SetNillableHeartbeatAt sets the "heartbeat_at" field if the given value is not nil.
+func (_u *TurnUpdateOne) SetNillableHeartbeatAt(v *time.Time) *TurnUpdateOne {
+	if v != nil {
+		_u.SetHeartbeatAt(*v)
+	}
+	return _u
+}
+
+// ClearHeartbeatAt clears the value of the "heartbeat_at" field.
+func (_u *TurnUpdateOne) ClearHeartbeatAt() *TurnUpdateOne {
+	_u.mutation.ClearHeartbeatAt()
+	return _u
+}
+
 // SetReplayed sets the "replayed" field.
 func (_u *TurnUpdateOne) SetReplayed(v bool) *TurnUpdateOne {
 	_u.mutation.SetReplayed(v)
@@ -778,6 +824,12 @@ func (_u *TurnUpdateOne) sqlSave(ctx context.Context) (_node *Turn, err error) {
 	}
 	if _u.mutation.ClarificationCleared() {
 		_spec.ClearField(turn.FieldClarification, field.TypeJSON)
+	}
+	if value, ok := _u.mutation.HeartbeatAt(); ok {
+		_spec.SetField(turn.FieldHeartbeatAt, field.TypeTime, value)
+	}
+	if _u.mutation.HeartbeatAtCleared() {
+		_spec.ClearField(turn.FieldHeartbeatAt, field.TypeTime)
 	}
 	if value, ok := _u.mutation.Replayed(); ok {
 		_spec.SetField(turn.FieldReplayed, field.TypeBool, value)

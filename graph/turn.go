@@ -104,6 +104,7 @@ func (r *Resolver) sendMessage(ctx context.Context, in model.SendMessageInput) (
 	}
 	t, err := c.Turn.Create().
 		SetConversationID(conv.ID).SetNumber(number).SetUserText(text).SetTimeZone(zone).SetStartedAt(now).
+		SetHeartbeatAt(now).
 		Save(ctx)
 	if ent.IsConstraintError(err) {
 		return nil, errTurnBusy
@@ -147,7 +148,7 @@ func (r *Resolver) answerClarification(ctx context.Context, in model.AnswerClari
 	if err := c.ToolCall.UpdateOneID(call.ID).SetHeard(fmt.Sprintf("The user answered: %s", answer)).Exec(ctx); err != nil {
 		return nil, err
 	}
-	t, err = t.Update().SetStatus(turn.StatusRUNNING).SetClarification(&cl).Save(ctx)
+	t, err = t.Update().SetStatus(turn.StatusRUNNING).SetClarification(&cl).SetHeartbeatAt(time.Now()).Save(ctx)
 	if err != nil {
 		return nil, err
 	}

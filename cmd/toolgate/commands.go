@@ -16,6 +16,7 @@ import (
 	"github.com/toolgate/toolgate/ent/db"
 	"github.com/toolgate/toolgate/graph"
 	"github.com/toolgate/toolgate/graph/auth"
+	"github.com/toolgate/toolgate/runtime/loop"
 )
 
 func databaseFlag(fs *flag.FlagSet) *string {
@@ -141,6 +142,7 @@ func serve(ctx context.Context, args []string, stdout, stderr io.Writer, log *sl
 	} else if n > 0 {
 		log.Info("resumed turns left running", "turns", n)
 	}
+	runner.Sweep(loop.StaleAfter / 2)
 	select {
 	case err := <-errc:
 		return fmt.Errorf("serve: %w", err)

@@ -340,6 +340,7 @@ var (
 		{Name: "error", Type: field.TypeString, Nullable: true},
 		{Name: "suggestions", Type: field.TypeJSON},
 		{Name: "clarification", Type: field.TypeJSON, Nullable: true},
+		{Name: "heartbeat_at", Type: field.TypeTime, Nullable: true},
 		{Name: "replayed", Type: field.TypeBool, Default: false},
 		{Name: "conversation_id", Type: field.TypeInt},
 	}
@@ -351,7 +352,7 @@ var (
 		ForeignKeys: []*schema.ForeignKey{
 			{
 				Symbol:     "turns_conversations_turns",
-				Columns:    []*schema.Column{TurnsColumns[13]},
+				Columns:    []*schema.Column{TurnsColumns[14]},
 				RefColumns: []*schema.Column{ConversationsColumns[0]},
 				OnDelete:   schema.NoAction,
 			},
@@ -360,7 +361,7 @@ var (
 			{
 				Name:    "turn_conversation_id_number",
 				Unique:  true,
-				Columns: []*schema.Column{TurnsColumns[13], TurnsColumns[1]},
+				Columns: []*schema.Column{TurnsColumns[14], TurnsColumns[1]},
 			},
 		},
 	}

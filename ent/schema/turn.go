@@ -40,6 +40,8 @@ func (Turn) Fields() []ent.Field {
 		field.Strings("suggestions").Default([]string{}),
 		field.JSON("clarification", &Clarification{}).Optional().
 			Comment("the open question while the turn waits for an answer"),
+		field.Time("heartbeat_at").Optional().Nillable().Annotations(entgql.Skip()).
+			Comment("set by the process running the turn while it runs; a stale one lets another resume it"),
 		field.Bool("replayed").Default(false).
 			Comment("answered by the replay provider, not a live model"),
 	}

@@ -41,6 +41,8 @@ const (
 	FieldSuggestions = "suggestions"
 	// FieldClarification holds the string denoting the clarification field in the database.
 	FieldClarification = "clarification"
+	// FieldHeartbeatAt holds the string denoting the heartbeat_at field in the database.
+	FieldHeartbeatAt = "heartbeat_at"
 	// FieldReplayed holds the string denoting the replayed field in the database.
 	FieldReplayed = "replayed"
 	// EdgeConversation holds the string denoting the conversation edge name in mutations.
@@ -89,6 +91,7 @@ var Columns = []string{
 	FieldError,
 	FieldSuggestions,
 	FieldClarification,
+	FieldHeartbeatAt,
 	FieldReplayed,
 }
 
@@ -200,6 +203,11 @@ func ByStatus(opts ...sql.OrderTermOption) OrderOption {
 // ByError orders the results by the error field.
 func ByError(opts ...sql.OrderTermOption) OrderOption {
 	return sql.OrderByField(FieldError, opts...).ToFunc()
+}
+
+// ByHeartbeatAt orders the results by the heartbeat_at field.
+func ByHeartbeatAt(opts ...sql.OrderTermOption) OrderOption {
+	return sql.OrderByField(FieldHeartbeatAt, opts...).ToFunc()
 }
 
 // ByReplayed orders the results by the replayed field.

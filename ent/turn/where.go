@@ -100,6 +100,11 @@ func Error(v string) predicate.Turn {
 	return predicate.Turn(sql.FieldEQ(FieldError, v))
 }
 
+// HeartbeatAt applies equality check predicate on the "heartbeat_at" field. It's identical to HeartbeatAtEQ.
+func HeartbeatAt(v time.Time) predicate.Turn {
+	return predicate.Turn(sql.FieldEQ(FieldHeartbeatAt, v))
+}
+
 // Replayed applies equality check predicate on the "replayed" field. It's identical to ReplayedEQ.
 func Replayed(v bool) predicate.Turn {
 	return predicate.Turn(sql.FieldEQ(FieldReplayed, v))
@@ -638,6 +643,56 @@ func ClarificationIsNil() predicate.Turn {
 // ClarificationNotNil applies the NotNil predicate on the "clarification" field.
 func ClarificationNotNil() predicate.Turn {
 	return predicate.Turn(sql.FieldNotNull(FieldClarification))
+}
+
+// HeartbeatAtEQ applies the EQ predicate on the "heartbeat_at" field.
+func HeartbeatAtEQ(v time.Time) predicate.Turn {
+	return predicate.Turn(sql.FieldEQ(FieldHeartbeatAt, v))
+}
+
+// HeartbeatAtNEQ applies the NEQ predicate on the "heartbeat_at" field.
+func HeartbeatAtNEQ(v time.Time) predicate.Turn {
+	return predicate.Turn(sql.FieldNEQ(FieldHeartbeatAt, v))
+}
+
+// HeartbeatAtIn applies the In predicate on the "heartbeat_at" field.
+func HeartbeatAtIn(vs ...time.Time) predicate.Turn {
+	return predicate.Turn(sql.FieldIn(FieldHeartbeatAt, vs...))
+}
+
+// HeartbeatAtNotIn applies the NotIn predicate on the "heartbeat_at" field.
+func HeartbeatAtNotIn(vs ...time.Time) predicate.Turn {
+	return predicate.Turn(sql.FieldNotIn(FieldHeartbeatAt, vs...))
+}
+
+// HeartbeatAtGT applies the GT predicate on the "heartbeat_at" field.
+func HeartbeatAtGT(v time.Time) predicate.Turn {
+	return predicate.Turn(sql.FieldGT(FieldHeartbeatAt, v))
+}
+
+// HeartbeatAtGTE applies the GTE predicate on the "heartbeat_at" field.
+func HeartbeatAtGTE(v time.Time) predicate.Turn {
+	return predicate.Turn(sql.FieldGTE(FieldHeartbeatAt, v))
+}
+
+// HeartbeatAtLT applies the LT predicate on the "heartbeat_at" field.
+func HeartbeatAtLT(v time.Time) predicate.Turn {
+	return predicate.Turn(sql.FieldLT(FieldHeartbeatAt, v))
+}
+
+// HeartbeatAtLTE applies the LTE predicate on the "heartbeat_at" field.
+func HeartbeatAtLTE(v time.Time) predicate.Turn {
+	return predicate.Turn(sql.FieldLTE(FieldHeartbeatAt, v))
+}
+
+// HeartbeatAtIsNil applies the IsNil predicate on the "heartbeat_at" field.
+func HeartbeatAtIsNil() predicate.Turn {
+	return predicate.Turn(sql.FieldIsNull(FieldHeartbeatAt))
+}
+
+// HeartbeatAtNotNil applies the NotNil predicate on the "heartbeat_at" field.
+func HeartbeatAtNotNil() predicate.Turn {
+	return predicate.Turn(sql.FieldNotNull(FieldHeartbeatAt))
 }
 
 // ReplayedEQ applies the EQ predicate on the "replayed" field.

@@ -3,6 +3,8 @@ package loop_test
 import (
 	"context"
 	"encoding/json"
+	"sync"
+	"time"
 	"net/http"
 	"net/http/httptest"
 	"testing"
@@ -10,10 +12,12 @@ import (
 	sdk "github.com/modelcontextprotocol/go-sdk/mcp"
 	"github.com/stretchr/testify/require"
 
+	"github.com/toolgate/toolgate/ent/db"
 	"github.com/toolgate/toolgate/ent/db/dbtest"
 	"github.com/toolgate/toolgate/ent/toolcall"
 	"github.com/toolgate/toolgate/ent/turn"
 	"github.com/toolgate/toolgate/graph/gid"
+	"github.com/toolgate/toolgate/runtime/loop"
 	"github.com/toolgate/toolgate/runtime/model"
 )
 
@@ -93,4 +97,44 @@ func TestResumeRunsTurnsLeftRunning(t *testing.T) {
 	got := h.wait(t, gid.Encode(tu.ID))
 	require.Equal(t, turn.StatusCOMPLETED, got.Status)
 	require.Equal(t, "Picked up where we left off.", *got.Answer)
+}
+
+func TestResumeClaimsOnlyAbandonedTurnsOnce(t *testing.T) {
+	t.Parallel()
+	each(t, func(t *testing.T, d *db.DB) {
+		p := &scripted{answers: []model.Response{{Text: "resumed"}}}
+		h := newHarness(t, d, p)
+		// A second replica over the same database.
+		other := loop.New(h.cfg)
+		t.Cleanup(func() { _ = other.Close(context.Background()) })
+		conv := h.conversation(t)
+		convID, err := gid.Decode(conv)
+		require.NoError(t, err)
+		ctx := context.Background()
+		mk := func(n int, beat time.Time) int {
+			return h.client.Turn.Create().SetConversationID(convID).SetNumber(n).SetUserText("x").
+				SetStartedAt(h.now).SetHeartbeatAt(beat).SaveX(ctx).ID
+		}
+		live := mk(1, h.now.Add(-10*time.Second)) // its process still beats
+		_ = live
+		n, err := h.runner.Resume(ctx)
+		require.NoError(t, err)
+		require.Zero(t, n, "a turn another process runs is left alone")
+
+		h.client.Turn.Delete().ExecX(ctx)
+		stale := mk(1, h.now.Add(-loop.StaleAfter-time.Second))
+		var wg sync.WaitGroup
+		counts := make([]int, 2)
+		for i, r := range []*loop.Runner{h.runner, other} {
+			wg.Add(1)
+			go func() {
+				defer wg.Done()
+				counts[i], _ = r.Resume(ctx)
+			}()
+		}
+		wg.Wait()
+		require.Equal(t, 1, counts[0]+counts[1], "exactly one replica takes it")
+		got := h.wait(t, gid.Encode(stale))
+		require.Equal(t, turn.StatusCOMPLETED, got.Status)
+	})
 }

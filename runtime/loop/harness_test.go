@@ -34,6 +34,7 @@ import (
 // harness is the whole server (API and runtime) over a real database, with
 // the model provider swapped for the test's.
 type harness struct {
+	cfg    loop.Config
 	signer *scope.Signer
 	db     *db.DB
 	client *ent.Client
@@ -76,6 +77,7 @@ func newHarness(t testing.TB, d *db.DB, p model.Provider, opts ...option) *harne
 	for _, o := range opts {
 		o(&cfg)
 	}
+	h.cfg = cfg
 	h.runner = loop.New(cfg)
 	t.Cleanup(func() { _ = h.runner.Close(context.Background()) })
 	api = graph.NewServer(graph.Config{DB: d, Signer: signer, Runner: h.runner})

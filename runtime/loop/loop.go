@@ -121,10 +121,14 @@ func (r *Runner) Start(turnID int) {
 	go func() {
 		defer r.wg.Done()
 		defer sub.Close()
+		beat := time.NewTicker(HeartbeatEvery)
+		defer beat.Stop()
 		for {
 			select {
 			case <-ctx.Done():
 				return
+			case <-beat.C:
+				r.heartbeat(ctx, turnID)
 			case e, ok := <-sub.C:
 				if !ok {
 					return
@@ -146,6 +150,15 @@ func (r *Runner) Start(turnID int) {
 		}()
 		r.run(ctx, turnID)
 	}()
+}
+
+// heartbeat says this process still runs the turn.
+func (r *Runner) heartbeat(ctx context.Context, turnID int) {
+	err := r.cfg.Client.Turn.Update().Where(turn.ID(turnID), turn.StatusEQ(turn.StatusRUNNING)).
+		SetHeartbeatAt(r.cfg.Now()).Exec(ctx)
+	if err != nil && ctx.Err() == nil {
+		r.cfg.Log.Warn("turn heartbeat", "turn", turnID, "err", err)
+	}
 }
 
 // stopped reports whether the database says the turn was cancelled.
@@ -176,27 +189,89 @@ func (r *Runner) Running(turnID int) bool {
 // Close stops every turn and waits for them, or for ctx. Stopped turns stay
 // RUNNING in the database and resume at the next Resume.
 func (r *Runner) Close(ctx context.Context) error {
+	r.mu.Lock()
+	ids := make([]int, 0, len(r.running))
+	for id := range r.running {
+		ids = append(ids, id)
+	}
+	r.mu.Unlock()
 	r.stop()
 	done := make(chan struct{})
 	go func() { r.wg.Wait(); close(done) }()
 	select {
 	case <-done:
-		return nil
 	case <-ctx.Done():
 		return ctx.Err()
 	}
+	// Let the next process resume them at once rather than after
+	// StaleAfter.
+	if len(ids) > 0 {
+		err := r.cfg.Client.Turn.Update().
+			Where(turn.IDIn(ids...), turn.StatusEQ(turn.StatusRUNNING)).
+			ClearHeartbeatAt().Exec(ctx)
+		if err != nil {
+			return fmt.Errorf("release turns: %w", err)
+		}
+	}
+	return nil
 }
 
-// Resume starts every turn left RUNNING (by a restart, say).
+// Heartbeat timing: a running turn's process refreshes its heartbeat every
+// HeartbeatEvery; a turn whose heartbeat is older than StaleAfter (its
+// process died) may be resumed by another.
+const (
+	HeartbeatEvery = 30 * time.Second
+	StaleAfter     = 2 * time.Minute
+)
+
+// Resume starts the turns left RUNNING whose process is gone: no
+// heartbeat, or a stale one. Each is claimed with one conditional update,
+// so of several replicas resuming at once exactly one runs it.
 func (r *Runner) Resume(ctx context.Context) (int, error) {
 	ids, err := r.cfg.Client.Turn.Query().Where(turn.StatusEQ(turn.StatusRUNNING)).IDs(ctx)
 	if err != nil {
 		return 0, fmt.Errorf("find running turns: %w", err)
 	}
+	n := 0
 	for _, id := range ids {
-		r.Start(id)
+		if r.Running(id) {
+			continue
+		}
+		now := r.cfg.Now()
+		claimed, err := r.cfg.Client.Turn.Update().
+			Where(turn.ID(id), turn.StatusEQ(turn.StatusRUNNING),
+				turn.Or(turn.HeartbeatAtIsNil(), turn.HeartbeatAtLT(now.Add(-StaleAfter)))).
+			SetHeartbeatAt(now).Save(ctx)
+		if err != nil {
+			return n, fmt.Errorf("claim turn: %w", err)
+		}
+		if claimed == 1 {
+			r.Start(id)
+			n++
+		}
 	}
-	return len(ids), nil
+	return n, nil
+}
+
+// Sweep resumes abandoned turns every interval until the runner closes:
+// turns whose process died mid-turn are taken up by a live one.
+func (r *Runner) Sweep(interval time.Duration) {
+	r.wg.Add(1)
+	go func() {
+		defer r.wg.Done()
+		t := time.NewTicker(interval)
+		defer t.Stop()
+		for {
+			select {
+			case <-r.base.Done():
+				return
+			case <-t.C:
+				if _, err := r.Resume(r.base); err != nil && r.base.Err() == nil {
+					r.cfg.Log.Warn("sweep turns", "err", err)
+				}
+			}
+		}
+	}()
 }
 
 // Prompt returns the request the turn's next model call would send: the
