@@ -3,11 +3,11 @@ package loop_test
 import (
 	"context"
 	"encoding/json"
-	"sync"
-	"time"
 	"net/http"
 	"net/http/httptest"
+	"sync"
 	"testing"
+	"time"
 
 	sdk "github.com/modelcontextprotocol/go-sdk/mcp"
 	"github.com/stretchr/testify/require"
