@@ -336,6 +336,12 @@ func seedTranscript(t testing.TB, c *ent.Client, convID, turns, calls int) {
 	for n := 1; n <= turns; n++ {
 		tu := c.Turn.Create().SetConversationID(convID).SetNumber(n).SetUserText(fmt.Sprintf("question %d", n)).
 			SetAnswer(fmt.Sprintf("answer %d", n)).SetStatus("COMPLETED").SaveX(ctx)
+		conv := c.Conversation.GetX(ctx, convID)
+		for step := range 2 {
+			c.ModelCall.Create().SetTurnID(tu.ID).SetOrganizationID(conv.OrganizationID).SetAgentID(conv.AgentID).
+				SetUserID(conv.UserID).SetStep(step).SetText(fmt.Sprintf("step %d", step)).SetProvider("openai").
+				SetModel("gpt-4.1").SetInputTokens(100).SetOutputTokens(10).ExecX(ctx)
+		}
 		results := make([]*ent.StoredResultCreate, calls)
 		for i := range results {
 			results[i] = c.StoredResult.Create().SetConversationID(convID).SetRef(fmt.Sprintf("r-%d-%d-%d", convID, n, i)).
@@ -363,6 +369,7 @@ const transcriptQuery = `query($id: ID!, $after: Cursor) {
         id number status startedAt timeZone userText answer suggestions
         toolCalls { id name arguments outcome attempts ref failures { item message }
           result { ref kind chars bytes items truncatedAtSource } }
+        modelCalls { step text model inputTokens outputTokens cost }
       } }
     }
   }
@@ -396,8 +403,10 @@ func TestTranscriptStatementsBounded(t *testing.T) {
 		for i := range 4 {
 			require.Equal(t, fmt.Sprintf("r-%d-50-%d", largeID, i), get(edges[49], "node", "toolCalls", i, "ref"), "tool calls in position order")
 		}
-		// token, conversation, agent, turns, turn count, tool calls, results.
-		require.Equal(t, 7, nLarge, counter.Statements())
+		require.Equal(t, "step 1", get(edges[49], "node", "modelCalls", 1, "text"))
+		// token, conversation, agent, turns, turn count, tool calls,
+		// results, model calls.
+		require.Equal(t, 8, nLarge, counter.Statements())
 		require.Equal(t, nSmall, nLarge, "statements must not grow with the conversation")
 	})
 }

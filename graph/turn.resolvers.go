@@ -10,6 +10,7 @@ import (
 
 	"github.com/toolgate/toolgate/ent"
 	"github.com/toolgate/toolgate/graph/generated"
+	"github.com/toolgate/toolgate/graph/loader"
 	"github.com/toolgate/toolgate/graph/model"
 )
 
@@ -36,6 +37,11 @@ func (r *queryResolver) Usage(ctx context.Context, month *string) (*model.Usage,
 // TurnEvents is the resolver for the turnEvents field.
 func (r *subscriptionResolver) TurnEvents(ctx context.Context, turnID int) (<-chan *model.TurnEvent, error) {
 	return r.turnEvents(ctx, turnID)
+}
+
+// ModelCalls is the resolver for the modelCalls field.
+func (r *turnResolver) ModelCalls(ctx context.Context, obj *ent.Turn) ([]*ent.ModelCall, error) {
+	return loader.For(ctx).ModelCalls(ctx, obj)
 }
 
 // Subscription returns generated.SubscriptionResolver implementation.

@@ -192,6 +192,20 @@ type ComplexityRoot struct {
 		Message func(childComplexity int) int
 	}
 
+	ModelCall struct {
+		CacheReadTokens  func(childComplexity int) int
+		CacheWriteTokens func(childComplexity int) int
+		Cost             func(childComplexity int) int
+		DurationMs       func(childComplexity int) int
+		InputTokens      func(childComplexity int) int
+		Model            func(childComplexity int) int
+		OutputTokens     func(childComplexity int) int
+		Provider         func(childComplexity int) int
+		StartedAt        func(childComplexity int) int
+		Step             func(childComplexity int) int
+		Text             func(childComplexity int) int
+	}
+
 	ModelUsage struct {
 		CacheReadTokens  func(childComplexity int) int
 		CacheWriteTokens func(childComplexity int) int
@@ -404,6 +418,7 @@ type ComplexityRoot struct {
 		Error         func(childComplexity int) int
 		FinishedAt    func(childComplexity int) int
 		ID            func(childComplexity int) int
+		ModelCalls    func(childComplexity int) int
 		Number        func(childComplexity int) int
 		Replayed      func(childComplexity int) int
 		StartedAt     func(childComplexity int) int
@@ -575,6 +590,7 @@ type ToolCallResolver interface {
 }
 type TurnResolver interface {
 	ToolCalls(ctx context.Context, obj *ent.Turn) ([]*ent.ToolCall, error)
+	ModelCalls(ctx context.Context, obj *ent.Turn) ([]*ent.ModelCall, error)
 }
 type UserResolver interface {
 	OrganizationName(ctx context.Context, obj *ent.User) (string, error)
@@ -1118,6 +1134,73 @@ func (e *executableSchema) Complexity(ctx context.Context, typeName, field strin
 		}
 
 		return e.ComplexityRoot.ItemFailure.Message(childComplexity), true
+
+	case "ModelCall.cacheReadTokens":
+		if e.ComplexityRoot.ModelCall.CacheReadTokens == nil {
+			break
+		}
+
+		return e.ComplexityRoot.ModelCall.CacheReadTokens(childComplexity), true
+	case "ModelCall.cacheWriteTokens":
+		if e.ComplexityRoot.ModelCall.CacheWriteTokens == nil {
+			break
+		}
+
+		return e.ComplexityRoot.ModelCall.CacheWriteTokens(childComplexity), true
+	case "ModelCall.cost":
+		if e.ComplexityRoot.ModelCall.Cost == nil {
+			break
+		}
+
+		return e.ComplexityRoot.ModelCall.Cost(childComplexity), true
+	case "ModelCall.durationMs":
+		if e.ComplexityRoot.ModelCall.DurationMs == nil {
+			break
+		}
+
+		return e.ComplexityRoot.ModelCall.DurationMs(childComplexity), true
+	case "ModelCall.inputTokens":
+		if e.ComplexityRoot.ModelCall.InputTokens == nil {
+			break
+		}
+
+		return e.ComplexityRoot.ModelCall.InputTokens(childComplexity), true
+	case "ModelCall.model":
+		if e.ComplexityRoot.ModelCall.Model == nil {
+			break
+		}
+
+		return e.ComplexityRoot.ModelCall.Model(childComplexity), true
+	case "ModelCall.outputTokens":
+		if e.ComplexityRoot.ModelCall.OutputTokens == nil {
+			break
+		}
+
+		return e.ComplexityRoot.ModelCall.OutputTokens(childComplexity), true
+	case "ModelCall.provider":
+		if e.ComplexityRoot.ModelCall.Provider == nil {
+			break
+		}
+
+		return e.ComplexityRoot.ModelCall.Provider(childComplexity), true
+	case "ModelCall.startedAt":
+		if e.ComplexityRoot.ModelCall.StartedAt == nil {
+			break
+		}
+
+		return e.ComplexityRoot.ModelCall.StartedAt(childComplexity), true
+	case "ModelCall.step":
+		if e.ComplexityRoot.ModelCall.Step == nil {
+			break
+		}
+
+		return e.ComplexityRoot.ModelCall.Step(childComplexity), true
+	case "ModelCall.text":
+		if e.ComplexityRoot.ModelCall.Text == nil {
+			break
+		}
+
+		return e.ComplexityRoot.ModelCall.Text(childComplexity), true
 
 	case "ModelUsage.cacheReadTokens":
 		if e.ComplexityRoot.ModelUsage.CacheReadTokens == nil {
@@ -2150,6 +2233,12 @@ func (e *executableSchema) Complexity(ctx context.Context, typeName, field strin
 		}
 
 		return e.ComplexityRoot.Turn.ID(childComplexity), true
+	case "Turn.modelCalls":
+		if e.ComplexityRoot.Turn.ModelCalls == nil {
+			break
+		}
+
+		return e.ComplexityRoot.Turn.ModelCalls(childComplexity), true
 	case "Turn.number":
 		if e.ComplexityRoot.Turn.Number == nil {
 			break
@@ -3866,6 +3955,29 @@ type UserUsage {
   cost: Float!
   modelCalls: Int!
 }
+
+extend type Turn {
+  "The turn's model calls, in order: what the model said at each step, and what it cost."
+  modelCalls: [ModelCall!]!
+}
+
+"One call to the model within a turn."
+type ModelCall {
+  "0 for the turn's first call."
+  step: Int!
+  "What the model said in this step (the last step's is the answer)."
+  text: String!
+  provider: String!
+  model: String!
+  inputTokens: Int!
+  cacheReadTokens: Int!
+  cacheWriteTokens: Int!
+  outputTokens: Int!
+  "USD."
+  cost: Float!
+  durationMs: Int!
+  startedAt: Time!
+}
 `, BuiltIn: false},
 	{Name: "../workspace.graphqls", Input: `# The workspace tools: a conversation's text files, kept in the database.
 # Each field takes conversationId: a turn's scope token names the
@@ -4265,6 +4377,34 @@ func (ec *executionContext) childFields_ItemFailure(ctx context.Context, field g
 	return nil, fmt.Errorf("no field named %q was found under type ItemFailure", field.Name)
 }
 
+func (ec *executionContext) childFields_ModelCall(ctx context.Context, field graphql.CollectedField) (*graphql.FieldContext, error) {
+	switch field.Name {
+	case "step":
+		return ec.fieldContext_ModelCall_step(ctx, field)
+	case "text":
+		return ec.fieldContext_ModelCall_text(ctx, field)
+	case "provider":
+		return ec.fieldContext_ModelCall_provider(ctx, field)
+	case "model":
+		return ec.fieldContext_ModelCall_model(ctx, field)
+	case "inputTokens":
+		return ec.fieldContext_ModelCall_inputTokens(ctx, field)
+	case "cacheReadTokens":
+		return ec.fieldContext_ModelCall_cacheReadTokens(ctx, field)
+	case "cacheWriteTokens":
+		return ec.fieldContext_ModelCall_cacheWriteTokens(ctx, field)
+	case "outputTokens":
+		return ec.fieldContext_ModelCall_outputTokens(ctx, field)
+	case "cost":
+		return ec.fieldContext_ModelCall_cost(ctx, field)
+	case "durationMs":
+		return ec.fieldContext_ModelCall_durationMs(ctx, field)
+	case "startedAt":
+		return ec.fieldContext_ModelCall_startedAt(ctx, field)
+	}
+	return nil, fmt.Errorf("no field named %q was found under type ModelCall", field.Name)
+}
+
 func (ec *executionContext) childFields_ModelUsage(ctx context.Context, field graphql.CollectedField) (*graphql.FieldContext, error) {
 	switch field.Name {
 	case "model":
@@ -4621,6 +4761,8 @@ func (ec *executionContext) childFields_Turn(ctx context.Context, field graphql.
 		return ec.fieldContext_Turn_conversation(ctx, field)
 	case "toolCalls":
 		return ec.fieldContext_Turn_toolCalls(ctx, field)
+	case "modelCalls":
+		return ec.fieldContext_Turn_modelCalls(ctx, field)
 	}
 	return nil, fmt.Errorf("no field named %q was found under type Turn", field.Name)
 }
@@ -7919,6 +8061,259 @@ func (ec *executionContext) _ItemFailure_message(ctx context.Context, field grap
 }
 func (ec *executionContext) fieldContext_ItemFailure_message(_ context.Context, field graphql.CollectedField) (fc *graphql.FieldContext, err error) {
 	return graphql.NewScalarFieldContext("ItemFailure", field, false, false, "String")
+}
+
+func (ec *executionContext) _ModelCall_step(ctx context.Context, field graphql.CollectedField, obj *ent.ModelCall) (ret graphql.Marshaler) {
+	return graphql.ResolveField(
+		ctx,
+		ec.OperationContext,
+		field,
+		func(ctx context.Context, field graphql.CollectedField) (*graphql.FieldContext, error) {
+			return ec.fieldContext_ModelCall_step(ctx, field)
+		},
+		func(ctx context.Context) (any, error) {
+			return obj.Step, nil
+		},
+		nil,
+		func(ctx context.Context, selections ast.SelectionSet, v int) graphql.Marshaler {
+			return ec.marshalNInt2int(ctx, selections, v)
+		},
+		true,
+		true,
+	)
+}
+func (ec *executionContext) fieldContext_ModelCall_step(_ context.Context, field graphql.CollectedField) (fc *graphql.FieldContext, err error) {
+	return graphql.NewScalarFieldContext("ModelCall", field, false, false, "Int")
+}
+
+func (ec *executionContext) _ModelCall_text(ctx context.Context, field graphql.CollectedField, obj *ent.ModelCall) (ret graphql.Marshaler) {
+	return graphql.ResolveField(
+		ctx,
+		ec.OperationContext,
+		field,
+		func(ctx context.Context, field graphql.CollectedField) (*graphql.FieldContext, error) {
+			return ec.fieldContext_ModelCall_text(ctx, field)
+		},
+		func(ctx context.Context) (any, error) {
+			return obj.Text, nil
+		},
+		nil,
+		func(ctx context.Context, selections ast.SelectionSet, v string) graphql.Marshaler {
+			return ec.marshalNString2string(ctx, selections, v)
+		},
+		true,
+		true,
+	)
+}
+func (ec *executionContext) fieldContext_ModelCall_text(_ context.Context, field graphql.CollectedField) (fc *graphql.FieldContext, err error) {
+	return graphql.NewScalarFieldContext("ModelCall", field, false, false, "String")
+}
+
+func (ec *executionContext) _ModelCall_provider(ctx context.Context, field graphql.CollectedField, obj *ent.ModelCall) (ret graphql.Marshaler) {
+	return graphql.ResolveField(
+		ctx,
+		ec.OperationContext,
+		field,
+		func(ctx context.Context, field graphql.CollectedField) (*graphql.FieldContext, error) {
+			return ec.fieldContext_ModelCall_provider(ctx, field)
+		},
+		func(ctx context.Context) (any, error) {
+			return obj.Provider, nil
+		},
+		nil,
+		func(ctx context.Context, selections ast.SelectionSet, v string) graphql.Marshaler {
+			return ec.marshalNString2string(ctx, selections, v)
+		},
+		true,
+		true,
+	)
+}
+func (ec *executionContext) fieldContext_ModelCall_provider(_ context.Context, field graphql.CollectedField) (fc *graphql.FieldContext, err error) {
+	return graphql.NewScalarFieldContext("ModelCall", field, false, false, "String")
+}
+
+func (ec *executionContext) _ModelCall_model(ctx context.Context, field graphql.CollectedField, obj *ent.ModelCall) (ret graphql.Marshaler) {
+	return graphql.ResolveField(
+		ctx,
+		ec.OperationContext,
+		field,
+		func(ctx context.Context, field graphql.CollectedField) (*graphql.FieldContext, error) {
+			return ec.fieldContext_ModelCall_model(ctx, field)
+		},
+		func(ctx context.Context) (any, error) {
+			return obj.Model, nil
+		},
+		nil,
+		func(ctx context.Context, selections ast.SelectionSet, v string) graphql.Marshaler {
+			return ec.marshalNString2string(ctx, selections, v)
+		},
+		true,
+		true,
+	)
+}
+func (ec *executionContext) fieldContext_ModelCall_model(_ context.Context, field graphql.CollectedField) (fc *graphql.FieldContext, err error) {
+	return graphql.NewScalarFieldContext("ModelCall", field, false, false, "String")
+}
+
+func (ec *executionContext) _ModelCall_inputTokens(ctx context.Context, field graphql.CollectedField, obj *ent.ModelCall) (ret graphql.Marshaler) {
+	return graphql.ResolveField(
+		ctx,
+		ec.OperationContext,
+		field,
+		func(ctx context.Context, field graphql.CollectedField) (*graphql.FieldContext, error) {
+			return ec.fieldContext_ModelCall_inputTokens(ctx, field)
+		},
+		func(ctx context.Context) (any, error) {
+			return obj.InputTokens, nil
+		},
+		nil,
+		func(ctx context.Context, selections ast.SelectionSet, v int64) graphql.Marshaler {
+			return ec.marshalNInt2int64(ctx, selections, v)
+		},
+		true,
+		true,
+	)
+}
+func (ec *executionContext) fieldContext_ModelCall_inputTokens(_ context.Context, field graphql.CollectedField) (fc *graphql.FieldContext, err error) {
+	return graphql.NewScalarFieldContext("ModelCall", field, false, false, "Int")
+}
+
+func (ec *executionContext) _ModelCall_cacheReadTokens(ctx context.Context, field graphql.CollectedField, obj *ent.ModelCall) (ret graphql.Marshaler) {
+	return graphql.ResolveField(
+		ctx,
+		ec.OperationContext,
+		field,
+		func(ctx context.Context, field graphql.CollectedField) (*graphql.FieldContext, error) {
+			return ec.fieldContext_ModelCall_cacheReadTokens(ctx, field)
+		},
+		func(ctx context.Context) (any, error) {
+			return obj.CacheReadTokens, nil
+		},
+		nil,
+		func(ctx context.Context, selections ast.SelectionSet, v int64) graphql.Marshaler {
+			return ec.marshalNInt2int64(ctx, selections, v)
+		},
+		true,
+		true,
+	)
+}
+func (ec *executionContext) fieldContext_ModelCall_cacheReadTokens(_ context.Context, field graphql.CollectedField) (fc *graphql.FieldContext, err error) {
+	return graphql.NewScalarFieldContext("ModelCall", field, false, false, "Int")
+}
+
+func (ec *executionContext) _ModelCall_cacheWriteTokens(ctx context.Context, field graphql.CollectedField, obj *ent.ModelCall) (ret graphql.Marshaler) {
+	return graphql.ResolveField(
+		ctx,
+		ec.OperationContext,
+		field,
+		func(ctx context.Context, field graphql.CollectedField) (*graphql.FieldContext, error) {
+			return ec.fieldContext_ModelCall_cacheWriteTokens(ctx, field)
+		},
+		func(ctx context.Context) (any, error) {
+			return obj.CacheWriteTokens, nil
+		},
+		nil,
+		func(ctx context.Context, selections ast.SelectionSet, v int64) graphql.Marshaler {
+			return ec.marshalNInt2int64(ctx, selections, v)
+		},
+		true,
+		true,
+	)
+}
+func (ec *executionContext) fieldContext_ModelCall_cacheWriteTokens(_ context.Context, field graphql.CollectedField) (fc *graphql.FieldContext, err error) {
+	return graphql.NewScalarFieldContext("ModelCall", field, false, false, "Int")
+}
+
+func (ec *executionContext) _ModelCall_outputTokens(ctx context.Context, field graphql.CollectedField, obj *ent.ModelCall) (ret graphql.Marshaler) {
+	return graphql.ResolveField(
+		ctx,
+		ec.OperationContext,
+		field,
+		func(ctx context.Context, field graphql.CollectedField) (*graphql.FieldContext, error) {
+			return ec.fieldContext_ModelCall_outputTokens(ctx, field)
+		},
+		func(ctx context.Context) (any, error) {
+			return obj.OutputTokens, nil
+		},
+		nil,
+		func(ctx context.Context, selections ast.SelectionSet, v int64) graphql.Marshaler {
+			return ec.marshalNInt2int64(ctx, selections, v)
+		},
+		true,
+		true,
+	)
+}
+func (ec *executionContext) fieldContext_ModelCall_outputTokens(_ context.Context, field graphql.CollectedField) (fc *graphql.FieldContext, err error) {
+	return graphql.NewScalarFieldContext("ModelCall", field, false, false, "Int")
+}
+
+func (ec *executionContext) _ModelCall_cost(ctx context.Context, field graphql.CollectedField, obj *ent.ModelCall) (ret graphql.Marshaler) {
+	return graphql.ResolveField(
+		ctx,
+		ec.OperationContext,
+		field,
+		func(ctx context.Context, field graphql.CollectedField) (*graphql.FieldContext, error) {
+			return ec.fieldContext_ModelCall_cost(ctx, field)
+		},
+		func(ctx context.Context) (any, error) {
+			return obj.Cost, nil
+		},
+		nil,
+		func(ctx context.Context, selections ast.SelectionSet, v float64) graphql.Marshaler {
+			return ec.marshalNFloat2float64(ctx, selections, v)
+		},
+		true,
+		true,
+	)
+}
+func (ec *executionContext) fieldContext_ModelCall_cost(_ context.Context, field graphql.CollectedField) (fc *graphql.FieldContext, err error) {
+	return graphql.NewScalarFieldContext("ModelCall", field, false, false, "Float")
+}
+
+func (ec *executionContext) _ModelCall_durationMs(ctx context.Context, field graphql.CollectedField, obj *ent.ModelCall) (ret graphql.Marshaler) {
+	return graphql.ResolveField(
+		ctx,
+		ec.OperationContext,
+		field,
+		func(ctx context.Context, field graphql.CollectedField) (*graphql.FieldContext, error) {
+			return ec.fieldContext_ModelCall_durationMs(ctx, field)
+		},
+		func(ctx context.Context) (any, error) {
+			return obj.DurationMs, nil
+		},
+		nil,
+		func(ctx context.Context, selections ast.SelectionSet, v int64) graphql.Marshaler {
+			return ec.marshalNInt2int64(ctx, selections, v)
+		},
+		true,
+		true,
+	)
+}
+func (ec *executionContext) fieldContext_ModelCall_durationMs(_ context.Context, field graphql.CollectedField) (fc *graphql.FieldContext, err error) {
+	return graphql.NewScalarFieldContext("ModelCall", field, false, false, "Int")
+}
+
+func (ec *executionContext) _ModelCall_startedAt(ctx context.Context, field graphql.CollectedField, obj *ent.ModelCall) (ret graphql.Marshaler) {
+	return graphql.ResolveField(
+		ctx,
+		ec.OperationContext,
+		field,
+		func(ctx context.Context, field graphql.CollectedField) (*graphql.FieldContext, error) {
+			return ec.fieldContext_ModelCall_startedAt(ctx, field)
+		},
+		func(ctx context.Context) (any, error) {
+			return obj.StartedAt, nil
+		},
+		nil,
+		func(ctx context.Context, selections ast.SelectionSet, v time.Time) graphql.Marshaler {
+			return ec.marshalNTime2timeᚐTime(ctx, selections, v)
+		},
+		true,
+		true,
+	)
+}
+func (ec *executionContext) fieldContext_ModelCall_startedAt(_ context.Context, field graphql.CollectedField) (fc *graphql.FieldContext, err error) {
+	return graphql.NewScalarFieldContext("ModelCall", field, false, false, "Time")
 }
 
 func (ec *executionContext) _ModelUsage_model(ctx context.Context, field graphql.CollectedField, obj *model.ModelUsage) (ret graphql.Marshaler) {
@@ -12318,6 +12713,38 @@ func (ec *executionContext) fieldContext_Turn_toolCalls(_ context.Context, field
 		IsResolver: true,
 		Child: func(ctx context.Context, field graphql.CollectedField) (*graphql.FieldContext, error) {
 			return ec.childFields_ToolCall(ctx, field)
+		},
+	}
+	return fc, nil
+}
+
+func (ec *executionContext) _Turn_modelCalls(ctx context.Context, field graphql.CollectedField, obj *ent.Turn) (ret graphql.Marshaler) {
+	return graphql.ResolveField(
+		ctx,
+		ec.OperationContext,
+		field,
+		func(ctx context.Context, field graphql.CollectedField) (*graphql.FieldContext, error) {
+			return ec.fieldContext_Turn_modelCalls(ctx, field)
+		},
+		func(ctx context.Context) (any, error) {
+			return ec.Resolvers.Turn().ModelCalls(ctx, obj)
+		},
+		nil,
+		func(ctx context.Context, selections ast.SelectionSet, v []*ent.ModelCall) graphql.Marshaler {
+			return ec.marshalNModelCall2ᚕᚖgithubᚗcomᚋtoolgateᚋtoolgateᚋentᚐModelCallᚄ(ctx, selections, v)
+		},
+		true,
+		true,
+	)
+}
+func (ec *executionContext) fieldContext_Turn_modelCalls(_ context.Context, field graphql.CollectedField) (fc *graphql.FieldContext, err error) {
+	fc = &graphql.FieldContext{
+		Object:     "Turn",
+		Field:      field,
+		IsMethod:   true,
+		IsResolver: true,
+		Child: func(ctx context.Context, field graphql.CollectedField) (*graphql.FieldContext, error) {
+			return ec.childFields_ModelCall(ctx, field)
 		},
 	}
 	return fc, nil
@@ -17682,6 +18109,89 @@ func (ec *executionContext) _ItemFailure(ctx context.Context, sel ast.SelectionS
 	return out
 }
 
+var modelCallImplementors = []string{"ModelCall"}
+
+func (ec *executionContext) _ModelCall(ctx context.Context, sel ast.SelectionSet, obj *ent.ModelCall) graphql.Marshaler {
+	fields := graphql.CollectFields(ec.OperationContext, sel, modelCallImplementors)
+
+	out := graphql.NewFieldSet(fields)
+	deferred := graphql.NewDeferredGroup(ctx)
+	for i, field := range fields {
+		switch field.Name {
+		case "__typename":
+			out.Values[i] = graphql.MarshalString("ModelCall")
+		case "step":
+			out.Values[i] = ec._ModelCall_step(ctx, field, obj)
+			if out.Values[i] == graphql.Null {
+				out.Invalids++
+			}
+		case "text":
+			out.Values[i] = ec._ModelCall_text(ctx, field, obj)
+			if out.Values[i] == graphql.Null {
+				out.Invalids++
+			}
+		case "provider":
+			out.Values[i] = ec._ModelCall_provider(ctx, field, obj)
+			if out.Values[i] == graphql.Null {
+				out.Invalids++
+			}
+		case "model":
+			out.Values[i] = ec._ModelCall_model(ctx, field, obj)
+			if out.Values[i] == graphql.Null {
+				out.Invalids++
+			}
+		case "inputTokens":
+			out.Values[i] = ec._ModelCall_inputTokens(ctx, field, obj)
+			if out.Values[i] == graphql.Null {
+				out.Invalids++
+			}
+		case "cacheReadTokens":
+			out.Values[i] = ec._ModelCall_cacheReadTokens(ctx, field, obj)
+			if out.Values[i] == graphql.Null {
+				out.Invalids++
+			}
+		case "cacheWriteTokens":
+			out.Values[i] = ec._ModelCall_cacheWriteTokens(ctx, field, obj)
+			if out.Values[i] == graphql.Null {
+				out.Invalids++
+			}
+		case "outputTokens":
+			out.Values[i] = ec._ModelCall_outputTokens(ctx, field, obj)
+			if out.Values[i] == graphql.Null {
+				out.Invalids++
+			}
+		case "cost":
+			out.Values[i] = ec._ModelCall_cost(ctx, field, obj)
+			if out.Values[i] == graphql.Null {
+				out.Invalids++
+			}
+		case "durationMs":
+			out.Values[i] = ec._ModelCall_durationMs(ctx, field, obj)
+			if out.Values[i] == graphql.Null {
+				out.Invalids++
+			}
+		case "startedAt":
+			out.Values[i] = ec._ModelCall_startedAt(ctx, field, obj)
+			if out.Values[i] == graphql.Null {
+				out.Invalids++
+			}
+		default:
+			panic("unknown field " + strconv.Quote(field.Name))
+		}
+	}
+	out.Dispatch(ctx)
+	if out.Invalids > 0 {
+		return graphql.Null
+	}
+
+	if n := len(deferred.Defers); n > 0 {
+		atomic.AddInt32(&ec.Deferred, int32(min(n, math.MaxInt32)))
+		ec.ProcessDeferredGroup(deferred)
+	}
+
+	return out
+}
+
 var modelUsageImplementors = []string{"ModelUsage"}
 
 func (ec *executionContext) _ModelUsage(ctx context.Context, sel ast.SelectionSet, obj *model.ModelUsage) graphql.Marshaler {
@@ -19152,6 +19662,12 @@ func (ec *executionContext) _Turn(ctx context.Context, sel ast.SelectionSet, obj
 				true, true,
 				func(ctx context.Context) graphql.Marshaler {
 					return ec._Turn_toolCalls(ctx, field, obj)
+				})
+		case "modelCalls":
+			out.ResolveConcurrently(ec.OperationContext, &deferred, i,
+				true, true,
+				func(ctx context.Context) graphql.Marshaler {
+					return ec._Turn_modelCalls(ctx, field, obj)
 				})
 		default:
 			panic("unknown field " + strconv.Quote(field.Name))
@@ -20658,6 +21174,30 @@ func (ec *executionContext) marshalNJSONSchema2githubᚗcomᚋtoolgateᚋtoolgat
 		return graphql.Null
 	}
 	return v
+}
+
+func (ec *executionContext) marshalNModelCall2ᚕᚖgithubᚗcomᚋtoolgateᚋtoolgateᚋentᚐModelCallᚄ(ctx context.Context, sel ast.SelectionSet, v []*ent.ModelCall) graphql.Marshaler {
+	ret := graphql.MarshalSliceConcurrently(ctx, len(v), 0, false, func(ctx context.Context, i int) graphql.Marshaler {
+		fc := graphql.GetFieldContext(ctx)
+		fc.Result = &v[i]
+		return ec.marshalNModelCall2ᚖgithubᚗcomᚋtoolgateᚋtoolgateᚋentᚐModelCall(ctx, sel, v[i])
+	})
+
+	for _, e := range ret {
+		if e == graphql.Null {
+			return graphql.Null
+		}
+	}
+
+	return ret
+}
+
+func (ec *executionContext) marshalNModelCall2ᚖgithubᚗcomᚋtoolgateᚋtoolgateᚋentᚐModelCall(ctx context.Context, sel ast.SelectionSet, v *ent.ModelCall) graphql.Marshaler {
+	if v == nil {
+		graphql.AddInvalidNullError(ctx, "ModelCall!")
+		return graphql.Null
+	}
+	return ec._ModelCall(ctx, sel, v)
 }
 
 func (ec *executionContext) marshalNModelUsage2ᚕᚖgithubᚗcomᚋtoolgateᚋtoolgateᚋgraphᚋmodelᚐModelUsageᚄ(ctx context.Context, sel ast.SelectionSet, v []*model.ModelUsage) graphql.Marshaler {

@@ -10,6 +10,7 @@ package loader
 
 import (
 	"context"
+	"fmt"
 	"slices"
 	"sync"
 	"time"
@@ -18,6 +19,7 @@ import (
 	"github.com/graph-gophers/dataloader/v7"
 
 	"github.com/toolgate/toolgate/ent"
+	"github.com/toolgate/toolgate/ent/modelcall"
 	"github.com/toolgate/toolgate/ent/storedresult"
 	"github.com/toolgate/toolgate/ent/task"
 	"github.com/toolgate/toolgate/ent/toolcall"
@@ -31,7 +33,7 @@ const Wait = 2 * time.Millisecond
 type Loaders struct {
 	client *ent.Client
 	mu     sync.Mutex
-	pages  map[int]*pageLoad // by the first turn id of the page
+	pages  map[string]*pageLoad // by kind and the first sibling's id
 
 	// ToolCallsByTurn loads the tool calls of turns, ordered by position.
 	ToolCallsByTurn *dataloader.Loader[int, []*ent.ToolCall]
@@ -39,17 +41,21 @@ type Loaders struct {
 	ResultByID *dataloader.Loader[int, *ent.StoredResult]
 	// TasksByConversation loads conversations' task lists, in order.
 	TasksByConversation *dataloader.Loader[int, []*ent.Task]
+	// ModelCallsByTurn loads turns' model calls, in step order.
+	ModelCallsByTurn *dataloader.Loader[int, []*ent.ModelCall]
 }
 
 // New returns loaders that query through client (the API's scoped client).
 func New(client *ent.Client) *Loaders {
-	l := &Loaders{client: client, pages: map[int]*pageLoad{}}
+	l := &Loaders{client: client, pages: map[string]*pageLoad{}}
 	l.ResultByID = dataloader.NewBatchedLoader(l.resultByID(client),
 		dataloader.WithWait[int, *ent.StoredResult](Wait))
 	l.ToolCallsByTurn = dataloader.NewBatchedLoader(l.toolCallsByTurn(client),
 		dataloader.WithWait[int, []*ent.ToolCall](Wait))
 	l.TasksByConversation = dataloader.NewBatchedLoader(tasksByConversation(client),
 		dataloader.WithWait[int, []*ent.Task](Wait))
+	l.ModelCallsByTurn = dataloader.NewBatchedLoader(modelCallsByTurn(client),
+		dataloader.WithWait[int, []*ent.ModelCall](Wait))
 	return l
 }
 
@@ -70,33 +76,60 @@ type pageLoad struct {
 	err  error
 }
 
+// pageOnce runs load once per page of siblings (keyed by kind and the first
+// sibling's id) and returns its error to every caller of that page.
+func (l *Loaders) pageOnce(kind string, ids []int, load func() error) error {
+	key := fmt.Sprintf("%s:%d", kind, ids[0])
+	l.mu.Lock()
+	p, ok := l.pages[key]
+	if !ok {
+		p = &pageLoad{}
+		l.pages[key] = p
+	}
+	l.mu.Unlock()
+	p.once.Do(func() { p.err = load() })
+	return p.err
+}
+
+// primeAll runs batch for a page of ids and primes loader with the answers.
+func primeAll[V any](ctx context.Context, loader *dataloader.Loader[int, V], batch dataloader.BatchFunc[int, V], ids []int) error {
+	for i, r := range batch(ctx, ids) {
+		if r.Error != nil {
+			return r.Error
+		}
+		loader.Prime(ctx, ids[i], r.Data)
+	}
+	return nil
+}
+
 // ToolCalls returns the tool calls of turn. The first call for a page of
 // turns loads the whole page in one statement and primes the cache; the
 // siblings wait for it and read the cache, so the count of statements does
 // not depend on how the resolvers are scheduled.
 func (l *Loaders) ToolCalls(ctx context.Context, turn *ent.Turn) ([]*ent.ToolCall, error) {
 	if ids := siblingTurns(ctx); len(ids) > 1 {
-		l.mu.Lock()
-		p, ok := l.pages[ids[0]]
-		if !ok {
-			p = &pageLoad{}
-			l.pages[ids[0]] = p
-		}
-		l.mu.Unlock()
-		p.once.Do(func() {
-			for i, r := range l.toolCallsByTurn(l.client)(ctx, ids) {
-				if r.Error != nil {
-					p.err = r.Error
-					return
-				}
-				l.ToolCallsByTurn.Prime(ctx, ids[i], r.Data)
-			}
+		err := l.pageOnce("toolcalls", ids, func() error {
+			return primeAll(ctx, l.ToolCallsByTurn, l.toolCallsByTurn(l.client), ids)
 		})
-		if p.err != nil {
-			return nil, p.err
+		if err != nil {
+			return nil, err
 		}
 	}
 	return l.ToolCallsByTurn.Load(ctx, turn.ID)()
+}
+
+// ModelCalls returns the model calls of turn, in step order, loading those
+// of the turn's whole page in the same statement.
+func (l *Loaders) ModelCalls(ctx context.Context, turn *ent.Turn) ([]*ent.ModelCall, error) {
+	if ids := siblingTurns(ctx); len(ids) > 1 {
+		err := l.pageOnce("modelcalls", ids, func() error {
+			return primeAll(ctx, l.ModelCallsByTurn, modelCallsByTurn(l.client), ids)
+		})
+		if err != nil {
+			return nil, err
+		}
+	}
+	return l.ModelCallsByTurn.Load(ctx, turn.ID)()
 }
 
 // siblingTurns returns the ids of the turns on the page a turn field is
@@ -132,22 +165,7 @@ func (l *Loaders) toolCallsByTurn(client *ent.Client) dataloader.BatchFunc[int, 
 		if err == nil {
 			err = l.primeResults(ctx, client, calls)
 		}
-		out := make([]*dataloader.Result[[]*ent.ToolCall], len(turnIDs))
-		if err != nil {
-			for i := range out {
-				out[i] = &dataloader.Result[[]*ent.ToolCall]{Error: err}
-			}
-			return out
-		}
-		byTurn := make(map[int][]*ent.ToolCall, len(turnIDs))
-		for _, c := range calls {
-			byTurn[c.TurnID] = append(byTurn[c.TurnID], c)
-		}
-		for i, id := range turnIDs {
-			// Never nil: the field is a non-null list.
-			out[i] = &dataloader.Result[[]*ent.ToolCall]{Data: append([]*ent.ToolCall{}, byTurn[id]...)}
-		}
-		return out
+		return group(turnIDs, calls, err, func(c *ent.ToolCall) int { return c.TurnID })
 	}
 }
 
@@ -225,24 +243,11 @@ func (l *Loaders) resultByID(client *ent.Client) dataloader.BatchFunc[int, *ent.
 // conversation of a page loads the lists of the whole page in one statement.
 func (l *Loaders) Tasks(ctx context.Context, conv *ent.Conversation) ([]*ent.Task, error) {
 	if ids := siblingConversations(ctx); len(ids) > 1 {
-		l.mu.Lock()
-		p, ok := l.pages[-ids[0]] // negative keys: conversation pages
-		if !ok {
-			p = &pageLoad{}
-			l.pages[-ids[0]] = p
-		}
-		l.mu.Unlock()
-		p.once.Do(func() {
-			for i, r := range tasksByConversation(l.client)(ctx, ids) {
-				if r.Error != nil {
-					p.err = r.Error
-					return
-				}
-				l.TasksByConversation.Prime(ctx, ids[i], r.Data)
-			}
+		err := l.pageOnce("tasks", ids, func() error {
+			return primeAll(ctx, l.TasksByConversation, tasksByConversation(l.client), ids)
 		})
-		if p.err != nil {
-			return nil, p.err
+		if err != nil {
+			return nil, err
 		}
 	}
 	return l.TasksByConversation.Load(ctx, conv.ID)()
@@ -269,20 +274,35 @@ func tasksByConversation(client *ent.Client) dataloader.BatchFunc[int, []*ent.Ta
 			Where(task.ConversationIDIn(ids...)).
 			Order(ent.Asc(task.FieldConversationID), ent.Asc(task.FieldPosition)).
 			All(ctx)
-		out := make([]*dataloader.Result[[]*ent.Task], len(ids))
-		if err != nil {
-			for i := range out {
-				out[i] = &dataloader.Result[[]*ent.Task]{Error: err}
-			}
-			return out
-		}
-		by := make(map[int][]*ent.Task, len(ids))
-		for _, t := range rows {
-			by[t.ConversationID] = append(by[t.ConversationID], t)
-		}
-		for i, id := range ids {
-			out[i] = &dataloader.Result[[]*ent.Task]{Data: append([]*ent.Task{}, by[id]...)}
+		return group(ids, rows, err, func(t *ent.Task) int { return t.ConversationID })
+	}
+}
+
+func modelCallsByTurn(client *ent.Client) dataloader.BatchFunc[int, []*ent.ModelCall] {
+	return func(ctx context.Context, ids []int) []*dataloader.Result[[]*ent.ModelCall] {
+		rows, err := client.ModelCall.Query().
+			Where(modelcall.TurnIDIn(ids...)).
+			Order(ent.Asc(modelcall.FieldTurnID), ent.Asc(modelcall.FieldStep)).
+			All(ctx)
+		return group(ids, rows, err, func(m *ent.ModelCall) int { return m.TurnID })
+	}
+}
+
+// group aligns rows to keys 1:1, never nil, or gives every key err.
+func group[T any](keys []int, rows []T, err error, key func(T) int) []*dataloader.Result[[]T] {
+	out := make([]*dataloader.Result[[]T], len(keys))
+	if err != nil {
+		for i := range out {
+			out[i] = &dataloader.Result[[]T]{Error: err}
 		}
 		return out
 	}
+	by := make(map[int][]T, len(keys))
+	for _, r := range rows {
+		by[key(r)] = append(by[key(r)], r)
+	}
+	for i, k := range keys {
+		out[i] = &dataloader.Result[[]T]{Data: append([]T{}, by[k]...)}
+	}
+	return out
 }
