@@ -10,7 +10,6 @@ import (
 
 	"github.com/stretchr/testify/require"
 
-	"github.com/toolgate/toolgate/ent"
 	"github.com/toolgate/toolgate/ent/db/dbtest"
 	"github.com/toolgate/toolgate/ent/storedresult"
 	"github.com/toolgate/toolgate/ent/toolcall"
@@ -182,7 +181,6 @@ func (s *scriptedCycle) Complete(_ context.Context, req model.Request) (*model.R
 	return &a, nil
 }
 
-var _ = ent.Asc
 
 // BenchmarkDispatchResolverCall sends one calculator call through the API,
 // as the runtime does: repair and validation, an HTTP POST with the turn's

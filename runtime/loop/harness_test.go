@@ -8,7 +8,6 @@ import (
 	"io"
 	"net/http"
 	"net/http/httptest"
-	"strings"
 	"sync"
 	"testing"
 	"time"
@@ -224,7 +223,6 @@ func lastTool(req model.Request) model.Message {
 
 func each(t *testing.T, f func(t *testing.T, d *db.DB)) { dbtest.Each(t, f) }
 
-var _ = strings.Contains
 
 // mint returns a scope token for a turn, as the runtime mints it.
 func (h *harness) mint(t testing.TB, turnID, convID int, tools []string) string {
