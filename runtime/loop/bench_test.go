@@ -181,7 +181,6 @@ func (s *scriptedCycle) Complete(_ context.Context, req model.Request) (*model.R
 	return &a, nil
 }
 
-
 // BenchmarkDispatchResolverCall sends one calculator call through the API,
 // as the runtime does: repair and validation, an HTTP POST with the turn's
 // scope token, scope check, GraphQL execution, classification. The

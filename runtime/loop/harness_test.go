@@ -223,7 +223,6 @@ func lastTool(req model.Request) model.Message {
 
 func each(t *testing.T, f func(t *testing.T, d *db.DB)) { dbtest.Each(t, f) }
 
-
 // mint returns a scope token for a turn, as the runtime mints it.
 func (h *harness) mint(t testing.TB, turnID, convID int, tools []string) string {
 	t.Helper()
