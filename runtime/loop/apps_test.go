@@ -138,3 +138,32 @@ func TestResumeClaimsOnlyAbandonedTurnsOnce(t *testing.T) {
 		require.Equal(t, turn.StatusCOMPLETED, got.Status)
 	})
 }
+
+func TestResumeClosesCallsLeftInFlight(t *testing.T) {
+	t.Parallel()
+	p := &scripted{answers: []model.Response{{Text: "I'll check before writing again."}}}
+	h := newHarness(t, dbtest.Open(t, dbtest.SQLite), p)
+	conv := h.conversation(t)
+	convID, err := gid.Decode(conv)
+	require.NoError(t, err)
+	ctx := context.Background()
+	// A process stopped after the model asked for a write and before the
+	// write answered.
+	tu := h.client.Turn.Create().SetConversationID(convID).SetNumber(1).SetUserText("save it").SetStartedAt(h.now).SaveX(ctx)
+	h.client.ModelCall.Create().SetTurnID(tu.ID).SetOrganizationID(h.grant.OrganizationID).SetAgentID(1).SetUserID(h.grant.UserID).
+		SetStep(0).SetProvider("scripted").SetModel("gpt-4.1").ExecX(ctx)
+	h.client.ToolCall.Create().SetTurnID(tu.ID).SetPosition(0).SetStep(0).SetCallID("w1").SetName("write_file").
+		SetArguments(`{"files":[{"path":"a.txt","content":"x"}]}`).ExecX(ctx)
+	_, err = h.runner.Resume(ctx)
+	require.NoError(t, err)
+	got := h.wait(t, gid.Encode(tu.ID))
+	require.Equal(t, turn.StatusCOMPLETED, got.Status, got.Error)
+	c := h.calls(t, gid.Encode(tu.ID))[0]
+	require.Equal(t, toolcall.OutcomeERROR, c.Outcome)
+	require.Contains(t, *c.Message, "may or may not have run")
+	// The model heard it, paired with the call it asked for.
+	heard := lastTool(p.request(0))
+	require.Equal(t, "w1", heard.ToolCallID)
+	require.Contains(t, heard.Text, "interrupted")
+	require.True(t, heard.IsError)
+}

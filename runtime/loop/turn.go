@@ -60,6 +60,15 @@ func (t *turnRun) run(ctx context.Context) error {
 			return fmt.Errorf("mark replayed: %w", err)
 		}
 	}
+	// Calls a stopped process left unfinished: nobody knows whether they
+	// ran. Say so, on the record and to the model, rather than guess.
+	err := t.client().ToolCall.Update().
+		Where(toolcall.TurnID(t.turnID), toolcall.OutcomeEQ(toolcall.OutcomePENDING)).
+		SetOutcome(toolcall.OutcomeERROR).SetMessage(interrupted).SetHeard("Error: " + interrupted).
+		SetFinishedAt(t.r.cfg.Now()).Exec(ctx)
+	if err != nil {
+		return fmt.Errorf("close interrupted calls: %w", err)
+	}
 	steps, err := t.history(ctx)
 	if err != nil {
 		return err
@@ -275,6 +284,9 @@ func (t *turnRun) steps(ctx context.Context, turnIDs []int) (map[int][]prompt.St
 	}
 	return out, nil
 }
+
+// interrupted is what a call cut off by a stop is recorded as.
+const interrupted = "interrupted: the runtime stopped while this call was in flight; it may or may not have run"
 
 // callColumns are the tool call columns the history needs, but what the
 // model heard, which can be kilobytes per call.
