@@ -3,6 +3,8 @@ package graph_test
 import (
 	"bytes"
 	"context"
+	"crypto/sha256"
+	"encoding/hex"
 	"encoding/json"
 	"fmt"
 	"io"
@@ -453,4 +455,28 @@ func TestScopeTokenOpensOnlyItsTools(t *testing.T) {
 	require.Equal(t, "NOT_FOUND", r.code(t))
 	// A forged or foreign-signed token is a bad token.
 	require.Equal(t, string(b.do(t, "", `{ viewer { id } }`, nil).Raw), string(b.do(t, "tgs_forged.x", `{ viewer { id } }`, nil).Raw))
+}
+
+func TestAutomaticPersistedQueries(t *testing.T) {
+	t.Parallel()
+	b := setup(t, dbtest.Open(t, dbtest.SQLite))
+	const query = `{ viewer { name } }`
+	sum := sha256.Sum256([]byte(query))
+	ext := map[string]any{"persistedQuery": map[string]any{"version": 1, "sha256Hash": hex.EncodeToString(sum[:])}}
+	post := func(body map[string]any) *response {
+		raw, err := json.Marshal(body)
+		require.NoError(t, err)
+		return b.post(t, b.alice.Token, "application/json", raw)
+	}
+	// The hash alone, before the server has seen the query: ask for it.
+	r := post(map[string]any{"extensions": ext})
+	require.Equal(t, "PersistedQueryNotFound", r.Errors[0].Message)
+	// Hash and query: stored and run.
+	require.Equal(t, "Alice", get(post(map[string]any{"query": query, "extensions": ext}).ok(t), "viewer", "name"))
+	// Then the hash alone is enough.
+	require.Equal(t, "Alice", get(post(map[string]any{"extensions": ext}).ok(t), "viewer", "name"))
+	// A hash that does not match its query is refused.
+	bad := map[string]any{"persistedQuery": map[string]any{"version": 1, "sha256Hash": strings.Repeat("0", 64)}}
+	r = post(map[string]any{"query": query, "extensions": bad})
+	require.NotEmpty(t, r.Errors)
 }
