@@ -480,3 +480,20 @@ func TestAutomaticPersistedQueries(t *testing.T) {
 	r = post(map[string]any{"query": query, "extensions": bad})
 	require.NotEmpty(t, r.Errors)
 }
+
+func TestReadyzFailsWithoutTheDatabase(t *testing.T) {
+	t.Parallel()
+	d := dbtest.Open(t, dbtest.SQLite)
+	srv := httptest.NewServer(graph.NewServer(graph.Config{DB: d}))
+	t.Cleanup(srv.Close)
+	get := func(path string) int {
+		res, err := http.Get(srv.URL + path)
+		require.NoError(t, err)
+		res.Body.Close()
+		return res.StatusCode
+	}
+	require.Equal(t, http.StatusOK, get("/readyz"))
+	require.NoError(t, d.SQL.Close())
+	require.Equal(t, http.StatusServiceUnavailable, get("/readyz"))
+	require.Equal(t, http.StatusOK, get("/healthz"), "alive, though not ready")
+}
