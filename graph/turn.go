@@ -35,15 +35,22 @@ func apiViewer(ctx context.Context) (*auth.Viewer, error) {
 	return v, nil
 }
 
-// startAfterCommit starts the turn once the mutation's transaction has
-// committed, so the loop never reads a turn that is not there yet.
+// startAfterCommit enqueues the turn's job once the mutation's transaction
+// has committed, so the job never reads a turn that is not there yet. An
+// enqueue that fails is logged: the runner's sweep enqueues every RUNNING
+// turn without a job.
 func (r *Resolver) startAfterCommit(ctx context.Context, turnID int) {
 	if r.Runner == nil {
 		return
 	}
+	start := func(ctx context.Context) {
+		if _, err := r.Runner.Start(ctx, turnID); err != nil {
+			r.Log.ErrorContext(ctx, "enqueue turn", "turn", turnID, "err", err)
+		}
+	}
 	tx := ent.TxFromContext(ctx)
 	if tx == nil {
-		r.Runner.Start(turnID)
+		start(ctx)
 		return
 	}
 	tx.OnCommit(func(next ent.Committer) ent.Committer {
@@ -51,7 +58,7 @@ func (r *Resolver) startAfterCommit(ctx context.Context, turnID int) {
 			if err := next.Commit(ctx, tx); err != nil {
 				return err
 			}
-			r.Runner.Start(turnID)
+			start(context.WithoutCancel(ctx))
 			return nil
 		})
 	})
@@ -104,7 +111,6 @@ func (r *Resolver) sendMessage(ctx context.Context, in model.SendMessageInput) (
 	}
 	t, err := c.Turn.Create().
 		SetConversationID(conv.ID).SetNumber(number).SetUserText(text).SetTimeZone(zone).SetStartedAt(now).
-		SetHeartbeatAt(now).
 		Save(ctx)
 	if ent.IsConstraintError(err) {
 		return nil, errTurnBusy
@@ -148,7 +154,7 @@ func (r *Resolver) answerClarification(ctx context.Context, in model.AnswerClari
 	if err := c.ToolCall.UpdateOneID(call.ID).SetHeard(fmt.Sprintf("The user answered: %s", answer)).Exec(ctx); err != nil {
 		return nil, err
 	}
-	t, err = t.Update().SetStatus(turn.StatusRUNNING).SetClarification(&cl).SetHeartbeatAt(time.Now()).Save(ctx)
+	t, err = t.Update().SetStatus(turn.StatusRUNNING).SetClarification(&cl).ClearHeartbeatAt().Save(ctx)
 	if err != nil {
 		return nil, err
 	}

@@ -137,6 +137,10 @@ func serve(ctx context.Context, args []string, stdout, stderr io.Writer, log *sl
 	}
 	errc := make(chan error, 1)
 	go func() { errc <- hs.Serve(ln) }()
+	if err := runner.Open(ctx); err != nil {
+		_ = hs.Close()
+		return err
+	}
 	if n, err := runner.Resume(ctx); err != nil { // includes the demo's first turn
 		log.Error("resume turns", "err", err)
 	} else if n > 0 {
@@ -151,8 +155,8 @@ func serve(ctx context.Context, args []string, stdout, stderr io.Writer, log *sl
 	log.Info("shutting down")
 	shutdownCtx, cancel := context.WithTimeout(context.Background(), 15*time.Second)
 	defer cancel()
-	// Turns stop first and stay RUNNING, to resume at the next start; then
-	// the server drains its requests.
+	// Turns stop first and stay RUNNING, their jobs to be retried; then the
+	// server drains its requests.
 	if err := runner.Close(shutdownCtx); err != nil {
 		log.Warn("turns still stopping", "err", err)
 	}

@@ -149,7 +149,7 @@ func newRunner(ctx context.Context, c runtimeConfig, d *db.DB, dbURL, toolsURL s
 		}
 		bridge = br
 	}
-	runner := loop.New(loop.Config{
+	runner, err := loop.New(loop.Config{
 		Client:     client,
 		Provider:   provider,
 		Signer:     signer,
@@ -160,8 +160,13 @@ func newRunner(ctx context.Context, c runtimeConfig, d *db.DB, dbURL, toolsURL s
 		Tools:      registry.All(),
 		MaxSteps:   c.maxSteps,
 		EncodeID:   graph.EncodeID,
+		Queue:      d.Queue(),
 		Log:        log,
 	})
+	if err != nil {
+		_ = bridge.Close()
+		return nil, nil, nil, nil, err
+	}
 	log.Info("turn runtime", "provider", provider.Name(), "tools", toolsURL)
 	return runner, signer, apps, bridge, nil
 }

@@ -18,6 +18,11 @@ import (
 	_ "github.com/lib/pq"  // registers "postgres"
 	_ "modernc.org/sqlite" // registers "sqlite"
 
+	"github.com/riverqueue/river/riverdriver"
+	"github.com/riverqueue/river/riverdriver/riverdatabasesql"
+	"github.com/riverqueue/river/riverdriver/riversqlite"
+	"github.com/riverqueue/river/rivermigrate"
+
 	"github.com/toolgate/toolgate/ent"
 	"github.com/toolgate/toolgate/ent/migrate"
 )
@@ -120,7 +125,23 @@ func (d *DB) Migrate(ctx context.Context) error {
 	if err := d.Client().Schema.Create(ctx, migrate.WithDropIndex(true)); err != nil {
 		return fmt.Errorf("migrate schema: %w", err)
 	}
+	m, err := rivermigrate.New(d.Queue(), nil)
+	if err != nil {
+		return fmt.Errorf("job queue migrations: %w", err)
+	}
+	if _, err := m.Migrate(ctx, rivermigrate.DirectionUp, nil); err != nil {
+		return fmt.Errorf("migrate job queue: %w", err)
+	}
 	return nil
+}
+
+// Queue returns the River driver for this database: turns run as durable
+// jobs in it, on PostgreSQL and on SQLite alike.
+func (d *DB) Queue() riverdriver.Driver[*sql.Tx] {
+	if d.Dialect == dialect.Postgres {
+		return riverdatabasesql.New(d.SQL)
+	}
+	return riversqlite.New(d.SQL)
 }
 
 var migrating sync.Mutex

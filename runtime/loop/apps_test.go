@@ -105,7 +105,9 @@ func TestResumeClaimsOnlyAbandonedTurnsOnce(t *testing.T) {
 		p := &scripted{answers: []model.Response{{Text: "resumed"}}}
 		h := newHarness(t, d, p)
 		// A second replica over the same database.
-		other := loop.New(h.cfg)
+		other, err := loop.New(h.cfg)
+		require.NoError(t, err)
+		require.NoError(t, other.Open(context.Background()))
 		t.Cleanup(func() { _ = other.Close(context.Background()) })
 		conv := h.conversation(t)
 		convID, err := gid.Decode(conv)

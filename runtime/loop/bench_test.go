@@ -90,7 +90,9 @@ func runTurns(b *testing.B, h *harness, conv string) {
 		n++
 		t := h.client.Turn.Create().SetConversationID(convID).SetNumber(n).SetUserText("go").SetStartedAt(h.now).SaveX(ctx)
 		sub := h.runner.Events().Subscribe(t.ID)
-		h.runner.Start(t.ID)
+		if _, err := h.runner.Start(ctx, t.ID); err != nil {
+			b.Fatal(err)
+		}
 		for e := range sub.C {
 			if e.Kind == "STATUS" {
 				break

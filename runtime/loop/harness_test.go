@@ -71,13 +71,15 @@ func newHarness(t testing.TB, d *db.DB, p model.Provider, opts ...option) *harne
 	builtin.Install(h.disp, h.client)
 	cfg := loop.Config{
 		Client: h.client, Provider: p, Signer: signer, Dispatcher: h.disp, Apps: apps,
-		Tools: registry.All(), Now: func() time.Time { return h.now }, EncodeID: gid.Encode,
+		Tools: registry.All(), Now: func() time.Time { return h.now }, EncodeID: gid.Encode, Queue: d.Queue(),
 	}
 	for _, o := range opts {
 		o(&cfg)
 	}
 	h.cfg = cfg
-	h.runner = loop.New(cfg)
+	h.runner, err = loop.New(cfg)
+	require.NoError(t, err)
+	require.NoError(t, h.runner.Open(context.Background()))
 	t.Cleanup(func() { _ = h.runner.Close(context.Background()) })
 	api = graph.NewServer(graph.Config{DB: d, Signer: signer, Runner: h.runner})
 	return h

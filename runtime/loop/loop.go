@@ -8,13 +8,19 @@ package loop
 
 import (
 	"context"
+	"database/sql"
 	"errors"
 	"fmt"
 	"log/slog"
 	"sync"
 	"time"
 
+	"github.com/riverqueue/river"
+	"github.com/riverqueue/river/riverdriver"
+	"github.com/riverqueue/river/rivertype"
+
 	"github.com/toolgate/toolgate/ent"
+	"github.com/toolgate/toolgate/ent/modelcall"
 	"github.com/toolgate/toolgate/ent/turn"
 	"github.com/toolgate/toolgate/runtime/dispatch"
 	"github.com/toolgate/toolgate/runtime/events"
@@ -53,6 +59,8 @@ type Config struct {
 	Concurrency int
 	// MaxTokens is sent with each model call; 0 leaves it to the provider.
 	MaxTokens int
+	// Queue is the River driver of the database turns run as jobs in.
+	Queue riverdriver.Driver[*sql.Tx]
 	// EncodeID gives a row's id as the API shows it, for the conversationId
 	// of tool operations.
 	EncodeID func(int) string
@@ -60,10 +68,12 @@ type Config struct {
 	Log      *slog.Logger
 }
 
-// Runner runs turns in the background. It owns their goroutines: Close
-// stops them and waits.
+// Runner runs turns as durable jobs in the database's River queue: a
+// turn's job survives a restart and is retried, and any replica's runner
+// may work it. It owns its goroutines: Close stops them and waits.
 type Runner struct {
 	cfg     Config
+	queue   *river.Client[*sql.Tx]
 	base    context.Context
 	stop    context.CancelFunc
 	wg      sync.WaitGroup
@@ -71,8 +81,8 @@ type Runner struct {
 	running map[int]context.CancelFunc
 }
 
-// New returns a Runner.
-func New(cfg Config) *Runner {
+// New returns a Runner; Open starts it working turns.
+func New(cfg Config) (*Runner, error) {
 	if cfg.MaxSteps <= 0 {
 		cfg.MaxSteps = DefaultMaxSteps
 	}
@@ -92,7 +102,40 @@ func New(cfg Config) *Runner {
 		cfg.Prices = price.Default()
 	}
 	base, stop := context.WithCancel(context.Background())
-	return &Runner{cfg: cfg, base: base, stop: stop, running: map[int]context.CancelFunc{}}
+	r := &Runner{cfg: cfg, base: base, stop: stop, running: map[int]context.CancelFunc{}}
+	workers := river.NewWorkers()
+	if err := river.AddWorkerSafely(workers, &turnWorker{r: r}); err != nil {
+		stop()
+		return nil, err
+	}
+	q, err := river.NewClient(cfg.Queue, &river.Config{
+		Queues:  map[string]river.QueueConfig{river.QueueDefault: {MaxWorkers: 100}},
+		Workers: workers,
+		// A turn takes as long as it takes; the step limit bounds it.
+		JobTimeout: -1,
+		// A job whose process died is picked up again; the heartbeat check
+		// in work keeps a live one from running twice.
+		RescueStuckJobsAfter: 5 * time.Minute,
+		// database/sql drivers cannot LISTEN: poll, often.
+		PollOnly:          true,
+		FetchPollInterval: 50 * time.Millisecond,
+		FetchCooldown:     10 * time.Millisecond,
+		Logger:            cfg.Log,
+	})
+	if err != nil {
+		stop()
+		return nil, fmt.Errorf("job queue: %w", err)
+	}
+	r.queue = q
+	return r, nil
+}
+
+// Open starts working turns.
+func (r *Runner) Open(ctx context.Context) error {
+	if err := r.queue.Start(r.base); err != nil {
+		return fmt.Errorf("start job queue: %w", err)
+	}
+	return nil
 }
 
 // ProviderName names the model provider turns run on.
@@ -104,22 +147,97 @@ func (r *Runner) Now() time.Time { return r.cfg.Now() }
 // Events returns the bus the runner publishes on.
 func (r *Runner) Events() *events.Bus { return r.cfg.Events }
 
-// Start runs a stored RUNNING turn in the background. Starting a turn that
-// already runs here does nothing.
-func (r *Runner) Start(turnID int) {
-	r.mu.Lock()
-	defer r.mu.Unlock()
-	if _, ok := r.running[turnID]; ok || r.base.Err() != nil {
-		return
+// TurnArgs is the job that runs a turn from where it stands.
+type TurnArgs struct {
+	TurnID int `json:"turn_id"`
+	// Steps is how many model calls the turn had made when the job was
+	// enqueued: a turn resumed after a clarification gets a new job even
+	// while the job that paused it is still being marked done.
+	Steps int `json:"steps"`
+}
+
+// Kind names the job.
+func (TurnArgs) Kind() string { return "toolgate_turn" }
+
+// InsertOpts keeps one live job per turn and point of progress: a turn
+// enqueued twice (resumed while its job waits, say) runs once.
+func (TurnArgs) InsertOpts() river.InsertOpts {
+	return river.InsertOpts{
+		MaxAttempts: 10,
+		UniqueOpts: river.UniqueOpts{ByArgs: true, ByState: []rivertype.JobState{
+			rivertype.JobStateAvailable, rivertype.JobStatePending, rivertype.JobStateRunning,
+			rivertype.JobStateRetryable, rivertype.JobStateScheduled,
+		}},
 	}
-	ctx, cancel := context.WithCancel(r.base)
+}
+
+type turnWorker struct {
+	river.WorkerDefaults[TurnArgs]
+	r *Runner
+}
+
+// Timeout: none; the step limit bounds a turn.
+func (w *turnWorker) Timeout(*river.Job[TurnArgs]) time.Duration { return -1 }
+
+// Work runs the turn.
+func (w *turnWorker) Work(ctx context.Context, job *river.Job[TurnArgs]) error {
+	return w.r.work(ctx, job.Args.TurnID)
+}
+
+// Start enqueues a stored RUNNING turn. It reports whether a new job was
+// enqueued (false when the turn already has one).
+func (r *Runner) Start(ctx context.Context, turnID int) (bool, error) {
+	steps, err := r.cfg.Client.ModelCall.Query().Where(modelcall.TurnID(turnID)).Count(ctx)
+	if err != nil {
+		return false, fmt.Errorf("count steps: %w", err)
+	}
+	res, err := r.queue.Insert(ctx, TurnArgs{TurnID: turnID, Steps: steps}, nil)
+	if err != nil {
+		return false, fmt.Errorf("enqueue turn: %w", err)
+	}
+	return !res.UniqueSkippedAsDuplicate, nil
+}
+
+// work runs one turn in its job. It first claims the turn with one
+// conditional update of its heartbeat: a turn another live process runs
+// (its heartbeat fresh) waits; a turn that no longer runs needs nothing.
+func (r *Runner) work(jobCtx context.Context, turnID int) error {
+	now := r.cfg.Now()
+	claimed, err := r.cfg.Client.Turn.Update().
+		Where(turn.ID(turnID), turn.StatusEQ(turn.StatusRUNNING),
+			turn.Or(turn.HeartbeatAtIsNil(), turn.HeartbeatAtLT(now.Add(-StaleAfter)))).
+		SetHeartbeatAt(now).Save(jobCtx)
+	if err != nil {
+		return fmt.Errorf("claim turn: %w", err)
+	}
+	if claimed == 0 {
+		live, err := r.cfg.Client.Turn.Query().Where(turn.ID(turnID), turn.StatusEQ(turn.StatusRUNNING)).Exist(jobCtx)
+		if err != nil {
+			return fmt.Errorf("check turn: %w", err)
+		}
+		if live {
+			return river.JobSnooze(StaleAfter)
+		}
+		return nil
+	}
+
+	ctx, cancel := context.WithCancel(jobCtx)
+	defer cancel()
+	r.mu.Lock()
 	r.running[turnID] = cancel
+	r.mu.Unlock()
+	defer func() {
+		r.mu.Lock()
+		delete(r.running, turnID)
+		r.mu.Unlock()
+	}()
 	// A turn cancelled on another replica: its STATUS event arrives over
 	// the bridged bus, and the database says it no longer runs.
 	sub := r.cfg.Events.Subscribe(turnID)
-	r.wg.Add(2)
+	var watch sync.WaitGroup
+	watch.Add(1)
 	go func() {
-		defer r.wg.Done()
+		defer watch.Done()
 		defer sub.Close()
 		beat := time.NewTicker(HeartbeatEvery)
 		defer beat.Stop()
@@ -140,16 +258,20 @@ func (r *Runner) Start(turnID int) {
 			}
 		}
 	}()
-	go func() {
-		defer r.wg.Done()
-		defer func() {
-			r.mu.Lock()
-			delete(r.running, turnID)
-			r.mu.Unlock()
-			cancel()
-		}()
-		r.run(ctx, turnID)
-	}()
+	stopped := r.run(ctx, turnID)
+	cancel()
+	watch.Wait()
+	// Whoever runs the turn next (a resume after a clarification, a retry
+	// after a stop) claims it at once.
+	err = r.cfg.Client.Turn.UpdateOneID(turnID).ClearHeartbeatAt().Exec(context.WithoutCancel(jobCtx))
+	if err != nil {
+		return fmt.Errorf("release turn: %w", err)
+	}
+	if stopped {
+		// Left RUNNING by a stop: the job's retry resumes it.
+		return errStopped
+	}
+	return nil
 }
 
 // heartbeat says this process still runs the turn.
@@ -186,16 +308,12 @@ func (r *Runner) Running(turnID int) bool {
 	return ok
 }
 
-// Close stops every turn and waits for them, or for ctx. Stopped turns stay
-// RUNNING in the database and resume at the next Resume.
+// Close stops working turns and waits, or gives up when ctx ends. Turns
+// that were running stay RUNNING; their jobs are retried, here after a
+// restart or by another replica.
 func (r *Runner) Close(ctx context.Context) error {
-	r.mu.Lock()
-	ids := make([]int, 0, len(r.running))
-	for id := range r.running {
-		ids = append(ids, id)
-	}
-	r.mu.Unlock()
 	r.stop()
+	err := r.queue.StopAndCancel(ctx)
 	done := make(chan struct{})
 	go func() { r.wg.Wait(); close(done) }()
 	select {
@@ -203,17 +321,7 @@ func (r *Runner) Close(ctx context.Context) error {
 	case <-ctx.Done():
 		return ctx.Err()
 	}
-	// Let the next process resume them at once rather than after
-	// StaleAfter.
-	if len(ids) > 0 {
-		err := r.cfg.Client.Turn.Update().
-			Where(turn.IDIn(ids...), turn.StatusEQ(turn.StatusRUNNING)).
-			ClearHeartbeatAt().Exec(ctx)
-		if err != nil {
-			return fmt.Errorf("release turns: %w", err)
-		}
-	}
-	return nil
+	return err
 }
 
 // Heartbeat timing: a running turn's process refreshes its heartbeat every
@@ -224,29 +332,24 @@ const (
 	StaleAfter     = 2 * time.Minute
 )
 
-// Resume starts the turns left RUNNING whose process is gone: no
-// heartbeat, or a stale one. Each is claimed with one conditional update,
-// so of several replicas resuming at once exactly one runs it.
+// Resume enqueues the turns left RUNNING whose process is gone (no
+// heartbeat, or a stale one) and that have no live job, such as a turn
+// whose enqueue was lost. It returns how many it enqueued.
 func (r *Runner) Resume(ctx context.Context) (int, error) {
-	ids, err := r.cfg.Client.Turn.Query().Where(turn.StatusEQ(turn.StatusRUNNING)).IDs(ctx)
+	ids, err := r.cfg.Client.Turn.Query().
+		Where(turn.StatusEQ(turn.StatusRUNNING),
+			turn.Or(turn.HeartbeatAtIsNil(), turn.HeartbeatAtLT(r.cfg.Now().Add(-StaleAfter)))).
+		IDs(ctx)
 	if err != nil {
 		return 0, fmt.Errorf("find running turns: %w", err)
 	}
 	n := 0
 	for _, id := range ids {
-		if r.Running(id) {
-			continue
-		}
-		now := r.cfg.Now()
-		claimed, err := r.cfg.Client.Turn.Update().
-			Where(turn.ID(id), turn.StatusEQ(turn.StatusRUNNING),
-				turn.Or(turn.HeartbeatAtIsNil(), turn.HeartbeatAtLT(now.Add(-StaleAfter)))).
-			SetHeartbeatAt(now).Save(ctx)
+		added, err := r.Start(ctx, id)
 		if err != nil {
-			return n, fmt.Errorf("claim turn: %w", err)
+			return n, err
 		}
-		if claimed == 1 {
-			r.Start(id)
+		if added {
 			n++
 		}
 	}
@@ -291,17 +394,21 @@ func (r *Runner) Prompt(ctx context.Context, turnID int) (model.Request, error) 
 // errStopped means the runner is closing: the turn stays RUNNING.
 var errStopped = errors.New("runner stopped")
 
-func (r *Runner) run(ctx context.Context, turnID int) {
+// run runs the turn and records how it ended. It reports whether the turn
+// was left RUNNING because the runner is stopping.
+func (r *Runner) run(ctx context.Context, turnID int) (stopped bool) {
 	t := &turnRun{r: r, turnID: turnID, log: r.cfg.Log.With("turn", turnID)}
 	err := t.run(ctx)
 	switch {
 	case err == nil:
 	case errors.Is(err, errStopped) || (r.base.Err() != nil && ctx.Err() != nil):
 		t.log.Info("turn left running for resume", "reason", "shutdown")
+		return true
 	case ctx.Err() != nil:
 		t.finish(turn.StatusCANCELLED, nil, "cancelled")
 	default:
 		t.log.Error("turn failed", "err", err)
 		t.finish(turn.StatusFAILED, nil, err.Error())
 	}
+	return false
 }
