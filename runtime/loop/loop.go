@@ -184,6 +184,13 @@ func (w *turnWorker) Work(ctx context.Context, job *river.Job[TurnArgs]) error {
 	return w.r.work(ctx, job.Args.TurnID)
 }
 
+// RunTurn runs a stored RUNNING turn in the caller's goroutine, exactly as
+// its job would, and returns when it ends or pauses. Benchmarks use it to
+// measure the loop without the queue's polling.
+func (r *Runner) RunTurn(ctx context.Context, turnID int) error {
+	return r.work(ctx, turnID)
+}
+
 // Start enqueues a stored RUNNING turn. It reports whether a new job was
 // enqueued (false when the turn already has one).
 func (r *Runner) Start(ctx context.Context, turnID int) (bool, error) {
