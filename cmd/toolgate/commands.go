@@ -137,7 +137,7 @@ func serve(ctx context.Context, args []string, stdout, stderr io.Writer, log *sl
 	}
 	errc := make(chan error, 1)
 	go func() { errc <- hs.Serve(ln) }()
-	if err := runner.Open(ctx); err != nil {
+	if err := runner.Open(); err != nil {
 		_ = hs.Close()
 		return err
 	}

@@ -107,7 +107,7 @@ func TestResumeClaimsOnlyAbandonedTurnsOnce(t *testing.T) {
 		// A second replica over the same database.
 		other, err := loop.New(h.cfg)
 		require.NoError(t, err)
-		require.NoError(t, other.Open(context.Background()))
+		require.NoError(t, other.Open())
 		t.Cleanup(func() { _ = other.Close(context.Background()) })
 		conv := h.conversation(t)
 		convID, err := gid.Decode(conv)

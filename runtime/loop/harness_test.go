@@ -79,7 +79,7 @@ func newHarness(t testing.TB, d *db.DB, p model.Provider, opts ...option) *harne
 	h.cfg = cfg
 	h.runner, err = loop.New(cfg)
 	require.NoError(t, err)
-	require.NoError(t, h.runner.Open(context.Background()))
+	require.NoError(t, h.runner.Open())
 	t.Cleanup(func() { _ = h.runner.Close(context.Background()) })
 	api = graph.NewServer(graph.Config{DB: d, Signer: signer, Runner: h.runner})
 	return h

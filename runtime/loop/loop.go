@@ -130,8 +130,8 @@ func New(cfg Config) (*Runner, error) {
 	return r, nil
 }
 
-// Open starts working turns.
-func (r *Runner) Open(ctx context.Context) error {
+// Open starts working turns, until Close.
+func (r *Runner) Open() error {
 	if err := r.queue.Start(r.base); err != nil {
 		return fmt.Errorf("start job queue: %w", err)
 	}
