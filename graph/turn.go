@@ -324,8 +324,9 @@ func (r *Resolver) usage(ctx context.Context, month *string) (*model.Usage, erro
 	if err != nil {
 		return nil, err
 	}
+	agentByID := byID(agents, func(a *ent.Agent) int { return a.ID })
 	for _, a := range byAgent {
-		out.ByAgent = append(out.ByAgent, &model.AgentUsage{Agent: find(agents, a.AgentID), InputTokens: int(a.Input),
+		out.ByAgent = append(out.ByAgent, &model.AgentUsage{Agent: agentByID[a.AgentID], InputTokens: int(a.Input),
 			CacheReadTokens: int(a.CacheRead), CacheWriteTokens: int(a.CacheWrite), OutputTokens: int(a.Output), Cost: a.Cost, ModelCalls: int(a.Calls)})
 	}
 	byUser, err := group(modelcall.FieldUserID)
@@ -340,8 +341,9 @@ func (r *Resolver) usage(ctx context.Context, month *string) (*model.Usage, erro
 	if err != nil {
 		return nil, err
 	}
+	userByID := byID(users, func(u *ent.User) int { return u.ID })
 	for _, u := range byUser {
-		out.ByUser = append(out.ByUser, &model.UserUsage{User: find(users, u.UserID), InputTokens: int(u.Input),
+		out.ByUser = append(out.ByUser, &model.UserUsage{User: userByID[u.UserID], InputTokens: int(u.Input),
 			CacheReadTokens: int(u.CacheRead), CacheWriteTokens: int(u.CacheWrite), OutputTokens: int(u.Output), Cost: u.Cost, ModelCalls: int(u.Calls)})
 	}
 	return out, nil
@@ -360,22 +362,11 @@ type usageRow struct {
 	Calls      int64   `json:"calls"`
 }
 
-// find returns the node with id, or nil when it is out of reach.
-func find[N interface{ *ent.Agent | *ent.User }](nodes []N, id int) N {
+// byID indexes nodes by id; an id out of the caller's reach maps to nil.
+func byID[N any](nodes []N, id func(N) int) map[int]N {
+	m := make(map[int]N, len(nodes))
 	for _, n := range nodes {
-		if nodeID(n) == id {
-			return n
-		}
+		m[id(n)] = n
 	}
-	return nil
-}
-
-func nodeID(n any) int {
-	switch x := n.(type) {
-	case *ent.Agent:
-		return x.ID
-	case *ent.User:
-		return x.ID
-	}
-	return 0
+	return m
 }

@@ -24,6 +24,19 @@ func databaseFlag(fs *flag.FlagSet) *string {
 		"postgres://… for PostgreSQL, sqlite://PATH or file:PATH for SQLite (env DATABASE_URL; default SQLite file "+db.DefaultPath+")")
 }
 
+// openMigrated opens the database and brings its schema up to date.
+func openMigrated(ctx context.Context, url string) (*db.DB, error) {
+	d, err := db.Open(ctx, url)
+	if err != nil {
+		return nil, err
+	}
+	if err := d.Migrate(ctx); err != nil {
+		_ = d.Close()
+		return nil, err
+	}
+	return d, nil
+}
+
 func migrate(ctx context.Context, args []string, stdout, stderr io.Writer) error {
 	fs := flag.NewFlagSet("migrate", flag.ContinueOnError)
 	fs.SetOutput(stderr)
@@ -31,14 +44,11 @@ func migrate(ctx context.Context, args []string, stdout, stderr io.Writer) error
 	if err := fs.Parse(args); err != nil {
 		return err
 	}
-	d, err := db.Open(ctx, *dbURL)
+	d, err := openMigrated(ctx, *dbURL)
 	if err != nil {
 		return err
 	}
 	defer d.Close()
-	if err := d.Migrate(ctx); err != nil {
-		return err
-	}
 	fmt.Fprintln(stdout, "schema up to date")
 	return nil
 }
@@ -56,14 +66,11 @@ func bootstrap(ctx context.Context, args []string, stdout, stderr io.Writer) err
 	if strings.TrimSpace(*org) == "" || strings.TrimSpace(*user) == "" {
 		return errors.New("bootstrap needs --org and --user")
 	}
-	d, err := db.Open(ctx, *dbURL)
+	d, err := openMigrated(ctx, *dbURL)
 	if err != nil {
 		return err
 	}
 	defer d.Close()
-	if err := d.Migrate(ctx); err != nil {
-		return err
-	}
 	g, err := auth.Bootstrap(ctx, d.Client(), strings.TrimSpace(*org), strings.TrimSpace(*user), strings.TrimSpace(*dept))
 	if err != nil {
 		return err
@@ -91,14 +98,11 @@ func serve(ctx context.Context, args []string, stdout, stderr io.Writer, log *sl
 	if err := fs.Parse(args); err != nil {
 		return err
 	}
-	d, err := db.Open(ctx, *dbURL)
+	d, err := openMigrated(ctx, *dbURL)
 	if err != nil {
 		return err
 	}
 	defer d.Close()
-	if err := d.Migrate(ctx); err != nil {
-		return err
-	}
 	ln, err := net.Listen("tcp", *addr)
 	if err != nil {
 		return fmt.Errorf("listen: %w", err)

@@ -161,6 +161,7 @@ func (l *Loaders) toolCallsByTurn(client *ent.Client) dataloader.BatchFunc[int, 
 		calls, err := client.ToolCall.Query().
 			Where(toolcall.TurnIDIn(turnIDs...)).
 			Order(ent.Asc(toolcall.FieldTurnID), ent.Asc(toolcall.FieldPosition)).
+			Select(callColumns...).
 			All(ctx)
 		if err == nil {
 			err = l.primeResults(ctx, client, calls)
@@ -203,6 +204,12 @@ func wantsResults(ctx context.Context) bool {
 	}
 	return slices.Contains(graphql.CollectAllFields(ctx), "result")
 }
+
+// callColumns are every tool-call column but what the model heard, which
+// can be thousands of characters a call and no field returns.
+var callColumns = slices.DeleteFunc(slices.Clone(toolcall.Columns), func(c string) bool {
+	return c == toolcall.FieldHeard
+})
 
 // resultColumns are every stored-result column but the content, which can
 // be megabytes and is read only through readToolResult.
