@@ -153,7 +153,9 @@ func (_c *AgentCreate) Mutation() *AgentMutation {
 
 // Save creates the Agent in the database.
 func (_c *AgentCreate) Save(ctx context.Context) (*Agent, error) {
-	_c.defaults()
+	if err := _c.defaults(); err != nil {
+		return nil, err
+	}
 	return withHooks(ctx, _c.sqlSave, _c.mutation, _c.hooks)
 }
 
@@ -180,12 +182,18 @@ func (_c *AgentCreate) ExecX(ctx context.Context) {
 }
 
 // defaults sets the default values of the builder before save.
-func (_c *AgentCreate) defaults() {
+func (_c *AgentCreate) defaults() error {
 	if _, ok := _c.mutation.CreatedAt(); !ok {
+		if agent.DefaultCreatedAt == nil {
+			return fmt.Errorf("ent: uninitialized agent.DefaultCreatedAt (forgotten import ent/runtime?)")
+		}
 		v := agent.DefaultCreatedAt()
 		_c.mutation.SetCreatedAt(v)
 	}
 	if _, ok := _c.mutation.UpdatedAt(); !ok {
+		if agent.DefaultUpdatedAt == nil {
+			return fmt.Errorf("ent: uninitialized agent.DefaultUpdatedAt (forgotten import ent/runtime?)")
+		}
 		v := agent.DefaultUpdatedAt()
 		_c.mutation.SetUpdatedAt(v)
 	}
@@ -209,6 +217,7 @@ func (_c *AgentCreate) defaults() {
 		v := agent.DefaultPastConversationSearch
 		_c.mutation.SetPastConversationSearch(v)
 	}
+	return nil
 }
 
 // check runs all checks and user-defined validators on the builder.

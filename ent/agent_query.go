@@ -5,6 +5,7 @@ package ent
 import (
 	"context"
 	"database/sql/driver"
+	"errors"
 	"fmt"
 	"math"
 
@@ -402,6 +403,12 @@ func (_q *AgentQuery) prepareQuery(ctx context.Context) error {
 			return err
 		}
 		_q.sql = prev
+	}
+	if agent.Policy == nil {
+		return errors.New("ent: uninitialized agent.Policy (forgotten import ent/runtime?)")
+	}
+	if err := agent.Policy.EvalQuery(ctx, _q); err != nil {
+		return err
 	}
 	return nil
 }

@@ -161,7 +161,9 @@ func (_u *AgentUpdate) RemoveConversations(v ...*Conversation) *AgentUpdate {
 
 // Save executes the query and returns the number of nodes affected by the update operation.
 func (_u *AgentUpdate) Save(ctx context.Context) (int, error) {
-	_u.defaults()
+	if err := _u.defaults(); err != nil {
+		return 0, err
+	}
 	return withHooks(ctx, _u.sqlSave, _u.mutation, _u.hooks)
 }
 
@@ -188,11 +190,15 @@ func (_u *AgentUpdate) ExecX(ctx context.Context) {
 }
 
 // defaults sets the default values of the builder before save.
-func (_u *AgentUpdate) defaults() {
+func (_u *AgentUpdate) defaults() error {
 	if _, ok := _u.mutation.UpdatedAt(); !ok {
+		if agent.UpdateDefaultUpdatedAt == nil {
+			return fmt.Errorf("ent: uninitialized agent.UpdateDefaultUpdatedAt (forgotten import ent/runtime?)")
+		}
 		v := agent.UpdateDefaultUpdatedAt()
 		_u.mutation.SetUpdatedAt(v)
 	}
+	return nil
 }
 
 // check runs all checks and user-defined validators on the builder.
@@ -460,7 +466,9 @@ func (_u *AgentUpdateOne) Select(field string, fields ...string) *AgentUpdateOne
 
 // Save executes the query and returns the updated Agent entity.
 func (_u *AgentUpdateOne) Save(ctx context.Context) (*Agent, error) {
-	_u.defaults()
+	if err := _u.defaults(); err != nil {
+		return nil, err
+	}
 	return withHooks(ctx, _u.sqlSave, _u.mutation, _u.hooks)
 }
 
@@ -487,11 +495,15 @@ func (_u *AgentUpdateOne) ExecX(ctx context.Context) {
 }
 
 // defaults sets the default values of the builder before save.
-func (_u *AgentUpdateOne) defaults() {
+func (_u *AgentUpdateOne) defaults() error {
 	if _, ok := _u.mutation.UpdatedAt(); !ok {
+		if agent.UpdateDefaultUpdatedAt == nil {
+			return fmt.Errorf("ent: uninitialized agent.UpdateDefaultUpdatedAt (forgotten import ent/runtime?)")
+		}
 		v := agent.UpdateDefaultUpdatedAt()
 		_u.mutation.SetUpdatedAt(v)
 	}
+	return nil
 }
 
 // check runs all checks and user-defined validators on the builder.

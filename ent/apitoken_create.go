@@ -123,7 +123,9 @@ func (_c *APITokenCreate) Mutation() *APITokenMutation {
 
 // Save creates the APIToken in the database.
 func (_c *APITokenCreate) Save(ctx context.Context) (*APIToken, error) {
-	_c.defaults()
+	if err := _c.defaults(); err != nil {
+		return nil, err
+	}
 	return withHooks(ctx, _c.sqlSave, _c.mutation, _c.hooks)
 }
 
@@ -150,12 +152,18 @@ func (_c *APITokenCreate) ExecX(ctx context.Context) {
 }
 
 // defaults sets the default values of the builder before save.
-func (_c *APITokenCreate) defaults() {
+func (_c *APITokenCreate) defaults() error {
 	if _, ok := _c.mutation.CreatedAt(); !ok {
+		if apitoken.DefaultCreatedAt == nil {
+			return fmt.Errorf("ent: uninitialized apitoken.DefaultCreatedAt (forgotten import ent/runtime?)")
+		}
 		v := apitoken.DefaultCreatedAt()
 		_c.mutation.SetCreatedAt(v)
 	}
 	if _, ok := _c.mutation.UpdatedAt(); !ok {
+		if apitoken.DefaultUpdatedAt == nil {
+			return fmt.Errorf("ent: uninitialized apitoken.DefaultUpdatedAt (forgotten import ent/runtime?)")
+		}
 		v := apitoken.DefaultUpdatedAt()
 		_c.mutation.SetUpdatedAt(v)
 	}
@@ -163,6 +171,7 @@ func (_c *APITokenCreate) defaults() {
 		v := apitoken.DefaultName
 		_c.mutation.SetName(v)
 	}
+	return nil
 }
 
 // check runs all checks and user-defined validators on the builder.

@@ -87,7 +87,9 @@ func (_c *ApplicationCreate) Mutation() *ApplicationMutation {
 
 // Save creates the Application in the database.
 func (_c *ApplicationCreate) Save(ctx context.Context) (*Application, error) {
-	_c.defaults()
+	if err := _c.defaults(); err != nil {
+		return nil, err
+	}
 	return withHooks(ctx, _c.sqlSave, _c.mutation, _c.hooks)
 }
 
@@ -114,12 +116,18 @@ func (_c *ApplicationCreate) ExecX(ctx context.Context) {
 }
 
 // defaults sets the default values of the builder before save.
-func (_c *ApplicationCreate) defaults() {
+func (_c *ApplicationCreate) defaults() error {
 	if _, ok := _c.mutation.CreatedAt(); !ok {
+		if application.DefaultCreatedAt == nil {
+			return fmt.Errorf("ent: uninitialized application.DefaultCreatedAt (forgotten import ent/runtime?)")
+		}
 		v := application.DefaultCreatedAt()
 		_c.mutation.SetCreatedAt(v)
 	}
 	if _, ok := _c.mutation.UpdatedAt(); !ok {
+		if application.DefaultUpdatedAt == nil {
+			return fmt.Errorf("ent: uninitialized application.DefaultUpdatedAt (forgotten import ent/runtime?)")
+		}
 		v := application.DefaultUpdatedAt()
 		_c.mutation.SetUpdatedAt(v)
 	}
@@ -127,6 +135,7 @@ func (_c *ApplicationCreate) defaults() {
 		v := application.DefaultAllowedTools
 		_c.mutation.SetAllowedTools(v)
 	}
+	return nil
 }
 
 // check runs all checks and user-defined validators on the builder.

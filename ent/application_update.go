@@ -82,7 +82,9 @@ func (_u *ApplicationUpdate) Mutation() *ApplicationMutation {
 
 // Save executes the query and returns the number of nodes affected by the update operation.
 func (_u *ApplicationUpdate) Save(ctx context.Context) (int, error) {
-	_u.defaults()
+	if err := _u.defaults(); err != nil {
+		return 0, err
+	}
 	return withHooks(ctx, _u.sqlSave, _u.mutation, _u.hooks)
 }
 
@@ -109,11 +111,15 @@ func (_u *ApplicationUpdate) ExecX(ctx context.Context) {
 }
 
 // defaults sets the default values of the builder before save.
-func (_u *ApplicationUpdate) defaults() {
+func (_u *ApplicationUpdate) defaults() error {
 	if _, ok := _u.mutation.UpdatedAt(); !ok {
+		if application.UpdateDefaultUpdatedAt == nil {
+			return fmt.Errorf("ent: uninitialized application.UpdateDefaultUpdatedAt (forgotten import ent/runtime?)")
+		}
 		v := application.UpdateDefaultUpdatedAt()
 		_u.mutation.SetUpdatedAt(v)
 	}
+	return nil
 }
 
 // check runs all checks and user-defined validators on the builder.
@@ -249,7 +255,9 @@ func (_u *ApplicationUpdateOne) Select(field string, fields ...string) *Applicat
 
 // Save executes the query and returns the updated Application entity.
 func (_u *ApplicationUpdateOne) Save(ctx context.Context) (*Application, error) {
-	_u.defaults()
+	if err := _u.defaults(); err != nil {
+		return nil, err
+	}
 	return withHooks(ctx, _u.sqlSave, _u.mutation, _u.hooks)
 }
 
@@ -276,11 +284,15 @@ func (_u *ApplicationUpdateOne) ExecX(ctx context.Context) {
 }
 
 // defaults sets the default values of the builder before save.
-func (_u *ApplicationUpdateOne) defaults() {
+func (_u *ApplicationUpdateOne) defaults() error {
 	if _, ok := _u.mutation.UpdatedAt(); !ok {
+		if application.UpdateDefaultUpdatedAt == nil {
+			return fmt.Errorf("ent: uninitialized application.UpdateDefaultUpdatedAt (forgotten import ent/runtime?)")
+		}
 		v := application.UpdateDefaultUpdatedAt()
 		_u.mutation.SetUpdatedAt(v)
 	}
+	return nil
 }
 
 // check runs all checks and user-defined validators on the builder.

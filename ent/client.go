@@ -431,7 +431,8 @@ func (c *APITokenClient) QueryUser(_m *APIToken) *UserQuery {
 
 // Hooks returns the client hooks.
 func (c *APITokenClient) Hooks() []Hook {
-	return c.hooks.APIToken
+	hooks := c.hooks.APIToken
+	return append(hooks[:len(hooks):len(hooks)], apitoken.Hooks[:]...)
 }
 
 // Interceptors returns the client interceptors.
@@ -596,7 +597,8 @@ func (c *AgentClient) QueryConversations(_m *Agent) *ConversationQuery {
 
 // Hooks returns the client hooks.
 func (c *AgentClient) Hooks() []Hook {
-	return c.hooks.Agent
+	hooks := c.hooks.Agent
+	return append(hooks[:len(hooks):len(hooks)], agent.Hooks[:]...)
 }
 
 // Interceptors returns the client interceptors.
@@ -745,7 +747,8 @@ func (c *ApplicationClient) QueryOrganization(_m *Application) *OrganizationQuer
 
 // Hooks returns the client hooks.
 func (c *ApplicationClient) Hooks() []Hook {
-	return c.hooks.Application
+	hooks := c.hooks.Application
+	return append(hooks[:len(hooks):len(hooks)], application.Hooks[:]...)
 }
 
 // Interceptors returns the client interceptors.
@@ -958,7 +961,8 @@ func (c *ConversationClient) QueryResults(_m *Conversation) *StoredResultQuery {
 
 // Hooks returns the client hooks.
 func (c *ConversationClient) Hooks() []Hook {
-	return c.hooks.Conversation
+	hooks := c.hooks.Conversation
+	return append(hooks[:len(hooks):len(hooks)], conversation.Hooks[:]...)
 }
 
 // Interceptors returns the client interceptors.
@@ -1107,7 +1111,8 @@ func (c *ModelCallClient) QueryTurn(_m *ModelCall) *TurnQuery {
 
 // Hooks returns the client hooks.
 func (c *ModelCallClient) Hooks() []Hook {
-	return c.hooks.ModelCall
+	hooks := c.hooks.ModelCall
+	return append(hooks[:len(hooks):len(hooks)], modelcall.Hooks[:]...)
 }
 
 // Interceptors returns the client interceptors.
@@ -1304,7 +1309,8 @@ func (c *OrganizationClient) QueryConversations(_m *Organization) *ConversationQ
 
 // Hooks returns the client hooks.
 func (c *OrganizationClient) Hooks() []Hook {
-	return c.hooks.Organization
+	hooks := c.hooks.Organization
+	return append(hooks[:len(hooks):len(hooks)], organization.Hooks[:]...)
 }
 
 // Interceptors returns the client interceptors.
@@ -1437,7 +1443,8 @@ func (c *SettingClient) GetX(ctx context.Context, id int) *Setting {
 
 // Hooks returns the client hooks.
 func (c *SettingClient) Hooks() []Hook {
-	return c.hooks.Setting
+	hooks := c.hooks.Setting
+	return append(hooks[:len(hooks):len(hooks)], setting.Hooks[:]...)
 }
 
 // Interceptors returns the client interceptors.
@@ -1602,7 +1609,8 @@ func (c *StoredResultClient) QueryToolCall(_m *StoredResult) *ToolCallQuery {
 
 // Hooks returns the client hooks.
 func (c *StoredResultClient) Hooks() []Hook {
-	return c.hooks.StoredResult
+	hooks := c.hooks.StoredResult
+	return append(hooks[:len(hooks):len(hooks)], storedresult.Hooks[:]...)
 }
 
 // Interceptors returns the client interceptors.
@@ -1735,7 +1743,8 @@ func (c *TaskClient) GetX(ctx context.Context, id int) *Task {
 
 // Hooks returns the client hooks.
 func (c *TaskClient) Hooks() []Hook {
-	return c.hooks.Task
+	hooks := c.hooks.Task
+	return append(hooks[:len(hooks):len(hooks)], task.Hooks[:]...)
 }
 
 // Interceptors returns the client interceptors.
@@ -1900,7 +1909,8 @@ func (c *ToolCallClient) QueryResult(_m *ToolCall) *StoredResultQuery {
 
 // Hooks returns the client hooks.
 func (c *ToolCallClient) Hooks() []Hook {
-	return c.hooks.ToolCall
+	hooks := c.hooks.ToolCall
+	return append(hooks[:len(hooks):len(hooks)], toolcall.Hooks[:]...)
 }
 
 // Interceptors returns the client interceptors.
@@ -2081,7 +2091,8 @@ func (c *TurnClient) QueryModelCalls(_m *Turn) *ModelCallQuery {
 
 // Hooks returns the client hooks.
 func (c *TurnClient) Hooks() []Hook {
-	return c.hooks.Turn
+	hooks := c.hooks.Turn
+	return append(hooks[:len(hooks):len(hooks)], turn.Hooks[:]...)
 }
 
 // Interceptors returns the client interceptors.
@@ -2262,7 +2273,8 @@ func (c *UserClient) QueryConversations(_m *User) *ConversationQuery {
 
 // Hooks returns the client hooks.
 func (c *UserClient) Hooks() []Hook {
-	return c.hooks.User
+	hooks := c.hooks.User
+	return append(hooks[:len(hooks):len(hooks)], user.Hooks[:]...)
 }
 
 // Interceptors returns the client interceptors.
@@ -2395,7 +2407,8 @@ func (c *WorkspaceFileClient) GetX(ctx context.Context, id int) *WorkspaceFile {
 
 // Hooks returns the client hooks.
 func (c *WorkspaceFileClient) Hooks() []Hook {
-	return c.hooks.WorkspaceFile
+	hooks := c.hooks.WorkspaceFile
+	return append(hooks[:len(hooks):len(hooks)], workspacefile.Hooks[:]...)
 }
 
 // Interceptors returns the client interceptors.

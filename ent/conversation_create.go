@@ -139,7 +139,9 @@ func (_c *ConversationCreate) Mutation() *ConversationMutation {
 
 // Save creates the Conversation in the database.
 func (_c *ConversationCreate) Save(ctx context.Context) (*Conversation, error) {
-	_c.defaults()
+	if err := _c.defaults(); err != nil {
+		return nil, err
+	}
 	return withHooks(ctx, _c.sqlSave, _c.mutation, _c.hooks)
 }
 
@@ -166,15 +168,22 @@ func (_c *ConversationCreate) ExecX(ctx context.Context) {
 }
 
 // defaults sets the default values of the builder before save.
-func (_c *ConversationCreate) defaults() {
+func (_c *ConversationCreate) defaults() error {
 	if _, ok := _c.mutation.CreatedAt(); !ok {
+		if conversation.DefaultCreatedAt == nil {
+			return fmt.Errorf("ent: uninitialized conversation.DefaultCreatedAt (forgotten import ent/runtime?)")
+		}
 		v := conversation.DefaultCreatedAt()
 		_c.mutation.SetCreatedAt(v)
 	}
 	if _, ok := _c.mutation.UpdatedAt(); !ok {
+		if conversation.DefaultUpdatedAt == nil {
+			return fmt.Errorf("ent: uninitialized conversation.DefaultUpdatedAt (forgotten import ent/runtime?)")
+		}
 		v := conversation.DefaultUpdatedAt()
 		_c.mutation.SetUpdatedAt(v)
 	}
+	return nil
 }
 
 // check runs all checks and user-defined validators on the builder.

@@ -5,6 +5,7 @@ package ent
 import (
 	"context"
 	"database/sql/driver"
+	"errors"
 	"fmt"
 	"math"
 
@@ -511,6 +512,12 @@ func (_q *ConversationQuery) prepareQuery(ctx context.Context) error {
 			return err
 		}
 		_q.sql = prev
+	}
+	if conversation.Policy == nil {
+		return errors.New("ent: uninitialized conversation.Policy (forgotten import ent/runtime?)")
+	}
+	if err := conversation.Policy.EvalQuery(ctx, _q); err != nil {
+		return err
 	}
 	return nil
 }

@@ -135,7 +135,9 @@ func (_u *ConversationUpdate) RemoveResults(v ...*StoredResult) *ConversationUpd
 
 // Save executes the query and returns the number of nodes affected by the update operation.
 func (_u *ConversationUpdate) Save(ctx context.Context) (int, error) {
-	_u.defaults()
+	if err := _u.defaults(); err != nil {
+		return 0, err
+	}
 	return withHooks(ctx, _u.sqlSave, _u.mutation, _u.hooks)
 }
 
@@ -162,11 +164,15 @@ func (_u *ConversationUpdate) ExecX(ctx context.Context) {
 }
 
 // defaults sets the default values of the builder before save.
-func (_u *ConversationUpdate) defaults() {
+func (_u *ConversationUpdate) defaults() error {
 	if _, ok := _u.mutation.UpdatedAt(); !ok {
+		if conversation.UpdateDefaultUpdatedAt == nil {
+			return fmt.Errorf("ent: uninitialized conversation.UpdateDefaultUpdatedAt (forgotten import ent/runtime?)")
+		}
 		v := conversation.UpdateDefaultUpdatedAt()
 		_u.mutation.SetUpdatedAt(v)
 	}
+	return nil
 }
 
 // check runs all checks and user-defined validators on the builder.
@@ -437,7 +443,9 @@ func (_u *ConversationUpdateOne) Select(field string, fields ...string) *Convers
 
 // Save executes the query and returns the updated Conversation entity.
 func (_u *ConversationUpdateOne) Save(ctx context.Context) (*Conversation, error) {
-	_u.defaults()
+	if err := _u.defaults(); err != nil {
+		return nil, err
+	}
 	return withHooks(ctx, _u.sqlSave, _u.mutation, _u.hooks)
 }
 
@@ -464,11 +472,15 @@ func (_u *ConversationUpdateOne) ExecX(ctx context.Context) {
 }
 
 // defaults sets the default values of the builder before save.
-func (_u *ConversationUpdateOne) defaults() {
+func (_u *ConversationUpdateOne) defaults() error {
 	if _, ok := _u.mutation.UpdatedAt(); !ok {
+		if conversation.UpdateDefaultUpdatedAt == nil {
+			return fmt.Errorf("ent: uninitialized conversation.UpdateDefaultUpdatedAt (forgotten import ent/runtime?)")
+		}
 		v := conversation.UpdateDefaultUpdatedAt()
 		_u.mutation.SetUpdatedAt(v)
 	}
+	return nil
 }
 
 // check runs all checks and user-defined validators on the builder.

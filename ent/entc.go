@@ -24,6 +24,7 @@ func main() {
 	err = entc.Generate("./ent/schema", &gen.Config{
 		Features: []gen.Feature{
 			gen.FeatureIntercept,
+			gen.FeaturePrivacy,
 			gen.FeatureGlobalID,
 			gen.FeatureVersionedMigration,
 			gen.FeatureUpsert,

@@ -197,7 +197,9 @@ func (_c *ModelCallCreate) Mutation() *ModelCallMutation {
 
 // Save creates the ModelCall in the database.
 func (_c *ModelCallCreate) Save(ctx context.Context) (*ModelCall, error) {
-	_c.defaults()
+	if err := _c.defaults(); err != nil {
+		return nil, err
+	}
 	return withHooks(ctx, _c.sqlSave, _c.mutation, _c.hooks)
 }
 
@@ -224,7 +226,7 @@ func (_c *ModelCallCreate) ExecX(ctx context.Context) {
 }
 
 // defaults sets the default values of the builder before save.
-func (_c *ModelCallCreate) defaults() {
+func (_c *ModelCallCreate) defaults() error {
 	if _, ok := _c.mutation.Step(); !ok {
 		v := modelcall.DefaultStep
 		_c.mutation.SetStep(v)
@@ -258,9 +260,13 @@ func (_c *ModelCallCreate) defaults() {
 		_c.mutation.SetDurationMs(v)
 	}
 	if _, ok := _c.mutation.StartedAt(); !ok {
+		if modelcall.DefaultStartedAt == nil {
+			return fmt.Errorf("ent: uninitialized modelcall.DefaultStartedAt (forgotten import ent/runtime?)")
+		}
 		v := modelcall.DefaultStartedAt()
 		_c.mutation.SetStartedAt(v)
 	}
+	return nil
 }
 
 // check runs all checks and user-defined validators on the builder.

@@ -127,7 +127,9 @@ func (_c *OrganizationCreate) Mutation() *OrganizationMutation {
 
 // Save creates the Organization in the database.
 func (_c *OrganizationCreate) Save(ctx context.Context) (*Organization, error) {
-	_c.defaults()
+	if err := _c.defaults(); err != nil {
+		return nil, err
+	}
 	return withHooks(ctx, _c.sqlSave, _c.mutation, _c.hooks)
 }
 
@@ -154,15 +156,22 @@ func (_c *OrganizationCreate) ExecX(ctx context.Context) {
 }
 
 // defaults sets the default values of the builder before save.
-func (_c *OrganizationCreate) defaults() {
+func (_c *OrganizationCreate) defaults() error {
 	if _, ok := _c.mutation.CreatedAt(); !ok {
+		if organization.DefaultCreatedAt == nil {
+			return fmt.Errorf("ent: uninitialized organization.DefaultCreatedAt (forgotten import ent/runtime?)")
+		}
 		v := organization.DefaultCreatedAt()
 		_c.mutation.SetCreatedAt(v)
 	}
 	if _, ok := _c.mutation.UpdatedAt(); !ok {
+		if organization.DefaultUpdatedAt == nil {
+			return fmt.Errorf("ent: uninitialized organization.DefaultUpdatedAt (forgotten import ent/runtime?)")
+		}
 		v := organization.DefaultUpdatedAt()
 		_c.mutation.SetUpdatedAt(v)
 	}
+	return nil
 }
 
 // check runs all checks and user-defined validators on the builder.

@@ -5,6 +5,7 @@ package ent
 import (
 	"context"
 	"database/sql/driver"
+	"errors"
 	"fmt"
 	"math"
 
@@ -477,6 +478,12 @@ func (_q *OrganizationQuery) prepareQuery(ctx context.Context) error {
 			return err
 		}
 		_q.sql = prev
+	}
+	if organization.Policy == nil {
+		return errors.New("ent: uninitialized organization.Policy (forgotten import ent/runtime?)")
+	}
+	if err := organization.Policy.EvalQuery(ctx, _q); err != nil {
+		return err
 	}
 	return nil
 }

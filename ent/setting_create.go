@@ -69,7 +69,9 @@ func (_c *SettingCreate) Mutation() *SettingMutation {
 
 // Save creates the Setting in the database.
 func (_c *SettingCreate) Save(ctx context.Context) (*Setting, error) {
-	_c.defaults()
+	if err := _c.defaults(); err != nil {
+		return nil, err
+	}
 	return withHooks(ctx, _c.sqlSave, _c.mutation, _c.hooks)
 }
 
@@ -96,15 +98,22 @@ func (_c *SettingCreate) ExecX(ctx context.Context) {
 }
 
 // defaults sets the default values of the builder before save.
-func (_c *SettingCreate) defaults() {
+func (_c *SettingCreate) defaults() error {
 	if _, ok := _c.mutation.CreatedAt(); !ok {
+		if setting.DefaultCreatedAt == nil {
+			return fmt.Errorf("ent: uninitialized setting.DefaultCreatedAt (forgotten import ent/runtime?)")
+		}
 		v := setting.DefaultCreatedAt()
 		_c.mutation.SetCreatedAt(v)
 	}
 	if _, ok := _c.mutation.UpdatedAt(); !ok {
+		if setting.DefaultUpdatedAt == nil {
+			return fmt.Errorf("ent: uninitialized setting.DefaultUpdatedAt (forgotten import ent/runtime?)")
+		}
 		v := setting.DefaultUpdatedAt()
 		_c.mutation.SetUpdatedAt(v)
 	}
+	return nil
 }
 
 // check runs all checks and user-defined validators on the builder.

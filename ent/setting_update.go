@@ -47,7 +47,9 @@ func (_u *SettingUpdate) Mutation() *SettingMutation {
 
 // Save executes the query and returns the number of nodes affected by the update operation.
 func (_u *SettingUpdate) Save(ctx context.Context) (int, error) {
-	_u.defaults()
+	if err := _u.defaults(); err != nil {
+		return 0, err
+	}
 	return withHooks(ctx, _u.sqlSave, _u.mutation, _u.hooks)
 }
 
@@ -74,11 +76,15 @@ func (_u *SettingUpdate) ExecX(ctx context.Context) {
 }
 
 // defaults sets the default values of the builder before save.
-func (_u *SettingUpdate) defaults() {
+func (_u *SettingUpdate) defaults() error {
 	if _, ok := _u.mutation.UpdatedAt(); !ok {
+		if setting.UpdateDefaultUpdatedAt == nil {
+			return fmt.Errorf("ent: uninitialized setting.UpdateDefaultUpdatedAt (forgotten import ent/runtime?)")
+		}
 		v := setting.UpdateDefaultUpdatedAt()
 		_u.mutation.SetUpdatedAt(v)
 	}
+	return nil
 }
 
 func (_u *SettingUpdate) sqlSave(ctx context.Context) (_node int, err error) {
@@ -148,7 +154,9 @@ func (_u *SettingUpdateOne) Select(field string, fields ...string) *SettingUpdat
 
 // Save executes the query and returns the updated Setting entity.
 func (_u *SettingUpdateOne) Save(ctx context.Context) (*Setting, error) {
-	_u.defaults()
+	if err := _u.defaults(); err != nil {
+		return nil, err
+	}
 	return withHooks(ctx, _u.sqlSave, _u.mutation, _u.hooks)
 }
 
@@ -175,11 +183,15 @@ func (_u *SettingUpdateOne) ExecX(ctx context.Context) {
 }
 
 // defaults sets the default values of the builder before save.
-func (_u *SettingUpdateOne) defaults() {
+func (_u *SettingUpdateOne) defaults() error {
 	if _, ok := _u.mutation.UpdatedAt(); !ok {
+		if setting.UpdateDefaultUpdatedAt == nil {
+			return fmt.Errorf("ent: uninitialized setting.UpdateDefaultUpdatedAt (forgotten import ent/runtime?)")
+		}
 		v := setting.UpdateDefaultUpdatedAt()
 		_u.mutation.SetUpdatedAt(v)
 	}
+	return nil
 }
 
 func (_u *SettingUpdateOne) sqlSave(ctx context.Context) (_node *Setting, err error) {

@@ -139,7 +139,9 @@ func (_c *StoredResultCreate) Mutation() *StoredResultMutation {
 
 // Save creates the StoredResult in the database.
 func (_c *StoredResultCreate) Save(ctx context.Context) (*StoredResult, error) {
-	_c.defaults()
+	if err := _c.defaults(); err != nil {
+		return nil, err
+	}
 	return withHooks(ctx, _c.sqlSave, _c.mutation, _c.hooks)
 }
 
@@ -166,12 +168,18 @@ func (_c *StoredResultCreate) ExecX(ctx context.Context) {
 }
 
 // defaults sets the default values of the builder before save.
-func (_c *StoredResultCreate) defaults() {
+func (_c *StoredResultCreate) defaults() error {
 	if _, ok := _c.mutation.CreatedAt(); !ok {
+		if storedresult.DefaultCreatedAt == nil {
+			return fmt.Errorf("ent: uninitialized storedresult.DefaultCreatedAt (forgotten import ent/runtime?)")
+		}
 		v := storedresult.DefaultCreatedAt()
 		_c.mutation.SetCreatedAt(v)
 	}
 	if _, ok := _c.mutation.UpdatedAt(); !ok {
+		if storedresult.DefaultUpdatedAt == nil {
+			return fmt.Errorf("ent: uninitialized storedresult.DefaultUpdatedAt (forgotten import ent/runtime?)")
+		}
 		v := storedresult.DefaultUpdatedAt()
 		_c.mutation.SetUpdatedAt(v)
 	}
@@ -179,6 +187,7 @@ func (_c *StoredResultCreate) defaults() {
 		v := storedresult.DefaultTruncatedAtSource
 		_c.mutation.SetTruncatedAtSource(v)
 	}
+	return nil
 }
 
 // check runs all checks and user-defined validators on the builder.

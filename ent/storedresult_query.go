@@ -5,6 +5,7 @@ package ent
 import (
 	"context"
 	"database/sql/driver"
+	"errors"
 	"fmt"
 	"math"
 
@@ -401,6 +402,12 @@ func (_q *StoredResultQuery) prepareQuery(ctx context.Context) error {
 			return err
 		}
 		_q.sql = prev
+	}
+	if storedresult.Policy == nil {
+		return errors.New("ent: uninitialized storedresult.Policy (forgotten import ent/runtime?)")
+	}
+	if err := storedresult.Policy.EvalQuery(ctx, _q); err != nil {
+		return err
 	}
 	return nil
 }

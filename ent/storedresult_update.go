@@ -67,7 +67,9 @@ func (_u *StoredResultUpdate) ClearToolCall() *StoredResultUpdate {
 
 // Save executes the query and returns the number of nodes affected by the update operation.
 func (_u *StoredResultUpdate) Save(ctx context.Context) (int, error) {
-	_u.defaults()
+	if err := _u.defaults(); err != nil {
+		return 0, err
+	}
 	return withHooks(ctx, _u.sqlSave, _u.mutation, _u.hooks)
 }
 
@@ -94,11 +96,15 @@ func (_u *StoredResultUpdate) ExecX(ctx context.Context) {
 }
 
 // defaults sets the default values of the builder before save.
-func (_u *StoredResultUpdate) defaults() {
+func (_u *StoredResultUpdate) defaults() error {
 	if _, ok := _u.mutation.UpdatedAt(); !ok {
+		if storedresult.UpdateDefaultUpdatedAt == nil {
+			return fmt.Errorf("ent: uninitialized storedresult.UpdateDefaultUpdatedAt (forgotten import ent/runtime?)")
+		}
 		v := storedresult.UpdateDefaultUpdatedAt()
 		_u.mutation.SetUpdatedAt(v)
 	}
+	return nil
 }
 
 // check runs all checks and user-defined validators on the builder.
@@ -224,7 +230,9 @@ func (_u *StoredResultUpdateOne) Select(field string, fields ...string) *StoredR
 
 // Save executes the query and returns the updated StoredResult entity.
 func (_u *StoredResultUpdateOne) Save(ctx context.Context) (*StoredResult, error) {
-	_u.defaults()
+	if err := _u.defaults(); err != nil {
+		return nil, err
+	}
 	return withHooks(ctx, _u.sqlSave, _u.mutation, _u.hooks)
 }
 
@@ -251,11 +259,15 @@ func (_u *StoredResultUpdateOne) ExecX(ctx context.Context) {
 }
 
 // defaults sets the default values of the builder before save.
-func (_u *StoredResultUpdateOne) defaults() {
+func (_u *StoredResultUpdateOne) defaults() error {
 	if _, ok := _u.mutation.UpdatedAt(); !ok {
+		if storedresult.UpdateDefaultUpdatedAt == nil {
+			return fmt.Errorf("ent: uninitialized storedresult.UpdateDefaultUpdatedAt (forgotten import ent/runtime?)")
+		}
 		v := storedresult.UpdateDefaultUpdatedAt()
 		_u.mutation.SetUpdatedAt(v)
 	}
+	return nil
 }
 
 // check runs all checks and user-defined validators on the builder.

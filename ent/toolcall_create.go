@@ -232,7 +232,9 @@ func (_c *ToolCallCreate) Mutation() *ToolCallMutation {
 
 // Save creates the ToolCall in the database.
 func (_c *ToolCallCreate) Save(ctx context.Context) (*ToolCall, error) {
-	_c.defaults()
+	if err := _c.defaults(); err != nil {
+		return nil, err
+	}
 	return withHooks(ctx, _c.sqlSave, _c.mutation, _c.hooks)
 }
 
@@ -259,7 +261,7 @@ func (_c *ToolCallCreate) ExecX(ctx context.Context) {
 }
 
 // defaults sets the default values of the builder before save.
-func (_c *ToolCallCreate) defaults() {
+func (_c *ToolCallCreate) defaults() error {
 	if _, ok := _c.mutation.Step(); !ok {
 		v := toolcall.DefaultStep
 		_c.mutation.SetStep(v)
@@ -293,9 +295,13 @@ func (_c *ToolCallCreate) defaults() {
 		_c.mutation.SetRepairs(v)
 	}
 	if _, ok := _c.mutation.StartedAt(); !ok {
+		if toolcall.DefaultStartedAt == nil {
+			return fmt.Errorf("ent: uninitialized toolcall.DefaultStartedAt (forgotten import ent/runtime?)")
+		}
 		v := toolcall.DefaultStartedAt()
 		_c.mutation.SetStartedAt(v)
 	}
+	return nil
 }
 
 // check runs all checks and user-defined validators on the builder.

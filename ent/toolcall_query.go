@@ -4,6 +4,7 @@ package ent
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"math"
 
@@ -400,6 +401,12 @@ func (_q *ToolCallQuery) prepareQuery(ctx context.Context) error {
 			return err
 		}
 		_q.sql = prev
+	}
+	if toolcall.Policy == nil {
+		return errors.New("ent: uninitialized toolcall.Policy (forgotten import ent/runtime?)")
+	}
+	if err := toolcall.Policy.EvalQuery(ctx, _q); err != nil {
+		return err
 	}
 	return nil
 }

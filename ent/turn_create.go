@@ -224,7 +224,9 @@ func (_c *TurnCreate) Mutation() *TurnMutation {
 
 // Save creates the Turn in the database.
 func (_c *TurnCreate) Save(ctx context.Context) (*Turn, error) {
-	_c.defaults()
+	if err := _c.defaults(); err != nil {
+		return nil, err
+	}
 	return withHooks(ctx, _c.sqlSave, _c.mutation, _c.hooks)
 }
 
@@ -251,8 +253,11 @@ func (_c *TurnCreate) ExecX(ctx context.Context) {
 }
 
 // defaults sets the default values of the builder before save.
-func (_c *TurnCreate) defaults() {
+func (_c *TurnCreate) defaults() error {
 	if _, ok := _c.mutation.StartedAt(); !ok {
+		if turn.DefaultStartedAt == nil {
+			return fmt.Errorf("ent: uninitialized turn.DefaultStartedAt (forgotten import ent/runtime?)")
+		}
 		v := turn.DefaultStartedAt()
 		_c.mutation.SetStartedAt(v)
 	}
@@ -272,6 +277,7 @@ func (_c *TurnCreate) defaults() {
 		v := turn.DefaultReplayed
 		_c.mutation.SetReplayed(v)
 	}
+	return nil
 }
 
 // check runs all checks and user-defined validators on the builder.

@@ -5,6 +5,7 @@ package ent
 import (
 	"context"
 	"database/sql/driver"
+	"errors"
 	"fmt"
 	"math"
 
@@ -439,6 +440,12 @@ func (_q *TurnQuery) prepareQuery(ctx context.Context) error {
 			return err
 		}
 		_q.sql = prev
+	}
+	if turn.Policy == nil {
+		return errors.New("ent: uninitialized turn.Policy (forgotten import ent/runtime?)")
+	}
+	if err := turn.Policy.EvalQuery(ctx, _q); err != nil {
+		return err
 	}
 	return nil
 }

@@ -87,7 +87,9 @@ func (_c *WorkspaceFileCreate) Mutation() *WorkspaceFileMutation {
 
 // Save creates the WorkspaceFile in the database.
 func (_c *WorkspaceFileCreate) Save(ctx context.Context) (*WorkspaceFile, error) {
-	_c.defaults()
+	if err := _c.defaults(); err != nil {
+		return nil, err
+	}
 	return withHooks(ctx, _c.sqlSave, _c.mutation, _c.hooks)
 }
 
@@ -114,15 +116,22 @@ func (_c *WorkspaceFileCreate) ExecX(ctx context.Context) {
 }
 
 // defaults sets the default values of the builder before save.
-func (_c *WorkspaceFileCreate) defaults() {
+func (_c *WorkspaceFileCreate) defaults() error {
 	if _, ok := _c.mutation.CreatedAt(); !ok {
+		if workspacefile.DefaultCreatedAt == nil {
+			return fmt.Errorf("ent: uninitialized workspacefile.DefaultCreatedAt (forgotten import ent/runtime?)")
+		}
 		v := workspacefile.DefaultCreatedAt()
 		_c.mutation.SetCreatedAt(v)
 	}
 	if _, ok := _c.mutation.UpdatedAt(); !ok {
+		if workspacefile.DefaultUpdatedAt == nil {
+			return fmt.Errorf("ent: uninitialized workspacefile.DefaultUpdatedAt (forgotten import ent/runtime?)")
+		}
 		v := workspacefile.DefaultUpdatedAt()
 		_c.mutation.SetUpdatedAt(v)
 	}
+	return nil
 }
 
 // check runs all checks and user-defined validators on the builder.

@@ -4,6 +4,7 @@ package ent
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"math"
 
@@ -328,6 +329,12 @@ func (_q *WorkspaceFileQuery) prepareQuery(ctx context.Context) error {
 			return err
 		}
 		_q.sql = prev
+	}
+	if workspacefile.Policy == nil {
+		return errors.New("ent: uninitialized workspacefile.Policy (forgotten import ent/runtime?)")
+	}
+	if err := workspacefile.Policy.EvalQuery(ctx, _q); err != nil {
+		return err
 	}
 	return nil
 }

@@ -97,7 +97,9 @@ func (_u *WorkspaceFileUpdate) Mutation() *WorkspaceFileMutation {
 
 // Save executes the query and returns the number of nodes affected by the update operation.
 func (_u *WorkspaceFileUpdate) Save(ctx context.Context) (int, error) {
-	_u.defaults()
+	if err := _u.defaults(); err != nil {
+		return 0, err
+	}
 	return withHooks(ctx, _u.sqlSave, _u.mutation, _u.hooks)
 }
 
@@ -124,11 +126,15 @@ func (_u *WorkspaceFileUpdate) ExecX(ctx context.Context) {
 }
 
 // defaults sets the default values of the builder before save.
-func (_u *WorkspaceFileUpdate) defaults() {
+func (_u *WorkspaceFileUpdate) defaults() error {
 	if _, ok := _u.mutation.UpdatedAt(); !ok {
+		if workspacefile.UpdateDefaultUpdatedAt == nil {
+			return fmt.Errorf("ent: uninitialized workspacefile.UpdateDefaultUpdatedAt (forgotten import ent/runtime?)")
+		}
 		v := workspacefile.UpdateDefaultUpdatedAt()
 		_u.mutation.SetUpdatedAt(v)
 	}
+	return nil
 }
 
 // check runs all checks and user-defined validators on the builder.
@@ -278,7 +284,9 @@ func (_u *WorkspaceFileUpdateOne) Select(field string, fields ...string) *Worksp
 
 // Save executes the query and returns the updated WorkspaceFile entity.
 func (_u *WorkspaceFileUpdateOne) Save(ctx context.Context) (*WorkspaceFile, error) {
-	_u.defaults()
+	if err := _u.defaults(); err != nil {
+		return nil, err
+	}
 	return withHooks(ctx, _u.sqlSave, _u.mutation, _u.hooks)
 }
 
@@ -305,11 +313,15 @@ func (_u *WorkspaceFileUpdateOne) ExecX(ctx context.Context) {
 }
 
 // defaults sets the default values of the builder before save.
-func (_u *WorkspaceFileUpdateOne) defaults() {
+func (_u *WorkspaceFileUpdateOne) defaults() error {
 	if _, ok := _u.mutation.UpdatedAt(); !ok {
+		if workspacefile.UpdateDefaultUpdatedAt == nil {
+			return fmt.Errorf("ent: uninitialized workspacefile.UpdateDefaultUpdatedAt (forgotten import ent/runtime?)")
+		}
 		v := workspacefile.UpdateDefaultUpdatedAt()
 		_u.mutation.SetUpdatedAt(v)
 	}
+	return nil
 }
 
 // check runs all checks and user-defined validators on the builder.

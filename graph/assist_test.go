@@ -10,6 +10,7 @@ import (
 
 	"github.com/toolgate/toolgate/ent/db"
 	"github.com/toolgate/toolgate/ent/db/dbtest"
+	"github.com/toolgate/toolgate/ent/tenancy"
 	"github.com/toolgate/toolgate/ent/turn"
 	"github.com/toolgate/toolgate/graph"
 	"github.com/toolgate/toolgate/graph/gid"
@@ -137,7 +138,7 @@ const tasksDoc = `query($id: ID!) { conversation(id: $id) { tasks { title status
 func TestTasks(t *testing.T) {
 	t.Parallel()
 	dbtest.Each(t, func(t *testing.T, d *db.DB) {
-		ctx := context.Background()
+		ctx := tenancy.System(context.Background())
 		b := setup(t, d)
 		agentID := b.createAgent(t, b.alice.Token, "Helper")
 		conv := b.startConversation(t, b.alice.Token, agentID, "plan")

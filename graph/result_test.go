@@ -16,6 +16,7 @@ import (
 	"github.com/toolgate/toolgate/ent/db/dbtest"
 	"github.com/toolgate/toolgate/ent/schema"
 	"github.com/toolgate/toolgate/ent/storedresult"
+	"github.com/toolgate/toolgate/ent/tenancy"
 	"github.com/toolgate/toolgate/ent/toolcall"
 	"github.com/toolgate/toolgate/ent/turn"
 	"github.com/toolgate/toolgate/graph/gid"
@@ -28,7 +29,7 @@ import (
 // one tool call whose result is stored under ref, as the runtime stores it.
 func storeResult(t testing.TB, c *ent.Client, conversationID, ref string, kind storedresult.Kind, content string) {
 	t.Helper()
-	ctx := context.Background()
+	ctx := tenancy.System(context.Background())
 	convID, err := gid.Decode(conversationID)
 	require.NoError(t, err)
 	n := c.Turn.Query().Where(turn.ConversationID(convID)).CountX(ctx)
@@ -361,7 +362,7 @@ func TestReadToolResultLimits(t *testing.T) {
 func TestReadToolResultThroughDispatch(t *testing.T) {
 	t.Parallel()
 	b := setup(t, dbtest.Open(t, dbtest.SQLite))
-	ctx := context.Background()
+	ctx := tenancy.System(context.Background())
 	agentID := b.createAgent(t, b.alice.Token, "Helper")
 	conv := b.startConversation(t, b.alice.Token, agentID, "expenses")
 	policy := strings.Repeat("Trips are booked through the portal — ✓. ", 150) + "The reimbursement deadline is 30 days."

@@ -63,7 +63,7 @@ type Config struct {
 // Server is toolgate's HTTP API.
 type Server struct {
 	cfg      Config
-	client   *ent.Client // scoped: every query limited to the viewer
+	client   *ent.Client // every query limited to the request's viewer by ent's privacy policies
 	auth     *auth.Authenticator
 	gql      *handler.Server
 	registry *prometheus.Registry
@@ -81,16 +81,15 @@ func NewServer(cfg Config) *Server {
 		reg.MustRegister(collectors.NewGoCollector(), collectors.NewProcessCollector(collectors.ProcessCollectorOpts{}))
 	}
 	client := cfg.DB.Client()
-	auth.Scope(client)
 	s := &Server{
 		cfg:      cfg,
 		client:   client,
-		auth:     auth.NewAuthenticator(cfg.DB.Client(), cfg.Log),
+		auth:     auth.NewAuthenticator(client, cfg.Log),
 		registry: reg,
 		mux:      http.NewServeMux(),
 	}
 	if cfg.Signer != nil {
-		s.auth.Scope = scopeResolver(cfg.DB.Client(), cfg.Signer)
+		s.auth.Scope = scopeResolver(client, cfg.Signer)
 	}
 	s.gql = s.newGraphQL()
 	m := newMetrics(reg)

@@ -20,6 +20,7 @@ import (
 	"github.com/toolgate/toolgate/ent/db"
 	"github.com/toolgate/toolgate/ent/db/dbtest"
 	"github.com/toolgate/toolgate/ent/storedresult"
+	"github.com/toolgate/toolgate/ent/tenancy"
 	"github.com/toolgate/toolgate/ent/toolcall"
 	"github.com/toolgate/toolgate/ent/turn"
 	"github.com/toolgate/toolgate/graph"
@@ -42,7 +43,7 @@ type testBundle struct {
 // would mint it.
 func (b *testBundle) scopeToken(t testing.TB, conversationID string, tools ...string) string {
 	t.Helper()
-	ctx := context.Background()
+	ctx := tenancy.System(context.Background())
 	convID, err := gid.Decode(conversationID)
 	require.NoError(t, err)
 	conv := b.client.Conversation.GetX(ctx, convID)
@@ -58,7 +59,7 @@ func (b *testBundle) scopeToken(t testing.TB, conversationID string, tools ...st
 
 func setup(t testing.TB, d *db.DB) *testBundle {
 	t.Helper()
-	ctx := context.Background()
+	ctx := tenancy.System(context.Background())
 	b := &testBundle{db: d, client: d.Client()}
 	var err error
 	b.alice, err = auth.Bootstrap(ctx, b.client, "Acme", "Alice", "Research")
@@ -240,7 +241,7 @@ func TestScopeRefusesIdentically(t *testing.T) {
 		require.Equal(t, []any{"find"}, get(app, "registerApplication", "allowedTools"))
 
 		// A revoked token is a bad token.
-		require.NoError(t, b.client.APIToken.Update().SetRevokedAt(time.Now()).Exec(context.Background()))
+		require.NoError(t, b.client.APIToken.Update().SetRevokedAt(time.Now()).Exec(tenancy.System(context.Background())))
 		require.Equal(t, string(noToken.Raw), string(b.do(t, b.alice.Token, q, map[string]any{"id": convID}).Raw))
 	})
 }
@@ -334,7 +335,7 @@ func TestHTTPEndpoints(t *testing.T) {
 // to a conversation, straight through ent.
 func seedTranscript(t testing.TB, c *ent.Client, convID, turns, calls int) {
 	t.Helper()
-	ctx := context.Background()
+	ctx := tenancy.System(context.Background())
 	for n := 1; n <= turns; n++ {
 		tu := c.Turn.Create().SetConversationID(convID).SetNumber(n).SetUserText(fmt.Sprintf("question %d", n)).
 			SetAnswer(fmt.Sprintf("answer %d", n)).SetStatus("COMPLETED").SaveX(ctx)

@@ -9,6 +9,7 @@ import (
 	"github.com/stretchr/testify/require"
 
 	"github.com/toolgate/toolgate/ent/db/dbtest"
+	"github.com/toolgate/toolgate/ent/tenancy"
 	"github.com/toolgate/toolgate/graph/gid"
 	"github.com/toolgate/toolgate/tools/tasks"
 )
@@ -36,7 +37,7 @@ func TestConversationTasksListedInOneStatement(t *testing.T) {
 			id, err := gid.Decode(conv)
 			require.NoError(t, err)
 			args, _ := json.Marshal(map[string]any{"tasks": []map[string]string{{"title": "one", "status": "done"}, {"title": "two", "status": "pending"}}})
-			_, err = tasks.Apply(context.Background(), b.client, id, args)
+			_, err = tasks.Apply(tenancy.System(context.Background()), b.client, id, args)
 			require.NoError(t, err)
 		}
 	}

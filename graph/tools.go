@@ -7,6 +7,7 @@ import (
 	"github.com/99designs/gqlgen/graphql"
 
 	"github.com/toolgate/toolgate/ent"
+	"github.com/toolgate/toolgate/ent/tenancy"
 	"github.com/toolgate/toolgate/ent/turn"
 	"github.com/toolgate/toolgate/graph/auth"
 	"github.com/toolgate/toolgate/runtime/scope"
@@ -66,7 +67,7 @@ func scopeResolver(client *ent.Client, signer *scope.Signer) func(context.Contex
 		}
 		n, err := client.Turn.Query().
 			Where(turn.ID(c.TurnID), turn.ConversationID(c.ConversationID), turn.StatusEQ(turn.StatusRUNNING)).
-			Count(ctx)
+			Count(tenancy.System(ctx)) // no viewer yet: this check makes it
 		if err != nil {
 			return nil, fmt.Errorf("check turn: %w", err)
 		}

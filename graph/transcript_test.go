@@ -12,6 +12,7 @@ import (
 	"github.com/toolgate/toolgate/ent"
 	"github.com/toolgate/toolgate/ent/db"
 	"github.com/toolgate/toolgate/ent/db/dbtest"
+	"github.com/toolgate/toolgate/ent/tenancy"
 	"github.com/toolgate/toolgate/ent/toolcall"
 	"github.com/toolgate/toolgate/ent/turn"
 	"github.com/toolgate/toolgate/graph"
@@ -34,7 +35,7 @@ func text(s string) *string { return &s }
 // returns its database id.
 func seedTurns(t testing.TB, c *ent.Client, conversationID string, turns ...pastTurn) int {
 	t.Helper()
-	ctx := context.Background()
+	ctx := tenancy.System(context.Background())
 	convID, err := gid.Decode(conversationID)
 	require.NoError(t, err)
 	n := c.Turn.Query().Where(turn.ConversationID(convID)).CountX(ctx)

@@ -12,6 +12,7 @@ import (
 	"github.com/toolgate/toolgate/ent/db"
 	"github.com/toolgate/toolgate/ent/db/dbtest"
 	"github.com/toolgate/toolgate/ent/storedresult"
+	"github.com/toolgate/toolgate/ent/tenancy"
 	"github.com/toolgate/toolgate/ent/toolcall"
 	"github.com/toolgate/toolgate/ent/turn"
 	"github.com/toolgate/toolgate/graph"
@@ -57,7 +58,7 @@ type wsStored struct {
 
 func (b *testBundle) wsStore(t testing.TB, conversationID string, s wsStored) {
 	t.Helper()
-	ctx := context.Background()
+	ctx := tenancy.System(context.Background())
 	convID, err := gid.Decode(conversationID)
 	require.NoError(t, err)
 	if s.kind == "" {

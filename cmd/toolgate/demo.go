@@ -7,6 +7,7 @@ import (
 
 	"github.com/toolgate/toolgate/ent/agent"
 	"github.com/toolgate/toolgate/ent/db"
+	"github.com/toolgate/toolgate/ent/tenancy"
 	"github.com/toolgate/toolgate/graph/auth"
 )
 
@@ -23,6 +24,7 @@ const (
 // a demo conversation whose first turn the runtime answers (start then
 // runs it), so the transcript in the playground is real runtime output.
 func seedDemo(ctx context.Context, d *db.DB, now time.Time) (token string, turnID int, err error) {
+	ctx = tenancy.System(ctx) // seeding acts for no viewer
 	g, err := auth.Bootstrap(ctx, d.Client(), demoOrg, demoUser, demoDepartment)
 	if err != nil {
 		return "", 0, fmt.Errorf("seed demo: %w", err)

@@ -25,6 +25,7 @@ import (
 
 	"github.com/toolgate/toolgate/ent"
 	"github.com/toolgate/toolgate/ent/migrate"
+	_ "github.com/toolgate/toolgate/ent/runtime" // the schema's defaults, hooks and privacy policies
 )
 
 // DefaultPath is the SQLite file used when no database URL is given.

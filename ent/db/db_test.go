@@ -9,12 +9,13 @@ import (
 
 	"github.com/toolgate/toolgate/ent/db"
 	"github.com/toolgate/toolgate/ent/db/dbtest"
+	"github.com/toolgate/toolgate/ent/tenancy"
 )
 
 func TestMigrateIsIdempotent(t *testing.T) {
 	t.Parallel()
 	dbtest.Each(t, func(t *testing.T, d *db.DB) {
-		ctx := context.Background()
+		ctx := tenancy.System(context.Background())
 		pending, err := d.Pending(ctx)
 		require.NoError(t, err)
 		require.False(t, pending, "a migrated database has nothing pending")
@@ -30,7 +31,7 @@ func TestMigrateIsIdempotent(t *testing.T) {
 
 func TestPendingOnNewDatabase(t *testing.T) {
 	t.Parallel()
-	ctx := context.Background()
+	ctx := tenancy.System(context.Background())
 	d, err := db.Open(ctx, "sqlite://"+filepath.Join(t.TempDir(), "new.db"))
 	require.NoError(t, err)
 	defer d.Close()
@@ -50,7 +51,7 @@ func TestOpenRejectsUnknownURL(t *testing.T) {
 		{give: "sqlite://", want: "sqlite database path is empty"},
 	}
 	for _, tt := range tests {
-		_, err := db.Open(context.Background(), tt.give)
+		_, err := db.Open(tenancy.System(context.Background()), tt.give)
 		require.EqualError(t, err, tt.want)
 	}
 }
@@ -58,7 +59,7 @@ func TestOpenRejectsUnknownURL(t *testing.T) {
 func TestSQLiteForeignKeysOn(t *testing.T) {
 	t.Parallel()
 	d := dbtest.Open(t, dbtest.SQLite)
-	ctx := context.Background()
+	ctx := tenancy.System(context.Background())
 	// A user in an organisation that does not exist is refused.
 	_, err := d.Client().User.Create().SetOrganizationID(424242).SetName("x").Save(ctx)
 	require.Error(t, err)

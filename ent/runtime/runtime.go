@@ -2,7 +2,584 @@
 
 package runtime
 
-// The schema-stitching logic is generated in github.com/toolgate/toolgate/ent/runtime.go
+import (
+	"context"
+	"time"
+
+	"github.com/toolgate/toolgate/ent/agent"
+	"github.com/toolgate/toolgate/ent/apitoken"
+	"github.com/toolgate/toolgate/ent/application"
+	"github.com/toolgate/toolgate/ent/conversation"
+	"github.com/toolgate/toolgate/ent/modelcall"
+	"github.com/toolgate/toolgate/ent/organization"
+	"github.com/toolgate/toolgate/ent/schema"
+	"github.com/toolgate/toolgate/ent/setting"
+	"github.com/toolgate/toolgate/ent/storedresult"
+	"github.com/toolgate/toolgate/ent/task"
+	"github.com/toolgate/toolgate/ent/toolcall"
+	"github.com/toolgate/toolgate/ent/turn"
+	"github.com/toolgate/toolgate/ent/user"
+	"github.com/toolgate/toolgate/ent/workspacefile"
+
+	"entgo.io/ent"
+	"entgo.io/ent/privacy"
+)
+
+// The init function reads all schema descriptors with runtime code
+// (default values, validators, hooks and policies) and stitches it
+// to their package variables.
+func init() {
+	apitokenMixin := schema.APIToken{}.Mixin()
+	apitoken.Policy = privacy.NewPolicies(apitokenMixin[1], schema.APIToken{})
+	apitoken.Hooks[0] = func(next ent.Mutator) ent.Mutator {
+		return ent.MutateFunc(func(ctx context.Context, m ent.Mutation) (ent.Value, error) {
+			if err := apitoken.Policy.EvalMutation(ctx, m); err != nil {
+				return nil, err
+			}
+			return next.Mutate(ctx, m)
+		})
+	}
+	apitokenMixinFields0 := apitokenMixin[0].Fields()
+	_ = apitokenMixinFields0
+	apitokenFields := schema.APIToken{}.Fields()
+	_ = apitokenFields
+	// apitokenDescCreatedAt is the schema descriptor for created_at field.
+	apitokenDescCreatedAt := apitokenMixinFields0[0].Descriptor()
+	// apitoken.DefaultCreatedAt holds the default value on creation for the created_at field.
+	apitoken.DefaultCreatedAt = apitokenDescCreatedAt.Default.(func() time.Time)
+	// apitokenDescUpdatedAt is the schema descriptor for updated_at field.
+	apitokenDescUpdatedAt := apitokenMixinFields0[1].Descriptor()
+	// apitoken.DefaultUpdatedAt holds the default value on creation for the updated_at field.
+	apitoken.DefaultUpdatedAt = apitokenDescUpdatedAt.Default.(func() time.Time)
+	// apitoken.UpdateDefaultUpdatedAt holds the default value on update for the updated_at field.
+	apitoken.UpdateDefaultUpdatedAt = apitokenDescUpdatedAt.UpdateDefault.(func() time.Time)
+	// apitokenDescName is the schema descriptor for name field.
+	apitokenDescName := apitokenFields[1].Descriptor()
+	// apitoken.DefaultName holds the default value on creation for the name field.
+	apitoken.DefaultName = apitokenDescName.Default.(string)
+	// apitoken.NameValidator is a validator for the "name" field. It is called by the builders before save.
+	apitoken.NameValidator = apitokenDescName.Validators[0].(func(string) error)
+	agentMixin := schema.Agent{}.Mixin()
+	agent.Policy = privacy.NewPolicies(agentMixin[1], schema.Agent{})
+	agent.Hooks[0] = func(next ent.Mutator) ent.Mutator {
+		return ent.MutateFunc(func(ctx context.Context, m ent.Mutation) (ent.Value, error) {
+			if err := agent.Policy.EvalMutation(ctx, m); err != nil {
+				return nil, err
+			}
+			return next.Mutate(ctx, m)
+		})
+	}
+	agentMixinFields0 := agentMixin[0].Fields()
+	_ = agentMixinFields0
+	agentFields := schema.Agent{}.Fields()
+	_ = agentFields
+	// agentDescCreatedAt is the schema descriptor for created_at field.
+	agentDescCreatedAt := agentMixinFields0[0].Descriptor()
+	// agent.DefaultCreatedAt holds the default value on creation for the created_at field.
+	agent.DefaultCreatedAt = agentDescCreatedAt.Default.(func() time.Time)
+	// agentDescUpdatedAt is the schema descriptor for updated_at field.
+	agentDescUpdatedAt := agentMixinFields0[1].Descriptor()
+	// agent.DefaultUpdatedAt holds the default value on creation for the updated_at field.
+	agent.DefaultUpdatedAt = agentDescUpdatedAt.Default.(func() time.Time)
+	// agent.UpdateDefaultUpdatedAt holds the default value on update for the updated_at field.
+	agent.UpdateDefaultUpdatedAt = agentDescUpdatedAt.UpdateDefault.(func() time.Time)
+	// agentDescName is the schema descriptor for name field.
+	agentDescName := agentFields[1].Descriptor()
+	// agent.NameValidator is a validator for the "name" field. It is called by the builders before save.
+	agent.NameValidator = func() func(string) error {
+		validators := agentDescName.Validators
+		fns := [...]func(string) error{
+			validators[0].(func(string) error),
+			validators[1].(func(string) error),
+		}
+		return func(name string) error {
+			for _, fn := range fns {
+				if err := fn(name); err != nil {
+					return err
+				}
+			}
+			return nil
+		}
+	}()
+	// agentDescInstructions is the schema descriptor for instructions field.
+	agentDescInstructions := agentFields[2].Descriptor()
+	// agent.DefaultInstructions holds the default value on creation for the instructions field.
+	agent.DefaultInstructions = agentDescInstructions.Default.(string)
+	// agent.InstructionsValidator is a validator for the "instructions" field. It is called by the builders before save.
+	agent.InstructionsValidator = agentDescInstructions.Validators[0].(func(string) error)
+	// agentDescTools is the schema descriptor for tools field.
+	agentDescTools := agentFields[3].Descriptor()
+	// agent.DefaultTools holds the default value on creation for the tools field.
+	agent.DefaultTools = agentDescTools.Default.([]string)
+	// agentDescMemory is the schema descriptor for memory field.
+	agentDescMemory := agentFields[4].Descriptor()
+	// agent.DefaultMemory holds the default value on creation for the memory field.
+	agent.DefaultMemory = agentDescMemory.Default.(bool)
+	// agentDescBudgetCheck is the schema descriptor for budget_check field.
+	agentDescBudgetCheck := agentFields[5].Descriptor()
+	// agent.DefaultBudgetCheck holds the default value on creation for the budget_check field.
+	agent.DefaultBudgetCheck = agentDescBudgetCheck.Default.(bool)
+	// agentDescPastConversationSearch is the schema descriptor for past_conversation_search field.
+	agentDescPastConversationSearch := agentFields[6].Descriptor()
+	// agent.DefaultPastConversationSearch holds the default value on creation for the past_conversation_search field.
+	agent.DefaultPastConversationSearch = agentDescPastConversationSearch.Default.(bool)
+	applicationMixin := schema.Application{}.Mixin()
+	application.Policy = privacy.NewPolicies(applicationMixin[1], schema.Application{})
+	application.Hooks[0] = func(next ent.Mutator) ent.Mutator {
+		return ent.MutateFunc(func(ctx context.Context, m ent.Mutation) (ent.Value, error) {
+			if err := application.Policy.EvalMutation(ctx, m); err != nil {
+				return nil, err
+			}
+			return next.Mutate(ctx, m)
+		})
+	}
+	applicationMixinFields0 := applicationMixin[0].Fields()
+	_ = applicationMixinFields0
+	applicationFields := schema.Application{}.Fields()
+	_ = applicationFields
+	// applicationDescCreatedAt is the schema descriptor for created_at field.
+	applicationDescCreatedAt := applicationMixinFields0[0].Descriptor()
+	// application.DefaultCreatedAt holds the default value on creation for the created_at field.
+	application.DefaultCreatedAt = applicationDescCreatedAt.Default.(func() time.Time)
+	// applicationDescUpdatedAt is the schema descriptor for updated_at field.
+	applicationDescUpdatedAt := applicationMixinFields0[1].Descriptor()
+	// application.DefaultUpdatedAt holds the default value on creation for the updated_at field.
+	application.DefaultUpdatedAt = applicationDescUpdatedAt.Default.(func() time.Time)
+	// application.UpdateDefaultUpdatedAt holds the default value on update for the updated_at field.
+	application.UpdateDefaultUpdatedAt = applicationDescUpdatedAt.UpdateDefault.(func() time.Time)
+	// applicationDescName is the schema descriptor for name field.
+	applicationDescName := applicationFields[1].Descriptor()
+	// application.NameValidator is a validator for the "name" field. It is called by the builders before save.
+	application.NameValidator = func() func(string) error {
+		validators := applicationDescName.Validators
+		fns := [...]func(string) error{
+			validators[0].(func(string) error),
+			validators[1].(func(string) error),
+		}
+		return func(name string) error {
+			for _, fn := range fns {
+				if err := fn(name); err != nil {
+					return err
+				}
+			}
+			return nil
+		}
+	}()
+	// applicationDescURL is the schema descriptor for url field.
+	applicationDescURL := applicationFields[2].Descriptor()
+	// application.URLValidator is a validator for the "url" field. It is called by the builders before save.
+	application.URLValidator = func() func(string) error {
+		validators := applicationDescURL.Validators
+		fns := [...]func(string) error{
+			validators[0].(func(string) error),
+			validators[1].(func(string) error),
+		}
+		return func(url string) error {
+			for _, fn := range fns {
+				if err := fn(url); err != nil {
+					return err
+				}
+			}
+			return nil
+		}
+	}()
+	// applicationDescAllowedTools is the schema descriptor for allowed_tools field.
+	applicationDescAllowedTools := applicationFields[3].Descriptor()
+	// application.DefaultAllowedTools holds the default value on creation for the allowed_tools field.
+	application.DefaultAllowedTools = applicationDescAllowedTools.Default.([]string)
+	conversationMixin := schema.Conversation{}.Mixin()
+	conversation.Policy = privacy.NewPolicies(conversationMixin[1], schema.Conversation{})
+	conversation.Hooks[0] = func(next ent.Mutator) ent.Mutator {
+		return ent.MutateFunc(func(ctx context.Context, m ent.Mutation) (ent.Value, error) {
+			if err := conversation.Policy.EvalMutation(ctx, m); err != nil {
+				return nil, err
+			}
+			return next.Mutate(ctx, m)
+		})
+	}
+	conversationMixinFields0 := conversationMixin[0].Fields()
+	_ = conversationMixinFields0
+	conversationFields := schema.Conversation{}.Fields()
+	_ = conversationFields
+	// conversationDescCreatedAt is the schema descriptor for created_at field.
+	conversationDescCreatedAt := conversationMixinFields0[0].Descriptor()
+	// conversation.DefaultCreatedAt holds the default value on creation for the created_at field.
+	conversation.DefaultCreatedAt = conversationDescCreatedAt.Default.(func() time.Time)
+	// conversationDescUpdatedAt is the schema descriptor for updated_at field.
+	conversationDescUpdatedAt := conversationMixinFields0[1].Descriptor()
+	// conversation.DefaultUpdatedAt holds the default value on creation for the updated_at field.
+	conversation.DefaultUpdatedAt = conversationDescUpdatedAt.Default.(func() time.Time)
+	// conversation.UpdateDefaultUpdatedAt holds the default value on update for the updated_at field.
+	conversation.UpdateDefaultUpdatedAt = conversationDescUpdatedAt.UpdateDefault.(func() time.Time)
+	// conversationDescTitle is the schema descriptor for title field.
+	conversationDescTitle := conversationFields[3].Descriptor()
+	// conversation.TitleValidator is a validator for the "title" field. It is called by the builders before save.
+	conversation.TitleValidator = conversationDescTitle.Validators[0].(func(string) error)
+	modelcallMixin := schema.ModelCall{}.Mixin()
+	modelcall.Policy = privacy.NewPolicies(modelcallMixin[0], schema.ModelCall{})
+	modelcall.Hooks[0] = func(next ent.Mutator) ent.Mutator {
+		return ent.MutateFunc(func(ctx context.Context, m ent.Mutation) (ent.Value, error) {
+			if err := modelcall.Policy.EvalMutation(ctx, m); err != nil {
+				return nil, err
+			}
+			return next.Mutate(ctx, m)
+		})
+	}
+	modelcallFields := schema.ModelCall{}.Fields()
+	_ = modelcallFields
+	// modelcallDescStep is the schema descriptor for step field.
+	modelcallDescStep := modelcallFields[4].Descriptor()
+	// modelcall.DefaultStep holds the default value on creation for the step field.
+	modelcall.DefaultStep = modelcallDescStep.Default.(int)
+	// modelcallDescText is the schema descriptor for text field.
+	modelcallDescText := modelcallFields[5].Descriptor()
+	// modelcall.DefaultText holds the default value on creation for the text field.
+	modelcall.DefaultText = modelcallDescText.Default.(string)
+	// modelcallDescInputTokens is the schema descriptor for input_tokens field.
+	modelcallDescInputTokens := modelcallFields[8].Descriptor()
+	// modelcall.DefaultInputTokens holds the default value on creation for the input_tokens field.
+	modelcall.DefaultInputTokens = modelcallDescInputTokens.Default.(int64)
+	// modelcallDescCacheReadTokens is the schema descriptor for cache_read_tokens field.
+	modelcallDescCacheReadTokens := modelcallFields[9].Descriptor()
+	// modelcall.DefaultCacheReadTokens holds the default value on creation for the cache_read_tokens field.
+	modelcall.DefaultCacheReadTokens = modelcallDescCacheReadTokens.Default.(int64)
+	// modelcallDescCacheWriteTokens is the schema descriptor for cache_write_tokens field.
+	modelcallDescCacheWriteTokens := modelcallFields[10].Descriptor()
+	// modelcall.DefaultCacheWriteTokens holds the default value on creation for the cache_write_tokens field.
+	modelcall.DefaultCacheWriteTokens = modelcallDescCacheWriteTokens.Default.(int64)
+	// modelcallDescOutputTokens is the schema descriptor for output_tokens field.
+	modelcallDescOutputTokens := modelcallFields[11].Descriptor()
+	// modelcall.DefaultOutputTokens holds the default value on creation for the output_tokens field.
+	modelcall.DefaultOutputTokens = modelcallDescOutputTokens.Default.(int64)
+	// modelcallDescCost is the schema descriptor for cost field.
+	modelcallDescCost := modelcallFields[12].Descriptor()
+	// modelcall.DefaultCost holds the default value on creation for the cost field.
+	modelcall.DefaultCost = modelcallDescCost.Default.(float64)
+	// modelcallDescDurationMs is the schema descriptor for duration_ms field.
+	modelcallDescDurationMs := modelcallFields[13].Descriptor()
+	// modelcall.DefaultDurationMs holds the default value on creation for the duration_ms field.
+	modelcall.DefaultDurationMs = modelcallDescDurationMs.Default.(int64)
+	// modelcallDescStartedAt is the schema descriptor for started_at field.
+	modelcallDescStartedAt := modelcallFields[14].Descriptor()
+	// modelcall.DefaultStartedAt holds the default value on creation for the started_at field.
+	modelcall.DefaultStartedAt = modelcallDescStartedAt.Default.(func() time.Time)
+	organizationMixin := schema.Organization{}.Mixin()
+	organization.Policy = privacy.NewPolicies(organizationMixin[1], schema.Organization{})
+	organization.Hooks[0] = func(next ent.Mutator) ent.Mutator {
+		return ent.MutateFunc(func(ctx context.Context, m ent.Mutation) (ent.Value, error) {
+			if err := organization.Policy.EvalMutation(ctx, m); err != nil {
+				return nil, err
+			}
+			return next.Mutate(ctx, m)
+		})
+	}
+	organizationMixinFields0 := organizationMixin[0].Fields()
+	_ = organizationMixinFields0
+	organizationFields := schema.Organization{}.Fields()
+	_ = organizationFields
+	// organizationDescCreatedAt is the schema descriptor for created_at field.
+	organizationDescCreatedAt := organizationMixinFields0[0].Descriptor()
+	// organization.DefaultCreatedAt holds the default value on creation for the created_at field.
+	organization.DefaultCreatedAt = organizationDescCreatedAt.Default.(func() time.Time)
+	// organizationDescUpdatedAt is the schema descriptor for updated_at field.
+	organizationDescUpdatedAt := organizationMixinFields0[1].Descriptor()
+	// organization.DefaultUpdatedAt holds the default value on creation for the updated_at field.
+	organization.DefaultUpdatedAt = organizationDescUpdatedAt.Default.(func() time.Time)
+	// organization.UpdateDefaultUpdatedAt holds the default value on update for the updated_at field.
+	organization.UpdateDefaultUpdatedAt = organizationDescUpdatedAt.UpdateDefault.(func() time.Time)
+	// organizationDescName is the schema descriptor for name field.
+	organizationDescName := organizationFields[0].Descriptor()
+	// organization.NameValidator is a validator for the "name" field. It is called by the builders before save.
+	organization.NameValidator = func() func(string) error {
+		validators := organizationDescName.Validators
+		fns := [...]func(string) error{
+			validators[0].(func(string) error),
+			validators[1].(func(string) error),
+		}
+		return func(name string) error {
+			for _, fn := range fns {
+				if err := fn(name); err != nil {
+					return err
+				}
+			}
+			return nil
+		}
+	}()
+	settingMixin := schema.Setting{}.Mixin()
+	setting.Policy = privacy.NewPolicies(settingMixin[1], schema.Setting{})
+	setting.Hooks[0] = func(next ent.Mutator) ent.Mutator {
+		return ent.MutateFunc(func(ctx context.Context, m ent.Mutation) (ent.Value, error) {
+			if err := setting.Policy.EvalMutation(ctx, m); err != nil {
+				return nil, err
+			}
+			return next.Mutate(ctx, m)
+		})
+	}
+	settingMixinFields0 := settingMixin[0].Fields()
+	_ = settingMixinFields0
+	settingFields := schema.Setting{}.Fields()
+	_ = settingFields
+	// settingDescCreatedAt is the schema descriptor for created_at field.
+	settingDescCreatedAt := settingMixinFields0[0].Descriptor()
+	// setting.DefaultCreatedAt holds the default value on creation for the created_at field.
+	setting.DefaultCreatedAt = settingDescCreatedAt.Default.(func() time.Time)
+	// settingDescUpdatedAt is the schema descriptor for updated_at field.
+	settingDescUpdatedAt := settingMixinFields0[1].Descriptor()
+	// setting.DefaultUpdatedAt holds the default value on creation for the updated_at field.
+	setting.DefaultUpdatedAt = settingDescUpdatedAt.Default.(func() time.Time)
+	// setting.UpdateDefaultUpdatedAt holds the default value on update for the updated_at field.
+	setting.UpdateDefaultUpdatedAt = settingDescUpdatedAt.UpdateDefault.(func() time.Time)
+	// settingDescKey is the schema descriptor for key field.
+	settingDescKey := settingFields[0].Descriptor()
+	// setting.KeyValidator is a validator for the "key" field. It is called by the builders before save.
+	setting.KeyValidator = settingDescKey.Validators[0].(func(string) error)
+	storedresultMixin := schema.StoredResult{}.Mixin()
+	storedresult.Policy = privacy.NewPolicies(storedresultMixin[1], schema.StoredResult{})
+	storedresult.Hooks[0] = func(next ent.Mutator) ent.Mutator {
+		return ent.MutateFunc(func(ctx context.Context, m ent.Mutation) (ent.Value, error) {
+			if err := storedresult.Policy.EvalMutation(ctx, m); err != nil {
+				return nil, err
+			}
+			return next.Mutate(ctx, m)
+		})
+	}
+	storedresultMixinFields0 := storedresultMixin[0].Fields()
+	_ = storedresultMixinFields0
+	storedresultFields := schema.StoredResult{}.Fields()
+	_ = storedresultFields
+	// storedresultDescCreatedAt is the schema descriptor for created_at field.
+	storedresultDescCreatedAt := storedresultMixinFields0[0].Descriptor()
+	// storedresult.DefaultCreatedAt holds the default value on creation for the created_at field.
+	storedresult.DefaultCreatedAt = storedresultDescCreatedAt.Default.(func() time.Time)
+	// storedresultDescUpdatedAt is the schema descriptor for updated_at field.
+	storedresultDescUpdatedAt := storedresultMixinFields0[1].Descriptor()
+	// storedresult.DefaultUpdatedAt holds the default value on creation for the updated_at field.
+	storedresult.DefaultUpdatedAt = storedresultDescUpdatedAt.Default.(func() time.Time)
+	// storedresult.UpdateDefaultUpdatedAt holds the default value on update for the updated_at field.
+	storedresult.UpdateDefaultUpdatedAt = storedresultDescUpdatedAt.UpdateDefault.(func() time.Time)
+	// storedresultDescRef is the schema descriptor for ref field.
+	storedresultDescRef := storedresultFields[1].Descriptor()
+	// storedresult.RefValidator is a validator for the "ref" field. It is called by the builders before save.
+	storedresult.RefValidator = storedresultDescRef.Validators[0].(func(string) error)
+	// storedresultDescChars is the schema descriptor for chars field.
+	storedresultDescChars := storedresultFields[4].Descriptor()
+	// storedresult.CharsValidator is a validator for the "chars" field. It is called by the builders before save.
+	storedresult.CharsValidator = storedresultDescChars.Validators[0].(func(int64) error)
+	// storedresultDescBytes is the schema descriptor for bytes field.
+	storedresultDescBytes := storedresultFields[5].Descriptor()
+	// storedresult.BytesValidator is a validator for the "bytes" field. It is called by the builders before save.
+	storedresult.BytesValidator = storedresultDescBytes.Validators[0].(func(int64) error)
+	// storedresultDescItems is the schema descriptor for items field.
+	storedresultDescItems := storedresultFields[6].Descriptor()
+	// storedresult.ItemsValidator is a validator for the "items" field. It is called by the builders before save.
+	storedresult.ItemsValidator = storedresultDescItems.Validators[0].(func(int64) error)
+	// storedresultDescTruncatedAtSource is the schema descriptor for truncated_at_source field.
+	storedresultDescTruncatedAtSource := storedresultFields[7].Descriptor()
+	// storedresult.DefaultTruncatedAtSource holds the default value on creation for the truncated_at_source field.
+	storedresult.DefaultTruncatedAtSource = storedresultDescTruncatedAtSource.Default.(bool)
+	taskMixin := schema.Task{}.Mixin()
+	task.Policy = privacy.NewPolicies(taskMixin[1], schema.Task{})
+	task.Hooks[0] = func(next ent.Mutator) ent.Mutator {
+		return ent.MutateFunc(func(ctx context.Context, m ent.Mutation) (ent.Value, error) {
+			if err := task.Policy.EvalMutation(ctx, m); err != nil {
+				return nil, err
+			}
+			return next.Mutate(ctx, m)
+		})
+	}
+	taskMixinFields0 := taskMixin[0].Fields()
+	_ = taskMixinFields0
+	taskFields := schema.Task{}.Fields()
+	_ = taskFields
+	// taskDescCreatedAt is the schema descriptor for created_at field.
+	taskDescCreatedAt := taskMixinFields0[0].Descriptor()
+	// task.DefaultCreatedAt holds the default value on creation for the created_at field.
+	task.DefaultCreatedAt = taskDescCreatedAt.Default.(func() time.Time)
+	// taskDescUpdatedAt is the schema descriptor for updated_at field.
+	taskDescUpdatedAt := taskMixinFields0[1].Descriptor()
+	// task.DefaultUpdatedAt holds the default value on creation for the updated_at field.
+	task.DefaultUpdatedAt = taskDescUpdatedAt.Default.(func() time.Time)
+	// task.UpdateDefaultUpdatedAt holds the default value on update for the updated_at field.
+	task.UpdateDefaultUpdatedAt = taskDescUpdatedAt.UpdateDefault.(func() time.Time)
+	// taskDescPosition is the schema descriptor for position field.
+	taskDescPosition := taskFields[1].Descriptor()
+	// task.PositionValidator is a validator for the "position" field. It is called by the builders before save.
+	task.PositionValidator = taskDescPosition.Validators[0].(func(int) error)
+	// taskDescTitle is the schema descriptor for title field.
+	taskDescTitle := taskFields[2].Descriptor()
+	// task.TitleValidator is a validator for the "title" field. It is called by the builders before save.
+	task.TitleValidator = taskDescTitle.Validators[0].(func(string) error)
+	toolcallMixin := schema.ToolCall{}.Mixin()
+	toolcall.Policy = privacy.NewPolicies(toolcallMixin[0], schema.ToolCall{})
+	toolcall.Hooks[0] = func(next ent.Mutator) ent.Mutator {
+		return ent.MutateFunc(func(ctx context.Context, m ent.Mutation) (ent.Value, error) {
+			if err := toolcall.Policy.EvalMutation(ctx, m); err != nil {
+				return nil, err
+			}
+			return next.Mutate(ctx, m)
+		})
+	}
+	toolcallFields := schema.ToolCall{}.Fields()
+	_ = toolcallFields
+	// toolcallDescPosition is the schema descriptor for position field.
+	toolcallDescPosition := toolcallFields[1].Descriptor()
+	// toolcall.PositionValidator is a validator for the "position" field. It is called by the builders before save.
+	toolcall.PositionValidator = toolcallDescPosition.Validators[0].(func(int) error)
+	// toolcallDescStep is the schema descriptor for step field.
+	toolcallDescStep := toolcallFields[2].Descriptor()
+	// toolcall.DefaultStep holds the default value on creation for the step field.
+	toolcall.DefaultStep = toolcallDescStep.Default.(int)
+	// toolcallDescCallID is the schema descriptor for call_id field.
+	toolcallDescCallID := toolcallFields[3].Descriptor()
+	// toolcall.DefaultCallID holds the default value on creation for the call_id field.
+	toolcall.DefaultCallID = toolcallDescCallID.Default.(string)
+	// toolcallDescArguments is the schema descriptor for arguments field.
+	toolcallDescArguments := toolcallFields[5].Descriptor()
+	// toolcall.DefaultArguments holds the default value on creation for the arguments field.
+	toolcall.DefaultArguments = toolcallDescArguments.Default.(string)
+	// toolcallDescAttempts is the schema descriptor for attempts field.
+	toolcallDescAttempts := toolcallFields[7].Descriptor()
+	// toolcall.DefaultAttempts holds the default value on creation for the attempts field.
+	toolcall.DefaultAttempts = toolcallDescAttempts.Default.(int)
+	// toolcall.AttemptsValidator is a validator for the "attempts" field. It is called by the builders before save.
+	toolcall.AttemptsValidator = toolcallDescAttempts.Validators[0].(func(int) error)
+	// toolcallDescFailures is the schema descriptor for failures field.
+	toolcallDescFailures := toolcallFields[8].Descriptor()
+	// toolcall.DefaultFailures holds the default value on creation for the failures field.
+	toolcall.DefaultFailures = toolcallDescFailures.Default.([]schema.ItemFailure)
+	// toolcallDescEvidence is the schema descriptor for evidence field.
+	toolcallDescEvidence := toolcallFields[9].Descriptor()
+	// toolcall.DefaultEvidence holds the default value on creation for the evidence field.
+	toolcall.DefaultEvidence = toolcallDescEvidence.Default.([]schema.Span)
+	// toolcallDescRepairs is the schema descriptor for repairs field.
+	toolcallDescRepairs := toolcallFields[10].Descriptor()
+	// toolcall.DefaultRepairs holds the default value on creation for the repairs field.
+	toolcall.DefaultRepairs = toolcallDescRepairs.Default.([]schema.Repair)
+	// toolcallDescStartedAt is the schema descriptor for started_at field.
+	toolcallDescStartedAt := toolcallFields[15].Descriptor()
+	// toolcall.DefaultStartedAt holds the default value on creation for the started_at field.
+	toolcall.DefaultStartedAt = toolcallDescStartedAt.Default.(func() time.Time)
+	turnMixin := schema.Turn{}.Mixin()
+	turn.Policy = privacy.NewPolicies(turnMixin[0], schema.Turn{})
+	turn.Hooks[0] = func(next ent.Mutator) ent.Mutator {
+		return ent.MutateFunc(func(ctx context.Context, m ent.Mutation) (ent.Value, error) {
+			if err := turn.Policy.EvalMutation(ctx, m); err != nil {
+				return nil, err
+			}
+			return next.Mutate(ctx, m)
+		})
+	}
+	turnFields := schema.Turn{}.Fields()
+	_ = turnFields
+	// turnDescNumber is the schema descriptor for number field.
+	turnDescNumber := turnFields[1].Descriptor()
+	// turn.NumberValidator is a validator for the "number" field. It is called by the builders before save.
+	turn.NumberValidator = turnDescNumber.Validators[0].(func(int) error)
+	// turnDescStartedAt is the schema descriptor for started_at field.
+	turnDescStartedAt := turnFields[2].Descriptor()
+	// turn.DefaultStartedAt holds the default value on creation for the started_at field.
+	turn.DefaultStartedAt = turnDescStartedAt.Default.(func() time.Time)
+	// turnDescTimeZone is the schema descriptor for time_zone field.
+	turnDescTimeZone := turnFields[4].Descriptor()
+	// turn.DefaultTimeZone holds the default value on creation for the time_zone field.
+	turn.DefaultTimeZone = turnDescTimeZone.Default.(string)
+	// turnDescSuggestions is the schema descriptor for suggestions field.
+	turnDescSuggestions := turnFields[10].Descriptor()
+	// turn.DefaultSuggestions holds the default value on creation for the suggestions field.
+	turn.DefaultSuggestions = turnDescSuggestions.Default.([]string)
+	// turnDescReplayed is the schema descriptor for replayed field.
+	turnDescReplayed := turnFields[13].Descriptor()
+	// turn.DefaultReplayed holds the default value on creation for the replayed field.
+	turn.DefaultReplayed = turnDescReplayed.Default.(bool)
+	userMixin := schema.User{}.Mixin()
+	user.Policy = privacy.NewPolicies(userMixin[1], schema.User{})
+	user.Hooks[0] = func(next ent.Mutator) ent.Mutator {
+		return ent.MutateFunc(func(ctx context.Context, m ent.Mutation) (ent.Value, error) {
+			if err := user.Policy.EvalMutation(ctx, m); err != nil {
+				return nil, err
+			}
+			return next.Mutate(ctx, m)
+		})
+	}
+	userMixinFields0 := userMixin[0].Fields()
+	_ = userMixinFields0
+	userFields := schema.User{}.Fields()
+	_ = userFields
+	// userDescCreatedAt is the schema descriptor for created_at field.
+	userDescCreatedAt := userMixinFields0[0].Descriptor()
+	// user.DefaultCreatedAt holds the default value on creation for the created_at field.
+	user.DefaultCreatedAt = userDescCreatedAt.Default.(func() time.Time)
+	// userDescUpdatedAt is the schema descriptor for updated_at field.
+	userDescUpdatedAt := userMixinFields0[1].Descriptor()
+	// user.DefaultUpdatedAt holds the default value on creation for the updated_at field.
+	user.DefaultUpdatedAt = userDescUpdatedAt.Default.(func() time.Time)
+	// user.UpdateDefaultUpdatedAt holds the default value on update for the updated_at field.
+	user.UpdateDefaultUpdatedAt = userDescUpdatedAt.UpdateDefault.(func() time.Time)
+	// userDescName is the schema descriptor for name field.
+	userDescName := userFields[1].Descriptor()
+	// user.NameValidator is a validator for the "name" field. It is called by the builders before save.
+	user.NameValidator = func() func(string) error {
+		validators := userDescName.Validators
+		fns := [...]func(string) error{
+			validators[0].(func(string) error),
+			validators[1].(func(string) error),
+		}
+		return func(name string) error {
+			for _, fn := range fns {
+				if err := fn(name); err != nil {
+					return err
+				}
+			}
+			return nil
+		}
+	}()
+	// userDescDepartment is the schema descriptor for department field.
+	userDescDepartment := userFields[2].Descriptor()
+	// user.DefaultDepartment holds the default value on creation for the department field.
+	user.DefaultDepartment = userDescDepartment.Default.(string)
+	// user.DepartmentValidator is a validator for the "department" field. It is called by the builders before save.
+	user.DepartmentValidator = userDescDepartment.Validators[0].(func(string) error)
+	// userDescAdmin is the schema descriptor for admin field.
+	userDescAdmin := userFields[3].Descriptor()
+	// user.DefaultAdmin holds the default value on creation for the admin field.
+	user.DefaultAdmin = userDescAdmin.Default.(bool)
+	workspacefileMixin := schema.WorkspaceFile{}.Mixin()
+	workspacefile.Policy = privacy.NewPolicies(workspacefileMixin[1], schema.WorkspaceFile{})
+	workspacefile.Hooks[0] = func(next ent.Mutator) ent.Mutator {
+		return ent.MutateFunc(func(ctx context.Context, m ent.Mutation) (ent.Value, error) {
+			if err := workspacefile.Policy.EvalMutation(ctx, m); err != nil {
+				return nil, err
+			}
+			return next.Mutate(ctx, m)
+		})
+	}
+	workspacefileMixinFields0 := workspacefileMixin[0].Fields()
+	_ = workspacefileMixinFields0
+	workspacefileFields := schema.WorkspaceFile{}.Fields()
+	_ = workspacefileFields
+	// workspacefileDescCreatedAt is the schema descriptor for created_at field.
+	workspacefileDescCreatedAt := workspacefileMixinFields0[0].Descriptor()
+	// workspacefile.DefaultCreatedAt holds the default value on creation for the created_at field.
+	workspacefile.DefaultCreatedAt = workspacefileDescCreatedAt.Default.(func() time.Time)
+	// workspacefileDescUpdatedAt is the schema descriptor for updated_at field.
+	workspacefileDescUpdatedAt := workspacefileMixinFields0[1].Descriptor()
+	// workspacefile.DefaultUpdatedAt holds the default value on creation for the updated_at field.
+	workspacefile.DefaultUpdatedAt = workspacefileDescUpdatedAt.Default.(func() time.Time)
+	// workspacefile.UpdateDefaultUpdatedAt holds the default value on update for the updated_at field.
+	workspacefile.UpdateDefaultUpdatedAt = workspacefileDescUpdatedAt.UpdateDefault.(func() time.Time)
+	// workspacefileDescPath is the schema descriptor for path field.
+	workspacefileDescPath := workspacefileFields[1].Descriptor()
+	// workspacefile.PathValidator is a validator for the "path" field. It is called by the builders before save.
+	workspacefile.PathValidator = workspacefileDescPath.Validators[0].(func(string) error)
+	// workspacefileDescChars is the schema descriptor for chars field.
+	workspacefileDescChars := workspacefileFields[3].Descriptor()
+	// workspacefile.CharsValidator is a validator for the "chars" field. It is called by the builders before save.
+	workspacefile.CharsValidator = workspacefileDescChars.Validators[0].(func(int64) error)
+	// workspacefileDescBytes is the schema descriptor for bytes field.
+	workspacefileDescBytes := workspacefileFields[4].Descriptor()
+	// workspacefile.BytesValidator is a validator for the "bytes" field. It is called by the builders before save.
+	workspacefile.BytesValidator = workspacefileDescBytes.Validators[0].(func(int64) error)
+}
 
 const (
 	Version = "v0.14.5"                                         // Version of ent codegen.

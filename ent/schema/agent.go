@@ -7,6 +7,8 @@ import (
 	"entgo.io/ent/schema/edge"
 	"entgo.io/ent/schema/field"
 	"entgo.io/ent/schema/index"
+
+	"github.com/toolgate/toolgate/ent/tenancy"
 )
 
 // Agent is a configured assistant: instructions, the tools it may be
@@ -47,7 +49,7 @@ func (Agent) Indexes() []ent.Index {
 
 // Mixin of the Agent.
 func (Agent) Mixin() []ent.Mixin {
-	return []ent.Mixin{TimeMixin{}}
+	return []ent.Mixin{TimeMixin{}, Scope(tenancy.Organization())}
 }
 
 // Annotations of the Agent.

@@ -6,6 +6,8 @@ import (
 	"entgo.io/ent/schema"
 	"entgo.io/ent/schema/edge"
 	"entgo.io/ent/schema/field"
+
+	"github.com/toolgate/toolgate/ent/tenancy"
 )
 
 // APIToken lets a user call the API. Only a hash of the secret is kept: the
@@ -39,7 +41,7 @@ func (APIToken) Edges() []ent.Edge {
 
 // Mixin of the APIToken.
 func (APIToken) Mixin() []ent.Mixin {
-	return []ent.Mixin{TimeMixin{}}
+	return []ent.Mixin{TimeMixin{}, Scope(tenancy.UserOf())}
 }
 
 // Annotations of the APIToken.

@@ -7,6 +7,8 @@ import (
 	"entgo.io/ent/schema/edge"
 	"entgo.io/ent/schema/field"
 	"entgo.io/ent/schema/index"
+
+	"github.com/toolgate/toolgate/ent/tenancy"
 )
 
 // Application is an MCP server (Streamable HTTP) registered for an
@@ -46,5 +48,5 @@ func (Application) Annotations() []schema.Annotation {
 
 // Mixin of the Application.
 func (Application) Mixin() []ent.Mixin {
-	return []ent.Mixin{TimeMixin{}}
+	return []ent.Mixin{TimeMixin{}, Scope(tenancy.Organization())}
 }

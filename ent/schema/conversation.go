@@ -7,6 +7,8 @@ import (
 	"entgo.io/ent/schema/edge"
 	"entgo.io/ent/schema/field"
 	"entgo.io/ent/schema/index"
+
+	"github.com/toolgate/toolgate/ent/tenancy"
 )
 
 // Conversation is a thread between one user and one agent.
@@ -51,7 +53,7 @@ func (Conversation) Indexes() []ent.Index {
 
 // Mixin of the Conversation.
 func (Conversation) Mixin() []ent.Mixin {
-	return []ent.Mixin{TimeMixin{}}
+	return []ent.Mixin{TimeMixin{}, Scope(tenancy.Conversation())}
 }
 
 // Annotations of the Conversation.

@@ -9,6 +9,8 @@ import (
 	"entgo.io/ent/schema/edge"
 	"entgo.io/ent/schema/field"
 	"entgo.io/ent/schema/index"
+
+	"github.com/toolgate/toolgate/ent/tenancy"
 )
 
 // ModelCall is one request to a model provider and what it cost. The
@@ -59,4 +61,9 @@ func (ModelCall) Indexes() []ent.Index {
 		index.Fields("organization_id", "started_at"),
 		index.Fields("turn_id"),
 	}
+}
+
+// Mixin of the ModelCall.
+func (ModelCall) Mixin() []ent.Mixin {
+	return []ent.Mixin{Scope(tenancy.User(true))}
 }

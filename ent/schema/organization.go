@@ -6,6 +6,8 @@ import (
 	"entgo.io/ent/schema"
 	"entgo.io/ent/schema/edge"
 	"entgo.io/ent/schema/field"
+
+	"github.com/toolgate/toolgate/ent/tenancy"
 )
 
 // Organization is a tenant: everything a caller can reach belongs to one.
@@ -37,5 +39,5 @@ func (Organization) Annotations() []schema.Annotation {
 
 // Mixin of the Organization.
 func (Organization) Mixin() []ent.Mixin {
-	return []ent.Mixin{TimeMixin{}}
+	return []ent.Mixin{TimeMixin{}, Scope(tenancy.OrganizationRow())}
 }

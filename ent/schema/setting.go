@@ -28,5 +28,5 @@ func (Setting) Annotations() []schema.Annotation {
 
 // Mixin of the Setting.
 func (Setting) Mixin() []ent.Mixin {
-	return []ent.Mixin{TimeMixin{}}
+	return []ent.Mixin{TimeMixin{}, SystemOnly()}
 }

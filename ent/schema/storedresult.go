@@ -7,6 +7,8 @@ import (
 	"entgo.io/ent/schema/edge"
 	"entgo.io/ent/schema/field"
 	"entgo.io/ent/schema/index"
+
+	"github.com/toolgate/toolgate/ent/tenancy"
 )
 
 // StoredResult is a tool result kept whole under an opaque ref, before the
@@ -55,5 +57,5 @@ func (StoredResult) Indexes() []ent.Index {
 
 // Mixin of the StoredResult.
 func (StoredResult) Mixin() []ent.Mixin {
-	return []ent.Mixin{TimeMixin{}}
+	return []ent.Mixin{TimeMixin{}, Scope(tenancy.InConversation("conversation_id"))}
 }

@@ -6,6 +6,8 @@ import (
 	"entgo.io/ent/schema"
 	"entgo.io/ent/schema/field"
 	"entgo.io/ent/schema/index"
+
+	"github.com/toolgate/toolgate/ent/tenancy"
 )
 
 // Task is one item of a conversation's task list, the list update_tasks
@@ -32,7 +34,7 @@ func (Task) Indexes() []ent.Index {
 
 // Mixin of the Task.
 func (Task) Mixin() []ent.Mixin {
-	return []ent.Mixin{TimeMixin{}}
+	return []ent.Mixin{TimeMixin{}, Scope(tenancy.InConversation("conversation_id"))}
 }
 
 // Annotations of the Task. The GraphQL type is written by hand

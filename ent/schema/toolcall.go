@@ -9,6 +9,8 @@ import (
 	"entgo.io/ent/schema/edge"
 	"entgo.io/ent/schema/field"
 	"entgo.io/ent/schema/index"
+
+	"github.com/toolgate/toolgate/ent/tenancy"
 )
 
 // ToolCall is one call the model asked for, as repaired and sent, and what
@@ -70,4 +72,9 @@ func (ToolCall) Annotations() []schema.Annotation {
 // Indexes of the ToolCall.
 func (ToolCall) Indexes() []ent.Index {
 	return []ent.Index{index.Fields("turn_id", "position").Unique()}
+}
+
+// Mixin of the ToolCall.
+func (ToolCall) Mixin() []ent.Mixin {
+	return []ent.Mixin{Scope(tenancy.InTurn("turn_id"))}
 }

@@ -9,6 +9,8 @@ import (
 	"entgo.io/ent/schema/edge"
 	"entgo.io/ent/schema/field"
 	"entgo.io/ent/schema/index"
+
+	"github.com/toolgate/toolgate/ent/tenancy"
 )
 
 // Turn is one message from the user and everything the runtime did to
@@ -65,4 +67,9 @@ func (Turn) Indexes() []ent.Index {
 // Annotations of the Turn.
 func (Turn) Annotations() []schema.Annotation {
 	return []schema.Annotation{entgql.RelayConnection()}
+}
+
+// Mixin of the Turn.
+func (Turn) Mixin() []ent.Mixin {
+	return []ent.Mixin{Scope(tenancy.InConversation("conversation_id"))}
 }

@@ -7,6 +7,8 @@ import (
 	"entgo.io/ent/schema/edge"
 	"entgo.io/ent/schema/field"
 	"entgo.io/ent/schema/index"
+
+	"github.com/toolgate/toolgate/ent/tenancy"
 )
 
 // User is a person in an organisation. The model is told their name,
@@ -50,5 +52,5 @@ func (User) Annotations() []schema.Annotation {
 
 // Mixin of the User.
 func (User) Mixin() []ent.Mixin {
-	return []ent.Mixin{TimeMixin{}}
+	return []ent.Mixin{TimeMixin{}, Scope(tenancy.Organization())}
 }

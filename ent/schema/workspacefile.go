@@ -6,6 +6,8 @@ import (
 	"entgo.io/ent/schema"
 	"entgo.io/ent/schema/field"
 	"entgo.io/ent/schema/index"
+
+	"github.com/toolgate/toolgate/ent/tenancy"
 )
 
 // WorkspaceFile is one text file in a conversation's workspace, written and
@@ -44,5 +46,5 @@ func (WorkspaceFile) Annotations() []schema.Annotation {
 
 // Mixin of the WorkspaceFile.
 func (WorkspaceFile) Mixin() []ent.Mixin {
-	return []ent.Mixin{TimeMixin{}}
+	return []ent.Mixin{TimeMixin{}, Scope(tenancy.InConversation("conversation_id"))}
 }

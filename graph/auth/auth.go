@@ -1,8 +1,9 @@
 // Package auth says who is calling and what they may reach.
 //
 // Every request carries a bearer token. The middleware turns it into a
-// Viewer; the scope interceptors (Scope) then add the viewer's reach to every
-// query the API's ent client runs, so a row outside it is simply not there.
+// Viewer; ent's privacy policies (ent/tenancy, declared per entity in
+// ent/schema) then add the viewer's reach to every query and mutation, so a
+// row outside it is simply not there.
 // A missing token, a bad one, an id of another organisation and an id of
 // nothing all end in the same ErrNotFound.
 package auth
@@ -14,66 +15,32 @@ import (
 	"encoding/base64"
 	"errors"
 	"strings"
+
+	"github.com/toolgate/toolgate/ent/tenancy"
 )
 
 // ErrNotFound is the one answer for an object the caller cannot reach, for
 // whatever reason: no token, a bad token, another organisation's object, or
-// no object at all.
-var ErrNotFound = errors.New("not found")
+// no object at all. It is the error ent's privacy policies refuse with.
+var ErrNotFound = tenancy.ErrNotFound
 
 // ErrForbidden is returned for an operation the caller's kind of token may
 // not perform on objects it can see (an admin-only mutation, say).
 var ErrForbidden = errors.New("not permitted")
 
-// Viewer is the caller, resolved from the token.
-type Viewer struct {
-	OrganizationID int
-	UserID         int
-	// Admin viewers reach every conversation of their organisation.
-	Admin bool
-	// ConversationID is set for a turn's scope token: it reaches that
-	// conversation only.
-	ConversationID int
-	// TurnID is set for a turn's scope token.
-	TurnID int
-	// Tools are the tools a scope token was offered.
-	Tools []string
-}
+// Viewer is the caller, resolved from the token. The type lives with the
+// privacy policies that read it (ent/tenancy).
+type Viewer = tenancy.Viewer
 
-// Scoped reports whether the viewer holds a turn's scope token rather than
-// an API token.
-func (v *Viewer) Scoped() bool { return v.TurnID != 0 }
-
-// Offers reports whether a scope token was offered the tool. API tokens
-// may drive every tool by hand (the playground).
-func (v *Viewer) Offers(tool string) bool {
-	if !v.Scoped() {
-		return true
-	}
-	for _, t := range v.Tools {
-		if t == tool {
-			return true
-		}
-	}
-	return false
-}
-
-type viewerKey struct{}
-
-// WithViewer returns a context that carries the viewer.
+// WithViewer returns a context that carries the viewer: every query made
+// with it reaches only the viewer's rows.
 func WithViewer(ctx context.Context, v *Viewer) context.Context {
-	return context.WithValue(ctx, viewerKey{}, v)
+	return tenancy.WithViewer(ctx, v)
 }
 
 // FromContext returns the viewer, or ErrNotFound when the request carried
 // no valid token.
-func FromContext(ctx context.Context) (*Viewer, error) {
-	v, ok := ctx.Value(viewerKey{}).(*Viewer)
-	if !ok || v == nil {
-		return nil, ErrNotFound
-	}
-	return v, nil
-}
+func FromContext(ctx context.Context) (*Viewer, error) { return tenancy.FromContext(ctx) }
 
 // TokenPrefix starts every API token, so a leaked one is easy to find.
 const TokenPrefix = "tg_"

@@ -6,6 +6,7 @@ import (
 
 	"github.com/toolgate/toolgate/ent"
 	"github.com/toolgate/toolgate/ent/organization"
+	"github.com/toolgate/toolgate/ent/tenancy"
 	"github.com/toolgate/toolgate/ent/user"
 )
 
@@ -18,8 +19,10 @@ type Grant struct {
 
 // Bootstrap creates the organisation and the user, or reuses them when they
 // exist, and issues a new API token for the user. The first user of a new
-// organisation is its admin. client must be unscoped.
+// organisation is its admin. It acts as the system: it makes the
+// organisation a viewer would belong to.
 func Bootstrap(ctx context.Context, client *ent.Client, org, name, department string) (*Grant, error) {
+	ctx = tenancy.System(ctx)
 	tx, err := client.Tx(ctx)
 	if err != nil {
 		return nil, fmt.Errorf("begin: %w", err)

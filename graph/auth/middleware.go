@@ -9,11 +9,12 @@ import (
 
 	"github.com/toolgate/toolgate/ent"
 	"github.com/toolgate/toolgate/ent/apitoken"
+	"github.com/toolgate/toolgate/ent/tenancy"
 	"github.com/toolgate/toolgate/ent/user"
 )
 
-// Authenticator resolves bearer tokens to viewers. It reads with an
-// unscoped client: it runs before there is a viewer to scope by.
+// Authenticator resolves bearer tokens to viewers. It reads as the system
+// (tenancy.System): it runs before there is a viewer to scope by.
 type Authenticator struct {
 	client *ent.Client
 	// Scope resolves a turn's scope token; nil until the runtime provides one.
@@ -37,7 +38,7 @@ func (a *Authenticator) Resolve(ctx context.Context, token string) (*Viewer, err
 	// One statement: the user that holds a live token with this hash.
 	u, err := a.client.User.Query().
 		Where(user.HasTokensWith(apitoken.Hash(HashToken(token)), apitoken.RevokedAtIsNil())).
-		Only(ctx)
+		Only(tenancy.System(ctx))
 	if ent.IsNotFound(err) {
 		return nil, ErrNotFound
 	}

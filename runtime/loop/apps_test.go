@@ -14,6 +14,7 @@ import (
 
 	"github.com/toolgate/toolgate/ent/db"
 	"github.com/toolgate/toolgate/ent/db/dbtest"
+	"github.com/toolgate/toolgate/ent/tenancy"
 	"github.com/toolgate/toolgate/ent/toolcall"
 	"github.com/toolgate/toolgate/ent/turn"
 	"github.com/toolgate/toolgate/graph/gid"
@@ -90,8 +91,8 @@ func TestResumeRunsTurnsLeftRunning(t *testing.T) {
 	convID, err := gid.Decode(conv)
 	require.NoError(t, err)
 	// A turn a previous process left RUNNING.
-	tu := h.client.Turn.Create().SetConversationID(convID).SetNumber(1).SetUserText("hello").SetStartedAt(h.now).SaveX(context.Background())
-	n, err := h.runner.Resume(context.Background())
+	tu := h.client.Turn.Create().SetConversationID(convID).SetNumber(1).SetUserText("hello").SetStartedAt(h.now).SaveX(tenancy.System(context.Background()))
+	n, err := h.runner.Resume(tenancy.System(context.Background()))
 	require.NoError(t, err)
 	require.Equal(t, 1, n)
 	got := h.wait(t, gid.Encode(tu.ID))
@@ -112,7 +113,7 @@ func TestResumeClaimsOnlyAbandonedTurnsOnce(t *testing.T) {
 		conv := h.conversation(t)
 		convID, err := gid.Decode(conv)
 		require.NoError(t, err)
-		ctx := context.Background()
+		ctx := tenancy.System(context.Background())
 		mk := func(n int, beat time.Time) int {
 			return h.client.Turn.Create().SetConversationID(convID).SetNumber(n).SetUserText("x").
 				SetStartedAt(h.now).SetHeartbeatAt(beat).SaveX(ctx).ID
@@ -148,7 +149,7 @@ func TestResumeClosesCallsLeftInFlight(t *testing.T) {
 	conv := h.conversation(t)
 	convID, err := gid.Decode(conv)
 	require.NoError(t, err)
-	ctx := context.Background()
+	ctx := tenancy.System(context.Background())
 	// A process stopped after the model asked for a write and before the
 	// write answered.
 	tu := h.client.Turn.Create().SetConversationID(convID).SetNumber(1).SetUserText("save it").SetStartedAt(h.now).SaveX(ctx)

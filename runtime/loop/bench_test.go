@@ -12,6 +12,7 @@ import (
 
 	"github.com/toolgate/toolgate/ent/db/dbtest"
 	"github.com/toolgate/toolgate/ent/storedresult"
+	"github.com/toolgate/toolgate/ent/tenancy"
 	"github.com/toolgate/toolgate/ent/toolcall"
 	"github.com/toolgate/toolgate/graph/gid"
 	"github.com/toolgate/toolgate/runtime/dispatch"
@@ -34,7 +35,7 @@ func BenchmarkPromptAssembly(b *testing.B) {
 	conv := h.conversation(b, all...)
 	convID, err := gid.Decode(conv)
 	require.NoError(b, err)
-	ctx := context.Background()
+	ctx := tenancy.System(context.Background())
 	c := h.client
 	big := strings.Repeat("The quarterly report lists revenue by region and month. ", 200)
 	for n := 1; n <= 200; n++ {
@@ -81,7 +82,7 @@ func BenchmarkPromptAssembly(b *testing.B) {
 // runTurns runs b.N turns in the benchmark's goroutine (RunTurn, the
 // job's own code, without the queue's polling) and checks each completed.
 func runTurns(b *testing.B, h *harness, conv string) {
-	ctx := context.Background()
+	ctx := tenancy.System(context.Background())
 	convID, err := gid.Decode(conv)
 	require.NoError(b, err)
 	b.ResetTimer()
@@ -111,7 +112,7 @@ func runTurns(b *testing.B, h *harness, conv string) {
 // the loop.
 func BenchmarkQueueLatency(b *testing.B) {
 	h := newHarness(b, dbtest.Open(b, dbtest.SQLite), &scripted{answers: []model.Response{{Text: "done"}}})
-	ctx := context.Background()
+	ctx := tenancy.System(context.Background())
 	convID, err := gid.Decode(h.conversation(b))
 	require.NoError(b, err)
 	n := 0
@@ -210,7 +211,7 @@ func BenchmarkDispatchResolverCall(b *testing.B) {
 	conv := h.conversation(b)
 	convID, err := gid.Decode(conv)
 	require.NoError(b, err)
-	ctx := context.Background()
+	ctx := tenancy.System(context.Background())
 	tu := h.client.Turn.Create().SetConversationID(convID).SetNumber(1).SetUserText("x").SetStartedAt(h.now).SaveX(ctx)
 	req, err := h.runner.Prompt(ctx, tu.ID)
 	require.NoError(b, err)

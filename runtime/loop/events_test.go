@@ -153,3 +153,4 @@ func TestProviderFailureFailsTheTurn(t *testing.T) {
 	require.Len(t, waits, 2)
 	require.Equal(t, 2*waits[0], waits[1], "each wait doubles the last")
 }
+

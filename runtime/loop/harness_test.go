@@ -17,6 +17,7 @@ import (
 	"github.com/toolgate/toolgate/ent"
 	"github.com/toolgate/toolgate/ent/db"
 	"github.com/toolgate/toolgate/ent/db/dbtest"
+	"github.com/toolgate/toolgate/ent/tenancy"
 	"github.com/toolgate/toolgate/ent/turn"
 	"github.com/toolgate/toolgate/graph"
 	"github.com/toolgate/toolgate/graph/auth"
@@ -50,7 +51,7 @@ func withMaxSteps(n int) option { return func(c *loop.Config) { c.MaxSteps = n }
 
 func newHarness(t testing.TB, d *db.DB, p model.Provider, opts ...option) *harness {
 	t.Helper()
-	ctx := context.Background()
+	ctx := tenancy.System(context.Background())
 	h := &harness{db: d, client: d.Client(), now: time.Date(2026, 11, 29, 19, 30, 42, 0, time.UTC)}
 	var err error
 	h.grant, err = auth.Bootstrap(ctx, h.client, "Acme", "Ada Lovelace", "Research")
@@ -147,7 +148,7 @@ func (h *harness) wait(t testing.TB, turnID string) *ent.Turn {
 	require.NoError(t, err)
 	var got *ent.Turn
 	require.Eventually(t, func() bool {
-		got = h.client.Turn.GetX(context.Background(), id)
+		got = h.client.Turn.GetX(tenancy.System(context.Background()), id)
 		return got.Status != turn.StatusRUNNING && !h.runner.Running(id)
 	}, 20*time.Second, 5*time.Millisecond)
 	return got
@@ -157,7 +158,7 @@ func (h *harness) calls(t testing.TB, turnID string) []*ent.ToolCall {
 	t.Helper()
 	id, err := gid.Decode(turnID)
 	require.NoError(t, err)
-	return h.client.Turn.GetX(context.Background(), id).QueryToolCalls().Order(ent.Asc("position")).AllX(context.Background())
+	return h.client.Turn.GetX(tenancy.System(context.Background()), id).QueryToolCalls().Order(ent.Asc("position")).AllX(tenancy.System(context.Background()))
 }
 
 // scripted is a model provider that plays answers in order and records the
@@ -228,7 +229,7 @@ func each(t *testing.T, f func(t *testing.T, d *db.DB)) { dbtest.Each(t, f) }
 // mint returns a scope token for a turn, as the runtime mints it.
 func (h *harness) mint(t testing.TB, turnID, convID int, tools []string) string {
 	t.Helper()
-	conv := h.client.Conversation.GetX(context.Background(), convID)
+	conv := h.client.Conversation.GetX(tenancy.System(context.Background()), convID)
 	tok, err := h.signer.Mint(scope.Claims{OrganizationID: conv.OrganizationID, UserID: conv.UserID, AgentID: conv.AgentID,
 		ConversationID: convID, TurnID: turnID, Tools: tools})
 	require.NoError(t, err)

@@ -21,6 +21,7 @@ import (
 
 	"github.com/toolgate/toolgate/ent"
 	"github.com/toolgate/toolgate/ent/modelcall"
+	"github.com/toolgate/toolgate/ent/tenancy"
 	"github.com/toolgate/toolgate/ent/turn"
 	"github.com/toolgate/toolgate/runtime/dispatch"
 	"github.com/toolgate/toolgate/runtime/events"
@@ -42,7 +43,8 @@ const ClarifyTool = "clarify"
 
 // Config is what a Runner needs.
 type Config struct {
-	// Client reads and writes without a viewer: the loop acts for the turn.
+	// Client reads and writes as the system (tenancy.System): the loop acts
+	// for the turn, whose scope its tools' resolvers enforce.
 	Client     *ent.Client
 	Provider   model.Provider
 	Signer     *scope.Signer
@@ -101,7 +103,7 @@ func New(cfg Config) (*Runner, error) {
 	if cfg.Prices == nil {
 		cfg.Prices = price.Default()
 	}
-	base, stop := context.WithCancel(context.Background())
+	base, stop := context.WithCancel(tenancy.System(context.Background()))
 	r := &Runner{cfg: cfg, base: base, stop: stop, running: map[int]context.CancelFunc{}}
 	workers := river.NewWorkers()
 	if err := river.AddWorkerSafely(workers, &turnWorker{r: r}); err != nil {
@@ -188,12 +190,13 @@ func (w *turnWorker) Work(ctx context.Context, job *river.Job[TurnArgs]) error {
 // its job would, and returns when it ends or pauses. Benchmarks use it to
 // measure the loop without the queue's polling.
 func (r *Runner) RunTurn(ctx context.Context, turnID int) error {
-	return r.work(ctx, turnID)
+	return r.work(tenancy.System(ctx), turnID)
 }
 
 // Start enqueues a stored RUNNING turn. It reports whether a new job was
 // enqueued (false when the turn already has one).
 func (r *Runner) Start(ctx context.Context, turnID int) (bool, error) {
+	ctx = tenancy.System(ctx)
 	steps, err := r.cfg.Client.ModelCall.Query().Where(modelcall.TurnID(turnID)).Count(ctx)
 	if err != nil {
 		return false, fmt.Errorf("count steps: %w", err)
@@ -209,6 +212,7 @@ func (r *Runner) Start(ctx context.Context, turnID int) (bool, error) {
 // conditional update of its heartbeat: a turn another live process runs
 // (its heartbeat fresh) waits; a turn that no longer runs needs nothing.
 func (r *Runner) work(jobCtx context.Context, turnID int) error {
+	jobCtx = tenancy.System(jobCtx)
 	now := r.cfg.Now()
 	claimed, err := r.cfg.Client.Turn.Update().
 		Where(turn.ID(turnID), turn.StatusEQ(turn.StatusRUNNING),
@@ -343,6 +347,7 @@ const (
 // heartbeat, or a stale one) and that have no live job, such as a turn
 // whose enqueue was lost. It returns how many it enqueued.
 func (r *Runner) Resume(ctx context.Context) (int, error) {
+	ctx = tenancy.System(ctx)
 	ids, err := r.cfg.Client.Turn.Query().
 		Where(turn.StatusEQ(turn.StatusRUNNING),
 			turn.Or(turn.HeartbeatAtIsNil(), turn.HeartbeatAtLT(r.cfg.Now().Add(-StaleAfter)))).
@@ -388,6 +393,7 @@ func (r *Runner) Sweep(interval time.Duration) {
 // offered tools, the system prompt and the whole history. It changes
 // nothing; the portal can show it, and benchmarks measure assembly with it.
 func (r *Runner) Prompt(ctx context.Context, turnID int) (model.Request, error) {
+	ctx = tenancy.System(ctx)
 	t := &turnRun{r: r, turnID: turnID, log: r.cfg.Log}
 	if err := t.load(ctx); err != nil {
 		return model.Request{}, err

@@ -11,6 +11,7 @@ import (
 
 	"github.com/toolgate/toolgate/ent/db"
 	"github.com/toolgate/toolgate/ent/db/dbtest"
+	"github.com/toolgate/toolgate/ent/tenancy"
 	"github.com/toolgate/toolgate/ent/toolcall"
 	"github.com/toolgate/toolgate/ent/turn"
 	"github.com/toolgate/toolgate/graph/gid"
@@ -45,7 +46,7 @@ func TestTurnRunsToolsAndAnswers(t *testing.T) {
 		require.Contains(t, heard.Text, "0.666666666667")
 
 		// Each model call was recorded with its tokens and cost.
-		mcs := got.QueryModelCalls().AllX(context.Background())
+		mcs := got.QueryModelCalls().AllX(tenancy.System(context.Background()))
 		require.Len(t, mcs, 2)
 		require.EqualValues(t, 1000, mcs[0].InputTokens)
 		require.EqualValues(t, 500, mcs[0].CacheReadTokens)
@@ -247,8 +248,8 @@ func TestCancelFromAnotherReplica(t *testing.T) {
 	// arrives over the bridge; this replica's runner was never called.
 	tid, err := gid.Decode(id)
 	require.NoError(t, err)
-	h.client.Turn.UpdateOneID(tid).SetStatus(turn.StatusCANCELLED).ExecX(context.Background())
+	h.client.Turn.UpdateOneID(tid).SetStatus(turn.StatusCANCELLED).ExecX(tenancy.System(context.Background()))
 	h.runner.Events().Deliver(events.Event{Kind: events.Status, TurnID: tid, At: time.Now()})
 	require.Eventually(t, func() bool { return !h.runner.Running(tid) }, 10*time.Second, 5*time.Millisecond)
-	require.Equal(t, turn.StatusCANCELLED, h.client.Turn.GetX(context.Background(), tid).Status)
+	require.Equal(t, turn.StatusCANCELLED, h.client.Turn.GetX(tenancy.System(context.Background()), tid).Status)
 }

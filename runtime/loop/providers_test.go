@@ -13,6 +13,7 @@ import (
 	"github.com/stretchr/testify/require"
 
 	"github.com/toolgate/toolgate/ent/db/dbtest"
+	"github.com/toolgate/toolgate/ent/tenancy"
 	"github.com/toolgate/toolgate/ent/turn"
 	"github.com/toolgate/toolgate/runtime/model"
 	"github.com/toolgate/toolgate/runtime/model/anthropic"
@@ -142,7 +143,7 @@ func TestTurnOverEachProviderProtocol(t *testing.T) {
 			require.Equal(t, turn.StatusCOMPLETED, got.Status, got.Error)
 			require.Equal(t, "It is 0.666666666667.", *got.Answer)
 			require.Contains(t, tt.heard(t, w), "0.666666666667")
-			mcs := got.QueryModelCalls().AllX(t.Context())
+			mcs := got.QueryModelCalls().AllX(tenancy.System(t.Context()))
 			require.Len(t, mcs, 2)
 			require.EqualValues(t, tt.wantCache, mcs[0].CacheReadTokens)
 			require.Equal(t, tt.name, mcs[0].Provider)

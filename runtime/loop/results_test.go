@@ -13,6 +13,7 @@ import (
 
 	"github.com/toolgate/toolgate/ent/db"
 	"github.com/toolgate/toolgate/ent/db/dbtest"
+	"github.com/toolgate/toolgate/ent/tenancy"
 	"github.com/toolgate/toolgate/ent/toolcall"
 	"github.com/toolgate/toolgate/ent/turn"
 	"github.com/toolgate/toolgate/runtime/dispatch"
@@ -53,7 +54,7 @@ func TestLargeResultIsPreviewedStoredWholeAndReadByRef(t *testing.T) {
 		require.Equal(t, turn.StatusCOMPLETED, got.Status, got.Error)
 		read := h.calls(t, first)[0]
 		require.Equal(t, toolcall.OutcomeHITS, read.Outcome)
-		stored := h.client.StoredResult.GetX(context.Background(), *read.ResultID)
+		stored := h.client.StoredResult.GetX(tenancy.System(context.Background()), *read.ResultID)
 		require.Equal(t, string(big), string(stored.Content), "stored whole")
 		require.EqualValues(t, len(big), stored.Bytes)
 		// The model heard a preview within 6,000 characters: valid JSON
@@ -241,7 +242,7 @@ func TestCatalogueResultsBypassPreviews(t *testing.T) {
 	c := h.calls(t, id)[0]
 	require.Equal(t, toolcall.OutcomeHITS, c.Outcome)
 	require.Greater(t, utf8.RuneCountInString(*c.Heard), preview.DefaultLimit, "larger than any preview")
-	stored := h.client.StoredResult.GetX(context.Background(), *c.ResultID)
+	stored := h.client.StoredResult.GetX(tenancy.System(context.Background()), *c.ResultID)
 	require.Equal(t, string(stored.Content), *c.Heard, "passed whole")
 	for _, name := range allowed {
 		require.Contains(t, *c.Heard, "crm__"+name)

@@ -8,6 +8,7 @@ import (
 	"github.com/stretchr/testify/require"
 
 	"github.com/toolgate/toolgate/ent/db"
+	"github.com/toolgate/toolgate/ent/tenancy"
 	"github.com/toolgate/toolgate/ent/toolcall"
 	"github.com/toolgate/toolgate/ent/turn"
 	"github.com/toolgate/toolgate/runtime/model"
@@ -78,7 +79,7 @@ func TestEveryTurnToolsRunThroughATurn(t *testing.T) {
 		require.Equal(t, map[string]any{"title": "Budget", "status": "IN_PROGRESS"}, tasks[0])
 
 		// The deleted file is gone.
-		list := h.client.WorkspaceFile.Query().CountX(context.Background())
+		list := h.client.WorkspaceFile.Query().CountX(tenancy.System(context.Background()))
 		require.Zero(t, list)
 		require.True(t, strings.HasPrefix(by["esc"], "Error: the tool ran and failed: "), by["esc"])
 	})

@@ -17,6 +17,7 @@ import (
 	"github.com/toolgate/toolgate/ent/modelcall"
 	"github.com/toolgate/toolgate/ent/schema"
 	"github.com/toolgate/toolgate/ent/storedresult"
+	"github.com/toolgate/toolgate/ent/tenancy"
 	"github.com/toolgate/toolgate/ent/toolcall"
 	"github.com/toolgate/toolgate/ent/turn"
 	"github.com/toolgate/toolgate/runtime/dispatch"
@@ -373,7 +374,8 @@ func (t *turnRun) callModel(ctx context.Context, step int) (*model.Response, err
 // finish ends the turn. It writes with a context of its own: a cancelled
 // turn must still be recorded as cancelled.
 func (t *turnRun) finish(status turn.Status, answer *string, reason string) {
-	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+	// Its own context: the turn's may be cancelled, and the end is still recorded.
+	ctx, cancel := context.WithTimeout(tenancy.System(context.Background()), 10*time.Second)
 	defer cancel()
 	u := t.client().Turn.Update().
 		Where(turn.ID(t.turnID), turn.StatusIn(turn.StatusRUNNING, turn.StatusWAITING_FOR_CLARIFICATION)).

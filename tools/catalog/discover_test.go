@@ -11,6 +11,7 @@ import (
 
 	"github.com/toolgate/toolgate/ent"
 	"github.com/toolgate/toolgate/ent/schema"
+	"github.com/toolgate/toolgate/ent/tenancy"
 	"github.com/toolgate/toolgate/tools"
 	"github.com/toolgate/toolgate/tools/catalog"
 )
@@ -135,7 +136,7 @@ func TestSearch(t *testing.T) {
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
 			t.Parallel()
-			got, err := ix.Search(context.Background(), tt.give)
+			got, err := ix.Search(tenancy.System(context.Background()), tt.give)
 			require.NoError(t, err)
 			var queries []string
 			var found [][]string
@@ -168,7 +169,7 @@ func TestSearchRefuses(t *testing.T) {
 		{give: []string{"a", "b", "c", "d", "e", "f"}, want: "queries: 6 distinct, at most 5 per call"},
 	}
 	for _, tt := range tests {
-		_, err := testIndex().Search(context.Background(), tt.give)
+		_, err := testIndex().Search(tenancy.System(context.Background()), tt.give)
 		require.EqualError(t, err, tt.want)
 		require.EqualError(t, catalog.CheckQueries(tt.give), tt.want)
 	}
@@ -186,7 +187,7 @@ func TestNothingFound(t *testing.T) {
 		{give: []string{" "}, want: true},
 	}
 	for _, tt := range tests {
-		s, err := ix.Search(context.Background(), tt.give)
+		s, err := ix.Search(tenancy.System(context.Background()), tt.give)
 		require.NoError(t, err)
 		raw, err := json.Marshal(map[string]any{"results": lower(s.Results)})
 		require.NoError(t, err)

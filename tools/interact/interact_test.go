@@ -12,6 +12,7 @@ import (
 
 	"github.com/toolgate/toolgate/ent/db"
 	"github.com/toolgate/toolgate/ent/db/dbtest"
+	"github.com/toolgate/toolgate/ent/tenancy"
 	"github.com/toolgate/toolgate/ent/turn"
 	"github.com/toolgate/toolgate/tools"
 )
@@ -131,7 +132,7 @@ func TestCheckSuggestions(t *testing.T) {
 func TestSaveSuggestions(t *testing.T) {
 	t.Parallel()
 	dbtest.Each(t, func(t *testing.T, d *db.DB) {
-		ctx := context.Background()
+		ctx := tenancy.System(context.Background())
 		c := d.Client()
 		org := c.Organization.Create().SetName("Acme").SaveX(ctx)
 		u := c.User.Create().SetOrganizationID(org.ID).SetName("Alice").SaveX(ctx)

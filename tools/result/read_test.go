@@ -13,6 +13,7 @@ import (
 	"github.com/toolgate/toolgate/ent/db/dbtest"
 	"github.com/toolgate/toolgate/ent/schema"
 	"github.com/toolgate/toolgate/ent/storedresult"
+	"github.com/toolgate/toolgate/ent/tenancy"
 )
 
 func TestValidate(t *testing.T) {
@@ -142,7 +143,7 @@ type fixture struct {
 
 func newFixture(t *testing.T) *fixture {
 	t.Helper()
-	ctx := context.Background()
+	ctx := tenancy.System(context.Background())
 	c := dbtest.Open(t, dbtest.SQLite).Client()
 	org := c.Organization.Create().SetName("Acme").SaveX(ctx)
 	u := c.User.Create().SetOrganizationID(org.ID).SetName("Alice").SaveX(ctx)
@@ -157,7 +158,7 @@ func (f *fixture) store(t *testing.T, conv int, ref string, kind storedresult.Ki
 	t.Helper()
 	f.client.StoredResult.Create().SetConversationID(conv).SetRef(ref).SetKind(kind).SetContent([]byte(content)).
 		SetChars(int64(utf8.RuneCountInString(content))).SetBytes(int64(len(content))).SetItems(1).
-		SaveX(context.Background())
+		SaveX(tenancy.System(context.Background()))
 }
 
 // requireEvidence checks that each span names exactly the stored bytes
@@ -173,7 +174,7 @@ func requireEvidence(t *testing.T, content, ref string, spans []schema.Span, sho
 
 func TestReaderReads(t *testing.T) {
 	t.Parallel()
-	ctx := context.Background()
+	ctx := tenancy.System(context.Background())
 	f := newFixture(t)
 	long := strings.Repeat("héllo wörld ✓ 😀 ", 300) // 16 characters, 23 bytes a time
 	f.store(t, f.conv, "r_long", storedresult.KindTEXT, long)
@@ -254,7 +255,7 @@ func TestReaderReads(t *testing.T) {
 
 func TestReaderSearches(t *testing.T) {
 	t.Parallel()
-	ctx := context.Background()
+	ctx := tenancy.System(context.Background())
 	f := newFixture(t)
 	policy := strings.Repeat("Travel is booked through the portal. ", 40) +
 		"Claims: the Reimbursement Deadline is 30 days after the trip — no exceptions. " +
@@ -310,7 +311,7 @@ func TestReaderSearches(t *testing.T) {
 
 func TestReaderSearchSharesBudget(t *testing.T) {
 	t.Parallel()
-	ctx := context.Background()
+	ctx := tenancy.System(context.Background())
 	f := newFixture(t)
 	// Far more matches than any budget shows.
 	many := strings.Repeat("the needle in the haystack — ", 2000)

@@ -13,6 +13,7 @@ import (
 
 	"github.com/toolgate/toolgate/ent/db"
 	"github.com/toolgate/toolgate/ent/db/dbtest"
+	"github.com/toolgate/toolgate/ent/tenancy"
 	"github.com/toolgate/toolgate/tools"
 )
 
@@ -88,7 +89,7 @@ func TestParse(t *testing.T) {
 func TestApply(t *testing.T) {
 	t.Parallel()
 	dbtest.Each(t, func(t *testing.T, d *db.DB) {
-		ctx := context.Background()
+		ctx := tenancy.System(context.Background())
 		c := d.Client()
 		org := c.Organization.Create().SetName("Acme").SaveX(ctx)
 		u := c.User.Create().SetOrganizationID(org.ID).SetName("Alice").SaveX(ctx)

@@ -15,6 +15,7 @@ import (
 	"github.com/toolgate/toolgate/ent"
 	"github.com/toolgate/toolgate/ent/db"
 	"github.com/toolgate/toolgate/ent/db/dbtest"
+	"github.com/toolgate/toolgate/ent/tenancy"
 	"github.com/toolgate/toolgate/tools"
 )
 
@@ -125,7 +126,7 @@ func TestFold(t *testing.T) {
 func TestWordsOnEachBackend(t *testing.T) {
 	t.Parallel()
 	dbtest.Each(t, func(t *testing.T, d *db.DB) {
-		ctx := context.Background()
+		ctx := tenancy.System(context.Background())
 		c := d.Client()
 		convID := newConversation(t, c)
 		texts := []string{"Ärger im Büro", "ΣΊΣΥΦΟΣ rolls", "3\u212a cold", "ſtop", "Kiosk", "50% off_peak"}
@@ -160,7 +161,7 @@ func TestWordsOnEachBackend(t *testing.T) {
 
 func newConversation(t *testing.T, c *ent.Client) int {
 	t.Helper()
-	ctx := context.Background()
+	ctx := tenancy.System(context.Background())
 	org := c.Organization.Create().SetName("Acme").SaveX(ctx)
 	u := c.User.Create().SetOrganizationID(org.ID).SetName("Alice").SaveX(ctx)
 	a := c.Agent.Create().SetOrganizationID(org.ID).SetName("Helper").SaveX(ctx)

@@ -10,6 +10,7 @@ import (
 
 	"github.com/toolgate/toolgate/ent"
 	"github.com/toolgate/toolgate/ent/db/dbtest"
+	"github.com/toolgate/toolgate/ent/tenancy"
 	"github.com/toolgate/toolgate/tools/workspace"
 )
 
@@ -18,7 +19,7 @@ import (
 // that hold it, and a non-ASCII one, which reads every file.
 func BenchmarkSearch(b *testing.B) {
 	tb := setup(b, dbtest.Open(b, dbtest.SQLite))
-	ctx := context.Background()
+	ctx := tenancy.System(context.Background())
 	line := strings.Repeat("lorem ipsum dolor sit amet ", 3) + "\n"
 	creates := make([]*ent.WorkspaceFileCreate, 100)
 	for i := range creates {
@@ -54,7 +55,7 @@ func BenchmarkExport(b *testing.B) {
 	pad := strings.Repeat(one+",", (1<<20)/len(one))
 	big := `{"pad": [` + pad + `{}], "data": {"items": [], "report": "{\"summary\": {\"csv\": \"BEGIN\\nx\\nEND\"}}"}}`
 	tb.store(b, stored{ref: "big", content: big})
-	ctx := context.Background()
+	ctx := tenancy.System(context.Background())
 	b.ReportAllocs()
 	for b.Loop() {
 		tx, err := tb.client.Tx(ctx)

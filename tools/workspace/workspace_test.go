@@ -13,6 +13,7 @@ import (
 	"github.com/toolgate/toolgate/ent/db"
 	"github.com/toolgate/toolgate/ent/db/dbtest"
 	"github.com/toolgate/toolgate/ent/storedresult"
+	"github.com/toolgate/toolgate/ent/tenancy"
 	"github.com/toolgate/toolgate/ent/toolcall"
 	"github.com/toolgate/toolgate/tools/workspace"
 )
@@ -28,7 +29,7 @@ type testBundle struct {
 
 func setup(t testing.TB, d *db.DB) *testBundle {
 	t.Helper()
-	ctx := context.Background()
+	ctx := tenancy.System(context.Background())
 	c := d.Client()
 	org := c.Organization.Create().SetName("Acme").SaveX(ctx)
 	u := c.User.Create().SetOrganizationID(org.ID).SetName("Alice").SaveX(ctx)
@@ -56,7 +57,7 @@ type stored struct {
 
 func (b *testBundle) store(t testing.TB, s stored) {
 	t.Helper()
-	ctx := context.Background()
+	ctx := tenancy.System(context.Background())
 	if s.conv == 0 {
 		s.conv = b.conv
 	}
@@ -84,7 +85,7 @@ func (b *testBundle) store(t testing.TB, s stored) {
 // committed on success, rolled back on error.
 func inTx[T any](t testing.TB, b *testBundle, conv int, f func(w *workspace.Workspace) (T, error)) (T, error) {
 	t.Helper()
-	ctx := context.Background()
+	ctx := tenancy.System(context.Background())
 	tx, err := b.client.Tx(ctx)
 	require.NoError(t, err)
 	res, err := f(workspace.New(tx.Client(), conv))
@@ -99,14 +100,14 @@ func inTx[T any](t testing.TB, b *testBundle, conv int, f func(w *workspace.Work
 func (b *testBundle) write(t testing.TB, files ...*workspace.FileInput) (*workspace.WriteResult, error) {
 	t.Helper()
 	return inTx(t, b, b.conv, func(w *workspace.Workspace) (*workspace.WriteResult, error) {
-		return w.Write(context.Background(), files)
+		return w.Write(tenancy.System(context.Background()), files)
 	})
 }
 
 func (b *testBundle) edit(t testing.TB, path string, edits ...*workspace.EditInput) (*workspace.EditResult, error) {
 	t.Helper()
 	return inTx(t, b, b.conv, func(w *workspace.Workspace) (*workspace.EditResult, error) {
-		return w.Edit(context.Background(), path, edits)
+		return w.Edit(tenancy.System(context.Background()), path, edits)
 	})
 }
 
@@ -115,7 +116,7 @@ func (b *testBundle) ws() *workspace.Workspace { return workspace.New(b.client, 
 // paths lists the conversation's files.
 func (b *testBundle) paths(t testing.TB) []string {
 	t.Helper()
-	l, err := b.ws().List(context.Background(), nil)
+	l, err := b.ws().List(tenancy.System(context.Background()), nil)
 	require.NoError(t, err)
 	out := []string{}
 	for _, f := range l.Files {
@@ -127,7 +128,7 @@ func (b *testBundle) paths(t testing.TB) []string {
 func (b *testBundle) content(t testing.TB, path string) string {
 	t.Helper()
 	max := 20000
-	p, err := b.ws().Read(context.Background(), path, nil, &max)
+	p, err := b.ws().Read(tenancy.System(context.Background()), path, nil, &max)
 	require.NoError(t, err)
 	require.Nil(t, p.NextOffset)
 	return p.Text
@@ -200,7 +201,7 @@ func TestWriteReadListDelete(t *testing.T) {
 	t.Parallel()
 	dbtest.Each(t, func(t *testing.T, d *db.DB) {
 		b := setup(t, d)
-		ctx := context.Background()
+		ctx := tenancy.System(context.Background())
 
 		empty, err := b.ws().List(ctx, nil)
 		require.NoError(t, err)
@@ -244,7 +245,7 @@ func TestWriteReadListDelete(t *testing.T) {
 func TestReadWindows(t *testing.T) {
 	t.Parallel()
 	b := setup(t, dbtest.Open(t, dbtest.SQLite))
-	ctx := context.Background()
+	ctx := tenancy.System(context.Background())
 	body := strings.Repeat("0123456789", 1000) + "é"
 	_, err := b.write(t, text("big.txt", body))
 	require.NoError(t, err)
@@ -279,7 +280,7 @@ func TestWriteLimits(t *testing.T) {
 	t.Parallel()
 	dbtest.Each(t, func(t *testing.T, d *db.DB) {
 		b := setup(t, d)
-		ctx := context.Background()
+		ctx := tenancy.System(context.Background())
 		long := strings.Repeat("x", workspace.MaxReplaceChars+1)
 
 		_, err := b.write(t)
@@ -414,7 +415,7 @@ func TestSearch(t *testing.T) {
 	t.Parallel()
 	dbtest.Each(t, func(t *testing.T, d *db.DB) {
 		b := setup(t, d)
-		ctx := context.Background()
+		ctx := tenancy.System(context.Background())
 		lines := make([]string, 20)
 		for i := range lines {
 			lines[i] = fmt.Sprintf("line %d", i+1)
@@ -482,7 +483,7 @@ func TestSearch(t *testing.T) {
 func TestSearchBounded(t *testing.T) {
 	t.Parallel()
 	b := setup(t, dbtest.Open(t, dbtest.SQLite))
-	ctx := context.Background()
+	ctx := tenancy.System(context.Background())
 	long := strings.Repeat("a", 1000) + "TARGET" + strings.Repeat("b", 1000)
 	many := strings.Repeat("hit "+strings.Repeat("x", 90)+"\n", 200)
 	_, err := b.write(t, text("long.txt", long), text("many.txt", many))
@@ -566,7 +567,7 @@ func TestExport(t *testing.T) {
 		// model types none of it.
 		_, err = b.write(t, export("item.json", &workspace.Source{Ref: "big", Field: field("data", "items")}))
 		require.NoError(t, err)
-		whole, err := b.ws().Read(context.Background(), "item.json", nil, nil)
+		whole, err := b.ws().Read(tenancy.System(context.Background()), "item.json", nil, nil)
 		require.NoError(t, err)
 		require.Greater(t, whole.TotalChars, 5*workspace.MaxReplaceChars)
 	})
