@@ -200,14 +200,17 @@ func (r *Resolver) turnEvents(ctx context.Context, turnID int) (<-chan *model.Tu
 	if _, err := apiViewer(ctx); err != nil {
 		return nil, err
 	}
-	t, err := r.Client.Turn.Get(ctx, turnID)
-	if err != nil {
-		return nil, err
-	}
 	if r.Runner == nil {
 		return nil, fmt.Errorf("no runtime")
 	}
+	// Subscribe before reading: a turn that ends between the two is then
+	// either read as ended or heard ending, never missed.
 	sub := r.Runner.Events().Subscribe(turnID)
+	t, err := r.Client.Turn.Get(ctx, turnID)
+	if err != nil {
+		sub.Close()
+		return nil, err
+	}
 	out := make(chan *model.TurnEvent, 1)
 	go func() {
 		defer close(out)

@@ -6,15 +6,22 @@ import (
 	"net/http"
 	"net/http/httptest"
 	"strings"
+	"sync/atomic"
 	"testing"
 	"time"
 
+	"entgo.io/ent/dialect"
+	entsql "entgo.io/ent/dialect/sql"
 	"github.com/coder/websocket"
 	"github.com/coder/websocket/wsjson"
 	"github.com/stretchr/testify/require"
 
+	"github.com/toolgate/toolgate/ent"
 	"github.com/toolgate/toolgate/ent/db/dbtest"
+	"github.com/toolgate/toolgate/ent/tenancy"
 	"github.com/toolgate/toolgate/ent/turn"
+	"github.com/toolgate/toolgate/graph/gid"
+	"github.com/toolgate/toolgate/runtime/events"
 	"github.com/toolgate/toolgate/runtime/model"
 	"github.com/toolgate/toolgate/runtime/model/openai"
 	"github.com/toolgate/toolgate/runtime/model/retry"
@@ -154,3 +161,74 @@ func TestProviderFailureFailsTheTurn(t *testing.T) {
 	require.Equal(t, 2*waits[0], waits[1], "each wait doubles the last")
 }
 
+// endOnRead is a driver that, once armed, ends a turn the moment the first
+// read of the turns table has been scanned: inside turnEvents, between
+// reading the turn and listening for its events.
+type endOnRead struct {
+	dialect.Driver
+	armed atomic.Pointer[func()]
+}
+
+func (d *endOnRead) Query(ctx context.Context, query string, args, v any) error {
+	if err := d.Driver.Query(ctx, query, args, v); err != nil {
+		return err
+	}
+	if !strings.Contains(query, "turns") {
+		return nil
+	}
+	if end := d.armed.Swap(nil); end != nil {
+		rows := v.(*entsql.Rows)
+		rows.ColumnScanner = &closeHook{ColumnScanner: rows.ColumnScanner, after: *end}
+	}
+	return nil
+}
+
+type closeHook struct {
+	entsql.ColumnScanner
+	after func()
+}
+
+func (c *closeHook) Close() error {
+	err := c.ColumnScanner.Close()
+	c.after()
+	return err
+}
+
+// TestTurnEndingWhileSubscribingEndsTheStream: a turn that ends just after
+// turnEvents read it RUNNING still reaches the subscriber as ended (the
+// subscription was listening before the read), so the stream completes
+// instead of waiting on RUNNING until the client leaves.
+func TestTurnEndingWhileSubscribingEndsTheStream(t *testing.T) {
+	t.Parallel()
+	d := dbtest.Open(t, dbtest.SQLite)
+	drv := &endOnRead{Driver: d.Driver}
+	d.Driver = drv
+	h := newHarness(t, d, &scripted{})
+	sys := tenancy.System(context.Background())
+	convID, err := gid.Decode(h.conversation(t))
+	require.NoError(t, err)
+	// A RUNNING turn no job runs: only the hook ends it.
+	tu := h.client.Turn.Create().SetConversationID(convID).SetNumber(1).SetUserText("hi").SaveX(sys)
+	raw := ent.NewClient(ent.Driver(drv.Driver))
+	end := func() {
+		raw.Turn.UpdateOneID(tu.ID).SetStatus(turn.StatusCOMPLETED).ExecX(sys)
+		h.runner.Events().Publish(events.Event{Kind: events.Status, TurnID: tu.ID, At: time.Now()})
+	}
+	drv.armed.Store(&end)
+
+	c, ctx := subscribe(t, h, h.grant.Token, gid.Encode(tu.ID))
+	var statuses []string
+	for {
+		var m wsMessage
+		require.NoError(t, wsjson.Read(ctx, c, &m), "the stream should end with the turn")
+		if m.Type == "complete" {
+			break
+		}
+		var p eventPayload
+		require.NoError(t, json.Unmarshal(m.Payload, &p))
+		require.Empty(t, p.Errors)
+		statuses = append(statuses, p.Data.TurnEvents.Kind+" "+p.Data.TurnEvents.Turn.Status)
+	}
+	require.Nil(t, drv.armed.Load(), "the hook fired")
+	require.Equal(t, []string{"STATUS RUNNING", "STATUS COMPLETED"}, statuses)
+}
