@@ -29,6 +29,10 @@ import (
 //		return []ent.Mixin{TimeMixin{}, Scope(tenancy.User(false))}
 //	}
 //
+// A viewer's create is checked against organization_id where the table has
+// one; a row created under a conversation or turn names one the resolver
+// loaded with the viewer's context first, so it is in reach.
+//
 // Server code that acts on no one's behalf (the runtime, commands, tests
 // setting up rows) reads and writes with tenancy.System(ctx).
 func Scope(r tenancy.Reach) ent.Mixin { return scopeMixin{policy: tenancy.Policy(r)} }
