@@ -15,7 +15,7 @@ import (
 	"github.com/toolgate/toolgate/ent/application"
 	"github.com/toolgate/toolgate/ent/conversation"
 	"github.com/toolgate/toolgate/ent/modelcall"
-	"github.com/toolgate/toolgate/ent/schema"
+	"github.com/toolgate/toolgate/ent/schematype"
 	"github.com/toolgate/toolgate/ent/storedresult"
 	"github.com/toolgate/toolgate/ent/toolcall"
 	"github.com/toolgate/toolgate/ent/turn"
@@ -454,7 +454,7 @@ func (t *turnRun) runTools(ctx context.Context, step int, calls []model.ToolCall
 	paused := false
 	for i, c := range calls {
 		t.req.Messages = append(t.req.Messages, model.Message{Role: model.RoleTool, ToolCallID: c.ID, ToolName: c.Name, Text: heard[i], IsError: failed[i]})
-		if c.Name == ClarifyTool && !failed[i] {
+		if t.byName[c.Name].Pauses && !failed[i] {
 			paused = true
 		}
 	}
@@ -480,7 +480,7 @@ func (t *turnRun) runTool(ctx context.Context, s dispatch.Scope, row *ent.ToolCa
 	defer func() { _ = tx.Rollback() }()
 	var (
 		ref     string
-		visible []schema.Span
+		visible []schematype.Span
 	)
 	upd := tx.ToolCall.UpdateOneID(row.ID).
 		SetArguments(string(res.Arguments)).SetOutcome(toolcall.Outcome(res.Outcome)).SetAttempts(res.Attempts).
@@ -511,7 +511,7 @@ func (t *turnRun) runTool(ctx context.Context, s dispatch.Scope, row *ent.ToolCa
 	visible = append(visible, res.Evidence...)
 	if res.Outcome == dispatch.Hits && len(res.Evidence) == 0 {
 		for _, v := range h.Visible {
-			visible = append(visible, schema.Span{Ref: ref, Start: v.Start, End: v.End})
+			visible = append(visible, schematype.Span{Ref: ref, Start: v.Start, End: v.End})
 		}
 	}
 	upd.SetHeard(h.Text).SetEvidence(nonNilSpans(visible))
@@ -528,8 +528,8 @@ func (t *turnRun) runTool(ctx context.Context, s dispatch.Scope, row *ent.ToolCa
 // pause stores the clarification the model asked for and leaves the turn
 // waiting for the user's answer.
 func (t *turnRun) pause(ctx context.Context, calls []model.ToolCall) error {
-	i := slices.IndexFunc(calls, func(c model.ToolCall) bool { return c.Name == ClarifyTool })
-	var cl schema.Clarification
+	i := slices.IndexFunc(calls, func(c model.ToolCall) bool { return t.byName[c.Name].Pauses })
+	var cl schematype.Clarification
 	if err := json.Unmarshal(calls[i].Arguments, &cl); err != nil {
 		return fmt.Errorf("read clarification: %w", err)
 	}
@@ -558,23 +558,23 @@ func names(defs []tools.Definition) []string {
 	return out
 }
 
-func nonNilFailures(f []schema.ItemFailure) []schema.ItemFailure {
+func nonNilFailures(f []schematype.ItemFailure) []schematype.ItemFailure {
 	if f == nil {
-		return []schema.ItemFailure{}
+		return []schematype.ItemFailure{}
 	}
 	return f
 }
 
-func nonNilSpans(s []schema.Span) []schema.Span {
+func nonNilSpans(s []schematype.Span) []schematype.Span {
 	if s == nil {
-		return []schema.Span{}
+		return []schematype.Span{}
 	}
 	return s
 }
 
-func nonNilRepairs(r []schema.Repair) []schema.Repair {
+func nonNilRepairs(r []schematype.Repair) []schematype.Repair {
 	if r == nil {
-		return []schema.Repair{}
+		return []schematype.Repair{}
 	}
 	return r
 }
