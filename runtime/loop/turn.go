@@ -530,6 +530,20 @@ func (t *turnRun) record(ctx context.Context, row *ent.ToolCall, c model.ToolCal
 	if res.Message != "" {
 		upd.SetMessage(res.Message)
 	}
+	// Later turns replay arguments cut (prompt.CapArguments): keep them
+	// whole under a ref of their own, so the line beside the cut can name
+	// where to read them.
+	if _, cuts := prompt.CapArguments(string(res.Arguments)); len(cuts) > 0 {
+		aref, err := newRef()
+		if err != nil {
+			return "", false, err
+		}
+		args := dispatch.Result{Kind: dispatch.JSON, Content: res.Arguments}
+		if _, err := storeResult(ctx, tx.Client(), t.conv.ID, aref, args); err != nil {
+			return "", false, fmt.Errorf("store arguments: %w", err)
+		}
+		upd.SetArgumentsRef(aref)
+	}
 	h, err := dispatch.Render(res, def, ref, res.TruncatedAtSource)
 	if err != nil {
 		return "", false, err
