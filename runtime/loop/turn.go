@@ -7,7 +7,6 @@ import (
 	"fmt"
 	"log/slog"
 	"slices"
-	"sync"
 	"time"
 
 	"github.com/toolgate/toolgate/ent"
@@ -18,6 +17,7 @@ import (
 	"github.com/toolgate/toolgate/ent/storedresult"
 	"github.com/toolgate/toolgate/ent/toolcall"
 	"github.com/toolgate/toolgate/ent/turn"
+	"github.com/toolgate/toolgate/runtime/batch"
 	"github.com/toolgate/toolgate/runtime/dispatch"
 	"github.com/toolgate/toolgate/runtime/events"
 	"github.com/toolgate/toolgate/runtime/mcp"
@@ -402,7 +402,8 @@ func (t *turnRun) publish(kind events.Kind, toolCallID int) {
 }
 
 // runTools carries out one model answer's calls, at most Concurrency at a
-// time, and appends what the model hears. It reports whether the turn now
+// time and in the order their resources need (batch.Plan), and appends
+// what the model hears. It reports whether the turn now
 // waits for the user.
 func (t *turnRun) runTools(ctx context.Context, step int, calls []model.ToolCall) (bool, error) {
 	token, err := t.r.cfg.Signer.Mint(scope.Claims{
@@ -435,20 +436,15 @@ func (t *turnRun) runTools(ctx context.Context, step int, calls []model.ToolCall
 	failed := make([]bool, len(calls))
 	sent := make([]json.RawMessage, len(calls))
 	errs := make([]error, len(calls))
-	sem := make(chan struct{}, t.r.cfg.Concurrency)
-	var wg sync.WaitGroup
+	defs := make([]tools.Definition, len(calls))
 	for i, c := range calls {
-		wg.Add(1)
-		sem <- struct{}{}
-		go func() {
-			defer wg.Done()
-			defer func() { <-sem }()
-			t.publish(events.ToolCallStarted, rows[i].ID)
-			heard[i], failed[i], sent[i], errs[i] = t.runTool(ctx, s, rows[i], c)
-			t.publish(events.ToolCallFinished, rows[i].ID)
-		}()
+		defs[i] = t.byName[c.Name]
 	}
-	wg.Wait()
+	batch.Run(batch.Plan(defs), t.r.cfg.Concurrency, func(i int) {
+		t.publish(events.ToolCallStarted, rows[i].ID)
+		heard[i], failed[i], sent[i], errs[i] = t.runTool(ctx, s, rows[i], calls[i])
+		t.publish(events.ToolCallFinished, rows[i].ID)
+	})
 	if err := errors.Join(errs...); err != nil {
 		return false, err
 	}
