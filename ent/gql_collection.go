@@ -529,6 +529,11 @@ func (_q *ConversationQuery) collectField(ctx context.Context, oneNode bool, opC
 				selectedFields = append(selectedFields, conversation.FieldTitle)
 				fieldSeen[conversation.FieldTitle] = struct{}{}
 			}
+		case "turnsCount":
+			if _, ok := fieldSeen[conversation.FieldTurnsCount]; !ok {
+				selectedFields = append(selectedFields, conversation.FieldTurnsCount)
+				fieldSeen[conversation.FieldTurnsCount] = struct{}{}
+			}
 		case "id":
 		case "__typename":
 		default:

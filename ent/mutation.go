@@ -2448,6 +2448,8 @@ type ConversationMutation struct {
 	created_at          *time.Time
 	updated_at          *time.Time
 	title               *string
+	turns_count         *int
+	addturns_count      *int
 	clearedFields       map[string]struct{}
 	organization        *int
 	clearedorganization bool
@@ -2793,6 +2795,62 @@ func (m *ConversationMutation) ResetTitle() {
 	delete(m.clearedFields, conversation.FieldTitle)
 }
 
+// SetTurnsCount sets the "turns_count" field.
+func (m *ConversationMutation) SetTurnsCount(i int) {
+	m.turns_count = &i
+	m.addturns_count = nil
+}
+
+// TurnsCount returns the value of the "turns_count" field in the mutation.
+func (m *ConversationMutation) TurnsCount() (r int, exists bool) {
+	v := m.turns_count
+	if v == nil {
+		return
+	}
+	return *v, true
+}
+
+// OldTurnsCount returns the old "turns_count" field's value of the Conversation entity.
+// If the Conversation object wasn't provided to the builder, the object is fetched from the database.
+// An error is returned if the mutation operation is not UpdateOne, or the database query fails.
+func (m *ConversationMutation) OldTurnsCount(ctx context.Context) (v int, err error) {
+	if !m.op.Is(OpUpdateOne) {
+		return v, errors.New("OldTurnsCount is only allowed on UpdateOne operations")
+	}
+	if m.id == nil || m.oldValue == nil {
+		return v, errors.New("OldTurnsCount requires an ID field in the mutation")
+	}
+	oldValue, err := m.oldValue(ctx)
+	if err != nil {
+		return v, fmt.Errorf("querying old value for OldTurnsCount: %w", err)
+	}
+	return oldValue.TurnsCount, nil
+}
+
+// AddTurnsCount adds i to the "turns_count" field.
+func (m *ConversationMutation) AddTurnsCount(i int) {
+	if m.addturns_count != nil {
+		*m.addturns_count += i
+	} else {
+		m.addturns_count = &i
+	}
+}
+
+// AddedTurnsCount returns the value that was added to the "turns_count" field in this mutation.
+func (m *ConversationMutation) AddedTurnsCount() (r int, exists bool) {
+	v := m.addturns_count
+	if v == nil {
+		return
+	}
+	return *v, true
+}
+
+// ResetTurnsCount resets all changes to the "turns_count" field.
+func (m *ConversationMutation) ResetTurnsCount() {
+	m.turns_count = nil
+	m.addturns_count = nil
+}
+
 // ClearOrganization clears the "organization" edge to the Organization entity.
 func (m *ConversationMutation) ClearOrganization() {
 	m.clearedorganization = true
@@ -3016,7 +3074,7 @@ func (m *ConversationMutation) Type() string {
 // order to get all numeric fields that were incremented/decremented, call
 // AddedFields().
 func (m *ConversationMutation) Fields() []string {
-	fields := make([]string, 0, 6)
+	fields := make([]string, 0, 7)
 	if m.created_at != nil {
 		fields = append(fields, conversation.FieldCreatedAt)
 	}
@@ -3034,6 +3092,9 @@ func (m *ConversationMutation) Fields() []string {
 	}
 	if m.title != nil {
 		fields = append(fields, conversation.FieldTitle)
+	}
+	if m.turns_count != nil {
+		fields = append(fields, conversation.FieldTurnsCount)
 	}
 	return fields
 }
@@ -3055,6 +3116,8 @@ func (m *ConversationMutation) Field(name string) (ent.Value, bool) {
 		return m.AgentID()
 	case conversation.FieldTitle:
 		return m.Title()
+	case conversation.FieldTurnsCount:
+		return m.TurnsCount()
 	}
 	return nil, false
 }
@@ -3076,6 +3139,8 @@ func (m *ConversationMutation) OldField(ctx context.Context, name string) (ent.V
 		return m.OldAgentID(ctx)
 	case conversation.FieldTitle:
 		return m.OldTitle(ctx)
+	case conversation.FieldTurnsCount:
+		return m.OldTurnsCount(ctx)
 	}
 	return nil, fmt.Errorf("unknown Conversation field %s", name)
 }
@@ -3127,6 +3192,13 @@ func (m *ConversationMutation) SetField(name string, value ent.Value) error {
 		}
 		m.SetTitle(v)
 		return nil
+	case conversation.FieldTurnsCount:
+		v, ok := value.(int)
+		if !ok {
+			return fmt.Errorf("unexpected type %T for field %s", value, name)
+		}
+		m.SetTurnsCount(v)
+		return nil
 	}
 	return fmt.Errorf("unknown Conversation field %s", name)
 }
@@ -3135,6 +3207,9 @@ func (m *ConversationMutation) SetField(name string, value ent.Value) error {
 // this mutation.
 func (m *ConversationMutation) AddedFields() []string {
 	var fields []string
+	if m.addturns_count != nil {
+		fields = append(fields, conversation.FieldTurnsCount)
+	}
 	return fields
 }
 
@@ -3143,6 +3218,8 @@ func (m *ConversationMutation) AddedFields() []string {
 // was not set, or was not defined in the schema.
 func (m *ConversationMutation) AddedField(name string) (ent.Value, bool) {
 	switch name {
+	case conversation.FieldTurnsCount:
+		return m.AddedTurnsCount()
 	}
 	return nil, false
 }
@@ -3152,6 +3229,13 @@ func (m *ConversationMutation) AddedField(name string) (ent.Value, bool) {
 // type.
 func (m *ConversationMutation) AddField(name string, value ent.Value) error {
 	switch name {
+	case conversation.FieldTurnsCount:
+		v, ok := value.(int)
+		if !ok {
+			return fmt.Errorf("unexpected type %T for field %s", value, name)
+		}
+		m.AddTurnsCount(v)
+		return nil
 	}
 	return fmt.Errorf("unknown Conversation numeric field %s", name)
 }
@@ -3205,6 +3289,9 @@ func (m *ConversationMutation) ResetField(name string) error {
 		return nil
 	case conversation.FieldTitle:
 		m.ResetTitle()
+		return nil
+	case conversation.FieldTurnsCount:
+		m.ResetTurnsCount()
 		return nil
 	}
 	return fmt.Errorf("unknown Conversation field %s", name)

@@ -175,6 +175,12 @@ func init() {
 	conversationDescTitle := conversationFields[3].Descriptor()
 	// conversation.TitleValidator is a validator for the "title" field. It is called by the builders before save.
 	conversation.TitleValidator = conversationDescTitle.Validators[0].(func(string) error)
+	// conversationDescTurnsCount is the schema descriptor for turns_count field.
+	conversationDescTurnsCount := conversationFields[4].Descriptor()
+	// conversation.DefaultTurnsCount holds the default value on creation for the turns_count field.
+	conversation.DefaultTurnsCount = conversationDescTurnsCount.Default.(int)
+	// conversation.TurnsCountValidator is a validator for the "turns_count" field. It is called by the builders before save.
+	conversation.TurnsCountValidator = conversationDescTurnsCount.Validators[0].(func(int) error)
 	modelcallFields := schema.ModelCall{}.Fields()
 	_ = modelcallFields
 	// modelcallDescStep is the schema descriptor for step field.

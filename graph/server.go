@@ -12,6 +12,7 @@ import (
 	"strings"
 	"time"
 
+	"github.com/99designs/gqlgen/complexity"
 	"github.com/99designs/gqlgen/graphql"
 	"github.com/99designs/gqlgen/graphql/handler"
 	"github.com/99designs/gqlgen/graphql/handler/extension"
@@ -165,7 +166,12 @@ func (s *Server) newGraphQL() *handler.Server {
 	srv.SetQueryCache(lru.New[*ast.QueryDocument](1000))
 	srv.Use(extension.Introspection{})
 	srv.Use(extension.AutomaticPersistedQuery{Cache: lru.New[string](1000)})
-	srv.Use(extension.FixedComplexityLimit(MaxComplexity))
+	// Priced by the rows an operation can make the server load: a scalar
+	// of a row already loaded is free, an object costs one plus its
+	// children, a connection multiplies its children by its page size. A
+	// portal's transcript page of 100 turns with their calls passes; a page
+	// of pages of turns does not.
+	srv.Use(extension.FixedComplexityLimit(MaxComplexity, complexity.WithFixedScalarValue(0)))
 	srv.Use(pageLimits{})
 	srv.Use(transactioner{entgql.Transactioner{TxOpener: s.client}})
 	// Fresh loaders for every response: one per request over HTTP, one per
@@ -239,6 +245,10 @@ func (s *Server) presentError(ctx context.Context, err error) *gqlerror.Error {
 		return coded(gqlErr, "conflicts with an existing object (a name already in use?)", "CONFLICT")
 	case errors.Is(err, errInternal):
 		return coded(gqlErr, "internal error", "INTERNAL")
+	case strings.Contains(err.Error(), "cannot decode cursor"):
+		// entgql's cursor decoding: the caller sent a cursor that is not one
+		// of ours. The path ends with the argument's name.
+		return coded(gqlErr, malformedCursor(lastName(gqlErr.Path)), "BAD_USER_INPUT")
 	case errors.As(err, &source) && errors.Unwrap(source) == nil:
 		// Parse, validation and variable errors from gqlgen: already clear.
 		// Drop the echo of a body that could not be decoded.
@@ -252,6 +262,17 @@ func (s *Server) presentError(ctx context.Context, err error) *gqlerror.Error {
 		s.cfg.Log.ErrorContext(ctx, "resolver error", "path", gqlErr.Path.String(), "err", err)
 		return coded(gqlErr, "internal error", "INTERNAL")
 	}
+}
+
+// lastName is the last named element of a path: an argument, for an
+// argument that could not be read.
+func lastName(p ast.Path) string {
+	for i := len(p) - 1; i >= 0; i-- {
+		if n, ok := p[i].(ast.PathName); ok {
+			return string(n)
+		}
+	}
+	return ""
 }
 
 func coded(e *gqlerror.Error, msg, code string) *gqlerror.Error {

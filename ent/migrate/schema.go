@@ -106,6 +106,7 @@ var (
 		{Name: "created_at", Type: field.TypeTime},
 		{Name: "updated_at", Type: field.TypeTime},
 		{Name: "title", Type: field.TypeString, Nullable: true, Size: 500},
+		{Name: "turns_count", Type: field.TypeInt, Default: 0},
 		{Name: "agent_id", Type: field.TypeInt},
 		{Name: "organization_id", Type: field.TypeInt},
 		{Name: "user_id", Type: field.TypeInt},
@@ -118,19 +119,19 @@ var (
 		ForeignKeys: []*schema.ForeignKey{
 			{
 				Symbol:     "conversations_agents_conversations",
-				Columns:    []*schema.Column{ConversationsColumns[4]},
+				Columns:    []*schema.Column{ConversationsColumns[5]},
 				RefColumns: []*schema.Column{AgentsColumns[0]},
 				OnDelete:   schema.NoAction,
 			},
 			{
 				Symbol:     "conversations_organizations_conversations",
-				Columns:    []*schema.Column{ConversationsColumns[5]},
+				Columns:    []*schema.Column{ConversationsColumns[6]},
 				RefColumns: []*schema.Column{OrganizationsColumns[0]},
 				OnDelete:   schema.NoAction,
 			},
 			{
 				Symbol:     "conversations_users_conversations",
-				Columns:    []*schema.Column{ConversationsColumns[6]},
+				Columns:    []*schema.Column{ConversationsColumns[7]},
 				RefColumns: []*schema.Column{UsersColumns[0]},
 				OnDelete:   schema.NoAction,
 			},
@@ -139,12 +140,12 @@ var (
 			{
 				Name:    "conversation_user_id_updated_at",
 				Unique:  false,
-				Columns: []*schema.Column{ConversationsColumns[6], ConversationsColumns[2]},
+				Columns: []*schema.Column{ConversationsColumns[7], ConversationsColumns[2]},
 			},
 			{
 				Name:    "conversation_organization_id_updated_at",
 				Unique:  false,
-				Columns: []*schema.Column{ConversationsColumns[5], ConversationsColumns[2]},
+				Columns: []*schema.Column{ConversationsColumns[6], ConversationsColumns[2]},
 			},
 		},
 	}

@@ -154,14 +154,15 @@ type ComplexityRoot struct {
 	}
 
 	Conversation struct {
-		Agent     func(childComplexity int) int
-		CreatedAt func(childComplexity int) int
-		ID        func(childComplexity int) int
-		Tasks     func(childComplexity int) int
-		Title     func(childComplexity int) int
-		Turns     func(childComplexity int, after *entgql.Cursor[int], first *int, before *entgql.Cursor[int], last *int, orderBy *ent.TurnOrder, where *ent.TurnWhereInput) int
-		UpdatedAt func(childComplexity int) int
-		User      func(childComplexity int) int
+		Agent      func(childComplexity int) int
+		CreatedAt  func(childComplexity int) int
+		ID         func(childComplexity int) int
+		Tasks      func(childComplexity int) int
+		Title      func(childComplexity int) int
+		Turns      func(childComplexity int, after *entgql.Cursor[int], first *int, before *entgql.Cursor[int], last *int, orderBy *ent.TurnOrder, where *ent.TurnWhereInput) int
+		TurnsCount func(childComplexity int) int
+		UpdatedAt  func(childComplexity int) int
+		User       func(childComplexity int) int
 	}
 
 	ConversationConnection struct {
@@ -1041,6 +1042,12 @@ func (e *executableSchema) Complexity(ctx context.Context, typeName, field strin
 		}
 
 		return e.ComplexityRoot.Conversation.Turns(childComplexity, args["after"].(*entgql.Cursor[int]), args["first"].(*int), args["before"].(*entgql.Cursor[int]), args["last"].(*int), args["orderBy"].(*ent.TurnOrder), args["where"].(*ent.TurnWhereInput)), true
+	case "Conversation.turnsCount":
+		if e.ComplexityRoot.Conversation.TurnsCount == nil {
+			break
+		}
+
+		return e.ComplexityRoot.Conversation.TurnsCount(childComplexity), true
 	case "Conversation.updatedAt":
 		if e.ComplexityRoot.Conversation.UpdatedAt == nil {
 			break
@@ -3157,6 +3164,10 @@ type Conversation implements Node {
   createdAt: Time!
   updatedAt: Time!
   title: String
+  """
+  how many turns the conversation has
+  """
+  turnsCount: Int!
   user: User!
   agent: Agent!
   turns(
@@ -3302,6 +3313,17 @@ input ConversationWhereInput {
   titleNotNil: Boolean
   titleEqualFold: String
   titleContainsFold: String
+  """
+  turns_count field predicates
+  """
+  turnsCount: Int
+  turnsCountNEQ: Int
+  turnsCountIn: [Int!]
+  turnsCountNotIn: [Int!]
+  turnsCountGT: Int
+  turnsCountGTE: Int
+  turnsCountLT: Int
+  turnsCountLTE: Int
   """
   turns edge predicates
   """
@@ -4329,6 +4351,8 @@ func (ec *executionContext) childFields_Conversation(ctx context.Context, field 
 		return ec.fieldContext_Conversation_updatedAt(ctx, field)
 	case "title":
 		return ec.fieldContext_Conversation_title(ctx, field)
+	case "turnsCount":
+		return ec.fieldContext_Conversation_turnsCount(ctx, field)
 	case "user":
 		return ec.fieldContext_Conversation_user(ctx, field)
 	case "agent":
@@ -7610,6 +7634,29 @@ func (ec *executionContext) _Conversation_title(ctx context.Context, field graph
 }
 func (ec *executionContext) fieldContext_Conversation_title(_ context.Context, field graphql.CollectedField) (fc *graphql.FieldContext, err error) {
 	return graphql.NewScalarFieldContext("Conversation", field, false, false, "String")
+}
+
+func (ec *executionContext) _Conversation_turnsCount(ctx context.Context, field graphql.CollectedField, obj *ent.Conversation) (ret graphql.Marshaler) {
+	return graphql.ResolveField(
+		ctx,
+		ec.OperationContext,
+		field,
+		func(ctx context.Context, field graphql.CollectedField) (*graphql.FieldContext, error) {
+			return ec.fieldContext_Conversation_turnsCount(ctx, field)
+		},
+		func(ctx context.Context) (any, error) {
+			return obj.TurnsCount, nil
+		},
+		nil,
+		func(ctx context.Context, selections ast.SelectionSet, v int) graphql.Marshaler {
+			return ec.marshalNInt2int(ctx, selections, v)
+		},
+		true,
+		true,
+	)
+}
+func (ec *executionContext) fieldContext_Conversation_turnsCount(_ context.Context, field graphql.CollectedField) (fc *graphql.FieldContext, err error) {
+	return graphql.NewScalarFieldContext("Conversation", field, false, false, "Int")
 }
 
 func (ec *executionContext) _Conversation_user(ctx context.Context, field graphql.CollectedField, obj *ent.Conversation) (ret graphql.Marshaler) {
@@ -15579,7 +15626,7 @@ func (ec *executionContext) unmarshalInputConversationWhereInput(ctx context.Con
 		asMap[k] = v
 	}
 
-	fieldsInOrder := [...]string{"not", "and", "or", "id", "idNEQ", "idIn", "idNotIn", "idGT", "idGTE", "idLT", "idLTE", "createdAt", "createdAtNEQ", "createdAtIn", "createdAtNotIn", "createdAtGT", "createdAtGTE", "createdAtLT", "createdAtLTE", "updatedAt", "updatedAtNEQ", "updatedAtIn", "updatedAtNotIn", "updatedAtGT", "updatedAtGTE", "updatedAtLT", "updatedAtLTE", "title", "titleNEQ", "titleIn", "titleNotIn", "titleGT", "titleGTE", "titleLT", "titleLTE", "titleContains", "titleHasPrefix", "titleHasSuffix", "titleIsNil", "titleNotNil", "titleEqualFold", "titleContainsFold", "hasTurns", "hasTurnsWith"}
+	fieldsInOrder := [...]string{"not", "and", "or", "id", "idNEQ", "idIn", "idNotIn", "idGT", "idGTE", "idLT", "idLTE", "createdAt", "createdAtNEQ", "createdAtIn", "createdAtNotIn", "createdAtGT", "createdAtGTE", "createdAtLT", "createdAtLTE", "updatedAt", "updatedAtNEQ", "updatedAtIn", "updatedAtNotIn", "updatedAtGT", "updatedAtGTE", "updatedAtLT", "updatedAtLTE", "title", "titleNEQ", "titleIn", "titleNotIn", "titleGT", "titleGTE", "titleLT", "titleLTE", "titleContains", "titleHasPrefix", "titleHasSuffix", "titleIsNil", "titleNotNil", "titleEqualFold", "titleContainsFold", "turnsCount", "turnsCountNEQ", "turnsCountIn", "turnsCountNotIn", "turnsCountGT", "turnsCountGTE", "turnsCountLT", "turnsCountLTE", "hasTurns", "hasTurnsWith"}
 	for _, k := range fieldsInOrder {
 		v, ok := asMap[k]
 		if !ok {
@@ -15880,6 +15927,62 @@ func (ec *executionContext) unmarshalInputConversationWhereInput(ctx context.Con
 				return it, err
 			}
 			it.TitleContainsFold = data
+		case "turnsCount":
+			ctx := graphql.WithPathContext(ctx, graphql.NewPathWithField("turnsCount"))
+			data, err := ec.unmarshalOInt2ᚖint(ctx, v)
+			if err != nil {
+				return it, err
+			}
+			it.TurnsCount = data
+		case "turnsCountNEQ":
+			ctx := graphql.WithPathContext(ctx, graphql.NewPathWithField("turnsCountNEQ"))
+			data, err := ec.unmarshalOInt2ᚖint(ctx, v)
+			if err != nil {
+				return it, err
+			}
+			it.TurnsCountNEQ = data
+		case "turnsCountIn":
+			ctx := graphql.WithPathContext(ctx, graphql.NewPathWithField("turnsCountIn"))
+			data, err := ec.unmarshalOInt2ᚕintᚄ(ctx, v)
+			if err != nil {
+				return it, err
+			}
+			it.TurnsCountIn = data
+		case "turnsCountNotIn":
+			ctx := graphql.WithPathContext(ctx, graphql.NewPathWithField("turnsCountNotIn"))
+			data, err := ec.unmarshalOInt2ᚕintᚄ(ctx, v)
+			if err != nil {
+				return it, err
+			}
+			it.TurnsCountNotIn = data
+		case "turnsCountGT":
+			ctx := graphql.WithPathContext(ctx, graphql.NewPathWithField("turnsCountGT"))
+			data, err := ec.unmarshalOInt2ᚖint(ctx, v)
+			if err != nil {
+				return it, err
+			}
+			it.TurnsCountGT = data
+		case "turnsCountGTE":
+			ctx := graphql.WithPathContext(ctx, graphql.NewPathWithField("turnsCountGTE"))
+			data, err := ec.unmarshalOInt2ᚖint(ctx, v)
+			if err != nil {
+				return it, err
+			}
+			it.TurnsCountGTE = data
+		case "turnsCountLT":
+			ctx := graphql.WithPathContext(ctx, graphql.NewPathWithField("turnsCountLT"))
+			data, err := ec.unmarshalOInt2ᚖint(ctx, v)
+			if err != nil {
+				return it, err
+			}
+			it.TurnsCountLT = data
+		case "turnsCountLTE":
+			ctx := graphql.WithPathContext(ctx, graphql.NewPathWithField("turnsCountLTE"))
+			data, err := ec.unmarshalOInt2ᚖint(ctx, v)
+			if err != nil {
+				return it, err
+			}
+			it.TurnsCountLTE = data
 		case "hasTurns":
 			ctx := graphql.WithPathContext(ctx, graphql.NewPathWithField("hasTurns"))
 			data, err := ec.unmarshalOBoolean2ᚖbool(ctx, v)
@@ -17931,6 +18034,11 @@ func (ec *executionContext) _Conversation(ctx context.Context, sel ast.Selection
 		case "title":
 			out.Values[i] = ec._Conversation_title(ctx, field, obj)
 			if out.Values[i] == graphql.RequiredNull {
+				atomic.AddUint32(&out.Invalids, 1)
+			}
+		case "turnsCount":
+			out.Values[i] = ec._Conversation_turnsCount(ctx, field, obj)
+			if out.Values[i] == graphql.Null {
 				atomic.AddUint32(&out.Invalids, 1)
 			}
 		case "user":
