@@ -149,6 +149,31 @@ var (
 			},
 		},
 	}
+	// IdempotentResponsesColumns holds the columns for the "idempotent_responses" table.
+	IdempotentResponsesColumns = []*schema.Column{
+		{Name: "id", Type: field.TypeInt, Increment: true},
+		{Name: "created_at", Type: field.TypeTime},
+		{Name: "updated_at", Type: field.TypeTime},
+		{Name: "organization_id", Type: field.TypeInt},
+		{Name: "scope", Type: field.TypeString},
+		{Name: "key", Type: field.TypeString, Size: 255},
+		{Name: "field", Type: field.TypeString},
+		{Name: "request_hash", Type: field.TypeString},
+		{Name: "response", Type: field.TypeBytes},
+	}
+	// IdempotentResponsesTable holds the schema information for the "idempotent_responses" table.
+	IdempotentResponsesTable = &schema.Table{
+		Name:       "idempotent_responses",
+		Columns:    IdempotentResponsesColumns,
+		PrimaryKey: []*schema.Column{IdempotentResponsesColumns[0]},
+		Indexes: []*schema.Index{
+			{
+				Name:    "idempotentresponse_organization_id_scope_key_field",
+				Unique:  true,
+				Columns: []*schema.Column{IdempotentResponsesColumns[3], IdempotentResponsesColumns[4], IdempotentResponsesColumns[5], IdempotentResponsesColumns[6]},
+			},
+		},
+	}
 	// ModelCallsColumns holds the columns for the "model_calls" table.
 	ModelCallsColumns = []*schema.Column{
 		{Name: "id", Type: field.TypeInt, Increment: true},
@@ -295,6 +320,7 @@ var (
 		{Name: "message", Type: field.TypeString, Nullable: true, Size: 2147483647},
 		{Name: "heard", Type: field.TypeString, Nullable: true, Size: 2147483647},
 		{Name: "ref", Type: field.TypeString, Nullable: true},
+		{Name: "arguments_ref", Type: field.TypeString, Nullable: true},
 		{Name: "started_at", Type: field.TypeTime},
 		{Name: "finished_at", Type: field.TypeTime, Nullable: true},
 		{Name: "result_id", Type: field.TypeInt, Unique: true, Nullable: true},
@@ -308,13 +334,13 @@ var (
 		ForeignKeys: []*schema.ForeignKey{
 			{
 				Symbol:     "tool_calls_stored_results_tool_call",
-				Columns:    []*schema.Column{ToolCallsColumns[16]},
+				Columns:    []*schema.Column{ToolCallsColumns[17]},
 				RefColumns: []*schema.Column{StoredResultsColumns[0]},
 				OnDelete:   schema.SetNull,
 			},
 			{
 				Symbol:     "tool_calls_turns_tool_calls",
-				Columns:    []*schema.Column{ToolCallsColumns[17]},
+				Columns:    []*schema.Column{ToolCallsColumns[18]},
 				RefColumns: []*schema.Column{TurnsColumns[0]},
 				OnDelete:   schema.NoAction,
 			},
@@ -323,7 +349,7 @@ var (
 			{
 				Name:    "toolcall_turn_id_position",
 				Unique:  true,
-				Columns: []*schema.Column{ToolCallsColumns[17], ToolCallsColumns[1]},
+				Columns: []*schema.Column{ToolCallsColumns[18], ToolCallsColumns[1]},
 			},
 		},
 	}
@@ -427,6 +453,7 @@ var (
 		AgentsTable,
 		ApplicationsTable,
 		ConversationsTable,
+		IdempotentResponsesTable,
 		ModelCallsTable,
 		OrganizationsTable,
 		SettingsTable,
@@ -457,6 +484,9 @@ func init() {
 	ConversationsTable.ForeignKeys[2].RefTable = UsersTable
 	ConversationsTable.Annotation = &entsql.Annotation{
 		IncrementStart: func(i int) *int { return &i }(12884901888),
+	}
+	IdempotentResponsesTable.Annotation = &entsql.Annotation{
+		IncrementStart: func(i int) *int { return &i }(55834574848),
 	}
 	ModelCallsTable.ForeignKeys[0].RefTable = TurnsTable
 	ModelCallsTable.Annotation = &entsql.Annotation{

@@ -206,6 +206,30 @@ func (f ConversationMutationRuleFunc) EvalMutation(ctx context.Context, m ent.Mu
 	return Denyf("ent/privacy: unexpected mutation type %T, expect *ent.ConversationMutation", m)
 }
 
+// The IdempotentResponseQueryRuleFunc type is an adapter to allow the use of ordinary
+// functions as a query rule.
+type IdempotentResponseQueryRuleFunc func(context.Context, *ent.IdempotentResponseQuery) error
+
+// EvalQuery return f(ctx, q).
+func (f IdempotentResponseQueryRuleFunc) EvalQuery(ctx context.Context, q ent.Query) error {
+	if q, ok := q.(*ent.IdempotentResponseQuery); ok {
+		return f(ctx, q)
+	}
+	return Denyf("ent/privacy: unexpected query type %T, expect *ent.IdempotentResponseQuery", q)
+}
+
+// The IdempotentResponseMutationRuleFunc type is an adapter to allow the use of ordinary
+// functions as a mutation rule.
+type IdempotentResponseMutationRuleFunc func(context.Context, *ent.IdempotentResponseMutation) error
+
+// EvalMutation calls f(ctx, m).
+func (f IdempotentResponseMutationRuleFunc) EvalMutation(ctx context.Context, m ent.Mutation) error {
+	if m, ok := m.(*ent.IdempotentResponseMutation); ok {
+		return f(ctx, m)
+	}
+	return Denyf("ent/privacy: unexpected mutation type %T, expect *ent.IdempotentResponseMutation", m)
+}
+
 // The ModelCallQueryRuleFunc type is an adapter to allow the use of ordinary
 // functions as a query rule.
 type ModelCallQueryRuleFunc func(context.Context, *ent.ModelCallQuery) error

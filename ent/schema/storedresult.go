@@ -8,6 +8,7 @@ import (
 	"entgo.io/ent/schema/field"
 	"entgo.io/ent/schema/index"
 
+	"github.com/toolgate/toolgate/ent/schematype"
 	"github.com/toolgate/toolgate/ent/tenancy"
 )
 
@@ -22,7 +23,7 @@ func (StoredResult) Fields() []ent.Field {
 	return []ent.Field{
 		field.Int("conversation_id").Immutable().Annotations(entgql.Skip()),
 		field.String("ref").Unique().Immutable().NotEmpty(),
-		field.Enum("kind").Values("TEXT", "JSON", "MEDIA").Immutable().
+		field.Enum("kind").GoType(schematype.ResultKind("")).Immutable().
 			Annotations(entgql.Type("ResultKind")),
 		field.Bytes("content").Immutable().
 			Annotations(entgql.Skip()).

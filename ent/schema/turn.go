@@ -10,6 +10,7 @@ import (
 	"entgo.io/ent/schema/field"
 	"entgo.io/ent/schema/index"
 
+	"github.com/toolgate/toolgate/ent/schematype"
 	"github.com/toolgate/toolgate/ent/tenancy"
 )
 
@@ -40,7 +41,7 @@ func (Turn) Fields() []ent.Field {
 			Annotations(entgql.Type("TurnStatus")),
 		field.String("error").Optional().Nillable(),
 		field.Strings("suggestions").Default([]string{}),
-		field.JSON("clarification", &Clarification{}).Optional().
+		field.JSON("clarification", &schematype.Clarification{}).Optional().
 			Comment("the open question while the turn waits for an answer"),
 		field.Time("heartbeat_at").Optional().Nillable().Annotations(entgql.Skip()).
 			Comment("set by the process running the turn while it runs; a stale one lets another resume it"),

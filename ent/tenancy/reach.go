@@ -51,6 +51,16 @@ func UserOf() Reach {
 	}
 }
 
+// Idempotency reaches rows of the viewer's organisation whose column holds
+// the viewer's IdempotencyScope: what this caller sent, and nobody else.
+func Idempotency(column string) Reach {
+	return func(v *Viewer) func(*sql.Selector) {
+		return func(s *sql.Selector) {
+			s.Where(sql.And(sql.EQ(s.C("organization_id"), v.OrganizationID), sql.EQ(s.C(column), v.IdempotencyScope())))
+		}
+	}
+}
+
 // Conversation reaches the conversations themselves: a scope token its own
 // conversation, a user their own, an admin's API token the organisation's.
 func Conversation() Reach {

@@ -65,6 +65,15 @@ func (v *Viewer) Offers(tool string) bool {
 	return false
 }
 
+// IdempotencyScope is where the viewer's Idempotency-Keys mean something: a
+// turn's conversation for a scope token, the user for an API token.
+func (v *Viewer) IdempotencyScope() string {
+	if v.Scoped() {
+		return fmt.Sprintf("conversation:%d", v.ConversationID)
+	}
+	return fmt.Sprintf("user:%d", v.UserID)
+}
+
 // organizationWide reports whether the viewer reaches every user's rows of
 // its organisation: an admin holding an API token (a scope token acts for
 // its own user only).

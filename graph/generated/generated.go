@@ -16,8 +16,7 @@ import (
 	"github.com/99designs/gqlgen/graphql"
 	"github.com/99designs/gqlgen/graphql/introspection"
 	"github.com/toolgate/toolgate/ent"
-	"github.com/toolgate/toolgate/ent/schema"
-	"github.com/toolgate/toolgate/ent/storedresult"
+	"github.com/toolgate/toolgate/ent/schematype"
 	"github.com/toolgate/toolgate/ent/toolcall"
 	"github.com/toolgate/toolgate/ent/turn"
 	"github.com/toolgate/toolgate/graph/gid"
@@ -190,6 +189,7 @@ type ComplexityRoot struct {
 	ItemFailure struct {
 		Input   func(childComplexity int) int
 		Item    func(childComplexity int) int
+		Kind    func(childComplexity int) int
 		Message func(childComplexity int) int
 	}
 
@@ -301,21 +301,22 @@ type ComplexityRoot struct {
 	}
 
 	ToolCall struct {
-		Arguments  func(childComplexity int) int
-		Attempts   func(childComplexity int) int
-		Evidence   func(childComplexity int) int
-		Failures   func(childComplexity int) int
-		FinishedAt func(childComplexity int) int
-		ID         func(childComplexity int) int
-		Message    func(childComplexity int) int
-		Name       func(childComplexity int) int
-		Outcome    func(childComplexity int) int
-		Position   func(childComplexity int) int
-		Ref        func(childComplexity int) int
-		Repairs    func(childComplexity int) int
-		Result     func(childComplexity int) int
-		StartedAt  func(childComplexity int) int
-		Turn       func(childComplexity int) int
+		Arguments    func(childComplexity int) int
+		ArgumentsRef func(childComplexity int) int
+		Attempts     func(childComplexity int) int
+		Evidence     func(childComplexity int) int
+		Failures     func(childComplexity int) int
+		FinishedAt   func(childComplexity int) int
+		ID           func(childComplexity int) int
+		Message      func(childComplexity int) int
+		Name         func(childComplexity int) int
+		Outcome      func(childComplexity int) int
+		Position     func(childComplexity int) int
+		Ref          func(childComplexity int) int
+		Repairs      func(childComplexity int) int
+		Result       func(childComplexity int) int
+		StartedAt    func(childComplexity int) int
+		Turn         func(childComplexity int) int
 	}
 
 	ToolList struct {
@@ -398,6 +399,7 @@ type ComplexityRoot struct {
 
 	TranscriptToolCall struct {
 		Arguments          func(childComplexity int) int
+		ArgumentsRef       func(childComplexity int) int
 		ArgumentsTruncated func(childComplexity int) int
 		Name               func(childComplexity int) int
 		Ref                func(childComplexity int) int
@@ -1135,6 +1137,12 @@ func (e *executableSchema) Complexity(ctx context.Context, typeName, field strin
 		}
 
 		return e.ComplexityRoot.ItemFailure.Item(childComplexity), true
+	case "ItemFailure.kind":
+		if e.ComplexityRoot.ItemFailure.Kind == nil {
+			break
+		}
+
+		return e.ComplexityRoot.ItemFailure.Kind(childComplexity), true
 	case "ItemFailure.message":
 		if e.ComplexityRoot.ItemFailure.Message == nil {
 			break
@@ -1759,6 +1767,12 @@ func (e *executableSchema) Complexity(ctx context.Context, typeName, field strin
 		}
 
 		return e.ComplexityRoot.ToolCall.Arguments(childComplexity), true
+	case "ToolCall.argumentsRef":
+		if e.ComplexityRoot.ToolCall.ArgumentsRef == nil {
+			break
+		}
+
+		return e.ComplexityRoot.ToolCall.ArgumentsRef(childComplexity), true
 	case "ToolCall.attempts":
 		if e.ComplexityRoot.ToolCall.Attempts == nil {
 			break
@@ -2148,6 +2162,12 @@ func (e *executableSchema) Complexity(ctx context.Context, typeName, field strin
 		}
 
 		return e.ComplexityRoot.TranscriptToolCall.Arguments(childComplexity), true
+	case "TranscriptToolCall.argumentsRef":
+		if e.ComplexityRoot.TranscriptToolCall.ArgumentsRef == nil {
+			break
+		}
+
+		return e.ComplexityRoot.TranscriptToolCall.ArgumentsRef(childComplexity), true
 	case "TranscriptToolCall.argumentsTruncated":
 		if e.ComplexityRoot.TranscriptToolCall.ArgumentsTruncated == nil {
 			break
@@ -3027,7 +3047,19 @@ type ItemFailure {
   item: Int!
   "What was asked for that item."
   input: String
+  "What became of the item: it ran and matched nothing, never ran, or ran and failed."
+  kind: ItemFailureKind!
   message: String!
+}
+
+"What became of one failed item of a many-item call."
+enum ItemFailureKind {
+  "It ran and matched nothing."
+  ABSENCE
+  "It never ran: its backend was down or busy."
+  OUTAGE
+  "It ran and failed."
+  ERROR
 }
 
 "A change argument repair made to a call before it was sent."
@@ -3426,7 +3458,7 @@ type Query {
 """
 ResultKind is enum for the field kind
 """
-enum ResultKind @goModel(model: "github.com/toolgate/toolgate/ent/storedresult.Kind") {
+enum ResultKind @goModel(model: "github.com/toolgate/toolgate/ent/schematype.ResultKind") {
   TEXT
   JSON
   MEDIA
@@ -3467,6 +3499,10 @@ type ToolCall implements Node {
   """
   message: String
   ref: String
+  """
+  the ref arguments too long to replay whole are stored under, readable like a result
+  """
+  argumentsRef: String
   startedAt: Time!
   finishedAt: Time
   turn: Turn!
@@ -3877,6 +3913,8 @@ type TranscriptToolCall @goModel(model: "github.com/toolgate/toolgate/tools/tran
   argumentsTruncated: Boolean!
   "The stored result, for readToolResult."
   ref: String
+  "The arguments whole, for readToolResult, when a value was too long to replay."
+  argumentsRef: String
 }
 `, BuiltIn: false},
 	{Name: "../turn.graphqls", Input: `extend type Mutation {
@@ -4395,6 +4433,8 @@ func (ec *executionContext) childFields_ItemFailure(ctx context.Context, field g
 		return ec.fieldContext_ItemFailure_item(ctx, field)
 	case "input":
 		return ec.fieldContext_ItemFailure_input(ctx, field)
+	case "kind":
+		return ec.fieldContext_ItemFailure_kind(ctx, field)
 	case "message":
 		return ec.fieldContext_ItemFailure_message(ctx, field)
 	}
@@ -4555,6 +4595,8 @@ func (ec *executionContext) childFields_ToolCall(ctx context.Context, field grap
 		return ec.fieldContext_ToolCall_message(ctx, field)
 	case "ref":
 		return ec.fieldContext_ToolCall_ref(ctx, field)
+	case "argumentsRef":
+		return ec.fieldContext_ToolCall_argumentsRef(ctx, field)
 	case "startedAt":
 		return ec.fieldContext_ToolCall_startedAt(ctx, field)
 	case "finishedAt":
@@ -4733,6 +4775,8 @@ func (ec *executionContext) childFields_TranscriptToolCall(ctx context.Context, 
 		return ec.fieldContext_TranscriptToolCall_argumentsTruncated(ctx, field)
 	case "ref":
 		return ec.fieldContext_TranscriptToolCall_ref(ctx, field)
+	case "argumentsRef":
+		return ec.fieldContext_TranscriptToolCall_argumentsRef(ctx, field)
 	}
 	return nil, fmt.Errorf("no field named %q was found under type TranscriptToolCall", field.Name)
 }
@@ -6881,7 +6925,7 @@ func (ec *executionContext) fieldContext_Application_allowedTools(_ context.Cont
 	return graphql.NewScalarFieldContext("Application", field, false, false, "String")
 }
 
-func (ec *executionContext) _ArgumentRepair_rule(ctx context.Context, field graphql.CollectedField, obj *schema.Repair) (ret graphql.Marshaler) {
+func (ec *executionContext) _ArgumentRepair_rule(ctx context.Context, field graphql.CollectedField, obj *schematype.Repair) (ret graphql.Marshaler) {
 	return graphql.ResolveField(
 		ctx,
 		ec.OperationContext,
@@ -6904,7 +6948,7 @@ func (ec *executionContext) fieldContext_ArgumentRepair_rule(_ context.Context, 
 	return graphql.NewScalarFieldContext("ArgumentRepair", field, false, false, "String")
 }
 
-func (ec *executionContext) _ArgumentRepair_path(ctx context.Context, field graphql.CollectedField, obj *schema.Repair) (ret graphql.Marshaler) {
+func (ec *executionContext) _ArgumentRepair_path(ctx context.Context, field graphql.CollectedField, obj *schematype.Repair) (ret graphql.Marshaler) {
 	return graphql.ResolveField(
 		ctx,
 		ec.OperationContext,
@@ -7428,7 +7472,7 @@ func (ec *executionContext) fieldContext_CatalogueTool_definitionTokens(_ contex
 	return graphql.NewScalarFieldContext("CatalogueTool", field, false, false, "Int")
 }
 
-func (ec *executionContext) _Clarification_question(ctx context.Context, field graphql.CollectedField, obj *schema.Clarification) (ret graphql.Marshaler) {
+func (ec *executionContext) _Clarification_question(ctx context.Context, field graphql.CollectedField, obj *schematype.Clarification) (ret graphql.Marshaler) {
 	return graphql.ResolveField(
 		ctx,
 		ec.OperationContext,
@@ -7451,7 +7495,7 @@ func (ec *executionContext) fieldContext_Clarification_question(_ context.Contex
 	return graphql.NewScalarFieldContext("Clarification", field, false, false, "String")
 }
 
-func (ec *executionContext) _Clarification_options(ctx context.Context, field graphql.CollectedField, obj *schema.Clarification) (ret graphql.Marshaler) {
+func (ec *executionContext) _Clarification_options(ctx context.Context, field graphql.CollectedField, obj *schematype.Clarification) (ret graphql.Marshaler) {
 	return graphql.ResolveField(
 		ctx,
 		ec.OperationContext,
@@ -7474,7 +7518,7 @@ func (ec *executionContext) fieldContext_Clarification_options(_ context.Context
 	return graphql.NewScalarFieldContext("Clarification", field, false, false, "String")
 }
 
-func (ec *executionContext) _Clarification_recommended(ctx context.Context, field graphql.CollectedField, obj *schema.Clarification) (ret graphql.Marshaler) {
+func (ec *executionContext) _Clarification_recommended(ctx context.Context, field graphql.CollectedField, obj *schematype.Clarification) (ret graphql.Marshaler) {
 	return graphql.ResolveField(
 		ctx,
 		ec.OperationContext,
@@ -7497,7 +7541,7 @@ func (ec *executionContext) fieldContext_Clarification_recommended(_ context.Con
 	return graphql.NewScalarFieldContext("Clarification", field, false, false, "String")
 }
 
-func (ec *executionContext) _Clarification_answer(ctx context.Context, field graphql.CollectedField, obj *schema.Clarification) (ret graphql.Marshaler) {
+func (ec *executionContext) _Clarification_answer(ctx context.Context, field graphql.CollectedField, obj *schematype.Clarification) (ret graphql.Marshaler) {
 	return graphql.ResolveField(
 		ctx,
 		ec.OperationContext,
@@ -7972,7 +8016,7 @@ func (ec *executionContext) fieldContext_CreatedAPIToken_apiToken(_ context.Cont
 	return fc, nil
 }
 
-func (ec *executionContext) _Evidence_ref(ctx context.Context, field graphql.CollectedField, obj *schema.Span) (ret graphql.Marshaler) {
+func (ec *executionContext) _Evidence_ref(ctx context.Context, field graphql.CollectedField, obj *schematype.Span) (ret graphql.Marshaler) {
 	return graphql.ResolveField(
 		ctx,
 		ec.OperationContext,
@@ -7995,7 +8039,7 @@ func (ec *executionContext) fieldContext_Evidence_ref(_ context.Context, field g
 	return graphql.NewScalarFieldContext("Evidence", field, false, false, "String")
 }
 
-func (ec *executionContext) _Evidence_start(ctx context.Context, field graphql.CollectedField, obj *schema.Span) (ret graphql.Marshaler) {
+func (ec *executionContext) _Evidence_start(ctx context.Context, field graphql.CollectedField, obj *schematype.Span) (ret graphql.Marshaler) {
 	return graphql.ResolveField(
 		ctx,
 		ec.OperationContext,
@@ -8018,7 +8062,7 @@ func (ec *executionContext) fieldContext_Evidence_start(_ context.Context, field
 	return graphql.NewScalarFieldContext("Evidence", field, false, false, "Int")
 }
 
-func (ec *executionContext) _Evidence_end(ctx context.Context, field graphql.CollectedField, obj *schema.Span) (ret graphql.Marshaler) {
+func (ec *executionContext) _Evidence_end(ctx context.Context, field graphql.CollectedField, obj *schematype.Span) (ret graphql.Marshaler) {
 	return graphql.ResolveField(
 		ctx,
 		ec.OperationContext,
@@ -8041,7 +8085,7 @@ func (ec *executionContext) fieldContext_Evidence_end(_ context.Context, field g
 	return graphql.NewScalarFieldContext("Evidence", field, false, false, "Int")
 }
 
-func (ec *executionContext) _ItemFailure_item(ctx context.Context, field graphql.CollectedField, obj *schema.ItemFailure) (ret graphql.Marshaler) {
+func (ec *executionContext) _ItemFailure_item(ctx context.Context, field graphql.CollectedField, obj *schematype.ItemFailure) (ret graphql.Marshaler) {
 	return graphql.ResolveField(
 		ctx,
 		ec.OperationContext,
@@ -8064,7 +8108,7 @@ func (ec *executionContext) fieldContext_ItemFailure_item(_ context.Context, fie
 	return graphql.NewScalarFieldContext("ItemFailure", field, false, false, "Int")
 }
 
-func (ec *executionContext) _ItemFailure_input(ctx context.Context, field graphql.CollectedField, obj *schema.ItemFailure) (ret graphql.Marshaler) {
+func (ec *executionContext) _ItemFailure_input(ctx context.Context, field graphql.CollectedField, obj *schematype.ItemFailure) (ret graphql.Marshaler) {
 	return graphql.ResolveField(
 		ctx,
 		ec.OperationContext,
@@ -8087,7 +8131,30 @@ func (ec *executionContext) fieldContext_ItemFailure_input(_ context.Context, fi
 	return graphql.NewScalarFieldContext("ItemFailure", field, false, false, "String")
 }
 
-func (ec *executionContext) _ItemFailure_message(ctx context.Context, field graphql.CollectedField, obj *schema.ItemFailure) (ret graphql.Marshaler) {
+func (ec *executionContext) _ItemFailure_kind(ctx context.Context, field graphql.CollectedField, obj *schematype.ItemFailure) (ret graphql.Marshaler) {
+	return graphql.ResolveField(
+		ctx,
+		ec.OperationContext,
+		field,
+		func(ctx context.Context, field graphql.CollectedField) (*graphql.FieldContext, error) {
+			return ec.fieldContext_ItemFailure_kind(ctx, field)
+		},
+		func(ctx context.Context) (any, error) {
+			return obj.Kind, nil
+		},
+		nil,
+		func(ctx context.Context, selections ast.SelectionSet, v schematype.FailureKind) graphql.Marshaler {
+			return ec.marshalNItemFailureKind2githubᚗcomᚋtoolgateᚋtoolgateᚋentᚋschematypeᚐFailureKind(ctx, selections, v)
+		},
+		true,
+		true,
+	)
+}
+func (ec *executionContext) fieldContext_ItemFailure_kind(_ context.Context, field graphql.CollectedField) (fc *graphql.FieldContext, err error) {
+	return graphql.NewScalarFieldContext("ItemFailure", field, false, false, "ItemFailureKind")
+}
+
+func (ec *executionContext) _ItemFailure_message(ctx context.Context, field graphql.CollectedField, obj *schematype.ItemFailure) (ret graphql.Marshaler) {
 	return graphql.ResolveField(
 		ctx,
 		ec.OperationContext,
@@ -10272,8 +10339,8 @@ func (ec *executionContext) _StoredResult_kind(ctx context.Context, field graphq
 			return obj.Kind, nil
 		},
 		nil,
-		func(ctx context.Context, selections ast.SelectionSet, v storedresult.Kind) graphql.Marshaler {
-			return ec.marshalNResultKind2githubᚗcomᚋtoolgateᚋtoolgateᚋentᚋstoredresultᚐKind(ctx, selections, v)
+		func(ctx context.Context, selections ast.SelectionSet, v schematype.ResultKind) graphql.Marshaler {
+			return ec.marshalNResultKind2githubᚗcomᚋtoolgateᚋtoolgateᚋentᚋschematypeᚐResultKind(ctx, selections, v)
 		},
 		true,
 		true,
@@ -10707,8 +10774,8 @@ func (ec *executionContext) _ToolCall_failures(ctx context.Context, field graphq
 			return obj.Failures, nil
 		},
 		nil,
-		func(ctx context.Context, selections ast.SelectionSet, v []schema.ItemFailure) graphql.Marshaler {
-			return ec.marshalNItemFailure2ᚕgithubᚗcomᚋtoolgateᚋtoolgateᚋentᚋschemaᚐItemFailureᚄ(ctx, selections, v)
+		func(ctx context.Context, selections ast.SelectionSet, v []schematype.ItemFailure) graphql.Marshaler {
+			return ec.marshalNItemFailure2ᚕgithubᚗcomᚋtoolgateᚋtoolgateᚋentᚋschematypeᚐItemFailureᚄ(ctx, selections, v)
 		},
 		true,
 		true,
@@ -10739,8 +10806,8 @@ func (ec *executionContext) _ToolCall_evidence(ctx context.Context, field graphq
 			return obj.Evidence, nil
 		},
 		nil,
-		func(ctx context.Context, selections ast.SelectionSet, v []schema.Span) graphql.Marshaler {
-			return ec.marshalNEvidence2ᚕgithubᚗcomᚋtoolgateᚋtoolgateᚋentᚋschemaᚐSpanᚄ(ctx, selections, v)
+		func(ctx context.Context, selections ast.SelectionSet, v []schematype.Span) graphql.Marshaler {
+			return ec.marshalNEvidence2ᚕgithubᚗcomᚋtoolgateᚋtoolgateᚋentᚋschematypeᚐSpanᚄ(ctx, selections, v)
 		},
 		true,
 		true,
@@ -10771,8 +10838,8 @@ func (ec *executionContext) _ToolCall_repairs(ctx context.Context, field graphql
 			return obj.Repairs, nil
 		},
 		nil,
-		func(ctx context.Context, selections ast.SelectionSet, v []schema.Repair) graphql.Marshaler {
-			return ec.marshalNArgumentRepair2ᚕgithubᚗcomᚋtoolgateᚋtoolgateᚋentᚋschemaᚐRepairᚄ(ctx, selections, v)
+		func(ctx context.Context, selections ast.SelectionSet, v []schematype.Repair) graphql.Marshaler {
+			return ec.marshalNArgumentRepair2ᚕgithubᚗcomᚋtoolgateᚋtoolgateᚋentᚋschematypeᚐRepairᚄ(ctx, selections, v)
 		},
 		true,
 		true,
@@ -10834,6 +10901,29 @@ func (ec *executionContext) _ToolCall_ref(ctx context.Context, field graphql.Col
 	)
 }
 func (ec *executionContext) fieldContext_ToolCall_ref(_ context.Context, field graphql.CollectedField) (fc *graphql.FieldContext, err error) {
+	return graphql.NewScalarFieldContext("ToolCall", field, false, false, "String")
+}
+
+func (ec *executionContext) _ToolCall_argumentsRef(ctx context.Context, field graphql.CollectedField, obj *ent.ToolCall) (ret graphql.Marshaler) {
+	return graphql.ResolveField(
+		ctx,
+		ec.OperationContext,
+		field,
+		func(ctx context.Context, field graphql.CollectedField) (*graphql.FieldContext, error) {
+			return ec.fieldContext_ToolCall_argumentsRef(ctx, field)
+		},
+		func(ctx context.Context) (any, error) {
+			return obj.ArgumentsRef, nil
+		},
+		nil,
+		func(ctx context.Context, selections ast.SelectionSet, v *string) graphql.Marshaler {
+			return ec.marshalOString2ᚖstring(ctx, selections, v)
+		},
+		true,
+		false,
+	)
+}
+func (ec *executionContext) fieldContext_ToolCall_argumentsRef(_ context.Context, field graphql.CollectedField) (fc *graphql.FieldContext, err error) {
 	return graphql.NewScalarFieldContext("ToolCall", field, false, false, "String")
 }
 
@@ -11129,8 +11219,8 @@ func (ec *executionContext) _ToolResultRead_kind(ctx context.Context, field grap
 			return obj.Kind, nil
 		},
 		nil,
-		func(ctx context.Context, selections ast.SelectionSet, v *storedresult.Kind) graphql.Marshaler {
-			return ec.marshalOResultKind2ᚖgithubᚗcomᚋtoolgateᚋtoolgateᚋentᚋstoredresultᚐKind(ctx, selections, v)
+		func(ctx context.Context, selections ast.SelectionSet, v *schematype.ResultKind) graphql.Marshaler {
+			return ec.marshalOResultKind2ᚖgithubᚗcomᚋtoolgateᚋtoolgateᚋentᚋschematypeᚐResultKind(ctx, selections, v)
 		},
 		true,
 		false,
@@ -11336,8 +11426,8 @@ func (ec *executionContext) _ToolResultRead_evidence(ctx context.Context, field 
 			return obj.Evidence, nil
 		},
 		nil,
-		func(ctx context.Context, selections ast.SelectionSet, v []schema.Span) graphql.Marshaler {
-			return ec.marshalNEvidence2ᚕgithubᚗcomᚋtoolgateᚋtoolgateᚋentᚋschemaᚐSpanᚄ(ctx, selections, v)
+		func(ctx context.Context, selections ast.SelectionSet, v []schematype.Span) graphql.Marshaler {
+			return ec.marshalNEvidence2ᚕgithubᚗcomᚋtoolgateᚋtoolgateᚋentᚋschematypeᚐSpanᚄ(ctx, selections, v)
 		},
 		true,
 		true,
@@ -11391,8 +11481,8 @@ func (ec *executionContext) _ToolResultSearch_kind(ctx context.Context, field gr
 			return obj.Kind, nil
 		},
 		nil,
-		func(ctx context.Context, selections ast.SelectionSet, v *storedresult.Kind) graphql.Marshaler {
-			return ec.marshalOResultKind2ᚖgithubᚗcomᚋtoolgateᚋtoolgateᚋentᚋstoredresultᚐKind(ctx, selections, v)
+		func(ctx context.Context, selections ast.SelectionSet, v *schematype.ResultKind) graphql.Marshaler {
+			return ec.marshalOResultKind2ᚖgithubᚗcomᚋtoolgateᚋtoolgateᚋentᚋschematypeᚐResultKind(ctx, selections, v)
 		},
 		true,
 		false,
@@ -11607,8 +11697,8 @@ func (ec *executionContext) _ToolResultSearch_evidence(ctx context.Context, fiel
 			return obj.Evidence, nil
 		},
 		nil,
-		func(ctx context.Context, selections ast.SelectionSet, v []schema.Span) graphql.Marshaler {
-			return ec.marshalNEvidence2ᚕgithubᚗcomᚋtoolgateᚋtoolgateᚋentᚋschemaᚐSpanᚄ(ctx, selections, v)
+		func(ctx context.Context, selections ast.SelectionSet, v []schematype.Span) graphql.Marshaler {
+			return ec.marshalNEvidence2ᚕgithubᚗcomᚋtoolgateᚋtoolgateᚋentᚋschematypeᚐSpanᚄ(ctx, selections, v)
 		},
 		true,
 		true,
@@ -11703,8 +11793,8 @@ func (ec *executionContext) _ToolResults_failures(ctx context.Context, field gra
 			return obj.Failures, nil
 		},
 		nil,
-		func(ctx context.Context, selections ast.SelectionSet, v []schema.ItemFailure) graphql.Marshaler {
-			return ec.marshalNItemFailure2ᚕgithubᚗcomᚋtoolgateᚋtoolgateᚋentᚋschemaᚐItemFailureᚄ(ctx, selections, v)
+		func(ctx context.Context, selections ast.SelectionSet, v []schematype.ItemFailure) graphql.Marshaler {
+			return ec.marshalNItemFailure2ᚕgithubᚗcomᚋtoolgateᚋtoolgateᚋentᚋschematypeᚐItemFailureᚄ(ctx, selections, v)
 		},
 		true,
 		true,
@@ -11735,8 +11825,8 @@ func (ec *executionContext) _ToolResults_evidence(ctx context.Context, field gra
 			return obj.Evidence, nil
 		},
 		nil,
-		func(ctx context.Context, selections ast.SelectionSet, v []schema.Span) graphql.Marshaler {
-			return ec.marshalNEvidence2ᚕgithubᚗcomᚋtoolgateᚋtoolgateᚋentᚋschemaᚐSpanᚄ(ctx, selections, v)
+		func(ctx context.Context, selections ast.SelectionSet, v []schematype.Span) graphql.Marshaler {
+			return ec.marshalNEvidence2ᚕgithubᚗcomᚋtoolgateᚋtoolgateᚋentᚋschematypeᚐSpanᚄ(ctx, selections, v)
 		},
 		true,
 		true,
@@ -11914,8 +12004,8 @@ func (ec *executionContext) _ToolSchemas_failures(ctx context.Context, field gra
 			return obj.Failures, nil
 		},
 		nil,
-		func(ctx context.Context, selections ast.SelectionSet, v []schema.ItemFailure) graphql.Marshaler {
-			return ec.marshalNItemFailure2ᚕgithubᚗcomᚋtoolgateᚋtoolgateᚋentᚋschemaᚐItemFailureᚄ(ctx, selections, v)
+		func(ctx context.Context, selections ast.SelectionSet, v []schematype.ItemFailure) graphql.Marshaler {
+			return ec.marshalNItemFailure2ᚕgithubᚗcomᚋtoolgateᚋtoolgateᚋentᚋschematypeᚐItemFailureᚄ(ctx, selections, v)
 		},
 		true,
 		true,
@@ -12001,8 +12091,8 @@ func (ec *executionContext) _ToolSearch_failures(ctx context.Context, field grap
 			return obj.Failures, nil
 		},
 		nil,
-		func(ctx context.Context, selections ast.SelectionSet, v []schema.ItemFailure) graphql.Marshaler {
-			return ec.marshalNItemFailure2ᚕgithubᚗcomᚋtoolgateᚋtoolgateᚋentᚋschemaᚐItemFailureᚄ(ctx, selections, v)
+		func(ctx context.Context, selections ast.SelectionSet, v []schematype.ItemFailure) graphql.Marshaler {
+			return ec.marshalNItemFailure2ᚕgithubᚗcomᚋtoolgateᚋtoolgateᚋentᚋschematypeᚐItemFailureᚄ(ctx, selections, v)
 		},
 		true,
 		true,
@@ -12266,6 +12356,29 @@ func (ec *executionContext) _TranscriptToolCall_ref(ctx context.Context, field g
 	)
 }
 func (ec *executionContext) fieldContext_TranscriptToolCall_ref(_ context.Context, field graphql.CollectedField) (fc *graphql.FieldContext, err error) {
+	return graphql.NewScalarFieldContext("TranscriptToolCall", field, false, false, "String")
+}
+
+func (ec *executionContext) _TranscriptToolCall_argumentsRef(ctx context.Context, field graphql.CollectedField, obj *transcript.ToolCall) (ret graphql.Marshaler) {
+	return graphql.ResolveField(
+		ctx,
+		ec.OperationContext,
+		field,
+		func(ctx context.Context, field graphql.CollectedField) (*graphql.FieldContext, error) {
+			return ec.fieldContext_TranscriptToolCall_argumentsRef(ctx, field)
+		},
+		func(ctx context.Context) (any, error) {
+			return obj.ArgumentsRef, nil
+		},
+		nil,
+		func(ctx context.Context, selections ast.SelectionSet, v *string) graphql.Marshaler {
+			return ec.marshalOString2ᚖstring(ctx, selections, v)
+		},
+		true,
+		false,
+	)
+}
+func (ec *executionContext) fieldContext_TranscriptToolCall_argumentsRef(_ context.Context, field graphql.CollectedField) (fc *graphql.FieldContext, err error) {
 	return graphql.NewScalarFieldContext("TranscriptToolCall", field, false, false, "String")
 }
 
@@ -12658,8 +12771,8 @@ func (ec *executionContext) _Turn_clarification(ctx context.Context, field graph
 			return obj.Clarification, nil
 		},
 		nil,
-		func(ctx context.Context, selections ast.SelectionSet, v *schema.Clarification) graphql.Marshaler {
-			return ec.marshalOClarification2ᚖgithubᚗcomᚋtoolgateᚋtoolgateᚋentᚋschemaᚐClarification(ctx, selections, v)
+		func(ctx context.Context, selections ast.SelectionSet, v *schematype.Clarification) graphql.Marshaler {
+			return ec.marshalOClarification2ᚖgithubᚗcomᚋtoolgateᚋtoolgateᚋentᚋschematypeᚐClarification(ctx, selections, v)
 		},
 		true,
 		false,
@@ -17634,7 +17747,7 @@ func (ec *executionContext) _Application(ctx context.Context, sel ast.SelectionS
 
 var argumentRepairImplementors = []string{"ArgumentRepair"}
 
-func (ec *executionContext) _ArgumentRepair(ctx context.Context, sel ast.SelectionSet, obj *schema.Repair) graphql.Marshaler {
+func (ec *executionContext) _ArgumentRepair(ctx context.Context, sel ast.SelectionSet, obj *schematype.Repair) graphql.Marshaler {
 	fields := graphql.CollectFields(ec.OperationContext, sel, argumentRepairImplementors)
 
 	out := graphql.NewFieldSet(fields)
@@ -17889,7 +18002,7 @@ func (ec *executionContext) _CatalogueTool(ctx context.Context, sel ast.Selectio
 
 var clarificationImplementors = []string{"Clarification"}
 
-func (ec *executionContext) _Clarification(ctx context.Context, sel ast.SelectionSet, obj *schema.Clarification) graphql.Marshaler {
+func (ec *executionContext) _Clarification(ctx context.Context, sel ast.SelectionSet, obj *schematype.Clarification) graphql.Marshaler {
 	fields := graphql.CollectFields(ec.OperationContext, sel, clarificationImplementors)
 
 	out := graphql.NewFieldSet(fields)
@@ -18133,7 +18246,7 @@ func (ec *executionContext) _CreatedAPIToken(ctx context.Context, sel ast.Select
 
 var evidenceImplementors = []string{"Evidence"}
 
-func (ec *executionContext) _Evidence(ctx context.Context, sel ast.SelectionSet, obj *schema.Span) graphql.Marshaler {
+func (ec *executionContext) _Evidence(ctx context.Context, sel ast.SelectionSet, obj *schematype.Span) graphql.Marshaler {
 	fields := graphql.CollectFields(ec.OperationContext, sel, evidenceImplementors)
 
 	out := graphql.NewFieldSet(fields)
@@ -18176,7 +18289,7 @@ func (ec *executionContext) _Evidence(ctx context.Context, sel ast.SelectionSet,
 
 var itemFailureImplementors = []string{"ItemFailure"}
 
-func (ec *executionContext) _ItemFailure(ctx context.Context, sel ast.SelectionSet, obj *schema.ItemFailure) graphql.Marshaler {
+func (ec *executionContext) _ItemFailure(ctx context.Context, sel ast.SelectionSet, obj *schematype.ItemFailure) graphql.Marshaler {
 	fields := graphql.CollectFields(ec.OperationContext, sel, itemFailureImplementors)
 
 	out := graphql.NewFieldSet(fields)
@@ -18193,6 +18306,11 @@ func (ec *executionContext) _ItemFailure(ctx context.Context, sel ast.SelectionS
 		case "input":
 			out.Values[i] = ec._ItemFailure_input(ctx, field, obj)
 			if out.Values[i] == graphql.RequiredNull {
+				out.Invalids++
+			}
+		case "kind":
+			out.Values[i] = ec._ItemFailure_kind(ctx, field, obj)
+			if out.Values[i] == graphql.Null {
 				out.Invalids++
 			}
 		case "message":
@@ -19023,6 +19141,11 @@ func (ec *executionContext) _ToolCall(ctx context.Context, sel ast.SelectionSet,
 			if out.Values[i] == graphql.RequiredNull {
 				atomic.AddUint32(&out.Invalids, 1)
 			}
+		case "argumentsRef":
+			out.Values[i] = ec._ToolCall_argumentsRef(ctx, field, obj)
+			if out.Values[i] == graphql.RequiredNull {
+				atomic.AddUint32(&out.Invalids, 1)
+			}
 		case "startedAt":
 			out.Values[i] = ec._ToolCall_startedAt(ctx, field, obj)
 			if out.Values[i] == graphql.Null {
@@ -19610,6 +19733,11 @@ func (ec *executionContext) _TranscriptToolCall(ctx context.Context, sel ast.Sel
 			}
 		case "ref":
 			out.Values[i] = ec._TranscriptToolCall_ref(ctx, field, obj)
+			if out.Values[i] == graphql.RequiredNull {
+				out.Invalids++
+			}
+		case "argumentsRef":
+			out.Values[i] = ec._TranscriptToolCall_argumentsRef(ctx, field, obj)
 			if out.Values[i] == graphql.RequiredNull {
 				out.Invalids++
 			}
@@ -20974,15 +21102,15 @@ func (ec *executionContext) marshalNApplication2ᚖgithubᚗcomᚋtoolgateᚋtoo
 	return ec._Application(ctx, sel, v)
 }
 
-func (ec *executionContext) marshalNArgumentRepair2githubᚗcomᚋtoolgateᚋtoolgateᚋentᚋschemaᚐRepair(ctx context.Context, sel ast.SelectionSet, v schema.Repair) graphql.Marshaler {
+func (ec *executionContext) marshalNArgumentRepair2githubᚗcomᚋtoolgateᚋtoolgateᚋentᚋschematypeᚐRepair(ctx context.Context, sel ast.SelectionSet, v schematype.Repair) graphql.Marshaler {
 	return ec._ArgumentRepair(ctx, sel, &v)
 }
 
-func (ec *executionContext) marshalNArgumentRepair2ᚕgithubᚗcomᚋtoolgateᚋtoolgateᚋentᚋschemaᚐRepairᚄ(ctx context.Context, sel ast.SelectionSet, v []schema.Repair) graphql.Marshaler {
+func (ec *executionContext) marshalNArgumentRepair2ᚕgithubᚗcomᚋtoolgateᚋtoolgateᚋentᚋschematypeᚐRepairᚄ(ctx context.Context, sel ast.SelectionSet, v []schematype.Repair) graphql.Marshaler {
 	ret := graphql.MarshalSliceConcurrently(ctx, len(v), 0, false, func(ctx context.Context, i int) graphql.Marshaler {
 		fc := graphql.GetFieldContext(ctx)
 		fc.Result = &v[i]
-		return ec.marshalNArgumentRepair2githubᚗcomᚋtoolgateᚋtoolgateᚋentᚋschemaᚐRepair(ctx, sel, v[i])
+		return ec.marshalNArgumentRepair2githubᚗcomᚋtoolgateᚋtoolgateᚋentᚋschematypeᚐRepair(ctx, sel, v[i])
 	})
 
 	for _, e := range ret {
@@ -21116,15 +21244,15 @@ func (ec *executionContext) marshalNCursor2entgoᚗioᚋcontribᚋentgqlᚐCurso
 	return v
 }
 
-func (ec *executionContext) marshalNEvidence2githubᚗcomᚋtoolgateᚋtoolgateᚋentᚋschemaᚐSpan(ctx context.Context, sel ast.SelectionSet, v schema.Span) graphql.Marshaler {
+func (ec *executionContext) marshalNEvidence2githubᚗcomᚋtoolgateᚋtoolgateᚋentᚋschematypeᚐSpan(ctx context.Context, sel ast.SelectionSet, v schematype.Span) graphql.Marshaler {
 	return ec._Evidence(ctx, sel, &v)
 }
 
-func (ec *executionContext) marshalNEvidence2ᚕgithubᚗcomᚋtoolgateᚋtoolgateᚋentᚋschemaᚐSpanᚄ(ctx context.Context, sel ast.SelectionSet, v []schema.Span) graphql.Marshaler {
+func (ec *executionContext) marshalNEvidence2ᚕgithubᚗcomᚋtoolgateᚋtoolgateᚋentᚋschematypeᚐSpanᚄ(ctx context.Context, sel ast.SelectionSet, v []schematype.Span) graphql.Marshaler {
 	ret := graphql.MarshalSliceConcurrently(ctx, len(v), 0, false, func(ctx context.Context, i int) graphql.Marshaler {
 		fc := graphql.GetFieldContext(ctx)
 		fc.Result = &v[i]
-		return ec.marshalNEvidence2githubᚗcomᚋtoolgateᚋtoolgateᚋentᚋschemaᚐSpan(ctx, sel, v[i])
+		return ec.marshalNEvidence2githubᚗcomᚋtoolgateᚋtoolgateᚋentᚋschematypeᚐSpan(ctx, sel, v[i])
 	})
 
 	for _, e := range ret {
@@ -21250,15 +21378,15 @@ func (ec *executionContext) marshalNInt2int64(ctx context.Context, sel ast.Selec
 	return res
 }
 
-func (ec *executionContext) marshalNItemFailure2githubᚗcomᚋtoolgateᚋtoolgateᚋentᚋschemaᚐItemFailure(ctx context.Context, sel ast.SelectionSet, v schema.ItemFailure) graphql.Marshaler {
+func (ec *executionContext) marshalNItemFailure2githubᚗcomᚋtoolgateᚋtoolgateᚋentᚋschematypeᚐItemFailure(ctx context.Context, sel ast.SelectionSet, v schematype.ItemFailure) graphql.Marshaler {
 	return ec._ItemFailure(ctx, sel, &v)
 }
 
-func (ec *executionContext) marshalNItemFailure2ᚕgithubᚗcomᚋtoolgateᚋtoolgateᚋentᚋschemaᚐItemFailureᚄ(ctx context.Context, sel ast.SelectionSet, v []schema.ItemFailure) graphql.Marshaler {
+func (ec *executionContext) marshalNItemFailure2ᚕgithubᚗcomᚋtoolgateᚋtoolgateᚋentᚋschematypeᚐItemFailureᚄ(ctx context.Context, sel ast.SelectionSet, v []schematype.ItemFailure) graphql.Marshaler {
 	ret := graphql.MarshalSliceConcurrently(ctx, len(v), 0, false, func(ctx context.Context, i int) graphql.Marshaler {
 		fc := graphql.GetFieldContext(ctx)
 		fc.Result = &v[i]
-		return ec.marshalNItemFailure2githubᚗcomᚋtoolgateᚋtoolgateᚋentᚋschemaᚐItemFailure(ctx, sel, v[i])
+		return ec.marshalNItemFailure2githubᚗcomᚋtoolgateᚋtoolgateᚋentᚋschematypeᚐItemFailure(ctx, sel, v[i])
 	})
 
 	for _, e := range ret {
@@ -21268,6 +21396,16 @@ func (ec *executionContext) marshalNItemFailure2ᚕgithubᚗcomᚋtoolgateᚋtoo
 	}
 
 	return ret
+}
+
+func (ec *executionContext) unmarshalNItemFailureKind2githubᚗcomᚋtoolgateᚋtoolgateᚋentᚋschematypeᚐFailureKind(ctx context.Context, v any) (schematype.FailureKind, error) {
+	var res schematype.FailureKind
+	err := res.UnmarshalGQL(v)
+	return res, graphql.ErrorOnPath(ctx, err)
+}
+
+func (ec *executionContext) marshalNItemFailureKind2githubᚗcomᚋtoolgateᚋtoolgateᚋentᚋschematypeᚐFailureKind(ctx context.Context, sel ast.SelectionSet, v schematype.FailureKind) graphql.Marshaler {
+	return v
 }
 
 func (ec *executionContext) unmarshalNJSONSchema2githubᚗcomᚋtoolgateᚋtoolgateᚋtoolsᚋcatalogᚐSchema(ctx context.Context, v any) (catalog.Schema, error) {
@@ -21369,13 +21507,13 @@ func (ec *executionContext) unmarshalNRegisterApplicationInput2githubᚗcomᚋto
 	return res, graphql.ErrorOnPath(ctx, err)
 }
 
-func (ec *executionContext) unmarshalNResultKind2githubᚗcomᚋtoolgateᚋtoolgateᚋentᚋstoredresultᚐKind(ctx context.Context, v any) (storedresult.Kind, error) {
-	var res storedresult.Kind
+func (ec *executionContext) unmarshalNResultKind2githubᚗcomᚋtoolgateᚋtoolgateᚋentᚋschematypeᚐResultKind(ctx context.Context, v any) (schematype.ResultKind, error) {
+	var res schematype.ResultKind
 	err := res.UnmarshalGQL(v)
 	return res, graphql.ErrorOnPath(ctx, err)
 }
 
-func (ec *executionContext) marshalNResultKind2githubᚗcomᚋtoolgateᚋtoolgateᚋentᚋstoredresultᚐKind(ctx context.Context, sel ast.SelectionSet, v storedresult.Kind) graphql.Marshaler {
+func (ec *executionContext) marshalNResultKind2githubᚗcomᚋtoolgateᚋtoolgateᚋentᚋschematypeᚐResultKind(ctx context.Context, sel ast.SelectionSet, v schematype.ResultKind) graphql.Marshaler {
 	return v
 }
 
@@ -22191,7 +22329,7 @@ func (ec *executionContext) marshalOBoolean2ᚖbool(ctx context.Context, sel ast
 	return res
 }
 
-func (ec *executionContext) marshalOClarification2ᚖgithubᚗcomᚋtoolgateᚋtoolgateᚋentᚋschemaᚐClarification(ctx context.Context, sel ast.SelectionSet, v *schema.Clarification) graphql.Marshaler {
+func (ec *executionContext) marshalOClarification2ᚖgithubᚗcomᚋtoolgateᚋtoolgateᚋentᚋschematypeᚐClarification(ctx context.Context, sel ast.SelectionSet, v *schematype.Clarification) graphql.Marshaler {
 	if v == nil {
 		return graphql.Null
 	}
@@ -22455,16 +22593,16 @@ func (ec *executionContext) marshalONode2githubᚗcomᚋtoolgateᚋtoolgateᚋen
 	return ec._Node(ctx, sel, v)
 }
 
-func (ec *executionContext) unmarshalOResultKind2ᚖgithubᚗcomᚋtoolgateᚋtoolgateᚋentᚋstoredresultᚐKind(ctx context.Context, v any) (*storedresult.Kind, error) {
+func (ec *executionContext) unmarshalOResultKind2ᚖgithubᚗcomᚋtoolgateᚋtoolgateᚋentᚋschematypeᚐResultKind(ctx context.Context, v any) (*schematype.ResultKind, error) {
 	if v == nil {
 		return nil, nil
 	}
-	var res = new(storedresult.Kind)
+	var res = new(schematype.ResultKind)
 	err := res.UnmarshalGQL(v)
 	return res, graphql.ErrorOnPath(ctx, err)
 }
 
-func (ec *executionContext) marshalOResultKind2ᚖgithubᚗcomᚋtoolgateᚋtoolgateᚋentᚋstoredresultᚐKind(ctx context.Context, sel ast.SelectionSet, v *storedresult.Kind) graphql.Marshaler {
+func (ec *executionContext) marshalOResultKind2ᚖgithubᚗcomᚋtoolgateᚋtoolgateᚋentᚋschematypeᚐResultKind(ctx context.Context, sel ast.SelectionSet, v *schematype.ResultKind) graphql.Marshaler {
 	if v == nil {
 		return graphql.Null
 	}
