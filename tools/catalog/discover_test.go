@@ -10,7 +10,7 @@ import (
 
 	"github.com/stretchr/testify/require"
 
-	"github.com/toolgate/toolgate/ent/schema"
+	"github.com/toolgate/toolgate/ent/schematype"
 	"github.com/toolgate/toolgate/tools"
 	"github.com/toolgate/toolgate/tools/catalog"
 )
@@ -80,7 +80,7 @@ func TestSearch(t *testing.T) {
 		wantQueries  []string
 		wantNames    [][]string
 		wantNote     string
-		wantFailures []schema.ItemFailure
+		wantFailures []schematype.ItemFailure
 	}{
 		{
 			name:        "name words before description words, prefixes match",
@@ -124,7 +124,7 @@ func TestSearch(t *testing.T) {
 			give:         []string{"web", "  ", "zebra"},
 			wantQueries:  []string{"web", "zebra"},
 			wantNames:    [][]string{{"research_web"}, {}},
-			wantFailures: []schema.ItemFailure{{Item: 1, Input: "  ", Message: "blank"}},
+			wantFailures: []schematype.ItemFailure{{Item: 1, Input: "  ", Message: "blank"}},
 		},
 		{
 			name:        "six items, five distinct",
@@ -159,7 +159,7 @@ func TestSearch(t *testing.T) {
 				require.Equal(t, tt.wantNote, *got.Note)
 			}
 			if tt.wantFailures == nil {
-				tt.wantFailures = []schema.ItemFailure{}
+				tt.wantFailures = []schematype.ItemFailure{}
 			}
 			require.Equal(t, tt.wantFailures, got.Failures)
 		})
@@ -240,7 +240,7 @@ func TestSchemas(t *testing.T) {
 	require.Len(t, app.Tools, 1)
 	require.Equal(t, "Find a customer by name or email.", app.Tools[0].Description)
 	require.JSONEq(t, string(testApps[0].Tools[0].Schema), string(app.Tools[0].Parameters))
-	require.Equal(t, []schema.ItemFailure{{Item: 1, Input: "wiki__search",
+	require.Equal(t, []schematype.ItemFailure{{Item: 1, Input: "wiki__search",
 		Message: "the server of application wiki did not answer: its schema is unknown; try again later"}}, app.Failures)
 
 	// The long description comes whole.
