@@ -911,6 +911,11 @@ func (_q *ToolCallQuery) collectField(ctx context.Context, oneNode bool, opCtx *
 				selectedFields = append(selectedFields, toolcall.FieldRef)
 				fieldSeen[toolcall.FieldRef] = struct{}{}
 			}
+		case "argumentsRef":
+			if _, ok := fieldSeen[toolcall.FieldArgumentsRef]; !ok {
+				selectedFields = append(selectedFields, toolcall.FieldArgumentsRef)
+				fieldSeen[toolcall.FieldArgumentsRef] = struct{}{}
+			}
 		case "startedAt":
 			if _, ok := fieldSeen[toolcall.FieldStartedAt]; !ok {
 				selectedFields = append(selectedFields, toolcall.FieldStartedAt)

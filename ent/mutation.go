@@ -7984,6 +7984,7 @@ type ToolCallMutation struct {
 	message        *string
 	heard          *string
 	ref            *string
+	arguments_ref  *string
 	started_at     *time.Time
 	finished_at    *time.Time
 	clearedFields  map[string]struct{}
@@ -8742,6 +8743,55 @@ func (m *ToolCallMutation) ResetRef() {
 	delete(m.clearedFields, toolcall.FieldRef)
 }
 
+// SetArgumentsRef sets the "arguments_ref" field.
+func (m *ToolCallMutation) SetArgumentsRef(s string) {
+	m.arguments_ref = &s
+}
+
+// ArgumentsRef returns the value of the "arguments_ref" field in the mutation.
+func (m *ToolCallMutation) ArgumentsRef() (r string, exists bool) {
+	v := m.arguments_ref
+	if v == nil {
+		return
+	}
+	return *v, true
+}
+
+// OldArgumentsRef returns the old "arguments_ref" field's value of the ToolCall entity.
+// If the ToolCall object wasn't provided to the builder, the object is fetched from the database.
+// An error is returned if the mutation operation is not UpdateOne, or the database query fails.
+func (m *ToolCallMutation) OldArgumentsRef(ctx context.Context) (v *string, err error) {
+	if !m.op.Is(OpUpdateOne) {
+		return v, errors.New("OldArgumentsRef is only allowed on UpdateOne operations")
+	}
+	if m.id == nil || m.oldValue == nil {
+		return v, errors.New("OldArgumentsRef requires an ID field in the mutation")
+	}
+	oldValue, err := m.oldValue(ctx)
+	if err != nil {
+		return v, fmt.Errorf("querying old value for OldArgumentsRef: %w", err)
+	}
+	return oldValue.ArgumentsRef, nil
+}
+
+// ClearArgumentsRef clears the value of the "arguments_ref" field.
+func (m *ToolCallMutation) ClearArgumentsRef() {
+	m.arguments_ref = nil
+	m.clearedFields[toolcall.FieldArgumentsRef] = struct{}{}
+}
+
+// ArgumentsRefCleared returns if the "arguments_ref" field was cleared in this mutation.
+func (m *ToolCallMutation) ArgumentsRefCleared() bool {
+	_, ok := m.clearedFields[toolcall.FieldArgumentsRef]
+	return ok
+}
+
+// ResetArgumentsRef resets all changes to the "arguments_ref" field.
+func (m *ToolCallMutation) ResetArgumentsRef() {
+	m.arguments_ref = nil
+	delete(m.clearedFields, toolcall.FieldArgumentsRef)
+}
+
 // SetResultID sets the "result_id" field.
 func (m *ToolCallMutation) SetResultID(i int) {
 	m.result = &i
@@ -8964,7 +9014,7 @@ func (m *ToolCallMutation) Type() string {
 // order to get all numeric fields that were incremented/decremented, call
 // AddedFields().
 func (m *ToolCallMutation) Fields() []string {
-	fields := make([]string, 0, 17)
+	fields := make([]string, 0, 18)
 	if m.turn != nil {
 		fields = append(fields, toolcall.FieldTurnID)
 	}
@@ -9006,6 +9056,9 @@ func (m *ToolCallMutation) Fields() []string {
 	}
 	if m.ref != nil {
 		fields = append(fields, toolcall.FieldRef)
+	}
+	if m.arguments_ref != nil {
+		fields = append(fields, toolcall.FieldArgumentsRef)
 	}
 	if m.result != nil {
 		fields = append(fields, toolcall.FieldResultID)
@@ -9052,6 +9105,8 @@ func (m *ToolCallMutation) Field(name string) (ent.Value, bool) {
 		return m.Heard()
 	case toolcall.FieldRef:
 		return m.Ref()
+	case toolcall.FieldArgumentsRef:
+		return m.ArgumentsRef()
 	case toolcall.FieldResultID:
 		return m.ResultID()
 	case toolcall.FieldStartedAt:
@@ -9095,6 +9150,8 @@ func (m *ToolCallMutation) OldField(ctx context.Context, name string) (ent.Value
 		return m.OldHeard(ctx)
 	case toolcall.FieldRef:
 		return m.OldRef(ctx)
+	case toolcall.FieldArgumentsRef:
+		return m.OldArgumentsRef(ctx)
 	case toolcall.FieldResultID:
 		return m.OldResultID(ctx)
 	case toolcall.FieldStartedAt:
@@ -9208,6 +9265,13 @@ func (m *ToolCallMutation) SetField(name string, value ent.Value) error {
 		}
 		m.SetRef(v)
 		return nil
+	case toolcall.FieldArgumentsRef:
+		v, ok := value.(string)
+		if !ok {
+			return fmt.Errorf("unexpected type %T for field %s", value, name)
+		}
+		m.SetArgumentsRef(v)
+		return nil
 	case toolcall.FieldResultID:
 		v, ok := value.(int)
 		if !ok {
@@ -9307,6 +9371,9 @@ func (m *ToolCallMutation) ClearedFields() []string {
 	if m.FieldCleared(toolcall.FieldRef) {
 		fields = append(fields, toolcall.FieldRef)
 	}
+	if m.FieldCleared(toolcall.FieldArgumentsRef) {
+		fields = append(fields, toolcall.FieldArgumentsRef)
+	}
 	if m.FieldCleared(toolcall.FieldResultID) {
 		fields = append(fields, toolcall.FieldResultID)
 	}
@@ -9335,6 +9402,9 @@ func (m *ToolCallMutation) ClearField(name string) error {
 		return nil
 	case toolcall.FieldRef:
 		m.ClearRef()
+		return nil
+	case toolcall.FieldArgumentsRef:
+		m.ClearArgumentsRef()
 		return nil
 	case toolcall.FieldResultID:
 		m.ClearResultID()
@@ -9391,6 +9461,9 @@ func (m *ToolCallMutation) ResetField(name string) error {
 		return nil
 	case toolcall.FieldRef:
 		m.ResetRef()
+		return nil
+	case toolcall.FieldArgumentsRef:
+		m.ResetArgumentsRef()
 		return nil
 	case toolcall.FieldResultID:
 		m.ResetResultID()

@@ -366,7 +366,7 @@ func init() {
 	// toolcall.DefaultRepairs holds the default value on creation for the repairs field.
 	toolcall.DefaultRepairs = toolcallDescRepairs.Default.([]schema.Repair)
 	// toolcallDescStartedAt is the schema descriptor for started_at field.
-	toolcallDescStartedAt := toolcallFields[15].Descriptor()
+	toolcallDescStartedAt := toolcallFields[16].Descriptor()
 	// toolcall.DefaultStartedAt holds the default value on creation for the started_at field.
 	toolcall.DefaultStartedAt = toolcallDescStartedAt.Default.(func() time.Time)
 	turnFields := schema.Turn{}.Fields()

@@ -173,6 +173,20 @@ func (_c *ToolCallCreate) SetNillableRef(v *string) *ToolCallCreate {
 	return _c
 }
 
+// SetArgumentsRef sets the "arguments_ref" field.
+func (_c *ToolCallCreate) SetArgumentsRef(v string) *ToolCallCreate {
+	_c.mutation.SetArgumentsRef(v)
+	return _c
+}
+
+// SetNillableArgumentsRef sets the "arguments_ref" field if the given value is not nil.
+func (_c *ToolCallCreate) SetNillableArgumentsRef(v *string) *ToolCallCreate {
+	if v != nil {
+		_c.SetArgumentsRef(*v)
+	}
+	return _c
+}
+
 // SetResultID sets the "result_id" field.
 func (_c *ToolCallCreate) SetResultID(v int) *ToolCallCreate {
 	_c.mutation.SetResultID(v)
@@ -433,6 +447,10 @@ func (_c *ToolCallCreate) createSpec() (*ToolCall, *sqlgraph.CreateSpec) {
 		_spec.SetField(toolcall.FieldRef, field.TypeString, value)
 		_node.Ref = &value
 	}
+	if value, ok := _c.mutation.ArgumentsRef(); ok {
+		_spec.SetField(toolcall.FieldArgumentsRef, field.TypeString, value)
+		_node.ArgumentsRef = &value
+	}
 	if value, ok := _c.mutation.StartedAt(); ok {
 		_spec.SetField(toolcall.FieldStartedAt, field.TypeTime, value)
 		_node.StartedAt = value
@@ -656,6 +674,24 @@ func (u *ToolCallUpsert) UpdateRef() *ToolCallUpsert {
 // ClearRef clears the value of the "ref" field.
 func (u *ToolCallUpsert) ClearRef() *ToolCallUpsert {
 	u.SetNull(toolcall.FieldRef)
+	return u
+}
+
+// SetArgumentsRef sets the "arguments_ref" field.
+func (u *ToolCallUpsert) SetArgumentsRef(v string) *ToolCallUpsert {
+	u.Set(toolcall.FieldArgumentsRef, v)
+	return u
+}
+
+// UpdateArgumentsRef sets the "arguments_ref" field to the value that was provided on create.
+func (u *ToolCallUpsert) UpdateArgumentsRef() *ToolCallUpsert {
+	u.SetExcluded(toolcall.FieldArgumentsRef)
+	return u
+}
+
+// ClearArgumentsRef clears the value of the "arguments_ref" field.
+func (u *ToolCallUpsert) ClearArgumentsRef() *ToolCallUpsert {
+	u.SetNull(toolcall.FieldArgumentsRef)
 	return u
 }
 
@@ -906,6 +942,27 @@ func (u *ToolCallUpsertOne) UpdateRef() *ToolCallUpsertOne {
 func (u *ToolCallUpsertOne) ClearRef() *ToolCallUpsertOne {
 	return u.Update(func(s *ToolCallUpsert) {
 		s.ClearRef()
+	})
+}
+
+// SetArgumentsRef sets the "arguments_ref" field.
+func (u *ToolCallUpsertOne) SetArgumentsRef(v string) *ToolCallUpsertOne {
+	return u.Update(func(s *ToolCallUpsert) {
+		s.SetArgumentsRef(v)
+	})
+}
+
+// UpdateArgumentsRef sets the "arguments_ref" field to the value that was provided on create.
+func (u *ToolCallUpsertOne) UpdateArgumentsRef() *ToolCallUpsertOne {
+	return u.Update(func(s *ToolCallUpsert) {
+		s.UpdateArgumentsRef()
+	})
+}
+
+// ClearArgumentsRef clears the value of the "arguments_ref" field.
+func (u *ToolCallUpsertOne) ClearArgumentsRef() *ToolCallUpsertOne {
+	return u.Update(func(s *ToolCallUpsert) {
+		s.ClearArgumentsRef()
 	})
 }
 
@@ -1328,6 +1385,27 @@ func (u *ToolCallUpsertBulk) UpdateRef() *ToolCallUpsertBulk {
 func (u *ToolCallUpsertBulk) ClearRef() *ToolCallUpsertBulk {
 	return u.Update(func(s *ToolCallUpsert) {
 		s.ClearRef()
+	})
+}
+
+// SetArgumentsRef sets the "arguments_ref" field.
+func (u *ToolCallUpsertBulk) SetArgumentsRef(v string) *ToolCallUpsertBulk {
+	return u.Update(func(s *ToolCallUpsert) {
+		s.SetArgumentsRef(v)
+	})
+}
+
+// UpdateArgumentsRef sets the "arguments_ref" field to the value that was provided on create.
+func (u *ToolCallUpsertBulk) UpdateArgumentsRef() *ToolCallUpsertBulk {
+	return u.Update(func(s *ToolCallUpsert) {
+		s.UpdateArgumentsRef()
+	})
+}
+
+// ClearArgumentsRef clears the value of the "arguments_ref" field.
+func (u *ToolCallUpsertBulk) ClearArgumentsRef() *ToolCallUpsertBulk {
+	return u.Update(func(s *ToolCallUpsert) {
+		s.ClearArgumentsRef()
 	})
 }
 

@@ -176,6 +176,26 @@ func (_u *ToolCallUpdate) ClearRef() *ToolCallUpdate {
 	return _u
 }
 
+// SetArgumentsRef sets the "arguments_ref" field.
+func (_u *ToolCallUpdate) SetArgumentsRef(v string) *ToolCallUpdate {
+	_u.mutation.SetArgumentsRef(v)
+	return _u
+}
+
+// SetNillableArgumentsRef sets the "arguments_ref" field if the given value is not nil.
+func (_u *ToolCallUpdate) SetNillableArgumentsRef(v *string) *ToolCallUpdate {
+	if v != nil {
+		_u.SetArgumentsRef(*v)
+	}
+	return _u
+}
+
+// ClearArgumentsRef clears the value of the "arguments_ref" field.
+func (_u *ToolCallUpdate) ClearArgumentsRef() *ToolCallUpdate {
+	_u.mutation.ClearArgumentsRef()
+	return _u
+}
+
 // SetResultID sets the "result_id" field.
 func (_u *ToolCallUpdate) SetResultID(v int) *ToolCallUpdate {
 	_u.mutation.SetResultID(v)
@@ -342,6 +362,12 @@ func (_u *ToolCallUpdate) sqlSave(ctx context.Context) (_node int, err error) {
 	}
 	if _u.mutation.RefCleared() {
 		_spec.ClearField(toolcall.FieldRef, field.TypeString)
+	}
+	if value, ok := _u.mutation.ArgumentsRef(); ok {
+		_spec.SetField(toolcall.FieldArgumentsRef, field.TypeString, value)
+	}
+	if _u.mutation.ArgumentsRefCleared() {
+		_spec.ClearField(toolcall.FieldArgumentsRef, field.TypeString)
 	}
 	if value, ok := _u.mutation.FinishedAt(); ok {
 		_spec.SetField(toolcall.FieldFinishedAt, field.TypeTime, value)
@@ -543,6 +569,26 @@ func (_u *ToolCallUpdateOne) ClearRef() *ToolCallUpdateOne {
 	return _u
 }
 
+// SetArgumentsRef sets the "arguments_ref" field.
+func (_u *ToolCallUpdateOne) SetArgumentsRef(v string) *ToolCallUpdateOne {
+	_u.mutation.SetArgumentsRef(v)
+	return _u
+}
+
+// SetNillableArgumentsRef sets the "arguments_ref" field if the given value is not nil.
+func (_u *ToolCallUpdateOne) SetNillableArgumentsRef(v *string) *ToolCallUpdateOne {
+	if v != nil {
+		_u.SetArgumentsRef(*v)
+	}
+	return _u
+}
+
+// ClearArgumentsRef clears the value of the "arguments_ref" field.
+func (_u *ToolCallUpdateOne) ClearArgumentsRef() *ToolCallUpdateOne {
+	_u.mutation.ClearArgumentsRef()
+	return _u
+}
+
 // SetResultID sets the "result_id" field.
 func (_u *ToolCallUpdateOne) SetResultID(v int) *ToolCallUpdateOne {
 	_u.mutation.SetResultID(v)
@@ -739,6 +785,12 @@ func (_u *ToolCallUpdateOne) sqlSave(ctx context.Context) (_node *ToolCall, err 
 	}
 	if _u.mutation.RefCleared() {
 		_spec.ClearField(toolcall.FieldRef, field.TypeString)
+	}
+	if value, ok := _u.mutation.ArgumentsRef(); ok {
+		_spec.SetField(toolcall.FieldArgumentsRef, field.TypeString, value)
+	}
+	if _u.mutation.ArgumentsRefCleared() {
+		_spec.ClearField(toolcall.FieldArgumentsRef, field.TypeString)
 	}
 	if value, ok := _u.mutation.FinishedAt(); ok {
 		_spec.SetField(toolcall.FieldFinishedAt, field.TypeTime, value)

@@ -80,6 +80,20 @@ const (
 	PreviewExempt Preview = "exempt"
 )
 
+// Resource is conversation state that several tools reach: what one call
+// writes, another call of the same batch may read.
+type Resource string
+
+// The resources tools declare.
+const (
+	// ResourceWorkspace is the conversation's files.
+	ResourceWorkspace Resource = "workspace"
+	// ResourceTasks is the conversation's task list.
+	ResourceTasks Resource = "tasks"
+	// ResourceArtifacts is the conversation's artifacts.
+	ResourceArtifacts Resource = "artifacts"
+)
+
 // Definition is everything the runtime knows about a tool. Families declare
 // theirs next to their logic; the runtime never names a tool in its rules.
 type Definition struct {
@@ -99,6 +113,11 @@ type Definition struct {
 	Offered Offering
 	// Effect decides retries.
 	Effect Effect
+	// Reads and Writes name the conversation state the tool reads and
+	// changes. Calls of one batch that write a resource run in the model's
+	// order, and calls that read it run after them, so an answer never
+	// depends on which call happened to finish first; the rest run at once.
+	Reads, Writes []Resource
 	// Preview decides whether a large result is previewed.
 	Preview Preview
 	// Limits are the numeric ceilings the resolver enforces, by name, for

@@ -296,6 +296,7 @@ var (
 		{Name: "message", Type: field.TypeString, Nullable: true, Size: 2147483647},
 		{Name: "heard", Type: field.TypeString, Nullable: true, Size: 2147483647},
 		{Name: "ref", Type: field.TypeString, Nullable: true},
+		{Name: "arguments_ref", Type: field.TypeString, Nullable: true},
 		{Name: "started_at", Type: field.TypeTime},
 		{Name: "finished_at", Type: field.TypeTime, Nullable: true},
 		{Name: "result_id", Type: field.TypeInt, Unique: true, Nullable: true},
@@ -309,13 +310,13 @@ var (
 		ForeignKeys: []*schema.ForeignKey{
 			{
 				Symbol:     "tool_calls_stored_results_tool_call",
-				Columns:    []*schema.Column{ToolCallsColumns[16]},
+				Columns:    []*schema.Column{ToolCallsColumns[17]},
 				RefColumns: []*schema.Column{StoredResultsColumns[0]},
 				OnDelete:   schema.SetNull,
 			},
 			{
 				Symbol:     "tool_calls_turns_tool_calls",
-				Columns:    []*schema.Column{ToolCallsColumns[17]},
+				Columns:    []*schema.Column{ToolCallsColumns[18]},
 				RefColumns: []*schema.Column{TurnsColumns[0]},
 				OnDelete:   schema.NoAction,
 			},
@@ -324,7 +325,7 @@ var (
 			{
 				Name:    "toolcall_turn_id_position",
 				Unique:  true,
-				Columns: []*schema.Column{ToolCallsColumns[17], ToolCallsColumns[1]},
+				Columns: []*schema.Column{ToolCallsColumns[18], ToolCallsColumns[1]},
 			},
 		},
 	}

@@ -46,6 +46,8 @@ func (ToolCall) Fields() []ent.Field {
 		field.Text("heard").Optional().Nillable().Annotations(entgql.Skip()).
 			Comment("exactly what the model received for this call"),
 		field.String("ref").Optional().Nillable(),
+		field.String("arguments_ref").Optional().Nillable().
+			Comment("the ref arguments too long to replay whole are stored under, readable like a result"),
 		field.Int("result_id").Optional().Nillable().Annotations(entgql.Skip()),
 		field.Time("started_at").Default(time.Now).Immutable(),
 		field.Time("finished_at").Optional().Nillable(),

@@ -302,21 +302,22 @@ type ComplexityRoot struct {
 	}
 
 	ToolCall struct {
-		Arguments  func(childComplexity int) int
-		Attempts   func(childComplexity int) int
-		Evidence   func(childComplexity int) int
-		Failures   func(childComplexity int) int
-		FinishedAt func(childComplexity int) int
-		ID         func(childComplexity int) int
-		Message    func(childComplexity int) int
-		Name       func(childComplexity int) int
-		Outcome    func(childComplexity int) int
-		Position   func(childComplexity int) int
-		Ref        func(childComplexity int) int
-		Repairs    func(childComplexity int) int
-		Result     func(childComplexity int) int
-		StartedAt  func(childComplexity int) int
-		Turn       func(childComplexity int) int
+		Arguments    func(childComplexity int) int
+		ArgumentsRef func(childComplexity int) int
+		Attempts     func(childComplexity int) int
+		Evidence     func(childComplexity int) int
+		Failures     func(childComplexity int) int
+		FinishedAt   func(childComplexity int) int
+		ID           func(childComplexity int) int
+		Message      func(childComplexity int) int
+		Name         func(childComplexity int) int
+		Outcome      func(childComplexity int) int
+		Position     func(childComplexity int) int
+		Ref          func(childComplexity int) int
+		Repairs      func(childComplexity int) int
+		Result       func(childComplexity int) int
+		StartedAt    func(childComplexity int) int
+		Turn         func(childComplexity int) int
 	}
 
 	ToolList struct {
@@ -399,6 +400,7 @@ type ComplexityRoot struct {
 
 	TranscriptToolCall struct {
 		Arguments          func(childComplexity int) int
+		ArgumentsRef       func(childComplexity int) int
 		ArgumentsTruncated func(childComplexity int) int
 		Name               func(childComplexity int) int
 		Ref                func(childComplexity int) int
@@ -1766,6 +1768,12 @@ func (e *executableSchema) Complexity(ctx context.Context, typeName, field strin
 		}
 
 		return e.ComplexityRoot.ToolCall.Arguments(childComplexity), true
+	case "ToolCall.argumentsRef":
+		if e.ComplexityRoot.ToolCall.ArgumentsRef == nil {
+			break
+		}
+
+		return e.ComplexityRoot.ToolCall.ArgumentsRef(childComplexity), true
 	case "ToolCall.attempts":
 		if e.ComplexityRoot.ToolCall.Attempts == nil {
 			break
@@ -2155,6 +2163,12 @@ func (e *executableSchema) Complexity(ctx context.Context, typeName, field strin
 		}
 
 		return e.ComplexityRoot.TranscriptToolCall.Arguments(childComplexity), true
+	case "TranscriptToolCall.argumentsRef":
+		if e.ComplexityRoot.TranscriptToolCall.ArgumentsRef == nil {
+			break
+		}
+
+		return e.ComplexityRoot.TranscriptToolCall.ArgumentsRef(childComplexity), true
 	case "TranscriptToolCall.argumentsTruncated":
 		if e.ComplexityRoot.TranscriptToolCall.ArgumentsTruncated == nil {
 			break
@@ -3483,6 +3497,10 @@ type ToolCall implements Node {
   """
   message: String
   ref: String
+  """
+  the ref arguments too long to replay whole are stored under, readable like a result
+  """
+  argumentsRef: String
   startedAt: Time!
   finishedAt: Time
   turn: Turn!
@@ -3893,6 +3911,8 @@ type TranscriptToolCall @goModel(model: "github.com/toolgate/toolgate/tools/tran
   argumentsTruncated: Boolean!
   "The stored result, for readToolResult."
   ref: String
+  "The arguments whole, for readToolResult, when a value was too long to replay."
+  argumentsRef: String
 }
 `, BuiltIn: false},
 	{Name: "../turn.graphqls", Input: `extend type Mutation {
@@ -4573,6 +4593,8 @@ func (ec *executionContext) childFields_ToolCall(ctx context.Context, field grap
 		return ec.fieldContext_ToolCall_message(ctx, field)
 	case "ref":
 		return ec.fieldContext_ToolCall_ref(ctx, field)
+	case "argumentsRef":
+		return ec.fieldContext_ToolCall_argumentsRef(ctx, field)
 	case "startedAt":
 		return ec.fieldContext_ToolCall_startedAt(ctx, field)
 	case "finishedAt":
@@ -4751,6 +4773,8 @@ func (ec *executionContext) childFields_TranscriptToolCall(ctx context.Context, 
 		return ec.fieldContext_TranscriptToolCall_argumentsTruncated(ctx, field)
 	case "ref":
 		return ec.fieldContext_TranscriptToolCall_ref(ctx, field)
+	case "argumentsRef":
+		return ec.fieldContext_TranscriptToolCall_argumentsRef(ctx, field)
 	}
 	return nil, fmt.Errorf("no field named %q was found under type TranscriptToolCall", field.Name)
 }
@@ -10878,6 +10902,29 @@ func (ec *executionContext) fieldContext_ToolCall_ref(_ context.Context, field g
 	return graphql.NewScalarFieldContext("ToolCall", field, false, false, "String")
 }
 
+func (ec *executionContext) _ToolCall_argumentsRef(ctx context.Context, field graphql.CollectedField, obj *ent.ToolCall) (ret graphql.Marshaler) {
+	return graphql.ResolveField(
+		ctx,
+		ec.OperationContext,
+		field,
+		func(ctx context.Context, field graphql.CollectedField) (*graphql.FieldContext, error) {
+			return ec.fieldContext_ToolCall_argumentsRef(ctx, field)
+		},
+		func(ctx context.Context) (any, error) {
+			return obj.ArgumentsRef, nil
+		},
+		nil,
+		func(ctx context.Context, selections ast.SelectionSet, v *string) graphql.Marshaler {
+			return ec.marshalOString2ᚖstring(ctx, selections, v)
+		},
+		true,
+		false,
+	)
+}
+func (ec *executionContext) fieldContext_ToolCall_argumentsRef(_ context.Context, field graphql.CollectedField) (fc *graphql.FieldContext, err error) {
+	return graphql.NewScalarFieldContext("ToolCall", field, false, false, "String")
+}
+
 func (ec *executionContext) _ToolCall_startedAt(ctx context.Context, field graphql.CollectedField, obj *ent.ToolCall) (ret graphql.Marshaler) {
 	return graphql.ResolveField(
 		ctx,
@@ -12307,6 +12354,29 @@ func (ec *executionContext) _TranscriptToolCall_ref(ctx context.Context, field g
 	)
 }
 func (ec *executionContext) fieldContext_TranscriptToolCall_ref(_ context.Context, field graphql.CollectedField) (fc *graphql.FieldContext, err error) {
+	return graphql.NewScalarFieldContext("TranscriptToolCall", field, false, false, "String")
+}
+
+func (ec *executionContext) _TranscriptToolCall_argumentsRef(ctx context.Context, field graphql.CollectedField, obj *transcript.ToolCall) (ret graphql.Marshaler) {
+	return graphql.ResolveField(
+		ctx,
+		ec.OperationContext,
+		field,
+		func(ctx context.Context, field graphql.CollectedField) (*graphql.FieldContext, error) {
+			return ec.fieldContext_TranscriptToolCall_argumentsRef(ctx, field)
+		},
+		func(ctx context.Context) (any, error) {
+			return obj.ArgumentsRef, nil
+		},
+		nil,
+		func(ctx context.Context, selections ast.SelectionSet, v *string) graphql.Marshaler {
+			return ec.marshalOString2ᚖstring(ctx, selections, v)
+		},
+		true,
+		false,
+	)
+}
+func (ec *executionContext) fieldContext_TranscriptToolCall_argumentsRef(_ context.Context, field graphql.CollectedField) (fc *graphql.FieldContext, err error) {
 	return graphql.NewScalarFieldContext("TranscriptToolCall", field, false, false, "String")
 }
 
@@ -19076,6 +19146,11 @@ func (ec *executionContext) _ToolCall(ctx context.Context, sel ast.SelectionSet,
 			if out.Values[i] == graphql.RequiredNull {
 				atomic.AddUint32(&out.Invalids, 1)
 			}
+		case "argumentsRef":
+			out.Values[i] = ec._ToolCall_argumentsRef(ctx, field, obj)
+			if out.Values[i] == graphql.RequiredNull {
+				atomic.AddUint32(&out.Invalids, 1)
+			}
 		case "startedAt":
 			out.Values[i] = ec._ToolCall_startedAt(ctx, field, obj)
 			if out.Values[i] == graphql.Null {
@@ -19663,6 +19738,11 @@ func (ec *executionContext) _TranscriptToolCall(ctx context.Context, sel ast.Sel
 			}
 		case "ref":
 			out.Values[i] = ec._TranscriptToolCall_ref(ctx, field, obj)
+			if out.Values[i] == graphql.RequiredNull {
+				out.Invalids++
+			}
+		case "argumentsRef":
+			out.Values[i] = ec._TranscriptToolCall_argumentsRef(ctx, field, obj)
 			if out.Values[i] == graphql.RequiredNull {
 				out.Invalids++
 			}
