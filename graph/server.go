@@ -160,7 +160,7 @@ func (s *Server) newGraphQL() *handler.Server {
 		KeepAlivePingInterval: 10 * time.Second,
 		// A socket that never says who it is is not held open.
 		InitTimeout: 10 * time.Second,
-		InitFunc:              s.websocketInit,
+		InitFunc:    s.websocketInit,
 	})
 	srv.AddTransport(transport.Options{})
 	srv.AddTransport(transport.GET{})
