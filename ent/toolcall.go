@@ -10,7 +10,7 @@ import (
 
 	"entgo.io/ent"
 	"entgo.io/ent/dialect/sql"
-	"github.com/toolgate/toolgate/ent/schema"
+	"github.com/toolgate/toolgate/ent/schematype"
 	"github.com/toolgate/toolgate/ent/storedresult"
 	"github.com/toolgate/toolgate/ent/toolcall"
 	"github.com/toolgate/toolgate/ent/turn"
@@ -38,11 +38,11 @@ type ToolCall struct {
 	// Attempts holds the value of the "attempts" field.
 	Attempts int `json:"attempts,omitempty"`
 	// Failures holds the value of the "failures" field.
-	Failures []schema.ItemFailure `json:"failures,omitempty"`
+	Failures []schematype.ItemFailure `json:"failures,omitempty"`
 	// the spans of stored results this call made visible to the model
-	Evidence []schema.Span `json:"evidence,omitempty"`
+	Evidence []schematype.Span `json:"evidence,omitempty"`
 	// Repairs holds the value of the "repairs" field.
-	Repairs []schema.Repair `json:"repairs,omitempty"`
+	Repairs []schematype.Repair `json:"repairs,omitempty"`
 	// what the model was told, for refusals, errors and outages
 	Message *string `json:"message,omitempty"`
 	// exactly what the model received for this call

@@ -11,7 +11,7 @@ import (
 	"entgo.io/ent/dialect/sql"
 	"entgo.io/ent/dialect/sql/sqlgraph"
 	"entgo.io/ent/schema/field"
-	"github.com/toolgate/toolgate/ent/schema"
+	"github.com/toolgate/toolgate/ent/schematype"
 	"github.com/toolgate/toolgate/ent/storedresult"
 	"github.com/toolgate/toolgate/ent/toolcall"
 	"github.com/toolgate/toolgate/ent/turn"
@@ -114,19 +114,19 @@ func (_c *ToolCallCreate) SetNillableAttempts(v *int) *ToolCallCreate {
 }
 
 // SetFailures sets the "failures" field.
-func (_c *ToolCallCreate) SetFailures(v []schema.ItemFailure) *ToolCallCreate {
+func (_c *ToolCallCreate) SetFailures(v []schematype.ItemFailure) *ToolCallCreate {
 	_c.mutation.SetFailures(v)
 	return _c
 }
 
 // SetEvidence sets the "evidence" field.
-func (_c *ToolCallCreate) SetEvidence(v []schema.Span) *ToolCallCreate {
+func (_c *ToolCallCreate) SetEvidence(v []schematype.Span) *ToolCallCreate {
 	_c.mutation.SetEvidence(v)
 	return _c
 }
 
 // SetRepairs sets the "repairs" field.
-func (_c *ToolCallCreate) SetRepairs(v []schema.Repair) *ToolCallCreate {
+func (_c *ToolCallCreate) SetRepairs(v []schematype.Repair) *ToolCallCreate {
 	_c.mutation.SetRepairs(v)
 	return _c
 }
@@ -588,7 +588,7 @@ func (u *ToolCallUpsert) AddAttempts(v int) *ToolCallUpsert {
 }
 
 // SetFailures sets the "failures" field.
-func (u *ToolCallUpsert) SetFailures(v []schema.ItemFailure) *ToolCallUpsert {
+func (u *ToolCallUpsert) SetFailures(v []schematype.ItemFailure) *ToolCallUpsert {
 	u.Set(toolcall.FieldFailures, v)
 	return u
 }
@@ -600,7 +600,7 @@ func (u *ToolCallUpsert) UpdateFailures() *ToolCallUpsert {
 }
 
 // SetEvidence sets the "evidence" field.
-func (u *ToolCallUpsert) SetEvidence(v []schema.Span) *ToolCallUpsert {
+func (u *ToolCallUpsert) SetEvidence(v []schematype.Span) *ToolCallUpsert {
 	u.Set(toolcall.FieldEvidence, v)
 	return u
 }
@@ -612,7 +612,7 @@ func (u *ToolCallUpsert) UpdateEvidence() *ToolCallUpsert {
 }
 
 // SetRepairs sets the "repairs" field.
-func (u *ToolCallUpsert) SetRepairs(v []schema.Repair) *ToolCallUpsert {
+func (u *ToolCallUpsert) SetRepairs(v []schematype.Repair) *ToolCallUpsert {
 	u.Set(toolcall.FieldRepairs, v)
 	return u
 }
@@ -841,7 +841,7 @@ func (u *ToolCallUpsertOne) UpdateAttempts() *ToolCallUpsertOne {
 }
 
 // SetFailures sets the "failures" field.
-func (u *ToolCallUpsertOne) SetFailures(v []schema.ItemFailure) *ToolCallUpsertOne {
+func (u *ToolCallUpsertOne) SetFailures(v []schematype.ItemFailure) *ToolCallUpsertOne {
 	return u.Update(func(s *ToolCallUpsert) {
 		s.SetFailures(v)
 	})
@@ -855,7 +855,7 @@ func (u *ToolCallUpsertOne) UpdateFailures() *ToolCallUpsertOne {
 }
 
 // SetEvidence sets the "evidence" field.
-func (u *ToolCallUpsertOne) SetEvidence(v []schema.Span) *ToolCallUpsertOne {
+func (u *ToolCallUpsertOne) SetEvidence(v []schematype.Span) *ToolCallUpsertOne {
 	return u.Update(func(s *ToolCallUpsert) {
 		s.SetEvidence(v)
 	})
@@ -869,7 +869,7 @@ func (u *ToolCallUpsertOne) UpdateEvidence() *ToolCallUpsertOne {
 }
 
 // SetRepairs sets the "repairs" field.
-func (u *ToolCallUpsertOne) SetRepairs(v []schema.Repair) *ToolCallUpsertOne {
+func (u *ToolCallUpsertOne) SetRepairs(v []schematype.Repair) *ToolCallUpsertOne {
 	return u.Update(func(s *ToolCallUpsert) {
 		s.SetRepairs(v)
 	})
@@ -1284,7 +1284,7 @@ func (u *ToolCallUpsertBulk) UpdateAttempts() *ToolCallUpsertBulk {
 }
 
 // SetFailures sets the "failures" field.
-func (u *ToolCallUpsertBulk) SetFailures(v []schema.ItemFailure) *ToolCallUpsertBulk {
+func (u *ToolCallUpsertBulk) SetFailures(v []schematype.ItemFailure) *ToolCallUpsertBulk {
 	return u.Update(func(s *ToolCallUpsert) {
 		s.SetFailures(v)
 	})
@@ -1298,7 +1298,7 @@ func (u *ToolCallUpsertBulk) UpdateFailures() *ToolCallUpsertBulk {
 }
 
 // SetEvidence sets the "evidence" field.
-func (u *ToolCallUpsertBulk) SetEvidence(v []schema.Span) *ToolCallUpsertBulk {
+func (u *ToolCallUpsertBulk) SetEvidence(v []schematype.Span) *ToolCallUpsertBulk {
 	return u.Update(func(s *ToolCallUpsert) {
 		s.SetEvidence(v)
 	})
@@ -1312,7 +1312,7 @@ func (u *ToolCallUpsertBulk) UpdateEvidence() *ToolCallUpsertBulk {
 }
 
 // SetRepairs sets the "repairs" field.
-func (u *ToolCallUpsertBulk) SetRepairs(v []schema.Repair) *ToolCallUpsertBulk {
+func (u *ToolCallUpsertBulk) SetRepairs(v []schematype.Repair) *ToolCallUpsertBulk {
 	return u.Update(func(s *ToolCallUpsert) {
 		s.SetRepairs(v)
 	})

@@ -182,6 +182,7 @@ func (s *Server) newGraphQL() *handler.Server {
 		return next(loader.With(ctx, loader.New(s.client)))
 	})
 	srv.AroundRootFields(scopeGuard)
+	srv.AroundRootFields(idempotent)
 	srv.SetErrorPresenter(s.presentError)
 	srv.SetRecoverFunc(func(ctx context.Context, p any) error {
 		s.cfg.Log.ErrorContext(ctx, "panic in resolver", "panic", fmt.Sprint(p), "stack", string(debug.Stack()))
@@ -228,19 +229,16 @@ var errInternal = errors.New("internal error")
 func (s *Server) presentError(ctx context.Context, err error) *gqlerror.Error {
 	gqlErr := graphql.DefaultErrorPresenter(ctx, err)
 	var (
-		inputErr *InputError
-		refusal  *tools.Refusal
-		valErr   *ent.ValidationError
-		conErr   *ent.ConstraintError
-		source   *gqlerror.Error
+		refusal *tools.Refusal
+		valErr  *ent.ValidationError
+		conErr  *ent.ConstraintError
+		source  *gqlerror.Error
 	)
 	switch {
 	case errors.Is(err, auth.ErrNotFound) || ent.IsNotFound(err):
 		return coded(gqlErr, "not found", "NOT_FOUND")
 	case errors.Is(err, auth.ErrForbidden):
 		return coded(gqlErr, "not permitted", "FORBIDDEN")
-	case errors.As(err, &inputErr):
-		return coded(gqlErr, inputErr.Error(), "BAD_USER_INPUT")
 	case errors.As(err, &refusal):
 		return coded(gqlErr, refusal.Error(), "BAD_USER_INPUT")
 	case errors.As(err, &valErr):

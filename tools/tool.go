@@ -130,6 +130,10 @@ type Definition struct {
 	Field string
 	// Absent decides whether a result is an absence; nil means IsAbsent.
 	Absent func(result json.RawMessage) bool
+	// Pauses says a successful call ends the turn's run until the person
+	// answers (clarify): the runtime stores the question and waits, and the
+	// answer becomes the call's result.
+	Pauses bool
 }
 
 // AlwaysOn reports whether every turn pays for the tool's definition.
@@ -201,9 +205,11 @@ func compact(raw json.RawMessage) json.RawMessage {
 	return buf.Bytes()
 }
 
-// Refusal is a call refused for what it asked: over a limit, outside the
-// workspace, a ref not found. Its message reaches the caller (the model, or
-// the playground as a BAD_USER_INPUT error) as it is.
+// Refusal is a request refused for what it asked, before anything ran: a
+// tool call over a limit, outside the workspace, naming a ref not found, or
+// any API input that does not fit. It is the one type for "you asked for
+// something that cannot be done": its message reaches the caller (the
+// model, or the client as a BAD_USER_INPUT error) as it is.
 type Refusal struct{ msg string }
 
 // Error returns the message.
@@ -212,4 +218,13 @@ func (e *Refusal) Error() string { return e.msg }
 // Refusef returns a Refusal with a formatted message.
 func Refusef(format string, args ...any) error {
 	return &Refusal{msg: fmt.Sprintf(format, args...)}
+}
+
+// Refuse returns a Refusal saying what err says.
+func Refuse(err error) error { return &Refusal{msg: err.Error()} }
+
+// RefNotFound is the one answer to a ref that cannot be read: of another
+// conversation, another organisation, or nothing, in the same words.
+func RefNotFound(ref string) string {
+	return fmt.Sprintf("ref %q not found", ref)
 }

@@ -150,6 +150,31 @@ var (
 			},
 		},
 	}
+	// IdempotentResponsesColumns holds the columns for the "idempotent_responses" table.
+	IdempotentResponsesColumns = []*schema.Column{
+		{Name: "id", Type: field.TypeInt, Increment: true},
+		{Name: "created_at", Type: field.TypeTime},
+		{Name: "updated_at", Type: field.TypeTime},
+		{Name: "organization_id", Type: field.TypeInt},
+		{Name: "scope", Type: field.TypeString},
+		{Name: "key", Type: field.TypeString, Size: 255},
+		{Name: "field", Type: field.TypeString},
+		{Name: "request_hash", Type: field.TypeString},
+		{Name: "response", Type: field.TypeBytes},
+	}
+	// IdempotentResponsesTable holds the schema information for the "idempotent_responses" table.
+	IdempotentResponsesTable = &schema.Table{
+		Name:       "idempotent_responses",
+		Columns:    IdempotentResponsesColumns,
+		PrimaryKey: []*schema.Column{IdempotentResponsesColumns[0]},
+		Indexes: []*schema.Index{
+			{
+				Name:    "idempotentresponse_organization_id_scope_key_field",
+				Unique:  true,
+				Columns: []*schema.Column{IdempotentResponsesColumns[3], IdempotentResponsesColumns[4], IdempotentResponsesColumns[5], IdempotentResponsesColumns[6]},
+			},
+		},
+	}
 	// ModelCallsColumns holds the columns for the "model_calls" table.
 	ModelCallsColumns = []*schema.Column{
 		{Name: "id", Type: field.TypeInt, Increment: true},
@@ -429,6 +454,7 @@ var (
 		AgentsTable,
 		ApplicationsTable,
 		ConversationsTable,
+		IdempotentResponsesTable,
 		ModelCallsTable,
 		OrganizationsTable,
 		SettingsTable,
@@ -459,6 +485,9 @@ func init() {
 	ConversationsTable.ForeignKeys[2].RefTable = UsersTable
 	ConversationsTable.Annotation = &entsql.Annotation{
 		IncrementStart: func(i int) *int { return &i }(12884901888),
+	}
+	IdempotentResponsesTable.Annotation = &entsql.Annotation{
+		IncrementStart: func(i int) *int { return &i }(55834574848),
 	}
 	ModelCallsTable.ForeignKeys[0].RefTable = TurnsTable
 	ModelCallsTable.Annotation = &entsql.Annotation{

@@ -10,7 +10,7 @@ import (
 
 	"entgo.io/ent/dialect/sql"
 	"entgo.io/ent/dialect/sql/sqlgraph"
-	"github.com/toolgate/toolgate/ent/schema"
+	"github.com/toolgate/toolgate/ent/schematype"
 )
 
 const (
@@ -123,11 +123,11 @@ var (
 	// AttemptsValidator is a validator for the "attempts" field. It is called by the builders before save.
 	AttemptsValidator func(int) error
 	// DefaultFailures holds the default value on creation for the "failures" field.
-	DefaultFailures []schema.ItemFailure
+	DefaultFailures []schematype.ItemFailure
 	// DefaultEvidence holds the default value on creation for the "evidence" field.
-	DefaultEvidence []schema.Span
+	DefaultEvidence []schematype.Span
 	// DefaultRepairs holds the default value on creation for the "repairs" field.
-	DefaultRepairs []schema.Repair
+	DefaultRepairs []schematype.Repair
 	// DefaultStartedAt holds the default value on creation for the "started_at" field.
 	DefaultStartedAt func() time.Time
 )

@@ -16,8 +16,7 @@ import (
 	"github.com/99designs/gqlgen/graphql"
 	"github.com/99designs/gqlgen/graphql/introspection"
 	"github.com/toolgate/toolgate/ent"
-	"github.com/toolgate/toolgate/ent/schema"
-	"github.com/toolgate/toolgate/ent/storedresult"
+	"github.com/toolgate/toolgate/ent/schematype"
 	"github.com/toolgate/toolgate/ent/toolcall"
 	"github.com/toolgate/toolgate/ent/turn"
 	"github.com/toolgate/toolgate/graph/gid"
@@ -191,6 +190,7 @@ type ComplexityRoot struct {
 	ItemFailure struct {
 		Input   func(childComplexity int) int
 		Item    func(childComplexity int) int
+		Kind    func(childComplexity int) int
 		Message func(childComplexity int) int
 	}
 
@@ -1144,6 +1144,12 @@ func (e *executableSchema) Complexity(ctx context.Context, typeName, field strin
 		}
 
 		return e.ComplexityRoot.ItemFailure.Item(childComplexity), true
+	case "ItemFailure.kind":
+		if e.ComplexityRoot.ItemFailure.Kind == nil {
+			break
+		}
+
+		return e.ComplexityRoot.ItemFailure.Kind(childComplexity), true
 	case "ItemFailure.message":
 		if e.ComplexityRoot.ItemFailure.Message == nil {
 			break
@@ -3050,7 +3056,19 @@ type ItemFailure {
   item: Int!
   "What was asked for that item."
   input: String
+  "What became of the item: it ran and matched nothing, never ran, or ran and failed."
+  kind: ItemFailureKind!
   message: String!
+}
+
+"What became of one failed item of a many-item call."
+enum ItemFailureKind {
+  "It ran and matched nothing."
+  ABSENCE
+  "It never ran: its backend was down or busy."
+  OUTAGE
+  "It ran and failed."
+  ERROR
 }
 
 "A change argument repair made to a call before it was sent."
@@ -3456,7 +3474,7 @@ type Query {
 """
 ResultKind is enum for the field kind
 """
-enum ResultKind @goModel(model: "github.com/toolgate/toolgate/ent/storedresult.Kind") {
+enum ResultKind @goModel(model: "github.com/toolgate/toolgate/ent/schematype.ResultKind") {
   TEXT
   JSON
   MEDIA
@@ -4433,6 +4451,8 @@ func (ec *executionContext) childFields_ItemFailure(ctx context.Context, field g
 		return ec.fieldContext_ItemFailure_item(ctx, field)
 	case "input":
 		return ec.fieldContext_ItemFailure_input(ctx, field)
+	case "kind":
+		return ec.fieldContext_ItemFailure_kind(ctx, field)
 	case "message":
 		return ec.fieldContext_ItemFailure_message(ctx, field)
 	}
@@ -6946,7 +6966,7 @@ func (ec *executionContext) fieldContext_Application_allowedTools(_ context.Cont
 	return graphql.NewScalarFieldContext("Application", field, false, false, "String")
 }
 
-func (ec *executionContext) _ArgumentRepair_rule(ctx context.Context, field graphql.CollectedField, obj *schema.Repair) (ret graphql.Marshaler) {
+func (ec *executionContext) _ArgumentRepair_rule(ctx context.Context, field graphql.CollectedField, obj *schematype.Repair) (ret graphql.Marshaler) {
 	return graphql.ResolveField(
 		ctx,
 		ec.OperationContext,
@@ -6969,7 +6989,7 @@ func (ec *executionContext) fieldContext_ArgumentRepair_rule(_ context.Context, 
 	return graphql.NewScalarFieldContext("ArgumentRepair", field, false, false, "String")
 }
 
-func (ec *executionContext) _ArgumentRepair_path(ctx context.Context, field graphql.CollectedField, obj *schema.Repair) (ret graphql.Marshaler) {
+func (ec *executionContext) _ArgumentRepair_path(ctx context.Context, field graphql.CollectedField, obj *schematype.Repair) (ret graphql.Marshaler) {
 	return graphql.ResolveField(
 		ctx,
 		ec.OperationContext,
@@ -7493,7 +7513,7 @@ func (ec *executionContext) fieldContext_CatalogueTool_definitionTokens(_ contex
 	return graphql.NewScalarFieldContext("CatalogueTool", field, false, false, "Int")
 }
 
-func (ec *executionContext) _Clarification_question(ctx context.Context, field graphql.CollectedField, obj *schema.Clarification) (ret graphql.Marshaler) {
+func (ec *executionContext) _Clarification_question(ctx context.Context, field graphql.CollectedField, obj *schematype.Clarification) (ret graphql.Marshaler) {
 	return graphql.ResolveField(
 		ctx,
 		ec.OperationContext,
@@ -7516,7 +7536,7 @@ func (ec *executionContext) fieldContext_Clarification_question(_ context.Contex
 	return graphql.NewScalarFieldContext("Clarification", field, false, false, "String")
 }
 
-func (ec *executionContext) _Clarification_options(ctx context.Context, field graphql.CollectedField, obj *schema.Clarification) (ret graphql.Marshaler) {
+func (ec *executionContext) _Clarification_options(ctx context.Context, field graphql.CollectedField, obj *schematype.Clarification) (ret graphql.Marshaler) {
 	return graphql.ResolveField(
 		ctx,
 		ec.OperationContext,
@@ -7539,7 +7559,7 @@ func (ec *executionContext) fieldContext_Clarification_options(_ context.Context
 	return graphql.NewScalarFieldContext("Clarification", field, false, false, "String")
 }
 
-func (ec *executionContext) _Clarification_recommended(ctx context.Context, field graphql.CollectedField, obj *schema.Clarification) (ret graphql.Marshaler) {
+func (ec *executionContext) _Clarification_recommended(ctx context.Context, field graphql.CollectedField, obj *schematype.Clarification) (ret graphql.Marshaler) {
 	return graphql.ResolveField(
 		ctx,
 		ec.OperationContext,
@@ -7562,7 +7582,7 @@ func (ec *executionContext) fieldContext_Clarification_recommended(_ context.Con
 	return graphql.NewScalarFieldContext("Clarification", field, false, false, "String")
 }
 
-func (ec *executionContext) _Clarification_answer(ctx context.Context, field graphql.CollectedField, obj *schema.Clarification) (ret graphql.Marshaler) {
+func (ec *executionContext) _Clarification_answer(ctx context.Context, field graphql.CollectedField, obj *schematype.Clarification) (ret graphql.Marshaler) {
 	return graphql.ResolveField(
 		ctx,
 		ec.OperationContext,
@@ -8037,7 +8057,7 @@ func (ec *executionContext) fieldContext_CreatedAPIToken_apiToken(_ context.Cont
 	return fc, nil
 }
 
-func (ec *executionContext) _Evidence_ref(ctx context.Context, field graphql.CollectedField, obj *schema.Span) (ret graphql.Marshaler) {
+func (ec *executionContext) _Evidence_ref(ctx context.Context, field graphql.CollectedField, obj *schematype.Span) (ret graphql.Marshaler) {
 	return graphql.ResolveField(
 		ctx,
 		ec.OperationContext,
@@ -8060,7 +8080,7 @@ func (ec *executionContext) fieldContext_Evidence_ref(_ context.Context, field g
 	return graphql.NewScalarFieldContext("Evidence", field, false, false, "String")
 }
 
-func (ec *executionContext) _Evidence_start(ctx context.Context, field graphql.CollectedField, obj *schema.Span) (ret graphql.Marshaler) {
+func (ec *executionContext) _Evidence_start(ctx context.Context, field graphql.CollectedField, obj *schematype.Span) (ret graphql.Marshaler) {
 	return graphql.ResolveField(
 		ctx,
 		ec.OperationContext,
@@ -8083,7 +8103,7 @@ func (ec *executionContext) fieldContext_Evidence_start(_ context.Context, field
 	return graphql.NewScalarFieldContext("Evidence", field, false, false, "Int")
 }
 
-func (ec *executionContext) _Evidence_end(ctx context.Context, field graphql.CollectedField, obj *schema.Span) (ret graphql.Marshaler) {
+func (ec *executionContext) _Evidence_end(ctx context.Context, field graphql.CollectedField, obj *schematype.Span) (ret graphql.Marshaler) {
 	return graphql.ResolveField(
 		ctx,
 		ec.OperationContext,
@@ -8106,7 +8126,7 @@ func (ec *executionContext) fieldContext_Evidence_end(_ context.Context, field g
 	return graphql.NewScalarFieldContext("Evidence", field, false, false, "Int")
 }
 
-func (ec *executionContext) _ItemFailure_item(ctx context.Context, field graphql.CollectedField, obj *schema.ItemFailure) (ret graphql.Marshaler) {
+func (ec *executionContext) _ItemFailure_item(ctx context.Context, field graphql.CollectedField, obj *schematype.ItemFailure) (ret graphql.Marshaler) {
 	return graphql.ResolveField(
 		ctx,
 		ec.OperationContext,
@@ -8129,7 +8149,7 @@ func (ec *executionContext) fieldContext_ItemFailure_item(_ context.Context, fie
 	return graphql.NewScalarFieldContext("ItemFailure", field, false, false, "Int")
 }
 
-func (ec *executionContext) _ItemFailure_input(ctx context.Context, field graphql.CollectedField, obj *schema.ItemFailure) (ret graphql.Marshaler) {
+func (ec *executionContext) _ItemFailure_input(ctx context.Context, field graphql.CollectedField, obj *schematype.ItemFailure) (ret graphql.Marshaler) {
 	return graphql.ResolveField(
 		ctx,
 		ec.OperationContext,
@@ -8152,7 +8172,30 @@ func (ec *executionContext) fieldContext_ItemFailure_input(_ context.Context, fi
 	return graphql.NewScalarFieldContext("ItemFailure", field, false, false, "String")
 }
 
-func (ec *executionContext) _ItemFailure_message(ctx context.Context, field graphql.CollectedField, obj *schema.ItemFailure) (ret graphql.Marshaler) {
+func (ec *executionContext) _ItemFailure_kind(ctx context.Context, field graphql.CollectedField, obj *schematype.ItemFailure) (ret graphql.Marshaler) {
+	return graphql.ResolveField(
+		ctx,
+		ec.OperationContext,
+		field,
+		func(ctx context.Context, field graphql.CollectedField) (*graphql.FieldContext, error) {
+			return ec.fieldContext_ItemFailure_kind(ctx, field)
+		},
+		func(ctx context.Context) (any, error) {
+			return obj.Kind, nil
+		},
+		nil,
+		func(ctx context.Context, selections ast.SelectionSet, v schematype.FailureKind) graphql.Marshaler {
+			return ec.marshalNItemFailureKind2githubᚗcomᚋtoolgateᚋtoolgateᚋentᚋschematypeᚐFailureKind(ctx, selections, v)
+		},
+		true,
+		true,
+	)
+}
+func (ec *executionContext) fieldContext_ItemFailure_kind(_ context.Context, field graphql.CollectedField) (fc *graphql.FieldContext, err error) {
+	return graphql.NewScalarFieldContext("ItemFailure", field, false, false, "ItemFailureKind")
+}
+
+func (ec *executionContext) _ItemFailure_message(ctx context.Context, field graphql.CollectedField, obj *schematype.ItemFailure) (ret graphql.Marshaler) {
 	return graphql.ResolveField(
 		ctx,
 		ec.OperationContext,
@@ -10337,8 +10380,8 @@ func (ec *executionContext) _StoredResult_kind(ctx context.Context, field graphq
 			return obj.Kind, nil
 		},
 		nil,
-		func(ctx context.Context, selections ast.SelectionSet, v storedresult.Kind) graphql.Marshaler {
-			return ec.marshalNResultKind2githubᚗcomᚋtoolgateᚋtoolgateᚋentᚋstoredresultᚐKind(ctx, selections, v)
+		func(ctx context.Context, selections ast.SelectionSet, v schematype.ResultKind) graphql.Marshaler {
+			return ec.marshalNResultKind2githubᚗcomᚋtoolgateᚋtoolgateᚋentᚋschematypeᚐResultKind(ctx, selections, v)
 		},
 		true,
 		true,
@@ -10772,8 +10815,8 @@ func (ec *executionContext) _ToolCall_failures(ctx context.Context, field graphq
 			return obj.Failures, nil
 		},
 		nil,
-		func(ctx context.Context, selections ast.SelectionSet, v []schema.ItemFailure) graphql.Marshaler {
-			return ec.marshalNItemFailure2ᚕgithubᚗcomᚋtoolgateᚋtoolgateᚋentᚋschemaᚐItemFailureᚄ(ctx, selections, v)
+		func(ctx context.Context, selections ast.SelectionSet, v []schematype.ItemFailure) graphql.Marshaler {
+			return ec.marshalNItemFailure2ᚕgithubᚗcomᚋtoolgateᚋtoolgateᚋentᚋschematypeᚐItemFailureᚄ(ctx, selections, v)
 		},
 		true,
 		true,
@@ -10804,8 +10847,8 @@ func (ec *executionContext) _ToolCall_evidence(ctx context.Context, field graphq
 			return obj.Evidence, nil
 		},
 		nil,
-		func(ctx context.Context, selections ast.SelectionSet, v []schema.Span) graphql.Marshaler {
-			return ec.marshalNEvidence2ᚕgithubᚗcomᚋtoolgateᚋtoolgateᚋentᚋschemaᚐSpanᚄ(ctx, selections, v)
+		func(ctx context.Context, selections ast.SelectionSet, v []schematype.Span) graphql.Marshaler {
+			return ec.marshalNEvidence2ᚕgithubᚗcomᚋtoolgateᚋtoolgateᚋentᚋschematypeᚐSpanᚄ(ctx, selections, v)
 		},
 		true,
 		true,
@@ -10836,8 +10879,8 @@ func (ec *executionContext) _ToolCall_repairs(ctx context.Context, field graphql
 			return obj.Repairs, nil
 		},
 		nil,
-		func(ctx context.Context, selections ast.SelectionSet, v []schema.Repair) graphql.Marshaler {
-			return ec.marshalNArgumentRepair2ᚕgithubᚗcomᚋtoolgateᚋtoolgateᚋentᚋschemaᚐRepairᚄ(ctx, selections, v)
+		func(ctx context.Context, selections ast.SelectionSet, v []schematype.Repair) graphql.Marshaler {
+			return ec.marshalNArgumentRepair2ᚕgithubᚗcomᚋtoolgateᚋtoolgateᚋentᚋschematypeᚐRepairᚄ(ctx, selections, v)
 		},
 		true,
 		true,
@@ -11217,8 +11260,8 @@ func (ec *executionContext) _ToolResultRead_kind(ctx context.Context, field grap
 			return obj.Kind, nil
 		},
 		nil,
-		func(ctx context.Context, selections ast.SelectionSet, v *storedresult.Kind) graphql.Marshaler {
-			return ec.marshalOResultKind2ᚖgithubᚗcomᚋtoolgateᚋtoolgateᚋentᚋstoredresultᚐKind(ctx, selections, v)
+		func(ctx context.Context, selections ast.SelectionSet, v *schematype.ResultKind) graphql.Marshaler {
+			return ec.marshalOResultKind2ᚖgithubᚗcomᚋtoolgateᚋtoolgateᚋentᚋschematypeᚐResultKind(ctx, selections, v)
 		},
 		true,
 		false,
@@ -11424,8 +11467,8 @@ func (ec *executionContext) _ToolResultRead_evidence(ctx context.Context, field 
 			return obj.Evidence, nil
 		},
 		nil,
-		func(ctx context.Context, selections ast.SelectionSet, v []schema.Span) graphql.Marshaler {
-			return ec.marshalNEvidence2ᚕgithubᚗcomᚋtoolgateᚋtoolgateᚋentᚋschemaᚐSpanᚄ(ctx, selections, v)
+		func(ctx context.Context, selections ast.SelectionSet, v []schematype.Span) graphql.Marshaler {
+			return ec.marshalNEvidence2ᚕgithubᚗcomᚋtoolgateᚋtoolgateᚋentᚋschematypeᚐSpanᚄ(ctx, selections, v)
 		},
 		true,
 		true,
@@ -11479,8 +11522,8 @@ func (ec *executionContext) _ToolResultSearch_kind(ctx context.Context, field gr
 			return obj.Kind, nil
 		},
 		nil,
-		func(ctx context.Context, selections ast.SelectionSet, v *storedresult.Kind) graphql.Marshaler {
-			return ec.marshalOResultKind2ᚖgithubᚗcomᚋtoolgateᚋtoolgateᚋentᚋstoredresultᚐKind(ctx, selections, v)
+		func(ctx context.Context, selections ast.SelectionSet, v *schematype.ResultKind) graphql.Marshaler {
+			return ec.marshalOResultKind2ᚖgithubᚗcomᚋtoolgateᚋtoolgateᚋentᚋschematypeᚐResultKind(ctx, selections, v)
 		},
 		true,
 		false,
@@ -11695,8 +11738,8 @@ func (ec *executionContext) _ToolResultSearch_evidence(ctx context.Context, fiel
 			return obj.Evidence, nil
 		},
 		nil,
-		func(ctx context.Context, selections ast.SelectionSet, v []schema.Span) graphql.Marshaler {
-			return ec.marshalNEvidence2ᚕgithubᚗcomᚋtoolgateᚋtoolgateᚋentᚋschemaᚐSpanᚄ(ctx, selections, v)
+		func(ctx context.Context, selections ast.SelectionSet, v []schematype.Span) graphql.Marshaler {
+			return ec.marshalNEvidence2ᚕgithubᚗcomᚋtoolgateᚋtoolgateᚋentᚋschematypeᚐSpanᚄ(ctx, selections, v)
 		},
 		true,
 		true,
@@ -11791,8 +11834,8 @@ func (ec *executionContext) _ToolResults_failures(ctx context.Context, field gra
 			return obj.Failures, nil
 		},
 		nil,
-		func(ctx context.Context, selections ast.SelectionSet, v []schema.ItemFailure) graphql.Marshaler {
-			return ec.marshalNItemFailure2ᚕgithubᚗcomᚋtoolgateᚋtoolgateᚋentᚋschemaᚐItemFailureᚄ(ctx, selections, v)
+		func(ctx context.Context, selections ast.SelectionSet, v []schematype.ItemFailure) graphql.Marshaler {
+			return ec.marshalNItemFailure2ᚕgithubᚗcomᚋtoolgateᚋtoolgateᚋentᚋschematypeᚐItemFailureᚄ(ctx, selections, v)
 		},
 		true,
 		true,
@@ -11823,8 +11866,8 @@ func (ec *executionContext) _ToolResults_evidence(ctx context.Context, field gra
 			return obj.Evidence, nil
 		},
 		nil,
-		func(ctx context.Context, selections ast.SelectionSet, v []schema.Span) graphql.Marshaler {
-			return ec.marshalNEvidence2ᚕgithubᚗcomᚋtoolgateᚋtoolgateᚋentᚋschemaᚐSpanᚄ(ctx, selections, v)
+		func(ctx context.Context, selections ast.SelectionSet, v []schematype.Span) graphql.Marshaler {
+			return ec.marshalNEvidence2ᚕgithubᚗcomᚋtoolgateᚋtoolgateᚋentᚋschematypeᚐSpanᚄ(ctx, selections, v)
 		},
 		true,
 		true,
@@ -12002,8 +12045,8 @@ func (ec *executionContext) _ToolSchemas_failures(ctx context.Context, field gra
 			return obj.Failures, nil
 		},
 		nil,
-		func(ctx context.Context, selections ast.SelectionSet, v []schema.ItemFailure) graphql.Marshaler {
-			return ec.marshalNItemFailure2ᚕgithubᚗcomᚋtoolgateᚋtoolgateᚋentᚋschemaᚐItemFailureᚄ(ctx, selections, v)
+		func(ctx context.Context, selections ast.SelectionSet, v []schematype.ItemFailure) graphql.Marshaler {
+			return ec.marshalNItemFailure2ᚕgithubᚗcomᚋtoolgateᚋtoolgateᚋentᚋschematypeᚐItemFailureᚄ(ctx, selections, v)
 		},
 		true,
 		true,
@@ -12089,8 +12132,8 @@ func (ec *executionContext) _ToolSearch_failures(ctx context.Context, field grap
 			return obj.Failures, nil
 		},
 		nil,
-		func(ctx context.Context, selections ast.SelectionSet, v []schema.ItemFailure) graphql.Marshaler {
-			return ec.marshalNItemFailure2ᚕgithubᚗcomᚋtoolgateᚋtoolgateᚋentᚋschemaᚐItemFailureᚄ(ctx, selections, v)
+		func(ctx context.Context, selections ast.SelectionSet, v []schematype.ItemFailure) graphql.Marshaler {
+			return ec.marshalNItemFailure2ᚕgithubᚗcomᚋtoolgateᚋtoolgateᚋentᚋschematypeᚐItemFailureᚄ(ctx, selections, v)
 		},
 		true,
 		true,
@@ -12769,8 +12812,8 @@ func (ec *executionContext) _Turn_clarification(ctx context.Context, field graph
 			return obj.Clarification, nil
 		},
 		nil,
-		func(ctx context.Context, selections ast.SelectionSet, v *schema.Clarification) graphql.Marshaler {
-			return ec.marshalOClarification2ᚖgithubᚗcomᚋtoolgateᚋtoolgateᚋentᚋschemaᚐClarification(ctx, selections, v)
+		func(ctx context.Context, selections ast.SelectionSet, v *schematype.Clarification) graphql.Marshaler {
+			return ec.marshalOClarification2ᚖgithubᚗcomᚋtoolgateᚋtoolgateᚋentᚋschematypeᚐClarification(ctx, selections, v)
 		},
 		true,
 		false,
@@ -17757,7 +17800,7 @@ func (ec *executionContext) _Application(ctx context.Context, sel ast.SelectionS
 
 var argumentRepairImplementors = []string{"ArgumentRepair"}
 
-func (ec *executionContext) _ArgumentRepair(ctx context.Context, sel ast.SelectionSet, obj *schema.Repair) graphql.Marshaler {
+func (ec *executionContext) _ArgumentRepair(ctx context.Context, sel ast.SelectionSet, obj *schematype.Repair) graphql.Marshaler {
 	fields := graphql.CollectFields(ec.OperationContext, sel, argumentRepairImplementors)
 
 	out := graphql.NewFieldSet(fields)
@@ -18012,7 +18055,7 @@ func (ec *executionContext) _CatalogueTool(ctx context.Context, sel ast.Selectio
 
 var clarificationImplementors = []string{"Clarification"}
 
-func (ec *executionContext) _Clarification(ctx context.Context, sel ast.SelectionSet, obj *schema.Clarification) graphql.Marshaler {
+func (ec *executionContext) _Clarification(ctx context.Context, sel ast.SelectionSet, obj *schematype.Clarification) graphql.Marshaler {
 	fields := graphql.CollectFields(ec.OperationContext, sel, clarificationImplementors)
 
 	out := graphql.NewFieldSet(fields)
@@ -18256,7 +18299,7 @@ func (ec *executionContext) _CreatedAPIToken(ctx context.Context, sel ast.Select
 
 var evidenceImplementors = []string{"Evidence"}
 
-func (ec *executionContext) _Evidence(ctx context.Context, sel ast.SelectionSet, obj *schema.Span) graphql.Marshaler {
+func (ec *executionContext) _Evidence(ctx context.Context, sel ast.SelectionSet, obj *schematype.Span) graphql.Marshaler {
 	fields := graphql.CollectFields(ec.OperationContext, sel, evidenceImplementors)
 
 	out := graphql.NewFieldSet(fields)
@@ -18299,7 +18342,7 @@ func (ec *executionContext) _Evidence(ctx context.Context, sel ast.SelectionSet,
 
 var itemFailureImplementors = []string{"ItemFailure"}
 
-func (ec *executionContext) _ItemFailure(ctx context.Context, sel ast.SelectionSet, obj *schema.ItemFailure) graphql.Marshaler {
+func (ec *executionContext) _ItemFailure(ctx context.Context, sel ast.SelectionSet, obj *schematype.ItemFailure) graphql.Marshaler {
 	fields := graphql.CollectFields(ec.OperationContext, sel, itemFailureImplementors)
 
 	out := graphql.NewFieldSet(fields)
@@ -18316,6 +18359,11 @@ func (ec *executionContext) _ItemFailure(ctx context.Context, sel ast.SelectionS
 		case "input":
 			out.Values[i] = ec._ItemFailure_input(ctx, field, obj)
 			if out.Values[i] == graphql.RequiredNull {
+				out.Invalids++
+			}
+		case "kind":
+			out.Values[i] = ec._ItemFailure_kind(ctx, field, obj)
+			if out.Values[i] == graphql.Null {
 				out.Invalids++
 			}
 		case "message":
@@ -21107,15 +21155,15 @@ func (ec *executionContext) marshalNApplication2ᚖgithubᚗcomᚋtoolgateᚋtoo
 	return ec._Application(ctx, sel, v)
 }
 
-func (ec *executionContext) marshalNArgumentRepair2githubᚗcomᚋtoolgateᚋtoolgateᚋentᚋschemaᚐRepair(ctx context.Context, sel ast.SelectionSet, v schema.Repair) graphql.Marshaler {
+func (ec *executionContext) marshalNArgumentRepair2githubᚗcomᚋtoolgateᚋtoolgateᚋentᚋschematypeᚐRepair(ctx context.Context, sel ast.SelectionSet, v schematype.Repair) graphql.Marshaler {
 	return ec._ArgumentRepair(ctx, sel, &v)
 }
 
-func (ec *executionContext) marshalNArgumentRepair2ᚕgithubᚗcomᚋtoolgateᚋtoolgateᚋentᚋschemaᚐRepairᚄ(ctx context.Context, sel ast.SelectionSet, v []schema.Repair) graphql.Marshaler {
+func (ec *executionContext) marshalNArgumentRepair2ᚕgithubᚗcomᚋtoolgateᚋtoolgateᚋentᚋschematypeᚐRepairᚄ(ctx context.Context, sel ast.SelectionSet, v []schematype.Repair) graphql.Marshaler {
 	ret := graphql.MarshalSliceConcurrently(ctx, len(v), 0, false, func(ctx context.Context, i int) graphql.Marshaler {
 		fc := graphql.GetFieldContext(ctx)
 		fc.Result = &v[i]
-		return ec.marshalNArgumentRepair2githubᚗcomᚋtoolgateᚋtoolgateᚋentᚋschemaᚐRepair(ctx, sel, v[i])
+		return ec.marshalNArgumentRepair2githubᚗcomᚋtoolgateᚋtoolgateᚋentᚋschematypeᚐRepair(ctx, sel, v[i])
 	})
 
 	for _, e := range ret {
@@ -21249,15 +21297,15 @@ func (ec *executionContext) marshalNCursor2entgoᚗioᚋcontribᚋentgqlᚐCurso
 	return v
 }
 
-func (ec *executionContext) marshalNEvidence2githubᚗcomᚋtoolgateᚋtoolgateᚋentᚋschemaᚐSpan(ctx context.Context, sel ast.SelectionSet, v schema.Span) graphql.Marshaler {
+func (ec *executionContext) marshalNEvidence2githubᚗcomᚋtoolgateᚋtoolgateᚋentᚋschematypeᚐSpan(ctx context.Context, sel ast.SelectionSet, v schematype.Span) graphql.Marshaler {
 	return ec._Evidence(ctx, sel, &v)
 }
 
-func (ec *executionContext) marshalNEvidence2ᚕgithubᚗcomᚋtoolgateᚋtoolgateᚋentᚋschemaᚐSpanᚄ(ctx context.Context, sel ast.SelectionSet, v []schema.Span) graphql.Marshaler {
+func (ec *executionContext) marshalNEvidence2ᚕgithubᚗcomᚋtoolgateᚋtoolgateᚋentᚋschematypeᚐSpanᚄ(ctx context.Context, sel ast.SelectionSet, v []schematype.Span) graphql.Marshaler {
 	ret := graphql.MarshalSliceConcurrently(ctx, len(v), 0, false, func(ctx context.Context, i int) graphql.Marshaler {
 		fc := graphql.GetFieldContext(ctx)
 		fc.Result = &v[i]
-		return ec.marshalNEvidence2githubᚗcomᚋtoolgateᚋtoolgateᚋentᚋschemaᚐSpan(ctx, sel, v[i])
+		return ec.marshalNEvidence2githubᚗcomᚋtoolgateᚋtoolgateᚋentᚋschematypeᚐSpan(ctx, sel, v[i])
 	})
 
 	for _, e := range ret {
@@ -21383,15 +21431,15 @@ func (ec *executionContext) marshalNInt2int64(ctx context.Context, sel ast.Selec
 	return res
 }
 
-func (ec *executionContext) marshalNItemFailure2githubᚗcomᚋtoolgateᚋtoolgateᚋentᚋschemaᚐItemFailure(ctx context.Context, sel ast.SelectionSet, v schema.ItemFailure) graphql.Marshaler {
+func (ec *executionContext) marshalNItemFailure2githubᚗcomᚋtoolgateᚋtoolgateᚋentᚋschematypeᚐItemFailure(ctx context.Context, sel ast.SelectionSet, v schematype.ItemFailure) graphql.Marshaler {
 	return ec._ItemFailure(ctx, sel, &v)
 }
 
-func (ec *executionContext) marshalNItemFailure2ᚕgithubᚗcomᚋtoolgateᚋtoolgateᚋentᚋschemaᚐItemFailureᚄ(ctx context.Context, sel ast.SelectionSet, v []schema.ItemFailure) graphql.Marshaler {
+func (ec *executionContext) marshalNItemFailure2ᚕgithubᚗcomᚋtoolgateᚋtoolgateᚋentᚋschematypeᚐItemFailureᚄ(ctx context.Context, sel ast.SelectionSet, v []schematype.ItemFailure) graphql.Marshaler {
 	ret := graphql.MarshalSliceConcurrently(ctx, len(v), 0, false, func(ctx context.Context, i int) graphql.Marshaler {
 		fc := graphql.GetFieldContext(ctx)
 		fc.Result = &v[i]
-		return ec.marshalNItemFailure2githubᚗcomᚋtoolgateᚋtoolgateᚋentᚋschemaᚐItemFailure(ctx, sel, v[i])
+		return ec.marshalNItemFailure2githubᚗcomᚋtoolgateᚋtoolgateᚋentᚋschematypeᚐItemFailure(ctx, sel, v[i])
 	})
 
 	for _, e := range ret {
@@ -21401,6 +21449,16 @@ func (ec *executionContext) marshalNItemFailure2ᚕgithubᚗcomᚋtoolgateᚋtoo
 	}
 
 	return ret
+}
+
+func (ec *executionContext) unmarshalNItemFailureKind2githubᚗcomᚋtoolgateᚋtoolgateᚋentᚋschematypeᚐFailureKind(ctx context.Context, v any) (schematype.FailureKind, error) {
+	var res schematype.FailureKind
+	err := res.UnmarshalGQL(v)
+	return res, graphql.ErrorOnPath(ctx, err)
+}
+
+func (ec *executionContext) marshalNItemFailureKind2githubᚗcomᚋtoolgateᚋtoolgateᚋentᚋschematypeᚐFailureKind(ctx context.Context, sel ast.SelectionSet, v schematype.FailureKind) graphql.Marshaler {
+	return v
 }
 
 func (ec *executionContext) unmarshalNJSONSchema2githubᚗcomᚋtoolgateᚋtoolgateᚋtoolsᚋcatalogᚐSchema(ctx context.Context, v any) (catalog.Schema, error) {
@@ -21502,13 +21560,13 @@ func (ec *executionContext) unmarshalNRegisterApplicationInput2githubᚗcomᚋto
 	return res, graphql.ErrorOnPath(ctx, err)
 }
 
-func (ec *executionContext) unmarshalNResultKind2githubᚗcomᚋtoolgateᚋtoolgateᚋentᚋstoredresultᚐKind(ctx context.Context, v any) (storedresult.Kind, error) {
-	var res storedresult.Kind
+func (ec *executionContext) unmarshalNResultKind2githubᚗcomᚋtoolgateᚋtoolgateᚋentᚋschematypeᚐResultKind(ctx context.Context, v any) (schematype.ResultKind, error) {
+	var res schematype.ResultKind
 	err := res.UnmarshalGQL(v)
 	return res, graphql.ErrorOnPath(ctx, err)
 }
 
-func (ec *executionContext) marshalNResultKind2githubᚗcomᚋtoolgateᚋtoolgateᚋentᚋstoredresultᚐKind(ctx context.Context, sel ast.SelectionSet, v storedresult.Kind) graphql.Marshaler {
+func (ec *executionContext) marshalNResultKind2githubᚗcomᚋtoolgateᚋtoolgateᚋentᚋschematypeᚐResultKind(ctx context.Context, sel ast.SelectionSet, v schematype.ResultKind) graphql.Marshaler {
 	return v
 }
 
@@ -22324,7 +22382,7 @@ func (ec *executionContext) marshalOBoolean2ᚖbool(ctx context.Context, sel ast
 	return res
 }
 
-func (ec *executionContext) marshalOClarification2ᚖgithubᚗcomᚋtoolgateᚋtoolgateᚋentᚋschemaᚐClarification(ctx context.Context, sel ast.SelectionSet, v *schema.Clarification) graphql.Marshaler {
+func (ec *executionContext) marshalOClarification2ᚖgithubᚗcomᚋtoolgateᚋtoolgateᚋentᚋschematypeᚐClarification(ctx context.Context, sel ast.SelectionSet, v *schematype.Clarification) graphql.Marshaler {
 	if v == nil {
 		return graphql.Null
 	}
@@ -22588,16 +22646,16 @@ func (ec *executionContext) marshalONode2githubᚗcomᚋtoolgateᚋtoolgateᚋen
 	return ec._Node(ctx, sel, v)
 }
 
-func (ec *executionContext) unmarshalOResultKind2ᚖgithubᚗcomᚋtoolgateᚋtoolgateᚋentᚋstoredresultᚐKind(ctx context.Context, v any) (*storedresult.Kind, error) {
+func (ec *executionContext) unmarshalOResultKind2ᚖgithubᚗcomᚋtoolgateᚋtoolgateᚋentᚋschematypeᚐResultKind(ctx context.Context, v any) (*schematype.ResultKind, error) {
 	if v == nil {
 		return nil, nil
 	}
-	var res = new(storedresult.Kind)
+	var res = new(schematype.ResultKind)
 	err := res.UnmarshalGQL(v)
 	return res, graphql.ErrorOnPath(ctx, err)
 }
 
-func (ec *executionContext) marshalOResultKind2ᚖgithubᚗcomᚋtoolgateᚋtoolgateᚋentᚋstoredresultᚐKind(ctx context.Context, sel ast.SelectionSet, v *storedresult.Kind) graphql.Marshaler {
+func (ec *executionContext) marshalOResultKind2ᚖgithubᚗcomᚋtoolgateᚋtoolgateᚋentᚋschematypeᚐResultKind(ctx context.Context, sel ast.SelectionSet, v *schematype.ResultKind) graphql.Marshaler {
 	if v == nil {
 		return graphql.Null
 	}

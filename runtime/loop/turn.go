@@ -13,7 +13,7 @@ import (
 	"github.com/toolgate/toolgate/ent/application"
 	"github.com/toolgate/toolgate/ent/conversation"
 	"github.com/toolgate/toolgate/ent/modelcall"
-	"github.com/toolgate/toolgate/ent/schema"
+	"github.com/toolgate/toolgate/ent/schematype"
 	"github.com/toolgate/toolgate/ent/storedresult"
 	"github.com/toolgate/toolgate/ent/toolcall"
 	"github.com/toolgate/toolgate/ent/turn"
@@ -455,7 +455,7 @@ func (t *turnRun) runTools(ctx context.Context, step int, calls []model.ToolCall
 	pause := -1
 	for i, c := range calls {
 		t.req.Messages = append(t.req.Messages, model.Message{Role: model.RoleTool, ToolCallID: c.ID, ToolName: c.Name, Text: heard[i], IsError: failed[i]})
-		if c.Name == ClarifyTool && !failed[i] && pause < 0 {
+		if t.byName[c.Name].Pauses && !failed[i] && pause < 0 {
 			pause = i
 		}
 	}
@@ -507,7 +507,7 @@ func (t *turnRun) record(ctx context.Context, row *ent.ToolCall, c model.ToolCal
 	defer func() { _ = tx.Rollback() }()
 	var (
 		ref     string
-		visible []schema.Span
+		visible []schematype.Span
 	)
 	upd := tx.ToolCall.UpdateOneID(row.ID).
 		SetArguments(string(res.Arguments)).SetOutcome(toolcall.Outcome(res.Outcome)).SetAttempts(res.Attempts).
@@ -534,7 +534,7 @@ func (t *turnRun) record(ctx context.Context, row *ent.ToolCall, c model.ToolCal
 		if err != nil {
 			return "", false, err
 		}
-		args := dispatch.Result{Kind: dispatch.JSON, Content: res.Arguments}
+		args := dispatch.Result{Kind: schematype.KindJSON, Content: res.Arguments}
 		if _, err := storeResult(ctx, tx.Client(), t.conv.ID, aref, args); err != nil {
 			return "", false, fmt.Errorf("store arguments: %w", err)
 		}
@@ -552,7 +552,7 @@ func (t *turnRun) record(ctx context.Context, row *ent.ToolCall, c model.ToolCal
 	visible = append(visible, res.Evidence...)
 	if res.Outcome == dispatch.Hits && len(res.Evidence) == 0 {
 		for _, v := range h.Visible {
-			visible = append(visible, schema.Span{Ref: ref, Start: v.Start, End: v.End})
+			visible = append(visible, schematype.Span{Ref: ref, Start: v.Start, End: v.End})
 		}
 	}
 	upd.SetHeard(h.Text).SetEvidence(nonNilSpans(visible))
@@ -574,7 +574,7 @@ func (t *turnRun) pause(ctx context.Context, args json.RawMessage) error {
 	if err != nil {
 		return fmt.Errorf("read clarification: %w", err)
 	}
-	cl := schema.Clarification{Question: c.Question, Options: c.Options, Recommended: c.Recommended}
+	cl := schematype.Clarification{Question: c.Question, Options: c.Options, Recommended: c.Recommended}
 	if cl.Options == nil {
 		cl.Options = []string{}
 	}
@@ -599,23 +599,23 @@ func names(defs []tools.Definition) []string {
 	return out
 }
 
-func nonNilFailures(f []schema.ItemFailure) []schema.ItemFailure {
+func nonNilFailures(f []schematype.ItemFailure) []schematype.ItemFailure {
 	if f == nil {
-		return []schema.ItemFailure{}
+		return []schematype.ItemFailure{}
 	}
 	return f
 }
 
-func nonNilSpans(s []schema.Span) []schema.Span {
+func nonNilSpans(s []schematype.Span) []schematype.Span {
 	if s == nil {
-		return []schema.Span{}
+		return []schematype.Span{}
 	}
 	return s
 }
 
-func nonNilRepairs(r []schema.Repair) []schema.Repair {
+func nonNilRepairs(r []schematype.Repair) []schematype.Repair {
 	if r == nil {
-		return []schema.Repair{}
+		return []schematype.Repair{}
 	}
 	return r
 }
