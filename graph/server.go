@@ -167,7 +167,9 @@ func (s *Server) newGraphQL() *handler.Server {
 	srv := handler.New(generated.NewExecutableSchema(cfg))
 	srv.AddTransport(transport.Websocket{
 		KeepAlivePingInterval: 10 * time.Second,
-		InitFunc:              s.websocketInit,
+		// A socket that never says who it is is not held open.
+		InitTimeout: 10 * time.Second,
+		InitFunc:    s.websocketInit,
 	})
 	srv.AddTransport(transport.Options{})
 	srv.AddTransport(transport.GET{})
@@ -199,8 +201,8 @@ func (s *Server) newGraphQL() *handler.Server {
 }
 
 // websocketInit authenticates a websocket from its connection_init payload:
-// {"Authorization": "Bearer TOKEN"}. A bad token is not refused here: like
-// over HTTP, what it asks for is then not found.
+// {"Authorization": "Bearer TOKEN"}. A missing or dead token closes the
+// socket with 4401, as over HTTP a request gets 401.
 func (s *Server) websocketInit(ctx context.Context, p transport.InitPayload) (context.Context, *transport.InitPayload, error) {
 	header := p.Authorization()
 	if header == "" {
@@ -208,19 +210,25 @@ func (s *Server) websocketInit(ctx context.Context, p transport.InitPayload) (co
 			header = v
 		}
 	}
+	refuse := func() (context.Context, *transport.InitPayload, error) {
+		ctx = transport.WithWebsocketCloseCode(transport.AppendCloseReason(ctx, "unauthenticated"), 4401)
+		return ctx, nil, errUnauthenticated
+	}
 	token, ok := auth.Bearer(header)
 	if !ok {
-		return ctx, nil, nil
+		return refuse()
 	}
 	v, err := s.auth.Resolve(ctx, token)
+	if errors.Is(err, auth.ErrNotFound) {
+		return refuse()
+	}
 	if err != nil {
-		if errors.Is(err, auth.ErrNotFound) {
-			return ctx, nil, nil
-		}
 		return ctx, nil, err
 	}
 	return auth.WithViewer(ctx, v), nil, nil
 }
+
+var errUnauthenticated = errors.New("unauthenticated")
 
 var errInternal = errors.New("internal error")
 

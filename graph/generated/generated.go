@@ -56,6 +56,7 @@ type DirectiveRoot struct {
 type ComplexityRoot struct {
 	APIToken struct {
 		CreatedAt  func(childComplexity int) int
+		ExpiresAt  func(childComplexity int) int
 		Hint       func(childComplexity int) int
 		ID         func(childComplexity int) int
 		LastUsedAt func(childComplexity int) int
@@ -626,6 +627,12 @@ func (e *executableSchema) Complexity(ctx context.Context, typeName, field strin
 		}
 
 		return e.ComplexityRoot.APIToken.CreatedAt(childComplexity), true
+	case "APIToken.expiresAt":
+		if e.ComplexityRoot.APIToken.ExpiresAt == nil {
+			break
+		}
+
+		return e.ComplexityRoot.APIToken.ExpiresAt(childComplexity), true
 	case "APIToken.hint":
 		if e.ComplexityRoot.APIToken.Hint == nil {
 			break
@@ -2883,6 +2890,8 @@ extend type Query {
 
 input CreateAPITokenInput {
   name: String!
+  "When the token stops working (in the future); none: it works until revoked."
+  expiresAt: Time
 }
 
 type CreatedAPIToken {
@@ -3127,7 +3136,14 @@ type APIToken implements Node {
   """
   hint: String!
   revokedAt: Time
+  """
+  when the token last authenticated a request, to the minute
+  """
   lastUsedAt: Time
+  """
+  after this the token is refused like a revoked one; none: it does not expire
+  """
+  expiresAt: Time
   user: User!
 }
 type Agent implements Node {
@@ -4205,6 +4221,8 @@ func (ec *executionContext) childFields_APIToken(ctx context.Context, field grap
 		return ec.fieldContext_APIToken_revokedAt(ctx, field)
 	case "lastUsedAt":
 		return ec.fieldContext_APIToken_lastUsedAt(ctx, field)
+	case "expiresAt":
+		return ec.fieldContext_APIToken_expiresAt(ctx, field)
 	case "user":
 		return ec.fieldContext_APIToken_user(ctx, field)
 	}
@@ -6265,6 +6283,29 @@ func (ec *executionContext) _APIToken_lastUsedAt(ctx context.Context, field grap
 	)
 }
 func (ec *executionContext) fieldContext_APIToken_lastUsedAt(_ context.Context, field graphql.CollectedField) (fc *graphql.FieldContext, err error) {
+	return graphql.NewScalarFieldContext("APIToken", field, false, false, "Time")
+}
+
+func (ec *executionContext) _APIToken_expiresAt(ctx context.Context, field graphql.CollectedField, obj *ent.APIToken) (ret graphql.Marshaler) {
+	return graphql.ResolveField(
+		ctx,
+		ec.OperationContext,
+		field,
+		func(ctx context.Context, field graphql.CollectedField) (*graphql.FieldContext, error) {
+			return ec.fieldContext_APIToken_expiresAt(ctx, field)
+		},
+		func(ctx context.Context) (any, error) {
+			return obj.ExpiresAt, nil
+		},
+		nil,
+		func(ctx context.Context, selections ast.SelectionSet, v *time.Time) graphql.Marshaler {
+			return ec.marshalOTime2ᚖtimeᚐTime(ctx, selections, v)
+		},
+		true,
+		false,
+	)
+}
+func (ec *executionContext) fieldContext_APIToken_expiresAt(_ context.Context, field graphql.CollectedField) (fc *graphql.FieldContext, err error) {
 	return graphql.NewScalarFieldContext("APIToken", field, false, false, "Time")
 }
 
@@ -16169,7 +16210,7 @@ func (ec *executionContext) unmarshalInputCreateAPITokenInput(ctx context.Contex
 		asMap[k] = v
 	}
 
-	fieldsInOrder := [...]string{"name"}
+	fieldsInOrder := [...]string{"name", "expiresAt"}
 	for _, k := range fieldsInOrder {
 		v, ok := asMap[k]
 		if !ok {
@@ -16183,6 +16224,13 @@ func (ec *executionContext) unmarshalInputCreateAPITokenInput(ctx context.Contex
 				return it, err
 			}
 			it.Name = data
+		case "expiresAt":
+			ctx := graphql.WithPathContext(ctx, graphql.NewPathWithField("expiresAt"))
+			data, err := ec.unmarshalOTime2ᚖtimeᚐTime(ctx, v)
+			if err != nil {
+				return it, err
+			}
+			it.ExpiresAt = data
 		}
 	}
 	return it, nil
@@ -17545,6 +17593,11 @@ func (ec *executionContext) _APIToken(ctx context.Context, sel ast.SelectionSet,
 			}
 		case "lastUsedAt":
 			out.Values[i] = ec._APIToken_lastUsedAt(ctx, field, obj)
+			if out.Values[i] == graphql.RequiredNull {
+				atomic.AddUint32(&out.Invalids, 1)
+			}
+		case "expiresAt":
+			out.Values[i] = ec._APIToken_expiresAt(ctx, field, obj)
 			if out.Values[i] == graphql.RequiredNull {
 				atomic.AddUint32(&out.Invalids, 1)
 			}
