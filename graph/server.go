@@ -18,7 +18,6 @@ import (
 	"github.com/99designs/gqlgen/graphql/handler/extension"
 	"github.com/99designs/gqlgen/graphql/handler/lru"
 	"github.com/99designs/gqlgen/graphql/handler/transport"
-	"github.com/99designs/gqlgen/graphql/playground"
 	"github.com/prometheus/client_golang/prometheus"
 	"github.com/prometheus/client_golang/prometheus/collectors"
 	"github.com/prometheus/client_golang/prometheus/promhttp"
@@ -32,6 +31,7 @@ import (
 	"github.com/toolgate/toolgate/graph/auth"
 	"github.com/toolgate/toolgate/graph/generated"
 	"github.com/toolgate/toolgate/graph/loader"
+	"github.com/toolgate/toolgate/graph/playground"
 	"github.com/toolgate/toolgate/runtime/loop"
 	"github.com/toolgate/toolgate/runtime/mcp"
 	"github.com/toolgate/toolgate/runtime/scope"
@@ -104,8 +104,9 @@ func NewServer(cfg Config) *Server {
 
 	graphqlHandler := jsonStatus(s.auth.Middleware(s.gql))
 	s.mux.Handle("/graphql", m.http("/graphql", limitBody(graphqlHandler)))
-	s.mux.Handle("/playground", playground.Handler("toolgate", "/graphql",
-		playground.WithGraphiqlUiHeaders(map[string]string{"Authorization": "Bearer "})))
+	pg := playground.Handler("toolgate", "/playground", "/graphql", map[string]string{"Authorization": "Bearer "})
+	s.mux.Handle("/playground", pg)
+	s.mux.Handle("/playground/", pg)
 	s.mux.HandleFunc("/healthz", func(w http.ResponseWriter, _ *http.Request) {
 		w.Header().Set("Content-Type", "text/plain")
 		_, _ = io.WriteString(w, "ok\n")
