@@ -33,6 +33,7 @@ import (
 	"github.com/toolgate/toolgate/graph/loader"
 	"github.com/toolgate/toolgate/graph/playground"
 	"github.com/toolgate/toolgate/runtime/loop"
+	"github.com/toolgate/toolgate/runtime/mcp"
 	"github.com/toolgate/toolgate/runtime/scope"
 	"github.com/toolgate/toolgate/tools"
 )
@@ -59,6 +60,10 @@ type Config struct {
 	// Runner runs turns; nil serves the data only (sendMessage then stores
 	// turns that nothing runs).
 	Runner *loop.Runner
+	// Apps asks applications' MCP servers for their tools, for discovery
+	// and the catalogue; nil takes the Runner's. With neither, application
+	// tools are known by name only.
+	Apps *mcp.Pool
 }
 
 // Server is toolgate's HTTP API.
@@ -135,7 +140,11 @@ func (s *Server) readyz(w http.ResponseWriter, r *http.Request) {
 }
 
 func (s *Server) newGraphQL() *handler.Server {
-	cfg := generated.Config{Resolvers: &Resolver{Client: s.client, Log: s.cfg.Log, Runner: s.cfg.Runner}}
+	apps := s.cfg.Apps
+	if apps == nil && s.cfg.Runner != nil {
+		apps = s.cfg.Runner.Apps()
+	}
+	cfg := generated.Config{Resolvers: &Resolver{Client: s.client, Log: s.cfg.Log, Runner: s.cfg.Runner, Apps: apps}}
 	pageTimes := func(child int, first, last *int) int {
 		n := DefaultPage
 		if first != nil {

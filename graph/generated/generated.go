@@ -121,12 +121,15 @@ type ComplexityRoot struct {
 		AlwaysPaidChars         func(childComplexity int) int
 		AlwaysPaidGuidanceChars func(childComplexity int) int
 		AlwaysPaidTokens        func(childComplexity int) int
+		ApplicationChars        func(childComplexity int) int
+		ApplicationTokens       func(childComplexity int) int
 		Ceilings                func(childComplexity int) int
 		GuidanceChars           func(childComplexity int) int
 		GuidanceTokens          func(childComplexity int) int
 		OfferedChars            func(childComplexity int) int
 		OfferedTokens           func(childComplexity int) int
 		Tools                   func(childComplexity int) int
+		Warnings                func(childComplexity int) int
 		WidestChars             func(childComplexity int) int
 		WidestTokens            func(childComplexity int) int
 	}
@@ -878,6 +881,18 @@ func (e *executableSchema) Complexity(ctx context.Context, typeName, field strin
 		}
 
 		return e.ComplexityRoot.Catalogue.AlwaysPaidTokens(childComplexity), true
+	case "Catalogue.applicationChars":
+		if e.ComplexityRoot.Catalogue.ApplicationChars == nil {
+			break
+		}
+
+		return e.ComplexityRoot.Catalogue.ApplicationChars(childComplexity), true
+	case "Catalogue.applicationTokens":
+		if e.ComplexityRoot.Catalogue.ApplicationTokens == nil {
+			break
+		}
+
+		return e.ComplexityRoot.Catalogue.ApplicationTokens(childComplexity), true
 	case "Catalogue.ceilings":
 		if e.ComplexityRoot.Catalogue.Ceilings == nil {
 			break
@@ -914,6 +929,12 @@ func (e *executableSchema) Complexity(ctx context.Context, typeName, field strin
 		}
 
 		return e.ComplexityRoot.Catalogue.Tools(childComplexity), true
+	case "Catalogue.warnings":
+		if e.ComplexityRoot.Catalogue.Warnings == nil {
+			break
+		}
+
+		return e.ComplexityRoot.Catalogue.Warnings(childComplexity), true
 	case "Catalogue.widestChars":
 		if e.ComplexityRoot.Catalogue.WidestChars == nil {
 			break
@@ -2946,7 +2967,7 @@ scalar JSONSchema @goModel(model: "github.com/toolgate/toolgate/tools/catalog.Sc
 
 "The measured tool catalogue. Characters are Unicode characters of the definition as the model receives it; tokens are o200k_base tokens."
 type Catalogue @goModel(model: "github.com/toolgate/toolgate/tools/catalog.Catalogue") {
-  "Every built-in tool, in registration order."
+  "Every built-in tool, in registration order; with agentId, then the agent's allowlisted application tools, in allowlist order, as their servers list them."
   tools: [CatalogueTool!]!
   "Every tool's definition: the widest catalogue any turn can get."
   widestChars: Int!
@@ -2954,9 +2975,14 @@ type Catalogue @goModel(model: "github.com/toolgate/toolgate/tools/catalog.Catal
   "What every turn pays: always-on and workspace tools."
   alwaysPaidChars: Int!
   alwaysPaidTokens: Int!
-  "What the agent's turns pay for definitions (always-on tools without agentId)."
+  "What the agent's turns pay for definitions, its application tools included: its real deck (always-on tools without agentId)."
   offeredChars: Int!
   offeredTokens: Int!
+  "The agent's application tools' share of offeredChars."
+  applicationChars: Int!
+  applicationTokens: Int!
+  "What needs a person: a deck past the widest ceiling, an application whose server could not be measured."
+  warnings: [String!]!
   "Guidance paragraphs of the system prompt, each counted once; outside the ceilings."
   guidanceChars: Int!
   guidanceTokens: Int!
@@ -4321,6 +4347,12 @@ func (ec *executionContext) childFields_Catalogue(ctx context.Context, field gra
 		return ec.fieldContext_Catalogue_offeredChars(ctx, field)
 	case "offeredTokens":
 		return ec.fieldContext_Catalogue_offeredTokens(ctx, field)
+	case "applicationChars":
+		return ec.fieldContext_Catalogue_applicationChars(ctx, field)
+	case "applicationTokens":
+		return ec.fieldContext_Catalogue_applicationTokens(ctx, field)
+	case "warnings":
+		return ec.fieldContext_Catalogue_warnings(ctx, field)
 	case "guidanceChars":
 		return ec.fieldContext_Catalogue_guidanceChars(ctx, field)
 	case "guidanceTokens":
@@ -7203,6 +7235,75 @@ func (ec *executionContext) _Catalogue_offeredTokens(ctx context.Context, field 
 }
 func (ec *executionContext) fieldContext_Catalogue_offeredTokens(_ context.Context, field graphql.CollectedField) (fc *graphql.FieldContext, err error) {
 	return graphql.NewScalarFieldContext("Catalogue", field, false, false, "Int")
+}
+
+func (ec *executionContext) _Catalogue_applicationChars(ctx context.Context, field graphql.CollectedField, obj *catalog.Catalogue) (ret graphql.Marshaler) {
+	return graphql.ResolveField(
+		ctx,
+		ec.OperationContext,
+		field,
+		func(ctx context.Context, field graphql.CollectedField) (*graphql.FieldContext, error) {
+			return ec.fieldContext_Catalogue_applicationChars(ctx, field)
+		},
+		func(ctx context.Context) (any, error) {
+			return obj.ApplicationChars, nil
+		},
+		nil,
+		func(ctx context.Context, selections ast.SelectionSet, v int) graphql.Marshaler {
+			return ec.marshalNInt2int(ctx, selections, v)
+		},
+		true,
+		true,
+	)
+}
+func (ec *executionContext) fieldContext_Catalogue_applicationChars(_ context.Context, field graphql.CollectedField) (fc *graphql.FieldContext, err error) {
+	return graphql.NewScalarFieldContext("Catalogue", field, false, false, "Int")
+}
+
+func (ec *executionContext) _Catalogue_applicationTokens(ctx context.Context, field graphql.CollectedField, obj *catalog.Catalogue) (ret graphql.Marshaler) {
+	return graphql.ResolveField(
+		ctx,
+		ec.OperationContext,
+		field,
+		func(ctx context.Context, field graphql.CollectedField) (*graphql.FieldContext, error) {
+			return ec.fieldContext_Catalogue_applicationTokens(ctx, field)
+		},
+		func(ctx context.Context) (any, error) {
+			return obj.ApplicationTokens, nil
+		},
+		nil,
+		func(ctx context.Context, selections ast.SelectionSet, v int) graphql.Marshaler {
+			return ec.marshalNInt2int(ctx, selections, v)
+		},
+		true,
+		true,
+	)
+}
+func (ec *executionContext) fieldContext_Catalogue_applicationTokens(_ context.Context, field graphql.CollectedField) (fc *graphql.FieldContext, err error) {
+	return graphql.NewScalarFieldContext("Catalogue", field, false, false, "Int")
+}
+
+func (ec *executionContext) _Catalogue_warnings(ctx context.Context, field graphql.CollectedField, obj *catalog.Catalogue) (ret graphql.Marshaler) {
+	return graphql.ResolveField(
+		ctx,
+		ec.OperationContext,
+		field,
+		func(ctx context.Context, field graphql.CollectedField) (*graphql.FieldContext, error) {
+			return ec.fieldContext_Catalogue_warnings(ctx, field)
+		},
+		func(ctx context.Context) (any, error) {
+			return obj.Warnings, nil
+		},
+		nil,
+		func(ctx context.Context, selections ast.SelectionSet, v []string) graphql.Marshaler {
+			return ec.marshalNString2ᚕstringᚄ(ctx, selections, v)
+		},
+		true,
+		true,
+	)
+}
+func (ec *executionContext) fieldContext_Catalogue_warnings(_ context.Context, field graphql.CollectedField) (fc *graphql.FieldContext, err error) {
+	return graphql.NewScalarFieldContext("Catalogue", field, false, false, "String")
 }
 
 func (ec *executionContext) _Catalogue_guidanceChars(ctx context.Context, field graphql.CollectedField, obj *catalog.Catalogue) (ret graphql.Marshaler) {
@@ -17912,6 +18013,21 @@ func (ec *executionContext) _Catalogue(ctx context.Context, sel ast.SelectionSet
 			}
 		case "offeredTokens":
 			out.Values[i] = ec._Catalogue_offeredTokens(ctx, field, obj)
+			if out.Values[i] == graphql.Null {
+				out.Invalids++
+			}
+		case "applicationChars":
+			out.Values[i] = ec._Catalogue_applicationChars(ctx, field, obj)
+			if out.Values[i] == graphql.Null {
+				out.Invalids++
+			}
+		case "applicationTokens":
+			out.Values[i] = ec._Catalogue_applicationTokens(ctx, field, obj)
+			if out.Values[i] == graphql.Null {
+				out.Invalids++
+			}
+		case "warnings":
+			out.Values[i] = ec._Catalogue_warnings(ctx, field, obj)
 			if out.Values[i] == graphql.Null {
 				out.Invalids++
 			}
