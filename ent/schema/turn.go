@@ -67,7 +67,7 @@ func (Turn) Indexes() []ent.Index {
 
 // Annotations of the Turn.
 func (Turn) Annotations() []schema.Annotation {
-	return []schema.Annotation{entgql.RelayConnection()}
+	return []schema.Annotation{entgql.RelayConnection(), entgql.MultiOrder()}
 }
 
 // Mixin of the Turn.
