@@ -9,6 +9,7 @@ import (
 	"github.com/toolgate/toolgate/ent"
 	"github.com/toolgate/toolgate/graph/gid"
 	"github.com/toolgate/toolgate/runtime/loop"
+	"github.com/toolgate/toolgate/tools/code"
 )
 
 // MaxPage is the largest page a connection serves; DefaultPage is what a
@@ -25,6 +26,8 @@ type Resolver struct {
 	Log    *slog.Logger
 	// Runner runs turns; nil when the server only serves the data.
 	Runner *loop.Runner
+	// Sandbox runs run_code's children.
+	Sandbox *code.Sandbox
 }
 
 // client returns the transaction's client inside a mutation (the

@@ -34,6 +34,7 @@ import (
 	"github.com/toolgate/toolgate/runtime/loop"
 	"github.com/toolgate/toolgate/runtime/scope"
 	"github.com/toolgate/toolgate/tools"
+	"github.com/toolgate/toolgate/tools/code"
 )
 
 // Limits of the HTTP API.
@@ -58,6 +59,9 @@ type Config struct {
 	// Runner runs turns; nil serves the data only (sendMessage then stores
 	// turns that nothing runs).
 	Runner *loop.Runner
+	// Sandbox runs run_code; nil runs it in this binary's own `sandbox`
+	// command.
+	Sandbox *code.Sandbox
 }
 
 // Server is toolgate's HTTP API.
@@ -74,6 +78,13 @@ type Server struct {
 func NewServer(cfg Config) *Server {
 	if cfg.Log == nil {
 		cfg.Log = slog.New(slog.DiscardHandler)
+	}
+	if cfg.Sandbox == nil {
+		// Without the binary's path run_code answers an error; the rest serves.
+		cfg.Sandbox, _ = code.Default()
+		if cfg.Sandbox == nil {
+			cfg.Sandbox = code.New("")
+		}
 	}
 	reg := cfg.Registry
 	if reg == nil {
@@ -133,7 +144,7 @@ func (s *Server) readyz(w http.ResponseWriter, r *http.Request) {
 }
 
 func (s *Server) newGraphQL() *handler.Server {
-	cfg := generated.Config{Resolvers: &Resolver{Client: s.client, Log: s.cfg.Log, Runner: s.cfg.Runner}}
+	cfg := generated.Config{Resolvers: &Resolver{Client: s.client, Log: s.cfg.Log, Runner: s.cfg.Runner, Sandbox: s.cfg.Sandbox}}
 	pageTimes := func(child int, first, last *int) int {
 		n := DefaultPage
 		if first != nil {
