@@ -84,6 +84,7 @@ type child struct {
 	enc     *json.Encoder
 	pending strings.Builder
 	printed int
+	flushed time.Time
 	werr    error
 }
 
@@ -195,7 +196,7 @@ func (c *child) watch(done <-chan struct{}) {
 		case <-tick.C:
 			metrics.Read(sample)
 			if sample[0].Value.Kind() == metrics.KindUint64 && int64(sample[0].Value.Uint64()) > heapLine(c.limits.MemoryBytes) {
-				c.interrupt(BoundMemory, "used more than %d MiB of memory", c.limits.MemoryBytes>>20)
+				c.interrupt(BoundMemory, "used too much memory (the bound is %d MiB)", c.limits.MemoryBytes>>20)
 				return
 			}
 		}
@@ -224,7 +225,9 @@ func (c *child) print(call goja.FunctionCall) goja.Value {
 	}
 	c.pending.WriteString(line)
 	c.printed += len(line)
-	if c.pending.Len() >= 32<<10 {
+	// Sent at once unless the code prints fast (then the flusher sends it
+	// in batches): a child that dies next has already told what it printed.
+	if now := time.Now(); c.pending.Len() >= 32<<10 || now.Sub(c.flushed) > time.Millisecond {
 		c.flushLocked()
 	}
 	return goja.Undefined()
@@ -252,6 +255,7 @@ func (c *child) flushLocked() {
 		c.werr = c.w.Flush()
 	}
 	c.pending.Reset()
+	c.flushed = time.Now()
 }
 
 // call makes a workspace call on the parent and returns its answer. A

@@ -3,7 +3,6 @@ package code
 import (
 	"bytes"
 	"os"
-	"runtime/debug"
 	"strconv"
 	"syscall"
 )
@@ -11,10 +10,10 @@ import (
 // limitProcess caps the child: its address space at what it maps now plus
 // the memory bound (an allocation past it fails, and the Go runtime stops
 // the process), its CPU time a little past the wall-time bound (a backstop
-// should the interrupt not land), and no core dumps. The GC works harder
-// as the heap nears the watchdog's line, so garbage alone does not trip it.
+// should the interrupt not land), and no core dumps. (No soft memory
+// limit for the GC: near it the GC runs without pause, and a memory bomb
+// would end at the time bound, misnamed.)
 func limitProcess(l Limits) error {
-	debug.SetMemoryLimit(heapLine(l.MemoryBytes) * 3 / 4)
 	base, err := mappedBytes()
 	if err != nil {
 		return err

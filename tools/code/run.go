@@ -176,7 +176,7 @@ func (s *Sandbox) start(ctx context.Context, r *run, j job) (message, error) {
 	case runCtx.Err() != nil:
 		return message{Bound: BoundTime, Error: fmt.Sprintf("ran past the %s time bound and was stopped", s.Limits.Wall)}, nil
 	case stderr.has("out of memory") || stderr.has("cannot allocate memory") || stderr.has("address space collisions"):
-		return message{Bound: BoundMemory, Error: fmt.Sprintf("used more than %d MiB of memory and was stopped", s.Limits.MemoryBytes>>20)}, nil
+		return message{Bound: BoundMemory, Error: fmt.Sprintf("used too much memory (the bound is %d MiB) and was stopped", s.Limits.MemoryBytes>>20)}, nil
 	case signalled(waitErr, syscall.SIGXCPU):
 		return message{Bound: BoundTime, Error: "used up its CPU time and was stopped"}, nil
 	case r.out.Len() > r.limits.OutputBytes:
