@@ -82,9 +82,12 @@ func (b *testBundle) store(t testing.TB, s stored) {
 
 func (b *testBundle) run(t testing.TB, src string, refs ...string) (*code.Result, error) {
 	t.Helper()
-	return b.sandbox.Run(context.Background(), b.client, b.conv, code.Input{
-		Code: src, ToolResults: refs, Now: time.Date(2026, 3, 1, 9, 30, 0, 0, time.UTC),
-	})
+	return b.sandbox.Run(context.Background(), b.client, b.conv, codeInput(src, refs...))
+}
+
+// codeInput is a call at the tests' turn time.
+func codeInput(src string, refs ...string) code.Input {
+	return code.Input{Code: src, ToolResults: refs, Now: time.Date(2026, 3, 1, 9, 30, 0, 0, time.UTC)}
 }
 
 func (b *testBundle) files(t testing.TB) map[string]string {
