@@ -15,6 +15,7 @@ import (
 
 	"github.com/toolgate/toolgate/ent/db"
 	"github.com/toolgate/toolgate/ent/db/dbtest"
+	"github.com/toolgate/toolgate/ent/schematype"
 	"github.com/toolgate/toolgate/graph"
 	"github.com/toolgate/toolgate/runtime/preview"
 	"github.com/toolgate/toolgate/tools/code"
@@ -59,7 +60,7 @@ func TestRunCodeTransformsWholeResult(t *testing.T) {
 		b.wsStore(t, conv, wsStored{ref: "orders-ref", content: content})
 
 		// The model's preview of the result holds neither answer.
-		pv, err := preview.Build(preview.JSON, []byte(content), preview.Context{Ref: "orders-ref"})
+		pv, err := preview.Build(schematype.KindJSON, []byte(content), preview.Context{Ref: "orders-ref"})
 		require.NoError(t, err)
 		require.True(t, pv.Partial)
 		require.NotContains(t, string(pv.Body), lateID)

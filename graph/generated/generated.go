@@ -16,8 +16,7 @@ import (
 	"github.com/99designs/gqlgen/graphql"
 	"github.com/99designs/gqlgen/graphql/introspection"
 	"github.com/toolgate/toolgate/ent"
-	"github.com/toolgate/toolgate/ent/schema"
-	"github.com/toolgate/toolgate/ent/storedresult"
+	"github.com/toolgate/toolgate/ent/schematype"
 	"github.com/toolgate/toolgate/ent/toolcall"
 	"github.com/toolgate/toolgate/ent/turn"
 	"github.com/toolgate/toolgate/graph/gid"
@@ -58,6 +57,7 @@ type DirectiveRoot struct {
 type ComplexityRoot struct {
 	APIToken struct {
 		CreatedAt  func(childComplexity int) int
+		ExpiresAt  func(childComplexity int) int
 		Hint       func(childComplexity int) int
 		ID         func(childComplexity int) int
 		LastUsedAt func(childComplexity int) int
@@ -160,14 +160,15 @@ type ComplexityRoot struct {
 	}
 
 	Conversation struct {
-		Agent     func(childComplexity int) int
-		CreatedAt func(childComplexity int) int
-		ID        func(childComplexity int) int
-		Tasks     func(childComplexity int) int
-		Title     func(childComplexity int) int
-		Turns     func(childComplexity int, after *entgql.Cursor[int], first *int, before *entgql.Cursor[int], last *int, orderBy *ent.TurnOrder, where *ent.TurnWhereInput) int
-		UpdatedAt func(childComplexity int) int
-		User      func(childComplexity int) int
+		Agent      func(childComplexity int) int
+		CreatedAt  func(childComplexity int) int
+		ID         func(childComplexity int) int
+		Tasks      func(childComplexity int) int
+		Title      func(childComplexity int) int
+		Turns      func(childComplexity int, after *entgql.Cursor[int], first *int, before *entgql.Cursor[int], last *int, orderBy *ent.TurnOrder, where *ent.TurnWhereInput) int
+		TurnsCount func(childComplexity int) int
+		UpdatedAt  func(childComplexity int) int
+		User       func(childComplexity int) int
 	}
 
 	ConversationConnection struct {
@@ -195,6 +196,7 @@ type ComplexityRoot struct {
 	ItemFailure struct {
 		Input   func(childComplexity int) int
 		Item    func(childComplexity int) int
+		Kind    func(childComplexity int) int
 		Message func(childComplexity int) int
 	}
 
@@ -307,21 +309,22 @@ type ComplexityRoot struct {
 	}
 
 	ToolCall struct {
-		Arguments  func(childComplexity int) int
-		Attempts   func(childComplexity int) int
-		Evidence   func(childComplexity int) int
-		Failures   func(childComplexity int) int
-		FinishedAt func(childComplexity int) int
-		ID         func(childComplexity int) int
-		Message    func(childComplexity int) int
-		Name       func(childComplexity int) int
-		Outcome    func(childComplexity int) int
-		Position   func(childComplexity int) int
-		Ref        func(childComplexity int) int
-		Repairs    func(childComplexity int) int
-		Result     func(childComplexity int) int
-		StartedAt  func(childComplexity int) int
-		Turn       func(childComplexity int) int
+		Arguments    func(childComplexity int) int
+		ArgumentsRef func(childComplexity int) int
+		Attempts     func(childComplexity int) int
+		Evidence     func(childComplexity int) int
+		Failures     func(childComplexity int) int
+		FinishedAt   func(childComplexity int) int
+		ID           func(childComplexity int) int
+		Message      func(childComplexity int) int
+		Name         func(childComplexity int) int
+		Outcome      func(childComplexity int) int
+		Position     func(childComplexity int) int
+		Ref          func(childComplexity int) int
+		Repairs      func(childComplexity int) int
+		Result       func(childComplexity int) int
+		StartedAt    func(childComplexity int) int
+		Turn         func(childComplexity int) int
 	}
 
 	ToolList struct {
@@ -404,6 +407,7 @@ type ComplexityRoot struct {
 
 	TranscriptToolCall struct {
 		Arguments          func(childComplexity int) int
+		ArgumentsRef       func(childComplexity int) int
 		ArgumentsTruncated func(childComplexity int) int
 		Name               func(childComplexity int) int
 		Ref                func(childComplexity int) int
@@ -628,6 +632,12 @@ func (e *executableSchema) Complexity(ctx context.Context, typeName, field strin
 		}
 
 		return e.ComplexityRoot.APIToken.CreatedAt(childComplexity), true
+	case "APIToken.expiresAt":
+		if e.ComplexityRoot.APIToken.ExpiresAt == nil {
+			break
+		}
+
+		return e.ComplexityRoot.APIToken.ExpiresAt(childComplexity), true
 	case "APIToken.hint":
 		if e.ComplexityRoot.APIToken.Hint == nil {
 			break
@@ -1060,6 +1070,12 @@ func (e *executableSchema) Complexity(ctx context.Context, typeName, field strin
 		}
 
 		return e.ComplexityRoot.Conversation.Turns(childComplexity, args["after"].(*entgql.Cursor[int]), args["first"].(*int), args["before"].(*entgql.Cursor[int]), args["last"].(*int), args["orderBy"].(*ent.TurnOrder), args["where"].(*ent.TurnWhereInput)), true
+	case "Conversation.turnsCount":
+		if e.ComplexityRoot.Conversation.TurnsCount == nil {
+			break
+		}
+
+		return e.ComplexityRoot.Conversation.TurnsCount(childComplexity), true
 	case "Conversation.updatedAt":
 		if e.ComplexityRoot.Conversation.UpdatedAt == nil {
 			break
@@ -1149,6 +1165,12 @@ func (e *executableSchema) Complexity(ctx context.Context, typeName, field strin
 		}
 
 		return e.ComplexityRoot.ItemFailure.Item(childComplexity), true
+	case "ItemFailure.kind":
+		if e.ComplexityRoot.ItemFailure.Kind == nil {
+			break
+		}
+
+		return e.ComplexityRoot.ItemFailure.Kind(childComplexity), true
 	case "ItemFailure.message":
 		if e.ComplexityRoot.ItemFailure.Message == nil {
 			break
@@ -1784,6 +1806,12 @@ func (e *executableSchema) Complexity(ctx context.Context, typeName, field strin
 		}
 
 		return e.ComplexityRoot.ToolCall.Arguments(childComplexity), true
+	case "ToolCall.argumentsRef":
+		if e.ComplexityRoot.ToolCall.ArgumentsRef == nil {
+			break
+		}
+
+		return e.ComplexityRoot.ToolCall.ArgumentsRef(childComplexity), true
 	case "ToolCall.attempts":
 		if e.ComplexityRoot.ToolCall.Attempts == nil {
 			break
@@ -2173,6 +2201,12 @@ func (e *executableSchema) Complexity(ctx context.Context, typeName, field strin
 		}
 
 		return e.ComplexityRoot.TranscriptToolCall.Arguments(childComplexity), true
+	case "TranscriptToolCall.argumentsRef":
+		if e.ComplexityRoot.TranscriptToolCall.ArgumentsRef == nil {
+			break
+		}
+
+		return e.ComplexityRoot.TranscriptToolCall.ArgumentsRef(childComplexity), true
 	case "TranscriptToolCall.argumentsTruncated":
 		if e.ComplexityRoot.TranscriptToolCall.ArgumentsTruncated == nil {
 			break
@@ -2867,6 +2901,8 @@ extend type Query {
 
 input CreateAPITokenInput {
   name: String!
+  "When the token stops working (in the future); none: it works until revoked."
+  expiresAt: Time
 }
 
 type CreatedAPIToken {
@@ -3074,7 +3110,19 @@ type ItemFailure {
   item: Int!
   "What was asked for that item."
   input: String
+  "What became of the item: it ran and matched nothing, never ran, or ran and failed."
+  kind: ItemFailureKind!
   message: String!
+}
+
+"What became of one failed item of a many-item call."
+enum ItemFailureKind {
+  "It ran and matched nothing."
+  ABSENCE
+  "It never ran: its backend was down or busy."
+  OUTAGE
+  "It ran and failed."
+  ERROR
 }
 
 "A change argument repair made to a call before it was sent."
@@ -3116,7 +3164,14 @@ type APIToken implements Node {
   """
   hint: String!
   revokedAt: Time
+  """
+  when the token last authenticated a request, to the minute
+  """
   lastUsedAt: Time
+  """
+  after this the token is refused like a revoked one; none: it does not expire
+  """
+  expiresAt: Time
   user: User!
 }
 type Agent implements Node {
@@ -3197,6 +3252,10 @@ type Conversation implements Node {
   createdAt: Time!
   updatedAt: Time!
   title: String
+  """
+  how many turns the conversation has
+  """
+  turnsCount: Int!
   user: User!
   agent: Agent!
   turns(
@@ -3343,6 +3402,17 @@ input ConversationWhereInput {
   titleEqualFold: String
   titleContainsFold: String
   """
+  turns_count field predicates
+  """
+  turnsCount: Int
+  turnsCountNEQ: Int
+  turnsCountIn: [Int!]
+  turnsCountNotIn: [Int!]
+  turnsCountGT: Int
+  turnsCountGTE: Int
+  turnsCountLT: Int
+  turnsCountLTE: Int
+  """
   turns edge predicates
   """
   hasTurns: Boolean
@@ -3458,7 +3528,7 @@ type Query {
 """
 ResultKind is enum for the field kind
 """
-enum ResultKind @goModel(model: "github.com/toolgate/toolgate/ent/storedresult.Kind") {
+enum ResultKind @goModel(model: "github.com/toolgate/toolgate/ent/schematype.ResultKind") {
   TEXT
   JSON
   MEDIA
@@ -3499,6 +3569,10 @@ type ToolCall implements Node {
   """
   message: String
   ref: String
+  """
+  the ref arguments too long to replay whole are stored under, readable like a result
+  """
+  argumentsRef: String
   startedAt: Time!
   finishedAt: Time
   turn: Turn!
@@ -3909,6 +3983,8 @@ type TranscriptToolCall @goModel(model: "github.com/toolgate/toolgate/tools/tran
   argumentsTruncated: Boolean!
   "The stored result, for readToolResult."
   ref: String
+  "The arguments whole, for readToolResult, when a value was too long to replay."
+  argumentsRef: String
 }
 `, BuiltIn: false},
 	{Name: "../turn.graphqls", Input: `extend type Mutation {
@@ -4173,6 +4249,8 @@ func (ec *executionContext) childFields_APIToken(ctx context.Context, field grap
 		return ec.fieldContext_APIToken_revokedAt(ctx, field)
 	case "lastUsedAt":
 		return ec.fieldContext_APIToken_lastUsedAt(ctx, field)
+	case "expiresAt":
+		return ec.fieldContext_APIToken_expiresAt(ctx, field)
 	case "user":
 		return ec.fieldContext_APIToken_user(ctx, field)
 	}
@@ -4373,6 +4451,8 @@ func (ec *executionContext) childFields_Conversation(ctx context.Context, field 
 		return ec.fieldContext_Conversation_updatedAt(ctx, field)
 	case "title":
 		return ec.fieldContext_Conversation_title(ctx, field)
+	case "turnsCount":
+		return ec.fieldContext_Conversation_turnsCount(ctx, field)
 	case "user":
 		return ec.fieldContext_Conversation_user(ctx, field)
 	case "agent":
@@ -4435,6 +4515,8 @@ func (ec *executionContext) childFields_ItemFailure(ctx context.Context, field g
 		return ec.fieldContext_ItemFailure_item(ctx, field)
 	case "input":
 		return ec.fieldContext_ItemFailure_input(ctx, field)
+	case "kind":
+		return ec.fieldContext_ItemFailure_kind(ctx, field)
 	case "message":
 		return ec.fieldContext_ItemFailure_message(ctx, field)
 	}
@@ -4595,6 +4677,8 @@ func (ec *executionContext) childFields_ToolCall(ctx context.Context, field grap
 		return ec.fieldContext_ToolCall_message(ctx, field)
 	case "ref":
 		return ec.fieldContext_ToolCall_ref(ctx, field)
+	case "argumentsRef":
+		return ec.fieldContext_ToolCall_argumentsRef(ctx, field)
 	case "startedAt":
 		return ec.fieldContext_ToolCall_startedAt(ctx, field)
 	case "finishedAt":
@@ -4773,6 +4857,8 @@ func (ec *executionContext) childFields_TranscriptToolCall(ctx context.Context, 
 		return ec.fieldContext_TranscriptToolCall_argumentsTruncated(ctx, field)
 	case "ref":
 		return ec.fieldContext_TranscriptToolCall_ref(ctx, field)
+	case "argumentsRef":
+		return ec.fieldContext_TranscriptToolCall_argumentsRef(ctx, field)
 	}
 	return nil, fmt.Errorf("no field named %q was found under type TranscriptToolCall", field.Name)
 }
@@ -6262,6 +6348,29 @@ func (ec *executionContext) fieldContext_APIToken_lastUsedAt(_ context.Context, 
 	return graphql.NewScalarFieldContext("APIToken", field, false, false, "Time")
 }
 
+func (ec *executionContext) _APIToken_expiresAt(ctx context.Context, field graphql.CollectedField, obj *ent.APIToken) (ret graphql.Marshaler) {
+	return graphql.ResolveField(
+		ctx,
+		ec.OperationContext,
+		field,
+		func(ctx context.Context, field graphql.CollectedField) (*graphql.FieldContext, error) {
+			return ec.fieldContext_APIToken_expiresAt(ctx, field)
+		},
+		func(ctx context.Context) (any, error) {
+			return obj.ExpiresAt, nil
+		},
+		nil,
+		func(ctx context.Context, selections ast.SelectionSet, v *time.Time) graphql.Marshaler {
+			return ec.marshalOTime2ᚖtimeᚐTime(ctx, selections, v)
+		},
+		true,
+		false,
+	)
+}
+func (ec *executionContext) fieldContext_APIToken_expiresAt(_ context.Context, field graphql.CollectedField) (fc *graphql.FieldContext, err error) {
+	return graphql.NewScalarFieldContext("APIToken", field, false, false, "Time")
+}
+
 func (ec *executionContext) _APIToken_user(ctx context.Context, field graphql.CollectedField, obj *ent.APIToken) (ret graphql.Marshaler) {
 	return graphql.ResolveField(
 		ctx,
@@ -6951,7 +7060,7 @@ func (ec *executionContext) fieldContext_Application_allowedTools(_ context.Cont
 	return graphql.NewScalarFieldContext("Application", field, false, false, "String")
 }
 
-func (ec *executionContext) _ArgumentRepair_rule(ctx context.Context, field graphql.CollectedField, obj *schema.Repair) (ret graphql.Marshaler) {
+func (ec *executionContext) _ArgumentRepair_rule(ctx context.Context, field graphql.CollectedField, obj *schematype.Repair) (ret graphql.Marshaler) {
 	return graphql.ResolveField(
 		ctx,
 		ec.OperationContext,
@@ -6974,7 +7083,7 @@ func (ec *executionContext) fieldContext_ArgumentRepair_rule(_ context.Context, 
 	return graphql.NewScalarFieldContext("ArgumentRepair", field, false, false, "String")
 }
 
-func (ec *executionContext) _ArgumentRepair_path(ctx context.Context, field graphql.CollectedField, obj *schema.Repair) (ret graphql.Marshaler) {
+func (ec *executionContext) _ArgumentRepair_path(ctx context.Context, field graphql.CollectedField, obj *schematype.Repair) (ret graphql.Marshaler) {
 	return graphql.ResolveField(
 		ctx,
 		ec.OperationContext,
@@ -7498,7 +7607,7 @@ func (ec *executionContext) fieldContext_CatalogueTool_definitionTokens(_ contex
 	return graphql.NewScalarFieldContext("CatalogueTool", field, false, false, "Int")
 }
 
-func (ec *executionContext) _Clarification_question(ctx context.Context, field graphql.CollectedField, obj *schema.Clarification) (ret graphql.Marshaler) {
+func (ec *executionContext) _Clarification_question(ctx context.Context, field graphql.CollectedField, obj *schematype.Clarification) (ret graphql.Marshaler) {
 	return graphql.ResolveField(
 		ctx,
 		ec.OperationContext,
@@ -7521,7 +7630,7 @@ func (ec *executionContext) fieldContext_Clarification_question(_ context.Contex
 	return graphql.NewScalarFieldContext("Clarification", field, false, false, "String")
 }
 
-func (ec *executionContext) _Clarification_options(ctx context.Context, field graphql.CollectedField, obj *schema.Clarification) (ret graphql.Marshaler) {
+func (ec *executionContext) _Clarification_options(ctx context.Context, field graphql.CollectedField, obj *schematype.Clarification) (ret graphql.Marshaler) {
 	return graphql.ResolveField(
 		ctx,
 		ec.OperationContext,
@@ -7544,7 +7653,7 @@ func (ec *executionContext) fieldContext_Clarification_options(_ context.Context
 	return graphql.NewScalarFieldContext("Clarification", field, false, false, "String")
 }
 
-func (ec *executionContext) _Clarification_recommended(ctx context.Context, field graphql.CollectedField, obj *schema.Clarification) (ret graphql.Marshaler) {
+func (ec *executionContext) _Clarification_recommended(ctx context.Context, field graphql.CollectedField, obj *schematype.Clarification) (ret graphql.Marshaler) {
 	return graphql.ResolveField(
 		ctx,
 		ec.OperationContext,
@@ -7567,7 +7676,7 @@ func (ec *executionContext) fieldContext_Clarification_recommended(_ context.Con
 	return graphql.NewScalarFieldContext("Clarification", field, false, false, "String")
 }
 
-func (ec *executionContext) _Clarification_answer(ctx context.Context, field graphql.CollectedField, obj *schema.Clarification) (ret graphql.Marshaler) {
+func (ec *executionContext) _Clarification_answer(ctx context.Context, field graphql.CollectedField, obj *schematype.Clarification) (ret graphql.Marshaler) {
 	return graphql.ResolveField(
 		ctx,
 		ec.OperationContext,
@@ -7735,6 +7844,29 @@ func (ec *executionContext) _Conversation_title(ctx context.Context, field graph
 }
 func (ec *executionContext) fieldContext_Conversation_title(_ context.Context, field graphql.CollectedField) (fc *graphql.FieldContext, err error) {
 	return graphql.NewScalarFieldContext("Conversation", field, false, false, "String")
+}
+
+func (ec *executionContext) _Conversation_turnsCount(ctx context.Context, field graphql.CollectedField, obj *ent.Conversation) (ret graphql.Marshaler) {
+	return graphql.ResolveField(
+		ctx,
+		ec.OperationContext,
+		field,
+		func(ctx context.Context, field graphql.CollectedField) (*graphql.FieldContext, error) {
+			return ec.fieldContext_Conversation_turnsCount(ctx, field)
+		},
+		func(ctx context.Context) (any, error) {
+			return obj.TurnsCount, nil
+		},
+		nil,
+		func(ctx context.Context, selections ast.SelectionSet, v int) graphql.Marshaler {
+			return ec.marshalNInt2int(ctx, selections, v)
+		},
+		true,
+		true,
+	)
+}
+func (ec *executionContext) fieldContext_Conversation_turnsCount(_ context.Context, field graphql.CollectedField) (fc *graphql.FieldContext, err error) {
+	return graphql.NewScalarFieldContext("Conversation", field, false, false, "Int")
 }
 
 func (ec *executionContext) _Conversation_user(ctx context.Context, field graphql.CollectedField, obj *ent.Conversation) (ret graphql.Marshaler) {
@@ -8074,7 +8206,7 @@ func (ec *executionContext) fieldContext_CreatedAPIToken_apiToken(_ context.Cont
 	return fc, nil
 }
 
-func (ec *executionContext) _Evidence_ref(ctx context.Context, field graphql.CollectedField, obj *schema.Span) (ret graphql.Marshaler) {
+func (ec *executionContext) _Evidence_ref(ctx context.Context, field graphql.CollectedField, obj *schematype.Span) (ret graphql.Marshaler) {
 	return graphql.ResolveField(
 		ctx,
 		ec.OperationContext,
@@ -8097,7 +8229,7 @@ func (ec *executionContext) fieldContext_Evidence_ref(_ context.Context, field g
 	return graphql.NewScalarFieldContext("Evidence", field, false, false, "String")
 }
 
-func (ec *executionContext) _Evidence_start(ctx context.Context, field graphql.CollectedField, obj *schema.Span) (ret graphql.Marshaler) {
+func (ec *executionContext) _Evidence_start(ctx context.Context, field graphql.CollectedField, obj *schematype.Span) (ret graphql.Marshaler) {
 	return graphql.ResolveField(
 		ctx,
 		ec.OperationContext,
@@ -8120,7 +8252,7 @@ func (ec *executionContext) fieldContext_Evidence_start(_ context.Context, field
 	return graphql.NewScalarFieldContext("Evidence", field, false, false, "Int")
 }
 
-func (ec *executionContext) _Evidence_end(ctx context.Context, field graphql.CollectedField, obj *schema.Span) (ret graphql.Marshaler) {
+func (ec *executionContext) _Evidence_end(ctx context.Context, field graphql.CollectedField, obj *schematype.Span) (ret graphql.Marshaler) {
 	return graphql.ResolveField(
 		ctx,
 		ec.OperationContext,
@@ -8143,7 +8275,7 @@ func (ec *executionContext) fieldContext_Evidence_end(_ context.Context, field g
 	return graphql.NewScalarFieldContext("Evidence", field, false, false, "Int")
 }
 
-func (ec *executionContext) _ItemFailure_item(ctx context.Context, field graphql.CollectedField, obj *schema.ItemFailure) (ret graphql.Marshaler) {
+func (ec *executionContext) _ItemFailure_item(ctx context.Context, field graphql.CollectedField, obj *schematype.ItemFailure) (ret graphql.Marshaler) {
 	return graphql.ResolveField(
 		ctx,
 		ec.OperationContext,
@@ -8166,7 +8298,7 @@ func (ec *executionContext) fieldContext_ItemFailure_item(_ context.Context, fie
 	return graphql.NewScalarFieldContext("ItemFailure", field, false, false, "Int")
 }
 
-func (ec *executionContext) _ItemFailure_input(ctx context.Context, field graphql.CollectedField, obj *schema.ItemFailure) (ret graphql.Marshaler) {
+func (ec *executionContext) _ItemFailure_input(ctx context.Context, field graphql.CollectedField, obj *schematype.ItemFailure) (ret graphql.Marshaler) {
 	return graphql.ResolveField(
 		ctx,
 		ec.OperationContext,
@@ -8189,7 +8321,30 @@ func (ec *executionContext) fieldContext_ItemFailure_input(_ context.Context, fi
 	return graphql.NewScalarFieldContext("ItemFailure", field, false, false, "String")
 }
 
-func (ec *executionContext) _ItemFailure_message(ctx context.Context, field graphql.CollectedField, obj *schema.ItemFailure) (ret graphql.Marshaler) {
+func (ec *executionContext) _ItemFailure_kind(ctx context.Context, field graphql.CollectedField, obj *schematype.ItemFailure) (ret graphql.Marshaler) {
+	return graphql.ResolveField(
+		ctx,
+		ec.OperationContext,
+		field,
+		func(ctx context.Context, field graphql.CollectedField) (*graphql.FieldContext, error) {
+			return ec.fieldContext_ItemFailure_kind(ctx, field)
+		},
+		func(ctx context.Context) (any, error) {
+			return obj.Kind, nil
+		},
+		nil,
+		func(ctx context.Context, selections ast.SelectionSet, v schematype.FailureKind) graphql.Marshaler {
+			return ec.marshalNItemFailureKind2githubᚗcomᚋtoolgateᚋtoolgateᚋentᚋschematypeᚐFailureKind(ctx, selections, v)
+		},
+		true,
+		true,
+	)
+}
+func (ec *executionContext) fieldContext_ItemFailure_kind(_ context.Context, field graphql.CollectedField) (fc *graphql.FieldContext, err error) {
+	return graphql.NewScalarFieldContext("ItemFailure", field, false, false, "ItemFailureKind")
+}
+
+func (ec *executionContext) _ItemFailure_message(ctx context.Context, field graphql.CollectedField, obj *schematype.ItemFailure) (ret graphql.Marshaler) {
 	return graphql.ResolveField(
 		ctx,
 		ec.OperationContext,
@@ -10418,8 +10573,8 @@ func (ec *executionContext) _StoredResult_kind(ctx context.Context, field graphq
 			return obj.Kind, nil
 		},
 		nil,
-		func(ctx context.Context, selections ast.SelectionSet, v storedresult.Kind) graphql.Marshaler {
-			return ec.marshalNResultKind2githubᚗcomᚋtoolgateᚋtoolgateᚋentᚋstoredresultᚐKind(ctx, selections, v)
+		func(ctx context.Context, selections ast.SelectionSet, v schematype.ResultKind) graphql.Marshaler {
+			return ec.marshalNResultKind2githubᚗcomᚋtoolgateᚋtoolgateᚋentᚋschematypeᚐResultKind(ctx, selections, v)
 		},
 		true,
 		true,
@@ -10853,8 +11008,8 @@ func (ec *executionContext) _ToolCall_failures(ctx context.Context, field graphq
 			return obj.Failures, nil
 		},
 		nil,
-		func(ctx context.Context, selections ast.SelectionSet, v []schema.ItemFailure) graphql.Marshaler {
-			return ec.marshalNItemFailure2ᚕgithubᚗcomᚋtoolgateᚋtoolgateᚋentᚋschemaᚐItemFailureᚄ(ctx, selections, v)
+		func(ctx context.Context, selections ast.SelectionSet, v []schematype.ItemFailure) graphql.Marshaler {
+			return ec.marshalNItemFailure2ᚕgithubᚗcomᚋtoolgateᚋtoolgateᚋentᚋschematypeᚐItemFailureᚄ(ctx, selections, v)
 		},
 		true,
 		true,
@@ -10885,8 +11040,8 @@ func (ec *executionContext) _ToolCall_evidence(ctx context.Context, field graphq
 			return obj.Evidence, nil
 		},
 		nil,
-		func(ctx context.Context, selections ast.SelectionSet, v []schema.Span) graphql.Marshaler {
-			return ec.marshalNEvidence2ᚕgithubᚗcomᚋtoolgateᚋtoolgateᚋentᚋschemaᚐSpanᚄ(ctx, selections, v)
+		func(ctx context.Context, selections ast.SelectionSet, v []schematype.Span) graphql.Marshaler {
+			return ec.marshalNEvidence2ᚕgithubᚗcomᚋtoolgateᚋtoolgateᚋentᚋschematypeᚐSpanᚄ(ctx, selections, v)
 		},
 		true,
 		true,
@@ -10917,8 +11072,8 @@ func (ec *executionContext) _ToolCall_repairs(ctx context.Context, field graphql
 			return obj.Repairs, nil
 		},
 		nil,
-		func(ctx context.Context, selections ast.SelectionSet, v []schema.Repair) graphql.Marshaler {
-			return ec.marshalNArgumentRepair2ᚕgithubᚗcomᚋtoolgateᚋtoolgateᚋentᚋschemaᚐRepairᚄ(ctx, selections, v)
+		func(ctx context.Context, selections ast.SelectionSet, v []schematype.Repair) graphql.Marshaler {
+			return ec.marshalNArgumentRepair2ᚕgithubᚗcomᚋtoolgateᚋtoolgateᚋentᚋschematypeᚐRepairᚄ(ctx, selections, v)
 		},
 		true,
 		true,
@@ -10980,6 +11135,29 @@ func (ec *executionContext) _ToolCall_ref(ctx context.Context, field graphql.Col
 	)
 }
 func (ec *executionContext) fieldContext_ToolCall_ref(_ context.Context, field graphql.CollectedField) (fc *graphql.FieldContext, err error) {
+	return graphql.NewScalarFieldContext("ToolCall", field, false, false, "String")
+}
+
+func (ec *executionContext) _ToolCall_argumentsRef(ctx context.Context, field graphql.CollectedField, obj *ent.ToolCall) (ret graphql.Marshaler) {
+	return graphql.ResolveField(
+		ctx,
+		ec.OperationContext,
+		field,
+		func(ctx context.Context, field graphql.CollectedField) (*graphql.FieldContext, error) {
+			return ec.fieldContext_ToolCall_argumentsRef(ctx, field)
+		},
+		func(ctx context.Context) (any, error) {
+			return obj.ArgumentsRef, nil
+		},
+		nil,
+		func(ctx context.Context, selections ast.SelectionSet, v *string) graphql.Marshaler {
+			return ec.marshalOString2ᚖstring(ctx, selections, v)
+		},
+		true,
+		false,
+	)
+}
+func (ec *executionContext) fieldContext_ToolCall_argumentsRef(_ context.Context, field graphql.CollectedField) (fc *graphql.FieldContext, err error) {
 	return graphql.NewScalarFieldContext("ToolCall", field, false, false, "String")
 }
 
@@ -11275,8 +11453,8 @@ func (ec *executionContext) _ToolResultRead_kind(ctx context.Context, field grap
 			return obj.Kind, nil
 		},
 		nil,
-		func(ctx context.Context, selections ast.SelectionSet, v *storedresult.Kind) graphql.Marshaler {
-			return ec.marshalOResultKind2ᚖgithubᚗcomᚋtoolgateᚋtoolgateᚋentᚋstoredresultᚐKind(ctx, selections, v)
+		func(ctx context.Context, selections ast.SelectionSet, v *schematype.ResultKind) graphql.Marshaler {
+			return ec.marshalOResultKind2ᚖgithubᚗcomᚋtoolgateᚋtoolgateᚋentᚋschematypeᚐResultKind(ctx, selections, v)
 		},
 		true,
 		false,
@@ -11482,8 +11660,8 @@ func (ec *executionContext) _ToolResultRead_evidence(ctx context.Context, field 
 			return obj.Evidence, nil
 		},
 		nil,
-		func(ctx context.Context, selections ast.SelectionSet, v []schema.Span) graphql.Marshaler {
-			return ec.marshalNEvidence2ᚕgithubᚗcomᚋtoolgateᚋtoolgateᚋentᚋschemaᚐSpanᚄ(ctx, selections, v)
+		func(ctx context.Context, selections ast.SelectionSet, v []schematype.Span) graphql.Marshaler {
+			return ec.marshalNEvidence2ᚕgithubᚗcomᚋtoolgateᚋtoolgateᚋentᚋschematypeᚐSpanᚄ(ctx, selections, v)
 		},
 		true,
 		true,
@@ -11537,8 +11715,8 @@ func (ec *executionContext) _ToolResultSearch_kind(ctx context.Context, field gr
 			return obj.Kind, nil
 		},
 		nil,
-		func(ctx context.Context, selections ast.SelectionSet, v *storedresult.Kind) graphql.Marshaler {
-			return ec.marshalOResultKind2ᚖgithubᚗcomᚋtoolgateᚋtoolgateᚋentᚋstoredresultᚐKind(ctx, selections, v)
+		func(ctx context.Context, selections ast.SelectionSet, v *schematype.ResultKind) graphql.Marshaler {
+			return ec.marshalOResultKind2ᚖgithubᚗcomᚋtoolgateᚋtoolgateᚋentᚋschematypeᚐResultKind(ctx, selections, v)
 		},
 		true,
 		false,
@@ -11753,8 +11931,8 @@ func (ec *executionContext) _ToolResultSearch_evidence(ctx context.Context, fiel
 			return obj.Evidence, nil
 		},
 		nil,
-		func(ctx context.Context, selections ast.SelectionSet, v []schema.Span) graphql.Marshaler {
-			return ec.marshalNEvidence2ᚕgithubᚗcomᚋtoolgateᚋtoolgateᚋentᚋschemaᚐSpanᚄ(ctx, selections, v)
+		func(ctx context.Context, selections ast.SelectionSet, v []schematype.Span) graphql.Marshaler {
+			return ec.marshalNEvidence2ᚕgithubᚗcomᚋtoolgateᚋtoolgateᚋentᚋschematypeᚐSpanᚄ(ctx, selections, v)
 		},
 		true,
 		true,
@@ -11849,8 +12027,8 @@ func (ec *executionContext) _ToolResults_failures(ctx context.Context, field gra
 			return obj.Failures, nil
 		},
 		nil,
-		func(ctx context.Context, selections ast.SelectionSet, v []schema.ItemFailure) graphql.Marshaler {
-			return ec.marshalNItemFailure2ᚕgithubᚗcomᚋtoolgateᚋtoolgateᚋentᚋschemaᚐItemFailureᚄ(ctx, selections, v)
+		func(ctx context.Context, selections ast.SelectionSet, v []schematype.ItemFailure) graphql.Marshaler {
+			return ec.marshalNItemFailure2ᚕgithubᚗcomᚋtoolgateᚋtoolgateᚋentᚋschematypeᚐItemFailureᚄ(ctx, selections, v)
 		},
 		true,
 		true,
@@ -11881,8 +12059,8 @@ func (ec *executionContext) _ToolResults_evidence(ctx context.Context, field gra
 			return obj.Evidence, nil
 		},
 		nil,
-		func(ctx context.Context, selections ast.SelectionSet, v []schema.Span) graphql.Marshaler {
-			return ec.marshalNEvidence2ᚕgithubᚗcomᚋtoolgateᚋtoolgateᚋentᚋschemaᚐSpanᚄ(ctx, selections, v)
+		func(ctx context.Context, selections ast.SelectionSet, v []schematype.Span) graphql.Marshaler {
+			return ec.marshalNEvidence2ᚕgithubᚗcomᚋtoolgateᚋtoolgateᚋentᚋschematypeᚐSpanᚄ(ctx, selections, v)
 		},
 		true,
 		true,
@@ -12060,8 +12238,8 @@ func (ec *executionContext) _ToolSchemas_failures(ctx context.Context, field gra
 			return obj.Failures, nil
 		},
 		nil,
-		func(ctx context.Context, selections ast.SelectionSet, v []schema.ItemFailure) graphql.Marshaler {
-			return ec.marshalNItemFailure2ᚕgithubᚗcomᚋtoolgateᚋtoolgateᚋentᚋschemaᚐItemFailureᚄ(ctx, selections, v)
+		func(ctx context.Context, selections ast.SelectionSet, v []schematype.ItemFailure) graphql.Marshaler {
+			return ec.marshalNItemFailure2ᚕgithubᚗcomᚋtoolgateᚋtoolgateᚋentᚋschematypeᚐItemFailureᚄ(ctx, selections, v)
 		},
 		true,
 		true,
@@ -12147,8 +12325,8 @@ func (ec *executionContext) _ToolSearch_failures(ctx context.Context, field grap
 			return obj.Failures, nil
 		},
 		nil,
-		func(ctx context.Context, selections ast.SelectionSet, v []schema.ItemFailure) graphql.Marshaler {
-			return ec.marshalNItemFailure2ᚕgithubᚗcomᚋtoolgateᚋtoolgateᚋentᚋschemaᚐItemFailureᚄ(ctx, selections, v)
+		func(ctx context.Context, selections ast.SelectionSet, v []schematype.ItemFailure) graphql.Marshaler {
+			return ec.marshalNItemFailure2ᚕgithubᚗcomᚋtoolgateᚋtoolgateᚋentᚋschematypeᚐItemFailureᚄ(ctx, selections, v)
 		},
 		true,
 		true,
@@ -12412,6 +12590,29 @@ func (ec *executionContext) _TranscriptToolCall_ref(ctx context.Context, field g
 	)
 }
 func (ec *executionContext) fieldContext_TranscriptToolCall_ref(_ context.Context, field graphql.CollectedField) (fc *graphql.FieldContext, err error) {
+	return graphql.NewScalarFieldContext("TranscriptToolCall", field, false, false, "String")
+}
+
+func (ec *executionContext) _TranscriptToolCall_argumentsRef(ctx context.Context, field graphql.CollectedField, obj *transcript.ToolCall) (ret graphql.Marshaler) {
+	return graphql.ResolveField(
+		ctx,
+		ec.OperationContext,
+		field,
+		func(ctx context.Context, field graphql.CollectedField) (*graphql.FieldContext, error) {
+			return ec.fieldContext_TranscriptToolCall_argumentsRef(ctx, field)
+		},
+		func(ctx context.Context) (any, error) {
+			return obj.ArgumentsRef, nil
+		},
+		nil,
+		func(ctx context.Context, selections ast.SelectionSet, v *string) graphql.Marshaler {
+			return ec.marshalOString2ᚖstring(ctx, selections, v)
+		},
+		true,
+		false,
+	)
+}
+func (ec *executionContext) fieldContext_TranscriptToolCall_argumentsRef(_ context.Context, field graphql.CollectedField) (fc *graphql.FieldContext, err error) {
 	return graphql.NewScalarFieldContext("TranscriptToolCall", field, false, false, "String")
 }
 
@@ -12804,8 +13005,8 @@ func (ec *executionContext) _Turn_clarification(ctx context.Context, field graph
 			return obj.Clarification, nil
 		},
 		nil,
-		func(ctx context.Context, selections ast.SelectionSet, v *schema.Clarification) graphql.Marshaler {
-			return ec.marshalOClarification2ᚖgithubᚗcomᚋtoolgateᚋtoolgateᚋentᚋschemaᚐClarification(ctx, selections, v)
+		func(ctx context.Context, selections ast.SelectionSet, v *schematype.Clarification) graphql.Marshaler {
+			return ec.marshalOClarification2ᚖgithubᚗcomᚋtoolgateᚋtoolgateᚋentᚋschematypeᚐClarification(ctx, selections, v)
 		},
 		true,
 		false,
@@ -15702,7 +15903,7 @@ func (ec *executionContext) unmarshalInputConversationWhereInput(ctx context.Con
 		asMap[k] = v
 	}
 
-	fieldsInOrder := [...]string{"not", "and", "or", "id", "idNEQ", "idIn", "idNotIn", "idGT", "idGTE", "idLT", "idLTE", "createdAt", "createdAtNEQ", "createdAtIn", "createdAtNotIn", "createdAtGT", "createdAtGTE", "createdAtLT", "createdAtLTE", "updatedAt", "updatedAtNEQ", "updatedAtIn", "updatedAtNotIn", "updatedAtGT", "updatedAtGTE", "updatedAtLT", "updatedAtLTE", "title", "titleNEQ", "titleIn", "titleNotIn", "titleGT", "titleGTE", "titleLT", "titleLTE", "titleContains", "titleHasPrefix", "titleHasSuffix", "titleIsNil", "titleNotNil", "titleEqualFold", "titleContainsFold", "hasTurns", "hasTurnsWith"}
+	fieldsInOrder := [...]string{"not", "and", "or", "id", "idNEQ", "idIn", "idNotIn", "idGT", "idGTE", "idLT", "idLTE", "createdAt", "createdAtNEQ", "createdAtIn", "createdAtNotIn", "createdAtGT", "createdAtGTE", "createdAtLT", "createdAtLTE", "updatedAt", "updatedAtNEQ", "updatedAtIn", "updatedAtNotIn", "updatedAtGT", "updatedAtGTE", "updatedAtLT", "updatedAtLTE", "title", "titleNEQ", "titleIn", "titleNotIn", "titleGT", "titleGTE", "titleLT", "titleLTE", "titleContains", "titleHasPrefix", "titleHasSuffix", "titleIsNil", "titleNotNil", "titleEqualFold", "titleContainsFold", "turnsCount", "turnsCountNEQ", "turnsCountIn", "turnsCountNotIn", "turnsCountGT", "turnsCountGTE", "turnsCountLT", "turnsCountLTE", "hasTurns", "hasTurnsWith"}
 	for _, k := range fieldsInOrder {
 		v, ok := asMap[k]
 		if !ok {
@@ -16003,6 +16204,62 @@ func (ec *executionContext) unmarshalInputConversationWhereInput(ctx context.Con
 				return it, err
 			}
 			it.TitleContainsFold = data
+		case "turnsCount":
+			ctx := graphql.WithPathContext(ctx, graphql.NewPathWithField("turnsCount"))
+			data, err := ec.unmarshalOInt2ᚖint(ctx, v)
+			if err != nil {
+				return it, err
+			}
+			it.TurnsCount = data
+		case "turnsCountNEQ":
+			ctx := graphql.WithPathContext(ctx, graphql.NewPathWithField("turnsCountNEQ"))
+			data, err := ec.unmarshalOInt2ᚖint(ctx, v)
+			if err != nil {
+				return it, err
+			}
+			it.TurnsCountNEQ = data
+		case "turnsCountIn":
+			ctx := graphql.WithPathContext(ctx, graphql.NewPathWithField("turnsCountIn"))
+			data, err := ec.unmarshalOInt2ᚕintᚄ(ctx, v)
+			if err != nil {
+				return it, err
+			}
+			it.TurnsCountIn = data
+		case "turnsCountNotIn":
+			ctx := graphql.WithPathContext(ctx, graphql.NewPathWithField("turnsCountNotIn"))
+			data, err := ec.unmarshalOInt2ᚕintᚄ(ctx, v)
+			if err != nil {
+				return it, err
+			}
+			it.TurnsCountNotIn = data
+		case "turnsCountGT":
+			ctx := graphql.WithPathContext(ctx, graphql.NewPathWithField("turnsCountGT"))
+			data, err := ec.unmarshalOInt2ᚖint(ctx, v)
+			if err != nil {
+				return it, err
+			}
+			it.TurnsCountGT = data
+		case "turnsCountGTE":
+			ctx := graphql.WithPathContext(ctx, graphql.NewPathWithField("turnsCountGTE"))
+			data, err := ec.unmarshalOInt2ᚖint(ctx, v)
+			if err != nil {
+				return it, err
+			}
+			it.TurnsCountGTE = data
+		case "turnsCountLT":
+			ctx := graphql.WithPathContext(ctx, graphql.NewPathWithField("turnsCountLT"))
+			data, err := ec.unmarshalOInt2ᚖint(ctx, v)
+			if err != nil {
+				return it, err
+			}
+			it.TurnsCountLT = data
+		case "turnsCountLTE":
+			ctx := graphql.WithPathContext(ctx, graphql.NewPathWithField("turnsCountLTE"))
+			data, err := ec.unmarshalOInt2ᚖint(ctx, v)
+			if err != nil {
+				return it, err
+			}
+			it.TurnsCountLTE = data
 		case "hasTurns":
 			ctx := graphql.WithPathContext(ctx, graphql.NewPathWithField("hasTurns"))
 			data, err := ec.unmarshalOBoolean2ᚖbool(ctx, v)
@@ -16045,7 +16302,7 @@ func (ec *executionContext) unmarshalInputCreateAPITokenInput(ctx context.Contex
 		asMap[k] = v
 	}
 
-	fieldsInOrder := [...]string{"name"}
+	fieldsInOrder := [...]string{"name", "expiresAt"}
 	for _, k := range fieldsInOrder {
 		v, ok := asMap[k]
 		if !ok {
@@ -16059,6 +16316,13 @@ func (ec *executionContext) unmarshalInputCreateAPITokenInput(ctx context.Contex
 				return it, err
 			}
 			it.Name = data
+		case "expiresAt":
+			ctx := graphql.WithPathContext(ctx, graphql.NewPathWithField("expiresAt"))
+			data, err := ec.unmarshalOTime2ᚖtimeᚐTime(ctx, v)
+			if err != nil {
+				return it, err
+			}
+			it.ExpiresAt = data
 		}
 	}
 	return it, nil
@@ -17424,6 +17688,11 @@ func (ec *executionContext) _APIToken(ctx context.Context, sel ast.SelectionSet,
 			if out.Values[i] == graphql.RequiredNull {
 				atomic.AddUint32(&out.Invalids, 1)
 			}
+		case "expiresAt":
+			out.Values[i] = ec._APIToken_expiresAt(ctx, field, obj)
+			if out.Values[i] == graphql.RequiredNull {
+				atomic.AddUint32(&out.Invalids, 1)
+			}
 		case "user":
 			out.ResolveConcurrently(ec.OperationContext, &deferred, i,
 				true, true,
@@ -17724,7 +17993,7 @@ func (ec *executionContext) _Application(ctx context.Context, sel ast.SelectionS
 
 var argumentRepairImplementors = []string{"ArgumentRepair"}
 
-func (ec *executionContext) _ArgumentRepair(ctx context.Context, sel ast.SelectionSet, obj *schema.Repair) graphql.Marshaler {
+func (ec *executionContext) _ArgumentRepair(ctx context.Context, sel ast.SelectionSet, obj *schematype.Repair) graphql.Marshaler {
 	fields := graphql.CollectFields(ec.OperationContext, sel, argumentRepairImplementors)
 
 	out := graphql.NewFieldSet(fields)
@@ -17979,7 +18248,7 @@ func (ec *executionContext) _CatalogueTool(ctx context.Context, sel ast.Selectio
 
 var clarificationImplementors = []string{"Clarification"}
 
-func (ec *executionContext) _Clarification(ctx context.Context, sel ast.SelectionSet, obj *schema.Clarification) graphql.Marshaler {
+func (ec *executionContext) _Clarification(ctx context.Context, sel ast.SelectionSet, obj *schematype.Clarification) graphql.Marshaler {
 	fields := graphql.CollectFields(ec.OperationContext, sel, clarificationImplementors)
 
 	out := graphql.NewFieldSet(fields)
@@ -18092,6 +18361,11 @@ func (ec *executionContext) _Conversation(ctx context.Context, sel ast.Selection
 		case "title":
 			out.Values[i] = ec._Conversation_title(ctx, field, obj)
 			if out.Values[i] == graphql.RequiredNull {
+				atomic.AddUint32(&out.Invalids, 1)
+			}
+		case "turnsCount":
+			out.Values[i] = ec._Conversation_turnsCount(ctx, field, obj)
+			if out.Values[i] == graphql.Null {
 				atomic.AddUint32(&out.Invalids, 1)
 			}
 		case "user":
@@ -18256,7 +18530,7 @@ func (ec *executionContext) _CreatedAPIToken(ctx context.Context, sel ast.Select
 
 var evidenceImplementors = []string{"Evidence"}
 
-func (ec *executionContext) _Evidence(ctx context.Context, sel ast.SelectionSet, obj *schema.Span) graphql.Marshaler {
+func (ec *executionContext) _Evidence(ctx context.Context, sel ast.SelectionSet, obj *schematype.Span) graphql.Marshaler {
 	fields := graphql.CollectFields(ec.OperationContext, sel, evidenceImplementors)
 
 	out := graphql.NewFieldSet(fields)
@@ -18299,7 +18573,7 @@ func (ec *executionContext) _Evidence(ctx context.Context, sel ast.SelectionSet,
 
 var itemFailureImplementors = []string{"ItemFailure"}
 
-func (ec *executionContext) _ItemFailure(ctx context.Context, sel ast.SelectionSet, obj *schema.ItemFailure) graphql.Marshaler {
+func (ec *executionContext) _ItemFailure(ctx context.Context, sel ast.SelectionSet, obj *schematype.ItemFailure) graphql.Marshaler {
 	fields := graphql.CollectFields(ec.OperationContext, sel, itemFailureImplementors)
 
 	out := graphql.NewFieldSet(fields)
@@ -18316,6 +18590,11 @@ func (ec *executionContext) _ItemFailure(ctx context.Context, sel ast.SelectionS
 		case "input":
 			out.Values[i] = ec._ItemFailure_input(ctx, field, obj)
 			if out.Values[i] == graphql.RequiredNull {
+				out.Invalids++
+			}
+		case "kind":
+			out.Values[i] = ec._ItemFailure_kind(ctx, field, obj)
+			if out.Values[i] == graphql.Null {
 				out.Invalids++
 			}
 		case "message":
@@ -19153,6 +19432,11 @@ func (ec *executionContext) _ToolCall(ctx context.Context, sel ast.SelectionSet,
 			if out.Values[i] == graphql.RequiredNull {
 				atomic.AddUint32(&out.Invalids, 1)
 			}
+		case "argumentsRef":
+			out.Values[i] = ec._ToolCall_argumentsRef(ctx, field, obj)
+			if out.Values[i] == graphql.RequiredNull {
+				atomic.AddUint32(&out.Invalids, 1)
+			}
 		case "startedAt":
 			out.Values[i] = ec._ToolCall_startedAt(ctx, field, obj)
 			if out.Values[i] == graphql.Null {
@@ -19740,6 +20024,11 @@ func (ec *executionContext) _TranscriptToolCall(ctx context.Context, sel ast.Sel
 			}
 		case "ref":
 			out.Values[i] = ec._TranscriptToolCall_ref(ctx, field, obj)
+			if out.Values[i] == graphql.RequiredNull {
+				out.Invalids++
+			}
+		case "argumentsRef":
+			out.Values[i] = ec._TranscriptToolCall_argumentsRef(ctx, field, obj)
 			if out.Values[i] == graphql.RequiredNull {
 				out.Invalids++
 			}
@@ -21104,15 +21393,15 @@ func (ec *executionContext) marshalNApplication2ᚖgithubᚗcomᚋtoolgateᚋtoo
 	return ec._Application(ctx, sel, v)
 }
 
-func (ec *executionContext) marshalNArgumentRepair2githubᚗcomᚋtoolgateᚋtoolgateᚋentᚋschemaᚐRepair(ctx context.Context, sel ast.SelectionSet, v schema.Repair) graphql.Marshaler {
+func (ec *executionContext) marshalNArgumentRepair2githubᚗcomᚋtoolgateᚋtoolgateᚋentᚋschematypeᚐRepair(ctx context.Context, sel ast.SelectionSet, v schematype.Repair) graphql.Marshaler {
 	return ec._ArgumentRepair(ctx, sel, &v)
 }
 
-func (ec *executionContext) marshalNArgumentRepair2ᚕgithubᚗcomᚋtoolgateᚋtoolgateᚋentᚋschemaᚐRepairᚄ(ctx context.Context, sel ast.SelectionSet, v []schema.Repair) graphql.Marshaler {
+func (ec *executionContext) marshalNArgumentRepair2ᚕgithubᚗcomᚋtoolgateᚋtoolgateᚋentᚋschematypeᚐRepairᚄ(ctx context.Context, sel ast.SelectionSet, v []schematype.Repair) graphql.Marshaler {
 	ret := graphql.MarshalSliceConcurrently(ctx, len(v), 0, false, func(ctx context.Context, i int) graphql.Marshaler {
 		fc := graphql.GetFieldContext(ctx)
 		fc.Result = &v[i]
-		return ec.marshalNArgumentRepair2githubᚗcomᚋtoolgateᚋtoolgateᚋentᚋschemaᚐRepair(ctx, sel, v[i])
+		return ec.marshalNArgumentRepair2githubᚗcomᚋtoolgateᚋtoolgateᚋentᚋschematypeᚐRepair(ctx, sel, v[i])
 	})
 
 	for _, e := range ret {
@@ -21254,15 +21543,15 @@ func (ec *executionContext) marshalNCursor2entgoᚗioᚋcontribᚋentgqlᚐCurso
 	return v
 }
 
-func (ec *executionContext) marshalNEvidence2githubᚗcomᚋtoolgateᚋtoolgateᚋentᚋschemaᚐSpan(ctx context.Context, sel ast.SelectionSet, v schema.Span) graphql.Marshaler {
+func (ec *executionContext) marshalNEvidence2githubᚗcomᚋtoolgateᚋtoolgateᚋentᚋschematypeᚐSpan(ctx context.Context, sel ast.SelectionSet, v schematype.Span) graphql.Marshaler {
 	return ec._Evidence(ctx, sel, &v)
 }
 
-func (ec *executionContext) marshalNEvidence2ᚕgithubᚗcomᚋtoolgateᚋtoolgateᚋentᚋschemaᚐSpanᚄ(ctx context.Context, sel ast.SelectionSet, v []schema.Span) graphql.Marshaler {
+func (ec *executionContext) marshalNEvidence2ᚕgithubᚗcomᚋtoolgateᚋtoolgateᚋentᚋschematypeᚐSpanᚄ(ctx context.Context, sel ast.SelectionSet, v []schematype.Span) graphql.Marshaler {
 	ret := graphql.MarshalSliceConcurrently(ctx, len(v), 0, false, func(ctx context.Context, i int) graphql.Marshaler {
 		fc := graphql.GetFieldContext(ctx)
 		fc.Result = &v[i]
-		return ec.marshalNEvidence2githubᚗcomᚋtoolgateᚋtoolgateᚋentᚋschemaᚐSpan(ctx, sel, v[i])
+		return ec.marshalNEvidence2githubᚗcomᚋtoolgateᚋtoolgateᚋentᚋschematypeᚐSpan(ctx, sel, v[i])
 	})
 
 	for _, e := range ret {
@@ -21388,15 +21677,15 @@ func (ec *executionContext) marshalNInt2int64(ctx context.Context, sel ast.Selec
 	return res
 }
 
-func (ec *executionContext) marshalNItemFailure2githubᚗcomᚋtoolgateᚋtoolgateᚋentᚋschemaᚐItemFailure(ctx context.Context, sel ast.SelectionSet, v schema.ItemFailure) graphql.Marshaler {
+func (ec *executionContext) marshalNItemFailure2githubᚗcomᚋtoolgateᚋtoolgateᚋentᚋschematypeᚐItemFailure(ctx context.Context, sel ast.SelectionSet, v schematype.ItemFailure) graphql.Marshaler {
 	return ec._ItemFailure(ctx, sel, &v)
 }
 
-func (ec *executionContext) marshalNItemFailure2ᚕgithubᚗcomᚋtoolgateᚋtoolgateᚋentᚋschemaᚐItemFailureᚄ(ctx context.Context, sel ast.SelectionSet, v []schema.ItemFailure) graphql.Marshaler {
+func (ec *executionContext) marshalNItemFailure2ᚕgithubᚗcomᚋtoolgateᚋtoolgateᚋentᚋschematypeᚐItemFailureᚄ(ctx context.Context, sel ast.SelectionSet, v []schematype.ItemFailure) graphql.Marshaler {
 	ret := graphql.MarshalSliceConcurrently(ctx, len(v), 0, false, func(ctx context.Context, i int) graphql.Marshaler {
 		fc := graphql.GetFieldContext(ctx)
 		fc.Result = &v[i]
-		return ec.marshalNItemFailure2githubᚗcomᚋtoolgateᚋtoolgateᚋentᚋschemaᚐItemFailure(ctx, sel, v[i])
+		return ec.marshalNItemFailure2githubᚗcomᚋtoolgateᚋtoolgateᚋentᚋschematypeᚐItemFailure(ctx, sel, v[i])
 	})
 
 	for _, e := range ret {
@@ -21406,6 +21695,16 @@ func (ec *executionContext) marshalNItemFailure2ᚕgithubᚗcomᚋtoolgateᚋtoo
 	}
 
 	return ret
+}
+
+func (ec *executionContext) unmarshalNItemFailureKind2githubᚗcomᚋtoolgateᚋtoolgateᚋentᚋschematypeᚐFailureKind(ctx context.Context, v any) (schematype.FailureKind, error) {
+	var res schematype.FailureKind
+	err := res.UnmarshalGQL(v)
+	return res, graphql.ErrorOnPath(ctx, err)
+}
+
+func (ec *executionContext) marshalNItemFailureKind2githubᚗcomᚋtoolgateᚋtoolgateᚋentᚋschematypeᚐFailureKind(ctx context.Context, sel ast.SelectionSet, v schematype.FailureKind) graphql.Marshaler {
+	return v
 }
 
 func (ec *executionContext) unmarshalNJSONSchema2githubᚗcomᚋtoolgateᚋtoolgateᚋtoolsᚋcatalogᚐSchema(ctx context.Context, v any) (catalog.Schema, error) {
@@ -21507,13 +21806,13 @@ func (ec *executionContext) unmarshalNRegisterApplicationInput2githubᚗcomᚋto
 	return res, graphql.ErrorOnPath(ctx, err)
 }
 
-func (ec *executionContext) unmarshalNResultKind2githubᚗcomᚋtoolgateᚋtoolgateᚋentᚋstoredresultᚐKind(ctx context.Context, v any) (storedresult.Kind, error) {
-	var res storedresult.Kind
+func (ec *executionContext) unmarshalNResultKind2githubᚗcomᚋtoolgateᚋtoolgateᚋentᚋschematypeᚐResultKind(ctx context.Context, v any) (schematype.ResultKind, error) {
+	var res schematype.ResultKind
 	err := res.UnmarshalGQL(v)
 	return res, graphql.ErrorOnPath(ctx, err)
 }
 
-func (ec *executionContext) marshalNResultKind2githubᚗcomᚋtoolgateᚋtoolgateᚋentᚋstoredresultᚐKind(ctx context.Context, sel ast.SelectionSet, v storedresult.Kind) graphql.Marshaler {
+func (ec *executionContext) marshalNResultKind2githubᚗcomᚋtoolgateᚋtoolgateᚋentᚋschematypeᚐResultKind(ctx context.Context, sel ast.SelectionSet, v schematype.ResultKind) graphql.Marshaler {
 	return v
 }
 
@@ -22329,7 +22628,7 @@ func (ec *executionContext) marshalOBoolean2ᚖbool(ctx context.Context, sel ast
 	return res
 }
 
-func (ec *executionContext) marshalOClarification2ᚖgithubᚗcomᚋtoolgateᚋtoolgateᚋentᚋschemaᚐClarification(ctx context.Context, sel ast.SelectionSet, v *schema.Clarification) graphql.Marshaler {
+func (ec *executionContext) marshalOClarification2ᚖgithubᚗcomᚋtoolgateᚋtoolgateᚋentᚋschematypeᚐClarification(ctx context.Context, sel ast.SelectionSet, v *schematype.Clarification) graphql.Marshaler {
 	if v == nil {
 		return graphql.Null
 	}
@@ -22593,16 +22892,16 @@ func (ec *executionContext) marshalONode2githubᚗcomᚋtoolgateᚋtoolgateᚋen
 	return ec._Node(ctx, sel, v)
 }
 
-func (ec *executionContext) unmarshalOResultKind2ᚖgithubᚗcomᚋtoolgateᚋtoolgateᚋentᚋstoredresultᚐKind(ctx context.Context, v any) (*storedresult.Kind, error) {
+func (ec *executionContext) unmarshalOResultKind2ᚖgithubᚗcomᚋtoolgateᚋtoolgateᚋentᚋschematypeᚐResultKind(ctx context.Context, v any) (*schematype.ResultKind, error) {
 	if v == nil {
 		return nil, nil
 	}
-	var res = new(storedresult.Kind)
+	var res = new(schematype.ResultKind)
 	err := res.UnmarshalGQL(v)
 	return res, graphql.ErrorOnPath(ctx, err)
 }
 
-func (ec *executionContext) marshalOResultKind2ᚖgithubᚗcomᚋtoolgateᚋtoolgateᚋentᚋstoredresultᚐKind(ctx context.Context, sel ast.SelectionSet, v *storedresult.Kind) graphql.Marshaler {
+func (ec *executionContext) marshalOResultKind2ᚖgithubᚗcomᚋtoolgateᚋtoolgateᚋentᚋschematypeᚐResultKind(ctx context.Context, sel ast.SelectionSet, v *schematype.ResultKind) graphql.Marshaler {
 	if v == nil {
 		return graphql.Null
 	}

@@ -14,7 +14,7 @@ import (
 	"github.com/toolgate/toolgate/ent"
 	"github.com/toolgate/toolgate/ent/db"
 	"github.com/toolgate/toolgate/ent/db/dbtest"
-	"github.com/toolgate/toolgate/ent/storedresult"
+	"github.com/toolgate/toolgate/ent/schematype"
 	"github.com/toolgate/toolgate/ent/toolcall"
 	"github.com/toolgate/toolgate/tools"
 	"github.com/toolgate/toolgate/tools/code"
@@ -72,7 +72,7 @@ func (b *testBundle) store(t testing.TB, s stored) {
 	if s.outcome == "" {
 		s.outcome = toolcall.OutcomeHITS
 	}
-	sr := b.client.StoredResult.Create().SetConversationID(s.conv).SetRef(s.ref).SetKind(storedresult.KindJSON).
+	sr := b.client.StoredResult.Create().SetConversationID(s.conv).SetRef(s.ref).SetKind(schematype.KindJSON).
 		SetContent([]byte(s.content)).SetChars(int64(len([]rune(s.content)))).SetBytes(int64(len(s.content))).SetItems(1).
 		SetTruncatedAtSource(s.truncated).SaveX(ctx)
 	b.calls++

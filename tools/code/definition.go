@@ -91,6 +91,8 @@ var RunCode = tools.Definition{
 		`"required":["code"],"additionalProperties":false}`),
 	Offered: tools.OfferAllowlisted,
 	Effect:  tools.EffectWrite,
+	Reads:   []tools.Resource{tools.ResourceWorkspace},
+	Writes:  []tools.Resource{tools.ResourceWorkspace},
 	Preview: tools.PreviewLarge,
 	Limits: map[string]int{
 		"toolResults": MaxToolResults, "codeChars": MaxCodeChars,

@@ -11,8 +11,10 @@ import (
 	"strings"
 
 	"github.com/toolgate/toolgate/ent"
+	"github.com/toolgate/toolgate/ent/schematype"
 	"github.com/toolgate/toolgate/ent/storedresult"
 	"github.com/toolgate/toolgate/ent/toolcall"
+	"github.com/toolgate/toolgate/tools"
 )
 
 // ExportContext selects a file's content from stored tool results, in
@@ -92,7 +94,7 @@ func (w *Workspace) Whole(ctx context.Context, ref, verb string) (*ent.StoredRes
 		WithToolCall().
 		Only(ctx)
 	if ent.IsNotFound(err) {
-		return nil, refusef("ref %q not found", ref)
+		return nil, refusef("%s", tools.RefNotFound(ref))
 	}
 	if err != nil {
 		return nil, fmt.Errorf("load stored result: %w", err)
@@ -109,7 +111,7 @@ func (w *Workspace) Whole(ctx context.Context, ref, verb string) (*ent.StoredRes
 		return nil, refusef("its call did not succeed (%s): only results of calls with hits can be %s", outcome, verb)
 	case sr.TruncatedAtSource:
 		return nil, refusef("the result was truncated at its source: its text is incomplete, so it is not %s", verb)
-	case sr.Kind == storedresult.KindMEDIA:
+	case sr.Kind == schematype.KindMedia:
 		return nil, refusef("the result is media, not text")
 	}
 	return sr, nil
@@ -151,7 +153,7 @@ func (w *Workspace) selectSource(ctx context.Context, src *Source, loaded map[st
 		loaded[src.Ref] = sr
 	}
 	text := string(sr.Content)
-	if len(src.Field) > 0 || sr.Kind == storedresult.KindJSON {
+	if len(src.Field) > 0 || sr.Kind == schematype.KindJSON {
 		var err error
 		text, err = walk(sr.Content, src.Field, sr.Kind)
 		if err != nil {
@@ -170,10 +172,10 @@ func (w *Workspace) selectSource(ctx context.Context, src *Source, loaded map[st
 
 // walk follows field through the stored JSON and returns the value it
 // reaches: a string's decoded text, or other JSON as stored.
-func walk(content []byte, field []FieldStep, kind storedresult.Kind) (string, error) {
+func walk(content []byte, field []FieldStep, kind schematype.ResultKind) (string, error) {
 	cur := bytes.TrimSpace(content)
 	if !json.Valid(cur) {
-		if kind == storedresult.KindJSON {
+		if kind == schematype.KindJSON {
 			return "", refusef("the stored JSON does not parse")
 		}
 		return "", refusef("the result is plain text, not JSON: leave out field")
