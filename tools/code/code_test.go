@@ -9,7 +9,6 @@ import (
 	"time"
 
 	"github.com/stretchr/testify/require"
-	"go.uber.org/goleak"
 
 	"github.com/toolgate/toolgate/ent"
 	"github.com/toolgate/toolgate/ent/db"
@@ -24,7 +23,7 @@ import (
 func TestMain(m *testing.M) {
 	// The sandbox's children are this test binary, re-executed.
 	code.ServeChildIfAsked()
-	goleak.VerifyTestMain(m)
+	os.Exit(m.Run())
 }
 
 // testBundle is a database with two conversations of one user, each with
