@@ -18,7 +18,6 @@ import (
 	"github.com/99designs/gqlgen/graphql/handler/extension"
 	"github.com/99designs/gqlgen/graphql/handler/lru"
 	"github.com/99designs/gqlgen/graphql/handler/transport"
-	"github.com/99designs/gqlgen/graphql/playground"
 	"github.com/prometheus/client_golang/prometheus"
 	"github.com/prometheus/client_golang/prometheus/collectors"
 	"github.com/prometheus/client_golang/prometheus/promhttp"
@@ -32,7 +31,9 @@ import (
 	"github.com/toolgate/toolgate/graph/auth"
 	"github.com/toolgate/toolgate/graph/generated"
 	"github.com/toolgate/toolgate/graph/loader"
+	"github.com/toolgate/toolgate/graph/playground"
 	"github.com/toolgate/toolgate/runtime/loop"
+	"github.com/toolgate/toolgate/runtime/mcp"
 	"github.com/toolgate/toolgate/runtime/scope"
 	"github.com/toolgate/toolgate/tools"
 	"github.com/toolgate/toolgate/tools/code"
@@ -63,6 +64,10 @@ type Config struct {
 	// Sandbox runs run_code; nil runs it in this binary's own `sandbox`
 	// command.
 	Sandbox *code.Sandbox
+	// Apps asks applications' MCP servers for their tools, for discovery
+	// and the catalogue; nil takes the Runner's. With neither, application
+	// tools are known by name only.
+	Apps *mcp.Pool
 }
 
 // Server is toolgate's HTTP API.
@@ -110,8 +115,9 @@ func NewServer(cfg Config) *Server {
 
 	graphqlHandler := jsonStatus(s.auth.Middleware(s.gql))
 	s.mux.Handle("/graphql", m.http("/graphql", limitBody(graphqlHandler)))
-	s.mux.Handle("/playground", playground.Handler("toolgate", "/graphql",
-		playground.WithGraphiqlUiHeaders(map[string]string{"Authorization": "Bearer "})))
+	pg := playground.Handler("toolgate", "/playground", "/graphql", map[string]string{"Authorization": "Bearer "})
+	s.mux.Handle("/playground", pg)
+	s.mux.Handle("/playground/", pg)
 	s.mux.HandleFunc("/healthz", func(w http.ResponseWriter, _ *http.Request) {
 		w.Header().Set("Content-Type", "text/plain")
 		_, _ = io.WriteString(w, "ok\n")
@@ -145,7 +151,11 @@ func (s *Server) readyz(w http.ResponseWriter, r *http.Request) {
 }
 
 func (s *Server) newGraphQL() *handler.Server {
-	cfg := generated.Config{Resolvers: &Resolver{Client: s.client, Log: s.cfg.Log, Runner: s.cfg.Runner, Sandbox: s.cfg.Sandbox}}
+	apps := s.cfg.Apps
+	if apps == nil && s.cfg.Runner != nil {
+		apps = s.cfg.Runner.Apps()
+	}
+	cfg := generated.Config{Resolvers: &Resolver{Client: s.client, Log: s.cfg.Log, Runner: s.cfg.Runner, Apps: apps, Sandbox: s.cfg.Sandbox}}
 	pageTimes := func(child int, first, last *int) int {
 		n := DefaultPage
 		if first != nil {
@@ -158,15 +168,17 @@ func (s *Server) newGraphQL() *handler.Server {
 	cfg.Complexity.Query.Conversations = func(child int, _ *entgql.Cursor[int], first *int, _ *entgql.Cursor[int], last *int, _ []*ent.ConversationOrder, _ *ent.ConversationWhereInput) int {
 		return pageTimes(child, first, last)
 	}
-	cfg.Complexity.Query.Agents = func(child int, first *int, _ *entgql.Cursor[int], last *int, _ *entgql.Cursor[int], _ *ent.AgentOrder) int {
+	cfg.Complexity.Query.Agents = func(child int, first *int, _ *entgql.Cursor[int], last *int, _ *entgql.Cursor[int], _ []*ent.AgentOrder) int {
 		return pageTimes(child, first, last)
 	}
-	cfg.Complexity.Conversation.Turns = func(child int, _ *entgql.Cursor[int], first *int, _ *entgql.Cursor[int], last *int, _ *ent.TurnOrder, _ *ent.TurnWhereInput) int {
+	cfg.Complexity.Conversation.Turns = func(child int, _ *entgql.Cursor[int], first *int, _ *entgql.Cursor[int], last *int, _ []*ent.TurnOrder, _ *ent.TurnWhereInput) int {
 		return pageTimes(child, first, last)
 	}
 	cfg.Complexity.Turn.ToolCalls = func(child int) int { return 1 + child*10 }
 
-	srv := handler.New(generated.NewExecutableSchema(cfg))
+	es := generated.NewExecutableSchema(cfg)
+	hideCodegenDirectives(es.Schema())
+	srv := handler.New(es)
 	srv.AddTransport(transport.Websocket{
 		KeepAlivePingInterval: 10 * time.Second,
 		// A socket that never says who it is is not held open.
@@ -231,6 +243,15 @@ func (s *Server) websocketInit(ctx context.Context, p transport.InitPayload) (co
 }
 
 var errUnauthenticated = errors.New("unauthenticated")
+
+// hideCodegenDirectives drops from the served schema the directives that
+// only steer code generation (entgql writes them into its schema file), so
+// introspection shows clients the API and nothing of how it is built.
+func hideCodegenDirectives(schema *ast.Schema) {
+	for _, name := range []string{"goField", "goModel", "goTag", "goExtraField", "goEnum"} {
+		delete(schema.Directives, name)
+	}
+}
 
 var errInternal = errors.New("internal error")
 
