@@ -84,7 +84,7 @@ var RunCode = tools.Definition{
 		"of the i-th ref (JSON.parse it), even what its preview left out; workspace.read(path), workspace.write(path, text) " +
 		"(kept only if the run succeeds), workspace.list(). What console.log prints is the result. No network, require, " +
 		"fetch, timers or environment; Date is the turn's time. Bounds: 5 s, 512 MiB, 1 MiB printed, 20 writes. " +
-		"Do NOT use it for data you can already read whole, for one sum (use calculator), or to read a ref (read_tool_result).",
+		"Don't use it for data you can already read whole, for one sum (use calculator), or to read a ref (read_tool_result).",
 	Schema: json.RawMessage(`{"type":"object","properties":{` +
 		`"code":{"type":"string","description":"JavaScript; console.log the answer"},` +
 		`"toolResults":{"type":"array","items":{"type":"string"},"maxItems":3,"description":"refs"}},` +

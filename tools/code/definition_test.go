@@ -21,7 +21,7 @@ func TestDefinition(t *testing.T) {
 	require.Equal(t, tools.PreviewLarge, d.Preview)
 	require.Contains(t, d.Operation, "runCode(conversationId: $conversationId")
 	// The description is written against misuse: when not to call it.
-	require.Contains(t, d.Description, "Do NOT use it for data you can already read whole")
+	require.Contains(t, d.Description, "Don't use it for data you can already read whole")
 	require.Equal(t, code.MaxToolResults, d.Limits["toolResults"])
 	require.LessOrEqual(t, len(d.Wire()), 900)
 
