@@ -3060,6 +3060,8 @@ enum ItemFailureKind {
   OUTAGE
   "It ran and failed."
   ERROR
+  "It was refused before anything ran (a ref or id not found, over a limit)."
+  REFUSED
 }
 
 "A change argument repair made to a call before it was sent."
@@ -3517,6 +3519,7 @@ enum ToolOutcome @goModel(model: "github.com/toolgate/toolgate/ent/toolcall.Outc
   OUTAGE
   REFUSED
   ERROR
+  MAY_HAVE_RUN
 }
 type Turn implements Node {
   id: ID!

@@ -156,7 +156,7 @@ func distinct(items []string) plan {
 		key := strings.Join(strings.Fields(strings.ToLower(s)), " ")
 		switch {
 		case key == "":
-			p.failures = append(p.failures, schematype.ItemFailure{Item: i, Input: s, Message: "blank"})
+			p.failures = append(p.failures, schematype.ItemFailure{Item: i, Input: s, Kind: schematype.FailureRefused, Message: "blank"})
 		case seen[key]:
 			p.repeats = append(p.repeats, i)
 		default:
@@ -367,7 +367,7 @@ func (ix *Index) Schemas(names []string) (*Schemas, error) {
 		case !ok:
 			out.Missing = append(out.Missing, raw)
 		case ix.entries[k].parameters == nil:
-			out.Failures = append(out.Failures, schematype.ItemFailure{Item: i, Input: raw,
+			out.Failures = append(out.Failures, schematype.ItemFailure{Item: i, Input: raw, Kind: schematype.FailureRefused,
 				Message: "a tool of application " + ix.entries[k].application + ": its schema comes from the application with the tool itself"})
 		default:
 			e := ix.entries[k]

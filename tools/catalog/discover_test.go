@@ -116,7 +116,7 @@ func TestSearch(t *testing.T) {
 			give:         []string{"web", "  ", "zebra"},
 			wantQueries:  []string{"web", "zebra"},
 			wantNames:    [][]string{{"research_web"}, {}},
-			wantFailures: []schematype.ItemFailure{{Item: 1, Input: "  ", Message: "blank"}},
+			wantFailures: []schematype.ItemFailure{{Item: 1, Input: "  ", Kind: schematype.FailureRefused, Message: "blank"}},
 		},
 		{
 			name:        "six items, five distinct",
@@ -223,7 +223,7 @@ func TestSchemas(t *testing.T) {
 	// Not offered (switch off, not allowlisted) reads like a made-up name.
 	require.Equal(t, []string{"nope", "budget_check", "crm__delete_customer"}, got.Missing)
 	require.Equal(t, catalog.Hint, *got.Hint)
-	require.Equal(t, []schematype.ItemFailure{{Item: 4, Input: "crm__find_customer",
+	require.Equal(t, []schematype.ItemFailure{{Item: 4, Input: "crm__find_customer", Kind: schematype.FailureRefused,
 		Message: "a tool of application crm: its schema comes from the application with the tool itself"}}, got.Failures)
 
 	// The long description comes whole.
