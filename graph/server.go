@@ -18,7 +18,6 @@ import (
 	"github.com/99designs/gqlgen/graphql/handler/extension"
 	"github.com/99designs/gqlgen/graphql/handler/lru"
 	"github.com/99designs/gqlgen/graphql/handler/transport"
-	"github.com/99designs/gqlgen/graphql/playground"
 	"github.com/prometheus/client_golang/prometheus"
 	"github.com/prometheus/client_golang/prometheus/collectors"
 	"github.com/prometheus/client_golang/prometheus/promhttp"
@@ -32,7 +31,9 @@ import (
 	"github.com/toolgate/toolgate/graph/auth"
 	"github.com/toolgate/toolgate/graph/generated"
 	"github.com/toolgate/toolgate/graph/loader"
+	"github.com/toolgate/toolgate/graph/playground"
 	"github.com/toolgate/toolgate/runtime/loop"
+	"github.com/toolgate/toolgate/runtime/mcp"
 	"github.com/toolgate/toolgate/runtime/scope"
 	"github.com/toolgate/toolgate/tools"
 )
@@ -59,6 +60,10 @@ type Config struct {
 	// Runner runs turns; nil serves the data only (sendMessage then stores
 	// turns that nothing runs).
 	Runner *loop.Runner
+	// Apps asks applications' MCP servers for their tools, for discovery
+	// and the catalogue; nil takes the Runner's. With neither, application
+	// tools are known by name only.
+	Apps *mcp.Pool
 }
 
 // Server is toolgate's HTTP API.
@@ -99,8 +104,9 @@ func NewServer(cfg Config) *Server {
 
 	graphqlHandler := jsonStatus(s.auth.Middleware(s.gql))
 	s.mux.Handle("/graphql", m.http("/graphql", limitBody(graphqlHandler)))
-	s.mux.Handle("/playground", playground.Handler("toolgate", "/graphql",
-		playground.WithGraphiqlUiHeaders(map[string]string{"Authorization": "Bearer "})))
+	pg := playground.Handler("toolgate", "/playground", "/graphql", map[string]string{"Authorization": "Bearer "})
+	s.mux.Handle("/playground", pg)
+	s.mux.Handle("/playground/", pg)
 	s.mux.HandleFunc("/healthz", func(w http.ResponseWriter, _ *http.Request) {
 		w.Header().Set("Content-Type", "text/plain")
 		_, _ = io.WriteString(w, "ok\n")
@@ -134,7 +140,11 @@ func (s *Server) readyz(w http.ResponseWriter, r *http.Request) {
 }
 
 func (s *Server) newGraphQL() *handler.Server {
-	cfg := generated.Config{Resolvers: &Resolver{Client: s.client, Log: s.cfg.Log, Runner: s.cfg.Runner}}
+	apps := s.cfg.Apps
+	if apps == nil && s.cfg.Runner != nil {
+		apps = s.cfg.Runner.Apps()
+	}
+	cfg := generated.Config{Resolvers: &Resolver{Client: s.client, Log: s.cfg.Log, Runner: s.cfg.Runner, Apps: apps}}
 	pageTimes := func(child int, first, last *int) int {
 		n := DefaultPage
 		if first != nil {
@@ -147,18 +157,22 @@ func (s *Server) newGraphQL() *handler.Server {
 	cfg.Complexity.Query.Conversations = func(child int, _ *entgql.Cursor[int], first *int, _ *entgql.Cursor[int], last *int, _ []*ent.ConversationOrder, _ *ent.ConversationWhereInput) int {
 		return pageTimes(child, first, last)
 	}
-	cfg.Complexity.Query.Agents = func(child int, first *int, _ *entgql.Cursor[int], last *int, _ *entgql.Cursor[int], _ *ent.AgentOrder) int {
+	cfg.Complexity.Query.Agents = func(child int, first *int, _ *entgql.Cursor[int], last *int, _ *entgql.Cursor[int], _ []*ent.AgentOrder) int {
 		return pageTimes(child, first, last)
 	}
-	cfg.Complexity.Conversation.Turns = func(child int, _ *entgql.Cursor[int], first *int, _ *entgql.Cursor[int], last *int, _ *ent.TurnOrder, _ *ent.TurnWhereInput) int {
+	cfg.Complexity.Conversation.Turns = func(child int, _ *entgql.Cursor[int], first *int, _ *entgql.Cursor[int], last *int, _ []*ent.TurnOrder, _ *ent.TurnWhereInput) int {
 		return pageTimes(child, first, last)
 	}
 	cfg.Complexity.Turn.ToolCalls = func(child int) int { return 1 + child*10 }
 
-	srv := handler.New(generated.NewExecutableSchema(cfg))
+	es := generated.NewExecutableSchema(cfg)
+	hideCodegenDirectives(es.Schema())
+	srv := handler.New(es)
 	srv.AddTransport(transport.Websocket{
 		KeepAlivePingInterval: 10 * time.Second,
-		InitFunc:              s.websocketInit,
+		// A socket that never says who it is is not held open.
+		InitTimeout: 10 * time.Second,
+		InitFunc:    s.websocketInit,
 	})
 	srv.AddTransport(transport.Options{})
 	srv.AddTransport(transport.GET{})
@@ -190,8 +204,8 @@ func (s *Server) newGraphQL() *handler.Server {
 }
 
 // websocketInit authenticates a websocket from its connection_init payload:
-// {"Authorization": "Bearer TOKEN"}. A bad token is not refused here: like
-// over HTTP, what it asks for is then not found.
+// {"Authorization": "Bearer TOKEN"}. A missing or dead token closes the
+// socket with 4401, as over HTTP a request gets 401.
 func (s *Server) websocketInit(ctx context.Context, p transport.InitPayload) (context.Context, *transport.InitPayload, error) {
 	header := p.Authorization()
 	if header == "" {
@@ -199,18 +213,33 @@ func (s *Server) websocketInit(ctx context.Context, p transport.InitPayload) (co
 			header = v
 		}
 	}
+	refuse := func() (context.Context, *transport.InitPayload, error) {
+		ctx = transport.WithWebsocketCloseCode(transport.AppendCloseReason(ctx, "unauthenticated"), 4401)
+		return ctx, nil, errUnauthenticated
+	}
 	token, ok := auth.Bearer(header)
 	if !ok {
-		return ctx, nil, nil
+		return refuse()
 	}
 	v, err := s.auth.Resolve(ctx, token)
+	if errors.Is(err, auth.ErrNotFound) {
+		return refuse()
+	}
 	if err != nil {
-		if errors.Is(err, auth.ErrNotFound) {
-			return ctx, nil, nil
-		}
 		return ctx, nil, err
 	}
 	return auth.WithViewer(ctx, v), nil, nil
+}
+
+var errUnauthenticated = errors.New("unauthenticated")
+
+// hideCodegenDirectives drops from the served schema the directives that
+// only steer code generation (entgql writes them into its schema file), so
+// introspection shows clients the API and nothing of how it is built.
+func hideCodegenDirectives(schema *ast.Schema) {
+	for _, name := range []string{"goField", "goModel", "goTag", "goExtraField", "goEnum"} {
+		delete(schema.Directives, name)
+	}
 }
 
 var errInternal = errors.New("internal error")

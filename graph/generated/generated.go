@@ -56,6 +56,7 @@ type DirectiveRoot struct {
 type ComplexityRoot struct {
 	APIToken struct {
 		CreatedAt  func(childComplexity int) int
+		ExpiresAt  func(childComplexity int) int
 		Hint       func(childComplexity int) int
 		ID         func(childComplexity int) int
 		LastUsedAt func(childComplexity int) int
@@ -120,12 +121,15 @@ type ComplexityRoot struct {
 		AlwaysPaidChars         func(childComplexity int) int
 		AlwaysPaidGuidanceChars func(childComplexity int) int
 		AlwaysPaidTokens        func(childComplexity int) int
+		ApplicationChars        func(childComplexity int) int
+		ApplicationTokens       func(childComplexity int) int
 		Ceilings                func(childComplexity int) int
 		GuidanceChars           func(childComplexity int) int
 		GuidanceTokens          func(childComplexity int) int
 		OfferedChars            func(childComplexity int) int
 		OfferedTokens           func(childComplexity int) int
 		Tools                   func(childComplexity int) int
+		Warnings                func(childComplexity int) int
 		WidestChars             func(childComplexity int) int
 		WidestTokens            func(childComplexity int) int
 	}
@@ -158,7 +162,7 @@ type ComplexityRoot struct {
 		ID         func(childComplexity int) int
 		Tasks      func(childComplexity int) int
 		Title      func(childComplexity int) int
-		Turns      func(childComplexity int, after *entgql.Cursor[int], first *int, before *entgql.Cursor[int], last *int, orderBy *ent.TurnOrder, where *ent.TurnWhereInput) int
+		Turns      func(childComplexity int, after *entgql.Cursor[int], first *int, before *entgql.Cursor[int], last *int, orderBy []*ent.TurnOrder, where *ent.TurnWhereInput) int
 		TurnsCount func(childComplexity int) int
 		UpdatedAt  func(childComplexity int) int
 		User       func(childComplexity int) int
@@ -253,7 +257,7 @@ type ComplexityRoot struct {
 
 	Query struct {
 		APITokens         func(childComplexity int) int
-		Agents            func(childComplexity int, first *int, after *entgql.Cursor[int], last *int, before *entgql.Cursor[int], orderBy *ent.AgentOrder) int
+		Agents            func(childComplexity int, first *int, after *entgql.Cursor[int], last *int, before *entgql.Cursor[int], orderBy []*ent.AgentOrder) int
 		Calculate         func(childComplexity int, conversationID *int, expression string) int
 		Catalogue         func(childComplexity int, agentID *int) int
 		Conversation      func(childComplexity int, id int) int
@@ -570,7 +574,7 @@ type QueryResolver interface {
 	Node(ctx context.Context, id int) (ent.Noder, error)
 	Nodes(ctx context.Context, ids []int) ([]ent.Noder, error)
 	Conversations(ctx context.Context, after *entgql.Cursor[int], first *int, before *entgql.Cursor[int], last *int, orderBy []*ent.ConversationOrder, where *ent.ConversationWhereInput) (*ent.ConversationConnection, error)
-	Agents(ctx context.Context, first *int, after *entgql.Cursor[int], last *int, before *entgql.Cursor[int], orderBy *ent.AgentOrder) (*ent.AgentConnection, error)
+	Agents(ctx context.Context, first *int, after *entgql.Cursor[int], last *int, before *entgql.Cursor[int], orderBy []*ent.AgentOrder) (*ent.AgentConnection, error)
 	APITokens(ctx context.Context) ([]*ent.APIToken, error)
 	Calculate(ctx context.Context, conversationID *int, expression string) (*model.Calculation, error)
 	Catalogue(ctx context.Context, agentID *int) (*catalog.Catalogue, error)
@@ -630,6 +634,12 @@ func (e *executableSchema) Complexity(ctx context.Context, typeName, field strin
 		}
 
 		return e.ComplexityRoot.APIToken.CreatedAt(childComplexity), true
+	case "APIToken.expiresAt":
+		if e.ComplexityRoot.APIToken.ExpiresAt == nil {
+			break
+		}
+
+		return e.ComplexityRoot.APIToken.ExpiresAt(childComplexity), true
 	case "APIToken.hint":
 		if e.ComplexityRoot.APIToken.Hint == nil {
 			break
@@ -878,6 +888,18 @@ func (e *executableSchema) Complexity(ctx context.Context, typeName, field strin
 		}
 
 		return e.ComplexityRoot.Catalogue.AlwaysPaidTokens(childComplexity), true
+	case "Catalogue.applicationChars":
+		if e.ComplexityRoot.Catalogue.ApplicationChars == nil {
+			break
+		}
+
+		return e.ComplexityRoot.Catalogue.ApplicationChars(childComplexity), true
+	case "Catalogue.applicationTokens":
+		if e.ComplexityRoot.Catalogue.ApplicationTokens == nil {
+			break
+		}
+
+		return e.ComplexityRoot.Catalogue.ApplicationTokens(childComplexity), true
 	case "Catalogue.ceilings":
 		if e.ComplexityRoot.Catalogue.Ceilings == nil {
 			break
@@ -914,6 +936,12 @@ func (e *executableSchema) Complexity(ctx context.Context, typeName, field strin
 		}
 
 		return e.ComplexityRoot.Catalogue.Tools(childComplexity), true
+	case "Catalogue.warnings":
+		if e.ComplexityRoot.Catalogue.Warnings == nil {
+			break
+		}
+
+		return e.ComplexityRoot.Catalogue.Warnings(childComplexity), true
 	case "Catalogue.widestChars":
 		if e.ComplexityRoot.Catalogue.WidestChars == nil {
 			break
@@ -1048,7 +1076,7 @@ func (e *executableSchema) Complexity(ctx context.Context, typeName, field strin
 			return 0, false
 		}
 
-		return e.ComplexityRoot.Conversation.Turns(childComplexity, args["after"].(*entgql.Cursor[int]), args["first"].(*int), args["before"].(*entgql.Cursor[int]), args["last"].(*int), args["orderBy"].(*ent.TurnOrder), args["where"].(*ent.TurnWhereInput)), true
+		return e.ComplexityRoot.Conversation.Turns(childComplexity, args["after"].(*entgql.Cursor[int]), args["first"].(*int), args["before"].(*entgql.Cursor[int]), args["last"].(*int), args["orderBy"].([]*ent.TurnOrder), args["where"].(*ent.TurnWhereInput)), true
 	case "Conversation.turnsCount":
 		if e.ComplexityRoot.Conversation.TurnsCount == nil {
 			break
@@ -1479,7 +1507,7 @@ func (e *executableSchema) Complexity(ctx context.Context, typeName, field strin
 			return 0, false
 		}
 
-		return e.ComplexityRoot.Query.Agents(childComplexity, args["first"].(*int), args["after"].(*entgql.Cursor[int]), args["last"].(*int), args["before"].(*entgql.Cursor[int]), args["orderBy"].(*ent.AgentOrder)), true
+		return e.ComplexityRoot.Query.Agents(childComplexity, args["first"].(*int), args["after"].(*entgql.Cursor[int]), args["last"].(*int), args["before"].(*entgql.Cursor[int]), args["orderBy"].([]*ent.AgentOrder)), true
 	case "Query.calculate":
 		if e.ComplexityRoot.Query.Calculate == nil {
 			break
@@ -2848,7 +2876,7 @@ var sources = []*ast.Source{
 
 extend type Query {
   "The agents of the caller's organisation."
-  agents(first: Int, after: Cursor, last: Int, before: Cursor, orderBy: AgentOrder): AgentConnection!
+  agents(first: Int, after: Cursor, last: Int, before: Cursor, orderBy: [AgentOrder!]): AgentConnection!
 }
 
 extend type User {
@@ -2888,6 +2916,8 @@ extend type Query {
 
 input CreateAPITokenInput {
   name: String!
+  "When the token stops working (in the future); none: it works until revoked."
+  expiresAt: Time
 }
 
 type CreatedAPIToken {
@@ -2963,7 +2993,7 @@ scalar JSONSchema @goModel(model: "github.com/toolgate/toolgate/tools/catalog.Sc
 
 "The measured tool catalogue. Characters are Unicode characters of the definition as the model receives it; tokens are o200k_base tokens."
 type Catalogue @goModel(model: "github.com/toolgate/toolgate/tools/catalog.Catalogue") {
-  "Every built-in tool, in registration order."
+  "Every built-in tool, in registration order; with agentId, then the agent's allowlisted application tools, in allowlist order, as their servers list them."
   tools: [CatalogueTool!]!
   "Every tool's definition: the widest catalogue any turn can get."
   widestChars: Int!
@@ -2971,9 +3001,14 @@ type Catalogue @goModel(model: "github.com/toolgate/toolgate/tools/catalog.Catal
   "What every turn pays: always-on and workspace tools."
   alwaysPaidChars: Int!
   alwaysPaidTokens: Int!
-  "What the agent's turns pay for definitions (always-on tools without agentId)."
+  "What the agent's turns pay for definitions, its application tools included: its real deck (always-on tools without agentId)."
   offeredChars: Int!
   offeredTokens: Int!
+  "The agent's application tools' share of offeredChars."
+  applicationChars: Int!
+  applicationTokens: Int!
+  "What needs a person: a deck past the widest ceiling, an application whose server could not be measured."
+  warnings: [String!]!
   "Guidance paragraphs of the system prompt, each counted once; outside the ceilings."
   guidanceChars: Int!
   guidanceTokens: Int!
@@ -3129,7 +3164,14 @@ type APIToken implements Node {
   """
   hint: String!
   revokedAt: Time
+  """
+  when the token last authenticated a request, to the minute
+  """
   lastUsedAt: Time
+  """
+  after this the token is refused like a revoked one; none: it does not expire
+  """
+  expiresAt: Time
   user: User!
 }
 type Agent implements Node {
@@ -3240,7 +3282,7 @@ type Conversation implements Node {
     """
     Ordering options for Turns returned from the connection.
     """
-    orderBy: TurnOrder
+    orderBy: [TurnOrder!]
 
     """
     Filtering options for Turns returned from the connection.
@@ -4226,6 +4268,8 @@ func (ec *executionContext) childFields_APIToken(ctx context.Context, field grap
 		return ec.fieldContext_APIToken_revokedAt(ctx, field)
 	case "lastUsedAt":
 		return ec.fieldContext_APIToken_lastUsedAt(ctx, field)
+	case "expiresAt":
+		return ec.fieldContext_APIToken_expiresAt(ctx, field)
 	case "user":
 		return ec.fieldContext_APIToken_user(ctx, field)
 	}
@@ -4350,6 +4394,12 @@ func (ec *executionContext) childFields_Catalogue(ctx context.Context, field gra
 		return ec.fieldContext_Catalogue_offeredChars(ctx, field)
 	case "offeredTokens":
 		return ec.fieldContext_Catalogue_offeredTokens(ctx, field)
+	case "applicationChars":
+		return ec.fieldContext_Catalogue_applicationChars(ctx, field)
+	case "applicationTokens":
+		return ec.fieldContext_Catalogue_applicationTokens(ctx, field)
+	case "warnings":
+		return ec.fieldContext_Catalogue_warnings(ctx, field)
 	case "guidanceChars":
 		return ec.fieldContext_Catalogue_guidanceChars(ctx, field)
 	case "guidanceTokens":
@@ -5258,8 +5308,8 @@ func (ec *executionContext) field_Conversation_turns_args(ctx context.Context, r
 	}
 	args["last"] = arg3
 	arg4, err := graphql.ProcessArgField(ctx, rawArgs, "orderBy",
-		func(ctx context.Context, v any) (*ent.TurnOrder, error) {
-			return ec.unmarshalOTurnOrder2ᚖgithubᚗcomᚋtoolgateᚋtoolgateᚋentᚐTurnOrder(ctx, v)
+		func(ctx context.Context, v any) ([]*ent.TurnOrder, error) {
+			return ec.unmarshalOTurnOrder2ᚕᚖgithubᚗcomᚋtoolgateᚋtoolgateᚋentᚐTurnOrderᚄ(ctx, v)
 		})
 	if err != nil {
 		return nil, err
@@ -5534,8 +5584,8 @@ func (ec *executionContext) field_Query_agents_args(ctx context.Context, rawArgs
 	}
 	args["before"] = arg3
 	arg4, err := graphql.ProcessArgField(ctx, rawArgs, "orderBy",
-		func(ctx context.Context, v any) (*ent.AgentOrder, error) {
-			return ec.unmarshalOAgentOrder2ᚖgithubᚗcomᚋtoolgateᚋtoolgateᚋentᚐAgentOrder(ctx, v)
+		func(ctx context.Context, v any) ([]*ent.AgentOrder, error) {
+			return ec.unmarshalOAgentOrder2ᚕᚖgithubᚗcomᚋtoolgateᚋtoolgateᚋentᚐAgentOrderᚄ(ctx, v)
 		})
 	if err != nil {
 		return nil, err
@@ -6292,6 +6342,29 @@ func (ec *executionContext) _APIToken_lastUsedAt(ctx context.Context, field grap
 	)
 }
 func (ec *executionContext) fieldContext_APIToken_lastUsedAt(_ context.Context, field graphql.CollectedField) (fc *graphql.FieldContext, err error) {
+	return graphql.NewScalarFieldContext("APIToken", field, false, false, "Time")
+}
+
+func (ec *executionContext) _APIToken_expiresAt(ctx context.Context, field graphql.CollectedField, obj *ent.APIToken) (ret graphql.Marshaler) {
+	return graphql.ResolveField(
+		ctx,
+		ec.OperationContext,
+		field,
+		func(ctx context.Context, field graphql.CollectedField) (*graphql.FieldContext, error) {
+			return ec.fieldContext_APIToken_expiresAt(ctx, field)
+		},
+		func(ctx context.Context) (any, error) {
+			return obj.ExpiresAt, nil
+		},
+		nil,
+		func(ctx context.Context, selections ast.SelectionSet, v *time.Time) graphql.Marshaler {
+			return ec.marshalOTime2ᚖtimeᚐTime(ctx, selections, v)
+		},
+		true,
+		false,
+	)
+}
+func (ec *executionContext) fieldContext_APIToken_expiresAt(_ context.Context, field graphql.CollectedField) (fc *graphql.FieldContext, err error) {
 	return graphql.NewScalarFieldContext("APIToken", field, false, false, "Time")
 }
 
@@ -7223,6 +7296,75 @@ func (ec *executionContext) fieldContext_Catalogue_offeredTokens(_ context.Conte
 	return graphql.NewScalarFieldContext("Catalogue", field, false, false, "Int")
 }
 
+func (ec *executionContext) _Catalogue_applicationChars(ctx context.Context, field graphql.CollectedField, obj *catalog.Catalogue) (ret graphql.Marshaler) {
+	return graphql.ResolveField(
+		ctx,
+		ec.OperationContext,
+		field,
+		func(ctx context.Context, field graphql.CollectedField) (*graphql.FieldContext, error) {
+			return ec.fieldContext_Catalogue_applicationChars(ctx, field)
+		},
+		func(ctx context.Context) (any, error) {
+			return obj.ApplicationChars, nil
+		},
+		nil,
+		func(ctx context.Context, selections ast.SelectionSet, v int) graphql.Marshaler {
+			return ec.marshalNInt2int(ctx, selections, v)
+		},
+		true,
+		true,
+	)
+}
+func (ec *executionContext) fieldContext_Catalogue_applicationChars(_ context.Context, field graphql.CollectedField) (fc *graphql.FieldContext, err error) {
+	return graphql.NewScalarFieldContext("Catalogue", field, false, false, "Int")
+}
+
+func (ec *executionContext) _Catalogue_applicationTokens(ctx context.Context, field graphql.CollectedField, obj *catalog.Catalogue) (ret graphql.Marshaler) {
+	return graphql.ResolveField(
+		ctx,
+		ec.OperationContext,
+		field,
+		func(ctx context.Context, field graphql.CollectedField) (*graphql.FieldContext, error) {
+			return ec.fieldContext_Catalogue_applicationTokens(ctx, field)
+		},
+		func(ctx context.Context) (any, error) {
+			return obj.ApplicationTokens, nil
+		},
+		nil,
+		func(ctx context.Context, selections ast.SelectionSet, v int) graphql.Marshaler {
+			return ec.marshalNInt2int(ctx, selections, v)
+		},
+		true,
+		true,
+	)
+}
+func (ec *executionContext) fieldContext_Catalogue_applicationTokens(_ context.Context, field graphql.CollectedField) (fc *graphql.FieldContext, err error) {
+	return graphql.NewScalarFieldContext("Catalogue", field, false, false, "Int")
+}
+
+func (ec *executionContext) _Catalogue_warnings(ctx context.Context, field graphql.CollectedField, obj *catalog.Catalogue) (ret graphql.Marshaler) {
+	return graphql.ResolveField(
+		ctx,
+		ec.OperationContext,
+		field,
+		func(ctx context.Context, field graphql.CollectedField) (*graphql.FieldContext, error) {
+			return ec.fieldContext_Catalogue_warnings(ctx, field)
+		},
+		func(ctx context.Context) (any, error) {
+			return obj.Warnings, nil
+		},
+		nil,
+		func(ctx context.Context, selections ast.SelectionSet, v []string) graphql.Marshaler {
+			return ec.marshalNString2ᚕstringᚄ(ctx, selections, v)
+		},
+		true,
+		true,
+	)
+}
+func (ec *executionContext) fieldContext_Catalogue_warnings(_ context.Context, field graphql.CollectedField) (fc *graphql.FieldContext, err error) {
+	return graphql.NewScalarFieldContext("Catalogue", field, false, false, "String")
+}
+
 func (ec *executionContext) _Catalogue_guidanceChars(ctx context.Context, field graphql.CollectedField, obj *catalog.Catalogue) (ret graphql.Marshaler) {
 	return graphql.ResolveField(
 		ctx,
@@ -7812,7 +7954,7 @@ func (ec *executionContext) _Conversation_turns(ctx context.Context, field graph
 		},
 		func(ctx context.Context) (any, error) {
 			fc := graphql.GetFieldContext(ctx)
-			return obj.Turns(ctx, fc.Args["after"].(*entgql.Cursor[int]), fc.Args["first"].(*int), fc.Args["before"].(*entgql.Cursor[int]), fc.Args["last"].(*int), fc.Args["orderBy"].(*ent.TurnOrder), fc.Args["where"].(*ent.TurnWhereInput))
+			return obj.Turns(ctx, fc.Args["after"].(*entgql.Cursor[int]), fc.Args["first"].(*int), fc.Args["before"].(*entgql.Cursor[int]), fc.Args["last"].(*int), fc.Args["orderBy"].([]*ent.TurnOrder), fc.Args["where"].(*ent.TurnWhereInput))
 		},
 		nil,
 		func(ctx context.Context, selections ast.SelectionSet, v *ent.TurnConnection) graphql.Marshaler {
@@ -9559,7 +9701,7 @@ func (ec *executionContext) _Query_agents(ctx context.Context, field graphql.Col
 		},
 		func(ctx context.Context) (any, error) {
 			fc := graphql.GetFieldContext(ctx)
-			return ec.Resolvers.Query().Agents(ctx, fc.Args["first"].(*int), fc.Args["after"].(*entgql.Cursor[int]), fc.Args["last"].(*int), fc.Args["before"].(*entgql.Cursor[int]), fc.Args["orderBy"].(*ent.AgentOrder))
+			return ec.Resolvers.Query().Agents(ctx, fc.Args["first"].(*int), fc.Args["after"].(*entgql.Cursor[int]), fc.Args["last"].(*int), fc.Args["before"].(*entgql.Cursor[int]), fc.Args["orderBy"].([]*ent.AgentOrder))
 		},
 		nil,
 		func(ctx context.Context, selections ast.SelectionSet, v *ent.AgentConnection) graphql.Marshaler {
@@ -16214,7 +16356,7 @@ func (ec *executionContext) unmarshalInputCreateAPITokenInput(ctx context.Contex
 		asMap[k] = v
 	}
 
-	fieldsInOrder := [...]string{"name"}
+	fieldsInOrder := [...]string{"name", "expiresAt"}
 	for _, k := range fieldsInOrder {
 		v, ok := asMap[k]
 		if !ok {
@@ -16228,6 +16370,13 @@ func (ec *executionContext) unmarshalInputCreateAPITokenInput(ctx context.Contex
 				return it, err
 			}
 			it.Name = data
+		case "expiresAt":
+			ctx := graphql.WithPathContext(ctx, graphql.NewPathWithField("expiresAt"))
+			data, err := ec.unmarshalOTime2ᚖtimeᚐTime(ctx, v)
+			if err != nil {
+				return it, err
+			}
+			it.ExpiresAt = data
 		}
 	}
 	return it, nil
@@ -17593,6 +17742,11 @@ func (ec *executionContext) _APIToken(ctx context.Context, sel ast.SelectionSet,
 			if out.Values[i] == graphql.RequiredNull {
 				atomic.AddUint32(&out.Invalids, 1)
 			}
+		case "expiresAt":
+			out.Values[i] = ec._APIToken_expiresAt(ctx, field, obj)
+			if out.Values[i] == graphql.RequiredNull {
+				atomic.AddUint32(&out.Invalids, 1)
+			}
 		case "user":
 			out.ResolveConcurrently(ec.OperationContext, &deferred, i,
 				true, true,
@@ -18005,6 +18159,21 @@ func (ec *executionContext) _Catalogue(ctx context.Context, sel ast.SelectionSet
 			}
 		case "offeredTokens":
 			out.Values[i] = ec._Catalogue_offeredTokens(ctx, field, obj)
+			if out.Values[i] == graphql.Null {
+				out.Invalids++
+			}
+		case "applicationChars":
+			out.Values[i] = ec._Catalogue_applicationChars(ctx, field, obj)
+			if out.Values[i] == graphql.Null {
+				out.Invalids++
+			}
+		case "applicationTokens":
+			out.Values[i] = ec._Catalogue_applicationTokens(ctx, field, obj)
+			if out.Values[i] == graphql.Null {
+				out.Invalids++
+			}
+		case "warnings":
+			out.Values[i] = ec._Catalogue_warnings(ctx, field, obj)
 			if out.Values[i] == graphql.Null {
 				out.Invalids++
 			}
@@ -21241,6 +21410,11 @@ func (ec *executionContext) marshalNAgentConnection2ᚖgithubᚗcomᚋtoolgate�
 	return ec._AgentConnection(ctx, sel, v)
 }
 
+func (ec *executionContext) unmarshalNAgentOrder2ᚖgithubᚗcomᚋtoolgateᚋtoolgateᚋentᚐAgentOrder(ctx context.Context, v any) (*ent.AgentOrder, error) {
+	res, err := ec.unmarshalInputAgentOrder(ctx, v)
+	return &res, graphql.ErrorOnPath(ctx, err)
+}
+
 func (ec *executionContext) unmarshalNAgentOrderField2ᚖgithubᚗcomᚋtoolgateᚋtoolgateᚋentᚐAgentOrderField(ctx context.Context, v any) (*ent.AgentOrderField, error) {
 	var res = new(ent.AgentOrderField)
 	err := res.UnmarshalGQL(v)
@@ -22129,6 +22303,11 @@ func (ec *executionContext) marshalNTurnEventKind2githubᚗcomᚋtoolgateᚋtool
 	return res
 }
 
+func (ec *executionContext) unmarshalNTurnOrder2ᚖgithubᚗcomᚋtoolgateᚋtoolgateᚋentᚐTurnOrder(ctx context.Context, v any) (*ent.TurnOrder, error) {
+	res, err := ec.unmarshalInputTurnOrder(ctx, v)
+	return &res, graphql.ErrorOnPath(ctx, err)
+}
+
 func (ec *executionContext) unmarshalNTurnOrderField2ᚖgithubᚗcomᚋtoolgateᚋtoolgateᚋentᚐTurnOrderField(ctx context.Context, v any) (*ent.TurnOrderField, error) {
 	var res = new(ent.TurnOrderField)
 	err := res.UnmarshalGQL(v)
@@ -22513,12 +22692,21 @@ func (ec *executionContext) marshalOAgentEdge2ᚖgithubᚗcomᚋtoolgateᚋtoolg
 	return ec._AgentEdge(ctx, sel, v)
 }
 
-func (ec *executionContext) unmarshalOAgentOrder2ᚖgithubᚗcomᚋtoolgateᚋtoolgateᚋentᚐAgentOrder(ctx context.Context, v any) (*ent.AgentOrder, error) {
+func (ec *executionContext) unmarshalOAgentOrder2ᚕᚖgithubᚗcomᚋtoolgateᚋtoolgateᚋentᚐAgentOrderᚄ(ctx context.Context, v any) ([]*ent.AgentOrder, error) {
 	if v == nil {
 		return nil, nil
 	}
-	res, err := ec.unmarshalInputAgentOrder(ctx, v)
-	return &res, graphql.ErrorOnPath(ctx, err)
+	vSlice := graphql.CoerceList(v)
+	var err error
+	res := make([]*ent.AgentOrder, len(vSlice))
+	for i := range vSlice {
+		ctx := graphql.WithPathContext(ctx, graphql.NewPathWithIndex(i))
+		res[i], err = ec.unmarshalNAgentOrder2ᚖgithubᚗcomᚋtoolgateᚋtoolgateᚋentᚐAgentOrder(ctx, vSlice[i])
+		if err != nil {
+			return nil, err
+		}
+	}
+	return res, nil
 }
 
 func (ec *executionContext) unmarshalOBoolean2bool(ctx context.Context, v any) (bool, error) {
@@ -22990,12 +23178,21 @@ func (ec *executionContext) marshalOTurnEdge2ᚖgithubᚗcomᚋtoolgateᚋtoolga
 	return ec._TurnEdge(ctx, sel, v)
 }
 
-func (ec *executionContext) unmarshalOTurnOrder2ᚖgithubᚗcomᚋtoolgateᚋtoolgateᚋentᚐTurnOrder(ctx context.Context, v any) (*ent.TurnOrder, error) {
+func (ec *executionContext) unmarshalOTurnOrder2ᚕᚖgithubᚗcomᚋtoolgateᚋtoolgateᚋentᚐTurnOrderᚄ(ctx context.Context, v any) ([]*ent.TurnOrder, error) {
 	if v == nil {
 		return nil, nil
 	}
-	res, err := ec.unmarshalInputTurnOrder(ctx, v)
-	return &res, graphql.ErrorOnPath(ctx, err)
+	vSlice := graphql.CoerceList(v)
+	var err error
+	res := make([]*ent.TurnOrder, len(vSlice))
+	for i := range vSlice {
+		ctx := graphql.WithPathContext(ctx, graphql.NewPathWithIndex(i))
+		res[i], err = ec.unmarshalNTurnOrder2ᚖgithubᚗcomᚋtoolgateᚋtoolgateᚋentᚐTurnOrder(ctx, vSlice[i])
+		if err != nil {
+			return nil, err
+		}
+	}
+	return res, nil
 }
 
 func (ec *executionContext) unmarshalOTurnStatus2ᚕgithubᚗcomᚋtoolgateᚋtoolgateᚋentᚋturnᚐStatusᚄ(ctx context.Context, v any) ([]turn.Status, error) {
