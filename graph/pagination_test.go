@@ -107,7 +107,7 @@ func TestPaginationWalksEveryOrder(t *testing.T) {
 		}
 		for _, f := range []string{"CREATED_AT", "UPDATED_AT", "NAME"} {
 			for _, dir := range []string{"ASC", "DESC"} {
-				tests = append(tests, struct{ field, orderBy string }{"agents", fmt.Sprintf(`, orderBy: {field: %s, direction: %s}`, f, dir)})
+				tests = append(tests, struct{ field, orderBy string }{"agents", fmt.Sprintf(`, orderBy: [{field: %s, direction: %s}]`, f, dir)})
 			}
 		}
 		for _, tt := range tests {
@@ -171,4 +171,43 @@ func TestReadmeTranscriptQueryPasses(t *testing.T) {
 	conv := b.startConversation(t, b.alice.Token, agent, "read me")
 	data := b.do(t, b.alice.Token, query, map[string]any{"id": conv}).ok(t)
 	require.Equal(t, "read me", get(data, "conversation", "title"))
+}
+
+// Introspection shows the API, not the directives that steer code generation.
+func TestIntrospectionHidesCodegenDirectives(t *testing.T) {
+	t.Parallel()
+	b := setup(t, dbtest.Open(t, dbtest.SQLite))
+	data := b.do(t, b.alice.Token, `{ __schema { directives { name } } }`, nil).ok(t)
+	var names []string
+	for _, d := range get(data, "__schema", "directives").([]any) {
+		names = append(names, get(d, "name").(string))
+	}
+	require.Contains(t, names, "deprecated")
+	require.NotContains(t, names, "goField")
+	require.NotContains(t, names, "goModel")
+}
+
+// createAgent refuses a tool that does not exist, naming it and listing
+// what an agent can name, application tools included.
+func TestCreateAgentRefusesUnknownTools(t *testing.T) {
+	t.Parallel()
+	b := setup(t, dbtest.Open(t, dbtest.SQLite))
+	b.do(t, b.alice.Token, `mutation { registerApplication(input: {name: "crm", url: "https://crm.example/mcp", allowedTools: ["lookup"]}) { id } }`, nil).ok(t)
+	const create = `mutation($t: [String!]) { createAgent(input: {name: "A", tools: $t}) { id tools } }`
+	r := b.do(t, b.alice.Token, create, map[string]any{"t": []string{"search_tools", "calculatr", "crm__delete"}})
+	require.Equal(t, "BAD_USER_INPUT", r.code(t))
+	msg := r.Errors[0].Message
+	require.Contains(t, msg, `"calculatr", "crm__delete"`)
+	require.Contains(t, msg, "crm__lookup")
+	require.Contains(t, msg, "search_tools")
+	require.NotContains(t, msg, `"search_tools"`, "a tool that exists is not named as missing")
+
+	ok := b.do(t, b.alice.Token, create, map[string]any{"t": []string{"search_tools", "crm__lookup"}}).ok(t)
+	require.Equal(t, []any{"search_tools", "crm__lookup"}, get(ok, "createAgent", "tools"))
+	// Another organisation's application tools are not its to name.
+	r = b.do(t, b.eve.Token, create, map[string]any{"t": []string{"crm__lookup"}})
+	require.Equal(t, "BAD_USER_INPUT", r.code(t))
+	_, listed, found := strings.Cut(r.Errors[0].Message, "can list")
+	require.True(t, found, r.Errors[0].Message)
+	require.NotContains(t, listed, "crm__lookup")
 }
