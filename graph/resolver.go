@@ -13,6 +13,7 @@ import (
 	"github.com/toolgate/toolgate/runtime/mcp"
 	"github.com/toolgate/toolgate/tools"
 	"github.com/toolgate/toolgate/tools/catalog"
+	"github.com/toolgate/toolgate/tools/code"
 )
 
 // MaxPage is the largest page a connection serves; DefaultPage is what a
@@ -29,6 +30,8 @@ type Resolver struct {
 	Log    *slog.Logger
 	// Runner runs turns; nil when the server only serves the data.
 	Runner *loop.Runner
+	// Sandbox runs run_code's children.
+	Sandbox *code.Sandbox
 	// Apps lists applications' tools; nil knows them by name only.
 	Apps *mcp.Pool
 }

@@ -36,6 +36,7 @@ import (
 	"github.com/toolgate/toolgate/runtime/mcp"
 	"github.com/toolgate/toolgate/runtime/scope"
 	"github.com/toolgate/toolgate/tools"
+	"github.com/toolgate/toolgate/tools/code"
 )
 
 // Limits of the HTTP API.
@@ -60,6 +61,9 @@ type Config struct {
 	// Runner runs turns; nil serves the data only (sendMessage then stores
 	// turns that nothing runs).
 	Runner *loop.Runner
+	// Sandbox runs run_code; nil runs it in this binary's own `sandbox`
+	// command.
+	Sandbox *code.Sandbox
 	// Apps asks applications' MCP servers for their tools, for discovery
 	// and the catalogue; nil takes the Runner's. With neither, application
 	// tools are known by name only.
@@ -80,6 +84,13 @@ type Server struct {
 func NewServer(cfg Config) *Server {
 	if cfg.Log == nil {
 		cfg.Log = slog.New(slog.DiscardHandler)
+	}
+	if cfg.Sandbox == nil {
+		// Without the binary's path run_code answers an error; the rest serves.
+		cfg.Sandbox, _ = code.Default()
+		if cfg.Sandbox == nil {
+			cfg.Sandbox = code.New("")
+		}
 	}
 	reg := cfg.Registry
 	if reg == nil {
@@ -144,7 +155,7 @@ func (s *Server) newGraphQL() *handler.Server {
 	if apps == nil && s.cfg.Runner != nil {
 		apps = s.cfg.Runner.Apps()
 	}
-	cfg := generated.Config{Resolvers: &Resolver{Client: s.client, Log: s.cfg.Log, Runner: s.cfg.Runner, Apps: apps}}
+	cfg := generated.Config{Resolvers: &Resolver{Client: s.client, Log: s.cfg.Log, Runner: s.cfg.Runner, Apps: apps, Sandbox: s.cfg.Sandbox}}
 	pageTimes := func(child int, first, last *int) int {
 		n := DefaultPage
 		if first != nil {

@@ -75,6 +75,7 @@ var canonical = map[string]string{
 	"list_tools":           `{}`,
 	"get_tool_schema":      `{"names": ["calculator"]}`,
 	"update_tasks":         `{"tasks": [{"title": "Budget", "status": "pending"}]}`,
+	"run_code":             `{"code": "console.log(toolResults.length)", "toolResults": ["REF"]}`,
 }
 
 // broken is a call's arguments in a shape a repair rule mends.
