@@ -142,7 +142,7 @@ func distinct(items []string) plan {
 		key := strings.Join(strings.Fields(strings.ToLower(s)), " ")
 		switch {
 		case key == "":
-			p.failures = append(p.failures, schematype.ItemFailure{Item: i, Input: s, Message: "blank"})
+			p.failures = append(p.failures, schematype.ItemFailure{Item: i, Input: s, Kind: schematype.FailureRefused, Message: "blank"})
 		case seen[key]:
 			p.repeats = append(p.repeats, i)
 		default:
@@ -353,7 +353,7 @@ func (ix *Index) Schemas(names []string) (*Schemas, error) {
 		case !ok:
 			out.Missing = append(out.Missing, raw)
 		case ix.entries[k].parameters == nil:
-			out.Failures = append(out.Failures, schematype.ItemFailure{Item: i, Input: raw,
+			out.Failures = append(out.Failures, schematype.ItemFailure{Item: i, Input: raw, Kind: schematype.FailureOutage,
 				Message: "the server of application " + ix.entries[k].application + " did not answer: its schema is unknown; try again later"})
 		default:
 			e := ix.entries[k]
