@@ -9,6 +9,7 @@ import (
 	"github.com/stretchr/testify/require"
 
 	"github.com/toolgate/toolgate/ent/db"
+	"github.com/toolgate/toolgate/ent/tenancy"
 	"github.com/toolgate/toolgate/ent/toolcall"
 	"github.com/toolgate/toolgate/ent/turn"
 	"github.com/toolgate/toolgate/runtime/dispatch"
@@ -57,7 +58,7 @@ func TestEveryOutcomeIsStoredAndOnlyReadsAreEvidence(t *testing.T) {
 		for i, c := range calls {
 			require.Equal(t, want[i], c.Outcome, *c.Heard)
 			require.NotNil(t, c.Ref, "every outcome has a ref: %s", c.Name)
-			stored := h.client.StoredResult.GetX(context.Background(), *c.ResultID)
+			stored := h.client.StoredResult.GetX(tenancy.System(context.Background()), *c.ResultID)
 			if c.Outcome != toolcall.OutcomeHITS {
 				require.Equal(t, *c.Heard, string(stored.Content), "the ref reopens what the model was told")
 			}
