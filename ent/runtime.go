@@ -246,6 +246,10 @@ func init() {
 			return nil
 		}
 	}()
+	// organizationDescWebResearch is the schema descriptor for web_research field.
+	organizationDescWebResearch := organizationFields[1].Descriptor()
+	// organization.DefaultWebResearch holds the default value on creation for the web_research field.
+	organization.DefaultWebResearch = organizationDescWebResearch.Default.(bool)
 	settingMixin := schema.Setting{}.Mixin()
 	settingMixinFields0 := settingMixin[0].Fields()
 	_ = settingMixinFields0

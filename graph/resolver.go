@@ -9,6 +9,7 @@ import (
 	"github.com/toolgate/toolgate/ent"
 	"github.com/toolgate/toolgate/graph/gid"
 	"github.com/toolgate/toolgate/runtime/loop"
+	"github.com/toolgate/toolgate/tools/web"
 )
 
 // MaxPage is the largest page a connection serves; DefaultPage is what a
@@ -25,6 +26,8 @@ type Resolver struct {
 	Log    *slog.Logger
 	// Runner runs turns; nil when the server only serves the data.
 	Runner *loop.Runner
+	// Web runs the web tools; nil when the server has no web provider.
+	Web *web.Service
 }
 
 // client returns the transaction's client inside a mutation (the

@@ -34,6 +34,7 @@ import (
 	"github.com/toolgate/toolgate/runtime/loop"
 	"github.com/toolgate/toolgate/runtime/scope"
 	"github.com/toolgate/toolgate/tools"
+	"github.com/toolgate/toolgate/tools/web"
 )
 
 // Limits of the HTTP API.
@@ -58,6 +59,8 @@ type Config struct {
 	// Runner runs turns; nil serves the data only (sendMessage then stores
 	// turns that nothing runs).
 	Runner *loop.Runner
+	// Web runs the web tools; nil: no provider, the web tools are refused.
+	Web *web.Service
 }
 
 // Server is toolgate's HTTP API.
@@ -133,7 +136,7 @@ func (s *Server) readyz(w http.ResponseWriter, r *http.Request) {
 }
 
 func (s *Server) newGraphQL() *handler.Server {
-	cfg := generated.Config{Resolvers: &Resolver{Client: s.client, Log: s.cfg.Log, Runner: s.cfg.Runner}}
+	cfg := generated.Config{Resolvers: &Resolver{Client: s.client, Log: s.cfg.Log, Runner: s.cfg.Runner, Web: s.cfg.Web}}
 	pageTimes := func(child int, first, last *int) int {
 		n := DefaultPage
 		if first != nil {

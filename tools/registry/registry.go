@@ -13,6 +13,7 @@ import (
 	"github.com/toolgate/toolgate/tools/result"
 	"github.com/toolgate/toolgate/tools/tasks"
 	"github.com/toolgate/toolgate/tools/transcript"
+	"github.com/toolgate/toolgate/tools/web"
 	"github.com/toolgate/toolgate/tools/workspace"
 )
 
@@ -26,6 +27,7 @@ func All() []tools.Definition {
 			transcript.Definition,
 		},
 		workspace.Definitions,
+		web.Definitions,
 		catalog.Definitions,
 		[]tools.Definition{
 			tasks.Definition,
