@@ -49,7 +49,13 @@ func (f *Fetcher) robotsAllow(ctx context.Context, u *url.URL) error {
 	e, ok := f.robots.entries[site]
 	f.robots.mu.Unlock()
 	if !ok || time.Now().After(e.expires) {
-		e = robotsEntry{rules: f.readRobots(ctx, site), expires: time.Now().Add(robotsTTL)}
+		rules, err := f.readRobots(ctx, site)
+		if err != nil {
+			// The site could not be reached, or a rule refused it: that
+			// is the page's failure too, and nothing is remembered.
+			return err
+		}
+		e = robotsEntry{rules: rules, expires: time.Now().Add(robotsTTL)}
 		f.robots.mu.Lock()
 		if len(f.robots.entries) >= robotsEntries {
 			clear(f.robots.entries)
@@ -73,21 +79,28 @@ func (f *Fetcher) robotsAllow(ctx context.Context, u *url.URL) error {
 	return nil
 }
 
-func (f *Fetcher) readRobots(ctx context.Context, site string) robotsRules {
+// readRobots reads a site's rules. A 4xx allows everything; a 5xx or a
+// body that cannot be read disallows everything (RFC 9309); a site that
+// cannot be reached is an error, not a rule.
+func (f *Fetcher) readRobots(ctx context.Context, site string) (robotsRules, error) {
 	u, err := url.Parse(site + "/robots.txt")
 	if err != nil {
-		return robotsRules{all: true}
+		return robotsRules{}, &Refused{Rule: "http and https only", Reason: "bad site address"}
 	}
 	doc, err := f.get(ctx, u, robotsMaxBytes, nil)
-	var status *statusError
+	var (
+		status *statusError
+		cerr   *contentError
+	)
 	switch {
 	case errors.As(err, &status) && status.code >= 400 && status.code < 500:
-		// No robots.txt: everything is allowed.
-		return robotsRules{}
+		return robotsRules{}, nil
+	case errors.As(err, &status) || errors.As(err, &cerr):
+		return robotsRules{all: true}, nil
 	case err != nil:
-		return robotsRules{all: true}
+		return robotsRules{}, err
 	}
-	return parseRobots(doc.Body, robotsToken)
+	return parseRobots(doc.Body, robotsToken), nil
 }
 
 // parseRobots returns the rules of the group naming token, or of "*" when
