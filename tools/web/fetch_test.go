@@ -38,7 +38,7 @@ type site struct {
 	cookies atomic.Int64
 }
 
-func newSite(t *testing.T, handler http.HandlerFunc) *site {
+func newSite(t testing.TB, handler http.HandlerFunc) *site {
 	t.Helper()
 	s := &site{}
 	s.Server = httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {

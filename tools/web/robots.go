@@ -134,7 +134,7 @@ func parseRobots(body []byte, token string) robotsRules {
 			agents = append(agents, strings.ToLower(val))
 			groupMine, groupStar = false, false
 			for _, a := range agents {
-				groupMine = groupMine || a != "*" && strings.Contains(token, a)
+				groupMine = groupMine || a == token
 				groupStar = groupStar || a == "*"
 			}
 		case "allow", "disallow":
