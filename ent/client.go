@@ -19,6 +19,7 @@ import (
 	"github.com/toolgate/toolgate/ent/apitoken"
 	"github.com/toolgate/toolgate/ent/application"
 	"github.com/toolgate/toolgate/ent/conversation"
+	"github.com/toolgate/toolgate/ent/idempotentresponse"
 	"github.com/toolgate/toolgate/ent/modelcall"
 	"github.com/toolgate/toolgate/ent/organization"
 	"github.com/toolgate/toolgate/ent/setting"
@@ -45,6 +46,8 @@ type Client struct {
 	Application *ApplicationClient
 	// Conversation is the client for interacting with the Conversation builders.
 	Conversation *ConversationClient
+	// IdempotentResponse is the client for interacting with the IdempotentResponse builders.
+	IdempotentResponse *IdempotentResponseClient
 	// ModelCall is the client for interacting with the ModelCall builders.
 	ModelCall *ModelCallClient
 	// Organization is the client for interacting with the Organization builders.
@@ -78,6 +81,7 @@ func (c *Client) init() {
 	c.Agent = NewAgentClient(c.config)
 	c.Application = NewApplicationClient(c.config)
 	c.Conversation = NewConversationClient(c.config)
+	c.IdempotentResponse = NewIdempotentResponseClient(c.config)
 	c.ModelCall = NewModelCallClient(c.config)
 	c.Organization = NewOrganizationClient(c.config)
 	c.Setting = NewSettingClient(c.config)
@@ -177,21 +181,22 @@ func (c *Client) Tx(ctx context.Context) (*Tx, error) {
 	cfg := c.config
 	cfg.driver = tx
 	return &Tx{
-		ctx:           ctx,
-		config:        cfg,
-		APIToken:      NewAPITokenClient(cfg),
-		Agent:         NewAgentClient(cfg),
-		Application:   NewApplicationClient(cfg),
-		Conversation:  NewConversationClient(cfg),
-		ModelCall:     NewModelCallClient(cfg),
-		Organization:  NewOrganizationClient(cfg),
-		Setting:       NewSettingClient(cfg),
-		StoredResult:  NewStoredResultClient(cfg),
-		Task:          NewTaskClient(cfg),
-		ToolCall:      NewToolCallClient(cfg),
-		Turn:          NewTurnClient(cfg),
-		User:          NewUserClient(cfg),
-		WorkspaceFile: NewWorkspaceFileClient(cfg),
+		ctx:                ctx,
+		config:             cfg,
+		APIToken:           NewAPITokenClient(cfg),
+		Agent:              NewAgentClient(cfg),
+		Application:        NewApplicationClient(cfg),
+		Conversation:       NewConversationClient(cfg),
+		IdempotentResponse: NewIdempotentResponseClient(cfg),
+		ModelCall:          NewModelCallClient(cfg),
+		Organization:       NewOrganizationClient(cfg),
+		Setting:            NewSettingClient(cfg),
+		StoredResult:       NewStoredResultClient(cfg),
+		Task:               NewTaskClient(cfg),
+		ToolCall:           NewToolCallClient(cfg),
+		Turn:               NewTurnClient(cfg),
+		User:               NewUserClient(cfg),
+		WorkspaceFile:      NewWorkspaceFileClient(cfg),
 	}, nil
 }
 
@@ -209,21 +214,22 @@ func (c *Client) BeginTx(ctx context.Context, opts *sql.TxOptions) (*Tx, error) 
 	cfg := c.config
 	cfg.driver = &txDriver{tx: tx, drv: c.driver}
 	return &Tx{
-		ctx:           ctx,
-		config:        cfg,
-		APIToken:      NewAPITokenClient(cfg),
-		Agent:         NewAgentClient(cfg),
-		Application:   NewApplicationClient(cfg),
-		Conversation:  NewConversationClient(cfg),
-		ModelCall:     NewModelCallClient(cfg),
-		Organization:  NewOrganizationClient(cfg),
-		Setting:       NewSettingClient(cfg),
-		StoredResult:  NewStoredResultClient(cfg),
-		Task:          NewTaskClient(cfg),
-		ToolCall:      NewToolCallClient(cfg),
-		Turn:          NewTurnClient(cfg),
-		User:          NewUserClient(cfg),
-		WorkspaceFile: NewWorkspaceFileClient(cfg),
+		ctx:                ctx,
+		config:             cfg,
+		APIToken:           NewAPITokenClient(cfg),
+		Agent:              NewAgentClient(cfg),
+		Application:        NewApplicationClient(cfg),
+		Conversation:       NewConversationClient(cfg),
+		IdempotentResponse: NewIdempotentResponseClient(cfg),
+		ModelCall:          NewModelCallClient(cfg),
+		Organization:       NewOrganizationClient(cfg),
+		Setting:            NewSettingClient(cfg),
+		StoredResult:       NewStoredResultClient(cfg),
+		Task:               NewTaskClient(cfg),
+		ToolCall:           NewToolCallClient(cfg),
+		Turn:               NewTurnClient(cfg),
+		User:               NewUserClient(cfg),
+		WorkspaceFile:      NewWorkspaceFileClient(cfg),
 	}, nil
 }
 
@@ -253,8 +259,9 @@ func (c *Client) Close() error {
 // In order to add hooks to a specific client, call: `client.Node.Use(...)`.
 func (c *Client) Use(hooks ...Hook) {
 	for _, n := range []interface{ Use(...Hook) }{
-		c.APIToken, c.Agent, c.Application, c.Conversation, c.ModelCall, c.Organization,
-		c.Setting, c.StoredResult, c.Task, c.ToolCall, c.Turn, c.User, c.WorkspaceFile,
+		c.APIToken, c.Agent, c.Application, c.Conversation, c.IdempotentResponse,
+		c.ModelCall, c.Organization, c.Setting, c.StoredResult, c.Task, c.ToolCall,
+		c.Turn, c.User, c.WorkspaceFile,
 	} {
 		n.Use(hooks...)
 	}
@@ -264,8 +271,9 @@ func (c *Client) Use(hooks ...Hook) {
 // In order to add interceptors to a specific client, call: `client.Node.Intercept(...)`.
 func (c *Client) Intercept(interceptors ...Interceptor) {
 	for _, n := range []interface{ Intercept(...Interceptor) }{
-		c.APIToken, c.Agent, c.Application, c.Conversation, c.ModelCall, c.Organization,
-		c.Setting, c.StoredResult, c.Task, c.ToolCall, c.Turn, c.User, c.WorkspaceFile,
+		c.APIToken, c.Agent, c.Application, c.Conversation, c.IdempotentResponse,
+		c.ModelCall, c.Organization, c.Setting, c.StoredResult, c.Task, c.ToolCall,
+		c.Turn, c.User, c.WorkspaceFile,
 	} {
 		n.Intercept(interceptors...)
 	}
@@ -282,6 +290,8 @@ func (c *Client) Mutate(ctx context.Context, m Mutation) (Value, error) {
 		return c.Application.mutate(ctx, m)
 	case *ConversationMutation:
 		return c.Conversation.mutate(ctx, m)
+	case *IdempotentResponseMutation:
+		return c.IdempotentResponse.mutate(ctx, m)
 	case *ModelCallMutation:
 		return c.ModelCall.mutate(ctx, m)
 	case *OrganizationMutation:
@@ -978,6 +988,139 @@ func (c *ConversationClient) mutate(ctx context.Context, m *ConversationMutation
 		return (&ConversationDelete{config: c.config, hooks: c.Hooks(), mutation: m}).Exec(ctx)
 	default:
 		return nil, fmt.Errorf("ent: unknown Conversation mutation op: %q", m.Op())
+	}
+}
+
+// IdempotentResponseClient is a client for the IdempotentResponse schema.
+type IdempotentResponseClient struct {
+	config
+}
+
+// NewIdempotentResponseClient returns a client for the IdempotentResponse from the given config.
+func NewIdempotentResponseClient(c config) *IdempotentResponseClient {
+	return &IdempotentResponseClient{config: c}
+}
+
+// Use adds a list of mutation hooks to the hooks stack.
+// A call to `Use(f, g, h)` equals to `idempotentresponse.Hooks(f(g(h())))`.
+func (c *IdempotentResponseClient) Use(hooks ...Hook) {
+	c.hooks.IdempotentResponse = append(c.hooks.IdempotentResponse, hooks...)
+}
+
+// Intercept adds a list of query interceptors to the interceptors stack.
+// A call to `Intercept(f, g, h)` equals to `idempotentresponse.Intercept(f(g(h())))`.
+func (c *IdempotentResponseClient) Intercept(interceptors ...Interceptor) {
+	c.inters.IdempotentResponse = append(c.inters.IdempotentResponse, interceptors...)
+}
+
+// Create returns a builder for creating a IdempotentResponse entity.
+func (c *IdempotentResponseClient) Create() *IdempotentResponseCreate {
+	mutation := newIdempotentResponseMutation(c.config, OpCreate)
+	return &IdempotentResponseCreate{config: c.config, hooks: c.Hooks(), mutation: mutation}
+}
+
+// CreateBulk returns a builder for creating a bulk of IdempotentResponse entities.
+func (c *IdempotentResponseClient) CreateBulk(builders ...*IdempotentResponseCreate) *IdempotentResponseCreateBulk {
+	return &IdempotentResponseCreateBulk{config: c.config, builders: builders}
+}
+
+// MapCreateBulk creates a bulk creation builder from the given slice. For each item in the slice, the function creates
+// a builder and applies setFunc on it.
+func (c *IdempotentResponseClient) MapCreateBulk(slice any, setFunc func(*IdempotentResponseCreate, int)) *IdempotentResponseCreateBulk {
+	rv := reflect.ValueOf(slice)
+	if rv.Kind() != reflect.Slice {
+		return &IdempotentResponseCreateBulk{err: fmt.Errorf("calling to IdempotentResponseClient.MapCreateBulk with wrong type %T, need slice", slice)}
+	}
+	builders := make([]*IdempotentResponseCreate, rv.Len())
+	for i := 0; i < rv.Len(); i++ {
+		builders[i] = c.Create()
+		setFunc(builders[i], i)
+	}
+	return &IdempotentResponseCreateBulk{config: c.config, builders: builders}
+}
+
+// Update returns an update builder for IdempotentResponse.
+func (c *IdempotentResponseClient) Update() *IdempotentResponseUpdate {
+	mutation := newIdempotentResponseMutation(c.config, OpUpdate)
+	return &IdempotentResponseUpdate{config: c.config, hooks: c.Hooks(), mutation: mutation}
+}
+
+// UpdateOne returns an update builder for the given entity.
+func (c *IdempotentResponseClient) UpdateOne(_m *IdempotentResponse) *IdempotentResponseUpdateOne {
+	mutation := newIdempotentResponseMutation(c.config, OpUpdateOne, withIdempotentResponse(_m))
+	return &IdempotentResponseUpdateOne{config: c.config, hooks: c.Hooks(), mutation: mutation}
+}
+
+// UpdateOneID returns an update builder for the given id.
+func (c *IdempotentResponseClient) UpdateOneID(id int) *IdempotentResponseUpdateOne {
+	mutation := newIdempotentResponseMutation(c.config, OpUpdateOne, withIdempotentResponseID(id))
+	return &IdempotentResponseUpdateOne{config: c.config, hooks: c.Hooks(), mutation: mutation}
+}
+
+// Delete returns a delete builder for IdempotentResponse.
+func (c *IdempotentResponseClient) Delete() *IdempotentResponseDelete {
+	mutation := newIdempotentResponseMutation(c.config, OpDelete)
+	return &IdempotentResponseDelete{config: c.config, hooks: c.Hooks(), mutation: mutation}
+}
+
+// DeleteOne returns a builder for deleting the given entity.
+func (c *IdempotentResponseClient) DeleteOne(_m *IdempotentResponse) *IdempotentResponseDeleteOne {
+	return c.DeleteOneID(_m.ID)
+}
+
+// DeleteOneID returns a builder for deleting the given entity by its id.
+func (c *IdempotentResponseClient) DeleteOneID(id int) *IdempotentResponseDeleteOne {
+	builder := c.Delete().Where(idempotentresponse.ID(id))
+	builder.mutation.id = &id
+	builder.mutation.op = OpDeleteOne
+	return &IdempotentResponseDeleteOne{builder}
+}
+
+// Query returns a query builder for IdempotentResponse.
+func (c *IdempotentResponseClient) Query() *IdempotentResponseQuery {
+	return &IdempotentResponseQuery{
+		config: c.config,
+		ctx:    &QueryContext{Type: TypeIdempotentResponse},
+		inters: c.Interceptors(),
+	}
+}
+
+// Get returns a IdempotentResponse entity by its id.
+func (c *IdempotentResponseClient) Get(ctx context.Context, id int) (*IdempotentResponse, error) {
+	return c.Query().Where(idempotentresponse.ID(id)).Only(ctx)
+}
+
+// GetX is like Get, but panics if an error occurs.
+func (c *IdempotentResponseClient) GetX(ctx context.Context, id int) *IdempotentResponse {
+	obj, err := c.Get(ctx, id)
+	if err != nil {
+		panic(err)
+	}
+	return obj
+}
+
+// Hooks returns the client hooks.
+func (c *IdempotentResponseClient) Hooks() []Hook {
+	return c.hooks.IdempotentResponse
+}
+
+// Interceptors returns the client interceptors.
+func (c *IdempotentResponseClient) Interceptors() []Interceptor {
+	return c.inters.IdempotentResponse
+}
+
+func (c *IdempotentResponseClient) mutate(ctx context.Context, m *IdempotentResponseMutation) (Value, error) {
+	switch m.Op() {
+	case OpCreate:
+		return (&IdempotentResponseCreate{config: c.config, hooks: c.Hooks(), mutation: m}).Save(ctx)
+	case OpUpdate:
+		return (&IdempotentResponseUpdate{config: c.config, hooks: c.Hooks(), mutation: m}).Save(ctx)
+	case OpUpdateOne:
+		return (&IdempotentResponseUpdateOne{config: c.config, hooks: c.Hooks(), mutation: m}).Save(ctx)
+	case OpDelete, OpDeleteOne:
+		return (&IdempotentResponseDelete{config: c.config, hooks: c.Hooks(), mutation: m}).Exec(ctx)
+	default:
+		return nil, fmt.Errorf("ent: unknown IdempotentResponse mutation op: %q", m.Op())
 	}
 }
 
@@ -2421,12 +2564,14 @@ func (c *WorkspaceFileClient) mutate(ctx context.Context, m *WorkspaceFileMutati
 // hooks and interceptors per client, for fast access.
 type (
 	hooks struct {
-		APIToken, Agent, Application, Conversation, ModelCall, Organization, Setting,
-		StoredResult, Task, ToolCall, Turn, User, WorkspaceFile []ent.Hook
+		APIToken, Agent, Application, Conversation, IdempotentResponse, ModelCall,
+		Organization, Setting, StoredResult, Task, ToolCall, Turn, User,
+		WorkspaceFile []ent.Hook
 	}
 	inters struct {
-		APIToken, Agent, Application, Conversation, ModelCall, Organization, Setting,
-		StoredResult, Task, ToolCall, Turn, User, WorkspaceFile []ent.Interceptor
+		APIToken, Agent, Application, Conversation, IdempotentResponse, ModelCall,
+		Organization, Setting, StoredResult, Task, ToolCall, Turn, User,
+		WorkspaceFile []ent.Interceptor
 	}
 )
 

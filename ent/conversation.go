@@ -32,6 +32,8 @@ type Conversation struct {
 	AgentID int `json:"agent_id,omitempty"`
 	// Title holds the value of the "title" field.
 	Title *string `json:"title,omitempty"`
+	// how many turns the conversation has
+	TurnsCount int `json:"turns_count,omitempty"`
 	// Edges holds the relations/edges for other nodes in the graph.
 	// The values are being populated by the ConversationQuery when eager-loading is set.
 	Edges        ConversationEdges `json:"edges"`
@@ -116,7 +118,7 @@ func (*Conversation) scanValues(columns []string) ([]any, error) {
 	values := make([]any, len(columns))
 	for i := range columns {
 		switch columns[i] {
-		case conversation.FieldID, conversation.FieldOrganizationID, conversation.FieldUserID, conversation.FieldAgentID:
+		case conversation.FieldID, conversation.FieldOrganizationID, conversation.FieldUserID, conversation.FieldAgentID, conversation.FieldTurnsCount:
 			values[i] = new(sql.NullInt64)
 		case conversation.FieldTitle:
 			values[i] = new(sql.NullString)
@@ -179,6 +181,12 @@ func (_m *Conversation) assignValues(columns []string, values []any) error {
 			} else if value.Valid {
 				_m.Title = new(string)
 				*_m.Title = value.String
+			}
+		case conversation.FieldTurnsCount:
+			if value, ok := values[i].(*sql.NullInt64); !ok {
+				return fmt.Errorf("unexpected type %T for field turns_count", values[i])
+			} else if value.Valid {
+				_m.TurnsCount = int(value.Int64)
 			}
 		default:
 			_m.selectValues.Set(columns[i], values[i])
@@ -260,6 +268,9 @@ func (_m *Conversation) String() string {
 		builder.WriteString("title=")
 		builder.WriteString(*v)
 	}
+	builder.WriteString(", ")
+	builder.WriteString("turns_count=")
+	builder.WriteString(fmt.Sprintf("%v", _m.TurnsCount))
 	builder.WriteByte(')')
 	return builder.String()
 }

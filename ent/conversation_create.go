@@ -87,6 +87,20 @@ func (_c *ConversationCreate) SetNillableTitle(v *string) *ConversationCreate {
 	return _c
 }
 
+// SetTurnsCount sets the "turns_count" field.
+func (_c *ConversationCreate) SetTurnsCount(v int) *ConversationCreate {
+	_c.mutation.SetTurnsCount(v)
+	return _c
+}
+
+// SetNillableTurnsCount sets the "turns_count" field if the given value is not nil.
+func (_c *ConversationCreate) SetNillableTurnsCount(v *int) *ConversationCreate {
+	if v != nil {
+		_c.SetTurnsCount(*v)
+	}
+	return _c
+}
+
 // SetOrganization sets the "organization" edge to the Organization entity.
 func (_c *ConversationCreate) SetOrganization(v *Organization) *ConversationCreate {
 	return _c.SetOrganizationID(v.ID)
@@ -175,6 +189,10 @@ func (_c *ConversationCreate) defaults() {
 		v := conversation.DefaultUpdatedAt()
 		_c.mutation.SetUpdatedAt(v)
 	}
+	if _, ok := _c.mutation.TurnsCount(); !ok {
+		v := conversation.DefaultTurnsCount
+		_c.mutation.SetTurnsCount(v)
+	}
 }
 
 // check runs all checks and user-defined validators on the builder.
@@ -197,6 +215,14 @@ func (_c *ConversationCreate) check() error {
 	if v, ok := _c.mutation.Title(); ok {
 		if err := conversation.TitleValidator(v); err != nil {
 			return &ValidationError{Name: "title", err: fmt.Errorf(`ent: validator failed for field "Conversation.title": %w`, err)}
+		}
+	}
+	if _, ok := _c.mutation.TurnsCount(); !ok {
+		return &ValidationError{Name: "turns_count", err: errors.New(`ent: missing required field "Conversation.turns_count"`)}
+	}
+	if v, ok := _c.mutation.TurnsCount(); ok {
+		if err := conversation.TurnsCountValidator(v); err != nil {
+			return &ValidationError{Name: "turns_count", err: fmt.Errorf(`ent: validator failed for field "Conversation.turns_count": %w`, err)}
 		}
 	}
 	if len(_c.mutation.OrganizationIDs()) == 0 {
@@ -246,6 +272,10 @@ func (_c *ConversationCreate) createSpec() (*Conversation, *sqlgraph.CreateSpec)
 	if value, ok := _c.mutation.Title(); ok {
 		_spec.SetField(conversation.FieldTitle, field.TypeString, value)
 		_node.Title = &value
+	}
+	if value, ok := _c.mutation.TurnsCount(); ok {
+		_spec.SetField(conversation.FieldTurnsCount, field.TypeInt, value)
+		_node.TurnsCount = value
 	}
 	if nodes := _c.mutation.OrganizationIDs(); len(nodes) > 0 {
 		edge := &sqlgraph.EdgeSpec{
@@ -412,6 +442,24 @@ func (u *ConversationUpsert) ClearTitle() *ConversationUpsert {
 	return u
 }
 
+// SetTurnsCount sets the "turns_count" field.
+func (u *ConversationUpsert) SetTurnsCount(v int) *ConversationUpsert {
+	u.Set(conversation.FieldTurnsCount, v)
+	return u
+}
+
+// UpdateTurnsCount sets the "turns_count" field to the value that was provided on create.
+func (u *ConversationUpsert) UpdateTurnsCount() *ConversationUpsert {
+	u.SetExcluded(conversation.FieldTurnsCount)
+	return u
+}
+
+// AddTurnsCount adds v to the "turns_count" field.
+func (u *ConversationUpsert) AddTurnsCount(v int) *ConversationUpsert {
+	u.Add(conversation.FieldTurnsCount, v)
+	return u
+}
+
 // UpdateNewValues updates the mutable fields using the new values that were set on create.
 // Using this option is equivalent to using:
 //
@@ -498,6 +546,27 @@ func (u *ConversationUpsertOne) UpdateTitle() *ConversationUpsertOne {
 func (u *ConversationUpsertOne) ClearTitle() *ConversationUpsertOne {
 	return u.Update(func(s *ConversationUpsert) {
 		s.ClearTitle()
+	})
+}
+
+// SetTurnsCount sets the "turns_count" field.
+func (u *ConversationUpsertOne) SetTurnsCount(v int) *ConversationUpsertOne {
+	return u.Update(func(s *ConversationUpsert) {
+		s.SetTurnsCount(v)
+	})
+}
+
+// AddTurnsCount adds v to the "turns_count" field.
+func (u *ConversationUpsertOne) AddTurnsCount(v int) *ConversationUpsertOne {
+	return u.Update(func(s *ConversationUpsert) {
+		s.AddTurnsCount(v)
+	})
+}
+
+// UpdateTurnsCount sets the "turns_count" field to the value that was provided on create.
+func (u *ConversationUpsertOne) UpdateTurnsCount() *ConversationUpsertOne {
+	return u.Update(func(s *ConversationUpsert) {
+		s.UpdateTurnsCount()
 	})
 }
 
@@ -753,6 +822,27 @@ func (u *ConversationUpsertBulk) UpdateTitle() *ConversationUpsertBulk {
 func (u *ConversationUpsertBulk) ClearTitle() *ConversationUpsertBulk {
 	return u.Update(func(s *ConversationUpsert) {
 		s.ClearTitle()
+	})
+}
+
+// SetTurnsCount sets the "turns_count" field.
+func (u *ConversationUpsertBulk) SetTurnsCount(v int) *ConversationUpsertBulk {
+	return u.Update(func(s *ConversationUpsert) {
+		s.SetTurnsCount(v)
+	})
+}
+
+// AddTurnsCount adds v to the "turns_count" field.
+func (u *ConversationUpsertBulk) AddTurnsCount(v int) *ConversationUpsertBulk {
+	return u.Update(func(s *ConversationUpsert) {
+		s.AddTurnsCount(v)
+	})
+}
+
+// UpdateTurnsCount sets the "turns_count" field to the value that was provided on create.
+func (u *ConversationUpsertBulk) UpdateTurnsCount() *ConversationUpsertBulk {
+	return u.Update(func(s *ConversationUpsert) {
+		s.UpdateTurnsCount()
 	})
 }
 

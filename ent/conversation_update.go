@@ -56,6 +56,27 @@ func (_u *ConversationUpdate) ClearTitle() *ConversationUpdate {
 	return _u
 }
 
+// SetTurnsCount sets the "turns_count" field.
+func (_u *ConversationUpdate) SetTurnsCount(v int) *ConversationUpdate {
+	_u.mutation.ResetTurnsCount()
+	_u.mutation.SetTurnsCount(v)
+	return _u
+}
+
+// SetNillableTurnsCount sets the "turns_count" field if the given value is not nil.
+func (_u *ConversationUpdate) SetNillableTurnsCount(v *int) *ConversationUpdate {
+	if v != nil {
+		_u.SetTurnsCount(*v)
+	}
+	return _u
+}
+
+// AddTurnsCount adds value to the "turns_count" field.
+func (_u *ConversationUpdate) AddTurnsCount(v int) *ConversationUpdate {
+	_u.mutation.AddTurnsCount(v)
+	return _u
+}
+
 // AddTurnIDs adds the "turns" edge to the Turn entity by IDs.
 func (_u *ConversationUpdate) AddTurnIDs(ids ...int) *ConversationUpdate {
 	_u.mutation.AddTurnIDs(ids...)
@@ -176,6 +197,11 @@ func (_u *ConversationUpdate) check() error {
 			return &ValidationError{Name: "title", err: fmt.Errorf(`ent: validator failed for field "Conversation.title": %w`, err)}
 		}
 	}
+	if v, ok := _u.mutation.TurnsCount(); ok {
+		if err := conversation.TurnsCountValidator(v); err != nil {
+			return &ValidationError{Name: "turns_count", err: fmt.Errorf(`ent: validator failed for field "Conversation.turns_count": %w`, err)}
+		}
+	}
 	if _u.mutation.OrganizationCleared() && len(_u.mutation.OrganizationIDs()) > 0 {
 		return errors.New(`ent: clearing a required unique edge "Conversation.organization"`)
 	}
@@ -208,6 +234,12 @@ func (_u *ConversationUpdate) sqlSave(ctx context.Context) (_node int, err error
 	}
 	if _u.mutation.TitleCleared() {
 		_spec.ClearField(conversation.FieldTitle, field.TypeString)
+	}
+	if value, ok := _u.mutation.TurnsCount(); ok {
+		_spec.SetField(conversation.FieldTurnsCount, field.TypeInt, value)
+	}
+	if value, ok := _u.mutation.AddedTurnsCount(); ok {
+		_spec.AddField(conversation.FieldTurnsCount, field.TypeInt, value)
 	}
 	if _u.mutation.TurnsCleared() {
 		edge := &sqlgraph.EdgeSpec{
@@ -345,6 +377,27 @@ func (_u *ConversationUpdateOne) ClearTitle() *ConversationUpdateOne {
 	return _u
 }
 
+// SetTurnsCount sets the "turns_count" field.
+func (_u *ConversationUpdateOne) SetTurnsCount(v int) *ConversationUpdateOne {
+	_u.mutation.ResetTurnsCount()
+	_u.mutation.SetTurnsCount(v)
+	return _u
+}
+
+// SetNillableTurnsCount sets the "turns_count" field if the given value is not nil.
+func (_u *ConversationUpdateOne) SetNillableTurnsCount(v *int) *ConversationUpdateOne {
+	if v != nil {
+		_u.SetTurnsCount(*v)
+	}
+	return _u
+}
+
+// AddTurnsCount adds value to the "turns_count" field.
+func (_u *ConversationUpdateOne) AddTurnsCount(v int) *ConversationUpdateOne {
+	_u.mutation.AddTurnsCount(v)
+	return _u
+}
+
 // AddTurnIDs adds the "turns" edge to the Turn entity by IDs.
 func (_u *ConversationUpdateOne) AddTurnIDs(ids ...int) *ConversationUpdateOne {
 	_u.mutation.AddTurnIDs(ids...)
@@ -478,6 +531,11 @@ func (_u *ConversationUpdateOne) check() error {
 			return &ValidationError{Name: "title", err: fmt.Errorf(`ent: validator failed for field "Conversation.title": %w`, err)}
 		}
 	}
+	if v, ok := _u.mutation.TurnsCount(); ok {
+		if err := conversation.TurnsCountValidator(v); err != nil {
+			return &ValidationError{Name: "turns_count", err: fmt.Errorf(`ent: validator failed for field "Conversation.turns_count": %w`, err)}
+		}
+	}
 	if _u.mutation.OrganizationCleared() && len(_u.mutation.OrganizationIDs()) > 0 {
 		return errors.New(`ent: clearing a required unique edge "Conversation.organization"`)
 	}
@@ -527,6 +585,12 @@ func (_u *ConversationUpdateOne) sqlSave(ctx context.Context) (_node *Conversati
 	}
 	if _u.mutation.TitleCleared() {
 		_spec.ClearField(conversation.FieldTitle, field.TypeString)
+	}
+	if value, ok := _u.mutation.TurnsCount(); ok {
+		_spec.SetField(conversation.FieldTurnsCount, field.TypeInt, value)
+	}
+	if value, ok := _u.mutation.AddedTurnsCount(); ok {
+		_spec.AddField(conversation.FieldTurnsCount, field.TypeInt, value)
 	}
 	if _u.mutation.TurnsCleared() {
 		edge := &sqlgraph.EdgeSpec{

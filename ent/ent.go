@@ -16,6 +16,7 @@ import (
 	"github.com/toolgate/toolgate/ent/apitoken"
 	"github.com/toolgate/toolgate/ent/application"
 	"github.com/toolgate/toolgate/ent/conversation"
+	"github.com/toolgate/toolgate/ent/idempotentresponse"
 	"github.com/toolgate/toolgate/ent/modelcall"
 	"github.com/toolgate/toolgate/ent/organization"
 	"github.com/toolgate/toolgate/ent/setting"
@@ -85,19 +86,20 @@ var (
 func checkColumn(t, c string) error {
 	initCheck.Do(func() {
 		columnCheck = sql.NewColumnCheck(map[string]func(string) bool{
-			apitoken.Table:      apitoken.ValidColumn,
-			agent.Table:         agent.ValidColumn,
-			application.Table:   application.ValidColumn,
-			conversation.Table:  conversation.ValidColumn,
-			modelcall.Table:     modelcall.ValidColumn,
-			organization.Table:  organization.ValidColumn,
-			setting.Table:       setting.ValidColumn,
-			storedresult.Table:  storedresult.ValidColumn,
-			task.Table:          task.ValidColumn,
-			toolcall.Table:      toolcall.ValidColumn,
-			turn.Table:          turn.ValidColumn,
-			user.Table:          user.ValidColumn,
-			workspacefile.Table: workspacefile.ValidColumn,
+			apitoken.Table:           apitoken.ValidColumn,
+			agent.Table:              agent.ValidColumn,
+			application.Table:        application.ValidColumn,
+			conversation.Table:       conversation.ValidColumn,
+			idempotentresponse.Table: idempotentresponse.ValidColumn,
+			modelcall.Table:          modelcall.ValidColumn,
+			organization.Table:       organization.ValidColumn,
+			setting.Table:            setting.ValidColumn,
+			storedresult.Table:       storedresult.ValidColumn,
+			task.Table:               task.ValidColumn,
+			toolcall.Table:           toolcall.ValidColumn,
+			turn.Table:               turn.ValidColumn,
+			user.Table:               user.ValidColumn,
+			workspacefile.Table:      workspacefile.ValidColumn,
 		})
 	})
 	return columnCheck(t, c)

@@ -529,6 +529,11 @@ func (_q *ConversationQuery) collectField(ctx context.Context, oneNode bool, opC
 				selectedFields = append(selectedFields, conversation.FieldTitle)
 				fieldSeen[conversation.FieldTitle] = struct{}{}
 			}
+		case "turnsCount":
+			if _, ok := fieldSeen[conversation.FieldTurnsCount]; !ok {
+				selectedFields = append(selectedFields, conversation.FieldTurnsCount)
+				fieldSeen[conversation.FieldTurnsCount] = struct{}{}
+			}
 		case "id":
 		case "__typename":
 		default:
@@ -905,6 +910,11 @@ func (_q *ToolCallQuery) collectField(ctx context.Context, oneNode bool, opCtx *
 			if _, ok := fieldSeen[toolcall.FieldRef]; !ok {
 				selectedFields = append(selectedFields, toolcall.FieldRef)
 				fieldSeen[toolcall.FieldRef] = struct{}{}
+			}
+		case "argumentsRef":
+			if _, ok := fieldSeen[toolcall.FieldArgumentsRef]; !ok {
+				selectedFields = append(selectedFields, toolcall.FieldArgumentsRef)
+				fieldSeen[toolcall.FieldArgumentsRef] = struct{}{}
 			}
 		case "startedAt":
 			if _, ok := fieldSeen[toolcall.FieldStartedAt]; !ok {

@@ -1220,12 +1220,8 @@ func (p *conversationPager) applyOrder(query *ConversationQuery) *ConversationQu
 		if o.Field.column == DefaultConversationOrder.Field.column {
 			defaultOrdered = true
 		}
-		switch o.Field.column {
-		case ConversationOrderFieldTurnsCount.column:
-		default:
-			if len(query.ctx.Fields) > 0 {
-				query.ctx.AppendFieldOnce(o.Field.column)
-			}
+		if len(query.ctx.Fields) > 0 {
+			query.ctx.AppendFieldOnce(o.Field.column)
 		}
 	}
 	if !defaultOrdered {
@@ -1239,18 +1235,9 @@ func (p *conversationPager) applyOrder(query *ConversationQuery) *ConversationQu
 }
 
 func (p *conversationPager) orderExpr(query *ConversationQuery) sql.Querier {
-	for _, o := range p.order {
-		switch o.Field.column {
-		case ConversationOrderFieldTurnsCount.column:
-			direction := o.Direction
-			if p.reverse {
-				direction = direction.Reverse()
-			}
-			query = query.Order(o.Field.toTerm(direction.OrderTermOption()))
-		default:
-			if len(query.ctx.Fields) > 0 {
-				query.ctx.AppendFieldOnce(o.Field.column)
-			}
+	if len(query.ctx.Fields) > 0 {
+		for _, o := range p.order {
+			query.ctx.AppendFieldOnce(o.Field.column)
 		}
 	}
 	return sql.ExprFunc(func(b *sql.Builder) {
@@ -1366,22 +1353,17 @@ var (
 			}
 		},
 	}
-	// ConversationOrderFieldTurnsCount orders by TURNS_COUNT.
+	// ConversationOrderFieldTurnsCount orders Conversation by turns_count.
 	ConversationOrderFieldTurnsCount = &ConversationOrderField{
 		Value: func(_m *Conversation) (ent.Value, error) {
-			return _m.Value("turns_count")
+			return _m.TurnsCount, nil
 		},
-		column: "turns_count",
-		toTerm: func(opts ...sql.OrderTermOption) conversation.OrderOption {
-			return conversation.ByTurnsCount(
-				append(opts, sql.OrderSelectAs("turns_count"))...,
-			)
-		},
+		column: conversation.FieldTurnsCount,
+		toTerm: conversation.ByTurnsCountField,
 		toCursor: func(_m *Conversation) Cursor {
-			cv, _ := _m.Value("turns_count")
 			return Cursor{
 				ID:    _m.ID,
-				Value: cv,
+				Value: _m.TurnsCount,
 			}
 		},
 	}

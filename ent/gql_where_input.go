@@ -66,6 +66,16 @@ type ConversationWhereInput struct {
 	TitleEqualFold    *string  `json:"titleEqualFold,omitempty"`
 	TitleContainsFold *string  `json:"titleContainsFold,omitempty"`
 
+	// "turns_count" field predicates.
+	TurnsCount      *int  `json:"turnsCount,omitempty"`
+	TurnsCountNEQ   *int  `json:"turnsCountNEQ,omitempty"`
+	TurnsCountIn    []int `json:"turnsCountIn,omitempty"`
+	TurnsCountNotIn []int `json:"turnsCountNotIn,omitempty"`
+	TurnsCountGT    *int  `json:"turnsCountGT,omitempty"`
+	TurnsCountGTE   *int  `json:"turnsCountGTE,omitempty"`
+	TurnsCountLT    *int  `json:"turnsCountLT,omitempty"`
+	TurnsCountLTE   *int  `json:"turnsCountLTE,omitempty"`
+
 	// "turns" edge predicates.
 	HasTurns     *bool             `json:"hasTurns,omitempty"`
 	HasTurnsWith []*TurnWhereInput `json:"hasTurnsWith,omitempty"`
@@ -258,6 +268,30 @@ func (i *ConversationWhereInput) P() (predicate.Conversation, error) {
 	}
 	if i.TitleContainsFold != nil {
 		predicates = append(predicates, conversation.TitleContainsFold(*i.TitleContainsFold))
+	}
+	if i.TurnsCount != nil {
+		predicates = append(predicates, conversation.TurnsCountEQ(*i.TurnsCount))
+	}
+	if i.TurnsCountNEQ != nil {
+		predicates = append(predicates, conversation.TurnsCountNEQ(*i.TurnsCountNEQ))
+	}
+	if len(i.TurnsCountIn) > 0 {
+		predicates = append(predicates, conversation.TurnsCountIn(i.TurnsCountIn...))
+	}
+	if len(i.TurnsCountNotIn) > 0 {
+		predicates = append(predicates, conversation.TurnsCountNotIn(i.TurnsCountNotIn...))
+	}
+	if i.TurnsCountGT != nil {
+		predicates = append(predicates, conversation.TurnsCountGT(*i.TurnsCountGT))
+	}
+	if i.TurnsCountGTE != nil {
+		predicates = append(predicates, conversation.TurnsCountGTE(*i.TurnsCountGTE))
+	}
+	if i.TurnsCountLT != nil {
+		predicates = append(predicates, conversation.TurnsCountLT(*i.TurnsCountLT))
+	}
+	if i.TurnsCountLTE != nil {
+		predicates = append(predicates, conversation.TurnsCountLTE(*i.TurnsCountLTE))
 	}
 
 	if i.HasTurns != nil {

@@ -15,10 +15,11 @@ import (
 	"github.com/toolgate/toolgate/ent/apitoken"
 	"github.com/toolgate/toolgate/ent/application"
 	"github.com/toolgate/toolgate/ent/conversation"
+	"github.com/toolgate/toolgate/ent/idempotentresponse"
 	"github.com/toolgate/toolgate/ent/modelcall"
 	"github.com/toolgate/toolgate/ent/organization"
 	"github.com/toolgate/toolgate/ent/predicate"
-	"github.com/toolgate/toolgate/ent/schema"
+	"github.com/toolgate/toolgate/ent/schematype"
 	"github.com/toolgate/toolgate/ent/setting"
 	"github.com/toolgate/toolgate/ent/storedresult"
 	"github.com/toolgate/toolgate/ent/task"
@@ -37,19 +38,20 @@ const (
 	OpUpdateOne = ent.OpUpdateOne
 
 	// Node types.
-	TypeAPIToken      = "APIToken"
-	TypeAgent         = "Agent"
-	TypeApplication   = "Application"
-	TypeConversation  = "Conversation"
-	TypeModelCall     = "ModelCall"
-	TypeOrganization  = "Organization"
-	TypeSetting       = "Setting"
-	TypeStoredResult  = "StoredResult"
-	TypeTask          = "Task"
-	TypeToolCall      = "ToolCall"
-	TypeTurn          = "Turn"
-	TypeUser          = "User"
-	TypeWorkspaceFile = "WorkspaceFile"
+	TypeAPIToken           = "APIToken"
+	TypeAgent              = "Agent"
+	TypeApplication        = "Application"
+	TypeConversation       = "Conversation"
+	TypeIdempotentResponse = "IdempotentResponse"
+	TypeModelCall          = "ModelCall"
+	TypeOrganization       = "Organization"
+	TypeSetting            = "Setting"
+	TypeStoredResult       = "StoredResult"
+	TypeTask               = "Task"
+	TypeToolCall           = "ToolCall"
+	TypeTurn               = "Turn"
+	TypeUser               = "User"
+	TypeWorkspaceFile      = "WorkspaceFile"
 )
 
 // APITokenMutation represents an operation that mutates the APIToken nodes in the graph.
@@ -2448,6 +2450,8 @@ type ConversationMutation struct {
 	created_at          *time.Time
 	updated_at          *time.Time
 	title               *string
+	turns_count         *int
+	addturns_count      *int
 	clearedFields       map[string]struct{}
 	organization        *int
 	clearedorganization bool
@@ -2793,6 +2797,62 @@ func (m *ConversationMutation) ResetTitle() {
 	delete(m.clearedFields, conversation.FieldTitle)
 }
 
+// SetTurnsCount sets the "turns_count" field.
+func (m *ConversationMutation) SetTurnsCount(i int) {
+	m.turns_count = &i
+	m.addturns_count = nil
+}
+
+// TurnsCount returns the value of the "turns_count" field in the mutation.
+func (m *ConversationMutation) TurnsCount() (r int, exists bool) {
+	v := m.turns_count
+	if v == nil {
+		return
+	}
+	return *v, true
+}
+
+// OldTurnsCount returns the old "turns_count" field's value of the Conversation entity.
+// If the Conversation object wasn't provided to the builder, the object is fetched from the database.
+// An error is returned if the mutation operation is not UpdateOne, or the database query fails.
+func (m *ConversationMutation) OldTurnsCount(ctx context.Context) (v int, err error) {
+	if !m.op.Is(OpUpdateOne) {
+		return v, errors.New("OldTurnsCount is only allowed on UpdateOne operations")
+	}
+	if m.id == nil || m.oldValue == nil {
+		return v, errors.New("OldTurnsCount requires an ID field in the mutation")
+	}
+	oldValue, err := m.oldValue(ctx)
+	if err != nil {
+		return v, fmt.Errorf("querying old value for OldTurnsCount: %w", err)
+	}
+	return oldValue.TurnsCount, nil
+}
+
+// AddTurnsCount adds i to the "turns_count" field.
+func (m *ConversationMutation) AddTurnsCount(i int) {
+	if m.addturns_count != nil {
+		*m.addturns_count += i
+	} else {
+		m.addturns_count = &i
+	}
+}
+
+// AddedTurnsCount returns the value that was added to the "turns_count" field in this mutation.
+func (m *ConversationMutation) AddedTurnsCount() (r int, exists bool) {
+	v := m.addturns_count
+	if v == nil {
+		return
+	}
+	return *v, true
+}
+
+// ResetTurnsCount resets all changes to the "turns_count" field.
+func (m *ConversationMutation) ResetTurnsCount() {
+	m.turns_count = nil
+	m.addturns_count = nil
+}
+
 // ClearOrganization clears the "organization" edge to the Organization entity.
 func (m *ConversationMutation) ClearOrganization() {
 	m.clearedorganization = true
@@ -3016,7 +3076,7 @@ func (m *ConversationMutation) Type() string {
 // order to get all numeric fields that were incremented/decremented, call
 // AddedFields().
 func (m *ConversationMutation) Fields() []string {
-	fields := make([]string, 0, 6)
+	fields := make([]string, 0, 7)
 	if m.created_at != nil {
 		fields = append(fields, conversation.FieldCreatedAt)
 	}
@@ -3034,6 +3094,9 @@ func (m *ConversationMutation) Fields() []string {
 	}
 	if m.title != nil {
 		fields = append(fields, conversation.FieldTitle)
+	}
+	if m.turns_count != nil {
+		fields = append(fields, conversation.FieldTurnsCount)
 	}
 	return fields
 }
@@ -3055,6 +3118,8 @@ func (m *ConversationMutation) Field(name string) (ent.Value, bool) {
 		return m.AgentID()
 	case conversation.FieldTitle:
 		return m.Title()
+	case conversation.FieldTurnsCount:
+		return m.TurnsCount()
 	}
 	return nil, false
 }
@@ -3076,6 +3141,8 @@ func (m *ConversationMutation) OldField(ctx context.Context, name string) (ent.V
 		return m.OldAgentID(ctx)
 	case conversation.FieldTitle:
 		return m.OldTitle(ctx)
+	case conversation.FieldTurnsCount:
+		return m.OldTurnsCount(ctx)
 	}
 	return nil, fmt.Errorf("unknown Conversation field %s", name)
 }
@@ -3127,6 +3194,13 @@ func (m *ConversationMutation) SetField(name string, value ent.Value) error {
 		}
 		m.SetTitle(v)
 		return nil
+	case conversation.FieldTurnsCount:
+		v, ok := value.(int)
+		if !ok {
+			return fmt.Errorf("unexpected type %T for field %s", value, name)
+		}
+		m.SetTurnsCount(v)
+		return nil
 	}
 	return fmt.Errorf("unknown Conversation field %s", name)
 }
@@ -3135,6 +3209,9 @@ func (m *ConversationMutation) SetField(name string, value ent.Value) error {
 // this mutation.
 func (m *ConversationMutation) AddedFields() []string {
 	var fields []string
+	if m.addturns_count != nil {
+		fields = append(fields, conversation.FieldTurnsCount)
+	}
 	return fields
 }
 
@@ -3143,6 +3220,8 @@ func (m *ConversationMutation) AddedFields() []string {
 // was not set, or was not defined in the schema.
 func (m *ConversationMutation) AddedField(name string) (ent.Value, bool) {
 	switch name {
+	case conversation.FieldTurnsCount:
+		return m.AddedTurnsCount()
 	}
 	return nil, false
 }
@@ -3152,6 +3231,13 @@ func (m *ConversationMutation) AddedField(name string) (ent.Value, bool) {
 // type.
 func (m *ConversationMutation) AddField(name string, value ent.Value) error {
 	switch name {
+	case conversation.FieldTurnsCount:
+		v, ok := value.(int)
+		if !ok {
+			return fmt.Errorf("unexpected type %T for field %s", value, name)
+		}
+		m.AddTurnsCount(v)
+		return nil
 	}
 	return fmt.Errorf("unknown Conversation numeric field %s", name)
 }
@@ -3205,6 +3291,9 @@ func (m *ConversationMutation) ResetField(name string) error {
 		return nil
 	case conversation.FieldTitle:
 		m.ResetTitle()
+		return nil
+	case conversation.FieldTurnsCount:
+		m.ResetTurnsCount()
 		return nil
 	}
 	return fmt.Errorf("unknown Conversation field %s", name)
@@ -3372,6 +3461,746 @@ func (m *ConversationMutation) ResetEdge(name string) error {
 		return nil
 	}
 	return fmt.Errorf("unknown Conversation edge %s", name)
+}
+
+// IdempotentResponseMutation represents an operation that mutates the IdempotentResponse nodes in the graph.
+type IdempotentResponseMutation struct {
+	config
+	op                 Op
+	typ                string
+	id                 *int
+	created_at         *time.Time
+	updated_at         *time.Time
+	organization_id    *int
+	addorganization_id *int
+	scope              *string
+	key                *string
+	field              *string
+	request_hash       *string
+	response           *[]byte
+	clearedFields      map[string]struct{}
+	done               bool
+	oldValue           func(context.Context) (*IdempotentResponse, error)
+	predicates         []predicate.IdempotentResponse
+}
+
+var _ ent.Mutation = (*IdempotentResponseMutation)(nil)
+
+// idempotentresponseOption allows management of the mutation configuration using functional options.
+type idempotentresponseOption func(*IdempotentResponseMutation)
+
+// newIdempotentResponseMutation creates new mutation for the IdempotentResponse entity.
+func newIdempotentResponseMutation(c config, op Op, opts ...idempotentresponseOption) *IdempotentResponseMutation {
+	m := &IdempotentResponseMutation{
+		config:        c,
+		op:            op,
+		typ:           TypeIdempotentResponse,
+		clearedFields: make(map[string]struct{}),
+	}
+	for _, opt := range opts {
+		opt(m)
+	}
+	return m
+}
+
+// withIdempotentResponseID sets the ID field of the mutation.
+func withIdempotentResponseID(id int) idempotentresponseOption {
+	return func(m *IdempotentResponseMutation) {
+		var (
+			err   error
+			once  sync.Once
+			value *IdempotentResponse
+		)
+		m.oldValue = func(ctx context.Context) (*IdempotentResponse, error) {
+			once.Do(func() {
+				if m.done {
+					err = errors.New("querying old values post mutation is not allowed")
+				} else {
+					value, err = m.Client().IdempotentResponse.Get(ctx, id)
+				}
+			})
+			return value, err
+		}
+		m.id = &id
+	}
+}
+
+// withIdempotentResponse sets the old IdempotentResponse of the mutation.
+func withIdempotentResponse(node *IdempotentResponse) idempotentresponseOption {
+	return func(m *IdempotentResponseMutation) {
+		m.oldValue = func(context.Context) (*IdempotentResponse, error) {
+			return node, nil
+		}
+		m.id = &node.ID
+	}
+}
+
+// Client returns a new `ent.Client` from the mutation. If the mutation was
+// executed in a transaction (ent.Tx), a transactional client is returned.
+func (m IdempotentResponseMutation) Client() *Client {
+	client := &Client{config: m.config}
+	client.init()
+	return client
+}
+
+// Tx returns an `ent.Tx` for mutations that were executed in transactions;
+// it returns an error otherwise.
+func (m IdempotentResponseMutation) Tx() (*Tx, error) {
+	if _, ok := m.driver.(*txDriver); !ok {
+		return nil, errors.New("ent: mutation is not running in a transaction")
+	}
+	tx := &Tx{config: m.config}
+	tx.init()
+	return tx, nil
+}
+
+// ID returns the ID value in the mutation. Note that the ID is only available
+// if it was provided to the builder or after it was returned from the database.
+func (m *IdempotentResponseMutation) ID() (id int, exists bool) {
+	if m.id == nil {
+		return
+	}
+	return *m.id, true
+}
+
+// IDs queries the database and returns the entity ids that match the mutation's predicate.
+// That means, if the mutation is applied within a transaction with an isolation level such
+// as sql.LevelSerializable, the returned ids match the ids of the rows that will be updated
+// or updated by the mutation.
+func (m *IdempotentResponseMutation) IDs(ctx context.Context) ([]int, error) {
+	switch {
+	case m.op.Is(OpUpdateOne | OpDeleteOne):
+		id, exists := m.ID()
+		if exists {
+			return []int{id}, nil
+		}
+		fallthrough
+	case m.op.Is(OpUpdate | OpDelete):
+		return m.Client().IdempotentResponse.Query().Where(m.predicates...).IDs(ctx)
+	default:
+		return nil, fmt.Errorf("IDs is not allowed on %s operations", m.op)
+	}
+}
+
+// SetCreatedAt sets the "created_at" field.
+func (m *IdempotentResponseMutation) SetCreatedAt(t time.Time) {
+	m.created_at = &t
+}
+
+// CreatedAt returns the value of the "created_at" field in the mutation.
+func (m *IdempotentResponseMutation) CreatedAt() (r time.Time, exists bool) {
+	v := m.created_at
+	if v == nil {
+		return
+	}
+	return *v, true
+}
+
+// OldCreatedAt returns the old "created_at" field's value of the IdempotentResponse entity.
+// If the IdempotentResponse object wasn't provided to the builder, the object is fetched from the database.
+// An error is returned if the mutation operation is not UpdateOne, or the database query fails.
+func (m *IdempotentResponseMutation) OldCreatedAt(ctx context.Context) (v time.Time, err error) {
+	if !m.op.Is(OpUpdateOne) {
+		return v, errors.New("OldCreatedAt is only allowed on UpdateOne operations")
+	}
+	if m.id == nil || m.oldValue == nil {
+		return v, errors.New("OldCreatedAt requires an ID field in the mutation")
+	}
+	oldValue, err := m.oldValue(ctx)
+	if err != nil {
+		return v, fmt.Errorf("querying old value for OldCreatedAt: %w", err)
+	}
+	return oldValue.CreatedAt, nil
+}
+
+// ResetCreatedAt resets all changes to the "created_at" field.
+func (m *IdempotentResponseMutation) ResetCreatedAt() {
+	m.created_at = nil
+}
+
+// SetUpdatedAt sets the "updated_at" field.
+func (m *IdempotentResponseMutation) SetUpdatedAt(t time.Time) {
+	m.updated_at = &t
+}
+
+// UpdatedAt returns the value of the "updated_at" field in the mutation.
+func (m *IdempotentResponseMutation) UpdatedAt() (r time.Time, exists bool) {
+	v := m.updated_at
+	if v == nil {
+		return
+	}
+	return *v, true
+}
+
+// OldUpdatedAt returns the old "updated_at" field's value of the IdempotentResponse entity.
+// If the IdempotentResponse object wasn't provided to the builder, the object is fetched from the database.
+// An error is returned if the mutation operation is not UpdateOne, or the database query fails.
+func (m *IdempotentResponseMutation) OldUpdatedAt(ctx context.Context) (v time.Time, err error) {
+	if !m.op.Is(OpUpdateOne) {
+		return v, errors.New("OldUpdatedAt is only allowed on UpdateOne operations")
+	}
+	if m.id == nil || m.oldValue == nil {
+		return v, errors.New("OldUpdatedAt requires an ID field in the mutation")
+	}
+	oldValue, err := m.oldValue(ctx)
+	if err != nil {
+		return v, fmt.Errorf("querying old value for OldUpdatedAt: %w", err)
+	}
+	return oldValue.UpdatedAt, nil
+}
+
+// ResetUpdatedAt resets all changes to the "updated_at" field.
+func (m *IdempotentResponseMutation) ResetUpdatedAt() {
+	m.updated_at = nil
+}
+
+// SetOrganizationID sets the "organization_id" field.
+func (m *IdempotentResponseMutation) SetOrganizationID(i int) {
+	m.organization_id = &i
+	m.addorganization_id = nil
+}
+
+// OrganizationID returns the value of the "organization_id" field in the mutation.
+func (m *IdempotentResponseMutation) OrganizationID() (r int, exists bool) {
+	v := m.organization_id
+	if v == nil {
+		return
+	}
+	return *v, true
+}
+
+// OldOrganizationID returns the old "organization_id" field's value of the IdempotentResponse entity.
+// If the IdempotentResponse object wasn't provided to the builder, the object is fetched from the database.
+// An error is returned if the mutation operation is not UpdateOne, or the database query fails.
+func (m *IdempotentResponseMutation) OldOrganizationID(ctx context.Context) (v int, err error) {
+	if !m.op.Is(OpUpdateOne) {
+		return v, errors.New("OldOrganizationID is only allowed on UpdateOne operations")
+	}
+	if m.id == nil || m.oldValue == nil {
+		return v, errors.New("OldOrganizationID requires an ID field in the mutation")
+	}
+	oldValue, err := m.oldValue(ctx)
+	if err != nil {
+		return v, fmt.Errorf("querying old value for OldOrganizationID: %w", err)
+	}
+	return oldValue.OrganizationID, nil
+}
+
+// AddOrganizationID adds i to the "organization_id" field.
+func (m *IdempotentResponseMutation) AddOrganizationID(i int) {
+	if m.addorganization_id != nil {
+		*m.addorganization_id += i
+	} else {
+		m.addorganization_id = &i
+	}
+}
+
+// AddedOrganizationID returns the value that was added to the "organization_id" field in this mutation.
+func (m *IdempotentResponseMutation) AddedOrganizationID() (r int, exists bool) {
+	v := m.addorganization_id
+	if v == nil {
+		return
+	}
+	return *v, true
+}
+
+// ResetOrganizationID resets all changes to the "organization_id" field.
+func (m *IdempotentResponseMutation) ResetOrganizationID() {
+	m.organization_id = nil
+	m.addorganization_id = nil
+}
+
+// SetScope sets the "scope" field.
+func (m *IdempotentResponseMutation) SetScope(s string) {
+	m.scope = &s
+}
+
+// Scope returns the value of the "scope" field in the mutation.
+func (m *IdempotentResponseMutation) Scope() (r string, exists bool) {
+	v := m.scope
+	if v == nil {
+		return
+	}
+	return *v, true
+}
+
+// OldScope returns the old "scope" field's value of the IdempotentResponse entity.
+// If the IdempotentResponse object wasn't provided to the builder, the object is fetched from the database.
+// An error is returned if the mutation operation is not UpdateOne, or the database query fails.
+func (m *IdempotentResponseMutation) OldScope(ctx context.Context) (v string, err error) {
+	if !m.op.Is(OpUpdateOne) {
+		return v, errors.New("OldScope is only allowed on UpdateOne operations")
+	}
+	if m.id == nil || m.oldValue == nil {
+		return v, errors.New("OldScope requires an ID field in the mutation")
+	}
+	oldValue, err := m.oldValue(ctx)
+	if err != nil {
+		return v, fmt.Errorf("querying old value for OldScope: %w", err)
+	}
+	return oldValue.Scope, nil
+}
+
+// ResetScope resets all changes to the "scope" field.
+func (m *IdempotentResponseMutation) ResetScope() {
+	m.scope = nil
+}
+
+// SetKey sets the "key" field.
+func (m *IdempotentResponseMutation) SetKey(s string) {
+	m.key = &s
+}
+
+// Key returns the value of the "key" field in the mutation.
+func (m *IdempotentResponseMutation) Key() (r string, exists bool) {
+	v := m.key
+	if v == nil {
+		return
+	}
+	return *v, true
+}
+
+// OldKey returns the old "key" field's value of the IdempotentResponse entity.
+// If the IdempotentResponse object wasn't provided to the builder, the object is fetched from the database.
+// An error is returned if the mutation operation is not UpdateOne, or the database query fails.
+func (m *IdempotentResponseMutation) OldKey(ctx context.Context) (v string, err error) {
+	if !m.op.Is(OpUpdateOne) {
+		return v, errors.New("OldKey is only allowed on UpdateOne operations")
+	}
+	if m.id == nil || m.oldValue == nil {
+		return v, errors.New("OldKey requires an ID field in the mutation")
+	}
+	oldValue, err := m.oldValue(ctx)
+	if err != nil {
+		return v, fmt.Errorf("querying old value for OldKey: %w", err)
+	}
+	return oldValue.Key, nil
+}
+
+// ResetKey resets all changes to the "key" field.
+func (m *IdempotentResponseMutation) ResetKey() {
+	m.key = nil
+}
+
+// SetFieldField sets the "field" field.
+func (m *IdempotentResponseMutation) SetFieldField(s string) {
+	m.field = &s
+}
+
+// GetField returns the value of the "field" field in the mutation.
+func (m *IdempotentResponseMutation) GetField() (r string, exists bool) {
+	v := m.field
+	if v == nil {
+		return
+	}
+	return *v, true
+}
+
+// GetOldField returns the old "field" field's value of the IdempotentResponse entity.
+// If the IdempotentResponse object wasn't provided to the builder, the object is fetched from the database.
+// An error is returned if the mutation operation is not UpdateOne, or the database query fails.
+func (m *IdempotentResponseMutation) GetOldField(ctx context.Context) (v string, err error) {
+	if !m.op.Is(OpUpdateOne) {
+		return v, errors.New("GetOldField is only allowed on UpdateOne operations")
+	}
+	if m.id == nil || m.oldValue == nil {
+		return v, errors.New("GetOldField requires an ID field in the mutation")
+	}
+	oldValue, err := m.oldValue(ctx)
+	if err != nil {
+		return v, fmt.Errorf("querying old value for GetOldField: %w", err)
+	}
+	return oldValue.Field, nil
+}
+
+// ResetFieldField resets all changes to the "field" field.
+func (m *IdempotentResponseMutation) ResetFieldField() {
+	m.field = nil
+}
+
+// SetRequestHash sets the "request_hash" field.
+func (m *IdempotentResponseMutation) SetRequestHash(s string) {
+	m.request_hash = &s
+}
+
+// RequestHash returns the value of the "request_hash" field in the mutation.
+func (m *IdempotentResponseMutation) RequestHash() (r string, exists bool) {
+	v := m.request_hash
+	if v == nil {
+		return
+	}
+	return *v, true
+}
+
+// OldRequestHash returns the old "request_hash" field's value of the IdempotentResponse entity.
+// If the IdempotentResponse object wasn't provided to the builder, the object is fetched from the database.
+// An error is returned if the mutation operation is not UpdateOne, or the database query fails.
+func (m *IdempotentResponseMutation) OldRequestHash(ctx context.Context) (v string, err error) {
+	if !m.op.Is(OpUpdateOne) {
+		return v, errors.New("OldRequestHash is only allowed on UpdateOne operations")
+	}
+	if m.id == nil || m.oldValue == nil {
+		return v, errors.New("OldRequestHash requires an ID field in the mutation")
+	}
+	oldValue, err := m.oldValue(ctx)
+	if err != nil {
+		return v, fmt.Errorf("querying old value for OldRequestHash: %w", err)
+	}
+	return oldValue.RequestHash, nil
+}
+
+// ResetRequestHash resets all changes to the "request_hash" field.
+func (m *IdempotentResponseMutation) ResetRequestHash() {
+	m.request_hash = nil
+}
+
+// SetResponse sets the "response" field.
+func (m *IdempotentResponseMutation) SetResponse(b []byte) {
+	m.response = &b
+}
+
+// Response returns the value of the "response" field in the mutation.
+func (m *IdempotentResponseMutation) Response() (r []byte, exists bool) {
+	v := m.response
+	if v == nil {
+		return
+	}
+	return *v, true
+}
+
+// OldResponse returns the old "response" field's value of the IdempotentResponse entity.
+// If the IdempotentResponse object wasn't provided to the builder, the object is fetched from the database.
+// An error is returned if the mutation operation is not UpdateOne, or the database query fails.
+func (m *IdempotentResponseMutation) OldResponse(ctx context.Context) (v []byte, err error) {
+	if !m.op.Is(OpUpdateOne) {
+		return v, errors.New("OldResponse is only allowed on UpdateOne operations")
+	}
+	if m.id == nil || m.oldValue == nil {
+		return v, errors.New("OldResponse requires an ID field in the mutation")
+	}
+	oldValue, err := m.oldValue(ctx)
+	if err != nil {
+		return v, fmt.Errorf("querying old value for OldResponse: %w", err)
+	}
+	return oldValue.Response, nil
+}
+
+// ResetResponse resets all changes to the "response" field.
+func (m *IdempotentResponseMutation) ResetResponse() {
+	m.response = nil
+}
+
+// Where appends a list predicates to the IdempotentResponseMutation builder.
+func (m *IdempotentResponseMutation) Where(ps ...predicate.IdempotentResponse) {
+	m.predicates = append(m.predicates, ps...)
+}
+
+// WhereP appends storage-level predicates to the IdempotentResponseMutation builder. Using this method,
+// users can use type-assertion to append predicates that do not depend on any generated package.
+func (m *IdempotentResponseMutation) WhereP(ps ...func(*sql.Selector)) {
+	p := make([]predicate.IdempotentResponse, len(ps))
+	for i := range ps {
+		p[i] = ps[i]
+	}
+	m.Where(p...)
+}
+
+// Op returns the operation name.
+func (m *IdempotentResponseMutation) Op() Op {
+	return m.op
+}
+
+// SetOp allows setting the mutation operation.
+func (m *IdempotentResponseMutation) SetOp(op Op) {
+	m.op = op
+}
+
+// Type returns the node type of this mutation (IdempotentResponse).
+func (m *IdempotentResponseMutation) Type() string {
+	return m.typ
+}
+
+// Fields returns all fields that were changed during this mutation. Note that in
+// order to get all numeric fields that were incremented/decremented, call
+// AddedFields().
+func (m *IdempotentResponseMutation) Fields() []string {
+	fields := make([]string, 0, 8)
+	if m.created_at != nil {
+		fields = append(fields, idempotentresponse.FieldCreatedAt)
+	}
+	if m.updated_at != nil {
+		fields = append(fields, idempotentresponse.FieldUpdatedAt)
+	}
+	if m.organization_id != nil {
+		fields = append(fields, idempotentresponse.FieldOrganizationID)
+	}
+	if m.scope != nil {
+		fields = append(fields, idempotentresponse.FieldScope)
+	}
+	if m.key != nil {
+		fields = append(fields, idempotentresponse.FieldKey)
+	}
+	if m.field != nil {
+		fields = append(fields, idempotentresponse.FieldField)
+	}
+	if m.request_hash != nil {
+		fields = append(fields, idempotentresponse.FieldRequestHash)
+	}
+	if m.response != nil {
+		fields = append(fields, idempotentresponse.FieldResponse)
+	}
+	return fields
+}
+
+// Field returns the value of a field with the given name. The second boolean
+// return value indicates that this field was not set, or was not defined in the
+// schema.
+func (m *IdempotentResponseMutation) Field(name string) (ent.Value, bool) {
+	switch name {
+	case idempotentresponse.FieldCreatedAt:
+		return m.CreatedAt()
+	case idempotentresponse.FieldUpdatedAt:
+		return m.UpdatedAt()
+	case idempotentresponse.FieldOrganizationID:
+		return m.OrganizationID()
+	case idempotentresponse.FieldScope:
+		return m.Scope()
+	case idempotentresponse.FieldKey:
+		return m.Key()
+	case idempotentresponse.FieldField:
+		return m.GetField()
+	case idempotentresponse.FieldRequestHash:
+		return m.RequestHash()
+	case idempotentresponse.FieldResponse:
+		return m.Response()
+	}
+	return nil, false
+}
+
+// OldField returns the old value of the field from the database. An error is
+// returned if the mutation operation is not UpdateOne, or the query to the
+// database failed.
+func (m *IdempotentResponseMutation) OldField(ctx context.Context, name string) (ent.Value, error) {
+	switch name {
+	case idempotentresponse.FieldCreatedAt:
+		return m.OldCreatedAt(ctx)
+	case idempotentresponse.FieldUpdatedAt:
+		return m.OldUpdatedAt(ctx)
+	case idempotentresponse.FieldOrganizationID:
+		return m.OldOrganizationID(ctx)
+	case idempotentresponse.FieldScope:
+		return m.OldScope(ctx)
+	case idempotentresponse.FieldKey:
+		return m.OldKey(ctx)
+	case idempotentresponse.FieldField:
+		return m.GetOldField(ctx)
+	case idempotentresponse.FieldRequestHash:
+		return m.OldRequestHash(ctx)
+	case idempotentresponse.FieldResponse:
+		return m.OldResponse(ctx)
+	}
+	return nil, fmt.Errorf("unknown IdempotentResponse field %s", name)
+}
+
+// SetField sets the value of a field with the given name. It returns an error if
+// the field is not defined in the schema, or if the type mismatched the field
+// type.
+func (m *IdempotentResponseMutation) SetField(name string, value ent.Value) error {
+	switch name {
+	case idempotentresponse.FieldCreatedAt:
+		v, ok := value.(time.Time)
+		if !ok {
+			return fmt.Errorf("unexpected type %T for field %s", value, name)
+		}
+		m.SetCreatedAt(v)
+		return nil
+	case idempotentresponse.FieldUpdatedAt:
+		v, ok := value.(time.Time)
+		if !ok {
+			return fmt.Errorf("unexpected type %T for field %s", value, name)
+		}
+		m.SetUpdatedAt(v)
+		return nil
+	case idempotentresponse.FieldOrganizationID:
+		v, ok := value.(int)
+		if !ok {
+			return fmt.Errorf("unexpected type %T for field %s", value, name)
+		}
+		m.SetOrganizationID(v)
+		return nil
+	case idempotentresponse.FieldScope:
+		v, ok := value.(string)
+		if !ok {
+			return fmt.Errorf("unexpected type %T for field %s", value, name)
+		}
+		m.SetScope(v)
+		return nil
+	case idempotentresponse.FieldKey:
+		v, ok := value.(string)
+		if !ok {
+			return fmt.Errorf("unexpected type %T for field %s", value, name)
+		}
+		m.SetKey(v)
+		return nil
+	case idempotentresponse.FieldField:
+		v, ok := value.(string)
+		if !ok {
+			return fmt.Errorf("unexpected type %T for field %s", value, name)
+		}
+		m.SetFieldField(v)
+		return nil
+	case idempotentresponse.FieldRequestHash:
+		v, ok := value.(string)
+		if !ok {
+			return fmt.Errorf("unexpected type %T for field %s", value, name)
+		}
+		m.SetRequestHash(v)
+		return nil
+	case idempotentresponse.FieldResponse:
+		v, ok := value.([]byte)
+		if !ok {
+			return fmt.Errorf("unexpected type %T for field %s", value, name)
+		}
+		m.SetResponse(v)
+		return nil
+	}
+	return fmt.Errorf("unknown IdempotentResponse field %s", name)
+}
+
+// AddedFields returns all numeric fields that were incremented/decremented during
+// this mutation.
+func (m *IdempotentResponseMutation) AddedFields() []string {
+	var fields []string
+	if m.addorganization_id != nil {
+		fields = append(fields, idempotentresponse.FieldOrganizationID)
+	}
+	return fields
+}
+
+// AddedField returns the numeric value that was incremented/decremented on a field
+// with the given name. The second boolean return value indicates that this field
+// was not set, or was not defined in the schema.
+func (m *IdempotentResponseMutation) AddedField(name string) (ent.Value, bool) {
+	switch name {
+	case idempotentresponse.FieldOrganizationID:
+		return m.AddedOrganizationID()
+	}
+	return nil, false
+}
+
+// AddField adds the value to the field with the given name. It returns an error if
+// the field is not defined in the schema, or if the type mismatched the field
+// type.
+func (m *IdempotentResponseMutation) AddField(name string, value ent.Value) error {
+	switch name {
+	case idempotentresponse.FieldOrganizationID:
+		v, ok := value.(int)
+		if !ok {
+			return fmt.Errorf("unexpected type %T for field %s", value, name)
+		}
+		m.AddOrganizationID(v)
+		return nil
+	}
+	return fmt.Errorf("unknown IdempotentResponse numeric field %s", name)
+}
+
+// ClearedFields returns all nullable fields that were cleared during this
+// mutation.
+func (m *IdempotentResponseMutation) ClearedFields() []string {
+	return nil
+}
+
+// FieldCleared returns a boolean indicating if a field with the given name was
+// cleared in this mutation.
+func (m *IdempotentResponseMutation) FieldCleared(name string) bool {
+	_, ok := m.clearedFields[name]
+	return ok
+}
+
+// ClearField clears the value of the field with the given name. It returns an
+// error if the field is not defined in the schema.
+func (m *IdempotentResponseMutation) ClearField(name string) error {
+	return fmt.Errorf("unknown IdempotentResponse nullable field %s", name)
+}
+
+// ResetField resets all changes in the mutation for the field with the given name.
+// It returns an error if the field is not defined in the schema.
+func (m *IdempotentResponseMutation) ResetField(name string) error {
+	switch name {
+	case idempotentresponse.FieldCreatedAt:
+		m.ResetCreatedAt()
+		return nil
+	case idempotentresponse.FieldUpdatedAt:
+		m.ResetUpdatedAt()
+		return nil
+	case idempotentresponse.FieldOrganizationID:
+		m.ResetOrganizationID()
+		return nil
+	case idempotentresponse.FieldScope:
+		m.ResetScope()
+		return nil
+	case idempotentresponse.FieldKey:
+		m.ResetKey()
+		return nil
+	case idempotentresponse.FieldField:
+		m.ResetFieldField()
+		return nil
+	case idempotentresponse.FieldRequestHash:
+		m.ResetRequestHash()
+		return nil
+	case idempotentresponse.FieldResponse:
+		m.ResetResponse()
+		return nil
+	}
+	return fmt.Errorf("unknown IdempotentResponse field %s", name)
+}
+
+// AddedEdges returns all edge names that were set/added in this mutation.
+func (m *IdempotentResponseMutation) AddedEdges() []string {
+	edges := make([]string, 0, 0)
+	return edges
+}
+
+// AddedIDs returns all IDs (to other nodes) that were added for the given edge
+// name in this mutation.
+func (m *IdempotentResponseMutation) AddedIDs(name string) []ent.Value {
+	return nil
+}
+
+// RemovedEdges returns all edge names that were removed in this mutation.
+func (m *IdempotentResponseMutation) RemovedEdges() []string {
+	edges := make([]string, 0, 0)
+	return edges
+}
+
+// RemovedIDs returns all IDs (to other nodes) that were removed for the edge with
+// the given name in this mutation.
+func (m *IdempotentResponseMutation) RemovedIDs(name string) []ent.Value {
+	return nil
+}
+
+// ClearedEdges returns all edge names that were cleared in this mutation.
+func (m *IdempotentResponseMutation) ClearedEdges() []string {
+	edges := make([]string, 0, 0)
+	return edges
+}
+
+// EdgeCleared returns a boolean which indicates if the edge with the given name
+// was cleared in this mutation.
+func (m *IdempotentResponseMutation) EdgeCleared(name string) bool {
+	return false
+}
+
+// ClearEdge clears the value of the edge with the given name. It returns an error
+// if that edge is not defined in the schema.
+func (m *IdempotentResponseMutation) ClearEdge(name string) error {
+	return fmt.Errorf("unknown IdempotentResponse unique edge %s", name)
+}
+
+// ResetEdge resets all changes to the edge with the given name in this mutation.
+// It returns an error if the edge is not defined in the schema.
+func (m *IdempotentResponseMutation) ResetEdge(name string) error {
+	return fmt.Errorf("unknown IdempotentResponse edge %s", name)
 }
 
 // ModelCallMutation represents an operation that mutates the ModelCall nodes in the graph.
@@ -6170,7 +6999,7 @@ type StoredResultMutation struct {
 	created_at          *time.Time
 	updated_at          *time.Time
 	ref                 *string
-	kind                *storedresult.Kind
+	kind                *schematype.ResultKind
 	content             *[]byte
 	chars               *int64
 	addchars            *int64
@@ -6432,12 +7261,12 @@ func (m *StoredResultMutation) ResetRef() {
 }
 
 // SetKind sets the "kind" field.
-func (m *StoredResultMutation) SetKind(s storedresult.Kind) {
-	m.kind = &s
+func (m *StoredResultMutation) SetKind(sk schematype.ResultKind) {
+	m.kind = &sk
 }
 
 // Kind returns the value of the "kind" field in the mutation.
-func (m *StoredResultMutation) Kind() (r storedresult.Kind, exists bool) {
+func (m *StoredResultMutation) Kind() (r schematype.ResultKind, exists bool) {
 	v := m.kind
 	if v == nil {
 		return
@@ -6448,7 +7277,7 @@ func (m *StoredResultMutation) Kind() (r storedresult.Kind, exists bool) {
 // OldKind returns the old "kind" field's value of the StoredResult entity.
 // If the StoredResult object wasn't provided to the builder, the object is fetched from the database.
 // An error is returned if the mutation operation is not UpdateOne, or the database query fails.
-func (m *StoredResultMutation) OldKind(ctx context.Context) (v storedresult.Kind, err error) {
+func (m *StoredResultMutation) OldKind(ctx context.Context) (v schematype.ResultKind, err error) {
 	if !m.op.Is(OpUpdateOne) {
 		return v, errors.New("OldKind is only allowed on UpdateOne operations")
 	}
@@ -6933,7 +7762,7 @@ func (m *StoredResultMutation) SetField(name string, value ent.Value) error {
 		m.SetRef(v)
 		return nil
 	case storedresult.FieldKind:
-		v, ok := value.(storedresult.Kind)
+		v, ok := value.(schematype.ResultKind)
 		if !ok {
 			return fmt.Errorf("unexpected type %T for field %s", value, name)
 		}
@@ -7869,15 +8698,16 @@ type ToolCallMutation struct {
 	outcome        *toolcall.Outcome
 	attempts       *int
 	addattempts    *int
-	failures       *[]schema.ItemFailure
-	appendfailures []schema.ItemFailure
-	evidence       *[]schema.Span
-	appendevidence []schema.Span
-	repairs        *[]schema.Repair
-	appendrepairs  []schema.Repair
+	failures       *[]schematype.ItemFailure
+	appendfailures []schematype.ItemFailure
+	evidence       *[]schematype.Span
+	appendevidence []schematype.Span
+	repairs        *[]schematype.Repair
+	appendrepairs  []schematype.Repair
 	message        *string
 	heard          *string
 	ref            *string
+	arguments_ref  *string
 	started_at     *time.Time
 	finished_at    *time.Time
 	clearedFields  map[string]struct{}
@@ -8337,13 +9167,13 @@ func (m *ToolCallMutation) ResetAttempts() {
 }
 
 // SetFailures sets the "failures" field.
-func (m *ToolCallMutation) SetFailures(sf []schema.ItemFailure) {
+func (m *ToolCallMutation) SetFailures(sf []schematype.ItemFailure) {
 	m.failures = &sf
 	m.appendfailures = nil
 }
 
 // Failures returns the value of the "failures" field in the mutation.
-func (m *ToolCallMutation) Failures() (r []schema.ItemFailure, exists bool) {
+func (m *ToolCallMutation) Failures() (r []schematype.ItemFailure, exists bool) {
 	v := m.failures
 	if v == nil {
 		return
@@ -8354,7 +9184,7 @@ func (m *ToolCallMutation) Failures() (r []schema.ItemFailure, exists bool) {
 // OldFailures returns the old "failures" field's value of the ToolCall entity.
 // If the ToolCall object wasn't provided to the builder, the object is fetched from the database.
 // An error is returned if the mutation operation is not UpdateOne, or the database query fails.
-func (m *ToolCallMutation) OldFailures(ctx context.Context) (v []schema.ItemFailure, err error) {
+func (m *ToolCallMutation) OldFailures(ctx context.Context) (v []schematype.ItemFailure, err error) {
 	if !m.op.Is(OpUpdateOne) {
 		return v, errors.New("OldFailures is only allowed on UpdateOne operations")
 	}
@@ -8369,12 +9199,12 @@ func (m *ToolCallMutation) OldFailures(ctx context.Context) (v []schema.ItemFail
 }
 
 // AppendFailures adds sf to the "failures" field.
-func (m *ToolCallMutation) AppendFailures(sf []schema.ItemFailure) {
+func (m *ToolCallMutation) AppendFailures(sf []schematype.ItemFailure) {
 	m.appendfailures = append(m.appendfailures, sf...)
 }
 
 // AppendedFailures returns the list of values that were appended to the "failures" field in this mutation.
-func (m *ToolCallMutation) AppendedFailures() ([]schema.ItemFailure, bool) {
+func (m *ToolCallMutation) AppendedFailures() ([]schematype.ItemFailure, bool) {
 	if len(m.appendfailures) == 0 {
 		return nil, false
 	}
@@ -8388,13 +9218,13 @@ func (m *ToolCallMutation) ResetFailures() {
 }
 
 // SetEvidence sets the "evidence" field.
-func (m *ToolCallMutation) SetEvidence(s []schema.Span) {
+func (m *ToolCallMutation) SetEvidence(s []schematype.Span) {
 	m.evidence = &s
 	m.appendevidence = nil
 }
 
 // Evidence returns the value of the "evidence" field in the mutation.
-func (m *ToolCallMutation) Evidence() (r []schema.Span, exists bool) {
+func (m *ToolCallMutation) Evidence() (r []schematype.Span, exists bool) {
 	v := m.evidence
 	if v == nil {
 		return
@@ -8405,7 +9235,7 @@ func (m *ToolCallMutation) Evidence() (r []schema.Span, exists bool) {
 // OldEvidence returns the old "evidence" field's value of the ToolCall entity.
 // If the ToolCall object wasn't provided to the builder, the object is fetched from the database.
 // An error is returned if the mutation operation is not UpdateOne, or the database query fails.
-func (m *ToolCallMutation) OldEvidence(ctx context.Context) (v []schema.Span, err error) {
+func (m *ToolCallMutation) OldEvidence(ctx context.Context) (v []schematype.Span, err error) {
 	if !m.op.Is(OpUpdateOne) {
 		return v, errors.New("OldEvidence is only allowed on UpdateOne operations")
 	}
@@ -8420,12 +9250,12 @@ func (m *ToolCallMutation) OldEvidence(ctx context.Context) (v []schema.Span, er
 }
 
 // AppendEvidence adds s to the "evidence" field.
-func (m *ToolCallMutation) AppendEvidence(s []schema.Span) {
+func (m *ToolCallMutation) AppendEvidence(s []schematype.Span) {
 	m.appendevidence = append(m.appendevidence, s...)
 }
 
 // AppendedEvidence returns the list of values that were appended to the "evidence" field in this mutation.
-func (m *ToolCallMutation) AppendedEvidence() ([]schema.Span, bool) {
+func (m *ToolCallMutation) AppendedEvidence() ([]schematype.Span, bool) {
 	if len(m.appendevidence) == 0 {
 		return nil, false
 	}
@@ -8439,13 +9269,13 @@ func (m *ToolCallMutation) ResetEvidence() {
 }
 
 // SetRepairs sets the "repairs" field.
-func (m *ToolCallMutation) SetRepairs(s []schema.Repair) {
+func (m *ToolCallMutation) SetRepairs(s []schematype.Repair) {
 	m.repairs = &s
 	m.appendrepairs = nil
 }
 
 // Repairs returns the value of the "repairs" field in the mutation.
-func (m *ToolCallMutation) Repairs() (r []schema.Repair, exists bool) {
+func (m *ToolCallMutation) Repairs() (r []schematype.Repair, exists bool) {
 	v := m.repairs
 	if v == nil {
 		return
@@ -8456,7 +9286,7 @@ func (m *ToolCallMutation) Repairs() (r []schema.Repair, exists bool) {
 // OldRepairs returns the old "repairs" field's value of the ToolCall entity.
 // If the ToolCall object wasn't provided to the builder, the object is fetched from the database.
 // An error is returned if the mutation operation is not UpdateOne, or the database query fails.
-func (m *ToolCallMutation) OldRepairs(ctx context.Context) (v []schema.Repair, err error) {
+func (m *ToolCallMutation) OldRepairs(ctx context.Context) (v []schematype.Repair, err error) {
 	if !m.op.Is(OpUpdateOne) {
 		return v, errors.New("OldRepairs is only allowed on UpdateOne operations")
 	}
@@ -8471,12 +9301,12 @@ func (m *ToolCallMutation) OldRepairs(ctx context.Context) (v []schema.Repair, e
 }
 
 // AppendRepairs adds s to the "repairs" field.
-func (m *ToolCallMutation) AppendRepairs(s []schema.Repair) {
+func (m *ToolCallMutation) AppendRepairs(s []schematype.Repair) {
 	m.appendrepairs = append(m.appendrepairs, s...)
 }
 
 // AppendedRepairs returns the list of values that were appended to the "repairs" field in this mutation.
-func (m *ToolCallMutation) AppendedRepairs() ([]schema.Repair, bool) {
+func (m *ToolCallMutation) AppendedRepairs() ([]schematype.Repair, bool) {
 	if len(m.appendrepairs) == 0 {
 		return nil, false
 	}
@@ -8634,6 +9464,55 @@ func (m *ToolCallMutation) RefCleared() bool {
 func (m *ToolCallMutation) ResetRef() {
 	m.ref = nil
 	delete(m.clearedFields, toolcall.FieldRef)
+}
+
+// SetArgumentsRef sets the "arguments_ref" field.
+func (m *ToolCallMutation) SetArgumentsRef(s string) {
+	m.arguments_ref = &s
+}
+
+// ArgumentsRef returns the value of the "arguments_ref" field in the mutation.
+func (m *ToolCallMutation) ArgumentsRef() (r string, exists bool) {
+	v := m.arguments_ref
+	if v == nil {
+		return
+	}
+	return *v, true
+}
+
+// OldArgumentsRef returns the old "arguments_ref" field's value of the ToolCall entity.
+// If the ToolCall object wasn't provided to the builder, the object is fetched from the database.
+// An error is returned if the mutation operation is not UpdateOne, or the database query fails.
+func (m *ToolCallMutation) OldArgumentsRef(ctx context.Context) (v *string, err error) {
+	if !m.op.Is(OpUpdateOne) {
+		return v, errors.New("OldArgumentsRef is only allowed on UpdateOne operations")
+	}
+	if m.id == nil || m.oldValue == nil {
+		return v, errors.New("OldArgumentsRef requires an ID field in the mutation")
+	}
+	oldValue, err := m.oldValue(ctx)
+	if err != nil {
+		return v, fmt.Errorf("querying old value for OldArgumentsRef: %w", err)
+	}
+	return oldValue.ArgumentsRef, nil
+}
+
+// ClearArgumentsRef clears the value of the "arguments_ref" field.
+func (m *ToolCallMutation) ClearArgumentsRef() {
+	m.arguments_ref = nil
+	m.clearedFields[toolcall.FieldArgumentsRef] = struct{}{}
+}
+
+// ArgumentsRefCleared returns if the "arguments_ref" field was cleared in this mutation.
+func (m *ToolCallMutation) ArgumentsRefCleared() bool {
+	_, ok := m.clearedFields[toolcall.FieldArgumentsRef]
+	return ok
+}
+
+// ResetArgumentsRef resets all changes to the "arguments_ref" field.
+func (m *ToolCallMutation) ResetArgumentsRef() {
+	m.arguments_ref = nil
+	delete(m.clearedFields, toolcall.FieldArgumentsRef)
 }
 
 // SetResultID sets the "result_id" field.
@@ -8858,7 +9737,7 @@ func (m *ToolCallMutation) Type() string {
 // order to get all numeric fields that were incremented/decremented, call
 // AddedFields().
 func (m *ToolCallMutation) Fields() []string {
-	fields := make([]string, 0, 17)
+	fields := make([]string, 0, 18)
 	if m.turn != nil {
 		fields = append(fields, toolcall.FieldTurnID)
 	}
@@ -8900,6 +9779,9 @@ func (m *ToolCallMutation) Fields() []string {
 	}
 	if m.ref != nil {
 		fields = append(fields, toolcall.FieldRef)
+	}
+	if m.arguments_ref != nil {
+		fields = append(fields, toolcall.FieldArgumentsRef)
 	}
 	if m.result != nil {
 		fields = append(fields, toolcall.FieldResultID)
@@ -8946,6 +9828,8 @@ func (m *ToolCallMutation) Field(name string) (ent.Value, bool) {
 		return m.Heard()
 	case toolcall.FieldRef:
 		return m.Ref()
+	case toolcall.FieldArgumentsRef:
+		return m.ArgumentsRef()
 	case toolcall.FieldResultID:
 		return m.ResultID()
 	case toolcall.FieldStartedAt:
@@ -8989,6 +9873,8 @@ func (m *ToolCallMutation) OldField(ctx context.Context, name string) (ent.Value
 		return m.OldHeard(ctx)
 	case toolcall.FieldRef:
 		return m.OldRef(ctx)
+	case toolcall.FieldArgumentsRef:
+		return m.OldArgumentsRef(ctx)
 	case toolcall.FieldResultID:
 		return m.OldResultID(ctx)
 	case toolcall.FieldStartedAt:
@@ -9061,21 +9947,21 @@ func (m *ToolCallMutation) SetField(name string, value ent.Value) error {
 		m.SetAttempts(v)
 		return nil
 	case toolcall.FieldFailures:
-		v, ok := value.([]schema.ItemFailure)
+		v, ok := value.([]schematype.ItemFailure)
 		if !ok {
 			return fmt.Errorf("unexpected type %T for field %s", value, name)
 		}
 		m.SetFailures(v)
 		return nil
 	case toolcall.FieldEvidence:
-		v, ok := value.([]schema.Span)
+		v, ok := value.([]schematype.Span)
 		if !ok {
 			return fmt.Errorf("unexpected type %T for field %s", value, name)
 		}
 		m.SetEvidence(v)
 		return nil
 	case toolcall.FieldRepairs:
-		v, ok := value.([]schema.Repair)
+		v, ok := value.([]schematype.Repair)
 		if !ok {
 			return fmt.Errorf("unexpected type %T for field %s", value, name)
 		}
@@ -9101,6 +9987,13 @@ func (m *ToolCallMutation) SetField(name string, value ent.Value) error {
 			return fmt.Errorf("unexpected type %T for field %s", value, name)
 		}
 		m.SetRef(v)
+		return nil
+	case toolcall.FieldArgumentsRef:
+		v, ok := value.(string)
+		if !ok {
+			return fmt.Errorf("unexpected type %T for field %s", value, name)
+		}
+		m.SetArgumentsRef(v)
 		return nil
 	case toolcall.FieldResultID:
 		v, ok := value.(int)
@@ -9201,6 +10094,9 @@ func (m *ToolCallMutation) ClearedFields() []string {
 	if m.FieldCleared(toolcall.FieldRef) {
 		fields = append(fields, toolcall.FieldRef)
 	}
+	if m.FieldCleared(toolcall.FieldArgumentsRef) {
+		fields = append(fields, toolcall.FieldArgumentsRef)
+	}
 	if m.FieldCleared(toolcall.FieldResultID) {
 		fields = append(fields, toolcall.FieldResultID)
 	}
@@ -9229,6 +10125,9 @@ func (m *ToolCallMutation) ClearField(name string) error {
 		return nil
 	case toolcall.FieldRef:
 		m.ClearRef()
+		return nil
+	case toolcall.FieldArgumentsRef:
+		m.ClearArgumentsRef()
 		return nil
 	case toolcall.FieldResultID:
 		m.ClearResultID()
@@ -9285,6 +10184,9 @@ func (m *ToolCallMutation) ResetField(name string) error {
 		return nil
 	case toolcall.FieldRef:
 		m.ResetRef()
+		return nil
+	case toolcall.FieldArgumentsRef:
+		m.ResetArgumentsRef()
 		return nil
 	case toolcall.FieldResultID:
 		m.ResetResultID()
@@ -9409,7 +10311,7 @@ type TurnMutation struct {
 	error               *string
 	suggestions         *[]string
 	appendsuggestions   []string
-	clarification       **schema.Clarification
+	clarification       **schematype.Clarification
 	heartbeat_at        *time.Time
 	replayed            *bool
 	clearedFields       map[string]struct{}
@@ -10008,12 +10910,12 @@ func (m *TurnMutation) ResetSuggestions() {
 }
 
 // SetClarification sets the "clarification" field.
-func (m *TurnMutation) SetClarification(s *schema.Clarification) {
+func (m *TurnMutation) SetClarification(s *schematype.Clarification) {
 	m.clarification = &s
 }
 
 // Clarification returns the value of the "clarification" field in the mutation.
-func (m *TurnMutation) Clarification() (r *schema.Clarification, exists bool) {
+func (m *TurnMutation) Clarification() (r *schematype.Clarification, exists bool) {
 	v := m.clarification
 	if v == nil {
 		return
@@ -10024,7 +10926,7 @@ func (m *TurnMutation) Clarification() (r *schema.Clarification, exists bool) {
 // OldClarification returns the old "clarification" field's value of the Turn entity.
 // If the Turn object wasn't provided to the builder, the object is fetched from the database.
 // An error is returned if the mutation operation is not UpdateOne, or the database query fails.
-func (m *TurnMutation) OldClarification(ctx context.Context) (v *schema.Clarification, err error) {
+func (m *TurnMutation) OldClarification(ctx context.Context) (v *schematype.Clarification, err error) {
 	if !m.op.Is(OpUpdateOne) {
 		return v, errors.New("OldClarification is only allowed on UpdateOne operations")
 	}
@@ -10513,7 +11415,7 @@ func (m *TurnMutation) SetField(name string, value ent.Value) error {
 		m.SetSuggestions(v)
 		return nil
 	case turn.FieldClarification:
-		v, ok := value.(*schema.Clarification)
+		v, ok := value.(*schematype.Clarification)
 		if !ok {
 			return fmt.Errorf("unexpected type %T for field %s", value, name)
 		}

@@ -9,9 +9,11 @@ import (
 	"github.com/toolgate/toolgate/ent/apitoken"
 	"github.com/toolgate/toolgate/ent/application"
 	"github.com/toolgate/toolgate/ent/conversation"
+	"github.com/toolgate/toolgate/ent/idempotentresponse"
 	"github.com/toolgate/toolgate/ent/modelcall"
 	"github.com/toolgate/toolgate/ent/organization"
 	"github.com/toolgate/toolgate/ent/schema"
+	"github.com/toolgate/toolgate/ent/schematype"
 	"github.com/toolgate/toolgate/ent/setting"
 	"github.com/toolgate/toolgate/ent/storedresult"
 	"github.com/toolgate/toolgate/ent/task"
@@ -175,6 +177,53 @@ func init() {
 	conversationDescTitle := conversationFields[3].Descriptor()
 	// conversation.TitleValidator is a validator for the "title" field. It is called by the builders before save.
 	conversation.TitleValidator = conversationDescTitle.Validators[0].(func(string) error)
+	// conversationDescTurnsCount is the schema descriptor for turns_count field.
+	conversationDescTurnsCount := conversationFields[4].Descriptor()
+	// conversation.DefaultTurnsCount holds the default value on creation for the turns_count field.
+	conversation.DefaultTurnsCount = conversationDescTurnsCount.Default.(int)
+	// conversation.TurnsCountValidator is a validator for the "turns_count" field. It is called by the builders before save.
+	conversation.TurnsCountValidator = conversationDescTurnsCount.Validators[0].(func(int) error)
+	idempotentresponseMixin := schema.IdempotentResponse{}.Mixin()
+	idempotentresponseMixinFields0 := idempotentresponseMixin[0].Fields()
+	_ = idempotentresponseMixinFields0
+	idempotentresponseFields := schema.IdempotentResponse{}.Fields()
+	_ = idempotentresponseFields
+	// idempotentresponseDescCreatedAt is the schema descriptor for created_at field.
+	idempotentresponseDescCreatedAt := idempotentresponseMixinFields0[0].Descriptor()
+	// idempotentresponse.DefaultCreatedAt holds the default value on creation for the created_at field.
+	idempotentresponse.DefaultCreatedAt = idempotentresponseDescCreatedAt.Default.(func() time.Time)
+	// idempotentresponseDescUpdatedAt is the schema descriptor for updated_at field.
+	idempotentresponseDescUpdatedAt := idempotentresponseMixinFields0[1].Descriptor()
+	// idempotentresponse.DefaultUpdatedAt holds the default value on creation for the updated_at field.
+	idempotentresponse.DefaultUpdatedAt = idempotentresponseDescUpdatedAt.Default.(func() time.Time)
+	// idempotentresponse.UpdateDefaultUpdatedAt holds the default value on update for the updated_at field.
+	idempotentresponse.UpdateDefaultUpdatedAt = idempotentresponseDescUpdatedAt.UpdateDefault.(func() time.Time)
+	// idempotentresponseDescScope is the schema descriptor for scope field.
+	idempotentresponseDescScope := idempotentresponseFields[1].Descriptor()
+	// idempotentresponse.ScopeValidator is a validator for the "scope" field. It is called by the builders before save.
+	idempotentresponse.ScopeValidator = idempotentresponseDescScope.Validators[0].(func(string) error)
+	// idempotentresponseDescKey is the schema descriptor for key field.
+	idempotentresponseDescKey := idempotentresponseFields[2].Descriptor()
+	// idempotentresponse.KeyValidator is a validator for the "key" field. It is called by the builders before save.
+	idempotentresponse.KeyValidator = func() func(string) error {
+		validators := idempotentresponseDescKey.Validators
+		fns := [...]func(string) error{
+			validators[0].(func(string) error),
+			validators[1].(func(string) error),
+		}
+		return func(key string) error {
+			for _, fn := range fns {
+				if err := fn(key); err != nil {
+					return err
+				}
+			}
+			return nil
+		}
+	}()
+	// idempotentresponseDescField is the schema descriptor for field field.
+	idempotentresponseDescField := idempotentresponseFields[3].Descriptor()
+	// idempotentresponse.FieldValidator is a validator for the "field" field. It is called by the builders before save.
+	idempotentresponse.FieldValidator = idempotentresponseDescField.Validators[0].(func(string) error)
 	modelcallFields := schema.ModelCall{}.Fields()
 	_ = modelcallFields
 	// modelcallDescStep is the schema descriptor for step field.
@@ -354,17 +403,17 @@ func init() {
 	// toolcallDescFailures is the schema descriptor for failures field.
 	toolcallDescFailures := toolcallFields[8].Descriptor()
 	// toolcall.DefaultFailures holds the default value on creation for the failures field.
-	toolcall.DefaultFailures = toolcallDescFailures.Default.([]schema.ItemFailure)
+	toolcall.DefaultFailures = toolcallDescFailures.Default.([]schematype.ItemFailure)
 	// toolcallDescEvidence is the schema descriptor for evidence field.
 	toolcallDescEvidence := toolcallFields[9].Descriptor()
 	// toolcall.DefaultEvidence holds the default value on creation for the evidence field.
-	toolcall.DefaultEvidence = toolcallDescEvidence.Default.([]schema.Span)
+	toolcall.DefaultEvidence = toolcallDescEvidence.Default.([]schematype.Span)
 	// toolcallDescRepairs is the schema descriptor for repairs field.
 	toolcallDescRepairs := toolcallFields[10].Descriptor()
 	// toolcall.DefaultRepairs holds the default value on creation for the repairs field.
-	toolcall.DefaultRepairs = toolcallDescRepairs.Default.([]schema.Repair)
+	toolcall.DefaultRepairs = toolcallDescRepairs.Default.([]schematype.Repair)
 	// toolcallDescStartedAt is the schema descriptor for started_at field.
-	toolcallDescStartedAt := toolcallFields[15].Descriptor()
+	toolcallDescStartedAt := toolcallFields[16].Descriptor()
 	// toolcall.DefaultStartedAt holds the default value on creation for the started_at field.
 	toolcall.DefaultStartedAt = toolcallDescStartedAt.Default.(func() time.Time)
 	turnFields := schema.Turn{}.Fields()

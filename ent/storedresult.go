@@ -10,6 +10,7 @@ import (
 	"entgo.io/ent"
 	"entgo.io/ent/dialect/sql"
 	"github.com/toolgate/toolgate/ent/conversation"
+	"github.com/toolgate/toolgate/ent/schematype"
 	"github.com/toolgate/toolgate/ent/storedresult"
 	"github.com/toolgate/toolgate/ent/toolcall"
 )
@@ -28,7 +29,7 @@ type StoredResult struct {
 	// Ref holds the value of the "ref" field.
 	Ref string `json:"ref,omitempty"`
 	// Kind holds the value of the "kind" field.
-	Kind storedresult.Kind `json:"kind,omitempty"`
+	Kind schematype.ResultKind `json:"kind,omitempty"`
 	// the whole result; read through readToolResult
 	Content []byte `json:"content,omitempty"`
 	// Chars holds the value of the "chars" field.
@@ -142,7 +143,7 @@ func (_m *StoredResult) assignValues(columns []string, values []any) error {
 			if value, ok := values[i].(*sql.NullString); !ok {
 				return fmt.Errorf("unexpected type %T for field kind", values[i])
 			} else if value.Valid {
-				_m.Kind = storedresult.Kind(value.String)
+				_m.Kind = schematype.ResultKind(value.String)
 			}
 		case storedresult.FieldContent:
 			if value, ok := values[i].(*[]byte); !ok {

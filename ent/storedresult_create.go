@@ -12,6 +12,7 @@ import (
 	"entgo.io/ent/dialect/sql/sqlgraph"
 	"entgo.io/ent/schema/field"
 	"github.com/toolgate/toolgate/ent/conversation"
+	"github.com/toolgate/toolgate/ent/schematype"
 	"github.com/toolgate/toolgate/ent/storedresult"
 	"github.com/toolgate/toolgate/ent/toolcall"
 )
@@ -65,7 +66,7 @@ func (_c *StoredResultCreate) SetRef(v string) *StoredResultCreate {
 }
 
 // SetKind sets the "kind" field.
-func (_c *StoredResultCreate) SetKind(v storedresult.Kind) *StoredResultCreate {
+func (_c *StoredResultCreate) SetKind(v schematype.ResultKind) *StoredResultCreate {
 	_c.mutation.SetKind(v)
 	return _c
 }

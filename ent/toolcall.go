@@ -10,7 +10,7 @@ import (
 
 	"entgo.io/ent"
 	"entgo.io/ent/dialect/sql"
-	"github.com/toolgate/toolgate/ent/schema"
+	"github.com/toolgate/toolgate/ent/schematype"
 	"github.com/toolgate/toolgate/ent/storedresult"
 	"github.com/toolgate/toolgate/ent/toolcall"
 	"github.com/toolgate/toolgate/ent/turn"
@@ -38,17 +38,19 @@ type ToolCall struct {
 	// Attempts holds the value of the "attempts" field.
 	Attempts int `json:"attempts,omitempty"`
 	// Failures holds the value of the "failures" field.
-	Failures []schema.ItemFailure `json:"failures,omitempty"`
+	Failures []schematype.ItemFailure `json:"failures,omitempty"`
 	// the spans of stored results this call made visible to the model
-	Evidence []schema.Span `json:"evidence,omitempty"`
+	Evidence []schematype.Span `json:"evidence,omitempty"`
 	// Repairs holds the value of the "repairs" field.
-	Repairs []schema.Repair `json:"repairs,omitempty"`
+	Repairs []schematype.Repair `json:"repairs,omitempty"`
 	// what the model was told, for refusals, errors and outages
 	Message *string `json:"message,omitempty"`
 	// exactly what the model received for this call
 	Heard *string `json:"heard,omitempty"`
 	// Ref holds the value of the "ref" field.
 	Ref *string `json:"ref,omitempty"`
+	// the ref arguments too long to replay whole are stored under, readable like a result
+	ArgumentsRef *string `json:"arguments_ref,omitempty"`
 	// ResultID holds the value of the "result_id" field.
 	ResultID *int `json:"result_id,omitempty"`
 	// StartedAt holds the value of the "started_at" field.
@@ -105,7 +107,7 @@ func (*ToolCall) scanValues(columns []string) ([]any, error) {
 			values[i] = new([]byte)
 		case toolcall.FieldID, toolcall.FieldTurnID, toolcall.FieldPosition, toolcall.FieldStep, toolcall.FieldAttempts, toolcall.FieldResultID:
 			values[i] = new(sql.NullInt64)
-		case toolcall.FieldCallID, toolcall.FieldName, toolcall.FieldArguments, toolcall.FieldOutcome, toolcall.FieldMessage, toolcall.FieldHeard, toolcall.FieldRef:
+		case toolcall.FieldCallID, toolcall.FieldName, toolcall.FieldArguments, toolcall.FieldOutcome, toolcall.FieldMessage, toolcall.FieldHeard, toolcall.FieldRef, toolcall.FieldArgumentsRef:
 			values[i] = new(sql.NullString)
 		case toolcall.FieldStartedAt, toolcall.FieldFinishedAt:
 			values[i] = new(sql.NullTime)
@@ -223,6 +225,13 @@ func (_m *ToolCall) assignValues(columns []string, values []any) error {
 				_m.Ref = new(string)
 				*_m.Ref = value.String
 			}
+		case toolcall.FieldArgumentsRef:
+			if value, ok := values[i].(*sql.NullString); !ok {
+				return fmt.Errorf("unexpected type %T for field arguments_ref", values[i])
+			} else if value.Valid {
+				_m.ArgumentsRef = new(string)
+				*_m.ArgumentsRef = value.String
+			}
 		case toolcall.FieldResultID:
 			if value, ok := values[i].(*sql.NullInt64); !ok {
 				return fmt.Errorf("unexpected type %T for field result_id", values[i])
@@ -334,6 +343,11 @@ func (_m *ToolCall) String() string {
 	builder.WriteString(", ")
 	if v := _m.Ref; v != nil {
 		builder.WriteString("ref=")
+		builder.WriteString(*v)
+	}
+	builder.WriteString(", ")
+	if v := _m.ArgumentsRef; v != nil {
+		builder.WriteString("arguments_ref=")
 		builder.WriteString(*v)
 	}
 	builder.WriteString(", ")

@@ -11,7 +11,7 @@ import (
 	"entgo.io/ent/dialect/sql"
 	"entgo.io/ent/dialect/sql/sqlgraph"
 	"entgo.io/ent/schema/field"
-	"github.com/toolgate/toolgate/ent/schema"
+	"github.com/toolgate/toolgate/ent/schematype"
 	"github.com/toolgate/toolgate/ent/storedresult"
 	"github.com/toolgate/toolgate/ent/toolcall"
 	"github.com/toolgate/toolgate/ent/turn"
@@ -114,19 +114,19 @@ func (_c *ToolCallCreate) SetNillableAttempts(v *int) *ToolCallCreate {
 }
 
 // SetFailures sets the "failures" field.
-func (_c *ToolCallCreate) SetFailures(v []schema.ItemFailure) *ToolCallCreate {
+func (_c *ToolCallCreate) SetFailures(v []schematype.ItemFailure) *ToolCallCreate {
 	_c.mutation.SetFailures(v)
 	return _c
 }
 
 // SetEvidence sets the "evidence" field.
-func (_c *ToolCallCreate) SetEvidence(v []schema.Span) *ToolCallCreate {
+func (_c *ToolCallCreate) SetEvidence(v []schematype.Span) *ToolCallCreate {
 	_c.mutation.SetEvidence(v)
 	return _c
 }
 
 // SetRepairs sets the "repairs" field.
-func (_c *ToolCallCreate) SetRepairs(v []schema.Repair) *ToolCallCreate {
+func (_c *ToolCallCreate) SetRepairs(v []schematype.Repair) *ToolCallCreate {
 	_c.mutation.SetRepairs(v)
 	return _c
 }
@@ -169,6 +169,20 @@ func (_c *ToolCallCreate) SetRef(v string) *ToolCallCreate {
 func (_c *ToolCallCreate) SetNillableRef(v *string) *ToolCallCreate {
 	if v != nil {
 		_c.SetRef(*v)
+	}
+	return _c
+}
+
+// SetArgumentsRef sets the "arguments_ref" field.
+func (_c *ToolCallCreate) SetArgumentsRef(v string) *ToolCallCreate {
+	_c.mutation.SetArgumentsRef(v)
+	return _c
+}
+
+// SetNillableArgumentsRef sets the "arguments_ref" field if the given value is not nil.
+func (_c *ToolCallCreate) SetNillableArgumentsRef(v *string) *ToolCallCreate {
+	if v != nil {
+		_c.SetArgumentsRef(*v)
 	}
 	return _c
 }
@@ -433,6 +447,10 @@ func (_c *ToolCallCreate) createSpec() (*ToolCall, *sqlgraph.CreateSpec) {
 		_spec.SetField(toolcall.FieldRef, field.TypeString, value)
 		_node.Ref = &value
 	}
+	if value, ok := _c.mutation.ArgumentsRef(); ok {
+		_spec.SetField(toolcall.FieldArgumentsRef, field.TypeString, value)
+		_node.ArgumentsRef = &value
+	}
 	if value, ok := _c.mutation.StartedAt(); ok {
 		_spec.SetField(toolcall.FieldStartedAt, field.TypeTime, value)
 		_node.StartedAt = value
@@ -570,7 +588,7 @@ func (u *ToolCallUpsert) AddAttempts(v int) *ToolCallUpsert {
 }
 
 // SetFailures sets the "failures" field.
-func (u *ToolCallUpsert) SetFailures(v []schema.ItemFailure) *ToolCallUpsert {
+func (u *ToolCallUpsert) SetFailures(v []schematype.ItemFailure) *ToolCallUpsert {
 	u.Set(toolcall.FieldFailures, v)
 	return u
 }
@@ -582,7 +600,7 @@ func (u *ToolCallUpsert) UpdateFailures() *ToolCallUpsert {
 }
 
 // SetEvidence sets the "evidence" field.
-func (u *ToolCallUpsert) SetEvidence(v []schema.Span) *ToolCallUpsert {
+func (u *ToolCallUpsert) SetEvidence(v []schematype.Span) *ToolCallUpsert {
 	u.Set(toolcall.FieldEvidence, v)
 	return u
 }
@@ -594,7 +612,7 @@ func (u *ToolCallUpsert) UpdateEvidence() *ToolCallUpsert {
 }
 
 // SetRepairs sets the "repairs" field.
-func (u *ToolCallUpsert) SetRepairs(v []schema.Repair) *ToolCallUpsert {
+func (u *ToolCallUpsert) SetRepairs(v []schematype.Repair) *ToolCallUpsert {
 	u.Set(toolcall.FieldRepairs, v)
 	return u
 }
@@ -656,6 +674,24 @@ func (u *ToolCallUpsert) UpdateRef() *ToolCallUpsert {
 // ClearRef clears the value of the "ref" field.
 func (u *ToolCallUpsert) ClearRef() *ToolCallUpsert {
 	u.SetNull(toolcall.FieldRef)
+	return u
+}
+
+// SetArgumentsRef sets the "arguments_ref" field.
+func (u *ToolCallUpsert) SetArgumentsRef(v string) *ToolCallUpsert {
+	u.Set(toolcall.FieldArgumentsRef, v)
+	return u
+}
+
+// UpdateArgumentsRef sets the "arguments_ref" field to the value that was provided on create.
+func (u *ToolCallUpsert) UpdateArgumentsRef() *ToolCallUpsert {
+	u.SetExcluded(toolcall.FieldArgumentsRef)
+	return u
+}
+
+// ClearArgumentsRef clears the value of the "arguments_ref" field.
+func (u *ToolCallUpsert) ClearArgumentsRef() *ToolCallUpsert {
+	u.SetNull(toolcall.FieldArgumentsRef)
 	return u
 }
 
@@ -805,7 +841,7 @@ func (u *ToolCallUpsertOne) UpdateAttempts() *ToolCallUpsertOne {
 }
 
 // SetFailures sets the "failures" field.
-func (u *ToolCallUpsertOne) SetFailures(v []schema.ItemFailure) *ToolCallUpsertOne {
+func (u *ToolCallUpsertOne) SetFailures(v []schematype.ItemFailure) *ToolCallUpsertOne {
 	return u.Update(func(s *ToolCallUpsert) {
 		s.SetFailures(v)
 	})
@@ -819,7 +855,7 @@ func (u *ToolCallUpsertOne) UpdateFailures() *ToolCallUpsertOne {
 }
 
 // SetEvidence sets the "evidence" field.
-func (u *ToolCallUpsertOne) SetEvidence(v []schema.Span) *ToolCallUpsertOne {
+func (u *ToolCallUpsertOne) SetEvidence(v []schematype.Span) *ToolCallUpsertOne {
 	return u.Update(func(s *ToolCallUpsert) {
 		s.SetEvidence(v)
 	})
@@ -833,7 +869,7 @@ func (u *ToolCallUpsertOne) UpdateEvidence() *ToolCallUpsertOne {
 }
 
 // SetRepairs sets the "repairs" field.
-func (u *ToolCallUpsertOne) SetRepairs(v []schema.Repair) *ToolCallUpsertOne {
+func (u *ToolCallUpsertOne) SetRepairs(v []schematype.Repair) *ToolCallUpsertOne {
 	return u.Update(func(s *ToolCallUpsert) {
 		s.SetRepairs(v)
 	})
@@ -906,6 +942,27 @@ func (u *ToolCallUpsertOne) UpdateRef() *ToolCallUpsertOne {
 func (u *ToolCallUpsertOne) ClearRef() *ToolCallUpsertOne {
 	return u.Update(func(s *ToolCallUpsert) {
 		s.ClearRef()
+	})
+}
+
+// SetArgumentsRef sets the "arguments_ref" field.
+func (u *ToolCallUpsertOne) SetArgumentsRef(v string) *ToolCallUpsertOne {
+	return u.Update(func(s *ToolCallUpsert) {
+		s.SetArgumentsRef(v)
+	})
+}
+
+// UpdateArgumentsRef sets the "arguments_ref" field to the value that was provided on create.
+func (u *ToolCallUpsertOne) UpdateArgumentsRef() *ToolCallUpsertOne {
+	return u.Update(func(s *ToolCallUpsert) {
+		s.UpdateArgumentsRef()
+	})
+}
+
+// ClearArgumentsRef clears the value of the "arguments_ref" field.
+func (u *ToolCallUpsertOne) ClearArgumentsRef() *ToolCallUpsertOne {
+	return u.Update(func(s *ToolCallUpsert) {
+		s.ClearArgumentsRef()
 	})
 }
 
@@ -1227,7 +1284,7 @@ func (u *ToolCallUpsertBulk) UpdateAttempts() *ToolCallUpsertBulk {
 }
 
 // SetFailures sets the "failures" field.
-func (u *ToolCallUpsertBulk) SetFailures(v []schema.ItemFailure) *ToolCallUpsertBulk {
+func (u *ToolCallUpsertBulk) SetFailures(v []schematype.ItemFailure) *ToolCallUpsertBulk {
 	return u.Update(func(s *ToolCallUpsert) {
 		s.SetFailures(v)
 	})
@@ -1241,7 +1298,7 @@ func (u *ToolCallUpsertBulk) UpdateFailures() *ToolCallUpsertBulk {
 }
 
 // SetEvidence sets the "evidence" field.
-func (u *ToolCallUpsertBulk) SetEvidence(v []schema.Span) *ToolCallUpsertBulk {
+func (u *ToolCallUpsertBulk) SetEvidence(v []schematype.Span) *ToolCallUpsertBulk {
 	return u.Update(func(s *ToolCallUpsert) {
 		s.SetEvidence(v)
 	})
@@ -1255,7 +1312,7 @@ func (u *ToolCallUpsertBulk) UpdateEvidence() *ToolCallUpsertBulk {
 }
 
 // SetRepairs sets the "repairs" field.
-func (u *ToolCallUpsertBulk) SetRepairs(v []schema.Repair) *ToolCallUpsertBulk {
+func (u *ToolCallUpsertBulk) SetRepairs(v []schematype.Repair) *ToolCallUpsertBulk {
 	return u.Update(func(s *ToolCallUpsert) {
 		s.SetRepairs(v)
 	})
@@ -1328,6 +1385,27 @@ func (u *ToolCallUpsertBulk) UpdateRef() *ToolCallUpsertBulk {
 func (u *ToolCallUpsertBulk) ClearRef() *ToolCallUpsertBulk {
 	return u.Update(func(s *ToolCallUpsert) {
 		s.ClearRef()
+	})
+}
+
+// SetArgumentsRef sets the "arguments_ref" field.
+func (u *ToolCallUpsertBulk) SetArgumentsRef(v string) *ToolCallUpsertBulk {
+	return u.Update(func(s *ToolCallUpsert) {
+		s.SetArgumentsRef(v)
+	})
+}
+
+// UpdateArgumentsRef sets the "arguments_ref" field to the value that was provided on create.
+func (u *ToolCallUpsertBulk) UpdateArgumentsRef() *ToolCallUpsertBulk {
+	return u.Update(func(s *ToolCallUpsert) {
+		s.UpdateArgumentsRef()
+	})
+}
+
+// ClearArgumentsRef clears the value of the "arguments_ref" field.
+func (u *ToolCallUpsertBulk) ClearArgumentsRef() *ToolCallUpsertBulk {
+	return u.Update(func(s *ToolCallUpsert) {
+		s.ClearArgumentsRef()
 	})
 }
 

@@ -13,7 +13,7 @@ import (
 	"entgo.io/ent/dialect/sql/sqljson"
 	"entgo.io/ent/schema/field"
 	"github.com/toolgate/toolgate/ent/predicate"
-	"github.com/toolgate/toolgate/ent/schema"
+	"github.com/toolgate/toolgate/ent/schematype"
 	"github.com/toolgate/toolgate/ent/storedresult"
 	"github.com/toolgate/toolgate/ent/toolcall"
 )
@@ -81,37 +81,37 @@ func (_u *ToolCallUpdate) AddAttempts(v int) *ToolCallUpdate {
 }
 
 // SetFailures sets the "failures" field.
-func (_u *ToolCallUpdate) SetFailures(v []schema.ItemFailure) *ToolCallUpdate {
+func (_u *ToolCallUpdate) SetFailures(v []schematype.ItemFailure) *ToolCallUpdate {
 	_u.mutation.SetFailures(v)
 	return _u
 }
 
 // AppendFailures appends value to the "failures" field.
-func (_u *ToolCallUpdate) AppendFailures(v []schema.ItemFailure) *ToolCallUpdate {
+func (_u *ToolCallUpdate) AppendFailures(v []schematype.ItemFailure) *ToolCallUpdate {
 	_u.mutation.AppendFailures(v)
 	return _u
 }
 
 // SetEvidence sets the "evidence" field.
-func (_u *ToolCallUpdate) SetEvidence(v []schema.Span) *ToolCallUpdate {
+func (_u *ToolCallUpdate) SetEvidence(v []schematype.Span) *ToolCallUpdate {
 	_u.mutation.SetEvidence(v)
 	return _u
 }
 
 // AppendEvidence appends value to the "evidence" field.
-func (_u *ToolCallUpdate) AppendEvidence(v []schema.Span) *ToolCallUpdate {
+func (_u *ToolCallUpdate) AppendEvidence(v []schematype.Span) *ToolCallUpdate {
 	_u.mutation.AppendEvidence(v)
 	return _u
 }
 
 // SetRepairs sets the "repairs" field.
-func (_u *ToolCallUpdate) SetRepairs(v []schema.Repair) *ToolCallUpdate {
+func (_u *ToolCallUpdate) SetRepairs(v []schematype.Repair) *ToolCallUpdate {
 	_u.mutation.SetRepairs(v)
 	return _u
 }
 
 // AppendRepairs appends value to the "repairs" field.
-func (_u *ToolCallUpdate) AppendRepairs(v []schema.Repair) *ToolCallUpdate {
+func (_u *ToolCallUpdate) AppendRepairs(v []schematype.Repair) *ToolCallUpdate {
 	_u.mutation.AppendRepairs(v)
 	return _u
 }
@@ -173,6 +173,26 @@ func (_u *ToolCallUpdate) SetNillableRef(v *string) *ToolCallUpdate {
 // ClearRef clears the value of the "ref" field.
 func (_u *ToolCallUpdate) ClearRef() *ToolCallUpdate {
 	_u.mutation.ClearRef()
+	return _u
+}
+
+// SetArgumentsRef sets the "arguments_ref" field.
+func (_u *ToolCallUpdate) SetArgumentsRef(v string) *ToolCallUpdate {
+	_u.mutation.SetArgumentsRef(v)
+	return _u
+}
+
+// SetNillableArgumentsRef sets the "arguments_ref" field if the given value is not nil.
+func (_u *ToolCallUpdate) SetNillableArgumentsRef(v *string) *ToolCallUpdate {
+	if v != nil {
+		_u.SetArgumentsRef(*v)
+	}
+	return _u
+}
+
+// ClearArgumentsRef clears the value of the "arguments_ref" field.
+func (_u *ToolCallUpdate) ClearArgumentsRef() *ToolCallUpdate {
+	_u.mutation.ClearArgumentsRef()
 	return _u
 }
 
@@ -343,6 +363,12 @@ func (_u *ToolCallUpdate) sqlSave(ctx context.Context) (_node int, err error) {
 	if _u.mutation.RefCleared() {
 		_spec.ClearField(toolcall.FieldRef, field.TypeString)
 	}
+	if value, ok := _u.mutation.ArgumentsRef(); ok {
+		_spec.SetField(toolcall.FieldArgumentsRef, field.TypeString, value)
+	}
+	if _u.mutation.ArgumentsRefCleared() {
+		_spec.ClearField(toolcall.FieldArgumentsRef, field.TypeString)
+	}
 	if value, ok := _u.mutation.FinishedAt(); ok {
 		_spec.SetField(toolcall.FieldFinishedAt, field.TypeTime, value)
 	}
@@ -448,37 +474,37 @@ func (_u *ToolCallUpdateOne) AddAttempts(v int) *ToolCallUpdateOne {
 }
 
 // SetFailures sets the "failures" field.
-func (_u *ToolCallUpdateOne) SetFailures(v []schema.ItemFailure) *ToolCallUpdateOne {
+func (_u *ToolCallUpdateOne) SetFailures(v []schematype.ItemFailure) *ToolCallUpdateOne {
 	_u.mutation.SetFailures(v)
 	return _u
 }
 
 // AppendFailures appends value to the "failures" field.
-func (_u *ToolCallUpdateOne) AppendFailures(v []schema.ItemFailure) *ToolCallUpdateOne {
+func (_u *ToolCallUpdateOne) AppendFailures(v []schematype.ItemFailure) *ToolCallUpdateOne {
 	_u.mutation.AppendFailures(v)
 	return _u
 }
 
 // SetEvidence sets the "evidence" field.
-func (_u *ToolCallUpdateOne) SetEvidence(v []schema.Span) *ToolCallUpdateOne {
+func (_u *ToolCallUpdateOne) SetEvidence(v []schematype.Span) *ToolCallUpdateOne {
 	_u.mutation.SetEvidence(v)
 	return _u
 }
 
 // AppendEvidence appends value to the "evidence" field.
-func (_u *ToolCallUpdateOne) AppendEvidence(v []schema.Span) *ToolCallUpdateOne {
+func (_u *ToolCallUpdateOne) AppendEvidence(v []schematype.Span) *ToolCallUpdateOne {
 	_u.mutation.AppendEvidence(v)
 	return _u
 }
 
 // SetRepairs sets the "repairs" field.
-func (_u *ToolCallUpdateOne) SetRepairs(v []schema.Repair) *ToolCallUpdateOne {
+func (_u *ToolCallUpdateOne) SetRepairs(v []schematype.Repair) *ToolCallUpdateOne {
 	_u.mutation.SetRepairs(v)
 	return _u
 }
 
 // AppendRepairs appends value to the "repairs" field.
-func (_u *ToolCallUpdateOne) AppendRepairs(v []schema.Repair) *ToolCallUpdateOne {
+func (_u *ToolCallUpdateOne) AppendRepairs(v []schematype.Repair) *ToolCallUpdateOne {
 	_u.mutation.AppendRepairs(v)
 	return _u
 }
@@ -540,6 +566,26 @@ func (_u *ToolCallUpdateOne) SetNillableRef(v *string) *ToolCallUpdateOne {
 // ClearRef clears the value of the "ref" field.
 func (_u *ToolCallUpdateOne) ClearRef() *ToolCallUpdateOne {
 	_u.mutation.ClearRef()
+	return _u
+}
+
+// SetArgumentsRef sets the "arguments_ref" field.
+func (_u *ToolCallUpdateOne) SetArgumentsRef(v string) *ToolCallUpdateOne {
+	_u.mutation.SetArgumentsRef(v)
+	return _u
+}
+
+// SetNillableArgumentsRef sets the "arguments_ref" field if the given value is not nil.
+func (_u *ToolCallUpdateOne) SetNillableArgumentsRef(v *string) *ToolCallUpdateOne {
+	if v != nil {
+		_u.SetArgumentsRef(*v)
+	}
+	return _u
+}
+
+// ClearArgumentsRef clears the value of the "arguments_ref" field.
+func (_u *ToolCallUpdateOne) ClearArgumentsRef() *ToolCallUpdateOne {
+	_u.mutation.ClearArgumentsRef()
 	return _u
 }
 
@@ -739,6 +785,12 @@ func (_u *ToolCallUpdateOne) sqlSave(ctx context.Context) (_node *ToolCall, err 
 	}
 	if _u.mutation.RefCleared() {
 		_spec.ClearField(toolcall.FieldRef, field.TypeString)
+	}
+	if value, ok := _u.mutation.ArgumentsRef(); ok {
+		_spec.SetField(toolcall.FieldArgumentsRef, field.TypeString, value)
+	}
+	if _u.mutation.ArgumentsRefCleared() {
+		_spec.ClearField(toolcall.FieldArgumentsRef, field.TypeString)
 	}
 	if value, ok := _u.mutation.FinishedAt(); ok {
 		_spec.SetField(toolcall.FieldFinishedAt, field.TypeTime, value)

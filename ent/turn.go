@@ -11,7 +11,7 @@ import (
 	"entgo.io/ent"
 	"entgo.io/ent/dialect/sql"
 	"github.com/toolgate/toolgate/ent/conversation"
-	"github.com/toolgate/toolgate/ent/schema"
+	"github.com/toolgate/toolgate/ent/schematype"
 	"github.com/toolgate/toolgate/ent/turn"
 )
 
@@ -43,7 +43,7 @@ type Turn struct {
 	// Suggestions holds the value of the "suggestions" field.
 	Suggestions []string `json:"suggestions,omitempty"`
 	// the open question while the turn waits for an answer
-	Clarification *schema.Clarification `json:"clarification,omitempty"`
+	Clarification *schematype.Clarification `json:"clarification,omitempty"`
 	// set by the process running the turn while it runs; a stale one lets another resume it
 	HeartbeatAt *time.Time `json:"heartbeat_at,omitempty"`
 	// answered by the replay provider, not a live model

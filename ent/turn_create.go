@@ -13,7 +13,7 @@ import (
 	"entgo.io/ent/schema/field"
 	"github.com/toolgate/toolgate/ent/conversation"
 	"github.com/toolgate/toolgate/ent/modelcall"
-	"github.com/toolgate/toolgate/ent/schema"
+	"github.com/toolgate/toolgate/ent/schematype"
 	"github.com/toolgate/toolgate/ent/toolcall"
 	"github.com/toolgate/toolgate/ent/turn"
 )
@@ -149,7 +149,7 @@ func (_c *TurnCreate) SetSuggestions(v []string) *TurnCreate {
 }
 
 // SetClarification sets the "clarification" field.
-func (_c *TurnCreate) SetClarification(v *schema.Clarification) *TurnCreate {
+func (_c *TurnCreate) SetClarification(v *schematype.Clarification) *TurnCreate {
 	_c.mutation.SetClarification(v)
 	return _c
 }
@@ -590,7 +590,7 @@ func (u *TurnUpsert) UpdateSuggestions() *TurnUpsert {
 }
 
 // SetClarification sets the "clarification" field.
-func (u *TurnUpsert) SetClarification(v *schema.Clarification) *TurnUpsert {
+func (u *TurnUpsert) SetClarification(v *schematype.Clarification) *TurnUpsert {
 	u.Set(turn.FieldClarification, v)
 	return u
 }
@@ -807,7 +807,7 @@ func (u *TurnUpsertOne) UpdateSuggestions() *TurnUpsertOne {
 }
 
 // SetClarification sets the "clarification" field.
-func (u *TurnUpsertOne) SetClarification(v *schema.Clarification) *TurnUpsertOne {
+func (u *TurnUpsertOne) SetClarification(v *schematype.Clarification) *TurnUpsertOne {
 	return u.Update(func(s *TurnUpsert) {
 		s.SetClarification(v)
 	})
@@ -1198,7 +1198,7 @@ func (u *TurnUpsertBulk) UpdateSuggestions() *TurnUpsertBulk {
 }
 
 // SetClarification sets the "clarification" field.
-func (u *TurnUpsertBulk) SetClarification(v *schema.Clarification) *TurnUpsertBulk {
+func (u *TurnUpsertBulk) SetClarification(v *schematype.Clarification) *TurnUpsertBulk {
 	return u.Update(func(s *TurnUpsert) {
 		s.SetClarification(v)
 	})

@@ -14,7 +14,7 @@ import (
 	"entgo.io/ent/schema/field"
 	"github.com/toolgate/toolgate/ent/modelcall"
 	"github.com/toolgate/toolgate/ent/predicate"
-	"github.com/toolgate/toolgate/ent/schema"
+	"github.com/toolgate/toolgate/ent/schematype"
 	"github.com/toolgate/toolgate/ent/toolcall"
 	"github.com/toolgate/toolgate/ent/turn"
 )
@@ -139,7 +139,7 @@ func (_u *TurnUpdate) AppendSuggestions(v []string) *TurnUpdate {
 }
 
 // SetClarification sets the "clarification" field.
-func (_u *TurnUpdate) SetClarification(v *schema.Clarification) *TurnUpdate {
+func (_u *TurnUpdate) SetClarification(v *schematype.Clarification) *TurnUpdate {
 	_u.mutation.SetClarification(v)
 	return _u
 }
@@ -580,7 +580,7 @@ func (_u *TurnUpdateOne) AppendSuggestions(v []string) *TurnUpdateOne {
 }
 
 // SetClarification sets the "clarification" field.
-func (_u *TurnUpdateOne) SetClarification(v *schema.Clarification) *TurnUpdateOne {
+func (_u *TurnUpdateOne) SetClarification(v *schematype.Clarification) *TurnUpdateOne {
 	_u.mutation.SetClarification(v)
 	return _u
 }

@@ -22,6 +22,8 @@ type Tx struct {
 	Application *ApplicationClient
 	// Conversation is the client for interacting with the Conversation builders.
 	Conversation *ConversationClient
+	// IdempotentResponse is the client for interacting with the IdempotentResponse builders.
+	IdempotentResponse *IdempotentResponseClient
 	// ModelCall is the client for interacting with the ModelCall builders.
 	ModelCall *ModelCallClient
 	// Organization is the client for interacting with the Organization builders.
@@ -175,6 +177,7 @@ func (tx *Tx) init() {
 	tx.Agent = NewAgentClient(tx.config)
 	tx.Application = NewApplicationClient(tx.config)
 	tx.Conversation = NewConversationClient(tx.config)
+	tx.IdempotentResponse = NewIdempotentResponseClient(tx.config)
 	tx.ModelCall = NewModelCallClient(tx.config)
 	tx.Organization = NewOrganizationClient(tx.config)
 	tx.Setting = NewSettingClient(tx.config)

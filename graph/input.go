@@ -1,22 +1,18 @@
 package graph
 
 import (
-	"fmt"
 	"regexp"
 	"slices"
 
 	"github.com/toolgate/toolgate/graph/model"
 	"github.com/toolgate/toolgate/runtime/mcp"
+	"github.com/toolgate/toolgate/tools"
 )
 
-// InputError is a mistake in what the client sent; its message reaches the
-// client as it is.
-type InputError struct{ msg string }
-
-func (e *InputError) Error() string { return e.msg }
-
+// inputErrorf refuses what the client sent, in the one vocabulary the
+// tools use too (tools.Refusal): its message reaches the client as it is.
 func inputErrorf(format string, args ...any) error {
-	return &InputError{msg: fmt.Sprintf(format, args...)}
+	return tools.Refusef(format, args...)
 }
 
 func ptr[T any](v T) *T { return &v }
@@ -52,7 +48,7 @@ func checkApplication(in model.RegisterApplicationInput) error {
 	}
 	app := mcp.Application{Name: in.Name, URL: in.URL, AllowedTools: uniq(in.AllowedTools)}
 	if err := app.Validate(); err != nil {
-		return &InputError{msg: err.Error()}
+		return tools.Refuse(err)
 	}
 	return nil
 }

@@ -2,6 +2,7 @@ package graph
 
 import (
 	"context"
+	"fmt"
 	"net/http"
 	"strings"
 
@@ -50,6 +51,16 @@ func checkPages(oc *graphql.OperationContext, set ast.SelectionSet, root bool, s
 				if !root && !hasFirst && !hasLast {
 					return validationError(s.Position, "%s: give first or last (at most %d)", s.Alias, MaxPage)
 				}
+				// Field collection reads nested cursors itself and cannot
+				// report a bad one: check every cursor here, once.
+				for _, name := range []string{"after", "before"} {
+					if v, ok := args[name]; ok && v != nil {
+						var c entgql.Cursor[int]
+						if c.UnmarshalGQL(v) != nil {
+							return badCursor(s.Position, name)
+						}
+					}
+				}
 			}
 			if err := checkPages(oc, s.SelectionSet, false, seen); err != nil {
 				return err
@@ -91,6 +102,18 @@ func (t transactioner) InterceptResponse(ctx context.Context, next graphql.Respo
 func validationError(pos *ast.Position, format string, args ...any) *gqlerror.Error {
 	e := gqlerror.ErrorPosf(pos, format, args...)
 	errcode.Set(e, errcode.ValidationFailed)
+	return e
+}
+
+// malformedCursor is what a caller reads for a cursor that is not one of
+// ours, wherever it was given.
+func malformedCursor(arg string) string {
+	return fmt.Sprintf("malformed cursor in argument %q: use a cursor from pageInfo or an edge", arg)
+}
+
+func badCursor(pos *ast.Position, arg string) *gqlerror.Error {
+	e := gqlerror.ErrorPosf(pos, "%s", malformedCursor(arg))
+	e.Extensions = map[string]any{"code": "BAD_USER_INPUT"}
 	return e
 }
 

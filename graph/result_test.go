@@ -14,8 +14,7 @@ import (
 	"github.com/toolgate/toolgate/ent"
 	"github.com/toolgate/toolgate/ent/db"
 	"github.com/toolgate/toolgate/ent/db/dbtest"
-	"github.com/toolgate/toolgate/ent/schema"
-	"github.com/toolgate/toolgate/ent/storedresult"
+	"github.com/toolgate/toolgate/ent/schematype"
 	"github.com/toolgate/toolgate/ent/toolcall"
 	"github.com/toolgate/toolgate/ent/turn"
 	"github.com/toolgate/toolgate/graph/gid"
@@ -26,7 +25,7 @@ import (
 
 // storeResult adds a finished turn to the conversation (a global id) with
 // one tool call whose result is stored under ref, as the runtime stores it.
-func storeResult(t testing.TB, c *ent.Client, conversationID, ref string, kind storedresult.Kind, content string) {
+func storeResult(t testing.TB, c *ent.Client, conversationID, ref string, kind schematype.ResultKind, content string) {
 	t.Helper()
 	ctx := context.Background()
 	convID, err := gid.Decode(conversationID)
@@ -73,10 +72,10 @@ func TestReadToolResult(t *testing.T) {
 		conv := b.startConversation(t, b.alice.Token, agentID, "expenses")
 		long := strings.Repeat("Zoë’s café — 30 € ✓ 😀\n", 400) // 22 characters a line, 8,800 in all
 		content := map[string]string{"r_long": long, "r_json": `{"claims":[{"who":"Zoë","eur":30}]}`}
-		storeResult(t, b.client, conv, "r_long", storedresult.KindTEXT, long)
-		storeResult(t, b.client, conv, "r_json", storedresult.KindJSON, content["r_json"])
-		storeResult(t, b.client, conv, "r_empty", storedresult.KindTEXT, "")
-		storeResult(t, b.client, conv, "r_png", storedresult.KindMEDIA, "\x89PNG\r\n\x1a\n")
+		storeResult(t, b.client, conv, "r_long", schematype.KindText, long)
+		storeResult(t, b.client, conv, "r_json", schematype.KindJSON, content["r_json"])
+		storeResult(t, b.client, conv, "r_empty", schematype.KindText, "")
+		storeResult(t, b.client, conv, "r_png", schematype.KindMedia, "\x89PNG\r\n\x1a\n")
 
 		// By hand with an API token: the default window, then on to the end.
 		data := b.do(t, b.alice.Token, toolResultsQuery, map[string]any{"c": conv, "refs": []string{"r_long"}}).ok(t)
@@ -168,7 +167,7 @@ func TestReadToolResultThroughScopeToken(t *testing.T) {
 			strings.Repeat("Hotels are approved by a manager. ", 60) +
 			"Late claims miss the reimbursement deadline — they are refused."
 		content := map[string]string{"r_policy": policy}
-		storeResult(t, b.client, conv, "r_policy", storedresult.KindTEXT, policy)
+		storeResult(t, b.client, conv, "r_policy", schematype.KindText, policy)
 		tok := b.scopeToken(t, conv, result.Definition.Name)
 
 		// The runtime posts the definition's operation with the model's
@@ -253,10 +252,10 @@ func TestReadToolResultRefusesIdentically(t *testing.T) {
 		sibling := b.startConversation(t, b.alice.Token, agentID, "another of mine")
 		bobConv := b.startConversation(t, b.bob.Token, b.createAgent(t, b.bob.Token, "Bob's"), "bob's")
 		eveConv := b.startConversation(t, b.eve.Token, b.createAgent(t, b.eve.Token, "Eve's"), "eve's")
-		storeResult(t, b.client, conv, "r_mine", storedresult.KindTEXT, "mine to read")
-		storeResult(t, b.client, sibling, "r_sibling", storedresult.KindTEXT, "same user, other conversation")
-		storeResult(t, b.client, bobConv, "r_bobbob", storedresult.KindTEXT, "same organisation, other user")
-		storeResult(t, b.client, eveConv, "r_eveeve", storedresult.KindTEXT, "another organisation")
+		storeResult(t, b.client, conv, "r_mine", schematype.KindText, "mine to read")
+		storeResult(t, b.client, sibling, "r_sibling", schematype.KindText, "same user, other conversation")
+		storeResult(t, b.client, bobConv, "r_bobbob", schematype.KindText, "same organisation, other user")
+		storeResult(t, b.client, eveConv, "r_eveeve", schematype.KindText, "another organisation")
 		tok := b.scopeToken(t, conv, result.Definition.Name)
 		const madeUp = "r_madeup"
 
@@ -312,7 +311,7 @@ func TestReadToolResultLimits(t *testing.T) {
 	b := setup(t, dbtest.Open(t, dbtest.SQLite))
 	agentID := b.createAgent(t, b.alice.Token, "Helper")
 	conv := b.startConversation(t, b.alice.Token, agentID, "limits")
-	storeResult(t, b.client, conv, "r_a", storedresult.KindTEXT, strings.Repeat("a", 30000))
+	storeResult(t, b.client, conv, "r_a", schematype.KindText, strings.Repeat("a", 30000))
 	tok := b.scopeToken(t, conv, result.Definition.Name)
 	tests := []struct {
 		name    string
@@ -365,8 +364,8 @@ func TestReadToolResultThroughDispatch(t *testing.T) {
 	agentID := b.createAgent(t, b.alice.Token, "Helper")
 	conv := b.startConversation(t, b.alice.Token, agentID, "expenses")
 	policy := strings.Repeat("Trips are booked through the portal — ✓. ", 150) + "The reimbursement deadline is 30 days."
-	storeResult(t, b.client, conv, "r_policy", storedresult.KindTEXT, policy)
-	storeResult(t, b.client, conv, "r_empty", storedresult.KindTEXT, "")
+	storeResult(t, b.client, conv, "r_policy", schematype.KindText, policy)
+	storeResult(t, b.client, conv, "r_empty", schematype.KindText, "")
 	d := dispatch.New(b.srv.URL+"/graphql", http.DefaultClient, nil)
 	s := dispatch.Scope{Token: b.scopeToken(t, conv, result.Definition.Name),
 		Offered: map[string]tools.Definition{result.Definition.Name: result.Definition}}
@@ -378,8 +377,8 @@ func TestReadToolResultThroughDispatch(t *testing.T) {
 	require.Equal(t, dispatch.Hits, res.Outcome, res.Message)
 	want := string([]rune(policy)[100 : 100+1024])
 	start := int64(len(string([]rune(policy)[:100])))
-	require.Equal(t, []schema.Span{{Ref: "r_policy", Start: start, End: start + int64(len(want))}}, res.Evidence)
-	require.Equal(t, []schema.ItemFailure{{Item: 1, Input: "r_guessed", Message: `ref "r_guessed" not found`}}, res.Failures)
+	require.Equal(t, []schematype.Span{{Ref: "r_policy", Start: start, End: start + int64(len(want))}}, res.Evidence)
+	require.Equal(t, []schematype.ItemFailure{{Item: 1, Input: "r_guessed", Message: `ref "r_guessed" not found`}}, res.Failures)
 	heard, err := dispatch.Render(res, result.Definition, "r_read", false)
 	require.NoError(t, err)
 	require.Contains(t, heard.Text, `"nextOffset":1124`)

@@ -12,6 +12,7 @@ import (
 	"strings"
 	"time"
 
+	"github.com/99designs/gqlgen/complexity"
 	"github.com/99designs/gqlgen/graphql"
 	"github.com/99designs/gqlgen/graphql/handler"
 	"github.com/99designs/gqlgen/graphql/handler/extension"
@@ -168,7 +169,12 @@ func (s *Server) newGraphQL() *handler.Server {
 	srv.SetQueryCache(lru.New[*ast.QueryDocument](1000))
 	srv.Use(extension.Introspection{})
 	srv.Use(extension.AutomaticPersistedQuery{Cache: lru.New[string](1000)})
-	srv.Use(extension.FixedComplexityLimit(MaxComplexity))
+	// Priced by the rows an operation can make the server load: a scalar
+	// of a row already loaded is free, an object costs one plus its
+	// children, a connection multiplies its children by its page size. A
+	// portal's transcript page of 100 turns with their calls passes; a page
+	// of pages of turns does not.
+	srv.Use(extension.FixedComplexityLimit(MaxComplexity, complexity.WithFixedScalarValue(0)))
 	srv.Use(pageLimits{})
 	srv.Use(transactioner{entgql.Transactioner{TxOpener: s.client}})
 	// Fresh loaders for every response: one per request over HTTP, one per
@@ -177,6 +183,7 @@ func (s *Server) newGraphQL() *handler.Server {
 		return next(loader.With(ctx, loader.New(s.client)))
 	})
 	srv.AroundRootFields(scopeGuard)
+	srv.AroundRootFields(idempotent)
 	srv.SetErrorPresenter(s.presentError)
 	srv.SetRecoverFunc(func(ctx context.Context, p any) error {
 		s.cfg.Log.ErrorContext(ctx, "panic in resolver", "panic", fmt.Sprint(p), "stack", string(debug.Stack()))
@@ -217,19 +224,16 @@ var errInternal = errors.New("internal error")
 func (s *Server) presentError(ctx context.Context, err error) *gqlerror.Error {
 	gqlErr := graphql.DefaultErrorPresenter(ctx, err)
 	var (
-		inputErr *InputError
-		refusal  *tools.Refusal
-		valErr   *ent.ValidationError
-		conErr   *ent.ConstraintError
-		source   *gqlerror.Error
+		refusal *tools.Refusal
+		valErr  *ent.ValidationError
+		conErr  *ent.ConstraintError
+		source  *gqlerror.Error
 	)
 	switch {
 	case errors.Is(err, auth.ErrNotFound) || ent.IsNotFound(err):
 		return coded(gqlErr, "not found", "NOT_FOUND")
 	case errors.Is(err, auth.ErrForbidden):
 		return coded(gqlErr, "not permitted", "FORBIDDEN")
-	case errors.As(err, &inputErr):
-		return coded(gqlErr, inputErr.Error(), "BAD_USER_INPUT")
 	case errors.As(err, &refusal):
 		return coded(gqlErr, refusal.Error(), "BAD_USER_INPUT")
 	case errors.As(err, &valErr):
@@ -242,6 +246,10 @@ func (s *Server) presentError(ctx context.Context, err error) *gqlerror.Error {
 		return coded(gqlErr, "conflicts with an existing object (a name already in use?)", "CONFLICT")
 	case errors.Is(err, errInternal):
 		return coded(gqlErr, "internal error", "INTERNAL")
+	case strings.Contains(err.Error(), "cannot decode cursor"):
+		// entgql's cursor decoding: the caller sent a cursor that is not one
+		// of ours. The path ends with the argument's name.
+		return coded(gqlErr, malformedCursor(lastName(gqlErr.Path)), "BAD_USER_INPUT")
 	case errors.As(err, &source) && errors.Unwrap(source) == nil:
 		// Parse, validation and variable errors from gqlgen: already clear.
 		// Drop the echo of a body that could not be decoded.
@@ -255,6 +263,17 @@ func (s *Server) presentError(ctx context.Context, err error) *gqlerror.Error {
 		s.cfg.Log.ErrorContext(ctx, "resolver error", "path", gqlErr.Path.String(), "err", err)
 		return coded(gqlErr, "internal error", "INTERNAL")
 	}
+}
+
+// lastName is the last named element of a path: an argument, for an
+// argument that could not be read.
+func lastName(p ast.Path) string {
+	for i := len(p) - 1; i >= 0; i-- {
+		if n, ok := p[i].(ast.PathName); ok {
+			return string(n)
+		}
+	}
+	return ""
 }
 
 func coded(e *gqlerror.Error, msg, code string) *gqlerror.Error {

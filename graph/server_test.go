@@ -19,7 +19,7 @@ import (
 	"github.com/toolgate/toolgate/ent"
 	"github.com/toolgate/toolgate/ent/db"
 	"github.com/toolgate/toolgate/ent/db/dbtest"
-	"github.com/toolgate/toolgate/ent/storedresult"
+	"github.com/toolgate/toolgate/ent/schematype"
 	"github.com/toolgate/toolgate/ent/toolcall"
 	"github.com/toolgate/toolgate/ent/turn"
 	"github.com/toolgate/toolgate/graph"
@@ -97,8 +97,17 @@ func (b *testBundle) do(t testing.TB, token, query string, vars map[string]any) 
 
 func (b *testBundle) post(t testing.TB, token, accept string, body []byte) *response {
 	t.Helper()
+	return b.postWith(t, token, accept, body, nil)
+}
+
+// postWith posts with extra headers.
+func (b *testBundle) postWith(t testing.TB, token, accept string, body []byte, header http.Header) *response {
+	t.Helper()
 	req, err := http.NewRequest(http.MethodPost, b.srv.URL+"/graphql", bytes.NewReader(body))
 	require.NoError(t, err)
+	for k, v := range header {
+		req.Header[k] = v
+	}
 	req.Header.Set("Content-Type", "application/json")
 	req.Header.Set("Accept", accept)
 	if token != "" {
@@ -347,7 +356,7 @@ func seedTranscript(t testing.TB, c *ent.Client, convID, turns, calls int) {
 		results := make([]*ent.StoredResultCreate, calls)
 		for i := range results {
 			results[i] = c.StoredResult.Create().SetConversationID(convID).SetRef(fmt.Sprintf("r-%d-%d-%d", convID, n, i)).
-				SetKind(storedresult.KindJSON).SetContent([]byte(`{"rows":[1,2,3]}`)).SetChars(16).SetBytes(16).SetItems(1)
+				SetKind(schematype.KindJSON).SetContent([]byte(`{"rows":[1,2,3]}`)).SetChars(16).SetBytes(16).SetItems(1)
 		}
 		rs := c.StoredResult.CreateBulk(results...).SaveX(ctx)
 		tcs := make([]*ent.ToolCallCreate, calls)

@@ -16,7 +16,8 @@ import (
 	"github.com/toolgate/toolgate/graph/auth"
 	"github.com/toolgate/toolgate/graph/model"
 	"github.com/toolgate/toolgate/runtime/events"
-	"github.com/toolgate/toolgate/runtime/loop"
+	"github.com/toolgate/toolgate/tools"
+	"github.com/toolgate/toolgate/tools/registry"
 )
 
 // MaxMessageChars is the longest message a user may send.
@@ -125,7 +126,7 @@ func (r *Resolver) sendMessage(ctx context.Context, in model.SendMessageInput) (
 	return t, nil
 }
 
-var errTurnBusy = &InputError{msg: "a turn is already running or waiting in this conversation: wait for it, answer it, or cancel it"}
+var errTurnBusy = tools.Refusef("a turn is already running or waiting in this conversation: wait for it, answer it, or cancel it")
 
 func (r *Resolver) answerClarification(ctx context.Context, in model.AnswerClarificationInput) (*ent.Turn, error) {
 	if _, err := apiViewer(ctx); err != nil {
@@ -146,7 +147,7 @@ func (r *Resolver) answerClarification(ctx context.Context, in model.AnswerClari
 	cl := *t.Clarification
 	cl.Answer = &answer
 	call, err := c.ToolCall.Query().
-		Where(toolcall.TurnID(t.ID), toolcall.Name(loop.ClarifyTool)).
+		Where(toolcall.TurnID(t.ID), toolcall.NameIn(registry.Pausing()...)).
 		Order(ent.Desc(toolcall.FieldPosition)).First(ctx)
 	if err != nil {
 		return nil, err

@@ -10,7 +10,6 @@ import (
 
 	"github.com/toolgate/toolgate/ent"
 	"github.com/toolgate/toolgate/graph/auth"
-	"github.com/toolgate/toolgate/graph/generated"
 	"github.com/toolgate/toolgate/graph/model"
 	"github.com/toolgate/toolgate/tools/web"
 )
@@ -44,13 +43,3 @@ func (r *queryResolver) ReadPage(ctx context.Context, conversationID *int, url s
 	}
 	return r.Web.ReadPage(ctx, url, offset, maxChars)
 }
-
-// Kind is the resolver for the kind field.
-func (r *webFailureResolver) Kind(ctx context.Context, obj *web.Failure) (string, error) {
-	return string(obj.Kind), nil
-}
-
-// WebFailure returns generated.WebFailureResolver implementation.
-func (r *Resolver) WebFailure() generated.WebFailureResolver { return &webFailureResolver{r} }
-
-type webFailureResolver struct{ *Resolver }

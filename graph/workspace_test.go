@@ -11,7 +11,7 @@ import (
 
 	"github.com/toolgate/toolgate/ent/db"
 	"github.com/toolgate/toolgate/ent/db/dbtest"
-	"github.com/toolgate/toolgate/ent/storedresult"
+	"github.com/toolgate/toolgate/ent/schematype"
 	"github.com/toolgate/toolgate/ent/toolcall"
 	"github.com/toolgate/toolgate/ent/turn"
 	"github.com/toolgate/toolgate/graph"
@@ -49,7 +49,7 @@ func wsArgs(t testing.TB, raw string) map[string]any {
 type wsStored struct {
 	ref       string
 	content   string
-	kind      storedresult.Kind
+	kind      schematype.ResultKind
 	tool      string
 	outcome   toolcall.Outcome
 	truncated bool
@@ -61,7 +61,7 @@ func (b *testBundle) wsStore(t testing.TB, conversationID string, s wsStored) {
 	convID, err := gid.Decode(conversationID)
 	require.NoError(t, err)
 	if s.kind == "" {
-		s.kind = storedresult.KindJSON
+		s.kind = schematype.KindJSON
 	}
 	if s.tool == "" {
 		s.tool = "research_web"
@@ -274,7 +274,7 @@ func TestWorkspaceExport(t *testing.T) {
 		conv := b.startConversation(t, tok, agent, "export")
 		big := wsLargeResult(t)
 		b.wsStore(t, conv, wsStored{ref: "r-big", content: big})
-		b.wsStore(t, conv, wsStored{ref: "r-text", kind: storedresult.KindTEXT, content: "<h1>A</h1> <p>x</p> <p>y</p>"})
+		b.wsStore(t, conv, wsStored{ref: "r-text", kind: schematype.KindText, content: "<h1>A</h1> <p>x</p> <p>y</p>"})
 		b.wsStore(t, conv, wsStored{ref: "r-window", tool: "read_tool_result", content: `{"text": "part"}`})
 		b.wsStore(t, conv, wsStored{ref: "r-failed", outcome: toolcall.OutcomeERROR, content: `{"error": "boom"}`})
 		b.wsStore(t, conv, wsStored{ref: "r-cut", truncated: true, content: `{"rows": [1]}`})

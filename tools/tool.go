@@ -83,6 +83,20 @@ const (
 	PreviewExempt Preview = "exempt"
 )
 
+// Resource is conversation state that several tools reach: what one call
+// writes, another call of the same batch may read.
+type Resource string
+
+// The resources tools declare.
+const (
+	// ResourceWorkspace is the conversation's files.
+	ResourceWorkspace Resource = "workspace"
+	// ResourceTasks is the conversation's task list.
+	ResourceTasks Resource = "tasks"
+	// ResourceArtifacts is the conversation's artifacts.
+	ResourceArtifacts Resource = "artifacts"
+)
+
 // Definition is everything the runtime knows about a tool. Families declare
 // theirs next to their logic; the runtime never names a tool in its rules.
 type Definition struct {
@@ -102,6 +116,11 @@ type Definition struct {
 	Offered Offering
 	// Effect decides retries.
 	Effect Effect
+	// Reads and Writes name the conversation state the tool reads and
+	// changes. Calls of one batch that write a resource run in the model's
+	// order, and calls that read it run after them, so an answer never
+	// depends on which call happened to finish first; the rest run at once.
+	Reads, Writes []Resource
 	// Preview decides whether a large result is previewed.
 	Preview Preview
 	// Limits are the numeric ceilings the resolver enforces, by name, for
@@ -114,6 +133,10 @@ type Definition struct {
 	Field string
 	// Absent decides whether a result is an absence; nil means IsAbsent.
 	Absent func(result json.RawMessage) bool
+	// Pauses says a successful call ends the turn's run until the person
+	// answers (clarify): the runtime stores the question and waits, and the
+	// answer becomes the call's result.
+	Pauses bool
 }
 
 // AlwaysOn reports whether every turn pays for the tool's definition.
@@ -185,9 +208,11 @@ func compact(raw json.RawMessage) json.RawMessage {
 	return buf.Bytes()
 }
 
-// Refusal is a call refused for what it asked: over a limit, outside the
-// workspace, a ref not found. Its message reaches the caller (the model, or
-// the playground as a BAD_USER_INPUT error) as it is.
+// Refusal is a request refused for what it asked, before anything ran: a
+// tool call over a limit, outside the workspace, naming a ref not found, or
+// any API input that does not fit. It is the one type for "you asked for
+// something that cannot be done": its message reaches the caller (the
+// model, or the client as a BAD_USER_INPUT error) as it is.
 type Refusal struct{ msg string }
 
 // Error returns the message.
@@ -196,4 +221,13 @@ func (e *Refusal) Error() string { return e.msg }
 // Refusef returns a Refusal with a formatted message.
 func Refusef(format string, args ...any) error {
 	return &Refusal{msg: fmt.Sprintf(format, args...)}
+}
+
+// Refuse returns a Refusal saying what err says.
+func Refuse(err error) error { return &Refusal{msg: err.Error()} }
+
+// RefNotFound is the one answer to a ref that cannot be read: of another
+// conversation, another organisation, or nothing, in the same words.
+func RefNotFound(ref string) string {
+	return fmt.Sprintf("ref %q not found", ref)
 }

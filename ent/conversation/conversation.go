@@ -26,6 +26,8 @@ const (
 	FieldAgentID = "agent_id"
 	// FieldTitle holds the string denoting the title field in the database.
 	FieldTitle = "title"
+	// FieldTurnsCount holds the string denoting the turns_count field in the database.
+	FieldTurnsCount = "turns_count"
 	// EdgeOrganization holds the string denoting the organization edge name in mutations.
 	EdgeOrganization = "organization"
 	// EdgeUser holds the string denoting the user edge name in mutations.
@@ -84,6 +86,7 @@ var Columns = []string{
 	FieldUserID,
 	FieldAgentID,
 	FieldTitle,
+	FieldTurnsCount,
 }
 
 // ValidColumn reports if the column name is valid (part of the table columns).
@@ -105,6 +108,10 @@ var (
 	UpdateDefaultUpdatedAt func() time.Time
 	// TitleValidator is a validator for the "title" field. It is called by the builders before save.
 	TitleValidator func(string) error
+	// DefaultTurnsCount holds the default value on creation for the "turns_count" field.
+	DefaultTurnsCount int
+	// TurnsCountValidator is a validator for the "turns_count" field. It is called by the builders before save.
+	TurnsCountValidator func(int) error
 )
 
 // OrderOption defines the ordering options for the Conversation queries.
@@ -143,6 +150,11 @@ func ByAgentID(opts ...sql.OrderTermOption) OrderOption {
 // ByTitle orders the results by the title field.
 func ByTitle(opts ...sql.OrderTermOption) OrderOption {
 	return sql.OrderByField(FieldTitle, opts...).ToFunc()
+}
+
+// ByTurnsCountField orders the results by the turns_count field.
+func ByTurnsCountField(opts ...sql.OrderTermOption) OrderOption {
+	return sql.OrderByField(FieldTurnsCount, opts...).ToFunc()
 }
 
 // ByOrganizationField orders the results by organization field.

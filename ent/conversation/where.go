@@ -85,6 +85,11 @@ func Title(v string) predicate.Conversation {
 	return predicate.Conversation(sql.FieldEQ(FieldTitle, v))
 }
 
+// TurnsCount applies equality check predicate on the "turns_count" field. It's identical to TurnsCountEQ.
+func TurnsCount(v int) predicate.Conversation {
+	return predicate.Conversation(sql.FieldEQ(FieldTurnsCount, v))
+}
+
 // CreatedAtEQ applies the EQ predicate on the "created_at" field.
 func CreatedAtEQ(v time.Time) predicate.Conversation {
 	return predicate.Conversation(sql.FieldEQ(FieldCreatedAt, v))
@@ -298,6 +303,46 @@ func TitleEqualFold(v string) predicate.Conversation {
 // TitleContainsFold applies the ContainsFold predicate on the "title" field.
 func TitleContainsFold(v string) predicate.Conversation {
 	return predicate.Conversation(sql.FieldContainsFold(FieldTitle, v))
+}
+
+// TurnsCountEQ applies the EQ predicate on the "turns_count" field.
+func TurnsCountEQ(v int) predicate.Conversation {
+	return predicate.Conversation(sql.FieldEQ(FieldTurnsCount, v))
+}
+
+// TurnsCountNEQ applies the NEQ predicate on the "turns_count" field.
+func TurnsCountNEQ(v int) predicate.Conversation {
+	return predicate.Conversation(sql.FieldNEQ(FieldTurnsCount, v))
+}
+
+// TurnsCountIn applies the In predicate on the "turns_count" field.
+func TurnsCountIn(vs ...int) predicate.Conversation {
+	return predicate.Conversation(sql.FieldIn(FieldTurnsCount, vs...))
+}
+
+// TurnsCountNotIn applies the NotIn predicate on the "turns_count" field.
+func TurnsCountNotIn(vs ...int) predicate.Conversation {
+	return predicate.Conversation(sql.FieldNotIn(FieldTurnsCount, vs...))
+}
+
+// TurnsCountGT applies the GT predicate on the "turns_count" field.
+func TurnsCountGT(v int) predicate.Conversation {
+	return predicate.Conversation(sql.FieldGT(FieldTurnsCount, v))
+}
+
+// TurnsCountGTE applies the GTE predicate on the "turns_count" field.
+func TurnsCountGTE(v int) predicate.Conversation {
+	return predicate.Conversation(sql.FieldGTE(FieldTurnsCount, v))
+}
+
+// TurnsCountLT applies the LT predicate on the "turns_count" field.
+func TurnsCountLT(v int) predicate.Conversation {
+	return predicate.Conversation(sql.FieldLT(FieldTurnsCount, v))
+}
+
+// TurnsCountLTE applies the LTE predicate on the "turns_count" field.
+func TurnsCountLTE(v int) predicate.Conversation {
+	return predicate.Conversation(sql.FieldLTE(FieldTurnsCount, v))
 }
 
 // HasOrganization applies the HasEdge predicate on the "organization" edge.

@@ -24,6 +24,8 @@ import (
 	"github.com/riverqueue/river/rivermigrate"
 
 	"github.com/toolgate/toolgate/ent"
+	"github.com/toolgate/toolgate/ent/conversation"
+	"github.com/toolgate/toolgate/ent/hook"
 	"github.com/toolgate/toolgate/ent/migrate"
 )
 
@@ -87,8 +89,12 @@ func openSQLite(path string) (*DB, error) {
 	// modernc.org/sqlite ignores _fk=1: foreign keys, WAL and the busy wait
 	// are set as pragmas on every connection. Immediate transactions take
 	// the write lock at BEGIN, so two writers wait instead of deadlocking.
+	// Times are written in SQLite's own format, in UTC: without it the
+	// driver writes Go's debug string (with its monotonic "m=+…" reading),
+	// and ordering or paging by a time column compares those strings wrongly.
 	dsn := "file:" + path + "?_pragma=foreign_keys(1)&_pragma=journal_mode(WAL)" +
-		"&_pragma=busy_timeout(10000)&_pragma=synchronous(NORMAL)&_txlock=immediate"
+		"&_pragma=busy_timeout(10000)&_pragma=synchronous(NORMAL)&_txlock=immediate" +
+		"&_time_format=sqlite&_timezone=UTC"
 	pool, err := sql.Open("sqlite", dsn)
 	if err != nil {
 		return nil, fmt.Errorf("open sqlite: %w", err)
@@ -106,9 +112,28 @@ func openPostgres(rawURL string) (*DB, error) {
 	return &DB{Dialect: dialect.Postgres, SQL: pool, Driver: entsql.OpenDB(dialect.Postgres, pool)}, nil
 }
 
-// Client returns a new ent client over the database, with no interceptors.
+// Client returns a new ent client over the database, with no interceptors
+// and the hooks that keep derived columns true.
 func (d *DB) Client(opts ...ent.Option) *ent.Client {
-	return ent.NewClient(append([]ent.Option{ent.Driver(d.Driver)}, opts...)...)
+	c := ent.NewClient(append([]ent.Option{ent.Driver(d.Driver)}, opts...)...)
+	c.Turn.Use(countTurns)
+	return c
+}
+
+// countTurns counts a new turn towards its conversation's turns_count, in
+// the same transaction as the insert.
+func countTurns(next ent.Mutator) ent.Mutator {
+	return hook.TurnFunc(func(ctx context.Context, m *ent.TurnMutation) (ent.Value, error) {
+		v, err := next.Mutate(ctx, m)
+		if err != nil || !m.Op().Is(ent.OpCreate) {
+			return v, err
+		}
+		id, _ := m.ConversationID()
+		if err := m.Client().Conversation.Update().Where(conversation.ID(id)).AddTurnsCount(1).Exec(ctx); err != nil {
+			return nil, fmt.Errorf("count turn: %w", err)
+		}
+		return v, nil
+	})
 }
 
 // Close closes the pool.
@@ -124,6 +149,17 @@ func (d *DB) Migrate(ctx context.Context) error {
 	defer migrating.Unlock()
 	if err := d.Client().Schema.Create(ctx, migrate.WithDropIndex(true)); err != nil {
 		return fmt.Errorf("migrate schema: %w", err)
+	}
+	if d.Dialect == dialect.SQLite {
+		if err := d.rewriteDebugTimes(ctx); err != nil {
+			return err
+		}
+	}
+	// Conversations made before turns were counted as they are added.
+	if _, err := d.SQL.ExecContext(ctx, `UPDATE conversations SET turns_count =
+		(SELECT COUNT(*) FROM turns WHERE turns.conversation_id = conversations.id)
+		WHERE turns_count = 0 AND EXISTS (SELECT 1 FROM turns WHERE turns.conversation_id = conversations.id)`); err != nil {
+		return fmt.Errorf("count turns of earlier conversations: %w", err)
 	}
 	m, err := rivermigrate.New(d.Queue(), nil)
 	if err != nil {

@@ -2,13 +2,20 @@ package db_test
 
 import (
 	"context"
+	"database/sql"
+	"fmt"
 	"path/filepath"
 	"testing"
+	"time"
 
+	"entgo.io/ent/dialect"
+	entsql "entgo.io/ent/dialect/sql"
 	"github.com/stretchr/testify/require"
 
+	"github.com/toolgate/toolgate/ent"
 	"github.com/toolgate/toolgate/ent/db"
 	"github.com/toolgate/toolgate/ent/db/dbtest"
+	"github.com/toolgate/toolgate/ent/organization"
 )
 
 func TestMigrateIsIdempotent(t *testing.T) {
@@ -65,4 +72,78 @@ func TestSQLiteForeignKeysOn(t *testing.T) {
 	var mode string
 	require.NoError(t, d.SQL.QueryRowContext(ctx, "PRAGMA journal_mode").Scan(&mode))
 	require.Equal(t, "wal", mode)
+}
+
+// A database file written before times had a format of their own holds Go's
+// debug strings; migrate rewrites them once, and they then order as times.
+func TestMigrateRewritesDebugTimes(t *testing.T) {
+	t.Parallel()
+	ctx := context.Background()
+	path := filepath.Join(t.TempDir(), "old.db")
+	// The DSN earlier versions opened SQLite with: no _time_format.
+	old, err := sql.Open("sqlite", "file:"+path+"?_pragma=foreign_keys(1)&_pragma=journal_mode(WAL)"+
+		"&_pragma=busy_timeout(10000)&_pragma=synchronous(NORMAL)&_txlock=immediate")
+	require.NoError(t, err)
+	oc := ent.NewClient(ent.Driver(entsql.OpenDB(dialect.SQLite, old)))
+	require.NoError(t, oc.Schema.Create(ctx))
+	now := time.Now() // with a monotonic reading, as time.Now defaults write it
+	offsets := []time.Duration{0, 5 * time.Millisecond, 50 * time.Millisecond, 500*time.Millisecond + 1}
+	for i, off := range offsets {
+		oc.Organization.Create().SetName(fmt.Sprint(i)).SetCreatedAt(now.Add(off)).SaveX(ctx)
+	}
+	// Turns written before conversations counted them.
+	org := oc.Organization.Query().FirstX(ctx)
+	u := oc.User.Create().SetOrganizationID(org.ID).SetName("Ann").SaveX(ctx)
+	a := oc.Agent.Create().SetOrganizationID(org.ID).SetName("Helper").SaveX(ctx)
+	conv := oc.Conversation.Create().SetOrganizationID(org.ID).SetUserID(u.ID).SetAgentID(a.ID).SaveX(ctx)
+	for n := range 2 {
+		oc.Turn.Create().SetConversationID(conv.ID).SetNumber(n + 1).SetUserText("hi").SaveX(ctx)
+	}
+	var raw string
+	require.NoError(t, old.QueryRow("SELECT CAST(created_at AS TEXT) FROM organizations LIMIT 1").Scan(&raw))
+	require.Contains(t, raw, " m=+", "the old format, as earlier versions wrote it")
+	require.NoError(t, old.Close())
+
+	d, err := db.Open(ctx, "sqlite://"+path)
+	require.NoError(t, err)
+	defer d.Close()
+	require.NoError(t, d.Migrate(ctx))
+	require.NoError(t, d.Migrate(ctx), "running it again changes nothing")
+
+	rows, err := d.SQL.QueryContext(ctx, "SELECT name, CAST(created_at AS TEXT) FROM organizations ORDER BY created_at")
+	require.NoError(t, err)
+	var names []string
+	for rows.Next() {
+		var name, at string
+		require.NoError(t, rows.Scan(&name, &at))
+		require.Regexp(t, `^\d{4}-\d\d-\d\d \d\d:\d\d:\d\d(\.\d+)?\+00:00$`, at)
+		names = append(names, name)
+	}
+	require.NoError(t, rows.Err())
+	require.Equal(t, []string{"0", "1", "2", "3"}, names)
+
+	c := d.Client()
+	require.Equal(t, 2, c.Conversation.GetX(ctx, conv.ID).TurnsCount, "turns counted by migrate")
+	c.Turn.Create().SetConversationID(conv.ID).SetNumber(3).SetUserText("hi").SaveX(ctx)
+	require.Equal(t, 3, c.Conversation.GetX(ctx, conv.ID).TurnsCount, "and by the hook from then on")
+	got, err := c.Organization.Query().Where(organization.CreatedAtLT(now.Add(50 * time.Millisecond))).Count(ctx)
+	require.NoError(t, err)
+	require.Equal(t, 2, got, "a bound time compares with stored ones")
+	o := c.Organization.Query().Where(organization.Name("3")).OnlyX(ctx)
+	require.True(t, o.CreatedAt.Equal(now.Add(offsets[3])), "%v != %v", o.CreatedAt, now.Add(offsets[3]))
+}
+
+// Times written through the DSN are in SQLite's own format, in UTC, whatever
+// the zone of the time written.
+func TestSQLiteWritesTimesInUTC(t *testing.T) {
+	t.Parallel()
+	ctx := context.Background()
+	d := dbtest.Open(t, dbtest.SQLite)
+	paris, err := time.LoadLocation("Europe/Paris")
+	require.NoError(t, err)
+	at := time.Date(2026, 11, 30, 18, 58, 13, 518478830, paris)
+	d.Client().Organization.Create().SetName("Acme").SetCreatedAt(at).SaveX(ctx)
+	var raw string
+	require.NoError(t, d.SQL.QueryRowContext(ctx, "SELECT CAST(created_at AS TEXT) FROM organizations").Scan(&raw))
+	require.Equal(t, "2026-11-30 17:58:13.51847883+00:00", raw)
 }

@@ -57,6 +57,18 @@ func (f ConversationFunc) Mutate(ctx context.Context, m ent.Mutation) (ent.Value
 	return nil, fmt.Errorf("unexpected mutation type %T. expect *ent.ConversationMutation", m)
 }
 
+// The IdempotentResponseFunc type is an adapter to allow the use of ordinary
+// function as IdempotentResponse mutator.
+type IdempotentResponseFunc func(context.Context, *ent.IdempotentResponseMutation) (ent.Value, error)
+
+// Mutate calls f(ctx, m).
+func (f IdempotentResponseFunc) Mutate(ctx context.Context, m ent.Mutation) (ent.Value, error) {
+	if mv, ok := m.(*ent.IdempotentResponseMutation); ok {
+		return f(ctx, mv)
+	}
+	return nil, fmt.Errorf("unexpected mutation type %T. expect *ent.IdempotentResponseMutation", m)
+}
+
 // The ModelCallFunc type is an adapter to allow the use of ordinary
 // function as ModelCall mutator.
 type ModelCallFunc func(context.Context, *ent.ModelCallMutation) (ent.Value, error)

@@ -12,6 +12,7 @@ import (
 	"github.com/toolgate/toolgate/ent/apitoken"
 	"github.com/toolgate/toolgate/ent/application"
 	"github.com/toolgate/toolgate/ent/conversation"
+	"github.com/toolgate/toolgate/ent/idempotentresponse"
 	"github.com/toolgate/toolgate/ent/modelcall"
 	"github.com/toolgate/toolgate/ent/organization"
 	"github.com/toolgate/toolgate/ent/predicate"
@@ -186,6 +187,33 @@ func (f TraverseConversation) Traverse(ctx context.Context, q ent.Query) error {
 		return f(ctx, q)
 	}
 	return fmt.Errorf("unexpected query type %T. expect *ent.ConversationQuery", q)
+}
+
+// The IdempotentResponseFunc type is an adapter to allow the use of ordinary function as a Querier.
+type IdempotentResponseFunc func(context.Context, *ent.IdempotentResponseQuery) (ent.Value, error)
+
+// Query calls f(ctx, q).
+func (f IdempotentResponseFunc) Query(ctx context.Context, q ent.Query) (ent.Value, error) {
+	if q, ok := q.(*ent.IdempotentResponseQuery); ok {
+		return f(ctx, q)
+	}
+	return nil, fmt.Errorf("unexpected query type %T. expect *ent.IdempotentResponseQuery", q)
+}
+
+// The TraverseIdempotentResponse type is an adapter to allow the use of ordinary function as Traverser.
+type TraverseIdempotentResponse func(context.Context, *ent.IdempotentResponseQuery) error
+
+// Intercept is a dummy implementation of Intercept that returns the next Querier in the pipeline.
+func (f TraverseIdempotentResponse) Intercept(next ent.Querier) ent.Querier {
+	return next
+}
+
+// Traverse calls f(ctx, q).
+func (f TraverseIdempotentResponse) Traverse(ctx context.Context, q ent.Query) error {
+	if q, ok := q.(*ent.IdempotentResponseQuery); ok {
+		return f(ctx, q)
+	}
+	return fmt.Errorf("unexpected query type %T. expect *ent.IdempotentResponseQuery", q)
 }
 
 // The ModelCallFunc type is an adapter to allow the use of ordinary function as a Querier.
@@ -442,6 +470,8 @@ func NewQuery(q ent.Query) (Query, error) {
 		return &query[*ent.ApplicationQuery, predicate.Application, application.OrderOption]{typ: ent.TypeApplication, tq: q}, nil
 	case *ent.ConversationQuery:
 		return &query[*ent.ConversationQuery, predicate.Conversation, conversation.OrderOption]{typ: ent.TypeConversation, tq: q}, nil
+	case *ent.IdempotentResponseQuery:
+		return &query[*ent.IdempotentResponseQuery, predicate.IdempotentResponse, idempotentresponse.OrderOption]{typ: ent.TypeIdempotentResponse, tq: q}, nil
 	case *ent.ModelCallQuery:
 		return &query[*ent.ModelCallQuery, predicate.ModelCall, modelcall.OrderOption]{typ: ent.TypeModelCall, tq: q}, nil
 	case *ent.OrganizationQuery:

@@ -106,6 +106,7 @@ var (
 		{Name: "created_at", Type: field.TypeTime},
 		{Name: "updated_at", Type: field.TypeTime},
 		{Name: "title", Type: field.TypeString, Nullable: true, Size: 500},
+		{Name: "turns_count", Type: field.TypeInt, Default: 0},
 		{Name: "agent_id", Type: field.TypeInt},
 		{Name: "organization_id", Type: field.TypeInt},
 		{Name: "user_id", Type: field.TypeInt},
@@ -118,19 +119,19 @@ var (
 		ForeignKeys: []*schema.ForeignKey{
 			{
 				Symbol:     "conversations_agents_conversations",
-				Columns:    []*schema.Column{ConversationsColumns[4]},
+				Columns:    []*schema.Column{ConversationsColumns[5]},
 				RefColumns: []*schema.Column{AgentsColumns[0]},
 				OnDelete:   schema.NoAction,
 			},
 			{
 				Symbol:     "conversations_organizations_conversations",
-				Columns:    []*schema.Column{ConversationsColumns[5]},
+				Columns:    []*schema.Column{ConversationsColumns[6]},
 				RefColumns: []*schema.Column{OrganizationsColumns[0]},
 				OnDelete:   schema.NoAction,
 			},
 			{
 				Symbol:     "conversations_users_conversations",
-				Columns:    []*schema.Column{ConversationsColumns[6]},
+				Columns:    []*schema.Column{ConversationsColumns[7]},
 				RefColumns: []*schema.Column{UsersColumns[0]},
 				OnDelete:   schema.NoAction,
 			},
@@ -139,12 +140,37 @@ var (
 			{
 				Name:    "conversation_user_id_updated_at",
 				Unique:  false,
-				Columns: []*schema.Column{ConversationsColumns[6], ConversationsColumns[2]},
+				Columns: []*schema.Column{ConversationsColumns[7], ConversationsColumns[2]},
 			},
 			{
 				Name:    "conversation_organization_id_updated_at",
 				Unique:  false,
-				Columns: []*schema.Column{ConversationsColumns[5], ConversationsColumns[2]},
+				Columns: []*schema.Column{ConversationsColumns[6], ConversationsColumns[2]},
+			},
+		},
+	}
+	// IdempotentResponsesColumns holds the columns for the "idempotent_responses" table.
+	IdempotentResponsesColumns = []*schema.Column{
+		{Name: "id", Type: field.TypeInt, Increment: true},
+		{Name: "created_at", Type: field.TypeTime},
+		{Name: "updated_at", Type: field.TypeTime},
+		{Name: "organization_id", Type: field.TypeInt},
+		{Name: "scope", Type: field.TypeString},
+		{Name: "key", Type: field.TypeString, Size: 255},
+		{Name: "field", Type: field.TypeString},
+		{Name: "request_hash", Type: field.TypeString},
+		{Name: "response", Type: field.TypeBytes},
+	}
+	// IdempotentResponsesTable holds the schema information for the "idempotent_responses" table.
+	IdempotentResponsesTable = &schema.Table{
+		Name:       "idempotent_responses",
+		Columns:    IdempotentResponsesColumns,
+		PrimaryKey: []*schema.Column{IdempotentResponsesColumns[0]},
+		Indexes: []*schema.Index{
+			{
+				Name:    "idempotentresponse_organization_id_scope_key_field",
+				Unique:  true,
+				Columns: []*schema.Column{IdempotentResponsesColumns[3], IdempotentResponsesColumns[4], IdempotentResponsesColumns[5], IdempotentResponsesColumns[6]},
 			},
 		},
 	}
@@ -295,6 +321,7 @@ var (
 		{Name: "message", Type: field.TypeString, Nullable: true, Size: 2147483647},
 		{Name: "heard", Type: field.TypeString, Nullable: true, Size: 2147483647},
 		{Name: "ref", Type: field.TypeString, Nullable: true},
+		{Name: "arguments_ref", Type: field.TypeString, Nullable: true},
 		{Name: "started_at", Type: field.TypeTime},
 		{Name: "finished_at", Type: field.TypeTime, Nullable: true},
 		{Name: "result_id", Type: field.TypeInt, Unique: true, Nullable: true},
@@ -308,13 +335,13 @@ var (
 		ForeignKeys: []*schema.ForeignKey{
 			{
 				Symbol:     "tool_calls_stored_results_tool_call",
-				Columns:    []*schema.Column{ToolCallsColumns[16]},
+				Columns:    []*schema.Column{ToolCallsColumns[17]},
 				RefColumns: []*schema.Column{StoredResultsColumns[0]},
 				OnDelete:   schema.SetNull,
 			},
 			{
 				Symbol:     "tool_calls_turns_tool_calls",
-				Columns:    []*schema.Column{ToolCallsColumns[17]},
+				Columns:    []*schema.Column{ToolCallsColumns[18]},
 				RefColumns: []*schema.Column{TurnsColumns[0]},
 				OnDelete:   schema.NoAction,
 			},
@@ -323,7 +350,7 @@ var (
 			{
 				Name:    "toolcall_turn_id_position",
 				Unique:  true,
-				Columns: []*schema.Column{ToolCallsColumns[17], ToolCallsColumns[1]},
+				Columns: []*schema.Column{ToolCallsColumns[18], ToolCallsColumns[1]},
 			},
 		},
 	}
@@ -427,6 +454,7 @@ var (
 		AgentsTable,
 		ApplicationsTable,
 		ConversationsTable,
+		IdempotentResponsesTable,
 		ModelCallsTable,
 		OrganizationsTable,
 		SettingsTable,
@@ -457,6 +485,9 @@ func init() {
 	ConversationsTable.ForeignKeys[2].RefTable = UsersTable
 	ConversationsTable.Annotation = &entsql.Annotation{
 		IncrementStart: func(i int) *int { return &i }(12884901888),
+	}
+	IdempotentResponsesTable.Annotation = &entsql.Annotation{
+		IncrementStart: func(i int) *int { return &i }(55834574848),
 	}
 	ModelCallsTable.ForeignKeys[0].RefTable = TurnsTable
 	ModelCallsTable.Annotation = &entsql.Annotation{

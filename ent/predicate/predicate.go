@@ -18,6 +18,9 @@ type Application func(*sql.Selector)
 // Conversation is the predicate function for conversation builders.
 type Conversation func(*sql.Selector)
 
+// IdempotentResponse is the predicate function for idempotentresponse builders.
+type IdempotentResponse func(*sql.Selector)
+
 // ModelCall is the predicate function for modelcall builders.
 type ModelCall func(*sql.Selector)
 

@@ -22,6 +22,12 @@ func (Conversation) Fields() []ent.Field {
 		field.Int("agent_id").Immutable().Annotations(entgql.Skip()),
 		field.String("title").Optional().Nillable().MaxLen(500).
 			Annotations(entgql.OrderField("TITLE")),
+		// Kept by Turn's hook rather than counted at read time: ordering by
+		// a LEFT JOIN count gives NULL for a conversation without turns,
+		// which neither driver can page past.
+		field.Int("turns_count").Default(0).NonNegative().
+			Annotations(entgql.OrderField("TURNS_COUNT"), entgql.Skip(entgql.SkipMutationCreateInput, entgql.SkipMutationUpdateInput)).
+			Comment("how many turns the conversation has"),
 	}
 }
 
@@ -36,7 +42,7 @@ func (Conversation) Edges() []ent.Edge {
 		edge.From("agent", Agent.Type).
 			Ref("conversations").Field("agent_id").Unique().Required().Immutable(),
 		edge.To("turns", Turn.Type).
-			Annotations(entgql.RelayConnection(), entgql.OrderField("TURNS_COUNT")),
+			Annotations(entgql.RelayConnection()),
 		edge.To("results", StoredResult.Type).Annotations(entgql.Skip()),
 	}
 }

@@ -7,6 +7,8 @@ import (
 	"entgo.io/ent/schema/edge"
 	"entgo.io/ent/schema/field"
 	"entgo.io/ent/schema/index"
+
+	"github.com/toolgate/toolgate/ent/schematype"
 )
 
 // StoredResult is a tool result kept whole under an opaque ref, before the
@@ -20,7 +22,7 @@ func (StoredResult) Fields() []ent.Field {
 	return []ent.Field{
 		field.Int("conversation_id").Immutable().Annotations(entgql.Skip()),
 		field.String("ref").Unique().Immutable().NotEmpty(),
-		field.Enum("kind").Values("TEXT", "JSON", "MEDIA").Immutable().
+		field.Enum("kind").GoType(schematype.ResultKind("")).Immutable().
 			Annotations(entgql.Type("ResultKind")),
 		field.Bytes("content").Immutable().
 			Annotations(entgql.Skip()).

@@ -9,6 +9,8 @@ import (
 	"entgo.io/ent/schema/edge"
 	"entgo.io/ent/schema/field"
 	"entgo.io/ent/schema/index"
+
+	"github.com/toolgate/toolgate/ent/schematype"
 )
 
 // ToolCall is one call the model asked for, as repaired and sent, and what
@@ -34,18 +36,20 @@ func (ToolCall) Fields() []ent.Field {
 			Default("PENDING").
 			Annotations(entgql.Type("ToolOutcome")),
 		field.Int("attempts").Default(0).NonNegative(),
-		field.JSON("failures", []ItemFailure{}).Default([]ItemFailure{}).
+		field.JSON("failures", []schematype.ItemFailure{}).Default([]schematype.ItemFailure{}).
 			Annotations(entgql.Type("[ItemFailure!]")),
-		field.JSON("evidence", []Span{}).Default([]Span{}).
+		field.JSON("evidence", []schematype.Span{}).Default([]schematype.Span{}).
 			Annotations(entgql.Type("[Evidence!]")).
 			Comment("the spans of stored results this call made visible to the model"),
-		field.JSON("repairs", []Repair{}).Default([]Repair{}).
+		field.JSON("repairs", []schematype.Repair{}).Default([]schematype.Repair{}).
 			Annotations(entgql.Type("[ArgumentRepair!]")),
 		field.Text("message").Optional().Nillable().
 			Comment("what the model was told, for refusals, errors and outages"),
 		field.Text("heard").Optional().Nillable().Annotations(entgql.Skip()).
 			Comment("exactly what the model received for this call"),
 		field.String("ref").Optional().Nillable(),
+		field.String("arguments_ref").Optional().Nillable().
+			Comment("the ref arguments too long to replay whole are stored under, readable like a result"),
 		field.Int("result_id").Optional().Nillable().Annotations(entgql.Skip()),
 		field.Time("started_at").Default(time.Now).Immutable(),
 		field.Time("finished_at").Optional().Nillable(),

@@ -9,6 +9,8 @@ import (
 	"entgo.io/ent/schema/edge"
 	"entgo.io/ent/schema/field"
 	"entgo.io/ent/schema/index"
+
+	"github.com/toolgate/toolgate/ent/schematype"
 )
 
 // Turn is one message from the user and everything the runtime did to
@@ -38,7 +40,7 @@ func (Turn) Fields() []ent.Field {
 			Annotations(entgql.Type("TurnStatus")),
 		field.String("error").Optional().Nillable(),
 		field.Strings("suggestions").Default([]string{}),
-		field.JSON("clarification", &Clarification{}).Optional().
+		field.JSON("clarification", &schematype.Clarification{}).Optional().
 			Comment("the open question while the turn waits for an answer"),
 		field.Time("heartbeat_at").Optional().Nillable().Annotations(entgql.Skip()).
 			Comment("set by the process running the turn while it runs; a stale one lets another resume it"),

@@ -4,12 +4,12 @@ package storedresult
 
 import (
 	"fmt"
-	"io"
-	"strconv"
 	"time"
 
 	"entgo.io/ent/dialect/sql"
 	"entgo.io/ent/dialect/sql/sqlgraph"
+	"github.com/99designs/gqlgen/graphql"
+	"github.com/toolgate/toolgate/ent/schematype"
 )
 
 const (
@@ -103,24 +103,10 @@ var (
 	DefaultTruncatedAtSource bool
 )
 
-// Kind defines the type for the "kind" enum field.
-type Kind string
-
-// Kind values.
-const (
-	KindTEXT  Kind = "TEXT"
-	KindJSON  Kind = "JSON"
-	KindMEDIA Kind = "MEDIA"
-)
-
-func (k Kind) String() string {
-	return string(k)
-}
-
 // KindValidator is a validator for the "kind" field enum values. It is called by the builders before save.
-func KindValidator(k Kind) error {
-	switch k {
-	case KindTEXT, KindJSON, KindMEDIA:
+func KindValidator(k schematype.ResultKind) error {
+	switch k.String() {
+	case "TEXT", "JSON", "MEDIA":
 		return nil
 	default:
 		return fmt.Errorf("storedresult: invalid enum value for kind field: %q", k)
@@ -208,20 +194,9 @@ func newToolCallStep() *sqlgraph.Step {
 	)
 }
 
-// MarshalGQL implements graphql.Marshaler interface.
-func (e Kind) MarshalGQL(w io.Writer) {
-	io.WriteString(w, strconv.Quote(e.String()))
-}
-
-// UnmarshalGQL implements graphql.Unmarshaler interface.
-func (e *Kind) UnmarshalGQL(val interface{}) error {
-	str, ok := val.(string)
-	if !ok {
-		return fmt.Errorf("enum %T must be a string", val)
-	}
-	*e = Kind(str)
-	if err := KindValidator(*e); err != nil {
-		return fmt.Errorf("%s is not a valid Kind", str)
-	}
-	return nil
-}
+var (
+	// schematype.ResultKind must implement graphql.Marshaler.
+	_ graphql.Marshaler = (*schematype.ResultKind)(nil)
+	// schematype.ResultKind must implement graphql.Unmarshaler.
+	_ graphql.Unmarshaler = (*schematype.ResultKind)(nil)
+)

@@ -8,6 +8,7 @@ import (
 	"entgo.io/ent/dialect/sql"
 	"entgo.io/ent/dialect/sql/sqlgraph"
 	"github.com/toolgate/toolgate/ent/predicate"
+	"github.com/toolgate/toolgate/ent/schematype"
 )
 
 // ID filters vertices based on their ID field.
@@ -266,23 +267,33 @@ func RefContainsFold(v string) predicate.StoredResult {
 }
 
 // KindEQ applies the EQ predicate on the "kind" field.
-func KindEQ(v Kind) predicate.StoredResult {
-	return predicate.StoredResult(sql.FieldEQ(FieldKind, v))
+func KindEQ(v schematype.ResultKind) predicate.StoredResult {
+	vc := v
+	return predicate.StoredResult(sql.FieldEQ(FieldKind, vc))
 }
 
 // KindNEQ applies the NEQ predicate on the "kind" field.
-func KindNEQ(v Kind) predicate.StoredResult {
-	return predicate.StoredResult(sql.FieldNEQ(FieldKind, v))
+func KindNEQ(v schematype.ResultKind) predicate.StoredResult {
+	vc := v
+	return predicate.StoredResult(sql.FieldNEQ(FieldKind, vc))
 }
 
 // KindIn applies the In predicate on the "kind" field.
-func KindIn(vs ...Kind) predicate.StoredResult {
-	return predicate.StoredResult(sql.FieldIn(FieldKind, vs...))
+func KindIn(vs ...schematype.ResultKind) predicate.StoredResult {
+	v := make([]any, len(vs))
+	for i := range v {
+		v[i] = vs[i]
+	}
+	return predicate.StoredResult(sql.FieldIn(FieldKind, v...))
 }
 
 // KindNotIn applies the NotIn predicate on the "kind" field.
-func KindNotIn(vs ...Kind) predicate.StoredResult {
-	return predicate.StoredResult(sql.FieldNotIn(FieldKind, vs...))
+func KindNotIn(vs ...schematype.ResultKind) predicate.StoredResult {
+	v := make([]any, len(vs))
+	for i := range v {
+		v[i] = vs[i]
+	}
+	return predicate.StoredResult(sql.FieldNotIn(FieldKind, v...))
 }
 
 // ContentEQ applies the EQ predicate on the "content" field.

@@ -10,7 +10,7 @@ import (
 
 	"entgo.io/ent/dialect/sql"
 	"entgo.io/ent/dialect/sql/sqlgraph"
-	"github.com/toolgate/toolgate/ent/schema"
+	"github.com/toolgate/toolgate/ent/schematype"
 )
 
 const (
@@ -46,6 +46,8 @@ const (
 	FieldHeard = "heard"
 	// FieldRef holds the string denoting the ref field in the database.
 	FieldRef = "ref"
+	// FieldArgumentsRef holds the string denoting the arguments_ref field in the database.
+	FieldArgumentsRef = "arguments_ref"
 	// FieldResultID holds the string denoting the result_id field in the database.
 	FieldResultID = "result_id"
 	// FieldStartedAt holds the string denoting the started_at field in the database.
@@ -91,6 +93,7 @@ var Columns = []string{
 	FieldMessage,
 	FieldHeard,
 	FieldRef,
+	FieldArgumentsRef,
 	FieldResultID,
 	FieldStartedAt,
 	FieldFinishedAt,
@@ -120,11 +123,11 @@ var (
 	// AttemptsValidator is a validator for the "attempts" field. It is called by the builders before save.
 	AttemptsValidator func(int) error
 	// DefaultFailures holds the default value on creation for the "failures" field.
-	DefaultFailures []schema.ItemFailure
+	DefaultFailures []schematype.ItemFailure
 	// DefaultEvidence holds the default value on creation for the "evidence" field.
-	DefaultEvidence []schema.Span
+	DefaultEvidence []schematype.Span
 	// DefaultRepairs holds the default value on creation for the "repairs" field.
-	DefaultRepairs []schema.Repair
+	DefaultRepairs []schematype.Repair
 	// DefaultStartedAt holds the default value on creation for the "started_at" field.
 	DefaultStartedAt func() time.Time
 )
@@ -220,6 +223,11 @@ func ByHeard(opts ...sql.OrderTermOption) OrderOption {
 // ByRef orders the results by the ref field.
 func ByRef(opts ...sql.OrderTermOption) OrderOption {
 	return sql.OrderByField(FieldRef, opts...).ToFunc()
+}
+
+// ByArgumentsRef orders the results by the arguments_ref field.
+func ByArgumentsRef(opts ...sql.OrderTermOption) OrderOption {
+	return sql.OrderByField(FieldArgumentsRef, opts...).ToFunc()
 }
 
 // ByResultID orders the results by the result_id field.

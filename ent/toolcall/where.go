@@ -105,6 +105,11 @@ func Ref(v string) predicate.ToolCall {
 	return predicate.ToolCall(sql.FieldEQ(FieldRef, v))
 }
 
+// ArgumentsRef applies equality check predicate on the "arguments_ref" field. It's identical to ArgumentsRefEQ.
+func ArgumentsRef(v string) predicate.ToolCall {
+	return predicate.ToolCall(sql.FieldEQ(FieldArgumentsRef, v))
+}
+
 // ResultID applies equality check predicate on the "result_id" field. It's identical to ResultIDEQ.
 func ResultID(v int) predicate.ToolCall {
 	return predicate.ToolCall(sql.FieldEQ(FieldResultID, v))
@@ -698,6 +703,81 @@ func RefEqualFold(v string) predicate.ToolCall {
 // RefContainsFold applies the ContainsFold predicate on the "ref" field.
 func RefContainsFold(v string) predicate.ToolCall {
 	return predicate.ToolCall(sql.FieldContainsFold(FieldRef, v))
+}
+
+// ArgumentsRefEQ applies the EQ predicate on the "arguments_ref" field.
+func ArgumentsRefEQ(v string) predicate.ToolCall {
+	return predicate.ToolCall(sql.FieldEQ(FieldArgumentsRef, v))
+}
+
+// ArgumentsRefNEQ applies the NEQ predicate on the "arguments_ref" field.
+func ArgumentsRefNEQ(v string) predicate.ToolCall {
+	return predicate.ToolCall(sql.FieldNEQ(FieldArgumentsRef, v))
+}
+
+// ArgumentsRefIn applies the In predicate on the "arguments_ref" field.
+func ArgumentsRefIn(vs ...string) predicate.ToolCall {
+	return predicate.ToolCall(sql.FieldIn(FieldArgumentsRef, vs...))
+}
+
+// ArgumentsRefNotIn applies the NotIn predicate on the "arguments_ref" field.
+func ArgumentsRefNotIn(vs ...string) predicate.ToolCall {
+	return predicate.ToolCall(sql.FieldNotIn(FieldArgumentsRef, vs...))
+}
+
+// ArgumentsRefGT applies the GT predicate on the "arguments_ref" field.
+func ArgumentsRefGT(v string) predicate.ToolCall {
+	return predicate.ToolCall(sql.FieldGT(FieldArgumentsRef, v))
+}
+
+// ArgumentsRefGTE applies the GTE predicate on the "arguments_ref" field.
+func ArgumentsRefGTE(v string) predicate.ToolCall {
+	return predicate.ToolCall(sql.FieldGTE(FieldArgumentsRef, v))
+}
+
+// ArgumentsRefLT applies the LT predicate on the "arguments_ref" field.
+func ArgumentsRefLT(v string) predicate.ToolCall {
+	return predicate.ToolCall(sql.FieldLT(FieldArgumentsRef, v))
+}
+
+// ArgumentsRefLTE applies the LTE predicate on the "arguments_ref" field.
+func ArgumentsRefLTE(v string) predicate.ToolCall {
+	return predicate.ToolCall(sql.FieldLTE(FieldArgumentsRef, v))
+}
+
+// ArgumentsRefContains applies the Contains predicate on the "arguments_ref" field.
+func ArgumentsRefContains(v string) predicate.ToolCall {
+	return predicate.ToolCall(sql.FieldContains(FieldArgumentsRef, v))
+}
+
+// ArgumentsRefHasPrefix applies the HasPrefix predicate on the "arguments_ref" field.
+func ArgumentsRefHasPrefix(v string) predicate.ToolCall {
+	return predicate.ToolCall(sql.FieldHasPrefix(FieldArgumentsRef, v))
+}
+
+// ArgumentsRefHasSuffix applies the HasSuffix predicate on the "arguments_ref" field.
+func ArgumentsRefHasSuffix(v string) predicate.ToolCall {
+	return predicate.ToolCall(sql.FieldHasSuffix(FieldArgumentsRef, v))
+}
+
+// ArgumentsRefIsNil applies the IsNil predicate on the "arguments_ref" field.
+func ArgumentsRefIsNil() predicate.ToolCall {
+	return predicate.ToolCall(sql.FieldIsNull(FieldArgumentsRef))
+}
+
+// ArgumentsRefNotNil applies the NotNil predicate on the "arguments_ref" field.
+func ArgumentsRefNotNil() predicate.ToolCall {
+	return predicate.ToolCall(sql.FieldNotNull(FieldArgumentsRef))
+}
+
+// ArgumentsRefEqualFold applies the EqualFold predicate on the "arguments_ref" field.
+func ArgumentsRefEqualFold(v string) predicate.ToolCall {
+	return predicate.ToolCall(sql.FieldEqualFold(FieldArgumentsRef, v))
+}
+
+// ArgumentsRefContainsFold applies the ContainsFold predicate on the "arguments_ref" field.
+func ArgumentsRefContainsFold(v string) predicate.ToolCall {
+	return predicate.ToolCall(sql.FieldContainsFold(FieldArgumentsRef, v))
 }
 
 // ResultIDEQ applies the EQ predicate on the "result_id" field.

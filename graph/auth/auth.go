@@ -13,6 +13,7 @@ import (
 	"crypto/sha256"
 	"encoding/base64"
 	"errors"
+	"fmt"
 	"strings"
 )
 
@@ -111,4 +112,13 @@ func Bearer(header string) (string, bool) {
 	}
 	token = strings.TrimSpace(token)
 	return token, token != ""
+}
+
+// IdempotencyScope is where the viewer's Idempotency-Keys mean something: a
+// turn's conversation for a scope token, the user for an API token.
+func (v *Viewer) IdempotencyScope() string {
+	if v.Scoped() {
+		return fmt.Sprintf("conversation:%d", v.ConversationID)
+	}
+	return fmt.Sprintf("user:%d", v.UserID)
 }

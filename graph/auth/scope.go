@@ -10,6 +10,7 @@ import (
 	"github.com/toolgate/toolgate/ent/apitoken"
 	"github.com/toolgate/toolgate/ent/application"
 	"github.com/toolgate/toolgate/ent/conversation"
+	"github.com/toolgate/toolgate/ent/idempotentresponse"
 	"github.com/toolgate/toolgate/ent/intercept"
 	"github.com/toolgate/toolgate/ent/modelcall"
 	"github.com/toolgate/toolgate/ent/organization"
@@ -102,6 +103,14 @@ func Scope(client *ent.Client) {
 			return err
 		}
 		q.Where(storedresult.HasConversationWith(conversationScope(v)...))
+		return nil
+	}))
+	client.IdempotentResponse.Intercept(intercept.TraverseIdempotentResponse(func(ctx context.Context, q *ent.IdempotentResponseQuery) error {
+		v, err := FromContext(ctx)
+		if err != nil {
+			return err
+		}
+		q.Where(idempotentresponse.OrganizationID(v.OrganizationID), idempotentresponse.Scope(v.IdempotencyScope()))
 		return nil
 	}))
 	client.ModelCall.Intercept(intercept.TraverseModelCall(func(ctx context.Context, q *ent.ModelCallQuery) error {

@@ -16,8 +16,7 @@ import (
 	"github.com/99designs/gqlgen/graphql"
 	"github.com/99designs/gqlgen/graphql/introspection"
 	"github.com/toolgate/toolgate/ent"
-	"github.com/toolgate/toolgate/ent/schema"
-	"github.com/toolgate/toolgate/ent/storedresult"
+	"github.com/toolgate/toolgate/ent/schematype"
 	"github.com/toolgate/toolgate/ent/toolcall"
 	"github.com/toolgate/toolgate/ent/turn"
 	"github.com/toolgate/toolgate/graph/gid"
@@ -50,7 +49,6 @@ type ResolverRoot interface {
 	ToolCall() ToolCallResolver
 	Turn() TurnResolver
 	User() UserResolver
-	WebFailure() WebFailureResolver
 }
 
 type DirectiveRoot struct {
@@ -156,14 +154,15 @@ type ComplexityRoot struct {
 	}
 
 	Conversation struct {
-		Agent     func(childComplexity int) int
-		CreatedAt func(childComplexity int) int
-		ID        func(childComplexity int) int
-		Tasks     func(childComplexity int) int
-		Title     func(childComplexity int) int
-		Turns     func(childComplexity int, after *entgql.Cursor[int], first *int, before *entgql.Cursor[int], last *int, orderBy *ent.TurnOrder, where *ent.TurnWhereInput) int
-		UpdatedAt func(childComplexity int) int
-		User      func(childComplexity int) int
+		Agent      func(childComplexity int) int
+		CreatedAt  func(childComplexity int) int
+		ID         func(childComplexity int) int
+		Tasks      func(childComplexity int) int
+		Title      func(childComplexity int) int
+		Turns      func(childComplexity int, after *entgql.Cursor[int], first *int, before *entgql.Cursor[int], last *int, orderBy *ent.TurnOrder, where *ent.TurnWhereInput) int
+		TurnsCount func(childComplexity int) int
+		UpdatedAt  func(childComplexity int) int
+		User       func(childComplexity int) int
 	}
 
 	ConversationConnection struct {
@@ -191,6 +190,7 @@ type ComplexityRoot struct {
 	ItemFailure struct {
 		Input   func(childComplexity int) int
 		Item    func(childComplexity int) int
+		Kind    func(childComplexity int) int
 		Message func(childComplexity int) int
 	}
 
@@ -306,21 +306,22 @@ type ComplexityRoot struct {
 	}
 
 	ToolCall struct {
-		Arguments  func(childComplexity int) int
-		Attempts   func(childComplexity int) int
-		Evidence   func(childComplexity int) int
-		Failures   func(childComplexity int) int
-		FinishedAt func(childComplexity int) int
-		ID         func(childComplexity int) int
-		Message    func(childComplexity int) int
-		Name       func(childComplexity int) int
-		Outcome    func(childComplexity int) int
-		Position   func(childComplexity int) int
-		Ref        func(childComplexity int) int
-		Repairs    func(childComplexity int) int
-		Result     func(childComplexity int) int
-		StartedAt  func(childComplexity int) int
-		Turn       func(childComplexity int) int
+		Arguments    func(childComplexity int) int
+		ArgumentsRef func(childComplexity int) int
+		Attempts     func(childComplexity int) int
+		Evidence     func(childComplexity int) int
+		Failures     func(childComplexity int) int
+		FinishedAt   func(childComplexity int) int
+		ID           func(childComplexity int) int
+		Message      func(childComplexity int) int
+		Name         func(childComplexity int) int
+		Outcome      func(childComplexity int) int
+		Position     func(childComplexity int) int
+		Ref          func(childComplexity int) int
+		Repairs      func(childComplexity int) int
+		Result       func(childComplexity int) int
+		StartedAt    func(childComplexity int) int
+		Turn         func(childComplexity int) int
 	}
 
 	ToolList struct {
@@ -403,6 +404,7 @@ type ComplexityRoot struct {
 
 	TranscriptToolCall struct {
 		Arguments          func(childComplexity int) int
+		ArgumentsRef       func(childComplexity int) int
 		ArgumentsTruncated func(childComplexity int) int
 		Name               func(childComplexity int) int
 		Ref                func(childComplexity int) int
@@ -485,13 +487,6 @@ type ComplexityRoot struct {
 		ModelCalls       func(childComplexity int) int
 		OutputTokens     func(childComplexity int) int
 		User             func(childComplexity int) int
-	}
-
-	WebFailure struct {
-		Input   func(childComplexity int) int
-		Item    func(childComplexity int) int
-		Kind    func(childComplexity int) int
-		Message func(childComplexity int) int
 	}
 
 	WebHit struct {
@@ -646,9 +641,6 @@ type TurnResolver interface {
 }
 type UserResolver interface {
 	OrganizationName(ctx context.Context, obj *ent.User) (string, error)
-}
-type WebFailureResolver interface {
-	Kind(ctx context.Context, obj *web.Failure) (string, error)
 }
 
 // endregion ************************** generated!.gotpl **************************
@@ -1094,6 +1086,12 @@ func (e *executableSchema) Complexity(ctx context.Context, typeName, field strin
 		}
 
 		return e.ComplexityRoot.Conversation.Turns(childComplexity, args["after"].(*entgql.Cursor[int]), args["first"].(*int), args["before"].(*entgql.Cursor[int]), args["last"].(*int), args["orderBy"].(*ent.TurnOrder), args["where"].(*ent.TurnWhereInput)), true
+	case "Conversation.turnsCount":
+		if e.ComplexityRoot.Conversation.TurnsCount == nil {
+			break
+		}
+
+		return e.ComplexityRoot.Conversation.TurnsCount(childComplexity), true
 	case "Conversation.updatedAt":
 		if e.ComplexityRoot.Conversation.UpdatedAt == nil {
 			break
@@ -1183,6 +1181,12 @@ func (e *executableSchema) Complexity(ctx context.Context, typeName, field strin
 		}
 
 		return e.ComplexityRoot.ItemFailure.Item(childComplexity), true
+	case "ItemFailure.kind":
+		if e.ComplexityRoot.ItemFailure.Kind == nil {
+			break
+		}
+
+		return e.ComplexityRoot.ItemFailure.Kind(childComplexity), true
 	case "ItemFailure.message":
 		if e.ComplexityRoot.ItemFailure.Message == nil {
 			break
@@ -1846,6 +1850,12 @@ func (e *executableSchema) Complexity(ctx context.Context, typeName, field strin
 		}
 
 		return e.ComplexityRoot.ToolCall.Arguments(childComplexity), true
+	case "ToolCall.argumentsRef":
+		if e.ComplexityRoot.ToolCall.ArgumentsRef == nil {
+			break
+		}
+
+		return e.ComplexityRoot.ToolCall.ArgumentsRef(childComplexity), true
 	case "ToolCall.attempts":
 		if e.ComplexityRoot.ToolCall.Attempts == nil {
 			break
@@ -2235,6 +2245,12 @@ func (e *executableSchema) Complexity(ctx context.Context, typeName, field strin
 		}
 
 		return e.ComplexityRoot.TranscriptToolCall.Arguments(childComplexity), true
+	case "TranscriptToolCall.argumentsRef":
+		if e.ComplexityRoot.TranscriptToolCall.ArgumentsRef == nil {
+			break
+		}
+
+		return e.ComplexityRoot.TranscriptToolCall.ArgumentsRef(childComplexity), true
 	case "TranscriptToolCall.argumentsTruncated":
 		if e.ComplexityRoot.TranscriptToolCall.ArgumentsTruncated == nil {
 			break
@@ -2591,31 +2607,6 @@ func (e *executableSchema) Complexity(ctx context.Context, typeName, field strin
 		}
 
 		return e.ComplexityRoot.UserUsage.User(childComplexity), true
-
-	case "WebFailure.input":
-		if e.ComplexityRoot.WebFailure.Input == nil {
-			break
-		}
-
-		return e.ComplexityRoot.WebFailure.Input(childComplexity), true
-	case "WebFailure.item":
-		if e.ComplexityRoot.WebFailure.Item == nil {
-			break
-		}
-
-		return e.ComplexityRoot.WebFailure.Item(childComplexity), true
-	case "WebFailure.kind":
-		if e.ComplexityRoot.WebFailure.Kind == nil {
-			break
-		}
-
-		return e.ComplexityRoot.WebFailure.Kind(childComplexity), true
-	case "WebFailure.message":
-		if e.ComplexityRoot.WebFailure.Message == nil {
-			break
-		}
-
-		return e.ComplexityRoot.WebFailure.Message(childComplexity), true
 
 	case "WebHit.snippet":
 		if e.ComplexityRoot.WebHit.Snippet == nil {
@@ -3271,7 +3262,19 @@ type ItemFailure {
   item: Int!
   "What was asked for that item."
   input: String
+  "What became of the item: it ran and matched nothing, never ran, or ran and failed."
+  kind: ItemFailureKind!
   message: String!
+}
+
+"What became of one failed item of a many-item call."
+enum ItemFailureKind {
+  "It ran and matched nothing."
+  ABSENCE
+  "It never ran: its backend was down or busy."
+  OUTAGE
+  "It ran and failed."
+  ERROR
 }
 
 "A change argument repair made to a call before it was sent."
@@ -3394,6 +3397,10 @@ type Conversation implements Node {
   createdAt: Time!
   updatedAt: Time!
   title: String
+  """
+  how many turns the conversation has
+  """
+  turnsCount: Int!
   user: User!
   agent: Agent!
   turns(
@@ -3540,6 +3547,17 @@ input ConversationWhereInput {
   titleEqualFold: String
   titleContainsFold: String
   """
+  turns_count field predicates
+  """
+  turnsCount: Int
+  turnsCountNEQ: Int
+  turnsCountIn: [Int!]
+  turnsCountNotIn: [Int!]
+  turnsCountGT: Int
+  turnsCountGTE: Int
+  turnsCountLT: Int
+  turnsCountLTE: Int
+  """
   turns edge predicates
   """
   hasTurns: Boolean
@@ -3656,7 +3674,7 @@ type Query {
 """
 ResultKind is enum for the field kind
 """
-enum ResultKind @goModel(model: "github.com/toolgate/toolgate/ent/storedresult.Kind") {
+enum ResultKind @goModel(model: "github.com/toolgate/toolgate/ent/schematype.ResultKind") {
   TEXT
   JSON
   MEDIA
@@ -3697,6 +3715,10 @@ type ToolCall implements Node {
   """
   message: String
   ref: String
+  """
+  the ref arguments too long to replay whole are stored under, readable like a result
+  """
+  argumentsRef: String
   startedAt: Time!
   finishedAt: Time
   turn: Turn!
@@ -4107,6 +4129,8 @@ type TranscriptToolCall @goModel(model: "github.com/toolgate/toolgate/tools/tran
   argumentsTruncated: Boolean!
   "The stored result, for readToolResult."
   ref: String
+  "The arguments whole, for readToolResult, when a value was too long to replay."
+  argumentsRef: String
 }
 `, BuiltIn: false},
 	{Name: "../turn.graphqls", Input: `extend type Mutation {
@@ -4265,7 +4289,7 @@ type WebResearch @goModel(model: "github.com/toolgate/toolgate/tools/web.Researc
   "One per query, in the order asked."
   results: [WebQueryResult!]!
   "Queries that found nothing or never ran, pages that could not be read; item is the query's position."
-  failures: [WebFailure!]!
+  failures: [ItemFailure!]!
 }
 
 type WebQueryResult @goModel(model: "github.com/toolgate/toolgate/tools/web.QueryResult") {
@@ -4303,14 +4327,6 @@ type WebPageRead @goModel(model: "github.com/toolgate/toolgate/tools/web.PageRea
   truncated: Boolean!
   "The offset to continue from, when truncated."
   nextOffset: Int
-}
-
-"One failed item: ABSENCE ran and found nothing, OUTAGE never ran, ERROR ran and failed (or a safety rule refused it)."
-type WebFailure @goModel(model: "github.com/toolgate/toolgate/tools/web.Failure") {
-  item: Int!
-  input: String!
-  kind: String!
-  message: String!
 }
 `, BuiltIn: false},
 	{Name: "../workspace.graphqls", Input: `# The workspace tools: a conversation's text files, kept in the database.
@@ -4643,6 +4659,8 @@ func (ec *executionContext) childFields_Conversation(ctx context.Context, field 
 		return ec.fieldContext_Conversation_updatedAt(ctx, field)
 	case "title":
 		return ec.fieldContext_Conversation_title(ctx, field)
+	case "turnsCount":
+		return ec.fieldContext_Conversation_turnsCount(ctx, field)
 	case "user":
 		return ec.fieldContext_Conversation_user(ctx, field)
 	case "agent":
@@ -4705,6 +4723,8 @@ func (ec *executionContext) childFields_ItemFailure(ctx context.Context, field g
 		return ec.fieldContext_ItemFailure_item(ctx, field)
 	case "input":
 		return ec.fieldContext_ItemFailure_input(ctx, field)
+	case "kind":
+		return ec.fieldContext_ItemFailure_kind(ctx, field)
 	case "message":
 		return ec.fieldContext_ItemFailure_message(ctx, field)
 	}
@@ -4867,6 +4887,8 @@ func (ec *executionContext) childFields_ToolCall(ctx context.Context, field grap
 		return ec.fieldContext_ToolCall_message(ctx, field)
 	case "ref":
 		return ec.fieldContext_ToolCall_ref(ctx, field)
+	case "argumentsRef":
+		return ec.fieldContext_ToolCall_argumentsRef(ctx, field)
 	case "startedAt":
 		return ec.fieldContext_ToolCall_startedAt(ctx, field)
 	case "finishedAt":
@@ -5045,6 +5067,8 @@ func (ec *executionContext) childFields_TranscriptToolCall(ctx context.Context, 
 		return ec.fieldContext_TranscriptToolCall_argumentsTruncated(ctx, field)
 	case "ref":
 		return ec.fieldContext_TranscriptToolCall_ref(ctx, field)
+	case "argumentsRef":
+		return ec.fieldContext_TranscriptToolCall_argumentsRef(ctx, field)
 	}
 	return nil, fmt.Errorf("no field named %q was found under type TranscriptToolCall", field.Name)
 }
@@ -5205,20 +5229,6 @@ func (ec *executionContext) childFields_UserUsage(ctx context.Context, field gra
 		return ec.fieldContext_UserUsage_modelCalls(ctx, field)
 	}
 	return nil, fmt.Errorf("no field named %q was found under type UserUsage", field.Name)
-}
-
-func (ec *executionContext) childFields_WebFailure(ctx context.Context, field graphql.CollectedField) (*graphql.FieldContext, error) {
-	switch field.Name {
-	case "item":
-		return ec.fieldContext_WebFailure_item(ctx, field)
-	case "input":
-		return ec.fieldContext_WebFailure_input(ctx, field)
-	case "kind":
-		return ec.fieldContext_WebFailure_kind(ctx, field)
-	case "message":
-		return ec.fieldContext_WebFailure_message(ctx, field)
-	}
-	return nil, fmt.Errorf("no field named %q was found under type WebFailure", field.Name)
 }
 
 func (ec *executionContext) childFields_WebHit(ctx context.Context, field graphql.CollectedField) (*graphql.FieldContext, error) {
@@ -7361,7 +7371,7 @@ func (ec *executionContext) fieldContext_Application_allowedTools(_ context.Cont
 	return graphql.NewScalarFieldContext("Application", field, false, false, "String")
 }
 
-func (ec *executionContext) _ArgumentRepair_rule(ctx context.Context, field graphql.CollectedField, obj *schema.Repair) (ret graphql.Marshaler) {
+func (ec *executionContext) _ArgumentRepair_rule(ctx context.Context, field graphql.CollectedField, obj *schematype.Repair) (ret graphql.Marshaler) {
 	return graphql.ResolveField(
 		ctx,
 		ec.OperationContext,
@@ -7384,7 +7394,7 @@ func (ec *executionContext) fieldContext_ArgumentRepair_rule(_ context.Context, 
 	return graphql.NewScalarFieldContext("ArgumentRepair", field, false, false, "String")
 }
 
-func (ec *executionContext) _ArgumentRepair_path(ctx context.Context, field graphql.CollectedField, obj *schema.Repair) (ret graphql.Marshaler) {
+func (ec *executionContext) _ArgumentRepair_path(ctx context.Context, field graphql.CollectedField, obj *schematype.Repair) (ret graphql.Marshaler) {
 	return graphql.ResolveField(
 		ctx,
 		ec.OperationContext,
@@ -7908,7 +7918,7 @@ func (ec *executionContext) fieldContext_CatalogueTool_definitionTokens(_ contex
 	return graphql.NewScalarFieldContext("CatalogueTool", field, false, false, "Int")
 }
 
-func (ec *executionContext) _Clarification_question(ctx context.Context, field graphql.CollectedField, obj *schema.Clarification) (ret graphql.Marshaler) {
+func (ec *executionContext) _Clarification_question(ctx context.Context, field graphql.CollectedField, obj *schematype.Clarification) (ret graphql.Marshaler) {
 	return graphql.ResolveField(
 		ctx,
 		ec.OperationContext,
@@ -7931,7 +7941,7 @@ func (ec *executionContext) fieldContext_Clarification_question(_ context.Contex
 	return graphql.NewScalarFieldContext("Clarification", field, false, false, "String")
 }
 
-func (ec *executionContext) _Clarification_options(ctx context.Context, field graphql.CollectedField, obj *schema.Clarification) (ret graphql.Marshaler) {
+func (ec *executionContext) _Clarification_options(ctx context.Context, field graphql.CollectedField, obj *schematype.Clarification) (ret graphql.Marshaler) {
 	return graphql.ResolveField(
 		ctx,
 		ec.OperationContext,
@@ -7954,7 +7964,7 @@ func (ec *executionContext) fieldContext_Clarification_options(_ context.Context
 	return graphql.NewScalarFieldContext("Clarification", field, false, false, "String")
 }
 
-func (ec *executionContext) _Clarification_recommended(ctx context.Context, field graphql.CollectedField, obj *schema.Clarification) (ret graphql.Marshaler) {
+func (ec *executionContext) _Clarification_recommended(ctx context.Context, field graphql.CollectedField, obj *schematype.Clarification) (ret graphql.Marshaler) {
 	return graphql.ResolveField(
 		ctx,
 		ec.OperationContext,
@@ -7977,7 +7987,7 @@ func (ec *executionContext) fieldContext_Clarification_recommended(_ context.Con
 	return graphql.NewScalarFieldContext("Clarification", field, false, false, "String")
 }
 
-func (ec *executionContext) _Clarification_answer(ctx context.Context, field graphql.CollectedField, obj *schema.Clarification) (ret graphql.Marshaler) {
+func (ec *executionContext) _Clarification_answer(ctx context.Context, field graphql.CollectedField, obj *schematype.Clarification) (ret graphql.Marshaler) {
 	return graphql.ResolveField(
 		ctx,
 		ec.OperationContext,
@@ -8090,6 +8100,29 @@ func (ec *executionContext) _Conversation_title(ctx context.Context, field graph
 }
 func (ec *executionContext) fieldContext_Conversation_title(_ context.Context, field graphql.CollectedField) (fc *graphql.FieldContext, err error) {
 	return graphql.NewScalarFieldContext("Conversation", field, false, false, "String")
+}
+
+func (ec *executionContext) _Conversation_turnsCount(ctx context.Context, field graphql.CollectedField, obj *ent.Conversation) (ret graphql.Marshaler) {
+	return graphql.ResolveField(
+		ctx,
+		ec.OperationContext,
+		field,
+		func(ctx context.Context, field graphql.CollectedField) (*graphql.FieldContext, error) {
+			return ec.fieldContext_Conversation_turnsCount(ctx, field)
+		},
+		func(ctx context.Context) (any, error) {
+			return obj.TurnsCount, nil
+		},
+		nil,
+		func(ctx context.Context, selections ast.SelectionSet, v int) graphql.Marshaler {
+			return ec.marshalNInt2int(ctx, selections, v)
+		},
+		true,
+		true,
+	)
+}
+func (ec *executionContext) fieldContext_Conversation_turnsCount(_ context.Context, field graphql.CollectedField) (fc *graphql.FieldContext, err error) {
+	return graphql.NewScalarFieldContext("Conversation", field, false, false, "Int")
 }
 
 func (ec *executionContext) _Conversation_user(ctx context.Context, field graphql.CollectedField, obj *ent.Conversation) (ret graphql.Marshaler) {
@@ -8429,7 +8462,7 @@ func (ec *executionContext) fieldContext_CreatedAPIToken_apiToken(_ context.Cont
 	return fc, nil
 }
 
-func (ec *executionContext) _Evidence_ref(ctx context.Context, field graphql.CollectedField, obj *schema.Span) (ret graphql.Marshaler) {
+func (ec *executionContext) _Evidence_ref(ctx context.Context, field graphql.CollectedField, obj *schematype.Span) (ret graphql.Marshaler) {
 	return graphql.ResolveField(
 		ctx,
 		ec.OperationContext,
@@ -8452,7 +8485,7 @@ func (ec *executionContext) fieldContext_Evidence_ref(_ context.Context, field g
 	return graphql.NewScalarFieldContext("Evidence", field, false, false, "String")
 }
 
-func (ec *executionContext) _Evidence_start(ctx context.Context, field graphql.CollectedField, obj *schema.Span) (ret graphql.Marshaler) {
+func (ec *executionContext) _Evidence_start(ctx context.Context, field graphql.CollectedField, obj *schematype.Span) (ret graphql.Marshaler) {
 	return graphql.ResolveField(
 		ctx,
 		ec.OperationContext,
@@ -8475,7 +8508,7 @@ func (ec *executionContext) fieldContext_Evidence_start(_ context.Context, field
 	return graphql.NewScalarFieldContext("Evidence", field, false, false, "Int")
 }
 
-func (ec *executionContext) _Evidence_end(ctx context.Context, field graphql.CollectedField, obj *schema.Span) (ret graphql.Marshaler) {
+func (ec *executionContext) _Evidence_end(ctx context.Context, field graphql.CollectedField, obj *schematype.Span) (ret graphql.Marshaler) {
 	return graphql.ResolveField(
 		ctx,
 		ec.OperationContext,
@@ -8498,7 +8531,7 @@ func (ec *executionContext) fieldContext_Evidence_end(_ context.Context, field g
 	return graphql.NewScalarFieldContext("Evidence", field, false, false, "Int")
 }
 
-func (ec *executionContext) _ItemFailure_item(ctx context.Context, field graphql.CollectedField, obj *schema.ItemFailure) (ret graphql.Marshaler) {
+func (ec *executionContext) _ItemFailure_item(ctx context.Context, field graphql.CollectedField, obj *schematype.ItemFailure) (ret graphql.Marshaler) {
 	return graphql.ResolveField(
 		ctx,
 		ec.OperationContext,
@@ -8521,7 +8554,7 @@ func (ec *executionContext) fieldContext_ItemFailure_item(_ context.Context, fie
 	return graphql.NewScalarFieldContext("ItemFailure", field, false, false, "Int")
 }
 
-func (ec *executionContext) _ItemFailure_input(ctx context.Context, field graphql.CollectedField, obj *schema.ItemFailure) (ret graphql.Marshaler) {
+func (ec *executionContext) _ItemFailure_input(ctx context.Context, field graphql.CollectedField, obj *schematype.ItemFailure) (ret graphql.Marshaler) {
 	return graphql.ResolveField(
 		ctx,
 		ec.OperationContext,
@@ -8544,7 +8577,30 @@ func (ec *executionContext) fieldContext_ItemFailure_input(_ context.Context, fi
 	return graphql.NewScalarFieldContext("ItemFailure", field, false, false, "String")
 }
 
-func (ec *executionContext) _ItemFailure_message(ctx context.Context, field graphql.CollectedField, obj *schema.ItemFailure) (ret graphql.Marshaler) {
+func (ec *executionContext) _ItemFailure_kind(ctx context.Context, field graphql.CollectedField, obj *schematype.ItemFailure) (ret graphql.Marshaler) {
+	return graphql.ResolveField(
+		ctx,
+		ec.OperationContext,
+		field,
+		func(ctx context.Context, field graphql.CollectedField) (*graphql.FieldContext, error) {
+			return ec.fieldContext_ItemFailure_kind(ctx, field)
+		},
+		func(ctx context.Context) (any, error) {
+			return obj.Kind, nil
+		},
+		nil,
+		func(ctx context.Context, selections ast.SelectionSet, v schematype.FailureKind) graphql.Marshaler {
+			return ec.marshalNItemFailureKind2githubᚗcomᚋtoolgateᚋtoolgateᚋentᚋschematypeᚐFailureKind(ctx, selections, v)
+		},
+		true,
+		true,
+	)
+}
+func (ec *executionContext) fieldContext_ItemFailure_kind(_ context.Context, field graphql.CollectedField) (fc *graphql.FieldContext, err error) {
+	return graphql.NewScalarFieldContext("ItemFailure", field, false, false, "ItemFailureKind")
+}
+
+func (ec *executionContext) _ItemFailure_message(ctx context.Context, field graphql.CollectedField, obj *schematype.ItemFailure) (ret graphql.Marshaler) {
 	return graphql.ResolveField(
 		ctx,
 		ec.OperationContext,
@@ -10884,8 +10940,8 @@ func (ec *executionContext) _StoredResult_kind(ctx context.Context, field graphq
 			return obj.Kind, nil
 		},
 		nil,
-		func(ctx context.Context, selections ast.SelectionSet, v storedresult.Kind) graphql.Marshaler {
-			return ec.marshalNResultKind2githubᚗcomᚋtoolgateᚋtoolgateᚋentᚋstoredresultᚐKind(ctx, selections, v)
+		func(ctx context.Context, selections ast.SelectionSet, v schematype.ResultKind) graphql.Marshaler {
+			return ec.marshalNResultKind2githubᚗcomᚋtoolgateᚋtoolgateᚋentᚋschematypeᚐResultKind(ctx, selections, v)
 		},
 		true,
 		true,
@@ -11319,8 +11375,8 @@ func (ec *executionContext) _ToolCall_failures(ctx context.Context, field graphq
 			return obj.Failures, nil
 		},
 		nil,
-		func(ctx context.Context, selections ast.SelectionSet, v []schema.ItemFailure) graphql.Marshaler {
-			return ec.marshalNItemFailure2ᚕgithubᚗcomᚋtoolgateᚋtoolgateᚋentᚋschemaᚐItemFailureᚄ(ctx, selections, v)
+		func(ctx context.Context, selections ast.SelectionSet, v []schematype.ItemFailure) graphql.Marshaler {
+			return ec.marshalNItemFailure2ᚕgithubᚗcomᚋtoolgateᚋtoolgateᚋentᚋschematypeᚐItemFailureᚄ(ctx, selections, v)
 		},
 		true,
 		true,
@@ -11351,8 +11407,8 @@ func (ec *executionContext) _ToolCall_evidence(ctx context.Context, field graphq
 			return obj.Evidence, nil
 		},
 		nil,
-		func(ctx context.Context, selections ast.SelectionSet, v []schema.Span) graphql.Marshaler {
-			return ec.marshalNEvidence2ᚕgithubᚗcomᚋtoolgateᚋtoolgateᚋentᚋschemaᚐSpanᚄ(ctx, selections, v)
+		func(ctx context.Context, selections ast.SelectionSet, v []schematype.Span) graphql.Marshaler {
+			return ec.marshalNEvidence2ᚕgithubᚗcomᚋtoolgateᚋtoolgateᚋentᚋschematypeᚐSpanᚄ(ctx, selections, v)
 		},
 		true,
 		true,
@@ -11383,8 +11439,8 @@ func (ec *executionContext) _ToolCall_repairs(ctx context.Context, field graphql
 			return obj.Repairs, nil
 		},
 		nil,
-		func(ctx context.Context, selections ast.SelectionSet, v []schema.Repair) graphql.Marshaler {
-			return ec.marshalNArgumentRepair2ᚕgithubᚗcomᚋtoolgateᚋtoolgateᚋentᚋschemaᚐRepairᚄ(ctx, selections, v)
+		func(ctx context.Context, selections ast.SelectionSet, v []schematype.Repair) graphql.Marshaler {
+			return ec.marshalNArgumentRepair2ᚕgithubᚗcomᚋtoolgateᚋtoolgateᚋentᚋschematypeᚐRepairᚄ(ctx, selections, v)
 		},
 		true,
 		true,
@@ -11446,6 +11502,29 @@ func (ec *executionContext) _ToolCall_ref(ctx context.Context, field graphql.Col
 	)
 }
 func (ec *executionContext) fieldContext_ToolCall_ref(_ context.Context, field graphql.CollectedField) (fc *graphql.FieldContext, err error) {
+	return graphql.NewScalarFieldContext("ToolCall", field, false, false, "String")
+}
+
+func (ec *executionContext) _ToolCall_argumentsRef(ctx context.Context, field graphql.CollectedField, obj *ent.ToolCall) (ret graphql.Marshaler) {
+	return graphql.ResolveField(
+		ctx,
+		ec.OperationContext,
+		field,
+		func(ctx context.Context, field graphql.CollectedField) (*graphql.FieldContext, error) {
+			return ec.fieldContext_ToolCall_argumentsRef(ctx, field)
+		},
+		func(ctx context.Context) (any, error) {
+			return obj.ArgumentsRef, nil
+		},
+		nil,
+		func(ctx context.Context, selections ast.SelectionSet, v *string) graphql.Marshaler {
+			return ec.marshalOString2ᚖstring(ctx, selections, v)
+		},
+		true,
+		false,
+	)
+}
+func (ec *executionContext) fieldContext_ToolCall_argumentsRef(_ context.Context, field graphql.CollectedField) (fc *graphql.FieldContext, err error) {
 	return graphql.NewScalarFieldContext("ToolCall", field, false, false, "String")
 }
 
@@ -11741,8 +11820,8 @@ func (ec *executionContext) _ToolResultRead_kind(ctx context.Context, field grap
 			return obj.Kind, nil
 		},
 		nil,
-		func(ctx context.Context, selections ast.SelectionSet, v *storedresult.Kind) graphql.Marshaler {
-			return ec.marshalOResultKind2ᚖgithubᚗcomᚋtoolgateᚋtoolgateᚋentᚋstoredresultᚐKind(ctx, selections, v)
+		func(ctx context.Context, selections ast.SelectionSet, v *schematype.ResultKind) graphql.Marshaler {
+			return ec.marshalOResultKind2ᚖgithubᚗcomᚋtoolgateᚋtoolgateᚋentᚋschematypeᚐResultKind(ctx, selections, v)
 		},
 		true,
 		false,
@@ -11948,8 +12027,8 @@ func (ec *executionContext) _ToolResultRead_evidence(ctx context.Context, field 
 			return obj.Evidence, nil
 		},
 		nil,
-		func(ctx context.Context, selections ast.SelectionSet, v []schema.Span) graphql.Marshaler {
-			return ec.marshalNEvidence2ᚕgithubᚗcomᚋtoolgateᚋtoolgateᚋentᚋschemaᚐSpanᚄ(ctx, selections, v)
+		func(ctx context.Context, selections ast.SelectionSet, v []schematype.Span) graphql.Marshaler {
+			return ec.marshalNEvidence2ᚕgithubᚗcomᚋtoolgateᚋtoolgateᚋentᚋschematypeᚐSpanᚄ(ctx, selections, v)
 		},
 		true,
 		true,
@@ -12003,8 +12082,8 @@ func (ec *executionContext) _ToolResultSearch_kind(ctx context.Context, field gr
 			return obj.Kind, nil
 		},
 		nil,
-		func(ctx context.Context, selections ast.SelectionSet, v *storedresult.Kind) graphql.Marshaler {
-			return ec.marshalOResultKind2ᚖgithubᚗcomᚋtoolgateᚋtoolgateᚋentᚋstoredresultᚐKind(ctx, selections, v)
+		func(ctx context.Context, selections ast.SelectionSet, v *schematype.ResultKind) graphql.Marshaler {
+			return ec.marshalOResultKind2ᚖgithubᚗcomᚋtoolgateᚋtoolgateᚋentᚋschematypeᚐResultKind(ctx, selections, v)
 		},
 		true,
 		false,
@@ -12219,8 +12298,8 @@ func (ec *executionContext) _ToolResultSearch_evidence(ctx context.Context, fiel
 			return obj.Evidence, nil
 		},
 		nil,
-		func(ctx context.Context, selections ast.SelectionSet, v []schema.Span) graphql.Marshaler {
-			return ec.marshalNEvidence2ᚕgithubᚗcomᚋtoolgateᚋtoolgateᚋentᚋschemaᚐSpanᚄ(ctx, selections, v)
+		func(ctx context.Context, selections ast.SelectionSet, v []schematype.Span) graphql.Marshaler {
+			return ec.marshalNEvidence2ᚕgithubᚗcomᚋtoolgateᚋtoolgateᚋentᚋschematypeᚐSpanᚄ(ctx, selections, v)
 		},
 		true,
 		true,
@@ -12315,8 +12394,8 @@ func (ec *executionContext) _ToolResults_failures(ctx context.Context, field gra
 			return obj.Failures, nil
 		},
 		nil,
-		func(ctx context.Context, selections ast.SelectionSet, v []schema.ItemFailure) graphql.Marshaler {
-			return ec.marshalNItemFailure2ᚕgithubᚗcomᚋtoolgateᚋtoolgateᚋentᚋschemaᚐItemFailureᚄ(ctx, selections, v)
+		func(ctx context.Context, selections ast.SelectionSet, v []schematype.ItemFailure) graphql.Marshaler {
+			return ec.marshalNItemFailure2ᚕgithubᚗcomᚋtoolgateᚋtoolgateᚋentᚋschematypeᚐItemFailureᚄ(ctx, selections, v)
 		},
 		true,
 		true,
@@ -12347,8 +12426,8 @@ func (ec *executionContext) _ToolResults_evidence(ctx context.Context, field gra
 			return obj.Evidence, nil
 		},
 		nil,
-		func(ctx context.Context, selections ast.SelectionSet, v []schema.Span) graphql.Marshaler {
-			return ec.marshalNEvidence2ᚕgithubᚗcomᚋtoolgateᚋtoolgateᚋentᚋschemaᚐSpanᚄ(ctx, selections, v)
+		func(ctx context.Context, selections ast.SelectionSet, v []schematype.Span) graphql.Marshaler {
+			return ec.marshalNEvidence2ᚕgithubᚗcomᚋtoolgateᚋtoolgateᚋentᚋschematypeᚐSpanᚄ(ctx, selections, v)
 		},
 		true,
 		true,
@@ -12526,8 +12605,8 @@ func (ec *executionContext) _ToolSchemas_failures(ctx context.Context, field gra
 			return obj.Failures, nil
 		},
 		nil,
-		func(ctx context.Context, selections ast.SelectionSet, v []schema.ItemFailure) graphql.Marshaler {
-			return ec.marshalNItemFailure2ᚕgithubᚗcomᚋtoolgateᚋtoolgateᚋentᚋschemaᚐItemFailureᚄ(ctx, selections, v)
+		func(ctx context.Context, selections ast.SelectionSet, v []schematype.ItemFailure) graphql.Marshaler {
+			return ec.marshalNItemFailure2ᚕgithubᚗcomᚋtoolgateᚋtoolgateᚋentᚋschematypeᚐItemFailureᚄ(ctx, selections, v)
 		},
 		true,
 		true,
@@ -12613,8 +12692,8 @@ func (ec *executionContext) _ToolSearch_failures(ctx context.Context, field grap
 			return obj.Failures, nil
 		},
 		nil,
-		func(ctx context.Context, selections ast.SelectionSet, v []schema.ItemFailure) graphql.Marshaler {
-			return ec.marshalNItemFailure2ᚕgithubᚗcomᚋtoolgateᚋtoolgateᚋentᚋschemaᚐItemFailureᚄ(ctx, selections, v)
+		func(ctx context.Context, selections ast.SelectionSet, v []schematype.ItemFailure) graphql.Marshaler {
+			return ec.marshalNItemFailure2ᚕgithubᚗcomᚋtoolgateᚋtoolgateᚋentᚋschematypeᚐItemFailureᚄ(ctx, selections, v)
 		},
 		true,
 		true,
@@ -12878,6 +12957,29 @@ func (ec *executionContext) _TranscriptToolCall_ref(ctx context.Context, field g
 	)
 }
 func (ec *executionContext) fieldContext_TranscriptToolCall_ref(_ context.Context, field graphql.CollectedField) (fc *graphql.FieldContext, err error) {
+	return graphql.NewScalarFieldContext("TranscriptToolCall", field, false, false, "String")
+}
+
+func (ec *executionContext) _TranscriptToolCall_argumentsRef(ctx context.Context, field graphql.CollectedField, obj *transcript.ToolCall) (ret graphql.Marshaler) {
+	return graphql.ResolveField(
+		ctx,
+		ec.OperationContext,
+		field,
+		func(ctx context.Context, field graphql.CollectedField) (*graphql.FieldContext, error) {
+			return ec.fieldContext_TranscriptToolCall_argumentsRef(ctx, field)
+		},
+		func(ctx context.Context) (any, error) {
+			return obj.ArgumentsRef, nil
+		},
+		nil,
+		func(ctx context.Context, selections ast.SelectionSet, v *string) graphql.Marshaler {
+			return ec.marshalOString2ᚖstring(ctx, selections, v)
+		},
+		true,
+		false,
+	)
+}
+func (ec *executionContext) fieldContext_TranscriptToolCall_argumentsRef(_ context.Context, field graphql.CollectedField) (fc *graphql.FieldContext, err error) {
 	return graphql.NewScalarFieldContext("TranscriptToolCall", field, false, false, "String")
 }
 
@@ -13270,8 +13372,8 @@ func (ec *executionContext) _Turn_clarification(ctx context.Context, field graph
 			return obj.Clarification, nil
 		},
 		nil,
-		func(ctx context.Context, selections ast.SelectionSet, v *schema.Clarification) graphql.Marshaler {
-			return ec.marshalOClarification2ᚖgithubᚗcomᚋtoolgateᚋtoolgateᚋentᚋschemaᚐClarification(ctx, selections, v)
+		func(ctx context.Context, selections ast.SelectionSet, v *schematype.Clarification) graphql.Marshaler {
+			return ec.marshalOClarification2ᚖgithubᚗcomᚋtoolgateᚋtoolgateᚋentᚋschematypeᚐClarification(ctx, selections, v)
 		},
 		true,
 		false,
@@ -14281,98 +14383,6 @@ func (ec *executionContext) fieldContext_UserUsage_modelCalls(_ context.Context,
 	return graphql.NewScalarFieldContext("UserUsage", field, false, false, "Int")
 }
 
-func (ec *executionContext) _WebFailure_item(ctx context.Context, field graphql.CollectedField, obj *web.Failure) (ret graphql.Marshaler) {
-	return graphql.ResolveField(
-		ctx,
-		ec.OperationContext,
-		field,
-		func(ctx context.Context, field graphql.CollectedField) (*graphql.FieldContext, error) {
-			return ec.fieldContext_WebFailure_item(ctx, field)
-		},
-		func(ctx context.Context) (any, error) {
-			return obj.Item, nil
-		},
-		nil,
-		func(ctx context.Context, selections ast.SelectionSet, v int) graphql.Marshaler {
-			return ec.marshalNInt2int(ctx, selections, v)
-		},
-		true,
-		true,
-	)
-}
-func (ec *executionContext) fieldContext_WebFailure_item(_ context.Context, field graphql.CollectedField) (fc *graphql.FieldContext, err error) {
-	return graphql.NewScalarFieldContext("WebFailure", field, false, false, "Int")
-}
-
-func (ec *executionContext) _WebFailure_input(ctx context.Context, field graphql.CollectedField, obj *web.Failure) (ret graphql.Marshaler) {
-	return graphql.ResolveField(
-		ctx,
-		ec.OperationContext,
-		field,
-		func(ctx context.Context, field graphql.CollectedField) (*graphql.FieldContext, error) {
-			return ec.fieldContext_WebFailure_input(ctx, field)
-		},
-		func(ctx context.Context) (any, error) {
-			return obj.Input, nil
-		},
-		nil,
-		func(ctx context.Context, selections ast.SelectionSet, v string) graphql.Marshaler {
-			return ec.marshalNString2string(ctx, selections, v)
-		},
-		true,
-		true,
-	)
-}
-func (ec *executionContext) fieldContext_WebFailure_input(_ context.Context, field graphql.CollectedField) (fc *graphql.FieldContext, err error) {
-	return graphql.NewScalarFieldContext("WebFailure", field, false, false, "String")
-}
-
-func (ec *executionContext) _WebFailure_kind(ctx context.Context, field graphql.CollectedField, obj *web.Failure) (ret graphql.Marshaler) {
-	return graphql.ResolveField(
-		ctx,
-		ec.OperationContext,
-		field,
-		func(ctx context.Context, field graphql.CollectedField) (*graphql.FieldContext, error) {
-			return ec.fieldContext_WebFailure_kind(ctx, field)
-		},
-		func(ctx context.Context) (any, error) {
-			return ec.Resolvers.WebFailure().Kind(ctx, obj)
-		},
-		nil,
-		func(ctx context.Context, selections ast.SelectionSet, v string) graphql.Marshaler {
-			return ec.marshalNString2string(ctx, selections, v)
-		},
-		true,
-		true,
-	)
-}
-func (ec *executionContext) fieldContext_WebFailure_kind(_ context.Context, field graphql.CollectedField) (fc *graphql.FieldContext, err error) {
-	return graphql.NewScalarFieldContext("WebFailure", field, true, true, "String")
-}
-
-func (ec *executionContext) _WebFailure_message(ctx context.Context, field graphql.CollectedField, obj *web.Failure) (ret graphql.Marshaler) {
-	return graphql.ResolveField(
-		ctx,
-		ec.OperationContext,
-		field,
-		func(ctx context.Context, field graphql.CollectedField) (*graphql.FieldContext, error) {
-			return ec.fieldContext_WebFailure_message(ctx, field)
-		},
-		func(ctx context.Context) (any, error) {
-			return obj.Message, nil
-		},
-		nil,
-		func(ctx context.Context, selections ast.SelectionSet, v string) graphql.Marshaler {
-			return ec.marshalNString2string(ctx, selections, v)
-		},
-		true,
-		true,
-	)
-}
-func (ec *executionContext) fieldContext_WebFailure_message(_ context.Context, field graphql.CollectedField) (fc *graphql.FieldContext, err error) {
-	return graphql.NewScalarFieldContext("WebFailure", field, false, false, "String")
-}
-
 func (ec *executionContext) _WebHit_title(ctx context.Context, field graphql.CollectedField, obj *web.Hit) (ret graphql.Marshaler) {
 	return graphql.ResolveField(
 		ctx,
@@ -14873,7 +14883,7 @@ func (ec *executionContext) _WebResearch_failures(ctx context.Context, field gra
 		},
 		nil,
 		func(ctx context.Context, selections ast.SelectionSet, v []web.Failure) graphql.Marshaler {
-			return ec.marshalNWebFailure2ᚕgithubᚗcomᚋtoolgateᚋtoolgateᚋtoolsᚋwebᚐFailureᚄ(ctx, selections, v)
+			return ec.marshalNItemFailure2ᚕgithubᚗcomᚋtoolgateᚋtoolgateᚋentᚋschematypeᚐItemFailureᚄ(ctx, selections, v)
 		},
 		true,
 		true,
@@ -14886,7 +14896,7 @@ func (ec *executionContext) fieldContext_WebResearch_failures(_ context.Context,
 		IsMethod:   false,
 		IsResolver: false,
 		Child: func(ctx context.Context, field graphql.CollectedField) (*graphql.FieldContext, error) {
-			return ec.childFields_WebFailure(ctx, field)
+			return ec.childFields_ItemFailure(ctx, field)
 		},
 	}
 	return fc, nil
@@ -16779,7 +16789,7 @@ func (ec *executionContext) unmarshalInputConversationWhereInput(ctx context.Con
 		asMap[k] = v
 	}
 
-	fieldsInOrder := [...]string{"not", "and", "or", "id", "idNEQ", "idIn", "idNotIn", "idGT", "idGTE", "idLT", "idLTE", "createdAt", "createdAtNEQ", "createdAtIn", "createdAtNotIn", "createdAtGT", "createdAtGTE", "createdAtLT", "createdAtLTE", "updatedAt", "updatedAtNEQ", "updatedAtIn", "updatedAtNotIn", "updatedAtGT", "updatedAtGTE", "updatedAtLT", "updatedAtLTE", "title", "titleNEQ", "titleIn", "titleNotIn", "titleGT", "titleGTE", "titleLT", "titleLTE", "titleContains", "titleHasPrefix", "titleHasSuffix", "titleIsNil", "titleNotNil", "titleEqualFold", "titleContainsFold", "hasTurns", "hasTurnsWith"}
+	fieldsInOrder := [...]string{"not", "and", "or", "id", "idNEQ", "idIn", "idNotIn", "idGT", "idGTE", "idLT", "idLTE", "createdAt", "createdAtNEQ", "createdAtIn", "createdAtNotIn", "createdAtGT", "createdAtGTE", "createdAtLT", "createdAtLTE", "updatedAt", "updatedAtNEQ", "updatedAtIn", "updatedAtNotIn", "updatedAtGT", "updatedAtGTE", "updatedAtLT", "updatedAtLTE", "title", "titleNEQ", "titleIn", "titleNotIn", "titleGT", "titleGTE", "titleLT", "titleLTE", "titleContains", "titleHasPrefix", "titleHasSuffix", "titleIsNil", "titleNotNil", "titleEqualFold", "titleContainsFold", "turnsCount", "turnsCountNEQ", "turnsCountIn", "turnsCountNotIn", "turnsCountGT", "turnsCountGTE", "turnsCountLT", "turnsCountLTE", "hasTurns", "hasTurnsWith"}
 	for _, k := range fieldsInOrder {
 		v, ok := asMap[k]
 		if !ok {
@@ -17080,6 +17090,62 @@ func (ec *executionContext) unmarshalInputConversationWhereInput(ctx context.Con
 				return it, err
 			}
 			it.TitleContainsFold = data
+		case "turnsCount":
+			ctx := graphql.WithPathContext(ctx, graphql.NewPathWithField("turnsCount"))
+			data, err := ec.unmarshalOInt2ᚖint(ctx, v)
+			if err != nil {
+				return it, err
+			}
+			it.TurnsCount = data
+		case "turnsCountNEQ":
+			ctx := graphql.WithPathContext(ctx, graphql.NewPathWithField("turnsCountNEQ"))
+			data, err := ec.unmarshalOInt2ᚖint(ctx, v)
+			if err != nil {
+				return it, err
+			}
+			it.TurnsCountNEQ = data
+		case "turnsCountIn":
+			ctx := graphql.WithPathContext(ctx, graphql.NewPathWithField("turnsCountIn"))
+			data, err := ec.unmarshalOInt2ᚕintᚄ(ctx, v)
+			if err != nil {
+				return it, err
+			}
+			it.TurnsCountIn = data
+		case "turnsCountNotIn":
+			ctx := graphql.WithPathContext(ctx, graphql.NewPathWithField("turnsCountNotIn"))
+			data, err := ec.unmarshalOInt2ᚕintᚄ(ctx, v)
+			if err != nil {
+				return it, err
+			}
+			it.TurnsCountNotIn = data
+		case "turnsCountGT":
+			ctx := graphql.WithPathContext(ctx, graphql.NewPathWithField("turnsCountGT"))
+			data, err := ec.unmarshalOInt2ᚖint(ctx, v)
+			if err != nil {
+				return it, err
+			}
+			it.TurnsCountGT = data
+		case "turnsCountGTE":
+			ctx := graphql.WithPathContext(ctx, graphql.NewPathWithField("turnsCountGTE"))
+			data, err := ec.unmarshalOInt2ᚖint(ctx, v)
+			if err != nil {
+				return it, err
+			}
+			it.TurnsCountGTE = data
+		case "turnsCountLT":
+			ctx := graphql.WithPathContext(ctx, graphql.NewPathWithField("turnsCountLT"))
+			data, err := ec.unmarshalOInt2ᚖint(ctx, v)
+			if err != nil {
+				return it, err
+			}
+			it.TurnsCountLT = data
+		case "turnsCountLTE":
+			ctx := graphql.WithPathContext(ctx, graphql.NewPathWithField("turnsCountLTE"))
+			data, err := ec.unmarshalOInt2ᚖint(ctx, v)
+			if err != nil {
+				return it, err
+			}
+			it.TurnsCountLTE = data
 		case "hasTurns":
 			ctx := graphql.WithPathContext(ctx, graphql.NewPathWithField("hasTurns"))
 			data, err := ec.unmarshalOBoolean2ᚖbool(ctx, v)
@@ -18843,7 +18909,7 @@ func (ec *executionContext) _Application(ctx context.Context, sel ast.SelectionS
 
 var argumentRepairImplementors = []string{"ArgumentRepair"}
 
-func (ec *executionContext) _ArgumentRepair(ctx context.Context, sel ast.SelectionSet, obj *schema.Repair) graphql.Marshaler {
+func (ec *executionContext) _ArgumentRepair(ctx context.Context, sel ast.SelectionSet, obj *schematype.Repair) graphql.Marshaler {
 	fields := graphql.CollectFields(ec.OperationContext, sel, argumentRepairImplementors)
 
 	out := graphql.NewFieldSet(fields)
@@ -19098,7 +19164,7 @@ func (ec *executionContext) _CatalogueTool(ctx context.Context, sel ast.Selectio
 
 var clarificationImplementors = []string{"Clarification"}
 
-func (ec *executionContext) _Clarification(ctx context.Context, sel ast.SelectionSet, obj *schema.Clarification) graphql.Marshaler {
+func (ec *executionContext) _Clarification(ctx context.Context, sel ast.SelectionSet, obj *schematype.Clarification) graphql.Marshaler {
 	fields := graphql.CollectFields(ec.OperationContext, sel, clarificationImplementors)
 
 	out := graphql.NewFieldSet(fields)
@@ -19173,6 +19239,11 @@ func (ec *executionContext) _Conversation(ctx context.Context, sel ast.Selection
 		case "title":
 			out.Values[i] = ec._Conversation_title(ctx, field, obj)
 			if out.Values[i] == graphql.RequiredNull {
+				atomic.AddUint32(&out.Invalids, 1)
+			}
+		case "turnsCount":
+			out.Values[i] = ec._Conversation_turnsCount(ctx, field, obj)
+			if out.Values[i] == graphql.Null {
 				atomic.AddUint32(&out.Invalids, 1)
 			}
 		case "user":
@@ -19337,7 +19408,7 @@ func (ec *executionContext) _CreatedAPIToken(ctx context.Context, sel ast.Select
 
 var evidenceImplementors = []string{"Evidence"}
 
-func (ec *executionContext) _Evidence(ctx context.Context, sel ast.SelectionSet, obj *schema.Span) graphql.Marshaler {
+func (ec *executionContext) _Evidence(ctx context.Context, sel ast.SelectionSet, obj *schematype.Span) graphql.Marshaler {
 	fields := graphql.CollectFields(ec.OperationContext, sel, evidenceImplementors)
 
 	out := graphql.NewFieldSet(fields)
@@ -19380,7 +19451,7 @@ func (ec *executionContext) _Evidence(ctx context.Context, sel ast.SelectionSet,
 
 var itemFailureImplementors = []string{"ItemFailure"}
 
-func (ec *executionContext) _ItemFailure(ctx context.Context, sel ast.SelectionSet, obj *schema.ItemFailure) graphql.Marshaler {
+func (ec *executionContext) _ItemFailure(ctx context.Context, sel ast.SelectionSet, obj *schematype.ItemFailure) graphql.Marshaler {
 	fields := graphql.CollectFields(ec.OperationContext, sel, itemFailureImplementors)
 
 	out := graphql.NewFieldSet(fields)
@@ -19397,6 +19468,11 @@ func (ec *executionContext) _ItemFailure(ctx context.Context, sel ast.SelectionS
 		case "input":
 			out.Values[i] = ec._ItemFailure_input(ctx, field, obj)
 			if out.Values[i] == graphql.RequiredNull {
+				out.Invalids++
+			}
+		case "kind":
+			out.Values[i] = ec._ItemFailure_kind(ctx, field, obj)
+			if out.Values[i] == graphql.Null {
 				out.Invalids++
 			}
 		case "message":
@@ -20251,6 +20327,11 @@ func (ec *executionContext) _ToolCall(ctx context.Context, sel ast.SelectionSet,
 			if out.Values[i] == graphql.RequiredNull {
 				atomic.AddUint32(&out.Invalids, 1)
 			}
+		case "argumentsRef":
+			out.Values[i] = ec._ToolCall_argumentsRef(ctx, field, obj)
+			if out.Values[i] == graphql.RequiredNull {
+				atomic.AddUint32(&out.Invalids, 1)
+			}
 		case "startedAt":
 			out.Values[i] = ec._ToolCall_startedAt(ctx, field, obj)
 			if out.Values[i] == graphql.Null {
@@ -20841,6 +20922,11 @@ func (ec *executionContext) _TranscriptToolCall(ctx context.Context, sel ast.Sel
 			if out.Values[i] == graphql.RequiredNull {
 				out.Invalids++
 			}
+		case "argumentsRef":
+			out.Values[i] = ec._TranscriptToolCall_argumentsRef(ctx, field, obj)
+			if out.Values[i] == graphql.RequiredNull {
+				out.Invalids++
+			}
 		default:
 			panic("unknown field " + strconv.Quote(field.Name))
 		}
@@ -21344,55 +21430,6 @@ func (ec *executionContext) _UserUsage(ctx context.Context, sel ast.SelectionSet
 			out.Values[i] = ec._UserUsage_modelCalls(ctx, field, obj)
 			if out.Values[i] == graphql.Null {
 				out.Invalids++
-			}
-		default:
-			panic("unknown field " + strconv.Quote(field.Name))
-		}
-	}
-	out.Dispatch(ctx)
-	if out.Invalids > 0 {
-		return graphql.Null
-	}
-
-	if n := len(deferred.Defers); n > 0 {
-		atomic.AddInt32(&ec.Deferred, int32(min(n, math.MaxInt32)))
-		ec.ProcessDeferredGroup(deferred)
-	}
-
-	return out
-}
-
-var webFailureImplementors = []string{"WebFailure"}
-
-func (ec *executionContext) _WebFailure(ctx context.Context, sel ast.SelectionSet, obj *web.Failure) graphql.Marshaler {
-	fields := graphql.CollectFields(ec.OperationContext, sel, webFailureImplementors)
-
-	out := graphql.NewFieldSet(fields)
-	deferred := graphql.NewDeferredGroup(ctx)
-	for i, field := range fields {
-		switch field.Name {
-		case "__typename":
-			out.Values[i] = graphql.MarshalString("WebFailure")
-		case "item":
-			out.Values[i] = ec._WebFailure_item(ctx, field, obj)
-			if out.Values[i] == graphql.Null {
-				atomic.AddUint32(&out.Invalids, 1)
-			}
-		case "input":
-			out.Values[i] = ec._WebFailure_input(ctx, field, obj)
-			if out.Values[i] == graphql.Null {
-				atomic.AddUint32(&out.Invalids, 1)
-			}
-		case "kind":
-			out.ResolveConcurrently(ec.OperationContext, &deferred, i,
-				true, true,
-				func(ctx context.Context) graphql.Marshaler {
-					return ec._WebFailure_kind(ctx, field, obj)
-				})
-		case "message":
-			out.Values[i] = ec._WebFailure_message(ctx, field, obj)
-			if out.Values[i] == graphql.Null {
-				atomic.AddUint32(&out.Invalids, 1)
 			}
 		default:
 			panic("unknown field " + strconv.Quote(field.Name))
@@ -22496,15 +22533,15 @@ func (ec *executionContext) marshalNApplication2ᚖgithubᚗcomᚋtoolgateᚋtoo
 	return ec._Application(ctx, sel, v)
 }
 
-func (ec *executionContext) marshalNArgumentRepair2githubᚗcomᚋtoolgateᚋtoolgateᚋentᚋschemaᚐRepair(ctx context.Context, sel ast.SelectionSet, v schema.Repair) graphql.Marshaler {
+func (ec *executionContext) marshalNArgumentRepair2githubᚗcomᚋtoolgateᚋtoolgateᚋentᚋschematypeᚐRepair(ctx context.Context, sel ast.SelectionSet, v schematype.Repair) graphql.Marshaler {
 	return ec._ArgumentRepair(ctx, sel, &v)
 }
 
-func (ec *executionContext) marshalNArgumentRepair2ᚕgithubᚗcomᚋtoolgateᚋtoolgateᚋentᚋschemaᚐRepairᚄ(ctx context.Context, sel ast.SelectionSet, v []schema.Repair) graphql.Marshaler {
+func (ec *executionContext) marshalNArgumentRepair2ᚕgithubᚗcomᚋtoolgateᚋtoolgateᚋentᚋschematypeᚐRepairᚄ(ctx context.Context, sel ast.SelectionSet, v []schematype.Repair) graphql.Marshaler {
 	ret := graphql.MarshalSliceConcurrently(ctx, len(v), 0, false, func(ctx context.Context, i int) graphql.Marshaler {
 		fc := graphql.GetFieldContext(ctx)
 		fc.Result = &v[i]
-		return ec.marshalNArgumentRepair2githubᚗcomᚋtoolgateᚋtoolgateᚋentᚋschemaᚐRepair(ctx, sel, v[i])
+		return ec.marshalNArgumentRepair2githubᚗcomᚋtoolgateᚋtoolgateᚋentᚋschematypeᚐRepair(ctx, sel, v[i])
 	})
 
 	for _, e := range ret {
@@ -22638,15 +22675,15 @@ func (ec *executionContext) marshalNCursor2entgoᚗioᚋcontribᚋentgqlᚐCurso
 	return v
 }
 
-func (ec *executionContext) marshalNEvidence2githubᚗcomᚋtoolgateᚋtoolgateᚋentᚋschemaᚐSpan(ctx context.Context, sel ast.SelectionSet, v schema.Span) graphql.Marshaler {
+func (ec *executionContext) marshalNEvidence2githubᚗcomᚋtoolgateᚋtoolgateᚋentᚋschematypeᚐSpan(ctx context.Context, sel ast.SelectionSet, v schematype.Span) graphql.Marshaler {
 	return ec._Evidence(ctx, sel, &v)
 }
 
-func (ec *executionContext) marshalNEvidence2ᚕgithubᚗcomᚋtoolgateᚋtoolgateᚋentᚋschemaᚐSpanᚄ(ctx context.Context, sel ast.SelectionSet, v []schema.Span) graphql.Marshaler {
+func (ec *executionContext) marshalNEvidence2ᚕgithubᚗcomᚋtoolgateᚋtoolgateᚋentᚋschematypeᚐSpanᚄ(ctx context.Context, sel ast.SelectionSet, v []schematype.Span) graphql.Marshaler {
 	ret := graphql.MarshalSliceConcurrently(ctx, len(v), 0, false, func(ctx context.Context, i int) graphql.Marshaler {
 		fc := graphql.GetFieldContext(ctx)
 		fc.Result = &v[i]
-		return ec.marshalNEvidence2githubᚗcomᚋtoolgateᚋtoolgateᚋentᚋschemaᚐSpan(ctx, sel, v[i])
+		return ec.marshalNEvidence2githubᚗcomᚋtoolgateᚋtoolgateᚋentᚋschematypeᚐSpan(ctx, sel, v[i])
 	})
 
 	for _, e := range ret {
@@ -22772,15 +22809,15 @@ func (ec *executionContext) marshalNInt2int64(ctx context.Context, sel ast.Selec
 	return res
 }
 
-func (ec *executionContext) marshalNItemFailure2githubᚗcomᚋtoolgateᚋtoolgateᚋentᚋschemaᚐItemFailure(ctx context.Context, sel ast.SelectionSet, v schema.ItemFailure) graphql.Marshaler {
+func (ec *executionContext) marshalNItemFailure2githubᚗcomᚋtoolgateᚋtoolgateᚋentᚋschematypeᚐItemFailure(ctx context.Context, sel ast.SelectionSet, v schematype.ItemFailure) graphql.Marshaler {
 	return ec._ItemFailure(ctx, sel, &v)
 }
 
-func (ec *executionContext) marshalNItemFailure2ᚕgithubᚗcomᚋtoolgateᚋtoolgateᚋentᚋschemaᚐItemFailureᚄ(ctx context.Context, sel ast.SelectionSet, v []schema.ItemFailure) graphql.Marshaler {
+func (ec *executionContext) marshalNItemFailure2ᚕgithubᚗcomᚋtoolgateᚋtoolgateᚋentᚋschematypeᚐItemFailureᚄ(ctx context.Context, sel ast.SelectionSet, v []schematype.ItemFailure) graphql.Marshaler {
 	ret := graphql.MarshalSliceConcurrently(ctx, len(v), 0, false, func(ctx context.Context, i int) graphql.Marshaler {
 		fc := graphql.GetFieldContext(ctx)
 		fc.Result = &v[i]
-		return ec.marshalNItemFailure2githubᚗcomᚋtoolgateᚋtoolgateᚋentᚋschemaᚐItemFailure(ctx, sel, v[i])
+		return ec.marshalNItemFailure2githubᚗcomᚋtoolgateᚋtoolgateᚋentᚋschematypeᚐItemFailure(ctx, sel, v[i])
 	})
 
 	for _, e := range ret {
@@ -22790,6 +22827,16 @@ func (ec *executionContext) marshalNItemFailure2ᚕgithubᚗcomᚋtoolgateᚋtoo
 	}
 
 	return ret
+}
+
+func (ec *executionContext) unmarshalNItemFailureKind2githubᚗcomᚋtoolgateᚋtoolgateᚋentᚋschematypeᚐFailureKind(ctx context.Context, v any) (schematype.FailureKind, error) {
+	var res schematype.FailureKind
+	err := res.UnmarshalGQL(v)
+	return res, graphql.ErrorOnPath(ctx, err)
+}
+
+func (ec *executionContext) marshalNItemFailureKind2githubᚗcomᚋtoolgateᚋtoolgateᚋentᚋschematypeᚐFailureKind(ctx context.Context, sel ast.SelectionSet, v schematype.FailureKind) graphql.Marshaler {
+	return v
 }
 
 func (ec *executionContext) unmarshalNJSONSchema2githubᚗcomᚋtoolgateᚋtoolgateᚋtoolsᚋcatalogᚐSchema(ctx context.Context, v any) (catalog.Schema, error) {
@@ -22891,13 +22938,13 @@ func (ec *executionContext) unmarshalNRegisterApplicationInput2githubᚗcomᚋto
 	return res, graphql.ErrorOnPath(ctx, err)
 }
 
-func (ec *executionContext) unmarshalNResultKind2githubᚗcomᚋtoolgateᚋtoolgateᚋentᚋstoredresultᚐKind(ctx context.Context, v any) (storedresult.Kind, error) {
-	var res storedresult.Kind
+func (ec *executionContext) unmarshalNResultKind2githubᚗcomᚋtoolgateᚋtoolgateᚋentᚋschematypeᚐResultKind(ctx context.Context, v any) (schematype.ResultKind, error) {
+	var res schematype.ResultKind
 	err := res.UnmarshalGQL(v)
 	return res, graphql.ErrorOnPath(ctx, err)
 }
 
-func (ec *executionContext) marshalNResultKind2githubᚗcomᚋtoolgateᚋtoolgateᚋentᚋstoredresultᚐKind(ctx context.Context, sel ast.SelectionSet, v storedresult.Kind) graphql.Marshaler {
+func (ec *executionContext) marshalNResultKind2githubᚗcomᚋtoolgateᚋtoolgateᚋentᚋschematypeᚐResultKind(ctx context.Context, sel ast.SelectionSet, v schematype.ResultKind) graphql.Marshaler {
 	return v
 }
 
@@ -23365,26 +23412,6 @@ func (ec *executionContext) marshalNUserUsage2ᚖgithubᚗcomᚋtoolgateᚋtoolg
 	return ec._UserUsage(ctx, sel, v)
 }
 
-func (ec *executionContext) marshalNWebFailure2githubᚗcomᚋtoolgateᚋtoolgateᚋtoolsᚋwebᚐFailure(ctx context.Context, sel ast.SelectionSet, v web.Failure) graphql.Marshaler {
-	return ec._WebFailure(ctx, sel, &v)
-}
-
-func (ec *executionContext) marshalNWebFailure2ᚕgithubᚗcomᚋtoolgateᚋtoolgateᚋtoolsᚋwebᚐFailureᚄ(ctx context.Context, sel ast.SelectionSet, v []web.Failure) graphql.Marshaler {
-	ret := graphql.MarshalSliceConcurrently(ctx, len(v), 0, false, func(ctx context.Context, i int) graphql.Marshaler {
-		fc := graphql.GetFieldContext(ctx)
-		fc.Result = &v[i]
-		return ec.marshalNWebFailure2githubᚗcomᚋtoolgateᚋtoolgateᚋtoolsᚋwebᚐFailure(ctx, sel, v[i])
-	})
-
-	for _, e := range ret {
-		if e == graphql.Null {
-			return graphql.Null
-		}
-	}
-
-	return ret
-}
-
 func (ec *executionContext) marshalNWebHit2githubᚗcomᚋtoolgateᚋtoolgateᚋtoolsᚋwebᚐHit(ctx context.Context, sel ast.SelectionSet, v web.Hit) graphql.Marshaler {
 	return ec._WebHit(ctx, sel, &v)
 }
@@ -23814,7 +23841,7 @@ func (ec *executionContext) marshalOBoolean2ᚖbool(ctx context.Context, sel ast
 	return res
 }
 
-func (ec *executionContext) marshalOClarification2ᚖgithubᚗcomᚋtoolgateᚋtoolgateᚋentᚋschemaᚐClarification(ctx context.Context, sel ast.SelectionSet, v *schema.Clarification) graphql.Marshaler {
+func (ec *executionContext) marshalOClarification2ᚖgithubᚗcomᚋtoolgateᚋtoolgateᚋentᚋschematypeᚐClarification(ctx context.Context, sel ast.SelectionSet, v *schematype.Clarification) graphql.Marshaler {
 	if v == nil {
 		return graphql.Null
 	}
@@ -24078,16 +24105,16 @@ func (ec *executionContext) marshalONode2githubᚗcomᚋtoolgateᚋtoolgateᚋen
 	return ec._Node(ctx, sel, v)
 }
 
-func (ec *executionContext) unmarshalOResultKind2ᚖgithubᚗcomᚋtoolgateᚋtoolgateᚋentᚋstoredresultᚐKind(ctx context.Context, v any) (*storedresult.Kind, error) {
+func (ec *executionContext) unmarshalOResultKind2ᚖgithubᚗcomᚋtoolgateᚋtoolgateᚋentᚋschematypeᚐResultKind(ctx context.Context, v any) (*schematype.ResultKind, error) {
 	if v == nil {
 		return nil, nil
 	}
-	var res = new(storedresult.Kind)
+	var res = new(schematype.ResultKind)
 	err := res.UnmarshalGQL(v)
 	return res, graphql.ErrorOnPath(ctx, err)
 }
 
-func (ec *executionContext) marshalOResultKind2ᚖgithubᚗcomᚋtoolgateᚋtoolgateᚋentᚋstoredresultᚐKind(ctx context.Context, sel ast.SelectionSet, v *storedresult.Kind) graphql.Marshaler {
+func (ec *executionContext) marshalOResultKind2ᚖgithubᚗcomᚋtoolgateᚋtoolgateᚋentᚋschematypeᚐResultKind(ctx context.Context, sel ast.SelectionSet, v *schematype.ResultKind) graphql.Marshaler {
 	if v == nil {
 		return graphql.Null
 	}

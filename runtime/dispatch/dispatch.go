@@ -22,10 +22,10 @@ import (
 	"sync"
 	"time"
 
-	"github.com/toolgate/toolgate/ent/schema"
+	"github.com/toolgate/toolgate/ent/schematype"
 	"github.com/toolgate/toolgate/runtime/mcp"
-	"github.com/toolgate/toolgate/runtime/model/retry"
 	"github.com/toolgate/toolgate/runtime/repair"
+	"github.com/toolgate/toolgate/runtime/retry"
 	"github.com/toolgate/toolgate/tools"
 )
 
@@ -46,20 +46,6 @@ const (
 	Error Outcome = "ERROR"
 )
 
-// Kind is how a result's content is encoded.
-type Kind string
-
-// The kinds of content.
-const (
-	Text  Kind = "TEXT"
-	JSON  Kind = "JSON"
-	Media Kind = "MEDIA"
-)
-
-// DefaultRetry is the schedule for calls safe to repeat: 4 attempts, waits
-// doubling from 250 ms, capped at 4 s (Retry-After honoured up to the cap).
-var DefaultRetry = retry.Policy{Attempts: 4, Base: 250 * time.Millisecond, Max: 4 * time.Second, Sleep: retry.Wait}
-
 // Builtin is a tool the runtime carries out itself.
 type Builtin func(ctx context.Context, s Scope, args json.RawMessage) (json.RawMessage, error)
 
@@ -73,8 +59,8 @@ type Dispatcher struct {
 	Apps *mcp.Pool
 	// Builtins are the tools the runtime carries out, by name.
 	Builtins map[string]Builtin
-	// Retry is the schedule for calls safe to repeat; its Sleep waits
-	// between attempts (tests make it instant).
+	// Retry is the schedule for calls worth another attempt (retry.ByEffect
+	// says which); its Sleep waits between attempts (tests make it instant).
 	Retry retry.Policy
 	// Timeout bounds one attempt.
 	Timeout time.Duration
@@ -90,7 +76,7 @@ func New(url string, httpClient *http.Client, apps *mcp.Pool) *Dispatcher {
 		HTTP:     httpClient,
 		Apps:     apps,
 		Builtins: map[string]Builtin{},
-		Retry:    DefaultRetry,
+		Retry:    retry.Default(),
 		Timeout:  60 * time.Second,
 		compiled: map[string]*repair.Tool{},
 	}
@@ -124,15 +110,15 @@ type Result struct {
 	Attempts int
 	// Arguments are the arguments as repaired and sent.
 	Arguments json.RawMessage
-	Repairs   []schema.Repair
-	Failures  []schema.ItemFailure
+	Repairs   []schematype.Repair
+	Failures  []schematype.ItemFailure
 	// Evidence are spans of other stored results the call showed the model
 	// (read_tool_result windows, exports), lifted from the result's
 	// "evidence" field.
-	Evidence []schema.Span
+	Evidence []schematype.Span
 	// Content is the whole result (for HITS and ABSENCE).
 	Content []byte
-	Kind    Kind
+	Kind    schematype.ResultKind
 	// TruncatedAtSource says the tool itself cut the result (its top-level
 	// "truncated" field): what is stored is not all there was.
 	TruncatedAtSource bool
@@ -176,19 +162,19 @@ func (d *Dispatcher) Do(ctx context.Context, s Scope, c Call) Result {
 	return res
 }
 
-func toRepairs(rs []repair.Repair) []schema.Repair {
-	out := make([]schema.Repair, len(rs))
+func toRepairs(rs []repair.Repair) []schematype.Repair {
+	out := make([]schematype.Repair, len(rs))
 	for i, r := range rs {
-		out[i] = schema.Repair{Rule: r.Rule.String(), Path: r.Path}
+		out[i] = schematype.Repair{Rule: r.Rule.String(), Path: r.Path}
 	}
 	return out
 }
 
 func absent(def tools.Definition, res Result) bool {
-	if res.Kind == Media {
+	if res.Kind == schematype.KindMedia {
 		return len(res.Content) == 0
 	}
-	if res.Kind == Text {
+	if res.Kind == schematype.KindText {
 		return strings.TrimSpace(string(res.Content)) == ""
 	}
 	if def.Absent != nil {
@@ -213,38 +199,33 @@ func (d *Dispatcher) compile(def tools.Definition) (*repair.Tool, error) {
 	return t, nil
 }
 
-// safe reports whether a call may be sent again once it may have reached
-// the backend.
-func safe(e tools.Effect) bool { return e == tools.EffectRead || e == tools.EffectIdempotent }
-
-// attempt is what one try reported.
-type attempt struct {
-	// reached: the request may have reached the backend.
-	reached bool
-	// retryable: a status or failure worth another try (if safe).
-	retryable  bool
-	retryAfter time.Duration
-	err        error
+// run tries send, each attempt bounded by the dispatcher's timeout, as the
+// one retry loop and the per-effect rule decide. It returns the number of
+// attempts made and the last attempt's failure, if any.
+func (d *Dispatcher) run(ctx context.Context, effect tools.Effect, send func(context.Context) error) (int, error) {
+	n, err := retry.Do(ctx, d.Retry, retry.ByEffect(effect), func(ctx context.Context) error {
+		actx, cancel := context.WithTimeout(ctx, d.Timeout)
+		defer cancel()
+		return send(actx)
+	})
+	var exhausted *retry.ExhaustedError
+	if errors.As(err, &exhausted) {
+		// The attempts are told apart; the last failure is what happened.
+		err = exhausted.Err
+	}
+	return n, err
 }
 
-// run tries send until it succeeds, fails for good, or the attempts are
-// spent, and returns the number of attempts made and the last failure.
-func (d *Dispatcher) run(ctx context.Context, effect tools.Effect, send func(context.Context) attempt) (int, attempt) {
-	var last attempt
-	for n := 1; ; n++ {
-		actx, cancel := context.WithTimeout(ctx, d.Timeout)
-		last = send(actx)
-		cancel()
-		if last.err == nil {
-			return n, last
-		}
-		again := !last.reached || (last.retryable && safe(effect))
-		if !again || n >= d.Retry.Attempts || ctx.Err() != nil {
-			return n, last
-		}
-		if err := d.Retry.Sleep(ctx, d.Retry.Delay(n-1, last.retryAfter)); err != nil {
-			return n, last
-		}
+// failed records a call whose last attempt got no usable answer: an outage
+// when it never reached the backend or the backend's trouble tends to pass,
+// an error when the backend answered for good.
+func (res *Result) failed(err error) {
+	var f *retry.Failure
+	switch {
+	case !errors.As(err, &f) || !f.Reached || f.Transient:
+		res.Outcome, res.Message = Outage, err.Error()
+	default:
+		res.Outcome, res.Message = Error, err.Error()
 	}
 }
 
@@ -271,14 +252,14 @@ func (d *Dispatcher) builtin(ctx context.Context, s Scope, c Call, def tools.Def
 func (res *Result) setJSON(raw json.RawMessage) {
 	var s string
 	if len(raw) > 0 && raw[0] == '"' && json.Unmarshal(raw, &s) == nil {
-		res.Kind, res.Content = Text, []byte(s)
+		res.Kind, res.Content = schematype.KindText, []byte(s)
 		return
 	}
-	res.Kind, res.Content = JSON, raw
+	res.Kind, res.Content = schematype.KindJSON, raw
 	var lifted struct {
-		Failures  []schema.ItemFailure `json:"failures"`
-		Evidence  []schema.Span        `json:"evidence"`
-		Truncated bool                 `json:"truncated"`
+		Failures  []schematype.ItemFailure `json:"failures"`
+		Evidence  []schematype.Span        `json:"evidence"`
+		Truncated bool                     `json:"truncated"`
 	}
 	if len(raw) > 0 && raw[0] == '{' && json.Unmarshal(raw, &lifted) == nil {
 		res.Failures, res.Evidence, res.TruncatedAtSource = lifted.Failures, lifted.Evidence, lifted.Truncated
@@ -293,31 +274,31 @@ func (d *Dispatcher) application(ctx context.Context, s Scope, c Call, def tools
 		return
 	}
 	var out mcp.Result
-	n, last := d.run(ctx, def.Effect, func(ctx context.Context) attempt {
+	n, err := d.run(ctx, def.Effect, func(ctx context.Context) error {
 		r, err := d.Apps.Call(ctx, app, tool, res.Arguments)
-		if err != nil {
-			return attempt{reached: !mcp.NeverReached(err), retryable: mcp.MayHaveReached(err), err: err}
+		switch {
+		case err == nil:
+			out = r
+			return nil
+		case mcp.NeverReached(err):
+			return retry.NeverReached(err)
+		default:
+			return retry.Reached(err, mcp.MayHaveReached(err), 0)
 		}
-		out = r
-		return attempt{}
 	})
 	res.Attempts = n
 	switch {
-	case last.err != nil && (!last.reached || last.retryable):
-		res.Outcome, res.Message = Outage, last.err.Error()
-	case last.err != nil:
-		res.Outcome, res.Message = Error, last.err.Error()
+	case err != nil:
+		res.failed(err)
 	case out.IsError:
 		res.Outcome, res.Message = Error, strings.TrimSpace(string(out.Content))
 	default:
 		res.Outcome = Hits
 		switch out.Kind {
-		case mcp.KindJSON:
+		case schematype.KindJSON:
 			res.setJSON(out.Content)
-		case mcp.KindMedia:
-			res.Kind, res.Content = Media, out.Content
 		default:
-			res.Kind, res.Content = Text, out.Content
+			res.Kind, res.Content = out.Kind, out.Content
 		}
 	}
 }

@@ -18,6 +18,7 @@ import (
 	sdk "github.com/modelcontextprotocol/go-sdk/mcp"
 	"github.com/stretchr/testify/require"
 
+	"github.com/toolgate/toolgate/ent/schematype"
 	"github.com/toolgate/toolgate/runtime/dispatch"
 	"github.com/toolgate/toolgate/runtime/mcp"
 	"github.com/toolgate/toolgate/tools"
@@ -205,21 +206,22 @@ func TestRetriesByEffect(t *testing.T) {
 		{name: "read retries with doubling waits", effect: tools.EffectRead,
 			replies:      []reply{status(503), status(502), status(504), ok(`{"data":{"find":{"hits":["a"]}}}`)},
 			wantAttempts: 4, wantOutcome: dispatch.Hits,
-			wantWaits: []time.Duration{250 * time.Millisecond, 500 * time.Millisecond, time.Second}},
+			wantWaits: []time.Duration{500 * time.Millisecond, time.Second, 2 * time.Second}},
+		// One schedule for every caller (runtime/retry): 500 ms doubling to 8 s.
 		{name: "retry-after is honoured up to the cap", effect: tools.EffectRead,
 			replies:      []reply{{status: 429, retryAfter: "2", body: `{}`}, {status: 429, retryAfter: "60", body: `{}`}, ok(`{"data":{"find":{"hits":["a"]}}}`)},
 			wantAttempts: 3, wantOutcome: dispatch.Hits,
-			wantWaits: []time.Duration{2 * time.Second, 4 * time.Second}},
+			wantWaits: []time.Duration{2 * time.Second, 8 * time.Second}},
 		{name: "idempotent retries", effect: tools.EffectIdempotent,
 			replies:      []reply{status(503), ok(`{"data":{"find":{"hits":["a"]}}}`)},
-			wantAttempts: 2, wantOutcome: dispatch.Hits, wantWaits: []time.Duration{250 * time.Millisecond}},
+			wantAttempts: 2, wantOutcome: dispatch.Hits, wantWaits: []time.Duration{500 * time.Millisecond}},
 		{name: "write is never repeated", effect: tools.EffectWrite,
 			replies:      []reply{status(503), ok(`{"data":{"find":{"hits":["a"]}}}`)},
 			wantAttempts: 1, wantOutcome: dispatch.Outage},
 		{name: "read gives up after four attempts", effect: tools.EffectRead,
 			replies:      []reply{status(503)},
 			wantAttempts: 4, wantOutcome: dispatch.Outage,
-			wantWaits: []time.Duration{250 * time.Millisecond, 500 * time.Millisecond, time.Second}},
+			wantWaits: []time.Duration{500 * time.Millisecond, time.Second, 2 * time.Second}},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
@@ -281,8 +283,8 @@ func TestRenderSaysEachOutcomeDifferently(t *testing.T) {
 	d := def("find", tools.EffectRead)
 	seen := map[string]dispatch.Outcome{}
 	for _, res := range []dispatch.Result{
-		{Outcome: dispatch.Hits, Kind: dispatch.JSON, Content: []byte(`{"hits":["a"]}`)},
-		{Outcome: dispatch.Absence, Kind: dispatch.JSON, Content: []byte(`{"hits":[]}`)},
+		{Outcome: dispatch.Hits, Kind: schematype.KindJSON, Content: []byte(`{"hits":["a"]}`)},
+		{Outcome: dispatch.Absence, Kind: schematype.KindJSON, Content: []byte(`{"hits":[]}`)},
 		{Outcome: dispatch.Outage, Attempts: 4, Message: "503"},
 		{Outcome: dispatch.Refused, Message: "bad"},
 		{Outcome: dispatch.Error, Message: "bad"},
@@ -368,7 +370,7 @@ func TestRenderPreviewsOnlyWhatItShould(t *testing.T) {
 	exempt := large
 	exempt.Preview = tools.PreviewExempt
 
-	h, err := dispatch.Render(dispatch.Result{Outcome: dispatch.Hits, Kind: dispatch.JSON, Content: big}, large, "r_1", false)
+	h, err := dispatch.Render(dispatch.Result{Outcome: dispatch.Hits, Kind: schematype.KindJSON, Content: big}, large, "r_1", false)
 	require.NoError(t, err)
 	require.LessOrEqual(t, utf8.RuneCountInString(h.Text), 6000)
 	require.True(t, json.Valid([]byte(h.Text)))
@@ -377,12 +379,12 @@ func TestRenderPreviewsOnlyWhatItShould(t *testing.T) {
 
 	// A result that fits passes whole.
 	small := []byte(`{"rows":[{"name":"Ada"}]}`)
-	h, err = dispatch.Render(dispatch.Result{Outcome: dispatch.Hits, Kind: dispatch.JSON, Content: small}, large, "r_2", false)
+	h, err = dispatch.Render(dispatch.Result{Outcome: dispatch.Hits, Kind: schematype.KindJSON, Content: small}, large, "r_2", false)
 	require.NoError(t, err)
 	require.Equal(t, string(small), h.Text)
 
 	// Exempt: catalogue results, acknowledgements, control flow pass whole.
-	h, err = dispatch.Render(dispatch.Result{Outcome: dispatch.Hits, Kind: dispatch.JSON, Content: big}, exempt, "r_3", false)
+	h, err = dispatch.Render(dispatch.Result{Outcome: dispatch.Hits, Kind: schematype.KindJSON, Content: big}, exempt, "r_3", false)
 	require.NoError(t, err)
 	require.Equal(t, string(big), h.Text)
 
@@ -391,7 +393,7 @@ func TestRenderPreviewsOnlyWhatItShould(t *testing.T) {
 	h, err = dispatch.Render(dispatch.Result{Outcome: dispatch.Error, Message: long}, large, "", false)
 	require.NoError(t, err)
 	require.Contains(t, h.Text, long)
-	h, err = dispatch.Render(dispatch.Result{Outcome: dispatch.Hits, Kind: dispatch.Media, Content: make([]byte, 70000)}, large, "r_4", false)
+	h, err = dispatch.Render(dispatch.Result{Outcome: dispatch.Hits, Kind: schematype.KindMedia, Content: make([]byte, 70000)}, large, "r_4", false)
 	require.NoError(t, err)
 	require.Equal(t, "[media result of 70000 bytes, stored as ref r_4]", h.Text)
 	require.Empty(t, h.Visible)

@@ -10,11 +10,10 @@ import (
 	"net"
 	"net/http"
 	"net/http/httptrace"
-	"strconv"
 	"strings"
 	"sync/atomic"
-	"time"
 
+	"github.com/toolgate/toolgate/runtime/retry"
 	"github.com/toolgate/toolgate/tools"
 )
 
@@ -51,16 +50,12 @@ func (d *Dispatcher) graphql(ctx context.Context, s Scope, c Call, def tools.Def
 	}
 	key := IdempotencyKey(s.TurnID, c.ID)
 	var resp gqlResponse
-	n, last := d.run(ctx, def.Effect, func(ctx context.Context) attempt {
+	n, err := d.run(ctx, def.Effect, func(ctx context.Context) error {
 		return d.post(ctx, s.Token, key, body, &resp)
 	})
 	res.Attempts = n
-	if last.err != nil {
-		if !last.reached || last.retryable {
-			res.Outcome, res.Message = Outage, last.err.Error()
-		} else {
-			res.Outcome, res.Message = Error, last.err.Error()
-		}
+	if err != nil {
+		res.failed(err)
 		return
 	}
 	value, ok := resp.Data[def.Field]
@@ -76,13 +71,14 @@ func (d *Dispatcher) graphql(ctx context.Context, s Scope, c Call, def tools.Def
 	res.setJSON(value)
 }
 
-// post sends one attempt and reports whether it may have reached the API.
-func (d *Dispatcher) post(ctx context.Context, token, key string, body []byte, out *gqlResponse) attempt {
+// post sends one attempt; a failure says whether it may have reached the
+// API and whether it tends to pass (a *retry.Failure).
+func (d *Dispatcher) post(ctx context.Context, token, key string, body []byte, out *gqlResponse) error {
 	var wrote atomic.Bool
 	trace := &httptrace.ClientTrace{WroteRequest: func(httptrace.WroteRequestInfo) { wrote.Store(true) }}
 	req, err := http.NewRequestWithContext(httptrace.WithClientTrace(ctx, trace), http.MethodPost, d.URL, bytes.NewReader(body))
 	if err != nil {
-		return attempt{err: err}
+		return fmt.Errorf("build request: %w", err)
 	}
 	req.Header.Set("Content-Type", "application/json")
 	req.Header.Set("Accept", "application/graphql-response+json, application/json;q=0.9")
@@ -91,28 +87,27 @@ func (d *Dispatcher) post(ctx context.Context, token, key string, body []byte, o
 	httpRes, err := d.HTTP.Do(req)
 	if err != nil {
 		if !wrote.Load() {
-			return attempt{err: fmt.Errorf("could not reach the tool service: %w", unwrapURL(err))}
+			return retry.NeverReached(fmt.Errorf("could not reach the tool service: %w", unwrapURL(err)))
 		}
-		return attempt{reached: true, retryable: isTimeout(err) || ctx.Err() != nil, err: fmt.Errorf("the tool service did not answer: %w", unwrapURL(err))}
+		return retry.Reached(fmt.Errorf("the tool service did not answer: %w", unwrapURL(err)), isTimeout(err) || ctx.Err() != nil, 0)
 	}
 	defer httpRes.Body.Close()
 	raw, err := io.ReadAll(io.LimitReader(httpRes.Body, maxResponse+1))
 	if err != nil {
-		return attempt{reached: true, retryable: true, err: fmt.Errorf("read the tool's answer: %w", err)}
+		return retry.Reachedf(true, "read the tool's answer: %w", err)
 	}
 	if len(raw) > maxResponse {
-		return attempt{reached: true, err: fmt.Errorf("the tool's answer is over %d bytes", maxResponse)}
+		return retry.Reachedf(false, "the tool's answer is over %d bytes", maxResponse)
 	}
 	switch httpRes.StatusCode {
 	case http.StatusTooManyRequests, http.StatusBadGateway, http.StatusServiceUnavailable, http.StatusGatewayTimeout:
-		return attempt{reached: true, retryable: true, retryAfter: retryAfter(httpRes.Header.Get("Retry-After")),
-			err: fmt.Errorf("%w: %s", errStatus, httpRes.Status)}
+		return retry.Reached(fmt.Errorf("%w: %s", errStatus, httpRes.Status), true, retry.After(httpRes.Header))
 	}
 	*out = gqlResponse{}
 	if err := json.Unmarshal(raw, out); err != nil {
-		return attempt{reached: true, err: fmt.Errorf("%w: %s", errStatus, httpRes.Status)}
+		return retry.Reachedf(false, "%w: %s", errStatus, httpRes.Status)
 	}
-	return attempt{reached: true}
+	return nil
 }
 
 func unwrapURL(err error) error {
@@ -126,18 +121,4 @@ func unwrapURL(err error) error {
 func isTimeout(err error) bool {
 	var ne net.Error
 	return errors.As(err, &ne) && ne.Timeout() || errors.Is(err, context.DeadlineExceeded)
-}
-
-// retryAfter reads a Retry-After header: seconds or an HTTP date.
-func retryAfter(v string) time.Duration {
-	if v == "" {
-		return 0
-	}
-	if secs, err := strconv.Atoi(strings.TrimSpace(v)); err == nil && secs >= 0 {
-		return time.Duration(secs) * time.Second
-	}
-	if t, err := http.ParseTime(v); err == nil {
-		return time.Until(t)
-	}
-	return 0
 }

@@ -4,6 +4,7 @@ import (
 	"fmt"
 	"strings"
 
+	"github.com/toolgate/toolgate/ent/schematype"
 	"github.com/toolgate/toolgate/runtime/preview"
 	"github.com/toolgate/toolgate/tools"
 )
@@ -62,17 +63,13 @@ func attempts(n int) string {
 }
 
 func hits(res Result, def tools.Definition, ref string, truncatedAtSource bool) (string, []preview.Span, error) {
-	if res.Kind == Media {
+	if res.Kind == schematype.KindMedia {
 		return fmt.Sprintf("[media result of %d bytes, stored as ref %s]", len(res.Content), ref), nil, nil
 	}
 	if def.Preview == tools.PreviewExempt {
 		return string(res.Content), []preview.Span{{Start: 0, End: int64(len(res.Content))}}, nil
 	}
-	kind := preview.Text
-	if res.Kind == JSON {
-		kind = preview.JSON
-	}
-	p, err := preview.Build(kind, res.Content, preview.Context{Ref: ref, TruncatedAtSource: truncatedAtSource})
+	p, err := preview.Build(res.Kind, res.Content, preview.Context{Ref: ref, TruncatedAtSource: truncatedAtSource})
 	if err != nil {
 		return "", nil, fmt.Errorf("preview: %w", err)
 	}

@@ -11,7 +11,7 @@ import (
 	"github.com/stretchr/testify/require"
 
 	"github.com/toolgate/toolgate/ent/db/dbtest"
-	"github.com/toolgate/toolgate/ent/storedresult"
+	"github.com/toolgate/toolgate/ent/schematype"
 	"github.com/toolgate/toolgate/ent/toolcall"
 	"github.com/toolgate/toolgate/graph/gid"
 	"github.com/toolgate/toolgate/runtime/dispatch"
@@ -43,7 +43,7 @@ func BenchmarkPromptAssembly(b *testing.B) {
 		c.ModelCall.Create().SetTurnID(tu.ID).SetOrganizationID(h.grant.OrganizationID).SetAgentID(1).SetUserID(h.grant.UserID).
 			SetProvider("openai").SetModel("gpt-4.1").SetStep(0).SetText("looking").ExecX(ctx)
 		for i := range 3 {
-			r := c.StoredResult.Create().SetConversationID(convID).SetRef(fmt.Sprintf("r_%d_%d", n, i)).SetKind(storedresult.KindTEXT).
+			r := c.StoredResult.Create().SetConversationID(convID).SetRef(fmt.Sprintf("r_%d_%d", n, i)).SetKind(schematype.KindText).
 				SetContent([]byte(big)).SetChars(int64(len(big))).SetBytes(int64(len(big))).SetItems(1).SaveX(ctx)
 			heard := big[:5000]
 			c.ToolCall.Create().SetTurnID(tu.ID).SetPosition(i).SetStep(0).SetName("read_file").

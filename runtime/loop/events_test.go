@@ -17,7 +17,7 @@ import (
 	"github.com/toolgate/toolgate/ent/turn"
 	"github.com/toolgate/toolgate/runtime/model"
 	"github.com/toolgate/toolgate/runtime/model/openai"
-	"github.com/toolgate/toolgate/runtime/model/retry"
+	"github.com/toolgate/toolgate/runtime/retry"
 )
 
 // subscribe opens a graphql-transport-ws subscription to a turn's events.

@@ -37,9 +37,6 @@ const (
 	DefaultConcurrency = 8
 )
 
-// ClarifyTool is the tool that pauses a turn until the user answers.
-const ClarifyTool = "clarify"
-
 // Config is what a Runner needs.
 type Config struct {
 	// Client reads and writes without a viewer: the loop acts for the turn.

@@ -247,3 +247,67 @@ func TestCatalogueResultsBypassPreviews(t *testing.T) {
 		require.Contains(t, *c.Heard, "crm__"+name)
 	}
 }
+
+// TestLongArgumentsAreNotReplayedToLaterTurns writes a 240,000-character
+// file, then asks again: the later turn's request replays what was asked
+// (400 characters of the content) with a line naming the cut and a ref
+// that reads the arguments whole. (The payload used to go into every later
+// model call.)
+func TestLongArgumentsAreNotReplayedToLaterTurns(t *testing.T) {
+	t.Parallel()
+	each(t, func(t *testing.T, d *db.DB) {
+		content := strings.Repeat("Line of the quarterly ledger.\n", 8_000)
+		args, err := json.Marshal(map[string]any{"files": []map[string]any{{"path": "ledger.txt", "content": content}}})
+		require.NoError(t, err)
+		p := &scripted{answers: []model.Response{
+			{ToolCalls: []model.ToolCall{call("w", "write_file", string(args))}},
+			{Text: "Saved."},
+			{Text: "It is saved."},
+		}}
+		h := newHarness(t, d, p)
+		conv := h.conversation(t)
+		first := h.send(t, conv, "Save the ledger", "")
+		require.Equal(t, turn.StatusCOMPLETED, h.wait(t, first).Status)
+		second := h.send(t, conv, "Is it saved?", "")
+		require.Equal(t, turn.StatusCOMPLETED, h.wait(t, second).Status)
+
+		w := h.calls(t, first)[0]
+		require.Equal(t, toolcall.OutcomeHITS, w.Outcome)
+		require.JSONEq(t, string(args), w.Arguments, "the record keeps the arguments whole")
+		require.NotNil(t, w.ArgumentsRef)
+
+		// The second step of the first turn still sees its own call whole.
+		require.Greater(t, requestChars(p.request(1)), len(content))
+		later := p.request(2)
+		require.Less(t, requestChars(later), 20_000, "the payload is not replayed")
+		var line string
+		for _, m := range later.Messages {
+			if m.Role == model.RoleTool && m.ToolName == "write_file" {
+				line = m.Text[strings.LastIndex(m.Text, "\n")+1:]
+			}
+		}
+		require.Equal(t, "[arguments cut: files[0].content ~240000 chars; read_tool_result ref "+*w.ArgumentsRef+" has them whole]", line)
+
+		// The ref reads them whole, as any stored result of the conversation.
+		data := h.gql(t, `query($c: ID, $r: [String!]!) { toolResults(conversationId: $c, refs: $r, maxChars: 20000) { reads { totalChars text } } }`,
+			map[string]any{"c": conv, "r": []string{*w.ArgumentsRef}})
+		read := data["toolResults"].(map[string]any)["reads"].([]any)[0].(map[string]any)
+		require.EqualValues(t, utf8.RuneCount(args), read["totalChars"])
+		require.True(t, strings.HasPrefix(string(args), read["text"].(string)))
+		// And read_transcript names it beside the cut arguments.
+		tr := h.gql(t, `query($c: ID!) { transcript(conversationId: $c, fromTurn: 1, toTurn: 1) { text turns { toolCalls { argumentsTruncated argumentsRef } } } }`,
+			map[string]any{"c": conv})["transcript"].(map[string]any)
+		require.Contains(t, tr["text"], "arguments ref "+*w.ArgumentsRef)
+	})
+}
+
+func requestChars(req model.Request) int {
+	n := 0
+	for _, m := range req.Messages {
+		n += len(m.Text)
+		for _, c := range m.ToolCalls {
+			n += len(c.Arguments)
+		}
+	}
+	return n
+}

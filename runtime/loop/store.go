@@ -7,7 +7,7 @@ import (
 	"fmt"
 
 	"github.com/toolgate/toolgate/ent"
-	"github.com/toolgate/toolgate/ent/storedresult"
+	"github.com/toolgate/toolgate/ent/schematype"
 	"github.com/toolgate/toolgate/runtime/dispatch"
 	"github.com/toolgate/toolgate/runtime/preview"
 )
@@ -22,29 +22,20 @@ func newRef() (string, error) {
 	return "r_" + base64.RawURLEncoding.EncodeToString(b), nil
 }
 
-var kinds = map[dispatch.Kind]struct {
-	stored  storedresult.Kind
-	preview preview.Kind
-}{
-	dispatch.Text:  {storedresult.KindTEXT, preview.Text},
-	dispatch.JSON:  {storedresult.KindJSON, preview.JSON},
-	dispatch.Media: {storedresult.KindMEDIA, preview.Media},
-}
-
 // storeResult keeps a result whole under ref, with its counts, before the
 // model hears of it.
 func storeResult(ctx context.Context, c *ent.Client, conversationID int, ref string, res dispatch.Result) (*ent.StoredResult, error) {
-	k, ok := kinds[res.Kind]
-	if !ok {
-		k = kinds[dispatch.Text]
+	kind := res.Kind
+	if kind == "" {
+		kind = schematype.KindText
 	}
-	counts := preview.Measure(k.preview, res.Content)
+	counts := preview.Measure(kind, res.Content)
 	content := res.Content
 	if content == nil {
 		content = []byte{}
 	}
 	r, err := c.StoredResult.Create().
-		SetConversationID(conversationID).SetRef(ref).SetKind(k.stored).SetContent(content).
+		SetConversationID(conversationID).SetRef(ref).SetKind(kind).SetContent(content).
 		SetChars(counts.Chars).SetBytes(counts.Bytes).SetItems(counts.Items).
 		SetTruncatedAtSource(res.TruncatedAtSource).
 		Save(ctx)

@@ -7,18 +7,17 @@ import (
 	"fmt"
 	"log/slog"
 	"slices"
-	"strings"
-	"sync"
 	"time"
 
 	"github.com/toolgate/toolgate/ent"
 	"github.com/toolgate/toolgate/ent/application"
 	"github.com/toolgate/toolgate/ent/conversation"
 	"github.com/toolgate/toolgate/ent/modelcall"
-	"github.com/toolgate/toolgate/ent/schema"
+	"github.com/toolgate/toolgate/ent/schematype"
 	"github.com/toolgate/toolgate/ent/storedresult"
 	"github.com/toolgate/toolgate/ent/toolcall"
 	"github.com/toolgate/toolgate/ent/turn"
+	"github.com/toolgate/toolgate/runtime/batch"
 	"github.com/toolgate/toolgate/runtime/dispatch"
 	"github.com/toolgate/toolgate/runtime/events"
 	"github.com/toolgate/toolgate/runtime/mcp"
@@ -27,6 +26,7 @@ import (
 	"github.com/toolgate/toolgate/runtime/scope"
 	"github.com/toolgate/toolgate/tools"
 	"github.com/toolgate/toolgate/tools/catalog"
+	"github.com/toolgate/toolgate/tools/interact"
 )
 
 // turnRun is one run of a turn, from start or from where it stopped.
@@ -404,7 +404,8 @@ func (t *turnRun) publish(kind events.Kind, toolCallID int) {
 }
 
 // runTools carries out one model answer's calls, at most Concurrency at a
-// time, and appends what the model hears. It reports whether the turn now
+// time and in the order their resources need (batch.Plan), and appends
+// what the model hears. It reports whether the turn now
 // waits for the user.
 func (t *turnRun) runTools(ctx context.Context, step int, calls []model.ToolCall) (bool, error) {
 	token, err := t.r.cfg.Signer.Mint(scope.Claims{
@@ -435,33 +436,33 @@ func (t *turnRun) runTools(ctx context.Context, step int, calls []model.ToolCall
 
 	heard := make([]string, len(calls))
 	failed := make([]bool, len(calls))
+	sent := make([]json.RawMessage, len(calls))
 	errs := make([]error, len(calls))
-	sem := make(chan struct{}, t.r.cfg.Concurrency)
-	var wg sync.WaitGroup
+	defs := make([]tools.Definition, len(calls))
 	for i, c := range calls {
-		wg.Add(1)
-		sem <- struct{}{}
-		go func() {
-			defer wg.Done()
-			defer func() { <-sem }()
-			t.publish(events.ToolCallStarted, rows[i].ID)
-			heard[i], failed[i], errs[i] = t.runTool(ctx, s, rows[i], c)
-			t.publish(events.ToolCallFinished, rows[i].ID)
-		}()
+		defs[i] = t.byName[c.Name]
 	}
-	wg.Wait()
+	batch.Run(batch.Plan(defs), t.r.cfg.Concurrency, func(i int) {
+		t.publish(events.ToolCallStarted, rows[i].ID)
+		heard[i], failed[i], sent[i], errs[i] = t.runTool(ctx, s, rows[i], calls[i])
+		t.publish(events.ToolCallFinished, rows[i].ID)
+	})
 	if err := errors.Join(errs...); err != nil {
 		return false, err
 	}
-	paused := false
+	// From here on every reader of the calls' arguments (the next model
+	// call, the pause, a resume rebuilding this turn) reads them as repaired
+	// and sent, never as the model first wrote them.
+	t.repaired(calls, sent)
+	pause := -1
 	for i, c := range calls {
 		t.req.Messages = append(t.req.Messages, model.Message{Role: model.RoleTool, ToolCallID: c.ID, ToolName: c.Name, Text: heard[i], IsError: failed[i]})
-		if c.Name == ClarifyTool && !failed[i] {
-			paused = true
+		if t.byName[c.Name].Pauses && !failed[i] && pause < 0 {
+			pause = i
 		}
 	}
-	if paused {
-		if err := t.pause(ctx, calls); err != nil {
+	if pause >= 0 {
+		if err := t.pause(ctx, sent[pause]); err != nil {
 			return false, err
 		}
 		return true, nil
@@ -469,10 +470,36 @@ func (t *turnRun) runTools(ctx context.Context, step int, calls []model.ToolCall
 	return false, ctx.Err()
 }
 
-// runTool carries out one call, stores its result and records what the
-// model hears, in one transaction.
-func (t *turnRun) runTool(ctx context.Context, s dispatch.Scope, row *ent.ToolCall, c model.ToolCall) (string, bool, error) {
+// repaired puts the arguments as sent in place of the model's own in the
+// answer that asked for calls, the turn's last assistant message: the
+// model's next call then reads what a resumed turn reads from the store.
+func (t *turnRun) repaired(calls []model.ToolCall, sent []json.RawMessage) {
+	for i := len(t.req.Messages) - 1; i >= 0; i-- {
+		m := &t.req.Messages[i]
+		if m.Role != model.RoleAssistant {
+			continue
+		}
+		m.ToolCalls = slices.Clone(m.ToolCalls)
+		for j := range m.ToolCalls {
+			if j < len(calls) && m.ToolCalls[j].ID == calls[j].ID && len(sent[j]) > 0 {
+				m.ToolCalls[j].Arguments = sent[j]
+			}
+		}
+		return
+	}
+}
+
+// runTool carries out one call and records it. It returns what the model
+// hears, whether the call failed, and the arguments as repaired and sent.
+func (t *turnRun) runTool(ctx context.Context, s dispatch.Scope, row *ent.ToolCall, c model.ToolCall) (string, bool, json.RawMessage, error) {
 	res := t.r.cfg.Dispatcher.Do(ctx, s, dispatch.Call{ID: c.ID, Name: c.Name, Arguments: c.Arguments})
+	heard, failed, err := t.record(ctx, row, c, res)
+	return heard, failed, res.Arguments, err
+}
+
+// record stores the call's result and what the model hears, in one
+// transaction.
+func (t *turnRun) record(ctx context.Context, row *ent.ToolCall, c model.ToolCall, res dispatch.Result) (string, bool, error) {
 	def := t.byName[c.Name]
 	ctx = context.WithoutCancel(ctx)
 	tx, err := t.client().Tx(ctx)
@@ -482,7 +509,7 @@ func (t *turnRun) runTool(ctx context.Context, s dispatch.Scope, row *ent.ToolCa
 	defer func() { _ = tx.Rollback() }()
 	var (
 		ref     string
-		visible []schema.Span
+		visible []schematype.Span
 	)
 	upd := tx.ToolCall.UpdateOneID(row.ID).
 		SetArguments(string(res.Arguments)).SetOutcome(toolcall.Outcome(res.Outcome)).SetAttempts(res.Attempts).
@@ -501,6 +528,20 @@ func (t *turnRun) runTool(ctx context.Context, s dispatch.Scope, row *ent.ToolCa
 	if res.Message != "" {
 		upd.SetMessage(res.Message)
 	}
+	// Later turns replay arguments cut (prompt.CapArguments): keep them
+	// whole under a ref of their own, so the line beside the cut can name
+	// where to read them.
+	if _, cuts := prompt.CapArguments(string(res.Arguments)); len(cuts) > 0 {
+		aref, err := newRef()
+		if err != nil {
+			return "", false, err
+		}
+		args := dispatch.Result{Kind: schematype.KindJSON, Content: res.Arguments}
+		if _, err := storeResult(ctx, tx.Client(), t.conv.ID, aref, args); err != nil {
+			return "", false, fmt.Errorf("store arguments: %w", err)
+		}
+		upd.SetArgumentsRef(aref)
+	}
 	h, err := dispatch.Render(res, def, ref, res.TruncatedAtSource)
 	if err != nil {
 		return "", false, err
@@ -513,7 +554,7 @@ func (t *turnRun) runTool(ctx context.Context, s dispatch.Scope, row *ent.ToolCa
 	visible = append(visible, res.Evidence...)
 	if res.Outcome == dispatch.Hits && len(res.Evidence) == 0 {
 		for _, v := range h.Visible {
-			visible = append(visible, schema.Span{Ref: ref, Start: v.Start, End: v.End})
+			visible = append(visible, schematype.Span{Ref: ref, Start: v.Start, End: v.End})
 		}
 	}
 	upd.SetHeard(h.Text).SetEvidence(nonNilSpans(visible))
@@ -528,14 +569,14 @@ func (t *turnRun) runTool(ctx context.Context, s dispatch.Scope, row *ent.ToolCa
 }
 
 // pause stores the clarification the model asked for and leaves the turn
-// waiting for the user's answer.
-func (t *turnRun) pause(ctx context.Context, calls []model.ToolCall) error {
-	i := slices.IndexFunc(calls, func(c model.ToolCall) bool { return c.Name == ClarifyTool })
-	var cl schema.Clarification
-	if err := json.Unmarshal(calls[i].Arguments, &cl); err != nil {
+// waiting for the user's answer. args are the clarify call's arguments as
+// repaired and sent: the ones the tool itself accepted.
+func (t *turnRun) pause(ctx context.Context, args json.RawMessage) error {
+	c, err := interact.ParseClarify(args)
+	if err != nil {
 		return fmt.Errorf("read clarification: %w", err)
 	}
-	cl.Question = strings.TrimSpace(cl.Question)
+	cl := schematype.Clarification{Question: c.Question, Options: c.Options, Recommended: c.Recommended}
 	if cl.Options == nil {
 		cl.Options = []string{}
 	}
@@ -560,23 +601,23 @@ func names(defs []tools.Definition) []string {
 	return out
 }
 
-func nonNilFailures(f []schema.ItemFailure) []schema.ItemFailure {
+func nonNilFailures(f []schematype.ItemFailure) []schematype.ItemFailure {
 	if f == nil {
-		return []schema.ItemFailure{}
+		return []schematype.ItemFailure{}
 	}
 	return f
 }
 
-func nonNilSpans(s []schema.Span) []schema.Span {
+func nonNilSpans(s []schematype.Span) []schematype.Span {
 	if s == nil {
-		return []schema.Span{}
+		return []schematype.Span{}
 	}
 	return s
 }
 
-func nonNilRepairs(r []schema.Repair) []schema.Repair {
+func nonNilRepairs(r []schematype.Repair) []schematype.Repair {
 	if r == nil {
-		return []schema.Repair{}
+		return []schematype.Repair{}
 	}
 	return r
 }

@@ -12,6 +12,8 @@ import (
 	"regexp"
 	"strings"
 	"unicode/utf8"
+
+	"github.com/toolgate/toolgate/ent/schematype"
 )
 
 // Family is the tool family of every application tool.
@@ -116,25 +118,17 @@ func SplitToolName(name string) (app, tool string, ok bool) {
 	return app, tool, true
 }
 
-// The kinds of content a Result holds.
-const (
-	// KindText is the tool's text content, joined by newlines.
-	KindText = "text"
-	// KindJSON is the tool's structured content.
-	KindJSON = "json"
-	// KindMedia is the tool's content blocks as JSON in MCP's wire form,
-	// because at least one of them is not text (images, audio, blobs, links).
-	KindMedia = "media"
-)
-
 // Result is what a tool call returned.
 type Result struct {
+	// Content is the tool's structured content (KindJSON) when the server
+	// gave some, else its text joined by newlines (KindText), else its
+	// content blocks as JSON in MCP's wire form (KindMedia), because at
+	// least one of them is not text (images, audio, blobs, links).
 	Content []byte
 	// IsError is set when the tool itself reported a failure; the model
 	// reads Content to correct itself.
 	IsError bool
-	// Kind is KindText, KindJSON or KindMedia.
-	Kind string
+	Kind    schematype.ResultKind
 }
 
 var (

@@ -15,6 +15,8 @@ import (
 	"github.com/modelcontextprotocol/go-sdk/jsonrpc"
 	sdk "github.com/modelcontextprotocol/go-sdk/mcp"
 
+	"github.com/toolgate/toolgate/ent/schematype"
+	"github.com/toolgate/toolgate/runtime/retry"
 	"github.com/toolgate/toolgate/tools"
 )
 
@@ -181,39 +183,57 @@ func (p *Pool) Close() {
 	p.closing.Wait()
 }
 
-// do runs op on the URL's session, connecting one if needed. A session the
-// server no longer knows ran nothing, so op is tried once more on a new one.
+// reconnect is the pool's retry: a session the server no longer knows ran
+// nothing, so the request is sent once more, at once, on a new session.
+var reconnect = retry.Policy{Attempts: 2, Sleep: retry.NoWait}
+
+// errSessionGone marks a request the server turned back because it no
+// longer knew the session.
+var errSessionGone = errors.New("session gone")
+
+// do runs op on the URL's session, connecting one if needed.
 func (p *Pool) do(ctx context.Context, url string, op func(context.Context, *entry, *session) error) error {
-	for attempt := 0; ; attempt++ {
-		e, s, err := p.session(ctx, url)
-		if errors.Is(err, ErrClosed) {
-			return err
-		}
-		if err != nil {
-			// Whatever broke the handshake, op's request was never sent.
-			return fmt.Errorf("connect: %w: %w", ErrNeverReached, err)
-		}
-		rec := &recorder{}
-		err = op(context.WithValue(ctx, recorderKey{}, rec), e, s)
-		if err == nil {
-			return nil
-		}
-		gone := errors.Is(err, sdk.ErrSessionMissing) || rec.sessionGone.Load()
-		answered := !gone && serverAnswered(err)
-		// A caller that gave up says nothing about the session.
-		if !answered && ctx.Err() == nil {
-			p.drop(e, s)
-		}
-		switch {
-		case gone && attempt == 0:
-			continue
-		case answered:
-			return err
-		case gone || neverSent(err):
-			return fmt.Errorf("%w: %w", ErrNeverReached, err)
-		default:
-			return fmt.Errorf("%w: %w", ErrMayHaveReached, err)
-		}
+	gone := func(err error) retry.Verdict { return retry.Verdict{Retry: errors.Is(err, errSessionGone)} }
+	_, err := retry.Do(ctx, reconnect, gone, func(ctx context.Context) error {
+		return p.once(ctx, url, op)
+	})
+	var exhausted *retry.ExhaustedError
+	if errors.As(err, &exhausted) {
+		err = exhausted.Err
+	}
+	return err
+}
+
+// once is one attempt of do.
+func (p *Pool) once(ctx context.Context, url string, op func(context.Context, *entry, *session) error) error {
+	e, s, err := p.session(ctx, url)
+	if errors.Is(err, ErrClosed) {
+		return err
+	}
+	if err != nil {
+		// Whatever broke the handshake, op's request was never sent.
+		return fmt.Errorf("connect: %w: %w", ErrNeverReached, err)
+	}
+	rec := &recorder{}
+	err = op(context.WithValue(ctx, recorderKey{}, rec), e, s)
+	if err == nil {
+		return nil
+	}
+	gone := errors.Is(err, sdk.ErrSessionMissing) || rec.sessionGone.Load()
+	answered := !gone && serverAnswered(err)
+	// A caller that gave up says nothing about the session.
+	if !answered && ctx.Err() == nil {
+		p.drop(e, s)
+	}
+	switch {
+	case gone:
+		return fmt.Errorf("%w: %w: %w", ErrNeverReached, errSessionGone, err)
+	case answered:
+		return err
+	case neverSent(err):
+		return fmt.Errorf("%w: %w", ErrNeverReached, err)
+	default:
+		return fmt.Errorf("%w: %w", ErrMayHaveReached, err)
 	}
 }
 
@@ -439,13 +459,13 @@ func effect(a *sdk.ToolAnnotations) tools.Effect {
 // convert flattens a tool result: structured content when the server gave
 // some, else its text, else its content blocks as they came.
 func convert(res *sdk.CallToolResult) (Result, error) {
-	r := Result{IsError: res.IsError, Kind: KindText}
+	r := Result{IsError: res.IsError, Kind: schematype.KindText}
 	if res.StructuredContent != nil {
 		b, err := json.Marshal(res.StructuredContent)
 		if err != nil {
 			return Result{}, fmt.Errorf("marshal structured content: %w", err)
 		}
-		r.Content, r.Kind = b, KindJSON
+		r.Content, r.Kind = b, schematype.KindJSON
 		return r, nil
 	}
 	texts := make([]string, 0, len(res.Content))
@@ -472,6 +492,6 @@ func media(res *sdk.CallToolResult, r Result) (Result, error) {
 	if err != nil {
 		return Result{}, fmt.Errorf("marshal content: %w", err)
 	}
-	r.Content, r.Kind = b, KindMedia
+	r.Content, r.Kind = b, schematype.KindMedia
 	return r, nil
 }

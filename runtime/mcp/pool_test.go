@@ -18,6 +18,7 @@ import (
 	sdk "github.com/modelcontextprotocol/go-sdk/mcp"
 	"github.com/stretchr/testify/require"
 
+	"github.com/toolgate/toolgate/ent/schematype"
 	"github.com/toolgate/toolgate/runtime/mcp"
 	"github.com/toolgate/toolgate/tools"
 )
@@ -405,13 +406,13 @@ func TestCallResults(t *testing.T) {
 		give string
 		want mcp.Result
 	}{
-		{"text", "lookup", mcp.Result{Content: []byte("found Ada"), Kind: mcp.KindText}},
-		{"joined text", "send", mcp.Result{Content: []byte("queued\nid 42"), Kind: mcp.KindText}},
-		{"structured", "upsert", mcp.Result{Content: []byte(`{"id":7,"name":"Ada"}`), Kind: mcp.KindJSON}},
-		{"tool failure", "fail", mcp.Result{Content: []byte("no contact named Bob"), IsError: true, Kind: mcp.KindText}},
+		{"text", "lookup", mcp.Result{Content: []byte("found Ada"), Kind: schematype.KindText}},
+		{"joined text", "send", mcp.Result{Content: []byte("queued\nid 42"), Kind: schematype.KindText}},
+		{"structured", "upsert", mcp.Result{Content: []byte(`{"id":7,"name":"Ada"}`), Kind: schematype.KindJSON}},
+		{"tool failure", "fail", mcp.Result{Content: []byte("no contact named Bob"), IsError: true, Kind: schematype.KindText}},
 		{"media", "chart", mcp.Result{
 			Content: []byte(`[{"type":"text","text":"pipeline"},{"type":"image","mimeType":"image/png","data":"iVBORw=="}]`),
-			Kind:    mcp.KindMedia,
+			Kind:    schematype.KindMedia,
 		}},
 	}
 	for _, proto := range protocols {

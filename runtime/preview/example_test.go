@@ -4,6 +4,7 @@ import (
 	"encoding/json"
 	"fmt"
 
+	"github.com/toolgate/toolgate/ent/schematype"
 	"github.com/toolgate/toolgate/runtime/preview"
 )
 
@@ -19,7 +20,7 @@ func ExampleBuild() {
 	}
 	content, _ := json.Marshal(orders)
 
-	res, err := preview.Build(preview.JSON, content, preview.Context{Ref: "r_8f2k", Limit: 400})
+	res, err := preview.Build(schematype.KindJSON, content, preview.Context{Ref: "r_8f2k", Limit: 400})
 	if err != nil {
 		fmt.Println(err)
 		return

@@ -6,19 +6,8 @@ import (
 	"math/bits"
 	"strconv"
 	"unicode/utf8"
-)
 
-// Kind is how a stored result is encoded.
-type Kind string
-
-// The kinds of stored results.
-const (
-	// Text is free text, counted in lines.
-	Text Kind = "text"
-	// JSON is one JSON value, counted in top-level items.
-	JSON Kind = "json"
-	// Media is anything else (images, audio, binaries); it is never previewed.
-	Media Kind = "media"
+	"github.com/toolgate/toolgate/ent/schematype"
 )
 
 // DefaultLimit is the product's preview ceiling, in encoded characters.
@@ -67,15 +56,16 @@ type Result struct {
 	Visible []Span
 }
 
-// Measure returns the counts of content stored as kind. Malformed JSON is
+// Measure returns the counts of content stored as kind: text is counted in
+// lines, JSON in top-level items, media only in bytes. Malformed JSON is
 // counted as text, the way Build previews it.
-func Measure(kind Kind, content []byte) Counts {
+func Measure(kind schematype.ResultKind, content []byte) Counts {
 	c := Counts{Bytes: int64(len(content))}
-	if kind == Media {
+	if kind == schematype.KindMedia {
 		return c
 	}
 	c.Chars = int64(countChars(content))
-	if kind == JSON {
+	if kind == schematype.KindJSON {
 		s := newScanner(content, 0, 1)
 		if s.run() {
 			c.Items = int64(s.items())
@@ -89,7 +79,7 @@ func Measure(kind Kind, content []byte) Counts {
 // Build returns what the model receives for content stored as kind: the
 // whole content when it fits c.Limit, otherwise a preview as described in
 // the package documentation.
-func Build(kind Kind, content []byte, c Context) (Result, error) {
+func Build(kind schematype.ResultKind, content []byte, c Context) (Result, error) {
 	limit := c.Limit
 	if limit == 0 {
 		limit = DefaultLimit
@@ -98,9 +88,9 @@ func Build(kind Kind, content []byte, c Context) (Result, error) {
 		return Result{}, fmt.Errorf("build preview: limit %d is below %d", limit, MinLimit)
 	}
 	switch kind {
-	case Media:
+	case schematype.KindMedia:
 		return whole(content), nil
-	case Text, JSON:
+	case schematype.KindText, schematype.KindJSON:
 	default:
 		return Result{}, fmt.Errorf("build preview: unknown kind %q", kind)
 	}
@@ -112,7 +102,7 @@ func Build(kind Kind, content []byte, c Context) (Result, error) {
 	if counts.Chars <= int64(limit) {
 		return whole(content), nil
 	}
-	if kind == JSON {
+	if kind == schematype.KindJSON {
 		s := newScanner(content, limit, maxNodes)
 		if s.run() {
 			if measure {

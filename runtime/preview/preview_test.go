@@ -9,6 +9,8 @@ import (
 	"unicode/utf8"
 
 	"github.com/stretchr/testify/require"
+
+	"github.com/toolgate/toolgate/ent/schematype"
 )
 
 // decode unmarshals a preview, failing on anything but one valid JSON object.
@@ -43,7 +45,7 @@ func TestMeasure(t *testing.T) {
 	t.Parallel()
 	tests := []struct {
 		name string
-		kind Kind
+		kind schematype.ResultKind
 		give string
 		want Counts
 	}{
@@ -71,7 +73,7 @@ func TestBuildPassesWhole(t *testing.T) {
 	t.Parallel()
 	tests := []struct {
 		name  string
-		kind  Kind
+		kind  schematype.ResultKind
 		give  string
 		limit int
 	}{
@@ -235,7 +237,7 @@ func TestBuildText(t *testing.T) {
 	text := b.String()
 	tests := []struct {
 		name  string
-		kind  Kind
+		kind  schematype.ResultKind
 		give  string
 		limit int
 	}{
@@ -317,12 +319,12 @@ func TestBuildErrors(t *testing.T) {
 	t.Parallel()
 	tests := []struct {
 		name string
-		kind Kind
+		kind schematype.ResultKind
 		ctx  Context
 		want string
 	}{
 		{"limit below the minimum", Text, Context{Limit: 100}, "build preview: limit 100 is below 256"},
-		{"unknown kind", Kind("pdf"), Context{}, `build preview: unknown kind "pdf"`},
+		{"unknown kind", schematype.ResultKind("pdf"), Context{}, `build preview: unknown kind "pdf"`},
 		{"ref too long for the limit", Text, Context{Ref: strings.Repeat("r", 300), Limit: MinLimit}, "build preview: limit 256 leaves no room beside the result context"},
 		{"json ref too long for the limit", JSON, Context{Ref: strings.Repeat("r", 300), Limit: MinLimit}, "build preview: limit 256 leaves no room beside the result context"},
 	}

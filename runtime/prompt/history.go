@@ -8,6 +8,7 @@ import (
 	"github.com/toolgate/toolgate/ent"
 	"github.com/toolgate/toolgate/ent/toolcall"
 	"github.com/toolgate/toolgate/runtime/model"
+	"github.com/toolgate/toolgate/tools/result"
 )
 
 // Replay settings: the last RecentTurns earlier turns carry an excerpt of
@@ -49,14 +50,17 @@ func History(p Person, past []Past) []model.Message {
 				continue
 			}
 			am := model.Message{Role: model.RoleAssistant, Text: st.Text}
-			for _, c := range st.Calls {
-				am.ToolCalls = append(am.ToolCalls, model.ToolCall{ID: CallID(c), Name: c.Name, Arguments: []byte(c.Arguments)})
+			cuts := make([][]Cut, len(st.Calls))
+			for j, c := range st.Calls {
+				var args string
+				args, cuts[j] = CapArguments(c.Arguments)
+				am.ToolCalls = append(am.ToolCalls, model.ToolCall{ID: CallID(c), Name: c.Name, Arguments: []byte(args)})
 			}
 			msgs = append(msgs, am)
-			for _, c := range st.Calls {
+			for j, c := range st.Calls {
 				msgs = append(msgs, model.Message{
 					Role: model.RoleTool, ToolCallID: CallID(c), ToolName: c.Name,
-					Text:    Replay(c, recent, pt.Sizes),
+					Text:    replay(c, recent, pt.Sizes, cuts[j]),
 					IsError: c.Outcome != toolcall.OutcomeHITS && c.Outcome != toolcall.OutcomeABSENCE,
 				})
 			}
@@ -91,7 +95,31 @@ func CallID(c *ent.ToolCall) string {
 // the outcome. The line depends only on what is stored, so it reads the
 // same on every later turn. A result that fits the excerpt crosses whole
 // and has no line. sizes gives the stored results' sizes by ref.
+//
+// A call whose arguments were cut for replay (CapArguments) ends with one
+// more line: what was cut, and the ref that holds the arguments whole.
 func Replay(c *ent.ToolCall, recent bool, sizes map[string]int64) string {
+	_, cuts := CapArguments(c.Arguments)
+	return replay(c, recent, sizes, cuts)
+}
+
+func replay(c *ent.ToolCall, recent bool, sizes map[string]int64, cuts []Cut) string {
+	text := replayResult(c, recent, sizes)
+	if len(cuts) == 0 {
+		return text
+	}
+	names := make([]string, len(cuts))
+	for i, cut := range cuts {
+		names[i] = result.ArgumentCut(cut.Path, approx(cut.Chars))
+	}
+	ref := ""
+	if c.ArgumentsRef != nil {
+		ref = *c.ArgumentsRef
+	}
+	return text + "\n" + result.ArgumentsLine(names, ref)
+}
+
+func replayResult(c *ent.ToolCall, recent bool, sizes map[string]int64) string {
 	heard := ""
 	if c.Heard != nil {
 		heard = *c.Heard
@@ -103,7 +131,7 @@ func Replay(c *ent.ToolCall, recent bool, sizes map[string]int64) string {
 	line := ""
 	if c.Ref != nil {
 		if total := int(sizes[*c.Ref]); total > ExcerptChars {
-			line = fmt.Sprintf("[~%s of ~%s chars cut; read_tool_result ref %s for the rest]", approx(total-ExcerptChars), approx(total), *c.Ref)
+			line = result.CutLine(approx(total-ExcerptChars), approx(total), *c.Ref)
 		}
 	}
 	shown := min(heardChars, ExcerptChars)

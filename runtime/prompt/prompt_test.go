@@ -2,6 +2,7 @@ package prompt_test
 
 import (
 	"encoding/json"
+	"regexp"
 	"strings"
 	"testing"
 	"time"
@@ -14,6 +15,7 @@ import (
 	"github.com/toolgate/toolgate/runtime/prompt"
 	"github.com/toolgate/toolgate/tools"
 	"github.com/toolgate/toolgate/tools/catalog"
+	"github.com/toolgate/toolgate/tools/result"
 )
 
 func def(name string, o tools.Offering, guidanceKey, guidance string) tools.Definition {
@@ -141,4 +143,120 @@ func TestHistoryReplayLines(t *testing.T) {
 	// call, so the provider's cache holds.
 	again := prompt.History(prompt.Person{Name: "Ada"}, past)
 	require.Equal(t, msgs, again)
+}
+
+// TestGuidanceQuotesTheLinesAsWritten holds read_tool_result's guidance to
+// the lines later turns really carry: each line the history writes must
+// match an example the guidance quotes, placeholders aside. (The guidance
+// once told the model to look for "[… chars shown; read_tool_result ref …]"
+// while the line said "[~N of ~M chars cut; …]".)
+func TestGuidanceQuotesTheLinesAsWritten(t *testing.T) {
+	t.Parallel()
+	quoted := regexp.MustCompile(`"(\[[^"]*\])"`).FindAllStringSubmatch(result.Definition.Guidance, -1)
+	require.Len(t, quoted, 2, "the guidance quotes the result line and the arguments line")
+	var examples []*regexp.Regexp
+	for _, q := range quoted {
+		pattern := regexp.MustCompile(`\b[NMPR]\b`).ReplaceAllString(regexp.QuoteMeta(q[1]), `\S+?`)
+		examples = append(examples, regexp.MustCompile("^"+pattern+"$"))
+	}
+	matches := func(line string) bool {
+		for _, e := range examples {
+			if e.MatchString(line) {
+				return true
+			}
+		}
+		return false
+	}
+
+	ref, argsRef := "r_Xy-9", "r_Ab_1"
+	long := strings.Repeat("word ", 2000)
+	args, err := json.Marshal(map[string]any{"files": []any{map[string]any{"path": "a.md", "content": long}}})
+	require.NoError(t, err)
+	c := &ent.ToolCall{ID: 1, Name: "write_file", Arguments: string(args), Outcome: toolcall.OutcomeHITS,
+		Ref: &ref, Heard: &long, ArgumentsRef: &argsRef}
+	for _, recent := range []bool{true, false} {
+		lines := strings.Split(prompt.Replay(c, recent, map[string]int64{ref: 52_345}), "\n")
+		var written []string
+		for _, l := range lines {
+			if strings.HasPrefix(l, "[~") || strings.HasPrefix(l, "[arguments") {
+				written = append(written, l)
+			} else if i := strings.Index(l, "] [~"); i >= 0 {
+				written = append(written, l[i+2:])
+			}
+		}
+		require.Len(t, written, 2, lines)
+		for _, l := range written {
+			require.True(t, matches(l), "%q matches no example the guidance quotes", l)
+		}
+	}
+	// And the guidance quotes them through the functions that write them.
+	require.Contains(t, result.Definition.Guidance, result.CutLine("N", "M", "R"))
+}
+
+func TestCapArguments(t *testing.T) {
+	t.Parallel()
+	long := strings.Repeat("é", 240_000)
+	head := strings.Repeat("é", prompt.ArgumentChars) + "…"
+	tests := []struct {
+		name     string
+		give     string
+		want     string
+		wantCuts []prompt.Cut
+	}{
+		{name: "short", give: `{"expression": "2/3"}`, want: `{"expression": "2/3"}`},
+		{name: "long but no long value", give: `{"strings": [` + strings.Repeat(`"abc",`, 200) + `"abc"]}`,
+			want: `{"strings": [` + strings.Repeat(`"abc",`, 200) + `"abc"]}`},
+		{
+			name:     "a whole file",
+			give:     `{"files": [{"path": "a<b>&c.md", "content": "` + long + `"}], "n": 1.50}`,
+			want:     `{"files":[{"path":"a<b>&c.md","content":"` + head + `"}],"n":1.50}`,
+			wantCuts: []prompt.Cut{{Path: "files[0].content", Chars: 240_000}},
+		},
+		{
+			name:     "two values, in document order",
+			give:     `{"z": "` + long + `", "a": ["x", "` + long + `"]}`,
+			want:     `{"z":"` + head + `","a":["x","` + head + `"]}`,
+			wantCuts: []prompt.Cut{{Path: "z", Chars: 240_000}, {Path: "a[1]", Chars: 240_000}},
+		},
+		{name: "not JSON", give: `{"content": "` + long, want: `{"content": "` + long},
+		{name: "trailing data", give: `{"c": "` + long + `"} {}`, want: `{"c": "` + long + `"} {}`},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			t.Parallel()
+			got, cuts := prompt.CapArguments(tt.give)
+			require.Equal(t, tt.want, got)
+			require.Equal(t, tt.wantCuts, cuts)
+			require.True(t, json.Valid([]byte(got)) || !json.Valid([]byte(tt.give)))
+		})
+	}
+}
+
+// TestHistoryCapsEarlierArguments: an earlier turn's call replays what was
+// asked, not its payload, with one line naming the cut and the ref that
+// holds the arguments whole; the turn's result line is unchanged.
+func TestHistoryCapsEarlierArguments(t *testing.T) {
+	t.Parallel()
+	content := strings.Repeat("x", 240_000)
+	args, err := json.Marshal(map[string]any{"files": []any{map[string]any{"path": "big.txt", "content": content}}})
+	require.NoError(t, err)
+	ref, argsRef := "r_res", "r_args"
+	ack := `{"files":[{"path":"big.txt","chars":240000,"created":true}]}`
+	past := []prompt.Past{{
+		Turn: &ent.Turn{Number: 1, UserText: "save it", Answer: ptr("Saved."), Status: "COMPLETED", StartedAt: time.Unix(0, 0)},
+		Steps: []prompt.Step{{Calls: []*ent.ToolCall{{ID: 1, Name: "write_file", Arguments: string(args),
+			Outcome: toolcall.OutcomeHITS, Ref: &ref, ArgumentsRef: &argsRef, Heard: &ack}}}},
+		Sizes: map[string]int64{ref: int64(len(ack))},
+	}}
+	msgs := prompt.History(prompt.Person{Name: "Ada"}, past)
+	size := 0
+	for _, m := range msgs {
+		size += len(m.Text)
+		for _, c := range m.ToolCalls {
+			size += len(c.Arguments)
+			require.JSONEq(t, `{"files":[{"path":"big.txt","content":"`+content[:prompt.ArgumentChars]+`…"}]}`, string(c.Arguments))
+		}
+	}
+	require.Less(t, size, 2_000, "a 240,000-character payload is not replayed")
+	require.Equal(t, "[HITS] "+ack+"\n[arguments cut: files[0].content ~240000 chars; read_tool_result ref r_args has them whole]", msgs[2].Text)
 }

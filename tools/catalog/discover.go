@@ -15,7 +15,7 @@ import (
 
 	"github.com/toolgate/toolgate/ent"
 	"github.com/toolgate/toolgate/ent/agent"
-	"github.com/toolgate/toolgate/ent/schema"
+	"github.com/toolgate/toolgate/ent/schematype"
 	"github.com/toolgate/toolgate/tools"
 )
 
@@ -127,7 +127,7 @@ type Search struct {
 	// Note says which queries repeated earlier ones, when some did.
 	Note *string
 	// Failures are the queries that could not run.
-	Failures []schema.ItemFailure
+	Failures []schematype.ItemFailure
 }
 
 // CheckQueries refuses a search_tools call that asks nothing or more than
@@ -146,7 +146,7 @@ func CheckQueries(queries []string) error {
 type plan struct {
 	items    []string // distinct, as first asked
 	repeats  []int    // positions of items that repeat earlier ones
-	failures []schema.ItemFailure
+	failures []schematype.ItemFailure
 }
 
 // distinct collapses items that are the same once case and spacing are
@@ -158,7 +158,7 @@ func distinct(items []string) plan {
 		key := strings.Join(strings.Fields(strings.ToLower(s)), " ")
 		switch {
 		case key == "":
-			p.failures = append(p.failures, schema.ItemFailure{Item: i, Input: s, Message: "blank"})
+			p.failures = append(p.failures, schematype.ItemFailure{Item: i, Input: s, Message: "blank"})
 		case seen[key]:
 			p.repeats = append(p.repeats, i)
 		default:
@@ -190,7 +190,7 @@ func (ix *Index) Search(ctx context.Context, queries []string) (*Search, error) 
 		out.Note = new(repeatNote(p.repeats))
 	}
 	if out.Failures == nil {
-		out.Failures = []schema.ItemFailure{}
+		out.Failures = []schematype.ItemFailure{}
 	}
 	return out, nil
 }
@@ -330,7 +330,7 @@ type Schemas struct {
 	// how to find the right ones.
 	Missing  []string
 	Hint     *string
-	Failures []schema.ItemFailure
+	Failures []schematype.ItemFailure
 }
 
 // CheckNames refuses a get_tool_schema call that names nothing or more than
@@ -356,7 +356,7 @@ func (ix *Index) Schemas(names []string) (*Schemas, error) {
 	if err := CheckNames(names); err != nil {
 		return nil, err
 	}
-	out := &Schemas{Tools: []ToolSchema{}, Missing: []string{}, Failures: []schema.ItemFailure{}}
+	out := &Schemas{Tools: []ToolSchema{}, Missing: []string{}, Failures: []schematype.ItemFailure{}}
 	seen := make(map[string]bool)
 	for i, raw := range names {
 		n := strings.TrimSpace(raw)
@@ -369,7 +369,7 @@ func (ix *Index) Schemas(names []string) (*Schemas, error) {
 		case !ok:
 			out.Missing = append(out.Missing, raw)
 		case ix.entries[k].parameters == nil:
-			out.Failures = append(out.Failures, schema.ItemFailure{Item: i, Input: raw,
+			out.Failures = append(out.Failures, schematype.ItemFailure{Item: i, Input: raw,
 				Message: "a tool of application " + ix.entries[k].application + ": its schema comes from the application with the tool itself"})
 		default:
 			e := ix.entries[k]

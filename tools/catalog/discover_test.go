@@ -10,7 +10,7 @@ import (
 	"github.com/stretchr/testify/require"
 
 	"github.com/toolgate/toolgate/ent"
-	"github.com/toolgate/toolgate/ent/schema"
+	"github.com/toolgate/toolgate/ent/schematype"
 	"github.com/toolgate/toolgate/tools"
 	"github.com/toolgate/toolgate/tools/catalog"
 )
@@ -72,7 +72,7 @@ func TestSearch(t *testing.T) {
 		wantQueries  []string
 		wantNames    [][]string
 		wantNote     string
-		wantFailures []schema.ItemFailure
+		wantFailures []schematype.ItemFailure
 	}{
 		{
 			name:        "name words before description words, prefixes match",
@@ -116,7 +116,7 @@ func TestSearch(t *testing.T) {
 			give:         []string{"web", "  ", "zebra"},
 			wantQueries:  []string{"web", "zebra"},
 			wantNames:    [][]string{{"research_web"}, {}},
-			wantFailures: []schema.ItemFailure{{Item: 1, Input: "  ", Message: "blank"}},
+			wantFailures: []schematype.ItemFailure{{Item: 1, Input: "  ", Message: "blank"}},
 		},
 		{
 			name:        "six items, five distinct",
@@ -151,7 +151,7 @@ func TestSearch(t *testing.T) {
 				require.Equal(t, tt.wantNote, *got.Note)
 			}
 			if tt.wantFailures == nil {
-				tt.wantFailures = []schema.ItemFailure{}
+				tt.wantFailures = []schematype.ItemFailure{}
 			}
 			require.Equal(t, tt.wantFailures, got.Failures)
 		})
@@ -223,7 +223,7 @@ func TestSchemas(t *testing.T) {
 	// Not offered (switch off, not allowlisted) reads like a made-up name.
 	require.Equal(t, []string{"nope", "budget_check", "crm__delete_customer"}, got.Missing)
 	require.Equal(t, catalog.Hint, *got.Hint)
-	require.Equal(t, []schema.ItemFailure{{Item: 4, Input: "crm__find_customer",
+	require.Equal(t, []schematype.ItemFailure{{Item: 4, Input: "crm__find_customer",
 		Message: "a tool of application crm: its schema comes from the application with the tool itself"}}, got.Failures)
 
 	// The long description comes whole.

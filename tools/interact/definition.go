@@ -21,6 +21,7 @@ var Clarify = tools.Definition{
 	Offered: tools.OfferAlways,
 	// Control flow, never sent twice.
 	Effect:  tools.EffectWrite,
+	Pauses:  true,
 	Preview: tools.PreviewExempt,
 	Limits: map[string]int{
 		"options":       MaxOptions,

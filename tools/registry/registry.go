@@ -56,3 +56,15 @@ func Fields() map[string]string {
 	}
 	return out
 }
+
+// Pausing returns the names of the tools whose calls pause the turn until
+// the person answers.
+func Pausing() []string {
+	var out []string
+	for _, d := range All() {
+		if d.Pauses {
+			out = append(out, d.Name)
+		}
+	}
+	return out
+}

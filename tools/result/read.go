@@ -9,7 +9,7 @@ import (
 	"unicode/utf8"
 
 	"github.com/toolgate/toolgate/ent"
-	"github.com/toolgate/toolgate/ent/schema"
+	"github.com/toolgate/toolgate/ent/schematype"
 	"github.com/toolgate/toolgate/ent/storedresult"
 	"github.com/toolgate/toolgate/tools"
 )
@@ -86,8 +86,8 @@ func (q Request) Validate() error {
 // stored result with nothing readable is Absent; media report their kind
 // and size, never text.
 type ReadItem struct {
-	Ref  string             `json:"ref"`
-	Kind *storedresult.Kind `json:"kind"`
+	Ref  string                 `json:"ref"`
+	Kind *schematype.ResultKind `json:"kind"`
 	// Text is the window: TotalChars from Offset, at most the ref's share of
 	// the budget.
 	Text       *string `json:"text"`
@@ -101,13 +101,13 @@ type ReadItem struct {
 	// Error says why the ref was refused; the same words whatever the reason.
 	Error *string `json:"error"`
 	// Evidence is the byte range of the stored result Text shows.
-	Evidence []schema.Span `json:"evidence"`
+	Evidence []schematype.Span `json:"evidence"`
 }
 
 // SearchItem is one ref of a search, shaped like ReadItem.
 type SearchItem struct {
-	Ref  string             `json:"ref"`
-	Kind *storedresult.Kind `json:"kind"`
+	Ref  string                 `json:"ref"`
+	Kind *schematype.ResultKind `json:"kind"`
 	// Hits counts every match in the result; Shown those in Excerpts.
 	Hits              int       `json:"hits"`
 	Shown             int       `json:"shown"`
@@ -118,17 +118,17 @@ type SearchItem struct {
 	Absent            bool      `json:"absent"`
 	Error             *string   `json:"error"`
 	// Evidence is the byte ranges of the stored result the excerpts show.
-	Evidence []schema.Span `json:"evidence"`
+	Evidence []schematype.Span `json:"evidence"`
 }
 
 // Results answers one call, ref by ref in request order: Reads in read
 // mode, Searches in search mode. Failures lists the refs refused;
 // Evidence every byte range of a stored result the call shows.
 type Results struct {
-	Reads    []*ReadItem          `json:"reads"`
-	Searches []*SearchItem        `json:"searches"`
-	Failures []schema.ItemFailure `json:"failures"`
-	Evidence []schema.Span        `json:"evidence"`
+	Reads    []*ReadItem              `json:"reads"`
+	Searches []*SearchItem            `json:"searches"`
+	Failures []schematype.ItemFailure `json:"failures"`
+	Evidence []schematype.Span        `json:"evidence"`
 }
 
 // Reader reads stored results through a client.
@@ -165,10 +165,10 @@ func (r *Reader) Run(ctx context.Context, q Request) (*Results, error) {
 	if q.MaxChars != nil {
 		budget = *q.MaxChars
 	}
-	res := &Results{Reads: []*ReadItem{}, Searches: []*SearchItem{}, Failures: []schema.ItemFailure{}, Evidence: []schema.Span{}}
+	res := &Results{Reads: []*ReadItem{}, Searches: []*SearchItem{}, Failures: []schematype.ItemFailure{}, Evidence: []schematype.Span{}}
 	for i, ref := range q.Refs {
 		if rows[ref] == nil {
-			res.Failures = append(res.Failures, schema.ItemFailure{Item: i, Input: ref, Message: notFound(ref)})
+			res.Failures = append(res.Failures, schematype.ItemFailure{Item: i, Input: ref, Message: tools.RefNotFound(ref)})
 		}
 	}
 	if q.Searching() {
@@ -201,19 +201,13 @@ func (r *Reader) load(ctx context.Context, refs []string) (map[string]*ent.Store
 	return out, nil
 }
 
-// notFound is the one refusal of a ref: of another conversation, another
-// organisation or nothing, in the same words.
-func notFound(ref string) string {
-	return fmt.Sprintf("ref %q not found", ref)
-}
-
 // unreadable reports a stored result with nothing to read.
 func unreadable(row *ent.StoredResult) bool {
-	if row.Kind == storedresult.KindMEDIA {
+	if row.Kind == schematype.KindMedia {
 		return len(row.Content) == 0
 	}
 	t := bytes.TrimSpace(row.Content)
-	return len(t) == 0 || row.Kind == storedresult.KindJSON && string(t) == "null"
+	return len(t) == 0 || row.Kind == schematype.KindJSON && string(t) == "null"
 }
 
 // readable is a stored result with text: not refused, not absent, not media.
@@ -233,12 +227,12 @@ func describe(refs []string, rows map[string]*ent.StoredResult, fill func(i int,
 		row := rows[ref]
 		switch {
 		case row == nil:
-			errf(i, notFound(ref))
+			errf(i, tools.RefNotFound(ref))
 		case unreadable(row):
 			fill(i, row, true)
 		default:
 			fill(i, row, false)
-			if row.Kind != storedresult.KindMEDIA {
+			if row.Kind != schematype.KindMedia {
 				out = append(out, readable{i: i, text: string(row.Content), valid: utf8.Valid(row.Content)})
 			}
 		}
@@ -250,9 +244,9 @@ func read(q Request, rows map[string]*ent.StoredResult, budget int) []*ReadItem 
 	items := make([]*ReadItem, len(q.Refs))
 	texts := describe(q.Refs, rows, func(i int, row *ent.StoredResult, absent bool) {
 		items[i] = &ReadItem{Ref: row.Ref, Kind: &row.Kind, Bytes: ptr(len(row.Content)),
-			TruncatedAtSource: &row.TruncatedAtSource, Absent: absent, Evidence: []schema.Span{}}
+			TruncatedAtSource: &row.TruncatedAtSource, Absent: absent, Evidence: []schematype.Span{}}
 	}, func(i int, msg string) {
-		items[i] = &ReadItem{Ref: q.Refs[i], Error: &msg, Evidence: []schema.Span{}}
+		items[i] = &ReadItem{Ref: q.Refs[i], Error: &msg, Evidence: []schematype.Span{}}
 	})
 	offset := 0
 	if q.Offset != nil {
@@ -278,7 +272,7 @@ func read(q Request, rows map[string]*ent.StoredResult, budget int) []*ReadItem 
 		}
 		if p.Text != "" {
 			b := byteOffsets(t.text, t.valid, []int{p.Offset, p.Offset + utf8.RuneCountInString(p.Text)})
-			it.Evidence = append(it.Evidence, schema.Span{Ref: it.Ref, Start: int64(b[0]), End: int64(b[1])})
+			it.Evidence = append(it.Evidence, schematype.Span{Ref: it.Ref, Start: int64(b[0]), End: int64(b[1])})
 		}
 	}
 	return items
@@ -288,9 +282,9 @@ func search(q Request, rows map[string]*ent.StoredResult, budget int) []*SearchI
 	items := make([]*SearchItem, len(q.Refs))
 	texts := describe(q.Refs, rows, func(i int, row *ent.StoredResult, absent bool) {
 		items[i] = &SearchItem{Ref: row.Ref, Kind: &row.Kind, Bytes: ptr(len(row.Content)),
-			TruncatedAtSource: &row.TruncatedAtSource, Absent: absent, Excerpts: []Excerpt{}, Evidence: []schema.Span{}}
+			TruncatedAtSource: &row.TruncatedAtSource, Absent: absent, Excerpts: []Excerpt{}, Evidence: []schematype.Span{}}
 	}, func(i int, msg string) {
-		items[i] = &SearchItem{Ref: q.Refs[i], Error: &msg, Excerpts: []Excerpt{}, Evidence: []schema.Span{}}
+		items[i] = &SearchItem{Ref: q.Refs[i], Error: &msg, Excerpts: []Excerpt{}, Evidence: []schematype.Span{}}
 	})
 	match, contextChars := Exact, DefaultContextChars
 	if q.Match != nil {
@@ -335,7 +329,7 @@ func search(q Request, rows map[string]*ent.StoredResult, budget int) []*SearchI
 		b := byteOffsets(t.text, t.valid, points)
 		for k := 0; k < len(b); k += 2 {
 			if b[k] < b[k+1] {
-				it.Evidence = append(it.Evidence, schema.Span{Ref: it.Ref, Start: int64(b[k]), End: int64(b[k+1])})
+				it.Evidence = append(it.Evidence, schematype.Span{Ref: it.Ref, Start: int64(b[k]), End: int64(b[k+1])})
 			}
 		}
 	}

@@ -11,8 +11,7 @@ import (
 
 	"github.com/toolgate/toolgate/ent"
 	"github.com/toolgate/toolgate/ent/db/dbtest"
-	"github.com/toolgate/toolgate/ent/schema"
-	"github.com/toolgate/toolgate/ent/storedresult"
+	"github.com/toolgate/toolgate/ent/schematype"
 )
 
 func TestValidate(t *testing.T) {
@@ -153,7 +152,7 @@ func newFixture(t *testing.T) *fixture {
 	return f
 }
 
-func (f *fixture) store(t *testing.T, conv int, ref string, kind storedresult.Kind, content string) {
+func (f *fixture) store(t *testing.T, conv int, ref string, kind schematype.ResultKind, content string) {
 	t.Helper()
 	f.client.StoredResult.Create().SetConversationID(conv).SetRef(ref).SetKind(kind).SetContent([]byte(content)).
 		SetChars(int64(utf8.RuneCountInString(content))).SetBytes(int64(len(content))).SetItems(1).
@@ -162,7 +161,7 @@ func (f *fixture) store(t *testing.T, conv int, ref string, kind storedresult.Ki
 
 // requireEvidence checks that each span names exactly the stored bytes
 // the shown text came from.
-func requireEvidence(t *testing.T, content, ref string, spans []schema.Span, shown ...string) {
+func requireEvidence(t *testing.T, content, ref string, spans []schematype.Span, shown ...string) {
 	t.Helper()
 	require.Len(t, spans, len(shown))
 	for i, s := range spans {
@@ -176,12 +175,12 @@ func TestReaderReads(t *testing.T) {
 	ctx := context.Background()
 	f := newFixture(t)
 	long := strings.Repeat("héllo wörld ✓ 😀 ", 300) // 16 characters, 23 bytes a time
-	f.store(t, f.conv, "r_long", storedresult.KindTEXT, long)
-	f.store(t, f.conv, "r_json", storedresult.KindJSON, `{"rows":[{"name":"Zoë"}]}`)
-	f.store(t, f.conv, "r_empty", storedresult.KindTEXT, " \n")
-	f.store(t, f.conv, "r_null", storedresult.KindJSON, "null")
-	f.store(t, f.conv, "r_png", storedresult.KindMEDIA, "\x89PNG\r\n")
-	f.store(t, f.other, "r_other", storedresult.KindTEXT, "another conversation's")
+	f.store(t, f.conv, "r_long", schematype.KindText, long)
+	f.store(t, f.conv, "r_json", schematype.KindJSON, `{"rows":[{"name":"Zoë"}]}`)
+	f.store(t, f.conv, "r_empty", schematype.KindText, " \n")
+	f.store(t, f.conv, "r_null", schematype.KindJSON, "null")
+	f.store(t, f.conv, "r_png", schematype.KindMedia, "\x89PNG\r\n")
+	f.store(t, f.other, "r_other", schematype.KindText, "another conversation's")
 	r := New(f.client, f.conv)
 
 	// Default budget, then on from nextOffset to the end.
@@ -219,13 +218,13 @@ func TestReaderReads(t *testing.T) {
 	require.NoError(t, err)
 	require.Equal(t, `ref "r_other" not found`, *res.Reads[0].Error)
 	require.Nil(t, res.Reads[0].Kind)
-	require.Equal(t, []schema.ItemFailure{{Item: 0, Input: "r_other", Message: `ref "r_other" not found`}}, res.Failures)
+	require.Equal(t, []schematype.ItemFailure{{Item: 0, Input: "r_other", Message: `ref "r_other" not found`}}, res.Failures)
 	require.Equal(t, `{"rows":[{"name":"Zoë"}]}`, *res.Reads[1].Text)
-	require.Equal(t, storedresult.KindJSON, *res.Reads[1].Kind)
+	require.Equal(t, schematype.KindJSON, *res.Reads[1].Kind)
 	require.Equal(t, MinMaxChars-utf8.RuneCountInString(*res.Reads[1].Text), utf8.RuneCountInString(*res.Reads[2].Text))
 	requireEvidence(t, long, "r_long", res.Reads[2].Evidence, *res.Reads[2].Text)
 	require.Len(t, res.Evidence, 2)
-	require.Equal(t, schema.Span{Ref: "r_json", Start: 0, End: int64(len(`{"rows":[{"name":"Zoë"}]}`))}, res.Evidence[0])
+	require.Equal(t, schematype.Span{Ref: "r_json", Start: 0, End: int64(len(`{"rows":[{"name":"Zoë"}]}`))}, res.Evidence[0])
 
 	res, err = r.Run(ctx, Request{Refs: []string{"r_empty", "r_null", "r_png"}})
 	require.NoError(t, err)
@@ -233,7 +232,7 @@ func TestReaderReads(t *testing.T) {
 	require.True(t, res.Reads[1].Absent)
 	require.Nil(t, res.Reads[0].Text)
 	require.False(t, res.Reads[2].Absent)
-	require.Equal(t, storedresult.KindMEDIA, *res.Reads[2].Kind)
+	require.Equal(t, schematype.KindMedia, *res.Reads[2].Kind)
 	require.Equal(t, 6, *res.Reads[2].Bytes)
 	require.Nil(t, res.Reads[2].Text)
 	require.Empty(t, res.Evidence)
@@ -261,9 +260,9 @@ func TestReaderSearches(t *testing.T) {
 		strings.Repeat("Hotels must be approved. ", 40) +
 		"Late claims miss the reimbursement deadline and are refused."
 	notes := "Zoë's notes: the reimbursement  deadline moved?"
-	f.store(t, f.conv, "r_policy", storedresult.KindTEXT, policy)
-	f.store(t, f.conv, "r_notes", storedresult.KindJSON, notes)
-	f.store(t, f.conv, "r_png", storedresult.KindMEDIA, "\x89PNG")
+	f.store(t, f.conv, "r_policy", schematype.KindText, policy)
+	f.store(t, f.conv, "r_notes", schematype.KindJSON, notes)
+	f.store(t, f.conv, "r_png", schematype.KindMedia, "\x89PNG")
 	r := New(f.client, f.conv)
 
 	tests := []struct {
@@ -286,7 +285,7 @@ func TestReaderSearches(t *testing.T) {
 			require.NoError(t, err)
 			require.Empty(t, res.Reads)
 			require.Len(t, res.Searches, 3)
-			var spans []schema.Span
+			var spans []schematype.Span
 			for i, content := range []string{policy, notes} {
 				it := res.Searches[i]
 				require.Equal(t, tt.wantHits[i], it.Hits, "ref %d", i)
@@ -314,9 +313,9 @@ func TestReaderSearchSharesBudget(t *testing.T) {
 	f := newFixture(t)
 	// Far more matches than any budget shows.
 	many := strings.Repeat("the needle in the haystack — ", 2000)
-	f.store(t, f.conv, "r_a", storedresult.KindTEXT, many)
-	f.store(t, f.conv, "r_b", storedresult.KindTEXT, many)
-	f.store(t, f.conv, "r_c", storedresult.KindTEXT, "one needle only")
+	f.store(t, f.conv, "r_a", schematype.KindText, many)
+	f.store(t, f.conv, "r_b", schematype.KindText, many)
+	f.store(t, f.conv, "r_c", schematype.KindText, "one needle only")
 	res, err := New(f.client, f.conv).Run(ctx, Request{Refs: []string{"r_a", "r_b", "r_c"}, Query: ptr("needle"), MaxChars: ptr(MinMaxChars), ContextChars: ptr(0)})
 	require.NoError(t, err)
 	shown := 0
@@ -340,9 +339,9 @@ func mustJSON(t *testing.T, v any) json.RawMessage {
 	return b
 }
 
-func nonNil(s []schema.Span) []schema.Span {
+func nonNil(s []schematype.Span) []schematype.Span {
 	if s == nil {
-		return []schema.Span{}
+		return []schematype.Span{}
 	}
 	return s
 }
@@ -355,7 +354,7 @@ func BenchmarkRun(b *testing.B) {
 	rows := map[string]*ent.StoredResult{}
 	refs := []string{"r_a", "r_b", "r_c"}
 	for _, ref := range refs {
-		rows[ref] = &ent.StoredResult{Ref: ref, Kind: storedresult.KindTEXT, Content: []byte(text)}
+		rows[ref] = &ent.StoredResult{Ref: ref, Kind: schematype.KindText, Content: []byte(text)}
 	}
 	b.Run("read", func(b *testing.B) {
 		b.SetBytes(int64(3 * len(text)))

@@ -22,6 +22,7 @@ var Definition = tools.Definition{
 	Offered: tools.OfferAllowlisted,
 	// The whole list is replaced: applying it twice is applying it once.
 	Effect:  tools.EffectIdempotent,
+	Writes:  []tools.Resource{tools.ResourceTasks},
 	Preview: tools.PreviewExempt,
 	Limits: map[string]int{
 		"tasks":      MaxTasks,

@@ -165,6 +165,9 @@ type ToolCall struct {
 	ArgumentsTruncated bool
 	// Ref names the stored result, for read_tool_result.
 	Ref *string
+	// ArgumentsRef holds the arguments whole when a value was too long to
+	// replay, for read_tool_result.
+	ArgumentsRef *string
 }
 
 // Read reads the turns q selects through client (the API's scoped client:
@@ -274,6 +277,7 @@ type callRow struct {
 	Name      string  `sql:"name"`
 	Arguments string  `sql:"arguments"`
 	Ref       *string `sql:"ref"`
+	ArgsRef   *string `sql:"arguments_ref"`
 }
 
 // loadCalls loads the tool calls of turns in one statement, with only the
@@ -290,7 +294,7 @@ func loadCalls(ctx context.Context, client *ent.Client, turns []*ent.Turn) (map[
 	err := client.ToolCall.Query().
 		Where(toolcall.TurnIDIn(ids...)).
 		Order(ent.Asc(toolcall.FieldTurnID), ent.Asc(toolcall.FieldPosition)).
-		Select(toolcall.FieldTurnID, toolcall.FieldName, toolcall.FieldRef).
+		Select(toolcall.FieldTurnID, toolcall.FieldName, toolcall.FieldRef, toolcall.FieldArgumentsRef).
 		Aggregate(func(s *sql.Selector) string {
 			// One character more than is shown tells whether there was more.
 			return sql.As(fmt.Sprintf("SUBSTR(%s, 1, %d)", s.C(toolcall.FieldArguments), ArgumentChars+1), "arguments")
@@ -322,7 +326,7 @@ func render(rows []*ent.Turn, calls map[int][]callRow, budget, offset int, zones
 		}
 		for _, c := range calls[r.ID] {
 			args, cut := head(c.Arguments, ArgumentChars)
-			t.ToolCalls = append(t.ToolCalls, ToolCall{Name: c.Name, Arguments: args, ArgumentsTruncated: cut, Ref: c.Ref})
+			t.ToolCalls = append(t.ToolCalls, ToolCall{Name: c.Name, Arguments: args, ArgumentsTruncated: cut, Ref: c.Ref, ArgumentsRef: c.ArgsRef})
 		}
 		s := renderTurn(t, zone(zones, r.TimeZone))
 		if i > 0 {
@@ -364,6 +368,10 @@ func renderTurn(t Turn, loc *time.Location) string {
 		if c.Ref != nil {
 			b.WriteString(" ref ")
 			b.WriteString(*c.Ref)
+		}
+		if c.ArgumentsTruncated && c.ArgumentsRef != nil {
+			b.WriteString(" arguments ref ")
+			b.WriteString(*c.ArgumentsRef)
 		}
 		b.WriteByte('\n')
 	}

@@ -18,22 +18,26 @@ import (
 	"unicode/utf8"
 
 	"github.com/toolgate/toolgate/ent"
+	"github.com/toolgate/toolgate/ent/schematype"
 	"github.com/toolgate/toolgate/tools"
 	"github.com/toolgate/toolgate/tools/result"
 )
 
-// Kind is what kind of failure one item of a call met.
-type Kind string
+// Kind is what became of one failed item: the tool rules' one vocabulary.
+type Kind = schematype.FailureKind
 
-// The failure kinds of the tool rules.
+// The kinds, as this family uses them.
 const (
-	// KindAbsence: it ran and found nothing (no hits; page not found).
-	KindAbsence Kind = "ABSENCE"
-	// KindOutage: it never ran (provider or site unreachable, timed out).
-	KindOutage Kind = "OUTAGE"
-	// KindError: it ran and failed, or was refused by a safety rule.
-	KindError Kind = "ERROR"
+	// KindAbsence: it ran and found nothing (no hits; page 404 or 410).
+	KindAbsence = schematype.FailureAbsence
+	// KindOutage: it never ran (provider or site unreachable, 5xx, 429, timed out).
+	KindOutage = schematype.FailureOutage
+	// KindError: it ran and failed, or a safety rule refused it.
+	KindError = schematype.FailureError
 )
+
+// Failure is one failed item of a call.
+type Failure = schematype.ItemFailure
 
 // The limits of the family.
 const (
@@ -145,14 +149,6 @@ type Page struct {
 	// Truncated: Text stops at the budget; read_page from NextOffset goes on.
 	Truncated  bool `json:"truncated"`
 	NextOffset *int `json:"nextOffset"`
-}
-
-// Failure is one failed item of a call.
-type Failure struct {
-	Item    int    `json:"item"`
-	Input   string `json:"input"`
-	Kind    Kind   `json:"kind"`
-	Message string `json:"message"`
 }
 
 // CheckResearch refuses queries and maxPages outside the limits, naming them.

@@ -24,6 +24,7 @@ var (
 			`"additionalProperties":false}`),
 		Offered: tools.OfferWorkspace,
 		Effect:  tools.EffectRead,
+		Reads:   []tools.Resource{tools.ResourceWorkspace},
 		Preview: tools.PreviewLarge,
 		Limits:  map[string]int{"files": MaxFiles},
 		Operation: `query($conversationId: ID, $path: String) { listFiles(conversationId: $conversationId, path: $path) ` +
@@ -41,6 +42,7 @@ var (
 			`"required":["path"],"additionalProperties":false}`),
 		Offered: tools.OfferWorkspace,
 		Effect:  tools.EffectRead,
+		Reads:   []tools.Resource{tools.ResourceWorkspace},
 		Preview: tools.PreviewExempt,
 		Limits: map[string]int{
 			"maxChars": result.MaxMaxChars, "minMaxChars": result.MinMaxChars, "defaultMaxChars": result.DefaultMaxChars,
@@ -61,6 +63,7 @@ var (
 			`"required":["strings"],"additionalProperties":false}`),
 		Offered: tools.OfferWorkspace,
 		Effect:  tools.EffectRead,
+		Reads:   []tools.Resource{tools.ResourceWorkspace},
 		Preview: tools.PreviewExempt,
 		Limits: map[string]int{
 			"strings": MaxSearchStrings, "stringChars": MaxStringChars, "contextLines": MaxContextLines,
@@ -88,6 +91,7 @@ var (
 			`"required":["path"],"additionalProperties":false}}},"required":["files"],"additionalProperties":false}`),
 		Offered: tools.OfferWorkspace,
 		Effect:  tools.EffectWrite,
+		Writes:  []tools.Resource{tools.ResourceWorkspace},
 		Preview: tools.PreviewExempt,
 		Limits: map[string]int{
 			"files": MaxBatchFiles, "replaceChars": MaxReplaceChars, "sources": MaxSources,
@@ -109,6 +113,7 @@ var (
 			`"required":["path","edits"],"additionalProperties":false}`),
 		Offered: tools.OfferWorkspace,
 		Effect:  tools.EffectWrite,
+		Writes:  []tools.Resource{tools.ResourceWorkspace},
 		Preview: tools.PreviewExempt,
 		Limits:  map[string]int{"edits": MaxEdits, "fileBytes": MaxFileBytes, "workspaceBytes": MaxWorkspaceBytes},
 		Operation: `mutation($conversationId: ID, $path: String!, $edits: [WorkspaceEditInput!]!) { editFile(conversationId: $conversationId, ` +
@@ -125,6 +130,7 @@ var (
 			`"required":["path"],"additionalProperties":false}`),
 		Offered:   tools.OfferWorkspace,
 		Effect:    tools.EffectWrite,
+		Writes:    []tools.Resource{tools.ResourceWorkspace},
 		Preview:   tools.PreviewExempt,
 		Operation: `mutation($conversationId: ID, $path: String!) { deleteFile(conversationId: $conversationId, path: $path) { path } }`,
 		Field:     "deleteFile",

@@ -11,8 +11,10 @@ import (
 	"strings"
 
 	"github.com/toolgate/toolgate/ent"
+	"github.com/toolgate/toolgate/ent/schematype"
 	"github.com/toolgate/toolgate/ent/storedresult"
 	"github.com/toolgate/toolgate/ent/toolcall"
+	"github.com/toolgate/toolgate/tools"
 )
 
 // ExportContext selects a file's content from stored tool results, in
@@ -116,7 +118,7 @@ func (w *Workspace) selectSource(ctx context.Context, src *Source, loaded map[st
 			Only(ctx)
 		if ent.IsNotFound(err) {
 			// The same words for another conversation's ref and a made-up one.
-			return "", refusef("ref %q not found", src.Ref)
+			return "", refusef("%s", tools.RefNotFound(src.Ref))
 		}
 		if err != nil {
 			return "", fmt.Errorf("load stored result: %w", err)
@@ -135,11 +137,11 @@ func (w *Workspace) selectSource(ctx context.Context, src *Source, loaded map[st
 		return "", refusef("its call did not succeed (%s): only results of calls with hits can be exported", outcome)
 	case sr.TruncatedAtSource:
 		return "", refusef("the result was truncated at its source: its text is incomplete, so it is not exported")
-	case sr.Kind == storedresult.KindMEDIA:
+	case sr.Kind == schematype.KindMedia:
 		return "", refusef("the result is media, not text")
 	}
 	text := string(sr.Content)
-	if len(src.Field) > 0 || sr.Kind == storedresult.KindJSON {
+	if len(src.Field) > 0 || sr.Kind == schematype.KindJSON {
 		var err error
 		text, err = walk(sr.Content, src.Field, sr.Kind)
 		if err != nil {
@@ -158,10 +160,10 @@ func (w *Workspace) selectSource(ctx context.Context, src *Source, loaded map[st
 
 // walk follows field through the stored JSON and returns the value it
 // reaches: a string's decoded text, or other JSON as stored.
-func walk(content []byte, field []FieldStep, kind storedresult.Kind) (string, error) {
+func walk(content []byte, field []FieldStep, kind schematype.ResultKind) (string, error) {
 	cur := bytes.TrimSpace(content)
 	if !json.Valid(cur) {
-		if kind == storedresult.KindJSON {
+		if kind == schematype.KindJSON {
 			return "", refusef("the stored JSON does not parse")
 		}
 		return "", refusef("the result is plain text, not JSON: leave out field")

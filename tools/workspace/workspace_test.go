@@ -12,7 +12,7 @@ import (
 	"github.com/toolgate/toolgate/ent"
 	"github.com/toolgate/toolgate/ent/db"
 	"github.com/toolgate/toolgate/ent/db/dbtest"
-	"github.com/toolgate/toolgate/ent/storedresult"
+	"github.com/toolgate/toolgate/ent/schematype"
 	"github.com/toolgate/toolgate/ent/toolcall"
 	"github.com/toolgate/toolgate/tools/workspace"
 )
@@ -46,7 +46,7 @@ func setup(t testing.TB, d *db.DB) *testBundle {
 type stored struct {
 	conv      int // b.conv when zero
 	ref       string
-	kind      storedresult.Kind
+	kind      schematype.ResultKind
 	content   string
 	tool      string
 	outcome   toolcall.Outcome
@@ -61,7 +61,7 @@ func (b *testBundle) store(t testing.TB, s stored) {
 		s.conv = b.conv
 	}
 	if s.kind == "" {
-		s.kind = storedresult.KindJSON
+		s.kind = schematype.KindJSON
 	}
 	if s.tool == "" {
 		s.tool = "research_web"
@@ -534,7 +534,7 @@ func TestExport(t *testing.T) {
 		b := setup(t, d)
 		big := largeResult(t)
 		b.store(t, stored{ref: "big", content: big})
-		b.store(t, stored{ref: "page", kind: storedresult.KindTEXT, content: "Title\n<main>body text</main>\nfooter"})
+		b.store(t, stored{ref: "page", kind: schematype.KindText, content: "Title\n<main>body text</main>\nfooter"})
 
 		res, err := b.write(t,
 			export("report.csv", &workspace.Source{Ref: "big", Field: field("data", "report", "summary", "csv"), Between: []string{"BEGIN\n", "END"}}),
@@ -557,7 +557,7 @@ func TestExport(t *testing.T) {
 		require.Equal(t, "item 150\nbody text\nTitle", b.content(t, "joined.txt"))
 
 		// Equal delimiters mark the one region between their two places.
-		b.store(t, stored{ref: "fence", kind: storedresult.KindTEXT, content: "x ```go\ncode\n``` z"})
+		b.store(t, stored{ref: "fence", kind: schematype.KindText, content: "x ```go\ncode\n``` z"})
 		_, err = b.write(t, export("code.go", &workspace.Source{Ref: "fence", Between: []string{"```", "```"}}))
 		require.NoError(t, err)
 		require.Equal(t, "go\ncode\n", b.content(t, "code.go"))
@@ -577,15 +577,15 @@ func TestExportRefusals(t *testing.T) {
 	dbtest.Each(t, func(t *testing.T, d *db.DB) {
 		b := setup(t, d)
 		b.store(t, stored{ref: "big", content: largeResult(t)})
-		b.store(t, stored{ref: "page", kind: storedresult.KindTEXT, content: "a START b END c END d START"})
-		b.store(t, stored{ref: "fence", kind: storedresult.KindTEXT, content: "x ``` y ``` z ``` w"})
+		b.store(t, stored{ref: "page", kind: schematype.KindText, content: "a START b END c END d START"})
+		b.store(t, stored{ref: "fence", kind: schematype.KindText, content: "x ``` y ``` z ``` w"})
 		b.store(t, stored{ref: "window", tool: "read_tool_result", content: `{"text": "abc"}`})
 		b.store(t, stored{ref: "failed", outcome: toolcall.OutcomeERROR, content: `{"error": "boom"}`})
 		b.store(t, stored{ref: "outage", outcome: toolcall.OutcomeOUTAGE, content: `{}`})
 		b.store(t, stored{ref: "absent", outcome: toolcall.OutcomeABSENCE, content: `{"hits": []}`})
 		b.store(t, stored{ref: "orphan", noCall: true, content: `{"a": 1}`})
 		b.store(t, stored{ref: "cut", truncated: true, content: `{"a": 1}`})
-		b.store(t, stored{ref: "image", kind: storedresult.KindMEDIA, content: "\x89PNG"})
+		b.store(t, stored{ref: "image", kind: schematype.KindMedia, content: "\x89PNG"})
 
 		src := func(ref string, f []workspace.FieldStep, between ...string) *workspace.Source {
 			s := &workspace.Source{Ref: ref, Field: f}

@@ -26,7 +26,7 @@ import (
 	"github.com/anthropics/anthropic-sdk-go/v2/packages/param"
 
 	"github.com/toolgate/toolgate/runtime/model"
-	"github.com/toolgate/toolgate/runtime/model/retry"
+	"github.com/toolgate/toolgate/runtime/retry"
 )
 
 // Name is the provider's configuration name.
@@ -74,7 +74,7 @@ func New(opts Options) (*Provider, error) {
 	ropts := []option.RequestOption{
 		// Retries are ours, so one schedule with an injectable sleep rules.
 		option.WithMaxRetries(0),
-		option.WithMiddleware(retry.Middleware),
+		option.WithMiddleware(model.Middleware),
 	}
 	if opts.BaseURL != "" {
 		u, err := url.Parse(opts.BaseURL)
@@ -117,7 +117,7 @@ func (p *Provider) Complete(ctx context.Context, req model.Request) (*model.Resp
 	if err != nil {
 		return nil, fmt.Errorf("anthropic: %w", err)
 	}
-	return retry.Do(ctx, p.retry, Name, func(ctx context.Context) (*model.Response, error) {
+	return model.Call(ctx, p.retry, Name, func(ctx context.Context) (*model.Response, error) {
 		res, err := p.client.Messages.New(ctx, params)
 		if err != nil {
 			return nil, err

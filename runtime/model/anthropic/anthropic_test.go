@@ -14,7 +14,7 @@ import (
 	"go.uber.org/goleak"
 
 	"github.com/toolgate/toolgate/runtime/model"
-	"github.com/toolgate/toolgate/runtime/model/retry"
+	"github.com/toolgate/toolgate/runtime/retry"
 )
 
 func TestMain(m *testing.M) {
@@ -323,7 +323,7 @@ func TestStatusErrorIsInspectable(t *testing.T) {
 	t.Parallel()
 	b := setup(t, Options{Retry: retry.Policy{Attempts: 1}}, reply{status: 529, body: errorBody("overloaded_error", "Overloaded")})
 	_, err := b.provider.Complete(t.Context(), helloRequest)
-	var serr *retry.StatusError
+	var serr *model.StatusError
 	require.ErrorAs(t, err, &serr)
 	require.Equal(t, 529, serr.StatusCode)
 	require.EqualError(t, err, "anthropic: 529 Overloaded: Overloaded")

@@ -31,7 +31,7 @@ import (
 	"github.com/openai/openai-go/v3/shared"
 
 	"github.com/toolgate/toolgate/runtime/model"
-	"github.com/toolgate/toolgate/runtime/model/retry"
+	"github.com/toolgate/toolgate/runtime/retry"
 )
 
 // Name is the provider's configuration name.
@@ -80,7 +80,7 @@ func New(opts Options) (*Provider, error) {
 	ropts := []option.RequestOption{
 		// Retries are ours, so one schedule with an injectable sleep rules.
 		option.WithMaxRetries(0),
-		option.WithMiddleware(retry.Middleware),
+		option.WithMiddleware(model.Middleware),
 	}
 	if opts.BaseURL != "" {
 		u, err := url.Parse(opts.BaseURL)
@@ -121,7 +121,7 @@ func (p *Provider) Complete(ctx context.Context, req model.Request) (*model.Resp
 	if err != nil {
 		return nil, fmt.Errorf("openai: %w", err)
 	}
-	return retry.Do(ctx, p.retry, Name, func(ctx context.Context) (*model.Response, error) {
+	return model.Call(ctx, p.retry, Name, func(ctx context.Context) (*model.Response, error) {
 		if p.stream {
 			return p.completeStream(ctx, params)
 		}

@@ -15,7 +15,6 @@ import (
 	"go.uber.org/goleak"
 
 	"github.com/toolgate/toolgate/runtime/model"
-	"github.com/toolgate/toolgate/runtime/model/retry"
 )
 
 func TestMain(m *testing.M) {
@@ -377,7 +376,7 @@ func TestStatusErrorIsInspectable(t *testing.T) {
 	t.Parallel()
 	b := setup(t, Options{}, reply{status: 403, body: `{"error":{"message":"Project does not have access"}}`})
 	_, err := b.provider.Complete(t.Context(), helloRequest)
-	var serr *retry.StatusError
+	var serr *model.StatusError
 	require.ErrorAs(t, err, &serr)
 	require.Equal(t, 403, serr.StatusCode)
 	require.Equal(t, "Project does not have access", serr.Message)

@@ -8,7 +8,6 @@ import (
 	sdk "github.com/openai/openai-go/v3"
 
 	"github.com/toolgate/toolgate/runtime/model"
-	"github.com/toolgate/toolgate/runtime/model/retry"
 )
 
 // errNoChunks is a 200 answer that held no stream: the server ignored
@@ -113,7 +112,7 @@ func (a *accumulator) response() (*model.Response, error) {
 	}
 	if a.finish == "" {
 		// The connection dropped mid-answer; the whole call is tried again.
-		return nil, retry.ErrTruncated
+		return nil, model.ErrTruncated
 	}
 	out := &model.Response{
 		Model:      a.model,

@@ -1,4 +1,4 @@
-package retry
+package model
 
 import (
 	"context"
@@ -13,6 +13,8 @@ import (
 
 	"github.com/stretchr/testify/require"
 	"go.uber.org/goleak"
+
+	"github.com/toolgate/toolgate/runtime/retry"
 )
 
 func TestMain(m *testing.M) {
@@ -81,32 +83,7 @@ func (b *testBundle) call(ctx context.Context) (string, error) {
 	return string(body), nil
 }
 
-func TestPolicyDelay(t *testing.T) {
-	t.Parallel()
-	tests := []struct {
-		name  string
-		give  int
-		after time.Duration
-		want  time.Duration
-	}{
-		{name: "first retry", give: 0, want: 500 * time.Millisecond},
-		{name: "doubles", give: 1, want: time.Second},
-		{name: "doubles again", give: 2, want: 2 * time.Second},
-		{name: "reaches the cap", give: 4, want: 8 * time.Second},
-		{name: "stays at the cap", give: 30, want: 8 * time.Second},
-		{name: "retry-after above backoff", give: 0, after: 3 * time.Second, want: 3 * time.Second},
-		{name: "retry-after below backoff", give: 2, after: 100 * time.Millisecond, want: 2 * time.Second},
-		{name: "retry-after capped", give: 0, after: time.Minute, want: 8 * time.Second},
-	}
-	for _, tt := range tests {
-		t.Run(tt.name, func(t *testing.T) {
-			t.Parallel()
-			require.Equal(t, tt.want, Policy{}.Delay(tt.give, tt.after))
-		})
-	}
-}
-
-func TestDoRetriesUntilSuccess(t *testing.T) {
+func TestCallRetriesUntilSuccess(t *testing.T) {
 	t.Parallel()
 	b := setup(t,
 		answer{status: 429, body: `{"error":{"message":"slow down"}}`},
@@ -114,19 +91,19 @@ func TestDoRetriesUntilSuccess(t *testing.T) {
 		answer{status: 502, header: map[string]string{"Retry-After": "3"}},
 		answer{status: 200, body: "ok"},
 	)
-	got, err := Do(t.Context(), Policy{Sleep: b.sleep}, "openai", b.call)
+	got, err := Call(t.Context(), retry.Policy{Sleep: b.sleep}, "openai", b.call)
 	require.NoError(t, err)
 	require.Equal(t, "ok", got)
 	require.Equal(t, 4, b.calls)
 	require.Equal(t, []time.Duration{500 * time.Millisecond, time.Second, 3 * time.Second}, b.waits)
 }
 
-func TestDoExhausted(t *testing.T) {
+func TestCallExhausted(t *testing.T) {
 	t.Parallel()
 	b := setup(t, answer{status: 500, body: `{"error":{"message":"boom"}}`})
-	_, err := Do(t.Context(), Policy{Sleep: b.sleep}, "anthropic", b.call)
+	_, err := Call(t.Context(), retry.Policy{Sleep: b.sleep}, "anthropic", b.call)
 	require.EqualError(t, err, "anthropic: 500 Internal Server Error: boom (gave up after 4 attempts)")
-	var exhausted *ExhaustedError
+	var exhausted *retry.ExhaustedError
 	require.ErrorAs(t, err, &exhausted)
 	require.Equal(t, 4, exhausted.Attempts)
 	var serr *StatusError
@@ -136,7 +113,7 @@ func TestDoExhausted(t *testing.T) {
 	require.Equal(t, []time.Duration{500 * time.Millisecond, time.Second, 2 * time.Second}, b.waits)
 }
 
-func TestDoFailsAtOnceOnClientErrors(t *testing.T) {
+func TestCallFailsAtOnceOnClientErrors(t *testing.T) {
 	t.Parallel()
 	tests := []struct {
 		name string
@@ -151,7 +128,7 @@ func TestDoFailsAtOnceOnClientErrors(t *testing.T) {
 		t.Run(tt.name, func(t *testing.T) {
 			t.Parallel()
 			b := setup(t, tt.give)
-			_, err := Do(t.Context(), Policy{Sleep: b.sleep}, "openai", b.call)
+			_, err := Call(t.Context(), retry.Policy{Sleep: b.sleep}, "openai", b.call)
 			require.EqualError(t, err, tt.want)
 			require.Equal(t, 1, b.calls)
 			require.Empty(t, b.waits)
@@ -159,7 +136,7 @@ func TestDoFailsAtOnceOnClientErrors(t *testing.T) {
 	}
 }
 
-func TestDoRetriesConnectionErrors(t *testing.T) {
+func TestCallRetriesConnectionErrors(t *testing.T) {
 	t.Parallel()
 	b := setup(t, answer{status: 200})
 	url := b.server.URL
@@ -170,7 +147,7 @@ func TestDoRetriesConnectionErrors(t *testing.T) {
 		return nil
 	}
 	calls := 0
-	_, err := Do(t.Context(), Policy{Attempts: 2, Sleep: sleep}, "openai", func(ctx context.Context) (int, error) {
+	_, err := Call(t.Context(), retry.Policy{Attempts: 2, Sleep: sleep}, "openai", func(ctx context.Context) (int, error) {
 		calls++
 		req, err := http.NewRequestWithContext(ctx, http.MethodGet, url, nil)
 		require.NoError(t, err)
@@ -187,10 +164,10 @@ func TestDoRetriesConnectionErrors(t *testing.T) {
 	require.Equal(t, []time.Duration{500 * time.Millisecond}, waits)
 }
 
-func TestDoOtherErrorsAreFinal(t *testing.T) {
+func TestCallOtherErrorsAreFinal(t *testing.T) {
 	t.Parallel()
 	calls := 0
-	_, err := Do(t.Context(), Policy{}, "openai", func(context.Context) (int, error) {
+	_, err := Call(t.Context(), retry.Policy{}, "openai", func(context.Context) (int, error) {
 		calls++
 		return 0, errors.New("decode answer: unexpected token")
 	})
@@ -198,25 +175,17 @@ func TestDoOtherErrorsAreFinal(t *testing.T) {
 	require.Equal(t, 1, calls)
 }
 
-func TestDoStopsWhenContextEndsDuringWait(t *testing.T) {
+func TestCallStopsWhenContextEndsDuringWait(t *testing.T) {
 	t.Parallel()
 	b := setup(t, answer{status: 429})
 	ctx, cancel := context.WithCancel(t.Context())
 	sleep := func(ctx context.Context, d time.Duration) error {
 		cancel()
-		return Wait(ctx, d)
+		return retry.Wait(ctx, d)
 	}
-	_, err := Do(ctx, Policy{Sleep: sleep}, "openai", b.call)
+	_, err := Call(ctx, retry.Policy{Sleep: sleep}, "openai", b.call)
 	require.ErrorIs(t, err, context.Canceled)
 	require.Equal(t, 1, b.calls)
-}
-
-func TestWait(t *testing.T) {
-	t.Parallel()
-	require.NoError(t, Wait(t.Context(), 0))
-	ctx, cancel := context.WithCancel(t.Context())
-	cancel()
-	require.ErrorIs(t, Wait(ctx, time.Hour), context.Canceled)
 }
 
 func TestMessageOf(t *testing.T) {
@@ -237,36 +206,6 @@ func TestMessageOf(t *testing.T) {
 		t.Run(tt.name, func(t *testing.T) {
 			t.Parallel()
 			require.Equal(t, tt.want, messageOf([]byte(tt.give)))
-		})
-	}
-}
-
-func TestRetryAfter(t *testing.T) {
-	t.Parallel()
-	tests := []struct {
-		name string
-		give map[string]string
-		want time.Duration
-	}{
-		{name: "none", give: map[string]string{}, want: 0},
-		{name: "seconds", give: map[string]string{"Retry-After": "2"}, want: 2 * time.Second},
-		{name: "fractional seconds", give: map[string]string{"Retry-After": "1.5"}, want: 1500 * time.Millisecond},
-		{name: "milliseconds win", give: map[string]string{"Retry-After": "2", "Retry-After-Ms": "250"}, want: 250 * time.Millisecond},
-		{name: "http date against the answer's date", give: map[string]string{
-			"Retry-After": "Wed, 21 Oct 2015 07:28:05 GMT",
-			"Date":        "Wed, 21 Oct 2015 07:28:00 GMT",
-		}, want: 5 * time.Second},
-		{name: "absurdly large", give: map[string]string{"Retry-After": "1e300"}, want: 24 * time.Hour},
-		{name: "garbage", give: map[string]string{"Retry-After": "soon"}, want: 0},
-	}
-	for _, tt := range tests {
-		t.Run(tt.name, func(t *testing.T) {
-			t.Parallel()
-			h := http.Header{}
-			for k, v := range tt.give {
-				h.Set(k, v)
-			}
-			require.Equal(t, tt.want, retryAfter(h))
 		})
 	}
 }

@@ -1,0 +1,141 @@
+// Package schematype holds the value types stored in JSON and enum fields of
+// the data model. They live apart from ent/schema so that code reading or
+// writing them (the runtime, the tools) does not pull in the schema's code
+// generator, as entgql's todo example keeps its own in schematype.
+package schematype
+
+import (
+	"fmt"
+	"io"
+	"strconv"
+)
+
+// ResultKind is how a tool result's content is encoded: the one kind the
+// dispatcher, the previews, the MCP client and the stored results share.
+type ResultKind string
+
+// The kinds of content.
+const (
+	// KindText is plain text.
+	KindText ResultKind = "TEXT"
+	// KindJSON is a JSON value.
+	KindJSON ResultKind = "JSON"
+	// KindMedia is content the model cannot read as text (images, audio,
+	// blobs), kept as it came.
+	KindMedia ResultKind = "MEDIA"
+)
+
+// Values lists the kinds, for ent's enum field.
+func (ResultKind) Values() []string {
+	return []string{string(KindText), string(KindJSON), string(KindMedia)}
+}
+
+// String returns the kind's name.
+func (k ResultKind) String() string { return string(k) }
+
+// MarshalGQL writes the kind as a GraphQL enum value.
+func (k ResultKind) MarshalGQL(w io.Writer) {
+	_, _ = io.WriteString(w, strconv.Quote(string(k)))
+}
+
+// UnmarshalGQL reads a GraphQL enum value.
+func (k *ResultKind) UnmarshalGQL(v any) error {
+	s, ok := v.(string)
+	if !ok {
+		return fmt.Errorf("result kind %v: want a string", v)
+	}
+	for _, want := range k.Values() {
+		if s == want {
+			*k = ResultKind(s)
+			return nil
+		}
+	}
+	return fmt.Errorf("result kind %q: not one of TEXT, JSON, MEDIA", s)
+}
+
+// FailureKind says what became of one failed item of a many-item call.
+type FailureKind string
+
+// The kinds of item failure (CONTRACT.md).
+const (
+	// FailureAbsence: the item ran and matched nothing.
+	FailureAbsence FailureKind = "ABSENCE"
+	// FailureOutage: the item never ran (its backend was down or busy).
+	FailureOutage FailureKind = "OUTAGE"
+	// FailureError: the item ran and failed.
+	FailureError FailureKind = "ERROR"
+)
+
+// Values lists the kinds.
+func (FailureKind) Values() []string {
+	return []string{string(FailureAbsence), string(FailureOutage), string(FailureError)}
+}
+
+// MarshalGQL writes the kind as a GraphQL enum value.
+func (k FailureKind) MarshalGQL(w io.Writer) {
+	_, _ = io.WriteString(w, strconv.Quote(string(k.Or())))
+}
+
+// UnmarshalGQL reads a GraphQL enum value.
+func (k *FailureKind) UnmarshalGQL(v any) error {
+	s, ok := v.(string)
+	if !ok {
+		return fmt.Errorf("failure kind %v: want a string", v)
+	}
+	for _, want := range k.Values() {
+		if s == want {
+			*k = FailureKind(s)
+			return nil
+		}
+	}
+	return fmt.Errorf("failure kind %q: not one of ABSENCE, OUTAGE, ERROR", s)
+}
+
+// Or returns the kind, or ERROR for an item failure that named none (or an
+// unknown one): "it failed" is all that is known of it.
+func (k FailureKind) Or() FailureKind {
+	switch k {
+	case FailureAbsence, FailureOutage, FailureError:
+		return k
+	}
+	return FailureError
+}
+
+// ItemFailure is one failed item of a tool call that took several items
+// (`queries: [a, b]`): which item, what became of it, and why.
+type ItemFailure struct {
+	// Item is the failed item's position in the call's list, from 0.
+	Item int `json:"item"`
+	// Input is what was asked for that item, as sent.
+	Input string `json:"input,omitempty"`
+	// Kind says whether the item ran and found nothing, never ran, or ran
+	// and failed; empty (a backend that names none) reads as ERROR.
+	Kind FailureKind `json:"kind,omitempty"`
+	// Message says why it failed.
+	Message string `json:"message"`
+}
+
+// Repair is one change argument repair made to a call before it was sent.
+type Repair struct {
+	// Rule names the repair rule that fired.
+	Rule string `json:"rule"`
+	// Path is the argument it fired on, e.g. "queries".
+	Path string `json:"path"`
+}
+
+// Clarification is a question the model asked the user with clarify.
+type Clarification struct {
+	Question    string   `json:"question"`
+	Options     []string `json:"options"`
+	Recommended *string  `json:"recommended,omitempty"`
+	// Answer is set once the user answers.
+	Answer *string `json:"answer,omitempty"`
+}
+
+// Span is a byte range [Start, End) of a stored result that became visible
+// to the model: only these count as evidence.
+type Span struct {
+	Ref   string `json:"ref"`
+	Start int64  `json:"start"`
+	End   int64  `json:"end"`
+}

@@ -1,0 +1,174 @@
+package graph_test
+
+import (
+	"context"
+	"fmt"
+	"os"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/stretchr/testify/require"
+
+	"github.com/toolgate/toolgate/ent/db"
+	"github.com/toolgate/toolgate/ent/db/dbtest"
+	"github.com/toolgate/toolgate/graph/gid"
+)
+
+// walk pages through a connection a page of two at a time, forward with
+// first/after or backward with last/before, and returns the ids in the
+// connection's order. It fails on a repeated id or a walk that never ends.
+func (b *testBundle) walk(t *testing.T, field, orderBy string, backward bool) []string {
+	t.Helper()
+	var (
+		ids    []string
+		cursor any
+		seen   = map[string]bool{}
+	)
+	for range 50 {
+		var q string
+		if backward {
+			q = fmt.Sprintf(`query($c: Cursor) { %s(last: 2, before: $c%s) { edges { node { id } } pageInfo { hasPreviousPage startCursor } } }`, field, orderBy)
+		} else {
+			q = fmt.Sprintf(`query($c: Cursor) { %s(first: 2, after: $c%s) { edges { node { id } } pageInfo { hasNextPage endCursor } } }`, field, orderBy)
+		}
+		data := b.do(t, b.alice.Token, q, map[string]any{"c": cursor}).ok(t)
+		var page []string
+		for _, e := range get(data, field, "edges").([]any) {
+			id := get(e, "node", "id").(string)
+			require.False(t, seen[id], "%s%s: %s came back twice", field, orderBy, id)
+			seen[id] = true
+			page = append(page, id)
+		}
+		info := get(data, field, "pageInfo").(map[string]any)
+		if backward {
+			ids = append(page, ids...)
+			if info["hasPreviousPage"] != true {
+				return ids
+			}
+			cursor = info["startCursor"]
+		} else {
+			ids = append(ids, page...)
+			if info["hasNextPage"] != true {
+				return ids
+			}
+			cursor = info["endCursor"]
+		}
+	}
+	t.Fatalf("%s%s: the walk did not end", field, orderBy)
+	return nil
+}
+
+// Every order of every top-level connection walks to its end forward and
+// backward, meeting every row once and in the same order, on rows whose
+// times differ only in their fractional digits.
+func TestPaginationWalksEveryOrder(t *testing.T) {
+	t.Parallel()
+	dbtest.Each(t, func(t *testing.T, d *db.DB) {
+		ctx := context.Background()
+		b := setup(t, d)
+		base := time.Date(2026, 11, 30, 17, 58, 13, 0, time.UTC)
+		// Microseconds apart (PostgreSQL keeps microseconds), out of
+		// insertion order, with ties in title and turn count.
+		offsets := []int{7, 1, 12, 3, 999_999, 10, 100_000}
+		titles := []string{"b", "a", "b", "c", "a", "d", "b"}
+		agent := b.createAgent(t, b.alice.Token, "Pager")
+		agentID, err := gid.Decode(agent)
+		require.NoError(t, err)
+		var want []string
+		for i, off := range offsets {
+			at := base.Add(time.Duration(off) * time.Microsecond)
+			c := b.client.Conversation.Create().
+				SetOrganizationID(b.alice.OrganizationID).SetUserID(b.alice.UserID).SetAgentID(agentID).
+				SetTitle(titles[i]).SetCreatedAt(at).SaveX(ctx)
+			for n := range i % 3 {
+				b.client.Turn.Create().SetConversationID(c.ID).SetNumber(n + 1).SetUserText("hi").SaveX(ctx)
+			}
+			c = c.Update().SetUpdatedAt(at.Add(time.Duration(off) * time.Microsecond)).SaveX(ctx)
+			require.Equal(t, i%3, c.TurnsCount)
+			want = append(want, gid.Encode(c.ID))
+		}
+		for i := range 4 {
+			b.client.Agent.Create().SetOrganizationID(b.alice.OrganizationID).SetName(fmt.Sprint("agent ", i%2)).
+				SetCreatedAt(base.Add(time.Duration(offsets[i]) * time.Microsecond)).SaveX(ctx)
+		}
+
+		tests := []struct {
+			field   string
+			orderBy string
+		}{
+			{field: "conversations"},
+			{field: "agents"},
+		}
+		for _, f := range []string{"CREATED_AT", "UPDATED_AT", "TITLE", "TURNS_COUNT"} {
+			for _, dir := range []string{"ASC", "DESC"} {
+				tests = append(tests, struct{ field, orderBy string }{"conversations", fmt.Sprintf(`, orderBy: [{field: %s, direction: %s}]`, f, dir)})
+			}
+		}
+		for _, f := range []string{"CREATED_AT", "UPDATED_AT", "NAME"} {
+			for _, dir := range []string{"ASC", "DESC"} {
+				tests = append(tests, struct{ field, orderBy string }{"agents", fmt.Sprintf(`, orderBy: {field: %s, direction: %s}`, f, dir)})
+			}
+		}
+		for _, tt := range tests {
+			forward := b.walk(t, tt.field, tt.orderBy, false)
+			backward := b.walk(t, tt.field, tt.orderBy, true)
+			require.Equal(t, forward, backward, "%s%s: backward walk differs", tt.field, tt.orderBy)
+			if tt.field == "conversations" {
+				require.ElementsMatch(t, want, forward, "%s%s", tt.field, tt.orderBy)
+			} else {
+				require.Len(t, forward, 5, "%s%s", tt.field, tt.orderBy)
+			}
+		}
+
+		// The default order is most recent first, by update time.
+		byUpdate := b.walk(t, "conversations", "", false)
+		require.Equal(t, []string{want[4], want[6], want[2], want[5], want[0], want[3], want[1]}, byUpdate)
+	})
+}
+
+// A cursor that is not one of ours is the caller's mistake, named as such,
+// at the top level and in a nested connection.
+func TestMalformedCursorIsBadInput(t *testing.T) {
+	t.Parallel()
+	b := setup(t, dbtest.Open(t, dbtest.SQLite))
+	agent := b.createAgent(t, b.alice.Token, "Pager")
+	conv := b.startConversation(t, b.alice.Token, agent, "one")
+	tests := []struct {
+		give string
+		vars map[string]any
+		want string
+	}{
+		{give: `{ conversations(after: "garbage") { totalCount } }`, want: "after"},
+		{give: `query($c: Cursor) { conversations(before: $c, last: 1) { totalCount } }`, vars: map[string]any{"c": "garbage"}, want: "before"},
+		{give: `query($c: Cursor) { agents(first: 1, after: $c) { totalCount } }`, vars: map[string]any{"c": "e30"}, want: "after"},
+		{give: `query($id: ID!) { conversation(id: $id) { turns(first: 1, after: "garbage") { totalCount } } }`, vars: map[string]any{"id": conv}, want: "after"},
+	}
+	for _, tt := range tests {
+		res := b.do(t, b.alice.Token, tt.give, tt.vars)
+		require.Equal(t, "BAD_USER_INPUT", res.code(t), string(res.Raw))
+		require.Contains(t, res.Errors[0].Message, tt.want, string(res.Raw))
+	}
+}
+
+// The transcript query the README shows a portal developer passes the
+// complexity limit as written; the existing "too complex" case in
+// TestRequestErrors keeps an abusive nesting refused.
+func TestReadmeTranscriptQueryPasses(t *testing.T) {
+	t.Parallel()
+	readme, err := os.ReadFile("../README.md")
+	require.NoError(t, err)
+	_, rest, ok := strings.Cut(string(readme), "A transcript, with each tool call's")
+	require.True(t, ok, "the README's transcript example")
+	_, rest, ok = strings.Cut(rest, "```graphql\n")
+	require.True(t, ok)
+	query, _, ok := strings.Cut(rest, "```")
+	require.True(t, ok)
+	require.Contains(t, query, "turns(first: 100)")
+
+	b := setup(t, dbtest.Open(t, dbtest.SQLite))
+	agent := b.createAgent(t, b.alice.Token, "Reader")
+	conv := b.startConversation(t, b.alice.Token, agent, "read me")
+	data := b.do(t, b.alice.Token, query, map[string]any{"id": conv}).ok(t)
+	require.Equal(t, "read me", get(data, "conversation", "title"))
+}
