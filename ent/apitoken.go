@@ -32,8 +32,10 @@ type APIToken struct {
 	Hint string `json:"hint,omitempty"`
 	// RevokedAt holds the value of the "revoked_at" field.
 	RevokedAt *time.Time `json:"revoked_at,omitempty"`
-	// LastUsedAt holds the value of the "last_used_at" field.
+	// when the token last authenticated a request, to the minute
 	LastUsedAt *time.Time `json:"last_used_at,omitempty"`
+	// after this the token is refused like a revoked one; none: it does not expire
+	ExpiresAt *time.Time `json:"expires_at,omitempty"`
 	// Edges holds the relations/edges for other nodes in the graph.
 	// The values are being populated by the APITokenQuery when eager-loading is set.
 	Edges        APITokenEdges `json:"edges"`
@@ -73,7 +75,7 @@ func (*APIToken) scanValues(columns []string) ([]any, error) {
 			values[i] = new(sql.NullInt64)
 		case apitoken.FieldName, apitoken.FieldHint:
 			values[i] = new(sql.NullString)
-		case apitoken.FieldCreatedAt, apitoken.FieldUpdatedAt, apitoken.FieldRevokedAt, apitoken.FieldLastUsedAt:
+		case apitoken.FieldCreatedAt, apitoken.FieldUpdatedAt, apitoken.FieldRevokedAt, apitoken.FieldLastUsedAt, apitoken.FieldExpiresAt:
 			values[i] = new(sql.NullTime)
 		default:
 			values[i] = new(sql.UnknownType)
@@ -146,6 +148,13 @@ func (_m *APIToken) assignValues(columns []string, values []any) error {
 				_m.LastUsedAt = new(time.Time)
 				*_m.LastUsedAt = value.Time
 			}
+		case apitoken.FieldExpiresAt:
+			if value, ok := values[i].(*sql.NullTime); !ok {
+				return fmt.Errorf("unexpected type %T for field expires_at", values[i])
+			} else if value.Valid {
+				_m.ExpiresAt = new(time.Time)
+				*_m.ExpiresAt = value.Time
+			}
 		default:
 			_m.selectValues.Set(columns[i], values[i])
 		}
@@ -211,6 +220,11 @@ func (_m *APIToken) String() string {
 	builder.WriteString(", ")
 	if v := _m.LastUsedAt; v != nil {
 		builder.WriteString("last_used_at=")
+		builder.WriteString(v.Format(time.ANSIC))
+	}
+	builder.WriteString(", ")
+	if v := _m.ExpiresAt; v != nil {
+		builder.WriteString("expires_at=")
 		builder.WriteString(v.Format(time.ANSIC))
 	}
 	builder.WriteByte(')')

@@ -111,6 +111,20 @@ func (_c *APITokenCreate) SetNillableLastUsedAt(v *time.Time) *APITokenCreate {
 	return _c
 }
 
+// SetExpiresAt sets the "expires_at" field.
+func (_c *APITokenCreate) SetExpiresAt(v time.Time) *APITokenCreate {
+	_c.mutation.SetExpiresAt(v)
+	return _c
+}
+
+// SetNillableExpiresAt sets the "expires_at" field if the given value is not nil.
+func (_c *APITokenCreate) SetNillableExpiresAt(v *time.Time) *APITokenCreate {
+	if v != nil {
+		_c.SetExpiresAt(*v)
+	}
+	return _c
+}
+
 // SetUser sets the "user" edge to the User entity.
 func (_c *APITokenCreate) SetUser(v *User) *APITokenCreate {
 	return _c.SetUserID(v.ID)
@@ -247,6 +261,10 @@ func (_c *APITokenCreate) createSpec() (*APIToken, *sqlgraph.CreateSpec) {
 	if value, ok := _c.mutation.LastUsedAt(); ok {
 		_spec.SetField(apitoken.FieldLastUsedAt, field.TypeTime, value)
 		_node.LastUsedAt = &value
+	}
+	if value, ok := _c.mutation.ExpiresAt(); ok {
+		_spec.SetField(apitoken.FieldExpiresAt, field.TypeTime, value)
+		_node.ExpiresAt = &value
 	}
 	if nodes := _c.mutation.UserIDs(); len(nodes) > 0 {
 		edge := &sqlgraph.EdgeSpec{
@@ -399,6 +417,9 @@ func (u *APITokenUpsertOne) UpdateNewValues() *APITokenUpsertOne {
 		}
 		if _, exists := u.create.mutation.Hint(); exists {
 			s.SetIgnore(apitoken.FieldHint)
+		}
+		if _, exists := u.create.mutation.ExpiresAt(); exists {
+			s.SetIgnore(apitoken.FieldExpiresAt)
 		}
 	}))
 	return u
@@ -688,6 +709,9 @@ func (u *APITokenUpsertBulk) UpdateNewValues() *APITokenUpsertBulk {
 			}
 			if _, exists := b.mutation.Hint(); exists {
 				s.SetIgnore(apitoken.FieldHint)
+			}
+			if _, exists := b.mutation.ExpiresAt(); exists {
+				s.SetIgnore(apitoken.FieldExpiresAt)
 			}
 		}
 	}))

@@ -87,6 +87,11 @@ func (_q *APITokenQuery) collectField(ctx context.Context, oneNode bool, opCtx *
 				selectedFields = append(selectedFields, apitoken.FieldLastUsedAt)
 				fieldSeen[apitoken.FieldLastUsedAt] = struct{}{}
 			}
+		case "expiresAt":
+			if _, ok := fieldSeen[apitoken.FieldExpiresAt]; !ok {
+				selectedFields = append(selectedFields, apitoken.FieldExpiresAt)
+				fieldSeen[apitoken.FieldExpiresAt] = struct{}{}
+			}
 		case "id":
 		case "__typename":
 		default:

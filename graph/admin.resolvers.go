@@ -14,6 +14,7 @@ import (
 	"github.com/toolgate/toolgate/graph/auth"
 	"github.com/toolgate/toolgate/graph/generated"
 	"github.com/toolgate/toolgate/graph/model"
+	"github.com/toolgate/toolgate/tools/catalog"
 )
 
 // CreateAgent is the resolver for the createAgent field.
@@ -26,6 +27,10 @@ func (r *mutationResolver) CreateAgent(ctx context.Context, input model.CreateAg
 		return nil, auth.ErrForbidden
 	}
 	if err := checkToolNames(input.Tools); err != nil {
+		return nil, err
+	}
+	if err := r.checkDeck(ctx, &catalog.Agent{Tools: uniq(input.Tools), Memory: deref(input.Memory),
+		BudgetCheck: deref(input.BudgetCheck), PastConversationSearch: deref(input.PastConversationSearch)}); err != nil {
 		return nil, err
 	}
 	create := r.client(ctx).Agent.Create().

@@ -31,7 +31,11 @@ func (r *queryResolver) Catalogue(ctx context.Context, agentID *int) (*catalog.C
 		}
 		a = catalog.RulesOf(ag, ag.Edges.Organization, r.Web != nil)
 	}
-	c := catalog.Measure(registry.All()).For(a)
+	apps, err := catalog.Applications(ctx, r.Client, a, r.lister())
+	if err != nil {
+		return nil, err
+	}
+	c := catalog.Measure(registry.All()).For(a).WithApplications(a, apps)
 	return &c, nil
 }
 
@@ -44,7 +48,7 @@ func (r *queryResolver) SearchTools(ctx context.Context, conversationID *int, qu
 	if err := catalog.CheckQueries(queries); err != nil {
 		return nil, inputErrorf("%v", err)
 	}
-	ix, err := catalog.Load(ctx, r.Client, conv.AgentID, registry.All(), r.Web != nil)
+	ix, err := catalog.Load(ctx, r.Client, conv.AgentID, registry.All(), r.lister(), r.Web != nil)
 	if err != nil {
 		return nil, err
 	}
@@ -57,7 +61,7 @@ func (r *queryResolver) ListTools(ctx context.Context, conversationID *int) (*ca
 	if err != nil {
 		return nil, err
 	}
-	ix, err := catalog.Load(ctx, r.Client, conv.AgentID, registry.All(), r.Web != nil)
+	ix, err := catalog.Load(ctx, r.Client, conv.AgentID, registry.All(), r.lister(), r.Web != nil)
 	if err != nil {
 		return nil, err
 	}
@@ -73,7 +77,7 @@ func (r *queryResolver) GetToolSchema(ctx context.Context, conversationID *int, 
 	if err := catalog.CheckNames(names); err != nil {
 		return nil, inputErrorf("%v", err)
 	}
-	ix, err := catalog.Load(ctx, r.Client, conv.AgentID, registry.All(), r.Web != nil)
+	ix, err := catalog.Load(ctx, r.Client, conv.AgentID, registry.All(), r.lister(), r.Web != nil)
 	if err != nil {
 		return nil, err
 	}

@@ -17,6 +17,15 @@ func inputErrorf(format string, args ...any) error {
 
 func ptr[T any](v T) *T { return &v }
 
+// deref is *p, or the zero value for nil.
+func deref[T any](p *T) T {
+	var zero T
+	if p == nil {
+		return zero
+	}
+	return *p
+}
+
 func checkPage(first, last *int) error {
 	for _, n := range []*int{first, last} {
 		if n != nil && (*n < 0 || *n > MaxPage) {

@@ -5,10 +5,14 @@ package graph
 import (
 	"context"
 	"log/slog"
+	"time"
 
 	"github.com/toolgate/toolgate/ent"
 	"github.com/toolgate/toolgate/graph/gid"
 	"github.com/toolgate/toolgate/runtime/loop"
+	"github.com/toolgate/toolgate/runtime/mcp"
+	"github.com/toolgate/toolgate/tools"
+	"github.com/toolgate/toolgate/tools/catalog"
 	"github.com/toolgate/toolgate/tools/web"
 )
 
@@ -28,6 +32,25 @@ type Resolver struct {
 	Runner *loop.Runner
 	// Web runs the web tools; nil when the server has no web provider.
 	Web *web.Service
+	// Apps lists applications' tools; nil knows them by name only.
+	Apps *mcp.Pool
+}
+
+// appListTimeout bounds asking one application's server for its tools:
+// discovery and the catalogue answer without it rather than wait.
+const appListTimeout = 10 * time.Second
+
+// lister asks applications' servers for their tools through the pool,
+// which asks each server once per session; nil without a pool.
+func (r *Resolver) lister() catalog.Lister {
+	if r.Apps == nil {
+		return nil
+	}
+	return func(ctx context.Context, app *ent.Application) ([]tools.Definition, error) {
+		ctx, cancel := context.WithTimeout(ctx, appListTimeout)
+		defer cancel()
+		return r.Apps.Tools(ctx, mcp.Application{Name: app.Name, URL: app.URL, AllowedTools: app.AllowedTools})
+	}
 }
 
 // client returns the transaction's client inside a mutation (the

@@ -18,7 +18,6 @@ import (
 	"github.com/99designs/gqlgen/graphql/handler/extension"
 	"github.com/99designs/gqlgen/graphql/handler/lru"
 	"github.com/99designs/gqlgen/graphql/handler/transport"
-	"github.com/99designs/gqlgen/graphql/playground"
 	"github.com/prometheus/client_golang/prometheus"
 	"github.com/prometheus/client_golang/prometheus/collectors"
 	"github.com/prometheus/client_golang/prometheus/promhttp"
@@ -32,7 +31,9 @@ import (
 	"github.com/toolgate/toolgate/graph/auth"
 	"github.com/toolgate/toolgate/graph/generated"
 	"github.com/toolgate/toolgate/graph/loader"
+	"github.com/toolgate/toolgate/graph/playground"
 	"github.com/toolgate/toolgate/runtime/loop"
+	"github.com/toolgate/toolgate/runtime/mcp"
 	"github.com/toolgate/toolgate/runtime/scope"
 	"github.com/toolgate/toolgate/tools"
 	"github.com/toolgate/toolgate/tools/web"
@@ -62,6 +63,10 @@ type Config struct {
 	Runner *loop.Runner
 	// Web runs the web tools; nil: no provider, the web tools are refused.
 	Web *web.Service
+	// Apps asks applications' MCP servers for their tools, for discovery
+	// and the catalogue; nil takes the Runner's. With neither, application
+	// tools are known by name only.
+	Apps *mcp.Pool
 }
 
 // Server is toolgate's HTTP API.
@@ -102,8 +107,9 @@ func NewServer(cfg Config) *Server {
 
 	graphqlHandler := jsonStatus(s.auth.Middleware(s.gql))
 	s.mux.Handle("/graphql", m.http("/graphql", limitBody(graphqlHandler)))
-	s.mux.Handle("/playground", playground.Handler("toolgate", "/graphql",
-		playground.WithGraphiqlUiHeaders(map[string]string{"Authorization": "Bearer "})))
+	pg := playground.Handler("toolgate", "/playground", "/graphql", map[string]string{"Authorization": "Bearer "})
+	s.mux.Handle("/playground", pg)
+	s.mux.Handle("/playground/", pg)
 	s.mux.HandleFunc("/healthz", func(w http.ResponseWriter, _ *http.Request) {
 		w.Header().Set("Content-Type", "text/plain")
 		_, _ = io.WriteString(w, "ok\n")
@@ -137,7 +143,11 @@ func (s *Server) readyz(w http.ResponseWriter, r *http.Request) {
 }
 
 func (s *Server) newGraphQL() *handler.Server {
-	cfg := generated.Config{Resolvers: &Resolver{Client: s.client, Log: s.cfg.Log, Runner: s.cfg.Runner, Web: s.cfg.Web}}
+	apps := s.cfg.Apps
+	if apps == nil && s.cfg.Runner != nil {
+		apps = s.cfg.Runner.Apps()
+	}
+	cfg := generated.Config{Resolvers: &Resolver{Client: s.client, Log: s.cfg.Log, Runner: s.cfg.Runner, Apps: apps, Web: s.cfg.Web}}
 	pageTimes := func(child int, first, last *int) int {
 		n := DefaultPage
 		if first != nil {
@@ -161,7 +171,9 @@ func (s *Server) newGraphQL() *handler.Server {
 	srv := handler.New(generated.NewExecutableSchema(cfg))
 	srv.AddTransport(transport.Websocket{
 		KeepAlivePingInterval: 10 * time.Second,
-		InitFunc:              s.websocketInit,
+		// A socket that never says who it is is not held open.
+		InitTimeout: 10 * time.Second,
+		InitFunc:    s.websocketInit,
 	})
 	srv.AddTransport(transport.Options{})
 	srv.AddTransport(transport.GET{})
@@ -193,8 +205,8 @@ func (s *Server) newGraphQL() *handler.Server {
 }
 
 // websocketInit authenticates a websocket from its connection_init payload:
-// {"Authorization": "Bearer TOKEN"}. A bad token is not refused here: like
-// over HTTP, what it asks for is then not found.
+// {"Authorization": "Bearer TOKEN"}. A missing or dead token closes the
+// socket with 4401, as over HTTP a request gets 401.
 func (s *Server) websocketInit(ctx context.Context, p transport.InitPayload) (context.Context, *transport.InitPayload, error) {
 	header := p.Authorization()
 	if header == "" {
@@ -202,19 +214,25 @@ func (s *Server) websocketInit(ctx context.Context, p transport.InitPayload) (co
 			header = v
 		}
 	}
+	refuse := func() (context.Context, *transport.InitPayload, error) {
+		ctx = transport.WithWebsocketCloseCode(transport.AppendCloseReason(ctx, "unauthenticated"), 4401)
+		return ctx, nil, errUnauthenticated
+	}
 	token, ok := auth.Bearer(header)
 	if !ok {
-		return ctx, nil, nil
+		return refuse()
 	}
 	v, err := s.auth.Resolve(ctx, token)
+	if errors.Is(err, auth.ErrNotFound) {
+		return refuse()
+	}
 	if err != nil {
-		if errors.Is(err, auth.ErrNotFound) {
-			return ctx, nil, nil
-		}
 		return ctx, nil, err
 	}
 	return auth.WithViewer(ctx, v), nil, nil
 }
+
+var errUnauthenticated = errors.New("unauthenticated")
 
 var errInternal = errors.New("internal error")
 

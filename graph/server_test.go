@@ -217,11 +217,16 @@ func TestScopeRefusesIdentically(t *testing.T) {
 		noToken := b.do(t, "", q, map[string]any{"id": convID})
 		badToken := b.do(t, "tg_forged", q, map[string]any{"id": convID})
 		colleague := b.do(t, b.bob.Token, q, map[string]any{"id": convID})
-		for name, r := range map[string]*response{"made-up": nothing, "garbage": garbage, "no token": noToken, "bad token": badToken, "colleague": colleague} {
+		for name, r := range map[string]*response{"made-up": nothing, "garbage": garbage, "colleague": colleague} {
 			require.Equal(t, string(foreign.Raw), string(r.Raw), name)
 			require.Equal(t, foreign.Status, r.Status, name)
 		}
 		require.Equal(t, "NOT_FOUND", foreign.code(t))
+		// No token and a forged one: 401, one answer for both.
+		require.Equal(t, http.StatusUnauthorized, noToken.Status)
+		require.Equal(t, "UNAUTHENTICATED", noToken.code(t))
+		require.Equal(t, string(noToken.Raw), string(badToken.Raw))
+		require.Equal(t, noToken.Status, badToken.Status)
 
 		// node() and the lists say the same.
 		const nq = `query($id: ID!) { node(id: $id) { id } }`
@@ -326,16 +331,25 @@ func TestHTTPEndpoints(t *testing.T) {
 		require.Contains(t, string(body), tt.want, tt.path)
 	}
 
-	// GET serves queries, never mutations.
-	res, err := http.Get(b.srv.URL + "/graphql?query=" + "%7B%20__typename%20%7D")
-	require.NoError(t, err)
-	body, _ := io.ReadAll(res.Body)
-	res.Body.Close()
-	require.Contains(t, string(body), `"__typename":"Query"`)
-	res, err = http.Get(b.srv.URL + "/graphql?query=" + "mutation%7BcreateAgent(input%3A%7Bname%3A%22x%22%7D)%7Bid%7D%7D")
-	require.NoError(t, err)
-	body, _ = io.ReadAll(res.Body)
-	res.Body.Close()
+	// GET serves queries, never mutations, and needs a token like POST.
+	fetch := func(query string, token string) (int, string) {
+		req, err := http.NewRequest(http.MethodGet, b.srv.URL+"/graphql?query="+query, nil)
+		require.NoError(t, err)
+		if token != "" {
+			req.Header.Set("Authorization", "Bearer "+token)
+		}
+		res, err := http.DefaultClient.Do(req)
+		require.NoError(t, err)
+		body, _ := io.ReadAll(res.Body)
+		res.Body.Close()
+		return res.StatusCode, string(body)
+	}
+	status, body := fetch("%7B%20__typename%20%7D", "")
+	require.Equal(t, http.StatusUnauthorized, status)
+	require.Contains(t, body, "UNAUTHENTICATED")
+	_, body = fetch("%7B%20__typename%20%7D", b.alice.Token)
+	require.Contains(t, body, `"__typename":"Query"`)
+	_, body = fetch("mutation%7BcreateAgent(input%3A%7Bname%3A%22x%22%7D)%7Bid%7D%7D", b.alice.Token)
 	require.Contains(t, string(body), "GET requests only allow query operations")
 }
 

@@ -20,12 +20,16 @@ func (r *Resolver) createAPIToken(ctx context.Context, in model.CreateAPITokenIn
 	if name == "" {
 		return nil, inputErrorf("name is empty")
 	}
+	if in.ExpiresAt != nil && !in.ExpiresAt.After(time.Now()) {
+		return nil, inputErrorf("expiresAt is not in the future")
+	}
 	token, hash, err := auth.NewToken()
 	if err != nil {
 		return nil, err
 	}
 	t, err := r.client(ctx).APIToken.Create().
 		SetUserID(v.UserID).SetName(name).SetHash(hash).SetHint(auth.Hint(token)).
+		SetNillableExpiresAt(in.ExpiresAt).
 		Save(ctx)
 	if err != nil {
 		return nil, err

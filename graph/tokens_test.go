@@ -30,7 +30,7 @@ func TestAPITokensCreateListRevoke(t *testing.T) {
 		// The organisation's admin can.
 		r := b.do(t, b.alice.Token, revoke, map[string]any{"id": id}).ok(t)
 		require.NotNil(t, get(r, "revokeAPIToken", "revokedAt"))
-		require.Equal(t, "NOT_FOUND", b.do(t, token, `{ viewer { name } }`, nil).code(t))
+		require.Equal(t, "UNAUTHENTICATED", b.do(t, token, `{ viewer { name } }`, nil).code(t))
 		// Bob's other token still works.
 		require.Equal(t, "Bob", get(b.do(t, b.bob.Token, `{ viewer { name } }`, nil).ok(t), "viewer", "name"))
 

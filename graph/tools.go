@@ -10,6 +10,7 @@ import (
 	"github.com/toolgate/toolgate/ent/turn"
 	"github.com/toolgate/toolgate/graph/auth"
 	"github.com/toolgate/toolgate/runtime/scope"
+	"github.com/toolgate/toolgate/tools/catalog"
 	"github.com/toolgate/toolgate/tools/registry"
 	"github.com/toolgate/toolgate/tools/web"
 )
@@ -99,4 +100,19 @@ func scopeResolver(client *ent.Client, signer *scope.Signer) func(context.Contex
 			Tools:          c.Tools,
 		}, nil
 	}
+}
+
+// checkDeck refuses an agent whose turns would carry more tool definitions
+// than the widest ceiling allows: its built-in tools and its allowlisted
+// application tools, measured as their servers list them. A server that
+// cannot be asked is not measured here; the catalogue warns about it.
+func (r *Resolver) checkDeck(ctx context.Context, a *catalog.Agent) error {
+	apps, err := catalog.Applications(ctx, r.client(ctx), a, r.lister())
+	if err != nil {
+		return err
+	}
+	if err := catalog.Measure(registry.All()).For(a).WithApplications(a, apps).CheckDeck(); err != nil {
+		return inputErrorf("tools: %v", err)
+	}
+	return nil
 }

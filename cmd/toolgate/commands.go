@@ -132,12 +132,12 @@ func serve(ctx context.Context, args []string, stdout, stderr io.Writer, log *sl
 	defer bridge.Close()
 	srv := graph.NewServer(graph.Config{DB: d, Log: log, Signer: signer, Runner: runner, Web: webService})
 	if *demo {
-		token, demoTurn, err := seedDemo(ctx, d, time.Now())
+		token, demoTurn, err := seedDemo(ctx, d, time.Now(), demoTokenFile(*dbURL))
 		if err != nil {
 			_ = ln.Close()
 			return err
 		}
-		fmt.Fprintf(stdout, "\ntoolgate is serving on %s\n  playground: %s/playground\n  demo token: %s\n  (paste into the playground's headers: {\"Authorization\": \"Bearer %s\"})\n", base, base, token, token)
+		fmt.Fprintf(stdout, "\ntoolgate is serving on %s\n  playground: %s/playground\n  demo token: %s (kept in the data folder and reused while it works)\n  (paste into the playground's headers: {\"Authorization\": \"Bearer %s\"})\n", base, base, token, token)
 		if demoTurn != 0 {
 			fmt.Fprintf(stdout, "  a demo conversation, \"Budget estimate\", is being answered by the %s provider\n", runner.ProviderName())
 		}

@@ -3,6 +3,10 @@ package main
 import (
 	"context"
 	"fmt"
+	"log/slog"
+	"os"
+	"path/filepath"
+	"strings"
 	"time"
 
 	"github.com/toolgate/toolgate/ent/agent"
@@ -19,11 +23,12 @@ const (
 )
 
 // seedDemo makes the demo organisation, user and agent if they are missing
-// and returns a new token for the demo user. On first start it also opens
+// and returns a token for the demo user: the one kept in tokenFile while it
+// still works, else a new one, then kept there. On first start it also opens
 // a demo conversation whose first turn the runtime answers (start then
 // runs it), so the transcript in the playground is real runtime output.
-func seedDemo(ctx context.Context, d *db.DB, now time.Time) (token string, turnID int, err error) {
-	g, err := auth.Bootstrap(ctx, d.Client(), demoOrg, demoUser, demoDepartment)
+func seedDemo(ctx context.Context, d *db.DB, now time.Time, tokenFile string) (token string, turnID int, err error) {
+	g, err := demoGrant(ctx, d, tokenFile)
 	if err != nil {
 		return "", 0, fmt.Errorf("seed demo: %w", err)
 	}
@@ -55,4 +60,44 @@ func seedDemo(ctx context.Context, d *db.DB, now time.Time) (token string, turnI
 		return "", 0, fmt.Errorf("seed demo turn: %w", err)
 	}
 	return g.Token, t.ID, nil
+}
+
+// demoGrant reuses the demo token kept in tokenFile when it still
+// authenticates the demo user, so that every start of `make run` does not
+// add a token that never expires.
+func demoGrant(ctx context.Context, d *db.DB, tokenFile string) (*auth.Grant, error) {
+	if raw, err := os.ReadFile(tokenFile); err == nil {
+		token := strings.TrimSpace(string(raw))
+		v, err := auth.NewAuthenticator(d.Client(), slog.New(slog.DiscardHandler)).Resolve(ctx, token)
+		if err == nil {
+			u, err := d.Client().User.Get(ctx, v.UserID)
+			if err == nil && u.Name == demoUser {
+				return &auth.Grant{Token: token, OrganizationID: v.OrganizationID, UserID: v.UserID}, nil
+			}
+		}
+	}
+	g, err := auth.Bootstrap(ctx, d.Client(), demoOrg, demoUser, demoDepartment)
+	if err != nil {
+		return nil, err
+	}
+	if err := os.MkdirAll(filepath.Dir(tokenFile), 0o750); err != nil {
+		return nil, fmt.Errorf("keep demo token: %w", err)
+	}
+	if err := os.WriteFile(tokenFile, []byte(g.Token+"\n"), 0o600); err != nil {
+		return nil, fmt.Errorf("keep demo token: %w", err)
+	}
+	return g, nil
+}
+
+// demoTokenFile is where the demo token is kept: beside the SQLite file, or
+// in ./data for PostgreSQL.
+func demoTokenFile(dbURL string) string {
+	dir := filepath.Dir(db.DefaultPath)
+	for _, prefix := range []string{"sqlite://", "file:"} {
+		if p, ok := strings.CutPrefix(dbURL, prefix); ok {
+			p, _, _ = strings.Cut(p, "?")
+			dir = filepath.Dir(p)
+		}
+	}
+	return filepath.Join(dir, "demo-token")
 }

@@ -6,6 +6,7 @@ import (
 	"encoding/json"
 	"io"
 	"net/http"
+	"os"
 	"path/filepath"
 	"regexp"
 	"strings"
@@ -76,31 +77,56 @@ func (s *syncBuffer) String() string {
 
 func TestServeDemoPrintsPlaygroundAndToken(t *testing.T) {
 	t.Parallel()
-	ctx, cancel := context.WithCancel(context.Background())
-	var out syncBuffer
-	done := make(chan error, 1)
-	go func() {
-		done <- run(ctx, []string{"serve", "--demo", "--addr", "127.0.0.1:0", "--database-url", "sqlite://" + filepath.Join(t.TempDir(), "t.db")}, &out, io.Discard)
-	}()
-	re := regexp.MustCompile(`playground: (http://\S+)/playground\n\s+demo token: (\S+)`)
-	var m []string
-	require.Eventually(t, func() bool { m = re.FindStringSubmatch(out.String()); return m != nil }, 20*time.Second, 20*time.Millisecond)
-
-	req, err := http.NewRequest(http.MethodPost, m[1]+"/graphql", strings.NewReader(`{"query":"{ viewer { name organizationName } agents { edges { node { name } } } }"}`))
-	require.NoError(t, err)
-	req.Header.Set("Authorization", "Bearer "+m[2])
-	req.Header.Set("Content-Type", "application/json")
-	res, err := http.DefaultClient.Do(req)
-	require.NoError(t, err)
-	body, _ := io.ReadAll(res.Body)
-	res.Body.Close()
-	require.JSONEq(t, `{"data":{"viewer":{"name":"Ada Lovelace","organizationName":"Demo Organisation"},"agents":{"edges":[{"node":{"name":"Assistant"}}]}}}`, string(body))
-
-	cancel()
-	select {
-	case err := <-done:
-		require.NoError(t, err, "shutdown is graceful")
-	case <-time.After(20 * time.Second):
-		t.Fatal("server did not stop")
+	dir := t.TempDir()
+	dbPath := filepath.Join(dir, "t.db")
+	// serveDemo starts `serve --demo`, waits for its banner and returns the
+	// base URL, the demo token and a function that stops it.
+	serveDemo := func() (string, string, func()) {
+		ctx, cancel := context.WithCancel(context.Background())
+		var out syncBuffer
+		done := make(chan error, 1)
+		go func() {
+			done <- run(ctx, []string{"serve", "--demo", "--addr", "127.0.0.1:0", "--database-url", "sqlite://" + dbPath}, &out, io.Discard)
+		}()
+		re := regexp.MustCompile(`playground: (http://\S+)/playground\n\s+demo token: (\S+)`)
+		var m []string
+		require.Eventually(t, func() bool { m = re.FindStringSubmatch(out.String()); return m != nil }, 20*time.Second, 20*time.Millisecond)
+		return m[1], m[2], func() {
+			cancel()
+			select {
+			case err := <-done:
+				require.NoError(t, err, "shutdown is graceful")
+			case <-time.After(20 * time.Second):
+				t.Fatal("server did not stop")
+			}
+		}
 	}
+	query := func(base, token, q string) string {
+		req, err := http.NewRequest(http.MethodPost, base+"/graphql", strings.NewReader(`{"query":"`+q+`"}`))
+		require.NoError(t, err)
+		req.Header.Set("Authorization", "Bearer "+token)
+		req.Header.Set("Content-Type", "application/json")
+		res, err := http.DefaultClient.Do(req)
+		require.NoError(t, err)
+		body, _ := io.ReadAll(res.Body)
+		res.Body.Close()
+		return string(body)
+	}
+
+	base, token, stop := serveDemo()
+	require.JSONEq(t, `{"data":{"viewer":{"name":"Ada Lovelace","organizationName":"Demo Organisation"},"agents":{"edges":[{"node":{"name":"Assistant"}}]}}}`,
+		query(base, token, "{ viewer { name organizationName } agents { edges { node { name } } } }"))
+	stop()
+
+	// A second start reuses the token rather than adding another.
+	base, again, stop := serveDemo()
+	defer stop()
+	require.Equal(t, token, again)
+	require.JSONEq(t, `{"data":{"apiTokens":[{"name":"bootstrap"}]}}`, query(base, again, "{ apiTokens { name } }"))
+	kept, err := os.ReadFile(filepath.Join(dir, "demo-token"))
+	require.NoError(t, err)
+	require.Equal(t, token+"\n", string(kept))
+	info, err := os.Stat(filepath.Join(dir, "demo-token"))
+	require.NoError(t, err)
+	require.Equal(t, os.FileMode(0o600), info.Mode().Perm(), "readable by its owner only")
 }

@@ -25,7 +25,10 @@ func (APIToken) Fields() []ent.Field {
 		field.String("hint").Immutable().
 			Comment("the token's first characters, to tell tokens apart"),
 		field.Time("revoked_at").Optional().Nillable(),
-		field.Time("last_used_at").Optional().Nillable(),
+		field.Time("last_used_at").Optional().Nillable().
+			Comment("when the token last authenticated a request, to the minute"),
+		field.Time("expires_at").Optional().Nillable().Immutable().
+			Comment("after this the token is refused like a revoked one; none: it does not expire"),
 	}
 }
 

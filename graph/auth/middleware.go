@@ -4,8 +4,12 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"io"
 	"log/slog"
 	"net/http"
+	"strings"
+	"sync"
+	"time"
 
 	"github.com/toolgate/toolgate/ent"
 	"github.com/toolgate/toolgate/ent/apitoken"
@@ -18,12 +22,17 @@ type Authenticator struct {
 	client *ent.Client
 	// Scope resolves a turn's scope token; nil until the runtime provides one.
 	Scope func(ctx context.Context, token string) (*Viewer, error)
+	// Clock tells the time for expiry and last use; nil is time.Now.
+	Clock func() time.Time
 	log   *slog.Logger
+
+	mu      sync.Mutex
+	touched map[string]time.Time // token hash → last write of last_used_at
 }
 
 // NewAuthenticator returns an Authenticator reading tokens with client.
 func NewAuthenticator(client *ent.Client, log *slog.Logger) *Authenticator {
-	return &Authenticator{client: client, log: log}
+	return &Authenticator{client: client, log: log, touched: map[string]time.Time{}}
 }
 
 // Resolve returns the viewer a token belongs to, or ErrNotFound.
@@ -35,8 +44,11 @@ func (a *Authenticator) Resolve(ctx context.Context, token string) (*Viewer, err
 		return nil, ErrNotFound
 	}
 	// One statement: the user that holds a live token with this hash.
+	hash := HashToken(token)
+	now := a.now()
 	u, err := a.client.User.Query().
-		Where(user.HasTokensWith(apitoken.Hash(HashToken(token)), apitoken.RevokedAtIsNil())).
+		Where(user.HasTokensWith(apitoken.Hash(hash), apitoken.RevokedAtIsNil(),
+			apitoken.Or(apitoken.ExpiresAtIsNil(), apitoken.ExpiresAtGT(now)))).
 		Only(ctx)
 	if ent.IsNotFound(err) {
 		return nil, ErrNotFound
@@ -44,21 +56,67 @@ func (a *Authenticator) Resolve(ctx context.Context, token string) (*Viewer, err
 	if err != nil {
 		return nil, fmt.Errorf("look up token: %w", err)
 	}
+	a.touch(ctx, hash, now)
 	return &Viewer{OrganizationID: u.OrganizationID, UserID: u.ID, Admin: u.Admin}, nil
+}
+
+// touchEvery is how stale a token's last_used_at may get: writing it on
+// every request would turn each read into a write.
+const touchEvery = time.Minute
+
+// touch records that the token was used, at most once a minute per token
+// from this process, and never more than once a minute across processes.
+func (a *Authenticator) touch(ctx context.Context, hash []byte, now time.Time) {
+	key := string(hash)
+	a.mu.Lock()
+	if last, ok := a.touched[key]; ok && now.Sub(last) < touchEvery {
+		a.mu.Unlock()
+		return
+	}
+	if len(a.touched) > 10_000 {
+		clear(a.touched)
+	}
+	a.touched[key] = now
+	a.mu.Unlock()
+	err := a.client.APIToken.Update().
+		Where(apitoken.Hash(hash), apitoken.Or(apitoken.LastUsedAtIsNil(), apitoken.LastUsedAtLT(now.Add(-touchEvery)))).
+		SetLastUsedAt(now).Exec(ctx)
+	if err != nil {
+		// The request goes on: when a token was last used is for people
+		// reading a list, not a reason to refuse.
+		a.log.WarnContext(ctx, "record token use", "err", err)
+	}
+}
+
+func (a *Authenticator) now() time.Time {
+	if a.Clock != nil {
+		return a.Clock()
+	}
+	return time.Now()
 }
 
 func hasAPIPrefix(token string) bool {
 	return len(token) > len(TokenPrefix) && token[:len(TokenPrefix)] == TokenPrefix
 }
 
+// Unauthenticated is the one answer, word for word, to a request whose
+// token is missing, malformed, expired or revoked: nothing is learned about
+// tokens from it.
+const Unauthenticated = `{"errors":[{"message":"unauthenticated: send Authorization: Bearer TOKEN with a live token","extensions":{"code":"UNAUTHENTICATED"}}]}`
+
 // Middleware puts the viewer of the request's bearer token in its context.
-// A request without a valid token goes on without one: what it asks for is
-// then not found, word for word as for an object out of scope.
+// A request without a live token is refused with 401 before anything of it
+// is parsed. A websocket authenticates in its connection_init message
+// instead, and a CORS preflight carries no credentials.
 func (a *Authenticator) Middleware(next http.Handler) http.Handler {
 	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		if r.Method == http.MethodOptions || isWebsocket(r) {
+			next.ServeHTTP(w, r)
+			return
+		}
 		token, ok := Bearer(r.Header.Get("Authorization"))
 		if !ok {
-			next.ServeHTTP(w, r)
+			refuse(w)
 			return
 		}
 		v, err := a.Resolve(r.Context(), token)
@@ -66,10 +124,21 @@ func (a *Authenticator) Middleware(next http.Handler) http.Handler {
 		case err == nil:
 			next.ServeHTTP(w, r.WithContext(WithViewer(r.Context(), v)))
 		case errors.Is(err, ErrNotFound):
-			next.ServeHTTP(w, r)
+			refuse(w)
 		default:
 			a.log.ErrorContext(r.Context(), "authenticate", "err", err)
 			http.Error(w, `{"errors":[{"message":"temporarily unavailable"}]}`, http.StatusServiceUnavailable)
 		}
 	})
+}
+
+func refuse(w http.ResponseWriter) {
+	w.Header().Set("Content-Type", "application/json")
+	w.Header().Set("WWW-Authenticate", `Bearer realm="toolgate"`)
+	w.WriteHeader(http.StatusUnauthorized)
+	_, _ = io.WriteString(w, Unauthenticated)
+}
+
+func isWebsocket(r *http.Request) bool {
+	return r.Method == http.MethodGet && strings.EqualFold(r.Header.Get("Upgrade"), "websocket")
 }

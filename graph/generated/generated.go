@@ -57,6 +57,7 @@ type DirectiveRoot struct {
 type ComplexityRoot struct {
 	APIToken struct {
 		CreatedAt  func(childComplexity int) int
+		ExpiresAt  func(childComplexity int) int
 		Hint       func(childComplexity int) int
 		ID         func(childComplexity int) int
 		LastUsedAt func(childComplexity int) int
@@ -121,12 +122,15 @@ type ComplexityRoot struct {
 		AlwaysPaidChars         func(childComplexity int) int
 		AlwaysPaidGuidanceChars func(childComplexity int) int
 		AlwaysPaidTokens        func(childComplexity int) int
+		ApplicationChars        func(childComplexity int) int
+		ApplicationTokens       func(childComplexity int) int
 		Ceilings                func(childComplexity int) int
 		GuidanceChars           func(childComplexity int) int
 		GuidanceTokens          func(childComplexity int) int
 		OfferedChars            func(childComplexity int) int
 		OfferedTokens           func(childComplexity int) int
 		Tools                   func(childComplexity int) int
+		Warnings                func(childComplexity int) int
 		WidestChars             func(childComplexity int) int
 		WidestTokens            func(childComplexity int) int
 	}
@@ -667,6 +671,12 @@ func (e *executableSchema) Complexity(ctx context.Context, typeName, field strin
 		}
 
 		return e.ComplexityRoot.APIToken.CreatedAt(childComplexity), true
+	case "APIToken.expiresAt":
+		if e.ComplexityRoot.APIToken.ExpiresAt == nil {
+			break
+		}
+
+		return e.ComplexityRoot.APIToken.ExpiresAt(childComplexity), true
 	case "APIToken.hint":
 		if e.ComplexityRoot.APIToken.Hint == nil {
 			break
@@ -915,6 +925,18 @@ func (e *executableSchema) Complexity(ctx context.Context, typeName, field strin
 		}
 
 		return e.ComplexityRoot.Catalogue.AlwaysPaidTokens(childComplexity), true
+	case "Catalogue.applicationChars":
+		if e.ComplexityRoot.Catalogue.ApplicationChars == nil {
+			break
+		}
+
+		return e.ComplexityRoot.Catalogue.ApplicationChars(childComplexity), true
+	case "Catalogue.applicationTokens":
+		if e.ComplexityRoot.Catalogue.ApplicationTokens == nil {
+			break
+		}
+
+		return e.ComplexityRoot.Catalogue.ApplicationTokens(childComplexity), true
 	case "Catalogue.ceilings":
 		if e.ComplexityRoot.Catalogue.Ceilings == nil {
 			break
@@ -951,6 +973,12 @@ func (e *executableSchema) Complexity(ctx context.Context, typeName, field strin
 		}
 
 		return e.ComplexityRoot.Catalogue.Tools(childComplexity), true
+	case "Catalogue.warnings":
+		if e.ComplexityRoot.Catalogue.Warnings == nil {
+			break
+		}
+
+		return e.ComplexityRoot.Catalogue.Warnings(childComplexity), true
 	case "Catalogue.widestChars":
 		if e.ComplexityRoot.Catalogue.WidestChars == nil {
 			break
@@ -3077,6 +3105,8 @@ extend type Query {
 
 input CreateAPITokenInput {
   name: String!
+  "When the token stops working (in the future); none: it works until revoked."
+  expiresAt: Time
 }
 
 type CreatedAPIToken {
@@ -3152,7 +3182,7 @@ scalar JSONSchema @goModel(model: "github.com/toolgate/toolgate/tools/catalog.Sc
 
 "The measured tool catalogue. Characters are Unicode characters of the definition as the model receives it; tokens are o200k_base tokens."
 type Catalogue @goModel(model: "github.com/toolgate/toolgate/tools/catalog.Catalogue") {
-  "Every built-in tool, in registration order."
+  "Every built-in tool, in registration order; with agentId, then the agent's allowlisted application tools, in allowlist order, as their servers list them."
   tools: [CatalogueTool!]!
   "Every tool's definition: the widest catalogue any turn can get."
   widestChars: Int!
@@ -3160,9 +3190,14 @@ type Catalogue @goModel(model: "github.com/toolgate/toolgate/tools/catalog.Catal
   "What every turn pays: always-on and workspace tools."
   alwaysPaidChars: Int!
   alwaysPaidTokens: Int!
-  "What the agent's turns pay for definitions (always-on tools without agentId)."
+  "What the agent's turns pay for definitions, its application tools included: its real deck (always-on tools without agentId)."
   offeredChars: Int!
   offeredTokens: Int!
+  "The agent's application tools' share of offeredChars."
+  applicationChars: Int!
+  applicationTokens: Int!
+  "What needs a person: a deck past the widest ceiling, an application whose server could not be measured."
+  warnings: [String!]!
   "Guidance paragraphs of the system prompt, each counted once; outside the ceilings."
   guidanceChars: Int!
   guidanceTokens: Int!
@@ -3316,7 +3351,14 @@ type APIToken implements Node {
   """
   hint: String!
   revokedAt: Time
+  """
+  when the token last authenticated a request, to the minute
+  """
   lastUsedAt: Time
+  """
+  after this the token is refused like a revoked one; none: it does not expire
+  """
+  expiresAt: Time
   user: User!
 }
 type Agent implements Node {
@@ -4469,6 +4511,8 @@ func (ec *executionContext) childFields_APIToken(ctx context.Context, field grap
 		return ec.fieldContext_APIToken_revokedAt(ctx, field)
 	case "lastUsedAt":
 		return ec.fieldContext_APIToken_lastUsedAt(ctx, field)
+	case "expiresAt":
+		return ec.fieldContext_APIToken_expiresAt(ctx, field)
 	case "user":
 		return ec.fieldContext_APIToken_user(ctx, field)
 	}
@@ -4593,6 +4637,12 @@ func (ec *executionContext) childFields_Catalogue(ctx context.Context, field gra
 		return ec.fieldContext_Catalogue_offeredChars(ctx, field)
 	case "offeredTokens":
 		return ec.fieldContext_Catalogue_offeredTokens(ctx, field)
+	case "applicationChars":
+		return ec.fieldContext_Catalogue_applicationChars(ctx, field)
+	case "applicationTokens":
+		return ec.fieldContext_Catalogue_applicationTokens(ctx, field)
+	case "warnings":
+		return ec.fieldContext_Catalogue_warnings(ctx, field)
 	case "guidanceChars":
 		return ec.fieldContext_Catalogue_guidanceChars(ctx, field)
 	case "guidanceTokens":
@@ -6682,6 +6732,29 @@ func (ec *executionContext) fieldContext_APIToken_lastUsedAt(_ context.Context, 
 	return graphql.NewScalarFieldContext("APIToken", field, false, false, "Time")
 }
 
+func (ec *executionContext) _APIToken_expiresAt(ctx context.Context, field graphql.CollectedField, obj *ent.APIToken) (ret graphql.Marshaler) {
+	return graphql.ResolveField(
+		ctx,
+		ec.OperationContext,
+		field,
+		func(ctx context.Context, field graphql.CollectedField) (*graphql.FieldContext, error) {
+			return ec.fieldContext_APIToken_expiresAt(ctx, field)
+		},
+		func(ctx context.Context) (any, error) {
+			return obj.ExpiresAt, nil
+		},
+		nil,
+		func(ctx context.Context, selections ast.SelectionSet, v *time.Time) graphql.Marshaler {
+			return ec.marshalOTime2ᚖtimeᚐTime(ctx, selections, v)
+		},
+		true,
+		false,
+	)
+}
+func (ec *executionContext) fieldContext_APIToken_expiresAt(_ context.Context, field graphql.CollectedField) (fc *graphql.FieldContext, err error) {
+	return graphql.NewScalarFieldContext("APIToken", field, false, false, "Time")
+}
+
 func (ec *executionContext) _APIToken_user(ctx context.Context, field graphql.CollectedField, obj *ent.APIToken) (ret graphql.Marshaler) {
 	return graphql.ResolveField(
 		ctx,
@@ -7608,6 +7681,75 @@ func (ec *executionContext) _Catalogue_offeredTokens(ctx context.Context, field 
 }
 func (ec *executionContext) fieldContext_Catalogue_offeredTokens(_ context.Context, field graphql.CollectedField) (fc *graphql.FieldContext, err error) {
 	return graphql.NewScalarFieldContext("Catalogue", field, false, false, "Int")
+}
+
+func (ec *executionContext) _Catalogue_applicationChars(ctx context.Context, field graphql.CollectedField, obj *catalog.Catalogue) (ret graphql.Marshaler) {
+	return graphql.ResolveField(
+		ctx,
+		ec.OperationContext,
+		field,
+		func(ctx context.Context, field graphql.CollectedField) (*graphql.FieldContext, error) {
+			return ec.fieldContext_Catalogue_applicationChars(ctx, field)
+		},
+		func(ctx context.Context) (any, error) {
+			return obj.ApplicationChars, nil
+		},
+		nil,
+		func(ctx context.Context, selections ast.SelectionSet, v int) graphql.Marshaler {
+			return ec.marshalNInt2int(ctx, selections, v)
+		},
+		true,
+		true,
+	)
+}
+func (ec *executionContext) fieldContext_Catalogue_applicationChars(_ context.Context, field graphql.CollectedField) (fc *graphql.FieldContext, err error) {
+	return graphql.NewScalarFieldContext("Catalogue", field, false, false, "Int")
+}
+
+func (ec *executionContext) _Catalogue_applicationTokens(ctx context.Context, field graphql.CollectedField, obj *catalog.Catalogue) (ret graphql.Marshaler) {
+	return graphql.ResolveField(
+		ctx,
+		ec.OperationContext,
+		field,
+		func(ctx context.Context, field graphql.CollectedField) (*graphql.FieldContext, error) {
+			return ec.fieldContext_Catalogue_applicationTokens(ctx, field)
+		},
+		func(ctx context.Context) (any, error) {
+			return obj.ApplicationTokens, nil
+		},
+		nil,
+		func(ctx context.Context, selections ast.SelectionSet, v int) graphql.Marshaler {
+			return ec.marshalNInt2int(ctx, selections, v)
+		},
+		true,
+		true,
+	)
+}
+func (ec *executionContext) fieldContext_Catalogue_applicationTokens(_ context.Context, field graphql.CollectedField) (fc *graphql.FieldContext, err error) {
+	return graphql.NewScalarFieldContext("Catalogue", field, false, false, "Int")
+}
+
+func (ec *executionContext) _Catalogue_warnings(ctx context.Context, field graphql.CollectedField, obj *catalog.Catalogue) (ret graphql.Marshaler) {
+	return graphql.ResolveField(
+		ctx,
+		ec.OperationContext,
+		field,
+		func(ctx context.Context, field graphql.CollectedField) (*graphql.FieldContext, error) {
+			return ec.fieldContext_Catalogue_warnings(ctx, field)
+		},
+		func(ctx context.Context) (any, error) {
+			return obj.Warnings, nil
+		},
+		nil,
+		func(ctx context.Context, selections ast.SelectionSet, v []string) graphql.Marshaler {
+			return ec.marshalNString2ᚕstringᚄ(ctx, selections, v)
+		},
+		true,
+		true,
+	)
+}
+func (ec *executionContext) fieldContext_Catalogue_warnings(_ context.Context, field graphql.CollectedField) (fc *graphql.FieldContext, err error) {
+	return graphql.NewScalarFieldContext("Catalogue", field, false, false, "String")
 }
 
 func (ec *executionContext) _Catalogue_guidanceChars(ctx context.Context, field graphql.CollectedField, obj *catalog.Catalogue) (ret graphql.Marshaler) {
@@ -17188,7 +17330,7 @@ func (ec *executionContext) unmarshalInputCreateAPITokenInput(ctx context.Contex
 		asMap[k] = v
 	}
 
-	fieldsInOrder := [...]string{"name"}
+	fieldsInOrder := [...]string{"name", "expiresAt"}
 	for _, k := range fieldsInOrder {
 		v, ok := asMap[k]
 		if !ok {
@@ -17202,6 +17344,13 @@ func (ec *executionContext) unmarshalInputCreateAPITokenInput(ctx context.Contex
 				return it, err
 			}
 			it.Name = data
+		case "expiresAt":
+			ctx := graphql.WithPathContext(ctx, graphql.NewPathWithField("expiresAt"))
+			data, err := ec.unmarshalOTime2ᚖtimeᚐTime(ctx, v)
+			if err != nil {
+				return it, err
+			}
+			it.ExpiresAt = data
 		}
 	}
 	return it, nil
@@ -18609,6 +18758,11 @@ func (ec *executionContext) _APIToken(ctx context.Context, sel ast.SelectionSet,
 			if out.Values[i] == graphql.RequiredNull {
 				atomic.AddUint32(&out.Invalids, 1)
 			}
+		case "expiresAt":
+			out.Values[i] = ec._APIToken_expiresAt(ctx, field, obj)
+			if out.Values[i] == graphql.RequiredNull {
+				atomic.AddUint32(&out.Invalids, 1)
+			}
 		case "user":
 			out.ResolveConcurrently(ec.OperationContext, &deferred, i,
 				true, true,
@@ -19021,6 +19175,21 @@ func (ec *executionContext) _Catalogue(ctx context.Context, sel ast.SelectionSet
 			}
 		case "offeredTokens":
 			out.Values[i] = ec._Catalogue_offeredTokens(ctx, field, obj)
+			if out.Values[i] == graphql.Null {
+				out.Invalids++
+			}
+		case "applicationChars":
+			out.Values[i] = ec._Catalogue_applicationChars(ctx, field, obj)
+			if out.Values[i] == graphql.Null {
+				out.Invalids++
+			}
+		case "applicationTokens":
+			out.Values[i] = ec._Catalogue_applicationTokens(ctx, field, obj)
+			if out.Values[i] == graphql.Null {
+				out.Invalids++
+			}
+		case "warnings":
+			out.Values[i] = ec._Catalogue_warnings(ctx, field, obj)
 			if out.Values[i] == graphql.Null {
 				out.Invalids++
 			}

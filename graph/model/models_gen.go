@@ -35,6 +35,8 @@ type Calculation struct {
 
 type CreateAPITokenInput struct {
 	Name string `json:"name"`
+	// When the token stops working (in the future); none: it works until revoked.
+	ExpiresAt *time.Time `json:"expiresAt,omitempty"`
 }
 
 type CreateAgentInput struct {

@@ -15,6 +15,7 @@ import (
 
 	"github.com/toolgate/toolgate/ent/db/dbtest"
 	"github.com/toolgate/toolgate/ent/turn"
+	"github.com/toolgate/toolgate/graph/auth"
 	"github.com/toolgate/toolgate/runtime/model"
 	"github.com/toolgate/toolgate/runtime/model/openai"
 	"github.com/toolgate/toolgate/runtime/retry"
@@ -127,7 +128,9 @@ func TestTurnEventsOverWebsocket(t *testing.T) {
 	require.Eventually(t, func() bool { return h.runner.Events().Subscribers(tid) == 0 }, 5*time.Second, 10*time.Millisecond)
 
 	// A stranger's subscription answers not found.
-	c3, ctx3 := subscribe(t, h, "tg_wrong", id)
+	eve, err := auth.Bootstrap(context.Background(), h.client, "Evil", "Eve", "Ops")
+	require.NoError(t, err)
+	c3, ctx3 := subscribe(t, h, eve.Token, id)
 	require.NoError(t, wsjson.Read(ctx3, c3, &m))
 	require.Contains(t, string(m.Payload), "not found")
 }

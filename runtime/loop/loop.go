@@ -144,6 +144,10 @@ func (r *Runner) ProviderName() string { return r.cfg.Provider.Name() }
 // Now is the runner's clock: turns start at its time.
 func (r *Runner) Now() time.Time { return r.cfg.Now() }
 
+// Apps returns the pool that lists and calls application tools; nil when
+// the runner offers none.
+func (r *Runner) Apps() *mcp.Pool { return r.cfg.Apps }
+
 // Events returns the bus the runner publishes on.
 func (r *Runner) Events() *events.Bus { return r.cfg.Events }
 

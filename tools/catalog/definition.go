@@ -22,9 +22,11 @@ const (
 // answers pass to the model unpreviewed, so every name survives.
 var Definitions = []tools.Definition{
 	{
-		Name:        "search_tools",
-		Family:      Family,
-		Description: "Find tools you may use by words in their names and descriptions. Up to 5 distinct queries per call, answered in order.",
+		Name:   "search_tools",
+		Family: Family,
+		Description: "Find tools you may use by words in their names and descriptions: up to 5 distinct queries, " +
+			"answered in order. Don't call it for tools already in your list, or to learn arguments " +
+			"(get_tool_schema).",
 		Schema: json.RawMessage(`{"type":"object","properties":{"queries":{"type":"array","items":{"type":"string"},"minItems":1}},` +
 			`"required":["queries"],"additionalProperties":false}`),
 		Offered: tools.OfferAllowlisted,
@@ -40,23 +42,25 @@ var Definitions = []tools.Definition{
 		Absent: NothingFound,
 	},
 	{
-		Name:        "list_tools",
-		Family:      Family,
-		Description: "List every tool you may use, with a short description.",
-		Schema:      json.RawMessage(`{"type":"object","properties":{},"additionalProperties":false}`),
-		Offered:     tools.OfferAllowlisted,
-		Effect:      tools.EffectRead,
-		Preview:     tools.PreviewExempt,
-		Limits:      map[string]int{"descriptionChars": MaxDescription},
+		Name:   "list_tools",
+		Family: Family,
+		Description: "List every tool you may use, with short descriptions. Don't call it when search_tools with a " +
+			"few words would do, or more than once a conversation.",
+		Schema:  json.RawMessage(`{"type":"object","properties":{},"additionalProperties":false}`),
+		Offered: tools.OfferAllowlisted,
+		Effect:  tools.EffectRead,
+		Preview: tools.PreviewExempt,
+		Limits:  map[string]int{"descriptionChars": MaxDescription},
 		Operation: `query ListTools($conversationId: ID) {
   listTools(conversationId: $conversationId) { tools { name description } }
 }`,
 		Field: "listTools",
 	},
 	{
-		Name:        "get_tool_schema",
-		Family:      Family,
-		Description: "Get tools' full descriptions and argument schemas by name.",
+		Name:   "get_tool_schema",
+		Family: Family,
+		Description: "Get tools whole by name: full description and argument schema. Don't call it with guessed names " +
+			"(use search_tools), or for a tool whose arguments you already know.",
 		Schema: json.RawMessage(`{"type":"object","properties":{"names":{"type":"array","items":{"type":"string"},"minItems":1}},` +
 			`"required":["names"],"additionalProperties":false}`),
 		Offered: tools.OfferAllowlisted,

@@ -37,7 +37,7 @@ type entry struct {
 	name        string
 	description string
 	// parameters is the argument schema as the model receives it; nil for
-	// an application tool, whose schema its server holds.
+	// an application tool whose server did not answer.
 	parameters  Schema
 	application string
 	nameWords   []string
@@ -46,54 +46,40 @@ type entry struct {
 
 // Load builds the index for an agent of the caller's organisation, read
 // through client (scoped to the caller); webProvider says whether the
-// server has a web provider. Applications' tools are named as the
-// organisation registered them; their servers are not contacted.
-func Load(ctx context.Context, client *ent.Client, agentID int, builtin []tools.Definition, webProvider bool) (*Index, error) {
+// server has a web provider. Application tools are described as their
+// servers list them, through list (nil: by name only).
+func Load(ctx context.Context, client *ent.Client, agentID int, builtin []tools.Definition, list Lister, webProvider bool) (*Index, error) {
 	ag, err := client.Agent.Query().Where(agent.ID(agentID)).WithOrganization().Only(ctx)
 	if err != nil {
 		return nil, fmt.Errorf("load agent: %w", err)
 	}
 	a := RulesOf(ag, ag.Edges.Organization, webProvider)
-	var apps []*ent.Application
-	if slices.ContainsFunc(a.Tools, func(n string) bool { return strings.Contains(n, separator) }) {
-		apps, err = client.Application.Query().All(ctx)
-		if err != nil {
-			return nil, fmt.Errorf("load applications: %w", err)
-		}
+	apps, err := Applications(ctx, client, a, list)
+	if err != nil {
+		return nil, err
 	}
 	return NewIndex(a, builtin, apps), nil
 }
 
 // NewIndex builds the index of the tools a's turns may be offered: the
 // built-in definitions it is offered, then, in allowlist order, the tools
-// a lists as "<application>__<tool>" that the application allows.
-func NewIndex(a *Agent, builtin []tools.Definition, apps []*ent.Application) *Index {
+// a lists as "<application>__<tool>" that the application allows, with
+// their servers' descriptions and schemas.
+func NewIndex(a *Agent, builtin []tools.Definition, apps []Application) *Index {
 	ix := &Index{byName: make(map[string]int)}
 	for _, d := range builtin {
 		if !a.Offers(d.Name, d.Offered) {
 			continue
 		}
-		var wire struct {
-			Parameters json.RawMessage `json:"parameters"`
-		}
-		// Wire is JSON that Definition itself marshalled.
-		_ = json.Unmarshal(d.Wire(), &wire)
-		ix.add(entry{name: d.Name, description: d.Description, parameters: Schema(wire.Parameters)})
+		ix.add(entry{name: d.Name, description: d.Description, parameters: parameters(d)})
 	}
-	if a == nil {
-		return ix
-	}
-	allowed := make(map[string]string) // "<application>__<tool>" → application
-	for _, app := range apps {
-		for _, t := range app.AllowedTools {
-			allowed[app.Name+separator+t] = app.Name
+	for _, t := range appTools(a, apps) {
+		if t.def == nil {
+			ix.add(entry{name: t.name, application: t.application,
+				description: "A tool of application " + t.application + ", whose server did not answer: its description is unknown."})
+			continue
 		}
-	}
-	// In allowlist order, as registration offers them.
-	for _, name := range a.Tools {
-		if app, ok := allowed[name]; ok {
-			ix.add(entry{name: name, description: "tool of application " + app, application: app})
-		}
+		ix.add(entry{name: t.name, description: t.def.Description, parameters: parameters(*t.def), application: t.application})
 	}
 	return ix
 }
@@ -350,8 +336,8 @@ func CheckNames(names []string) error {
 }
 
 // Schemas answers get_tool_schema: each named tool whole, in the order
-// asked, repeats once. An application tool's schema is its server's, which
-// the index does not hold: that item fails and says so.
+// asked, repeats once; an application tool with the schema its server
+// lists. A tool whose server did not answer fails as an item and says so.
 func (ix *Index) Schemas(names []string) (*Schemas, error) {
 	if err := CheckNames(names); err != nil {
 		return nil, err
@@ -370,7 +356,7 @@ func (ix *Index) Schemas(names []string) (*Schemas, error) {
 			out.Missing = append(out.Missing, raw)
 		case ix.entries[k].parameters == nil:
 			out.Failures = append(out.Failures, schematype.ItemFailure{Item: i, Input: raw,
-				Message: "a tool of application " + ix.entries[k].application + ": its schema comes from the application with the tool itself"})
+				Message: "the server of application " + ix.entries[k].application + " did not answer: its schema is unknown; try again later"})
 		default:
 			e := ix.entries[k]
 			out.Tools = append(out.Tools, ToolSchema{Name: e.name, Description: e.description, Parameters: e.parameters})

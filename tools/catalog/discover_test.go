@@ -3,13 +3,13 @@ package catalog_test
 import (
 	"context"
 	"encoding/json"
+	"errors"
 	"strings"
 	"testing"
 	"unicode/utf8"
 
 	"github.com/stretchr/testify/require"
 
-	"github.com/toolgate/toolgate/ent"
 	"github.com/toolgate/toolgate/ent/schematype"
 	"github.com/toolgate/toolgate/tools"
 	"github.com/toolgate/toolgate/tools/catalog"
@@ -26,9 +26,14 @@ var testDefs = []tools.Definition{
 	{Name: "budget_check", Description: "This month's spend.", Offered: tools.OfferBudgetSwitch},
 }
 
-var testApps = []*ent.Application{
-	{Name: "crm", AllowedTools: []string{"find_customer", "delete_customer"}},
-	{Name: "wiki", AllowedTools: []string{"search"}},
+// testApps: crm's server listed its tools, wiki's did not answer.
+var testApps = []catalog.Application{
+	{Name: "crm", Allowed: []string{"find_customer", "delete_customer"}, Tools: []tools.Definition{
+		{Name: "crm__find_customer", Family: "application", Description: "Find a customer by name or email.",
+			Schema: json.RawMessage(`{"type":"object","properties":{"name":{"type":"string"}},"required":["name"]}`)},
+		{Name: "crm__delete_customer", Family: "application", Description: "Delete a customer."},
+	}},
+	{Name: "wiki", Allowed: []string{"search"}, Err: errors.New("connection refused")},
 }
 
 func testIndex() *catalog.Index {
@@ -56,7 +61,10 @@ func TestListKeepsEveryNameAndShortens(t *testing.T) {
 	}
 	require.True(t, strings.HasSuffix(l.Tools[3].Description, "…"))
 	require.True(t, strings.HasPrefix(l.Tools[3].Description, "Read web pages about a question."))
-	require.Equal(t, "tool of application crm", l.Tools[6].Description)
+	// Application tools carry their servers' descriptions; a server that
+	// did not answer leaves its tools known by name, and says so.
+	require.Equal(t, "Find a customer by name or email.", l.Tools[6].Description)
+	require.Equal(t, "A tool of application wiki, whose server did not answer: its description is unknown.", l.Tools[5].Description)
 
 	// An agent that declares nothing gets the always-on and workspace tools only.
 	bare := catalog.NewIndex(&catalog.Agent{}, testDefs, testApps).List()
@@ -207,7 +215,7 @@ func lower(rs []catalog.Found) []map[string]any {
 func TestSchemas(t *testing.T) {
 	t.Parallel()
 	ix := testIndex()
-	got, err := ix.Schemas([]string{"read_file", "nope", "calculator", "read_file", "crm__find_customer", "budget_check", "crm__delete_customer"})
+	got, err := ix.Schemas([]string{"read_file", "nope", "calculator", "read_file", "budget_check", "crm__delete_customer"})
 	require.NoError(t, err)
 	require.Len(t, got.Tools, 2)
 	require.Equal(t, "read_file", got.Tools[0].Name)
@@ -223,8 +231,17 @@ func TestSchemas(t *testing.T) {
 	// Not offered (switch off, not allowlisted) reads like a made-up name.
 	require.Equal(t, []string{"nope", "budget_check", "crm__delete_customer"}, got.Missing)
 	require.Equal(t, catalog.Hint, *got.Hint)
-	require.Equal(t, []schematype.ItemFailure{{Item: 4, Input: "crm__find_customer",
-		Message: "a tool of application crm: its schema comes from the application with the tool itself"}}, got.Failures)
+	require.Empty(t, got.Failures)
+
+	// An application tool comes with the schema its server lists; one whose
+	// server did not answer fails as an item.
+	app, err := ix.Schemas([]string{"crm__find_customer", "wiki__search"})
+	require.NoError(t, err)
+	require.Len(t, app.Tools, 1)
+	require.Equal(t, "Find a customer by name or email.", app.Tools[0].Description)
+	require.JSONEq(t, string(testApps[0].Tools[0].Schema), string(app.Tools[0].Parameters))
+	require.Equal(t, []schematype.ItemFailure{{Item: 1, Input: "wiki__search",
+		Message: "the server of application wiki did not answer: its schema is unknown; try again later"}}, app.Failures)
 
 	// The long description comes whole.
 	long, err := ix.Schemas([]string{"research_web"})

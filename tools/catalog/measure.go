@@ -8,6 +8,7 @@ package catalog
 
 import (
 	"fmt"
+	"slices"
 	"strings"
 	"sync"
 	"unicode/utf8"
@@ -68,6 +69,12 @@ type Catalogue struct {
 	// the always-paid share. They are not part of the ceilings.
 	GuidanceChars, GuidanceTokens, AlwaysPaidGuidanceChars int
 	Ceilings                                               Ceilings
+	// Application is what the measured agent's allowlisted application
+	// tools add to Offered: every turn of the agent pays it too.
+	ApplicationChars, ApplicationTokens int
+	// Warnings say what about the measured agent's turns needs a person:
+	// a deck past the widest ceiling, a server that could not be measured.
+	Warnings []string
 }
 
 // Measure sizes every definition as the model receives it. Offered is set
@@ -128,6 +135,7 @@ func (c Catalogue) For(a *Agent) Catalogue {
 	out := c
 	out.Tools = make([]Tool, len(c.Tools))
 	out.OfferedChars, out.OfferedTokens = 0, 0
+	out.ApplicationChars, out.ApplicationTokens, out.Warnings = 0, 0, []string{}
 	for i, t := range c.Tools {
 		t.Offered = a.Offers(t.Name, tools.Offering(t.OfferedWhen))
 		if t.Offered {
@@ -137,6 +145,56 @@ func (c Catalogue) For(a *Agent) Catalogue {
 		out.Tools[i] = t
 	}
 	return out
+}
+
+// WithApplications adds the agent's allowlisted application tools, as
+// their servers list them, to the catalogue measured For(a): each a row
+// after the built-in tools, in allowlist order, and their characters to
+// Offered, which is then the agent's real deck. A server that could not be
+// asked is named in Warnings, as is a deck past the widest ceiling.
+func (c Catalogue) WithApplications(a *Agent, apps []Application) Catalogue {
+	out := c
+	out.Tools = slices.Clone(c.Tools)
+	out.Warnings = slices.Clone(c.Warnings)
+	unmeasured := map[string]bool{}
+	for _, t := range appTools(a, apps) {
+		if t.def == nil {
+			if !unmeasured[t.application] {
+				unmeasured[t.application] = true
+				out.Warnings = append(out.Warnings, fmt.Sprintf("application %s: its server did not answer (%v), so its tools are not measured", t.application, t.err))
+			}
+			continue
+		}
+		wire := string(t.def.Wire())
+		tool := Tool{
+			Name:             t.name,
+			Family:           t.def.Family,
+			OfferedWhen:      string(tools.OfferAllowlisted),
+			Offered:          true,
+			DefinitionChars:  utf8.RuneCountInString(wire),
+			DefinitionTokens: memoTokens(wire),
+		}
+		out.Tools = append(out.Tools, tool)
+		out.ApplicationChars += tool.DefinitionChars
+		out.ApplicationTokens += tool.DefinitionTokens
+		out.OfferedChars += tool.DefinitionChars
+		out.OfferedTokens += tool.DefinitionTokens
+	}
+	if err := out.CheckDeck(); err != nil {
+		out.Warnings = append(out.Warnings, err.Error())
+	}
+	return out
+}
+
+// CheckDeck reports a deck (what the measured agent's turns are offered)
+// past the widest ceiling: no turn may carry more than the widest
+// catalogue allowed.
+func (c Catalogue) CheckDeck() error {
+	if c.OfferedChars > c.Ceilings.WidestChars {
+		return fmt.Errorf("the agent's turns would carry %d characters of tool definitions (%d of them its application tools), over the widest ceiling of %d: allow fewer application tools",
+			c.OfferedChars, c.ApplicationChars, c.Ceilings.WidestChars)
+	}
+	return nil
 }
 
 // Check reports a catalogue past either ceiling.

@@ -2,6 +2,8 @@ package catalog_test
 
 import (
 	"encoding/json"
+	"errors"
+	"strconv"
 	"strings"
 	"testing"
 	"unicode/utf8"
@@ -243,4 +245,59 @@ func BenchmarkTokens(b *testing.B) {
 			catalog.Tokens(w)
 		}
 	}
+}
+
+// TestDeckCountsApplicationTools: an agent's real deck is its built-in
+// tools and its allowlisted application tools as their servers list them.
+// (The catalogue once measured built-in tools only: an agent with 40
+// application tools passed both ceilings unseen.)
+func TestDeckCountsApplicationTools(t *testing.T) {
+	t.Parallel()
+	builtin := []tools.Definition{
+		{Name: "calc", Family: "calc", Description: "Add.", Offered: tools.OfferAlways},
+	}
+	big := func(name string) tools.Definition {
+		return tools.Definition{Name: "erp__" + name, Family: "application", Description: "A tool.",
+			Schema: json.RawMessage(`{"type":"object","description":"` + strings.Repeat("x", 2000) + `"}`)}
+	}
+	var erp []tools.Definition
+	var allowed, allowlist []string
+	for i := range 25 {
+		name := "t" + strconv.Itoa(i)
+		erp = append(erp, big(name))
+		allowed = append(allowed, name)
+		allowlist = append(allowlist, "erp__"+name)
+	}
+	apps := []catalog.Application{
+		{Name: "erp", Allowed: allowed, Tools: erp},
+		{Name: "wiki", Allowed: []string{"search"}, Err: errors.New("connection refused")},
+	}
+	base := catalog.Measure(builtin)
+
+	small := &catalog.Agent{Tools: []string{"erp__t0", "erp__t1", "wiki__search"}}
+	c := base.For(small).WithApplications(small, apps)
+	require.Equal(t, []string{"calc", "erp__t0", "erp__t1"}, toolNames(c.Tools))
+	one := utf8.RuneCount(erp[0].Wire())
+	require.Equal(t, 2*one, c.ApplicationChars)
+	require.Equal(t, base.AlwaysPaidChars+2*one, c.OfferedChars)
+	require.Equal(t, c.Tools[1].DefinitionTokens+c.Tools[2].DefinitionTokens, c.ApplicationTokens)
+	require.True(t, c.Tools[1].Offered)
+	require.Equal(t, []string{"application wiki: its server did not answer (connection refused), so its tools are not measured"}, c.Warnings)
+	require.NoError(t, c.CheckDeck())
+	require.Equal(t, base.WidestChars, c.WidestChars, "the ceilings' figures stay the built-in catalogue's")
+
+	wide := &catalog.Agent{Tools: allowlist}
+	c = base.For(wide).WithApplications(wide, apps)
+	require.Greater(t, c.OfferedChars, catalog.WidestCeiling)
+	err := c.CheckDeck()
+	require.ErrorContains(t, err, "over the widest ceiling of 40122: allow fewer application tools")
+	require.Equal(t, []string{err.Error()}, c.Warnings)
+}
+
+func toolNames(ts []catalog.Tool) []string {
+	out := make([]string, len(ts))
+	for i, t := range ts {
+		out[i] = t.Name
+	}
+	return out
 }

@@ -10,9 +10,13 @@ import (
 // runtime carries it out itself (ParseClarify), so it has no Operation:
 // the turn pauses, and answerClarification resumes it.
 var Clarify = tools.Definition{
-	Name:        "clarify",
-	Family:      "interact",
-	Description: "Ask the person one question when you cannot go on without the answer; the turn waits for it. Offer options when there are few; recommend one of them if you would.",
+	Name:   "clarify",
+	Family: "interact",
+	Description: "Ask the person one question and pause the turn until they answer. Offer options when the " +
+		"answers are few; recommend at most one. Don't call it when a sensible default exists (take it " +
+		"and say so), when the answer is already in the conversation, the files or a tool you could " +
+		"call, to ask leave for a step that only reads, to bundle several questions (ask the one that " +
+		"blocks you), or to ask \"anything else?\" at the end (suggest_next_actions does that).",
 	Schema: json.RawMessage(`{"type":"object","properties":{` +
 		`"question":{"type":"string"},` +
 		`"options":{"type":"array","items":{"type":"string"},"maxItems":6},` +
@@ -32,9 +36,11 @@ var Clarify = tools.Definition{
 
 // Suggest stores follow-ups the portal shows as buttons under the answer.
 var Suggest = tools.Definition{
-	Name:        "suggest_next_actions",
-	Family:      "interact",
-	Description: "Offer the person up to 5 short next messages they might send, shown as buttons under your answer.",
+	Name:   "suggest_next_actions",
+	Family: "interact",
+	Description: "Offer up to 5 short follow-ups the person might send next, shown as buttons under your answer; " +
+		"word each as they would type it. Don't call it mid-task or twice in a turn, for a step you " +
+		"should simply take yourself, or to ask a question (use clarify).",
 	Schema: json.RawMessage(`{"type":"object","properties":{` +
 		`"suggestions":{"type":"array","items":{"type":"string","maxLength":200},"minItems":1,"maxItems":5}},` +
 		`"required":["suggestions"],"additionalProperties":false}`),

@@ -13,8 +13,13 @@ import (
 var Definition = tools.Definition{
 	Name:   "read_tool_result",
 	Family: "result",
-	Description: "Read stored tool results by ref: maxChars chars (default 4000) from offset; nextOffset continues. " +
-		"With query, search them instead: matches in context.",
+	Description: "Read a stored tool result by its ref: maxChars (default 4000) from offset, with nextOffset and " +
+		"totalChars; with query, only the passages that match, in context (match fuzzy forgives typos). " +
+		"Call it when a result reached you cut (_toolResultContext, or a line naming a ref), and when a " +
+		"person pastes a ref into the chat: read it and show them what it holds. Don't call it for a " +
+		"result you saw whole, don't page through a long result when a query finds the part you need, " +
+		"don't run the original tool again to see the rest, and don't make refs up: one not from this " +
+		"conversation reads as not found.",
 	Schema: json.RawMessage(`{"type":"object","properties":{` +
 		`"refs":{"type":"array","items":{"type":"string"},"minItems":1,"maxItems":3},` +
 		`"offset":{"type":"integer","minimum":0},` +

@@ -25,7 +25,7 @@ func TestDefinition(t *testing.T) {
 	require.Equal(t, tools.PreviewExempt, d.Preview)
 	require.Equal(t, "results", d.GuidanceKey)
 	require.Contains(t, d.Guidance, "read_tool_result ref")
-	require.LessOrEqual(t, len(d.Description), 200)
+	require.LessOrEqual(t, len(d.Description), 600)
 	require.Contains(t, d.Operation, d.Field+"(conversationId: $conversationId")
 	require.Contains(t, d.Operation, "$conversationId: ID,")
 	// Every argument the model may give is a variable of the operation.

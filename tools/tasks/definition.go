@@ -10,9 +10,12 @@ import (
 // carries it out itself with Apply, so it has no Operation; the list is
 // read in GraphQL as Conversation.tasks.
 var Definition = tools.Definition{
-	Name:        "update_tasks",
-	Family:      "tasks",
-	Description: "Replace this conversation's task list, shown to the person: at most 20 tasks, at most one in_progress. Send the whole list each time.",
+	Name:   "update_tasks",
+	Family: "tasks",
+	Description: "Replace the task list the person sees for this conversation: send the whole list each time " +
+		"(tasks left out are dropped), at most 20, at most one in_progress. Use it for work of three " +
+		"steps or more, updating as steps finish. Don't call it for a one- or two-step request, or after " +
+		"every small action.",
 	Schema: json.RawMessage(`{"type":"object","properties":{` +
 		`"tasks":{"type":"array","maxItems":20,"items":{"type":"object","properties":{` +
 		`"title":{"type":"string","maxLength":200},` +

@@ -24,7 +24,7 @@ func TestDefinition(t *testing.T) {
 	require.Equal(t, tools.OfferAllowlisted, d.Offered)
 	require.False(t, d.AlwaysOn())
 	require.Empty(t, d.Operation, "the runtime carries it out with Apply")
-	require.LessOrEqual(t, len(d.Description), 200)
+	require.LessOrEqual(t, len(d.Description), 600)
 
 	doc, err := jsonschema.UnmarshalJSON(bytes.NewReader(d.Schema))
 	require.NoError(t, err)

@@ -13,8 +13,11 @@ import (
 var Definition = tools.Definition{
 	Name:   "read_transcript",
 	Family: "transcript",
-	Description: "Earlier turns of this conversation, verbatim: user text, answers, tool calls (400 chars of arguments, ref). " +
-		"By turn range or words (all must appear).",
+	Description: "Read earlier turns of this conversation verbatim: what the person wrote, your answers, each " +
+		"tool call (name, first 400 chars of arguments, ref). Select by turn range or by words that must " +
+		"all appear. Call it when a summary or the person points at something said earlier that you no " +
+		"longer see in full. Don't call it for what is still in front of you or for this turn (left " +
+		"out), and don't read a tool's output with it: use read_tool_result with the ref it gives.",
 	Schema: json.RawMessage(`{"type":"object","properties":{` +
 		`"fromTurn":{"type":"integer","minimum":1},` +
 		`"toTurn":{"type":"integer","minimum":1},` +

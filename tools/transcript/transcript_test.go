@@ -24,7 +24,7 @@ func TestDefinition(t *testing.T) {
 	require.Equal(t, "read_transcript", d.Name)
 	require.Equal(t, tools.OfferAlways, d.Offered)
 	require.Equal(t, tools.EffectRead, d.Effect)
-	require.LessOrEqual(t, len(d.Description), 200, "every turn pays for it")
+	require.LessOrEqual(t, len(d.Description), 600, "every turn pays for it")
 	require.Contains(t, d.Operation, d.Field+"(")
 
 	schema := compile(t, d.Schema)

@@ -17,9 +17,11 @@ import (
 var (
 	// ListFiles is list_files.
 	ListFiles = tools.Definition{
-		Name:        "list_files",
-		Family:      "workspace",
-		Description: "List workspace files (path, chars, last update).",
+		Name:   "list_files",
+		Family: "workspace",
+		Description: "List the workspace's files (path, chars, last update), optionally under a folder. Don't call it " +
+			"to find text in files (search_files), to check a file you just wrote (its answer names it), or " +
+			"again when nothing has changed.",
 		Schema: json.RawMessage(`{"type":"object","properties":{"path":{"type":"string","description":"folder"}},` +
 			`"additionalProperties":false}`),
 		Offered: tools.OfferWorkspace,
@@ -34,9 +36,11 @@ var (
 
 	// ReadFile is read_file.
 	ReadFile = tools.Definition{
-		Name:        "read_file",
-		Family:      "workspace",
-		Description: "Read a workspace file: maxChars (default 4000) from offset; nextOffset continues.",
+		Name:   "read_file",
+		Family: "workspace",
+		Description: "Read a workspace file: maxChars (default 4000) from offset; nextOffset continues. Don't call it " +
+			"to find one passage in a long file (search_files), to check what you just wrote or edited (its " +
+			"answer says so), or for a tool result (read_tool_result).",
 		Schema: json.RawMessage(`{"type":"object","properties":{"path":{"type":"string"},` +
 			`"offset":{"type":"integer"},"maxChars":{"type":"integer","minimum":1024,"maximum":20000}},` +
 			`"required":["path"],"additionalProperties":false}`),
@@ -54,9 +58,12 @@ var (
 
 	// SearchFiles is search_files.
 	SearchFiles = tools.Definition{
-		Name:        "search_files",
-		Family:      "workspace",
-		Description: "Find workspace lines with any of the strings (literal, any case), contextLines (default 1) around each.",
+		Name:   "search_files",
+		Family: "workspace",
+		Description: "Find lines in the workspace's files that contain any of up to 5 literal strings (any case), " +
+			"with contextLines (0-3, default 1) around each. Not a regex or a meaning search: give the exact " +
+			"words you expect. Don't read whole files to find a line, and don't search for a file's name " +
+			"(list_files).",
 		Schema: json.RawMessage(`{"type":"object","properties":{` +
 			`"strings":{"type":"array","items":{"type":"string"},"maxItems":5},` +
 			`"contextLines":{"type":"integer","minimum":0,"maximum":3}},` +
@@ -77,9 +84,12 @@ var (
 
 	// WriteFile is write_file.
 	WriteFile = tools.Definition{
-		Name:        "write_file",
-		Family:      "workspace",
-		Description: "Create or replace up to 3 workspace files, all or nothing. Replacing over 4000 chars: use edit_file. To save stored tool output, give _toolResultContext in place of content.",
+		Name:   "write_file",
+		Family: "workspace",
+		Description: "Create or replace up to 3 workspace files, all or nothing. To save a stored tool result, give " +
+			"_toolResultContext.sources in place of content: the exact original, even what your preview left " +
+			"out. Don't retype stored output into content, and don't replace an existing file to change part " +
+			"of it: use edit_file (replacing over 4000 chars is refused).",
 		Schema: json.RawMessage(`{"type":"object","properties":{"files":{"type":"array","maxItems":3,"items":{` +
 			`"type":"object","properties":{"path":{"type":"string"},"content":{"type":"string"},` +
 			`"_toolResultContext":{"type":"object","properties":{"sources":{"type":"array","items":{` +
@@ -104,9 +114,11 @@ var (
 
 	// EditFile is edit_file.
 	EditFile = tools.Definition{
-		Name:        "edit_file",
-		Family:      "workspace",
-		Description: "Edit a workspace file by exact replacements, in order; each old must occur once. All or nothing.",
+		Name:   "edit_file",
+		Family: "workspace",
+		Description: "Edit a workspace file by exact replacements, in order; each old must occur exactly once (widen " +
+			"it to make it unique). All or nothing. Make every change to a file in one call. Don't use it to " +
+			"create a file or rewrite most of one (write_file), and don't guess old text you have not read.",
 		Schema: json.RawMessage(`{"type":"object","properties":{"path":{"type":"string"},` +
 			`"edits":{"type":"array","items":{"type":"object","properties":{` +
 			`"old":{"type":"string"},"new":{"type":"string"}},"required":["old","new"],"additionalProperties":false}}},` +
@@ -123,9 +135,10 @@ var (
 
 	// DeleteFile is delete_file.
 	DeleteFile = tools.Definition{
-		Name:        "delete_file",
-		Family:      "workspace",
-		Description: "Delete a workspace file.",
+		Name:   "delete_file",
+		Family: "workspace",
+		Description: "Delete a workspace file for good. Don't delete a file to replace it (write_file replaces), to " +
+			"tidy away files the person did not ask you to remove, or at a path you have not seen listed.",
 		Schema: json.RawMessage(`{"type":"object","properties":{"path":{"type":"string"}},` +
 			`"required":["path"],"additionalProperties":false}`),
 		Offered:   tools.OfferWorkspace,

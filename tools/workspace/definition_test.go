@@ -14,8 +14,9 @@ import (
 )
 
 // wireBudget bounds what the six definitions cost every model call
-// together; every turn pays it.
-const wireBudget = 2500
+// together; every turn pays it. It leaves room for the when-not clauses
+// the descriptions need, well inside the always-paid ceiling.
+const wireBudget = 4000
 
 func TestDefinitions(t *testing.T) {
 	t.Parallel()
@@ -25,7 +26,7 @@ func TestDefinitions(t *testing.T) {
 		names = append(names, d.Name)
 		require.Equal(t, "workspace", d.Family)
 		require.Equal(t, tools.OfferWorkspace, d.Offered, d.Name)
-		require.LessOrEqual(t, len(d.Description), 200, d.Name)
+		require.LessOrEqual(t, len(d.Description), 600, d.Name)
 		require.Contains(t, d.Operation, d.Field+"(conversationId: $conversationId", d.Name)
 		require.Contains(t, d.Operation, "$conversationId: ID,", d.Name)
 		var schema map[string]any

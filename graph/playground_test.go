@@ -1,0 +1,121 @@
+package graph_test
+
+import (
+	"context"
+	"io"
+	"net/http"
+	"net/url"
+	"os"
+	"os/exec"
+	"strings"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/chromedp/cdproto/network"
+	"github.com/chromedp/chromedp"
+	"github.com/stretchr/testify/require"
+
+	"github.com/toolgate/toolgate/ent/db/dbtest"
+)
+
+// browser returns the Chromium to drive: TOOLGATE_BROWSER, or one on PATH.
+// CI installs Debian's; elsewhere a machine without one skips the test.
+func browser(t *testing.T) string {
+	t.Helper()
+	if p := os.Getenv("TOOLGATE_BROWSER"); p != "" {
+		return p
+	}
+	for _, name := range []string{"chromium", "chromium-browser", "google-chrome"} {
+		if p, err := exec.LookPath(name); err == nil {
+			return p
+		}
+	}
+	if os.Getenv("CI") != "" {
+		t.Fatal("no Chromium on PATH: CI must install it")
+	}
+	t.Skip("no Chromium on PATH")
+	return ""
+}
+
+// The playground loads with the network cut (every host but the server's
+// refused), under its Content-Security-Policy, and runs a query.
+func TestPlaygroundOffline(t *testing.T) {
+	t.Parallel()
+	exe := browser(t)
+	b := setup(t, dbtest.Open(t, dbtest.SQLite))
+	origin, err := url.Parse(b.srv.URL)
+	require.NoError(t, err)
+
+	res, err := http.Get(b.srv.URL + "/playground")
+	require.NoError(t, err)
+	page, _ := io.ReadAll(res.Body)
+	res.Body.Close()
+	require.Contains(t, res.Header.Get("Content-Security-Policy"), "script-src 'self' 'sha256-")
+	require.NotContains(t, string(page), "cdn.")
+
+	opts := append(chromedp.DefaultExecAllocatorOptions[:],
+		chromedp.ExecPath(exe),
+		chromedp.NoSandbox,
+		chromedp.Flag("disable-gpu", true),
+		chromedp.Flag("disable-background-networking", true),
+		chromedp.Flag("disable-component-update", true),
+		chromedp.Flag("disable-sync", true),
+		chromedp.Flag("disable-quic", true),
+		// The network is cut: no host resolves but the server's.
+		chromedp.Flag("host-resolver-rules", "MAP * ~NOTFOUND, EXCLUDE "+origin.Hostname()),
+		chromedp.UserDataDir(t.TempDir()),
+	)
+	actx, cancel := chromedp.NewExecAllocator(context.Background(), opts...)
+	defer cancel()
+	var (
+		mu       sync.Mutex
+		requests []string
+		failed   []string
+	)
+	ctx, cancel := chromedp.NewContext(actx, chromedp.WithListener(func(ev any) {
+		mu.Lock()
+		defer mu.Unlock()
+		switch e := ev.(type) {
+		case *network.EventRequestWillBeSent:
+			requests = append(requests, e.Request.URL)
+		case *network.EventLoadingFailed:
+			failed = append(failed, e.ErrorText)
+		}
+	}))
+	defer cancel()
+	ctx, cancel = context.WithTimeout(ctx, 60*time.Second)
+	defer cancel()
+
+	const setEditors = `(() => {
+		const editors = [...document.querySelectorAll('.CodeMirror')].map(e => e.CodeMirror);
+		const query = document.querySelector('.graphiql-query-editor .CodeMirror').CodeMirror;
+		query.setValue('{ viewer { name } }');
+		const headers = editors.find(cm => cm.getValue().includes('Authorization'));
+		headers.setValue(JSON.stringify({Authorization: 'Bearer ' + %q}));
+		return true;
+	})()`
+	_, err = chromedp.Call(ctx, network.Enable, network.EnableParams{})
+	require.NoError(t, err)
+	require.NoError(t, chromedp.Do(ctx,
+		chromedp.Navigate(b.srv.URL+"/playground"),
+		chromedp.WaitVisible(`.graphiql-execute-button`),
+	))
+	_, err = chromedp.Run(ctx, chromedp.Evaluate[bool](strings.Replace(setEditors, "%q", "'"+b.alice.Token+"'", 1)))
+	require.NoError(t, err)
+	require.NoError(t, chromedp.Do(ctx, chromedp.Click(`.graphiql-execute-button`)))
+	answer, err := chromedp.Run(ctx, chromedp.Poll[string](
+		`(() => { const r = document.querySelector('.result-window .CodeMirror'); return r && r.CodeMirror.getValue().includes('"name"') ? r.CodeMirror.getValue() : false })()`,
+		chromedp.WithPollingTimeout(30*time.Second)))
+	require.NoError(t, err)
+	require.Contains(t, answer, `"name": "Alice"`)
+	mu.Lock()
+	defer mu.Unlock()
+	for _, u := range requests {
+		if strings.HasPrefix(u, "data:") {
+			continue
+		}
+		require.True(t, strings.HasPrefix(u, b.srv.URL), "only the server is reached: %s", u)
+	}
+	require.Empty(t, failed, "every request the page made succeeded")
+}
