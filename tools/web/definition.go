@@ -15,10 +15,10 @@ var Definitions = []tools.Definition{
 	{
 		Name:   "research_web",
 		Family: Family,
-		Description: "Searches the public web and reads the best pages' main text (≤3 pages in all, " + strconv.Itoa(PageChars) + " chars each). " +
-			"Put up to 3 distinct angles in one call, not one call each. " +
-			"Not for this organisation's own documents or files, nor for what you already know; to read one known URL use read_page. " +
-			"A query under failures with kind ABSENCE found nothing (rephrase); OUTAGE never ran (say so, do not claim nothing exists).",
+		Description: "Search the public web and read the best pages' main text (at most 3 pages in all, " + strconv.Itoa(PageChars) + " chars each); " +
+			"up to 3 distinct angles in one call run at once. A query under failures with kind ABSENCE found nothing (rephrase it); " +
+			"OUTAGE never ran. Don't call it once per angle, don't use it for this organisation's own documents or files or for what you " +
+			"already know, don't re-search to read one known URL further (read_page does), and don't report an OUTAGE as nothing found.",
 		Schema: json.RawMessage(`{"type":"object","properties":{` +
 			`"queries":{"type":"array","items":{"type":"string","minLength":1,"maxLength":400},"minItems":1,"maxItems":3},` +
 			`"maxPages":{"type":"integer","minimum":0,"maximum":3,"description":"pages to read in all, default 2; 0: hits only"}},` +
@@ -47,9 +47,9 @@ var Definitions = []tools.Definition{
 	{
 		Name:   "read_page",
 		Family: Family,
-		Description: "Reads one public web page's main text, " + strconv.Itoa(ReadDefaultChars) + " chars by default (at most " + strconv.Itoa(ReadMaxChars) + "); " +
-			"a cut read gives nextOffset to continue. For a URL the user gave or a hit you must read further. " +
-			"Not for searching (use research_web), nor for private or internal addresses: they are refused.",
+		Description: "Read one public web page's main text: " + strconv.Itoa(ReadDefaultChars) + " chars by default (at most " + strconv.Itoa(ReadMaxChars) + ") from offset; " +
+			"a cut read gives nextOffset to continue. For a URL the user gave, or a hit worth reading further. " +
+			"Don't use it to search (research_web does), don't guess URLs, and don't ask for private or internal addresses: they are refused.",
 		Schema: json.RawMessage(`{"type":"object","properties":{` +
 			`"url":{"type":"string","minLength":1,"maxLength":2048},` +
 			`"offset":{"type":"integer","minimum":0,"description":"nextOffset of a cut read"},` +
