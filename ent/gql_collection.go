@@ -250,24 +250,30 @@ func newAgentPaginateArgs(rv map[string]any) *agentPaginateArgs {
 	}
 	if v, ok := rv[orderByField]; ok {
 		switch v := v.(type) {
-		case map[string]any:
-			var (
-				err1, err2 error
-				order      = &AgentOrder{Field: &AgentOrderField{}, Direction: entgql.OrderDirectionAsc}
-			)
-			if d, ok := v[directionField]; ok {
-				err1 = order.Direction.UnmarshalGQL(d)
+		case []*AgentOrder:
+			args.opts = append(args.opts, WithAgentOrder(v))
+		case []any:
+			var orders []*AgentOrder
+			for i := range v {
+				mv, ok := v[i].(map[string]any)
+				if !ok {
+					continue
+				}
+				var (
+					err1, err2 error
+					order      = &AgentOrder{Field: &AgentOrderField{}, Direction: entgql.OrderDirectionAsc}
+				)
+				if d, ok := mv[directionField]; ok {
+					err1 = order.Direction.UnmarshalGQL(d)
+				}
+				if f, ok := mv[fieldField]; ok {
+					err2 = order.Field.UnmarshalGQL(f)
+				}
+				if err1 == nil && err2 == nil {
+					orders = append(orders, order)
+				}
 			}
-			if f, ok := v[fieldField]; ok {
-				err2 = order.Field.UnmarshalGQL(f)
-			}
-			if err1 == nil && err2 == nil {
-				args.opts = append(args.opts, WithAgentOrder(order))
-			}
-		case *AgentOrder:
-			if v != nil {
-				args.opts = append(args.opts, WithAgentOrder(v))
-			}
+			args.opts = append(args.opts, WithAgentOrder(orders))
 		}
 	}
 	return args
@@ -1097,24 +1103,30 @@ func newTurnPaginateArgs(rv map[string]any) *turnPaginateArgs {
 	}
 	if v, ok := rv[orderByField]; ok {
 		switch v := v.(type) {
-		case map[string]any:
-			var (
-				err1, err2 error
-				order      = &TurnOrder{Field: &TurnOrderField{}, Direction: entgql.OrderDirectionAsc}
-			)
-			if d, ok := v[directionField]; ok {
-				err1 = order.Direction.UnmarshalGQL(d)
+		case []*TurnOrder:
+			args.opts = append(args.opts, WithTurnOrder(v))
+		case []any:
+			var orders []*TurnOrder
+			for i := range v {
+				mv, ok := v[i].(map[string]any)
+				if !ok {
+					continue
+				}
+				var (
+					err1, err2 error
+					order      = &TurnOrder{Field: &TurnOrderField{}, Direction: entgql.OrderDirectionAsc}
+				)
+				if d, ok := mv[directionField]; ok {
+					err1 = order.Direction.UnmarshalGQL(d)
+				}
+				if f, ok := mv[fieldField]; ok {
+					err2 = order.Field.UnmarshalGQL(f)
+				}
+				if err1 == nil && err2 == nil {
+					orders = append(orders, order)
+				}
 			}
-			if f, ok := v[fieldField]; ok {
-				err2 = order.Field.UnmarshalGQL(f)
-			}
-			if err1 == nil && err2 == nil {
-				args.opts = append(args.opts, WithTurnOrder(order))
-			}
-		case *TurnOrder:
-			if v != nil {
-				args.opts = append(args.opts, WithTurnOrder(v))
-			}
+			args.opts = append(args.opts, WithTurnOrder(orders))
 		}
 	}
 	if v, ok := rv[whereField].(*TurnWhereInput); ok {

@@ -33,7 +33,7 @@ func (_m *Conversation) Agent(ctx context.Context) (*Agent, error) {
 }
 
 func (_m *Conversation) Turns(
-	ctx context.Context, after *Cursor, first *int, before *Cursor, last *int, orderBy *TurnOrder, where *TurnWhereInput,
+	ctx context.Context, after *Cursor, first *int, before *Cursor, last *int, orderBy []*TurnOrder, where *TurnWhereInput,
 ) (*TurnConnection, error) {
 	opts := []TurnPaginateOption{
 		WithTurnOrder(orderBy),

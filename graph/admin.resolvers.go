@@ -75,7 +75,7 @@ func (r *mutationResolver) RevokeAPIToken(ctx context.Context, id int) (*ent.API
 }
 
 // Agents is the resolver for the agents field.
-func (r *queryResolver) Agents(ctx context.Context, first *int, after *entgql.Cursor[int], last *int, before *entgql.Cursor[int], orderBy *ent.AgentOrder) (*ent.AgentConnection, error) {
+func (r *queryResolver) Agents(ctx context.Context, first *int, after *entgql.Cursor[int], last *int, before *entgql.Cursor[int], orderBy []*ent.AgentOrder) (*ent.AgentConnection, error) {
 	if err := checkPage(first, last); err != nil {
 		return nil, err
 	}

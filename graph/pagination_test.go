@@ -107,7 +107,7 @@ func TestPaginationWalksEveryOrder(t *testing.T) {
 		}
 		for _, f := range []string{"CREATED_AT", "UPDATED_AT", "NAME"} {
 			for _, dir := range []string{"ASC", "DESC"} {
-				tests = append(tests, struct{ field, orderBy string }{"agents", fmt.Sprintf(`, orderBy: {field: %s, direction: %s}`, f, dir)})
+				tests = append(tests, struct{ field, orderBy string }{"agents", fmt.Sprintf(`, orderBy: [{field: %s, direction: %s}]`, f, dir)})
 			}
 		}
 		for _, tt := range tests {
@@ -171,4 +171,18 @@ func TestReadmeTranscriptQueryPasses(t *testing.T) {
 	conv := b.startConversation(t, b.alice.Token, agent, "read me")
 	data := b.do(t, b.alice.Token, query, map[string]any{"id": conv}).ok(t)
 	require.Equal(t, "read me", get(data, "conversation", "title"))
+}
+
+// Introspection shows the API, not the directives that steer code generation.
+func TestIntrospectionHidesCodegenDirectives(t *testing.T) {
+	t.Parallel()
+	b := setup(t, dbtest.Open(t, dbtest.SQLite))
+	data := b.do(t, b.alice.Token, `{ __schema { directives { name } } }`, nil).ok(t)
+	var names []string
+	for _, d := range get(data, "__schema", "directives").([]any) {
+		names = append(names, get(d, "name").(string))
+	}
+	require.Contains(t, names, "deprecated")
+	require.NotContains(t, names, "goField")
+	require.NotContains(t, names, "goModel")
 }

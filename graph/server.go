@@ -160,15 +160,17 @@ func (s *Server) newGraphQL() *handler.Server {
 	cfg.Complexity.Query.Conversations = func(child int, _ *entgql.Cursor[int], first *int, _ *entgql.Cursor[int], last *int, _ []*ent.ConversationOrder, _ *ent.ConversationWhereInput) int {
 		return pageTimes(child, first, last)
 	}
-	cfg.Complexity.Query.Agents = func(child int, first *int, _ *entgql.Cursor[int], last *int, _ *entgql.Cursor[int], _ *ent.AgentOrder) int {
+	cfg.Complexity.Query.Agents = func(child int, first *int, _ *entgql.Cursor[int], last *int, _ *entgql.Cursor[int], _ []*ent.AgentOrder) int {
 		return pageTimes(child, first, last)
 	}
-	cfg.Complexity.Conversation.Turns = func(child int, _ *entgql.Cursor[int], first *int, _ *entgql.Cursor[int], last *int, _ *ent.TurnOrder, _ *ent.TurnWhereInput) int {
+	cfg.Complexity.Conversation.Turns = func(child int, _ *entgql.Cursor[int], first *int, _ *entgql.Cursor[int], last *int, _ []*ent.TurnOrder, _ *ent.TurnWhereInput) int {
 		return pageTimes(child, first, last)
 	}
 	cfg.Complexity.Turn.ToolCalls = func(child int) int { return 1 + child*10 }
 
-	srv := handler.New(generated.NewExecutableSchema(cfg))
+	es := generated.NewExecutableSchema(cfg)
+	hideCodegenDirectives(es.Schema())
+	srv := handler.New(es)
 	srv.AddTransport(transport.Websocket{
 		KeepAlivePingInterval: 10 * time.Second,
 		// A socket that never says who it is is not held open.
@@ -233,6 +235,15 @@ func (s *Server) websocketInit(ctx context.Context, p transport.InitPayload) (co
 }
 
 var errUnauthenticated = errors.New("unauthenticated")
+
+// hideCodegenDirectives drops from the served schema the directives that
+// only steer code generation (entgql writes them into its schema file), so
+// introspection shows clients the API and nothing of how it is built.
+func hideCodegenDirectives(schema *ast.Schema) {
+	for _, name := range []string{"goField", "goModel", "goTag", "goExtraField", "goEnum"} {
+		delete(schema.Directives, name)
+	}
+}
 
 var errInternal = errors.New("internal error")
 

@@ -52,5 +52,5 @@ func (Agent) Mixin() []ent.Mixin {
 
 // Annotations of the Agent.
 func (Agent) Annotations() []schema.Annotation {
-	return []schema.Annotation{entgql.RelayConnection(), entgql.Skip(entgql.SkipWhereInput)}
+	return []schema.Annotation{entgql.RelayConnection(), entgql.MultiOrder(), entgql.Skip(entgql.SkipWhereInput)}
 }

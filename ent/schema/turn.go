@@ -66,5 +66,5 @@ func (Turn) Indexes() []ent.Index {
 
 // Annotations of the Turn.
 func (Turn) Annotations() []schema.Annotation {
-	return []schema.Annotation{entgql.RelayConnection()}
+	return []schema.Annotation{entgql.RelayConnection(), entgql.MultiOrder()}
 }

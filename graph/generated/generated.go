@@ -163,7 +163,7 @@ type ComplexityRoot struct {
 		ID         func(childComplexity int) int
 		Tasks      func(childComplexity int) int
 		Title      func(childComplexity int) int
-		Turns      func(childComplexity int, after *entgql.Cursor[int], first *int, before *entgql.Cursor[int], last *int, orderBy *ent.TurnOrder, where *ent.TurnWhereInput) int
+		Turns      func(childComplexity int, after *entgql.Cursor[int], first *int, before *entgql.Cursor[int], last *int, orderBy []*ent.TurnOrder, where *ent.TurnWhereInput) int
 		TurnsCount func(childComplexity int) int
 		UpdatedAt  func(childComplexity int) int
 		User       func(childComplexity int) int
@@ -255,7 +255,7 @@ type ComplexityRoot struct {
 
 	Query struct {
 		APITokens         func(childComplexity int) int
-		Agents            func(childComplexity int, first *int, after *entgql.Cursor[int], last *int, before *entgql.Cursor[int], orderBy *ent.AgentOrder) int
+		Agents            func(childComplexity int, first *int, after *entgql.Cursor[int], last *int, before *entgql.Cursor[int], orderBy []*ent.AgentOrder) int
 		Calculate         func(childComplexity int, conversationID *int, expression string) int
 		Catalogue         func(childComplexity int, agentID *int) int
 		Conversation      func(childComplexity int, id int) int
@@ -610,7 +610,7 @@ type QueryResolver interface {
 	Node(ctx context.Context, id int) (ent.Noder, error)
 	Nodes(ctx context.Context, ids []int) ([]ent.Noder, error)
 	Conversations(ctx context.Context, after *entgql.Cursor[int], first *int, before *entgql.Cursor[int], last *int, orderBy []*ent.ConversationOrder, where *ent.ConversationWhereInput) (*ent.ConversationConnection, error)
-	Agents(ctx context.Context, first *int, after *entgql.Cursor[int], last *int, before *entgql.Cursor[int], orderBy *ent.AgentOrder) (*ent.AgentConnection, error)
+	Agents(ctx context.Context, first *int, after *entgql.Cursor[int], last *int, before *entgql.Cursor[int], orderBy []*ent.AgentOrder) (*ent.AgentConnection, error)
 	APITokens(ctx context.Context) ([]*ent.APIToken, error)
 	Calculate(ctx context.Context, conversationID *int, expression string) (*model.Calculation, error)
 	Catalogue(ctx context.Context, agentID *int) (*catalog.Catalogue, error)
@@ -1113,7 +1113,7 @@ func (e *executableSchema) Complexity(ctx context.Context, typeName, field strin
 			return 0, false
 		}
 
-		return e.ComplexityRoot.Conversation.Turns(childComplexity, args["after"].(*entgql.Cursor[int]), args["first"].(*int), args["before"].(*entgql.Cursor[int]), args["last"].(*int), args["orderBy"].(*ent.TurnOrder), args["where"].(*ent.TurnWhereInput)), true
+		return e.ComplexityRoot.Conversation.Turns(childComplexity, args["after"].(*entgql.Cursor[int]), args["first"].(*int), args["before"].(*entgql.Cursor[int]), args["last"].(*int), args["orderBy"].([]*ent.TurnOrder), args["where"].(*ent.TurnWhereInput)), true
 	case "Conversation.turnsCount":
 		if e.ComplexityRoot.Conversation.TurnsCount == nil {
 			break
@@ -1548,7 +1548,7 @@ func (e *executableSchema) Complexity(ctx context.Context, typeName, field strin
 			return 0, false
 		}
 
-		return e.ComplexityRoot.Query.Agents(childComplexity, args["first"].(*int), args["after"].(*entgql.Cursor[int]), args["last"].(*int), args["before"].(*entgql.Cursor[int]), args["orderBy"].(*ent.AgentOrder)), true
+		return e.ComplexityRoot.Query.Agents(childComplexity, args["first"].(*int), args["after"].(*entgql.Cursor[int]), args["last"].(*int), args["before"].(*entgql.Cursor[int]), args["orderBy"].([]*ent.AgentOrder)), true
 	case "Query.calculate":
 		if e.ComplexityRoot.Query.Calculate == nil {
 			break
@@ -3065,7 +3065,7 @@ var sources = []*ast.Source{
 
 extend type Query {
   "The agents of the caller's organisation."
-  agents(first: Int, after: Cursor, last: Int, before: Cursor, orderBy: AgentOrder): AgentConnection!
+  agents(first: Int, after: Cursor, last: Int, before: Cursor, orderBy: [AgentOrder!]): AgentConnection!
 }
 
 extend type User {
@@ -3469,7 +3469,7 @@ type Conversation implements Node {
     """
     Ordering options for Turns returned from the connection.
     """
-    orderBy: TurnOrder
+    orderBy: [TurnOrder!]
 
     """
     Filtering options for Turns returned from the connection.
@@ -5613,8 +5613,8 @@ func (ec *executionContext) field_Conversation_turns_args(ctx context.Context, r
 	}
 	args["last"] = arg3
 	arg4, err := graphql.ProcessArgField(ctx, rawArgs, "orderBy",
-		func(ctx context.Context, v any) (*ent.TurnOrder, error) {
-			return ec.unmarshalOTurnOrder2ᚖgithubᚗcomᚋtoolgateᚋtoolgateᚋentᚐTurnOrder(ctx, v)
+		func(ctx context.Context, v any) ([]*ent.TurnOrder, error) {
+			return ec.unmarshalOTurnOrder2ᚕᚖgithubᚗcomᚋtoolgateᚋtoolgateᚋentᚐTurnOrderᚄ(ctx, v)
 		})
 	if err != nil {
 		return nil, err
@@ -5903,8 +5903,8 @@ func (ec *executionContext) field_Query_agents_args(ctx context.Context, rawArgs
 	}
 	args["before"] = arg3
 	arg4, err := graphql.ProcessArgField(ctx, rawArgs, "orderBy",
-		func(ctx context.Context, v any) (*ent.AgentOrder, error) {
-			return ec.unmarshalOAgentOrder2ᚖgithubᚗcomᚋtoolgateᚋtoolgateᚋentᚐAgentOrder(ctx, v)
+		func(ctx context.Context, v any) ([]*ent.AgentOrder, error) {
+			return ec.unmarshalOAgentOrder2ᚕᚖgithubᚗcomᚋtoolgateᚋtoolgateᚋentᚐAgentOrderᚄ(ctx, v)
 		})
 	if err != nil {
 		return nil, err
@@ -8341,7 +8341,7 @@ func (ec *executionContext) _Conversation_turns(ctx context.Context, field graph
 		},
 		func(ctx context.Context) (any, error) {
 			fc := graphql.GetFieldContext(ctx)
-			return obj.Turns(ctx, fc.Args["after"].(*entgql.Cursor[int]), fc.Args["first"].(*int), fc.Args["before"].(*entgql.Cursor[int]), fc.Args["last"].(*int), fc.Args["orderBy"].(*ent.TurnOrder), fc.Args["where"].(*ent.TurnWhereInput))
+			return obj.Turns(ctx, fc.Args["after"].(*entgql.Cursor[int]), fc.Args["first"].(*int), fc.Args["before"].(*entgql.Cursor[int]), fc.Args["last"].(*int), fc.Args["orderBy"].([]*ent.TurnOrder), fc.Args["where"].(*ent.TurnWhereInput))
 		},
 		nil,
 		func(ctx context.Context, selections ast.SelectionSet, v *ent.TurnConnection) graphql.Marshaler {
@@ -10100,7 +10100,7 @@ func (ec *executionContext) _Query_agents(ctx context.Context, field graphql.Col
 		},
 		func(ctx context.Context) (any, error) {
 			fc := graphql.GetFieldContext(ctx)
-			return ec.Resolvers.Query().Agents(ctx, fc.Args["first"].(*int), fc.Args["after"].(*entgql.Cursor[int]), fc.Args["last"].(*int), fc.Args["before"].(*entgql.Cursor[int]), fc.Args["orderBy"].(*ent.AgentOrder))
+			return ec.Resolvers.Query().Agents(ctx, fc.Args["first"].(*int), fc.Args["after"].(*entgql.Cursor[int]), fc.Args["last"].(*int), fc.Args["before"].(*entgql.Cursor[int]), fc.Args["orderBy"].([]*ent.AgentOrder))
 		},
 		nil,
 		func(ctx context.Context, selections ast.SelectionSet, v *ent.AgentConnection) graphql.Marshaler {
@@ -22651,6 +22651,11 @@ func (ec *executionContext) marshalNAgentConnection2ᚖgithubᚗcomᚋtoolgate�
 	return ec._AgentConnection(ctx, sel, v)
 }
 
+func (ec *executionContext) unmarshalNAgentOrder2ᚖgithubᚗcomᚋtoolgateᚋtoolgateᚋentᚐAgentOrder(ctx context.Context, v any) (*ent.AgentOrder, error) {
+	res, err := ec.unmarshalInputAgentOrder(ctx, v)
+	return &res, graphql.ErrorOnPath(ctx, err)
+}
+
 func (ec *executionContext) unmarshalNAgentOrderField2ᚖgithubᚗcomᚋtoolgateᚋtoolgateᚋentᚐAgentOrderField(ctx context.Context, v any) (*ent.AgentOrderField, error) {
 	var res = new(ent.AgentOrderField)
 	err := res.UnmarshalGQL(v)
@@ -23507,6 +23512,11 @@ func (ec *executionContext) marshalNTurnEventKind2githubᚗcomᚋtoolgateᚋtool
 	return res
 }
 
+func (ec *executionContext) unmarshalNTurnOrder2ᚖgithubᚗcomᚋtoolgateᚋtoolgateᚋentᚐTurnOrder(ctx context.Context, v any) (*ent.TurnOrder, error) {
+	res, err := ec.unmarshalInputTurnOrder(ctx, v)
+	return &res, graphql.ErrorOnPath(ctx, err)
+}
+
 func (ec *executionContext) unmarshalNTurnOrderField2ᚖgithubᚗcomᚋtoolgateᚋtoolgateᚋentᚐTurnOrderField(ctx context.Context, v any) (*ent.TurnOrderField, error) {
 	var res = new(ent.TurnOrderField)
 	err := res.UnmarshalGQL(v)
@@ -23972,12 +23982,21 @@ func (ec *executionContext) marshalOAgentEdge2ᚖgithubᚗcomᚋtoolgateᚋtoolg
 	return ec._AgentEdge(ctx, sel, v)
 }
 
-func (ec *executionContext) unmarshalOAgentOrder2ᚖgithubᚗcomᚋtoolgateᚋtoolgateᚋentᚐAgentOrder(ctx context.Context, v any) (*ent.AgentOrder, error) {
+func (ec *executionContext) unmarshalOAgentOrder2ᚕᚖgithubᚗcomᚋtoolgateᚋtoolgateᚋentᚐAgentOrderᚄ(ctx context.Context, v any) ([]*ent.AgentOrder, error) {
 	if v == nil {
 		return nil, nil
 	}
-	res, err := ec.unmarshalInputAgentOrder(ctx, v)
-	return &res, graphql.ErrorOnPath(ctx, err)
+	vSlice := graphql.CoerceList(v)
+	var err error
+	res := make([]*ent.AgentOrder, len(vSlice))
+	for i := range vSlice {
+		ctx := graphql.WithPathContext(ctx, graphql.NewPathWithIndex(i))
+		res[i], err = ec.unmarshalNAgentOrder2ᚖgithubᚗcomᚋtoolgateᚋtoolgateᚋentᚐAgentOrder(ctx, vSlice[i])
+		if err != nil {
+			return nil, err
+		}
+	}
+	return res, nil
 }
 
 func (ec *executionContext) unmarshalOBoolean2bool(ctx context.Context, v any) (bool, error) {
@@ -24449,12 +24468,21 @@ func (ec *executionContext) marshalOTurnEdge2ᚖgithubᚗcomᚋtoolgateᚋtoolga
 	return ec._TurnEdge(ctx, sel, v)
 }
 
-func (ec *executionContext) unmarshalOTurnOrder2ᚖgithubᚗcomᚋtoolgateᚋtoolgateᚋentᚐTurnOrder(ctx context.Context, v any) (*ent.TurnOrder, error) {
+func (ec *executionContext) unmarshalOTurnOrder2ᚕᚖgithubᚗcomᚋtoolgateᚋtoolgateᚋentᚐTurnOrderᚄ(ctx context.Context, v any) ([]*ent.TurnOrder, error) {
 	if v == nil {
 		return nil, nil
 	}
-	res, err := ec.unmarshalInputTurnOrder(ctx, v)
-	return &res, graphql.ErrorOnPath(ctx, err)
+	vSlice := graphql.CoerceList(v)
+	var err error
+	res := make([]*ent.TurnOrder, len(vSlice))
+	for i := range vSlice {
+		ctx := graphql.WithPathContext(ctx, graphql.NewPathWithIndex(i))
+		res[i], err = ec.unmarshalNTurnOrder2ᚖgithubᚗcomᚋtoolgateᚋtoolgateᚋentᚐTurnOrder(ctx, vSlice[i])
+		if err != nil {
+			return nil, err
+		}
+	}
+	return res, nil
 }
 
 func (ec *executionContext) unmarshalOTurnStatus2ᚕgithubᚗcomᚋtoolgateᚋtoolgateᚋentᚋturnᚐStatusᚄ(ctx context.Context, v any) ([]turn.Status, error) {
