@@ -26,7 +26,7 @@ func (r *mutationResolver) CreateAgent(ctx context.Context, input model.CreateAg
 	if v.Scoped() {
 		return nil, auth.ErrForbidden
 	}
-	if err := checkToolNames(input.Tools); err != nil {
+	if err := r.checkTools(ctx, input.Tools); err != nil {
 		return nil, err
 	}
 	if err := r.checkDeck(ctx, &catalog.Agent{Tools: uniq(input.Tools), Memory: deref(input.Memory),

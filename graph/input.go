@@ -1,12 +1,17 @@
 package graph
 
 import (
+	"context"
+	"fmt"
 	"regexp"
 	"slices"
+	"strconv"
+	"strings"
 
 	"github.com/toolgate/toolgate/graph/model"
 	"github.com/toolgate/toolgate/runtime/mcp"
 	"github.com/toolgate/toolgate/tools"
+	"github.com/toolgate/toolgate/tools/registry"
 )
 
 // inputErrorf refuses what the client sent, in the one vocabulary the
@@ -47,6 +52,45 @@ func checkToolNames(names []string) error {
 		}
 	}
 	return nil
+}
+
+// checkTools refuses a tool list that names a tool that does not exist:
+// neither built in nor a tool an application of the caller's organisation
+// allows. The refusal names it and lists what an agent can name.
+func (r *Resolver) checkTools(ctx context.Context, names []string) error {
+	if err := checkToolNames(names); err != nil {
+		return err
+	}
+	known := map[string]bool{}
+	var listable []string
+	for _, d := range registry.All() {
+		known[d.Name] = true
+		if !d.AlwaysOn() {
+			listable = append(listable, d.Name)
+		}
+	}
+	apps, err := r.client(ctx).Application.Query().All(ctx)
+	if err != nil {
+		return fmt.Errorf("load applications: %w", err)
+	}
+	for _, a := range apps {
+		for _, t := range a.AllowedTools {
+			known[a.Name+"__"+t] = true
+			listable = append(listable, a.Name+"__"+t)
+		}
+	}
+	var unknown []string
+	for _, n := range names {
+		if !known[n] {
+			unknown = append(unknown, strconv.Quote(n))
+		}
+	}
+	if len(unknown) == 0 {
+		return nil
+	}
+	slices.Sort(listable)
+	return inputErrorf("tools: no tool named %s; an agent can list %s (always-on tools need not be listed)",
+		strings.Join(unknown, ", "), strings.Join(listable, ", "))
 }
 
 // checkApplication applies the runtime's own rules, so what is registered

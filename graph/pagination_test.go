@@ -186,3 +186,28 @@ func TestIntrospectionHidesCodegenDirectives(t *testing.T) {
 	require.NotContains(t, names, "goField")
 	require.NotContains(t, names, "goModel")
 }
+
+// createAgent refuses a tool that does not exist, naming it and listing
+// what an agent can name, application tools included.
+func TestCreateAgentRefusesUnknownTools(t *testing.T) {
+	t.Parallel()
+	b := setup(t, dbtest.Open(t, dbtest.SQLite))
+	b.do(t, b.alice.Token, `mutation { registerApplication(input: {name: "crm", url: "https://crm.example/mcp", allowedTools: ["lookup"]}) { id } }`, nil).ok(t)
+	const create = `mutation($t: [String!]) { createAgent(input: {name: "A", tools: $t}) { id tools } }`
+	r := b.do(t, b.alice.Token, create, map[string]any{"t": []string{"search_tools", "calculatr", "crm__delete"}})
+	require.Equal(t, "BAD_USER_INPUT", r.code(t))
+	msg := r.Errors[0].Message
+	require.Contains(t, msg, `"calculatr", "crm__delete"`)
+	require.Contains(t, msg, "crm__lookup")
+	require.Contains(t, msg, "search_tools")
+	require.NotContains(t, msg, `"search_tools"`, "a tool that exists is not named as missing")
+
+	ok := b.do(t, b.alice.Token, create, map[string]any{"t": []string{"search_tools", "crm__lookup"}}).ok(t)
+	require.Equal(t, []any{"search_tools", "crm__lookup"}, get(ok, "createAgent", "tools"))
+	// Another organisation's application tools are not its to name.
+	r = b.do(t, b.eve.Token, create, map[string]any{"t": []string{"crm__lookup"}})
+	require.Equal(t, "BAD_USER_INPUT", r.code(t))
+	_, listed, found := strings.Cut(r.Errors[0].Message, "can list")
+	require.True(t, found, r.Errors[0].Message)
+	require.NotContains(t, listed, "crm__lookup")
+}

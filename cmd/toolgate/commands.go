@@ -131,8 +131,10 @@ func serve(ctx context.Context, args []string, stdout, stderr io.Writer, log *sl
 	defer apps.Close()
 	defer bridge.Close()
 	srv := graph.NewServer(graph.Config{DB: d, Log: log, Signer: signer, Runner: runner, Web: webService})
+	var demoTurn int
 	if *demo {
-		token, demoTurn, err := seedDemo(ctx, d, time.Now(), demoTokenFile(*dbURL))
+		var token string
+		token, demoTurn, err = seedDemo(ctx, d, time.Now(), demoTokenFile(*dbURL))
 		if err != nil {
 			_ = ln.Close()
 			return err
@@ -156,7 +158,11 @@ func serve(ctx context.Context, args []string, stdout, stderr io.Writer, log *sl
 		_ = hs.Close()
 		return err
 	}
-	if n, err := runner.Resume(ctx); err != nil { // includes the demo's first turn
+	n, err := runner.Resume(ctx)
+	if demoTurn != 0 {
+		n-- // the demo's first turn starts here, it was not left running
+	}
+	if err != nil {
 		log.Error("resume turns", "err", err)
 	} else if n > 0 {
 		log.Info("resumed turns left running", "turns", n)

@@ -83,15 +83,16 @@ func TestServeDemoPrintsPlaygroundAndToken(t *testing.T) {
 	// base URL, the demo token and a function that stops it.
 	serveDemo := func() (string, string, func()) {
 		ctx, cancel := context.WithCancel(context.Background())
-		var out syncBuffer
+		var out, logs syncBuffer
 		done := make(chan error, 1)
 		go func() {
-			done <- run(ctx, []string{"serve", "--demo", "--addr", "127.0.0.1:0", "--database-url", "sqlite://" + dbPath}, &out, io.Discard)
+			done <- run(ctx, []string{"serve", "--demo", "--addr", "127.0.0.1:0", "--database-url", "sqlite://" + dbPath}, &out, &logs)
 		}()
 		re := regexp.MustCompile(`playground: (http://\S+)/playground\n\s+demo token: (\S+)`)
 		var m []string
 		require.Eventually(t, func() bool { m = re.FindStringSubmatch(out.String()); return m != nil }, 20*time.Second, 20*time.Millisecond)
 		return m[1], m[2], func() {
+			require.NotContains(t, logs.String(), "resumed turns left running", "a new database left nothing running")
 			cancel()
 			select {
 			case err := <-done:
