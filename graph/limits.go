@@ -4,6 +4,7 @@ import (
 	"context"
 	"fmt"
 	"net/http"
+	"slices"
 	"strings"
 
 	"entgo.io/contrib/entgql"
@@ -91,12 +92,33 @@ func checkPages(oc *graphql.OperationContext, set ast.SelectionSet, root bool, s
 // for a body that is not JSON.
 type transactioner struct{ entgql.Transactioner }
 
-// InterceptResponse opens the transaction for mutations.
+// InterceptResponse opens the transaction for mutations, but for those
+// that only run code (ownTx).
 func (t transactioner) InterceptResponse(ctx context.Context, next graphql.ResponseHandler) *graphql.Response {
-	if !graphql.HasOperationContext(ctx) {
+	if !graphql.HasOperationContext(ctx) || ownTx(graphql.GetOperationContext(ctx).Operation) {
 		return next(ctx)
 	}
 	return t.Transactioner.InterceptResponse(ctx, next)
+}
+
+// ownTxFields run for seconds before they write: a transaction held open
+// that long would hold SQLite's one write lock the whole time, so they
+// open their own for the writes at the end.
+var ownTxFields = []string{"runCode"}
+
+// ownTx reports whether every root field of a mutation opens its own
+// transaction. Fragments at the root count as any other field.
+func ownTx(op *ast.OperationDefinition) bool {
+	if op == nil || op.Operation != ast.Mutation || len(op.SelectionSet) == 0 {
+		return false
+	}
+	for _, sel := range op.SelectionSet {
+		f, ok := sel.(*ast.Field)
+		if !ok || !slices.Contains(ownTxFields, f.Name) {
+			return false
+		}
+	}
+	return true
 }
 
 func validationError(pos *ast.Position, format string, args ...any) *gqlerror.Error {

@@ -13,6 +13,7 @@ import (
 	"github.com/toolgate/toolgate/runtime/mcp"
 	"github.com/toolgate/toolgate/tools"
 	"github.com/toolgate/toolgate/tools/catalog"
+	"github.com/toolgate/toolgate/tools/code"
 	"github.com/toolgate/toolgate/tools/web"
 )
 
@@ -32,6 +33,8 @@ type Resolver struct {
 	Runner *loop.Runner
 	// Web runs the web tools; nil when the server has no web provider.
 	Web *web.Service
+	// Sandbox runs run_code's children.
+	Sandbox *code.Sandbox
 	// Apps lists applications' tools; nil knows them by name only.
 	Apps *mcp.Pool
 }

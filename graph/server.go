@@ -36,6 +36,7 @@ import (
 	"github.com/toolgate/toolgate/runtime/mcp"
 	"github.com/toolgate/toolgate/runtime/scope"
 	"github.com/toolgate/toolgate/tools"
+	"github.com/toolgate/toolgate/tools/code"
 	"github.com/toolgate/toolgate/tools/web"
 )
 
@@ -63,6 +64,9 @@ type Config struct {
 	Runner *loop.Runner
 	// Web runs the web tools; nil: no provider, the web tools are refused.
 	Web *web.Service
+	// Sandbox runs run_code; nil runs it in this binary's own `sandbox`
+	// command.
+	Sandbox *code.Sandbox
 	// Apps asks applications' MCP servers for their tools, for discovery
 	// and the catalogue; nil takes the Runner's. With neither, application
 	// tools are known by name only.
@@ -83,6 +87,13 @@ type Server struct {
 func NewServer(cfg Config) *Server {
 	if cfg.Log == nil {
 		cfg.Log = slog.New(slog.DiscardHandler)
+	}
+	if cfg.Sandbox == nil {
+		// Without the binary's path run_code answers an error; the rest serves.
+		cfg.Sandbox, _ = code.Default()
+		if cfg.Sandbox == nil {
+			cfg.Sandbox = code.New("")
+		}
 	}
 	reg := cfg.Registry
 	if reg == nil {
@@ -147,7 +158,7 @@ func (s *Server) newGraphQL() *handler.Server {
 	if apps == nil && s.cfg.Runner != nil {
 		apps = s.cfg.Runner.Apps()
 	}
-	cfg := generated.Config{Resolvers: &Resolver{Client: s.client, Log: s.cfg.Log, Runner: s.cfg.Runner, Apps: apps, Web: s.cfg.Web}}
+	cfg := generated.Config{Resolvers: &Resolver{Client: s.client, Log: s.cfg.Log, Runner: s.cfg.Runner, Apps: apps, Web: s.cfg.Web, Sandbox: s.cfg.Sandbox}}
 	pageTimes := func(child int, first, last *int) int {
 		n := DefaultPage
 		if first != nil {

@@ -10,6 +10,7 @@ import (
 	"io"
 	"net/http"
 	"net/http/httptest"
+	"os"
 	"strings"
 	"testing"
 	"time"
@@ -26,6 +27,7 @@ import (
 	"github.com/toolgate/toolgate/graph/auth"
 	"github.com/toolgate/toolgate/graph/gid"
 	"github.com/toolgate/toolgate/runtime/scope"
+	"github.com/toolgate/toolgate/tools/code"
 )
 
 type testBundle struct {
@@ -71,7 +73,7 @@ func setup(t testing.TB, d *db.DB) *testBundle {
 	require.NoError(t, err)
 	b.signer, err = scope.NewSigner(secret, nil, 10*time.Minute)
 	require.NoError(t, err)
-	b.srv = httptest.NewServer(graph.NewServer(graph.Config{DB: d, Signer: b.signer}))
+	b.srv = httptest.NewServer(graph.NewServer(graph.Config{DB: d, Signer: b.signer, Sandbox: code.New(os.Args[0])}))
 	t.Cleanup(b.srv.Close)
 	return b
 }

@@ -3,6 +3,7 @@ package graph
 import (
 	"context"
 	"fmt"
+	"time"
 
 	"github.com/99designs/gqlgen/graphql"
 
@@ -11,6 +12,7 @@ import (
 	"github.com/toolgate/toolgate/graph/auth"
 	"github.com/toolgate/toolgate/runtime/scope"
 	"github.com/toolgate/toolgate/tools/catalog"
+	"github.com/toolgate/toolgate/tools/code"
 	"github.com/toolgate/toolgate/tools/registry"
 	"github.com/toolgate/toolgate/tools/web"
 )
@@ -100,6 +102,37 @@ func scopeResolver(client *ent.Client, signer *scope.Signer) func(context.Contex
 			Tools:          c.Tools,
 		}, nil
 	}
+}
+
+// turnTime is the clock a tool may show: the start of the scope token's
+// turn, or now for an API token (the playground).
+func (r *Resolver) turnTime(ctx context.Context) (time.Time, error) {
+	v, err := auth.FromContext(ctx)
+	if err != nil {
+		return time.Time{}, err
+	}
+	if !v.Scoped() {
+		return time.Now(), nil
+	}
+	t, err := r.Client.Turn.Get(ctx, v.TurnID)
+	if err != nil {
+		return time.Time{}, fmt.Errorf("load turn: %w", err)
+	}
+	return t.StartedAt, nil
+}
+
+// runCode is run_code's resolver, apart from the generated file whose
+// argument named code hides the package.
+func (r *Resolver) runCode(ctx context.Context, conversationID *int, src string, refs []string) (*code.Result, error) {
+	conv, err := r.toolConversation(ctx, code.RunCode.Name, conversationID)
+	if err != nil {
+		return nil, err
+	}
+	now, err := r.turnTime(ctx)
+	if err != nil {
+		return nil, err
+	}
+	return r.Sandbox.Run(ctx, r.client(ctx), conv.ID, code.Input{Code: src, ToolResults: refs, Now: now})
 }
 
 // checkDeck refuses an agent whose turns would carry more tool definitions

@@ -12,6 +12,8 @@ import (
 	"os"
 	"os/signal"
 	"syscall"
+
+	"github.com/toolgate/toolgate/tools/code"
 )
 
 const usage = `toolgate: the backend of an AI assistant portal.
@@ -47,6 +49,9 @@ func run(ctx context.Context, args []string, stdout, stderr io.Writer) error {
 		return migrate(ctx, args[1:], stdout, stderr)
 	case "bootstrap":
 		return bootstrap(ctx, args[1:], stdout, stderr)
+	case "sandbox":
+		// Hidden: the child run_code starts, one job over stdin and stdout.
+		return code.ServeChild(os.Stdin, stdout)
 	case "help", "-h", "--help":
 		fmt.Fprint(stdout, usage)
 		return nil

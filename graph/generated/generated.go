@@ -23,6 +23,7 @@ import (
 	"github.com/toolgate/toolgate/graph/model"
 	"github.com/toolgate/toolgate/runtime/events"
 	"github.com/toolgate/toolgate/tools/catalog"
+	"github.com/toolgate/toolgate/tools/code"
 	"github.com/toolgate/toolgate/tools/result"
 	"github.com/toolgate/toolgate/tools/transcript"
 	"github.com/toolgate/toolgate/tools/web"
@@ -157,6 +158,11 @@ type ComplexityRoot struct {
 		Recommended func(childComplexity int) int
 	}
 
+	CodeRun struct {
+		Files  func(childComplexity int) int
+		Output func(childComplexity int) int
+	}
+
 	Conversation struct {
 		Agent      func(childComplexity int) int
 		CreatedAt  func(childComplexity int) int
@@ -231,6 +237,7 @@ type ComplexityRoot struct {
 		EditFile            func(childComplexity int, conversationID *int, path string, edits []*workspace.EditInput) int
 		RegisterApplication func(childComplexity int, input model.RegisterApplicationInput) int
 		RevokeAPIToken      func(childComplexity int, id int) int
+		RunCode             func(childComplexity int, conversationID *int, code string, toolResults []string) int
 		SendMessage         func(childComplexity int, input model.SendMessageInput) int
 		StartConversation   func(childComplexity int, input model.StartConversationInput) int
 		SuggestNextActions  func(childComplexity int, conversationID *int, suggestions []string) int
@@ -597,6 +604,7 @@ type MutationResolver interface {
 	CreateAPIToken(ctx context.Context, input model.CreateAPITokenInput) (*model.CreatedAPIToken, error)
 	RevokeAPIToken(ctx context.Context, id int) (*ent.APIToken, error)
 	SuggestNextActions(ctx context.Context, conversationID *int, suggestions []string) (*model.SuggestionsAck, error)
+	RunCode(ctx context.Context, conversationID *int, code string, toolResults []string) (*code.Result, error)
 	StartConversation(ctx context.Context, input model.StartConversationInput) (*ent.Conversation, error)
 	SendMessage(ctx context.Context, input model.SendMessageInput) (*ent.Turn, error)
 	AnswerClarification(ctx context.Context, input model.AnswerClarificationInput) (*ent.Turn, error)
@@ -1073,6 +1081,19 @@ func (e *executableSchema) Complexity(ctx context.Context, typeName, field strin
 
 		return e.ComplexityRoot.Clarification.Recommended(childComplexity), true
 
+	case "CodeRun.files":
+		if e.ComplexityRoot.CodeRun.Files == nil {
+			break
+		}
+
+		return e.ComplexityRoot.CodeRun.Files(childComplexity), true
+	case "CodeRun.output":
+		if e.ComplexityRoot.CodeRun.Output == nil {
+			break
+		}
+
+		return e.ComplexityRoot.CodeRun.Output(childComplexity), true
+
 	case "Conversation.agent":
 		if e.ComplexityRoot.Conversation.Agent == nil {
 			break
@@ -1420,6 +1441,17 @@ func (e *executableSchema) Complexity(ctx context.Context, typeName, field strin
 		}
 
 		return e.ComplexityRoot.Mutation.RevokeAPIToken(childComplexity, args["id"].(int)), true
+	case "Mutation.runCode":
+		if e.ComplexityRoot.Mutation.RunCode == nil {
+			break
+		}
+
+		args, err := ec.field_Mutation_runCode_args(ctx, rawArgs)
+		if err != nil {
+			return 0, false
+		}
+
+		return e.ComplexityRoot.Mutation.RunCode(childComplexity, args["conversationId"].(*int), args["code"].(string), args["toolResults"].([]string)), true
 	case "Mutation.sendMessage":
 		if e.ComplexityRoot.Mutation.SendMessage == nil {
 			break
@@ -3269,6 +3301,28 @@ type ToolSchemas @goModel(model: "github.com/toolgate/toolgate/tools/catalog.Sch
   failures: [ItemFailure!]!
 }
 `, BuiltIn: false},
+	{Name: "../code.graphqls", Input: `# The Code family: run_code. A turn's scope token names the conversation
+# itself; an API token (the playground) must give conversationId.
+
+extend type Mutation {
+  """
+  run_code: runs JavaScript (goja, strict mode) in a sandbox over up to 3
+  stored results of the conversation (toolResults[i] is the whole stored
+  text of the i-th ref) and its workspace (workspace.read, write, list).
+  What console.log prints is the result. Bounded: 5 s, 512 MiB, 1 MiB of
+  output, 20 workspace writes, call depth 2,000; writes are kept only when
+  the run succeeds.
+  """
+  runCode(conversationId: ID, code: String!, toolResults: [String!]): CodeRun!
+}
+
+type CodeRun @goModel(model: "github.com/toolgate/toolgate/tools/code.Result") {
+  "What console.log printed."
+  output: String!
+  "The workspace files the code wrote, all committed together."
+  files: [WorkspaceWritten!]!
+}
+`, BuiltIn: false},
 	{Name: "../conversation.graphqls", Input: `extend type Query {
   "The caller: the user the token belongs to."
   viewer: User!
@@ -4699,6 +4753,16 @@ func (ec *executionContext) childFields_Clarification(ctx context.Context, field
 	return nil, fmt.Errorf("no field named %q was found under type Clarification", field.Name)
 }
 
+func (ec *executionContext) childFields_CodeRun(ctx context.Context, field graphql.CollectedField) (*graphql.FieldContext, error) {
+	switch field.Name {
+	case "output":
+		return ec.fieldContext_CodeRun_output(ctx, field)
+	case "files":
+		return ec.fieldContext_CodeRun_files(ctx, field)
+	}
+	return nil, fmt.Errorf("no field named %q was found under type CodeRun", field.Name)
+}
+
 func (ec *executionContext) childFields_Conversation(ctx context.Context, field graphql.CollectedField) (*graphql.FieldContext, error) {
 	switch field.Name {
 	case "id":
@@ -5764,6 +5828,36 @@ func (ec *executionContext) field_Mutation_revokeAPIToken_args(ctx context.Conte
 		return nil, err
 	}
 	args["id"] = arg0
+	return args, nil
+}
+
+func (ec *executionContext) field_Mutation_runCode_args(ctx context.Context, rawArgs map[string]any) (map[string]any, error) {
+	var err error
+	args := map[string]any{}
+	arg0, err := graphql.ProcessArgField(ctx, rawArgs, "conversationId",
+		func(ctx context.Context, v any) (*int, error) {
+			return ec.unmarshalOID2ᚖint(ctx, v)
+		})
+	if err != nil {
+		return nil, err
+	}
+	args["conversationId"] = arg0
+	arg1, err := graphql.ProcessArgField(ctx, rawArgs, "code",
+		func(ctx context.Context, v any) (string, error) {
+			return ec.unmarshalNString2string(ctx, v)
+		})
+	if err != nil {
+		return nil, err
+	}
+	args["code"] = arg1
+	arg2, err := graphql.ProcessArgField(ctx, rawArgs, "toolResults",
+		func(ctx context.Context, v any) ([]string, error) {
+			return ec.unmarshalOString2ᚕstringᚄ(ctx, v)
+		})
+	if err != nil {
+		return nil, err
+	}
+	args["toolResults"] = arg2
 	return args, nil
 }
 
@@ -8152,6 +8246,61 @@ func (ec *executionContext) fieldContext_Clarification_answer(_ context.Context,
 	return graphql.NewScalarFieldContext("Clarification", field, false, false, "String")
 }
 
+func (ec *executionContext) _CodeRun_output(ctx context.Context, field graphql.CollectedField, obj *code.Result) (ret graphql.Marshaler) {
+	return graphql.ResolveField(
+		ctx,
+		ec.OperationContext,
+		field,
+		func(ctx context.Context, field graphql.CollectedField) (*graphql.FieldContext, error) {
+			return ec.fieldContext_CodeRun_output(ctx, field)
+		},
+		func(ctx context.Context) (any, error) {
+			return obj.Output, nil
+		},
+		nil,
+		func(ctx context.Context, selections ast.SelectionSet, v string) graphql.Marshaler {
+			return ec.marshalNString2string(ctx, selections, v)
+		},
+		true,
+		true,
+	)
+}
+func (ec *executionContext) fieldContext_CodeRun_output(_ context.Context, field graphql.CollectedField) (fc *graphql.FieldContext, err error) {
+	return graphql.NewScalarFieldContext("CodeRun", field, false, false, "String")
+}
+
+func (ec *executionContext) _CodeRun_files(ctx context.Context, field graphql.CollectedField, obj *code.Result) (ret graphql.Marshaler) {
+	return graphql.ResolveField(
+		ctx,
+		ec.OperationContext,
+		field,
+		func(ctx context.Context, field graphql.CollectedField) (*graphql.FieldContext, error) {
+			return ec.fieldContext_CodeRun_files(ctx, field)
+		},
+		func(ctx context.Context) (any, error) {
+			return obj.Files, nil
+		},
+		nil,
+		func(ctx context.Context, selections ast.SelectionSet, v []workspace.Written) graphql.Marshaler {
+			return ec.marshalNWorkspaceWritten2ᚕgithubᚗcomᚋtoolgateᚋtoolgateᚋtoolsᚋworkspaceᚐWrittenᚄ(ctx, selections, v)
+		},
+		true,
+		true,
+	)
+}
+func (ec *executionContext) fieldContext_CodeRun_files(_ context.Context, field graphql.CollectedField) (fc *graphql.FieldContext, err error) {
+	fc = &graphql.FieldContext{
+		Object:     "CodeRun",
+		Field:      field,
+		IsMethod:   false,
+		IsResolver: false,
+		Child: func(ctx context.Context, field graphql.CollectedField) (*graphql.FieldContext, error) {
+			return ec.childFields_WorkspaceWritten(ctx, field)
+		},
+	}
+	return fc, nil
+}
+
 func (ec *executionContext) _Conversation_id(ctx context.Context, field graphql.CollectedField, obj *ent.Conversation) (ret graphql.Marshaler) {
 	return graphql.ResolveField(
 		ctx,
@@ -9393,6 +9542,50 @@ func (ec *executionContext) fieldContext_Mutation_suggestNextActions(ctx context
 	}()
 	ctx = graphql.WithFieldContext(ctx, fc)
 	if fc.Args, err = ec.field_Mutation_suggestNextActions_args(ctx, field.ArgumentMap(ec.Variables)); err != nil {
+		ec.Error(ctx, err)
+		return fc, err
+	}
+	return fc, nil
+}
+
+func (ec *executionContext) _Mutation_runCode(ctx context.Context, field graphql.CollectedField) (ret graphql.Marshaler) {
+	return graphql.ResolveField(
+		ctx,
+		ec.OperationContext,
+		field,
+		func(ctx context.Context, field graphql.CollectedField) (*graphql.FieldContext, error) {
+			return ec.fieldContext_Mutation_runCode(ctx, field)
+		},
+		func(ctx context.Context) (any, error) {
+			fc := graphql.GetFieldContext(ctx)
+			return ec.Resolvers.Mutation().RunCode(ctx, fc.Args["conversationId"].(*int), fc.Args["code"].(string), fc.Args["toolResults"].([]string))
+		},
+		nil,
+		func(ctx context.Context, selections ast.SelectionSet, v *code.Result) graphql.Marshaler {
+			return ec.marshalNCodeRun2ᚖgithubᚗcomᚋtoolgateᚋtoolgateᚋtoolsᚋcodeᚐResult(ctx, selections, v)
+		},
+		true,
+		true,
+	)
+}
+func (ec *executionContext) fieldContext_Mutation_runCode(ctx context.Context, field graphql.CollectedField) (fc *graphql.FieldContext, err error) {
+	fc = &graphql.FieldContext{
+		Object:     "Mutation",
+		Field:      field,
+		IsMethod:   true,
+		IsResolver: true,
+		Child: func(ctx context.Context, field graphql.CollectedField) (*graphql.FieldContext, error) {
+			return ec.childFields_CodeRun(ctx, field)
+		},
+	}
+	defer func() {
+		if r := recover(); r != nil {
+			err = ec.Recover(ctx, r)
+			ec.Error(ctx, err)
+		}
+	}()
+	ctx = graphql.WithFieldContext(ctx, fc)
+	if fc.Args, err = ec.field_Mutation_runCode_args(ctx, field.ArgumentMap(ec.Variables)); err != nil {
 		ec.Error(ctx, err)
 		return fc, err
 	}
@@ -19379,6 +19572,44 @@ func (ec *executionContext) _Clarification(ctx context.Context, sel ast.Selectio
 	return out
 }
 
+var codeRunImplementors = []string{"CodeRun"}
+
+func (ec *executionContext) _CodeRun(ctx context.Context, sel ast.SelectionSet, obj *code.Result) graphql.Marshaler {
+	fields := graphql.CollectFields(ec.OperationContext, sel, codeRunImplementors)
+
+	out := graphql.NewFieldSet(fields)
+	deferred := graphql.NewDeferredGroup(ctx)
+	for i, field := range fields {
+		switch field.Name {
+		case "__typename":
+			out.Values[i] = graphql.MarshalString("CodeRun")
+		case "output":
+			out.Values[i] = ec._CodeRun_output(ctx, field, obj)
+			if out.Values[i] == graphql.Null {
+				out.Invalids++
+			}
+		case "files":
+			out.Values[i] = ec._CodeRun_files(ctx, field, obj)
+			if out.Values[i] == graphql.Null {
+				out.Invalids++
+			}
+		default:
+			panic("unknown field " + strconv.Quote(field.Name))
+		}
+	}
+	out.Dispatch(ctx)
+	if out.Invalids > 0 {
+		return graphql.Null
+	}
+
+	if n := len(deferred.Defers); n > 0 {
+		atomic.AddInt32(&ec.Deferred, int32(min(n, math.MaxInt32)))
+		ec.ProcessDeferredGroup(deferred)
+	}
+
+	return out
+}
+
 var conversationImplementors = []string{"Conversation", "Node"}
 
 func (ec *executionContext) _Conversation(ctx context.Context, sel ast.SelectionSet, obj *ent.Conversation) graphql.Marshaler {
@@ -19862,6 +20093,13 @@ func (ec *executionContext) _Mutation(ctx context.Context, sel ast.SelectionSet)
 		case "suggestNextActions":
 			out.Values[i] = ec.OperationContext.RootResolverMiddleware(innerCtx, func(ctx context.Context) (res graphql.Marshaler) {
 				return ec._Mutation_suggestNextActions(ctx, field)
+			})
+			if out.Values[i] == graphql.Null {
+				out.Invalids++
+			}
+		case "runCode":
+			out.Values[i] = ec.OperationContext.RootResolverMiddleware(innerCtx, func(ctx context.Context) (res graphql.Marshaler) {
+				return ec._Mutation_runCode(ctx, field)
 			})
 			if out.Values[i] == graphql.Null {
 				out.Invalids++
@@ -22781,6 +23019,14 @@ func (ec *executionContext) marshalNCatalogueTool2ᚕgithubᚗcomᚋtoolgateᚋt
 	return ret
 }
 
+func (ec *executionContext) marshalNCodeRun2ᚖgithubᚗcomᚋtoolgateᚋtoolgateᚋtoolsᚋcodeᚐResult(ctx context.Context, sel ast.SelectionSet, v *code.Result) graphql.Marshaler {
+	if v == nil {
+		graphql.AddInvalidNullError(ctx, "CodeRun!")
+		return graphql.Null
+	}
+	return ec._CodeRun(ctx, sel, v)
+}
+
 func (ec *executionContext) marshalNConversation2ᚖgithubᚗcomᚋtoolgateᚋtoolgateᚋentᚐConversation(ctx context.Context, sel ast.SelectionSet, v *ent.Conversation) graphql.Marshaler {
 	if v == nil {
 		graphql.AddInvalidNullError(ctx, "Conversation!")
@@ -22983,11 +23229,11 @@ func (ec *executionContext) marshalNInt2int64(ctx context.Context, sel ast.Selec
 	return res
 }
 
-func (ec *executionContext) marshalNItemFailure2githubᚗcomᚋtoolgateᚋtoolgateᚋentᚋschematypeᚐItemFailure(ctx context.Context, sel ast.SelectionSet, v schematype.ItemFailure) graphql.Marshaler {
+func (ec *executionContext) marshalNItemFailure2githubᚗcomᚋtoolgateᚋtoolgateᚋentᚋschematypeᚐItemFailure(ctx context.Context, sel ast.SelectionSet, v web.Failure) graphql.Marshaler {
 	return ec._ItemFailure(ctx, sel, &v)
 }
 
-func (ec *executionContext) marshalNItemFailure2ᚕgithubᚗcomᚋtoolgateᚋtoolgateᚋentᚋschematypeᚐItemFailureᚄ(ctx context.Context, sel ast.SelectionSet, v []schematype.ItemFailure) graphql.Marshaler {
+func (ec *executionContext) marshalNItemFailure2ᚕgithubᚗcomᚋtoolgateᚋtoolgateᚋentᚋschematypeᚐItemFailureᚄ(ctx context.Context, sel ast.SelectionSet, v []web.Failure) graphql.Marshaler {
 	ret := graphql.MarshalSliceConcurrently(ctx, len(v), 0, false, func(ctx context.Context, i int) graphql.Marshaler {
 		fc := graphql.GetFieldContext(ctx)
 		fc.Result = &v[i]

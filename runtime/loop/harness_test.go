@@ -8,6 +8,7 @@ import (
 	"io"
 	"net/http"
 	"net/http/httptest"
+	"os"
 	"sync"
 	"testing"
 	"time"
@@ -27,6 +28,7 @@ import (
 	"github.com/toolgate/toolgate/runtime/mcp"
 	"github.com/toolgate/toolgate/runtime/model"
 	"github.com/toolgate/toolgate/runtime/scope"
+	"github.com/toolgate/toolgate/tools/code"
 	"github.com/toolgate/toolgate/tools/registry"
 	"github.com/toolgate/toolgate/tools/web"
 )
@@ -86,7 +88,7 @@ func newHarness(t testing.TB, d *db.DB, p model.Provider, opts ...option) *harne
 	require.NoError(t, err)
 	require.NoError(t, h.runner.Open())
 	t.Cleanup(func() { _ = h.runner.Close(context.Background()) })
-	api = graph.NewServer(graph.Config{DB: d, Signer: signer, Runner: h.runner, Web: webService})
+	api = graph.NewServer(graph.Config{DB: d, Signer: signer, Runner: h.runner, Sandbox: code.New(os.Args[0]), Web: webService})
 	return h
 }
 

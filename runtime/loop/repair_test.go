@@ -78,6 +78,7 @@ var canonical = map[string]string{
 	"update_tasks":         `{"tasks": [{"title": "Budget", "status": "pending"}]}`,
 	"research_web":         `{"queries": ["tides"], "maxPages": 1}`,
 	"read_page":            `{"url": "PAGE"}`,
+	"run_code":             `{"code": "console.log(toolResults.length)", "toolResults": ["REF"]}`,
 }
 
 // broken is a call's arguments in a shape a repair rule mends.

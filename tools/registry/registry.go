@@ -9,6 +9,7 @@ import (
 	"github.com/toolgate/toolgate/tools"
 	"github.com/toolgate/toolgate/tools/calc"
 	"github.com/toolgate/toolgate/tools/catalog"
+	"github.com/toolgate/toolgate/tools/code"
 	"github.com/toolgate/toolgate/tools/interact"
 	"github.com/toolgate/toolgate/tools/result"
 	"github.com/toolgate/toolgate/tools/tasks"
@@ -28,6 +29,7 @@ func All() []tools.Definition {
 		},
 		workspace.Definitions,
 		web.Definitions,
+		code.Definitions,
 		catalog.Definitions,
 		[]tools.Definition{
 			tasks.Definition,

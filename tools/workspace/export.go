@@ -83,6 +83,40 @@ func (s *FieldStep) UnmarshalJSON(b []byte) error {
 // would copy a part where the whole is stored under the original ref.
 var windowTools = []string{"read_tool_result"}
 
+// Whole loads the stored result under ref, of this conversation, when its
+// text is whole: a successful call's, not truncated at its source, not a
+// read window, not media. Anything else is refused before it is used;
+// verb says for what ("exported"). A ref of another conversation and a
+// made-up one get the same words.
+func (w *Workspace) Whole(ctx context.Context, ref, verb string) (*ent.StoredResult, error) {
+	sr, err := w.client.StoredResult.Query().
+		Where(storedresult.Ref(ref), storedresult.ConversationID(w.conv)).
+		WithToolCall().
+		Only(ctx)
+	if ent.IsNotFound(err) {
+		return nil, refusef("%s", tools.RefNotFound(ref))
+	}
+	if err != nil {
+		return nil, fmt.Errorf("load stored result: %w", err)
+	}
+	call := sr.Edges.ToolCall
+	switch {
+	case call != nil && slices.Contains(windowTools, call.Name):
+		return nil, refusef("it is a read window (%s output): use the ref it read, whose whole result is stored", call.Name)
+	case call == nil || call.Outcome != toolcall.OutcomeHITS:
+		outcome := "no call recorded"
+		if call != nil {
+			outcome = strings.ToLower(call.Outcome.String())
+		}
+		return nil, refusef("its call did not succeed (%s): only results of calls with hits can be %s", outcome, verb)
+	case sr.TruncatedAtSource:
+		return nil, refusef("the result was truncated at its source: its text is incomplete, so it is not %s", verb)
+	case sr.Kind == schematype.KindMedia:
+		return nil, refusef("the result is media, not text")
+	}
+	return sr, nil
+}
+
 // export selects and joins the text of an export's sources.
 func (w *Workspace) export(ctx context.Context, ec *ExportContext) (string, error) {
 	if len(ec.Sources) == 0 || len(ec.Sources) > MaxSources {
@@ -112,33 +146,11 @@ func (w *Workspace) selectSource(ctx context.Context, src *Source, loaded map[st
 	sr, ok := loaded[src.Ref]
 	if !ok {
 		var err error
-		sr, err = w.client.StoredResult.Query().
-			Where(storedresult.Ref(src.Ref), storedresult.ConversationID(w.conv)).
-			WithToolCall().
-			Only(ctx)
-		if ent.IsNotFound(err) {
-			// The same words for another conversation's ref and a made-up one.
-			return "", refusef("%s", tools.RefNotFound(src.Ref))
-		}
+		sr, err = w.Whole(ctx, src.Ref, "exported")
 		if err != nil {
-			return "", fmt.Errorf("load stored result: %w", err)
+			return "", err
 		}
 		loaded[src.Ref] = sr
-	}
-	call := sr.Edges.ToolCall
-	switch {
-	case call != nil && slices.Contains(windowTools, call.Name):
-		return "", refusef("it is a read window (%s output): export from the ref it read, whose whole result is stored", call.Name)
-	case call == nil || call.Outcome != toolcall.OutcomeHITS:
-		outcome := "no call recorded"
-		if call != nil {
-			outcome = strings.ToLower(call.Outcome.String())
-		}
-		return "", refusef("its call did not succeed (%s): only results of calls with hits can be exported", outcome)
-	case sr.TruncatedAtSource:
-		return "", refusef("the result was truncated at its source: its text is incomplete, so it is not exported")
-	case sr.Kind == schematype.KindMedia:
-		return "", refusef("the result is media, not text")
 	}
 	text := string(sr.Content)
 	if len(src.Field) > 0 || sr.Kind == schematype.KindJSON {

@@ -256,3 +256,17 @@ func checkText(content string) error {
 	}
 	return nil
 }
+
+// Text returns one file's whole text, for programs (run_code) that read
+// files whole; the model reads windows with Read.
+func (w *Workspace) Text(ctx context.Context, p string) (string, error) {
+	p, err := CleanPath(p)
+	if err != nil {
+		return "", err
+	}
+	f, err := w.get(ctx, p)
+	if err != nil {
+		return "", err
+	}
+	return f.Content, nil
+}

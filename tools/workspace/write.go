@@ -3,6 +3,7 @@ package workspace
 import (
 	"context"
 	"fmt"
+	"slices"
 	"strings"
 	"unicode/utf8"
 
@@ -81,6 +82,68 @@ func (w *Workspace) Write(ctx context.Context, files []*FileInput) (*WriteResult
 	if err := idx.checkTotals(changes); err != nil {
 		return nil, err
 	}
+	return w.put(ctx, idx, batch)
+}
+
+// Content is a file's path and whole text, as a program writes it.
+type Content struct {
+	Path string
+	Text string
+}
+
+// Commit writes the files a program produced (run_code), in order, all or
+// nothing, under the limits of the workspace itself: each path, each
+// file's size, files and folders, the totals. write_file's batch and
+// replace limits do not apply: they spare the model typing, and a program
+// types nothing. A later file of the same path replaces an earlier one.
+func (w *Workspace) Commit(ctx context.Context, files []Content) (*WriteResult, error) {
+	var batch []staged
+	for _, f := range files {
+		p, err := Check(f.Path, f.Text)
+		if err != nil {
+			return nil, err
+		}
+		s := staged{path: p, content: f.Text, chars: utf8.RuneCountInString(f.Text)}
+		if i := slices.IndexFunc(batch, func(b staged) bool { return b.path == s.path }); i >= 0 {
+			batch[i] = s
+			continue
+		}
+		batch = append(batch, s)
+	}
+	idx, err := w.index(ctx)
+	if err != nil {
+		return nil, err
+	}
+	changes := make([]change, len(batch))
+	for i, s := range batch {
+		if err := idx.checkFolders(s.path, batch[:i]); err != nil {
+			return nil, refusef("%q: %v", s.path, err)
+		}
+		changes[i] = change{path: s.path, bytes: len(s.content)}
+	}
+	if err := idx.checkTotals(changes); err != nil {
+		return nil, err
+	}
+	return w.put(ctx, idx, batch)
+}
+
+// Check checks one file a program writes, as Commit will, and returns its
+// normal path. A run checks each write as it happens, so the program hears
+// of a bad one at once.
+func Check(path, text string) (string, error) {
+	p, err := CleanPath(path)
+	if err != nil {
+		return "", err
+	}
+	if err := checkText(text); err != nil {
+		return "", refusef("%q: %v", p, err)
+	}
+	return p, nil
+}
+
+// put writes a checked batch.
+func (w *Workspace) put(ctx context.Context, idx *index, batch []staged) (*WriteResult, error) {
+	var err error
 	out := &WriteResult{Files: make([]Written, len(batch))}
 	for i, s := range batch {
 		old, exists := idx.byPath[s.path]

@@ -1,0 +1,97 @@
+package code_test
+
+import (
+	"bytes"
+	"context"
+	"encoding/json"
+	"fmt"
+	"os"
+	"runtime"
+	"strconv"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/stretchr/testify/require"
+
+	"github.com/toolgate/toolgate/ent/db/dbtest"
+)
+
+// BenchmarkRunEmpty is the overhead of one run: a child started, fed,
+// and heard from (goal: under 20 ms).
+func BenchmarkRunEmpty(b *testing.B) {
+	tb := setup(b, dbtest.Open(b, dbtest.SQLite))
+	for b.Loop() {
+		_, err := tb.run(b, `void 0`)
+		require.NoError(b, err)
+	}
+}
+
+// BenchmarkRunJSONSum parses a 5 MB stored result and sums a field.
+func BenchmarkRunJSONSum(b *testing.B) {
+	tb := setup(b, dbtest.Open(b, dbtest.SQLite))
+	rows := make([]map[string]any, 40000)
+	for i := range rows {
+		rows[i] = map[string]any{"id": i, "amount": i % 97, "note": fmt.Sprintf("%080d", i)}
+	}
+	raw, err := json.Marshal(map[string]any{"rows": rows})
+	require.NoError(b, err)
+	tb.store(b, stored{ref: "big", content: string(raw)})
+	// Measured, not bounded: a loaded machine must not fail the benchmark.
+	tb.sandbox.Limits.Wall = time.Minute
+	b.SetBytes(int64(len(raw)))
+	for b.Loop() {
+		res, err := tb.run(b, `console.log(JSON.parse(toolResults[0]).rows.reduce((s, r) => s + r.amount, 0))`, "big")
+		require.NoError(b, err)
+		require.NotEmpty(b, res.Output)
+	}
+}
+
+// BenchmarkBombPeakMemory stops an allocation bomb and reports the
+// server's peak resident memory while it does, beside its resident
+// memory before: the bomb's memory is the child's, never the server's.
+func BenchmarkBombPeakMemory(b *testing.B) {
+	tb := setup(b, dbtest.Open(b, dbtest.SQLite))
+	runtime.GC()
+	before := rss(b)
+	var peak int64
+	for b.Loop() {
+		done := make(chan struct{})
+		var wg sync.WaitGroup
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			t := time.NewTicker(2 * time.Millisecond)
+			defer t.Stop()
+			for {
+				select {
+				case <-done:
+					return
+				case <-t.C:
+					peak = max(peak, rss(b))
+				}
+			}
+		}()
+		_, err := tb.sandbox.Run(context.Background(), tb.client, tb.conv, codeInput(`const s = "x".repeat(2 ** 30); console.log(s.length)`))
+		close(done)
+		wg.Wait()
+		refused(b, err, "memory bound")
+	}
+	b.ReportMetric(float64(before)/(1<<20), "server-MiB-before")
+	b.ReportMetric(float64(peak)/(1<<20), "server-peak-MiB")
+}
+
+// rss is this process's resident memory.
+func rss(b *testing.B) int64 {
+	raw, err := os.ReadFile("/proc/self/status")
+	require.NoError(b, err)
+	for line := range bytes.Lines(raw) {
+		if rest, ok := bytes.CutPrefix(line, []byte("VmRSS:")); ok {
+			kb, err := strconv.ParseInt(string(bytes.TrimSpace(bytes.TrimSuffix(bytes.TrimSpace(rest), []byte("kB")))), 10, 64)
+			require.NoError(b, err)
+			return kb << 10
+		}
+	}
+	b.Fatal("no VmRSS")
+	return 0
+}

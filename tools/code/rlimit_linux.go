@@ -1,0 +1,45 @@
+package code
+
+import (
+	"bytes"
+	"os"
+	"strconv"
+	"syscall"
+)
+
+// limitProcess caps the child: its address space at what it maps now plus
+// the memory bound (an allocation past it fails, and the Go runtime stops
+// the process), its CPU time a little past the wall-time bound (a backstop
+// should the interrupt not land), and no core dumps. (No soft memory
+// limit for the GC: near it the GC runs without pause, and a memory bomb
+// would end at the time bound, misnamed.)
+func limitProcess(l Limits) error {
+	base, err := mappedBytes()
+	if err != nil {
+		return err
+	}
+	as := uint64(base + l.MemoryBytes)
+	if err := syscall.Setrlimit(syscall.RLIMIT_AS, &syscall.Rlimit{Cur: as, Max: as}); err != nil {
+		return err
+	}
+	cpu := uint64(2*l.Wall.Seconds()) + 2
+	if err := syscall.Setrlimit(syscall.RLIMIT_CPU, &syscall.Rlimit{Cur: cpu, Max: cpu + 1}); err != nil {
+		return err
+	}
+	return syscall.Setrlimit(syscall.RLIMIT_CORE, &syscall.Rlimit{})
+}
+
+// mappedBytes is the process's address space now (VmSize).
+func mappedBytes() (int64, error) {
+	b, err := os.ReadFile("/proc/self/status")
+	if err != nil {
+		return 0, err
+	}
+	for line := range bytes.Lines(b) {
+		if rest, ok := bytes.CutPrefix(line, []byte("VmSize:")); ok {
+			kb, err := strconv.ParseInt(string(bytes.TrimSpace(bytes.TrimSuffix(bytes.TrimSpace(rest), []byte("kB")))), 10, 64)
+			return kb << 10, err
+		}
+	}
+	return 0, os.ErrNotExist
+}
