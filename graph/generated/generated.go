@@ -15217,7 +15217,7 @@ func (ec *executionContext) _WebResearch_failures(ctx context.Context, field gra
 			return obj.Failures, nil
 		},
 		nil,
-		func(ctx context.Context, selections ast.SelectionSet, v []web.Failure) graphql.Marshaler {
+		func(ctx context.Context, selections ast.SelectionSet, v []schematype.ItemFailure) graphql.Marshaler {
 			return ec.marshalNItemFailure2ᚕgithubᚗcomᚋtoolgateᚋtoolgateᚋentᚋschematypeᚐItemFailureᚄ(ctx, selections, v)
 		},
 		true,
@@ -23229,11 +23229,11 @@ func (ec *executionContext) marshalNInt2int64(ctx context.Context, sel ast.Selec
 	return res
 }
 
-func (ec *executionContext) marshalNItemFailure2githubᚗcomᚋtoolgateᚋtoolgateᚋentᚋschematypeᚐItemFailure(ctx context.Context, sel ast.SelectionSet, v web.Failure) graphql.Marshaler {
+func (ec *executionContext) marshalNItemFailure2githubᚗcomᚋtoolgateᚋtoolgateᚋentᚋschematypeᚐItemFailure(ctx context.Context, sel ast.SelectionSet, v schematype.ItemFailure) graphql.Marshaler {
 	return ec._ItemFailure(ctx, sel, &v)
 }
 
-func (ec *executionContext) marshalNItemFailure2ᚕgithubᚗcomᚋtoolgateᚋtoolgateᚋentᚋschematypeᚐItemFailureᚄ(ctx context.Context, sel ast.SelectionSet, v []web.Failure) graphql.Marshaler {
+func (ec *executionContext) marshalNItemFailure2ᚕgithubᚗcomᚋtoolgateᚋtoolgateᚋentᚋschematypeᚐItemFailureᚄ(ctx context.Context, sel ast.SelectionSet, v []schematype.ItemFailure) graphql.Marshaler {
 	ret := graphql.MarshalSliceConcurrently(ctx, len(v), 0, false, func(ctx context.Context, i int) graphql.Marshaler {
 		fc := graphql.GetFieldContext(ctx)
 		fc.Result = &v[i]

@@ -36,9 +36,6 @@ const (
 	KindError = schematype.FailureError
 )
 
-// Failure is one failed item of a call.
-type Failure = schematype.ItemFailure
-
 // The limits of the family.
 const (
 	// MaxQueries is the most queries one research_web call runs.
@@ -129,7 +126,7 @@ type Research struct {
 	Results []QueryResult `json:"results"`
 	// Failures lists queries that found nothing or never ran, and pages
 	// that could not be read: item is the query's position.
-	Failures []Failure `json:"failures"`
+	Failures []schematype.ItemFailure `json:"failures"`
 }
 
 // QueryResult is one query's hits and the pages read from them.
@@ -190,7 +187,7 @@ func (s *Service) Research(ctx context.Context, queries []string, maxPages *int)
 	if maxPages != nil {
 		pages = *maxPages
 	}
-	out := &Research{Results: make([]QueryResult, len(queries)), Failures: []Failure{}}
+	out := &Research{Results: make([]QueryResult, len(queries)), Failures: []schematype.ItemFailure{}}
 	errs := make([]error, len(queries))
 	var wg sync.WaitGroup
 	for i, q := range queries {
@@ -210,9 +207,9 @@ func (s *Service) Research(ctx context.Context, queries []string, maxPages *int)
 			if _, ok := err.(*MalformedError); ok {
 				kind = KindError
 			}
-			out.Failures = append(out.Failures, Failure{Item: i, Input: queries[i], Kind: kind, Message: "search did not run: " + err.Error()})
+			out.Failures = append(out.Failures, schematype.ItemFailure{Item: i, Input: queries[i], Kind: kind, Message: "search did not run: " + err.Error()})
 		case len(out.Results[i].Hits) == 0:
-			out.Failures = append(out.Failures, Failure{Item: i, Input: queries[i], Kind: KindAbsence, Message: "the search ran and found nothing"})
+			out.Failures = append(out.Failures, schematype.ItemFailure{Item: i, Input: queries[i], Kind: KindAbsence, Message: "the search ran and found nothing"})
 		}
 	}
 
@@ -244,7 +241,7 @@ func (s *Service) Research(ctx context.Context, queries []string, maxPages *int)
 	wg.Wait()
 	for i, p := range picks {
 		if failed[i] != nil {
-			out.Failures = append(out.Failures, Failure{Item: p.query, Input: p.url, Kind: failed[i].Kind, Message: failed[i].Msg})
+			out.Failures = append(out.Failures, schematype.ItemFailure{Item: p.query, Input: p.url, Kind: failed[i].Kind, Message: failed[i].Msg})
 			continue
 		}
 		out.Results[p.query].Pages = append(out.Results[p.query].Pages, read[i])

@@ -14,6 +14,7 @@ import (
 
 	"github.com/stretchr/testify/require"
 
+	"github.com/toolgate/toolgate/ent/schematype"
 	"github.com/toolgate/toolgate/tools"
 	"github.com/toolgate/toolgate/tools/web"
 )
@@ -101,7 +102,7 @@ func TestResearch(t *testing.T) {
 	require.Equal(t, b.site.URL+"/a", got.Results[0].Pages[0].URL)
 	require.Equal(t, b.site.URL+"/c", got.Results[0].Pages[1].URL)
 	require.Contains(t, got.Results[0].Pages[0].Text, "# Tides at /a")
-	require.Equal(t, []web.Failure{
+	require.Equal(t, []schematype.ItemFailure{
 		{Item: 1, Input: "nothing here", Kind: web.KindAbsence, Message: "the search ran and found nothing"},
 		{Item: 2, Input: "down", Kind: web.KindOutage, Message: "search did not run: search provider answered HTTP 503"},
 		{Item: 0, Input: b.site.URL + "/dead", Kind: web.KindAbsence, Message: b.site.URL + "/dead: page not found (HTTP 404)"},
