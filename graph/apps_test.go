@@ -115,6 +115,7 @@ func TestApplicationToolsInDiscoveryAndCatalogue(t *testing.T) {
 		require.NoError(t, err)
 		require.JSONEq(t, lookupSchema, string(params))
 		require.Equal(t, "down__ping", get(g, "failures", 0, "input"))
+		require.Equal(t, "OUTAGE", get(g, "failures", 0, "kind"), "it never ran")
 		require.Contains(t, get(g, "failures", 0, "message"), "did not answer")
 
 		// catalogue(agentId): the real deck, with a warning for the server

@@ -35,7 +35,7 @@ var Definitions = []tools.Definition{
 		Limits:  map[string]int{"queries": MaxQueries, "descriptionChars": MaxDescription},
 		Operation: `query SearchTools($conversationId: ID, $queries: [String!]!) {
   searchTools(conversationId: $conversationId, queries: $queries) {
-    results { query tools { name description } } note failures { item input message }
+    results { query tools { name description } } note failures { item input kind message }
   }
 }`,
 		Field:  "searchTools",
@@ -69,7 +69,7 @@ var Definitions = []tools.Definition{
 		Limits:  map[string]int{"names": MaxNames},
 		Operation: `query GetToolSchema($conversationId: ID, $names: [String!]!) {
   getToolSchema(conversationId: $conversationId, names: $names) {
-    tools { name description parameters } missing hint failures { item input message }
+    tools { name description parameters } missing hint failures { item input kind message }
   }
 }`,
 		Field: "getToolSchema",

@@ -355,7 +355,7 @@ func (ix *Index) Schemas(names []string) (*Schemas, error) {
 		case !ok:
 			out.Missing = append(out.Missing, raw)
 		case ix.entries[k].parameters == nil:
-			out.Failures = append(out.Failures, schematype.ItemFailure{Item: i, Input: raw,
+			out.Failures = append(out.Failures, schematype.ItemFailure{Item: i, Input: raw, Kind: schematype.FailureOutage,
 				Message: "the server of application " + ix.entries[k].application + " did not answer: its schema is unknown; try again later"})
 		default:
 			e := ix.entries[k]

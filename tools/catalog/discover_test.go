@@ -240,7 +240,7 @@ func TestSchemas(t *testing.T) {
 	require.Len(t, app.Tools, 1)
 	require.Equal(t, "Find a customer by name or email.", app.Tools[0].Description)
 	require.JSONEq(t, string(testApps[0].Tools[0].Schema), string(app.Tools[0].Parameters))
-	require.Equal(t, []schematype.ItemFailure{{Item: 1, Input: "wiki__search",
+	require.Equal(t, []schematype.ItemFailure{{Item: 1, Input: "wiki__search", Kind: schematype.FailureOutage,
 		Message: "the server of application wiki did not answer: its schema is unknown; try again later"}}, app.Failures)
 
 	// The long description comes whole.
