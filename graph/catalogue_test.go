@@ -162,7 +162,7 @@ func TestDiscoveryTools(t *testing.T) {
 		require.Equal(t, "tools", get(s, "results", 2, "query"))
 		require.Len(t, get(s, "results"), 3)
 		require.Equal(t, "item 1 repeats an earlier query: answered once", get(s, "note"))
-		require.Equal(t, []any{map[string]any{"item": float64(3), "input": " ", "kind": "ERROR", "message": "blank"}}, get(s, "failures"))
+		require.Equal(t, []any{map[string]any{"item": float64(3), "input": " ", "kind": "REFUSED", "message": "blank"}}, get(s, "failures"))
 		var searchNames []any
 		for _, tool := range get(s, "results", 2, "tools").([]any) {
 			searchNames = append(searchNames, get(tool, "name"))

@@ -378,7 +378,7 @@ func TestReadToolResultThroughDispatch(t *testing.T) {
 	want := string([]rune(policy)[100 : 100+1024])
 	start := int64(len(string([]rune(policy)[:100])))
 	require.Equal(t, []schematype.Span{{Ref: "r_policy", Start: start, End: start + int64(len(want))}}, res.Evidence)
-	require.Equal(t, []schematype.ItemFailure{{Item: 1, Input: "r_guessed", Message: `ref "r_guessed" not found`}}, res.Failures)
+	require.Equal(t, []schematype.ItemFailure{{Item: 1, Input: "r_guessed", Kind: schematype.FailureRefused, Message: `ref "r_guessed" not found`}}, res.Failures)
 	heard, err := dispatch.Render(res, result.Definition, "r_read", false)
 	require.NoError(t, err)
 	require.Contains(t, heard.Text, `"nextOffset":1124`)

@@ -1,8 +1,10 @@
 package graph
 
 import (
+	"cmp"
 	"context"
 	"fmt"
+	"slices"
 	"strings"
 	"time"
 	"unicode/utf8"
@@ -10,6 +12,7 @@ import (
 	"github.com/toolgate/toolgate/ent"
 	"github.com/toolgate/toolgate/ent/agent"
 	"github.com/toolgate/toolgate/ent/modelcall"
+	"github.com/toolgate/toolgate/ent/schematype"
 	"github.com/toolgate/toolgate/ent/toolcall"
 	"github.com/toolgate/toolgate/ent/turn"
 	"github.com/toolgate/toolgate/ent/user"
@@ -370,4 +373,40 @@ func byID[N any](nodes []N, id func(N) int) map[int]N {
 		m[id(n)] = n
 	}
 	return m
+}
+
+// grounding merges the evidence of a turn's calls: per ref, in the order
+// the refs were first seen, overlapping and touching spans joined.
+func grounding(calls []*ent.ToolCall) *model.Grounding {
+	byRef := map[string][]schematype.Span{}
+	var order []string
+	for _, c := range calls {
+		for _, s := range c.Evidence {
+			if s.End <= s.Start {
+				continue
+			}
+			if _, seen := byRef[s.Ref]; !seen {
+				order = append(order, s.Ref)
+			}
+			byRef[s.Ref] = append(byRef[s.Ref], s)
+		}
+	}
+	g := &model.Grounding{Sources: []*schematype.Span{}}
+	for _, ref := range order {
+		spans := byRef[ref]
+		slices.SortFunc(spans, func(a, b schematype.Span) int { return cmp.Compare(a.Start, b.Start) })
+		cur := spans[0]
+		for _, s := range spans[1:] {
+			if s.Start <= cur.End {
+				cur.End = max(cur.End, s.End)
+				continue
+			}
+			g.Sources = append(g.Sources, &schematype.Span{Ref: cur.Ref, Start: cur.Start, End: cur.End})
+			g.CoveredChars += int(cur.End - cur.Start)
+			cur = s
+		}
+		g.Sources = append(g.Sources, &schematype.Span{Ref: cur.Ref, Start: cur.Start, End: cur.End})
+		g.CoveredChars += int(cur.End - cur.Start)
+	}
+	return g
 }

@@ -44,6 +44,15 @@ func (r *turnResolver) ModelCalls(ctx context.Context, obj *ent.Turn) ([]*ent.Mo
 	return loader.For(ctx).ModelCalls(ctx, obj)
 }
 
+// Grounding is the resolver for the grounding field.
+func (r *turnResolver) Grounding(ctx context.Context, obj *ent.Turn) (*model.Grounding, error) {
+	calls, err := loader.For(ctx).ToolCalls(ctx, obj)
+	if err != nil {
+		return nil, err
+	}
+	return grounding(calls), nil
+}
+
 // Subscription returns generated.SubscriptionResolver implementation.
 func (r *Resolver) Subscription() generated.SubscriptionResolver { return &subscriptionResolver{r} }
 

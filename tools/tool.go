@@ -139,6 +139,13 @@ type Definition struct {
 	Pauses bool
 }
 
+// Acknowledges reports whether the tool's result is an acknowledgement (a
+// write's receipt, the task list, suggestions, clarify): passed as it is,
+// and never evidence of what an answer rests on.
+func (d Definition) Acknowledges() bool {
+	return d.Preview == PreviewExempt && d.Effect != EffectRead
+}
+
 // AlwaysOn reports whether every turn pays for the tool's definition.
 func (d Definition) AlwaysOn() bool {
 	return d.Offered == OfferAlways || d.Offered == OfferWorkspace

@@ -314,7 +314,7 @@ var (
 		{Name: "call_id", Type: field.TypeString, Default: ""},
 		{Name: "name", Type: field.TypeString},
 		{Name: "arguments", Type: field.TypeString, Size: 2147483647, Default: "{}"},
-		{Name: "outcome", Type: field.TypeEnum, Enums: []string{"PENDING", "HITS", "ABSENCE", "OUTAGE", "REFUSED", "ERROR"}, Default: "PENDING"},
+		{Name: "outcome", Type: field.TypeEnum, Enums: []string{"PENDING", "HITS", "ABSENCE", "OUTAGE", "REFUSED", "ERROR", "MAY_HAVE_RUN"}, Default: "PENDING"},
 		{Name: "attempts", Type: field.TypeInt, Default: 0},
 		{Name: "failures", Type: field.TypeJSON},
 		{Name: "evidence", Type: field.TypeJSON},

@@ -32,7 +32,7 @@ func (ToolCall) Fields() []ent.Field {
 		field.Text("arguments").Default("{}").
 			Comment("JSON, as repaired and sent"),
 		field.Enum("outcome").
-			Values("PENDING", "HITS", "ABSENCE", "OUTAGE", "REFUSED", "ERROR").
+			Values("PENDING", "HITS", "ABSENCE", "OUTAGE", "REFUSED", "ERROR", "MAY_HAVE_RUN").
 			Default("PENDING").
 			Annotations(entgql.Type("ToolOutcome")),
 		field.Int("attempts").Default(0).NonNegative(),

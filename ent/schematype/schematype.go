@@ -64,11 +64,14 @@ const (
 	FailureOutage FailureKind = "OUTAGE"
 	// FailureError: the item ran and failed.
 	FailureError FailureKind = "ERROR"
+	// FailureRefused: the item was refused before anything ran (a ref or id
+	// not found, over a limit).
+	FailureRefused FailureKind = "REFUSED"
 )
 
 // Values lists the kinds.
 func (FailureKind) Values() []string {
-	return []string{string(FailureAbsence), string(FailureOutage), string(FailureError)}
+	return []string{string(FailureAbsence), string(FailureOutage), string(FailureError), string(FailureRefused)}
 }
 
 // MarshalGQL writes the kind as a GraphQL enum value.
@@ -88,14 +91,14 @@ func (k *FailureKind) UnmarshalGQL(v any) error {
 			return nil
 		}
 	}
-	return fmt.Errorf("failure kind %q: not one of ABSENCE, OUTAGE, ERROR", s)
+	return fmt.Errorf("failure kind %q: not one of ABSENCE, OUTAGE, ERROR, REFUSED", s)
 }
 
 // Or returns the kind, or ERROR for an item failure that named none (or an
 // unknown one): "it failed" is all that is known of it.
 func (k FailureKind) Or() FailureKind {
 	switch k {
-	case FailureAbsence, FailureOutage, FailureError:
+	case FailureAbsence, FailureOutage, FailureError, FailureRefused:
 		return k
 	}
 	return FailureError

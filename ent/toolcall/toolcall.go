@@ -140,12 +140,13 @@ const DefaultOutcome = OutcomePENDING
 
 // Outcome values.
 const (
-	OutcomePENDING Outcome = "PENDING"
-	OutcomeHITS    Outcome = "HITS"
-	OutcomeABSENCE Outcome = "ABSENCE"
-	OutcomeOUTAGE  Outcome = "OUTAGE"
-	OutcomeREFUSED Outcome = "REFUSED"
-	OutcomeERROR   Outcome = "ERROR"
+	OutcomePENDING      Outcome = "PENDING"
+	OutcomeHITS         Outcome = "HITS"
+	OutcomeABSENCE      Outcome = "ABSENCE"
+	OutcomeOUTAGE       Outcome = "OUTAGE"
+	OutcomeREFUSED      Outcome = "REFUSED"
+	OutcomeERROR        Outcome = "ERROR"
+	OutcomeMAY_HAVE_RUN Outcome = "MAY_HAVE_RUN"
 )
 
 func (o Outcome) String() string {
@@ -155,7 +156,7 @@ func (o Outcome) String() string {
 // OutcomeValidator is a validator for the "outcome" field enum values. It is called by the builders before save.
 func OutcomeValidator(o Outcome) error {
 	switch o {
-	case OutcomePENDING, OutcomeHITS, OutcomeABSENCE, OutcomeOUTAGE, OutcomeREFUSED, OutcomeERROR:
+	case OutcomePENDING, OutcomeHITS, OutcomeABSENCE, OutcomeOUTAGE, OutcomeREFUSED, OutcomeERROR, OutcomeMAY_HAVE_RUN:
 		return nil
 	default:
 		return fmt.Errorf("toolcall: invalid enum value for outcome field: %q", o)

@@ -197,6 +197,11 @@ type ComplexityRoot struct {
 		Start func(childComplexity int) int
 	}
 
+	Grounding struct {
+		CoveredChars func(childComplexity int) int
+		Sources      func(childComplexity int) int
+	}
+
 	ItemFailure struct {
 		Input   func(childComplexity int) int
 		Item    func(childComplexity int) int
@@ -436,6 +441,7 @@ type ComplexityRoot struct {
 		Conversation  func(childComplexity int) int
 		Error         func(childComplexity int) int
 		FinishedAt    func(childComplexity int) int
+		Grounding     func(childComplexity int) int
 		ID            func(childComplexity int) int
 		ModelCalls    func(childComplexity int) int
 		Number        func(childComplexity int) int
@@ -650,6 +656,7 @@ type ToolCallResolver interface {
 type TurnResolver interface {
 	ToolCalls(ctx context.Context, obj *ent.Turn) ([]*ent.ToolCall, error)
 	ModelCalls(ctx context.Context, obj *ent.Turn) ([]*ent.ModelCall, error)
+	Grounding(ctx context.Context, obj *ent.Turn) (*model.Grounding, error)
 }
 type UserResolver interface {
 	OrganizationName(ctx context.Context, obj *ent.User) (string, error)
@@ -1217,6 +1224,19 @@ func (e *executableSchema) Complexity(ctx context.Context, typeName, field strin
 		}
 
 		return e.ComplexityRoot.Evidence.Start(childComplexity), true
+
+	case "Grounding.coveredChars":
+		if e.ComplexityRoot.Grounding.CoveredChars == nil {
+			break
+		}
+
+		return e.ComplexityRoot.Grounding.CoveredChars(childComplexity), true
+	case "Grounding.sources":
+		if e.ComplexityRoot.Grounding.Sources == nil {
+			break
+		}
+
+		return e.ComplexityRoot.Grounding.Sources(childComplexity), true
 
 	case "ItemFailure.input":
 		if e.ComplexityRoot.ItemFailure.Input == nil {
@@ -2397,6 +2417,12 @@ func (e *executableSchema) Complexity(ctx context.Context, typeName, field strin
 		}
 
 		return e.ComplexityRoot.Turn.FinishedAt(childComplexity), true
+	case "Turn.grounding":
+		if e.ComplexityRoot.Turn.Grounding == nil {
+			break
+		}
+
+		return e.ComplexityRoot.Turn.Grounding(childComplexity), true
 	case "Turn.id":
 		if e.ComplexityRoot.Turn.ID == nil {
 			break
@@ -3364,6 +3390,8 @@ enum ItemFailureKind {
   OUTAGE
   "It ran and failed."
   ERROR
+  "It was refused before anything ran (a ref or id not found, over a limit)."
+  REFUSED
 }
 
 "A change argument repair made to a call before it was sent."
@@ -3829,6 +3857,7 @@ enum ToolOutcome @goModel(model: "github.com/toolgate/toolgate/ent/toolcall.Outc
   OUTAGE
   REFUSED
   ERROR
+  MAY_HAVE_RUN
 }
 type Turn implements Node {
   id: ID!
@@ -4350,6 +4379,24 @@ type ModelCall {
   durationMs: Int!
   startedAt: Time!
 }
+
+extend type Turn {
+  """
+  What the turn's answer rests on: the spans of stored results the model
+  actually saw during the turn (previews and returned windows), merged per
+  ref. Acknowledgements (a write's receipt, the task list, suggestions,
+  clarify) never count.
+  """
+  grounding: Grounding!
+}
+
+"The evidence a turn's answer rests on."
+type Grounding {
+  "Byte ranges of stored results, per ref in first-seen order, overlaps merged."
+  sources: [Evidence!]!
+  "How much of the stored results the sources cover, counted in bytes of their UTF-8 text, overlaps once."
+  coveredChars: Int!
+}
 `, BuiltIn: false},
 	{Name: "../web.graphqls", Input: `extend type Query {
   """
@@ -4831,6 +4878,16 @@ func (ec *executionContext) childFields_Evidence(ctx context.Context, field grap
 	return nil, fmt.Errorf("no field named %q was found under type Evidence", field.Name)
 }
 
+func (ec *executionContext) childFields_Grounding(ctx context.Context, field graphql.CollectedField) (*graphql.FieldContext, error) {
+	switch field.Name {
+	case "sources":
+		return ec.fieldContext_Grounding_sources(ctx, field)
+	case "coveredChars":
+		return ec.fieldContext_Grounding_coveredChars(ctx, field)
+	}
+	return nil, fmt.Errorf("no field named %q was found under type Grounding", field.Name)
+}
+
 func (ec *executionContext) childFields_ItemFailure(ctx context.Context, field graphql.CollectedField) (*graphql.FieldContext, error) {
 	switch field.Name {
 	case "item":
@@ -5237,6 +5294,8 @@ func (ec *executionContext) childFields_Turn(ctx context.Context, field graphql.
 		return ec.fieldContext_Turn_toolCalls(ctx, field)
 	case "modelCalls":
 		return ec.fieldContext_Turn_modelCalls(ctx, field)
+	case "grounding":
+		return ec.fieldContext_Turn_grounding(ctx, field)
 	}
 	return nil, fmt.Errorf("no field named %q was found under type Turn", field.Name)
 }
@@ -8820,6 +8879,61 @@ func (ec *executionContext) _Evidence_end(ctx context.Context, field graphql.Col
 }
 func (ec *executionContext) fieldContext_Evidence_end(_ context.Context, field graphql.CollectedField) (fc *graphql.FieldContext, err error) {
 	return graphql.NewScalarFieldContext("Evidence", field, false, false, "Int")
+}
+
+func (ec *executionContext) _Grounding_sources(ctx context.Context, field graphql.CollectedField, obj *model.Grounding) (ret graphql.Marshaler) {
+	return graphql.ResolveField(
+		ctx,
+		ec.OperationContext,
+		field,
+		func(ctx context.Context, field graphql.CollectedField) (*graphql.FieldContext, error) {
+			return ec.fieldContext_Grounding_sources(ctx, field)
+		},
+		func(ctx context.Context) (any, error) {
+			return obj.Sources, nil
+		},
+		nil,
+		func(ctx context.Context, selections ast.SelectionSet, v []*schematype.Span) graphql.Marshaler {
+			return ec.marshalNEvidence2ᚕᚖgithubᚗcomᚋtoolgateᚋtoolgateᚋentᚋschematypeᚐSpanᚄ(ctx, selections, v)
+		},
+		true,
+		true,
+	)
+}
+func (ec *executionContext) fieldContext_Grounding_sources(_ context.Context, field graphql.CollectedField) (fc *graphql.FieldContext, err error) {
+	fc = &graphql.FieldContext{
+		Object:     "Grounding",
+		Field:      field,
+		IsMethod:   false,
+		IsResolver: false,
+		Child: func(ctx context.Context, field graphql.CollectedField) (*graphql.FieldContext, error) {
+			return ec.childFields_Evidence(ctx, field)
+		},
+	}
+	return fc, nil
+}
+
+func (ec *executionContext) _Grounding_coveredChars(ctx context.Context, field graphql.CollectedField, obj *model.Grounding) (ret graphql.Marshaler) {
+	return graphql.ResolveField(
+		ctx,
+		ec.OperationContext,
+		field,
+		func(ctx context.Context, field graphql.CollectedField) (*graphql.FieldContext, error) {
+			return ec.fieldContext_Grounding_coveredChars(ctx, field)
+		},
+		func(ctx context.Context) (any, error) {
+			return obj.CoveredChars, nil
+		},
+		nil,
+		func(ctx context.Context, selections ast.SelectionSet, v int) graphql.Marshaler {
+			return ec.marshalNInt2int(ctx, selections, v)
+		},
+		true,
+		true,
+	)
+}
+func (ec *executionContext) fieldContext_Grounding_coveredChars(_ context.Context, field graphql.CollectedField) (fc *graphql.FieldContext, err error) {
+	return graphql.NewScalarFieldContext("Grounding", field, false, false, "Int")
 }
 
 func (ec *executionContext) _ItemFailure_item(ctx context.Context, field graphql.CollectedField, obj *schematype.ItemFailure) (ret graphql.Marshaler) {
@@ -13841,6 +13955,38 @@ func (ec *executionContext) fieldContext_Turn_modelCalls(_ context.Context, fiel
 		IsResolver: true,
 		Child: func(ctx context.Context, field graphql.CollectedField) (*graphql.FieldContext, error) {
 			return ec.childFields_ModelCall(ctx, field)
+		},
+	}
+	return fc, nil
+}
+
+func (ec *executionContext) _Turn_grounding(ctx context.Context, field graphql.CollectedField, obj *ent.Turn) (ret graphql.Marshaler) {
+	return graphql.ResolveField(
+		ctx,
+		ec.OperationContext,
+		field,
+		func(ctx context.Context, field graphql.CollectedField) (*graphql.FieldContext, error) {
+			return ec.fieldContext_Turn_grounding(ctx, field)
+		},
+		func(ctx context.Context) (any, error) {
+			return ec.Resolvers.Turn().Grounding(ctx, obj)
+		},
+		nil,
+		func(ctx context.Context, selections ast.SelectionSet, v *model.Grounding) graphql.Marshaler {
+			return ec.marshalNGrounding2ᚖgithubᚗcomᚋtoolgateᚋtoolgateᚋgraphᚋmodelᚐGrounding(ctx, selections, v)
+		},
+		true,
+		true,
+	)
+}
+func (ec *executionContext) fieldContext_Turn_grounding(_ context.Context, field graphql.CollectedField) (fc *graphql.FieldContext, err error) {
+	fc = &graphql.FieldContext{
+		Object:     "Turn",
+		Field:      field,
+		IsMethod:   true,
+		IsResolver: true,
+		Child: func(ctx context.Context, field graphql.CollectedField) (*graphql.FieldContext, error) {
+			return ec.childFields_Grounding(ctx, field)
 		},
 	}
 	return fc, nil
@@ -19849,6 +19995,44 @@ func (ec *executionContext) _Evidence(ctx context.Context, sel ast.SelectionSet,
 	return out
 }
 
+var groundingImplementors = []string{"Grounding"}
+
+func (ec *executionContext) _Grounding(ctx context.Context, sel ast.SelectionSet, obj *model.Grounding) graphql.Marshaler {
+	fields := graphql.CollectFields(ec.OperationContext, sel, groundingImplementors)
+
+	out := graphql.NewFieldSet(fields)
+	deferred := graphql.NewDeferredGroup(ctx)
+	for i, field := range fields {
+		switch field.Name {
+		case "__typename":
+			out.Values[i] = graphql.MarshalString("Grounding")
+		case "sources":
+			out.Values[i] = ec._Grounding_sources(ctx, field, obj)
+			if out.Values[i] == graphql.Null {
+				out.Invalids++
+			}
+		case "coveredChars":
+			out.Values[i] = ec._Grounding_coveredChars(ctx, field, obj)
+			if out.Values[i] == graphql.Null {
+				out.Invalids++
+			}
+		default:
+			panic("unknown field " + strconv.Quote(field.Name))
+		}
+	}
+	out.Dispatch(ctx)
+	if out.Invalids > 0 {
+		return graphql.Null
+	}
+
+	if n := len(deferred.Defers); n > 0 {
+		atomic.AddInt32(&ec.Deferred, int32(min(n, math.MaxInt32)))
+		ec.ProcessDeferredGroup(deferred)
+	}
+
+	return out
+}
+
 var itemFailureImplementors = []string{"ItemFailure"}
 
 func (ec *executionContext) _ItemFailure(ctx context.Context, sel ast.SelectionSet, obj *schematype.ItemFailure) graphql.Marshaler {
@@ -21498,6 +21682,12 @@ func (ec *executionContext) _Turn(ctx context.Context, sel ast.SelectionSet, obj
 				func(ctx context.Context) graphql.Marshaler {
 					return ec._Turn_modelCalls(ctx, field, obj)
 				})
+		case "grounding":
+			out.ResolveConcurrently(ec.OperationContext, &deferred, i,
+				true, true,
+				func(ctx context.Context) graphql.Marshaler {
+					return ec._Turn_grounding(ctx, field, obj)
+				})
 		default:
 			panic("unknown field " + strconv.Quote(field.Name))
 		}
@@ -23115,6 +23305,30 @@ func (ec *executionContext) marshalNEvidence2ᚕgithubᚗcomᚋtoolgateᚋtoolga
 	return ret
 }
 
+func (ec *executionContext) marshalNEvidence2ᚕᚖgithubᚗcomᚋtoolgateᚋtoolgateᚋentᚋschematypeᚐSpanᚄ(ctx context.Context, sel ast.SelectionSet, v []*schematype.Span) graphql.Marshaler {
+	ret := graphql.MarshalSliceConcurrently(ctx, len(v), 0, false, func(ctx context.Context, i int) graphql.Marshaler {
+		fc := graphql.GetFieldContext(ctx)
+		fc.Result = &v[i]
+		return ec.marshalNEvidence2ᚖgithubᚗcomᚋtoolgateᚋtoolgateᚋentᚋschematypeᚐSpan(ctx, sel, v[i])
+	})
+
+	for _, e := range ret {
+		if e == graphql.Null {
+			return graphql.Null
+		}
+	}
+
+	return ret
+}
+
+func (ec *executionContext) marshalNEvidence2ᚖgithubᚗcomᚋtoolgateᚋtoolgateᚋentᚋschematypeᚐSpan(ctx context.Context, sel ast.SelectionSet, v *schematype.Span) graphql.Marshaler {
+	if v == nil {
+		graphql.AddInvalidNullError(ctx, "Evidence!")
+		return graphql.Null
+	}
+	return ec._Evidence(ctx, sel, v)
+}
+
 func (ec *executionContext) unmarshalNExportSourceInput2ᚕᚖgithubᚗcomᚋtoolgateᚋtoolgateᚋtoolsᚋworkspaceᚐSourceᚄ(ctx context.Context, v any) ([]*workspace.Source, error) {
 	vSlice := graphql.CoerceList(v)
 	var err error
@@ -23156,6 +23370,14 @@ func (ec *executionContext) marshalNFloat2float64(ctx context.Context, sel ast.S
 		graphql.AddInvalidNullFromMarshaler(ctx, "Float!")
 	}
 	return graphql.WrapContextMarshaler(ctx, res)
+}
+
+func (ec *executionContext) marshalNGrounding2ᚖgithubᚗcomᚋtoolgateᚋtoolgateᚋgraphᚋmodelᚐGrounding(ctx context.Context, sel ast.SelectionSet, v *model.Grounding) graphql.Marshaler {
+	if v == nil {
+		graphql.AddInvalidNullError(ctx, "Grounding!")
+		return graphql.Null
+	}
+	return ec._Grounding(ctx, sel, v)
 }
 
 func (ec *executionContext) unmarshalNID2int(ctx context.Context, v any) (int, error) {

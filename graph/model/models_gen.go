@@ -10,6 +10,7 @@ import (
 	"time"
 
 	"github.com/toolgate/toolgate/ent"
+	"github.com/toolgate/toolgate/ent/schematype"
 	"github.com/toolgate/toolgate/runtime/events"
 )
 
@@ -53,6 +54,14 @@ type CreatedAPIToken struct {
 	// The secret: shown once, never stored (only its hash is).
 	Token    string        `json:"token"`
 	APIToken *ent.APIToken `json:"apiToken"`
+}
+
+// The evidence a turn's answer rests on.
+type Grounding struct {
+	// Byte ranges of stored results, per ref in first-seen order, overlaps merged.
+	Sources []*schematype.Span `json:"sources"`
+	// How much of the stored results the sources cover, counted in bytes of their UTF-8 text, overlaps once.
+	CoveredChars int `json:"coveredChars"`
 }
 
 type ModelUsage struct {

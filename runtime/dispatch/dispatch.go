@@ -11,6 +11,7 @@
 package dispatch
 
 import (
+	"bytes"
 	"context"
 	"crypto/sha256"
 	"encoding/hex"
@@ -44,6 +45,10 @@ const (
 	Refused Outcome = "REFUSED"
 	// Error: it ran and failed.
 	Error Outcome = "ERROR"
+	// MayHaveRun: the request may have reached the backend but no answer
+	// came back; a write is never repeated then, so nobody knows whether it
+	// ran.
+	MayHaveRun Outcome = "MAY_HAVE_RUN"
 )
 
 // Builtin is a tool the runtime carries out itself.
@@ -124,6 +129,8 @@ type Result struct {
 	TruncatedAtSource bool
 	// Message says why the call was refused, failed or never ran.
 	Message string
+	// Reached says a call that got no answer may have reached its backend.
+	Reached bool
 }
 
 // Do carries out one call. It never returns an error: every failure is an
@@ -157,9 +164,56 @@ func (d *Dispatcher) Do(ctx context.Context, s Scope, c Call) Result {
 		res.Outcome, res.Message = Error, "the tool has no way to run"
 	}
 	if res.Outcome == Hits && absent(def, res) {
-		res.Outcome = Absence
+		res.Outcome = settle(res.Failures, itemCount(res.Arguments))
+	}
+	for i := range res.Failures {
+		res.Failures[i].Kind = res.Failures[i].Kind.Or()
 	}
 	return res
+}
+
+// settle decides the outcome of a call that gave no hits by what its items
+// say: every item never ran is an outage, every item refused a refusal,
+// every item failed or refused an error; any item that ran and matched
+// nothing (one named ABSENCE, or one of the call's items not listed among
+// the failures) makes it an absence. The items are told apart one by one.
+func settle(fs []schematype.ItemFailure, items int) Outcome {
+	n := map[schematype.FailureKind]int{}
+	listed := map[int]bool{}
+	for _, f := range fs {
+		n[f.Kind.Or()]++
+		listed[f.Item] = true
+	}
+	switch {
+	case len(fs) == 0 || n[schematype.FailureAbsence] > 0 || len(listed) < items:
+		return Absence
+	case n[schematype.FailureOutage] == len(fs):
+		return Outage
+	case n[schematype.FailureRefused] == len(fs):
+		return Refused
+	case n[schematype.FailureOutage] == 0:
+		return Error
+	default:
+		// Some never ran, others failed: the outage is what to act on.
+		return Outage
+	}
+}
+
+// itemCount is the number of items of a many-item call: the length of its
+// longest list argument (queries, refs, files), 1 for a call with none.
+func itemCount(args json.RawMessage) int {
+	var m map[string]json.RawMessage
+	if json.Unmarshal(args, &m) != nil {
+		return 1
+	}
+	n := 1
+	for _, v := range m {
+		var list []json.RawMessage
+		if len(v) > 0 && v[0] == '[' && json.Unmarshal(v, &list) == nil {
+			n = max(n, len(list))
+		}
+	}
+	return n
 }
 
 func toRepairs(rs []repair.Repair) []schematype.Repair {
@@ -217,13 +271,20 @@ func (d *Dispatcher) run(ctx context.Context, effect tools.Effect, send func(con
 }
 
 // failed records a call whose last attempt got no usable answer: an outage
-// when it never reached the backend or the backend's trouble tends to pass,
-// an error when the backend answered for good.
-func (res *Result) failed(err error) {
+// when it never reached the backend, or when its trouble tends to pass and
+// the call changes nothing (a read, or a write whose backend answered that
+// it failed, having rolled back); "may have run" when a write may have
+// reached the backend and no answer came back; an error when the backend
+// answered for good.
+func (res *Result) failed(err error, effect tools.Effect) {
 	var f *retry.Failure
 	switch {
-	case !errors.As(err, &f) || !f.Reached || f.Transient:
+	case !errors.As(err, &f) || !f.Reached:
 		res.Outcome, res.Message = Outage, err.Error()
+	case f.Transient && !f.Answered && effect == tools.EffectWrite:
+		res.Outcome, res.Message, res.Reached = MayHaveRun, err.Error(), true
+	case f.Transient:
+		res.Outcome, res.Message, res.Reached = Outage, err.Error(), true
 	default:
 		res.Outcome, res.Message = Error, err.Error()
 	}
@@ -239,7 +300,12 @@ func IdempotencyKey(turnID int, callID string) string {
 func (d *Dispatcher) builtin(ctx context.Context, s Scope, c Call, def tools.Definition, res *Result) {
 	out, err := d.Builtins[c.Name](ctx, s, res.Arguments)
 	res.Attempts = 1
-	if err != nil {
+	var refusal *tools.Refusal
+	switch {
+	case errors.As(err, &refusal):
+		res.Outcome, res.Message = Refused, err.Error()
+		return
+	case err != nil:
 		res.Outcome, res.Message = Error, err.Error()
 		return
 	}
@@ -252,7 +318,7 @@ func (d *Dispatcher) builtin(ctx context.Context, s Scope, c Call, def tools.Def
 func (res *Result) setJSON(raw json.RawMessage) {
 	var s string
 	if len(raw) > 0 && raw[0] == '"' && json.Unmarshal(raw, &s) == nil {
-		res.Kind, res.Content = schematype.KindText, []byte(s)
+		res.setText([]byte(s))
 		return
 	}
 	res.Kind, res.Content = schematype.KindJSON, raw
@@ -264,6 +330,18 @@ func (res *Result) setJSON(raw json.RawMessage) {
 	if len(raw) > 0 && raw[0] == '{' && json.Unmarshal(raw, &lifted) == nil {
 		res.Failures, res.Evidence, res.TruncatedAtSource = lifted.Failures, lifted.Evidence, lifted.Truncated
 	}
+}
+
+// setText stores a text result. Text that is a JSON object or array (an
+// MCP tool answering JSON as text, say) is stored and previewed as JSON, so
+// the model sees its structure rather than JSON escaped inside a string.
+func (res *Result) setText(text []byte) {
+	t := bytes.TrimSpace(text)
+	if len(t) > 0 && (t[0] == '{' || t[0] == '[') && json.Valid(t) {
+		res.setJSON(t)
+		return
+	}
+	res.Kind, res.Content = schematype.KindText, text
 }
 
 func (d *Dispatcher) application(ctx context.Context, s Scope, c Call, def tools.Definition, res *Result) {
@@ -289,7 +367,7 @@ func (d *Dispatcher) application(ctx context.Context, s Scope, c Call, def tools
 	res.Attempts = n
 	switch {
 	case err != nil:
-		res.failed(err)
+		res.failed(err, def.Effect)
 	case out.IsError:
 		res.Outcome, res.Message = Error, strings.TrimSpace(string(out.Content))
 	default:
@@ -297,6 +375,8 @@ func (d *Dispatcher) application(ctx context.Context, s Scope, c Call, def tools
 		switch out.Kind {
 		case schematype.KindJSON:
 			res.setJSON(out.Content)
+		case schematype.KindText:
+			res.setText(out.Content)
 		default:
 			res.Kind, res.Content = out.Kind, out.Content
 		}

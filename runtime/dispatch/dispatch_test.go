@@ -133,13 +133,20 @@ func TestOutcomes(t *testing.T) {
 		wantOutcome dispatch.Outcome
 		wantMessage string
 		wantFailed  int
+		wantUnsent  bool
 	}{
 		{name: "hits", reply: ok(`{"data":{"find":{"hits":["a"]}}}`), args: `{"queries":["a"]}`, wantOutcome: dispatch.Hits},
 		{name: "absence", reply: ok(`{"data":{"find":{"hits":[]}}}`), args: `{"queries":["a"]}`, wantOutcome: dispatch.Absence},
 		{name: "error", reply: ok(`{"errors":[{"message":"not found","path":["find"]}],"data":{"find":null}}`), args: `{"queries":["a"]}`, wantOutcome: dispatch.Error, wantMessage: "not found"},
-		{name: "refused arguments", reply: ok(`{}`), args: `{"queries":[1]}`, wantOutcome: dispatch.Refused, wantMessage: `argument "queries[0]": expected a string, got a number`},
+		{name: "refused arguments", reply: ok(`{}`), args: `{"queries":[1]}`, wantOutcome: dispatch.Refused, wantMessage: `argument "queries[0]": expected a string, got a number`, wantUnsent: true},
 		{name: "per-item failures", reply: ok(`{"data":{"find":{"hits":["b"],"failures":[{"item":0,"input":"a","message":"timed out"}]}}}`), args: `{"queries":["a","b"]}`, wantOutcome: dispatch.Hits, wantFailed: 1},
-		{name: "outage", reply: status(503), args: `{"queries":["a"]}`, effect: tools.EffectWrite, wantOutcome: dispatch.Outage},
+		// A write answered 503 after its body was sent may have run.
+		{name: "write may have run", reply: status(503), args: `{"queries":["a"]}`, effect: tools.EffectWrite, wantOutcome: dispatch.MayHaveRun},
+		{name: "read outage", reply: status(503), args: `{"queries":["a"]}`, wantOutcome: dispatch.Outage},
+		// Refusals raised inside resolvers say nothing ran.
+		{name: "resolver refusal", reply: ok(`{"errors":[{"message":"maxChars: at most 20000","extensions":{"code":"BAD_USER_INPUT"}}],"data":{"find":null}}`), args: `{"queries":["a"]}`, wantOutcome: dispatch.Refused, wantMessage: "at most 20000"},
+		{name: "every item never ran", reply: ok(`{"data":{"find":{"hits":[],"failures":[{"item":0,"input":"a","kind":"OUTAGE","message":"index down"}]}}}`), args: `{"queries":["a"]}`, wantOutcome: dispatch.Outage, wantFailed: 1},
+		{name: "every item refused", reply: ok(`{"data":{"find":{"hits":[],"failures":[{"item":0,"input":"a","kind":"REFUSED","message":"ref not found"}]}}}`), args: `{"queries":["a"]}`, wantOutcome: dispatch.Refused, wantFailed: 1},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
@@ -156,7 +163,7 @@ func TestOutcomes(t *testing.T) {
 				require.Contains(t, res.Message, tt.wantMessage)
 			}
 			require.Len(t, res.Failures, tt.wantFailed)
-			if tt.wantOutcome == dispatch.Refused {
+			if tt.wantUnsent {
 				require.Empty(t, b.requests(), "a refused call is never sent")
 				require.Zero(t, res.Attempts)
 			}
@@ -217,7 +224,7 @@ func TestRetriesByEffect(t *testing.T) {
 			wantAttempts: 2, wantOutcome: dispatch.Hits, wantWaits: []time.Duration{500 * time.Millisecond}},
 		{name: "write is never repeated", effect: tools.EffectWrite,
 			replies:      []reply{status(503), ok(`{"data":{"find":{"hits":["a"]}}}`)},
-			wantAttempts: 1, wantOutcome: dispatch.Outage},
+			wantAttempts: 1, wantOutcome: dispatch.MayHaveRun},
 		{name: "read gives up after four attempts", effect: tools.EffectRead,
 			replies:      []reply{status(503)},
 			wantAttempts: 4, wantOutcome: dispatch.Outage,
@@ -248,7 +255,7 @@ func TestTimeoutRetriedOnlyWhenSafe(t *testing.T) {
 		wantOutcome  dispatch.Outcome
 	}{
 		{effect: tools.EffectRead, wantAttempts: 2, wantOutcome: dispatch.Hits},
-		{effect: tools.EffectWrite, wantAttempts: 1, wantOutcome: dispatch.Outage},
+		{effect: tools.EffectWrite, wantAttempts: 1, wantOutcome: dispatch.MayHaveRun},
 	} {
 		b := newBackend(t, reply{status: 200, delay: 2 * time.Second, body: `{}`}, ok(`{"data":{"find":{"hits":["a"]}}}`))
 		d, _ := setup(t, b.srv.URL)
@@ -359,7 +366,7 @@ func TestApplicationTools(t *testing.T) {
 	require.Equal(t, dispatch.Outage, res.Outcome, res.Message)
 	require.Equal(t, 4, res.Attempts)
 	res = d.Do(context.Background(), s, dispatch.Call{ID: "d", Name: "crm__explode", Arguments: json.RawMessage(`{"name":"Ada"}`)})
-	require.Equal(t, dispatch.Outage, res.Outcome, res.Message)
+	require.Equal(t, dispatch.MayHaveRun, res.Outcome, res.Message)
 	require.Equal(t, 1, res.Attempts)
 }
 

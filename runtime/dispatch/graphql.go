@@ -22,10 +22,12 @@ const maxResponse = 64 << 20
 
 type gqlResponse struct {
 	Data   map[string]json.RawMessage `json:"data"`
-	Errors []struct {
-		Message    string         `json:"message"`
-		Extensions map[string]any `json:"extensions"`
-	} `json:"errors"`
+	Errors []gqlError                 `json:"errors"`
+}
+
+type gqlError struct {
+	Message    string         `json:"message"`
+	Extensions map[string]any `json:"extensions"`
 }
 
 // graphql runs a tool through its resolver: a POST of the tool's operation
@@ -51,24 +53,66 @@ func (d *Dispatcher) graphql(ctx context.Context, s Scope, c Call, def tools.Def
 	key := IdempotencyKey(s.TurnID, c.ID)
 	var resp gqlResponse
 	n, err := d.run(ctx, def.Effect, func(ctx context.Context) error {
-		return d.post(ctx, s.Token, key, body, &resp)
+		if err := d.post(ctx, s.Token, key, body, &resp); err != nil {
+			return err
+		}
+		return transient(resp, def.Field)
 	})
 	res.Attempts = n
 	if err != nil {
-		res.failed(err)
+		res.failed(err, def.Effect)
 		return
 	}
 	value, ok := resp.Data[def.Field]
 	if len(resp.Errors) > 0 && (!ok || string(value) == "null") {
 		msgs := make([]string, len(resp.Errors))
+		refused := true
 		for i, e := range resp.Errors {
 			msgs[i] = e.Message
+			refused = refused && refusalCodes[e.code()]
 		}
 		res.Outcome, res.Message = Error, strings.Join(msgs, "; ")
+		if refused {
+			// The resolver refused what was asked (BAD_USER_INPUT, an id
+			// not found): nothing ran.
+			res.Outcome = Refused
+		}
 		return
 	}
 	res.Outcome = Hits
 	res.setJSON(value)
+}
+
+// refusalCodes are the error codes of a resolver that refused a request
+// before running anything.
+var refusalCodes = map[string]bool{"BAD_USER_INPUT": true, "NOT_FOUND": true, "FORBIDDEN": true}
+
+// transientCodes are the error codes of a resolver that failed in a way
+// that tends to pass (a busy database, a deadline): retried by the call's
+// effect like a 503.
+var transientCodes = map[string]bool{"INTERNAL": true, "TIMEOUT": true}
+
+func (e gqlError) code() string {
+	c, _ := e.Extensions["code"].(string)
+	return c
+}
+
+// transient reports an answer whose field failed only with transient
+// errors as a failure worth retrying by effect. The resolver answered, so
+// the failure is Answered: its transaction kept nothing.
+func transient(resp gqlResponse, field string) error {
+	value, ok := resp.Data[field]
+	if len(resp.Errors) == 0 || ok && string(value) != "null" {
+		return nil
+	}
+	msgs := make([]string, len(resp.Errors))
+	for i, e := range resp.Errors {
+		if !transientCodes[e.code()] {
+			return nil
+		}
+		msgs[i] = e.Message
+	}
+	return &retry.Failure{Reached: true, Transient: true, Answered: true, Err: errors.New(strings.Join(msgs, "; "))}
 }
 
 // post sends one attempt; a failure says whether it may have reached the

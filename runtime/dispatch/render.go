@@ -16,22 +16,45 @@ type Heard struct {
 	Visible []preview.Span
 }
 
+// The words of each outcome, written once: the model reads them, and the
+// tests hold them.
+const (
+	refusedWords    = "Refused: nothing ran. Why: %s"
+	outageWords     = "Outage: the tool never ran (%s, after %s); nothing was done. Try again later or go on without it."
+	noAnswerWords   = "Outage: the tool gave no answer (%s, after %s); nothing was changed. Try again later or go on without it."
+	mayHaveRunWords = "May or may not have run: the request reached the tool but no answer came back (%s, after %s). It may have changed something: check before repeating it."
+	errorWords      = "Error: the tool ran and failed: %s"
+	absenceWords    = "No match: the tool ran and found nothing."
+	noHitsWords     = "No item gave hits."
+)
+
 // Render says a result to the model. Each outcome has its own words: hits
 // pass whole or as a preview within 6,000 characters; an absence says the
-// tool ran and matched nothing; an outage says it never ran and how many
-// attempts were made; a refusal and an error say why.
+// tool ran and matched nothing; an outage says it gave no answer and
+// changed nothing; "may have run" says a write may have happened; a
+// refusal says nothing ran and why; an error says it ran and failed. The
+// items of a many-item call that gave no hits are told one by one, each
+// in its kind's words, and the attempts are told whenever there were more
+// than one.
 func Render(res Result, def tools.Definition, ref string, truncatedAtSource bool) (Heard, error) {
 	var h Heard
 	switch res.Outcome {
 	case Refused:
-		h.Text = "Refused, not run: " + res.Message
+		h.Text = fmt.Sprintf(refusedWords, res.Message)
 	case Outage:
-		h.Text = fmt.Sprintf("Outage: the tool never ran (%s after %s). Nothing was done; try again later or go on without it.",
-			res.Message, attempts(res.Attempts))
+		words := outageWords
+		if res.Reached {
+			// A read, or a write its backend answered had failed: it may
+			// have run, but nothing came of it.
+			words = noAnswerWords
+		}
+		h.Text = fmt.Sprintf(words, orNoItem(res.Message), attempts(res.Attempts))
+	case MayHaveRun:
+		h.Text = fmt.Sprintf(mayHaveRunWords, res.Message, attempts(res.Attempts))
 	case Error:
-		h.Text = "Error: the tool ran and failed: " + res.Message
+		h.Text = fmt.Sprintf(errorWords, res.Message)
 	case Absence:
-		h.Text = "No match: the tool ran and found nothing."
+		h.Text = absenceWords
 	case Hits:
 		body, visible, err := hits(res, def, ref, truncatedAtSource)
 		if err != nil {
@@ -40,19 +63,65 @@ func Render(res Result, def tools.Definition, ref string, truncatedAtSource bool
 		h.Text, h.Visible = body, visible
 	}
 	if len(res.Failures) > 0 {
-		var b strings.Builder
-		b.WriteString(h.Text)
-		b.WriteString("\nFailed items:")
-		for _, f := range res.Failures {
-			if f.Input != "" {
-				fmt.Fprintf(&b, "\n- #%d (%s): %s", f.Item, f.Input, f.Message)
-			} else {
-				fmt.Fprintf(&b, "\n- #%d: %s", f.Item, f.Message)
-			}
-		}
-		h.Text = b.String()
+		h.Text = items(h.Text, res)
+	}
+	if res.Attempts > 1 && res.Outcome != Outage && res.Outcome != MayHaveRun {
+		h.Text += fmt.Sprintf("\n[answered after %s]", attempts(res.Attempts))
 	}
 	return h, nil
+}
+
+// items tells the items that gave no hits, each in its kind's words. The
+// items not listed gave the hits above.
+func items(head string, res Result) string {
+	var b strings.Builder
+	if res.Message == "" && res.Outcome != Hits {
+		// The outcome was settled from the items: they say it all.
+		head = noHitsWords
+	}
+	b.WriteString(head)
+	if res.Outcome == Hits {
+		b.WriteString("\nThe other items gave no hits:")
+	} else {
+		b.WriteString("\nPer item:")
+	}
+	for _, f := range res.Failures {
+		fmt.Fprintf(&b, "\n- #%d", f.Item)
+		if f.Input != "" {
+			fmt.Fprintf(&b, " (%s)", f.Input)
+		}
+		b.WriteString(": ")
+		b.WriteString(ItemWords(f))
+	}
+	return b.String()
+}
+
+// ItemWords says what became of one failed item.
+func ItemWords(f schematype.ItemFailure) string {
+	switch f.Kind.Or() {
+	case schematype.FailureAbsence:
+		return "no match: it ran and found nothing" + because(f.Message)
+	case schematype.FailureOutage:
+		return "outage: it never ran" + because(f.Message) + "; try it again later"
+	case schematype.FailureRefused:
+		return "refused, nothing ran" + because(f.Message)
+	default:
+		return "error: it ran and failed" + because(f.Message)
+	}
+}
+
+func because(msg string) string {
+	if msg == "" {
+		return ""
+	}
+	return " (" + msg + ")"
+}
+
+func orNoItem(msg string) string {
+	if msg == "" {
+		return "no item ran"
+	}
+	return msg
 }
 
 func attempts(n int) string {
@@ -69,7 +138,11 @@ func hits(res Result, def tools.Definition, ref string, truncatedAtSource bool) 
 	if def.Preview == tools.PreviewExempt {
 		return string(res.Content), []preview.Span{{Start: 0, End: int64(len(res.Content))}}, nil
 	}
-	p, err := preview.Build(res.Kind, res.Content, preview.Context{Ref: ref, TruncatedAtSource: truncatedAtSource})
+	kind := res.Kind
+	if kind == "" {
+		kind = schematype.KindText
+	}
+	p, err := preview.Build(kind, res.Content, preview.Context{Ref: ref, TruncatedAtSource: truncatedAtSource})
 	if err != nil {
 		return "", nil, fmt.Errorf("preview: %w", err)
 	}

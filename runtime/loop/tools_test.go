@@ -67,9 +67,9 @@ func TestEveryTurnToolsRunThroughATurn(t *testing.T) {
 		require.Contains(t, by["c"], "0.666666666667")
 		require.Contains(t, by["s"], "hiring")
 		require.Contains(t, by["f"], "hiring (Q3)")
-		require.Equal(t, toolcall.OutcomeERROR, outcome["bad"])
+		require.Equal(t, toolcall.OutcomeREFUSED, outcome["bad"], "a limit refused: nothing ran")
 		require.Contains(t, by["bad"], "at most 1 task in_progress")
-		require.Equal(t, toolcall.OutcomeERROR, outcome["esc"])
+		require.Equal(t, toolcall.OutcomeREFUSED, outcome["esc"], "a path outside the workspace refused: nothing ran")
 
 		// The task list is the conversation's, visible to the portal.
 		data := h.gql(t, `query($c: ID!) { conversation(id: $c) { tasks { title status } } }`, map[string]any{"c": conv})
@@ -80,6 +80,6 @@ func TestEveryTurnToolsRunThroughATurn(t *testing.T) {
 		// The deleted file is gone.
 		list := h.client.WorkspaceFile.Query().CountX(context.Background())
 		require.Zero(t, list)
-		require.True(t, strings.HasPrefix(by["esc"], "Error: the tool ran and failed: "), by["esc"])
+		require.True(t, strings.HasPrefix(by["esc"], "Refused: nothing ran. Why: "), by["esc"])
 	})
 }

@@ -514,17 +514,27 @@ func (t *turnRun) record(ctx context.Context, row *ent.ToolCall, c model.ToolCal
 	upd := tx.ToolCall.UpdateOneID(row.ID).
 		SetArguments(string(res.Arguments)).SetOutcome(toolcall.Outcome(res.Outcome)).SetAttempts(res.Attempts).
 		SetFailures(nonNilFailures(res.Failures)).SetRepairs(nonNilRepairs(res.Repairs)).SetFinishedAt(t.r.cfg.Now())
-	if res.Outcome == dispatch.Hits || res.Outcome == dispatch.Absence {
-		ref, err = newRef()
-		if err != nil {
-			return "", false, err
-		}
-		stored, err := storeResult(ctx, tx.Client(), t.conv.ID, ref, res)
-		if err != nil {
-			return "", false, err
-		}
-		upd.SetRef(ref).SetResultID(stored.ID)
+	// Every outcome is stored under a ref, so read_tool_result and the
+	// transcript can reopen any call: a result whole, and for a refusal,
+	// an error, an outage or a call that may have run, what the model was
+	// told of it.
+	ref, err = newRef()
+	if err != nil {
+		return "", false, err
 	}
+	stored := res
+	if res.Outcome != dispatch.Hits && res.Outcome != dispatch.Absence {
+		told, err := dispatch.Render(res, def, ref, false)
+		if err != nil {
+			return "", false, err
+		}
+		stored = dispatch.Result{Kind: schematype.KindText, Content: []byte(told.Text)}
+	}
+	sr, err := storeResult(ctx, tx.Client(), t.conv.ID, ref, stored)
+	if err != nil {
+		return "", false, err
+	}
+	upd.SetRef(ref).SetResultID(sr.ID)
 	if res.Message != "" {
 		upd.SetMessage(res.Message)
 	}
@@ -551,8 +561,13 @@ func (t *turnRun) record(ctx context.Context, row *ent.ToolCall, c model.ToolCal
 	// show nothing.
 	// A result that names its evidence (a read of other results) is
 	// judged by it; otherwise what the model saw of this result counts.
-	visible = append(visible, res.Evidence...)
-	if res.Outcome == dispatch.Hits && len(res.Evidence) == 0 {
+	// An acknowledgement (a write's receipt, the task list, suggestions,
+	// clarify) is no evidence of anything: only previews and returned
+	// windows of results count.
+	if !def.Acknowledges() {
+		visible = append(visible, res.Evidence...)
+	}
+	if res.Outcome == dispatch.Hits && len(res.Evidence) == 0 && !def.Acknowledges() {
 		for _, v := range h.Visible {
 			visible = append(visible, schematype.Span{Ref: ref, Start: v.Start, End: v.End})
 		}

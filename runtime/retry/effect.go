@@ -18,6 +18,10 @@ type Failure struct {
 	Reached bool
 	// Transient says the failure tends to pass.
 	Transient bool
+	// Answered says the backend itself answered that it failed (a resolver's
+	// INTERNAL or TIMEOUT): it kept nothing, since every mutation runs in a
+	// transaction that such a failure rolls back.
+	Answered bool
 	// After is the wait the backend asked for.
 	After time.Duration
 	Err   error

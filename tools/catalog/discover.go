@@ -144,7 +144,7 @@ func distinct(items []string) plan {
 		key := strings.Join(strings.Fields(strings.ToLower(s)), " ")
 		switch {
 		case key == "":
-			p.failures = append(p.failures, schematype.ItemFailure{Item: i, Input: s, Message: "blank"})
+			p.failures = append(p.failures, schematype.ItemFailure{Item: i, Input: s, Kind: schematype.FailureRefused, Message: "blank"})
 		case seen[key]:
 			p.repeats = append(p.repeats, i)
 		default:

@@ -124,7 +124,7 @@ func TestSearch(t *testing.T) {
 			give:         []string{"web", "  ", "zebra"},
 			wantQueries:  []string{"web", "zebra"},
 			wantNames:    [][]string{{"research_web"}, {}},
-			wantFailures: []schematype.ItemFailure{{Item: 1, Input: "  ", Message: "blank"}},
+			wantFailures: []schematype.ItemFailure{{Item: 1, Input: "  ", Kind: schematype.FailureRefused, Message: "blank"}},
 		},
 		{
 			name:        "six items, five distinct",

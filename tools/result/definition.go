@@ -51,7 +51,7 @@ var Definition = tools.Definition{
   toolResults(conversationId: $conversationId, refs: $refs, offset: $offset, maxChars: $maxChars, query: $query, match: $match, contextChars: $contextChars) {
     reads { ref kind text offset nextOffset totalChars bytes truncatedAtSource absent error }
     searches { ref kind hits shown totalChars bytes truncatedAtSource excerpts { offset text edits } absent error }
-    failures { item input message }
+    failures { item input kind message }
     evidence { ref start end }
   }
 }`,

@@ -41,7 +41,7 @@ func TestDefinition(t *testing.T) {
 		require.Contains(t, d.Operation, "$"+name+":", name)
 	}
 	// The operation selects what Absent and the runtime read.
-	for _, f := range []string{"absent error", "hits", "failures { item input message }", "evidence { ref start end }"} {
+	for _, f := range []string{"absent error", "hits", "failures { item input kind message }", "evidence { ref start end }"} {
 		require.Contains(t, d.Operation, f)
 	}
 	require.Equal(t, map[string]int{

@@ -168,7 +168,7 @@ func (r *Reader) Run(ctx context.Context, q Request) (*Results, error) {
 	res := &Results{Reads: []*ReadItem{}, Searches: []*SearchItem{}, Failures: []schematype.ItemFailure{}, Evidence: []schematype.Span{}}
 	for i, ref := range q.Refs {
 		if rows[ref] == nil {
-			res.Failures = append(res.Failures, schematype.ItemFailure{Item: i, Input: ref, Message: tools.RefNotFound(ref)})
+			res.Failures = append(res.Failures, schematype.ItemFailure{Item: i, Input: ref, Kind: schematype.FailureRefused, Message: tools.RefNotFound(ref)})
 		}
 	}
 	if q.Searching() {

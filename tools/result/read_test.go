@@ -218,7 +218,7 @@ func TestReaderReads(t *testing.T) {
 	require.NoError(t, err)
 	require.Equal(t, `ref "r_other" not found`, *res.Reads[0].Error)
 	require.Nil(t, res.Reads[0].Kind)
-	require.Equal(t, []schematype.ItemFailure{{Item: 0, Input: "r_other", Message: `ref "r_other" not found`}}, res.Failures)
+	require.Equal(t, []schematype.ItemFailure{{Item: 0, Input: "r_other", Kind: schematype.FailureRefused, Message: `ref "r_other" not found`}}, res.Failures)
 	require.Equal(t, `{"rows":[{"name":"Zoë"}]}`, *res.Reads[1].Text)
 	require.Equal(t, schematype.KindJSON, *res.Reads[1].Kind)
 	require.Equal(t, MinMaxChars-utf8.RuneCountInString(*res.Reads[1].Text), utf8.RuneCountInString(*res.Reads[2].Text))

@@ -13,6 +13,7 @@ import (
 
 	"github.com/toolgate/toolgate/ent"
 	"github.com/toolgate/toolgate/ent/task"
+	"github.com/toolgate/toolgate/tools"
 )
 
 // The product's limits.
@@ -27,7 +28,7 @@ const (
 
 // ErrInvalid marks an argument the model got wrong; the message says which
 // limit.
-var ErrInvalid = errors.New("invalid task list")
+var ErrInvalid = tools.Refusef("invalid task list")
 
 // Item is one task as the model sends it.
 type Item struct {
