@@ -650,6 +650,11 @@ func (_q *OrganizationQuery) collectField(ctx context.Context, oneNode bool, opC
 				selectedFields = append(selectedFields, organization.FieldName)
 				fieldSeen[organization.FieldName] = struct{}{}
 			}
+		case "webResearch":
+			if _, ok := fieldSeen[organization.FieldWebResearch]; !ok {
+				selectedFields = append(selectedFields, organization.FieldWebResearch)
+				fieldSeen[organization.FieldWebResearch] = struct{}{}
+			}
 		case "id":
 		case "__typename":
 		default:

@@ -5754,6 +5754,7 @@ type OrganizationMutation struct {
 	created_at           *time.Time
 	updated_at           *time.Time
 	name                 *string
+	web_research         *bool
 	clearedFields        map[string]struct{}
 	users                map[int]struct{}
 	removedusers         map[int]struct{}
@@ -5976,6 +5977,42 @@ func (m *OrganizationMutation) OldName(ctx context.Context) (v string, err error
 // ResetName resets all changes to the "name" field.
 func (m *OrganizationMutation) ResetName() {
 	m.name = nil
+}
+
+// SetWebResearch sets the "web_research" field.
+func (m *OrganizationMutation) SetWebResearch(b bool) {
+	m.web_research = &b
+}
+
+// WebResearch returns the value of the "web_research" field in the mutation.
+func (m *OrganizationMutation) WebResearch() (r bool, exists bool) {
+	v := m.web_research
+	if v == nil {
+		return
+	}
+	return *v, true
+}
+
+// OldWebResearch returns the old "web_research" field's value of the Organization entity.
+// If the Organization object wasn't provided to the builder, the object is fetched from the database.
+// An error is returned if the mutation operation is not UpdateOne, or the database query fails.
+func (m *OrganizationMutation) OldWebResearch(ctx context.Context) (v bool, err error) {
+	if !m.op.Is(OpUpdateOne) {
+		return v, errors.New("OldWebResearch is only allowed on UpdateOne operations")
+	}
+	if m.id == nil || m.oldValue == nil {
+		return v, errors.New("OldWebResearch requires an ID field in the mutation")
+	}
+	oldValue, err := m.oldValue(ctx)
+	if err != nil {
+		return v, fmt.Errorf("querying old value for OldWebResearch: %w", err)
+	}
+	return oldValue.WebResearch, nil
+}
+
+// ResetWebResearch resets all changes to the "web_research" field.
+func (m *OrganizationMutation) ResetWebResearch() {
+	m.web_research = nil
 }
 
 // AddUserIDs adds the "users" edge to the User entity by ids.
@@ -6228,7 +6265,7 @@ func (m *OrganizationMutation) Type() string {
 // order to get all numeric fields that were incremented/decremented, call
 // AddedFields().
 func (m *OrganizationMutation) Fields() []string {
-	fields := make([]string, 0, 3)
+	fields := make([]string, 0, 4)
 	if m.created_at != nil {
 		fields = append(fields, organization.FieldCreatedAt)
 	}
@@ -6237,6 +6274,9 @@ func (m *OrganizationMutation) Fields() []string {
 	}
 	if m.name != nil {
 		fields = append(fields, organization.FieldName)
+	}
+	if m.web_research != nil {
+		fields = append(fields, organization.FieldWebResearch)
 	}
 	return fields
 }
@@ -6252,6 +6292,8 @@ func (m *OrganizationMutation) Field(name string) (ent.Value, bool) {
 		return m.UpdatedAt()
 	case organization.FieldName:
 		return m.Name()
+	case organization.FieldWebResearch:
+		return m.WebResearch()
 	}
 	return nil, false
 }
@@ -6267,6 +6309,8 @@ func (m *OrganizationMutation) OldField(ctx context.Context, name string) (ent.V
 		return m.OldUpdatedAt(ctx)
 	case organization.FieldName:
 		return m.OldName(ctx)
+	case organization.FieldWebResearch:
+		return m.OldWebResearch(ctx)
 	}
 	return nil, fmt.Errorf("unknown Organization field %s", name)
 }
@@ -6296,6 +6340,13 @@ func (m *OrganizationMutation) SetField(name string, value ent.Value) error {
 			return fmt.Errorf("unexpected type %T for field %s", value, name)
 		}
 		m.SetName(v)
+		return nil
+	case organization.FieldWebResearch:
+		v, ok := value.(bool)
+		if !ok {
+			return fmt.Errorf("unexpected type %T for field %s", value, name)
+		}
+		m.SetWebResearch(v)
 		return nil
 	}
 	return fmt.Errorf("unknown Organization field %s", name)
@@ -6354,6 +6405,9 @@ func (m *OrganizationMutation) ResetField(name string) error {
 		return nil
 	case organization.FieldName:
 		m.ResetName()
+		return nil
+	case organization.FieldWebResearch:
+		m.ResetWebResearch()
 		return nil
 	}
 	return fmt.Errorf("unknown Organization field %s", name)

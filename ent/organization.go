@@ -23,6 +23,8 @@ type Organization struct {
 	UpdatedAt time.Time `json:"updated_at,omitempty"`
 	// Name holds the value of the "name" field.
 	Name string `json:"name,omitempty"`
+	// WebResearch holds the value of the "web_research" field.
+	WebResearch bool `json:"web_research,omitempty"`
 	// Edges holds the relations/edges for other nodes in the graph.
 	// The values are being populated by the OrganizationQuery when eager-loading is set.
 	Edges        OrganizationEdges `json:"edges"`
@@ -90,6 +92,8 @@ func (*Organization) scanValues(columns []string) ([]any, error) {
 	values := make([]any, len(columns))
 	for i := range columns {
 		switch columns[i] {
+		case organization.FieldWebResearch:
+			values[i] = new(sql.NullBool)
 		case organization.FieldID:
 			values[i] = new(sql.NullInt64)
 		case organization.FieldName:
@@ -134,6 +138,12 @@ func (_m *Organization) assignValues(columns []string, values []any) error {
 				return fmt.Errorf("unexpected type %T for field name", values[i])
 			} else if value.Valid {
 				_m.Name = value.String
+			}
+		case organization.FieldWebResearch:
+			if value, ok := values[i].(*sql.NullBool); !ok {
+				return fmt.Errorf("unexpected type %T for field web_research", values[i])
+			} else if value.Valid {
+				_m.WebResearch = value.Bool
 			}
 		default:
 			_m.selectValues.Set(columns[i], values[i])
@@ -199,6 +209,9 @@ func (_m *Organization) String() string {
 	builder.WriteString(", ")
 	builder.WriteString("name=")
 	builder.WriteString(_m.Name)
+	builder.WriteString(", ")
+	builder.WriteString("web_research=")
+	builder.WriteString(fmt.Sprintf("%v", _m.WebResearch))
 	builder.WriteByte(')')
 	return builder.String()
 }

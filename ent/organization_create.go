@@ -60,6 +60,20 @@ func (_c *OrganizationCreate) SetName(v string) *OrganizationCreate {
 	return _c
 }
 
+// SetWebResearch sets the "web_research" field.
+func (_c *OrganizationCreate) SetWebResearch(v bool) *OrganizationCreate {
+	_c.mutation.SetWebResearch(v)
+	return _c
+}
+
+// SetNillableWebResearch sets the "web_research" field if the given value is not nil.
+func (_c *OrganizationCreate) SetNillableWebResearch(v *bool) *OrganizationCreate {
+	if v != nil {
+		_c.SetWebResearch(*v)
+	}
+	return _c
+}
+
 // AddUserIDs adds the "users" edge to the User entity by IDs.
 func (_c *OrganizationCreate) AddUserIDs(ids ...int) *OrganizationCreate {
 	_c.mutation.AddUserIDs(ids...)
@@ -171,6 +185,10 @@ func (_c *OrganizationCreate) defaults() error {
 		v := organization.DefaultUpdatedAt()
 		_c.mutation.SetUpdatedAt(v)
 	}
+	if _, ok := _c.mutation.WebResearch(); !ok {
+		v := organization.DefaultWebResearch
+		_c.mutation.SetWebResearch(v)
+	}
 	return nil
 }
 
@@ -189,6 +207,9 @@ func (_c *OrganizationCreate) check() error {
 		if err := organization.NameValidator(v); err != nil {
 			return &ValidationError{Name: "name", err: fmt.Errorf(`ent: validator failed for field "Organization.name": %w`, err)}
 		}
+	}
+	if _, ok := _c.mutation.WebResearch(); !ok {
+		return &ValidationError{Name: "web_research", err: errors.New(`ent: missing required field "Organization.web_research"`)}
 	}
 	return nil
 }
@@ -228,6 +249,10 @@ func (_c *OrganizationCreate) createSpec() (*Organization, *sqlgraph.CreateSpec)
 	if value, ok := _c.mutation.Name(); ok {
 		_spec.SetField(organization.FieldName, field.TypeString, value)
 		_node.Name = value
+	}
+	if value, ok := _c.mutation.WebResearch(); ok {
+		_spec.SetField(organization.FieldWebResearch, field.TypeBool, value)
+		_node.WebResearch = value
 	}
 	if nodes := _c.mutation.UsersIDs(); len(nodes) > 0 {
 		edge := &sqlgraph.EdgeSpec{
@@ -369,6 +394,18 @@ func (u *OrganizationUpsert) UpdateName() *OrganizationUpsert {
 	return u
 }
 
+// SetWebResearch sets the "web_research" field.
+func (u *OrganizationUpsert) SetWebResearch(v bool) *OrganizationUpsert {
+	u.Set(organization.FieldWebResearch, v)
+	return u
+}
+
+// UpdateWebResearch sets the "web_research" field to the value that was provided on create.
+func (u *OrganizationUpsert) UpdateWebResearch() *OrganizationUpsert {
+	u.SetExcluded(organization.FieldWebResearch)
+	return u
+}
+
 // UpdateNewValues updates the mutable fields using the new values that were set on create.
 // Using this option is equivalent to using:
 //
@@ -439,6 +476,20 @@ func (u *OrganizationUpsertOne) SetName(v string) *OrganizationUpsertOne {
 func (u *OrganizationUpsertOne) UpdateName() *OrganizationUpsertOne {
 	return u.Update(func(s *OrganizationUpsert) {
 		s.UpdateName()
+	})
+}
+
+// SetWebResearch sets the "web_research" field.
+func (u *OrganizationUpsertOne) SetWebResearch(v bool) *OrganizationUpsertOne {
+	return u.Update(func(s *OrganizationUpsert) {
+		s.SetWebResearch(v)
+	})
+}
+
+// UpdateWebResearch sets the "web_research" field to the value that was provided on create.
+func (u *OrganizationUpsertOne) UpdateWebResearch() *OrganizationUpsertOne {
+	return u.Update(func(s *OrganizationUpsert) {
+		s.UpdateWebResearch()
 	})
 }
 
@@ -678,6 +729,20 @@ func (u *OrganizationUpsertBulk) SetName(v string) *OrganizationUpsertBulk {
 func (u *OrganizationUpsertBulk) UpdateName() *OrganizationUpsertBulk {
 	return u.Update(func(s *OrganizationUpsert) {
 		s.UpdateName()
+	})
+}
+
+// SetWebResearch sets the "web_research" field.
+func (u *OrganizationUpsertBulk) SetWebResearch(v bool) *OrganizationUpsertBulk {
+	return u.Update(func(s *OrganizationUpsert) {
+		s.SetWebResearch(v)
+	})
+}
+
+// UpdateWebResearch sets the "web_research" field to the value that was provided on create.
+func (u *OrganizationUpsertBulk) UpdateWebResearch() *OrganizationUpsertBulk {
+	return u.Update(func(s *OrganizationUpsert) {
+		s.UpdateWebResearch()
 	})
 }
 

@@ -52,6 +52,20 @@ func (_u *OrganizationUpdate) SetNillableName(v *string) *OrganizationUpdate {
 	return _u
 }
 
+// SetWebResearch sets the "web_research" field.
+func (_u *OrganizationUpdate) SetWebResearch(v bool) *OrganizationUpdate {
+	_u.mutation.SetWebResearch(v)
+	return _u
+}
+
+// SetNillableWebResearch sets the "web_research" field if the given value is not nil.
+func (_u *OrganizationUpdate) SetNillableWebResearch(v *bool) *OrganizationUpdate {
+	if v != nil {
+		_u.SetWebResearch(*v)
+	}
+	return _u
+}
+
 // AddUserIDs adds the "users" edge to the User entity by IDs.
 func (_u *OrganizationUpdate) AddUserIDs(ids ...int) *OrganizationUpdate {
 	_u.mutation.AddUserIDs(ids...)
@@ -271,6 +285,9 @@ func (_u *OrganizationUpdate) sqlSave(ctx context.Context) (_node int, err error
 	if value, ok := _u.mutation.Name(); ok {
 		_spec.SetField(organization.FieldName, field.TypeString, value)
 	}
+	if value, ok := _u.mutation.WebResearch(); ok {
+		_spec.SetField(organization.FieldWebResearch, field.TypeBool, value)
+	}
 	if _u.mutation.UsersCleared() {
 		edge := &sqlgraph.EdgeSpec{
 			Rel:     sqlgraph.O2M,
@@ -487,6 +504,20 @@ func (_u *OrganizationUpdateOne) SetName(v string) *OrganizationUpdateOne {
 func (_u *OrganizationUpdateOne) SetNillableName(v *string) *OrganizationUpdateOne {
 	if v != nil {
 		_u.SetName(*v)
+	}
+	return _u
+}
+
+// SetWebResearch sets the "web_research" field.
+func (_u *OrganizationUpdateOne) SetWebResearch(v bool) *OrganizationUpdateOne {
+	_u.mutation.SetWebResearch(v)
+	return _u
+}
+
+// SetNillableWebResearch sets the "web_research" field if the given value is not nil.
+func (_u *OrganizationUpdateOne) SetNillableWebResearch(v *bool) *OrganizationUpdateOne {
+	if v != nil {
+		_u.SetWebResearch(*v)
 	}
 	return _u
 }
@@ -739,6 +770,9 @@ func (_u *OrganizationUpdateOne) sqlSave(ctx context.Context) (_node *Organizati
 	}
 	if value, ok := _u.mutation.Name(); ok {
 		_spec.SetField(organization.FieldName, field.TypeString, value)
+	}
+	if value, ok := _u.mutation.WebResearch(); ok {
+		_spec.SetField(organization.FieldWebResearch, field.TypeBool, value)
 	}
 	if _u.mutation.UsersCleared() {
 		edge := &sqlgraph.EdgeSpec{

@@ -8,6 +8,7 @@ package graph
 import (
 	"context"
 
+	"github.com/toolgate/toolgate/ent/agent"
 	"github.com/toolgate/toolgate/graph/auth"
 	"github.com/toolgate/toolgate/tools/catalog"
 	"github.com/toolgate/toolgate/tools/registry"
@@ -24,11 +25,11 @@ func (r *queryResolver) Catalogue(ctx context.Context, agentID *int) (*catalog.C
 	}
 	var a *catalog.Agent
 	if agentID != nil {
-		ag, err := r.Client.Agent.Get(ctx, *agentID)
+		ag, err := r.Client.Agent.Query().Where(agent.ID(*agentID)).WithOrganization().Only(ctx)
 		if err != nil {
 			return nil, err
 		}
-		a = catalog.AgentOf(ag)
+		a = catalog.RulesOf(ag, ag.Edges.Organization, r.Web != nil)
 	}
 	apps, err := catalog.Applications(ctx, r.Client, a, r.lister())
 	if err != nil {
@@ -47,7 +48,7 @@ func (r *queryResolver) SearchTools(ctx context.Context, conversationID *int, qu
 	if err := catalog.CheckQueries(queries); err != nil {
 		return nil, inputErrorf("%v", err)
 	}
-	ix, err := catalog.Load(ctx, r.Client, conv.AgentID, registry.All(), r.lister())
+	ix, err := catalog.Load(ctx, r.Client, conv.AgentID, registry.All(), r.lister(), r.Web != nil)
 	if err != nil {
 		return nil, err
 	}
@@ -60,7 +61,7 @@ func (r *queryResolver) ListTools(ctx context.Context, conversationID *int) (*ca
 	if err != nil {
 		return nil, err
 	}
-	ix, err := catalog.Load(ctx, r.Client, conv.AgentID, registry.All(), r.lister())
+	ix, err := catalog.Load(ctx, r.Client, conv.AgentID, registry.All(), r.lister(), r.Web != nil)
 	if err != nil {
 		return nil, err
 	}
@@ -76,7 +77,7 @@ func (r *queryResolver) GetToolSchema(ctx context.Context, conversationID *int, 
 	if err := catalog.CheckNames(names); err != nil {
 		return nil, inputErrorf("%v", err)
 	}
-	ix, err := catalog.Load(ctx, r.Client, conv.AgentID, registry.All(), r.lister())
+	ix, err := catalog.Load(ctx, r.Client, conv.AgentID, registry.All(), r.lister(), r.Web != nil)
 	if err != nil {
 		return nil, err
 	}

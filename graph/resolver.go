@@ -14,6 +14,7 @@ import (
 	"github.com/toolgate/toolgate/tools"
 	"github.com/toolgate/toolgate/tools/catalog"
 	"github.com/toolgate/toolgate/tools/code"
+	"github.com/toolgate/toolgate/tools/web"
 )
 
 // MaxPage is the largest page a connection serves; DefaultPage is what a
@@ -30,6 +31,8 @@ type Resolver struct {
 	Log    *slog.Logger
 	// Runner runs turns; nil when the server only serves the data.
 	Runner *loop.Runner
+	// Web runs the web tools; nil when the server has no web provider.
+	Web *web.Service
 	// Sandbox runs run_code's children.
 	Sandbox *code.Sandbox
 	// Apps lists applications' tools; nil knows them by name only.

@@ -37,6 +37,7 @@ import (
 	"github.com/toolgate/toolgate/runtime/scope"
 	"github.com/toolgate/toolgate/tools"
 	"github.com/toolgate/toolgate/tools/code"
+	"github.com/toolgate/toolgate/tools/web"
 )
 
 // Limits of the HTTP API.
@@ -61,6 +62,8 @@ type Config struct {
 	// Runner runs turns; nil serves the data only (sendMessage then stores
 	// turns that nothing runs).
 	Runner *loop.Runner
+	// Web runs the web tools; nil: no provider, the web tools are refused.
+	Web *web.Service
 	// Sandbox runs run_code; nil runs it in this binary's own `sandbox`
 	// command.
 	Sandbox *code.Sandbox
@@ -154,7 +157,7 @@ func (s *Server) newGraphQL() *handler.Server {
 	if apps == nil && s.cfg.Runner != nil {
 		apps = s.cfg.Runner.Apps()
 	}
-	cfg := generated.Config{Resolvers: &Resolver{Client: s.client, Log: s.cfg.Log, Runner: s.cfg.Runner, Apps: apps, Sandbox: s.cfg.Sandbox}}
+	cfg := generated.Config{Resolvers: &Resolver{Client: s.client, Log: s.cfg.Log, Runner: s.cfg.Runner, Apps: apps, Web: s.cfg.Web, Sandbox: s.cfg.Sandbox}}
 	pageTimes := func(child int, first, last *int) int {
 		n := DefaultPage
 		if first != nil {

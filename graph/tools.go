@@ -15,6 +15,7 @@ import (
 	"github.com/toolgate/toolgate/tools/catalog"
 	"github.com/toolgate/toolgate/tools/code"
 	"github.com/toolgate/toolgate/tools/registry"
+	"github.com/toolgate/toolgate/tools/web"
 )
 
 // toolConversation returns the conversation a tool operation works on. A
@@ -37,6 +38,23 @@ func (r *Resolver) toolConversation(ctx context.Context, tool string, id *int) (
 	default:
 		return r.Client.Conversation.Get(ctx, *id)
 	}
+}
+
+// webEnabled refuses a web tool unless the conversation's organisation has
+// the server's web provider enabled: an admin may turn it off mid-turn.
+func (r *Resolver) webEnabled(ctx context.Context, tool string, id *int) error {
+	conv, err := r.toolConversation(ctx, tool, id)
+	if err != nil {
+		return err
+	}
+	org, err := r.Client.Organization.Get(ctx, conv.OrganizationID)
+	if err != nil {
+		return fmt.Errorf("load organization: %w", err)
+	}
+	if !r.Web.Enabled(org) {
+		return web.ErrNotEnabled
+	}
+	return nil
 }
 
 // scopeGuard keeps a turn's scope token to the tool fields: it opens no

@@ -66,6 +66,9 @@ const (
 	OfferBudgetSwitch Offering = "budget"
 	// OfferPastConversationsSwitch tools need the agent's past-conversation search switch.
 	OfferPastConversationsSwitch Offering = "past_conversations"
+	// OfferWebProvider tools need an approved web provider: configured on
+	// the server and enabled by the organisation's admin.
+	OfferWebProvider Offering = "web_provider"
 )
 
 // Preview says how a tool's result enters the model's context.

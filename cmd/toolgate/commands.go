@@ -17,6 +17,7 @@ import (
 	"github.com/toolgate/toolgate/graph"
 	"github.com/toolgate/toolgate/graph/auth"
 	"github.com/toolgate/toolgate/runtime/loop"
+	"github.com/toolgate/toolgate/tools/web"
 )
 
 func databaseFlag(fs *flag.FlagSet) *string {
@@ -95,9 +96,19 @@ func serve(ctx context.Context, args []string, stdout, stderr io.Writer, log *sl
 	fs.StringVar(&rc.prices, "prices", env("TOOLGATE_PRICES", ""), "JSON price table overriding the defaults (env TOOLGATE_PRICES)")
 	fs.StringVar(&rc.toolsURL, "tools-url", env("TOOLGATE_TOOLS_URL", ""), "GraphQL endpoint the runtime calls tools on (env TOOLGATE_TOOLS_URL; default: this server)")
 	fs.IntVar(&rc.maxSteps, "max-steps", atoiEnv("TOOLGATE_MAX_STEPS", 25), "most model calls per turn (env TOOLGATE_MAX_STEPS)")
+	var wc web.Config
+	fs.StringVar(&wc.Provider, "web-provider", env("TOOLGATE_WEB_PROVIDER", ""), "web search provider: searxng, brave or tavily (env TOOLGATE_WEB_PROVIDER; default: none, the web tools are not offered)")
+	fs.StringVar(&wc.URL, "web-provider-url", env("TOOLGATE_WEB_PROVIDER_URL", ""), "the provider's endpoint; required for searxng (env TOOLGATE_WEB_PROVIDER_URL)")
+	fs.StringVar(&wc.Key, "web-provider-key", env("TOOLGATE_WEB_PROVIDER_KEY", ""), "the provider's API key (env TOOLGATE_WEB_PROVIDER_KEY)")
+	fs.StringVar(&wc.AllowPrivate, "web-allow-private", env("TOOLGATE_WEB_ALLOW_PRIVATE", ""), "comma-separated CIDRs page reads may reach although private: tests only, never in production (env TOOLGATE_WEB_ALLOW_PRIVATE)")
 	if err := fs.Parse(args); err != nil {
 		return err
 	}
+	webService, err := web.New(wc)
+	if err != nil {
+		return err
+	}
+	rc.webProvider = webService != nil
 	d, err := openMigrated(ctx, *dbURL)
 	if err != nil {
 		return err
@@ -119,7 +130,7 @@ func serve(ctx context.Context, args []string, stdout, stderr io.Writer, log *sl
 	}
 	defer apps.Close()
 	defer bridge.Close()
-	srv := graph.NewServer(graph.Config{DB: d, Log: log, Signer: signer, Runner: runner})
+	srv := graph.NewServer(graph.Config{DB: d, Log: log, Signer: signer, Runner: runner, Web: webService})
 	var demoTurn int
 	if *demo {
 		var token string
@@ -134,7 +145,7 @@ func serve(ctx context.Context, args []string, stdout, stderr io.Writer, log *sl
 		}
 		fmt.Fprintln(stdout)
 	}
-	log.Info("serving", "addr", ln.Addr().String(), "database", d.Dialect)
+	log.Info("serving", "addr", ln.Addr().String(), "database", d.Dialect, "web", webService.ProviderName())
 
 	hs := &http.Server{
 		Handler:           srv,

@@ -21,6 +21,8 @@ const (
 	FieldUpdatedAt = "updated_at"
 	// FieldName holds the string denoting the name field in the database.
 	FieldName = "name"
+	// FieldWebResearch holds the string denoting the web_research field in the database.
+	FieldWebResearch = "web_research"
 	// EdgeUsers holds the string denoting the users edge name in mutations.
 	EdgeUsers = "users"
 	// EdgeAgents holds the string denoting the agents edge name in mutations.
@@ -67,6 +69,7 @@ var Columns = []string{
 	FieldCreatedAt,
 	FieldUpdatedAt,
 	FieldName,
+	FieldWebResearch,
 }
 
 // ValidColumn reports if the column name is valid (part of the table columns).
@@ -95,6 +98,8 @@ var (
 	UpdateDefaultUpdatedAt func() time.Time
 	// NameValidator is a validator for the "name" field. It is called by the builders before save.
 	NameValidator func(string) error
+	// DefaultWebResearch holds the default value on creation for the "web_research" field.
+	DefaultWebResearch bool
 )
 
 // OrderOption defines the ordering options for the Organization queries.
@@ -118,6 +123,11 @@ func ByUpdatedAt(opts ...sql.OrderTermOption) OrderOption {
 // ByName orders the results by the name field.
 func ByName(opts ...sql.OrderTermOption) OrderOption {
 	return sql.OrderByField(FieldName, opts...).ToFunc()
+}
+
+// ByWebResearch orders the results by the web_research field.
+func ByWebResearch(opts ...sql.OrderTermOption) OrderOption {
+	return sql.OrderByField(FieldWebResearch, opts...).ToFunc()
 }
 
 // ByUsersCount orders the results by users count.

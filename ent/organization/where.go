@@ -70,6 +70,11 @@ func Name(v string) predicate.Organization {
 	return predicate.Organization(sql.FieldEQ(FieldName, v))
 }
 
+// WebResearch applies equality check predicate on the "web_research" field. It's identical to WebResearchEQ.
+func WebResearch(v bool) predicate.Organization {
+	return predicate.Organization(sql.FieldEQ(FieldWebResearch, v))
+}
+
 // CreatedAtEQ applies the EQ predicate on the "created_at" field.
 func CreatedAtEQ(v time.Time) predicate.Organization {
 	return predicate.Organization(sql.FieldEQ(FieldCreatedAt, v))
@@ -213,6 +218,16 @@ func NameEqualFold(v string) predicate.Organization {
 // NameContainsFold applies the ContainsFold predicate on the "name" field.
 func NameContainsFold(v string) predicate.Organization {
 	return predicate.Organization(sql.FieldContainsFold(FieldName, v))
+}
+
+// WebResearchEQ applies the EQ predicate on the "web_research" field.
+func WebResearchEQ(v bool) predicate.Organization {
+	return predicate.Organization(sql.FieldEQ(FieldWebResearch, v))
+}
+
+// WebResearchNEQ applies the NEQ predicate on the "web_research" field.
+func WebResearchNEQ(v bool) predicate.Organization {
+	return predicate.Organization(sql.FieldNEQ(FieldWebResearch, v))
 }
 
 // HasUsers applies the HasEdge predicate on the "users" edge.

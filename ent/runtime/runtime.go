@@ -363,6 +363,10 @@ func init() {
 			return nil
 		}
 	}()
+	// organizationDescWebResearch is the schema descriptor for web_research field.
+	organizationDescWebResearch := organizationFields[1].Descriptor()
+	// organization.DefaultWebResearch holds the default value on creation for the web_research field.
+	organization.DefaultWebResearch = organizationDescWebResearch.Default.(bool)
 	settingMixin := schema.Setting{}.Mixin()
 	setting.Policy = privacy.NewPolicies(settingMixin[1], schema.Setting{})
 	setting.Hooks[0] = func(next ent.Mutator) ent.Mutator {

@@ -19,6 +19,10 @@ type Organization struct {
 func (Organization) Fields() []ent.Field {
 	return []ent.Field{
 		field.String("name").NotEmpty().Unique().MaxLen(200),
+		// The approved web provider, enabled by the organisation's admin:
+		// research_web and read_page are offered only when it is on and
+		// the server has a provider.
+		field.Bool("web_research").Default(false),
 	}
 }
 

@@ -26,6 +26,7 @@ import (
 	"github.com/toolgate/toolgate/tools/code"
 	"github.com/toolgate/toolgate/tools/result"
 	"github.com/toolgate/toolgate/tools/transcript"
+	"github.com/toolgate/toolgate/tools/web"
 	"github.com/toolgate/toolgate/tools/workspace"
 	gqlparser "github.com/vektah/gqlparser/v2"
 	"github.com/vektah/gqlparser/v2/ast"
@@ -245,14 +246,16 @@ type ComplexityRoot struct {
 		SendMessage         func(childComplexity int, input model.SendMessageInput) int
 		StartConversation   func(childComplexity int, input model.StartConversationInput) int
 		SuggestNextActions  func(childComplexity int, conversationID *int, suggestions []string) int
+		UpdateOrganization  func(childComplexity int, input model.UpdateOrganizationInput) int
 		WriteFiles          func(childComplexity int, conversationID *int, files []*workspace.FileInput) int
 	}
 
 	Organization struct {
-		CreatedAt func(childComplexity int) int
-		ID        func(childComplexity int) int
-		Name      func(childComplexity int) int
-		UpdatedAt func(childComplexity int) int
+		CreatedAt   func(childComplexity int) int
+		ID          func(childComplexity int) int
+		Name        func(childComplexity int) int
+		UpdatedAt   func(childComplexity int) int
+		WebResearch func(childComplexity int) int
 	}
 
 	PageInfo struct {
@@ -275,7 +278,9 @@ type ComplexityRoot struct {
 		Node              func(childComplexity int, id int) int
 		Nodes             func(childComplexity int, ids []int) int
 		ReadFile          func(childComplexity int, conversationID *int, path string, offset *int, maxChars *int) int
+		ReadPage          func(childComplexity int, conversationID *int, url string, offset *int, maxChars *int) int
 		ReadToolResult    func(childComplexity int, conversationID *int, refs []string, offset *int, maxChars *int) int
+		ResearchWeb       func(childComplexity int, conversationID *int, queries []string, maxPages *int) int
 		SearchFiles       func(childComplexity int, conversationID *int, strings []string, contextLines *int) int
 		SearchToolResults func(childComplexity int, conversationID *int, refs []string, query string, match *result.Match, contextChars *int, maxChars *int) int
 		SearchTools       func(childComplexity int, conversationID *int, queries []string) int
@@ -501,6 +506,42 @@ type ComplexityRoot struct {
 		User             func(childComplexity int) int
 	}
 
+	WebHit struct {
+		Snippet func(childComplexity int) int
+		Title   func(childComplexity int) int
+		URL     func(childComplexity int) int
+	}
+
+	WebPage struct {
+		Chars      func(childComplexity int) int
+		NextOffset func(childComplexity int) int
+		Text       func(childComplexity int) int
+		Title      func(childComplexity int) int
+		Truncated  func(childComplexity int) int
+		URL        func(childComplexity int) int
+	}
+
+	WebPageRead struct {
+		Chars      func(childComplexity int) int
+		NextOffset func(childComplexity int) int
+		Offset     func(childComplexity int) int
+		Text       func(childComplexity int) int
+		Title      func(childComplexity int) int
+		Truncated  func(childComplexity int) int
+		URL        func(childComplexity int) int
+	}
+
+	WebQueryResult struct {
+		Hits  func(childComplexity int) int
+		Pages func(childComplexity int) int
+		Query func(childComplexity int) int
+	}
+
+	WebResearch struct {
+		Failures func(childComplexity int) int
+		Results  func(childComplexity int) int
+	}
+
 	WorkspaceDeleted struct {
 		Path func(childComplexity int) int
 	}
@@ -574,6 +615,7 @@ type MutationResolver interface {
 	SendMessage(ctx context.Context, input model.SendMessageInput) (*ent.Turn, error)
 	AnswerClarification(ctx context.Context, input model.AnswerClarificationInput) (*ent.Turn, error)
 	CancelTurn(ctx context.Context, id int) (*ent.Turn, error)
+	UpdateOrganization(ctx context.Context, input model.UpdateOrganizationInput) (*ent.Organization, error)
 	WriteFiles(ctx context.Context, conversationID *int, files []*workspace.FileInput) (*workspace.WriteResult, error)
 	EditFile(ctx context.Context, conversationID *int, path string, edits []*workspace.EditInput) (*workspace.EditResult, error)
 	DeleteFile(ctx context.Context, conversationID *int, path string) (*workspace.Deleted, error)
@@ -596,6 +638,8 @@ type QueryResolver interface {
 	SearchToolResults(ctx context.Context, conversationID *int, refs []string, query string, match *result.Match, contextChars *int, maxChars *int) ([]*result.SearchItem, error)
 	Transcript(ctx context.Context, conversationID int, fromTurn *int, toTurn *int, words *string, offset *int, maxChars *int) (*transcript.Page, error)
 	Usage(ctx context.Context, month *string) (*model.Usage, error)
+	ResearchWeb(ctx context.Context, conversationID *int, queries []string, maxPages *int) (*web.Research, error)
+	ReadPage(ctx context.Context, conversationID *int, url string, offset *int, maxChars *int) (*web.PageRead, error)
 	ListFiles(ctx context.Context, conversationID *int, path *string) (*workspace.Listing, error)
 	ReadFile(ctx context.Context, conversationID *int, path string, offset *int, maxChars *int) (*workspace.Page, error)
 	SearchFiles(ctx context.Context, conversationID *int, strings []string, contextLines *int) (*workspace.SearchResult, error)
@@ -1461,6 +1505,17 @@ func (e *executableSchema) Complexity(ctx context.Context, typeName, field strin
 		}
 
 		return e.ComplexityRoot.Mutation.SuggestNextActions(childComplexity, args["conversationId"].(*int), args["suggestions"].([]string)), true
+	case "Mutation.updateOrganization":
+		if e.ComplexityRoot.Mutation.UpdateOrganization == nil {
+			break
+		}
+
+		args, err := ec.field_Mutation_updateOrganization_args(ctx, rawArgs)
+		if err != nil {
+			return 0, false
+		}
+
+		return e.ComplexityRoot.Mutation.UpdateOrganization(childComplexity, args["input"].(model.UpdateOrganizationInput)), true
 	case "Mutation.writeFiles":
 		if e.ComplexityRoot.Mutation.WriteFiles == nil {
 			break
@@ -1497,6 +1552,12 @@ func (e *executableSchema) Complexity(ctx context.Context, typeName, field strin
 		}
 
 		return e.ComplexityRoot.Organization.UpdatedAt(childComplexity), true
+	case "Organization.webResearch":
+		if e.ComplexityRoot.Organization.WebResearch == nil {
+			break
+		}
+
+		return e.ComplexityRoot.Organization.WebResearch(childComplexity), true
 
 	case "PageInfo.endCursor":
 		if e.ComplexityRoot.PageInfo.EndCursor == nil {
@@ -1651,6 +1712,17 @@ func (e *executableSchema) Complexity(ctx context.Context, typeName, field strin
 		}
 
 		return e.ComplexityRoot.Query.ReadFile(childComplexity, args["conversationId"].(*int), args["path"].(string), args["offset"].(*int), args["maxChars"].(*int)), true
+	case "Query.readPage":
+		if e.ComplexityRoot.Query.ReadPage == nil {
+			break
+		}
+
+		args, err := ec.field_Query_readPage_args(ctx, rawArgs)
+		if err != nil {
+			return 0, false
+		}
+
+		return e.ComplexityRoot.Query.ReadPage(childComplexity, args["conversationId"].(*int), args["url"].(string), args["offset"].(*int), args["maxChars"].(*int)), true
 	case "Query.readToolResult":
 		if e.ComplexityRoot.Query.ReadToolResult == nil {
 			break
@@ -1662,6 +1734,17 @@ func (e *executableSchema) Complexity(ctx context.Context, typeName, field strin
 		}
 
 		return e.ComplexityRoot.Query.ReadToolResult(childComplexity, args["conversationId"].(*int), args["refs"].([]string), args["offset"].(*int), args["maxChars"].(*int)), true
+	case "Query.researchWeb":
+		if e.ComplexityRoot.Query.ResearchWeb == nil {
+			break
+		}
+
+		args, err := ec.field_Query_researchWeb_args(ctx, rawArgs)
+		if err != nil {
+			return 0, false
+		}
+
+		return e.ComplexityRoot.Query.ResearchWeb(childComplexity, args["conversationId"].(*int), args["queries"].([]string), args["maxPages"].(*int)), true
 	case "Query.searchFiles":
 		if e.ComplexityRoot.Query.SearchFiles == nil {
 			break
@@ -2611,6 +2694,137 @@ func (e *executableSchema) Complexity(ctx context.Context, typeName, field strin
 
 		return e.ComplexityRoot.UserUsage.User(childComplexity), true
 
+	case "WebHit.snippet":
+		if e.ComplexityRoot.WebHit.Snippet == nil {
+			break
+		}
+
+		return e.ComplexityRoot.WebHit.Snippet(childComplexity), true
+	case "WebHit.title":
+		if e.ComplexityRoot.WebHit.Title == nil {
+			break
+		}
+
+		return e.ComplexityRoot.WebHit.Title(childComplexity), true
+	case "WebHit.url":
+		if e.ComplexityRoot.WebHit.URL == nil {
+			break
+		}
+
+		return e.ComplexityRoot.WebHit.URL(childComplexity), true
+
+	case "WebPage.chars":
+		if e.ComplexityRoot.WebPage.Chars == nil {
+			break
+		}
+
+		return e.ComplexityRoot.WebPage.Chars(childComplexity), true
+	case "WebPage.nextOffset":
+		if e.ComplexityRoot.WebPage.NextOffset == nil {
+			break
+		}
+
+		return e.ComplexityRoot.WebPage.NextOffset(childComplexity), true
+	case "WebPage.text":
+		if e.ComplexityRoot.WebPage.Text == nil {
+			break
+		}
+
+		return e.ComplexityRoot.WebPage.Text(childComplexity), true
+	case "WebPage.title":
+		if e.ComplexityRoot.WebPage.Title == nil {
+			break
+		}
+
+		return e.ComplexityRoot.WebPage.Title(childComplexity), true
+	case "WebPage.truncated":
+		if e.ComplexityRoot.WebPage.Truncated == nil {
+			break
+		}
+
+		return e.ComplexityRoot.WebPage.Truncated(childComplexity), true
+	case "WebPage.url":
+		if e.ComplexityRoot.WebPage.URL == nil {
+			break
+		}
+
+		return e.ComplexityRoot.WebPage.URL(childComplexity), true
+
+	case "WebPageRead.chars":
+		if e.ComplexityRoot.WebPageRead.Chars == nil {
+			break
+		}
+
+		return e.ComplexityRoot.WebPageRead.Chars(childComplexity), true
+	case "WebPageRead.nextOffset":
+		if e.ComplexityRoot.WebPageRead.NextOffset == nil {
+			break
+		}
+
+		return e.ComplexityRoot.WebPageRead.NextOffset(childComplexity), true
+	case "WebPageRead.offset":
+		if e.ComplexityRoot.WebPageRead.Offset == nil {
+			break
+		}
+
+		return e.ComplexityRoot.WebPageRead.Offset(childComplexity), true
+	case "WebPageRead.text":
+		if e.ComplexityRoot.WebPageRead.Text == nil {
+			break
+		}
+
+		return e.ComplexityRoot.WebPageRead.Text(childComplexity), true
+	case "WebPageRead.title":
+		if e.ComplexityRoot.WebPageRead.Title == nil {
+			break
+		}
+
+		return e.ComplexityRoot.WebPageRead.Title(childComplexity), true
+	case "WebPageRead.truncated":
+		if e.ComplexityRoot.WebPageRead.Truncated == nil {
+			break
+		}
+
+		return e.ComplexityRoot.WebPageRead.Truncated(childComplexity), true
+	case "WebPageRead.url":
+		if e.ComplexityRoot.WebPageRead.URL == nil {
+			break
+		}
+
+		return e.ComplexityRoot.WebPageRead.URL(childComplexity), true
+
+	case "WebQueryResult.hits":
+		if e.ComplexityRoot.WebQueryResult.Hits == nil {
+			break
+		}
+
+		return e.ComplexityRoot.WebQueryResult.Hits(childComplexity), true
+	case "WebQueryResult.pages":
+		if e.ComplexityRoot.WebQueryResult.Pages == nil {
+			break
+		}
+
+		return e.ComplexityRoot.WebQueryResult.Pages(childComplexity), true
+	case "WebQueryResult.query":
+		if e.ComplexityRoot.WebQueryResult.Query == nil {
+			break
+		}
+
+		return e.ComplexityRoot.WebQueryResult.Query(childComplexity), true
+
+	case "WebResearch.failures":
+		if e.ComplexityRoot.WebResearch.Failures == nil {
+			break
+		}
+
+		return e.ComplexityRoot.WebResearch.Failures(childComplexity), true
+	case "WebResearch.results":
+		if e.ComplexityRoot.WebResearch.Results == nil {
+			break
+		}
+
+		return e.ComplexityRoot.WebResearch.Results(childComplexity), true
+
 	case "WorkspaceDeleted.path":
 		if e.ComplexityRoot.WorkspaceDeleted.Path == nil {
 			break
@@ -2804,6 +3018,7 @@ func (e *executableSchema) Exec(ctx context.Context) graphql.ResponseHandler {
 			graphql.NewInputUnmarshaler("StartConversationInput", ec.unmarshalInputStartConversationInput),
 			graphql.NewInputUnmarshaler("TurnOrder", ec.unmarshalInputTurnOrder),
 			graphql.NewInputUnmarshaler("TurnWhereInput", ec.unmarshalInputTurnWhereInput),
+			graphql.NewInputUnmarshaler("UpdateOrganizationInput", ec.unmarshalInputUpdateOrganizationInput),
 			graphql.NewInputUnmarshaler("WorkspaceEditInput", ec.unmarshalInputWorkspaceEditInput),
 			graphql.NewInputUnmarshaler("WorkspaceFileInput", ec.unmarshalInputWorkspaceFileInput),
 		)
@@ -3505,6 +3720,7 @@ type Organization implements Node {
   createdAt: Time!
   updatedAt: Time!
   name: String!
+  webResearch: Boolean!
 }
 """
 Information about pagination in a connection.
@@ -4182,6 +4398,80 @@ type Grounding {
   coveredChars: Int!
 }
 `, BuiltIn: false},
+	{Name: "../web.graphqls", Input: `extend type Query {
+  """
+  Searches the public web through the server's approved provider and reads the best pages
+  (the research_web tool): 1 to 3 distinct queries, run concurrently and answered in order,
+  5 hits each; maxPages (default 2, at most 3) pages read in all, concurrently, each cut to
+  3,000 characters of main text. A query that found nothing, never ran, or a page that could
+  not be read is listed under failures (kind ABSENCE, OUTAGE or ERROR); the rest stands.
+  Needs webResearch on for the organisation and a provider configured on the server.
+  """
+  researchWeb(conversationId: ID, queries: [String!]!, maxPages: Int): WebResearch!
+  """
+  One window of a public web page's main text (the read_page tool): maxChars (default 3000,
+  500 to 10000) characters from offset; a cut read carries nextOffset. Private, loopback,
+  link-local and metadata addresses, other schemes than http(s), bodies over 2 MiB, more
+  than 5 redirects and pages robots.txt disallows are refused.
+  """
+  readPage(conversationId: ID, url: String!, offset: Int, maxChars: Int): WebPageRead!
+}
+
+extend type Mutation {
+  "Changes the caller's organisation's settings. Admins only."
+  updateOrganization(input: UpdateOrganizationInput!): Organization!
+}
+
+input UpdateOrganizationInput {
+  "Enables the server's approved web provider (research_web, read_page) for the organisation's agents that list them."
+  webResearch: Boolean
+}
+
+"What research_web found."
+type WebResearch @goModel(model: "github.com/toolgate/toolgate/tools/web.Research") {
+  "One per query, in the order asked."
+  results: [WebQueryResult!]!
+  "Queries that found nothing or never ran, pages that could not be read; item is the query's position."
+  failures: [ItemFailure!]!
+}
+
+type WebQueryResult @goModel(model: "github.com/toolgate/toolgate/tools/web.QueryResult") {
+  query: String!
+  hits: [WebHit!]!
+  pages: [WebPage!]!
+}
+
+type WebHit @goModel(model: "github.com/toolgate/toolgate/tools/web.Hit") {
+  title: String!
+  url: String!
+  snippet: String!
+}
+
+"A page's main text as Markdown-ish plain text, cut to research_web's per-page budget."
+type WebPage @goModel(model: "github.com/toolgate/toolgate/tools/web.Page") {
+  "Where the page was read, after redirects."
+  url: String!
+  title: String!
+  text: String!
+  "Characters of the page's whole text."
+  chars: Int!
+  truncated: Boolean!
+  "The readPage offset that continues a truncated page."
+  nextOffset: Int
+}
+
+type WebPageRead @goModel(model: "github.com/toolgate/toolgate/tools/web.PageRead") {
+  url: String!
+  title: String!
+  text: String!
+  offset: Int!
+  chars: Int!
+  "The window stops before the end of the page."
+  truncated: Boolean!
+  "The offset to continue from, when truncated."
+  nextOffset: Int
+}
+`, BuiltIn: false},
 	{Name: "../workspace.graphqls", Input: `# The workspace tools: a conversation's text files, kept in the database.
 # Each field takes conversationId: a turn's scope token names the
 # conversation itself; an API token (the playground) must give it.
@@ -4670,6 +4960,8 @@ func (ec *executionContext) childFields_Organization(ctx context.Context, field 
 		return ec.fieldContext_Organization_updatedAt(ctx, field)
 	case "name":
 		return ec.fieldContext_Organization_name(ctx, field)
+	case "webResearch":
+		return ec.fieldContext_Organization_webResearch(ctx, field)
 	}
 	return nil, fmt.Errorf("no field named %q was found under type Organization", field.Name)
 }
@@ -5110,6 +5402,78 @@ func (ec *executionContext) childFields_UserUsage(ctx context.Context, field gra
 		return ec.fieldContext_UserUsage_modelCalls(ctx, field)
 	}
 	return nil, fmt.Errorf("no field named %q was found under type UserUsage", field.Name)
+}
+
+func (ec *executionContext) childFields_WebHit(ctx context.Context, field graphql.CollectedField) (*graphql.FieldContext, error) {
+	switch field.Name {
+	case "title":
+		return ec.fieldContext_WebHit_title(ctx, field)
+	case "url":
+		return ec.fieldContext_WebHit_url(ctx, field)
+	case "snippet":
+		return ec.fieldContext_WebHit_snippet(ctx, field)
+	}
+	return nil, fmt.Errorf("no field named %q was found under type WebHit", field.Name)
+}
+
+func (ec *executionContext) childFields_WebPage(ctx context.Context, field graphql.CollectedField) (*graphql.FieldContext, error) {
+	switch field.Name {
+	case "url":
+		return ec.fieldContext_WebPage_url(ctx, field)
+	case "title":
+		return ec.fieldContext_WebPage_title(ctx, field)
+	case "text":
+		return ec.fieldContext_WebPage_text(ctx, field)
+	case "chars":
+		return ec.fieldContext_WebPage_chars(ctx, field)
+	case "truncated":
+		return ec.fieldContext_WebPage_truncated(ctx, field)
+	case "nextOffset":
+		return ec.fieldContext_WebPage_nextOffset(ctx, field)
+	}
+	return nil, fmt.Errorf("no field named %q was found under type WebPage", field.Name)
+}
+
+func (ec *executionContext) childFields_WebPageRead(ctx context.Context, field graphql.CollectedField) (*graphql.FieldContext, error) {
+	switch field.Name {
+	case "url":
+		return ec.fieldContext_WebPageRead_url(ctx, field)
+	case "title":
+		return ec.fieldContext_WebPageRead_title(ctx, field)
+	case "text":
+		return ec.fieldContext_WebPageRead_text(ctx, field)
+	case "offset":
+		return ec.fieldContext_WebPageRead_offset(ctx, field)
+	case "chars":
+		return ec.fieldContext_WebPageRead_chars(ctx, field)
+	case "truncated":
+		return ec.fieldContext_WebPageRead_truncated(ctx, field)
+	case "nextOffset":
+		return ec.fieldContext_WebPageRead_nextOffset(ctx, field)
+	}
+	return nil, fmt.Errorf("no field named %q was found under type WebPageRead", field.Name)
+}
+
+func (ec *executionContext) childFields_WebQueryResult(ctx context.Context, field graphql.CollectedField) (*graphql.FieldContext, error) {
+	switch field.Name {
+	case "query":
+		return ec.fieldContext_WebQueryResult_query(ctx, field)
+	case "hits":
+		return ec.fieldContext_WebQueryResult_hits(ctx, field)
+	case "pages":
+		return ec.fieldContext_WebQueryResult_pages(ctx, field)
+	}
+	return nil, fmt.Errorf("no field named %q was found under type WebQueryResult", field.Name)
+}
+
+func (ec *executionContext) childFields_WebResearch(ctx context.Context, field graphql.CollectedField) (*graphql.FieldContext, error) {
+	switch field.Name {
+	case "results":
+		return ec.fieldContext_WebResearch_results(ctx, field)
+	case "failures":
+		return ec.fieldContext_WebResearch_failures(ctx, field)
+	}
+	return nil, fmt.Errorf("no field named %q was found under type WebResearch", field.Name)
 }
 
 func (ec *executionContext) childFields_WorkspaceDeleted(ctx context.Context, field graphql.CollectedField) (*graphql.FieldContext, error) {
@@ -5606,6 +5970,20 @@ func (ec *executionContext) field_Mutation_suggestNextActions_args(ctx context.C
 	return args, nil
 }
 
+func (ec *executionContext) field_Mutation_updateOrganization_args(ctx context.Context, rawArgs map[string]any) (map[string]any, error) {
+	var err error
+	args := map[string]any{}
+	arg0, err := graphql.ProcessArgField(ctx, rawArgs, "input",
+		func(ctx context.Context, v any) (model.UpdateOrganizationInput, error) {
+			return ec.unmarshalNUpdateOrganizationInput2githubᚗcomᚋtoolgateᚋtoolgateᚋgraphᚋmodelᚐUpdateOrganizationInput(ctx, v)
+		})
+	if err != nil {
+		return nil, err
+	}
+	args["input"] = arg0
+	return args, nil
+}
+
 func (ec *executionContext) field_Mutation_writeFiles_args(ctx context.Context, rawArgs map[string]any) (map[string]any, error) {
 	var err error
 	args := map[string]any{}
@@ -5916,6 +6294,44 @@ func (ec *executionContext) field_Query_readFile_args(ctx context.Context, rawAr
 	return args, nil
 }
 
+func (ec *executionContext) field_Query_readPage_args(ctx context.Context, rawArgs map[string]any) (map[string]any, error) {
+	var err error
+	args := map[string]any{}
+	arg0, err := graphql.ProcessArgField(ctx, rawArgs, "conversationId",
+		func(ctx context.Context, v any) (*int, error) {
+			return ec.unmarshalOID2ᚖint(ctx, v)
+		})
+	if err != nil {
+		return nil, err
+	}
+	args["conversationId"] = arg0
+	arg1, err := graphql.ProcessArgField(ctx, rawArgs, "url",
+		func(ctx context.Context, v any) (string, error) {
+			return ec.unmarshalNString2string(ctx, v)
+		})
+	if err != nil {
+		return nil, err
+	}
+	args["url"] = arg1
+	arg2, err := graphql.ProcessArgField(ctx, rawArgs, "offset",
+		func(ctx context.Context, v any) (*int, error) {
+			return ec.unmarshalOInt2ᚖint(ctx, v)
+		})
+	if err != nil {
+		return nil, err
+	}
+	args["offset"] = arg2
+	arg3, err := graphql.ProcessArgField(ctx, rawArgs, "maxChars",
+		func(ctx context.Context, v any) (*int, error) {
+			return ec.unmarshalOInt2ᚖint(ctx, v)
+		})
+	if err != nil {
+		return nil, err
+	}
+	args["maxChars"] = arg3
+	return args, nil
+}
+
 func (ec *executionContext) field_Query_readToolResult_args(ctx context.Context, rawArgs map[string]any) (map[string]any, error) {
 	var err error
 	args := map[string]any{}
@@ -5951,6 +6367,36 @@ func (ec *executionContext) field_Query_readToolResult_args(ctx context.Context,
 		return nil, err
 	}
 	args["maxChars"] = arg3
+	return args, nil
+}
+
+func (ec *executionContext) field_Query_researchWeb_args(ctx context.Context, rawArgs map[string]any) (map[string]any, error) {
+	var err error
+	args := map[string]any{}
+	arg0, err := graphql.ProcessArgField(ctx, rawArgs, "conversationId",
+		func(ctx context.Context, v any) (*int, error) {
+			return ec.unmarshalOID2ᚖint(ctx, v)
+		})
+	if err != nil {
+		return nil, err
+	}
+	args["conversationId"] = arg0
+	arg1, err := graphql.ProcessArgField(ctx, rawArgs, "queries",
+		func(ctx context.Context, v any) ([]string, error) {
+			return ec.unmarshalNString2ᚕstringᚄ(ctx, v)
+		})
+	if err != nil {
+		return nil, err
+	}
+	args["queries"] = arg1
+	arg2, err := graphql.ProcessArgField(ctx, rawArgs, "maxPages",
+		func(ctx context.Context, v any) (*int, error) {
+			return ec.unmarshalOInt2ᚖint(ctx, v)
+		})
+	if err != nil {
+		return nil, err
+	}
+	args["maxPages"] = arg2
 	return args, nil
 }
 
@@ -9436,6 +9882,50 @@ func (ec *executionContext) fieldContext_Mutation_cancelTurn(ctx context.Context
 	return fc, nil
 }
 
+func (ec *executionContext) _Mutation_updateOrganization(ctx context.Context, field graphql.CollectedField) (ret graphql.Marshaler) {
+	return graphql.ResolveField(
+		ctx,
+		ec.OperationContext,
+		field,
+		func(ctx context.Context, field graphql.CollectedField) (*graphql.FieldContext, error) {
+			return ec.fieldContext_Mutation_updateOrganization(ctx, field)
+		},
+		func(ctx context.Context) (any, error) {
+			fc := graphql.GetFieldContext(ctx)
+			return ec.Resolvers.Mutation().UpdateOrganization(ctx, fc.Args["input"].(model.UpdateOrganizationInput))
+		},
+		nil,
+		func(ctx context.Context, selections ast.SelectionSet, v *ent.Organization) graphql.Marshaler {
+			return ec.marshalNOrganization2ᚖgithubᚗcomᚋtoolgateᚋtoolgateᚋentᚐOrganization(ctx, selections, v)
+		},
+		true,
+		true,
+	)
+}
+func (ec *executionContext) fieldContext_Mutation_updateOrganization(ctx context.Context, field graphql.CollectedField) (fc *graphql.FieldContext, err error) {
+	fc = &graphql.FieldContext{
+		Object:     "Mutation",
+		Field:      field,
+		IsMethod:   true,
+		IsResolver: true,
+		Child: func(ctx context.Context, field graphql.CollectedField) (*graphql.FieldContext, error) {
+			return ec.childFields_Organization(ctx, field)
+		},
+	}
+	defer func() {
+		if r := recover(); r != nil {
+			err = ec.Recover(ctx, r)
+			ec.Error(ctx, err)
+		}
+	}()
+	ctx = graphql.WithFieldContext(ctx, fc)
+	if fc.Args, err = ec.field_Mutation_updateOrganization_args(ctx, field.ArgumentMap(ec.Variables)); err != nil {
+		ec.Error(ctx, err)
+		return fc, err
+	}
+	return fc, nil
+}
+
 func (ec *executionContext) _Mutation_writeFiles(ctx context.Context, field graphql.CollectedField) (ret graphql.Marshaler) {
 	return graphql.ResolveField(
 		ctx,
@@ -9658,6 +10148,29 @@ func (ec *executionContext) _Organization_name(ctx context.Context, field graphq
 }
 func (ec *executionContext) fieldContext_Organization_name(_ context.Context, field graphql.CollectedField) (fc *graphql.FieldContext, err error) {
 	return graphql.NewScalarFieldContext("Organization", field, false, false, "String")
+}
+
+func (ec *executionContext) _Organization_webResearch(ctx context.Context, field graphql.CollectedField, obj *ent.Organization) (ret graphql.Marshaler) {
+	return graphql.ResolveField(
+		ctx,
+		ec.OperationContext,
+		field,
+		func(ctx context.Context, field graphql.CollectedField) (*graphql.FieldContext, error) {
+			return ec.fieldContext_Organization_webResearch(ctx, field)
+		},
+		func(ctx context.Context) (any, error) {
+			return obj.WebResearch, nil
+		},
+		nil,
+		func(ctx context.Context, selections ast.SelectionSet, v bool) graphql.Marshaler {
+			return ec.marshalNBoolean2bool(ctx, selections, v)
+		},
+		true,
+		true,
+	)
+}
+func (ec *executionContext) fieldContext_Organization_webResearch(_ context.Context, field graphql.CollectedField) (fc *graphql.FieldContext, err error) {
+	return graphql.NewScalarFieldContext("Organization", field, false, false, "Boolean")
 }
 
 func (ec *executionContext) _PageInfo_hasNextPage(ctx context.Context, field graphql.CollectedField, obj *entgql.PageInfo[int]) (ret graphql.Marshaler) {
@@ -10470,6 +10983,94 @@ func (ec *executionContext) fieldContext_Query_usage(ctx context.Context, field 
 	}()
 	ctx = graphql.WithFieldContext(ctx, fc)
 	if fc.Args, err = ec.field_Query_usage_args(ctx, field.ArgumentMap(ec.Variables)); err != nil {
+		ec.Error(ctx, err)
+		return fc, err
+	}
+	return fc, nil
+}
+
+func (ec *executionContext) _Query_researchWeb(ctx context.Context, field graphql.CollectedField) (ret graphql.Marshaler) {
+	return graphql.ResolveField(
+		ctx,
+		ec.OperationContext,
+		field,
+		func(ctx context.Context, field graphql.CollectedField) (*graphql.FieldContext, error) {
+			return ec.fieldContext_Query_researchWeb(ctx, field)
+		},
+		func(ctx context.Context) (any, error) {
+			fc := graphql.GetFieldContext(ctx)
+			return ec.Resolvers.Query().ResearchWeb(ctx, fc.Args["conversationId"].(*int), fc.Args["queries"].([]string), fc.Args["maxPages"].(*int))
+		},
+		nil,
+		func(ctx context.Context, selections ast.SelectionSet, v *web.Research) graphql.Marshaler {
+			return ec.marshalNWebResearch2ᚖgithubᚗcomᚋtoolgateᚋtoolgateᚋtoolsᚋwebᚐResearch(ctx, selections, v)
+		},
+		true,
+		true,
+	)
+}
+func (ec *executionContext) fieldContext_Query_researchWeb(ctx context.Context, field graphql.CollectedField) (fc *graphql.FieldContext, err error) {
+	fc = &graphql.FieldContext{
+		Object:     "Query",
+		Field:      field,
+		IsMethod:   true,
+		IsResolver: true,
+		Child: func(ctx context.Context, field graphql.CollectedField) (*graphql.FieldContext, error) {
+			return ec.childFields_WebResearch(ctx, field)
+		},
+	}
+	defer func() {
+		if r := recover(); r != nil {
+			err = ec.Recover(ctx, r)
+			ec.Error(ctx, err)
+		}
+	}()
+	ctx = graphql.WithFieldContext(ctx, fc)
+	if fc.Args, err = ec.field_Query_researchWeb_args(ctx, field.ArgumentMap(ec.Variables)); err != nil {
+		ec.Error(ctx, err)
+		return fc, err
+	}
+	return fc, nil
+}
+
+func (ec *executionContext) _Query_readPage(ctx context.Context, field graphql.CollectedField) (ret graphql.Marshaler) {
+	return graphql.ResolveField(
+		ctx,
+		ec.OperationContext,
+		field,
+		func(ctx context.Context, field graphql.CollectedField) (*graphql.FieldContext, error) {
+			return ec.fieldContext_Query_readPage(ctx, field)
+		},
+		func(ctx context.Context) (any, error) {
+			fc := graphql.GetFieldContext(ctx)
+			return ec.Resolvers.Query().ReadPage(ctx, fc.Args["conversationId"].(*int), fc.Args["url"].(string), fc.Args["offset"].(*int), fc.Args["maxChars"].(*int))
+		},
+		nil,
+		func(ctx context.Context, selections ast.SelectionSet, v *web.PageRead) graphql.Marshaler {
+			return ec.marshalNWebPageRead2ᚖgithubᚗcomᚋtoolgateᚋtoolgateᚋtoolsᚋwebᚐPageRead(ctx, selections, v)
+		},
+		true,
+		true,
+	)
+}
+func (ec *executionContext) fieldContext_Query_readPage(ctx context.Context, field graphql.CollectedField) (fc *graphql.FieldContext, err error) {
+	fc = &graphql.FieldContext{
+		Object:     "Query",
+		Field:      field,
+		IsMethod:   true,
+		IsResolver: true,
+		Child: func(ctx context.Context, field graphql.CollectedField) (*graphql.FieldContext, error) {
+			return ec.childFields_WebPageRead(ctx, field)
+		},
+	}
+	defer func() {
+		if r := recover(); r != nil {
+			err = ec.Recover(ctx, r)
+			ec.Error(ctx, err)
+		}
+	}()
+	ctx = graphql.WithFieldContext(ctx, fc)
+	if fc.Args, err = ec.field_Query_readPage_args(ctx, field.ArgumentMap(ec.Variables)); err != nil {
 		ec.Error(ctx, err)
 		return fc, err
 	}
@@ -14263,6 +14864,525 @@ func (ec *executionContext) fieldContext_UserUsage_modelCalls(_ context.Context,
 	return graphql.NewScalarFieldContext("UserUsage", field, false, false, "Int")
 }
 
+func (ec *executionContext) _WebHit_title(ctx context.Context, field graphql.CollectedField, obj *web.Hit) (ret graphql.Marshaler) {
+	return graphql.ResolveField(
+		ctx,
+		ec.OperationContext,
+		field,
+		func(ctx context.Context, field graphql.CollectedField) (*graphql.FieldContext, error) {
+			return ec.fieldContext_WebHit_title(ctx, field)
+		},
+		func(ctx context.Context) (any, error) {
+			return obj.Title, nil
+		},
+		nil,
+		func(ctx context.Context, selections ast.SelectionSet, v string) graphql.Marshaler {
+			return ec.marshalNString2string(ctx, selections, v)
+		},
+		true,
+		true,
+	)
+}
+func (ec *executionContext) fieldContext_WebHit_title(_ context.Context, field graphql.CollectedField) (fc *graphql.FieldContext, err error) {
+	return graphql.NewScalarFieldContext("WebHit", field, false, false, "String")
+}
+
+func (ec *executionContext) _WebHit_url(ctx context.Context, field graphql.CollectedField, obj *web.Hit) (ret graphql.Marshaler) {
+	return graphql.ResolveField(
+		ctx,
+		ec.OperationContext,
+		field,
+		func(ctx context.Context, field graphql.CollectedField) (*graphql.FieldContext, error) {
+			return ec.fieldContext_WebHit_url(ctx, field)
+		},
+		func(ctx context.Context) (any, error) {
+			return obj.URL, nil
+		},
+		nil,
+		func(ctx context.Context, selections ast.SelectionSet, v string) graphql.Marshaler {
+			return ec.marshalNString2string(ctx, selections, v)
+		},
+		true,
+		true,
+	)
+}
+func (ec *executionContext) fieldContext_WebHit_url(_ context.Context, field graphql.CollectedField) (fc *graphql.FieldContext, err error) {
+	return graphql.NewScalarFieldContext("WebHit", field, false, false, "String")
+}
+
+func (ec *executionContext) _WebHit_snippet(ctx context.Context, field graphql.CollectedField, obj *web.Hit) (ret graphql.Marshaler) {
+	return graphql.ResolveField(
+		ctx,
+		ec.OperationContext,
+		field,
+		func(ctx context.Context, field graphql.CollectedField) (*graphql.FieldContext, error) {
+			return ec.fieldContext_WebHit_snippet(ctx, field)
+		},
+		func(ctx context.Context) (any, error) {
+			return obj.Snippet, nil
+		},
+		nil,
+		func(ctx context.Context, selections ast.SelectionSet, v string) graphql.Marshaler {
+			return ec.marshalNString2string(ctx, selections, v)
+		},
+		true,
+		true,
+	)
+}
+func (ec *executionContext) fieldContext_WebHit_snippet(_ context.Context, field graphql.CollectedField) (fc *graphql.FieldContext, err error) {
+	return graphql.NewScalarFieldContext("WebHit", field, false, false, "String")
+}
+
+func (ec *executionContext) _WebPage_url(ctx context.Context, field graphql.CollectedField, obj *web.Page) (ret graphql.Marshaler) {
+	return graphql.ResolveField(
+		ctx,
+		ec.OperationContext,
+		field,
+		func(ctx context.Context, field graphql.CollectedField) (*graphql.FieldContext, error) {
+			return ec.fieldContext_WebPage_url(ctx, field)
+		},
+		func(ctx context.Context) (any, error) {
+			return obj.URL, nil
+		},
+		nil,
+		func(ctx context.Context, selections ast.SelectionSet, v string) graphql.Marshaler {
+			return ec.marshalNString2string(ctx, selections, v)
+		},
+		true,
+		true,
+	)
+}
+func (ec *executionContext) fieldContext_WebPage_url(_ context.Context, field graphql.CollectedField) (fc *graphql.FieldContext, err error) {
+	return graphql.NewScalarFieldContext("WebPage", field, false, false, "String")
+}
+
+func (ec *executionContext) _WebPage_title(ctx context.Context, field graphql.CollectedField, obj *web.Page) (ret graphql.Marshaler) {
+	return graphql.ResolveField(
+		ctx,
+		ec.OperationContext,
+		field,
+		func(ctx context.Context, field graphql.CollectedField) (*graphql.FieldContext, error) {
+			return ec.fieldContext_WebPage_title(ctx, field)
+		},
+		func(ctx context.Context) (any, error) {
+			return obj.Title, nil
+		},
+		nil,
+		func(ctx context.Context, selections ast.SelectionSet, v string) graphql.Marshaler {
+			return ec.marshalNString2string(ctx, selections, v)
+		},
+		true,
+		true,
+	)
+}
+func (ec *executionContext) fieldContext_WebPage_title(_ context.Context, field graphql.CollectedField) (fc *graphql.FieldContext, err error) {
+	return graphql.NewScalarFieldContext("WebPage", field, false, false, "String")
+}
+
+func (ec *executionContext) _WebPage_text(ctx context.Context, field graphql.CollectedField, obj *web.Page) (ret graphql.Marshaler) {
+	return graphql.ResolveField(
+		ctx,
+		ec.OperationContext,
+		field,
+		func(ctx context.Context, field graphql.CollectedField) (*graphql.FieldContext, error) {
+			return ec.fieldContext_WebPage_text(ctx, field)
+		},
+		func(ctx context.Context) (any, error) {
+			return obj.Text, nil
+		},
+		nil,
+		func(ctx context.Context, selections ast.SelectionSet, v string) graphql.Marshaler {
+			return ec.marshalNString2string(ctx, selections, v)
+		},
+		true,
+		true,
+	)
+}
+func (ec *executionContext) fieldContext_WebPage_text(_ context.Context, field graphql.CollectedField) (fc *graphql.FieldContext, err error) {
+	return graphql.NewScalarFieldContext("WebPage", field, false, false, "String")
+}
+
+func (ec *executionContext) _WebPage_chars(ctx context.Context, field graphql.CollectedField, obj *web.Page) (ret graphql.Marshaler) {
+	return graphql.ResolveField(
+		ctx,
+		ec.OperationContext,
+		field,
+		func(ctx context.Context, field graphql.CollectedField) (*graphql.FieldContext, error) {
+			return ec.fieldContext_WebPage_chars(ctx, field)
+		},
+		func(ctx context.Context) (any, error) {
+			return obj.Chars, nil
+		},
+		nil,
+		func(ctx context.Context, selections ast.SelectionSet, v int) graphql.Marshaler {
+			return ec.marshalNInt2int(ctx, selections, v)
+		},
+		true,
+		true,
+	)
+}
+func (ec *executionContext) fieldContext_WebPage_chars(_ context.Context, field graphql.CollectedField) (fc *graphql.FieldContext, err error) {
+	return graphql.NewScalarFieldContext("WebPage", field, false, false, "Int")
+}
+
+func (ec *executionContext) _WebPage_truncated(ctx context.Context, field graphql.CollectedField, obj *web.Page) (ret graphql.Marshaler) {
+	return graphql.ResolveField(
+		ctx,
+		ec.OperationContext,
+		field,
+		func(ctx context.Context, field graphql.CollectedField) (*graphql.FieldContext, error) {
+			return ec.fieldContext_WebPage_truncated(ctx, field)
+		},
+		func(ctx context.Context) (any, error) {
+			return obj.Truncated, nil
+		},
+		nil,
+		func(ctx context.Context, selections ast.SelectionSet, v bool) graphql.Marshaler {
+			return ec.marshalNBoolean2bool(ctx, selections, v)
+		},
+		true,
+		true,
+	)
+}
+func (ec *executionContext) fieldContext_WebPage_truncated(_ context.Context, field graphql.CollectedField) (fc *graphql.FieldContext, err error) {
+	return graphql.NewScalarFieldContext("WebPage", field, false, false, "Boolean")
+}
+
+func (ec *executionContext) _WebPage_nextOffset(ctx context.Context, field graphql.CollectedField, obj *web.Page) (ret graphql.Marshaler) {
+	return graphql.ResolveField(
+		ctx,
+		ec.OperationContext,
+		field,
+		func(ctx context.Context, field graphql.CollectedField) (*graphql.FieldContext, error) {
+			return ec.fieldContext_WebPage_nextOffset(ctx, field)
+		},
+		func(ctx context.Context) (any, error) {
+			return obj.NextOffset, nil
+		},
+		nil,
+		func(ctx context.Context, selections ast.SelectionSet, v *int) graphql.Marshaler {
+			return ec.marshalOInt2ᚖint(ctx, selections, v)
+		},
+		true,
+		false,
+	)
+}
+func (ec *executionContext) fieldContext_WebPage_nextOffset(_ context.Context, field graphql.CollectedField) (fc *graphql.FieldContext, err error) {
+	return graphql.NewScalarFieldContext("WebPage", field, false, false, "Int")
+}
+
+func (ec *executionContext) _WebPageRead_url(ctx context.Context, field graphql.CollectedField, obj *web.PageRead) (ret graphql.Marshaler) {
+	return graphql.ResolveField(
+		ctx,
+		ec.OperationContext,
+		field,
+		func(ctx context.Context, field graphql.CollectedField) (*graphql.FieldContext, error) {
+			return ec.fieldContext_WebPageRead_url(ctx, field)
+		},
+		func(ctx context.Context) (any, error) {
+			return obj.URL, nil
+		},
+		nil,
+		func(ctx context.Context, selections ast.SelectionSet, v string) graphql.Marshaler {
+			return ec.marshalNString2string(ctx, selections, v)
+		},
+		true,
+		true,
+	)
+}
+func (ec *executionContext) fieldContext_WebPageRead_url(_ context.Context, field graphql.CollectedField) (fc *graphql.FieldContext, err error) {
+	return graphql.NewScalarFieldContext("WebPageRead", field, false, false, "String")
+}
+
+func (ec *executionContext) _WebPageRead_title(ctx context.Context, field graphql.CollectedField, obj *web.PageRead) (ret graphql.Marshaler) {
+	return graphql.ResolveField(
+		ctx,
+		ec.OperationContext,
+		field,
+		func(ctx context.Context, field graphql.CollectedField) (*graphql.FieldContext, error) {
+			return ec.fieldContext_WebPageRead_title(ctx, field)
+		},
+		func(ctx context.Context) (any, error) {
+			return obj.Title, nil
+		},
+		nil,
+		func(ctx context.Context, selections ast.SelectionSet, v string) graphql.Marshaler {
+			return ec.marshalNString2string(ctx, selections, v)
+		},
+		true,
+		true,
+	)
+}
+func (ec *executionContext) fieldContext_WebPageRead_title(_ context.Context, field graphql.CollectedField) (fc *graphql.FieldContext, err error) {
+	return graphql.NewScalarFieldContext("WebPageRead", field, false, false, "String")
+}
+
+func (ec *executionContext) _WebPageRead_text(ctx context.Context, field graphql.CollectedField, obj *web.PageRead) (ret graphql.Marshaler) {
+	return graphql.ResolveField(
+		ctx,
+		ec.OperationContext,
+		field,
+		func(ctx context.Context, field graphql.CollectedField) (*graphql.FieldContext, error) {
+			return ec.fieldContext_WebPageRead_text(ctx, field)
+		},
+		func(ctx context.Context) (any, error) {
+			return obj.Text, nil
+		},
+		nil,
+		func(ctx context.Context, selections ast.SelectionSet, v string) graphql.Marshaler {
+			return ec.marshalNString2string(ctx, selections, v)
+		},
+		true,
+		true,
+	)
+}
+func (ec *executionContext) fieldContext_WebPageRead_text(_ context.Context, field graphql.CollectedField) (fc *graphql.FieldContext, err error) {
+	return graphql.NewScalarFieldContext("WebPageRead", field, false, false, "String")
+}
+
+func (ec *executionContext) _WebPageRead_offset(ctx context.Context, field graphql.CollectedField, obj *web.PageRead) (ret graphql.Marshaler) {
+	return graphql.ResolveField(
+		ctx,
+		ec.OperationContext,
+		field,
+		func(ctx context.Context, field graphql.CollectedField) (*graphql.FieldContext, error) {
+			return ec.fieldContext_WebPageRead_offset(ctx, field)
+		},
+		func(ctx context.Context) (any, error) {
+			return obj.Offset, nil
+		},
+		nil,
+		func(ctx context.Context, selections ast.SelectionSet, v int) graphql.Marshaler {
+			return ec.marshalNInt2int(ctx, selections, v)
+		},
+		true,
+		true,
+	)
+}
+func (ec *executionContext) fieldContext_WebPageRead_offset(_ context.Context, field graphql.CollectedField) (fc *graphql.FieldContext, err error) {
+	return graphql.NewScalarFieldContext("WebPageRead", field, false, false, "Int")
+}
+
+func (ec *executionContext) _WebPageRead_chars(ctx context.Context, field graphql.CollectedField, obj *web.PageRead) (ret graphql.Marshaler) {
+	return graphql.ResolveField(
+		ctx,
+		ec.OperationContext,
+		field,
+		func(ctx context.Context, field graphql.CollectedField) (*graphql.FieldContext, error) {
+			return ec.fieldContext_WebPageRead_chars(ctx, field)
+		},
+		func(ctx context.Context) (any, error) {
+			return obj.Chars, nil
+		},
+		nil,
+		func(ctx context.Context, selections ast.SelectionSet, v int) graphql.Marshaler {
+			return ec.marshalNInt2int(ctx, selections, v)
+		},
+		true,
+		true,
+	)
+}
+func (ec *executionContext) fieldContext_WebPageRead_chars(_ context.Context, field graphql.CollectedField) (fc *graphql.FieldContext, err error) {
+	return graphql.NewScalarFieldContext("WebPageRead", field, false, false, "Int")
+}
+
+func (ec *executionContext) _WebPageRead_truncated(ctx context.Context, field graphql.CollectedField, obj *web.PageRead) (ret graphql.Marshaler) {
+	return graphql.ResolveField(
+		ctx,
+		ec.OperationContext,
+		field,
+		func(ctx context.Context, field graphql.CollectedField) (*graphql.FieldContext, error) {
+			return ec.fieldContext_WebPageRead_truncated(ctx, field)
+		},
+		func(ctx context.Context) (any, error) {
+			return obj.Truncated, nil
+		},
+		nil,
+		func(ctx context.Context, selections ast.SelectionSet, v bool) graphql.Marshaler {
+			return ec.marshalNBoolean2bool(ctx, selections, v)
+		},
+		true,
+		true,
+	)
+}
+func (ec *executionContext) fieldContext_WebPageRead_truncated(_ context.Context, field graphql.CollectedField) (fc *graphql.FieldContext, err error) {
+	return graphql.NewScalarFieldContext("WebPageRead", field, false, false, "Boolean")
+}
+
+func (ec *executionContext) _WebPageRead_nextOffset(ctx context.Context, field graphql.CollectedField, obj *web.PageRead) (ret graphql.Marshaler) {
+	return graphql.ResolveField(
+		ctx,
+		ec.OperationContext,
+		field,
+		func(ctx context.Context, field graphql.CollectedField) (*graphql.FieldContext, error) {
+			return ec.fieldContext_WebPageRead_nextOffset(ctx, field)
+		},
+		func(ctx context.Context) (any, error) {
+			return obj.NextOffset, nil
+		},
+		nil,
+		func(ctx context.Context, selections ast.SelectionSet, v *int) graphql.Marshaler {
+			return ec.marshalOInt2ᚖint(ctx, selections, v)
+		},
+		true,
+		false,
+	)
+}
+func (ec *executionContext) fieldContext_WebPageRead_nextOffset(_ context.Context, field graphql.CollectedField) (fc *graphql.FieldContext, err error) {
+	return graphql.NewScalarFieldContext("WebPageRead", field, false, false, "Int")
+}
+
+func (ec *executionContext) _WebQueryResult_query(ctx context.Context, field graphql.CollectedField, obj *web.QueryResult) (ret graphql.Marshaler) {
+	return graphql.ResolveField(
+		ctx,
+		ec.OperationContext,
+		field,
+		func(ctx context.Context, field graphql.CollectedField) (*graphql.FieldContext, error) {
+			return ec.fieldContext_WebQueryResult_query(ctx, field)
+		},
+		func(ctx context.Context) (any, error) {
+			return obj.Query, nil
+		},
+		nil,
+		func(ctx context.Context, selections ast.SelectionSet, v string) graphql.Marshaler {
+			return ec.marshalNString2string(ctx, selections, v)
+		},
+		true,
+		true,
+	)
+}
+func (ec *executionContext) fieldContext_WebQueryResult_query(_ context.Context, field graphql.CollectedField) (fc *graphql.FieldContext, err error) {
+	return graphql.NewScalarFieldContext("WebQueryResult", field, false, false, "String")
+}
+
+func (ec *executionContext) _WebQueryResult_hits(ctx context.Context, field graphql.CollectedField, obj *web.QueryResult) (ret graphql.Marshaler) {
+	return graphql.ResolveField(
+		ctx,
+		ec.OperationContext,
+		field,
+		func(ctx context.Context, field graphql.CollectedField) (*graphql.FieldContext, error) {
+			return ec.fieldContext_WebQueryResult_hits(ctx, field)
+		},
+		func(ctx context.Context) (any, error) {
+			return obj.Hits, nil
+		},
+		nil,
+		func(ctx context.Context, selections ast.SelectionSet, v []web.Hit) graphql.Marshaler {
+			return ec.marshalNWebHit2ᚕgithubᚗcomᚋtoolgateᚋtoolgateᚋtoolsᚋwebᚐHitᚄ(ctx, selections, v)
+		},
+		true,
+		true,
+	)
+}
+func (ec *executionContext) fieldContext_WebQueryResult_hits(_ context.Context, field graphql.CollectedField) (fc *graphql.FieldContext, err error) {
+	fc = &graphql.FieldContext{
+		Object:     "WebQueryResult",
+		Field:      field,
+		IsMethod:   false,
+		IsResolver: false,
+		Child: func(ctx context.Context, field graphql.CollectedField) (*graphql.FieldContext, error) {
+			return ec.childFields_WebHit(ctx, field)
+		},
+	}
+	return fc, nil
+}
+
+func (ec *executionContext) _WebQueryResult_pages(ctx context.Context, field graphql.CollectedField, obj *web.QueryResult) (ret graphql.Marshaler) {
+	return graphql.ResolveField(
+		ctx,
+		ec.OperationContext,
+		field,
+		func(ctx context.Context, field graphql.CollectedField) (*graphql.FieldContext, error) {
+			return ec.fieldContext_WebQueryResult_pages(ctx, field)
+		},
+		func(ctx context.Context) (any, error) {
+			return obj.Pages, nil
+		},
+		nil,
+		func(ctx context.Context, selections ast.SelectionSet, v []web.Page) graphql.Marshaler {
+			return ec.marshalNWebPage2ᚕgithubᚗcomᚋtoolgateᚋtoolgateᚋtoolsᚋwebᚐPageᚄ(ctx, selections, v)
+		},
+		true,
+		true,
+	)
+}
+func (ec *executionContext) fieldContext_WebQueryResult_pages(_ context.Context, field graphql.CollectedField) (fc *graphql.FieldContext, err error) {
+	fc = &graphql.FieldContext{
+		Object:     "WebQueryResult",
+		Field:      field,
+		IsMethod:   false,
+		IsResolver: false,
+		Child: func(ctx context.Context, field graphql.CollectedField) (*graphql.FieldContext, error) {
+			return ec.childFields_WebPage(ctx, field)
+		},
+	}
+	return fc, nil
+}
+
+func (ec *executionContext) _WebResearch_results(ctx context.Context, field graphql.CollectedField, obj *web.Research) (ret graphql.Marshaler) {
+	return graphql.ResolveField(
+		ctx,
+		ec.OperationContext,
+		field,
+		func(ctx context.Context, field graphql.CollectedField) (*graphql.FieldContext, error) {
+			return ec.fieldContext_WebResearch_results(ctx, field)
+		},
+		func(ctx context.Context) (any, error) {
+			return obj.Results, nil
+		},
+		nil,
+		func(ctx context.Context, selections ast.SelectionSet, v []web.QueryResult) graphql.Marshaler {
+			return ec.marshalNWebQueryResult2ᚕgithubᚗcomᚋtoolgateᚋtoolgateᚋtoolsᚋwebᚐQueryResultᚄ(ctx, selections, v)
+		},
+		true,
+		true,
+	)
+}
+func (ec *executionContext) fieldContext_WebResearch_results(_ context.Context, field graphql.CollectedField) (fc *graphql.FieldContext, err error) {
+	fc = &graphql.FieldContext{
+		Object:     "WebResearch",
+		Field:      field,
+		IsMethod:   false,
+		IsResolver: false,
+		Child: func(ctx context.Context, field graphql.CollectedField) (*graphql.FieldContext, error) {
+			return ec.childFields_WebQueryResult(ctx, field)
+		},
+	}
+	return fc, nil
+}
+
+func (ec *executionContext) _WebResearch_failures(ctx context.Context, field graphql.CollectedField, obj *web.Research) (ret graphql.Marshaler) {
+	return graphql.ResolveField(
+		ctx,
+		ec.OperationContext,
+		field,
+		func(ctx context.Context, field graphql.CollectedField) (*graphql.FieldContext, error) {
+			return ec.fieldContext_WebResearch_failures(ctx, field)
+		},
+		func(ctx context.Context) (any, error) {
+			return obj.Failures, nil
+		},
+		nil,
+		func(ctx context.Context, selections ast.SelectionSet, v []schematype.ItemFailure) graphql.Marshaler {
+			return ec.marshalNItemFailure2ᚕgithubᚗcomᚋtoolgateᚋtoolgateᚋentᚋschematypeᚐItemFailureᚄ(ctx, selections, v)
+		},
+		true,
+		true,
+	)
+}
+func (ec *executionContext) fieldContext_WebResearch_failures(_ context.Context, field graphql.CollectedField) (fc *graphql.FieldContext, err error) {
+	fc = &graphql.FieldContext{
+		Object:     "WebResearch",
+		Field:      field,
+		IsMethod:   false,
+		IsResolver: false,
+		Child: func(ctx context.Context, field graphql.CollectedField) (*graphql.FieldContext, error) {
+			return ec.childFields_ItemFailure(ctx, field)
+		},
+	}
+	return fc, nil
+}
+
 func (ec *executionContext) _WorkspaceDeleted_path(ctx context.Context, field graphql.CollectedField, obj *workspace.Deleted) (ret graphql.Marshaler) {
 	return graphql.ResolveField(
 		ctx,
@@ -17718,6 +18838,48 @@ func UnmarshalTurnWhereInput(ctx context.Context, raw any) (ent.TurnWhereInput, 
 	return out, err
 }
 
+func (ec *executionContext) unmarshalInputUpdateOrganizationInput(ctx context.Context, obj any) (model.UpdateOrganizationInput, error) {
+	var it model.UpdateOrganizationInput
+	if obj == nil {
+		return it, nil
+	}
+
+	asMap := map[string]any{}
+	for k, v := range obj.(map[string]any) {
+		asMap[k] = v
+	}
+
+	fieldsInOrder := [...]string{"webResearch"}
+	for _, k := range fieldsInOrder {
+		v, ok := asMap[k]
+		if !ok {
+			continue
+		}
+		switch k {
+		case "webResearch":
+			ctx := graphql.WithPathContext(ctx, graphql.NewPathWithField("webResearch"))
+			data, err := ec.unmarshalOBoolean2ᚖbool(ctx, v)
+			if err != nil {
+				return it, err
+			}
+			it.WebResearch = data
+		}
+	}
+	return it, nil
+}
+
+// UnmarshalUpdateOrganizationInput unmarshals raw into the UpdateOrganizationInput input type, using the
+// unmarshaler bound to ctx's request. Call it from a resolver to decode an input
+// object that was not passed as a field argument.
+//
+// ctx must come from a gqlgen request; outside one there is no unmarshaler to use
+// and the returned error says so.
+func UnmarshalUpdateOrganizationInput(ctx context.Context, raw any) (model.UpdateOrganizationInput, error) {
+	var out model.UpdateOrganizationInput
+	err := graphql.UnmarshalNamedInputFromContext(ctx, "UpdateOrganizationInput", raw, &out)
+	return out, err
+}
+
 func (ec *executionContext) unmarshalInputWorkspaceEditInput(ctx context.Context, obj any) (workspace.EditInput, error) {
 	var it workspace.EditInput
 	if obj == nil {
@@ -19154,6 +20316,13 @@ func (ec *executionContext) _Mutation(ctx context.Context, sel ast.SelectionSet)
 			if out.Values[i] == graphql.Null {
 				out.Invalids++
 			}
+		case "updateOrganization":
+			out.Values[i] = ec.OperationContext.RootResolverMiddleware(innerCtx, func(ctx context.Context) (res graphql.Marshaler) {
+				return ec._Mutation_updateOrganization(ctx, field)
+			})
+			if out.Values[i] == graphql.Null {
+				out.Invalids++
+			}
 		case "writeFiles":
 			out.Values[i] = ec.OperationContext.RootResolverMiddleware(innerCtx, func(ctx context.Context) (res graphql.Marshaler) {
 				return ec._Mutation_writeFiles(ctx, field)
@@ -19220,6 +20389,11 @@ func (ec *executionContext) _Organization(ctx context.Context, sel ast.Selection
 			}
 		case "name":
 			out.Values[i] = ec._Organization_name(ctx, field, obj)
+			if out.Values[i] == graphql.Null {
+				out.Invalids++
+			}
+		case "webResearch":
+			out.Values[i] = ec._Organization_webResearch(ctx, field, obj)
 			if out.Values[i] == graphql.Null {
 				out.Invalids++
 			}
@@ -19408,6 +20582,18 @@ func (ec *executionContext) _Query(ctx context.Context, sel ast.SelectionSet) gr
 				true, true,
 				func(ctx context.Context) graphql.Marshaler {
 					return ec._Query_usage(ctx, field)
+				})
+		case "researchWeb":
+			out.ResolveRootConcurrently(innerCtx, ec.OperationContext, i,
+				true, true,
+				func(ctx context.Context) graphql.Marshaler {
+					return ec._Query_researchWeb(ctx, field)
+				})
+		case "readPage":
+			out.ResolveRootConcurrently(innerCtx, ec.OperationContext, i,
+				true, true,
+				func(ctx context.Context) graphql.Marshaler {
+					return ec._Query_readPage(ctx, field)
 				})
 		case "listFiles":
 			out.ResolveRootConcurrently(innerCtx, ec.OperationContext, i,
@@ -20839,6 +22025,251 @@ func (ec *executionContext) _UserUsage(ctx context.Context, sel ast.SelectionSet
 			}
 		case "modelCalls":
 			out.Values[i] = ec._UserUsage_modelCalls(ctx, field, obj)
+			if out.Values[i] == graphql.Null {
+				out.Invalids++
+			}
+		default:
+			panic("unknown field " + strconv.Quote(field.Name))
+		}
+	}
+	out.Dispatch(ctx)
+	if out.Invalids > 0 {
+		return graphql.Null
+	}
+
+	if n := len(deferred.Defers); n > 0 {
+		atomic.AddInt32(&ec.Deferred, int32(min(n, math.MaxInt32)))
+		ec.ProcessDeferredGroup(deferred)
+	}
+
+	return out
+}
+
+var webHitImplementors = []string{"WebHit"}
+
+func (ec *executionContext) _WebHit(ctx context.Context, sel ast.SelectionSet, obj *web.Hit) graphql.Marshaler {
+	fields := graphql.CollectFields(ec.OperationContext, sel, webHitImplementors)
+
+	out := graphql.NewFieldSet(fields)
+	deferred := graphql.NewDeferredGroup(ctx)
+	for i, field := range fields {
+		switch field.Name {
+		case "__typename":
+			out.Values[i] = graphql.MarshalString("WebHit")
+		case "title":
+			out.Values[i] = ec._WebHit_title(ctx, field, obj)
+			if out.Values[i] == graphql.Null {
+				out.Invalids++
+			}
+		case "url":
+			out.Values[i] = ec._WebHit_url(ctx, field, obj)
+			if out.Values[i] == graphql.Null {
+				out.Invalids++
+			}
+		case "snippet":
+			out.Values[i] = ec._WebHit_snippet(ctx, field, obj)
+			if out.Values[i] == graphql.Null {
+				out.Invalids++
+			}
+		default:
+			panic("unknown field " + strconv.Quote(field.Name))
+		}
+	}
+	out.Dispatch(ctx)
+	if out.Invalids > 0 {
+		return graphql.Null
+	}
+
+	if n := len(deferred.Defers); n > 0 {
+		atomic.AddInt32(&ec.Deferred, int32(min(n, math.MaxInt32)))
+		ec.ProcessDeferredGroup(deferred)
+	}
+
+	return out
+}
+
+var webPageImplementors = []string{"WebPage"}
+
+func (ec *executionContext) _WebPage(ctx context.Context, sel ast.SelectionSet, obj *web.Page) graphql.Marshaler {
+	fields := graphql.CollectFields(ec.OperationContext, sel, webPageImplementors)
+
+	out := graphql.NewFieldSet(fields)
+	deferred := graphql.NewDeferredGroup(ctx)
+	for i, field := range fields {
+		switch field.Name {
+		case "__typename":
+			out.Values[i] = graphql.MarshalString("WebPage")
+		case "url":
+			out.Values[i] = ec._WebPage_url(ctx, field, obj)
+			if out.Values[i] == graphql.Null {
+				out.Invalids++
+			}
+		case "title":
+			out.Values[i] = ec._WebPage_title(ctx, field, obj)
+			if out.Values[i] == graphql.Null {
+				out.Invalids++
+			}
+		case "text":
+			out.Values[i] = ec._WebPage_text(ctx, field, obj)
+			if out.Values[i] == graphql.Null {
+				out.Invalids++
+			}
+		case "chars":
+			out.Values[i] = ec._WebPage_chars(ctx, field, obj)
+			if out.Values[i] == graphql.Null {
+				out.Invalids++
+			}
+		case "truncated":
+			out.Values[i] = ec._WebPage_truncated(ctx, field, obj)
+			if out.Values[i] == graphql.Null {
+				out.Invalids++
+			}
+		case "nextOffset":
+			out.Values[i] = ec._WebPage_nextOffset(ctx, field, obj)
+			if out.Values[i] == graphql.RequiredNull {
+				out.Invalids++
+			}
+		default:
+			panic("unknown field " + strconv.Quote(field.Name))
+		}
+	}
+	out.Dispatch(ctx)
+	if out.Invalids > 0 {
+		return graphql.Null
+	}
+
+	if n := len(deferred.Defers); n > 0 {
+		atomic.AddInt32(&ec.Deferred, int32(min(n, math.MaxInt32)))
+		ec.ProcessDeferredGroup(deferred)
+	}
+
+	return out
+}
+
+var webPageReadImplementors = []string{"WebPageRead"}
+
+func (ec *executionContext) _WebPageRead(ctx context.Context, sel ast.SelectionSet, obj *web.PageRead) graphql.Marshaler {
+	fields := graphql.CollectFields(ec.OperationContext, sel, webPageReadImplementors)
+
+	out := graphql.NewFieldSet(fields)
+	deferred := graphql.NewDeferredGroup(ctx)
+	for i, field := range fields {
+		switch field.Name {
+		case "__typename":
+			out.Values[i] = graphql.MarshalString("WebPageRead")
+		case "url":
+			out.Values[i] = ec._WebPageRead_url(ctx, field, obj)
+			if out.Values[i] == graphql.Null {
+				out.Invalids++
+			}
+		case "title":
+			out.Values[i] = ec._WebPageRead_title(ctx, field, obj)
+			if out.Values[i] == graphql.Null {
+				out.Invalids++
+			}
+		case "text":
+			out.Values[i] = ec._WebPageRead_text(ctx, field, obj)
+			if out.Values[i] == graphql.Null {
+				out.Invalids++
+			}
+		case "offset":
+			out.Values[i] = ec._WebPageRead_offset(ctx, field, obj)
+			if out.Values[i] == graphql.Null {
+				out.Invalids++
+			}
+		case "chars":
+			out.Values[i] = ec._WebPageRead_chars(ctx, field, obj)
+			if out.Values[i] == graphql.Null {
+				out.Invalids++
+			}
+		case "truncated":
+			out.Values[i] = ec._WebPageRead_truncated(ctx, field, obj)
+			if out.Values[i] == graphql.Null {
+				out.Invalids++
+			}
+		case "nextOffset":
+			out.Values[i] = ec._WebPageRead_nextOffset(ctx, field, obj)
+			if out.Values[i] == graphql.RequiredNull {
+				out.Invalids++
+			}
+		default:
+			panic("unknown field " + strconv.Quote(field.Name))
+		}
+	}
+	out.Dispatch(ctx)
+	if out.Invalids > 0 {
+		return graphql.Null
+	}
+
+	if n := len(deferred.Defers); n > 0 {
+		atomic.AddInt32(&ec.Deferred, int32(min(n, math.MaxInt32)))
+		ec.ProcessDeferredGroup(deferred)
+	}
+
+	return out
+}
+
+var webQueryResultImplementors = []string{"WebQueryResult"}
+
+func (ec *executionContext) _WebQueryResult(ctx context.Context, sel ast.SelectionSet, obj *web.QueryResult) graphql.Marshaler {
+	fields := graphql.CollectFields(ec.OperationContext, sel, webQueryResultImplementors)
+
+	out := graphql.NewFieldSet(fields)
+	deferred := graphql.NewDeferredGroup(ctx)
+	for i, field := range fields {
+		switch field.Name {
+		case "__typename":
+			out.Values[i] = graphql.MarshalString("WebQueryResult")
+		case "query":
+			out.Values[i] = ec._WebQueryResult_query(ctx, field, obj)
+			if out.Values[i] == graphql.Null {
+				out.Invalids++
+			}
+		case "hits":
+			out.Values[i] = ec._WebQueryResult_hits(ctx, field, obj)
+			if out.Values[i] == graphql.Null {
+				out.Invalids++
+			}
+		case "pages":
+			out.Values[i] = ec._WebQueryResult_pages(ctx, field, obj)
+			if out.Values[i] == graphql.Null {
+				out.Invalids++
+			}
+		default:
+			panic("unknown field " + strconv.Quote(field.Name))
+		}
+	}
+	out.Dispatch(ctx)
+	if out.Invalids > 0 {
+		return graphql.Null
+	}
+
+	if n := len(deferred.Defers); n > 0 {
+		atomic.AddInt32(&ec.Deferred, int32(min(n, math.MaxInt32)))
+		ec.ProcessDeferredGroup(deferred)
+	}
+
+	return out
+}
+
+var webResearchImplementors = []string{"WebResearch"}
+
+func (ec *executionContext) _WebResearch(ctx context.Context, sel ast.SelectionSet, obj *web.Research) graphql.Marshaler {
+	fields := graphql.CollectFields(ec.OperationContext, sel, webResearchImplementors)
+
+	out := graphql.NewFieldSet(fields)
+	deferred := graphql.NewDeferredGroup(ctx)
+	for i, field := range fields {
+		switch field.Name {
+		case "__typename":
+			out.Values[i] = graphql.MarshalString("WebResearch")
+		case "results":
+			out.Values[i] = ec._WebResearch_results(ctx, field, obj)
+			if out.Values[i] == graphql.Null {
+				out.Invalids++
+			}
+		case "failures":
+			out.Values[i] = ec._WebResearch_failures(ctx, field, obj)
 			if out.Values[i] == graphql.Null {
 				out.Invalids++
 			}
@@ -22583,6 +24014,11 @@ func (ec *executionContext) unmarshalNTurnWhereInput2ᚖgithubᚗcomᚋtoolgate�
 	return &res, graphql.ErrorOnPath(ctx, err)
 }
 
+func (ec *executionContext) unmarshalNUpdateOrganizationInput2githubᚗcomᚋtoolgateᚋtoolgateᚋgraphᚋmodelᚐUpdateOrganizationInput(ctx context.Context, v any) (model.UpdateOrganizationInput, error) {
+	res, err := ec.unmarshalInputUpdateOrganizationInput(ctx, v)
+	return res, graphql.ErrorOnPath(ctx, err)
+}
+
 func (ec *executionContext) marshalNUsage2ᚖgithubᚗcomᚋtoolgateᚋtoolgateᚋgraphᚋmodelᚐUsage(ctx context.Context, sel ast.SelectionSet, v *model.Usage) graphql.Marshaler {
 	if v == nil {
 		graphql.AddInvalidNullError(ctx, "Usage!")
@@ -22621,6 +24057,82 @@ func (ec *executionContext) marshalNUserUsage2ᚖgithubᚗcomᚋtoolgateᚋtoolg
 		return graphql.Null
 	}
 	return ec._UserUsage(ctx, sel, v)
+}
+
+func (ec *executionContext) marshalNWebHit2githubᚗcomᚋtoolgateᚋtoolgateᚋtoolsᚋwebᚐHit(ctx context.Context, sel ast.SelectionSet, v web.Hit) graphql.Marshaler {
+	return ec._WebHit(ctx, sel, &v)
+}
+
+func (ec *executionContext) marshalNWebHit2ᚕgithubᚗcomᚋtoolgateᚋtoolgateᚋtoolsᚋwebᚐHitᚄ(ctx context.Context, sel ast.SelectionSet, v []web.Hit) graphql.Marshaler {
+	ret := graphql.MarshalSliceConcurrently(ctx, len(v), 0, false, func(ctx context.Context, i int) graphql.Marshaler {
+		fc := graphql.GetFieldContext(ctx)
+		fc.Result = &v[i]
+		return ec.marshalNWebHit2githubᚗcomᚋtoolgateᚋtoolgateᚋtoolsᚋwebᚐHit(ctx, sel, v[i])
+	})
+
+	for _, e := range ret {
+		if e == graphql.Null {
+			return graphql.Null
+		}
+	}
+
+	return ret
+}
+
+func (ec *executionContext) marshalNWebPage2githubᚗcomᚋtoolgateᚋtoolgateᚋtoolsᚋwebᚐPage(ctx context.Context, sel ast.SelectionSet, v web.Page) graphql.Marshaler {
+	return ec._WebPage(ctx, sel, &v)
+}
+
+func (ec *executionContext) marshalNWebPage2ᚕgithubᚗcomᚋtoolgateᚋtoolgateᚋtoolsᚋwebᚐPageᚄ(ctx context.Context, sel ast.SelectionSet, v []web.Page) graphql.Marshaler {
+	ret := graphql.MarshalSliceConcurrently(ctx, len(v), 0, false, func(ctx context.Context, i int) graphql.Marshaler {
+		fc := graphql.GetFieldContext(ctx)
+		fc.Result = &v[i]
+		return ec.marshalNWebPage2githubᚗcomᚋtoolgateᚋtoolgateᚋtoolsᚋwebᚐPage(ctx, sel, v[i])
+	})
+
+	for _, e := range ret {
+		if e == graphql.Null {
+			return graphql.Null
+		}
+	}
+
+	return ret
+}
+
+func (ec *executionContext) marshalNWebPageRead2ᚖgithubᚗcomᚋtoolgateᚋtoolgateᚋtoolsᚋwebᚐPageRead(ctx context.Context, sel ast.SelectionSet, v *web.PageRead) graphql.Marshaler {
+	if v == nil {
+		graphql.AddInvalidNullError(ctx, "WebPageRead!")
+		return graphql.Null
+	}
+	return ec._WebPageRead(ctx, sel, v)
+}
+
+func (ec *executionContext) marshalNWebQueryResult2githubᚗcomᚋtoolgateᚋtoolgateᚋtoolsᚋwebᚐQueryResult(ctx context.Context, sel ast.SelectionSet, v web.QueryResult) graphql.Marshaler {
+	return ec._WebQueryResult(ctx, sel, &v)
+}
+
+func (ec *executionContext) marshalNWebQueryResult2ᚕgithubᚗcomᚋtoolgateᚋtoolgateᚋtoolsᚋwebᚐQueryResultᚄ(ctx context.Context, sel ast.SelectionSet, v []web.QueryResult) graphql.Marshaler {
+	ret := graphql.MarshalSliceConcurrently(ctx, len(v), 0, false, func(ctx context.Context, i int) graphql.Marshaler {
+		fc := graphql.GetFieldContext(ctx)
+		fc.Result = &v[i]
+		return ec.marshalNWebQueryResult2githubᚗcomᚋtoolgateᚋtoolgateᚋtoolsᚋwebᚐQueryResult(ctx, sel, v[i])
+	})
+
+	for _, e := range ret {
+		if e == graphql.Null {
+			return graphql.Null
+		}
+	}
+
+	return ret
+}
+
+func (ec *executionContext) marshalNWebResearch2ᚖgithubᚗcomᚋtoolgateᚋtoolgateᚋtoolsᚋwebᚐResearch(ctx context.Context, sel ast.SelectionSet, v *web.Research) graphql.Marshaler {
+	if v == nil {
+		graphql.AddInvalidNullError(ctx, "WebResearch!")
+		return graphql.Null
+	}
+	return ec._WebResearch(ctx, sel, v)
 }
 
 func (ec *executionContext) marshalNWorkspaceDeleted2ᚖgithubᚗcomᚋtoolgateᚋtoolgateᚋtoolsᚋworkspaceᚐDeleted(ctx context.Context, sel ast.SelectionSet, v *workspace.Deleted) graphql.Marshaler {

@@ -111,6 +111,11 @@ type TurnEvent struct {
 	At       time.Time     `json:"at"`
 }
 
+type UpdateOrganizationInput struct {
+	// Enables the server's approved web provider (research_web, read_page) for the organisation's agents that list them.
+	WebResearch *bool `json:"webResearch,omitempty"`
+}
+
 type Usage struct {
 	// The month, YYYY-MM, in UTC.
 	Month            string `json:"month"`

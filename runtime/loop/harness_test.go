@@ -31,6 +31,7 @@ import (
 	"github.com/toolgate/toolgate/runtime/scope"
 	"github.com/toolgate/toolgate/tools/code"
 	"github.com/toolgate/toolgate/tools/registry"
+	"github.com/toolgate/toolgate/tools/web"
 )
 
 // harness is the whole server (API and runtime) over a real database, with
@@ -45,6 +46,8 @@ type harness struct {
 	disp   *dispatch.Dispatcher
 	grant  *auth.Grant
 	now    time.Time
+	// page is the URL of a page the web tools read, on loopback.
+	page string
 }
 
 type option func(*loop.Config)
@@ -72,9 +75,11 @@ func newHarness(t testing.TB, d *db.DB, p model.Provider, opts ...option) *harne
 	h.disp = dispatch.New(h.srv.URL+"/graphql", h.srv.Client(), apps)
 	h.disp.Retry.Sleep = func(context.Context, time.Duration) error { return nil }
 	builtin.Install(h.disp, h.client)
+	webService := h.webService(t)
 	cfg := loop.Config{
 		Client: h.client, Provider: p, Signer: signer, Dispatcher: h.disp, Apps: apps,
 		Tools: registry.All(), Now: func() time.Time { return h.now }, EncodeID: gid.Encode, Queue: d.Queue(),
+		WebProvider: true,
 	}
 	for _, o := range opts {
 		o(&cfg)
@@ -84,8 +89,33 @@ func newHarness(t testing.TB, d *db.DB, p model.Provider, opts ...option) *harne
 	require.NoError(t, err)
 	require.NoError(t, h.runner.Open())
 	t.Cleanup(func() { _ = h.runner.Close(context.Background()) })
-	api = graph.NewServer(graph.Config{DB: d, Signer: signer, Runner: h.runner, Sandbox: code.New(os.Args[0])})
+	api = graph.NewServer(graph.Config{DB: d, Signer: signer, Runner: h.runner, Sandbox: code.New(os.Args[0]), Web: webService})
 	return h
+}
+
+// webService is a SearXNG instance and a page on loopback, behind the web
+// service the API runs the web tools with (offered once the organisation
+// enables them).
+func (h *harness) webService(t testing.TB) *web.Service {
+	t.Helper()
+	pages := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		if r.URL.Path == "/robots.txt" {
+			http.NotFound(w, r)
+			return
+		}
+		_, _ = io.WriteString(w, `<html><head><title>Tides</title></head><body><article><h1>Tides</h1><p>Tides are the rise and fall of sea levels, `+
+			`caused by the Moon and the Sun; most places see two high tides and two low tides each day.</p></article></body></html>`)
+	}))
+	t.Cleanup(pages.Close)
+	h.page = pages.URL + "/tides"
+	searx := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		_ = json.NewEncoder(w).Encode(map[string]any{"query": r.URL.Query().Get("q"),
+			"results": []map[string]any{{"url": h.page, "title": "Tides", "content": "rise and fall", "engine": "brave"}}})
+	}))
+	t.Cleanup(searx.Close)
+	svc, err := web.New(web.Config{Provider: web.SearXNG, URL: searx.URL, AllowPrivate: "127.0.0.1/32", Client: searx.Client()})
+	require.NoError(t, err)
+	return svc
 }
 
 func (h *harness) gql(t testing.TB, query string, vars map[string]any) map[string]any {

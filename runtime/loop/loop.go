@@ -52,6 +52,9 @@ type Config struct {
 	Apps *mcp.Pool
 	// Tools are the built-in definitions in registration order.
 	Tools []tools.Definition
+	// WebProvider: the server has a web provider, so organisations that
+	// enabled it are offered the web tools.
+	WebProvider bool
 	// MaxSteps is the most model calls a turn may make.
 	MaxSteps int
 	// Concurrency bounds the calls of one model answer run at once.

@@ -57,7 +57,8 @@ func (p *routed) Complete(_ context.Context, req model.Request) (*model.Response
 }
 
 // canonical holds, for every built-in tool, arguments that fit its schema
-// as sent. REF stands for a ref of the case's conversation; every case
+// as sent. REF stands for a ref of the case's conversation, PAGE for a
+// page the web tools can read (the organisation enabled them); every case
 // starts with a file a.md holding "one\n".
 var canonical = map[string]string{
 	"clarify":              `{"question": "Go on?", "options": ["Yes"]}`,
@@ -75,6 +76,8 @@ var canonical = map[string]string{
 	"list_tools":           `{}`,
 	"get_tool_schema":      `{"names": ["calculator"]}`,
 	"update_tasks":         `{"tasks": [{"title": "Budget", "status": "pending"}]}`,
+	"research_web":         `{"queries": ["tides"], "maxPages": 1}`,
+	"read_page":            `{"url": "PAGE"}`,
 	"run_code":             `{"code": "console.log(toolResults.length)", "toolResults": ["REF"]}`,
 }
 
@@ -166,6 +169,7 @@ func TestRepairedArgumentsReachEveryConsumer(t *testing.T) {
 	each(t, func(t *testing.T, d *db.DB) {
 		p := &routed{calls: map[string]model.ToolCall{}, requests: map[string][]model.Request{}}
 		h := newHarness(t, d, p)
+		h.client.Organization.Update().SetWebResearch(true).ExecX(context.Background())
 		for i, tc := range cases {
 			name := fmt.Sprintf("%s/%s/%s", tc.def.Name, tc.broken.rule, tc.broken.path)
 			t.Run(name, func(t *testing.T) {
@@ -173,8 +177,8 @@ func TestRepairedArgumentsReachEveryConsumer(t *testing.T) {
 				conv := h.conversation(t, optional...)
 				h.gql(t, `mutation($c: ID) { writeFiles(conversationId: $c, files: [{path: "a.md", content: "one\n"}]) { files { path } } }`,
 					map[string]any{"c": conv})
-				want := canonical[tc.def.Name]
-				args := tc.broken.args
+				want := strings.ReplaceAll(canonical[tc.def.Name], "PAGE", h.page)
+				args := strings.ReplaceAll(tc.broken.args, "PAGE", h.page)
 				if strings.Contains(want, "REF") {
 					ref := h.storedRef(t, p, conv, fmt.Sprintf("setup %d", i))
 					want = strings.ReplaceAll(want, "REF", ref)

@@ -26,6 +26,7 @@ import (
 	"github.com/toolgate/toolgate/runtime/prompt"
 	"github.com/toolgate/toolgate/runtime/scope"
 	"github.com/toolgate/toolgate/tools"
+	"github.com/toolgate/toolgate/tools/catalog"
 	"github.com/toolgate/toolgate/tools/interact"
 )
 
@@ -120,7 +121,8 @@ func (t *turnRun) load(ctx context.Context) error {
 	if err != nil {
 		return err
 	}
-	t.offered = prompt.Register(t.agent, t.r.cfg.Tools, appDefs)
+	rules := catalog.RulesOf(t.agent, u.Edges.Organization, t.r.cfg.WebProvider)
+	t.offered = prompt.Register(rules, t.r.cfg.Tools, appDefs)
 	t.byName = make(map[string]tools.Definition, len(t.offered))
 	for _, d := range t.offered {
 		t.byName[d.Name] = d

@@ -14,6 +14,7 @@ import (
 	"github.com/toolgate/toolgate/runtime/model"
 	"github.com/toolgate/toolgate/runtime/prompt"
 	"github.com/toolgate/toolgate/tools"
+	"github.com/toolgate/toolgate/tools/catalog"
 	"github.com/toolgate/toolgate/tools/result"
 )
 
@@ -59,14 +60,14 @@ func TestRegister(t *testing.T) {
 			want: []string{"clarify", "read_file", "crm__purge", "crm__lookup"}},
 	}
 	for _, tt := range tests {
-		require.Equal(t, tt.want, names(prompt.Register(tt.give, builtins, apps)), tt.name)
+		require.Equal(t, tt.want, names(prompt.Register(catalog.AgentOf(tt.give), builtins, apps)), tt.name)
 	}
 }
 
 func TestSystemCollectsGuidanceOnce(t *testing.T) {
 	t.Parallel()
 	a := &ent.Agent{Instructions: "  Be brief.  ", Tools: []string{"search_web", "search_docs", "search_conversations", "remember"}, PastConversationSearch: true, Memory: true}
-	got := prompt.System(a, prompt.Register(a, builtins, nil))
+	got := prompt.System(a, prompt.Register(catalog.AgentOf(a), builtins, nil))
 	want := "Be brief.\n\n" +
 		"Files live in the conversation's workspace.\n\n" +
 		"A search that ran and found nothing is not a failure.\n\n" +
@@ -74,7 +75,7 @@ func TestSystemCollectsGuidanceOnce(t *testing.T) {
 		prompt.MaterialNotice
 	require.Equal(t, want, got)
 	// Same agent, same bytes.
-	require.Equal(t, got, prompt.System(a, prompt.Register(a, builtins, nil)))
+	require.Equal(t, got, prompt.System(a, prompt.Register(catalog.AgentOf(a), builtins, nil)))
 }
 
 func TestOpening(t *testing.T) {

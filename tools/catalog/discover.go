@@ -14,6 +14,7 @@ import (
 	"unicode/utf8"
 
 	"github.com/toolgate/toolgate/ent"
+	"github.com/toolgate/toolgate/ent/agent"
 	"github.com/toolgate/toolgate/ent/schematype"
 	"github.com/toolgate/toolgate/tools"
 )
@@ -44,14 +45,15 @@ type entry struct {
 }
 
 // Load builds the index for an agent of the caller's organisation, read
-// through client (scoped to the caller). Application tools are described
-// as their servers list them, through list (nil: by name only).
-func Load(ctx context.Context, client *ent.Client, agentID int, builtin []tools.Definition, list Lister) (*Index, error) {
-	ag, err := client.Agent.Get(ctx, agentID)
+// through client (scoped to the caller); webProvider says whether the
+// server has a web provider. Application tools are described as their
+// servers list them, through list (nil: by name only).
+func Load(ctx context.Context, client *ent.Client, agentID int, builtin []tools.Definition, list Lister, webProvider bool) (*Index, error) {
+	ag, err := client.Agent.Query().Where(agent.ID(agentID)).WithOrganization().Only(ctx)
 	if err != nil {
 		return nil, fmt.Errorf("load agent: %w", err)
 	}
-	a := AgentOf(ag)
+	a := RulesOf(ag, ag.Edges.Organization, webProvider)
 	apps, err := Applications(ctx, client, a, list)
 	if err != nil {
 		return nil, err

@@ -10,6 +10,7 @@ import (
 
 	"github.com/stretchr/testify/require"
 
+	"github.com/toolgate/toolgate/ent"
 	"github.com/toolgate/toolgate/tools"
 	"github.com/toolgate/toolgate/tools/catalog"
 	"github.com/toolgate/toolgate/tools/registry"
@@ -166,8 +167,8 @@ func TestTokens(t *testing.T) {
 
 func TestOffers(t *testing.T) {
 	t.Parallel()
-	all := &catalog.Agent{Tools: []string{"opt", "mem", "budget", "past"}, Memory: true, BudgetCheck: true, PastConversationSearch: true}
-	listedNoSwitches := &catalog.Agent{Tools: []string{"opt", "mem", "budget", "past"}}
+	all := &catalog.Agent{Tools: []string{"opt", "mem", "budget", "past", "web"}, Memory: true, BudgetCheck: true, PastConversationSearch: true, WebResearch: true}
+	listedNoSwitches := &catalog.Agent{Tools: []string{"opt", "mem", "budget", "past", "web"}}
 	switchesNoList := &catalog.Agent{Memory: true, BudgetCheck: true, PastConversationSearch: true}
 	tests := []struct {
 		name      string
@@ -189,10 +190,33 @@ func TestOffers(t *testing.T) {
 		{name: "budget off", giveAgent: listedNoSwitches, giveTool: "budget", giveWhen: tools.OfferBudgetSwitch, want: false},
 		{name: "past conversations on", giveAgent: all, giveTool: "past", giveWhen: tools.OfferPastConversationsSwitch, want: true},
 		{name: "past conversations off", giveAgent: listedNoSwitches, giveTool: "past", giveWhen: tools.OfferPastConversationsSwitch, want: false},
+		{name: "web provider approved", giveAgent: all, giveTool: "web", giveWhen: tools.OfferWebProvider, want: true},
+		{name: "web provider not approved", giveAgent: listedNoSwitches, giveTool: "web", giveWhen: tools.OfferWebProvider, want: false},
+		{name: "web provider approved, not listed", giveAgent: &catalog.Agent{WebResearch: true}, giveTool: "web", giveWhen: tools.OfferWebProvider, want: false},
 		{name: "unknown rule", giveAgent: all, giveTool: "opt", giveWhen: "someday", want: false},
 	}
 	for _, tt := range tests {
 		require.Equal(t, tt.want, tt.giveAgent.Offers(tt.giveTool, tt.giveWhen), tt.name)
+	}
+}
+
+// TestRulesOf: the web tools need both the server's provider and the
+// organisation's switch.
+func TestRulesOf(t *testing.T) {
+	t.Parallel()
+	a := &ent.Agent{Tools: []string{"research_web"}}
+	tests := []struct {
+		org      *ent.Organization
+		provider bool
+		want     bool
+	}{
+		{&ent.Organization{WebResearch: true}, true, true},
+		{&ent.Organization{WebResearch: true}, false, false},
+		{&ent.Organization{WebResearch: false}, true, false},
+		{nil, true, false},
+	}
+	for _, tt := range tests {
+		require.Equal(t, tt.want, catalog.RulesOf(a, tt.org, tt.provider).Offers("research_web", tools.OfferWebProvider))
 	}
 }
 

@@ -14,6 +14,10 @@ type Agent struct {
 	Memory                 bool
 	BudgetCheck            bool
 	PastConversationSearch bool
+	// WebResearch: the organisation has an approved web provider enabled
+	// (and the server one configured). AgentOf leaves it off; whoever knows
+	// the organisation and the server sets it.
+	WebResearch bool
 }
 
 // AgentOf reads the offering rules of an agent row.
@@ -24,6 +28,14 @@ func AgentOf(a *ent.Agent) *Agent {
 		BudgetCheck:            a.BudgetCheck,
 		PastConversationSearch: a.PastConversationSearch,
 	}
+}
+
+// RulesOf reads the offering rules of an agent of org; webProvider says
+// whether the server has a web provider configured.
+func RulesOf(a *ent.Agent, org *ent.Organization, webProvider bool) *Agent {
+	r := AgentOf(a)
+	r.WebResearch = webProvider && org != nil && org.WebResearch
+	return r
 }
 
 // Offers reports whether the agent's turns are offered the tool named name,
@@ -46,6 +58,8 @@ func (a *Agent) Offers(name string, when tools.Offering) bool {
 		return a.BudgetCheck
 	case tools.OfferPastConversationsSwitch:
 		return a.PastConversationSearch
+	case tools.OfferWebProvider:
+		return a.WebResearch
 	}
 	// An offering this package does not know is not offered: a new rule
 	// must be taught here before it widens any turn.

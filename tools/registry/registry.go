@@ -14,6 +14,7 @@ import (
 	"github.com/toolgate/toolgate/tools/result"
 	"github.com/toolgate/toolgate/tools/tasks"
 	"github.com/toolgate/toolgate/tools/transcript"
+	"github.com/toolgate/toolgate/tools/web"
 	"github.com/toolgate/toolgate/tools/workspace"
 )
 
@@ -27,6 +28,7 @@ func All() []tools.Definition {
 			transcript.Definition,
 		},
 		workspace.Definitions,
+		web.Definitions,
 		code.Definitions,
 		catalog.Definitions,
 		[]tools.Definition{
