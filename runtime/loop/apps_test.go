@@ -57,9 +57,11 @@ func TestApplicationToolsAreOfferedAndRun(t *testing.T) {
 	}}
 	h := newHarness(t, dbtest.Open(t, dbtest.SQLite), p)
 	url := crm(t)
-	h.gql(t, `mutation($u: String!) { registerApplication(input: {name: "crm", url: $u, allowedTools: ["lookup"]}) { id } }`,
+	h.gql(t, `mutation($u: String!) { registerApplication(input: {name: "crm", url: $u, allowedTools: ["lookup", "purge"]}) { id } }`,
 		map[string]any{"u": url})
 	conv := h.conversation(t, "crm__lookup", "crm__purge")
+	// The application stops allowing purge after the agent listed it.
+	h.client.Application.Update().SetAllowedTools([]string{"lookup"}).ExecX(tenancy.System(context.Background()))
 	id := h.send(t, conv, "Find Ada's email", "")
 	got := h.wait(t, id)
 	require.Equal(t, turn.StatusCOMPLETED, got.Status, got.Error)
