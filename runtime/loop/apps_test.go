@@ -14,6 +14,7 @@ import (
 
 	"github.com/toolgate/toolgate/ent/db"
 	"github.com/toolgate/toolgate/ent/db/dbtest"
+	"github.com/toolgate/toolgate/ent/schematype"
 	"github.com/toolgate/toolgate/ent/tenancy"
 	"github.com/toolgate/toolgate/ent/toolcall"
 	"github.com/toolgate/toolgate/ent/turn"
@@ -34,6 +35,11 @@ func crm(t *testing.T) string {
 				return nil, err
 			}
 			return &sdk.CallToolResult{Content: []sdk.Content{&sdk.TextContent{Text: "Ada Lovelace, ada@example.com"}}}, nil
+		})
+	server.AddTool(&sdk.Tool{Name: "export", Description: "Every contact, as JSON text.", InputSchema: schema,
+		Annotations: &sdk.ToolAnnotations{ReadOnlyHint: true}},
+		func(context.Context, *sdk.CallToolRequest) (*sdk.CallToolResult, error) {
+			return &sdk.CallToolResult{Content: []sdk.Content{&sdk.TextContent{Text: `{"contacts": [{"name": "Ada", "email": "ada@example.com"}]}`}}}, nil
 		})
 	server.AddTool(&sdk.Tool{Name: "purge", Description: "Delete every contact.", InputSchema: schema},
 		func(context.Context, *sdk.CallToolRequest) (*sdk.CallToolResult, error) {
@@ -83,6 +89,28 @@ func TestApplicationToolsAreOfferedAndRun(t *testing.T) {
 	require.Contains(t, *calls[0].Heard, "ada@example.com")
 	require.Equal(t, toolcall.OutcomeREFUSED, calls[1].Outcome)
 	require.Equal(t, `tool "crm__purge" is not available`, *calls[1].Message)
+}
+
+// An application tool that answers JSON as text is stored and previewed as
+// JSON, not as text with the JSON escaped inside it.
+func TestApplicationJSONTextIsJSON(t *testing.T) {
+	t.Parallel()
+	p := &scripted{answers: []model.Response{
+		{ToolCalls: []model.ToolCall{call("a", "crm__export", `{"name": "all"}`)}},
+		{Text: "One contact."},
+	}}
+	h := newHarness(t, dbtest.Open(t, dbtest.SQLite), p)
+	h.gql(t, `mutation($u: String!) { registerApplication(input: {name: "crm", url: $u, allowedTools: ["export"]}) { id } }`,
+		map[string]any{"u": crm(t)})
+	id := h.send(t, h.conversation(t, "crm__export"), "Export the contacts", "")
+	got := h.wait(t, id)
+	require.Equal(t, turn.StatusCOMPLETED, got.Status, got.Error)
+	calls := h.calls(t, id)
+	require.Equal(t, toolcall.OutcomeHITS, calls[0].Outcome)
+	res := calls[0].QueryResult().OnlyX(tenancy.System(context.Background()))
+	require.Equal(t, schematype.KindJSON, res.Kind)
+	require.Contains(t, *calls[0].Heard, `"email": "ada@example.com"`)
+	require.NotContains(t, *calls[0].Heard, `\"`, "heard as JSON, not as escaped text")
 }
 
 func TestResumeRunsTurnsLeftRunning(t *testing.T) {
