@@ -8,6 +8,7 @@ import (
 	"github.com/stretchr/testify/require"
 
 	"github.com/toolgate/toolgate/ent/db/dbtest"
+	"github.com/toolgate/toolgate/ent/tenancy"
 	"github.com/toolgate/toolgate/ent/turn"
 	"github.com/toolgate/toolgate/runtime/loop"
 	"github.com/toolgate/toolgate/runtime/model"
@@ -32,7 +33,7 @@ func TestWebToolsOfferedOnlyWhenApproved(t *testing.T) {
 			t.Parallel()
 			p := &scripted{answers: []model.Response{{Text: "Done."}}}
 			h := newHarness(t, dbtest.Open(t, dbtest.SQLite), p, func(c *loop.Config) { c.WebProvider = tt.provider })
-			h.client.Organization.Update().SetWebResearch(tt.enabled).ExecX(context.Background())
+			h.client.Organization.Update().SetWebResearch(tt.enabled).ExecX(tenancy.System(context.Background()))
 			id := h.send(t, h.conversation(t, "research_web", "read_page"), "look it up", "")
 			require.Equal(t, turn.StatusCOMPLETED, h.wait(t, id).Status)
 			var names []string

@@ -15,6 +15,7 @@ import (
 	"github.com/stretchr/testify/require"
 
 	"github.com/toolgate/toolgate/ent/db/dbtest"
+	"github.com/toolgate/toolgate/ent/tenancy"
 )
 
 // BenchmarkRunEmpty is the overhead of one run: a child started, fed,
@@ -72,7 +73,7 @@ func BenchmarkBombPeakMemory(b *testing.B) {
 				}
 			}
 		}()
-		_, err := tb.sandbox.Run(context.Background(), tb.client, tb.conv, codeInput(`const s = "x".repeat(2 ** 30); console.log(s.length)`))
+		_, err := tb.sandbox.Run(tenancy.System(context.Background()), tb.client, tb.conv, codeInput(`const s = "x".repeat(2 ** 30); console.log(s.length)`))
 		close(done)
 		wg.Wait()
 		refused(b, err, "memory bound")
