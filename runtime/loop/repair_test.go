@@ -13,6 +13,7 @@ import (
 	"github.com/stretchr/testify/require"
 
 	"github.com/toolgate/toolgate/ent/db"
+	"github.com/toolgate/toolgate/ent/tenancy"
 	"github.com/toolgate/toolgate/ent/toolcall"
 	"github.com/toolgate/toolgate/ent/turn"
 	"github.com/toolgate/toolgate/runtime/model"
@@ -169,7 +170,7 @@ func TestRepairedArgumentsReachEveryConsumer(t *testing.T) {
 	each(t, func(t *testing.T, d *db.DB) {
 		p := &routed{calls: map[string]model.ToolCall{}, requests: map[string][]model.Request{}}
 		h := newHarness(t, d, p)
-		h.client.Organization.Update().SetWebResearch(true).ExecX(context.Background())
+		h.client.Organization.Update().SetWebResearch(true).ExecX(tenancy.System(context.Background()))
 		for i, tc := range cases {
 			name := fmt.Sprintf("%s/%s/%s", tc.def.Name, tc.broken.rule, tc.broken.path)
 			t.Run(name, func(t *testing.T) {
