@@ -175,7 +175,8 @@ func (s *Sandbox) start(ctx context.Context, r *run, j job) (message, error) {
 		return message{}, fmt.Errorf("run code: %w", ctx.Err())
 	case runCtx.Err() != nil:
 		return message{Bound: BoundTime, Error: fmt.Sprintf("ran past the %s time bound and was stopped", s.Limits.Wall)}, nil
-	case stderr.has("out of memory") || stderr.has("cannot allocate memory") || stderr.has("address space collisions"):
+	case stderr.has("out of memory") || stderr.has("cannot allocate memory") || stderr.has("address space collisions") ||
+		stderr.has("failed to allocate"): // a race-detector build's allocator meeting the same cap
 		return message{Bound: BoundMemory, Error: fmt.Sprintf("used too much memory (the bound is %d MiB) and was stopped", s.Limits.MemoryBytes>>20)}, nil
 	case signalled(waitErr, syscall.SIGXCPU):
 		return message{Bound: BoundTime, Error: "used up its CPU time and was stopped"}, nil
