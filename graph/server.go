@@ -285,10 +285,6 @@ func (s *Server) presentError(ctx context.Context, err error) *gqlerror.Error {
 		return coded(gqlErr, "conflicts with an existing object (a name already in use?)", "CONFLICT")
 	case errors.Is(err, errInternal):
 		return coded(gqlErr, "internal error", "INTERNAL")
-	case strings.Contains(err.Error(), "cannot decode cursor"):
-		// entgql's cursor decoding: the caller sent a cursor that is not one
-		// of ours. The path ends with the argument's name.
-		return coded(gqlErr, malformedCursor(lastName(gqlErr.Path)), "BAD_USER_INPUT")
 	case errors.As(err, &source) && errors.Unwrap(source) == nil:
 		// Parse, validation and variable errors from gqlgen: already clear.
 		// Drop the echo of a body that could not be decoded.
@@ -302,17 +298,6 @@ func (s *Server) presentError(ctx context.Context, err error) *gqlerror.Error {
 		s.cfg.Log.ErrorContext(ctx, "resolver error", "path", gqlErr.Path.String(), "err", err)
 		return coded(gqlErr, "internal error", "INTERNAL")
 	}
-}
-
-// lastName is the last named element of a path: an argument, for an
-// argument that could not be read.
-func lastName(p ast.Path) string {
-	for i := len(p) - 1; i >= 0; i-- {
-		if n, ok := p[i].(ast.PathName); ok {
-			return string(n)
-		}
-	}
-	return ""
 }
 
 func coded(e *gqlerror.Error, msg, code string) *gqlerror.Error {

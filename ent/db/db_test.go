@@ -110,6 +110,9 @@ func TestMigrateRewritesDebugTimes(t *testing.T) {
 	defer d.Close()
 	require.NoError(t, d.Migrate(ctx))
 	require.NoError(t, d.Migrate(ctx), "running it again changes nothing")
+	var version int
+	require.NoError(t, d.SQL.QueryRowContext(ctx, "PRAGMA user_version").Scan(&version))
+	require.Equal(t, 1, version, "the rewrite is recorded, so later starts skip the scan")
 
 	rows, err := d.SQL.QueryContext(ctx, "SELECT name, CAST(created_at AS TEXT) FROM organizations ORDER BY created_at")
 	require.NoError(t, err)

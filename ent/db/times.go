@@ -15,8 +15,16 @@ import (
 // ("2026-11-30 17:58:13.51847883 +0000 UTC m=+51.11…"). Those strings do
 // not sort as the times they hold, so ordering and paging by them go wrong.
 // Rows already in the new format are not matched: running it again changes
-// nothing.
+// nothing. It scans every time column, so it runs once per database file:
+// PRAGMA user_version records that it ran (nothing else sets it).
 func (d *DB) rewriteDebugTimes(ctx context.Context) error {
+	var version int
+	if err := d.SQL.QueryRowContext(ctx, "PRAGMA user_version").Scan(&version); err != nil {
+		return fmt.Errorf("read schema version: %w", err)
+	}
+	if version >= timesRewritten {
+		return nil
+	}
 	for _, t := range migrate.Tables {
 		if len(t.PrimaryKey) != 1 {
 			continue
@@ -31,8 +39,14 @@ func (d *DB) rewriteDebugTimes(ctx context.Context) error {
 			}
 		}
 	}
+	if _, err := d.SQL.ExecContext(ctx, fmt.Sprintf("PRAGMA user_version = %d", timesRewritten)); err != nil {
+		return fmt.Errorf("record times rewritten: %w", err)
+	}
 	return nil
 }
+
+// timesRewritten is the user_version from which times are in SQLite's format.
+const timesRewritten = 1
 
 func (d *DB) rewriteColumn(ctx context.Context, table, id, col string) error {
 	// The debug string has a space before its zone offset ("… +0000 UTC");
