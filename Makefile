@@ -15,11 +15,11 @@ generate: ## regenerate ent (entc), then the GraphQL server (gqlgen)
 	$(GO) tool gqlgen generate
 
 .PHONY: verify
-verify: generate ## regenerate; fail if the generated code was stale or go.mod/go.sum untidy
-	@git diff --exit-code -- ent graph gqlgen.yml || (echo "generated code is stale: run 'make generate' and commit" && exit 1)
-	@test -z "$$(git status --porcelain -- ent graph)" || (git status --porcelain -- ent graph; echo "untracked generated files: run 'make generate' and commit"; exit 1)
+verify: ## fail if go.mod/go.sum are untidy, or if regenerating changes the committed generated code
 	@$(GO) mod tidy -diff || (echo "go.mod or go.sum is untidy: run 'go mod tidy' and commit" && exit 1)
-	@git diff --exit-code -- go.mod go.sum || (echo "go.mod or go.sum changed by generate: commit it" && exit 1)
+	@$(MAKE) --no-print-directory generate
+	@git diff --exit-code -- ent graph gqlgen.yml go.mod go.sum || (echo "generated code is stale: run 'make generate' and commit" && exit 1)
+	@test -z "$$(git status --porcelain -- ent graph)" || (git status --porcelain -- ent graph; echo "untracked generated files: run 'make generate' and commit"; exit 1)
 
 .PHONY: build
 build: ## build the binary into bin/
