@@ -37,6 +37,8 @@ type Agent struct {
 	BudgetCheck bool `json:"budget_check,omitempty"`
 	// PastConversationSearch holds the value of the "past_conversation_search" field.
 	PastConversationSearch bool `json:"past_conversation_search,omitempty"`
+	// the knowledge bases knowledge_search and read_document reach
+	KnowledgeBaseIds []int `json:"knowledge_base_ids,omitempty"`
 	// Edges holds the relations/edges for other nodes in the graph.
 	// The values are being populated by the AgentQuery when eager-loading is set.
 	Edges        AgentEdges `json:"edges"`
@@ -81,7 +83,7 @@ func (*Agent) scanValues(columns []string) ([]any, error) {
 	values := make([]any, len(columns))
 	for i := range columns {
 		switch columns[i] {
-		case agent.FieldTools:
+		case agent.FieldTools, agent.FieldKnowledgeBaseIds:
 			values[i] = new([]byte)
 		case agent.FieldMemory, agent.FieldBudgetCheck, agent.FieldPastConversationSearch:
 			values[i] = new(sql.NullBool)
@@ -168,6 +170,14 @@ func (_m *Agent) assignValues(columns []string, values []any) error {
 			} else if value.Valid {
 				_m.PastConversationSearch = value.Bool
 			}
+		case agent.FieldKnowledgeBaseIds:
+			if value, ok := values[i].(*[]byte); !ok {
+				return fmt.Errorf("unexpected type %T for field knowledge_base_ids", values[i])
+			} else if value != nil && len(*value) > 0 {
+				if err := json.Unmarshal(*value, &_m.KnowledgeBaseIds); err != nil {
+					return fmt.Errorf("unmarshal field knowledge_base_ids: %w", err)
+				}
+			}
 		default:
 			_m.selectValues.Set(columns[i], values[i])
 		}
@@ -240,6 +250,9 @@ func (_m *Agent) String() string {
 	builder.WriteString(", ")
 	builder.WriteString("past_conversation_search=")
 	builder.WriteString(fmt.Sprintf("%v", _m.PastConversationSearch))
+	builder.WriteString(", ")
+	builder.WriteString("knowledge_base_ids=")
+	builder.WriteString(fmt.Sprintf("%v", _m.KnowledgeBaseIds))
 	builder.WriteByte(')')
 	return builder.String()
 }

@@ -126,6 +126,12 @@ func (_c *AgentCreate) SetNillablePastConversationSearch(v *bool) *AgentCreate {
 	return _c
 }
 
+// SetKnowledgeBaseIds sets the "knowledge_base_ids" field.
+func (_c *AgentCreate) SetKnowledgeBaseIds(v []int) *AgentCreate {
+	_c.mutation.SetKnowledgeBaseIds(v)
+	return _c
+}
+
 // SetOrganization sets the "organization" edge to the Organization entity.
 func (_c *AgentCreate) SetOrganization(v *Organization) *AgentCreate {
 	return _c.SetOrganizationID(v.ID)
@@ -217,6 +223,10 @@ func (_c *AgentCreate) defaults() error {
 		v := agent.DefaultPastConversationSearch
 		_c.mutation.SetPastConversationSearch(v)
 	}
+	if _, ok := _c.mutation.KnowledgeBaseIds(); !ok {
+		v := agent.DefaultKnowledgeBaseIds
+		_c.mutation.SetKnowledgeBaseIds(v)
+	}
 	return nil
 }
 
@@ -258,6 +268,9 @@ func (_c *AgentCreate) check() error {
 	}
 	if _, ok := _c.mutation.PastConversationSearch(); !ok {
 		return &ValidationError{Name: "past_conversation_search", err: errors.New(`ent: missing required field "Agent.past_conversation_search"`)}
+	}
+	if _, ok := _c.mutation.KnowledgeBaseIds(); !ok {
+		return &ValidationError{Name: "knowledge_base_ids", err: errors.New(`ent: missing required field "Agent.knowledge_base_ids"`)}
 	}
 	if len(_c.mutation.OrganizationIDs()) == 0 {
 		return &ValidationError{Name: "organization", err: errors.New(`ent: missing required edge "Agent.organization"`)}
@@ -320,6 +333,10 @@ func (_c *AgentCreate) createSpec() (*Agent, *sqlgraph.CreateSpec) {
 	if value, ok := _c.mutation.PastConversationSearch(); ok {
 		_spec.SetField(agent.FieldPastConversationSearch, field.TypeBool, value)
 		_node.PastConversationSearch = value
+	}
+	if value, ok := _c.mutation.KnowledgeBaseIds(); ok {
+		_spec.SetField(agent.FieldKnowledgeBaseIds, field.TypeJSON, value)
+		_node.KnowledgeBaseIds = value
 	}
 	if nodes := _c.mutation.OrganizationIDs(); len(nodes) > 0 {
 		edge := &sqlgraph.EdgeSpec{
@@ -490,6 +507,18 @@ func (u *AgentUpsert) UpdatePastConversationSearch() *AgentUpsert {
 	return u
 }
 
+// SetKnowledgeBaseIds sets the "knowledge_base_ids" field.
+func (u *AgentUpsert) SetKnowledgeBaseIds(v []int) *AgentUpsert {
+	u.Set(agent.FieldKnowledgeBaseIds, v)
+	return u
+}
+
+// UpdateKnowledgeBaseIds sets the "knowledge_base_ids" field to the value that was provided on create.
+func (u *AgentUpsert) UpdateKnowledgeBaseIds() *AgentUpsert {
+	u.SetExcluded(agent.FieldKnowledgeBaseIds)
+	return u
+}
+
 // UpdateNewValues updates the mutable fields using the new values that were set on create.
 // Using this option is equivalent to using:
 //
@@ -633,6 +662,20 @@ func (u *AgentUpsertOne) SetPastConversationSearch(v bool) *AgentUpsertOne {
 func (u *AgentUpsertOne) UpdatePastConversationSearch() *AgentUpsertOne {
 	return u.Update(func(s *AgentUpsert) {
 		s.UpdatePastConversationSearch()
+	})
+}
+
+// SetKnowledgeBaseIds sets the "knowledge_base_ids" field.
+func (u *AgentUpsertOne) SetKnowledgeBaseIds(v []int) *AgentUpsertOne {
+	return u.Update(func(s *AgentUpsert) {
+		s.SetKnowledgeBaseIds(v)
+	})
+}
+
+// UpdateKnowledgeBaseIds sets the "knowledge_base_ids" field to the value that was provided on create.
+func (u *AgentUpsertOne) UpdateKnowledgeBaseIds() *AgentUpsertOne {
+	return u.Update(func(s *AgentUpsert) {
+		s.UpdateKnowledgeBaseIds()
 	})
 }
 
@@ -945,6 +988,20 @@ func (u *AgentUpsertBulk) SetPastConversationSearch(v bool) *AgentUpsertBulk {
 func (u *AgentUpsertBulk) UpdatePastConversationSearch() *AgentUpsertBulk {
 	return u.Update(func(s *AgentUpsert) {
 		s.UpdatePastConversationSearch()
+	})
+}
+
+// SetKnowledgeBaseIds sets the "knowledge_base_ids" field.
+func (u *AgentUpsertBulk) SetKnowledgeBaseIds(v []int) *AgentUpsertBulk {
+	return u.Update(func(s *AgentUpsert) {
+		s.SetKnowledgeBaseIds(v)
+	})
+}
+
+// UpdateKnowledgeBaseIds sets the "knowledge_base_ids" field to the value that was provided on create.
+func (u *AgentUpsertBulk) UpdateKnowledgeBaseIds() *AgentUpsertBulk {
+	return u.Update(func(s *AgentUpsert) {
+		s.UpdateKnowledgeBaseIds()
 	})
 }
 

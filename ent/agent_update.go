@@ -118,6 +118,18 @@ func (_u *AgentUpdate) SetNillablePastConversationSearch(v *bool) *AgentUpdate {
 	return _u
 }
 
+// SetKnowledgeBaseIds sets the "knowledge_base_ids" field.
+func (_u *AgentUpdate) SetKnowledgeBaseIds(v []int) *AgentUpdate {
+	_u.mutation.SetKnowledgeBaseIds(v)
+	return _u
+}
+
+// AppendKnowledgeBaseIds appends value to the "knowledge_base_ids" field.
+func (_u *AgentUpdate) AppendKnowledgeBaseIds(v []int) *AgentUpdate {
+	_u.mutation.AppendKnowledgeBaseIds(v)
+	return _u
+}
+
 // AddConversationIDs adds the "conversations" edge to the Conversation entity by IDs.
 func (_u *AgentUpdate) AddConversationIDs(ids ...int) *AgentUpdate {
 	_u.mutation.AddConversationIDs(ids...)
@@ -256,6 +268,14 @@ func (_u *AgentUpdate) sqlSave(ctx context.Context) (_node int, err error) {
 	}
 	if value, ok := _u.mutation.PastConversationSearch(); ok {
 		_spec.SetField(agent.FieldPastConversationSearch, field.TypeBool, value)
+	}
+	if value, ok := _u.mutation.KnowledgeBaseIds(); ok {
+		_spec.SetField(agent.FieldKnowledgeBaseIds, field.TypeJSON, value)
+	}
+	if value, ok := _u.mutation.AppendedKnowledgeBaseIds(); ok {
+		_spec.AddModifier(func(u *sql.UpdateBuilder) {
+			sqljson.Append(u, agent.FieldKnowledgeBaseIds, value)
+		})
 	}
 	if _u.mutation.ConversationsCleared() {
 		edge := &sqlgraph.EdgeSpec{
@@ -407,6 +427,18 @@ func (_u *AgentUpdateOne) SetNillablePastConversationSearch(v *bool) *AgentUpdat
 	if v != nil {
 		_u.SetPastConversationSearch(*v)
 	}
+	return _u
+}
+
+// SetKnowledgeBaseIds sets the "knowledge_base_ids" field.
+func (_u *AgentUpdateOne) SetKnowledgeBaseIds(v []int) *AgentUpdateOne {
+	_u.mutation.SetKnowledgeBaseIds(v)
+	return _u
+}
+
+// AppendKnowledgeBaseIds appends value to the "knowledge_base_ids" field.
+func (_u *AgentUpdateOne) AppendKnowledgeBaseIds(v []int) *AgentUpdateOne {
+	_u.mutation.AppendKnowledgeBaseIds(v)
 	return _u
 }
 
@@ -578,6 +610,14 @@ func (_u *AgentUpdateOne) sqlSave(ctx context.Context) (_node *Agent, err error)
 	}
 	if value, ok := _u.mutation.PastConversationSearch(); ok {
 		_spec.SetField(agent.FieldPastConversationSearch, field.TypeBool, value)
+	}
+	if value, ok := _u.mutation.KnowledgeBaseIds(); ok {
+		_spec.SetField(agent.FieldKnowledgeBaseIds, field.TypeJSON, value)
+	}
+	if value, ok := _u.mutation.AppendedKnowledgeBaseIds(); ok {
+		_spec.AddModifier(func(u *sql.UpdateBuilder) {
+			sqljson.Append(u, agent.FieldKnowledgeBaseIds, value)
+		})
 	}
 	if _u.mutation.ConversationsCleared() {
 		edge := &sqlgraph.EdgeSpec{

@@ -18,8 +18,12 @@ import (
 	"github.com/toolgate/toolgate/ent/agent"
 	"github.com/toolgate/toolgate/ent/apitoken"
 	"github.com/toolgate/toolgate/ent/application"
+	"github.com/toolgate/toolgate/ent/attachment"
 	"github.com/toolgate/toolgate/ent/conversation"
+	"github.com/toolgate/toolgate/ent/document"
+	"github.com/toolgate/toolgate/ent/documentchunk"
 	"github.com/toolgate/toolgate/ent/idempotentresponse"
+	"github.com/toolgate/toolgate/ent/knowledgebase"
 	"github.com/toolgate/toolgate/ent/modelcall"
 	"github.com/toolgate/toolgate/ent/organization"
 	"github.com/toolgate/toolgate/ent/setting"
@@ -44,10 +48,18 @@ type Client struct {
 	Agent *AgentClient
 	// Application is the client for interacting with the Application builders.
 	Application *ApplicationClient
+	// Attachment is the client for interacting with the Attachment builders.
+	Attachment *AttachmentClient
 	// Conversation is the client for interacting with the Conversation builders.
 	Conversation *ConversationClient
+	// Document is the client for interacting with the Document builders.
+	Document *DocumentClient
+	// DocumentChunk is the client for interacting with the DocumentChunk builders.
+	DocumentChunk *DocumentChunkClient
 	// IdempotentResponse is the client for interacting with the IdempotentResponse builders.
 	IdempotentResponse *IdempotentResponseClient
+	// KnowledgeBase is the client for interacting with the KnowledgeBase builders.
+	KnowledgeBase *KnowledgeBaseClient
 	// ModelCall is the client for interacting with the ModelCall builders.
 	ModelCall *ModelCallClient
 	// Organization is the client for interacting with the Organization builders.
@@ -80,8 +92,12 @@ func (c *Client) init() {
 	c.APIToken = NewAPITokenClient(c.config)
 	c.Agent = NewAgentClient(c.config)
 	c.Application = NewApplicationClient(c.config)
+	c.Attachment = NewAttachmentClient(c.config)
 	c.Conversation = NewConversationClient(c.config)
+	c.Document = NewDocumentClient(c.config)
+	c.DocumentChunk = NewDocumentChunkClient(c.config)
 	c.IdempotentResponse = NewIdempotentResponseClient(c.config)
+	c.KnowledgeBase = NewKnowledgeBaseClient(c.config)
 	c.ModelCall = NewModelCallClient(c.config)
 	c.Organization = NewOrganizationClient(c.config)
 	c.Setting = NewSettingClient(c.config)
@@ -186,8 +202,12 @@ func (c *Client) Tx(ctx context.Context) (*Tx, error) {
 		APIToken:           NewAPITokenClient(cfg),
 		Agent:              NewAgentClient(cfg),
 		Application:        NewApplicationClient(cfg),
+		Attachment:         NewAttachmentClient(cfg),
 		Conversation:       NewConversationClient(cfg),
+		Document:           NewDocumentClient(cfg),
+		DocumentChunk:      NewDocumentChunkClient(cfg),
 		IdempotentResponse: NewIdempotentResponseClient(cfg),
+		KnowledgeBase:      NewKnowledgeBaseClient(cfg),
 		ModelCall:          NewModelCallClient(cfg),
 		Organization:       NewOrganizationClient(cfg),
 		Setting:            NewSettingClient(cfg),
@@ -219,8 +239,12 @@ func (c *Client) BeginTx(ctx context.Context, opts *sql.TxOptions) (*Tx, error) 
 		APIToken:           NewAPITokenClient(cfg),
 		Agent:              NewAgentClient(cfg),
 		Application:        NewApplicationClient(cfg),
+		Attachment:         NewAttachmentClient(cfg),
 		Conversation:       NewConversationClient(cfg),
+		Document:           NewDocumentClient(cfg),
+		DocumentChunk:      NewDocumentChunkClient(cfg),
 		IdempotentResponse: NewIdempotentResponseClient(cfg),
+		KnowledgeBase:      NewKnowledgeBaseClient(cfg),
 		ModelCall:          NewModelCallClient(cfg),
 		Organization:       NewOrganizationClient(cfg),
 		Setting:            NewSettingClient(cfg),
@@ -259,9 +283,10 @@ func (c *Client) Close() error {
 // In order to add hooks to a specific client, call: `client.Node.Use(...)`.
 func (c *Client) Use(hooks ...Hook) {
 	for _, n := range []interface{ Use(...Hook) }{
-		c.APIToken, c.Agent, c.Application, c.Conversation, c.IdempotentResponse,
-		c.ModelCall, c.Organization, c.Setting, c.StoredResult, c.Task, c.ToolCall,
-		c.Turn, c.User, c.WorkspaceFile,
+		c.APIToken, c.Agent, c.Application, c.Attachment, c.Conversation, c.Document,
+		c.DocumentChunk, c.IdempotentResponse, c.KnowledgeBase, c.ModelCall,
+		c.Organization, c.Setting, c.StoredResult, c.Task, c.ToolCall, c.Turn, c.User,
+		c.WorkspaceFile,
 	} {
 		n.Use(hooks...)
 	}
@@ -271,9 +296,10 @@ func (c *Client) Use(hooks ...Hook) {
 // In order to add interceptors to a specific client, call: `client.Node.Intercept(...)`.
 func (c *Client) Intercept(interceptors ...Interceptor) {
 	for _, n := range []interface{ Intercept(...Interceptor) }{
-		c.APIToken, c.Agent, c.Application, c.Conversation, c.IdempotentResponse,
-		c.ModelCall, c.Organization, c.Setting, c.StoredResult, c.Task, c.ToolCall,
-		c.Turn, c.User, c.WorkspaceFile,
+		c.APIToken, c.Agent, c.Application, c.Attachment, c.Conversation, c.Document,
+		c.DocumentChunk, c.IdempotentResponse, c.KnowledgeBase, c.ModelCall,
+		c.Organization, c.Setting, c.StoredResult, c.Task, c.ToolCall, c.Turn, c.User,
+		c.WorkspaceFile,
 	} {
 		n.Intercept(interceptors...)
 	}
@@ -288,10 +314,18 @@ func (c *Client) Mutate(ctx context.Context, m Mutation) (Value, error) {
 		return c.Agent.mutate(ctx, m)
 	case *ApplicationMutation:
 		return c.Application.mutate(ctx, m)
+	case *AttachmentMutation:
+		return c.Attachment.mutate(ctx, m)
 	case *ConversationMutation:
 		return c.Conversation.mutate(ctx, m)
+	case *DocumentMutation:
+		return c.Document.mutate(ctx, m)
+	case *DocumentChunkMutation:
+		return c.DocumentChunk.mutate(ctx, m)
 	case *IdempotentResponseMutation:
 		return c.IdempotentResponse.mutate(ctx, m)
+	case *KnowledgeBaseMutation:
+		return c.KnowledgeBase.mutate(ctx, m)
 	case *ModelCallMutation:
 		return c.ModelCall.mutate(ctx, m)
 	case *OrganizationMutation:
@@ -781,6 +815,140 @@ func (c *ApplicationClient) mutate(ctx context.Context, m *ApplicationMutation) 
 	}
 }
 
+// AttachmentClient is a client for the Attachment schema.
+type AttachmentClient struct {
+	config
+}
+
+// NewAttachmentClient returns a client for the Attachment from the given config.
+func NewAttachmentClient(c config) *AttachmentClient {
+	return &AttachmentClient{config: c}
+}
+
+// Use adds a list of mutation hooks to the hooks stack.
+// A call to `Use(f, g, h)` equals to `attachment.Hooks(f(g(h())))`.
+func (c *AttachmentClient) Use(hooks ...Hook) {
+	c.hooks.Attachment = append(c.hooks.Attachment, hooks...)
+}
+
+// Intercept adds a list of query interceptors to the interceptors stack.
+// A call to `Intercept(f, g, h)` equals to `attachment.Intercept(f(g(h())))`.
+func (c *AttachmentClient) Intercept(interceptors ...Interceptor) {
+	c.inters.Attachment = append(c.inters.Attachment, interceptors...)
+}
+
+// Create returns a builder for creating a Attachment entity.
+func (c *AttachmentClient) Create() *AttachmentCreate {
+	mutation := newAttachmentMutation(c.config, OpCreate)
+	return &AttachmentCreate{config: c.config, hooks: c.Hooks(), mutation: mutation}
+}
+
+// CreateBulk returns a builder for creating a bulk of Attachment entities.
+func (c *AttachmentClient) CreateBulk(builders ...*AttachmentCreate) *AttachmentCreateBulk {
+	return &AttachmentCreateBulk{config: c.config, builders: builders}
+}
+
+// MapCreateBulk creates a bulk creation builder from the given slice. For each item in the slice, the function creates
+// a builder and applies setFunc on it.
+func (c *AttachmentClient) MapCreateBulk(slice any, setFunc func(*AttachmentCreate, int)) *AttachmentCreateBulk {
+	rv := reflect.ValueOf(slice)
+	if rv.Kind() != reflect.Slice {
+		return &AttachmentCreateBulk{err: fmt.Errorf("calling to AttachmentClient.MapCreateBulk with wrong type %T, need slice", slice)}
+	}
+	builders := make([]*AttachmentCreate, rv.Len())
+	for i := 0; i < rv.Len(); i++ {
+		builders[i] = c.Create()
+		setFunc(builders[i], i)
+	}
+	return &AttachmentCreateBulk{config: c.config, builders: builders}
+}
+
+// Update returns an update builder for Attachment.
+func (c *AttachmentClient) Update() *AttachmentUpdate {
+	mutation := newAttachmentMutation(c.config, OpUpdate)
+	return &AttachmentUpdate{config: c.config, hooks: c.Hooks(), mutation: mutation}
+}
+
+// UpdateOne returns an update builder for the given entity.
+func (c *AttachmentClient) UpdateOne(_m *Attachment) *AttachmentUpdateOne {
+	mutation := newAttachmentMutation(c.config, OpUpdateOne, withAttachment(_m))
+	return &AttachmentUpdateOne{config: c.config, hooks: c.Hooks(), mutation: mutation}
+}
+
+// UpdateOneID returns an update builder for the given id.
+func (c *AttachmentClient) UpdateOneID(id int) *AttachmentUpdateOne {
+	mutation := newAttachmentMutation(c.config, OpUpdateOne, withAttachmentID(id))
+	return &AttachmentUpdateOne{config: c.config, hooks: c.Hooks(), mutation: mutation}
+}
+
+// Delete returns a delete builder for Attachment.
+func (c *AttachmentClient) Delete() *AttachmentDelete {
+	mutation := newAttachmentMutation(c.config, OpDelete)
+	return &AttachmentDelete{config: c.config, hooks: c.Hooks(), mutation: mutation}
+}
+
+// DeleteOne returns a builder for deleting the given entity.
+func (c *AttachmentClient) DeleteOne(_m *Attachment) *AttachmentDeleteOne {
+	return c.DeleteOneID(_m.ID)
+}
+
+// DeleteOneID returns a builder for deleting the given entity by its id.
+func (c *AttachmentClient) DeleteOneID(id int) *AttachmentDeleteOne {
+	builder := c.Delete().Where(attachment.ID(id))
+	builder.mutation.id = &id
+	builder.mutation.op = OpDeleteOne
+	return &AttachmentDeleteOne{builder}
+}
+
+// Query returns a query builder for Attachment.
+func (c *AttachmentClient) Query() *AttachmentQuery {
+	return &AttachmentQuery{
+		config: c.config,
+		ctx:    &QueryContext{Type: TypeAttachment},
+		inters: c.Interceptors(),
+	}
+}
+
+// Get returns a Attachment entity by its id.
+func (c *AttachmentClient) Get(ctx context.Context, id int) (*Attachment, error) {
+	return c.Query().Where(attachment.ID(id)).Only(ctx)
+}
+
+// GetX is like Get, but panics if an error occurs.
+func (c *AttachmentClient) GetX(ctx context.Context, id int) *Attachment {
+	obj, err := c.Get(ctx, id)
+	if err != nil {
+		panic(err)
+	}
+	return obj
+}
+
+// Hooks returns the client hooks.
+func (c *AttachmentClient) Hooks() []Hook {
+	hooks := c.hooks.Attachment
+	return append(hooks[:len(hooks):len(hooks)], attachment.Hooks[:]...)
+}
+
+// Interceptors returns the client interceptors.
+func (c *AttachmentClient) Interceptors() []Interceptor {
+	return c.inters.Attachment
+}
+
+func (c *AttachmentClient) mutate(ctx context.Context, m *AttachmentMutation) (Value, error) {
+	switch m.Op() {
+	case OpCreate:
+		return (&AttachmentCreate{config: c.config, hooks: c.Hooks(), mutation: m}).Save(ctx)
+	case OpUpdate:
+		return (&AttachmentUpdate{config: c.config, hooks: c.Hooks(), mutation: m}).Save(ctx)
+	case OpUpdateOne:
+		return (&AttachmentUpdateOne{config: c.config, hooks: c.Hooks(), mutation: m}).Save(ctx)
+	case OpDelete, OpDeleteOne:
+		return (&AttachmentDelete{config: c.config, hooks: c.Hooks(), mutation: m}).Exec(ctx)
+	default:
+		return nil, fmt.Errorf("ent: unknown Attachment mutation op: %q", m.Op())
+	}
+}
+
 // ConversationClient is a client for the Conversation schema.
 type ConversationClient struct {
 	config
@@ -995,6 +1163,290 @@ func (c *ConversationClient) mutate(ctx context.Context, m *ConversationMutation
 	}
 }
 
+// DocumentClient is a client for the Document schema.
+type DocumentClient struct {
+	config
+}
+
+// NewDocumentClient returns a client for the Document from the given config.
+func NewDocumentClient(c config) *DocumentClient {
+	return &DocumentClient{config: c}
+}
+
+// Use adds a list of mutation hooks to the hooks stack.
+// A call to `Use(f, g, h)` equals to `document.Hooks(f(g(h())))`.
+func (c *DocumentClient) Use(hooks ...Hook) {
+	c.hooks.Document = append(c.hooks.Document, hooks...)
+}
+
+// Intercept adds a list of query interceptors to the interceptors stack.
+// A call to `Intercept(f, g, h)` equals to `document.Intercept(f(g(h())))`.
+func (c *DocumentClient) Intercept(interceptors ...Interceptor) {
+	c.inters.Document = append(c.inters.Document, interceptors...)
+}
+
+// Create returns a builder for creating a Document entity.
+func (c *DocumentClient) Create() *DocumentCreate {
+	mutation := newDocumentMutation(c.config, OpCreate)
+	return &DocumentCreate{config: c.config, hooks: c.Hooks(), mutation: mutation}
+}
+
+// CreateBulk returns a builder for creating a bulk of Document entities.
+func (c *DocumentClient) CreateBulk(builders ...*DocumentCreate) *DocumentCreateBulk {
+	return &DocumentCreateBulk{config: c.config, builders: builders}
+}
+
+// MapCreateBulk creates a bulk creation builder from the given slice. For each item in the slice, the function creates
+// a builder and applies setFunc on it.
+func (c *DocumentClient) MapCreateBulk(slice any, setFunc func(*DocumentCreate, int)) *DocumentCreateBulk {
+	rv := reflect.ValueOf(slice)
+	if rv.Kind() != reflect.Slice {
+		return &DocumentCreateBulk{err: fmt.Errorf("calling to DocumentClient.MapCreateBulk with wrong type %T, need slice", slice)}
+	}
+	builders := make([]*DocumentCreate, rv.Len())
+	for i := 0; i < rv.Len(); i++ {
+		builders[i] = c.Create()
+		setFunc(builders[i], i)
+	}
+	return &DocumentCreateBulk{config: c.config, builders: builders}
+}
+
+// Update returns an update builder for Document.
+func (c *DocumentClient) Update() *DocumentUpdate {
+	mutation := newDocumentMutation(c.config, OpUpdate)
+	return &DocumentUpdate{config: c.config, hooks: c.Hooks(), mutation: mutation}
+}
+
+// UpdateOne returns an update builder for the given entity.
+func (c *DocumentClient) UpdateOne(_m *Document) *DocumentUpdateOne {
+	mutation := newDocumentMutation(c.config, OpUpdateOne, withDocument(_m))
+	return &DocumentUpdateOne{config: c.config, hooks: c.Hooks(), mutation: mutation}
+}
+
+// UpdateOneID returns an update builder for the given id.
+func (c *DocumentClient) UpdateOneID(id int) *DocumentUpdateOne {
+	mutation := newDocumentMutation(c.config, OpUpdateOne, withDocumentID(id))
+	return &DocumentUpdateOne{config: c.config, hooks: c.Hooks(), mutation: mutation}
+}
+
+// Delete returns a delete builder for Document.
+func (c *DocumentClient) Delete() *DocumentDelete {
+	mutation := newDocumentMutation(c.config, OpDelete)
+	return &DocumentDelete{config: c.config, hooks: c.Hooks(), mutation: mutation}
+}
+
+// DeleteOne returns a builder for deleting the given entity.
+func (c *DocumentClient) DeleteOne(_m *Document) *DocumentDeleteOne {
+	return c.DeleteOneID(_m.ID)
+}
+
+// DeleteOneID returns a builder for deleting the given entity by its id.
+func (c *DocumentClient) DeleteOneID(id int) *DocumentDeleteOne {
+	builder := c.Delete().Where(document.ID(id))
+	builder.mutation.id = &id
+	builder.mutation.op = OpDeleteOne
+	return &DocumentDeleteOne{builder}
+}
+
+// Query returns a query builder for Document.
+func (c *DocumentClient) Query() *DocumentQuery {
+	return &DocumentQuery{
+		config: c.config,
+		ctx:    &QueryContext{Type: TypeDocument},
+		inters: c.Interceptors(),
+	}
+}
+
+// Get returns a Document entity by its id.
+func (c *DocumentClient) Get(ctx context.Context, id int) (*Document, error) {
+	return c.Query().Where(document.ID(id)).Only(ctx)
+}
+
+// GetX is like Get, but panics if an error occurs.
+func (c *DocumentClient) GetX(ctx context.Context, id int) *Document {
+	obj, err := c.Get(ctx, id)
+	if err != nil {
+		panic(err)
+	}
+	return obj
+}
+
+// QueryKnowledgeBase queries the knowledge_base edge of a Document.
+func (c *DocumentClient) QueryKnowledgeBase(_m *Document) *KnowledgeBaseQuery {
+	query := (&KnowledgeBaseClient{config: c.config}).Query()
+	query.path = func(context.Context) (fromV *sql.Selector, _ error) {
+		id := _m.ID
+		step := sqlgraph.NewStep(
+			sqlgraph.From(document.Table, document.FieldID, id),
+			sqlgraph.To(knowledgebase.Table, knowledgebase.FieldID),
+			sqlgraph.Edge(sqlgraph.M2O, true, document.KnowledgeBaseTable, document.KnowledgeBaseColumn),
+		)
+		fromV = sqlgraph.Neighbors(_m.driver.Dialect(), step)
+		return fromV, nil
+	}
+	return query
+}
+
+// Hooks returns the client hooks.
+func (c *DocumentClient) Hooks() []Hook {
+	hooks := c.hooks.Document
+	return append(hooks[:len(hooks):len(hooks)], document.Hooks[:]...)
+}
+
+// Interceptors returns the client interceptors.
+func (c *DocumentClient) Interceptors() []Interceptor {
+	return c.inters.Document
+}
+
+func (c *DocumentClient) mutate(ctx context.Context, m *DocumentMutation) (Value, error) {
+	switch m.Op() {
+	case OpCreate:
+		return (&DocumentCreate{config: c.config, hooks: c.Hooks(), mutation: m}).Save(ctx)
+	case OpUpdate:
+		return (&DocumentUpdate{config: c.config, hooks: c.Hooks(), mutation: m}).Save(ctx)
+	case OpUpdateOne:
+		return (&DocumentUpdateOne{config: c.config, hooks: c.Hooks(), mutation: m}).Save(ctx)
+	case OpDelete, OpDeleteOne:
+		return (&DocumentDelete{config: c.config, hooks: c.Hooks(), mutation: m}).Exec(ctx)
+	default:
+		return nil, fmt.Errorf("ent: unknown Document mutation op: %q", m.Op())
+	}
+}
+
+// DocumentChunkClient is a client for the DocumentChunk schema.
+type DocumentChunkClient struct {
+	config
+}
+
+// NewDocumentChunkClient returns a client for the DocumentChunk from the given config.
+func NewDocumentChunkClient(c config) *DocumentChunkClient {
+	return &DocumentChunkClient{config: c}
+}
+
+// Use adds a list of mutation hooks to the hooks stack.
+// A call to `Use(f, g, h)` equals to `documentchunk.Hooks(f(g(h())))`.
+func (c *DocumentChunkClient) Use(hooks ...Hook) {
+	c.hooks.DocumentChunk = append(c.hooks.DocumentChunk, hooks...)
+}
+
+// Intercept adds a list of query interceptors to the interceptors stack.
+// A call to `Intercept(f, g, h)` equals to `documentchunk.Intercept(f(g(h())))`.
+func (c *DocumentChunkClient) Intercept(interceptors ...Interceptor) {
+	c.inters.DocumentChunk = append(c.inters.DocumentChunk, interceptors...)
+}
+
+// Create returns a builder for creating a DocumentChunk entity.
+func (c *DocumentChunkClient) Create() *DocumentChunkCreate {
+	mutation := newDocumentChunkMutation(c.config, OpCreate)
+	return &DocumentChunkCreate{config: c.config, hooks: c.Hooks(), mutation: mutation}
+}
+
+// CreateBulk returns a builder for creating a bulk of DocumentChunk entities.
+func (c *DocumentChunkClient) CreateBulk(builders ...*DocumentChunkCreate) *DocumentChunkCreateBulk {
+	return &DocumentChunkCreateBulk{config: c.config, builders: builders}
+}
+
+// MapCreateBulk creates a bulk creation builder from the given slice. For each item in the slice, the function creates
+// a builder and applies setFunc on it.
+func (c *DocumentChunkClient) MapCreateBulk(slice any, setFunc func(*DocumentChunkCreate, int)) *DocumentChunkCreateBulk {
+	rv := reflect.ValueOf(slice)
+	if rv.Kind() != reflect.Slice {
+		return &DocumentChunkCreateBulk{err: fmt.Errorf("calling to DocumentChunkClient.MapCreateBulk with wrong type %T, need slice", slice)}
+	}
+	builders := make([]*DocumentChunkCreate, rv.Len())
+	for i := 0; i < rv.Len(); i++ {
+		builders[i] = c.Create()
+		setFunc(builders[i], i)
+	}
+	return &DocumentChunkCreateBulk{config: c.config, builders: builders}
+}
+
+// Update returns an update builder for DocumentChunk.
+func (c *DocumentChunkClient) Update() *DocumentChunkUpdate {
+	mutation := newDocumentChunkMutation(c.config, OpUpdate)
+	return &DocumentChunkUpdate{config: c.config, hooks: c.Hooks(), mutation: mutation}
+}
+
+// UpdateOne returns an update builder for the given entity.
+func (c *DocumentChunkClient) UpdateOne(_m *DocumentChunk) *DocumentChunkUpdateOne {
+	mutation := newDocumentChunkMutation(c.config, OpUpdateOne, withDocumentChunk(_m))
+	return &DocumentChunkUpdateOne{config: c.config, hooks: c.Hooks(), mutation: mutation}
+}
+
+// UpdateOneID returns an update builder for the given id.
+func (c *DocumentChunkClient) UpdateOneID(id int) *DocumentChunkUpdateOne {
+	mutation := newDocumentChunkMutation(c.config, OpUpdateOne, withDocumentChunkID(id))
+	return &DocumentChunkUpdateOne{config: c.config, hooks: c.Hooks(), mutation: mutation}
+}
+
+// Delete returns a delete builder for DocumentChunk.
+func (c *DocumentChunkClient) Delete() *DocumentChunkDelete {
+	mutation := newDocumentChunkMutation(c.config, OpDelete)
+	return &DocumentChunkDelete{config: c.config, hooks: c.Hooks(), mutation: mutation}
+}
+
+// DeleteOne returns a builder for deleting the given entity.
+func (c *DocumentChunkClient) DeleteOne(_m *DocumentChunk) *DocumentChunkDeleteOne {
+	return c.DeleteOneID(_m.ID)
+}
+
+// DeleteOneID returns a builder for deleting the given entity by its id.
+func (c *DocumentChunkClient) DeleteOneID(id int) *DocumentChunkDeleteOne {
+	builder := c.Delete().Where(documentchunk.ID(id))
+	builder.mutation.id = &id
+	builder.mutation.op = OpDeleteOne
+	return &DocumentChunkDeleteOne{builder}
+}
+
+// Query returns a query builder for DocumentChunk.
+func (c *DocumentChunkClient) Query() *DocumentChunkQuery {
+	return &DocumentChunkQuery{
+		config: c.config,
+		ctx:    &QueryContext{Type: TypeDocumentChunk},
+		inters: c.Interceptors(),
+	}
+}
+
+// Get returns a DocumentChunk entity by its id.
+func (c *DocumentChunkClient) Get(ctx context.Context, id int) (*DocumentChunk, error) {
+	return c.Query().Where(documentchunk.ID(id)).Only(ctx)
+}
+
+// GetX is like Get, but panics if an error occurs.
+func (c *DocumentChunkClient) GetX(ctx context.Context, id int) *DocumentChunk {
+	obj, err := c.Get(ctx, id)
+	if err != nil {
+		panic(err)
+	}
+	return obj
+}
+
+// Hooks returns the client hooks.
+func (c *DocumentChunkClient) Hooks() []Hook {
+	hooks := c.hooks.DocumentChunk
+	return append(hooks[:len(hooks):len(hooks)], documentchunk.Hooks[:]...)
+}
+
+// Interceptors returns the client interceptors.
+func (c *DocumentChunkClient) Interceptors() []Interceptor {
+	return c.inters.DocumentChunk
+}
+
+func (c *DocumentChunkClient) mutate(ctx context.Context, m *DocumentChunkMutation) (Value, error) {
+	switch m.Op() {
+	case OpCreate:
+		return (&DocumentChunkCreate{config: c.config, hooks: c.Hooks(), mutation: m}).Save(ctx)
+	case OpUpdate:
+		return (&DocumentChunkUpdate{config: c.config, hooks: c.Hooks(), mutation: m}).Save(ctx)
+	case OpUpdateOne:
+		return (&DocumentChunkUpdateOne{config: c.config, hooks: c.Hooks(), mutation: m}).Save(ctx)
+	case OpDelete, OpDeleteOne:
+		return (&DocumentChunkDelete{config: c.config, hooks: c.Hooks(), mutation: m}).Exec(ctx)
+	default:
+		return nil, fmt.Errorf("ent: unknown DocumentChunk mutation op: %q", m.Op())
+	}
+}
+
 // IdempotentResponseClient is a client for the IdempotentResponse schema.
 type IdempotentResponseClient struct {
 	config
@@ -1126,6 +1578,156 @@ func (c *IdempotentResponseClient) mutate(ctx context.Context, m *IdempotentResp
 		return (&IdempotentResponseDelete{config: c.config, hooks: c.Hooks(), mutation: m}).Exec(ctx)
 	default:
 		return nil, fmt.Errorf("ent: unknown IdempotentResponse mutation op: %q", m.Op())
+	}
+}
+
+// KnowledgeBaseClient is a client for the KnowledgeBase schema.
+type KnowledgeBaseClient struct {
+	config
+}
+
+// NewKnowledgeBaseClient returns a client for the KnowledgeBase from the given config.
+func NewKnowledgeBaseClient(c config) *KnowledgeBaseClient {
+	return &KnowledgeBaseClient{config: c}
+}
+
+// Use adds a list of mutation hooks to the hooks stack.
+// A call to `Use(f, g, h)` equals to `knowledgebase.Hooks(f(g(h())))`.
+func (c *KnowledgeBaseClient) Use(hooks ...Hook) {
+	c.hooks.KnowledgeBase = append(c.hooks.KnowledgeBase, hooks...)
+}
+
+// Intercept adds a list of query interceptors to the interceptors stack.
+// A call to `Intercept(f, g, h)` equals to `knowledgebase.Intercept(f(g(h())))`.
+func (c *KnowledgeBaseClient) Intercept(interceptors ...Interceptor) {
+	c.inters.KnowledgeBase = append(c.inters.KnowledgeBase, interceptors...)
+}
+
+// Create returns a builder for creating a KnowledgeBase entity.
+func (c *KnowledgeBaseClient) Create() *KnowledgeBaseCreate {
+	mutation := newKnowledgeBaseMutation(c.config, OpCreate)
+	return &KnowledgeBaseCreate{config: c.config, hooks: c.Hooks(), mutation: mutation}
+}
+
+// CreateBulk returns a builder for creating a bulk of KnowledgeBase entities.
+func (c *KnowledgeBaseClient) CreateBulk(builders ...*KnowledgeBaseCreate) *KnowledgeBaseCreateBulk {
+	return &KnowledgeBaseCreateBulk{config: c.config, builders: builders}
+}
+
+// MapCreateBulk creates a bulk creation builder from the given slice. For each item in the slice, the function creates
+// a builder and applies setFunc on it.
+func (c *KnowledgeBaseClient) MapCreateBulk(slice any, setFunc func(*KnowledgeBaseCreate, int)) *KnowledgeBaseCreateBulk {
+	rv := reflect.ValueOf(slice)
+	if rv.Kind() != reflect.Slice {
+		return &KnowledgeBaseCreateBulk{err: fmt.Errorf("calling to KnowledgeBaseClient.MapCreateBulk with wrong type %T, need slice", slice)}
+	}
+	builders := make([]*KnowledgeBaseCreate, rv.Len())
+	for i := 0; i < rv.Len(); i++ {
+		builders[i] = c.Create()
+		setFunc(builders[i], i)
+	}
+	return &KnowledgeBaseCreateBulk{config: c.config, builders: builders}
+}
+
+// Update returns an update builder for KnowledgeBase.
+func (c *KnowledgeBaseClient) Update() *KnowledgeBaseUpdate {
+	mutation := newKnowledgeBaseMutation(c.config, OpUpdate)
+	return &KnowledgeBaseUpdate{config: c.config, hooks: c.Hooks(), mutation: mutation}
+}
+
+// UpdateOne returns an update builder for the given entity.
+func (c *KnowledgeBaseClient) UpdateOne(_m *KnowledgeBase) *KnowledgeBaseUpdateOne {
+	mutation := newKnowledgeBaseMutation(c.config, OpUpdateOne, withKnowledgeBase(_m))
+	return &KnowledgeBaseUpdateOne{config: c.config, hooks: c.Hooks(), mutation: mutation}
+}
+
+// UpdateOneID returns an update builder for the given id.
+func (c *KnowledgeBaseClient) UpdateOneID(id int) *KnowledgeBaseUpdateOne {
+	mutation := newKnowledgeBaseMutation(c.config, OpUpdateOne, withKnowledgeBaseID(id))
+	return &KnowledgeBaseUpdateOne{config: c.config, hooks: c.Hooks(), mutation: mutation}
+}
+
+// Delete returns a delete builder for KnowledgeBase.
+func (c *KnowledgeBaseClient) Delete() *KnowledgeBaseDelete {
+	mutation := newKnowledgeBaseMutation(c.config, OpDelete)
+	return &KnowledgeBaseDelete{config: c.config, hooks: c.Hooks(), mutation: mutation}
+}
+
+// DeleteOne returns a builder for deleting the given entity.
+func (c *KnowledgeBaseClient) DeleteOne(_m *KnowledgeBase) *KnowledgeBaseDeleteOne {
+	return c.DeleteOneID(_m.ID)
+}
+
+// DeleteOneID returns a builder for deleting the given entity by its id.
+func (c *KnowledgeBaseClient) DeleteOneID(id int) *KnowledgeBaseDeleteOne {
+	builder := c.Delete().Where(knowledgebase.ID(id))
+	builder.mutation.id = &id
+	builder.mutation.op = OpDeleteOne
+	return &KnowledgeBaseDeleteOne{builder}
+}
+
+// Query returns a query builder for KnowledgeBase.
+func (c *KnowledgeBaseClient) Query() *KnowledgeBaseQuery {
+	return &KnowledgeBaseQuery{
+		config: c.config,
+		ctx:    &QueryContext{Type: TypeKnowledgeBase},
+		inters: c.Interceptors(),
+	}
+}
+
+// Get returns a KnowledgeBase entity by its id.
+func (c *KnowledgeBaseClient) Get(ctx context.Context, id int) (*KnowledgeBase, error) {
+	return c.Query().Where(knowledgebase.ID(id)).Only(ctx)
+}
+
+// GetX is like Get, but panics if an error occurs.
+func (c *KnowledgeBaseClient) GetX(ctx context.Context, id int) *KnowledgeBase {
+	obj, err := c.Get(ctx, id)
+	if err != nil {
+		panic(err)
+	}
+	return obj
+}
+
+// QueryDocuments queries the documents edge of a KnowledgeBase.
+func (c *KnowledgeBaseClient) QueryDocuments(_m *KnowledgeBase) *DocumentQuery {
+	query := (&DocumentClient{config: c.config}).Query()
+	query.path = func(context.Context) (fromV *sql.Selector, _ error) {
+		id := _m.ID
+		step := sqlgraph.NewStep(
+			sqlgraph.From(knowledgebase.Table, knowledgebase.FieldID, id),
+			sqlgraph.To(document.Table, document.FieldID),
+			sqlgraph.Edge(sqlgraph.O2M, false, knowledgebase.DocumentsTable, knowledgebase.DocumentsColumn),
+		)
+		fromV = sqlgraph.Neighbors(_m.driver.Dialect(), step)
+		return fromV, nil
+	}
+	return query
+}
+
+// Hooks returns the client hooks.
+func (c *KnowledgeBaseClient) Hooks() []Hook {
+	hooks := c.hooks.KnowledgeBase
+	return append(hooks[:len(hooks):len(hooks)], knowledgebase.Hooks[:]...)
+}
+
+// Interceptors returns the client interceptors.
+func (c *KnowledgeBaseClient) Interceptors() []Interceptor {
+	return c.inters.KnowledgeBase
+}
+
+func (c *KnowledgeBaseClient) mutate(ctx context.Context, m *KnowledgeBaseMutation) (Value, error) {
+	switch m.Op() {
+	case OpCreate:
+		return (&KnowledgeBaseCreate{config: c.config, hooks: c.Hooks(), mutation: m}).Save(ctx)
+	case OpUpdate:
+		return (&KnowledgeBaseUpdate{config: c.config, hooks: c.Hooks(), mutation: m}).Save(ctx)
+	case OpUpdateOne:
+		return (&KnowledgeBaseUpdateOne{config: c.config, hooks: c.Hooks(), mutation: m}).Save(ctx)
+	case OpDelete, OpDeleteOne:
+		return (&KnowledgeBaseDelete{config: c.config, hooks: c.Hooks(), mutation: m}).Exec(ctx)
+	default:
+		return nil, fmt.Errorf("ent: unknown KnowledgeBase mutation op: %q", m.Op())
 	}
 }
 
@@ -2578,14 +3180,14 @@ func (c *WorkspaceFileClient) mutate(ctx context.Context, m *WorkspaceFileMutati
 // hooks and interceptors per client, for fast access.
 type (
 	hooks struct {
-		APIToken, Agent, Application, Conversation, IdempotentResponse, ModelCall,
-		Organization, Setting, StoredResult, Task, ToolCall, Turn, User,
-		WorkspaceFile []ent.Hook
+		APIToken, Agent, Application, Attachment, Conversation, Document, DocumentChunk,
+		IdempotentResponse, KnowledgeBase, ModelCall, Organization, Setting,
+		StoredResult, Task, ToolCall, Turn, User, WorkspaceFile []ent.Hook
 	}
 	inters struct {
-		APIToken, Agent, Application, Conversation, IdempotentResponse, ModelCall,
-		Organization, Setting, StoredResult, Task, ToolCall, Turn, User,
-		WorkspaceFile []ent.Interceptor
+		APIToken, Agent, Application, Attachment, Conversation, Document, DocumentChunk,
+		IdempotentResponse, KnowledgeBase, ModelCall, Organization, Setting,
+		StoredResult, Task, ToolCall, Turn, User, WorkspaceFile []ent.Interceptor
 	}
 )
 

@@ -15,8 +15,12 @@ import (
 	"github.com/toolgate/toolgate/ent/agent"
 	"github.com/toolgate/toolgate/ent/apitoken"
 	"github.com/toolgate/toolgate/ent/application"
+	"github.com/toolgate/toolgate/ent/attachment"
 	"github.com/toolgate/toolgate/ent/conversation"
+	"github.com/toolgate/toolgate/ent/document"
+	"github.com/toolgate/toolgate/ent/documentchunk"
 	"github.com/toolgate/toolgate/ent/idempotentresponse"
+	"github.com/toolgate/toolgate/ent/knowledgebase"
 	"github.com/toolgate/toolgate/ent/modelcall"
 	"github.com/toolgate/toolgate/ent/organization"
 	"github.com/toolgate/toolgate/ent/setting"
@@ -89,8 +93,12 @@ func checkColumn(t, c string) error {
 			apitoken.Table:           apitoken.ValidColumn,
 			agent.Table:              agent.ValidColumn,
 			application.Table:        application.ValidColumn,
+			attachment.Table:         attachment.ValidColumn,
 			conversation.Table:       conversation.ValidColumn,
+			document.Table:           document.ValidColumn,
+			documentchunk.Table:      documentchunk.ValidColumn,
 			idempotentresponse.Table: idempotentresponse.ValidColumn,
+			knowledgebase.Table:      knowledgebase.ValidColumn,
 			modelcall.Table:          modelcall.ValidColumn,
 			organization.Table:       organization.ValidColumn,
 			setting.Table:            setting.ValidColumn,

@@ -13,7 +13,10 @@ import (
 	"github.com/toolgate/toolgate/ent/agent"
 	"github.com/toolgate/toolgate/ent/apitoken"
 	"github.com/toolgate/toolgate/ent/application"
+	"github.com/toolgate/toolgate/ent/attachment"
 	"github.com/toolgate/toolgate/ent/conversation"
+	"github.com/toolgate/toolgate/ent/document"
+	"github.com/toolgate/toolgate/ent/knowledgebase"
 	"github.com/toolgate/toolgate/ent/organization"
 	"github.com/toolgate/toolgate/ent/storedresult"
 	"github.com/toolgate/toolgate/ent/toolcall"
@@ -386,6 +389,132 @@ func newApplicationPaginateArgs(rv map[string]any) *applicationPaginateArgs {
 }
 
 // CollectFields tells the query-builder to eagerly load connected nodes by resolver context.
+func (_q *AttachmentQuery) CollectFields(ctx context.Context, satisfies ...string) (*AttachmentQuery, error) {
+	fc := graphql.GetFieldContext(ctx)
+	if fc == nil {
+		return _q, nil
+	}
+	if err := _q.collectField(ctx, false, graphql.GetOperationContext(ctx), fc.Field, nil, satisfies...); err != nil {
+		return nil, err
+	}
+	return _q, nil
+}
+
+func (_q *AttachmentQuery) collectField(ctx context.Context, oneNode bool, opCtx *graphql.OperationContext, collected graphql.CollectedField, path []string, satisfies ...string) error {
+	path = append([]string(nil), path...)
+	var (
+		unknownSeen    bool
+		fieldSeen      = make(map[string]struct{}, len(attachment.Columns))
+		selectedFields = []string{attachment.FieldID}
+	)
+	for _, field := range graphql.CollectFields(opCtx, collected.Selections, satisfies) {
+		switch field.Name {
+		case "createdAt":
+			if _, ok := fieldSeen[attachment.FieldCreatedAt]; !ok {
+				selectedFields = append(selectedFields, attachment.FieldCreatedAt)
+				fieldSeen[attachment.FieldCreatedAt] = struct{}{}
+			}
+		case "updatedAt":
+			if _, ok := fieldSeen[attachment.FieldUpdatedAt]; !ok {
+				selectedFields = append(selectedFields, attachment.FieldUpdatedAt)
+				fieldSeen[attachment.FieldUpdatedAt] = struct{}{}
+			}
+		case "title":
+			if _, ok := fieldSeen[attachment.FieldTitle]; !ok {
+				selectedFields = append(selectedFields, attachment.FieldTitle)
+				fieldSeen[attachment.FieldTitle] = struct{}{}
+			}
+		case "filename":
+			if _, ok := fieldSeen[attachment.FieldFilename]; !ok {
+				selectedFields = append(selectedFields, attachment.FieldFilename)
+				fieldSeen[attachment.FieldFilename] = struct{}{}
+			}
+		case "mimeType":
+			if _, ok := fieldSeen[attachment.FieldMimeType]; !ok {
+				selectedFields = append(selectedFields, attachment.FieldMimeType)
+				fieldSeen[attachment.FieldMimeType] = struct{}{}
+			}
+		case "status":
+			if _, ok := fieldSeen[attachment.FieldStatus]; !ok {
+				selectedFields = append(selectedFields, attachment.FieldStatus)
+				fieldSeen[attachment.FieldStatus] = struct{}{}
+			}
+		case "error":
+			if _, ok := fieldSeen[attachment.FieldError]; !ok {
+				selectedFields = append(selectedFields, attachment.FieldError)
+				fieldSeen[attachment.FieldError] = struct{}{}
+			}
+		case "chars":
+			if _, ok := fieldSeen[attachment.FieldChars]; !ok {
+				selectedFields = append(selectedFields, attachment.FieldChars)
+				fieldSeen[attachment.FieldChars] = struct{}{}
+			}
+		case "chunks":
+			if _, ok := fieldSeen[attachment.FieldChunks]; !ok {
+				selectedFields = append(selectedFields, attachment.FieldChunks)
+				fieldSeen[attachment.FieldChunks] = struct{}{}
+			}
+		case "id":
+		case "__typename":
+		default:
+			unknownSeen = true
+		}
+	}
+	if !unknownSeen {
+		_q.Select(selectedFields...)
+	}
+	return nil
+}
+
+type attachmentPaginateArgs struct {
+	first, last   *int
+	after, before *Cursor
+	opts          []AttachmentPaginateOption
+}
+
+func newAttachmentPaginateArgs(rv map[string]any) *attachmentPaginateArgs {
+	args := &attachmentPaginateArgs{}
+	if rv == nil {
+		return args
+	}
+	if v := rv[firstField]; v != nil {
+		args.first = v.(*int)
+	}
+	if v := rv[lastField]; v != nil {
+		args.last = v.(*int)
+	}
+	if v := rv[afterField]; v != nil {
+		args.after = v.(*Cursor)
+	}
+	if v := rv[beforeField]; v != nil {
+		args.before = v.(*Cursor)
+	}
+	if v, ok := rv[orderByField]; ok {
+		switch v := v.(type) {
+		case map[string]any:
+			var (
+				err1, err2 error
+				order      = &AttachmentOrder{Field: &AttachmentOrderField{}, Direction: entgql.OrderDirectionAsc}
+			)
+			if d, ok := v[directionField]; ok {
+				err1 = order.Direction.UnmarshalGQL(d)
+			}
+			if f, ok := v[fieldField]; ok {
+				err2 = order.Field.UnmarshalGQL(f)
+			}
+			if err1 == nil && err2 == nil {
+				args.opts = append(args.opts, WithAttachmentOrder(order))
+			}
+		case *AttachmentOrder:
+			if v != nil {
+				args.opts = append(args.opts, WithAttachmentOrder(v))
+			}
+		}
+	}
+	return args
+}
+
+// CollectFields tells the query-builder to eagerly load connected nodes by resolver context.
 func (_q *ConversationQuery) CollectFields(ctx context.Context, satisfies ...string) (*ConversationQuery, error) {
 	fc := graphql.GetFieldContext(ctx)
 	if fc == nil {
@@ -610,6 +739,317 @@ func newConversationPaginateArgs(rv map[string]any) *conversationPaginateArgs {
 	}
 	if v, ok := rv[whereField].(*ConversationWhereInput); ok {
 		args.opts = append(args.opts, WithConversationFilter(v.Filter))
+	}
+	return args
+}
+
+// CollectFields tells the query-builder to eagerly load connected nodes by resolver context.
+func (_q *DocumentQuery) CollectFields(ctx context.Context, satisfies ...string) (*DocumentQuery, error) {
+	fc := graphql.GetFieldContext(ctx)
+	if fc == nil {
+		return _q, nil
+	}
+	if err := _q.collectField(ctx, false, graphql.GetOperationContext(ctx), fc.Field, nil, satisfies...); err != nil {
+		return nil, err
+	}
+	return _q, nil
+}
+
+func (_q *DocumentQuery) collectField(ctx context.Context, oneNode bool, opCtx *graphql.OperationContext, collected graphql.CollectedField, path []string, satisfies ...string) error {
+	path = append([]string(nil), path...)
+	var (
+		unknownSeen    bool
+		fieldSeen      = make(map[string]struct{}, len(document.Columns))
+		selectedFields = []string{document.FieldID}
+	)
+	for _, field := range graphql.CollectFields(opCtx, collected.Selections, satisfies) {
+		switch field.Name {
+		case "createdAt":
+			if _, ok := fieldSeen[document.FieldCreatedAt]; !ok {
+				selectedFields = append(selectedFields, document.FieldCreatedAt)
+				fieldSeen[document.FieldCreatedAt] = struct{}{}
+			}
+		case "updatedAt":
+			if _, ok := fieldSeen[document.FieldUpdatedAt]; !ok {
+				selectedFields = append(selectedFields, document.FieldUpdatedAt)
+				fieldSeen[document.FieldUpdatedAt] = struct{}{}
+			}
+		case "title":
+			if _, ok := fieldSeen[document.FieldTitle]; !ok {
+				selectedFields = append(selectedFields, document.FieldTitle)
+				fieldSeen[document.FieldTitle] = struct{}{}
+			}
+		case "filename":
+			if _, ok := fieldSeen[document.FieldFilename]; !ok {
+				selectedFields = append(selectedFields, document.FieldFilename)
+				fieldSeen[document.FieldFilename] = struct{}{}
+			}
+		case "mimeType":
+			if _, ok := fieldSeen[document.FieldMimeType]; !ok {
+				selectedFields = append(selectedFields, document.FieldMimeType)
+				fieldSeen[document.FieldMimeType] = struct{}{}
+			}
+		case "status":
+			if _, ok := fieldSeen[document.FieldStatus]; !ok {
+				selectedFields = append(selectedFields, document.FieldStatus)
+				fieldSeen[document.FieldStatus] = struct{}{}
+			}
+		case "error":
+			if _, ok := fieldSeen[document.FieldError]; !ok {
+				selectedFields = append(selectedFields, document.FieldError)
+				fieldSeen[document.FieldError] = struct{}{}
+			}
+		case "chars":
+			if _, ok := fieldSeen[document.FieldChars]; !ok {
+				selectedFields = append(selectedFields, document.FieldChars)
+				fieldSeen[document.FieldChars] = struct{}{}
+			}
+		case "chunks":
+			if _, ok := fieldSeen[document.FieldChunks]; !ok {
+				selectedFields = append(selectedFields, document.FieldChunks)
+				fieldSeen[document.FieldChunks] = struct{}{}
+			}
+		case "id":
+		case "__typename":
+		default:
+			unknownSeen = true
+		}
+	}
+	if !unknownSeen {
+		_q.Select(selectedFields...)
+	}
+	return nil
+}
+
+type documentPaginateArgs struct {
+	first, last   *int
+	after, before *Cursor
+	opts          []DocumentPaginateOption
+}
+
+func newDocumentPaginateArgs(rv map[string]any) *documentPaginateArgs {
+	args := &documentPaginateArgs{}
+	if rv == nil {
+		return args
+	}
+	if v := rv[firstField]; v != nil {
+		args.first = v.(*int)
+	}
+	if v := rv[lastField]; v != nil {
+		args.last = v.(*int)
+	}
+	if v := rv[afterField]; v != nil {
+		args.after = v.(*Cursor)
+	}
+	if v := rv[beforeField]; v != nil {
+		args.before = v.(*Cursor)
+	}
+	if v, ok := rv[orderByField]; ok {
+		switch v := v.(type) {
+		case map[string]any:
+			var (
+				err1, err2 error
+				order      = &DocumentOrder{Field: &DocumentOrderField{}, Direction: entgql.OrderDirectionAsc}
+			)
+			if d, ok := v[directionField]; ok {
+				err1 = order.Direction.UnmarshalGQL(d)
+			}
+			if f, ok := v[fieldField]; ok {
+				err2 = order.Field.UnmarshalGQL(f)
+			}
+			if err1 == nil && err2 == nil {
+				args.opts = append(args.opts, WithDocumentOrder(order))
+			}
+		case *DocumentOrder:
+			if v != nil {
+				args.opts = append(args.opts, WithDocumentOrder(v))
+			}
+		}
+	}
+	return args
+}
+
+// CollectFields tells the query-builder to eagerly load connected nodes by resolver context.
+func (_q *KnowledgeBaseQuery) CollectFields(ctx context.Context, satisfies ...string) (*KnowledgeBaseQuery, error) {
+	fc := graphql.GetFieldContext(ctx)
+	if fc == nil {
+		return _q, nil
+	}
+	if err := _q.collectField(ctx, false, graphql.GetOperationContext(ctx), fc.Field, nil, satisfies...); err != nil {
+		return nil, err
+	}
+	return _q, nil
+}
+
+func (_q *KnowledgeBaseQuery) collectField(ctx context.Context, oneNode bool, opCtx *graphql.OperationContext, collected graphql.CollectedField, path []string, satisfies ...string) error {
+	path = append([]string(nil), path...)
+	var (
+		unknownSeen    bool
+		fieldSeen      = make(map[string]struct{}, len(knowledgebase.Columns))
+		selectedFields = []string{knowledgebase.FieldID}
+	)
+	for _, field := range graphql.CollectFields(opCtx, collected.Selections, satisfies) {
+		switch field.Name {
+
+		case "documents":
+			var (
+				alias = field.Alias
+				path  = append(path, alias)
+				query = (&DocumentClient{config: _q.config}).Query()
+			)
+			args := newDocumentPaginateArgs(fieldArgs(ctx, nil, path...))
+			if err := validateFirstLast(args.first, args.last); err != nil {
+				return fmt.Errorf("validate first and last in path %q: %w", path, err)
+			}
+			pager, err := newDocumentPager(args.opts, args.last != nil)
+			if err != nil {
+				return fmt.Errorf("create new pager in path %q: %w", path, err)
+			}
+			if query, err = pager.applyFilter(query); err != nil {
+				return err
+			}
+			ignoredEdges := !hasCollectedField(ctx, append(path, edgesField)...)
+			if hasCollectedField(ctx, append(path, totalCountField)...) || hasCollectedField(ctx, append(path, pageInfoField)...) {
+				hasPagination := args.after != nil || args.first != nil || args.before != nil || args.last != nil
+				if hasPagination || ignoredEdges {
+					query := query.Clone()
+					_q.loadTotal = append(_q.loadTotal, func(ctx context.Context, nodes []*KnowledgeBase) error {
+						ids := make([]driver.Value, len(nodes))
+						for i := range nodes {
+							ids[i] = nodes[i].ID
+						}
+						var v []struct {
+							NodeID int `sql:"knowledge_base_id"`
+							Count  int `sql:"count"`
+						}
+						query.Where(func(s *sql.Selector) {
+							s.Where(sql.InValues(s.C(knowledgebase.DocumentsColumn), ids...))
+						})
+						if err := query.GroupBy(knowledgebase.DocumentsColumn).Aggregate(Count()).Scan(ctx, &v); err != nil {
+							return err
+						}
+						m := make(map[int]int, len(v))
+						for i := range v {
+							m[v[i].NodeID] = v[i].Count
+						}
+						for i := range nodes {
+							n := m[nodes[i].ID]
+							if nodes[i].Edges.totalCount[0] == nil {
+								nodes[i].Edges.totalCount[0] = make(map[string]int)
+							}
+							nodes[i].Edges.totalCount[0][alias] = n
+						}
+						return nil
+					})
+				} else {
+					_q.loadTotal = append(_q.loadTotal, func(_ context.Context, nodes []*KnowledgeBase) error {
+						for i := range nodes {
+							n := len(nodes[i].Edges.Documents)
+							if nodes[i].Edges.totalCount[0] == nil {
+								nodes[i].Edges.totalCount[0] = make(map[string]int)
+							}
+							nodes[i].Edges.totalCount[0][alias] = n
+						}
+						return nil
+					})
+				}
+			}
+			if ignoredEdges || (args.first != nil && *args.first == 0) || (args.last != nil && *args.last == 0) {
+				continue
+			}
+			if query, err = pager.applyCursors(query, args.after, args.before); err != nil {
+				return err
+			}
+			path = append(path, edgesField, nodeField)
+			if field := collectedField(ctx, path...); field != nil {
+				if err := query.collectField(ctx, false, opCtx, *field, path, mayAddCondition(satisfies, documentImplementors)...); err != nil {
+					return err
+				}
+			}
+			if limit := paginateLimit(args.first, args.last); limit > 0 {
+				if oneNode {
+					pager.applyOrder(query.Limit(limit))
+				} else {
+					modify := entgql.LimitPerRow(knowledgebase.DocumentsColumn, limit, pager.orderExpr(query))
+					query.modifiers = append(query.modifiers, modify)
+				}
+			} else {
+				query = pager.applyOrder(query)
+			}
+			_q.WithNamedDocuments(alias, func(wq *DocumentQuery) {
+				*wq = *query
+			})
+		case "createdAt":
+			if _, ok := fieldSeen[knowledgebase.FieldCreatedAt]; !ok {
+				selectedFields = append(selectedFields, knowledgebase.FieldCreatedAt)
+				fieldSeen[knowledgebase.FieldCreatedAt] = struct{}{}
+			}
+		case "updatedAt":
+			if _, ok := fieldSeen[knowledgebase.FieldUpdatedAt]; !ok {
+				selectedFields = append(selectedFields, knowledgebase.FieldUpdatedAt)
+				fieldSeen[knowledgebase.FieldUpdatedAt] = struct{}{}
+			}
+		case "name":
+			if _, ok := fieldSeen[knowledgebase.FieldName]; !ok {
+				selectedFields = append(selectedFields, knowledgebase.FieldName)
+				fieldSeen[knowledgebase.FieldName] = struct{}{}
+			}
+		case "id":
+		case "__typename":
+		default:
+			unknownSeen = true
+		}
+	}
+	if !unknownSeen {
+		_q.Select(selectedFields...)
+	}
+	return nil
+}
+
+type knowledgebasePaginateArgs struct {
+	first, last   *int
+	after, before *Cursor
+	opts          []KnowledgeBasePaginateOption
+}
+
+func newKnowledgeBasePaginateArgs(rv map[string]any) *knowledgebasePaginateArgs {
+	args := &knowledgebasePaginateArgs{}
+	if rv == nil {
+		return args
+	}
+	if v := rv[firstField]; v != nil {
+		args.first = v.(*int)
+	}
+	if v := rv[lastField]; v != nil {
+		args.last = v.(*int)
+	}
+	if v := rv[afterField]; v != nil {
+		args.after = v.(*Cursor)
+	}
+	if v := rv[beforeField]; v != nil {
+		args.before = v.(*Cursor)
+	}
+	if v, ok := rv[orderByField]; ok {
+		switch v := v.(type) {
+		case map[string]any:
+			var (
+				err1, err2 error
+				order      = &KnowledgeBaseOrder{Field: &KnowledgeBaseOrderField{}, Direction: entgql.OrderDirectionAsc}
+			)
+			if d, ok := v[directionField]; ok {
+				err1 = order.Direction.UnmarshalGQL(d)
+			}
+			if f, ok := v[fieldField]; ok {
+				err2 = order.Field.UnmarshalGQL(f)
+			}
+			if err1 == nil && err2 == nil {
+				args.opts = append(args.opts, WithKnowledgeBaseOrder(order))
+			}
+		case *KnowledgeBaseOrder:
+			if v != nil {
+				args.opts = append(args.opts, WithKnowledgeBaseOrder(v))
+			}
+		}
 	}
 	return args
 }

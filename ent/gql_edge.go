@@ -53,6 +53,26 @@ func (_m *Conversation) Turns(
 	return _m.QueryTurns().Paginate(ctx, after, first, before, last, opts...)
 }
 
+func (_m *KnowledgeBase) Documents(
+	ctx context.Context, after *Cursor, first *int, before *Cursor, last *int, orderBy *DocumentOrder,
+) (*DocumentConnection, error) {
+	opts := []DocumentPaginateOption{
+		WithDocumentOrder(orderBy),
+	}
+	alias := graphql.GetFieldContext(ctx).Field.Alias
+	totalCount, hasTotalCount := _m.Edges.totalCount[0][alias]
+	if nodes, err := _m.NamedDocuments(alias); err == nil || hasTotalCount {
+		pager, err := newDocumentPager(opts, last != nil)
+		if err != nil {
+			return nil, err
+		}
+		conn := &DocumentConnection{Edges: []*DocumentEdge{}, TotalCount: totalCount}
+		conn.build(nodes, pager, after, first, before, last)
+		return conn, nil
+	}
+	return _m.QueryDocuments().Paginate(ctx, after, first, before, last, opts...)
+}
+
 func (_m *ToolCall) Turn(ctx context.Context) (*Turn, error) {
 	result, err := _m.Edges.TurnOrErr()
 	if IsNotLoaded(err) {

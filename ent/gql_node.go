@@ -13,8 +13,11 @@ import (
 	"github.com/toolgate/toolgate/ent/agent"
 	"github.com/toolgate/toolgate/ent/apitoken"
 	"github.com/toolgate/toolgate/ent/application"
+	"github.com/toolgate/toolgate/ent/attachment"
 	"github.com/toolgate/toolgate/ent/conversation"
+	"github.com/toolgate/toolgate/ent/document"
 	"github.com/toolgate/toolgate/ent/internal"
+	"github.com/toolgate/toolgate/ent/knowledgebase"
 	"github.com/toolgate/toolgate/ent/organization"
 	"github.com/toolgate/toolgate/ent/storedresult"
 	"github.com/toolgate/toolgate/ent/toolcall"
@@ -42,10 +45,25 @@ var applicationImplementors = []string{"Application", "Node"}
 // IsNode implements the Node interface check for GQLGen.
 func (*Application) IsNode() {}
 
+var attachmentImplementors = []string{"Attachment", "Node"}
+
+// IsNode implements the Node interface check for GQLGen.
+func (*Attachment) IsNode() {}
+
 var conversationImplementors = []string{"Conversation", "Node"}
 
 // IsNode implements the Node interface check for GQLGen.
 func (*Conversation) IsNode() {}
+
+var documentImplementors = []string{"Document", "Node"}
+
+// IsNode implements the Node interface check for GQLGen.
+func (*Document) IsNode() {}
+
+var knowledgebaseImplementors = []string{"KnowledgeBase", "Node"}
+
+// IsNode implements the Node interface check for GQLGen.
+func (*KnowledgeBase) IsNode() {}
 
 var organizationImplementors = []string{"Organization", "Node"}
 
@@ -176,11 +194,38 @@ func (c *Client) noder(ctx context.Context, table string, id int) (Noder, error)
 			}
 		}
 		return query.Only(ctx)
+	case attachment.Table:
+		query := c.Attachment.Query().
+			Where(attachment.ID(id))
+		if fc := graphql.GetFieldContext(ctx); fc != nil {
+			if err := query.collectField(ctx, true, graphql.GetOperationContext(ctx), fc.Field, nil, attachmentImplementors...); err != nil {
+				return nil, err
+			}
+		}
+		return query.Only(ctx)
 	case conversation.Table:
 		query := c.Conversation.Query().
 			Where(conversation.ID(id))
 		if fc := graphql.GetFieldContext(ctx); fc != nil {
 			if err := query.collectField(ctx, true, graphql.GetOperationContext(ctx), fc.Field, nil, conversationImplementors...); err != nil {
+				return nil, err
+			}
+		}
+		return query.Only(ctx)
+	case document.Table:
+		query := c.Document.Query().
+			Where(document.ID(id))
+		if fc := graphql.GetFieldContext(ctx); fc != nil {
+			if err := query.collectField(ctx, true, graphql.GetOperationContext(ctx), fc.Field, nil, documentImplementors...); err != nil {
+				return nil, err
+			}
+		}
+		return query.Only(ctx)
+	case knowledgebase.Table:
+		query := c.KnowledgeBase.Query().
+			Where(knowledgebase.ID(id))
+		if fc := graphql.GetFieldContext(ctx); fc != nil {
+			if err := query.collectField(ctx, true, graphql.GetOperationContext(ctx), fc.Field, nil, knowledgebaseImplementors...); err != nil {
 				return nil, err
 			}
 		}
@@ -351,10 +396,58 @@ func (c *Client) noders(ctx context.Context, table string, ids []int) ([]Noder, 
 				*noder = node
 			}
 		}
+	case attachment.Table:
+		query := c.Attachment.Query().
+			Where(attachment.IDIn(ids...))
+		query, err := query.CollectFields(ctx, attachmentImplementors...)
+		if err != nil {
+			return nil, err
+		}
+		nodes, err := query.All(ctx)
+		if err != nil {
+			return nil, err
+		}
+		for _, node := range nodes {
+			for _, noder := range idmap[node.ID] {
+				*noder = node
+			}
+		}
 	case conversation.Table:
 		query := c.Conversation.Query().
 			Where(conversation.IDIn(ids...))
 		query, err := query.CollectFields(ctx, conversationImplementors...)
+		if err != nil {
+			return nil, err
+		}
+		nodes, err := query.All(ctx)
+		if err != nil {
+			return nil, err
+		}
+		for _, node := range nodes {
+			for _, noder := range idmap[node.ID] {
+				*noder = node
+			}
+		}
+	case document.Table:
+		query := c.Document.Query().
+			Where(document.IDIn(ids...))
+		query, err := query.CollectFields(ctx, documentImplementors...)
+		if err != nil {
+			return nil, err
+		}
+		nodes, err := query.All(ctx)
+		if err != nil {
+			return nil, err
+		}
+		for _, node := range nodes {
+			for _, noder := range idmap[node.ID] {
+				*noder = node
+			}
+		}
+	case knowledgebase.Table:
+		query := c.KnowledgeBase.Query().
+			Where(knowledgebase.IDIn(ids...))
+		query, err := query.CollectFields(ctx, knowledgebaseImplementors...)
 		if err != nil {
 			return nil, err
 		}

@@ -17,7 +17,10 @@ import (
 	"github.com/toolgate/toolgate/ent/agent"
 	"github.com/toolgate/toolgate/ent/apitoken"
 	"github.com/toolgate/toolgate/ent/application"
+	"github.com/toolgate/toolgate/ent/attachment"
 	"github.com/toolgate/toolgate/ent/conversation"
+	"github.com/toolgate/toolgate/ent/document"
+	"github.com/toolgate/toolgate/ent/knowledgebase"
 	"github.com/toolgate/toolgate/ent/organization"
 	"github.com/toolgate/toolgate/ent/storedresult"
 	"github.com/toolgate/toolgate/ent/toolcall"
@@ -1102,6 +1105,320 @@ func (_m *Application) ToEdge(order *ApplicationOrder) *ApplicationEdge {
 	}
 }
 
+// AttachmentEdge is the edge representation of Attachment.
+type AttachmentEdge struct {
+	Node   *Attachment `json:"node"`
+	Cursor Cursor      `json:"cursor"`
+}
+
+// AttachmentConnection is the connection containing edges to Attachment.
+type AttachmentConnection struct {
+	Edges      []*AttachmentEdge `json:"edges"`
+	PageInfo   PageInfo          `json:"pageInfo"`
+	TotalCount int               `json:"totalCount"`
+}
+
+func (c *AttachmentConnection) build(nodes []*Attachment, pager *attachmentPager, after *Cursor, first *int, before *Cursor, last *int) {
+	c.PageInfo.HasNextPage = before != nil
+	c.PageInfo.HasPreviousPage = after != nil
+	if first != nil && *first+1 == len(nodes) {
+		c.PageInfo.HasNextPage = true
+		nodes = nodes[:len(nodes)-1]
+	} else if last != nil && *last+1 == len(nodes) {
+		c.PageInfo.HasPreviousPage = true
+		nodes = nodes[:len(nodes)-1]
+	}
+	var nodeAt func(int) *Attachment
+	if last != nil {
+		n := len(nodes) - 1
+		nodeAt = func(i int) *Attachment {
+			return nodes[n-i]
+		}
+	} else {
+		nodeAt = func(i int) *Attachment {
+			return nodes[i]
+		}
+	}
+	c.Edges = make([]*AttachmentEdge, len(nodes))
+	for i := range nodes {
+		node := nodeAt(i)
+		c.Edges[i] = &AttachmentEdge{
+			Node:   node,
+			Cursor: pager.toCursor(node),
+		}
+	}
+	if l := len(c.Edges); l > 0 {
+		c.PageInfo.StartCursor = &c.Edges[0].Cursor
+		c.PageInfo.EndCursor = &c.Edges[l-1].Cursor
+	}
+	if c.TotalCount == 0 {
+		c.TotalCount = len(nodes)
+	}
+}
+
+// AttachmentPaginateOption enables pagination customization.
+type AttachmentPaginateOption func(*attachmentPager) error
+
+// WithAttachmentOrder configures pagination ordering.
+func WithAttachmentOrder(order *AttachmentOrder) AttachmentPaginateOption {
+	if order == nil {
+		order = DefaultAttachmentOrder
+	}
+	o := *order
+	return func(pager *attachmentPager) error {
+		if err := o.Direction.Validate(); err != nil {
+			return err
+		}
+		if o.Field == nil {
+			o.Field = DefaultAttachmentOrder.Field
+		}
+		pager.order = &o
+		return nil
+	}
+}
+
+// WithAttachmentFilter configures pagination filter.
+func WithAttachmentFilter(filter func(*AttachmentQuery) (*AttachmentQuery, error)) AttachmentPaginateOption {
+	return func(pager *attachmentPager) error {
+		if filter == nil {
+			return errors.New("AttachmentQuery filter cannot be nil")
+		}
+		pager.filter = filter
+		return nil
+	}
+}
+
+type attachmentPager struct {
+	reverse bool
+	order   *AttachmentOrder
+	filter  func(*AttachmentQuery) (*AttachmentQuery, error)
+}
+
+func newAttachmentPager(opts []AttachmentPaginateOption, reverse bool) (*attachmentPager, error) {
+	pager := &attachmentPager{reverse: reverse}
+	for _, opt := range opts {
+		if err := opt(pager); err != nil {
+			return nil, err
+		}
+	}
+	if pager.order == nil {
+		pager.order = DefaultAttachmentOrder
+	}
+	return pager, nil
+}
+
+func (p *attachmentPager) applyFilter(query *AttachmentQuery) (*AttachmentQuery, error) {
+	if p.filter != nil {
+		return p.filter(query)
+	}
+	return query, nil
+}
+
+func (p *attachmentPager) toCursor(_m *Attachment) Cursor {
+	return p.order.Field.toCursor(_m)
+}
+
+func (p *attachmentPager) applyCursors(query *AttachmentQuery, after, before *Cursor) (*AttachmentQuery, error) {
+	direction := p.order.Direction
+	if p.reverse {
+		direction = direction.Reverse()
+	}
+	for _, predicate := range entgql.CursorsPredicate(after, before, DefaultAttachmentOrder.Field.column, p.order.Field.column, direction) {
+		query = query.Where(predicate)
+	}
+	return query, nil
+}
+
+func (p *attachmentPager) applyOrder(query *AttachmentQuery) *AttachmentQuery {
+	direction := p.order.Direction
+	if p.reverse {
+		direction = direction.Reverse()
+	}
+	query = query.Order(p.order.Field.toTerm(direction.OrderTermOption()))
+	if p.order.Field != DefaultAttachmentOrder.Field {
+		query = query.Order(DefaultAttachmentOrder.Field.toTerm(direction.OrderTermOption()))
+	}
+	if len(query.ctx.Fields) > 0 {
+		query.ctx.AppendFieldOnce(p.order.Field.column)
+	}
+	return query
+}
+
+func (p *attachmentPager) orderExpr(query *AttachmentQuery) sql.Querier {
+	direction := p.order.Direction
+	if p.reverse {
+		direction = direction.Reverse()
+	}
+	if len(query.ctx.Fields) > 0 {
+		query.ctx.AppendFieldOnce(p.order.Field.column)
+	}
+	return sql.ExprFunc(func(b *sql.Builder) {
+		b.Ident(p.order.Field.column).Pad().WriteString(string(direction))
+		if p.order.Field != DefaultAttachmentOrder.Field {
+			b.Comma().Ident(DefaultAttachmentOrder.Field.column).Pad().WriteString(string(direction))
+		}
+	})
+}
+
+// Paginate executes the query and returns a relay based cursor connection to Attachment.
+func (_m *AttachmentQuery) Paginate(
+	ctx context.Context, after *Cursor, first *int,
+	before *Cursor, last *int, opts ...AttachmentPaginateOption,
+) (*AttachmentConnection, error) {
+	if err := validateFirstLast(first, last); err != nil {
+		return nil, err
+	}
+	pager, err := newAttachmentPager(opts, last != nil)
+	if err != nil {
+		return nil, err
+	}
+	if _m, err = pager.applyFilter(_m); err != nil {
+		return nil, err
+	}
+	conn := &AttachmentConnection{Edges: []*AttachmentEdge{}}
+	ignoredEdges := !hasCollectedField(ctx, edgesField)
+	if hasCollectedField(ctx, totalCountField) || hasCollectedField(ctx, pageInfoField) {
+		hasPagination := after != nil || first != nil || before != nil || last != nil
+		if hasPagination || ignoredEdges {
+			c := _m.Clone()
+			c.ctx.Fields = nil
+			if conn.TotalCount, err = c.Count(ctx); err != nil {
+				return nil, err
+			}
+			conn.PageInfo.HasNextPage = first != nil && conn.TotalCount > 0
+			conn.PageInfo.HasPreviousPage = last != nil && conn.TotalCount > 0
+		}
+	}
+	if ignoredEdges || (first != nil && *first == 0) || (last != nil && *last == 0) {
+		return conn, nil
+	}
+	if _m, err = pager.applyCursors(_m, after, before); err != nil {
+		return nil, err
+	}
+	limit := paginateLimit(first, last)
+	if limit != 0 {
+		_m.Limit(limit)
+	}
+	if field := collectedField(ctx, edgesField, nodeField); field != nil {
+		if err := _m.collectField(ctx, limit == 1, graphql.GetOperationContext(ctx), *field, []string{edgesField, nodeField}); err != nil {
+			return nil, err
+		}
+	}
+	_m = pager.applyOrder(_m)
+	nodes, err := _m.All(ctx)
+	if err != nil {
+		return nil, err
+	}
+	conn.build(nodes, pager, after, first, before, last)
+	return conn, nil
+}
+
+var (
+	// AttachmentOrderFieldCreatedAt orders Attachment by created_at.
+	AttachmentOrderFieldCreatedAt = &AttachmentOrderField{
+		Value: func(_m *Attachment) (ent.Value, error) {
+			return _m.CreatedAt, nil
+		},
+		column: attachment.FieldCreatedAt,
+		toTerm: attachment.ByCreatedAt,
+		toCursor: func(_m *Attachment) Cursor {
+			return Cursor{
+				ID:    _m.ID,
+				Value: _m.CreatedAt,
+			}
+		},
+	}
+	// AttachmentOrderFieldUpdatedAt orders Attachment by updated_at.
+	AttachmentOrderFieldUpdatedAt = &AttachmentOrderField{
+		Value: func(_m *Attachment) (ent.Value, error) {
+			return _m.UpdatedAt, nil
+		},
+		column: attachment.FieldUpdatedAt,
+		toTerm: attachment.ByUpdatedAt,
+		toCursor: func(_m *Attachment) Cursor {
+			return Cursor{
+				ID:    _m.ID,
+				Value: _m.UpdatedAt,
+			}
+		},
+	}
+)
+
+// String implement fmt.Stringer interface.
+func (f AttachmentOrderField) String() string {
+	var str string
+	switch f.column {
+	case AttachmentOrderFieldCreatedAt.column:
+		str = "CREATED_AT"
+	case AttachmentOrderFieldUpdatedAt.column:
+		str = "UPDATED_AT"
+	}
+	return str
+}
+
+// MarshalGQL implements graphql.Marshaler interface.
+func (f AttachmentOrderField) MarshalGQL(w io.Writer) {
+	io.WriteString(w, strconv.Quote(f.String()))
+}
+
+// UnmarshalGQL implements graphql.Unmarshaler interface.
+func (f *AttachmentOrderField) UnmarshalGQL(v interface{}) error {
+	str, ok := v.(string)
+	if !ok {
+		return fmt.Errorf("AttachmentOrderField %T must be a string", v)
+	}
+	switch str {
+	case "CREATED_AT":
+		*f = *AttachmentOrderFieldCreatedAt
+	case "UPDATED_AT":
+		*f = *AttachmentOrderFieldUpdatedAt
+	default:
+		return fmt.Errorf("%s is not a valid AttachmentOrderField", str)
+	}
+	return nil
+}
+
+// AttachmentOrderField defines the ordering field of Attachment.
+type AttachmentOrderField struct {
+	// Value extracts the ordering value from the given Attachment.
+	Value    func(*Attachment) (ent.Value, error)
+	column   string // field or computed.
+	toTerm   func(...sql.OrderTermOption) attachment.OrderOption
+	toCursor func(*Attachment) Cursor
+}
+
+// AttachmentOrder defines the ordering of Attachment.
+type AttachmentOrder struct {
+	Direction OrderDirection        `json:"direction"`
+	Field     *AttachmentOrderField `json:"field"`
+}
+
+// DefaultAttachmentOrder is the default ordering of Attachment.
+var DefaultAttachmentOrder = &AttachmentOrder{
+	Direction: entgql.OrderDirectionAsc,
+	Field: &AttachmentOrderField{
+		Value: func(_m *Attachment) (ent.Value, error) {
+			return _m.ID, nil
+		},
+		column: attachment.FieldID,
+		toTerm: attachment.ByID,
+		toCursor: func(_m *Attachment) Cursor {
+			return Cursor{ID: _m.ID}
+		},
+	},
+}
+
+// ToEdge converts Attachment into AttachmentEdge.
+func (_m *Attachment) ToEdge(order *AttachmentOrder) *AttachmentEdge {
+	if order == nil {
+		order = DefaultAttachmentOrder
+	}
+	return &AttachmentEdge{
+		Node:   _m,
+		Cursor: order.Field.toCursor(_m),
+	}
+}
+
 // ConversationEdge is the edge representation of Conversation.
 type ConversationEdge struct {
 	Node   *Conversation `json:"node"`
@@ -1483,6 +1800,652 @@ func (_m *Conversation) ToEdge(order *ConversationOrder) *ConversationEdge {
 		order = DefaultConversationOrder
 	}
 	return &ConversationEdge{
+		Node:   _m,
+		Cursor: order.Field.toCursor(_m),
+	}
+}
+
+// DocumentEdge is the edge representation of Document.
+type DocumentEdge struct {
+	Node   *Document `json:"node"`
+	Cursor Cursor    `json:"cursor"`
+}
+
+// DocumentConnection is the connection containing edges to Document.
+type DocumentConnection struct {
+	Edges      []*DocumentEdge `json:"edges"`
+	PageInfo   PageInfo        `json:"pageInfo"`
+	TotalCount int             `json:"totalCount"`
+}
+
+func (c *DocumentConnection) build(nodes []*Document, pager *documentPager, after *Cursor, first *int, before *Cursor, last *int) {
+	c.PageInfo.HasNextPage = before != nil
+	c.PageInfo.HasPreviousPage = after != nil
+	if first != nil && *first+1 == len(nodes) {
+		c.PageInfo.HasNextPage = true
+		nodes = nodes[:len(nodes)-1]
+	} else if last != nil && *last+1 == len(nodes) {
+		c.PageInfo.HasPreviousPage = true
+		nodes = nodes[:len(nodes)-1]
+	}
+	var nodeAt func(int) *Document
+	if last != nil {
+		n := len(nodes) - 1
+		nodeAt = func(i int) *Document {
+			return nodes[n-i]
+		}
+	} else {
+		nodeAt = func(i int) *Document {
+			return nodes[i]
+		}
+	}
+	c.Edges = make([]*DocumentEdge, len(nodes))
+	for i := range nodes {
+		node := nodeAt(i)
+		c.Edges[i] = &DocumentEdge{
+			Node:   node,
+			Cursor: pager.toCursor(node),
+		}
+	}
+	if l := len(c.Edges); l > 0 {
+		c.PageInfo.StartCursor = &c.Edges[0].Cursor
+		c.PageInfo.EndCursor = &c.Edges[l-1].Cursor
+	}
+	if c.TotalCount == 0 {
+		c.TotalCount = len(nodes)
+	}
+}
+
+// DocumentPaginateOption enables pagination customization.
+type DocumentPaginateOption func(*documentPager) error
+
+// WithDocumentOrder configures pagination ordering.
+func WithDocumentOrder(order *DocumentOrder) DocumentPaginateOption {
+	if order == nil {
+		order = DefaultDocumentOrder
+	}
+	o := *order
+	return func(pager *documentPager) error {
+		if err := o.Direction.Validate(); err != nil {
+			return err
+		}
+		if o.Field == nil {
+			o.Field = DefaultDocumentOrder.Field
+		}
+		pager.order = &o
+		return nil
+	}
+}
+
+// WithDocumentFilter configures pagination filter.
+func WithDocumentFilter(filter func(*DocumentQuery) (*DocumentQuery, error)) DocumentPaginateOption {
+	return func(pager *documentPager) error {
+		if filter == nil {
+			return errors.New("DocumentQuery filter cannot be nil")
+		}
+		pager.filter = filter
+		return nil
+	}
+}
+
+type documentPager struct {
+	reverse bool
+	order   *DocumentOrder
+	filter  func(*DocumentQuery) (*DocumentQuery, error)
+}
+
+func newDocumentPager(opts []DocumentPaginateOption, reverse bool) (*documentPager, error) {
+	pager := &documentPager{reverse: reverse}
+	for _, opt := range opts {
+		if err := opt(pager); err != nil {
+			return nil, err
+		}
+	}
+	if pager.order == nil {
+		pager.order = DefaultDocumentOrder
+	}
+	return pager, nil
+}
+
+func (p *documentPager) applyFilter(query *DocumentQuery) (*DocumentQuery, error) {
+	if p.filter != nil {
+		return p.filter(query)
+	}
+	return query, nil
+}
+
+func (p *documentPager) toCursor(_m *Document) Cursor {
+	return p.order.Field.toCursor(_m)
+}
+
+func (p *documentPager) applyCursors(query *DocumentQuery, after, before *Cursor) (*DocumentQuery, error) {
+	direction := p.order.Direction
+	if p.reverse {
+		direction = direction.Reverse()
+	}
+	for _, predicate := range entgql.CursorsPredicate(after, before, DefaultDocumentOrder.Field.column, p.order.Field.column, direction) {
+		query = query.Where(predicate)
+	}
+	return query, nil
+}
+
+func (p *documentPager) applyOrder(query *DocumentQuery) *DocumentQuery {
+	direction := p.order.Direction
+	if p.reverse {
+		direction = direction.Reverse()
+	}
+	query = query.Order(p.order.Field.toTerm(direction.OrderTermOption()))
+	if p.order.Field != DefaultDocumentOrder.Field {
+		query = query.Order(DefaultDocumentOrder.Field.toTerm(direction.OrderTermOption()))
+	}
+	if len(query.ctx.Fields) > 0 {
+		query.ctx.AppendFieldOnce(p.order.Field.column)
+	}
+	return query
+}
+
+func (p *documentPager) orderExpr(query *DocumentQuery) sql.Querier {
+	direction := p.order.Direction
+	if p.reverse {
+		direction = direction.Reverse()
+	}
+	if len(query.ctx.Fields) > 0 {
+		query.ctx.AppendFieldOnce(p.order.Field.column)
+	}
+	return sql.ExprFunc(func(b *sql.Builder) {
+		b.Ident(p.order.Field.column).Pad().WriteString(string(direction))
+		if p.order.Field != DefaultDocumentOrder.Field {
+			b.Comma().Ident(DefaultDocumentOrder.Field.column).Pad().WriteString(string(direction))
+		}
+	})
+}
+
+// Paginate executes the query and returns a relay based cursor connection to Document.
+func (_m *DocumentQuery) Paginate(
+	ctx context.Context, after *Cursor, first *int,
+	before *Cursor, last *int, opts ...DocumentPaginateOption,
+) (*DocumentConnection, error) {
+	if err := validateFirstLast(first, last); err != nil {
+		return nil, err
+	}
+	pager, err := newDocumentPager(opts, last != nil)
+	if err != nil {
+		return nil, err
+	}
+	if _m, err = pager.applyFilter(_m); err != nil {
+		return nil, err
+	}
+	conn := &DocumentConnection{Edges: []*DocumentEdge{}}
+	ignoredEdges := !hasCollectedField(ctx, edgesField)
+	if hasCollectedField(ctx, totalCountField) || hasCollectedField(ctx, pageInfoField) {
+		hasPagination := after != nil || first != nil || before != nil || last != nil
+		if hasPagination || ignoredEdges {
+			c := _m.Clone()
+			c.ctx.Fields = nil
+			if conn.TotalCount, err = c.Count(ctx); err != nil {
+				return nil, err
+			}
+			conn.PageInfo.HasNextPage = first != nil && conn.TotalCount > 0
+			conn.PageInfo.HasPreviousPage = last != nil && conn.TotalCount > 0
+		}
+	}
+	if ignoredEdges || (first != nil && *first == 0) || (last != nil && *last == 0) {
+		return conn, nil
+	}
+	if _m, err = pager.applyCursors(_m, after, before); err != nil {
+		return nil, err
+	}
+	limit := paginateLimit(first, last)
+	if limit != 0 {
+		_m.Limit(limit)
+	}
+	if field := collectedField(ctx, edgesField, nodeField); field != nil {
+		if err := _m.collectField(ctx, limit == 1, graphql.GetOperationContext(ctx), *field, []string{edgesField, nodeField}); err != nil {
+			return nil, err
+		}
+	}
+	_m = pager.applyOrder(_m)
+	nodes, err := _m.All(ctx)
+	if err != nil {
+		return nil, err
+	}
+	conn.build(nodes, pager, after, first, before, last)
+	return conn, nil
+}
+
+var (
+	// DocumentOrderFieldCreatedAt orders Document by created_at.
+	DocumentOrderFieldCreatedAt = &DocumentOrderField{
+		Value: func(_m *Document) (ent.Value, error) {
+			return _m.CreatedAt, nil
+		},
+		column: document.FieldCreatedAt,
+		toTerm: document.ByCreatedAt,
+		toCursor: func(_m *Document) Cursor {
+			return Cursor{
+				ID:    _m.ID,
+				Value: _m.CreatedAt,
+			}
+		},
+	}
+	// DocumentOrderFieldUpdatedAt orders Document by updated_at.
+	DocumentOrderFieldUpdatedAt = &DocumentOrderField{
+		Value: func(_m *Document) (ent.Value, error) {
+			return _m.UpdatedAt, nil
+		},
+		column: document.FieldUpdatedAt,
+		toTerm: document.ByUpdatedAt,
+		toCursor: func(_m *Document) Cursor {
+			return Cursor{
+				ID:    _m.ID,
+				Value: _m.UpdatedAt,
+			}
+		},
+	}
+)
+
+// String implement fmt.Stringer interface.
+func (f DocumentOrderField) String() string {
+	var str string
+	switch f.column {
+	case DocumentOrderFieldCreatedAt.column:
+		str = "CREATED_AT"
+	case DocumentOrderFieldUpdatedAt.column:
+		str = "UPDATED_AT"
+	}
+	return str
+}
+
+// MarshalGQL implements graphql.Marshaler interface.
+func (f DocumentOrderField) MarshalGQL(w io.Writer) {
+	io.WriteString(w, strconv.Quote(f.String()))
+}
+
+// UnmarshalGQL implements graphql.Unmarshaler interface.
+func (f *DocumentOrderField) UnmarshalGQL(v interface{}) error {
+	str, ok := v.(string)
+	if !ok {
+		return fmt.Errorf("DocumentOrderField %T must be a string", v)
+	}
+	switch str {
+	case "CREATED_AT":
+		*f = *DocumentOrderFieldCreatedAt
+	case "UPDATED_AT":
+		*f = *DocumentOrderFieldUpdatedAt
+	default:
+		return fmt.Errorf("%s is not a valid DocumentOrderField", str)
+	}
+	return nil
+}
+
+// DocumentOrderField defines the ordering field of Document.
+type DocumentOrderField struct {
+	// Value extracts the ordering value from the given Document.
+	Value    func(*Document) (ent.Value, error)
+	column   string // field or computed.
+	toTerm   func(...sql.OrderTermOption) document.OrderOption
+	toCursor func(*Document) Cursor
+}
+
+// DocumentOrder defines the ordering of Document.
+type DocumentOrder struct {
+	Direction OrderDirection      `json:"direction"`
+	Field     *DocumentOrderField `json:"field"`
+}
+
+// DefaultDocumentOrder is the default ordering of Document.
+var DefaultDocumentOrder = &DocumentOrder{
+	Direction: entgql.OrderDirectionAsc,
+	Field: &DocumentOrderField{
+		Value: func(_m *Document) (ent.Value, error) {
+			return _m.ID, nil
+		},
+		column: document.FieldID,
+		toTerm: document.ByID,
+		toCursor: func(_m *Document) Cursor {
+			return Cursor{ID: _m.ID}
+		},
+	},
+}
+
+// ToEdge converts Document into DocumentEdge.
+func (_m *Document) ToEdge(order *DocumentOrder) *DocumentEdge {
+	if order == nil {
+		order = DefaultDocumentOrder
+	}
+	return &DocumentEdge{
+		Node:   _m,
+		Cursor: order.Field.toCursor(_m),
+	}
+}
+
+// KnowledgeBaseEdge is the edge representation of KnowledgeBase.
+type KnowledgeBaseEdge struct {
+	Node   *KnowledgeBase `json:"node"`
+	Cursor Cursor         `json:"cursor"`
+}
+
+// KnowledgeBaseConnection is the connection containing edges to KnowledgeBase.
+type KnowledgeBaseConnection struct {
+	Edges      []*KnowledgeBaseEdge `json:"edges"`
+	PageInfo   PageInfo             `json:"pageInfo"`
+	TotalCount int                  `json:"totalCount"`
+}
+
+func (c *KnowledgeBaseConnection) build(nodes []*KnowledgeBase, pager *knowledgebasePager, after *Cursor, first *int, before *Cursor, last *int) {
+	c.PageInfo.HasNextPage = before != nil
+	c.PageInfo.HasPreviousPage = after != nil
+	if first != nil && *first+1 == len(nodes) {
+		c.PageInfo.HasNextPage = true
+		nodes = nodes[:len(nodes)-1]
+	} else if last != nil && *last+1 == len(nodes) {
+		c.PageInfo.HasPreviousPage = true
+		nodes = nodes[:len(nodes)-1]
+	}
+	var nodeAt func(int) *KnowledgeBase
+	if last != nil {
+		n := len(nodes) - 1
+		nodeAt = func(i int) *KnowledgeBase {
+			return nodes[n-i]
+		}
+	} else {
+		nodeAt = func(i int) *KnowledgeBase {
+			return nodes[i]
+		}
+	}
+	c.Edges = make([]*KnowledgeBaseEdge, len(nodes))
+	for i := range nodes {
+		node := nodeAt(i)
+		c.Edges[i] = &KnowledgeBaseEdge{
+			Node:   node,
+			Cursor: pager.toCursor(node),
+		}
+	}
+	if l := len(c.Edges); l > 0 {
+		c.PageInfo.StartCursor = &c.Edges[0].Cursor
+		c.PageInfo.EndCursor = &c.Edges[l-1].Cursor
+	}
+	if c.TotalCount == 0 {
+		c.TotalCount = len(nodes)
+	}
+}
+
+// KnowledgeBasePaginateOption enables pagination customization.
+type KnowledgeBasePaginateOption func(*knowledgebasePager) error
+
+// WithKnowledgeBaseOrder configures pagination ordering.
+func WithKnowledgeBaseOrder(order *KnowledgeBaseOrder) KnowledgeBasePaginateOption {
+	if order == nil {
+		order = DefaultKnowledgeBaseOrder
+	}
+	o := *order
+	return func(pager *knowledgebasePager) error {
+		if err := o.Direction.Validate(); err != nil {
+			return err
+		}
+		if o.Field == nil {
+			o.Field = DefaultKnowledgeBaseOrder.Field
+		}
+		pager.order = &o
+		return nil
+	}
+}
+
+// WithKnowledgeBaseFilter configures pagination filter.
+func WithKnowledgeBaseFilter(filter func(*KnowledgeBaseQuery) (*KnowledgeBaseQuery, error)) KnowledgeBasePaginateOption {
+	return func(pager *knowledgebasePager) error {
+		if filter == nil {
+			return errors.New("KnowledgeBaseQuery filter cannot be nil")
+		}
+		pager.filter = filter
+		return nil
+	}
+}
+
+type knowledgebasePager struct {
+	reverse bool
+	order   *KnowledgeBaseOrder
+	filter  func(*KnowledgeBaseQuery) (*KnowledgeBaseQuery, error)
+}
+
+func newKnowledgeBasePager(opts []KnowledgeBasePaginateOption, reverse bool) (*knowledgebasePager, error) {
+	pager := &knowledgebasePager{reverse: reverse}
+	for _, opt := range opts {
+		if err := opt(pager); err != nil {
+			return nil, err
+		}
+	}
+	if pager.order == nil {
+		pager.order = DefaultKnowledgeBaseOrder
+	}
+	return pager, nil
+}
+
+func (p *knowledgebasePager) applyFilter(query *KnowledgeBaseQuery) (*KnowledgeBaseQuery, error) {
+	if p.filter != nil {
+		return p.filter(query)
+	}
+	return query, nil
+}
+
+func (p *knowledgebasePager) toCursor(_m *KnowledgeBase) Cursor {
+	return p.order.Field.toCursor(_m)
+}
+
+func (p *knowledgebasePager) applyCursors(query *KnowledgeBaseQuery, after, before *Cursor) (*KnowledgeBaseQuery, error) {
+	direction := p.order.Direction
+	if p.reverse {
+		direction = direction.Reverse()
+	}
+	for _, predicate := range entgql.CursorsPredicate(after, before, DefaultKnowledgeBaseOrder.Field.column, p.order.Field.column, direction) {
+		query = query.Where(predicate)
+	}
+	return query, nil
+}
+
+func (p *knowledgebasePager) applyOrder(query *KnowledgeBaseQuery) *KnowledgeBaseQuery {
+	direction := p.order.Direction
+	if p.reverse {
+		direction = direction.Reverse()
+	}
+	query = query.Order(p.order.Field.toTerm(direction.OrderTermOption()))
+	if p.order.Field != DefaultKnowledgeBaseOrder.Field {
+		query = query.Order(DefaultKnowledgeBaseOrder.Field.toTerm(direction.OrderTermOption()))
+	}
+	if len(query.ctx.Fields) > 0 {
+		query.ctx.AppendFieldOnce(p.order.Field.column)
+	}
+	return query
+}
+
+func (p *knowledgebasePager) orderExpr(query *KnowledgeBaseQuery) sql.Querier {
+	direction := p.order.Direction
+	if p.reverse {
+		direction = direction.Reverse()
+	}
+	if len(query.ctx.Fields) > 0 {
+		query.ctx.AppendFieldOnce(p.order.Field.column)
+	}
+	return sql.ExprFunc(func(b *sql.Builder) {
+		b.Ident(p.order.Field.column).Pad().WriteString(string(direction))
+		if p.order.Field != DefaultKnowledgeBaseOrder.Field {
+			b.Comma().Ident(DefaultKnowledgeBaseOrder.Field.column).Pad().WriteString(string(direction))
+		}
+	})
+}
+
+// Paginate executes the query and returns a relay based cursor connection to KnowledgeBase.
+func (_m *KnowledgeBaseQuery) Paginate(
+	ctx context.Context, after *Cursor, first *int,
+	before *Cursor, last *int, opts ...KnowledgeBasePaginateOption,
+) (*KnowledgeBaseConnection, error) {
+	if err := validateFirstLast(first, last); err != nil {
+		return nil, err
+	}
+	pager, err := newKnowledgeBasePager(opts, last != nil)
+	if err != nil {
+		return nil, err
+	}
+	if _m, err = pager.applyFilter(_m); err != nil {
+		return nil, err
+	}
+	conn := &KnowledgeBaseConnection{Edges: []*KnowledgeBaseEdge{}}
+	ignoredEdges := !hasCollectedField(ctx, edgesField)
+	if hasCollectedField(ctx, totalCountField) || hasCollectedField(ctx, pageInfoField) {
+		hasPagination := after != nil || first != nil || before != nil || last != nil
+		if hasPagination || ignoredEdges {
+			c := _m.Clone()
+			c.ctx.Fields = nil
+			if conn.TotalCount, err = c.Count(ctx); err != nil {
+				return nil, err
+			}
+			conn.PageInfo.HasNextPage = first != nil && conn.TotalCount > 0
+			conn.PageInfo.HasPreviousPage = last != nil && conn.TotalCount > 0
+		}
+	}
+	if ignoredEdges || (first != nil && *first == 0) || (last != nil && *last == 0) {
+		return conn, nil
+	}
+	if _m, err = pager.applyCursors(_m, after, before); err != nil {
+		return nil, err
+	}
+	limit := paginateLimit(first, last)
+	if limit != 0 {
+		_m.Limit(limit)
+	}
+	if field := collectedField(ctx, edgesField, nodeField); field != nil {
+		if err := _m.collectField(ctx, limit == 1, graphql.GetOperationContext(ctx), *field, []string{edgesField, nodeField}); err != nil {
+			return nil, err
+		}
+	}
+	_m = pager.applyOrder(_m)
+	nodes, err := _m.All(ctx)
+	if err != nil {
+		return nil, err
+	}
+	conn.build(nodes, pager, after, first, before, last)
+	return conn, nil
+}
+
+var (
+	// KnowledgeBaseOrderFieldCreatedAt orders KnowledgeBase by created_at.
+	KnowledgeBaseOrderFieldCreatedAt = &KnowledgeBaseOrderField{
+		Value: func(_m *KnowledgeBase) (ent.Value, error) {
+			return _m.CreatedAt, nil
+		},
+		column: knowledgebase.FieldCreatedAt,
+		toTerm: knowledgebase.ByCreatedAt,
+		toCursor: func(_m *KnowledgeBase) Cursor {
+			return Cursor{
+				ID:    _m.ID,
+				Value: _m.CreatedAt,
+			}
+		},
+	}
+	// KnowledgeBaseOrderFieldUpdatedAt orders KnowledgeBase by updated_at.
+	KnowledgeBaseOrderFieldUpdatedAt = &KnowledgeBaseOrderField{
+		Value: func(_m *KnowledgeBase) (ent.Value, error) {
+			return _m.UpdatedAt, nil
+		},
+		column: knowledgebase.FieldUpdatedAt,
+		toTerm: knowledgebase.ByUpdatedAt,
+		toCursor: func(_m *KnowledgeBase) Cursor {
+			return Cursor{
+				ID:    _m.ID,
+				Value: _m.UpdatedAt,
+			}
+		},
+	}
+	// KnowledgeBaseOrderFieldName orders KnowledgeBase by name.
+	KnowledgeBaseOrderFieldName = &KnowledgeBaseOrderField{
+		Value: func(_m *KnowledgeBase) (ent.Value, error) {
+			return _m.Name, nil
+		},
+		column: knowledgebase.FieldName,
+		toTerm: knowledgebase.ByName,
+		toCursor: func(_m *KnowledgeBase) Cursor {
+			return Cursor{
+				ID:    _m.ID,
+				Value: _m.Name,
+			}
+		},
+	}
+)
+
+// String implement fmt.Stringer interface.
+func (f KnowledgeBaseOrderField) String() string {
+	var str string
+	switch f.column {
+	case KnowledgeBaseOrderFieldCreatedAt.column:
+		str = "CREATED_AT"
+	case KnowledgeBaseOrderFieldUpdatedAt.column:
+		str = "UPDATED_AT"
+	case KnowledgeBaseOrderFieldName.column:
+		str = "NAME"
+	}
+	return str
+}
+
+// MarshalGQL implements graphql.Marshaler interface.
+func (f KnowledgeBaseOrderField) MarshalGQL(w io.Writer) {
+	io.WriteString(w, strconv.Quote(f.String()))
+}
+
+// UnmarshalGQL implements graphql.Unmarshaler interface.
+func (f *KnowledgeBaseOrderField) UnmarshalGQL(v interface{}) error {
+	str, ok := v.(string)
+	if !ok {
+		return fmt.Errorf("KnowledgeBaseOrderField %T must be a string", v)
+	}
+	switch str {
+	case "CREATED_AT":
+		*f = *KnowledgeBaseOrderFieldCreatedAt
+	case "UPDATED_AT":
+		*f = *KnowledgeBaseOrderFieldUpdatedAt
+	case "NAME":
+		*f = *KnowledgeBaseOrderFieldName
+	default:
+		return fmt.Errorf("%s is not a valid KnowledgeBaseOrderField", str)
+	}
+	return nil
+}
+
+// KnowledgeBaseOrderField defines the ordering field of KnowledgeBase.
+type KnowledgeBaseOrderField struct {
+	// Value extracts the ordering value from the given KnowledgeBase.
+	Value    func(*KnowledgeBase) (ent.Value, error)
+	column   string // field or computed.
+	toTerm   func(...sql.OrderTermOption) knowledgebase.OrderOption
+	toCursor func(*KnowledgeBase) Cursor
+}
+
+// KnowledgeBaseOrder defines the ordering of KnowledgeBase.
+type KnowledgeBaseOrder struct {
+	Direction OrderDirection           `json:"direction"`
+	Field     *KnowledgeBaseOrderField `json:"field"`
+}
+
+// DefaultKnowledgeBaseOrder is the default ordering of KnowledgeBase.
+var DefaultKnowledgeBaseOrder = &KnowledgeBaseOrder{
+	Direction: entgql.OrderDirectionAsc,
+	Field: &KnowledgeBaseOrderField{
+		Value: func(_m *KnowledgeBase) (ent.Value, error) {
+			return _m.ID, nil
+		},
+		column: knowledgebase.FieldID,
+		toTerm: knowledgebase.ByID,
+		toCursor: func(_m *KnowledgeBase) Cursor {
+			return Cursor{ID: _m.ID}
+		},
+	},
+}
+
+// ToEdge converts KnowledgeBase into KnowledgeBaseEdge.
+func (_m *KnowledgeBase) ToEdge(order *KnowledgeBaseOrder) *KnowledgeBaseEdge {
+	if order == nil {
+		order = DefaultKnowledgeBaseOrder
+	}
+	return &KnowledgeBaseEdge{
 		Node:   _m,
 		Cursor: order.Field.toCursor(_m),
 	}

@@ -20,10 +20,18 @@ type Tx struct {
 	Agent *AgentClient
 	// Application is the client for interacting with the Application builders.
 	Application *ApplicationClient
+	// Attachment is the client for interacting with the Attachment builders.
+	Attachment *AttachmentClient
 	// Conversation is the client for interacting with the Conversation builders.
 	Conversation *ConversationClient
+	// Document is the client for interacting with the Document builders.
+	Document *DocumentClient
+	// DocumentChunk is the client for interacting with the DocumentChunk builders.
+	DocumentChunk *DocumentChunkClient
 	// IdempotentResponse is the client for interacting with the IdempotentResponse builders.
 	IdempotentResponse *IdempotentResponseClient
+	// KnowledgeBase is the client for interacting with the KnowledgeBase builders.
+	KnowledgeBase *KnowledgeBaseClient
 	// ModelCall is the client for interacting with the ModelCall builders.
 	ModelCall *ModelCallClient
 	// Organization is the client for interacting with the Organization builders.
@@ -176,8 +184,12 @@ func (tx *Tx) init() {
 	tx.APIToken = NewAPITokenClient(tx.config)
 	tx.Agent = NewAgentClient(tx.config)
 	tx.Application = NewApplicationClient(tx.config)
+	tx.Attachment = NewAttachmentClient(tx.config)
 	tx.Conversation = NewConversationClient(tx.config)
+	tx.Document = NewDocumentClient(tx.config)
+	tx.DocumentChunk = NewDocumentChunkClient(tx.config)
 	tx.IdempotentResponse = NewIdempotentResponseClient(tx.config)
+	tx.KnowledgeBase = NewKnowledgeBaseClient(tx.config)
 	tx.ModelCall = NewModelCallClient(tx.config)
 	tx.Organization = NewOrganizationClient(tx.config)
 	tx.Setting = NewSettingClient(tx.config)

@@ -33,7 +33,12 @@ func (r *mutationResolver) CreateAgent(ctx context.Context, input model.CreateAg
 		BudgetCheck: deref(input.BudgetCheck), PastConversationSearch: deref(input.PastConversationSearch)}); err != nil {
 		return nil, err
 	}
+	kbs, err := r.checkKnowledgeBases(ctx, input.KnowledgeBaseIds)
+	if err != nil {
+		return nil, err
+	}
 	create := r.client(ctx).Agent.Create().
+		SetKnowledgeBaseIds(kbs).
 		SetOrganizationID(v.OrganizationID).
 		SetName(strings.TrimSpace(input.Name)).
 		SetTools(uniq(input.Tools)).

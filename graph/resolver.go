@@ -14,6 +14,7 @@ import (
 	"github.com/toolgate/toolgate/tools"
 	"github.com/toolgate/toolgate/tools/catalog"
 	"github.com/toolgate/toolgate/tools/code"
+	"github.com/toolgate/toolgate/tools/document"
 	"github.com/toolgate/toolgate/tools/web"
 )
 
@@ -37,6 +38,9 @@ type Resolver struct {
 	Sandbox *code.Sandbox
 	// Apps lists applications' tools; nil knows them by name only.
 	Apps *mcp.Pool
+	// Documents processes, searches and reads documents and attachments;
+	// nil stores uploads that nothing processes.
+	Documents *document.Service
 }
 
 // appListTimeout bounds asking one application's server for its tools:

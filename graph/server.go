@@ -37,6 +37,7 @@ import (
 	"github.com/toolgate/toolgate/runtime/scope"
 	"github.com/toolgate/toolgate/tools"
 	"github.com/toolgate/toolgate/tools/code"
+	"github.com/toolgate/toolgate/tools/document"
 	"github.com/toolgate/toolgate/tools/web"
 )
 
@@ -71,6 +72,12 @@ type Config struct {
 	// and the catalogue; nil takes the Runner's. With neither, application
 	// tools are known by name only.
 	Apps *mcp.Pool
+	// Documents processes uploads and runs the document tools; nil stores
+	// uploads that nothing processes, and refuses the document tools.
+	Documents *document.Service
+	// MaxUploadBytes is the body limit of a multipart upload; 0 means
+	// DefaultMaxUploadBytes. Other requests keep MaxBodyBytes.
+	MaxUploadBytes int64
 }
 
 // Server is toolgate's HTTP API.
@@ -85,6 +92,9 @@ type Server struct {
 
 // NewServer builds the HTTP API over cfg.DB.
 func NewServer(cfg Config) *Server {
+	if cfg.MaxUploadBytes <= 0 {
+		cfg.MaxUploadBytes = DefaultMaxUploadBytes
+	}
 	if cfg.Log == nil {
 		cfg.Log = slog.New(slog.DiscardHandler)
 	}
@@ -116,7 +126,7 @@ func NewServer(cfg Config) *Server {
 	s.gql.Use(m)
 
 	graphqlHandler := jsonStatus(s.auth.Middleware(s.gql))
-	s.mux.Handle("/graphql", m.http("/graphql", limitBody(graphqlHandler)))
+	s.mux.Handle("/graphql", m.http("/graphql", limitBody(cfg.MaxUploadBytes, graphqlHandler)))
 	pg := playground.Handler("toolgate", "/playground", "/graphql", map[string]string{"Authorization": "Bearer "})
 	s.mux.Handle("/playground", pg)
 	s.mux.Handle("/playground/", pg)
@@ -157,7 +167,7 @@ func (s *Server) newGraphQL() *handler.Server {
 	if apps == nil && s.cfg.Runner != nil {
 		apps = s.cfg.Runner.Apps()
 	}
-	cfg := generated.Config{Resolvers: &Resolver{Client: s.client, Log: s.cfg.Log, Runner: s.cfg.Runner, Apps: apps, Web: s.cfg.Web, Sandbox: s.cfg.Sandbox}}
+	cfg := generated.Config{Resolvers: &Resolver{Client: s.client, Log: s.cfg.Log, Runner: s.cfg.Runner, Apps: apps, Web: s.cfg.Web, Sandbox: s.cfg.Sandbox, Documents: s.cfg.Documents}}
 	pageTimes := func(child int, first, last *int) int {
 		n := DefaultPage
 		if first != nil {
@@ -177,6 +187,12 @@ func (s *Server) newGraphQL() *handler.Server {
 		return pageTimes(child, first, last)
 	}
 	cfg.Complexity.Turn.ToolCalls = func(child int) int { return 1 + child*10 }
+	cfg.Complexity.Query.KnowledgeBases = func(child int, first *int, _ *entgql.Cursor[int]) int {
+		return pageTimes(child, first, nil)
+	}
+	cfg.Complexity.KnowledgeBase.Documents = func(child int, _ *entgql.Cursor[int], first *int, _ *entgql.Cursor[int], last *int, _ *ent.DocumentOrder) int {
+		return pageTimes(child, first, last)
+	}
 
 	es := generated.NewExecutableSchema(cfg)
 	hideCodegenDirectives(es.Schema())
@@ -190,6 +206,9 @@ func (s *Server) newGraphQL() *handler.Server {
 	srv.AddTransport(transport.Options{})
 	srv.AddTransport(transport.GET{})
 	srv.AddTransport(transport.POST{})
+	// Uploads (the GraphQL multipart request spec): files past 32 MiB of
+	// memory spill to temporary files; limitBody bounds the whole body.
+	srv.AddTransport(transport.MultipartForm{MaxUploadSize: s.cfg.MaxUploadBytes, MaxMemory: 32 << 20})
 	srv.SetQueryCache(lru.New[*ast.QueryDocument](1000))
 	srv.Use(extension.Introspection{})
 	srv.Use(extension.AutomaticPersistedQuery{Cache: lru.New[string](1000)})
@@ -308,9 +327,19 @@ func coded(e *gqlerror.Error, msg, code string) *gqlerror.Error {
 
 // limitBody refuses bodies over MaxBodyBytes with 413 and a GraphQL error,
 // before anything is parsed.
-func limitBody(next http.Handler) http.Handler {
+func limitBody(maxUpload int64, next http.Handler) http.Handler {
 	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		if r.Body == nil || r.Method != http.MethodPost {
+			next.ServeHTTP(w, r)
+			return
+		}
+		if strings.HasPrefix(r.Header.Get("Content-Type"), "multipart/form-data") {
+			// An upload has its own, larger limit, and is streamed.
+			if r.ContentLength > maxUpload {
+				tooLargeUpload(w, maxUpload)
+				return
+			}
+			r.Body = http.MaxBytesReader(w, r.Body, maxUpload)
 			next.ServeHTTP(w, r)
 			return
 		}
@@ -332,6 +361,12 @@ func limitBody(next http.Handler) http.Handler {
 		r.Body = io.NopCloser(bytes.NewReader(body))
 		next.ServeHTTP(w, r)
 	})
+}
+
+func tooLargeUpload(w http.ResponseWriter, limit int64) {
+	w.Header().Set("Content-Type", "application/json")
+	w.WriteHeader(http.StatusRequestEntityTooLarge)
+	_, _ = fmt.Fprintf(w, `{"errors":[{"message":"upload over %d bytes","extensions":{"code":"BODY_TOO_LARGE"}}]}`, limit)
 }
 
 func tooLarge(w http.ResponseWriter) {

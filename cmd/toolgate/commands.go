@@ -17,6 +17,8 @@ import (
 	"github.com/toolgate/toolgate/graph"
 	"github.com/toolgate/toolgate/graph/auth"
 	"github.com/toolgate/toolgate/runtime/loop"
+	"github.com/toolgate/toolgate/tools/document"
+	"github.com/toolgate/toolgate/tools/embed"
 	"github.com/toolgate/toolgate/tools/web"
 )
 
@@ -101,7 +103,15 @@ func serve(ctx context.Context, args []string, stdout, stderr io.Writer, log *sl
 	fs.StringVar(&wc.URL, "web-provider-url", env("TOOLGATE_WEB_PROVIDER_URL", ""), "the provider's endpoint; required for searxng (env TOOLGATE_WEB_PROVIDER_URL)")
 	fs.StringVar(&wc.Key, "web-provider-key", env("TOOLGATE_WEB_PROVIDER_KEY", ""), "the provider's API key (env TOOLGATE_WEB_PROVIDER_KEY)")
 	fs.StringVar(&wc.AllowPrivate, "web-allow-private", env("TOOLGATE_WEB_ALLOW_PRIVATE", ""), "comma-separated CIDRs page reads may reach although private: tests only, never in production (env TOOLGATE_WEB_ALLOW_PRIVATE)")
+	var ec embed.Config
+	fs.StringVar(&ec.Provider, "embedding-provider", env("TOOLGATE_EMBEDDING_PROVIDER", ""), "openai, local or none (env TOOLGATE_EMBEDDING_PROVIDER; default: openai when OPENAI_API_KEY is set, else local)")
+	fs.StringVar(&ec.Model, "embedding-model", env("TOOLGATE_EMBEDDING_MODEL", ""), "the embedding model (env TOOLGATE_EMBEDDING_MODEL; default: the provider's)")
+	maxUpload := fs.Int64("max-upload-bytes", int64(atoiEnv("TOOLGATE_MAX_UPLOAD_BYTES", graph.DefaultMaxUploadBytes)), "body limit of a multipart upload (env TOOLGATE_MAX_UPLOAD_BYTES)")
 	if err := fs.Parse(args); err != nil {
+		return err
+	}
+	embedder, err := embed.New(ec)
+	if err != nil {
 		return err
 	}
 	webService, err := web.New(wc)
@@ -130,7 +140,13 @@ func serve(ctx context.Context, args []string, stdout, stderr io.Writer, log *sl
 	}
 	defer apps.Close()
 	defer bridge.Close()
-	srv := graph.NewServer(graph.Config{DB: d, Log: log, Signer: signer, Runner: runner, Web: webService})
+	docs, err := document.New(document.Config{DB: d, Embedder: embedder, Log: log})
+	if err != nil {
+		_ = ln.Close()
+		return err
+	}
+	srv := graph.NewServer(graph.Config{DB: d, Log: log, Signer: signer, Runner: runner, Web: webService,
+		Documents: docs, MaxUploadBytes: *maxUpload})
 	var demoTurn int
 	if *demo {
 		var token string
@@ -158,6 +174,10 @@ func serve(ctx context.Context, args []string, stdout, stderr io.Writer, log *sl
 		_ = hs.Close()
 		return err
 	}
+	if err := docs.Open(ctx); err != nil {
+		_ = hs.Close()
+		return err
+	}
 	n, err := runner.Resume(ctx)
 	if demoTurn != 0 {
 		n-- // the demo's first turn starts here, it was not left running
@@ -180,6 +200,9 @@ func serve(ctx context.Context, args []string, stdout, stderr io.Writer, log *sl
 	// server drains its requests.
 	if err := runner.Close(shutdownCtx); err != nil {
 		log.Warn("turns still stopping", "err", err)
+	}
+	if err := docs.Close(shutdownCtx); err != nil {
+		log.Warn("documents still processing", "err", err)
 	}
 	if err := hs.Shutdown(shutdownCtx); err != nil {
 		return fmt.Errorf("shutdown: %w", err)

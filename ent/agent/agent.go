@@ -33,6 +33,8 @@ const (
 	FieldBudgetCheck = "budget_check"
 	// FieldPastConversationSearch holds the string denoting the past_conversation_search field in the database.
 	FieldPastConversationSearch = "past_conversation_search"
+	// FieldKnowledgeBaseIds holds the string denoting the knowledge_base_ids field in the database.
+	FieldKnowledgeBaseIds = "knowledge_base_ids"
 	// EdgeOrganization holds the string denoting the organization edge name in mutations.
 	EdgeOrganization = "organization"
 	// EdgeConversations holds the string denoting the conversations edge name in mutations.
@@ -67,6 +69,7 @@ var Columns = []string{
 	FieldMemory,
 	FieldBudgetCheck,
 	FieldPastConversationSearch,
+	FieldKnowledgeBaseIds,
 }
 
 // ValidColumn reports if the column name is valid (part of the table columns).
@@ -107,6 +110,8 @@ var (
 	DefaultBudgetCheck bool
 	// DefaultPastConversationSearch holds the default value on creation for the "past_conversation_search" field.
 	DefaultPastConversationSearch bool
+	// DefaultKnowledgeBaseIds holds the default value on creation for the "knowledge_base_ids" field.
+	DefaultKnowledgeBaseIds []int
 )
 
 // OrderOption defines the ordering options for the Agent queries.

@@ -11,8 +11,12 @@ import (
 	"github.com/toolgate/toolgate/ent/agent"
 	"github.com/toolgate/toolgate/ent/apitoken"
 	"github.com/toolgate/toolgate/ent/application"
+	"github.com/toolgate/toolgate/ent/attachment"
 	"github.com/toolgate/toolgate/ent/conversation"
+	"github.com/toolgate/toolgate/ent/document"
+	"github.com/toolgate/toolgate/ent/documentchunk"
 	"github.com/toolgate/toolgate/ent/idempotentresponse"
+	"github.com/toolgate/toolgate/ent/knowledgebase"
 	"github.com/toolgate/toolgate/ent/modelcall"
 	"github.com/toolgate/toolgate/ent/organization"
 	"github.com/toolgate/toolgate/ent/predicate"
@@ -162,6 +166,33 @@ func (f TraverseApplication) Traverse(ctx context.Context, q ent.Query) error {
 	return fmt.Errorf("unexpected query type %T. expect *ent.ApplicationQuery", q)
 }
 
+// The AttachmentFunc type is an adapter to allow the use of ordinary function as a Querier.
+type AttachmentFunc func(context.Context, *ent.AttachmentQuery) (ent.Value, error)
+
+// Query calls f(ctx, q).
+func (f AttachmentFunc) Query(ctx context.Context, q ent.Query) (ent.Value, error) {
+	if q, ok := q.(*ent.AttachmentQuery); ok {
+		return f(ctx, q)
+	}
+	return nil, fmt.Errorf("unexpected query type %T. expect *ent.AttachmentQuery", q)
+}
+
+// The TraverseAttachment type is an adapter to allow the use of ordinary function as Traverser.
+type TraverseAttachment func(context.Context, *ent.AttachmentQuery) error
+
+// Intercept is a dummy implementation of Intercept that returns the next Querier in the pipeline.
+func (f TraverseAttachment) Intercept(next ent.Querier) ent.Querier {
+	return next
+}
+
+// Traverse calls f(ctx, q).
+func (f TraverseAttachment) Traverse(ctx context.Context, q ent.Query) error {
+	if q, ok := q.(*ent.AttachmentQuery); ok {
+		return f(ctx, q)
+	}
+	return fmt.Errorf("unexpected query type %T. expect *ent.AttachmentQuery", q)
+}
+
 // The ConversationFunc type is an adapter to allow the use of ordinary function as a Querier.
 type ConversationFunc func(context.Context, *ent.ConversationQuery) (ent.Value, error)
 
@@ -189,6 +220,60 @@ func (f TraverseConversation) Traverse(ctx context.Context, q ent.Query) error {
 	return fmt.Errorf("unexpected query type %T. expect *ent.ConversationQuery", q)
 }
 
+// The DocumentFunc type is an adapter to allow the use of ordinary function as a Querier.
+type DocumentFunc func(context.Context, *ent.DocumentQuery) (ent.Value, error)
+
+// Query calls f(ctx, q).
+func (f DocumentFunc) Query(ctx context.Context, q ent.Query) (ent.Value, error) {
+	if q, ok := q.(*ent.DocumentQuery); ok {
+		return f(ctx, q)
+	}
+	return nil, fmt.Errorf("unexpected query type %T. expect *ent.DocumentQuery", q)
+}
+
+// The TraverseDocument type is an adapter to allow the use of ordinary function as Traverser.
+type TraverseDocument func(context.Context, *ent.DocumentQuery) error
+
+// Intercept is a dummy implementation of Intercept that returns the next Querier in the pipeline.
+func (f TraverseDocument) Intercept(next ent.Querier) ent.Querier {
+	return next
+}
+
+// Traverse calls f(ctx, q).
+func (f TraverseDocument) Traverse(ctx context.Context, q ent.Query) error {
+	if q, ok := q.(*ent.DocumentQuery); ok {
+		return f(ctx, q)
+	}
+	return fmt.Errorf("unexpected query type %T. expect *ent.DocumentQuery", q)
+}
+
+// The DocumentChunkFunc type is an adapter to allow the use of ordinary function as a Querier.
+type DocumentChunkFunc func(context.Context, *ent.DocumentChunkQuery) (ent.Value, error)
+
+// Query calls f(ctx, q).
+func (f DocumentChunkFunc) Query(ctx context.Context, q ent.Query) (ent.Value, error) {
+	if q, ok := q.(*ent.DocumentChunkQuery); ok {
+		return f(ctx, q)
+	}
+	return nil, fmt.Errorf("unexpected query type %T. expect *ent.DocumentChunkQuery", q)
+}
+
+// The TraverseDocumentChunk type is an adapter to allow the use of ordinary function as Traverser.
+type TraverseDocumentChunk func(context.Context, *ent.DocumentChunkQuery) error
+
+// Intercept is a dummy implementation of Intercept that returns the next Querier in the pipeline.
+func (f TraverseDocumentChunk) Intercept(next ent.Querier) ent.Querier {
+	return next
+}
+
+// Traverse calls f(ctx, q).
+func (f TraverseDocumentChunk) Traverse(ctx context.Context, q ent.Query) error {
+	if q, ok := q.(*ent.DocumentChunkQuery); ok {
+		return f(ctx, q)
+	}
+	return fmt.Errorf("unexpected query type %T. expect *ent.DocumentChunkQuery", q)
+}
+
 // The IdempotentResponseFunc type is an adapter to allow the use of ordinary function as a Querier.
 type IdempotentResponseFunc func(context.Context, *ent.IdempotentResponseQuery) (ent.Value, error)
 
@@ -214,6 +299,33 @@ func (f TraverseIdempotentResponse) Traverse(ctx context.Context, q ent.Query) e
 		return f(ctx, q)
 	}
 	return fmt.Errorf("unexpected query type %T. expect *ent.IdempotentResponseQuery", q)
+}
+
+// The KnowledgeBaseFunc type is an adapter to allow the use of ordinary function as a Querier.
+type KnowledgeBaseFunc func(context.Context, *ent.KnowledgeBaseQuery) (ent.Value, error)
+
+// Query calls f(ctx, q).
+func (f KnowledgeBaseFunc) Query(ctx context.Context, q ent.Query) (ent.Value, error) {
+	if q, ok := q.(*ent.KnowledgeBaseQuery); ok {
+		return f(ctx, q)
+	}
+	return nil, fmt.Errorf("unexpected query type %T. expect *ent.KnowledgeBaseQuery", q)
+}
+
+// The TraverseKnowledgeBase type is an adapter to allow the use of ordinary function as Traverser.
+type TraverseKnowledgeBase func(context.Context, *ent.KnowledgeBaseQuery) error
+
+// Intercept is a dummy implementation of Intercept that returns the next Querier in the pipeline.
+func (f TraverseKnowledgeBase) Intercept(next ent.Querier) ent.Querier {
+	return next
+}
+
+// Traverse calls f(ctx, q).
+func (f TraverseKnowledgeBase) Traverse(ctx context.Context, q ent.Query) error {
+	if q, ok := q.(*ent.KnowledgeBaseQuery); ok {
+		return f(ctx, q)
+	}
+	return fmt.Errorf("unexpected query type %T. expect *ent.KnowledgeBaseQuery", q)
 }
 
 // The ModelCallFunc type is an adapter to allow the use of ordinary function as a Querier.
@@ -468,10 +580,18 @@ func NewQuery(q ent.Query) (Query, error) {
 		return &query[*ent.AgentQuery, predicate.Agent, agent.OrderOption]{typ: ent.TypeAgent, tq: q}, nil
 	case *ent.ApplicationQuery:
 		return &query[*ent.ApplicationQuery, predicate.Application, application.OrderOption]{typ: ent.TypeApplication, tq: q}, nil
+	case *ent.AttachmentQuery:
+		return &query[*ent.AttachmentQuery, predicate.Attachment, attachment.OrderOption]{typ: ent.TypeAttachment, tq: q}, nil
 	case *ent.ConversationQuery:
 		return &query[*ent.ConversationQuery, predicate.Conversation, conversation.OrderOption]{typ: ent.TypeConversation, tq: q}, nil
+	case *ent.DocumentQuery:
+		return &query[*ent.DocumentQuery, predicate.Document, document.OrderOption]{typ: ent.TypeDocument, tq: q}, nil
+	case *ent.DocumentChunkQuery:
+		return &query[*ent.DocumentChunkQuery, predicate.DocumentChunk, documentchunk.OrderOption]{typ: ent.TypeDocumentChunk, tq: q}, nil
 	case *ent.IdempotentResponseQuery:
 		return &query[*ent.IdempotentResponseQuery, predicate.IdempotentResponse, idempotentresponse.OrderOption]{typ: ent.TypeIdempotentResponse, tq: q}, nil
+	case *ent.KnowledgeBaseQuery:
+		return &query[*ent.KnowledgeBaseQuery, predicate.KnowledgeBase, knowledgebase.OrderOption]{typ: ent.TypeKnowledgeBase, tq: q}, nil
 	case *ent.ModelCallQuery:
 		return &query[*ent.ModelCallQuery, predicate.ModelCall, modelcall.OrderOption]{typ: ent.TypeModelCall, tq: q}, nil
 	case *ent.OrganizationQuery:

@@ -47,6 +47,7 @@ var (
 		{Name: "memory", Type: field.TypeBool, Default: false},
 		{Name: "budget_check", Type: field.TypeBool, Default: false},
 		{Name: "past_conversation_search", Type: field.TypeBool, Default: false},
+		{Name: "knowledge_base_ids", Type: field.TypeJSON},
 		{Name: "organization_id", Type: field.TypeInt},
 	}
 	// AgentsTable holds the schema information for the "agents" table.
@@ -57,7 +58,7 @@ var (
 		ForeignKeys: []*schema.ForeignKey{
 			{
 				Symbol:     "agents_organizations_agents",
-				Columns:    []*schema.Column{AgentsColumns[9]},
+				Columns:    []*schema.Column{AgentsColumns[10]},
 				RefColumns: []*schema.Column{OrganizationsColumns[0]},
 				OnDelete:   schema.NoAction,
 			},
@@ -66,7 +67,7 @@ var (
 			{
 				Name:    "agent_organization_id_name",
 				Unique:  false,
-				Columns: []*schema.Column{AgentsColumns[9], AgentsColumns[3]},
+				Columns: []*schema.Column{AgentsColumns[10], AgentsColumns[3]},
 			},
 		},
 	}
@@ -98,6 +99,36 @@ var (
 				Name:    "application_organization_id_name",
 				Unique:  true,
 				Columns: []*schema.Column{ApplicationsColumns[6], ApplicationsColumns[3]},
+			},
+		},
+	}
+	// AttachmentsColumns holds the columns for the "attachments" table.
+	AttachmentsColumns = []*schema.Column{
+		{Name: "id", Type: field.TypeInt, Increment: true},
+		{Name: "created_at", Type: field.TypeTime},
+		{Name: "updated_at", Type: field.TypeTime},
+		{Name: "title", Type: field.TypeString, Size: 500, Default: ""},
+		{Name: "filename", Type: field.TypeString, Size: 500, Default: ""},
+		{Name: "mime_type", Type: field.TypeString, Size: 200, Default: "text/plain"},
+		{Name: "original", Type: field.TypeBytes, Nullable: true},
+		{Name: "text", Type: field.TypeString, Size: 2147483647, Default: ""},
+		{Name: "status", Type: field.TypeEnum, Enums: []string{"PROCESSING", "READY", "FAILED"}, Default: "PROCESSING"},
+		{Name: "error", Type: field.TypeString, Nullable: true, Size: 1000},
+		{Name: "chars", Type: field.TypeInt, Default: 0},
+		{Name: "chunks", Type: field.TypeInt, Default: 0},
+		{Name: "organization_id", Type: field.TypeInt},
+		{Name: "conversation_id", Type: field.TypeInt},
+	}
+	// AttachmentsTable holds the schema information for the "attachments" table.
+	AttachmentsTable = &schema.Table{
+		Name:       "attachments",
+		Columns:    AttachmentsColumns,
+		PrimaryKey: []*schema.Column{AttachmentsColumns[0]},
+		Indexes: []*schema.Index{
+			{
+				Name:    "attachment_conversation_id",
+				Unique:  false,
+				Columns: []*schema.Column{AttachmentsColumns[13]},
 			},
 		},
 	}
@@ -150,6 +181,66 @@ var (
 			},
 		},
 	}
+	// DocumentsColumns holds the columns for the "documents" table.
+	DocumentsColumns = []*schema.Column{
+		{Name: "id", Type: field.TypeInt, Increment: true},
+		{Name: "created_at", Type: field.TypeTime},
+		{Name: "updated_at", Type: field.TypeTime},
+		{Name: "title", Type: field.TypeString, Size: 500, Default: ""},
+		{Name: "filename", Type: field.TypeString, Size: 500, Default: ""},
+		{Name: "mime_type", Type: field.TypeString, Size: 200, Default: "text/plain"},
+		{Name: "original", Type: field.TypeBytes, Nullable: true},
+		{Name: "text", Type: field.TypeString, Size: 2147483647, Default: ""},
+		{Name: "status", Type: field.TypeEnum, Enums: []string{"PROCESSING", "READY", "FAILED"}, Default: "PROCESSING"},
+		{Name: "error", Type: field.TypeString, Nullable: true, Size: 1000},
+		{Name: "chars", Type: field.TypeInt, Default: 0},
+		{Name: "chunks", Type: field.TypeInt, Default: 0},
+		{Name: "organization_id", Type: field.TypeInt},
+		{Name: "knowledge_base_id", Type: field.TypeInt},
+	}
+	// DocumentsTable holds the schema information for the "documents" table.
+	DocumentsTable = &schema.Table{
+		Name:       "documents",
+		Columns:    DocumentsColumns,
+		PrimaryKey: []*schema.Column{DocumentsColumns[0]},
+		ForeignKeys: []*schema.ForeignKey{
+			{
+				Symbol:     "documents_knowledge_bases_documents",
+				Columns:    []*schema.Column{DocumentsColumns[13]},
+				RefColumns: []*schema.Column{KnowledgeBasesColumns[0]},
+				OnDelete:   schema.NoAction,
+			},
+		},
+	}
+	// DocumentChunksColumns holds the columns for the "document_chunks" table.
+	DocumentChunksColumns = []*schema.Column{
+		{Name: "id", Type: field.TypeInt, Increment: true},
+		{Name: "organization_id", Type: field.TypeInt},
+		{Name: "document_id", Type: field.TypeInt, Nullable: true},
+		{Name: "attachment_id", Type: field.TypeInt, Nullable: true},
+		{Name: "seq", Type: field.TypeInt},
+		{Name: "position", Type: field.TypeInt},
+		{Name: "text", Type: field.TypeString, Size: 2147483647},
+		{Name: "model", Type: field.TypeString, Default: ""},
+	}
+	// DocumentChunksTable holds the schema information for the "document_chunks" table.
+	DocumentChunksTable = &schema.Table{
+		Name:       "document_chunks",
+		Columns:    DocumentChunksColumns,
+		PrimaryKey: []*schema.Column{DocumentChunksColumns[0]},
+		Indexes: []*schema.Index{
+			{
+				Name:    "documentchunk_document_id",
+				Unique:  false,
+				Columns: []*schema.Column{DocumentChunksColumns[2]},
+			},
+			{
+				Name:    "documentchunk_attachment_id",
+				Unique:  false,
+				Columns: []*schema.Column{DocumentChunksColumns[3]},
+			},
+		},
+	}
 	// IdempotentResponsesColumns holds the columns for the "idempotent_responses" table.
 	IdempotentResponsesColumns = []*schema.Column{
 		{Name: "id", Type: field.TypeInt, Increment: true},
@@ -172,6 +263,27 @@ var (
 				Name:    "idempotentresponse_organization_id_scope_key_field",
 				Unique:  true,
 				Columns: []*schema.Column{IdempotentResponsesColumns[3], IdempotentResponsesColumns[4], IdempotentResponsesColumns[5], IdempotentResponsesColumns[6]},
+			},
+		},
+	}
+	// KnowledgeBasesColumns holds the columns for the "knowledge_bases" table.
+	KnowledgeBasesColumns = []*schema.Column{
+		{Name: "id", Type: field.TypeInt, Increment: true},
+		{Name: "created_at", Type: field.TypeTime},
+		{Name: "updated_at", Type: field.TypeTime},
+		{Name: "organization_id", Type: field.TypeInt},
+		{Name: "name", Type: field.TypeString, Size: 200},
+	}
+	// KnowledgeBasesTable holds the schema information for the "knowledge_bases" table.
+	KnowledgeBasesTable = &schema.Table{
+		Name:       "knowledge_bases",
+		Columns:    KnowledgeBasesColumns,
+		PrimaryKey: []*schema.Column{KnowledgeBasesColumns[0]},
+		Indexes: []*schema.Index{
+			{
+				Name:    "knowledgebase_organization_id_name",
+				Unique:  false,
+				Columns: []*schema.Column{KnowledgeBasesColumns[3], KnowledgeBasesColumns[4]},
 			},
 		},
 	}
@@ -454,8 +566,12 @@ var (
 		APITokensTable,
 		AgentsTable,
 		ApplicationsTable,
+		AttachmentsTable,
 		ConversationsTable,
+		DocumentsTable,
+		DocumentChunksTable,
 		IdempotentResponsesTable,
+		KnowledgeBasesTable,
 		ModelCallsTable,
 		OrganizationsTable,
 		SettingsTable,
@@ -481,14 +597,27 @@ func init() {
 	ApplicationsTable.Annotation = &entsql.Annotation{
 		IncrementStart: func(i int) *int { return &i }(8589934592),
 	}
+	AttachmentsTable.Annotation = &entsql.Annotation{
+		IncrementStart: func(i int) *int { return &i }(60129542144),
+	}
 	ConversationsTable.ForeignKeys[0].RefTable = AgentsTable
 	ConversationsTable.ForeignKeys[1].RefTable = OrganizationsTable
 	ConversationsTable.ForeignKeys[2].RefTable = UsersTable
 	ConversationsTable.Annotation = &entsql.Annotation{
 		IncrementStart: func(i int) *int { return &i }(12884901888),
 	}
+	DocumentsTable.ForeignKeys[0].RefTable = KnowledgeBasesTable
+	DocumentsTable.Annotation = &entsql.Annotation{
+		IncrementStart: func(i int) *int { return &i }(64424509440),
+	}
+	DocumentChunksTable.Annotation = &entsql.Annotation{
+		IncrementStart: func(i int) *int { return &i }(68719476736),
+	}
 	IdempotentResponsesTable.Annotation = &entsql.Annotation{
 		IncrementStart: func(i int) *int { return &i }(55834574848),
+	}
+	KnowledgeBasesTable.Annotation = &entsql.Annotation{
+		IncrementStart: func(i int) *int { return &i }(73014444032),
 	}
 	ModelCallsTable.ForeignKeys[0].RefTable = TurnsTable
 	ModelCallsTable.Annotation = &entsql.Annotation{

@@ -15,11 +15,23 @@ type Agent func(*sql.Selector)
 // Application is the predicate function for application builders.
 type Application func(*sql.Selector)
 
+// Attachment is the predicate function for attachment builders.
+type Attachment func(*sql.Selector)
+
 // Conversation is the predicate function for conversation builders.
 type Conversation func(*sql.Selector)
 
+// Document is the predicate function for document builders.
+type Document func(*sql.Selector)
+
+// DocumentChunk is the predicate function for documentchunk builders.
+type DocumentChunk func(*sql.Selector)
+
 // IdempotentResponse is the predicate function for idempotentresponse builders.
 type IdempotentResponse func(*sql.Selector)
+
+// KnowledgeBase is the predicate function for knowledgebase builders.
+type KnowledgeBase func(*sql.Selector)
 
 // ModelCall is the predicate function for modelcall builders.
 type ModelCall func(*sql.Selector)

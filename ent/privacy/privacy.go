@@ -182,6 +182,30 @@ func (f ApplicationMutationRuleFunc) EvalMutation(ctx context.Context, m ent.Mut
 	return Denyf("ent/privacy: unexpected mutation type %T, expect *ent.ApplicationMutation", m)
 }
 
+// The AttachmentQueryRuleFunc type is an adapter to allow the use of ordinary
+// functions as a query rule.
+type AttachmentQueryRuleFunc func(context.Context, *ent.AttachmentQuery) error
+
+// EvalQuery return f(ctx, q).
+func (f AttachmentQueryRuleFunc) EvalQuery(ctx context.Context, q ent.Query) error {
+	if q, ok := q.(*ent.AttachmentQuery); ok {
+		return f(ctx, q)
+	}
+	return Denyf("ent/privacy: unexpected query type %T, expect *ent.AttachmentQuery", q)
+}
+
+// The AttachmentMutationRuleFunc type is an adapter to allow the use of ordinary
+// functions as a mutation rule.
+type AttachmentMutationRuleFunc func(context.Context, *ent.AttachmentMutation) error
+
+// EvalMutation calls f(ctx, m).
+func (f AttachmentMutationRuleFunc) EvalMutation(ctx context.Context, m ent.Mutation) error {
+	if m, ok := m.(*ent.AttachmentMutation); ok {
+		return f(ctx, m)
+	}
+	return Denyf("ent/privacy: unexpected mutation type %T, expect *ent.AttachmentMutation", m)
+}
+
 // The ConversationQueryRuleFunc type is an adapter to allow the use of ordinary
 // functions as a query rule.
 type ConversationQueryRuleFunc func(context.Context, *ent.ConversationQuery) error
@@ -206,6 +230,54 @@ func (f ConversationMutationRuleFunc) EvalMutation(ctx context.Context, m ent.Mu
 	return Denyf("ent/privacy: unexpected mutation type %T, expect *ent.ConversationMutation", m)
 }
 
+// The DocumentQueryRuleFunc type is an adapter to allow the use of ordinary
+// functions as a query rule.
+type DocumentQueryRuleFunc func(context.Context, *ent.DocumentQuery) error
+
+// EvalQuery return f(ctx, q).
+func (f DocumentQueryRuleFunc) EvalQuery(ctx context.Context, q ent.Query) error {
+	if q, ok := q.(*ent.DocumentQuery); ok {
+		return f(ctx, q)
+	}
+	return Denyf("ent/privacy: unexpected query type %T, expect *ent.DocumentQuery", q)
+}
+
+// The DocumentMutationRuleFunc type is an adapter to allow the use of ordinary
+// functions as a mutation rule.
+type DocumentMutationRuleFunc func(context.Context, *ent.DocumentMutation) error
+
+// EvalMutation calls f(ctx, m).
+func (f DocumentMutationRuleFunc) EvalMutation(ctx context.Context, m ent.Mutation) error {
+	if m, ok := m.(*ent.DocumentMutation); ok {
+		return f(ctx, m)
+	}
+	return Denyf("ent/privacy: unexpected mutation type %T, expect *ent.DocumentMutation", m)
+}
+
+// The DocumentChunkQueryRuleFunc type is an adapter to allow the use of ordinary
+// functions as a query rule.
+type DocumentChunkQueryRuleFunc func(context.Context, *ent.DocumentChunkQuery) error
+
+// EvalQuery return f(ctx, q).
+func (f DocumentChunkQueryRuleFunc) EvalQuery(ctx context.Context, q ent.Query) error {
+	if q, ok := q.(*ent.DocumentChunkQuery); ok {
+		return f(ctx, q)
+	}
+	return Denyf("ent/privacy: unexpected query type %T, expect *ent.DocumentChunkQuery", q)
+}
+
+// The DocumentChunkMutationRuleFunc type is an adapter to allow the use of ordinary
+// functions as a mutation rule.
+type DocumentChunkMutationRuleFunc func(context.Context, *ent.DocumentChunkMutation) error
+
+// EvalMutation calls f(ctx, m).
+func (f DocumentChunkMutationRuleFunc) EvalMutation(ctx context.Context, m ent.Mutation) error {
+	if m, ok := m.(*ent.DocumentChunkMutation); ok {
+		return f(ctx, m)
+	}
+	return Denyf("ent/privacy: unexpected mutation type %T, expect *ent.DocumentChunkMutation", m)
+}
+
 // The IdempotentResponseQueryRuleFunc type is an adapter to allow the use of ordinary
 // functions as a query rule.
 type IdempotentResponseQueryRuleFunc func(context.Context, *ent.IdempotentResponseQuery) error
@@ -228,6 +300,30 @@ func (f IdempotentResponseMutationRuleFunc) EvalMutation(ctx context.Context, m 
 		return f(ctx, m)
 	}
 	return Denyf("ent/privacy: unexpected mutation type %T, expect *ent.IdempotentResponseMutation", m)
+}
+
+// The KnowledgeBaseQueryRuleFunc type is an adapter to allow the use of ordinary
+// functions as a query rule.
+type KnowledgeBaseQueryRuleFunc func(context.Context, *ent.KnowledgeBaseQuery) error
+
+// EvalQuery return f(ctx, q).
+func (f KnowledgeBaseQueryRuleFunc) EvalQuery(ctx context.Context, q ent.Query) error {
+	if q, ok := q.(*ent.KnowledgeBaseQuery); ok {
+		return f(ctx, q)
+	}
+	return Denyf("ent/privacy: unexpected query type %T, expect *ent.KnowledgeBaseQuery", q)
+}
+
+// The KnowledgeBaseMutationRuleFunc type is an adapter to allow the use of ordinary
+// functions as a mutation rule.
+type KnowledgeBaseMutationRuleFunc func(context.Context, *ent.KnowledgeBaseMutation) error
+
+// EvalMutation calls f(ctx, m).
+func (f KnowledgeBaseMutationRuleFunc) EvalMutation(ctx context.Context, m ent.Mutation) error {
+	if m, ok := m.(*ent.KnowledgeBaseMutation); ok {
+		return f(ctx, m)
+	}
+	return Denyf("ent/privacy: unexpected mutation type %T, expect *ent.KnowledgeBaseMutation", m)
 }
 
 // The ModelCallQueryRuleFunc type is an adapter to allow the use of ordinary

@@ -9,8 +9,12 @@ import (
 	"github.com/toolgate/toolgate/ent/agent"
 	"github.com/toolgate/toolgate/ent/apitoken"
 	"github.com/toolgate/toolgate/ent/application"
+	"github.com/toolgate/toolgate/ent/attachment"
 	"github.com/toolgate/toolgate/ent/conversation"
+	"github.com/toolgate/toolgate/ent/document"
+	"github.com/toolgate/toolgate/ent/documentchunk"
 	"github.com/toolgate/toolgate/ent/idempotentresponse"
+	"github.com/toolgate/toolgate/ent/knowledgebase"
 	"github.com/toolgate/toolgate/ent/modelcall"
 	"github.com/toolgate/toolgate/ent/organization"
 	"github.com/toolgate/toolgate/ent/schema"
@@ -125,6 +129,10 @@ func init() {
 	agentDescPastConversationSearch := agentFields[6].Descriptor()
 	// agent.DefaultPastConversationSearch holds the default value on creation for the past_conversation_search field.
 	agent.DefaultPastConversationSearch = agentDescPastConversationSearch.Default.(bool)
+	// agentDescKnowledgeBaseIds is the schema descriptor for knowledge_base_ids field.
+	agentDescKnowledgeBaseIds := agentFields[7].Descriptor()
+	// agent.DefaultKnowledgeBaseIds holds the default value on creation for the knowledge_base_ids field.
+	agent.DefaultKnowledgeBaseIds = agentDescKnowledgeBaseIds.Default.([]int)
 	applicationMixin := schema.Application{}.Mixin()
 	application.Policy = privacy.NewPolicies(applicationMixin[1], schema.Application{})
 	application.Hooks[0] = func(next ent.Mutator) ent.Mutator {
@@ -189,6 +197,70 @@ func init() {
 	applicationDescAllowedTools := applicationFields[3].Descriptor()
 	// application.DefaultAllowedTools holds the default value on creation for the allowed_tools field.
 	application.DefaultAllowedTools = applicationDescAllowedTools.Default.([]string)
+	attachmentMixin := schema.Attachment{}.Mixin()
+	attachment.Policy = privacy.NewPolicies(attachmentMixin[2], schema.Attachment{})
+	attachment.Hooks[0] = func(next ent.Mutator) ent.Mutator {
+		return ent.MutateFunc(func(ctx context.Context, m ent.Mutation) (ent.Value, error) {
+			if err := attachment.Policy.EvalMutation(ctx, m); err != nil {
+				return nil, err
+			}
+			return next.Mutate(ctx, m)
+		})
+	}
+	attachmentMixinFields0 := attachmentMixin[0].Fields()
+	_ = attachmentMixinFields0
+	attachmentMixinFields1 := attachmentMixin[1].Fields()
+	_ = attachmentMixinFields1
+	attachmentFields := schema.Attachment{}.Fields()
+	_ = attachmentFields
+	// attachmentDescCreatedAt is the schema descriptor for created_at field.
+	attachmentDescCreatedAt := attachmentMixinFields0[0].Descriptor()
+	// attachment.DefaultCreatedAt holds the default value on creation for the created_at field.
+	attachment.DefaultCreatedAt = attachmentDescCreatedAt.Default.(func() time.Time)
+	// attachmentDescUpdatedAt is the schema descriptor for updated_at field.
+	attachmentDescUpdatedAt := attachmentMixinFields0[1].Descriptor()
+	// attachment.DefaultUpdatedAt holds the default value on creation for the updated_at field.
+	attachment.DefaultUpdatedAt = attachmentDescUpdatedAt.Default.(func() time.Time)
+	// attachment.UpdateDefaultUpdatedAt holds the default value on update for the updated_at field.
+	attachment.UpdateDefaultUpdatedAt = attachmentDescUpdatedAt.UpdateDefault.(func() time.Time)
+	// attachmentDescTitle is the schema descriptor for title field.
+	attachmentDescTitle := attachmentMixinFields1[0].Descriptor()
+	// attachment.DefaultTitle holds the default value on creation for the title field.
+	attachment.DefaultTitle = attachmentDescTitle.Default.(string)
+	// attachment.TitleValidator is a validator for the "title" field. It is called by the builders before save.
+	attachment.TitleValidator = attachmentDescTitle.Validators[0].(func(string) error)
+	// attachmentDescFilename is the schema descriptor for filename field.
+	attachmentDescFilename := attachmentMixinFields1[1].Descriptor()
+	// attachment.DefaultFilename holds the default value on creation for the filename field.
+	attachment.DefaultFilename = attachmentDescFilename.Default.(string)
+	// attachment.FilenameValidator is a validator for the "filename" field. It is called by the builders before save.
+	attachment.FilenameValidator = attachmentDescFilename.Validators[0].(func(string) error)
+	// attachmentDescMimeType is the schema descriptor for mime_type field.
+	attachmentDescMimeType := attachmentMixinFields1[2].Descriptor()
+	// attachment.DefaultMimeType holds the default value on creation for the mime_type field.
+	attachment.DefaultMimeType = attachmentDescMimeType.Default.(string)
+	// attachment.MimeTypeValidator is a validator for the "mime_type" field. It is called by the builders before save.
+	attachment.MimeTypeValidator = attachmentDescMimeType.Validators[0].(func(string) error)
+	// attachmentDescText is the schema descriptor for text field.
+	attachmentDescText := attachmentMixinFields1[4].Descriptor()
+	// attachment.DefaultText holds the default value on creation for the text field.
+	attachment.DefaultText = attachmentDescText.Default.(string)
+	// attachmentDescError is the schema descriptor for error field.
+	attachmentDescError := attachmentMixinFields1[6].Descriptor()
+	// attachment.ErrorValidator is a validator for the "error" field. It is called by the builders before save.
+	attachment.ErrorValidator = attachmentDescError.Validators[0].(func(string) error)
+	// attachmentDescChars is the schema descriptor for chars field.
+	attachmentDescChars := attachmentMixinFields1[7].Descriptor()
+	// attachment.DefaultChars holds the default value on creation for the chars field.
+	attachment.DefaultChars = attachmentDescChars.Default.(int)
+	// attachment.CharsValidator is a validator for the "chars" field. It is called by the builders before save.
+	attachment.CharsValidator = attachmentDescChars.Validators[0].(func(int) error)
+	// attachmentDescChunks is the schema descriptor for chunks field.
+	attachmentDescChunks := attachmentMixinFields1[8].Descriptor()
+	// attachment.DefaultChunks holds the default value on creation for the chunks field.
+	attachment.DefaultChunks = attachmentDescChunks.Default.(int)
+	// attachment.ChunksValidator is a validator for the "chunks" field. It is called by the builders before save.
+	attachment.ChunksValidator = attachmentDescChunks.Validators[0].(func(int) error)
 	conversationMixin := schema.Conversation{}.Mixin()
 	conversation.Policy = privacy.NewPolicies(conversationMixin[1], schema.Conversation{})
 	conversation.Hooks[0] = func(next ent.Mutator) ent.Mutator {
@@ -223,6 +295,94 @@ func init() {
 	conversation.DefaultTurnsCount = conversationDescTurnsCount.Default.(int)
 	// conversation.TurnsCountValidator is a validator for the "turns_count" field. It is called by the builders before save.
 	conversation.TurnsCountValidator = conversationDescTurnsCount.Validators[0].(func(int) error)
+	documentMixin := schema.Document{}.Mixin()
+	document.Policy = privacy.NewPolicies(documentMixin[2], schema.Document{})
+	document.Hooks[0] = func(next ent.Mutator) ent.Mutator {
+		return ent.MutateFunc(func(ctx context.Context, m ent.Mutation) (ent.Value, error) {
+			if err := document.Policy.EvalMutation(ctx, m); err != nil {
+				return nil, err
+			}
+			return next.Mutate(ctx, m)
+		})
+	}
+	documentMixinFields0 := documentMixin[0].Fields()
+	_ = documentMixinFields0
+	documentMixinFields1 := documentMixin[1].Fields()
+	_ = documentMixinFields1
+	documentFields := schema.Document{}.Fields()
+	_ = documentFields
+	// documentDescCreatedAt is the schema descriptor for created_at field.
+	documentDescCreatedAt := documentMixinFields0[0].Descriptor()
+	// document.DefaultCreatedAt holds the default value on creation for the created_at field.
+	document.DefaultCreatedAt = documentDescCreatedAt.Default.(func() time.Time)
+	// documentDescUpdatedAt is the schema descriptor for updated_at field.
+	documentDescUpdatedAt := documentMixinFields0[1].Descriptor()
+	// document.DefaultUpdatedAt holds the default value on creation for the updated_at field.
+	document.DefaultUpdatedAt = documentDescUpdatedAt.Default.(func() time.Time)
+	// document.UpdateDefaultUpdatedAt holds the default value on update for the updated_at field.
+	document.UpdateDefaultUpdatedAt = documentDescUpdatedAt.UpdateDefault.(func() time.Time)
+	// documentDescTitle is the schema descriptor for title field.
+	documentDescTitle := documentMixinFields1[0].Descriptor()
+	// document.DefaultTitle holds the default value on creation for the title field.
+	document.DefaultTitle = documentDescTitle.Default.(string)
+	// document.TitleValidator is a validator for the "title" field. It is called by the builders before save.
+	document.TitleValidator = documentDescTitle.Validators[0].(func(string) error)
+	// documentDescFilename is the schema descriptor for filename field.
+	documentDescFilename := documentMixinFields1[1].Descriptor()
+	// document.DefaultFilename holds the default value on creation for the filename field.
+	document.DefaultFilename = documentDescFilename.Default.(string)
+	// document.FilenameValidator is a validator for the "filename" field. It is called by the builders before save.
+	document.FilenameValidator = documentDescFilename.Validators[0].(func(string) error)
+	// documentDescMimeType is the schema descriptor for mime_type field.
+	documentDescMimeType := documentMixinFields1[2].Descriptor()
+	// document.DefaultMimeType holds the default value on creation for the mime_type field.
+	document.DefaultMimeType = documentDescMimeType.Default.(string)
+	// document.MimeTypeValidator is a validator for the "mime_type" field. It is called by the builders before save.
+	document.MimeTypeValidator = documentDescMimeType.Validators[0].(func(string) error)
+	// documentDescText is the schema descriptor for text field.
+	documentDescText := documentMixinFields1[4].Descriptor()
+	// document.DefaultText holds the default value on creation for the text field.
+	document.DefaultText = documentDescText.Default.(string)
+	// documentDescError is the schema descriptor for error field.
+	documentDescError := documentMixinFields1[6].Descriptor()
+	// document.ErrorValidator is a validator for the "error" field. It is called by the builders before save.
+	document.ErrorValidator = documentDescError.Validators[0].(func(string) error)
+	// documentDescChars is the schema descriptor for chars field.
+	documentDescChars := documentMixinFields1[7].Descriptor()
+	// document.DefaultChars holds the default value on creation for the chars field.
+	document.DefaultChars = documentDescChars.Default.(int)
+	// document.CharsValidator is a validator for the "chars" field. It is called by the builders before save.
+	document.CharsValidator = documentDescChars.Validators[0].(func(int) error)
+	// documentDescChunks is the schema descriptor for chunks field.
+	documentDescChunks := documentMixinFields1[8].Descriptor()
+	// document.DefaultChunks holds the default value on creation for the chunks field.
+	document.DefaultChunks = documentDescChunks.Default.(int)
+	// document.ChunksValidator is a validator for the "chunks" field. It is called by the builders before save.
+	document.ChunksValidator = documentDescChunks.Validators[0].(func(int) error)
+	documentchunkMixin := schema.DocumentChunk{}.Mixin()
+	documentchunk.Policy = privacy.NewPolicies(documentchunkMixin[0], schema.DocumentChunk{})
+	documentchunk.Hooks[0] = func(next ent.Mutator) ent.Mutator {
+		return ent.MutateFunc(func(ctx context.Context, m ent.Mutation) (ent.Value, error) {
+			if err := documentchunk.Policy.EvalMutation(ctx, m); err != nil {
+				return nil, err
+			}
+			return next.Mutate(ctx, m)
+		})
+	}
+	documentchunkFields := schema.DocumentChunk{}.Fields()
+	_ = documentchunkFields
+	// documentchunkDescSeq is the schema descriptor for seq field.
+	documentchunkDescSeq := documentchunkFields[3].Descriptor()
+	// documentchunk.SeqValidator is a validator for the "seq" field. It is called by the builders before save.
+	documentchunk.SeqValidator = documentchunkDescSeq.Validators[0].(func(int) error)
+	// documentchunkDescPosition is the schema descriptor for position field.
+	documentchunkDescPosition := documentchunkFields[4].Descriptor()
+	// documentchunk.PositionValidator is a validator for the "position" field. It is called by the builders before save.
+	documentchunk.PositionValidator = documentchunkDescPosition.Validators[0].(func(int) error)
+	// documentchunkDescModel is the schema descriptor for model field.
+	documentchunkDescModel := documentchunkFields[6].Descriptor()
+	// documentchunk.DefaultModel holds the default value on creation for the model field.
+	documentchunk.DefaultModel = documentchunkDescModel.Default.(string)
 	idempotentresponseMixin := schema.IdempotentResponse{}.Mixin()
 	idempotentresponse.Policy = privacy.NewPolicies(idempotentresponseMixin[1], schema.IdempotentResponse{})
 	idempotentresponse.Hooks[0] = func(next ent.Mutator) ent.Mutator {
@@ -273,6 +433,48 @@ func init() {
 	idempotentresponseDescField := idempotentresponseFields[3].Descriptor()
 	// idempotentresponse.FieldValidator is a validator for the "field" field. It is called by the builders before save.
 	idempotentresponse.FieldValidator = idempotentresponseDescField.Validators[0].(func(string) error)
+	knowledgebaseMixin := schema.KnowledgeBase{}.Mixin()
+	knowledgebase.Policy = privacy.NewPolicies(knowledgebaseMixin[1], schema.KnowledgeBase{})
+	knowledgebase.Hooks[0] = func(next ent.Mutator) ent.Mutator {
+		return ent.MutateFunc(func(ctx context.Context, m ent.Mutation) (ent.Value, error) {
+			if err := knowledgebase.Policy.EvalMutation(ctx, m); err != nil {
+				return nil, err
+			}
+			return next.Mutate(ctx, m)
+		})
+	}
+	knowledgebaseMixinFields0 := knowledgebaseMixin[0].Fields()
+	_ = knowledgebaseMixinFields0
+	knowledgebaseFields := schema.KnowledgeBase{}.Fields()
+	_ = knowledgebaseFields
+	// knowledgebaseDescCreatedAt is the schema descriptor for created_at field.
+	knowledgebaseDescCreatedAt := knowledgebaseMixinFields0[0].Descriptor()
+	// knowledgebase.DefaultCreatedAt holds the default value on creation for the created_at field.
+	knowledgebase.DefaultCreatedAt = knowledgebaseDescCreatedAt.Default.(func() time.Time)
+	// knowledgebaseDescUpdatedAt is the schema descriptor for updated_at field.
+	knowledgebaseDescUpdatedAt := knowledgebaseMixinFields0[1].Descriptor()
+	// knowledgebase.DefaultUpdatedAt holds the default value on creation for the updated_at field.
+	knowledgebase.DefaultUpdatedAt = knowledgebaseDescUpdatedAt.Default.(func() time.Time)
+	// knowledgebase.UpdateDefaultUpdatedAt holds the default value on update for the updated_at field.
+	knowledgebase.UpdateDefaultUpdatedAt = knowledgebaseDescUpdatedAt.UpdateDefault.(func() time.Time)
+	// knowledgebaseDescName is the schema descriptor for name field.
+	knowledgebaseDescName := knowledgebaseFields[1].Descriptor()
+	// knowledgebase.NameValidator is a validator for the "name" field. It is called by the builders before save.
+	knowledgebase.NameValidator = func() func(string) error {
+		validators := knowledgebaseDescName.Validators
+		fns := [...]func(string) error{
+			validators[0].(func(string) error),
+			validators[1].(func(string) error),
+		}
+		return func(name string) error {
+			for _, fn := range fns {
+				if err := fn(name); err != nil {
+					return err
+				}
+			}
+			return nil
+		}
+	}()
 	modelcallMixin := schema.ModelCall{}.Mixin()
 	modelcall.Policy = privacy.NewPolicies(modelcallMixin[0], schema.ModelCall{})
 	modelcall.Hooks[0] = func(next ent.Mutator) ent.Mutator {

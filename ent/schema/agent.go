@@ -29,6 +29,8 @@ func (Agent) Fields() []ent.Field {
 		field.Bool("memory").Default(false),
 		field.Bool("budget_check").Default(false),
 		field.Bool("past_conversation_search").Default(false),
+		field.Ints("knowledge_base_ids").Default([]int{}).Annotations(entgql.Skip()).
+			Comment("the knowledge bases knowledge_search and read_document reach"),
 	}
 }
 

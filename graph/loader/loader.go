@@ -19,6 +19,7 @@ import (
 	"github.com/graph-gophers/dataloader/v7"
 
 	"github.com/toolgate/toolgate/ent"
+	"github.com/toolgate/toolgate/ent/attachment"
 	"github.com/toolgate/toolgate/ent/modelcall"
 	"github.com/toolgate/toolgate/ent/storedresult"
 	"github.com/toolgate/toolgate/ent/task"
@@ -43,6 +44,9 @@ type Loaders struct {
 	TasksByConversation *dataloader.Loader[int, []*ent.Task]
 	// ModelCallsByTurn loads turns' model calls, in step order.
 	ModelCallsByTurn *dataloader.Loader[int, []*ent.ModelCall]
+	// AttachmentsByConversation loads conversations' attachments, oldest
+	// first, without their bytes or text.
+	AttachmentsByConversation *dataloader.Loader[int, []*ent.Attachment]
 }
 
 // New returns loaders that query through client (the API's scoped client).
@@ -56,6 +60,8 @@ func New(client *ent.Client) *Loaders {
 		dataloader.WithWait[int, []*ent.Task](Wait))
 	l.ModelCallsByTurn = dataloader.NewBatchedLoader(modelCallsByTurn(client),
 		dataloader.WithWait[int, []*ent.ModelCall](Wait))
+	l.AttachmentsByConversation = dataloader.NewBatchedLoader(attachmentsByConversation(client),
+		dataloader.WithWait[int, []*ent.Attachment](Wait))
 	return l
 }
 
@@ -258,6 +264,37 @@ func (l *Loaders) Tasks(ctx context.Context, conv *ent.Conversation) ([]*ent.Tas
 		}
 	}
 	return l.TasksByConversation.Load(ctx, conv.ID)()
+}
+
+// Attachments returns the attachments of conv; a page of conversations
+// loads in one statement, like Tasks.
+func (l *Loaders) Attachments(ctx context.Context, conv *ent.Conversation) ([]*ent.Attachment, error) {
+	if ids := siblingConversations(ctx); len(ids) > 1 {
+		err := l.pageOnce("attachments", ids, func() error {
+			return primeAll(ctx, l.AttachmentsByConversation, attachmentsByConversation(l.client), ids)
+		})
+		if err != nil {
+			return nil, err
+		}
+	}
+	return l.AttachmentsByConversation.Load(ctx, conv.ID)()
+}
+
+func attachmentsByConversation(client *ent.Client) dataloader.BatchFunc[int, []*ent.Attachment] {
+	var cols []string
+	for _, c := range attachment.Columns {
+		if c != attachment.FieldOriginal && c != attachment.FieldText {
+			cols = append(cols, c)
+		}
+	}
+	return func(ctx context.Context, ids []int) []*dataloader.Result[[]*ent.Attachment] {
+		rows, err := client.Attachment.Query().
+			Where(attachment.ConversationIDIn(ids...)).
+			Order(ent.Asc(attachment.FieldConversationID), ent.Asc(attachment.FieldID)).
+			Select(cols...).
+			All(ctx)
+		return group(ids, rows, err, func(a *ent.Attachment) int { return a.ConversationID })
+	}
 }
 
 func siblingConversations(ctx context.Context) []int {

@@ -9,10 +9,19 @@ import (
 	"strconv"
 	"time"
 
+	"github.com/99designs/gqlgen/graphql"
 	"github.com/toolgate/toolgate/ent"
 	"github.com/toolgate/toolgate/ent/schematype"
 	"github.com/toolgate/toolgate/runtime/events"
 )
+
+type AddDocumentInput struct {
+	KnowledgeBaseID int `json:"knowledgeBaseId"`
+	// The file; or title and text.
+	File  *graphql.Upload `json:"file,omitempty"`
+	Title *string         `json:"title,omitempty"`
+	Text  *string         `json:"text,omitempty"`
+}
 
 type AgentUsage struct {
 	Agent            *ent.Agent `json:"agent,omitempty"`
@@ -27,6 +36,11 @@ type AgentUsage struct {
 type AnswerClarificationInput struct {
 	TurnID int    `json:"turnId"`
 	Answer string `json:"answer"`
+}
+
+type AttachFileInput struct {
+	ConversationID int            `json:"conversationId"`
+	File           graphql.Upload `json:"file"`
 }
 
 type Calculation struct {
@@ -48,6 +62,12 @@ type CreateAgentInput struct {
 	Memory                 *bool    `json:"memory,omitempty"`
 	BudgetCheck            *bool    `json:"budgetCheck,omitempty"`
 	PastConversationSearch *bool    `json:"pastConversationSearch,omitempty"`
+	// Knowledge bases of the organisation that knowledge_search and read_document reach.
+	KnowledgeBaseIds []int `json:"knowledgeBaseIds,omitempty"`
+}
+
+type CreateKnowledgeBaseInput struct {
+	Name string `json:"name"`
 }
 
 type CreatedAPIToken struct {
