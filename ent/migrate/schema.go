@@ -303,6 +303,9 @@ var (
 		{Name: "output_tokens", Type: field.TypeInt64, Default: 0},
 		{Name: "cost", Type: field.TypeFloat64, Default: 0},
 		{Name: "duration_ms", Type: field.TypeInt64, Default: 0},
+		{Name: "kind", Type: field.TypeEnum, Enums: []string{"STEP", "SUMMARY"}, Default: "STEP"},
+		{Name: "prefix_tokens", Type: field.TypeInt64, Default: 0},
+		{Name: "attribution", Type: field.TypeString, Default: ""},
 		{Name: "started_at", Type: field.TypeTime},
 		{Name: "turn_id", Type: field.TypeInt},
 	}
@@ -314,7 +317,7 @@ var (
 		ForeignKeys: []*schema.ForeignKey{
 			{
 				Symbol:     "model_calls_turns_model_calls",
-				Columns:    []*schema.Column{ModelCallsColumns[15]},
+				Columns:    []*schema.Column{ModelCallsColumns[18]},
 				RefColumns: []*schema.Column{TurnsColumns[0]},
 				OnDelete:   schema.NoAction,
 			},
@@ -323,12 +326,12 @@ var (
 			{
 				Name:    "modelcall_organization_id_started_at",
 				Unique:  false,
-				Columns: []*schema.Column{ModelCallsColumns[1], ModelCallsColumns[14]},
+				Columns: []*schema.Column{ModelCallsColumns[1], ModelCallsColumns[17]},
 			},
 			{
 				Name:    "modelcall_turn_id",
 				Unique:  false,
-				Columns: []*schema.Column{ModelCallsColumns[15]},
+				Columns: []*schema.Column{ModelCallsColumns[18]},
 			},
 		},
 	}
@@ -395,6 +398,39 @@ var (
 			},
 		},
 	}
+	// SummariesColumns holds the columns for the "summaries" table.
+	SummariesColumns = []*schema.Column{
+		{Name: "id", Type: field.TypeInt, Increment: true},
+		{Name: "from_turn", Type: field.TypeInt},
+		{Name: "to_turn", Type: field.TypeInt},
+		{Name: "text", Type: field.TypeString, Size: 2147483647},
+		{Name: "turn_id", Type: field.TypeInt},
+		{Name: "model", Type: field.TypeString},
+		{Name: "cost", Type: field.TypeFloat64, Default: 0},
+		{Name: "created_at", Type: field.TypeTime},
+		{Name: "conversation_id", Type: field.TypeInt},
+	}
+	// SummariesTable holds the schema information for the "summaries" table.
+	SummariesTable = &schema.Table{
+		Name:       "summaries",
+		Columns:    SummariesColumns,
+		PrimaryKey: []*schema.Column{SummariesColumns[0]},
+		ForeignKeys: []*schema.ForeignKey{
+			{
+				Symbol:     "summaries_conversations_summaries",
+				Columns:    []*schema.Column{SummariesColumns[8]},
+				RefColumns: []*schema.Column{ConversationsColumns[0]},
+				OnDelete:   schema.NoAction,
+			},
+		},
+		Indexes: []*schema.Index{
+			{
+				Name:    "summary_conversation_id_to_turn",
+				Unique:  true,
+				Columns: []*schema.Column{SummariesColumns[8], SummariesColumns[2]},
+			},
+		},
+	}
 	// TasksColumns holds the columns for the "tasks" table.
 	TasksColumns = []*schema.Column{
 		{Name: "id", Type: field.TypeInt, Increment: true},
@@ -434,6 +470,7 @@ var (
 		{Name: "message", Type: field.TypeString, Nullable: true, Size: 2147483647},
 		{Name: "heard", Type: field.TypeString, Nullable: true, Size: 2147483647},
 		{Name: "ref", Type: field.TypeString, Nullable: true},
+		{Name: "guardrail", Type: field.TypeString, Nullable: true},
 		{Name: "arguments_ref", Type: field.TypeString, Nullable: true},
 		{Name: "started_at", Type: field.TypeTime},
 		{Name: "finished_at", Type: field.TypeTime, Nullable: true},
@@ -448,13 +485,13 @@ var (
 		ForeignKeys: []*schema.ForeignKey{
 			{
 				Symbol:     "tool_calls_stored_results_tool_call",
-				Columns:    []*schema.Column{ToolCallsColumns[17]},
+				Columns:    []*schema.Column{ToolCallsColumns[18]},
 				RefColumns: []*schema.Column{StoredResultsColumns[0]},
 				OnDelete:   schema.SetNull,
 			},
 			{
 				Symbol:     "tool_calls_turns_tool_calls",
-				Columns:    []*schema.Column{ToolCallsColumns[18]},
+				Columns:    []*schema.Column{ToolCallsColumns[19]},
 				RefColumns: []*schema.Column{TurnsColumns[0]},
 				OnDelete:   schema.NoAction,
 			},
@@ -463,7 +500,7 @@ var (
 			{
 				Name:    "toolcall_turn_id_position",
 				Unique:  true,
-				Columns: []*schema.Column{ToolCallsColumns[18], ToolCallsColumns[1]},
+				Columns: []*schema.Column{ToolCallsColumns[19], ToolCallsColumns[1]},
 			},
 		},
 	}
@@ -576,6 +613,7 @@ var (
 		OrganizationsTable,
 		SettingsTable,
 		StoredResultsTable,
+		SummariesTable,
 		TasksTable,
 		ToolCallsTable,
 		TurnsTable,
@@ -598,7 +636,7 @@ func init() {
 		IncrementStart: func(i int) *int { return &i }(8589934592),
 	}
 	AttachmentsTable.Annotation = &entsql.Annotation{
-		IncrementStart: func(i int) *int { return &i }(60129542144),
+		IncrementStart: func(i int) *int { return &i }(64424509440),
 	}
 	ConversationsTable.ForeignKeys[0].RefTable = AgentsTable
 	ConversationsTable.ForeignKeys[1].RefTable = OrganizationsTable
@@ -608,16 +646,16 @@ func init() {
 	}
 	DocumentsTable.ForeignKeys[0].RefTable = KnowledgeBasesTable
 	DocumentsTable.Annotation = &entsql.Annotation{
-		IncrementStart: func(i int) *int { return &i }(64424509440),
+		IncrementStart: func(i int) *int { return &i }(68719476736),
 	}
 	DocumentChunksTable.Annotation = &entsql.Annotation{
-		IncrementStart: func(i int) *int { return &i }(68719476736),
+		IncrementStart: func(i int) *int { return &i }(73014444032),
 	}
 	IdempotentResponsesTable.Annotation = &entsql.Annotation{
 		IncrementStart: func(i int) *int { return &i }(55834574848),
 	}
 	KnowledgeBasesTable.Annotation = &entsql.Annotation{
-		IncrementStart: func(i int) *int { return &i }(73014444032),
+		IncrementStart: func(i int) *int { return &i }(77309411328),
 	}
 	ModelCallsTable.ForeignKeys[0].RefTable = TurnsTable
 	ModelCallsTable.Annotation = &entsql.Annotation{
@@ -632,6 +670,10 @@ func init() {
 	StoredResultsTable.ForeignKeys[0].RefTable = ConversationsTable
 	StoredResultsTable.Annotation = &entsql.Annotation{
 		IncrementStart: func(i int) *int { return &i }(25769803776),
+	}
+	SummariesTable.ForeignKeys[0].RefTable = ConversationsTable
+	SummariesTable.Annotation = &entsql.Annotation{
+		IncrementStart: func(i int) *int { return &i }(60129542144),
 	}
 	TasksTable.Annotation = &entsql.Annotation{
 		IncrementStart: func(i int) *int { return &i }(51539607552),
