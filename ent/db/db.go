@@ -64,7 +64,7 @@ func Open(ctx context.Context, rawURL string) (*DB, error) {
 	case strings.HasPrefix(rawURL, "file:"):
 		d, err = openSQLite(strings.TrimPrefix(rawURL, "file:"))
 	default:
-		return nil, fmt.Errorf("database url %q: want postgres://, sqlite:// or file:", redact(rawURL))
+		return nil, fmt.Errorf("database url %q: want postgres://, sqlite:// or file:PATH", redact(rawURL))
 	}
 	if err != nil {
 		return nil, err
