@@ -15,6 +15,8 @@ import (
 	"github.com/toolgate/toolgate/ent/agent"
 	"github.com/toolgate/toolgate/ent/apitoken"
 	"github.com/toolgate/toolgate/ent/application"
+	"github.com/toolgate/toolgate/ent/artifact"
+	"github.com/toolgate/toolgate/ent/artifactversion"
 	"github.com/toolgate/toolgate/ent/attachment"
 	"github.com/toolgate/toolgate/ent/conversation"
 	"github.com/toolgate/toolgate/ent/document"
@@ -94,6 +96,8 @@ func checkColumn(t, c string) error {
 			apitoken.Table:           apitoken.ValidColumn,
 			agent.Table:              agent.ValidColumn,
 			application.Table:        application.ValidColumn,
+			artifact.Table:           artifact.ValidColumn,
+			artifactversion.Table:    artifactversion.ValidColumn,
 			attachment.Table:         attachment.ValidColumn,
 			conversation.Table:       conversation.ValidColumn,
 			document.Table:           document.ValidColumn,
