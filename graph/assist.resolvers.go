@@ -41,14 +41,18 @@ func (r *mutationResolver) SuggestNextActions(ctx context.Context, conversationI
 	}
 	// A scope token's turn is the one asking; an API token has none, and
 	// the playground means the latest.
-	err = interact.SaveSuggestions(ctx, r.client(ctx), conv.ID, v.TurnID, s)
+	id, err := interact.SaveSuggestions(ctx, r.client(ctx), conv.ID, v.TurnID, s)
 	if errors.Is(err, interact.ErrNoTurn) {
 		return nil, inputErrorf("%v", err)
 	}
 	if err != nil {
 		return nil, err
 	}
-	return &model.SuggestionsAck{Ok: true, Saved: len(s)}, nil
+	t, err := r.client(ctx).Turn.Get(ctx, id)
+	if err != nil {
+		return nil, fmt.Errorf("load turn: %w", err)
+	}
+	return &model.SuggestionsAck{Ok: true, Saved: len(s), Suggestions: s, Turn: t}, nil
 }
 
 // Calculate is the resolver for the calculate field.

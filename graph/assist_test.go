@@ -98,7 +98,13 @@ func TestSuggestNextActions(t *testing.T) {
 		// An API token (the playground) stores on the latest turn.
 		data := b.do(t, b.alice.Token, op, map[string]any{"conversationId": conv,
 			"suggestions": []string{" Show the chart ", "Explain", "Explain"}}).ok(t)
-		require.Equal(t, map[string]any{"ok": true, "saved": 2.0}, get(data, interact.Suggest.Field))
+		require.Equal(t, map[string]any{"saved": 2.0}, get(data, interact.Suggest.Field))
+		// The ack's meaningful fields: what was stored, and on which turn;
+		// the deprecated ok still answers for today's clients.
+		data = b.do(t, b.alice.Token, `mutation($c: ID, $s: [String!]!) { suggestNextActions(conversationId: $c, suggestions: $s) { ok saved suggestions turn { number } } }`,
+			map[string]any{"c": conv, "s": []string{" Show the chart ", "Explain", "Explain"}}).ok(t)
+		require.Equal(t, map[string]any{"ok": true, "saved": 2.0, "suggestions": []any{"Show the chart", "Explain"}, "turn": map[string]any{"number": 2.0}},
+			get(data, "suggestNextActions"))
 		require.Equal(t, map[int][]any{1: {}, 2: {"Show the chart", "Explain"}}, suggestionsByTurn(t, b, conv))
 
 		// A scope token stores on its own turn, replacing nothing else.

@@ -231,6 +231,22 @@ func TestReadToolResultThroughScopeToken(t *testing.T) {
 		require.Equal(t, "Reimbursement Deadline", get(search, "excerpts", 0, "text"))
 		requireSpans(t, content, get(search, "evidence"), "Reimbursement Deadline", "reimbursement deadline")
 
+		// MatchMode's SCREAMING_CASE values mean what the deprecated
+		// lower-case ones do, as literals and as variables.
+		for _, tt := range []struct {
+			give     string
+			wantHits int
+		}{{"FUZZY", 2}, {"fuzzy", 2}, {"EXACT", 0}, {"exact", 0}} {
+			d := b.do(t, b.alice.Token, `query($c: ID, $refs: [String!]!, $m: MatchMode) {
+  toolResults(conversationId: $c, refs: $refs, query: "reimbursment deadline", match: $m) { searches { hits } }
+}`, map[string]any{"c": conv, "refs": []string{"r_policy"}, "m": tt.give}).ok(t)
+			require.EqualValues(t, tt.wantHits, get(d, "toolResults", "searches", 0, "hits"), tt.give)
+			d = b.do(t, b.alice.Token, `query($c: ID, $refs: [String!]!) {
+  toolResults(conversationId: $c, refs: $refs, query: "reimbursment deadline", match: `+tt.give+`) { searches { hits } }
+}`, map[string]any{"c": conv, "refs": []string{"r_policy"}}).ok(t)
+			require.EqualValues(t, tt.wantHits, get(d, "toolResults", "searches", 0, "hits"), tt.give)
+		}
+
 		// A token not offered the tool, or naming another conversation,
 		// reaches nothing.
 		other := b.startConversation(t, b.alice.Token, agentID, "other")

@@ -416,8 +416,10 @@ type ComplexityRoot struct {
 	}
 
 	SuggestionsAck struct {
-		Ok    func(childComplexity int) int
-		Saved func(childComplexity int) int
+		Ok          func(childComplexity int) int
+		Saved       func(childComplexity int) int
+		Suggestions func(childComplexity int) int
+		Turn        func(childComplexity int) int
 	}
 
 	Summary struct {
@@ -2519,6 +2521,18 @@ func (e *executableSchema) Complexity(ctx context.Context, typeName, field strin
 		}
 
 		return e.ComplexityRoot.SuggestionsAck.Saved(childComplexity), true
+	case "SuggestionsAck.suggestions":
+		if e.ComplexityRoot.SuggestionsAck.Suggestions == nil {
+			break
+		}
+
+		return e.ComplexityRoot.SuggestionsAck.Suggestions(childComplexity), true
+	case "SuggestionsAck.turn":
+		if e.ComplexityRoot.SuggestionsAck.Turn == nil {
+			break
+		}
+
+		return e.ComplexityRoot.SuggestionsAck.Turn(childComplexity), true
 
 	case "Summary.cost":
 		if e.ComplexityRoot.Summary.Cost == nil {
@@ -3941,7 +3955,7 @@ type ArtifactSaved @goModel(model: "github.com/toolgate/toolgate/tools/artifact.
   Evaluates arithmetic (the calculator tool): + - * / % ^ ( ), functions and constants;
   the answer is rounded to 12 significant digits.
   """
-  calculate(conversationId: ID, expression: String!): Calculation!
+  calculate("Required with an API token (BAD_USER_INPUT naming conversationId when it is missing); a turn's scope token implies its own conversation and refuses another." conversationId: ID, expression: String!): Calculation!
 }
 
 extend type Mutation {
@@ -3950,7 +3964,7 @@ extend type Mutation {
   place of the turn's earlier ones: on the scope token's turn, or with an API token on the
   conversation's latest turn. 1 to 5 suggestions of at most 200 characters; repeats dropped.
   """
-  suggestNextActions(conversationId: ID, suggestions: [String!]!): SuggestionsAck!
+  suggestNextActions("Required with an API token (BAD_USER_INPUT naming conversationId when it is missing); a turn's scope token implies its own conversation and refuses another." conversationId: ID, suggestions: [String!]!): SuggestionsAck!
 }
 
 extend type Conversation {
@@ -3965,7 +3979,11 @@ type Calculation {
 
 "The acknowledgement of suggestNextActions."
 type SuggestionsAck {
-  ok: Boolean!
+  ok: Boolean! @deprecated(reason: "Always true: a refusal is an error, never ok: false. Read saved, suggestions and turn.")
+  "The suggestions as stored on the turn, in order, repeats dropped."
+  suggestions: [String!]!
+  "The turn the suggestions were stored on."
+  turn: Turn!
   "How many suggestions were stored, repeats dropped."
   saved: Int!
 }
@@ -3991,11 +4009,11 @@ enum TaskStatus {
   """
   catalogue(agentId: ID): Catalogue!
   "search_tools: the tools the conversation's agent may use that match each query's words, best first."
-  searchTools(conversationId: ID, queries: [String!]!): ToolSearch!
+  searchTools("Required with an API token (BAD_USER_INPUT naming conversationId when it is missing); a turn's scope token implies its own conversation and refuses another." conversationId: ID, queries: [String!]!): ToolSearch!
   "list_tools: every tool the conversation's agent may use."
-  listTools(conversationId: ID): ToolList!
+  listTools("Required with an API token (BAD_USER_INPUT naming conversationId when it is missing); a turn's scope token implies its own conversation and refuses another." conversationId: ID): ToolList!
   "get_tool_schema: named tools whole, with their argument schemas."
-  getToolSchema(conversationId: ID, names: [String!]!): ToolSchemas!
+  getToolSchema("Required with an API token (BAD_USER_INPUT naming conversationId when it is missing); a turn's scope token implies its own conversation and refuses another." conversationId: ID, names: [String!]!): ToolSchemas!
 }
 
 "A JSON Schema, as a JSON value."
@@ -4102,7 +4120,7 @@ extend type Mutation {
   output, 20 workspace writes, call depth 2,000; writes are kept only when
   the run succeeds.
   """
-  runCode(conversationId: ID, code: String!, toolResults: [String!]): CodeRun!
+  runCode("Required with an API token (BAD_USER_INPUT naming conversationId when it is missing); a turn's scope token implies its own conversation and refuses another." conversationId: ID, code: String!, toolResults: [String!]): CodeRun!
 }
 
 type CodeRun @goModel(model: "github.com/toolgate/toolgate/tools/code.Result") {
@@ -5153,9 +5171,11 @@ extend type Query {
   1024 to 20000) is the call's budget of stored text, shared by its refs; offset (reads)
   is where each window starts; contextChars (searches, default 200, at most 1000) the
   context each side of a match. An API token must give conversationId.
+  This is the one way to read stored results; readToolResult and searchToolResults are
+  deprecated in its favour.
   """
   toolResults(
-    conversationId: ID
+    "Required with an API token (BAD_USER_INPUT naming conversationId when it is missing); a turn's scope token implies its own conversation and refuses another." conversationId: ID
     refs: [String!]!
     offset: Int
     maxChars: Int
@@ -5168,7 +5188,7 @@ extend type Query {
   A window of each stored result (characters from offset, within maxChars shared by the
   refs), in request order. Without conversationId, an API token reads any result it reaches.
   """
-  readToolResult(conversationId: ID, refs: [String!]!, offset: Int, maxChars: Int): [ToolResultRead!]!
+  readToolResult("Optional: with it, only that conversation's results; without it, an API token reads any result it reaches. A turn's scope token implies its own conversation." conversationId: ID, refs: [String!]!, offset: Int, maxChars: Int): [ToolResultRead!]! @deprecated(reason: "Use toolResults(conversationId, refs, offset, maxChars) and read its reads: the same windows, with per-ref failures listed, in the one field that also searches.")
 
   """
   Searches each stored result for query: ranked excerpts with their context, within
@@ -5176,21 +5196,25 @@ extend type Query {
   it reaches.
   """
   searchToolResults(
-    conversationId: ID
+    "Optional: with it, only that conversation's results; without it, an API token reads any result it reaches. A turn's scope token implies its own conversation." conversationId: ID
     refs: [String!]!
     query: String!
     match: MatchMode
     contextChars: Int
     maxChars: Int
-  ): [ToolResultSearch!]!
+  ): [ToolResultSearch!]! @deprecated(reason: "Use toolResults(conversationId, refs, query, match, contextChars, maxChars) and read its searches: the same excerpts, in the one field that also reads.")
 }
 
-"How a search compares the query with the text; lower case, as the model writes it."
+"How a search compares the query with the text. EXACT and FUZZY are the values to use; the lower-case ones are still accepted and mean the same."
 enum MatchMode @goModel(model: "github.com/toolgate/toolgate/tools/result.Match") {
   "Literally, case ignored."
-  exact
+  EXACT
   "The query's words in a row, each allowed typos by its length (1 edit from 4 characters, 2 from 8); case ignored."
-  fuzzy
+  FUZZY
+  "Literally, case ignored."
+  exact @deprecated(reason: "Use EXACT: every enum value is SCREAMING_CASE.")
+  "As FUZZY."
+  fuzzy @deprecated(reason: "Use FUZZY: every enum value is SCREAMING_CASE.")
 }
 
 "One call of read_tool_result."
@@ -5490,14 +5514,14 @@ type Grounding {
   not be read is listed under failures (kind ABSENCE, OUTAGE or ERROR); the rest stands.
   Needs webResearch on for the organisation and a provider configured on the server.
   """
-  researchWeb(conversationId: ID, queries: [String!]!, maxPages: Int): WebResearch!
+  researchWeb("Required with an API token (BAD_USER_INPUT naming conversationId when it is missing); a turn's scope token implies its own conversation and refuses another." conversationId: ID, queries: [String!]!, maxPages: Int): WebResearch!
   """
   One window of a public web page's main text (the read_page tool): maxChars (default 3000,
   500 to 10000) characters from offset; a cut read carries nextOffset. Private, loopback,
   link-local and metadata addresses, other schemes than http(s), bodies over 2 MiB, more
   than 5 redirects and pages robots.txt disallows are refused.
   """
-  readPage(conversationId: ID, url: String!, offset: Int, maxChars: Int): WebPageRead!
+  readPage("Required with an API token (BAD_USER_INPUT naming conversationId when it is missing); a turn's scope token implies its own conversation and refuses another." conversationId: ID, url: String!, offset: Int, maxChars: Int): WebPageRead!
 }
 
 extend type Mutation {
@@ -5561,20 +5585,20 @@ type WebPageRead @goModel(model: "github.com/toolgate/toolgate/tools/web.PageRea
 
 extend type Query {
   "list_files: the workspace's files, or those under a folder, in path order."
-  listFiles(conversationId: ID, path: String): WorkspaceListing!
+  listFiles("Required with an API token (BAD_USER_INPUT naming conversationId when it is missing); a turn's scope token implies its own conversation and refuses another." conversationId: ID, path: String): WorkspaceListing!
   "read_file: a window of one file. maxChars defaults to 4,000 and lies between 1,024 and 20,000."
-  readFile(conversationId: ID, path: String!, offset: Int, maxChars: Int): WorkspacePage!
+  readFile("Required with an API token (BAD_USER_INPUT naming conversationId when it is missing); a turn's scope token implies its own conversation and refuses another." conversationId: ID, path: String!, offset: Int, maxChars: Int): WorkspacePage!
   "search_files: lines holding any of up to 5 strings (literal, case ignored, at most 500 characters each), with 0 to 3 context lines (default 1)."
-  searchFiles(conversationId: ID, strings: [String!]!, contextLines: Int): WorkspaceSearch!
+  searchFiles("Required with an API token (BAD_USER_INPUT naming conversationId when it is missing); a turn's scope token implies its own conversation and refuses another." conversationId: ID, strings: [String!]!, contextLines: Int): WorkspaceSearch!
 }
 
 extend type Mutation {
   "write_file: creates or replaces up to 3 files, all or nothing."
-  writeFiles(conversationId: ID, files: [WorkspaceFileInput!]!): WorkspaceWrite!
+  writeFiles("Required with an API token (BAD_USER_INPUT naming conversationId when it is missing); a turn's scope token implies its own conversation and refuses another." conversationId: ID, files: [WorkspaceFileInput!]!): WorkspaceWrite!
   "edit_file: exact replacements in one file, in order, each matching exactly once."
-  editFile(conversationId: ID, path: String!, edits: [WorkspaceEditInput!]!): WorkspaceEdit!
+  editFile("Required with an API token (BAD_USER_INPUT naming conversationId when it is missing); a turn's scope token implies its own conversation and refuses another." conversationId: ID, path: String!, edits: [WorkspaceEditInput!]!): WorkspaceEdit!
   "delete_file: removes one file."
-  deleteFile(conversationId: ID, path: String!): WorkspaceDeleted!
+  deleteFile("Required with an API token (BAD_USER_INPUT naming conversationId when it is missing); a turn's scope token implies its own conversation and refuses another." conversationId: ID, path: String!): WorkspaceDeleted!
 }
 
 "One file of a workspace listing."
@@ -6283,6 +6307,10 @@ func (ec *executionContext) childFields_SuggestionsAck(ctx context.Context, fiel
 	switch field.Name {
 	case "ok":
 		return ec.fieldContext_SuggestionsAck_ok(ctx, field)
+	case "suggestions":
+		return ec.fieldContext_SuggestionsAck_suggestions(ctx, field)
+	case "turn":
+		return ec.fieldContext_SuggestionsAck_turn(ctx, field)
 	case "saved":
 		return ec.fieldContext_SuggestionsAck_saved(ctx, field)
 	}
@@ -14994,6 +15022,61 @@ func (ec *executionContext) _SuggestionsAck_ok(ctx context.Context, field graphq
 }
 func (ec *executionContext) fieldContext_SuggestionsAck_ok(_ context.Context, field graphql.CollectedField) (fc *graphql.FieldContext, err error) {
 	return graphql.NewScalarFieldContext("SuggestionsAck", field, false, false, "Boolean")
+}
+
+func (ec *executionContext) _SuggestionsAck_suggestions(ctx context.Context, field graphql.CollectedField, obj *model.SuggestionsAck) (ret graphql.Marshaler) {
+	return graphql.ResolveField(
+		ctx,
+		ec.OperationContext,
+		field,
+		func(ctx context.Context, field graphql.CollectedField) (*graphql.FieldContext, error) {
+			return ec.fieldContext_SuggestionsAck_suggestions(ctx, field)
+		},
+		func(ctx context.Context) (any, error) {
+			return obj.Suggestions, nil
+		},
+		nil,
+		func(ctx context.Context, selections ast.SelectionSet, v []string) graphql.Marshaler {
+			return ec.marshalNString2ᚕstringᚄ(ctx, selections, v)
+		},
+		true,
+		true,
+	)
+}
+func (ec *executionContext) fieldContext_SuggestionsAck_suggestions(_ context.Context, field graphql.CollectedField) (fc *graphql.FieldContext, err error) {
+	return graphql.NewScalarFieldContext("SuggestionsAck", field, false, false, "String")
+}
+
+func (ec *executionContext) _SuggestionsAck_turn(ctx context.Context, field graphql.CollectedField, obj *model.SuggestionsAck) (ret graphql.Marshaler) {
+	return graphql.ResolveField(
+		ctx,
+		ec.OperationContext,
+		field,
+		func(ctx context.Context, field graphql.CollectedField) (*graphql.FieldContext, error) {
+			return ec.fieldContext_SuggestionsAck_turn(ctx, field)
+		},
+		func(ctx context.Context) (any, error) {
+			return obj.Turn, nil
+		},
+		nil,
+		func(ctx context.Context, selections ast.SelectionSet, v *ent.Turn) graphql.Marshaler {
+			return ec.marshalNTurn2ᚖgithubᚗcomᚋtoolgateᚋtoolgateᚋentᚐTurn(ctx, selections, v)
+		},
+		true,
+		true,
+	)
+}
+func (ec *executionContext) fieldContext_SuggestionsAck_turn(_ context.Context, field graphql.CollectedField) (fc *graphql.FieldContext, err error) {
+	fc = &graphql.FieldContext{
+		Object:     "SuggestionsAck",
+		Field:      field,
+		IsMethod:   false,
+		IsResolver: false,
+		Child: func(ctx context.Context, field graphql.CollectedField) (*graphql.FieldContext, error) {
+			return ec.childFields_Turn(ctx, field)
+		},
+	}
+	return fc, nil
 }
 
 func (ec *executionContext) _SuggestionsAck_saved(ctx context.Context, field graphql.CollectedField, obj *model.SuggestionsAck) (ret graphql.Marshaler) {
@@ -25467,6 +25550,16 @@ func (ec *executionContext) _SuggestionsAck(ctx context.Context, sel ast.Selecti
 			out.Values[i] = graphql.MarshalString("SuggestionsAck")
 		case "ok":
 			out.Values[i] = ec._SuggestionsAck_ok(ctx, field, obj)
+			if out.Values[i] == graphql.Null {
+				out.Invalids++
+			}
+		case "suggestions":
+			out.Values[i] = ec._SuggestionsAck_suggestions(ctx, field, obj)
+			if out.Values[i] == graphql.Null {
+				out.Invalids++
+			}
+		case "turn":
+			out.Values[i] = ec._SuggestionsAck_turn(ctx, field, obj)
 			if out.Values[i] == graphql.Null {
 				out.Invalids++
 			}

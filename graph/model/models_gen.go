@@ -132,6 +132,10 @@ type Subscription struct {
 // The acknowledgement of suggestNextActions.
 type SuggestionsAck struct {
 	Ok bool `json:"ok"`
+	// The suggestions as stored on the turn, in order, repeats dropped.
+	Suggestions []string `json:"suggestions"`
+	// The turn the suggestions were stored on.
+	Turn *ent.Turn `json:"turn"`
 	// How many suggestions were stored, repeats dropped.
 	Saved int `json:"saved"`
 }

@@ -53,7 +53,7 @@ var Suggest = tools.Definition{
 		"suggestionChars": MaxSuggestionChars,
 	},
 	Operation: `mutation($conversationId: ID, $suggestions: [String!]!) {
-  suggestNextActions(conversationId: $conversationId, suggestions: $suggestions) { ok saved }
+  suggestNextActions(conversationId: $conversationId, suggestions: $suggestions) { saved }
 }`,
 	Field: "suggestNextActions",
 }

@@ -147,17 +147,18 @@ func CheckSuggestions(in []string) ([]string, error) {
 // conversation, replacing what it had: turnID, or the latest turn when
 // turnID is 0. Client must reach the conversation's turns (the API's
 // scoped client finds the latest turn only in scope).
-func SaveSuggestions(ctx context.Context, client *ent.Client, conversationID, turnID int, suggestions []string) error {
+// It returns the id of the turn that took them.
+func SaveSuggestions(ctx context.Context, client *ent.Client, conversationID, turnID int, suggestions []string) (int, error) {
 	if turnID == 0 {
 		id, err := client.Turn.Query().
 			Where(turn.ConversationID(conversationID)).
 			Order(ent.Desc(turn.FieldNumber)).
 			FirstID(ctx)
 		if ent.IsNotFound(err) {
-			return ErrNoTurn
+			return 0, ErrNoTurn
 		}
 		if err != nil {
-			return fmt.Errorf("find latest turn: %w", err)
+			return 0, fmt.Errorf("find latest turn: %w", err)
 		}
 		turnID = id
 	}
@@ -166,10 +167,10 @@ func SaveSuggestions(ctx context.Context, client *ent.Client, conversationID, tu
 		SetSuggestions(suggestions).
 		Save(ctx)
 	if err != nil {
-		return fmt.Errorf("save suggestions: %w", err)
+		return 0, fmt.Errorf("save suggestions: %w", err)
 	}
 	if n == 0 {
-		return ErrNoTurn
+		return 0, ErrNoTurn
 	}
-	return nil
+	return turnID, nil
 }

@@ -140,14 +140,20 @@ func TestSaveSuggestions(t *testing.T) {
 		conv := c.Conversation.Create().SetOrganizationID(org.ID).SetUserID(u.ID).SetAgentID(a.ID).SaveX(ctx)
 		other := c.Conversation.Create().SetOrganizationID(org.ID).SetUserID(u.ID).SetAgentID(a.ID).SaveX(ctx)
 
-		require.ErrorIs(t, SaveSuggestions(ctx, c, conv.ID, 0, []string{"a"}), ErrNoTurn)
+		_, err := SaveSuggestions(ctx, c, conv.ID, 0, []string{"a"})
+		require.ErrorIs(t, err, ErrNoTurn)
 		first := c.Turn.Create().SetConversationID(conv.ID).SetNumber(1).SetUserText("one").SaveX(ctx)
 		second := c.Turn.Create().SetConversationID(conv.ID).SetNumber(2).SetUserText("two").SaveX(ctx)
 		elsewhere := c.Turn.Create().SetConversationID(other.ID).SetNumber(1).SetUserText("x").SaveX(ctx)
 
-		require.NoError(t, SaveSuggestions(ctx, c, conv.ID, 0, []string{"latest"}))
-		require.NoError(t, SaveSuggestions(ctx, c, conv.ID, first.ID, []string{"named"}))
-		require.ErrorIs(t, SaveSuggestions(ctx, c, conv.ID, elsewhere.ID, []string{"no"}), ErrNoTurn, "a turn of another conversation")
+		id, err := SaveSuggestions(ctx, c, conv.ID, 0, []string{"latest"})
+		require.NoError(t, err)
+		require.Equal(t, second.ID, id, "no turn named: the latest")
+		id, err = SaveSuggestions(ctx, c, conv.ID, first.ID, []string{"named"})
+		require.NoError(t, err)
+		require.Equal(t, first.ID, id)
+		_, err = SaveSuggestions(ctx, c, conv.ID, elsewhere.ID, []string{"no"})
+		require.ErrorIs(t, err, ErrNoTurn, "a turn of another conversation")
 
 		got := map[int][]string{}
 		for _, tu := range c.Turn.Query().Where(turn.IDIn(first.ID, second.ID, elsewhere.ID)).AllX(ctx) {

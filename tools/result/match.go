@@ -6,12 +6,18 @@ import (
 	"strconv"
 )
 
-// UnmarshalGQL reads the GraphQL enum MatchMode, whose values are the
-// model's words: "exact" and "fuzzy".
+// UnmarshalGQL reads the GraphQL enum MatchMode: EXACT and FUZZY, or the
+// deprecated lower-case values, which are the model's words.
 func (m *Match) UnmarshalGQL(v any) error {
 	s, ok := v.(string)
 	if !ok {
 		return fmt.Errorf("match: want a string, got %T", v)
+	}
+	switch s {
+	case "EXACT":
+		s = string(Exact)
+	case "FUZZY":
+		s = string(Fuzzy)
 	}
 	switch Match(s) {
 	case Exact, Fuzzy:

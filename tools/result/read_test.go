@@ -126,7 +126,11 @@ func TestMatchGQL(t *testing.T) {
 	var m Match
 	require.NoError(t, m.UnmarshalGQL("fuzzy"))
 	require.Equal(t, Fuzzy, m)
-	require.EqualError(t, m.UnmarshalGQL("FUZZY"), `match: "FUZZY" is not "exact" or "fuzzy"`)
+	require.NoError(t, m.UnmarshalGQL("EXACT"))
+	require.Equal(t, Exact, m, "SCREAMING_CASE is the enum's way; the lower case stays accepted")
+	require.NoError(t, m.UnmarshalGQL("FUZZY"))
+	require.Equal(t, Fuzzy, m)
+	require.EqualError(t, m.UnmarshalGQL("Fuzzy"), `match: "Fuzzy" is not "exact" or "fuzzy"`)
 	require.EqualError(t, m.UnmarshalGQL(3), "match: want a string, got int")
 	var b strings.Builder
 	Exact.MarshalGQL(&b)
