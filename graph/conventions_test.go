@@ -29,6 +29,9 @@ var mutationExceptions = map[string]string{
 	"suggestNextActions": "a tool field: the arguments are the tool's own, as the model writes them",
 	"writeFiles":         "a tool field: the arguments are the tool's own, as the model writes them",
 	"editFile":           "a tool field: the arguments are the tool's own, as the model writes them",
+	"createArtifact":     "a tool field: the arguments are the tool's own, as the model writes them",
+	"rewriteArtifact":    "a tool field: the arguments are the tool's own, as the model writes them",
+	"updateArtifact":     "a tool field: the arguments are the tool's own, as the model writes them",
 	"deleteFile":         "a tool field: the arguments are the tool's own, as the model writes them",
 }
 

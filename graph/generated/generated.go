@@ -3895,11 +3895,11 @@ extend type Query {
 
 extend type Mutation {
   "create_artifact: a new artifact of kind html, svg or markdown, at version 1."
-  createArtifact(conversationId: ID, title: String!, kind: String!, content: String!): ArtifactSaved!
+  createArtifact("Required with an API token (BAD_USER_INPUT naming conversationId when it is missing); a turn's scope token implies its own conversation and refuses another." conversationId: ID, title: String!, kind: String!, content: String!): ArtifactSaved!
   "rewrite_artifact: a new version replacing the whole content."
-  rewriteArtifact(conversationId: ID, artifactId: ID!, content: String!): ArtifactSaved!
+  rewriteArtifact("Required with an API token (BAD_USER_INPUT naming conversationId when it is missing); a turn's scope token implies its own conversation and refuses another." conversationId: ID, artifactId: ID!, content: String!): ArtifactSaved!
   "update_artifact: a new version made by exact replacements in the latest, each matching exactly once, all or nothing."
-  updateArtifact(conversationId: ID, artifactId: ID!, edits: [WorkspaceEditInput!]!): ArtifactSaved!
+  updateArtifact("Required with an API token (BAD_USER_INPUT naming conversationId when it is missing); a turn's scope token implies its own conversation and refuses another." conversationId: ID, artifactId: ID!, edits: [WorkspaceEditInput!]!): ArtifactSaved!
 }
 
 "A document a conversation produced, kept as versions that are never overwritten."
