@@ -110,6 +110,10 @@ type ComplexityRoot struct {
 		UpdatedAt    func(childComplexity int) int
 	}
 
+	ArchiveConversationPayload struct {
+		Conversation func(childComplexity int) int
+	}
+
 	ArgumentRepair struct {
 		Path func(childComplexity int) int
 		Rule func(childComplexity int) int
@@ -165,6 +169,7 @@ type ComplexityRoot struct {
 
 	Conversation struct {
 		Agent      func(childComplexity int) int
+		ArchivedAt func(childComplexity int) int
 		CreatedAt  func(childComplexity int) int
 		ID         func(childComplexity int) int
 		Tasks      func(childComplexity int) int
@@ -186,9 +191,18 @@ type ComplexityRoot struct {
 		Node   func(childComplexity int) int
 	}
 
+	CreateUserPayload struct {
+		Token func(childComplexity int) int
+		User  func(childComplexity int) int
+	}
+
 	CreatedAPIToken struct {
 		APIToken func(childComplexity int) int
 		Token    func(childComplexity int) int
+	}
+
+	DeactivateUserPayload struct {
+		User func(childComplexity int) int
 	}
 
 	Evidence struct {
@@ -235,17 +249,24 @@ type ComplexityRoot struct {
 
 	Mutation struct {
 		AnswerClarification func(childComplexity int, input model.AnswerClarificationInput) int
+		ArchiveConversation func(childComplexity int, input model.ArchiveConversationInput) int
 		CancelTurn          func(childComplexity int, id int) int
 		CreateAPIToken      func(childComplexity int, input model.CreateAPITokenInput) int
 		CreateAgent         func(childComplexity int, input model.CreateAgentInput) int
+		CreateUser          func(childComplexity int, input model.CreateUserInput) int
+		DeactivateUser      func(childComplexity int, input model.DeactivateUserInput) int
+		DeleteConversation  func(childComplexity int, id int) int
 		DeleteFile          func(childComplexity int, conversationID *int, path string) int
 		EditFile            func(childComplexity int, conversationID *int, path string, edits []*workspace.EditInput) int
 		RegisterApplication func(childComplexity int, input model.RegisterApplicationInput) int
+		RemoveApplication   func(childComplexity int, input model.RemoveApplicationInput) int
 		RevokeAPIToken      func(childComplexity int, id int) int
 		RunCode             func(childComplexity int, conversationID *int, code string, toolResults []string) int
 		SendMessage         func(childComplexity int, input model.SendMessageInput) int
 		StartConversation   func(childComplexity int, input model.StartConversationInput) int
 		SuggestNextActions  func(childComplexity int, conversationID *int, suggestions []string) int
+		UpdateAgent         func(childComplexity int, input model.UpdateAgentInput) int
+		UpdateApplication   func(childComplexity int, input model.UpdateApplicationInput) int
 		UpdateOrganization  func(childComplexity int, input model.UpdateOrganizationInput) int
 		WriteFiles          func(childComplexity int, conversationID *int, files []*workspace.FileInput) int
 	}
@@ -268,6 +289,7 @@ type ComplexityRoot struct {
 	Query struct {
 		APITokens         func(childComplexity int) int
 		Agents            func(childComplexity int, first *int, after *entgql.Cursor[int], last *int, before *entgql.Cursor[int], orderBy []*ent.AgentOrder) int
+		Applications      func(childComplexity int) int
 		Calculate         func(childComplexity int, conversationID *int, expression string) int
 		Catalogue         func(childComplexity int, agentID *int) int
 		Conversation      func(childComplexity int, id int) int
@@ -287,7 +309,12 @@ type ComplexityRoot struct {
 		ToolResults       func(childComplexity int, conversationID *int, refs []string, offset *int, maxChars *int, query *string, match *result.Match, contextChars *int) int
 		Transcript        func(childComplexity int, conversationID int, fromTurn *int, toTurn *int, words *string, offset *int, maxChars *int) int
 		Usage             func(childComplexity int, month *string) int
+		Users             func(childComplexity int) int
 		Viewer            func(childComplexity int) int
+	}
+
+	RemoveApplicationPayload struct {
+		ID func(childComplexity int) int
 	}
 
 	StoredResult struct {
@@ -472,6 +499,14 @@ type ComplexityRoot struct {
 		Turn     func(childComplexity int) int
 	}
 
+	UpdateAgentPayload struct {
+		Agent func(childComplexity int) int
+	}
+
+	UpdateApplicationPayload struct {
+		Application func(childComplexity int) int
+	}
+
 	Usage struct {
 		ByAgent          func(childComplexity int) int
 		ByModel          func(childComplexity int) int
@@ -488,6 +523,7 @@ type ComplexityRoot struct {
 	User struct {
 		Admin            func(childComplexity int) int
 		CreatedAt        func(childComplexity int) int
+		DeactivatedAt    func(childComplexity int) int
 		Department       func(childComplexity int) int
 		ID               func(childComplexity int) int
 		Name             func(childComplexity int) int
@@ -612,6 +648,13 @@ type MutationResolver interface {
 	SuggestNextActions(ctx context.Context, conversationID *int, suggestions []string) (*model.SuggestionsAck, error)
 	RunCode(ctx context.Context, conversationID *int, code string, toolResults []string) (*code.Result, error)
 	StartConversation(ctx context.Context, input model.StartConversationInput) (*ent.Conversation, error)
+	UpdateApplication(ctx context.Context, input model.UpdateApplicationInput) (*model.UpdateApplicationPayload, error)
+	RemoveApplication(ctx context.Context, input model.RemoveApplicationInput) (*model.RemoveApplicationPayload, error)
+	UpdateAgent(ctx context.Context, input model.UpdateAgentInput) (*model.UpdateAgentPayload, error)
+	ArchiveConversation(ctx context.Context, input model.ArchiveConversationInput) (*model.ArchiveConversationPayload, error)
+	DeleteConversation(ctx context.Context, id int) (int, error)
+	CreateUser(ctx context.Context, input model.CreateUserInput) (*model.CreateUserPayload, error)
+	DeactivateUser(ctx context.Context, input model.DeactivateUserInput) (*model.DeactivateUserPayload, error)
 	SendMessage(ctx context.Context, input model.SendMessageInput) (*ent.Turn, error)
 	AnswerClarification(ctx context.Context, input model.AnswerClarificationInput) (*ent.Turn, error)
 	CancelTurn(ctx context.Context, id int) (*ent.Turn, error)
@@ -633,6 +676,8 @@ type QueryResolver interface {
 	GetToolSchema(ctx context.Context, conversationID *int, names []string) (*catalog.Schemas, error)
 	Viewer(ctx context.Context) (*ent.User, error)
 	Conversation(ctx context.Context, id int) (*ent.Conversation, error)
+	Applications(ctx context.Context) ([]*ent.Application, error)
+	Users(ctx context.Context) ([]*ent.User, error)
 	ToolResults(ctx context.Context, conversationID *int, refs []string, offset *int, maxChars *int, query *string, match *result.Match, contextChars *int) (*result.Results, error)
 	ReadToolResult(ctx context.Context, conversationID *int, refs []string, offset *int, maxChars *int) ([]*result.ReadItem, error)
 	SearchToolResults(ctx context.Context, conversationID *int, refs []string, query string, match *result.Match, contextChars *int, maxChars *int) ([]*result.SearchItem, error)
@@ -902,6 +947,13 @@ func (e *executableSchema) Complexity(ctx context.Context, typeName, field strin
 
 		return e.ComplexityRoot.Application.UpdatedAt(childComplexity), true
 
+	case "ArchiveConversationPayload.conversation":
+		if e.ComplexityRoot.ArchiveConversationPayload.Conversation == nil {
+			break
+		}
+
+		return e.ComplexityRoot.ArchiveConversationPayload.Conversation(childComplexity), true
+
 	case "ArgumentRepair.path":
 		if e.ComplexityRoot.ArgumentRepair.Path == nil {
 			break
@@ -1107,6 +1159,12 @@ func (e *executableSchema) Complexity(ctx context.Context, typeName, field strin
 		}
 
 		return e.ComplexityRoot.Conversation.Agent(childComplexity), true
+	case "Conversation.archivedAt":
+		if e.ComplexityRoot.Conversation.ArchivedAt == nil {
+			break
+		}
+
+		return e.ComplexityRoot.Conversation.ArchivedAt(childComplexity), true
 	case "Conversation.createdAt":
 		if e.ComplexityRoot.Conversation.CreatedAt == nil {
 			break
@@ -1193,6 +1251,19 @@ func (e *executableSchema) Complexity(ctx context.Context, typeName, field strin
 
 		return e.ComplexityRoot.ConversationEdge.Node(childComplexity), true
 
+	case "CreateUserPayload.token":
+		if e.ComplexityRoot.CreateUserPayload.Token == nil {
+			break
+		}
+
+		return e.ComplexityRoot.CreateUserPayload.Token(childComplexity), true
+	case "CreateUserPayload.user":
+		if e.ComplexityRoot.CreateUserPayload.User == nil {
+			break
+		}
+
+		return e.ComplexityRoot.CreateUserPayload.User(childComplexity), true
+
 	case "CreatedAPIToken.apiToken":
 		if e.ComplexityRoot.CreatedAPIToken.APIToken == nil {
 			break
@@ -1205,6 +1276,13 @@ func (e *executableSchema) Complexity(ctx context.Context, typeName, field strin
 		}
 
 		return e.ComplexityRoot.CreatedAPIToken.Token(childComplexity), true
+
+	case "DeactivateUserPayload.user":
+		if e.ComplexityRoot.DeactivateUserPayload.User == nil {
+			break
+		}
+
+		return e.ComplexityRoot.DeactivateUserPayload.User(childComplexity), true
 
 	case "Evidence.end":
 		if e.ComplexityRoot.Evidence.End == nil {
@@ -1384,6 +1462,17 @@ func (e *executableSchema) Complexity(ctx context.Context, typeName, field strin
 		}
 
 		return e.ComplexityRoot.Mutation.AnswerClarification(childComplexity, args["input"].(model.AnswerClarificationInput)), true
+	case "Mutation.archiveConversation":
+		if e.ComplexityRoot.Mutation.ArchiveConversation == nil {
+			break
+		}
+
+		args, err := ec.field_Mutation_archiveConversation_args(ctx, rawArgs)
+		if err != nil {
+			return 0, false
+		}
+
+		return e.ComplexityRoot.Mutation.ArchiveConversation(childComplexity, args["input"].(model.ArchiveConversationInput)), true
 	case "Mutation.cancelTurn":
 		if e.ComplexityRoot.Mutation.CancelTurn == nil {
 			break
@@ -1417,6 +1506,39 @@ func (e *executableSchema) Complexity(ctx context.Context, typeName, field strin
 		}
 
 		return e.ComplexityRoot.Mutation.CreateAgent(childComplexity, args["input"].(model.CreateAgentInput)), true
+	case "Mutation.createUser":
+		if e.ComplexityRoot.Mutation.CreateUser == nil {
+			break
+		}
+
+		args, err := ec.field_Mutation_createUser_args(ctx, rawArgs)
+		if err != nil {
+			return 0, false
+		}
+
+		return e.ComplexityRoot.Mutation.CreateUser(childComplexity, args["input"].(model.CreateUserInput)), true
+	case "Mutation.deactivateUser":
+		if e.ComplexityRoot.Mutation.DeactivateUser == nil {
+			break
+		}
+
+		args, err := ec.field_Mutation_deactivateUser_args(ctx, rawArgs)
+		if err != nil {
+			return 0, false
+		}
+
+		return e.ComplexityRoot.Mutation.DeactivateUser(childComplexity, args["input"].(model.DeactivateUserInput)), true
+	case "Mutation.deleteConversation":
+		if e.ComplexityRoot.Mutation.DeleteConversation == nil {
+			break
+		}
+
+		args, err := ec.field_Mutation_deleteConversation_args(ctx, rawArgs)
+		if err != nil {
+			return 0, false
+		}
+
+		return e.ComplexityRoot.Mutation.DeleteConversation(childComplexity, args["id"].(int)), true
 	case "Mutation.deleteFile":
 		if e.ComplexityRoot.Mutation.DeleteFile == nil {
 			break
@@ -1450,6 +1572,17 @@ func (e *executableSchema) Complexity(ctx context.Context, typeName, field strin
 		}
 
 		return e.ComplexityRoot.Mutation.RegisterApplication(childComplexity, args["input"].(model.RegisterApplicationInput)), true
+	case "Mutation.removeApplication":
+		if e.ComplexityRoot.Mutation.RemoveApplication == nil {
+			break
+		}
+
+		args, err := ec.field_Mutation_removeApplication_args(ctx, rawArgs)
+		if err != nil {
+			return 0, false
+		}
+
+		return e.ComplexityRoot.Mutation.RemoveApplication(childComplexity, args["input"].(model.RemoveApplicationInput)), true
 	case "Mutation.revokeAPIToken":
 		if e.ComplexityRoot.Mutation.RevokeAPIToken == nil {
 			break
@@ -1505,6 +1638,28 @@ func (e *executableSchema) Complexity(ctx context.Context, typeName, field strin
 		}
 
 		return e.ComplexityRoot.Mutation.SuggestNextActions(childComplexity, args["conversationId"].(*int), args["suggestions"].([]string)), true
+	case "Mutation.updateAgent":
+		if e.ComplexityRoot.Mutation.UpdateAgent == nil {
+			break
+		}
+
+		args, err := ec.field_Mutation_updateAgent_args(ctx, rawArgs)
+		if err != nil {
+			return 0, false
+		}
+
+		return e.ComplexityRoot.Mutation.UpdateAgent(childComplexity, args["input"].(model.UpdateAgentInput)), true
+	case "Mutation.updateApplication":
+		if e.ComplexityRoot.Mutation.UpdateApplication == nil {
+			break
+		}
+
+		args, err := ec.field_Mutation_updateApplication_args(ctx, rawArgs)
+		if err != nil {
+			return 0, false
+		}
+
+		return e.ComplexityRoot.Mutation.UpdateApplication(childComplexity, args["input"].(model.UpdateApplicationInput)), true
 	case "Mutation.updateOrganization":
 		if e.ComplexityRoot.Mutation.UpdateOrganization == nil {
 			break
@@ -1601,6 +1756,12 @@ func (e *executableSchema) Complexity(ctx context.Context, typeName, field strin
 		}
 
 		return e.ComplexityRoot.Query.Agents(childComplexity, args["first"].(*int), args["after"].(*entgql.Cursor[int]), args["last"].(*int), args["before"].(*entgql.Cursor[int]), args["orderBy"].([]*ent.AgentOrder)), true
+	case "Query.applications":
+		if e.ComplexityRoot.Query.Applications == nil {
+			break
+		}
+
+		return e.ComplexityRoot.Query.Applications(childComplexity), true
 	case "Query.calculate":
 		if e.ComplexityRoot.Query.Calculate == nil {
 			break
@@ -1811,12 +1972,25 @@ func (e *executableSchema) Complexity(ctx context.Context, typeName, field strin
 		}
 
 		return e.ComplexityRoot.Query.Usage(childComplexity, args["month"].(*string)), true
+	case "Query.users":
+		if e.ComplexityRoot.Query.Users == nil {
+			break
+		}
+
+		return e.ComplexityRoot.Query.Users(childComplexity), true
 	case "Query.viewer":
 		if e.ComplexityRoot.Query.Viewer == nil {
 			break
 		}
 
 		return e.ComplexityRoot.Query.Viewer(childComplexity), true
+
+	case "RemoveApplicationPayload.id":
+		if e.ComplexityRoot.RemoveApplicationPayload.ID == nil {
+			break
+		}
+
+		return e.ComplexityRoot.RemoveApplicationPayload.ID(childComplexity), true
 
 	case "StoredResult.bytes":
 		if e.ComplexityRoot.StoredResult.Bytes == nil {
@@ -2541,6 +2715,20 @@ func (e *executableSchema) Complexity(ctx context.Context, typeName, field strin
 
 		return e.ComplexityRoot.TurnEvent.Turn(childComplexity), true
 
+	case "UpdateAgentPayload.agent":
+		if e.ComplexityRoot.UpdateAgentPayload.Agent == nil {
+			break
+		}
+
+		return e.ComplexityRoot.UpdateAgentPayload.Agent(childComplexity), true
+
+	case "UpdateApplicationPayload.application":
+		if e.ComplexityRoot.UpdateApplicationPayload.Application == nil {
+			break
+		}
+
+		return e.ComplexityRoot.UpdateApplicationPayload.Application(childComplexity), true
+
 	case "Usage.byAgent":
 		if e.ComplexityRoot.Usage.ByAgent == nil {
 			break
@@ -2614,6 +2802,12 @@ func (e *executableSchema) Complexity(ctx context.Context, typeName, field strin
 		}
 
 		return e.ComplexityRoot.User.CreatedAt(childComplexity), true
+	case "User.deactivatedAt":
+		if e.ComplexityRoot.User.DeactivatedAt == nil {
+			break
+		}
+
+		return e.ComplexityRoot.User.DeactivatedAt(childComplexity), true
 	case "User.department":
 		if e.ComplexityRoot.User.Department == nil {
 			break
@@ -3007,17 +3201,23 @@ func (e *executableSchema) Exec(ctx context.Context) graphql.ResponseHandler {
 		return graphql.NewInputUnmarshalerIndex(
 			graphql.NewInputUnmarshaler("AgentOrder", ec.unmarshalInputAgentOrder),
 			graphql.NewInputUnmarshaler("AnswerClarificationInput", ec.unmarshalInputAnswerClarificationInput),
+			graphql.NewInputUnmarshaler("ArchiveConversationInput", ec.unmarshalInputArchiveConversationInput),
 			graphql.NewInputUnmarshaler("ConversationOrder", ec.unmarshalInputConversationOrder),
 			graphql.NewInputUnmarshaler("ConversationWhereInput", ec.unmarshalInputConversationWhereInput),
 			graphql.NewInputUnmarshaler("CreateAPITokenInput", ec.unmarshalInputCreateAPITokenInput),
 			graphql.NewInputUnmarshaler("CreateAgentInput", ec.unmarshalInputCreateAgentInput),
+			graphql.NewInputUnmarshaler("CreateUserInput", ec.unmarshalInputCreateUserInput),
+			graphql.NewInputUnmarshaler("DeactivateUserInput", ec.unmarshalInputDeactivateUserInput),
 			graphql.NewInputUnmarshaler("ExportContextInput", ec.unmarshalInputExportContextInput),
 			graphql.NewInputUnmarshaler("ExportSourceInput", ec.unmarshalInputExportSourceInput),
 			graphql.NewInputUnmarshaler("RegisterApplicationInput", ec.unmarshalInputRegisterApplicationInput),
+			graphql.NewInputUnmarshaler("RemoveApplicationInput", ec.unmarshalInputRemoveApplicationInput),
 			graphql.NewInputUnmarshaler("SendMessageInput", ec.unmarshalInputSendMessageInput),
 			graphql.NewInputUnmarshaler("StartConversationInput", ec.unmarshalInputStartConversationInput),
 			graphql.NewInputUnmarshaler("TurnOrder", ec.unmarshalInputTurnOrder),
 			graphql.NewInputUnmarshaler("TurnWhereInput", ec.unmarshalInputTurnWhereInput),
+			graphql.NewInputUnmarshaler("UpdateAgentInput", ec.unmarshalInputUpdateAgentInput),
+			graphql.NewInputUnmarshaler("UpdateApplicationInput", ec.unmarshalInputUpdateApplicationInput),
 			graphql.NewInputUnmarshaler("UpdateOrganizationInput", ec.unmarshalInputUpdateOrganizationInput),
 			graphql.NewInputUnmarshaler("WorkspaceEditInput", ec.unmarshalInputWorkspaceEditInput),
 			graphql.NewInputUnmarshaler("WorkspaceFileInput", ec.unmarshalInputWorkspaceFileInput),
@@ -3525,6 +3725,10 @@ type Conversation implements Node {
   how many turns the conversation has
   """
   turnsCount: Int!
+  """
+  when the conversation was archived (read-only: no new turns); none: it is active
+  """
+  archivedAt: Time
   user: User!
   agent: Agent!
   turns(
@@ -3681,6 +3885,19 @@ input ConversationWhereInput {
   turnsCountGTE: Int
   turnsCountLT: Int
   turnsCountLTE: Int
+  """
+  archived_at field predicates
+  """
+  archivedAt: Time
+  archivedAtNEQ: Time
+  archivedAtIn: [Time!]
+  archivedAtNotIn: [Time!]
+  archivedAtGT: Time
+  archivedAtGTE: Time
+  archivedAtLT: Time
+  archivedAtLTE: Time
+  archivedAtIsNil: Boolean
+  archivedAtNotNil: Boolean
   """
   turns edge predicates
   """
@@ -4092,7 +4309,132 @@ type User implements Node {
   admins reach every conversation of their organisation
   """
   admin: Boolean!
+  """
+  when an admin deactivated the user: their API tokens stop working at once; none: active
+  """
+  deactivatedAt: Time
   organization: Organization!
+}
+`, BuiltIn: false},
+	{Name: "../manage.graphqls", Input: `# Management a portal and an admin need: applications, agents,
+# conversations and users. Every mutation takes an input object and answers
+# a payload; an id outside the caller's reach is NOT_FOUND, word for word
+# like an id of nothing.
+
+extend type Query {
+  "The MCP applications registered for the caller's organisation, by name."
+  applications: [Application!]!
+  "The users of the caller's organisation, by name. Admins only."
+  users: [User!]!
+}
+
+extend type Mutation {
+  "Changes an application's endpoint or allowed tools. Admins only."
+  updateApplication(input: UpdateApplicationInput!): UpdateApplicationPayload!
+  "Removes an application: agents that list its tools are no longer offered them. Admins only."
+  removeApplication(input: RemoveApplicationInput!): RemoveApplicationPayload!
+  """
+  Changes an agent's name, instructions, tools or switches. Tools are checked
+  as createAgent checks them. A turn in progress keeps the agent it started with.
+  """
+  updateAgent(input: UpdateAgentInput!): UpdateAgentPayload!
+  "Archives a conversation (it stays readable, takes no new message), or brings it back."
+  archiveConversation(input: ArchiveConversationInput!): ArchiveConversationPayload!
+  """
+  Deletes a conversation and everything it owns (turns, tool calls, stored
+  results, model calls, workspace files, tasks, and every other row kept for
+  it) in one transaction; its refs then read as absent. Refused while a turn
+  runs: cancel it first. Answers the id deleted.
+  """
+  deleteConversation(id: ID!): ID!
+  "Adds a user to the caller's organisation, with a first API token. Admins only."
+  createUser(input: CreateUserInput!): CreateUserPayload!
+  "Deactivates a user of the caller's organisation: their API tokens stop working at once. Admins only."
+  deactivateUser(input: DeactivateUserInput!): DeactivateUserPayload!
+}
+
+input UpdateApplicationInput {
+  id: ID!
+  "The MCP server's new Streamable HTTP endpoint; none: unchanged."
+  url: String
+  "The tools the application may offer, in place of the old list; none: unchanged."
+  allowedTools: [String!]
+}
+
+"What updateApplication changed."
+type UpdateApplicationPayload {
+  "The application as it now is."
+  application: Application!
+}
+
+input RemoveApplicationInput {
+  id: ID!
+}
+
+"What removeApplication removed."
+type RemoveApplicationPayload {
+  "The id of the application removed."
+  id: ID!
+}
+
+input UpdateAgentInput {
+  id: ID!
+  "The new name; none: unchanged."
+  name: String
+  "The new instructions; none: unchanged."
+  instructions: String
+  "The optional tools the agent may be offered, in place of the old list; none: unchanged."
+  tools: [String!]
+  "Turns the memory tools on or off; none: unchanged."
+  memory: Boolean
+  "Turns budget_check on or off; none: unchanged."
+  budgetCheck: Boolean
+  "Turns past-conversation search on or off; none: unchanged."
+  pastConversationSearch: Boolean
+}
+
+"What updateAgent changed."
+type UpdateAgentPayload {
+  "The agent as it now is; turns already started keep what they started with."
+  agent: Agent!
+}
+
+input ArchiveConversationInput {
+  id: ID!
+  "true (the default) archives; false brings the conversation back."
+  archived: Boolean = true
+}
+
+"What archiveConversation changed."
+type ArchiveConversationPayload {
+  "The conversation as it now is; archivedAt says whether it is archived."
+  conversation: Conversation!
+}
+
+input CreateUserInput {
+  name: String!
+  department: String
+  "Whether the user administers the organisation; false by default."
+  admin: Boolean
+  "The name of the user's first API token; \"initial\" by default."
+  tokenName: String
+}
+
+"The user created, and their first API token."
+type CreateUserPayload {
+  user: User!
+  "The user's first API token: shown once, in this answer; hand it to them."
+  token: CreatedAPIToken!
+}
+
+input DeactivateUserInput {
+  id: ID!
+}
+
+"What deactivateUser changed."
+type DeactivateUserPayload {
+  "The user as they now are; deactivatedAt is set."
+  user: User!
 }
 `, BuiltIn: false},
 	{Name: "../result.graphqls", Input: `# read_tool_result: windows and searches of a conversation's stored tool
@@ -4704,6 +5046,14 @@ func (ec *executionContext) childFields_Application(ctx context.Context, field g
 	return nil, fmt.Errorf("no field named %q was found under type Application", field.Name)
 }
 
+func (ec *executionContext) childFields_ArchiveConversationPayload(ctx context.Context, field graphql.CollectedField) (*graphql.FieldContext, error) {
+	switch field.Name {
+	case "conversation":
+		return ec.fieldContext_ArchiveConversationPayload_conversation(ctx, field)
+	}
+	return nil, fmt.Errorf("no field named %q was found under type ArchiveConversationPayload", field.Name)
+}
+
 func (ec *executionContext) childFields_ArgumentRepair(ctx context.Context, field graphql.CollectedField) (*graphql.FieldContext, error) {
 	switch field.Name {
 	case "rule":
@@ -4822,6 +5172,8 @@ func (ec *executionContext) childFields_Conversation(ctx context.Context, field 
 		return ec.fieldContext_Conversation_title(ctx, field)
 	case "turnsCount":
 		return ec.fieldContext_Conversation_turnsCount(ctx, field)
+	case "archivedAt":
+		return ec.fieldContext_Conversation_archivedAt(ctx, field)
 	case "user":
 		return ec.fieldContext_Conversation_user(ctx, field)
 	case "agent":
@@ -4856,6 +5208,16 @@ func (ec *executionContext) childFields_ConversationEdge(ctx context.Context, fi
 	return nil, fmt.Errorf("no field named %q was found under type ConversationEdge", field.Name)
 }
 
+func (ec *executionContext) childFields_CreateUserPayload(ctx context.Context, field graphql.CollectedField) (*graphql.FieldContext, error) {
+	switch field.Name {
+	case "user":
+		return ec.fieldContext_CreateUserPayload_user(ctx, field)
+	case "token":
+		return ec.fieldContext_CreateUserPayload_token(ctx, field)
+	}
+	return nil, fmt.Errorf("no field named %q was found under type CreateUserPayload", field.Name)
+}
+
 func (ec *executionContext) childFields_CreatedAPIToken(ctx context.Context, field graphql.CollectedField) (*graphql.FieldContext, error) {
 	switch field.Name {
 	case "token":
@@ -4864,6 +5226,14 @@ func (ec *executionContext) childFields_CreatedAPIToken(ctx context.Context, fie
 		return ec.fieldContext_CreatedAPIToken_apiToken(ctx, field)
 	}
 	return nil, fmt.Errorf("no field named %q was found under type CreatedAPIToken", field.Name)
+}
+
+func (ec *executionContext) childFields_DeactivateUserPayload(ctx context.Context, field graphql.CollectedField) (*graphql.FieldContext, error) {
+	switch field.Name {
+	case "user":
+		return ec.fieldContext_DeactivateUserPayload_user(ctx, field)
+	}
+	return nil, fmt.Errorf("no field named %q was found under type DeactivateUserPayload", field.Name)
 }
 
 func (ec *executionContext) childFields_Evidence(ctx context.Context, field graphql.CollectedField) (*graphql.FieldContext, error) {
@@ -4978,6 +5348,14 @@ func (ec *executionContext) childFields_PageInfo(ctx context.Context, field grap
 		return ec.fieldContext_PageInfo_endCursor(ctx, field)
 	}
 	return nil, fmt.Errorf("no field named %q was found under type PageInfo", field.Name)
+}
+
+func (ec *executionContext) childFields_RemoveApplicationPayload(ctx context.Context, field graphql.CollectedField) (*graphql.FieldContext, error) {
+	switch field.Name {
+	case "id":
+		return ec.fieldContext_RemoveApplicationPayload_id(ctx, field)
+	}
+	return nil, fmt.Errorf("no field named %q was found under type RemoveApplicationPayload", field.Name)
 }
 
 func (ec *executionContext) childFields_StoredResult(ctx context.Context, field graphql.CollectedField) (*graphql.FieldContext, error) {
@@ -5336,6 +5714,22 @@ func (ec *executionContext) childFields_TurnEvent(ctx context.Context, field gra
 	return nil, fmt.Errorf("no field named %q was found under type TurnEvent", field.Name)
 }
 
+func (ec *executionContext) childFields_UpdateAgentPayload(ctx context.Context, field graphql.CollectedField) (*graphql.FieldContext, error) {
+	switch field.Name {
+	case "agent":
+		return ec.fieldContext_UpdateAgentPayload_agent(ctx, field)
+	}
+	return nil, fmt.Errorf("no field named %q was found under type UpdateAgentPayload", field.Name)
+}
+
+func (ec *executionContext) childFields_UpdateApplicationPayload(ctx context.Context, field graphql.CollectedField) (*graphql.FieldContext, error) {
+	switch field.Name {
+	case "application":
+		return ec.fieldContext_UpdateApplicationPayload_application(ctx, field)
+	}
+	return nil, fmt.Errorf("no field named %q was found under type UpdateApplicationPayload", field.Name)
+}
+
 func (ec *executionContext) childFields_Usage(ctx context.Context, field graphql.CollectedField) (*graphql.FieldContext, error) {
 	switch field.Name {
 	case "month":
@@ -5376,6 +5770,8 @@ func (ec *executionContext) childFields_User(ctx context.Context, field graphql.
 		return ec.fieldContext_User_department(ctx, field)
 	case "admin":
 		return ec.fieldContext_User_admin(ctx, field)
+	case "deactivatedAt":
+		return ec.fieldContext_User_deactivatedAt(ctx, field)
 	case "organization":
 		return ec.fieldContext_User_organization(ctx, field)
 	case "organizationName":
@@ -5768,6 +6164,20 @@ func (ec *executionContext) field_Mutation_answerClarification_args(ctx context.
 	return args, nil
 }
 
+func (ec *executionContext) field_Mutation_archiveConversation_args(ctx context.Context, rawArgs map[string]any) (map[string]any, error) {
+	var err error
+	args := map[string]any{}
+	arg0, err := graphql.ProcessArgField(ctx, rawArgs, "input",
+		func(ctx context.Context, v any) (model.ArchiveConversationInput, error) {
+			return ec.unmarshalNArchiveConversationInput2githubᚗcomᚋtoolgateᚋtoolgateᚋgraphᚋmodelᚐArchiveConversationInput(ctx, v)
+		})
+	if err != nil {
+		return nil, err
+	}
+	args["input"] = arg0
+	return args, nil
+}
+
 func (ec *executionContext) field_Mutation_cancelTurn_args(ctx context.Context, rawArgs map[string]any) (map[string]any, error) {
 	var err error
 	args := map[string]any{}
@@ -5807,6 +6217,48 @@ func (ec *executionContext) field_Mutation_createAgent_args(ctx context.Context,
 		return nil, err
 	}
 	args["input"] = arg0
+	return args, nil
+}
+
+func (ec *executionContext) field_Mutation_createUser_args(ctx context.Context, rawArgs map[string]any) (map[string]any, error) {
+	var err error
+	args := map[string]any{}
+	arg0, err := graphql.ProcessArgField(ctx, rawArgs, "input",
+		func(ctx context.Context, v any) (model.CreateUserInput, error) {
+			return ec.unmarshalNCreateUserInput2githubᚗcomᚋtoolgateᚋtoolgateᚋgraphᚋmodelᚐCreateUserInput(ctx, v)
+		})
+	if err != nil {
+		return nil, err
+	}
+	args["input"] = arg0
+	return args, nil
+}
+
+func (ec *executionContext) field_Mutation_deactivateUser_args(ctx context.Context, rawArgs map[string]any) (map[string]any, error) {
+	var err error
+	args := map[string]any{}
+	arg0, err := graphql.ProcessArgField(ctx, rawArgs, "input",
+		func(ctx context.Context, v any) (model.DeactivateUserInput, error) {
+			return ec.unmarshalNDeactivateUserInput2githubᚗcomᚋtoolgateᚋtoolgateᚋgraphᚋmodelᚐDeactivateUserInput(ctx, v)
+		})
+	if err != nil {
+		return nil, err
+	}
+	args["input"] = arg0
+	return args, nil
+}
+
+func (ec *executionContext) field_Mutation_deleteConversation_args(ctx context.Context, rawArgs map[string]any) (map[string]any, error) {
+	var err error
+	args := map[string]any{}
+	arg0, err := graphql.ProcessArgField(ctx, rawArgs, "id",
+		func(ctx context.Context, v any) (int, error) {
+			return ec.unmarshalNID2int(ctx, v)
+		})
+	if err != nil {
+		return nil, err
+	}
+	args["id"] = arg0
 	return args, nil
 }
 
@@ -5868,6 +6320,20 @@ func (ec *executionContext) field_Mutation_registerApplication_args(ctx context.
 	arg0, err := graphql.ProcessArgField(ctx, rawArgs, "input",
 		func(ctx context.Context, v any) (model.RegisterApplicationInput, error) {
 			return ec.unmarshalNRegisterApplicationInput2githubᚗcomᚋtoolgateᚋtoolgateᚋgraphᚋmodelᚐRegisterApplicationInput(ctx, v)
+		})
+	if err != nil {
+		return nil, err
+	}
+	args["input"] = arg0
+	return args, nil
+}
+
+func (ec *executionContext) field_Mutation_removeApplication_args(ctx context.Context, rawArgs map[string]any) (map[string]any, error) {
+	var err error
+	args := map[string]any{}
+	arg0, err := graphql.ProcessArgField(ctx, rawArgs, "input",
+		func(ctx context.Context, v any) (model.RemoveApplicationInput, error) {
+			return ec.unmarshalNRemoveApplicationInput2githubᚗcomᚋtoolgateᚋtoolgateᚋgraphᚋmodelᚐRemoveApplicationInput(ctx, v)
 		})
 	if err != nil {
 		return nil, err
@@ -5967,6 +6433,34 @@ func (ec *executionContext) field_Mutation_suggestNextActions_args(ctx context.C
 		return nil, err
 	}
 	args["suggestions"] = arg1
+	return args, nil
+}
+
+func (ec *executionContext) field_Mutation_updateAgent_args(ctx context.Context, rawArgs map[string]any) (map[string]any, error) {
+	var err error
+	args := map[string]any{}
+	arg0, err := graphql.ProcessArgField(ctx, rawArgs, "input",
+		func(ctx context.Context, v any) (model.UpdateAgentInput, error) {
+			return ec.unmarshalNUpdateAgentInput2githubᚗcomᚋtoolgateᚋtoolgateᚋgraphᚋmodelᚐUpdateAgentInput(ctx, v)
+		})
+	if err != nil {
+		return nil, err
+	}
+	args["input"] = arg0
+	return args, nil
+}
+
+func (ec *executionContext) field_Mutation_updateApplication_args(ctx context.Context, rawArgs map[string]any) (map[string]any, error) {
+	var err error
+	args := map[string]any{}
+	arg0, err := graphql.ProcessArgField(ctx, rawArgs, "input",
+		func(ctx context.Context, v any) (model.UpdateApplicationInput, error) {
+			return ec.unmarshalNUpdateApplicationInput2githubᚗcomᚋtoolgateᚋtoolgateᚋgraphᚋmodelᚐUpdateApplicationInput(ctx, v)
+		})
+	if err != nil {
+		return nil, err
+	}
+	args["input"] = arg0
 	return args, nil
 }
 
@@ -7597,6 +8091,38 @@ func (ec *executionContext) fieldContext_Application_allowedTools(_ context.Cont
 	return graphql.NewScalarFieldContext("Application", field, false, false, "String")
 }
 
+func (ec *executionContext) _ArchiveConversationPayload_conversation(ctx context.Context, field graphql.CollectedField, obj *model.ArchiveConversationPayload) (ret graphql.Marshaler) {
+	return graphql.ResolveField(
+		ctx,
+		ec.OperationContext,
+		field,
+		func(ctx context.Context, field graphql.CollectedField) (*graphql.FieldContext, error) {
+			return ec.fieldContext_ArchiveConversationPayload_conversation(ctx, field)
+		},
+		func(ctx context.Context) (any, error) {
+			return obj.Conversation, nil
+		},
+		nil,
+		func(ctx context.Context, selections ast.SelectionSet, v *ent.Conversation) graphql.Marshaler {
+			return ec.marshalNConversation2ᚖgithubᚗcomᚋtoolgateᚋtoolgateᚋentᚐConversation(ctx, selections, v)
+		},
+		true,
+		true,
+	)
+}
+func (ec *executionContext) fieldContext_ArchiveConversationPayload_conversation(_ context.Context, field graphql.CollectedField) (fc *graphql.FieldContext, err error) {
+	fc = &graphql.FieldContext{
+		Object:     "ArchiveConversationPayload",
+		Field:      field,
+		IsMethod:   false,
+		IsResolver: false,
+		Child: func(ctx context.Context, field graphql.CollectedField) (*graphql.FieldContext, error) {
+			return ec.childFields_Conversation(ctx, field)
+		},
+	}
+	return fc, nil
+}
+
 func (ec *executionContext) _ArgumentRepair_rule(ctx context.Context, field graphql.CollectedField, obj *schematype.Repair) (ret graphql.Marshaler) {
 	return graphql.ResolveField(
 		ctx,
@@ -8475,6 +9001,29 @@ func (ec *executionContext) fieldContext_Conversation_turnsCount(_ context.Conte
 	return graphql.NewScalarFieldContext("Conversation", field, false, false, "Int")
 }
 
+func (ec *executionContext) _Conversation_archivedAt(ctx context.Context, field graphql.CollectedField, obj *ent.Conversation) (ret graphql.Marshaler) {
+	return graphql.ResolveField(
+		ctx,
+		ec.OperationContext,
+		field,
+		func(ctx context.Context, field graphql.CollectedField) (*graphql.FieldContext, error) {
+			return ec.fieldContext_Conversation_archivedAt(ctx, field)
+		},
+		func(ctx context.Context) (any, error) {
+			return obj.ArchivedAt, nil
+		},
+		nil,
+		func(ctx context.Context, selections ast.SelectionSet, v *time.Time) graphql.Marshaler {
+			return ec.marshalOTime2ᚖtimeᚐTime(ctx, selections, v)
+		},
+		true,
+		false,
+	)
+}
+func (ec *executionContext) fieldContext_Conversation_archivedAt(_ context.Context, field graphql.CollectedField) (fc *graphql.FieldContext, err error) {
+	return graphql.NewScalarFieldContext("Conversation", field, false, false, "Time")
+}
+
 func (ec *executionContext) _Conversation_user(ctx context.Context, field graphql.CollectedField, obj *ent.Conversation) (ret graphql.Marshaler) {
 	return graphql.ResolveField(
 		ctx,
@@ -8757,6 +9306,70 @@ func (ec *executionContext) fieldContext_ConversationEdge_cursor(_ context.Conte
 	return graphql.NewScalarFieldContext("ConversationEdge", field, false, false, "Cursor")
 }
 
+func (ec *executionContext) _CreateUserPayload_user(ctx context.Context, field graphql.CollectedField, obj *model.CreateUserPayload) (ret graphql.Marshaler) {
+	return graphql.ResolveField(
+		ctx,
+		ec.OperationContext,
+		field,
+		func(ctx context.Context, field graphql.CollectedField) (*graphql.FieldContext, error) {
+			return ec.fieldContext_CreateUserPayload_user(ctx, field)
+		},
+		func(ctx context.Context) (any, error) {
+			return obj.User, nil
+		},
+		nil,
+		func(ctx context.Context, selections ast.SelectionSet, v *ent.User) graphql.Marshaler {
+			return ec.marshalNUser2ᚖgithubᚗcomᚋtoolgateᚋtoolgateᚋentᚐUser(ctx, selections, v)
+		},
+		true,
+		true,
+	)
+}
+func (ec *executionContext) fieldContext_CreateUserPayload_user(_ context.Context, field graphql.CollectedField) (fc *graphql.FieldContext, err error) {
+	fc = &graphql.FieldContext{
+		Object:     "CreateUserPayload",
+		Field:      field,
+		IsMethod:   false,
+		IsResolver: false,
+		Child: func(ctx context.Context, field graphql.CollectedField) (*graphql.FieldContext, error) {
+			return ec.childFields_User(ctx, field)
+		},
+	}
+	return fc, nil
+}
+
+func (ec *executionContext) _CreateUserPayload_token(ctx context.Context, field graphql.CollectedField, obj *model.CreateUserPayload) (ret graphql.Marshaler) {
+	return graphql.ResolveField(
+		ctx,
+		ec.OperationContext,
+		field,
+		func(ctx context.Context, field graphql.CollectedField) (*graphql.FieldContext, error) {
+			return ec.fieldContext_CreateUserPayload_token(ctx, field)
+		},
+		func(ctx context.Context) (any, error) {
+			return obj.Token, nil
+		},
+		nil,
+		func(ctx context.Context, selections ast.SelectionSet, v *model.CreatedAPIToken) graphql.Marshaler {
+			return ec.marshalNCreatedAPIToken2ᚖgithubᚗcomᚋtoolgateᚋtoolgateᚋgraphᚋmodelᚐCreatedAPIToken(ctx, selections, v)
+		},
+		true,
+		true,
+	)
+}
+func (ec *executionContext) fieldContext_CreateUserPayload_token(_ context.Context, field graphql.CollectedField) (fc *graphql.FieldContext, err error) {
+	fc = &graphql.FieldContext{
+		Object:     "CreateUserPayload",
+		Field:      field,
+		IsMethod:   false,
+		IsResolver: false,
+		Child: func(ctx context.Context, field graphql.CollectedField) (*graphql.FieldContext, error) {
+			return ec.childFields_CreatedAPIToken(ctx, field)
+		},
+	}
+	return fc, nil
+}
+
 func (ec *executionContext) _CreatedAPIToken_token(ctx context.Context, field graphql.CollectedField, obj *model.CreatedAPIToken) (ret graphql.Marshaler) {
 	return graphql.ResolveField(
 		ctx,
@@ -8807,6 +9420,38 @@ func (ec *executionContext) fieldContext_CreatedAPIToken_apiToken(_ context.Cont
 		IsResolver: false,
 		Child: func(ctx context.Context, field graphql.CollectedField) (*graphql.FieldContext, error) {
 			return ec.childFields_APIToken(ctx, field)
+		},
+	}
+	return fc, nil
+}
+
+func (ec *executionContext) _DeactivateUserPayload_user(ctx context.Context, field graphql.CollectedField, obj *model.DeactivateUserPayload) (ret graphql.Marshaler) {
+	return graphql.ResolveField(
+		ctx,
+		ec.OperationContext,
+		field,
+		func(ctx context.Context, field graphql.CollectedField) (*graphql.FieldContext, error) {
+			return ec.fieldContext_DeactivateUserPayload_user(ctx, field)
+		},
+		func(ctx context.Context) (any, error) {
+			return obj.User, nil
+		},
+		nil,
+		func(ctx context.Context, selections ast.SelectionSet, v *ent.User) graphql.Marshaler {
+			return ec.marshalNUser2ᚖgithubᚗcomᚋtoolgateᚋtoolgateᚋentᚐUser(ctx, selections, v)
+		},
+		true,
+		true,
+	)
+}
+func (ec *executionContext) fieldContext_DeactivateUserPayload_user(_ context.Context, field graphql.CollectedField) (fc *graphql.FieldContext, err error) {
+	fc = &graphql.FieldContext{
+		Object:     "DeactivateUserPayload",
+		Field:      field,
+		IsMethod:   false,
+		IsResolver: false,
+		Child: func(ctx context.Context, field graphql.CollectedField) (*graphql.FieldContext, error) {
+			return ec.childFields_User(ctx, field)
 		},
 	}
 	return fc, nil
@@ -9744,6 +10389,314 @@ func (ec *executionContext) fieldContext_Mutation_startConversation(ctx context.
 	}()
 	ctx = graphql.WithFieldContext(ctx, fc)
 	if fc.Args, err = ec.field_Mutation_startConversation_args(ctx, field.ArgumentMap(ec.Variables)); err != nil {
+		ec.Error(ctx, err)
+		return fc, err
+	}
+	return fc, nil
+}
+
+func (ec *executionContext) _Mutation_updateApplication(ctx context.Context, field graphql.CollectedField) (ret graphql.Marshaler) {
+	return graphql.ResolveField(
+		ctx,
+		ec.OperationContext,
+		field,
+		func(ctx context.Context, field graphql.CollectedField) (*graphql.FieldContext, error) {
+			return ec.fieldContext_Mutation_updateApplication(ctx, field)
+		},
+		func(ctx context.Context) (any, error) {
+			fc := graphql.GetFieldContext(ctx)
+			return ec.Resolvers.Mutation().UpdateApplication(ctx, fc.Args["input"].(model.UpdateApplicationInput))
+		},
+		nil,
+		func(ctx context.Context, selections ast.SelectionSet, v *model.UpdateApplicationPayload) graphql.Marshaler {
+			return ec.marshalNUpdateApplicationPayload2ᚖgithubᚗcomᚋtoolgateᚋtoolgateᚋgraphᚋmodelᚐUpdateApplicationPayload(ctx, selections, v)
+		},
+		true,
+		true,
+	)
+}
+func (ec *executionContext) fieldContext_Mutation_updateApplication(ctx context.Context, field graphql.CollectedField) (fc *graphql.FieldContext, err error) {
+	fc = &graphql.FieldContext{
+		Object:     "Mutation",
+		Field:      field,
+		IsMethod:   true,
+		IsResolver: true,
+		Child: func(ctx context.Context, field graphql.CollectedField) (*graphql.FieldContext, error) {
+			return ec.childFields_UpdateApplicationPayload(ctx, field)
+		},
+	}
+	defer func() {
+		if r := recover(); r != nil {
+			err = ec.Recover(ctx, r)
+			ec.Error(ctx, err)
+		}
+	}()
+	ctx = graphql.WithFieldContext(ctx, fc)
+	if fc.Args, err = ec.field_Mutation_updateApplication_args(ctx, field.ArgumentMap(ec.Variables)); err != nil {
+		ec.Error(ctx, err)
+		return fc, err
+	}
+	return fc, nil
+}
+
+func (ec *executionContext) _Mutation_removeApplication(ctx context.Context, field graphql.CollectedField) (ret graphql.Marshaler) {
+	return graphql.ResolveField(
+		ctx,
+		ec.OperationContext,
+		field,
+		func(ctx context.Context, field graphql.CollectedField) (*graphql.FieldContext, error) {
+			return ec.fieldContext_Mutation_removeApplication(ctx, field)
+		},
+		func(ctx context.Context) (any, error) {
+			fc := graphql.GetFieldContext(ctx)
+			return ec.Resolvers.Mutation().RemoveApplication(ctx, fc.Args["input"].(model.RemoveApplicationInput))
+		},
+		nil,
+		func(ctx context.Context, selections ast.SelectionSet, v *model.RemoveApplicationPayload) graphql.Marshaler {
+			return ec.marshalNRemoveApplicationPayload2ᚖgithubᚗcomᚋtoolgateᚋtoolgateᚋgraphᚋmodelᚐRemoveApplicationPayload(ctx, selections, v)
+		},
+		true,
+		true,
+	)
+}
+func (ec *executionContext) fieldContext_Mutation_removeApplication(ctx context.Context, field graphql.CollectedField) (fc *graphql.FieldContext, err error) {
+	fc = &graphql.FieldContext{
+		Object:     "Mutation",
+		Field:      field,
+		IsMethod:   true,
+		IsResolver: true,
+		Child: func(ctx context.Context, field graphql.CollectedField) (*graphql.FieldContext, error) {
+			return ec.childFields_RemoveApplicationPayload(ctx, field)
+		},
+	}
+	defer func() {
+		if r := recover(); r != nil {
+			err = ec.Recover(ctx, r)
+			ec.Error(ctx, err)
+		}
+	}()
+	ctx = graphql.WithFieldContext(ctx, fc)
+	if fc.Args, err = ec.field_Mutation_removeApplication_args(ctx, field.ArgumentMap(ec.Variables)); err != nil {
+		ec.Error(ctx, err)
+		return fc, err
+	}
+	return fc, nil
+}
+
+func (ec *executionContext) _Mutation_updateAgent(ctx context.Context, field graphql.CollectedField) (ret graphql.Marshaler) {
+	return graphql.ResolveField(
+		ctx,
+		ec.OperationContext,
+		field,
+		func(ctx context.Context, field graphql.CollectedField) (*graphql.FieldContext, error) {
+			return ec.fieldContext_Mutation_updateAgent(ctx, field)
+		},
+		func(ctx context.Context) (any, error) {
+			fc := graphql.GetFieldContext(ctx)
+			return ec.Resolvers.Mutation().UpdateAgent(ctx, fc.Args["input"].(model.UpdateAgentInput))
+		},
+		nil,
+		func(ctx context.Context, selections ast.SelectionSet, v *model.UpdateAgentPayload) graphql.Marshaler {
+			return ec.marshalNUpdateAgentPayload2ᚖgithubᚗcomᚋtoolgateᚋtoolgateᚋgraphᚋmodelᚐUpdateAgentPayload(ctx, selections, v)
+		},
+		true,
+		true,
+	)
+}
+func (ec *executionContext) fieldContext_Mutation_updateAgent(ctx context.Context, field graphql.CollectedField) (fc *graphql.FieldContext, err error) {
+	fc = &graphql.FieldContext{
+		Object:     "Mutation",
+		Field:      field,
+		IsMethod:   true,
+		IsResolver: true,
+		Child: func(ctx context.Context, field graphql.CollectedField) (*graphql.FieldContext, error) {
+			return ec.childFields_UpdateAgentPayload(ctx, field)
+		},
+	}
+	defer func() {
+		if r := recover(); r != nil {
+			err = ec.Recover(ctx, r)
+			ec.Error(ctx, err)
+		}
+	}()
+	ctx = graphql.WithFieldContext(ctx, fc)
+	if fc.Args, err = ec.field_Mutation_updateAgent_args(ctx, field.ArgumentMap(ec.Variables)); err != nil {
+		ec.Error(ctx, err)
+		return fc, err
+	}
+	return fc, nil
+}
+
+func (ec *executionContext) _Mutation_archiveConversation(ctx context.Context, field graphql.CollectedField) (ret graphql.Marshaler) {
+	return graphql.ResolveField(
+		ctx,
+		ec.OperationContext,
+		field,
+		func(ctx context.Context, field graphql.CollectedField) (*graphql.FieldContext, error) {
+			return ec.fieldContext_Mutation_archiveConversation(ctx, field)
+		},
+		func(ctx context.Context) (any, error) {
+			fc := graphql.GetFieldContext(ctx)
+			return ec.Resolvers.Mutation().ArchiveConversation(ctx, fc.Args["input"].(model.ArchiveConversationInput))
+		},
+		nil,
+		func(ctx context.Context, selections ast.SelectionSet, v *model.ArchiveConversationPayload) graphql.Marshaler {
+			return ec.marshalNArchiveConversationPayload2ᚖgithubᚗcomᚋtoolgateᚋtoolgateᚋgraphᚋmodelᚐArchiveConversationPayload(ctx, selections, v)
+		},
+		true,
+		true,
+	)
+}
+func (ec *executionContext) fieldContext_Mutation_archiveConversation(ctx context.Context, field graphql.CollectedField) (fc *graphql.FieldContext, err error) {
+	fc = &graphql.FieldContext{
+		Object:     "Mutation",
+		Field:      field,
+		IsMethod:   true,
+		IsResolver: true,
+		Child: func(ctx context.Context, field graphql.CollectedField) (*graphql.FieldContext, error) {
+			return ec.childFields_ArchiveConversationPayload(ctx, field)
+		},
+	}
+	defer func() {
+		if r := recover(); r != nil {
+			err = ec.Recover(ctx, r)
+			ec.Error(ctx, err)
+		}
+	}()
+	ctx = graphql.WithFieldContext(ctx, fc)
+	if fc.Args, err = ec.field_Mutation_archiveConversation_args(ctx, field.ArgumentMap(ec.Variables)); err != nil {
+		ec.Error(ctx, err)
+		return fc, err
+	}
+	return fc, nil
+}
+
+func (ec *executionContext) _Mutation_deleteConversation(ctx context.Context, field graphql.CollectedField) (ret graphql.Marshaler) {
+	return graphql.ResolveField(
+		ctx,
+		ec.OperationContext,
+		field,
+		func(ctx context.Context, field graphql.CollectedField) (*graphql.FieldContext, error) {
+			return ec.fieldContext_Mutation_deleteConversation(ctx, field)
+		},
+		func(ctx context.Context) (any, error) {
+			fc := graphql.GetFieldContext(ctx)
+			return ec.Resolvers.Mutation().DeleteConversation(ctx, fc.Args["id"].(int))
+		},
+		nil,
+		func(ctx context.Context, selections ast.SelectionSet, v int) graphql.Marshaler {
+			return ec.marshalNID2int(ctx, selections, v)
+		},
+		true,
+		true,
+	)
+}
+func (ec *executionContext) fieldContext_Mutation_deleteConversation(ctx context.Context, field graphql.CollectedField) (fc *graphql.FieldContext, err error) {
+	fc = &graphql.FieldContext{
+		Object:     "Mutation",
+		Field:      field,
+		IsMethod:   true,
+		IsResolver: true,
+		Child: func(ctx context.Context, field graphql.CollectedField) (*graphql.FieldContext, error) {
+			return nil, errors.New("field of type ID does not have child fields")
+		},
+	}
+	defer func() {
+		if r := recover(); r != nil {
+			err = ec.Recover(ctx, r)
+			ec.Error(ctx, err)
+		}
+	}()
+	ctx = graphql.WithFieldContext(ctx, fc)
+	if fc.Args, err = ec.field_Mutation_deleteConversation_args(ctx, field.ArgumentMap(ec.Variables)); err != nil {
+		ec.Error(ctx, err)
+		return fc, err
+	}
+	return fc, nil
+}
+
+func (ec *executionContext) _Mutation_createUser(ctx context.Context, field graphql.CollectedField) (ret graphql.Marshaler) {
+	return graphql.ResolveField(
+		ctx,
+		ec.OperationContext,
+		field,
+		func(ctx context.Context, field graphql.CollectedField) (*graphql.FieldContext, error) {
+			return ec.fieldContext_Mutation_createUser(ctx, field)
+		},
+		func(ctx context.Context) (any, error) {
+			fc := graphql.GetFieldContext(ctx)
+			return ec.Resolvers.Mutation().CreateUser(ctx, fc.Args["input"].(model.CreateUserInput))
+		},
+		nil,
+		func(ctx context.Context, selections ast.SelectionSet, v *model.CreateUserPayload) graphql.Marshaler {
+			return ec.marshalNCreateUserPayload2ᚖgithubᚗcomᚋtoolgateᚋtoolgateᚋgraphᚋmodelᚐCreateUserPayload(ctx, selections, v)
+		},
+		true,
+		true,
+	)
+}
+func (ec *executionContext) fieldContext_Mutation_createUser(ctx context.Context, field graphql.CollectedField) (fc *graphql.FieldContext, err error) {
+	fc = &graphql.FieldContext{
+		Object:     "Mutation",
+		Field:      field,
+		IsMethod:   true,
+		IsResolver: true,
+		Child: func(ctx context.Context, field graphql.CollectedField) (*graphql.FieldContext, error) {
+			return ec.childFields_CreateUserPayload(ctx, field)
+		},
+	}
+	defer func() {
+		if r := recover(); r != nil {
+			err = ec.Recover(ctx, r)
+			ec.Error(ctx, err)
+		}
+	}()
+	ctx = graphql.WithFieldContext(ctx, fc)
+	if fc.Args, err = ec.field_Mutation_createUser_args(ctx, field.ArgumentMap(ec.Variables)); err != nil {
+		ec.Error(ctx, err)
+		return fc, err
+	}
+	return fc, nil
+}
+
+func (ec *executionContext) _Mutation_deactivateUser(ctx context.Context, field graphql.CollectedField) (ret graphql.Marshaler) {
+	return graphql.ResolveField(
+		ctx,
+		ec.OperationContext,
+		field,
+		func(ctx context.Context, field graphql.CollectedField) (*graphql.FieldContext, error) {
+			return ec.fieldContext_Mutation_deactivateUser(ctx, field)
+		},
+		func(ctx context.Context) (any, error) {
+			fc := graphql.GetFieldContext(ctx)
+			return ec.Resolvers.Mutation().DeactivateUser(ctx, fc.Args["input"].(model.DeactivateUserInput))
+		},
+		nil,
+		func(ctx context.Context, selections ast.SelectionSet, v *model.DeactivateUserPayload) graphql.Marshaler {
+			return ec.marshalNDeactivateUserPayload2ᚖgithubᚗcomᚋtoolgateᚋtoolgateᚋgraphᚋmodelᚐDeactivateUserPayload(ctx, selections, v)
+		},
+		true,
+		true,
+	)
+}
+func (ec *executionContext) fieldContext_Mutation_deactivateUser(ctx context.Context, field graphql.CollectedField) (fc *graphql.FieldContext, err error) {
+	fc = &graphql.FieldContext{
+		Object:     "Mutation",
+		Field:      field,
+		IsMethod:   true,
+		IsResolver: true,
+		Child: func(ctx context.Context, field graphql.CollectedField) (*graphql.FieldContext, error) {
+			return ec.childFields_DeactivateUserPayload(ctx, field)
+		},
+	}
+	defer func() {
+		if r := recover(); r != nil {
+			err = ec.Recover(ctx, r)
+			ec.Error(ctx, err)
+		}
+	}()
+	ctx = graphql.WithFieldContext(ctx, fc)
+	if fc.Args, err = ec.field_Mutation_deactivateUser_args(ctx, field.ArgumentMap(ec.Variables)); err != nil {
 		ec.Error(ctx, err)
 		return fc, err
 	}
@@ -10769,6 +11722,70 @@ func (ec *executionContext) fieldContext_Query_conversation(ctx context.Context,
 	return fc, nil
 }
 
+func (ec *executionContext) _Query_applications(ctx context.Context, field graphql.CollectedField) (ret graphql.Marshaler) {
+	return graphql.ResolveField(
+		ctx,
+		ec.OperationContext,
+		field,
+		func(ctx context.Context, field graphql.CollectedField) (*graphql.FieldContext, error) {
+			return ec.fieldContext_Query_applications(ctx, field)
+		},
+		func(ctx context.Context) (any, error) {
+			return ec.Resolvers.Query().Applications(ctx)
+		},
+		nil,
+		func(ctx context.Context, selections ast.SelectionSet, v []*ent.Application) graphql.Marshaler {
+			return ec.marshalNApplication2ᚕᚖgithubᚗcomᚋtoolgateᚋtoolgateᚋentᚐApplicationᚄ(ctx, selections, v)
+		},
+		true,
+		true,
+	)
+}
+func (ec *executionContext) fieldContext_Query_applications(_ context.Context, field graphql.CollectedField) (fc *graphql.FieldContext, err error) {
+	fc = &graphql.FieldContext{
+		Object:     "Query",
+		Field:      field,
+		IsMethod:   true,
+		IsResolver: true,
+		Child: func(ctx context.Context, field graphql.CollectedField) (*graphql.FieldContext, error) {
+			return ec.childFields_Application(ctx, field)
+		},
+	}
+	return fc, nil
+}
+
+func (ec *executionContext) _Query_users(ctx context.Context, field graphql.CollectedField) (ret graphql.Marshaler) {
+	return graphql.ResolveField(
+		ctx,
+		ec.OperationContext,
+		field,
+		func(ctx context.Context, field graphql.CollectedField) (*graphql.FieldContext, error) {
+			return ec.fieldContext_Query_users(ctx, field)
+		},
+		func(ctx context.Context) (any, error) {
+			return ec.Resolvers.Query().Users(ctx)
+		},
+		nil,
+		func(ctx context.Context, selections ast.SelectionSet, v []*ent.User) graphql.Marshaler {
+			return ec.marshalNUser2ᚕᚖgithubᚗcomᚋtoolgateᚋtoolgateᚋentᚐUserᚄ(ctx, selections, v)
+		},
+		true,
+		true,
+	)
+}
+func (ec *executionContext) fieldContext_Query_users(_ context.Context, field graphql.CollectedField) (fc *graphql.FieldContext, err error) {
+	fc = &graphql.FieldContext{
+		Object:     "Query",
+		Field:      field,
+		IsMethod:   true,
+		IsResolver: true,
+		Child: func(ctx context.Context, field graphql.CollectedField) (*graphql.FieldContext, error) {
+			return ec.childFields_User(ctx, field)
+		},
+	}
+	return fc, nil
+}
+
 func (ec *executionContext) _Query_toolResults(ctx context.Context, field graphql.CollectedField) (ret graphql.Marshaler) {
 	return graphql.ResolveField(
 		ctx,
@@ -11283,6 +12300,29 @@ func (ec *executionContext) fieldContext_Query___schema(_ context.Context, field
 		},
 	}
 	return fc, nil
+}
+
+func (ec *executionContext) _RemoveApplicationPayload_id(ctx context.Context, field graphql.CollectedField, obj *model.RemoveApplicationPayload) (ret graphql.Marshaler) {
+	return graphql.ResolveField(
+		ctx,
+		ec.OperationContext,
+		field,
+		func(ctx context.Context, field graphql.CollectedField) (*graphql.FieldContext, error) {
+			return ec.fieldContext_RemoveApplicationPayload_id(ctx, field)
+		},
+		func(ctx context.Context) (any, error) {
+			return obj.ID, nil
+		},
+		nil,
+		func(ctx context.Context, selections ast.SelectionSet, v int) graphql.Marshaler {
+			return ec.marshalNID2int(ctx, selections, v)
+		},
+		true,
+		true,
+	)
+}
+func (ec *executionContext) fieldContext_RemoveApplicationPayload_id(_ context.Context, field graphql.CollectedField) (fc *graphql.FieldContext, err error) {
+	return graphql.NewScalarFieldContext("RemoveApplicationPayload", field, false, false, "ID")
 }
 
 func (ec *executionContext) _StoredResult_id(ctx context.Context, field graphql.CollectedField, obj *ent.StoredResult) (ret graphql.Marshaler) {
@@ -14244,6 +15284,70 @@ func (ec *executionContext) fieldContext_TurnEvent_at(_ context.Context, field g
 	return graphql.NewScalarFieldContext("TurnEvent", field, false, false, "Time")
 }
 
+func (ec *executionContext) _UpdateAgentPayload_agent(ctx context.Context, field graphql.CollectedField, obj *model.UpdateAgentPayload) (ret graphql.Marshaler) {
+	return graphql.ResolveField(
+		ctx,
+		ec.OperationContext,
+		field,
+		func(ctx context.Context, field graphql.CollectedField) (*graphql.FieldContext, error) {
+			return ec.fieldContext_UpdateAgentPayload_agent(ctx, field)
+		},
+		func(ctx context.Context) (any, error) {
+			return obj.Agent, nil
+		},
+		nil,
+		func(ctx context.Context, selections ast.SelectionSet, v *ent.Agent) graphql.Marshaler {
+			return ec.marshalNAgent2ᚖgithubᚗcomᚋtoolgateᚋtoolgateᚋentᚐAgent(ctx, selections, v)
+		},
+		true,
+		true,
+	)
+}
+func (ec *executionContext) fieldContext_UpdateAgentPayload_agent(_ context.Context, field graphql.CollectedField) (fc *graphql.FieldContext, err error) {
+	fc = &graphql.FieldContext{
+		Object:     "UpdateAgentPayload",
+		Field:      field,
+		IsMethod:   false,
+		IsResolver: false,
+		Child: func(ctx context.Context, field graphql.CollectedField) (*graphql.FieldContext, error) {
+			return ec.childFields_Agent(ctx, field)
+		},
+	}
+	return fc, nil
+}
+
+func (ec *executionContext) _UpdateApplicationPayload_application(ctx context.Context, field graphql.CollectedField, obj *model.UpdateApplicationPayload) (ret graphql.Marshaler) {
+	return graphql.ResolveField(
+		ctx,
+		ec.OperationContext,
+		field,
+		func(ctx context.Context, field graphql.CollectedField) (*graphql.FieldContext, error) {
+			return ec.fieldContext_UpdateApplicationPayload_application(ctx, field)
+		},
+		func(ctx context.Context) (any, error) {
+			return obj.Application, nil
+		},
+		nil,
+		func(ctx context.Context, selections ast.SelectionSet, v *ent.Application) graphql.Marshaler {
+			return ec.marshalNApplication2ᚖgithubᚗcomᚋtoolgateᚋtoolgateᚋentᚐApplication(ctx, selections, v)
+		},
+		true,
+		true,
+	)
+}
+func (ec *executionContext) fieldContext_UpdateApplicationPayload_application(_ context.Context, field graphql.CollectedField) (fc *graphql.FieldContext, err error) {
+	fc = &graphql.FieldContext{
+		Object:     "UpdateApplicationPayload",
+		Field:      field,
+		IsMethod:   false,
+		IsResolver: false,
+		Child: func(ctx context.Context, field graphql.CollectedField) (*graphql.FieldContext, error) {
+			return ec.childFields_Application(ctx, field)
+		},
+	}
+	return fc, nil
+}
+
 func (ec *executionContext) _Usage_month(ctx context.Context, field graphql.CollectedField, obj *model.Usage) (ret graphql.Marshaler) {
 	return graphql.ResolveField(
 		ctx,
@@ -14637,6 +15741,29 @@ func (ec *executionContext) _User_admin(ctx context.Context, field graphql.Colle
 }
 func (ec *executionContext) fieldContext_User_admin(_ context.Context, field graphql.CollectedField) (fc *graphql.FieldContext, err error) {
 	return graphql.NewScalarFieldContext("User", field, false, false, "Boolean")
+}
+
+func (ec *executionContext) _User_deactivatedAt(ctx context.Context, field graphql.CollectedField, obj *ent.User) (ret graphql.Marshaler) {
+	return graphql.ResolveField(
+		ctx,
+		ec.OperationContext,
+		field,
+		func(ctx context.Context, field graphql.CollectedField) (*graphql.FieldContext, error) {
+			return ec.fieldContext_User_deactivatedAt(ctx, field)
+		},
+		func(ctx context.Context) (any, error) {
+			return obj.DeactivatedAt, nil
+		},
+		nil,
+		func(ctx context.Context, selections ast.SelectionSet, v *time.Time) graphql.Marshaler {
+			return ec.marshalOTime2ᚖtimeᚐTime(ctx, selections, v)
+		},
+		true,
+		false,
+	)
+}
+func (ec *executionContext) fieldContext_User_deactivatedAt(_ context.Context, field graphql.CollectedField) (fc *graphql.FieldContext, err error) {
+	return graphql.NewScalarFieldContext("User", field, false, false, "Time")
 }
 
 func (ec *executionContext) _User_organization(ctx context.Context, field graphql.CollectedField, obj *ent.User) (ret graphql.Marshaler) {
@@ -17206,6 +18333,59 @@ func UnmarshalAnswerClarificationInput(ctx context.Context, raw any) (model.Answ
 	return out, err
 }
 
+func (ec *executionContext) unmarshalInputArchiveConversationInput(ctx context.Context, obj any) (model.ArchiveConversationInput, error) {
+	var it model.ArchiveConversationInput
+	if obj == nil {
+		return it, nil
+	}
+
+	asMap := map[string]any{}
+	for k, v := range obj.(map[string]any) {
+		asMap[k] = v
+	}
+
+	if _, present := asMap["archived"]; !present {
+		asMap["archived"] = true
+	}
+
+	fieldsInOrder := [...]string{"id", "archived"}
+	for _, k := range fieldsInOrder {
+		v, ok := asMap[k]
+		if !ok {
+			continue
+		}
+		switch k {
+		case "id":
+			ctx := graphql.WithPathContext(ctx, graphql.NewPathWithField("id"))
+			data, err := ec.unmarshalNID2int(ctx, v)
+			if err != nil {
+				return it, err
+			}
+			it.ID = data
+		case "archived":
+			ctx := graphql.WithPathContext(ctx, graphql.NewPathWithField("archived"))
+			data, err := ec.unmarshalOBoolean2ᚖbool(ctx, v)
+			if err != nil {
+				return it, err
+			}
+			it.Archived = data
+		}
+	}
+	return it, nil
+}
+
+// UnmarshalArchiveConversationInput unmarshals raw into the ArchiveConversationInput input type, using the
+// unmarshaler bound to ctx's request. Call it from a resolver to decode an input
+// object that was not passed as a field argument.
+//
+// ctx must come from a gqlgen request; outside one there is no unmarshaler to use
+// and the returned error says so.
+func UnmarshalArchiveConversationInput(ctx context.Context, raw any) (model.ArchiveConversationInput, error) {
+	var out model.ArchiveConversationInput
+	err := graphql.UnmarshalNamedInputFromContext(ctx, "ArchiveConversationInput", raw, &out)
+	return out, err
+}
+
 func (ec *executionContext) unmarshalInputConversationOrder(ctx context.Context, obj any) (ent.ConversationOrder, error) {
 	var it ent.ConversationOrder
 	if obj == nil {
@@ -17270,7 +18450,7 @@ func (ec *executionContext) unmarshalInputConversationWhereInput(ctx context.Con
 		asMap[k] = v
 	}
 
-	fieldsInOrder := [...]string{"not", "and", "or", "id", "idNEQ", "idIn", "idNotIn", "idGT", "idGTE", "idLT", "idLTE", "createdAt", "createdAtNEQ", "createdAtIn", "createdAtNotIn", "createdAtGT", "createdAtGTE", "createdAtLT", "createdAtLTE", "updatedAt", "updatedAtNEQ", "updatedAtIn", "updatedAtNotIn", "updatedAtGT", "updatedAtGTE", "updatedAtLT", "updatedAtLTE", "title", "titleNEQ", "titleIn", "titleNotIn", "titleGT", "titleGTE", "titleLT", "titleLTE", "titleContains", "titleHasPrefix", "titleHasSuffix", "titleIsNil", "titleNotNil", "titleEqualFold", "titleContainsFold", "turnsCount", "turnsCountNEQ", "turnsCountIn", "turnsCountNotIn", "turnsCountGT", "turnsCountGTE", "turnsCountLT", "turnsCountLTE", "hasTurns", "hasTurnsWith"}
+	fieldsInOrder := [...]string{"not", "and", "or", "id", "idNEQ", "idIn", "idNotIn", "idGT", "idGTE", "idLT", "idLTE", "createdAt", "createdAtNEQ", "createdAtIn", "createdAtNotIn", "createdAtGT", "createdAtGTE", "createdAtLT", "createdAtLTE", "updatedAt", "updatedAtNEQ", "updatedAtIn", "updatedAtNotIn", "updatedAtGT", "updatedAtGTE", "updatedAtLT", "updatedAtLTE", "title", "titleNEQ", "titleIn", "titleNotIn", "titleGT", "titleGTE", "titleLT", "titleLTE", "titleContains", "titleHasPrefix", "titleHasSuffix", "titleIsNil", "titleNotNil", "titleEqualFold", "titleContainsFold", "turnsCount", "turnsCountNEQ", "turnsCountIn", "turnsCountNotIn", "turnsCountGT", "turnsCountGTE", "turnsCountLT", "turnsCountLTE", "archivedAt", "archivedAtNEQ", "archivedAtIn", "archivedAtNotIn", "archivedAtGT", "archivedAtGTE", "archivedAtLT", "archivedAtLTE", "archivedAtIsNil", "archivedAtNotNil", "hasTurns", "hasTurnsWith"}
 	for _, k := range fieldsInOrder {
 		v, ok := asMap[k]
 		if !ok {
@@ -17627,6 +18807,76 @@ func (ec *executionContext) unmarshalInputConversationWhereInput(ctx context.Con
 				return it, err
 			}
 			it.TurnsCountLTE = data
+		case "archivedAt":
+			ctx := graphql.WithPathContext(ctx, graphql.NewPathWithField("archivedAt"))
+			data, err := ec.unmarshalOTime2ᚖtimeᚐTime(ctx, v)
+			if err != nil {
+				return it, err
+			}
+			it.ArchivedAt = data
+		case "archivedAtNEQ":
+			ctx := graphql.WithPathContext(ctx, graphql.NewPathWithField("archivedAtNEQ"))
+			data, err := ec.unmarshalOTime2ᚖtimeᚐTime(ctx, v)
+			if err != nil {
+				return it, err
+			}
+			it.ArchivedAtNEQ = data
+		case "archivedAtIn":
+			ctx := graphql.WithPathContext(ctx, graphql.NewPathWithField("archivedAtIn"))
+			data, err := ec.unmarshalOTime2ᚕtimeᚐTimeᚄ(ctx, v)
+			if err != nil {
+				return it, err
+			}
+			it.ArchivedAtIn = data
+		case "archivedAtNotIn":
+			ctx := graphql.WithPathContext(ctx, graphql.NewPathWithField("archivedAtNotIn"))
+			data, err := ec.unmarshalOTime2ᚕtimeᚐTimeᚄ(ctx, v)
+			if err != nil {
+				return it, err
+			}
+			it.ArchivedAtNotIn = data
+		case "archivedAtGT":
+			ctx := graphql.WithPathContext(ctx, graphql.NewPathWithField("archivedAtGT"))
+			data, err := ec.unmarshalOTime2ᚖtimeᚐTime(ctx, v)
+			if err != nil {
+				return it, err
+			}
+			it.ArchivedAtGT = data
+		case "archivedAtGTE":
+			ctx := graphql.WithPathContext(ctx, graphql.NewPathWithField("archivedAtGTE"))
+			data, err := ec.unmarshalOTime2ᚖtimeᚐTime(ctx, v)
+			if err != nil {
+				return it, err
+			}
+			it.ArchivedAtGTE = data
+		case "archivedAtLT":
+			ctx := graphql.WithPathContext(ctx, graphql.NewPathWithField("archivedAtLT"))
+			data, err := ec.unmarshalOTime2ᚖtimeᚐTime(ctx, v)
+			if err != nil {
+				return it, err
+			}
+			it.ArchivedAtLT = data
+		case "archivedAtLTE":
+			ctx := graphql.WithPathContext(ctx, graphql.NewPathWithField("archivedAtLTE"))
+			data, err := ec.unmarshalOTime2ᚖtimeᚐTime(ctx, v)
+			if err != nil {
+				return it, err
+			}
+			it.ArchivedAtLTE = data
+		case "archivedAtIsNil":
+			ctx := graphql.WithPathContext(ctx, graphql.NewPathWithField("archivedAtIsNil"))
+			data, err := ec.unmarshalOBoolean2bool(ctx, v)
+			if err != nil {
+				return it, err
+			}
+			it.ArchivedAtIsNil = data
+		case "archivedAtNotNil":
+			ctx := graphql.WithPathContext(ctx, graphql.NewPathWithField("archivedAtNotNil"))
+			data, err := ec.unmarshalOBoolean2bool(ctx, v)
+			if err != nil {
+				return it, err
+			}
+			it.ArchivedAtNotNil = data
 		case "hasTurns":
 			ctx := graphql.WithPathContext(ctx, graphql.NewPathWithField("hasTurns"))
 			data, err := ec.unmarshalOBoolean2ᚖbool(ctx, v)
@@ -17784,6 +19034,111 @@ func UnmarshalCreateAgentInput(ctx context.Context, raw any) (model.CreateAgentI
 	return out, err
 }
 
+func (ec *executionContext) unmarshalInputCreateUserInput(ctx context.Context, obj any) (model.CreateUserInput, error) {
+	var it model.CreateUserInput
+	if obj == nil {
+		return it, nil
+	}
+
+	asMap := map[string]any{}
+	for k, v := range obj.(map[string]any) {
+		asMap[k] = v
+	}
+
+	fieldsInOrder := [...]string{"name", "department", "admin", "tokenName"}
+	for _, k := range fieldsInOrder {
+		v, ok := asMap[k]
+		if !ok {
+			continue
+		}
+		switch k {
+		case "name":
+			ctx := graphql.WithPathContext(ctx, graphql.NewPathWithField("name"))
+			data, err := ec.unmarshalNString2string(ctx, v)
+			if err != nil {
+				return it, err
+			}
+			it.Name = data
+		case "department":
+			ctx := graphql.WithPathContext(ctx, graphql.NewPathWithField("department"))
+			data, err := ec.unmarshalOString2ᚖstring(ctx, v)
+			if err != nil {
+				return it, err
+			}
+			it.Department = data
+		case "admin":
+			ctx := graphql.WithPathContext(ctx, graphql.NewPathWithField("admin"))
+			data, err := ec.unmarshalOBoolean2ᚖbool(ctx, v)
+			if err != nil {
+				return it, err
+			}
+			it.Admin = data
+		case "tokenName":
+			ctx := graphql.WithPathContext(ctx, graphql.NewPathWithField("tokenName"))
+			data, err := ec.unmarshalOString2ᚖstring(ctx, v)
+			if err != nil {
+				return it, err
+			}
+			it.TokenName = data
+		}
+	}
+	return it, nil
+}
+
+// UnmarshalCreateUserInput unmarshals raw into the CreateUserInput input type, using the
+// unmarshaler bound to ctx's request. Call it from a resolver to decode an input
+// object that was not passed as a field argument.
+//
+// ctx must come from a gqlgen request; outside one there is no unmarshaler to use
+// and the returned error says so.
+func UnmarshalCreateUserInput(ctx context.Context, raw any) (model.CreateUserInput, error) {
+	var out model.CreateUserInput
+	err := graphql.UnmarshalNamedInputFromContext(ctx, "CreateUserInput", raw, &out)
+	return out, err
+}
+
+func (ec *executionContext) unmarshalInputDeactivateUserInput(ctx context.Context, obj any) (model.DeactivateUserInput, error) {
+	var it model.DeactivateUserInput
+	if obj == nil {
+		return it, nil
+	}
+
+	asMap := map[string]any{}
+	for k, v := range obj.(map[string]any) {
+		asMap[k] = v
+	}
+
+	fieldsInOrder := [...]string{"id"}
+	for _, k := range fieldsInOrder {
+		v, ok := asMap[k]
+		if !ok {
+			continue
+		}
+		switch k {
+		case "id":
+			ctx := graphql.WithPathContext(ctx, graphql.NewPathWithField("id"))
+			data, err := ec.unmarshalNID2int(ctx, v)
+			if err != nil {
+				return it, err
+			}
+			it.ID = data
+		}
+	}
+	return it, nil
+}
+
+// UnmarshalDeactivateUserInput unmarshals raw into the DeactivateUserInput input type, using the
+// unmarshaler bound to ctx's request. Call it from a resolver to decode an input
+// object that was not passed as a field argument.
+//
+// ctx must come from a gqlgen request; outside one there is no unmarshaler to use
+// and the returned error says so.
+func UnmarshalDeactivateUserInput(ctx context.Context, raw any) (model.DeactivateUserInput, error) {
+	var out model.DeactivateUserInput
+	err := graphql.UnmarshalNamedInputFromContext(ctx, "DeactivateUserInput", raw, &out)
+	return out, err
+}
+
 func (ec *executionContext) unmarshalInputExportContextInput(ctx context.Context, obj any) (workspace.ExportContext, error) {
 	var it workspace.ExportContext
 	if obj == nil {
@@ -17935,6 +19290,48 @@ func (ec *executionContext) unmarshalInputRegisterApplicationInput(ctx context.C
 func UnmarshalRegisterApplicationInput(ctx context.Context, raw any) (model.RegisterApplicationInput, error) {
 	var out model.RegisterApplicationInput
 	err := graphql.UnmarshalNamedInputFromContext(ctx, "RegisterApplicationInput", raw, &out)
+	return out, err
+}
+
+func (ec *executionContext) unmarshalInputRemoveApplicationInput(ctx context.Context, obj any) (model.RemoveApplicationInput, error) {
+	var it model.RemoveApplicationInput
+	if obj == nil {
+		return it, nil
+	}
+
+	asMap := map[string]any{}
+	for k, v := range obj.(map[string]any) {
+		asMap[k] = v
+	}
+
+	fieldsInOrder := [...]string{"id"}
+	for _, k := range fieldsInOrder {
+		v, ok := asMap[k]
+		if !ok {
+			continue
+		}
+		switch k {
+		case "id":
+			ctx := graphql.WithPathContext(ctx, graphql.NewPathWithField("id"))
+			data, err := ec.unmarshalNID2int(ctx, v)
+			if err != nil {
+				return it, err
+			}
+			it.ID = data
+		}
+	}
+	return it, nil
+}
+
+// UnmarshalRemoveApplicationInput unmarshals raw into the RemoveApplicationInput input type, using the
+// unmarshaler bound to ctx's request. Call it from a resolver to decode an input
+// object that was not passed as a field argument.
+//
+// ctx must come from a gqlgen request; outside one there is no unmarshaler to use
+// and the returned error says so.
+func UnmarshalRemoveApplicationInput(ctx context.Context, raw any) (model.RemoveApplicationInput, error) {
+	var out model.RemoveApplicationInput
+	err := graphql.UnmarshalNamedInputFromContext(ctx, "RemoveApplicationInput", raw, &out)
 	return out, err
 }
 
@@ -18838,6 +20235,146 @@ func UnmarshalTurnWhereInput(ctx context.Context, raw any) (ent.TurnWhereInput, 
 	return out, err
 }
 
+func (ec *executionContext) unmarshalInputUpdateAgentInput(ctx context.Context, obj any) (model.UpdateAgentInput, error) {
+	var it model.UpdateAgentInput
+	if obj == nil {
+		return it, nil
+	}
+
+	asMap := map[string]any{}
+	for k, v := range obj.(map[string]any) {
+		asMap[k] = v
+	}
+
+	fieldsInOrder := [...]string{"id", "name", "instructions", "tools", "memory", "budgetCheck", "pastConversationSearch"}
+	for _, k := range fieldsInOrder {
+		v, ok := asMap[k]
+		if !ok {
+			continue
+		}
+		switch k {
+		case "id":
+			ctx := graphql.WithPathContext(ctx, graphql.NewPathWithField("id"))
+			data, err := ec.unmarshalNID2int(ctx, v)
+			if err != nil {
+				return it, err
+			}
+			it.ID = data
+		case "name":
+			ctx := graphql.WithPathContext(ctx, graphql.NewPathWithField("name"))
+			data, err := ec.unmarshalOString2ᚖstring(ctx, v)
+			if err != nil {
+				return it, err
+			}
+			it.Name = data
+		case "instructions":
+			ctx := graphql.WithPathContext(ctx, graphql.NewPathWithField("instructions"))
+			data, err := ec.unmarshalOString2ᚖstring(ctx, v)
+			if err != nil {
+				return it, err
+			}
+			it.Instructions = data
+		case "tools":
+			ctx := graphql.WithPathContext(ctx, graphql.NewPathWithField("tools"))
+			data, err := ec.unmarshalOString2ᚕstringᚄ(ctx, v)
+			if err != nil {
+				return it, err
+			}
+			it.Tools = data
+		case "memory":
+			ctx := graphql.WithPathContext(ctx, graphql.NewPathWithField("memory"))
+			data, err := ec.unmarshalOBoolean2ᚖbool(ctx, v)
+			if err != nil {
+				return it, err
+			}
+			it.Memory = data
+		case "budgetCheck":
+			ctx := graphql.WithPathContext(ctx, graphql.NewPathWithField("budgetCheck"))
+			data, err := ec.unmarshalOBoolean2ᚖbool(ctx, v)
+			if err != nil {
+				return it, err
+			}
+			it.BudgetCheck = data
+		case "pastConversationSearch":
+			ctx := graphql.WithPathContext(ctx, graphql.NewPathWithField("pastConversationSearch"))
+			data, err := ec.unmarshalOBoolean2ᚖbool(ctx, v)
+			if err != nil {
+				return it, err
+			}
+			it.PastConversationSearch = data
+		}
+	}
+	return it, nil
+}
+
+// UnmarshalUpdateAgentInput unmarshals raw into the UpdateAgentInput input type, using the
+// unmarshaler bound to ctx's request. Call it from a resolver to decode an input
+// object that was not passed as a field argument.
+//
+// ctx must come from a gqlgen request; outside one there is no unmarshaler to use
+// and the returned error says so.
+func UnmarshalUpdateAgentInput(ctx context.Context, raw any) (model.UpdateAgentInput, error) {
+	var out model.UpdateAgentInput
+	err := graphql.UnmarshalNamedInputFromContext(ctx, "UpdateAgentInput", raw, &out)
+	return out, err
+}
+
+func (ec *executionContext) unmarshalInputUpdateApplicationInput(ctx context.Context, obj any) (model.UpdateApplicationInput, error) {
+	var it model.UpdateApplicationInput
+	if obj == nil {
+		return it, nil
+	}
+
+	asMap := map[string]any{}
+	for k, v := range obj.(map[string]any) {
+		asMap[k] = v
+	}
+
+	fieldsInOrder := [...]string{"id", "url", "allowedTools"}
+	for _, k := range fieldsInOrder {
+		v, ok := asMap[k]
+		if !ok {
+			continue
+		}
+		switch k {
+		case "id":
+			ctx := graphql.WithPathContext(ctx, graphql.NewPathWithField("id"))
+			data, err := ec.unmarshalNID2int(ctx, v)
+			if err != nil {
+				return it, err
+			}
+			it.ID = data
+		case "url":
+			ctx := graphql.WithPathContext(ctx, graphql.NewPathWithField("url"))
+			data, err := ec.unmarshalOString2ᚖstring(ctx, v)
+			if err != nil {
+				return it, err
+			}
+			it.URL = data
+		case "allowedTools":
+			ctx := graphql.WithPathContext(ctx, graphql.NewPathWithField("allowedTools"))
+			data, err := ec.unmarshalOString2ᚕstringᚄ(ctx, v)
+			if err != nil {
+				return it, err
+			}
+			it.AllowedTools = data
+		}
+	}
+	return it, nil
+}
+
+// UnmarshalUpdateApplicationInput unmarshals raw into the UpdateApplicationInput input type, using the
+// unmarshaler bound to ctx's request. Call it from a resolver to decode an input
+// object that was not passed as a field argument.
+//
+// ctx must come from a gqlgen request; outside one there is no unmarshaler to use
+// and the returned error says so.
+func UnmarshalUpdateApplicationInput(ctx context.Context, raw any) (model.UpdateApplicationInput, error) {
+	var out model.UpdateApplicationInput
+	err := graphql.UnmarshalNamedInputFromContext(ctx, "UpdateApplicationInput", raw, &out)
+	return out, err
+}
+
 func (ec *executionContext) unmarshalInputUpdateOrganizationInput(ctx context.Context, obj any) (model.UpdateOrganizationInput, error) {
 	var it model.UpdateOrganizationInput
 	if obj == nil {
@@ -19400,6 +20937,39 @@ func (ec *executionContext) _Application(ctx context.Context, sel ast.SelectionS
 	return out
 }
 
+var archiveConversationPayloadImplementors = []string{"ArchiveConversationPayload"}
+
+func (ec *executionContext) _ArchiveConversationPayload(ctx context.Context, sel ast.SelectionSet, obj *model.ArchiveConversationPayload) graphql.Marshaler {
+	fields := graphql.CollectFields(ec.OperationContext, sel, archiveConversationPayloadImplementors)
+
+	out := graphql.NewFieldSet(fields)
+	deferred := graphql.NewDeferredGroup(ctx)
+	for i, field := range fields {
+		switch field.Name {
+		case "__typename":
+			out.Values[i] = graphql.MarshalString("ArchiveConversationPayload")
+		case "conversation":
+			out.Values[i] = ec._ArchiveConversationPayload_conversation(ctx, field, obj)
+			if out.Values[i] == graphql.Null {
+				out.Invalids++
+			}
+		default:
+			panic("unknown field " + strconv.Quote(field.Name))
+		}
+	}
+	out.Dispatch(ctx)
+	if out.Invalids > 0 {
+		return graphql.Null
+	}
+
+	if n := len(deferred.Defers); n > 0 {
+		atomic.AddInt32(&ec.Deferred, int32(min(n, math.MaxInt32)))
+		ec.ProcessDeferredGroup(deferred)
+	}
+
+	return out
+}
+
 var argumentRepairImplementors = []string{"ArgumentRepair"}
 
 func (ec *executionContext) _ArgumentRepair(ctx context.Context, sel ast.SelectionSet, obj *schematype.Repair) graphql.Marshaler {
@@ -19792,6 +21362,11 @@ func (ec *executionContext) _Conversation(ctx context.Context, sel ast.Selection
 			if out.Values[i] == graphql.Null {
 				atomic.AddUint32(&out.Invalids, 1)
 			}
+		case "archivedAt":
+			out.Values[i] = ec._Conversation_archivedAt(ctx, field, obj)
+			if out.Values[i] == graphql.RequiredNull {
+				atomic.AddUint32(&out.Invalids, 1)
+			}
 		case "user":
 			out.ResolveConcurrently(ec.OperationContext, &deferred, i,
 				true, true,
@@ -19914,6 +21489,44 @@ func (ec *executionContext) _ConversationEdge(ctx context.Context, sel ast.Selec
 	return out
 }
 
+var createUserPayloadImplementors = []string{"CreateUserPayload"}
+
+func (ec *executionContext) _CreateUserPayload(ctx context.Context, sel ast.SelectionSet, obj *model.CreateUserPayload) graphql.Marshaler {
+	fields := graphql.CollectFields(ec.OperationContext, sel, createUserPayloadImplementors)
+
+	out := graphql.NewFieldSet(fields)
+	deferred := graphql.NewDeferredGroup(ctx)
+	for i, field := range fields {
+		switch field.Name {
+		case "__typename":
+			out.Values[i] = graphql.MarshalString("CreateUserPayload")
+		case "user":
+			out.Values[i] = ec._CreateUserPayload_user(ctx, field, obj)
+			if out.Values[i] == graphql.Null {
+				out.Invalids++
+			}
+		case "token":
+			out.Values[i] = ec._CreateUserPayload_token(ctx, field, obj)
+			if out.Values[i] == graphql.Null {
+				out.Invalids++
+			}
+		default:
+			panic("unknown field " + strconv.Quote(field.Name))
+		}
+	}
+	out.Dispatch(ctx)
+	if out.Invalids > 0 {
+		return graphql.Null
+	}
+
+	if n := len(deferred.Defers); n > 0 {
+		atomic.AddInt32(&ec.Deferred, int32(min(n, math.MaxInt32)))
+		ec.ProcessDeferredGroup(deferred)
+	}
+
+	return out
+}
+
 var createdAPITokenImplementors = []string{"CreatedAPIToken"}
 
 func (ec *executionContext) _CreatedAPIToken(ctx context.Context, sel ast.SelectionSet, obj *model.CreatedAPIToken) graphql.Marshaler {
@@ -19932,6 +21545,39 @@ func (ec *executionContext) _CreatedAPIToken(ctx context.Context, sel ast.Select
 			}
 		case "apiToken":
 			out.Values[i] = ec._CreatedAPIToken_apiToken(ctx, field, obj)
+			if out.Values[i] == graphql.Null {
+				out.Invalids++
+			}
+		default:
+			panic("unknown field " + strconv.Quote(field.Name))
+		}
+	}
+	out.Dispatch(ctx)
+	if out.Invalids > 0 {
+		return graphql.Null
+	}
+
+	if n := len(deferred.Defers); n > 0 {
+		atomic.AddInt32(&ec.Deferred, int32(min(n, math.MaxInt32)))
+		ec.ProcessDeferredGroup(deferred)
+	}
+
+	return out
+}
+
+var deactivateUserPayloadImplementors = []string{"DeactivateUserPayload"}
+
+func (ec *executionContext) _DeactivateUserPayload(ctx context.Context, sel ast.SelectionSet, obj *model.DeactivateUserPayload) graphql.Marshaler {
+	fields := graphql.CollectFields(ec.OperationContext, sel, deactivateUserPayloadImplementors)
+
+	out := graphql.NewFieldSet(fields)
+	deferred := graphql.NewDeferredGroup(ctx)
+	for i, field := range fields {
+		switch field.Name {
+		case "__typename":
+			out.Values[i] = graphql.MarshalString("DeactivateUserPayload")
+		case "user":
+			out.Values[i] = ec._DeactivateUserPayload_user(ctx, field, obj)
 			if out.Values[i] == graphql.Null {
 				out.Invalids++
 			}
@@ -20295,6 +21941,55 @@ func (ec *executionContext) _Mutation(ctx context.Context, sel ast.SelectionSet)
 			if out.Values[i] == graphql.Null {
 				out.Invalids++
 			}
+		case "updateApplication":
+			out.Values[i] = ec.OperationContext.RootResolverMiddleware(innerCtx, func(ctx context.Context) (res graphql.Marshaler) {
+				return ec._Mutation_updateApplication(ctx, field)
+			})
+			if out.Values[i] == graphql.Null {
+				out.Invalids++
+			}
+		case "removeApplication":
+			out.Values[i] = ec.OperationContext.RootResolverMiddleware(innerCtx, func(ctx context.Context) (res graphql.Marshaler) {
+				return ec._Mutation_removeApplication(ctx, field)
+			})
+			if out.Values[i] == graphql.Null {
+				out.Invalids++
+			}
+		case "updateAgent":
+			out.Values[i] = ec.OperationContext.RootResolverMiddleware(innerCtx, func(ctx context.Context) (res graphql.Marshaler) {
+				return ec._Mutation_updateAgent(ctx, field)
+			})
+			if out.Values[i] == graphql.Null {
+				out.Invalids++
+			}
+		case "archiveConversation":
+			out.Values[i] = ec.OperationContext.RootResolverMiddleware(innerCtx, func(ctx context.Context) (res graphql.Marshaler) {
+				return ec._Mutation_archiveConversation(ctx, field)
+			})
+			if out.Values[i] == graphql.Null {
+				out.Invalids++
+			}
+		case "deleteConversation":
+			out.Values[i] = ec.OperationContext.RootResolverMiddleware(innerCtx, func(ctx context.Context) (res graphql.Marshaler) {
+				return ec._Mutation_deleteConversation(ctx, field)
+			})
+			if out.Values[i] == graphql.Null {
+				out.Invalids++
+			}
+		case "createUser":
+			out.Values[i] = ec.OperationContext.RootResolverMiddleware(innerCtx, func(ctx context.Context) (res graphql.Marshaler) {
+				return ec._Mutation_createUser(ctx, field)
+			})
+			if out.Values[i] == graphql.Null {
+				out.Invalids++
+			}
+		case "deactivateUser":
+			out.Values[i] = ec.OperationContext.RootResolverMiddleware(innerCtx, func(ctx context.Context) (res graphql.Marshaler) {
+				return ec._Mutation_deactivateUser(ctx, field)
+			})
+			if out.Values[i] == graphql.Null {
+				out.Invalids++
+			}
 		case "sendMessage":
 			out.Values[i] = ec.OperationContext.RootResolverMiddleware(innerCtx, func(ctx context.Context) (res graphql.Marshaler) {
 				return ec._Mutation_sendMessage(ctx, field)
@@ -20553,6 +22248,18 @@ func (ec *executionContext) _Query(ctx context.Context, sel ast.SelectionSet) gr
 				func(ctx context.Context) graphql.Marshaler {
 					return ec._Query_conversation(ctx, field)
 				})
+		case "applications":
+			out.ResolveRootConcurrently(innerCtx, ec.OperationContext, i,
+				true, true,
+				func(ctx context.Context) graphql.Marshaler {
+					return ec._Query_applications(ctx, field)
+				})
+		case "users":
+			out.ResolveRootConcurrently(innerCtx, ec.OperationContext, i,
+				true, true,
+				func(ctx context.Context) graphql.Marshaler {
+					return ec._Query_users(ctx, field)
+				})
 		case "toolResults":
 			out.ResolveRootConcurrently(innerCtx, ec.OperationContext, i,
 				true, true,
@@ -20626,6 +22333,39 @@ func (ec *executionContext) _Query(ctx context.Context, sel ast.SelectionSet) gr
 			})
 			if out.Values[i] == graphql.Null {
 				atomic.AddUint32(&out.Invalids, 1)
+			}
+		default:
+			panic("unknown field " + strconv.Quote(field.Name))
+		}
+	}
+	out.Dispatch(ctx)
+	if out.Invalids > 0 {
+		return graphql.Null
+	}
+
+	if n := len(deferred.Defers); n > 0 {
+		atomic.AddInt32(&ec.Deferred, int32(min(n, math.MaxInt32)))
+		ec.ProcessDeferredGroup(deferred)
+	}
+
+	return out
+}
+
+var removeApplicationPayloadImplementors = []string{"RemoveApplicationPayload"}
+
+func (ec *executionContext) _RemoveApplicationPayload(ctx context.Context, sel ast.SelectionSet, obj *model.RemoveApplicationPayload) graphql.Marshaler {
+	fields := graphql.CollectFields(ec.OperationContext, sel, removeApplicationPayloadImplementors)
+
+	out := graphql.NewFieldSet(fields)
+	deferred := graphql.NewDeferredGroup(ctx)
+	for i, field := range fields {
+		switch field.Name {
+		case "__typename":
+			out.Values[i] = graphql.MarshalString("RemoveApplicationPayload")
+		case "id":
+			out.Values[i] = ec._RemoveApplicationPayload_id(ctx, field, obj)
+			if out.Values[i] == graphql.Null {
+				out.Invalids++
 			}
 		default:
 			panic("unknown field " + strconv.Quote(field.Name))
@@ -21834,6 +23574,72 @@ func (ec *executionContext) _TurnEvent(ctx context.Context, sel ast.SelectionSet
 	return out
 }
 
+var updateAgentPayloadImplementors = []string{"UpdateAgentPayload"}
+
+func (ec *executionContext) _UpdateAgentPayload(ctx context.Context, sel ast.SelectionSet, obj *model.UpdateAgentPayload) graphql.Marshaler {
+	fields := graphql.CollectFields(ec.OperationContext, sel, updateAgentPayloadImplementors)
+
+	out := graphql.NewFieldSet(fields)
+	deferred := graphql.NewDeferredGroup(ctx)
+	for i, field := range fields {
+		switch field.Name {
+		case "__typename":
+			out.Values[i] = graphql.MarshalString("UpdateAgentPayload")
+		case "agent":
+			out.Values[i] = ec._UpdateAgentPayload_agent(ctx, field, obj)
+			if out.Values[i] == graphql.Null {
+				out.Invalids++
+			}
+		default:
+			panic("unknown field " + strconv.Quote(field.Name))
+		}
+	}
+	out.Dispatch(ctx)
+	if out.Invalids > 0 {
+		return graphql.Null
+	}
+
+	if n := len(deferred.Defers); n > 0 {
+		atomic.AddInt32(&ec.Deferred, int32(min(n, math.MaxInt32)))
+		ec.ProcessDeferredGroup(deferred)
+	}
+
+	return out
+}
+
+var updateApplicationPayloadImplementors = []string{"UpdateApplicationPayload"}
+
+func (ec *executionContext) _UpdateApplicationPayload(ctx context.Context, sel ast.SelectionSet, obj *model.UpdateApplicationPayload) graphql.Marshaler {
+	fields := graphql.CollectFields(ec.OperationContext, sel, updateApplicationPayloadImplementors)
+
+	out := graphql.NewFieldSet(fields)
+	deferred := graphql.NewDeferredGroup(ctx)
+	for i, field := range fields {
+		switch field.Name {
+		case "__typename":
+			out.Values[i] = graphql.MarshalString("UpdateApplicationPayload")
+		case "application":
+			out.Values[i] = ec._UpdateApplicationPayload_application(ctx, field, obj)
+			if out.Values[i] == graphql.Null {
+				out.Invalids++
+			}
+		default:
+			panic("unknown field " + strconv.Quote(field.Name))
+		}
+	}
+	out.Dispatch(ctx)
+	if out.Invalids > 0 {
+		return graphql.Null
+	}
+
+	if n := len(deferred.Defers); n > 0 {
+		atomic.AddInt32(&ec.Deferred, int32(min(n, math.MaxInt32)))
+		ec.ProcessDeferredGroup(deferred)
+	}
+
+	return out
+}
+
 var usageImplementors = []string{"Usage"}
 
 func (ec *executionContext) _Usage(ctx context.Context, sel ast.SelectionSet, obj *model.Usage) graphql.Marshaler {
@@ -21951,6 +23757,11 @@ func (ec *executionContext) _User(ctx context.Context, sel ast.SelectionSet, obj
 		case "admin":
 			out.Values[i] = ec._User_admin(ctx, field, obj)
 			if out.Values[i] == graphql.Null {
+				atomic.AddUint32(&out.Invalids, 1)
+			}
+		case "deactivatedAt":
+			out.Values[i] = ec._User_deactivatedAt(ctx, field, obj)
+			if out.Values[i] == graphql.RequiredNull {
 				atomic.AddUint32(&out.Invalids, 1)
 			}
 		case "organization":
@@ -23127,12 +24938,41 @@ func (ec *executionContext) unmarshalNAnswerClarificationInput2githubᚗcomᚋto
 	return res, graphql.ErrorOnPath(ctx, err)
 }
 
+func (ec *executionContext) marshalNApplication2ᚕᚖgithubᚗcomᚋtoolgateᚋtoolgateᚋentᚐApplicationᚄ(ctx context.Context, sel ast.SelectionSet, v []*ent.Application) graphql.Marshaler {
+	ret := graphql.MarshalSliceConcurrently(ctx, len(v), 0, false, func(ctx context.Context, i int) graphql.Marshaler {
+		fc := graphql.GetFieldContext(ctx)
+		fc.Result = &v[i]
+		return ec.marshalNApplication2ᚖgithubᚗcomᚋtoolgateᚋtoolgateᚋentᚐApplication(ctx, sel, v[i])
+	})
+
+	for _, e := range ret {
+		if e == graphql.Null {
+			return graphql.Null
+		}
+	}
+
+	return ret
+}
+
 func (ec *executionContext) marshalNApplication2ᚖgithubᚗcomᚋtoolgateᚋtoolgateᚋentᚐApplication(ctx context.Context, sel ast.SelectionSet, v *ent.Application) graphql.Marshaler {
 	if v == nil {
 		graphql.AddInvalidNullError(ctx, "Application!")
 		return graphql.Null
 	}
 	return ec._Application(ctx, sel, v)
+}
+
+func (ec *executionContext) unmarshalNArchiveConversationInput2githubᚗcomᚋtoolgateᚋtoolgateᚋgraphᚋmodelᚐArchiveConversationInput(ctx context.Context, v any) (model.ArchiveConversationInput, error) {
+	res, err := ec.unmarshalInputArchiveConversationInput(ctx, v)
+	return res, graphql.ErrorOnPath(ctx, err)
+}
+
+func (ec *executionContext) marshalNArchiveConversationPayload2ᚖgithubᚗcomᚋtoolgateᚋtoolgateᚋgraphᚋmodelᚐArchiveConversationPayload(ctx context.Context, sel ast.SelectionSet, v *model.ArchiveConversationPayload) graphql.Marshaler {
+	if v == nil {
+		graphql.AddInvalidNullError(ctx, "ArchiveConversationPayload!")
+		return graphql.Null
+	}
+	return ec._ArchiveConversationPayload(ctx, sel, v)
 }
 
 func (ec *executionContext) marshalNArgumentRepair2githubᚗcomᚋtoolgateᚋtoolgateᚋentᚋschematypeᚐRepair(ctx context.Context, sel ast.SelectionSet, v schematype.Repair) graphql.Marshaler {
@@ -23267,6 +25107,19 @@ func (ec *executionContext) unmarshalNCreateAgentInput2githubᚗcomᚋtoolgate�
 	return res, graphql.ErrorOnPath(ctx, err)
 }
 
+func (ec *executionContext) unmarshalNCreateUserInput2githubᚗcomᚋtoolgateᚋtoolgateᚋgraphᚋmodelᚐCreateUserInput(ctx context.Context, v any) (model.CreateUserInput, error) {
+	res, err := ec.unmarshalInputCreateUserInput(ctx, v)
+	return res, graphql.ErrorOnPath(ctx, err)
+}
+
+func (ec *executionContext) marshalNCreateUserPayload2ᚖgithubᚗcomᚋtoolgateᚋtoolgateᚋgraphᚋmodelᚐCreateUserPayload(ctx context.Context, sel ast.SelectionSet, v *model.CreateUserPayload) graphql.Marshaler {
+	if v == nil {
+		graphql.AddInvalidNullError(ctx, "CreateUserPayload!")
+		return graphql.Null
+	}
+	return ec._CreateUserPayload(ctx, sel, v)
+}
+
 func (ec *executionContext) marshalNCreatedAPIToken2ᚖgithubᚗcomᚋtoolgateᚋtoolgateᚋgraphᚋmodelᚐCreatedAPIToken(ctx context.Context, sel ast.SelectionSet, v *model.CreatedAPIToken) graphql.Marshaler {
 	if v == nil {
 		graphql.AddInvalidNullError(ctx, "CreatedAPIToken!")
@@ -23283,6 +25136,19 @@ func (ec *executionContext) unmarshalNCursor2entgoᚗioᚋcontribᚋentgqlᚐCur
 
 func (ec *executionContext) marshalNCursor2entgoᚗioᚋcontribᚋentgqlᚐCursor(ctx context.Context, sel ast.SelectionSet, v entgql.Cursor[int]) graphql.Marshaler {
 	return v
+}
+
+func (ec *executionContext) unmarshalNDeactivateUserInput2githubᚗcomᚋtoolgateᚋtoolgateᚋgraphᚋmodelᚐDeactivateUserInput(ctx context.Context, v any) (model.DeactivateUserInput, error) {
+	res, err := ec.unmarshalInputDeactivateUserInput(ctx, v)
+	return res, graphql.ErrorOnPath(ctx, err)
+}
+
+func (ec *executionContext) marshalNDeactivateUserPayload2ᚖgithubᚗcomᚋtoolgateᚋtoolgateᚋgraphᚋmodelᚐDeactivateUserPayload(ctx context.Context, sel ast.SelectionSet, v *model.DeactivateUserPayload) graphql.Marshaler {
+	if v == nil {
+		graphql.AddInvalidNullError(ctx, "DeactivateUserPayload!")
+		return graphql.Null
+	}
+	return ec._DeactivateUserPayload(ctx, sel, v)
 }
 
 func (ec *executionContext) marshalNEvidence2githubᚗcomᚋtoolgateᚋtoolgateᚋentᚋschematypeᚐSpan(ctx context.Context, sel ast.SelectionSet, v schematype.Span) graphql.Marshaler {
@@ -23578,6 +25444,19 @@ func (ec *executionContext) marshalNPageInfo2entgoᚗioᚋcontribᚋentgqlᚐPag
 func (ec *executionContext) unmarshalNRegisterApplicationInput2githubᚗcomᚋtoolgateᚋtoolgateᚋgraphᚋmodelᚐRegisterApplicationInput(ctx context.Context, v any) (model.RegisterApplicationInput, error) {
 	res, err := ec.unmarshalInputRegisterApplicationInput(ctx, v)
 	return res, graphql.ErrorOnPath(ctx, err)
+}
+
+func (ec *executionContext) unmarshalNRemoveApplicationInput2githubᚗcomᚋtoolgateᚋtoolgateᚋgraphᚋmodelᚐRemoveApplicationInput(ctx context.Context, v any) (model.RemoveApplicationInput, error) {
+	res, err := ec.unmarshalInputRemoveApplicationInput(ctx, v)
+	return res, graphql.ErrorOnPath(ctx, err)
+}
+
+func (ec *executionContext) marshalNRemoveApplicationPayload2ᚖgithubᚗcomᚋtoolgateᚋtoolgateᚋgraphᚋmodelᚐRemoveApplicationPayload(ctx context.Context, sel ast.SelectionSet, v *model.RemoveApplicationPayload) graphql.Marshaler {
+	if v == nil {
+		graphql.AddInvalidNullError(ctx, "RemoveApplicationPayload!")
+		return graphql.Null
+	}
+	return ec._RemoveApplicationPayload(ctx, sel, v)
 }
 
 func (ec *executionContext) unmarshalNResultKind2githubᚗcomᚋtoolgateᚋtoolgateᚋentᚋschematypeᚐResultKind(ctx context.Context, v any) (schematype.ResultKind, error) {
@@ -24014,6 +25893,32 @@ func (ec *executionContext) unmarshalNTurnWhereInput2ᚖgithubᚗcomᚋtoolgate�
 	return &res, graphql.ErrorOnPath(ctx, err)
 }
 
+func (ec *executionContext) unmarshalNUpdateAgentInput2githubᚗcomᚋtoolgateᚋtoolgateᚋgraphᚋmodelᚐUpdateAgentInput(ctx context.Context, v any) (model.UpdateAgentInput, error) {
+	res, err := ec.unmarshalInputUpdateAgentInput(ctx, v)
+	return res, graphql.ErrorOnPath(ctx, err)
+}
+
+func (ec *executionContext) marshalNUpdateAgentPayload2ᚖgithubᚗcomᚋtoolgateᚋtoolgateᚋgraphᚋmodelᚐUpdateAgentPayload(ctx context.Context, sel ast.SelectionSet, v *model.UpdateAgentPayload) graphql.Marshaler {
+	if v == nil {
+		graphql.AddInvalidNullError(ctx, "UpdateAgentPayload!")
+		return graphql.Null
+	}
+	return ec._UpdateAgentPayload(ctx, sel, v)
+}
+
+func (ec *executionContext) unmarshalNUpdateApplicationInput2githubᚗcomᚋtoolgateᚋtoolgateᚋgraphᚋmodelᚐUpdateApplicationInput(ctx context.Context, v any) (model.UpdateApplicationInput, error) {
+	res, err := ec.unmarshalInputUpdateApplicationInput(ctx, v)
+	return res, graphql.ErrorOnPath(ctx, err)
+}
+
+func (ec *executionContext) marshalNUpdateApplicationPayload2ᚖgithubᚗcomᚋtoolgateᚋtoolgateᚋgraphᚋmodelᚐUpdateApplicationPayload(ctx context.Context, sel ast.SelectionSet, v *model.UpdateApplicationPayload) graphql.Marshaler {
+	if v == nil {
+		graphql.AddInvalidNullError(ctx, "UpdateApplicationPayload!")
+		return graphql.Null
+	}
+	return ec._UpdateApplicationPayload(ctx, sel, v)
+}
+
 func (ec *executionContext) unmarshalNUpdateOrganizationInput2githubᚗcomᚋtoolgateᚋtoolgateᚋgraphᚋmodelᚐUpdateOrganizationInput(ctx context.Context, v any) (model.UpdateOrganizationInput, error) {
 	res, err := ec.unmarshalInputUpdateOrganizationInput(ctx, v)
 	return res, graphql.ErrorOnPath(ctx, err)
@@ -24025,6 +25930,22 @@ func (ec *executionContext) marshalNUsage2ᚖgithubᚗcomᚋtoolgateᚋtoolgate�
 		return graphql.Null
 	}
 	return ec._Usage(ctx, sel, v)
+}
+
+func (ec *executionContext) marshalNUser2ᚕᚖgithubᚗcomᚋtoolgateᚋtoolgateᚋentᚐUserᚄ(ctx context.Context, sel ast.SelectionSet, v []*ent.User) graphql.Marshaler {
+	ret := graphql.MarshalSliceConcurrently(ctx, len(v), 0, false, func(ctx context.Context, i int) graphql.Marshaler {
+		fc := graphql.GetFieldContext(ctx)
+		fc.Result = &v[i]
+		return ec.marshalNUser2ᚖgithubᚗcomᚋtoolgateᚋtoolgateᚋentᚐUser(ctx, sel, v[i])
+	})
+
+	for _, e := range ret {
+		if e == graphql.Null {
+			return graphql.Null
+		}
+	}
+
+	return ret
 }
 
 func (ec *executionContext) marshalNUser2ᚖgithubᚗcomᚋtoolgateᚋtoolgateᚋentᚐUser(ctx context.Context, sel ast.SelectionSet, v *ent.User) graphql.Marshaler {
