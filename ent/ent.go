@@ -15,6 +15,8 @@ import (
 	"github.com/toolgate/toolgate/ent/agent"
 	"github.com/toolgate/toolgate/ent/apitoken"
 	"github.com/toolgate/toolgate/ent/application"
+	"github.com/toolgate/toolgate/ent/artifact"
+	"github.com/toolgate/toolgate/ent/artifactversion"
 	"github.com/toolgate/toolgate/ent/conversation"
 	"github.com/toolgate/toolgate/ent/idempotentresponse"
 	"github.com/toolgate/toolgate/ent/modelcall"
@@ -90,6 +92,8 @@ func checkColumn(t, c string) error {
 			apitoken.Table:           apitoken.ValidColumn,
 			agent.Table:              agent.ValidColumn,
 			application.Table:        application.ValidColumn,
+			artifact.Table:           artifact.ValidColumn,
+			artifactversion.Table:    artifactversion.ValidColumn,
 			conversation.Table:       conversation.ValidColumn,
 			idempotentresponse.Table: idempotentresponse.ValidColumn,
 			modelcall.Table:          modelcall.ValidColumn,

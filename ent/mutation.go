@@ -14,6 +14,8 @@ import (
 	"github.com/toolgate/toolgate/ent/agent"
 	"github.com/toolgate/toolgate/ent/apitoken"
 	"github.com/toolgate/toolgate/ent/application"
+	"github.com/toolgate/toolgate/ent/artifact"
+	"github.com/toolgate/toolgate/ent/artifactversion"
 	"github.com/toolgate/toolgate/ent/conversation"
 	"github.com/toolgate/toolgate/ent/idempotentresponse"
 	"github.com/toolgate/toolgate/ent/modelcall"
@@ -42,6 +44,8 @@ const (
 	TypeAPIToken           = "APIToken"
 	TypeAgent              = "Agent"
 	TypeApplication        = "Application"
+	TypeArtifact           = "Artifact"
+	TypeArtifactVersion    = "ArtifactVersion"
 	TypeConversation       = "Conversation"
 	TypeIdempotentResponse = "IdempotentResponse"
 	TypeModelCall          = "ModelCall"
@@ -2514,6 +2518,1570 @@ func (m *ApplicationMutation) ResetEdge(name string) error {
 		return nil
 	}
 	return fmt.Errorf("unknown Application edge %s", name)
+}
+
+// ArtifactMutation represents an operation that mutates the Artifact nodes in the graph.
+type ArtifactMutation struct {
+	config
+	op                 Op
+	typ                string
+	id                 *int
+	created_at         *time.Time
+	updated_at         *time.Time
+	conversation_id    *int
+	addconversation_id *int
+	title              *string
+	kind               *artifact.Kind
+	versions_count     *int
+	addversions_count  *int
+	clearedFields      map[string]struct{}
+	versions           map[int]struct{}
+	removedversions    map[int]struct{}
+	clearedversions    bool
+	done               bool
+	oldValue           func(context.Context) (*Artifact, error)
+	predicates         []predicate.Artifact
+}
+
+var _ ent.Mutation = (*ArtifactMutation)(nil)
+
+// artifactOption allows management of the mutation configuration using functional options.
+type artifactOption func(*ArtifactMutation)
+
+// newArtifactMutation creates new mutation for the Artifact entity.
+func newArtifactMutation(c config, op Op, opts ...artifactOption) *ArtifactMutation {
+	m := &ArtifactMutation{
+		config:        c,
+		op:            op,
+		typ:           TypeArtifact,
+		clearedFields: make(map[string]struct{}),
+	}
+	for _, opt := range opts {
+		opt(m)
+	}
+	return m
+}
+
+// withArtifactID sets the ID field of the mutation.
+func withArtifactID(id int) artifactOption {
+	return func(m *ArtifactMutation) {
+		var (
+			err   error
+			once  sync.Once
+			value *Artifact
+		)
+		m.oldValue = func(ctx context.Context) (*Artifact, error) {
+			once.Do(func() {
+				if m.done {
+					err = errors.New("querying old values post mutation is not allowed")
+				} else {
+					value, err = m.Client().Artifact.Get(ctx, id)
+				}
+			})
+			return value, err
+		}
+		m.id = &id
+	}
+}
+
+// withArtifact sets the old Artifact of the mutation.
+func withArtifact(node *Artifact) artifactOption {
+	return func(m *ArtifactMutation) {
+		m.oldValue = func(context.Context) (*Artifact, error) {
+			return node, nil
+		}
+		m.id = &node.ID
+	}
+}
+
+// Client returns a new `ent.Client` from the mutation. If the mutation was
+// executed in a transaction (ent.Tx), a transactional client is returned.
+func (m ArtifactMutation) Client() *Client {
+	client := &Client{config: m.config}
+	client.init()
+	return client
+}
+
+// Tx returns an `ent.Tx` for mutations that were executed in transactions;
+// it returns an error otherwise.
+func (m ArtifactMutation) Tx() (*Tx, error) {
+	if _, ok := m.driver.(*txDriver); !ok {
+		return nil, errors.New("ent: mutation is not running in a transaction")
+	}
+	tx := &Tx{config: m.config}
+	tx.init()
+	return tx, nil
+}
+
+// ID returns the ID value in the mutation. Note that the ID is only available
+// if it was provided to the builder or after it was returned from the database.
+func (m *ArtifactMutation) ID() (id int, exists bool) {
+	if m.id == nil {
+		return
+	}
+	return *m.id, true
+}
+
+// IDs queries the database and returns the entity ids that match the mutation's predicate.
+// That means, if the mutation is applied within a transaction with an isolation level such
+// as sql.LevelSerializable, the returned ids match the ids of the rows that will be updated
+// or updated by the mutation.
+func (m *ArtifactMutation) IDs(ctx context.Context) ([]int, error) {
+	switch {
+	case m.op.Is(OpUpdateOne | OpDeleteOne):
+		id, exists := m.ID()
+		if exists {
+			return []int{id}, nil
+		}
+		fallthrough
+	case m.op.Is(OpUpdate | OpDelete):
+		return m.Client().Artifact.Query().Where(m.predicates...).IDs(ctx)
+	default:
+		return nil, fmt.Errorf("IDs is not allowed on %s operations", m.op)
+	}
+}
+
+// SetCreatedAt sets the "created_at" field.
+func (m *ArtifactMutation) SetCreatedAt(t time.Time) {
+	m.created_at = &t
+}
+
+// CreatedAt returns the value of the "created_at" field in the mutation.
+func (m *ArtifactMutation) CreatedAt() (r time.Time, exists bool) {
+	v := m.created_at
+	if v == nil {
+		return
+	}
+	return *v, true
+}
+
+// OldCreatedAt returns the old "created_at" field's value of the Artifact entity.
+// If the Artifact object wasn't provided to the builder, the object is fetched from the database.
+// An error is returned if the mutation operation is not UpdateOne, or the database query fails.
+func (m *ArtifactMutation) OldCreatedAt(ctx context.Context) (v time.Time, err error) {
+	if !m.op.Is(OpUpdateOne) {
+		return v, errors.New("OldCreatedAt is only allowed on UpdateOne operations")
+	}
+	if m.id == nil || m.oldValue == nil {
+		return v, errors.New("OldCreatedAt requires an ID field in the mutation")
+	}
+	oldValue, err := m.oldValue(ctx)
+	if err != nil {
+		return v, fmt.Errorf("querying old value for OldCreatedAt: %w", err)
+	}
+	return oldValue.CreatedAt, nil
+}
+
+// ResetCreatedAt resets all changes to the "created_at" field.
+func (m *ArtifactMutation) ResetCreatedAt() {
+	m.created_at = nil
+}
+
+// SetUpdatedAt sets the "updated_at" field.
+func (m *ArtifactMutation) SetUpdatedAt(t time.Time) {
+	m.updated_at = &t
+}
+
+// UpdatedAt returns the value of the "updated_at" field in the mutation.
+func (m *ArtifactMutation) UpdatedAt() (r time.Time, exists bool) {
+	v := m.updated_at
+	if v == nil {
+		return
+	}
+	return *v, true
+}
+
+// OldUpdatedAt returns the old "updated_at" field's value of the Artifact entity.
+// If the Artifact object wasn't provided to the builder, the object is fetched from the database.
+// An error is returned if the mutation operation is not UpdateOne, or the database query fails.
+func (m *ArtifactMutation) OldUpdatedAt(ctx context.Context) (v time.Time, err error) {
+	if !m.op.Is(OpUpdateOne) {
+		return v, errors.New("OldUpdatedAt is only allowed on UpdateOne operations")
+	}
+	if m.id == nil || m.oldValue == nil {
+		return v, errors.New("OldUpdatedAt requires an ID field in the mutation")
+	}
+	oldValue, err := m.oldValue(ctx)
+	if err != nil {
+		return v, fmt.Errorf("querying old value for OldUpdatedAt: %w", err)
+	}
+	return oldValue.UpdatedAt, nil
+}
+
+// ResetUpdatedAt resets all changes to the "updated_at" field.
+func (m *ArtifactMutation) ResetUpdatedAt() {
+	m.updated_at = nil
+}
+
+// SetConversationID sets the "conversation_id" field.
+func (m *ArtifactMutation) SetConversationID(i int) {
+	m.conversation_id = &i
+	m.addconversation_id = nil
+}
+
+// ConversationID returns the value of the "conversation_id" field in the mutation.
+func (m *ArtifactMutation) ConversationID() (r int, exists bool) {
+	v := m.conversation_id
+	if v == nil {
+		return
+	}
+	return *v, true
+}
+
+// OldConversationID returns the old "conversation_id" field's value of the Artifact entity.
+// If the Artifact object wasn't provided to the builder, the object is fetched from the database.
+// An error is returned if the mutation operation is not UpdateOne, or the database query fails.
+func (m *ArtifactMutation) OldConversationID(ctx context.Context) (v int, err error) {
+	if !m.op.Is(OpUpdateOne) {
+		return v, errors.New("OldConversationID is only allowed on UpdateOne operations")
+	}
+	if m.id == nil || m.oldValue == nil {
+		return v, errors.New("OldConversationID requires an ID field in the mutation")
+	}
+	oldValue, err := m.oldValue(ctx)
+	if err != nil {
+		return v, fmt.Errorf("querying old value for OldConversationID: %w", err)
+	}
+	return oldValue.ConversationID, nil
+}
+
+// AddConversationID adds i to the "conversation_id" field.
+func (m *ArtifactMutation) AddConversationID(i int) {
+	if m.addconversation_id != nil {
+		*m.addconversation_id += i
+	} else {
+		m.addconversation_id = &i
+	}
+}
+
+// AddedConversationID returns the value that was added to the "conversation_id" field in this mutation.
+func (m *ArtifactMutation) AddedConversationID() (r int, exists bool) {
+	v := m.addconversation_id
+	if v == nil {
+		return
+	}
+	return *v, true
+}
+
+// ResetConversationID resets all changes to the "conversation_id" field.
+func (m *ArtifactMutation) ResetConversationID() {
+	m.conversation_id = nil
+	m.addconversation_id = nil
+}
+
+// SetTitle sets the "title" field.
+func (m *ArtifactMutation) SetTitle(s string) {
+	m.title = &s
+}
+
+// Title returns the value of the "title" field in the mutation.
+func (m *ArtifactMutation) Title() (r string, exists bool) {
+	v := m.title
+	if v == nil {
+		return
+	}
+	return *v, true
+}
+
+// OldTitle returns the old "title" field's value of the Artifact entity.
+// If the Artifact object wasn't provided to the builder, the object is fetched from the database.
+// An error is returned if the mutation operation is not UpdateOne, or the database query fails.
+func (m *ArtifactMutation) OldTitle(ctx context.Context) (v string, err error) {
+	if !m.op.Is(OpUpdateOne) {
+		return v, errors.New("OldTitle is only allowed on UpdateOne operations")
+	}
+	if m.id == nil || m.oldValue == nil {
+		return v, errors.New("OldTitle requires an ID field in the mutation")
+	}
+	oldValue, err := m.oldValue(ctx)
+	if err != nil {
+		return v, fmt.Errorf("querying old value for OldTitle: %w", err)
+	}
+	return oldValue.Title, nil
+}
+
+// ResetTitle resets all changes to the "title" field.
+func (m *ArtifactMutation) ResetTitle() {
+	m.title = nil
+}
+
+// SetKind sets the "kind" field.
+func (m *ArtifactMutation) SetKind(a artifact.Kind) {
+	m.kind = &a
+}
+
+// Kind returns the value of the "kind" field in the mutation.
+func (m *ArtifactMutation) Kind() (r artifact.Kind, exists bool) {
+	v := m.kind
+	if v == nil {
+		return
+	}
+	return *v, true
+}
+
+// OldKind returns the old "kind" field's value of the Artifact entity.
+// If the Artifact object wasn't provided to the builder, the object is fetched from the database.
+// An error is returned if the mutation operation is not UpdateOne, or the database query fails.
+func (m *ArtifactMutation) OldKind(ctx context.Context) (v artifact.Kind, err error) {
+	if !m.op.Is(OpUpdateOne) {
+		return v, errors.New("OldKind is only allowed on UpdateOne operations")
+	}
+	if m.id == nil || m.oldValue == nil {
+		return v, errors.New("OldKind requires an ID field in the mutation")
+	}
+	oldValue, err := m.oldValue(ctx)
+	if err != nil {
+		return v, fmt.Errorf("querying old value for OldKind: %w", err)
+	}
+	return oldValue.Kind, nil
+}
+
+// ResetKind resets all changes to the "kind" field.
+func (m *ArtifactMutation) ResetKind() {
+	m.kind = nil
+}
+
+// SetVersionsCount sets the "versions_count" field.
+func (m *ArtifactMutation) SetVersionsCount(i int) {
+	m.versions_count = &i
+	m.addversions_count = nil
+}
+
+// VersionsCount returns the value of the "versions_count" field in the mutation.
+func (m *ArtifactMutation) VersionsCount() (r int, exists bool) {
+	v := m.versions_count
+	if v == nil {
+		return
+	}
+	return *v, true
+}
+
+// OldVersionsCount returns the old "versions_count" field's value of the Artifact entity.
+// If the Artifact object wasn't provided to the builder, the object is fetched from the database.
+// An error is returned if the mutation operation is not UpdateOne, or the database query fails.
+func (m *ArtifactMutation) OldVersionsCount(ctx context.Context) (v int, err error) {
+	if !m.op.Is(OpUpdateOne) {
+		return v, errors.New("OldVersionsCount is only allowed on UpdateOne operations")
+	}
+	if m.id == nil || m.oldValue == nil {
+		return v, errors.New("OldVersionsCount requires an ID field in the mutation")
+	}
+	oldValue, err := m.oldValue(ctx)
+	if err != nil {
+		return v, fmt.Errorf("querying old value for OldVersionsCount: %w", err)
+	}
+	return oldValue.VersionsCount, nil
+}
+
+// AddVersionsCount adds i to the "versions_count" field.
+func (m *ArtifactMutation) AddVersionsCount(i int) {
+	if m.addversions_count != nil {
+		*m.addversions_count += i
+	} else {
+		m.addversions_count = &i
+	}
+}
+
+// AddedVersionsCount returns the value that was added to the "versions_count" field in this mutation.
+func (m *ArtifactMutation) AddedVersionsCount() (r int, exists bool) {
+	v := m.addversions_count
+	if v == nil {
+		return
+	}
+	return *v, true
+}
+
+// ResetVersionsCount resets all changes to the "versions_count" field.
+func (m *ArtifactMutation) ResetVersionsCount() {
+	m.versions_count = nil
+	m.addversions_count = nil
+}
+
+// AddVersionIDs adds the "versions" edge to the ArtifactVersion entity by ids.
+func (m *ArtifactMutation) AddVersionIDs(ids ...int) {
+	if m.versions == nil {
+		m.versions = make(map[int]struct{})
+	}
+	for i := range ids {
+		m.versions[ids[i]] = struct{}{}
+	}
+}
+
+// ClearVersions clears the "versions" edge to the ArtifactVersion entity.
+func (m *ArtifactMutation) ClearVersions() {
+	m.clearedversions = true
+}
+
+// VersionsCleared reports if the "versions" edge to the ArtifactVersion entity was cleared.
+func (m *ArtifactMutation) VersionsCleared() bool {
+	return m.clearedversions
+}
+
+// RemoveVersionIDs removes the "versions" edge to the ArtifactVersion entity by IDs.
+func (m *ArtifactMutation) RemoveVersionIDs(ids ...int) {
+	if m.removedversions == nil {
+		m.removedversions = make(map[int]struct{})
+	}
+	for i := range ids {
+		delete(m.versions, ids[i])
+		m.removedversions[ids[i]] = struct{}{}
+	}
+}
+
+// RemovedVersions returns the removed IDs of the "versions" edge to the ArtifactVersion entity.
+func (m *ArtifactMutation) RemovedVersionsIDs() (ids []int) {
+	for id := range m.removedversions {
+		ids = append(ids, id)
+	}
+	return
+}
+
+// VersionsIDs returns the "versions" edge IDs in the mutation.
+func (m *ArtifactMutation) VersionsIDs() (ids []int) {
+	for id := range m.versions {
+		ids = append(ids, id)
+	}
+	return
+}
+
+// ResetVersions resets all changes to the "versions" edge.
+func (m *ArtifactMutation) ResetVersions() {
+	m.versions = nil
+	m.clearedversions = false
+	m.removedversions = nil
+}
+
+// Where appends a list predicates to the ArtifactMutation builder.
+func (m *ArtifactMutation) Where(ps ...predicate.Artifact) {
+	m.predicates = append(m.predicates, ps...)
+}
+
+// WhereP appends storage-level predicates to the ArtifactMutation builder. Using this method,
+// users can use type-assertion to append predicates that do not depend on any generated package.
+func (m *ArtifactMutation) WhereP(ps ...func(*sql.Selector)) {
+	p := make([]predicate.Artifact, len(ps))
+	for i := range ps {
+		p[i] = ps[i]
+	}
+	m.Where(p...)
+}
+
+// Op returns the operation name.
+func (m *ArtifactMutation) Op() Op {
+	return m.op
+}
+
+// SetOp allows setting the mutation operation.
+func (m *ArtifactMutation) SetOp(op Op) {
+	m.op = op
+}
+
+// Type returns the node type of this mutation (Artifact).
+func (m *ArtifactMutation) Type() string {
+	return m.typ
+}
+
+// Fields returns all fields that were changed during this mutation. Note that in
+// order to get all numeric fields that were incremented/decremented, call
+// AddedFields().
+func (m *ArtifactMutation) Fields() []string {
+	fields := make([]string, 0, 6)
+	if m.created_at != nil {
+		fields = append(fields, artifact.FieldCreatedAt)
+	}
+	if m.updated_at != nil {
+		fields = append(fields, artifact.FieldUpdatedAt)
+	}
+	if m.conversation_id != nil {
+		fields = append(fields, artifact.FieldConversationID)
+	}
+	if m.title != nil {
+		fields = append(fields, artifact.FieldTitle)
+	}
+	if m.kind != nil {
+		fields = append(fields, artifact.FieldKind)
+	}
+	if m.versions_count != nil {
+		fields = append(fields, artifact.FieldVersionsCount)
+	}
+	return fields
+}
+
+// Field returns the value of a field with the given name. The second boolean
+// return value indicates that this field was not set, or was not defined in the
+// schema.
+func (m *ArtifactMutation) Field(name string) (ent.Value, bool) {
+	switch name {
+	case artifact.FieldCreatedAt:
+		return m.CreatedAt()
+	case artifact.FieldUpdatedAt:
+		return m.UpdatedAt()
+	case artifact.FieldConversationID:
+		return m.ConversationID()
+	case artifact.FieldTitle:
+		return m.Title()
+	case artifact.FieldKind:
+		return m.Kind()
+	case artifact.FieldVersionsCount:
+		return m.VersionsCount()
+	}
+	return nil, false
+}
+
+// OldField returns the old value of the field from the database. An error is
+// returned if the mutation operation is not UpdateOne, or the query to the
+// database failed.
+func (m *ArtifactMutation) OldField(ctx context.Context, name string) (ent.Value, error) {
+	switch name {
+	case artifact.FieldCreatedAt:
+		return m.OldCreatedAt(ctx)
+	case artifact.FieldUpdatedAt:
+		return m.OldUpdatedAt(ctx)
+	case artifact.FieldConversationID:
+		return m.OldConversationID(ctx)
+	case artifact.FieldTitle:
+		return m.OldTitle(ctx)
+	case artifact.FieldKind:
+		return m.OldKind(ctx)
+	case artifact.FieldVersionsCount:
+		return m.OldVersionsCount(ctx)
+	}
+	return nil, fmt.Errorf("unknown Artifact field %s", name)
+}
+
+// SetField sets the value of a field with the given name. It returns an error if
+// the field is not defined in the schema, or if the type mismatched the field
+// type.
+func (m *ArtifactMutation) SetField(name string, value ent.Value) error {
+	switch name {
+	case artifact.FieldCreatedAt:
+		v, ok := value.(time.Time)
+		if !ok {
+			return fmt.Errorf("unexpected type %T for field %s", value, name)
+		}
+		m.SetCreatedAt(v)
+		return nil
+	case artifact.FieldUpdatedAt:
+		v, ok := value.(time.Time)
+		if !ok {
+			return fmt.Errorf("unexpected type %T for field %s", value, name)
+		}
+		m.SetUpdatedAt(v)
+		return nil
+	case artifact.FieldConversationID:
+		v, ok := value.(int)
+		if !ok {
+			return fmt.Errorf("unexpected type %T for field %s", value, name)
+		}
+		m.SetConversationID(v)
+		return nil
+	case artifact.FieldTitle:
+		v, ok := value.(string)
+		if !ok {
+			return fmt.Errorf("unexpected type %T for field %s", value, name)
+		}
+		m.SetTitle(v)
+		return nil
+	case artifact.FieldKind:
+		v, ok := value.(artifact.Kind)
+		if !ok {
+			return fmt.Errorf("unexpected type %T for field %s", value, name)
+		}
+		m.SetKind(v)
+		return nil
+	case artifact.FieldVersionsCount:
+		v, ok := value.(int)
+		if !ok {
+			return fmt.Errorf("unexpected type %T for field %s", value, name)
+		}
+		m.SetVersionsCount(v)
+		return nil
+	}
+	return fmt.Errorf("unknown Artifact field %s", name)
+}
+
+// AddedFields returns all numeric fields that were incremented/decremented during
+// this mutation.
+func (m *ArtifactMutation) AddedFields() []string {
+	var fields []string
+	if m.addconversation_id != nil {
+		fields = append(fields, artifact.FieldConversationID)
+	}
+	if m.addversions_count != nil {
+		fields = append(fields, artifact.FieldVersionsCount)
+	}
+	return fields
+}
+
+// AddedField returns the numeric value that was incremented/decremented on a field
+// with the given name. The second boolean return value indicates that this field
+// was not set, or was not defined in the schema.
+func (m *ArtifactMutation) AddedField(name string) (ent.Value, bool) {
+	switch name {
+	case artifact.FieldConversationID:
+		return m.AddedConversationID()
+	case artifact.FieldVersionsCount:
+		return m.AddedVersionsCount()
+	}
+	return nil, false
+}
+
+// AddField adds the value to the field with the given name. It returns an error if
+// the field is not defined in the schema, or if the type mismatched the field
+// type.
+func (m *ArtifactMutation) AddField(name string, value ent.Value) error {
+	switch name {
+	case artifact.FieldConversationID:
+		v, ok := value.(int)
+		if !ok {
+			return fmt.Errorf("unexpected type %T for field %s", value, name)
+		}
+		m.AddConversationID(v)
+		return nil
+	case artifact.FieldVersionsCount:
+		v, ok := value.(int)
+		if !ok {
+			return fmt.Errorf("unexpected type %T for field %s", value, name)
+		}
+		m.AddVersionsCount(v)
+		return nil
+	}
+	return fmt.Errorf("unknown Artifact numeric field %s", name)
+}
+
+// ClearedFields returns all nullable fields that were cleared during this
+// mutation.
+func (m *ArtifactMutation) ClearedFields() []string {
+	return nil
+}
+
+// FieldCleared returns a boolean indicating if a field with the given name was
+// cleared in this mutation.
+func (m *ArtifactMutation) FieldCleared(name string) bool {
+	_, ok := m.clearedFields[name]
+	return ok
+}
+
+// ClearField clears the value of the field with the given name. It returns an
+// error if the field is not defined in the schema.
+func (m *ArtifactMutation) ClearField(name string) error {
+	return fmt.Errorf("unknown Artifact nullable field %s", name)
+}
+
+// ResetField resets all changes in the mutation for the field with the given name.
+// It returns an error if the field is not defined in the schema.
+func (m *ArtifactMutation) ResetField(name string) error {
+	switch name {
+	case artifact.FieldCreatedAt:
+		m.ResetCreatedAt()
+		return nil
+	case artifact.FieldUpdatedAt:
+		m.ResetUpdatedAt()
+		return nil
+	case artifact.FieldConversationID:
+		m.ResetConversationID()
+		return nil
+	case artifact.FieldTitle:
+		m.ResetTitle()
+		return nil
+	case artifact.FieldKind:
+		m.ResetKind()
+		return nil
+	case artifact.FieldVersionsCount:
+		m.ResetVersionsCount()
+		return nil
+	}
+	return fmt.Errorf("unknown Artifact field %s", name)
+}
+
+// AddedEdges returns all edge names that were set/added in this mutation.
+func (m *ArtifactMutation) AddedEdges() []string {
+	edges := make([]string, 0, 1)
+	if m.versions != nil {
+		edges = append(edges, artifact.EdgeVersions)
+	}
+	return edges
+}
+
+// AddedIDs returns all IDs (to other nodes) that were added for the given edge
+// name in this mutation.
+func (m *ArtifactMutation) AddedIDs(name string) []ent.Value {
+	switch name {
+	case artifact.EdgeVersions:
+		ids := make([]ent.Value, 0, len(m.versions))
+		for id := range m.versions {
+			ids = append(ids, id)
+		}
+		return ids
+	}
+	return nil
+}
+
+// RemovedEdges returns all edge names that were removed in this mutation.
+func (m *ArtifactMutation) RemovedEdges() []string {
+	edges := make([]string, 0, 1)
+	if m.removedversions != nil {
+		edges = append(edges, artifact.EdgeVersions)
+	}
+	return edges
+}
+
+// RemovedIDs returns all IDs (to other nodes) that were removed for the edge with
+// the given name in this mutation.
+func (m *ArtifactMutation) RemovedIDs(name string) []ent.Value {
+	switch name {
+	case artifact.EdgeVersions:
+		ids := make([]ent.Value, 0, len(m.removedversions))
+		for id := range m.removedversions {
+			ids = append(ids, id)
+		}
+		return ids
+	}
+	return nil
+}
+
+// ClearedEdges returns all edge names that were cleared in this mutation.
+func (m *ArtifactMutation) ClearedEdges() []string {
+	edges := make([]string, 0, 1)
+	if m.clearedversions {
+		edges = append(edges, artifact.EdgeVersions)
+	}
+	return edges
+}
+
+// EdgeCleared returns a boolean which indicates if the edge with the given name
+// was cleared in this mutation.
+func (m *ArtifactMutation) EdgeCleared(name string) bool {
+	switch name {
+	case artifact.EdgeVersions:
+		return m.clearedversions
+	}
+	return false
+}
+
+// ClearEdge clears the value of the edge with the given name. It returns an error
+// if that edge is not defined in the schema.
+func (m *ArtifactMutation) ClearEdge(name string) error {
+	switch name {
+	}
+	return fmt.Errorf("unknown Artifact unique edge %s", name)
+}
+
+// ResetEdge resets all changes to the edge with the given name in this mutation.
+// It returns an error if the edge is not defined in the schema.
+func (m *ArtifactMutation) ResetEdge(name string) error {
+	switch name {
+	case artifact.EdgeVersions:
+		m.ResetVersions()
+		return nil
+	}
+	return fmt.Errorf("unknown Artifact edge %s", name)
+}
+
+// ArtifactVersionMutation represents an operation that mutates the ArtifactVersion nodes in the graph.
+type ArtifactVersionMutation struct {
+	config
+	op                 Op
+	typ                string
+	id                 *int
+	conversation_id    *int
+	addconversation_id *int
+	number             *int
+	addnumber          *int
+	content            *string
+	chars              *int64
+	addchars           *int64
+	inspected          *bool
+	created_at         *time.Time
+	clearedFields      map[string]struct{}
+	artifact           *int
+	clearedartifact    bool
+	done               bool
+	oldValue           func(context.Context) (*ArtifactVersion, error)
+	predicates         []predicate.ArtifactVersion
+}
+
+var _ ent.Mutation = (*ArtifactVersionMutation)(nil)
+
+// artifactversionOption allows management of the mutation configuration using functional options.
+type artifactversionOption func(*ArtifactVersionMutation)
+
+// newArtifactVersionMutation creates new mutation for the ArtifactVersion entity.
+func newArtifactVersionMutation(c config, op Op, opts ...artifactversionOption) *ArtifactVersionMutation {
+	m := &ArtifactVersionMutation{
+		config:        c,
+		op:            op,
+		typ:           TypeArtifactVersion,
+		clearedFields: make(map[string]struct{}),
+	}
+	for _, opt := range opts {
+		opt(m)
+	}
+	return m
+}
+
+// withArtifactVersionID sets the ID field of the mutation.
+func withArtifactVersionID(id int) artifactversionOption {
+	return func(m *ArtifactVersionMutation) {
+		var (
+			err   error
+			once  sync.Once
+			value *ArtifactVersion
+		)
+		m.oldValue = func(ctx context.Context) (*ArtifactVersion, error) {
+			once.Do(func() {
+				if m.done {
+					err = errors.New("querying old values post mutation is not allowed")
+				} else {
+					value, err = m.Client().ArtifactVersion.Get(ctx, id)
+				}
+			})
+			return value, err
+		}
+		m.id = &id
+	}
+}
+
+// withArtifactVersion sets the old ArtifactVersion of the mutation.
+func withArtifactVersion(node *ArtifactVersion) artifactversionOption {
+	return func(m *ArtifactVersionMutation) {
+		m.oldValue = func(context.Context) (*ArtifactVersion, error) {
+			return node, nil
+		}
+		m.id = &node.ID
+	}
+}
+
+// Client returns a new `ent.Client` from the mutation. If the mutation was
+// executed in a transaction (ent.Tx), a transactional client is returned.
+func (m ArtifactVersionMutation) Client() *Client {
+	client := &Client{config: m.config}
+	client.init()
+	return client
+}
+
+// Tx returns an `ent.Tx` for mutations that were executed in transactions;
+// it returns an error otherwise.
+func (m ArtifactVersionMutation) Tx() (*Tx, error) {
+	if _, ok := m.driver.(*txDriver); !ok {
+		return nil, errors.New("ent: mutation is not running in a transaction")
+	}
+	tx := &Tx{config: m.config}
+	tx.init()
+	return tx, nil
+}
+
+// ID returns the ID value in the mutation. Note that the ID is only available
+// if it was provided to the builder or after it was returned from the database.
+func (m *ArtifactVersionMutation) ID() (id int, exists bool) {
+	if m.id == nil {
+		return
+	}
+	return *m.id, true
+}
+
+// IDs queries the database and returns the entity ids that match the mutation's predicate.
+// That means, if the mutation is applied within a transaction with an isolation level such
+// as sql.LevelSerializable, the returned ids match the ids of the rows that will be updated
+// or updated by the mutation.
+func (m *ArtifactVersionMutation) IDs(ctx context.Context) ([]int, error) {
+	switch {
+	case m.op.Is(OpUpdateOne | OpDeleteOne):
+		id, exists := m.ID()
+		if exists {
+			return []int{id}, nil
+		}
+		fallthrough
+	case m.op.Is(OpUpdate | OpDelete):
+		return m.Client().ArtifactVersion.Query().Where(m.predicates...).IDs(ctx)
+	default:
+		return nil, fmt.Errorf("IDs is not allowed on %s operations", m.op)
+	}
+}
+
+// SetArtifactID sets the "artifact_id" field.
+func (m *ArtifactVersionMutation) SetArtifactID(i int) {
+	m.artifact = &i
+}
+
+// ArtifactID returns the value of the "artifact_id" field in the mutation.
+func (m *ArtifactVersionMutation) ArtifactID() (r int, exists bool) {
+	v := m.artifact
+	if v == nil {
+		return
+	}
+	return *v, true
+}
+
+// OldArtifactID returns the old "artifact_id" field's value of the ArtifactVersion entity.
+// If the ArtifactVersion object wasn't provided to the builder, the object is fetched from the database.
+// An error is returned if the mutation operation is not UpdateOne, or the database query fails.
+func (m *ArtifactVersionMutation) OldArtifactID(ctx context.Context) (v int, err error) {
+	if !m.op.Is(OpUpdateOne) {
+		return v, errors.New("OldArtifactID is only allowed on UpdateOne operations")
+	}
+	if m.id == nil || m.oldValue == nil {
+		return v, errors.New("OldArtifactID requires an ID field in the mutation")
+	}
+	oldValue, err := m.oldValue(ctx)
+	if err != nil {
+		return v, fmt.Errorf("querying old value for OldArtifactID: %w", err)
+	}
+	return oldValue.ArtifactID, nil
+}
+
+// ResetArtifactID resets all changes to the "artifact_id" field.
+func (m *ArtifactVersionMutation) ResetArtifactID() {
+	m.artifact = nil
+}
+
+// SetConversationID sets the "conversation_id" field.
+func (m *ArtifactVersionMutation) SetConversationID(i int) {
+	m.conversation_id = &i
+	m.addconversation_id = nil
+}
+
+// ConversationID returns the value of the "conversation_id" field in the mutation.
+func (m *ArtifactVersionMutation) ConversationID() (r int, exists bool) {
+	v := m.conversation_id
+	if v == nil {
+		return
+	}
+	return *v, true
+}
+
+// OldConversationID returns the old "conversation_id" field's value of the ArtifactVersion entity.
+// If the ArtifactVersion object wasn't provided to the builder, the object is fetched from the database.
+// An error is returned if the mutation operation is not UpdateOne, or the database query fails.
+func (m *ArtifactVersionMutation) OldConversationID(ctx context.Context) (v int, err error) {
+	if !m.op.Is(OpUpdateOne) {
+		return v, errors.New("OldConversationID is only allowed on UpdateOne operations")
+	}
+	if m.id == nil || m.oldValue == nil {
+		return v, errors.New("OldConversationID requires an ID field in the mutation")
+	}
+	oldValue, err := m.oldValue(ctx)
+	if err != nil {
+		return v, fmt.Errorf("querying old value for OldConversationID: %w", err)
+	}
+	return oldValue.ConversationID, nil
+}
+
+// AddConversationID adds i to the "conversation_id" field.
+func (m *ArtifactVersionMutation) AddConversationID(i int) {
+	if m.addconversation_id != nil {
+		*m.addconversation_id += i
+	} else {
+		m.addconversation_id = &i
+	}
+}
+
+// AddedConversationID returns the value that was added to the "conversation_id" field in this mutation.
+func (m *ArtifactVersionMutation) AddedConversationID() (r int, exists bool) {
+	v := m.addconversation_id
+	if v == nil {
+		return
+	}
+	return *v, true
+}
+
+// ResetConversationID resets all changes to the "conversation_id" field.
+func (m *ArtifactVersionMutation) ResetConversationID() {
+	m.conversation_id = nil
+	m.addconversation_id = nil
+}
+
+// SetNumber sets the "number" field.
+func (m *ArtifactVersionMutation) SetNumber(i int) {
+	m.number = &i
+	m.addnumber = nil
+}
+
+// Number returns the value of the "number" field in the mutation.
+func (m *ArtifactVersionMutation) Number() (r int, exists bool) {
+	v := m.number
+	if v == nil {
+		return
+	}
+	return *v, true
+}
+
+// OldNumber returns the old "number" field's value of the ArtifactVersion entity.
+// If the ArtifactVersion object wasn't provided to the builder, the object is fetched from the database.
+// An error is returned if the mutation operation is not UpdateOne, or the database query fails.
+func (m *ArtifactVersionMutation) OldNumber(ctx context.Context) (v int, err error) {
+	if !m.op.Is(OpUpdateOne) {
+		return v, errors.New("OldNumber is only allowed on UpdateOne operations")
+	}
+	if m.id == nil || m.oldValue == nil {
+		return v, errors.New("OldNumber requires an ID field in the mutation")
+	}
+	oldValue, err := m.oldValue(ctx)
+	if err != nil {
+		return v, fmt.Errorf("querying old value for OldNumber: %w", err)
+	}
+	return oldValue.Number, nil
+}
+
+// AddNumber adds i to the "number" field.
+func (m *ArtifactVersionMutation) AddNumber(i int) {
+	if m.addnumber != nil {
+		*m.addnumber += i
+	} else {
+		m.addnumber = &i
+	}
+}
+
+// AddedNumber returns the value that was added to the "number" field in this mutation.
+func (m *ArtifactVersionMutation) AddedNumber() (r int, exists bool) {
+	v := m.addnumber
+	if v == nil {
+		return
+	}
+	return *v, true
+}
+
+// ResetNumber resets all changes to the "number" field.
+func (m *ArtifactVersionMutation) ResetNumber() {
+	m.number = nil
+	m.addnumber = nil
+}
+
+// SetContent sets the "content" field.
+func (m *ArtifactVersionMutation) SetContent(s string) {
+	m.content = &s
+}
+
+// Content returns the value of the "content" field in the mutation.
+func (m *ArtifactVersionMutation) Content() (r string, exists bool) {
+	v := m.content
+	if v == nil {
+		return
+	}
+	return *v, true
+}
+
+// OldContent returns the old "content" field's value of the ArtifactVersion entity.
+// If the ArtifactVersion object wasn't provided to the builder, the object is fetched from the database.
+// An error is returned if the mutation operation is not UpdateOne, or the database query fails.
+func (m *ArtifactVersionMutation) OldContent(ctx context.Context) (v string, err error) {
+	if !m.op.Is(OpUpdateOne) {
+		return v, errors.New("OldContent is only allowed on UpdateOne operations")
+	}
+	if m.id == nil || m.oldValue == nil {
+		return v, errors.New("OldContent requires an ID field in the mutation")
+	}
+	oldValue, err := m.oldValue(ctx)
+	if err != nil {
+		return v, fmt.Errorf("querying old value for OldContent: %w", err)
+	}
+	return oldValue.Content, nil
+}
+
+// ResetContent resets all changes to the "content" field.
+func (m *ArtifactVersionMutation) ResetContent() {
+	m.content = nil
+}
+
+// SetChars sets the "chars" field.
+func (m *ArtifactVersionMutation) SetChars(i int64) {
+	m.chars = &i
+	m.addchars = nil
+}
+
+// Chars returns the value of the "chars" field in the mutation.
+func (m *ArtifactVersionMutation) Chars() (r int64, exists bool) {
+	v := m.chars
+	if v == nil {
+		return
+	}
+	return *v, true
+}
+
+// OldChars returns the old "chars" field's value of the ArtifactVersion entity.
+// If the ArtifactVersion object wasn't provided to the builder, the object is fetched from the database.
+// An error is returned if the mutation operation is not UpdateOne, or the database query fails.
+func (m *ArtifactVersionMutation) OldChars(ctx context.Context) (v int64, err error) {
+	if !m.op.Is(OpUpdateOne) {
+		return v, errors.New("OldChars is only allowed on UpdateOne operations")
+	}
+	if m.id == nil || m.oldValue == nil {
+		return v, errors.New("OldChars requires an ID field in the mutation")
+	}
+	oldValue, err := m.oldValue(ctx)
+	if err != nil {
+		return v, fmt.Errorf("querying old value for OldChars: %w", err)
+	}
+	return oldValue.Chars, nil
+}
+
+// AddChars adds i to the "chars" field.
+func (m *ArtifactVersionMutation) AddChars(i int64) {
+	if m.addchars != nil {
+		*m.addchars += i
+	} else {
+		m.addchars = &i
+	}
+}
+
+// AddedChars returns the value that was added to the "chars" field in this mutation.
+func (m *ArtifactVersionMutation) AddedChars() (r int64, exists bool) {
+	v := m.addchars
+	if v == nil {
+		return
+	}
+	return *v, true
+}
+
+// ResetChars resets all changes to the "chars" field.
+func (m *ArtifactVersionMutation) ResetChars() {
+	m.chars = nil
+	m.addchars = nil
+}
+
+// SetInspected sets the "inspected" field.
+func (m *ArtifactVersionMutation) SetInspected(b bool) {
+	m.inspected = &b
+}
+
+// Inspected returns the value of the "inspected" field in the mutation.
+func (m *ArtifactVersionMutation) Inspected() (r bool, exists bool) {
+	v := m.inspected
+	if v == nil {
+		return
+	}
+	return *v, true
+}
+
+// OldInspected returns the old "inspected" field's value of the ArtifactVersion entity.
+// If the ArtifactVersion object wasn't provided to the builder, the object is fetched from the database.
+// An error is returned if the mutation operation is not UpdateOne, or the database query fails.
+func (m *ArtifactVersionMutation) OldInspected(ctx context.Context) (v bool, err error) {
+	if !m.op.Is(OpUpdateOne) {
+		return v, errors.New("OldInspected is only allowed on UpdateOne operations")
+	}
+	if m.id == nil || m.oldValue == nil {
+		return v, errors.New("OldInspected requires an ID field in the mutation")
+	}
+	oldValue, err := m.oldValue(ctx)
+	if err != nil {
+		return v, fmt.Errorf("querying old value for OldInspected: %w", err)
+	}
+	return oldValue.Inspected, nil
+}
+
+// ResetInspected resets all changes to the "inspected" field.
+func (m *ArtifactVersionMutation) ResetInspected() {
+	m.inspected = nil
+}
+
+// SetCreatedAt sets the "created_at" field.
+func (m *ArtifactVersionMutation) SetCreatedAt(t time.Time) {
+	m.created_at = &t
+}
+
+// CreatedAt returns the value of the "created_at" field in the mutation.
+func (m *ArtifactVersionMutation) CreatedAt() (r time.Time, exists bool) {
+	v := m.created_at
+	if v == nil {
+		return
+	}
+	return *v, true
+}
+
+// OldCreatedAt returns the old "created_at" field's value of the ArtifactVersion entity.
+// If the ArtifactVersion object wasn't provided to the builder, the object is fetched from the database.
+// An error is returned if the mutation operation is not UpdateOne, or the database query fails.
+func (m *ArtifactVersionMutation) OldCreatedAt(ctx context.Context) (v time.Time, err error) {
+	if !m.op.Is(OpUpdateOne) {
+		return v, errors.New("OldCreatedAt is only allowed on UpdateOne operations")
+	}
+	if m.id == nil || m.oldValue == nil {
+		return v, errors.New("OldCreatedAt requires an ID field in the mutation")
+	}
+	oldValue, err := m.oldValue(ctx)
+	if err != nil {
+		return v, fmt.Errorf("querying old value for OldCreatedAt: %w", err)
+	}
+	return oldValue.CreatedAt, nil
+}
+
+// ResetCreatedAt resets all changes to the "created_at" field.
+func (m *ArtifactVersionMutation) ResetCreatedAt() {
+	m.created_at = nil
+}
+
+// ClearArtifact clears the "artifact" edge to the Artifact entity.
+func (m *ArtifactVersionMutation) ClearArtifact() {
+	m.clearedartifact = true
+	m.clearedFields[artifactversion.FieldArtifactID] = struct{}{}
+}
+
+// ArtifactCleared reports if the "artifact" edge to the Artifact entity was cleared.
+func (m *ArtifactVersionMutation) ArtifactCleared() bool {
+	return m.clearedartifact
+}
+
+// ArtifactIDs returns the "artifact" edge IDs in the mutation.
+// Note that IDs always returns len(IDs) <= 1 for unique edges, and you should use
+// ArtifactID instead. It exists only for internal usage by the builders.
+func (m *ArtifactVersionMutation) ArtifactIDs() (ids []int) {
+	if id := m.artifact; id != nil {
+		ids = append(ids, *id)
+	}
+	return
+}
+
+// ResetArtifact resets all changes to the "artifact" edge.
+func (m *ArtifactVersionMutation) ResetArtifact() {
+	m.artifact = nil
+	m.clearedartifact = false
+}
+
+// Where appends a list predicates to the ArtifactVersionMutation builder.
+func (m *ArtifactVersionMutation) Where(ps ...predicate.ArtifactVersion) {
+	m.predicates = append(m.predicates, ps...)
+}
+
+// WhereP appends storage-level predicates to the ArtifactVersionMutation builder. Using this method,
+// users can use type-assertion to append predicates that do not depend on any generated package.
+func (m *ArtifactVersionMutation) WhereP(ps ...func(*sql.Selector)) {
+	p := make([]predicate.ArtifactVersion, len(ps))
+	for i := range ps {
+		p[i] = ps[i]
+	}
+	m.Where(p...)
+}
+
+// Op returns the operation name.
+func (m *ArtifactVersionMutation) Op() Op {
+	return m.op
+}
+
+// SetOp allows setting the mutation operation.
+func (m *ArtifactVersionMutation) SetOp(op Op) {
+	m.op = op
+}
+
+// Type returns the node type of this mutation (ArtifactVersion).
+func (m *ArtifactVersionMutation) Type() string {
+	return m.typ
+}
+
+// Fields returns all fields that were changed during this mutation. Note that in
+// order to get all numeric fields that were incremented/decremented, call
+// AddedFields().
+func (m *ArtifactVersionMutation) Fields() []string {
+	fields := make([]string, 0, 7)
+	if m.artifact != nil {
+		fields = append(fields, artifactversion.FieldArtifactID)
+	}
+	if m.conversation_id != nil {
+		fields = append(fields, artifactversion.FieldConversationID)
+	}
+	if m.number != nil {
+		fields = append(fields, artifactversion.FieldNumber)
+	}
+	if m.content != nil {
+		fields = append(fields, artifactversion.FieldContent)
+	}
+	if m.chars != nil {
+		fields = append(fields, artifactversion.FieldChars)
+	}
+	if m.inspected != nil {
+		fields = append(fields, artifactversion.FieldInspected)
+	}
+	if m.created_at != nil {
+		fields = append(fields, artifactversion.FieldCreatedAt)
+	}
+	return fields
+}
+
+// Field returns the value of a field with the given name. The second boolean
+// return value indicates that this field was not set, or was not defined in the
+// schema.
+func (m *ArtifactVersionMutation) Field(name string) (ent.Value, bool) {
+	switch name {
+	case artifactversion.FieldArtifactID:
+		return m.ArtifactID()
+	case artifactversion.FieldConversationID:
+		return m.ConversationID()
+	case artifactversion.FieldNumber:
+		return m.Number()
+	case artifactversion.FieldContent:
+		return m.Content()
+	case artifactversion.FieldChars:
+		return m.Chars()
+	case artifactversion.FieldInspected:
+		return m.Inspected()
+	case artifactversion.FieldCreatedAt:
+		return m.CreatedAt()
+	}
+	return nil, false
+}
+
+// OldField returns the old value of the field from the database. An error is
+// returned if the mutation operation is not UpdateOne, or the query to the
+// database failed.
+func (m *ArtifactVersionMutation) OldField(ctx context.Context, name string) (ent.Value, error) {
+	switch name {
+	case artifactversion.FieldArtifactID:
+		return m.OldArtifactID(ctx)
+	case artifactversion.FieldConversationID:
+		return m.OldConversationID(ctx)
+	case artifactversion.FieldNumber:
+		return m.OldNumber(ctx)
+	case artifactversion.FieldContent:
+		return m.OldContent(ctx)
+	case artifactversion.FieldChars:
+		return m.OldChars(ctx)
+	case artifactversion.FieldInspected:
+		return m.OldInspected(ctx)
+	case artifactversion.FieldCreatedAt:
+		return m.OldCreatedAt(ctx)
+	}
+	return nil, fmt.Errorf("unknown ArtifactVersion field %s", name)
+}
+
+// SetField sets the value of a field with the given name. It returns an error if
+// the field is not defined in the schema, or if the type mismatched the field
+// type.
+func (m *ArtifactVersionMutation) SetField(name string, value ent.Value) error {
+	switch name {
+	case artifactversion.FieldArtifactID:
+		v, ok := value.(int)
+		if !ok {
+			return fmt.Errorf("unexpected type %T for field %s", value, name)
+		}
+		m.SetArtifactID(v)
+		return nil
+	case artifactversion.FieldConversationID:
+		v, ok := value.(int)
+		if !ok {
+			return fmt.Errorf("unexpected type %T for field %s", value, name)
+		}
+		m.SetConversationID(v)
+		return nil
+	case artifactversion.FieldNumber:
+		v, ok := value.(int)
+		if !ok {
+			return fmt.Errorf("unexpected type %T for field %s", value, name)
+		}
+		m.SetNumber(v)
+		return nil
+	case artifactversion.FieldContent:
+		v, ok := value.(string)
+		if !ok {
+			return fmt.Errorf("unexpected type %T for field %s", value, name)
+		}
+		m.SetContent(v)
+		return nil
+	case artifactversion.FieldChars:
+		v, ok := value.(int64)
+		if !ok {
+			return fmt.Errorf("unexpected type %T for field %s", value, name)
+		}
+		m.SetChars(v)
+		return nil
+	case artifactversion.FieldInspected:
+		v, ok := value.(bool)
+		if !ok {
+			return fmt.Errorf("unexpected type %T for field %s", value, name)
+		}
+		m.SetInspected(v)
+		return nil
+	case artifactversion.FieldCreatedAt:
+		v, ok := value.(time.Time)
+		if !ok {
+			return fmt.Errorf("unexpected type %T for field %s", value, name)
+		}
+		m.SetCreatedAt(v)
+		return nil
+	}
+	return fmt.Errorf("unknown ArtifactVersion field %s", name)
+}
+
+// AddedFields returns all numeric fields that were incremented/decremented during
+// this mutation.
+func (m *ArtifactVersionMutation) AddedFields() []string {
+	var fields []string
+	if m.addconversation_id != nil {
+		fields = append(fields, artifactversion.FieldConversationID)
+	}
+	if m.addnumber != nil {
+		fields = append(fields, artifactversion.FieldNumber)
+	}
+	if m.addchars != nil {
+		fields = append(fields, artifactversion.FieldChars)
+	}
+	return fields
+}
+
+// AddedField returns the numeric value that was incremented/decremented on a field
+// with the given name. The second boolean return value indicates that this field
+// was not set, or was not defined in the schema.
+func (m *ArtifactVersionMutation) AddedField(name string) (ent.Value, bool) {
+	switch name {
+	case artifactversion.FieldConversationID:
+		return m.AddedConversationID()
+	case artifactversion.FieldNumber:
+		return m.AddedNumber()
+	case artifactversion.FieldChars:
+		return m.AddedChars()
+	}
+	return nil, false
+}
+
+// AddField adds the value to the field with the given name. It returns an error if
+// the field is not defined in the schema, or if the type mismatched the field
+// type.
+func (m *ArtifactVersionMutation) AddField(name string, value ent.Value) error {
+	switch name {
+	case artifactversion.FieldConversationID:
+		v, ok := value.(int)
+		if !ok {
+			return fmt.Errorf("unexpected type %T for field %s", value, name)
+		}
+		m.AddConversationID(v)
+		return nil
+	case artifactversion.FieldNumber:
+		v, ok := value.(int)
+		if !ok {
+			return fmt.Errorf("unexpected type %T for field %s", value, name)
+		}
+		m.AddNumber(v)
+		return nil
+	case artifactversion.FieldChars:
+		v, ok := value.(int64)
+		if !ok {
+			return fmt.Errorf("unexpected type %T for field %s", value, name)
+		}
+		m.AddChars(v)
+		return nil
+	}
+	return fmt.Errorf("unknown ArtifactVersion numeric field %s", name)
+}
+
+// ClearedFields returns all nullable fields that were cleared during this
+// mutation.
+func (m *ArtifactVersionMutation) ClearedFields() []string {
+	return nil
+}
+
+// FieldCleared returns a boolean indicating if a field with the given name was
+// cleared in this mutation.
+func (m *ArtifactVersionMutation) FieldCleared(name string) bool {
+	_, ok := m.clearedFields[name]
+	return ok
+}
+
+// ClearField clears the value of the field with the given name. It returns an
+// error if the field is not defined in the schema.
+func (m *ArtifactVersionMutation) ClearField(name string) error {
+	return fmt.Errorf("unknown ArtifactVersion nullable field %s", name)
+}
+
+// ResetField resets all changes in the mutation for the field with the given name.
+// It returns an error if the field is not defined in the schema.
+func (m *ArtifactVersionMutation) ResetField(name string) error {
+	switch name {
+	case artifactversion.FieldArtifactID:
+		m.ResetArtifactID()
+		return nil
+	case artifactversion.FieldConversationID:
+		m.ResetConversationID()
+		return nil
+	case artifactversion.FieldNumber:
+		m.ResetNumber()
+		return nil
+	case artifactversion.FieldContent:
+		m.ResetContent()
+		return nil
+	case artifactversion.FieldChars:
+		m.ResetChars()
+		return nil
+	case artifactversion.FieldInspected:
+		m.ResetInspected()
+		return nil
+	case artifactversion.FieldCreatedAt:
+		m.ResetCreatedAt()
+		return nil
+	}
+	return fmt.Errorf("unknown ArtifactVersion field %s", name)
+}
+
+// AddedEdges returns all edge names that were set/added in this mutation.
+func (m *ArtifactVersionMutation) AddedEdges() []string {
+	edges := make([]string, 0, 1)
+	if m.artifact != nil {
+		edges = append(edges, artifactversion.EdgeArtifact)
+	}
+	return edges
+}
+
+// AddedIDs returns all IDs (to other nodes) that were added for the given edge
+// name in this mutation.
+func (m *ArtifactVersionMutation) AddedIDs(name string) []ent.Value {
+	switch name {
+	case artifactversion.EdgeArtifact:
+		if id := m.artifact; id != nil {
+			return []ent.Value{*id}
+		}
+	}
+	return nil
+}
+
+// RemovedEdges returns all edge names that were removed in this mutation.
+func (m *ArtifactVersionMutation) RemovedEdges() []string {
+	edges := make([]string, 0, 1)
+	return edges
+}
+
+// RemovedIDs returns all IDs (to other nodes) that were removed for the edge with
+// the given name in this mutation.
+func (m *ArtifactVersionMutation) RemovedIDs(name string) []ent.Value {
+	return nil
+}
+
+// ClearedEdges returns all edge names that were cleared in this mutation.
+func (m *ArtifactVersionMutation) ClearedEdges() []string {
+	edges := make([]string, 0, 1)
+	if m.clearedartifact {
+		edges = append(edges, artifactversion.EdgeArtifact)
+	}
+	return edges
+}
+
+// EdgeCleared returns a boolean which indicates if the edge with the given name
+// was cleared in this mutation.
+func (m *ArtifactVersionMutation) EdgeCleared(name string) bool {
+	switch name {
+	case artifactversion.EdgeArtifact:
+		return m.clearedartifact
+	}
+	return false
+}
+
+// ClearEdge clears the value of the edge with the given name. It returns an error
+// if that edge is not defined in the schema.
+func (m *ArtifactVersionMutation) ClearEdge(name string) error {
+	switch name {
+	case artifactversion.EdgeArtifact:
+		m.ClearArtifact()
+		return nil
+	}
+	return fmt.Errorf("unknown ArtifactVersion unique edge %s", name)
+}
+
+// ResetEdge resets all changes to the edge with the given name in this mutation.
+// It returns an error if the edge is not defined in the schema.
+func (m *ArtifactVersionMutation) ResetEdge(name string) error {
+	switch name {
+	case artifactversion.EdgeArtifact:
+		m.ResetArtifact()
+		return nil
+	}
+	return fmt.Errorf("unknown ArtifactVersion edge %s", name)
 }
 
 // ConversationMutation represents an operation that mutates the Conversation nodes in the graph.

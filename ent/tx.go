@@ -20,6 +20,10 @@ type Tx struct {
 	Agent *AgentClient
 	// Application is the client for interacting with the Application builders.
 	Application *ApplicationClient
+	// Artifact is the client for interacting with the Artifact builders.
+	Artifact *ArtifactClient
+	// ArtifactVersion is the client for interacting with the ArtifactVersion builders.
+	ArtifactVersion *ArtifactVersionClient
 	// Conversation is the client for interacting with the Conversation builders.
 	Conversation *ConversationClient
 	// IdempotentResponse is the client for interacting with the IdempotentResponse builders.
@@ -178,6 +182,8 @@ func (tx *Tx) init() {
 	tx.APIToken = NewAPITokenClient(tx.config)
 	tx.Agent = NewAgentClient(tx.config)
 	tx.Application = NewApplicationClient(tx.config)
+	tx.Artifact = NewArtifactClient(tx.config)
+	tx.ArtifactVersion = NewArtifactVersionClient(tx.config)
 	tx.Conversation = NewConversationClient(tx.config)
 	tx.IdempotentResponse = NewIdempotentResponseClient(tx.config)
 	tx.ModelCall = NewModelCallClient(tx.config)

@@ -120,6 +120,7 @@ func NewServer(cfg Config) *Server {
 	pg := playground.Handler("toolgate", "/playground", "/graphql", map[string]string{"Authorization": "Bearer "})
 	s.mux.Handle("/playground", pg)
 	s.mux.Handle("/playground/", pg)
+	s.mux.Handle("/artifacts/{id}/versions/{n}", s.auth.Middleware(artifactVersionHandler(client, cfg.Log)))
 	s.mux.HandleFunc("/healthz", func(w http.ResponseWriter, _ *http.Request) {
 		w.Header().Set("Content-Type", "text/plain")
 		_, _ = io.WriteString(w, "ok\n")

@@ -8,6 +8,7 @@ import (
 	"github.com/99designs/gqlgen/graphql"
 
 	"github.com/toolgate/toolgate/ent"
+	"github.com/toolgate/toolgate/ent/artifactversion"
 	"github.com/toolgate/toolgate/ent/conversation"
 	"github.com/toolgate/toolgate/ent/tenancy"
 	"github.com/toolgate/toolgate/ent/turn"
@@ -153,4 +154,16 @@ func (r *Resolver) checkDeck(ctx context.Context, a *catalog.Agent) error {
 		return inputErrorf("tools: %v", err)
 	}
 	return nil
+}
+
+// artifactVersions returns an artifact's versions in order: as loaded with
+// it (artifacts loads them in one query), or read now.
+func (r *Resolver) artifactVersions(ctx context.Context, a *ent.Artifact) ([]*ent.ArtifactVersion, error) {
+	if vs, err := a.Edges.VersionsOrErr(); err == nil {
+		return vs, nil
+	}
+	return r.Client.ArtifactVersion.Query().
+		Where(artifactversion.ArtifactID(a.ID)).
+		Order(ent.Asc(artifactversion.FieldNumber)).
+		All(ctx)
 }

@@ -96,6 +96,7 @@ func serve(ctx context.Context, args []string, stdout, stderr io.Writer, log *sl
 	fs.StringVar(&rc.prices, "prices", env("TOOLGATE_PRICES", ""), "JSON price table overriding the defaults (env TOOLGATE_PRICES)")
 	fs.StringVar(&rc.toolsURL, "tools-url", env("TOOLGATE_TOOLS_URL", ""), "GraphQL endpoint the runtime calls tools on (env TOOLGATE_TOOLS_URL; default: this server)")
 	fs.IntVar(&rc.maxSteps, "max-steps", atoiEnv("TOOLGATE_MAX_STEPS", 25), "most model calls per turn (env TOOLGATE_MAX_STEPS)")
+	fs.IntVar(&rc.historyCalls, "history-calls", atoiEnv("TOOLGATE_HISTORY_CALLS", 8), "most tool calls of each earlier turn replayed in the prompt; evidence and failures keep their place first, the rest get one line (env TOOLGATE_HISTORY_CALLS; -1: all)")
 	var wc web.Config
 	fs.StringVar(&wc.Provider, "web-provider", env("TOOLGATE_WEB_PROVIDER", ""), "web search provider: searxng, brave or tavily (env TOOLGATE_WEB_PROVIDER; default: none, the web tools are not offered)")
 	fs.StringVar(&wc.URL, "web-provider-url", env("TOOLGATE_WEB_PROVIDER_URL", ""), "the provider's endpoint; required for searxng (env TOOLGATE_WEB_PROVIDER_URL)")

@@ -41,6 +41,7 @@ type runtimeConfig struct {
 	prices       string
 	toolsURL     string
 	maxSteps     int
+	historyCalls int
 	// webProvider: a web provider is configured (the web tools may be offered).
 	webProvider bool
 }
@@ -154,19 +155,20 @@ func newRunner(ctx context.Context, c runtimeConfig, d *db.DB, dbURL, toolsURL s
 		bridge = br
 	}
 	runner, err := loop.New(loop.Config{
-		Client:      client,
-		Provider:    provider,
-		Signer:      signer,
-		Dispatcher:  disp,
-		Events:      bus,
-		Prices:      prices,
-		Apps:        apps,
-		Tools:       registry.All(),
-		MaxSteps:    c.maxSteps,
-		WebProvider: c.webProvider,
-		EncodeID:    graph.EncodeID,
-		Queue:       d.Queue(),
-		Log:         log,
+		Client:       client,
+		Provider:     provider,
+		Signer:       signer,
+		Dispatcher:   disp,
+		Events:       bus,
+		Prices:       prices,
+		Apps:         apps,
+		Tools:        registry.All(),
+		MaxSteps:     c.maxSteps,
+		CallsPerTurn: c.historyCalls,
+		WebProvider:  c.webProvider,
+		EncodeID:     graph.EncodeID,
+		Queue:        d.Queue(),
+		Log:          log,
 	})
 	if err != nil {
 		_ = bridge.Close()

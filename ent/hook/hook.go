@@ -45,6 +45,30 @@ func (f ApplicationFunc) Mutate(ctx context.Context, m ent.Mutation) (ent.Value,
 	return nil, fmt.Errorf("unexpected mutation type %T. expect *ent.ApplicationMutation", m)
 }
 
+// The ArtifactFunc type is an adapter to allow the use of ordinary
+// function as Artifact mutator.
+type ArtifactFunc func(context.Context, *ent.ArtifactMutation) (ent.Value, error)
+
+// Mutate calls f(ctx, m).
+func (f ArtifactFunc) Mutate(ctx context.Context, m ent.Mutation) (ent.Value, error) {
+	if mv, ok := m.(*ent.ArtifactMutation); ok {
+		return f(ctx, mv)
+	}
+	return nil, fmt.Errorf("unexpected mutation type %T. expect *ent.ArtifactMutation", m)
+}
+
+// The ArtifactVersionFunc type is an adapter to allow the use of ordinary
+// function as ArtifactVersion mutator.
+type ArtifactVersionFunc func(context.Context, *ent.ArtifactVersionMutation) (ent.Value, error)
+
+// Mutate calls f(ctx, m).
+func (f ArtifactVersionFunc) Mutate(ctx context.Context, m ent.Mutation) (ent.Value, error) {
+	if mv, ok := m.(*ent.ArtifactVersionMutation); ok {
+		return f(ctx, mv)
+	}
+	return nil, fmt.Errorf("unexpected mutation type %T. expect *ent.ArtifactVersionMutation", m)
+}
+
 // The ConversationFunc type is an adapter to allow the use of ordinary
 // function as Conversation mutator.
 type ConversationFunc func(context.Context, *ent.ConversationMutation) (ent.Value, error)

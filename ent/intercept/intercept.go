@@ -11,6 +11,8 @@ import (
 	"github.com/toolgate/toolgate/ent/agent"
 	"github.com/toolgate/toolgate/ent/apitoken"
 	"github.com/toolgate/toolgate/ent/application"
+	"github.com/toolgate/toolgate/ent/artifact"
+	"github.com/toolgate/toolgate/ent/artifactversion"
 	"github.com/toolgate/toolgate/ent/conversation"
 	"github.com/toolgate/toolgate/ent/idempotentresponse"
 	"github.com/toolgate/toolgate/ent/modelcall"
@@ -161,6 +163,60 @@ func (f TraverseApplication) Traverse(ctx context.Context, q ent.Query) error {
 		return f(ctx, q)
 	}
 	return fmt.Errorf("unexpected query type %T. expect *ent.ApplicationQuery", q)
+}
+
+// The ArtifactFunc type is an adapter to allow the use of ordinary function as a Querier.
+type ArtifactFunc func(context.Context, *ent.ArtifactQuery) (ent.Value, error)
+
+// Query calls f(ctx, q).
+func (f ArtifactFunc) Query(ctx context.Context, q ent.Query) (ent.Value, error) {
+	if q, ok := q.(*ent.ArtifactQuery); ok {
+		return f(ctx, q)
+	}
+	return nil, fmt.Errorf("unexpected query type %T. expect *ent.ArtifactQuery", q)
+}
+
+// The TraverseArtifact type is an adapter to allow the use of ordinary function as Traverser.
+type TraverseArtifact func(context.Context, *ent.ArtifactQuery) error
+
+// Intercept is a dummy implementation of Intercept that returns the next Querier in the pipeline.
+func (f TraverseArtifact) Intercept(next ent.Querier) ent.Querier {
+	return next
+}
+
+// Traverse calls f(ctx, q).
+func (f TraverseArtifact) Traverse(ctx context.Context, q ent.Query) error {
+	if q, ok := q.(*ent.ArtifactQuery); ok {
+		return f(ctx, q)
+	}
+	return fmt.Errorf("unexpected query type %T. expect *ent.ArtifactQuery", q)
+}
+
+// The ArtifactVersionFunc type is an adapter to allow the use of ordinary function as a Querier.
+type ArtifactVersionFunc func(context.Context, *ent.ArtifactVersionQuery) (ent.Value, error)
+
+// Query calls f(ctx, q).
+func (f ArtifactVersionFunc) Query(ctx context.Context, q ent.Query) (ent.Value, error) {
+	if q, ok := q.(*ent.ArtifactVersionQuery); ok {
+		return f(ctx, q)
+	}
+	return nil, fmt.Errorf("unexpected query type %T. expect *ent.ArtifactVersionQuery", q)
+}
+
+// The TraverseArtifactVersion type is an adapter to allow the use of ordinary function as Traverser.
+type TraverseArtifactVersion func(context.Context, *ent.ArtifactVersionQuery) error
+
+// Intercept is a dummy implementation of Intercept that returns the next Querier in the pipeline.
+func (f TraverseArtifactVersion) Intercept(next ent.Querier) ent.Querier {
+	return next
+}
+
+// Traverse calls f(ctx, q).
+func (f TraverseArtifactVersion) Traverse(ctx context.Context, q ent.Query) error {
+	if q, ok := q.(*ent.ArtifactVersionQuery); ok {
+		return f(ctx, q)
+	}
+	return fmt.Errorf("unexpected query type %T. expect *ent.ArtifactVersionQuery", q)
 }
 
 // The ConversationFunc type is an adapter to allow the use of ordinary function as a Querier.
@@ -496,6 +552,10 @@ func NewQuery(q ent.Query) (Query, error) {
 		return &query[*ent.AgentQuery, predicate.Agent, agent.OrderOption]{typ: ent.TypeAgent, tq: q}, nil
 	case *ent.ApplicationQuery:
 		return &query[*ent.ApplicationQuery, predicate.Application, application.OrderOption]{typ: ent.TypeApplication, tq: q}, nil
+	case *ent.ArtifactQuery:
+		return &query[*ent.ArtifactQuery, predicate.Artifact, artifact.OrderOption]{typ: ent.TypeArtifact, tq: q}, nil
+	case *ent.ArtifactVersionQuery:
+		return &query[*ent.ArtifactVersionQuery, predicate.ArtifactVersion, artifactversion.OrderOption]{typ: ent.TypeArtifactVersion, tq: q}, nil
 	case *ent.ConversationQuery:
 		return &query[*ent.ConversationQuery, predicate.Conversation, conversation.OrderOption]{typ: ent.TypeConversation, tq: q}, nil
 	case *ent.IdempotentResponseQuery:

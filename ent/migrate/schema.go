@@ -101,6 +101,61 @@ var (
 			},
 		},
 	}
+	// ArtifactsColumns holds the columns for the "artifacts" table.
+	ArtifactsColumns = []*schema.Column{
+		{Name: "id", Type: field.TypeInt, Increment: true},
+		{Name: "created_at", Type: field.TypeTime},
+		{Name: "updated_at", Type: field.TypeTime},
+		{Name: "conversation_id", Type: field.TypeInt},
+		{Name: "title", Type: field.TypeString},
+		{Name: "kind", Type: field.TypeEnum, Enums: []string{"html", "svg", "markdown"}},
+		{Name: "versions_count", Type: field.TypeInt, Default: 0},
+	}
+	// ArtifactsTable holds the schema information for the "artifacts" table.
+	ArtifactsTable = &schema.Table{
+		Name:       "artifacts",
+		Columns:    ArtifactsColumns,
+		PrimaryKey: []*schema.Column{ArtifactsColumns[0]},
+		Indexes: []*schema.Index{
+			{
+				Name:    "artifact_conversation_id",
+				Unique:  false,
+				Columns: []*schema.Column{ArtifactsColumns[3]},
+			},
+		},
+	}
+	// ArtifactVersionsColumns holds the columns for the "artifact_versions" table.
+	ArtifactVersionsColumns = []*schema.Column{
+		{Name: "id", Type: field.TypeInt, Increment: true},
+		{Name: "conversation_id", Type: field.TypeInt},
+		{Name: "number", Type: field.TypeInt},
+		{Name: "content", Type: field.TypeString, Size: 2147483647},
+		{Name: "chars", Type: field.TypeInt64},
+		{Name: "inspected", Type: field.TypeBool, Default: false},
+		{Name: "created_at", Type: field.TypeTime},
+		{Name: "artifact_id", Type: field.TypeInt},
+	}
+	// ArtifactVersionsTable holds the schema information for the "artifact_versions" table.
+	ArtifactVersionsTable = &schema.Table{
+		Name:       "artifact_versions",
+		Columns:    ArtifactVersionsColumns,
+		PrimaryKey: []*schema.Column{ArtifactVersionsColumns[0]},
+		ForeignKeys: []*schema.ForeignKey{
+			{
+				Symbol:     "artifact_versions_artifacts_versions",
+				Columns:    []*schema.Column{ArtifactVersionsColumns[7]},
+				RefColumns: []*schema.Column{ArtifactsColumns[0]},
+				OnDelete:   schema.NoAction,
+			},
+		},
+		Indexes: []*schema.Index{
+			{
+				Name:    "artifactversion_artifact_id_number",
+				Unique:  true,
+				Columns: []*schema.Column{ArtifactVersionsColumns[7], ArtifactVersionsColumns[2]},
+			},
+		},
+	}
 	// ConversationsColumns holds the columns for the "conversations" table.
 	ConversationsColumns = []*schema.Column{
 		{Name: "id", Type: field.TypeInt, Increment: true},
@@ -494,6 +549,8 @@ var (
 		APITokensTable,
 		AgentsTable,
 		ApplicationsTable,
+		ArtifactsTable,
+		ArtifactVersionsTable,
 		ConversationsTable,
 		IdempotentResponsesTable,
 		ModelCallsTable,
@@ -521,6 +578,13 @@ func init() {
 	ApplicationsTable.ForeignKeys[0].RefTable = OrganizationsTable
 	ApplicationsTable.Annotation = &entsql.Annotation{
 		IncrementStart: func(i int) *int { return &i }(8589934592),
+	}
+	ArtifactsTable.Annotation = &entsql.Annotation{
+		IncrementStart: func(i int) *int { return &i }(64424509440),
+	}
+	ArtifactVersionsTable.ForeignKeys[0].RefTable = ArtifactsTable
+	ArtifactVersionsTable.Annotation = &entsql.Annotation{
+		IncrementStart: func(i int) *int { return &i }(68719476736),
 	}
 	ConversationsTable.ForeignKeys[0].RefTable = AgentsTable
 	ConversationsTable.ForeignKeys[1].RefTable = OrganizationsTable

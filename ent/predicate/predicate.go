@@ -15,6 +15,12 @@ type Agent func(*sql.Selector)
 // Application is the predicate function for application builders.
 type Application func(*sql.Selector)
 
+// Artifact is the predicate function for artifact builders.
+type Artifact func(*sql.Selector)
+
+// ArtifactVersion is the predicate function for artifactversion builders.
+type ArtifactVersion func(*sql.Selector)
+
 // Conversation is the predicate function for conversation builders.
 type Conversation func(*sql.Selector)
 

@@ -182,6 +182,54 @@ func (f ApplicationMutationRuleFunc) EvalMutation(ctx context.Context, m ent.Mut
 	return Denyf("ent/privacy: unexpected mutation type %T, expect *ent.ApplicationMutation", m)
 }
 
+// The ArtifactQueryRuleFunc type is an adapter to allow the use of ordinary
+// functions as a query rule.
+type ArtifactQueryRuleFunc func(context.Context, *ent.ArtifactQuery) error
+
+// EvalQuery return f(ctx, q).
+func (f ArtifactQueryRuleFunc) EvalQuery(ctx context.Context, q ent.Query) error {
+	if q, ok := q.(*ent.ArtifactQuery); ok {
+		return f(ctx, q)
+	}
+	return Denyf("ent/privacy: unexpected query type %T, expect *ent.ArtifactQuery", q)
+}
+
+// The ArtifactMutationRuleFunc type is an adapter to allow the use of ordinary
+// functions as a mutation rule.
+type ArtifactMutationRuleFunc func(context.Context, *ent.ArtifactMutation) error
+
+// EvalMutation calls f(ctx, m).
+func (f ArtifactMutationRuleFunc) EvalMutation(ctx context.Context, m ent.Mutation) error {
+	if m, ok := m.(*ent.ArtifactMutation); ok {
+		return f(ctx, m)
+	}
+	return Denyf("ent/privacy: unexpected mutation type %T, expect *ent.ArtifactMutation", m)
+}
+
+// The ArtifactVersionQueryRuleFunc type is an adapter to allow the use of ordinary
+// functions as a query rule.
+type ArtifactVersionQueryRuleFunc func(context.Context, *ent.ArtifactVersionQuery) error
+
+// EvalQuery return f(ctx, q).
+func (f ArtifactVersionQueryRuleFunc) EvalQuery(ctx context.Context, q ent.Query) error {
+	if q, ok := q.(*ent.ArtifactVersionQuery); ok {
+		return f(ctx, q)
+	}
+	return Denyf("ent/privacy: unexpected query type %T, expect *ent.ArtifactVersionQuery", q)
+}
+
+// The ArtifactVersionMutationRuleFunc type is an adapter to allow the use of ordinary
+// functions as a mutation rule.
+type ArtifactVersionMutationRuleFunc func(context.Context, *ent.ArtifactVersionMutation) error
+
+// EvalMutation calls f(ctx, m).
+func (f ArtifactVersionMutationRuleFunc) EvalMutation(ctx context.Context, m ent.Mutation) error {
+	if m, ok := m.(*ent.ArtifactVersionMutation); ok {
+		return f(ctx, m)
+	}
+	return Denyf("ent/privacy: unexpected mutation type %T, expect *ent.ArtifactVersionMutation", m)
+}
+
 // The ConversationQueryRuleFunc type is an adapter to allow the use of ordinary
 // functions as a query rule.
 type ConversationQueryRuleFunc func(context.Context, *ent.ConversationQuery) error

@@ -9,6 +9,8 @@ import (
 	"github.com/toolgate/toolgate/ent/agent"
 	"github.com/toolgate/toolgate/ent/apitoken"
 	"github.com/toolgate/toolgate/ent/application"
+	"github.com/toolgate/toolgate/ent/artifact"
+	"github.com/toolgate/toolgate/ent/artifactversion"
 	"github.com/toolgate/toolgate/ent/conversation"
 	"github.com/toolgate/toolgate/ent/idempotentresponse"
 	"github.com/toolgate/toolgate/ent/modelcall"
@@ -190,6 +192,68 @@ func init() {
 	applicationDescAllowedTools := applicationFields[3].Descriptor()
 	// application.DefaultAllowedTools holds the default value on creation for the allowed_tools field.
 	application.DefaultAllowedTools = applicationDescAllowedTools.Default.([]string)
+	artifactMixin := schema.Artifact{}.Mixin()
+	artifact.Policy = privacy.NewPolicies(artifactMixin[1], schema.Artifact{})
+	artifact.Hooks[0] = func(next ent.Mutator) ent.Mutator {
+		return ent.MutateFunc(func(ctx context.Context, m ent.Mutation) (ent.Value, error) {
+			if err := artifact.Policy.EvalMutation(ctx, m); err != nil {
+				return nil, err
+			}
+			return next.Mutate(ctx, m)
+		})
+	}
+	artifactMixinFields0 := artifactMixin[0].Fields()
+	_ = artifactMixinFields0
+	artifactFields := schema.Artifact{}.Fields()
+	_ = artifactFields
+	// artifactDescCreatedAt is the schema descriptor for created_at field.
+	artifactDescCreatedAt := artifactMixinFields0[0].Descriptor()
+	// artifact.DefaultCreatedAt holds the default value on creation for the created_at field.
+	artifact.DefaultCreatedAt = artifactDescCreatedAt.Default.(func() time.Time)
+	// artifactDescUpdatedAt is the schema descriptor for updated_at field.
+	artifactDescUpdatedAt := artifactMixinFields0[1].Descriptor()
+	// artifact.DefaultUpdatedAt holds the default value on creation for the updated_at field.
+	artifact.DefaultUpdatedAt = artifactDescUpdatedAt.Default.(func() time.Time)
+	// artifact.UpdateDefaultUpdatedAt holds the default value on update for the updated_at field.
+	artifact.UpdateDefaultUpdatedAt = artifactDescUpdatedAt.UpdateDefault.(func() time.Time)
+	// artifactDescTitle is the schema descriptor for title field.
+	artifactDescTitle := artifactFields[1].Descriptor()
+	// artifact.TitleValidator is a validator for the "title" field. It is called by the builders before save.
+	artifact.TitleValidator = artifactDescTitle.Validators[0].(func(string) error)
+	// artifactDescVersionsCount is the schema descriptor for versions_count field.
+	artifactDescVersionsCount := artifactFields[3].Descriptor()
+	// artifact.DefaultVersionsCount holds the default value on creation for the versions_count field.
+	artifact.DefaultVersionsCount = artifactDescVersionsCount.Default.(int)
+	// artifact.VersionsCountValidator is a validator for the "versions_count" field. It is called by the builders before save.
+	artifact.VersionsCountValidator = artifactDescVersionsCount.Validators[0].(func(int) error)
+	artifactversionMixin := schema.ArtifactVersion{}.Mixin()
+	artifactversion.Policy = privacy.NewPolicies(artifactversionMixin[0], schema.ArtifactVersion{})
+	artifactversion.Hooks[0] = func(next ent.Mutator) ent.Mutator {
+		return ent.MutateFunc(func(ctx context.Context, m ent.Mutation) (ent.Value, error) {
+			if err := artifactversion.Policy.EvalMutation(ctx, m); err != nil {
+				return nil, err
+			}
+			return next.Mutate(ctx, m)
+		})
+	}
+	artifactversionFields := schema.ArtifactVersion{}.Fields()
+	_ = artifactversionFields
+	// artifactversionDescNumber is the schema descriptor for number field.
+	artifactversionDescNumber := artifactversionFields[2].Descriptor()
+	// artifactversion.NumberValidator is a validator for the "number" field. It is called by the builders before save.
+	artifactversion.NumberValidator = artifactversionDescNumber.Validators[0].(func(int) error)
+	// artifactversionDescChars is the schema descriptor for chars field.
+	artifactversionDescChars := artifactversionFields[4].Descriptor()
+	// artifactversion.CharsValidator is a validator for the "chars" field. It is called by the builders before save.
+	artifactversion.CharsValidator = artifactversionDescChars.Validators[0].(func(int64) error)
+	// artifactversionDescInspected is the schema descriptor for inspected field.
+	artifactversionDescInspected := artifactversionFields[5].Descriptor()
+	// artifactversion.DefaultInspected holds the default value on creation for the inspected field.
+	artifactversion.DefaultInspected = artifactversionDescInspected.Default.(bool)
+	// artifactversionDescCreatedAt is the schema descriptor for created_at field.
+	artifactversionDescCreatedAt := artifactversionFields[6].Descriptor()
+	// artifactversion.DefaultCreatedAt holds the default value on creation for the created_at field.
+	artifactversion.DefaultCreatedAt = artifactversionDescCreatedAt.Default.(func() time.Time)
 	conversationMixin := schema.Conversation{}.Mixin()
 	conversation.Policy = privacy.NewPolicies(conversationMixin[1], schema.Conversation{})
 	conversation.Hooks[0] = func(next ent.Mutator) ent.Mutator {

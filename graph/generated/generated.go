@@ -23,6 +23,7 @@ import (
 	"github.com/toolgate/toolgate/graph/gid"
 	"github.com/toolgate/toolgate/graph/model"
 	"github.com/toolgate/toolgate/runtime/events"
+	"github.com/toolgate/toolgate/tools/artifact"
 	"github.com/toolgate/toolgate/tools/catalog"
 	"github.com/toolgate/toolgate/tools/code"
 	"github.com/toolgate/toolgate/tools/result"
@@ -43,6 +44,7 @@ func NewExecutableSchema(cfg Config) graphql.ExecutableSchema {
 type Config = graphql.Config[ResolverRoot, DirectiveRoot, ComplexityRoot]
 
 type ResolverRoot interface {
+	Artifact() ArtifactResolver
 	Conversation() ConversationResolver
 	Mutation() MutationResolver
 	Query() QueryResolver
@@ -118,6 +120,35 @@ type ComplexityRoot struct {
 	ArgumentRepair struct {
 		Path func(childComplexity int) int
 		Rule func(childComplexity int) int
+	}
+
+	Artifact struct {
+		CreatedAt func(childComplexity int) int
+		ID        func(childComplexity int) int
+		Kind      func(childComplexity int) int
+		Shown     func(childComplexity int) int
+		Title     func(childComplexity int) int
+		UpdatedAt func(childComplexity int) int
+		Versions  func(childComplexity int) int
+	}
+
+	ArtifactSaved struct {
+		ArtifactID func(childComplexity int) int
+		Chars      func(childComplexity int) int
+		Draft      func(childComplexity int) int
+		Edits      func(childComplexity int) int
+		Kind       func(childComplexity int) int
+		Note       func(childComplexity int) int
+		Title      func(childComplexity int) int
+		Version    func(childComplexity int) int
+	}
+
+	ArtifactVersion struct {
+		Chars     func(childComplexity int) int
+		Content   func(childComplexity int) int
+		CreatedAt func(childComplexity int) int
+		Inspected func(childComplexity int) int
+		Number    func(childComplexity int) int
 	}
 
 	Calculation struct {
@@ -257,6 +288,7 @@ type ComplexityRoot struct {
 		CancelTurn          func(childComplexity int, id int) int
 		CreateAPIToken      func(childComplexity int, input model.CreateAPITokenInput) int
 		CreateAgent         func(childComplexity int, input model.CreateAgentInput) int
+		CreateArtifact      func(childComplexity int, conversationID *int, title string, kind string, content string) int
 		CreateUser          func(childComplexity int, input model.CreateUserInput) int
 		DeactivateUser      func(childComplexity int, input model.DeactivateUserInput) int
 		DeleteConversation  func(childComplexity int, id int) int
@@ -265,12 +297,14 @@ type ComplexityRoot struct {
 		RegisterApplication func(childComplexity int, input model.RegisterApplicationInput) int
 		RemoveApplication   func(childComplexity int, input model.RemoveApplicationInput) int
 		RevokeAPIToken      func(childComplexity int, id int) int
+		RewriteArtifact     func(childComplexity int, conversationID *int, artifactID int, content string) int
 		RunCode             func(childComplexity int, conversationID *int, code string, toolResults []string) int
 		SendMessage         func(childComplexity int, input model.SendMessageInput) int
 		StartConversation   func(childComplexity int, input model.StartConversationInput) int
 		SuggestNextActions  func(childComplexity int, conversationID *int, suggestions []string) int
 		UpdateAgent         func(childComplexity int, input model.UpdateAgentInput) int
 		UpdateApplication   func(childComplexity int, input model.UpdateApplicationInput) int
+		UpdateArtifact      func(childComplexity int, conversationID *int, artifactID int, edits []*workspace.EditInput) int
 		UpdateOrganization  func(childComplexity int, input model.UpdateOrganizationInput) int
 		WriteFiles          func(childComplexity int, conversationID *int, files []*workspace.FileInput) int
 	}
@@ -301,6 +335,7 @@ type ComplexityRoot struct {
 		APITokens         func(childComplexity int) int
 		Agents            func(childComplexity int, first *int, after *entgql.Cursor[int], last *int, before *entgql.Cursor[int], orderBy []*ent.AgentOrder) int
 		Applications      func(childComplexity int) int
+		Artifacts         func(childComplexity int, conversationID int) int
 		Calculate         func(childComplexity int, conversationID *int, expression string) int
 		Catalogue         func(childComplexity int, agentID *int) int
 		Conversation      func(childComplexity int, id int) int
@@ -662,6 +697,12 @@ type ComplexityRoot struct {
 
 // region    ************************** generated!.gotpl **************************
 
+type ArtifactResolver interface {
+	Kind(ctx context.Context, obj *ent.Artifact) (model.ArtifactKind, error)
+
+	Versions(ctx context.Context, obj *ent.Artifact) ([]*ent.ArtifactVersion, error)
+	Shown(ctx context.Context, obj *ent.Artifact) (*ent.ArtifactVersion, error)
+}
 type ConversationResolver interface {
 	Tasks(ctx context.Context, obj *ent.Conversation) ([]*ent.Task, error)
 	Summaries(ctx context.Context, obj *ent.Conversation) ([]*ent.Summary, error)
@@ -671,6 +712,9 @@ type MutationResolver interface {
 	RegisterApplication(ctx context.Context, input model.RegisterApplicationInput) (*ent.Application, error)
 	CreateAPIToken(ctx context.Context, input model.CreateAPITokenInput) (*model.CreatedAPIToken, error)
 	RevokeAPIToken(ctx context.Context, id int) (*ent.APIToken, error)
+	CreateArtifact(ctx context.Context, conversationID *int, title string, kind string, content string) (*artifact.Saved, error)
+	RewriteArtifact(ctx context.Context, conversationID *int, artifactID int, content string) (*artifact.Saved, error)
+	UpdateArtifact(ctx context.Context, conversationID *int, artifactID int, edits []*workspace.EditInput) (*artifact.Saved, error)
 	SuggestNextActions(ctx context.Context, conversationID *int, suggestions []string) (*model.SuggestionsAck, error)
 	RunCode(ctx context.Context, conversationID *int, code string, toolResults []string) (*code.Result, error)
 	StartConversation(ctx context.Context, input model.StartConversationInput) (*ent.Conversation, error)
@@ -695,6 +739,7 @@ type QueryResolver interface {
 	Conversations(ctx context.Context, after *entgql.Cursor[int], first *int, before *entgql.Cursor[int], last *int, orderBy []*ent.ConversationOrder, where *ent.ConversationWhereInput) (*ent.ConversationConnection, error)
 	Agents(ctx context.Context, first *int, after *entgql.Cursor[int], last *int, before *entgql.Cursor[int], orderBy []*ent.AgentOrder) (*ent.AgentConnection, error)
 	APITokens(ctx context.Context) ([]*ent.APIToken, error)
+	Artifacts(ctx context.Context, conversationID int) ([]*ent.Artifact, error)
 	Calculate(ctx context.Context, conversationID *int, expression string) (*model.Calculation, error)
 	Catalogue(ctx context.Context, agentID *int) (*catalog.Catalogue, error)
 	SearchTools(ctx context.Context, conversationID *int, queries []string) (*catalog.Search, error)
@@ -993,6 +1038,129 @@ func (e *executableSchema) Complexity(ctx context.Context, typeName, field strin
 		}
 
 		return e.ComplexityRoot.ArgumentRepair.Rule(childComplexity), true
+
+	case "Artifact.createdAt":
+		if e.ComplexityRoot.Artifact.CreatedAt == nil {
+			break
+		}
+
+		return e.ComplexityRoot.Artifact.CreatedAt(childComplexity), true
+	case "Artifact.id":
+		if e.ComplexityRoot.Artifact.ID == nil {
+			break
+		}
+
+		return e.ComplexityRoot.Artifact.ID(childComplexity), true
+	case "Artifact.kind":
+		if e.ComplexityRoot.Artifact.Kind == nil {
+			break
+		}
+
+		return e.ComplexityRoot.Artifact.Kind(childComplexity), true
+	case "Artifact.shown":
+		if e.ComplexityRoot.Artifact.Shown == nil {
+			break
+		}
+
+		return e.ComplexityRoot.Artifact.Shown(childComplexity), true
+	case "Artifact.title":
+		if e.ComplexityRoot.Artifact.Title == nil {
+			break
+		}
+
+		return e.ComplexityRoot.Artifact.Title(childComplexity), true
+	case "Artifact.updatedAt":
+		if e.ComplexityRoot.Artifact.UpdatedAt == nil {
+			break
+		}
+
+		return e.ComplexityRoot.Artifact.UpdatedAt(childComplexity), true
+	case "Artifact.versions":
+		if e.ComplexityRoot.Artifact.Versions == nil {
+			break
+		}
+
+		return e.ComplexityRoot.Artifact.Versions(childComplexity), true
+
+	case "ArtifactSaved.artifactId":
+		if e.ComplexityRoot.ArtifactSaved.ArtifactID == nil {
+			break
+		}
+
+		return e.ComplexityRoot.ArtifactSaved.ArtifactID(childComplexity), true
+	case "ArtifactSaved.chars":
+		if e.ComplexityRoot.ArtifactSaved.Chars == nil {
+			break
+		}
+
+		return e.ComplexityRoot.ArtifactSaved.Chars(childComplexity), true
+	case "ArtifactSaved.draft":
+		if e.ComplexityRoot.ArtifactSaved.Draft == nil {
+			break
+		}
+
+		return e.ComplexityRoot.ArtifactSaved.Draft(childComplexity), true
+	case "ArtifactSaved.edits":
+		if e.ComplexityRoot.ArtifactSaved.Edits == nil {
+			break
+		}
+
+		return e.ComplexityRoot.ArtifactSaved.Edits(childComplexity), true
+	case "ArtifactSaved.kind":
+		if e.ComplexityRoot.ArtifactSaved.Kind == nil {
+			break
+		}
+
+		return e.ComplexityRoot.ArtifactSaved.Kind(childComplexity), true
+	case "ArtifactSaved.note":
+		if e.ComplexityRoot.ArtifactSaved.Note == nil {
+			break
+		}
+
+		return e.ComplexityRoot.ArtifactSaved.Note(childComplexity), true
+	case "ArtifactSaved.title":
+		if e.ComplexityRoot.ArtifactSaved.Title == nil {
+			break
+		}
+
+		return e.ComplexityRoot.ArtifactSaved.Title(childComplexity), true
+	case "ArtifactSaved.version":
+		if e.ComplexityRoot.ArtifactSaved.Version == nil {
+			break
+		}
+
+		return e.ComplexityRoot.ArtifactSaved.Version(childComplexity), true
+
+	case "ArtifactVersion.chars":
+		if e.ComplexityRoot.ArtifactVersion.Chars == nil {
+			break
+		}
+
+		return e.ComplexityRoot.ArtifactVersion.Chars(childComplexity), true
+	case "ArtifactVersion.content":
+		if e.ComplexityRoot.ArtifactVersion.Content == nil {
+			break
+		}
+
+		return e.ComplexityRoot.ArtifactVersion.Content(childComplexity), true
+	case "ArtifactVersion.createdAt":
+		if e.ComplexityRoot.ArtifactVersion.CreatedAt == nil {
+			break
+		}
+
+		return e.ComplexityRoot.ArtifactVersion.CreatedAt(childComplexity), true
+	case "ArtifactVersion.inspected":
+		if e.ComplexityRoot.ArtifactVersion.Inspected == nil {
+			break
+		}
+
+		return e.ComplexityRoot.ArtifactVersion.Inspected(childComplexity), true
+	case "ArtifactVersion.number":
+		if e.ComplexityRoot.ArtifactVersion.Number == nil {
+			break
+		}
+
+		return e.ComplexityRoot.ArtifactVersion.Number(childComplexity), true
 
 	case "Calculation.value":
 		if e.ComplexityRoot.Calculation.Value == nil {
@@ -1551,6 +1719,17 @@ func (e *executableSchema) Complexity(ctx context.Context, typeName, field strin
 		}
 
 		return e.ComplexityRoot.Mutation.CreateAgent(childComplexity, args["input"].(model.CreateAgentInput)), true
+	case "Mutation.createArtifact":
+		if e.ComplexityRoot.Mutation.CreateArtifact == nil {
+			break
+		}
+
+		args, err := ec.field_Mutation_createArtifact_args(ctx, rawArgs)
+		if err != nil {
+			return 0, false
+		}
+
+		return e.ComplexityRoot.Mutation.CreateArtifact(childComplexity, args["conversationId"].(*int), args["title"].(string), args["kind"].(string), args["content"].(string)), true
 	case "Mutation.createUser":
 		if e.ComplexityRoot.Mutation.CreateUser == nil {
 			break
@@ -1639,6 +1818,17 @@ func (e *executableSchema) Complexity(ctx context.Context, typeName, field strin
 		}
 
 		return e.ComplexityRoot.Mutation.RevokeAPIToken(childComplexity, args["id"].(int)), true
+	case "Mutation.rewriteArtifact":
+		if e.ComplexityRoot.Mutation.RewriteArtifact == nil {
+			break
+		}
+
+		args, err := ec.field_Mutation_rewriteArtifact_args(ctx, rawArgs)
+		if err != nil {
+			return 0, false
+		}
+
+		return e.ComplexityRoot.Mutation.RewriteArtifact(childComplexity, args["conversationId"].(*int), args["artifactId"].(int), args["content"].(string)), true
 	case "Mutation.runCode":
 		if e.ComplexityRoot.Mutation.RunCode == nil {
 			break
@@ -1705,6 +1895,17 @@ func (e *executableSchema) Complexity(ctx context.Context, typeName, field strin
 		}
 
 		return e.ComplexityRoot.Mutation.UpdateApplication(childComplexity, args["input"].(model.UpdateApplicationInput)), true
+	case "Mutation.updateArtifact":
+		if e.ComplexityRoot.Mutation.UpdateArtifact == nil {
+			break
+		}
+
+		args, err := ec.field_Mutation_updateArtifact_args(ctx, rawArgs)
+		if err != nil {
+			return 0, false
+		}
+
+		return e.ComplexityRoot.Mutation.UpdateArtifact(childComplexity, args["conversationId"].(*int), args["artifactId"].(int), args["edits"].([]*workspace.EditInput)), true
 	case "Mutation.updateOrganization":
 		if e.ComplexityRoot.Mutation.UpdateOrganization == nil {
 			break
@@ -1832,6 +2033,17 @@ func (e *executableSchema) Complexity(ctx context.Context, typeName, field strin
 		}
 
 		return e.ComplexityRoot.Query.Applications(childComplexity), true
+	case "Query.artifacts":
+		if e.ComplexityRoot.Query.Artifacts == nil {
+			break
+		}
+
+		args, err := ec.field_Query_artifacts_args(ctx, rawArgs)
+		if err != nil {
+			return 0, false
+		}
+
+		return e.ComplexityRoot.Query.Artifacts(childComplexity, args["conversationId"].(int)), true
 	case "Query.calculate":
 		if e.ComplexityRoot.Query.Calculate == nil {
 			break
@@ -3508,6 +3720,72 @@ type CreatedAPIToken {
   "The secret: shown once, never stored (only its hash is)."
   token: String!
   apiToken: APIToken!
+}
+`, BuiltIn: false},
+	{Name: "../artifact.graphqls", Input: `# The artifact tools: versioned documents a conversation produces. Each
+# tool field takes conversationId: a turn's scope token names the
+# conversation itself; an API token (the playground) must give it.
+
+extend type Query {
+  "A conversation's artifacts, oldest first, each with every version."
+  artifacts(conversationId: ID!): [Artifact!]!
+}
+
+extend type Mutation {
+  "create_artifact: a new artifact of kind html, svg or markdown, at version 1."
+  createArtifact(conversationId: ID, title: String!, kind: String!, content: String!): ArtifactSaved!
+  "rewrite_artifact: a new version replacing the whole content."
+  rewriteArtifact(conversationId: ID, artifactId: ID!, content: String!): ArtifactSaved!
+  "update_artifact: a new version made by exact replacements in the latest, each matching exactly once, all or nothing."
+  updateArtifact(conversationId: ID, artifactId: ID!, edits: [WorkspaceEditInput!]!): ArtifactSaved!
+}
+
+"A document a conversation produced, kept as versions that are never overwritten."
+type Artifact {
+  id: ID!
+  title: String!
+  kind: ArtifactKind! @goField(forceResolver: true)
+  createdAt: Time!
+  updatedAt: Time!
+  "Every version, oldest first."
+  versions: [ArtifactVersion!]! @goField(forceResolver: true)
+  """
+  The version the portal shows: the latest inspected one of an html or svg
+  artifact, the latest of a markdown one; null while every version is a draft.
+  It renders at /artifacts/{id}/versions/{number}.
+  """
+  shown: ArtifactVersion @goField(forceResolver: true)
+}
+
+enum ArtifactKind {
+  HTML
+  SVG
+  MARKDOWN
+}
+
+"One version of an artifact, written once."
+type ArtifactVersion {
+  number: Int!
+  content: String!
+  chars: Int!
+  createdAt: Time!
+  "inspect_artifact has rendered it; an html or svg version is a draft until then."
+  inspected: Boolean!
+}
+
+"What an artifact write answers."
+type ArtifactSaved @goModel(model: "github.com/toolgate/toolgate/tools/artifact.Saved") {
+  artifactId: ID!
+  title: String!
+  kind: String!
+  version: Int!
+  chars: Int!
+  "Replacements made (update_artifact)."
+  edits: Int!
+  "The version is an html or svg draft, not shown until inspected."
+  draft: Boolean!
+  "What a draft needs."
+  note: String
 }
 `, BuiltIn: false},
 	{Name: "../assist.graphqls", Input: `extend type Query {
@@ -5267,6 +5545,64 @@ func (ec *executionContext) childFields_ArgumentRepair(ctx context.Context, fiel
 	return nil, fmt.Errorf("no field named %q was found under type ArgumentRepair", field.Name)
 }
 
+func (ec *executionContext) childFields_Artifact(ctx context.Context, field graphql.CollectedField) (*graphql.FieldContext, error) {
+	switch field.Name {
+	case "id":
+		return ec.fieldContext_Artifact_id(ctx, field)
+	case "title":
+		return ec.fieldContext_Artifact_title(ctx, field)
+	case "kind":
+		return ec.fieldContext_Artifact_kind(ctx, field)
+	case "createdAt":
+		return ec.fieldContext_Artifact_createdAt(ctx, field)
+	case "updatedAt":
+		return ec.fieldContext_Artifact_updatedAt(ctx, field)
+	case "versions":
+		return ec.fieldContext_Artifact_versions(ctx, field)
+	case "shown":
+		return ec.fieldContext_Artifact_shown(ctx, field)
+	}
+	return nil, fmt.Errorf("no field named %q was found under type Artifact", field.Name)
+}
+
+func (ec *executionContext) childFields_ArtifactSaved(ctx context.Context, field graphql.CollectedField) (*graphql.FieldContext, error) {
+	switch field.Name {
+	case "artifactId":
+		return ec.fieldContext_ArtifactSaved_artifactId(ctx, field)
+	case "title":
+		return ec.fieldContext_ArtifactSaved_title(ctx, field)
+	case "kind":
+		return ec.fieldContext_ArtifactSaved_kind(ctx, field)
+	case "version":
+		return ec.fieldContext_ArtifactSaved_version(ctx, field)
+	case "chars":
+		return ec.fieldContext_ArtifactSaved_chars(ctx, field)
+	case "edits":
+		return ec.fieldContext_ArtifactSaved_edits(ctx, field)
+	case "draft":
+		return ec.fieldContext_ArtifactSaved_draft(ctx, field)
+	case "note":
+		return ec.fieldContext_ArtifactSaved_note(ctx, field)
+	}
+	return nil, fmt.Errorf("no field named %q was found under type ArtifactSaved", field.Name)
+}
+
+func (ec *executionContext) childFields_ArtifactVersion(ctx context.Context, field graphql.CollectedField) (*graphql.FieldContext, error) {
+	switch field.Name {
+	case "number":
+		return ec.fieldContext_ArtifactVersion_number(ctx, field)
+	case "content":
+		return ec.fieldContext_ArtifactVersion_content(ctx, field)
+	case "chars":
+		return ec.fieldContext_ArtifactVersion_chars(ctx, field)
+	case "createdAt":
+		return ec.fieldContext_ArtifactVersion_createdAt(ctx, field)
+	case "inspected":
+		return ec.fieldContext_ArtifactVersion_inspected(ctx, field)
+	}
+	return nil, fmt.Errorf("no field named %q was found under type ArtifactVersion", field.Name)
+}
+
 func (ec *executionContext) childFields_Calculation(ctx context.Context, field graphql.CollectedField) (*graphql.FieldContext, error) {
 	switch field.Name {
 	case "value":
@@ -6471,6 +6807,44 @@ func (ec *executionContext) field_Mutation_createAgent_args(ctx context.Context,
 	return args, nil
 }
 
+func (ec *executionContext) field_Mutation_createArtifact_args(ctx context.Context, rawArgs map[string]any) (map[string]any, error) {
+	var err error
+	args := map[string]any{}
+	arg0, err := graphql.ProcessArgField(ctx, rawArgs, "conversationId",
+		func(ctx context.Context, v any) (*int, error) {
+			return ec.unmarshalOID2ᚖint(ctx, v)
+		})
+	if err != nil {
+		return nil, err
+	}
+	args["conversationId"] = arg0
+	arg1, err := graphql.ProcessArgField(ctx, rawArgs, "title",
+		func(ctx context.Context, v any) (string, error) {
+			return ec.unmarshalNString2string(ctx, v)
+		})
+	if err != nil {
+		return nil, err
+	}
+	args["title"] = arg1
+	arg2, err := graphql.ProcessArgField(ctx, rawArgs, "kind",
+		func(ctx context.Context, v any) (string, error) {
+			return ec.unmarshalNString2string(ctx, v)
+		})
+	if err != nil {
+		return nil, err
+	}
+	args["kind"] = arg2
+	arg3, err := graphql.ProcessArgField(ctx, rawArgs, "content",
+		func(ctx context.Context, v any) (string, error) {
+			return ec.unmarshalNString2string(ctx, v)
+		})
+	if err != nil {
+		return nil, err
+	}
+	args["content"] = arg3
+	return args, nil
+}
+
 func (ec *executionContext) field_Mutation_createUser_args(ctx context.Context, rawArgs map[string]any) (map[string]any, error) {
 	var err error
 	args := map[string]any{}
@@ -6607,6 +6981,36 @@ func (ec *executionContext) field_Mutation_revokeAPIToken_args(ctx context.Conte
 	return args, nil
 }
 
+func (ec *executionContext) field_Mutation_rewriteArtifact_args(ctx context.Context, rawArgs map[string]any) (map[string]any, error) {
+	var err error
+	args := map[string]any{}
+	arg0, err := graphql.ProcessArgField(ctx, rawArgs, "conversationId",
+		func(ctx context.Context, v any) (*int, error) {
+			return ec.unmarshalOID2ᚖint(ctx, v)
+		})
+	if err != nil {
+		return nil, err
+	}
+	args["conversationId"] = arg0
+	arg1, err := graphql.ProcessArgField(ctx, rawArgs, "artifactId",
+		func(ctx context.Context, v any) (int, error) {
+			return ec.unmarshalNID2int(ctx, v)
+		})
+	if err != nil {
+		return nil, err
+	}
+	args["artifactId"] = arg1
+	arg2, err := graphql.ProcessArgField(ctx, rawArgs, "content",
+		func(ctx context.Context, v any) (string, error) {
+			return ec.unmarshalNString2string(ctx, v)
+		})
+	if err != nil {
+		return nil, err
+	}
+	args["content"] = arg2
+	return args, nil
+}
+
 func (ec *executionContext) field_Mutation_runCode_args(ctx context.Context, rawArgs map[string]any) (map[string]any, error) {
 	var err error
 	args := map[string]any{}
@@ -6715,6 +7119,36 @@ func (ec *executionContext) field_Mutation_updateApplication_args(ctx context.Co
 	return args, nil
 }
 
+func (ec *executionContext) field_Mutation_updateArtifact_args(ctx context.Context, rawArgs map[string]any) (map[string]any, error) {
+	var err error
+	args := map[string]any{}
+	arg0, err := graphql.ProcessArgField(ctx, rawArgs, "conversationId",
+		func(ctx context.Context, v any) (*int, error) {
+			return ec.unmarshalOID2ᚖint(ctx, v)
+		})
+	if err != nil {
+		return nil, err
+	}
+	args["conversationId"] = arg0
+	arg1, err := graphql.ProcessArgField(ctx, rawArgs, "artifactId",
+		func(ctx context.Context, v any) (int, error) {
+			return ec.unmarshalNID2int(ctx, v)
+		})
+	if err != nil {
+		return nil, err
+	}
+	args["artifactId"] = arg1
+	arg2, err := graphql.ProcessArgField(ctx, rawArgs, "edits",
+		func(ctx context.Context, v any) ([]*workspace.EditInput, error) {
+			return ec.unmarshalNWorkspaceEditInput2ᚕᚖgithubᚗcomᚋtoolgateᚋtoolgateᚋtoolsᚋworkspaceᚐEditInputᚄ(ctx, v)
+		})
+	if err != nil {
+		return nil, err
+	}
+	args["edits"] = arg2
+	return args, nil
+}
+
 func (ec *executionContext) field_Mutation_updateOrganization_args(ctx context.Context, rawArgs map[string]any) (map[string]any, error) {
 	var err error
 	args := map[string]any{}
@@ -6808,6 +7242,20 @@ func (ec *executionContext) field_Query_agents_args(ctx context.Context, rawArgs
 		return nil, err
 	}
 	args["orderBy"] = arg4
+	return args, nil
+}
+
+func (ec *executionContext) field_Query_artifacts_args(ctx context.Context, rawArgs map[string]any) (map[string]any, error) {
+	var err error
+	args := map[string]any{}
+	arg0, err := graphql.ProcessArgField(ctx, rawArgs, "conversationId",
+		func(ctx context.Context, v any) (int, error) {
+			return ec.unmarshalNID2int(ctx, v)
+		})
+	if err != nil {
+		return nil, err
+	}
+	args["conversationId"] = arg0
 	return args, nil
 }
 
@@ -8418,6 +8866,484 @@ func (ec *executionContext) _ArgumentRepair_path(ctx context.Context, field grap
 }
 func (ec *executionContext) fieldContext_ArgumentRepair_path(_ context.Context, field graphql.CollectedField) (fc *graphql.FieldContext, err error) {
 	return graphql.NewScalarFieldContext("ArgumentRepair", field, false, false, "String")
+}
+
+func (ec *executionContext) _Artifact_id(ctx context.Context, field graphql.CollectedField, obj *ent.Artifact) (ret graphql.Marshaler) {
+	return graphql.ResolveField(
+		ctx,
+		ec.OperationContext,
+		field,
+		func(ctx context.Context, field graphql.CollectedField) (*graphql.FieldContext, error) {
+			return ec.fieldContext_Artifact_id(ctx, field)
+		},
+		func(ctx context.Context) (any, error) {
+			return obj.ID, nil
+		},
+		nil,
+		func(ctx context.Context, selections ast.SelectionSet, v int) graphql.Marshaler {
+			return ec.marshalNID2int(ctx, selections, v)
+		},
+		true,
+		true,
+	)
+}
+func (ec *executionContext) fieldContext_Artifact_id(_ context.Context, field graphql.CollectedField) (fc *graphql.FieldContext, err error) {
+	return graphql.NewScalarFieldContext("Artifact", field, false, false, "ID")
+}
+
+func (ec *executionContext) _Artifact_title(ctx context.Context, field graphql.CollectedField, obj *ent.Artifact) (ret graphql.Marshaler) {
+	return graphql.ResolveField(
+		ctx,
+		ec.OperationContext,
+		field,
+		func(ctx context.Context, field graphql.CollectedField) (*graphql.FieldContext, error) {
+			return ec.fieldContext_Artifact_title(ctx, field)
+		},
+		func(ctx context.Context) (any, error) {
+			return obj.Title, nil
+		},
+		nil,
+		func(ctx context.Context, selections ast.SelectionSet, v string) graphql.Marshaler {
+			return ec.marshalNString2string(ctx, selections, v)
+		},
+		true,
+		true,
+	)
+}
+func (ec *executionContext) fieldContext_Artifact_title(_ context.Context, field graphql.CollectedField) (fc *graphql.FieldContext, err error) {
+	return graphql.NewScalarFieldContext("Artifact", field, false, false, "String")
+}
+
+func (ec *executionContext) _Artifact_kind(ctx context.Context, field graphql.CollectedField, obj *ent.Artifact) (ret graphql.Marshaler) {
+	return graphql.ResolveField(
+		ctx,
+		ec.OperationContext,
+		field,
+		func(ctx context.Context, field graphql.CollectedField) (*graphql.FieldContext, error) {
+			return ec.fieldContext_Artifact_kind(ctx, field)
+		},
+		func(ctx context.Context) (any, error) {
+			return ec.Resolvers.Artifact().Kind(ctx, obj)
+		},
+		nil,
+		func(ctx context.Context, selections ast.SelectionSet, v model.ArtifactKind) graphql.Marshaler {
+			return ec.marshalNArtifactKind2githubᚗcomᚋtoolgateᚋtoolgateᚋgraphᚋmodelᚐArtifactKind(ctx, selections, v)
+		},
+		true,
+		true,
+	)
+}
+func (ec *executionContext) fieldContext_Artifact_kind(_ context.Context, field graphql.CollectedField) (fc *graphql.FieldContext, err error) {
+	return graphql.NewScalarFieldContext("Artifact", field, true, true, "ArtifactKind")
+}
+
+func (ec *executionContext) _Artifact_createdAt(ctx context.Context, field graphql.CollectedField, obj *ent.Artifact) (ret graphql.Marshaler) {
+	return graphql.ResolveField(
+		ctx,
+		ec.OperationContext,
+		field,
+		func(ctx context.Context, field graphql.CollectedField) (*graphql.FieldContext, error) {
+			return ec.fieldContext_Artifact_createdAt(ctx, field)
+		},
+		func(ctx context.Context) (any, error) {
+			return obj.CreatedAt, nil
+		},
+		nil,
+		func(ctx context.Context, selections ast.SelectionSet, v time.Time) graphql.Marshaler {
+			return ec.marshalNTime2timeᚐTime(ctx, selections, v)
+		},
+		true,
+		true,
+	)
+}
+func (ec *executionContext) fieldContext_Artifact_createdAt(_ context.Context, field graphql.CollectedField) (fc *graphql.FieldContext, err error) {
+	return graphql.NewScalarFieldContext("Artifact", field, false, false, "Time")
+}
+
+func (ec *executionContext) _Artifact_updatedAt(ctx context.Context, field graphql.CollectedField, obj *ent.Artifact) (ret graphql.Marshaler) {
+	return graphql.ResolveField(
+		ctx,
+		ec.OperationContext,
+		field,
+		func(ctx context.Context, field graphql.CollectedField) (*graphql.FieldContext, error) {
+			return ec.fieldContext_Artifact_updatedAt(ctx, field)
+		},
+		func(ctx context.Context) (any, error) {
+			return obj.UpdatedAt, nil
+		},
+		nil,
+		func(ctx context.Context, selections ast.SelectionSet, v time.Time) graphql.Marshaler {
+			return ec.marshalNTime2timeᚐTime(ctx, selections, v)
+		},
+		true,
+		true,
+	)
+}
+func (ec *executionContext) fieldContext_Artifact_updatedAt(_ context.Context, field graphql.CollectedField) (fc *graphql.FieldContext, err error) {
+	return graphql.NewScalarFieldContext("Artifact", field, false, false, "Time")
+}
+
+func (ec *executionContext) _Artifact_versions(ctx context.Context, field graphql.CollectedField, obj *ent.Artifact) (ret graphql.Marshaler) {
+	return graphql.ResolveField(
+		ctx,
+		ec.OperationContext,
+		field,
+		func(ctx context.Context, field graphql.CollectedField) (*graphql.FieldContext, error) {
+			return ec.fieldContext_Artifact_versions(ctx, field)
+		},
+		func(ctx context.Context) (any, error) {
+			return ec.Resolvers.Artifact().Versions(ctx, obj)
+		},
+		nil,
+		func(ctx context.Context, selections ast.SelectionSet, v []*ent.ArtifactVersion) graphql.Marshaler {
+			return ec.marshalNArtifactVersion2ᚕᚖgithubᚗcomᚋtoolgateᚋtoolgateᚋentᚐArtifactVersionᚄ(ctx, selections, v)
+		},
+		true,
+		true,
+	)
+}
+func (ec *executionContext) fieldContext_Artifact_versions(_ context.Context, field graphql.CollectedField) (fc *graphql.FieldContext, err error) {
+	fc = &graphql.FieldContext{
+		Object:     "Artifact",
+		Field:      field,
+		IsMethod:   true,
+		IsResolver: true,
+		Child: func(ctx context.Context, field graphql.CollectedField) (*graphql.FieldContext, error) {
+			return ec.childFields_ArtifactVersion(ctx, field)
+		},
+	}
+	return fc, nil
+}
+
+func (ec *executionContext) _Artifact_shown(ctx context.Context, field graphql.CollectedField, obj *ent.Artifact) (ret graphql.Marshaler) {
+	return graphql.ResolveField(
+		ctx,
+		ec.OperationContext,
+		field,
+		func(ctx context.Context, field graphql.CollectedField) (*graphql.FieldContext, error) {
+			return ec.fieldContext_Artifact_shown(ctx, field)
+		},
+		func(ctx context.Context) (any, error) {
+			return ec.Resolvers.Artifact().Shown(ctx, obj)
+		},
+		nil,
+		func(ctx context.Context, selections ast.SelectionSet, v *ent.ArtifactVersion) graphql.Marshaler {
+			return ec.marshalOArtifactVersion2ᚖgithubᚗcomᚋtoolgateᚋtoolgateᚋentᚐArtifactVersion(ctx, selections, v)
+		},
+		true,
+		false,
+	)
+}
+func (ec *executionContext) fieldContext_Artifact_shown(_ context.Context, field graphql.CollectedField) (fc *graphql.FieldContext, err error) {
+	fc = &graphql.FieldContext{
+		Object:     "Artifact",
+		Field:      field,
+		IsMethod:   true,
+		IsResolver: true,
+		Child: func(ctx context.Context, field graphql.CollectedField) (*graphql.FieldContext, error) {
+			return ec.childFields_ArtifactVersion(ctx, field)
+		},
+	}
+	return fc, nil
+}
+
+func (ec *executionContext) _ArtifactSaved_artifactId(ctx context.Context, field graphql.CollectedField, obj *artifact.Saved) (ret graphql.Marshaler) {
+	return graphql.ResolveField(
+		ctx,
+		ec.OperationContext,
+		field,
+		func(ctx context.Context, field graphql.CollectedField) (*graphql.FieldContext, error) {
+			return ec.fieldContext_ArtifactSaved_artifactId(ctx, field)
+		},
+		func(ctx context.Context) (any, error) {
+			return obj.ArtifactID, nil
+		},
+		nil,
+		func(ctx context.Context, selections ast.SelectionSet, v int) graphql.Marshaler {
+			return ec.marshalNID2int(ctx, selections, v)
+		},
+		true,
+		true,
+	)
+}
+func (ec *executionContext) fieldContext_ArtifactSaved_artifactId(_ context.Context, field graphql.CollectedField) (fc *graphql.FieldContext, err error) {
+	return graphql.NewScalarFieldContext("ArtifactSaved", field, false, false, "ID")
+}
+
+func (ec *executionContext) _ArtifactSaved_title(ctx context.Context, field graphql.CollectedField, obj *artifact.Saved) (ret graphql.Marshaler) {
+	return graphql.ResolveField(
+		ctx,
+		ec.OperationContext,
+		field,
+		func(ctx context.Context, field graphql.CollectedField) (*graphql.FieldContext, error) {
+			return ec.fieldContext_ArtifactSaved_title(ctx, field)
+		},
+		func(ctx context.Context) (any, error) {
+			return obj.Title, nil
+		},
+		nil,
+		func(ctx context.Context, selections ast.SelectionSet, v string) graphql.Marshaler {
+			return ec.marshalNString2string(ctx, selections, v)
+		},
+		true,
+		true,
+	)
+}
+func (ec *executionContext) fieldContext_ArtifactSaved_title(_ context.Context, field graphql.CollectedField) (fc *graphql.FieldContext, err error) {
+	return graphql.NewScalarFieldContext("ArtifactSaved", field, false, false, "String")
+}
+
+func (ec *executionContext) _ArtifactSaved_kind(ctx context.Context, field graphql.CollectedField, obj *artifact.Saved) (ret graphql.Marshaler) {
+	return graphql.ResolveField(
+		ctx,
+		ec.OperationContext,
+		field,
+		func(ctx context.Context, field graphql.CollectedField) (*graphql.FieldContext, error) {
+			return ec.fieldContext_ArtifactSaved_kind(ctx, field)
+		},
+		func(ctx context.Context) (any, error) {
+			return obj.Kind, nil
+		},
+		nil,
+		func(ctx context.Context, selections ast.SelectionSet, v string) graphql.Marshaler {
+			return ec.marshalNString2string(ctx, selections, v)
+		},
+		true,
+		true,
+	)
+}
+func (ec *executionContext) fieldContext_ArtifactSaved_kind(_ context.Context, field graphql.CollectedField) (fc *graphql.FieldContext, err error) {
+	return graphql.NewScalarFieldContext("ArtifactSaved", field, false, false, "String")
+}
+
+func (ec *executionContext) _ArtifactSaved_version(ctx context.Context, field graphql.CollectedField, obj *artifact.Saved) (ret graphql.Marshaler) {
+	return graphql.ResolveField(
+		ctx,
+		ec.OperationContext,
+		field,
+		func(ctx context.Context, field graphql.CollectedField) (*graphql.FieldContext, error) {
+			return ec.fieldContext_ArtifactSaved_version(ctx, field)
+		},
+		func(ctx context.Context) (any, error) {
+			return obj.Version, nil
+		},
+		nil,
+		func(ctx context.Context, selections ast.SelectionSet, v int) graphql.Marshaler {
+			return ec.marshalNInt2int(ctx, selections, v)
+		},
+		true,
+		true,
+	)
+}
+func (ec *executionContext) fieldContext_ArtifactSaved_version(_ context.Context, field graphql.CollectedField) (fc *graphql.FieldContext, err error) {
+	return graphql.NewScalarFieldContext("ArtifactSaved", field, false, false, "Int")
+}
+
+func (ec *executionContext) _ArtifactSaved_chars(ctx context.Context, field graphql.CollectedField, obj *artifact.Saved) (ret graphql.Marshaler) {
+	return graphql.ResolveField(
+		ctx,
+		ec.OperationContext,
+		field,
+		func(ctx context.Context, field graphql.CollectedField) (*graphql.FieldContext, error) {
+			return ec.fieldContext_ArtifactSaved_chars(ctx, field)
+		},
+		func(ctx context.Context) (any, error) {
+			return obj.Chars, nil
+		},
+		nil,
+		func(ctx context.Context, selections ast.SelectionSet, v int) graphql.Marshaler {
+			return ec.marshalNInt2int(ctx, selections, v)
+		},
+		true,
+		true,
+	)
+}
+func (ec *executionContext) fieldContext_ArtifactSaved_chars(_ context.Context, field graphql.CollectedField) (fc *graphql.FieldContext, err error) {
+	return graphql.NewScalarFieldContext("ArtifactSaved", field, false, false, "Int")
+}
+
+func (ec *executionContext) _ArtifactSaved_edits(ctx context.Context, field graphql.CollectedField, obj *artifact.Saved) (ret graphql.Marshaler) {
+	return graphql.ResolveField(
+		ctx,
+		ec.OperationContext,
+		field,
+		func(ctx context.Context, field graphql.CollectedField) (*graphql.FieldContext, error) {
+			return ec.fieldContext_ArtifactSaved_edits(ctx, field)
+		},
+		func(ctx context.Context) (any, error) {
+			return obj.Edits, nil
+		},
+		nil,
+		func(ctx context.Context, selections ast.SelectionSet, v int) graphql.Marshaler {
+			return ec.marshalNInt2int(ctx, selections, v)
+		},
+		true,
+		true,
+	)
+}
+func (ec *executionContext) fieldContext_ArtifactSaved_edits(_ context.Context, field graphql.CollectedField) (fc *graphql.FieldContext, err error) {
+	return graphql.NewScalarFieldContext("ArtifactSaved", field, false, false, "Int")
+}
+
+func (ec *executionContext) _ArtifactSaved_draft(ctx context.Context, field graphql.CollectedField, obj *artifact.Saved) (ret graphql.Marshaler) {
+	return graphql.ResolveField(
+		ctx,
+		ec.OperationContext,
+		field,
+		func(ctx context.Context, field graphql.CollectedField) (*graphql.FieldContext, error) {
+			return ec.fieldContext_ArtifactSaved_draft(ctx, field)
+		},
+		func(ctx context.Context) (any, error) {
+			return obj.Draft, nil
+		},
+		nil,
+		func(ctx context.Context, selections ast.SelectionSet, v bool) graphql.Marshaler {
+			return ec.marshalNBoolean2bool(ctx, selections, v)
+		},
+		true,
+		true,
+	)
+}
+func (ec *executionContext) fieldContext_ArtifactSaved_draft(_ context.Context, field graphql.CollectedField) (fc *graphql.FieldContext, err error) {
+	return graphql.NewScalarFieldContext("ArtifactSaved", field, false, false, "Boolean")
+}
+
+func (ec *executionContext) _ArtifactSaved_note(ctx context.Context, field graphql.CollectedField, obj *artifact.Saved) (ret graphql.Marshaler) {
+	return graphql.ResolveField(
+		ctx,
+		ec.OperationContext,
+		field,
+		func(ctx context.Context, field graphql.CollectedField) (*graphql.FieldContext, error) {
+			return ec.fieldContext_ArtifactSaved_note(ctx, field)
+		},
+		func(ctx context.Context) (any, error) {
+			return obj.Note, nil
+		},
+		nil,
+		func(ctx context.Context, selections ast.SelectionSet, v string) graphql.Marshaler {
+			return ec.marshalOString2string(ctx, selections, v)
+		},
+		true,
+		false,
+	)
+}
+func (ec *executionContext) fieldContext_ArtifactSaved_note(_ context.Context, field graphql.CollectedField) (fc *graphql.FieldContext, err error) {
+	return graphql.NewScalarFieldContext("ArtifactSaved", field, false, false, "String")
+}
+
+func (ec *executionContext) _ArtifactVersion_number(ctx context.Context, field graphql.CollectedField, obj *ent.ArtifactVersion) (ret graphql.Marshaler) {
+	return graphql.ResolveField(
+		ctx,
+		ec.OperationContext,
+		field,
+		func(ctx context.Context, field graphql.CollectedField) (*graphql.FieldContext, error) {
+			return ec.fieldContext_ArtifactVersion_number(ctx, field)
+		},
+		func(ctx context.Context) (any, error) {
+			return obj.Number, nil
+		},
+		nil,
+		func(ctx context.Context, selections ast.SelectionSet, v int) graphql.Marshaler {
+			return ec.marshalNInt2int(ctx, selections, v)
+		},
+		true,
+		true,
+	)
+}
+func (ec *executionContext) fieldContext_ArtifactVersion_number(_ context.Context, field graphql.CollectedField) (fc *graphql.FieldContext, err error) {
+	return graphql.NewScalarFieldContext("ArtifactVersion", field, false, false, "Int")
+}
+
+func (ec *executionContext) _ArtifactVersion_content(ctx context.Context, field graphql.CollectedField, obj *ent.ArtifactVersion) (ret graphql.Marshaler) {
+	return graphql.ResolveField(
+		ctx,
+		ec.OperationContext,
+		field,
+		func(ctx context.Context, field graphql.CollectedField) (*graphql.FieldContext, error) {
+			return ec.fieldContext_ArtifactVersion_content(ctx, field)
+		},
+		func(ctx context.Context) (any, error) {
+			return obj.Content, nil
+		},
+		nil,
+		func(ctx context.Context, selections ast.SelectionSet, v string) graphql.Marshaler {
+			return ec.marshalNString2string(ctx, selections, v)
+		},
+		true,
+		true,
+	)
+}
+func (ec *executionContext) fieldContext_ArtifactVersion_content(_ context.Context, field graphql.CollectedField) (fc *graphql.FieldContext, err error) {
+	return graphql.NewScalarFieldContext("ArtifactVersion", field, false, false, "String")
+}
+
+func (ec *executionContext) _ArtifactVersion_chars(ctx context.Context, field graphql.CollectedField, obj *ent.ArtifactVersion) (ret graphql.Marshaler) {
+	return graphql.ResolveField(
+		ctx,
+		ec.OperationContext,
+		field,
+		func(ctx context.Context, field graphql.CollectedField) (*graphql.FieldContext, error) {
+			return ec.fieldContext_ArtifactVersion_chars(ctx, field)
+		},
+		func(ctx context.Context) (any, error) {
+			return obj.Chars, nil
+		},
+		nil,
+		func(ctx context.Context, selections ast.SelectionSet, v int64) graphql.Marshaler {
+			return ec.marshalNInt2int64(ctx, selections, v)
+		},
+		true,
+		true,
+	)
+}
+func (ec *executionContext) fieldContext_ArtifactVersion_chars(_ context.Context, field graphql.CollectedField) (fc *graphql.FieldContext, err error) {
+	return graphql.NewScalarFieldContext("ArtifactVersion", field, false, false, "Int")
+}
+
+func (ec *executionContext) _ArtifactVersion_createdAt(ctx context.Context, field graphql.CollectedField, obj *ent.ArtifactVersion) (ret graphql.Marshaler) {
+	return graphql.ResolveField(
+		ctx,
+		ec.OperationContext,
+		field,
+		func(ctx context.Context, field graphql.CollectedField) (*graphql.FieldContext, error) {
+			return ec.fieldContext_ArtifactVersion_createdAt(ctx, field)
+		},
+		func(ctx context.Context) (any, error) {
+			return obj.CreatedAt, nil
+		},
+		nil,
+		func(ctx context.Context, selections ast.SelectionSet, v time.Time) graphql.Marshaler {
+			return ec.marshalNTime2timeᚐTime(ctx, selections, v)
+		},
+		true,
+		true,
+	)
+}
+func (ec *executionContext) fieldContext_ArtifactVersion_createdAt(_ context.Context, field graphql.CollectedField) (fc *graphql.FieldContext, err error) {
+	return graphql.NewScalarFieldContext("ArtifactVersion", field, false, false, "Time")
+}
+
+func (ec *executionContext) _ArtifactVersion_inspected(ctx context.Context, field graphql.CollectedField, obj *ent.ArtifactVersion) (ret graphql.Marshaler) {
+	return graphql.ResolveField(
+		ctx,
+		ec.OperationContext,
+		field,
+		func(ctx context.Context, field graphql.CollectedField) (*graphql.FieldContext, error) {
+			return ec.fieldContext_ArtifactVersion_inspected(ctx, field)
+		},
+		func(ctx context.Context) (any, error) {
+			return obj.Inspected, nil
+		},
+		nil,
+		func(ctx context.Context, selections ast.SelectionSet, v bool) graphql.Marshaler {
+			return ec.marshalNBoolean2bool(ctx, selections, v)
+		},
+		true,
+		true,
+	)
+}
+func (ec *executionContext) fieldContext_ArtifactVersion_inspected(_ context.Context, field graphql.CollectedField) (fc *graphql.FieldContext, err error) {
+	return graphql.NewScalarFieldContext("ArtifactVersion", field, false, false, "Boolean")
 }
 
 func (ec *executionContext) _Calculation_value(ctx context.Context, field graphql.CollectedField, obj *model.Calculation) (ret graphql.Marshaler) {
@@ -10592,6 +11518,138 @@ func (ec *executionContext) fieldContext_Mutation_revokeAPIToken(ctx context.Con
 	return fc, nil
 }
 
+func (ec *executionContext) _Mutation_createArtifact(ctx context.Context, field graphql.CollectedField) (ret graphql.Marshaler) {
+	return graphql.ResolveField(
+		ctx,
+		ec.OperationContext,
+		field,
+		func(ctx context.Context, field graphql.CollectedField) (*graphql.FieldContext, error) {
+			return ec.fieldContext_Mutation_createArtifact(ctx, field)
+		},
+		func(ctx context.Context) (any, error) {
+			fc := graphql.GetFieldContext(ctx)
+			return ec.Resolvers.Mutation().CreateArtifact(ctx, fc.Args["conversationId"].(*int), fc.Args["title"].(string), fc.Args["kind"].(string), fc.Args["content"].(string))
+		},
+		nil,
+		func(ctx context.Context, selections ast.SelectionSet, v *artifact.Saved) graphql.Marshaler {
+			return ec.marshalNArtifactSaved2ᚖgithubᚗcomᚋtoolgateᚋtoolgateᚋtoolsᚋartifactᚐSaved(ctx, selections, v)
+		},
+		true,
+		true,
+	)
+}
+func (ec *executionContext) fieldContext_Mutation_createArtifact(ctx context.Context, field graphql.CollectedField) (fc *graphql.FieldContext, err error) {
+	fc = &graphql.FieldContext{
+		Object:     "Mutation",
+		Field:      field,
+		IsMethod:   true,
+		IsResolver: true,
+		Child: func(ctx context.Context, field graphql.CollectedField) (*graphql.FieldContext, error) {
+			return ec.childFields_ArtifactSaved(ctx, field)
+		},
+	}
+	defer func() {
+		if r := recover(); r != nil {
+			err = ec.Recover(ctx, r)
+			ec.Error(ctx, err)
+		}
+	}()
+	ctx = graphql.WithFieldContext(ctx, fc)
+	if fc.Args, err = ec.field_Mutation_createArtifact_args(ctx, field.ArgumentMap(ec.Variables)); err != nil {
+		ec.Error(ctx, err)
+		return fc, err
+	}
+	return fc, nil
+}
+
+func (ec *executionContext) _Mutation_rewriteArtifact(ctx context.Context, field graphql.CollectedField) (ret graphql.Marshaler) {
+	return graphql.ResolveField(
+		ctx,
+		ec.OperationContext,
+		field,
+		func(ctx context.Context, field graphql.CollectedField) (*graphql.FieldContext, error) {
+			return ec.fieldContext_Mutation_rewriteArtifact(ctx, field)
+		},
+		func(ctx context.Context) (any, error) {
+			fc := graphql.GetFieldContext(ctx)
+			return ec.Resolvers.Mutation().RewriteArtifact(ctx, fc.Args["conversationId"].(*int), fc.Args["artifactId"].(int), fc.Args["content"].(string))
+		},
+		nil,
+		func(ctx context.Context, selections ast.SelectionSet, v *artifact.Saved) graphql.Marshaler {
+			return ec.marshalNArtifactSaved2ᚖgithubᚗcomᚋtoolgateᚋtoolgateᚋtoolsᚋartifactᚐSaved(ctx, selections, v)
+		},
+		true,
+		true,
+	)
+}
+func (ec *executionContext) fieldContext_Mutation_rewriteArtifact(ctx context.Context, field graphql.CollectedField) (fc *graphql.FieldContext, err error) {
+	fc = &graphql.FieldContext{
+		Object:     "Mutation",
+		Field:      field,
+		IsMethod:   true,
+		IsResolver: true,
+		Child: func(ctx context.Context, field graphql.CollectedField) (*graphql.FieldContext, error) {
+			return ec.childFields_ArtifactSaved(ctx, field)
+		},
+	}
+	defer func() {
+		if r := recover(); r != nil {
+			err = ec.Recover(ctx, r)
+			ec.Error(ctx, err)
+		}
+	}()
+	ctx = graphql.WithFieldContext(ctx, fc)
+	if fc.Args, err = ec.field_Mutation_rewriteArtifact_args(ctx, field.ArgumentMap(ec.Variables)); err != nil {
+		ec.Error(ctx, err)
+		return fc, err
+	}
+	return fc, nil
+}
+
+func (ec *executionContext) _Mutation_updateArtifact(ctx context.Context, field graphql.CollectedField) (ret graphql.Marshaler) {
+	return graphql.ResolveField(
+		ctx,
+		ec.OperationContext,
+		field,
+		func(ctx context.Context, field graphql.CollectedField) (*graphql.FieldContext, error) {
+			return ec.fieldContext_Mutation_updateArtifact(ctx, field)
+		},
+		func(ctx context.Context) (any, error) {
+			fc := graphql.GetFieldContext(ctx)
+			return ec.Resolvers.Mutation().UpdateArtifact(ctx, fc.Args["conversationId"].(*int), fc.Args["artifactId"].(int), fc.Args["edits"].([]*workspace.EditInput))
+		},
+		nil,
+		func(ctx context.Context, selections ast.SelectionSet, v *artifact.Saved) graphql.Marshaler {
+			return ec.marshalNArtifactSaved2ᚖgithubᚗcomᚋtoolgateᚋtoolgateᚋtoolsᚋartifactᚐSaved(ctx, selections, v)
+		},
+		true,
+		true,
+	)
+}
+func (ec *executionContext) fieldContext_Mutation_updateArtifact(ctx context.Context, field graphql.CollectedField) (fc *graphql.FieldContext, err error) {
+	fc = &graphql.FieldContext{
+		Object:     "Mutation",
+		Field:      field,
+		IsMethod:   true,
+		IsResolver: true,
+		Child: func(ctx context.Context, field graphql.CollectedField) (*graphql.FieldContext, error) {
+			return ec.childFields_ArtifactSaved(ctx, field)
+		},
+	}
+	defer func() {
+		if r := recover(); r != nil {
+			err = ec.Recover(ctx, r)
+			ec.Error(ctx, err)
+		}
+	}()
+	ctx = graphql.WithFieldContext(ctx, fc)
+	if fc.Args, err = ec.field_Mutation_updateArtifact_args(ctx, field.ArgumentMap(ec.Variables)); err != nil {
+		ec.Error(ctx, err)
+		return fc, err
+	}
+	return fc, nil
+}
+
 func (ec *executionContext) _Mutation_suggestNextActions(ctx context.Context, field graphql.CollectedField) (ret graphql.Marshaler) {
 	return graphql.ResolveField(
 		ctx,
@@ -11843,6 +12901,50 @@ func (ec *executionContext) fieldContext_Query_apiTokens(_ context.Context, fiel
 		Child: func(ctx context.Context, field graphql.CollectedField) (*graphql.FieldContext, error) {
 			return ec.childFields_APIToken(ctx, field)
 		},
+	}
+	return fc, nil
+}
+
+func (ec *executionContext) _Query_artifacts(ctx context.Context, field graphql.CollectedField) (ret graphql.Marshaler) {
+	return graphql.ResolveField(
+		ctx,
+		ec.OperationContext,
+		field,
+		func(ctx context.Context, field graphql.CollectedField) (*graphql.FieldContext, error) {
+			return ec.fieldContext_Query_artifacts(ctx, field)
+		},
+		func(ctx context.Context) (any, error) {
+			fc := graphql.GetFieldContext(ctx)
+			return ec.Resolvers.Query().Artifacts(ctx, fc.Args["conversationId"].(int))
+		},
+		nil,
+		func(ctx context.Context, selections ast.SelectionSet, v []*ent.Artifact) graphql.Marshaler {
+			return ec.marshalNArtifact2ᚕᚖgithubᚗcomᚋtoolgateᚋtoolgateᚋentᚐArtifactᚄ(ctx, selections, v)
+		},
+		true,
+		true,
+	)
+}
+func (ec *executionContext) fieldContext_Query_artifacts(ctx context.Context, field graphql.CollectedField) (fc *graphql.FieldContext, err error) {
+	fc = &graphql.FieldContext{
+		Object:     "Query",
+		Field:      field,
+		IsMethod:   true,
+		IsResolver: true,
+		Child: func(ctx context.Context, field graphql.CollectedField) (*graphql.FieldContext, error) {
+			return ec.childFields_Artifact(ctx, field)
+		},
+	}
+	defer func() {
+		if r := recover(); r != nil {
+			err = ec.Recover(ctx, r)
+			ec.Error(ctx, err)
+		}
+	}()
+	ctx = graphql.WithFieldContext(ctx, fc)
+	if fc.Args, err = ec.field_Query_artifacts_args(ctx, field.ArgumentMap(ec.Variables)); err != nil {
+		ec.Error(ctx, err)
+		return fc, err
 	}
 	return fc, nil
 }
@@ -21691,6 +22793,193 @@ func (ec *executionContext) _ArgumentRepair(ctx context.Context, sel ast.Selecti
 	return out
 }
 
+var artifactImplementors = []string{"Artifact"}
+
+func (ec *executionContext) _Artifact(ctx context.Context, sel ast.SelectionSet, obj *ent.Artifact) graphql.Marshaler {
+	fields := graphql.CollectFields(ec.OperationContext, sel, artifactImplementors)
+
+	out := graphql.NewFieldSet(fields)
+	deferred := graphql.NewDeferredGroup(ctx)
+	for i, field := range fields {
+		switch field.Name {
+		case "__typename":
+			out.Values[i] = graphql.MarshalString("Artifact")
+		case "id":
+			out.Values[i] = ec._Artifact_id(ctx, field, obj)
+			if out.Values[i] == graphql.Null {
+				atomic.AddUint32(&out.Invalids, 1)
+			}
+		case "title":
+			out.Values[i] = ec._Artifact_title(ctx, field, obj)
+			if out.Values[i] == graphql.Null {
+				atomic.AddUint32(&out.Invalids, 1)
+			}
+		case "kind":
+			out.ResolveConcurrently(ec.OperationContext, &deferred, i,
+				true, true,
+				func(ctx context.Context) graphql.Marshaler {
+					return ec._Artifact_kind(ctx, field, obj)
+				})
+		case "createdAt":
+			out.Values[i] = ec._Artifact_createdAt(ctx, field, obj)
+			if out.Values[i] == graphql.Null {
+				atomic.AddUint32(&out.Invalids, 1)
+			}
+		case "updatedAt":
+			out.Values[i] = ec._Artifact_updatedAt(ctx, field, obj)
+			if out.Values[i] == graphql.Null {
+				atomic.AddUint32(&out.Invalids, 1)
+			}
+		case "versions":
+			out.ResolveConcurrently(ec.OperationContext, &deferred, i,
+				true, true,
+				func(ctx context.Context) graphql.Marshaler {
+					return ec._Artifact_versions(ctx, field, obj)
+				})
+		case "shown":
+			out.ResolveConcurrently(ec.OperationContext, &deferred, i,
+				true, false,
+				func(ctx context.Context) graphql.Marshaler {
+					return ec._Artifact_shown(ctx, field, obj)
+				})
+		default:
+			panic("unknown field " + strconv.Quote(field.Name))
+		}
+	}
+	out.Dispatch(ctx)
+	if out.Invalids > 0 {
+		return graphql.Null
+	}
+
+	if n := len(deferred.Defers); n > 0 {
+		atomic.AddInt32(&ec.Deferred, int32(min(n, math.MaxInt32)))
+		ec.ProcessDeferredGroup(deferred)
+	}
+
+	return out
+}
+
+var artifactSavedImplementors = []string{"ArtifactSaved"}
+
+func (ec *executionContext) _ArtifactSaved(ctx context.Context, sel ast.SelectionSet, obj *artifact.Saved) graphql.Marshaler {
+	fields := graphql.CollectFields(ec.OperationContext, sel, artifactSavedImplementors)
+
+	out := graphql.NewFieldSet(fields)
+	deferred := graphql.NewDeferredGroup(ctx)
+	for i, field := range fields {
+		switch field.Name {
+		case "__typename":
+			out.Values[i] = graphql.MarshalString("ArtifactSaved")
+		case "artifactId":
+			out.Values[i] = ec._ArtifactSaved_artifactId(ctx, field, obj)
+			if out.Values[i] == graphql.Null {
+				out.Invalids++
+			}
+		case "title":
+			out.Values[i] = ec._ArtifactSaved_title(ctx, field, obj)
+			if out.Values[i] == graphql.Null {
+				out.Invalids++
+			}
+		case "kind":
+			out.Values[i] = ec._ArtifactSaved_kind(ctx, field, obj)
+			if out.Values[i] == graphql.Null {
+				out.Invalids++
+			}
+		case "version":
+			out.Values[i] = ec._ArtifactSaved_version(ctx, field, obj)
+			if out.Values[i] == graphql.Null {
+				out.Invalids++
+			}
+		case "chars":
+			out.Values[i] = ec._ArtifactSaved_chars(ctx, field, obj)
+			if out.Values[i] == graphql.Null {
+				out.Invalids++
+			}
+		case "edits":
+			out.Values[i] = ec._ArtifactSaved_edits(ctx, field, obj)
+			if out.Values[i] == graphql.Null {
+				out.Invalids++
+			}
+		case "draft":
+			out.Values[i] = ec._ArtifactSaved_draft(ctx, field, obj)
+			if out.Values[i] == graphql.Null {
+				out.Invalids++
+			}
+		case "note":
+			out.Values[i] = ec._ArtifactSaved_note(ctx, field, obj)
+			if out.Values[i] == graphql.RequiredNull {
+				out.Invalids++
+			}
+		default:
+			panic("unknown field " + strconv.Quote(field.Name))
+		}
+	}
+	out.Dispatch(ctx)
+	if out.Invalids > 0 {
+		return graphql.Null
+	}
+
+	if n := len(deferred.Defers); n > 0 {
+		atomic.AddInt32(&ec.Deferred, int32(min(n, math.MaxInt32)))
+		ec.ProcessDeferredGroup(deferred)
+	}
+
+	return out
+}
+
+var artifactVersionImplementors = []string{"ArtifactVersion"}
+
+func (ec *executionContext) _ArtifactVersion(ctx context.Context, sel ast.SelectionSet, obj *ent.ArtifactVersion) graphql.Marshaler {
+	fields := graphql.CollectFields(ec.OperationContext, sel, artifactVersionImplementors)
+
+	out := graphql.NewFieldSet(fields)
+	deferred := graphql.NewDeferredGroup(ctx)
+	for i, field := range fields {
+		switch field.Name {
+		case "__typename":
+			out.Values[i] = graphql.MarshalString("ArtifactVersion")
+		case "number":
+			out.Values[i] = ec._ArtifactVersion_number(ctx, field, obj)
+			if out.Values[i] == graphql.Null {
+				out.Invalids++
+			}
+		case "content":
+			out.Values[i] = ec._ArtifactVersion_content(ctx, field, obj)
+			if out.Values[i] == graphql.Null {
+				out.Invalids++
+			}
+		case "chars":
+			out.Values[i] = ec._ArtifactVersion_chars(ctx, field, obj)
+			if out.Values[i] == graphql.Null {
+				out.Invalids++
+			}
+		case "createdAt":
+			out.Values[i] = ec._ArtifactVersion_createdAt(ctx, field, obj)
+			if out.Values[i] == graphql.Null {
+				out.Invalids++
+			}
+		case "inspected":
+			out.Values[i] = ec._ArtifactVersion_inspected(ctx, field, obj)
+			if out.Values[i] == graphql.Null {
+				out.Invalids++
+			}
+		default:
+			panic("unknown field " + strconv.Quote(field.Name))
+		}
+	}
+	out.Dispatch(ctx)
+	if out.Invalids > 0 {
+		return graphql.Null
+	}
+
+	if n := len(deferred.Defers); n > 0 {
+		atomic.AddInt32(&ec.Deferred, int32(min(n, math.MaxInt32)))
+		ec.ProcessDeferredGroup(deferred)
+	}
+
+	return out
+}
+
 var calculationImplementors = []string{"Calculation"}
 
 func (ec *executionContext) _Calculation(ctx context.Context, sel ast.SelectionSet, obj *model.Calculation) graphql.Marshaler {
@@ -22619,6 +23908,27 @@ func (ec *executionContext) _Mutation(ctx context.Context, sel ast.SelectionSet)
 			if out.Values[i] == graphql.Null {
 				out.Invalids++
 			}
+		case "createArtifact":
+			out.Values[i] = ec.OperationContext.RootResolverMiddleware(innerCtx, func(ctx context.Context) (res graphql.Marshaler) {
+				return ec._Mutation_createArtifact(ctx, field)
+			})
+			if out.Values[i] == graphql.Null {
+				out.Invalids++
+			}
+		case "rewriteArtifact":
+			out.Values[i] = ec.OperationContext.RootResolverMiddleware(innerCtx, func(ctx context.Context) (res graphql.Marshaler) {
+				return ec._Mutation_rewriteArtifact(ctx, field)
+			})
+			if out.Values[i] == graphql.Null {
+				out.Invalids++
+			}
+		case "updateArtifact":
+			out.Values[i] = ec.OperationContext.RootResolverMiddleware(innerCtx, func(ctx context.Context) (res graphql.Marshaler) {
+				return ec._Mutation_updateArtifact(ctx, field)
+			})
+			if out.Values[i] == graphql.Null {
+				out.Invalids++
+			}
 		case "suggestNextActions":
 			out.Values[i] = ec.OperationContext.RootResolverMiddleware(innerCtx, func(ctx context.Context) (res graphql.Marshaler) {
 				return ec._Mutation_suggestNextActions(ctx, field)
@@ -22952,6 +24262,12 @@ func (ec *executionContext) _Query(ctx context.Context, sel ast.SelectionSet) gr
 				true, true,
 				func(ctx context.Context) graphql.Marshaler {
 					return ec._Query_apiTokens(ctx, field)
+				})
+		case "artifacts":
+			out.ResolveRootConcurrently(innerCtx, ec.OperationContext, i,
+				true, true,
+				func(ctx context.Context) graphql.Marshaler {
+					return ec._Query_artifacts(ctx, field)
 				})
 		case "calculate":
 			out.ResolveRootConcurrently(innerCtx, ec.OperationContext, i,
@@ -25826,6 +27142,72 @@ func (ec *executionContext) marshalNArgumentRepair2ᚕgithubᚗcomᚋtoolgateᚋ
 	return ret
 }
 
+func (ec *executionContext) marshalNArtifact2ᚕᚖgithubᚗcomᚋtoolgateᚋtoolgateᚋentᚐArtifactᚄ(ctx context.Context, sel ast.SelectionSet, v []*ent.Artifact) graphql.Marshaler {
+	ret := graphql.MarshalSliceConcurrently(ctx, len(v), 0, false, func(ctx context.Context, i int) graphql.Marshaler {
+		fc := graphql.GetFieldContext(ctx)
+		fc.Result = &v[i]
+		return ec.marshalNArtifact2ᚖgithubᚗcomᚋtoolgateᚋtoolgateᚋentᚐArtifact(ctx, sel, v[i])
+	})
+
+	for _, e := range ret {
+		if e == graphql.Null {
+			return graphql.Null
+		}
+	}
+
+	return ret
+}
+
+func (ec *executionContext) marshalNArtifact2ᚖgithubᚗcomᚋtoolgateᚋtoolgateᚋentᚐArtifact(ctx context.Context, sel ast.SelectionSet, v *ent.Artifact) graphql.Marshaler {
+	if v == nil {
+		graphql.AddInvalidNullError(ctx, "Artifact!")
+		return graphql.Null
+	}
+	return ec._Artifact(ctx, sel, v)
+}
+
+func (ec *executionContext) unmarshalNArtifactKind2githubᚗcomᚋtoolgateᚋtoolgateᚋgraphᚋmodelᚐArtifactKind(ctx context.Context, v any) (model.ArtifactKind, error) {
+	var res model.ArtifactKind
+	err := res.UnmarshalGQL(v)
+	return res, graphql.ErrorOnPath(ctx, err)
+}
+
+func (ec *executionContext) marshalNArtifactKind2githubᚗcomᚋtoolgateᚋtoolgateᚋgraphᚋmodelᚐArtifactKind(ctx context.Context, sel ast.SelectionSet, v model.ArtifactKind) graphql.Marshaler {
+	return v
+}
+
+func (ec *executionContext) marshalNArtifactSaved2ᚖgithubᚗcomᚋtoolgateᚋtoolgateᚋtoolsᚋartifactᚐSaved(ctx context.Context, sel ast.SelectionSet, v *artifact.Saved) graphql.Marshaler {
+	if v == nil {
+		graphql.AddInvalidNullError(ctx, "ArtifactSaved!")
+		return graphql.Null
+	}
+	return ec._ArtifactSaved(ctx, sel, v)
+}
+
+func (ec *executionContext) marshalNArtifactVersion2ᚕᚖgithubᚗcomᚋtoolgateᚋtoolgateᚋentᚐArtifactVersionᚄ(ctx context.Context, sel ast.SelectionSet, v []*ent.ArtifactVersion) graphql.Marshaler {
+	ret := graphql.MarshalSliceConcurrently(ctx, len(v), 0, false, func(ctx context.Context, i int) graphql.Marshaler {
+		fc := graphql.GetFieldContext(ctx)
+		fc.Result = &v[i]
+		return ec.marshalNArtifactVersion2ᚖgithubᚗcomᚋtoolgateᚋtoolgateᚋentᚐArtifactVersion(ctx, sel, v[i])
+	})
+
+	for _, e := range ret {
+		if e == graphql.Null {
+			return graphql.Null
+		}
+	}
+
+	return ret
+}
+
+func (ec *executionContext) marshalNArtifactVersion2ᚖgithubᚗcomᚋtoolgateᚋtoolgateᚋentᚐArtifactVersion(ctx context.Context, sel ast.SelectionSet, v *ent.ArtifactVersion) graphql.Marshaler {
+	if v == nil {
+		graphql.AddInvalidNullError(ctx, "ArtifactVersion!")
+		return graphql.Null
+	}
+	return ec._ArtifactVersion(ctx, sel, v)
+}
+
 func (ec *executionContext) unmarshalNBoolean2bool(ctx context.Context, v any) (bool, error) {
 	res, err := graphql.UnmarshalBoolean(v)
 	return res, graphql.ErrorOnPath(ctx, err)
@@ -27259,6 +28641,13 @@ func (ec *executionContext) unmarshalOAgentOrder2ᚕᚖgithubᚗcomᚋtoolgate�
 		}
 	}
 	return res, nil
+}
+
+func (ec *executionContext) marshalOArtifactVersion2ᚖgithubᚗcomᚋtoolgateᚋtoolgateᚋentᚐArtifactVersion(ctx context.Context, sel ast.SelectionSet, v *ent.ArtifactVersion) graphql.Marshaler {
+	if v == nil {
+		return graphql.Null
+	}
+	return ec._ArtifactVersion(ctx, sel, v)
 }
 
 func (ec *executionContext) unmarshalOBoolean2bool(ctx context.Context, v any) (bool, error) {

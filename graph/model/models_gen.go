@@ -244,6 +244,63 @@ type UserUsage struct {
 	ModelCalls       int       `json:"modelCalls"`
 }
 
+type ArtifactKind string
+
+const (
+	ArtifactKindHTML     ArtifactKind = "HTML"
+	ArtifactKindSVG      ArtifactKind = "SVG"
+	ArtifactKindMarkdown ArtifactKind = "MARKDOWN"
+)
+
+var AllArtifactKind = []ArtifactKind{
+	ArtifactKindHTML,
+	ArtifactKindSVG,
+	ArtifactKindMarkdown,
+}
+
+func (e ArtifactKind) IsValid() bool {
+	switch e {
+	case ArtifactKindHTML, ArtifactKindSVG, ArtifactKindMarkdown:
+		return true
+	}
+	return false
+}
+
+func (e ArtifactKind) String() string {
+	return string(e)
+}
+
+func (e *ArtifactKind) UnmarshalGQL(v any) error {
+	str, ok := v.(string)
+	if !ok {
+		return fmt.Errorf("enums must be strings")
+	}
+
+	*e = ArtifactKind(str)
+	if !e.IsValid() {
+		return fmt.Errorf("%s is not a valid ArtifactKind", str)
+	}
+	return nil
+}
+
+func (e ArtifactKind) MarshalGQL(w io.Writer) {
+	_, _ = fmt.Fprint(w, strconv.Quote(e.String()))
+}
+
+func (e *ArtifactKind) UnmarshalJSON(b []byte) error {
+	s, err := strconv.Unquote(string(b))
+	if err != nil {
+		return err
+	}
+	return e.UnmarshalGQL(s)
+}
+
+func (e ArtifactKind) MarshalJSON() ([]byte, error) {
+	var buf bytes.Buffer
+	e.MarshalGQL(&buf)
+	return buf.Bytes(), nil
+}
+
 type TaskStatus string
 
 const (

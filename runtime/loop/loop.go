@@ -28,6 +28,7 @@ import (
 	"github.com/toolgate/toolgate/runtime/mcp"
 	"github.com/toolgate/toolgate/runtime/model"
 	"github.com/toolgate/toolgate/runtime/price"
+	"github.com/toolgate/toolgate/runtime/prompt"
 	"github.com/toolgate/toolgate/runtime/scope"
 	"github.com/toolgate/toolgate/tools"
 )
@@ -61,6 +62,10 @@ type Config struct {
 	Concurrency int
 	// MaxTokens is sent with each model call; 0 leaves it to the provider.
 	MaxTokens int
+	// CallsPerTurn is the most tool calls of each earlier turn replayed
+	// (prompt.Keep says which); 0 takes prompt.DefaultCallsPerTurn, a
+	// negative value replays every call.
+	CallsPerTurn int
 	// Queue is the River driver of the database turns run as jobs in.
 	Queue riverdriver.Driver[*sql.Tx]
 	// EncodeID gives a row's id as the API shows it, for the conversationId
@@ -90,6 +95,9 @@ func New(cfg Config) (*Runner, error) {
 	}
 	if cfg.Concurrency <= 0 {
 		cfg.Concurrency = DefaultConcurrency
+	}
+	if cfg.CallsPerTurn == 0 {
+		cfg.CallsPerTurn = prompt.DefaultCallsPerTurn
 	}
 	if cfg.Now == nil {
 		cfg.Now = time.Now

@@ -87,6 +87,9 @@ func TestTurnOverEachProviderProtocol(t *testing.T) {
 		// the calculator's result.
 		heard     func(t *testing.T, w *wire) string
 		wantCache int64
+		// wantInput is the turn's input over both calls: uncached, cache
+		// read and cache write.
+		wantInput, wantCacheRead float64
 		// paid returns who pays as the request carried it, and the
 		// request's prompt bytes (system, tools, messages).
 		paid func(body map[string]any) (string, []byte)
@@ -107,7 +110,7 @@ func TestTurnOverEachProviderProtocol(t *testing.T) {
 				require.Equal(t, "call_a", last["tool_call_id"])
 				return fmt.Sprint(last["content"])
 			},
-			wantCache: 1000,
+			wantCache: 1000, wantInput: 2400, wantCacheRead: 2000,
 			paid: func(body map[string]any) (string, []byte) {
 				prompt, _ := json.Marshal([]any{body["messages"], body["tools"]})
 				return fmt.Sprint(body["user"]) + " " + fmt.Sprint(body["safety_identifier"]), prompt
@@ -138,7 +141,7 @@ func TestTurnOverEachProviderProtocol(t *testing.T) {
 				b, _ := json.Marshal(block["content"])
 				return string(b)
 			},
-			wantCache: 0,
+			wantCache: 0, wantInput: 2450, wantCacheRead: 1000,
 			paid: func(body map[string]any) (string, []byte) {
 				prompt, _ := json.Marshal([]any{body["system"], body["messages"], body["tools"]})
 				return fmt.Sprint(body["metadata"].(map[string]any)["user_id"]), prompt
@@ -175,6 +178,10 @@ func TestTurnOverEachProviderProtocol(t *testing.T) {
 				require.Equal(t, who.Key(), mcs[i].Attribution)
 				require.Positive(t, mcs[i].PrefixTokens)
 			}
+			stats := h.gql(t, `query($id: ID!) { node(id: $id) { ... on Turn { promptStats { prefixTokens inputTokens cacheReadTokens modelCalls } } } }`,
+				map[string]any{"id": id})["node"].(map[string]any)["promptStats"].(map[string]any)
+			require.Equal(t, map[string]any{"prefixTokens": float64(mcs[0].PrefixTokens), "inputTokens": tt.wantInput,
+				"cacheReadTokens": tt.wantCacheRead, "modelCalls": float64(2)}, stats)
 			if tt.name == "openai" {
 				require.Equal(t, who.Key()+" "+who.User, fmt.Sprint(w.body(0)["user"])+" "+fmt.Sprint(w.body(0)["safety_identifier"]))
 			}

@@ -58,7 +58,8 @@ func (p *routed) Complete(_ context.Context, req model.Request) (*model.Response
 }
 
 // canonical holds, for every built-in tool, arguments that fit its schema
-// as sent. REF stands for a ref of the case's conversation, PAGE for a
+// as sent. REF stands for a ref of the case's conversation, ARTIFACT for
+// an artifact of it holding "<p>one</p>", PAGE for a
 // page the web tools can read (the organisation enabled them); every case
 // starts with a file a.md holding "one\n".
 var canonical = map[string]string{
@@ -80,6 +81,9 @@ var canonical = map[string]string{
 	"research_web":         `{"queries": ["tides"], "maxPages": 1}`,
 	"read_page":            `{"url": "PAGE"}`,
 	"run_code":             `{"code": "console.log(toolResults.length)", "toolResults": ["REF"]}`,
+	"create_artifact":      `{"title": "Deck", "kind": "html", "content": "<p>one</p>"}`,
+	"rewrite_artifact":     `{"artifactId": "ARTIFACT", "content": "<p>two</p>"}`,
+	"update_artifact":      `{"artifactId": "ARTIFACT", "edits": [{"old": "one", "new": "uno"}]}`,
 }
 
 // broken is a call's arguments in a shape a repair rule mends.
@@ -184,6 +188,13 @@ func TestRepairedArgumentsReachEveryConsumer(t *testing.T) {
 					ref := h.storedRef(t, p, conv, fmt.Sprintf("setup %d", i))
 					want = strings.ReplaceAll(want, "REF", ref)
 					args = strings.ReplaceAll(args, "REF", ref)
+				}
+				if strings.Contains(want, "ARTIFACT") {
+					a := h.gql(t, `mutation($c: ID) { createArtifact(conversationId: $c, title: "Deck", kind: "html", content: "<p>one</p>") { artifactId } }`,
+						map[string]any{"c": conv})
+					id := a["createArtifact"].(map[string]any)["artifactId"].(string)
+					want = strings.ReplaceAll(want, "ARTIFACT", id)
+					args = strings.ReplaceAll(args, "ARTIFACT", id)
 				}
 				marker := fmt.Sprintf("case %d", i)
 				p.mu.Lock()

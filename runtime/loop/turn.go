@@ -242,7 +242,7 @@ func (t *turnRun) history(ctx context.Context) (int, error) {
 	}
 	past := make([]prompt.Past, len(turns))
 	for i, pt := range turns {
-		past[i] = prompt.Past{Turn: pt, Steps: steps[pt.ID], Sizes: sizes}
+		past[i] = prompt.Past{Turn: pt, Steps: steps[pt.ID], Sizes: sizes, CallsPerTurn: t.r.cfg.CallsPerTurn}
 	}
 	msgs := prompt.History(t.person, past)
 	msgs = append(msgs, model.Message{Role: model.RoleUser,
@@ -330,9 +330,10 @@ func (t *turnRun) steps(ctx context.Context, turnIDs []int) (map[int][]prompt.St
 const interrupted = "interrupted: the runtime stopped while this call was in flight; it may or may not have run"
 
 // callColumns are the tool call columns the history needs, but what the
-// model heard, which can be kilobytes per call.
+// model heard, which can be kilobytes per call. Evidence stays: the cap on
+// calls per turn keeps the calls the model was shown first.
 var callColumns = slices.DeleteFunc(slices.Clone(toolcall.Columns), func(c string) bool {
-	return c == toolcall.FieldHeard || c == toolcall.FieldEvidence
+	return c == toolcall.FieldHeard
 })
 
 // sizes returns the character counts of the results the calls stored, by

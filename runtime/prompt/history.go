@@ -2,6 +2,7 @@ package prompt
 
 import (
 	"fmt"
+	"slices"
 	"strings"
 	"unicode/utf8"
 
@@ -16,6 +17,9 @@ import (
 const (
 	RecentTurns  = 2
 	ExcerptChars = 1000
+	// DefaultCallsPerTurn is how many tool calls of one earlier turn are
+	// replayed when no setting says otherwise.
+	DefaultCallsPerTurn = 8
 )
 
 // Step is one model call of a turn and the tool calls it asked for, in
@@ -31,6 +35,44 @@ type Past struct {
 	Steps []Step
 	// Sizes are the stored results' sizes in characters, by ref.
 	Sizes map[string]int64
+	// CallsPerTurn is the most tool calls of the turn replayed (short-term
+	// memory); 0 replays them all. Which keep their place: Keep.
+	CallsPerTurn int
+}
+
+// Keep returns which of a turn's calls (in position order) keep their
+// place when at most limit are replayed: first the calls whose results the
+// model was shown (evidence) and the failures, then the routine ones
+// (absences, acknowledgements); within each, the later call first, being
+// nearer the answer. The kept calls stay in their order. limit <= 0 keeps
+// every call.
+func Keep(calls []*ent.ToolCall, limit int) map[int]bool {
+	keep := make(map[int]bool, len(calls))
+	if limit <= 0 || len(calls) <= limit {
+		for _, c := range calls {
+			keep[c.ID] = true
+		}
+		return keep
+	}
+	for _, wantMain := range []bool{true, false} {
+		for i := len(calls) - 1; i >= 0 && len(keep) < limit; i-- {
+			c := calls[i]
+			failed := c.Outcome != toolcall.OutcomeHITS && c.Outcome != toolcall.OutcomeABSENCE
+			if (failed || len(c.Evidence) > 0) == wantMain {
+				keep[c.ID] = true
+			}
+		}
+	}
+	return keep
+}
+
+// LeftOutLine is the one terse line a turn carries for the calls the cap
+// left out of its replay.
+func LeftOutLine(n int) string {
+	if n == 1 {
+		return "(1 more tool call of this turn is left out here; read_transcript has it.)"
+	}
+	return fmt.Sprintf("(%d more tool calls of this turn are left out here; read_transcript has them.)", n)
 }
 
 // History renders earlier turns for the model, oldest first. It never
@@ -45,7 +87,13 @@ func History(p Person, past []Past) []model.Message {
 		recent := len(past)-i <= RecentTurns
 		t := pt.Turn
 		msgs = append(msgs, model.Message{Role: model.RoleUser, Text: UserMessage(p, t.StartedAt, t.TimeZone, t.UserText)})
+		var all []*ent.ToolCall
 		for _, st := range pt.Steps {
+			all = append(all, st.Calls...)
+		}
+		keep := Keep(all, pt.CallsPerTurn)
+		for _, st := range pt.Steps {
+			st.Calls = slices.DeleteFunc(slices.Clone(st.Calls), func(c *ent.ToolCall) bool { return !keep[c.ID] })
 			if len(st.Calls) == 0 {
 				continue
 			}
@@ -71,6 +119,9 @@ func History(p Person, past []Past) []model.Message {
 		}
 		if t.Status != "COMPLETED" {
 			answer = strings.TrimSpace(answer + fmt.Sprintf("\n\n(This turn ended %s.)", strings.ToLower(string(t.Status))))
+		}
+		if n := len(all) - len(keep); n > 0 {
+			answer = strings.TrimSpace(answer + "\n\n" + LeftOutLine(n))
 		}
 		if answer != "" {
 			msgs = append(msgs, model.Message{Role: model.RoleAssistant, Text: answer})

@@ -2,6 +2,7 @@ package prompt_test
 
 import (
 	"encoding/json"
+	"fmt"
 	"regexp"
 	"strings"
 	"testing"
@@ -10,6 +11,7 @@ import (
 	"github.com/stretchr/testify/require"
 
 	"github.com/toolgate/toolgate/ent"
+	"github.com/toolgate/toolgate/ent/schematype"
 	"github.com/toolgate/toolgate/ent/toolcall"
 	"github.com/toolgate/toolgate/runtime/model"
 	"github.com/toolgate/toolgate/runtime/prompt"
@@ -259,4 +261,62 @@ func TestHistoryCapsEarlierArguments(t *testing.T) {
 	}
 	require.Less(t, size, 2_000, "a 240,000-character payload is not replayed")
 	require.Equal(t, "[HITS] "+ack+"\n[arguments cut: files[0].content ~240000 chars; read_tool_result ref r_args has them whole]", msgs[2].Text)
+}
+
+// TestCallsPerTurnCap: an earlier turn replays at most CallsPerTurn calls.
+// Evidence and failures keep their place before routine calls, later
+// before earlier; the kept calls keep their order; one terse line says how
+// many were left out and where they are.
+func TestCallsPerTurnCap(t *testing.T) {
+	t.Parallel()
+	seen := []schematype.Span{{Ref: "r", Start: 0, End: 1}}
+	calls := []*ent.ToolCall{
+		{ID: 1, Name: "read_file", Outcome: toolcall.OutcomeHITS, Evidence: seen}, // evidence, earliest
+		{ID: 2, Name: "search_files", Outcome: toolcall.OutcomeABSENCE},           // routine
+		{ID: 3, Name: "read_page", Outcome: toolcall.OutcomeOUTAGE},               // failure
+		{ID: 4, Name: "update_tasks", Outcome: toolcall.OutcomeHITS},              // routine acknowledgement
+		{ID: 5, Name: "read_file", Outcome: toolcall.OutcomeHITS, Evidence: seen}, // evidence
+		{ID: 6, Name: "suggest_next_actions", Outcome: toolcall.OutcomeHITS},      // routine, latest
+	}
+	for _, c := range calls {
+		c.Arguments = `{}`
+	}
+	tests := []struct {
+		name string
+		give int
+		want []int
+	}{
+		{"no cap", 0, []int{1, 2, 3, 4, 5, 6}},
+		{"under the cap", 6, []int{1, 2, 3, 4, 5, 6}},
+		{"evidence and failures first, later first", 2, []int{3, 5}},
+		{"all of them, then the latest routine call", 4, []int{1, 3, 5, 6}},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			past := []prompt.Past{{
+				Turn:         &ent.Turn{Number: 1, UserText: "q", Answer: ptr("a"), Status: "COMPLETED", StartedAt: time.Unix(0, 0)},
+				Steps:        []prompt.Step{{Calls: calls[:3]}, {Calls: calls[3:]}},
+				CallsPerTurn: tt.give,
+			}}
+			msgs := prompt.History(prompt.Person{Name: "Ada"}, past)
+			var got []int
+			for _, m := range msgs {
+				for _, c := range m.ToolCalls {
+					var id int
+					_, err := fmt.Sscanf(c.ID, "call_%d", &id)
+					require.NoError(t, err)
+					got = append(got, id)
+				}
+			}
+			require.Equal(t, tt.want, got)
+			answer := msgs[len(msgs)-1]
+			require.Equal(t, model.RoleAssistant, answer.Role)
+			if left := len(calls) - len(tt.want); left > 0 {
+				require.Equal(t, "a\n\n"+prompt.LeftOutLine(left), answer.Text)
+				require.Contains(t, answer.Text, fmt.Sprintf("(%d more tool calls of this turn are left out here; read_transcript has them.)", left))
+			} else {
+				require.Equal(t, "a", answer.Text, "nothing left out, no line")
+			}
+		})
+	}
 }

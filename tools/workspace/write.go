@@ -221,21 +221,9 @@ func (w *Workspace) Edit(ctx context.Context, p string, edits []*EditInput) (*Ed
 	if err != nil {
 		return nil, err
 	}
-	text := f.Content
-	for i, e := range edits {
-		if e.Old == "" {
-			return nil, refusef("edits[%d]: old is empty: quote the exact text to replace", i)
-		}
-		at, n := find(text, e.Old, 2)
-		switch n {
-		case 0:
-			return nil, refusef("edits[%d]: old text not found in %q%s", i, p, after(i))
-		case 1:
-			text = text[:at] + e.New + text[at+len(e.Old):]
-		default:
-			return nil, refusef("edits[%d]: old text occurs %d times in %q%s: include more of the text around it so it matches once",
-				i, count(text, e.Old), p, after(i))
-		}
+	text, err := ApplyEdits(f.Content, p, edits)
+	if err != nil {
+		return nil, err
 	}
 	if err := checkText(text); err != nil {
 		return nil, err
@@ -255,6 +243,33 @@ func (w *Workspace) Edit(ctx context.Context, p string, edits []*EditInput) (*Ed
 		return nil, fmt.Errorf("edit file: %w", err)
 	}
 	return &EditResult{Path: p, Chars: chars, Bytes: len(text), Edits: len(edits)}, nil
+}
+
+// ApplyEdits makes exact replacements in text, in order, each on the text
+// the previous ones left; each old text must occur exactly once at its
+// turn, or the whole is refused. name is what refusals call the text (a
+// path, an artifact). It is edit_file's rule, shared by every tool that
+// edits by replacement.
+func ApplyEdits(text, name string, edits []*EditInput) (string, error) {
+	if len(edits) == 0 || len(edits) > MaxEdits {
+		return "", refusef("edits: give 1 to %d edits per call, not %d", MaxEdits, len(edits))
+	}
+	for i, e := range edits {
+		if e.Old == "" {
+			return "", refusef("edits[%d]: old is empty: quote the exact text to replace", i)
+		}
+		at, n := find(text, e.Old, 2)
+		switch n {
+		case 0:
+			return "", refusef("edits[%d]: old text not found in %q%s", i, name, after(i))
+		case 1:
+			text = text[:at] + e.New + text[at+len(e.Old):]
+		default:
+			return "", refusef("edits[%d]: old text occurs %d times in %q%s: include more of the text around it so it matches once",
+				i, count(text, e.Old), name, after(i))
+		}
+	}
+	return text, nil
 }
 
 func after(i int) string {
