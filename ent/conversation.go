@@ -34,6 +34,8 @@ type Conversation struct {
 	Title *string `json:"title,omitempty"`
 	// how many turns the conversation has
 	TurnsCount int `json:"turns_count,omitempty"`
+	// when the conversation was archived (read-only: no new turns); none: it is active
+	ArchivedAt *time.Time `json:"archived_at,omitempty"`
 	// Edges holds the relations/edges for other nodes in the graph.
 	// The values are being populated by the ConversationQuery when eager-loading is set.
 	Edges        ConversationEdges `json:"edges"`
@@ -134,7 +136,7 @@ func (*Conversation) scanValues(columns []string) ([]any, error) {
 			values[i] = new(sql.NullInt64)
 		case conversation.FieldTitle:
 			values[i] = new(sql.NullString)
-		case conversation.FieldCreatedAt, conversation.FieldUpdatedAt:
+		case conversation.FieldCreatedAt, conversation.FieldUpdatedAt, conversation.FieldArchivedAt:
 			values[i] = new(sql.NullTime)
 		default:
 			values[i] = new(sql.UnknownType)
@@ -199,6 +201,13 @@ func (_m *Conversation) assignValues(columns []string, values []any) error {
 				return fmt.Errorf("unexpected type %T for field turns_count", values[i])
 			} else if value.Valid {
 				_m.TurnsCount = int(value.Int64)
+			}
+		case conversation.FieldArchivedAt:
+			if value, ok := values[i].(*sql.NullTime); !ok {
+				return fmt.Errorf("unexpected type %T for field archived_at", values[i])
+			} else if value.Valid {
+				_m.ArchivedAt = new(time.Time)
+				*_m.ArchivedAt = value.Time
 			}
 		default:
 			_m.selectValues.Set(columns[i], values[i])
@@ -288,6 +297,11 @@ func (_m *Conversation) String() string {
 	builder.WriteString(", ")
 	builder.WriteString("turns_count=")
 	builder.WriteString(fmt.Sprintf("%v", _m.TurnsCount))
+	builder.WriteString(", ")
+	if v := _m.ArchivedAt; v != nil {
+		builder.WriteString("archived_at=")
+		builder.WriteString(v.Format(time.ANSIC))
+	}
 	builder.WriteByte(')')
 	return builder.String()
 }

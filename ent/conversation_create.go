@@ -102,6 +102,20 @@ func (_c *ConversationCreate) SetNillableTurnsCount(v *int) *ConversationCreate 
 	return _c
 }
 
+// SetArchivedAt sets the "archived_at" field.
+func (_c *ConversationCreate) SetArchivedAt(v time.Time) *ConversationCreate {
+	_c.mutation.SetArchivedAt(v)
+	return _c
+}
+
+// SetNillableArchivedAt sets the "archived_at" field if the given value is not nil.
+func (_c *ConversationCreate) SetNillableArchivedAt(v *time.Time) *ConversationCreate {
+	if v != nil {
+		_c.SetArchivedAt(*v)
+	}
+	return _c
+}
+
 // SetOrganization sets the "organization" edge to the Organization entity.
 func (_c *ConversationCreate) SetOrganization(v *Organization) *ConversationCreate {
 	return _c.SetOrganizationID(v.ID)
@@ -302,6 +316,10 @@ func (_c *ConversationCreate) createSpec() (*Conversation, *sqlgraph.CreateSpec)
 		_spec.SetField(conversation.FieldTurnsCount, field.TypeInt, value)
 		_node.TurnsCount = value
 	}
+	if value, ok := _c.mutation.ArchivedAt(); ok {
+		_spec.SetField(conversation.FieldArchivedAt, field.TypeTime, value)
+		_node.ArchivedAt = &value
+	}
 	if nodes := _c.mutation.OrganizationIDs(); len(nodes) > 0 {
 		edge := &sqlgraph.EdgeSpec{
 			Rel:     sqlgraph.M2O,
@@ -501,6 +519,24 @@ func (u *ConversationUpsert) AddTurnsCount(v int) *ConversationUpsert {
 	return u
 }
 
+// SetArchivedAt sets the "archived_at" field.
+func (u *ConversationUpsert) SetArchivedAt(v time.Time) *ConversationUpsert {
+	u.Set(conversation.FieldArchivedAt, v)
+	return u
+}
+
+// UpdateArchivedAt sets the "archived_at" field to the value that was provided on create.
+func (u *ConversationUpsert) UpdateArchivedAt() *ConversationUpsert {
+	u.SetExcluded(conversation.FieldArchivedAt)
+	return u
+}
+
+// ClearArchivedAt clears the value of the "archived_at" field.
+func (u *ConversationUpsert) ClearArchivedAt() *ConversationUpsert {
+	u.SetNull(conversation.FieldArchivedAt)
+	return u
+}
+
 // UpdateNewValues updates the mutable fields using the new values that were set on create.
 // Using this option is equivalent to using:
 //
@@ -608,6 +644,27 @@ func (u *ConversationUpsertOne) AddTurnsCount(v int) *ConversationUpsertOne {
 func (u *ConversationUpsertOne) UpdateTurnsCount() *ConversationUpsertOne {
 	return u.Update(func(s *ConversationUpsert) {
 		s.UpdateTurnsCount()
+	})
+}
+
+// SetArchivedAt sets the "archived_at" field.
+func (u *ConversationUpsertOne) SetArchivedAt(v time.Time) *ConversationUpsertOne {
+	return u.Update(func(s *ConversationUpsert) {
+		s.SetArchivedAt(v)
+	})
+}
+
+// UpdateArchivedAt sets the "archived_at" field to the value that was provided on create.
+func (u *ConversationUpsertOne) UpdateArchivedAt() *ConversationUpsertOne {
+	return u.Update(func(s *ConversationUpsert) {
+		s.UpdateArchivedAt()
+	})
+}
+
+// ClearArchivedAt clears the value of the "archived_at" field.
+func (u *ConversationUpsertOne) ClearArchivedAt() *ConversationUpsertOne {
+	return u.Update(func(s *ConversationUpsert) {
+		s.ClearArchivedAt()
 	})
 }
 
@@ -884,6 +941,27 @@ func (u *ConversationUpsertBulk) AddTurnsCount(v int) *ConversationUpsertBulk {
 func (u *ConversationUpsertBulk) UpdateTurnsCount() *ConversationUpsertBulk {
 	return u.Update(func(s *ConversationUpsert) {
 		s.UpdateTurnsCount()
+	})
+}
+
+// SetArchivedAt sets the "archived_at" field.
+func (u *ConversationUpsertBulk) SetArchivedAt(v time.Time) *ConversationUpsertBulk {
+	return u.Update(func(s *ConversationUpsert) {
+		s.SetArchivedAt(v)
+	})
+}
+
+// UpdateArchivedAt sets the "archived_at" field to the value that was provided on create.
+func (u *ConversationUpsertBulk) UpdateArchivedAt() *ConversationUpsertBulk {
+	return u.Update(func(s *ConversationUpsert) {
+		s.UpdateArchivedAt()
+	})
+}
+
+// ClearArchivedAt clears the value of the "archived_at" field.
+func (u *ConversationUpsertBulk) ClearArchivedAt() *ConversationUpsertBulk {
+	return u.Update(func(s *ConversationUpsert) {
+		s.ClearArchivedAt()
 	})
 }
 

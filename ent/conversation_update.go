@@ -78,6 +78,26 @@ func (_u *ConversationUpdate) AddTurnsCount(v int) *ConversationUpdate {
 	return _u
 }
 
+// SetArchivedAt sets the "archived_at" field.
+func (_u *ConversationUpdate) SetArchivedAt(v time.Time) *ConversationUpdate {
+	_u.mutation.SetArchivedAt(v)
+	return _u
+}
+
+// SetNillableArchivedAt sets the "archived_at" field if the given value is not nil.
+func (_u *ConversationUpdate) SetNillableArchivedAt(v *time.Time) *ConversationUpdate {
+	if v != nil {
+		_u.SetArchivedAt(*v)
+	}
+	return _u
+}
+
+// ClearArchivedAt clears the value of the "archived_at" field.
+func (_u *ConversationUpdate) ClearArchivedAt() *ConversationUpdate {
+	_u.mutation.ClearArchivedAt()
+	return _u
+}
+
 // AddTurnIDs adds the "turns" edge to the Turn entity by IDs.
 func (_u *ConversationUpdate) AddTurnIDs(ids ...int) *ConversationUpdate {
 	_u.mutation.AddTurnIDs(ids...)
@@ -284,6 +304,12 @@ func (_u *ConversationUpdate) sqlSave(ctx context.Context) (_node int, err error
 	if value, ok := _u.mutation.AddedTurnsCount(); ok {
 		_spec.AddField(conversation.FieldTurnsCount, field.TypeInt, value)
 	}
+	if value, ok := _u.mutation.ArchivedAt(); ok {
+		_spec.SetField(conversation.FieldArchivedAt, field.TypeTime, value)
+	}
+	if _u.mutation.ArchivedAtCleared() {
+		_spec.ClearField(conversation.FieldArchivedAt, field.TypeTime)
+	}
 	if _u.mutation.TurnsCleared() {
 		edge := &sqlgraph.EdgeSpec{
 			Rel:     sqlgraph.O2M,
@@ -483,6 +509,26 @@ func (_u *ConversationUpdateOne) SetNillableTurnsCount(v *int) *ConversationUpda
 // AddTurnsCount adds value to the "turns_count" field.
 func (_u *ConversationUpdateOne) AddTurnsCount(v int) *ConversationUpdateOne {
 	_u.mutation.AddTurnsCount(v)
+	return _u
+}
+
+// SetArchivedAt sets the "archived_at" field.
+func (_u *ConversationUpdateOne) SetArchivedAt(v time.Time) *ConversationUpdateOne {
+	_u.mutation.SetArchivedAt(v)
+	return _u
+}
+
+// SetNillableArchivedAt sets the "archived_at" field if the given value is not nil.
+func (_u *ConversationUpdateOne) SetNillableArchivedAt(v *time.Time) *ConversationUpdateOne {
+	if v != nil {
+		_u.SetArchivedAt(*v)
+	}
+	return _u
+}
+
+// ClearArchivedAt clears the value of the "archived_at" field.
+func (_u *ConversationUpdateOne) ClearArchivedAt() *ConversationUpdateOne {
+	_u.mutation.ClearArchivedAt()
 	return _u
 }
 
@@ -721,6 +767,12 @@ func (_u *ConversationUpdateOne) sqlSave(ctx context.Context) (_node *Conversati
 	}
 	if value, ok := _u.mutation.AddedTurnsCount(); ok {
 		_spec.AddField(conversation.FieldTurnsCount, field.TypeInt, value)
+	}
+	if value, ok := _u.mutation.ArchivedAt(); ok {
+		_spec.SetField(conversation.FieldArchivedAt, field.TypeTime, value)
+	}
+	if _u.mutation.ArchivedAtCleared() {
+		_spec.ClearField(conversation.FieldArchivedAt, field.TypeTime)
 	}
 	if _u.mutation.TurnsCleared() {
 		edge := &sqlgraph.EdgeSpec{

@@ -674,6 +674,11 @@ func (_q *ConversationQuery) collectField(ctx context.Context, oneNode bool, opC
 				selectedFields = append(selectedFields, conversation.FieldTurnsCount)
 				fieldSeen[conversation.FieldTurnsCount] = struct{}{}
 			}
+		case "archivedAt":
+			if _, ok := fieldSeen[conversation.FieldArchivedAt]; !ok {
+				selectedFields = append(selectedFields, conversation.FieldArchivedAt)
+				fieldSeen[conversation.FieldArchivedAt] = struct{}{}
+			}
 		case "id":
 		case "__typename":
 		default:
@@ -1640,6 +1645,11 @@ func (_q *UserQuery) collectField(ctx context.Context, oneNode bool, opCtx *grap
 			if _, ok := fieldSeen[user.FieldAdmin]; !ok {
 				selectedFields = append(selectedFields, user.FieldAdmin)
 				fieldSeen[user.FieldAdmin] = struct{}{}
+			}
+		case "deactivatedAt":
+			if _, ok := fieldSeen[user.FieldDeactivatedAt]; !ok {
+				selectedFields = append(selectedFields, user.FieldDeactivatedAt)
+				fieldSeen[user.FieldDeactivatedAt] = struct{}{}
 			}
 		case "id":
 		case "__typename":

@@ -76,6 +76,18 @@ type ConversationWhereInput struct {
 	TurnsCountLT    *int  `json:"turnsCountLT,omitempty"`
 	TurnsCountLTE   *int  `json:"turnsCountLTE,omitempty"`
 
+	// "archived_at" field predicates.
+	ArchivedAt       *time.Time  `json:"archivedAt,omitempty"`
+	ArchivedAtNEQ    *time.Time  `json:"archivedAtNEQ,omitempty"`
+	ArchivedAtIn     []time.Time `json:"archivedAtIn,omitempty"`
+	ArchivedAtNotIn  []time.Time `json:"archivedAtNotIn,omitempty"`
+	ArchivedAtGT     *time.Time  `json:"archivedAtGT,omitempty"`
+	ArchivedAtGTE    *time.Time  `json:"archivedAtGTE,omitempty"`
+	ArchivedAtLT     *time.Time  `json:"archivedAtLT,omitempty"`
+	ArchivedAtLTE    *time.Time  `json:"archivedAtLTE,omitempty"`
+	ArchivedAtIsNil  bool        `json:"archivedAtIsNil,omitempty"`
+	ArchivedAtNotNil bool        `json:"archivedAtNotNil,omitempty"`
+
 	// "turns" edge predicates.
 	HasTurns     *bool             `json:"hasTurns,omitempty"`
 	HasTurnsWith []*TurnWhereInput `json:"hasTurnsWith,omitempty"`
@@ -292,6 +304,36 @@ func (i *ConversationWhereInput) P() (predicate.Conversation, error) {
 	}
 	if i.TurnsCountLTE != nil {
 		predicates = append(predicates, conversation.TurnsCountLTE(*i.TurnsCountLTE))
+	}
+	if i.ArchivedAt != nil {
+		predicates = append(predicates, conversation.ArchivedAtEQ(*i.ArchivedAt))
+	}
+	if i.ArchivedAtNEQ != nil {
+		predicates = append(predicates, conversation.ArchivedAtNEQ(*i.ArchivedAtNEQ))
+	}
+	if len(i.ArchivedAtIn) > 0 {
+		predicates = append(predicates, conversation.ArchivedAtIn(i.ArchivedAtIn...))
+	}
+	if len(i.ArchivedAtNotIn) > 0 {
+		predicates = append(predicates, conversation.ArchivedAtNotIn(i.ArchivedAtNotIn...))
+	}
+	if i.ArchivedAtGT != nil {
+		predicates = append(predicates, conversation.ArchivedAtGT(*i.ArchivedAtGT))
+	}
+	if i.ArchivedAtGTE != nil {
+		predicates = append(predicates, conversation.ArchivedAtGTE(*i.ArchivedAtGTE))
+	}
+	if i.ArchivedAtLT != nil {
+		predicates = append(predicates, conversation.ArchivedAtLT(*i.ArchivedAtLT))
+	}
+	if i.ArchivedAtLTE != nil {
+		predicates = append(predicates, conversation.ArchivedAtLTE(*i.ArchivedAtLTE))
+	}
+	if i.ArchivedAtIsNil {
+		predicates = append(predicates, conversation.ArchivedAtIsNil())
+	}
+	if i.ArchivedAtNotNil {
+		predicates = append(predicates, conversation.ArchivedAtNotNil())
 	}
 
 	if i.HasTurns != nil {

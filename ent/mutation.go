@@ -5323,6 +5323,7 @@ type ConversationMutation struct {
 	title               *string
 	turns_count         *int
 	addturns_count      *int
+	archived_at         *time.Time
 	clearedFields       map[string]struct{}
 	organization        *int
 	clearedorganization bool
@@ -5727,6 +5728,55 @@ func (m *ConversationMutation) ResetTurnsCount() {
 	m.addturns_count = nil
 }
 
+// SetArchivedAt sets the "archived_at" field.
+func (m *ConversationMutation) SetArchivedAt(t time.Time) {
+	m.archived_at = &t
+}
+
+// ArchivedAt returns the value of the "archived_at" field in the mutation.
+func (m *ConversationMutation) ArchivedAt() (r time.Time, exists bool) {
+	v := m.archived_at
+	if v == nil {
+		return
+	}
+	return *v, true
+}
+
+// OldArchivedAt returns the old "archived_at" field's value of the Conversation entity.
+// If the Conversation object wasn't provided to the builder, the object is fetched from the database.
+// An error is returned if the mutation operation is not UpdateOne, or the database query fails.
+func (m *ConversationMutation) OldArchivedAt(ctx context.Context) (v *time.Time, err error) {
+	if !m.op.Is(OpUpdateOne) {
+		return v, errors.New("OldArchivedAt is only allowed on UpdateOne operations")
+	}
+	if m.id == nil || m.oldValue == nil {
+		return v, errors.New("OldArchivedAt requires an ID field in the mutation")
+	}
+	oldValue, err := m.oldValue(ctx)
+	if err != nil {
+		return v, fmt.Errorf("querying old value for OldArchivedAt: %w", err)
+	}
+	return oldValue.ArchivedAt, nil
+}
+
+// ClearArchivedAt clears the value of the "archived_at" field.
+func (m *ConversationMutation) ClearArchivedAt() {
+	m.archived_at = nil
+	m.clearedFields[conversation.FieldArchivedAt] = struct{}{}
+}
+
+// ArchivedAtCleared returns if the "archived_at" field was cleared in this mutation.
+func (m *ConversationMutation) ArchivedAtCleared() bool {
+	_, ok := m.clearedFields[conversation.FieldArchivedAt]
+	return ok
+}
+
+// ResetArchivedAt resets all changes to the "archived_at" field.
+func (m *ConversationMutation) ResetArchivedAt() {
+	m.archived_at = nil
+	delete(m.clearedFields, conversation.FieldArchivedAt)
+}
+
 // ClearOrganization clears the "organization" edge to the Organization entity.
 func (m *ConversationMutation) ClearOrganization() {
 	m.clearedorganization = true
@@ -6004,7 +6054,7 @@ func (m *ConversationMutation) Type() string {
 // order to get all numeric fields that were incremented/decremented, call
 // AddedFields().
 func (m *ConversationMutation) Fields() []string {
-	fields := make([]string, 0, 7)
+	fields := make([]string, 0, 8)
 	if m.created_at != nil {
 		fields = append(fields, conversation.FieldCreatedAt)
 	}
@@ -6025,6 +6075,9 @@ func (m *ConversationMutation) Fields() []string {
 	}
 	if m.turns_count != nil {
 		fields = append(fields, conversation.FieldTurnsCount)
+	}
+	if m.archived_at != nil {
+		fields = append(fields, conversation.FieldArchivedAt)
 	}
 	return fields
 }
@@ -6048,6 +6101,8 @@ func (m *ConversationMutation) Field(name string) (ent.Value, bool) {
 		return m.Title()
 	case conversation.FieldTurnsCount:
 		return m.TurnsCount()
+	case conversation.FieldArchivedAt:
+		return m.ArchivedAt()
 	}
 	return nil, false
 }
@@ -6071,6 +6126,8 @@ func (m *ConversationMutation) OldField(ctx context.Context, name string) (ent.V
 		return m.OldTitle(ctx)
 	case conversation.FieldTurnsCount:
 		return m.OldTurnsCount(ctx)
+	case conversation.FieldArchivedAt:
+		return m.OldArchivedAt(ctx)
 	}
 	return nil, fmt.Errorf("unknown Conversation field %s", name)
 }
@@ -6129,6 +6186,13 @@ func (m *ConversationMutation) SetField(name string, value ent.Value) error {
 		}
 		m.SetTurnsCount(v)
 		return nil
+	case conversation.FieldArchivedAt:
+		v, ok := value.(time.Time)
+		if !ok {
+			return fmt.Errorf("unexpected type %T for field %s", value, name)
+		}
+		m.SetArchivedAt(v)
+		return nil
 	}
 	return fmt.Errorf("unknown Conversation field %s", name)
 }
@@ -6177,6 +6241,9 @@ func (m *ConversationMutation) ClearedFields() []string {
 	if m.FieldCleared(conversation.FieldTitle) {
 		fields = append(fields, conversation.FieldTitle)
 	}
+	if m.FieldCleared(conversation.FieldArchivedAt) {
+		fields = append(fields, conversation.FieldArchivedAt)
+	}
 	return fields
 }
 
@@ -6193,6 +6260,9 @@ func (m *ConversationMutation) ClearField(name string) error {
 	switch name {
 	case conversation.FieldTitle:
 		m.ClearTitle()
+		return nil
+	case conversation.FieldArchivedAt:
+		m.ClearArchivedAt()
 		return nil
 	}
 	return fmt.Errorf("unknown Conversation nullable field %s", name)
@@ -6222,6 +6292,9 @@ func (m *ConversationMutation) ResetField(name string) error {
 		return nil
 	case conversation.FieldTurnsCount:
 		m.ResetTurnsCount()
+		return nil
+	case conversation.FieldArchivedAt:
+		m.ResetArchivedAt()
 		return nil
 	}
 	return fmt.Errorf("unknown Conversation field %s", name)
@@ -17077,6 +17150,7 @@ type TurnMutation struct {
 	appendsuggestions   []string
 	clarification       **schematype.Clarification
 	heartbeat_at        *time.Time
+	agent_config        **schematype.AgentConfig
 	replayed            *bool
 	clearedFields       map[string]struct{}
 	conversation        *int
@@ -17771,6 +17845,55 @@ func (m *TurnMutation) ResetHeartbeatAt() {
 	delete(m.clearedFields, turn.FieldHeartbeatAt)
 }
 
+// SetAgentConfig sets the "agent_config" field.
+func (m *TurnMutation) SetAgentConfig(sc *schematype.AgentConfig) {
+	m.agent_config = &sc
+}
+
+// AgentConfig returns the value of the "agent_config" field in the mutation.
+func (m *TurnMutation) AgentConfig() (r *schematype.AgentConfig, exists bool) {
+	v := m.agent_config
+	if v == nil {
+		return
+	}
+	return *v, true
+}
+
+// OldAgentConfig returns the old "agent_config" field's value of the Turn entity.
+// If the Turn object wasn't provided to the builder, the object is fetched from the database.
+// An error is returned if the mutation operation is not UpdateOne, or the database query fails.
+func (m *TurnMutation) OldAgentConfig(ctx context.Context) (v *schematype.AgentConfig, err error) {
+	if !m.op.Is(OpUpdateOne) {
+		return v, errors.New("OldAgentConfig is only allowed on UpdateOne operations")
+	}
+	if m.id == nil || m.oldValue == nil {
+		return v, errors.New("OldAgentConfig requires an ID field in the mutation")
+	}
+	oldValue, err := m.oldValue(ctx)
+	if err != nil {
+		return v, fmt.Errorf("querying old value for OldAgentConfig: %w", err)
+	}
+	return oldValue.AgentConfig, nil
+}
+
+// ClearAgentConfig clears the value of the "agent_config" field.
+func (m *TurnMutation) ClearAgentConfig() {
+	m.agent_config = nil
+	m.clearedFields[turn.FieldAgentConfig] = struct{}{}
+}
+
+// AgentConfigCleared returns if the "agent_config" field was cleared in this mutation.
+func (m *TurnMutation) AgentConfigCleared() bool {
+	_, ok := m.clearedFields[turn.FieldAgentConfig]
+	return ok
+}
+
+// ResetAgentConfig resets all changes to the "agent_config" field.
+func (m *TurnMutation) ResetAgentConfig() {
+	m.agent_config = nil
+	delete(m.clearedFields, turn.FieldAgentConfig)
+}
+
 // SetReplayed sets the "replayed" field.
 func (m *TurnMutation) SetReplayed(b bool) {
 	m.replayed = &b
@@ -17976,7 +18099,7 @@ func (m *TurnMutation) Type() string {
 // order to get all numeric fields that were incremented/decremented, call
 // AddedFields().
 func (m *TurnMutation) Fields() []string {
-	fields := make([]string, 0, 14)
+	fields := make([]string, 0, 15)
 	if m.conversation != nil {
 		fields = append(fields, turn.FieldConversationID)
 	}
@@ -18016,6 +18139,9 @@ func (m *TurnMutation) Fields() []string {
 	if m.heartbeat_at != nil {
 		fields = append(fields, turn.FieldHeartbeatAt)
 	}
+	if m.agent_config != nil {
+		fields = append(fields, turn.FieldAgentConfig)
+	}
 	if m.replayed != nil {
 		fields = append(fields, turn.FieldReplayed)
 	}
@@ -18053,6 +18179,8 @@ func (m *TurnMutation) Field(name string) (ent.Value, bool) {
 		return m.Clarification()
 	case turn.FieldHeartbeatAt:
 		return m.HeartbeatAt()
+	case turn.FieldAgentConfig:
+		return m.AgentConfig()
 	case turn.FieldReplayed:
 		return m.Replayed()
 	}
@@ -18090,6 +18218,8 @@ func (m *TurnMutation) OldField(ctx context.Context, name string) (ent.Value, er
 		return m.OldClarification(ctx)
 	case turn.FieldHeartbeatAt:
 		return m.OldHeartbeatAt(ctx)
+	case turn.FieldAgentConfig:
+		return m.OldAgentConfig(ctx)
 	case turn.FieldReplayed:
 		return m.OldReplayed(ctx)
 	}
@@ -18192,6 +18322,13 @@ func (m *TurnMutation) SetField(name string, value ent.Value) error {
 		}
 		m.SetHeartbeatAt(v)
 		return nil
+	case turn.FieldAgentConfig:
+		v, ok := value.(*schematype.AgentConfig)
+		if !ok {
+			return fmt.Errorf("unexpected type %T for field %s", value, name)
+		}
+		m.SetAgentConfig(v)
+		return nil
 	case turn.FieldReplayed:
 		v, ok := value.(bool)
 		if !ok {
@@ -18262,6 +18399,9 @@ func (m *TurnMutation) ClearedFields() []string {
 	if m.FieldCleared(turn.FieldHeartbeatAt) {
 		fields = append(fields, turn.FieldHeartbeatAt)
 	}
+	if m.FieldCleared(turn.FieldAgentConfig) {
+		fields = append(fields, turn.FieldAgentConfig)
+	}
 	return fields
 }
 
@@ -18293,6 +18433,9 @@ func (m *TurnMutation) ClearField(name string) error {
 		return nil
 	case turn.FieldHeartbeatAt:
 		m.ClearHeartbeatAt()
+		return nil
+	case turn.FieldAgentConfig:
+		m.ClearAgentConfig()
 		return nil
 	}
 	return fmt.Errorf("unknown Turn nullable field %s", name)
@@ -18340,6 +18483,9 @@ func (m *TurnMutation) ResetField(name string) error {
 		return nil
 	case turn.FieldHeartbeatAt:
 		m.ResetHeartbeatAt()
+		return nil
+	case turn.FieldAgentConfig:
+		m.ResetAgentConfig()
 		return nil
 	case turn.FieldReplayed:
 		m.ResetReplayed()
@@ -18487,6 +18633,7 @@ type UserMutation struct {
 	name                 *string
 	department           *string
 	admin                *bool
+	deactivated_at       *time.Time
 	clearedFields        map[string]struct{}
 	organization         *int
 	clearedorganization  bool
@@ -18815,6 +18962,55 @@ func (m *UserMutation) ResetAdmin() {
 	m.admin = nil
 }
 
+// SetDeactivatedAt sets the "deactivated_at" field.
+func (m *UserMutation) SetDeactivatedAt(t time.Time) {
+	m.deactivated_at = &t
+}
+
+// DeactivatedAt returns the value of the "deactivated_at" field in the mutation.
+func (m *UserMutation) DeactivatedAt() (r time.Time, exists bool) {
+	v := m.deactivated_at
+	if v == nil {
+		return
+	}
+	return *v, true
+}
+
+// OldDeactivatedAt returns the old "deactivated_at" field's value of the User entity.
+// If the User object wasn't provided to the builder, the object is fetched from the database.
+// An error is returned if the mutation operation is not UpdateOne, or the database query fails.
+func (m *UserMutation) OldDeactivatedAt(ctx context.Context) (v *time.Time, err error) {
+	if !m.op.Is(OpUpdateOne) {
+		return v, errors.New("OldDeactivatedAt is only allowed on UpdateOne operations")
+	}
+	if m.id == nil || m.oldValue == nil {
+		return v, errors.New("OldDeactivatedAt requires an ID field in the mutation")
+	}
+	oldValue, err := m.oldValue(ctx)
+	if err != nil {
+		return v, fmt.Errorf("querying old value for OldDeactivatedAt: %w", err)
+	}
+	return oldValue.DeactivatedAt, nil
+}
+
+// ClearDeactivatedAt clears the value of the "deactivated_at" field.
+func (m *UserMutation) ClearDeactivatedAt() {
+	m.deactivated_at = nil
+	m.clearedFields[user.FieldDeactivatedAt] = struct{}{}
+}
+
+// DeactivatedAtCleared returns if the "deactivated_at" field was cleared in this mutation.
+func (m *UserMutation) DeactivatedAtCleared() bool {
+	_, ok := m.clearedFields[user.FieldDeactivatedAt]
+	return ok
+}
+
+// ResetDeactivatedAt resets all changes to the "deactivated_at" field.
+func (m *UserMutation) ResetDeactivatedAt() {
+	m.deactivated_at = nil
+	delete(m.clearedFields, user.FieldDeactivatedAt)
+}
+
 // ClearOrganization clears the "organization" edge to the Organization entity.
 func (m *UserMutation) ClearOrganization() {
 	m.clearedorganization = true
@@ -18984,7 +19180,7 @@ func (m *UserMutation) Type() string {
 // order to get all numeric fields that were incremented/decremented, call
 // AddedFields().
 func (m *UserMutation) Fields() []string {
-	fields := make([]string, 0, 6)
+	fields := make([]string, 0, 7)
 	if m.created_at != nil {
 		fields = append(fields, user.FieldCreatedAt)
 	}
@@ -19002,6 +19198,9 @@ func (m *UserMutation) Fields() []string {
 	}
 	if m.admin != nil {
 		fields = append(fields, user.FieldAdmin)
+	}
+	if m.deactivated_at != nil {
+		fields = append(fields, user.FieldDeactivatedAt)
 	}
 	return fields
 }
@@ -19023,6 +19222,8 @@ func (m *UserMutation) Field(name string) (ent.Value, bool) {
 		return m.Department()
 	case user.FieldAdmin:
 		return m.Admin()
+	case user.FieldDeactivatedAt:
+		return m.DeactivatedAt()
 	}
 	return nil, false
 }
@@ -19044,6 +19245,8 @@ func (m *UserMutation) OldField(ctx context.Context, name string) (ent.Value, er
 		return m.OldDepartment(ctx)
 	case user.FieldAdmin:
 		return m.OldAdmin(ctx)
+	case user.FieldDeactivatedAt:
+		return m.OldDeactivatedAt(ctx)
 	}
 	return nil, fmt.Errorf("unknown User field %s", name)
 }
@@ -19095,6 +19298,13 @@ func (m *UserMutation) SetField(name string, value ent.Value) error {
 		}
 		m.SetAdmin(v)
 		return nil
+	case user.FieldDeactivatedAt:
+		v, ok := value.(time.Time)
+		if !ok {
+			return fmt.Errorf("unexpected type %T for field %s", value, name)
+		}
+		m.SetDeactivatedAt(v)
+		return nil
 	}
 	return fmt.Errorf("unknown User field %s", name)
 }
@@ -19127,7 +19337,11 @@ func (m *UserMutation) AddField(name string, value ent.Value) error {
 // ClearedFields returns all nullable fields that were cleared during this
 // mutation.
 func (m *UserMutation) ClearedFields() []string {
-	return nil
+	var fields []string
+	if m.FieldCleared(user.FieldDeactivatedAt) {
+		fields = append(fields, user.FieldDeactivatedAt)
+	}
+	return fields
 }
 
 // FieldCleared returns a boolean indicating if a field with the given name was
@@ -19140,6 +19354,11 @@ func (m *UserMutation) FieldCleared(name string) bool {
 // ClearField clears the value of the field with the given name. It returns an
 // error if the field is not defined in the schema.
 func (m *UserMutation) ClearField(name string) error {
+	switch name {
+	case user.FieldDeactivatedAt:
+		m.ClearDeactivatedAt()
+		return nil
+	}
 	return fmt.Errorf("unknown User nullable field %s", name)
 }
 
@@ -19164,6 +19383,9 @@ func (m *UserMutation) ResetField(name string) error {
 		return nil
 	case user.FieldAdmin:
 		m.ResetAdmin()
+		return nil
+	case user.FieldDeactivatedAt:
+		m.ResetDeactivatedAt()
 		return nil
 	}
 	return fmt.Errorf("unknown User field %s", name)

@@ -46,6 +46,8 @@ type Turn struct {
 	Clarification *schematype.Clarification `json:"clarification,omitempty"`
 	// set by the process running the turn while it runs; a stale one lets another resume it
 	HeartbeatAt *time.Time `json:"heartbeat_at,omitempty"`
+	// the agent's instructions, tools and switches when the turn first ran: a turn in progress keeps them
+	AgentConfig *schematype.AgentConfig `json:"agent_config,omitempty"`
 	// answered by the replay provider, not a live model
 	Replayed bool `json:"replayed,omitempty"`
 	// Edges holds the relations/edges for other nodes in the graph.
@@ -106,7 +108,7 @@ func (*Turn) scanValues(columns []string) ([]any, error) {
 	values := make([]any, len(columns))
 	for i := range columns {
 		switch columns[i] {
-		case turn.FieldSuggestions, turn.FieldClarification:
+		case turn.FieldSuggestions, turn.FieldClarification, turn.FieldAgentConfig:
 			values[i] = new([]byte)
 		case turn.FieldReplayed:
 			values[i] = new(sql.NullBool)
@@ -224,6 +226,14 @@ func (_m *Turn) assignValues(columns []string, values []any) error {
 				_m.HeartbeatAt = new(time.Time)
 				*_m.HeartbeatAt = value.Time
 			}
+		case turn.FieldAgentConfig:
+			if value, ok := values[i].(*[]byte); !ok {
+				return fmt.Errorf("unexpected type %T for field agent_config", values[i])
+			} else if value != nil && len(*value) > 0 {
+				if err := json.Unmarshal(*value, &_m.AgentConfig); err != nil {
+					return fmt.Errorf("unmarshal field agent_config: %w", err)
+				}
+			}
 		case turn.FieldReplayed:
 			if value, ok := values[i].(*sql.NullBool); !ok {
 				return fmt.Errorf("unexpected type %T for field replayed", values[i])
@@ -329,6 +339,9 @@ func (_m *Turn) String() string {
 		builder.WriteString("heartbeat_at=")
 		builder.WriteString(v.Format(time.ANSIC))
 	}
+	builder.WriteString(", ")
+	builder.WriteString("agent_config=")
+	builder.WriteString(fmt.Sprintf("%v", _m.AgentConfig))
 	builder.WriteString(", ")
 	builder.WriteString("replayed=")
 	builder.WriteString(fmt.Sprintf("%v", _m.Replayed))

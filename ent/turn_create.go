@@ -168,6 +168,12 @@ func (_c *TurnCreate) SetNillableHeartbeatAt(v *time.Time) *TurnCreate {
 	return _c
 }
 
+// SetAgentConfig sets the "agent_config" field.
+func (_c *TurnCreate) SetAgentConfig(v *schematype.AgentConfig) *TurnCreate {
+	_c.mutation.SetAgentConfig(v)
+	return _c
+}
+
 // SetReplayed sets the "replayed" field.
 func (_c *TurnCreate) SetReplayed(v bool) *TurnCreate {
 	_c.mutation.SetReplayed(v)
@@ -393,6 +399,10 @@ func (_c *TurnCreate) createSpec() (*Turn, *sqlgraph.CreateSpec) {
 	if value, ok := _c.mutation.HeartbeatAt(); ok {
 		_spec.SetField(turn.FieldHeartbeatAt, field.TypeTime, value)
 		_node.HeartbeatAt = &value
+	}
+	if value, ok := _c.mutation.AgentConfig(); ok {
+		_spec.SetField(turn.FieldAgentConfig, field.TypeJSON, value)
+		_node.AgentConfig = value
 	}
 	if value, ok := _c.mutation.Replayed(); ok {
 		_spec.SetField(turn.FieldReplayed, field.TypeBool, value)
@@ -631,6 +641,24 @@ func (u *TurnUpsert) ClearHeartbeatAt() *TurnUpsert {
 	return u
 }
 
+// SetAgentConfig sets the "agent_config" field.
+func (u *TurnUpsert) SetAgentConfig(v *schematype.AgentConfig) *TurnUpsert {
+	u.Set(turn.FieldAgentConfig, v)
+	return u
+}
+
+// UpdateAgentConfig sets the "agent_config" field to the value that was provided on create.
+func (u *TurnUpsert) UpdateAgentConfig() *TurnUpsert {
+	u.SetExcluded(turn.FieldAgentConfig)
+	return u
+}
+
+// ClearAgentConfig clears the value of the "agent_config" field.
+func (u *TurnUpsert) ClearAgentConfig() *TurnUpsert {
+	u.SetNull(turn.FieldAgentConfig)
+	return u
+}
+
 // SetReplayed sets the "replayed" field.
 func (u *TurnUpsert) SetReplayed(v bool) *TurnUpsert {
 	u.Set(turn.FieldReplayed, v)
@@ -851,6 +879,27 @@ func (u *TurnUpsertOne) UpdateHeartbeatAt() *TurnUpsertOne {
 func (u *TurnUpsertOne) ClearHeartbeatAt() *TurnUpsertOne {
 	return u.Update(func(s *TurnUpsert) {
 		s.ClearHeartbeatAt()
+	})
+}
+
+// SetAgentConfig sets the "agent_config" field.
+func (u *TurnUpsertOne) SetAgentConfig(v *schematype.AgentConfig) *TurnUpsertOne {
+	return u.Update(func(s *TurnUpsert) {
+		s.SetAgentConfig(v)
+	})
+}
+
+// UpdateAgentConfig sets the "agent_config" field to the value that was provided on create.
+func (u *TurnUpsertOne) UpdateAgentConfig() *TurnUpsertOne {
+	return u.Update(func(s *TurnUpsert) {
+		s.UpdateAgentConfig()
+	})
+}
+
+// ClearAgentConfig clears the value of the "agent_config" field.
+func (u *TurnUpsertOne) ClearAgentConfig() *TurnUpsertOne {
+	return u.Update(func(s *TurnUpsert) {
+		s.ClearAgentConfig()
 	})
 }
 
@@ -1242,6 +1291,27 @@ func (u *TurnUpsertBulk) UpdateHeartbeatAt() *TurnUpsertBulk {
 func (u *TurnUpsertBulk) ClearHeartbeatAt() *TurnUpsertBulk {
 	return u.Update(func(s *TurnUpsert) {
 		s.ClearHeartbeatAt()
+	})
+}
+
+// SetAgentConfig sets the "agent_config" field.
+func (u *TurnUpsertBulk) SetAgentConfig(v *schematype.AgentConfig) *TurnUpsertBulk {
+	return u.Update(func(s *TurnUpsert) {
+		s.SetAgentConfig(v)
+	})
+}
+
+// UpdateAgentConfig sets the "agent_config" field to the value that was provided on create.
+func (u *TurnUpsertBulk) UpdateAgentConfig() *TurnUpsertBulk {
+	return u.Update(func(s *TurnUpsert) {
+		s.UpdateAgentConfig()
+	})
+}
+
+// ClearAgentConfig clears the value of the "agent_config" field.
+func (u *TurnUpsertBulk) ClearAgentConfig() *TurnUpsertBulk {
+	return u.Update(func(s *TurnUpsert) {
+		s.ClearAgentConfig()
 	})
 }
 

@@ -170,6 +170,18 @@ func (_u *TurnUpdate) ClearHeartbeatAt() *TurnUpdate {
 	return _u
 }
 
+// SetAgentConfig sets the "agent_config" field.
+func (_u *TurnUpdate) SetAgentConfig(v *schematype.AgentConfig) *TurnUpdate {
+	_u.mutation.SetAgentConfig(v)
+	return _u
+}
+
+// ClearAgentConfig clears the value of the "agent_config" field.
+func (_u *TurnUpdate) ClearAgentConfig() *TurnUpdate {
+	_u.mutation.ClearAgentConfig()
+	return _u
+}
+
 // SetReplayed sets the "replayed" field.
 func (_u *TurnUpdate) SetReplayed(v bool) *TurnUpdate {
 	_u.mutation.SetReplayed(v)
@@ -359,6 +371,12 @@ func (_u *TurnUpdate) sqlSave(ctx context.Context) (_node int, err error) {
 	}
 	if _u.mutation.HeartbeatAtCleared() {
 		_spec.ClearField(turn.FieldHeartbeatAt, field.TypeTime)
+	}
+	if value, ok := _u.mutation.AgentConfig(); ok {
+		_spec.SetField(turn.FieldAgentConfig, field.TypeJSON, value)
+	}
+	if _u.mutation.AgentConfigCleared() {
+		_spec.ClearField(turn.FieldAgentConfig, field.TypeJSON)
 	}
 	if value, ok := _u.mutation.Replayed(); ok {
 		_spec.SetField(turn.FieldReplayed, field.TypeBool, value)
@@ -611,6 +629,18 @@ func (_u *TurnUpdateOne) ClearHeartbeatAt() *TurnUpdateOne {
 	return _u
 }
 
+// SetAgentConfig sets the "agent_config" field.
+func (_u *TurnUpdateOne) SetAgentConfig(v *schematype.AgentConfig) *TurnUpdateOne {
+	_u.mutation.SetAgentConfig(v)
+	return _u
+}
+
+// ClearAgentConfig clears the value of the "agent_config" field.
+func (_u *TurnUpdateOne) ClearAgentConfig() *TurnUpdateOne {
+	_u.mutation.ClearAgentConfig()
+	return _u
+}
+
 // SetReplayed sets the "replayed" field.
 func (_u *TurnUpdateOne) SetReplayed(v bool) *TurnUpdateOne {
 	_u.mutation.SetReplayed(v)
@@ -830,6 +860,12 @@ func (_u *TurnUpdateOne) sqlSave(ctx context.Context) (_node *Turn, err error) {
 	}
 	if _u.mutation.HeartbeatAtCleared() {
 		_spec.ClearField(turn.FieldHeartbeatAt, field.TypeTime)
+	}
+	if value, ok := _u.mutation.AgentConfig(); ok {
+		_spec.SetField(turn.FieldAgentConfig, field.TypeJSON, value)
+	}
+	if _u.mutation.AgentConfigCleared() {
+		_spec.ClearField(turn.FieldAgentConfig, field.TypeJSON)
 	}
 	if value, ok := _u.mutation.Replayed(); ok {
 		_spec.SetField(turn.FieldReplayed, field.TypeBool, value)

@@ -30,6 +30,8 @@ type User struct {
 	Department string `json:"department,omitempty"`
 	// admins reach every conversation of their organisation
 	Admin bool `json:"admin,omitempty"`
+	// when an admin deactivated the user: their API tokens stop working at once; none: active
+	DeactivatedAt *time.Time `json:"deactivated_at,omitempty"`
 	// Edges holds the relations/edges for other nodes in the graph.
 	// The values are being populated by the UserQuery when eager-loading is set.
 	Edges        UserEdges `json:"edges"`
@@ -94,7 +96,7 @@ func (*User) scanValues(columns []string) ([]any, error) {
 			values[i] = new(sql.NullInt64)
 		case user.FieldName, user.FieldDepartment:
 			values[i] = new(sql.NullString)
-		case user.FieldCreatedAt, user.FieldUpdatedAt:
+		case user.FieldCreatedAt, user.FieldUpdatedAt, user.FieldDeactivatedAt:
 			values[i] = new(sql.NullTime)
 		default:
 			values[i] = new(sql.UnknownType)
@@ -152,6 +154,13 @@ func (_m *User) assignValues(columns []string, values []any) error {
 				return fmt.Errorf("unexpected type %T for field admin", values[i])
 			} else if value.Valid {
 				_m.Admin = value.Bool
+			}
+		case user.FieldDeactivatedAt:
+			if value, ok := values[i].(*sql.NullTime); !ok {
+				return fmt.Errorf("unexpected type %T for field deactivated_at", values[i])
+			} else if value.Valid {
+				_m.DeactivatedAt = new(time.Time)
+				*_m.DeactivatedAt = value.Time
 			}
 		default:
 			_m.selectValues.Set(columns[i], values[i])
@@ -221,6 +230,11 @@ func (_m *User) String() string {
 	builder.WriteString(", ")
 	builder.WriteString("admin=")
 	builder.WriteString(fmt.Sprintf("%v", _m.Admin))
+	builder.WriteString(", ")
+	if v := _m.DeactivatedAt; v != nil {
+		builder.WriteString("deactivated_at=")
+		builder.WriteString(v.Format(time.ANSIC))
+	}
 	builder.WriteByte(')')
 	return builder.String()
 }

@@ -93,6 +93,20 @@ func (_c *UserCreate) SetNillableAdmin(v *bool) *UserCreate {
 	return _c
 }
 
+// SetDeactivatedAt sets the "deactivated_at" field.
+func (_c *UserCreate) SetDeactivatedAt(v time.Time) *UserCreate {
+	_c.mutation.SetDeactivatedAt(v)
+	return _c
+}
+
+// SetNillableDeactivatedAt sets the "deactivated_at" field if the given value is not nil.
+func (_c *UserCreate) SetNillableDeactivatedAt(v *time.Time) *UserCreate {
+	if v != nil {
+		_c.SetDeactivatedAt(*v)
+	}
+	return _c
+}
+
 // SetOrganization sets the "organization" edge to the Organization entity.
 func (_c *UserCreate) SetOrganization(v *Organization) *UserCreate {
 	return _c.SetOrganizationID(v.ID)
@@ -270,6 +284,10 @@ func (_c *UserCreate) createSpec() (*User, *sqlgraph.CreateSpec) {
 		_spec.SetField(user.FieldAdmin, field.TypeBool, value)
 		_node.Admin = value
 	}
+	if value, ok := _c.mutation.DeactivatedAt(); ok {
+		_spec.SetField(user.FieldDeactivatedAt, field.TypeTime, value)
+		_node.DeactivatedAt = &value
+	}
 	if nodes := _c.mutation.OrganizationIDs(); len(nodes) > 0 {
 		edge := &sqlgraph.EdgeSpec{
 			Rel:     sqlgraph.M2O,
@@ -419,6 +437,24 @@ func (u *UserUpsert) UpdateAdmin() *UserUpsert {
 	return u
 }
 
+// SetDeactivatedAt sets the "deactivated_at" field.
+func (u *UserUpsert) SetDeactivatedAt(v time.Time) *UserUpsert {
+	u.Set(user.FieldDeactivatedAt, v)
+	return u
+}
+
+// UpdateDeactivatedAt sets the "deactivated_at" field to the value that was provided on create.
+func (u *UserUpsert) UpdateDeactivatedAt() *UserUpsert {
+	u.SetExcluded(user.FieldDeactivatedAt)
+	return u
+}
+
+// ClearDeactivatedAt clears the value of the "deactivated_at" field.
+func (u *UserUpsert) ClearDeactivatedAt() *UserUpsert {
+	u.SetNull(user.FieldDeactivatedAt)
+	return u
+}
+
 // UpdateNewValues updates the mutable fields using the new values that were set on create.
 // Using this option is equivalent to using:
 //
@@ -520,6 +556,27 @@ func (u *UserUpsertOne) SetAdmin(v bool) *UserUpsertOne {
 func (u *UserUpsertOne) UpdateAdmin() *UserUpsertOne {
 	return u.Update(func(s *UserUpsert) {
 		s.UpdateAdmin()
+	})
+}
+
+// SetDeactivatedAt sets the "deactivated_at" field.
+func (u *UserUpsertOne) SetDeactivatedAt(v time.Time) *UserUpsertOne {
+	return u.Update(func(s *UserUpsert) {
+		s.SetDeactivatedAt(v)
+	})
+}
+
+// UpdateDeactivatedAt sets the "deactivated_at" field to the value that was provided on create.
+func (u *UserUpsertOne) UpdateDeactivatedAt() *UserUpsertOne {
+	return u.Update(func(s *UserUpsert) {
+		s.UpdateDeactivatedAt()
+	})
+}
+
+// ClearDeactivatedAt clears the value of the "deactivated_at" field.
+func (u *UserUpsertOne) ClearDeactivatedAt() *UserUpsertOne {
+	return u.Update(func(s *UserUpsert) {
+		s.ClearDeactivatedAt()
 	})
 }
 
@@ -790,6 +847,27 @@ func (u *UserUpsertBulk) SetAdmin(v bool) *UserUpsertBulk {
 func (u *UserUpsertBulk) UpdateAdmin() *UserUpsertBulk {
 	return u.Update(func(s *UserUpsert) {
 		s.UpdateAdmin()
+	})
+}
+
+// SetDeactivatedAt sets the "deactivated_at" field.
+func (u *UserUpsertBulk) SetDeactivatedAt(v time.Time) *UserUpsertBulk {
+	return u.Update(func(s *UserUpsert) {
+		s.SetDeactivatedAt(v)
+	})
+}
+
+// UpdateDeactivatedAt sets the "deactivated_at" field to the value that was provided on create.
+func (u *UserUpsertBulk) UpdateDeactivatedAt() *UserUpsertBulk {
+	return u.Update(func(s *UserUpsert) {
+		s.UpdateDeactivatedAt()
+	})
+}
+
+// ClearDeactivatedAt clears the value of the "deactivated_at" field.
+func (u *UserUpsertBulk) ClearDeactivatedAt() *UserUpsertBulk {
+	return u.Update(func(s *UserUpsert) {
+		s.ClearDeactivatedAt()
 	})
 }
 

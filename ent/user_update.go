@@ -78,6 +78,26 @@ func (_u *UserUpdate) SetNillableAdmin(v *bool) *UserUpdate {
 	return _u
 }
 
+// SetDeactivatedAt sets the "deactivated_at" field.
+func (_u *UserUpdate) SetDeactivatedAt(v time.Time) *UserUpdate {
+	_u.mutation.SetDeactivatedAt(v)
+	return _u
+}
+
+// SetNillableDeactivatedAt sets the "deactivated_at" field if the given value is not nil.
+func (_u *UserUpdate) SetNillableDeactivatedAt(v *time.Time) *UserUpdate {
+	if v != nil {
+		_u.SetDeactivatedAt(*v)
+	}
+	return _u
+}
+
+// ClearDeactivatedAt clears the value of the "deactivated_at" field.
+func (_u *UserUpdate) ClearDeactivatedAt() *UserUpdate {
+	_u.mutation.ClearDeactivatedAt()
+	return _u
+}
+
 // AddTokenIDs adds the "tokens" edge to the APIToken entity by IDs.
 func (_u *UserUpdate) AddTokenIDs(ids ...int) *UserUpdate {
 	_u.mutation.AddTokenIDs(ids...)
@@ -239,6 +259,12 @@ func (_u *UserUpdate) sqlSave(ctx context.Context) (_node int, err error) {
 	if value, ok := _u.mutation.Admin(); ok {
 		_spec.SetField(user.FieldAdmin, field.TypeBool, value)
 	}
+	if value, ok := _u.mutation.DeactivatedAt(); ok {
+		_spec.SetField(user.FieldDeactivatedAt, field.TypeTime, value)
+	}
+	if _u.mutation.DeactivatedAtCleared() {
+		_spec.ClearField(user.FieldDeactivatedAt, field.TypeTime)
+	}
 	if _u.mutation.TokensCleared() {
 		edge := &sqlgraph.EdgeSpec{
 			Rel:     sqlgraph.O2M,
@@ -394,6 +420,26 @@ func (_u *UserUpdateOne) SetNillableAdmin(v *bool) *UserUpdateOne {
 	if v != nil {
 		_u.SetAdmin(*v)
 	}
+	return _u
+}
+
+// SetDeactivatedAt sets the "deactivated_at" field.
+func (_u *UserUpdateOne) SetDeactivatedAt(v time.Time) *UserUpdateOne {
+	_u.mutation.SetDeactivatedAt(v)
+	return _u
+}
+
+// SetNillableDeactivatedAt sets the "deactivated_at" field if the given value is not nil.
+func (_u *UserUpdateOne) SetNillableDeactivatedAt(v *time.Time) *UserUpdateOne {
+	if v != nil {
+		_u.SetDeactivatedAt(*v)
+	}
+	return _u
+}
+
+// ClearDeactivatedAt clears the value of the "deactivated_at" field.
+func (_u *UserUpdateOne) ClearDeactivatedAt() *UserUpdateOne {
+	_u.mutation.ClearDeactivatedAt()
 	return _u
 }
 
@@ -587,6 +633,12 @@ func (_u *UserUpdateOne) sqlSave(ctx context.Context) (_node *User, err error) {
 	}
 	if value, ok := _u.mutation.Admin(); ok {
 		_spec.SetField(user.FieldAdmin, field.TypeBool, value)
+	}
+	if value, ok := _u.mutation.DeactivatedAt(); ok {
+		_spec.SetField(user.FieldDeactivatedAt, field.TypeTime, value)
+	}
+	if _u.mutation.DeactivatedAtCleared() {
+		_spec.ClearField(user.FieldDeactivatedAt, field.TypeTime)
 	}
 	if _u.mutation.TokensCleared() {
 		edge := &sqlgraph.EdgeSpec{

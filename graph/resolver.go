@@ -29,7 +29,10 @@ const (
 type Resolver struct {
 	// Client is the API's ent client, with the scope interceptors installed.
 	Client *ent.Client
-	Log    *slog.Logger
+	// Dialect is the database's SQL dialect, for the statements ent does
+	// not write (deleteConversation's purge).
+	Dialect string
+	Log     *slog.Logger
 	// Runner runs turns; nil when the server only serves the data.
 	Runner *loop.Runner
 	// Web runs the web tools; nil when the server has no web provider.

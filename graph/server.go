@@ -168,7 +168,7 @@ func (s *Server) newGraphQL() *handler.Server {
 	if apps == nil && s.cfg.Runner != nil {
 		apps = s.cfg.Runner.Apps()
 	}
-	cfg := generated.Config{Resolvers: &Resolver{Client: s.client, Log: s.cfg.Log, Runner: s.cfg.Runner, Apps: apps, Web: s.cfg.Web, Sandbox: s.cfg.Sandbox, Documents: s.cfg.Documents}}
+	cfg := generated.Config{Resolvers: &Resolver{Client: s.client, Dialect: s.cfg.DB.Dialect, Log: s.cfg.Log, Runner: s.cfg.Runner, Apps: apps, Web: s.cfg.Web, Sandbox: s.cfg.Sandbox, Documents: s.cfg.Documents}}
 	pageTimes := func(child int, first, last *int) int {
 		n := DefaultPage
 		if first != nil {

@@ -9,8 +9,10 @@ import (
 
 	"github.com/toolgate/toolgate/ent"
 	"github.com/toolgate/toolgate/ent/artifactversion"
+	"github.com/toolgate/toolgate/ent/conversation"
 	"github.com/toolgate/toolgate/ent/tenancy"
 	"github.com/toolgate/toolgate/ent/turn"
+	"github.com/toolgate/toolgate/ent/user"
 	"github.com/toolgate/toolgate/graph/auth"
 	"github.com/toolgate/toolgate/runtime/scope"
 	"github.com/toolgate/toolgate/tools/catalog"
@@ -88,7 +90,9 @@ func scopeResolver(client *ent.Client, signer *scope.Signer) func(context.Contex
 			return nil, auth.ErrNotFound
 		}
 		n, err := client.Turn.Query().
-			Where(turn.ID(c.TurnID), turn.ConversationID(c.ConversationID), turn.StatusEQ(turn.StatusRUNNING)).
+			Where(turn.ID(c.TurnID), turn.ConversationID(c.ConversationID), turn.StatusEQ(turn.StatusRUNNING),
+							// A deactivated user's turns lose their tokens at once too.
+							turn.HasConversationWith(conversation.HasUserWith(user.DeactivatedAtIsNil()))).
 			Count(tenancy.System(ctx)) // no viewer yet: this check makes it
 		if err != nil {
 			return nil, fmt.Errorf("check turn: %w", err)

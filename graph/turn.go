@@ -91,6 +91,9 @@ func (r *Resolver) sendMessage(ctx context.Context, in model.SendMessageInput) (
 	if err != nil {
 		return nil, err
 	}
+	if conv.ArchivedAt != nil {
+		return nil, inputErrorf("the conversation is archived: bring it back (archiveConversation with archived: false) to send a message")
+	}
 	busy, err := c.Turn.Query().
 		Where(turn.ConversationID(conv.ID), turn.StatusIn(turn.StatusRUNNING, turn.StatusWAITING_FOR_CLARIFICATION)).
 		Exist(ctx)

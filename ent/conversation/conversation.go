@@ -29,6 +29,8 @@ const (
 	FieldTitle = "title"
 	// FieldTurnsCount holds the string denoting the turns_count field in the database.
 	FieldTurnsCount = "turns_count"
+	// FieldArchivedAt holds the string denoting the archived_at field in the database.
+	FieldArchivedAt = "archived_at"
 	// EdgeOrganization holds the string denoting the organization edge name in mutations.
 	EdgeOrganization = "organization"
 	// EdgeUser holds the string denoting the user edge name in mutations.
@@ -97,6 +99,7 @@ var Columns = []string{
 	FieldAgentID,
 	FieldTitle,
 	FieldTurnsCount,
+	FieldArchivedAt,
 }
 
 // ValidColumn reports if the column name is valid (part of the table columns).
@@ -172,6 +175,11 @@ func ByTitle(opts ...sql.OrderTermOption) OrderOption {
 // ByTurnsCountField orders the results by the turns_count field.
 func ByTurnsCountField(opts ...sql.OrderTermOption) OrderOption {
 	return sql.OrderByField(FieldTurnsCount, opts...).ToFunc()
+}
+
+// ByArchivedAt orders the results by the archived_at field.
+func ByArchivedAt(opts ...sql.OrderTermOption) OrderOption {
+	return sql.OrderByField(FieldArchivedAt, opts...).ToFunc()
 }
 
 // ByOrganizationField orders the results by organization field.

@@ -90,6 +90,11 @@ func TurnsCount(v int) predicate.Conversation {
 	return predicate.Conversation(sql.FieldEQ(FieldTurnsCount, v))
 }
 
+// ArchivedAt applies equality check predicate on the "archived_at" field. It's identical to ArchivedAtEQ.
+func ArchivedAt(v time.Time) predicate.Conversation {
+	return predicate.Conversation(sql.FieldEQ(FieldArchivedAt, v))
+}
+
 // CreatedAtEQ applies the EQ predicate on the "created_at" field.
 func CreatedAtEQ(v time.Time) predicate.Conversation {
 	return predicate.Conversation(sql.FieldEQ(FieldCreatedAt, v))
@@ -343,6 +348,56 @@ func TurnsCountLT(v int) predicate.Conversation {
 // TurnsCountLTE applies the LTE predicate on the "turns_count" field.
 func TurnsCountLTE(v int) predicate.Conversation {
 	return predicate.Conversation(sql.FieldLTE(FieldTurnsCount, v))
+}
+
+// ArchivedAtEQ applies the EQ predicate on the "archived_at" field.
+func ArchivedAtEQ(v time.Time) predicate.Conversation {
+	return predicate.Conversation(sql.FieldEQ(FieldArchivedAt, v))
+}
+
+// ArchivedAtNEQ applies the NEQ predicate on the "archived_at" field.
+func ArchivedAtNEQ(v time.Time) predicate.Conversation {
+	return predicate.Conversation(sql.FieldNEQ(FieldArchivedAt, v))
+}
+
+// ArchivedAtIn applies the In predicate on the "archived_at" field.
+func ArchivedAtIn(vs ...time.Time) predicate.Conversation {
+	return predicate.Conversation(sql.FieldIn(FieldArchivedAt, vs...))
+}
+
+// ArchivedAtNotIn applies the NotIn predicate on the "archived_at" field.
+func ArchivedAtNotIn(vs ...time.Time) predicate.Conversation {
+	return predicate.Conversation(sql.FieldNotIn(FieldArchivedAt, vs...))
+}
+
+// ArchivedAtGT applies the GT predicate on the "archived_at" field.
+func ArchivedAtGT(v time.Time) predicate.Conversation {
+	return predicate.Conversation(sql.FieldGT(FieldArchivedAt, v))
+}
+
+// ArchivedAtGTE applies the GTE predicate on the "archived_at" field.
+func ArchivedAtGTE(v time.Time) predicate.Conversation {
+	return predicate.Conversation(sql.FieldGTE(FieldArchivedAt, v))
+}
+
+// ArchivedAtLT applies the LT predicate on the "archived_at" field.
+func ArchivedAtLT(v time.Time) predicate.Conversation {
+	return predicate.Conversation(sql.FieldLT(FieldArchivedAt, v))
+}
+
+// ArchivedAtLTE applies the LTE predicate on the "archived_at" field.
+func ArchivedAtLTE(v time.Time) predicate.Conversation {
+	return predicate.Conversation(sql.FieldLTE(FieldArchivedAt, v))
+}
+
+// ArchivedAtIsNil applies the IsNil predicate on the "archived_at" field.
+func ArchivedAtIsNil() predicate.Conversation {
+	return predicate.Conversation(sql.FieldIsNull(FieldArchivedAt))
+}
+
+// ArchivedAtNotNil applies the NotNil predicate on the "archived_at" field.
+func ArchivedAtNotNil() predicate.Conversation {
+	return predicate.Conversation(sql.FieldNotNull(FieldArchivedAt))
 }
 
 // HasOrganization applies the HasEdge predicate on the "organization" edge.

@@ -194,6 +194,7 @@ var (
 		{Name: "updated_at", Type: field.TypeTime},
 		{Name: "title", Type: field.TypeString, Nullable: true, Size: 500},
 		{Name: "turns_count", Type: field.TypeInt, Default: 0},
+		{Name: "archived_at", Type: field.TypeTime, Nullable: true},
 		{Name: "agent_id", Type: field.TypeInt},
 		{Name: "organization_id", Type: field.TypeInt},
 		{Name: "user_id", Type: field.TypeInt},
@@ -206,19 +207,19 @@ var (
 		ForeignKeys: []*schema.ForeignKey{
 			{
 				Symbol:     "conversations_agents_conversations",
-				Columns:    []*schema.Column{ConversationsColumns[5]},
+				Columns:    []*schema.Column{ConversationsColumns[6]},
 				RefColumns: []*schema.Column{AgentsColumns[0]},
 				OnDelete:   schema.NoAction,
 			},
 			{
 				Symbol:     "conversations_organizations_conversations",
-				Columns:    []*schema.Column{ConversationsColumns[6]},
+				Columns:    []*schema.Column{ConversationsColumns[7]},
 				RefColumns: []*schema.Column{OrganizationsColumns[0]},
 				OnDelete:   schema.NoAction,
 			},
 			{
 				Symbol:     "conversations_users_conversations",
-				Columns:    []*schema.Column{ConversationsColumns[7]},
+				Columns:    []*schema.Column{ConversationsColumns[8]},
 				RefColumns: []*schema.Column{UsersColumns[0]},
 				OnDelete:   schema.NoAction,
 			},
@@ -227,12 +228,12 @@ var (
 			{
 				Name:    "conversation_user_id_updated_at",
 				Unique:  false,
-				Columns: []*schema.Column{ConversationsColumns[7], ConversationsColumns[2]},
+				Columns: []*schema.Column{ConversationsColumns[8], ConversationsColumns[2]},
 			},
 			{
 				Name:    "conversation_organization_id_updated_at",
 				Unique:  false,
-				Columns: []*schema.Column{ConversationsColumns[6], ConversationsColumns[2]},
+				Columns: []*schema.Column{ConversationsColumns[7], ConversationsColumns[2]},
 			},
 		},
 	}
@@ -574,6 +575,7 @@ var (
 		{Name: "suggestions", Type: field.TypeJSON},
 		{Name: "clarification", Type: field.TypeJSON, Nullable: true},
 		{Name: "heartbeat_at", Type: field.TypeTime, Nullable: true},
+		{Name: "agent_config", Type: field.TypeJSON, Nullable: true},
 		{Name: "replayed", Type: field.TypeBool, Default: false},
 		{Name: "conversation_id", Type: field.TypeInt},
 	}
@@ -585,7 +587,7 @@ var (
 		ForeignKeys: []*schema.ForeignKey{
 			{
 				Symbol:     "turns_conversations_turns",
-				Columns:    []*schema.Column{TurnsColumns[14]},
+				Columns:    []*schema.Column{TurnsColumns[15]},
 				RefColumns: []*schema.Column{ConversationsColumns[0]},
 				OnDelete:   schema.NoAction,
 			},
@@ -594,7 +596,7 @@ var (
 			{
 				Name:    "turn_conversation_id_number",
 				Unique:  true,
-				Columns: []*schema.Column{TurnsColumns[14], TurnsColumns[1]},
+				Columns: []*schema.Column{TurnsColumns[15], TurnsColumns[1]},
 			},
 		},
 	}
@@ -606,6 +608,7 @@ var (
 		{Name: "name", Type: field.TypeString, Size: 200},
 		{Name: "department", Type: field.TypeString, Size: 200, Default: ""},
 		{Name: "admin", Type: field.TypeBool, Default: false},
+		{Name: "deactivated_at", Type: field.TypeTime, Nullable: true},
 		{Name: "organization_id", Type: field.TypeInt},
 	}
 	// UsersTable holds the schema information for the "users" table.
@@ -616,7 +619,7 @@ var (
 		ForeignKeys: []*schema.ForeignKey{
 			{
 				Symbol:     "users_organizations_users",
-				Columns:    []*schema.Column{UsersColumns[6]},
+				Columns:    []*schema.Column{UsersColumns[7]},
 				RefColumns: []*schema.Column{OrganizationsColumns[0]},
 				OnDelete:   schema.NoAction,
 			},
@@ -625,7 +628,7 @@ var (
 			{
 				Name:    "user_organization_id_name",
 				Unique:  true,
-				Columns: []*schema.Column{UsersColumns[6], UsersColumns[3]},
+				Columns: []*schema.Column{UsersColumns[7], UsersColumns[3]},
 			},
 		},
 	}

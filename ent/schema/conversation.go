@@ -30,6 +30,8 @@ func (Conversation) Fields() []ent.Field {
 		field.Int("turns_count").Default(0).NonNegative().
 			Annotations(entgql.OrderField("TURNS_COUNT"), entgql.Skip(entgql.SkipMutationCreateInput, entgql.SkipMutationUpdateInput)).
 			Comment("how many turns the conversation has"),
+		field.Time("archived_at").Optional().Nillable().
+			Comment("when the conversation was archived (read-only: no new turns); none: it is active"),
 	}
 }
 

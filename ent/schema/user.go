@@ -25,6 +25,8 @@ func (User) Fields() []ent.Field {
 		field.String("department").Default("").MaxLen(200),
 		field.Bool("admin").Default(false).
 			Comment("admins reach every conversation of their organisation"),
+		field.Time("deactivated_at").Optional().Nillable().
+			Comment("when an admin deactivated the user: their API tokens stop working at once; none: active"),
 	}
 }
 

@@ -142,3 +142,15 @@ type Span struct {
 	Start int64  `json:"start"`
 	End   int64  `json:"end"`
 }
+
+// AgentConfig is what a turn took from its agent when it first ran: its
+// instructions, tools and switches. A turn resumed after updateAgent (an
+// answered clarification, a restart) keeps them, so a turn never changes
+// tools or prompt halfway.
+type AgentConfig struct {
+	Instructions           string   `json:"instructions"`
+	Tools                  []string `json:"tools"`
+	Memory                 bool     `json:"memory"`
+	BudgetCheck            bool     `json:"budgetCheck"`
+	PastConversationSearch bool     `json:"pastConversationSearch"`
+}

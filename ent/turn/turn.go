@@ -44,6 +44,8 @@ const (
 	FieldClarification = "clarification"
 	// FieldHeartbeatAt holds the string denoting the heartbeat_at field in the database.
 	FieldHeartbeatAt = "heartbeat_at"
+	// FieldAgentConfig holds the string denoting the agent_config field in the database.
+	FieldAgentConfig = "agent_config"
 	// FieldReplayed holds the string denoting the replayed field in the database.
 	FieldReplayed = "replayed"
 	// EdgeConversation holds the string denoting the conversation edge name in mutations.
@@ -93,6 +95,7 @@ var Columns = []string{
 	FieldSuggestions,
 	FieldClarification,
 	FieldHeartbeatAt,
+	FieldAgentConfig,
 	FieldReplayed,
 }
 

@@ -695,6 +695,16 @@ func HeartbeatAtNotNil() predicate.Turn {
 	return predicate.Turn(sql.FieldNotNull(FieldHeartbeatAt))
 }
 
+// AgentConfigIsNil applies the IsNil predicate on the "agent_config" field.
+func AgentConfigIsNil() predicate.Turn {
+	return predicate.Turn(sql.FieldIsNull(FieldAgentConfig))
+}
+
+// AgentConfigNotNil applies the NotNil predicate on the "agent_config" field.
+func AgentConfigNotNil() predicate.Turn {
+	return predicate.Turn(sql.FieldNotNull(FieldAgentConfig))
+}
+
 // ReplayedEQ applies the EQ predicate on the "replayed" field.
 func ReplayedEQ(v bool) predicate.Turn {
 	return predicate.Turn(sql.FieldEQ(FieldReplayed, v))

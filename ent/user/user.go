@@ -27,6 +27,8 @@ const (
 	FieldDepartment = "department"
 	// FieldAdmin holds the string denoting the admin field in the database.
 	FieldAdmin = "admin"
+	// FieldDeactivatedAt holds the string denoting the deactivated_at field in the database.
+	FieldDeactivatedAt = "deactivated_at"
 	// EdgeOrganization holds the string denoting the organization edge name in mutations.
 	EdgeOrganization = "organization"
 	// EdgeTokens holds the string denoting the tokens edge name in mutations.
@@ -67,6 +69,7 @@ var Columns = []string{
 	FieldName,
 	FieldDepartment,
 	FieldAdmin,
+	FieldDeactivatedAt,
 }
 
 // ValidColumn reports if the column name is valid (part of the table columns).
@@ -139,6 +142,11 @@ func ByDepartment(opts ...sql.OrderTermOption) OrderOption {
 // ByAdmin orders the results by the admin field.
 func ByAdmin(opts ...sql.OrderTermOption) OrderOption {
 	return sql.OrderByField(FieldAdmin, opts...).ToFunc()
+}
+
+// ByDeactivatedAt orders the results by the deactivated_at field.
+func ByDeactivatedAt(opts ...sql.OrderTermOption) OrderOption {
+	return sql.OrderByField(FieldDeactivatedAt, opts...).ToFunc()
 }
 
 // ByOrganizationField orders the results by organization field.

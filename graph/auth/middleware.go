@@ -48,7 +48,7 @@ func (a *Authenticator) Resolve(ctx context.Context, token string) (*Viewer, err
 	hash := HashToken(token)
 	now := a.now()
 	u, err := a.client.User.Query().
-		Where(user.HasTokensWith(apitoken.Hash(hash), apitoken.RevokedAtIsNil(),
+		Where(user.DeactivatedAtIsNil(), user.HasTokensWith(apitoken.Hash(hash), apitoken.RevokedAtIsNil(),
 			apitoken.Or(apitoken.ExpiresAtIsNil(), apitoken.ExpiresAtGT(now)))).
 		Only(tenancy.System(ctx))
 	if ent.IsNotFound(err) {

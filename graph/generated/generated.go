@@ -16,8 +16,6 @@ import (
 	"github.com/99designs/gqlgen/graphql"
 	"github.com/99designs/gqlgen/graphql/introspection"
 	"github.com/toolgate/toolgate/ent"
-	"github.com/toolgate/toolgate/ent/attachment"
-	"github.com/toolgate/toolgate/ent/document"
 	"github.com/toolgate/toolgate/ent/modelcall"
 	"github.com/toolgate/toolgate/ent/schematype"
 	"github.com/toolgate/toolgate/ent/toolcall"
@@ -115,6 +113,10 @@ type ComplexityRoot struct {
 		UpdatedAt    func(childComplexity int) int
 	}
 
+	ArchiveConversationPayload struct {
+		Conversation func(childComplexity int) int
+	}
+
 	ArgumentRepair struct {
 		Path func(childComplexity int) int
 		Rule func(childComplexity int) int
@@ -147,19 +149,6 @@ type ComplexityRoot struct {
 		CreatedAt func(childComplexity int) int
 		Inspected func(childComplexity int) int
 		Number    func(childComplexity int) int
-	}
-
-	Attachment struct {
-		Chars     func(childComplexity int) int
-		Chunks    func(childComplexity int) int
-		CreatedAt func(childComplexity int) int
-		Error     func(childComplexity int) int
-		Filename  func(childComplexity int) int
-		ID        func(childComplexity int) int
-		MimeType  func(childComplexity int) int
-		Status    func(childComplexity int) int
-		Title     func(childComplexity int) int
-		UpdatedAt func(childComplexity int) int
 	}
 
 	Calculation struct {
@@ -211,17 +200,17 @@ type ComplexityRoot struct {
 	}
 
 	Conversation struct {
-		Agent       func(childComplexity int) int
-		Attachments func(childComplexity int) int
-		CreatedAt   func(childComplexity int) int
-		ID          func(childComplexity int) int
-		Summaries   func(childComplexity int) int
-		Tasks       func(childComplexity int) int
-		Title       func(childComplexity int) int
-		Turns       func(childComplexity int, after *entgql.Cursor[int], first *int, before *entgql.Cursor[int], last *int, orderBy []*ent.TurnOrder, where *ent.TurnWhereInput) int
-		TurnsCount  func(childComplexity int) int
-		UpdatedAt   func(childComplexity int) int
-		User        func(childComplexity int) int
+		Agent      func(childComplexity int) int
+		ArchivedAt func(childComplexity int) int
+		CreatedAt  func(childComplexity int) int
+		ID         func(childComplexity int) int
+		Summaries  func(childComplexity int) int
+		Tasks      func(childComplexity int) int
+		Title      func(childComplexity int) int
+		Turns      func(childComplexity int, after *entgql.Cursor[int], first *int, before *entgql.Cursor[int], last *int, orderBy []*ent.TurnOrder, where *ent.TurnWhereInput) int
+		TurnsCount func(childComplexity int) int
+		UpdatedAt  func(childComplexity int) int
+		User       func(childComplexity int) int
 	}
 
 	ConversationConnection struct {
@@ -235,33 +224,18 @@ type ComplexityRoot struct {
 		Node   func(childComplexity int) int
 	}
 
+	CreateUserPayload struct {
+		Token func(childComplexity int) int
+		User  func(childComplexity int) int
+	}
+
 	CreatedAPIToken struct {
 		APIToken func(childComplexity int) int
 		Token    func(childComplexity int) int
 	}
 
-	Document struct {
-		Chars     func(childComplexity int) int
-		Chunks    func(childComplexity int) int
-		CreatedAt func(childComplexity int) int
-		Error     func(childComplexity int) int
-		Filename  func(childComplexity int) int
-		ID        func(childComplexity int) int
-		MimeType  func(childComplexity int) int
-		Status    func(childComplexity int) int
-		Title     func(childComplexity int) int
-		UpdatedAt func(childComplexity int) int
-	}
-
-	DocumentConnection struct {
-		Edges      func(childComplexity int) int
-		PageInfo   func(childComplexity int) int
-		TotalCount func(childComplexity int) int
-	}
-
-	DocumentEdge struct {
-		Cursor func(childComplexity int) int
-		Node   func(childComplexity int) int
+	DeactivateUserPayload struct {
+		User func(childComplexity int) int
 	}
 
 	Evidence struct {
@@ -280,25 +254,6 @@ type ComplexityRoot struct {
 		Item    func(childComplexity int) int
 		Kind    func(childComplexity int) int
 		Message func(childComplexity int) int
-	}
-
-	KnowledgeBase struct {
-		CreatedAt func(childComplexity int) int
-		Documents func(childComplexity int, after *entgql.Cursor[int], first *int, before *entgql.Cursor[int], last *int, orderBy *ent.DocumentOrder) int
-		ID        func(childComplexity int) int
-		Name      func(childComplexity int) int
-		UpdatedAt func(childComplexity int) int
-	}
-
-	KnowledgeBaseConnection struct {
-		Edges      func(childComplexity int) int
-		PageInfo   func(childComplexity int) int
-		TotalCount func(childComplexity int) int
-	}
-
-	KnowledgeBaseEdge struct {
-		Cursor func(childComplexity int) int
-		Node   func(childComplexity int) int
 	}
 
 	ModelCall struct {
@@ -328,23 +283,27 @@ type ComplexityRoot struct {
 	}
 
 	Mutation struct {
-		AddDocument         func(childComplexity int, input model.AddDocumentInput) int
 		AnswerClarification func(childComplexity int, input model.AnswerClarificationInput) int
-		AttachFile          func(childComplexity int, input model.AttachFileInput) int
+		ArchiveConversation func(childComplexity int, input model.ArchiveConversationInput) int
 		CancelTurn          func(childComplexity int, id int) int
 		CreateAPIToken      func(childComplexity int, input model.CreateAPITokenInput) int
 		CreateAgent         func(childComplexity int, input model.CreateAgentInput) int
 		CreateArtifact      func(childComplexity int, conversationID *int, title string, kind string, content string) int
-		CreateKnowledgeBase func(childComplexity int, input model.CreateKnowledgeBaseInput) int
+		CreateUser          func(childComplexity int, input model.CreateUserInput) int
+		DeactivateUser      func(childComplexity int, input model.DeactivateUserInput) int
+		DeleteConversation  func(childComplexity int, id int) int
 		DeleteFile          func(childComplexity int, conversationID *int, path string) int
 		EditFile            func(childComplexity int, conversationID *int, path string, edits []*workspace.EditInput) int
 		RegisterApplication func(childComplexity int, input model.RegisterApplicationInput) int
+		RemoveApplication   func(childComplexity int, input model.RemoveApplicationInput) int
 		RevokeAPIToken      func(childComplexity int, id int) int
 		RewriteArtifact     func(childComplexity int, conversationID *int, artifactID int, content string) int
 		RunCode             func(childComplexity int, conversationID *int, code string, toolResults []string) int
 		SendMessage         func(childComplexity int, input model.SendMessageInput) int
 		StartConversation   func(childComplexity int, input model.StartConversationInput) int
 		SuggestNextActions  func(childComplexity int, conversationID *int, suggestions []string) int
+		UpdateAgent         func(childComplexity int, input model.UpdateAgentInput) int
+		UpdateApplication   func(childComplexity int, input model.UpdateApplicationInput) int
 		UpdateArtifact      func(childComplexity int, conversationID *int, artifactID int, edits []*workspace.EditInput) int
 		UpdateOrganization  func(childComplexity int, input model.UpdateOrganizationInput) int
 		WriteFiles          func(childComplexity int, conversationID *int, files []*workspace.FileInput) int
@@ -375,13 +334,13 @@ type ComplexityRoot struct {
 	Query struct {
 		APITokens         func(childComplexity int) int
 		Agents            func(childComplexity int, first *int, after *entgql.Cursor[int], last *int, before *entgql.Cursor[int], orderBy []*ent.AgentOrder) int
+		Applications      func(childComplexity int) int
 		Artifacts         func(childComplexity int, conversationID int) int
 		Calculate         func(childComplexity int, conversationID *int, expression string) int
 		Catalogue         func(childComplexity int, agentID *int) int
 		Conversation      func(childComplexity int, id int) int
 		Conversations     func(childComplexity int, after *entgql.Cursor[int], first *int, before *entgql.Cursor[int], last *int, orderBy []*ent.ConversationOrder, where *ent.ConversationWhereInput) int
 		GetToolSchema     func(childComplexity int, conversationID *int, names []string) int
-		KnowledgeBases    func(childComplexity int, first *int, after *entgql.Cursor[int]) int
 		ListFiles         func(childComplexity int, conversationID *int, path *string) int
 		ListTools         func(childComplexity int, conversationID *int) int
 		Node              func(childComplexity int, id int) int
@@ -396,7 +355,12 @@ type ComplexityRoot struct {
 		ToolResults       func(childComplexity int, conversationID *int, refs []string, offset *int, maxChars *int, query *string, match *result.Match, contextChars *int) int
 		Transcript        func(childComplexity int, conversationID int, fromTurn *int, toTurn *int, words *string, offset *int, maxChars *int) int
 		Usage             func(childComplexity int, month *string) int
+		Users             func(childComplexity int) int
 		Viewer            func(childComplexity int) int
+	}
+
+	RemoveApplicationPayload struct {
+		ID func(childComplexity int) int
 	}
 
 	StoredResult struct {
@@ -416,10 +380,8 @@ type ComplexityRoot struct {
 	}
 
 	SuggestionsAck struct {
-		Ok          func(childComplexity int) int
-		Saved       func(childComplexity int) int
-		Suggestions func(childComplexity int) int
-		Turn        func(childComplexity int) int
+		Ok    func(childComplexity int) int
+		Saved func(childComplexity int) int
 	}
 
 	Summary struct {
@@ -594,6 +556,14 @@ type ComplexityRoot struct {
 		Turn     func(childComplexity int) int
 	}
 
+	UpdateAgentPayload struct {
+		Agent func(childComplexity int) int
+	}
+
+	UpdateApplicationPayload struct {
+		Application func(childComplexity int) int
+	}
+
 	Usage struct {
 		ByAgent          func(childComplexity int) int
 		ByModel          func(childComplexity int) int
@@ -613,6 +583,7 @@ type ComplexityRoot struct {
 	User struct {
 		Admin            func(childComplexity int) int
 		CreatedAt        func(childComplexity int) int
+		DeactivatedAt    func(childComplexity int) int
 		Department       func(childComplexity int) int
 		ID               func(childComplexity int) int
 		Name             func(childComplexity int) int
@@ -735,7 +706,6 @@ type ArtifactResolver interface {
 type ConversationResolver interface {
 	Tasks(ctx context.Context, obj *ent.Conversation) ([]*ent.Task, error)
 	Summaries(ctx context.Context, obj *ent.Conversation) ([]*ent.Summary, error)
-	Attachments(ctx context.Context, obj *ent.Conversation) ([]*ent.Attachment, error)
 }
 type MutationResolver interface {
 	CreateAgent(ctx context.Context, input model.CreateAgentInput) (*ent.Agent, error)
@@ -748,9 +718,13 @@ type MutationResolver interface {
 	SuggestNextActions(ctx context.Context, conversationID *int, suggestions []string) (*model.SuggestionsAck, error)
 	RunCode(ctx context.Context, conversationID *int, code string, toolResults []string) (*code.Result, error)
 	StartConversation(ctx context.Context, input model.StartConversationInput) (*ent.Conversation, error)
-	CreateKnowledgeBase(ctx context.Context, input model.CreateKnowledgeBaseInput) (*ent.KnowledgeBase, error)
-	AddDocument(ctx context.Context, input model.AddDocumentInput) (*ent.Document, error)
-	AttachFile(ctx context.Context, input model.AttachFileInput) (*ent.Attachment, error)
+	UpdateApplication(ctx context.Context, input model.UpdateApplicationInput) (*model.UpdateApplicationPayload, error)
+	RemoveApplication(ctx context.Context, input model.RemoveApplicationInput) (*model.RemoveApplicationPayload, error)
+	UpdateAgent(ctx context.Context, input model.UpdateAgentInput) (*model.UpdateAgentPayload, error)
+	ArchiveConversation(ctx context.Context, input model.ArchiveConversationInput) (*model.ArchiveConversationPayload, error)
+	DeleteConversation(ctx context.Context, id int) (int, error)
+	CreateUser(ctx context.Context, input model.CreateUserInput) (*model.CreateUserPayload, error)
+	DeactivateUser(ctx context.Context, input model.DeactivateUserInput) (*model.DeactivateUserPayload, error)
 	SendMessage(ctx context.Context, input model.SendMessageInput) (*ent.Turn, error)
 	AnswerClarification(ctx context.Context, input model.AnswerClarificationInput) (*ent.Turn, error)
 	CancelTurn(ctx context.Context, id int) (*ent.Turn, error)
@@ -773,7 +747,8 @@ type QueryResolver interface {
 	GetToolSchema(ctx context.Context, conversationID *int, names []string) (*catalog.Schemas, error)
 	Viewer(ctx context.Context) (*ent.User, error)
 	Conversation(ctx context.Context, id int) (*ent.Conversation, error)
-	KnowledgeBases(ctx context.Context, first *int, after *entgql.Cursor[int]) (*ent.KnowledgeBaseConnection, error)
+	Applications(ctx context.Context) ([]*ent.Application, error)
+	Users(ctx context.Context) ([]*ent.User, error)
 	ToolResults(ctx context.Context, conversationID *int, refs []string, offset *int, maxChars *int, query *string, match *result.Match, contextChars *int) (*result.Results, error)
 	ReadToolResult(ctx context.Context, conversationID *int, refs []string, offset *int, maxChars *int) ([]*result.ReadItem, error)
 	SearchToolResults(ctx context.Context, conversationID *int, refs []string, query string, match *result.Match, contextChars *int, maxChars *int) ([]*result.SearchItem, error)
@@ -1044,6 +1019,13 @@ func (e *executableSchema) Complexity(ctx context.Context, typeName, field strin
 
 		return e.ComplexityRoot.Application.UpdatedAt(childComplexity), true
 
+	case "ArchiveConversationPayload.conversation":
+		if e.ComplexityRoot.ArchiveConversationPayload.Conversation == nil {
+			break
+		}
+
+		return e.ComplexityRoot.ArchiveConversationPayload.Conversation(childComplexity), true
+
 	case "ArgumentRepair.path":
 		if e.ComplexityRoot.ArgumentRepair.Path == nil {
 			break
@@ -1179,67 +1161,6 @@ func (e *executableSchema) Complexity(ctx context.Context, typeName, field strin
 		}
 
 		return e.ComplexityRoot.ArtifactVersion.Number(childComplexity), true
-
-	case "Attachment.chars":
-		if e.ComplexityRoot.Attachment.Chars == nil {
-			break
-		}
-
-		return e.ComplexityRoot.Attachment.Chars(childComplexity), true
-	case "Attachment.chunks":
-		if e.ComplexityRoot.Attachment.Chunks == nil {
-			break
-		}
-
-		return e.ComplexityRoot.Attachment.Chunks(childComplexity), true
-	case "Attachment.createdAt":
-		if e.ComplexityRoot.Attachment.CreatedAt == nil {
-			break
-		}
-
-		return e.ComplexityRoot.Attachment.CreatedAt(childComplexity), true
-	case "Attachment.error":
-		if e.ComplexityRoot.Attachment.Error == nil {
-			break
-		}
-
-		return e.ComplexityRoot.Attachment.Error(childComplexity), true
-	case "Attachment.filename":
-		if e.ComplexityRoot.Attachment.Filename == nil {
-			break
-		}
-
-		return e.ComplexityRoot.Attachment.Filename(childComplexity), true
-	case "Attachment.id":
-		if e.ComplexityRoot.Attachment.ID == nil {
-			break
-		}
-
-		return e.ComplexityRoot.Attachment.ID(childComplexity), true
-	case "Attachment.mimeType":
-		if e.ComplexityRoot.Attachment.MimeType == nil {
-			break
-		}
-
-		return e.ComplexityRoot.Attachment.MimeType(childComplexity), true
-	case "Attachment.status":
-		if e.ComplexityRoot.Attachment.Status == nil {
-			break
-		}
-
-		return e.ComplexityRoot.Attachment.Status(childComplexity), true
-	case "Attachment.title":
-		if e.ComplexityRoot.Attachment.Title == nil {
-			break
-		}
-
-		return e.ComplexityRoot.Attachment.Title(childComplexity), true
-	case "Attachment.updatedAt":
-		if e.ComplexityRoot.Attachment.UpdatedAt == nil {
-			break
-		}
-
-		return e.ComplexityRoot.Attachment.UpdatedAt(childComplexity), true
 
 	case "Calculation.value":
 		if e.ComplexityRoot.Calculation.Value == nil {
@@ -1433,12 +1354,12 @@ func (e *executableSchema) Complexity(ctx context.Context, typeName, field strin
 		}
 
 		return e.ComplexityRoot.Conversation.Agent(childComplexity), true
-	case "Conversation.attachments":
-		if e.ComplexityRoot.Conversation.Attachments == nil {
+	case "Conversation.archivedAt":
+		if e.ComplexityRoot.Conversation.ArchivedAt == nil {
 			break
 		}
 
-		return e.ComplexityRoot.Conversation.Attachments(childComplexity), true
+		return e.ComplexityRoot.Conversation.ArchivedAt(childComplexity), true
 	case "Conversation.createdAt":
 		if e.ComplexityRoot.Conversation.CreatedAt == nil {
 			break
@@ -1531,6 +1452,19 @@ func (e *executableSchema) Complexity(ctx context.Context, typeName, field strin
 
 		return e.ComplexityRoot.ConversationEdge.Node(childComplexity), true
 
+	case "CreateUserPayload.token":
+		if e.ComplexityRoot.CreateUserPayload.Token == nil {
+			break
+		}
+
+		return e.ComplexityRoot.CreateUserPayload.Token(childComplexity), true
+	case "CreateUserPayload.user":
+		if e.ComplexityRoot.CreateUserPayload.User == nil {
+			break
+		}
+
+		return e.ComplexityRoot.CreateUserPayload.User(childComplexity), true
+
 	case "CreatedAPIToken.apiToken":
 		if e.ComplexityRoot.CreatedAPIToken.APIToken == nil {
 			break
@@ -1544,98 +1478,12 @@ func (e *executableSchema) Complexity(ctx context.Context, typeName, field strin
 
 		return e.ComplexityRoot.CreatedAPIToken.Token(childComplexity), true
 
-	case "Document.chars":
-		if e.ComplexityRoot.Document.Chars == nil {
+	case "DeactivateUserPayload.user":
+		if e.ComplexityRoot.DeactivateUserPayload.User == nil {
 			break
 		}
 
-		return e.ComplexityRoot.Document.Chars(childComplexity), true
-	case "Document.chunks":
-		if e.ComplexityRoot.Document.Chunks == nil {
-			break
-		}
-
-		return e.ComplexityRoot.Document.Chunks(childComplexity), true
-	case "Document.createdAt":
-		if e.ComplexityRoot.Document.CreatedAt == nil {
-			break
-		}
-
-		return e.ComplexityRoot.Document.CreatedAt(childComplexity), true
-	case "Document.error":
-		if e.ComplexityRoot.Document.Error == nil {
-			break
-		}
-
-		return e.ComplexityRoot.Document.Error(childComplexity), true
-	case "Document.filename":
-		if e.ComplexityRoot.Document.Filename == nil {
-			break
-		}
-
-		return e.ComplexityRoot.Document.Filename(childComplexity), true
-	case "Document.id":
-		if e.ComplexityRoot.Document.ID == nil {
-			break
-		}
-
-		return e.ComplexityRoot.Document.ID(childComplexity), true
-	case "Document.mimeType":
-		if e.ComplexityRoot.Document.MimeType == nil {
-			break
-		}
-
-		return e.ComplexityRoot.Document.MimeType(childComplexity), true
-	case "Document.status":
-		if e.ComplexityRoot.Document.Status == nil {
-			break
-		}
-
-		return e.ComplexityRoot.Document.Status(childComplexity), true
-	case "Document.title":
-		if e.ComplexityRoot.Document.Title == nil {
-			break
-		}
-
-		return e.ComplexityRoot.Document.Title(childComplexity), true
-	case "Document.updatedAt":
-		if e.ComplexityRoot.Document.UpdatedAt == nil {
-			break
-		}
-
-		return e.ComplexityRoot.Document.UpdatedAt(childComplexity), true
-
-	case "DocumentConnection.edges":
-		if e.ComplexityRoot.DocumentConnection.Edges == nil {
-			break
-		}
-
-		return e.ComplexityRoot.DocumentConnection.Edges(childComplexity), true
-	case "DocumentConnection.pageInfo":
-		if e.ComplexityRoot.DocumentConnection.PageInfo == nil {
-			break
-		}
-
-		return e.ComplexityRoot.DocumentConnection.PageInfo(childComplexity), true
-	case "DocumentConnection.totalCount":
-		if e.ComplexityRoot.DocumentConnection.TotalCount == nil {
-			break
-		}
-
-		return e.ComplexityRoot.DocumentConnection.TotalCount(childComplexity), true
-
-	case "DocumentEdge.cursor":
-		if e.ComplexityRoot.DocumentEdge.Cursor == nil {
-			break
-		}
-
-		return e.ComplexityRoot.DocumentEdge.Cursor(childComplexity), true
-	case "DocumentEdge.node":
-		if e.ComplexityRoot.DocumentEdge.Node == nil {
-			break
-		}
-
-		return e.ComplexityRoot.DocumentEdge.Node(childComplexity), true
+		return e.ComplexityRoot.DeactivateUserPayload.User(childComplexity), true
 
 	case "Evidence.end":
 		if e.ComplexityRoot.Evidence.End == nil {
@@ -1693,74 +1541,6 @@ func (e *executableSchema) Complexity(ctx context.Context, typeName, field strin
 		}
 
 		return e.ComplexityRoot.ItemFailure.Message(childComplexity), true
-
-	case "KnowledgeBase.createdAt":
-		if e.ComplexityRoot.KnowledgeBase.CreatedAt == nil {
-			break
-		}
-
-		return e.ComplexityRoot.KnowledgeBase.CreatedAt(childComplexity), true
-	case "KnowledgeBase.documents":
-		if e.ComplexityRoot.KnowledgeBase.Documents == nil {
-			break
-		}
-
-		args, err := ec.field_KnowledgeBase_documents_args(ctx, rawArgs)
-		if err != nil {
-			return 0, false
-		}
-
-		return e.ComplexityRoot.KnowledgeBase.Documents(childComplexity, args["after"].(*entgql.Cursor[int]), args["first"].(*int), args["before"].(*entgql.Cursor[int]), args["last"].(*int), args["orderBy"].(*ent.DocumentOrder)), true
-	case "KnowledgeBase.id":
-		if e.ComplexityRoot.KnowledgeBase.ID == nil {
-			break
-		}
-
-		return e.ComplexityRoot.KnowledgeBase.ID(childComplexity), true
-	case "KnowledgeBase.name":
-		if e.ComplexityRoot.KnowledgeBase.Name == nil {
-			break
-		}
-
-		return e.ComplexityRoot.KnowledgeBase.Name(childComplexity), true
-	case "KnowledgeBase.updatedAt":
-		if e.ComplexityRoot.KnowledgeBase.UpdatedAt == nil {
-			break
-		}
-
-		return e.ComplexityRoot.KnowledgeBase.UpdatedAt(childComplexity), true
-
-	case "KnowledgeBaseConnection.edges":
-		if e.ComplexityRoot.KnowledgeBaseConnection.Edges == nil {
-			break
-		}
-
-		return e.ComplexityRoot.KnowledgeBaseConnection.Edges(childComplexity), true
-	case "KnowledgeBaseConnection.pageInfo":
-		if e.ComplexityRoot.KnowledgeBaseConnection.PageInfo == nil {
-			break
-		}
-
-		return e.ComplexityRoot.KnowledgeBaseConnection.PageInfo(childComplexity), true
-	case "KnowledgeBaseConnection.totalCount":
-		if e.ComplexityRoot.KnowledgeBaseConnection.TotalCount == nil {
-			break
-		}
-
-		return e.ComplexityRoot.KnowledgeBaseConnection.TotalCount(childComplexity), true
-
-	case "KnowledgeBaseEdge.cursor":
-		if e.ComplexityRoot.KnowledgeBaseEdge.Cursor == nil {
-			break
-		}
-
-		return e.ComplexityRoot.KnowledgeBaseEdge.Cursor(childComplexity), true
-	case "KnowledgeBaseEdge.node":
-		if e.ComplexityRoot.KnowledgeBaseEdge.Node == nil {
-			break
-		}
-
-		return e.ComplexityRoot.KnowledgeBaseEdge.Node(childComplexity), true
 
 	case "ModelCall.cacheReadTokens":
 		if e.ComplexityRoot.ModelCall.CacheReadTokens == nil {
@@ -1884,17 +1664,6 @@ func (e *executableSchema) Complexity(ctx context.Context, typeName, field strin
 
 		return e.ComplexityRoot.ModelUsage.OutputTokens(childComplexity), true
 
-	case "Mutation.addDocument":
-		if e.ComplexityRoot.Mutation.AddDocument == nil {
-			break
-		}
-
-		args, err := ec.field_Mutation_addDocument_args(ctx, rawArgs)
-		if err != nil {
-			return 0, false
-		}
-
-		return e.ComplexityRoot.Mutation.AddDocument(childComplexity, args["input"].(model.AddDocumentInput)), true
 	case "Mutation.answerClarification":
 		if e.ComplexityRoot.Mutation.AnswerClarification == nil {
 			break
@@ -1906,17 +1675,17 @@ func (e *executableSchema) Complexity(ctx context.Context, typeName, field strin
 		}
 
 		return e.ComplexityRoot.Mutation.AnswerClarification(childComplexity, args["input"].(model.AnswerClarificationInput)), true
-	case "Mutation.attachFile":
-		if e.ComplexityRoot.Mutation.AttachFile == nil {
+	case "Mutation.archiveConversation":
+		if e.ComplexityRoot.Mutation.ArchiveConversation == nil {
 			break
 		}
 
-		args, err := ec.field_Mutation_attachFile_args(ctx, rawArgs)
+		args, err := ec.field_Mutation_archiveConversation_args(ctx, rawArgs)
 		if err != nil {
 			return 0, false
 		}
 
-		return e.ComplexityRoot.Mutation.AttachFile(childComplexity, args["input"].(model.AttachFileInput)), true
+		return e.ComplexityRoot.Mutation.ArchiveConversation(childComplexity, args["input"].(model.ArchiveConversationInput)), true
 	case "Mutation.cancelTurn":
 		if e.ComplexityRoot.Mutation.CancelTurn == nil {
 			break
@@ -1961,17 +1730,39 @@ func (e *executableSchema) Complexity(ctx context.Context, typeName, field strin
 		}
 
 		return e.ComplexityRoot.Mutation.CreateArtifact(childComplexity, args["conversationId"].(*int), args["title"].(string), args["kind"].(string), args["content"].(string)), true
-	case "Mutation.createKnowledgeBase":
-		if e.ComplexityRoot.Mutation.CreateKnowledgeBase == nil {
+	case "Mutation.createUser":
+		if e.ComplexityRoot.Mutation.CreateUser == nil {
 			break
 		}
 
-		args, err := ec.field_Mutation_createKnowledgeBase_args(ctx, rawArgs)
+		args, err := ec.field_Mutation_createUser_args(ctx, rawArgs)
 		if err != nil {
 			return 0, false
 		}
 
-		return e.ComplexityRoot.Mutation.CreateKnowledgeBase(childComplexity, args["input"].(model.CreateKnowledgeBaseInput)), true
+		return e.ComplexityRoot.Mutation.CreateUser(childComplexity, args["input"].(model.CreateUserInput)), true
+	case "Mutation.deactivateUser":
+		if e.ComplexityRoot.Mutation.DeactivateUser == nil {
+			break
+		}
+
+		args, err := ec.field_Mutation_deactivateUser_args(ctx, rawArgs)
+		if err != nil {
+			return 0, false
+		}
+
+		return e.ComplexityRoot.Mutation.DeactivateUser(childComplexity, args["input"].(model.DeactivateUserInput)), true
+	case "Mutation.deleteConversation":
+		if e.ComplexityRoot.Mutation.DeleteConversation == nil {
+			break
+		}
+
+		args, err := ec.field_Mutation_deleteConversation_args(ctx, rawArgs)
+		if err != nil {
+			return 0, false
+		}
+
+		return e.ComplexityRoot.Mutation.DeleteConversation(childComplexity, args["id"].(int)), true
 	case "Mutation.deleteFile":
 		if e.ComplexityRoot.Mutation.DeleteFile == nil {
 			break
@@ -2005,6 +1796,17 @@ func (e *executableSchema) Complexity(ctx context.Context, typeName, field strin
 		}
 
 		return e.ComplexityRoot.Mutation.RegisterApplication(childComplexity, args["input"].(model.RegisterApplicationInput)), true
+	case "Mutation.removeApplication":
+		if e.ComplexityRoot.Mutation.RemoveApplication == nil {
+			break
+		}
+
+		args, err := ec.field_Mutation_removeApplication_args(ctx, rawArgs)
+		if err != nil {
+			return 0, false
+		}
+
+		return e.ComplexityRoot.Mutation.RemoveApplication(childComplexity, args["input"].(model.RemoveApplicationInput)), true
 	case "Mutation.revokeAPIToken":
 		if e.ComplexityRoot.Mutation.RevokeAPIToken == nil {
 			break
@@ -2071,6 +1873,28 @@ func (e *executableSchema) Complexity(ctx context.Context, typeName, field strin
 		}
 
 		return e.ComplexityRoot.Mutation.SuggestNextActions(childComplexity, args["conversationId"].(*int), args["suggestions"].([]string)), true
+	case "Mutation.updateAgent":
+		if e.ComplexityRoot.Mutation.UpdateAgent == nil {
+			break
+		}
+
+		args, err := ec.field_Mutation_updateAgent_args(ctx, rawArgs)
+		if err != nil {
+			return 0, false
+		}
+
+		return e.ComplexityRoot.Mutation.UpdateAgent(childComplexity, args["input"].(model.UpdateAgentInput)), true
+	case "Mutation.updateApplication":
+		if e.ComplexityRoot.Mutation.UpdateApplication == nil {
+			break
+		}
+
+		args, err := ec.field_Mutation_updateApplication_args(ctx, rawArgs)
+		if err != nil {
+			return 0, false
+		}
+
+		return e.ComplexityRoot.Mutation.UpdateApplication(childComplexity, args["input"].(model.UpdateApplicationInput)), true
 	case "Mutation.updateArtifact":
 		if e.ComplexityRoot.Mutation.UpdateArtifact == nil {
 			break
@@ -2203,6 +2027,12 @@ func (e *executableSchema) Complexity(ctx context.Context, typeName, field strin
 		}
 
 		return e.ComplexityRoot.Query.Agents(childComplexity, args["first"].(*int), args["after"].(*entgql.Cursor[int]), args["last"].(*int), args["before"].(*entgql.Cursor[int]), args["orderBy"].([]*ent.AgentOrder)), true
+	case "Query.applications":
+		if e.ComplexityRoot.Query.Applications == nil {
+			break
+		}
+
+		return e.ComplexityRoot.Query.Applications(childComplexity), true
 	case "Query.artifacts":
 		if e.ComplexityRoot.Query.Artifacts == nil {
 			break
@@ -2270,17 +2100,6 @@ func (e *executableSchema) Complexity(ctx context.Context, typeName, field strin
 
 		return e.ComplexityRoot.Query.GetToolSchema(childComplexity, args["conversationId"].(*int), args["names"].([]string)), true
 
-	case "Query.knowledgeBases":
-		if e.ComplexityRoot.Query.KnowledgeBases == nil {
-			break
-		}
-
-		args, err := ec.field_Query_knowledgeBases_args(ctx, rawArgs)
-		if err != nil {
-			return 0, false
-		}
-
-		return e.ComplexityRoot.Query.KnowledgeBases(childComplexity, args["first"].(*int), args["after"].(*entgql.Cursor[int])), true
 	case "Query.listFiles":
 		if e.ComplexityRoot.Query.ListFiles == nil {
 			break
@@ -2435,12 +2254,25 @@ func (e *executableSchema) Complexity(ctx context.Context, typeName, field strin
 		}
 
 		return e.ComplexityRoot.Query.Usage(childComplexity, args["month"].(*string)), true
+	case "Query.users":
+		if e.ComplexityRoot.Query.Users == nil {
+			break
+		}
+
+		return e.ComplexityRoot.Query.Users(childComplexity), true
 	case "Query.viewer":
 		if e.ComplexityRoot.Query.Viewer == nil {
 			break
 		}
 
 		return e.ComplexityRoot.Query.Viewer(childComplexity), true
+
+	case "RemoveApplicationPayload.id":
+		if e.ComplexityRoot.RemoveApplicationPayload.ID == nil {
+			break
+		}
+
+		return e.ComplexityRoot.RemoveApplicationPayload.ID(childComplexity), true
 
 	case "StoredResult.bytes":
 		if e.ComplexityRoot.StoredResult.Bytes == nil {
@@ -2521,18 +2353,6 @@ func (e *executableSchema) Complexity(ctx context.Context, typeName, field strin
 		}
 
 		return e.ComplexityRoot.SuggestionsAck.Saved(childComplexity), true
-	case "SuggestionsAck.suggestions":
-		if e.ComplexityRoot.SuggestionsAck.Suggestions == nil {
-			break
-		}
-
-		return e.ComplexityRoot.SuggestionsAck.Suggestions(childComplexity), true
-	case "SuggestionsAck.turn":
-		if e.ComplexityRoot.SuggestionsAck.Turn == nil {
-			break
-		}
-
-		return e.ComplexityRoot.SuggestionsAck.Turn(childComplexity), true
 
 	case "Summary.cost":
 		if e.ComplexityRoot.Summary.Cost == nil {
@@ -3226,6 +3046,20 @@ func (e *executableSchema) Complexity(ctx context.Context, typeName, field strin
 
 		return e.ComplexityRoot.TurnEvent.Turn(childComplexity), true
 
+	case "UpdateAgentPayload.agent":
+		if e.ComplexityRoot.UpdateAgentPayload.Agent == nil {
+			break
+		}
+
+		return e.ComplexityRoot.UpdateAgentPayload.Agent(childComplexity), true
+
+	case "UpdateApplicationPayload.application":
+		if e.ComplexityRoot.UpdateApplicationPayload.Application == nil {
+			break
+		}
+
+		return e.ComplexityRoot.UpdateApplicationPayload.Application(childComplexity), true
+
 	case "Usage.byAgent":
 		if e.ComplexityRoot.Usage.ByAgent == nil {
 			break
@@ -3317,6 +3151,12 @@ func (e *executableSchema) Complexity(ctx context.Context, typeName, field strin
 		}
 
 		return e.ComplexityRoot.User.CreatedAt(childComplexity), true
+	case "User.deactivatedAt":
+		if e.ComplexityRoot.User.DeactivatedAt == nil {
+			break
+		}
+
+		return e.ComplexityRoot.User.DeactivatedAt(childComplexity), true
 	case "User.department":
 		if e.ComplexityRoot.User.Department == nil {
 			break
@@ -3708,25 +3548,25 @@ func (e *executableSchema) Exec(ctx context.Context) graphql.ResponseHandler {
 	ec := newExecutionContext(opCtx, e, make(chan graphql.DeferredResult))
 	inputUnmarshalers := func() *graphql.InputUnmarshalerIndex {
 		return graphql.NewInputUnmarshalerIndex(
-			graphql.NewInputUnmarshaler("AddDocumentInput", ec.unmarshalInputAddDocumentInput),
 			graphql.NewInputUnmarshaler("AgentOrder", ec.unmarshalInputAgentOrder),
 			graphql.NewInputUnmarshaler("AnswerClarificationInput", ec.unmarshalInputAnswerClarificationInput),
-			graphql.NewInputUnmarshaler("AttachFileInput", ec.unmarshalInputAttachFileInput),
-			graphql.NewInputUnmarshaler("AttachmentOrder", ec.unmarshalInputAttachmentOrder),
+			graphql.NewInputUnmarshaler("ArchiveConversationInput", ec.unmarshalInputArchiveConversationInput),
 			graphql.NewInputUnmarshaler("ConversationOrder", ec.unmarshalInputConversationOrder),
 			graphql.NewInputUnmarshaler("ConversationWhereInput", ec.unmarshalInputConversationWhereInput),
 			graphql.NewInputUnmarshaler("CreateAPITokenInput", ec.unmarshalInputCreateAPITokenInput),
 			graphql.NewInputUnmarshaler("CreateAgentInput", ec.unmarshalInputCreateAgentInput),
-			graphql.NewInputUnmarshaler("CreateKnowledgeBaseInput", ec.unmarshalInputCreateKnowledgeBaseInput),
-			graphql.NewInputUnmarshaler("DocumentOrder", ec.unmarshalInputDocumentOrder),
+			graphql.NewInputUnmarshaler("CreateUserInput", ec.unmarshalInputCreateUserInput),
+			graphql.NewInputUnmarshaler("DeactivateUserInput", ec.unmarshalInputDeactivateUserInput),
 			graphql.NewInputUnmarshaler("ExportContextInput", ec.unmarshalInputExportContextInput),
 			graphql.NewInputUnmarshaler("ExportSourceInput", ec.unmarshalInputExportSourceInput),
-			graphql.NewInputUnmarshaler("KnowledgeBaseOrder", ec.unmarshalInputKnowledgeBaseOrder),
 			graphql.NewInputUnmarshaler("RegisterApplicationInput", ec.unmarshalInputRegisterApplicationInput),
+			graphql.NewInputUnmarshaler("RemoveApplicationInput", ec.unmarshalInputRemoveApplicationInput),
 			graphql.NewInputUnmarshaler("SendMessageInput", ec.unmarshalInputSendMessageInput),
 			graphql.NewInputUnmarshaler("StartConversationInput", ec.unmarshalInputStartConversationInput),
 			graphql.NewInputUnmarshaler("TurnOrder", ec.unmarshalInputTurnOrder),
 			graphql.NewInputUnmarshaler("TurnWhereInput", ec.unmarshalInputTurnWhereInput),
+			graphql.NewInputUnmarshaler("UpdateAgentInput", ec.unmarshalInputUpdateAgentInput),
+			graphql.NewInputUnmarshaler("UpdateApplicationInput", ec.unmarshalInputUpdateApplicationInput),
 			graphql.NewInputUnmarshaler("UpdateOrganizationInput", ec.unmarshalInputUpdateOrganizationInput),
 			graphql.NewInputUnmarshaler("WorkspaceEditInput", ec.unmarshalInputWorkspaceEditInput),
 			graphql.NewInputUnmarshaler("WorkspaceFileInput", ec.unmarshalInputWorkspaceFileInput),
@@ -3848,8 +3688,6 @@ input CreateAgentInput {
   memory: Boolean
   budgetCheck: Boolean
   pastConversationSearch: Boolean
-  "Knowledge bases of the organisation that knowledge_search and read_document reach."
-  knowledgeBaseIds: [ID!]
 }
 
 input RegisterApplicationInput {
@@ -3895,11 +3733,11 @@ extend type Query {
 
 extend type Mutation {
   "create_artifact: a new artifact of kind html, svg or markdown, at version 1."
-  createArtifact("Required with an API token (BAD_USER_INPUT naming conversationId when it is missing); a turn's scope token implies its own conversation and refuses another." conversationId: ID, title: String!, kind: String!, content: String!): ArtifactSaved!
+  createArtifact(conversationId: ID, title: String!, kind: String!, content: String!): ArtifactSaved!
   "rewrite_artifact: a new version replacing the whole content."
-  rewriteArtifact("Required with an API token (BAD_USER_INPUT naming conversationId when it is missing); a turn's scope token implies its own conversation and refuses another." conversationId: ID, artifactId: ID!, content: String!): ArtifactSaved!
+  rewriteArtifact(conversationId: ID, artifactId: ID!, content: String!): ArtifactSaved!
   "update_artifact: a new version made by exact replacements in the latest, each matching exactly once, all or nothing."
-  updateArtifact("Required with an API token (BAD_USER_INPUT naming conversationId when it is missing); a turn's scope token implies its own conversation and refuses another." conversationId: ID, artifactId: ID!, edits: [WorkspaceEditInput!]!): ArtifactSaved!
+  updateArtifact(conversationId: ID, artifactId: ID!, edits: [WorkspaceEditInput!]!): ArtifactSaved!
 }
 
 "A document a conversation produced, kept as versions that are never overwritten."
@@ -3955,7 +3793,7 @@ type ArtifactSaved @goModel(model: "github.com/toolgate/toolgate/tools/artifact.
   Evaluates arithmetic (the calculator tool): + - * / % ^ ( ), functions and constants;
   the answer is rounded to 12 significant digits.
   """
-  calculate("Required with an API token (BAD_USER_INPUT naming conversationId when it is missing); a turn's scope token implies its own conversation and refuses another." conversationId: ID, expression: String!): Calculation!
+  calculate(conversationId: ID, expression: String!): Calculation!
 }
 
 extend type Mutation {
@@ -3964,7 +3802,7 @@ extend type Mutation {
   place of the turn's earlier ones: on the scope token's turn, or with an API token on the
   conversation's latest turn. 1 to 5 suggestions of at most 200 characters; repeats dropped.
   """
-  suggestNextActions("Required with an API token (BAD_USER_INPUT naming conversationId when it is missing); a turn's scope token implies its own conversation and refuses another." conversationId: ID, suggestions: [String!]!): SuggestionsAck!
+  suggestNextActions(conversationId: ID, suggestions: [String!]!): SuggestionsAck!
 }
 
 extend type Conversation {
@@ -3979,11 +3817,7 @@ type Calculation {
 
 "The acknowledgement of suggestNextActions."
 type SuggestionsAck {
-  ok: Boolean! @deprecated(reason: "Always true: a refusal is an error, never ok: false. Read saved, suggestions and turn.")
-  "The suggestions as stored on the turn, in order, repeats dropped."
-  suggestions: [String!]!
-  "The turn the suggestions were stored on."
-  turn: Turn!
+  ok: Boolean!
   "How many suggestions were stored, repeats dropped."
   saved: Int!
 }
@@ -4009,11 +3843,11 @@ enum TaskStatus {
   """
   catalogue(agentId: ID): Catalogue!
   "search_tools: the tools the conversation's agent may use that match each query's words, best first."
-  searchTools("Required with an API token (BAD_USER_INPUT naming conversationId when it is missing); a turn's scope token implies its own conversation and refuses another." conversationId: ID, queries: [String!]!): ToolSearch!
+  searchTools(conversationId: ID, queries: [String!]!): ToolSearch!
   "list_tools: every tool the conversation's agent may use."
-  listTools("Required with an API token (BAD_USER_INPUT naming conversationId when it is missing); a turn's scope token implies its own conversation and refuses another." conversationId: ID): ToolList!
+  listTools(conversationId: ID): ToolList!
   "get_tool_schema: named tools whole, with their argument schemas."
-  getToolSchema("Required with an API token (BAD_USER_INPUT naming conversationId when it is missing); a turn's scope token implies its own conversation and refuses another." conversationId: ID, names: [String!]!): ToolSchemas!
+  getToolSchema(conversationId: ID, names: [String!]!): ToolSchemas!
 }
 
 "A JSON Schema, as a JSON value."
@@ -4120,7 +3954,7 @@ extend type Mutation {
   output, 20 workspace writes, call depth 2,000; writes are kept only when
   the run succeeds.
   """
-  runCode("Required with an API token (BAD_USER_INPUT naming conversationId when it is missing); a turn's scope token implies its own conversation and refuses another." conversationId: ID, code: String!, toolResults: [String!]): CodeRun!
+  runCode(conversationId: ID, code: String!, toolResults: [String!]): CodeRun!
 }
 
 type CodeRun @goModel(model: "github.com/toolgate/toolgate/tools/code.Result") {
@@ -4227,49 +4061,6 @@ type Summary {
   cost: Float!
 }
 `, BuiltIn: false},
-	{Name: "../documents.graphqls", Input: `"A file in a multipart request (the GraphQL multipart request spec)."
-scalar Upload
-
-extend type Query {
-  "The caller's organisation's knowledge bases, oldest first."
-  knowledgeBases(first: Int, after: Cursor): KnowledgeBaseConnection!
-}
-
-extend type Conversation {
-  "Files attached to the conversation, oldest first; search_attachments and read_document reach them."
-  attachments: [Attachment!]!
-}
-
-extend type Mutation {
-  "Creates a knowledge base in the caller's organisation. Admins only."
-  createKnowledgeBase(input: CreateKnowledgeBaseInput!): KnowledgeBase!
-  """
-  Adds a document to a knowledge base: a file (text, Markdown, HTML, PDF or DOCX, sent as a
-  multipart upload), or a title and text. It comes back PROCESSING; it turns READY once its text
-  is extracted, cut into passages and indexed, or FAILED with the reason. Admins only.
-  """
-  addDocument(input: AddDocumentInput!): Document!
-  "Attaches a file to a conversation of the caller's; processed like a document."
-  attachFile(input: AttachFileInput!): Attachment!
-}
-
-input CreateKnowledgeBaseInput {
-  name: String!
-}
-
-input AddDocumentInput {
-  knowledgeBaseId: ID!
-  "The file; or title and text."
-  file: Upload
-  title: String
-  text: String
-}
-
-input AttachFileInput {
-  conversationId: ID!
-  file: Upload!
-}
-`, BuiltIn: false},
 	{Name: "../ent.graphqls", Input: `directive @goField(forceResolver: Boolean, name: String, omittable: Boolean) on FIELD_DEFINITION | INPUT_FIELD_DEFINITION
 directive @goModel(model: String, models: [String!], forceGenerate: Boolean) on OBJECT | INPUT_OBJECT | SCALAR | ENUM | INTERFACE | UNION
 type APIToken implements Node {
@@ -4365,55 +4156,6 @@ type Application implements Node {
   url: String!
   allowedTools: [String!]!
 }
-type Attachment implements Node {
-  id: ID!
-  createdAt: Time!
-  updatedAt: Time!
-  title: String!
-  filename: String!
-  mimeType: String!
-  status: AttachmentStatus!
-  """
-  why processing failed, in words a person can act on
-  """
-  error: String
-  """
-  Unicode characters of the extracted text
-  """
-  chars: Int!
-  """
-  passages indexed for search
-  """
-  chunks: Int!
-}
-"""
-Ordering options for Attachment connections
-"""
-input AttachmentOrder {
-  """
-  The ordering direction.
-  """
-  direction: OrderDirection! = ASC
-  """
-  The field by which to order Attachments.
-  """
-  field: AttachmentOrderField!
-}
-"""
-Properties by which Attachment connections can be ordered.
-"""
-enum AttachmentOrderField {
-  CREATED_AT
-  UPDATED_AT
-}
-"""
-AttachmentStatus is enum for the field status
-"""
-enum AttachmentStatus @goModel(model: "github.com/toolgate/toolgate/ent/attachment.Status") {
-  PROCESSING
-  READY
-  FAILED
-}
 type Conversation implements Node {
   id: ID!
   createdAt: Time!
@@ -4423,6 +4165,10 @@ type Conversation implements Node {
   how many turns the conversation has
   """
   turnsCount: Int!
+  """
+  when the conversation was archived (read-only: no new turns); none: it is active
+  """
+  archivedAt: Time
   user: User!
   agent: Agent!
   turns(
@@ -4580,6 +4326,19 @@ input ConversationWhereInput {
   turnsCountLT: Int
   turnsCountLTE: Int
   """
+  archived_at field predicates
+  """
+  archivedAt: Time
+  archivedAtNEQ: Time
+  archivedAtIn: [Time!]
+  archivedAtNotIn: [Time!]
+  archivedAtGT: Time
+  archivedAtGTE: Time
+  archivedAtLT: Time
+  archivedAtLTE: Time
+  archivedAtIsNil: Boolean
+  archivedAtNotNil: Boolean
+  """
   turns edge predicates
   """
   hasTurns: Boolean
@@ -4590,168 +4349,6 @@ Define a Relay Cursor type:
 https://relay.dev/graphql/connections.htm#sec-Cursor
 """
 scalar Cursor
-type Document implements Node {
-  id: ID!
-  createdAt: Time!
-  updatedAt: Time!
-  title: String!
-  filename: String!
-  mimeType: String!
-  status: DocumentStatus!
-  """
-  why processing failed, in words a person can act on
-  """
-  error: String
-  """
-  Unicode characters of the extracted text
-  """
-  chars: Int!
-  """
-  passages indexed for search
-  """
-  chunks: Int!
-}
-"""
-A connection to a list of items.
-"""
-type DocumentConnection {
-  """
-  A list of edges.
-  """
-  edges: [DocumentEdge]
-  """
-  Information to aid in pagination.
-  """
-  pageInfo: PageInfo!
-  """
-  Identifies the total count of items in the connection.
-  """
-  totalCount: Int!
-}
-"""
-An edge in a connection.
-"""
-type DocumentEdge {
-  """
-  The item at the end of the edge.
-  """
-  node: Document
-  """
-  A cursor for use in pagination.
-  """
-  cursor: Cursor!
-}
-"""
-Ordering options for Document connections
-"""
-input DocumentOrder {
-  """
-  The ordering direction.
-  """
-  direction: OrderDirection! = ASC
-  """
-  The field by which to order Documents.
-  """
-  field: DocumentOrderField!
-}
-"""
-Properties by which Document connections can be ordered.
-"""
-enum DocumentOrderField {
-  CREATED_AT
-  UPDATED_AT
-}
-"""
-DocumentStatus is enum for the field status
-"""
-enum DocumentStatus @goModel(model: "github.com/toolgate/toolgate/ent/document.Status") {
-  PROCESSING
-  READY
-  FAILED
-}
-type KnowledgeBase implements Node {
-  id: ID!
-  createdAt: Time!
-  updatedAt: Time!
-  name: String!
-  documents(
-    """
-    Returns the elements in the list that come after the specified cursor.
-    """
-    after: Cursor
-
-    """
-    Returns the first _n_ elements from the list.
-    """
-    first: Int
-
-    """
-    Returns the elements in the list that come before the specified cursor.
-    """
-    before: Cursor
-
-    """
-    Returns the last _n_ elements from the list.
-    """
-    last: Int
-
-    """
-    Ordering options for Documents returned from the connection.
-    """
-    orderBy: DocumentOrder
-  ): DocumentConnection!
-}
-"""
-A connection to a list of items.
-"""
-type KnowledgeBaseConnection {
-  """
-  A list of edges.
-  """
-  edges: [KnowledgeBaseEdge]
-  """
-  Information to aid in pagination.
-  """
-  pageInfo: PageInfo!
-  """
-  Identifies the total count of items in the connection.
-  """
-  totalCount: Int!
-}
-"""
-An edge in a connection.
-"""
-type KnowledgeBaseEdge {
-  """
-  The item at the end of the edge.
-  """
-  node: KnowledgeBase
-  """
-  A cursor for use in pagination.
-  """
-  cursor: Cursor!
-}
-"""
-Ordering options for KnowledgeBase connections
-"""
-input KnowledgeBaseOrder {
-  """
-  The ordering direction.
-  """
-  direction: OrderDirection! = ASC
-  """
-  The field by which to order KnowledgeBases.
-  """
-  field: KnowledgeBaseOrderField!
-}
-"""
-Properties by which KnowledgeBase connections can be ordered.
-"""
-enum KnowledgeBaseOrderField {
-  CREATED_AT
-  UPDATED_AT
-  NAME
-}
 """
 An object with an ID.
 Follows the [Relay Global Object Identification Specification](https://relay.dev/graphql/objectidentification.htm)
@@ -5156,7 +4753,132 @@ type User implements Node {
   admins reach every conversation of their organisation
   """
   admin: Boolean!
+  """
+  when an admin deactivated the user: their API tokens stop working at once; none: active
+  """
+  deactivatedAt: Time
   organization: Organization!
+}
+`, BuiltIn: false},
+	{Name: "../manage.graphqls", Input: `# Management a portal and an admin need: applications, agents,
+# conversations and users. Every mutation takes an input object and answers
+# a payload; an id outside the caller's reach is NOT_FOUND, word for word
+# like an id of nothing.
+
+extend type Query {
+  "The MCP applications registered for the caller's organisation, by name."
+  applications: [Application!]!
+  "The users of the caller's organisation, by name. Admins only."
+  users: [User!]!
+}
+
+extend type Mutation {
+  "Changes an application's endpoint or allowed tools. Admins only."
+  updateApplication(input: UpdateApplicationInput!): UpdateApplicationPayload!
+  "Removes an application: agents that list its tools are no longer offered them. Admins only."
+  removeApplication(input: RemoveApplicationInput!): RemoveApplicationPayload!
+  """
+  Changes an agent's name, instructions, tools or switches. Tools are checked
+  as createAgent checks them. A turn in progress keeps the agent it started with.
+  """
+  updateAgent(input: UpdateAgentInput!): UpdateAgentPayload!
+  "Archives a conversation (it stays readable, takes no new message), or brings it back."
+  archiveConversation(input: ArchiveConversationInput!): ArchiveConversationPayload!
+  """
+  Deletes a conversation and everything it owns (turns, tool calls, stored
+  results, model calls, workspace files, tasks, and every other row kept for
+  it) in one transaction; its refs then read as absent. Refused while a turn
+  runs: cancel it first. Answers the id deleted.
+  """
+  deleteConversation(id: ID!): ID!
+  "Adds a user to the caller's organisation, with a first API token. Admins only."
+  createUser(input: CreateUserInput!): CreateUserPayload!
+  "Deactivates a user of the caller's organisation: their API tokens stop working at once. Admins only."
+  deactivateUser(input: DeactivateUserInput!): DeactivateUserPayload!
+}
+
+input UpdateApplicationInput {
+  id: ID!
+  "The MCP server's new Streamable HTTP endpoint; none: unchanged."
+  url: String
+  "The tools the application may offer, in place of the old list; none: unchanged."
+  allowedTools: [String!]
+}
+
+"What updateApplication changed."
+type UpdateApplicationPayload {
+  "The application as it now is."
+  application: Application!
+}
+
+input RemoveApplicationInput {
+  id: ID!
+}
+
+"What removeApplication removed."
+type RemoveApplicationPayload {
+  "The id of the application removed."
+  id: ID!
+}
+
+input UpdateAgentInput {
+  id: ID!
+  "The new name; none: unchanged."
+  name: String
+  "The new instructions; none: unchanged."
+  instructions: String
+  "The optional tools the agent may be offered, in place of the old list; none: unchanged."
+  tools: [String!]
+  "Turns the memory tools on or off; none: unchanged."
+  memory: Boolean
+  "Turns budget_check on or off; none: unchanged."
+  budgetCheck: Boolean
+  "Turns past-conversation search on or off; none: unchanged."
+  pastConversationSearch: Boolean
+}
+
+"What updateAgent changed."
+type UpdateAgentPayload {
+  "The agent as it now is; turns already started keep what they started with."
+  agent: Agent!
+}
+
+input ArchiveConversationInput {
+  id: ID!
+  "true (the default) archives; false brings the conversation back."
+  archived: Boolean = true
+}
+
+"What archiveConversation changed."
+type ArchiveConversationPayload {
+  "The conversation as it now is; archivedAt says whether it is archived."
+  conversation: Conversation!
+}
+
+input CreateUserInput {
+  name: String!
+  department: String
+  "Whether the user administers the organisation; false by default."
+  admin: Boolean
+  "The name of the user's first API token; \"initial\" by default."
+  tokenName: String
+}
+
+"The user created, and their first API token."
+type CreateUserPayload {
+  user: User!
+  "The user's first API token: shown once, in this answer; hand it to them."
+  token: CreatedAPIToken!
+}
+
+input DeactivateUserInput {
+  id: ID!
+}
+
+"What deactivateUser changed."
+type DeactivateUserPayload {
+  "The user as they now are; deactivatedAt is set."
+  user: User!
 }
 `, BuiltIn: false},
 	{Name: "../result.graphqls", Input: `# read_tool_result: windows and searches of a conversation's stored tool
@@ -5171,11 +4893,9 @@ extend type Query {
   1024 to 20000) is the call's budget of stored text, shared by its refs; offset (reads)
   is where each window starts; contextChars (searches, default 200, at most 1000) the
   context each side of a match. An API token must give conversationId.
-  This is the one way to read stored results; readToolResult and searchToolResults are
-  deprecated in its favour.
   """
   toolResults(
-    "Required with an API token (BAD_USER_INPUT naming conversationId when it is missing); a turn's scope token implies its own conversation and refuses another." conversationId: ID
+    conversationId: ID
     refs: [String!]!
     offset: Int
     maxChars: Int
@@ -5188,7 +4908,7 @@ extend type Query {
   A window of each stored result (characters from offset, within maxChars shared by the
   refs), in request order. Without conversationId, an API token reads any result it reaches.
   """
-  readToolResult("Optional: with it, only that conversation's results; without it, an API token reads any result it reaches. A turn's scope token implies its own conversation." conversationId: ID, refs: [String!]!, offset: Int, maxChars: Int): [ToolResultRead!]! @deprecated(reason: "Use toolResults(conversationId, refs, offset, maxChars) and read its reads: the same windows, with per-ref failures listed, in the one field that also searches.")
+  readToolResult(conversationId: ID, refs: [String!]!, offset: Int, maxChars: Int): [ToolResultRead!]!
 
   """
   Searches each stored result for query: ranked excerpts with their context, within
@@ -5196,25 +4916,21 @@ extend type Query {
   it reaches.
   """
   searchToolResults(
-    "Optional: with it, only that conversation's results; without it, an API token reads any result it reaches. A turn's scope token implies its own conversation." conversationId: ID
+    conversationId: ID
     refs: [String!]!
     query: String!
     match: MatchMode
     contextChars: Int
     maxChars: Int
-  ): [ToolResultSearch!]! @deprecated(reason: "Use toolResults(conversationId, refs, query, match, contextChars, maxChars) and read its searches: the same excerpts, in the one field that also reads.")
+  ): [ToolResultSearch!]!
 }
 
-"How a search compares the query with the text. EXACT and FUZZY are the values to use; the lower-case ones are still accepted and mean the same."
+"How a search compares the query with the text; lower case, as the model writes it."
 enum MatchMode @goModel(model: "github.com/toolgate/toolgate/tools/result.Match") {
   "Literally, case ignored."
-  EXACT
+  exact
   "The query's words in a row, each allowed typos by its length (1 edit from 4 characters, 2 from 8); case ignored."
-  FUZZY
-  "Literally, case ignored."
-  exact @deprecated(reason: "Use EXACT: every enum value is SCREAMING_CASE.")
-  "As FUZZY."
-  fuzzy @deprecated(reason: "Use FUZZY: every enum value is SCREAMING_CASE.")
+  fuzzy
 }
 
 "One call of read_tool_result."
@@ -5514,14 +5230,14 @@ type Grounding {
   not be read is listed under failures (kind ABSENCE, OUTAGE or ERROR); the rest stands.
   Needs webResearch on for the organisation and a provider configured on the server.
   """
-  researchWeb("Required with an API token (BAD_USER_INPUT naming conversationId when it is missing); a turn's scope token implies its own conversation and refuses another." conversationId: ID, queries: [String!]!, maxPages: Int): WebResearch!
+  researchWeb(conversationId: ID, queries: [String!]!, maxPages: Int): WebResearch!
   """
   One window of a public web page's main text (the read_page tool): maxChars (default 3000,
   500 to 10000) characters from offset; a cut read carries nextOffset. Private, loopback,
   link-local and metadata addresses, other schemes than http(s), bodies over 2 MiB, more
   than 5 redirects and pages robots.txt disallows are refused.
   """
-  readPage("Required with an API token (BAD_USER_INPUT naming conversationId when it is missing); a turn's scope token implies its own conversation and refuses another." conversationId: ID, url: String!, offset: Int, maxChars: Int): WebPageRead!
+  readPage(conversationId: ID, url: String!, offset: Int, maxChars: Int): WebPageRead!
 }
 
 extend type Mutation {
@@ -5585,20 +5301,20 @@ type WebPageRead @goModel(model: "github.com/toolgate/toolgate/tools/web.PageRea
 
 extend type Query {
   "list_files: the workspace's files, or those under a folder, in path order."
-  listFiles("Required with an API token (BAD_USER_INPUT naming conversationId when it is missing); a turn's scope token implies its own conversation and refuses another." conversationId: ID, path: String): WorkspaceListing!
+  listFiles(conversationId: ID, path: String): WorkspaceListing!
   "read_file: a window of one file. maxChars defaults to 4,000 and lies between 1,024 and 20,000."
-  readFile("Required with an API token (BAD_USER_INPUT naming conversationId when it is missing); a turn's scope token implies its own conversation and refuses another." conversationId: ID, path: String!, offset: Int, maxChars: Int): WorkspacePage!
+  readFile(conversationId: ID, path: String!, offset: Int, maxChars: Int): WorkspacePage!
   "search_files: lines holding any of up to 5 strings (literal, case ignored, at most 500 characters each), with 0 to 3 context lines (default 1)."
-  searchFiles("Required with an API token (BAD_USER_INPUT naming conversationId when it is missing); a turn's scope token implies its own conversation and refuses another." conversationId: ID, strings: [String!]!, contextLines: Int): WorkspaceSearch!
+  searchFiles(conversationId: ID, strings: [String!]!, contextLines: Int): WorkspaceSearch!
 }
 
 extend type Mutation {
   "write_file: creates or replaces up to 3 files, all or nothing."
-  writeFiles("Required with an API token (BAD_USER_INPUT naming conversationId when it is missing); a turn's scope token implies its own conversation and refuses another." conversationId: ID, files: [WorkspaceFileInput!]!): WorkspaceWrite!
+  writeFiles(conversationId: ID, files: [WorkspaceFileInput!]!): WorkspaceWrite!
   "edit_file: exact replacements in one file, in order, each matching exactly once."
-  editFile("Required with an API token (BAD_USER_INPUT naming conversationId when it is missing); a turn's scope token implies its own conversation and refuses another." conversationId: ID, path: String!, edits: [WorkspaceEditInput!]!): WorkspaceEdit!
+  editFile(conversationId: ID, path: String!, edits: [WorkspaceEditInput!]!): WorkspaceEdit!
   "delete_file: removes one file."
-  deleteFile("Required with an API token (BAD_USER_INPUT naming conversationId when it is missing); a turn's scope token implies its own conversation and refuses another." conversationId: ID, path: String!): WorkspaceDeleted!
+  deleteFile(conversationId: ID, path: String!): WorkspaceDeleted!
 }
 
 "One file of a workspace listing."
@@ -5811,6 +5527,14 @@ func (ec *executionContext) childFields_Application(ctx context.Context, field g
 	return nil, fmt.Errorf("no field named %q was found under type Application", field.Name)
 }
 
+func (ec *executionContext) childFields_ArchiveConversationPayload(ctx context.Context, field graphql.CollectedField) (*graphql.FieldContext, error) {
+	switch field.Name {
+	case "conversation":
+		return ec.fieldContext_ArchiveConversationPayload_conversation(ctx, field)
+	}
+	return nil, fmt.Errorf("no field named %q was found under type ArchiveConversationPayload", field.Name)
+}
+
 func (ec *executionContext) childFields_ArgumentRepair(ctx context.Context, field graphql.CollectedField) (*graphql.FieldContext, error) {
 	switch field.Name {
 	case "rule":
@@ -5877,32 +5601,6 @@ func (ec *executionContext) childFields_ArtifactVersion(ctx context.Context, fie
 		return ec.fieldContext_ArtifactVersion_inspected(ctx, field)
 	}
 	return nil, fmt.Errorf("no field named %q was found under type ArtifactVersion", field.Name)
-}
-
-func (ec *executionContext) childFields_Attachment(ctx context.Context, field graphql.CollectedField) (*graphql.FieldContext, error) {
-	switch field.Name {
-	case "id":
-		return ec.fieldContext_Attachment_id(ctx, field)
-	case "createdAt":
-		return ec.fieldContext_Attachment_createdAt(ctx, field)
-	case "updatedAt":
-		return ec.fieldContext_Attachment_updatedAt(ctx, field)
-	case "title":
-		return ec.fieldContext_Attachment_title(ctx, field)
-	case "filename":
-		return ec.fieldContext_Attachment_filename(ctx, field)
-	case "mimeType":
-		return ec.fieldContext_Attachment_mimeType(ctx, field)
-	case "status":
-		return ec.fieldContext_Attachment_status(ctx, field)
-	case "error":
-		return ec.fieldContext_Attachment_error(ctx, field)
-	case "chars":
-		return ec.fieldContext_Attachment_chars(ctx, field)
-	case "chunks":
-		return ec.fieldContext_Attachment_chunks(ctx, field)
-	}
-	return nil, fmt.Errorf("no field named %q was found under type Attachment", field.Name)
 }
 
 func (ec *executionContext) childFields_Calculation(ctx context.Context, field graphql.CollectedField) (*graphql.FieldContext, error) {
@@ -6013,6 +5711,8 @@ func (ec *executionContext) childFields_Conversation(ctx context.Context, field 
 		return ec.fieldContext_Conversation_title(ctx, field)
 	case "turnsCount":
 		return ec.fieldContext_Conversation_turnsCount(ctx, field)
+	case "archivedAt":
+		return ec.fieldContext_Conversation_archivedAt(ctx, field)
 	case "user":
 		return ec.fieldContext_Conversation_user(ctx, field)
 	case "agent":
@@ -6023,8 +5723,6 @@ func (ec *executionContext) childFields_Conversation(ctx context.Context, field 
 		return ec.fieldContext_Conversation_tasks(ctx, field)
 	case "summaries":
 		return ec.fieldContext_Conversation_summaries(ctx, field)
-	case "attachments":
-		return ec.fieldContext_Conversation_attachments(ctx, field)
 	}
 	return nil, fmt.Errorf("no field named %q was found under type Conversation", field.Name)
 }
@@ -6051,6 +5749,16 @@ func (ec *executionContext) childFields_ConversationEdge(ctx context.Context, fi
 	return nil, fmt.Errorf("no field named %q was found under type ConversationEdge", field.Name)
 }
 
+func (ec *executionContext) childFields_CreateUserPayload(ctx context.Context, field graphql.CollectedField) (*graphql.FieldContext, error) {
+	switch field.Name {
+	case "user":
+		return ec.fieldContext_CreateUserPayload_user(ctx, field)
+	case "token":
+		return ec.fieldContext_CreateUserPayload_token(ctx, field)
+	}
+	return nil, fmt.Errorf("no field named %q was found under type CreateUserPayload", field.Name)
+}
+
 func (ec *executionContext) childFields_CreatedAPIToken(ctx context.Context, field graphql.CollectedField) (*graphql.FieldContext, error) {
 	switch field.Name {
 	case "token":
@@ -6061,52 +5769,12 @@ func (ec *executionContext) childFields_CreatedAPIToken(ctx context.Context, fie
 	return nil, fmt.Errorf("no field named %q was found under type CreatedAPIToken", field.Name)
 }
 
-func (ec *executionContext) childFields_Document(ctx context.Context, field graphql.CollectedField) (*graphql.FieldContext, error) {
+func (ec *executionContext) childFields_DeactivateUserPayload(ctx context.Context, field graphql.CollectedField) (*graphql.FieldContext, error) {
 	switch field.Name {
-	case "id":
-		return ec.fieldContext_Document_id(ctx, field)
-	case "createdAt":
-		return ec.fieldContext_Document_createdAt(ctx, field)
-	case "updatedAt":
-		return ec.fieldContext_Document_updatedAt(ctx, field)
-	case "title":
-		return ec.fieldContext_Document_title(ctx, field)
-	case "filename":
-		return ec.fieldContext_Document_filename(ctx, field)
-	case "mimeType":
-		return ec.fieldContext_Document_mimeType(ctx, field)
-	case "status":
-		return ec.fieldContext_Document_status(ctx, field)
-	case "error":
-		return ec.fieldContext_Document_error(ctx, field)
-	case "chars":
-		return ec.fieldContext_Document_chars(ctx, field)
-	case "chunks":
-		return ec.fieldContext_Document_chunks(ctx, field)
+	case "user":
+		return ec.fieldContext_DeactivateUserPayload_user(ctx, field)
 	}
-	return nil, fmt.Errorf("no field named %q was found under type Document", field.Name)
-}
-
-func (ec *executionContext) childFields_DocumentConnection(ctx context.Context, field graphql.CollectedField) (*graphql.FieldContext, error) {
-	switch field.Name {
-	case "edges":
-		return ec.fieldContext_DocumentConnection_edges(ctx, field)
-	case "pageInfo":
-		return ec.fieldContext_DocumentConnection_pageInfo(ctx, field)
-	case "totalCount":
-		return ec.fieldContext_DocumentConnection_totalCount(ctx, field)
-	}
-	return nil, fmt.Errorf("no field named %q was found under type DocumentConnection", field.Name)
-}
-
-func (ec *executionContext) childFields_DocumentEdge(ctx context.Context, field graphql.CollectedField) (*graphql.FieldContext, error) {
-	switch field.Name {
-	case "node":
-		return ec.fieldContext_DocumentEdge_node(ctx, field)
-	case "cursor":
-		return ec.fieldContext_DocumentEdge_cursor(ctx, field)
-	}
-	return nil, fmt.Errorf("no field named %q was found under type DocumentEdge", field.Name)
+	return nil, fmt.Errorf("no field named %q was found under type DeactivateUserPayload", field.Name)
 }
 
 func (ec *executionContext) childFields_Evidence(ctx context.Context, field graphql.CollectedField) (*graphql.FieldContext, error) {
@@ -6143,44 +5811,6 @@ func (ec *executionContext) childFields_ItemFailure(ctx context.Context, field g
 		return ec.fieldContext_ItemFailure_message(ctx, field)
 	}
 	return nil, fmt.Errorf("no field named %q was found under type ItemFailure", field.Name)
-}
-
-func (ec *executionContext) childFields_KnowledgeBase(ctx context.Context, field graphql.CollectedField) (*graphql.FieldContext, error) {
-	switch field.Name {
-	case "id":
-		return ec.fieldContext_KnowledgeBase_id(ctx, field)
-	case "createdAt":
-		return ec.fieldContext_KnowledgeBase_createdAt(ctx, field)
-	case "updatedAt":
-		return ec.fieldContext_KnowledgeBase_updatedAt(ctx, field)
-	case "name":
-		return ec.fieldContext_KnowledgeBase_name(ctx, field)
-	case "documents":
-		return ec.fieldContext_KnowledgeBase_documents(ctx, field)
-	}
-	return nil, fmt.Errorf("no field named %q was found under type KnowledgeBase", field.Name)
-}
-
-func (ec *executionContext) childFields_KnowledgeBaseConnection(ctx context.Context, field graphql.CollectedField) (*graphql.FieldContext, error) {
-	switch field.Name {
-	case "edges":
-		return ec.fieldContext_KnowledgeBaseConnection_edges(ctx, field)
-	case "pageInfo":
-		return ec.fieldContext_KnowledgeBaseConnection_pageInfo(ctx, field)
-	case "totalCount":
-		return ec.fieldContext_KnowledgeBaseConnection_totalCount(ctx, field)
-	}
-	return nil, fmt.Errorf("no field named %q was found under type KnowledgeBaseConnection", field.Name)
-}
-
-func (ec *executionContext) childFields_KnowledgeBaseEdge(ctx context.Context, field graphql.CollectedField) (*graphql.FieldContext, error) {
-	switch field.Name {
-	case "node":
-		return ec.fieldContext_KnowledgeBaseEdge_node(ctx, field)
-	case "cursor":
-		return ec.fieldContext_KnowledgeBaseEdge_cursor(ctx, field)
-	}
-	return nil, fmt.Errorf("no field named %q was found under type KnowledgeBaseEdge", field.Name)
 }
 
 func (ec *executionContext) childFields_ModelCall(ctx context.Context, field graphql.CollectedField) (*graphql.FieldContext, error) {
@@ -6279,6 +5909,14 @@ func (ec *executionContext) childFields_PromptStats(ctx context.Context, field g
 	return nil, fmt.Errorf("no field named %q was found under type PromptStats", field.Name)
 }
 
+func (ec *executionContext) childFields_RemoveApplicationPayload(ctx context.Context, field graphql.CollectedField) (*graphql.FieldContext, error) {
+	switch field.Name {
+	case "id":
+		return ec.fieldContext_RemoveApplicationPayload_id(ctx, field)
+	}
+	return nil, fmt.Errorf("no field named %q was found under type RemoveApplicationPayload", field.Name)
+}
+
 func (ec *executionContext) childFields_StoredResult(ctx context.Context, field graphql.CollectedField) (*graphql.FieldContext, error) {
 	switch field.Name {
 	case "id":
@@ -6307,10 +5945,6 @@ func (ec *executionContext) childFields_SuggestionsAck(ctx context.Context, fiel
 	switch field.Name {
 	case "ok":
 		return ec.fieldContext_SuggestionsAck_ok(ctx, field)
-	case "suggestions":
-		return ec.fieldContext_SuggestionsAck_suggestions(ctx, field)
-	case "turn":
-		return ec.fieldContext_SuggestionsAck_turn(ctx, field)
 	case "saved":
 		return ec.fieldContext_SuggestionsAck_saved(ctx, field)
 	}
@@ -6661,6 +6295,22 @@ func (ec *executionContext) childFields_TurnEvent(ctx context.Context, field gra
 	return nil, fmt.Errorf("no field named %q was found under type TurnEvent", field.Name)
 }
 
+func (ec *executionContext) childFields_UpdateAgentPayload(ctx context.Context, field graphql.CollectedField) (*graphql.FieldContext, error) {
+	switch field.Name {
+	case "agent":
+		return ec.fieldContext_UpdateAgentPayload_agent(ctx, field)
+	}
+	return nil, fmt.Errorf("no field named %q was found under type UpdateAgentPayload", field.Name)
+}
+
+func (ec *executionContext) childFields_UpdateApplicationPayload(ctx context.Context, field graphql.CollectedField) (*graphql.FieldContext, error) {
+	switch field.Name {
+	case "application":
+		return ec.fieldContext_UpdateApplicationPayload_application(ctx, field)
+	}
+	return nil, fmt.Errorf("no field named %q was found under type UpdateApplicationPayload", field.Name)
+}
+
 func (ec *executionContext) childFields_Usage(ctx context.Context, field graphql.CollectedField) (*graphql.FieldContext, error) {
 	switch field.Name {
 	case "month":
@@ -6707,6 +6357,8 @@ func (ec *executionContext) childFields_User(ctx context.Context, field graphql.
 		return ec.fieldContext_User_department(ctx, field)
 	case "admin":
 		return ec.fieldContext_User_admin(ctx, field)
+	case "deactivatedAt":
+		return ec.fieldContext_User_deactivatedAt(ctx, field)
 	case "organization":
 		return ec.fieldContext_User_organization(ctx, field)
 	case "organizationName":
@@ -7085,66 +6737,6 @@ func (ec *executionContext) field_Conversation_turns_args(ctx context.Context, r
 	return args, nil
 }
 
-func (ec *executionContext) field_KnowledgeBase_documents_args(ctx context.Context, rawArgs map[string]any) (map[string]any, error) {
-	var err error
-	args := map[string]any{}
-	arg0, err := graphql.ProcessArgField(ctx, rawArgs, "after",
-		func(ctx context.Context, v any) (*entgql.Cursor[int], error) {
-			return ec.unmarshalOCursor2ᚖentgoᚗioᚋcontribᚋentgqlᚐCursor(ctx, v)
-		})
-	if err != nil {
-		return nil, err
-	}
-	args["after"] = arg0
-	arg1, err := graphql.ProcessArgField(ctx, rawArgs, "first",
-		func(ctx context.Context, v any) (*int, error) {
-			return ec.unmarshalOInt2ᚖint(ctx, v)
-		})
-	if err != nil {
-		return nil, err
-	}
-	args["first"] = arg1
-	arg2, err := graphql.ProcessArgField(ctx, rawArgs, "before",
-		func(ctx context.Context, v any) (*entgql.Cursor[int], error) {
-			return ec.unmarshalOCursor2ᚖentgoᚗioᚋcontribᚋentgqlᚐCursor(ctx, v)
-		})
-	if err != nil {
-		return nil, err
-	}
-	args["before"] = arg2
-	arg3, err := graphql.ProcessArgField(ctx, rawArgs, "last",
-		func(ctx context.Context, v any) (*int, error) {
-			return ec.unmarshalOInt2ᚖint(ctx, v)
-		})
-	if err != nil {
-		return nil, err
-	}
-	args["last"] = arg3
-	arg4, err := graphql.ProcessArgField(ctx, rawArgs, "orderBy",
-		func(ctx context.Context, v any) (*ent.DocumentOrder, error) {
-			return ec.unmarshalODocumentOrder2ᚖgithubᚗcomᚋtoolgateᚋtoolgateᚋentᚐDocumentOrder(ctx, v)
-		})
-	if err != nil {
-		return nil, err
-	}
-	args["orderBy"] = arg4
-	return args, nil
-}
-
-func (ec *executionContext) field_Mutation_addDocument_args(ctx context.Context, rawArgs map[string]any) (map[string]any, error) {
-	var err error
-	args := map[string]any{}
-	arg0, err := graphql.ProcessArgField(ctx, rawArgs, "input",
-		func(ctx context.Context, v any) (model.AddDocumentInput, error) {
-			return ec.unmarshalNAddDocumentInput2githubᚗcomᚋtoolgateᚋtoolgateᚋgraphᚋmodelᚐAddDocumentInput(ctx, v)
-		})
-	if err != nil {
-		return nil, err
-	}
-	args["input"] = arg0
-	return args, nil
-}
-
 func (ec *executionContext) field_Mutation_answerClarification_args(ctx context.Context, rawArgs map[string]any) (map[string]any, error) {
 	var err error
 	args := map[string]any{}
@@ -7159,12 +6751,12 @@ func (ec *executionContext) field_Mutation_answerClarification_args(ctx context.
 	return args, nil
 }
 
-func (ec *executionContext) field_Mutation_attachFile_args(ctx context.Context, rawArgs map[string]any) (map[string]any, error) {
+func (ec *executionContext) field_Mutation_archiveConversation_args(ctx context.Context, rawArgs map[string]any) (map[string]any, error) {
 	var err error
 	args := map[string]any{}
 	arg0, err := graphql.ProcessArgField(ctx, rawArgs, "input",
-		func(ctx context.Context, v any) (model.AttachFileInput, error) {
-			return ec.unmarshalNAttachFileInput2githubᚗcomᚋtoolgateᚋtoolgateᚋgraphᚋmodelᚐAttachFileInput(ctx, v)
+		func(ctx context.Context, v any) (model.ArchiveConversationInput, error) {
+			return ec.unmarshalNArchiveConversationInput2githubᚗcomᚋtoolgateᚋtoolgateᚋgraphᚋmodelᚐArchiveConversationInput(ctx, v)
 		})
 	if err != nil {
 		return nil, err
@@ -7253,17 +6845,45 @@ func (ec *executionContext) field_Mutation_createArtifact_args(ctx context.Conte
 	return args, nil
 }
 
-func (ec *executionContext) field_Mutation_createKnowledgeBase_args(ctx context.Context, rawArgs map[string]any) (map[string]any, error) {
+func (ec *executionContext) field_Mutation_createUser_args(ctx context.Context, rawArgs map[string]any) (map[string]any, error) {
 	var err error
 	args := map[string]any{}
 	arg0, err := graphql.ProcessArgField(ctx, rawArgs, "input",
-		func(ctx context.Context, v any) (model.CreateKnowledgeBaseInput, error) {
-			return ec.unmarshalNCreateKnowledgeBaseInput2githubᚗcomᚋtoolgateᚋtoolgateᚋgraphᚋmodelᚐCreateKnowledgeBaseInput(ctx, v)
+		func(ctx context.Context, v any) (model.CreateUserInput, error) {
+			return ec.unmarshalNCreateUserInput2githubᚗcomᚋtoolgateᚋtoolgateᚋgraphᚋmodelᚐCreateUserInput(ctx, v)
 		})
 	if err != nil {
 		return nil, err
 	}
 	args["input"] = arg0
+	return args, nil
+}
+
+func (ec *executionContext) field_Mutation_deactivateUser_args(ctx context.Context, rawArgs map[string]any) (map[string]any, error) {
+	var err error
+	args := map[string]any{}
+	arg0, err := graphql.ProcessArgField(ctx, rawArgs, "input",
+		func(ctx context.Context, v any) (model.DeactivateUserInput, error) {
+			return ec.unmarshalNDeactivateUserInput2githubᚗcomᚋtoolgateᚋtoolgateᚋgraphᚋmodelᚐDeactivateUserInput(ctx, v)
+		})
+	if err != nil {
+		return nil, err
+	}
+	args["input"] = arg0
+	return args, nil
+}
+
+func (ec *executionContext) field_Mutation_deleteConversation_args(ctx context.Context, rawArgs map[string]any) (map[string]any, error) {
+	var err error
+	args := map[string]any{}
+	arg0, err := graphql.ProcessArgField(ctx, rawArgs, "id",
+		func(ctx context.Context, v any) (int, error) {
+			return ec.unmarshalNID2int(ctx, v)
+		})
+	if err != nil {
+		return nil, err
+	}
+	args["id"] = arg0
 	return args, nil
 }
 
@@ -7325,6 +6945,20 @@ func (ec *executionContext) field_Mutation_registerApplication_args(ctx context.
 	arg0, err := graphql.ProcessArgField(ctx, rawArgs, "input",
 		func(ctx context.Context, v any) (model.RegisterApplicationInput, error) {
 			return ec.unmarshalNRegisterApplicationInput2githubᚗcomᚋtoolgateᚋtoolgateᚋgraphᚋmodelᚐRegisterApplicationInput(ctx, v)
+		})
+	if err != nil {
+		return nil, err
+	}
+	args["input"] = arg0
+	return args, nil
+}
+
+func (ec *executionContext) field_Mutation_removeApplication_args(ctx context.Context, rawArgs map[string]any) (map[string]any, error) {
+	var err error
+	args := map[string]any{}
+	arg0, err := graphql.ProcessArgField(ctx, rawArgs, "input",
+		func(ctx context.Context, v any) (model.RemoveApplicationInput, error) {
+			return ec.unmarshalNRemoveApplicationInput2githubᚗcomᚋtoolgateᚋtoolgateᚋgraphᚋmodelᚐRemoveApplicationInput(ctx, v)
 		})
 	if err != nil {
 		return nil, err
@@ -7454,6 +7088,34 @@ func (ec *executionContext) field_Mutation_suggestNextActions_args(ctx context.C
 		return nil, err
 	}
 	args["suggestions"] = arg1
+	return args, nil
+}
+
+func (ec *executionContext) field_Mutation_updateAgent_args(ctx context.Context, rawArgs map[string]any) (map[string]any, error) {
+	var err error
+	args := map[string]any{}
+	arg0, err := graphql.ProcessArgField(ctx, rawArgs, "input",
+		func(ctx context.Context, v any) (model.UpdateAgentInput, error) {
+			return ec.unmarshalNUpdateAgentInput2githubᚗcomᚋtoolgateᚋtoolgateᚋgraphᚋmodelᚐUpdateAgentInput(ctx, v)
+		})
+	if err != nil {
+		return nil, err
+	}
+	args["input"] = arg0
+	return args, nil
+}
+
+func (ec *executionContext) field_Mutation_updateApplication_args(ctx context.Context, rawArgs map[string]any) (map[string]any, error) {
+	var err error
+	args := map[string]any{}
+	arg0, err := graphql.ProcessArgField(ctx, rawArgs, "input",
+		func(ctx context.Context, v any) (model.UpdateApplicationInput, error) {
+			return ec.unmarshalNUpdateApplicationInput2githubᚗcomᚋtoolgateᚋtoolgateᚋgraphᚋmodelᚐUpdateApplicationInput(ctx, v)
+		})
+	if err != nil {
+		return nil, err
+	}
+	args["input"] = arg0
 	return args, nil
 }
 
@@ -7720,28 +7382,6 @@ func (ec *executionContext) field_Query_getToolSchema_args(ctx context.Context, 
 		return nil, err
 	}
 	args["names"] = arg1
-	return args, nil
-}
-
-func (ec *executionContext) field_Query_knowledgeBases_args(ctx context.Context, rawArgs map[string]any) (map[string]any, error) {
-	var err error
-	args := map[string]any{}
-	arg0, err := graphql.ProcessArgField(ctx, rawArgs, "first",
-		func(ctx context.Context, v any) (*int, error) {
-			return ec.unmarshalOInt2ᚖint(ctx, v)
-		})
-	if err != nil {
-		return nil, err
-	}
-	args["first"] = arg0
-	arg1, err := graphql.ProcessArgField(ctx, rawArgs, "after",
-		func(ctx context.Context, v any) (*entgql.Cursor[int], error) {
-			return ec.unmarshalOCursor2ᚖentgoᚗioᚋcontribᚋentgqlᚐCursor(ctx, v)
-		})
-	if err != nil {
-		return nil, err
-	}
-	args["after"] = arg1
 	return args, nil
 }
 
@@ -9150,6 +8790,38 @@ func (ec *executionContext) fieldContext_Application_allowedTools(_ context.Cont
 	return graphql.NewScalarFieldContext("Application", field, false, false, "String")
 }
 
+func (ec *executionContext) _ArchiveConversationPayload_conversation(ctx context.Context, field graphql.CollectedField, obj *model.ArchiveConversationPayload) (ret graphql.Marshaler) {
+	return graphql.ResolveField(
+		ctx,
+		ec.OperationContext,
+		field,
+		func(ctx context.Context, field graphql.CollectedField) (*graphql.FieldContext, error) {
+			return ec.fieldContext_ArchiveConversationPayload_conversation(ctx, field)
+		},
+		func(ctx context.Context) (any, error) {
+			return obj.Conversation, nil
+		},
+		nil,
+		func(ctx context.Context, selections ast.SelectionSet, v *ent.Conversation) graphql.Marshaler {
+			return ec.marshalNConversation2ᚖgithubᚗcomᚋtoolgateᚋtoolgateᚋentᚐConversation(ctx, selections, v)
+		},
+		true,
+		true,
+	)
+}
+func (ec *executionContext) fieldContext_ArchiveConversationPayload_conversation(_ context.Context, field graphql.CollectedField) (fc *graphql.FieldContext, err error) {
+	fc = &graphql.FieldContext{
+		Object:     "ArchiveConversationPayload",
+		Field:      field,
+		IsMethod:   false,
+		IsResolver: false,
+		Child: func(ctx context.Context, field graphql.CollectedField) (*graphql.FieldContext, error) {
+			return ec.childFields_Conversation(ctx, field)
+		},
+	}
+	return fc, nil
+}
+
 func (ec *executionContext) _ArgumentRepair_rule(ctx context.Context, field graphql.CollectedField, obj *schematype.Repair) (ret graphql.Marshaler) {
 	return graphql.ResolveField(
 		ctx,
@@ -9672,236 +9344,6 @@ func (ec *executionContext) _ArtifactVersion_inspected(ctx context.Context, fiel
 }
 func (ec *executionContext) fieldContext_ArtifactVersion_inspected(_ context.Context, field graphql.CollectedField) (fc *graphql.FieldContext, err error) {
 	return graphql.NewScalarFieldContext("ArtifactVersion", field, false, false, "Boolean")
-}
-
-func (ec *executionContext) _Attachment_id(ctx context.Context, field graphql.CollectedField, obj *ent.Attachment) (ret graphql.Marshaler) {
-	return graphql.ResolveField(
-		ctx,
-		ec.OperationContext,
-		field,
-		func(ctx context.Context, field graphql.CollectedField) (*graphql.FieldContext, error) {
-			return ec.fieldContext_Attachment_id(ctx, field)
-		},
-		func(ctx context.Context) (any, error) {
-			return obj.ID, nil
-		},
-		nil,
-		func(ctx context.Context, selections ast.SelectionSet, v int) graphql.Marshaler {
-			return ec.marshalNID2int(ctx, selections, v)
-		},
-		true,
-		true,
-	)
-}
-func (ec *executionContext) fieldContext_Attachment_id(_ context.Context, field graphql.CollectedField) (fc *graphql.FieldContext, err error) {
-	return graphql.NewScalarFieldContext("Attachment", field, false, false, "ID")
-}
-
-func (ec *executionContext) _Attachment_createdAt(ctx context.Context, field graphql.CollectedField, obj *ent.Attachment) (ret graphql.Marshaler) {
-	return graphql.ResolveField(
-		ctx,
-		ec.OperationContext,
-		field,
-		func(ctx context.Context, field graphql.CollectedField) (*graphql.FieldContext, error) {
-			return ec.fieldContext_Attachment_createdAt(ctx, field)
-		},
-		func(ctx context.Context) (any, error) {
-			return obj.CreatedAt, nil
-		},
-		nil,
-		func(ctx context.Context, selections ast.SelectionSet, v time.Time) graphql.Marshaler {
-			return ec.marshalNTime2timeᚐTime(ctx, selections, v)
-		},
-		true,
-		true,
-	)
-}
-func (ec *executionContext) fieldContext_Attachment_createdAt(_ context.Context, field graphql.CollectedField) (fc *graphql.FieldContext, err error) {
-	return graphql.NewScalarFieldContext("Attachment", field, false, false, "Time")
-}
-
-func (ec *executionContext) _Attachment_updatedAt(ctx context.Context, field graphql.CollectedField, obj *ent.Attachment) (ret graphql.Marshaler) {
-	return graphql.ResolveField(
-		ctx,
-		ec.OperationContext,
-		field,
-		func(ctx context.Context, field graphql.CollectedField) (*graphql.FieldContext, error) {
-			return ec.fieldContext_Attachment_updatedAt(ctx, field)
-		},
-		func(ctx context.Context) (any, error) {
-			return obj.UpdatedAt, nil
-		},
-		nil,
-		func(ctx context.Context, selections ast.SelectionSet, v time.Time) graphql.Marshaler {
-			return ec.marshalNTime2timeᚐTime(ctx, selections, v)
-		},
-		true,
-		true,
-	)
-}
-func (ec *executionContext) fieldContext_Attachment_updatedAt(_ context.Context, field graphql.CollectedField) (fc *graphql.FieldContext, err error) {
-	return graphql.NewScalarFieldContext("Attachment", field, false, false, "Time")
-}
-
-func (ec *executionContext) _Attachment_title(ctx context.Context, field graphql.CollectedField, obj *ent.Attachment) (ret graphql.Marshaler) {
-	return graphql.ResolveField(
-		ctx,
-		ec.OperationContext,
-		field,
-		func(ctx context.Context, field graphql.CollectedField) (*graphql.FieldContext, error) {
-			return ec.fieldContext_Attachment_title(ctx, field)
-		},
-		func(ctx context.Context) (any, error) {
-			return obj.Title, nil
-		},
-		nil,
-		func(ctx context.Context, selections ast.SelectionSet, v string) graphql.Marshaler {
-			return ec.marshalNString2string(ctx, selections, v)
-		},
-		true,
-		true,
-	)
-}
-func (ec *executionContext) fieldContext_Attachment_title(_ context.Context, field graphql.CollectedField) (fc *graphql.FieldContext, err error) {
-	return graphql.NewScalarFieldContext("Attachment", field, false, false, "String")
-}
-
-func (ec *executionContext) _Attachment_filename(ctx context.Context, field graphql.CollectedField, obj *ent.Attachment) (ret graphql.Marshaler) {
-	return graphql.ResolveField(
-		ctx,
-		ec.OperationContext,
-		field,
-		func(ctx context.Context, field graphql.CollectedField) (*graphql.FieldContext, error) {
-			return ec.fieldContext_Attachment_filename(ctx, field)
-		},
-		func(ctx context.Context) (any, error) {
-			return obj.Filename, nil
-		},
-		nil,
-		func(ctx context.Context, selections ast.SelectionSet, v string) graphql.Marshaler {
-			return ec.marshalNString2string(ctx, selections, v)
-		},
-		true,
-		true,
-	)
-}
-func (ec *executionContext) fieldContext_Attachment_filename(_ context.Context, field graphql.CollectedField) (fc *graphql.FieldContext, err error) {
-	return graphql.NewScalarFieldContext("Attachment", field, false, false, "String")
-}
-
-func (ec *executionContext) _Attachment_mimeType(ctx context.Context, field graphql.CollectedField, obj *ent.Attachment) (ret graphql.Marshaler) {
-	return graphql.ResolveField(
-		ctx,
-		ec.OperationContext,
-		field,
-		func(ctx context.Context, field graphql.CollectedField) (*graphql.FieldContext, error) {
-			return ec.fieldContext_Attachment_mimeType(ctx, field)
-		},
-		func(ctx context.Context) (any, error) {
-			return obj.MimeType, nil
-		},
-		nil,
-		func(ctx context.Context, selections ast.SelectionSet, v string) graphql.Marshaler {
-			return ec.marshalNString2string(ctx, selections, v)
-		},
-		true,
-		true,
-	)
-}
-func (ec *executionContext) fieldContext_Attachment_mimeType(_ context.Context, field graphql.CollectedField) (fc *graphql.FieldContext, err error) {
-	return graphql.NewScalarFieldContext("Attachment", field, false, false, "String")
-}
-
-func (ec *executionContext) _Attachment_status(ctx context.Context, field graphql.CollectedField, obj *ent.Attachment) (ret graphql.Marshaler) {
-	return graphql.ResolveField(
-		ctx,
-		ec.OperationContext,
-		field,
-		func(ctx context.Context, field graphql.CollectedField) (*graphql.FieldContext, error) {
-			return ec.fieldContext_Attachment_status(ctx, field)
-		},
-		func(ctx context.Context) (any, error) {
-			return obj.Status, nil
-		},
-		nil,
-		func(ctx context.Context, selections ast.SelectionSet, v attachment.Status) graphql.Marshaler {
-			return ec.marshalNAttachmentStatus2githubᚗcomᚋtoolgateᚋtoolgateᚋentᚋattachmentᚐStatus(ctx, selections, v)
-		},
-		true,
-		true,
-	)
-}
-func (ec *executionContext) fieldContext_Attachment_status(_ context.Context, field graphql.CollectedField) (fc *graphql.FieldContext, err error) {
-	return graphql.NewScalarFieldContext("Attachment", field, false, false, "AttachmentStatus")
-}
-
-func (ec *executionContext) _Attachment_error(ctx context.Context, field graphql.CollectedField, obj *ent.Attachment) (ret graphql.Marshaler) {
-	return graphql.ResolveField(
-		ctx,
-		ec.OperationContext,
-		field,
-		func(ctx context.Context, field graphql.CollectedField) (*graphql.FieldContext, error) {
-			return ec.fieldContext_Attachment_error(ctx, field)
-		},
-		func(ctx context.Context) (any, error) {
-			return obj.Error, nil
-		},
-		nil,
-		func(ctx context.Context, selections ast.SelectionSet, v *string) graphql.Marshaler {
-			return ec.marshalOString2ᚖstring(ctx, selections, v)
-		},
-		true,
-		false,
-	)
-}
-func (ec *executionContext) fieldContext_Attachment_error(_ context.Context, field graphql.CollectedField) (fc *graphql.FieldContext, err error) {
-	return graphql.NewScalarFieldContext("Attachment", field, false, false, "String")
-}
-
-func (ec *executionContext) _Attachment_chars(ctx context.Context, field graphql.CollectedField, obj *ent.Attachment) (ret graphql.Marshaler) {
-	return graphql.ResolveField(
-		ctx,
-		ec.OperationContext,
-		field,
-		func(ctx context.Context, field graphql.CollectedField) (*graphql.FieldContext, error) {
-			return ec.fieldContext_Attachment_chars(ctx, field)
-		},
-		func(ctx context.Context) (any, error) {
-			return obj.Chars, nil
-		},
-		nil,
-		func(ctx context.Context, selections ast.SelectionSet, v int) graphql.Marshaler {
-			return ec.marshalNInt2int(ctx, selections, v)
-		},
-		true,
-		true,
-	)
-}
-func (ec *executionContext) fieldContext_Attachment_chars(_ context.Context, field graphql.CollectedField) (fc *graphql.FieldContext, err error) {
-	return graphql.NewScalarFieldContext("Attachment", field, false, false, "Int")
-}
-
-func (ec *executionContext) _Attachment_chunks(ctx context.Context, field graphql.CollectedField, obj *ent.Attachment) (ret graphql.Marshaler) {
-	return graphql.ResolveField(
-		ctx,
-		ec.OperationContext,
-		field,
-		func(ctx context.Context, field graphql.CollectedField) (*graphql.FieldContext, error) {
-			return ec.fieldContext_Attachment_chunks(ctx, field)
-		},
-		func(ctx context.Context) (any, error) {
-			return obj.Chunks, nil
-		},
-		nil,
-		func(ctx context.Context, selections ast.SelectionSet, v int) graphql.Marshaler {
-			return ec.marshalNInt2int(ctx, selections, v)
-		},
-		true,
-		true,
-	)
-}
-func (ec *executionContext) fieldContext_Attachment_chunks(_ context.Context, field graphql.CollectedField) (fc *graphql.FieldContext, err error) {
-	return graphql.NewScalarFieldContext("Attachment", field, false, false, "Int")
 }
 
 func (ec *executionContext) _Calculation_value(ctx context.Context, field graphql.CollectedField, obj *model.Calculation) (ret graphql.Marshaler) {
@@ -10736,6 +10178,29 @@ func (ec *executionContext) fieldContext_Conversation_turnsCount(_ context.Conte
 	return graphql.NewScalarFieldContext("Conversation", field, false, false, "Int")
 }
 
+func (ec *executionContext) _Conversation_archivedAt(ctx context.Context, field graphql.CollectedField, obj *ent.Conversation) (ret graphql.Marshaler) {
+	return graphql.ResolveField(
+		ctx,
+		ec.OperationContext,
+		field,
+		func(ctx context.Context, field graphql.CollectedField) (*graphql.FieldContext, error) {
+			return ec.fieldContext_Conversation_archivedAt(ctx, field)
+		},
+		func(ctx context.Context) (any, error) {
+			return obj.ArchivedAt, nil
+		},
+		nil,
+		func(ctx context.Context, selections ast.SelectionSet, v *time.Time) graphql.Marshaler {
+			return ec.marshalOTime2ᚖtimeᚐTime(ctx, selections, v)
+		},
+		true,
+		false,
+	)
+}
+func (ec *executionContext) fieldContext_Conversation_archivedAt(_ context.Context, field graphql.CollectedField) (fc *graphql.FieldContext, err error) {
+	return graphql.NewScalarFieldContext("Conversation", field, false, false, "Time")
+}
+
 func (ec *executionContext) _Conversation_user(ctx context.Context, field graphql.CollectedField, obj *ent.Conversation) (ret graphql.Marshaler) {
 	return graphql.ResolveField(
 		ctx,
@@ -10908,38 +10373,6 @@ func (ec *executionContext) fieldContext_Conversation_summaries(_ context.Contex
 	return fc, nil
 }
 
-func (ec *executionContext) _Conversation_attachments(ctx context.Context, field graphql.CollectedField, obj *ent.Conversation) (ret graphql.Marshaler) {
-	return graphql.ResolveField(
-		ctx,
-		ec.OperationContext,
-		field,
-		func(ctx context.Context, field graphql.CollectedField) (*graphql.FieldContext, error) {
-			return ec.fieldContext_Conversation_attachments(ctx, field)
-		},
-		func(ctx context.Context) (any, error) {
-			return ec.Resolvers.Conversation().Attachments(ctx, obj)
-		},
-		nil,
-		func(ctx context.Context, selections ast.SelectionSet, v []*ent.Attachment) graphql.Marshaler {
-			return ec.marshalNAttachment2ᚕᚖgithubᚗcomᚋtoolgateᚋtoolgateᚋentᚐAttachmentᚄ(ctx, selections, v)
-		},
-		true,
-		true,
-	)
-}
-func (ec *executionContext) fieldContext_Conversation_attachments(_ context.Context, field graphql.CollectedField) (fc *graphql.FieldContext, err error) {
-	fc = &graphql.FieldContext{
-		Object:     "Conversation",
-		Field:      field,
-		IsMethod:   true,
-		IsResolver: true,
-		Child: func(ctx context.Context, field graphql.CollectedField) (*graphql.FieldContext, error) {
-			return ec.childFields_Attachment(ctx, field)
-		},
-	}
-	return fc, nil
-}
-
 func (ec *executionContext) _ConversationConnection_edges(ctx context.Context, field graphql.CollectedField, obj *ent.ConversationConnection) (ret graphql.Marshaler) {
 	return graphql.ResolveField(
 		ctx,
@@ -11082,6 +10515,70 @@ func (ec *executionContext) fieldContext_ConversationEdge_cursor(_ context.Conte
 	return graphql.NewScalarFieldContext("ConversationEdge", field, false, false, "Cursor")
 }
 
+func (ec *executionContext) _CreateUserPayload_user(ctx context.Context, field graphql.CollectedField, obj *model.CreateUserPayload) (ret graphql.Marshaler) {
+	return graphql.ResolveField(
+		ctx,
+		ec.OperationContext,
+		field,
+		func(ctx context.Context, field graphql.CollectedField) (*graphql.FieldContext, error) {
+			return ec.fieldContext_CreateUserPayload_user(ctx, field)
+		},
+		func(ctx context.Context) (any, error) {
+			return obj.User, nil
+		},
+		nil,
+		func(ctx context.Context, selections ast.SelectionSet, v *ent.User) graphql.Marshaler {
+			return ec.marshalNUser2ᚖgithubᚗcomᚋtoolgateᚋtoolgateᚋentᚐUser(ctx, selections, v)
+		},
+		true,
+		true,
+	)
+}
+func (ec *executionContext) fieldContext_CreateUserPayload_user(_ context.Context, field graphql.CollectedField) (fc *graphql.FieldContext, err error) {
+	fc = &graphql.FieldContext{
+		Object:     "CreateUserPayload",
+		Field:      field,
+		IsMethod:   false,
+		IsResolver: false,
+		Child: func(ctx context.Context, field graphql.CollectedField) (*graphql.FieldContext, error) {
+			return ec.childFields_User(ctx, field)
+		},
+	}
+	return fc, nil
+}
+
+func (ec *executionContext) _CreateUserPayload_token(ctx context.Context, field graphql.CollectedField, obj *model.CreateUserPayload) (ret graphql.Marshaler) {
+	return graphql.ResolveField(
+		ctx,
+		ec.OperationContext,
+		field,
+		func(ctx context.Context, field graphql.CollectedField) (*graphql.FieldContext, error) {
+			return ec.fieldContext_CreateUserPayload_token(ctx, field)
+		},
+		func(ctx context.Context) (any, error) {
+			return obj.Token, nil
+		},
+		nil,
+		func(ctx context.Context, selections ast.SelectionSet, v *model.CreatedAPIToken) graphql.Marshaler {
+			return ec.marshalNCreatedAPIToken2ᚖgithubᚗcomᚋtoolgateᚋtoolgateᚋgraphᚋmodelᚐCreatedAPIToken(ctx, selections, v)
+		},
+		true,
+		true,
+	)
+}
+func (ec *executionContext) fieldContext_CreateUserPayload_token(_ context.Context, field graphql.CollectedField) (fc *graphql.FieldContext, err error) {
+	fc = &graphql.FieldContext{
+		Object:     "CreateUserPayload",
+		Field:      field,
+		IsMethod:   false,
+		IsResolver: false,
+		Child: func(ctx context.Context, field graphql.CollectedField) (*graphql.FieldContext, error) {
+			return ec.childFields_CreatedAPIToken(ctx, field)
+		},
+	}
+	return fc, nil
+}
+
 func (ec *executionContext) _CreatedAPIToken_token(ctx context.Context, field graphql.CollectedField, obj *model.CreatedAPIToken) (ret graphql.Marshaler) {
 	return graphql.ResolveField(
 		ctx,
@@ -11137,376 +10634,36 @@ func (ec *executionContext) fieldContext_CreatedAPIToken_apiToken(_ context.Cont
 	return fc, nil
 }
 
-func (ec *executionContext) _Document_id(ctx context.Context, field graphql.CollectedField, obj *ent.Document) (ret graphql.Marshaler) {
+func (ec *executionContext) _DeactivateUserPayload_user(ctx context.Context, field graphql.CollectedField, obj *model.DeactivateUserPayload) (ret graphql.Marshaler) {
 	return graphql.ResolveField(
 		ctx,
 		ec.OperationContext,
 		field,
 		func(ctx context.Context, field graphql.CollectedField) (*graphql.FieldContext, error) {
-			return ec.fieldContext_Document_id(ctx, field)
+			return ec.fieldContext_DeactivateUserPayload_user(ctx, field)
 		},
 		func(ctx context.Context) (any, error) {
-			return obj.ID, nil
+			return obj.User, nil
 		},
 		nil,
-		func(ctx context.Context, selections ast.SelectionSet, v int) graphql.Marshaler {
-			return ec.marshalNID2int(ctx, selections, v)
+		func(ctx context.Context, selections ast.SelectionSet, v *ent.User) graphql.Marshaler {
+			return ec.marshalNUser2ᚖgithubᚗcomᚋtoolgateᚋtoolgateᚋentᚐUser(ctx, selections, v)
 		},
 		true,
 		true,
 	)
 }
-func (ec *executionContext) fieldContext_Document_id(_ context.Context, field graphql.CollectedField) (fc *graphql.FieldContext, err error) {
-	return graphql.NewScalarFieldContext("Document", field, false, false, "ID")
-}
-
-func (ec *executionContext) _Document_createdAt(ctx context.Context, field graphql.CollectedField, obj *ent.Document) (ret graphql.Marshaler) {
-	return graphql.ResolveField(
-		ctx,
-		ec.OperationContext,
-		field,
-		func(ctx context.Context, field graphql.CollectedField) (*graphql.FieldContext, error) {
-			return ec.fieldContext_Document_createdAt(ctx, field)
-		},
-		func(ctx context.Context) (any, error) {
-			return obj.CreatedAt, nil
-		},
-		nil,
-		func(ctx context.Context, selections ast.SelectionSet, v time.Time) graphql.Marshaler {
-			return ec.marshalNTime2timeᚐTime(ctx, selections, v)
-		},
-		true,
-		true,
-	)
-}
-func (ec *executionContext) fieldContext_Document_createdAt(_ context.Context, field graphql.CollectedField) (fc *graphql.FieldContext, err error) {
-	return graphql.NewScalarFieldContext("Document", field, false, false, "Time")
-}
-
-func (ec *executionContext) _Document_updatedAt(ctx context.Context, field graphql.CollectedField, obj *ent.Document) (ret graphql.Marshaler) {
-	return graphql.ResolveField(
-		ctx,
-		ec.OperationContext,
-		field,
-		func(ctx context.Context, field graphql.CollectedField) (*graphql.FieldContext, error) {
-			return ec.fieldContext_Document_updatedAt(ctx, field)
-		},
-		func(ctx context.Context) (any, error) {
-			return obj.UpdatedAt, nil
-		},
-		nil,
-		func(ctx context.Context, selections ast.SelectionSet, v time.Time) graphql.Marshaler {
-			return ec.marshalNTime2timeᚐTime(ctx, selections, v)
-		},
-		true,
-		true,
-	)
-}
-func (ec *executionContext) fieldContext_Document_updatedAt(_ context.Context, field graphql.CollectedField) (fc *graphql.FieldContext, err error) {
-	return graphql.NewScalarFieldContext("Document", field, false, false, "Time")
-}
-
-func (ec *executionContext) _Document_title(ctx context.Context, field graphql.CollectedField, obj *ent.Document) (ret graphql.Marshaler) {
-	return graphql.ResolveField(
-		ctx,
-		ec.OperationContext,
-		field,
-		func(ctx context.Context, field graphql.CollectedField) (*graphql.FieldContext, error) {
-			return ec.fieldContext_Document_title(ctx, field)
-		},
-		func(ctx context.Context) (any, error) {
-			return obj.Title, nil
-		},
-		nil,
-		func(ctx context.Context, selections ast.SelectionSet, v string) graphql.Marshaler {
-			return ec.marshalNString2string(ctx, selections, v)
-		},
-		true,
-		true,
-	)
-}
-func (ec *executionContext) fieldContext_Document_title(_ context.Context, field graphql.CollectedField) (fc *graphql.FieldContext, err error) {
-	return graphql.NewScalarFieldContext("Document", field, false, false, "String")
-}
-
-func (ec *executionContext) _Document_filename(ctx context.Context, field graphql.CollectedField, obj *ent.Document) (ret graphql.Marshaler) {
-	return graphql.ResolveField(
-		ctx,
-		ec.OperationContext,
-		field,
-		func(ctx context.Context, field graphql.CollectedField) (*graphql.FieldContext, error) {
-			return ec.fieldContext_Document_filename(ctx, field)
-		},
-		func(ctx context.Context) (any, error) {
-			return obj.Filename, nil
-		},
-		nil,
-		func(ctx context.Context, selections ast.SelectionSet, v string) graphql.Marshaler {
-			return ec.marshalNString2string(ctx, selections, v)
-		},
-		true,
-		true,
-	)
-}
-func (ec *executionContext) fieldContext_Document_filename(_ context.Context, field graphql.CollectedField) (fc *graphql.FieldContext, err error) {
-	return graphql.NewScalarFieldContext("Document", field, false, false, "String")
-}
-
-func (ec *executionContext) _Document_mimeType(ctx context.Context, field graphql.CollectedField, obj *ent.Document) (ret graphql.Marshaler) {
-	return graphql.ResolveField(
-		ctx,
-		ec.OperationContext,
-		field,
-		func(ctx context.Context, field graphql.CollectedField) (*graphql.FieldContext, error) {
-			return ec.fieldContext_Document_mimeType(ctx, field)
-		},
-		func(ctx context.Context) (any, error) {
-			return obj.MimeType, nil
-		},
-		nil,
-		func(ctx context.Context, selections ast.SelectionSet, v string) graphql.Marshaler {
-			return ec.marshalNString2string(ctx, selections, v)
-		},
-		true,
-		true,
-	)
-}
-func (ec *executionContext) fieldContext_Document_mimeType(_ context.Context, field graphql.CollectedField) (fc *graphql.FieldContext, err error) {
-	return graphql.NewScalarFieldContext("Document", field, false, false, "String")
-}
-
-func (ec *executionContext) _Document_status(ctx context.Context, field graphql.CollectedField, obj *ent.Document) (ret graphql.Marshaler) {
-	return graphql.ResolveField(
-		ctx,
-		ec.OperationContext,
-		field,
-		func(ctx context.Context, field graphql.CollectedField) (*graphql.FieldContext, error) {
-			return ec.fieldContext_Document_status(ctx, field)
-		},
-		func(ctx context.Context) (any, error) {
-			return obj.Status, nil
-		},
-		nil,
-		func(ctx context.Context, selections ast.SelectionSet, v document.Status) graphql.Marshaler {
-			return ec.marshalNDocumentStatus2githubᚗcomᚋtoolgateᚋtoolgateᚋentᚋdocumentᚐStatus(ctx, selections, v)
-		},
-		true,
-		true,
-	)
-}
-func (ec *executionContext) fieldContext_Document_status(_ context.Context, field graphql.CollectedField) (fc *graphql.FieldContext, err error) {
-	return graphql.NewScalarFieldContext("Document", field, false, false, "DocumentStatus")
-}
-
-func (ec *executionContext) _Document_error(ctx context.Context, field graphql.CollectedField, obj *ent.Document) (ret graphql.Marshaler) {
-	return graphql.ResolveField(
-		ctx,
-		ec.OperationContext,
-		field,
-		func(ctx context.Context, field graphql.CollectedField) (*graphql.FieldContext, error) {
-			return ec.fieldContext_Document_error(ctx, field)
-		},
-		func(ctx context.Context) (any, error) {
-			return obj.Error, nil
-		},
-		nil,
-		func(ctx context.Context, selections ast.SelectionSet, v *string) graphql.Marshaler {
-			return ec.marshalOString2ᚖstring(ctx, selections, v)
-		},
-		true,
-		false,
-	)
-}
-func (ec *executionContext) fieldContext_Document_error(_ context.Context, field graphql.CollectedField) (fc *graphql.FieldContext, err error) {
-	return graphql.NewScalarFieldContext("Document", field, false, false, "String")
-}
-
-func (ec *executionContext) _Document_chars(ctx context.Context, field graphql.CollectedField, obj *ent.Document) (ret graphql.Marshaler) {
-	return graphql.ResolveField(
-		ctx,
-		ec.OperationContext,
-		field,
-		func(ctx context.Context, field graphql.CollectedField) (*graphql.FieldContext, error) {
-			return ec.fieldContext_Document_chars(ctx, field)
-		},
-		func(ctx context.Context) (any, error) {
-			return obj.Chars, nil
-		},
-		nil,
-		func(ctx context.Context, selections ast.SelectionSet, v int) graphql.Marshaler {
-			return ec.marshalNInt2int(ctx, selections, v)
-		},
-		true,
-		true,
-	)
-}
-func (ec *executionContext) fieldContext_Document_chars(_ context.Context, field graphql.CollectedField) (fc *graphql.FieldContext, err error) {
-	return graphql.NewScalarFieldContext("Document", field, false, false, "Int")
-}
-
-func (ec *executionContext) _Document_chunks(ctx context.Context, field graphql.CollectedField, obj *ent.Document) (ret graphql.Marshaler) {
-	return graphql.ResolveField(
-		ctx,
-		ec.OperationContext,
-		field,
-		func(ctx context.Context, field graphql.CollectedField) (*graphql.FieldContext, error) {
-			return ec.fieldContext_Document_chunks(ctx, field)
-		},
-		func(ctx context.Context) (any, error) {
-			return obj.Chunks, nil
-		},
-		nil,
-		func(ctx context.Context, selections ast.SelectionSet, v int) graphql.Marshaler {
-			return ec.marshalNInt2int(ctx, selections, v)
-		},
-		true,
-		true,
-	)
-}
-func (ec *executionContext) fieldContext_Document_chunks(_ context.Context, field graphql.CollectedField) (fc *graphql.FieldContext, err error) {
-	return graphql.NewScalarFieldContext("Document", field, false, false, "Int")
-}
-
-func (ec *executionContext) _DocumentConnection_edges(ctx context.Context, field graphql.CollectedField, obj *ent.DocumentConnection) (ret graphql.Marshaler) {
-	return graphql.ResolveField(
-		ctx,
-		ec.OperationContext,
-		field,
-		func(ctx context.Context, field graphql.CollectedField) (*graphql.FieldContext, error) {
-			return ec.fieldContext_DocumentConnection_edges(ctx, field)
-		},
-		func(ctx context.Context) (any, error) {
-			return obj.Edges, nil
-		},
-		nil,
-		func(ctx context.Context, selections ast.SelectionSet, v []*ent.DocumentEdge) graphql.Marshaler {
-			return ec.marshalODocumentEdge2ᚕᚖgithubᚗcomᚋtoolgateᚋtoolgateᚋentᚐDocumentEdge(ctx, selections, v)
-		},
-		true,
-		false,
-	)
-}
-func (ec *executionContext) fieldContext_DocumentConnection_edges(_ context.Context, field graphql.CollectedField) (fc *graphql.FieldContext, err error) {
+func (ec *executionContext) fieldContext_DeactivateUserPayload_user(_ context.Context, field graphql.CollectedField) (fc *graphql.FieldContext, err error) {
 	fc = &graphql.FieldContext{
-		Object:     "DocumentConnection",
+		Object:     "DeactivateUserPayload",
 		Field:      field,
 		IsMethod:   false,
 		IsResolver: false,
 		Child: func(ctx context.Context, field graphql.CollectedField) (*graphql.FieldContext, error) {
-			return ec.childFields_DocumentEdge(ctx, field)
+			return ec.childFields_User(ctx, field)
 		},
 	}
 	return fc, nil
-}
-
-func (ec *executionContext) _DocumentConnection_pageInfo(ctx context.Context, field graphql.CollectedField, obj *ent.DocumentConnection) (ret graphql.Marshaler) {
-	return graphql.ResolveField(
-		ctx,
-		ec.OperationContext,
-		field,
-		func(ctx context.Context, field graphql.CollectedField) (*graphql.FieldContext, error) {
-			return ec.fieldContext_DocumentConnection_pageInfo(ctx, field)
-		},
-		func(ctx context.Context) (any, error) {
-			return obj.PageInfo, nil
-		},
-		nil,
-		func(ctx context.Context, selections ast.SelectionSet, v entgql.PageInfo[int]) graphql.Marshaler {
-			return ec.marshalNPageInfo2entgoᚗioᚋcontribᚋentgqlᚐPageInfo(ctx, selections, v)
-		},
-		true,
-		true,
-	)
-}
-func (ec *executionContext) fieldContext_DocumentConnection_pageInfo(_ context.Context, field graphql.CollectedField) (fc *graphql.FieldContext, err error) {
-	fc = &graphql.FieldContext{
-		Object:     "DocumentConnection",
-		Field:      field,
-		IsMethod:   false,
-		IsResolver: false,
-		Child: func(ctx context.Context, field graphql.CollectedField) (*graphql.FieldContext, error) {
-			return ec.childFields_PageInfo(ctx, field)
-		},
-	}
-	return fc, nil
-}
-
-func (ec *executionContext) _DocumentConnection_totalCount(ctx context.Context, field graphql.CollectedField, obj *ent.DocumentConnection) (ret graphql.Marshaler) {
-	return graphql.ResolveField(
-		ctx,
-		ec.OperationContext,
-		field,
-		func(ctx context.Context, field graphql.CollectedField) (*graphql.FieldContext, error) {
-			return ec.fieldContext_DocumentConnection_totalCount(ctx, field)
-		},
-		func(ctx context.Context) (any, error) {
-			return obj.TotalCount, nil
-		},
-		nil,
-		func(ctx context.Context, selections ast.SelectionSet, v int) graphql.Marshaler {
-			return ec.marshalNInt2int(ctx, selections, v)
-		},
-		true,
-		true,
-	)
-}
-func (ec *executionContext) fieldContext_DocumentConnection_totalCount(_ context.Context, field graphql.CollectedField) (fc *graphql.FieldContext, err error) {
-	return graphql.NewScalarFieldContext("DocumentConnection", field, false, false, "Int")
-}
-
-func (ec *executionContext) _DocumentEdge_node(ctx context.Context, field graphql.CollectedField, obj *ent.DocumentEdge) (ret graphql.Marshaler) {
-	return graphql.ResolveField(
-		ctx,
-		ec.OperationContext,
-		field,
-		func(ctx context.Context, field graphql.CollectedField) (*graphql.FieldContext, error) {
-			return ec.fieldContext_DocumentEdge_node(ctx, field)
-		},
-		func(ctx context.Context) (any, error) {
-			return obj.Node, nil
-		},
-		nil,
-		func(ctx context.Context, selections ast.SelectionSet, v *ent.Document) graphql.Marshaler {
-			return ec.marshalODocument2ᚖgithubᚗcomᚋtoolgateᚋtoolgateᚋentᚐDocument(ctx, selections, v)
-		},
-		true,
-		false,
-	)
-}
-func (ec *executionContext) fieldContext_DocumentEdge_node(_ context.Context, field graphql.CollectedField) (fc *graphql.FieldContext, err error) {
-	fc = &graphql.FieldContext{
-		Object:     "DocumentEdge",
-		Field:      field,
-		IsMethod:   false,
-		IsResolver: false,
-		Child: func(ctx context.Context, field graphql.CollectedField) (*graphql.FieldContext, error) {
-			return ec.childFields_Document(ctx, field)
-		},
-	}
-	return fc, nil
-}
-
-func (ec *executionContext) _DocumentEdge_cursor(ctx context.Context, field graphql.CollectedField, obj *ent.DocumentEdge) (ret graphql.Marshaler) {
-	return graphql.ResolveField(
-		ctx,
-		ec.OperationContext,
-		field,
-		func(ctx context.Context, field graphql.CollectedField) (*graphql.FieldContext, error) {
-			return ec.fieldContext_DocumentEdge_cursor(ctx, field)
-		},
-		func(ctx context.Context) (any, error) {
-			return obj.Cursor, nil
-		},
-		nil,
-		func(ctx context.Context, selections ast.SelectionSet, v entgql.Cursor[int]) graphql.Marshaler {
-			return ec.marshalNCursor2entgoᚗioᚋcontribᚋentgqlᚐCursor(ctx, selections, v)
-		},
-		true,
-		true,
-	)
-}
-func (ec *executionContext) fieldContext_DocumentEdge_cursor(_ context.Context, field graphql.CollectedField) (fc *graphql.FieldContext, err error) {
-	return graphql.NewScalarFieldContext("DocumentEdge", field, false, false, "Cursor")
 }
 
 func (ec *executionContext) _Evidence_ref(ctx context.Context, field graphql.CollectedField, obj *schematype.Span) (ret graphql.Marshaler) {
@@ -11723,284 +10880,6 @@ func (ec *executionContext) _ItemFailure_message(ctx context.Context, field grap
 }
 func (ec *executionContext) fieldContext_ItemFailure_message(_ context.Context, field graphql.CollectedField) (fc *graphql.FieldContext, err error) {
 	return graphql.NewScalarFieldContext("ItemFailure", field, false, false, "String")
-}
-
-func (ec *executionContext) _KnowledgeBase_id(ctx context.Context, field graphql.CollectedField, obj *ent.KnowledgeBase) (ret graphql.Marshaler) {
-	return graphql.ResolveField(
-		ctx,
-		ec.OperationContext,
-		field,
-		func(ctx context.Context, field graphql.CollectedField) (*graphql.FieldContext, error) {
-			return ec.fieldContext_KnowledgeBase_id(ctx, field)
-		},
-		func(ctx context.Context) (any, error) {
-			return obj.ID, nil
-		},
-		nil,
-		func(ctx context.Context, selections ast.SelectionSet, v int) graphql.Marshaler {
-			return ec.marshalNID2int(ctx, selections, v)
-		},
-		true,
-		true,
-	)
-}
-func (ec *executionContext) fieldContext_KnowledgeBase_id(_ context.Context, field graphql.CollectedField) (fc *graphql.FieldContext, err error) {
-	return graphql.NewScalarFieldContext("KnowledgeBase", field, false, false, "ID")
-}
-
-func (ec *executionContext) _KnowledgeBase_createdAt(ctx context.Context, field graphql.CollectedField, obj *ent.KnowledgeBase) (ret graphql.Marshaler) {
-	return graphql.ResolveField(
-		ctx,
-		ec.OperationContext,
-		field,
-		func(ctx context.Context, field graphql.CollectedField) (*graphql.FieldContext, error) {
-			return ec.fieldContext_KnowledgeBase_createdAt(ctx, field)
-		},
-		func(ctx context.Context) (any, error) {
-			return obj.CreatedAt, nil
-		},
-		nil,
-		func(ctx context.Context, selections ast.SelectionSet, v time.Time) graphql.Marshaler {
-			return ec.marshalNTime2timeᚐTime(ctx, selections, v)
-		},
-		true,
-		true,
-	)
-}
-func (ec *executionContext) fieldContext_KnowledgeBase_createdAt(_ context.Context, field graphql.CollectedField) (fc *graphql.FieldContext, err error) {
-	return graphql.NewScalarFieldContext("KnowledgeBase", field, false, false, "Time")
-}
-
-func (ec *executionContext) _KnowledgeBase_updatedAt(ctx context.Context, field graphql.CollectedField, obj *ent.KnowledgeBase) (ret graphql.Marshaler) {
-	return graphql.ResolveField(
-		ctx,
-		ec.OperationContext,
-		field,
-		func(ctx context.Context, field graphql.CollectedField) (*graphql.FieldContext, error) {
-			return ec.fieldContext_KnowledgeBase_updatedAt(ctx, field)
-		},
-		func(ctx context.Context) (any, error) {
-			return obj.UpdatedAt, nil
-		},
-		nil,
-		func(ctx context.Context, selections ast.SelectionSet, v time.Time) graphql.Marshaler {
-			return ec.marshalNTime2timeᚐTime(ctx, selections, v)
-		},
-		true,
-		true,
-	)
-}
-func (ec *executionContext) fieldContext_KnowledgeBase_updatedAt(_ context.Context, field graphql.CollectedField) (fc *graphql.FieldContext, err error) {
-	return graphql.NewScalarFieldContext("KnowledgeBase", field, false, false, "Time")
-}
-
-func (ec *executionContext) _KnowledgeBase_name(ctx context.Context, field graphql.CollectedField, obj *ent.KnowledgeBase) (ret graphql.Marshaler) {
-	return graphql.ResolveField(
-		ctx,
-		ec.OperationContext,
-		field,
-		func(ctx context.Context, field graphql.CollectedField) (*graphql.FieldContext, error) {
-			return ec.fieldContext_KnowledgeBase_name(ctx, field)
-		},
-		func(ctx context.Context) (any, error) {
-			return obj.Name, nil
-		},
-		nil,
-		func(ctx context.Context, selections ast.SelectionSet, v string) graphql.Marshaler {
-			return ec.marshalNString2string(ctx, selections, v)
-		},
-		true,
-		true,
-	)
-}
-func (ec *executionContext) fieldContext_KnowledgeBase_name(_ context.Context, field graphql.CollectedField) (fc *graphql.FieldContext, err error) {
-	return graphql.NewScalarFieldContext("KnowledgeBase", field, false, false, "String")
-}
-
-func (ec *executionContext) _KnowledgeBase_documents(ctx context.Context, field graphql.CollectedField, obj *ent.KnowledgeBase) (ret graphql.Marshaler) {
-	return graphql.ResolveField(
-		ctx,
-		ec.OperationContext,
-		field,
-		func(ctx context.Context, field graphql.CollectedField) (*graphql.FieldContext, error) {
-			return ec.fieldContext_KnowledgeBase_documents(ctx, field)
-		},
-		func(ctx context.Context) (any, error) {
-			fc := graphql.GetFieldContext(ctx)
-			return obj.Documents(ctx, fc.Args["after"].(*entgql.Cursor[int]), fc.Args["first"].(*int), fc.Args["before"].(*entgql.Cursor[int]), fc.Args["last"].(*int), fc.Args["orderBy"].(*ent.DocumentOrder))
-		},
-		nil,
-		func(ctx context.Context, selections ast.SelectionSet, v *ent.DocumentConnection) graphql.Marshaler {
-			return ec.marshalNDocumentConnection2ᚖgithubᚗcomᚋtoolgateᚋtoolgateᚋentᚐDocumentConnection(ctx, selections, v)
-		},
-		true,
-		true,
-	)
-}
-func (ec *executionContext) fieldContext_KnowledgeBase_documents(ctx context.Context, field graphql.CollectedField) (fc *graphql.FieldContext, err error) {
-	fc = &graphql.FieldContext{
-		Object:     "KnowledgeBase",
-		Field:      field,
-		IsMethod:   true,
-		IsResolver: false,
-		Child: func(ctx context.Context, field graphql.CollectedField) (*graphql.FieldContext, error) {
-			return ec.childFields_DocumentConnection(ctx, field)
-		},
-	}
-	defer func() {
-		if r := recover(); r != nil {
-			err = ec.Recover(ctx, r)
-			ec.Error(ctx, err)
-		}
-	}()
-	ctx = graphql.WithFieldContext(ctx, fc)
-	if fc.Args, err = ec.field_KnowledgeBase_documents_args(ctx, field.ArgumentMap(ec.Variables)); err != nil {
-		ec.Error(ctx, err)
-		return fc, err
-	}
-	return fc, nil
-}
-
-func (ec *executionContext) _KnowledgeBaseConnection_edges(ctx context.Context, field graphql.CollectedField, obj *ent.KnowledgeBaseConnection) (ret graphql.Marshaler) {
-	return graphql.ResolveField(
-		ctx,
-		ec.OperationContext,
-		field,
-		func(ctx context.Context, field graphql.CollectedField) (*graphql.FieldContext, error) {
-			return ec.fieldContext_KnowledgeBaseConnection_edges(ctx, field)
-		},
-		func(ctx context.Context) (any, error) {
-			return obj.Edges, nil
-		},
-		nil,
-		func(ctx context.Context, selections ast.SelectionSet, v []*ent.KnowledgeBaseEdge) graphql.Marshaler {
-			return ec.marshalOKnowledgeBaseEdge2ᚕᚖgithubᚗcomᚋtoolgateᚋtoolgateᚋentᚐKnowledgeBaseEdge(ctx, selections, v)
-		},
-		true,
-		false,
-	)
-}
-func (ec *executionContext) fieldContext_KnowledgeBaseConnection_edges(_ context.Context, field graphql.CollectedField) (fc *graphql.FieldContext, err error) {
-	fc = &graphql.FieldContext{
-		Object:     "KnowledgeBaseConnection",
-		Field:      field,
-		IsMethod:   false,
-		IsResolver: false,
-		Child: func(ctx context.Context, field graphql.CollectedField) (*graphql.FieldContext, error) {
-			return ec.childFields_KnowledgeBaseEdge(ctx, field)
-		},
-	}
-	return fc, nil
-}
-
-func (ec *executionContext) _KnowledgeBaseConnection_pageInfo(ctx context.Context, field graphql.CollectedField, obj *ent.KnowledgeBaseConnection) (ret graphql.Marshaler) {
-	return graphql.ResolveField(
-		ctx,
-		ec.OperationContext,
-		field,
-		func(ctx context.Context, field graphql.CollectedField) (*graphql.FieldContext, error) {
-			return ec.fieldContext_KnowledgeBaseConnection_pageInfo(ctx, field)
-		},
-		func(ctx context.Context) (any, error) {
-			return obj.PageInfo, nil
-		},
-		nil,
-		func(ctx context.Context, selections ast.SelectionSet, v entgql.PageInfo[int]) graphql.Marshaler {
-			return ec.marshalNPageInfo2entgoᚗioᚋcontribᚋentgqlᚐPageInfo(ctx, selections, v)
-		},
-		true,
-		true,
-	)
-}
-func (ec *executionContext) fieldContext_KnowledgeBaseConnection_pageInfo(_ context.Context, field graphql.CollectedField) (fc *graphql.FieldContext, err error) {
-	fc = &graphql.FieldContext{
-		Object:     "KnowledgeBaseConnection",
-		Field:      field,
-		IsMethod:   false,
-		IsResolver: false,
-		Child: func(ctx context.Context, field graphql.CollectedField) (*graphql.FieldContext, error) {
-			return ec.childFields_PageInfo(ctx, field)
-		},
-	}
-	return fc, nil
-}
-
-func (ec *executionContext) _KnowledgeBaseConnection_totalCount(ctx context.Context, field graphql.CollectedField, obj *ent.KnowledgeBaseConnection) (ret graphql.Marshaler) {
-	return graphql.ResolveField(
-		ctx,
-		ec.OperationContext,
-		field,
-		func(ctx context.Context, field graphql.CollectedField) (*graphql.FieldContext, error) {
-			return ec.fieldContext_KnowledgeBaseConnection_totalCount(ctx, field)
-		},
-		func(ctx context.Context) (any, error) {
-			return obj.TotalCount, nil
-		},
-		nil,
-		func(ctx context.Context, selections ast.SelectionSet, v int) graphql.Marshaler {
-			return ec.marshalNInt2int(ctx, selections, v)
-		},
-		true,
-		true,
-	)
-}
-func (ec *executionContext) fieldContext_KnowledgeBaseConnection_totalCount(_ context.Context, field graphql.CollectedField) (fc *graphql.FieldContext, err error) {
-	return graphql.NewScalarFieldContext("KnowledgeBaseConnection", field, false, false, "Int")
-}
-
-func (ec *executionContext) _KnowledgeBaseEdge_node(ctx context.Context, field graphql.CollectedField, obj *ent.KnowledgeBaseEdge) (ret graphql.Marshaler) {
-	return graphql.ResolveField(
-		ctx,
-		ec.OperationContext,
-		field,
-		func(ctx context.Context, field graphql.CollectedField) (*graphql.FieldContext, error) {
-			return ec.fieldContext_KnowledgeBaseEdge_node(ctx, field)
-		},
-		func(ctx context.Context) (any, error) {
-			return obj.Node, nil
-		},
-		nil,
-		func(ctx context.Context, selections ast.SelectionSet, v *ent.KnowledgeBase) graphql.Marshaler {
-			return ec.marshalOKnowledgeBase2ᚖgithubᚗcomᚋtoolgateᚋtoolgateᚋentᚐKnowledgeBase(ctx, selections, v)
-		},
-		true,
-		false,
-	)
-}
-func (ec *executionContext) fieldContext_KnowledgeBaseEdge_node(_ context.Context, field graphql.CollectedField) (fc *graphql.FieldContext, err error) {
-	fc = &graphql.FieldContext{
-		Object:     "KnowledgeBaseEdge",
-		Field:      field,
-		IsMethod:   false,
-		IsResolver: false,
-		Child: func(ctx context.Context, field graphql.CollectedField) (*graphql.FieldContext, error) {
-			return ec.childFields_KnowledgeBase(ctx, field)
-		},
-	}
-	return fc, nil
-}
-
-func (ec *executionContext) _KnowledgeBaseEdge_cursor(ctx context.Context, field graphql.CollectedField, obj *ent.KnowledgeBaseEdge) (ret graphql.Marshaler) {
-	return graphql.ResolveField(
-		ctx,
-		ec.OperationContext,
-		field,
-		func(ctx context.Context, field graphql.CollectedField) (*graphql.FieldContext, error) {
-			return ec.fieldContext_KnowledgeBaseEdge_cursor(ctx, field)
-		},
-		func(ctx context.Context) (any, error) {
-			return obj.Cursor, nil
-		},
-		nil,
-		func(ctx context.Context, selections ast.SelectionSet, v entgql.Cursor[int]) graphql.Marshaler {
-			return ec.marshalNCursor2entgoᚗioᚋcontribᚋentgqlᚐCursor(ctx, selections, v)
-		},
-		true,
-		true,
-	)
-}
-func (ec *executionContext) fieldContext_KnowledgeBaseEdge_cursor(_ context.Context, field graphql.CollectedField) (fc *graphql.FieldContext, err error) {
-	return graphql.NewScalarFieldContext("KnowledgeBaseEdge", field, false, false, "Cursor")
 }
 
 func (ec *executionContext) _ModelCall_step(ctx context.Context, field graphql.CollectedField, obj *ent.ModelCall) (ret graphql.Marshaler) {
@@ -12903,34 +11782,34 @@ func (ec *executionContext) fieldContext_Mutation_startConversation(ctx context.
 	return fc, nil
 }
 
-func (ec *executionContext) _Mutation_createKnowledgeBase(ctx context.Context, field graphql.CollectedField) (ret graphql.Marshaler) {
+func (ec *executionContext) _Mutation_updateApplication(ctx context.Context, field graphql.CollectedField) (ret graphql.Marshaler) {
 	return graphql.ResolveField(
 		ctx,
 		ec.OperationContext,
 		field,
 		func(ctx context.Context, field graphql.CollectedField) (*graphql.FieldContext, error) {
-			return ec.fieldContext_Mutation_createKnowledgeBase(ctx, field)
+			return ec.fieldContext_Mutation_updateApplication(ctx, field)
 		},
 		func(ctx context.Context) (any, error) {
 			fc := graphql.GetFieldContext(ctx)
-			return ec.Resolvers.Mutation().CreateKnowledgeBase(ctx, fc.Args["input"].(model.CreateKnowledgeBaseInput))
+			return ec.Resolvers.Mutation().UpdateApplication(ctx, fc.Args["input"].(model.UpdateApplicationInput))
 		},
 		nil,
-		func(ctx context.Context, selections ast.SelectionSet, v *ent.KnowledgeBase) graphql.Marshaler {
-			return ec.marshalNKnowledgeBase2ᚖgithubᚗcomᚋtoolgateᚋtoolgateᚋentᚐKnowledgeBase(ctx, selections, v)
+		func(ctx context.Context, selections ast.SelectionSet, v *model.UpdateApplicationPayload) graphql.Marshaler {
+			return ec.marshalNUpdateApplicationPayload2ᚖgithubᚗcomᚋtoolgateᚋtoolgateᚋgraphᚋmodelᚐUpdateApplicationPayload(ctx, selections, v)
 		},
 		true,
 		true,
 	)
 }
-func (ec *executionContext) fieldContext_Mutation_createKnowledgeBase(ctx context.Context, field graphql.CollectedField) (fc *graphql.FieldContext, err error) {
+func (ec *executionContext) fieldContext_Mutation_updateApplication(ctx context.Context, field graphql.CollectedField) (fc *graphql.FieldContext, err error) {
 	fc = &graphql.FieldContext{
 		Object:     "Mutation",
 		Field:      field,
 		IsMethod:   true,
 		IsResolver: true,
 		Child: func(ctx context.Context, field graphql.CollectedField) (*graphql.FieldContext, error) {
-			return ec.childFields_KnowledgeBase(ctx, field)
+			return ec.childFields_UpdateApplicationPayload(ctx, field)
 		},
 	}
 	defer func() {
@@ -12940,41 +11819,41 @@ func (ec *executionContext) fieldContext_Mutation_createKnowledgeBase(ctx contex
 		}
 	}()
 	ctx = graphql.WithFieldContext(ctx, fc)
-	if fc.Args, err = ec.field_Mutation_createKnowledgeBase_args(ctx, field.ArgumentMap(ec.Variables)); err != nil {
+	if fc.Args, err = ec.field_Mutation_updateApplication_args(ctx, field.ArgumentMap(ec.Variables)); err != nil {
 		ec.Error(ctx, err)
 		return fc, err
 	}
 	return fc, nil
 }
 
-func (ec *executionContext) _Mutation_addDocument(ctx context.Context, field graphql.CollectedField) (ret graphql.Marshaler) {
+func (ec *executionContext) _Mutation_removeApplication(ctx context.Context, field graphql.CollectedField) (ret graphql.Marshaler) {
 	return graphql.ResolveField(
 		ctx,
 		ec.OperationContext,
 		field,
 		func(ctx context.Context, field graphql.CollectedField) (*graphql.FieldContext, error) {
-			return ec.fieldContext_Mutation_addDocument(ctx, field)
+			return ec.fieldContext_Mutation_removeApplication(ctx, field)
 		},
 		func(ctx context.Context) (any, error) {
 			fc := graphql.GetFieldContext(ctx)
-			return ec.Resolvers.Mutation().AddDocument(ctx, fc.Args["input"].(model.AddDocumentInput))
+			return ec.Resolvers.Mutation().RemoveApplication(ctx, fc.Args["input"].(model.RemoveApplicationInput))
 		},
 		nil,
-		func(ctx context.Context, selections ast.SelectionSet, v *ent.Document) graphql.Marshaler {
-			return ec.marshalNDocument2ᚖgithubᚗcomᚋtoolgateᚋtoolgateᚋentᚐDocument(ctx, selections, v)
+		func(ctx context.Context, selections ast.SelectionSet, v *model.RemoveApplicationPayload) graphql.Marshaler {
+			return ec.marshalNRemoveApplicationPayload2ᚖgithubᚗcomᚋtoolgateᚋtoolgateᚋgraphᚋmodelᚐRemoveApplicationPayload(ctx, selections, v)
 		},
 		true,
 		true,
 	)
 }
-func (ec *executionContext) fieldContext_Mutation_addDocument(ctx context.Context, field graphql.CollectedField) (fc *graphql.FieldContext, err error) {
+func (ec *executionContext) fieldContext_Mutation_removeApplication(ctx context.Context, field graphql.CollectedField) (fc *graphql.FieldContext, err error) {
 	fc = &graphql.FieldContext{
 		Object:     "Mutation",
 		Field:      field,
 		IsMethod:   true,
 		IsResolver: true,
 		Child: func(ctx context.Context, field graphql.CollectedField) (*graphql.FieldContext, error) {
-			return ec.childFields_Document(ctx, field)
+			return ec.childFields_RemoveApplicationPayload(ctx, field)
 		},
 	}
 	defer func() {
@@ -12984,41 +11863,41 @@ func (ec *executionContext) fieldContext_Mutation_addDocument(ctx context.Contex
 		}
 	}()
 	ctx = graphql.WithFieldContext(ctx, fc)
-	if fc.Args, err = ec.field_Mutation_addDocument_args(ctx, field.ArgumentMap(ec.Variables)); err != nil {
+	if fc.Args, err = ec.field_Mutation_removeApplication_args(ctx, field.ArgumentMap(ec.Variables)); err != nil {
 		ec.Error(ctx, err)
 		return fc, err
 	}
 	return fc, nil
 }
 
-func (ec *executionContext) _Mutation_attachFile(ctx context.Context, field graphql.CollectedField) (ret graphql.Marshaler) {
+func (ec *executionContext) _Mutation_updateAgent(ctx context.Context, field graphql.CollectedField) (ret graphql.Marshaler) {
 	return graphql.ResolveField(
 		ctx,
 		ec.OperationContext,
 		field,
 		func(ctx context.Context, field graphql.CollectedField) (*graphql.FieldContext, error) {
-			return ec.fieldContext_Mutation_attachFile(ctx, field)
+			return ec.fieldContext_Mutation_updateAgent(ctx, field)
 		},
 		func(ctx context.Context) (any, error) {
 			fc := graphql.GetFieldContext(ctx)
-			return ec.Resolvers.Mutation().AttachFile(ctx, fc.Args["input"].(model.AttachFileInput))
+			return ec.Resolvers.Mutation().UpdateAgent(ctx, fc.Args["input"].(model.UpdateAgentInput))
 		},
 		nil,
-		func(ctx context.Context, selections ast.SelectionSet, v *ent.Attachment) graphql.Marshaler {
-			return ec.marshalNAttachment2ᚖgithubᚗcomᚋtoolgateᚋtoolgateᚋentᚐAttachment(ctx, selections, v)
+		func(ctx context.Context, selections ast.SelectionSet, v *model.UpdateAgentPayload) graphql.Marshaler {
+			return ec.marshalNUpdateAgentPayload2ᚖgithubᚗcomᚋtoolgateᚋtoolgateᚋgraphᚋmodelᚐUpdateAgentPayload(ctx, selections, v)
 		},
 		true,
 		true,
 	)
 }
-func (ec *executionContext) fieldContext_Mutation_attachFile(ctx context.Context, field graphql.CollectedField) (fc *graphql.FieldContext, err error) {
+func (ec *executionContext) fieldContext_Mutation_updateAgent(ctx context.Context, field graphql.CollectedField) (fc *graphql.FieldContext, err error) {
 	fc = &graphql.FieldContext{
 		Object:     "Mutation",
 		Field:      field,
 		IsMethod:   true,
 		IsResolver: true,
 		Child: func(ctx context.Context, field graphql.CollectedField) (*graphql.FieldContext, error) {
-			return ec.childFields_Attachment(ctx, field)
+			return ec.childFields_UpdateAgentPayload(ctx, field)
 		},
 	}
 	defer func() {
@@ -13028,7 +11907,183 @@ func (ec *executionContext) fieldContext_Mutation_attachFile(ctx context.Context
 		}
 	}()
 	ctx = graphql.WithFieldContext(ctx, fc)
-	if fc.Args, err = ec.field_Mutation_attachFile_args(ctx, field.ArgumentMap(ec.Variables)); err != nil {
+	if fc.Args, err = ec.field_Mutation_updateAgent_args(ctx, field.ArgumentMap(ec.Variables)); err != nil {
+		ec.Error(ctx, err)
+		return fc, err
+	}
+	return fc, nil
+}
+
+func (ec *executionContext) _Mutation_archiveConversation(ctx context.Context, field graphql.CollectedField) (ret graphql.Marshaler) {
+	return graphql.ResolveField(
+		ctx,
+		ec.OperationContext,
+		field,
+		func(ctx context.Context, field graphql.CollectedField) (*graphql.FieldContext, error) {
+			return ec.fieldContext_Mutation_archiveConversation(ctx, field)
+		},
+		func(ctx context.Context) (any, error) {
+			fc := graphql.GetFieldContext(ctx)
+			return ec.Resolvers.Mutation().ArchiveConversation(ctx, fc.Args["input"].(model.ArchiveConversationInput))
+		},
+		nil,
+		func(ctx context.Context, selections ast.SelectionSet, v *model.ArchiveConversationPayload) graphql.Marshaler {
+			return ec.marshalNArchiveConversationPayload2ᚖgithubᚗcomᚋtoolgateᚋtoolgateᚋgraphᚋmodelᚐArchiveConversationPayload(ctx, selections, v)
+		},
+		true,
+		true,
+	)
+}
+func (ec *executionContext) fieldContext_Mutation_archiveConversation(ctx context.Context, field graphql.CollectedField) (fc *graphql.FieldContext, err error) {
+	fc = &graphql.FieldContext{
+		Object:     "Mutation",
+		Field:      field,
+		IsMethod:   true,
+		IsResolver: true,
+		Child: func(ctx context.Context, field graphql.CollectedField) (*graphql.FieldContext, error) {
+			return ec.childFields_ArchiveConversationPayload(ctx, field)
+		},
+	}
+	defer func() {
+		if r := recover(); r != nil {
+			err = ec.Recover(ctx, r)
+			ec.Error(ctx, err)
+		}
+	}()
+	ctx = graphql.WithFieldContext(ctx, fc)
+	if fc.Args, err = ec.field_Mutation_archiveConversation_args(ctx, field.ArgumentMap(ec.Variables)); err != nil {
+		ec.Error(ctx, err)
+		return fc, err
+	}
+	return fc, nil
+}
+
+func (ec *executionContext) _Mutation_deleteConversation(ctx context.Context, field graphql.CollectedField) (ret graphql.Marshaler) {
+	return graphql.ResolveField(
+		ctx,
+		ec.OperationContext,
+		field,
+		func(ctx context.Context, field graphql.CollectedField) (*graphql.FieldContext, error) {
+			return ec.fieldContext_Mutation_deleteConversation(ctx, field)
+		},
+		func(ctx context.Context) (any, error) {
+			fc := graphql.GetFieldContext(ctx)
+			return ec.Resolvers.Mutation().DeleteConversation(ctx, fc.Args["id"].(int))
+		},
+		nil,
+		func(ctx context.Context, selections ast.SelectionSet, v int) graphql.Marshaler {
+			return ec.marshalNID2int(ctx, selections, v)
+		},
+		true,
+		true,
+	)
+}
+func (ec *executionContext) fieldContext_Mutation_deleteConversation(ctx context.Context, field graphql.CollectedField) (fc *graphql.FieldContext, err error) {
+	fc = &graphql.FieldContext{
+		Object:     "Mutation",
+		Field:      field,
+		IsMethod:   true,
+		IsResolver: true,
+		Child: func(ctx context.Context, field graphql.CollectedField) (*graphql.FieldContext, error) {
+			return nil, errors.New("field of type ID does not have child fields")
+		},
+	}
+	defer func() {
+		if r := recover(); r != nil {
+			err = ec.Recover(ctx, r)
+			ec.Error(ctx, err)
+		}
+	}()
+	ctx = graphql.WithFieldContext(ctx, fc)
+	if fc.Args, err = ec.field_Mutation_deleteConversation_args(ctx, field.ArgumentMap(ec.Variables)); err != nil {
+		ec.Error(ctx, err)
+		return fc, err
+	}
+	return fc, nil
+}
+
+func (ec *executionContext) _Mutation_createUser(ctx context.Context, field graphql.CollectedField) (ret graphql.Marshaler) {
+	return graphql.ResolveField(
+		ctx,
+		ec.OperationContext,
+		field,
+		func(ctx context.Context, field graphql.CollectedField) (*graphql.FieldContext, error) {
+			return ec.fieldContext_Mutation_createUser(ctx, field)
+		},
+		func(ctx context.Context) (any, error) {
+			fc := graphql.GetFieldContext(ctx)
+			return ec.Resolvers.Mutation().CreateUser(ctx, fc.Args["input"].(model.CreateUserInput))
+		},
+		nil,
+		func(ctx context.Context, selections ast.SelectionSet, v *model.CreateUserPayload) graphql.Marshaler {
+			return ec.marshalNCreateUserPayload2ᚖgithubᚗcomᚋtoolgateᚋtoolgateᚋgraphᚋmodelᚐCreateUserPayload(ctx, selections, v)
+		},
+		true,
+		true,
+	)
+}
+func (ec *executionContext) fieldContext_Mutation_createUser(ctx context.Context, field graphql.CollectedField) (fc *graphql.FieldContext, err error) {
+	fc = &graphql.FieldContext{
+		Object:     "Mutation",
+		Field:      field,
+		IsMethod:   true,
+		IsResolver: true,
+		Child: func(ctx context.Context, field graphql.CollectedField) (*graphql.FieldContext, error) {
+			return ec.childFields_CreateUserPayload(ctx, field)
+		},
+	}
+	defer func() {
+		if r := recover(); r != nil {
+			err = ec.Recover(ctx, r)
+			ec.Error(ctx, err)
+		}
+	}()
+	ctx = graphql.WithFieldContext(ctx, fc)
+	if fc.Args, err = ec.field_Mutation_createUser_args(ctx, field.ArgumentMap(ec.Variables)); err != nil {
+		ec.Error(ctx, err)
+		return fc, err
+	}
+	return fc, nil
+}
+
+func (ec *executionContext) _Mutation_deactivateUser(ctx context.Context, field graphql.CollectedField) (ret graphql.Marshaler) {
+	return graphql.ResolveField(
+		ctx,
+		ec.OperationContext,
+		field,
+		func(ctx context.Context, field graphql.CollectedField) (*graphql.FieldContext, error) {
+			return ec.fieldContext_Mutation_deactivateUser(ctx, field)
+		},
+		func(ctx context.Context) (any, error) {
+			fc := graphql.GetFieldContext(ctx)
+			return ec.Resolvers.Mutation().DeactivateUser(ctx, fc.Args["input"].(model.DeactivateUserInput))
+		},
+		nil,
+		func(ctx context.Context, selections ast.SelectionSet, v *model.DeactivateUserPayload) graphql.Marshaler {
+			return ec.marshalNDeactivateUserPayload2ᚖgithubᚗcomᚋtoolgateᚋtoolgateᚋgraphᚋmodelᚐDeactivateUserPayload(ctx, selections, v)
+		},
+		true,
+		true,
+	)
+}
+func (ec *executionContext) fieldContext_Mutation_deactivateUser(ctx context.Context, field graphql.CollectedField) (fc *graphql.FieldContext, err error) {
+	fc = &graphql.FieldContext{
+		Object:     "Mutation",
+		Field:      field,
+		IsMethod:   true,
+		IsResolver: true,
+		Child: func(ctx context.Context, field graphql.CollectedField) (*graphql.FieldContext, error) {
+			return ec.childFields_DeactivateUserPayload(ctx, field)
+		},
+	}
+	defer func() {
+		if r := recover(); r != nil {
+			err = ec.Recover(ctx, r)
+			ec.Error(ctx, err)
+		}
+	}()
+	ctx = graphql.WithFieldContext(ctx, fc)
+	if fc.Args, err = ec.field_Mutation_deactivateUser_args(ctx, field.ArgumentMap(ec.Variables)); err != nil {
 		ec.Error(ctx, err)
 		return fc, err
 	}
@@ -14190,46 +13245,66 @@ func (ec *executionContext) fieldContext_Query_conversation(ctx context.Context,
 	return fc, nil
 }
 
-func (ec *executionContext) _Query_knowledgeBases(ctx context.Context, field graphql.CollectedField) (ret graphql.Marshaler) {
+func (ec *executionContext) _Query_applications(ctx context.Context, field graphql.CollectedField) (ret graphql.Marshaler) {
 	return graphql.ResolveField(
 		ctx,
 		ec.OperationContext,
 		field,
 		func(ctx context.Context, field graphql.CollectedField) (*graphql.FieldContext, error) {
-			return ec.fieldContext_Query_knowledgeBases(ctx, field)
+			return ec.fieldContext_Query_applications(ctx, field)
 		},
 		func(ctx context.Context) (any, error) {
-			fc := graphql.GetFieldContext(ctx)
-			return ec.Resolvers.Query().KnowledgeBases(ctx, fc.Args["first"].(*int), fc.Args["after"].(*entgql.Cursor[int]))
+			return ec.Resolvers.Query().Applications(ctx)
 		},
 		nil,
-		func(ctx context.Context, selections ast.SelectionSet, v *ent.KnowledgeBaseConnection) graphql.Marshaler {
-			return ec.marshalNKnowledgeBaseConnection2ᚖgithubᚗcomᚋtoolgateᚋtoolgateᚋentᚐKnowledgeBaseConnection(ctx, selections, v)
+		func(ctx context.Context, selections ast.SelectionSet, v []*ent.Application) graphql.Marshaler {
+			return ec.marshalNApplication2ᚕᚖgithubᚗcomᚋtoolgateᚋtoolgateᚋentᚐApplicationᚄ(ctx, selections, v)
 		},
 		true,
 		true,
 	)
 }
-func (ec *executionContext) fieldContext_Query_knowledgeBases(ctx context.Context, field graphql.CollectedField) (fc *graphql.FieldContext, err error) {
+func (ec *executionContext) fieldContext_Query_applications(_ context.Context, field graphql.CollectedField) (fc *graphql.FieldContext, err error) {
 	fc = &graphql.FieldContext{
 		Object:     "Query",
 		Field:      field,
 		IsMethod:   true,
 		IsResolver: true,
 		Child: func(ctx context.Context, field graphql.CollectedField) (*graphql.FieldContext, error) {
-			return ec.childFields_KnowledgeBaseConnection(ctx, field)
+			return ec.childFields_Application(ctx, field)
 		},
 	}
-	defer func() {
-		if r := recover(); r != nil {
-			err = ec.Recover(ctx, r)
-			ec.Error(ctx, err)
-		}
-	}()
-	ctx = graphql.WithFieldContext(ctx, fc)
-	if fc.Args, err = ec.field_Query_knowledgeBases_args(ctx, field.ArgumentMap(ec.Variables)); err != nil {
-		ec.Error(ctx, err)
-		return fc, err
+	return fc, nil
+}
+
+func (ec *executionContext) _Query_users(ctx context.Context, field graphql.CollectedField) (ret graphql.Marshaler) {
+	return graphql.ResolveField(
+		ctx,
+		ec.OperationContext,
+		field,
+		func(ctx context.Context, field graphql.CollectedField) (*graphql.FieldContext, error) {
+			return ec.fieldContext_Query_users(ctx, field)
+		},
+		func(ctx context.Context) (any, error) {
+			return ec.Resolvers.Query().Users(ctx)
+		},
+		nil,
+		func(ctx context.Context, selections ast.SelectionSet, v []*ent.User) graphql.Marshaler {
+			return ec.marshalNUser2ᚕᚖgithubᚗcomᚋtoolgateᚋtoolgateᚋentᚐUserᚄ(ctx, selections, v)
+		},
+		true,
+		true,
+	)
+}
+func (ec *executionContext) fieldContext_Query_users(_ context.Context, field graphql.CollectedField) (fc *graphql.FieldContext, err error) {
+	fc = &graphql.FieldContext{
+		Object:     "Query",
+		Field:      field,
+		IsMethod:   true,
+		IsResolver: true,
+		Child: func(ctx context.Context, field graphql.CollectedField) (*graphql.FieldContext, error) {
+			return ec.childFields_User(ctx, field)
+		},
 	}
 	return fc, nil
 }
@@ -14750,6 +13825,29 @@ func (ec *executionContext) fieldContext_Query___schema(_ context.Context, field
 	return fc, nil
 }
 
+func (ec *executionContext) _RemoveApplicationPayload_id(ctx context.Context, field graphql.CollectedField, obj *model.RemoveApplicationPayload) (ret graphql.Marshaler) {
+	return graphql.ResolveField(
+		ctx,
+		ec.OperationContext,
+		field,
+		func(ctx context.Context, field graphql.CollectedField) (*graphql.FieldContext, error) {
+			return ec.fieldContext_RemoveApplicationPayload_id(ctx, field)
+		},
+		func(ctx context.Context) (any, error) {
+			return obj.ID, nil
+		},
+		nil,
+		func(ctx context.Context, selections ast.SelectionSet, v int) graphql.Marshaler {
+			return ec.marshalNID2int(ctx, selections, v)
+		},
+		true,
+		true,
+	)
+}
+func (ec *executionContext) fieldContext_RemoveApplicationPayload_id(_ context.Context, field graphql.CollectedField) (fc *graphql.FieldContext, err error) {
+	return graphql.NewScalarFieldContext("RemoveApplicationPayload", field, false, false, "ID")
+}
+
 func (ec *executionContext) _StoredResult_id(ctx context.Context, field graphql.CollectedField, obj *ent.StoredResult) (ret graphql.Marshaler) {
 	return graphql.ResolveField(
 		ctx,
@@ -15022,61 +14120,6 @@ func (ec *executionContext) _SuggestionsAck_ok(ctx context.Context, field graphq
 }
 func (ec *executionContext) fieldContext_SuggestionsAck_ok(_ context.Context, field graphql.CollectedField) (fc *graphql.FieldContext, err error) {
 	return graphql.NewScalarFieldContext("SuggestionsAck", field, false, false, "Boolean")
-}
-
-func (ec *executionContext) _SuggestionsAck_suggestions(ctx context.Context, field graphql.CollectedField, obj *model.SuggestionsAck) (ret graphql.Marshaler) {
-	return graphql.ResolveField(
-		ctx,
-		ec.OperationContext,
-		field,
-		func(ctx context.Context, field graphql.CollectedField) (*graphql.FieldContext, error) {
-			return ec.fieldContext_SuggestionsAck_suggestions(ctx, field)
-		},
-		func(ctx context.Context) (any, error) {
-			return obj.Suggestions, nil
-		},
-		nil,
-		func(ctx context.Context, selections ast.SelectionSet, v []string) graphql.Marshaler {
-			return ec.marshalNString2ᚕstringᚄ(ctx, selections, v)
-		},
-		true,
-		true,
-	)
-}
-func (ec *executionContext) fieldContext_SuggestionsAck_suggestions(_ context.Context, field graphql.CollectedField) (fc *graphql.FieldContext, err error) {
-	return graphql.NewScalarFieldContext("SuggestionsAck", field, false, false, "String")
-}
-
-func (ec *executionContext) _SuggestionsAck_turn(ctx context.Context, field graphql.CollectedField, obj *model.SuggestionsAck) (ret graphql.Marshaler) {
-	return graphql.ResolveField(
-		ctx,
-		ec.OperationContext,
-		field,
-		func(ctx context.Context, field graphql.CollectedField) (*graphql.FieldContext, error) {
-			return ec.fieldContext_SuggestionsAck_turn(ctx, field)
-		},
-		func(ctx context.Context) (any, error) {
-			return obj.Turn, nil
-		},
-		nil,
-		func(ctx context.Context, selections ast.SelectionSet, v *ent.Turn) graphql.Marshaler {
-			return ec.marshalNTurn2ᚖgithubᚗcomᚋtoolgateᚋtoolgateᚋentᚐTurn(ctx, selections, v)
-		},
-		true,
-		true,
-	)
-}
-func (ec *executionContext) fieldContext_SuggestionsAck_turn(_ context.Context, field graphql.CollectedField) (fc *graphql.FieldContext, err error) {
-	fc = &graphql.FieldContext{
-		Object:     "SuggestionsAck",
-		Field:      field,
-		IsMethod:   false,
-		IsResolver: false,
-		Child: func(ctx context.Context, field graphql.CollectedField) (*graphql.FieldContext, error) {
-			return ec.childFields_Turn(ctx, field)
-		},
-	}
-	return fc, nil
 }
 
 func (ec *executionContext) _SuggestionsAck_saved(ctx context.Context, field graphql.CollectedField, obj *model.SuggestionsAck) (ret graphql.Marshaler) {
@@ -17957,6 +17000,70 @@ func (ec *executionContext) fieldContext_TurnEvent_at(_ context.Context, field g
 	return graphql.NewScalarFieldContext("TurnEvent", field, false, false, "Time")
 }
 
+func (ec *executionContext) _UpdateAgentPayload_agent(ctx context.Context, field graphql.CollectedField, obj *model.UpdateAgentPayload) (ret graphql.Marshaler) {
+	return graphql.ResolveField(
+		ctx,
+		ec.OperationContext,
+		field,
+		func(ctx context.Context, field graphql.CollectedField) (*graphql.FieldContext, error) {
+			return ec.fieldContext_UpdateAgentPayload_agent(ctx, field)
+		},
+		func(ctx context.Context) (any, error) {
+			return obj.Agent, nil
+		},
+		nil,
+		func(ctx context.Context, selections ast.SelectionSet, v *ent.Agent) graphql.Marshaler {
+			return ec.marshalNAgent2ᚖgithubᚗcomᚋtoolgateᚋtoolgateᚋentᚐAgent(ctx, selections, v)
+		},
+		true,
+		true,
+	)
+}
+func (ec *executionContext) fieldContext_UpdateAgentPayload_agent(_ context.Context, field graphql.CollectedField) (fc *graphql.FieldContext, err error) {
+	fc = &graphql.FieldContext{
+		Object:     "UpdateAgentPayload",
+		Field:      field,
+		IsMethod:   false,
+		IsResolver: false,
+		Child: func(ctx context.Context, field graphql.CollectedField) (*graphql.FieldContext, error) {
+			return ec.childFields_Agent(ctx, field)
+		},
+	}
+	return fc, nil
+}
+
+func (ec *executionContext) _UpdateApplicationPayload_application(ctx context.Context, field graphql.CollectedField, obj *model.UpdateApplicationPayload) (ret graphql.Marshaler) {
+	return graphql.ResolveField(
+		ctx,
+		ec.OperationContext,
+		field,
+		func(ctx context.Context, field graphql.CollectedField) (*graphql.FieldContext, error) {
+			return ec.fieldContext_UpdateApplicationPayload_application(ctx, field)
+		},
+		func(ctx context.Context) (any, error) {
+			return obj.Application, nil
+		},
+		nil,
+		func(ctx context.Context, selections ast.SelectionSet, v *ent.Application) graphql.Marshaler {
+			return ec.marshalNApplication2ᚖgithubᚗcomᚋtoolgateᚋtoolgateᚋentᚐApplication(ctx, selections, v)
+		},
+		true,
+		true,
+	)
+}
+func (ec *executionContext) fieldContext_UpdateApplicationPayload_application(_ context.Context, field graphql.CollectedField) (fc *graphql.FieldContext, err error) {
+	fc = &graphql.FieldContext{
+		Object:     "UpdateApplicationPayload",
+		Field:      field,
+		IsMethod:   false,
+		IsResolver: false,
+		Child: func(ctx context.Context, field graphql.CollectedField) (*graphql.FieldContext, error) {
+			return ec.childFields_Application(ctx, field)
+		},
+	}
+	return fc, nil
+}
+
 func (ec *executionContext) _Usage_month(ctx context.Context, field graphql.CollectedField, obj *model.Usage) (ret graphql.Marshaler) {
 	return graphql.ResolveField(
 		ctx,
@@ -18419,6 +17526,29 @@ func (ec *executionContext) _User_admin(ctx context.Context, field graphql.Colle
 }
 func (ec *executionContext) fieldContext_User_admin(_ context.Context, field graphql.CollectedField) (fc *graphql.FieldContext, err error) {
 	return graphql.NewScalarFieldContext("User", field, false, false, "Boolean")
+}
+
+func (ec *executionContext) _User_deactivatedAt(ctx context.Context, field graphql.CollectedField, obj *ent.User) (ret graphql.Marshaler) {
+	return graphql.ResolveField(
+		ctx,
+		ec.OperationContext,
+		field,
+		func(ctx context.Context, field graphql.CollectedField) (*graphql.FieldContext, error) {
+			return ec.fieldContext_User_deactivatedAt(ctx, field)
+		},
+		func(ctx context.Context) (any, error) {
+			return obj.DeactivatedAt, nil
+		},
+		nil,
+		func(ctx context.Context, selections ast.SelectionSet, v *time.Time) graphql.Marshaler {
+			return ec.marshalOTime2ᚖtimeᚐTime(ctx, selections, v)
+		},
+		true,
+		false,
+	)
+}
+func (ec *executionContext) fieldContext_User_deactivatedAt(_ context.Context, field graphql.CollectedField) (fc *graphql.FieldContext, err error) {
+	return graphql.NewScalarFieldContext("User", field, false, false, "Time")
 }
 
 func (ec *executionContext) _User_organization(ctx context.Context, field graphql.CollectedField, obj *ent.User) (ret graphql.Marshaler) {
@@ -20886,69 +20016,6 @@ func (ec *executionContext) fieldContext___Type_isOneOf(_ context.Context, field
 
 // region    **************************** input.gotpl *****************************
 
-func (ec *executionContext) unmarshalInputAddDocumentInput(ctx context.Context, obj any) (model.AddDocumentInput, error) {
-	var it model.AddDocumentInput
-	if obj == nil {
-		return it, nil
-	}
-
-	asMap := map[string]any{}
-	for k, v := range obj.(map[string]any) {
-		asMap[k] = v
-	}
-
-	fieldsInOrder := [...]string{"knowledgeBaseId", "file", "title", "text"}
-	for _, k := range fieldsInOrder {
-		v, ok := asMap[k]
-		if !ok {
-			continue
-		}
-		switch k {
-		case "knowledgeBaseId":
-			ctx := graphql.WithPathContext(ctx, graphql.NewPathWithField("knowledgeBaseId"))
-			data, err := ec.unmarshalNID2int(ctx, v)
-			if err != nil {
-				return it, err
-			}
-			it.KnowledgeBaseID = data
-		case "file":
-			ctx := graphql.WithPathContext(ctx, graphql.NewPathWithField("file"))
-			data, err := ec.unmarshalOUpload2ᚖgithubᚗcomᚋ99designsᚋgqlgenᚋgraphqlᚐUpload(ctx, v)
-			if err != nil {
-				return it, err
-			}
-			it.File = data
-		case "title":
-			ctx := graphql.WithPathContext(ctx, graphql.NewPathWithField("title"))
-			data, err := ec.unmarshalOString2ᚖstring(ctx, v)
-			if err != nil {
-				return it, err
-			}
-			it.Title = data
-		case "text":
-			ctx := graphql.WithPathContext(ctx, graphql.NewPathWithField("text"))
-			data, err := ec.unmarshalOString2ᚖstring(ctx, v)
-			if err != nil {
-				return it, err
-			}
-			it.Text = data
-		}
-	}
-	return it, nil
-}
-
-// UnmarshalAddDocumentInput unmarshals raw into the AddDocumentInput input type, using the
-// unmarshaler bound to ctx's request. Call it from a resolver to decode an input
-// object that was not passed as a field argument.
-//
-// ctx must come from a gqlgen request; outside one there is no unmarshaler to use
-// and the returned error says so.
-func UnmarshalAddDocumentInput(ctx context.Context, raw any) (model.AddDocumentInput, error) {
-	var out model.AddDocumentInput
-	err := graphql.UnmarshalNamedInputFromContext(ctx, "AddDocumentInput", raw, &out)
-	return out, err
-}
-
 func (ec *executionContext) unmarshalInputAgentOrder(ctx context.Context, obj any) (ent.AgentOrder, error) {
 	var it ent.AgentOrder
 	if obj == nil {
@@ -21051,8 +20118,8 @@ func UnmarshalAnswerClarificationInput(ctx context.Context, raw any) (model.Answ
 	return out, err
 }
 
-func (ec *executionContext) unmarshalInputAttachFileInput(ctx context.Context, obj any) (model.AttachFileInput, error) {
-	var it model.AttachFileInput
+func (ec *executionContext) unmarshalInputArchiveConversationInput(ctx context.Context, obj any) (model.ArchiveConversationInput, error) {
+	var it model.ArchiveConversationInput
 	if obj == nil {
 		return it, nil
 	}
@@ -21062,94 +20129,45 @@ func (ec *executionContext) unmarshalInputAttachFileInput(ctx context.Context, o
 		asMap[k] = v
 	}
 
-	fieldsInOrder := [...]string{"conversationId", "file"}
+	if _, present := asMap["archived"]; !present {
+		asMap["archived"] = true
+	}
+
+	fieldsInOrder := [...]string{"id", "archived"}
 	for _, k := range fieldsInOrder {
 		v, ok := asMap[k]
 		if !ok {
 			continue
 		}
 		switch k {
-		case "conversationId":
-			ctx := graphql.WithPathContext(ctx, graphql.NewPathWithField("conversationId"))
+		case "id":
+			ctx := graphql.WithPathContext(ctx, graphql.NewPathWithField("id"))
 			data, err := ec.unmarshalNID2int(ctx, v)
 			if err != nil {
 				return it, err
 			}
-			it.ConversationID = data
-		case "file":
-			ctx := graphql.WithPathContext(ctx, graphql.NewPathWithField("file"))
-			data, err := ec.unmarshalNUpload2githubᚗcomᚋ99designsᚋgqlgenᚋgraphqlᚐUpload(ctx, v)
+			it.ID = data
+		case "archived":
+			ctx := graphql.WithPathContext(ctx, graphql.NewPathWithField("archived"))
+			data, err := ec.unmarshalOBoolean2ᚖbool(ctx, v)
 			if err != nil {
 				return it, err
 			}
-			it.File = data
+			it.Archived = data
 		}
 	}
 	return it, nil
 }
 
-// UnmarshalAttachFileInput unmarshals raw into the AttachFileInput input type, using the
+// UnmarshalArchiveConversationInput unmarshals raw into the ArchiveConversationInput input type, using the
 // unmarshaler bound to ctx's request. Call it from a resolver to decode an input
 // object that was not passed as a field argument.
 //
 // ctx must come from a gqlgen request; outside one there is no unmarshaler to use
 // and the returned error says so.
-func UnmarshalAttachFileInput(ctx context.Context, raw any) (model.AttachFileInput, error) {
-	var out model.AttachFileInput
-	err := graphql.UnmarshalNamedInputFromContext(ctx, "AttachFileInput", raw, &out)
-	return out, err
-}
-
-func (ec *executionContext) unmarshalInputAttachmentOrder(ctx context.Context, obj any) (ent.AttachmentOrder, error) {
-	var it ent.AttachmentOrder
-	if obj == nil {
-		return it, nil
-	}
-
-	asMap := map[string]any{}
-	for k, v := range obj.(map[string]any) {
-		asMap[k] = v
-	}
-
-	if _, present := asMap["direction"]; !present {
-		asMap["direction"] = "ASC"
-	}
-
-	fieldsInOrder := [...]string{"direction", "field"}
-	for _, k := range fieldsInOrder {
-		v, ok := asMap[k]
-		if !ok {
-			continue
-		}
-		switch k {
-		case "direction":
-			ctx := graphql.WithPathContext(ctx, graphql.NewPathWithField("direction"))
-			data, err := ec.unmarshalNOrderDirection2entgoᚗioᚋcontribᚋentgqlᚐOrderDirection(ctx, v)
-			if err != nil {
-				return it, err
-			}
-			it.Direction = data
-		case "field":
-			ctx := graphql.WithPathContext(ctx, graphql.NewPathWithField("field"))
-			data, err := ec.unmarshalNAttachmentOrderField2ᚖgithubᚗcomᚋtoolgateᚋtoolgateᚋentᚐAttachmentOrderField(ctx, v)
-			if err != nil {
-				return it, err
-			}
-			it.Field = data
-		}
-	}
-	return it, nil
-}
-
-// UnmarshalAttachmentOrder unmarshals raw into the AttachmentOrder input type, using the
-// unmarshaler bound to ctx's request. Call it from a resolver to decode an input
-// object that was not passed as a field argument.
-//
-// ctx must come from a gqlgen request; outside one there is no unmarshaler to use
-// and the returned error says so.
-func UnmarshalAttachmentOrder(ctx context.Context, raw any) (ent.AttachmentOrder, error) {
-	var out ent.AttachmentOrder
-	err := graphql.UnmarshalNamedInputFromContext(ctx, "AttachmentOrder", raw, &out)
+func UnmarshalArchiveConversationInput(ctx context.Context, raw any) (model.ArchiveConversationInput, error) {
+	var out model.ArchiveConversationInput
+	err := graphql.UnmarshalNamedInputFromContext(ctx, "ArchiveConversationInput", raw, &out)
 	return out, err
 }
 
@@ -21217,7 +20235,7 @@ func (ec *executionContext) unmarshalInputConversationWhereInput(ctx context.Con
 		asMap[k] = v
 	}
 
-	fieldsInOrder := [...]string{"not", "and", "or", "id", "idNEQ", "idIn", "idNotIn", "idGT", "idGTE", "idLT", "idLTE", "createdAt", "createdAtNEQ", "createdAtIn", "createdAtNotIn", "createdAtGT", "createdAtGTE", "createdAtLT", "createdAtLTE", "updatedAt", "updatedAtNEQ", "updatedAtIn", "updatedAtNotIn", "updatedAtGT", "updatedAtGTE", "updatedAtLT", "updatedAtLTE", "title", "titleNEQ", "titleIn", "titleNotIn", "titleGT", "titleGTE", "titleLT", "titleLTE", "titleContains", "titleHasPrefix", "titleHasSuffix", "titleIsNil", "titleNotNil", "titleEqualFold", "titleContainsFold", "turnsCount", "turnsCountNEQ", "turnsCountIn", "turnsCountNotIn", "turnsCountGT", "turnsCountGTE", "turnsCountLT", "turnsCountLTE", "hasTurns", "hasTurnsWith"}
+	fieldsInOrder := [...]string{"not", "and", "or", "id", "idNEQ", "idIn", "idNotIn", "idGT", "idGTE", "idLT", "idLTE", "createdAt", "createdAtNEQ", "createdAtIn", "createdAtNotIn", "createdAtGT", "createdAtGTE", "createdAtLT", "createdAtLTE", "updatedAt", "updatedAtNEQ", "updatedAtIn", "updatedAtNotIn", "updatedAtGT", "updatedAtGTE", "updatedAtLT", "updatedAtLTE", "title", "titleNEQ", "titleIn", "titleNotIn", "titleGT", "titleGTE", "titleLT", "titleLTE", "titleContains", "titleHasPrefix", "titleHasSuffix", "titleIsNil", "titleNotNil", "titleEqualFold", "titleContainsFold", "turnsCount", "turnsCountNEQ", "turnsCountIn", "turnsCountNotIn", "turnsCountGT", "turnsCountGTE", "turnsCountLT", "turnsCountLTE", "archivedAt", "archivedAtNEQ", "archivedAtIn", "archivedAtNotIn", "archivedAtGT", "archivedAtGTE", "archivedAtLT", "archivedAtLTE", "archivedAtIsNil", "archivedAtNotNil", "hasTurns", "hasTurnsWith"}
 	for _, k := range fieldsInOrder {
 		v, ok := asMap[k]
 		if !ok {
@@ -21574,6 +20592,76 @@ func (ec *executionContext) unmarshalInputConversationWhereInput(ctx context.Con
 				return it, err
 			}
 			it.TurnsCountLTE = data
+		case "archivedAt":
+			ctx := graphql.WithPathContext(ctx, graphql.NewPathWithField("archivedAt"))
+			data, err := ec.unmarshalOTime2ᚖtimeᚐTime(ctx, v)
+			if err != nil {
+				return it, err
+			}
+			it.ArchivedAt = data
+		case "archivedAtNEQ":
+			ctx := graphql.WithPathContext(ctx, graphql.NewPathWithField("archivedAtNEQ"))
+			data, err := ec.unmarshalOTime2ᚖtimeᚐTime(ctx, v)
+			if err != nil {
+				return it, err
+			}
+			it.ArchivedAtNEQ = data
+		case "archivedAtIn":
+			ctx := graphql.WithPathContext(ctx, graphql.NewPathWithField("archivedAtIn"))
+			data, err := ec.unmarshalOTime2ᚕtimeᚐTimeᚄ(ctx, v)
+			if err != nil {
+				return it, err
+			}
+			it.ArchivedAtIn = data
+		case "archivedAtNotIn":
+			ctx := graphql.WithPathContext(ctx, graphql.NewPathWithField("archivedAtNotIn"))
+			data, err := ec.unmarshalOTime2ᚕtimeᚐTimeᚄ(ctx, v)
+			if err != nil {
+				return it, err
+			}
+			it.ArchivedAtNotIn = data
+		case "archivedAtGT":
+			ctx := graphql.WithPathContext(ctx, graphql.NewPathWithField("archivedAtGT"))
+			data, err := ec.unmarshalOTime2ᚖtimeᚐTime(ctx, v)
+			if err != nil {
+				return it, err
+			}
+			it.ArchivedAtGT = data
+		case "archivedAtGTE":
+			ctx := graphql.WithPathContext(ctx, graphql.NewPathWithField("archivedAtGTE"))
+			data, err := ec.unmarshalOTime2ᚖtimeᚐTime(ctx, v)
+			if err != nil {
+				return it, err
+			}
+			it.ArchivedAtGTE = data
+		case "archivedAtLT":
+			ctx := graphql.WithPathContext(ctx, graphql.NewPathWithField("archivedAtLT"))
+			data, err := ec.unmarshalOTime2ᚖtimeᚐTime(ctx, v)
+			if err != nil {
+				return it, err
+			}
+			it.ArchivedAtLT = data
+		case "archivedAtLTE":
+			ctx := graphql.WithPathContext(ctx, graphql.NewPathWithField("archivedAtLTE"))
+			data, err := ec.unmarshalOTime2ᚖtimeᚐTime(ctx, v)
+			if err != nil {
+				return it, err
+			}
+			it.ArchivedAtLTE = data
+		case "archivedAtIsNil":
+			ctx := graphql.WithPathContext(ctx, graphql.NewPathWithField("archivedAtIsNil"))
+			data, err := ec.unmarshalOBoolean2bool(ctx, v)
+			if err != nil {
+				return it, err
+			}
+			it.ArchivedAtIsNil = data
+		case "archivedAtNotNil":
+			ctx := graphql.WithPathContext(ctx, graphql.NewPathWithField("archivedAtNotNil"))
+			data, err := ec.unmarshalOBoolean2bool(ctx, v)
+			if err != nil {
+				return it, err
+			}
+			it.ArchivedAtNotNil = data
 		case "hasTurns":
 			ctx := graphql.WithPathContext(ctx, graphql.NewPathWithField("hasTurns"))
 			data, err := ec.unmarshalOBoolean2ᚖbool(ctx, v)
@@ -21665,7 +20753,7 @@ func (ec *executionContext) unmarshalInputCreateAgentInput(ctx context.Context, 
 		asMap[k] = v
 	}
 
-	fieldsInOrder := [...]string{"name", "instructions", "tools", "memory", "budgetCheck", "pastConversationSearch", "knowledgeBaseIds"}
+	fieldsInOrder := [...]string{"name", "instructions", "tools", "memory", "budgetCheck", "pastConversationSearch"}
 	for _, k := range fieldsInOrder {
 		v, ok := asMap[k]
 		if !ok {
@@ -21714,13 +20802,6 @@ func (ec *executionContext) unmarshalInputCreateAgentInput(ctx context.Context, 
 				return it, err
 			}
 			it.PastConversationSearch = data
-		case "knowledgeBaseIds":
-			ctx := graphql.WithPathContext(ctx, graphql.NewPathWithField("knowledgeBaseIds"))
-			data, err := ec.unmarshalOID2ᚕintᚄ(ctx, v)
-			if err != nil {
-				return it, err
-			}
-			it.KnowledgeBaseIds = data
 		}
 	}
 	return it, nil
@@ -21738,8 +20819,8 @@ func UnmarshalCreateAgentInput(ctx context.Context, raw any) (model.CreateAgentI
 	return out, err
 }
 
-func (ec *executionContext) unmarshalInputCreateKnowledgeBaseInput(ctx context.Context, obj any) (model.CreateKnowledgeBaseInput, error) {
-	var it model.CreateKnowledgeBaseInput
+func (ec *executionContext) unmarshalInputCreateUserInput(ctx context.Context, obj any) (model.CreateUserInput, error) {
+	var it model.CreateUserInput
 	if obj == nil {
 		return it, nil
 	}
@@ -21749,7 +20830,7 @@ func (ec *executionContext) unmarshalInputCreateKnowledgeBaseInput(ctx context.C
 		asMap[k] = v
 	}
 
-	fieldsInOrder := [...]string{"name"}
+	fieldsInOrder := [...]string{"name", "department", "admin", "tokenName"}
 	for _, k := range fieldsInOrder {
 		v, ok := asMap[k]
 		if !ok {
@@ -21763,25 +20844,46 @@ func (ec *executionContext) unmarshalInputCreateKnowledgeBaseInput(ctx context.C
 				return it, err
 			}
 			it.Name = data
+		case "department":
+			ctx := graphql.WithPathContext(ctx, graphql.NewPathWithField("department"))
+			data, err := ec.unmarshalOString2ᚖstring(ctx, v)
+			if err != nil {
+				return it, err
+			}
+			it.Department = data
+		case "admin":
+			ctx := graphql.WithPathContext(ctx, graphql.NewPathWithField("admin"))
+			data, err := ec.unmarshalOBoolean2ᚖbool(ctx, v)
+			if err != nil {
+				return it, err
+			}
+			it.Admin = data
+		case "tokenName":
+			ctx := graphql.WithPathContext(ctx, graphql.NewPathWithField("tokenName"))
+			data, err := ec.unmarshalOString2ᚖstring(ctx, v)
+			if err != nil {
+				return it, err
+			}
+			it.TokenName = data
 		}
 	}
 	return it, nil
 }
 
-// UnmarshalCreateKnowledgeBaseInput unmarshals raw into the CreateKnowledgeBaseInput input type, using the
+// UnmarshalCreateUserInput unmarshals raw into the CreateUserInput input type, using the
 // unmarshaler bound to ctx's request. Call it from a resolver to decode an input
 // object that was not passed as a field argument.
 //
 // ctx must come from a gqlgen request; outside one there is no unmarshaler to use
 // and the returned error says so.
-func UnmarshalCreateKnowledgeBaseInput(ctx context.Context, raw any) (model.CreateKnowledgeBaseInput, error) {
-	var out model.CreateKnowledgeBaseInput
-	err := graphql.UnmarshalNamedInputFromContext(ctx, "CreateKnowledgeBaseInput", raw, &out)
+func UnmarshalCreateUserInput(ctx context.Context, raw any) (model.CreateUserInput, error) {
+	var out model.CreateUserInput
+	err := graphql.UnmarshalNamedInputFromContext(ctx, "CreateUserInput", raw, &out)
 	return out, err
 }
 
-func (ec *executionContext) unmarshalInputDocumentOrder(ctx context.Context, obj any) (ent.DocumentOrder, error) {
-	var it ent.DocumentOrder
+func (ec *executionContext) unmarshalInputDeactivateUserInput(ctx context.Context, obj any) (model.DeactivateUserInput, error) {
+	var it model.DeactivateUserInput
 	if obj == nil {
 		return it, nil
 	}
@@ -21791,45 +20893,34 @@ func (ec *executionContext) unmarshalInputDocumentOrder(ctx context.Context, obj
 		asMap[k] = v
 	}
 
-	if _, present := asMap["direction"]; !present {
-		asMap["direction"] = "ASC"
-	}
-
-	fieldsInOrder := [...]string{"direction", "field"}
+	fieldsInOrder := [...]string{"id"}
 	for _, k := range fieldsInOrder {
 		v, ok := asMap[k]
 		if !ok {
 			continue
 		}
 		switch k {
-		case "direction":
-			ctx := graphql.WithPathContext(ctx, graphql.NewPathWithField("direction"))
-			data, err := ec.unmarshalNOrderDirection2entgoᚗioᚋcontribᚋentgqlᚐOrderDirection(ctx, v)
+		case "id":
+			ctx := graphql.WithPathContext(ctx, graphql.NewPathWithField("id"))
+			data, err := ec.unmarshalNID2int(ctx, v)
 			if err != nil {
 				return it, err
 			}
-			it.Direction = data
-		case "field":
-			ctx := graphql.WithPathContext(ctx, graphql.NewPathWithField("field"))
-			data, err := ec.unmarshalNDocumentOrderField2ᚖgithubᚗcomᚋtoolgateᚋtoolgateᚋentᚐDocumentOrderField(ctx, v)
-			if err != nil {
-				return it, err
-			}
-			it.Field = data
+			it.ID = data
 		}
 	}
 	return it, nil
 }
 
-// UnmarshalDocumentOrder unmarshals raw into the DocumentOrder input type, using the
+// UnmarshalDeactivateUserInput unmarshals raw into the DeactivateUserInput input type, using the
 // unmarshaler bound to ctx's request. Call it from a resolver to decode an input
 // object that was not passed as a field argument.
 //
 // ctx must come from a gqlgen request; outside one there is no unmarshaler to use
 // and the returned error says so.
-func UnmarshalDocumentOrder(ctx context.Context, raw any) (ent.DocumentOrder, error) {
-	var out ent.DocumentOrder
-	err := graphql.UnmarshalNamedInputFromContext(ctx, "DocumentOrder", raw, &out)
+func UnmarshalDeactivateUserInput(ctx context.Context, raw any) (model.DeactivateUserInput, error) {
+	var out model.DeactivateUserInput
+	err := graphql.UnmarshalNamedInputFromContext(ctx, "DeactivateUserInput", raw, &out)
 	return out, err
 }
 
@@ -21931,59 +21022,6 @@ func UnmarshalExportSourceInput(ctx context.Context, raw any) (workspace.Source,
 	return out, err
 }
 
-func (ec *executionContext) unmarshalInputKnowledgeBaseOrder(ctx context.Context, obj any) (ent.KnowledgeBaseOrder, error) {
-	var it ent.KnowledgeBaseOrder
-	if obj == nil {
-		return it, nil
-	}
-
-	asMap := map[string]any{}
-	for k, v := range obj.(map[string]any) {
-		asMap[k] = v
-	}
-
-	if _, present := asMap["direction"]; !present {
-		asMap["direction"] = "ASC"
-	}
-
-	fieldsInOrder := [...]string{"direction", "field"}
-	for _, k := range fieldsInOrder {
-		v, ok := asMap[k]
-		if !ok {
-			continue
-		}
-		switch k {
-		case "direction":
-			ctx := graphql.WithPathContext(ctx, graphql.NewPathWithField("direction"))
-			data, err := ec.unmarshalNOrderDirection2entgoᚗioᚋcontribᚋentgqlᚐOrderDirection(ctx, v)
-			if err != nil {
-				return it, err
-			}
-			it.Direction = data
-		case "field":
-			ctx := graphql.WithPathContext(ctx, graphql.NewPathWithField("field"))
-			data, err := ec.unmarshalNKnowledgeBaseOrderField2ᚖgithubᚗcomᚋtoolgateᚋtoolgateᚋentᚐKnowledgeBaseOrderField(ctx, v)
-			if err != nil {
-				return it, err
-			}
-			it.Field = data
-		}
-	}
-	return it, nil
-}
-
-// UnmarshalKnowledgeBaseOrder unmarshals raw into the KnowledgeBaseOrder input type, using the
-// unmarshaler bound to ctx's request. Call it from a resolver to decode an input
-// object that was not passed as a field argument.
-//
-// ctx must come from a gqlgen request; outside one there is no unmarshaler to use
-// and the returned error says so.
-func UnmarshalKnowledgeBaseOrder(ctx context.Context, raw any) (ent.KnowledgeBaseOrder, error) {
-	var out ent.KnowledgeBaseOrder
-	err := graphql.UnmarshalNamedInputFromContext(ctx, "KnowledgeBaseOrder", raw, &out)
-	return out, err
-}
-
 func (ec *executionContext) unmarshalInputRegisterApplicationInput(ctx context.Context, obj any) (model.RegisterApplicationInput, error) {
 	var it model.RegisterApplicationInput
 	if obj == nil {
@@ -22037,6 +21075,48 @@ func (ec *executionContext) unmarshalInputRegisterApplicationInput(ctx context.C
 func UnmarshalRegisterApplicationInput(ctx context.Context, raw any) (model.RegisterApplicationInput, error) {
 	var out model.RegisterApplicationInput
 	err := graphql.UnmarshalNamedInputFromContext(ctx, "RegisterApplicationInput", raw, &out)
+	return out, err
+}
+
+func (ec *executionContext) unmarshalInputRemoveApplicationInput(ctx context.Context, obj any) (model.RemoveApplicationInput, error) {
+	var it model.RemoveApplicationInput
+	if obj == nil {
+		return it, nil
+	}
+
+	asMap := map[string]any{}
+	for k, v := range obj.(map[string]any) {
+		asMap[k] = v
+	}
+
+	fieldsInOrder := [...]string{"id"}
+	for _, k := range fieldsInOrder {
+		v, ok := asMap[k]
+		if !ok {
+			continue
+		}
+		switch k {
+		case "id":
+			ctx := graphql.WithPathContext(ctx, graphql.NewPathWithField("id"))
+			data, err := ec.unmarshalNID2int(ctx, v)
+			if err != nil {
+				return it, err
+			}
+			it.ID = data
+		}
+	}
+	return it, nil
+}
+
+// UnmarshalRemoveApplicationInput unmarshals raw into the RemoveApplicationInput input type, using the
+// unmarshaler bound to ctx's request. Call it from a resolver to decode an input
+// object that was not passed as a field argument.
+//
+// ctx must come from a gqlgen request; outside one there is no unmarshaler to use
+// and the returned error says so.
+func UnmarshalRemoveApplicationInput(ctx context.Context, raw any) (model.RemoveApplicationInput, error) {
+	var out model.RemoveApplicationInput
+	err := graphql.UnmarshalNamedInputFromContext(ctx, "RemoveApplicationInput", raw, &out)
 	return out, err
 }
 
@@ -22940,6 +22020,146 @@ func UnmarshalTurnWhereInput(ctx context.Context, raw any) (ent.TurnWhereInput, 
 	return out, err
 }
 
+func (ec *executionContext) unmarshalInputUpdateAgentInput(ctx context.Context, obj any) (model.UpdateAgentInput, error) {
+	var it model.UpdateAgentInput
+	if obj == nil {
+		return it, nil
+	}
+
+	asMap := map[string]any{}
+	for k, v := range obj.(map[string]any) {
+		asMap[k] = v
+	}
+
+	fieldsInOrder := [...]string{"id", "name", "instructions", "tools", "memory", "budgetCheck", "pastConversationSearch"}
+	for _, k := range fieldsInOrder {
+		v, ok := asMap[k]
+		if !ok {
+			continue
+		}
+		switch k {
+		case "id":
+			ctx := graphql.WithPathContext(ctx, graphql.NewPathWithField("id"))
+			data, err := ec.unmarshalNID2int(ctx, v)
+			if err != nil {
+				return it, err
+			}
+			it.ID = data
+		case "name":
+			ctx := graphql.WithPathContext(ctx, graphql.NewPathWithField("name"))
+			data, err := ec.unmarshalOString2ᚖstring(ctx, v)
+			if err != nil {
+				return it, err
+			}
+			it.Name = data
+		case "instructions":
+			ctx := graphql.WithPathContext(ctx, graphql.NewPathWithField("instructions"))
+			data, err := ec.unmarshalOString2ᚖstring(ctx, v)
+			if err != nil {
+				return it, err
+			}
+			it.Instructions = data
+		case "tools":
+			ctx := graphql.WithPathContext(ctx, graphql.NewPathWithField("tools"))
+			data, err := ec.unmarshalOString2ᚕstringᚄ(ctx, v)
+			if err != nil {
+				return it, err
+			}
+			it.Tools = data
+		case "memory":
+			ctx := graphql.WithPathContext(ctx, graphql.NewPathWithField("memory"))
+			data, err := ec.unmarshalOBoolean2ᚖbool(ctx, v)
+			if err != nil {
+				return it, err
+			}
+			it.Memory = data
+		case "budgetCheck":
+			ctx := graphql.WithPathContext(ctx, graphql.NewPathWithField("budgetCheck"))
+			data, err := ec.unmarshalOBoolean2ᚖbool(ctx, v)
+			if err != nil {
+				return it, err
+			}
+			it.BudgetCheck = data
+		case "pastConversationSearch":
+			ctx := graphql.WithPathContext(ctx, graphql.NewPathWithField("pastConversationSearch"))
+			data, err := ec.unmarshalOBoolean2ᚖbool(ctx, v)
+			if err != nil {
+				return it, err
+			}
+			it.PastConversationSearch = data
+		}
+	}
+	return it, nil
+}
+
+// UnmarshalUpdateAgentInput unmarshals raw into the UpdateAgentInput input type, using the
+// unmarshaler bound to ctx's request. Call it from a resolver to decode an input
+// object that was not passed as a field argument.
+//
+// ctx must come from a gqlgen request; outside one there is no unmarshaler to use
+// and the returned error says so.
+func UnmarshalUpdateAgentInput(ctx context.Context, raw any) (model.UpdateAgentInput, error) {
+	var out model.UpdateAgentInput
+	err := graphql.UnmarshalNamedInputFromContext(ctx, "UpdateAgentInput", raw, &out)
+	return out, err
+}
+
+func (ec *executionContext) unmarshalInputUpdateApplicationInput(ctx context.Context, obj any) (model.UpdateApplicationInput, error) {
+	var it model.UpdateApplicationInput
+	if obj == nil {
+		return it, nil
+	}
+
+	asMap := map[string]any{}
+	for k, v := range obj.(map[string]any) {
+		asMap[k] = v
+	}
+
+	fieldsInOrder := [...]string{"id", "url", "allowedTools"}
+	for _, k := range fieldsInOrder {
+		v, ok := asMap[k]
+		if !ok {
+			continue
+		}
+		switch k {
+		case "id":
+			ctx := graphql.WithPathContext(ctx, graphql.NewPathWithField("id"))
+			data, err := ec.unmarshalNID2int(ctx, v)
+			if err != nil {
+				return it, err
+			}
+			it.ID = data
+		case "url":
+			ctx := graphql.WithPathContext(ctx, graphql.NewPathWithField("url"))
+			data, err := ec.unmarshalOString2ᚖstring(ctx, v)
+			if err != nil {
+				return it, err
+			}
+			it.URL = data
+		case "allowedTools":
+			ctx := graphql.WithPathContext(ctx, graphql.NewPathWithField("allowedTools"))
+			data, err := ec.unmarshalOString2ᚕstringᚄ(ctx, v)
+			if err != nil {
+				return it, err
+			}
+			it.AllowedTools = data
+		}
+	}
+	return it, nil
+}
+
+// UnmarshalUpdateApplicationInput unmarshals raw into the UpdateApplicationInput input type, using the
+// unmarshaler bound to ctx's request. Call it from a resolver to decode an input
+// object that was not passed as a field argument.
+//
+// ctx must come from a gqlgen request; outside one there is no unmarshaler to use
+// and the returned error says so.
+func UnmarshalUpdateApplicationInput(ctx context.Context, raw any) (model.UpdateApplicationInput, error) {
+	var out model.UpdateApplicationInput
+	err := graphql.UnmarshalNamedInputFromContext(ctx, "UpdateApplicationInput", raw, &out)
+	return out, err
+}
+
 func (ec *executionContext) unmarshalInputUpdateOrganizationInput(ctx context.Context, obj any) (model.UpdateOrganizationInput, error) {
 	var it model.UpdateOrganizationInput
 	if obj == nil {
@@ -23120,26 +22340,11 @@ func (ec *executionContext) _Node(ctx context.Context, sel ast.SelectionSet, obj
 			return graphql.Null
 		}
 		return ec._Organization(ctx, sel, obj)
-	case *ent.KnowledgeBase:
-		if obj == nil {
-			return graphql.Null
-		}
-		return ec._KnowledgeBase(ctx, sel, obj)
-	case *ent.Document:
-		if obj == nil {
-			return graphql.Null
-		}
-		return ec._Document(ctx, sel, obj)
 	case *ent.Conversation:
 		if obj == nil {
 			return graphql.Null
 		}
 		return ec._Conversation(ctx, sel, obj)
-	case *ent.Attachment:
-		if obj == nil {
-			return graphql.Null
-		}
-		return ec._Attachment(ctx, sel, obj)
 	case *ent.Application:
 		if obj == nil {
 			return graphql.Null
@@ -23517,6 +22722,39 @@ func (ec *executionContext) _Application(ctx context.Context, sel ast.SelectionS
 	return out
 }
 
+var archiveConversationPayloadImplementors = []string{"ArchiveConversationPayload"}
+
+func (ec *executionContext) _ArchiveConversationPayload(ctx context.Context, sel ast.SelectionSet, obj *model.ArchiveConversationPayload) graphql.Marshaler {
+	fields := graphql.CollectFields(ec.OperationContext, sel, archiveConversationPayloadImplementors)
+
+	out := graphql.NewFieldSet(fields)
+	deferred := graphql.NewDeferredGroup(ctx)
+	for i, field := range fields {
+		switch field.Name {
+		case "__typename":
+			out.Values[i] = graphql.MarshalString("ArchiveConversationPayload")
+		case "conversation":
+			out.Values[i] = ec._ArchiveConversationPayload_conversation(ctx, field, obj)
+			if out.Values[i] == graphql.Null {
+				out.Invalids++
+			}
+		default:
+			panic("unknown field " + strconv.Quote(field.Name))
+		}
+	}
+	out.Dispatch(ctx)
+	if out.Invalids > 0 {
+		return graphql.Null
+	}
+
+	if n := len(deferred.Defers); n > 0 {
+		atomic.AddInt32(&ec.Deferred, int32(min(n, math.MaxInt32)))
+		ec.ProcessDeferredGroup(deferred)
+	}
+
+	return out
+}
+
 var argumentRepairImplementors = []string{"ArgumentRepair"}
 
 func (ec *executionContext) _ArgumentRepair(ctx context.Context, sel ast.SelectionSet, obj *schematype.Repair) graphql.Marshaler {
@@ -23722,84 +22960,6 @@ func (ec *executionContext) _ArtifactVersion(ctx context.Context, sel ast.Select
 			}
 		case "inspected":
 			out.Values[i] = ec._ArtifactVersion_inspected(ctx, field, obj)
-			if out.Values[i] == graphql.Null {
-				out.Invalids++
-			}
-		default:
-			panic("unknown field " + strconv.Quote(field.Name))
-		}
-	}
-	out.Dispatch(ctx)
-	if out.Invalids > 0 {
-		return graphql.Null
-	}
-
-	if n := len(deferred.Defers); n > 0 {
-		atomic.AddInt32(&ec.Deferred, int32(min(n, math.MaxInt32)))
-		ec.ProcessDeferredGroup(deferred)
-	}
-
-	return out
-}
-
-var attachmentImplementors = []string{"Attachment", "Node"}
-
-func (ec *executionContext) _Attachment(ctx context.Context, sel ast.SelectionSet, obj *ent.Attachment) graphql.Marshaler {
-	fields := graphql.CollectFields(ec.OperationContext, sel, attachmentImplementors)
-
-	out := graphql.NewFieldSet(fields)
-	deferred := graphql.NewDeferredGroup(ctx)
-	for i, field := range fields {
-		switch field.Name {
-		case "__typename":
-			out.Values[i] = graphql.MarshalString("Attachment")
-		case "id":
-			out.Values[i] = ec._Attachment_id(ctx, field, obj)
-			if out.Values[i] == graphql.Null {
-				out.Invalids++
-			}
-		case "createdAt":
-			out.Values[i] = ec._Attachment_createdAt(ctx, field, obj)
-			if out.Values[i] == graphql.Null {
-				out.Invalids++
-			}
-		case "updatedAt":
-			out.Values[i] = ec._Attachment_updatedAt(ctx, field, obj)
-			if out.Values[i] == graphql.Null {
-				out.Invalids++
-			}
-		case "title":
-			out.Values[i] = ec._Attachment_title(ctx, field, obj)
-			if out.Values[i] == graphql.Null {
-				out.Invalids++
-			}
-		case "filename":
-			out.Values[i] = ec._Attachment_filename(ctx, field, obj)
-			if out.Values[i] == graphql.Null {
-				out.Invalids++
-			}
-		case "mimeType":
-			out.Values[i] = ec._Attachment_mimeType(ctx, field, obj)
-			if out.Values[i] == graphql.Null {
-				out.Invalids++
-			}
-		case "status":
-			out.Values[i] = ec._Attachment_status(ctx, field, obj)
-			if out.Values[i] == graphql.Null {
-				out.Invalids++
-			}
-		case "error":
-			out.Values[i] = ec._Attachment_error(ctx, field, obj)
-			if out.Values[i] == graphql.RequiredNull {
-				out.Invalids++
-			}
-		case "chars":
-			out.Values[i] = ec._Attachment_chars(ctx, field, obj)
-			if out.Values[i] == graphql.Null {
-				out.Invalids++
-			}
-		case "chunks":
-			out.Values[i] = ec._Attachment_chunks(ctx, field, obj)
 			if out.Values[i] == graphql.Null {
 				out.Invalids++
 			}
@@ -24174,6 +23334,11 @@ func (ec *executionContext) _Conversation(ctx context.Context, sel ast.Selection
 			if out.Values[i] == graphql.Null {
 				atomic.AddUint32(&out.Invalids, 1)
 			}
+		case "archivedAt":
+			out.Values[i] = ec._Conversation_archivedAt(ctx, field, obj)
+			if out.Values[i] == graphql.RequiredNull {
+				atomic.AddUint32(&out.Invalids, 1)
+			}
 		case "user":
 			out.ResolveConcurrently(ec.OperationContext, &deferred, i,
 				true, true,
@@ -24203,12 +23368,6 @@ func (ec *executionContext) _Conversation(ctx context.Context, sel ast.Selection
 				true, true,
 				func(ctx context.Context) graphql.Marshaler {
 					return ec._Conversation_summaries(ctx, field, obj)
-				})
-		case "attachments":
-			out.ResolveConcurrently(ec.OperationContext, &deferred, i,
-				true, true,
-				func(ctx context.Context) graphql.Marshaler {
-					return ec._Conversation_attachments(ctx, field, obj)
 				})
 		default:
 			panic("unknown field " + strconv.Quote(field.Name))
@@ -24308,6 +23467,44 @@ func (ec *executionContext) _ConversationEdge(ctx context.Context, sel ast.Selec
 	return out
 }
 
+var createUserPayloadImplementors = []string{"CreateUserPayload"}
+
+func (ec *executionContext) _CreateUserPayload(ctx context.Context, sel ast.SelectionSet, obj *model.CreateUserPayload) graphql.Marshaler {
+	fields := graphql.CollectFields(ec.OperationContext, sel, createUserPayloadImplementors)
+
+	out := graphql.NewFieldSet(fields)
+	deferred := graphql.NewDeferredGroup(ctx)
+	for i, field := range fields {
+		switch field.Name {
+		case "__typename":
+			out.Values[i] = graphql.MarshalString("CreateUserPayload")
+		case "user":
+			out.Values[i] = ec._CreateUserPayload_user(ctx, field, obj)
+			if out.Values[i] == graphql.Null {
+				out.Invalids++
+			}
+		case "token":
+			out.Values[i] = ec._CreateUserPayload_token(ctx, field, obj)
+			if out.Values[i] == graphql.Null {
+				out.Invalids++
+			}
+		default:
+			panic("unknown field " + strconv.Quote(field.Name))
+		}
+	}
+	out.Dispatch(ctx)
+	if out.Invalids > 0 {
+		return graphql.Null
+	}
+
+	if n := len(deferred.Defers); n > 0 {
+		atomic.AddInt32(&ec.Deferred, int32(min(n, math.MaxInt32)))
+		ec.ProcessDeferredGroup(deferred)
+	}
+
+	return out
+}
+
 var createdAPITokenImplementors = []string{"CreatedAPIToken"}
 
 func (ec *executionContext) _CreatedAPIToken(ctx context.Context, sel ast.SelectionSet, obj *model.CreatedAPIToken) graphql.Marshaler {
@@ -24346,145 +23543,19 @@ func (ec *executionContext) _CreatedAPIToken(ctx context.Context, sel ast.Select
 	return out
 }
 
-var documentImplementors = []string{"Document", "Node"}
+var deactivateUserPayloadImplementors = []string{"DeactivateUserPayload"}
 
-func (ec *executionContext) _Document(ctx context.Context, sel ast.SelectionSet, obj *ent.Document) graphql.Marshaler {
-	fields := graphql.CollectFields(ec.OperationContext, sel, documentImplementors)
-
-	out := graphql.NewFieldSet(fields)
-	deferred := graphql.NewDeferredGroup(ctx)
-	for i, field := range fields {
-		switch field.Name {
-		case "__typename":
-			out.Values[i] = graphql.MarshalString("Document")
-		case "id":
-			out.Values[i] = ec._Document_id(ctx, field, obj)
-			if out.Values[i] == graphql.Null {
-				out.Invalids++
-			}
-		case "createdAt":
-			out.Values[i] = ec._Document_createdAt(ctx, field, obj)
-			if out.Values[i] == graphql.Null {
-				out.Invalids++
-			}
-		case "updatedAt":
-			out.Values[i] = ec._Document_updatedAt(ctx, field, obj)
-			if out.Values[i] == graphql.Null {
-				out.Invalids++
-			}
-		case "title":
-			out.Values[i] = ec._Document_title(ctx, field, obj)
-			if out.Values[i] == graphql.Null {
-				out.Invalids++
-			}
-		case "filename":
-			out.Values[i] = ec._Document_filename(ctx, field, obj)
-			if out.Values[i] == graphql.Null {
-				out.Invalids++
-			}
-		case "mimeType":
-			out.Values[i] = ec._Document_mimeType(ctx, field, obj)
-			if out.Values[i] == graphql.Null {
-				out.Invalids++
-			}
-		case "status":
-			out.Values[i] = ec._Document_status(ctx, field, obj)
-			if out.Values[i] == graphql.Null {
-				out.Invalids++
-			}
-		case "error":
-			out.Values[i] = ec._Document_error(ctx, field, obj)
-			if out.Values[i] == graphql.RequiredNull {
-				out.Invalids++
-			}
-		case "chars":
-			out.Values[i] = ec._Document_chars(ctx, field, obj)
-			if out.Values[i] == graphql.Null {
-				out.Invalids++
-			}
-		case "chunks":
-			out.Values[i] = ec._Document_chunks(ctx, field, obj)
-			if out.Values[i] == graphql.Null {
-				out.Invalids++
-			}
-		default:
-			panic("unknown field " + strconv.Quote(field.Name))
-		}
-	}
-	out.Dispatch(ctx)
-	if out.Invalids > 0 {
-		return graphql.Null
-	}
-
-	if n := len(deferred.Defers); n > 0 {
-		atomic.AddInt32(&ec.Deferred, int32(min(n, math.MaxInt32)))
-		ec.ProcessDeferredGroup(deferred)
-	}
-
-	return out
-}
-
-var documentConnectionImplementors = []string{"DocumentConnection"}
-
-func (ec *executionContext) _DocumentConnection(ctx context.Context, sel ast.SelectionSet, obj *ent.DocumentConnection) graphql.Marshaler {
-	fields := graphql.CollectFields(ec.OperationContext, sel, documentConnectionImplementors)
+func (ec *executionContext) _DeactivateUserPayload(ctx context.Context, sel ast.SelectionSet, obj *model.DeactivateUserPayload) graphql.Marshaler {
+	fields := graphql.CollectFields(ec.OperationContext, sel, deactivateUserPayloadImplementors)
 
 	out := graphql.NewFieldSet(fields)
 	deferred := graphql.NewDeferredGroup(ctx)
 	for i, field := range fields {
 		switch field.Name {
 		case "__typename":
-			out.Values[i] = graphql.MarshalString("DocumentConnection")
-		case "edges":
-			out.Values[i] = ec._DocumentConnection_edges(ctx, field, obj)
-			if out.Values[i] == graphql.RequiredNull {
-				out.Invalids++
-			}
-		case "pageInfo":
-			out.Values[i] = ec._DocumentConnection_pageInfo(ctx, field, obj)
-			if out.Values[i] == graphql.Null {
-				out.Invalids++
-			}
-		case "totalCount":
-			out.Values[i] = ec._DocumentConnection_totalCount(ctx, field, obj)
-			if out.Values[i] == graphql.Null {
-				out.Invalids++
-			}
-		default:
-			panic("unknown field " + strconv.Quote(field.Name))
-		}
-	}
-	out.Dispatch(ctx)
-	if out.Invalids > 0 {
-		return graphql.Null
-	}
-
-	if n := len(deferred.Defers); n > 0 {
-		atomic.AddInt32(&ec.Deferred, int32(min(n, math.MaxInt32)))
-		ec.ProcessDeferredGroup(deferred)
-	}
-
-	return out
-}
-
-var documentEdgeImplementors = []string{"DocumentEdge"}
-
-func (ec *executionContext) _DocumentEdge(ctx context.Context, sel ast.SelectionSet, obj *ent.DocumentEdge) graphql.Marshaler {
-	fields := graphql.CollectFields(ec.OperationContext, sel, documentEdgeImplementors)
-
-	out := graphql.NewFieldSet(fields)
-	deferred := graphql.NewDeferredGroup(ctx)
-	for i, field := range fields {
-		switch field.Name {
-		case "__typename":
-			out.Values[i] = graphql.MarshalString("DocumentEdge")
-		case "node":
-			out.Values[i] = ec._DocumentEdge_node(ctx, field, obj)
-			if out.Values[i] == graphql.RequiredNull {
-				out.Invalids++
-			}
-		case "cursor":
-			out.Values[i] = ec._DocumentEdge_cursor(ctx, field, obj)
+			out.Values[i] = graphql.MarshalString("DeactivateUserPayload")
+		case "user":
+			out.Values[i] = ec._DeactivateUserPayload_user(ctx, field, obj)
 			if out.Values[i] == graphql.Null {
 				out.Invalids++
 			}
@@ -24614,141 +23685,6 @@ func (ec *executionContext) _ItemFailure(ctx context.Context, sel ast.SelectionS
 			}
 		case "message":
 			out.Values[i] = ec._ItemFailure_message(ctx, field, obj)
-			if out.Values[i] == graphql.Null {
-				out.Invalids++
-			}
-		default:
-			panic("unknown field " + strconv.Quote(field.Name))
-		}
-	}
-	out.Dispatch(ctx)
-	if out.Invalids > 0 {
-		return graphql.Null
-	}
-
-	if n := len(deferred.Defers); n > 0 {
-		atomic.AddInt32(&ec.Deferred, int32(min(n, math.MaxInt32)))
-		ec.ProcessDeferredGroup(deferred)
-	}
-
-	return out
-}
-
-var knowledgeBaseImplementors = []string{"KnowledgeBase", "Node"}
-
-func (ec *executionContext) _KnowledgeBase(ctx context.Context, sel ast.SelectionSet, obj *ent.KnowledgeBase) graphql.Marshaler {
-	fields := graphql.CollectFields(ec.OperationContext, sel, knowledgeBaseImplementors)
-
-	out := graphql.NewFieldSet(fields)
-	deferred := graphql.NewDeferredGroup(ctx)
-	for i, field := range fields {
-		switch field.Name {
-		case "__typename":
-			out.Values[i] = graphql.MarshalString("KnowledgeBase")
-		case "id":
-			out.Values[i] = ec._KnowledgeBase_id(ctx, field, obj)
-			if out.Values[i] == graphql.Null {
-				atomic.AddUint32(&out.Invalids, 1)
-			}
-		case "createdAt":
-			out.Values[i] = ec._KnowledgeBase_createdAt(ctx, field, obj)
-			if out.Values[i] == graphql.Null {
-				atomic.AddUint32(&out.Invalids, 1)
-			}
-		case "updatedAt":
-			out.Values[i] = ec._KnowledgeBase_updatedAt(ctx, field, obj)
-			if out.Values[i] == graphql.Null {
-				atomic.AddUint32(&out.Invalids, 1)
-			}
-		case "name":
-			out.Values[i] = ec._KnowledgeBase_name(ctx, field, obj)
-			if out.Values[i] == graphql.Null {
-				atomic.AddUint32(&out.Invalids, 1)
-			}
-		case "documents":
-			out.ResolveConcurrently(ec.OperationContext, &deferred, i,
-				true, true,
-				func(ctx context.Context) graphql.Marshaler {
-					return ec._KnowledgeBase_documents(ctx, field, obj)
-				})
-		default:
-			panic("unknown field " + strconv.Quote(field.Name))
-		}
-	}
-	out.Dispatch(ctx)
-	if out.Invalids > 0 {
-		return graphql.Null
-	}
-
-	if n := len(deferred.Defers); n > 0 {
-		atomic.AddInt32(&ec.Deferred, int32(min(n, math.MaxInt32)))
-		ec.ProcessDeferredGroup(deferred)
-	}
-
-	return out
-}
-
-var knowledgeBaseConnectionImplementors = []string{"KnowledgeBaseConnection"}
-
-func (ec *executionContext) _KnowledgeBaseConnection(ctx context.Context, sel ast.SelectionSet, obj *ent.KnowledgeBaseConnection) graphql.Marshaler {
-	fields := graphql.CollectFields(ec.OperationContext, sel, knowledgeBaseConnectionImplementors)
-
-	out := graphql.NewFieldSet(fields)
-	deferred := graphql.NewDeferredGroup(ctx)
-	for i, field := range fields {
-		switch field.Name {
-		case "__typename":
-			out.Values[i] = graphql.MarshalString("KnowledgeBaseConnection")
-		case "edges":
-			out.Values[i] = ec._KnowledgeBaseConnection_edges(ctx, field, obj)
-			if out.Values[i] == graphql.RequiredNull {
-				out.Invalids++
-			}
-		case "pageInfo":
-			out.Values[i] = ec._KnowledgeBaseConnection_pageInfo(ctx, field, obj)
-			if out.Values[i] == graphql.Null {
-				out.Invalids++
-			}
-		case "totalCount":
-			out.Values[i] = ec._KnowledgeBaseConnection_totalCount(ctx, field, obj)
-			if out.Values[i] == graphql.Null {
-				out.Invalids++
-			}
-		default:
-			panic("unknown field " + strconv.Quote(field.Name))
-		}
-	}
-	out.Dispatch(ctx)
-	if out.Invalids > 0 {
-		return graphql.Null
-	}
-
-	if n := len(deferred.Defers); n > 0 {
-		atomic.AddInt32(&ec.Deferred, int32(min(n, math.MaxInt32)))
-		ec.ProcessDeferredGroup(deferred)
-	}
-
-	return out
-}
-
-var knowledgeBaseEdgeImplementors = []string{"KnowledgeBaseEdge"}
-
-func (ec *executionContext) _KnowledgeBaseEdge(ctx context.Context, sel ast.SelectionSet, obj *ent.KnowledgeBaseEdge) graphql.Marshaler {
-	fields := graphql.CollectFields(ec.OperationContext, sel, knowledgeBaseEdgeImplementors)
-
-	out := graphql.NewFieldSet(fields)
-	deferred := graphql.NewDeferredGroup(ctx)
-	for i, field := range fields {
-		switch field.Name {
-		case "__typename":
-			out.Values[i] = graphql.MarshalString("KnowledgeBaseEdge")
-		case "node":
-			out.Values[i] = ec._KnowledgeBaseEdge_node(ctx, field, obj)
-			if out.Values[i] == graphql.RequiredNull {
-				out.Invalids++
-			}
-		case "cursor":
-			out.Values[i] = ec._KnowledgeBaseEdge_cursor(ctx, field, obj)
 			if out.Values[i] == graphql.Null {
 				out.Invalids++
 			}
@@ -25014,23 +23950,51 @@ func (ec *executionContext) _Mutation(ctx context.Context, sel ast.SelectionSet)
 			if out.Values[i] == graphql.Null {
 				out.Invalids++
 			}
-		case "createKnowledgeBase":
+		case "updateApplication":
 			out.Values[i] = ec.OperationContext.RootResolverMiddleware(innerCtx, func(ctx context.Context) (res graphql.Marshaler) {
-				return ec._Mutation_createKnowledgeBase(ctx, field)
+				return ec._Mutation_updateApplication(ctx, field)
 			})
 			if out.Values[i] == graphql.Null {
 				out.Invalids++
 			}
-		case "addDocument":
+		case "removeApplication":
 			out.Values[i] = ec.OperationContext.RootResolverMiddleware(innerCtx, func(ctx context.Context) (res graphql.Marshaler) {
-				return ec._Mutation_addDocument(ctx, field)
+				return ec._Mutation_removeApplication(ctx, field)
 			})
 			if out.Values[i] == graphql.Null {
 				out.Invalids++
 			}
-		case "attachFile":
+		case "updateAgent":
 			out.Values[i] = ec.OperationContext.RootResolverMiddleware(innerCtx, func(ctx context.Context) (res graphql.Marshaler) {
-				return ec._Mutation_attachFile(ctx, field)
+				return ec._Mutation_updateAgent(ctx, field)
+			})
+			if out.Values[i] == graphql.Null {
+				out.Invalids++
+			}
+		case "archiveConversation":
+			out.Values[i] = ec.OperationContext.RootResolverMiddleware(innerCtx, func(ctx context.Context) (res graphql.Marshaler) {
+				return ec._Mutation_archiveConversation(ctx, field)
+			})
+			if out.Values[i] == graphql.Null {
+				out.Invalids++
+			}
+		case "deleteConversation":
+			out.Values[i] = ec.OperationContext.RootResolverMiddleware(innerCtx, func(ctx context.Context) (res graphql.Marshaler) {
+				return ec._Mutation_deleteConversation(ctx, field)
+			})
+			if out.Values[i] == graphql.Null {
+				out.Invalids++
+			}
+		case "createUser":
+			out.Values[i] = ec.OperationContext.RootResolverMiddleware(innerCtx, func(ctx context.Context) (res graphql.Marshaler) {
+				return ec._Mutation_createUser(ctx, field)
+			})
+			if out.Values[i] == graphql.Null {
+				out.Invalids++
+			}
+		case "deactivateUser":
+			out.Values[i] = ec.OperationContext.RootResolverMiddleware(innerCtx, func(ctx context.Context) (res graphql.Marshaler) {
+				return ec._Mutation_deactivateUser(ctx, field)
 			})
 			if out.Values[i] == graphql.Null {
 				out.Invalids++
@@ -25347,11 +24311,17 @@ func (ec *executionContext) _Query(ctx context.Context, sel ast.SelectionSet) gr
 				func(ctx context.Context) graphql.Marshaler {
 					return ec._Query_conversation(ctx, field)
 				})
-		case "knowledgeBases":
+		case "applications":
 			out.ResolveRootConcurrently(innerCtx, ec.OperationContext, i,
 				true, true,
 				func(ctx context.Context) graphql.Marshaler {
-					return ec._Query_knowledgeBases(ctx, field)
+					return ec._Query_applications(ctx, field)
+				})
+		case "users":
+			out.ResolveRootConcurrently(innerCtx, ec.OperationContext, i,
+				true, true,
+				func(ctx context.Context) graphql.Marshaler {
+					return ec._Query_users(ctx, field)
 				})
 		case "toolResults":
 			out.ResolveRootConcurrently(innerCtx, ec.OperationContext, i,
@@ -25426,6 +24396,39 @@ func (ec *executionContext) _Query(ctx context.Context, sel ast.SelectionSet) gr
 			})
 			if out.Values[i] == graphql.Null {
 				atomic.AddUint32(&out.Invalids, 1)
+			}
+		default:
+			panic("unknown field " + strconv.Quote(field.Name))
+		}
+	}
+	out.Dispatch(ctx)
+	if out.Invalids > 0 {
+		return graphql.Null
+	}
+
+	if n := len(deferred.Defers); n > 0 {
+		atomic.AddInt32(&ec.Deferred, int32(min(n, math.MaxInt32)))
+		ec.ProcessDeferredGroup(deferred)
+	}
+
+	return out
+}
+
+var removeApplicationPayloadImplementors = []string{"RemoveApplicationPayload"}
+
+func (ec *executionContext) _RemoveApplicationPayload(ctx context.Context, sel ast.SelectionSet, obj *model.RemoveApplicationPayload) graphql.Marshaler {
+	fields := graphql.CollectFields(ec.OperationContext, sel, removeApplicationPayloadImplementors)
+
+	out := graphql.NewFieldSet(fields)
+	deferred := graphql.NewDeferredGroup(ctx)
+	for i, field := range fields {
+		switch field.Name {
+		case "__typename":
+			out.Values[i] = graphql.MarshalString("RemoveApplicationPayload")
+		case "id":
+			out.Values[i] = ec._RemoveApplicationPayload_id(ctx, field, obj)
+			if out.Values[i] == graphql.Null {
+				out.Invalids++
 			}
 		default:
 			panic("unknown field " + strconv.Quote(field.Name))
@@ -25550,16 +24553,6 @@ func (ec *executionContext) _SuggestionsAck(ctx context.Context, sel ast.Selecti
 			out.Values[i] = graphql.MarshalString("SuggestionsAck")
 		case "ok":
 			out.Values[i] = ec._SuggestionsAck_ok(ctx, field, obj)
-			if out.Values[i] == graphql.Null {
-				out.Invalids++
-			}
-		case "suggestions":
-			out.Values[i] = ec._SuggestionsAck_suggestions(ctx, field, obj)
-			if out.Values[i] == graphql.Null {
-				out.Invalids++
-			}
-		case "turn":
-			out.Values[i] = ec._SuggestionsAck_turn(ctx, field, obj)
 			if out.Values[i] == graphql.Null {
 				out.Invalids++
 			}
@@ -26713,6 +25706,72 @@ func (ec *executionContext) _TurnEvent(ctx context.Context, sel ast.SelectionSet
 	return out
 }
 
+var updateAgentPayloadImplementors = []string{"UpdateAgentPayload"}
+
+func (ec *executionContext) _UpdateAgentPayload(ctx context.Context, sel ast.SelectionSet, obj *model.UpdateAgentPayload) graphql.Marshaler {
+	fields := graphql.CollectFields(ec.OperationContext, sel, updateAgentPayloadImplementors)
+
+	out := graphql.NewFieldSet(fields)
+	deferred := graphql.NewDeferredGroup(ctx)
+	for i, field := range fields {
+		switch field.Name {
+		case "__typename":
+			out.Values[i] = graphql.MarshalString("UpdateAgentPayload")
+		case "agent":
+			out.Values[i] = ec._UpdateAgentPayload_agent(ctx, field, obj)
+			if out.Values[i] == graphql.Null {
+				out.Invalids++
+			}
+		default:
+			panic("unknown field " + strconv.Quote(field.Name))
+		}
+	}
+	out.Dispatch(ctx)
+	if out.Invalids > 0 {
+		return graphql.Null
+	}
+
+	if n := len(deferred.Defers); n > 0 {
+		atomic.AddInt32(&ec.Deferred, int32(min(n, math.MaxInt32)))
+		ec.ProcessDeferredGroup(deferred)
+	}
+
+	return out
+}
+
+var updateApplicationPayloadImplementors = []string{"UpdateApplicationPayload"}
+
+func (ec *executionContext) _UpdateApplicationPayload(ctx context.Context, sel ast.SelectionSet, obj *model.UpdateApplicationPayload) graphql.Marshaler {
+	fields := graphql.CollectFields(ec.OperationContext, sel, updateApplicationPayloadImplementors)
+
+	out := graphql.NewFieldSet(fields)
+	deferred := graphql.NewDeferredGroup(ctx)
+	for i, field := range fields {
+		switch field.Name {
+		case "__typename":
+			out.Values[i] = graphql.MarshalString("UpdateApplicationPayload")
+		case "application":
+			out.Values[i] = ec._UpdateApplicationPayload_application(ctx, field, obj)
+			if out.Values[i] == graphql.Null {
+				out.Invalids++
+			}
+		default:
+			panic("unknown field " + strconv.Quote(field.Name))
+		}
+	}
+	out.Dispatch(ctx)
+	if out.Invalids > 0 {
+		return graphql.Null
+	}
+
+	if n := len(deferred.Defers); n > 0 {
+		atomic.AddInt32(&ec.Deferred, int32(min(n, math.MaxInt32)))
+		ec.ProcessDeferredGroup(deferred)
+	}
+
+	return out
+}
+
 var usageImplementors = []string{"Usage"}
 
 func (ec *executionContext) _Usage(ctx context.Context, sel ast.SelectionSet, obj *model.Usage) graphql.Marshaler {
@@ -26845,6 +25904,11 @@ func (ec *executionContext) _User(ctx context.Context, sel ast.SelectionSet, obj
 		case "admin":
 			out.Values[i] = ec._User_admin(ctx, field, obj)
 			if out.Values[i] == graphql.Null {
+				atomic.AddUint32(&out.Invalids, 1)
+			}
+		case "deactivatedAt":
+			out.Values[i] = ec._User_deactivatedAt(ctx, field, obj)
+			if out.Values[i] == graphql.RequiredNull {
 				atomic.AddUint32(&out.Invalids, 1)
 			}
 		case "organization":
@@ -27957,11 +27021,6 @@ func (ec *executionContext) marshalNAPIToken2ᚖgithubᚗcomᚋtoolgateᚋtoolga
 	return ec._APIToken(ctx, sel, v)
 }
 
-func (ec *executionContext) unmarshalNAddDocumentInput2githubᚗcomᚋtoolgateᚋtoolgateᚋgraphᚋmodelᚐAddDocumentInput(ctx context.Context, v any) (model.AddDocumentInput, error) {
-	res, err := ec.unmarshalInputAddDocumentInput(ctx, v)
-	return res, graphql.ErrorOnPath(ctx, err)
-}
-
 func (ec *executionContext) marshalNAgent2ᚖgithubᚗcomᚋtoolgateᚋtoolgateᚋentᚐAgent(ctx context.Context, sel ast.SelectionSet, v *ent.Agent) graphql.Marshaler {
 	if v == nil {
 		graphql.AddInvalidNullError(ctx, "Agent!")
@@ -28026,12 +27085,41 @@ func (ec *executionContext) unmarshalNAnswerClarificationInput2githubᚗcomᚋto
 	return res, graphql.ErrorOnPath(ctx, err)
 }
 
+func (ec *executionContext) marshalNApplication2ᚕᚖgithubᚗcomᚋtoolgateᚋtoolgateᚋentᚐApplicationᚄ(ctx context.Context, sel ast.SelectionSet, v []*ent.Application) graphql.Marshaler {
+	ret := graphql.MarshalSliceConcurrently(ctx, len(v), 0, false, func(ctx context.Context, i int) graphql.Marshaler {
+		fc := graphql.GetFieldContext(ctx)
+		fc.Result = &v[i]
+		return ec.marshalNApplication2ᚖgithubᚗcomᚋtoolgateᚋtoolgateᚋentᚐApplication(ctx, sel, v[i])
+	})
+
+	for _, e := range ret {
+		if e == graphql.Null {
+			return graphql.Null
+		}
+	}
+
+	return ret
+}
+
 func (ec *executionContext) marshalNApplication2ᚖgithubᚗcomᚋtoolgateᚋtoolgateᚋentᚐApplication(ctx context.Context, sel ast.SelectionSet, v *ent.Application) graphql.Marshaler {
 	if v == nil {
 		graphql.AddInvalidNullError(ctx, "Application!")
 		return graphql.Null
 	}
 	return ec._Application(ctx, sel, v)
+}
+
+func (ec *executionContext) unmarshalNArchiveConversationInput2githubᚗcomᚋtoolgateᚋtoolgateᚋgraphᚋmodelᚐArchiveConversationInput(ctx context.Context, v any) (model.ArchiveConversationInput, error) {
+	res, err := ec.unmarshalInputArchiveConversationInput(ctx, v)
+	return res, graphql.ErrorOnPath(ctx, err)
+}
+
+func (ec *executionContext) marshalNArchiveConversationPayload2ᚖgithubᚗcomᚋtoolgateᚋtoolgateᚋgraphᚋmodelᚐArchiveConversationPayload(ctx context.Context, sel ast.SelectionSet, v *model.ArchiveConversationPayload) graphql.Marshaler {
+	if v == nil {
+		graphql.AddInvalidNullError(ctx, "ArchiveConversationPayload!")
+		return graphql.Null
+	}
+	return ec._ArchiveConversationPayload(ctx, sel, v)
 }
 
 func (ec *executionContext) marshalNArgumentRepair2githubᚗcomᚋtoolgateᚋtoolgateᚋentᚋschematypeᚐRepair(ctx context.Context, sel ast.SelectionSet, v schematype.Repair) graphql.Marshaler {
@@ -28118,59 +27206,6 @@ func (ec *executionContext) marshalNArtifactVersion2ᚖgithubᚗcomᚋtoolgate�
 		return graphql.Null
 	}
 	return ec._ArtifactVersion(ctx, sel, v)
-}
-
-func (ec *executionContext) unmarshalNAttachFileInput2githubᚗcomᚋtoolgateᚋtoolgateᚋgraphᚋmodelᚐAttachFileInput(ctx context.Context, v any) (model.AttachFileInput, error) {
-	res, err := ec.unmarshalInputAttachFileInput(ctx, v)
-	return res, graphql.ErrorOnPath(ctx, err)
-}
-
-func (ec *executionContext) marshalNAttachment2ᚕᚖgithubᚗcomᚋtoolgateᚋtoolgateᚋentᚐAttachmentᚄ(ctx context.Context, sel ast.SelectionSet, v []*ent.Attachment) graphql.Marshaler {
-	ret := graphql.MarshalSliceConcurrently(ctx, len(v), 0, false, func(ctx context.Context, i int) graphql.Marshaler {
-		fc := graphql.GetFieldContext(ctx)
-		fc.Result = &v[i]
-		return ec.marshalNAttachment2ᚖgithubᚗcomᚋtoolgateᚋtoolgateᚋentᚐAttachment(ctx, sel, v[i])
-	})
-
-	for _, e := range ret {
-		if e == graphql.Null {
-			return graphql.Null
-		}
-	}
-
-	return ret
-}
-
-func (ec *executionContext) marshalNAttachment2ᚖgithubᚗcomᚋtoolgateᚋtoolgateᚋentᚐAttachment(ctx context.Context, sel ast.SelectionSet, v *ent.Attachment) graphql.Marshaler {
-	if v == nil {
-		graphql.AddInvalidNullError(ctx, "Attachment!")
-		return graphql.Null
-	}
-	return ec._Attachment(ctx, sel, v)
-}
-
-func (ec *executionContext) unmarshalNAttachmentOrderField2ᚖgithubᚗcomᚋtoolgateᚋtoolgateᚋentᚐAttachmentOrderField(ctx context.Context, v any) (*ent.AttachmentOrderField, error) {
-	var res = new(ent.AttachmentOrderField)
-	err := res.UnmarshalGQL(v)
-	return res, graphql.ErrorOnPath(ctx, err)
-}
-
-func (ec *executionContext) marshalNAttachmentOrderField2ᚖgithubᚗcomᚋtoolgateᚋtoolgateᚋentᚐAttachmentOrderField(ctx context.Context, sel ast.SelectionSet, v *ent.AttachmentOrderField) graphql.Marshaler {
-	if v == nil {
-		graphql.AddInvalidNullError(ctx, "AttachmentOrderField!")
-		return graphql.Null
-	}
-	return v
-}
-
-func (ec *executionContext) unmarshalNAttachmentStatus2githubᚗcomᚋtoolgateᚋtoolgateᚋentᚋattachmentᚐStatus(ctx context.Context, v any) (attachment.Status, error) {
-	var res attachment.Status
-	err := res.UnmarshalGQL(v)
-	return res, graphql.ErrorOnPath(ctx, err)
-}
-
-func (ec *executionContext) marshalNAttachmentStatus2githubᚗcomᚋtoolgateᚋtoolgateᚋentᚋattachmentᚐStatus(ctx context.Context, sel ast.SelectionSet, v attachment.Status) graphql.Marshaler {
-	return v
 }
 
 func (ec *executionContext) unmarshalNBoolean2bool(ctx context.Context, v any) (bool, error) {
@@ -28285,9 +27320,17 @@ func (ec *executionContext) unmarshalNCreateAgentInput2githubᚗcomᚋtoolgate�
 	return res, graphql.ErrorOnPath(ctx, err)
 }
 
-func (ec *executionContext) unmarshalNCreateKnowledgeBaseInput2githubᚗcomᚋtoolgateᚋtoolgateᚋgraphᚋmodelᚐCreateKnowledgeBaseInput(ctx context.Context, v any) (model.CreateKnowledgeBaseInput, error) {
-	res, err := ec.unmarshalInputCreateKnowledgeBaseInput(ctx, v)
+func (ec *executionContext) unmarshalNCreateUserInput2githubᚗcomᚋtoolgateᚋtoolgateᚋgraphᚋmodelᚐCreateUserInput(ctx context.Context, v any) (model.CreateUserInput, error) {
+	res, err := ec.unmarshalInputCreateUserInput(ctx, v)
 	return res, graphql.ErrorOnPath(ctx, err)
+}
+
+func (ec *executionContext) marshalNCreateUserPayload2ᚖgithubᚗcomᚋtoolgateᚋtoolgateᚋgraphᚋmodelᚐCreateUserPayload(ctx context.Context, sel ast.SelectionSet, v *model.CreateUserPayload) graphql.Marshaler {
+	if v == nil {
+		graphql.AddInvalidNullError(ctx, "CreateUserPayload!")
+		return graphql.Null
+	}
+	return ec._CreateUserPayload(ctx, sel, v)
 }
 
 func (ec *executionContext) marshalNCreatedAPIToken2ᚖgithubᚗcomᚋtoolgateᚋtoolgateᚋgraphᚋmodelᚐCreatedAPIToken(ctx context.Context, sel ast.SelectionSet, v *model.CreatedAPIToken) graphql.Marshaler {
@@ -28308,44 +27351,17 @@ func (ec *executionContext) marshalNCursor2entgoᚗioᚋcontribᚋentgqlᚐCurso
 	return v
 }
 
-func (ec *executionContext) marshalNDocument2ᚖgithubᚗcomᚋtoolgateᚋtoolgateᚋentᚐDocument(ctx context.Context, sel ast.SelectionSet, v *ent.Document) graphql.Marshaler {
-	if v == nil {
-		graphql.AddInvalidNullError(ctx, "Document!")
-		return graphql.Null
-	}
-	return ec._Document(ctx, sel, v)
-}
-
-func (ec *executionContext) marshalNDocumentConnection2ᚖgithubᚗcomᚋtoolgateᚋtoolgateᚋentᚐDocumentConnection(ctx context.Context, sel ast.SelectionSet, v *ent.DocumentConnection) graphql.Marshaler {
-	if v == nil {
-		graphql.AddInvalidNullError(ctx, "DocumentConnection!")
-		return graphql.Null
-	}
-	return ec._DocumentConnection(ctx, sel, v)
-}
-
-func (ec *executionContext) unmarshalNDocumentOrderField2ᚖgithubᚗcomᚋtoolgateᚋtoolgateᚋentᚐDocumentOrderField(ctx context.Context, v any) (*ent.DocumentOrderField, error) {
-	var res = new(ent.DocumentOrderField)
-	err := res.UnmarshalGQL(v)
+func (ec *executionContext) unmarshalNDeactivateUserInput2githubᚗcomᚋtoolgateᚋtoolgateᚋgraphᚋmodelᚐDeactivateUserInput(ctx context.Context, v any) (model.DeactivateUserInput, error) {
+	res, err := ec.unmarshalInputDeactivateUserInput(ctx, v)
 	return res, graphql.ErrorOnPath(ctx, err)
 }
 
-func (ec *executionContext) marshalNDocumentOrderField2ᚖgithubᚗcomᚋtoolgateᚋtoolgateᚋentᚐDocumentOrderField(ctx context.Context, sel ast.SelectionSet, v *ent.DocumentOrderField) graphql.Marshaler {
+func (ec *executionContext) marshalNDeactivateUserPayload2ᚖgithubᚗcomᚋtoolgateᚋtoolgateᚋgraphᚋmodelᚐDeactivateUserPayload(ctx context.Context, sel ast.SelectionSet, v *model.DeactivateUserPayload) graphql.Marshaler {
 	if v == nil {
-		graphql.AddInvalidNullError(ctx, "DocumentOrderField!")
+		graphql.AddInvalidNullError(ctx, "DeactivateUserPayload!")
 		return graphql.Null
 	}
-	return v
-}
-
-func (ec *executionContext) unmarshalNDocumentStatus2githubᚗcomᚋtoolgateᚋtoolgateᚋentᚋdocumentᚐStatus(ctx context.Context, v any) (document.Status, error) {
-	var res document.Status
-	err := res.UnmarshalGQL(v)
-	return res, graphql.ErrorOnPath(ctx, err)
-}
-
-func (ec *executionContext) marshalNDocumentStatus2githubᚗcomᚋtoolgateᚋtoolgateᚋentᚋdocumentᚐStatus(ctx context.Context, sel ast.SelectionSet, v document.Status) graphql.Marshaler {
-	return v
+	return ec._DeactivateUserPayload(ctx, sel, v)
 }
 
 func (ec *executionContext) marshalNEvidence2githubᚗcomᚋtoolgateᚋtoolgateᚋentᚋschematypeᚐSpan(ctx context.Context, sel ast.SelectionSet, v schematype.Span) graphql.Marshaler {
@@ -28558,36 +27574,6 @@ func (ec *executionContext) marshalNJSONSchema2githubᚗcomᚋtoolgateᚋtoolgat
 	return v
 }
 
-func (ec *executionContext) marshalNKnowledgeBase2ᚖgithubᚗcomᚋtoolgateᚋtoolgateᚋentᚐKnowledgeBase(ctx context.Context, sel ast.SelectionSet, v *ent.KnowledgeBase) graphql.Marshaler {
-	if v == nil {
-		graphql.AddInvalidNullError(ctx, "KnowledgeBase!")
-		return graphql.Null
-	}
-	return ec._KnowledgeBase(ctx, sel, v)
-}
-
-func (ec *executionContext) marshalNKnowledgeBaseConnection2ᚖgithubᚗcomᚋtoolgateᚋtoolgateᚋentᚐKnowledgeBaseConnection(ctx context.Context, sel ast.SelectionSet, v *ent.KnowledgeBaseConnection) graphql.Marshaler {
-	if v == nil {
-		graphql.AddInvalidNullError(ctx, "KnowledgeBaseConnection!")
-		return graphql.Null
-	}
-	return ec._KnowledgeBaseConnection(ctx, sel, v)
-}
-
-func (ec *executionContext) unmarshalNKnowledgeBaseOrderField2ᚖgithubᚗcomᚋtoolgateᚋtoolgateᚋentᚐKnowledgeBaseOrderField(ctx context.Context, v any) (*ent.KnowledgeBaseOrderField, error) {
-	var res = new(ent.KnowledgeBaseOrderField)
-	err := res.UnmarshalGQL(v)
-	return res, graphql.ErrorOnPath(ctx, err)
-}
-
-func (ec *executionContext) marshalNKnowledgeBaseOrderField2ᚖgithubᚗcomᚋtoolgateᚋtoolgateᚋentᚐKnowledgeBaseOrderField(ctx context.Context, sel ast.SelectionSet, v *ent.KnowledgeBaseOrderField) graphql.Marshaler {
-	if v == nil {
-		graphql.AddInvalidNullError(ctx, "KnowledgeBaseOrderField!")
-		return graphql.Null
-	}
-	return v
-}
-
 func (ec *executionContext) marshalNModelCall2ᚕᚖgithubᚗcomᚋtoolgateᚋtoolgateᚋentᚐModelCallᚄ(ctx context.Context, sel ast.SelectionSet, v []*ent.ModelCall) graphql.Marshaler {
 	ret := graphql.MarshalSliceConcurrently(ctx, len(v), 0, false, func(ctx context.Context, i int) graphql.Marshaler {
 		fc := graphql.GetFieldContext(ctx)
@@ -28689,6 +27675,19 @@ func (ec *executionContext) marshalNPromptStats2ᚖgithubᚗcomᚋtoolgateᚋtoo
 func (ec *executionContext) unmarshalNRegisterApplicationInput2githubᚗcomᚋtoolgateᚋtoolgateᚋgraphᚋmodelᚐRegisterApplicationInput(ctx context.Context, v any) (model.RegisterApplicationInput, error) {
 	res, err := ec.unmarshalInputRegisterApplicationInput(ctx, v)
 	return res, graphql.ErrorOnPath(ctx, err)
+}
+
+func (ec *executionContext) unmarshalNRemoveApplicationInput2githubᚗcomᚋtoolgateᚋtoolgateᚋgraphᚋmodelᚐRemoveApplicationInput(ctx context.Context, v any) (model.RemoveApplicationInput, error) {
+	res, err := ec.unmarshalInputRemoveApplicationInput(ctx, v)
+	return res, graphql.ErrorOnPath(ctx, err)
+}
+
+func (ec *executionContext) marshalNRemoveApplicationPayload2ᚖgithubᚗcomᚋtoolgateᚋtoolgateᚋgraphᚋmodelᚐRemoveApplicationPayload(ctx context.Context, sel ast.SelectionSet, v *model.RemoveApplicationPayload) graphql.Marshaler {
+	if v == nil {
+		graphql.AddInvalidNullError(ctx, "RemoveApplicationPayload!")
+		return graphql.Null
+	}
+	return ec._RemoveApplicationPayload(ctx, sel, v)
 }
 
 func (ec *executionContext) unmarshalNResultKind2githubᚗcomᚋtoolgateᚋtoolgateᚋentᚋschematypeᚐResultKind(ctx context.Context, v any) (schematype.ResultKind, error) {
@@ -29149,23 +28148,35 @@ func (ec *executionContext) unmarshalNTurnWhereInput2ᚖgithubᚗcomᚋtoolgate�
 	return &res, graphql.ErrorOnPath(ctx, err)
 }
 
+func (ec *executionContext) unmarshalNUpdateAgentInput2githubᚗcomᚋtoolgateᚋtoolgateᚋgraphᚋmodelᚐUpdateAgentInput(ctx context.Context, v any) (model.UpdateAgentInput, error) {
+	res, err := ec.unmarshalInputUpdateAgentInput(ctx, v)
+	return res, graphql.ErrorOnPath(ctx, err)
+}
+
+func (ec *executionContext) marshalNUpdateAgentPayload2ᚖgithubᚗcomᚋtoolgateᚋtoolgateᚋgraphᚋmodelᚐUpdateAgentPayload(ctx context.Context, sel ast.SelectionSet, v *model.UpdateAgentPayload) graphql.Marshaler {
+	if v == nil {
+		graphql.AddInvalidNullError(ctx, "UpdateAgentPayload!")
+		return graphql.Null
+	}
+	return ec._UpdateAgentPayload(ctx, sel, v)
+}
+
+func (ec *executionContext) unmarshalNUpdateApplicationInput2githubᚗcomᚋtoolgateᚋtoolgateᚋgraphᚋmodelᚐUpdateApplicationInput(ctx context.Context, v any) (model.UpdateApplicationInput, error) {
+	res, err := ec.unmarshalInputUpdateApplicationInput(ctx, v)
+	return res, graphql.ErrorOnPath(ctx, err)
+}
+
+func (ec *executionContext) marshalNUpdateApplicationPayload2ᚖgithubᚗcomᚋtoolgateᚋtoolgateᚋgraphᚋmodelᚐUpdateApplicationPayload(ctx context.Context, sel ast.SelectionSet, v *model.UpdateApplicationPayload) graphql.Marshaler {
+	if v == nil {
+		graphql.AddInvalidNullError(ctx, "UpdateApplicationPayload!")
+		return graphql.Null
+	}
+	return ec._UpdateApplicationPayload(ctx, sel, v)
+}
+
 func (ec *executionContext) unmarshalNUpdateOrganizationInput2githubᚗcomᚋtoolgateᚋtoolgateᚋgraphᚋmodelᚐUpdateOrganizationInput(ctx context.Context, v any) (model.UpdateOrganizationInput, error) {
 	res, err := ec.unmarshalInputUpdateOrganizationInput(ctx, v)
 	return res, graphql.ErrorOnPath(ctx, err)
-}
-
-func (ec *executionContext) unmarshalNUpload2githubᚗcomᚋ99designsᚋgqlgenᚋgraphqlᚐUpload(ctx context.Context, v any) (graphql.Upload, error) {
-	res, err := graphql.UnmarshalUpload(v)
-	return res, graphql.ErrorOnPath(ctx, err)
-}
-
-func (ec *executionContext) marshalNUpload2githubᚗcomᚋ99designsᚋgqlgenᚋgraphqlᚐUpload(ctx context.Context, sel ast.SelectionSet, v graphql.Upload) graphql.Marshaler {
-	_ = sel
-	res := graphql.MarshalUpload(v)
-	if res == graphql.Null {
-		graphql.AddInvalidNullFromMarshaler(ctx, "Upload!")
-	}
-	return res
 }
 
 func (ec *executionContext) marshalNUsage2ᚖgithubᚗcomᚋtoolgateᚋtoolgateᚋgraphᚋmodelᚐUsage(ctx context.Context, sel ast.SelectionSet, v *model.Usage) graphql.Marshaler {
@@ -29174,6 +28185,22 @@ func (ec *executionContext) marshalNUsage2ᚖgithubᚗcomᚋtoolgateᚋtoolgate�
 		return graphql.Null
 	}
 	return ec._Usage(ctx, sel, v)
+}
+
+func (ec *executionContext) marshalNUser2ᚕᚖgithubᚗcomᚋtoolgateᚋtoolgateᚋentᚐUserᚄ(ctx context.Context, sel ast.SelectionSet, v []*ent.User) graphql.Marshaler {
+	ret := graphql.MarshalSliceConcurrently(ctx, len(v), 0, false, func(ctx context.Context, i int) graphql.Marshaler {
+		fc := graphql.GetFieldContext(ctx)
+		fc.Result = &v[i]
+		return ec.marshalNUser2ᚖgithubᚗcomᚋtoolgateᚋtoolgateᚋentᚐUser(ctx, sel, v[i])
+	})
+
+	for _, e := range ret {
+		if e == graphql.Null {
+			return graphql.Null
+		}
+	}
+
+	return ret
 }
 
 func (ec *executionContext) marshalNUser2ᚖgithubᚗcomᚋtoolgateᚋtoolgateᚋentᚐUser(ctx context.Context, sel ast.SelectionSet, v *ent.User) graphql.Marshaler {
@@ -29745,41 +28772,6 @@ func (ec *executionContext) marshalOCursor2ᚖentgoᚗioᚋcontribᚋentgqlᚐCu
 	return v
 }
 
-func (ec *executionContext) marshalODocument2ᚖgithubᚗcomᚋtoolgateᚋtoolgateᚋentᚐDocument(ctx context.Context, sel ast.SelectionSet, v *ent.Document) graphql.Marshaler {
-	if v == nil {
-		return graphql.Null
-	}
-	return ec._Document(ctx, sel, v)
-}
-
-func (ec *executionContext) marshalODocumentEdge2ᚕᚖgithubᚗcomᚋtoolgateᚋtoolgateᚋentᚐDocumentEdge(ctx context.Context, sel ast.SelectionSet, v []*ent.DocumentEdge) graphql.Marshaler {
-	if v == nil {
-		return graphql.Null
-	}
-	ret := graphql.MarshalSliceConcurrently(ctx, len(v), 0, false, func(ctx context.Context, i int) graphql.Marshaler {
-		fc := graphql.GetFieldContext(ctx)
-		fc.Result = &v[i]
-		return ec.marshalODocumentEdge2ᚖgithubᚗcomᚋtoolgateᚋtoolgateᚋentᚐDocumentEdge(ctx, sel, v[i])
-	})
-
-	return ret
-}
-
-func (ec *executionContext) marshalODocumentEdge2ᚖgithubᚗcomᚋtoolgateᚋtoolgateᚋentᚐDocumentEdge(ctx context.Context, sel ast.SelectionSet, v *ent.DocumentEdge) graphql.Marshaler {
-	if v == nil {
-		return graphql.Null
-	}
-	return ec._DocumentEdge(ctx, sel, v)
-}
-
-func (ec *executionContext) unmarshalODocumentOrder2ᚖgithubᚗcomᚋtoolgateᚋtoolgateᚋentᚐDocumentOrder(ctx context.Context, v any) (*ent.DocumentOrder, error) {
-	if v == nil {
-		return nil, nil
-	}
-	res, err := ec.unmarshalInputDocumentOrder(ctx, v)
-	return &res, graphql.ErrorOnPath(ctx, err)
-}
-
 func (ec *executionContext) unmarshalOExportContextInput2ᚖgithubᚗcomᚋtoolgateᚋtoolgateᚋtoolsᚋworkspaceᚐExportContext(ctx context.Context, v any) (*workspace.ExportContext, error) {
 	if v == nil {
 		return nil, nil
@@ -29927,33 +28919,6 @@ func (ec *executionContext) marshalOInt2ᚖint(ctx context.Context, sel ast.Sele
 	_ = ctx
 	res := graphql.MarshalInt(*v)
 	return res
-}
-
-func (ec *executionContext) marshalOKnowledgeBase2ᚖgithubᚗcomᚋtoolgateᚋtoolgateᚋentᚐKnowledgeBase(ctx context.Context, sel ast.SelectionSet, v *ent.KnowledgeBase) graphql.Marshaler {
-	if v == nil {
-		return graphql.Null
-	}
-	return ec._KnowledgeBase(ctx, sel, v)
-}
-
-func (ec *executionContext) marshalOKnowledgeBaseEdge2ᚕᚖgithubᚗcomᚋtoolgateᚋtoolgateᚋentᚐKnowledgeBaseEdge(ctx context.Context, sel ast.SelectionSet, v []*ent.KnowledgeBaseEdge) graphql.Marshaler {
-	if v == nil {
-		return graphql.Null
-	}
-	ret := graphql.MarshalSliceConcurrently(ctx, len(v), 0, false, func(ctx context.Context, i int) graphql.Marshaler {
-		fc := graphql.GetFieldContext(ctx)
-		fc.Result = &v[i]
-		return ec.marshalOKnowledgeBaseEdge2ᚖgithubᚗcomᚋtoolgateᚋtoolgateᚋentᚐKnowledgeBaseEdge(ctx, sel, v[i])
-	})
-
-	return ret
-}
-
-func (ec *executionContext) marshalOKnowledgeBaseEdge2ᚖgithubᚗcomᚋtoolgateᚋtoolgateᚋentᚐKnowledgeBaseEdge(ctx context.Context, sel ast.SelectionSet, v *ent.KnowledgeBaseEdge) graphql.Marshaler {
-	if v == nil {
-		return graphql.Null
-	}
-	return ec._KnowledgeBaseEdge(ctx, sel, v)
 }
 
 func (ec *executionContext) unmarshalOMatchMode2ᚖgithubᚗcomᚋtoolgateᚋtoolgateᚋtoolsᚋresultᚐMatch(ctx context.Context, v any) (*result.Match, error) {
@@ -30246,24 +29211,6 @@ func (ec *executionContext) unmarshalOTurnWhereInput2ᚖgithubᚗcomᚋtoolgate�
 	}
 	res, err := ec.unmarshalInputTurnWhereInput(ctx, v)
 	return &res, graphql.ErrorOnPath(ctx, err)
-}
-
-func (ec *executionContext) unmarshalOUpload2ᚖgithubᚗcomᚋ99designsᚋgqlgenᚋgraphqlᚐUpload(ctx context.Context, v any) (*graphql.Upload, error) {
-	if v == nil {
-		return nil, nil
-	}
-	res, err := graphql.UnmarshalUpload(v)
-	return &res, graphql.ErrorOnPath(ctx, err)
-}
-
-func (ec *executionContext) marshalOUpload2ᚖgithubᚗcomᚋ99designsᚋgqlgenᚋgraphqlᚐUpload(ctx context.Context, sel ast.SelectionSet, v *graphql.Upload) graphql.Marshaler {
-	if v == nil {
-		return graphql.Null
-	}
-	_ = sel
-	_ = ctx
-	res := graphql.MarshalUpload(*v)
-	return res
 }
 
 func (ec *executionContext) marshalOUser2ᚖgithubᚗcomᚋtoolgateᚋtoolgateᚋentᚐUser(ctx context.Context, sel ast.SelectionSet, v *ent.User) graphql.Marshaler {

@@ -9,19 +9,10 @@ import (
 	"strconv"
 	"time"
 
-	"github.com/99designs/gqlgen/graphql"
 	"github.com/toolgate/toolgate/ent"
 	"github.com/toolgate/toolgate/ent/schematype"
 	"github.com/toolgate/toolgate/runtime/events"
 )
-
-type AddDocumentInput struct {
-	KnowledgeBaseID int `json:"knowledgeBaseId"`
-	// The file; or title and text.
-	File  *graphql.Upload `json:"file,omitempty"`
-	Title *string         `json:"title,omitempty"`
-	Text  *string         `json:"text,omitempty"`
-}
 
 type AgentUsage struct {
 	Agent            *ent.Agent `json:"agent,omitempty"`
@@ -38,9 +29,16 @@ type AnswerClarificationInput struct {
 	Answer string `json:"answer"`
 }
 
-type AttachFileInput struct {
-	ConversationID int            `json:"conversationId"`
-	File           graphql.Upload `json:"file"`
+type ArchiveConversationInput struct {
+	ID int `json:"id"`
+	// true (the default) archives; false brings the conversation back.
+	Archived *bool `json:"archived,omitempty"`
+}
+
+// What archiveConversation changed.
+type ArchiveConversationPayload struct {
+	// The conversation as it now is; archivedAt says whether it is archived.
+	Conversation *ent.Conversation `json:"conversation"`
 }
 
 type Calculation struct {
@@ -62,18 +60,38 @@ type CreateAgentInput struct {
 	Memory                 *bool    `json:"memory,omitempty"`
 	BudgetCheck            *bool    `json:"budgetCheck,omitempty"`
 	PastConversationSearch *bool    `json:"pastConversationSearch,omitempty"`
-	// Knowledge bases of the organisation that knowledge_search and read_document reach.
-	KnowledgeBaseIds []int `json:"knowledgeBaseIds,omitempty"`
 }
 
-type CreateKnowledgeBaseInput struct {
-	Name string `json:"name"`
+type CreateUserInput struct {
+	Name       string  `json:"name"`
+	Department *string `json:"department,omitempty"`
+	// Whether the user administers the organisation; false by default.
+	Admin *bool `json:"admin,omitempty"`
+	// The name of the user's first API token; "initial" by default.
+	TokenName *string `json:"tokenName,omitempty"`
+}
+
+// The user created, and their first API token.
+type CreateUserPayload struct {
+	User *ent.User `json:"user"`
+	// The user's first API token: shown once, in this answer; hand it to them.
+	Token *CreatedAPIToken `json:"token"`
 }
 
 type CreatedAPIToken struct {
 	// The secret: shown once, never stored (only its hash is).
 	Token    string        `json:"token"`
 	APIToken *ent.APIToken `json:"apiToken"`
+}
+
+type DeactivateUserInput struct {
+	ID int `json:"id"`
+}
+
+// What deactivateUser changed.
+type DeactivateUserPayload struct {
+	// The user as they now are; deactivatedAt is set.
+	User *ent.User `json:"user"`
 }
 
 // The evidence a turn's answer rests on.
@@ -114,6 +132,16 @@ type RegisterApplicationInput struct {
 	AllowedTools []string `json:"allowedTools"`
 }
 
+type RemoveApplicationInput struct {
+	ID int `json:"id"`
+}
+
+// What removeApplication removed.
+type RemoveApplicationPayload struct {
+	// The id of the application removed.
+	ID int `json:"id"`
+}
+
 type SendMessageInput struct {
 	ConversationID int    `json:"conversationId"`
 	Text           string `json:"text"`
@@ -132,10 +160,6 @@ type Subscription struct {
 // The acknowledgement of suggestNextActions.
 type SuggestionsAck struct {
 	Ok bool `json:"ok"`
-	// The suggestions as stored on the turn, in order, repeats dropped.
-	Suggestions []string `json:"suggestions"`
-	// The turn the suggestions were stored on.
-	Turn *ent.Turn `json:"turn"`
 	// How many suggestions were stored, repeats dropped.
 	Saved int `json:"saved"`
 }
@@ -145,6 +169,42 @@ type TurnEvent struct {
 	Turn     *ent.Turn     `json:"turn"`
 	ToolCall *ent.ToolCall `json:"toolCall,omitempty"`
 	At       time.Time     `json:"at"`
+}
+
+type UpdateAgentInput struct {
+	ID int `json:"id"`
+	// The new name; none: unchanged.
+	Name *string `json:"name,omitempty"`
+	// The new instructions; none: unchanged.
+	Instructions *string `json:"instructions,omitempty"`
+	// The optional tools the agent may be offered, in place of the old list; none: unchanged.
+	Tools []string `json:"tools,omitempty"`
+	// Turns the memory tools on or off; none: unchanged.
+	Memory *bool `json:"memory,omitempty"`
+	// Turns budget_check on or off; none: unchanged.
+	BudgetCheck *bool `json:"budgetCheck,omitempty"`
+	// Turns past-conversation search on or off; none: unchanged.
+	PastConversationSearch *bool `json:"pastConversationSearch,omitempty"`
+}
+
+// What updateAgent changed.
+type UpdateAgentPayload struct {
+	// The agent as it now is; turns already started keep what they started with.
+	Agent *ent.Agent `json:"agent"`
+}
+
+type UpdateApplicationInput struct {
+	ID int `json:"id"`
+	// The MCP server's new Streamable HTTP endpoint; none: unchanged.
+	URL *string `json:"url,omitempty"`
+	// The tools the application may offer, in place of the old list; none: unchanged.
+	AllowedTools []string `json:"allowedTools,omitempty"`
+}
+
+// What updateApplication changed.
+type UpdateApplicationPayload struct {
+	// The application as it now is.
+	Application *ent.Application `json:"application"`
 }
 
 type UpdateOrganizationInput struct {

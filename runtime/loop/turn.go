@@ -118,7 +118,9 @@ func (t *turnRun) load(ctx context.Context) error {
 	if err != nil {
 		return fmt.Errorf("load conversation: %w", err)
 	}
-	t.agent = t.conv.Edges.Agent
+	if t.agent, err = t.fixAgent(ctx, t.conv.Edges.Agent); err != nil {
+		return err
+	}
 	u := t.conv.Edges.User
 	t.person = prompt.Person{Name: u.Name, Department: u.Department, Organization: u.Edges.Organization.Name}
 
@@ -140,6 +142,25 @@ func (t *turnRun) load(ctx context.Context) error {
 	}
 	t.prefixTokens = catalog.PrefixTokens(t.req.System, t.offered)
 	return nil
+}
+
+// fixAgent returns the agent as the turn first ran with it: the first run
+// records its instructions, tools and switches on the turn, and every later
+// run (after a clarification, a restart) uses that record, so updateAgent
+// never changes a turn in progress.
+func (t *turnRun) fixAgent(ctx context.Context, current *ent.Agent) (*ent.Agent, error) {
+	a := *current
+	if cfg := t.turn.AgentConfig; cfg != nil {
+		a.Instructions, a.Tools = cfg.Instructions, cfg.Tools
+		a.Memory, a.BudgetCheck, a.PastConversationSearch = cfg.Memory, cfg.BudgetCheck, cfg.PastConversationSearch
+		return &a, nil
+	}
+	cfg := &schematype.AgentConfig{Instructions: a.Instructions, Tools: a.Tools, Memory: a.Memory,
+		BudgetCheck: a.BudgetCheck, PastConversationSearch: a.PastConversationSearch}
+	if err := t.client().Turn.UpdateOneID(t.turnID).SetAgentConfig(cfg).Exec(ctx); err != nil {
+		return nil, fmt.Errorf("record the turn's agent: %w", err)
+	}
+	return &a, nil
 }
 
 // attribution is who pays for the turn's calls, as the ids the API shows.
