@@ -15,6 +15,7 @@ import (
 	"github.com/toolgate/toolgate/ent/agent"
 	"github.com/toolgate/toolgate/ent/apitoken"
 	"github.com/toolgate/toolgate/ent/application"
+	"github.com/toolgate/toolgate/ent/budget"
 	"github.com/toolgate/toolgate/ent/conversation"
 	"github.com/toolgate/toolgate/ent/idempotentresponse"
 	"github.com/toolgate/toolgate/ent/modelcall"
@@ -89,6 +90,7 @@ func checkColumn(t, c string) error {
 			apitoken.Table:           apitoken.ValidColumn,
 			agent.Table:              agent.ValidColumn,
 			application.Table:        application.ValidColumn,
+			budget.Table:             budget.ValidColumn,
 			conversation.Table:       conversation.ValidColumn,
 			idempotentresponse.Table: idempotentresponse.ValidColumn,
 			modelcall.Table:          modelcall.ValidColumn,

@@ -20,6 +20,8 @@ type Tx struct {
 	Agent *AgentClient
 	// Application is the client for interacting with the Application builders.
 	Application *ApplicationClient
+	// Budget is the client for interacting with the Budget builders.
+	Budget *BudgetClient
 	// Conversation is the client for interacting with the Conversation builders.
 	Conversation *ConversationClient
 	// IdempotentResponse is the client for interacting with the IdempotentResponse builders.
@@ -176,6 +178,7 @@ func (tx *Tx) init() {
 	tx.APIToken = NewAPITokenClient(tx.config)
 	tx.Agent = NewAgentClient(tx.config)
 	tx.Application = NewApplicationClient(tx.config)
+	tx.Budget = NewBudgetClient(tx.config)
 	tx.Conversation = NewConversationClient(tx.config)
 	tx.IdempotentResponse = NewIdempotentResponseClient(tx.config)
 	tx.ModelCall = NewModelCallClient(tx.config)

@@ -30,6 +30,7 @@ import (
 	"github.com/toolgate/toolgate/runtime/model/replay"
 	"github.com/toolgate/toolgate/runtime/price"
 	"github.com/toolgate/toolgate/runtime/scope"
+	"github.com/toolgate/toolgate/tools/budget"
 	"github.com/toolgate/toolgate/tools/registry"
 )
 
@@ -154,15 +155,18 @@ func newRunner(ctx context.Context, c runtimeConfig, d *db.DB, dbURL, toolsURL s
 		bridge = br
 	}
 	runner, err := loop.New(loop.Config{
-		Client:      client,
-		Provider:    provider,
-		Signer:      signer,
-		Dispatcher:  disp,
-		Events:      bus,
-		Prices:      prices,
-		Apps:        apps,
-		Tools:       registry.All(),
-		MaxSteps:    c.maxSteps,
+		Client:     client,
+		Provider:   provider,
+		Signer:     signer,
+		Dispatcher: disp,
+		Events:     bus,
+		Prices:     prices,
+		Apps:       apps,
+		Tools:      registry.All(),
+		MaxSteps:   c.maxSteps,
+		Budget: func(ctx context.Context, org, user int, now time.Time) error {
+			return budget.Enforce(ctx, client, org, user, now)
+		},
 		WebProvider: c.webProvider,
 		EncodeID:    graph.EncodeID,
 		Queue:       d.Queue(),

@@ -42,6 +42,7 @@ func NewExecutableSchema(cfg Config) graphql.ExecutableSchema {
 type Config = graphql.Config[ResolverRoot, DirectiveRoot, ComplexityRoot]
 
 type ResolverRoot interface {
+	Budget() BudgetResolver
 	Conversation() ConversationResolver
 	Mutation() MutationResolver
 	Query() QueryResolver
@@ -113,6 +114,27 @@ type ComplexityRoot struct {
 	ArgumentRepair struct {
 		Path func(childComplexity int) int
 		Rule func(childComplexity int) int
+	}
+
+	Budget struct {
+		ID           func(childComplexity int) int
+		Left         func(childComplexity int) int
+		Month        func(childComplexity int) int
+		MonthlyLimit func(childComplexity int) int
+		Spent        func(childComplexity int) int
+		User         func(childComplexity int) int
+	}
+
+	BudgetLine struct {
+		Left         func(childComplexity int) int
+		MonthlyLimit func(childComplexity int) int
+		Spent        func(childComplexity int) int
+	}
+
+	BudgetStatus struct {
+		Month        func(childComplexity int) int
+		Organization func(childComplexity int) int
+		User         func(childComplexity int) int
 	}
 
 	Calculation struct {
@@ -244,6 +266,7 @@ type ComplexityRoot struct {
 		RevokeAPIToken      func(childComplexity int, id int) int
 		RunCode             func(childComplexity int, conversationID *int, code string, toolResults []string) int
 		SendMessage         func(childComplexity int, input model.SendMessageInput) int
+		SetBudget           func(childComplexity int, input model.SetBudgetInput) int
 		StartConversation   func(childComplexity int, input model.StartConversationInput) int
 		SuggestNextActions  func(childComplexity int, conversationID *int, suggestions []string) int
 		UpdateOrganization  func(childComplexity int, input model.UpdateOrganizationInput) int
@@ -268,6 +291,8 @@ type ComplexityRoot struct {
 	Query struct {
 		APITokens         func(childComplexity int) int
 		Agents            func(childComplexity int, first *int, after *entgql.Cursor[int], last *int, before *entgql.Cursor[int], orderBy []*ent.AgentOrder) int
+		BudgetCheck       func(childComplexity int, conversationID *int) int
+		Budgets           func(childComplexity int) int
 		Calculate         func(childComplexity int, conversationID *int, expression string) int
 		Catalogue         func(childComplexity int, agentID *int) int
 		Conversation      func(childComplexity int, id int) int
@@ -601,6 +626,13 @@ type ComplexityRoot struct {
 
 // region    ************************** generated!.gotpl **************************
 
+type BudgetResolver interface {
+	User(ctx context.Context, obj *ent.Budget) (*ent.User, error)
+	MonthlyLimit(ctx context.Context, obj *ent.Budget) (float64, error)
+	Spent(ctx context.Context, obj *ent.Budget) (float64, error)
+	Left(ctx context.Context, obj *ent.Budget) (float64, error)
+	Month(ctx context.Context, obj *ent.Budget) (string, error)
+}
 type ConversationResolver interface {
 	Tasks(ctx context.Context, obj *ent.Conversation) ([]*ent.Task, error)
 }
@@ -610,6 +642,7 @@ type MutationResolver interface {
 	CreateAPIToken(ctx context.Context, input model.CreateAPITokenInput) (*model.CreatedAPIToken, error)
 	RevokeAPIToken(ctx context.Context, id int) (*ent.APIToken, error)
 	SuggestNextActions(ctx context.Context, conversationID *int, suggestions []string) (*model.SuggestionsAck, error)
+	SetBudget(ctx context.Context, input model.SetBudgetInput) (*ent.Budget, error)
 	RunCode(ctx context.Context, conversationID *int, code string, toolResults []string) (*code.Result, error)
 	StartConversation(ctx context.Context, input model.StartConversationInput) (*ent.Conversation, error)
 	SendMessage(ctx context.Context, input model.SendMessageInput) (*ent.Turn, error)
@@ -627,6 +660,8 @@ type QueryResolver interface {
 	Agents(ctx context.Context, first *int, after *entgql.Cursor[int], last *int, before *entgql.Cursor[int], orderBy []*ent.AgentOrder) (*ent.AgentConnection, error)
 	APITokens(ctx context.Context) ([]*ent.APIToken, error)
 	Calculate(ctx context.Context, conversationID *int, expression string) (*model.Calculation, error)
+	Budgets(ctx context.Context) ([]*ent.Budget, error)
+	BudgetCheck(ctx context.Context, conversationID *int) (*model.BudgetStatus, error)
 	Catalogue(ctx context.Context, agentID *int) (*catalog.Catalogue, error)
 	SearchTools(ctx context.Context, conversationID *int, queries []string) (*catalog.Search, error)
 	ListTools(ctx context.Context, conversationID *int) (*catalog.List, error)
@@ -914,6 +949,81 @@ func (e *executableSchema) Complexity(ctx context.Context, typeName, field strin
 		}
 
 		return e.ComplexityRoot.ArgumentRepair.Rule(childComplexity), true
+
+	case "Budget.id":
+		if e.ComplexityRoot.Budget.ID == nil {
+			break
+		}
+
+		return e.ComplexityRoot.Budget.ID(childComplexity), true
+	case "Budget.left":
+		if e.ComplexityRoot.Budget.Left == nil {
+			break
+		}
+
+		return e.ComplexityRoot.Budget.Left(childComplexity), true
+	case "Budget.month":
+		if e.ComplexityRoot.Budget.Month == nil {
+			break
+		}
+
+		return e.ComplexityRoot.Budget.Month(childComplexity), true
+	case "Budget.monthlyLimit":
+		if e.ComplexityRoot.Budget.MonthlyLimit == nil {
+			break
+		}
+
+		return e.ComplexityRoot.Budget.MonthlyLimit(childComplexity), true
+	case "Budget.spent":
+		if e.ComplexityRoot.Budget.Spent == nil {
+			break
+		}
+
+		return e.ComplexityRoot.Budget.Spent(childComplexity), true
+	case "Budget.user":
+		if e.ComplexityRoot.Budget.User == nil {
+			break
+		}
+
+		return e.ComplexityRoot.Budget.User(childComplexity), true
+
+	case "BudgetLine.left":
+		if e.ComplexityRoot.BudgetLine.Left == nil {
+			break
+		}
+
+		return e.ComplexityRoot.BudgetLine.Left(childComplexity), true
+	case "BudgetLine.monthlyLimit":
+		if e.ComplexityRoot.BudgetLine.MonthlyLimit == nil {
+			break
+		}
+
+		return e.ComplexityRoot.BudgetLine.MonthlyLimit(childComplexity), true
+	case "BudgetLine.spent":
+		if e.ComplexityRoot.BudgetLine.Spent == nil {
+			break
+		}
+
+		return e.ComplexityRoot.BudgetLine.Spent(childComplexity), true
+
+	case "BudgetStatus.month":
+		if e.ComplexityRoot.BudgetStatus.Month == nil {
+			break
+		}
+
+		return e.ComplexityRoot.BudgetStatus.Month(childComplexity), true
+	case "BudgetStatus.organization":
+		if e.ComplexityRoot.BudgetStatus.Organization == nil {
+			break
+		}
+
+		return e.ComplexityRoot.BudgetStatus.Organization(childComplexity), true
+	case "BudgetStatus.user":
+		if e.ComplexityRoot.BudgetStatus.User == nil {
+			break
+		}
+
+		return e.ComplexityRoot.BudgetStatus.User(childComplexity), true
 
 	case "Calculation.value":
 		if e.ComplexityRoot.Calculation.Value == nil {
@@ -1483,6 +1593,17 @@ func (e *executableSchema) Complexity(ctx context.Context, typeName, field strin
 		}
 
 		return e.ComplexityRoot.Mutation.SendMessage(childComplexity, args["input"].(model.SendMessageInput)), true
+	case "Mutation.setBudget":
+		if e.ComplexityRoot.Mutation.SetBudget == nil {
+			break
+		}
+
+		args, err := ec.field_Mutation_setBudget_args(ctx, rawArgs)
+		if err != nil {
+			return 0, false
+		}
+
+		return e.ComplexityRoot.Mutation.SetBudget(childComplexity, args["input"].(model.SetBudgetInput)), true
 	case "Mutation.startConversation":
 		if e.ComplexityRoot.Mutation.StartConversation == nil {
 			break
@@ -1601,6 +1722,23 @@ func (e *executableSchema) Complexity(ctx context.Context, typeName, field strin
 		}
 
 		return e.ComplexityRoot.Query.Agents(childComplexity, args["first"].(*int), args["after"].(*entgql.Cursor[int]), args["last"].(*int), args["before"].(*entgql.Cursor[int]), args["orderBy"].([]*ent.AgentOrder)), true
+	case "Query.budgetCheck":
+		if e.ComplexityRoot.Query.BudgetCheck == nil {
+			break
+		}
+
+		args, err := ec.field_Query_budgetCheck_args(ctx, rawArgs)
+		if err != nil {
+			return 0, false
+		}
+
+		return e.ComplexityRoot.Query.BudgetCheck(childComplexity, args["conversationId"].(*int)), true
+	case "Query.budgets":
+		if e.ComplexityRoot.Query.Budgets == nil {
+			break
+		}
+
+		return e.ComplexityRoot.Query.Budgets(childComplexity), true
 	case "Query.calculate":
 		if e.ComplexityRoot.Query.Calculate == nil {
 			break
@@ -3015,6 +3153,7 @@ func (e *executableSchema) Exec(ctx context.Context) graphql.ResponseHandler {
 			graphql.NewInputUnmarshaler("ExportSourceInput", ec.unmarshalInputExportSourceInput),
 			graphql.NewInputUnmarshaler("RegisterApplicationInput", ec.unmarshalInputRegisterApplicationInput),
 			graphql.NewInputUnmarshaler("SendMessageInput", ec.unmarshalInputSendMessageInput),
+			graphql.NewInputUnmarshaler("SetBudgetInput", ec.unmarshalInputSetBudgetInput),
 			graphql.NewInputUnmarshaler("StartConversationInput", ec.unmarshalInputStartConversationInput),
 			graphql.NewInputUnmarshaler("TurnOrder", ec.unmarshalInputTurnOrder),
 			graphql.NewInputUnmarshaler("TurnWhereInput", ec.unmarshalInputTurnWhereInput),
@@ -3217,6 +3356,69 @@ enum TaskStatus {
   PENDING
   IN_PROGRESS
   DONE
+}
+`, BuiltIn: false},
+	{Name: "../budget.graphqls", Input: `extend type Query {
+  """
+  The monthly limits the caller reaches (an admin: the organisation's and every user's; a member: the
+  organisation's and their own), each with what was spent against it this calendar month in UTC.
+  """
+  budgets: [Budget!]!
+  """
+  What the caller and their organisation spent this calendar month (UTC) and what is left of their
+  monthly limits (the budget_check tool). With a turn's scope token, only when the agent's budgetCheck
+  switch is on.
+  """
+  budgetCheck(conversationId: ID): BudgetStatus!
+}
+
+extend type Mutation {
+  """
+  Sets a monthly limit in USD: the organisation's (no userId) or one user's of the organisation,
+  replacing the one there was. Admins only. Once a limit is spent in a calendar month (UTC),
+  sendMessage is refused with extensions.code BUDGET_EXCEEDED, and a running turn that crosses it
+  finishes its current step and fails with that reason.
+  """
+  setBudget(input: SetBudgetInput!): Budget!
+}
+
+input SetBudgetInput {
+  "The user whose limit this is; none: the organisation's."
+  userId: ID
+  "USD per calendar month (UTC), 0 or more; exact to the micro-dollar."
+  monthlyLimit: Float!
+}
+
+"A monthly spending limit and this month's spend against it."
+type Budget {
+  id: ID!
+  "Whose limit; null: the organisation's."
+  user: User
+  "USD per calendar month in UTC."
+  monthlyLimit: Float!
+  "USD spent this calendar month (UTC): the cost of the model calls of the user (or the whole organisation)."
+  spent: Float!
+  "USD left, never below 0."
+  left: Float!
+  "The month spent is counted in, YYYY-MM (UTC)."
+  month: String!
+}
+
+"What budget_check tells: this month's spend and what is left, for the user and the organisation."
+type BudgetStatus {
+  "YYYY-MM, UTC."
+  month: String!
+  user: BudgetLine!
+  organization: BudgetLine!
+}
+
+type BudgetLine {
+  "USD; null: no limit set."
+  monthlyLimit: Float
+  "USD spent this calendar month (UTC)."
+  spent: Float!
+  "USD left of the limit (never below 0); null: no limit set."
+  left: Float
 }
 `, BuiltIn: false},
 	{Name: "../catalogue.graphqls", Input: `extend type Query {
@@ -4714,6 +4916,48 @@ func (ec *executionContext) childFields_ArgumentRepair(ctx context.Context, fiel
 	return nil, fmt.Errorf("no field named %q was found under type ArgumentRepair", field.Name)
 }
 
+func (ec *executionContext) childFields_Budget(ctx context.Context, field graphql.CollectedField) (*graphql.FieldContext, error) {
+	switch field.Name {
+	case "id":
+		return ec.fieldContext_Budget_id(ctx, field)
+	case "user":
+		return ec.fieldContext_Budget_user(ctx, field)
+	case "monthlyLimit":
+		return ec.fieldContext_Budget_monthlyLimit(ctx, field)
+	case "spent":
+		return ec.fieldContext_Budget_spent(ctx, field)
+	case "left":
+		return ec.fieldContext_Budget_left(ctx, field)
+	case "month":
+		return ec.fieldContext_Budget_month(ctx, field)
+	}
+	return nil, fmt.Errorf("no field named %q was found under type Budget", field.Name)
+}
+
+func (ec *executionContext) childFields_BudgetLine(ctx context.Context, field graphql.CollectedField) (*graphql.FieldContext, error) {
+	switch field.Name {
+	case "monthlyLimit":
+		return ec.fieldContext_BudgetLine_monthlyLimit(ctx, field)
+	case "spent":
+		return ec.fieldContext_BudgetLine_spent(ctx, field)
+	case "left":
+		return ec.fieldContext_BudgetLine_left(ctx, field)
+	}
+	return nil, fmt.Errorf("no field named %q was found under type BudgetLine", field.Name)
+}
+
+func (ec *executionContext) childFields_BudgetStatus(ctx context.Context, field graphql.CollectedField) (*graphql.FieldContext, error) {
+	switch field.Name {
+	case "month":
+		return ec.fieldContext_BudgetStatus_month(ctx, field)
+	case "user":
+		return ec.fieldContext_BudgetStatus_user(ctx, field)
+	case "organization":
+		return ec.fieldContext_BudgetStatus_organization(ctx, field)
+	}
+	return nil, fmt.Errorf("no field named %q was found under type BudgetStatus", field.Name)
+}
+
 func (ec *executionContext) childFields_Calculation(ctx context.Context, field graphql.CollectedField) (*graphql.FieldContext, error) {
 	switch field.Name {
 	case "value":
@@ -5934,6 +6178,20 @@ func (ec *executionContext) field_Mutation_sendMessage_args(ctx context.Context,
 	return args, nil
 }
 
+func (ec *executionContext) field_Mutation_setBudget_args(ctx context.Context, rawArgs map[string]any) (map[string]any, error) {
+	var err error
+	args := map[string]any{}
+	arg0, err := graphql.ProcessArgField(ctx, rawArgs, "input",
+		func(ctx context.Context, v any) (model.SetBudgetInput, error) {
+			return ec.unmarshalNSetBudgetInput2githubᚗcomᚋtoolgateᚋtoolgateᚋgraphᚋmodelᚐSetBudgetInput(ctx, v)
+		})
+	if err != nil {
+		return nil, err
+	}
+	args["input"] = arg0
+	return args, nil
+}
+
 func (ec *executionContext) field_Mutation_startConversation_args(ctx context.Context, rawArgs map[string]any) (map[string]any, error) {
 	var err error
 	args := map[string]any{}
@@ -6063,6 +6321,20 @@ func (ec *executionContext) field_Query_agents_args(ctx context.Context, rawArgs
 		return nil, err
 	}
 	args["orderBy"] = arg4
+	return args, nil
+}
+
+func (ec *executionContext) field_Query_budgetCheck_args(ctx context.Context, rawArgs map[string]any) (map[string]any, error) {
+	var err error
+	args := map[string]any{}
+	arg0, err := graphql.ProcessArgField(ctx, rawArgs, "conversationId",
+		func(ctx context.Context, v any) (*int, error) {
+			return ec.unmarshalOID2ᚖint(ctx, v)
+		})
+	if err != nil {
+		return nil, err
+	}
+	args["conversationId"] = arg0
 	return args, nil
 }
 
@@ -7641,6 +7913,309 @@ func (ec *executionContext) _ArgumentRepair_path(ctx context.Context, field grap
 }
 func (ec *executionContext) fieldContext_ArgumentRepair_path(_ context.Context, field graphql.CollectedField) (fc *graphql.FieldContext, err error) {
 	return graphql.NewScalarFieldContext("ArgumentRepair", field, false, false, "String")
+}
+
+func (ec *executionContext) _Budget_id(ctx context.Context, field graphql.CollectedField, obj *ent.Budget) (ret graphql.Marshaler) {
+	return graphql.ResolveField(
+		ctx,
+		ec.OperationContext,
+		field,
+		func(ctx context.Context, field graphql.CollectedField) (*graphql.FieldContext, error) {
+			return ec.fieldContext_Budget_id(ctx, field)
+		},
+		func(ctx context.Context) (any, error) {
+			return obj.ID, nil
+		},
+		nil,
+		func(ctx context.Context, selections ast.SelectionSet, v int) graphql.Marshaler {
+			return ec.marshalNID2int(ctx, selections, v)
+		},
+		true,
+		true,
+	)
+}
+func (ec *executionContext) fieldContext_Budget_id(_ context.Context, field graphql.CollectedField) (fc *graphql.FieldContext, err error) {
+	return graphql.NewScalarFieldContext("Budget", field, false, false, "ID")
+}
+
+func (ec *executionContext) _Budget_user(ctx context.Context, field graphql.CollectedField, obj *ent.Budget) (ret graphql.Marshaler) {
+	return graphql.ResolveField(
+		ctx,
+		ec.OperationContext,
+		field,
+		func(ctx context.Context, field graphql.CollectedField) (*graphql.FieldContext, error) {
+			return ec.fieldContext_Budget_user(ctx, field)
+		},
+		func(ctx context.Context) (any, error) {
+			return ec.Resolvers.Budget().User(ctx, obj)
+		},
+		nil,
+		func(ctx context.Context, selections ast.SelectionSet, v *ent.User) graphql.Marshaler {
+			return ec.marshalOUser2ᚖgithubᚗcomᚋtoolgateᚋtoolgateᚋentᚐUser(ctx, selections, v)
+		},
+		true,
+		false,
+	)
+}
+func (ec *executionContext) fieldContext_Budget_user(_ context.Context, field graphql.CollectedField) (fc *graphql.FieldContext, err error) {
+	fc = &graphql.FieldContext{
+		Object:     "Budget",
+		Field:      field,
+		IsMethod:   true,
+		IsResolver: true,
+		Child: func(ctx context.Context, field graphql.CollectedField) (*graphql.FieldContext, error) {
+			return ec.childFields_User(ctx, field)
+		},
+	}
+	return fc, nil
+}
+
+func (ec *executionContext) _Budget_monthlyLimit(ctx context.Context, field graphql.CollectedField, obj *ent.Budget) (ret graphql.Marshaler) {
+	return graphql.ResolveField(
+		ctx,
+		ec.OperationContext,
+		field,
+		func(ctx context.Context, field graphql.CollectedField) (*graphql.FieldContext, error) {
+			return ec.fieldContext_Budget_monthlyLimit(ctx, field)
+		},
+		func(ctx context.Context) (any, error) {
+			return ec.Resolvers.Budget().MonthlyLimit(ctx, obj)
+		},
+		nil,
+		func(ctx context.Context, selections ast.SelectionSet, v float64) graphql.Marshaler {
+			return ec.marshalNFloat2float64(ctx, selections, v)
+		},
+		true,
+		true,
+	)
+}
+func (ec *executionContext) fieldContext_Budget_monthlyLimit(_ context.Context, field graphql.CollectedField) (fc *graphql.FieldContext, err error) {
+	return graphql.NewScalarFieldContext("Budget", field, true, true, "Float")
+}
+
+func (ec *executionContext) _Budget_spent(ctx context.Context, field graphql.CollectedField, obj *ent.Budget) (ret graphql.Marshaler) {
+	return graphql.ResolveField(
+		ctx,
+		ec.OperationContext,
+		field,
+		func(ctx context.Context, field graphql.CollectedField) (*graphql.FieldContext, error) {
+			return ec.fieldContext_Budget_spent(ctx, field)
+		},
+		func(ctx context.Context) (any, error) {
+			return ec.Resolvers.Budget().Spent(ctx, obj)
+		},
+		nil,
+		func(ctx context.Context, selections ast.SelectionSet, v float64) graphql.Marshaler {
+			return ec.marshalNFloat2float64(ctx, selections, v)
+		},
+		true,
+		true,
+	)
+}
+func (ec *executionContext) fieldContext_Budget_spent(_ context.Context, field graphql.CollectedField) (fc *graphql.FieldContext, err error) {
+	return graphql.NewScalarFieldContext("Budget", field, true, true, "Float")
+}
+
+func (ec *executionContext) _Budget_left(ctx context.Context, field graphql.CollectedField, obj *ent.Budget) (ret graphql.Marshaler) {
+	return graphql.ResolveField(
+		ctx,
+		ec.OperationContext,
+		field,
+		func(ctx context.Context, field graphql.CollectedField) (*graphql.FieldContext, error) {
+			return ec.fieldContext_Budget_left(ctx, field)
+		},
+		func(ctx context.Context) (any, error) {
+			return ec.Resolvers.Budget().Left(ctx, obj)
+		},
+		nil,
+		func(ctx context.Context, selections ast.SelectionSet, v float64) graphql.Marshaler {
+			return ec.marshalNFloat2float64(ctx, selections, v)
+		},
+		true,
+		true,
+	)
+}
+func (ec *executionContext) fieldContext_Budget_left(_ context.Context, field graphql.CollectedField) (fc *graphql.FieldContext, err error) {
+	return graphql.NewScalarFieldContext("Budget", field, true, true, "Float")
+}
+
+func (ec *executionContext) _Budget_month(ctx context.Context, field graphql.CollectedField, obj *ent.Budget) (ret graphql.Marshaler) {
+	return graphql.ResolveField(
+		ctx,
+		ec.OperationContext,
+		field,
+		func(ctx context.Context, field graphql.CollectedField) (*graphql.FieldContext, error) {
+			return ec.fieldContext_Budget_month(ctx, field)
+		},
+		func(ctx context.Context) (any, error) {
+			return ec.Resolvers.Budget().Month(ctx, obj)
+		},
+		nil,
+		func(ctx context.Context, selections ast.SelectionSet, v string) graphql.Marshaler {
+			return ec.marshalNString2string(ctx, selections, v)
+		},
+		true,
+		true,
+	)
+}
+func (ec *executionContext) fieldContext_Budget_month(_ context.Context, field graphql.CollectedField) (fc *graphql.FieldContext, err error) {
+	return graphql.NewScalarFieldContext("Budget", field, true, true, "String")
+}
+
+func (ec *executionContext) _BudgetLine_monthlyLimit(ctx context.Context, field graphql.CollectedField, obj *model.BudgetLine) (ret graphql.Marshaler) {
+	return graphql.ResolveField(
+		ctx,
+		ec.OperationContext,
+		field,
+		func(ctx context.Context, field graphql.CollectedField) (*graphql.FieldContext, error) {
+			return ec.fieldContext_BudgetLine_monthlyLimit(ctx, field)
+		},
+		func(ctx context.Context) (any, error) {
+			return obj.MonthlyLimit, nil
+		},
+		nil,
+		func(ctx context.Context, selections ast.SelectionSet, v *float64) graphql.Marshaler {
+			return ec.marshalOFloat2ᚖfloat64(ctx, selections, v)
+		},
+		true,
+		false,
+	)
+}
+func (ec *executionContext) fieldContext_BudgetLine_monthlyLimit(_ context.Context, field graphql.CollectedField) (fc *graphql.FieldContext, err error) {
+	return graphql.NewScalarFieldContext("BudgetLine", field, false, false, "Float")
+}
+
+func (ec *executionContext) _BudgetLine_spent(ctx context.Context, field graphql.CollectedField, obj *model.BudgetLine) (ret graphql.Marshaler) {
+	return graphql.ResolveField(
+		ctx,
+		ec.OperationContext,
+		field,
+		func(ctx context.Context, field graphql.CollectedField) (*graphql.FieldContext, error) {
+			return ec.fieldContext_BudgetLine_spent(ctx, field)
+		},
+		func(ctx context.Context) (any, error) {
+			return obj.Spent, nil
+		},
+		nil,
+		func(ctx context.Context, selections ast.SelectionSet, v float64) graphql.Marshaler {
+			return ec.marshalNFloat2float64(ctx, selections, v)
+		},
+		true,
+		true,
+	)
+}
+func (ec *executionContext) fieldContext_BudgetLine_spent(_ context.Context, field graphql.CollectedField) (fc *graphql.FieldContext, err error) {
+	return graphql.NewScalarFieldContext("BudgetLine", field, false, false, "Float")
+}
+
+func (ec *executionContext) _BudgetLine_left(ctx context.Context, field graphql.CollectedField, obj *model.BudgetLine) (ret graphql.Marshaler) {
+	return graphql.ResolveField(
+		ctx,
+		ec.OperationContext,
+		field,
+		func(ctx context.Context, field graphql.CollectedField) (*graphql.FieldContext, error) {
+			return ec.fieldContext_BudgetLine_left(ctx, field)
+		},
+		func(ctx context.Context) (any, error) {
+			return obj.Left, nil
+		},
+		nil,
+		func(ctx context.Context, selections ast.SelectionSet, v *float64) graphql.Marshaler {
+			return ec.marshalOFloat2ᚖfloat64(ctx, selections, v)
+		},
+		true,
+		false,
+	)
+}
+func (ec *executionContext) fieldContext_BudgetLine_left(_ context.Context, field graphql.CollectedField) (fc *graphql.FieldContext, err error) {
+	return graphql.NewScalarFieldContext("BudgetLine", field, false, false, "Float")
+}
+
+func (ec *executionContext) _BudgetStatus_month(ctx context.Context, field graphql.CollectedField, obj *model.BudgetStatus) (ret graphql.Marshaler) {
+	return graphql.ResolveField(
+		ctx,
+		ec.OperationContext,
+		field,
+		func(ctx context.Context, field graphql.CollectedField) (*graphql.FieldContext, error) {
+			return ec.fieldContext_BudgetStatus_month(ctx, field)
+		},
+		func(ctx context.Context) (any, error) {
+			return obj.Month, nil
+		},
+		nil,
+		func(ctx context.Context, selections ast.SelectionSet, v string) graphql.Marshaler {
+			return ec.marshalNString2string(ctx, selections, v)
+		},
+		true,
+		true,
+	)
+}
+func (ec *executionContext) fieldContext_BudgetStatus_month(_ context.Context, field graphql.CollectedField) (fc *graphql.FieldContext, err error) {
+	return graphql.NewScalarFieldContext("BudgetStatus", field, false, false, "String")
+}
+
+func (ec *executionContext) _BudgetStatus_user(ctx context.Context, field graphql.CollectedField, obj *model.BudgetStatus) (ret graphql.Marshaler) {
+	return graphql.ResolveField(
+		ctx,
+		ec.OperationContext,
+		field,
+		func(ctx context.Context, field graphql.CollectedField) (*graphql.FieldContext, error) {
+			return ec.fieldContext_BudgetStatus_user(ctx, field)
+		},
+		func(ctx context.Context) (any, error) {
+			return obj.User, nil
+		},
+		nil,
+		func(ctx context.Context, selections ast.SelectionSet, v *model.BudgetLine) graphql.Marshaler {
+			return ec.marshalNBudgetLine2ᚖgithubᚗcomᚋtoolgateᚋtoolgateᚋgraphᚋmodelᚐBudgetLine(ctx, selections, v)
+		},
+		true,
+		true,
+	)
+}
+func (ec *executionContext) fieldContext_BudgetStatus_user(_ context.Context, field graphql.CollectedField) (fc *graphql.FieldContext, err error) {
+	fc = &graphql.FieldContext{
+		Object:     "BudgetStatus",
+		Field:      field,
+		IsMethod:   false,
+		IsResolver: false,
+		Child: func(ctx context.Context, field graphql.CollectedField) (*graphql.FieldContext, error) {
+			return ec.childFields_BudgetLine(ctx, field)
+		},
+	}
+	return fc, nil
+}
+
+func (ec *executionContext) _BudgetStatus_organization(ctx context.Context, field graphql.CollectedField, obj *model.BudgetStatus) (ret graphql.Marshaler) {
+	return graphql.ResolveField(
+		ctx,
+		ec.OperationContext,
+		field,
+		func(ctx context.Context, field graphql.CollectedField) (*graphql.FieldContext, error) {
+			return ec.fieldContext_BudgetStatus_organization(ctx, field)
+		},
+		func(ctx context.Context) (any, error) {
+			return obj.Organization, nil
+		},
+		nil,
+		func(ctx context.Context, selections ast.SelectionSet, v *model.BudgetLine) graphql.Marshaler {
+			return ec.marshalNBudgetLine2ᚖgithubᚗcomᚋtoolgateᚋtoolgateᚋgraphᚋmodelᚐBudgetLine(ctx, selections, v)
+		},
+		true,
+		true,
+	)
+}
+func (ec *executionContext) fieldContext_BudgetStatus_organization(_ context.Context, field graphql.CollectedField) (fc *graphql.FieldContext, err error) {
+	fc = &graphql.FieldContext{
+		Object:     "BudgetStatus",
+		Field:      field,
+		IsMethod:   false,
+		IsResolver: false,
+		Child: func(ctx context.Context, field graphql.CollectedField) (*graphql.FieldContext, error) {
+			return ec.childFields_BudgetLine(ctx, field)
+		},
+	}
+	return fc, nil
 }
 
 func (ec *executionContext) _Calculation_value(ctx context.Context, field graphql.CollectedField, obj *model.Calculation) (ret graphql.Marshaler) {
@@ -9662,6 +10237,50 @@ func (ec *executionContext) fieldContext_Mutation_suggestNextActions(ctx context
 	return fc, nil
 }
 
+func (ec *executionContext) _Mutation_setBudget(ctx context.Context, field graphql.CollectedField) (ret graphql.Marshaler) {
+	return graphql.ResolveField(
+		ctx,
+		ec.OperationContext,
+		field,
+		func(ctx context.Context, field graphql.CollectedField) (*graphql.FieldContext, error) {
+			return ec.fieldContext_Mutation_setBudget(ctx, field)
+		},
+		func(ctx context.Context) (any, error) {
+			fc := graphql.GetFieldContext(ctx)
+			return ec.Resolvers.Mutation().SetBudget(ctx, fc.Args["input"].(model.SetBudgetInput))
+		},
+		nil,
+		func(ctx context.Context, selections ast.SelectionSet, v *ent.Budget) graphql.Marshaler {
+			return ec.marshalNBudget2ᚖgithubᚗcomᚋtoolgateᚋtoolgateᚋentᚐBudget(ctx, selections, v)
+		},
+		true,
+		true,
+	)
+}
+func (ec *executionContext) fieldContext_Mutation_setBudget(ctx context.Context, field graphql.CollectedField) (fc *graphql.FieldContext, err error) {
+	fc = &graphql.FieldContext{
+		Object:     "Mutation",
+		Field:      field,
+		IsMethod:   true,
+		IsResolver: true,
+		Child: func(ctx context.Context, field graphql.CollectedField) (*graphql.FieldContext, error) {
+			return ec.childFields_Budget(ctx, field)
+		},
+	}
+	defer func() {
+		if r := recover(); r != nil {
+			err = ec.Recover(ctx, r)
+			ec.Error(ctx, err)
+		}
+	}()
+	ctx = graphql.WithFieldContext(ctx, fc)
+	if fc.Args, err = ec.field_Mutation_setBudget_args(ctx, field.ArgumentMap(ec.Variables)); err != nil {
+		ec.Error(ctx, err)
+		return fc, err
+	}
+	return fc, nil
+}
+
 func (ec *executionContext) _Mutation_runCode(ctx context.Context, field graphql.CollectedField) (ret graphql.Marshaler) {
 	return graphql.ResolveField(
 		ctx,
@@ -10511,6 +11130,82 @@ func (ec *executionContext) fieldContext_Query_calculate(ctx context.Context, fi
 	}()
 	ctx = graphql.WithFieldContext(ctx, fc)
 	if fc.Args, err = ec.field_Query_calculate_args(ctx, field.ArgumentMap(ec.Variables)); err != nil {
+		ec.Error(ctx, err)
+		return fc, err
+	}
+	return fc, nil
+}
+
+func (ec *executionContext) _Query_budgets(ctx context.Context, field graphql.CollectedField) (ret graphql.Marshaler) {
+	return graphql.ResolveField(
+		ctx,
+		ec.OperationContext,
+		field,
+		func(ctx context.Context, field graphql.CollectedField) (*graphql.FieldContext, error) {
+			return ec.fieldContext_Query_budgets(ctx, field)
+		},
+		func(ctx context.Context) (any, error) {
+			return ec.Resolvers.Query().Budgets(ctx)
+		},
+		nil,
+		func(ctx context.Context, selections ast.SelectionSet, v []*ent.Budget) graphql.Marshaler {
+			return ec.marshalNBudget2ᚕᚖgithubᚗcomᚋtoolgateᚋtoolgateᚋentᚐBudgetᚄ(ctx, selections, v)
+		},
+		true,
+		true,
+	)
+}
+func (ec *executionContext) fieldContext_Query_budgets(_ context.Context, field graphql.CollectedField) (fc *graphql.FieldContext, err error) {
+	fc = &graphql.FieldContext{
+		Object:     "Query",
+		Field:      field,
+		IsMethod:   true,
+		IsResolver: true,
+		Child: func(ctx context.Context, field graphql.CollectedField) (*graphql.FieldContext, error) {
+			return ec.childFields_Budget(ctx, field)
+		},
+	}
+	return fc, nil
+}
+
+func (ec *executionContext) _Query_budgetCheck(ctx context.Context, field graphql.CollectedField) (ret graphql.Marshaler) {
+	return graphql.ResolveField(
+		ctx,
+		ec.OperationContext,
+		field,
+		func(ctx context.Context, field graphql.CollectedField) (*graphql.FieldContext, error) {
+			return ec.fieldContext_Query_budgetCheck(ctx, field)
+		},
+		func(ctx context.Context) (any, error) {
+			fc := graphql.GetFieldContext(ctx)
+			return ec.Resolvers.Query().BudgetCheck(ctx, fc.Args["conversationId"].(*int))
+		},
+		nil,
+		func(ctx context.Context, selections ast.SelectionSet, v *model.BudgetStatus) graphql.Marshaler {
+			return ec.marshalNBudgetStatus2ᚖgithubᚗcomᚋtoolgateᚋtoolgateᚋgraphᚋmodelᚐBudgetStatus(ctx, selections, v)
+		},
+		true,
+		true,
+	)
+}
+func (ec *executionContext) fieldContext_Query_budgetCheck(ctx context.Context, field graphql.CollectedField) (fc *graphql.FieldContext, err error) {
+	fc = &graphql.FieldContext{
+		Object:     "Query",
+		Field:      field,
+		IsMethod:   true,
+		IsResolver: true,
+		Child: func(ctx context.Context, field graphql.CollectedField) (*graphql.FieldContext, error) {
+			return ec.childFields_BudgetStatus(ctx, field)
+		},
+	}
+	defer func() {
+		if r := recover(); r != nil {
+			err = ec.Recover(ctx, r)
+			ec.Error(ctx, err)
+		}
+	}()
+	ctx = graphql.WithFieldContext(ctx, fc)
+	if fc.Args, err = ec.field_Query_budgetCheck_args(ctx, field.ArgumentMap(ec.Variables)); err != nil {
 		ec.Error(ctx, err)
 		return fc, err
 	}
@@ -17994,6 +18689,55 @@ func UnmarshalSendMessageInput(ctx context.Context, raw any) (model.SendMessageI
 	return out, err
 }
 
+func (ec *executionContext) unmarshalInputSetBudgetInput(ctx context.Context, obj any) (model.SetBudgetInput, error) {
+	var it model.SetBudgetInput
+	if obj == nil {
+		return it, nil
+	}
+
+	asMap := map[string]any{}
+	for k, v := range obj.(map[string]any) {
+		asMap[k] = v
+	}
+
+	fieldsInOrder := [...]string{"userId", "monthlyLimit"}
+	for _, k := range fieldsInOrder {
+		v, ok := asMap[k]
+		if !ok {
+			continue
+		}
+		switch k {
+		case "userId":
+			ctx := graphql.WithPathContext(ctx, graphql.NewPathWithField("userId"))
+			data, err := ec.unmarshalOID2ᚖint(ctx, v)
+			if err != nil {
+				return it, err
+			}
+			it.UserID = data
+		case "monthlyLimit":
+			ctx := graphql.WithPathContext(ctx, graphql.NewPathWithField("monthlyLimit"))
+			data, err := ec.unmarshalNFloat2float64(ctx, v)
+			if err != nil {
+				return it, err
+			}
+			it.MonthlyLimit = data
+		}
+	}
+	return it, nil
+}
+
+// UnmarshalSetBudgetInput unmarshals raw into the SetBudgetInput input type, using the
+// unmarshaler bound to ctx's request. Call it from a resolver to decode an input
+// object that was not passed as a field argument.
+//
+// ctx must come from a gqlgen request; outside one there is no unmarshaler to use
+// and the returned error says so.
+func UnmarshalSetBudgetInput(ctx context.Context, raw any) (model.SetBudgetInput, error) {
+	var out model.SetBudgetInput
+	err := graphql.UnmarshalNamedInputFromContext(ctx, "SetBudgetInput", raw, &out)
+	return out, err
+}
+
 func (ec *executionContext) unmarshalInputStartConversationInput(ctx context.Context, obj any) (model.StartConversationInput, error) {
 	var it model.StartConversationInput
 	if obj == nil {
@@ -19438,6 +20182,155 @@ func (ec *executionContext) _ArgumentRepair(ctx context.Context, sel ast.Selecti
 	return out
 }
 
+var budgetImplementors = []string{"Budget"}
+
+func (ec *executionContext) _Budget(ctx context.Context, sel ast.SelectionSet, obj *ent.Budget) graphql.Marshaler {
+	fields := graphql.CollectFields(ec.OperationContext, sel, budgetImplementors)
+
+	out := graphql.NewFieldSet(fields)
+	deferred := graphql.NewDeferredGroup(ctx)
+	for i, field := range fields {
+		switch field.Name {
+		case "__typename":
+			out.Values[i] = graphql.MarshalString("Budget")
+		case "id":
+			out.Values[i] = ec._Budget_id(ctx, field, obj)
+			if out.Values[i] == graphql.Null {
+				atomic.AddUint32(&out.Invalids, 1)
+			}
+		case "user":
+			out.ResolveConcurrently(ec.OperationContext, &deferred, i,
+				true, false,
+				func(ctx context.Context) graphql.Marshaler {
+					return ec._Budget_user(ctx, field, obj)
+				})
+		case "monthlyLimit":
+			out.ResolveConcurrently(ec.OperationContext, &deferred, i,
+				true, true,
+				func(ctx context.Context) graphql.Marshaler {
+					return ec._Budget_monthlyLimit(ctx, field, obj)
+				})
+		case "spent":
+			out.ResolveConcurrently(ec.OperationContext, &deferred, i,
+				true, true,
+				func(ctx context.Context) graphql.Marshaler {
+					return ec._Budget_spent(ctx, field, obj)
+				})
+		case "left":
+			out.ResolveConcurrently(ec.OperationContext, &deferred, i,
+				true, true,
+				func(ctx context.Context) graphql.Marshaler {
+					return ec._Budget_left(ctx, field, obj)
+				})
+		case "month":
+			out.ResolveConcurrently(ec.OperationContext, &deferred, i,
+				true, true,
+				func(ctx context.Context) graphql.Marshaler {
+					return ec._Budget_month(ctx, field, obj)
+				})
+		default:
+			panic("unknown field " + strconv.Quote(field.Name))
+		}
+	}
+	out.Dispatch(ctx)
+	if out.Invalids > 0 {
+		return graphql.Null
+	}
+
+	if n := len(deferred.Defers); n > 0 {
+		atomic.AddInt32(&ec.Deferred, int32(min(n, math.MaxInt32)))
+		ec.ProcessDeferredGroup(deferred)
+	}
+
+	return out
+}
+
+var budgetLineImplementors = []string{"BudgetLine"}
+
+func (ec *executionContext) _BudgetLine(ctx context.Context, sel ast.SelectionSet, obj *model.BudgetLine) graphql.Marshaler {
+	fields := graphql.CollectFields(ec.OperationContext, sel, budgetLineImplementors)
+
+	out := graphql.NewFieldSet(fields)
+	deferred := graphql.NewDeferredGroup(ctx)
+	for i, field := range fields {
+		switch field.Name {
+		case "__typename":
+			out.Values[i] = graphql.MarshalString("BudgetLine")
+		case "monthlyLimit":
+			out.Values[i] = ec._BudgetLine_monthlyLimit(ctx, field, obj)
+			if out.Values[i] == graphql.RequiredNull {
+				out.Invalids++
+			}
+		case "spent":
+			out.Values[i] = ec._BudgetLine_spent(ctx, field, obj)
+			if out.Values[i] == graphql.Null {
+				out.Invalids++
+			}
+		case "left":
+			out.Values[i] = ec._BudgetLine_left(ctx, field, obj)
+			if out.Values[i] == graphql.RequiredNull {
+				out.Invalids++
+			}
+		default:
+			panic("unknown field " + strconv.Quote(field.Name))
+		}
+	}
+	out.Dispatch(ctx)
+	if out.Invalids > 0 {
+		return graphql.Null
+	}
+
+	if n := len(deferred.Defers); n > 0 {
+		atomic.AddInt32(&ec.Deferred, int32(min(n, math.MaxInt32)))
+		ec.ProcessDeferredGroup(deferred)
+	}
+
+	return out
+}
+
+var budgetStatusImplementors = []string{"BudgetStatus"}
+
+func (ec *executionContext) _BudgetStatus(ctx context.Context, sel ast.SelectionSet, obj *model.BudgetStatus) graphql.Marshaler {
+	fields := graphql.CollectFields(ec.OperationContext, sel, budgetStatusImplementors)
+
+	out := graphql.NewFieldSet(fields)
+	deferred := graphql.NewDeferredGroup(ctx)
+	for i, field := range fields {
+		switch field.Name {
+		case "__typename":
+			out.Values[i] = graphql.MarshalString("BudgetStatus")
+		case "month":
+			out.Values[i] = ec._BudgetStatus_month(ctx, field, obj)
+			if out.Values[i] == graphql.Null {
+				out.Invalids++
+			}
+		case "user":
+			out.Values[i] = ec._BudgetStatus_user(ctx, field, obj)
+			if out.Values[i] == graphql.Null {
+				out.Invalids++
+			}
+		case "organization":
+			out.Values[i] = ec._BudgetStatus_organization(ctx, field, obj)
+			if out.Values[i] == graphql.Null {
+				out.Invalids++
+			}
+		default:
+			panic("unknown field " + strconv.Quote(field.Name))
+		}
+	}
+	out.Dispatch(ctx)
+	if out.Invalids > 0 {
+		return graphql.Null
+	}
+
+	if n := len(deferred.Defers); n > 0 {
+		atomic.AddInt32(&ec.Deferred, int32(min(n, math.MaxInt32)))
+		ec.ProcessDeferredGroup(deferred)
+	}
+
+	return out
+}
+
 var calculationImplementors = []string{"Calculation"}
 
 func (ec *executionContext) _Calculation(ctx context.Context, sel ast.SelectionSet, obj *model.Calculation) graphql.Marshaler {
@@ -20281,6 +21174,13 @@ func (ec *executionContext) _Mutation(ctx context.Context, sel ast.SelectionSet)
 			if out.Values[i] == graphql.Null {
 				out.Invalids++
 			}
+		case "setBudget":
+			out.Values[i] = ec.OperationContext.RootResolverMiddleware(innerCtx, func(ctx context.Context) (res graphql.Marshaler) {
+				return ec._Mutation_setBudget(ctx, field)
+			})
+			if out.Values[i] == graphql.Null {
+				out.Invalids++
+			}
 		case "runCode":
 			out.Values[i] = ec.OperationContext.RootResolverMiddleware(innerCtx, func(ctx context.Context) (res graphql.Marshaler) {
 				return ec._Mutation_runCode(ctx, field)
@@ -20516,6 +21416,18 @@ func (ec *executionContext) _Query(ctx context.Context, sel ast.SelectionSet) gr
 				true, true,
 				func(ctx context.Context) graphql.Marshaler {
 					return ec._Query_calculate(ctx, field)
+				})
+		case "budgets":
+			out.ResolveRootConcurrently(innerCtx, ec.OperationContext, i,
+				true, true,
+				func(ctx context.Context) graphql.Marshaler {
+					return ec._Query_budgets(ctx, field)
+				})
+		case "budgetCheck":
+			out.ResolveRootConcurrently(innerCtx, ec.OperationContext, i,
+				true, true,
+				func(ctx context.Context) graphql.Marshaler {
+					return ec._Query_budgetCheck(ctx, field)
 				})
 		case "catalogue":
 			out.ResolveRootConcurrently(innerCtx, ec.OperationContext, i,
@@ -23169,6 +24081,46 @@ func (ec *executionContext) marshalNBoolean2bool(ctx context.Context, sel ast.Se
 	return res
 }
 
+func (ec *executionContext) marshalNBudget2ᚕᚖgithubᚗcomᚋtoolgateᚋtoolgateᚋentᚐBudgetᚄ(ctx context.Context, sel ast.SelectionSet, v []*ent.Budget) graphql.Marshaler {
+	ret := graphql.MarshalSliceConcurrently(ctx, len(v), 0, false, func(ctx context.Context, i int) graphql.Marshaler {
+		fc := graphql.GetFieldContext(ctx)
+		fc.Result = &v[i]
+		return ec.marshalNBudget2ᚖgithubᚗcomᚋtoolgateᚋtoolgateᚋentᚐBudget(ctx, sel, v[i])
+	})
+
+	for _, e := range ret {
+		if e == graphql.Null {
+			return graphql.Null
+		}
+	}
+
+	return ret
+}
+
+func (ec *executionContext) marshalNBudget2ᚖgithubᚗcomᚋtoolgateᚋtoolgateᚋentᚐBudget(ctx context.Context, sel ast.SelectionSet, v *ent.Budget) graphql.Marshaler {
+	if v == nil {
+		graphql.AddInvalidNullError(ctx, "Budget!")
+		return graphql.Null
+	}
+	return ec._Budget(ctx, sel, v)
+}
+
+func (ec *executionContext) marshalNBudgetLine2ᚖgithubᚗcomᚋtoolgateᚋtoolgateᚋgraphᚋmodelᚐBudgetLine(ctx context.Context, sel ast.SelectionSet, v *model.BudgetLine) graphql.Marshaler {
+	if v == nil {
+		graphql.AddInvalidNullError(ctx, "BudgetLine!")
+		return graphql.Null
+	}
+	return ec._BudgetLine(ctx, sel, v)
+}
+
+func (ec *executionContext) marshalNBudgetStatus2ᚖgithubᚗcomᚋtoolgateᚋtoolgateᚋgraphᚋmodelᚐBudgetStatus(ctx context.Context, sel ast.SelectionSet, v *model.BudgetStatus) graphql.Marshaler {
+	if v == nil {
+		graphql.AddInvalidNullError(ctx, "BudgetStatus!")
+		return graphql.Null
+	}
+	return ec._BudgetStatus(ctx, sel, v)
+}
+
 func (ec *executionContext) marshalNCalculation2ᚖgithubᚗcomᚋtoolgateᚋtoolgateᚋgraphᚋmodelᚐCalculation(ctx context.Context, sel ast.SelectionSet, v *model.Calculation) graphql.Marshaler {
 	if v == nil {
 		graphql.AddInvalidNullError(ctx, "Calculation!")
@@ -23592,6 +24544,11 @@ func (ec *executionContext) marshalNResultKind2githubᚗcomᚋtoolgateᚋtoolgat
 
 func (ec *executionContext) unmarshalNSendMessageInput2githubᚗcomᚋtoolgateᚋtoolgateᚋgraphᚋmodelᚐSendMessageInput(ctx context.Context, v any) (model.SendMessageInput, error) {
 	res, err := ec.unmarshalInputSendMessageInput(ctx, v)
+	return res, graphql.ErrorOnPath(ctx, err)
+}
+
+func (ec *executionContext) unmarshalNSetBudgetInput2githubᚗcomᚋtoolgateᚋtoolgateᚋgraphᚋmodelᚐSetBudgetInput(ctx context.Context, v any) (model.SetBudgetInput, error) {
+	res, err := ec.unmarshalInputSetBudgetInput(ctx, v)
 	return res, graphql.ErrorOnPath(ctx, err)
 }
 
@@ -24630,6 +25587,23 @@ func (ec *executionContext) marshalOFieldStep2ᚕgithubᚗcomᚋtoolgateᚋtoolg
 	}
 
 	return ret
+}
+
+func (ec *executionContext) unmarshalOFloat2ᚖfloat64(ctx context.Context, v any) (*float64, error) {
+	if v == nil {
+		return nil, nil
+	}
+	res, err := graphql.UnmarshalFloatContext(ctx, v)
+	return &res, graphql.ErrorOnPath(ctx, err)
+}
+
+func (ec *executionContext) marshalOFloat2ᚖfloat64(ctx context.Context, sel ast.SelectionSet, v *float64) graphql.Marshaler {
+	if v == nil {
+		return graphql.Null
+	}
+	_ = sel
+	res := graphql.MarshalFloatContext(*v)
+	return graphql.WrapContextMarshaler(ctx, res)
 }
 
 func (ec *executionContext) unmarshalOID2ᚕintᚄ(ctx context.Context, v any) ([]int, error) {

@@ -29,6 +29,23 @@ type AnswerClarificationInput struct {
 	Answer string `json:"answer"`
 }
 
+type BudgetLine struct {
+	// USD; null: no limit set.
+	MonthlyLimit *float64 `json:"monthlyLimit,omitempty"`
+	// USD spent this calendar month (UTC).
+	Spent float64 `json:"spent"`
+	// USD left of the limit (never below 0); null: no limit set.
+	Left *float64 `json:"left,omitempty"`
+}
+
+// What budget_check tells: this month's spend and what is left, for the user and the organisation.
+type BudgetStatus struct {
+	// YYYY-MM, UTC.
+	Month        string      `json:"month"`
+	User         *BudgetLine `json:"user"`
+	Organization *BudgetLine `json:"organization"`
+}
+
 type Calculation struct {
 	// The answer, rounded to 12 significant digits.
 	Value string `json:"value"`
@@ -87,6 +104,13 @@ type SendMessageInput struct {
 	Text           string `json:"text"`
 	// The browser's IANA time zone, e.g. Europe/Paris; none reads as UTC.
 	TimeZone *string `json:"timeZone,omitempty"`
+}
+
+type SetBudgetInput struct {
+	// The user whose limit this is; none: the organisation's.
+	UserID *int `json:"userId,omitempty"`
+	// USD per calendar month (UTC), 0 or more; exact to the micro-dollar.
+	MonthlyLimit float64 `json:"monthlyLimit"`
 }
 
 type StartConversationInput struct {

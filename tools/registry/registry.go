@@ -7,6 +7,7 @@ import (
 	"slices"
 
 	"github.com/toolgate/toolgate/tools"
+	"github.com/toolgate/toolgate/tools/budget"
 	"github.com/toolgate/toolgate/tools/calc"
 	"github.com/toolgate/toolgate/tools/catalog"
 	"github.com/toolgate/toolgate/tools/code"
@@ -30,6 +31,9 @@ func All() []tools.Definition {
 		workspace.Definitions,
 		web.Definitions,
 		code.Definitions,
+		[]tools.Definition{
+			budget.Check,
+		},
 		catalog.Definitions,
 		[]tools.Definition{
 			tasks.Definition,
