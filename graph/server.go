@@ -36,6 +36,7 @@ import (
 	"github.com/toolgate/toolgate/runtime/mcp"
 	"github.com/toolgate/toolgate/runtime/scope"
 	"github.com/toolgate/toolgate/tools"
+	"github.com/toolgate/toolgate/tools/budget"
 	"github.com/toolgate/toolgate/tools/code"
 	"github.com/toolgate/toolgate/tools/document"
 	"github.com/toolgate/toolgate/tools/web"
@@ -283,16 +284,19 @@ var errInternal = errors.New("internal error")
 func (s *Server) presentError(ctx context.Context, err error) *gqlerror.Error {
 	gqlErr := graphql.DefaultErrorPresenter(ctx, err)
 	var (
-		refusal *tools.Refusal
-		valErr  *ent.ValidationError
-		conErr  *ent.ConstraintError
-		source  *gqlerror.Error
+		refusal  *tools.Refusal
+		exceeded *budget.ExceededError
+		valErr   *ent.ValidationError
+		conErr   *ent.ConstraintError
+		source   *gqlerror.Error
 	)
 	switch {
 	case errors.Is(err, auth.ErrNotFound) || ent.IsNotFound(err):
 		return coded(gqlErr, "not found", "NOT_FOUND")
 	case errors.Is(err, auth.ErrForbidden):
 		return coded(gqlErr, "not permitted", "FORBIDDEN")
+	case errors.As(err, &exceeded):
+		return coded(gqlErr, exceeded.Error(), "BUDGET_EXCEEDED")
 	case errors.As(err, &refusal):
 		return coded(gqlErr, refusal.Error(), "BAD_USER_INPUT")
 	case errors.As(err, &valErr):

@@ -20,6 +20,7 @@ import (
 	"github.com/toolgate/toolgate/graph/model"
 	"github.com/toolgate/toolgate/runtime/events"
 	"github.com/toolgate/toolgate/tools"
+	"github.com/toolgate/toolgate/tools/budget"
 	"github.com/toolgate/toolgate/tools/registry"
 )
 
@@ -103,6 +104,11 @@ func (r *Resolver) sendMessage(ctx context.Context, in model.SendMessageInput) (
 	if busy {
 		return nil, errTurnBusy
 	}
+	// Who pays is the conversation's user and organisation: refused once
+	// either limit is spent this month, before a turn is stored.
+	if err := budget.Enforce(ctx, c, conv.OrganizationID, conv.UserID, r.now()); err != nil {
+		return nil, err
+	}
 	number := 1
 	last, err := c.Turn.Query().Where(turn.ConversationID(conv.ID)).Order(ent.Desc(turn.FieldNumber)).
 		Select(turn.FieldNumber).First(ctx)
@@ -112,10 +118,7 @@ func (r *Resolver) sendMessage(ctx context.Context, in model.SendMessageInput) (
 	case !ent.IsNotFound(err):
 		return nil, err
 	}
-	now := time.Now()
-	if r.Runner != nil {
-		now = r.Runner.Now()
-	}
+	now := r.now()
 	t, err := c.Turn.Create().
 		SetConversationID(conv.ID).SetNumber(number).SetUserText(text).SetTimeZone(zone).SetStartedAt(now).
 		Save(ctx)

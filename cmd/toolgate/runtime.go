@@ -30,6 +30,7 @@ import (
 	"github.com/toolgate/toolgate/runtime/model/replay"
 	"github.com/toolgate/toolgate/runtime/price"
 	"github.com/toolgate/toolgate/runtime/scope"
+	"github.com/toolgate/toolgate/tools/budget"
 	"github.com/toolgate/toolgate/tools/registry"
 )
 
@@ -165,10 +166,13 @@ func newRunner(ctx context.Context, c runtimeConfig, d *db.DB, dbURL, toolsURL s
 		Tools:        registry.All(),
 		MaxSteps:     c.maxSteps,
 		CallsPerTurn: c.historyCalls,
-		WebProvider:  c.webProvider,
-		EncodeID:     graph.EncodeID,
-		Queue:        d.Queue(),
-		Log:          log,
+		Budget: func(ctx context.Context, org, user int, now time.Time) error {
+			return budget.Enforce(ctx, client, org, user, now)
+		},
+		WebProvider: c.webProvider,
+		EncodeID:    graph.EncodeID,
+		Queue:       d.Queue(),
+		Log:         log,
 	})
 	if err != nil {
 		_ = bridge.Close()

@@ -18,7 +18,8 @@ import (
 //
 //	Scope(tenancy.Organization())                  organization_id: the organisation's (agents, knowledge bases, skills)
 //	Scope(tenancy.User(false))                     organization_id + user_id: the user's own, admins included (memories)
-//	Scope(tenancy.User(true))                      organization_id + user_id: the user's own; an admin's API token sees the organisation's (model calls, budgets)
+//	Scope(tenancy.User(true))                      organization_id + user_id: the user's own; an admin's API token sees the organisation's (model calls)
+//	Scope(tenancy.UserOrShared())                  organization_id + nullable user_id: the organisation's shared rows and the user's own; an admin's API token all (budgets)
 //	Scope(tenancy.InConversation("conversation_id")) a conversation the viewer reaches (files, tasks, attachments, artifacts)
 //	Scope(tenancy.InTurn("turn_id"))               a turn of such a conversation (tool calls)
 //	SystemOnly()                                   server rows no viewer reads (settings)

@@ -139,6 +139,7 @@ func seed(t *testing.T, d *db.DB) world {
 	b := c.Organization.Create().SetName("B").SaveX(ctx)
 	w.orgA, w.orgB = a.ID, b.ID
 	c.Setting.Create().SetKey("k").SetValue([]byte("v")).ExecX(ctx)
+	c.Budget.Create().SetOrganizationID(a.ID).SetMonthlyLimitMicros(1).ExecX(ctx) // A's own limit
 	users := map[string]int{}
 	for i, u := range []struct {
 		name  string
@@ -158,6 +159,7 @@ func seed(t *testing.T, d *db.DB) world {
 		c.StoredResult.Create().SetConversationID(conv.ID).SetRef("ref" + u.name).SetKind(schematype.KindText).
 			SetContent([]byte("x")).SetChars(1).SetBytes(1).SetItems(1).ExecX(ctx)
 		c.Task.Create().SetConversationID(conv.ID).SetPosition(0).SetTitle("t").ExecX(ctx)
+		c.Budget.Create().SetOrganizationID(u.org).SetUserID(usr.ID).SetMonthlyLimitMicros(1).ExecX(ctx)
 		c.Summary.Create().SetConversationID(conv.ID).SetFromTurn(1).SetToTurn(1).SetText("s").SetTurnID(tu.ID).SetModel("m").ExecX(ctx)
 		c.WorkspaceFile.Create().SetConversationID(conv.ID).SetPath("a.txt").SetContent("x").SetChars(1).SetBytes(1).ExecX(ctx)
 		kb := c.KnowledgeBase.Create().SetOrganizationID(u.org).SetName("kb").SaveX(ctx)
@@ -199,35 +201,35 @@ func TestScopesReachOnlyTheirRows(t *testing.T) {
 				name: "admin's API token: the organisation's rows",
 				give: tenancy.Viewer{OrganizationID: w.orgA, UserID: w.ada, Admin: true},
 				want: map[string]int{"Organization": 1, "User": 2, "APIToken": 2, "Agent": 2, "Application": 2,
-					"Conversation": 2, "Turn": 2, "ToolCall": 2, "ModelCall": 2, "StoredResult": 2, "Summary": 2, "Task": 2, "IdempotentResponse": 1, "WorkspaceFile": 2, "Artifact": 2, "ArtifactVersion": 2,
+					"Conversation": 2, "Turn": 2, "ToolCall": 2, "ModelCall": 2, "StoredResult": 2, "Summary": 2, "Budget": 3, "Task": 2, "IdempotentResponse": 1, "WorkspaceFile": 2, "Artifact": 2, "ArtifactVersion": 2,
 					"KnowledgeBase": 2, "Document": 2, "DocumentChunk": 2, "Attachment": 2},
 			},
 			{
 				name: "user's API token: the organisation's shared rows and the user's own",
 				give: tenancy.Viewer{OrganizationID: w.orgA, UserID: w.bob},
 				want: map[string]int{"Organization": 1, "User": 2, "APIToken": 1, "Agent": 2, "Application": 2,
-					"Conversation": 1, "Turn": 1, "ToolCall": 1, "ModelCall": 1, "StoredResult": 1, "Summary": 1, "Task": 1, "IdempotentResponse": 1, "WorkspaceFile": 1, "Artifact": 1, "ArtifactVersion": 1,
+					"Conversation": 1, "Turn": 1, "ToolCall": 1, "ModelCall": 1, "StoredResult": 1, "Summary": 1, "Budget": 2, "Task": 1, "IdempotentResponse": 1, "WorkspaceFile": 1, "Artifact": 1, "ArtifactVersion": 1,
 					"KnowledgeBase": 2, "Document": 2, "DocumentChunk": 2, "Attachment": 1},
 			},
 			{
 				name: "admin's turn scope token: the turn's conversation and the admin's own",
 				give: tenancy.Viewer{OrganizationID: w.orgA, UserID: w.ada, Admin: true, ConversationID: w.convAda, TurnID: w.turnAda},
 				want: map[string]int{"Organization": 1, "User": 2, "APIToken": 1, "Agent": 2, "Application": 2,
-					"Conversation": 1, "Turn": 1, "ToolCall": 1, "ModelCall": 1, "StoredResult": 1, "Summary": 1, "Task": 1, "IdempotentResponse": 1, "WorkspaceFile": 1, "Artifact": 1, "ArtifactVersion": 1,
+					"Conversation": 1, "Turn": 1, "ToolCall": 1, "ModelCall": 1, "StoredResult": 1, "Summary": 1, "Budget": 2, "Task": 1, "IdempotentResponse": 1, "WorkspaceFile": 1, "Artifact": 1, "ArtifactVersion": 1,
 					"KnowledgeBase": 2, "Document": 2, "DocumentChunk": 2, "Attachment": 1},
 			},
 			{
 				name: "a scope token naming another user's conversation reaches nothing of it",
 				give: tenancy.Viewer{OrganizationID: w.orgB, UserID: w.cy, Admin: true, ConversationID: w.convBob, TurnID: w.turnAda},
 				want: map[string]int{"Organization": 1, "User": 1, "APIToken": 1, "Agent": 1, "Application": 1,
-					"Conversation": 0, "Turn": 0, "ToolCall": 0, "ModelCall": 1, "StoredResult": 0, "Summary": 0, "Task": 0, "IdempotentResponse": 0, "WorkspaceFile": 0, "Artifact": 0, "ArtifactVersion": 0,
+					"Conversation": 0, "Turn": 0, "ToolCall": 0, "ModelCall": 1, "StoredResult": 0, "Summary": 0, "Budget": 1, "Task": 0, "IdempotentResponse": 0, "WorkspaceFile": 0, "Artifact": 0, "ArtifactVersion": 0,
 					"KnowledgeBase": 1, "Document": 1, "DocumentChunk": 1, "Attachment": 0},
 			},
 			{
 				name: "the other organisation's admin",
 				give: tenancy.Viewer{OrganizationID: w.orgB, UserID: w.cy, Admin: true},
 				want: map[string]int{"Organization": 1, "User": 1, "APIToken": 1, "Agent": 1, "Application": 1,
-					"Conversation": 1, "Turn": 1, "ToolCall": 1, "ModelCall": 1, "StoredResult": 1, "Summary": 1, "Task": 1, "IdempotentResponse": 1, "WorkspaceFile": 1, "Artifact": 1, "ArtifactVersion": 1,
+					"Conversation": 1, "Turn": 1, "ToolCall": 1, "ModelCall": 1, "StoredResult": 1, "Summary": 1, "Budget": 1, "Task": 1, "IdempotentResponse": 1, "WorkspaceFile": 1, "Artifact": 1, "ArtifactVersion": 1,
 					"KnowledgeBase": 1, "Document": 1, "DocumentChunk": 1, "Attachment": 1},
 			},
 		}

@@ -35,6 +35,20 @@ func User(admins bool) Reach {
 	}
 }
 
+// UserOrShared reaches the organisation's shared rows (user_id NULL) and
+// the viewer's own; an admin's API token reaches every user's rows of the
+// organisation (budgets: the organisation's limit and each user's).
+func UserOrShared() Reach {
+	return func(v *Viewer) func(*sql.Selector) {
+		return func(s *sql.Selector) {
+			s.Where(sql.EQ(s.C("organization_id"), v.OrganizationID))
+			if !v.organizationWide() {
+				s.Where(sql.Or(sql.IsNull(s.C("user_id")), sql.EQ(s.C("user_id"), v.UserID)))
+			}
+		}
+	}
+}
+
 // UserOf reaches rows that hold only a user_id: the viewer's own, or, for
 // an admin's API token, those of every user of the organisation.
 func UserOf() Reach {

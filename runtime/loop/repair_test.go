@@ -78,6 +78,7 @@ var canonical = map[string]string{
 	"list_tools":           `{}`,
 	"get_tool_schema":      `{"names": ["calculator"]}`,
 	"update_tasks":         `{"tasks": [{"title": "Budget", "status": "pending"}]}`,
+	"budget_check":         `{}`,
 	"research_web":         `{"queries": ["tides"], "maxPages": 1}`,
 	"read_page":            `{"url": "PAGE"}`,
 	"run_code":             `{"code": "console.log(toolResults.length)", "toolResults": ["REF"]}`,
@@ -179,7 +180,8 @@ func TestRepairedArgumentsReachEveryConsumer(t *testing.T) {
 			name := fmt.Sprintf("%s/%s/%s", tc.def.Name, tc.broken.rule, tc.broken.path)
 			t.Run(name, func(t *testing.T) {
 				t.Parallel()
-				conv := h.conversation(t, optional...)
+				// Every switch on: the switched tools are offered too.
+				conv := h.agent(t, map[string]any{"tools": optional, "budgetCheck": true})
 				h.gql(t, `mutation($c: ID) { writeFiles(conversationId: $c, files: [{path: "a.md", content: "one\n"}]) { files { path } } }`,
 					map[string]any{"c": conv})
 				want := strings.ReplaceAll(canonical[tc.def.Name], "PAGE", h.page)

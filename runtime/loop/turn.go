@@ -100,6 +100,13 @@ func (t *turnRun) run(ctx context.Context) error {
 		if paused {
 			return nil
 		}
+		// The step is finished: a limit it crossed stops the turn here,
+		// before another model call spends more.
+		if b := t.r.cfg.Budget; b != nil {
+			if err := b(ctx, t.conv.OrganizationID, t.conv.UserID, t.r.cfg.Now()); err != nil {
+				return err
+			}
+		}
 	}
 	return fmt.Errorf("step limit reached: %d model calls without a final answer", t.r.cfg.MaxSteps)
 }

@@ -8,6 +8,7 @@ import (
 
 	"github.com/toolgate/toolgate/tools"
 	"github.com/toolgate/toolgate/tools/artifact"
+	"github.com/toolgate/toolgate/tools/budget"
 	"github.com/toolgate/toolgate/tools/calc"
 	"github.com/toolgate/toolgate/tools/catalog"
 	"github.com/toolgate/toolgate/tools/code"
@@ -32,6 +33,9 @@ func All() []tools.Definition {
 		web.Definitions,
 		code.Definitions,
 		artifact.Writers,
+		[]tools.Definition{
+			budget.Check,
+		},
 		catalog.Definitions,
 		[]tools.Definition{
 			tasks.Definition,

@@ -1,0 +1,182 @@
+// Package budget is the Budget family: monthly spending limits in USD that
+// admins set for the organisation and for single users, what has been
+// spent against them in the calendar month (UTC), the budget_check tool,
+// and the check that refuses or stops a turn once a limit is spent.
+//
+// Limits are exact (integer micro-dollars); spend is the sum of the model
+// calls' costs started in the month, in UTC: a call at 23:30 on the 31st
+// in UTC−5 is already the 1st in UTC and counts in the next month.
+package budget
+
+import (
+	"context"
+	"fmt"
+	"math"
+	"time"
+
+	"github.com/toolgate/toolgate/ent"
+	entbudget "github.com/toolgate/toolgate/ent/budget"
+	"github.com/toolgate/toolgate/ent/modelcall"
+	"github.com/toolgate/toolgate/ent/tenancy"
+)
+
+// Micros is an exact amount of USD in millionths of a dollar.
+type Micros int64
+
+// MaxLimit is the largest monthly limit an admin may set, in USD.
+const MaxLimit = 1_000_000_000
+
+// FromUSD converts dollars to micro-dollars, rounding to the nearest.
+func FromUSD(usd float64) Micros { return Micros(math.Round(usd * 1e6)) }
+
+// USD is the amount in dollars, as the API shows money (Float USD).
+func (m Micros) USD() float64 { return float64(m) / 1e6 }
+
+// String is the amount as a person reads it: $12.50, or $0.000123 below a cent.
+func (m Micros) String() string {
+	if m != 0 && m%10_000 != 0 {
+		return fmt.Sprintf("$%.6f", m.USD())
+	}
+	return fmt.Sprintf("$%.2f", m.USD())
+}
+
+// Month returns the calendar month, in UTC, that t falls in: [start, end).
+func Month(t time.Time) (start, end time.Time) {
+	u := t.UTC()
+	start = time.Date(u.Year(), u.Month(), 1, 0, 0, 0, 0, time.UTC)
+	return start, start.AddDate(0, 1, 0)
+}
+
+// Spent sums the cost of the model calls of org (and of user, when not 0)
+// started in the UTC month of now. It reads as the system: the organisation's
+// total is part of what a member is told (budget_check).
+func Spent(ctx context.Context, c *ent.Client, org, user int, now time.Time) (Micros, error) {
+	start, end := Month(now)
+	q := c.ModelCall.Query().Where(modelcall.OrganizationID(org), modelcall.StartedAtGTE(start), modelcall.StartedAtLT(end))
+	if user != 0 {
+		q = q.Where(modelcall.UserID(user))
+	}
+	var rows []struct {
+		Sum *float64 `json:"sum"`
+	}
+	if err := q.Aggregate(ent.As(ent.Sum(modelcall.FieldCost), "sum")).Scan(tenancy.System(ctx), &rows); err != nil {
+		return 0, fmt.Errorf("sum spend: %w", err)
+	}
+	if len(rows) == 0 || rows[0].Sum == nil {
+		return 0, nil
+	}
+	return FromUSD(*rows[0].Sum), nil
+}
+
+// Line is one limit and what was spent against it this month.
+type Line struct {
+	// Limit is nil when no limit is set.
+	Limit *Micros
+	Spent Micros
+}
+
+// Left is what remains of the limit (never below zero), nil without one.
+func (l Line) Left() *Micros {
+	if l.Limit == nil {
+		return nil
+	}
+	left := max(*l.Limit-l.Spent, 0)
+	return &left
+}
+
+// Over reports whether the limit is spent.
+func (l Line) Over() bool { return l.Limit != nil && l.Spent >= *l.Limit }
+
+// Status is the month's spend and limits of one user and their organisation.
+type Status struct {
+	// Month is YYYY-MM in UTC.
+	Month        string
+	User         Line
+	Organization Line
+}
+
+// StatusOf reads the limits of org and user and what both spent in the UTC
+// month of now.
+func StatusOf(ctx context.Context, c *ent.Client, org, user int, now time.Time) (*Status, error) {
+	sys := tenancy.System(ctx)
+	rows, err := c.Budget.Query().
+		Where(entbudget.OrganizationID(org), entbudget.Or(entbudget.UserIDIsNil(), entbudget.UserID(user))).
+		All(sys)
+	if err != nil {
+		return nil, fmt.Errorf("load budgets: %w", err)
+	}
+	start, _ := Month(now)
+	s := &Status{Month: start.Format("2006-01")}
+	for _, b := range rows {
+		limit := Micros(b.MonthlyLimitMicros)
+		if b.UserID == nil {
+			s.Organization.Limit = &limit
+		} else {
+			s.User.Limit = &limit
+		}
+	}
+	if s.User.Spent, err = Spent(ctx, c, org, user, now); err != nil {
+		return nil, err
+	}
+	if s.Organization.Spent, err = Spent(ctx, c, org, 0, now); err != nil {
+		return nil, err
+	}
+	return s, nil
+}
+
+// ExceededError says which monthly limit is spent. Clients read it with
+// extensions.code BUDGET_EXCEEDED; a turn that crosses it fails with its
+// message as the reason.
+type ExceededError struct {
+	// Organization is true for the organisation's limit, false for the user's.
+	Organization bool
+	Limit, Spent Micros
+	Month        string
+}
+
+func (e *ExceededError) Error() string {
+	whose := "your"
+	if e.Organization {
+		whose = "the organisation's"
+	}
+	return fmt.Sprintf("budget exceeded: %s monthly limit of %s is spent (%s in %s, UTC)", whose, e.Limit, e.Spent, e.Month)
+}
+
+// Enforce returns an ExceededError when the user's or the organisation's
+// limit is spent this UTC month (the user's named first), nil otherwise.
+func Enforce(ctx context.Context, c *ent.Client, org, user int, now time.Time) error {
+	s, err := StatusOf(ctx, c, org, user, now)
+	if err != nil {
+		return err
+	}
+	switch {
+	case s.User.Over():
+		return &ExceededError{Limit: *s.User.Limit, Spent: s.User.Spent, Month: s.Month}
+	case s.Organization.Over():
+		return &ExceededError{Organization: true, Limit: *s.Organization.Limit, Spent: s.Organization.Spent, Month: s.Month}
+	}
+	return nil
+}
+
+// Set sets the monthly limit of org's user (0: the organisation's own),
+// replacing the one there was. c is the caller's client: an admin's.
+func Set(ctx context.Context, c *ent.Client, org, user int, limit Micros) (*ent.Budget, error) {
+	q := c.Budget.Query().Where(entbudget.OrganizationID(org))
+	if user == 0 {
+		q = q.Where(entbudget.UserIDIsNil())
+	} else {
+		q = q.Where(entbudget.UserID(user))
+	}
+	b, err := q.First(ctx)
+	switch {
+	case err == nil:
+		return b.Update().SetMonthlyLimitMicros(int64(limit)).Save(ctx)
+	case !ent.IsNotFound(err):
+		return nil, fmt.Errorf("load budget: %w", err)
+	}
+	create := c.Budget.Create().SetOrganizationID(org).SetMonthlyLimitMicros(int64(limit))
+	if user != 0 {
+		create.SetUserID(user)
+	}
+	return create.Save(ctx)
+}
