@@ -21,6 +21,7 @@ import (
 	"github.com/toolgate/toolgate/ent/artifact"
 	"github.com/toolgate/toolgate/ent/artifactversion"
 	"github.com/toolgate/toolgate/ent/attachment"
+	"github.com/toolgate/toolgate/ent/budget"
 	"github.com/toolgate/toolgate/ent/conversation"
 	"github.com/toolgate/toolgate/ent/document"
 	"github.com/toolgate/toolgate/ent/documentchunk"
@@ -57,6 +58,8 @@ type Client struct {
 	ArtifactVersion *ArtifactVersionClient
 	// Attachment is the client for interacting with the Attachment builders.
 	Attachment *AttachmentClient
+	// Budget is the client for interacting with the Budget builders.
+	Budget *BudgetClient
 	// Conversation is the client for interacting with the Conversation builders.
 	Conversation *ConversationClient
 	// Document is the client for interacting with the Document builders.
@@ -104,6 +107,7 @@ func (c *Client) init() {
 	c.Artifact = NewArtifactClient(c.config)
 	c.ArtifactVersion = NewArtifactVersionClient(c.config)
 	c.Attachment = NewAttachmentClient(c.config)
+	c.Budget = NewBudgetClient(c.config)
 	c.Conversation = NewConversationClient(c.config)
 	c.Document = NewDocumentClient(c.config)
 	c.DocumentChunk = NewDocumentChunkClient(c.config)
@@ -217,6 +221,7 @@ func (c *Client) Tx(ctx context.Context) (*Tx, error) {
 		Artifact:           NewArtifactClient(cfg),
 		ArtifactVersion:    NewArtifactVersionClient(cfg),
 		Attachment:         NewAttachmentClient(cfg),
+		Budget:             NewBudgetClient(cfg),
 		Conversation:       NewConversationClient(cfg),
 		Document:           NewDocumentClient(cfg),
 		DocumentChunk:      NewDocumentChunkClient(cfg),
@@ -257,6 +262,7 @@ func (c *Client) BeginTx(ctx context.Context, opts *sql.TxOptions) (*Tx, error) 
 		Artifact:           NewArtifactClient(cfg),
 		ArtifactVersion:    NewArtifactVersionClient(cfg),
 		Attachment:         NewAttachmentClient(cfg),
+		Budget:             NewBudgetClient(cfg),
 		Conversation:       NewConversationClient(cfg),
 		Document:           NewDocumentClient(cfg),
 		DocumentChunk:      NewDocumentChunkClient(cfg),
@@ -302,7 +308,7 @@ func (c *Client) Close() error {
 func (c *Client) Use(hooks ...Hook) {
 	for _, n := range []interface{ Use(...Hook) }{
 		c.APIToken, c.Agent, c.Application, c.Artifact, c.ArtifactVersion, c.Attachment,
-		c.Conversation, c.Document, c.DocumentChunk, c.IdempotentResponse,
+		c.Budget, c.Conversation, c.Document, c.DocumentChunk, c.IdempotentResponse,
 		c.KnowledgeBase, c.ModelCall, c.Organization, c.Setting, c.StoredResult,
 		c.Summary, c.Task, c.ToolCall, c.Turn, c.User, c.WorkspaceFile,
 	} {
@@ -315,7 +321,7 @@ func (c *Client) Use(hooks ...Hook) {
 func (c *Client) Intercept(interceptors ...Interceptor) {
 	for _, n := range []interface{ Intercept(...Interceptor) }{
 		c.APIToken, c.Agent, c.Application, c.Artifact, c.ArtifactVersion, c.Attachment,
-		c.Conversation, c.Document, c.DocumentChunk, c.IdempotentResponse,
+		c.Budget, c.Conversation, c.Document, c.DocumentChunk, c.IdempotentResponse,
 		c.KnowledgeBase, c.ModelCall, c.Organization, c.Setting, c.StoredResult,
 		c.Summary, c.Task, c.ToolCall, c.Turn, c.User, c.WorkspaceFile,
 	} {
@@ -338,6 +344,8 @@ func (c *Client) Mutate(ctx context.Context, m Mutation) (Value, error) {
 		return c.ArtifactVersion.mutate(ctx, m)
 	case *AttachmentMutation:
 		return c.Attachment.mutate(ctx, m)
+	case *BudgetMutation:
+		return c.Budget.mutate(ctx, m)
 	case *ConversationMutation:
 		return c.Conversation.mutate(ctx, m)
 	case *DocumentMutation:
@@ -1270,6 +1278,140 @@ func (c *AttachmentClient) mutate(ctx context.Context, m *AttachmentMutation) (V
 		return (&AttachmentDelete{config: c.config, hooks: c.Hooks(), mutation: m}).Exec(ctx)
 	default:
 		return nil, fmt.Errorf("ent: unknown Attachment mutation op: %q", m.Op())
+	}
+}
+
+// BudgetClient is a client for the Budget schema.
+type BudgetClient struct {
+	config
+}
+
+// NewBudgetClient returns a client for the Budget from the given config.
+func NewBudgetClient(c config) *BudgetClient {
+	return &BudgetClient{config: c}
+}
+
+// Use adds a list of mutation hooks to the hooks stack.
+// A call to `Use(f, g, h)` equals to `budget.Hooks(f(g(h())))`.
+func (c *BudgetClient) Use(hooks ...Hook) {
+	c.hooks.Budget = append(c.hooks.Budget, hooks...)
+}
+
+// Intercept adds a list of query interceptors to the interceptors stack.
+// A call to `Intercept(f, g, h)` equals to `budget.Intercept(f(g(h())))`.
+func (c *BudgetClient) Intercept(interceptors ...Interceptor) {
+	c.inters.Budget = append(c.inters.Budget, interceptors...)
+}
+
+// Create returns a builder for creating a Budget entity.
+func (c *BudgetClient) Create() *BudgetCreate {
+	mutation := newBudgetMutation(c.config, OpCreate)
+	return &BudgetCreate{config: c.config, hooks: c.Hooks(), mutation: mutation}
+}
+
+// CreateBulk returns a builder for creating a bulk of Budget entities.
+func (c *BudgetClient) CreateBulk(builders ...*BudgetCreate) *BudgetCreateBulk {
+	return &BudgetCreateBulk{config: c.config, builders: builders}
+}
+
+// MapCreateBulk creates a bulk creation builder from the given slice. For each item in the slice, the function creates
+// a builder and applies setFunc on it.
+func (c *BudgetClient) MapCreateBulk(slice any, setFunc func(*BudgetCreate, int)) *BudgetCreateBulk {
+	rv := reflect.ValueOf(slice)
+	if rv.Kind() != reflect.Slice {
+		return &BudgetCreateBulk{err: fmt.Errorf("calling to BudgetClient.MapCreateBulk with wrong type %T, need slice", slice)}
+	}
+	builders := make([]*BudgetCreate, rv.Len())
+	for i := 0; i < rv.Len(); i++ {
+		builders[i] = c.Create()
+		setFunc(builders[i], i)
+	}
+	return &BudgetCreateBulk{config: c.config, builders: builders}
+}
+
+// Update returns an update builder for Budget.
+func (c *BudgetClient) Update() *BudgetUpdate {
+	mutation := newBudgetMutation(c.config, OpUpdate)
+	return &BudgetUpdate{config: c.config, hooks: c.Hooks(), mutation: mutation}
+}
+
+// UpdateOne returns an update builder for the given entity.
+func (c *BudgetClient) UpdateOne(_m *Budget) *BudgetUpdateOne {
+	mutation := newBudgetMutation(c.config, OpUpdateOne, withBudget(_m))
+	return &BudgetUpdateOne{config: c.config, hooks: c.Hooks(), mutation: mutation}
+}
+
+// UpdateOneID returns an update builder for the given id.
+func (c *BudgetClient) UpdateOneID(id int) *BudgetUpdateOne {
+	mutation := newBudgetMutation(c.config, OpUpdateOne, withBudgetID(id))
+	return &BudgetUpdateOne{config: c.config, hooks: c.Hooks(), mutation: mutation}
+}
+
+// Delete returns a delete builder for Budget.
+func (c *BudgetClient) Delete() *BudgetDelete {
+	mutation := newBudgetMutation(c.config, OpDelete)
+	return &BudgetDelete{config: c.config, hooks: c.Hooks(), mutation: mutation}
+}
+
+// DeleteOne returns a builder for deleting the given entity.
+func (c *BudgetClient) DeleteOne(_m *Budget) *BudgetDeleteOne {
+	return c.DeleteOneID(_m.ID)
+}
+
+// DeleteOneID returns a builder for deleting the given entity by its id.
+func (c *BudgetClient) DeleteOneID(id int) *BudgetDeleteOne {
+	builder := c.Delete().Where(budget.ID(id))
+	builder.mutation.id = &id
+	builder.mutation.op = OpDeleteOne
+	return &BudgetDeleteOne{builder}
+}
+
+// Query returns a query builder for Budget.
+func (c *BudgetClient) Query() *BudgetQuery {
+	return &BudgetQuery{
+		config: c.config,
+		ctx:    &QueryContext{Type: TypeBudget},
+		inters: c.Interceptors(),
+	}
+}
+
+// Get returns a Budget entity by its id.
+func (c *BudgetClient) Get(ctx context.Context, id int) (*Budget, error) {
+	return c.Query().Where(budget.ID(id)).Only(ctx)
+}
+
+// GetX is like Get, but panics if an error occurs.
+func (c *BudgetClient) GetX(ctx context.Context, id int) *Budget {
+	obj, err := c.Get(ctx, id)
+	if err != nil {
+		panic(err)
+	}
+	return obj
+}
+
+// Hooks returns the client hooks.
+func (c *BudgetClient) Hooks() []Hook {
+	hooks := c.hooks.Budget
+	return append(hooks[:len(hooks):len(hooks)], budget.Hooks[:]...)
+}
+
+// Interceptors returns the client interceptors.
+func (c *BudgetClient) Interceptors() []Interceptor {
+	return c.inters.Budget
+}
+
+func (c *BudgetClient) mutate(ctx context.Context, m *BudgetMutation) (Value, error) {
+	switch m.Op() {
+	case OpCreate:
+		return (&BudgetCreate{config: c.config, hooks: c.Hooks(), mutation: m}).Save(ctx)
+	case OpUpdate:
+		return (&BudgetUpdate{config: c.config, hooks: c.Hooks(), mutation: m}).Save(ctx)
+	case OpUpdateOne:
+		return (&BudgetUpdateOne{config: c.config, hooks: c.Hooks(), mutation: m}).Save(ctx)
+	case OpDelete, OpDeleteOne:
+		return (&BudgetDelete{config: c.config, hooks: c.Hooks(), mutation: m}).Exec(ctx)
+	default:
+		return nil, fmt.Errorf("ent: unknown Budget mutation op: %q", m.Op())
 	}
 }
 
@@ -3670,13 +3812,13 @@ func (c *WorkspaceFileClient) mutate(ctx context.Context, m *WorkspaceFileMutati
 // hooks and interceptors per client, for fast access.
 type (
 	hooks struct {
-		APIToken, Agent, Application, Artifact, ArtifactVersion, Attachment,
+		APIToken, Agent, Application, Artifact, ArtifactVersion, Attachment, Budget,
 		Conversation, Document, DocumentChunk, IdempotentResponse, KnowledgeBase,
 		ModelCall, Organization, Setting, StoredResult, Summary, Task, ToolCall, Turn,
 		User, WorkspaceFile []ent.Hook
 	}
 	inters struct {
-		APIToken, Agent, Application, Artifact, ArtifactVersion, Attachment,
+		APIToken, Agent, Application, Artifact, ArtifactVersion, Attachment, Budget,
 		Conversation, Document, DocumentChunk, IdempotentResponse, KnowledgeBase,
 		ModelCall, Organization, Setting, StoredResult, Summary, Task, ToolCall, Turn,
 		User, WorkspaceFile []ent.Interceptor

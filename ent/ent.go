@@ -18,6 +18,7 @@ import (
 	"github.com/toolgate/toolgate/ent/artifact"
 	"github.com/toolgate/toolgate/ent/artifactversion"
 	"github.com/toolgate/toolgate/ent/attachment"
+	"github.com/toolgate/toolgate/ent/budget"
 	"github.com/toolgate/toolgate/ent/conversation"
 	"github.com/toolgate/toolgate/ent/document"
 	"github.com/toolgate/toolgate/ent/documentchunk"
@@ -99,6 +100,7 @@ func checkColumn(t, c string) error {
 			artifact.Table:           artifact.ValidColumn,
 			artifactversion.Table:    artifactversion.ValidColumn,
 			attachment.Table:         attachment.ValidColumn,
+			budget.Table:             budget.ValidColumn,
 			conversation.Table:       conversation.ValidColumn,
 			document.Table:           document.ValidColumn,
 			documentchunk.Table:      documentchunk.ValidColumn,

@@ -26,6 +26,8 @@ type Tx struct {
 	ArtifactVersion *ArtifactVersionClient
 	// Attachment is the client for interacting with the Attachment builders.
 	Attachment *AttachmentClient
+	// Budget is the client for interacting with the Budget builders.
+	Budget *BudgetClient
 	// Conversation is the client for interacting with the Conversation builders.
 	Conversation *ConversationClient
 	// Document is the client for interacting with the Document builders.
@@ -193,6 +195,7 @@ func (tx *Tx) init() {
 	tx.Artifact = NewArtifactClient(tx.config)
 	tx.ArtifactVersion = NewArtifactVersionClient(tx.config)
 	tx.Attachment = NewAttachmentClient(tx.config)
+	tx.Budget = NewBudgetClient(tx.config)
 	tx.Conversation = NewConversationClient(tx.config)
 	tx.Document = NewDocumentClient(tx.config)
 	tx.DocumentChunk = NewDocumentChunkClient(tx.config)

@@ -14,6 +14,7 @@ import (
 	"github.com/toolgate/toolgate/ent/artifact"
 	"github.com/toolgate/toolgate/ent/artifactversion"
 	"github.com/toolgate/toolgate/ent/attachment"
+	"github.com/toolgate/toolgate/ent/budget"
 	"github.com/toolgate/toolgate/ent/conversation"
 	"github.com/toolgate/toolgate/ent/document"
 	"github.com/toolgate/toolgate/ent/documentchunk"
@@ -248,6 +249,33 @@ func (f TraverseAttachment) Traverse(ctx context.Context, q ent.Query) error {
 		return f(ctx, q)
 	}
 	return fmt.Errorf("unexpected query type %T. expect *ent.AttachmentQuery", q)
+}
+
+// The BudgetFunc type is an adapter to allow the use of ordinary function as a Querier.
+type BudgetFunc func(context.Context, *ent.BudgetQuery) (ent.Value, error)
+
+// Query calls f(ctx, q).
+func (f BudgetFunc) Query(ctx context.Context, q ent.Query) (ent.Value, error) {
+	if q, ok := q.(*ent.BudgetQuery); ok {
+		return f(ctx, q)
+	}
+	return nil, fmt.Errorf("unexpected query type %T. expect *ent.BudgetQuery", q)
+}
+
+// The TraverseBudget type is an adapter to allow the use of ordinary function as Traverser.
+type TraverseBudget func(context.Context, *ent.BudgetQuery) error
+
+// Intercept is a dummy implementation of Intercept that returns the next Querier in the pipeline.
+func (f TraverseBudget) Intercept(next ent.Querier) ent.Querier {
+	return next
+}
+
+// Traverse calls f(ctx, q).
+func (f TraverseBudget) Traverse(ctx context.Context, q ent.Query) error {
+	if q, ok := q.(*ent.BudgetQuery); ok {
+		return f(ctx, q)
+	}
+	return fmt.Errorf("unexpected query type %T. expect *ent.BudgetQuery", q)
 }
 
 // The ConversationFunc type is an adapter to allow the use of ordinary function as a Querier.
@@ -670,6 +698,8 @@ func NewQuery(q ent.Query) (Query, error) {
 		return &query[*ent.ArtifactVersionQuery, predicate.ArtifactVersion, artifactversion.OrderOption]{typ: ent.TypeArtifactVersion, tq: q}, nil
 	case *ent.AttachmentQuery:
 		return &query[*ent.AttachmentQuery, predicate.Attachment, attachment.OrderOption]{typ: ent.TypeAttachment, tq: q}, nil
+	case *ent.BudgetQuery:
+		return &query[*ent.BudgetQuery, predicate.Budget, budget.OrderOption]{typ: ent.TypeBudget, tq: q}, nil
 	case *ent.ConversationQuery:
 		return &query[*ent.ConversationQuery, predicate.Conversation, conversation.OrderOption]{typ: ent.TypeConversation, tq: q}, nil
 	case *ent.DocumentQuery:

@@ -187,6 +187,28 @@ var (
 			},
 		},
 	}
+	// BudgetsColumns holds the columns for the "budgets" table.
+	BudgetsColumns = []*schema.Column{
+		{Name: "id", Type: field.TypeInt, Increment: true},
+		{Name: "created_at", Type: field.TypeTime},
+		{Name: "updated_at", Type: field.TypeTime},
+		{Name: "organization_id", Type: field.TypeInt},
+		{Name: "user_id", Type: field.TypeInt, Nullable: true},
+		{Name: "monthly_limit_micros", Type: field.TypeInt64},
+	}
+	// BudgetsTable holds the schema information for the "budgets" table.
+	BudgetsTable = &schema.Table{
+		Name:       "budgets",
+		Columns:    BudgetsColumns,
+		PrimaryKey: []*schema.Column{BudgetsColumns[0]},
+		Indexes: []*schema.Index{
+			{
+				Name:    "budget_organization_id_user_id",
+				Unique:  false,
+				Columns: []*schema.Column{BudgetsColumns[3], BudgetsColumns[4]},
+			},
+		},
+	}
 	// ConversationsColumns holds the columns for the "conversations" table.
 	ConversationsColumns = []*schema.Column{
 		{Name: "id", Type: field.TypeInt, Increment: true},
@@ -664,6 +686,7 @@ var (
 		ArtifactsTable,
 		ArtifactVersionsTable,
 		AttachmentsTable,
+		BudgetsTable,
 		ConversationsTable,
 		DocumentsTable,
 		DocumentChunksTable,
@@ -704,6 +727,9 @@ func init() {
 	}
 	AttachmentsTable.Annotation = &entsql.Annotation{
 		IncrementStart: func(i int) *int { return &i }(73014444032),
+	}
+	BudgetsTable.Annotation = &entsql.Annotation{
+		IncrementStart: func(i int) *int { return &i }(90194313216),
 	}
 	ConversationsTable.ForeignKeys[0].RefTable = AgentsTable
 	ConversationsTable.ForeignKeys[1].RefTable = OrganizationsTable

@@ -254,6 +254,30 @@ func (f AttachmentMutationRuleFunc) EvalMutation(ctx context.Context, m ent.Muta
 	return Denyf("ent/privacy: unexpected mutation type %T, expect *ent.AttachmentMutation", m)
 }
 
+// The BudgetQueryRuleFunc type is an adapter to allow the use of ordinary
+// functions as a query rule.
+type BudgetQueryRuleFunc func(context.Context, *ent.BudgetQuery) error
+
+// EvalQuery return f(ctx, q).
+func (f BudgetQueryRuleFunc) EvalQuery(ctx context.Context, q ent.Query) error {
+	if q, ok := q.(*ent.BudgetQuery); ok {
+		return f(ctx, q)
+	}
+	return Denyf("ent/privacy: unexpected query type %T, expect *ent.BudgetQuery", q)
+}
+
+// The BudgetMutationRuleFunc type is an adapter to allow the use of ordinary
+// functions as a mutation rule.
+type BudgetMutationRuleFunc func(context.Context, *ent.BudgetMutation) error
+
+// EvalMutation calls f(ctx, m).
+func (f BudgetMutationRuleFunc) EvalMutation(ctx context.Context, m ent.Mutation) error {
+	if m, ok := m.(*ent.BudgetMutation); ok {
+		return f(ctx, m)
+	}
+	return Denyf("ent/privacy: unexpected mutation type %T, expect *ent.BudgetMutation", m)
+}
+
 // The ConversationQueryRuleFunc type is an adapter to allow the use of ordinary
 // functions as a query rule.
 type ConversationQueryRuleFunc func(context.Context, *ent.ConversationQuery) error

@@ -12,6 +12,7 @@ import (
 	"github.com/toolgate/toolgate/ent/artifact"
 	"github.com/toolgate/toolgate/ent/artifactversion"
 	"github.com/toolgate/toolgate/ent/attachment"
+	"github.com/toolgate/toolgate/ent/budget"
 	"github.com/toolgate/toolgate/ent/conversation"
 	"github.com/toolgate/toolgate/ent/document"
 	"github.com/toolgate/toolgate/ent/documentchunk"
@@ -326,6 +327,34 @@ func init() {
 	attachment.DefaultChunks = attachmentDescChunks.Default.(int)
 	// attachment.ChunksValidator is a validator for the "chunks" field. It is called by the builders before save.
 	attachment.ChunksValidator = attachmentDescChunks.Validators[0].(func(int) error)
+	budgetMixin := schema.Budget{}.Mixin()
+	budget.Policy = privacy.NewPolicies(budgetMixin[1], schema.Budget{})
+	budget.Hooks[0] = func(next ent.Mutator) ent.Mutator {
+		return ent.MutateFunc(func(ctx context.Context, m ent.Mutation) (ent.Value, error) {
+			if err := budget.Policy.EvalMutation(ctx, m); err != nil {
+				return nil, err
+			}
+			return next.Mutate(ctx, m)
+		})
+	}
+	budgetMixinFields0 := budgetMixin[0].Fields()
+	_ = budgetMixinFields0
+	budgetFields := schema.Budget{}.Fields()
+	_ = budgetFields
+	// budgetDescCreatedAt is the schema descriptor for created_at field.
+	budgetDescCreatedAt := budgetMixinFields0[0].Descriptor()
+	// budget.DefaultCreatedAt holds the default value on creation for the created_at field.
+	budget.DefaultCreatedAt = budgetDescCreatedAt.Default.(func() time.Time)
+	// budgetDescUpdatedAt is the schema descriptor for updated_at field.
+	budgetDescUpdatedAt := budgetMixinFields0[1].Descriptor()
+	// budget.DefaultUpdatedAt holds the default value on creation for the updated_at field.
+	budget.DefaultUpdatedAt = budgetDescUpdatedAt.Default.(func() time.Time)
+	// budget.UpdateDefaultUpdatedAt holds the default value on update for the updated_at field.
+	budget.UpdateDefaultUpdatedAt = budgetDescUpdatedAt.UpdateDefault.(func() time.Time)
+	// budgetDescMonthlyLimitMicros is the schema descriptor for monthly_limit_micros field.
+	budgetDescMonthlyLimitMicros := budgetFields[2].Descriptor()
+	// budget.MonthlyLimitMicrosValidator is a validator for the "monthly_limit_micros" field. It is called by the builders before save.
+	budget.MonthlyLimitMicrosValidator = budgetDescMonthlyLimitMicros.Validators[0].(func(int64) error)
 	conversationMixin := schema.Conversation{}.Mixin()
 	conversation.Policy = privacy.NewPolicies(conversationMixin[1], schema.Conversation{})
 	conversation.Hooks[0] = func(next ent.Mutator) ent.Mutator {

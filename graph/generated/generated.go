@@ -16,6 +16,8 @@ import (
 	"github.com/99designs/gqlgen/graphql"
 	"github.com/99designs/gqlgen/graphql/introspection"
 	"github.com/toolgate/toolgate/ent"
+	"github.com/toolgate/toolgate/ent/attachment"
+	"github.com/toolgate/toolgate/ent/document"
 	"github.com/toolgate/toolgate/ent/modelcall"
 	"github.com/toolgate/toolgate/ent/schematype"
 	"github.com/toolgate/toolgate/ent/toolcall"
@@ -45,6 +47,7 @@ type Config = graphql.Config[ResolverRoot, DirectiveRoot, ComplexityRoot]
 
 type ResolverRoot interface {
 	Artifact() ArtifactResolver
+	Budget() BudgetResolver
 	Conversation() ConversationResolver
 	Mutation() MutationResolver
 	Query() QueryResolver
@@ -151,6 +154,40 @@ type ComplexityRoot struct {
 		Number    func(childComplexity int) int
 	}
 
+	Attachment struct {
+		Chars     func(childComplexity int) int
+		Chunks    func(childComplexity int) int
+		CreatedAt func(childComplexity int) int
+		Error     func(childComplexity int) int
+		Filename  func(childComplexity int) int
+		ID        func(childComplexity int) int
+		MimeType  func(childComplexity int) int
+		Status    func(childComplexity int) int
+		Title     func(childComplexity int) int
+		UpdatedAt func(childComplexity int) int
+	}
+
+	Budget struct {
+		ID           func(childComplexity int) int
+		Left         func(childComplexity int) int
+		Month        func(childComplexity int) int
+		MonthlyLimit func(childComplexity int) int
+		Spent        func(childComplexity int) int
+		User         func(childComplexity int) int
+	}
+
+	BudgetLine struct {
+		Left         func(childComplexity int) int
+		MonthlyLimit func(childComplexity int) int
+		Spent        func(childComplexity int) int
+	}
+
+	BudgetStatus struct {
+		Month        func(childComplexity int) int
+		Organization func(childComplexity int) int
+		User         func(childComplexity int) int
+	}
+
 	Calculation struct {
 		Value func(childComplexity int) int
 	}
@@ -200,17 +237,18 @@ type ComplexityRoot struct {
 	}
 
 	Conversation struct {
-		Agent      func(childComplexity int) int
-		ArchivedAt func(childComplexity int) int
-		CreatedAt  func(childComplexity int) int
-		ID         func(childComplexity int) int
-		Summaries  func(childComplexity int) int
-		Tasks      func(childComplexity int) int
-		Title      func(childComplexity int) int
-		Turns      func(childComplexity int, after *entgql.Cursor[int], first *int, before *entgql.Cursor[int], last *int, orderBy []*ent.TurnOrder, where *ent.TurnWhereInput) int
-		TurnsCount func(childComplexity int) int
-		UpdatedAt  func(childComplexity int) int
-		User       func(childComplexity int) int
+		Agent       func(childComplexity int) int
+		ArchivedAt  func(childComplexity int) int
+		Attachments func(childComplexity int) int
+		CreatedAt   func(childComplexity int) int
+		ID          func(childComplexity int) int
+		Summaries   func(childComplexity int) int
+		Tasks       func(childComplexity int) int
+		Title       func(childComplexity int) int
+		Turns       func(childComplexity int, after *entgql.Cursor[int], first *int, before *entgql.Cursor[int], last *int, orderBy []*ent.TurnOrder, where *ent.TurnWhereInput) int
+		TurnsCount  func(childComplexity int) int
+		UpdatedAt   func(childComplexity int) int
+		User        func(childComplexity int) int
 	}
 
 	ConversationConnection struct {
@@ -238,6 +276,30 @@ type ComplexityRoot struct {
 		User func(childComplexity int) int
 	}
 
+	Document struct {
+		Chars     func(childComplexity int) int
+		Chunks    func(childComplexity int) int
+		CreatedAt func(childComplexity int) int
+		Error     func(childComplexity int) int
+		Filename  func(childComplexity int) int
+		ID        func(childComplexity int) int
+		MimeType  func(childComplexity int) int
+		Status    func(childComplexity int) int
+		Title     func(childComplexity int) int
+		UpdatedAt func(childComplexity int) int
+	}
+
+	DocumentConnection struct {
+		Edges      func(childComplexity int) int
+		PageInfo   func(childComplexity int) int
+		TotalCount func(childComplexity int) int
+	}
+
+	DocumentEdge struct {
+		Cursor func(childComplexity int) int
+		Node   func(childComplexity int) int
+	}
+
 	Evidence struct {
 		End   func(childComplexity int) int
 		Ref   func(childComplexity int) int
@@ -254,6 +316,25 @@ type ComplexityRoot struct {
 		Item    func(childComplexity int) int
 		Kind    func(childComplexity int) int
 		Message func(childComplexity int) int
+	}
+
+	KnowledgeBase struct {
+		CreatedAt func(childComplexity int) int
+		Documents func(childComplexity int, after *entgql.Cursor[int], first *int, before *entgql.Cursor[int], last *int, orderBy *ent.DocumentOrder) int
+		ID        func(childComplexity int) int
+		Name      func(childComplexity int) int
+		UpdatedAt func(childComplexity int) int
+	}
+
+	KnowledgeBaseConnection struct {
+		Edges      func(childComplexity int) int
+		PageInfo   func(childComplexity int) int
+		TotalCount func(childComplexity int) int
+	}
+
+	KnowledgeBaseEdge struct {
+		Cursor func(childComplexity int) int
+		Node   func(childComplexity int) int
 	}
 
 	ModelCall struct {
@@ -283,12 +364,15 @@ type ComplexityRoot struct {
 	}
 
 	Mutation struct {
+		AddDocument         func(childComplexity int, input model.AddDocumentInput) int
 		AnswerClarification func(childComplexity int, input model.AnswerClarificationInput) int
 		ArchiveConversation func(childComplexity int, input model.ArchiveConversationInput) int
+		AttachFile          func(childComplexity int, input model.AttachFileInput) int
 		CancelTurn          func(childComplexity int, id int) int
 		CreateAPIToken      func(childComplexity int, input model.CreateAPITokenInput) int
 		CreateAgent         func(childComplexity int, input model.CreateAgentInput) int
 		CreateArtifact      func(childComplexity int, conversationID *int, title string, kind string, content string) int
+		CreateKnowledgeBase func(childComplexity int, input model.CreateKnowledgeBaseInput) int
 		CreateUser          func(childComplexity int, input model.CreateUserInput) int
 		DeactivateUser      func(childComplexity int, input model.DeactivateUserInput) int
 		DeleteConversation  func(childComplexity int, id int) int
@@ -300,6 +384,7 @@ type ComplexityRoot struct {
 		RewriteArtifact     func(childComplexity int, conversationID *int, artifactID int, content string) int
 		RunCode             func(childComplexity int, conversationID *int, code string, toolResults []string) int
 		SendMessage         func(childComplexity int, input model.SendMessageInput) int
+		SetBudget           func(childComplexity int, input model.SetBudgetInput) int
 		StartConversation   func(childComplexity int, input model.StartConversationInput) int
 		SuggestNextActions  func(childComplexity int, conversationID *int, suggestions []string) int
 		UpdateAgent         func(childComplexity int, input model.UpdateAgentInput) int
@@ -336,11 +421,14 @@ type ComplexityRoot struct {
 		Agents            func(childComplexity int, first *int, after *entgql.Cursor[int], last *int, before *entgql.Cursor[int], orderBy []*ent.AgentOrder) int
 		Applications      func(childComplexity int) int
 		Artifacts         func(childComplexity int, conversationID int) int
+		BudgetCheck       func(childComplexity int, conversationID *int) int
+		Budgets           func(childComplexity int) int
 		Calculate         func(childComplexity int, conversationID *int, expression string) int
 		Catalogue         func(childComplexity int, agentID *int) int
 		Conversation      func(childComplexity int, id int) int
 		Conversations     func(childComplexity int, after *entgql.Cursor[int], first *int, before *entgql.Cursor[int], last *int, orderBy []*ent.ConversationOrder, where *ent.ConversationWhereInput) int
 		GetToolSchema     func(childComplexity int, conversationID *int, names []string) int
+		KnowledgeBases    func(childComplexity int, first *int, after *entgql.Cursor[int]) int
 		ListFiles         func(childComplexity int, conversationID *int, path *string) int
 		ListTools         func(childComplexity int, conversationID *int) int
 		Node              func(childComplexity int, id int) int
@@ -380,8 +468,10 @@ type ComplexityRoot struct {
 	}
 
 	SuggestionsAck struct {
-		Ok    func(childComplexity int) int
-		Saved func(childComplexity int) int
+		Ok          func(childComplexity int) int
+		Saved       func(childComplexity int) int
+		Suggestions func(childComplexity int) int
+		Turn        func(childComplexity int) int
 	}
 
 	Summary struct {
@@ -703,9 +793,17 @@ type ArtifactResolver interface {
 	Versions(ctx context.Context, obj *ent.Artifact) ([]*ent.ArtifactVersion, error)
 	Shown(ctx context.Context, obj *ent.Artifact) (*ent.ArtifactVersion, error)
 }
+type BudgetResolver interface {
+	User(ctx context.Context, obj *ent.Budget) (*ent.User, error)
+	MonthlyLimit(ctx context.Context, obj *ent.Budget) (float64, error)
+	Spent(ctx context.Context, obj *ent.Budget) (float64, error)
+	Left(ctx context.Context, obj *ent.Budget) (float64, error)
+	Month(ctx context.Context, obj *ent.Budget) (string, error)
+}
 type ConversationResolver interface {
 	Tasks(ctx context.Context, obj *ent.Conversation) ([]*ent.Task, error)
 	Summaries(ctx context.Context, obj *ent.Conversation) ([]*ent.Summary, error)
+	Attachments(ctx context.Context, obj *ent.Conversation) ([]*ent.Attachment, error)
 }
 type MutationResolver interface {
 	CreateAgent(ctx context.Context, input model.CreateAgentInput) (*ent.Agent, error)
@@ -716,8 +814,12 @@ type MutationResolver interface {
 	RewriteArtifact(ctx context.Context, conversationID *int, artifactID int, content string) (*artifact.Saved, error)
 	UpdateArtifact(ctx context.Context, conversationID *int, artifactID int, edits []*workspace.EditInput) (*artifact.Saved, error)
 	SuggestNextActions(ctx context.Context, conversationID *int, suggestions []string) (*model.SuggestionsAck, error)
+	SetBudget(ctx context.Context, input model.SetBudgetInput) (*ent.Budget, error)
 	RunCode(ctx context.Context, conversationID *int, code string, toolResults []string) (*code.Result, error)
 	StartConversation(ctx context.Context, input model.StartConversationInput) (*ent.Conversation, error)
+	CreateKnowledgeBase(ctx context.Context, input model.CreateKnowledgeBaseInput) (*ent.KnowledgeBase, error)
+	AddDocument(ctx context.Context, input model.AddDocumentInput) (*ent.Document, error)
+	AttachFile(ctx context.Context, input model.AttachFileInput) (*ent.Attachment, error)
 	UpdateApplication(ctx context.Context, input model.UpdateApplicationInput) (*model.UpdateApplicationPayload, error)
 	RemoveApplication(ctx context.Context, input model.RemoveApplicationInput) (*model.RemoveApplicationPayload, error)
 	UpdateAgent(ctx context.Context, input model.UpdateAgentInput) (*model.UpdateAgentPayload, error)
@@ -741,12 +843,15 @@ type QueryResolver interface {
 	APITokens(ctx context.Context) ([]*ent.APIToken, error)
 	Artifacts(ctx context.Context, conversationID int) ([]*ent.Artifact, error)
 	Calculate(ctx context.Context, conversationID *int, expression string) (*model.Calculation, error)
+	Budgets(ctx context.Context) ([]*ent.Budget, error)
+	BudgetCheck(ctx context.Context, conversationID *int) (*model.BudgetStatus, error)
 	Catalogue(ctx context.Context, agentID *int) (*catalog.Catalogue, error)
 	SearchTools(ctx context.Context, conversationID *int, queries []string) (*catalog.Search, error)
 	ListTools(ctx context.Context, conversationID *int) (*catalog.List, error)
 	GetToolSchema(ctx context.Context, conversationID *int, names []string) (*catalog.Schemas, error)
 	Viewer(ctx context.Context) (*ent.User, error)
 	Conversation(ctx context.Context, id int) (*ent.Conversation, error)
+	KnowledgeBases(ctx context.Context, first *int, after *entgql.Cursor[int]) (*ent.KnowledgeBaseConnection, error)
 	Applications(ctx context.Context) ([]*ent.Application, error)
 	Users(ctx context.Context) ([]*ent.User, error)
 	ToolResults(ctx context.Context, conversationID *int, refs []string, offset *int, maxChars *int, query *string, match *result.Match, contextChars *int) (*result.Results, error)
@@ -1162,6 +1267,142 @@ func (e *executableSchema) Complexity(ctx context.Context, typeName, field strin
 
 		return e.ComplexityRoot.ArtifactVersion.Number(childComplexity), true
 
+	case "Attachment.chars":
+		if e.ComplexityRoot.Attachment.Chars == nil {
+			break
+		}
+
+		return e.ComplexityRoot.Attachment.Chars(childComplexity), true
+	case "Attachment.chunks":
+		if e.ComplexityRoot.Attachment.Chunks == nil {
+			break
+		}
+
+		return e.ComplexityRoot.Attachment.Chunks(childComplexity), true
+	case "Attachment.createdAt":
+		if e.ComplexityRoot.Attachment.CreatedAt == nil {
+			break
+		}
+
+		return e.ComplexityRoot.Attachment.CreatedAt(childComplexity), true
+	case "Attachment.error":
+		if e.ComplexityRoot.Attachment.Error == nil {
+			break
+		}
+
+		return e.ComplexityRoot.Attachment.Error(childComplexity), true
+	case "Attachment.filename":
+		if e.ComplexityRoot.Attachment.Filename == nil {
+			break
+		}
+
+		return e.ComplexityRoot.Attachment.Filename(childComplexity), true
+	case "Attachment.id":
+		if e.ComplexityRoot.Attachment.ID == nil {
+			break
+		}
+
+		return e.ComplexityRoot.Attachment.ID(childComplexity), true
+	case "Attachment.mimeType":
+		if e.ComplexityRoot.Attachment.MimeType == nil {
+			break
+		}
+
+		return e.ComplexityRoot.Attachment.MimeType(childComplexity), true
+	case "Attachment.status":
+		if e.ComplexityRoot.Attachment.Status == nil {
+			break
+		}
+
+		return e.ComplexityRoot.Attachment.Status(childComplexity), true
+	case "Attachment.title":
+		if e.ComplexityRoot.Attachment.Title == nil {
+			break
+		}
+
+		return e.ComplexityRoot.Attachment.Title(childComplexity), true
+	case "Attachment.updatedAt":
+		if e.ComplexityRoot.Attachment.UpdatedAt == nil {
+			break
+		}
+
+		return e.ComplexityRoot.Attachment.UpdatedAt(childComplexity), true
+
+	case "Budget.id":
+		if e.ComplexityRoot.Budget.ID == nil {
+			break
+		}
+
+		return e.ComplexityRoot.Budget.ID(childComplexity), true
+	case "Budget.left":
+		if e.ComplexityRoot.Budget.Left == nil {
+			break
+		}
+
+		return e.ComplexityRoot.Budget.Left(childComplexity), true
+	case "Budget.month":
+		if e.ComplexityRoot.Budget.Month == nil {
+			break
+		}
+
+		return e.ComplexityRoot.Budget.Month(childComplexity), true
+	case "Budget.monthlyLimit":
+		if e.ComplexityRoot.Budget.MonthlyLimit == nil {
+			break
+		}
+
+		return e.ComplexityRoot.Budget.MonthlyLimit(childComplexity), true
+	case "Budget.spent":
+		if e.ComplexityRoot.Budget.Spent == nil {
+			break
+		}
+
+		return e.ComplexityRoot.Budget.Spent(childComplexity), true
+	case "Budget.user":
+		if e.ComplexityRoot.Budget.User == nil {
+			break
+		}
+
+		return e.ComplexityRoot.Budget.User(childComplexity), true
+
+	case "BudgetLine.left":
+		if e.ComplexityRoot.BudgetLine.Left == nil {
+			break
+		}
+
+		return e.ComplexityRoot.BudgetLine.Left(childComplexity), true
+	case "BudgetLine.monthlyLimit":
+		if e.ComplexityRoot.BudgetLine.MonthlyLimit == nil {
+			break
+		}
+
+		return e.ComplexityRoot.BudgetLine.MonthlyLimit(childComplexity), true
+	case "BudgetLine.spent":
+		if e.ComplexityRoot.BudgetLine.Spent == nil {
+			break
+		}
+
+		return e.ComplexityRoot.BudgetLine.Spent(childComplexity), true
+
+	case "BudgetStatus.month":
+		if e.ComplexityRoot.BudgetStatus.Month == nil {
+			break
+		}
+
+		return e.ComplexityRoot.BudgetStatus.Month(childComplexity), true
+	case "BudgetStatus.organization":
+		if e.ComplexityRoot.BudgetStatus.Organization == nil {
+			break
+		}
+
+		return e.ComplexityRoot.BudgetStatus.Organization(childComplexity), true
+	case "BudgetStatus.user":
+		if e.ComplexityRoot.BudgetStatus.User == nil {
+			break
+		}
+
+		return e.ComplexityRoot.BudgetStatus.User(childComplexity), true
+
 	case "Calculation.value":
 		if e.ComplexityRoot.Calculation.Value == nil {
 			break
@@ -1360,6 +1601,12 @@ func (e *executableSchema) Complexity(ctx context.Context, typeName, field strin
 		}
 
 		return e.ComplexityRoot.Conversation.ArchivedAt(childComplexity), true
+	case "Conversation.attachments":
+		if e.ComplexityRoot.Conversation.Attachments == nil {
+			break
+		}
+
+		return e.ComplexityRoot.Conversation.Attachments(childComplexity), true
 	case "Conversation.createdAt":
 		if e.ComplexityRoot.Conversation.CreatedAt == nil {
 			break
@@ -1485,6 +1732,99 @@ func (e *executableSchema) Complexity(ctx context.Context, typeName, field strin
 
 		return e.ComplexityRoot.DeactivateUserPayload.User(childComplexity), true
 
+	case "Document.chars":
+		if e.ComplexityRoot.Document.Chars == nil {
+			break
+		}
+
+		return e.ComplexityRoot.Document.Chars(childComplexity), true
+	case "Document.chunks":
+		if e.ComplexityRoot.Document.Chunks == nil {
+			break
+		}
+
+		return e.ComplexityRoot.Document.Chunks(childComplexity), true
+	case "Document.createdAt":
+		if e.ComplexityRoot.Document.CreatedAt == nil {
+			break
+		}
+
+		return e.ComplexityRoot.Document.CreatedAt(childComplexity), true
+	case "Document.error":
+		if e.ComplexityRoot.Document.Error == nil {
+			break
+		}
+
+		return e.ComplexityRoot.Document.Error(childComplexity), true
+	case "Document.filename":
+		if e.ComplexityRoot.Document.Filename == nil {
+			break
+		}
+
+		return e.ComplexityRoot.Document.Filename(childComplexity), true
+	case "Document.id":
+		if e.ComplexityRoot.Document.ID == nil {
+			break
+		}
+
+		return e.ComplexityRoot.Document.ID(childComplexity), true
+	case "Document.mimeType":
+		if e.ComplexityRoot.Document.MimeType == nil {
+			break
+		}
+
+		return e.ComplexityRoot.Document.MimeType(childComplexity), true
+	case "Document.status":
+		if e.ComplexityRoot.Document.Status == nil {
+			break
+		}
+
+		return e.ComplexityRoot.Document.Status(childComplexity), true
+	case "Document.title":
+		if e.ComplexityRoot.Document.Title == nil {
+			break
+		}
+
+		return e.ComplexityRoot.Document.Title(childComplexity), true
+	case "Document.updatedAt":
+		if e.ComplexityRoot.Document.UpdatedAt == nil {
+			break
+		}
+
+		return e.ComplexityRoot.Document.UpdatedAt(childComplexity), true
+
+	case "DocumentConnection.edges":
+		if e.ComplexityRoot.DocumentConnection.Edges == nil {
+			break
+		}
+
+		return e.ComplexityRoot.DocumentConnection.Edges(childComplexity), true
+	case "DocumentConnection.pageInfo":
+		if e.ComplexityRoot.DocumentConnection.PageInfo == nil {
+			break
+		}
+
+		return e.ComplexityRoot.DocumentConnection.PageInfo(childComplexity), true
+	case "DocumentConnection.totalCount":
+		if e.ComplexityRoot.DocumentConnection.TotalCount == nil {
+			break
+		}
+
+		return e.ComplexityRoot.DocumentConnection.TotalCount(childComplexity), true
+
+	case "DocumentEdge.cursor":
+		if e.ComplexityRoot.DocumentEdge.Cursor == nil {
+			break
+		}
+
+		return e.ComplexityRoot.DocumentEdge.Cursor(childComplexity), true
+	case "DocumentEdge.node":
+		if e.ComplexityRoot.DocumentEdge.Node == nil {
+			break
+		}
+
+		return e.ComplexityRoot.DocumentEdge.Node(childComplexity), true
+
 	case "Evidence.end":
 		if e.ComplexityRoot.Evidence.End == nil {
 			break
@@ -1541,6 +1881,74 @@ func (e *executableSchema) Complexity(ctx context.Context, typeName, field strin
 		}
 
 		return e.ComplexityRoot.ItemFailure.Message(childComplexity), true
+
+	case "KnowledgeBase.createdAt":
+		if e.ComplexityRoot.KnowledgeBase.CreatedAt == nil {
+			break
+		}
+
+		return e.ComplexityRoot.KnowledgeBase.CreatedAt(childComplexity), true
+	case "KnowledgeBase.documents":
+		if e.ComplexityRoot.KnowledgeBase.Documents == nil {
+			break
+		}
+
+		args, err := ec.field_KnowledgeBase_documents_args(ctx, rawArgs)
+		if err != nil {
+			return 0, false
+		}
+
+		return e.ComplexityRoot.KnowledgeBase.Documents(childComplexity, args["after"].(*entgql.Cursor[int]), args["first"].(*int), args["before"].(*entgql.Cursor[int]), args["last"].(*int), args["orderBy"].(*ent.DocumentOrder)), true
+	case "KnowledgeBase.id":
+		if e.ComplexityRoot.KnowledgeBase.ID == nil {
+			break
+		}
+
+		return e.ComplexityRoot.KnowledgeBase.ID(childComplexity), true
+	case "KnowledgeBase.name":
+		if e.ComplexityRoot.KnowledgeBase.Name == nil {
+			break
+		}
+
+		return e.ComplexityRoot.KnowledgeBase.Name(childComplexity), true
+	case "KnowledgeBase.updatedAt":
+		if e.ComplexityRoot.KnowledgeBase.UpdatedAt == nil {
+			break
+		}
+
+		return e.ComplexityRoot.KnowledgeBase.UpdatedAt(childComplexity), true
+
+	case "KnowledgeBaseConnection.edges":
+		if e.ComplexityRoot.KnowledgeBaseConnection.Edges == nil {
+			break
+		}
+
+		return e.ComplexityRoot.KnowledgeBaseConnection.Edges(childComplexity), true
+	case "KnowledgeBaseConnection.pageInfo":
+		if e.ComplexityRoot.KnowledgeBaseConnection.PageInfo == nil {
+			break
+		}
+
+		return e.ComplexityRoot.KnowledgeBaseConnection.PageInfo(childComplexity), true
+	case "KnowledgeBaseConnection.totalCount":
+		if e.ComplexityRoot.KnowledgeBaseConnection.TotalCount == nil {
+			break
+		}
+
+		return e.ComplexityRoot.KnowledgeBaseConnection.TotalCount(childComplexity), true
+
+	case "KnowledgeBaseEdge.cursor":
+		if e.ComplexityRoot.KnowledgeBaseEdge.Cursor == nil {
+			break
+		}
+
+		return e.ComplexityRoot.KnowledgeBaseEdge.Cursor(childComplexity), true
+	case "KnowledgeBaseEdge.node":
+		if e.ComplexityRoot.KnowledgeBaseEdge.Node == nil {
+			break
+		}
+
+		return e.ComplexityRoot.KnowledgeBaseEdge.Node(childComplexity), true
 
 	case "ModelCall.cacheReadTokens":
 		if e.ComplexityRoot.ModelCall.CacheReadTokens == nil {
@@ -1664,6 +2072,17 @@ func (e *executableSchema) Complexity(ctx context.Context, typeName, field strin
 
 		return e.ComplexityRoot.ModelUsage.OutputTokens(childComplexity), true
 
+	case "Mutation.addDocument":
+		if e.ComplexityRoot.Mutation.AddDocument == nil {
+			break
+		}
+
+		args, err := ec.field_Mutation_addDocument_args(ctx, rawArgs)
+		if err != nil {
+			return 0, false
+		}
+
+		return e.ComplexityRoot.Mutation.AddDocument(childComplexity, args["input"].(model.AddDocumentInput)), true
 	case "Mutation.answerClarification":
 		if e.ComplexityRoot.Mutation.AnswerClarification == nil {
 			break
@@ -1686,6 +2105,17 @@ func (e *executableSchema) Complexity(ctx context.Context, typeName, field strin
 		}
 
 		return e.ComplexityRoot.Mutation.ArchiveConversation(childComplexity, args["input"].(model.ArchiveConversationInput)), true
+	case "Mutation.attachFile":
+		if e.ComplexityRoot.Mutation.AttachFile == nil {
+			break
+		}
+
+		args, err := ec.field_Mutation_attachFile_args(ctx, rawArgs)
+		if err != nil {
+			return 0, false
+		}
+
+		return e.ComplexityRoot.Mutation.AttachFile(childComplexity, args["input"].(model.AttachFileInput)), true
 	case "Mutation.cancelTurn":
 		if e.ComplexityRoot.Mutation.CancelTurn == nil {
 			break
@@ -1730,6 +2160,17 @@ func (e *executableSchema) Complexity(ctx context.Context, typeName, field strin
 		}
 
 		return e.ComplexityRoot.Mutation.CreateArtifact(childComplexity, args["conversationId"].(*int), args["title"].(string), args["kind"].(string), args["content"].(string)), true
+	case "Mutation.createKnowledgeBase":
+		if e.ComplexityRoot.Mutation.CreateKnowledgeBase == nil {
+			break
+		}
+
+		args, err := ec.field_Mutation_createKnowledgeBase_args(ctx, rawArgs)
+		if err != nil {
+			return 0, false
+		}
+
+		return e.ComplexityRoot.Mutation.CreateKnowledgeBase(childComplexity, args["input"].(model.CreateKnowledgeBaseInput)), true
 	case "Mutation.createUser":
 		if e.ComplexityRoot.Mutation.CreateUser == nil {
 			break
@@ -1851,6 +2292,17 @@ func (e *executableSchema) Complexity(ctx context.Context, typeName, field strin
 		}
 
 		return e.ComplexityRoot.Mutation.SendMessage(childComplexity, args["input"].(model.SendMessageInput)), true
+	case "Mutation.setBudget":
+		if e.ComplexityRoot.Mutation.SetBudget == nil {
+			break
+		}
+
+		args, err := ec.field_Mutation_setBudget_args(ctx, rawArgs)
+		if err != nil {
+			return 0, false
+		}
+
+		return e.ComplexityRoot.Mutation.SetBudget(childComplexity, args["input"].(model.SetBudgetInput)), true
 	case "Mutation.startConversation":
 		if e.ComplexityRoot.Mutation.StartConversation == nil {
 			break
@@ -2044,6 +2496,23 @@ func (e *executableSchema) Complexity(ctx context.Context, typeName, field strin
 		}
 
 		return e.ComplexityRoot.Query.Artifacts(childComplexity, args["conversationId"].(int)), true
+	case "Query.budgetCheck":
+		if e.ComplexityRoot.Query.BudgetCheck == nil {
+			break
+		}
+
+		args, err := ec.field_Query_budgetCheck_args(ctx, rawArgs)
+		if err != nil {
+			return 0, false
+		}
+
+		return e.ComplexityRoot.Query.BudgetCheck(childComplexity, args["conversationId"].(*int)), true
+	case "Query.budgets":
+		if e.ComplexityRoot.Query.Budgets == nil {
+			break
+		}
+
+		return e.ComplexityRoot.Query.Budgets(childComplexity), true
 	case "Query.calculate":
 		if e.ComplexityRoot.Query.Calculate == nil {
 			break
@@ -2100,6 +2569,17 @@ func (e *executableSchema) Complexity(ctx context.Context, typeName, field strin
 
 		return e.ComplexityRoot.Query.GetToolSchema(childComplexity, args["conversationId"].(*int), args["names"].([]string)), true
 
+	case "Query.knowledgeBases":
+		if e.ComplexityRoot.Query.KnowledgeBases == nil {
+			break
+		}
+
+		args, err := ec.field_Query_knowledgeBases_args(ctx, rawArgs)
+		if err != nil {
+			return 0, false
+		}
+
+		return e.ComplexityRoot.Query.KnowledgeBases(childComplexity, args["first"].(*int), args["after"].(*entgql.Cursor[int])), true
 	case "Query.listFiles":
 		if e.ComplexityRoot.Query.ListFiles == nil {
 			break
@@ -2353,6 +2833,18 @@ func (e *executableSchema) Complexity(ctx context.Context, typeName, field strin
 		}
 
 		return e.ComplexityRoot.SuggestionsAck.Saved(childComplexity), true
+	case "SuggestionsAck.suggestions":
+		if e.ComplexityRoot.SuggestionsAck.Suggestions == nil {
+			break
+		}
+
+		return e.ComplexityRoot.SuggestionsAck.Suggestions(childComplexity), true
+	case "SuggestionsAck.turn":
+		if e.ComplexityRoot.SuggestionsAck.Turn == nil {
+			break
+		}
+
+		return e.ComplexityRoot.SuggestionsAck.Turn(childComplexity), true
 
 	case "Summary.cost":
 		if e.ComplexityRoot.Summary.Cost == nil {
@@ -3548,20 +4040,27 @@ func (e *executableSchema) Exec(ctx context.Context) graphql.ResponseHandler {
 	ec := newExecutionContext(opCtx, e, make(chan graphql.DeferredResult))
 	inputUnmarshalers := func() *graphql.InputUnmarshalerIndex {
 		return graphql.NewInputUnmarshalerIndex(
+			graphql.NewInputUnmarshaler("AddDocumentInput", ec.unmarshalInputAddDocumentInput),
 			graphql.NewInputUnmarshaler("AgentOrder", ec.unmarshalInputAgentOrder),
 			graphql.NewInputUnmarshaler("AnswerClarificationInput", ec.unmarshalInputAnswerClarificationInput),
 			graphql.NewInputUnmarshaler("ArchiveConversationInput", ec.unmarshalInputArchiveConversationInput),
+			graphql.NewInputUnmarshaler("AttachFileInput", ec.unmarshalInputAttachFileInput),
+			graphql.NewInputUnmarshaler("AttachmentOrder", ec.unmarshalInputAttachmentOrder),
 			graphql.NewInputUnmarshaler("ConversationOrder", ec.unmarshalInputConversationOrder),
 			graphql.NewInputUnmarshaler("ConversationWhereInput", ec.unmarshalInputConversationWhereInput),
 			graphql.NewInputUnmarshaler("CreateAPITokenInput", ec.unmarshalInputCreateAPITokenInput),
 			graphql.NewInputUnmarshaler("CreateAgentInput", ec.unmarshalInputCreateAgentInput),
+			graphql.NewInputUnmarshaler("CreateKnowledgeBaseInput", ec.unmarshalInputCreateKnowledgeBaseInput),
 			graphql.NewInputUnmarshaler("CreateUserInput", ec.unmarshalInputCreateUserInput),
 			graphql.NewInputUnmarshaler("DeactivateUserInput", ec.unmarshalInputDeactivateUserInput),
+			graphql.NewInputUnmarshaler("DocumentOrder", ec.unmarshalInputDocumentOrder),
 			graphql.NewInputUnmarshaler("ExportContextInput", ec.unmarshalInputExportContextInput),
 			graphql.NewInputUnmarshaler("ExportSourceInput", ec.unmarshalInputExportSourceInput),
+			graphql.NewInputUnmarshaler("KnowledgeBaseOrder", ec.unmarshalInputKnowledgeBaseOrder),
 			graphql.NewInputUnmarshaler("RegisterApplicationInput", ec.unmarshalInputRegisterApplicationInput),
 			graphql.NewInputUnmarshaler("RemoveApplicationInput", ec.unmarshalInputRemoveApplicationInput),
 			graphql.NewInputUnmarshaler("SendMessageInput", ec.unmarshalInputSendMessageInput),
+			graphql.NewInputUnmarshaler("SetBudgetInput", ec.unmarshalInputSetBudgetInput),
 			graphql.NewInputUnmarshaler("StartConversationInput", ec.unmarshalInputStartConversationInput),
 			graphql.NewInputUnmarshaler("TurnOrder", ec.unmarshalInputTurnOrder),
 			graphql.NewInputUnmarshaler("TurnWhereInput", ec.unmarshalInputTurnWhereInput),
@@ -3688,6 +4187,8 @@ input CreateAgentInput {
   memory: Boolean
   budgetCheck: Boolean
   pastConversationSearch: Boolean
+  "Knowledge bases of the organisation that knowledge_search and read_document reach."
+  knowledgeBaseIds: [ID!]
 }
 
 input RegisterApplicationInput {
@@ -3733,11 +4234,11 @@ extend type Query {
 
 extend type Mutation {
   "create_artifact: a new artifact of kind html, svg or markdown, at version 1."
-  createArtifact(conversationId: ID, title: String!, kind: String!, content: String!): ArtifactSaved!
+  createArtifact("Required with an API token (BAD_USER_INPUT naming conversationId when it is missing); a turn's scope token implies its own conversation and refuses another." conversationId: ID, title: String!, kind: String!, content: String!): ArtifactSaved!
   "rewrite_artifact: a new version replacing the whole content."
-  rewriteArtifact(conversationId: ID, artifactId: ID!, content: String!): ArtifactSaved!
+  rewriteArtifact("Required with an API token (BAD_USER_INPUT naming conversationId when it is missing); a turn's scope token implies its own conversation and refuses another." conversationId: ID, artifactId: ID!, content: String!): ArtifactSaved!
   "update_artifact: a new version made by exact replacements in the latest, each matching exactly once, all or nothing."
-  updateArtifact(conversationId: ID, artifactId: ID!, edits: [WorkspaceEditInput!]!): ArtifactSaved!
+  updateArtifact("Required with an API token (BAD_USER_INPUT naming conversationId when it is missing); a turn's scope token implies its own conversation and refuses another." conversationId: ID, artifactId: ID!, edits: [WorkspaceEditInput!]!): ArtifactSaved!
 }
 
 "A document a conversation produced, kept as versions that are never overwritten."
@@ -3793,7 +4294,7 @@ type ArtifactSaved @goModel(model: "github.com/toolgate/toolgate/tools/artifact.
   Evaluates arithmetic (the calculator tool): + - * / % ^ ( ), functions and constants;
   the answer is rounded to 12 significant digits.
   """
-  calculate(conversationId: ID, expression: String!): Calculation!
+  calculate("Required with an API token (BAD_USER_INPUT naming conversationId when it is missing); a turn's scope token implies its own conversation and refuses another." conversationId: ID, expression: String!): Calculation!
 }
 
 extend type Mutation {
@@ -3802,7 +4303,7 @@ extend type Mutation {
   place of the turn's earlier ones: on the scope token's turn, or with an API token on the
   conversation's latest turn. 1 to 5 suggestions of at most 200 characters; repeats dropped.
   """
-  suggestNextActions(conversationId: ID, suggestions: [String!]!): SuggestionsAck!
+  suggestNextActions("Required with an API token (BAD_USER_INPUT naming conversationId when it is missing); a turn's scope token implies its own conversation and refuses another." conversationId: ID, suggestions: [String!]!): SuggestionsAck!
 }
 
 extend type Conversation {
@@ -3817,7 +4318,11 @@ type Calculation {
 
 "The acknowledgement of suggestNextActions."
 type SuggestionsAck {
-  ok: Boolean!
+  ok: Boolean! @deprecated(reason: "Always true: a refusal is an error, never ok: false. Read saved, suggestions and turn.")
+  "The suggestions as stored on the turn, in order, repeats dropped."
+  suggestions: [String!]!
+  "The turn the suggestions were stored on."
+  turn: Turn!
   "How many suggestions were stored, repeats dropped."
   saved: Int!
 }
@@ -3834,6 +4339,69 @@ enum TaskStatus {
   DONE
 }
 `, BuiltIn: false},
+	{Name: "../budget.graphqls", Input: `extend type Query {
+  """
+  The monthly limits the caller reaches (an admin: the organisation's and every user's; a member: the
+  organisation's and their own), each with what was spent against it this calendar month in UTC.
+  """
+  budgets: [Budget!]!
+  """
+  What the caller and their organisation spent this calendar month (UTC) and what is left of their
+  monthly limits (the budget_check tool). With a turn's scope token, only when the agent's budgetCheck
+  switch is on.
+  """
+  budgetCheck(conversationId: ID): BudgetStatus!
+}
+
+extend type Mutation {
+  """
+  Sets a monthly limit in USD: the organisation's (no userId) or one user's of the organisation,
+  replacing the one there was. Admins only. Once a limit is spent in a calendar month (UTC),
+  sendMessage is refused with extensions.code BUDGET_EXCEEDED, and a running turn that crosses it
+  finishes its current step and fails with that reason.
+  """
+  setBudget(input: SetBudgetInput!): Budget!
+}
+
+input SetBudgetInput {
+  "The user whose limit this is; none: the organisation's."
+  userId: ID
+  "USD per calendar month (UTC), 0 or more; exact to the micro-dollar."
+  monthlyLimit: Float!
+}
+
+"A monthly spending limit and this month's spend against it."
+type Budget {
+  id: ID!
+  "Whose limit; null: the organisation's."
+  user: User
+  "USD per calendar month in UTC."
+  monthlyLimit: Float!
+  "USD spent this calendar month (UTC): the cost of the model calls of the user (or the whole organisation)."
+  spent: Float!
+  "USD left, never below 0."
+  left: Float!
+  "The month spent is counted in, YYYY-MM (UTC)."
+  month: String!
+}
+
+"What budget_check tells: this month's spend and what is left, for the user and the organisation."
+type BudgetStatus {
+  "YYYY-MM, UTC."
+  month: String!
+  user: BudgetLine!
+  organization: BudgetLine!
+}
+
+type BudgetLine {
+  "USD; null: no limit set."
+  monthlyLimit: Float
+  "USD spent this calendar month (UTC)."
+  spent: Float!
+  "USD left of the limit (never below 0); null: no limit set."
+  left: Float
+}
+`, BuiltIn: false},
 	{Name: "../catalogue.graphqls", Input: `extend type Query {
   """
   The tool catalogue: every built-in tool's definition sized as the model
@@ -3843,11 +4411,11 @@ enum TaskStatus {
   """
   catalogue(agentId: ID): Catalogue!
   "search_tools: the tools the conversation's agent may use that match each query's words, best first."
-  searchTools(conversationId: ID, queries: [String!]!): ToolSearch!
+  searchTools("Required with an API token (BAD_USER_INPUT naming conversationId when it is missing); a turn's scope token implies its own conversation and refuses another." conversationId: ID, queries: [String!]!): ToolSearch!
   "list_tools: every tool the conversation's agent may use."
-  listTools(conversationId: ID): ToolList!
+  listTools("Required with an API token (BAD_USER_INPUT naming conversationId when it is missing); a turn's scope token implies its own conversation and refuses another." conversationId: ID): ToolList!
   "get_tool_schema: named tools whole, with their argument schemas."
-  getToolSchema(conversationId: ID, names: [String!]!): ToolSchemas!
+  getToolSchema("Required with an API token (BAD_USER_INPUT naming conversationId when it is missing); a turn's scope token implies its own conversation and refuses another." conversationId: ID, names: [String!]!): ToolSchemas!
 }
 
 "A JSON Schema, as a JSON value."
@@ -3954,7 +4522,7 @@ extend type Mutation {
   output, 20 workspace writes, call depth 2,000; writes are kept only when
   the run succeeds.
   """
-  runCode(conversationId: ID, code: String!, toolResults: [String!]): CodeRun!
+  runCode("Required with an API token (BAD_USER_INPUT naming conversationId when it is missing); a turn's scope token implies its own conversation and refuses another." conversationId: ID, code: String!, toolResults: [String!]): CodeRun!
 }
 
 type CodeRun @goModel(model: "github.com/toolgate/toolgate/tools/code.Result") {
@@ -4061,6 +4629,49 @@ type Summary {
   cost: Float!
 }
 `, BuiltIn: false},
+	{Name: "../documents.graphqls", Input: `"A file in a multipart request (the GraphQL multipart request spec)."
+scalar Upload
+
+extend type Query {
+  "The caller's organisation's knowledge bases, oldest first."
+  knowledgeBases(first: Int, after: Cursor): KnowledgeBaseConnection!
+}
+
+extend type Conversation {
+  "Files attached to the conversation, oldest first; search_attachments and read_document reach them."
+  attachments: [Attachment!]!
+}
+
+extend type Mutation {
+  "Creates a knowledge base in the caller's organisation. Admins only."
+  createKnowledgeBase(input: CreateKnowledgeBaseInput!): KnowledgeBase!
+  """
+  Adds a document to a knowledge base: a file (text, Markdown, HTML, PDF or DOCX, sent as a
+  multipart upload), or a title and text. It comes back PROCESSING; it turns READY once its text
+  is extracted, cut into passages and indexed, or FAILED with the reason. Admins only.
+  """
+  addDocument(input: AddDocumentInput!): Document!
+  "Attaches a file to a conversation of the caller's; processed like a document."
+  attachFile(input: AttachFileInput!): Attachment!
+}
+
+input CreateKnowledgeBaseInput {
+  name: String!
+}
+
+input AddDocumentInput {
+  knowledgeBaseId: ID!
+  "The file; or title and text."
+  file: Upload
+  title: String
+  text: String
+}
+
+input AttachFileInput {
+  conversationId: ID!
+  file: Upload!
+}
+`, BuiltIn: false},
 	{Name: "../ent.graphqls", Input: `directive @goField(forceResolver: Boolean, name: String, omittable: Boolean) on FIELD_DEFINITION | INPUT_FIELD_DEFINITION
 directive @goModel(model: String, models: [String!], forceGenerate: Boolean) on OBJECT | INPUT_OBJECT | SCALAR | ENUM | INTERFACE | UNION
 type APIToken implements Node {
@@ -4155,6 +4766,55 @@ type Application implements Node {
   name: String!
   url: String!
   allowedTools: [String!]!
+}
+type Attachment implements Node {
+  id: ID!
+  createdAt: Time!
+  updatedAt: Time!
+  title: String!
+  filename: String!
+  mimeType: String!
+  status: AttachmentStatus!
+  """
+  why processing failed, in words a person can act on
+  """
+  error: String
+  """
+  Unicode characters of the extracted text
+  """
+  chars: Int!
+  """
+  passages indexed for search
+  """
+  chunks: Int!
+}
+"""
+Ordering options for Attachment connections
+"""
+input AttachmentOrder {
+  """
+  The ordering direction.
+  """
+  direction: OrderDirection! = ASC
+  """
+  The field by which to order Attachments.
+  """
+  field: AttachmentOrderField!
+}
+"""
+Properties by which Attachment connections can be ordered.
+"""
+enum AttachmentOrderField {
+  CREATED_AT
+  UPDATED_AT
+}
+"""
+AttachmentStatus is enum for the field status
+"""
+enum AttachmentStatus @goModel(model: "github.com/toolgate/toolgate/ent/attachment.Status") {
+  PROCESSING
+  READY
+  FAILED
 }
 type Conversation implements Node {
   id: ID!
@@ -4349,6 +5009,168 @@ Define a Relay Cursor type:
 https://relay.dev/graphql/connections.htm#sec-Cursor
 """
 scalar Cursor
+type Document implements Node {
+  id: ID!
+  createdAt: Time!
+  updatedAt: Time!
+  title: String!
+  filename: String!
+  mimeType: String!
+  status: DocumentStatus!
+  """
+  why processing failed, in words a person can act on
+  """
+  error: String
+  """
+  Unicode characters of the extracted text
+  """
+  chars: Int!
+  """
+  passages indexed for search
+  """
+  chunks: Int!
+}
+"""
+A connection to a list of items.
+"""
+type DocumentConnection {
+  """
+  A list of edges.
+  """
+  edges: [DocumentEdge]
+  """
+  Information to aid in pagination.
+  """
+  pageInfo: PageInfo!
+  """
+  Identifies the total count of items in the connection.
+  """
+  totalCount: Int!
+}
+"""
+An edge in a connection.
+"""
+type DocumentEdge {
+  """
+  The item at the end of the edge.
+  """
+  node: Document
+  """
+  A cursor for use in pagination.
+  """
+  cursor: Cursor!
+}
+"""
+Ordering options for Document connections
+"""
+input DocumentOrder {
+  """
+  The ordering direction.
+  """
+  direction: OrderDirection! = ASC
+  """
+  The field by which to order Documents.
+  """
+  field: DocumentOrderField!
+}
+"""
+Properties by which Document connections can be ordered.
+"""
+enum DocumentOrderField {
+  CREATED_AT
+  UPDATED_AT
+}
+"""
+DocumentStatus is enum for the field status
+"""
+enum DocumentStatus @goModel(model: "github.com/toolgate/toolgate/ent/document.Status") {
+  PROCESSING
+  READY
+  FAILED
+}
+type KnowledgeBase implements Node {
+  id: ID!
+  createdAt: Time!
+  updatedAt: Time!
+  name: String!
+  documents(
+    """
+    Returns the elements in the list that come after the specified cursor.
+    """
+    after: Cursor
+
+    """
+    Returns the first _n_ elements from the list.
+    """
+    first: Int
+
+    """
+    Returns the elements in the list that come before the specified cursor.
+    """
+    before: Cursor
+
+    """
+    Returns the last _n_ elements from the list.
+    """
+    last: Int
+
+    """
+    Ordering options for Documents returned from the connection.
+    """
+    orderBy: DocumentOrder
+  ): DocumentConnection!
+}
+"""
+A connection to a list of items.
+"""
+type KnowledgeBaseConnection {
+  """
+  A list of edges.
+  """
+  edges: [KnowledgeBaseEdge]
+  """
+  Information to aid in pagination.
+  """
+  pageInfo: PageInfo!
+  """
+  Identifies the total count of items in the connection.
+  """
+  totalCount: Int!
+}
+"""
+An edge in a connection.
+"""
+type KnowledgeBaseEdge {
+  """
+  The item at the end of the edge.
+  """
+  node: KnowledgeBase
+  """
+  A cursor for use in pagination.
+  """
+  cursor: Cursor!
+}
+"""
+Ordering options for KnowledgeBase connections
+"""
+input KnowledgeBaseOrder {
+  """
+  The ordering direction.
+  """
+  direction: OrderDirection! = ASC
+  """
+  The field by which to order KnowledgeBases.
+  """
+  field: KnowledgeBaseOrderField!
+}
+"""
+Properties by which KnowledgeBase connections can be ordered.
+"""
+enum KnowledgeBaseOrderField {
+  CREATED_AT
+  UPDATED_AT
+  NAME
+}
 """
 An object with an ID.
 Follows the [Relay Global Object Identification Specification](https://relay.dev/graphql/objectidentification.htm)
@@ -4893,9 +5715,11 @@ extend type Query {
   1024 to 20000) is the call's budget of stored text, shared by its refs; offset (reads)
   is where each window starts; contextChars (searches, default 200, at most 1000) the
   context each side of a match. An API token must give conversationId.
+  This is the one way to read stored results; readToolResult and searchToolResults are
+  deprecated in its favour.
   """
   toolResults(
-    conversationId: ID
+    "Required with an API token (BAD_USER_INPUT naming conversationId when it is missing); a turn's scope token implies its own conversation and refuses another." conversationId: ID
     refs: [String!]!
     offset: Int
     maxChars: Int
@@ -4908,7 +5732,7 @@ extend type Query {
   A window of each stored result (characters from offset, within maxChars shared by the
   refs), in request order. Without conversationId, an API token reads any result it reaches.
   """
-  readToolResult(conversationId: ID, refs: [String!]!, offset: Int, maxChars: Int): [ToolResultRead!]!
+  readToolResult("Optional: with it, only that conversation's results; without it, an API token reads any result it reaches. A turn's scope token implies its own conversation." conversationId: ID, refs: [String!]!, offset: Int, maxChars: Int): [ToolResultRead!]! @deprecated(reason: "Use toolResults(conversationId, refs, offset, maxChars) and read its reads: the same windows, with per-ref failures listed, in the one field that also searches.")
 
   """
   Searches each stored result for query: ranked excerpts with their context, within
@@ -4916,21 +5740,25 @@ extend type Query {
   it reaches.
   """
   searchToolResults(
-    conversationId: ID
+    "Optional: with it, only that conversation's results; without it, an API token reads any result it reaches. A turn's scope token implies its own conversation." conversationId: ID
     refs: [String!]!
     query: String!
     match: MatchMode
     contextChars: Int
     maxChars: Int
-  ): [ToolResultSearch!]!
+  ): [ToolResultSearch!]! @deprecated(reason: "Use toolResults(conversationId, refs, query, match, contextChars, maxChars) and read its searches: the same excerpts, in the one field that also reads.")
 }
 
-"How a search compares the query with the text; lower case, as the model writes it."
+"How a search compares the query with the text. EXACT and FUZZY are the values to use; the lower-case ones are still accepted and mean the same."
 enum MatchMode @goModel(model: "github.com/toolgate/toolgate/tools/result.Match") {
   "Literally, case ignored."
-  exact
+  EXACT
   "The query's words in a row, each allowed typos by its length (1 edit from 4 characters, 2 from 8); case ignored."
-  fuzzy
+  FUZZY
+  "Literally, case ignored."
+  exact @deprecated(reason: "Use EXACT: every enum value is SCREAMING_CASE.")
+  "As FUZZY."
+  fuzzy @deprecated(reason: "Use FUZZY: every enum value is SCREAMING_CASE.")
 }
 
 "One call of read_tool_result."
@@ -5230,14 +6058,14 @@ type Grounding {
   not be read is listed under failures (kind ABSENCE, OUTAGE or ERROR); the rest stands.
   Needs webResearch on for the organisation and a provider configured on the server.
   """
-  researchWeb(conversationId: ID, queries: [String!]!, maxPages: Int): WebResearch!
+  researchWeb("Required with an API token (BAD_USER_INPUT naming conversationId when it is missing); a turn's scope token implies its own conversation and refuses another." conversationId: ID, queries: [String!]!, maxPages: Int): WebResearch!
   """
   One window of a public web page's main text (the read_page tool): maxChars (default 3000,
   500 to 10000) characters from offset; a cut read carries nextOffset. Private, loopback,
   link-local and metadata addresses, other schemes than http(s), bodies over 2 MiB, more
   than 5 redirects and pages robots.txt disallows are refused.
   """
-  readPage(conversationId: ID, url: String!, offset: Int, maxChars: Int): WebPageRead!
+  readPage("Required with an API token (BAD_USER_INPUT naming conversationId when it is missing); a turn's scope token implies its own conversation and refuses another." conversationId: ID, url: String!, offset: Int, maxChars: Int): WebPageRead!
 }
 
 extend type Mutation {
@@ -5301,20 +6129,20 @@ type WebPageRead @goModel(model: "github.com/toolgate/toolgate/tools/web.PageRea
 
 extend type Query {
   "list_files: the workspace's files, or those under a folder, in path order."
-  listFiles(conversationId: ID, path: String): WorkspaceListing!
+  listFiles("Required with an API token (BAD_USER_INPUT naming conversationId when it is missing); a turn's scope token implies its own conversation and refuses another." conversationId: ID, path: String): WorkspaceListing!
   "read_file: a window of one file. maxChars defaults to 4,000 and lies between 1,024 and 20,000."
-  readFile(conversationId: ID, path: String!, offset: Int, maxChars: Int): WorkspacePage!
+  readFile("Required with an API token (BAD_USER_INPUT naming conversationId when it is missing); a turn's scope token implies its own conversation and refuses another." conversationId: ID, path: String!, offset: Int, maxChars: Int): WorkspacePage!
   "search_files: lines holding any of up to 5 strings (literal, case ignored, at most 500 characters each), with 0 to 3 context lines (default 1)."
-  searchFiles(conversationId: ID, strings: [String!]!, contextLines: Int): WorkspaceSearch!
+  searchFiles("Required with an API token (BAD_USER_INPUT naming conversationId when it is missing); a turn's scope token implies its own conversation and refuses another." conversationId: ID, strings: [String!]!, contextLines: Int): WorkspaceSearch!
 }
 
 extend type Mutation {
   "write_file: creates or replaces up to 3 files, all or nothing."
-  writeFiles(conversationId: ID, files: [WorkspaceFileInput!]!): WorkspaceWrite!
+  writeFiles("Required with an API token (BAD_USER_INPUT naming conversationId when it is missing); a turn's scope token implies its own conversation and refuses another." conversationId: ID, files: [WorkspaceFileInput!]!): WorkspaceWrite!
   "edit_file: exact replacements in one file, in order, each matching exactly once."
-  editFile(conversationId: ID, path: String!, edits: [WorkspaceEditInput!]!): WorkspaceEdit!
+  editFile("Required with an API token (BAD_USER_INPUT naming conversationId when it is missing); a turn's scope token implies its own conversation and refuses another." conversationId: ID, path: String!, edits: [WorkspaceEditInput!]!): WorkspaceEdit!
   "delete_file: removes one file."
-  deleteFile(conversationId: ID, path: String!): WorkspaceDeleted!
+  deleteFile("Required with an API token (BAD_USER_INPUT naming conversationId when it is missing); a turn's scope token implies its own conversation and refuses another." conversationId: ID, path: String!): WorkspaceDeleted!
 }
 
 "One file of a workspace listing."
@@ -5603,6 +6431,74 @@ func (ec *executionContext) childFields_ArtifactVersion(ctx context.Context, fie
 	return nil, fmt.Errorf("no field named %q was found under type ArtifactVersion", field.Name)
 }
 
+func (ec *executionContext) childFields_Attachment(ctx context.Context, field graphql.CollectedField) (*graphql.FieldContext, error) {
+	switch field.Name {
+	case "id":
+		return ec.fieldContext_Attachment_id(ctx, field)
+	case "createdAt":
+		return ec.fieldContext_Attachment_createdAt(ctx, field)
+	case "updatedAt":
+		return ec.fieldContext_Attachment_updatedAt(ctx, field)
+	case "title":
+		return ec.fieldContext_Attachment_title(ctx, field)
+	case "filename":
+		return ec.fieldContext_Attachment_filename(ctx, field)
+	case "mimeType":
+		return ec.fieldContext_Attachment_mimeType(ctx, field)
+	case "status":
+		return ec.fieldContext_Attachment_status(ctx, field)
+	case "error":
+		return ec.fieldContext_Attachment_error(ctx, field)
+	case "chars":
+		return ec.fieldContext_Attachment_chars(ctx, field)
+	case "chunks":
+		return ec.fieldContext_Attachment_chunks(ctx, field)
+	}
+	return nil, fmt.Errorf("no field named %q was found under type Attachment", field.Name)
+}
+
+func (ec *executionContext) childFields_Budget(ctx context.Context, field graphql.CollectedField) (*graphql.FieldContext, error) {
+	switch field.Name {
+	case "id":
+		return ec.fieldContext_Budget_id(ctx, field)
+	case "user":
+		return ec.fieldContext_Budget_user(ctx, field)
+	case "monthlyLimit":
+		return ec.fieldContext_Budget_monthlyLimit(ctx, field)
+	case "spent":
+		return ec.fieldContext_Budget_spent(ctx, field)
+	case "left":
+		return ec.fieldContext_Budget_left(ctx, field)
+	case "month":
+		return ec.fieldContext_Budget_month(ctx, field)
+	}
+	return nil, fmt.Errorf("no field named %q was found under type Budget", field.Name)
+}
+
+func (ec *executionContext) childFields_BudgetLine(ctx context.Context, field graphql.CollectedField) (*graphql.FieldContext, error) {
+	switch field.Name {
+	case "monthlyLimit":
+		return ec.fieldContext_BudgetLine_monthlyLimit(ctx, field)
+	case "spent":
+		return ec.fieldContext_BudgetLine_spent(ctx, field)
+	case "left":
+		return ec.fieldContext_BudgetLine_left(ctx, field)
+	}
+	return nil, fmt.Errorf("no field named %q was found under type BudgetLine", field.Name)
+}
+
+func (ec *executionContext) childFields_BudgetStatus(ctx context.Context, field graphql.CollectedField) (*graphql.FieldContext, error) {
+	switch field.Name {
+	case "month":
+		return ec.fieldContext_BudgetStatus_month(ctx, field)
+	case "user":
+		return ec.fieldContext_BudgetStatus_user(ctx, field)
+	case "organization":
+		return ec.fieldContext_BudgetStatus_organization(ctx, field)
+	}
+	return nil, fmt.Errorf("no field named %q was found under type BudgetStatus", field.Name)
+}
+
 func (ec *executionContext) childFields_Calculation(ctx context.Context, field graphql.CollectedField) (*graphql.FieldContext, error) {
 	switch field.Name {
 	case "value":
@@ -5723,6 +6619,8 @@ func (ec *executionContext) childFields_Conversation(ctx context.Context, field 
 		return ec.fieldContext_Conversation_tasks(ctx, field)
 	case "summaries":
 		return ec.fieldContext_Conversation_summaries(ctx, field)
+	case "attachments":
+		return ec.fieldContext_Conversation_attachments(ctx, field)
 	}
 	return nil, fmt.Errorf("no field named %q was found under type Conversation", field.Name)
 }
@@ -5777,6 +6675,54 @@ func (ec *executionContext) childFields_DeactivateUserPayload(ctx context.Contex
 	return nil, fmt.Errorf("no field named %q was found under type DeactivateUserPayload", field.Name)
 }
 
+func (ec *executionContext) childFields_Document(ctx context.Context, field graphql.CollectedField) (*graphql.FieldContext, error) {
+	switch field.Name {
+	case "id":
+		return ec.fieldContext_Document_id(ctx, field)
+	case "createdAt":
+		return ec.fieldContext_Document_createdAt(ctx, field)
+	case "updatedAt":
+		return ec.fieldContext_Document_updatedAt(ctx, field)
+	case "title":
+		return ec.fieldContext_Document_title(ctx, field)
+	case "filename":
+		return ec.fieldContext_Document_filename(ctx, field)
+	case "mimeType":
+		return ec.fieldContext_Document_mimeType(ctx, field)
+	case "status":
+		return ec.fieldContext_Document_status(ctx, field)
+	case "error":
+		return ec.fieldContext_Document_error(ctx, field)
+	case "chars":
+		return ec.fieldContext_Document_chars(ctx, field)
+	case "chunks":
+		return ec.fieldContext_Document_chunks(ctx, field)
+	}
+	return nil, fmt.Errorf("no field named %q was found under type Document", field.Name)
+}
+
+func (ec *executionContext) childFields_DocumentConnection(ctx context.Context, field graphql.CollectedField) (*graphql.FieldContext, error) {
+	switch field.Name {
+	case "edges":
+		return ec.fieldContext_DocumentConnection_edges(ctx, field)
+	case "pageInfo":
+		return ec.fieldContext_DocumentConnection_pageInfo(ctx, field)
+	case "totalCount":
+		return ec.fieldContext_DocumentConnection_totalCount(ctx, field)
+	}
+	return nil, fmt.Errorf("no field named %q was found under type DocumentConnection", field.Name)
+}
+
+func (ec *executionContext) childFields_DocumentEdge(ctx context.Context, field graphql.CollectedField) (*graphql.FieldContext, error) {
+	switch field.Name {
+	case "node":
+		return ec.fieldContext_DocumentEdge_node(ctx, field)
+	case "cursor":
+		return ec.fieldContext_DocumentEdge_cursor(ctx, field)
+	}
+	return nil, fmt.Errorf("no field named %q was found under type DocumentEdge", field.Name)
+}
+
 func (ec *executionContext) childFields_Evidence(ctx context.Context, field graphql.CollectedField) (*graphql.FieldContext, error) {
 	switch field.Name {
 	case "ref":
@@ -5811,6 +6757,44 @@ func (ec *executionContext) childFields_ItemFailure(ctx context.Context, field g
 		return ec.fieldContext_ItemFailure_message(ctx, field)
 	}
 	return nil, fmt.Errorf("no field named %q was found under type ItemFailure", field.Name)
+}
+
+func (ec *executionContext) childFields_KnowledgeBase(ctx context.Context, field graphql.CollectedField) (*graphql.FieldContext, error) {
+	switch field.Name {
+	case "id":
+		return ec.fieldContext_KnowledgeBase_id(ctx, field)
+	case "createdAt":
+		return ec.fieldContext_KnowledgeBase_createdAt(ctx, field)
+	case "updatedAt":
+		return ec.fieldContext_KnowledgeBase_updatedAt(ctx, field)
+	case "name":
+		return ec.fieldContext_KnowledgeBase_name(ctx, field)
+	case "documents":
+		return ec.fieldContext_KnowledgeBase_documents(ctx, field)
+	}
+	return nil, fmt.Errorf("no field named %q was found under type KnowledgeBase", field.Name)
+}
+
+func (ec *executionContext) childFields_KnowledgeBaseConnection(ctx context.Context, field graphql.CollectedField) (*graphql.FieldContext, error) {
+	switch field.Name {
+	case "edges":
+		return ec.fieldContext_KnowledgeBaseConnection_edges(ctx, field)
+	case "pageInfo":
+		return ec.fieldContext_KnowledgeBaseConnection_pageInfo(ctx, field)
+	case "totalCount":
+		return ec.fieldContext_KnowledgeBaseConnection_totalCount(ctx, field)
+	}
+	return nil, fmt.Errorf("no field named %q was found under type KnowledgeBaseConnection", field.Name)
+}
+
+func (ec *executionContext) childFields_KnowledgeBaseEdge(ctx context.Context, field graphql.CollectedField) (*graphql.FieldContext, error) {
+	switch field.Name {
+	case "node":
+		return ec.fieldContext_KnowledgeBaseEdge_node(ctx, field)
+	case "cursor":
+		return ec.fieldContext_KnowledgeBaseEdge_cursor(ctx, field)
+	}
+	return nil, fmt.Errorf("no field named %q was found under type KnowledgeBaseEdge", field.Name)
 }
 
 func (ec *executionContext) childFields_ModelCall(ctx context.Context, field graphql.CollectedField) (*graphql.FieldContext, error) {
@@ -5945,6 +6929,10 @@ func (ec *executionContext) childFields_SuggestionsAck(ctx context.Context, fiel
 	switch field.Name {
 	case "ok":
 		return ec.fieldContext_SuggestionsAck_ok(ctx, field)
+	case "suggestions":
+		return ec.fieldContext_SuggestionsAck_suggestions(ctx, field)
+	case "turn":
+		return ec.fieldContext_SuggestionsAck_turn(ctx, field)
 	case "saved":
 		return ec.fieldContext_SuggestionsAck_saved(ctx, field)
 	}
@@ -6737,6 +7725,66 @@ func (ec *executionContext) field_Conversation_turns_args(ctx context.Context, r
 	return args, nil
 }
 
+func (ec *executionContext) field_KnowledgeBase_documents_args(ctx context.Context, rawArgs map[string]any) (map[string]any, error) {
+	var err error
+	args := map[string]any{}
+	arg0, err := graphql.ProcessArgField(ctx, rawArgs, "after",
+		func(ctx context.Context, v any) (*entgql.Cursor[int], error) {
+			return ec.unmarshalOCursor2ᚖentgoᚗioᚋcontribᚋentgqlᚐCursor(ctx, v)
+		})
+	if err != nil {
+		return nil, err
+	}
+	args["after"] = arg0
+	arg1, err := graphql.ProcessArgField(ctx, rawArgs, "first",
+		func(ctx context.Context, v any) (*int, error) {
+			return ec.unmarshalOInt2ᚖint(ctx, v)
+		})
+	if err != nil {
+		return nil, err
+	}
+	args["first"] = arg1
+	arg2, err := graphql.ProcessArgField(ctx, rawArgs, "before",
+		func(ctx context.Context, v any) (*entgql.Cursor[int], error) {
+			return ec.unmarshalOCursor2ᚖentgoᚗioᚋcontribᚋentgqlᚐCursor(ctx, v)
+		})
+	if err != nil {
+		return nil, err
+	}
+	args["before"] = arg2
+	arg3, err := graphql.ProcessArgField(ctx, rawArgs, "last",
+		func(ctx context.Context, v any) (*int, error) {
+			return ec.unmarshalOInt2ᚖint(ctx, v)
+		})
+	if err != nil {
+		return nil, err
+	}
+	args["last"] = arg3
+	arg4, err := graphql.ProcessArgField(ctx, rawArgs, "orderBy",
+		func(ctx context.Context, v any) (*ent.DocumentOrder, error) {
+			return ec.unmarshalODocumentOrder2ᚖgithubᚗcomᚋtoolgateᚋtoolgateᚋentᚐDocumentOrder(ctx, v)
+		})
+	if err != nil {
+		return nil, err
+	}
+	args["orderBy"] = arg4
+	return args, nil
+}
+
+func (ec *executionContext) field_Mutation_addDocument_args(ctx context.Context, rawArgs map[string]any) (map[string]any, error) {
+	var err error
+	args := map[string]any{}
+	arg0, err := graphql.ProcessArgField(ctx, rawArgs, "input",
+		func(ctx context.Context, v any) (model.AddDocumentInput, error) {
+			return ec.unmarshalNAddDocumentInput2githubᚗcomᚋtoolgateᚋtoolgateᚋgraphᚋmodelᚐAddDocumentInput(ctx, v)
+		})
+	if err != nil {
+		return nil, err
+	}
+	args["input"] = arg0
+	return args, nil
+}
+
 func (ec *executionContext) field_Mutation_answerClarification_args(ctx context.Context, rawArgs map[string]any) (map[string]any, error) {
 	var err error
 	args := map[string]any{}
@@ -6757,6 +7805,20 @@ func (ec *executionContext) field_Mutation_archiveConversation_args(ctx context.
 	arg0, err := graphql.ProcessArgField(ctx, rawArgs, "input",
 		func(ctx context.Context, v any) (model.ArchiveConversationInput, error) {
 			return ec.unmarshalNArchiveConversationInput2githubᚗcomᚋtoolgateᚋtoolgateᚋgraphᚋmodelᚐArchiveConversationInput(ctx, v)
+		})
+	if err != nil {
+		return nil, err
+	}
+	args["input"] = arg0
+	return args, nil
+}
+
+func (ec *executionContext) field_Mutation_attachFile_args(ctx context.Context, rawArgs map[string]any) (map[string]any, error) {
+	var err error
+	args := map[string]any{}
+	arg0, err := graphql.ProcessArgField(ctx, rawArgs, "input",
+		func(ctx context.Context, v any) (model.AttachFileInput, error) {
+			return ec.unmarshalNAttachFileInput2githubᚗcomᚋtoolgateᚋtoolgateᚋgraphᚋmodelᚐAttachFileInput(ctx, v)
 		})
 	if err != nil {
 		return nil, err
@@ -6842,6 +7904,20 @@ func (ec *executionContext) field_Mutation_createArtifact_args(ctx context.Conte
 		return nil, err
 	}
 	args["content"] = arg3
+	return args, nil
+}
+
+func (ec *executionContext) field_Mutation_createKnowledgeBase_args(ctx context.Context, rawArgs map[string]any) (map[string]any, error) {
+	var err error
+	args := map[string]any{}
+	arg0, err := graphql.ProcessArgField(ctx, rawArgs, "input",
+		func(ctx context.Context, v any) (model.CreateKnowledgeBaseInput, error) {
+			return ec.unmarshalNCreateKnowledgeBaseInput2githubᚗcomᚋtoolgateᚋtoolgateᚋgraphᚋmodelᚐCreateKnowledgeBaseInput(ctx, v)
+		})
+	if err != nil {
+		return nil, err
+	}
+	args["input"] = arg0
 	return args, nil
 }
 
@@ -7055,6 +8131,20 @@ func (ec *executionContext) field_Mutation_sendMessage_args(ctx context.Context,
 	return args, nil
 }
 
+func (ec *executionContext) field_Mutation_setBudget_args(ctx context.Context, rawArgs map[string]any) (map[string]any, error) {
+	var err error
+	args := map[string]any{}
+	arg0, err := graphql.ProcessArgField(ctx, rawArgs, "input",
+		func(ctx context.Context, v any) (model.SetBudgetInput, error) {
+			return ec.unmarshalNSetBudgetInput2githubᚗcomᚋtoolgateᚋtoolgateᚋgraphᚋmodelᚐSetBudgetInput(ctx, v)
+		})
+	if err != nil {
+		return nil, err
+	}
+	args["input"] = arg0
+	return args, nil
+}
+
 func (ec *executionContext) field_Mutation_startConversation_args(ctx context.Context, rawArgs map[string]any) (map[string]any, error) {
 	var err error
 	args := map[string]any{}
@@ -7259,6 +8349,20 @@ func (ec *executionContext) field_Query_artifacts_args(ctx context.Context, rawA
 	return args, nil
 }
 
+func (ec *executionContext) field_Query_budgetCheck_args(ctx context.Context, rawArgs map[string]any) (map[string]any, error) {
+	var err error
+	args := map[string]any{}
+	arg0, err := graphql.ProcessArgField(ctx, rawArgs, "conversationId",
+		func(ctx context.Context, v any) (*int, error) {
+			return ec.unmarshalOID2ᚖint(ctx, v)
+		})
+	if err != nil {
+		return nil, err
+	}
+	args["conversationId"] = arg0
+	return args, nil
+}
+
 func (ec *executionContext) field_Query_calculate_args(ctx context.Context, rawArgs map[string]any) (map[string]any, error) {
 	var err error
 	args := map[string]any{}
@@ -7382,6 +8486,28 @@ func (ec *executionContext) field_Query_getToolSchema_args(ctx context.Context, 
 		return nil, err
 	}
 	args["names"] = arg1
+	return args, nil
+}
+
+func (ec *executionContext) field_Query_knowledgeBases_args(ctx context.Context, rawArgs map[string]any) (map[string]any, error) {
+	var err error
+	args := map[string]any{}
+	arg0, err := graphql.ProcessArgField(ctx, rawArgs, "first",
+		func(ctx context.Context, v any) (*int, error) {
+			return ec.unmarshalOInt2ᚖint(ctx, v)
+		})
+	if err != nil {
+		return nil, err
+	}
+	args["first"] = arg0
+	arg1, err := graphql.ProcessArgField(ctx, rawArgs, "after",
+		func(ctx context.Context, v any) (*entgql.Cursor[int], error) {
+			return ec.unmarshalOCursor2ᚖentgoᚗioᚋcontribᚋentgqlᚐCursor(ctx, v)
+		})
+	if err != nil {
+		return nil, err
+	}
+	args["after"] = arg1
 	return args, nil
 }
 
@@ -9346,6 +10472,539 @@ func (ec *executionContext) fieldContext_ArtifactVersion_inspected(_ context.Con
 	return graphql.NewScalarFieldContext("ArtifactVersion", field, false, false, "Boolean")
 }
 
+func (ec *executionContext) _Attachment_id(ctx context.Context, field graphql.CollectedField, obj *ent.Attachment) (ret graphql.Marshaler) {
+	return graphql.ResolveField(
+		ctx,
+		ec.OperationContext,
+		field,
+		func(ctx context.Context, field graphql.CollectedField) (*graphql.FieldContext, error) {
+			return ec.fieldContext_Attachment_id(ctx, field)
+		},
+		func(ctx context.Context) (any, error) {
+			return obj.ID, nil
+		},
+		nil,
+		func(ctx context.Context, selections ast.SelectionSet, v int) graphql.Marshaler {
+			return ec.marshalNID2int(ctx, selections, v)
+		},
+		true,
+		true,
+	)
+}
+func (ec *executionContext) fieldContext_Attachment_id(_ context.Context, field graphql.CollectedField) (fc *graphql.FieldContext, err error) {
+	return graphql.NewScalarFieldContext("Attachment", field, false, false, "ID")
+}
+
+func (ec *executionContext) _Attachment_createdAt(ctx context.Context, field graphql.CollectedField, obj *ent.Attachment) (ret graphql.Marshaler) {
+	return graphql.ResolveField(
+		ctx,
+		ec.OperationContext,
+		field,
+		func(ctx context.Context, field graphql.CollectedField) (*graphql.FieldContext, error) {
+			return ec.fieldContext_Attachment_createdAt(ctx, field)
+		},
+		func(ctx context.Context) (any, error) {
+			return obj.CreatedAt, nil
+		},
+		nil,
+		func(ctx context.Context, selections ast.SelectionSet, v time.Time) graphql.Marshaler {
+			return ec.marshalNTime2timeᚐTime(ctx, selections, v)
+		},
+		true,
+		true,
+	)
+}
+func (ec *executionContext) fieldContext_Attachment_createdAt(_ context.Context, field graphql.CollectedField) (fc *graphql.FieldContext, err error) {
+	return graphql.NewScalarFieldContext("Attachment", field, false, false, "Time")
+}
+
+func (ec *executionContext) _Attachment_updatedAt(ctx context.Context, field graphql.CollectedField, obj *ent.Attachment) (ret graphql.Marshaler) {
+	return graphql.ResolveField(
+		ctx,
+		ec.OperationContext,
+		field,
+		func(ctx context.Context, field graphql.CollectedField) (*graphql.FieldContext, error) {
+			return ec.fieldContext_Attachment_updatedAt(ctx, field)
+		},
+		func(ctx context.Context) (any, error) {
+			return obj.UpdatedAt, nil
+		},
+		nil,
+		func(ctx context.Context, selections ast.SelectionSet, v time.Time) graphql.Marshaler {
+			return ec.marshalNTime2timeᚐTime(ctx, selections, v)
+		},
+		true,
+		true,
+	)
+}
+func (ec *executionContext) fieldContext_Attachment_updatedAt(_ context.Context, field graphql.CollectedField) (fc *graphql.FieldContext, err error) {
+	return graphql.NewScalarFieldContext("Attachment", field, false, false, "Time")
+}
+
+func (ec *executionContext) _Attachment_title(ctx context.Context, field graphql.CollectedField, obj *ent.Attachment) (ret graphql.Marshaler) {
+	return graphql.ResolveField(
+		ctx,
+		ec.OperationContext,
+		field,
+		func(ctx context.Context, field graphql.CollectedField) (*graphql.FieldContext, error) {
+			return ec.fieldContext_Attachment_title(ctx, field)
+		},
+		func(ctx context.Context) (any, error) {
+			return obj.Title, nil
+		},
+		nil,
+		func(ctx context.Context, selections ast.SelectionSet, v string) graphql.Marshaler {
+			return ec.marshalNString2string(ctx, selections, v)
+		},
+		true,
+		true,
+	)
+}
+func (ec *executionContext) fieldContext_Attachment_title(_ context.Context, field graphql.CollectedField) (fc *graphql.FieldContext, err error) {
+	return graphql.NewScalarFieldContext("Attachment", field, false, false, "String")
+}
+
+func (ec *executionContext) _Attachment_filename(ctx context.Context, field graphql.CollectedField, obj *ent.Attachment) (ret graphql.Marshaler) {
+	return graphql.ResolveField(
+		ctx,
+		ec.OperationContext,
+		field,
+		func(ctx context.Context, field graphql.CollectedField) (*graphql.FieldContext, error) {
+			return ec.fieldContext_Attachment_filename(ctx, field)
+		},
+		func(ctx context.Context) (any, error) {
+			return obj.Filename, nil
+		},
+		nil,
+		func(ctx context.Context, selections ast.SelectionSet, v string) graphql.Marshaler {
+			return ec.marshalNString2string(ctx, selections, v)
+		},
+		true,
+		true,
+	)
+}
+func (ec *executionContext) fieldContext_Attachment_filename(_ context.Context, field graphql.CollectedField) (fc *graphql.FieldContext, err error) {
+	return graphql.NewScalarFieldContext("Attachment", field, false, false, "String")
+}
+
+func (ec *executionContext) _Attachment_mimeType(ctx context.Context, field graphql.CollectedField, obj *ent.Attachment) (ret graphql.Marshaler) {
+	return graphql.ResolveField(
+		ctx,
+		ec.OperationContext,
+		field,
+		func(ctx context.Context, field graphql.CollectedField) (*graphql.FieldContext, error) {
+			return ec.fieldContext_Attachment_mimeType(ctx, field)
+		},
+		func(ctx context.Context) (any, error) {
+			return obj.MimeType, nil
+		},
+		nil,
+		func(ctx context.Context, selections ast.SelectionSet, v string) graphql.Marshaler {
+			return ec.marshalNString2string(ctx, selections, v)
+		},
+		true,
+		true,
+	)
+}
+func (ec *executionContext) fieldContext_Attachment_mimeType(_ context.Context, field graphql.CollectedField) (fc *graphql.FieldContext, err error) {
+	return graphql.NewScalarFieldContext("Attachment", field, false, false, "String")
+}
+
+func (ec *executionContext) _Attachment_status(ctx context.Context, field graphql.CollectedField, obj *ent.Attachment) (ret graphql.Marshaler) {
+	return graphql.ResolveField(
+		ctx,
+		ec.OperationContext,
+		field,
+		func(ctx context.Context, field graphql.CollectedField) (*graphql.FieldContext, error) {
+			return ec.fieldContext_Attachment_status(ctx, field)
+		},
+		func(ctx context.Context) (any, error) {
+			return obj.Status, nil
+		},
+		nil,
+		func(ctx context.Context, selections ast.SelectionSet, v attachment.Status) graphql.Marshaler {
+			return ec.marshalNAttachmentStatus2githubᚗcomᚋtoolgateᚋtoolgateᚋentᚋattachmentᚐStatus(ctx, selections, v)
+		},
+		true,
+		true,
+	)
+}
+func (ec *executionContext) fieldContext_Attachment_status(_ context.Context, field graphql.CollectedField) (fc *graphql.FieldContext, err error) {
+	return graphql.NewScalarFieldContext("Attachment", field, false, false, "AttachmentStatus")
+}
+
+func (ec *executionContext) _Attachment_error(ctx context.Context, field graphql.CollectedField, obj *ent.Attachment) (ret graphql.Marshaler) {
+	return graphql.ResolveField(
+		ctx,
+		ec.OperationContext,
+		field,
+		func(ctx context.Context, field graphql.CollectedField) (*graphql.FieldContext, error) {
+			return ec.fieldContext_Attachment_error(ctx, field)
+		},
+		func(ctx context.Context) (any, error) {
+			return obj.Error, nil
+		},
+		nil,
+		func(ctx context.Context, selections ast.SelectionSet, v *string) graphql.Marshaler {
+			return ec.marshalOString2ᚖstring(ctx, selections, v)
+		},
+		true,
+		false,
+	)
+}
+func (ec *executionContext) fieldContext_Attachment_error(_ context.Context, field graphql.CollectedField) (fc *graphql.FieldContext, err error) {
+	return graphql.NewScalarFieldContext("Attachment", field, false, false, "String")
+}
+
+func (ec *executionContext) _Attachment_chars(ctx context.Context, field graphql.CollectedField, obj *ent.Attachment) (ret graphql.Marshaler) {
+	return graphql.ResolveField(
+		ctx,
+		ec.OperationContext,
+		field,
+		func(ctx context.Context, field graphql.CollectedField) (*graphql.FieldContext, error) {
+			return ec.fieldContext_Attachment_chars(ctx, field)
+		},
+		func(ctx context.Context) (any, error) {
+			return obj.Chars, nil
+		},
+		nil,
+		func(ctx context.Context, selections ast.SelectionSet, v int) graphql.Marshaler {
+			return ec.marshalNInt2int(ctx, selections, v)
+		},
+		true,
+		true,
+	)
+}
+func (ec *executionContext) fieldContext_Attachment_chars(_ context.Context, field graphql.CollectedField) (fc *graphql.FieldContext, err error) {
+	return graphql.NewScalarFieldContext("Attachment", field, false, false, "Int")
+}
+
+func (ec *executionContext) _Attachment_chunks(ctx context.Context, field graphql.CollectedField, obj *ent.Attachment) (ret graphql.Marshaler) {
+	return graphql.ResolveField(
+		ctx,
+		ec.OperationContext,
+		field,
+		func(ctx context.Context, field graphql.CollectedField) (*graphql.FieldContext, error) {
+			return ec.fieldContext_Attachment_chunks(ctx, field)
+		},
+		func(ctx context.Context) (any, error) {
+			return obj.Chunks, nil
+		},
+		nil,
+		func(ctx context.Context, selections ast.SelectionSet, v int) graphql.Marshaler {
+			return ec.marshalNInt2int(ctx, selections, v)
+		},
+		true,
+		true,
+	)
+}
+func (ec *executionContext) fieldContext_Attachment_chunks(_ context.Context, field graphql.CollectedField) (fc *graphql.FieldContext, err error) {
+	return graphql.NewScalarFieldContext("Attachment", field, false, false, "Int")
+}
+
+func (ec *executionContext) _Budget_id(ctx context.Context, field graphql.CollectedField, obj *ent.Budget) (ret graphql.Marshaler) {
+	return graphql.ResolveField(
+		ctx,
+		ec.OperationContext,
+		field,
+		func(ctx context.Context, field graphql.CollectedField) (*graphql.FieldContext, error) {
+			return ec.fieldContext_Budget_id(ctx, field)
+		},
+		func(ctx context.Context) (any, error) {
+			return obj.ID, nil
+		},
+		nil,
+		func(ctx context.Context, selections ast.SelectionSet, v int) graphql.Marshaler {
+			return ec.marshalNID2int(ctx, selections, v)
+		},
+		true,
+		true,
+	)
+}
+func (ec *executionContext) fieldContext_Budget_id(_ context.Context, field graphql.CollectedField) (fc *graphql.FieldContext, err error) {
+	return graphql.NewScalarFieldContext("Budget", field, false, false, "ID")
+}
+
+func (ec *executionContext) _Budget_user(ctx context.Context, field graphql.CollectedField, obj *ent.Budget) (ret graphql.Marshaler) {
+	return graphql.ResolveField(
+		ctx,
+		ec.OperationContext,
+		field,
+		func(ctx context.Context, field graphql.CollectedField) (*graphql.FieldContext, error) {
+			return ec.fieldContext_Budget_user(ctx, field)
+		},
+		func(ctx context.Context) (any, error) {
+			return ec.Resolvers.Budget().User(ctx, obj)
+		},
+		nil,
+		func(ctx context.Context, selections ast.SelectionSet, v *ent.User) graphql.Marshaler {
+			return ec.marshalOUser2ᚖgithubᚗcomᚋtoolgateᚋtoolgateᚋentᚐUser(ctx, selections, v)
+		},
+		true,
+		false,
+	)
+}
+func (ec *executionContext) fieldContext_Budget_user(_ context.Context, field graphql.CollectedField) (fc *graphql.FieldContext, err error) {
+	fc = &graphql.FieldContext{
+		Object:     "Budget",
+		Field:      field,
+		IsMethod:   true,
+		IsResolver: true,
+		Child: func(ctx context.Context, field graphql.CollectedField) (*graphql.FieldContext, error) {
+			return ec.childFields_User(ctx, field)
+		},
+	}
+	return fc, nil
+}
+
+func (ec *executionContext) _Budget_monthlyLimit(ctx context.Context, field graphql.CollectedField, obj *ent.Budget) (ret graphql.Marshaler) {
+	return graphql.ResolveField(
+		ctx,
+		ec.OperationContext,
+		field,
+		func(ctx context.Context, field graphql.CollectedField) (*graphql.FieldContext, error) {
+			return ec.fieldContext_Budget_monthlyLimit(ctx, field)
+		},
+		func(ctx context.Context) (any, error) {
+			return ec.Resolvers.Budget().MonthlyLimit(ctx, obj)
+		},
+		nil,
+		func(ctx context.Context, selections ast.SelectionSet, v float64) graphql.Marshaler {
+			return ec.marshalNFloat2float64(ctx, selections, v)
+		},
+		true,
+		true,
+	)
+}
+func (ec *executionContext) fieldContext_Budget_monthlyLimit(_ context.Context, field graphql.CollectedField) (fc *graphql.FieldContext, err error) {
+	return graphql.NewScalarFieldContext("Budget", field, true, true, "Float")
+}
+
+func (ec *executionContext) _Budget_spent(ctx context.Context, field graphql.CollectedField, obj *ent.Budget) (ret graphql.Marshaler) {
+	return graphql.ResolveField(
+		ctx,
+		ec.OperationContext,
+		field,
+		func(ctx context.Context, field graphql.CollectedField) (*graphql.FieldContext, error) {
+			return ec.fieldContext_Budget_spent(ctx, field)
+		},
+		func(ctx context.Context) (any, error) {
+			return ec.Resolvers.Budget().Spent(ctx, obj)
+		},
+		nil,
+		func(ctx context.Context, selections ast.SelectionSet, v float64) graphql.Marshaler {
+			return ec.marshalNFloat2float64(ctx, selections, v)
+		},
+		true,
+		true,
+	)
+}
+func (ec *executionContext) fieldContext_Budget_spent(_ context.Context, field graphql.CollectedField) (fc *graphql.FieldContext, err error) {
+	return graphql.NewScalarFieldContext("Budget", field, true, true, "Float")
+}
+
+func (ec *executionContext) _Budget_left(ctx context.Context, field graphql.CollectedField, obj *ent.Budget) (ret graphql.Marshaler) {
+	return graphql.ResolveField(
+		ctx,
+		ec.OperationContext,
+		field,
+		func(ctx context.Context, field graphql.CollectedField) (*graphql.FieldContext, error) {
+			return ec.fieldContext_Budget_left(ctx, field)
+		},
+		func(ctx context.Context) (any, error) {
+			return ec.Resolvers.Budget().Left(ctx, obj)
+		},
+		nil,
+		func(ctx context.Context, selections ast.SelectionSet, v float64) graphql.Marshaler {
+			return ec.marshalNFloat2float64(ctx, selections, v)
+		},
+		true,
+		true,
+	)
+}
+func (ec *executionContext) fieldContext_Budget_left(_ context.Context, field graphql.CollectedField) (fc *graphql.FieldContext, err error) {
+	return graphql.NewScalarFieldContext("Budget", field, true, true, "Float")
+}
+
+func (ec *executionContext) _Budget_month(ctx context.Context, field graphql.CollectedField, obj *ent.Budget) (ret graphql.Marshaler) {
+	return graphql.ResolveField(
+		ctx,
+		ec.OperationContext,
+		field,
+		func(ctx context.Context, field graphql.CollectedField) (*graphql.FieldContext, error) {
+			return ec.fieldContext_Budget_month(ctx, field)
+		},
+		func(ctx context.Context) (any, error) {
+			return ec.Resolvers.Budget().Month(ctx, obj)
+		},
+		nil,
+		func(ctx context.Context, selections ast.SelectionSet, v string) graphql.Marshaler {
+			return ec.marshalNString2string(ctx, selections, v)
+		},
+		true,
+		true,
+	)
+}
+func (ec *executionContext) fieldContext_Budget_month(_ context.Context, field graphql.CollectedField) (fc *graphql.FieldContext, err error) {
+	return graphql.NewScalarFieldContext("Budget", field, true, true, "String")
+}
+
+func (ec *executionContext) _BudgetLine_monthlyLimit(ctx context.Context, field graphql.CollectedField, obj *model.BudgetLine) (ret graphql.Marshaler) {
+	return graphql.ResolveField(
+		ctx,
+		ec.OperationContext,
+		field,
+		func(ctx context.Context, field graphql.CollectedField) (*graphql.FieldContext, error) {
+			return ec.fieldContext_BudgetLine_monthlyLimit(ctx, field)
+		},
+		func(ctx context.Context) (any, error) {
+			return obj.MonthlyLimit, nil
+		},
+		nil,
+		func(ctx context.Context, selections ast.SelectionSet, v *float64) graphql.Marshaler {
+			return ec.marshalOFloat2ᚖfloat64(ctx, selections, v)
+		},
+		true,
+		false,
+	)
+}
+func (ec *executionContext) fieldContext_BudgetLine_monthlyLimit(_ context.Context, field graphql.CollectedField) (fc *graphql.FieldContext, err error) {
+	return graphql.NewScalarFieldContext("BudgetLine", field, false, false, "Float")
+}
+
+func (ec *executionContext) _BudgetLine_spent(ctx context.Context, field graphql.CollectedField, obj *model.BudgetLine) (ret graphql.Marshaler) {
+	return graphql.ResolveField(
+		ctx,
+		ec.OperationContext,
+		field,
+		func(ctx context.Context, field graphql.CollectedField) (*graphql.FieldContext, error) {
+			return ec.fieldContext_BudgetLine_spent(ctx, field)
+		},
+		func(ctx context.Context) (any, error) {
+			return obj.Spent, nil
+		},
+		nil,
+		func(ctx context.Context, selections ast.SelectionSet, v float64) graphql.Marshaler {
+			return ec.marshalNFloat2float64(ctx, selections, v)
+		},
+		true,
+		true,
+	)
+}
+func (ec *executionContext) fieldContext_BudgetLine_spent(_ context.Context, field graphql.CollectedField) (fc *graphql.FieldContext, err error) {
+	return graphql.NewScalarFieldContext("BudgetLine", field, false, false, "Float")
+}
+
+func (ec *executionContext) _BudgetLine_left(ctx context.Context, field graphql.CollectedField, obj *model.BudgetLine) (ret graphql.Marshaler) {
+	return graphql.ResolveField(
+		ctx,
+		ec.OperationContext,
+		field,
+		func(ctx context.Context, field graphql.CollectedField) (*graphql.FieldContext, error) {
+			return ec.fieldContext_BudgetLine_left(ctx, field)
+		},
+		func(ctx context.Context) (any, error) {
+			return obj.Left, nil
+		},
+		nil,
+		func(ctx context.Context, selections ast.SelectionSet, v *float64) graphql.Marshaler {
+			return ec.marshalOFloat2ᚖfloat64(ctx, selections, v)
+		},
+		true,
+		false,
+	)
+}
+func (ec *executionContext) fieldContext_BudgetLine_left(_ context.Context, field graphql.CollectedField) (fc *graphql.FieldContext, err error) {
+	return graphql.NewScalarFieldContext("BudgetLine", field, false, false, "Float")
+}
+
+func (ec *executionContext) _BudgetStatus_month(ctx context.Context, field graphql.CollectedField, obj *model.BudgetStatus) (ret graphql.Marshaler) {
+	return graphql.ResolveField(
+		ctx,
+		ec.OperationContext,
+		field,
+		func(ctx context.Context, field graphql.CollectedField) (*graphql.FieldContext, error) {
+			return ec.fieldContext_BudgetStatus_month(ctx, field)
+		},
+		func(ctx context.Context) (any, error) {
+			return obj.Month, nil
+		},
+		nil,
+		func(ctx context.Context, selections ast.SelectionSet, v string) graphql.Marshaler {
+			return ec.marshalNString2string(ctx, selections, v)
+		},
+		true,
+		true,
+	)
+}
+func (ec *executionContext) fieldContext_BudgetStatus_month(_ context.Context, field graphql.CollectedField) (fc *graphql.FieldContext, err error) {
+	return graphql.NewScalarFieldContext("BudgetStatus", field, false, false, "String")
+}
+
+func (ec *executionContext) _BudgetStatus_user(ctx context.Context, field graphql.CollectedField, obj *model.BudgetStatus) (ret graphql.Marshaler) {
+	return graphql.ResolveField(
+		ctx,
+		ec.OperationContext,
+		field,
+		func(ctx context.Context, field graphql.CollectedField) (*graphql.FieldContext, error) {
+			return ec.fieldContext_BudgetStatus_user(ctx, field)
+		},
+		func(ctx context.Context) (any, error) {
+			return obj.User, nil
+		},
+		nil,
+		func(ctx context.Context, selections ast.SelectionSet, v *model.BudgetLine) graphql.Marshaler {
+			return ec.marshalNBudgetLine2ᚖgithubᚗcomᚋtoolgateᚋtoolgateᚋgraphᚋmodelᚐBudgetLine(ctx, selections, v)
+		},
+		true,
+		true,
+	)
+}
+func (ec *executionContext) fieldContext_BudgetStatus_user(_ context.Context, field graphql.CollectedField) (fc *graphql.FieldContext, err error) {
+	fc = &graphql.FieldContext{
+		Object:     "BudgetStatus",
+		Field:      field,
+		IsMethod:   false,
+		IsResolver: false,
+		Child: func(ctx context.Context, field graphql.CollectedField) (*graphql.FieldContext, error) {
+			return ec.childFields_BudgetLine(ctx, field)
+		},
+	}
+	return fc, nil
+}
+
+func (ec *executionContext) _BudgetStatus_organization(ctx context.Context, field graphql.CollectedField, obj *model.BudgetStatus) (ret graphql.Marshaler) {
+	return graphql.ResolveField(
+		ctx,
+		ec.OperationContext,
+		field,
+		func(ctx context.Context, field graphql.CollectedField) (*graphql.FieldContext, error) {
+			return ec.fieldContext_BudgetStatus_organization(ctx, field)
+		},
+		func(ctx context.Context) (any, error) {
+			return obj.Organization, nil
+		},
+		nil,
+		func(ctx context.Context, selections ast.SelectionSet, v *model.BudgetLine) graphql.Marshaler {
+			return ec.marshalNBudgetLine2ᚖgithubᚗcomᚋtoolgateᚋtoolgateᚋgraphᚋmodelᚐBudgetLine(ctx, selections, v)
+		},
+		true,
+		true,
+	)
+}
+func (ec *executionContext) fieldContext_BudgetStatus_organization(_ context.Context, field graphql.CollectedField) (fc *graphql.FieldContext, err error) {
+	fc = &graphql.FieldContext{
+		Object:     "BudgetStatus",
+		Field:      field,
+		IsMethod:   false,
+		IsResolver: false,
+		Child: func(ctx context.Context, field graphql.CollectedField) (*graphql.FieldContext, error) {
+			return ec.childFields_BudgetLine(ctx, field)
+		},
+	}
+	return fc, nil
+}
+
 func (ec *executionContext) _Calculation_value(ctx context.Context, field graphql.CollectedField, obj *model.Calculation) (ret graphql.Marshaler) {
 	return graphql.ResolveField(
 		ctx,
@@ -10373,6 +12032,38 @@ func (ec *executionContext) fieldContext_Conversation_summaries(_ context.Contex
 	return fc, nil
 }
 
+func (ec *executionContext) _Conversation_attachments(ctx context.Context, field graphql.CollectedField, obj *ent.Conversation) (ret graphql.Marshaler) {
+	return graphql.ResolveField(
+		ctx,
+		ec.OperationContext,
+		field,
+		func(ctx context.Context, field graphql.CollectedField) (*graphql.FieldContext, error) {
+			return ec.fieldContext_Conversation_attachments(ctx, field)
+		},
+		func(ctx context.Context) (any, error) {
+			return ec.Resolvers.Conversation().Attachments(ctx, obj)
+		},
+		nil,
+		func(ctx context.Context, selections ast.SelectionSet, v []*ent.Attachment) graphql.Marshaler {
+			return ec.marshalNAttachment2ᚕᚖgithubᚗcomᚋtoolgateᚋtoolgateᚋentᚐAttachmentᚄ(ctx, selections, v)
+		},
+		true,
+		true,
+	)
+}
+func (ec *executionContext) fieldContext_Conversation_attachments(_ context.Context, field graphql.CollectedField) (fc *graphql.FieldContext, err error) {
+	fc = &graphql.FieldContext{
+		Object:     "Conversation",
+		Field:      field,
+		IsMethod:   true,
+		IsResolver: true,
+		Child: func(ctx context.Context, field graphql.CollectedField) (*graphql.FieldContext, error) {
+			return ec.childFields_Attachment(ctx, field)
+		},
+	}
+	return fc, nil
+}
+
 func (ec *executionContext) _ConversationConnection_edges(ctx context.Context, field graphql.CollectedField, obj *ent.ConversationConnection) (ret graphql.Marshaler) {
 	return graphql.ResolveField(
 		ctx,
@@ -10666,6 +12357,378 @@ func (ec *executionContext) fieldContext_DeactivateUserPayload_user(_ context.Co
 	return fc, nil
 }
 
+func (ec *executionContext) _Document_id(ctx context.Context, field graphql.CollectedField, obj *ent.Document) (ret graphql.Marshaler) {
+	return graphql.ResolveField(
+		ctx,
+		ec.OperationContext,
+		field,
+		func(ctx context.Context, field graphql.CollectedField) (*graphql.FieldContext, error) {
+			return ec.fieldContext_Document_id(ctx, field)
+		},
+		func(ctx context.Context) (any, error) {
+			return obj.ID, nil
+		},
+		nil,
+		func(ctx context.Context, selections ast.SelectionSet, v int) graphql.Marshaler {
+			return ec.marshalNID2int(ctx, selections, v)
+		},
+		true,
+		true,
+	)
+}
+func (ec *executionContext) fieldContext_Document_id(_ context.Context, field graphql.CollectedField) (fc *graphql.FieldContext, err error) {
+	return graphql.NewScalarFieldContext("Document", field, false, false, "ID")
+}
+
+func (ec *executionContext) _Document_createdAt(ctx context.Context, field graphql.CollectedField, obj *ent.Document) (ret graphql.Marshaler) {
+	return graphql.ResolveField(
+		ctx,
+		ec.OperationContext,
+		field,
+		func(ctx context.Context, field graphql.CollectedField) (*graphql.FieldContext, error) {
+			return ec.fieldContext_Document_createdAt(ctx, field)
+		},
+		func(ctx context.Context) (any, error) {
+			return obj.CreatedAt, nil
+		},
+		nil,
+		func(ctx context.Context, selections ast.SelectionSet, v time.Time) graphql.Marshaler {
+			return ec.marshalNTime2timeᚐTime(ctx, selections, v)
+		},
+		true,
+		true,
+	)
+}
+func (ec *executionContext) fieldContext_Document_createdAt(_ context.Context, field graphql.CollectedField) (fc *graphql.FieldContext, err error) {
+	return graphql.NewScalarFieldContext("Document", field, false, false, "Time")
+}
+
+func (ec *executionContext) _Document_updatedAt(ctx context.Context, field graphql.CollectedField, obj *ent.Document) (ret graphql.Marshaler) {
+	return graphql.ResolveField(
+		ctx,
+		ec.OperationContext,
+		field,
+		func(ctx context.Context, field graphql.CollectedField) (*graphql.FieldContext, error) {
+			return ec.fieldContext_Document_updatedAt(ctx, field)
+		},
+		func(ctx context.Context) (any, error) {
+			return obj.UpdatedAt, nil
+		},
+		nil,
+		func(ctx context.Context, selections ast.SelectionSet, v time.Time) graphql.Marshaler {
+			return ec.marshalNTime2timeᚐTime(ctx, selections, v)
+		},
+		true,
+		true,
+	)
+}
+func (ec *executionContext) fieldContext_Document_updatedAt(_ context.Context, field graphql.CollectedField) (fc *graphql.FieldContext, err error) {
+	return graphql.NewScalarFieldContext("Document", field, false, false, "Time")
+}
+
+func (ec *executionContext) _Document_title(ctx context.Context, field graphql.CollectedField, obj *ent.Document) (ret graphql.Marshaler) {
+	return graphql.ResolveField(
+		ctx,
+		ec.OperationContext,
+		field,
+		func(ctx context.Context, field graphql.CollectedField) (*graphql.FieldContext, error) {
+			return ec.fieldContext_Document_title(ctx, field)
+		},
+		func(ctx context.Context) (any, error) {
+			return obj.Title, nil
+		},
+		nil,
+		func(ctx context.Context, selections ast.SelectionSet, v string) graphql.Marshaler {
+			return ec.marshalNString2string(ctx, selections, v)
+		},
+		true,
+		true,
+	)
+}
+func (ec *executionContext) fieldContext_Document_title(_ context.Context, field graphql.CollectedField) (fc *graphql.FieldContext, err error) {
+	return graphql.NewScalarFieldContext("Document", field, false, false, "String")
+}
+
+func (ec *executionContext) _Document_filename(ctx context.Context, field graphql.CollectedField, obj *ent.Document) (ret graphql.Marshaler) {
+	return graphql.ResolveField(
+		ctx,
+		ec.OperationContext,
+		field,
+		func(ctx context.Context, field graphql.CollectedField) (*graphql.FieldContext, error) {
+			return ec.fieldContext_Document_filename(ctx, field)
+		},
+		func(ctx context.Context) (any, error) {
+			return obj.Filename, nil
+		},
+		nil,
+		func(ctx context.Context, selections ast.SelectionSet, v string) graphql.Marshaler {
+			return ec.marshalNString2string(ctx, selections, v)
+		},
+		true,
+		true,
+	)
+}
+func (ec *executionContext) fieldContext_Document_filename(_ context.Context, field graphql.CollectedField) (fc *graphql.FieldContext, err error) {
+	return graphql.NewScalarFieldContext("Document", field, false, false, "String")
+}
+
+func (ec *executionContext) _Document_mimeType(ctx context.Context, field graphql.CollectedField, obj *ent.Document) (ret graphql.Marshaler) {
+	return graphql.ResolveField(
+		ctx,
+		ec.OperationContext,
+		field,
+		func(ctx context.Context, field graphql.CollectedField) (*graphql.FieldContext, error) {
+			return ec.fieldContext_Document_mimeType(ctx, field)
+		},
+		func(ctx context.Context) (any, error) {
+			return obj.MimeType, nil
+		},
+		nil,
+		func(ctx context.Context, selections ast.SelectionSet, v string) graphql.Marshaler {
+			return ec.marshalNString2string(ctx, selections, v)
+		},
+		true,
+		true,
+	)
+}
+func (ec *executionContext) fieldContext_Document_mimeType(_ context.Context, field graphql.CollectedField) (fc *graphql.FieldContext, err error) {
+	return graphql.NewScalarFieldContext("Document", field, false, false, "String")
+}
+
+func (ec *executionContext) _Document_status(ctx context.Context, field graphql.CollectedField, obj *ent.Document) (ret graphql.Marshaler) {
+	return graphql.ResolveField(
+		ctx,
+		ec.OperationContext,
+		field,
+		func(ctx context.Context, field graphql.CollectedField) (*graphql.FieldContext, error) {
+			return ec.fieldContext_Document_status(ctx, field)
+		},
+		func(ctx context.Context) (any, error) {
+			return obj.Status, nil
+		},
+		nil,
+		func(ctx context.Context, selections ast.SelectionSet, v document.Status) graphql.Marshaler {
+			return ec.marshalNDocumentStatus2githubᚗcomᚋtoolgateᚋtoolgateᚋentᚋdocumentᚐStatus(ctx, selections, v)
+		},
+		true,
+		true,
+	)
+}
+func (ec *executionContext) fieldContext_Document_status(_ context.Context, field graphql.CollectedField) (fc *graphql.FieldContext, err error) {
+	return graphql.NewScalarFieldContext("Document", field, false, false, "DocumentStatus")
+}
+
+func (ec *executionContext) _Document_error(ctx context.Context, field graphql.CollectedField, obj *ent.Document) (ret graphql.Marshaler) {
+	return graphql.ResolveField(
+		ctx,
+		ec.OperationContext,
+		field,
+		func(ctx context.Context, field graphql.CollectedField) (*graphql.FieldContext, error) {
+			return ec.fieldContext_Document_error(ctx, field)
+		},
+		func(ctx context.Context) (any, error) {
+			return obj.Error, nil
+		},
+		nil,
+		func(ctx context.Context, selections ast.SelectionSet, v *string) graphql.Marshaler {
+			return ec.marshalOString2ᚖstring(ctx, selections, v)
+		},
+		true,
+		false,
+	)
+}
+func (ec *executionContext) fieldContext_Document_error(_ context.Context, field graphql.CollectedField) (fc *graphql.FieldContext, err error) {
+	return graphql.NewScalarFieldContext("Document", field, false, false, "String")
+}
+
+func (ec *executionContext) _Document_chars(ctx context.Context, field graphql.CollectedField, obj *ent.Document) (ret graphql.Marshaler) {
+	return graphql.ResolveField(
+		ctx,
+		ec.OperationContext,
+		field,
+		func(ctx context.Context, field graphql.CollectedField) (*graphql.FieldContext, error) {
+			return ec.fieldContext_Document_chars(ctx, field)
+		},
+		func(ctx context.Context) (any, error) {
+			return obj.Chars, nil
+		},
+		nil,
+		func(ctx context.Context, selections ast.SelectionSet, v int) graphql.Marshaler {
+			return ec.marshalNInt2int(ctx, selections, v)
+		},
+		true,
+		true,
+	)
+}
+func (ec *executionContext) fieldContext_Document_chars(_ context.Context, field graphql.CollectedField) (fc *graphql.FieldContext, err error) {
+	return graphql.NewScalarFieldContext("Document", field, false, false, "Int")
+}
+
+func (ec *executionContext) _Document_chunks(ctx context.Context, field graphql.CollectedField, obj *ent.Document) (ret graphql.Marshaler) {
+	return graphql.ResolveField(
+		ctx,
+		ec.OperationContext,
+		field,
+		func(ctx context.Context, field graphql.CollectedField) (*graphql.FieldContext, error) {
+			return ec.fieldContext_Document_chunks(ctx, field)
+		},
+		func(ctx context.Context) (any, error) {
+			return obj.Chunks, nil
+		},
+		nil,
+		func(ctx context.Context, selections ast.SelectionSet, v int) graphql.Marshaler {
+			return ec.marshalNInt2int(ctx, selections, v)
+		},
+		true,
+		true,
+	)
+}
+func (ec *executionContext) fieldContext_Document_chunks(_ context.Context, field graphql.CollectedField) (fc *graphql.FieldContext, err error) {
+	return graphql.NewScalarFieldContext("Document", field, false, false, "Int")
+}
+
+func (ec *executionContext) _DocumentConnection_edges(ctx context.Context, field graphql.CollectedField, obj *ent.DocumentConnection) (ret graphql.Marshaler) {
+	return graphql.ResolveField(
+		ctx,
+		ec.OperationContext,
+		field,
+		func(ctx context.Context, field graphql.CollectedField) (*graphql.FieldContext, error) {
+			return ec.fieldContext_DocumentConnection_edges(ctx, field)
+		},
+		func(ctx context.Context) (any, error) {
+			return obj.Edges, nil
+		},
+		nil,
+		func(ctx context.Context, selections ast.SelectionSet, v []*ent.DocumentEdge) graphql.Marshaler {
+			return ec.marshalODocumentEdge2ᚕᚖgithubᚗcomᚋtoolgateᚋtoolgateᚋentᚐDocumentEdge(ctx, selections, v)
+		},
+		true,
+		false,
+	)
+}
+func (ec *executionContext) fieldContext_DocumentConnection_edges(_ context.Context, field graphql.CollectedField) (fc *graphql.FieldContext, err error) {
+	fc = &graphql.FieldContext{
+		Object:     "DocumentConnection",
+		Field:      field,
+		IsMethod:   false,
+		IsResolver: false,
+		Child: func(ctx context.Context, field graphql.CollectedField) (*graphql.FieldContext, error) {
+			return ec.childFields_DocumentEdge(ctx, field)
+		},
+	}
+	return fc, nil
+}
+
+func (ec *executionContext) _DocumentConnection_pageInfo(ctx context.Context, field graphql.CollectedField, obj *ent.DocumentConnection) (ret graphql.Marshaler) {
+	return graphql.ResolveField(
+		ctx,
+		ec.OperationContext,
+		field,
+		func(ctx context.Context, field graphql.CollectedField) (*graphql.FieldContext, error) {
+			return ec.fieldContext_DocumentConnection_pageInfo(ctx, field)
+		},
+		func(ctx context.Context) (any, error) {
+			return obj.PageInfo, nil
+		},
+		nil,
+		func(ctx context.Context, selections ast.SelectionSet, v entgql.PageInfo[int]) graphql.Marshaler {
+			return ec.marshalNPageInfo2entgoᚗioᚋcontribᚋentgqlᚐPageInfo(ctx, selections, v)
+		},
+		true,
+		true,
+	)
+}
+func (ec *executionContext) fieldContext_DocumentConnection_pageInfo(_ context.Context, field graphql.CollectedField) (fc *graphql.FieldContext, err error) {
+	fc = &graphql.FieldContext{
+		Object:     "DocumentConnection",
+		Field:      field,
+		IsMethod:   false,
+		IsResolver: false,
+		Child: func(ctx context.Context, field graphql.CollectedField) (*graphql.FieldContext, error) {
+			return ec.childFields_PageInfo(ctx, field)
+		},
+	}
+	return fc, nil
+}
+
+func (ec *executionContext) _DocumentConnection_totalCount(ctx context.Context, field graphql.CollectedField, obj *ent.DocumentConnection) (ret graphql.Marshaler) {
+	return graphql.ResolveField(
+		ctx,
+		ec.OperationContext,
+		field,
+		func(ctx context.Context, field graphql.CollectedField) (*graphql.FieldContext, error) {
+			return ec.fieldContext_DocumentConnection_totalCount(ctx, field)
+		},
+		func(ctx context.Context) (any, error) {
+			return obj.TotalCount, nil
+		},
+		nil,
+		func(ctx context.Context, selections ast.SelectionSet, v int) graphql.Marshaler {
+			return ec.marshalNInt2int(ctx, selections, v)
+		},
+		true,
+		true,
+	)
+}
+func (ec *executionContext) fieldContext_DocumentConnection_totalCount(_ context.Context, field graphql.CollectedField) (fc *graphql.FieldContext, err error) {
+	return graphql.NewScalarFieldContext("DocumentConnection", field, false, false, "Int")
+}
+
+func (ec *executionContext) _DocumentEdge_node(ctx context.Context, field graphql.CollectedField, obj *ent.DocumentEdge) (ret graphql.Marshaler) {
+	return graphql.ResolveField(
+		ctx,
+		ec.OperationContext,
+		field,
+		func(ctx context.Context, field graphql.CollectedField) (*graphql.FieldContext, error) {
+			return ec.fieldContext_DocumentEdge_node(ctx, field)
+		},
+		func(ctx context.Context) (any, error) {
+			return obj.Node, nil
+		},
+		nil,
+		func(ctx context.Context, selections ast.SelectionSet, v *ent.Document) graphql.Marshaler {
+			return ec.marshalODocument2ᚖgithubᚗcomᚋtoolgateᚋtoolgateᚋentᚐDocument(ctx, selections, v)
+		},
+		true,
+		false,
+	)
+}
+func (ec *executionContext) fieldContext_DocumentEdge_node(_ context.Context, field graphql.CollectedField) (fc *graphql.FieldContext, err error) {
+	fc = &graphql.FieldContext{
+		Object:     "DocumentEdge",
+		Field:      field,
+		IsMethod:   false,
+		IsResolver: false,
+		Child: func(ctx context.Context, field graphql.CollectedField) (*graphql.FieldContext, error) {
+			return ec.childFields_Document(ctx, field)
+		},
+	}
+	return fc, nil
+}
+
+func (ec *executionContext) _DocumentEdge_cursor(ctx context.Context, field graphql.CollectedField, obj *ent.DocumentEdge) (ret graphql.Marshaler) {
+	return graphql.ResolveField(
+		ctx,
+		ec.OperationContext,
+		field,
+		func(ctx context.Context, field graphql.CollectedField) (*graphql.FieldContext, error) {
+			return ec.fieldContext_DocumentEdge_cursor(ctx, field)
+		},
+		func(ctx context.Context) (any, error) {
+			return obj.Cursor, nil
+		},
+		nil,
+		func(ctx context.Context, selections ast.SelectionSet, v entgql.Cursor[int]) graphql.Marshaler {
+			return ec.marshalNCursor2entgoᚗioᚋcontribᚋentgqlᚐCursor(ctx, selections, v)
+		},
+		true,
+		true,
+	)
+}
+func (ec *executionContext) fieldContext_DocumentEdge_cursor(_ context.Context, field graphql.CollectedField) (fc *graphql.FieldContext, err error) {
+	return graphql.NewScalarFieldContext("DocumentEdge", field, false, false, "Cursor")
+}
+
 func (ec *executionContext) _Evidence_ref(ctx context.Context, field graphql.CollectedField, obj *schematype.Span) (ret graphql.Marshaler) {
 	return graphql.ResolveField(
 		ctx,
@@ -10880,6 +12943,284 @@ func (ec *executionContext) _ItemFailure_message(ctx context.Context, field grap
 }
 func (ec *executionContext) fieldContext_ItemFailure_message(_ context.Context, field graphql.CollectedField) (fc *graphql.FieldContext, err error) {
 	return graphql.NewScalarFieldContext("ItemFailure", field, false, false, "String")
+}
+
+func (ec *executionContext) _KnowledgeBase_id(ctx context.Context, field graphql.CollectedField, obj *ent.KnowledgeBase) (ret graphql.Marshaler) {
+	return graphql.ResolveField(
+		ctx,
+		ec.OperationContext,
+		field,
+		func(ctx context.Context, field graphql.CollectedField) (*graphql.FieldContext, error) {
+			return ec.fieldContext_KnowledgeBase_id(ctx, field)
+		},
+		func(ctx context.Context) (any, error) {
+			return obj.ID, nil
+		},
+		nil,
+		func(ctx context.Context, selections ast.SelectionSet, v int) graphql.Marshaler {
+			return ec.marshalNID2int(ctx, selections, v)
+		},
+		true,
+		true,
+	)
+}
+func (ec *executionContext) fieldContext_KnowledgeBase_id(_ context.Context, field graphql.CollectedField) (fc *graphql.FieldContext, err error) {
+	return graphql.NewScalarFieldContext("KnowledgeBase", field, false, false, "ID")
+}
+
+func (ec *executionContext) _KnowledgeBase_createdAt(ctx context.Context, field graphql.CollectedField, obj *ent.KnowledgeBase) (ret graphql.Marshaler) {
+	return graphql.ResolveField(
+		ctx,
+		ec.OperationContext,
+		field,
+		func(ctx context.Context, field graphql.CollectedField) (*graphql.FieldContext, error) {
+			return ec.fieldContext_KnowledgeBase_createdAt(ctx, field)
+		},
+		func(ctx context.Context) (any, error) {
+			return obj.CreatedAt, nil
+		},
+		nil,
+		func(ctx context.Context, selections ast.SelectionSet, v time.Time) graphql.Marshaler {
+			return ec.marshalNTime2timeᚐTime(ctx, selections, v)
+		},
+		true,
+		true,
+	)
+}
+func (ec *executionContext) fieldContext_KnowledgeBase_createdAt(_ context.Context, field graphql.CollectedField) (fc *graphql.FieldContext, err error) {
+	return graphql.NewScalarFieldContext("KnowledgeBase", field, false, false, "Time")
+}
+
+func (ec *executionContext) _KnowledgeBase_updatedAt(ctx context.Context, field graphql.CollectedField, obj *ent.KnowledgeBase) (ret graphql.Marshaler) {
+	return graphql.ResolveField(
+		ctx,
+		ec.OperationContext,
+		field,
+		func(ctx context.Context, field graphql.CollectedField) (*graphql.FieldContext, error) {
+			return ec.fieldContext_KnowledgeBase_updatedAt(ctx, field)
+		},
+		func(ctx context.Context) (any, error) {
+			return obj.UpdatedAt, nil
+		},
+		nil,
+		func(ctx context.Context, selections ast.SelectionSet, v time.Time) graphql.Marshaler {
+			return ec.marshalNTime2timeᚐTime(ctx, selections, v)
+		},
+		true,
+		true,
+	)
+}
+func (ec *executionContext) fieldContext_KnowledgeBase_updatedAt(_ context.Context, field graphql.CollectedField) (fc *graphql.FieldContext, err error) {
+	return graphql.NewScalarFieldContext("KnowledgeBase", field, false, false, "Time")
+}
+
+func (ec *executionContext) _KnowledgeBase_name(ctx context.Context, field graphql.CollectedField, obj *ent.KnowledgeBase) (ret graphql.Marshaler) {
+	return graphql.ResolveField(
+		ctx,
+		ec.OperationContext,
+		field,
+		func(ctx context.Context, field graphql.CollectedField) (*graphql.FieldContext, error) {
+			return ec.fieldContext_KnowledgeBase_name(ctx, field)
+		},
+		func(ctx context.Context) (any, error) {
+			return obj.Name, nil
+		},
+		nil,
+		func(ctx context.Context, selections ast.SelectionSet, v string) graphql.Marshaler {
+			return ec.marshalNString2string(ctx, selections, v)
+		},
+		true,
+		true,
+	)
+}
+func (ec *executionContext) fieldContext_KnowledgeBase_name(_ context.Context, field graphql.CollectedField) (fc *graphql.FieldContext, err error) {
+	return graphql.NewScalarFieldContext("KnowledgeBase", field, false, false, "String")
+}
+
+func (ec *executionContext) _KnowledgeBase_documents(ctx context.Context, field graphql.CollectedField, obj *ent.KnowledgeBase) (ret graphql.Marshaler) {
+	return graphql.ResolveField(
+		ctx,
+		ec.OperationContext,
+		field,
+		func(ctx context.Context, field graphql.CollectedField) (*graphql.FieldContext, error) {
+			return ec.fieldContext_KnowledgeBase_documents(ctx, field)
+		},
+		func(ctx context.Context) (any, error) {
+			fc := graphql.GetFieldContext(ctx)
+			return obj.Documents(ctx, fc.Args["after"].(*entgql.Cursor[int]), fc.Args["first"].(*int), fc.Args["before"].(*entgql.Cursor[int]), fc.Args["last"].(*int), fc.Args["orderBy"].(*ent.DocumentOrder))
+		},
+		nil,
+		func(ctx context.Context, selections ast.SelectionSet, v *ent.DocumentConnection) graphql.Marshaler {
+			return ec.marshalNDocumentConnection2ᚖgithubᚗcomᚋtoolgateᚋtoolgateᚋentᚐDocumentConnection(ctx, selections, v)
+		},
+		true,
+		true,
+	)
+}
+func (ec *executionContext) fieldContext_KnowledgeBase_documents(ctx context.Context, field graphql.CollectedField) (fc *graphql.FieldContext, err error) {
+	fc = &graphql.FieldContext{
+		Object:     "KnowledgeBase",
+		Field:      field,
+		IsMethod:   true,
+		IsResolver: false,
+		Child: func(ctx context.Context, field graphql.CollectedField) (*graphql.FieldContext, error) {
+			return ec.childFields_DocumentConnection(ctx, field)
+		},
+	}
+	defer func() {
+		if r := recover(); r != nil {
+			err = ec.Recover(ctx, r)
+			ec.Error(ctx, err)
+		}
+	}()
+	ctx = graphql.WithFieldContext(ctx, fc)
+	if fc.Args, err = ec.field_KnowledgeBase_documents_args(ctx, field.ArgumentMap(ec.Variables)); err != nil {
+		ec.Error(ctx, err)
+		return fc, err
+	}
+	return fc, nil
+}
+
+func (ec *executionContext) _KnowledgeBaseConnection_edges(ctx context.Context, field graphql.CollectedField, obj *ent.KnowledgeBaseConnection) (ret graphql.Marshaler) {
+	return graphql.ResolveField(
+		ctx,
+		ec.OperationContext,
+		field,
+		func(ctx context.Context, field graphql.CollectedField) (*graphql.FieldContext, error) {
+			return ec.fieldContext_KnowledgeBaseConnection_edges(ctx, field)
+		},
+		func(ctx context.Context) (any, error) {
+			return obj.Edges, nil
+		},
+		nil,
+		func(ctx context.Context, selections ast.SelectionSet, v []*ent.KnowledgeBaseEdge) graphql.Marshaler {
+			return ec.marshalOKnowledgeBaseEdge2ᚕᚖgithubᚗcomᚋtoolgateᚋtoolgateᚋentᚐKnowledgeBaseEdge(ctx, selections, v)
+		},
+		true,
+		false,
+	)
+}
+func (ec *executionContext) fieldContext_KnowledgeBaseConnection_edges(_ context.Context, field graphql.CollectedField) (fc *graphql.FieldContext, err error) {
+	fc = &graphql.FieldContext{
+		Object:     "KnowledgeBaseConnection",
+		Field:      field,
+		IsMethod:   false,
+		IsResolver: false,
+		Child: func(ctx context.Context, field graphql.CollectedField) (*graphql.FieldContext, error) {
+			return ec.childFields_KnowledgeBaseEdge(ctx, field)
+		},
+	}
+	return fc, nil
+}
+
+func (ec *executionContext) _KnowledgeBaseConnection_pageInfo(ctx context.Context, field graphql.CollectedField, obj *ent.KnowledgeBaseConnection) (ret graphql.Marshaler) {
+	return graphql.ResolveField(
+		ctx,
+		ec.OperationContext,
+		field,
+		func(ctx context.Context, field graphql.CollectedField) (*graphql.FieldContext, error) {
+			return ec.fieldContext_KnowledgeBaseConnection_pageInfo(ctx, field)
+		},
+		func(ctx context.Context) (any, error) {
+			return obj.PageInfo, nil
+		},
+		nil,
+		func(ctx context.Context, selections ast.SelectionSet, v entgql.PageInfo[int]) graphql.Marshaler {
+			return ec.marshalNPageInfo2entgoᚗioᚋcontribᚋentgqlᚐPageInfo(ctx, selections, v)
+		},
+		true,
+		true,
+	)
+}
+func (ec *executionContext) fieldContext_KnowledgeBaseConnection_pageInfo(_ context.Context, field graphql.CollectedField) (fc *graphql.FieldContext, err error) {
+	fc = &graphql.FieldContext{
+		Object:     "KnowledgeBaseConnection",
+		Field:      field,
+		IsMethod:   false,
+		IsResolver: false,
+		Child: func(ctx context.Context, field graphql.CollectedField) (*graphql.FieldContext, error) {
+			return ec.childFields_PageInfo(ctx, field)
+		},
+	}
+	return fc, nil
+}
+
+func (ec *executionContext) _KnowledgeBaseConnection_totalCount(ctx context.Context, field graphql.CollectedField, obj *ent.KnowledgeBaseConnection) (ret graphql.Marshaler) {
+	return graphql.ResolveField(
+		ctx,
+		ec.OperationContext,
+		field,
+		func(ctx context.Context, field graphql.CollectedField) (*graphql.FieldContext, error) {
+			return ec.fieldContext_KnowledgeBaseConnection_totalCount(ctx, field)
+		},
+		func(ctx context.Context) (any, error) {
+			return obj.TotalCount, nil
+		},
+		nil,
+		func(ctx context.Context, selections ast.SelectionSet, v int) graphql.Marshaler {
+			return ec.marshalNInt2int(ctx, selections, v)
+		},
+		true,
+		true,
+	)
+}
+func (ec *executionContext) fieldContext_KnowledgeBaseConnection_totalCount(_ context.Context, field graphql.CollectedField) (fc *graphql.FieldContext, err error) {
+	return graphql.NewScalarFieldContext("KnowledgeBaseConnection", field, false, false, "Int")
+}
+
+func (ec *executionContext) _KnowledgeBaseEdge_node(ctx context.Context, field graphql.CollectedField, obj *ent.KnowledgeBaseEdge) (ret graphql.Marshaler) {
+	return graphql.ResolveField(
+		ctx,
+		ec.OperationContext,
+		field,
+		func(ctx context.Context, field graphql.CollectedField) (*graphql.FieldContext, error) {
+			return ec.fieldContext_KnowledgeBaseEdge_node(ctx, field)
+		},
+		func(ctx context.Context) (any, error) {
+			return obj.Node, nil
+		},
+		nil,
+		func(ctx context.Context, selections ast.SelectionSet, v *ent.KnowledgeBase) graphql.Marshaler {
+			return ec.marshalOKnowledgeBase2ᚖgithubᚗcomᚋtoolgateᚋtoolgateᚋentᚐKnowledgeBase(ctx, selections, v)
+		},
+		true,
+		false,
+	)
+}
+func (ec *executionContext) fieldContext_KnowledgeBaseEdge_node(_ context.Context, field graphql.CollectedField) (fc *graphql.FieldContext, err error) {
+	fc = &graphql.FieldContext{
+		Object:     "KnowledgeBaseEdge",
+		Field:      field,
+		IsMethod:   false,
+		IsResolver: false,
+		Child: func(ctx context.Context, field graphql.CollectedField) (*graphql.FieldContext, error) {
+			return ec.childFields_KnowledgeBase(ctx, field)
+		},
+	}
+	return fc, nil
+}
+
+func (ec *executionContext) _KnowledgeBaseEdge_cursor(ctx context.Context, field graphql.CollectedField, obj *ent.KnowledgeBaseEdge) (ret graphql.Marshaler) {
+	return graphql.ResolveField(
+		ctx,
+		ec.OperationContext,
+		field,
+		func(ctx context.Context, field graphql.CollectedField) (*graphql.FieldContext, error) {
+			return ec.fieldContext_KnowledgeBaseEdge_cursor(ctx, field)
+		},
+		func(ctx context.Context) (any, error) {
+			return obj.Cursor, nil
+		},
+		nil,
+		func(ctx context.Context, selections ast.SelectionSet, v entgql.Cursor[int]) graphql.Marshaler {
+			return ec.marshalNCursor2entgoᚗioᚋcontribᚋentgqlᚐCursor(ctx, selections, v)
+		},
+		true,
+		true,
+	)
+}
+func (ec *executionContext) fieldContext_KnowledgeBaseEdge_cursor(_ context.Context, field graphql.CollectedField) (fc *graphql.FieldContext, err error) {
+	return graphql.NewScalarFieldContext("KnowledgeBaseEdge", field, false, false, "Cursor")
 }
 
 func (ec *executionContext) _ModelCall_step(ctx context.Context, field graphql.CollectedField, obj *ent.ModelCall) (ret graphql.Marshaler) {
@@ -11694,6 +14035,50 @@ func (ec *executionContext) fieldContext_Mutation_suggestNextActions(ctx context
 	return fc, nil
 }
 
+func (ec *executionContext) _Mutation_setBudget(ctx context.Context, field graphql.CollectedField) (ret graphql.Marshaler) {
+	return graphql.ResolveField(
+		ctx,
+		ec.OperationContext,
+		field,
+		func(ctx context.Context, field graphql.CollectedField) (*graphql.FieldContext, error) {
+			return ec.fieldContext_Mutation_setBudget(ctx, field)
+		},
+		func(ctx context.Context) (any, error) {
+			fc := graphql.GetFieldContext(ctx)
+			return ec.Resolvers.Mutation().SetBudget(ctx, fc.Args["input"].(model.SetBudgetInput))
+		},
+		nil,
+		func(ctx context.Context, selections ast.SelectionSet, v *ent.Budget) graphql.Marshaler {
+			return ec.marshalNBudget2ᚖgithubᚗcomᚋtoolgateᚋtoolgateᚋentᚐBudget(ctx, selections, v)
+		},
+		true,
+		true,
+	)
+}
+func (ec *executionContext) fieldContext_Mutation_setBudget(ctx context.Context, field graphql.CollectedField) (fc *graphql.FieldContext, err error) {
+	fc = &graphql.FieldContext{
+		Object:     "Mutation",
+		Field:      field,
+		IsMethod:   true,
+		IsResolver: true,
+		Child: func(ctx context.Context, field graphql.CollectedField) (*graphql.FieldContext, error) {
+			return ec.childFields_Budget(ctx, field)
+		},
+	}
+	defer func() {
+		if r := recover(); r != nil {
+			err = ec.Recover(ctx, r)
+			ec.Error(ctx, err)
+		}
+	}()
+	ctx = graphql.WithFieldContext(ctx, fc)
+	if fc.Args, err = ec.field_Mutation_setBudget_args(ctx, field.ArgumentMap(ec.Variables)); err != nil {
+		ec.Error(ctx, err)
+		return fc, err
+	}
+	return fc, nil
+}
+
 func (ec *executionContext) _Mutation_runCode(ctx context.Context, field graphql.CollectedField) (ret graphql.Marshaler) {
 	return graphql.ResolveField(
 		ctx,
@@ -11776,6 +14161,138 @@ func (ec *executionContext) fieldContext_Mutation_startConversation(ctx context.
 	}()
 	ctx = graphql.WithFieldContext(ctx, fc)
 	if fc.Args, err = ec.field_Mutation_startConversation_args(ctx, field.ArgumentMap(ec.Variables)); err != nil {
+		ec.Error(ctx, err)
+		return fc, err
+	}
+	return fc, nil
+}
+
+func (ec *executionContext) _Mutation_createKnowledgeBase(ctx context.Context, field graphql.CollectedField) (ret graphql.Marshaler) {
+	return graphql.ResolveField(
+		ctx,
+		ec.OperationContext,
+		field,
+		func(ctx context.Context, field graphql.CollectedField) (*graphql.FieldContext, error) {
+			return ec.fieldContext_Mutation_createKnowledgeBase(ctx, field)
+		},
+		func(ctx context.Context) (any, error) {
+			fc := graphql.GetFieldContext(ctx)
+			return ec.Resolvers.Mutation().CreateKnowledgeBase(ctx, fc.Args["input"].(model.CreateKnowledgeBaseInput))
+		},
+		nil,
+		func(ctx context.Context, selections ast.SelectionSet, v *ent.KnowledgeBase) graphql.Marshaler {
+			return ec.marshalNKnowledgeBase2ᚖgithubᚗcomᚋtoolgateᚋtoolgateᚋentᚐKnowledgeBase(ctx, selections, v)
+		},
+		true,
+		true,
+	)
+}
+func (ec *executionContext) fieldContext_Mutation_createKnowledgeBase(ctx context.Context, field graphql.CollectedField) (fc *graphql.FieldContext, err error) {
+	fc = &graphql.FieldContext{
+		Object:     "Mutation",
+		Field:      field,
+		IsMethod:   true,
+		IsResolver: true,
+		Child: func(ctx context.Context, field graphql.CollectedField) (*graphql.FieldContext, error) {
+			return ec.childFields_KnowledgeBase(ctx, field)
+		},
+	}
+	defer func() {
+		if r := recover(); r != nil {
+			err = ec.Recover(ctx, r)
+			ec.Error(ctx, err)
+		}
+	}()
+	ctx = graphql.WithFieldContext(ctx, fc)
+	if fc.Args, err = ec.field_Mutation_createKnowledgeBase_args(ctx, field.ArgumentMap(ec.Variables)); err != nil {
+		ec.Error(ctx, err)
+		return fc, err
+	}
+	return fc, nil
+}
+
+func (ec *executionContext) _Mutation_addDocument(ctx context.Context, field graphql.CollectedField) (ret graphql.Marshaler) {
+	return graphql.ResolveField(
+		ctx,
+		ec.OperationContext,
+		field,
+		func(ctx context.Context, field graphql.CollectedField) (*graphql.FieldContext, error) {
+			return ec.fieldContext_Mutation_addDocument(ctx, field)
+		},
+		func(ctx context.Context) (any, error) {
+			fc := graphql.GetFieldContext(ctx)
+			return ec.Resolvers.Mutation().AddDocument(ctx, fc.Args["input"].(model.AddDocumentInput))
+		},
+		nil,
+		func(ctx context.Context, selections ast.SelectionSet, v *ent.Document) graphql.Marshaler {
+			return ec.marshalNDocument2ᚖgithubᚗcomᚋtoolgateᚋtoolgateᚋentᚐDocument(ctx, selections, v)
+		},
+		true,
+		true,
+	)
+}
+func (ec *executionContext) fieldContext_Mutation_addDocument(ctx context.Context, field graphql.CollectedField) (fc *graphql.FieldContext, err error) {
+	fc = &graphql.FieldContext{
+		Object:     "Mutation",
+		Field:      field,
+		IsMethod:   true,
+		IsResolver: true,
+		Child: func(ctx context.Context, field graphql.CollectedField) (*graphql.FieldContext, error) {
+			return ec.childFields_Document(ctx, field)
+		},
+	}
+	defer func() {
+		if r := recover(); r != nil {
+			err = ec.Recover(ctx, r)
+			ec.Error(ctx, err)
+		}
+	}()
+	ctx = graphql.WithFieldContext(ctx, fc)
+	if fc.Args, err = ec.field_Mutation_addDocument_args(ctx, field.ArgumentMap(ec.Variables)); err != nil {
+		ec.Error(ctx, err)
+		return fc, err
+	}
+	return fc, nil
+}
+
+func (ec *executionContext) _Mutation_attachFile(ctx context.Context, field graphql.CollectedField) (ret graphql.Marshaler) {
+	return graphql.ResolveField(
+		ctx,
+		ec.OperationContext,
+		field,
+		func(ctx context.Context, field graphql.CollectedField) (*graphql.FieldContext, error) {
+			return ec.fieldContext_Mutation_attachFile(ctx, field)
+		},
+		func(ctx context.Context) (any, error) {
+			fc := graphql.GetFieldContext(ctx)
+			return ec.Resolvers.Mutation().AttachFile(ctx, fc.Args["input"].(model.AttachFileInput))
+		},
+		nil,
+		func(ctx context.Context, selections ast.SelectionSet, v *ent.Attachment) graphql.Marshaler {
+			return ec.marshalNAttachment2ᚖgithubᚗcomᚋtoolgateᚋtoolgateᚋentᚐAttachment(ctx, selections, v)
+		},
+		true,
+		true,
+	)
+}
+func (ec *executionContext) fieldContext_Mutation_attachFile(ctx context.Context, field graphql.CollectedField) (fc *graphql.FieldContext, err error) {
+	fc = &graphql.FieldContext{
+		Object:     "Mutation",
+		Field:      field,
+		IsMethod:   true,
+		IsResolver: true,
+		Child: func(ctx context.Context, field graphql.CollectedField) (*graphql.FieldContext, error) {
+			return ec.childFields_Attachment(ctx, field)
+		},
+	}
+	defer func() {
+		if r := recover(); r != nil {
+			err = ec.Recover(ctx, r)
+			ec.Error(ctx, err)
+		}
+	}()
+	ctx = graphql.WithFieldContext(ctx, fc)
+	if fc.Args, err = ec.field_Mutation_attachFile_args(ctx, field.ArgumentMap(ec.Variables)); err != nil {
 		ec.Error(ctx, err)
 		return fc, err
 	}
@@ -12993,6 +15510,82 @@ func (ec *executionContext) fieldContext_Query_calculate(ctx context.Context, fi
 	return fc, nil
 }
 
+func (ec *executionContext) _Query_budgets(ctx context.Context, field graphql.CollectedField) (ret graphql.Marshaler) {
+	return graphql.ResolveField(
+		ctx,
+		ec.OperationContext,
+		field,
+		func(ctx context.Context, field graphql.CollectedField) (*graphql.FieldContext, error) {
+			return ec.fieldContext_Query_budgets(ctx, field)
+		},
+		func(ctx context.Context) (any, error) {
+			return ec.Resolvers.Query().Budgets(ctx)
+		},
+		nil,
+		func(ctx context.Context, selections ast.SelectionSet, v []*ent.Budget) graphql.Marshaler {
+			return ec.marshalNBudget2ᚕᚖgithubᚗcomᚋtoolgateᚋtoolgateᚋentᚐBudgetᚄ(ctx, selections, v)
+		},
+		true,
+		true,
+	)
+}
+func (ec *executionContext) fieldContext_Query_budgets(_ context.Context, field graphql.CollectedField) (fc *graphql.FieldContext, err error) {
+	fc = &graphql.FieldContext{
+		Object:     "Query",
+		Field:      field,
+		IsMethod:   true,
+		IsResolver: true,
+		Child: func(ctx context.Context, field graphql.CollectedField) (*graphql.FieldContext, error) {
+			return ec.childFields_Budget(ctx, field)
+		},
+	}
+	return fc, nil
+}
+
+func (ec *executionContext) _Query_budgetCheck(ctx context.Context, field graphql.CollectedField) (ret graphql.Marshaler) {
+	return graphql.ResolveField(
+		ctx,
+		ec.OperationContext,
+		field,
+		func(ctx context.Context, field graphql.CollectedField) (*graphql.FieldContext, error) {
+			return ec.fieldContext_Query_budgetCheck(ctx, field)
+		},
+		func(ctx context.Context) (any, error) {
+			fc := graphql.GetFieldContext(ctx)
+			return ec.Resolvers.Query().BudgetCheck(ctx, fc.Args["conversationId"].(*int))
+		},
+		nil,
+		func(ctx context.Context, selections ast.SelectionSet, v *model.BudgetStatus) graphql.Marshaler {
+			return ec.marshalNBudgetStatus2ᚖgithubᚗcomᚋtoolgateᚋtoolgateᚋgraphᚋmodelᚐBudgetStatus(ctx, selections, v)
+		},
+		true,
+		true,
+	)
+}
+func (ec *executionContext) fieldContext_Query_budgetCheck(ctx context.Context, field graphql.CollectedField) (fc *graphql.FieldContext, err error) {
+	fc = &graphql.FieldContext{
+		Object:     "Query",
+		Field:      field,
+		IsMethod:   true,
+		IsResolver: true,
+		Child: func(ctx context.Context, field graphql.CollectedField) (*graphql.FieldContext, error) {
+			return ec.childFields_BudgetStatus(ctx, field)
+		},
+	}
+	defer func() {
+		if r := recover(); r != nil {
+			err = ec.Recover(ctx, r)
+			ec.Error(ctx, err)
+		}
+	}()
+	ctx = graphql.WithFieldContext(ctx, fc)
+	if fc.Args, err = ec.field_Query_budgetCheck_args(ctx, field.ArgumentMap(ec.Variables)); err != nil {
+		ec.Error(ctx, err)
+		return fc, err
+	}
+	return fc, nil
+}
+
 func (ec *executionContext) _Query_catalogue(ctx context.Context, field graphql.CollectedField) (ret graphql.Marshaler) {
 	return graphql.ResolveField(
 		ctx,
@@ -13239,6 +15832,50 @@ func (ec *executionContext) fieldContext_Query_conversation(ctx context.Context,
 	}()
 	ctx = graphql.WithFieldContext(ctx, fc)
 	if fc.Args, err = ec.field_Query_conversation_args(ctx, field.ArgumentMap(ec.Variables)); err != nil {
+		ec.Error(ctx, err)
+		return fc, err
+	}
+	return fc, nil
+}
+
+func (ec *executionContext) _Query_knowledgeBases(ctx context.Context, field graphql.CollectedField) (ret graphql.Marshaler) {
+	return graphql.ResolveField(
+		ctx,
+		ec.OperationContext,
+		field,
+		func(ctx context.Context, field graphql.CollectedField) (*graphql.FieldContext, error) {
+			return ec.fieldContext_Query_knowledgeBases(ctx, field)
+		},
+		func(ctx context.Context) (any, error) {
+			fc := graphql.GetFieldContext(ctx)
+			return ec.Resolvers.Query().KnowledgeBases(ctx, fc.Args["first"].(*int), fc.Args["after"].(*entgql.Cursor[int]))
+		},
+		nil,
+		func(ctx context.Context, selections ast.SelectionSet, v *ent.KnowledgeBaseConnection) graphql.Marshaler {
+			return ec.marshalNKnowledgeBaseConnection2ᚖgithubᚗcomᚋtoolgateᚋtoolgateᚋentᚐKnowledgeBaseConnection(ctx, selections, v)
+		},
+		true,
+		true,
+	)
+}
+func (ec *executionContext) fieldContext_Query_knowledgeBases(ctx context.Context, field graphql.CollectedField) (fc *graphql.FieldContext, err error) {
+	fc = &graphql.FieldContext{
+		Object:     "Query",
+		Field:      field,
+		IsMethod:   true,
+		IsResolver: true,
+		Child: func(ctx context.Context, field graphql.CollectedField) (*graphql.FieldContext, error) {
+			return ec.childFields_KnowledgeBaseConnection(ctx, field)
+		},
+	}
+	defer func() {
+		if r := recover(); r != nil {
+			err = ec.Recover(ctx, r)
+			ec.Error(ctx, err)
+		}
+	}()
+	ctx = graphql.WithFieldContext(ctx, fc)
+	if fc.Args, err = ec.field_Query_knowledgeBases_args(ctx, field.ArgumentMap(ec.Variables)); err != nil {
 		ec.Error(ctx, err)
 		return fc, err
 	}
@@ -14120,6 +16757,61 @@ func (ec *executionContext) _SuggestionsAck_ok(ctx context.Context, field graphq
 }
 func (ec *executionContext) fieldContext_SuggestionsAck_ok(_ context.Context, field graphql.CollectedField) (fc *graphql.FieldContext, err error) {
 	return graphql.NewScalarFieldContext("SuggestionsAck", field, false, false, "Boolean")
+}
+
+func (ec *executionContext) _SuggestionsAck_suggestions(ctx context.Context, field graphql.CollectedField, obj *model.SuggestionsAck) (ret graphql.Marshaler) {
+	return graphql.ResolveField(
+		ctx,
+		ec.OperationContext,
+		field,
+		func(ctx context.Context, field graphql.CollectedField) (*graphql.FieldContext, error) {
+			return ec.fieldContext_SuggestionsAck_suggestions(ctx, field)
+		},
+		func(ctx context.Context) (any, error) {
+			return obj.Suggestions, nil
+		},
+		nil,
+		func(ctx context.Context, selections ast.SelectionSet, v []string) graphql.Marshaler {
+			return ec.marshalNString2ᚕstringᚄ(ctx, selections, v)
+		},
+		true,
+		true,
+	)
+}
+func (ec *executionContext) fieldContext_SuggestionsAck_suggestions(_ context.Context, field graphql.CollectedField) (fc *graphql.FieldContext, err error) {
+	return graphql.NewScalarFieldContext("SuggestionsAck", field, false, false, "String")
+}
+
+func (ec *executionContext) _SuggestionsAck_turn(ctx context.Context, field graphql.CollectedField, obj *model.SuggestionsAck) (ret graphql.Marshaler) {
+	return graphql.ResolveField(
+		ctx,
+		ec.OperationContext,
+		field,
+		func(ctx context.Context, field graphql.CollectedField) (*graphql.FieldContext, error) {
+			return ec.fieldContext_SuggestionsAck_turn(ctx, field)
+		},
+		func(ctx context.Context) (any, error) {
+			return obj.Turn, nil
+		},
+		nil,
+		func(ctx context.Context, selections ast.SelectionSet, v *ent.Turn) graphql.Marshaler {
+			return ec.marshalNTurn2ᚖgithubᚗcomᚋtoolgateᚋtoolgateᚋentᚐTurn(ctx, selections, v)
+		},
+		true,
+		true,
+	)
+}
+func (ec *executionContext) fieldContext_SuggestionsAck_turn(_ context.Context, field graphql.CollectedField) (fc *graphql.FieldContext, err error) {
+	fc = &graphql.FieldContext{
+		Object:     "SuggestionsAck",
+		Field:      field,
+		IsMethod:   false,
+		IsResolver: false,
+		Child: func(ctx context.Context, field graphql.CollectedField) (*graphql.FieldContext, error) {
+			return ec.childFields_Turn(ctx, field)
+		},
+	}
+	return fc, nil
 }
 
 func (ec *executionContext) _SuggestionsAck_saved(ctx context.Context, field graphql.CollectedField, obj *model.SuggestionsAck) (ret graphql.Marshaler) {
@@ -20016,6 +22708,69 @@ func (ec *executionContext) fieldContext___Type_isOneOf(_ context.Context, field
 
 // region    **************************** input.gotpl *****************************
 
+func (ec *executionContext) unmarshalInputAddDocumentInput(ctx context.Context, obj any) (model.AddDocumentInput, error) {
+	var it model.AddDocumentInput
+	if obj == nil {
+		return it, nil
+	}
+
+	asMap := map[string]any{}
+	for k, v := range obj.(map[string]any) {
+		asMap[k] = v
+	}
+
+	fieldsInOrder := [...]string{"knowledgeBaseId", "file", "title", "text"}
+	for _, k := range fieldsInOrder {
+		v, ok := asMap[k]
+		if !ok {
+			continue
+		}
+		switch k {
+		case "knowledgeBaseId":
+			ctx := graphql.WithPathContext(ctx, graphql.NewPathWithField("knowledgeBaseId"))
+			data, err := ec.unmarshalNID2int(ctx, v)
+			if err != nil {
+				return it, err
+			}
+			it.KnowledgeBaseID = data
+		case "file":
+			ctx := graphql.WithPathContext(ctx, graphql.NewPathWithField("file"))
+			data, err := ec.unmarshalOUpload2ᚖgithubᚗcomᚋ99designsᚋgqlgenᚋgraphqlᚐUpload(ctx, v)
+			if err != nil {
+				return it, err
+			}
+			it.File = data
+		case "title":
+			ctx := graphql.WithPathContext(ctx, graphql.NewPathWithField("title"))
+			data, err := ec.unmarshalOString2ᚖstring(ctx, v)
+			if err != nil {
+				return it, err
+			}
+			it.Title = data
+		case "text":
+			ctx := graphql.WithPathContext(ctx, graphql.NewPathWithField("text"))
+			data, err := ec.unmarshalOString2ᚖstring(ctx, v)
+			if err != nil {
+				return it, err
+			}
+			it.Text = data
+		}
+	}
+	return it, nil
+}
+
+// UnmarshalAddDocumentInput unmarshals raw into the AddDocumentInput input type, using the
+// unmarshaler bound to ctx's request. Call it from a resolver to decode an input
+// object that was not passed as a field argument.
+//
+// ctx must come from a gqlgen request; outside one there is no unmarshaler to use
+// and the returned error says so.
+func UnmarshalAddDocumentInput(ctx context.Context, raw any) (model.AddDocumentInput, error) {
+	var out model.AddDocumentInput
+	err := graphql.UnmarshalNamedInputFromContext(ctx, "AddDocumentInput", raw, &out)
+	return out, err
+}
+
 func (ec *executionContext) unmarshalInputAgentOrder(ctx context.Context, obj any) (ent.AgentOrder, error) {
 	var it ent.AgentOrder
 	if obj == nil {
@@ -20168,6 +22923,108 @@ func (ec *executionContext) unmarshalInputArchiveConversationInput(ctx context.C
 func UnmarshalArchiveConversationInput(ctx context.Context, raw any) (model.ArchiveConversationInput, error) {
 	var out model.ArchiveConversationInput
 	err := graphql.UnmarshalNamedInputFromContext(ctx, "ArchiveConversationInput", raw, &out)
+	return out, err
+}
+
+func (ec *executionContext) unmarshalInputAttachFileInput(ctx context.Context, obj any) (model.AttachFileInput, error) {
+	var it model.AttachFileInput
+	if obj == nil {
+		return it, nil
+	}
+
+	asMap := map[string]any{}
+	for k, v := range obj.(map[string]any) {
+		asMap[k] = v
+	}
+
+	fieldsInOrder := [...]string{"conversationId", "file"}
+	for _, k := range fieldsInOrder {
+		v, ok := asMap[k]
+		if !ok {
+			continue
+		}
+		switch k {
+		case "conversationId":
+			ctx := graphql.WithPathContext(ctx, graphql.NewPathWithField("conversationId"))
+			data, err := ec.unmarshalNID2int(ctx, v)
+			if err != nil {
+				return it, err
+			}
+			it.ConversationID = data
+		case "file":
+			ctx := graphql.WithPathContext(ctx, graphql.NewPathWithField("file"))
+			data, err := ec.unmarshalNUpload2githubᚗcomᚋ99designsᚋgqlgenᚋgraphqlᚐUpload(ctx, v)
+			if err != nil {
+				return it, err
+			}
+			it.File = data
+		}
+	}
+	return it, nil
+}
+
+// UnmarshalAttachFileInput unmarshals raw into the AttachFileInput input type, using the
+// unmarshaler bound to ctx's request. Call it from a resolver to decode an input
+// object that was not passed as a field argument.
+//
+// ctx must come from a gqlgen request; outside one there is no unmarshaler to use
+// and the returned error says so.
+func UnmarshalAttachFileInput(ctx context.Context, raw any) (model.AttachFileInput, error) {
+	var out model.AttachFileInput
+	err := graphql.UnmarshalNamedInputFromContext(ctx, "AttachFileInput", raw, &out)
+	return out, err
+}
+
+func (ec *executionContext) unmarshalInputAttachmentOrder(ctx context.Context, obj any) (ent.AttachmentOrder, error) {
+	var it ent.AttachmentOrder
+	if obj == nil {
+		return it, nil
+	}
+
+	asMap := map[string]any{}
+	for k, v := range obj.(map[string]any) {
+		asMap[k] = v
+	}
+
+	if _, present := asMap["direction"]; !present {
+		asMap["direction"] = "ASC"
+	}
+
+	fieldsInOrder := [...]string{"direction", "field"}
+	for _, k := range fieldsInOrder {
+		v, ok := asMap[k]
+		if !ok {
+			continue
+		}
+		switch k {
+		case "direction":
+			ctx := graphql.WithPathContext(ctx, graphql.NewPathWithField("direction"))
+			data, err := ec.unmarshalNOrderDirection2entgoᚗioᚋcontribᚋentgqlᚐOrderDirection(ctx, v)
+			if err != nil {
+				return it, err
+			}
+			it.Direction = data
+		case "field":
+			ctx := graphql.WithPathContext(ctx, graphql.NewPathWithField("field"))
+			data, err := ec.unmarshalNAttachmentOrderField2ᚖgithubᚗcomᚋtoolgateᚋtoolgateᚋentᚐAttachmentOrderField(ctx, v)
+			if err != nil {
+				return it, err
+			}
+			it.Field = data
+		}
+	}
+	return it, nil
+}
+
+// UnmarshalAttachmentOrder unmarshals raw into the AttachmentOrder input type, using the
+// unmarshaler bound to ctx's request. Call it from a resolver to decode an input
+// object that was not passed as a field argument.
+//
+// ctx must come from a gqlgen request; outside one there is no unmarshaler to use
+// and the returned error says so.
+func UnmarshalAttachmentOrder(ctx context.Context, raw any) (ent.AttachmentOrder, error) {
+	var out ent.AttachmentOrder
+	err := graphql.UnmarshalNamedInputFromContext(ctx, "AttachmentOrder", raw, &out)
 	return out, err
 }
 
@@ -20753,7 +23610,7 @@ func (ec *executionContext) unmarshalInputCreateAgentInput(ctx context.Context, 
 		asMap[k] = v
 	}
 
-	fieldsInOrder := [...]string{"name", "instructions", "tools", "memory", "budgetCheck", "pastConversationSearch"}
+	fieldsInOrder := [...]string{"name", "instructions", "tools", "memory", "budgetCheck", "pastConversationSearch", "knowledgeBaseIds"}
 	for _, k := range fieldsInOrder {
 		v, ok := asMap[k]
 		if !ok {
@@ -20802,6 +23659,13 @@ func (ec *executionContext) unmarshalInputCreateAgentInput(ctx context.Context, 
 				return it, err
 			}
 			it.PastConversationSearch = data
+		case "knowledgeBaseIds":
+			ctx := graphql.WithPathContext(ctx, graphql.NewPathWithField("knowledgeBaseIds"))
+			data, err := ec.unmarshalOID2ᚕintᚄ(ctx, v)
+			if err != nil {
+				return it, err
+			}
+			it.KnowledgeBaseIds = data
 		}
 	}
 	return it, nil
@@ -20816,6 +23680,48 @@ func (ec *executionContext) unmarshalInputCreateAgentInput(ctx context.Context, 
 func UnmarshalCreateAgentInput(ctx context.Context, raw any) (model.CreateAgentInput, error) {
 	var out model.CreateAgentInput
 	err := graphql.UnmarshalNamedInputFromContext(ctx, "CreateAgentInput", raw, &out)
+	return out, err
+}
+
+func (ec *executionContext) unmarshalInputCreateKnowledgeBaseInput(ctx context.Context, obj any) (model.CreateKnowledgeBaseInput, error) {
+	var it model.CreateKnowledgeBaseInput
+	if obj == nil {
+		return it, nil
+	}
+
+	asMap := map[string]any{}
+	for k, v := range obj.(map[string]any) {
+		asMap[k] = v
+	}
+
+	fieldsInOrder := [...]string{"name"}
+	for _, k := range fieldsInOrder {
+		v, ok := asMap[k]
+		if !ok {
+			continue
+		}
+		switch k {
+		case "name":
+			ctx := graphql.WithPathContext(ctx, graphql.NewPathWithField("name"))
+			data, err := ec.unmarshalNString2string(ctx, v)
+			if err != nil {
+				return it, err
+			}
+			it.Name = data
+		}
+	}
+	return it, nil
+}
+
+// UnmarshalCreateKnowledgeBaseInput unmarshals raw into the CreateKnowledgeBaseInput input type, using the
+// unmarshaler bound to ctx's request. Call it from a resolver to decode an input
+// object that was not passed as a field argument.
+//
+// ctx must come from a gqlgen request; outside one there is no unmarshaler to use
+// and the returned error says so.
+func UnmarshalCreateKnowledgeBaseInput(ctx context.Context, raw any) (model.CreateKnowledgeBaseInput, error) {
+	var out model.CreateKnowledgeBaseInput
+	err := graphql.UnmarshalNamedInputFromContext(ctx, "CreateKnowledgeBaseInput", raw, &out)
 	return out, err
 }
 
@@ -20924,6 +23830,59 @@ func UnmarshalDeactivateUserInput(ctx context.Context, raw any) (model.Deactivat
 	return out, err
 }
 
+func (ec *executionContext) unmarshalInputDocumentOrder(ctx context.Context, obj any) (ent.DocumentOrder, error) {
+	var it ent.DocumentOrder
+	if obj == nil {
+		return it, nil
+	}
+
+	asMap := map[string]any{}
+	for k, v := range obj.(map[string]any) {
+		asMap[k] = v
+	}
+
+	if _, present := asMap["direction"]; !present {
+		asMap["direction"] = "ASC"
+	}
+
+	fieldsInOrder := [...]string{"direction", "field"}
+	for _, k := range fieldsInOrder {
+		v, ok := asMap[k]
+		if !ok {
+			continue
+		}
+		switch k {
+		case "direction":
+			ctx := graphql.WithPathContext(ctx, graphql.NewPathWithField("direction"))
+			data, err := ec.unmarshalNOrderDirection2entgoᚗioᚋcontribᚋentgqlᚐOrderDirection(ctx, v)
+			if err != nil {
+				return it, err
+			}
+			it.Direction = data
+		case "field":
+			ctx := graphql.WithPathContext(ctx, graphql.NewPathWithField("field"))
+			data, err := ec.unmarshalNDocumentOrderField2ᚖgithubᚗcomᚋtoolgateᚋtoolgateᚋentᚐDocumentOrderField(ctx, v)
+			if err != nil {
+				return it, err
+			}
+			it.Field = data
+		}
+	}
+	return it, nil
+}
+
+// UnmarshalDocumentOrder unmarshals raw into the DocumentOrder input type, using the
+// unmarshaler bound to ctx's request. Call it from a resolver to decode an input
+// object that was not passed as a field argument.
+//
+// ctx must come from a gqlgen request; outside one there is no unmarshaler to use
+// and the returned error says so.
+func UnmarshalDocumentOrder(ctx context.Context, raw any) (ent.DocumentOrder, error) {
+	var out ent.DocumentOrder
+	err := graphql.UnmarshalNamedInputFromContext(ctx, "DocumentOrder", raw, &out)
+	return out, err
+}
+
 func (ec *executionContext) unmarshalInputExportContextInput(ctx context.Context, obj any) (workspace.ExportContext, error) {
 	var it workspace.ExportContext
 	if obj == nil {
@@ -21019,6 +23978,59 @@ func (ec *executionContext) unmarshalInputExportSourceInput(ctx context.Context,
 func UnmarshalExportSourceInput(ctx context.Context, raw any) (workspace.Source, error) {
 	var out workspace.Source
 	err := graphql.UnmarshalNamedInputFromContext(ctx, "ExportSourceInput", raw, &out)
+	return out, err
+}
+
+func (ec *executionContext) unmarshalInputKnowledgeBaseOrder(ctx context.Context, obj any) (ent.KnowledgeBaseOrder, error) {
+	var it ent.KnowledgeBaseOrder
+	if obj == nil {
+		return it, nil
+	}
+
+	asMap := map[string]any{}
+	for k, v := range obj.(map[string]any) {
+		asMap[k] = v
+	}
+
+	if _, present := asMap["direction"]; !present {
+		asMap["direction"] = "ASC"
+	}
+
+	fieldsInOrder := [...]string{"direction", "field"}
+	for _, k := range fieldsInOrder {
+		v, ok := asMap[k]
+		if !ok {
+			continue
+		}
+		switch k {
+		case "direction":
+			ctx := graphql.WithPathContext(ctx, graphql.NewPathWithField("direction"))
+			data, err := ec.unmarshalNOrderDirection2entgoᚗioᚋcontribᚋentgqlᚐOrderDirection(ctx, v)
+			if err != nil {
+				return it, err
+			}
+			it.Direction = data
+		case "field":
+			ctx := graphql.WithPathContext(ctx, graphql.NewPathWithField("field"))
+			data, err := ec.unmarshalNKnowledgeBaseOrderField2ᚖgithubᚗcomᚋtoolgateᚋtoolgateᚋentᚐKnowledgeBaseOrderField(ctx, v)
+			if err != nil {
+				return it, err
+			}
+			it.Field = data
+		}
+	}
+	return it, nil
+}
+
+// UnmarshalKnowledgeBaseOrder unmarshals raw into the KnowledgeBaseOrder input type, using the
+// unmarshaler bound to ctx's request. Call it from a resolver to decode an input
+// object that was not passed as a field argument.
+//
+// ctx must come from a gqlgen request; outside one there is no unmarshaler to use
+// and the returned error says so.
+func UnmarshalKnowledgeBaseOrder(ctx context.Context, raw any) (ent.KnowledgeBaseOrder, error) {
+	var out ent.KnowledgeBaseOrder
+	err := graphql.UnmarshalNamedInputFromContext(ctx, "KnowledgeBaseOrder", raw, &out)
 	return out, err
 }
 
@@ -21173,6 +24185,55 @@ func (ec *executionContext) unmarshalInputSendMessageInput(ctx context.Context, 
 func UnmarshalSendMessageInput(ctx context.Context, raw any) (model.SendMessageInput, error) {
 	var out model.SendMessageInput
 	err := graphql.UnmarshalNamedInputFromContext(ctx, "SendMessageInput", raw, &out)
+	return out, err
+}
+
+func (ec *executionContext) unmarshalInputSetBudgetInput(ctx context.Context, obj any) (model.SetBudgetInput, error) {
+	var it model.SetBudgetInput
+	if obj == nil {
+		return it, nil
+	}
+
+	asMap := map[string]any{}
+	for k, v := range obj.(map[string]any) {
+		asMap[k] = v
+	}
+
+	fieldsInOrder := [...]string{"userId", "monthlyLimit"}
+	for _, k := range fieldsInOrder {
+		v, ok := asMap[k]
+		if !ok {
+			continue
+		}
+		switch k {
+		case "userId":
+			ctx := graphql.WithPathContext(ctx, graphql.NewPathWithField("userId"))
+			data, err := ec.unmarshalOID2ᚖint(ctx, v)
+			if err != nil {
+				return it, err
+			}
+			it.UserID = data
+		case "monthlyLimit":
+			ctx := graphql.WithPathContext(ctx, graphql.NewPathWithField("monthlyLimit"))
+			data, err := ec.unmarshalNFloat2float64(ctx, v)
+			if err != nil {
+				return it, err
+			}
+			it.MonthlyLimit = data
+		}
+	}
+	return it, nil
+}
+
+// UnmarshalSetBudgetInput unmarshals raw into the SetBudgetInput input type, using the
+// unmarshaler bound to ctx's request. Call it from a resolver to decode an input
+// object that was not passed as a field argument.
+//
+// ctx must come from a gqlgen request; outside one there is no unmarshaler to use
+// and the returned error says so.
+func UnmarshalSetBudgetInput(ctx context.Context, raw any) (model.SetBudgetInput, error) {
+	var out model.SetBudgetInput
+	err := graphql.UnmarshalNamedInputFromContext(ctx, "SetBudgetInput", raw, &out)
 	return out, err
 }
 
@@ -22340,11 +25401,26 @@ func (ec *executionContext) _Node(ctx context.Context, sel ast.SelectionSet, obj
 			return graphql.Null
 		}
 		return ec._Organization(ctx, sel, obj)
+	case *ent.KnowledgeBase:
+		if obj == nil {
+			return graphql.Null
+		}
+		return ec._KnowledgeBase(ctx, sel, obj)
+	case *ent.Document:
+		if obj == nil {
+			return graphql.Null
+		}
+		return ec._Document(ctx, sel, obj)
 	case *ent.Conversation:
 		if obj == nil {
 			return graphql.Null
 		}
 		return ec._Conversation(ctx, sel, obj)
+	case *ent.Attachment:
+		if obj == nil {
+			return graphql.Null
+		}
+		return ec._Attachment(ctx, sel, obj)
 	case *ent.Application:
 		if obj == nil {
 			return graphql.Null
@@ -22980,6 +26056,233 @@ func (ec *executionContext) _ArtifactVersion(ctx context.Context, sel ast.Select
 	return out
 }
 
+var attachmentImplementors = []string{"Attachment", "Node"}
+
+func (ec *executionContext) _Attachment(ctx context.Context, sel ast.SelectionSet, obj *ent.Attachment) graphql.Marshaler {
+	fields := graphql.CollectFields(ec.OperationContext, sel, attachmentImplementors)
+
+	out := graphql.NewFieldSet(fields)
+	deferred := graphql.NewDeferredGroup(ctx)
+	for i, field := range fields {
+		switch field.Name {
+		case "__typename":
+			out.Values[i] = graphql.MarshalString("Attachment")
+		case "id":
+			out.Values[i] = ec._Attachment_id(ctx, field, obj)
+			if out.Values[i] == graphql.Null {
+				out.Invalids++
+			}
+		case "createdAt":
+			out.Values[i] = ec._Attachment_createdAt(ctx, field, obj)
+			if out.Values[i] == graphql.Null {
+				out.Invalids++
+			}
+		case "updatedAt":
+			out.Values[i] = ec._Attachment_updatedAt(ctx, field, obj)
+			if out.Values[i] == graphql.Null {
+				out.Invalids++
+			}
+		case "title":
+			out.Values[i] = ec._Attachment_title(ctx, field, obj)
+			if out.Values[i] == graphql.Null {
+				out.Invalids++
+			}
+		case "filename":
+			out.Values[i] = ec._Attachment_filename(ctx, field, obj)
+			if out.Values[i] == graphql.Null {
+				out.Invalids++
+			}
+		case "mimeType":
+			out.Values[i] = ec._Attachment_mimeType(ctx, field, obj)
+			if out.Values[i] == graphql.Null {
+				out.Invalids++
+			}
+		case "status":
+			out.Values[i] = ec._Attachment_status(ctx, field, obj)
+			if out.Values[i] == graphql.Null {
+				out.Invalids++
+			}
+		case "error":
+			out.Values[i] = ec._Attachment_error(ctx, field, obj)
+			if out.Values[i] == graphql.RequiredNull {
+				out.Invalids++
+			}
+		case "chars":
+			out.Values[i] = ec._Attachment_chars(ctx, field, obj)
+			if out.Values[i] == graphql.Null {
+				out.Invalids++
+			}
+		case "chunks":
+			out.Values[i] = ec._Attachment_chunks(ctx, field, obj)
+			if out.Values[i] == graphql.Null {
+				out.Invalids++
+			}
+		default:
+			panic("unknown field " + strconv.Quote(field.Name))
+		}
+	}
+	out.Dispatch(ctx)
+	if out.Invalids > 0 {
+		return graphql.Null
+	}
+
+	if n := len(deferred.Defers); n > 0 {
+		atomic.AddInt32(&ec.Deferred, int32(min(n, math.MaxInt32)))
+		ec.ProcessDeferredGroup(deferred)
+	}
+
+	return out
+}
+
+var budgetImplementors = []string{"Budget"}
+
+func (ec *executionContext) _Budget(ctx context.Context, sel ast.SelectionSet, obj *ent.Budget) graphql.Marshaler {
+	fields := graphql.CollectFields(ec.OperationContext, sel, budgetImplementors)
+
+	out := graphql.NewFieldSet(fields)
+	deferred := graphql.NewDeferredGroup(ctx)
+	for i, field := range fields {
+		switch field.Name {
+		case "__typename":
+			out.Values[i] = graphql.MarshalString("Budget")
+		case "id":
+			out.Values[i] = ec._Budget_id(ctx, field, obj)
+			if out.Values[i] == graphql.Null {
+				atomic.AddUint32(&out.Invalids, 1)
+			}
+		case "user":
+			out.ResolveConcurrently(ec.OperationContext, &deferred, i,
+				true, false,
+				func(ctx context.Context) graphql.Marshaler {
+					return ec._Budget_user(ctx, field, obj)
+				})
+		case "monthlyLimit":
+			out.ResolveConcurrently(ec.OperationContext, &deferred, i,
+				true, true,
+				func(ctx context.Context) graphql.Marshaler {
+					return ec._Budget_monthlyLimit(ctx, field, obj)
+				})
+		case "spent":
+			out.ResolveConcurrently(ec.OperationContext, &deferred, i,
+				true, true,
+				func(ctx context.Context) graphql.Marshaler {
+					return ec._Budget_spent(ctx, field, obj)
+				})
+		case "left":
+			out.ResolveConcurrently(ec.OperationContext, &deferred, i,
+				true, true,
+				func(ctx context.Context) graphql.Marshaler {
+					return ec._Budget_left(ctx, field, obj)
+				})
+		case "month":
+			out.ResolveConcurrently(ec.OperationContext, &deferred, i,
+				true, true,
+				func(ctx context.Context) graphql.Marshaler {
+					return ec._Budget_month(ctx, field, obj)
+				})
+		default:
+			panic("unknown field " + strconv.Quote(field.Name))
+		}
+	}
+	out.Dispatch(ctx)
+	if out.Invalids > 0 {
+		return graphql.Null
+	}
+
+	if n := len(deferred.Defers); n > 0 {
+		atomic.AddInt32(&ec.Deferred, int32(min(n, math.MaxInt32)))
+		ec.ProcessDeferredGroup(deferred)
+	}
+
+	return out
+}
+
+var budgetLineImplementors = []string{"BudgetLine"}
+
+func (ec *executionContext) _BudgetLine(ctx context.Context, sel ast.SelectionSet, obj *model.BudgetLine) graphql.Marshaler {
+	fields := graphql.CollectFields(ec.OperationContext, sel, budgetLineImplementors)
+
+	out := graphql.NewFieldSet(fields)
+	deferred := graphql.NewDeferredGroup(ctx)
+	for i, field := range fields {
+		switch field.Name {
+		case "__typename":
+			out.Values[i] = graphql.MarshalString("BudgetLine")
+		case "monthlyLimit":
+			out.Values[i] = ec._BudgetLine_monthlyLimit(ctx, field, obj)
+			if out.Values[i] == graphql.RequiredNull {
+				out.Invalids++
+			}
+		case "spent":
+			out.Values[i] = ec._BudgetLine_spent(ctx, field, obj)
+			if out.Values[i] == graphql.Null {
+				out.Invalids++
+			}
+		case "left":
+			out.Values[i] = ec._BudgetLine_left(ctx, field, obj)
+			if out.Values[i] == graphql.RequiredNull {
+				out.Invalids++
+			}
+		default:
+			panic("unknown field " + strconv.Quote(field.Name))
+		}
+	}
+	out.Dispatch(ctx)
+	if out.Invalids > 0 {
+		return graphql.Null
+	}
+
+	if n := len(deferred.Defers); n > 0 {
+		atomic.AddInt32(&ec.Deferred, int32(min(n, math.MaxInt32)))
+		ec.ProcessDeferredGroup(deferred)
+	}
+
+	return out
+}
+
+var budgetStatusImplementors = []string{"BudgetStatus"}
+
+func (ec *executionContext) _BudgetStatus(ctx context.Context, sel ast.SelectionSet, obj *model.BudgetStatus) graphql.Marshaler {
+	fields := graphql.CollectFields(ec.OperationContext, sel, budgetStatusImplementors)
+
+	out := graphql.NewFieldSet(fields)
+	deferred := graphql.NewDeferredGroup(ctx)
+	for i, field := range fields {
+		switch field.Name {
+		case "__typename":
+			out.Values[i] = graphql.MarshalString("BudgetStatus")
+		case "month":
+			out.Values[i] = ec._BudgetStatus_month(ctx, field, obj)
+			if out.Values[i] == graphql.Null {
+				out.Invalids++
+			}
+		case "user":
+			out.Values[i] = ec._BudgetStatus_user(ctx, field, obj)
+			if out.Values[i] == graphql.Null {
+				out.Invalids++
+			}
+		case "organization":
+			out.Values[i] = ec._BudgetStatus_organization(ctx, field, obj)
+			if out.Values[i] == graphql.Null {
+				out.Invalids++
+			}
+		default:
+			panic("unknown field " + strconv.Quote(field.Name))
+		}
+	}
+	out.Dispatch(ctx)
+	if out.Invalids > 0 {
+		return graphql.Null
+	}
+
+	if n := len(deferred.Defers); n > 0 {
+		atomic.AddInt32(&ec.Deferred, int32(min(n, math.MaxInt32)))
+		ec.ProcessDeferredGroup(deferred)
+	}
+
+	return out
+}
+
 var calculationImplementors = []string{"Calculation"}
 
 func (ec *executionContext) _Calculation(ctx context.Context, sel ast.SelectionSet, obj *model.Calculation) graphql.Marshaler {
@@ -23369,6 +26672,12 @@ func (ec *executionContext) _Conversation(ctx context.Context, sel ast.Selection
 				func(ctx context.Context) graphql.Marshaler {
 					return ec._Conversation_summaries(ctx, field, obj)
 				})
+		case "attachments":
+			out.ResolveConcurrently(ec.OperationContext, &deferred, i,
+				true, true,
+				func(ctx context.Context) graphql.Marshaler {
+					return ec._Conversation_attachments(ctx, field, obj)
+				})
 		default:
 			panic("unknown field " + strconv.Quote(field.Name))
 		}
@@ -23576,6 +26885,165 @@ func (ec *executionContext) _DeactivateUserPayload(ctx context.Context, sel ast.
 	return out
 }
 
+var documentImplementors = []string{"Document", "Node"}
+
+func (ec *executionContext) _Document(ctx context.Context, sel ast.SelectionSet, obj *ent.Document) graphql.Marshaler {
+	fields := graphql.CollectFields(ec.OperationContext, sel, documentImplementors)
+
+	out := graphql.NewFieldSet(fields)
+	deferred := graphql.NewDeferredGroup(ctx)
+	for i, field := range fields {
+		switch field.Name {
+		case "__typename":
+			out.Values[i] = graphql.MarshalString("Document")
+		case "id":
+			out.Values[i] = ec._Document_id(ctx, field, obj)
+			if out.Values[i] == graphql.Null {
+				out.Invalids++
+			}
+		case "createdAt":
+			out.Values[i] = ec._Document_createdAt(ctx, field, obj)
+			if out.Values[i] == graphql.Null {
+				out.Invalids++
+			}
+		case "updatedAt":
+			out.Values[i] = ec._Document_updatedAt(ctx, field, obj)
+			if out.Values[i] == graphql.Null {
+				out.Invalids++
+			}
+		case "title":
+			out.Values[i] = ec._Document_title(ctx, field, obj)
+			if out.Values[i] == graphql.Null {
+				out.Invalids++
+			}
+		case "filename":
+			out.Values[i] = ec._Document_filename(ctx, field, obj)
+			if out.Values[i] == graphql.Null {
+				out.Invalids++
+			}
+		case "mimeType":
+			out.Values[i] = ec._Document_mimeType(ctx, field, obj)
+			if out.Values[i] == graphql.Null {
+				out.Invalids++
+			}
+		case "status":
+			out.Values[i] = ec._Document_status(ctx, field, obj)
+			if out.Values[i] == graphql.Null {
+				out.Invalids++
+			}
+		case "error":
+			out.Values[i] = ec._Document_error(ctx, field, obj)
+			if out.Values[i] == graphql.RequiredNull {
+				out.Invalids++
+			}
+		case "chars":
+			out.Values[i] = ec._Document_chars(ctx, field, obj)
+			if out.Values[i] == graphql.Null {
+				out.Invalids++
+			}
+		case "chunks":
+			out.Values[i] = ec._Document_chunks(ctx, field, obj)
+			if out.Values[i] == graphql.Null {
+				out.Invalids++
+			}
+		default:
+			panic("unknown field " + strconv.Quote(field.Name))
+		}
+	}
+	out.Dispatch(ctx)
+	if out.Invalids > 0 {
+		return graphql.Null
+	}
+
+	if n := len(deferred.Defers); n > 0 {
+		atomic.AddInt32(&ec.Deferred, int32(min(n, math.MaxInt32)))
+		ec.ProcessDeferredGroup(deferred)
+	}
+
+	return out
+}
+
+var documentConnectionImplementors = []string{"DocumentConnection"}
+
+func (ec *executionContext) _DocumentConnection(ctx context.Context, sel ast.SelectionSet, obj *ent.DocumentConnection) graphql.Marshaler {
+	fields := graphql.CollectFields(ec.OperationContext, sel, documentConnectionImplementors)
+
+	out := graphql.NewFieldSet(fields)
+	deferred := graphql.NewDeferredGroup(ctx)
+	for i, field := range fields {
+		switch field.Name {
+		case "__typename":
+			out.Values[i] = graphql.MarshalString("DocumentConnection")
+		case "edges":
+			out.Values[i] = ec._DocumentConnection_edges(ctx, field, obj)
+			if out.Values[i] == graphql.RequiredNull {
+				out.Invalids++
+			}
+		case "pageInfo":
+			out.Values[i] = ec._DocumentConnection_pageInfo(ctx, field, obj)
+			if out.Values[i] == graphql.Null {
+				out.Invalids++
+			}
+		case "totalCount":
+			out.Values[i] = ec._DocumentConnection_totalCount(ctx, field, obj)
+			if out.Values[i] == graphql.Null {
+				out.Invalids++
+			}
+		default:
+			panic("unknown field " + strconv.Quote(field.Name))
+		}
+	}
+	out.Dispatch(ctx)
+	if out.Invalids > 0 {
+		return graphql.Null
+	}
+
+	if n := len(deferred.Defers); n > 0 {
+		atomic.AddInt32(&ec.Deferred, int32(min(n, math.MaxInt32)))
+		ec.ProcessDeferredGroup(deferred)
+	}
+
+	return out
+}
+
+var documentEdgeImplementors = []string{"DocumentEdge"}
+
+func (ec *executionContext) _DocumentEdge(ctx context.Context, sel ast.SelectionSet, obj *ent.DocumentEdge) graphql.Marshaler {
+	fields := graphql.CollectFields(ec.OperationContext, sel, documentEdgeImplementors)
+
+	out := graphql.NewFieldSet(fields)
+	deferred := graphql.NewDeferredGroup(ctx)
+	for i, field := range fields {
+		switch field.Name {
+		case "__typename":
+			out.Values[i] = graphql.MarshalString("DocumentEdge")
+		case "node":
+			out.Values[i] = ec._DocumentEdge_node(ctx, field, obj)
+			if out.Values[i] == graphql.RequiredNull {
+				out.Invalids++
+			}
+		case "cursor":
+			out.Values[i] = ec._DocumentEdge_cursor(ctx, field, obj)
+			if out.Values[i] == graphql.Null {
+				out.Invalids++
+			}
+		default:
+			panic("unknown field " + strconv.Quote(field.Name))
+		}
+	}
+	out.Dispatch(ctx)
+	if out.Invalids > 0 {
+		return graphql.Null
+	}
+
+	if n := len(deferred.Defers); n > 0 {
+		atomic.AddInt32(&ec.Deferred, int32(min(n, math.MaxInt32)))
+		ec.ProcessDeferredGroup(deferred)
+	}
+
+	return out
+}
+
 var evidenceImplementors = []string{"Evidence"}
 
 func (ec *executionContext) _Evidence(ctx context.Context, sel ast.SelectionSet, obj *schematype.Span) graphql.Marshaler {
@@ -23685,6 +27153,141 @@ func (ec *executionContext) _ItemFailure(ctx context.Context, sel ast.SelectionS
 			}
 		case "message":
 			out.Values[i] = ec._ItemFailure_message(ctx, field, obj)
+			if out.Values[i] == graphql.Null {
+				out.Invalids++
+			}
+		default:
+			panic("unknown field " + strconv.Quote(field.Name))
+		}
+	}
+	out.Dispatch(ctx)
+	if out.Invalids > 0 {
+		return graphql.Null
+	}
+
+	if n := len(deferred.Defers); n > 0 {
+		atomic.AddInt32(&ec.Deferred, int32(min(n, math.MaxInt32)))
+		ec.ProcessDeferredGroup(deferred)
+	}
+
+	return out
+}
+
+var knowledgeBaseImplementors = []string{"KnowledgeBase", "Node"}
+
+func (ec *executionContext) _KnowledgeBase(ctx context.Context, sel ast.SelectionSet, obj *ent.KnowledgeBase) graphql.Marshaler {
+	fields := graphql.CollectFields(ec.OperationContext, sel, knowledgeBaseImplementors)
+
+	out := graphql.NewFieldSet(fields)
+	deferred := graphql.NewDeferredGroup(ctx)
+	for i, field := range fields {
+		switch field.Name {
+		case "__typename":
+			out.Values[i] = graphql.MarshalString("KnowledgeBase")
+		case "id":
+			out.Values[i] = ec._KnowledgeBase_id(ctx, field, obj)
+			if out.Values[i] == graphql.Null {
+				atomic.AddUint32(&out.Invalids, 1)
+			}
+		case "createdAt":
+			out.Values[i] = ec._KnowledgeBase_createdAt(ctx, field, obj)
+			if out.Values[i] == graphql.Null {
+				atomic.AddUint32(&out.Invalids, 1)
+			}
+		case "updatedAt":
+			out.Values[i] = ec._KnowledgeBase_updatedAt(ctx, field, obj)
+			if out.Values[i] == graphql.Null {
+				atomic.AddUint32(&out.Invalids, 1)
+			}
+		case "name":
+			out.Values[i] = ec._KnowledgeBase_name(ctx, field, obj)
+			if out.Values[i] == graphql.Null {
+				atomic.AddUint32(&out.Invalids, 1)
+			}
+		case "documents":
+			out.ResolveConcurrently(ec.OperationContext, &deferred, i,
+				true, true,
+				func(ctx context.Context) graphql.Marshaler {
+					return ec._KnowledgeBase_documents(ctx, field, obj)
+				})
+		default:
+			panic("unknown field " + strconv.Quote(field.Name))
+		}
+	}
+	out.Dispatch(ctx)
+	if out.Invalids > 0 {
+		return graphql.Null
+	}
+
+	if n := len(deferred.Defers); n > 0 {
+		atomic.AddInt32(&ec.Deferred, int32(min(n, math.MaxInt32)))
+		ec.ProcessDeferredGroup(deferred)
+	}
+
+	return out
+}
+
+var knowledgeBaseConnectionImplementors = []string{"KnowledgeBaseConnection"}
+
+func (ec *executionContext) _KnowledgeBaseConnection(ctx context.Context, sel ast.SelectionSet, obj *ent.KnowledgeBaseConnection) graphql.Marshaler {
+	fields := graphql.CollectFields(ec.OperationContext, sel, knowledgeBaseConnectionImplementors)
+
+	out := graphql.NewFieldSet(fields)
+	deferred := graphql.NewDeferredGroup(ctx)
+	for i, field := range fields {
+		switch field.Name {
+		case "__typename":
+			out.Values[i] = graphql.MarshalString("KnowledgeBaseConnection")
+		case "edges":
+			out.Values[i] = ec._KnowledgeBaseConnection_edges(ctx, field, obj)
+			if out.Values[i] == graphql.RequiredNull {
+				out.Invalids++
+			}
+		case "pageInfo":
+			out.Values[i] = ec._KnowledgeBaseConnection_pageInfo(ctx, field, obj)
+			if out.Values[i] == graphql.Null {
+				out.Invalids++
+			}
+		case "totalCount":
+			out.Values[i] = ec._KnowledgeBaseConnection_totalCount(ctx, field, obj)
+			if out.Values[i] == graphql.Null {
+				out.Invalids++
+			}
+		default:
+			panic("unknown field " + strconv.Quote(field.Name))
+		}
+	}
+	out.Dispatch(ctx)
+	if out.Invalids > 0 {
+		return graphql.Null
+	}
+
+	if n := len(deferred.Defers); n > 0 {
+		atomic.AddInt32(&ec.Deferred, int32(min(n, math.MaxInt32)))
+		ec.ProcessDeferredGroup(deferred)
+	}
+
+	return out
+}
+
+var knowledgeBaseEdgeImplementors = []string{"KnowledgeBaseEdge"}
+
+func (ec *executionContext) _KnowledgeBaseEdge(ctx context.Context, sel ast.SelectionSet, obj *ent.KnowledgeBaseEdge) graphql.Marshaler {
+	fields := graphql.CollectFields(ec.OperationContext, sel, knowledgeBaseEdgeImplementors)
+
+	out := graphql.NewFieldSet(fields)
+	deferred := graphql.NewDeferredGroup(ctx)
+	for i, field := range fields {
+		switch field.Name {
+		case "__typename":
+			out.Values[i] = graphql.MarshalString("KnowledgeBaseEdge")
+		case "node":
+			out.Values[i] = ec._KnowledgeBaseEdge_node(ctx, field, obj)
+			if out.Values[i] == graphql.RequiredNull {
+				out.Invalids++
+			}
+		case "cursor":
+			out.Values[i] = ec._KnowledgeBaseEdge_cursor(ctx, field, obj)
 			if out.Values[i] == graphql.Null {
 				out.Invalids++
 			}
@@ -23936,6 +27539,13 @@ func (ec *executionContext) _Mutation(ctx context.Context, sel ast.SelectionSet)
 			if out.Values[i] == graphql.Null {
 				out.Invalids++
 			}
+		case "setBudget":
+			out.Values[i] = ec.OperationContext.RootResolverMiddleware(innerCtx, func(ctx context.Context) (res graphql.Marshaler) {
+				return ec._Mutation_setBudget(ctx, field)
+			})
+			if out.Values[i] == graphql.Null {
+				out.Invalids++
+			}
 		case "runCode":
 			out.Values[i] = ec.OperationContext.RootResolverMiddleware(innerCtx, func(ctx context.Context) (res graphql.Marshaler) {
 				return ec._Mutation_runCode(ctx, field)
@@ -23946,6 +27556,27 @@ func (ec *executionContext) _Mutation(ctx context.Context, sel ast.SelectionSet)
 		case "startConversation":
 			out.Values[i] = ec.OperationContext.RootResolverMiddleware(innerCtx, func(ctx context.Context) (res graphql.Marshaler) {
 				return ec._Mutation_startConversation(ctx, field)
+			})
+			if out.Values[i] == graphql.Null {
+				out.Invalids++
+			}
+		case "createKnowledgeBase":
+			out.Values[i] = ec.OperationContext.RootResolverMiddleware(innerCtx, func(ctx context.Context) (res graphql.Marshaler) {
+				return ec._Mutation_createKnowledgeBase(ctx, field)
+			})
+			if out.Values[i] == graphql.Null {
+				out.Invalids++
+			}
+		case "addDocument":
+			out.Values[i] = ec.OperationContext.RootResolverMiddleware(innerCtx, func(ctx context.Context) (res graphql.Marshaler) {
+				return ec._Mutation_addDocument(ctx, field)
+			})
+			if out.Values[i] == graphql.Null {
+				out.Invalids++
+			}
+		case "attachFile":
+			out.Values[i] = ec.OperationContext.RootResolverMiddleware(innerCtx, func(ctx context.Context) (res graphql.Marshaler) {
+				return ec._Mutation_attachFile(ctx, field)
 			})
 			if out.Values[i] == graphql.Null {
 				out.Invalids++
@@ -24275,6 +27906,18 @@ func (ec *executionContext) _Query(ctx context.Context, sel ast.SelectionSet) gr
 				func(ctx context.Context) graphql.Marshaler {
 					return ec._Query_calculate(ctx, field)
 				})
+		case "budgets":
+			out.ResolveRootConcurrently(innerCtx, ec.OperationContext, i,
+				true, true,
+				func(ctx context.Context) graphql.Marshaler {
+					return ec._Query_budgets(ctx, field)
+				})
+		case "budgetCheck":
+			out.ResolveRootConcurrently(innerCtx, ec.OperationContext, i,
+				true, true,
+				func(ctx context.Context) graphql.Marshaler {
+					return ec._Query_budgetCheck(ctx, field)
+				})
 		case "catalogue":
 			out.ResolveRootConcurrently(innerCtx, ec.OperationContext, i,
 				true, true,
@@ -24310,6 +27953,12 @@ func (ec *executionContext) _Query(ctx context.Context, sel ast.SelectionSet) gr
 				true, false,
 				func(ctx context.Context) graphql.Marshaler {
 					return ec._Query_conversation(ctx, field)
+				})
+		case "knowledgeBases":
+			out.ResolveRootConcurrently(innerCtx, ec.OperationContext, i,
+				true, true,
+				func(ctx context.Context) graphql.Marshaler {
+					return ec._Query_knowledgeBases(ctx, field)
 				})
 		case "applications":
 			out.ResolveRootConcurrently(innerCtx, ec.OperationContext, i,
@@ -24553,6 +28202,16 @@ func (ec *executionContext) _SuggestionsAck(ctx context.Context, sel ast.Selecti
 			out.Values[i] = graphql.MarshalString("SuggestionsAck")
 		case "ok":
 			out.Values[i] = ec._SuggestionsAck_ok(ctx, field, obj)
+			if out.Values[i] == graphql.Null {
+				out.Invalids++
+			}
+		case "suggestions":
+			out.Values[i] = ec._SuggestionsAck_suggestions(ctx, field, obj)
+			if out.Values[i] == graphql.Null {
+				out.Invalids++
+			}
+		case "turn":
+			out.Values[i] = ec._SuggestionsAck_turn(ctx, field, obj)
 			if out.Values[i] == graphql.Null {
 				out.Invalids++
 			}
@@ -27021,6 +30680,11 @@ func (ec *executionContext) marshalNAPIToken2ᚖgithubᚗcomᚋtoolgateᚋtoolga
 	return ec._APIToken(ctx, sel, v)
 }
 
+func (ec *executionContext) unmarshalNAddDocumentInput2githubᚗcomᚋtoolgateᚋtoolgateᚋgraphᚋmodelᚐAddDocumentInput(ctx context.Context, v any) (model.AddDocumentInput, error) {
+	res, err := ec.unmarshalInputAddDocumentInput(ctx, v)
+	return res, graphql.ErrorOnPath(ctx, err)
+}
+
 func (ec *executionContext) marshalNAgent2ᚖgithubᚗcomᚋtoolgateᚋtoolgateᚋentᚐAgent(ctx context.Context, sel ast.SelectionSet, v *ent.Agent) graphql.Marshaler {
 	if v == nil {
 		graphql.AddInvalidNullError(ctx, "Agent!")
@@ -27208,6 +30872,59 @@ func (ec *executionContext) marshalNArtifactVersion2ᚖgithubᚗcomᚋtoolgate�
 	return ec._ArtifactVersion(ctx, sel, v)
 }
 
+func (ec *executionContext) unmarshalNAttachFileInput2githubᚗcomᚋtoolgateᚋtoolgateᚋgraphᚋmodelᚐAttachFileInput(ctx context.Context, v any) (model.AttachFileInput, error) {
+	res, err := ec.unmarshalInputAttachFileInput(ctx, v)
+	return res, graphql.ErrorOnPath(ctx, err)
+}
+
+func (ec *executionContext) marshalNAttachment2ᚕᚖgithubᚗcomᚋtoolgateᚋtoolgateᚋentᚐAttachmentᚄ(ctx context.Context, sel ast.SelectionSet, v []*ent.Attachment) graphql.Marshaler {
+	ret := graphql.MarshalSliceConcurrently(ctx, len(v), 0, false, func(ctx context.Context, i int) graphql.Marshaler {
+		fc := graphql.GetFieldContext(ctx)
+		fc.Result = &v[i]
+		return ec.marshalNAttachment2ᚖgithubᚗcomᚋtoolgateᚋtoolgateᚋentᚐAttachment(ctx, sel, v[i])
+	})
+
+	for _, e := range ret {
+		if e == graphql.Null {
+			return graphql.Null
+		}
+	}
+
+	return ret
+}
+
+func (ec *executionContext) marshalNAttachment2ᚖgithubᚗcomᚋtoolgateᚋtoolgateᚋentᚐAttachment(ctx context.Context, sel ast.SelectionSet, v *ent.Attachment) graphql.Marshaler {
+	if v == nil {
+		graphql.AddInvalidNullError(ctx, "Attachment!")
+		return graphql.Null
+	}
+	return ec._Attachment(ctx, sel, v)
+}
+
+func (ec *executionContext) unmarshalNAttachmentOrderField2ᚖgithubᚗcomᚋtoolgateᚋtoolgateᚋentᚐAttachmentOrderField(ctx context.Context, v any) (*ent.AttachmentOrderField, error) {
+	var res = new(ent.AttachmentOrderField)
+	err := res.UnmarshalGQL(v)
+	return res, graphql.ErrorOnPath(ctx, err)
+}
+
+func (ec *executionContext) marshalNAttachmentOrderField2ᚖgithubᚗcomᚋtoolgateᚋtoolgateᚋentᚐAttachmentOrderField(ctx context.Context, sel ast.SelectionSet, v *ent.AttachmentOrderField) graphql.Marshaler {
+	if v == nil {
+		graphql.AddInvalidNullError(ctx, "AttachmentOrderField!")
+		return graphql.Null
+	}
+	return v
+}
+
+func (ec *executionContext) unmarshalNAttachmentStatus2githubᚗcomᚋtoolgateᚋtoolgateᚋentᚋattachmentᚐStatus(ctx context.Context, v any) (attachment.Status, error) {
+	var res attachment.Status
+	err := res.UnmarshalGQL(v)
+	return res, graphql.ErrorOnPath(ctx, err)
+}
+
+func (ec *executionContext) marshalNAttachmentStatus2githubᚗcomᚋtoolgateᚋtoolgateᚋentᚋattachmentᚐStatus(ctx context.Context, sel ast.SelectionSet, v attachment.Status) graphql.Marshaler {
+	return v
+}
+
 func (ec *executionContext) unmarshalNBoolean2bool(ctx context.Context, v any) (bool, error) {
 	res, err := graphql.UnmarshalBoolean(v)
 	return res, graphql.ErrorOnPath(ctx, err)
@@ -27220,6 +30937,46 @@ func (ec *executionContext) marshalNBoolean2bool(ctx context.Context, sel ast.Se
 		graphql.AddInvalidNullFromMarshaler(ctx, "Boolean!")
 	}
 	return res
+}
+
+func (ec *executionContext) marshalNBudget2ᚕᚖgithubᚗcomᚋtoolgateᚋtoolgateᚋentᚐBudgetᚄ(ctx context.Context, sel ast.SelectionSet, v []*ent.Budget) graphql.Marshaler {
+	ret := graphql.MarshalSliceConcurrently(ctx, len(v), 0, false, func(ctx context.Context, i int) graphql.Marshaler {
+		fc := graphql.GetFieldContext(ctx)
+		fc.Result = &v[i]
+		return ec.marshalNBudget2ᚖgithubᚗcomᚋtoolgateᚋtoolgateᚋentᚐBudget(ctx, sel, v[i])
+	})
+
+	for _, e := range ret {
+		if e == graphql.Null {
+			return graphql.Null
+		}
+	}
+
+	return ret
+}
+
+func (ec *executionContext) marshalNBudget2ᚖgithubᚗcomᚋtoolgateᚋtoolgateᚋentᚐBudget(ctx context.Context, sel ast.SelectionSet, v *ent.Budget) graphql.Marshaler {
+	if v == nil {
+		graphql.AddInvalidNullError(ctx, "Budget!")
+		return graphql.Null
+	}
+	return ec._Budget(ctx, sel, v)
+}
+
+func (ec *executionContext) marshalNBudgetLine2ᚖgithubᚗcomᚋtoolgateᚋtoolgateᚋgraphᚋmodelᚐBudgetLine(ctx context.Context, sel ast.SelectionSet, v *model.BudgetLine) graphql.Marshaler {
+	if v == nil {
+		graphql.AddInvalidNullError(ctx, "BudgetLine!")
+		return graphql.Null
+	}
+	return ec._BudgetLine(ctx, sel, v)
+}
+
+func (ec *executionContext) marshalNBudgetStatus2ᚖgithubᚗcomᚋtoolgateᚋtoolgateᚋgraphᚋmodelᚐBudgetStatus(ctx context.Context, sel ast.SelectionSet, v *model.BudgetStatus) graphql.Marshaler {
+	if v == nil {
+		graphql.AddInvalidNullError(ctx, "BudgetStatus!")
+		return graphql.Null
+	}
+	return ec._BudgetStatus(ctx, sel, v)
 }
 
 func (ec *executionContext) marshalNCalculation2ᚖgithubᚗcomᚋtoolgateᚋtoolgateᚋgraphᚋmodelᚐCalculation(ctx context.Context, sel ast.SelectionSet, v *model.Calculation) graphql.Marshaler {
@@ -27320,6 +31077,11 @@ func (ec *executionContext) unmarshalNCreateAgentInput2githubᚗcomᚋtoolgate�
 	return res, graphql.ErrorOnPath(ctx, err)
 }
 
+func (ec *executionContext) unmarshalNCreateKnowledgeBaseInput2githubᚗcomᚋtoolgateᚋtoolgateᚋgraphᚋmodelᚐCreateKnowledgeBaseInput(ctx context.Context, v any) (model.CreateKnowledgeBaseInput, error) {
+	res, err := ec.unmarshalInputCreateKnowledgeBaseInput(ctx, v)
+	return res, graphql.ErrorOnPath(ctx, err)
+}
+
 func (ec *executionContext) unmarshalNCreateUserInput2githubᚗcomᚋtoolgateᚋtoolgateᚋgraphᚋmodelᚐCreateUserInput(ctx context.Context, v any) (model.CreateUserInput, error) {
 	res, err := ec.unmarshalInputCreateUserInput(ctx, v)
 	return res, graphql.ErrorOnPath(ctx, err)
@@ -27362,6 +31124,46 @@ func (ec *executionContext) marshalNDeactivateUserPayload2ᚖgithubᚗcomᚋtool
 		return graphql.Null
 	}
 	return ec._DeactivateUserPayload(ctx, sel, v)
+}
+
+func (ec *executionContext) marshalNDocument2ᚖgithubᚗcomᚋtoolgateᚋtoolgateᚋentᚐDocument(ctx context.Context, sel ast.SelectionSet, v *ent.Document) graphql.Marshaler {
+	if v == nil {
+		graphql.AddInvalidNullError(ctx, "Document!")
+		return graphql.Null
+	}
+	return ec._Document(ctx, sel, v)
+}
+
+func (ec *executionContext) marshalNDocumentConnection2ᚖgithubᚗcomᚋtoolgateᚋtoolgateᚋentᚐDocumentConnection(ctx context.Context, sel ast.SelectionSet, v *ent.DocumentConnection) graphql.Marshaler {
+	if v == nil {
+		graphql.AddInvalidNullError(ctx, "DocumentConnection!")
+		return graphql.Null
+	}
+	return ec._DocumentConnection(ctx, sel, v)
+}
+
+func (ec *executionContext) unmarshalNDocumentOrderField2ᚖgithubᚗcomᚋtoolgateᚋtoolgateᚋentᚐDocumentOrderField(ctx context.Context, v any) (*ent.DocumentOrderField, error) {
+	var res = new(ent.DocumentOrderField)
+	err := res.UnmarshalGQL(v)
+	return res, graphql.ErrorOnPath(ctx, err)
+}
+
+func (ec *executionContext) marshalNDocumentOrderField2ᚖgithubᚗcomᚋtoolgateᚋtoolgateᚋentᚐDocumentOrderField(ctx context.Context, sel ast.SelectionSet, v *ent.DocumentOrderField) graphql.Marshaler {
+	if v == nil {
+		graphql.AddInvalidNullError(ctx, "DocumentOrderField!")
+		return graphql.Null
+	}
+	return v
+}
+
+func (ec *executionContext) unmarshalNDocumentStatus2githubᚗcomᚋtoolgateᚋtoolgateᚋentᚋdocumentᚐStatus(ctx context.Context, v any) (document.Status, error) {
+	var res document.Status
+	err := res.UnmarshalGQL(v)
+	return res, graphql.ErrorOnPath(ctx, err)
+}
+
+func (ec *executionContext) marshalNDocumentStatus2githubᚗcomᚋtoolgateᚋtoolgateᚋentᚋdocumentᚐStatus(ctx context.Context, sel ast.SelectionSet, v document.Status) graphql.Marshaler {
+	return v
 }
 
 func (ec *executionContext) marshalNEvidence2githubᚗcomᚋtoolgateᚋtoolgateᚋentᚋschematypeᚐSpan(ctx context.Context, sel ast.SelectionSet, v schematype.Span) graphql.Marshaler {
@@ -27574,6 +31376,36 @@ func (ec *executionContext) marshalNJSONSchema2githubᚗcomᚋtoolgateᚋtoolgat
 	return v
 }
 
+func (ec *executionContext) marshalNKnowledgeBase2ᚖgithubᚗcomᚋtoolgateᚋtoolgateᚋentᚐKnowledgeBase(ctx context.Context, sel ast.SelectionSet, v *ent.KnowledgeBase) graphql.Marshaler {
+	if v == nil {
+		graphql.AddInvalidNullError(ctx, "KnowledgeBase!")
+		return graphql.Null
+	}
+	return ec._KnowledgeBase(ctx, sel, v)
+}
+
+func (ec *executionContext) marshalNKnowledgeBaseConnection2ᚖgithubᚗcomᚋtoolgateᚋtoolgateᚋentᚐKnowledgeBaseConnection(ctx context.Context, sel ast.SelectionSet, v *ent.KnowledgeBaseConnection) graphql.Marshaler {
+	if v == nil {
+		graphql.AddInvalidNullError(ctx, "KnowledgeBaseConnection!")
+		return graphql.Null
+	}
+	return ec._KnowledgeBaseConnection(ctx, sel, v)
+}
+
+func (ec *executionContext) unmarshalNKnowledgeBaseOrderField2ᚖgithubᚗcomᚋtoolgateᚋtoolgateᚋentᚐKnowledgeBaseOrderField(ctx context.Context, v any) (*ent.KnowledgeBaseOrderField, error) {
+	var res = new(ent.KnowledgeBaseOrderField)
+	err := res.UnmarshalGQL(v)
+	return res, graphql.ErrorOnPath(ctx, err)
+}
+
+func (ec *executionContext) marshalNKnowledgeBaseOrderField2ᚖgithubᚗcomᚋtoolgateᚋtoolgateᚋentᚐKnowledgeBaseOrderField(ctx context.Context, sel ast.SelectionSet, v *ent.KnowledgeBaseOrderField) graphql.Marshaler {
+	if v == nil {
+		graphql.AddInvalidNullError(ctx, "KnowledgeBaseOrderField!")
+		return graphql.Null
+	}
+	return v
+}
+
 func (ec *executionContext) marshalNModelCall2ᚕᚖgithubᚗcomᚋtoolgateᚋtoolgateᚋentᚐModelCallᚄ(ctx context.Context, sel ast.SelectionSet, v []*ent.ModelCall) graphql.Marshaler {
 	ret := graphql.MarshalSliceConcurrently(ctx, len(v), 0, false, func(ctx context.Context, i int) graphql.Marshaler {
 		fc := graphql.GetFieldContext(ctx)
@@ -27702,6 +31534,11 @@ func (ec *executionContext) marshalNResultKind2githubᚗcomᚋtoolgateᚋtoolgat
 
 func (ec *executionContext) unmarshalNSendMessageInput2githubᚗcomᚋtoolgateᚋtoolgateᚋgraphᚋmodelᚐSendMessageInput(ctx context.Context, v any) (model.SendMessageInput, error) {
 	res, err := ec.unmarshalInputSendMessageInput(ctx, v)
+	return res, graphql.ErrorOnPath(ctx, err)
+}
+
+func (ec *executionContext) unmarshalNSetBudgetInput2githubᚗcomᚋtoolgateᚋtoolgateᚋgraphᚋmodelᚐSetBudgetInput(ctx context.Context, v any) (model.SetBudgetInput, error) {
+	res, err := ec.unmarshalInputSetBudgetInput(ctx, v)
 	return res, graphql.ErrorOnPath(ctx, err)
 }
 
@@ -28177,6 +32014,20 @@ func (ec *executionContext) marshalNUpdateApplicationPayload2ᚖgithubᚗcomᚋt
 func (ec *executionContext) unmarshalNUpdateOrganizationInput2githubᚗcomᚋtoolgateᚋtoolgateᚋgraphᚋmodelᚐUpdateOrganizationInput(ctx context.Context, v any) (model.UpdateOrganizationInput, error) {
 	res, err := ec.unmarshalInputUpdateOrganizationInput(ctx, v)
 	return res, graphql.ErrorOnPath(ctx, err)
+}
+
+func (ec *executionContext) unmarshalNUpload2githubᚗcomᚋ99designsᚋgqlgenᚋgraphqlᚐUpload(ctx context.Context, v any) (graphql.Upload, error) {
+	res, err := graphql.UnmarshalUpload(v)
+	return res, graphql.ErrorOnPath(ctx, err)
+}
+
+func (ec *executionContext) marshalNUpload2githubᚗcomᚋ99designsᚋgqlgenᚋgraphqlᚐUpload(ctx context.Context, sel ast.SelectionSet, v graphql.Upload) graphql.Marshaler {
+	_ = sel
+	res := graphql.MarshalUpload(v)
+	if res == graphql.Null {
+		graphql.AddInvalidNullFromMarshaler(ctx, "Upload!")
+	}
+	return res
 }
 
 func (ec *executionContext) marshalNUsage2ᚖgithubᚗcomᚋtoolgateᚋtoolgateᚋgraphᚋmodelᚐUsage(ctx context.Context, sel ast.SelectionSet, v *model.Usage) graphql.Marshaler {
@@ -28772,6 +32623,41 @@ func (ec *executionContext) marshalOCursor2ᚖentgoᚗioᚋcontribᚋentgqlᚐCu
 	return v
 }
 
+func (ec *executionContext) marshalODocument2ᚖgithubᚗcomᚋtoolgateᚋtoolgateᚋentᚐDocument(ctx context.Context, sel ast.SelectionSet, v *ent.Document) graphql.Marshaler {
+	if v == nil {
+		return graphql.Null
+	}
+	return ec._Document(ctx, sel, v)
+}
+
+func (ec *executionContext) marshalODocumentEdge2ᚕᚖgithubᚗcomᚋtoolgateᚋtoolgateᚋentᚐDocumentEdge(ctx context.Context, sel ast.SelectionSet, v []*ent.DocumentEdge) graphql.Marshaler {
+	if v == nil {
+		return graphql.Null
+	}
+	ret := graphql.MarshalSliceConcurrently(ctx, len(v), 0, false, func(ctx context.Context, i int) graphql.Marshaler {
+		fc := graphql.GetFieldContext(ctx)
+		fc.Result = &v[i]
+		return ec.marshalODocumentEdge2ᚖgithubᚗcomᚋtoolgateᚋtoolgateᚋentᚐDocumentEdge(ctx, sel, v[i])
+	})
+
+	return ret
+}
+
+func (ec *executionContext) marshalODocumentEdge2ᚖgithubᚗcomᚋtoolgateᚋtoolgateᚋentᚐDocumentEdge(ctx context.Context, sel ast.SelectionSet, v *ent.DocumentEdge) graphql.Marshaler {
+	if v == nil {
+		return graphql.Null
+	}
+	return ec._DocumentEdge(ctx, sel, v)
+}
+
+func (ec *executionContext) unmarshalODocumentOrder2ᚖgithubᚗcomᚋtoolgateᚋtoolgateᚋentᚐDocumentOrder(ctx context.Context, v any) (*ent.DocumentOrder, error) {
+	if v == nil {
+		return nil, nil
+	}
+	res, err := ec.unmarshalInputDocumentOrder(ctx, v)
+	return &res, graphql.ErrorOnPath(ctx, err)
+}
+
 func (ec *executionContext) unmarshalOExportContextInput2ᚖgithubᚗcomᚋtoolgateᚋtoolgateᚋtoolsᚋworkspaceᚐExportContext(ctx context.Context, v any) (*workspace.ExportContext, error) {
 	if v == nil {
 		return nil, nil
@@ -28813,6 +32699,23 @@ func (ec *executionContext) marshalOFieldStep2ᚕgithubᚗcomᚋtoolgateᚋtoolg
 	}
 
 	return ret
+}
+
+func (ec *executionContext) unmarshalOFloat2ᚖfloat64(ctx context.Context, v any) (*float64, error) {
+	if v == nil {
+		return nil, nil
+	}
+	res, err := graphql.UnmarshalFloatContext(ctx, v)
+	return &res, graphql.ErrorOnPath(ctx, err)
+}
+
+func (ec *executionContext) marshalOFloat2ᚖfloat64(ctx context.Context, sel ast.SelectionSet, v *float64) graphql.Marshaler {
+	if v == nil {
+		return graphql.Null
+	}
+	_ = sel
+	res := graphql.MarshalFloatContext(*v)
+	return graphql.WrapContextMarshaler(ctx, res)
 }
 
 func (ec *executionContext) unmarshalOID2ᚕintᚄ(ctx context.Context, v any) ([]int, error) {
@@ -28919,6 +32822,33 @@ func (ec *executionContext) marshalOInt2ᚖint(ctx context.Context, sel ast.Sele
 	_ = ctx
 	res := graphql.MarshalInt(*v)
 	return res
+}
+
+func (ec *executionContext) marshalOKnowledgeBase2ᚖgithubᚗcomᚋtoolgateᚋtoolgateᚋentᚐKnowledgeBase(ctx context.Context, sel ast.SelectionSet, v *ent.KnowledgeBase) graphql.Marshaler {
+	if v == nil {
+		return graphql.Null
+	}
+	return ec._KnowledgeBase(ctx, sel, v)
+}
+
+func (ec *executionContext) marshalOKnowledgeBaseEdge2ᚕᚖgithubᚗcomᚋtoolgateᚋtoolgateᚋentᚐKnowledgeBaseEdge(ctx context.Context, sel ast.SelectionSet, v []*ent.KnowledgeBaseEdge) graphql.Marshaler {
+	if v == nil {
+		return graphql.Null
+	}
+	ret := graphql.MarshalSliceConcurrently(ctx, len(v), 0, false, func(ctx context.Context, i int) graphql.Marshaler {
+		fc := graphql.GetFieldContext(ctx)
+		fc.Result = &v[i]
+		return ec.marshalOKnowledgeBaseEdge2ᚖgithubᚗcomᚋtoolgateᚋtoolgateᚋentᚐKnowledgeBaseEdge(ctx, sel, v[i])
+	})
+
+	return ret
+}
+
+func (ec *executionContext) marshalOKnowledgeBaseEdge2ᚖgithubᚗcomᚋtoolgateᚋtoolgateᚋentᚐKnowledgeBaseEdge(ctx context.Context, sel ast.SelectionSet, v *ent.KnowledgeBaseEdge) graphql.Marshaler {
+	if v == nil {
+		return graphql.Null
+	}
+	return ec._KnowledgeBaseEdge(ctx, sel, v)
 }
 
 func (ec *executionContext) unmarshalOMatchMode2ᚖgithubᚗcomᚋtoolgateᚋtoolgateᚋtoolsᚋresultᚐMatch(ctx context.Context, v any) (*result.Match, error) {
@@ -29211,6 +33141,24 @@ func (ec *executionContext) unmarshalOTurnWhereInput2ᚖgithubᚗcomᚋtoolgate�
 	}
 	res, err := ec.unmarshalInputTurnWhereInput(ctx, v)
 	return &res, graphql.ErrorOnPath(ctx, err)
+}
+
+func (ec *executionContext) unmarshalOUpload2ᚖgithubᚗcomᚋ99designsᚋgqlgenᚋgraphqlᚐUpload(ctx context.Context, v any) (*graphql.Upload, error) {
+	if v == nil {
+		return nil, nil
+	}
+	res, err := graphql.UnmarshalUpload(v)
+	return &res, graphql.ErrorOnPath(ctx, err)
+}
+
+func (ec *executionContext) marshalOUpload2ᚖgithubᚗcomᚋ99designsᚋgqlgenᚋgraphqlᚐUpload(ctx context.Context, sel ast.SelectionSet, v *graphql.Upload) graphql.Marshaler {
+	if v == nil {
+		return graphql.Null
+	}
+	_ = sel
+	_ = ctx
+	res := graphql.MarshalUpload(*v)
+	return res
 }
 
 func (ec *executionContext) marshalOUser2ᚖgithubᚗcomᚋtoolgateᚋtoolgateᚋentᚐUser(ctx context.Context, sel ast.SelectionSet, v *ent.User) graphql.Marshaler {

@@ -9,10 +9,19 @@ import (
 	"strconv"
 	"time"
 
+	"github.com/99designs/gqlgen/graphql"
 	"github.com/toolgate/toolgate/ent"
 	"github.com/toolgate/toolgate/ent/schematype"
 	"github.com/toolgate/toolgate/runtime/events"
 )
+
+type AddDocumentInput struct {
+	KnowledgeBaseID int `json:"knowledgeBaseId"`
+	// The file; or title and text.
+	File  *graphql.Upload `json:"file,omitempty"`
+	Title *string         `json:"title,omitempty"`
+	Text  *string         `json:"text,omitempty"`
+}
 
 type AgentUsage struct {
 	Agent            *ent.Agent `json:"agent,omitempty"`
@@ -41,6 +50,28 @@ type ArchiveConversationPayload struct {
 	Conversation *ent.Conversation `json:"conversation"`
 }
 
+type AttachFileInput struct {
+	ConversationID int            `json:"conversationId"`
+	File           graphql.Upload `json:"file"`
+}
+
+type BudgetLine struct {
+	// USD; null: no limit set.
+	MonthlyLimit *float64 `json:"monthlyLimit,omitempty"`
+	// USD spent this calendar month (UTC).
+	Spent float64 `json:"spent"`
+	// USD left of the limit (never below 0); null: no limit set.
+	Left *float64 `json:"left,omitempty"`
+}
+
+// What budget_check tells: this month's spend and what is left, for the user and the organisation.
+type BudgetStatus struct {
+	// YYYY-MM, UTC.
+	Month        string      `json:"month"`
+	User         *BudgetLine `json:"user"`
+	Organization *BudgetLine `json:"organization"`
+}
+
 type Calculation struct {
 	// The answer, rounded to 12 significant digits.
 	Value string `json:"value"`
@@ -60,6 +91,12 @@ type CreateAgentInput struct {
 	Memory                 *bool    `json:"memory,omitempty"`
 	BudgetCheck            *bool    `json:"budgetCheck,omitempty"`
 	PastConversationSearch *bool    `json:"pastConversationSearch,omitempty"`
+	// Knowledge bases of the organisation that knowledge_search and read_document reach.
+	KnowledgeBaseIds []int `json:"knowledgeBaseIds,omitempty"`
+}
+
+type CreateKnowledgeBaseInput struct {
+	Name string `json:"name"`
 }
 
 type CreateUserInput struct {
@@ -149,6 +186,13 @@ type SendMessageInput struct {
 	TimeZone *string `json:"timeZone,omitempty"`
 }
 
+type SetBudgetInput struct {
+	// The user whose limit this is; none: the organisation's.
+	UserID *int `json:"userId,omitempty"`
+	// USD per calendar month (UTC), 0 or more; exact to the micro-dollar.
+	MonthlyLimit float64 `json:"monthlyLimit"`
+}
+
 type StartConversationInput struct {
 	AgentID int     `json:"agentId"`
 	Title   *string `json:"title,omitempty"`
@@ -160,6 +204,10 @@ type Subscription struct {
 // The acknowledgement of suggestNextActions.
 type SuggestionsAck struct {
 	Ok bool `json:"ok"`
+	// The suggestions as stored on the turn, in order, repeats dropped.
+	Suggestions []string `json:"suggestions"`
+	// The turn the suggestions were stored on.
+	Turn *ent.Turn `json:"turn"`
 	// How many suggestions were stored, repeats dropped.
 	Saved int `json:"saved"`
 }
