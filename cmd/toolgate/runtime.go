@@ -41,6 +41,7 @@ type runtimeConfig struct {
 	prices       string
 	toolsURL     string
 	maxSteps     int
+	drainGrace   time.Duration
 	// webProvider: a web provider is configured (the web tools may be offered).
 	webProvider bool
 }
@@ -163,6 +164,7 @@ func newRunner(ctx context.Context, c runtimeConfig, d *db.DB, dbURL, toolsURL s
 		Apps:        apps,
 		Tools:       registry.All(),
 		MaxSteps:    c.maxSteps,
+		DrainGrace:  c.drainGrace,
 		WebProvider: c.webProvider,
 		EncodeID:    graph.EncodeID,
 		Queue:       d.Queue(),
@@ -178,6 +180,13 @@ func newRunner(ctx context.Context, c runtimeConfig, d *db.DB, dbURL, toolsURL s
 
 func atoiEnv(name string, def int) int {
 	if v, err := strconv.Atoi(os.Getenv(name)); err == nil && v > 0 {
+		return v
+	}
+	return def
+}
+
+func durationEnv(name string, def time.Duration) time.Duration {
+	if v, err := time.ParseDuration(os.Getenv(name)); err == nil && v > 0 {
 		return v
 	}
 	return def

@@ -370,6 +370,7 @@ var (
 		{Name: "suggestions", Type: field.TypeJSON},
 		{Name: "clarification", Type: field.TypeJSON, Nullable: true},
 		{Name: "heartbeat_at", Type: field.TypeTime, Nullable: true},
+		{Name: "claimed_by", Type: field.TypeString, Nullable: true},
 		{Name: "replayed", Type: field.TypeBool, Default: false},
 		{Name: "conversation_id", Type: field.TypeInt},
 	}
@@ -381,7 +382,7 @@ var (
 		ForeignKeys: []*schema.ForeignKey{
 			{
 				Symbol:     "turns_conversations_turns",
-				Columns:    []*schema.Column{TurnsColumns[14]},
+				Columns:    []*schema.Column{TurnsColumns[15]},
 				RefColumns: []*schema.Column{ConversationsColumns[0]},
 				OnDelete:   schema.NoAction,
 			},
@@ -390,7 +391,7 @@ var (
 			{
 				Name:    "turn_conversation_id_number",
 				Unique:  true,
-				Columns: []*schema.Column{TurnsColumns[14], TurnsColumns[1]},
+				Columns: []*schema.Column{TurnsColumns[15], TurnsColumns[1]},
 			},
 		},
 	}

@@ -44,6 +44,8 @@ const (
 	FieldClarification = "clarification"
 	// FieldHeartbeatAt holds the string denoting the heartbeat_at field in the database.
 	FieldHeartbeatAt = "heartbeat_at"
+	// FieldClaimedBy holds the string denoting the claimed_by field in the database.
+	FieldClaimedBy = "claimed_by"
 	// FieldReplayed holds the string denoting the replayed field in the database.
 	FieldReplayed = "replayed"
 	// EdgeConversation holds the string denoting the conversation edge name in mutations.
@@ -93,6 +95,7 @@ var Columns = []string{
 	FieldSuggestions,
 	FieldClarification,
 	FieldHeartbeatAt,
+	FieldClaimedBy,
 	FieldReplayed,
 }
 
@@ -216,6 +219,11 @@ func ByError(opts ...sql.OrderTermOption) OrderOption {
 // ByHeartbeatAt orders the results by the heartbeat_at field.
 func ByHeartbeatAt(opts ...sql.OrderTermOption) OrderOption {
 	return sql.OrderByField(FieldHeartbeatAt, opts...).ToFunc()
+}
+
+// ByClaimedBy orders the results by the claimed_by field.
+func ByClaimedBy(opts ...sql.OrderTermOption) OrderOption {
+	return sql.OrderByField(FieldClaimedBy, opts...).ToFunc()
 }
 
 // ByReplayed orders the results by the replayed field.
