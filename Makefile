@@ -1,6 +1,9 @@
 .DEFAULT_GOAL := help
 GO ?= go
 BIN := bin/toolgate
+# golangci-lint, pinned; `go run` builds it once into the build cache, so a fresh
+# machine needs nothing but Go.
+GOLANGCI_LINT := $(GO) run github.com/golangci/golangci-lint/v2/cmd/golangci-lint@v2.15.0
 
 .PHONY: help
 help: ## list the targets
@@ -12,8 +15,10 @@ generate: ## regenerate ent (entc), then the GraphQL server (gqlgen)
 	$(GO) tool gqlgen generate
 
 .PHONY: verify
-verify: generate ## regenerate and fail if the committed generated code was stale
-	@git diff --exit-code -- ent graph gqlgen.yml || (echo "generated code is stale: run 'make generate' and commit" && exit 1)
+verify: ## fail if go.mod/go.sum are untidy, or if regenerating changes the committed generated code
+	@$(GO) mod tidy -diff || (echo "go.mod or go.sum is untidy: run 'go mod tidy' and commit" && exit 1)
+	@$(MAKE) --no-print-directory generate
+	@git diff --exit-code -- ent graph gqlgen.yml go.mod go.sum || (echo "generated code is stale: run 'make generate' and commit" && exit 1)
 	@test -z "$$(git status --porcelain -- ent graph)" || (git status --porcelain -- ent graph; echo "untracked generated files: run 'make generate' and commit"; exit 1)
 
 .PHONY: build
@@ -35,6 +40,7 @@ bench: ## the benchmarks, with allocations
 	$(GO) test -run '^$$' -bench . -benchmem ./...
 
 .PHONY: lint
-lint: ## go vet and gofmt
+lint: ## go vet, gofmt, and golangci-lint (staticcheck; depguard keeps the layering)
 	$(GO) vet ./...
 	@test -z "$$(gofmt -l $$(git ls-files '*.go'))" || (gofmt -l $$(git ls-files '*.go'); exit 1)
+	$(GOLANGCI_LINT) run ./...

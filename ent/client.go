@@ -24,6 +24,7 @@ import (
 	"github.com/toolgate/toolgate/ent/organization"
 	"github.com/toolgate/toolgate/ent/setting"
 	"github.com/toolgate/toolgate/ent/storedresult"
+	"github.com/toolgate/toolgate/ent/summary"
 	"github.com/toolgate/toolgate/ent/task"
 	"github.com/toolgate/toolgate/ent/toolcall"
 	"github.com/toolgate/toolgate/ent/turn"
@@ -56,6 +57,8 @@ type Client struct {
 	Setting *SettingClient
 	// StoredResult is the client for interacting with the StoredResult builders.
 	StoredResult *StoredResultClient
+	// Summary is the client for interacting with the Summary builders.
+	Summary *SummaryClient
 	// Task is the client for interacting with the Task builders.
 	Task *TaskClient
 	// ToolCall is the client for interacting with the ToolCall builders.
@@ -86,6 +89,7 @@ func (c *Client) init() {
 	c.Organization = NewOrganizationClient(c.config)
 	c.Setting = NewSettingClient(c.config)
 	c.StoredResult = NewStoredResultClient(c.config)
+	c.Summary = NewSummaryClient(c.config)
 	c.Task = NewTaskClient(c.config)
 	c.ToolCall = NewToolCallClient(c.config)
 	c.Turn = NewTurnClient(c.config)
@@ -192,6 +196,7 @@ func (c *Client) Tx(ctx context.Context) (*Tx, error) {
 		Organization:       NewOrganizationClient(cfg),
 		Setting:            NewSettingClient(cfg),
 		StoredResult:       NewStoredResultClient(cfg),
+		Summary:            NewSummaryClient(cfg),
 		Task:               NewTaskClient(cfg),
 		ToolCall:           NewToolCallClient(cfg),
 		Turn:               NewTurnClient(cfg),
@@ -225,6 +230,7 @@ func (c *Client) BeginTx(ctx context.Context, opts *sql.TxOptions) (*Tx, error) 
 		Organization:       NewOrganizationClient(cfg),
 		Setting:            NewSettingClient(cfg),
 		StoredResult:       NewStoredResultClient(cfg),
+		Summary:            NewSummaryClient(cfg),
 		Task:               NewTaskClient(cfg),
 		ToolCall:           NewToolCallClient(cfg),
 		Turn:               NewTurnClient(cfg),
@@ -260,8 +266,8 @@ func (c *Client) Close() error {
 func (c *Client) Use(hooks ...Hook) {
 	for _, n := range []interface{ Use(...Hook) }{
 		c.APIToken, c.Agent, c.Application, c.Conversation, c.IdempotentResponse,
-		c.ModelCall, c.Organization, c.Setting, c.StoredResult, c.Task, c.ToolCall,
-		c.Turn, c.User, c.WorkspaceFile,
+		c.ModelCall, c.Organization, c.Setting, c.StoredResult, c.Summary, c.Task,
+		c.ToolCall, c.Turn, c.User, c.WorkspaceFile,
 	} {
 		n.Use(hooks...)
 	}
@@ -272,8 +278,8 @@ func (c *Client) Use(hooks ...Hook) {
 func (c *Client) Intercept(interceptors ...Interceptor) {
 	for _, n := range []interface{ Intercept(...Interceptor) }{
 		c.APIToken, c.Agent, c.Application, c.Conversation, c.IdempotentResponse,
-		c.ModelCall, c.Organization, c.Setting, c.StoredResult, c.Task, c.ToolCall,
-		c.Turn, c.User, c.WorkspaceFile,
+		c.ModelCall, c.Organization, c.Setting, c.StoredResult, c.Summary, c.Task,
+		c.ToolCall, c.Turn, c.User, c.WorkspaceFile,
 	} {
 		n.Intercept(interceptors...)
 	}
@@ -300,6 +306,8 @@ func (c *Client) Mutate(ctx context.Context, m Mutation) (Value, error) {
 		return c.Setting.mutate(ctx, m)
 	case *StoredResultMutation:
 		return c.StoredResult.mutate(ctx, m)
+	case *SummaryMutation:
+		return c.Summary.mutate(ctx, m)
 	case *TaskMutation:
 		return c.Task.mutate(ctx, m)
 	case *ToolCallMutation:
@@ -962,6 +970,22 @@ func (c *ConversationClient) QueryResults(_m *Conversation) *StoredResultQuery {
 			sqlgraph.From(conversation.Table, conversation.FieldID, id),
 			sqlgraph.To(storedresult.Table, storedresult.FieldID),
 			sqlgraph.Edge(sqlgraph.O2M, false, conversation.ResultsTable, conversation.ResultsColumn),
+		)
+		fromV = sqlgraph.Neighbors(_m.driver.Dialect(), step)
+		return fromV, nil
+	}
+	return query
+}
+
+// QuerySummaries queries the summaries edge of a Conversation.
+func (c *ConversationClient) QuerySummaries(_m *Conversation) *SummaryQuery {
+	query := (&SummaryClient{config: c.config}).Query()
+	query.path = func(context.Context) (fromV *sql.Selector, _ error) {
+		id := _m.ID
+		step := sqlgraph.NewStep(
+			sqlgraph.From(conversation.Table, conversation.FieldID, id),
+			sqlgraph.To(summary.Table, summary.FieldID),
+			sqlgraph.Edge(sqlgraph.O2M, false, conversation.SummariesTable, conversation.SummariesColumn),
 		)
 		fromV = sqlgraph.Neighbors(_m.driver.Dialect(), step)
 		return fromV, nil
@@ -1777,6 +1801,156 @@ func (c *StoredResultClient) mutate(ctx context.Context, m *StoredResultMutation
 	}
 }
 
+// SummaryClient is a client for the Summary schema.
+type SummaryClient struct {
+	config
+}
+
+// NewSummaryClient returns a client for the Summary from the given config.
+func NewSummaryClient(c config) *SummaryClient {
+	return &SummaryClient{config: c}
+}
+
+// Use adds a list of mutation hooks to the hooks stack.
+// A call to `Use(f, g, h)` equals to `summary.Hooks(f(g(h())))`.
+func (c *SummaryClient) Use(hooks ...Hook) {
+	c.hooks.Summary = append(c.hooks.Summary, hooks...)
+}
+
+// Intercept adds a list of query interceptors to the interceptors stack.
+// A call to `Intercept(f, g, h)` equals to `summary.Intercept(f(g(h())))`.
+func (c *SummaryClient) Intercept(interceptors ...Interceptor) {
+	c.inters.Summary = append(c.inters.Summary, interceptors...)
+}
+
+// Create returns a builder for creating a Summary entity.
+func (c *SummaryClient) Create() *SummaryCreate {
+	mutation := newSummaryMutation(c.config, OpCreate)
+	return &SummaryCreate{config: c.config, hooks: c.Hooks(), mutation: mutation}
+}
+
+// CreateBulk returns a builder for creating a bulk of Summary entities.
+func (c *SummaryClient) CreateBulk(builders ...*SummaryCreate) *SummaryCreateBulk {
+	return &SummaryCreateBulk{config: c.config, builders: builders}
+}
+
+// MapCreateBulk creates a bulk creation builder from the given slice. For each item in the slice, the function creates
+// a builder and applies setFunc on it.
+func (c *SummaryClient) MapCreateBulk(slice any, setFunc func(*SummaryCreate, int)) *SummaryCreateBulk {
+	rv := reflect.ValueOf(slice)
+	if rv.Kind() != reflect.Slice {
+		return &SummaryCreateBulk{err: fmt.Errorf("calling to SummaryClient.MapCreateBulk with wrong type %T, need slice", slice)}
+	}
+	builders := make([]*SummaryCreate, rv.Len())
+	for i := 0; i < rv.Len(); i++ {
+		builders[i] = c.Create()
+		setFunc(builders[i], i)
+	}
+	return &SummaryCreateBulk{config: c.config, builders: builders}
+}
+
+// Update returns an update builder for Summary.
+func (c *SummaryClient) Update() *SummaryUpdate {
+	mutation := newSummaryMutation(c.config, OpUpdate)
+	return &SummaryUpdate{config: c.config, hooks: c.Hooks(), mutation: mutation}
+}
+
+// UpdateOne returns an update builder for the given entity.
+func (c *SummaryClient) UpdateOne(_m *Summary) *SummaryUpdateOne {
+	mutation := newSummaryMutation(c.config, OpUpdateOne, withSummary(_m))
+	return &SummaryUpdateOne{config: c.config, hooks: c.Hooks(), mutation: mutation}
+}
+
+// UpdateOneID returns an update builder for the given id.
+func (c *SummaryClient) UpdateOneID(id int) *SummaryUpdateOne {
+	mutation := newSummaryMutation(c.config, OpUpdateOne, withSummaryID(id))
+	return &SummaryUpdateOne{config: c.config, hooks: c.Hooks(), mutation: mutation}
+}
+
+// Delete returns a delete builder for Summary.
+func (c *SummaryClient) Delete() *SummaryDelete {
+	mutation := newSummaryMutation(c.config, OpDelete)
+	return &SummaryDelete{config: c.config, hooks: c.Hooks(), mutation: mutation}
+}
+
+// DeleteOne returns a builder for deleting the given entity.
+func (c *SummaryClient) DeleteOne(_m *Summary) *SummaryDeleteOne {
+	return c.DeleteOneID(_m.ID)
+}
+
+// DeleteOneID returns a builder for deleting the given entity by its id.
+func (c *SummaryClient) DeleteOneID(id int) *SummaryDeleteOne {
+	builder := c.Delete().Where(summary.ID(id))
+	builder.mutation.id = &id
+	builder.mutation.op = OpDeleteOne
+	return &SummaryDeleteOne{builder}
+}
+
+// Query returns a query builder for Summary.
+func (c *SummaryClient) Query() *SummaryQuery {
+	return &SummaryQuery{
+		config: c.config,
+		ctx:    &QueryContext{Type: TypeSummary},
+		inters: c.Interceptors(),
+	}
+}
+
+// Get returns a Summary entity by its id.
+func (c *SummaryClient) Get(ctx context.Context, id int) (*Summary, error) {
+	return c.Query().Where(summary.ID(id)).Only(ctx)
+}
+
+// GetX is like Get, but panics if an error occurs.
+func (c *SummaryClient) GetX(ctx context.Context, id int) *Summary {
+	obj, err := c.Get(ctx, id)
+	if err != nil {
+		panic(err)
+	}
+	return obj
+}
+
+// QueryConversation queries the conversation edge of a Summary.
+func (c *SummaryClient) QueryConversation(_m *Summary) *ConversationQuery {
+	query := (&ConversationClient{config: c.config}).Query()
+	query.path = func(context.Context) (fromV *sql.Selector, _ error) {
+		id := _m.ID
+		step := sqlgraph.NewStep(
+			sqlgraph.From(summary.Table, summary.FieldID, id),
+			sqlgraph.To(conversation.Table, conversation.FieldID),
+			sqlgraph.Edge(sqlgraph.M2O, true, summary.ConversationTable, summary.ConversationColumn),
+		)
+		fromV = sqlgraph.Neighbors(_m.driver.Dialect(), step)
+		return fromV, nil
+	}
+	return query
+}
+
+// Hooks returns the client hooks.
+func (c *SummaryClient) Hooks() []Hook {
+	hooks := c.hooks.Summary
+	return append(hooks[:len(hooks):len(hooks)], summary.Hooks[:]...)
+}
+
+// Interceptors returns the client interceptors.
+func (c *SummaryClient) Interceptors() []Interceptor {
+	return c.inters.Summary
+}
+
+func (c *SummaryClient) mutate(ctx context.Context, m *SummaryMutation) (Value, error) {
+	switch m.Op() {
+	case OpCreate:
+		return (&SummaryCreate{config: c.config, hooks: c.Hooks(), mutation: m}).Save(ctx)
+	case OpUpdate:
+		return (&SummaryUpdate{config: c.config, hooks: c.Hooks(), mutation: m}).Save(ctx)
+	case OpUpdateOne:
+		return (&SummaryUpdateOne{config: c.config, hooks: c.Hooks(), mutation: m}).Save(ctx)
+	case OpDelete, OpDeleteOne:
+		return (&SummaryDelete{config: c.config, hooks: c.Hooks(), mutation: m}).Exec(ctx)
+	default:
+		return nil, fmt.Errorf("ent: unknown Summary mutation op: %q", m.Op())
+	}
+}
+
 // TaskClient is a client for the Task schema.
 type TaskClient struct {
 	config
@@ -2579,12 +2753,12 @@ func (c *WorkspaceFileClient) mutate(ctx context.Context, m *WorkspaceFileMutati
 type (
 	hooks struct {
 		APIToken, Agent, Application, Conversation, IdempotentResponse, ModelCall,
-		Organization, Setting, StoredResult, Task, ToolCall, Turn, User,
+		Organization, Setting, StoredResult, Summary, Task, ToolCall, Turn, User,
 		WorkspaceFile []ent.Hook
 	}
 	inters struct {
 		APIToken, Agent, Application, Conversation, IdempotentResponse, ModelCall,
-		Organization, Setting, StoredResult, Task, ToolCall, Turn, User,
+		Organization, Setting, StoredResult, Summary, Task, ToolCall, Turn, User,
 		WorkspaceFile []ent.Interceptor
 	}
 )

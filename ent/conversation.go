@@ -52,14 +52,17 @@ type ConversationEdges struct {
 	Turns []*Turn `json:"turns,omitempty"`
 	// Results holds the value of the results edge.
 	Results []*StoredResult `json:"results,omitempty"`
+	// Summaries holds the value of the summaries edge.
+	Summaries []*Summary `json:"summaries,omitempty"`
 	// loadedTypes holds the information for reporting if a
 	// type was loaded (or requested) in eager-loading or not.
-	loadedTypes [5]bool
+	loadedTypes [6]bool
 	// totalCount holds the count of the edges above.
 	totalCount [3]map[string]int
 
-	namedTurns   map[string][]*Turn
-	namedResults map[string][]*StoredResult
+	namedTurns     map[string][]*Turn
+	namedResults   map[string][]*StoredResult
+	namedSummaries map[string][]*Summary
 }
 
 // OrganizationOrErr returns the Organization value or an error if the edge
@@ -111,6 +114,15 @@ func (e ConversationEdges) ResultsOrErr() ([]*StoredResult, error) {
 		return e.Results, nil
 	}
 	return nil, &NotLoadedError{edge: "results"}
+}
+
+// SummariesOrErr returns the Summaries value or an error if the edge
+// was not loaded in eager-loading.
+func (e ConversationEdges) SummariesOrErr() ([]*Summary, error) {
+	if e.loadedTypes[5] {
+		return e.Summaries, nil
+	}
+	return nil, &NotLoadedError{edge: "summaries"}
 }
 
 // scanValues returns the types for scanning values from sql.Rows.
@@ -226,6 +238,11 @@ func (_m *Conversation) QueryResults() *StoredResultQuery {
 	return NewConversationClient(_m.config).QueryResults(_m)
 }
 
+// QuerySummaries queries the "summaries" edge of the Conversation entity.
+func (_m *Conversation) QuerySummaries() *SummaryQuery {
+	return NewConversationClient(_m.config).QuerySummaries(_m)
+}
+
 // Update returns a builder for updating this Conversation.
 // Note that you need to call Conversation.Unwrap() before calling this method if this Conversation
 // was returned from a transaction, and the transaction was committed or rolled back.
@@ -320,6 +337,30 @@ func (_m *Conversation) appendNamedResults(name string, edges ...*StoredResult) 
 		_m.Edges.namedResults[name] = []*StoredResult{}
 	} else {
 		_m.Edges.namedResults[name] = append(_m.Edges.namedResults[name], edges...)
+	}
+}
+
+// NamedSummaries returns the Summaries named value or an error if the edge was not
+// loaded in eager-loading with this name.
+func (_m *Conversation) NamedSummaries(name string) ([]*Summary, error) {
+	if _m.Edges.namedSummaries == nil {
+		return nil, &NotLoadedError{edge: name}
+	}
+	nodes, ok := _m.Edges.namedSummaries[name]
+	if !ok {
+		return nil, &NotLoadedError{edge: name}
+	}
+	return nodes, nil
+}
+
+func (_m *Conversation) appendNamedSummaries(name string, edges ...*Summary) {
+	if _m.Edges.namedSummaries == nil {
+		_m.Edges.namedSummaries = make(map[string][]*Summary)
+	}
+	if len(edges) == 0 {
+		_m.Edges.namedSummaries[name] = []*Summary{}
+	} else {
+		_m.Edges.namedSummaries[name] = append(_m.Edges.namedSummaries[name], edges...)
 	}
 }
 

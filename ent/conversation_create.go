@@ -15,6 +15,7 @@ import (
 	"github.com/toolgate/toolgate/ent/conversation"
 	"github.com/toolgate/toolgate/ent/organization"
 	"github.com/toolgate/toolgate/ent/storedresult"
+	"github.com/toolgate/toolgate/ent/summary"
 	"github.com/toolgate/toolgate/ent/turn"
 	"github.com/toolgate/toolgate/ent/user"
 )
@@ -144,6 +145,21 @@ func (_c *ConversationCreate) AddResults(v ...*StoredResult) *ConversationCreate
 		ids[i] = v[i].ID
 	}
 	return _c.AddResultIDs(ids...)
+}
+
+// AddSummaryIDs adds the "summaries" edge to the Summary entity by IDs.
+func (_c *ConversationCreate) AddSummaryIDs(ids ...int) *ConversationCreate {
+	_c.mutation.AddSummaryIDs(ids...)
+	return _c
+}
+
+// AddSummaries adds the "summaries" edges to the Summary entity.
+func (_c *ConversationCreate) AddSummaries(v ...*Summary) *ConversationCreate {
+	ids := make([]int, len(v))
+	for i := range v {
+		ids[i] = v[i].ID
+	}
+	return _c.AddSummaryIDs(ids...)
 }
 
 // Mutation returns the ConversationMutation object of the builder.
@@ -362,6 +378,22 @@ func (_c *ConversationCreate) createSpec() (*Conversation, *sqlgraph.CreateSpec)
 			Bidi:    false,
 			Target: &sqlgraph.EdgeTarget{
 				IDSpec: sqlgraph.NewFieldSpec(storedresult.FieldID, field.TypeInt),
+			},
+		}
+		for _, k := range nodes {
+			edge.Target.Nodes = append(edge.Target.Nodes, k)
+		}
+		_spec.Edges = append(_spec.Edges, edge)
+	}
+	if nodes := _c.mutation.SummariesIDs(); len(nodes) > 0 {
+		edge := &sqlgraph.EdgeSpec{
+			Rel:     sqlgraph.O2M,
+			Inverse: false,
+			Table:   conversation.SummariesTable,
+			Columns: []string{conversation.SummariesColumn},
+			Bidi:    false,
+			Target: &sqlgraph.EdgeTarget{
+				IDSpec: sqlgraph.NewFieldSpec(summary.FieldID, field.TypeInt),
 			},
 		}
 		for _, k := range nodes {

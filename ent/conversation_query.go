@@ -18,6 +18,7 @@ import (
 	"github.com/toolgate/toolgate/ent/organization"
 	"github.com/toolgate/toolgate/ent/predicate"
 	"github.com/toolgate/toolgate/ent/storedresult"
+	"github.com/toolgate/toolgate/ent/summary"
 	"github.com/toolgate/toolgate/ent/turn"
 	"github.com/toolgate/toolgate/ent/user"
 )
@@ -25,19 +26,21 @@ import (
 // ConversationQuery is the builder for querying Conversation entities.
 type ConversationQuery struct {
 	config
-	ctx              *QueryContext
-	order            []conversation.OrderOption
-	inters           []Interceptor
-	predicates       []predicate.Conversation
-	withOrganization *OrganizationQuery
-	withUser         *UserQuery
-	withAgent        *AgentQuery
-	withTurns        *TurnQuery
-	withResults      *StoredResultQuery
-	modifiers        []func(*sql.Selector)
-	loadTotal        []func(context.Context, []*Conversation) error
-	withNamedTurns   map[string]*TurnQuery
-	withNamedResults map[string]*StoredResultQuery
+	ctx                *QueryContext
+	order              []conversation.OrderOption
+	inters             []Interceptor
+	predicates         []predicate.Conversation
+	withOrganization   *OrganizationQuery
+	withUser           *UserQuery
+	withAgent          *AgentQuery
+	withTurns          *TurnQuery
+	withResults        *StoredResultQuery
+	withSummaries      *SummaryQuery
+	modifiers          []func(*sql.Selector)
+	loadTotal          []func(context.Context, []*Conversation) error
+	withNamedTurns     map[string]*TurnQuery
+	withNamedResults   map[string]*StoredResultQuery
+	withNamedSummaries map[string]*SummaryQuery
 	// intermediate query (i.e. traversal path).
 	sql  *sql.Selector
 	path func(context.Context) (*sql.Selector, error)
@@ -177,6 +180,28 @@ func (_q *ConversationQuery) QueryResults() *StoredResultQuery {
 			sqlgraph.From(conversation.Table, conversation.FieldID, selector),
 			sqlgraph.To(storedresult.Table, storedresult.FieldID),
 			sqlgraph.Edge(sqlgraph.O2M, false, conversation.ResultsTable, conversation.ResultsColumn),
+		)
+		fromU = sqlgraph.SetNeighbors(_q.driver.Dialect(), step)
+		return fromU, nil
+	}
+	return query
+}
+
+// QuerySummaries chains the current query on the "summaries" edge.
+func (_q *ConversationQuery) QuerySummaries() *SummaryQuery {
+	query := (&SummaryClient{config: _q.config}).Query()
+	query.path = func(ctx context.Context) (fromU *sql.Selector, err error) {
+		if err := _q.prepareQuery(ctx); err != nil {
+			return nil, err
+		}
+		selector := _q.sqlQuery(ctx)
+		if err := selector.Err(); err != nil {
+			return nil, err
+		}
+		step := sqlgraph.NewStep(
+			sqlgraph.From(conversation.Table, conversation.FieldID, selector),
+			sqlgraph.To(summary.Table, summary.FieldID),
+			sqlgraph.Edge(sqlgraph.O2M, false, conversation.SummariesTable, conversation.SummariesColumn),
 		)
 		fromU = sqlgraph.SetNeighbors(_q.driver.Dialect(), step)
 		return fromU, nil
@@ -381,6 +406,7 @@ func (_q *ConversationQuery) Clone() *ConversationQuery {
 		withAgent:        _q.withAgent.Clone(),
 		withTurns:        _q.withTurns.Clone(),
 		withResults:      _q.withResults.Clone(),
+		withSummaries:    _q.withSummaries.Clone(),
 		// clone intermediate query.
 		sql:  _q.sql.Clone(),
 		path: _q.path,
@@ -439,6 +465,17 @@ func (_q *ConversationQuery) WithResults(opts ...func(*StoredResultQuery)) *Conv
 		opt(query)
 	}
 	_q.withResults = query
+	return _q
+}
+
+// WithSummaries tells the query-builder to eager-load the nodes that are connected to
+// the "summaries" edge. The optional arguments are used to configure the query builder of the edge.
+func (_q *ConversationQuery) WithSummaries(opts ...func(*SummaryQuery)) *ConversationQuery {
+	query := (&SummaryClient{config: _q.config}).Query()
+	for _, opt := range opts {
+		opt(query)
+	}
+	_q.withSummaries = query
 	return _q
 }
 
@@ -526,12 +563,13 @@ func (_q *ConversationQuery) sqlAll(ctx context.Context, hooks ...queryHook) ([]
 	var (
 		nodes       = []*Conversation{}
 		_spec       = _q.querySpec()
-		loadedTypes = [5]bool{
+		loadedTypes = [6]bool{
 			_q.withOrganization != nil,
 			_q.withUser != nil,
 			_q.withAgent != nil,
 			_q.withTurns != nil,
 			_q.withResults != nil,
+			_q.withSummaries != nil,
 		}
 	)
 	_spec.ScanValues = func(columns []string) ([]any, error) {
@@ -587,6 +625,13 @@ func (_q *ConversationQuery) sqlAll(ctx context.Context, hooks ...queryHook) ([]
 			return nil, err
 		}
 	}
+	if query := _q.withSummaries; query != nil {
+		if err := _q.loadSummaries(ctx, query, nodes,
+			func(n *Conversation) { n.Edges.Summaries = []*Summary{} },
+			func(n *Conversation, e *Summary) { n.Edges.Summaries = append(n.Edges.Summaries, e) }); err != nil {
+			return nil, err
+		}
+	}
 	for name, query := range _q.withNamedTurns {
 		if err := _q.loadTurns(ctx, query, nodes,
 			func(n *Conversation) { n.appendNamedTurns(name) },
@@ -598,6 +643,13 @@ func (_q *ConversationQuery) sqlAll(ctx context.Context, hooks ...queryHook) ([]
 		if err := _q.loadResults(ctx, query, nodes,
 			func(n *Conversation) { n.appendNamedResults(name) },
 			func(n *Conversation, e *StoredResult) { n.appendNamedResults(name, e) }); err != nil {
+			return nil, err
+		}
+	}
+	for name, query := range _q.withNamedSummaries {
+		if err := _q.loadSummaries(ctx, query, nodes,
+			func(n *Conversation) { n.appendNamedSummaries(name) },
+			func(n *Conversation, e *Summary) { n.appendNamedSummaries(name, e) }); err != nil {
 			return nil, err
 		}
 	}
@@ -756,6 +808,36 @@ func (_q *ConversationQuery) loadResults(ctx context.Context, query *StoredResul
 	}
 	return nil
 }
+func (_q *ConversationQuery) loadSummaries(ctx context.Context, query *SummaryQuery, nodes []*Conversation, init func(*Conversation), assign func(*Conversation, *Summary)) error {
+	fks := make([]driver.Value, 0, len(nodes))
+	nodeids := make(map[int]*Conversation)
+	for i := range nodes {
+		fks = append(fks, nodes[i].ID)
+		nodeids[nodes[i].ID] = nodes[i]
+		if init != nil {
+			init(nodes[i])
+		}
+	}
+	if len(query.ctx.Fields) > 0 {
+		query.ctx.AppendFieldOnce(summary.FieldConversationID)
+	}
+	query.Where(predicate.Summary(func(s *sql.Selector) {
+		s.Where(sql.InValues(s.C(conversation.SummariesColumn), fks...))
+	}))
+	neighbors, err := query.All(ctx)
+	if err != nil {
+		return err
+	}
+	for _, n := range neighbors {
+		fk := n.ConversationID
+		node, ok := nodeids[fk]
+		if !ok {
+			return fmt.Errorf(`unexpected referenced foreign-key "conversation_id" returned %v for node %v`, fk, n.ID)
+		}
+		assign(node, n)
+	}
+	return nil
+}
 
 func (_q *ConversationQuery) sqlCount(ctx context.Context) (int, error) {
 	_spec := _q.querySpec()
@@ -875,6 +957,20 @@ func (_q *ConversationQuery) WithNamedResults(name string, opts ...func(*StoredR
 		_q.withNamedResults = make(map[string]*StoredResultQuery)
 	}
 	_q.withNamedResults[name] = query
+	return _q
+}
+
+// WithNamedSummaries tells the query-builder to eager-load the nodes that are connected to the "summaries"
+// edge with the given name. The optional arguments are used to configure the query builder of the edge.
+func (_q *ConversationQuery) WithNamedSummaries(name string, opts ...func(*SummaryQuery)) *ConversationQuery {
+	query := (&SummaryClient{config: _q.config}).Query()
+	for _, opt := range opts {
+		opt(query)
+	}
+	if _q.withNamedSummaries == nil {
+		_q.withNamedSummaries = make(map[string]*SummaryQuery)
+	}
+	_q.withNamedSummaries[name] = query
 	return _q
 }
 

@@ -14,6 +14,7 @@ import (
 	"github.com/toolgate/toolgate/ent/conversation"
 	"github.com/toolgate/toolgate/ent/predicate"
 	"github.com/toolgate/toolgate/ent/storedresult"
+	"github.com/toolgate/toolgate/ent/summary"
 	"github.com/toolgate/toolgate/ent/turn"
 )
 
@@ -107,6 +108,21 @@ func (_u *ConversationUpdate) AddResults(v ...*StoredResult) *ConversationUpdate
 	return _u.AddResultIDs(ids...)
 }
 
+// AddSummaryIDs adds the "summaries" edge to the Summary entity by IDs.
+func (_u *ConversationUpdate) AddSummaryIDs(ids ...int) *ConversationUpdate {
+	_u.mutation.AddSummaryIDs(ids...)
+	return _u
+}
+
+// AddSummaries adds the "summaries" edges to the Summary entity.
+func (_u *ConversationUpdate) AddSummaries(v ...*Summary) *ConversationUpdate {
+	ids := make([]int, len(v))
+	for i := range v {
+		ids[i] = v[i].ID
+	}
+	return _u.AddSummaryIDs(ids...)
+}
+
 // Mutation returns the ConversationMutation object of the builder.
 func (_u *ConversationUpdate) Mutation() *ConversationMutation {
 	return _u.mutation
@@ -152,6 +168,27 @@ func (_u *ConversationUpdate) RemoveResults(v ...*StoredResult) *ConversationUpd
 		ids[i] = v[i].ID
 	}
 	return _u.RemoveResultIDs(ids...)
+}
+
+// ClearSummaries clears all "summaries" edges to the Summary entity.
+func (_u *ConversationUpdate) ClearSummaries() *ConversationUpdate {
+	_u.mutation.ClearSummaries()
+	return _u
+}
+
+// RemoveSummaryIDs removes the "summaries" edge to Summary entities by IDs.
+func (_u *ConversationUpdate) RemoveSummaryIDs(ids ...int) *ConversationUpdate {
+	_u.mutation.RemoveSummaryIDs(ids...)
+	return _u
+}
+
+// RemoveSummaries removes "summaries" edges to Summary entities.
+func (_u *ConversationUpdate) RemoveSummaries(v ...*Summary) *ConversationUpdate {
+	ids := make([]int, len(v))
+	for i := range v {
+		ids[i] = v[i].ID
+	}
+	return _u.RemoveSummaryIDs(ids...)
 }
 
 // Save executes the query and returns the number of nodes affected by the update operation.
@@ -337,6 +374,51 @@ func (_u *ConversationUpdate) sqlSave(ctx context.Context) (_node int, err error
 		}
 		_spec.Edges.Add = append(_spec.Edges.Add, edge)
 	}
+	if _u.mutation.SummariesCleared() {
+		edge := &sqlgraph.EdgeSpec{
+			Rel:     sqlgraph.O2M,
+			Inverse: false,
+			Table:   conversation.SummariesTable,
+			Columns: []string{conversation.SummariesColumn},
+			Bidi:    false,
+			Target: &sqlgraph.EdgeTarget{
+				IDSpec: sqlgraph.NewFieldSpec(summary.FieldID, field.TypeInt),
+			},
+		}
+		_spec.Edges.Clear = append(_spec.Edges.Clear, edge)
+	}
+	if nodes := _u.mutation.RemovedSummariesIDs(); len(nodes) > 0 && !_u.mutation.SummariesCleared() {
+		edge := &sqlgraph.EdgeSpec{
+			Rel:     sqlgraph.O2M,
+			Inverse: false,
+			Table:   conversation.SummariesTable,
+			Columns: []string{conversation.SummariesColumn},
+			Bidi:    false,
+			Target: &sqlgraph.EdgeTarget{
+				IDSpec: sqlgraph.NewFieldSpec(summary.FieldID, field.TypeInt),
+			},
+		}
+		for _, k := range nodes {
+			edge.Target.Nodes = append(edge.Target.Nodes, k)
+		}
+		_spec.Edges.Clear = append(_spec.Edges.Clear, edge)
+	}
+	if nodes := _u.mutation.SummariesIDs(); len(nodes) > 0 {
+		edge := &sqlgraph.EdgeSpec{
+			Rel:     sqlgraph.O2M,
+			Inverse: false,
+			Table:   conversation.SummariesTable,
+			Columns: []string{conversation.SummariesColumn},
+			Bidi:    false,
+			Target: &sqlgraph.EdgeTarget{
+				IDSpec: sqlgraph.NewFieldSpec(summary.FieldID, field.TypeInt),
+			},
+		}
+		for _, k := range nodes {
+			edge.Target.Nodes = append(edge.Target.Nodes, k)
+		}
+		_spec.Edges.Add = append(_spec.Edges.Add, edge)
+	}
 	if _node, err = sqlgraph.UpdateNodes(ctx, _u.driver, _spec); err != nil {
 		if _, ok := err.(*sqlgraph.NotFoundError); ok {
 			err = &NotFoundError{conversation.Label}
@@ -434,6 +516,21 @@ func (_u *ConversationUpdateOne) AddResults(v ...*StoredResult) *ConversationUpd
 	return _u.AddResultIDs(ids...)
 }
 
+// AddSummaryIDs adds the "summaries" edge to the Summary entity by IDs.
+func (_u *ConversationUpdateOne) AddSummaryIDs(ids ...int) *ConversationUpdateOne {
+	_u.mutation.AddSummaryIDs(ids...)
+	return _u
+}
+
+// AddSummaries adds the "summaries" edges to the Summary entity.
+func (_u *ConversationUpdateOne) AddSummaries(v ...*Summary) *ConversationUpdateOne {
+	ids := make([]int, len(v))
+	for i := range v {
+		ids[i] = v[i].ID
+	}
+	return _u.AddSummaryIDs(ids...)
+}
+
 // Mutation returns the ConversationMutation object of the builder.
 func (_u *ConversationUpdateOne) Mutation() *ConversationMutation {
 	return _u.mutation
@@ -479,6 +576,27 @@ func (_u *ConversationUpdateOne) RemoveResults(v ...*StoredResult) *Conversation
 		ids[i] = v[i].ID
 	}
 	return _u.RemoveResultIDs(ids...)
+}
+
+// ClearSummaries clears all "summaries" edges to the Summary entity.
+func (_u *ConversationUpdateOne) ClearSummaries() *ConversationUpdateOne {
+	_u.mutation.ClearSummaries()
+	return _u
+}
+
+// RemoveSummaryIDs removes the "summaries" edge to Summary entities by IDs.
+func (_u *ConversationUpdateOne) RemoveSummaryIDs(ids ...int) *ConversationUpdateOne {
+	_u.mutation.RemoveSummaryIDs(ids...)
+	return _u
+}
+
+// RemoveSummaries removes "summaries" edges to Summary entities.
+func (_u *ConversationUpdateOne) RemoveSummaries(v ...*Summary) *ConversationUpdateOne {
+	ids := make([]int, len(v))
+	for i := range v {
+		ids[i] = v[i].ID
+	}
+	return _u.RemoveSummaryIDs(ids...)
 }
 
 // Where appends a list predicates to the ConversationUpdate builder.
@@ -687,6 +805,51 @@ func (_u *ConversationUpdateOne) sqlSave(ctx context.Context) (_node *Conversati
 			Bidi:    false,
 			Target: &sqlgraph.EdgeTarget{
 				IDSpec: sqlgraph.NewFieldSpec(storedresult.FieldID, field.TypeInt),
+			},
+		}
+		for _, k := range nodes {
+			edge.Target.Nodes = append(edge.Target.Nodes, k)
+		}
+		_spec.Edges.Add = append(_spec.Edges.Add, edge)
+	}
+	if _u.mutation.SummariesCleared() {
+		edge := &sqlgraph.EdgeSpec{
+			Rel:     sqlgraph.O2M,
+			Inverse: false,
+			Table:   conversation.SummariesTable,
+			Columns: []string{conversation.SummariesColumn},
+			Bidi:    false,
+			Target: &sqlgraph.EdgeTarget{
+				IDSpec: sqlgraph.NewFieldSpec(summary.FieldID, field.TypeInt),
+			},
+		}
+		_spec.Edges.Clear = append(_spec.Edges.Clear, edge)
+	}
+	if nodes := _u.mutation.RemovedSummariesIDs(); len(nodes) > 0 && !_u.mutation.SummariesCleared() {
+		edge := &sqlgraph.EdgeSpec{
+			Rel:     sqlgraph.O2M,
+			Inverse: false,
+			Table:   conversation.SummariesTable,
+			Columns: []string{conversation.SummariesColumn},
+			Bidi:    false,
+			Target: &sqlgraph.EdgeTarget{
+				IDSpec: sqlgraph.NewFieldSpec(summary.FieldID, field.TypeInt),
+			},
+		}
+		for _, k := range nodes {
+			edge.Target.Nodes = append(edge.Target.Nodes, k)
+		}
+		_spec.Edges.Clear = append(_spec.Edges.Clear, edge)
+	}
+	if nodes := _u.mutation.SummariesIDs(); len(nodes) > 0 {
+		edge := &sqlgraph.EdgeSpec{
+			Rel:     sqlgraph.O2M,
+			Inverse: false,
+			Table:   conversation.SummariesTable,
+			Columns: []string{conversation.SummariesColumn},
+			Bidi:    false,
+			Target: &sqlgraph.EdgeTarget{
+				IDSpec: sqlgraph.NewFieldSpec(summary.FieldID, field.TypeInt),
 			},
 		}
 		for _, k := range nodes {

@@ -21,6 +21,7 @@ import (
 	"github.com/toolgate/toolgate/ent/organization"
 	"github.com/toolgate/toolgate/ent/setting"
 	"github.com/toolgate/toolgate/ent/storedresult"
+	"github.com/toolgate/toolgate/ent/summary"
 	"github.com/toolgate/toolgate/ent/task"
 	"github.com/toolgate/toolgate/ent/toolcall"
 	"github.com/toolgate/toolgate/ent/turn"
@@ -95,6 +96,7 @@ func checkColumn(t, c string) error {
 			organization.Table:       organization.ValidColumn,
 			setting.Table:            setting.ValidColumn,
 			storedresult.Table:       storedresult.ValidColumn,
+			summary.Table:            summary.ValidColumn,
 			task.Table:               task.ValidColumn,
 			toolcall.Table:           toolcall.ValidColumn,
 			turn.Table:               turn.ValidColumn,

@@ -922,6 +922,11 @@ func (_q *ToolCallQuery) collectField(ctx context.Context, oneNode bool, opCtx *
 				selectedFields = append(selectedFields, toolcall.FieldRef)
 				fieldSeen[toolcall.FieldRef] = struct{}{}
 			}
+		case "guardrail":
+			if _, ok := fieldSeen[toolcall.FieldGuardrail]; !ok {
+				selectedFields = append(selectedFields, toolcall.FieldGuardrail)
+				fieldSeen[toolcall.FieldGuardrail] = struct{}{}
+			}
 		case "argumentsRef":
 			if _, ok := fieldSeen[toolcall.FieldArgumentsRef]; !ok {
 				selectedFields = append(selectedFields, toolcall.FieldArgumentsRef)

@@ -46,6 +46,12 @@ type ModelCall struct {
 	Cost float64 `json:"cost,omitempty"`
 	// DurationMs holds the value of the "duration_ms" field.
 	DurationMs int64 `json:"duration_ms,omitempty"`
+	// STEP: one of the turn's own calls; SUMMARY: the compaction call the turn triggered
+	Kind modelcall.Kind `json:"kind,omitempty"`
+	// the stable prefix sent (system prompt and tool definitions), in o200k tokens
+	PrefixTokens int64 `json:"prefix_tokens,omitempty"`
+	// who pays: the opaque ids sent to the provider as request metadata, never in the prompt
+	Attribution string `json:"attribution,omitempty"`
 	// StartedAt holds the value of the "started_at" field.
 	StartedAt time.Time `json:"started_at,omitempty"`
 	// Edges holds the relations/edges for other nodes in the graph.
@@ -81,9 +87,9 @@ func (*ModelCall) scanValues(columns []string) ([]any, error) {
 		switch columns[i] {
 		case modelcall.FieldCost:
 			values[i] = new(sql.NullFloat64)
-		case modelcall.FieldID, modelcall.FieldTurnID, modelcall.FieldOrganizationID, modelcall.FieldAgentID, modelcall.FieldUserID, modelcall.FieldStep, modelcall.FieldInputTokens, modelcall.FieldCacheReadTokens, modelcall.FieldCacheWriteTokens, modelcall.FieldOutputTokens, modelcall.FieldDurationMs:
+		case modelcall.FieldID, modelcall.FieldTurnID, modelcall.FieldOrganizationID, modelcall.FieldAgentID, modelcall.FieldUserID, modelcall.FieldStep, modelcall.FieldInputTokens, modelcall.FieldCacheReadTokens, modelcall.FieldCacheWriteTokens, modelcall.FieldOutputTokens, modelcall.FieldDurationMs, modelcall.FieldPrefixTokens:
 			values[i] = new(sql.NullInt64)
-		case modelcall.FieldText, modelcall.FieldProvider, modelcall.FieldModel:
+		case modelcall.FieldText, modelcall.FieldProvider, modelcall.FieldModel, modelcall.FieldKind, modelcall.FieldAttribution:
 			values[i] = new(sql.NullString)
 		case modelcall.FieldStartedAt:
 			values[i] = new(sql.NullTime)
@@ -192,6 +198,24 @@ func (_m *ModelCall) assignValues(columns []string, values []any) error {
 			} else if value.Valid {
 				_m.DurationMs = value.Int64
 			}
+		case modelcall.FieldKind:
+			if value, ok := values[i].(*sql.NullString); !ok {
+				return fmt.Errorf("unexpected type %T for field kind", values[i])
+			} else if value.Valid {
+				_m.Kind = modelcall.Kind(value.String)
+			}
+		case modelcall.FieldPrefixTokens:
+			if value, ok := values[i].(*sql.NullInt64); !ok {
+				return fmt.Errorf("unexpected type %T for field prefix_tokens", values[i])
+			} else if value.Valid {
+				_m.PrefixTokens = value.Int64
+			}
+		case modelcall.FieldAttribution:
+			if value, ok := values[i].(*sql.NullString); !ok {
+				return fmt.Errorf("unexpected type %T for field attribution", values[i])
+			} else if value.Valid {
+				_m.Attribution = value.String
+			}
 		case modelcall.FieldStartedAt:
 			if value, ok := values[i].(*sql.NullTime); !ok {
 				return fmt.Errorf("unexpected type %T for field started_at", values[i])
@@ -280,6 +304,15 @@ func (_m *ModelCall) String() string {
 	builder.WriteString(", ")
 	builder.WriteString("duration_ms=")
 	builder.WriteString(fmt.Sprintf("%v", _m.DurationMs))
+	builder.WriteString(", ")
+	builder.WriteString("kind=")
+	builder.WriteString(fmt.Sprintf("%v", _m.Kind))
+	builder.WriteString(", ")
+	builder.WriteString("prefix_tokens=")
+	builder.WriteString(fmt.Sprintf("%v", _m.PrefixTokens))
+	builder.WriteString(", ")
+	builder.WriteString("attribution=")
+	builder.WriteString(_m.Attribution)
 	builder.WriteString(", ")
 	builder.WriteString("started_at=")
 	builder.WriteString(_m.StartedAt.Format(time.ANSIC))

@@ -171,6 +171,48 @@ func (_c *ModelCallCreate) SetNillableDurationMs(v *int64) *ModelCallCreate {
 	return _c
 }
 
+// SetKind sets the "kind" field.
+func (_c *ModelCallCreate) SetKind(v modelcall.Kind) *ModelCallCreate {
+	_c.mutation.SetKind(v)
+	return _c
+}
+
+// SetNillableKind sets the "kind" field if the given value is not nil.
+func (_c *ModelCallCreate) SetNillableKind(v *modelcall.Kind) *ModelCallCreate {
+	if v != nil {
+		_c.SetKind(*v)
+	}
+	return _c
+}
+
+// SetPrefixTokens sets the "prefix_tokens" field.
+func (_c *ModelCallCreate) SetPrefixTokens(v int64) *ModelCallCreate {
+	_c.mutation.SetPrefixTokens(v)
+	return _c
+}
+
+// SetNillablePrefixTokens sets the "prefix_tokens" field if the given value is not nil.
+func (_c *ModelCallCreate) SetNillablePrefixTokens(v *int64) *ModelCallCreate {
+	if v != nil {
+		_c.SetPrefixTokens(*v)
+	}
+	return _c
+}
+
+// SetAttribution sets the "attribution" field.
+func (_c *ModelCallCreate) SetAttribution(v string) *ModelCallCreate {
+	_c.mutation.SetAttribution(v)
+	return _c
+}
+
+// SetNillableAttribution sets the "attribution" field if the given value is not nil.
+func (_c *ModelCallCreate) SetNillableAttribution(v *string) *ModelCallCreate {
+	if v != nil {
+		_c.SetAttribution(*v)
+	}
+	return _c
+}
+
 // SetStartedAt sets the "started_at" field.
 func (_c *ModelCallCreate) SetStartedAt(v time.Time) *ModelCallCreate {
 	_c.mutation.SetStartedAt(v)
@@ -259,6 +301,18 @@ func (_c *ModelCallCreate) defaults() error {
 		v := modelcall.DefaultDurationMs
 		_c.mutation.SetDurationMs(v)
 	}
+	if _, ok := _c.mutation.Kind(); !ok {
+		v := modelcall.DefaultKind
+		_c.mutation.SetKind(v)
+	}
+	if _, ok := _c.mutation.PrefixTokens(); !ok {
+		v := modelcall.DefaultPrefixTokens
+		_c.mutation.SetPrefixTokens(v)
+	}
+	if _, ok := _c.mutation.Attribution(); !ok {
+		v := modelcall.DefaultAttribution
+		_c.mutation.SetAttribution(v)
+	}
 	if _, ok := _c.mutation.StartedAt(); !ok {
 		if modelcall.DefaultStartedAt == nil {
 			return fmt.Errorf("ent: uninitialized modelcall.DefaultStartedAt (forgotten import ent/runtime?)")
@@ -312,6 +366,20 @@ func (_c *ModelCallCreate) check() error {
 	}
 	if _, ok := _c.mutation.DurationMs(); !ok {
 		return &ValidationError{Name: "duration_ms", err: errors.New(`ent: missing required field "ModelCall.duration_ms"`)}
+	}
+	if _, ok := _c.mutation.Kind(); !ok {
+		return &ValidationError{Name: "kind", err: errors.New(`ent: missing required field "ModelCall.kind"`)}
+	}
+	if v, ok := _c.mutation.Kind(); ok {
+		if err := modelcall.KindValidator(v); err != nil {
+			return &ValidationError{Name: "kind", err: fmt.Errorf(`ent: validator failed for field "ModelCall.kind": %w`, err)}
+		}
+	}
+	if _, ok := _c.mutation.PrefixTokens(); !ok {
+		return &ValidationError{Name: "prefix_tokens", err: errors.New(`ent: missing required field "ModelCall.prefix_tokens"`)}
+	}
+	if _, ok := _c.mutation.Attribution(); !ok {
+		return &ValidationError{Name: "attribution", err: errors.New(`ent: missing required field "ModelCall.attribution"`)}
 	}
 	if _, ok := _c.mutation.StartedAt(); !ok {
 		return &ValidationError{Name: "started_at", err: errors.New(`ent: missing required field "ModelCall.started_at"`)}
@@ -397,6 +465,18 @@ func (_c *ModelCallCreate) createSpec() (*ModelCall, *sqlgraph.CreateSpec) {
 	if value, ok := _c.mutation.DurationMs(); ok {
 		_spec.SetField(modelcall.FieldDurationMs, field.TypeInt64, value)
 		_node.DurationMs = value
+	}
+	if value, ok := _c.mutation.Kind(); ok {
+		_spec.SetField(modelcall.FieldKind, field.TypeEnum, value)
+		_node.Kind = value
+	}
+	if value, ok := _c.mutation.PrefixTokens(); ok {
+		_spec.SetField(modelcall.FieldPrefixTokens, field.TypeInt64, value)
+		_node.PrefixTokens = value
+	}
+	if value, ok := _c.mutation.Attribution(); ok {
+		_spec.SetField(modelcall.FieldAttribution, field.TypeString, value)
+		_node.Attribution = value
 	}
 	if value, ok := _c.mutation.StartedAt(); ok {
 		_spec.SetField(modelcall.FieldStartedAt, field.TypeTime, value)
@@ -523,6 +603,15 @@ func (u *ModelCallUpsertOne) UpdateNewValues() *ModelCallUpsertOne {
 		}
 		if _, exists := u.create.mutation.DurationMs(); exists {
 			s.SetIgnore(modelcall.FieldDurationMs)
+		}
+		if _, exists := u.create.mutation.Kind(); exists {
+			s.SetIgnore(modelcall.FieldKind)
+		}
+		if _, exists := u.create.mutation.PrefixTokens(); exists {
+			s.SetIgnore(modelcall.FieldPrefixTokens)
+		}
+		if _, exists := u.create.mutation.Attribution(); exists {
+			s.SetIgnore(modelcall.FieldAttribution)
 		}
 		if _, exists := u.create.mutation.StartedAt(); exists {
 			s.SetIgnore(modelcall.FieldStartedAt)
@@ -775,6 +864,15 @@ func (u *ModelCallUpsertBulk) UpdateNewValues() *ModelCallUpsertBulk {
 			}
 			if _, exists := b.mutation.DurationMs(); exists {
 				s.SetIgnore(modelcall.FieldDurationMs)
+			}
+			if _, exists := b.mutation.Kind(); exists {
+				s.SetIgnore(modelcall.FieldKind)
+			}
+			if _, exists := b.mutation.PrefixTokens(); exists {
+				s.SetIgnore(modelcall.FieldPrefixTokens)
+			}
+			if _, exists := b.mutation.Attribution(); exists {
+				s.SetIgnore(modelcall.FieldAttribution)
 			}
 			if _, exists := b.mutation.StartedAt(); exists {
 				s.SetIgnore(modelcall.FieldStartedAt)

@@ -22,6 +22,7 @@ import (
 	"github.com/toolgate/toolgate/ent/schematype"
 	"github.com/toolgate/toolgate/ent/setting"
 	"github.com/toolgate/toolgate/ent/storedresult"
+	"github.com/toolgate/toolgate/ent/summary"
 	"github.com/toolgate/toolgate/ent/task"
 	"github.com/toolgate/toolgate/ent/toolcall"
 	"github.com/toolgate/toolgate/ent/turn"
@@ -47,6 +48,7 @@ const (
 	TypeOrganization       = "Organization"
 	TypeSetting            = "Setting"
 	TypeStoredResult       = "StoredResult"
+	TypeSummary            = "Summary"
 	TypeTask               = "Task"
 	TypeToolCall           = "ToolCall"
 	TypeTurn               = "Turn"
@@ -2538,6 +2540,9 @@ type ConversationMutation struct {
 	results             map[int]struct{}
 	removedresults      map[int]struct{}
 	clearedresults      bool
+	summaries           map[int]struct{}
+	removedsummaries    map[int]struct{}
+	clearedsummaries    bool
 	done                bool
 	oldValue            func(context.Context) (*Conversation, error)
 	predicates          []predicate.Conversation
@@ -3115,6 +3120,60 @@ func (m *ConversationMutation) ResetResults() {
 	m.removedresults = nil
 }
 
+// AddSummaryIDs adds the "summaries" edge to the Summary entity by ids.
+func (m *ConversationMutation) AddSummaryIDs(ids ...int) {
+	if m.summaries == nil {
+		m.summaries = make(map[int]struct{})
+	}
+	for i := range ids {
+		m.summaries[ids[i]] = struct{}{}
+	}
+}
+
+// ClearSummaries clears the "summaries" edge to the Summary entity.
+func (m *ConversationMutation) ClearSummaries() {
+	m.clearedsummaries = true
+}
+
+// SummariesCleared reports if the "summaries" edge to the Summary entity was cleared.
+func (m *ConversationMutation) SummariesCleared() bool {
+	return m.clearedsummaries
+}
+
+// RemoveSummaryIDs removes the "summaries" edge to the Summary entity by IDs.
+func (m *ConversationMutation) RemoveSummaryIDs(ids ...int) {
+	if m.removedsummaries == nil {
+		m.removedsummaries = make(map[int]struct{})
+	}
+	for i := range ids {
+		delete(m.summaries, ids[i])
+		m.removedsummaries[ids[i]] = struct{}{}
+	}
+}
+
+// RemovedSummaries returns the removed IDs of the "summaries" edge to the Summary entity.
+func (m *ConversationMutation) RemovedSummariesIDs() (ids []int) {
+	for id := range m.removedsummaries {
+		ids = append(ids, id)
+	}
+	return
+}
+
+// SummariesIDs returns the "summaries" edge IDs in the mutation.
+func (m *ConversationMutation) SummariesIDs() (ids []int) {
+	for id := range m.summaries {
+		ids = append(ids, id)
+	}
+	return
+}
+
+// ResetSummaries resets all changes to the "summaries" edge.
+func (m *ConversationMutation) ResetSummaries() {
+	m.summaries = nil
+	m.clearedsummaries = false
+	m.removedsummaries = nil
+}
+
 // Where appends a list predicates to the ConversationMutation builder.
 func (m *ConversationMutation) Where(ps ...predicate.Conversation) {
 	m.predicates = append(m.predicates, ps...)
@@ -3374,7 +3433,7 @@ func (m *ConversationMutation) ResetField(name string) error {
 
 // AddedEdges returns all edge names that were set/added in this mutation.
 func (m *ConversationMutation) AddedEdges() []string {
-	edges := make([]string, 0, 5)
+	edges := make([]string, 0, 6)
 	if m.organization != nil {
 		edges = append(edges, conversation.EdgeOrganization)
 	}
@@ -3389,6 +3448,9 @@ func (m *ConversationMutation) AddedEdges() []string {
 	}
 	if m.results != nil {
 		edges = append(edges, conversation.EdgeResults)
+	}
+	if m.summaries != nil {
+		edges = append(edges, conversation.EdgeSummaries)
 	}
 	return edges
 }
@@ -3421,18 +3483,27 @@ func (m *ConversationMutation) AddedIDs(name string) []ent.Value {
 			ids = append(ids, id)
 		}
 		return ids
+	case conversation.EdgeSummaries:
+		ids := make([]ent.Value, 0, len(m.summaries))
+		for id := range m.summaries {
+			ids = append(ids, id)
+		}
+		return ids
 	}
 	return nil
 }
 
 // RemovedEdges returns all edge names that were removed in this mutation.
 func (m *ConversationMutation) RemovedEdges() []string {
-	edges := make([]string, 0, 5)
+	edges := make([]string, 0, 6)
 	if m.removedturns != nil {
 		edges = append(edges, conversation.EdgeTurns)
 	}
 	if m.removedresults != nil {
 		edges = append(edges, conversation.EdgeResults)
+	}
+	if m.removedsummaries != nil {
+		edges = append(edges, conversation.EdgeSummaries)
 	}
 	return edges
 }
@@ -3453,13 +3524,19 @@ func (m *ConversationMutation) RemovedIDs(name string) []ent.Value {
 			ids = append(ids, id)
 		}
 		return ids
+	case conversation.EdgeSummaries:
+		ids := make([]ent.Value, 0, len(m.removedsummaries))
+		for id := range m.removedsummaries {
+			ids = append(ids, id)
+		}
+		return ids
 	}
 	return nil
 }
 
 // ClearedEdges returns all edge names that were cleared in this mutation.
 func (m *ConversationMutation) ClearedEdges() []string {
-	edges := make([]string, 0, 5)
+	edges := make([]string, 0, 6)
 	if m.clearedorganization {
 		edges = append(edges, conversation.EdgeOrganization)
 	}
@@ -3474,6 +3551,9 @@ func (m *ConversationMutation) ClearedEdges() []string {
 	}
 	if m.clearedresults {
 		edges = append(edges, conversation.EdgeResults)
+	}
+	if m.clearedsummaries {
+		edges = append(edges, conversation.EdgeSummaries)
 	}
 	return edges
 }
@@ -3492,6 +3572,8 @@ func (m *ConversationMutation) EdgeCleared(name string) bool {
 		return m.clearedturns
 	case conversation.EdgeResults:
 		return m.clearedresults
+	case conversation.EdgeSummaries:
+		return m.clearedsummaries
 	}
 	return false
 }
@@ -3531,6 +3613,9 @@ func (m *ConversationMutation) ResetEdge(name string) error {
 		return nil
 	case conversation.EdgeResults:
 		m.ResetResults()
+		return nil
+	case conversation.EdgeSummaries:
+		m.ResetSummaries()
 		return nil
 	}
 	return fmt.Errorf("unknown Conversation edge %s", name)
@@ -4305,6 +4390,10 @@ type ModelCallMutation struct {
 	addcost               *float64
 	duration_ms           *int64
 	addduration_ms        *int64
+	kind                  *modelcall.Kind
+	prefix_tokens         *int64
+	addprefix_tokens      *int64
+	attribution           *string
 	started_at            *time.Time
 	clearedFields         map[string]struct{}
 	turn                  *int
@@ -5116,6 +5205,134 @@ func (m *ModelCallMutation) ResetDurationMs() {
 	m.addduration_ms = nil
 }
 
+// SetKind sets the "kind" field.
+func (m *ModelCallMutation) SetKind(value modelcall.Kind) {
+	m.kind = &value
+}
+
+// Kind returns the value of the "kind" field in the mutation.
+func (m *ModelCallMutation) Kind() (r modelcall.Kind, exists bool) {
+	v := m.kind
+	if v == nil {
+		return
+	}
+	return *v, true
+}
+
+// OldKind returns the old "kind" field's value of the ModelCall entity.
+// If the ModelCall object wasn't provided to the builder, the object is fetched from the database.
+// An error is returned if the mutation operation is not UpdateOne, or the database query fails.
+func (m *ModelCallMutation) OldKind(ctx context.Context) (v modelcall.Kind, err error) {
+	if !m.op.Is(OpUpdateOne) {
+		return v, errors.New("OldKind is only allowed on UpdateOne operations")
+	}
+	if m.id == nil || m.oldValue == nil {
+		return v, errors.New("OldKind requires an ID field in the mutation")
+	}
+	oldValue, err := m.oldValue(ctx)
+	if err != nil {
+		return v, fmt.Errorf("querying old value for OldKind: %w", err)
+	}
+	return oldValue.Kind, nil
+}
+
+// ResetKind resets all changes to the "kind" field.
+func (m *ModelCallMutation) ResetKind() {
+	m.kind = nil
+}
+
+// SetPrefixTokens sets the "prefix_tokens" field.
+func (m *ModelCallMutation) SetPrefixTokens(i int64) {
+	m.prefix_tokens = &i
+	m.addprefix_tokens = nil
+}
+
+// PrefixTokens returns the value of the "prefix_tokens" field in the mutation.
+func (m *ModelCallMutation) PrefixTokens() (r int64, exists bool) {
+	v := m.prefix_tokens
+	if v == nil {
+		return
+	}
+	return *v, true
+}
+
+// OldPrefixTokens returns the old "prefix_tokens" field's value of the ModelCall entity.
+// If the ModelCall object wasn't provided to the builder, the object is fetched from the database.
+// An error is returned if the mutation operation is not UpdateOne, or the database query fails.
+func (m *ModelCallMutation) OldPrefixTokens(ctx context.Context) (v int64, err error) {
+	if !m.op.Is(OpUpdateOne) {
+		return v, errors.New("OldPrefixTokens is only allowed on UpdateOne operations")
+	}
+	if m.id == nil || m.oldValue == nil {
+		return v, errors.New("OldPrefixTokens requires an ID field in the mutation")
+	}
+	oldValue, err := m.oldValue(ctx)
+	if err != nil {
+		return v, fmt.Errorf("querying old value for OldPrefixTokens: %w", err)
+	}
+	return oldValue.PrefixTokens, nil
+}
+
+// AddPrefixTokens adds i to the "prefix_tokens" field.
+func (m *ModelCallMutation) AddPrefixTokens(i int64) {
+	if m.addprefix_tokens != nil {
+		*m.addprefix_tokens += i
+	} else {
+		m.addprefix_tokens = &i
+	}
+}
+
+// AddedPrefixTokens returns the value that was added to the "prefix_tokens" field in this mutation.
+func (m *ModelCallMutation) AddedPrefixTokens() (r int64, exists bool) {
+	v := m.addprefix_tokens
+	if v == nil {
+		return
+	}
+	return *v, true
+}
+
+// ResetPrefixTokens resets all changes to the "prefix_tokens" field.
+func (m *ModelCallMutation) ResetPrefixTokens() {
+	m.prefix_tokens = nil
+	m.addprefix_tokens = nil
+}
+
+// SetAttribution sets the "attribution" field.
+func (m *ModelCallMutation) SetAttribution(s string) {
+	m.attribution = &s
+}
+
+// Attribution returns the value of the "attribution" field in the mutation.
+func (m *ModelCallMutation) Attribution() (r string, exists bool) {
+	v := m.attribution
+	if v == nil {
+		return
+	}
+	return *v, true
+}
+
+// OldAttribution returns the old "attribution" field's value of the ModelCall entity.
+// If the ModelCall object wasn't provided to the builder, the object is fetched from the database.
+// An error is returned if the mutation operation is not UpdateOne, or the database query fails.
+func (m *ModelCallMutation) OldAttribution(ctx context.Context) (v string, err error) {
+	if !m.op.Is(OpUpdateOne) {
+		return v, errors.New("OldAttribution is only allowed on UpdateOne operations")
+	}
+	if m.id == nil || m.oldValue == nil {
+		return v, errors.New("OldAttribution requires an ID field in the mutation")
+	}
+	oldValue, err := m.oldValue(ctx)
+	if err != nil {
+		return v, fmt.Errorf("querying old value for OldAttribution: %w", err)
+	}
+	return oldValue.Attribution, nil
+}
+
+// ResetAttribution resets all changes to the "attribution" field.
+func (m *ModelCallMutation) ResetAttribution() {
+	m.attribution = nil
+}
+
 // SetStartedAt sets the "started_at" field.
 func (m *ModelCallMutation) SetStartedAt(t time.Time) {
 	m.started_at = &t
@@ -5213,7 +5430,7 @@ func (m *ModelCallMutation) Type() string {
 // order to get all numeric fields that were incremented/decremented, call
 // AddedFields().
 func (m *ModelCallMutation) Fields() []string {
-	fields := make([]string, 0, 15)
+	fields := make([]string, 0, 18)
 	if m.turn != nil {
 		fields = append(fields, modelcall.FieldTurnID)
 	}
@@ -5256,6 +5473,15 @@ func (m *ModelCallMutation) Fields() []string {
 	if m.duration_ms != nil {
 		fields = append(fields, modelcall.FieldDurationMs)
 	}
+	if m.kind != nil {
+		fields = append(fields, modelcall.FieldKind)
+	}
+	if m.prefix_tokens != nil {
+		fields = append(fields, modelcall.FieldPrefixTokens)
+	}
+	if m.attribution != nil {
+		fields = append(fields, modelcall.FieldAttribution)
+	}
 	if m.started_at != nil {
 		fields = append(fields, modelcall.FieldStartedAt)
 	}
@@ -5295,6 +5521,12 @@ func (m *ModelCallMutation) Field(name string) (ent.Value, bool) {
 		return m.Cost()
 	case modelcall.FieldDurationMs:
 		return m.DurationMs()
+	case modelcall.FieldKind:
+		return m.Kind()
+	case modelcall.FieldPrefixTokens:
+		return m.PrefixTokens()
+	case modelcall.FieldAttribution:
+		return m.Attribution()
 	case modelcall.FieldStartedAt:
 		return m.StartedAt()
 	}
@@ -5334,6 +5566,12 @@ func (m *ModelCallMutation) OldField(ctx context.Context, name string) (ent.Valu
 		return m.OldCost(ctx)
 	case modelcall.FieldDurationMs:
 		return m.OldDurationMs(ctx)
+	case modelcall.FieldKind:
+		return m.OldKind(ctx)
+	case modelcall.FieldPrefixTokens:
+		return m.OldPrefixTokens(ctx)
+	case modelcall.FieldAttribution:
+		return m.OldAttribution(ctx)
 	case modelcall.FieldStartedAt:
 		return m.OldStartedAt(ctx)
 	}
@@ -5443,6 +5681,27 @@ func (m *ModelCallMutation) SetField(name string, value ent.Value) error {
 		}
 		m.SetDurationMs(v)
 		return nil
+	case modelcall.FieldKind:
+		v, ok := value.(modelcall.Kind)
+		if !ok {
+			return fmt.Errorf("unexpected type %T for field %s", value, name)
+		}
+		m.SetKind(v)
+		return nil
+	case modelcall.FieldPrefixTokens:
+		v, ok := value.(int64)
+		if !ok {
+			return fmt.Errorf("unexpected type %T for field %s", value, name)
+		}
+		m.SetPrefixTokens(v)
+		return nil
+	case modelcall.FieldAttribution:
+		v, ok := value.(string)
+		if !ok {
+			return fmt.Errorf("unexpected type %T for field %s", value, name)
+		}
+		m.SetAttribution(v)
+		return nil
 	case modelcall.FieldStartedAt:
 		v, ok := value.(time.Time)
 		if !ok {
@@ -5488,6 +5747,9 @@ func (m *ModelCallMutation) AddedFields() []string {
 	if m.addduration_ms != nil {
 		fields = append(fields, modelcall.FieldDurationMs)
 	}
+	if m.addprefix_tokens != nil {
+		fields = append(fields, modelcall.FieldPrefixTokens)
+	}
 	return fields
 }
 
@@ -5516,6 +5778,8 @@ func (m *ModelCallMutation) AddedField(name string) (ent.Value, bool) {
 		return m.AddedCost()
 	case modelcall.FieldDurationMs:
 		return m.AddedDurationMs()
+	case modelcall.FieldPrefixTokens:
+		return m.AddedPrefixTokens()
 	}
 	return nil, false
 }
@@ -5595,6 +5859,13 @@ func (m *ModelCallMutation) AddField(name string, value ent.Value) error {
 		}
 		m.AddDurationMs(v)
 		return nil
+	case modelcall.FieldPrefixTokens:
+		v, ok := value.(int64)
+		if !ok {
+			return fmt.Errorf("unexpected type %T for field %s", value, name)
+		}
+		m.AddPrefixTokens(v)
+		return nil
 	}
 	return fmt.Errorf("unknown ModelCall numeric field %s", name)
 }
@@ -5663,6 +5934,15 @@ func (m *ModelCallMutation) ResetField(name string) error {
 		return nil
 	case modelcall.FieldDurationMs:
 		m.ResetDurationMs()
+		return nil
+	case modelcall.FieldKind:
+		m.ResetKind()
+		return nil
+	case modelcall.FieldPrefixTokens:
+		m.ResetPrefixTokens()
+		return nil
+	case modelcall.FieldAttribution:
+		m.ResetAttribution()
 		return nil
 	case modelcall.FieldStartedAt:
 		m.ResetStartedAt()
@@ -8090,6 +8370,899 @@ func (m *StoredResultMutation) ResetEdge(name string) error {
 	return fmt.Errorf("unknown StoredResult edge %s", name)
 }
 
+// SummaryMutation represents an operation that mutates the Summary nodes in the graph.
+type SummaryMutation struct {
+	config
+	op                  Op
+	typ                 string
+	id                  *int
+	from_turn           *int
+	addfrom_turn        *int
+	to_turn             *int
+	addto_turn          *int
+	text                *string
+	turn_id             *int
+	addturn_id          *int
+	model               *string
+	cost                *float64
+	addcost             *float64
+	created_at          *time.Time
+	clearedFields       map[string]struct{}
+	conversation        *int
+	clearedconversation bool
+	done                bool
+	oldValue            func(context.Context) (*Summary, error)
+	predicates          []predicate.Summary
+}
+
+var _ ent.Mutation = (*SummaryMutation)(nil)
+
+// summaryOption allows management of the mutation configuration using functional options.
+type summaryOption func(*SummaryMutation)
+
+// newSummaryMutation creates new mutation for the Summary entity.
+func newSummaryMutation(c config, op Op, opts ...summaryOption) *SummaryMutation {
+	m := &SummaryMutation{
+		config:        c,
+		op:            op,
+		typ:           TypeSummary,
+		clearedFields: make(map[string]struct{}),
+	}
+	for _, opt := range opts {
+		opt(m)
+	}
+	return m
+}
+
+// withSummaryID sets the ID field of the mutation.
+func withSummaryID(id int) summaryOption {
+	return func(m *SummaryMutation) {
+		var (
+			err   error
+			once  sync.Once
+			value *Summary
+		)
+		m.oldValue = func(ctx context.Context) (*Summary, error) {
+			once.Do(func() {
+				if m.done {
+					err = errors.New("querying old values post mutation is not allowed")
+				} else {
+					value, err = m.Client().Summary.Get(ctx, id)
+				}
+			})
+			return value, err
+		}
+		m.id = &id
+	}
+}
+
+// withSummary sets the old Summary of the mutation.
+func withSummary(node *Summary) summaryOption {
+	return func(m *SummaryMutation) {
+		m.oldValue = func(context.Context) (*Summary, error) {
+			return node, nil
+		}
+		m.id = &node.ID
+	}
+}
+
+// Client returns a new `ent.Client` from the mutation. If the mutation was
+// executed in a transaction (ent.Tx), a transactional client is returned.
+func (m SummaryMutation) Client() *Client {
+	client := &Client{config: m.config}
+	client.init()
+	return client
+}
+
+// Tx returns an `ent.Tx` for mutations that were executed in transactions;
+// it returns an error otherwise.
+func (m SummaryMutation) Tx() (*Tx, error) {
+	if _, ok := m.driver.(*txDriver); !ok {
+		return nil, errors.New("ent: mutation is not running in a transaction")
+	}
+	tx := &Tx{config: m.config}
+	tx.init()
+	return tx, nil
+}
+
+// ID returns the ID value in the mutation. Note that the ID is only available
+// if it was provided to the builder or after it was returned from the database.
+func (m *SummaryMutation) ID() (id int, exists bool) {
+	if m.id == nil {
+		return
+	}
+	return *m.id, true
+}
+
+// IDs queries the database and returns the entity ids that match the mutation's predicate.
+// That means, if the mutation is applied within a transaction with an isolation level such
+// as sql.LevelSerializable, the returned ids match the ids of the rows that will be updated
+// or updated by the mutation.
+func (m *SummaryMutation) IDs(ctx context.Context) ([]int, error) {
+	switch {
+	case m.op.Is(OpUpdateOne | OpDeleteOne):
+		id, exists := m.ID()
+		if exists {
+			return []int{id}, nil
+		}
+		fallthrough
+	case m.op.Is(OpUpdate | OpDelete):
+		return m.Client().Summary.Query().Where(m.predicates...).IDs(ctx)
+	default:
+		return nil, fmt.Errorf("IDs is not allowed on %s operations", m.op)
+	}
+}
+
+// SetConversationID sets the "conversation_id" field.
+func (m *SummaryMutation) SetConversationID(i int) {
+	m.conversation = &i
+}
+
+// ConversationID returns the value of the "conversation_id" field in the mutation.
+func (m *SummaryMutation) ConversationID() (r int, exists bool) {
+	v := m.conversation
+	if v == nil {
+		return
+	}
+	return *v, true
+}
+
+// OldConversationID returns the old "conversation_id" field's value of the Summary entity.
+// If the Summary object wasn't provided to the builder, the object is fetched from the database.
+// An error is returned if the mutation operation is not UpdateOne, or the database query fails.
+func (m *SummaryMutation) OldConversationID(ctx context.Context) (v int, err error) {
+	if !m.op.Is(OpUpdateOne) {
+		return v, errors.New("OldConversationID is only allowed on UpdateOne operations")
+	}
+	if m.id == nil || m.oldValue == nil {
+		return v, errors.New("OldConversationID requires an ID field in the mutation")
+	}
+	oldValue, err := m.oldValue(ctx)
+	if err != nil {
+		return v, fmt.Errorf("querying old value for OldConversationID: %w", err)
+	}
+	return oldValue.ConversationID, nil
+}
+
+// ResetConversationID resets all changes to the "conversation_id" field.
+func (m *SummaryMutation) ResetConversationID() {
+	m.conversation = nil
+}
+
+// SetFromTurn sets the "from_turn" field.
+func (m *SummaryMutation) SetFromTurn(i int) {
+	m.from_turn = &i
+	m.addfrom_turn = nil
+}
+
+// FromTurn returns the value of the "from_turn" field in the mutation.
+func (m *SummaryMutation) FromTurn() (r int, exists bool) {
+	v := m.from_turn
+	if v == nil {
+		return
+	}
+	return *v, true
+}
+
+// OldFromTurn returns the old "from_turn" field's value of the Summary entity.
+// If the Summary object wasn't provided to the builder, the object is fetched from the database.
+// An error is returned if the mutation operation is not UpdateOne, or the database query fails.
+func (m *SummaryMutation) OldFromTurn(ctx context.Context) (v int, err error) {
+	if !m.op.Is(OpUpdateOne) {
+		return v, errors.New("OldFromTurn is only allowed on UpdateOne operations")
+	}
+	if m.id == nil || m.oldValue == nil {
+		return v, errors.New("OldFromTurn requires an ID field in the mutation")
+	}
+	oldValue, err := m.oldValue(ctx)
+	if err != nil {
+		return v, fmt.Errorf("querying old value for OldFromTurn: %w", err)
+	}
+	return oldValue.FromTurn, nil
+}
+
+// AddFromTurn adds i to the "from_turn" field.
+func (m *SummaryMutation) AddFromTurn(i int) {
+	if m.addfrom_turn != nil {
+		*m.addfrom_turn += i
+	} else {
+		m.addfrom_turn = &i
+	}
+}
+
+// AddedFromTurn returns the value that was added to the "from_turn" field in this mutation.
+func (m *SummaryMutation) AddedFromTurn() (r int, exists bool) {
+	v := m.addfrom_turn
+	if v == nil {
+		return
+	}
+	return *v, true
+}
+
+// ResetFromTurn resets all changes to the "from_turn" field.
+func (m *SummaryMutation) ResetFromTurn() {
+	m.from_turn = nil
+	m.addfrom_turn = nil
+}
+
+// SetToTurn sets the "to_turn" field.
+func (m *SummaryMutation) SetToTurn(i int) {
+	m.to_turn = &i
+	m.addto_turn = nil
+}
+
+// ToTurn returns the value of the "to_turn" field in the mutation.
+func (m *SummaryMutation) ToTurn() (r int, exists bool) {
+	v := m.to_turn
+	if v == nil {
+		return
+	}
+	return *v, true
+}
+
+// OldToTurn returns the old "to_turn" field's value of the Summary entity.
+// If the Summary object wasn't provided to the builder, the object is fetched from the database.
+// An error is returned if the mutation operation is not UpdateOne, or the database query fails.
+func (m *SummaryMutation) OldToTurn(ctx context.Context) (v int, err error) {
+	if !m.op.Is(OpUpdateOne) {
+		return v, errors.New("OldToTurn is only allowed on UpdateOne operations")
+	}
+	if m.id == nil || m.oldValue == nil {
+		return v, errors.New("OldToTurn requires an ID field in the mutation")
+	}
+	oldValue, err := m.oldValue(ctx)
+	if err != nil {
+		return v, fmt.Errorf("querying old value for OldToTurn: %w", err)
+	}
+	return oldValue.ToTurn, nil
+}
+
+// AddToTurn adds i to the "to_turn" field.
+func (m *SummaryMutation) AddToTurn(i int) {
+	if m.addto_turn != nil {
+		*m.addto_turn += i
+	} else {
+		m.addto_turn = &i
+	}
+}
+
+// AddedToTurn returns the value that was added to the "to_turn" field in this mutation.
+func (m *SummaryMutation) AddedToTurn() (r int, exists bool) {
+	v := m.addto_turn
+	if v == nil {
+		return
+	}
+	return *v, true
+}
+
+// ResetToTurn resets all changes to the "to_turn" field.
+func (m *SummaryMutation) ResetToTurn() {
+	m.to_turn = nil
+	m.addto_turn = nil
+}
+
+// SetText sets the "text" field.
+func (m *SummaryMutation) SetText(s string) {
+	m.text = &s
+}
+
+// Text returns the value of the "text" field in the mutation.
+func (m *SummaryMutation) Text() (r string, exists bool) {
+	v := m.text
+	if v == nil {
+		return
+	}
+	return *v, true
+}
+
+// OldText returns the old "text" field's value of the Summary entity.
+// If the Summary object wasn't provided to the builder, the object is fetched from the database.
+// An error is returned if the mutation operation is not UpdateOne, or the database query fails.
+func (m *SummaryMutation) OldText(ctx context.Context) (v string, err error) {
+	if !m.op.Is(OpUpdateOne) {
+		return v, errors.New("OldText is only allowed on UpdateOne operations")
+	}
+	if m.id == nil || m.oldValue == nil {
+		return v, errors.New("OldText requires an ID field in the mutation")
+	}
+	oldValue, err := m.oldValue(ctx)
+	if err != nil {
+		return v, fmt.Errorf("querying old value for OldText: %w", err)
+	}
+	return oldValue.Text, nil
+}
+
+// ResetText resets all changes to the "text" field.
+func (m *SummaryMutation) ResetText() {
+	m.text = nil
+}
+
+// SetTurnID sets the "turn_id" field.
+func (m *SummaryMutation) SetTurnID(i int) {
+	m.turn_id = &i
+	m.addturn_id = nil
+}
+
+// TurnID returns the value of the "turn_id" field in the mutation.
+func (m *SummaryMutation) TurnID() (r int, exists bool) {
+	v := m.turn_id
+	if v == nil {
+		return
+	}
+	return *v, true
+}
+
+// OldTurnID returns the old "turn_id" field's value of the Summary entity.
+// If the Summary object wasn't provided to the builder, the object is fetched from the database.
+// An error is returned if the mutation operation is not UpdateOne, or the database query fails.
+func (m *SummaryMutation) OldTurnID(ctx context.Context) (v int, err error) {
+	if !m.op.Is(OpUpdateOne) {
+		return v, errors.New("OldTurnID is only allowed on UpdateOne operations")
+	}
+	if m.id == nil || m.oldValue == nil {
+		return v, errors.New("OldTurnID requires an ID field in the mutation")
+	}
+	oldValue, err := m.oldValue(ctx)
+	if err != nil {
+		return v, fmt.Errorf("querying old value for OldTurnID: %w", err)
+	}
+	return oldValue.TurnID, nil
+}
+
+// AddTurnID adds i to the "turn_id" field.
+func (m *SummaryMutation) AddTurnID(i int) {
+	if m.addturn_id != nil {
+		*m.addturn_id += i
+	} else {
+		m.addturn_id = &i
+	}
+}
+
+// AddedTurnID returns the value that was added to the "turn_id" field in this mutation.
+func (m *SummaryMutation) AddedTurnID() (r int, exists bool) {
+	v := m.addturn_id
+	if v == nil {
+		return
+	}
+	return *v, true
+}
+
+// ResetTurnID resets all changes to the "turn_id" field.
+func (m *SummaryMutation) ResetTurnID() {
+	m.turn_id = nil
+	m.addturn_id = nil
+}
+
+// SetModel sets the "model" field.
+func (m *SummaryMutation) SetModel(s string) {
+	m.model = &s
+}
+
+// Model returns the value of the "model" field in the mutation.
+func (m *SummaryMutation) Model() (r string, exists bool) {
+	v := m.model
+	if v == nil {
+		return
+	}
+	return *v, true
+}
+
+// OldModel returns the old "model" field's value of the Summary entity.
+// If the Summary object wasn't provided to the builder, the object is fetched from the database.
+// An error is returned if the mutation operation is not UpdateOne, or the database query fails.
+func (m *SummaryMutation) OldModel(ctx context.Context) (v string, err error) {
+	if !m.op.Is(OpUpdateOne) {
+		return v, errors.New("OldModel is only allowed on UpdateOne operations")
+	}
+	if m.id == nil || m.oldValue == nil {
+		return v, errors.New("OldModel requires an ID field in the mutation")
+	}
+	oldValue, err := m.oldValue(ctx)
+	if err != nil {
+		return v, fmt.Errorf("querying old value for OldModel: %w", err)
+	}
+	return oldValue.Model, nil
+}
+
+// ResetModel resets all changes to the "model" field.
+func (m *SummaryMutation) ResetModel() {
+	m.model = nil
+}
+
+// SetCost sets the "cost" field.
+func (m *SummaryMutation) SetCost(f float64) {
+	m.cost = &f
+	m.addcost = nil
+}
+
+// Cost returns the value of the "cost" field in the mutation.
+func (m *SummaryMutation) Cost() (r float64, exists bool) {
+	v := m.cost
+	if v == nil {
+		return
+	}
+	return *v, true
+}
+
+// OldCost returns the old "cost" field's value of the Summary entity.
+// If the Summary object wasn't provided to the builder, the object is fetched from the database.
+// An error is returned if the mutation operation is not UpdateOne, or the database query fails.
+func (m *SummaryMutation) OldCost(ctx context.Context) (v float64, err error) {
+	if !m.op.Is(OpUpdateOne) {
+		return v, errors.New("OldCost is only allowed on UpdateOne operations")
+	}
+	if m.id == nil || m.oldValue == nil {
+		return v, errors.New("OldCost requires an ID field in the mutation")
+	}
+	oldValue, err := m.oldValue(ctx)
+	if err != nil {
+		return v, fmt.Errorf("querying old value for OldCost: %w", err)
+	}
+	return oldValue.Cost, nil
+}
+
+// AddCost adds f to the "cost" field.
+func (m *SummaryMutation) AddCost(f float64) {
+	if m.addcost != nil {
+		*m.addcost += f
+	} else {
+		m.addcost = &f
+	}
+}
+
+// AddedCost returns the value that was added to the "cost" field in this mutation.
+func (m *SummaryMutation) AddedCost() (r float64, exists bool) {
+	v := m.addcost
+	if v == nil {
+		return
+	}
+	return *v, true
+}
+
+// ResetCost resets all changes to the "cost" field.
+func (m *SummaryMutation) ResetCost() {
+	m.cost = nil
+	m.addcost = nil
+}
+
+// SetCreatedAt sets the "created_at" field.
+func (m *SummaryMutation) SetCreatedAt(t time.Time) {
+	m.created_at = &t
+}
+
+// CreatedAt returns the value of the "created_at" field in the mutation.
+func (m *SummaryMutation) CreatedAt() (r time.Time, exists bool) {
+	v := m.created_at
+	if v == nil {
+		return
+	}
+	return *v, true
+}
+
+// OldCreatedAt returns the old "created_at" field's value of the Summary entity.
+// If the Summary object wasn't provided to the builder, the object is fetched from the database.
+// An error is returned if the mutation operation is not UpdateOne, or the database query fails.
+func (m *SummaryMutation) OldCreatedAt(ctx context.Context) (v time.Time, err error) {
+	if !m.op.Is(OpUpdateOne) {
+		return v, errors.New("OldCreatedAt is only allowed on UpdateOne operations")
+	}
+	if m.id == nil || m.oldValue == nil {
+		return v, errors.New("OldCreatedAt requires an ID field in the mutation")
+	}
+	oldValue, err := m.oldValue(ctx)
+	if err != nil {
+		return v, fmt.Errorf("querying old value for OldCreatedAt: %w", err)
+	}
+	return oldValue.CreatedAt, nil
+}
+
+// ResetCreatedAt resets all changes to the "created_at" field.
+func (m *SummaryMutation) ResetCreatedAt() {
+	m.created_at = nil
+}
+
+// ClearConversation clears the "conversation" edge to the Conversation entity.
+func (m *SummaryMutation) ClearConversation() {
+	m.clearedconversation = true
+	m.clearedFields[summary.FieldConversationID] = struct{}{}
+}
+
+// ConversationCleared reports if the "conversation" edge to the Conversation entity was cleared.
+func (m *SummaryMutation) ConversationCleared() bool {
+	return m.clearedconversation
+}
+
+// ConversationIDs returns the "conversation" edge IDs in the mutation.
+// Note that IDs always returns len(IDs) <= 1 for unique edges, and you should use
+// ConversationID instead. It exists only for internal usage by the builders.
+func (m *SummaryMutation) ConversationIDs() (ids []int) {
+	if id := m.conversation; id != nil {
+		ids = append(ids, *id)
+	}
+	return
+}
+
+// ResetConversation resets all changes to the "conversation" edge.
+func (m *SummaryMutation) ResetConversation() {
+	m.conversation = nil
+	m.clearedconversation = false
+}
+
+// Where appends a list predicates to the SummaryMutation builder.
+func (m *SummaryMutation) Where(ps ...predicate.Summary) {
+	m.predicates = append(m.predicates, ps...)
+}
+
+// WhereP appends storage-level predicates to the SummaryMutation builder. Using this method,
+// users can use type-assertion to append predicates that do not depend on any generated package.
+func (m *SummaryMutation) WhereP(ps ...func(*sql.Selector)) {
+	p := make([]predicate.Summary, len(ps))
+	for i := range ps {
+		p[i] = ps[i]
+	}
+	m.Where(p...)
+}
+
+// Op returns the operation name.
+func (m *SummaryMutation) Op() Op {
+	return m.op
+}
+
+// SetOp allows setting the mutation operation.
+func (m *SummaryMutation) SetOp(op Op) {
+	m.op = op
+}
+
+// Type returns the node type of this mutation (Summary).
+func (m *SummaryMutation) Type() string {
+	return m.typ
+}
+
+// Fields returns all fields that were changed during this mutation. Note that in
+// order to get all numeric fields that were incremented/decremented, call
+// AddedFields().
+func (m *SummaryMutation) Fields() []string {
+	fields := make([]string, 0, 8)
+	if m.conversation != nil {
+		fields = append(fields, summary.FieldConversationID)
+	}
+	if m.from_turn != nil {
+		fields = append(fields, summary.FieldFromTurn)
+	}
+	if m.to_turn != nil {
+		fields = append(fields, summary.FieldToTurn)
+	}
+	if m.text != nil {
+		fields = append(fields, summary.FieldText)
+	}
+	if m.turn_id != nil {
+		fields = append(fields, summary.FieldTurnID)
+	}
+	if m.model != nil {
+		fields = append(fields, summary.FieldModel)
+	}
+	if m.cost != nil {
+		fields = append(fields, summary.FieldCost)
+	}
+	if m.created_at != nil {
+		fields = append(fields, summary.FieldCreatedAt)
+	}
+	return fields
+}
+
+// Field returns the value of a field with the given name. The second boolean
+// return value indicates that this field was not set, or was not defined in the
+// schema.
+func (m *SummaryMutation) Field(name string) (ent.Value, bool) {
+	switch name {
+	case summary.FieldConversationID:
+		return m.ConversationID()
+	case summary.FieldFromTurn:
+		return m.FromTurn()
+	case summary.FieldToTurn:
+		return m.ToTurn()
+	case summary.FieldText:
+		return m.Text()
+	case summary.FieldTurnID:
+		return m.TurnID()
+	case summary.FieldModel:
+		return m.Model()
+	case summary.FieldCost:
+		return m.Cost()
+	case summary.FieldCreatedAt:
+		return m.CreatedAt()
+	}
+	return nil, false
+}
+
+// OldField returns the old value of the field from the database. An error is
+// returned if the mutation operation is not UpdateOne, or the query to the
+// database failed.
+func (m *SummaryMutation) OldField(ctx context.Context, name string) (ent.Value, error) {
+	switch name {
+	case summary.FieldConversationID:
+		return m.OldConversationID(ctx)
+	case summary.FieldFromTurn:
+		return m.OldFromTurn(ctx)
+	case summary.FieldToTurn:
+		return m.OldToTurn(ctx)
+	case summary.FieldText:
+		return m.OldText(ctx)
+	case summary.FieldTurnID:
+		return m.OldTurnID(ctx)
+	case summary.FieldModel:
+		return m.OldModel(ctx)
+	case summary.FieldCost:
+		return m.OldCost(ctx)
+	case summary.FieldCreatedAt:
+		return m.OldCreatedAt(ctx)
+	}
+	return nil, fmt.Errorf("unknown Summary field %s", name)
+}
+
+// SetField sets the value of a field with the given name. It returns an error if
+// the field is not defined in the schema, or if the type mismatched the field
+// type.
+func (m *SummaryMutation) SetField(name string, value ent.Value) error {
+	switch name {
+	case summary.FieldConversationID:
+		v, ok := value.(int)
+		if !ok {
+			return fmt.Errorf("unexpected type %T for field %s", value, name)
+		}
+		m.SetConversationID(v)
+		return nil
+	case summary.FieldFromTurn:
+		v, ok := value.(int)
+		if !ok {
+			return fmt.Errorf("unexpected type %T for field %s", value, name)
+		}
+		m.SetFromTurn(v)
+		return nil
+	case summary.FieldToTurn:
+		v, ok := value.(int)
+		if !ok {
+			return fmt.Errorf("unexpected type %T for field %s", value, name)
+		}
+		m.SetToTurn(v)
+		return nil
+	case summary.FieldText:
+		v, ok := value.(string)
+		if !ok {
+			return fmt.Errorf("unexpected type %T for field %s", value, name)
+		}
+		m.SetText(v)
+		return nil
+	case summary.FieldTurnID:
+		v, ok := value.(int)
+		if !ok {
+			return fmt.Errorf("unexpected type %T for field %s", value, name)
+		}
+		m.SetTurnID(v)
+		return nil
+	case summary.FieldModel:
+		v, ok := value.(string)
+		if !ok {
+			return fmt.Errorf("unexpected type %T for field %s", value, name)
+		}
+		m.SetModel(v)
+		return nil
+	case summary.FieldCost:
+		v, ok := value.(float64)
+		if !ok {
+			return fmt.Errorf("unexpected type %T for field %s", value, name)
+		}
+		m.SetCost(v)
+		return nil
+	case summary.FieldCreatedAt:
+		v, ok := value.(time.Time)
+		if !ok {
+			return fmt.Errorf("unexpected type %T for field %s", value, name)
+		}
+		m.SetCreatedAt(v)
+		return nil
+	}
+	return fmt.Errorf("unknown Summary field %s", name)
+}
+
+// AddedFields returns all numeric fields that were incremented/decremented during
+// this mutation.
+func (m *SummaryMutation) AddedFields() []string {
+	var fields []string
+	if m.addfrom_turn != nil {
+		fields = append(fields, summary.FieldFromTurn)
+	}
+	if m.addto_turn != nil {
+		fields = append(fields, summary.FieldToTurn)
+	}
+	if m.addturn_id != nil {
+		fields = append(fields, summary.FieldTurnID)
+	}
+	if m.addcost != nil {
+		fields = append(fields, summary.FieldCost)
+	}
+	return fields
+}
+
+// AddedField returns the numeric value that was incremented/decremented on a field
+// with the given name. The second boolean return value indicates that this field
+// was not set, or was not defined in the schema.
+func (m *SummaryMutation) AddedField(name string) (ent.Value, bool) {
+	switch name {
+	case summary.FieldFromTurn:
+		return m.AddedFromTurn()
+	case summary.FieldToTurn:
+		return m.AddedToTurn()
+	case summary.FieldTurnID:
+		return m.AddedTurnID()
+	case summary.FieldCost:
+		return m.AddedCost()
+	}
+	return nil, false
+}
+
+// AddField adds the value to the field with the given name. It returns an error if
+// the field is not defined in the schema, or if the type mismatched the field
+// type.
+func (m *SummaryMutation) AddField(name string, value ent.Value) error {
+	switch name {
+	case summary.FieldFromTurn:
+		v, ok := value.(int)
+		if !ok {
+			return fmt.Errorf("unexpected type %T for field %s", value, name)
+		}
+		m.AddFromTurn(v)
+		return nil
+	case summary.FieldToTurn:
+		v, ok := value.(int)
+		if !ok {
+			return fmt.Errorf("unexpected type %T for field %s", value, name)
+		}
+		m.AddToTurn(v)
+		return nil
+	case summary.FieldTurnID:
+		v, ok := value.(int)
+		if !ok {
+			return fmt.Errorf("unexpected type %T for field %s", value, name)
+		}
+		m.AddTurnID(v)
+		return nil
+	case summary.FieldCost:
+		v, ok := value.(float64)
+		if !ok {
+			return fmt.Errorf("unexpected type %T for field %s", value, name)
+		}
+		m.AddCost(v)
+		return nil
+	}
+	return fmt.Errorf("unknown Summary numeric field %s", name)
+}
+
+// ClearedFields returns all nullable fields that were cleared during this
+// mutation.
+func (m *SummaryMutation) ClearedFields() []string {
+	return nil
+}
+
+// FieldCleared returns a boolean indicating if a field with the given name was
+// cleared in this mutation.
+func (m *SummaryMutation) FieldCleared(name string) bool {
+	_, ok := m.clearedFields[name]
+	return ok
+}
+
+// ClearField clears the value of the field with the given name. It returns an
+// error if the field is not defined in the schema.
+func (m *SummaryMutation) ClearField(name string) error {
+	return fmt.Errorf("unknown Summary nullable field %s", name)
+}
+
+// ResetField resets all changes in the mutation for the field with the given name.
+// It returns an error if the field is not defined in the schema.
+func (m *SummaryMutation) ResetField(name string) error {
+	switch name {
+	case summary.FieldConversationID:
+		m.ResetConversationID()
+		return nil
+	case summary.FieldFromTurn:
+		m.ResetFromTurn()
+		return nil
+	case summary.FieldToTurn:
+		m.ResetToTurn()
+		return nil
+	case summary.FieldText:
+		m.ResetText()
+		return nil
+	case summary.FieldTurnID:
+		m.ResetTurnID()
+		return nil
+	case summary.FieldModel:
+		m.ResetModel()
+		return nil
+	case summary.FieldCost:
+		m.ResetCost()
+		return nil
+	case summary.FieldCreatedAt:
+		m.ResetCreatedAt()
+		return nil
+	}
+	return fmt.Errorf("unknown Summary field %s", name)
+}
+
+// AddedEdges returns all edge names that were set/added in this mutation.
+func (m *SummaryMutation) AddedEdges() []string {
+	edges := make([]string, 0, 1)
+	if m.conversation != nil {
+		edges = append(edges, summary.EdgeConversation)
+	}
+	return edges
+}
+
+// AddedIDs returns all IDs (to other nodes) that were added for the given edge
+// name in this mutation.
+func (m *SummaryMutation) AddedIDs(name string) []ent.Value {
+	switch name {
+	case summary.EdgeConversation:
+		if id := m.conversation; id != nil {
+			return []ent.Value{*id}
+		}
+	}
+	return nil
+}
+
+// RemovedEdges returns all edge names that were removed in this mutation.
+func (m *SummaryMutation) RemovedEdges() []string {
+	edges := make([]string, 0, 1)
+	return edges
+}
+
+// RemovedIDs returns all IDs (to other nodes) that were removed for the edge with
+// the given name in this mutation.
+func (m *SummaryMutation) RemovedIDs(name string) []ent.Value {
+	return nil
+}
+
+// ClearedEdges returns all edge names that were cleared in this mutation.
+func (m *SummaryMutation) ClearedEdges() []string {
+	edges := make([]string, 0, 1)
+	if m.clearedconversation {
+		edges = append(edges, summary.EdgeConversation)
+	}
+	return edges
+}
+
+// EdgeCleared returns a boolean which indicates if the edge with the given name
+// was cleared in this mutation.
+func (m *SummaryMutation) EdgeCleared(name string) bool {
+	switch name {
+	case summary.EdgeConversation:
+		return m.clearedconversation
+	}
+	return false
+}
+
+// ClearEdge clears the value of the edge with the given name. It returns an error
+// if that edge is not defined in the schema.
+func (m *SummaryMutation) ClearEdge(name string) error {
+	switch name {
+	case summary.EdgeConversation:
+		m.ClearConversation()
+		return nil
+	}
+	return fmt.Errorf("unknown Summary unique edge %s", name)
+}
+
+// ResetEdge resets all changes to the edge with the given name in this mutation.
+// It returns an error if the edge is not defined in the schema.
+func (m *SummaryMutation) ResetEdge(name string) error {
+	switch name {
+	case summary.EdgeConversation:
+		m.ResetConversation()
+		return nil
+	}
+	return fmt.Errorf("unknown Summary edge %s", name)
+}
+
 // TaskMutation represents an operation that mutates the Task nodes in the graph.
 type TaskMutation struct {
 	config
@@ -8780,6 +9953,7 @@ type ToolCallMutation struct {
 	message        *string
 	heard          *string
 	ref            *string
+	guardrail      *string
 	arguments_ref  *string
 	started_at     *time.Time
 	finished_at    *time.Time
@@ -9539,6 +10713,55 @@ func (m *ToolCallMutation) ResetRef() {
 	delete(m.clearedFields, toolcall.FieldRef)
 }
 
+// SetGuardrail sets the "guardrail" field.
+func (m *ToolCallMutation) SetGuardrail(s string) {
+	m.guardrail = &s
+}
+
+// Guardrail returns the value of the "guardrail" field in the mutation.
+func (m *ToolCallMutation) Guardrail() (r string, exists bool) {
+	v := m.guardrail
+	if v == nil {
+		return
+	}
+	return *v, true
+}
+
+// OldGuardrail returns the old "guardrail" field's value of the ToolCall entity.
+// If the ToolCall object wasn't provided to the builder, the object is fetched from the database.
+// An error is returned if the mutation operation is not UpdateOne, or the database query fails.
+func (m *ToolCallMutation) OldGuardrail(ctx context.Context) (v *string, err error) {
+	if !m.op.Is(OpUpdateOne) {
+		return v, errors.New("OldGuardrail is only allowed on UpdateOne operations")
+	}
+	if m.id == nil || m.oldValue == nil {
+		return v, errors.New("OldGuardrail requires an ID field in the mutation")
+	}
+	oldValue, err := m.oldValue(ctx)
+	if err != nil {
+		return v, fmt.Errorf("querying old value for OldGuardrail: %w", err)
+	}
+	return oldValue.Guardrail, nil
+}
+
+// ClearGuardrail clears the value of the "guardrail" field.
+func (m *ToolCallMutation) ClearGuardrail() {
+	m.guardrail = nil
+	m.clearedFields[toolcall.FieldGuardrail] = struct{}{}
+}
+
+// GuardrailCleared returns if the "guardrail" field was cleared in this mutation.
+func (m *ToolCallMutation) GuardrailCleared() bool {
+	_, ok := m.clearedFields[toolcall.FieldGuardrail]
+	return ok
+}
+
+// ResetGuardrail resets all changes to the "guardrail" field.
+func (m *ToolCallMutation) ResetGuardrail() {
+	m.guardrail = nil
+	delete(m.clearedFields, toolcall.FieldGuardrail)
+}
+
 // SetArgumentsRef sets the "arguments_ref" field.
 func (m *ToolCallMutation) SetArgumentsRef(s string) {
 	m.arguments_ref = &s
@@ -9810,7 +11033,7 @@ func (m *ToolCallMutation) Type() string {
 // order to get all numeric fields that were incremented/decremented, call
 // AddedFields().
 func (m *ToolCallMutation) Fields() []string {
-	fields := make([]string, 0, 18)
+	fields := make([]string, 0, 19)
 	if m.turn != nil {
 		fields = append(fields, toolcall.FieldTurnID)
 	}
@@ -9852,6 +11075,9 @@ func (m *ToolCallMutation) Fields() []string {
 	}
 	if m.ref != nil {
 		fields = append(fields, toolcall.FieldRef)
+	}
+	if m.guardrail != nil {
+		fields = append(fields, toolcall.FieldGuardrail)
 	}
 	if m.arguments_ref != nil {
 		fields = append(fields, toolcall.FieldArgumentsRef)
@@ -9901,6 +11127,8 @@ func (m *ToolCallMutation) Field(name string) (ent.Value, bool) {
 		return m.Heard()
 	case toolcall.FieldRef:
 		return m.Ref()
+	case toolcall.FieldGuardrail:
+		return m.Guardrail()
 	case toolcall.FieldArgumentsRef:
 		return m.ArgumentsRef()
 	case toolcall.FieldResultID:
@@ -9946,6 +11174,8 @@ func (m *ToolCallMutation) OldField(ctx context.Context, name string) (ent.Value
 		return m.OldHeard(ctx)
 	case toolcall.FieldRef:
 		return m.OldRef(ctx)
+	case toolcall.FieldGuardrail:
+		return m.OldGuardrail(ctx)
 	case toolcall.FieldArgumentsRef:
 		return m.OldArgumentsRef(ctx)
 	case toolcall.FieldResultID:
@@ -10061,6 +11291,13 @@ func (m *ToolCallMutation) SetField(name string, value ent.Value) error {
 		}
 		m.SetRef(v)
 		return nil
+	case toolcall.FieldGuardrail:
+		v, ok := value.(string)
+		if !ok {
+			return fmt.Errorf("unexpected type %T for field %s", value, name)
+		}
+		m.SetGuardrail(v)
+		return nil
 	case toolcall.FieldArgumentsRef:
 		v, ok := value.(string)
 		if !ok {
@@ -10167,6 +11404,9 @@ func (m *ToolCallMutation) ClearedFields() []string {
 	if m.FieldCleared(toolcall.FieldRef) {
 		fields = append(fields, toolcall.FieldRef)
 	}
+	if m.FieldCleared(toolcall.FieldGuardrail) {
+		fields = append(fields, toolcall.FieldGuardrail)
+	}
 	if m.FieldCleared(toolcall.FieldArgumentsRef) {
 		fields = append(fields, toolcall.FieldArgumentsRef)
 	}
@@ -10198,6 +11438,9 @@ func (m *ToolCallMutation) ClearField(name string) error {
 		return nil
 	case toolcall.FieldRef:
 		m.ClearRef()
+		return nil
+	case toolcall.FieldGuardrail:
+		m.ClearGuardrail()
 		return nil
 	case toolcall.FieldArgumentsRef:
 		m.ClearArgumentsRef()
@@ -10257,6 +11500,9 @@ func (m *ToolCallMutation) ResetField(name string) error {
 		return nil
 	case toolcall.FieldRef:
 		m.ResetRef()
+		return nil
+	case toolcall.FieldGuardrail:
+		m.ResetGuardrail()
 		return nil
 	case toolcall.FieldArgumentsRef:
 		m.ResetArgumentsRef()

@@ -49,6 +49,8 @@ type ToolCall struct {
 	Heard *string `json:"heard,omitempty"`
 	// Ref holds the value of the "ref" field.
 	Ref *string `json:"ref,omitempty"`
+	// null, or why what the model heard of the result was flagged as instruction-like
+	Guardrail *string `json:"guardrail,omitempty"`
 	// the ref arguments too long to replay whole are stored under, readable like a result
 	ArgumentsRef *string `json:"arguments_ref,omitempty"`
 	// ResultID holds the value of the "result_id" field.
@@ -107,7 +109,7 @@ func (*ToolCall) scanValues(columns []string) ([]any, error) {
 			values[i] = new([]byte)
 		case toolcall.FieldID, toolcall.FieldTurnID, toolcall.FieldPosition, toolcall.FieldStep, toolcall.FieldAttempts, toolcall.FieldResultID:
 			values[i] = new(sql.NullInt64)
-		case toolcall.FieldCallID, toolcall.FieldName, toolcall.FieldArguments, toolcall.FieldOutcome, toolcall.FieldMessage, toolcall.FieldHeard, toolcall.FieldRef, toolcall.FieldArgumentsRef:
+		case toolcall.FieldCallID, toolcall.FieldName, toolcall.FieldArguments, toolcall.FieldOutcome, toolcall.FieldMessage, toolcall.FieldHeard, toolcall.FieldRef, toolcall.FieldGuardrail, toolcall.FieldArgumentsRef:
 			values[i] = new(sql.NullString)
 		case toolcall.FieldStartedAt, toolcall.FieldFinishedAt:
 			values[i] = new(sql.NullTime)
@@ -224,6 +226,13 @@ func (_m *ToolCall) assignValues(columns []string, values []any) error {
 			} else if value.Valid {
 				_m.Ref = new(string)
 				*_m.Ref = value.String
+			}
+		case toolcall.FieldGuardrail:
+			if value, ok := values[i].(*sql.NullString); !ok {
+				return fmt.Errorf("unexpected type %T for field guardrail", values[i])
+			} else if value.Valid {
+				_m.Guardrail = new(string)
+				*_m.Guardrail = value.String
 			}
 		case toolcall.FieldArgumentsRef:
 			if value, ok := values[i].(*sql.NullString); !ok {
@@ -343,6 +352,11 @@ func (_m *ToolCall) String() string {
 	builder.WriteString(", ")
 	if v := _m.Ref; v != nil {
 		builder.WriteString("ref=")
+		builder.WriteString(*v)
+	}
+	builder.WriteString(", ")
+	if v := _m.Guardrail; v != nil {
+		builder.WriteString("guardrail=")
 		builder.WriteString(*v)
 	}
 	builder.WriteString(", ")

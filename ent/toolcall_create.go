@@ -173,6 +173,20 @@ func (_c *ToolCallCreate) SetNillableRef(v *string) *ToolCallCreate {
 	return _c
 }
 
+// SetGuardrail sets the "guardrail" field.
+func (_c *ToolCallCreate) SetGuardrail(v string) *ToolCallCreate {
+	_c.mutation.SetGuardrail(v)
+	return _c
+}
+
+// SetNillableGuardrail sets the "guardrail" field if the given value is not nil.
+func (_c *ToolCallCreate) SetNillableGuardrail(v *string) *ToolCallCreate {
+	if v != nil {
+		_c.SetGuardrail(*v)
+	}
+	return _c
+}
+
 // SetArgumentsRef sets the "arguments_ref" field.
 func (_c *ToolCallCreate) SetArgumentsRef(v string) *ToolCallCreate {
 	_c.mutation.SetArgumentsRef(v)
@@ -453,6 +467,10 @@ func (_c *ToolCallCreate) createSpec() (*ToolCall, *sqlgraph.CreateSpec) {
 		_spec.SetField(toolcall.FieldRef, field.TypeString, value)
 		_node.Ref = &value
 	}
+	if value, ok := _c.mutation.Guardrail(); ok {
+		_spec.SetField(toolcall.FieldGuardrail, field.TypeString, value)
+		_node.Guardrail = &value
+	}
 	if value, ok := _c.mutation.ArgumentsRef(); ok {
 		_spec.SetField(toolcall.FieldArgumentsRef, field.TypeString, value)
 		_node.ArgumentsRef = &value
@@ -680,6 +698,24 @@ func (u *ToolCallUpsert) UpdateRef() *ToolCallUpsert {
 // ClearRef clears the value of the "ref" field.
 func (u *ToolCallUpsert) ClearRef() *ToolCallUpsert {
 	u.SetNull(toolcall.FieldRef)
+	return u
+}
+
+// SetGuardrail sets the "guardrail" field.
+func (u *ToolCallUpsert) SetGuardrail(v string) *ToolCallUpsert {
+	u.Set(toolcall.FieldGuardrail, v)
+	return u
+}
+
+// UpdateGuardrail sets the "guardrail" field to the value that was provided on create.
+func (u *ToolCallUpsert) UpdateGuardrail() *ToolCallUpsert {
+	u.SetExcluded(toolcall.FieldGuardrail)
+	return u
+}
+
+// ClearGuardrail clears the value of the "guardrail" field.
+func (u *ToolCallUpsert) ClearGuardrail() *ToolCallUpsert {
+	u.SetNull(toolcall.FieldGuardrail)
 	return u
 }
 
@@ -948,6 +984,27 @@ func (u *ToolCallUpsertOne) UpdateRef() *ToolCallUpsertOne {
 func (u *ToolCallUpsertOne) ClearRef() *ToolCallUpsertOne {
 	return u.Update(func(s *ToolCallUpsert) {
 		s.ClearRef()
+	})
+}
+
+// SetGuardrail sets the "guardrail" field.
+func (u *ToolCallUpsertOne) SetGuardrail(v string) *ToolCallUpsertOne {
+	return u.Update(func(s *ToolCallUpsert) {
+		s.SetGuardrail(v)
+	})
+}
+
+// UpdateGuardrail sets the "guardrail" field to the value that was provided on create.
+func (u *ToolCallUpsertOne) UpdateGuardrail() *ToolCallUpsertOne {
+	return u.Update(func(s *ToolCallUpsert) {
+		s.UpdateGuardrail()
+	})
+}
+
+// ClearGuardrail clears the value of the "guardrail" field.
+func (u *ToolCallUpsertOne) ClearGuardrail() *ToolCallUpsertOne {
+	return u.Update(func(s *ToolCallUpsert) {
+		s.ClearGuardrail()
 	})
 }
 
@@ -1391,6 +1448,27 @@ func (u *ToolCallUpsertBulk) UpdateRef() *ToolCallUpsertBulk {
 func (u *ToolCallUpsertBulk) ClearRef() *ToolCallUpsertBulk {
 	return u.Update(func(s *ToolCallUpsert) {
 		s.ClearRef()
+	})
+}
+
+// SetGuardrail sets the "guardrail" field.
+func (u *ToolCallUpsertBulk) SetGuardrail(v string) *ToolCallUpsertBulk {
+	return u.Update(func(s *ToolCallUpsert) {
+		s.SetGuardrail(v)
+	})
+}
+
+// UpdateGuardrail sets the "guardrail" field to the value that was provided on create.
+func (u *ToolCallUpsertBulk) UpdateGuardrail() *ToolCallUpsertBulk {
+	return u.Update(func(s *ToolCallUpsert) {
+		s.UpdateGuardrail()
+	})
+}
+
+// ClearGuardrail clears the value of the "guardrail" field.
+func (u *ToolCallUpsertBulk) ClearGuardrail() *ToolCallUpsertBulk {
+	return u.Update(func(s *ToolCallUpsert) {
+		s.ClearGuardrail()
 	})
 }
 

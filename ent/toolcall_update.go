@@ -176,6 +176,26 @@ func (_u *ToolCallUpdate) ClearRef() *ToolCallUpdate {
 	return _u
 }
 
+// SetGuardrail sets the "guardrail" field.
+func (_u *ToolCallUpdate) SetGuardrail(v string) *ToolCallUpdate {
+	_u.mutation.SetGuardrail(v)
+	return _u
+}
+
+// SetNillableGuardrail sets the "guardrail" field if the given value is not nil.
+func (_u *ToolCallUpdate) SetNillableGuardrail(v *string) *ToolCallUpdate {
+	if v != nil {
+		_u.SetGuardrail(*v)
+	}
+	return _u
+}
+
+// ClearGuardrail clears the value of the "guardrail" field.
+func (_u *ToolCallUpdate) ClearGuardrail() *ToolCallUpdate {
+	_u.mutation.ClearGuardrail()
+	return _u
+}
+
 // SetArgumentsRef sets the "arguments_ref" field.
 func (_u *ToolCallUpdate) SetArgumentsRef(v string) *ToolCallUpdate {
 	_u.mutation.SetArgumentsRef(v)
@@ -362,6 +382,12 @@ func (_u *ToolCallUpdate) sqlSave(ctx context.Context) (_node int, err error) {
 	}
 	if _u.mutation.RefCleared() {
 		_spec.ClearField(toolcall.FieldRef, field.TypeString)
+	}
+	if value, ok := _u.mutation.Guardrail(); ok {
+		_spec.SetField(toolcall.FieldGuardrail, field.TypeString, value)
+	}
+	if _u.mutation.GuardrailCleared() {
+		_spec.ClearField(toolcall.FieldGuardrail, field.TypeString)
 	}
 	if value, ok := _u.mutation.ArgumentsRef(); ok {
 		_spec.SetField(toolcall.FieldArgumentsRef, field.TypeString, value)
@@ -566,6 +592,26 @@ func (_u *ToolCallUpdateOne) SetNillableRef(v *string) *ToolCallUpdateOne {
 // ClearRef clears the value of the "ref" field.
 func (_u *ToolCallUpdateOne) ClearRef() *ToolCallUpdateOne {
 	_u.mutation.ClearRef()
+	return _u
+}
+
+// SetGuardrail sets the "guardrail" field.
+func (_u *ToolCallUpdateOne) SetGuardrail(v string) *ToolCallUpdateOne {
+	_u.mutation.SetGuardrail(v)
+	return _u
+}
+
+// SetNillableGuardrail sets the "guardrail" field if the given value is not nil.
+func (_u *ToolCallUpdateOne) SetNillableGuardrail(v *string) *ToolCallUpdateOne {
+	if v != nil {
+		_u.SetGuardrail(*v)
+	}
+	return _u
+}
+
+// ClearGuardrail clears the value of the "guardrail" field.
+func (_u *ToolCallUpdateOne) ClearGuardrail() *ToolCallUpdateOne {
+	_u.mutation.ClearGuardrail()
 	return _u
 }
 
@@ -785,6 +831,12 @@ func (_u *ToolCallUpdateOne) sqlSave(ctx context.Context) (_node *ToolCall, err 
 	}
 	if _u.mutation.RefCleared() {
 		_spec.ClearField(toolcall.FieldRef, field.TypeString)
+	}
+	if value, ok := _u.mutation.Guardrail(); ok {
+		_spec.SetField(toolcall.FieldGuardrail, field.TypeString, value)
+	}
+	if _u.mutation.GuardrailCleared() {
+		_spec.ClearField(toolcall.FieldGuardrail, field.TypeString)
 	}
 	if value, ok := _u.mutation.ArgumentsRef(); ok {
 		_spec.SetField(toolcall.FieldArgumentsRef, field.TypeString, value)

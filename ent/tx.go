@@ -32,6 +32,8 @@ type Tx struct {
 	Setting *SettingClient
 	// StoredResult is the client for interacting with the StoredResult builders.
 	StoredResult *StoredResultClient
+	// Summary is the client for interacting with the Summary builders.
+	Summary *SummaryClient
 	// Task is the client for interacting with the Task builders.
 	Task *TaskClient
 	// ToolCall is the client for interacting with the ToolCall builders.
@@ -182,6 +184,7 @@ func (tx *Tx) init() {
 	tx.Organization = NewOrganizationClient(tx.config)
 	tx.Setting = NewSettingClient(tx.config)
 	tx.StoredResult = NewStoredResultClient(tx.config)
+	tx.Summary = NewSummaryClient(tx.config)
 	tx.Task = NewTaskClient(tx.config)
 	tx.ToolCall = NewToolCallClient(tx.config)
 	tx.Turn = NewTurnClient(tx.config)

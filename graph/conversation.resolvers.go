@@ -16,6 +16,11 @@ import (
 	"github.com/toolgate/toolgate/graph/model"
 )
 
+// Summaries is the resolver for the summaries field.
+func (r *conversationResolver) Summaries(ctx context.Context, obj *ent.Conversation) ([]*ent.Summary, error) {
+	return loader.For(ctx).Summaries(ctx, obj)
+}
+
 // StartConversation is the resolver for the startConversation field.
 func (r *mutationResolver) StartConversation(ctx context.Context, input model.StartConversationInput) (*ent.Conversation, error) {
 	v, err := auth.FromContext(ctx)

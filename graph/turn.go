@@ -303,6 +303,7 @@ func (r *Resolver) usage(ctx context.Context, month *string) (*model.Usage, erro
 				ent.As(ent.Sum(modelcall.FieldCacheWriteTokens), "cache_write"),
 				ent.As(ent.Sum(modelcall.FieldOutputTokens), "output"),
 				ent.As(ent.Sum(modelcall.FieldCost), "cost"),
+				ent.As(ent.Sum(modelcall.FieldPrefixTokens), "prefix"),
 				ent.As(ent.Count(), "calls"),
 			).Scan(ctx, &rows)
 		if err != nil {
@@ -322,8 +323,13 @@ func (r *Resolver) usage(ctx context.Context, month *string) (*model.Usage, erro
 		out.OutputTokens += int(m.Output)
 		out.Cost += m.Cost
 		out.ModelCalls += int(m.Calls)
+		out.PrefixTokens += int(m.Prefix)
 		out.ByModel = append(out.ByModel, &model.ModelUsage{Model: m.Model, InputTokens: int(m.Input), CacheReadTokens: int(m.CacheRead),
 			CacheWriteTokens: int(m.CacheWrite), OutputTokens: int(m.Output), Cost: m.Cost, ModelCalls: int(m.Calls)})
+	}
+	if in := out.InputTokens + out.CacheReadTokens + out.CacheWriteTokens; in > 0 {
+		out.PrefixShare = float64(out.PrefixTokens) / float64(in)
+		out.CachedShare = float64(out.CacheReadTokens) / float64(in)
 	}
 	byAgent, err := group(modelcall.FieldAgentID)
 	if err != nil {
@@ -372,7 +378,20 @@ type usageRow struct {
 	CacheWrite int64   `json:"cache_write"`
 	Output     int64   `json:"output"`
 	Cost       float64 `json:"cost"`
+	Prefix     int64   `json:"prefix"`
 	Calls      int64   `json:"calls"`
+}
+
+// promptStats sums what a turn's model calls read. The prefix is one
+// call's: the same bytes on every call of the turn.
+func promptStats(calls []*ent.ModelCall) *model.PromptStats {
+	out := &model.PromptStats{ModelCalls: len(calls)}
+	for _, c := range calls {
+		out.PrefixTokens = max(out.PrefixTokens, int(c.PrefixTokens))
+		out.InputTokens += int(c.InputTokens + c.CacheReadTokens + c.CacheWriteTokens)
+		out.CacheReadTokens += int(c.CacheReadTokens)
+	}
+	return out
 }
 
 // byID indexes nodes by id; an id out of the caller's reach maps to nil.

@@ -44,6 +44,15 @@ func (r *turnResolver) ModelCalls(ctx context.Context, obj *ent.Turn) ([]*ent.Mo
 	return loader.For(ctx).ModelCalls(ctx, obj)
 }
 
+// PromptStats is the resolver for the promptStats field.
+func (r *turnResolver) PromptStats(ctx context.Context, obj *ent.Turn) (*model.PromptStats, error) {
+	calls, err := loader.For(ctx).ModelCalls(ctx, obj)
+	if err != nil {
+		return nil, err
+	}
+	return promptStats(calls), nil
+}
+
 // Grounding is the resolver for the grounding field.
 func (r *turnResolver) Grounding(ctx context.Context, obj *ent.Turn) (*model.Grounding, error) {
 	calls, err := loader.For(ctx).ToolCalls(ctx, obj)

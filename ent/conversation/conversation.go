@@ -39,6 +39,8 @@ const (
 	EdgeTurns = "turns"
 	// EdgeResults holds the string denoting the results edge name in mutations.
 	EdgeResults = "results"
+	// EdgeSummaries holds the string denoting the summaries edge name in mutations.
+	EdgeSummaries = "summaries"
 	// Table holds the table name of the conversation in the database.
 	Table = "conversations"
 	// OrganizationTable is the table that holds the organization relation/edge.
@@ -76,6 +78,13 @@ const (
 	ResultsInverseTable = "stored_results"
 	// ResultsColumn is the table column denoting the results relation/edge.
 	ResultsColumn = "conversation_id"
+	// SummariesTable is the table that holds the summaries relation/edge.
+	SummariesTable = "summaries"
+	// SummariesInverseTable is the table name for the Summary entity.
+	// It exists in this package in order to avoid circular dependency with the "summary" package.
+	SummariesInverseTable = "summaries"
+	// SummariesColumn is the table column denoting the summaries relation/edge.
+	SummariesColumn = "conversation_id"
 )
 
 // Columns holds all SQL columns for conversation fields.
@@ -213,6 +222,20 @@ func ByResults(term sql.OrderTerm, terms ...sql.OrderTerm) OrderOption {
 		sqlgraph.OrderByNeighborTerms(s, newResultsStep(), append([]sql.OrderTerm{term}, terms...)...)
 	}
 }
+
+// BySummariesCount orders the results by summaries count.
+func BySummariesCount(opts ...sql.OrderTermOption) OrderOption {
+	return func(s *sql.Selector) {
+		sqlgraph.OrderByNeighborsCount(s, newSummariesStep(), opts...)
+	}
+}
+
+// BySummaries orders the results by summaries terms.
+func BySummaries(term sql.OrderTerm, terms ...sql.OrderTerm) OrderOption {
+	return func(s *sql.Selector) {
+		sqlgraph.OrderByNeighborTerms(s, newSummariesStep(), append([]sql.OrderTerm{term}, terms...)...)
+	}
+}
 func newOrganizationStep() *sqlgraph.Step {
 	return sqlgraph.NewStep(
 		sqlgraph.From(Table, FieldID),
@@ -246,5 +269,12 @@ func newResultsStep() *sqlgraph.Step {
 		sqlgraph.From(Table, FieldID),
 		sqlgraph.To(ResultsInverseTable, FieldID),
 		sqlgraph.Edge(sqlgraph.O2M, false, ResultsTable, ResultsColumn),
+	)
+}
+func newSummariesStep() *sqlgraph.Step {
+	return sqlgraph.NewStep(
+		sqlgraph.From(Table, FieldID),
+		sqlgraph.To(SummariesInverseTable, FieldID),
+		sqlgraph.Edge(sqlgraph.O2M, false, SummariesTable, SummariesColumn),
 	)
 }

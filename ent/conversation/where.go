@@ -460,6 +460,29 @@ func HasResultsWith(preds ...predicate.StoredResult) predicate.Conversation {
 	})
 }
 
+// HasSummaries applies the HasEdge predicate on the "summaries" edge.
+func HasSummaries() predicate.Conversation {
+	return predicate.Conversation(func(s *sql.Selector) {
+		step := sqlgraph.NewStep(
+			sqlgraph.From(Table, FieldID),
+			sqlgraph.Edge(sqlgraph.O2M, false, SummariesTable, SummariesColumn),
+		)
+		sqlgraph.HasNeighbors(s, step)
+	})
+}
+
+// HasSummariesWith applies the HasEdge predicate on the "summaries" edge with a given conditions (other predicates).
+func HasSummariesWith(preds ...predicate.Summary) predicate.Conversation {
+	return predicate.Conversation(func(s *sql.Selector) {
+		step := newSummariesStep()
+		sqlgraph.HasNeighborsWith(s, step, func(s *sql.Selector) {
+			for _, p := range preds {
+				p(s)
+			}
+		})
+	})
+}
+
 // And groups predicates with the AND operator between them.
 func And(predicates ...predicate.Conversation) predicate.Conversation {
 	return predicate.Conversation(sql.AndPredicates(predicates...))

@@ -26,6 +26,7 @@ import (
 	"github.com/toolgate/toolgate/ent"
 	"github.com/toolgate/toolgate/ent/conversation"
 	"github.com/toolgate/toolgate/ent/hook"
+	"github.com/toolgate/toolgate/ent/hybrid"
 	"github.com/toolgate/toolgate/ent/migrate"
 	_ "github.com/toolgate/toolgate/ent/runtime" // the schema's defaults, hooks and privacy policies
 )
@@ -64,7 +65,7 @@ func Open(ctx context.Context, rawURL string) (*DB, error) {
 	case strings.HasPrefix(rawURL, "file:"):
 		d, err = openSQLite(strings.TrimPrefix(rawURL, "file:"))
 	default:
-		return nil, fmt.Errorf("database url %q: want postgres://, sqlite:// or file:", redact(rawURL))
+		return nil, fmt.Errorf("database url %q: want postgres://, sqlite:// or file:PATH", redact(rawURL))
 	}
 	if err != nil {
 		return nil, err
@@ -161,6 +162,9 @@ func (d *DB) Migrate(ctx context.Context) error {
 		(SELECT COUNT(*) FROM turns WHERE turns.conversation_id = conversations.id)
 		WHERE turns_count = 0 AND EXISTS (SELECT 1 FROM turns WHERE turns.conversation_id = conversations.id)`); err != nil {
 		return fmt.Errorf("count turns of earlier conversations: %w", err)
+	}
+	if err := hybrid.Migrate(ctx, d.SQL, d.Dialect); err != nil {
+		return err
 	}
 	m, err := rivermigrate.New(d.Queue(), nil)
 	if err != nil {

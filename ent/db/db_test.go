@@ -54,7 +54,7 @@ func TestPendingOnNewDatabase(t *testing.T) {
 func TestOpenRejectsUnknownURL(t *testing.T) {
 	t.Parallel()
 	tests := []struct{ give, want string }{
-		{give: "mysql://root:secret@localhost/x", want: `database url "mysql://root:xxxxx@localhost/x": want postgres://, sqlite:// or file:`},
+		{give: "mysql://root:secret@localhost/x", want: `database url "mysql://root:xxxxx@localhost/x": want postgres://, sqlite:// or file:PATH`},
 		{give: "sqlite://", want: "sqlite database path is empty"},
 	}
 	for _, tt := range tests {

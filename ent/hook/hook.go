@@ -117,6 +117,18 @@ func (f StoredResultFunc) Mutate(ctx context.Context, m ent.Mutation) (ent.Value
 	return nil, fmt.Errorf("unexpected mutation type %T. expect *ent.StoredResultMutation", m)
 }
 
+// The SummaryFunc type is an adapter to allow the use of ordinary
+// function as Summary mutator.
+type SummaryFunc func(context.Context, *ent.SummaryMutation) (ent.Value, error)
+
+// Mutate calls f(ctx, m).
+func (f SummaryFunc) Mutate(ctx context.Context, m ent.Mutation) (ent.Value, error) {
+	if mv, ok := m.(*ent.SummaryMutation); ok {
+		return f(ctx, mv)
+	}
+	return nil, fmt.Errorf("unexpected mutation type %T. expect *ent.SummaryMutation", m)
+}
+
 // The TaskFunc type is an adapter to allow the use of ordinary
 // function as Task mutator.
 type TaskFunc func(context.Context, *ent.TaskMutation) (ent.Value, error)

@@ -18,6 +18,7 @@ import (
 	"github.com/toolgate/toolgate/ent/predicate"
 	"github.com/toolgate/toolgate/ent/setting"
 	"github.com/toolgate/toolgate/ent/storedresult"
+	"github.com/toolgate/toolgate/ent/summary"
 	"github.com/toolgate/toolgate/ent/task"
 	"github.com/toolgate/toolgate/ent/toolcall"
 	"github.com/toolgate/toolgate/ent/turn"
@@ -324,6 +325,33 @@ func (f TraverseStoredResult) Traverse(ctx context.Context, q ent.Query) error {
 	return fmt.Errorf("unexpected query type %T. expect *ent.StoredResultQuery", q)
 }
 
+// The SummaryFunc type is an adapter to allow the use of ordinary function as a Querier.
+type SummaryFunc func(context.Context, *ent.SummaryQuery) (ent.Value, error)
+
+// Query calls f(ctx, q).
+func (f SummaryFunc) Query(ctx context.Context, q ent.Query) (ent.Value, error) {
+	if q, ok := q.(*ent.SummaryQuery); ok {
+		return f(ctx, q)
+	}
+	return nil, fmt.Errorf("unexpected query type %T. expect *ent.SummaryQuery", q)
+}
+
+// The TraverseSummary type is an adapter to allow the use of ordinary function as Traverser.
+type TraverseSummary func(context.Context, *ent.SummaryQuery) error
+
+// Intercept is a dummy implementation of Intercept that returns the next Querier in the pipeline.
+func (f TraverseSummary) Intercept(next ent.Querier) ent.Querier {
+	return next
+}
+
+// Traverse calls f(ctx, q).
+func (f TraverseSummary) Traverse(ctx context.Context, q ent.Query) error {
+	if q, ok := q.(*ent.SummaryQuery); ok {
+		return f(ctx, q)
+	}
+	return fmt.Errorf("unexpected query type %T. expect *ent.SummaryQuery", q)
+}
+
 // The TaskFunc type is an adapter to allow the use of ordinary function as a Querier.
 type TaskFunc func(context.Context, *ent.TaskQuery) (ent.Value, error)
 
@@ -480,6 +508,8 @@ func NewQuery(q ent.Query) (Query, error) {
 		return &query[*ent.SettingQuery, predicate.Setting, setting.OrderOption]{typ: ent.TypeSetting, tq: q}, nil
 	case *ent.StoredResultQuery:
 		return &query[*ent.StoredResultQuery, predicate.StoredResult, storedresult.OrderOption]{typ: ent.TypeStoredResult, tq: q}, nil
+	case *ent.SummaryQuery:
+		return &query[*ent.SummaryQuery, predicate.Summary, summary.OrderOption]{typ: ent.TypeSummary, tq: q}, nil
 	case *ent.TaskQuery:
 		return &query[*ent.TaskQuery, predicate.Task, task.OrderOption]{typ: ent.TypeTask, tq: q}, nil
 	case *ent.ToolCallQuery:

@@ -2,4 +2,4 @@
 
 package internal
 
-const IncrementStarts = "{\"agents\":4294967296,\"api_tokens\":0,\"applications\":8589934592,\"conversations\":12884901888,\"idempotent_responses\":55834574848,\"model_calls\":17179869184,\"organizations\":21474836480,\"settings\":42949672960,\"stored_results\":25769803776,\"tasks\":51539607552,\"tool_calls\":30064771072,\"turns\":34359738368,\"users\":38654705664,\"workspace_files\":47244640256}"
+const IncrementStarts = "{\"agents\":4294967296,\"api_tokens\":0,\"applications\":8589934592,\"conversations\":12884901888,\"idempotent_responses\":55834574848,\"model_calls\":17179869184,\"organizations\":21474836480,\"settings\":42949672960,\"stored_results\":25769803776,\"summaries\":60129542144,\"tasks\":51539607552,\"tool_calls\":30064771072,\"turns\":34359738368,\"users\":38654705664,\"workspace_files\":47244640256}"

@@ -191,6 +191,9 @@ var (
 		{Name: "output_tokens", Type: field.TypeInt64, Default: 0},
 		{Name: "cost", Type: field.TypeFloat64, Default: 0},
 		{Name: "duration_ms", Type: field.TypeInt64, Default: 0},
+		{Name: "kind", Type: field.TypeEnum, Enums: []string{"STEP", "SUMMARY"}, Default: "STEP"},
+		{Name: "prefix_tokens", Type: field.TypeInt64, Default: 0},
+		{Name: "attribution", Type: field.TypeString, Default: ""},
 		{Name: "started_at", Type: field.TypeTime},
 		{Name: "turn_id", Type: field.TypeInt},
 	}
@@ -202,7 +205,7 @@ var (
 		ForeignKeys: []*schema.ForeignKey{
 			{
 				Symbol:     "model_calls_turns_model_calls",
-				Columns:    []*schema.Column{ModelCallsColumns[15]},
+				Columns:    []*schema.Column{ModelCallsColumns[18]},
 				RefColumns: []*schema.Column{TurnsColumns[0]},
 				OnDelete:   schema.NoAction,
 			},
@@ -211,12 +214,12 @@ var (
 			{
 				Name:    "modelcall_organization_id_started_at",
 				Unique:  false,
-				Columns: []*schema.Column{ModelCallsColumns[1], ModelCallsColumns[14]},
+				Columns: []*schema.Column{ModelCallsColumns[1], ModelCallsColumns[17]},
 			},
 			{
 				Name:    "modelcall_turn_id",
 				Unique:  false,
-				Columns: []*schema.Column{ModelCallsColumns[15]},
+				Columns: []*schema.Column{ModelCallsColumns[18]},
 			},
 		},
 	}
@@ -283,6 +286,39 @@ var (
 			},
 		},
 	}
+	// SummariesColumns holds the columns for the "summaries" table.
+	SummariesColumns = []*schema.Column{
+		{Name: "id", Type: field.TypeInt, Increment: true},
+		{Name: "from_turn", Type: field.TypeInt},
+		{Name: "to_turn", Type: field.TypeInt},
+		{Name: "text", Type: field.TypeString, Size: 2147483647},
+		{Name: "turn_id", Type: field.TypeInt},
+		{Name: "model", Type: field.TypeString},
+		{Name: "cost", Type: field.TypeFloat64, Default: 0},
+		{Name: "created_at", Type: field.TypeTime},
+		{Name: "conversation_id", Type: field.TypeInt},
+	}
+	// SummariesTable holds the schema information for the "summaries" table.
+	SummariesTable = &schema.Table{
+		Name:       "summaries",
+		Columns:    SummariesColumns,
+		PrimaryKey: []*schema.Column{SummariesColumns[0]},
+		ForeignKeys: []*schema.ForeignKey{
+			{
+				Symbol:     "summaries_conversations_summaries",
+				Columns:    []*schema.Column{SummariesColumns[8]},
+				RefColumns: []*schema.Column{ConversationsColumns[0]},
+				OnDelete:   schema.NoAction,
+			},
+		},
+		Indexes: []*schema.Index{
+			{
+				Name:    "summary_conversation_id_to_turn",
+				Unique:  true,
+				Columns: []*schema.Column{SummariesColumns[8], SummariesColumns[2]},
+			},
+		},
+	}
 	// TasksColumns holds the columns for the "tasks" table.
 	TasksColumns = []*schema.Column{
 		{Name: "id", Type: field.TypeInt, Increment: true},
@@ -322,6 +358,7 @@ var (
 		{Name: "message", Type: field.TypeString, Nullable: true, Size: 2147483647},
 		{Name: "heard", Type: field.TypeString, Nullable: true, Size: 2147483647},
 		{Name: "ref", Type: field.TypeString, Nullable: true},
+		{Name: "guardrail", Type: field.TypeString, Nullable: true},
 		{Name: "arguments_ref", Type: field.TypeString, Nullable: true},
 		{Name: "started_at", Type: field.TypeTime},
 		{Name: "finished_at", Type: field.TypeTime, Nullable: true},
@@ -336,13 +373,13 @@ var (
 		ForeignKeys: []*schema.ForeignKey{
 			{
 				Symbol:     "tool_calls_stored_results_tool_call",
-				Columns:    []*schema.Column{ToolCallsColumns[17]},
+				Columns:    []*schema.Column{ToolCallsColumns[18]},
 				RefColumns: []*schema.Column{StoredResultsColumns[0]},
 				OnDelete:   schema.SetNull,
 			},
 			{
 				Symbol:     "tool_calls_turns_tool_calls",
-				Columns:    []*schema.Column{ToolCallsColumns[18]},
+				Columns:    []*schema.Column{ToolCallsColumns[19]},
 				RefColumns: []*schema.Column{TurnsColumns[0]},
 				OnDelete:   schema.NoAction,
 			},
@@ -351,7 +388,7 @@ var (
 			{
 				Name:    "toolcall_turn_id_position",
 				Unique:  true,
-				Columns: []*schema.Column{ToolCallsColumns[18], ToolCallsColumns[1]},
+				Columns: []*schema.Column{ToolCallsColumns[19], ToolCallsColumns[1]},
 			},
 		},
 	}
@@ -461,6 +498,7 @@ var (
 		OrganizationsTable,
 		SettingsTable,
 		StoredResultsTable,
+		SummariesTable,
 		TasksTable,
 		ToolCallsTable,
 		TurnsTable,
@@ -504,6 +542,10 @@ func init() {
 	StoredResultsTable.ForeignKeys[0].RefTable = ConversationsTable
 	StoredResultsTable.Annotation = &entsql.Annotation{
 		IncrementStart: func(i int) *int { return &i }(25769803776),
+	}
+	SummariesTable.ForeignKeys[0].RefTable = ConversationsTable
+	SummariesTable.Annotation = &entsql.Annotation{
+		IncrementStart: func(i int) *int { return &i }(60129542144),
 	}
 	TasksTable.Annotation = &entsql.Annotation{
 		IncrementStart: func(i int) *int { return &i }(51539607552),

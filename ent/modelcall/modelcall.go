@@ -3,6 +3,9 @@
 package modelcall
 
 import (
+	"fmt"
+	"io"
+	"strconv"
 	"time"
 
 	"entgo.io/ent"
@@ -43,6 +46,12 @@ const (
 	FieldCost = "cost"
 	// FieldDurationMs holds the string denoting the duration_ms field in the database.
 	FieldDurationMs = "duration_ms"
+	// FieldKind holds the string denoting the kind field in the database.
+	FieldKind = "kind"
+	// FieldPrefixTokens holds the string denoting the prefix_tokens field in the database.
+	FieldPrefixTokens = "prefix_tokens"
+	// FieldAttribution holds the string denoting the attribution field in the database.
+	FieldAttribution = "attribution"
 	// FieldStartedAt holds the string denoting the started_at field in the database.
 	FieldStartedAt = "started_at"
 	// EdgeTurn holds the string denoting the turn edge name in mutations.
@@ -75,6 +84,9 @@ var Columns = []string{
 	FieldOutputTokens,
 	FieldCost,
 	FieldDurationMs,
+	FieldKind,
+	FieldPrefixTokens,
+	FieldAttribution,
 	FieldStartedAt,
 }
 
@@ -112,9 +124,39 @@ var (
 	DefaultCost float64
 	// DefaultDurationMs holds the default value on creation for the "duration_ms" field.
 	DefaultDurationMs int64
+	// DefaultPrefixTokens holds the default value on creation for the "prefix_tokens" field.
+	DefaultPrefixTokens int64
+	// DefaultAttribution holds the default value on creation for the "attribution" field.
+	DefaultAttribution string
 	// DefaultStartedAt holds the default value on creation for the "started_at" field.
 	DefaultStartedAt func() time.Time
 )
+
+// Kind defines the type for the "kind" enum field.
+type Kind string
+
+// KindSTEP is the default value of the Kind enum.
+const DefaultKind = KindSTEP
+
+// Kind values.
+const (
+	KindSTEP    Kind = "STEP"
+	KindSUMMARY Kind = "SUMMARY"
+)
+
+func (k Kind) String() string {
+	return string(k)
+}
+
+// KindValidator is a validator for the "kind" field enum values. It is called by the builders before save.
+func KindValidator(k Kind) error {
+	switch k {
+	case KindSTEP, KindSUMMARY:
+		return nil
+	default:
+		return fmt.Errorf("modelcall: invalid enum value for kind field: %q", k)
+	}
+}
 
 // OrderOption defines the ordering options for the ModelCall queries.
 type OrderOption func(*sql.Selector)
@@ -194,6 +236,21 @@ func ByDurationMs(opts ...sql.OrderTermOption) OrderOption {
 	return sql.OrderByField(FieldDurationMs, opts...).ToFunc()
 }
 
+// ByKind orders the results by the kind field.
+func ByKind(opts ...sql.OrderTermOption) OrderOption {
+	return sql.OrderByField(FieldKind, opts...).ToFunc()
+}
+
+// ByPrefixTokens orders the results by the prefix_tokens field.
+func ByPrefixTokens(opts ...sql.OrderTermOption) OrderOption {
+	return sql.OrderByField(FieldPrefixTokens, opts...).ToFunc()
+}
+
+// ByAttribution orders the results by the attribution field.
+func ByAttribution(opts ...sql.OrderTermOption) OrderOption {
+	return sql.OrderByField(FieldAttribution, opts...).ToFunc()
+}
+
 // ByStartedAt orders the results by the started_at field.
 func ByStartedAt(opts ...sql.OrderTermOption) OrderOption {
 	return sql.OrderByField(FieldStartedAt, opts...).ToFunc()
@@ -211,4 +268,22 @@ func newTurnStep() *sqlgraph.Step {
 		sqlgraph.To(TurnInverseTable, FieldID),
 		sqlgraph.Edge(sqlgraph.M2O, true, TurnTable, TurnColumn),
 	)
+}
+
+// MarshalGQL implements graphql.Marshaler interface.
+func (e Kind) MarshalGQL(w io.Writer) {
+	io.WriteString(w, strconv.Quote(e.String()))
+}
+
+// UnmarshalGQL implements graphql.Unmarshaler interface.
+func (e *Kind) UnmarshalGQL(val interface{}) error {
+	str, ok := val.(string)
+	if !ok {
+		return fmt.Errorf("enum %T must be a string", val)
+	}
+	*e = Kind(str)
+	if err := KindValidator(*e); err != nil {
+		return fmt.Errorf("%s is not a valid Kind", str)
+	}
+	return nil
 }

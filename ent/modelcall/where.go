@@ -125,6 +125,16 @@ func DurationMs(v int64) predicate.ModelCall {
 	return predicate.ModelCall(sql.FieldEQ(FieldDurationMs, v))
 }
 
+// PrefixTokens applies equality check predicate on the "prefix_tokens" field. It's identical to PrefixTokensEQ.
+func PrefixTokens(v int64) predicate.ModelCall {
+	return predicate.ModelCall(sql.FieldEQ(FieldPrefixTokens, v))
+}
+
+// Attribution applies equality check predicate on the "attribution" field. It's identical to AttributionEQ.
+func Attribution(v string) predicate.ModelCall {
+	return predicate.ModelCall(sql.FieldEQ(FieldAttribution, v))
+}
+
 // StartedAt applies equality check predicate on the "started_at" field. It's identical to StartedAtEQ.
 func StartedAt(v time.Time) predicate.ModelCall {
 	return predicate.ModelCall(sql.FieldEQ(FieldStartedAt, v))
@@ -743,6 +753,131 @@ func DurationMsLT(v int64) predicate.ModelCall {
 // DurationMsLTE applies the LTE predicate on the "duration_ms" field.
 func DurationMsLTE(v int64) predicate.ModelCall {
 	return predicate.ModelCall(sql.FieldLTE(FieldDurationMs, v))
+}
+
+// KindEQ applies the EQ predicate on the "kind" field.
+func KindEQ(v Kind) predicate.ModelCall {
+	return predicate.ModelCall(sql.FieldEQ(FieldKind, v))
+}
+
+// KindNEQ applies the NEQ predicate on the "kind" field.
+func KindNEQ(v Kind) predicate.ModelCall {
+	return predicate.ModelCall(sql.FieldNEQ(FieldKind, v))
+}
+
+// KindIn applies the In predicate on the "kind" field.
+func KindIn(vs ...Kind) predicate.ModelCall {
+	return predicate.ModelCall(sql.FieldIn(FieldKind, vs...))
+}
+
+// KindNotIn applies the NotIn predicate on the "kind" field.
+func KindNotIn(vs ...Kind) predicate.ModelCall {
+	return predicate.ModelCall(sql.FieldNotIn(FieldKind, vs...))
+}
+
+// PrefixTokensEQ applies the EQ predicate on the "prefix_tokens" field.
+func PrefixTokensEQ(v int64) predicate.ModelCall {
+	return predicate.ModelCall(sql.FieldEQ(FieldPrefixTokens, v))
+}
+
+// PrefixTokensNEQ applies the NEQ predicate on the "prefix_tokens" field.
+func PrefixTokensNEQ(v int64) predicate.ModelCall {
+	return predicate.ModelCall(sql.FieldNEQ(FieldPrefixTokens, v))
+}
+
+// PrefixTokensIn applies the In predicate on the "prefix_tokens" field.
+func PrefixTokensIn(vs ...int64) predicate.ModelCall {
+	return predicate.ModelCall(sql.FieldIn(FieldPrefixTokens, vs...))
+}
+
+// PrefixTokensNotIn applies the NotIn predicate on the "prefix_tokens" field.
+func PrefixTokensNotIn(vs ...int64) predicate.ModelCall {
+	return predicate.ModelCall(sql.FieldNotIn(FieldPrefixTokens, vs...))
+}
+
+// PrefixTokensGT applies the GT predicate on the "prefix_tokens" field.
+func PrefixTokensGT(v int64) predicate.ModelCall {
+	return predicate.ModelCall(sql.FieldGT(FieldPrefixTokens, v))
+}
+
+// PrefixTokensGTE applies the GTE predicate on the "prefix_tokens" field.
+func PrefixTokensGTE(v int64) predicate.ModelCall {
+	return predicate.ModelCall(sql.FieldGTE(FieldPrefixTokens, v))
+}
+
+// PrefixTokensLT applies the LT predicate on the "prefix_tokens" field.
+func PrefixTokensLT(v int64) predicate.ModelCall {
+	return predicate.ModelCall(sql.FieldLT(FieldPrefixTokens, v))
+}
+
+// PrefixTokensLTE applies the LTE predicate on the "prefix_tokens" field.
+func PrefixTokensLTE(v int64) predicate.ModelCall {
+	return predicate.ModelCall(sql.FieldLTE(FieldPrefixTokens, v))
+}
+
+// AttributionEQ applies the EQ predicate on the "attribution" field.
+func AttributionEQ(v string) predicate.ModelCall {
+	return predicate.ModelCall(sql.FieldEQ(FieldAttribution, v))
+}
+
+// AttributionNEQ applies the NEQ predicate on the "attribution" field.
+func AttributionNEQ(v string) predicate.ModelCall {
+	return predicate.ModelCall(sql.FieldNEQ(FieldAttribution, v))
+}
+
+// AttributionIn applies the In predicate on the "attribution" field.
+func AttributionIn(vs ...string) predicate.ModelCall {
+	return predicate.ModelCall(sql.FieldIn(FieldAttribution, vs...))
+}
+
+// AttributionNotIn applies the NotIn predicate on the "attribution" field.
+func AttributionNotIn(vs ...string) predicate.ModelCall {
+	return predicate.ModelCall(sql.FieldNotIn(FieldAttribution, vs...))
+}
+
+// AttributionGT applies the GT predicate on the "attribution" field.
+func AttributionGT(v string) predicate.ModelCall {
+	return predicate.ModelCall(sql.FieldGT(FieldAttribution, v))
+}
+
+// AttributionGTE applies the GTE predicate on the "attribution" field.
+func AttributionGTE(v string) predicate.ModelCall {
+	return predicate.ModelCall(sql.FieldGTE(FieldAttribution, v))
+}
+
+// AttributionLT applies the LT predicate on the "attribution" field.
+func AttributionLT(v string) predicate.ModelCall {
+	return predicate.ModelCall(sql.FieldLT(FieldAttribution, v))
+}
+
+// AttributionLTE applies the LTE predicate on the "attribution" field.
+func AttributionLTE(v string) predicate.ModelCall {
+	return predicate.ModelCall(sql.FieldLTE(FieldAttribution, v))
+}
+
+// AttributionContains applies the Contains predicate on the "attribution" field.
+func AttributionContains(v string) predicate.ModelCall {
+	return predicate.ModelCall(sql.FieldContains(FieldAttribution, v))
+}
+
+// AttributionHasPrefix applies the HasPrefix predicate on the "attribution" field.
+func AttributionHasPrefix(v string) predicate.ModelCall {
+	return predicate.ModelCall(sql.FieldHasPrefix(FieldAttribution, v))
+}
+
+// AttributionHasSuffix applies the HasSuffix predicate on the "attribution" field.
+func AttributionHasSuffix(v string) predicate.ModelCall {
+	return predicate.ModelCall(sql.FieldHasSuffix(FieldAttribution, v))
+}
+
+// AttributionEqualFold applies the EqualFold predicate on the "attribution" field.
+func AttributionEqualFold(v string) predicate.ModelCall {
+	return predicate.ModelCall(sql.FieldEqualFold(FieldAttribution, v))
+}
+
+// AttributionContainsFold applies the ContainsFold predicate on the "attribution" field.
+func AttributionContainsFold(v string) predicate.ModelCall {
+	return predicate.ModelCall(sql.FieldContainsFold(FieldAttribution, v))
 }
 
 // StartedAtEQ applies the EQ predicate on the "started_at" field.

@@ -33,6 +33,9 @@ type Setting func(*sql.Selector)
 // StoredResult is the predicate function for storedresult builders.
 type StoredResult func(*sql.Selector)
 
+// Summary is the predicate function for summary builders.
+type Summary func(*sql.Selector)
+
 // Task is the predicate function for task builders.
 type Task func(*sql.Selector)
 

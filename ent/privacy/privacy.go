@@ -326,6 +326,30 @@ func (f StoredResultMutationRuleFunc) EvalMutation(ctx context.Context, m ent.Mu
 	return Denyf("ent/privacy: unexpected mutation type %T, expect *ent.StoredResultMutation", m)
 }
 
+// The SummaryQueryRuleFunc type is an adapter to allow the use of ordinary
+// functions as a query rule.
+type SummaryQueryRuleFunc func(context.Context, *ent.SummaryQuery) error
+
+// EvalQuery return f(ctx, q).
+func (f SummaryQueryRuleFunc) EvalQuery(ctx context.Context, q ent.Query) error {
+	if q, ok := q.(*ent.SummaryQuery); ok {
+		return f(ctx, q)
+	}
+	return Denyf("ent/privacy: unexpected query type %T, expect *ent.SummaryQuery", q)
+}
+
+// The SummaryMutationRuleFunc type is an adapter to allow the use of ordinary
+// functions as a mutation rule.
+type SummaryMutationRuleFunc func(context.Context, *ent.SummaryMutation) error
+
+// EvalMutation calls f(ctx, m).
+func (f SummaryMutationRuleFunc) EvalMutation(ctx context.Context, m ent.Mutation) error {
+	if m, ok := m.(*ent.SummaryMutation); ok {
+		return f(ctx, m)
+	}
+	return Denyf("ent/privacy: unexpected mutation type %T, expect *ent.SummaryMutation", m)
+}
+
 // The TaskQueryRuleFunc type is an adapter to allow the use of ordinary
 // functions as a query rule.
 type TaskQueryRuleFunc func(context.Context, *ent.TaskQuery) error

@@ -17,6 +17,7 @@ import (
 	"github.com/toolgate/toolgate/ent/schematype"
 	"github.com/toolgate/toolgate/ent/setting"
 	"github.com/toolgate/toolgate/ent/storedresult"
+	"github.com/toolgate/toolgate/ent/summary"
 	"github.com/toolgate/toolgate/ent/task"
 	"github.com/toolgate/toolgate/ent/toolcall"
 	"github.com/toolgate/toolgate/ent/turn"
@@ -317,8 +318,16 @@ func init() {
 	modelcallDescDurationMs := modelcallFields[13].Descriptor()
 	// modelcall.DefaultDurationMs holds the default value on creation for the duration_ms field.
 	modelcall.DefaultDurationMs = modelcallDescDurationMs.Default.(int64)
+	// modelcallDescPrefixTokens is the schema descriptor for prefix_tokens field.
+	modelcallDescPrefixTokens := modelcallFields[15].Descriptor()
+	// modelcall.DefaultPrefixTokens holds the default value on creation for the prefix_tokens field.
+	modelcall.DefaultPrefixTokens = modelcallDescPrefixTokens.Default.(int64)
+	// modelcallDescAttribution is the schema descriptor for attribution field.
+	modelcallDescAttribution := modelcallFields[16].Descriptor()
+	// modelcall.DefaultAttribution holds the default value on creation for the attribution field.
+	modelcall.DefaultAttribution = modelcallDescAttribution.Default.(string)
 	// modelcallDescStartedAt is the schema descriptor for started_at field.
-	modelcallDescStartedAt := modelcallFields[14].Descriptor()
+	modelcallDescStartedAt := modelcallFields[17].Descriptor()
 	// modelcall.DefaultStartedAt holds the default value on creation for the started_at field.
 	modelcall.DefaultStartedAt = modelcallDescStartedAt.Default.(func() time.Time)
 	organizationMixin := schema.Organization{}.Mixin()
@@ -439,6 +448,34 @@ func init() {
 	storedresultDescTruncatedAtSource := storedresultFields[7].Descriptor()
 	// storedresult.DefaultTruncatedAtSource holds the default value on creation for the truncated_at_source field.
 	storedresult.DefaultTruncatedAtSource = storedresultDescTruncatedAtSource.Default.(bool)
+	summaryMixin := schema.Summary{}.Mixin()
+	summary.Policy = privacy.NewPolicies(summaryMixin[0], schema.Summary{})
+	summary.Hooks[0] = func(next ent.Mutator) ent.Mutator {
+		return ent.MutateFunc(func(ctx context.Context, m ent.Mutation) (ent.Value, error) {
+			if err := summary.Policy.EvalMutation(ctx, m); err != nil {
+				return nil, err
+			}
+			return next.Mutate(ctx, m)
+		})
+	}
+	summaryFields := schema.Summary{}.Fields()
+	_ = summaryFields
+	// summaryDescFromTurn is the schema descriptor for from_turn field.
+	summaryDescFromTurn := summaryFields[1].Descriptor()
+	// summary.FromTurnValidator is a validator for the "from_turn" field. It is called by the builders before save.
+	summary.FromTurnValidator = summaryDescFromTurn.Validators[0].(func(int) error)
+	// summaryDescToTurn is the schema descriptor for to_turn field.
+	summaryDescToTurn := summaryFields[2].Descriptor()
+	// summary.ToTurnValidator is a validator for the "to_turn" field. It is called by the builders before save.
+	summary.ToTurnValidator = summaryDescToTurn.Validators[0].(func(int) error)
+	// summaryDescCost is the schema descriptor for cost field.
+	summaryDescCost := summaryFields[6].Descriptor()
+	// summary.DefaultCost holds the default value on creation for the cost field.
+	summary.DefaultCost = summaryDescCost.Default.(float64)
+	// summaryDescCreatedAt is the schema descriptor for created_at field.
+	summaryDescCreatedAt := summaryFields[7].Descriptor()
+	// summary.DefaultCreatedAt holds the default value on creation for the created_at field.
+	summary.DefaultCreatedAt = summaryDescCreatedAt.Default.(func() time.Time)
 	taskMixin := schema.Task{}.Mixin()
 	task.Policy = privacy.NewPolicies(taskMixin[1], schema.Task{})
 	task.Hooks[0] = func(next ent.Mutator) ent.Mutator {
@@ -518,7 +555,7 @@ func init() {
 	// toolcall.DefaultRepairs holds the default value on creation for the repairs field.
 	toolcall.DefaultRepairs = toolcallDescRepairs.Default.([]schematype.Repair)
 	// toolcallDescStartedAt is the schema descriptor for started_at field.
-	toolcallDescStartedAt := toolcallFields[16].Descriptor()
+	toolcallDescStartedAt := toolcallFields[17].Descriptor()
 	// toolcall.DefaultStartedAt holds the default value on creation for the started_at field.
 	toolcall.DefaultStartedAt = toolcallDescStartedAt.Default.(func() time.Time)
 	turnMixin := schema.Turn{}.Mixin()

@@ -46,6 +46,7 @@ func (Conversation) Edges() []ent.Edge {
 		edge.To("turns", Turn.Type).
 			Annotations(entgql.RelayConnection()),
 		edge.To("results", StoredResult.Type).Annotations(entgql.Skip()),
+		edge.To("summaries", Summary.Type).Annotations(entgql.Skip()),
 	}
 }
 

@@ -37,6 +37,12 @@ func (ModelCall) Fields() []ent.Field {
 		field.Int64("output_tokens").Default(0).Immutable(),
 		field.Float("cost").Default(0).Immutable().Comment("USD"),
 		field.Int64("duration_ms").Default(0).Immutable(),
+		field.Enum("kind").Values("STEP", "SUMMARY").Default("STEP").Immutable().
+			Comment("STEP: one of the turn's own calls; SUMMARY: the compaction call the turn triggered"),
+		field.Int64("prefix_tokens").Default(0).Immutable().
+			Comment("the stable prefix sent (system prompt and tool definitions), in o200k tokens"),
+		field.String("attribution").Default("").Immutable().
+			Comment("who pays: the opaque ids sent to the provider as request metadata, never in the prompt"),
 		field.Time("started_at").Default(time.Now).Immutable(),
 	}
 }

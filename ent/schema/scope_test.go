@@ -158,6 +158,7 @@ func seed(t *testing.T, d *db.DB) world {
 		c.StoredResult.Create().SetConversationID(conv.ID).SetRef("ref" + u.name).SetKind(schematype.KindText).
 			SetContent([]byte("x")).SetChars(1).SetBytes(1).SetItems(1).ExecX(ctx)
 		c.Task.Create().SetConversationID(conv.ID).SetPosition(0).SetTitle("t").ExecX(ctx)
+		c.Summary.Create().SetConversationID(conv.ID).SetFromTurn(1).SetToTurn(1).SetText("s").SetTurnID(tu.ID).SetModel("m").ExecX(ctx)
 		c.WorkspaceFile.Create().SetConversationID(conv.ID).SetPath("a.txt").SetContent("x").SetChars(1).SetBytes(1).ExecX(ctx)
 		c.IdempotentResponse.Create().SetOrganizationID(u.org).SetScope(fmt.Sprintf("user:%d", usr.ID)).
 			SetKey("k").SetField("f").SetRequestHash("h").SetResponse([]byte("{}")).ExecX(ctx)
@@ -192,31 +193,31 @@ func TestScopesReachOnlyTheirRows(t *testing.T) {
 				name: "admin's API token: the organisation's rows",
 				give: tenancy.Viewer{OrganizationID: w.orgA, UserID: w.ada, Admin: true},
 				want: map[string]int{"Organization": 1, "User": 2, "APIToken": 2, "Agent": 2, "Application": 2,
-					"Conversation": 2, "Turn": 2, "ToolCall": 2, "ModelCall": 2, "StoredResult": 2, "Task": 2, "IdempotentResponse": 1, "WorkspaceFile": 2},
+					"Conversation": 2, "Turn": 2, "ToolCall": 2, "ModelCall": 2, "StoredResult": 2, "Summary": 2, "Task": 2, "IdempotentResponse": 1, "WorkspaceFile": 2},
 			},
 			{
 				name: "user's API token: the organisation's shared rows and the user's own",
 				give: tenancy.Viewer{OrganizationID: w.orgA, UserID: w.bob},
 				want: map[string]int{"Organization": 1, "User": 2, "APIToken": 1, "Agent": 2, "Application": 2,
-					"Conversation": 1, "Turn": 1, "ToolCall": 1, "ModelCall": 1, "StoredResult": 1, "Task": 1, "IdempotentResponse": 1, "WorkspaceFile": 1},
+					"Conversation": 1, "Turn": 1, "ToolCall": 1, "ModelCall": 1, "StoredResult": 1, "Summary": 1, "Task": 1, "IdempotentResponse": 1, "WorkspaceFile": 1},
 			},
 			{
 				name: "admin's turn scope token: the turn's conversation and the admin's own",
 				give: tenancy.Viewer{OrganizationID: w.orgA, UserID: w.ada, Admin: true, ConversationID: w.convAda, TurnID: w.turnAda},
 				want: map[string]int{"Organization": 1, "User": 2, "APIToken": 1, "Agent": 2, "Application": 2,
-					"Conversation": 1, "Turn": 1, "ToolCall": 1, "ModelCall": 1, "StoredResult": 1, "Task": 1, "IdempotentResponse": 1, "WorkspaceFile": 1},
+					"Conversation": 1, "Turn": 1, "ToolCall": 1, "ModelCall": 1, "StoredResult": 1, "Summary": 1, "Task": 1, "IdempotentResponse": 1, "WorkspaceFile": 1},
 			},
 			{
 				name: "a scope token naming another user's conversation reaches nothing of it",
 				give: tenancy.Viewer{OrganizationID: w.orgB, UserID: w.cy, Admin: true, ConversationID: w.convBob, TurnID: w.turnAda},
 				want: map[string]int{"Organization": 1, "User": 1, "APIToken": 1, "Agent": 1, "Application": 1,
-					"Conversation": 0, "Turn": 0, "ToolCall": 0, "ModelCall": 1, "StoredResult": 0, "Task": 0, "IdempotentResponse": 0, "WorkspaceFile": 0},
+					"Conversation": 0, "Turn": 0, "ToolCall": 0, "ModelCall": 1, "StoredResult": 0, "Summary": 0, "Task": 0, "IdempotentResponse": 0, "WorkspaceFile": 0},
 			},
 			{
 				name: "the other organisation's admin",
 				give: tenancy.Viewer{OrganizationID: w.orgB, UserID: w.cy, Admin: true},
 				want: map[string]int{"Organization": 1, "User": 1, "APIToken": 1, "Agent": 1, "Application": 1,
-					"Conversation": 1, "Turn": 1, "ToolCall": 1, "ModelCall": 1, "StoredResult": 1, "Task": 1, "IdempotentResponse": 1, "WorkspaceFile": 1},
+					"Conversation": 1, "Turn": 1, "ToolCall": 1, "ModelCall": 1, "StoredResult": 1, "Summary": 1, "Task": 1, "IdempotentResponse": 1, "WorkspaceFile": 1},
 			},
 		}
 		for _, tt := range tests {

@@ -49,6 +49,8 @@ func (ToolCall) Fields() []ent.Field {
 		field.Text("heard").Optional().Nillable().Annotations(entgql.Skip()).
 			Comment("exactly what the model received for this call"),
 		field.String("ref").Optional().Nillable(),
+		field.String("guardrail").Optional().Nillable().
+			Comment("null, or why what the model heard of the result was flagged as instruction-like"),
 		field.String("arguments_ref").Optional().Nillable().
 			Comment("the ref arguments too long to replay whole are stored under, readable like a result"),
 		field.Int("result_id").Optional().Nillable().Annotations(entgql.Skip()),

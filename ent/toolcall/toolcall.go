@@ -47,6 +47,8 @@ const (
 	FieldHeard = "heard"
 	// FieldRef holds the string denoting the ref field in the database.
 	FieldRef = "ref"
+	// FieldGuardrail holds the string denoting the guardrail field in the database.
+	FieldGuardrail = "guardrail"
 	// FieldArgumentsRef holds the string denoting the arguments_ref field in the database.
 	FieldArgumentsRef = "arguments_ref"
 	// FieldResultID holds the string denoting the result_id field in the database.
@@ -94,6 +96,7 @@ var Columns = []string{
 	FieldMessage,
 	FieldHeard,
 	FieldRef,
+	FieldGuardrail,
 	FieldArgumentsRef,
 	FieldResultID,
 	FieldStartedAt,
@@ -232,6 +235,11 @@ func ByHeard(opts ...sql.OrderTermOption) OrderOption {
 // ByRef orders the results by the ref field.
 func ByRef(opts ...sql.OrderTermOption) OrderOption {
 	return sql.OrderByField(FieldRef, opts...).ToFunc()
+}
+
+// ByGuardrail orders the results by the guardrail field.
+func ByGuardrail(opts ...sql.OrderTermOption) OrderOption {
+	return sql.OrderByField(FieldGuardrail, opts...).ToFunc()
 }
 
 // ByArgumentsRef orders the results by the arguments_ref field.

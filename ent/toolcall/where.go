@@ -105,6 +105,11 @@ func Ref(v string) predicate.ToolCall {
 	return predicate.ToolCall(sql.FieldEQ(FieldRef, v))
 }
 
+// Guardrail applies equality check predicate on the "guardrail" field. It's identical to GuardrailEQ.
+func Guardrail(v string) predicate.ToolCall {
+	return predicate.ToolCall(sql.FieldEQ(FieldGuardrail, v))
+}
+
 // ArgumentsRef applies equality check predicate on the "arguments_ref" field. It's identical to ArgumentsRefEQ.
 func ArgumentsRef(v string) predicate.ToolCall {
 	return predicate.ToolCall(sql.FieldEQ(FieldArgumentsRef, v))
@@ -703,6 +708,81 @@ func RefEqualFold(v string) predicate.ToolCall {
 // RefContainsFold applies the ContainsFold predicate on the "ref" field.
 func RefContainsFold(v string) predicate.ToolCall {
 	return predicate.ToolCall(sql.FieldContainsFold(FieldRef, v))
+}
+
+// GuardrailEQ applies the EQ predicate on the "guardrail" field.
+func GuardrailEQ(v string) predicate.ToolCall {
+	return predicate.ToolCall(sql.FieldEQ(FieldGuardrail, v))
+}
+
+// GuardrailNEQ applies the NEQ predicate on the "guardrail" field.
+func GuardrailNEQ(v string) predicate.ToolCall {
+	return predicate.ToolCall(sql.FieldNEQ(FieldGuardrail, v))
+}
+
+// GuardrailIn applies the In predicate on the "guardrail" field.
+func GuardrailIn(vs ...string) predicate.ToolCall {
+	return predicate.ToolCall(sql.FieldIn(FieldGuardrail, vs...))
+}
+
+// GuardrailNotIn applies the NotIn predicate on the "guardrail" field.
+func GuardrailNotIn(vs ...string) predicate.ToolCall {
+	return predicate.ToolCall(sql.FieldNotIn(FieldGuardrail, vs...))
+}
+
+// GuardrailGT applies the GT predicate on the "guardrail" field.
+func GuardrailGT(v string) predicate.ToolCall {
+	return predicate.ToolCall(sql.FieldGT(FieldGuardrail, v))
+}
+
+// GuardrailGTE applies the GTE predicate on the "guardrail" field.
+func GuardrailGTE(v string) predicate.ToolCall {
+	return predicate.ToolCall(sql.FieldGTE(FieldGuardrail, v))
+}
+
+// GuardrailLT applies the LT predicate on the "guardrail" field.
+func GuardrailLT(v string) predicate.ToolCall {
+	return predicate.ToolCall(sql.FieldLT(FieldGuardrail, v))
+}
+
+// GuardrailLTE applies the LTE predicate on the "guardrail" field.
+func GuardrailLTE(v string) predicate.ToolCall {
+	return predicate.ToolCall(sql.FieldLTE(FieldGuardrail, v))
+}
+
+// GuardrailContains applies the Contains predicate on the "guardrail" field.
+func GuardrailContains(v string) predicate.ToolCall {
+	return predicate.ToolCall(sql.FieldContains(FieldGuardrail, v))
+}
+
+// GuardrailHasPrefix applies the HasPrefix predicate on the "guardrail" field.
+func GuardrailHasPrefix(v string) predicate.ToolCall {
+	return predicate.ToolCall(sql.FieldHasPrefix(FieldGuardrail, v))
+}
+
+// GuardrailHasSuffix applies the HasSuffix predicate on the "guardrail" field.
+func GuardrailHasSuffix(v string) predicate.ToolCall {
+	return predicate.ToolCall(sql.FieldHasSuffix(FieldGuardrail, v))
+}
+
+// GuardrailIsNil applies the IsNil predicate on the "guardrail" field.
+func GuardrailIsNil() predicate.ToolCall {
+	return predicate.ToolCall(sql.FieldIsNull(FieldGuardrail))
+}
+
+// GuardrailNotNil applies the NotNil predicate on the "guardrail" field.
+func GuardrailNotNil() predicate.ToolCall {
+	return predicate.ToolCall(sql.FieldNotNull(FieldGuardrail))
+}
+
+// GuardrailEqualFold applies the EqualFold predicate on the "guardrail" field.
+func GuardrailEqualFold(v string) predicate.ToolCall {
+	return predicate.ToolCall(sql.FieldEqualFold(FieldGuardrail, v))
+}
+
+// GuardrailContainsFold applies the ContainsFold predicate on the "guardrail" field.
+func GuardrailContainsFold(v string) predicate.ToolCall {
+	return predicate.ToolCall(sql.FieldContainsFold(FieldGuardrail, v))
 }
 
 // ArgumentsRefEQ applies the EQ predicate on the "arguments_ref" field.

@@ -16,6 +16,7 @@ import (
 	"github.com/99designs/gqlgen/graphql"
 	"github.com/99designs/gqlgen/graphql/introspection"
 	"github.com/toolgate/toolgate/ent"
+	"github.com/toolgate/toolgate/ent/modelcall"
 	"github.com/toolgate/toolgate/ent/schematype"
 	"github.com/toolgate/toolgate/ent/toolcall"
 	"github.com/toolgate/toolgate/ent/turn"
@@ -167,6 +168,7 @@ type ComplexityRoot struct {
 		Agent      func(childComplexity int) int
 		CreatedAt  func(childComplexity int) int
 		ID         func(childComplexity int) int
+		Summaries  func(childComplexity int) int
 		Tasks      func(childComplexity int) int
 		Title      func(childComplexity int) int
 		Turns      func(childComplexity int, after *entgql.Cursor[int], first *int, before *entgql.Cursor[int], last *int, orderBy []*ent.TurnOrder, where *ent.TurnWhereInput) int
@@ -215,8 +217,10 @@ type ComplexityRoot struct {
 		Cost             func(childComplexity int) int
 		DurationMs       func(childComplexity int) int
 		InputTokens      func(childComplexity int) int
+		Kind             func(childComplexity int) int
 		Model            func(childComplexity int) int
 		OutputTokens     func(childComplexity int) int
+		PrefixTokens     func(childComplexity int) int
 		Provider         func(childComplexity int) int
 		StartedAt        func(childComplexity int) int
 		Step             func(childComplexity int) int
@@ -265,6 +269,13 @@ type ComplexityRoot struct {
 		StartCursor     func(childComplexity int) int
 	}
 
+	PromptStats struct {
+		CacheReadTokens func(childComplexity int) int
+		InputTokens     func(childComplexity int) int
+		ModelCalls      func(childComplexity int) int
+		PrefixTokens    func(childComplexity int) int
+	}
+
 	Query struct {
 		APITokens         func(childComplexity int) int
 		Agents            func(childComplexity int, first *int, after *entgql.Cursor[int], last *int, before *entgql.Cursor[int], orderBy []*ent.AgentOrder) int
@@ -311,6 +322,15 @@ type ComplexityRoot struct {
 		Saved func(childComplexity int) int
 	}
 
+	Summary struct {
+		Cost      func(childComplexity int) int
+		CreatedAt func(childComplexity int) int
+		FromTurn  func(childComplexity int) int
+		Model     func(childComplexity int) int
+		Text      func(childComplexity int) int
+		ToTurn    func(childComplexity int) int
+	}
+
 	Task struct {
 		Status func(childComplexity int) int
 		Title  func(childComplexity int) int
@@ -328,6 +348,7 @@ type ComplexityRoot struct {
 		Evidence     func(childComplexity int) int
 		Failures     func(childComplexity int) int
 		FinishedAt   func(childComplexity int) int
+		Guardrail    func(childComplexity int) int
 		ID           func(childComplexity int) int
 		Message      func(childComplexity int) int
 		Name         func(childComplexity int) int
@@ -445,6 +466,7 @@ type ComplexityRoot struct {
 		ID            func(childComplexity int) int
 		ModelCalls    func(childComplexity int) int
 		Number        func(childComplexity int) int
+		PromptStats   func(childComplexity int) int
 		Replayed      func(childComplexity int) int
 		StartedAt     func(childComplexity int) int
 		Status        func(childComplexity int) int
@@ -478,11 +500,14 @@ type ComplexityRoot struct {
 		ByUser           func(childComplexity int) int
 		CacheReadTokens  func(childComplexity int) int
 		CacheWriteTokens func(childComplexity int) int
+		CachedShare      func(childComplexity int) int
 		Cost             func(childComplexity int) int
 		InputTokens      func(childComplexity int) int
 		ModelCalls       func(childComplexity int) int
 		Month            func(childComplexity int) int
 		OutputTokens     func(childComplexity int) int
+		PrefixShare      func(childComplexity int) int
+		PrefixTokens     func(childComplexity int) int
 	}
 
 	User struct {
@@ -603,6 +628,7 @@ type ComplexityRoot struct {
 
 type ConversationResolver interface {
 	Tasks(ctx context.Context, obj *ent.Conversation) ([]*ent.Task, error)
+	Summaries(ctx context.Context, obj *ent.Conversation) ([]*ent.Summary, error)
 }
 type MutationResolver interface {
 	CreateAgent(ctx context.Context, input model.CreateAgentInput) (*ent.Agent, error)
@@ -656,6 +682,7 @@ type ToolCallResolver interface {
 type TurnResolver interface {
 	ToolCalls(ctx context.Context, obj *ent.Turn) ([]*ent.ToolCall, error)
 	ModelCalls(ctx context.Context, obj *ent.Turn) ([]*ent.ModelCall, error)
+	PromptStats(ctx context.Context, obj *ent.Turn) (*model.PromptStats, error)
 	Grounding(ctx context.Context, obj *ent.Turn) (*model.Grounding, error)
 }
 type UserResolver interface {
@@ -1119,6 +1146,12 @@ func (e *executableSchema) Complexity(ctx context.Context, typeName, field strin
 		}
 
 		return e.ComplexityRoot.Conversation.ID(childComplexity), true
+	case "Conversation.summaries":
+		if e.ComplexityRoot.Conversation.Summaries == nil {
+			break
+		}
+
+		return e.ComplexityRoot.Conversation.Summaries(childComplexity), true
 	case "Conversation.tasks":
 		if e.ComplexityRoot.Conversation.Tasks == nil {
 			break
@@ -1293,6 +1326,12 @@ func (e *executableSchema) Complexity(ctx context.Context, typeName, field strin
 		}
 
 		return e.ComplexityRoot.ModelCall.InputTokens(childComplexity), true
+	case "ModelCall.kind":
+		if e.ComplexityRoot.ModelCall.Kind == nil {
+			break
+		}
+
+		return e.ComplexityRoot.ModelCall.Kind(childComplexity), true
 	case "ModelCall.model":
 		if e.ComplexityRoot.ModelCall.Model == nil {
 			break
@@ -1305,6 +1344,12 @@ func (e *executableSchema) Complexity(ctx context.Context, typeName, field strin
 		}
 
 		return e.ComplexityRoot.ModelCall.OutputTokens(childComplexity), true
+	case "ModelCall.prefixTokens":
+		if e.ComplexityRoot.ModelCall.PrefixTokens == nil {
+			break
+		}
+
+		return e.ComplexityRoot.ModelCall.PrefixTokens(childComplexity), true
 	case "ModelCall.provider":
 		if e.ComplexityRoot.ModelCall.Provider == nil {
 			break
@@ -1583,6 +1628,31 @@ func (e *executableSchema) Complexity(ctx context.Context, typeName, field strin
 		}
 
 		return e.ComplexityRoot.PageInfo.StartCursor(childComplexity), true
+
+	case "PromptStats.cacheReadTokens":
+		if e.ComplexityRoot.PromptStats.CacheReadTokens == nil {
+			break
+		}
+
+		return e.ComplexityRoot.PromptStats.CacheReadTokens(childComplexity), true
+	case "PromptStats.inputTokens":
+		if e.ComplexityRoot.PromptStats.InputTokens == nil {
+			break
+		}
+
+		return e.ComplexityRoot.PromptStats.InputTokens(childComplexity), true
+	case "PromptStats.modelCalls":
+		if e.ComplexityRoot.PromptStats.ModelCalls == nil {
+			break
+		}
+
+		return e.ComplexityRoot.PromptStats.ModelCalls(childComplexity), true
+	case "PromptStats.prefixTokens":
+		if e.ComplexityRoot.PromptStats.PrefixTokens == nil {
+			break
+		}
+
+		return e.ComplexityRoot.PromptStats.PrefixTokens(childComplexity), true
 
 	case "Query.apiTokens":
 		if e.ComplexityRoot.Query.APITokens == nil {
@@ -1898,6 +1968,43 @@ func (e *executableSchema) Complexity(ctx context.Context, typeName, field strin
 
 		return e.ComplexityRoot.SuggestionsAck.Saved(childComplexity), true
 
+	case "Summary.cost":
+		if e.ComplexityRoot.Summary.Cost == nil {
+			break
+		}
+
+		return e.ComplexityRoot.Summary.Cost(childComplexity), true
+	case "Summary.createdAt":
+		if e.ComplexityRoot.Summary.CreatedAt == nil {
+			break
+		}
+
+		return e.ComplexityRoot.Summary.CreatedAt(childComplexity), true
+	case "Summary.fromTurn":
+		if e.ComplexityRoot.Summary.FromTurn == nil {
+			break
+		}
+
+		return e.ComplexityRoot.Summary.FromTurn(childComplexity), true
+	case "Summary.model":
+		if e.ComplexityRoot.Summary.Model == nil {
+			break
+		}
+
+		return e.ComplexityRoot.Summary.Model(childComplexity), true
+	case "Summary.text":
+		if e.ComplexityRoot.Summary.Text == nil {
+			break
+		}
+
+		return e.ComplexityRoot.Summary.Text(childComplexity), true
+	case "Summary.toTurn":
+		if e.ComplexityRoot.Summary.ToTurn == nil {
+			break
+		}
+
+		return e.ComplexityRoot.Summary.ToTurn(childComplexity), true
+
 	case "Task.status":
 		if e.ComplexityRoot.Task.Status == nil {
 			break
@@ -1960,6 +2067,12 @@ func (e *executableSchema) Complexity(ctx context.Context, typeName, field strin
 		}
 
 		return e.ComplexityRoot.ToolCall.FinishedAt(childComplexity), true
+	case "ToolCall.guardrail":
+		if e.ComplexityRoot.ToolCall.Guardrail == nil {
+			break
+		}
+
+		return e.ComplexityRoot.ToolCall.Guardrail(childComplexity), true
 	case "ToolCall.id":
 		if e.ComplexityRoot.ToolCall.ID == nil {
 			break
@@ -2441,6 +2554,12 @@ func (e *executableSchema) Complexity(ctx context.Context, typeName, field strin
 		}
 
 		return e.ComplexityRoot.Turn.Number(childComplexity), true
+	case "Turn.promptStats":
+		if e.ComplexityRoot.Turn.PromptStats == nil {
+			break
+		}
+
+		return e.ComplexityRoot.Turn.PromptStats(childComplexity), true
 	case "Turn.replayed":
 		if e.ComplexityRoot.Turn.Replayed == nil {
 			break
@@ -2571,6 +2690,12 @@ func (e *executableSchema) Complexity(ctx context.Context, typeName, field strin
 		}
 
 		return e.ComplexityRoot.Usage.CacheWriteTokens(childComplexity), true
+	case "Usage.cachedShare":
+		if e.ComplexityRoot.Usage.CachedShare == nil {
+			break
+		}
+
+		return e.ComplexityRoot.Usage.CachedShare(childComplexity), true
 	case "Usage.cost":
 		if e.ComplexityRoot.Usage.Cost == nil {
 			break
@@ -2601,6 +2726,18 @@ func (e *executableSchema) Complexity(ctx context.Context, typeName, field strin
 		}
 
 		return e.ComplexityRoot.Usage.OutputTokens(childComplexity), true
+	case "Usage.prefixShare":
+		if e.ComplexityRoot.Usage.PrefixShare == nil {
+			break
+		}
+
+		return e.ComplexityRoot.Usage.PrefixShare(childComplexity), true
+	case "Usage.prefixTokens":
+		if e.ComplexityRoot.Usage.PrefixTokens == nil {
+			break
+		}
+
+		return e.ComplexityRoot.Usage.PrefixTokens(childComplexity), true
 
 	case "User.admin":
 		if e.ComplexityRoot.User.Admin == nil {
@@ -3420,6 +3557,31 @@ type Evidence {
   start: Int!
   end: Int!
 }
+
+extend type Conversation {
+  """
+  Compaction: model-written summaries that stand in for the oldest turns once
+  the replayed history passes its budget, oldest first. Each is written once
+  and never rewritten; a newer one covers a later range (or folds the earlier
+  summaries with the turns after them, from turn 1). read_transcript reads the
+  covered turns verbatim.
+  """
+  summaries: [Summary!]!
+}
+
+"A summary of a range of a conversation's turns."
+type Summary {
+  "The first turn covered."
+  fromTurn: Int!
+  "The last turn covered."
+  toTurn: Int!
+  text: String!
+  createdAt: Time!
+  "The model that wrote it."
+  model: String!
+  "USD, of the model call that wrote it (recorded on the triggering turn)."
+  cost: Float!
+}
 `, BuiltIn: false},
 	{Name: "../ent.graphqls", Input: `directive @goField(forceResolver: Boolean, name: String, omittable: Boolean) on FIELD_DEFINITION | INPUT_FIELD_DEFINITION
 directive @goModel(model: String, models: [String!], forceGenerate: Boolean) on OBJECT | INPUT_OBJECT | SCALAR | ENUM | INTERFACE | UNION
@@ -3839,6 +4001,10 @@ type ToolCall implements Node {
   """
   message: String
   ref: String
+  """
+  null, or why what the model heard of the result was flagged as instruction-like
+  """
+  guardrail: String
   """
   the ref arguments too long to replay whole are stored under, readable like a result
   """
@@ -4322,6 +4488,15 @@ type Usage {
   "USD, from the price table."
   cost: Float!
   modelCalls: Int!
+  """
+  The stable prefix (system prompt and tool definitions) summed over the
+  month's model calls, in o200k tokens.
+  """
+  prefixTokens: Int!
+  "prefixTokens over all input tokens (uncached, cache read and cache write): the share of reading spent on the prefix; 0 without input."
+  prefixShare: Float!
+  "cacheReadTokens over all input tokens; 0 without input."
+  cachedShare: Float!
   byModel: [ModelUsage!]!
   byAgent: [AgentUsage!]!
   byUser: [UserUsage!]!
@@ -4358,14 +4533,42 @@ type UserUsage {
 }
 
 extend type Turn {
-  "The turn's model calls, in order: what the model said at each step, and what it cost."
+  """
+  The turn's model calls, in order: what the model said at each step, and what
+  it cost; a compaction the turn triggered comes first, as kind SUMMARY.
+  """
   modelCalls: [ModelCall!]!
+  "What the turn's model calls read, and how much of it was the prefix and the cache."
+  promptStats: PromptStats!
+}
+
+"What a turn's model calls read."
+type PromptStats {
+  "The stable prefix of one call (system prompt and tool definitions), in o200k tokens."
+  prefixTokens: Int!
+  "Input tokens over the turn's model calls: uncached, cache read and cache write."
+  inputTokens: Int!
+  "The part of inputTokens read from the provider's cache."
+  cacheReadTokens: Int!
+  "How many model calls the turn made, a compaction included."
+  modelCalls: Int!
+}
+
+"Why a model call was made."
+enum ModelCallKind {
+  "One of the turn's own steps."
+  STEP
+  "Compaction: a summary of earlier turns, triggered by this turn."
+  SUMMARY
 }
 
 "One call to the model within a turn."
 type ModelCall {
   "0 for the turn's first call."
   step: Int!
+  kind: ModelCallKind!
+  "The stable prefix sent (system prompt and tool definitions), in o200k tokens."
+  prefixTokens: Int!
   "What the model said in this step (the last step's is the answer)."
   text: String!
   provider: String!
@@ -4830,6 +5033,8 @@ func (ec *executionContext) childFields_Conversation(ctx context.Context, field 
 		return ec.fieldContext_Conversation_turns(ctx, field)
 	case "tasks":
 		return ec.fieldContext_Conversation_tasks(ctx, field)
+	case "summaries":
+		return ec.fieldContext_Conversation_summaries(ctx, field)
 	}
 	return nil, fmt.Errorf("no field named %q was found under type Conversation", field.Name)
 }
@@ -4906,6 +5111,10 @@ func (ec *executionContext) childFields_ModelCall(ctx context.Context, field gra
 	switch field.Name {
 	case "step":
 		return ec.fieldContext_ModelCall_step(ctx, field)
+	case "kind":
+		return ec.fieldContext_ModelCall_kind(ctx, field)
+	case "prefixTokens":
+		return ec.fieldContext_ModelCall_prefixTokens(ctx, field)
 	case "text":
 		return ec.fieldContext_ModelCall_text(ctx, field)
 	case "provider":
@@ -4980,6 +5189,20 @@ func (ec *executionContext) childFields_PageInfo(ctx context.Context, field grap
 	return nil, fmt.Errorf("no field named %q was found under type PageInfo", field.Name)
 }
 
+func (ec *executionContext) childFields_PromptStats(ctx context.Context, field graphql.CollectedField) (*graphql.FieldContext, error) {
+	switch field.Name {
+	case "prefixTokens":
+		return ec.fieldContext_PromptStats_prefixTokens(ctx, field)
+	case "inputTokens":
+		return ec.fieldContext_PromptStats_inputTokens(ctx, field)
+	case "cacheReadTokens":
+		return ec.fieldContext_PromptStats_cacheReadTokens(ctx, field)
+	case "modelCalls":
+		return ec.fieldContext_PromptStats_modelCalls(ctx, field)
+	}
+	return nil, fmt.Errorf("no field named %q was found under type PromptStats", field.Name)
+}
+
 func (ec *executionContext) childFields_StoredResult(ctx context.Context, field graphql.CollectedField) (*graphql.FieldContext, error) {
 	switch field.Name {
 	case "id":
@@ -5012,6 +5235,24 @@ func (ec *executionContext) childFields_SuggestionsAck(ctx context.Context, fiel
 		return ec.fieldContext_SuggestionsAck_saved(ctx, field)
 	}
 	return nil, fmt.Errorf("no field named %q was found under type SuggestionsAck", field.Name)
+}
+
+func (ec *executionContext) childFields_Summary(ctx context.Context, field graphql.CollectedField) (*graphql.FieldContext, error) {
+	switch field.Name {
+	case "fromTurn":
+		return ec.fieldContext_Summary_fromTurn(ctx, field)
+	case "toTurn":
+		return ec.fieldContext_Summary_toTurn(ctx, field)
+	case "text":
+		return ec.fieldContext_Summary_text(ctx, field)
+	case "createdAt":
+		return ec.fieldContext_Summary_createdAt(ctx, field)
+	case "model":
+		return ec.fieldContext_Summary_model(ctx, field)
+	case "cost":
+		return ec.fieldContext_Summary_cost(ctx, field)
+	}
+	return nil, fmt.Errorf("no field named %q was found under type Summary", field.Name)
 }
 
 func (ec *executionContext) childFields_Task(ctx context.Context, field graphql.CollectedField) (*graphql.FieldContext, error) {
@@ -5058,6 +5299,8 @@ func (ec *executionContext) childFields_ToolCall(ctx context.Context, field grap
 		return ec.fieldContext_ToolCall_message(ctx, field)
 	case "ref":
 		return ec.fieldContext_ToolCall_ref(ctx, field)
+	case "guardrail":
+		return ec.fieldContext_ToolCall_guardrail(ctx, field)
 	case "argumentsRef":
 		return ec.fieldContext_ToolCall_argumentsRef(ctx, field)
 	case "startedAt":
@@ -5294,6 +5537,8 @@ func (ec *executionContext) childFields_Turn(ctx context.Context, field graphql.
 		return ec.fieldContext_Turn_toolCalls(ctx, field)
 	case "modelCalls":
 		return ec.fieldContext_Turn_modelCalls(ctx, field)
+	case "promptStats":
+		return ec.fieldContext_Turn_promptStats(ctx, field)
 	case "grounding":
 		return ec.fieldContext_Turn_grounding(ctx, field)
 	}
@@ -5352,6 +5597,12 @@ func (ec *executionContext) childFields_Usage(ctx context.Context, field graphql
 		return ec.fieldContext_Usage_cost(ctx, field)
 	case "modelCalls":
 		return ec.fieldContext_Usage_modelCalls(ctx, field)
+	case "prefixTokens":
+		return ec.fieldContext_Usage_prefixTokens(ctx, field)
+	case "prefixShare":
+		return ec.fieldContext_Usage_prefixShare(ctx, field)
+	case "cachedShare":
+		return ec.fieldContext_Usage_cachedShare(ctx, field)
 	case "byModel":
 		return ec.fieldContext_Usage_byModel(ctx, field)
 	case "byAgent":
@@ -8615,6 +8866,38 @@ func (ec *executionContext) fieldContext_Conversation_tasks(_ context.Context, f
 	return fc, nil
 }
 
+func (ec *executionContext) _Conversation_summaries(ctx context.Context, field graphql.CollectedField, obj *ent.Conversation) (ret graphql.Marshaler) {
+	return graphql.ResolveField(
+		ctx,
+		ec.OperationContext,
+		field,
+		func(ctx context.Context, field graphql.CollectedField) (*graphql.FieldContext, error) {
+			return ec.fieldContext_Conversation_summaries(ctx, field)
+		},
+		func(ctx context.Context) (any, error) {
+			return ec.Resolvers.Conversation().Summaries(ctx, obj)
+		},
+		nil,
+		func(ctx context.Context, selections ast.SelectionSet, v []*ent.Summary) graphql.Marshaler {
+			return ec.marshalNSummary2ᚕᚖgithubᚗcomᚋtoolgateᚋtoolgateᚋentᚐSummaryᚄ(ctx, selections, v)
+		},
+		true,
+		true,
+	)
+}
+func (ec *executionContext) fieldContext_Conversation_summaries(_ context.Context, field graphql.CollectedField) (fc *graphql.FieldContext, err error) {
+	fc = &graphql.FieldContext{
+		Object:     "Conversation",
+		Field:      field,
+		IsMethod:   true,
+		IsResolver: true,
+		Child: func(ctx context.Context, field graphql.CollectedField) (*graphql.FieldContext, error) {
+			return ec.childFields_Summary(ctx, field)
+		},
+	}
+	return fc, nil
+}
+
 func (ec *executionContext) _ConversationConnection_edges(ctx context.Context, field graphql.CollectedField, obj *ent.ConversationConnection) (ret graphql.Marshaler) {
 	return graphql.ResolveField(
 		ctx,
@@ -9048,6 +9331,52 @@ func (ec *executionContext) _ModelCall_step(ctx context.Context, field graphql.C
 	)
 }
 func (ec *executionContext) fieldContext_ModelCall_step(_ context.Context, field graphql.CollectedField) (fc *graphql.FieldContext, err error) {
+	return graphql.NewScalarFieldContext("ModelCall", field, false, false, "Int")
+}
+
+func (ec *executionContext) _ModelCall_kind(ctx context.Context, field graphql.CollectedField, obj *ent.ModelCall) (ret graphql.Marshaler) {
+	return graphql.ResolveField(
+		ctx,
+		ec.OperationContext,
+		field,
+		func(ctx context.Context, field graphql.CollectedField) (*graphql.FieldContext, error) {
+			return ec.fieldContext_ModelCall_kind(ctx, field)
+		},
+		func(ctx context.Context) (any, error) {
+			return obj.Kind, nil
+		},
+		nil,
+		func(ctx context.Context, selections ast.SelectionSet, v modelcall.Kind) graphql.Marshaler {
+			return ec.marshalNModelCallKind2githubᚗcomᚋtoolgateᚋtoolgateᚋentᚋmodelcallᚐKind(ctx, selections, v)
+		},
+		true,
+		true,
+	)
+}
+func (ec *executionContext) fieldContext_ModelCall_kind(_ context.Context, field graphql.CollectedField) (fc *graphql.FieldContext, err error) {
+	return graphql.NewScalarFieldContext("ModelCall", field, false, false, "ModelCallKind")
+}
+
+func (ec *executionContext) _ModelCall_prefixTokens(ctx context.Context, field graphql.CollectedField, obj *ent.ModelCall) (ret graphql.Marshaler) {
+	return graphql.ResolveField(
+		ctx,
+		ec.OperationContext,
+		field,
+		func(ctx context.Context, field graphql.CollectedField) (*graphql.FieldContext, error) {
+			return ec.fieldContext_ModelCall_prefixTokens(ctx, field)
+		},
+		func(ctx context.Context) (any, error) {
+			return obj.PrefixTokens, nil
+		},
+		nil,
+		func(ctx context.Context, selections ast.SelectionSet, v int64) graphql.Marshaler {
+			return ec.marshalNInt2int64(ctx, selections, v)
+		},
+		true,
+		true,
+	)
+}
+func (ec *executionContext) fieldContext_ModelCall_prefixTokens(_ context.Context, field graphql.CollectedField) (fc *graphql.FieldContext, err error) {
 	return graphql.NewScalarFieldContext("ModelCall", field, false, false, "Int")
 }
 
@@ -10263,6 +10592,98 @@ func (ec *executionContext) _PageInfo_endCursor(ctx context.Context, field graph
 }
 func (ec *executionContext) fieldContext_PageInfo_endCursor(_ context.Context, field graphql.CollectedField) (fc *graphql.FieldContext, err error) {
 	return graphql.NewScalarFieldContext("PageInfo", field, false, false, "Cursor")
+}
+
+func (ec *executionContext) _PromptStats_prefixTokens(ctx context.Context, field graphql.CollectedField, obj *model.PromptStats) (ret graphql.Marshaler) {
+	return graphql.ResolveField(
+		ctx,
+		ec.OperationContext,
+		field,
+		func(ctx context.Context, field graphql.CollectedField) (*graphql.FieldContext, error) {
+			return ec.fieldContext_PromptStats_prefixTokens(ctx, field)
+		},
+		func(ctx context.Context) (any, error) {
+			return obj.PrefixTokens, nil
+		},
+		nil,
+		func(ctx context.Context, selections ast.SelectionSet, v int) graphql.Marshaler {
+			return ec.marshalNInt2int(ctx, selections, v)
+		},
+		true,
+		true,
+	)
+}
+func (ec *executionContext) fieldContext_PromptStats_prefixTokens(_ context.Context, field graphql.CollectedField) (fc *graphql.FieldContext, err error) {
+	return graphql.NewScalarFieldContext("PromptStats", field, false, false, "Int")
+}
+
+func (ec *executionContext) _PromptStats_inputTokens(ctx context.Context, field graphql.CollectedField, obj *model.PromptStats) (ret graphql.Marshaler) {
+	return graphql.ResolveField(
+		ctx,
+		ec.OperationContext,
+		field,
+		func(ctx context.Context, field graphql.CollectedField) (*graphql.FieldContext, error) {
+			return ec.fieldContext_PromptStats_inputTokens(ctx, field)
+		},
+		func(ctx context.Context) (any, error) {
+			return obj.InputTokens, nil
+		},
+		nil,
+		func(ctx context.Context, selections ast.SelectionSet, v int) graphql.Marshaler {
+			return ec.marshalNInt2int(ctx, selections, v)
+		},
+		true,
+		true,
+	)
+}
+func (ec *executionContext) fieldContext_PromptStats_inputTokens(_ context.Context, field graphql.CollectedField) (fc *graphql.FieldContext, err error) {
+	return graphql.NewScalarFieldContext("PromptStats", field, false, false, "Int")
+}
+
+func (ec *executionContext) _PromptStats_cacheReadTokens(ctx context.Context, field graphql.CollectedField, obj *model.PromptStats) (ret graphql.Marshaler) {
+	return graphql.ResolveField(
+		ctx,
+		ec.OperationContext,
+		field,
+		func(ctx context.Context, field graphql.CollectedField) (*graphql.FieldContext, error) {
+			return ec.fieldContext_PromptStats_cacheReadTokens(ctx, field)
+		},
+		func(ctx context.Context) (any, error) {
+			return obj.CacheReadTokens, nil
+		},
+		nil,
+		func(ctx context.Context, selections ast.SelectionSet, v int) graphql.Marshaler {
+			return ec.marshalNInt2int(ctx, selections, v)
+		},
+		true,
+		true,
+	)
+}
+func (ec *executionContext) fieldContext_PromptStats_cacheReadTokens(_ context.Context, field graphql.CollectedField) (fc *graphql.FieldContext, err error) {
+	return graphql.NewScalarFieldContext("PromptStats", field, false, false, "Int")
+}
+
+func (ec *executionContext) _PromptStats_modelCalls(ctx context.Context, field graphql.CollectedField, obj *model.PromptStats) (ret graphql.Marshaler) {
+	return graphql.ResolveField(
+		ctx,
+		ec.OperationContext,
+		field,
+		func(ctx context.Context, field graphql.CollectedField) (*graphql.FieldContext, error) {
+			return ec.fieldContext_PromptStats_modelCalls(ctx, field)
+		},
+		func(ctx context.Context) (any, error) {
+			return obj.ModelCalls, nil
+		},
+		nil,
+		func(ctx context.Context, selections ast.SelectionSet, v int) graphql.Marshaler {
+			return ec.marshalNInt2int(ctx, selections, v)
+		},
+		true,
+		true,
+	)
+}
+func (ec *executionContext) fieldContext_PromptStats_modelCalls(_ context.Context, field graphql.CollectedField) (fc *graphql.FieldContext, err error) {
+	return graphql.NewScalarFieldContext("PromptStats", field, false, false, "Int")
 }
 
 func (ec *executionContext) _Query_node(ctx context.Context, field graphql.CollectedField) (ret graphql.Marshaler) {
@@ -11582,6 +12003,144 @@ func (ec *executionContext) fieldContext_SuggestionsAck_saved(_ context.Context,
 	return graphql.NewScalarFieldContext("SuggestionsAck", field, false, false, "Int")
 }
 
+func (ec *executionContext) _Summary_fromTurn(ctx context.Context, field graphql.CollectedField, obj *ent.Summary) (ret graphql.Marshaler) {
+	return graphql.ResolveField(
+		ctx,
+		ec.OperationContext,
+		field,
+		func(ctx context.Context, field graphql.CollectedField) (*graphql.FieldContext, error) {
+			return ec.fieldContext_Summary_fromTurn(ctx, field)
+		},
+		func(ctx context.Context) (any, error) {
+			return obj.FromTurn, nil
+		},
+		nil,
+		func(ctx context.Context, selections ast.SelectionSet, v int) graphql.Marshaler {
+			return ec.marshalNInt2int(ctx, selections, v)
+		},
+		true,
+		true,
+	)
+}
+func (ec *executionContext) fieldContext_Summary_fromTurn(_ context.Context, field graphql.CollectedField) (fc *graphql.FieldContext, err error) {
+	return graphql.NewScalarFieldContext("Summary", field, false, false, "Int")
+}
+
+func (ec *executionContext) _Summary_toTurn(ctx context.Context, field graphql.CollectedField, obj *ent.Summary) (ret graphql.Marshaler) {
+	return graphql.ResolveField(
+		ctx,
+		ec.OperationContext,
+		field,
+		func(ctx context.Context, field graphql.CollectedField) (*graphql.FieldContext, error) {
+			return ec.fieldContext_Summary_toTurn(ctx, field)
+		},
+		func(ctx context.Context) (any, error) {
+			return obj.ToTurn, nil
+		},
+		nil,
+		func(ctx context.Context, selections ast.SelectionSet, v int) graphql.Marshaler {
+			return ec.marshalNInt2int(ctx, selections, v)
+		},
+		true,
+		true,
+	)
+}
+func (ec *executionContext) fieldContext_Summary_toTurn(_ context.Context, field graphql.CollectedField) (fc *graphql.FieldContext, err error) {
+	return graphql.NewScalarFieldContext("Summary", field, false, false, "Int")
+}
+
+func (ec *executionContext) _Summary_text(ctx context.Context, field graphql.CollectedField, obj *ent.Summary) (ret graphql.Marshaler) {
+	return graphql.ResolveField(
+		ctx,
+		ec.OperationContext,
+		field,
+		func(ctx context.Context, field graphql.CollectedField) (*graphql.FieldContext, error) {
+			return ec.fieldContext_Summary_text(ctx, field)
+		},
+		func(ctx context.Context) (any, error) {
+			return obj.Text, nil
+		},
+		nil,
+		func(ctx context.Context, selections ast.SelectionSet, v string) graphql.Marshaler {
+			return ec.marshalNString2string(ctx, selections, v)
+		},
+		true,
+		true,
+	)
+}
+func (ec *executionContext) fieldContext_Summary_text(_ context.Context, field graphql.CollectedField) (fc *graphql.FieldContext, err error) {
+	return graphql.NewScalarFieldContext("Summary", field, false, false, "String")
+}
+
+func (ec *executionContext) _Summary_createdAt(ctx context.Context, field graphql.CollectedField, obj *ent.Summary) (ret graphql.Marshaler) {
+	return graphql.ResolveField(
+		ctx,
+		ec.OperationContext,
+		field,
+		func(ctx context.Context, field graphql.CollectedField) (*graphql.FieldContext, error) {
+			return ec.fieldContext_Summary_createdAt(ctx, field)
+		},
+		func(ctx context.Context) (any, error) {
+			return obj.CreatedAt, nil
+		},
+		nil,
+		func(ctx context.Context, selections ast.SelectionSet, v time.Time) graphql.Marshaler {
+			return ec.marshalNTime2timeᚐTime(ctx, selections, v)
+		},
+		true,
+		true,
+	)
+}
+func (ec *executionContext) fieldContext_Summary_createdAt(_ context.Context, field graphql.CollectedField) (fc *graphql.FieldContext, err error) {
+	return graphql.NewScalarFieldContext("Summary", field, false, false, "Time")
+}
+
+func (ec *executionContext) _Summary_model(ctx context.Context, field graphql.CollectedField, obj *ent.Summary) (ret graphql.Marshaler) {
+	return graphql.ResolveField(
+		ctx,
+		ec.OperationContext,
+		field,
+		func(ctx context.Context, field graphql.CollectedField) (*graphql.FieldContext, error) {
+			return ec.fieldContext_Summary_model(ctx, field)
+		},
+		func(ctx context.Context) (any, error) {
+			return obj.Model, nil
+		},
+		nil,
+		func(ctx context.Context, selections ast.SelectionSet, v string) graphql.Marshaler {
+			return ec.marshalNString2string(ctx, selections, v)
+		},
+		true,
+		true,
+	)
+}
+func (ec *executionContext) fieldContext_Summary_model(_ context.Context, field graphql.CollectedField) (fc *graphql.FieldContext, err error) {
+	return graphql.NewScalarFieldContext("Summary", field, false, false, "String")
+}
+
+func (ec *executionContext) _Summary_cost(ctx context.Context, field graphql.CollectedField, obj *ent.Summary) (ret graphql.Marshaler) {
+	return graphql.ResolveField(
+		ctx,
+		ec.OperationContext,
+		field,
+		func(ctx context.Context, field graphql.CollectedField) (*graphql.FieldContext, error) {
+			return ec.fieldContext_Summary_cost(ctx, field)
+		},
+		func(ctx context.Context) (any, error) {
+			return obj.Cost, nil
+		},
+		nil,
+		func(ctx context.Context, selections ast.SelectionSet, v float64) graphql.Marshaler {
+			return ec.marshalNFloat2float64(ctx, selections, v)
+		},
+		true,
+		true,
+	)
+}
+func (ec *executionContext) fieldContext_Summary_cost(_ context.Context, field graphql.CollectedField) (fc *graphql.FieldContext, err error) {
+	return graphql.NewScalarFieldContext("Summary", field, false, false, "Float")
+}
+
 func (ec *executionContext) _Task_title(ctx context.Context, field graphql.CollectedField, obj *ent.Task) (ret graphql.Marshaler) {
 	return graphql.ResolveField(
 		ctx,
@@ -11951,6 +12510,29 @@ func (ec *executionContext) _ToolCall_ref(ctx context.Context, field graphql.Col
 	)
 }
 func (ec *executionContext) fieldContext_ToolCall_ref(_ context.Context, field graphql.CollectedField) (fc *graphql.FieldContext, err error) {
+	return graphql.NewScalarFieldContext("ToolCall", field, false, false, "String")
+}
+
+func (ec *executionContext) _ToolCall_guardrail(ctx context.Context, field graphql.CollectedField, obj *ent.ToolCall) (ret graphql.Marshaler) {
+	return graphql.ResolveField(
+		ctx,
+		ec.OperationContext,
+		field,
+		func(ctx context.Context, field graphql.CollectedField) (*graphql.FieldContext, error) {
+			return ec.fieldContext_ToolCall_guardrail(ctx, field)
+		},
+		func(ctx context.Context) (any, error) {
+			return obj.Guardrail, nil
+		},
+		nil,
+		func(ctx context.Context, selections ast.SelectionSet, v *string) graphql.Marshaler {
+			return ec.marshalOString2ᚖstring(ctx, selections, v)
+		},
+		true,
+		false,
+	)
+}
+func (ec *executionContext) fieldContext_ToolCall_guardrail(_ context.Context, field graphql.CollectedField) (fc *graphql.FieldContext, err error) {
 	return graphql.NewScalarFieldContext("ToolCall", field, false, false, "String")
 }
 
@@ -13960,6 +14542,38 @@ func (ec *executionContext) fieldContext_Turn_modelCalls(_ context.Context, fiel
 	return fc, nil
 }
 
+func (ec *executionContext) _Turn_promptStats(ctx context.Context, field graphql.CollectedField, obj *ent.Turn) (ret graphql.Marshaler) {
+	return graphql.ResolveField(
+		ctx,
+		ec.OperationContext,
+		field,
+		func(ctx context.Context, field graphql.CollectedField) (*graphql.FieldContext, error) {
+			return ec.fieldContext_Turn_promptStats(ctx, field)
+		},
+		func(ctx context.Context) (any, error) {
+			return ec.Resolvers.Turn().PromptStats(ctx, obj)
+		},
+		nil,
+		func(ctx context.Context, selections ast.SelectionSet, v *model.PromptStats) graphql.Marshaler {
+			return ec.marshalNPromptStats2ᚖgithubᚗcomᚋtoolgateᚋtoolgateᚋgraphᚋmodelᚐPromptStats(ctx, selections, v)
+		},
+		true,
+		true,
+	)
+}
+func (ec *executionContext) fieldContext_Turn_promptStats(_ context.Context, field graphql.CollectedField) (fc *graphql.FieldContext, err error) {
+	fc = &graphql.FieldContext{
+		Object:     "Turn",
+		Field:      field,
+		IsMethod:   true,
+		IsResolver: true,
+		Child: func(ctx context.Context, field graphql.CollectedField) (*graphql.FieldContext, error) {
+			return ec.childFields_PromptStats(ctx, field)
+		},
+	}
+	return fc, nil
+}
+
 func (ec *executionContext) _Turn_grounding(ctx context.Context, field graphql.CollectedField, obj *ent.Turn) (ret graphql.Marshaler) {
 	return graphql.ResolveField(
 		ctx,
@@ -14403,6 +15017,75 @@ func (ec *executionContext) _Usage_modelCalls(ctx context.Context, field graphql
 }
 func (ec *executionContext) fieldContext_Usage_modelCalls(_ context.Context, field graphql.CollectedField) (fc *graphql.FieldContext, err error) {
 	return graphql.NewScalarFieldContext("Usage", field, false, false, "Int")
+}
+
+func (ec *executionContext) _Usage_prefixTokens(ctx context.Context, field graphql.CollectedField, obj *model.Usage) (ret graphql.Marshaler) {
+	return graphql.ResolveField(
+		ctx,
+		ec.OperationContext,
+		field,
+		func(ctx context.Context, field graphql.CollectedField) (*graphql.FieldContext, error) {
+			return ec.fieldContext_Usage_prefixTokens(ctx, field)
+		},
+		func(ctx context.Context) (any, error) {
+			return obj.PrefixTokens, nil
+		},
+		nil,
+		func(ctx context.Context, selections ast.SelectionSet, v int) graphql.Marshaler {
+			return ec.marshalNInt2int(ctx, selections, v)
+		},
+		true,
+		true,
+	)
+}
+func (ec *executionContext) fieldContext_Usage_prefixTokens(_ context.Context, field graphql.CollectedField) (fc *graphql.FieldContext, err error) {
+	return graphql.NewScalarFieldContext("Usage", field, false, false, "Int")
+}
+
+func (ec *executionContext) _Usage_prefixShare(ctx context.Context, field graphql.CollectedField, obj *model.Usage) (ret graphql.Marshaler) {
+	return graphql.ResolveField(
+		ctx,
+		ec.OperationContext,
+		field,
+		func(ctx context.Context, field graphql.CollectedField) (*graphql.FieldContext, error) {
+			return ec.fieldContext_Usage_prefixShare(ctx, field)
+		},
+		func(ctx context.Context) (any, error) {
+			return obj.PrefixShare, nil
+		},
+		nil,
+		func(ctx context.Context, selections ast.SelectionSet, v float64) graphql.Marshaler {
+			return ec.marshalNFloat2float64(ctx, selections, v)
+		},
+		true,
+		true,
+	)
+}
+func (ec *executionContext) fieldContext_Usage_prefixShare(_ context.Context, field graphql.CollectedField) (fc *graphql.FieldContext, err error) {
+	return graphql.NewScalarFieldContext("Usage", field, false, false, "Float")
+}
+
+func (ec *executionContext) _Usage_cachedShare(ctx context.Context, field graphql.CollectedField, obj *model.Usage) (ret graphql.Marshaler) {
+	return graphql.ResolveField(
+		ctx,
+		ec.OperationContext,
+		field,
+		func(ctx context.Context, field graphql.CollectedField) (*graphql.FieldContext, error) {
+			return ec.fieldContext_Usage_cachedShare(ctx, field)
+		},
+		func(ctx context.Context) (any, error) {
+			return obj.CachedShare, nil
+		},
+		nil,
+		func(ctx context.Context, selections ast.SelectionSet, v float64) graphql.Marshaler {
+			return ec.marshalNFloat2float64(ctx, selections, v)
+		},
+		true,
+		true,
+	)
+}
+func (ec *executionContext) fieldContext_Usage_cachedShare(_ context.Context, field graphql.CollectedField) (fc *graphql.FieldContext, err error) {
+	return graphql.NewScalarFieldContext("Usage", field, false, false, "Float")
 }
 
 func (ec *executionContext) _Usage_byModel(ctx context.Context, field graphql.CollectedField, obj *model.Usage) (ret graphql.Marshaler) {
@@ -19816,6 +20499,12 @@ func (ec *executionContext) _Conversation(ctx context.Context, sel ast.Selection
 				func(ctx context.Context) graphql.Marshaler {
 					return ec._Conversation_tasks(ctx, field, obj)
 				})
+		case "summaries":
+			out.ResolveConcurrently(ec.OperationContext, &deferred, i,
+				true, true,
+				func(ctx context.Context) graphql.Marshaler {
+					return ec._Conversation_summaries(ctx, field, obj)
+				})
 		default:
 			panic("unknown field " + strconv.Quote(field.Name))
 		}
@@ -20094,6 +20783,16 @@ func (ec *executionContext) _ModelCall(ctx context.Context, sel ast.SelectionSet
 			out.Values[i] = graphql.MarshalString("ModelCall")
 		case "step":
 			out.Values[i] = ec._ModelCall_step(ctx, field, obj)
+			if out.Values[i] == graphql.Null {
+				out.Invalids++
+			}
+		case "kind":
+			out.Values[i] = ec._ModelCall_kind(ctx, field, obj)
+			if out.Values[i] == graphql.Null {
+				out.Invalids++
+			}
+		case "prefixTokens":
+			out.Values[i] = ec._ModelCall_prefixTokens(ctx, field, obj)
 			if out.Values[i] == graphql.Null {
 				out.Invalids++
 			}
@@ -20462,6 +21161,54 @@ func (ec *executionContext) _PageInfo(ctx context.Context, sel ast.SelectionSet,
 	return out
 }
 
+var promptStatsImplementors = []string{"PromptStats"}
+
+func (ec *executionContext) _PromptStats(ctx context.Context, sel ast.SelectionSet, obj *model.PromptStats) graphql.Marshaler {
+	fields := graphql.CollectFields(ec.OperationContext, sel, promptStatsImplementors)
+
+	out := graphql.NewFieldSet(fields)
+	deferred := graphql.NewDeferredGroup(ctx)
+	for i, field := range fields {
+		switch field.Name {
+		case "__typename":
+			out.Values[i] = graphql.MarshalString("PromptStats")
+		case "prefixTokens":
+			out.Values[i] = ec._PromptStats_prefixTokens(ctx, field, obj)
+			if out.Values[i] == graphql.Null {
+				out.Invalids++
+			}
+		case "inputTokens":
+			out.Values[i] = ec._PromptStats_inputTokens(ctx, field, obj)
+			if out.Values[i] == graphql.Null {
+				out.Invalids++
+			}
+		case "cacheReadTokens":
+			out.Values[i] = ec._PromptStats_cacheReadTokens(ctx, field, obj)
+			if out.Values[i] == graphql.Null {
+				out.Invalids++
+			}
+		case "modelCalls":
+			out.Values[i] = ec._PromptStats_modelCalls(ctx, field, obj)
+			if out.Values[i] == graphql.Null {
+				out.Invalids++
+			}
+		default:
+			panic("unknown field " + strconv.Quote(field.Name))
+		}
+	}
+	out.Dispatch(ctx)
+	if out.Invalids > 0 {
+		return graphql.Null
+	}
+
+	if n := len(deferred.Defers); n > 0 {
+		atomic.AddInt32(&ec.Deferred, int32(min(n, math.MaxInt32)))
+		ec.ProcessDeferredGroup(deferred)
+	}
+
+	return out
+}
+
 var queryImplementors = []string{"Query"}
 
 func (ec *executionContext) _Query(ctx context.Context, sel ast.SelectionSet) graphql.Marshaler {
@@ -20775,6 +21522,64 @@ func (ec *executionContext) _SuggestionsAck(ctx context.Context, sel ast.Selecti
 	return out
 }
 
+var summaryImplementors = []string{"Summary"}
+
+func (ec *executionContext) _Summary(ctx context.Context, sel ast.SelectionSet, obj *ent.Summary) graphql.Marshaler {
+	fields := graphql.CollectFields(ec.OperationContext, sel, summaryImplementors)
+
+	out := graphql.NewFieldSet(fields)
+	deferred := graphql.NewDeferredGroup(ctx)
+	for i, field := range fields {
+		switch field.Name {
+		case "__typename":
+			out.Values[i] = graphql.MarshalString("Summary")
+		case "fromTurn":
+			out.Values[i] = ec._Summary_fromTurn(ctx, field, obj)
+			if out.Values[i] == graphql.Null {
+				out.Invalids++
+			}
+		case "toTurn":
+			out.Values[i] = ec._Summary_toTurn(ctx, field, obj)
+			if out.Values[i] == graphql.Null {
+				out.Invalids++
+			}
+		case "text":
+			out.Values[i] = ec._Summary_text(ctx, field, obj)
+			if out.Values[i] == graphql.Null {
+				out.Invalids++
+			}
+		case "createdAt":
+			out.Values[i] = ec._Summary_createdAt(ctx, field, obj)
+			if out.Values[i] == graphql.Null {
+				out.Invalids++
+			}
+		case "model":
+			out.Values[i] = ec._Summary_model(ctx, field, obj)
+			if out.Values[i] == graphql.Null {
+				out.Invalids++
+			}
+		case "cost":
+			out.Values[i] = ec._Summary_cost(ctx, field, obj)
+			if out.Values[i] == graphql.Null {
+				out.Invalids++
+			}
+		default:
+			panic("unknown field " + strconv.Quote(field.Name))
+		}
+	}
+	out.Dispatch(ctx)
+	if out.Invalids > 0 {
+		return graphql.Null
+	}
+
+	if n := len(deferred.Defers); n > 0 {
+		atomic.AddInt32(&ec.Deferred, int32(min(n, math.MaxInt32)))
+		ec.ProcessDeferredGroup(deferred)
+	}
+
+	return out
+}
+
 var taskImplementors = []string{"Task"}
 
 func (ec *executionContext) _Task(ctx context.Context, sel ast.SelectionSet, obj *ent.Task) graphql.Marshaler {
@@ -20915,6 +21720,11 @@ func (ec *executionContext) _ToolCall(ctx context.Context, sel ast.SelectionSet,
 			}
 		case "ref":
 			out.Values[i] = ec._ToolCall_ref(ctx, field, obj)
+			if out.Values[i] == graphql.RequiredNull {
+				atomic.AddUint32(&out.Invalids, 1)
+			}
+		case "guardrail":
+			out.Values[i] = ec._ToolCall_guardrail(ctx, field, obj)
 			if out.Values[i] == graphql.RequiredNull {
 				atomic.AddUint32(&out.Invalids, 1)
 			}
@@ -21682,6 +22492,12 @@ func (ec *executionContext) _Turn(ctx context.Context, sel ast.SelectionSet, obj
 				func(ctx context.Context) graphql.Marshaler {
 					return ec._Turn_modelCalls(ctx, field, obj)
 				})
+		case "promptStats":
+			out.ResolveConcurrently(ec.OperationContext, &deferred, i,
+				true, true,
+				func(ctx context.Context) graphql.Marshaler {
+					return ec._Turn_promptStats(ctx, field, obj)
+				})
 		case "grounding":
 			out.ResolveConcurrently(ec.OperationContext, &deferred, i,
 				true, true,
@@ -21877,6 +22693,21 @@ func (ec *executionContext) _Usage(ctx context.Context, sel ast.SelectionSet, ob
 			}
 		case "modelCalls":
 			out.Values[i] = ec._Usage_modelCalls(ctx, field, obj)
+			if out.Values[i] == graphql.Null {
+				out.Invalids++
+			}
+		case "prefixTokens":
+			out.Values[i] = ec._Usage_prefixTokens(ctx, field, obj)
+			if out.Values[i] == graphql.Null {
+				out.Invalids++
+			}
+		case "prefixShare":
+			out.Values[i] = ec._Usage_prefixShare(ctx, field, obj)
+			if out.Values[i] == graphql.Null {
+				out.Invalids++
+			}
+		case "cachedShare":
+			out.Values[i] = ec._Usage_cachedShare(ctx, field, obj)
 			if out.Values[i] == graphql.Null {
 				out.Invalids++
 			}
@@ -23519,6 +24350,16 @@ func (ec *executionContext) marshalNModelCall2ᚖgithubᚗcomᚋtoolgateᚋtoolg
 	return ec._ModelCall(ctx, sel, v)
 }
 
+func (ec *executionContext) unmarshalNModelCallKind2githubᚗcomᚋtoolgateᚋtoolgateᚋentᚋmodelcallᚐKind(ctx context.Context, v any) (modelcall.Kind, error) {
+	var res modelcall.Kind
+	err := res.UnmarshalGQL(v)
+	return res, graphql.ErrorOnPath(ctx, err)
+}
+
+func (ec *executionContext) marshalNModelCallKind2githubᚗcomᚋtoolgateᚋtoolgateᚋentᚋmodelcallᚐKind(ctx context.Context, sel ast.SelectionSet, v modelcall.Kind) graphql.Marshaler {
+	return v
+}
+
 func (ec *executionContext) marshalNModelUsage2ᚕᚖgithubᚗcomᚋtoolgateᚋtoolgateᚋgraphᚋmodelᚐModelUsageᚄ(ctx context.Context, sel ast.SelectionSet, v []*model.ModelUsage) graphql.Marshaler {
 	ret := graphql.MarshalSliceConcurrently(ctx, len(v), 0, false, func(ctx context.Context, i int) graphql.Marshaler {
 		fc := graphql.GetFieldContext(ctx)
@@ -23573,6 +24414,14 @@ func (ec *executionContext) marshalNOrganization2ᚖgithubᚗcomᚋtoolgateᚋto
 
 func (ec *executionContext) marshalNPageInfo2entgoᚗioᚋcontribᚋentgqlᚐPageInfo(ctx context.Context, sel ast.SelectionSet, v entgql.PageInfo[int]) graphql.Marshaler {
 	return ec._PageInfo(ctx, sel, &v)
+}
+
+func (ec *executionContext) marshalNPromptStats2ᚖgithubᚗcomᚋtoolgateᚋtoolgateᚋgraphᚋmodelᚐPromptStats(ctx context.Context, sel ast.SelectionSet, v *model.PromptStats) graphql.Marshaler {
+	if v == nil {
+		graphql.AddInvalidNullError(ctx, "PromptStats!")
+		return graphql.Null
+	}
+	return ec._PromptStats(ctx, sel, v)
 }
 
 func (ec *executionContext) unmarshalNRegisterApplicationInput2githubᚗcomᚋtoolgateᚋtoolgateᚋgraphᚋmodelᚐRegisterApplicationInput(ctx context.Context, v any) (model.RegisterApplicationInput, error) {
@@ -23649,6 +24498,30 @@ func (ec *executionContext) marshalNSuggestionsAck2ᚖgithubᚗcomᚋtoolgateᚋ
 		return graphql.Null
 	}
 	return ec._SuggestionsAck(ctx, sel, v)
+}
+
+func (ec *executionContext) marshalNSummary2ᚕᚖgithubᚗcomᚋtoolgateᚋtoolgateᚋentᚐSummaryᚄ(ctx context.Context, sel ast.SelectionSet, v []*ent.Summary) graphql.Marshaler {
+	ret := graphql.MarshalSliceConcurrently(ctx, len(v), 0, false, func(ctx context.Context, i int) graphql.Marshaler {
+		fc := graphql.GetFieldContext(ctx)
+		fc.Result = &v[i]
+		return ec.marshalNSummary2ᚖgithubᚗcomᚋtoolgateᚋtoolgateᚋentᚐSummary(ctx, sel, v[i])
+	})
+
+	for _, e := range ret {
+		if e == graphql.Null {
+			return graphql.Null
+		}
+	}
+
+	return ret
+}
+
+func (ec *executionContext) marshalNSummary2ᚖgithubᚗcomᚋtoolgateᚋtoolgateᚋentᚐSummary(ctx context.Context, sel ast.SelectionSet, v *ent.Summary) graphql.Marshaler {
+	if v == nil {
+		graphql.AddInvalidNullError(ctx, "Summary!")
+		return graphql.Null
+	}
+	return ec._Summary(ctx, sel, v)
 }
 
 func (ec *executionContext) marshalNTask2ᚕᚖgithubᚗcomᚋtoolgateᚋtoolgateᚋentᚐTaskᚄ(ctx context.Context, sel ast.SelectionSet, v []*ent.Task) graphql.Marshaler {

@@ -21,6 +21,7 @@ import (
 	"github.com/toolgate/toolgate/ent"
 	"github.com/toolgate/toolgate/ent/modelcall"
 	"github.com/toolgate/toolgate/ent/storedresult"
+	"github.com/toolgate/toolgate/ent/summary"
 	"github.com/toolgate/toolgate/ent/task"
 	"github.com/toolgate/toolgate/ent/toolcall"
 )
@@ -43,6 +44,8 @@ type Loaders struct {
 	TasksByConversation *dataloader.Loader[int, []*ent.Task]
 	// ModelCallsByTurn loads turns' model calls, in step order.
 	ModelCallsByTurn *dataloader.Loader[int, []*ent.ModelCall]
+	// SummariesByConversation loads conversations' summaries, oldest range first.
+	SummariesByConversation *dataloader.Loader[int, []*ent.Summary]
 }
 
 // New returns loaders that query through client (the API's scoped client).
@@ -56,6 +59,8 @@ func New(client *ent.Client) *Loaders {
 		dataloader.WithWait[int, []*ent.Task](Wait))
 	l.ModelCallsByTurn = dataloader.NewBatchedLoader(modelCallsByTurn(client),
 		dataloader.WithWait[int, []*ent.ModelCall](Wait))
+	l.SummariesByConversation = dataloader.NewBatchedLoader(summariesByConversation(client),
+		dataloader.WithWait[int, []*ent.Summary](Wait))
 	return l
 }
 
@@ -260,6 +265,21 @@ func (l *Loaders) Tasks(ctx context.Context, conv *ent.Conversation) ([]*ent.Tas
 	return l.TasksByConversation.Load(ctx, conv.ID)()
 }
 
+// Summaries returns a conversation's summaries, ordered by the last turn
+// they cover, loading those of the conversation's whole page in the same
+// statement.
+func (l *Loaders) Summaries(ctx context.Context, conv *ent.Conversation) ([]*ent.Summary, error) {
+	if ids := siblingConversations(ctx); len(ids) > 1 {
+		err := l.pageOnce("summaries", ids, func() error {
+			return primeAll(ctx, l.SummariesByConversation, summariesByConversation(l.client), ids)
+		})
+		if err != nil {
+			return nil, err
+		}
+	}
+	return l.SummariesByConversation.Load(ctx, conv.ID)()
+}
+
 func siblingConversations(ctx context.Context) []int {
 	for fc := graphql.GetFieldContext(ctx); fc != nil; fc = fc.Parent {
 		if r, ok := fc.Result.(*ent.ConversationConnection); ok {
@@ -282,6 +302,16 @@ func tasksByConversation(client *ent.Client) dataloader.BatchFunc[int, []*ent.Ta
 			Order(ent.Asc(task.FieldConversationID), ent.Asc(task.FieldPosition)).
 			All(ctx)
 		return group(ids, rows, err, func(t *ent.Task) int { return t.ConversationID })
+	}
+}
+
+func summariesByConversation(client *ent.Client) dataloader.BatchFunc[int, []*ent.Summary] {
+	return func(ctx context.Context, ids []int) []*dataloader.Result[[]*ent.Summary] {
+		rows, err := client.Summary.Query().
+			Where(summary.ConversationIDIn(ids...)).
+			Order(ent.Asc(summary.FieldConversationID), ent.Asc(summary.FieldToTurn)).
+			All(ctx)
+		return group(ids, rows, err, func(s *ent.Summary) int { return s.ConversationID })
 	}
 }
 

@@ -74,6 +74,18 @@ type ModelUsage struct {
 	ModelCalls       int     `json:"modelCalls"`
 }
 
+// What a turn's model calls read.
+type PromptStats struct {
+	// The stable prefix of one call (system prompt and tool definitions), in o200k tokens.
+	PrefixTokens int `json:"prefixTokens"`
+	// Input tokens over the turn's model calls: uncached, cache read and cache write.
+	InputTokens int `json:"inputTokens"`
+	// The part of inputTokens read from the provider's cache.
+	CacheReadTokens int `json:"cacheReadTokens"`
+	// How many model calls the turn made, a compaction included.
+	ModelCalls int `json:"modelCalls"`
+}
+
 type RegisterApplicationInput struct {
 	// Lower-case letters, digits, '-' and '_'; the tools are offered as <name>__<tool>.
 	Name string `json:"name"`
@@ -124,11 +136,18 @@ type Usage struct {
 	CacheWriteTokens int    `json:"cacheWriteTokens"`
 	OutputTokens     int    `json:"outputTokens"`
 	// USD, from the price table.
-	Cost       float64       `json:"cost"`
-	ModelCalls int           `json:"modelCalls"`
-	ByModel    []*ModelUsage `json:"byModel"`
-	ByAgent    []*AgentUsage `json:"byAgent"`
-	ByUser     []*UserUsage  `json:"byUser"`
+	Cost       float64 `json:"cost"`
+	ModelCalls int     `json:"modelCalls"`
+	// The stable prefix (system prompt and tool definitions) summed over the
+	// month's model calls, in o200k tokens.
+	PrefixTokens int `json:"prefixTokens"`
+	// prefixTokens over all input tokens (uncached, cache read and cache write): the share of reading spent on the prefix; 0 without input.
+	PrefixShare float64 `json:"prefixShare"`
+	// cacheReadTokens over all input tokens; 0 without input.
+	CachedShare float64       `json:"cachedShare"`
+	ByModel     []*ModelUsage `json:"byModel"`
+	ByAgent     []*AgentUsage `json:"byAgent"`
+	ByUser      []*UserUsage  `json:"byUser"`
 }
 
 type UserUsage struct {

@@ -213,7 +213,7 @@ func (r *Runner) RunTurn(ctx context.Context, turnID int) error {
 // jobs; the first to claim it runs it and the other finds it taken.
 func (r *Runner) Start(ctx context.Context, turnID int) (bool, error) {
 	ctx = tenancy.System(ctx)
-	steps, err := r.cfg.Client.ModelCall.Query().Where(modelcall.TurnID(turnID)).Count(ctx)
+	steps, err := r.cfg.Client.ModelCall.Query().Where(modelcall.TurnID(turnID), modelcall.KindEQ(modelcall.KindSTEP)).Count(ctx)
 	if err != nil {
 		return false, fmt.Errorf("count steps: %w", err)
 	}

@@ -15,6 +15,7 @@ import (
 	"github.com/toolgate/toolgate/ent/db/dbtest"
 	"github.com/toolgate/toolgate/ent/tenancy"
 	"github.com/toolgate/toolgate/ent/turn"
+	"github.com/toolgate/toolgate/graph/gid"
 	"github.com/toolgate/toolgate/runtime/model"
 	"github.com/toolgate/toolgate/runtime/model/anthropic"
 	"github.com/toolgate/toolgate/runtime/model/openai"
@@ -86,6 +87,9 @@ func TestTurnOverEachProviderProtocol(t *testing.T) {
 		// the calculator's result.
 		heard     func(t *testing.T, w *wire) string
 		wantCache int64
+		// paid returns who pays as the request carried it, and the
+		// request's prompt bytes (system, tools, messages).
+		paid func(body map[string]any) (string, []byte)
 	}{
 		{
 			name: "openai",
@@ -104,6 +108,10 @@ func TestTurnOverEachProviderProtocol(t *testing.T) {
 				return fmt.Sprint(last["content"])
 			},
 			wantCache: 1000,
+			paid: func(body map[string]any) (string, []byte) {
+				prompt, _ := json.Marshal([]any{body["messages"], body["tools"]})
+				return fmt.Sprint(body["user"]) + " " + fmt.Sprint(body["safety_identifier"]), prompt
+			},
 		},
 		{
 			name: "anthropic",
@@ -131,6 +139,10 @@ func TestTurnOverEachProviderProtocol(t *testing.T) {
 				return string(b)
 			},
 			wantCache: 0,
+			paid: func(body map[string]any) (string, []byte) {
+				prompt, _ := json.Marshal([]any{body["system"], body["messages"], body["tools"]})
+				return fmt.Sprint(body["metadata"].(map[string]any)["user_id"]), prompt
+			},
 		},
 	}
 	for _, tt := range tests {
@@ -148,6 +160,24 @@ func TestTurnOverEachProviderProtocol(t *testing.T) {
 			require.EqualValues(t, tt.wantCache, mcs[0].CacheReadTokens)
 			require.Equal(t, tt.name, mcs[0].Provider)
 			require.Greater(t, mcs[0].Cost, 0.0)
+
+			// Who pays: every request carries the opaque ids as metadata,
+			// each call records them, and no prompt byte holds any.
+			conv := got.QueryConversation().OnlyX(tenancy.System(t.Context()))
+			who := model.Attribution{Organization: gid.Encode(conv.OrganizationID), User: gid.Encode(conv.UserID),
+				Agent: gid.Encode(conv.AgentID), Conversation: gid.Encode(conv.ID)}
+			for i := range 2 {
+				paid, prompt := tt.paid(w.body(i))
+				require.Contains(t, paid, who.Key())
+				for _, id := range []string{who.Organization, who.User, who.Agent, who.Conversation} {
+					require.NotContains(t, string(prompt), id)
+				}
+				require.Equal(t, who.Key(), mcs[i].Attribution)
+				require.Positive(t, mcs[i].PrefixTokens)
+			}
+			if tt.name == "openai" {
+				require.Equal(t, who.Key()+" "+who.User, fmt.Sprint(w.body(0)["user"])+" "+fmt.Sprint(w.body(0)["safety_identifier"]))
+			}
 		})
 	}
 }

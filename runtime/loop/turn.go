@@ -7,6 +7,7 @@ import (
 	"fmt"
 	"log/slog"
 	"slices"
+	"strconv"
 
 	"github.com/toolgate/toolgate/ent"
 	"github.com/toolgate/toolgate/ent/application"
@@ -20,6 +21,7 @@ import (
 	"github.com/toolgate/toolgate/runtime/batch"
 	"github.com/toolgate/toolgate/runtime/dispatch"
 	"github.com/toolgate/toolgate/runtime/events"
+	"github.com/toolgate/toolgate/runtime/guard"
 	"github.com/toolgate/toolgate/runtime/mcp"
 	"github.com/toolgate/toolgate/runtime/model"
 	"github.com/toolgate/toolgate/runtime/prompt"
@@ -44,6 +46,9 @@ type turnRun struct {
 	byName  map[string]tools.Definition
 	apps    map[string]mcp.Application
 	req     model.Request
+	// prefixTokens is the stable prefix (system prompt and definitions) in
+	// o200k tokens: the same on every call of the turn.
+	prefixTokens int
 	// nextPosition is the position of the turn's next tool call.
 	nextPosition int
 	// modelCtx is cancelled when a drain starts: a model call in flight
@@ -178,11 +183,23 @@ func (t *turnRun) load(ctx context.Context) error {
 		t.byName[d.Name] = d
 	}
 	t.req = model.Request{
-		System:    prompt.System(t.agent, t.offered),
-		Tools:     prompt.Specs(t.offered),
-		MaxTokens: t.r.cfg.MaxTokens,
+		System:      prompt.System(t.agent, t.offered),
+		Tools:       prompt.Specs(t.offered),
+		MaxTokens:   t.r.cfg.MaxTokens,
+		Attribution: t.attribution(),
 	}
+	t.prefixTokens = catalog.PrefixTokens(t.req.System, t.offered)
 	return nil
+}
+
+// attribution is who pays for the turn's calls, as the ids the API shows.
+func (t *turnRun) attribution() model.Attribution {
+	id := t.r.cfg.EncodeID
+	if id == nil {
+		id = strconv.Itoa
+	}
+	return model.Attribution{Organization: id(t.conv.OrganizationID), User: id(t.conv.UserID),
+		Agent: id(t.conv.AgentID), Conversation: id(t.conv.ID)}
 }
 
 // applicationTools lists the tools of the applications the agent names in
@@ -297,7 +314,7 @@ func (t *turnRun) history(ctx context.Context) (int, error) {
 func (t *turnRun) steps(ctx context.Context, turnIDs []int) (map[int][]prompt.Step, error) {
 	c := t.client()
 	mcs, err := c.ModelCall.Query().
-		Where(modelcall.TurnIDIn(turnIDs...)).
+		Where(modelcall.TurnIDIn(turnIDs...), modelcall.KindEQ(modelcall.KindSTEP)).
 		Order(ent.Asc(modelcall.FieldTurnID), ent.Asc(modelcall.FieldStep)).
 		Select(modelcall.FieldTurnID, modelcall.FieldStep, modelcall.FieldText).
 		All(ctx)
@@ -426,7 +443,7 @@ func (t *turnRun) callModel(ctx context.Context, step int) (*model.Response, []*
 	err = t.write(ctx, func(ctx context.Context, tx *ent.Tx) error {
 		// One step is recorded once: a run that lost its claim, or a
 		// second runner, cannot record it again.
-		done, err := tx.ModelCall.Query().Where(modelcall.TurnID(t.turnID), modelcall.Step(step)).Exist(ctx)
+		done, err := tx.ModelCall.Query().Where(modelcall.TurnID(t.turnID), modelcall.KindEQ(modelcall.KindSTEP), modelcall.Step(step)).Exist(ctx)
 		if err != nil {
 			return err
 		}
@@ -440,6 +457,7 @@ func (t *turnRun) callModel(ctx context.Context, step int) (*model.Response, []*
 			SetInputTokens(resp.Usage.InputUncached).SetCacheReadTokens(resp.Usage.CacheRead).
 			SetCacheWriteTokens(resp.Usage.CacheWrite).SetOutputTokens(resp.Usage.Output).
 			SetCost(cost).SetDurationMs(elapsed.Milliseconds()).SetStartedAt(start).
+			SetPrefixTokens(int64(t.prefixTokens)).SetAttribution(t.req.Attribution.Key()).
 			Exec(ctx)
 		if err != nil {
 			return fmt.Errorf("record model call: %w", err)
@@ -771,6 +789,13 @@ func (t *turnRun) recordTx(ctx context.Context, tx *ent.Tx, row *ent.ToolCall, d
 	h, err := dispatch.Render(res, def, ref, res.TruncatedAtSource)
 	if err != nil {
 		return "", err
+	}
+	// Instruction-like text in what the model hears is marked where it
+	// stands and recorded on the call; the backend's scope checks stay the
+	// defence.
+	if why := guard.Check(h.Text); why != "" {
+		upd.SetGuardrail(why)
+		h.Text = guard.Line(why) + "\n" + h.Text
 	}
 	// Evidence: what this call showed of other results, and the part of its
 	// own result the model received. Saved write inputs and failed reads

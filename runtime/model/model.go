@@ -6,6 +6,7 @@ package model
 import (
 	"context"
 	"encoding/json"
+	"strings"
 )
 
 // Role is who a message is from.
@@ -55,6 +56,47 @@ type Request struct {
 	Tools     []ToolSpec
 	Messages  []Message
 	MaxTokens int
+	// Kind says why the call is made; the zero value is a turn's own step.
+	Kind Kind
+	// Attribution is who pays. Providers send it as request metadata; it
+	// never enters a message the model reads.
+	Attribution Attribution
+}
+
+// Kind is why a model call is made.
+type Kind string
+
+// The kinds of model call.
+const (
+	// KindStep is one of a turn's own calls.
+	KindStep Kind = ""
+	// KindSummary asks for a summary of earlier turns (compaction). The
+	// replay provider answers it with a summary of its own, so compaction
+	// works offline.
+	KindSummary Kind = "summary"
+)
+
+// Attribution is who pays for a call, as opaque ids (never names): the
+// organisation, the user, the agent and the conversation.
+type Attribution struct {
+	Organization, User, Agent, Conversation string
+}
+
+// Key is the attribution as one opaque string, the form providers that
+// take a single identifier receive and the form recorded on each call;
+// empty when there is no attribution.
+func (a Attribution) Key() string {
+	if a == (Attribution{}) {
+		return ""
+	}
+	var b strings.Builder
+	for i, kv := range [][2]string{{"o", a.Organization}, {"u", a.User}, {"a", a.Agent}, {"c", a.Conversation}} {
+		if i > 0 {
+			b.WriteByte(';')
+		}
+		b.WriteString(kv[0] + "=" + kv[1])
+	}
+	return b.String()
 }
 
 // Usage is what the provider reports for one call. InputUncached excludes

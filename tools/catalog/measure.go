@@ -260,3 +260,14 @@ func memoTokens(s string) int {
 	memo.Unlock()
 	return n
 }
+
+// PrefixTokens is the stable prefix of a model call in o200k tokens: the
+// system prompt and the definitions of the offered tools, as sent. Both
+// are the same strings call after call, so they are counted once.
+func PrefixTokens(system string, offered []tools.Definition) int {
+	n := memoTokens(system)
+	for _, d := range offered {
+		n += memoTokens(string(d.Wire()))
+	}
+	return n
+}

@@ -141,9 +141,9 @@ func (w *markdown) node(n *html.Node) {
 		inner.base, inner.pre, inner.lists = w.base, w.pre, w.lists
 		inner.children(n)
 		label := strings.TrimSpace(inner.b.String())
-		switch {
-		case label == "":
-		case label == href:
+		switch label {
+		case "":
+		case href:
 			w.b.WriteString(label)
 		default:
 			w.b.WriteString("[" + label + "](" + href + ")")

@@ -138,6 +138,10 @@ func (p *Provider) params(req model.Request) (sdk.MessageNewParams, error) {
 	if req.MaxTokens <= 0 {
 		params.MaxTokens = int64(p.maxTokens)
 	}
+	// Who pays travels beside the prompt, never in it.
+	if key := req.Attribution.Key(); key != "" {
+		params.Metadata = sdk.MetadataParam{UserID: sdk.String(key)}
+	}
 	if req.System != "" {
 		params.System = []sdk.TextBlockParam{{Text: req.System, CacheControl: sdk.NewCacheControlEphemeralParam()}}
 	}

@@ -384,3 +384,28 @@ func BenchmarkComplete(b *testing.B) {
 		}
 	}
 }
+
+// TestAttribution: who pays goes out as metadata.user_id, and no prompt
+// byte holds an id.
+func TestAttribution(t *testing.T) {
+	t.Parallel()
+	b := setup(t, Options{}, reply{body: textAnswer}, reply{body: textAnswer})
+	who := model.Attribution{Organization: "tgorg0000000001", User: "tgusr0000000002", Agent: "tgagt0000000003", Conversation: "tgcnv0000000004"}
+	req := helloRequest
+	req.System = "Be exact."
+	req.Tools = []model.ToolSpec{{Name: "calculator", Description: "Arithmetic."}}
+	req.Attribution = who
+	_, err := b.provider.Complete(t.Context(), req)
+	require.NoError(t, err)
+	sent := b.sent(t, 0)
+	require.Equal(t, map[string]any{"user_id": who.Key()}, sent["metadata"])
+	prompt, err := json.Marshal([]any{sent["system"], sent["messages"], sent["tools"]})
+	require.NoError(t, err)
+	for _, id := range []string{who.Organization, who.User, who.Agent, who.Conversation} {
+		require.NotContains(t, string(prompt), id)
+	}
+
+	_, err = b.provider.Complete(t.Context(), helloRequest)
+	require.NoError(t, err)
+	require.NotContains(t, b.sent(t, 1), "metadata", "no attribution, no metadata")
+}

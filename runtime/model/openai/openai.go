@@ -141,6 +141,14 @@ func (p *Provider) params(req model.Request) (sdk.ChatCompletionNewParams, error
 	} else if p.maxTokens > 0 {
 		params.MaxCompletionTokens = sdk.Int(int64(p.maxTokens))
 	}
+	// Who pays travels beside the prompt, never in it: user takes every
+	// id, safety_identifier the end user's alone.
+	if key := req.Attribution.Key(); key != "" {
+		params.User = sdk.String(key)
+	}
+	if id := req.Attribution.User; id != "" {
+		params.SafetyIdentifier = sdk.String(id)
+	}
 	if req.System != "" {
 		params.Messages = append(params.Messages, sdk.SystemMessage(req.System))
 	}

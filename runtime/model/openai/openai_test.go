@@ -447,3 +447,34 @@ func BenchmarkStreamedToolCall(b *testing.B) {
 		}
 	}
 }
+
+// TestAttribution: who pays goes out as request metadata (user takes every
+// id, safety_identifier the end user's), and no prompt byte holds an id.
+func TestAttribution(t *testing.T) {
+	t.Parallel()
+	b := setup(t, Options{DisableStreaming: true}, reply{body: `{"id":"c","object":"chat.completion","created":1,"model":"gpt-4.1",` +
+		`"choices":[{"index":0,"message":{"role":"assistant","content":"Hi"},"finish_reason":"stop"}],"usage":{"prompt_tokens":3,"completion_tokens":1}}`})
+	who := model.Attribution{Organization: "tgorg0000000001", User: "tgusr0000000002", Agent: "tgagt0000000003", Conversation: "tgcnv0000000004"}
+	req := helloRequest
+	req.System = "Be exact."
+	req.Tools = []model.ToolSpec{{Name: "calculator", Description: "Arithmetic."}}
+	req.Attribution = who
+	_, err := b.provider.Complete(t.Context(), req)
+	require.NoError(t, err)
+	sent := b.sent(t, 0)
+	require.Equal(t, who.Key(), sent["user"])
+	require.Equal(t, who.User, sent["safety_identifier"])
+	prompt, err := json.Marshal([]any{sent["messages"], sent["tools"]})
+	require.NoError(t, err)
+	for _, id := range []string{who.Organization, who.User, who.Agent, who.Conversation} {
+		require.NotContains(t, string(prompt), id)
+	}
+
+	// No attribution: neither field is sent.
+	b = setup(t, Options{DisableStreaming: true}, reply{body: `{"id":"c","object":"chat.completion","created":1,"model":"gpt-4.1",` +
+		`"choices":[{"index":0,"message":{"role":"assistant","content":"Hi"},"finish_reason":"stop"}]}`})
+	_, err = b.provider.Complete(t.Context(), helloRequest)
+	require.NoError(t, err)
+	require.NotContains(t, b.sent(t, 0), "user")
+	require.NotContains(t, b.sent(t, 0), "safety_identifier")
+}
