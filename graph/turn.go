@@ -121,6 +121,7 @@ func (r *Resolver) sendMessage(ctx context.Context, in model.SendMessageInput) (
 	now := r.now()
 	t, err := c.Turn.Create().
 		SetConversationID(conv.ID).SetNumber(number).SetUserText(text).SetTimeZone(zone).SetStartedAt(now).
+		SetHeartbeatAt(now). // queued as of now: the sweep leaves it to its job
 		Save(ctx)
 	if ent.IsConstraintError(err) {
 		return nil, errTurnBusy
@@ -164,7 +165,12 @@ func (r *Resolver) answerClarification(ctx context.Context, in model.AnswerClari
 	if err := c.ToolCall.UpdateOneID(call.ID).SetHeard(fmt.Sprintf("The user answered: %s", answer)).Exec(ctx); err != nil {
 		return nil, err
 	}
-	t, err = t.Update().SetStatus(turn.StatusRUNNING).SetClarification(&cl).ClearHeartbeatAt().Save(ctx)
+	now := time.Now()
+	if r.Runner != nil {
+		now = r.Runner.Now()
+	}
+	// Queued as of now, for the job enqueued once this commits.
+	t, err = t.Update().SetStatus(turn.StatusRUNNING).SetClarification(&cl).ClearClaimedBy().SetHeartbeatAt(now).Save(ctx)
 	if err != nil {
 		return nil, err
 	}

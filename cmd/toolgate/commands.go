@@ -99,6 +99,7 @@ func serve(ctx context.Context, args []string, stdout, stderr io.Writer, log *sl
 	fs.StringVar(&rc.toolsURL, "tools-url", env("TOOLGATE_TOOLS_URL", ""), "GraphQL endpoint the runtime calls tools on (env TOOLGATE_TOOLS_URL; default: this server)")
 	fs.IntVar(&rc.maxSteps, "max-steps", atoiEnv("TOOLGATE_MAX_STEPS", 25), "most model calls per turn (env TOOLGATE_MAX_STEPS)")
 	fs.IntVar(&rc.historyCalls, "history-calls", atoiEnv("TOOLGATE_HISTORY_CALLS", 8), "most tool calls of each earlier turn replayed in the prompt; evidence and failures keep their place first, the rest get one line (env TOOLGATE_HISTORY_CALLS; -1: all)")
+	fs.DurationVar(&rc.drainGrace, "drain-grace", durationEnv("TOOLGATE_DRAIN_GRACE", loop.DefaultDrainGrace), "on SIGTERM, how long tool calls in flight may finish before the process stops (env TOOLGATE_DRAIN_GRACE)")
 	var wc web.Config
 	fs.StringVar(&wc.Provider, "web-provider", env("TOOLGATE_WEB_PROVIDER", ""), "web search provider: searxng, brave or tavily (env TOOLGATE_WEB_PROVIDER; default: none, the web tools are not offered)")
 	fs.StringVar(&wc.URL, "web-provider-url", env("TOOLGATE_WEB_PROVIDER_URL", ""), "the provider's endpoint; required for searxng (env TOOLGATE_WEB_PROVIDER_URL)")
@@ -188,17 +189,18 @@ func serve(ctx context.Context, args []string, stdout, stderr io.Writer, log *sl
 	} else if n > 0 {
 		log.Info("resumed turns left running", "turns", n)
 	}
-	runner.Sweep(loop.StaleAfter / 2)
+	runner.Sweep()
 	select {
 	case err := <-errc:
 		return fmt.Errorf("serve: %w", err)
 	case <-ctx.Done():
 	}
-	log.Info("shutting down")
-	shutdownCtx, cancel := context.WithTimeout(context.Background(), 15*time.Second)
+	log.Info("shutting down", "drain_grace", rc.drainGrace)
+	shutdownCtx, cancel := context.WithTimeout(context.Background(), rc.drainGrace+15*time.Second)
 	defer cancel()
-	// Turns stop first and stay RUNNING, their jobs to be retried; then the
-	// server drains its requests.
+	// Turns drain first (no new ones; tool calls in flight finish within
+	// the grace), while the server still answers those calls; they stay
+	// RUNNING for the next runner. Then the server drains its requests.
 	if err := runner.Close(shutdownCtx); err != nil {
 		log.Warn("turns still stopping", "err", err)
 	}

@@ -43,6 +43,7 @@ type runtimeConfig struct {
 	toolsURL     string
 	maxSteps     int
 	historyCalls int
+	drainGrace   time.Duration
 	// webProvider: a web provider is configured (the web tools may be offered).
 	webProvider bool
 }
@@ -169,6 +170,7 @@ func newRunner(ctx context.Context, c runtimeConfig, d *db.DB, dbURL, toolsURL s
 		Budget: func(ctx context.Context, org, user int, now time.Time) error {
 			return budget.Enforce(ctx, client, org, user, now)
 		},
+		DrainGrace:  c.drainGrace,
 		WebProvider: c.webProvider,
 		EncodeID:    graph.EncodeID,
 		Queue:       d.Queue(),
@@ -184,6 +186,13 @@ func newRunner(ctx context.Context, c runtimeConfig, d *db.DB, dbURL, toolsURL s
 
 func atoiEnv(name string, def int) int {
 	if v, err := strconv.Atoi(os.Getenv(name)); err == nil && v > 0 {
+		return v
+	}
+	return def
+}
+
+func durationEnv(name string, def time.Duration) time.Duration {
+	if v, err := time.ParseDuration(os.Getenv(name)); err == nil && v > 0 {
 		return v
 	}
 	return def

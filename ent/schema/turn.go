@@ -44,10 +44,12 @@ func (Turn) Fields() []ent.Field {
 		field.JSON("clarification", &schematype.Clarification{}).Optional().
 			Comment("the open question while the turn waits for an answer"),
 		field.Time("heartbeat_at").Optional().Nillable().Annotations(entgql.Skip()).
-			Comment("set by the process running the turn while it runs; a stale one lets another resume it"),
+			Comment("the last sign of life: the claiming runner's heartbeat, or when the turn was last queued; a stale one lets another resume it"),
 		field.JSON("agent_config", &schematype.AgentConfig{}).Optional().
 			Annotations(entgql.Skip()).
 			Comment("the agent's instructions, tools and switches when the turn first ran: a turn in progress keeps them"),
+		field.String("claimed_by").Optional().Nillable().Annotations(entgql.Skip()).
+			Comment("the runner that runs the turn; none while it waits for one"),
 		field.Bool("replayed").Default(false).
 			Comment("answered by the replay provider, not a live model"),
 	}

@@ -7,20 +7,22 @@
 package loop
 
 import (
+	"cmp"
 	"context"
 	"database/sql"
 	"errors"
 	"fmt"
 	"log/slog"
 	"sync"
+	"sync/atomic"
 	"time"
 
 	"github.com/riverqueue/river"
 	"github.com/riverqueue/river/riverdriver"
-	"github.com/riverqueue/river/rivertype"
 
 	"github.com/toolgate/toolgate/ent"
 	"github.com/toolgate/toolgate/ent/modelcall"
+	"github.com/toolgate/toolgate/ent/predicate"
 	"github.com/toolgate/toolgate/ent/tenancy"
 	"github.com/toolgate/toolgate/ent/turn"
 	"github.com/toolgate/toolgate/runtime/dispatch"
@@ -77,19 +79,27 @@ type Config struct {
 	EncodeID func(int) string
 	Now      func() time.Time
 	Log      *slog.Logger
+	// HeartbeatEvery, StaleAfter and SweepEvery time the resume of turns
+	// whose runner died; zero takes the defaults below.
+	HeartbeatEvery, StaleAfter, SweepEvery time.Duration
+	// DrainGrace is how long Close lets tool calls in flight finish.
+	DrainGrace time.Duration
 }
 
 // Runner runs turns as durable jobs in the database's River queue: a
 // turn's job survives a restart and is retried, and any replica's runner
 // may work it. It owns its goroutines: Close stops them and waits.
 type Runner struct {
-	cfg     Config
-	queue   *river.Client[*sql.Tx]
-	base    context.Context
-	stop    context.CancelFunc
-	wg      sync.WaitGroup
-	mu      sync.Mutex
-	running map[int]context.CancelFunc
+	cfg   Config
+	queue *river.Client[*sql.Tx]
+	// id names this runner in the turns it claims.
+	id       string
+	base     context.Context
+	stop     context.CancelFunc
+	wg       sync.WaitGroup
+	draining atomic.Bool
+	mu       sync.Mutex
+	running  map[int]*running
 }
 
 // New returns a Runner; Open starts it working turns.
@@ -115,8 +125,16 @@ func New(cfg Config) (*Runner, error) {
 	if cfg.Prices == nil {
 		cfg.Prices = price.Default()
 	}
+	cfg.HeartbeatEvery = cmp.Or(cfg.HeartbeatEvery, HeartbeatEvery)
+	cfg.StaleAfter = cmp.Or(cfg.StaleAfter, StaleAfter)
+	cfg.SweepEvery = cmp.Or(cfg.SweepEvery, SweepEvery)
+	cfg.DrainGrace = cmp.Or(cfg.DrainGrace, DefaultDrainGrace)
+	id, err := newRef()
+	if err != nil {
+		return nil, err
+	}
 	base, stop := context.WithCancel(tenancy.System(context.Background()))
-	r := &Runner{cfg: cfg, base: base, stop: stop, running: map[int]context.CancelFunc{}}
+	r := &Runner{cfg: cfg, id: id, base: base, stop: stop, running: map[int]*running{}}
 	workers := river.NewWorkers()
 	if err := river.AddWorkerSafely(workers, &turnWorker{r: r}); err != nil {
 		stop()
@@ -127,9 +145,9 @@ func New(cfg Config) (*Runner, error) {
 		Workers: workers,
 		// A turn takes as long as it takes; the step limit bounds it.
 		JobTimeout: -1,
-		// A job whose process died is picked up again; the heartbeat check
-		// in work keeps a live one from running twice.
-		RescueStuckJobsAfter: 5 * time.Minute,
+		// A job whose process died is never rescued by River (no timeout):
+		// the sweep enqueues its turn again once its heartbeat is stale, and
+		// the claim in work keeps a live one from running twice.
 		// database/sql drivers cannot LISTEN: poll, often.
 		PollOnly:          true,
 		FetchPollInterval: 50 * time.Millisecond,
@@ -169,24 +187,18 @@ func (r *Runner) Events() *events.Bus { return r.cfg.Events }
 type TurnArgs struct {
 	TurnID int `json:"turn_id"`
 	// Steps is how many model calls the turn had made when the job was
-	// enqueued: a turn resumed after a clarification gets a new job even
-	// while the job that paused it is still being marked done.
+	// enqueued, for whoever reads the queue.
 	Steps int `json:"steps"`
 }
 
 // Kind names the job.
 func (TurnArgs) Kind() string { return "toolgate_turn" }
 
-// InsertOpts keeps one live job per turn and point of progress: a turn
-// enqueued twice (resumed while its job waits, say) runs once.
+// InsertOpts: no uniqueness. A job of a dead process stays "running" in
+// River's table, and a unique job would keep its turn from being enqueued
+// again; the turn's claim (work) is what keeps it from running twice.
 func (TurnArgs) InsertOpts() river.InsertOpts {
-	return river.InsertOpts{
-		MaxAttempts: 10,
-		UniqueOpts: river.UniqueOpts{ByArgs: true, ByState: []rivertype.JobState{
-			rivertype.JobStateAvailable, rivertype.JobStatePending, rivertype.JobStateRunning,
-			rivertype.JobStateRetryable, rivertype.JobStateScheduled,
-		}},
-	}
+	return river.InsertOpts{MaxAttempts: 10}
 }
 
 type turnWorker struct {
@@ -209,50 +221,74 @@ func (r *Runner) RunTurn(ctx context.Context, turnID int) error {
 	return r.work(tenancy.System(ctx), turnID)
 }
 
-// Start enqueues a stored RUNNING turn. It reports whether a new job was
-// enqueued (false when the turn already has one).
+// Start enqueues a stored RUNNING turn. A turn enqueued twice gets two
+// jobs; the first to claim it runs it and the other finds it taken.
 func (r *Runner) Start(ctx context.Context, turnID int) (bool, error) {
 	ctx = tenancy.System(ctx)
 	steps, err := r.cfg.Client.ModelCall.Query().Where(modelcall.TurnID(turnID), modelcall.KindEQ(modelcall.KindSTEP)).Count(ctx)
 	if err != nil {
 		return false, fmt.Errorf("count steps: %w", err)
 	}
-	res, err := r.queue.Insert(ctx, TurnArgs{TurnID: turnID, Steps: steps}, nil)
-	if err != nil {
+	if _, err := r.queue.Insert(ctx, TurnArgs{TurnID: turnID, Steps: steps}, nil); err != nil {
 		return false, fmt.Errorf("enqueue turn: %w", err)
 	}
-	return !res.UniqueSkippedAsDuplicate, nil
+	return true, nil
+}
+
+// Errors that end a run without ending its turn.
+var (
+	// errStopped: the runner is stopping; the turn stays RUNNING for another.
+	errStopped = errors.New("runner stopped")
+	// errLeaseLost: another runner took the turn (this one looked dead), or
+	// the turn was cancelled: nothing more is written for it here.
+	errLeaseLost = errors.New("turn no longer claimed by this runner")
+)
+
+// running is a turn this runner runs: its contexts, each cancelled with a
+// cause (errStopped, errLeaseLost, or a cancel).
+type running struct {
+	// cancel stops everything: a cancelled turn, a lost claim, the end of
+	// the drain.
+	cancel context.CancelCauseFunc
+	// stopModel stops a model call in flight: a drain starts with it, as a
+	// model call changes nothing and is asked again by whoever resumes.
+	stopModel context.CancelCauseFunc
 }
 
 // work runs one turn in its job. It first claims the turn with one
-// conditional update of its heartbeat: a turn another live process runs
-// (its heartbeat fresh) waits; a turn that no longer runs needs nothing.
+// conditional update: a turn another live runner holds (its heartbeat
+// fresh), or that no longer runs, needs nothing from this job.
 func (r *Runner) work(jobCtx context.Context, turnID int) error {
 	jobCtx = tenancy.System(jobCtx)
+	if r.draining.Load() {
+		// Stopping: the sweep of a live runner, or the next start, takes it.
+		return nil
+	}
 	now := r.cfg.Now()
 	claimed, err := r.cfg.Client.Turn.Update().
 		Where(turn.ID(turnID), turn.StatusEQ(turn.StatusRUNNING),
-			turn.Or(turn.HeartbeatAtIsNil(), turn.HeartbeatAtLT(now.Add(-StaleAfter)))).
-		SetHeartbeatAt(now).Save(jobCtx)
+			turn.Or(turn.ClaimedByIsNil(), turn.HeartbeatAtIsNil(), turn.HeartbeatAtLT(now.Add(-r.cfg.StaleAfter)))).
+		SetClaimedBy(r.id).SetHeartbeatAt(now).Save(jobCtx)
 	if err != nil {
 		return fmt.Errorf("claim turn: %w", err)
 	}
 	if claimed == 0 {
-		live, err := r.cfg.Client.Turn.Query().Where(turn.ID(turnID), turn.StatusEQ(turn.StatusRUNNING)).Exist(jobCtx)
-		if err != nil {
-			return fmt.Errorf("check turn: %w", err)
-		}
-		if live {
-			return river.JobSnooze(StaleAfter)
-		}
 		return nil
 	}
 
-	ctx, cancel := context.WithCancel(jobCtx)
-	defer cancel()
+	// The turn's context is not the job's: a stop lets calls in flight
+	// finish for the drain grace before they are cut (Close).
+	ctx, cancel := context.WithCancelCause(context.WithoutCancel(jobCtx))
+	defer cancel(nil)
+	mctx, stopModel := context.WithCancelCause(ctx)
+	defer stopModel(nil)
 	r.mu.Lock()
-	r.running[turnID] = cancel
+	r.running[turnID] = &running{cancel: cancel, stopModel: stopModel}
+	draining := r.draining.Load()
 	r.mu.Unlock()
+	if draining {
+		stopModel(errStopped)
+	}
 	defer func() {
 		r.mu.Lock()
 		delete(r.running, turnID)
@@ -266,48 +302,78 @@ func (r *Runner) work(jobCtx context.Context, turnID int) error {
 	go func() {
 		defer watch.Done()
 		defer sub.Close()
-		beat := time.NewTicker(HeartbeatEvery)
+		beat := time.NewTicker(r.cfg.HeartbeatEvery)
 		defer beat.Stop()
+		lastBeat := time.Now()
 		for {
 			select {
 			case <-ctx.Done():
 				return
 			case <-beat.C:
-				r.heartbeat(ctx, turnID)
+				if cause := r.heartbeat(ctx, turnID, &lastBeat); cause != nil {
+					cancel(cause)
+					return
+				}
 			case e, ok := <-sub.C:
 				if !ok {
 					return
 				}
 				if e.Kind == events.Status && r.stopped(ctx, turnID) {
-					cancel()
+					cancel(context.Canceled)
 					return
 				}
 			}
 		}
 	}()
-	stopped := r.run(ctx, turnID)
-	cancel()
+	t := &turnRun{r: r, turnID: turnID, log: r.cfg.Log.With("turn", turnID), modelCtx: mctx}
+	stopped := t.end(ctx, t.run(ctx))
+	cancel(nil)
 	watch.Wait()
-	// Whoever runs the turn next (a resume after a clarification, a retry
-	// after a stop) claims it at once.
-	err = r.cfg.Client.Turn.UpdateOneID(turnID).ClearHeartbeatAt().Exec(context.WithoutCancel(jobCtx))
-	if err != nil {
-		return fmt.Errorf("release turn: %w", err)
-	}
 	if stopped {
-		// Left RUNNING by a stop: the job's retry resumes it.
-		return errStopped
+		// Left RUNNING by a stop: released with no heartbeat, so a live
+		// runner's sweep, or this one's next start, takes it at once.
+		err = persist(context.WithoutCancel(jobCtx), func(ctx context.Context) error {
+			return r.cfg.Client.Turn.Update().Where(turn.ID(turnID), turn.ClaimedBy(r.id)).
+				ClearClaimedBy().ClearHeartbeatAt().Exec(ctx)
+		})
+		if err != nil {
+			return fmt.Errorf("release turn: %w", err)
+		}
 	}
 	return nil
 }
 
-// heartbeat says this process still runs the turn.
-func (r *Runner) heartbeat(ctx context.Context, turnID int) {
-	err := r.cfg.Client.Turn.Update().Where(turn.ID(turnID), turn.StatusEQ(turn.StatusRUNNING)).
-		SetHeartbeatAt(r.cfg.Now()).Exec(ctx)
-	if err != nil && ctx.Err() == nil {
+// heartbeat says this runner still holds the turn. It returns why the run
+// must stop: the claim was lost (another runner took the turn, or it was
+// cancelled), or no beat got through for so long that another may have
+// taken it.
+func (r *Runner) heartbeat(ctx context.Context, turnID int, last *time.Time) error {
+	n, err := r.cfg.Client.Turn.Update().Where(turn.ID(turnID), turn.ClaimedBy(r.id), turn.StatusEQ(turn.StatusRUNNING)).
+		SetHeartbeatAt(r.cfg.Now()).Save(ctx)
+	switch {
+	case err != nil:
+		if ctx.Err() != nil {
+			return nil
+		}
 		r.cfg.Log.Warn("turn heartbeat", "turn", turnID, "err", err)
+		if time.Since(*last) > r.cfg.StaleAfter-r.cfg.HeartbeatEvery {
+			// Soon stale to the others: stop before one of them starts.
+			return errLeaseLost
+		}
+		return nil
+	case n == 0:
+		st, err := r.cfg.Client.Turn.Query().Where(turn.ID(turnID)).Select(turn.FieldStatus).Only(ctx)
+		if err != nil || st.Status != turn.StatusRUNNING {
+			// Paused or ended by this run, or cancelled: the run sees it.
+			if err == nil && st.Status == turn.StatusCANCELLED {
+				return context.Canceled
+			}
+			return nil
+		}
+		return errLeaseLost
 	}
+	*last = time.Now()
+	return nil
 }
 
 // stopped reports whether the database says the turn was cancelled.
@@ -319,10 +385,10 @@ func (r *Runner) stopped(ctx context.Context, turnID int) bool {
 // Cancel stops a turn running here and reports whether one was.
 func (r *Runner) Cancel(turnID int) bool {
 	r.mu.Lock()
-	cancel, ok := r.running[turnID]
+	rt, ok := r.running[turnID]
 	r.mu.Unlock()
 	if ok {
-		cancel()
+		rt.cancel(context.Canceled)
 	}
 	return ok
 }
@@ -335,12 +401,35 @@ func (r *Runner) Running(turnID int) bool {
 	return ok
 }
 
-// Close stops working turns and waits, or gives up when ctx ends. Turns
-// that were running stay RUNNING; their jobs are retried, here after a
-// restart or by another replica.
+// Close drains the runner: it takes no new turn, stops model calls in
+// flight (they change nothing and are asked again), lets tool calls in
+// flight finish for the drain grace, then cuts the rest and waits, or
+// gives up when ctx ends. Turns that were running stay RUNNING, released
+// for another runner, here after a restart or on another replica; a call
+// cut at the end of the grace is left for whoever resumes the turn, which
+// repeats it only if it is safe to repeat and otherwise records that it
+// may or may not have run.
 func (r *Runner) Close(ctx context.Context) error {
+	r.mu.Lock()
+	r.draining.Store(true)
+	for _, rt := range r.running {
+		rt.stopModel(errStopped)
+	}
+	r.mu.Unlock()
+	grace, cancel := context.WithTimeout(ctx, r.cfg.DrainGrace)
+	defer cancel()
+	// Fetch nothing new, and wait for the jobs in flight: each stops at its
+	// next step, or when its tool calls are done.
+	err := r.queue.Stop(grace)
+	if err != nil {
+		r.mu.Lock()
+		for _, rt := range r.running {
+			rt.cancel(errStopped)
+		}
+		r.mu.Unlock()
+		err = r.queue.StopAndCancel(ctx)
+	}
 	r.stop()
-	err := r.queue.StopAndCancel(ctx)
 	done := make(chan struct{})
 	go func() { r.wg.Wait(); close(done) }()
 	select {
@@ -351,52 +440,68 @@ func (r *Runner) Close(ctx context.Context) error {
 	return err
 }
 
-// Heartbeat timing: a running turn's process refreshes its heartbeat every
+// Timing defaults: a running turn's runner refreshes its heartbeat every
 // HeartbeatEvery; a turn whose heartbeat is older than StaleAfter (its
-// process died) may be resumed by another.
+// runner died) is taken up by the next sweep, which runs every
+// SweepEvery: a turn whose process died resumes within StaleAfter plus
+// SweepEvery.
 const (
-	HeartbeatEvery = 30 * time.Second
-	StaleAfter     = 2 * time.Minute
+	HeartbeatEvery    = 2 * time.Second
+	StaleAfter        = 10 * time.Second
+	SweepEvery        = 2 * time.Second
+	DefaultDrainGrace = 20 * time.Second
 )
 
-// Resume enqueues the turns left RUNNING whose process is gone (no
-// heartbeat, or a stale one) and that have no live job, such as a turn
-// whose enqueue was lost. It returns how many it enqueued.
+// Resume enqueues the turns left RUNNING whose runner is gone (no
+// heartbeat, or a stale one). Each is first marked queued as of now with
+// one conditional update, so of several replicas sweeping at once exactly
+// one enqueues it, and none again until that job too looks dead. It
+// returns how many it enqueued.
 func (r *Runner) Resume(ctx context.Context) (int, error) {
 	ctx = tenancy.System(ctx)
-	ids, err := r.cfg.Client.Turn.Query().
-		Where(turn.StatusEQ(turn.StatusRUNNING),
-			turn.Or(turn.HeartbeatAtIsNil(), turn.HeartbeatAtLT(r.cfg.Now().Add(-StaleAfter)))).
-		IDs(ctx)
+	now := r.cfg.Now()
+	abandoned := func() predicate.Turn {
+		return turn.And(turn.StatusEQ(turn.StatusRUNNING),
+			turn.Or(turn.HeartbeatAtIsNil(), turn.HeartbeatAtLT(now.Add(-r.cfg.StaleAfter))))
+	}
+	ids, err := r.cfg.Client.Turn.Query().Where(abandoned()).IDs(ctx)
 	if err != nil {
 		return 0, fmt.Errorf("find running turns: %w", err)
 	}
 	n := 0
 	for _, id := range ids {
-		added, err := r.Start(ctx, id)
+		won, err := r.cfg.Client.Turn.Update().Where(turn.ID(id), abandoned()).
+			ClearClaimedBy().SetHeartbeatAt(now).Save(ctx)
 		if err != nil {
+			return n, fmt.Errorf("queue turn: %w", err)
+		}
+		if won == 0 {
+			continue
+		}
+		if _, err := r.Start(ctx, id); err != nil {
 			return n, err
 		}
-		if added {
-			n++
-		}
+		n++
 	}
 	return n, nil
 }
 
-// Sweep resumes abandoned turns every interval until the runner closes:
-// turns whose process died mid-turn are taken up by a live one.
-func (r *Runner) Sweep(interval time.Duration) {
+// Sweep resumes abandoned turns every SweepEvery until the runner closes:
+// turns whose runner died are taken up by a live one.
+func (r *Runner) Sweep() {
 	r.wg.Add(1)
 	go func() {
 		defer r.wg.Done()
-		t := time.NewTicker(interval)
+		t := time.NewTicker(r.cfg.SweepEvery)
 		defer t.Stop()
 		for {
 			select {
 			case <-r.base.Done():
 				return
 			case <-t.C:
+				if r.draining.Load() {
+					continue
+				}
 				if _, err := r.Resume(r.base); err != nil && r.base.Err() == nil {
 					r.cfg.Log.Warn("sweep turns", "err", err)
 				}
@@ -418,26 +523,4 @@ func (r *Runner) Prompt(ctx context.Context, turnID int) (model.Request, error) 
 		return model.Request{}, err
 	}
 	return t.req, nil
-}
-
-// errStopped means the runner is closing: the turn stays RUNNING.
-var errStopped = errors.New("runner stopped")
-
-// run runs the turn and records how it ended. It reports whether the turn
-// was left RUNNING because the runner is stopping.
-func (r *Runner) run(ctx context.Context, turnID int) (stopped bool) {
-	t := &turnRun{r: r, turnID: turnID, log: r.cfg.Log.With("turn", turnID)}
-	err := t.run(ctx)
-	switch {
-	case err == nil:
-	case errors.Is(err, errStopped) || (r.base.Err() != nil && ctx.Err() != nil):
-		t.log.Info("turn left running for resume", "reason", "shutdown")
-		return true
-	case ctx.Err() != nil:
-		t.finish(turn.StatusCANCELLED, nil, "cancelled")
-	default:
-		t.log.Error("turn failed", "err", err)
-		t.finish(turn.StatusFAILED, nil, err.Error())
-	}
-	return false
 }

@@ -8,7 +8,6 @@ import (
 	"log/slog"
 	"slices"
 	"strconv"
-	"time"
 
 	"github.com/toolgate/toolgate/ent"
 	"github.com/toolgate/toolgate/ent/application"
@@ -26,6 +25,7 @@ import (
 	"github.com/toolgate/toolgate/runtime/mcp"
 	"github.com/toolgate/toolgate/runtime/model"
 	"github.com/toolgate/toolgate/runtime/prompt"
+	"github.com/toolgate/toolgate/runtime/retry"
 	"github.com/toolgate/toolgate/runtime/scope"
 	"github.com/toolgate/toolgate/tools"
 	"github.com/toolgate/toolgate/tools/catalog"
@@ -51,6 +51,11 @@ type turnRun struct {
 	prefixTokens int
 	// nextPosition is the position of the turn's next tool call.
 	nextPosition int
+	// modelCtx is cancelled when a drain starts: a model call in flight
+	// is given up (it changes nothing), tool calls are let finish.
+	modelCtx context.Context
+	// tail is the turn's last recorded step, where a resumed run picks up.
+	tail *prompt.Step
 }
 
 func (t *turnRun) client() *ent.Client { return t.r.cfg.Client }
@@ -67,24 +72,36 @@ func (t *turnRun) run(ctx context.Context) error {
 			return fmt.Errorf("mark replayed: %w", err)
 		}
 	}
-	// Calls a stopped process left unfinished: nobody knows whether they
-	// ran. Say so, on the record and to the model, rather than guess.
-	err := t.client().ToolCall.Update().
-		Where(toolcall.TurnID(t.turnID), toolcall.OutcomeEQ(toolcall.OutcomePENDING)).
-		SetOutcome(toolcall.OutcomeERROR).SetMessage(interrupted).SetHeard("Error: " + interrupted).
-		SetFinishedAt(t.r.cfg.Now()).Exec(ctx)
-	if err != nil {
-		return fmt.Errorf("close interrupted calls: %w", err)
-	}
 	steps, err := t.history(ctx)
 	if err != nil {
 		return err
 	}
+	// Pick up where the last run stopped: a step recorded is never asked
+	// of the model again.
+	if tail := t.tail; tail != nil {
+		switch {
+		case len(tail.Calls) == 0:
+			// The answer was recorded, the turn's end was not.
+			t.finish(turn.StatusCOMPLETED, &tail.Text, "")
+			return nil
+		case pending(tail.Calls):
+			paused, err := t.runTools(ctx, steps-1, tail.Calls, true)
+			if err != nil || paused {
+				return err
+			}
+		case t.unanswered(tail.Calls):
+			// The question was recorded, the pause was not.
+			return t.pause(ctx, tail.Calls)
+		}
+	}
 	for step := steps; step < t.r.cfg.MaxSteps; step++ {
+		if t.r.draining.Load() {
+			return errStopped
+		}
 		if err := ctx.Err(); err != nil {
 			return err
 		}
-		resp, err := t.callModel(ctx, step)
+		resp, rows, err := t.callModel(ctx, step)
 		if err != nil {
 			return err
 		}
@@ -93,7 +110,7 @@ func (t *turnRun) run(ctx context.Context) error {
 			return nil
 		}
 		t.req.Messages = append(t.req.Messages, model.Message{Role: model.RoleAssistant, Text: resp.Text, ToolCalls: resp.ToolCalls})
-		paused, err := t.runTools(ctx, step, resp.ToolCalls)
+		paused, err := t.runTools(ctx, step, rows, false)
 		if err != nil {
 			return err
 		}
@@ -108,7 +125,40 @@ func (t *turnRun) run(ctx context.Context) error {
 			}
 		}
 	}
-	return fmt.Errorf("step limit reached: %d model calls without a final answer", t.r.cfg.MaxSteps)
+	return shown(fmt.Errorf("step limit reached: %d model calls without a final answer", t.r.cfg.MaxSteps))
+}
+
+// pending reports whether any of a step's calls was left unfinished.
+func pending(calls []*ent.ToolCall) bool {
+	return slices.ContainsFunc(calls, func(c *ent.ToolCall) bool { return c.Outcome == toolcall.OutcomePENDING })
+}
+
+// unanswered reports whether the step asked the user a question that the
+// turn has not recorded as asked and answered: the run stopped between
+// recording the question and pausing.
+func (t *turnRun) unanswered(calls []*ent.ToolCall) bool {
+	i := t.pausing(calls)
+	if i < 0 {
+		return false
+	}
+	c, err := interact.ParseClarify([]byte(calls[i].Arguments))
+	if err != nil {
+		return false
+	}
+	cl := t.turn.Clarification
+	return cl == nil || cl.Answer == nil || cl.Question != c.Question
+}
+
+// pausing returns the index of the first call of a step that pauses the
+// turn and succeeded, or -1.
+func (t *turnRun) pausing(calls []*ent.ToolCall) int {
+	for i, c := range calls {
+		if t.byName[c.Name].Pauses && c.Outcome != toolcall.OutcomePENDING &&
+			(c.Outcome == toolcall.OutcomeHITS || c.Outcome == toolcall.OutcomeABSENCE) {
+			return i
+		}
+	}
+	return -1
 }
 
 // load reads the turn and what it belongs to, and fixes its tools.
@@ -255,7 +305,13 @@ func (t *turnRun) history(ctx context.Context) (int, error) {
 	msgs = append(msgs, model.Message{Role: model.RoleUser,
 		Text: prompt.UserMessage(t.person, t.turn.StartedAt, t.turn.TimeZone, t.turn.UserText)})
 	own := steps[t.turnID]
-	for _, st := range own {
+	if len(own) > 0 {
+		t.tail = &own[len(own)-1]
+	}
+	for i, st := range own {
+		for _, call := range st.Calls {
+			t.nextPosition = max(t.nextPosition, call.Position+1)
+		}
 		if len(st.Calls) == 0 {
 			continue
 		}
@@ -264,6 +320,10 @@ func (t *turnRun) history(ctx context.Context) (int, error) {
 			am.ToolCalls = append(am.ToolCalls, model.ToolCall{ID: prompt.CallID(call), Name: call.Name, Arguments: []byte(call.Arguments)})
 		}
 		msgs = append(msgs, am)
+		if i == len(own)-1 && pending(st.Calls) {
+			// The resumed run finishes this step and says each call in order.
+			break
+		}
 		for _, call := range st.Calls {
 			heard := ""
 			if call.Heard != nil {
@@ -271,7 +331,6 @@ func (t *turnRun) history(ctx context.Context) (int, error) {
 			}
 			msgs = append(msgs, model.Message{Role: model.RoleTool, ToolCallID: prompt.CallID(call), ToolName: call.Name, Text: heard,
 				IsError: call.Outcome != toolcall.OutcomeHITS && call.Outcome != toolcall.OutcomeABSENCE})
-			t.nextPosition = max(t.nextPosition, call.Position+1)
 		}
 	}
 	t.req.Messages = msgs
@@ -334,7 +393,7 @@ func (t *turnRun) steps(ctx context.Context, turnIDs []int) (map[int][]prompt.St
 }
 
 // interrupted is what a call cut off by a stop is recorded as.
-const interrupted = "interrupted: the runtime stopped while this call was in flight; it may or may not have run"
+const interrupted = "interrupted: the runtime stopped while this call was in flight"
 
 // callColumns are the tool call columns the history needs, but what the
 // model heard, which can be kilobytes per call. Evidence stays: the cap on
@@ -376,17 +435,24 @@ func (t *turnRun) sizes(ctx context.Context, steps map[int][]prompt.Step) (map[s
 	return out, nil
 }
 
-// callModel makes one model call and records it.
-func (t *turnRun) callModel(ctx context.Context, step int) (*model.Response, error) {
+// callModel makes one model call and records it with the calls it asks
+// for, in one transaction: a step is recorded whole or not at all, so a
+// resumed run knows a recorded step with no calls for the final answer and
+// carries out the calls of one that has them, never asking again.
+func (t *turnRun) callModel(ctx context.Context, step int) (*model.Response, []*ent.ToolCall, error) {
 	t.publish(events.ModelCallStarted, 0)
 	start := t.r.cfg.Now()
-	resp, err := t.r.cfg.Provider.Complete(ctx, t.req)
+	mctx := ctx
+	if t.modelCtx != nil {
+		mctx = t.modelCtx
+	}
+	resp, err := t.r.cfg.Provider.Complete(mctx, t.req)
 	elapsed := t.r.cfg.Now().Sub(start)
 	if err != nil {
-		if ctx.Err() != nil {
-			return nil, ctx.Err()
+		if mctx.Err() != nil {
+			return nil, nil, mctx.Err()
 		}
-		return nil, fmt.Errorf("model provider: %w", err)
+		return nil, nil, shown(fmt.Errorf("model provider: %w", err))
 	}
 	name := resp.Model
 	if name == "" {
@@ -394,49 +460,124 @@ func (t *turnRun) callModel(ctx context.Context, step int) (*model.Response, err
 	}
 	cost, _ := t.r.cfg.Prices.Cost(name, resp.Usage)
 	u := t.conv.Edges.User
-	err = t.client().ModelCall.Create().
-		SetTurnID(t.turnID).SetOrganizationID(t.conv.OrganizationID).SetAgentID(t.conv.AgentID).SetUserID(u.ID).
-		SetStep(step).SetText(resp.Text).
-		SetProvider(t.r.cfg.Provider.Name()).SetModel(name).
-		SetInputTokens(resp.Usage.InputUncached).SetCacheReadTokens(resp.Usage.CacheRead).
-		SetCacheWriteTokens(resp.Usage.CacheWrite).SetOutputTokens(resp.Usage.Output).
-		SetCost(cost).SetDurationMs(elapsed.Milliseconds()).SetStartedAt(start).
-		SetPrefixTokens(int64(t.prefixTokens)).SetAttribution(t.req.Attribution.Key()).
-		Exec(context.WithoutCancel(ctx))
-	if err != nil {
-		return nil, fmt.Errorf("record model call: %w", err)
-	}
+	thinking := t.turn.Thinking
 	if resp.Thinking != "" {
-		thinking := resp.Thinking
-		if t.turn.Thinking != nil {
-			thinking = *t.turn.Thinking + "\n\n" + thinking
+		th := resp.Thinking
+		if thinking != nil {
+			th = *thinking + "\n\n" + th
 		}
-		t.turn.Thinking = &thinking
-		if err := t.client().Turn.UpdateOneID(t.turnID).SetThinking(thinking).Exec(context.WithoutCancel(ctx)); err != nil {
-			return nil, fmt.Errorf("record thinking: %w", err)
-		}
+		thinking = &th
 	}
+	var rows []*ent.ToolCall
+	err = t.write(ctx, func(ctx context.Context, tx *ent.Tx) error {
+		// One step is recorded once: a run that lost its claim, or a
+		// second runner, cannot record it again.
+		done, err := tx.ModelCall.Query().Where(modelcall.TurnID(t.turnID), modelcall.KindEQ(modelcall.KindSTEP), modelcall.Step(step)).Exist(ctx)
+		if err != nil {
+			return err
+		}
+		if done {
+			return fmt.Errorf("step %d: %w", step, errStepRecorded)
+		}
+		err = tx.ModelCall.Create().
+			SetTurnID(t.turnID).SetOrganizationID(t.conv.OrganizationID).SetAgentID(t.conv.AgentID).SetUserID(u.ID).
+			SetStep(step).SetText(resp.Text).
+			SetProvider(t.r.cfg.Provider.Name()).SetModel(name).
+			SetInputTokens(resp.Usage.InputUncached).SetCacheReadTokens(resp.Usage.CacheRead).
+			SetCacheWriteTokens(resp.Usage.CacheWrite).SetOutputTokens(resp.Usage.Output).
+			SetCost(cost).SetDurationMs(elapsed.Milliseconds()).SetStartedAt(start).
+			SetPrefixTokens(int64(t.prefixTokens)).SetAttribution(t.req.Attribution.Key()).
+			Exec(ctx)
+		if err != nil {
+			return fmt.Errorf("record model call: %w", err)
+		}
+		if resp.Thinking != "" {
+			if err := tx.Turn.UpdateOneID(t.turnID).SetThinking(*thinking).Exec(ctx); err != nil {
+				return fmt.Errorf("record thinking: %w", err)
+			}
+		}
+		if len(resp.ToolCalls) == 0 {
+			return nil
+		}
+		creates := make([]*ent.ToolCallCreate, len(resp.ToolCalls))
+		for i, c := range resp.ToolCalls {
+			creates[i] = tx.ToolCall.Create().
+				SetTurnID(t.turnID).SetPosition(t.nextPosition + i).SetStep(step).
+				SetCallID(c.ID).SetName(c.Name).SetArguments(string(c.Arguments)).
+				SetStartedAt(t.r.cfg.Now())
+		}
+		rows, err = tx.ToolCall.CreateBulk(creates...).Save(ctx)
+		if err != nil {
+			return fmt.Errorf("record tool calls: %w", err)
+		}
+		return nil
+	})
+	if err != nil {
+		return nil, nil, err
+	}
+	t.turn.Thinking = thinking
+	t.nextPosition += len(resp.ToolCalls)
 	t.publish(events.ModelCallFinished, 0)
-	return resp, nil
+	return resp, rows, nil
 }
 
-// finish ends the turn. It writes with a context of its own: a cancelled
-// turn must still be recorded as cancelled.
+// errStepRecorded refuses to record a step twice.
+var errStepRecorded = errors.New("already recorded")
+
+// write runs one of the turn's writes in a transaction, on a context of its
+// own with retries on a busy database (persist), and only while this
+// runner holds the turn: the claim is checked, and the heartbeat renewed,
+// in the same transaction, so a runner that lost the turn writes nothing.
+func (t *turnRun) write(ctx context.Context, fn func(ctx context.Context, tx *ent.Tx) error) error {
+	return persist(ctx, func(ctx context.Context) error {
+		tx, err := t.client().Tx(ctx)
+		if err != nil {
+			return fmt.Errorf("begin: %w", err)
+		}
+		defer func() { _ = tx.Rollback() }()
+		n, err := tx.Turn.Update().Where(turn.ID(t.turnID), turn.ClaimedBy(t.r.id)).
+			SetHeartbeatAt(t.r.cfg.Now()).Save(ctx)
+		if err != nil {
+			return fmt.Errorf("check claim: %w", err)
+		}
+		if n == 0 {
+			return errLeaseLost
+		}
+		if err := fn(ctx, tx); err != nil {
+			return err
+		}
+		if err := tx.Commit(); err != nil {
+			return fmt.Errorf("commit: %w", err)
+		}
+		return nil
+	})
+}
+
+// finish ends the turn, on a context of its own: a cancelled turn must
+// still be recorded as cancelled, and a busy database is waited for.
 func (t *turnRun) finish(status turn.Status, answer *string, reason string) {
-	// Its own context: the turn's may be cancelled, and the end is still recorded.
-	ctx, cancel := context.WithTimeout(tenancy.System(context.Background()), 10*time.Second)
-	defer cancel()
-	u := t.client().Turn.Update().
-		Where(turn.ID(t.turnID), turn.StatusIn(turn.StatusRUNNING, turn.StatusWAITING_FOR_CLARIFICATION)).
-		SetStatus(status).SetFinishedAt(t.r.cfg.Now())
-	if answer != nil {
-		u.SetAnswer(*answer)
-	}
-	if reason != "" && status != turn.StatusCOMPLETED {
-		u.SetError(reason)
-	}
-	if _, err := u.Save(ctx); err != nil {
+	ctx := tenancy.System(context.Background())
+	var ended bool
+	err := persist(ctx, func(ctx context.Context) error {
+		u := t.client().Turn.Update().
+			Where(turn.ID(t.turnID), turn.StatusIn(turn.StatusRUNNING, turn.StatusWAITING_FOR_CLARIFICATION),
+				turn.Or(turn.ClaimedByIsNil(), turn.ClaimedBy(t.r.id))).
+			SetStatus(status).SetFinishedAt(t.r.cfg.Now()).ClearClaimedBy().ClearHeartbeatAt()
+		if answer != nil {
+			u.SetAnswer(*answer)
+		}
+		if reason != "" && status != turn.StatusCOMPLETED {
+			u.SetError(reason)
+		}
+		n, err := u.Save(ctx)
+		ended = n > 0
+		return err
+	})
+	if err != nil {
 		t.log.Error("record turn end", "err", err)
+		return
+	}
+	if !ended {
 		return
 	}
 	if err := t.client().Conversation.UpdateOneID(t.turn.ConversationID).SetUpdatedAt(t.r.cfg.Now()).Exec(ctx); err != nil {
@@ -448,15 +589,55 @@ func (t *turnRun) finish(status turn.Status, answer *string, reason string) {
 	t.publish(events.Status, 0)
 }
 
+// end records how a run ended, and reports whether the turn was left
+// RUNNING for another run because this runner is stopping.
+func (t *turnRun) end(ctx context.Context, err error) (stopped bool) {
+	switch {
+	case err == nil:
+	case errors.Is(err, errLeaseLost) || errors.Is(context.Cause(ctx), errLeaseLost):
+		t.log.Info("turn left to the runner that holds it, or cancelled")
+	case errors.Is(err, errStopped) || errors.Is(context.Cause(ctx), errStopped) || t.r.draining.Load():
+		t.log.Info("turn left running for resume", "reason", "shutdown")
+		return true
+	case ctx.Err() != nil:
+		t.finish(turn.StatusCANCELLED, nil, "cancelled")
+	default:
+		t.log.Error("turn failed", "err", err)
+		t.finish(turn.StatusFAILED, nil, reason(err))
+	}
+	return false
+}
+
+// shownError is an error whose words a user may read in Turn.error: the
+// model provider's answer, the step limit. Anything else (a database's
+// words among them) is logged, and the user reads that the turn failed.
+type shownError struct{ error }
+
+func (e shownError) Unwrap() error { return e.error }
+
+func shown(err error) error { return shownError{err} }
+
+// reason is what Turn.error says of a failure.
+func reason(err error) string {
+	var s shownError
+	if errors.As(err, &s) {
+		return s.Error()
+	}
+	return "the turn stopped on an internal error and could not go on; the details are in the server's log"
+}
+
 func (t *turnRun) publish(kind events.Kind, toolCallID int) {
 	t.r.cfg.Events.Publish(events.Event{Kind: kind, TurnID: t.turnID, ToolCallID: toolCallID, At: t.r.cfg.Now()})
 }
 
-// runTools carries out one model answer's calls, at most Concurrency at a
-// time and in the order their resources need (batch.Plan), and appends
-// what the model hears. It reports whether the turn now
-// waits for the user.
-func (t *turnRun) runTools(ctx context.Context, step int, calls []model.ToolCall) (bool, error) {
+// runTools carries out one step's recorded calls, at most Concurrency at
+// a time and in the order their resources need (batch.Plan), and appends
+// what the model hears. A resumed run (resumed) finishes a step a stopped
+// run left: calls already recorded are heard as they were, a call left in
+// flight is sent again only when that is safe (a read, or a write with its
+// idempotency key), and otherwise recorded as one that may or may not have
+// run. It reports whether the turn now waits for the user.
+func (t *turnRun) runTools(ctx context.Context, step int, rows []*ent.ToolCall, resumed bool) (bool, error) {
 	token, err := t.r.cfg.Signer.Mint(scope.Claims{
 		OrganizationID: t.conv.OrganizationID, UserID: t.conv.UserID, AgentID: t.conv.AgentID,
 		ConversationID: t.conv.ID, TurnID: t.turnID, Tools: names(t.offered),
@@ -468,32 +649,40 @@ func (t *turnRun) runTools(ctx context.Context, step int, calls []model.ToolCall
 	if t.r.cfg.EncodeID != nil {
 		s.ConversationRef = t.r.cfg.EncodeID(t.conv.ID)
 	}
-
-	rows := make([]*ent.ToolCall, len(calls))
-	creates := make([]*ent.ToolCallCreate, len(calls))
-	for i, c := range calls {
-		creates[i] = t.client().ToolCall.Create().
-			SetTurnID(t.turnID).SetPosition(t.nextPosition + i).SetStep(step).
-			SetCallID(c.ID).SetName(c.Name).SetArguments(string(c.Arguments)).
-			SetStartedAt(t.r.cfg.Now())
+	calls := make([]model.ToolCall, len(rows))
+	for i, row := range rows {
+		calls[i] = model.ToolCall{ID: prompt.CallID(row), Name: row.Name, Arguments: []byte(row.Arguments)}
 	}
-	rows, err = t.client().ToolCall.CreateBulk(creates...).Save(context.WithoutCancel(ctx))
-	if err != nil {
-		return false, fmt.Errorf("record tool calls: %w", err)
-	}
-	t.nextPosition += len(calls)
 
 	heard := make([]string, len(calls))
 	failed := make([]bool, len(calls))
 	sent := make([]json.RawMessage, len(calls))
 	errs := make([]error, len(calls))
 	defs := make([]tools.Definition, len(calls))
+	var todo []int
 	for i, c := range calls {
 		defs[i] = t.byName[c.Name]
+		if row := rows[i]; row.Outcome != toolcall.OutcomePENDING {
+			if row.Heard != nil {
+				heard[i] = *row.Heard
+			}
+			failed[i] = row.Outcome != toolcall.OutcomeHITS && row.Outcome != toolcall.OutcomeABSENCE
+			continue
+		}
+		todo = append(todo, i)
 	}
-	batch.Run(batch.Plan(defs), t.r.cfg.Concurrency, func(i int) {
+	batch.Run(batch.Plan(pick(defs, todo)), t.r.cfg.Concurrency, func(k int) {
+		i := todo[k]
 		t.publish(events.ToolCallStarted, rows[i].ID)
-		heard[i], failed[i], sent[i], errs[i] = t.runTool(ctx, s, rows[i], calls[i])
+		if resumed && !retry.Repeatable(defs[i].Effect) {
+			// It may have reached its backend before the stop: never again.
+			res := dispatch.Result{Outcome: dispatch.MayHaveRun, Message: interrupted, Attempts: 1, Reached: true,
+				Arguments: json.RawMessage(rows[i].Arguments)}
+			heard[i], failed[i], errs[i] = t.record(ctx, rows[i], calls[i], res)
+			sent[i] = res.Arguments
+		} else {
+			heard[i], failed[i], sent[i], errs[i] = t.runTool(ctx, s, rows[i], calls[i])
+		}
 		t.publish(events.ToolCallFinished, rows[i].ID)
 	})
 	if err := errors.Join(errs...); err != nil {
@@ -503,20 +692,31 @@ func (t *turnRun) runTools(ctx context.Context, step int, calls []model.ToolCall
 	// call, the pause, a resume rebuilding this turn) reads them as repaired
 	// and sent, never as the model first wrote them.
 	t.repaired(calls, sent)
-	pause := -1
 	for i, c := range calls {
 		t.req.Messages = append(t.req.Messages, model.Message{Role: model.RoleTool, ToolCallID: c.ID, ToolName: c.Name, Text: heard[i], IsError: failed[i]})
-		if t.byName[c.Name].Pauses && !failed[i] && pause < 0 {
-			pause = i
+		if len(sent[i]) > 0 {
+			rows[i].Arguments = string(sent[i])
+		}
+		if !failed[i] && rows[i].Outcome == toolcall.OutcomePENDING {
+			rows[i].Outcome = toolcall.OutcomeHITS
 		}
 	}
-	if pause >= 0 {
-		if err := t.pause(ctx, sent[pause]); err != nil {
+	if t.pausing(rows) >= 0 {
+		if err := t.pause(ctx, rows); err != nil {
 			return false, err
 		}
 		return true, nil
 	}
 	return false, ctx.Err()
+}
+
+// pick returns the definitions at the given indexes.
+func pick(defs []tools.Definition, idx []int) []tools.Definition {
+	out := make([]tools.Definition, len(idx))
+	for k, i := range idx {
+		out[k] = defs[i]
+	}
+	return out
 }
 
 // repaired puts the arguments as sent in place of the model's own in the
@@ -540,8 +740,13 @@ func (t *turnRun) repaired(calls []model.ToolCall, sent []json.RawMessage) {
 
 // runTool carries out one call and records it. It returns what the model
 // hears, whether the call failed, and the arguments as repaired and sent.
+// A call cut by the end of a drain, or by the loss of the turn, is not
+// recorded: whoever resumes the turn settles it.
 func (t *turnRun) runTool(ctx context.Context, s dispatch.Scope, row *ent.ToolCall, c model.ToolCall) (string, bool, json.RawMessage, error) {
 	res := t.r.cfg.Dispatcher.Do(ctx, s, dispatch.Call{ID: c.ID, Name: c.Name, Arguments: c.Arguments})
+	if cause := context.Cause(ctx); errors.Is(cause, errStopped) || errors.Is(cause, errLeaseLost) {
+		return "", false, nil, cause
+	}
 	heard, failed, err := t.record(ctx, row, c, res)
 	return heard, failed, res.Arguments, err
 }
@@ -550,17 +755,26 @@ func (t *turnRun) runTool(ctx context.Context, s dispatch.Scope, row *ent.ToolCa
 // transaction.
 func (t *turnRun) record(ctx context.Context, row *ent.ToolCall, c model.ToolCall, res dispatch.Result) (string, bool, error) {
 	def := t.byName[c.Name]
-	ctx = context.WithoutCancel(ctx)
-	tx, err := t.client().Tx(ctx)
+	var heard string
+	err := t.write(ctx, func(ctx context.Context, tx *ent.Tx) error {
+		var err error
+		heard, err = t.recordTx(ctx, tx, row, def, res)
+		return err
+	})
 	if err != nil {
-		return "", false, fmt.Errorf("begin: %w", err)
+		return "", false, err
 	}
-	defer func() { _ = tx.Rollback() }()
+	failed := res.Outcome != dispatch.Hits && res.Outcome != dispatch.Absence
+	return heard, failed, nil
+}
+
+func (t *turnRun) recordTx(ctx context.Context, tx *ent.Tx, row *ent.ToolCall, def tools.Definition, res dispatch.Result) (string, error) {
 	var (
 		ref     string
 		visible []schematype.Span
+		err     error
 	)
-	upd := tx.ToolCall.UpdateOneID(row.ID).
+	upd := tx.ToolCall.UpdateOne(row).Where(toolcall.OutcomeEQ(toolcall.OutcomePENDING)).
 		SetArguments(string(res.Arguments)).SetOutcome(toolcall.Outcome(res.Outcome)).SetAttempts(res.Attempts).
 		SetFailures(nonNilFailures(res.Failures)).SetRepairs(nonNilRepairs(res.Repairs)).SetFinishedAt(t.r.cfg.Now())
 	// Every outcome is stored under a ref, so read_tool_result and the
@@ -569,19 +783,19 @@ func (t *turnRun) record(ctx context.Context, row *ent.ToolCall, c model.ToolCal
 	// told of it.
 	ref, err = newRef()
 	if err != nil {
-		return "", false, err
+		return "", err
 	}
 	stored := res
 	if res.Outcome != dispatch.Hits && res.Outcome != dispatch.Absence {
 		told, err := dispatch.Render(res, def, ref, false)
 		if err != nil {
-			return "", false, err
+			return "", err
 		}
 		stored = dispatch.Result{Kind: schematype.KindText, Content: []byte(told.Text)}
 	}
 	sr, err := storeResult(ctx, tx.Client(), t.conv.ID, ref, stored)
 	if err != nil {
-		return "", false, err
+		return "", err
 	}
 	upd.SetRef(ref).SetResultID(sr.ID)
 	if res.Message != "" {
@@ -593,17 +807,17 @@ func (t *turnRun) record(ctx context.Context, row *ent.ToolCall, c model.ToolCal
 	if _, cuts := prompt.CapArguments(string(res.Arguments)); len(cuts) > 0 {
 		aref, err := newRef()
 		if err != nil {
-			return "", false, err
+			return "", err
 		}
 		args := dispatch.Result{Kind: schematype.KindJSON, Content: res.Arguments}
 		if _, err := storeResult(ctx, tx.Client(), t.conv.ID, aref, args); err != nil {
-			return "", false, fmt.Errorf("store arguments: %w", err)
+			return "", fmt.Errorf("store arguments: %w", err)
 		}
 		upd.SetArgumentsRef(aref)
 	}
 	h, err := dispatch.Render(res, def, ref, res.TruncatedAtSource)
 	if err != nil {
-		return "", false, err
+		return "", err
 	}
 	// Instruction-like text in what the model hears is marked where it
 	// stands and recorded on the call; the backend's scope checks stay the
@@ -630,20 +844,24 @@ func (t *turnRun) record(ctx context.Context, row *ent.ToolCall, c model.ToolCal
 	}
 	upd.SetHeard(h.Text).SetEvidence(nonNilSpans(visible))
 	if err := upd.Exec(ctx); err != nil {
-		return "", false, fmt.Errorf("record tool call: %w", err)
+		if ent.IsNotFound(err) {
+			return "", fmt.Errorf("tool call %d: %w", row.ID, errStepRecorded)
+		}
+		return "", fmt.Errorf("record tool call: %w", err)
 	}
-	if err := tx.Commit(); err != nil {
-		return "", false, fmt.Errorf("commit tool call: %w", err)
-	}
-	failed := res.Outcome != dispatch.Hits && res.Outcome != dispatch.Absence
-	return h.Text, failed, nil
+	return h.Text, nil
 }
 
 // pause stores the clarification the model asked for and leaves the turn
-// waiting for the user's answer. args are the clarify call's arguments as
-// repaired and sent: the ones the tool itself accepted.
-func (t *turnRun) pause(ctx context.Context, args json.RawMessage) error {
-	c, err := interact.ParseClarify(args)
+// waiting for the user's answer. The question is read from the step's
+// pausing call's arguments as repaired and sent: the ones the tool itself
+// accepted.
+func (t *turnRun) pause(ctx context.Context, rows []*ent.ToolCall) error {
+	i := t.pausing(rows)
+	if i < 0 {
+		return nil
+	}
+	c, err := interact.ParseClarify([]byte(rows[i].Arguments))
 	if err != nil {
 		return fmt.Errorf("read clarification: %w", err)
 	}
@@ -651,10 +869,15 @@ func (t *turnRun) pause(ctx context.Context, args json.RawMessage) error {
 	if cl.Options == nil {
 		cl.Options = []string{}
 	}
-	n, err := t.client().Turn.Update().
-		Where(turn.ID(t.turnID), turn.StatusEQ(turn.StatusRUNNING)).
-		SetStatus(turn.StatusWAITING_FOR_CLARIFICATION).SetClarification(&cl).
-		Save(context.WithoutCancel(ctx))
+	var n int
+	err = t.write(ctx, func(ctx context.Context, tx *ent.Tx) error {
+		n, err = tx.Turn.Update().
+			Where(turn.ID(t.turnID), turn.StatusEQ(turn.StatusRUNNING)).
+			SetStatus(turn.StatusWAITING_FOR_CLARIFICATION).SetClarification(&cl).
+			ClearClaimedBy().ClearHeartbeatAt().
+			Save(ctx)
+		return err
+	})
 	if err != nil {
 		return fmt.Errorf("pause for clarification: %w", err)
 	}
