@@ -17820,6 +17820,7 @@ type TurnMutation struct {
 	clarification       **schematype.Clarification
 	heartbeat_at        *time.Time
 	agent_config        **schematype.AgentConfig
+	claimed_by          *string
 	replayed            *bool
 	clearedFields       map[string]struct{}
 	conversation        *int
@@ -18563,6 +18564,55 @@ func (m *TurnMutation) ResetAgentConfig() {
 	delete(m.clearedFields, turn.FieldAgentConfig)
 }
 
+// SetClaimedBy sets the "claimed_by" field.
+func (m *TurnMutation) SetClaimedBy(s string) {
+	m.claimed_by = &s
+}
+
+// ClaimedBy returns the value of the "claimed_by" field in the mutation.
+func (m *TurnMutation) ClaimedBy() (r string, exists bool) {
+	v := m.claimed_by
+	if v == nil {
+		return
+	}
+	return *v, true
+}
+
+// OldClaimedBy returns the old "claimed_by" field's value of the Turn entity.
+// If the Turn object wasn't provided to the builder, the object is fetched from the database.
+// An error is returned if the mutation operation is not UpdateOne, or the database query fails.
+func (m *TurnMutation) OldClaimedBy(ctx context.Context) (v *string, err error) {
+	if !m.op.Is(OpUpdateOne) {
+		return v, errors.New("OldClaimedBy is only allowed on UpdateOne operations")
+	}
+	if m.id == nil || m.oldValue == nil {
+		return v, errors.New("OldClaimedBy requires an ID field in the mutation")
+	}
+	oldValue, err := m.oldValue(ctx)
+	if err != nil {
+		return v, fmt.Errorf("querying old value for OldClaimedBy: %w", err)
+	}
+	return oldValue.ClaimedBy, nil
+}
+
+// ClearClaimedBy clears the value of the "claimed_by" field.
+func (m *TurnMutation) ClearClaimedBy() {
+	m.claimed_by = nil
+	m.clearedFields[turn.FieldClaimedBy] = struct{}{}
+}
+
+// ClaimedByCleared returns if the "claimed_by" field was cleared in this mutation.
+func (m *TurnMutation) ClaimedByCleared() bool {
+	_, ok := m.clearedFields[turn.FieldClaimedBy]
+	return ok
+}
+
+// ResetClaimedBy resets all changes to the "claimed_by" field.
+func (m *TurnMutation) ResetClaimedBy() {
+	m.claimed_by = nil
+	delete(m.clearedFields, turn.FieldClaimedBy)
+}
+
 // SetReplayed sets the "replayed" field.
 func (m *TurnMutation) SetReplayed(b bool) {
 	m.replayed = &b
@@ -18768,7 +18818,7 @@ func (m *TurnMutation) Type() string {
 // order to get all numeric fields that were incremented/decremented, call
 // AddedFields().
 func (m *TurnMutation) Fields() []string {
-	fields := make([]string, 0, 15)
+	fields := make([]string, 0, 16)
 	if m.conversation != nil {
 		fields = append(fields, turn.FieldConversationID)
 	}
@@ -18811,6 +18861,9 @@ func (m *TurnMutation) Fields() []string {
 	if m.agent_config != nil {
 		fields = append(fields, turn.FieldAgentConfig)
 	}
+	if m.claimed_by != nil {
+		fields = append(fields, turn.FieldClaimedBy)
+	}
 	if m.replayed != nil {
 		fields = append(fields, turn.FieldReplayed)
 	}
@@ -18850,6 +18903,8 @@ func (m *TurnMutation) Field(name string) (ent.Value, bool) {
 		return m.HeartbeatAt()
 	case turn.FieldAgentConfig:
 		return m.AgentConfig()
+	case turn.FieldClaimedBy:
+		return m.ClaimedBy()
 	case turn.FieldReplayed:
 		return m.Replayed()
 	}
@@ -18889,6 +18944,8 @@ func (m *TurnMutation) OldField(ctx context.Context, name string) (ent.Value, er
 		return m.OldHeartbeatAt(ctx)
 	case turn.FieldAgentConfig:
 		return m.OldAgentConfig(ctx)
+	case turn.FieldClaimedBy:
+		return m.OldClaimedBy(ctx)
 	case turn.FieldReplayed:
 		return m.OldReplayed(ctx)
 	}
@@ -18998,6 +19055,13 @@ func (m *TurnMutation) SetField(name string, value ent.Value) error {
 		}
 		m.SetAgentConfig(v)
 		return nil
+	case turn.FieldClaimedBy:
+		v, ok := value.(string)
+		if !ok {
+			return fmt.Errorf("unexpected type %T for field %s", value, name)
+		}
+		m.SetClaimedBy(v)
+		return nil
 	case turn.FieldReplayed:
 		v, ok := value.(bool)
 		if !ok {
@@ -19071,6 +19135,9 @@ func (m *TurnMutation) ClearedFields() []string {
 	if m.FieldCleared(turn.FieldAgentConfig) {
 		fields = append(fields, turn.FieldAgentConfig)
 	}
+	if m.FieldCleared(turn.FieldClaimedBy) {
+		fields = append(fields, turn.FieldClaimedBy)
+	}
 	return fields
 }
 
@@ -19105,6 +19172,9 @@ func (m *TurnMutation) ClearField(name string) error {
 		return nil
 	case turn.FieldAgentConfig:
 		m.ClearAgentConfig()
+		return nil
+	case turn.FieldClaimedBy:
+		m.ClearClaimedBy()
 		return nil
 	}
 	return fmt.Errorf("unknown Turn nullable field %s", name)
@@ -19155,6 +19225,9 @@ func (m *TurnMutation) ResetField(name string) error {
 		return nil
 	case turn.FieldAgentConfig:
 		m.ResetAgentConfig()
+		return nil
+	case turn.FieldClaimedBy:
+		m.ResetClaimedBy()
 		return nil
 	case turn.FieldReplayed:
 		m.ResetReplayed()

@@ -44,10 +44,12 @@ type Turn struct {
 	Suggestions []string `json:"suggestions,omitempty"`
 	// the open question while the turn waits for an answer
 	Clarification *schematype.Clarification `json:"clarification,omitempty"`
-	// set by the process running the turn while it runs; a stale one lets another resume it
+	// the last sign of life: the claiming runner's heartbeat, or when the turn was last queued; a stale one lets another resume it
 	HeartbeatAt *time.Time `json:"heartbeat_at,omitempty"`
 	// the agent's instructions, tools and switches when the turn first ran: a turn in progress keeps them
 	AgentConfig *schematype.AgentConfig `json:"agent_config,omitempty"`
+	// the runner that runs the turn; none while it waits for one
+	ClaimedBy *string `json:"claimed_by,omitempty"`
 	// answered by the replay provider, not a live model
 	Replayed bool `json:"replayed,omitempty"`
 	// Edges holds the relations/edges for other nodes in the graph.
@@ -114,7 +116,7 @@ func (*Turn) scanValues(columns []string) ([]any, error) {
 			values[i] = new(sql.NullBool)
 		case turn.FieldID, turn.FieldConversationID, turn.FieldNumber:
 			values[i] = new(sql.NullInt64)
-		case turn.FieldTimeZone, turn.FieldUserText, turn.FieldAnswer, turn.FieldThinking, turn.FieldStatus, turn.FieldError:
+		case turn.FieldTimeZone, turn.FieldUserText, turn.FieldAnswer, turn.FieldThinking, turn.FieldStatus, turn.FieldError, turn.FieldClaimedBy:
 			values[i] = new(sql.NullString)
 		case turn.FieldStartedAt, turn.FieldFinishedAt, turn.FieldHeartbeatAt:
 			values[i] = new(sql.NullTime)
@@ -234,6 +236,13 @@ func (_m *Turn) assignValues(columns []string, values []any) error {
 					return fmt.Errorf("unmarshal field agent_config: %w", err)
 				}
 			}
+		case turn.FieldClaimedBy:
+			if value, ok := values[i].(*sql.NullString); !ok {
+				return fmt.Errorf("unexpected type %T for field claimed_by", values[i])
+			} else if value.Valid {
+				_m.ClaimedBy = new(string)
+				*_m.ClaimedBy = value.String
+			}
 		case turn.FieldReplayed:
 			if value, ok := values[i].(*sql.NullBool); !ok {
 				return fmt.Errorf("unexpected type %T for field replayed", values[i])
@@ -342,6 +351,11 @@ func (_m *Turn) String() string {
 	builder.WriteString(", ")
 	builder.WriteString("agent_config=")
 	builder.WriteString(fmt.Sprintf("%v", _m.AgentConfig))
+	builder.WriteString(", ")
+	if v := _m.ClaimedBy; v != nil {
+		builder.WriteString("claimed_by=")
+		builder.WriteString(*v)
+	}
 	builder.WriteString(", ")
 	builder.WriteString("replayed=")
 	builder.WriteString(fmt.Sprintf("%v", _m.Replayed))

@@ -174,6 +174,20 @@ func (_c *TurnCreate) SetAgentConfig(v *schematype.AgentConfig) *TurnCreate {
 	return _c
 }
 
+// SetClaimedBy sets the "claimed_by" field.
+func (_c *TurnCreate) SetClaimedBy(v string) *TurnCreate {
+	_c.mutation.SetClaimedBy(v)
+	return _c
+}
+
+// SetNillableClaimedBy sets the "claimed_by" field if the given value is not nil.
+func (_c *TurnCreate) SetNillableClaimedBy(v *string) *TurnCreate {
+	if v != nil {
+		_c.SetClaimedBy(*v)
+	}
+	return _c
+}
+
 // SetReplayed sets the "replayed" field.
 func (_c *TurnCreate) SetReplayed(v bool) *TurnCreate {
 	_c.mutation.SetReplayed(v)
@@ -403,6 +417,10 @@ func (_c *TurnCreate) createSpec() (*Turn, *sqlgraph.CreateSpec) {
 	if value, ok := _c.mutation.AgentConfig(); ok {
 		_spec.SetField(turn.FieldAgentConfig, field.TypeJSON, value)
 		_node.AgentConfig = value
+	}
+	if value, ok := _c.mutation.ClaimedBy(); ok {
+		_spec.SetField(turn.FieldClaimedBy, field.TypeString, value)
+		_node.ClaimedBy = &value
 	}
 	if value, ok := _c.mutation.Replayed(); ok {
 		_spec.SetField(turn.FieldReplayed, field.TypeBool, value)
@@ -659,6 +677,24 @@ func (u *TurnUpsert) ClearAgentConfig() *TurnUpsert {
 	return u
 }
 
+// SetClaimedBy sets the "claimed_by" field.
+func (u *TurnUpsert) SetClaimedBy(v string) *TurnUpsert {
+	u.Set(turn.FieldClaimedBy, v)
+	return u
+}
+
+// UpdateClaimedBy sets the "claimed_by" field to the value that was provided on create.
+func (u *TurnUpsert) UpdateClaimedBy() *TurnUpsert {
+	u.SetExcluded(turn.FieldClaimedBy)
+	return u
+}
+
+// ClearClaimedBy clears the value of the "claimed_by" field.
+func (u *TurnUpsert) ClearClaimedBy() *TurnUpsert {
+	u.SetNull(turn.FieldClaimedBy)
+	return u
+}
+
 // SetReplayed sets the "replayed" field.
 func (u *TurnUpsert) SetReplayed(v bool) *TurnUpsert {
 	u.Set(turn.FieldReplayed, v)
@@ -900,6 +936,27 @@ func (u *TurnUpsertOne) UpdateAgentConfig() *TurnUpsertOne {
 func (u *TurnUpsertOne) ClearAgentConfig() *TurnUpsertOne {
 	return u.Update(func(s *TurnUpsert) {
 		s.ClearAgentConfig()
+	})
+}
+
+// SetClaimedBy sets the "claimed_by" field.
+func (u *TurnUpsertOne) SetClaimedBy(v string) *TurnUpsertOne {
+	return u.Update(func(s *TurnUpsert) {
+		s.SetClaimedBy(v)
+	})
+}
+
+// UpdateClaimedBy sets the "claimed_by" field to the value that was provided on create.
+func (u *TurnUpsertOne) UpdateClaimedBy() *TurnUpsertOne {
+	return u.Update(func(s *TurnUpsert) {
+		s.UpdateClaimedBy()
+	})
+}
+
+// ClearClaimedBy clears the value of the "claimed_by" field.
+func (u *TurnUpsertOne) ClearClaimedBy() *TurnUpsertOne {
+	return u.Update(func(s *TurnUpsert) {
+		s.ClearClaimedBy()
 	})
 }
 
@@ -1312,6 +1369,27 @@ func (u *TurnUpsertBulk) UpdateAgentConfig() *TurnUpsertBulk {
 func (u *TurnUpsertBulk) ClearAgentConfig() *TurnUpsertBulk {
 	return u.Update(func(s *TurnUpsert) {
 		s.ClearAgentConfig()
+	})
+}
+
+// SetClaimedBy sets the "claimed_by" field.
+func (u *TurnUpsertBulk) SetClaimedBy(v string) *TurnUpsertBulk {
+	return u.Update(func(s *TurnUpsert) {
+		s.SetClaimedBy(v)
+	})
+}
+
+// UpdateClaimedBy sets the "claimed_by" field to the value that was provided on create.
+func (u *TurnUpsertBulk) UpdateClaimedBy() *TurnUpsertBulk {
+	return u.Update(func(s *TurnUpsert) {
+		s.UpdateClaimedBy()
+	})
+}
+
+// ClearClaimedBy clears the value of the "claimed_by" field.
+func (u *TurnUpsertBulk) ClearClaimedBy() *TurnUpsertBulk {
+	return u.Update(func(s *TurnUpsert) {
+		s.ClearClaimedBy()
 	})
 }
 

@@ -182,6 +182,26 @@ func (_u *TurnUpdate) ClearAgentConfig() *TurnUpdate {
 	return _u
 }
 
+// SetClaimedBy sets the "claimed_by" field.
+func (_u *TurnUpdate) SetClaimedBy(v string) *TurnUpdate {
+	_u.mutation.SetClaimedBy(v)
+	return _u
+}
+
+// SetNillableClaimedBy sets the "claimed_by" field if the given value is not nil.
+func (_u *TurnUpdate) SetNillableClaimedBy(v *string) *TurnUpdate {
+	if v != nil {
+		_u.SetClaimedBy(*v)
+	}
+	return _u
+}
+
+// ClearClaimedBy clears the value of the "claimed_by" field.
+func (_u *TurnUpdate) ClearClaimedBy() *TurnUpdate {
+	_u.mutation.ClearClaimedBy()
+	return _u
+}
+
 // SetReplayed sets the "replayed" field.
 func (_u *TurnUpdate) SetReplayed(v bool) *TurnUpdate {
 	_u.mutation.SetReplayed(v)
@@ -377,6 +397,12 @@ func (_u *TurnUpdate) sqlSave(ctx context.Context) (_node int, err error) {
 	}
 	if _u.mutation.AgentConfigCleared() {
 		_spec.ClearField(turn.FieldAgentConfig, field.TypeJSON)
+	}
+	if value, ok := _u.mutation.ClaimedBy(); ok {
+		_spec.SetField(turn.FieldClaimedBy, field.TypeString, value)
+	}
+	if _u.mutation.ClaimedByCleared() {
+		_spec.ClearField(turn.FieldClaimedBy, field.TypeString)
 	}
 	if value, ok := _u.mutation.Replayed(); ok {
 		_spec.SetField(turn.FieldReplayed, field.TypeBool, value)
@@ -641,6 +667,26 @@ func (_u *TurnUpdateOne) ClearAgentConfig() *TurnUpdateOne {
 	return _u
 }
 
+// SetClaimedBy sets the "claimed_by" field.
+func (_u *TurnUpdateOne) SetClaimedBy(v string) *TurnUpdateOne {
+	_u.mutation.SetClaimedBy(v)
+	return _u
+}
+
+// SetNillableClaimedBy sets the "claimed_by" field if the given value is not nil.
+func (_u *TurnUpdateOne) SetNillableClaimedBy(v *string) *TurnUpdateOne {
+	if v != nil {
+		_u.SetClaimedBy(*v)
+	}
+	return _u
+}
+
+// ClearClaimedBy clears the value of the "claimed_by" field.
+func (_u *TurnUpdateOne) ClearClaimedBy() *TurnUpdateOne {
+	_u.mutation.ClearClaimedBy()
+	return _u
+}
+
 // SetReplayed sets the "replayed" field.
 func (_u *TurnUpdateOne) SetReplayed(v bool) *TurnUpdateOne {
 	_u.mutation.SetReplayed(v)
@@ -866,6 +912,12 @@ func (_u *TurnUpdateOne) sqlSave(ctx context.Context) (_node *Turn, err error) {
 	}
 	if _u.mutation.AgentConfigCleared() {
 		_spec.ClearField(turn.FieldAgentConfig, field.TypeJSON)
+	}
+	if value, ok := _u.mutation.ClaimedBy(); ok {
+		_spec.SetField(turn.FieldClaimedBy, field.TypeString, value)
+	}
+	if _u.mutation.ClaimedByCleared() {
+		_spec.ClearField(turn.FieldClaimedBy, field.TypeString)
 	}
 	if value, ok := _u.mutation.Replayed(); ok {
 		_spec.SetField(turn.FieldReplayed, field.TypeBool, value)

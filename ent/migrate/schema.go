@@ -598,6 +598,7 @@ var (
 		{Name: "clarification", Type: field.TypeJSON, Nullable: true},
 		{Name: "heartbeat_at", Type: field.TypeTime, Nullable: true},
 		{Name: "agent_config", Type: field.TypeJSON, Nullable: true},
+		{Name: "claimed_by", Type: field.TypeString, Nullable: true},
 		{Name: "replayed", Type: field.TypeBool, Default: false},
 		{Name: "conversation_id", Type: field.TypeInt},
 	}
@@ -609,7 +610,7 @@ var (
 		ForeignKeys: []*schema.ForeignKey{
 			{
 				Symbol:     "turns_conversations_turns",
-				Columns:    []*schema.Column{TurnsColumns[15]},
+				Columns:    []*schema.Column{TurnsColumns[16]},
 				RefColumns: []*schema.Column{ConversationsColumns[0]},
 				OnDelete:   schema.NoAction,
 			},
@@ -618,7 +619,7 @@ var (
 			{
 				Name:    "turn_conversation_id_number",
 				Unique:  true,
-				Columns: []*schema.Column{TurnsColumns[15], TurnsColumns[1]},
+				Columns: []*schema.Column{TurnsColumns[16], TurnsColumns[1]},
 			},
 		},
 	}

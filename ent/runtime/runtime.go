@@ -882,7 +882,7 @@ func init() {
 	// turn.DefaultSuggestions holds the default value on creation for the suggestions field.
 	turn.DefaultSuggestions = turnDescSuggestions.Default.([]string)
 	// turnDescReplayed is the schema descriptor for replayed field.
-	turnDescReplayed := turnFields[14].Descriptor()
+	turnDescReplayed := turnFields[15].Descriptor()
 	// turn.DefaultReplayed holds the default value on creation for the replayed field.
 	turn.DefaultReplayed = turnDescReplayed.Default.(bool)
 	userMixin := schema.User{}.Mixin()

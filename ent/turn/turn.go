@@ -46,6 +46,8 @@ const (
 	FieldHeartbeatAt = "heartbeat_at"
 	// FieldAgentConfig holds the string denoting the agent_config field in the database.
 	FieldAgentConfig = "agent_config"
+	// FieldClaimedBy holds the string denoting the claimed_by field in the database.
+	FieldClaimedBy = "claimed_by"
 	// FieldReplayed holds the string denoting the replayed field in the database.
 	FieldReplayed = "replayed"
 	// EdgeConversation holds the string denoting the conversation edge name in mutations.
@@ -96,6 +98,7 @@ var Columns = []string{
 	FieldClarification,
 	FieldHeartbeatAt,
 	FieldAgentConfig,
+	FieldClaimedBy,
 	FieldReplayed,
 }
 
@@ -219,6 +222,11 @@ func ByError(opts ...sql.OrderTermOption) OrderOption {
 // ByHeartbeatAt orders the results by the heartbeat_at field.
 func ByHeartbeatAt(opts ...sql.OrderTermOption) OrderOption {
 	return sql.OrderByField(FieldHeartbeatAt, opts...).ToFunc()
+}
+
+// ByClaimedBy orders the results by the claimed_by field.
+func ByClaimedBy(opts ...sql.OrderTermOption) OrderOption {
+	return sql.OrderByField(FieldClaimedBy, opts...).ToFunc()
 }
 
 // ByReplayed orders the results by the replayed field.

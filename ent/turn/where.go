@@ -105,6 +105,11 @@ func HeartbeatAt(v time.Time) predicate.Turn {
 	return predicate.Turn(sql.FieldEQ(FieldHeartbeatAt, v))
 }
 
+// ClaimedBy applies equality check predicate on the "claimed_by" field. It's identical to ClaimedByEQ.
+func ClaimedBy(v string) predicate.Turn {
+	return predicate.Turn(sql.FieldEQ(FieldClaimedBy, v))
+}
+
 // Replayed applies equality check predicate on the "replayed" field. It's identical to ReplayedEQ.
 func Replayed(v bool) predicate.Turn {
 	return predicate.Turn(sql.FieldEQ(FieldReplayed, v))
@@ -703,6 +708,81 @@ func AgentConfigIsNil() predicate.Turn {
 // AgentConfigNotNil applies the NotNil predicate on the "agent_config" field.
 func AgentConfigNotNil() predicate.Turn {
 	return predicate.Turn(sql.FieldNotNull(FieldAgentConfig))
+}
+
+// ClaimedByEQ applies the EQ predicate on the "claimed_by" field.
+func ClaimedByEQ(v string) predicate.Turn {
+	return predicate.Turn(sql.FieldEQ(FieldClaimedBy, v))
+}
+
+// ClaimedByNEQ applies the NEQ predicate on the "claimed_by" field.
+func ClaimedByNEQ(v string) predicate.Turn {
+	return predicate.Turn(sql.FieldNEQ(FieldClaimedBy, v))
+}
+
+// ClaimedByIn applies the In predicate on the "claimed_by" field.
+func ClaimedByIn(vs ...string) predicate.Turn {
+	return predicate.Turn(sql.FieldIn(FieldClaimedBy, vs...))
+}
+
+// ClaimedByNotIn applies the NotIn predicate on the "claimed_by" field.
+func ClaimedByNotIn(vs ...string) predicate.Turn {
+	return predicate.Turn(sql.FieldNotIn(FieldClaimedBy, vs...))
+}
+
+// ClaimedByGT applies the GT predicate on the "claimed_by" field.
+func ClaimedByGT(v string) predicate.Turn {
+	return predicate.Turn(sql.FieldGT(FieldClaimedBy, v))
+}
+
+// ClaimedByGTE applies the GTE predicate on the "claimed_by" field.
+func ClaimedByGTE(v string) predicate.Turn {
+	return predicate.Turn(sql.FieldGTE(FieldClaimedBy, v))
+}
+
+// ClaimedByLT applies the LT predicate on the "claimed_by" field.
+func ClaimedByLT(v string) predicate.Turn {
+	return predicate.Turn(sql.FieldLT(FieldClaimedBy, v))
+}
+
+// ClaimedByLTE applies the LTE predicate on the "claimed_by" field.
+func ClaimedByLTE(v string) predicate.Turn {
+	return predicate.Turn(sql.FieldLTE(FieldClaimedBy, v))
+}
+
+// ClaimedByContains applies the Contains predicate on the "claimed_by" field.
+func ClaimedByContains(v string) predicate.Turn {
+	return predicate.Turn(sql.FieldContains(FieldClaimedBy, v))
+}
+
+// ClaimedByHasPrefix applies the HasPrefix predicate on the "claimed_by" field.
+func ClaimedByHasPrefix(v string) predicate.Turn {
+	return predicate.Turn(sql.FieldHasPrefix(FieldClaimedBy, v))
+}
+
+// ClaimedByHasSuffix applies the HasSuffix predicate on the "claimed_by" field.
+func ClaimedByHasSuffix(v string) predicate.Turn {
+	return predicate.Turn(sql.FieldHasSuffix(FieldClaimedBy, v))
+}
+
+// ClaimedByIsNil applies the IsNil predicate on the "claimed_by" field.
+func ClaimedByIsNil() predicate.Turn {
+	return predicate.Turn(sql.FieldIsNull(FieldClaimedBy))
+}
+
+// ClaimedByNotNil applies the NotNil predicate on the "claimed_by" field.
+func ClaimedByNotNil() predicate.Turn {
+	return predicate.Turn(sql.FieldNotNull(FieldClaimedBy))
+}
+
+// ClaimedByEqualFold applies the EqualFold predicate on the "claimed_by" field.
+func ClaimedByEqualFold(v string) predicate.Turn {
+	return predicate.Turn(sql.FieldEqualFold(FieldClaimedBy, v))
+}
+
+// ClaimedByContainsFold applies the ContainsFold predicate on the "claimed_by" field.
+func ClaimedByContainsFold(v string) predicate.Turn {
+	return predicate.Turn(sql.FieldContainsFold(FieldClaimedBy, v))
 }
 
 // ReplayedEQ applies the EQ predicate on the "replayed" field.
