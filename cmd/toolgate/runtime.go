@@ -167,14 +167,12 @@ func newRunner(ctx context.Context, c runtimeConfig, d *db.DB, dbURL, toolsURL s
 		Tools:        registry.All(),
 		MaxSteps:     c.maxSteps,
 		CallsPerTurn: c.historyCalls,
-		Budget: func(ctx context.Context, org, user int, now time.Time) error {
-			return budget.Enforce(ctx, client, org, user, now)
-		},
-		DrainGrace:  c.drainGrace,
-		WebProvider: c.webProvider,
-		EncodeID:    graph.EncodeID,
-		Queue:       d.Queue(),
-		Log:         log,
+		Budget:       budget.Stopper(client),
+		DrainGrace:   c.drainGrace,
+		WebProvider:  c.webProvider,
+		EncodeID:     graph.EncodeID,
+		Queue:        d.Queue(),
+		Log:          log,
 	})
 	if err != nil {
 		_ = bridge.Close()

@@ -4350,7 +4350,7 @@ enum TaskStatus {
   monthly limits (the budget_check tool). With a turn's scope token, only when the agent's budgetCheck
   switch is on.
   """
-  budgetCheck(conversationId: ID): BudgetStatus!
+  budgetCheck("Not needed with an API token (the caller's own figures); a turn's scope token implies its own conversation and refuses another." conversationId: ID): BudgetStatus!
 }
 
 extend type Mutation {

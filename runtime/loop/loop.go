@@ -59,9 +59,10 @@ type Config struct {
 	// enabled it are offered the web tools.
 	WebProvider bool
 	// Budget, when set, is asked after each step whether the turn's user or
-	// organisation has spent its monthly limit: an error stops the turn
-	// FAILED with its message as the reason. Nil: no limits.
-	Budget func(ctx context.Context, organizationID, userID int, now time.Time) error
+	// organisation has spent its monthly limit: a reason stops the turn
+	// FAILED with it (users read it in Turn.error); an error (the limits
+	// could not be read) fails it as internal. Nil: no limits.
+	Budget func(ctx context.Context, organizationID, userID int, now time.Time) (reason string, err error)
 	// MaxSteps is the most model calls a turn may make.
 	MaxSteps int
 	// Concurrency bounds the calls of one model answer run at once.

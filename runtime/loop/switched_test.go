@@ -1,7 +1,6 @@
 package loop_test
 
 import (
-	"context"
 	"testing"
 	"time"
 
@@ -20,9 +19,7 @@ import (
 func withBudgets() option {
 	return func(c *loop.Config) {
 		client := c.Client
-		c.Budget = func(ctx context.Context, org, user int, now time.Time) error {
-			return budget.Enforce(ctx, client, org, user, now)
-		}
+		c.Budget = budget.Stopper(client)
 	}
 }
 

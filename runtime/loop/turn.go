@@ -120,8 +120,12 @@ func (t *turnRun) run(ctx context.Context) error {
 		// The step is finished: a limit it crossed stops the turn here,
 		// before another model call spends more.
 		if b := t.r.cfg.Budget; b != nil {
-			if err := b(ctx, t.conv.OrganizationID, t.conv.UserID, t.r.cfg.Now()); err != nil {
-				return err
+			stop, err := b(ctx, t.conv.OrganizationID, t.conv.UserID, t.r.cfg.Now())
+			if err != nil {
+				return fmt.Errorf("check budgets: %w", err)
+			}
+			if stop != "" {
+				return shown(errors.New(stop))
 			}
 		}
 	}

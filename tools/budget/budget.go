@@ -10,6 +10,7 @@ package budget
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"math"
 	"time"
@@ -179,4 +180,18 @@ func Set(ctx context.Context, c *ent.Client, org, user int, limit Micros) (*ent.
 		create.SetUserID(user)
 	}
 	return create.Save(ctx)
+}
+
+// Stopper answers the turn runtime's question after each step: the reason
+// a turn stops (a spent limit, in words a user may read), or an error when
+// the limits could not be read.
+func Stopper(c *ent.Client) func(ctx context.Context, org, user int, now time.Time) (string, error) {
+	return func(ctx context.Context, org, user int, now time.Time) (string, error) {
+		err := Enforce(ctx, c, org, user, now)
+		var ex *ExceededError
+		if errors.As(err, &ex) {
+			return ex.Error(), nil
+		}
+		return "", err
+	}
 }
