@@ -176,7 +176,9 @@ func serve(ctx context.Context, args []string, stdout, stderr io.Writer, log *sl
 		_ = hs.Close()
 		return err
 	}
-	if err := docs.Open(ctx); err != nil {
+	// A stop asked for while starting up (ctx ends) is a shutdown like any
+	// other, not a failure of the step it interrupted.
+	if err := docs.Open(ctx); err != nil && ctx.Err() == nil {
 		_ = hs.Close()
 		return err
 	}
@@ -184,7 +186,7 @@ func serve(ctx context.Context, args []string, stdout, stderr io.Writer, log *sl
 	if demoTurn != 0 {
 		n-- // the demo's first turn starts here, it was not left running
 	}
-	if err != nil {
+	if err != nil && ctx.Err() == nil {
 		log.Error("resume turns", "err", err)
 	} else if n > 0 {
 		log.Info("resumed turns left running", "turns", n)
