@@ -189,7 +189,10 @@ func (t *turnRun) load(ctx context.Context) error {
 	if err != nil {
 		return err
 	}
-	rules := catalog.RulesOf(t.agent, u.Edges.Organization, t.r.cfg.WebProvider)
+	rules, err := catalog.LoadRules(ctx, c, t.agent, u.Edges.Organization, t.r.cfg.WebProvider)
+	if err != nil {
+		return err
+	}
 	t.offered = prompt.Register(rules, t.r.cfg.Tools, appDefs)
 	t.byName = make(map[string]tools.Definition, len(t.offered))
 	for _, d := range t.offered {
@@ -214,10 +217,11 @@ func (t *turnRun) fixAgent(ctx context.Context, current *ent.Agent) (*ent.Agent,
 	if cfg := t.turn.AgentConfig; cfg != nil {
 		a.Instructions, a.Tools = cfg.Instructions, cfg.Tools
 		a.Memory, a.BudgetCheck, a.PastConversationSearch = cfg.Memory, cfg.BudgetCheck, cfg.PastConversationSearch
+		a.Skills = cfg.Skills
 		return &a, nil
 	}
 	cfg := &schematype.AgentConfig{Instructions: a.Instructions, Tools: a.Tools, Memory: a.Memory,
-		BudgetCheck: a.BudgetCheck, PastConversationSearch: a.PastConversationSearch}
+		BudgetCheck: a.BudgetCheck, PastConversationSearch: a.PastConversationSearch, Skills: a.Skills}
 	if err := t.client().Turn.UpdateOneID(t.turnID).SetAgentConfig(cfg).Exec(ctx); err != nil {
 		return nil, fmt.Errorf("record the turn's agent: %w", err)
 	}
