@@ -126,8 +126,9 @@ func NewServer(cfg Config) *Server {
 	m := newMetrics(reg)
 	s.gql.Use(m)
 
-	graphqlHandler := jsonStatus(s.auth.Middleware(s.gql))
-	s.mux.Handle("/graphql", m.http("/graphql", limitBody(cfg.MaxUploadBytes, graphqlHandler)))
+	// The token first: nothing of the body is read for a caller without one.
+	graphqlHandler := s.auth.Middleware(limitBody(cfg.MaxUploadBytes, jsonStatus(s.gql)))
+	s.mux.Handle("/graphql", m.http("/graphql", graphqlHandler))
 	pg := playground.Handler("toolgate", "/playground", "/graphql", map[string]string{"Authorization": "Bearer "})
 	s.mux.Handle("/playground", pg)
 	s.mux.Handle("/playground/", pg)
@@ -214,6 +215,8 @@ func (s *Server) newGraphQL() *handler.Server {
 	srv.SetQueryCache(lru.New[*ast.QueryDocument](1000))
 	srv.Use(extension.Introspection{})
 	srv.Use(extension.AutomaticPersistedQuery{Cache: lru.New[string](1000)})
+	// After the persisted query is put in place, before anything parses it.
+	srv.Use(queryLimits{})
 	// Priced by the rows an operation can make the server load: a scalar
 	// of a row already loaded is free, an object costs one plus its
 	// children, a connection multiplies its children by its page size. A
