@@ -17,6 +17,7 @@ import (
 	"github.com/toolgate/toolgate/graph"
 	"github.com/toolgate/toolgate/graph/auth"
 	"github.com/toolgate/toolgate/runtime/loop"
+	"github.com/toolgate/toolgate/tools/code"
 	"github.com/toolgate/toolgate/tools/document"
 	"github.com/toolgate/toolgate/tools/embed"
 	"github.com/toolgate/toolgate/tools/web"
@@ -147,8 +148,17 @@ func serve(ctx context.Context, args []string, stdout, stderr io.Writer, log *sl
 		_ = ln.Close()
 		return err
 	}
+	// run_code's children are this binary; some are started ahead, and all
+	// are ended on the way out.
+	sandbox, err := code.Default()
+	if err != nil {
+		_ = ln.Close()
+		return err
+	}
+	sandbox.Prestart()
+	defer sandbox.Close()
 	srv := graph.NewServer(graph.Config{DB: d, Log: log, Signer: signer, Runner: runner, Web: webService,
-		Documents: docs, MaxUploadBytes: *maxUpload})
+		Documents: docs, Sandbox: sandbox, MaxUploadBytes: *maxUpload})
 	var demoTurn int
 	if *demo {
 		var token string
@@ -165,11 +175,7 @@ func serve(ctx context.Context, args []string, stdout, stderr io.Writer, log *sl
 	}
 	log.Info("serving", "addr", ln.Addr().String(), "database", d.Dialect, "web", webService.ProviderName())
 
-	hs := &http.Server{
-		Handler:           srv,
-		ReadHeaderTimeout: 10 * time.Second,
-		IdleTimeout:       120 * time.Second,
-	}
+	hs := srv.HTTPServer()
 	errc := make(chan error, 1)
 	go func() { errc <- hs.Serve(ln) }()
 	if err := runner.Open(); err != nil {

@@ -89,7 +89,9 @@ func newHarness(t testing.TB, d *db.DB, p model.Provider, opts ...option) *harne
 	require.NoError(t, err)
 	require.NoError(t, h.runner.Open())
 	t.Cleanup(func() { _ = h.runner.Close(context.Background()) })
-	api = graph.NewServer(graph.Config{DB: d, Signer: signer, Runner: h.runner, Sandbox: code.New(os.Args[0]), Web: webService})
+	sandbox := code.New(os.Args[0])
+	t.Cleanup(func() { _ = sandbox.Close() })
+	api = graph.NewServer(graph.Config{DB: d, Signer: signer, Runner: h.runner, Sandbox: sandbox, Web: webService})
 	return h
 }
 
