@@ -85,6 +85,7 @@ var canonical = map[string]string{
 	"create_artifact":      `{"title": "Deck", "kind": "html", "content": "<p>one</p>"}`,
 	"rewrite_artifact":     `{"artifactId": "ARTIFACT", "content": "<p>two</p>"}`,
 	"update_artifact":      `{"artifactId": "ARTIFACT", "edits": [{"old": "one", "new": "uno"}]}`,
+	"load_skill":           `{"name": "notes"}`,
 }
 
 // broken is a call's arguments in a shape a repair rule mends.
@@ -176,12 +177,13 @@ func TestRepairedArgumentsReachEveryConsumer(t *testing.T) {
 		p := &routed{calls: map[string]model.ToolCall{}, requests: map[string][]model.Request{}}
 		h := newHarness(t, d, p)
 		h.client.Organization.Update().SetWebResearch(true).ExecX(tenancy.System(context.Background()))
+		h.gql(t, `mutation { publishSkill(input: {name: "notes", description: "Notes.", instructions: "Decisions first."}) { id } }`, nil)
 		for i, tc := range cases {
 			name := fmt.Sprintf("%s/%s/%s", tc.def.Name, tc.broken.rule, tc.broken.path)
 			t.Run(name, func(t *testing.T) {
 				t.Parallel()
 				// Every switch on: the switched tools are offered too.
-				conv := h.agent(t, map[string]any{"tools": optional, "budgetCheck": true})
+				conv := h.agent(t, map[string]any{"tools": optional, "budgetCheck": true, "skills": []string{"notes"}})
 				h.gql(t, `mutation($c: ID) { writeFiles(conversationId: $c, files: [{path: "a.md", content: "one\n"}]) { files { path } } }`,
 					map[string]any{"c": conv})
 				want := strings.ReplaceAll(canonical[tc.def.Name], "PAGE", h.page)
