@@ -285,6 +285,7 @@ func (s *Server) presentError(ctx context.Context, err error) *gqlerror.Error {
 	gqlErr := graphql.DefaultErrorPresenter(ctx, err)
 	var (
 		refusal  *tools.Refusal
+		failure  *tools.Failure
 		exceeded *budget.ExceededError
 		valErr   *ent.ValidationError
 		conErr   *ent.ConstraintError
@@ -299,6 +300,10 @@ func (s *Server) presentError(ctx context.Context, err error) *gqlerror.Error {
 		return coded(gqlErr, exceeded.Error(), "BUDGET_EXCEEDED")
 	case errors.As(err, &refusal):
 		return coded(gqlErr, refusal.Error(), "BAD_USER_INPUT")
+	case errors.As(err, &failure):
+		// It ran and failed (run_code's code threw or hit a bound):
+		// not the input's fault, and not worth a retry.
+		return coded(gqlErr, failure.Error(), "RUN_FAILED")
 	case errors.As(err, &valErr):
 		reason := error(valErr)
 		for errors.Unwrap(reason) != nil {

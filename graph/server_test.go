@@ -74,7 +74,9 @@ func setup(t testing.TB, d *db.DB) *testBundle {
 	require.NoError(t, err)
 	b.signer, err = scope.NewSigner(secret, nil, 10*time.Minute)
 	require.NoError(t, err)
-	b.srv = httptest.NewServer(graph.NewServer(graph.Config{DB: d, Signer: b.signer, Sandbox: code.New(os.Args[0])}))
+	sandbox := code.New(os.Args[0])
+	t.Cleanup(func() { _ = sandbox.Close() })
+	b.srv = httptest.NewServer(graph.NewServer(graph.Config{DB: d, Signer: b.signer, Sandbox: sandbox}))
 	t.Cleanup(b.srv.Close)
 	return b
 }

@@ -255,3 +255,17 @@ func Refuse(err error) error { return &Refusal{msg: err.Error()} }
 func RefNotFound(ref string) string {
 	return fmt.Sprintf("ref %q not found", ref)
 }
+
+// Failure is a call that ran and failed for what it ran: code that threw
+// or hit one of its bounds (and whose effects were undone). Unlike a
+// Refusal, something ran; its message reaches the caller (the model as an
+// ERROR, the client as a RUN_FAILED error) as it is.
+type Failure struct{ msg string }
+
+// Error returns the message.
+func (e *Failure) Error() string { return e.msg }
+
+// Failf returns a Failure with a formatted message.
+func Failf(format string, args ...any) error {
+	return &Failure{msg: fmt.Sprintf(format, args...)}
+}

@@ -19,6 +19,7 @@ import (
 	"github.com/toolgate/toolgate/runtime/loop"
 	"github.com/toolgate/toolgate/runtime/model"
 	"github.com/toolgate/toolgate/runtime/retry"
+	"github.com/toolgate/toolgate/tools/code"
 	"github.com/toolgate/toolgate/tools/document"
 	"github.com/toolgate/toolgate/tools/embed"
 	"github.com/toolgate/toolgate/tools/web"
@@ -159,8 +160,17 @@ func serve(ctx context.Context, args []string, stdout, stderr io.Writer, log *sl
 		_ = ln.Close()
 		return err
 	}
+	// run_code's children are this binary; some are started ahead, and all
+	// are ended on the way out.
+	sandbox, err := code.Default()
+	if err != nil {
+		_ = ln.Close()
+		return err
+	}
+	sandbox.Prestart()
+	defer sandbox.Close()
 	srv := graph.NewServer(graph.Config{DB: d, Log: log, Signer: signer, Runner: runner, Web: webService,
-		Documents: docs, MaxUploadBytes: *maxUpload})
+		Documents: docs, Sandbox: sandbox, MaxUploadBytes: *maxUpload})
 	var demoTurn int
 	if *demo {
 		var token string

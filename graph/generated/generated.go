@@ -106,6 +106,7 @@ type ComplexityRoot struct {
 		InputTokens      func(childComplexity int) int
 		ModelCalls       func(childComplexity int) int
 		OutputTokens     func(childComplexity int) int
+		Totals           func(childComplexity int) int
 	}
 
 	Application struct {
@@ -169,18 +170,24 @@ type ComplexityRoot struct {
 	}
 
 	Budget struct {
-		ID           func(childComplexity int) int
-		Left         func(childComplexity int) int
-		Month        func(childComplexity int) int
-		MonthlyLimit func(childComplexity int) int
-		Spent        func(childComplexity int) int
-		User         func(childComplexity int) int
+		ID                 func(childComplexity int) int
+		Left               func(childComplexity int) int
+		LeftAmount         func(childComplexity int) int
+		Month              func(childComplexity int) int
+		MonthlyLimit       func(childComplexity int) int
+		MonthlyLimitMicros func(childComplexity int) int
+		Spent              func(childComplexity int) int
+		SpentAmount        func(childComplexity int) int
+		User               func(childComplexity int) int
 	}
 
 	BudgetLine struct {
-		Left         func(childComplexity int) int
-		MonthlyLimit func(childComplexity int) int
-		Spent        func(childComplexity int) int
+		Left               func(childComplexity int) int
+		LeftAmount         func(childComplexity int) int
+		MonthlyLimit       func(childComplexity int) int
+		MonthlyLimitAmount func(childComplexity int) int
+		Spent              func(childComplexity int) int
+		SpentAmount        func(childComplexity int) int
 	}
 
 	BudgetStatus struct {
@@ -352,6 +359,7 @@ type ComplexityRoot struct {
 		CacheReadTokens  func(childComplexity int) int
 		CacheWriteTokens func(childComplexity int) int
 		Cost             func(childComplexity int) int
+		CostMicros       func(childComplexity int) int
 		DurationMs       func(childComplexity int) int
 		InputTokens      func(childComplexity int) int
 		Kind             func(childComplexity int) int
@@ -372,6 +380,13 @@ type ComplexityRoot struct {
 		Model            func(childComplexity int) int
 		ModelCalls       func(childComplexity int) int
 		OutputTokens     func(childComplexity int) int
+		Totals           func(childComplexity int) int
+	}
+
+	Money struct {
+		Amount   func(childComplexity int) int
+		Currency func(childComplexity int) int
+		Int64    func(childComplexity int) int
 	}
 
 	Mutation struct {
@@ -506,12 +521,13 @@ type ComplexityRoot struct {
 	}
 
 	Summary struct {
-		Cost      func(childComplexity int) int
-		CreatedAt func(childComplexity int) int
-		FromTurn  func(childComplexity int) int
-		Model     func(childComplexity int) int
-		Text      func(childComplexity int) int
-		ToTurn    func(childComplexity int) int
+		Cost       func(childComplexity int) int
+		CostMicros func(childComplexity int) int
+		CreatedAt  func(childComplexity int) int
+		FromTurn   func(childComplexity int) int
+		Model      func(childComplexity int) int
+		Text       func(childComplexity int) int
+		ToTurn     func(childComplexity int) int
 	}
 
 	Task struct {
@@ -699,6 +715,17 @@ type ComplexityRoot struct {
 		OutputTokens     func(childComplexity int) int
 		PrefixShare      func(childComplexity int) int
 		PrefixTokens     func(childComplexity int) int
+		Totals           func(childComplexity int) int
+	}
+
+	UsageTotals struct {
+		CacheReadTokens  func(childComplexity int) int
+		CacheWriteTokens func(childComplexity int) int
+		Cost             func(childComplexity int) int
+		InputTokens      func(childComplexity int) int
+		ModelCalls       func(childComplexity int) int
+		OutputTokens     func(childComplexity int) int
+		PrefixTokens     func(childComplexity int) int
 	}
 
 	User struct {
@@ -720,6 +747,7 @@ type ComplexityRoot struct {
 		InputTokens      func(childComplexity int) int
 		ModelCalls       func(childComplexity int) int
 		OutputTokens     func(childComplexity int) int
+		Totals           func(childComplexity int) int
 		User             func(childComplexity int) int
 	}
 
@@ -829,6 +857,9 @@ type BudgetResolver interface {
 	MonthlyLimit(ctx context.Context, obj *ent.Budget) (float64, error)
 	Spent(ctx context.Context, obj *ent.Budget) (float64, error)
 	Left(ctx context.Context, obj *ent.Budget) (float64, error)
+
+	SpentAmount(ctx context.Context, obj *ent.Budget) (schematype.Micros, error)
+	LeftAmount(ctx context.Context, obj *ent.Budget) (schematype.Micros, error)
 	Month(ctx context.Context, obj *ent.Budget) (string, error)
 }
 type ConversationResolver interface {
@@ -1120,6 +1151,12 @@ func (e *executableSchema) Complexity(ctx context.Context, typeName, field strin
 		}
 
 		return e.ComplexityRoot.AgentUsage.OutputTokens(childComplexity), true
+	case "AgentUsage.totals":
+		if e.ComplexityRoot.AgentUsage.Totals == nil {
+			break
+		}
+
+		return e.ComplexityRoot.AgentUsage.Totals(childComplexity), true
 
 	case "Application.allowedTools":
 		if e.ComplexityRoot.Application.AllowedTools == nil {
@@ -1374,6 +1411,12 @@ func (e *executableSchema) Complexity(ctx context.Context, typeName, field strin
 		}
 
 		return e.ComplexityRoot.Budget.Left(childComplexity), true
+	case "Budget.leftAmount":
+		if e.ComplexityRoot.Budget.LeftAmount == nil {
+			break
+		}
+
+		return e.ComplexityRoot.Budget.LeftAmount(childComplexity), true
 	case "Budget.month":
 		if e.ComplexityRoot.Budget.Month == nil {
 			break
@@ -1386,12 +1429,24 @@ func (e *executableSchema) Complexity(ctx context.Context, typeName, field strin
 		}
 
 		return e.ComplexityRoot.Budget.MonthlyLimit(childComplexity), true
+	case "Budget.monthlyLimitAmount":
+		if e.ComplexityRoot.Budget.MonthlyLimitMicros == nil {
+			break
+		}
+
+		return e.ComplexityRoot.Budget.MonthlyLimitMicros(childComplexity), true
 	case "Budget.spent":
 		if e.ComplexityRoot.Budget.Spent == nil {
 			break
 		}
 
 		return e.ComplexityRoot.Budget.Spent(childComplexity), true
+	case "Budget.spentAmount":
+		if e.ComplexityRoot.Budget.SpentAmount == nil {
+			break
+		}
+
+		return e.ComplexityRoot.Budget.SpentAmount(childComplexity), true
 	case "Budget.user":
 		if e.ComplexityRoot.Budget.User == nil {
 			break
@@ -1405,18 +1460,36 @@ func (e *executableSchema) Complexity(ctx context.Context, typeName, field strin
 		}
 
 		return e.ComplexityRoot.BudgetLine.Left(childComplexity), true
+	case "BudgetLine.leftAmount":
+		if e.ComplexityRoot.BudgetLine.LeftAmount == nil {
+			break
+		}
+
+		return e.ComplexityRoot.BudgetLine.LeftAmount(childComplexity), true
 	case "BudgetLine.monthlyLimit":
 		if e.ComplexityRoot.BudgetLine.MonthlyLimit == nil {
 			break
 		}
 
 		return e.ComplexityRoot.BudgetLine.MonthlyLimit(childComplexity), true
+	case "BudgetLine.monthlyLimitAmount":
+		if e.ComplexityRoot.BudgetLine.MonthlyLimitAmount == nil {
+			break
+		}
+
+		return e.ComplexityRoot.BudgetLine.MonthlyLimitAmount(childComplexity), true
 	case "BudgetLine.spent":
 		if e.ComplexityRoot.BudgetLine.Spent == nil {
 			break
 		}
 
 		return e.ComplexityRoot.BudgetLine.Spent(childComplexity), true
+	case "BudgetLine.spentAmount":
+		if e.ComplexityRoot.BudgetLine.SpentAmount == nil {
+			break
+		}
+
+		return e.ComplexityRoot.BudgetLine.SpentAmount(childComplexity), true
 
 	case "BudgetStatus.month":
 		if e.ComplexityRoot.BudgetStatus.Month == nil {
@@ -2045,6 +2118,12 @@ func (e *executableSchema) Complexity(ctx context.Context, typeName, field strin
 		}
 
 		return e.ComplexityRoot.ModelCall.Cost(childComplexity), true
+	case "ModelCall.costAmount":
+		if e.ComplexityRoot.ModelCall.CostMicros == nil {
+			break
+		}
+
+		return e.ComplexityRoot.ModelCall.CostMicros(childComplexity), true
 	case "ModelCall.durationMs":
 		if e.ComplexityRoot.ModelCall.DurationMs == nil {
 			break
@@ -2148,6 +2227,31 @@ func (e *executableSchema) Complexity(ctx context.Context, typeName, field strin
 		}
 
 		return e.ComplexityRoot.ModelUsage.OutputTokens(childComplexity), true
+	case "ModelUsage.totals":
+		if e.ComplexityRoot.ModelUsage.Totals == nil {
+			break
+		}
+
+		return e.ComplexityRoot.ModelUsage.Totals(childComplexity), true
+
+	case "Money.amount":
+		if e.ComplexityRoot.Money.Amount == nil {
+			break
+		}
+
+		return e.ComplexityRoot.Money.Amount(childComplexity), true
+	case "Money.currency":
+		if e.ComplexityRoot.Money.Currency == nil {
+			break
+		}
+
+		return e.ComplexityRoot.Money.Currency(childComplexity), true
+	case "Money.micros":
+		if e.ComplexityRoot.Money.Int64 == nil {
+			break
+		}
+
+		return e.ComplexityRoot.Money.Int64(childComplexity), true
 
 	case "Mutation.addDocument":
 		if e.ComplexityRoot.Mutation.AddDocument == nil {
@@ -3013,6 +3117,12 @@ func (e *executableSchema) Complexity(ctx context.Context, typeName, field strin
 		}
 
 		return e.ComplexityRoot.Summary.Cost(childComplexity), true
+	case "Summary.costAmount":
+		if e.ComplexityRoot.Summary.CostMicros == nil {
+			break
+		}
+
+		return e.ComplexityRoot.Summary.CostMicros(childComplexity), true
 	case "Summary.createdAt":
 		if e.ComplexityRoot.Summary.CreatedAt == nil {
 			break
@@ -3791,6 +3901,55 @@ func (e *executableSchema) Complexity(ctx context.Context, typeName, field strin
 		}
 
 		return e.ComplexityRoot.Usage.PrefixTokens(childComplexity), true
+	case "Usage.totals":
+		if e.ComplexityRoot.Usage.Totals == nil {
+			break
+		}
+
+		return e.ComplexityRoot.Usage.Totals(childComplexity), true
+
+	case "UsageTotals.cacheReadTokens":
+		if e.ComplexityRoot.UsageTotals.CacheReadTokens == nil {
+			break
+		}
+
+		return e.ComplexityRoot.UsageTotals.CacheReadTokens(childComplexity), true
+	case "UsageTotals.cacheWriteTokens":
+		if e.ComplexityRoot.UsageTotals.CacheWriteTokens == nil {
+			break
+		}
+
+		return e.ComplexityRoot.UsageTotals.CacheWriteTokens(childComplexity), true
+	case "UsageTotals.cost":
+		if e.ComplexityRoot.UsageTotals.Cost == nil {
+			break
+		}
+
+		return e.ComplexityRoot.UsageTotals.Cost(childComplexity), true
+	case "UsageTotals.inputTokens":
+		if e.ComplexityRoot.UsageTotals.InputTokens == nil {
+			break
+		}
+
+		return e.ComplexityRoot.UsageTotals.InputTokens(childComplexity), true
+	case "UsageTotals.modelCalls":
+		if e.ComplexityRoot.UsageTotals.ModelCalls == nil {
+			break
+		}
+
+		return e.ComplexityRoot.UsageTotals.ModelCalls(childComplexity), true
+	case "UsageTotals.outputTokens":
+		if e.ComplexityRoot.UsageTotals.OutputTokens == nil {
+			break
+		}
+
+		return e.ComplexityRoot.UsageTotals.OutputTokens(childComplexity), true
+	case "UsageTotals.prefixTokens":
+		if e.ComplexityRoot.UsageTotals.PrefixTokens == nil {
+			break
+		}
+
+		return e.ComplexityRoot.UsageTotals.PrefixTokens(childComplexity), true
 
 	case "User.admin":
 		if e.ComplexityRoot.User.Admin == nil {
@@ -3883,6 +4042,12 @@ func (e *executableSchema) Complexity(ctx context.Context, typeName, field strin
 		}
 
 		return e.ComplexityRoot.UserUsage.OutputTokens(childComplexity), true
+	case "UserUsage.totals":
+		if e.ComplexityRoot.UserUsage.Totals == nil {
+			break
+		}
+
+		return e.ComplexityRoot.UserUsage.Totals(childComplexity), true
 	case "UserUsage.user":
 		if e.ComplexityRoot.UserUsage.User == nil {
 			break
@@ -4218,6 +4383,7 @@ func (e *executableSchema) Exec(ctx context.Context) graphql.ResponseHandler {
 			graphql.NewInputUnmarshaler("ExportContextInput", ec.unmarshalInputExportContextInput),
 			graphql.NewInputUnmarshaler("ExportSourceInput", ec.unmarshalInputExportSourceInput),
 			graphql.NewInputUnmarshaler("KnowledgeBaseOrder", ec.unmarshalInputKnowledgeBaseOrder),
+			graphql.NewInputUnmarshaler("MoneyInput", ec.unmarshalInputMoneyInput),
 			graphql.NewInputUnmarshaler("RegisterApplicationInput", ec.unmarshalInputRegisterApplicationInput),
 			graphql.NewInputUnmarshaler("RemoveApplicationInput", ec.unmarshalInputRemoveApplicationInput),
 			graphql.NewInputUnmarshaler("SendMessageInput", ec.unmarshalInputSendMessageInput),
@@ -4527,8 +4693,10 @@ extend type Mutation {
 input SetBudgetInput {
   "The user whose limit this is; none: the organisation's."
   userId: ID
-  "USD per calendar month (UTC), 0 or more; exact to the micro-dollar."
-  monthlyLimit: Float!
+  "USD per calendar month (UTC), 0 or more. Give this or monthlyLimitAmount."
+  monthlyLimit: Float @deprecated(reason: "Use monthlyLimitAmount: exact, with its currency.")
+  "The limit per calendar month (UTC), 0 or more. Give this or monthlyLimit."
+  monthlyLimitAmount: MoneyInput
 }
 
 "A monthly spending limit and this month's spend against it."
@@ -4537,11 +4705,17 @@ type Budget {
   "Whose limit; null: the organisation's."
   user: User
   "USD per calendar month in UTC."
-  monthlyLimit: Float!
+  monthlyLimit: Float! @deprecated(reason: "Use monthlyLimitAmount: exact, with its currency.")
   "USD spent this calendar month (UTC): the cost of the model calls of the user (or the whole organisation)."
-  spent: Float!
+  spent: Float! @deprecated(reason: "Use spentAmount: exact, with its currency.")
   "USD left, never below 0."
-  left: Float!
+  left: Float! @deprecated(reason: "Use leftAmount: exact, with its currency.")
+  "The limit per calendar month in UTC."
+  monthlyLimitAmount: Money!
+  "Spent this calendar month (UTC): the cost of the model calls of the user (or the whole organisation)."
+  spentAmount: Money!
+  "What is left of the limit, never below 0."
+  leftAmount: Money!
   "The month spent is counted in, YYYY-MM (UTC)."
   month: String!
 }
@@ -4556,11 +4730,17 @@ type BudgetStatus {
 
 type BudgetLine {
   "USD; null: no limit set."
-  monthlyLimit: Float
+  monthlyLimit: Float @deprecated(reason: "Use monthlyLimitAmount: exact, with its currency.")
   "USD spent this calendar month (UTC)."
-  spent: Float!
+  spent: Float! @deprecated(reason: "Use spentAmount: exact, with its currency.")
   "USD left of the limit (never below 0); null: no limit set."
-  left: Float
+  left: Float @deprecated(reason: "Use leftAmount: exact, with its currency.")
+  "The limit per calendar month (UTC); null: no limit set."
+  monthlyLimitAmount: Money
+  "Spent this calendar month (UTC)."
+  spentAmount: Money!
+  "What is left of the limit (never below 0); null: no limit set."
+  leftAmount: Money
 }
 `, BuiltIn: false},
 	{Name: "../catalogue.graphqls", Input: `extend type Query {
@@ -4787,7 +4967,9 @@ type Summary {
   "The model that wrote it."
   model: String!
   "USD, of the model call that wrote it (recorded on the triggering turn)."
-  cost: Float!
+  cost: Float! @deprecated(reason: "Use costAmount: exact, with its currency.")
+  "What the model call that wrote it cost (recorded on the triggering turn), exact."
+  costAmount: Money!
 }
 `, BuiltIn: false},
 	{Name: "../documents.graphqls", Input: `"A file in a multipart request (the GraphQL multipart request spec)."
@@ -5919,6 +6101,53 @@ type DeactivateUserPayload {
   user: User!
 }
 `, BuiltIn: false},
+	{Name: "../money.graphqls", Input: `"""
+A 64-bit signed integer, as a JSON number. Token and call totals use it: an
+organisation's month can pass 2^31 tokens. JavaScript reads it exactly up to
+2^53.
+"""
+scalar Int64
+
+"""
+An exact amount of money. Amounts are stored and summed as integers of
+micro-units, so totals never drift by float rounding.
+"""
+type Money {
+  "The amount in millionths of the currency's unit (micro-dollars for USD), exact."
+  micros: Int64!
+  "The same amount as a decimal string with six decimals, e.g. \"12.500000\"."
+  amount: String!
+  "The ISO 4217 currency code; prices are in USD."
+  currency: String!
+}
+
+"An exact amount of money, given as a decimal string."
+input MoneyInput {
+  "A non-negative decimal string with at most six decimals, e.g. \"12.50\"."
+  amount: String!
+  "The ISO 4217 currency code; USD, the currency of prices, is the one accepted."
+  currency: String! = "USD"
+}
+
+"Totals of a set of model calls: 64-bit counts and exact money."
+type UsageTotals {
+  "Uncached input tokens."
+  inputTokens: Int64!
+  "Input tokens read from the provider's cache."
+  cacheReadTokens: Int64!
+  "Input tokens written to the provider's cache."
+  cacheWriteTokens: Int64!
+  outputTokens: Int64!
+  """
+  The stable prefix (system prompt and tool definitions) summed over the
+  calls, in o200k tokens.
+  """
+  prefixTokens: Int64!
+  modelCalls: Int64!
+  "What the calls cost, from the price table."
+  cost: Money!
+}
+`, BuiltIn: false},
 	{Name: "../result.graphqls", Input: `# read_tool_result: windows and searches of a conversation's stored tool
 # results, by ref. Each field takes conversationId: a turn's scope token
 # names the conversation itself. A ref of another conversation, another
@@ -6145,21 +6374,23 @@ type TurnEvent {
 type Usage {
   "The month, YYYY-MM, in UTC."
   month: String!
-  inputTokens: Int!
-  cacheReadTokens: Int!
-  cacheWriteTokens: Int!
-  outputTokens: Int!
+  "The month's totals: 64-bit counts and exact money."
+  totals: UsageTotals!
+  inputTokens: Int! @deprecated(reason: "Use totals.inputTokens: 64-bit.")
+  cacheReadTokens: Int! @deprecated(reason: "Use totals.cacheReadTokens: 64-bit.")
+  cacheWriteTokens: Int! @deprecated(reason: "Use totals.cacheWriteTokens: 64-bit.")
+  outputTokens: Int! @deprecated(reason: "Use totals.outputTokens: 64-bit.")
   "USD, from the price table."
-  cost: Float!
-  modelCalls: Int!
+  cost: Float! @deprecated(reason: "Use totals.cost: exact, with its currency.")
+  modelCalls: Int! @deprecated(reason: "Use totals.modelCalls: 64-bit.")
   """
   The stable prefix (system prompt and tool definitions) summed over the
   month's model calls, in o200k tokens.
   """
-  prefixTokens: Int!
-  "prefixTokens over all input tokens (uncached, cache read and cache write): the share of reading spent on the prefix; 0 without input."
+  prefixTokens: Int! @deprecated(reason: "Use totals.prefixTokens: 64-bit.")
+  "The prefix over all input tokens (uncached, cache read and cache write): the share of reading spent on the prefix; 0 without input."
   prefixShare: Float!
-  "cacheReadTokens over all input tokens; 0 without input."
+  "Cache reads over all input tokens; 0 without input."
   cachedShare: Float!
   byModel: [ModelUsage!]!
   byAgent: [AgentUsage!]!
@@ -6168,32 +6399,38 @@ type Usage {
 
 type ModelUsage {
   model: String!
-  inputTokens: Int!
-  cacheReadTokens: Int!
-  cacheWriteTokens: Int!
-  outputTokens: Int!
-  cost: Float!
-  modelCalls: Int!
+  "The group's totals: 64-bit counts and exact money."
+  totals: UsageTotals!
+  inputTokens: Int! @deprecated(reason: "Use totals.inputTokens: 64-bit.")
+  cacheReadTokens: Int! @deprecated(reason: "Use totals.cacheReadTokens: 64-bit.")
+  cacheWriteTokens: Int! @deprecated(reason: "Use totals.cacheWriteTokens: 64-bit.")
+  outputTokens: Int! @deprecated(reason: "Use totals.outputTokens: 64-bit.")
+  cost: Float! @deprecated(reason: "Use totals.cost: exact, with its currency.")
+  modelCalls: Int! @deprecated(reason: "Use totals.modelCalls: 64-bit.")
 }
 
 type AgentUsage {
   agent: Agent
-  inputTokens: Int!
-  cacheReadTokens: Int!
-  cacheWriteTokens: Int!
-  outputTokens: Int!
-  cost: Float!
-  modelCalls: Int!
+  "The group's totals: 64-bit counts and exact money."
+  totals: UsageTotals!
+  inputTokens: Int! @deprecated(reason: "Use totals.inputTokens: 64-bit.")
+  cacheReadTokens: Int! @deprecated(reason: "Use totals.cacheReadTokens: 64-bit.")
+  cacheWriteTokens: Int! @deprecated(reason: "Use totals.cacheWriteTokens: 64-bit.")
+  outputTokens: Int! @deprecated(reason: "Use totals.outputTokens: 64-bit.")
+  cost: Float! @deprecated(reason: "Use totals.cost: exact, with its currency.")
+  modelCalls: Int! @deprecated(reason: "Use totals.modelCalls: 64-bit.")
 }
 
 type UserUsage {
   user: User
-  inputTokens: Int!
-  cacheReadTokens: Int!
-  cacheWriteTokens: Int!
-  outputTokens: Int!
-  cost: Float!
-  modelCalls: Int!
+  "The group's totals: 64-bit counts and exact money."
+  totals: UsageTotals!
+  inputTokens: Int! @deprecated(reason: "Use totals.inputTokens: 64-bit.")
+  cacheReadTokens: Int! @deprecated(reason: "Use totals.cacheReadTokens: 64-bit.")
+  cacheWriteTokens: Int! @deprecated(reason: "Use totals.cacheWriteTokens: 64-bit.")
+  outputTokens: Int! @deprecated(reason: "Use totals.outputTokens: 64-bit.")
+  cost: Float! @deprecated(reason: "Use totals.cost: exact, with its currency.")
+  modelCalls: Int! @deprecated(reason: "Use totals.modelCalls: 64-bit.")
 }
 
 extend type Turn {
@@ -6242,7 +6479,9 @@ type ModelCall {
   cacheWriteTokens: Int!
   outputTokens: Int!
   "USD."
-  cost: Float!
+  cost: Float! @deprecated(reason: "Use costAmount: exact, with its currency.")
+  "What the call cost, from the price table, exact."
+  costAmount: Money!
   durationMs: Int!
   startedAt: Time!
 }
@@ -6537,6 +6776,8 @@ func (ec *executionContext) childFields_AgentUsage(ctx context.Context, field gr
 	switch field.Name {
 	case "agent":
 		return ec.fieldContext_AgentUsage_agent(ctx, field)
+	case "totals":
+		return ec.fieldContext_AgentUsage_totals(ctx, field)
 	case "inputTokens":
 		return ec.fieldContext_AgentUsage_inputTokens(ctx, field)
 	case "cacheReadTokens":
@@ -6685,6 +6926,12 @@ func (ec *executionContext) childFields_Budget(ctx context.Context, field graphq
 		return ec.fieldContext_Budget_spent(ctx, field)
 	case "left":
 		return ec.fieldContext_Budget_left(ctx, field)
+	case "monthlyLimitAmount":
+		return ec.fieldContext_Budget_monthlyLimitAmount(ctx, field)
+	case "spentAmount":
+		return ec.fieldContext_Budget_spentAmount(ctx, field)
+	case "leftAmount":
+		return ec.fieldContext_Budget_leftAmount(ctx, field)
 	case "month":
 		return ec.fieldContext_Budget_month(ctx, field)
 	}
@@ -6699,6 +6946,12 @@ func (ec *executionContext) childFields_BudgetLine(ctx context.Context, field gr
 		return ec.fieldContext_BudgetLine_spent(ctx, field)
 	case "left":
 		return ec.fieldContext_BudgetLine_left(ctx, field)
+	case "monthlyLimitAmount":
+		return ec.fieldContext_BudgetLine_monthlyLimitAmount(ctx, field)
+	case "spentAmount":
+		return ec.fieldContext_BudgetLine_spentAmount(ctx, field)
+	case "leftAmount":
+		return ec.fieldContext_BudgetLine_leftAmount(ctx, field)
 	}
 	return nil, fmt.Errorf("no field named %q was found under type BudgetLine", field.Name)
 }
@@ -7057,6 +7310,8 @@ func (ec *executionContext) childFields_ModelCall(ctx context.Context, field gra
 		return ec.fieldContext_ModelCall_outputTokens(ctx, field)
 	case "cost":
 		return ec.fieldContext_ModelCall_cost(ctx, field)
+	case "costAmount":
+		return ec.fieldContext_ModelCall_costAmount(ctx, field)
 	case "durationMs":
 		return ec.fieldContext_ModelCall_durationMs(ctx, field)
 	case "startedAt":
@@ -7069,6 +7324,8 @@ func (ec *executionContext) childFields_ModelUsage(ctx context.Context, field gr
 	switch field.Name {
 	case "model":
 		return ec.fieldContext_ModelUsage_model(ctx, field)
+	case "totals":
+		return ec.fieldContext_ModelUsage_totals(ctx, field)
 	case "inputTokens":
 		return ec.fieldContext_ModelUsage_inputTokens(ctx, field)
 	case "cacheReadTokens":
@@ -7083,6 +7340,18 @@ func (ec *executionContext) childFields_ModelUsage(ctx context.Context, field gr
 		return ec.fieldContext_ModelUsage_modelCalls(ctx, field)
 	}
 	return nil, fmt.Errorf("no field named %q was found under type ModelUsage", field.Name)
+}
+
+func (ec *executionContext) childFields_Money(ctx context.Context, field graphql.CollectedField) (*graphql.FieldContext, error) {
+	switch field.Name {
+	case "micros":
+		return ec.fieldContext_Money_micros(ctx, field)
+	case "amount":
+		return ec.fieldContext_Money_amount(ctx, field)
+	case "currency":
+		return ec.fieldContext_Money_currency(ctx, field)
+	}
+	return nil, fmt.Errorf("no field named %q was found under type Money", field.Name)
 }
 
 func (ec *executionContext) childFields_Organization(ctx context.Context, field graphql.CollectedField) (*graphql.FieldContext, error) {
@@ -7223,6 +7492,8 @@ func (ec *executionContext) childFields_Summary(ctx context.Context, field graph
 		return ec.fieldContext_Summary_model(ctx, field)
 	case "cost":
 		return ec.fieldContext_Summary_cost(ctx, field)
+	case "costAmount":
+		return ec.fieldContext_Summary_costAmount(ctx, field)
 	}
 	return nil, fmt.Errorf("no field named %q was found under type Summary", field.Name)
 }
@@ -7573,6 +7844,8 @@ func (ec *executionContext) childFields_Usage(ctx context.Context, field graphql
 	switch field.Name {
 	case "month":
 		return ec.fieldContext_Usage_month(ctx, field)
+	case "totals":
+		return ec.fieldContext_Usage_totals(ctx, field)
 	case "inputTokens":
 		return ec.fieldContext_Usage_inputTokens(ctx, field)
 	case "cacheReadTokens":
@@ -7599,6 +7872,26 @@ func (ec *executionContext) childFields_Usage(ctx context.Context, field graphql
 		return ec.fieldContext_Usage_byUser(ctx, field)
 	}
 	return nil, fmt.Errorf("no field named %q was found under type Usage", field.Name)
+}
+
+func (ec *executionContext) childFields_UsageTotals(ctx context.Context, field graphql.CollectedField) (*graphql.FieldContext, error) {
+	switch field.Name {
+	case "inputTokens":
+		return ec.fieldContext_UsageTotals_inputTokens(ctx, field)
+	case "cacheReadTokens":
+		return ec.fieldContext_UsageTotals_cacheReadTokens(ctx, field)
+	case "cacheWriteTokens":
+		return ec.fieldContext_UsageTotals_cacheWriteTokens(ctx, field)
+	case "outputTokens":
+		return ec.fieldContext_UsageTotals_outputTokens(ctx, field)
+	case "prefixTokens":
+		return ec.fieldContext_UsageTotals_prefixTokens(ctx, field)
+	case "modelCalls":
+		return ec.fieldContext_UsageTotals_modelCalls(ctx, field)
+	case "cost":
+		return ec.fieldContext_UsageTotals_cost(ctx, field)
+	}
+	return nil, fmt.Errorf("no field named %q was found under type UsageTotals", field.Name)
 }
 
 func (ec *executionContext) childFields_User(ctx context.Context, field graphql.CollectedField) (*graphql.FieldContext, error) {
@@ -7629,6 +7922,8 @@ func (ec *executionContext) childFields_UserUsage(ctx context.Context, field gra
 	switch field.Name {
 	case "user":
 		return ec.fieldContext_UserUsage_user(ctx, field)
+	case "totals":
+		return ec.fieldContext_UserUsage_totals(ctx, field)
 	case "inputTokens":
 		return ec.fieldContext_UserUsage_inputTokens(ctx, field)
 	case "cacheReadTokens":
@@ -10008,6 +10303,38 @@ func (ec *executionContext) fieldContext_AgentUsage_agent(_ context.Context, fie
 	return fc, nil
 }
 
+func (ec *executionContext) _AgentUsage_totals(ctx context.Context, field graphql.CollectedField, obj *model.AgentUsage) (ret graphql.Marshaler) {
+	return graphql.ResolveField(
+		ctx,
+		ec.OperationContext,
+		field,
+		func(ctx context.Context, field graphql.CollectedField) (*graphql.FieldContext, error) {
+			return ec.fieldContext_AgentUsage_totals(ctx, field)
+		},
+		func(ctx context.Context) (any, error) {
+			return obj.Totals, nil
+		},
+		nil,
+		func(ctx context.Context, selections ast.SelectionSet, v *model.UsageTotals) graphql.Marshaler {
+			return ec.marshalNUsageTotals2ᚖgithubᚗcomᚋtoolgateᚋtoolgateᚋgraphᚋmodelᚐUsageTotals(ctx, selections, v)
+		},
+		true,
+		true,
+	)
+}
+func (ec *executionContext) fieldContext_AgentUsage_totals(_ context.Context, field graphql.CollectedField) (fc *graphql.FieldContext, err error) {
+	fc = &graphql.FieldContext{
+		Object:     "AgentUsage",
+		Field:      field,
+		IsMethod:   false,
+		IsResolver: false,
+		Child: func(ctx context.Context, field graphql.CollectedField) (*graphql.FieldContext, error) {
+			return ec.childFields_UsageTotals(ctx, field)
+		},
+	}
+	return fc, nil
+}
+
 func (ec *executionContext) _AgentUsage_inputTokens(ctx context.Context, field graphql.CollectedField, obj *model.AgentUsage) (ret graphql.Marshaler) {
 	return graphql.ResolveField(
 		ctx,
@@ -11194,6 +11521,102 @@ func (ec *executionContext) fieldContext_Budget_left(_ context.Context, field gr
 	return graphql.NewScalarFieldContext("Budget", field, true, true, "Float")
 }
 
+func (ec *executionContext) _Budget_monthlyLimitAmount(ctx context.Context, field graphql.CollectedField, obj *ent.Budget) (ret graphql.Marshaler) {
+	return graphql.ResolveField(
+		ctx,
+		ec.OperationContext,
+		field,
+		func(ctx context.Context, field graphql.CollectedField) (*graphql.FieldContext, error) {
+			return ec.fieldContext_Budget_monthlyLimitAmount(ctx, field)
+		},
+		func(ctx context.Context) (any, error) {
+			return obj.MonthlyLimitMicros, nil
+		},
+		nil,
+		func(ctx context.Context, selections ast.SelectionSet, v schematype.Micros) graphql.Marshaler {
+			return ec.marshalNMoney2githubᚗcomᚋtoolgateᚋtoolgateᚋentᚋschematypeᚐMicros(ctx, selections, v)
+		},
+		true,
+		true,
+	)
+}
+func (ec *executionContext) fieldContext_Budget_monthlyLimitAmount(_ context.Context, field graphql.CollectedField) (fc *graphql.FieldContext, err error) {
+	fc = &graphql.FieldContext{
+		Object:     "Budget",
+		Field:      field,
+		IsMethod:   false,
+		IsResolver: false,
+		Child: func(ctx context.Context, field graphql.CollectedField) (*graphql.FieldContext, error) {
+			return ec.childFields_Money(ctx, field)
+		},
+	}
+	return fc, nil
+}
+
+func (ec *executionContext) _Budget_spentAmount(ctx context.Context, field graphql.CollectedField, obj *ent.Budget) (ret graphql.Marshaler) {
+	return graphql.ResolveField(
+		ctx,
+		ec.OperationContext,
+		field,
+		func(ctx context.Context, field graphql.CollectedField) (*graphql.FieldContext, error) {
+			return ec.fieldContext_Budget_spentAmount(ctx, field)
+		},
+		func(ctx context.Context) (any, error) {
+			return ec.Resolvers.Budget().SpentAmount(ctx, obj)
+		},
+		nil,
+		func(ctx context.Context, selections ast.SelectionSet, v schematype.Micros) graphql.Marshaler {
+			return ec.marshalNMoney2githubᚗcomᚋtoolgateᚋtoolgateᚋentᚋschematypeᚐMicros(ctx, selections, v)
+		},
+		true,
+		true,
+	)
+}
+func (ec *executionContext) fieldContext_Budget_spentAmount(_ context.Context, field graphql.CollectedField) (fc *graphql.FieldContext, err error) {
+	fc = &graphql.FieldContext{
+		Object:     "Budget",
+		Field:      field,
+		IsMethod:   true,
+		IsResolver: true,
+		Child: func(ctx context.Context, field graphql.CollectedField) (*graphql.FieldContext, error) {
+			return ec.childFields_Money(ctx, field)
+		},
+	}
+	return fc, nil
+}
+
+func (ec *executionContext) _Budget_leftAmount(ctx context.Context, field graphql.CollectedField, obj *ent.Budget) (ret graphql.Marshaler) {
+	return graphql.ResolveField(
+		ctx,
+		ec.OperationContext,
+		field,
+		func(ctx context.Context, field graphql.CollectedField) (*graphql.FieldContext, error) {
+			return ec.fieldContext_Budget_leftAmount(ctx, field)
+		},
+		func(ctx context.Context) (any, error) {
+			return ec.Resolvers.Budget().LeftAmount(ctx, obj)
+		},
+		nil,
+		func(ctx context.Context, selections ast.SelectionSet, v schematype.Micros) graphql.Marshaler {
+			return ec.marshalNMoney2githubᚗcomᚋtoolgateᚋtoolgateᚋentᚋschematypeᚐMicros(ctx, selections, v)
+		},
+		true,
+		true,
+	)
+}
+func (ec *executionContext) fieldContext_Budget_leftAmount(_ context.Context, field graphql.CollectedField) (fc *graphql.FieldContext, err error) {
+	fc = &graphql.FieldContext{
+		Object:     "Budget",
+		Field:      field,
+		IsMethod:   true,
+		IsResolver: true,
+		Child: func(ctx context.Context, field graphql.CollectedField) (*graphql.FieldContext, error) {
+			return ec.childFields_Money(ctx, field)
+		},
+	}
+	return fc, nil
+}
+
 func (ec *executionContext) _Budget_month(ctx context.Context, field graphql.CollectedField, obj *ent.Budget) (ret graphql.Marshaler) {
 	return graphql.ResolveField(
 		ctx,
@@ -11284,6 +11707,102 @@ func (ec *executionContext) _BudgetLine_left(ctx context.Context, field graphql.
 }
 func (ec *executionContext) fieldContext_BudgetLine_left(_ context.Context, field graphql.CollectedField) (fc *graphql.FieldContext, err error) {
 	return graphql.NewScalarFieldContext("BudgetLine", field, false, false, "Float")
+}
+
+func (ec *executionContext) _BudgetLine_monthlyLimitAmount(ctx context.Context, field graphql.CollectedField, obj *model.BudgetLine) (ret graphql.Marshaler) {
+	return graphql.ResolveField(
+		ctx,
+		ec.OperationContext,
+		field,
+		func(ctx context.Context, field graphql.CollectedField) (*graphql.FieldContext, error) {
+			return ec.fieldContext_BudgetLine_monthlyLimitAmount(ctx, field)
+		},
+		func(ctx context.Context) (any, error) {
+			return obj.MonthlyLimitAmount, nil
+		},
+		nil,
+		func(ctx context.Context, selections ast.SelectionSet, v *schematype.Micros) graphql.Marshaler {
+			return ec.marshalOMoney2ᚖgithubᚗcomᚋtoolgateᚋtoolgateᚋentᚋschematypeᚐMicros(ctx, selections, v)
+		},
+		true,
+		false,
+	)
+}
+func (ec *executionContext) fieldContext_BudgetLine_monthlyLimitAmount(_ context.Context, field graphql.CollectedField) (fc *graphql.FieldContext, err error) {
+	fc = &graphql.FieldContext{
+		Object:     "BudgetLine",
+		Field:      field,
+		IsMethod:   false,
+		IsResolver: false,
+		Child: func(ctx context.Context, field graphql.CollectedField) (*graphql.FieldContext, error) {
+			return ec.childFields_Money(ctx, field)
+		},
+	}
+	return fc, nil
+}
+
+func (ec *executionContext) _BudgetLine_spentAmount(ctx context.Context, field graphql.CollectedField, obj *model.BudgetLine) (ret graphql.Marshaler) {
+	return graphql.ResolveField(
+		ctx,
+		ec.OperationContext,
+		field,
+		func(ctx context.Context, field graphql.CollectedField) (*graphql.FieldContext, error) {
+			return ec.fieldContext_BudgetLine_spentAmount(ctx, field)
+		},
+		func(ctx context.Context) (any, error) {
+			return obj.SpentAmount, nil
+		},
+		nil,
+		func(ctx context.Context, selections ast.SelectionSet, v schematype.Micros) graphql.Marshaler {
+			return ec.marshalNMoney2githubᚗcomᚋtoolgateᚋtoolgateᚋentᚋschematypeᚐMicros(ctx, selections, v)
+		},
+		true,
+		true,
+	)
+}
+func (ec *executionContext) fieldContext_BudgetLine_spentAmount(_ context.Context, field graphql.CollectedField) (fc *graphql.FieldContext, err error) {
+	fc = &graphql.FieldContext{
+		Object:     "BudgetLine",
+		Field:      field,
+		IsMethod:   false,
+		IsResolver: false,
+		Child: func(ctx context.Context, field graphql.CollectedField) (*graphql.FieldContext, error) {
+			return ec.childFields_Money(ctx, field)
+		},
+	}
+	return fc, nil
+}
+
+func (ec *executionContext) _BudgetLine_leftAmount(ctx context.Context, field graphql.CollectedField, obj *model.BudgetLine) (ret graphql.Marshaler) {
+	return graphql.ResolveField(
+		ctx,
+		ec.OperationContext,
+		field,
+		func(ctx context.Context, field graphql.CollectedField) (*graphql.FieldContext, error) {
+			return ec.fieldContext_BudgetLine_leftAmount(ctx, field)
+		},
+		func(ctx context.Context) (any, error) {
+			return obj.LeftAmount, nil
+		},
+		nil,
+		func(ctx context.Context, selections ast.SelectionSet, v *schematype.Micros) graphql.Marshaler {
+			return ec.marshalOMoney2ᚖgithubᚗcomᚋtoolgateᚋtoolgateᚋentᚋschematypeᚐMicros(ctx, selections, v)
+		},
+		true,
+		false,
+	)
+}
+func (ec *executionContext) fieldContext_BudgetLine_leftAmount(_ context.Context, field graphql.CollectedField) (fc *graphql.FieldContext, err error) {
+	fc = &graphql.FieldContext{
+		Object:     "BudgetLine",
+		Field:      field,
+		IsMethod:   false,
+		IsResolver: false,
+		Child: func(ctx context.Context, field graphql.CollectedField) (*graphql.FieldContext, error) {
+			return ec.childFields_Money(ctx, field)
+		},
+	}
+	return fc, nil
 }
 
 func (ec *executionContext) _BudgetStatus_month(ctx context.Context, field graphql.CollectedField, obj *model.BudgetStatus) (ret graphql.Marshaler) {
@@ -14005,6 +14524,38 @@ func (ec *executionContext) fieldContext_ModelCall_cost(_ context.Context, field
 	return graphql.NewScalarFieldContext("ModelCall", field, false, false, "Float")
 }
 
+func (ec *executionContext) _ModelCall_costAmount(ctx context.Context, field graphql.CollectedField, obj *ent.ModelCall) (ret graphql.Marshaler) {
+	return graphql.ResolveField(
+		ctx,
+		ec.OperationContext,
+		field,
+		func(ctx context.Context, field graphql.CollectedField) (*graphql.FieldContext, error) {
+			return ec.fieldContext_ModelCall_costAmount(ctx, field)
+		},
+		func(ctx context.Context) (any, error) {
+			return obj.CostMicros, nil
+		},
+		nil,
+		func(ctx context.Context, selections ast.SelectionSet, v schematype.Micros) graphql.Marshaler {
+			return ec.marshalNMoney2githubᚗcomᚋtoolgateᚋtoolgateᚋentᚋschematypeᚐMicros(ctx, selections, v)
+		},
+		true,
+		true,
+	)
+}
+func (ec *executionContext) fieldContext_ModelCall_costAmount(_ context.Context, field graphql.CollectedField) (fc *graphql.FieldContext, err error) {
+	fc = &graphql.FieldContext{
+		Object:     "ModelCall",
+		Field:      field,
+		IsMethod:   false,
+		IsResolver: false,
+		Child: func(ctx context.Context, field graphql.CollectedField) (*graphql.FieldContext, error) {
+			return ec.childFields_Money(ctx, field)
+		},
+	}
+	return fc, nil
+}
+
 func (ec *executionContext) _ModelCall_durationMs(ctx context.Context, field graphql.CollectedField, obj *ent.ModelCall) (ret graphql.Marshaler) {
 	return graphql.ResolveField(
 		ctx,
@@ -14072,6 +14623,38 @@ func (ec *executionContext) _ModelUsage_model(ctx context.Context, field graphql
 }
 func (ec *executionContext) fieldContext_ModelUsage_model(_ context.Context, field graphql.CollectedField) (fc *graphql.FieldContext, err error) {
 	return graphql.NewScalarFieldContext("ModelUsage", field, false, false, "String")
+}
+
+func (ec *executionContext) _ModelUsage_totals(ctx context.Context, field graphql.CollectedField, obj *model.ModelUsage) (ret graphql.Marshaler) {
+	return graphql.ResolveField(
+		ctx,
+		ec.OperationContext,
+		field,
+		func(ctx context.Context, field graphql.CollectedField) (*graphql.FieldContext, error) {
+			return ec.fieldContext_ModelUsage_totals(ctx, field)
+		},
+		func(ctx context.Context) (any, error) {
+			return obj.Totals, nil
+		},
+		nil,
+		func(ctx context.Context, selections ast.SelectionSet, v *model.UsageTotals) graphql.Marshaler {
+			return ec.marshalNUsageTotals2ᚖgithubᚗcomᚋtoolgateᚋtoolgateᚋgraphᚋmodelᚐUsageTotals(ctx, selections, v)
+		},
+		true,
+		true,
+	)
+}
+func (ec *executionContext) fieldContext_ModelUsage_totals(_ context.Context, field graphql.CollectedField) (fc *graphql.FieldContext, err error) {
+	fc = &graphql.FieldContext{
+		Object:     "ModelUsage",
+		Field:      field,
+		IsMethod:   false,
+		IsResolver: false,
+		Child: func(ctx context.Context, field graphql.CollectedField) (*graphql.FieldContext, error) {
+			return ec.childFields_UsageTotals(ctx, field)
+		},
+	}
+	return fc, nil
 }
 
 func (ec *executionContext) _ModelUsage_inputTokens(ctx context.Context, field graphql.CollectedField, obj *model.ModelUsage) (ret graphql.Marshaler) {
@@ -14210,6 +14793,75 @@ func (ec *executionContext) _ModelUsage_modelCalls(ctx context.Context, field gr
 }
 func (ec *executionContext) fieldContext_ModelUsage_modelCalls(_ context.Context, field graphql.CollectedField) (fc *graphql.FieldContext, err error) {
 	return graphql.NewScalarFieldContext("ModelUsage", field, false, false, "Int")
+}
+
+func (ec *executionContext) _Money_micros(ctx context.Context, field graphql.CollectedField, obj *schematype.Micros) (ret graphql.Marshaler) {
+	return graphql.ResolveField(
+		ctx,
+		ec.OperationContext,
+		field,
+		func(ctx context.Context, field graphql.CollectedField) (*graphql.FieldContext, error) {
+			return ec.fieldContext_Money_micros(ctx, field)
+		},
+		func(ctx context.Context) (any, error) {
+			return obj.Int64(), nil
+		},
+		nil,
+		func(ctx context.Context, selections ast.SelectionSet, v int64) graphql.Marshaler {
+			return ec.marshalNInt642int64(ctx, selections, v)
+		},
+		true,
+		true,
+	)
+}
+func (ec *executionContext) fieldContext_Money_micros(_ context.Context, field graphql.CollectedField) (fc *graphql.FieldContext, err error) {
+	return graphql.NewScalarFieldContext("Money", field, true, false, "Int64")
+}
+
+func (ec *executionContext) _Money_amount(ctx context.Context, field graphql.CollectedField, obj *schematype.Micros) (ret graphql.Marshaler) {
+	return graphql.ResolveField(
+		ctx,
+		ec.OperationContext,
+		field,
+		func(ctx context.Context, field graphql.CollectedField) (*graphql.FieldContext, error) {
+			return ec.fieldContext_Money_amount(ctx, field)
+		},
+		func(ctx context.Context) (any, error) {
+			return obj.Amount(), nil
+		},
+		nil,
+		func(ctx context.Context, selections ast.SelectionSet, v string) graphql.Marshaler {
+			return ec.marshalNString2string(ctx, selections, v)
+		},
+		true,
+		true,
+	)
+}
+func (ec *executionContext) fieldContext_Money_amount(_ context.Context, field graphql.CollectedField) (fc *graphql.FieldContext, err error) {
+	return graphql.NewScalarFieldContext("Money", field, true, false, "String")
+}
+
+func (ec *executionContext) _Money_currency(ctx context.Context, field graphql.CollectedField, obj *schematype.Micros) (ret graphql.Marshaler) {
+	return graphql.ResolveField(
+		ctx,
+		ec.OperationContext,
+		field,
+		func(ctx context.Context, field graphql.CollectedField) (*graphql.FieldContext, error) {
+			return ec.fieldContext_Money_currency(ctx, field)
+		},
+		func(ctx context.Context) (any, error) {
+			return obj.Currency(), nil
+		},
+		nil,
+		func(ctx context.Context, selections ast.SelectionSet, v string) graphql.Marshaler {
+			return ec.marshalNString2string(ctx, selections, v)
+		},
+		true,
+		true,
+	)
+}
+func (ec *executionContext) fieldContext_Money_currency(_ context.Context, field graphql.CollectedField) (fc *graphql.FieldContext, err error) {
+	return graphql.NewScalarFieldContext("Money", field, true, false, "String")
 }
 
 func (ec *executionContext) _Mutation_createAgent(ctx context.Context, field graphql.CollectedField) (ret graphql.Marshaler) {
@@ -17847,6 +18499,38 @@ func (ec *executionContext) fieldContext_Summary_cost(_ context.Context, field g
 	return graphql.NewScalarFieldContext("Summary", field, false, false, "Float")
 }
 
+func (ec *executionContext) _Summary_costAmount(ctx context.Context, field graphql.CollectedField, obj *ent.Summary) (ret graphql.Marshaler) {
+	return graphql.ResolveField(
+		ctx,
+		ec.OperationContext,
+		field,
+		func(ctx context.Context, field graphql.CollectedField) (*graphql.FieldContext, error) {
+			return ec.fieldContext_Summary_costAmount(ctx, field)
+		},
+		func(ctx context.Context) (any, error) {
+			return obj.CostMicros, nil
+		},
+		nil,
+		func(ctx context.Context, selections ast.SelectionSet, v schematype.Micros) graphql.Marshaler {
+			return ec.marshalNMoney2githubᚗcomᚋtoolgateᚋtoolgateᚋentᚋschematypeᚐMicros(ctx, selections, v)
+		},
+		true,
+		true,
+	)
+}
+func (ec *executionContext) fieldContext_Summary_costAmount(_ context.Context, field graphql.CollectedField) (fc *graphql.FieldContext, err error) {
+	fc = &graphql.FieldContext{
+		Object:     "Summary",
+		Field:      field,
+		IsMethod:   false,
+		IsResolver: false,
+		Child: func(ctx context.Context, field graphql.CollectedField) (*graphql.FieldContext, error) {
+			return ec.childFields_Money(ctx, field)
+		},
+	}
+	return fc, nil
+}
+
 func (ec *executionContext) _Task_title(ctx context.Context, field graphql.CollectedField, obj *ent.Task) (ret graphql.Marshaler) {
 	return graphql.ResolveField(
 		ctx,
@@ -20651,6 +21335,38 @@ func (ec *executionContext) fieldContext_Usage_month(_ context.Context, field gr
 	return graphql.NewScalarFieldContext("Usage", field, false, false, "String")
 }
 
+func (ec *executionContext) _Usage_totals(ctx context.Context, field graphql.CollectedField, obj *model.Usage) (ret graphql.Marshaler) {
+	return graphql.ResolveField(
+		ctx,
+		ec.OperationContext,
+		field,
+		func(ctx context.Context, field graphql.CollectedField) (*graphql.FieldContext, error) {
+			return ec.fieldContext_Usage_totals(ctx, field)
+		},
+		func(ctx context.Context) (any, error) {
+			return obj.Totals, nil
+		},
+		nil,
+		func(ctx context.Context, selections ast.SelectionSet, v *model.UsageTotals) graphql.Marshaler {
+			return ec.marshalNUsageTotals2ᚖgithubᚗcomᚋtoolgateᚋtoolgateᚋgraphᚋmodelᚐUsageTotals(ctx, selections, v)
+		},
+		true,
+		true,
+	)
+}
+func (ec *executionContext) fieldContext_Usage_totals(_ context.Context, field graphql.CollectedField) (fc *graphql.FieldContext, err error) {
+	fc = &graphql.FieldContext{
+		Object:     "Usage",
+		Field:      field,
+		IsMethod:   false,
+		IsResolver: false,
+		Child: func(ctx context.Context, field graphql.CollectedField) (*graphql.FieldContext, error) {
+			return ec.childFields_UsageTotals(ctx, field)
+		},
+	}
+	return fc, nil
+}
+
 func (ec *executionContext) _Usage_inputTokens(ctx context.Context, field graphql.CollectedField, obj *model.Usage) (ret graphql.Marshaler) {
 	return graphql.ResolveField(
 		ctx,
@@ -20954,6 +21670,176 @@ func (ec *executionContext) fieldContext_Usage_byUser(_ context.Context, field g
 	return fc, nil
 }
 
+func (ec *executionContext) _UsageTotals_inputTokens(ctx context.Context, field graphql.CollectedField, obj *model.UsageTotals) (ret graphql.Marshaler) {
+	return graphql.ResolveField(
+		ctx,
+		ec.OperationContext,
+		field,
+		func(ctx context.Context, field graphql.CollectedField) (*graphql.FieldContext, error) {
+			return ec.fieldContext_UsageTotals_inputTokens(ctx, field)
+		},
+		func(ctx context.Context) (any, error) {
+			return obj.InputTokens, nil
+		},
+		nil,
+		func(ctx context.Context, selections ast.SelectionSet, v int64) graphql.Marshaler {
+			return ec.marshalNInt642int64(ctx, selections, v)
+		},
+		true,
+		true,
+	)
+}
+func (ec *executionContext) fieldContext_UsageTotals_inputTokens(_ context.Context, field graphql.CollectedField) (fc *graphql.FieldContext, err error) {
+	return graphql.NewScalarFieldContext("UsageTotals", field, false, false, "Int64")
+}
+
+func (ec *executionContext) _UsageTotals_cacheReadTokens(ctx context.Context, field graphql.CollectedField, obj *model.UsageTotals) (ret graphql.Marshaler) {
+	return graphql.ResolveField(
+		ctx,
+		ec.OperationContext,
+		field,
+		func(ctx context.Context, field graphql.CollectedField) (*graphql.FieldContext, error) {
+			return ec.fieldContext_UsageTotals_cacheReadTokens(ctx, field)
+		},
+		func(ctx context.Context) (any, error) {
+			return obj.CacheReadTokens, nil
+		},
+		nil,
+		func(ctx context.Context, selections ast.SelectionSet, v int64) graphql.Marshaler {
+			return ec.marshalNInt642int64(ctx, selections, v)
+		},
+		true,
+		true,
+	)
+}
+func (ec *executionContext) fieldContext_UsageTotals_cacheReadTokens(_ context.Context, field graphql.CollectedField) (fc *graphql.FieldContext, err error) {
+	return graphql.NewScalarFieldContext("UsageTotals", field, false, false, "Int64")
+}
+
+func (ec *executionContext) _UsageTotals_cacheWriteTokens(ctx context.Context, field graphql.CollectedField, obj *model.UsageTotals) (ret graphql.Marshaler) {
+	return graphql.ResolveField(
+		ctx,
+		ec.OperationContext,
+		field,
+		func(ctx context.Context, field graphql.CollectedField) (*graphql.FieldContext, error) {
+			return ec.fieldContext_UsageTotals_cacheWriteTokens(ctx, field)
+		},
+		func(ctx context.Context) (any, error) {
+			return obj.CacheWriteTokens, nil
+		},
+		nil,
+		func(ctx context.Context, selections ast.SelectionSet, v int64) graphql.Marshaler {
+			return ec.marshalNInt642int64(ctx, selections, v)
+		},
+		true,
+		true,
+	)
+}
+func (ec *executionContext) fieldContext_UsageTotals_cacheWriteTokens(_ context.Context, field graphql.CollectedField) (fc *graphql.FieldContext, err error) {
+	return graphql.NewScalarFieldContext("UsageTotals", field, false, false, "Int64")
+}
+
+func (ec *executionContext) _UsageTotals_outputTokens(ctx context.Context, field graphql.CollectedField, obj *model.UsageTotals) (ret graphql.Marshaler) {
+	return graphql.ResolveField(
+		ctx,
+		ec.OperationContext,
+		field,
+		func(ctx context.Context, field graphql.CollectedField) (*graphql.FieldContext, error) {
+			return ec.fieldContext_UsageTotals_outputTokens(ctx, field)
+		},
+		func(ctx context.Context) (any, error) {
+			return obj.OutputTokens, nil
+		},
+		nil,
+		func(ctx context.Context, selections ast.SelectionSet, v int64) graphql.Marshaler {
+			return ec.marshalNInt642int64(ctx, selections, v)
+		},
+		true,
+		true,
+	)
+}
+func (ec *executionContext) fieldContext_UsageTotals_outputTokens(_ context.Context, field graphql.CollectedField) (fc *graphql.FieldContext, err error) {
+	return graphql.NewScalarFieldContext("UsageTotals", field, false, false, "Int64")
+}
+
+func (ec *executionContext) _UsageTotals_prefixTokens(ctx context.Context, field graphql.CollectedField, obj *model.UsageTotals) (ret graphql.Marshaler) {
+	return graphql.ResolveField(
+		ctx,
+		ec.OperationContext,
+		field,
+		func(ctx context.Context, field graphql.CollectedField) (*graphql.FieldContext, error) {
+			return ec.fieldContext_UsageTotals_prefixTokens(ctx, field)
+		},
+		func(ctx context.Context) (any, error) {
+			return obj.PrefixTokens, nil
+		},
+		nil,
+		func(ctx context.Context, selections ast.SelectionSet, v int64) graphql.Marshaler {
+			return ec.marshalNInt642int64(ctx, selections, v)
+		},
+		true,
+		true,
+	)
+}
+func (ec *executionContext) fieldContext_UsageTotals_prefixTokens(_ context.Context, field graphql.CollectedField) (fc *graphql.FieldContext, err error) {
+	return graphql.NewScalarFieldContext("UsageTotals", field, false, false, "Int64")
+}
+
+func (ec *executionContext) _UsageTotals_modelCalls(ctx context.Context, field graphql.CollectedField, obj *model.UsageTotals) (ret graphql.Marshaler) {
+	return graphql.ResolveField(
+		ctx,
+		ec.OperationContext,
+		field,
+		func(ctx context.Context, field graphql.CollectedField) (*graphql.FieldContext, error) {
+			return ec.fieldContext_UsageTotals_modelCalls(ctx, field)
+		},
+		func(ctx context.Context) (any, error) {
+			return obj.ModelCalls, nil
+		},
+		nil,
+		func(ctx context.Context, selections ast.SelectionSet, v int64) graphql.Marshaler {
+			return ec.marshalNInt642int64(ctx, selections, v)
+		},
+		true,
+		true,
+	)
+}
+func (ec *executionContext) fieldContext_UsageTotals_modelCalls(_ context.Context, field graphql.CollectedField) (fc *graphql.FieldContext, err error) {
+	return graphql.NewScalarFieldContext("UsageTotals", field, false, false, "Int64")
+}
+
+func (ec *executionContext) _UsageTotals_cost(ctx context.Context, field graphql.CollectedField, obj *model.UsageTotals) (ret graphql.Marshaler) {
+	return graphql.ResolveField(
+		ctx,
+		ec.OperationContext,
+		field,
+		func(ctx context.Context, field graphql.CollectedField) (*graphql.FieldContext, error) {
+			return ec.fieldContext_UsageTotals_cost(ctx, field)
+		},
+		func(ctx context.Context) (any, error) {
+			return obj.Cost, nil
+		},
+		nil,
+		func(ctx context.Context, selections ast.SelectionSet, v schematype.Micros) graphql.Marshaler {
+			return ec.marshalNMoney2githubᚗcomᚋtoolgateᚋtoolgateᚋentᚋschematypeᚐMicros(ctx, selections, v)
+		},
+		true,
+		true,
+	)
+}
+func (ec *executionContext) fieldContext_UsageTotals_cost(_ context.Context, field graphql.CollectedField) (fc *graphql.FieldContext, err error) {
+	fc = &graphql.FieldContext{
+		Object:     "UsageTotals",
+		Field:      field,
+		IsMethod:   false,
+		IsResolver: false,
+		Child: func(ctx context.Context, field graphql.CollectedField) (*graphql.FieldContext, error) {
+			return ec.childFields_Money(ctx, field)
+		},
+	}
+	return fc, nil
+}
+
 func (ec *executionContext) _User_id(ctx context.Context, field graphql.CollectedField, obj *ent.User) (ret graphql.Marshaler) {
 	return graphql.ResolveField(
 		ctx,
@@ -21197,6 +22083,38 @@ func (ec *executionContext) fieldContext_UserUsage_user(_ context.Context, field
 		IsResolver: false,
 		Child: func(ctx context.Context, field graphql.CollectedField) (*graphql.FieldContext, error) {
 			return ec.childFields_User(ctx, field)
+		},
+	}
+	return fc, nil
+}
+
+func (ec *executionContext) _UserUsage_totals(ctx context.Context, field graphql.CollectedField, obj *model.UserUsage) (ret graphql.Marshaler) {
+	return graphql.ResolveField(
+		ctx,
+		ec.OperationContext,
+		field,
+		func(ctx context.Context, field graphql.CollectedField) (*graphql.FieldContext, error) {
+			return ec.fieldContext_UserUsage_totals(ctx, field)
+		},
+		func(ctx context.Context) (any, error) {
+			return obj.Totals, nil
+		},
+		nil,
+		func(ctx context.Context, selections ast.SelectionSet, v *model.UsageTotals) graphql.Marshaler {
+			return ec.marshalNUsageTotals2ᚖgithubᚗcomᚋtoolgateᚋtoolgateᚋgraphᚋmodelᚐUsageTotals(ctx, selections, v)
+		},
+		true,
+		true,
+	)
+}
+func (ec *executionContext) fieldContext_UserUsage_totals(_ context.Context, field graphql.CollectedField) (fc *graphql.FieldContext, err error) {
+	fc = &graphql.FieldContext{
+		Object:     "UserUsage",
+		Field:      field,
+		IsMethod:   false,
+		IsResolver: false,
+		Child: func(ctx context.Context, field graphql.CollectedField) (*graphql.FieldContext, error) {
+			return ec.childFields_UsageTotals(ctx, field)
 		},
 	}
 	return fc, nil
@@ -24906,6 +25824,59 @@ func UnmarshalKnowledgeBaseOrder(ctx context.Context, raw any) (ent.KnowledgeBas
 	return out, err
 }
 
+func (ec *executionContext) unmarshalInputMoneyInput(ctx context.Context, obj any) (model.MoneyInput, error) {
+	var it model.MoneyInput
+	if obj == nil {
+		return it, nil
+	}
+
+	asMap := map[string]any{}
+	for k, v := range obj.(map[string]any) {
+		asMap[k] = v
+	}
+
+	if _, present := asMap["currency"]; !present {
+		asMap["currency"] = "USD"
+	}
+
+	fieldsInOrder := [...]string{"amount", "currency"}
+	for _, k := range fieldsInOrder {
+		v, ok := asMap[k]
+		if !ok {
+			continue
+		}
+		switch k {
+		case "amount":
+			ctx := graphql.WithPathContext(ctx, graphql.NewPathWithField("amount"))
+			data, err := ec.unmarshalNString2string(ctx, v)
+			if err != nil {
+				return it, err
+			}
+			it.Amount = data
+		case "currency":
+			ctx := graphql.WithPathContext(ctx, graphql.NewPathWithField("currency"))
+			data, err := ec.unmarshalNString2string(ctx, v)
+			if err != nil {
+				return it, err
+			}
+			it.Currency = data
+		}
+	}
+	return it, nil
+}
+
+// UnmarshalMoneyInput unmarshals raw into the MoneyInput input type, using the
+// unmarshaler bound to ctx's request. Call it from a resolver to decode an input
+// object that was not passed as a field argument.
+//
+// ctx must come from a gqlgen request; outside one there is no unmarshaler to use
+// and the returned error says so.
+func UnmarshalMoneyInput(ctx context.Context, raw any) (model.MoneyInput, error) {
+	var out model.MoneyInput
+	err := graphql.UnmarshalNamedInputFromContext(ctx, "MoneyInput", raw, &out)
+	return out, err
+}
+
 func (ec *executionContext) unmarshalInputRegisterApplicationInput(ctx context.Context, obj any) (model.RegisterApplicationInput, error) {
 	var it model.RegisterApplicationInput
 	if obj == nil {
@@ -25071,7 +26042,7 @@ func (ec *executionContext) unmarshalInputSetBudgetInput(ctx context.Context, ob
 		asMap[k] = v
 	}
 
-	fieldsInOrder := [...]string{"userId", "monthlyLimit"}
+	fieldsInOrder := [...]string{"userId", "monthlyLimit", "monthlyLimitAmount"}
 	for _, k := range fieldsInOrder {
 		v, ok := asMap[k]
 		if !ok {
@@ -25087,11 +26058,18 @@ func (ec *executionContext) unmarshalInputSetBudgetInput(ctx context.Context, ob
 			it.UserID = data
 		case "monthlyLimit":
 			ctx := graphql.WithPathContext(ctx, graphql.NewPathWithField("monthlyLimit"))
-			data, err := ec.unmarshalNFloat2float64(ctx, v)
+			data, err := ec.unmarshalOFloat2ᚖfloat64(ctx, v)
 			if err != nil {
 				return it, err
 			}
 			it.MonthlyLimit = data
+		case "monthlyLimitAmount":
+			ctx := graphql.WithPathContext(ctx, graphql.NewPathWithField("monthlyLimitAmount"))
+			data, err := ec.unmarshalOMoneyInput2ᚖgithubᚗcomᚋtoolgateᚋtoolgateᚋgraphᚋmodelᚐMoneyInput(ctx, v)
+			if err != nil {
+				return it, err
+			}
+			it.MonthlyLimitAmount = data
 		}
 	}
 	return it, nil
@@ -26565,6 +27543,11 @@ func (ec *executionContext) _AgentUsage(ctx context.Context, sel ast.SelectionSe
 			if out.Values[i] == graphql.RequiredNull {
 				out.Invalids++
 			}
+		case "totals":
+			out.Values[i] = ec._AgentUsage_totals(ctx, field, obj)
+			if out.Values[i] == graphql.Null {
+				out.Invalids++
+			}
 		case "inputTokens":
 			out.Values[i] = ec._AgentUsage_inputTokens(ctx, field, obj)
 			if out.Values[i] == graphql.Null {
@@ -27046,6 +28029,23 @@ func (ec *executionContext) _Budget(ctx context.Context, sel ast.SelectionSet, o
 				func(ctx context.Context) graphql.Marshaler {
 					return ec._Budget_left(ctx, field, obj)
 				})
+		case "monthlyLimitAmount":
+			out.Values[i] = ec._Budget_monthlyLimitAmount(ctx, field, obj)
+			if out.Values[i] == graphql.Null {
+				atomic.AddUint32(&out.Invalids, 1)
+			}
+		case "spentAmount":
+			out.ResolveConcurrently(ec.OperationContext, &deferred, i,
+				true, true,
+				func(ctx context.Context) graphql.Marshaler {
+					return ec._Budget_spentAmount(ctx, field, obj)
+				})
+		case "leftAmount":
+			out.ResolveConcurrently(ec.OperationContext, &deferred, i,
+				true, true,
+				func(ctx context.Context) graphql.Marshaler {
+					return ec._Budget_leftAmount(ctx, field, obj)
+				})
 		case "month":
 			out.ResolveConcurrently(ec.OperationContext, &deferred, i,
 				true, true,
@@ -27092,6 +28092,21 @@ func (ec *executionContext) _BudgetLine(ctx context.Context, sel ast.SelectionSe
 			}
 		case "left":
 			out.Values[i] = ec._BudgetLine_left(ctx, field, obj)
+			if out.Values[i] == graphql.RequiredNull {
+				out.Invalids++
+			}
+		case "monthlyLimitAmount":
+			out.Values[i] = ec._BudgetLine_monthlyLimitAmount(ctx, field, obj)
+			if out.Values[i] == graphql.RequiredNull {
+				out.Invalids++
+			}
+		case "spentAmount":
+			out.Values[i] = ec._BudgetLine_spentAmount(ctx, field, obj)
+			if out.Values[i] == graphql.Null {
+				out.Invalids++
+			}
+		case "leftAmount":
+			out.Values[i] = ec._BudgetLine_leftAmount(ctx, field, obj)
 			if out.Values[i] == graphql.RequiredNull {
 				out.Invalids++
 			}
@@ -28309,6 +29324,11 @@ func (ec *executionContext) _ModelCall(ctx context.Context, sel ast.SelectionSet
 			if out.Values[i] == graphql.Null {
 				out.Invalids++
 			}
+		case "costAmount":
+			out.Values[i] = ec._ModelCall_costAmount(ctx, field, obj)
+			if out.Values[i] == graphql.Null {
+				out.Invalids++
+			}
 		case "durationMs":
 			out.Values[i] = ec._ModelCall_durationMs(ctx, field, obj)
 			if out.Values[i] == graphql.Null {
@@ -28352,6 +29372,11 @@ func (ec *executionContext) _ModelUsage(ctx context.Context, sel ast.SelectionSe
 			if out.Values[i] == graphql.Null {
 				out.Invalids++
 			}
+		case "totals":
+			out.Values[i] = ec._ModelUsage_totals(ctx, field, obj)
+			if out.Values[i] == graphql.Null {
+				out.Invalids++
+			}
 		case "inputTokens":
 			out.Values[i] = ec._ModelUsage_inputTokens(ctx, field, obj)
 			if out.Values[i] == graphql.Null {
@@ -28379,6 +29404,49 @@ func (ec *executionContext) _ModelUsage(ctx context.Context, sel ast.SelectionSe
 			}
 		case "modelCalls":
 			out.Values[i] = ec._ModelUsage_modelCalls(ctx, field, obj)
+			if out.Values[i] == graphql.Null {
+				out.Invalids++
+			}
+		default:
+			panic("unknown field " + strconv.Quote(field.Name))
+		}
+	}
+	out.Dispatch(ctx)
+	if out.Invalids > 0 {
+		return graphql.Null
+	}
+
+	if n := len(deferred.Defers); n > 0 {
+		atomic.AddInt32(&ec.Deferred, int32(min(n, math.MaxInt32)))
+		ec.ProcessDeferredGroup(deferred)
+	}
+
+	return out
+}
+
+var moneyImplementors = []string{"Money"}
+
+func (ec *executionContext) _Money(ctx context.Context, sel ast.SelectionSet, obj *schematype.Micros) graphql.Marshaler {
+	fields := graphql.CollectFields(ec.OperationContext, sel, moneyImplementors)
+
+	out := graphql.NewFieldSet(fields)
+	deferred := graphql.NewDeferredGroup(ctx)
+	for i, field := range fields {
+		switch field.Name {
+		case "__typename":
+			out.Values[i] = graphql.MarshalString("Money")
+		case "micros":
+			out.Values[i] = ec._Money_micros(ctx, field, obj)
+			if out.Values[i] == graphql.Null {
+				out.Invalids++
+			}
+		case "amount":
+			out.Values[i] = ec._Money_amount(ctx, field, obj)
+			if out.Values[i] == graphql.Null {
+				out.Invalids++
+			}
+		case "currency":
+			out.Values[i] = ec._Money_currency(ctx, field, obj)
 			if out.Values[i] == graphql.Null {
 				out.Invalids++
 			}
@@ -29352,6 +30420,11 @@ func (ec *executionContext) _Summary(ctx context.Context, sel ast.SelectionSet, 
 			}
 		case "cost":
 			out.Values[i] = ec._Summary_cost(ctx, field, obj)
+			if out.Values[i] == graphql.Null {
+				out.Invalids++
+			}
+		case "costAmount":
+			out.Values[i] = ec._Summary_costAmount(ctx, field, obj)
 			if out.Values[i] == graphql.Null {
 				out.Invalids++
 			}
@@ -30524,6 +31597,11 @@ func (ec *executionContext) _Usage(ctx context.Context, sel ast.SelectionSet, ob
 			if out.Values[i] == graphql.Null {
 				out.Invalids++
 			}
+		case "totals":
+			out.Values[i] = ec._Usage_totals(ctx, field, obj)
+			if out.Values[i] == graphql.Null {
+				out.Invalids++
+			}
 		case "inputTokens":
 			out.Values[i] = ec._Usage_inputTokens(ctx, field, obj)
 			if out.Values[i] == graphql.Null {
@@ -30581,6 +31659,69 @@ func (ec *executionContext) _Usage(ctx context.Context, sel ast.SelectionSet, ob
 			}
 		case "byUser":
 			out.Values[i] = ec._Usage_byUser(ctx, field, obj)
+			if out.Values[i] == graphql.Null {
+				out.Invalids++
+			}
+		default:
+			panic("unknown field " + strconv.Quote(field.Name))
+		}
+	}
+	out.Dispatch(ctx)
+	if out.Invalids > 0 {
+		return graphql.Null
+	}
+
+	if n := len(deferred.Defers); n > 0 {
+		atomic.AddInt32(&ec.Deferred, int32(min(n, math.MaxInt32)))
+		ec.ProcessDeferredGroup(deferred)
+	}
+
+	return out
+}
+
+var usageTotalsImplementors = []string{"UsageTotals"}
+
+func (ec *executionContext) _UsageTotals(ctx context.Context, sel ast.SelectionSet, obj *model.UsageTotals) graphql.Marshaler {
+	fields := graphql.CollectFields(ec.OperationContext, sel, usageTotalsImplementors)
+
+	out := graphql.NewFieldSet(fields)
+	deferred := graphql.NewDeferredGroup(ctx)
+	for i, field := range fields {
+		switch field.Name {
+		case "__typename":
+			out.Values[i] = graphql.MarshalString("UsageTotals")
+		case "inputTokens":
+			out.Values[i] = ec._UsageTotals_inputTokens(ctx, field, obj)
+			if out.Values[i] == graphql.Null {
+				out.Invalids++
+			}
+		case "cacheReadTokens":
+			out.Values[i] = ec._UsageTotals_cacheReadTokens(ctx, field, obj)
+			if out.Values[i] == graphql.Null {
+				out.Invalids++
+			}
+		case "cacheWriteTokens":
+			out.Values[i] = ec._UsageTotals_cacheWriteTokens(ctx, field, obj)
+			if out.Values[i] == graphql.Null {
+				out.Invalids++
+			}
+		case "outputTokens":
+			out.Values[i] = ec._UsageTotals_outputTokens(ctx, field, obj)
+			if out.Values[i] == graphql.Null {
+				out.Invalids++
+			}
+		case "prefixTokens":
+			out.Values[i] = ec._UsageTotals_prefixTokens(ctx, field, obj)
+			if out.Values[i] == graphql.Null {
+				out.Invalids++
+			}
+		case "modelCalls":
+			out.Values[i] = ec._UsageTotals_modelCalls(ctx, field, obj)
+			if out.Values[i] == graphql.Null {
+				out.Invalids++
+			}
+		case "cost":
+			out.Values[i] = ec._UsageTotals_cost(ctx, field, obj)
 			if out.Values[i] == graphql.Null {
 				out.Invalids++
 			}
@@ -30690,6 +31831,11 @@ func (ec *executionContext) _UserUsage(ctx context.Context, sel ast.SelectionSet
 		case "user":
 			out.Values[i] = ec._UserUsage_user(ctx, field, obj)
 			if out.Values[i] == graphql.RequiredNull {
+				out.Invalids++
+			}
+		case "totals":
+			out.Values[i] = ec._UserUsage_totals(ctx, field, obj)
+			if out.Values[i] == graphql.Null {
 				out.Invalids++
 			}
 		case "inputTokens":
@@ -32417,6 +33563,20 @@ func (ec *executionContext) marshalNInt2int64(ctx context.Context, sel ast.Selec
 	return res
 }
 
+func (ec *executionContext) unmarshalNInt642int64(ctx context.Context, v any) (int64, error) {
+	res, err := graphql.UnmarshalInt64(v)
+	return res, graphql.ErrorOnPath(ctx, err)
+}
+
+func (ec *executionContext) marshalNInt642int64(ctx context.Context, sel ast.SelectionSet, v int64) graphql.Marshaler {
+	_ = sel
+	res := graphql.MarshalInt64(v)
+	if res == graphql.Null {
+		graphql.AddInvalidNullFromMarshaler(ctx, "Int64!")
+	}
+	return res
+}
+
 func (ec *executionContext) marshalNItemFailure2githubᚗcomᚋtoolgateᚋtoolgateᚋentᚋschematypeᚐItemFailure(ctx context.Context, sel ast.SelectionSet, v schematype.ItemFailure) graphql.Marshaler {
 	return ec._ItemFailure(ctx, sel, &v)
 }
@@ -32547,6 +33707,10 @@ func (ec *executionContext) marshalNModelUsage2ᚖgithubᚗcomᚋtoolgateᚋtool
 		return graphql.Null
 	}
 	return ec._ModelUsage(ctx, sel, v)
+}
+
+func (ec *executionContext) marshalNMoney2githubᚗcomᚋtoolgateᚋtoolgateᚋentᚋschematypeᚐMicros(ctx context.Context, sel ast.SelectionSet, v schematype.Micros) graphql.Marshaler {
+	return ec._Money(ctx, sel, &v)
 }
 
 func (ec *executionContext) marshalNNode2ᚕgithubᚗcomᚋtoolgateᚋtoolgateᚋentᚐNoder(ctx context.Context, sel ast.SelectionSet, v []ent.Noder) graphql.Marshaler {
@@ -33169,6 +34333,14 @@ func (ec *executionContext) marshalNUsage2ᚖgithubᚗcomᚋtoolgateᚋtoolgate�
 		return graphql.Null
 	}
 	return ec._Usage(ctx, sel, v)
+}
+
+func (ec *executionContext) marshalNUsageTotals2ᚖgithubᚗcomᚋtoolgateᚋtoolgateᚋgraphᚋmodelᚐUsageTotals(ctx context.Context, sel ast.SelectionSet, v *model.UsageTotals) graphql.Marshaler {
+	if v == nil {
+		graphql.AddInvalidNullError(ctx, "UsageTotals!")
+		return graphql.Null
+	}
+	return ec._UsageTotals(ctx, sel, v)
 }
 
 func (ec *executionContext) marshalNUser2ᚕᚖgithubᚗcomᚋtoolgateᚋtoolgateᚋentᚐUserᚄ(ctx context.Context, sel ast.SelectionSet, v []*ent.User) graphql.Marshaler {
@@ -33998,6 +35170,21 @@ func (ec *executionContext) marshalOMatchMode2ᚖgithubᚗcomᚋtoolgateᚋtoolg
 		return graphql.Null
 	}
 	return v
+}
+
+func (ec *executionContext) marshalOMoney2ᚖgithubᚗcomᚋtoolgateᚋtoolgateᚋentᚋschematypeᚐMicros(ctx context.Context, sel ast.SelectionSet, v *schematype.Micros) graphql.Marshaler {
+	if v == nil {
+		return graphql.Null
+	}
+	return ec._Money(ctx, sel, v)
+}
+
+func (ec *executionContext) unmarshalOMoneyInput2ᚖgithubᚗcomᚋtoolgateᚋtoolgateᚋgraphᚋmodelᚐMoneyInput(ctx context.Context, v any) (*model.MoneyInput, error) {
+	if v == nil {
+		return nil, nil
+	}
+	res, err := ec.unmarshalInputMoneyInput(ctx, v)
+	return &res, graphql.ErrorOnPath(ctx, err)
 }
 
 func (ec *executionContext) marshalONode2githubᚗcomᚋtoolgateᚋtoolgateᚋentᚐNoder(ctx context.Context, sel ast.SelectionSet, v ent.Noder) graphql.Marshaler {

@@ -91,9 +91,11 @@ func newHarness(t testing.TB, d *db.DB, p model.Provider, opts ...option) *harne
 	require.NoError(t, err)
 	require.NoError(t, h.runner.Open())
 	t.Cleanup(func() { _ = h.runner.Close(context.Background()) })
+	sandbox := code.New(os.Args[0])
+	t.Cleanup(func() { _ = sandbox.Close() })
 	docs, err := document.New(document.Config{DB: d, Embedder: embed.NewLocal()})
 	require.NoError(t, err)
-	api = graph.NewServer(graph.Config{DB: d, Signer: signer, Runner: h.runner, Sandbox: code.New(os.Args[0]), Web: webService, Documents: docs})
+	api = graph.NewServer(graph.Config{DB: d, Signer: signer, Runner: h.runner, Sandbox: sandbox, Web: webService, Documents: docs})
 	return h
 }
 

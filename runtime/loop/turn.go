@@ -506,7 +506,7 @@ func (t *turnRun) callModel(ctx context.Context, step int) (*model.Response, []*
 			SetProvider(t.r.cfg.Provider.Name()).SetModel(name).
 			SetInputTokens(resp.Usage.InputUncached).SetCacheReadTokens(resp.Usage.CacheRead).
 			SetCacheWriteTokens(resp.Usage.CacheWrite).SetOutputTokens(resp.Usage.Output).
-			SetCost(cost).SetDurationMs(elapsed.Milliseconds()).SetStartedAt(start).
+			SetCost(cost.USD()).SetCostMicros(cost).SetDurationMs(elapsed.Milliseconds()).SetStartedAt(start).
 			SetPrefixTokens(int64(t.prefixTokens)).SetAttribution(t.req.Attribution.Key()).
 			Exec(ctx)
 		if err != nil {
