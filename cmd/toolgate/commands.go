@@ -187,11 +187,7 @@ func serve(ctx context.Context, args []string, stdout, stderr io.Writer, log *sl
 	}
 	log.Info("serving", "addr", ln.Addr().String(), "database", d.Dialect, "web", webService.ProviderName())
 
-	hs := &http.Server{
-		Handler:           srv,
-		ReadHeaderTimeout: 10 * time.Second,
-		IdleTimeout:       120 * time.Second,
-	}
+	hs := srv.HTTPServer()
 	errc := make(chan error, 1)
 	go func() { errc <- hs.Serve(ln) }()
 	if err := runner.Open(); err != nil {
