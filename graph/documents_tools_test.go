@@ -15,6 +15,7 @@ import (
 
 	"github.com/toolgate/toolgate/ent/db"
 	"github.com/toolgate/toolgate/ent/db/dbtest"
+	"github.com/toolgate/toolgate/graph/gid"
 	"github.com/toolgate/toolgate/runtime/model"
 	"github.com/toolgate/toolgate/runtime/retry"
 	"github.com/toolgate/toolgate/tools/document"
@@ -86,6 +87,8 @@ type docTools struct {
 	conv, otherConv              string
 	travel, big, secret, foreign string // document ids
 	notes, otherNotes            string // attachment ids
+	handbook, board, evil        string // knowledge base ids; the agent binds handbook
+	agent                        string
 }
 
 const bigChars = 100_000
@@ -114,7 +117,8 @@ func docToolsSetup(t *testing.T, d *db.DB) *docTools {
 		return get(x.do(t, token, `mutation($kb: ID!, $t: String!, $x: String!) { addDocument(input: {knowledgeBaseId: $kb, title: $t, text: $x}) { id } }`,
 			map[string]any{"kb": kb, "t": title, "x": text}).ok(t), "addDocument", "id").(string)
 	}
-	handbook, secrets, evil := kb(x.alice.Token, "Handbook"), kb(x.alice.Token, "Board"), kb(x.eve.Token, "Evil")
+	x.handbook, x.board, x.evil = kb(x.alice.Token, "Handbook"), kb(x.alice.Token, "Board"), kb(x.eve.Token, "Evil")
+	handbook, secrets, evil := x.handbook, x.board, x.evil
 	x.travel = add(x.alice.Token, handbook, "Travel policy", "Expenses are reimbursed until the 5th of the following month.\n\n"+
 		"Error code ZX-4411 means the VPN token expired.")
 	add(x.alice.Token, handbook, "Cafeteria", "The cafeteria opens at noon and closes at three.")
@@ -122,10 +126,10 @@ func docToolsSetup(t *testing.T, d *db.DB) *docTools {
 	x.secret = add(x.alice.Token, secrets, "Merger", "The merger code name is BLUEFIN. Expenses are reimbursed weekly.")
 	x.foreign = add(x.eve.Token, evil, "Evil handbook", "Error code ZX-4411 at Evil: expenses reimbursed daily.")
 
-	agent := get(x.do(t, x.alice.Token, `mutation($kb: [ID!]) { createAgent(input: {name: "Librarian", tools: ["knowledge_search", "read_document", "search_attachments"], knowledgeBaseIds: $kb}) { id } }`,
+	x.agent = get(x.do(t, x.alice.Token, `mutation($kb: [ID!]) { createAgent(input: {name: "Librarian", tools: ["knowledge_search", "read_document", "search_attachments"], knowledgeBaseIds: $kb}) { id } }`,
 		map[string]any{"kb": []string{handbook}}).ok(t), "createAgent", "id").(string)
-	x.conv = x.startConversation(t, x.bob.Token, agent, "Trip")
-	x.otherConv = x.startConversation(t, x.bob.Token, agent, "Other")
+	x.conv = x.startConversation(t, x.bob.Token, x.agent, "Trip")
+	x.otherConv = x.startConversation(t, x.bob.Token, x.agent, "Other")
 	const attach = `mutation($c: ID!, $file: Upload!) { attachFile(input: {conversationId: $c, file: $file}) { id } }`
 	x.notes = get(x.upload(t, x.bob.Token, attach, map[string]any{"c": x.conv, "file": nil}, "variables.file", "notes.txt",
 		[]byte("The offsite budget is 12,000 EUR, agreed in March.")).ok(t), "attachFile", "id").(string)
@@ -296,4 +300,80 @@ func TestReadDocumentWindowsAndRefusesIDsOutOfReach(t *testing.T) {
 			require.Equal(t, string(want.Raw), string(read(map[string]any{"documentId": id}).Raw), id)
 		}
 	})
+}
+
+func TestUpdateAgentRebindsKnowledgeBases(t *testing.T) {
+	t.Parallel()
+	dbtest.Each(t, func(t *testing.T, d *db.DB) {
+		x := docToolsSetup(t, d)
+		const update = `mutation($id: ID!, $kb: [ID!]) { updateAgent(input: {id: $id, knowledgeBaseIds: $kb}) { agent { id } } }`
+		search := func(q string) []string {
+			return titles(t, x.call(t, x.bob.Token, "knowledge_search", x.conv, map[string]any{"queries": []string{q}}).ok(t), "knowledgeSearch", 0)
+		}
+		require.Contains(t, search("ZX-4411"), "Travel policy")
+
+		// Another organisation's knowledge base is refused like one that never was.
+		foreign := x.do(t, x.alice.Token, update, map[string]any{"id": x.agent, "kb": []string{x.board, x.evil}})
+		require.Equal(t, "NOT_FOUND", foreign.code(t))
+		require.Equal(t, string(x.do(t, x.alice.Token, update, map[string]any{"id": x.agent, "kb": []string{"tg0000000000000"}}).Raw), string(foreign.Raw))
+		require.Contains(t, search("ZX-4411"), "Travel policy", "a refused update changes nothing")
+
+		x.do(t, x.alice.Token, update, map[string]any{"id": x.agent, "kb": []string{x.board}}).ok(t)
+		require.Equal(t, []string{"Merger"}, search("BLUEFIN"))
+		require.NotContains(t, search("ZX-4411"), "Travel policy", "the handbook is no longer bound")
+
+		// Left out, the list stays; empty, nothing is bound.
+		x.do(t, x.alice.Token, `mutation($id: ID!) { updateAgent(input: {id: $id, name: "Renamed"}) { agent { id } } }`, map[string]any{"id": x.agent}).ok(t)
+		require.Equal(t, []string{"Merger"}, search("BLUEFIN"))
+		x.do(t, x.alice.Token, update, map[string]any{"id": x.agent, "kb": []string{}}).ok(t)
+		r := x.call(t, x.bob.Token, "knowledge_search", x.conv, map[string]any{"queries": []string{"BLUEFIN"}})
+		require.Equal(t, "BAD_USER_INPUT", r.code(t))
+	})
+}
+
+func TestDeleteConversationTakesItsAttachmentsPassages(t *testing.T) {
+	t.Parallel()
+	dbtest.Each(t, func(t *testing.T, d *db.DB) {
+		x := docToolsSetup(t, d)
+		ctx := context.Background()
+		count := func(query string, arg any) int {
+			var n int
+			require.NoError(t, d.SQL.QueryRowContext(ctx, rebind(d.Dialect, query), arg).Scan(&n))
+			return n
+		}
+		doomed, kept := dbID(t, x.conv), dbID(t, x.otherConv)
+		doomedNotes := dbID(t, x.notes)
+		entries := func(conv int) int {
+			return count(`SELECT count(*) FROM hybrid_entries WHERE scope = ?`, document.ConversationScope(conv))
+		}
+		require.Positive(t, entries(doomed))
+		require.Positive(t, count(`SELECT count(*) FROM document_chunks WHERE attachment_id = ?`, doomedNotes))
+		keptEntries := entries(kept)
+		require.Positive(t, keptEntries)
+		knowledge := count(`SELECT count(*) FROM hybrid_entries WHERE scope LIKE ?`, "kb:%")
+
+		x.do(t, x.bob.Token, `mutation($id: ID!) { deleteConversation(id: $id) }`, map[string]any{"id": x.conv}).ok(t)
+		require.Zero(t, entries(doomed), "the search index keeps nothing of the deleted conversation")
+		require.Zero(t, count(`SELECT count(*) FROM document_chunks WHERE attachment_id = ?`, doomedNotes))
+		require.Equal(t, keptEntries, entries(kept))
+		require.Equal(t, knowledge, count(`SELECT count(*) FROM hybrid_entries WHERE scope LIKE ?`, "kb:%"))
+		data := x.call(t, x.bob.Token, "search_attachments", x.otherConv, map[string]any{"queries": []string{"offsite budget"}}).ok(t)
+		require.Equal(t, []string{"other.txt"}, titles(t, data, "searchAttachments", 0))
+	})
+}
+
+// dbID returns the database id of an API id.
+func dbID(t *testing.T, id string) int {
+	t.Helper()
+	n, err := gid.Decode(id)
+	require.NoError(t, err)
+	return n
+}
+
+// rebind writes ? placeholders as PostgreSQL's $n.
+func rebind(dialect, q string) string {
+	if dialect != "postgres" {
+		return q
+	}
+	return strings.Replace(q, "?", "$1", 1)
 }

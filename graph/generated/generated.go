@@ -6055,6 +6055,8 @@ input UpdateAgentInput {
   budgetCheck: Boolean
   "Turns past-conversation search on or off; none: unchanged."
   pastConversationSearch: Boolean
+  "The organisation's knowledge bases knowledge_search and read_document reach, in place of the old list; none: unchanged."
+  knowledgeBaseIds: [ID!]
 }
 
 "What updateAgent changed."
@@ -26942,7 +26944,7 @@ func (ec *executionContext) unmarshalInputUpdateAgentInput(ctx context.Context, 
 		asMap[k] = v
 	}
 
-	fieldsInOrder := [...]string{"id", "name", "instructions", "tools", "memory", "budgetCheck", "pastConversationSearch"}
+	fieldsInOrder := [...]string{"id", "name", "instructions", "tools", "memory", "budgetCheck", "pastConversationSearch", "knowledgeBaseIds"}
 	for _, k := range fieldsInOrder {
 		v, ok := asMap[k]
 		if !ok {
@@ -26998,6 +27000,13 @@ func (ec *executionContext) unmarshalInputUpdateAgentInput(ctx context.Context, 
 				return it, err
 			}
 			it.PastConversationSearch = data
+		case "knowledgeBaseIds":
+			ctx := graphql.WithPathContext(ctx, graphql.NewPathWithField("knowledgeBaseIds"))
+			data, err := ec.unmarshalOID2ᚕintᚄ(ctx, v)
+			if err != nil {
+				return it, err
+			}
+			it.KnowledgeBaseIds = data
 		}
 	}
 	return it, nil
