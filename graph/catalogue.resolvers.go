@@ -29,7 +29,7 @@ func (r *queryResolver) Catalogue(ctx context.Context, agentID *int) (*catalog.C
 		if err != nil {
 			return nil, err
 		}
-		if a, err = catalog.LoadRules(ctx, r.Client, ag, ag.Edges.Organization, r.Web != nil); err != nil {
+		if a, err = catalog.LoadRules(ctx, r.Client, ag, ag.Edges.Organization, r.server()); err != nil {
 			return nil, err
 		}
 	}
@@ -50,7 +50,7 @@ func (r *queryResolver) SearchTools(ctx context.Context, conversationID *int, qu
 	if err := catalog.CheckQueries(queries); err != nil {
 		return nil, inputErrorf("%v", err)
 	}
-	ix, err := catalog.Load(ctx, r.Client, conv.AgentID, registry.All(), r.lister(), r.Web != nil)
+	ix, err := catalog.Load(ctx, r.Client, conv.AgentID, registry.All(), r.lister(), r.server())
 	if err != nil {
 		return nil, err
 	}
@@ -63,7 +63,7 @@ func (r *queryResolver) ListTools(ctx context.Context, conversationID *int) (*ca
 	if err != nil {
 		return nil, err
 	}
-	ix, err := catalog.Load(ctx, r.Client, conv.AgentID, registry.All(), r.lister(), r.Web != nil)
+	ix, err := catalog.Load(ctx, r.Client, conv.AgentID, registry.All(), r.lister(), r.server())
 	if err != nil {
 		return nil, err
 	}
@@ -79,7 +79,7 @@ func (r *queryResolver) GetToolSchema(ctx context.Context, conversationID *int, 
 	if err := catalog.CheckNames(names); err != nil {
 		return nil, inputErrorf("%v", err)
 	}
-	ix, err := catalog.Load(ctx, r.Client, conv.AgentID, registry.All(), r.lister(), r.Web != nil)
+	ix, err := catalog.Load(ctx, r.Client, conv.AgentID, registry.All(), r.lister(), r.server())
 	if err != nil {
 		return nil, err
 	}

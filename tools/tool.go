@@ -72,6 +72,23 @@ const (
 	// OfferSkillBound tools are offered when the agent binds a published
 	// skill, whether or not it lists the tool.
 	OfferSkillBound Offering = "skill_bound"
+	// OfferKnowledge tools need the agent to bind a knowledge base and the
+	// server to have an embedding model.
+	OfferKnowledge Offering = "knowledge"
+	// OfferKnowledgeOrDocument tools need the agent to bind a knowledge
+	// base, or the conversation to hold a document attachment.
+	OfferKnowledgeOrDocument Offering = "knowledge_or_document"
+	// OfferAttachment tools need the conversation to hold an attachment and
+	// the server to have an embedding model.
+	OfferAttachment Offering = "attachment"
+)
+
+// The paragraph the search tools (documents, attachments, memory, past
+// conversations) share, collected once however many of them a turn has.
+const (
+	SearchGuidanceKey = "searches"
+	SearchGuidance    = "A search query listed under failures with kind ABSENCE ran and matched nothing: rephrase it or say so. " +
+		"One with kind OUTAGE never ran: say the search could not be done, never that nothing was found."
 )
 
 // Preview says how a tool's result enters the model's context.
