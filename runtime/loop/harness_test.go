@@ -13,6 +13,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/prometheus/client_golang/prometheus"
 	"github.com/stretchr/testify/require"
 
 	"github.com/toolgate/toolgate/ent"
@@ -48,6 +49,8 @@ type harness struct {
 	now    time.Time
 	// page is the URL of a page the web tools read, on loopback.
 	page string
+	// reg holds the API's and the runtime's metrics, served on /metrics.
+	reg *prometheus.Registry
 }
 
 type option func(*loop.Config)
@@ -57,7 +60,7 @@ func withMaxSteps(n int) option { return func(c *loop.Config) { c.MaxSteps = n }
 func newHarness(t testing.TB, d *db.DB, p model.Provider, opts ...option) *harness {
 	t.Helper()
 	ctx := tenancy.System(context.Background())
-	h := &harness{db: d, client: d.Client(), now: time.Date(2026, 11, 29, 19, 30, 42, 0, time.UTC)}
+	h := &harness{db: d, client: d.Client(), now: time.Date(2026, 11, 29, 19, 30, 42, 0, time.UTC), reg: prometheus.NewRegistry()}
 	var err error
 	h.grant, err = auth.Bootstrap(ctx, h.client, "Acme", "Ada Lovelace", "Research")
 	require.NoError(t, err)
@@ -79,7 +82,7 @@ func newHarness(t testing.TB, d *db.DB, p model.Provider, opts ...option) *harne
 	cfg := loop.Config{
 		Client: h.client, Provider: p, Signer: signer, Dispatcher: h.disp, Apps: apps,
 		Tools: registry.All(), Now: func() time.Time { return h.now }, EncodeID: gid.Encode, Queue: d.Queue(),
-		WebProvider: true,
+		WebProvider: true, Registerer: h.reg,
 	}
 	for _, o := range opts {
 		o(&cfg)
@@ -89,7 +92,7 @@ func newHarness(t testing.TB, d *db.DB, p model.Provider, opts ...option) *harne
 	require.NoError(t, err)
 	require.NoError(t, h.runner.Open())
 	t.Cleanup(func() { _ = h.runner.Close(context.Background()) })
-	api = graph.NewServer(graph.Config{DB: d, Signer: signer, Runner: h.runner, Sandbox: code.New(os.Args[0]), Web: webService})
+	api = graph.NewServer(graph.Config{DB: d, Signer: signer, Runner: h.runner, Sandbox: code.New(os.Args[0]), Web: webService, Registry: h.reg})
 	return h
 }
 
@@ -201,6 +204,8 @@ type scripted struct {
 	answers  []model.Response
 	requests []model.Request
 	block    chan struct{} // when set, Complete waits for it or the context
+	// blockCall, when set, makes only that call (1 for the first) wait.
+	blockCall int
 }
 
 func (s *scripted) Name() string { return "scripted" }
@@ -210,6 +215,9 @@ func (s *scripted) Complete(ctx context.Context, req model.Request) (*model.Resp
 	s.requests = append(s.requests, req)
 	n := len(s.requests)
 	block := s.block
+	if s.blockCall != 0 && n != s.blockCall {
+		block = nil
+	}
 	s.mu.Unlock()
 	if block != nil {
 		select {
