@@ -10,6 +10,7 @@ import (
 	"entgo.io/ent"
 	"entgo.io/ent/dialect/sql"
 	"github.com/toolgate/toolgate/ent/budget"
+	"github.com/toolgate/toolgate/ent/schematype"
 )
 
 // Budget is the model entity for the Budget schema.
@@ -26,7 +27,7 @@ type Budget struct {
 	// none: the organisation's limit
 	UserID *int `json:"user_id,omitempty"`
 	// USD × 1,000,000 per calendar month in UTC
-	MonthlyLimitMicros int64 `json:"monthly_limit_micros,omitempty"`
+	MonthlyLimitMicros schematype.Micros `json:"monthly_limit_micros,omitempty"`
 	selectValues       sql.SelectValues
 }
 
@@ -89,7 +90,7 @@ func (_m *Budget) assignValues(columns []string, values []any) error {
 			if value, ok := values[i].(*sql.NullInt64); !ok {
 				return fmt.Errorf("unexpected type %T for field monthly_limit_micros", values[i])
 			} else if value.Valid {
-				_m.MonthlyLimitMicros = value.Int64
+				_m.MonthlyLimitMicros = schematype.Micros(value.Int64)
 			}
 		default:
 			_m.selectValues.Set(columns[i], values[i])

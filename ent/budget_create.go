@@ -12,6 +12,7 @@ import (
 	"entgo.io/ent/dialect/sql/sqlgraph"
 	"entgo.io/ent/schema/field"
 	"github.com/toolgate/toolgate/ent/budget"
+	"github.com/toolgate/toolgate/ent/schematype"
 )
 
 // BudgetCreate is the builder for creating a Budget entity.
@@ -71,7 +72,7 @@ func (_c *BudgetCreate) SetNillableUserID(v *int) *BudgetCreate {
 }
 
 // SetMonthlyLimitMicros sets the "monthly_limit_micros" field.
-func (_c *BudgetCreate) SetMonthlyLimitMicros(v int64) *BudgetCreate {
+func (_c *BudgetCreate) SetMonthlyLimitMicros(v schematype.Micros) *BudgetCreate {
 	_c.mutation.SetMonthlyLimitMicros(v)
 	return _c
 }
@@ -145,7 +146,7 @@ func (_c *BudgetCreate) check() error {
 		return &ValidationError{Name: "monthly_limit_micros", err: errors.New(`ent: missing required field "Budget.monthly_limit_micros"`)}
 	}
 	if v, ok := _c.mutation.MonthlyLimitMicros(); ok {
-		if err := budget.MonthlyLimitMicrosValidator(v); err != nil {
+		if err := budget.MonthlyLimitMicrosValidator(int64(v)); err != nil {
 			return &ValidationError{Name: "monthly_limit_micros", err: fmt.Errorf(`ent: validator failed for field "Budget.monthly_limit_micros": %w`, err)}
 		}
 	}
@@ -261,7 +262,7 @@ func (u *BudgetUpsert) UpdateUpdatedAt() *BudgetUpsert {
 }
 
 // SetMonthlyLimitMicros sets the "monthly_limit_micros" field.
-func (u *BudgetUpsert) SetMonthlyLimitMicros(v int64) *BudgetUpsert {
+func (u *BudgetUpsert) SetMonthlyLimitMicros(v schematype.Micros) *BudgetUpsert {
 	u.Set(budget.FieldMonthlyLimitMicros, v)
 	return u
 }
@@ -273,7 +274,7 @@ func (u *BudgetUpsert) UpdateMonthlyLimitMicros() *BudgetUpsert {
 }
 
 // AddMonthlyLimitMicros adds v to the "monthly_limit_micros" field.
-func (u *BudgetUpsert) AddMonthlyLimitMicros(v int64) *BudgetUpsert {
+func (u *BudgetUpsert) AddMonthlyLimitMicros(v schematype.Micros) *BudgetUpsert {
 	u.Add(budget.FieldMonthlyLimitMicros, v)
 	return u
 }
@@ -344,14 +345,14 @@ func (u *BudgetUpsertOne) UpdateUpdatedAt() *BudgetUpsertOne {
 }
 
 // SetMonthlyLimitMicros sets the "monthly_limit_micros" field.
-func (u *BudgetUpsertOne) SetMonthlyLimitMicros(v int64) *BudgetUpsertOne {
+func (u *BudgetUpsertOne) SetMonthlyLimitMicros(v schematype.Micros) *BudgetUpsertOne {
 	return u.Update(func(s *BudgetUpsert) {
 		s.SetMonthlyLimitMicros(v)
 	})
 }
 
 // AddMonthlyLimitMicros adds v to the "monthly_limit_micros" field.
-func (u *BudgetUpsertOne) AddMonthlyLimitMicros(v int64) *BudgetUpsertOne {
+func (u *BudgetUpsertOne) AddMonthlyLimitMicros(v schematype.Micros) *BudgetUpsertOne {
 	return u.Update(func(s *BudgetUpsert) {
 		s.AddMonthlyLimitMicros(v)
 	})
@@ -596,14 +597,14 @@ func (u *BudgetUpsertBulk) UpdateUpdatedAt() *BudgetUpsertBulk {
 }
 
 // SetMonthlyLimitMicros sets the "monthly_limit_micros" field.
-func (u *BudgetUpsertBulk) SetMonthlyLimitMicros(v int64) *BudgetUpsertBulk {
+func (u *BudgetUpsertBulk) SetMonthlyLimitMicros(v schematype.Micros) *BudgetUpsertBulk {
 	return u.Update(func(s *BudgetUpsert) {
 		s.SetMonthlyLimitMicros(v)
 	})
 }
 
 // AddMonthlyLimitMicros adds v to the "monthly_limit_micros" field.
-func (u *BudgetUpsertBulk) AddMonthlyLimitMicros(v int64) *BudgetUpsertBulk {
+func (u *BudgetUpsertBulk) AddMonthlyLimitMicros(v schematype.Micros) *BudgetUpsertBulk {
 	return u.Update(func(s *BudgetUpsert) {
 		s.AddMonthlyLimitMicros(v)
 	})

@@ -13,6 +13,7 @@ import (
 	"entgo.io/ent/schema/field"
 	"github.com/toolgate/toolgate/ent/budget"
 	"github.com/toolgate/toolgate/ent/predicate"
+	"github.com/toolgate/toolgate/ent/schematype"
 )
 
 // BudgetUpdate is the builder for updating Budget entities.
@@ -35,14 +36,14 @@ func (_u *BudgetUpdate) SetUpdatedAt(v time.Time) *BudgetUpdate {
 }
 
 // SetMonthlyLimitMicros sets the "monthly_limit_micros" field.
-func (_u *BudgetUpdate) SetMonthlyLimitMicros(v int64) *BudgetUpdate {
+func (_u *BudgetUpdate) SetMonthlyLimitMicros(v schematype.Micros) *BudgetUpdate {
 	_u.mutation.ResetMonthlyLimitMicros()
 	_u.mutation.SetMonthlyLimitMicros(v)
 	return _u
 }
 
 // SetNillableMonthlyLimitMicros sets the "monthly_limit_micros" field if the given value is not nil.
-func (_u *BudgetUpdate) SetNillableMonthlyLimitMicros(v *int64) *BudgetUpdate {
+func (_u *BudgetUpdate) SetNillableMonthlyLimitMicros(v *schematype.Micros) *BudgetUpdate {
 	if v != nil {
 		_u.SetMonthlyLimitMicros(*v)
 	}
@@ -50,7 +51,7 @@ func (_u *BudgetUpdate) SetNillableMonthlyLimitMicros(v *int64) *BudgetUpdate {
 }
 
 // AddMonthlyLimitMicros adds value to the "monthly_limit_micros" field.
-func (_u *BudgetUpdate) AddMonthlyLimitMicros(v int64) *BudgetUpdate {
+func (_u *BudgetUpdate) AddMonthlyLimitMicros(v schematype.Micros) *BudgetUpdate {
 	_u.mutation.AddMonthlyLimitMicros(v)
 	return _u
 }
@@ -105,7 +106,7 @@ func (_u *BudgetUpdate) defaults() error {
 // check runs all checks and user-defined validators on the builder.
 func (_u *BudgetUpdate) check() error {
 	if v, ok := _u.mutation.MonthlyLimitMicros(); ok {
-		if err := budget.MonthlyLimitMicrosValidator(v); err != nil {
+		if err := budget.MonthlyLimitMicrosValidator(int64(v)); err != nil {
 			return &ValidationError{Name: "monthly_limit_micros", err: fmt.Errorf(`ent: validator failed for field "Budget.monthly_limit_micros": %w`, err)}
 		}
 	}
@@ -163,14 +164,14 @@ func (_u *BudgetUpdateOne) SetUpdatedAt(v time.Time) *BudgetUpdateOne {
 }
 
 // SetMonthlyLimitMicros sets the "monthly_limit_micros" field.
-func (_u *BudgetUpdateOne) SetMonthlyLimitMicros(v int64) *BudgetUpdateOne {
+func (_u *BudgetUpdateOne) SetMonthlyLimitMicros(v schematype.Micros) *BudgetUpdateOne {
 	_u.mutation.ResetMonthlyLimitMicros()
 	_u.mutation.SetMonthlyLimitMicros(v)
 	return _u
 }
 
 // SetNillableMonthlyLimitMicros sets the "monthly_limit_micros" field if the given value is not nil.
-func (_u *BudgetUpdateOne) SetNillableMonthlyLimitMicros(v *int64) *BudgetUpdateOne {
+func (_u *BudgetUpdateOne) SetNillableMonthlyLimitMicros(v *schematype.Micros) *BudgetUpdateOne {
 	if v != nil {
 		_u.SetMonthlyLimitMicros(*v)
 	}
@@ -178,7 +179,7 @@ func (_u *BudgetUpdateOne) SetNillableMonthlyLimitMicros(v *int64) *BudgetUpdate
 }
 
 // AddMonthlyLimitMicros adds value to the "monthly_limit_micros" field.
-func (_u *BudgetUpdateOne) AddMonthlyLimitMicros(v int64) *BudgetUpdateOne {
+func (_u *BudgetUpdateOne) AddMonthlyLimitMicros(v schematype.Micros) *BudgetUpdateOne {
 	_u.mutation.AddMonthlyLimitMicros(v)
 	return _u
 }
@@ -246,7 +247,7 @@ func (_u *BudgetUpdateOne) defaults() error {
 // check runs all checks and user-defined validators on the builder.
 func (_u *BudgetUpdateOne) check() error {
 	if v, ok := _u.mutation.MonthlyLimitMicros(); ok {
-		if err := budget.MonthlyLimitMicrosValidator(v); err != nil {
+		if err := budget.MonthlyLimitMicrosValidator(int64(v)); err != nil {
 			return &ValidationError{Name: "monthly_limit_micros", err: fmt.Errorf(`ent: validator failed for field "Budget.monthly_limit_micros": %w`, err)}
 		}
 	}

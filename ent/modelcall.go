@@ -10,6 +10,7 @@ import (
 	"entgo.io/ent"
 	"entgo.io/ent/dialect/sql"
 	"github.com/toolgate/toolgate/ent/modelcall"
+	"github.com/toolgate/toolgate/ent/schematype"
 	"github.com/toolgate/toolgate/ent/turn"
 )
 
@@ -42,8 +43,10 @@ type ModelCall struct {
 	CacheWriteTokens int64 `json:"cache_write_tokens,omitempty"`
 	// OutputTokens holds the value of the "output_tokens" field.
 	OutputTokens int64 `json:"output_tokens,omitempty"`
-	// USD
+	// USD, cost_micros in dollars (the deprecated Float the API still shows)
 	Cost float64 `json:"cost,omitempty"`
+	// USD × 1,000,000, exact: what money sums add up
+	CostMicros schematype.Micros `json:"cost_micros,omitempty"`
 	// DurationMs holds the value of the "duration_ms" field.
 	DurationMs int64 `json:"duration_ms,omitempty"`
 	// STEP: one of the turn's own calls; SUMMARY: the compaction call the turn triggered
@@ -87,7 +90,7 @@ func (*ModelCall) scanValues(columns []string) ([]any, error) {
 		switch columns[i] {
 		case modelcall.FieldCost:
 			values[i] = new(sql.NullFloat64)
-		case modelcall.FieldID, modelcall.FieldTurnID, modelcall.FieldOrganizationID, modelcall.FieldAgentID, modelcall.FieldUserID, modelcall.FieldStep, modelcall.FieldInputTokens, modelcall.FieldCacheReadTokens, modelcall.FieldCacheWriteTokens, modelcall.FieldOutputTokens, modelcall.FieldDurationMs, modelcall.FieldPrefixTokens:
+		case modelcall.FieldID, modelcall.FieldTurnID, modelcall.FieldOrganizationID, modelcall.FieldAgentID, modelcall.FieldUserID, modelcall.FieldStep, modelcall.FieldInputTokens, modelcall.FieldCacheReadTokens, modelcall.FieldCacheWriteTokens, modelcall.FieldOutputTokens, modelcall.FieldCostMicros, modelcall.FieldDurationMs, modelcall.FieldPrefixTokens:
 			values[i] = new(sql.NullInt64)
 		case modelcall.FieldText, modelcall.FieldProvider, modelcall.FieldModel, modelcall.FieldKind, modelcall.FieldAttribution:
 			values[i] = new(sql.NullString)
@@ -191,6 +194,12 @@ func (_m *ModelCall) assignValues(columns []string, values []any) error {
 				return fmt.Errorf("unexpected type %T for field cost", values[i])
 			} else if value.Valid {
 				_m.Cost = value.Float64
+			}
+		case modelcall.FieldCostMicros:
+			if value, ok := values[i].(*sql.NullInt64); !ok {
+				return fmt.Errorf("unexpected type %T for field cost_micros", values[i])
+			} else if value.Valid {
+				_m.CostMicros = schematype.Micros(value.Int64)
 			}
 		case modelcall.FieldDurationMs:
 			if value, ok := values[i].(*sql.NullInt64); !ok {
@@ -301,6 +310,9 @@ func (_m *ModelCall) String() string {
 	builder.WriteString(", ")
 	builder.WriteString("cost=")
 	builder.WriteString(fmt.Sprintf("%v", _m.Cost))
+	builder.WriteString(", ")
+	builder.WriteString("cost_micros=")
+	builder.WriteString(fmt.Sprintf("%v", _m.CostMicros))
 	builder.WriteString(", ")
 	builder.WriteString("duration_ms=")
 	builder.WriteString(fmt.Sprintf("%v", _m.DurationMs))

@@ -12,6 +12,7 @@ import (
 	"entgo.io/ent/dialect/sql/sqlgraph"
 	"entgo.io/ent/schema/field"
 	"github.com/toolgate/toolgate/ent/modelcall"
+	"github.com/toolgate/toolgate/ent/schematype"
 	"github.com/toolgate/toolgate/ent/turn"
 )
 
@@ -157,6 +158,20 @@ func (_c *ModelCallCreate) SetNillableCost(v *float64) *ModelCallCreate {
 	return _c
 }
 
+// SetCostMicros sets the "cost_micros" field.
+func (_c *ModelCallCreate) SetCostMicros(v schematype.Micros) *ModelCallCreate {
+	_c.mutation.SetCostMicros(v)
+	return _c
+}
+
+// SetNillableCostMicros sets the "cost_micros" field if the given value is not nil.
+func (_c *ModelCallCreate) SetNillableCostMicros(v *schematype.Micros) *ModelCallCreate {
+	if v != nil {
+		_c.SetCostMicros(*v)
+	}
+	return _c
+}
+
 // SetDurationMs sets the "duration_ms" field.
 func (_c *ModelCallCreate) SetDurationMs(v int64) *ModelCallCreate {
 	_c.mutation.SetDurationMs(v)
@@ -297,6 +312,10 @@ func (_c *ModelCallCreate) defaults() error {
 		v := modelcall.DefaultCost
 		_c.mutation.SetCost(v)
 	}
+	if _, ok := _c.mutation.CostMicros(); !ok {
+		v := modelcall.DefaultCostMicros
+		_c.mutation.SetCostMicros(v)
+	}
 	if _, ok := _c.mutation.DurationMs(); !ok {
 		v := modelcall.DefaultDurationMs
 		_c.mutation.SetDurationMs(v)
@@ -363,6 +382,9 @@ func (_c *ModelCallCreate) check() error {
 	}
 	if _, ok := _c.mutation.Cost(); !ok {
 		return &ValidationError{Name: "cost", err: errors.New(`ent: missing required field "ModelCall.cost"`)}
+	}
+	if _, ok := _c.mutation.CostMicros(); !ok {
+		return &ValidationError{Name: "cost_micros", err: errors.New(`ent: missing required field "ModelCall.cost_micros"`)}
 	}
 	if _, ok := _c.mutation.DurationMs(); !ok {
 		return &ValidationError{Name: "duration_ms", err: errors.New(`ent: missing required field "ModelCall.duration_ms"`)}
@@ -461,6 +483,10 @@ func (_c *ModelCallCreate) createSpec() (*ModelCall, *sqlgraph.CreateSpec) {
 	if value, ok := _c.mutation.Cost(); ok {
 		_spec.SetField(modelcall.FieldCost, field.TypeFloat64, value)
 		_node.Cost = value
+	}
+	if value, ok := _c.mutation.CostMicros(); ok {
+		_spec.SetField(modelcall.FieldCostMicros, field.TypeInt64, value)
+		_node.CostMicros = value
 	}
 	if value, ok := _c.mutation.DurationMs(); ok {
 		_spec.SetField(modelcall.FieldDurationMs, field.TypeInt64, value)
@@ -600,6 +626,9 @@ func (u *ModelCallUpsertOne) UpdateNewValues() *ModelCallUpsertOne {
 		}
 		if _, exists := u.create.mutation.Cost(); exists {
 			s.SetIgnore(modelcall.FieldCost)
+		}
+		if _, exists := u.create.mutation.CostMicros(); exists {
+			s.SetIgnore(modelcall.FieldCostMicros)
 		}
 		if _, exists := u.create.mutation.DurationMs(); exists {
 			s.SetIgnore(modelcall.FieldDurationMs)
@@ -861,6 +890,9 @@ func (u *ModelCallUpsertBulk) UpdateNewValues() *ModelCallUpsertBulk {
 			}
 			if _, exists := b.mutation.Cost(); exists {
 				s.SetIgnore(modelcall.FieldCost)
+			}
+			if _, exists := b.mutation.CostMicros(); exists {
+				s.SetIgnore(modelcall.FieldCostMicros)
 			}
 			if _, exists := b.mutation.DurationMs(); exists {
 				s.SetIgnore(modelcall.FieldDurationMs)

@@ -5326,8 +5326,8 @@ type BudgetMutation struct {
 	addorganization_id      *int
 	user_id                 *int
 	adduser_id              *int
-	monthly_limit_micros    *int64
-	addmonthly_limit_micros *int64
+	monthly_limit_micros    *schematype.Micros
+	addmonthly_limit_micros *schematype.Micros
 	clearedFields           map[string]struct{}
 	done                    bool
 	oldValue                func(context.Context) (*Budget, error)
@@ -5631,13 +5631,13 @@ func (m *BudgetMutation) ResetUserID() {
 }
 
 // SetMonthlyLimitMicros sets the "monthly_limit_micros" field.
-func (m *BudgetMutation) SetMonthlyLimitMicros(i int64) {
-	m.monthly_limit_micros = &i
+func (m *BudgetMutation) SetMonthlyLimitMicros(s schematype.Micros) {
+	m.monthly_limit_micros = &s
 	m.addmonthly_limit_micros = nil
 }
 
 // MonthlyLimitMicros returns the value of the "monthly_limit_micros" field in the mutation.
-func (m *BudgetMutation) MonthlyLimitMicros() (r int64, exists bool) {
+func (m *BudgetMutation) MonthlyLimitMicros() (r schematype.Micros, exists bool) {
 	v := m.monthly_limit_micros
 	if v == nil {
 		return
@@ -5648,7 +5648,7 @@ func (m *BudgetMutation) MonthlyLimitMicros() (r int64, exists bool) {
 // OldMonthlyLimitMicros returns the old "monthly_limit_micros" field's value of the Budget entity.
 // If the Budget object wasn't provided to the builder, the object is fetched from the database.
 // An error is returned if the mutation operation is not UpdateOne, or the database query fails.
-func (m *BudgetMutation) OldMonthlyLimitMicros(ctx context.Context) (v int64, err error) {
+func (m *BudgetMutation) OldMonthlyLimitMicros(ctx context.Context) (v schematype.Micros, err error) {
 	if !m.op.Is(OpUpdateOne) {
 		return v, errors.New("OldMonthlyLimitMicros is only allowed on UpdateOne operations")
 	}
@@ -5662,17 +5662,17 @@ func (m *BudgetMutation) OldMonthlyLimitMicros(ctx context.Context) (v int64, er
 	return oldValue.MonthlyLimitMicros, nil
 }
 
-// AddMonthlyLimitMicros adds i to the "monthly_limit_micros" field.
-func (m *BudgetMutation) AddMonthlyLimitMicros(i int64) {
+// AddMonthlyLimitMicros adds s to the "monthly_limit_micros" field.
+func (m *BudgetMutation) AddMonthlyLimitMicros(s schematype.Micros) {
 	if m.addmonthly_limit_micros != nil {
-		*m.addmonthly_limit_micros += i
+		*m.addmonthly_limit_micros += s
 	} else {
-		m.addmonthly_limit_micros = &i
+		m.addmonthly_limit_micros = &s
 	}
 }
 
 // AddedMonthlyLimitMicros returns the value that was added to the "monthly_limit_micros" field in this mutation.
-func (m *BudgetMutation) AddedMonthlyLimitMicros() (r int64, exists bool) {
+func (m *BudgetMutation) AddedMonthlyLimitMicros() (r schematype.Micros, exists bool) {
 	v := m.addmonthly_limit_micros
 	if v == nil {
 		return
@@ -5811,7 +5811,7 @@ func (m *BudgetMutation) SetField(name string, value ent.Value) error {
 		m.SetUserID(v)
 		return nil
 	case budget.FieldMonthlyLimitMicros:
-		v, ok := value.(int64)
+		v, ok := value.(schematype.Micros)
 		if !ok {
 			return fmt.Errorf("unexpected type %T for field %s", value, name)
 		}
@@ -5872,7 +5872,7 @@ func (m *BudgetMutation) AddField(name string, value ent.Value) error {
 		m.AddUserID(v)
 		return nil
 	case budget.FieldMonthlyLimitMicros:
-		v, ok := value.(int64)
+		v, ok := value.(schematype.Micros)
 		if !ok {
 			return fmt.Errorf("unexpected type %T for field %s", value, name)
 		}
@@ -10575,6 +10575,8 @@ type ModelCallMutation struct {
 	addoutput_tokens      *int64
 	cost                  *float64
 	addcost               *float64
+	cost_micros           *schematype.Micros
+	addcost_micros        *schematype.Micros
 	duration_ms           *int64
 	addduration_ms        *int64
 	kind                  *modelcall.Kind
@@ -11336,6 +11338,62 @@ func (m *ModelCallMutation) ResetCost() {
 	m.addcost = nil
 }
 
+// SetCostMicros sets the "cost_micros" field.
+func (m *ModelCallMutation) SetCostMicros(s schematype.Micros) {
+	m.cost_micros = &s
+	m.addcost_micros = nil
+}
+
+// CostMicros returns the value of the "cost_micros" field in the mutation.
+func (m *ModelCallMutation) CostMicros() (r schematype.Micros, exists bool) {
+	v := m.cost_micros
+	if v == nil {
+		return
+	}
+	return *v, true
+}
+
+// OldCostMicros returns the old "cost_micros" field's value of the ModelCall entity.
+// If the ModelCall object wasn't provided to the builder, the object is fetched from the database.
+// An error is returned if the mutation operation is not UpdateOne, or the database query fails.
+func (m *ModelCallMutation) OldCostMicros(ctx context.Context) (v schematype.Micros, err error) {
+	if !m.op.Is(OpUpdateOne) {
+		return v, errors.New("OldCostMicros is only allowed on UpdateOne operations")
+	}
+	if m.id == nil || m.oldValue == nil {
+		return v, errors.New("OldCostMicros requires an ID field in the mutation")
+	}
+	oldValue, err := m.oldValue(ctx)
+	if err != nil {
+		return v, fmt.Errorf("querying old value for OldCostMicros: %w", err)
+	}
+	return oldValue.CostMicros, nil
+}
+
+// AddCostMicros adds s to the "cost_micros" field.
+func (m *ModelCallMutation) AddCostMicros(s schematype.Micros) {
+	if m.addcost_micros != nil {
+		*m.addcost_micros += s
+	} else {
+		m.addcost_micros = &s
+	}
+}
+
+// AddedCostMicros returns the value that was added to the "cost_micros" field in this mutation.
+func (m *ModelCallMutation) AddedCostMicros() (r schematype.Micros, exists bool) {
+	v := m.addcost_micros
+	if v == nil {
+		return
+	}
+	return *v, true
+}
+
+// ResetCostMicros resets all changes to the "cost_micros" field.
+func (m *ModelCallMutation) ResetCostMicros() {
+	m.cost_micros = nil
+	m.addcost_micros = nil
+}
+
 // SetDurationMs sets the "duration_ms" field.
 func (m *ModelCallMutation) SetDurationMs(i int64) {
 	m.duration_ms = &i
@@ -11617,7 +11675,7 @@ func (m *ModelCallMutation) Type() string {
 // order to get all numeric fields that were incremented/decremented, call
 // AddedFields().
 func (m *ModelCallMutation) Fields() []string {
-	fields := make([]string, 0, 18)
+	fields := make([]string, 0, 19)
 	if m.turn != nil {
 		fields = append(fields, modelcall.FieldTurnID)
 	}
@@ -11656,6 +11714,9 @@ func (m *ModelCallMutation) Fields() []string {
 	}
 	if m.cost != nil {
 		fields = append(fields, modelcall.FieldCost)
+	}
+	if m.cost_micros != nil {
+		fields = append(fields, modelcall.FieldCostMicros)
 	}
 	if m.duration_ms != nil {
 		fields = append(fields, modelcall.FieldDurationMs)
@@ -11706,6 +11767,8 @@ func (m *ModelCallMutation) Field(name string) (ent.Value, bool) {
 		return m.OutputTokens()
 	case modelcall.FieldCost:
 		return m.Cost()
+	case modelcall.FieldCostMicros:
+		return m.CostMicros()
 	case modelcall.FieldDurationMs:
 		return m.DurationMs()
 	case modelcall.FieldKind:
@@ -11751,6 +11814,8 @@ func (m *ModelCallMutation) OldField(ctx context.Context, name string) (ent.Valu
 		return m.OldOutputTokens(ctx)
 	case modelcall.FieldCost:
 		return m.OldCost(ctx)
+	case modelcall.FieldCostMicros:
+		return m.OldCostMicros(ctx)
 	case modelcall.FieldDurationMs:
 		return m.OldDurationMs(ctx)
 	case modelcall.FieldKind:
@@ -11861,6 +11926,13 @@ func (m *ModelCallMutation) SetField(name string, value ent.Value) error {
 		}
 		m.SetCost(v)
 		return nil
+	case modelcall.FieldCostMicros:
+		v, ok := value.(schematype.Micros)
+		if !ok {
+			return fmt.Errorf("unexpected type %T for field %s", value, name)
+		}
+		m.SetCostMicros(v)
+		return nil
 	case modelcall.FieldDurationMs:
 		v, ok := value.(int64)
 		if !ok {
@@ -11931,6 +12003,9 @@ func (m *ModelCallMutation) AddedFields() []string {
 	if m.addcost != nil {
 		fields = append(fields, modelcall.FieldCost)
 	}
+	if m.addcost_micros != nil {
+		fields = append(fields, modelcall.FieldCostMicros)
+	}
 	if m.addduration_ms != nil {
 		fields = append(fields, modelcall.FieldDurationMs)
 	}
@@ -11963,6 +12038,8 @@ func (m *ModelCallMutation) AddedField(name string) (ent.Value, bool) {
 		return m.AddedOutputTokens()
 	case modelcall.FieldCost:
 		return m.AddedCost()
+	case modelcall.FieldCostMicros:
+		return m.AddedCostMicros()
 	case modelcall.FieldDurationMs:
 		return m.AddedDurationMs()
 	case modelcall.FieldPrefixTokens:
@@ -12038,6 +12115,13 @@ func (m *ModelCallMutation) AddField(name string, value ent.Value) error {
 			return fmt.Errorf("unexpected type %T for field %s", value, name)
 		}
 		m.AddCost(v)
+		return nil
+	case modelcall.FieldCostMicros:
+		v, ok := value.(schematype.Micros)
+		if !ok {
+			return fmt.Errorf("unexpected type %T for field %s", value, name)
+		}
+		m.AddCostMicros(v)
 		return nil
 	case modelcall.FieldDurationMs:
 		v, ok := value.(int64)
@@ -12118,6 +12202,9 @@ func (m *ModelCallMutation) ResetField(name string) error {
 		return nil
 	case modelcall.FieldCost:
 		m.ResetCost()
+		return nil
+	case modelcall.FieldCostMicros:
+		m.ResetCostMicros()
 		return nil
 	case modelcall.FieldDurationMs:
 		m.ResetDurationMs()
@@ -14573,6 +14660,8 @@ type SummaryMutation struct {
 	model               *string
 	cost                *float64
 	addcost             *float64
+	cost_micros         *schematype.Micros
+	addcost_micros      *schematype.Micros
 	created_at          *time.Time
 	clearedFields       map[string]struct{}
 	conversation        *int
@@ -15012,6 +15101,62 @@ func (m *SummaryMutation) ResetCost() {
 	m.addcost = nil
 }
 
+// SetCostMicros sets the "cost_micros" field.
+func (m *SummaryMutation) SetCostMicros(s schematype.Micros) {
+	m.cost_micros = &s
+	m.addcost_micros = nil
+}
+
+// CostMicros returns the value of the "cost_micros" field in the mutation.
+func (m *SummaryMutation) CostMicros() (r schematype.Micros, exists bool) {
+	v := m.cost_micros
+	if v == nil {
+		return
+	}
+	return *v, true
+}
+
+// OldCostMicros returns the old "cost_micros" field's value of the Summary entity.
+// If the Summary object wasn't provided to the builder, the object is fetched from the database.
+// An error is returned if the mutation operation is not UpdateOne, or the database query fails.
+func (m *SummaryMutation) OldCostMicros(ctx context.Context) (v schematype.Micros, err error) {
+	if !m.op.Is(OpUpdateOne) {
+		return v, errors.New("OldCostMicros is only allowed on UpdateOne operations")
+	}
+	if m.id == nil || m.oldValue == nil {
+		return v, errors.New("OldCostMicros requires an ID field in the mutation")
+	}
+	oldValue, err := m.oldValue(ctx)
+	if err != nil {
+		return v, fmt.Errorf("querying old value for OldCostMicros: %w", err)
+	}
+	return oldValue.CostMicros, nil
+}
+
+// AddCostMicros adds s to the "cost_micros" field.
+func (m *SummaryMutation) AddCostMicros(s schematype.Micros) {
+	if m.addcost_micros != nil {
+		*m.addcost_micros += s
+	} else {
+		m.addcost_micros = &s
+	}
+}
+
+// AddedCostMicros returns the value that was added to the "cost_micros" field in this mutation.
+func (m *SummaryMutation) AddedCostMicros() (r schematype.Micros, exists bool) {
+	v := m.addcost_micros
+	if v == nil {
+		return
+	}
+	return *v, true
+}
+
+// ResetCostMicros resets all changes to the "cost_micros" field.
+func (m *SummaryMutation) ResetCostMicros() {
+	m.cost_micros = nil
+	m.addcost_micros = nil
+}
+
 // SetCreatedAt sets the "created_at" field.
 func (m *SummaryMutation) SetCreatedAt(t time.Time) {
 	m.created_at = &t
@@ -15109,7 +15254,7 @@ func (m *SummaryMutation) Type() string {
 // order to get all numeric fields that were incremented/decremented, call
 // AddedFields().
 func (m *SummaryMutation) Fields() []string {
-	fields := make([]string, 0, 8)
+	fields := make([]string, 0, 9)
 	if m.conversation != nil {
 		fields = append(fields, summary.FieldConversationID)
 	}
@@ -15130,6 +15275,9 @@ func (m *SummaryMutation) Fields() []string {
 	}
 	if m.cost != nil {
 		fields = append(fields, summary.FieldCost)
+	}
+	if m.cost_micros != nil {
+		fields = append(fields, summary.FieldCostMicros)
 	}
 	if m.created_at != nil {
 		fields = append(fields, summary.FieldCreatedAt)
@@ -15156,6 +15304,8 @@ func (m *SummaryMutation) Field(name string) (ent.Value, bool) {
 		return m.Model()
 	case summary.FieldCost:
 		return m.Cost()
+	case summary.FieldCostMicros:
+		return m.CostMicros()
 	case summary.FieldCreatedAt:
 		return m.CreatedAt()
 	}
@@ -15181,6 +15331,8 @@ func (m *SummaryMutation) OldField(ctx context.Context, name string) (ent.Value,
 		return m.OldModel(ctx)
 	case summary.FieldCost:
 		return m.OldCost(ctx)
+	case summary.FieldCostMicros:
+		return m.OldCostMicros(ctx)
 	case summary.FieldCreatedAt:
 		return m.OldCreatedAt(ctx)
 	}
@@ -15241,6 +15393,13 @@ func (m *SummaryMutation) SetField(name string, value ent.Value) error {
 		}
 		m.SetCost(v)
 		return nil
+	case summary.FieldCostMicros:
+		v, ok := value.(schematype.Micros)
+		if !ok {
+			return fmt.Errorf("unexpected type %T for field %s", value, name)
+		}
+		m.SetCostMicros(v)
+		return nil
 	case summary.FieldCreatedAt:
 		v, ok := value.(time.Time)
 		if !ok {
@@ -15268,6 +15427,9 @@ func (m *SummaryMutation) AddedFields() []string {
 	if m.addcost != nil {
 		fields = append(fields, summary.FieldCost)
 	}
+	if m.addcost_micros != nil {
+		fields = append(fields, summary.FieldCostMicros)
+	}
 	return fields
 }
 
@@ -15284,6 +15446,8 @@ func (m *SummaryMutation) AddedField(name string) (ent.Value, bool) {
 		return m.AddedTurnID()
 	case summary.FieldCost:
 		return m.AddedCost()
+	case summary.FieldCostMicros:
+		return m.AddedCostMicros()
 	}
 	return nil, false
 }
@@ -15320,6 +15484,13 @@ func (m *SummaryMutation) AddField(name string, value ent.Value) error {
 			return fmt.Errorf("unexpected type %T for field %s", value, name)
 		}
 		m.AddCost(v)
+		return nil
+	case summary.FieldCostMicros:
+		v, ok := value.(schematype.Micros)
+		if !ok {
+			return fmt.Errorf("unexpected type %T for field %s", value, name)
+		}
+		m.AddCostMicros(v)
 		return nil
 	}
 	return fmt.Errorf("unknown Summary numeric field %s", name)
@@ -15368,6 +15539,9 @@ func (m *SummaryMutation) ResetField(name string) error {
 		return nil
 	case summary.FieldCost:
 		m.ResetCost()
+		return nil
+	case summary.FieldCostMicros:
+		m.ResetCostMicros()
 		return nil
 	case summary.FieldCreatedAt:
 		m.ResetCreatedAt()

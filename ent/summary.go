@@ -10,6 +10,7 @@ import (
 	"entgo.io/ent"
 	"entgo.io/ent/dialect/sql"
 	"github.com/toolgate/toolgate/ent/conversation"
+	"github.com/toolgate/toolgate/ent/schematype"
 	"github.com/toolgate/toolgate/ent/summary"
 )
 
@@ -30,8 +31,10 @@ type Summary struct {
 	TurnID int `json:"turn_id,omitempty"`
 	// Model holds the value of the "model" field.
 	Model string `json:"model,omitempty"`
-	// USD, of the model call that wrote it
+	// USD, of the model call that wrote it: cost_micros in dollars
 	Cost float64 `json:"cost,omitempty"`
+	// USD × 1,000,000, exact, of the model call that wrote it
+	CostMicros schematype.Micros `json:"cost_micros,omitempty"`
 	// CreatedAt holds the value of the "created_at" field.
 	CreatedAt time.Time `json:"created_at,omitempty"`
 	// Edges holds the relations/edges for other nodes in the graph.
@@ -69,7 +72,7 @@ func (*Summary) scanValues(columns []string) ([]any, error) {
 		switch columns[i] {
 		case summary.FieldCost:
 			values[i] = new(sql.NullFloat64)
-		case summary.FieldID, summary.FieldConversationID, summary.FieldFromTurn, summary.FieldToTurn, summary.FieldTurnID:
+		case summary.FieldID, summary.FieldConversationID, summary.FieldFromTurn, summary.FieldToTurn, summary.FieldTurnID, summary.FieldCostMicros:
 			values[i] = new(sql.NullInt64)
 		case summary.FieldText, summary.FieldModel:
 			values[i] = new(sql.NullString)
@@ -138,6 +141,12 @@ func (_m *Summary) assignValues(columns []string, values []any) error {
 			} else if value.Valid {
 				_m.Cost = value.Float64
 			}
+		case summary.FieldCostMicros:
+			if value, ok := values[i].(*sql.NullInt64); !ok {
+				return fmt.Errorf("unexpected type %T for field cost_micros", values[i])
+			} else if value.Valid {
+				_m.CostMicros = schematype.Micros(value.Int64)
+			}
 		case summary.FieldCreatedAt:
 			if value, ok := values[i].(*sql.NullTime); !ok {
 				return fmt.Errorf("unexpected type %T for field created_at", values[i])
@@ -205,6 +214,9 @@ func (_m *Summary) String() string {
 	builder.WriteString(", ")
 	builder.WriteString("cost=")
 	builder.WriteString(fmt.Sprintf("%v", _m.Cost))
+	builder.WriteString(", ")
+	builder.WriteString("cost_micros=")
+	builder.WriteString(fmt.Sprintf("%v", _m.CostMicros))
 	builder.WriteString(", ")
 	builder.WriteString("created_at=")
 	builder.WriteString(_m.CreatedAt.Format(time.ANSIC))

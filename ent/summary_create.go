@@ -12,6 +12,7 @@ import (
 	"entgo.io/ent/dialect/sql/sqlgraph"
 	"entgo.io/ent/schema/field"
 	"github.com/toolgate/toolgate/ent/conversation"
+	"github.com/toolgate/toolgate/ent/schematype"
 	"github.com/toolgate/toolgate/ent/summary"
 )
 
@@ -69,6 +70,20 @@ func (_c *SummaryCreate) SetCost(v float64) *SummaryCreate {
 func (_c *SummaryCreate) SetNillableCost(v *float64) *SummaryCreate {
 	if v != nil {
 		_c.SetCost(*v)
+	}
+	return _c
+}
+
+// SetCostMicros sets the "cost_micros" field.
+func (_c *SummaryCreate) SetCostMicros(v schematype.Micros) *SummaryCreate {
+	_c.mutation.SetCostMicros(v)
+	return _c
+}
+
+// SetNillableCostMicros sets the "cost_micros" field if the given value is not nil.
+func (_c *SummaryCreate) SetNillableCostMicros(v *schematype.Micros) *SummaryCreate {
+	if v != nil {
+		_c.SetCostMicros(*v)
 	}
 	return _c
 }
@@ -133,6 +148,10 @@ func (_c *SummaryCreate) defaults() error {
 		v := summary.DefaultCost
 		_c.mutation.SetCost(v)
 	}
+	if _, ok := _c.mutation.CostMicros(); !ok {
+		v := summary.DefaultCostMicros
+		_c.mutation.SetCostMicros(v)
+	}
 	if _, ok := _c.mutation.CreatedAt(); !ok {
 		if summary.DefaultCreatedAt == nil {
 			return fmt.Errorf("ent: uninitialized summary.DefaultCreatedAt (forgotten import ent/runtime?)")
@@ -175,6 +194,9 @@ func (_c *SummaryCreate) check() error {
 	}
 	if _, ok := _c.mutation.Cost(); !ok {
 		return &ValidationError{Name: "cost", err: errors.New(`ent: missing required field "Summary.cost"`)}
+	}
+	if _, ok := _c.mutation.CostMicros(); !ok {
+		return &ValidationError{Name: "cost_micros", err: errors.New(`ent: missing required field "Summary.cost_micros"`)}
 	}
 	if _, ok := _c.mutation.CreatedAt(); !ok {
 		return &ValidationError{Name: "created_at", err: errors.New(`ent: missing required field "Summary.created_at"`)}
@@ -232,6 +254,10 @@ func (_c *SummaryCreate) createSpec() (*Summary, *sqlgraph.CreateSpec) {
 	if value, ok := _c.mutation.Cost(); ok {
 		_spec.SetField(summary.FieldCost, field.TypeFloat64, value)
 		_node.Cost = value
+	}
+	if value, ok := _c.mutation.CostMicros(); ok {
+		_spec.SetField(summary.FieldCostMicros, field.TypeInt64, value)
+		_node.CostMicros = value
 	}
 	if value, ok := _c.mutation.CreatedAt(); ok {
 		_spec.SetField(summary.FieldCreatedAt, field.TypeTime, value)
@@ -337,6 +363,9 @@ func (u *SummaryUpsertOne) UpdateNewValues() *SummaryUpsertOne {
 		}
 		if _, exists := u.create.mutation.Cost(); exists {
 			s.SetIgnore(summary.FieldCost)
+		}
+		if _, exists := u.create.mutation.CostMicros(); exists {
+			s.SetIgnore(summary.FieldCostMicros)
 		}
 		if _, exists := u.create.mutation.CreatedAt(); exists {
 			s.SetIgnore(summary.FieldCreatedAt)
@@ -568,6 +597,9 @@ func (u *SummaryUpsertBulk) UpdateNewValues() *SummaryUpsertBulk {
 			}
 			if _, exists := b.mutation.Cost(); exists {
 				s.SetIgnore(summary.FieldCost)
+			}
+			if _, exists := b.mutation.CostMicros(); exists {
+				s.SetIgnore(summary.FieldCostMicros)
 			}
 			if _, exists := b.mutation.CreatedAt(); exists {
 				s.SetIgnore(summary.FieldCreatedAt)

@@ -10,6 +10,7 @@ import (
 
 	"github.com/toolgate/toolgate/ent"
 	entbudget "github.com/toolgate/toolgate/ent/budget"
+	"github.com/toolgate/toolgate/ent/schematype"
 	"github.com/toolgate/toolgate/graph/generated"
 	"github.com/toolgate/toolgate/graph/model"
 	"github.com/toolgate/toolgate/tools/budget"
@@ -25,7 +26,7 @@ func (r *budgetResolver) User(ctx context.Context, obj *ent.Budget) (*ent.User, 
 
 // MonthlyLimit is the resolver for the monthlyLimit field.
 func (r *budgetResolver) MonthlyLimit(ctx context.Context, obj *ent.Budget) (float64, error) {
-	return budget.Micros(obj.MonthlyLimitMicros).USD(), nil
+	return obj.MonthlyLimitMicros.USD(), nil
 }
 
 // Spent is the resolver for the spent field.
@@ -40,8 +41,21 @@ func (r *budgetResolver) Left(ctx context.Context, obj *ent.Budget) (float64, er
 	if err != nil {
 		return 0, err
 	}
-	limit := budget.Micros(obj.MonthlyLimitMicros)
-	return budget.Line{Limit: &limit, Spent: spent}.Left().USD(), nil
+	return budget.Line{Limit: &obj.MonthlyLimitMicros, Spent: spent}.Left().USD(), nil
+}
+
+// SpentAmount is the resolver for the spentAmount field.
+func (r *budgetResolver) SpentAmount(ctx context.Context, obj *ent.Budget) (schematype.Micros, error) {
+	return r.budgetSpent(ctx, obj)
+}
+
+// LeftAmount is the resolver for the leftAmount field.
+func (r *budgetResolver) LeftAmount(ctx context.Context, obj *ent.Budget) (schematype.Micros, error) {
+	spent, err := r.budgetSpent(ctx, obj)
+	if err != nil {
+		return 0, err
+	}
+	return *budget.Line{Limit: &obj.MonthlyLimitMicros, Spent: spent}.Left(), nil
 }
 
 // Month is the resolver for the month field.

@@ -237,7 +237,7 @@ func (r *Resolver) usage(ctx context.Context, month *string) (*model.Usage, erro
 				ent.As(ent.Sum(modelcall.FieldCacheReadTokens), "cache_read"),
 				ent.As(ent.Sum(modelcall.FieldCacheWriteTokens), "cache_write"),
 				ent.As(ent.Sum(modelcall.FieldOutputTokens), "output"),
-				ent.As(ent.Sum(modelcall.FieldCost), "cost"),
+				ent.As(ent.Sum(modelcall.FieldCostMicros), "cost"),
 				ent.As(ent.Sum(modelcall.FieldPrefixTokens), "prefix"),
 				ent.As(ent.Count(), "calls"),
 			).Scan(ctx, &rows)
@@ -246,25 +246,31 @@ func (r *Resolver) usage(ctx context.Context, month *string) (*model.Usage, erro
 		}
 		return rows, nil
 	}
-	out := &model.Usage{Month: start.Format("2006-01"), ByModel: []*model.ModelUsage{}, ByAgent: []*model.AgentUsage{}, ByUser: []*model.UserUsage{}}
+	out := &model.Usage{Month: start.Format("2006-01"), Totals: &model.UsageTotals{},
+		ByModel: []*model.ModelUsage{}, ByAgent: []*model.AgentUsage{}, ByUser: []*model.UserUsage{}}
 	byModel, err := group(modelcall.FieldModel)
 	if err != nil {
 		return nil, err
 	}
+	all := out.Totals
 	for _, m := range byModel {
-		out.InputTokens += int(m.Input)
-		out.CacheReadTokens += int(m.CacheRead)
-		out.CacheWriteTokens += int(m.CacheWrite)
-		out.OutputTokens += int(m.Output)
-		out.Cost += m.Cost
-		out.ModelCalls += int(m.Calls)
-		out.PrefixTokens += int(m.Prefix)
-		out.ByModel = append(out.ByModel, &model.ModelUsage{Model: m.Model, InputTokens: int(m.Input), CacheReadTokens: int(m.CacheRead),
-			CacheWriteTokens: int(m.CacheWrite), OutputTokens: int(m.Output), Cost: m.Cost, ModelCalls: int(m.Calls)})
+		t := m.totals()
+		all.InputTokens += t.InputTokens
+		all.CacheReadTokens += t.CacheReadTokens
+		all.CacheWriteTokens += t.CacheWriteTokens
+		all.OutputTokens += t.OutputTokens
+		all.PrefixTokens += t.PrefixTokens
+		all.ModelCalls += t.ModelCalls
+		all.Cost += t.Cost
+		out.ByModel = append(out.ByModel, &model.ModelUsage{Model: m.Model, Totals: t, InputTokens: int(t.InputTokens),
+			CacheReadTokens: int(t.CacheReadTokens), CacheWriteTokens: int(t.CacheWriteTokens), OutputTokens: int(t.OutputTokens),
+			Cost: t.Cost.USD(), ModelCalls: int(t.ModelCalls)})
 	}
-	if in := out.InputTokens + out.CacheReadTokens + out.CacheWriteTokens; in > 0 {
-		out.PrefixShare = float64(out.PrefixTokens) / float64(in)
-		out.CachedShare = float64(out.CacheReadTokens) / float64(in)
+	out.InputTokens, out.CacheReadTokens, out.CacheWriteTokens = int(all.InputTokens), int(all.CacheReadTokens), int(all.CacheWriteTokens)
+	out.OutputTokens, out.PrefixTokens, out.ModelCalls, out.Cost = int(all.OutputTokens), int(all.PrefixTokens), int(all.ModelCalls), all.Cost.USD()
+	if in := all.InputTokens + all.CacheReadTokens + all.CacheWriteTokens; in > 0 {
+		out.PrefixShare = float64(all.PrefixTokens) / float64(in)
+		out.CachedShare = float64(all.CacheReadTokens) / float64(in)
 	}
 	byAgent, err := group(modelcall.FieldAgentID)
 	if err != nil {
@@ -280,8 +286,10 @@ func (r *Resolver) usage(ctx context.Context, month *string) (*model.Usage, erro
 	}
 	agentByID := byID(agents, func(a *ent.Agent) int { return a.ID })
 	for _, a := range byAgent {
-		out.ByAgent = append(out.ByAgent, &model.AgentUsage{Agent: agentByID[a.AgentID], InputTokens: int(a.Input),
-			CacheReadTokens: int(a.CacheRead), CacheWriteTokens: int(a.CacheWrite), OutputTokens: int(a.Output), Cost: a.Cost, ModelCalls: int(a.Calls)})
+		t := a.totals()
+		out.ByAgent = append(out.ByAgent, &model.AgentUsage{Agent: agentByID[a.AgentID], Totals: t, InputTokens: int(t.InputTokens),
+			CacheReadTokens: int(t.CacheReadTokens), CacheWriteTokens: int(t.CacheWriteTokens), OutputTokens: int(t.OutputTokens),
+			Cost: t.Cost.USD(), ModelCalls: int(t.ModelCalls)})
 	}
 	byUser, err := group(modelcall.FieldUserID)
 	if err != nil {
@@ -297,24 +305,31 @@ func (r *Resolver) usage(ctx context.Context, month *string) (*model.Usage, erro
 	}
 	userByID := byID(users, func(u *ent.User) int { return u.ID })
 	for _, u := range byUser {
-		out.ByUser = append(out.ByUser, &model.UserUsage{User: userByID[u.UserID], InputTokens: int(u.Input),
-			CacheReadTokens: int(u.CacheRead), CacheWriteTokens: int(u.CacheWrite), OutputTokens: int(u.Output), Cost: u.Cost, ModelCalls: int(u.Calls)})
+		t := u.totals()
+		out.ByUser = append(out.ByUser, &model.UserUsage{User: userByID[u.UserID], Totals: t, InputTokens: int(t.InputTokens),
+			CacheReadTokens: int(t.CacheReadTokens), CacheWriteTokens: int(t.CacheWriteTokens), OutputTokens: int(t.OutputTokens),
+			Cost: t.Cost.USD(), ModelCalls: int(t.ModelCalls)})
 	}
 	return out, nil
 }
 
 // usageRow is one group of model calls: by model, agent or user.
 type usageRow struct {
-	Model      string  `json:"model"`
-	AgentID    int     `json:"agent_id"`
-	UserID     int     `json:"user_id"`
-	Input      int64   `json:"input"`
-	CacheRead  int64   `json:"cache_read"`
-	CacheWrite int64   `json:"cache_write"`
-	Output     int64   `json:"output"`
-	Cost       float64 `json:"cost"`
-	Prefix     int64   `json:"prefix"`
-	Calls      int64   `json:"calls"`
+	Model      string `json:"model"`
+	AgentID    int    `json:"agent_id"`
+	UserID     int    `json:"user_id"`
+	Input      int64  `json:"input"`
+	CacheRead  int64  `json:"cache_read"`
+	CacheWrite int64  `json:"cache_write"`
+	Output     int64  `json:"output"`
+	Cost       int64  `json:"cost"`
+	Prefix     int64  `json:"prefix"`
+	Calls      int64  `json:"calls"`
+}
+
+func (u usageRow) totals() *model.UsageTotals {
+	return &model.UsageTotals{InputTokens: u.Input, CacheReadTokens: u.CacheRead, CacheWriteTokens: u.CacheWrite,
+		OutputTokens: u.Output, PrefixTokens: u.Prefix, ModelCalls: u.Calls, Cost: schematype.Micros(u.Cost)}
 }
 
 // promptStats sums what a turn's model calls read. The prefix is one

@@ -69,6 +69,23 @@ const (
 	// OfferWebProvider tools need an approved web provider: configured on
 	// the server and enabled by the organisation's admin.
 	OfferWebProvider Offering = "web_provider"
+	// OfferKnowledge tools need the agent to bind a knowledge base and the
+	// server to have an embedding model.
+	OfferKnowledge Offering = "knowledge"
+	// OfferKnowledgeOrDocument tools need the agent to bind a knowledge
+	// base, or the conversation to hold a document attachment.
+	OfferKnowledgeOrDocument Offering = "knowledge_or_document"
+	// OfferAttachment tools need the conversation to hold an attachment and
+	// the server to have an embedding model.
+	OfferAttachment Offering = "attachment"
+)
+
+// The paragraph the search tools (documents, attachments, memory, past
+// conversations) share, collected once however many of them a turn has.
+const (
+	SearchGuidanceKey = "searches"
+	SearchGuidance    = "A search query listed under failures with kind ABSENCE ran and matched nothing: rephrase it or say so. " +
+		"One with kind OUTAGE never ran: say the search could not be done, never that nothing was found."
 )
 
 // Preview says how a tool's result enters the model's context.
@@ -237,4 +254,18 @@ func Refuse(err error) error { return &Refusal{msg: err.Error()} }
 // conversation, another organisation, or nothing, in the same words.
 func RefNotFound(ref string) string {
 	return fmt.Sprintf("ref %q not found", ref)
+}
+
+// Failure is a call that ran and failed for what it ran: code that threw
+// or hit one of its bounds (and whose effects were undone). Unlike a
+// Refusal, something ran; its message reaches the caller (the model as an
+// ERROR, the client as a RUN_FAILED error) as it is.
+type Failure struct{ msg string }
+
+// Error returns the message.
+func (e *Failure) Error() string { return e.msg }
+
+// Failf returns a Failure with a formatted message.
+func Failf(format string, args ...any) error {
+	return &Failure{msg: fmt.Sprintf(format, args...)}
 }

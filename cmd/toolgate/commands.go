@@ -20,6 +20,9 @@ import (
 	"github.com/toolgate/toolgate/graph"
 	"github.com/toolgate/toolgate/graph/auth"
 	"github.com/toolgate/toolgate/runtime/loop"
+	"github.com/toolgate/toolgate/runtime/model"
+	"github.com/toolgate/toolgate/runtime/retry"
+	"github.com/toolgate/toolgate/tools/code"
 	"github.com/toolgate/toolgate/tools/document"
 	"github.com/toolgate/toolgate/tools/embed"
 	"github.com/toolgate/toolgate/tools/web"
@@ -115,10 +118,20 @@ func serve(ctx context.Context, args []string, stdout, stderr io.Writer, log *sl
 	if err := fs.Parse(args); err != nil {
 		return err
 	}
+	// Embedding requests go through the runtime's one retry loop, like
+	// model calls: 429, 5xx and dropped connections are tried again.
+	ec.Middleware = model.Middleware
+	ec.Retry = func(ctx context.Context, call func(context.Context) error) error {
+		_, err := model.Call(ctx, retry.Policy{}, "embeddings", func(ctx context.Context) (struct{}, error) {
+			return struct{}{}, call(ctx)
+		})
+		return err
+	}
 	embedder, err := embed.New(ec)
 	if err != nil {
 		return err
 	}
+	rc.embeddings = embedder != nil
 	webService, err := web.New(wc)
 	if err != nil {
 		return err
@@ -153,8 +166,17 @@ func serve(ctx context.Context, args []string, stdout, stderr io.Writer, log *sl
 		_ = ln.Close()
 		return err
 	}
+	// run_code's children are this binary; some are started ahead, and all
+	// are ended on the way out.
+	sandbox, err := code.Default()
+	if err != nil {
+		_ = ln.Close()
+		return err
+	}
+	sandbox.Prestart()
+	defer sandbox.Close()
 	srv := graph.NewServer(graph.Config{DB: d, Log: log, Signer: signer, Runner: runner, Web: webService,
-		Documents: docs, MaxUploadBytes: *maxUpload, Registry: reg})
+		Documents: docs, Sandbox: sandbox, MaxUploadBytes: *maxUpload, Registry: reg})
 	var demoTurn int
 	if *demo {
 		var token string
@@ -171,11 +193,7 @@ func serve(ctx context.Context, args []string, stdout, stderr io.Writer, log *sl
 	}
 	log.Info("serving", "addr", ln.Addr().String(), "database", d.Dialect, "web", webService.ProviderName())
 
-	hs := &http.Server{
-		Handler:           srv,
-		ReadHeaderTimeout: 10 * time.Second,
-		IdleTimeout:       120 * time.Second,
-	}
+	hs := srv.HTTPServer()
 	errc := make(chan error, 1)
 	go func() { errc <- hs.Serve(ln) }()
 	if err := runner.Open(); err != nil {

@@ -7,6 +7,7 @@ import (
 
 	"entgo.io/ent/dialect/sql"
 	"github.com/toolgate/toolgate/ent/predicate"
+	"github.com/toolgate/toolgate/ent/schematype"
 )
 
 // ID filters vertices based on their ID field.
@@ -75,8 +76,9 @@ func UserID(v int) predicate.Budget {
 }
 
 // MonthlyLimitMicros applies equality check predicate on the "monthly_limit_micros" field. It's identical to MonthlyLimitMicrosEQ.
-func MonthlyLimitMicros(v int64) predicate.Budget {
-	return predicate.Budget(sql.FieldEQ(FieldMonthlyLimitMicros, v))
+func MonthlyLimitMicros(v schematype.Micros) predicate.Budget {
+	vc := int64(v)
+	return predicate.Budget(sql.FieldEQ(FieldMonthlyLimitMicros, vc))
 }
 
 // CreatedAtEQ applies the EQ predicate on the "created_at" field.
@@ -250,43 +252,57 @@ func UserIDNotNil() predicate.Budget {
 }
 
 // MonthlyLimitMicrosEQ applies the EQ predicate on the "monthly_limit_micros" field.
-func MonthlyLimitMicrosEQ(v int64) predicate.Budget {
-	return predicate.Budget(sql.FieldEQ(FieldMonthlyLimitMicros, v))
+func MonthlyLimitMicrosEQ(v schematype.Micros) predicate.Budget {
+	vc := int64(v)
+	return predicate.Budget(sql.FieldEQ(FieldMonthlyLimitMicros, vc))
 }
 
 // MonthlyLimitMicrosNEQ applies the NEQ predicate on the "monthly_limit_micros" field.
-func MonthlyLimitMicrosNEQ(v int64) predicate.Budget {
-	return predicate.Budget(sql.FieldNEQ(FieldMonthlyLimitMicros, v))
+func MonthlyLimitMicrosNEQ(v schematype.Micros) predicate.Budget {
+	vc := int64(v)
+	return predicate.Budget(sql.FieldNEQ(FieldMonthlyLimitMicros, vc))
 }
 
 // MonthlyLimitMicrosIn applies the In predicate on the "monthly_limit_micros" field.
-func MonthlyLimitMicrosIn(vs ...int64) predicate.Budget {
-	return predicate.Budget(sql.FieldIn(FieldMonthlyLimitMicros, vs...))
+func MonthlyLimitMicrosIn(vs ...schematype.Micros) predicate.Budget {
+	v := make([]any, len(vs))
+	for i := range v {
+		v[i] = int64(vs[i])
+	}
+	return predicate.Budget(sql.FieldIn(FieldMonthlyLimitMicros, v...))
 }
 
 // MonthlyLimitMicrosNotIn applies the NotIn predicate on the "monthly_limit_micros" field.
-func MonthlyLimitMicrosNotIn(vs ...int64) predicate.Budget {
-	return predicate.Budget(sql.FieldNotIn(FieldMonthlyLimitMicros, vs...))
+func MonthlyLimitMicrosNotIn(vs ...schematype.Micros) predicate.Budget {
+	v := make([]any, len(vs))
+	for i := range v {
+		v[i] = int64(vs[i])
+	}
+	return predicate.Budget(sql.FieldNotIn(FieldMonthlyLimitMicros, v...))
 }
 
 // MonthlyLimitMicrosGT applies the GT predicate on the "monthly_limit_micros" field.
-func MonthlyLimitMicrosGT(v int64) predicate.Budget {
-	return predicate.Budget(sql.FieldGT(FieldMonthlyLimitMicros, v))
+func MonthlyLimitMicrosGT(v schematype.Micros) predicate.Budget {
+	vc := int64(v)
+	return predicate.Budget(sql.FieldGT(FieldMonthlyLimitMicros, vc))
 }
 
 // MonthlyLimitMicrosGTE applies the GTE predicate on the "monthly_limit_micros" field.
-func MonthlyLimitMicrosGTE(v int64) predicate.Budget {
-	return predicate.Budget(sql.FieldGTE(FieldMonthlyLimitMicros, v))
+func MonthlyLimitMicrosGTE(v schematype.Micros) predicate.Budget {
+	vc := int64(v)
+	return predicate.Budget(sql.FieldGTE(FieldMonthlyLimitMicros, vc))
 }
 
 // MonthlyLimitMicrosLT applies the LT predicate on the "monthly_limit_micros" field.
-func MonthlyLimitMicrosLT(v int64) predicate.Budget {
-	return predicate.Budget(sql.FieldLT(FieldMonthlyLimitMicros, v))
+func MonthlyLimitMicrosLT(v schematype.Micros) predicate.Budget {
+	vc := int64(v)
+	return predicate.Budget(sql.FieldLT(FieldMonthlyLimitMicros, vc))
 }
 
 // MonthlyLimitMicrosLTE applies the LTE predicate on the "monthly_limit_micros" field.
-func MonthlyLimitMicrosLTE(v int64) predicate.Budget {
-	return predicate.Budget(sql.FieldLTE(FieldMonthlyLimitMicros, v))
+func MonthlyLimitMicrosLTE(v schematype.Micros) predicate.Budget {
+	vc := int64(v)
+	return predicate.Budget(sql.FieldLTE(FieldMonthlyLimitMicros, vc))
 }
 
 // And groups predicates with the AND operator between them.

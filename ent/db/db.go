@@ -163,6 +163,15 @@ func (d *DB) Migrate(ctx context.Context) error {
 		WHERE turns_count = 0 AND EXISTS (SELECT 1 FROM turns WHERE turns.conversation_id = conversations.id)`); err != nil {
 		return fmt.Errorf("count turns of earlier conversations: %w", err)
 	}
+	// Costs recorded before money was kept exact: their micro-dollars from
+	// the dollars they stored. A row with its micro-dollars is not matched,
+	// so running it again changes nothing.
+	for _, table := range []string{migrate.ModelCallsTable.Name, migrate.SummariesTable.Name} {
+		if _, err := d.SQL.ExecContext(ctx, `UPDATE `+table+` SET cost_micros = CAST(ROUND(cost * 1000000) AS BIGINT)
+			WHERE cost_micros = 0 AND cost <> 0`); err != nil {
+			return fmt.Errorf("exact costs of earlier %s: %w", table, err)
+		}
+	}
 	if err := hybrid.Migrate(ctx, d.SQL, d.Dialect); err != nil {
 		return err
 	}

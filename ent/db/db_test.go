@@ -16,6 +16,7 @@ import (
 	"github.com/toolgate/toolgate/ent/db"
 	"github.com/toolgate/toolgate/ent/db/dbtest"
 	"github.com/toolgate/toolgate/ent/organization"
+	"github.com/toolgate/toolgate/ent/schematype"
 	"github.com/toolgate/toolgate/ent/tenancy"
 )
 
@@ -150,4 +151,37 @@ func TestSQLiteWritesTimesInUTC(t *testing.T) {
 	var raw string
 	require.NoError(t, d.SQL.QueryRowContext(ctx, "SELECT CAST(created_at AS TEXT) FROM organizations").Scan(&raw))
 	require.Equal(t, "2026-11-30 17:58:13.51847883+00:00", raw)
+}
+
+// Costs recorded in dollars before money was kept exact get their
+// micro-dollars from migrate, once, on both databases.
+func TestMigrateBackfillsExactCosts(t *testing.T) {
+	t.Parallel()
+	dbtest.Each(t, func(t *testing.T, d *db.DB) {
+		ctx := tenancy.System(context.Background())
+		c := d.Client()
+		o := c.Organization.Create().SetName("Acme").SaveX(ctx)
+		u := c.User.Create().SetOrganizationID(o.ID).SetName("Ann").SaveX(ctx)
+		a := c.Agent.Create().SetOrganizationID(o.ID).SetName("Helper").SaveX(ctx)
+		conv := c.Conversation.Create().SetOrganizationID(o.ID).SetUserID(u.ID).SetAgentID(a.ID).SaveX(ctx)
+		turn := c.Turn.Create().SetConversationID(conv.ID).SetNumber(1).SetUserText("hi").SaveX(ctx)
+		call := func(usd float64, micros schematype.Micros) int {
+			return c.ModelCall.Create().SetTurnID(turn.ID).SetOrganizationID(o.ID).SetAgentID(a.ID).SetUserID(u.ID).
+				SetProvider("p").SetModel("m").SetCost(usd).SetCostMicros(micros).SaveX(ctx).ID
+		}
+		// As an earlier version wrote them: dollars only.
+		old1, old2 := call(0.0165, 0), call(12.345678, 0)
+		free := call(0, 0)
+		// Already exact: its micro-dollars are kept even where the dollars disagree.
+		exact := call(1.0, 999_999)
+		sum := c.Summary.Create().SetConversationID(conv.ID).SetFromTurn(1).SetToTurn(1).SetText("s").
+			SetTurnID(turn.ID).SetModel("m").SetCost(0.25).SaveX(ctx)
+
+		require.NoError(t, d.Migrate(ctx))
+		require.NoError(t, d.Migrate(ctx), "running it again changes nothing")
+		for id, want := range map[int]schematype.Micros{old1: 16_500, old2: 12_345_678, free: 0, exact: 999_999} {
+			require.Equal(t, want, c.ModelCall.GetX(ctx, id).CostMicros, "model call %d", id)
+		}
+		require.Equal(t, schematype.Micros(250_000), c.Summary.GetX(ctx, sum.ID).CostMicros)
+	})
 }

@@ -380,6 +380,7 @@ var (
 		{Name: "cache_write_tokens", Type: field.TypeInt64, Default: 0},
 		{Name: "output_tokens", Type: field.TypeInt64, Default: 0},
 		{Name: "cost", Type: field.TypeFloat64, Default: 0},
+		{Name: "cost_micros", Type: field.TypeInt64, Default: 0},
 		{Name: "duration_ms", Type: field.TypeInt64, Default: 0},
 		{Name: "kind", Type: field.TypeEnum, Enums: []string{"STEP", "SUMMARY"}, Default: "STEP"},
 		{Name: "prefix_tokens", Type: field.TypeInt64, Default: 0},
@@ -395,7 +396,7 @@ var (
 		ForeignKeys: []*schema.ForeignKey{
 			{
 				Symbol:     "model_calls_turns_model_calls",
-				Columns:    []*schema.Column{ModelCallsColumns[18]},
+				Columns:    []*schema.Column{ModelCallsColumns[19]},
 				RefColumns: []*schema.Column{TurnsColumns[0]},
 				OnDelete:   schema.NoAction,
 			},
@@ -404,12 +405,12 @@ var (
 			{
 				Name:    "modelcall_organization_id_started_at",
 				Unique:  false,
-				Columns: []*schema.Column{ModelCallsColumns[1], ModelCallsColumns[17]},
+				Columns: []*schema.Column{ModelCallsColumns[1], ModelCallsColumns[18]},
 			},
 			{
 				Name:    "modelcall_turn_id",
 				Unique:  false,
-				Columns: []*schema.Column{ModelCallsColumns[18]},
+				Columns: []*schema.Column{ModelCallsColumns[19]},
 			},
 		},
 	}
@@ -485,6 +486,7 @@ var (
 		{Name: "turn_id", Type: field.TypeInt},
 		{Name: "model", Type: field.TypeString},
 		{Name: "cost", Type: field.TypeFloat64, Default: 0},
+		{Name: "cost_micros", Type: field.TypeInt64, Default: 0},
 		{Name: "created_at", Type: field.TypeTime},
 		{Name: "conversation_id", Type: field.TypeInt},
 	}
@@ -496,7 +498,7 @@ var (
 		ForeignKeys: []*schema.ForeignKey{
 			{
 				Symbol:     "summaries_conversations_summaries",
-				Columns:    []*schema.Column{SummariesColumns[8]},
+				Columns:    []*schema.Column{SummariesColumns[9]},
 				RefColumns: []*schema.Column{ConversationsColumns[0]},
 				OnDelete:   schema.NoAction,
 			},
@@ -505,7 +507,7 @@ var (
 			{
 				Name:    "summary_conversation_id_to_turn",
 				Unique:  true,
-				Columns: []*schema.Column{SummariesColumns[8], SummariesColumns[2]},
+				Columns: []*schema.Column{SummariesColumns[9], SummariesColumns[2]},
 			},
 		},
 	}

@@ -11,6 +11,7 @@ import (
 	"entgo.io/ent"
 	"entgo.io/ent/dialect/sql"
 	"entgo.io/ent/dialect/sql/sqlgraph"
+	"github.com/toolgate/toolgate/ent/schematype"
 )
 
 const (
@@ -44,6 +45,8 @@ const (
 	FieldOutputTokens = "output_tokens"
 	// FieldCost holds the string denoting the cost field in the database.
 	FieldCost = "cost"
+	// FieldCostMicros holds the string denoting the cost_micros field in the database.
+	FieldCostMicros = "cost_micros"
 	// FieldDurationMs holds the string denoting the duration_ms field in the database.
 	FieldDurationMs = "duration_ms"
 	// FieldKind holds the string denoting the kind field in the database.
@@ -83,6 +86,7 @@ var Columns = []string{
 	FieldCacheWriteTokens,
 	FieldOutputTokens,
 	FieldCost,
+	FieldCostMicros,
 	FieldDurationMs,
 	FieldKind,
 	FieldPrefixTokens,
@@ -122,6 +126,8 @@ var (
 	DefaultOutputTokens int64
 	// DefaultCost holds the default value on creation for the "cost" field.
 	DefaultCost float64
+	// DefaultCostMicros holds the default value on creation for the "cost_micros" field.
+	DefaultCostMicros schematype.Micros
 	// DefaultDurationMs holds the default value on creation for the "duration_ms" field.
 	DefaultDurationMs int64
 	// DefaultPrefixTokens holds the default value on creation for the "prefix_tokens" field.
@@ -229,6 +235,11 @@ func ByOutputTokens(opts ...sql.OrderTermOption) OrderOption {
 // ByCost orders the results by the cost field.
 func ByCost(opts ...sql.OrderTermOption) OrderOption {
 	return sql.OrderByField(FieldCost, opts...).ToFunc()
+}
+
+// ByCostMicros orders the results by the cost_micros field.
+func ByCostMicros(opts ...sql.OrderTermOption) OrderOption {
+	return sql.OrderByField(FieldCostMicros, opts...).ToFunc()
 }
 
 // ByDurationMs orders the results by the duration_ms field.

@@ -8,6 +8,7 @@ import (
 	"entgo.io/ent/dialect/sql"
 	"entgo.io/ent/dialect/sql/sqlgraph"
 	"github.com/toolgate/toolgate/ent/predicate"
+	"github.com/toolgate/toolgate/ent/schematype"
 )
 
 // ID filters vertices based on their ID field.
@@ -118,6 +119,12 @@ func OutputTokens(v int64) predicate.ModelCall {
 // Cost applies equality check predicate on the "cost" field. It's identical to CostEQ.
 func Cost(v float64) predicate.ModelCall {
 	return predicate.ModelCall(sql.FieldEQ(FieldCost, v))
+}
+
+// CostMicros applies equality check predicate on the "cost_micros" field. It's identical to CostMicrosEQ.
+func CostMicros(v schematype.Micros) predicate.ModelCall {
+	vc := int64(v)
+	return predicate.ModelCall(sql.FieldEQ(FieldCostMicros, vc))
 }
 
 // DurationMs applies equality check predicate on the "duration_ms" field. It's identical to DurationMsEQ.
@@ -713,6 +720,60 @@ func CostLT(v float64) predicate.ModelCall {
 // CostLTE applies the LTE predicate on the "cost" field.
 func CostLTE(v float64) predicate.ModelCall {
 	return predicate.ModelCall(sql.FieldLTE(FieldCost, v))
+}
+
+// CostMicrosEQ applies the EQ predicate on the "cost_micros" field.
+func CostMicrosEQ(v schematype.Micros) predicate.ModelCall {
+	vc := int64(v)
+	return predicate.ModelCall(sql.FieldEQ(FieldCostMicros, vc))
+}
+
+// CostMicrosNEQ applies the NEQ predicate on the "cost_micros" field.
+func CostMicrosNEQ(v schematype.Micros) predicate.ModelCall {
+	vc := int64(v)
+	return predicate.ModelCall(sql.FieldNEQ(FieldCostMicros, vc))
+}
+
+// CostMicrosIn applies the In predicate on the "cost_micros" field.
+func CostMicrosIn(vs ...schematype.Micros) predicate.ModelCall {
+	v := make([]any, len(vs))
+	for i := range v {
+		v[i] = int64(vs[i])
+	}
+	return predicate.ModelCall(sql.FieldIn(FieldCostMicros, v...))
+}
+
+// CostMicrosNotIn applies the NotIn predicate on the "cost_micros" field.
+func CostMicrosNotIn(vs ...schematype.Micros) predicate.ModelCall {
+	v := make([]any, len(vs))
+	for i := range v {
+		v[i] = int64(vs[i])
+	}
+	return predicate.ModelCall(sql.FieldNotIn(FieldCostMicros, v...))
+}
+
+// CostMicrosGT applies the GT predicate on the "cost_micros" field.
+func CostMicrosGT(v schematype.Micros) predicate.ModelCall {
+	vc := int64(v)
+	return predicate.ModelCall(sql.FieldGT(FieldCostMicros, vc))
+}
+
+// CostMicrosGTE applies the GTE predicate on the "cost_micros" field.
+func CostMicrosGTE(v schematype.Micros) predicate.ModelCall {
+	vc := int64(v)
+	return predicate.ModelCall(sql.FieldGTE(FieldCostMicros, vc))
+}
+
+// CostMicrosLT applies the LT predicate on the "cost_micros" field.
+func CostMicrosLT(v schematype.Micros) predicate.ModelCall {
+	vc := int64(v)
+	return predicate.ModelCall(sql.FieldLT(FieldCostMicros, vc))
+}
+
+// CostMicrosLTE applies the LTE predicate on the "cost_micros" field.
+func CostMicrosLTE(v schematype.Micros) predicate.ModelCall {
+	vc := int64(v)
+	return predicate.ModelCall(sql.FieldLTE(FieldCostMicros, vc))
 }
 
 // DurationMsEQ applies the EQ predicate on the "duration_ms" field.

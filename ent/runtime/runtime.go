@@ -609,20 +609,24 @@ func init() {
 	modelcallDescCost := modelcallFields[12].Descriptor()
 	// modelcall.DefaultCost holds the default value on creation for the cost field.
 	modelcall.DefaultCost = modelcallDescCost.Default.(float64)
+	// modelcallDescCostMicros is the schema descriptor for cost_micros field.
+	modelcallDescCostMicros := modelcallFields[13].Descriptor()
+	// modelcall.DefaultCostMicros holds the default value on creation for the cost_micros field.
+	modelcall.DefaultCostMicros = schematype.Micros(modelcallDescCostMicros.Default.(int64))
 	// modelcallDescDurationMs is the schema descriptor for duration_ms field.
-	modelcallDescDurationMs := modelcallFields[13].Descriptor()
+	modelcallDescDurationMs := modelcallFields[14].Descriptor()
 	// modelcall.DefaultDurationMs holds the default value on creation for the duration_ms field.
 	modelcall.DefaultDurationMs = modelcallDescDurationMs.Default.(int64)
 	// modelcallDescPrefixTokens is the schema descriptor for prefix_tokens field.
-	modelcallDescPrefixTokens := modelcallFields[15].Descriptor()
+	modelcallDescPrefixTokens := modelcallFields[16].Descriptor()
 	// modelcall.DefaultPrefixTokens holds the default value on creation for the prefix_tokens field.
 	modelcall.DefaultPrefixTokens = modelcallDescPrefixTokens.Default.(int64)
 	// modelcallDescAttribution is the schema descriptor for attribution field.
-	modelcallDescAttribution := modelcallFields[16].Descriptor()
+	modelcallDescAttribution := modelcallFields[17].Descriptor()
 	// modelcall.DefaultAttribution holds the default value on creation for the attribution field.
 	modelcall.DefaultAttribution = modelcallDescAttribution.Default.(string)
 	// modelcallDescStartedAt is the schema descriptor for started_at field.
-	modelcallDescStartedAt := modelcallFields[17].Descriptor()
+	modelcallDescStartedAt := modelcallFields[18].Descriptor()
 	// modelcall.DefaultStartedAt holds the default value on creation for the started_at field.
 	modelcall.DefaultStartedAt = modelcallDescStartedAt.Default.(func() time.Time)
 	organizationMixin := schema.Organization{}.Mixin()
@@ -767,8 +771,12 @@ func init() {
 	summaryDescCost := summaryFields[6].Descriptor()
 	// summary.DefaultCost holds the default value on creation for the cost field.
 	summary.DefaultCost = summaryDescCost.Default.(float64)
+	// summaryDescCostMicros is the schema descriptor for cost_micros field.
+	summaryDescCostMicros := summaryFields[7].Descriptor()
+	// summary.DefaultCostMicros holds the default value on creation for the cost_micros field.
+	summary.DefaultCostMicros = schematype.Micros(summaryDescCostMicros.Default.(int64))
 	// summaryDescCreatedAt is the schema descriptor for created_at field.
-	summaryDescCreatedAt := summaryFields[7].Descriptor()
+	summaryDescCreatedAt := summaryFields[8].Descriptor()
 	// summary.DefaultCreatedAt holds the default value on creation for the created_at field.
 	summary.DefaultCreatedAt = summaryDescCreatedAt.Default.(func() time.Time)
 	taskMixin := schema.Task{}.Mixin()

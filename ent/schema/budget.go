@@ -7,6 +7,7 @@ import (
 	"entgo.io/ent/schema/field"
 	"entgo.io/ent/schema/index"
 
+	"github.com/toolgate/toolgate/ent/schematype"
 	"github.com/toolgate/toolgate/ent/tenancy"
 )
 
@@ -22,7 +23,7 @@ func (Budget) Fields() []ent.Field {
 	return []ent.Field{
 		field.Int("organization_id").Immutable(),
 		field.Int("user_id").Optional().Nillable().Immutable().Comment("none: the organisation's limit"),
-		field.Int64("monthly_limit_micros").NonNegative().Comment("USD × 1,000,000 per calendar month in UTC"),
+		field.Int64("monthly_limit_micros").GoType(schematype.Micros(0)).NonNegative().Comment("USD × 1,000,000 per calendar month in UTC"),
 	}
 }
 

@@ -10,6 +10,7 @@ import (
 	"entgo.io/ent/schema/field"
 	"entgo.io/ent/schema/index"
 
+	"github.com/toolgate/toolgate/ent/schematype"
 	"github.com/toolgate/toolgate/ent/tenancy"
 )
 
@@ -35,7 +36,9 @@ func (ModelCall) Fields() []ent.Field {
 		field.Int64("cache_read_tokens").Default(0).Immutable(),
 		field.Int64("cache_write_tokens").Default(0).Immutable(),
 		field.Int64("output_tokens").Default(0).Immutable(),
-		field.Float("cost").Default(0).Immutable().Comment("USD"),
+		field.Float("cost").Default(0).Immutable().Comment("USD, cost_micros in dollars (the deprecated Float the API still shows)"),
+		field.Int64("cost_micros").GoType(schematype.Micros(0)).Default(0).Immutable().
+			Comment("USD × 1,000,000, exact: what money sums add up"),
 		field.Int64("duration_ms").Default(0).Immutable(),
 		field.Enum("kind").Values("STEP", "SUMMARY").Default("STEP").Immutable().
 			Comment("STEP: one of the turn's own calls; SUMMARY: the compaction call the turn triggered"),

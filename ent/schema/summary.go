@@ -10,6 +10,7 @@ import (
 	"entgo.io/ent/schema/field"
 	"entgo.io/ent/schema/index"
 
+	"github.com/toolgate/toolgate/ent/schematype"
 	"github.com/toolgate/toolgate/ent/tenancy"
 )
 
@@ -30,7 +31,9 @@ func (Summary) Fields() []ent.Field {
 		field.Text("text").Immutable(),
 		field.Int("turn_id").Immutable().Comment("the turn whose prompt passed the budget and triggered it"),
 		field.String("model").Immutable(),
-		field.Float("cost").Default(0).Immutable().Comment("USD, of the model call that wrote it"),
+		field.Float("cost").Default(0).Immutable().Comment("USD, of the model call that wrote it: cost_micros in dollars"),
+		field.Int64("cost_micros").GoType(schematype.Micros(0)).Default(0).Immutable().
+			Comment("USD × 1,000,000, exact, of the model call that wrote it"),
 		field.Time("created_at").Default(time.Now).Immutable(),
 	}
 }

@@ -8,6 +8,7 @@ import (
 	"entgo.io/ent"
 	"entgo.io/ent/dialect/sql"
 	"entgo.io/ent/dialect/sql/sqlgraph"
+	"github.com/toolgate/toolgate/ent/schematype"
 )
 
 const (
@@ -29,6 +30,8 @@ const (
 	FieldModel = "model"
 	// FieldCost holds the string denoting the cost field in the database.
 	FieldCost = "cost"
+	// FieldCostMicros holds the string denoting the cost_micros field in the database.
+	FieldCostMicros = "cost_micros"
 	// FieldCreatedAt holds the string denoting the created_at field in the database.
 	FieldCreatedAt = "created_at"
 	// EdgeConversation holds the string denoting the conversation edge name in mutations.
@@ -54,6 +57,7 @@ var Columns = []string{
 	FieldTurnID,
 	FieldModel,
 	FieldCost,
+	FieldCostMicros,
 	FieldCreatedAt,
 }
 
@@ -81,6 +85,8 @@ var (
 	ToTurnValidator func(int) error
 	// DefaultCost holds the default value on creation for the "cost" field.
 	DefaultCost float64
+	// DefaultCostMicros holds the default value on creation for the "cost_micros" field.
+	DefaultCostMicros schematype.Micros
 	// DefaultCreatedAt holds the default value on creation for the "created_at" field.
 	DefaultCreatedAt func() time.Time
 )
@@ -126,6 +132,11 @@ func ByModel(opts ...sql.OrderTermOption) OrderOption {
 // ByCost orders the results by the cost field.
 func ByCost(opts ...sql.OrderTermOption) OrderOption {
 	return sql.OrderByField(FieldCost, opts...).ToFunc()
+}
+
+// ByCostMicros orders the results by the cost_micros field.
+func ByCostMicros(opts ...sql.OrderTermOption) OrderOption {
+	return sql.OrderByField(FieldCostMicros, opts...).ToFunc()
 }
 
 // ByCreatedAt orders the results by the created_at field.

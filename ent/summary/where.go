@@ -8,6 +8,7 @@ import (
 	"entgo.io/ent/dialect/sql"
 	"entgo.io/ent/dialect/sql/sqlgraph"
 	"github.com/toolgate/toolgate/ent/predicate"
+	"github.com/toolgate/toolgate/ent/schematype"
 )
 
 // ID filters vertices based on their ID field.
@@ -88,6 +89,12 @@ func Model(v string) predicate.Summary {
 // Cost applies equality check predicate on the "cost" field. It's identical to CostEQ.
 func Cost(v float64) predicate.Summary {
 	return predicate.Summary(sql.FieldEQ(FieldCost, v))
+}
+
+// CostMicros applies equality check predicate on the "cost_micros" field. It's identical to CostMicrosEQ.
+func CostMicros(v schematype.Micros) predicate.Summary {
+	vc := int64(v)
+	return predicate.Summary(sql.FieldEQ(FieldCostMicros, vc))
 }
 
 // CreatedAt applies equality check predicate on the "created_at" field. It's identical to CreatedAtEQ.
@@ -403,6 +410,60 @@ func CostLT(v float64) predicate.Summary {
 // CostLTE applies the LTE predicate on the "cost" field.
 func CostLTE(v float64) predicate.Summary {
 	return predicate.Summary(sql.FieldLTE(FieldCost, v))
+}
+
+// CostMicrosEQ applies the EQ predicate on the "cost_micros" field.
+func CostMicrosEQ(v schematype.Micros) predicate.Summary {
+	vc := int64(v)
+	return predicate.Summary(sql.FieldEQ(FieldCostMicros, vc))
+}
+
+// CostMicrosNEQ applies the NEQ predicate on the "cost_micros" field.
+func CostMicrosNEQ(v schematype.Micros) predicate.Summary {
+	vc := int64(v)
+	return predicate.Summary(sql.FieldNEQ(FieldCostMicros, vc))
+}
+
+// CostMicrosIn applies the In predicate on the "cost_micros" field.
+func CostMicrosIn(vs ...schematype.Micros) predicate.Summary {
+	v := make([]any, len(vs))
+	for i := range v {
+		v[i] = int64(vs[i])
+	}
+	return predicate.Summary(sql.FieldIn(FieldCostMicros, v...))
+}
+
+// CostMicrosNotIn applies the NotIn predicate on the "cost_micros" field.
+func CostMicrosNotIn(vs ...schematype.Micros) predicate.Summary {
+	v := make([]any, len(vs))
+	for i := range v {
+		v[i] = int64(vs[i])
+	}
+	return predicate.Summary(sql.FieldNotIn(FieldCostMicros, v...))
+}
+
+// CostMicrosGT applies the GT predicate on the "cost_micros" field.
+func CostMicrosGT(v schematype.Micros) predicate.Summary {
+	vc := int64(v)
+	return predicate.Summary(sql.FieldGT(FieldCostMicros, vc))
+}
+
+// CostMicrosGTE applies the GTE predicate on the "cost_micros" field.
+func CostMicrosGTE(v schematype.Micros) predicate.Summary {
+	vc := int64(v)
+	return predicate.Summary(sql.FieldGTE(FieldCostMicros, vc))
+}
+
+// CostMicrosLT applies the LT predicate on the "cost_micros" field.
+func CostMicrosLT(v schematype.Micros) predicate.Summary {
+	vc := int64(v)
+	return predicate.Summary(sql.FieldLT(FieldCostMicros, vc))
+}
+
+// CostMicrosLTE applies the LTE predicate on the "cost_micros" field.
+func CostMicrosLTE(v schematype.Micros) predicate.Summary {
+	vc := int64(v)
+	return predicate.Summary(sql.FieldLTE(FieldCostMicros, vc))
 }
 
 // CreatedAtEQ applies the EQ predicate on the "created_at" field.

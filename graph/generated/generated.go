@@ -17,7 +17,7 @@ import (
 	"github.com/99designs/gqlgen/graphql/introspection"
 	"github.com/toolgate/toolgate/ent"
 	"github.com/toolgate/toolgate/ent/attachment"
-	"github.com/toolgate/toolgate/ent/document"
+	document1 "github.com/toolgate/toolgate/ent/document"
 	"github.com/toolgate/toolgate/ent/modelcall"
 	"github.com/toolgate/toolgate/ent/schematype"
 	"github.com/toolgate/toolgate/ent/toolcall"
@@ -28,6 +28,7 @@ import (
 	"github.com/toolgate/toolgate/tools/artifact"
 	"github.com/toolgate/toolgate/tools/catalog"
 	"github.com/toolgate/toolgate/tools/code"
+	"github.com/toolgate/toolgate/tools/document"
 	"github.com/toolgate/toolgate/tools/result"
 	"github.com/toolgate/toolgate/tools/transcript"
 	"github.com/toolgate/toolgate/tools/web"
@@ -105,6 +106,7 @@ type ComplexityRoot struct {
 		InputTokens      func(childComplexity int) int
 		ModelCalls       func(childComplexity int) int
 		OutputTokens     func(childComplexity int) int
+		Totals           func(childComplexity int) int
 	}
 
 	Application struct {
@@ -168,18 +170,24 @@ type ComplexityRoot struct {
 	}
 
 	Budget struct {
-		ID           func(childComplexity int) int
-		Left         func(childComplexity int) int
-		Month        func(childComplexity int) int
-		MonthlyLimit func(childComplexity int) int
-		Spent        func(childComplexity int) int
-		User         func(childComplexity int) int
+		ID                 func(childComplexity int) int
+		Left               func(childComplexity int) int
+		LeftAmount         func(childComplexity int) int
+		Month              func(childComplexity int) int
+		MonthlyLimit       func(childComplexity int) int
+		MonthlyLimitMicros func(childComplexity int) int
+		Spent              func(childComplexity int) int
+		SpentAmount        func(childComplexity int) int
+		User               func(childComplexity int) int
 	}
 
 	BudgetLine struct {
-		Left         func(childComplexity int) int
-		MonthlyLimit func(childComplexity int) int
-		Spent        func(childComplexity int) int
+		Left               func(childComplexity int) int
+		LeftAmount         func(childComplexity int) int
+		MonthlyLimit       func(childComplexity int) int
+		MonthlyLimitAmount func(childComplexity int) int
+		Spent              func(childComplexity int) int
+		SpentAmount        func(childComplexity int) int
 	}
 
 	BudgetStatus struct {
@@ -300,6 +308,16 @@ type ComplexityRoot struct {
 		Node   func(childComplexity int) int
 	}
 
+	DocumentRead struct {
+		DocumentID func(childComplexity int) int
+		NextOffset func(childComplexity int) int
+		Offset     func(childComplexity int) int
+		Text       func(childComplexity int) int
+		Title      func(childComplexity int) int
+		TotalChars func(childComplexity int) int
+		Truncated  func(childComplexity int) int
+	}
+
 	Evidence struct {
 		End   func(childComplexity int) int
 		Ref   func(childComplexity int) int
@@ -341,6 +359,7 @@ type ComplexityRoot struct {
 		CacheReadTokens  func(childComplexity int) int
 		CacheWriteTokens func(childComplexity int) int
 		Cost             func(childComplexity int) int
+		CostMicros       func(childComplexity int) int
 		DurationMs       func(childComplexity int) int
 		InputTokens      func(childComplexity int) int
 		Kind             func(childComplexity int) int
@@ -361,6 +380,13 @@ type ComplexityRoot struct {
 		Model            func(childComplexity int) int
 		ModelCalls       func(childComplexity int) int
 		OutputTokens     func(childComplexity int) int
+		Totals           func(childComplexity int) int
+	}
+
+	Money struct {
+		Amount   func(childComplexity int) int
+		Currency func(childComplexity int) int
+		Int64    func(childComplexity int) int
 	}
 
 	Mutation struct {
@@ -409,6 +435,23 @@ type ComplexityRoot struct {
 		StartCursor     func(childComplexity int) int
 	}
 
+	Passage struct {
+		DocumentID func(childComplexity int) int
+		Position   func(childComplexity int) int
+		Text       func(childComplexity int) int
+		Title      func(childComplexity int) int
+	}
+
+	PassageQueryResult struct {
+		Hits  func(childComplexity int) int
+		Query func(childComplexity int) int
+	}
+
+	PassageSearch struct {
+		Failures func(childComplexity int) int
+		Results  func(childComplexity int) int
+	}
+
 	PromptStats struct {
 		CacheReadTokens func(childComplexity int) int
 		InputTokens     func(childComplexity int) int
@@ -429,14 +472,17 @@ type ComplexityRoot struct {
 		Conversations     func(childComplexity int, after *entgql.Cursor[int], first *int, before *entgql.Cursor[int], last *int, orderBy []*ent.ConversationOrder, where *ent.ConversationWhereInput) int
 		GetToolSchema     func(childComplexity int, conversationID *int, names []string) int
 		KnowledgeBases    func(childComplexity int, first *int, after *entgql.Cursor[int]) int
+		KnowledgeSearch   func(childComplexity int, conversationID *int, queries []string, maxResults *int) int
 		ListFiles         func(childComplexity int, conversationID *int, path *string) int
 		ListTools         func(childComplexity int, conversationID *int) int
 		Node              func(childComplexity int, id int) int
 		Nodes             func(childComplexity int, ids []int) int
+		ReadDocument      func(childComplexity int, conversationID *int, documentID int, offset *int, maxChars *int) int
 		ReadFile          func(childComplexity int, conversationID *int, path string, offset *int, maxChars *int) int
 		ReadPage          func(childComplexity int, conversationID *int, url string, offset *int, maxChars *int) int
 		ReadToolResult    func(childComplexity int, conversationID *int, refs []string, offset *int, maxChars *int) int
 		ResearchWeb       func(childComplexity int, conversationID *int, queries []string, maxPages *int) int
+		SearchAttachments func(childComplexity int, conversationID *int, queries []string, maxResults *int) int
 		SearchFiles       func(childComplexity int, conversationID *int, strings []string, contextLines *int) int
 		SearchToolResults func(childComplexity int, conversationID *int, refs []string, query string, match *result.Match, contextChars *int, maxChars *int) int
 		SearchTools       func(childComplexity int, conversationID *int, queries []string) int
@@ -475,12 +521,13 @@ type ComplexityRoot struct {
 	}
 
 	Summary struct {
-		Cost      func(childComplexity int) int
-		CreatedAt func(childComplexity int) int
-		FromTurn  func(childComplexity int) int
-		Model     func(childComplexity int) int
-		Text      func(childComplexity int) int
-		ToTurn    func(childComplexity int) int
+		Cost       func(childComplexity int) int
+		CostMicros func(childComplexity int) int
+		CreatedAt  func(childComplexity int) int
+		FromTurn   func(childComplexity int) int
+		Model      func(childComplexity int) int
+		Text       func(childComplexity int) int
+		ToTurn     func(childComplexity int) int
 	}
 
 	Task struct {
@@ -668,6 +715,17 @@ type ComplexityRoot struct {
 		OutputTokens     func(childComplexity int) int
 		PrefixShare      func(childComplexity int) int
 		PrefixTokens     func(childComplexity int) int
+		Totals           func(childComplexity int) int
+	}
+
+	UsageTotals struct {
+		CacheReadTokens  func(childComplexity int) int
+		CacheWriteTokens func(childComplexity int) int
+		Cost             func(childComplexity int) int
+		InputTokens      func(childComplexity int) int
+		ModelCalls       func(childComplexity int) int
+		OutputTokens     func(childComplexity int) int
+		PrefixTokens     func(childComplexity int) int
 	}
 
 	User struct {
@@ -689,6 +747,7 @@ type ComplexityRoot struct {
 		InputTokens      func(childComplexity int) int
 		ModelCalls       func(childComplexity int) int
 		OutputTokens     func(childComplexity int) int
+		Totals           func(childComplexity int) int
 		User             func(childComplexity int) int
 	}
 
@@ -798,6 +857,9 @@ type BudgetResolver interface {
 	MonthlyLimit(ctx context.Context, obj *ent.Budget) (float64, error)
 	Spent(ctx context.Context, obj *ent.Budget) (float64, error)
 	Left(ctx context.Context, obj *ent.Budget) (float64, error)
+
+	SpentAmount(ctx context.Context, obj *ent.Budget) (schematype.Micros, error)
+	LeftAmount(ctx context.Context, obj *ent.Budget) (schematype.Micros, error)
 	Month(ctx context.Context, obj *ent.Budget) (string, error)
 }
 type ConversationResolver interface {
@@ -852,6 +914,9 @@ type QueryResolver interface {
 	Viewer(ctx context.Context) (*ent.User, error)
 	Conversation(ctx context.Context, id int) (*ent.Conversation, error)
 	KnowledgeBases(ctx context.Context, first *int, after *entgql.Cursor[int]) (*ent.KnowledgeBaseConnection, error)
+	KnowledgeSearch(ctx context.Context, conversationID *int, queries []string, maxResults *int) (*document.Search, error)
+	SearchAttachments(ctx context.Context, conversationID *int, queries []string, maxResults *int) (*document.Search, error)
+	ReadDocument(ctx context.Context, conversationID *int, documentID int, offset *int, maxChars *int) (*document.Read, error)
 	Applications(ctx context.Context) ([]*ent.Application, error)
 	Users(ctx context.Context) ([]*ent.User, error)
 	ToolResults(ctx context.Context, conversationID *int, refs []string, offset *int, maxChars *int, query *string, match *result.Match, contextChars *int) (*result.Results, error)
@@ -1086,6 +1151,12 @@ func (e *executableSchema) Complexity(ctx context.Context, typeName, field strin
 		}
 
 		return e.ComplexityRoot.AgentUsage.OutputTokens(childComplexity), true
+	case "AgentUsage.totals":
+		if e.ComplexityRoot.AgentUsage.Totals == nil {
+			break
+		}
+
+		return e.ComplexityRoot.AgentUsage.Totals(childComplexity), true
 
 	case "Application.allowedTools":
 		if e.ComplexityRoot.Application.AllowedTools == nil {
@@ -1340,6 +1411,12 @@ func (e *executableSchema) Complexity(ctx context.Context, typeName, field strin
 		}
 
 		return e.ComplexityRoot.Budget.Left(childComplexity), true
+	case "Budget.leftAmount":
+		if e.ComplexityRoot.Budget.LeftAmount == nil {
+			break
+		}
+
+		return e.ComplexityRoot.Budget.LeftAmount(childComplexity), true
 	case "Budget.month":
 		if e.ComplexityRoot.Budget.Month == nil {
 			break
@@ -1352,12 +1429,24 @@ func (e *executableSchema) Complexity(ctx context.Context, typeName, field strin
 		}
 
 		return e.ComplexityRoot.Budget.MonthlyLimit(childComplexity), true
+	case "Budget.monthlyLimitAmount":
+		if e.ComplexityRoot.Budget.MonthlyLimitMicros == nil {
+			break
+		}
+
+		return e.ComplexityRoot.Budget.MonthlyLimitMicros(childComplexity), true
 	case "Budget.spent":
 		if e.ComplexityRoot.Budget.Spent == nil {
 			break
 		}
 
 		return e.ComplexityRoot.Budget.Spent(childComplexity), true
+	case "Budget.spentAmount":
+		if e.ComplexityRoot.Budget.SpentAmount == nil {
+			break
+		}
+
+		return e.ComplexityRoot.Budget.SpentAmount(childComplexity), true
 	case "Budget.user":
 		if e.ComplexityRoot.Budget.User == nil {
 			break
@@ -1371,18 +1460,36 @@ func (e *executableSchema) Complexity(ctx context.Context, typeName, field strin
 		}
 
 		return e.ComplexityRoot.BudgetLine.Left(childComplexity), true
+	case "BudgetLine.leftAmount":
+		if e.ComplexityRoot.BudgetLine.LeftAmount == nil {
+			break
+		}
+
+		return e.ComplexityRoot.BudgetLine.LeftAmount(childComplexity), true
 	case "BudgetLine.monthlyLimit":
 		if e.ComplexityRoot.BudgetLine.MonthlyLimit == nil {
 			break
 		}
 
 		return e.ComplexityRoot.BudgetLine.MonthlyLimit(childComplexity), true
+	case "BudgetLine.monthlyLimitAmount":
+		if e.ComplexityRoot.BudgetLine.MonthlyLimitAmount == nil {
+			break
+		}
+
+		return e.ComplexityRoot.BudgetLine.MonthlyLimitAmount(childComplexity), true
 	case "BudgetLine.spent":
 		if e.ComplexityRoot.BudgetLine.Spent == nil {
 			break
 		}
 
 		return e.ComplexityRoot.BudgetLine.Spent(childComplexity), true
+	case "BudgetLine.spentAmount":
+		if e.ComplexityRoot.BudgetLine.SpentAmount == nil {
+			break
+		}
+
+		return e.ComplexityRoot.BudgetLine.SpentAmount(childComplexity), true
 
 	case "BudgetStatus.month":
 		if e.ComplexityRoot.BudgetStatus.Month == nil {
@@ -1825,6 +1932,49 @@ func (e *executableSchema) Complexity(ctx context.Context, typeName, field strin
 
 		return e.ComplexityRoot.DocumentEdge.Node(childComplexity), true
 
+	case "DocumentRead.documentId":
+		if e.ComplexityRoot.DocumentRead.DocumentID == nil {
+			break
+		}
+
+		return e.ComplexityRoot.DocumentRead.DocumentID(childComplexity), true
+	case "DocumentRead.nextOffset":
+		if e.ComplexityRoot.DocumentRead.NextOffset == nil {
+			break
+		}
+
+		return e.ComplexityRoot.DocumentRead.NextOffset(childComplexity), true
+	case "DocumentRead.offset":
+		if e.ComplexityRoot.DocumentRead.Offset == nil {
+			break
+		}
+
+		return e.ComplexityRoot.DocumentRead.Offset(childComplexity), true
+	case "DocumentRead.text":
+		if e.ComplexityRoot.DocumentRead.Text == nil {
+			break
+		}
+
+		return e.ComplexityRoot.DocumentRead.Text(childComplexity), true
+	case "DocumentRead.title":
+		if e.ComplexityRoot.DocumentRead.Title == nil {
+			break
+		}
+
+		return e.ComplexityRoot.DocumentRead.Title(childComplexity), true
+	case "DocumentRead.totalChars":
+		if e.ComplexityRoot.DocumentRead.TotalChars == nil {
+			break
+		}
+
+		return e.ComplexityRoot.DocumentRead.TotalChars(childComplexity), true
+	case "DocumentRead.truncated":
+		if e.ComplexityRoot.DocumentRead.Truncated == nil {
+			break
+		}
+
+		return e.ComplexityRoot.DocumentRead.Truncated(childComplexity), true
+
 	case "Evidence.end":
 		if e.ComplexityRoot.Evidence.End == nil {
 			break
@@ -1968,6 +2118,12 @@ func (e *executableSchema) Complexity(ctx context.Context, typeName, field strin
 		}
 
 		return e.ComplexityRoot.ModelCall.Cost(childComplexity), true
+	case "ModelCall.costAmount":
+		if e.ComplexityRoot.ModelCall.CostMicros == nil {
+			break
+		}
+
+		return e.ComplexityRoot.ModelCall.CostMicros(childComplexity), true
 	case "ModelCall.durationMs":
 		if e.ComplexityRoot.ModelCall.DurationMs == nil {
 			break
@@ -2071,6 +2227,31 @@ func (e *executableSchema) Complexity(ctx context.Context, typeName, field strin
 		}
 
 		return e.ComplexityRoot.ModelUsage.OutputTokens(childComplexity), true
+	case "ModelUsage.totals":
+		if e.ComplexityRoot.ModelUsage.Totals == nil {
+			break
+		}
+
+		return e.ComplexityRoot.ModelUsage.Totals(childComplexity), true
+
+	case "Money.amount":
+		if e.ComplexityRoot.Money.Amount == nil {
+			break
+		}
+
+		return e.ComplexityRoot.Money.Amount(childComplexity), true
+	case "Money.currency":
+		if e.ComplexityRoot.Money.Currency == nil {
+			break
+		}
+
+		return e.ComplexityRoot.Money.Currency(childComplexity), true
+	case "Money.micros":
+		if e.ComplexityRoot.Money.Int64 == nil {
+			break
+		}
+
+		return e.ComplexityRoot.Money.Int64(childComplexity), true
 
 	case "Mutation.addDocument":
 		if e.ComplexityRoot.Mutation.AddDocument == nil {
@@ -2437,6 +2618,57 @@ func (e *executableSchema) Complexity(ctx context.Context, typeName, field strin
 
 		return e.ComplexityRoot.PageInfo.StartCursor(childComplexity), true
 
+	case "Passage.documentId":
+		if e.ComplexityRoot.Passage.DocumentID == nil {
+			break
+		}
+
+		return e.ComplexityRoot.Passage.DocumentID(childComplexity), true
+	case "Passage.position":
+		if e.ComplexityRoot.Passage.Position == nil {
+			break
+		}
+
+		return e.ComplexityRoot.Passage.Position(childComplexity), true
+	case "Passage.text":
+		if e.ComplexityRoot.Passage.Text == nil {
+			break
+		}
+
+		return e.ComplexityRoot.Passage.Text(childComplexity), true
+	case "Passage.title":
+		if e.ComplexityRoot.Passage.Title == nil {
+			break
+		}
+
+		return e.ComplexityRoot.Passage.Title(childComplexity), true
+
+	case "PassageQueryResult.hits":
+		if e.ComplexityRoot.PassageQueryResult.Hits == nil {
+			break
+		}
+
+		return e.ComplexityRoot.PassageQueryResult.Hits(childComplexity), true
+	case "PassageQueryResult.query":
+		if e.ComplexityRoot.PassageQueryResult.Query == nil {
+			break
+		}
+
+		return e.ComplexityRoot.PassageQueryResult.Query(childComplexity), true
+
+	case "PassageSearch.failures":
+		if e.ComplexityRoot.PassageSearch.Failures == nil {
+			break
+		}
+
+		return e.ComplexityRoot.PassageSearch.Failures(childComplexity), true
+	case "PassageSearch.results":
+		if e.ComplexityRoot.PassageSearch.Results == nil {
+			break
+		}
+
+		return e.ComplexityRoot.PassageSearch.Results(childComplexity), true
+
 	case "PromptStats.cacheReadTokens":
 		if e.ComplexityRoot.PromptStats.CacheReadTokens == nil {
 			break
@@ -2580,6 +2812,17 @@ func (e *executableSchema) Complexity(ctx context.Context, typeName, field strin
 		}
 
 		return e.ComplexityRoot.Query.KnowledgeBases(childComplexity, args["first"].(*int), args["after"].(*entgql.Cursor[int])), true
+	case "Query.knowledgeSearch":
+		if e.ComplexityRoot.Query.KnowledgeSearch == nil {
+			break
+		}
+
+		args, err := ec.field_Query_knowledgeSearch_args(ctx, rawArgs)
+		if err != nil {
+			return 0, false
+		}
+
+		return e.ComplexityRoot.Query.KnowledgeSearch(childComplexity, args["conversationId"].(*int), args["queries"].([]string), args["maxResults"].(*int)), true
 	case "Query.listFiles":
 		if e.ComplexityRoot.Query.ListFiles == nil {
 			break
@@ -2624,6 +2867,17 @@ func (e *executableSchema) Complexity(ctx context.Context, typeName, field strin
 		}
 
 		return e.ComplexityRoot.Query.Nodes(childComplexity, args["ids"].([]int)), true
+	case "Query.readDocument":
+		if e.ComplexityRoot.Query.ReadDocument == nil {
+			break
+		}
+
+		args, err := ec.field_Query_readDocument_args(ctx, rawArgs)
+		if err != nil {
+			return 0, false
+		}
+
+		return e.ComplexityRoot.Query.ReadDocument(childComplexity, args["conversationId"].(*int), args["documentId"].(int), args["offset"].(*int), args["maxChars"].(*int)), true
 	case "Query.readFile":
 		if e.ComplexityRoot.Query.ReadFile == nil {
 			break
@@ -2668,6 +2922,17 @@ func (e *executableSchema) Complexity(ctx context.Context, typeName, field strin
 		}
 
 		return e.ComplexityRoot.Query.ResearchWeb(childComplexity, args["conversationId"].(*int), args["queries"].([]string), args["maxPages"].(*int)), true
+	case "Query.searchAttachments":
+		if e.ComplexityRoot.Query.SearchAttachments == nil {
+			break
+		}
+
+		args, err := ec.field_Query_searchAttachments_args(ctx, rawArgs)
+		if err != nil {
+			return 0, false
+		}
+
+		return e.ComplexityRoot.Query.SearchAttachments(childComplexity, args["conversationId"].(*int), args["queries"].([]string), args["maxResults"].(*int)), true
 	case "Query.searchFiles":
 		if e.ComplexityRoot.Query.SearchFiles == nil {
 			break
@@ -2852,6 +3117,12 @@ func (e *executableSchema) Complexity(ctx context.Context, typeName, field strin
 		}
 
 		return e.ComplexityRoot.Summary.Cost(childComplexity), true
+	case "Summary.costAmount":
+		if e.ComplexityRoot.Summary.CostMicros == nil {
+			break
+		}
+
+		return e.ComplexityRoot.Summary.CostMicros(childComplexity), true
 	case "Summary.createdAt":
 		if e.ComplexityRoot.Summary.CreatedAt == nil {
 			break
@@ -3630,6 +3901,55 @@ func (e *executableSchema) Complexity(ctx context.Context, typeName, field strin
 		}
 
 		return e.ComplexityRoot.Usage.PrefixTokens(childComplexity), true
+	case "Usage.totals":
+		if e.ComplexityRoot.Usage.Totals == nil {
+			break
+		}
+
+		return e.ComplexityRoot.Usage.Totals(childComplexity), true
+
+	case "UsageTotals.cacheReadTokens":
+		if e.ComplexityRoot.UsageTotals.CacheReadTokens == nil {
+			break
+		}
+
+		return e.ComplexityRoot.UsageTotals.CacheReadTokens(childComplexity), true
+	case "UsageTotals.cacheWriteTokens":
+		if e.ComplexityRoot.UsageTotals.CacheWriteTokens == nil {
+			break
+		}
+
+		return e.ComplexityRoot.UsageTotals.CacheWriteTokens(childComplexity), true
+	case "UsageTotals.cost":
+		if e.ComplexityRoot.UsageTotals.Cost == nil {
+			break
+		}
+
+		return e.ComplexityRoot.UsageTotals.Cost(childComplexity), true
+	case "UsageTotals.inputTokens":
+		if e.ComplexityRoot.UsageTotals.InputTokens == nil {
+			break
+		}
+
+		return e.ComplexityRoot.UsageTotals.InputTokens(childComplexity), true
+	case "UsageTotals.modelCalls":
+		if e.ComplexityRoot.UsageTotals.ModelCalls == nil {
+			break
+		}
+
+		return e.ComplexityRoot.UsageTotals.ModelCalls(childComplexity), true
+	case "UsageTotals.outputTokens":
+		if e.ComplexityRoot.UsageTotals.OutputTokens == nil {
+			break
+		}
+
+		return e.ComplexityRoot.UsageTotals.OutputTokens(childComplexity), true
+	case "UsageTotals.prefixTokens":
+		if e.ComplexityRoot.UsageTotals.PrefixTokens == nil {
+			break
+		}
+
+		return e.ComplexityRoot.UsageTotals.PrefixTokens(childComplexity), true
 
 	case "User.admin":
 		if e.ComplexityRoot.User.Admin == nil {
@@ -3722,6 +4042,12 @@ func (e *executableSchema) Complexity(ctx context.Context, typeName, field strin
 		}
 
 		return e.ComplexityRoot.UserUsage.OutputTokens(childComplexity), true
+	case "UserUsage.totals":
+		if e.ComplexityRoot.UserUsage.Totals == nil {
+			break
+		}
+
+		return e.ComplexityRoot.UserUsage.Totals(childComplexity), true
 	case "UserUsage.user":
 		if e.ComplexityRoot.UserUsage.User == nil {
 			break
@@ -4057,6 +4383,7 @@ func (e *executableSchema) Exec(ctx context.Context) graphql.ResponseHandler {
 			graphql.NewInputUnmarshaler("ExportContextInput", ec.unmarshalInputExportContextInput),
 			graphql.NewInputUnmarshaler("ExportSourceInput", ec.unmarshalInputExportSourceInput),
 			graphql.NewInputUnmarshaler("KnowledgeBaseOrder", ec.unmarshalInputKnowledgeBaseOrder),
+			graphql.NewInputUnmarshaler("MoneyInput", ec.unmarshalInputMoneyInput),
 			graphql.NewInputUnmarshaler("RegisterApplicationInput", ec.unmarshalInputRegisterApplicationInput),
 			graphql.NewInputUnmarshaler("RemoveApplicationInput", ec.unmarshalInputRemoveApplicationInput),
 			graphql.NewInputUnmarshaler("SendMessageInput", ec.unmarshalInputSendMessageInput),
@@ -4366,8 +4693,10 @@ extend type Mutation {
 input SetBudgetInput {
   "The user whose limit this is; none: the organisation's."
   userId: ID
-  "USD per calendar month (UTC), 0 or more; exact to the micro-dollar."
-  monthlyLimit: Float!
+  "USD per calendar month (UTC), 0 or more. Give this or monthlyLimitAmount."
+  monthlyLimit: Float @deprecated(reason: "Use monthlyLimitAmount: exact, with its currency.")
+  "The limit per calendar month (UTC), 0 or more. Give this or monthlyLimit."
+  monthlyLimitAmount: MoneyInput
 }
 
 "A monthly spending limit and this month's spend against it."
@@ -4376,11 +4705,17 @@ type Budget {
   "Whose limit; null: the organisation's."
   user: User
   "USD per calendar month in UTC."
-  monthlyLimit: Float!
+  monthlyLimit: Float! @deprecated(reason: "Use monthlyLimitAmount: exact, with its currency.")
   "USD spent this calendar month (UTC): the cost of the model calls of the user (or the whole organisation)."
-  spent: Float!
+  spent: Float! @deprecated(reason: "Use spentAmount: exact, with its currency.")
   "USD left, never below 0."
-  left: Float!
+  left: Float! @deprecated(reason: "Use leftAmount: exact, with its currency.")
+  "The limit per calendar month in UTC."
+  monthlyLimitAmount: Money!
+  "Spent this calendar month (UTC): the cost of the model calls of the user (or the whole organisation)."
+  spentAmount: Money!
+  "What is left of the limit, never below 0."
+  leftAmount: Money!
   "The month spent is counted in, YYYY-MM (UTC)."
   month: String!
 }
@@ -4395,11 +4730,17 @@ type BudgetStatus {
 
 type BudgetLine {
   "USD; null: no limit set."
-  monthlyLimit: Float
+  monthlyLimit: Float @deprecated(reason: "Use monthlyLimitAmount: exact, with its currency.")
   "USD spent this calendar month (UTC)."
-  spent: Float!
+  spent: Float! @deprecated(reason: "Use spentAmount: exact, with its currency.")
   "USD left of the limit (never below 0); null: no limit set."
-  left: Float
+  left: Float @deprecated(reason: "Use leftAmount: exact, with its currency.")
+  "The limit per calendar month (UTC); null: no limit set."
+  monthlyLimitAmount: Money
+  "Spent this calendar month (UTC)."
+  spentAmount: Money!
+  "What is left of the limit (never below 0); null: no limit set."
+  leftAmount: Money
 }
 `, BuiltIn: false},
 	{Name: "../catalogue.graphqls", Input: `extend type Query {
@@ -4626,7 +4967,9 @@ type Summary {
   "The model that wrote it."
   model: String!
   "USD, of the model call that wrote it (recorded on the triggering turn)."
-  cost: Float!
+  cost: Float! @deprecated(reason: "Use costAmount: exact, with its currency.")
+  "What the model call that wrote it cost (recorded on the triggering turn), exact."
+  costAmount: Money!
 }
 `, BuiltIn: false},
 	{Name: "../documents.graphqls", Input: `"A file in a multipart request (the GraphQL multipart request spec)."
@@ -4670,6 +5013,61 @@ input AddDocumentInput {
 input AttachFileInput {
   conversationId: ID!
   file: Upload!
+}
+
+extend type Query {
+  """
+  Searches the documents of the knowledge bases the conversation's agent binds (the
+  knowledge_search tool): 1 to 5 distinct queries, embedded in one request, run concurrently and
+  answered in order, maxResults passages each (default 8, at most 20), hybrid (full-text and
+  vector, fused). A query that matched nothing (ABSENCE) or never ran because the embedding
+  provider could not be reached (OUTAGE) is listed under failures; the others keep their hits.
+  """
+  knowledgeSearch("Required with an API token (BAD_USER_INPUT naming conversationId when it is missing); a turn's scope token implies its own conversation and refuses another." conversationId: ID, queries: [String!]!, maxResults: Int): PassageSearch!
+  "Searches only the files attached to the conversation (the search_attachments tool), as knowledgeSearch searches."
+  searchAttachments("Required with an API token (BAD_USER_INPUT naming conversationId when it is missing); a turn's scope token implies its own conversation and refuses another." conversationId: ID, queries: [String!]!, maxResults: Int): PassageSearch!
+  """
+  One window of the text of a document of a knowledge base the conversation's agent binds, or of
+  a file attached to the conversation (the read_document tool): maxChars (default 10000, at most
+  40000) characters from offset. Any other id is NOT_FOUND, as an id of nothing.
+  """
+  readDocument("Required with an API token (BAD_USER_INPUT naming conversationId when it is missing); a turn's scope token implies its own conversation and refuses another." conversationId: ID, documentId: ID!, offset: Int, maxChars: Int): DocumentRead!
+}
+
+"What knowledgeSearch or searchAttachments found."
+type PassageSearch @goModel(model: "github.com/toolgate/toolgate/tools/document.Search") {
+  "One per query, in the order asked."
+  results: [PassageQueryResult!]!
+  "Queries that matched nothing (ABSENCE) or never ran (OUTAGE); item is the query's position."
+  failures: [ItemFailure!]!
+}
+
+type PassageQueryResult @goModel(model: "github.com/toolgate/toolgate/tools/document.QueryHits") {
+  query: String!
+  "Best first."
+  hits: [Passage!]!
+}
+
+type Passage @goModel(model: "github.com/toolgate/toolgate/tools/document.Passage") {
+  "The document's or the attachment's id, for readDocument."
+  documentId: ID!
+  title: String!
+  "Offset of the passage's first character in the document's text."
+  position: Int!
+  text: String!
+}
+
+type DocumentRead @goModel(model: "github.com/toolgate/toolgate/tools/document.Read") {
+  documentId: ID!
+  title: String!
+  text: String!
+  offset: Int!
+  "Characters of the document's whole text."
+  totalChars: Int!
+  "The window stops before the end of the text."
+  truncated: Boolean!
+  "The offset to continue from, when truncated."
+  nextOffset: Int
 }
 `, BuiltIn: false},
 	{Name: "../ent.graphqls", Input: `directive @goField(forceResolver: Boolean, name: String, omittable: Boolean) on FIELD_DEFINITION | INPUT_FIELD_DEFINITION
@@ -5657,6 +6055,8 @@ input UpdateAgentInput {
   budgetCheck: Boolean
   "Turns past-conversation search on or off; none: unchanged."
   pastConversationSearch: Boolean
+  "The organisation's knowledge bases knowledge_search and read_document reach, in place of the old list; none: unchanged."
+  knowledgeBaseIds: [ID!]
 }
 
 "What updateAgent changed."
@@ -5701,6 +6101,53 @@ input DeactivateUserInput {
 type DeactivateUserPayload {
   "The user as they now are; deactivatedAt is set."
   user: User!
+}
+`, BuiltIn: false},
+	{Name: "../money.graphqls", Input: `"""
+A 64-bit signed integer, as a JSON number. Token and call totals use it: an
+organisation's month can pass 2^31 tokens. JavaScript reads it exactly up to
+2^53.
+"""
+scalar Int64
+
+"""
+An exact amount of money. Amounts are stored and summed as integers of
+micro-units, so totals never drift by float rounding.
+"""
+type Money {
+  "The amount in millionths of the currency's unit (micro-dollars for USD), exact."
+  micros: Int64!
+  "The same amount as a decimal string with six decimals, e.g. \"12.500000\"."
+  amount: String!
+  "The ISO 4217 currency code; prices are in USD."
+  currency: String!
+}
+
+"An exact amount of money, given as a decimal string."
+input MoneyInput {
+  "A non-negative decimal string with at most six decimals, e.g. \"12.50\"."
+  amount: String!
+  "The ISO 4217 currency code; USD, the currency of prices, is the one accepted."
+  currency: String! = "USD"
+}
+
+"Totals of a set of model calls: 64-bit counts and exact money."
+type UsageTotals {
+  "Uncached input tokens."
+  inputTokens: Int64!
+  "Input tokens read from the provider's cache."
+  cacheReadTokens: Int64!
+  "Input tokens written to the provider's cache."
+  cacheWriteTokens: Int64!
+  outputTokens: Int64!
+  """
+  The stable prefix (system prompt and tool definitions) summed over the
+  calls, in o200k tokens.
+  """
+  prefixTokens: Int64!
+  modelCalls: Int64!
+  "What the calls cost, from the price table."
+  cost: Money!
 }
 `, BuiltIn: false},
 	{Name: "../result.graphqls", Input: `# read_tool_result: windows and searches of a conversation's stored tool
@@ -5955,21 +6402,23 @@ type TurnEvent {
 type Usage {
   "The month, YYYY-MM, in UTC."
   month: String!
-  inputTokens: Int!
-  cacheReadTokens: Int!
-  cacheWriteTokens: Int!
-  outputTokens: Int!
+  "The month's totals: 64-bit counts and exact money."
+  totals: UsageTotals!
+  inputTokens: Int! @deprecated(reason: "Use totals.inputTokens: 64-bit.")
+  cacheReadTokens: Int! @deprecated(reason: "Use totals.cacheReadTokens: 64-bit.")
+  cacheWriteTokens: Int! @deprecated(reason: "Use totals.cacheWriteTokens: 64-bit.")
+  outputTokens: Int! @deprecated(reason: "Use totals.outputTokens: 64-bit.")
   "USD, from the price table."
-  cost: Float!
-  modelCalls: Int!
+  cost: Float! @deprecated(reason: "Use totals.cost: exact, with its currency.")
+  modelCalls: Int! @deprecated(reason: "Use totals.modelCalls: 64-bit.")
   """
   The stable prefix (system prompt and tool definitions) summed over the
   month's model calls, in o200k tokens.
   """
-  prefixTokens: Int!
-  "prefixTokens over all input tokens (uncached, cache read and cache write): the share of reading spent on the prefix; 0 without input."
+  prefixTokens: Int! @deprecated(reason: "Use totals.prefixTokens: 64-bit.")
+  "The prefix over all input tokens (uncached, cache read and cache write): the share of reading spent on the prefix; 0 without input."
   prefixShare: Float!
-  "cacheReadTokens over all input tokens; 0 without input."
+  "Cache reads over all input tokens; 0 without input."
   cachedShare: Float!
   byModel: [ModelUsage!]!
   byAgent: [AgentUsage!]!
@@ -5978,32 +6427,38 @@ type Usage {
 
 type ModelUsage {
   model: String!
-  inputTokens: Int!
-  cacheReadTokens: Int!
-  cacheWriteTokens: Int!
-  outputTokens: Int!
-  cost: Float!
-  modelCalls: Int!
+  "The group's totals: 64-bit counts and exact money."
+  totals: UsageTotals!
+  inputTokens: Int! @deprecated(reason: "Use totals.inputTokens: 64-bit.")
+  cacheReadTokens: Int! @deprecated(reason: "Use totals.cacheReadTokens: 64-bit.")
+  cacheWriteTokens: Int! @deprecated(reason: "Use totals.cacheWriteTokens: 64-bit.")
+  outputTokens: Int! @deprecated(reason: "Use totals.outputTokens: 64-bit.")
+  cost: Float! @deprecated(reason: "Use totals.cost: exact, with its currency.")
+  modelCalls: Int! @deprecated(reason: "Use totals.modelCalls: 64-bit.")
 }
 
 type AgentUsage {
   agent: Agent
-  inputTokens: Int!
-  cacheReadTokens: Int!
-  cacheWriteTokens: Int!
-  outputTokens: Int!
-  cost: Float!
-  modelCalls: Int!
+  "The group's totals: 64-bit counts and exact money."
+  totals: UsageTotals!
+  inputTokens: Int! @deprecated(reason: "Use totals.inputTokens: 64-bit.")
+  cacheReadTokens: Int! @deprecated(reason: "Use totals.cacheReadTokens: 64-bit.")
+  cacheWriteTokens: Int! @deprecated(reason: "Use totals.cacheWriteTokens: 64-bit.")
+  outputTokens: Int! @deprecated(reason: "Use totals.outputTokens: 64-bit.")
+  cost: Float! @deprecated(reason: "Use totals.cost: exact, with its currency.")
+  modelCalls: Int! @deprecated(reason: "Use totals.modelCalls: 64-bit.")
 }
 
 type UserUsage {
   user: User
-  inputTokens: Int!
-  cacheReadTokens: Int!
-  cacheWriteTokens: Int!
-  outputTokens: Int!
-  cost: Float!
-  modelCalls: Int!
+  "The group's totals: 64-bit counts and exact money."
+  totals: UsageTotals!
+  inputTokens: Int! @deprecated(reason: "Use totals.inputTokens: 64-bit.")
+  cacheReadTokens: Int! @deprecated(reason: "Use totals.cacheReadTokens: 64-bit.")
+  cacheWriteTokens: Int! @deprecated(reason: "Use totals.cacheWriteTokens: 64-bit.")
+  outputTokens: Int! @deprecated(reason: "Use totals.outputTokens: 64-bit.")
+  cost: Float! @deprecated(reason: "Use totals.cost: exact, with its currency.")
+  modelCalls: Int! @deprecated(reason: "Use totals.modelCalls: 64-bit.")
 }
 
 extend type Turn {
@@ -6052,7 +6507,9 @@ type ModelCall {
   cacheWriteTokens: Int!
   outputTokens: Int!
   "USD."
-  cost: Float!
+  cost: Float! @deprecated(reason: "Use costAmount: exact, with its currency.")
+  "What the call cost, from the price table, exact."
+  costAmount: Money!
   durationMs: Int!
   startedAt: Time!
 }
@@ -6347,6 +6804,8 @@ func (ec *executionContext) childFields_AgentUsage(ctx context.Context, field gr
 	switch field.Name {
 	case "agent":
 		return ec.fieldContext_AgentUsage_agent(ctx, field)
+	case "totals":
+		return ec.fieldContext_AgentUsage_totals(ctx, field)
 	case "inputTokens":
 		return ec.fieldContext_AgentUsage_inputTokens(ctx, field)
 	case "cacheReadTokens":
@@ -6495,6 +6954,12 @@ func (ec *executionContext) childFields_Budget(ctx context.Context, field graphq
 		return ec.fieldContext_Budget_spent(ctx, field)
 	case "left":
 		return ec.fieldContext_Budget_left(ctx, field)
+	case "monthlyLimitAmount":
+		return ec.fieldContext_Budget_monthlyLimitAmount(ctx, field)
+	case "spentAmount":
+		return ec.fieldContext_Budget_spentAmount(ctx, field)
+	case "leftAmount":
+		return ec.fieldContext_Budget_leftAmount(ctx, field)
 	case "month":
 		return ec.fieldContext_Budget_month(ctx, field)
 	}
@@ -6509,6 +6974,12 @@ func (ec *executionContext) childFields_BudgetLine(ctx context.Context, field gr
 		return ec.fieldContext_BudgetLine_spent(ctx, field)
 	case "left":
 		return ec.fieldContext_BudgetLine_left(ctx, field)
+	case "monthlyLimitAmount":
+		return ec.fieldContext_BudgetLine_monthlyLimitAmount(ctx, field)
+	case "spentAmount":
+		return ec.fieldContext_BudgetLine_spentAmount(ctx, field)
+	case "leftAmount":
+		return ec.fieldContext_BudgetLine_leftAmount(ctx, field)
 	}
 	return nil, fmt.Errorf("no field named %q was found under type BudgetLine", field.Name)
 }
@@ -6749,6 +7220,26 @@ func (ec *executionContext) childFields_DocumentEdge(ctx context.Context, field 
 	return nil, fmt.Errorf("no field named %q was found under type DocumentEdge", field.Name)
 }
 
+func (ec *executionContext) childFields_DocumentRead(ctx context.Context, field graphql.CollectedField) (*graphql.FieldContext, error) {
+	switch field.Name {
+	case "documentId":
+		return ec.fieldContext_DocumentRead_documentId(ctx, field)
+	case "title":
+		return ec.fieldContext_DocumentRead_title(ctx, field)
+	case "text":
+		return ec.fieldContext_DocumentRead_text(ctx, field)
+	case "offset":
+		return ec.fieldContext_DocumentRead_offset(ctx, field)
+	case "totalChars":
+		return ec.fieldContext_DocumentRead_totalChars(ctx, field)
+	case "truncated":
+		return ec.fieldContext_DocumentRead_truncated(ctx, field)
+	case "nextOffset":
+		return ec.fieldContext_DocumentRead_nextOffset(ctx, field)
+	}
+	return nil, fmt.Errorf("no field named %q was found under type DocumentRead", field.Name)
+}
+
 func (ec *executionContext) childFields_Evidence(ctx context.Context, field graphql.CollectedField) (*graphql.FieldContext, error) {
 	switch field.Name {
 	case "ref":
@@ -6847,6 +7338,8 @@ func (ec *executionContext) childFields_ModelCall(ctx context.Context, field gra
 		return ec.fieldContext_ModelCall_outputTokens(ctx, field)
 	case "cost":
 		return ec.fieldContext_ModelCall_cost(ctx, field)
+	case "costAmount":
+		return ec.fieldContext_ModelCall_costAmount(ctx, field)
 	case "durationMs":
 		return ec.fieldContext_ModelCall_durationMs(ctx, field)
 	case "startedAt":
@@ -6859,6 +7352,8 @@ func (ec *executionContext) childFields_ModelUsage(ctx context.Context, field gr
 	switch field.Name {
 	case "model":
 		return ec.fieldContext_ModelUsage_model(ctx, field)
+	case "totals":
+		return ec.fieldContext_ModelUsage_totals(ctx, field)
 	case "inputTokens":
 		return ec.fieldContext_ModelUsage_inputTokens(ctx, field)
 	case "cacheReadTokens":
@@ -6873,6 +7368,18 @@ func (ec *executionContext) childFields_ModelUsage(ctx context.Context, field gr
 		return ec.fieldContext_ModelUsage_modelCalls(ctx, field)
 	}
 	return nil, fmt.Errorf("no field named %q was found under type ModelUsage", field.Name)
+}
+
+func (ec *executionContext) childFields_Money(ctx context.Context, field graphql.CollectedField) (*graphql.FieldContext, error) {
+	switch field.Name {
+	case "micros":
+		return ec.fieldContext_Money_micros(ctx, field)
+	case "amount":
+		return ec.fieldContext_Money_amount(ctx, field)
+	case "currency":
+		return ec.fieldContext_Money_currency(ctx, field)
+	}
+	return nil, fmt.Errorf("no field named %q was found under type Money", field.Name)
 }
 
 func (ec *executionContext) childFields_Organization(ctx context.Context, field graphql.CollectedField) (*graphql.FieldContext, error) {
@@ -6903,6 +7410,40 @@ func (ec *executionContext) childFields_PageInfo(ctx context.Context, field grap
 		return ec.fieldContext_PageInfo_endCursor(ctx, field)
 	}
 	return nil, fmt.Errorf("no field named %q was found under type PageInfo", field.Name)
+}
+
+func (ec *executionContext) childFields_Passage(ctx context.Context, field graphql.CollectedField) (*graphql.FieldContext, error) {
+	switch field.Name {
+	case "documentId":
+		return ec.fieldContext_Passage_documentId(ctx, field)
+	case "title":
+		return ec.fieldContext_Passage_title(ctx, field)
+	case "position":
+		return ec.fieldContext_Passage_position(ctx, field)
+	case "text":
+		return ec.fieldContext_Passage_text(ctx, field)
+	}
+	return nil, fmt.Errorf("no field named %q was found under type Passage", field.Name)
+}
+
+func (ec *executionContext) childFields_PassageQueryResult(ctx context.Context, field graphql.CollectedField) (*graphql.FieldContext, error) {
+	switch field.Name {
+	case "query":
+		return ec.fieldContext_PassageQueryResult_query(ctx, field)
+	case "hits":
+		return ec.fieldContext_PassageQueryResult_hits(ctx, field)
+	}
+	return nil, fmt.Errorf("no field named %q was found under type PassageQueryResult", field.Name)
+}
+
+func (ec *executionContext) childFields_PassageSearch(ctx context.Context, field graphql.CollectedField) (*graphql.FieldContext, error) {
+	switch field.Name {
+	case "results":
+		return ec.fieldContext_PassageSearch_results(ctx, field)
+	case "failures":
+		return ec.fieldContext_PassageSearch_failures(ctx, field)
+	}
+	return nil, fmt.Errorf("no field named %q was found under type PassageSearch", field.Name)
 }
 
 func (ec *executionContext) childFields_PromptStats(ctx context.Context, field graphql.CollectedField) (*graphql.FieldContext, error) {
@@ -6979,6 +7520,8 @@ func (ec *executionContext) childFields_Summary(ctx context.Context, field graph
 		return ec.fieldContext_Summary_model(ctx, field)
 	case "cost":
 		return ec.fieldContext_Summary_cost(ctx, field)
+	case "costAmount":
+		return ec.fieldContext_Summary_costAmount(ctx, field)
 	}
 	return nil, fmt.Errorf("no field named %q was found under type Summary", field.Name)
 }
@@ -7329,6 +7872,8 @@ func (ec *executionContext) childFields_Usage(ctx context.Context, field graphql
 	switch field.Name {
 	case "month":
 		return ec.fieldContext_Usage_month(ctx, field)
+	case "totals":
+		return ec.fieldContext_Usage_totals(ctx, field)
 	case "inputTokens":
 		return ec.fieldContext_Usage_inputTokens(ctx, field)
 	case "cacheReadTokens":
@@ -7355,6 +7900,26 @@ func (ec *executionContext) childFields_Usage(ctx context.Context, field graphql
 		return ec.fieldContext_Usage_byUser(ctx, field)
 	}
 	return nil, fmt.Errorf("no field named %q was found under type Usage", field.Name)
+}
+
+func (ec *executionContext) childFields_UsageTotals(ctx context.Context, field graphql.CollectedField) (*graphql.FieldContext, error) {
+	switch field.Name {
+	case "inputTokens":
+		return ec.fieldContext_UsageTotals_inputTokens(ctx, field)
+	case "cacheReadTokens":
+		return ec.fieldContext_UsageTotals_cacheReadTokens(ctx, field)
+	case "cacheWriteTokens":
+		return ec.fieldContext_UsageTotals_cacheWriteTokens(ctx, field)
+	case "outputTokens":
+		return ec.fieldContext_UsageTotals_outputTokens(ctx, field)
+	case "prefixTokens":
+		return ec.fieldContext_UsageTotals_prefixTokens(ctx, field)
+	case "modelCalls":
+		return ec.fieldContext_UsageTotals_modelCalls(ctx, field)
+	case "cost":
+		return ec.fieldContext_UsageTotals_cost(ctx, field)
+	}
+	return nil, fmt.Errorf("no field named %q was found under type UsageTotals", field.Name)
 }
 
 func (ec *executionContext) childFields_User(ctx context.Context, field graphql.CollectedField) (*graphql.FieldContext, error) {
@@ -7385,6 +7950,8 @@ func (ec *executionContext) childFields_UserUsage(ctx context.Context, field gra
 	switch field.Name {
 	case "user":
 		return ec.fieldContext_UserUsage_user(ctx, field)
+	case "totals":
+		return ec.fieldContext_UserUsage_totals(ctx, field)
 	case "inputTokens":
 		return ec.fieldContext_UserUsage_inputTokens(ctx, field)
 	case "cacheReadTokens":
@@ -8537,6 +9104,36 @@ func (ec *executionContext) field_Query_knowledgeBases_args(ctx context.Context,
 	return args, nil
 }
 
+func (ec *executionContext) field_Query_knowledgeSearch_args(ctx context.Context, rawArgs map[string]any) (map[string]any, error) {
+	var err error
+	args := map[string]any{}
+	arg0, err := graphql.ProcessArgField(ctx, rawArgs, "conversationId",
+		func(ctx context.Context, v any) (*int, error) {
+			return ec.unmarshalOID2ᚖint(ctx, v)
+		})
+	if err != nil {
+		return nil, err
+	}
+	args["conversationId"] = arg0
+	arg1, err := graphql.ProcessArgField(ctx, rawArgs, "queries",
+		func(ctx context.Context, v any) ([]string, error) {
+			return ec.unmarshalNString2ᚕstringᚄ(ctx, v)
+		})
+	if err != nil {
+		return nil, err
+	}
+	args["queries"] = arg1
+	arg2, err := graphql.ProcessArgField(ctx, rawArgs, "maxResults",
+		func(ctx context.Context, v any) (*int, error) {
+			return ec.unmarshalOInt2ᚖint(ctx, v)
+		})
+	if err != nil {
+		return nil, err
+	}
+	args["maxResults"] = arg2
+	return args, nil
+}
+
 func (ec *executionContext) field_Query_listFiles_args(ctx context.Context, rawArgs map[string]any) (map[string]any, error) {
 	var err error
 	args := map[string]any{}
@@ -8598,6 +9195,44 @@ func (ec *executionContext) field_Query_nodes_args(ctx context.Context, rawArgs 
 		return nil, err
 	}
 	args["ids"] = arg0
+	return args, nil
+}
+
+func (ec *executionContext) field_Query_readDocument_args(ctx context.Context, rawArgs map[string]any) (map[string]any, error) {
+	var err error
+	args := map[string]any{}
+	arg0, err := graphql.ProcessArgField(ctx, rawArgs, "conversationId",
+		func(ctx context.Context, v any) (*int, error) {
+			return ec.unmarshalOID2ᚖint(ctx, v)
+		})
+	if err != nil {
+		return nil, err
+	}
+	args["conversationId"] = arg0
+	arg1, err := graphql.ProcessArgField(ctx, rawArgs, "documentId",
+		func(ctx context.Context, v any) (int, error) {
+			return ec.unmarshalNID2int(ctx, v)
+		})
+	if err != nil {
+		return nil, err
+	}
+	args["documentId"] = arg1
+	arg2, err := graphql.ProcessArgField(ctx, rawArgs, "offset",
+		func(ctx context.Context, v any) (*int, error) {
+			return ec.unmarshalOInt2ᚖint(ctx, v)
+		})
+	if err != nil {
+		return nil, err
+	}
+	args["offset"] = arg2
+	arg3, err := graphql.ProcessArgField(ctx, rawArgs, "maxChars",
+		func(ctx context.Context, v any) (*int, error) {
+			return ec.unmarshalOInt2ᚖint(ctx, v)
+		})
+	if err != nil {
+		return nil, err
+	}
+	args["maxChars"] = arg3
 	return args, nil
 }
 
@@ -8742,6 +9377,36 @@ func (ec *executionContext) field_Query_researchWeb_args(ctx context.Context, ra
 		return nil, err
 	}
 	args["maxPages"] = arg2
+	return args, nil
+}
+
+func (ec *executionContext) field_Query_searchAttachments_args(ctx context.Context, rawArgs map[string]any) (map[string]any, error) {
+	var err error
+	args := map[string]any{}
+	arg0, err := graphql.ProcessArgField(ctx, rawArgs, "conversationId",
+		func(ctx context.Context, v any) (*int, error) {
+			return ec.unmarshalOID2ᚖint(ctx, v)
+		})
+	if err != nil {
+		return nil, err
+	}
+	args["conversationId"] = arg0
+	arg1, err := graphql.ProcessArgField(ctx, rawArgs, "queries",
+		func(ctx context.Context, v any) ([]string, error) {
+			return ec.unmarshalNString2ᚕstringᚄ(ctx, v)
+		})
+	if err != nil {
+		return nil, err
+	}
+	args["queries"] = arg1
+	arg2, err := graphql.ProcessArgField(ctx, rawArgs, "maxResults",
+		func(ctx context.Context, v any) (*int, error) {
+			return ec.unmarshalOInt2ᚖint(ctx, v)
+		})
+	if err != nil {
+		return nil, err
+	}
+	args["maxResults"] = arg2
 	return args, nil
 }
 
@@ -9669,6 +10334,38 @@ func (ec *executionContext) fieldContext_AgentUsage_agent(_ context.Context, fie
 		IsResolver: false,
 		Child: func(ctx context.Context, field graphql.CollectedField) (*graphql.FieldContext, error) {
 			return ec.childFields_Agent(ctx, field)
+		},
+	}
+	return fc, nil
+}
+
+func (ec *executionContext) _AgentUsage_totals(ctx context.Context, field graphql.CollectedField, obj *model.AgentUsage) (ret graphql.Marshaler) {
+	return graphql.ResolveField(
+		ctx,
+		ec.OperationContext,
+		field,
+		func(ctx context.Context, field graphql.CollectedField) (*graphql.FieldContext, error) {
+			return ec.fieldContext_AgentUsage_totals(ctx, field)
+		},
+		func(ctx context.Context) (any, error) {
+			return obj.Totals, nil
+		},
+		nil,
+		func(ctx context.Context, selections ast.SelectionSet, v *model.UsageTotals) graphql.Marshaler {
+			return ec.marshalNUsageTotals2ᚖgithubᚗcomᚋtoolgateᚋtoolgateᚋgraphᚋmodelᚐUsageTotals(ctx, selections, v)
+		},
+		true,
+		true,
+	)
+}
+func (ec *executionContext) fieldContext_AgentUsage_totals(_ context.Context, field graphql.CollectedField) (fc *graphql.FieldContext, err error) {
+	fc = &graphql.FieldContext{
+		Object:     "AgentUsage",
+		Field:      field,
+		IsMethod:   false,
+		IsResolver: false,
+		Child: func(ctx context.Context, field graphql.CollectedField) (*graphql.FieldContext, error) {
+			return ec.childFields_UsageTotals(ctx, field)
 		},
 	}
 	return fc, nil
@@ -10860,6 +11557,102 @@ func (ec *executionContext) fieldContext_Budget_left(_ context.Context, field gr
 	return graphql.NewScalarFieldContext("Budget", field, true, true, "Float")
 }
 
+func (ec *executionContext) _Budget_monthlyLimitAmount(ctx context.Context, field graphql.CollectedField, obj *ent.Budget) (ret graphql.Marshaler) {
+	return graphql.ResolveField(
+		ctx,
+		ec.OperationContext,
+		field,
+		func(ctx context.Context, field graphql.CollectedField) (*graphql.FieldContext, error) {
+			return ec.fieldContext_Budget_monthlyLimitAmount(ctx, field)
+		},
+		func(ctx context.Context) (any, error) {
+			return obj.MonthlyLimitMicros, nil
+		},
+		nil,
+		func(ctx context.Context, selections ast.SelectionSet, v schematype.Micros) graphql.Marshaler {
+			return ec.marshalNMoney2githubᚗcomᚋtoolgateᚋtoolgateᚋentᚋschematypeᚐMicros(ctx, selections, v)
+		},
+		true,
+		true,
+	)
+}
+func (ec *executionContext) fieldContext_Budget_monthlyLimitAmount(_ context.Context, field graphql.CollectedField) (fc *graphql.FieldContext, err error) {
+	fc = &graphql.FieldContext{
+		Object:     "Budget",
+		Field:      field,
+		IsMethod:   false,
+		IsResolver: false,
+		Child: func(ctx context.Context, field graphql.CollectedField) (*graphql.FieldContext, error) {
+			return ec.childFields_Money(ctx, field)
+		},
+	}
+	return fc, nil
+}
+
+func (ec *executionContext) _Budget_spentAmount(ctx context.Context, field graphql.CollectedField, obj *ent.Budget) (ret graphql.Marshaler) {
+	return graphql.ResolveField(
+		ctx,
+		ec.OperationContext,
+		field,
+		func(ctx context.Context, field graphql.CollectedField) (*graphql.FieldContext, error) {
+			return ec.fieldContext_Budget_spentAmount(ctx, field)
+		},
+		func(ctx context.Context) (any, error) {
+			return ec.Resolvers.Budget().SpentAmount(ctx, obj)
+		},
+		nil,
+		func(ctx context.Context, selections ast.SelectionSet, v schematype.Micros) graphql.Marshaler {
+			return ec.marshalNMoney2githubᚗcomᚋtoolgateᚋtoolgateᚋentᚋschematypeᚐMicros(ctx, selections, v)
+		},
+		true,
+		true,
+	)
+}
+func (ec *executionContext) fieldContext_Budget_spentAmount(_ context.Context, field graphql.CollectedField) (fc *graphql.FieldContext, err error) {
+	fc = &graphql.FieldContext{
+		Object:     "Budget",
+		Field:      field,
+		IsMethod:   true,
+		IsResolver: true,
+		Child: func(ctx context.Context, field graphql.CollectedField) (*graphql.FieldContext, error) {
+			return ec.childFields_Money(ctx, field)
+		},
+	}
+	return fc, nil
+}
+
+func (ec *executionContext) _Budget_leftAmount(ctx context.Context, field graphql.CollectedField, obj *ent.Budget) (ret graphql.Marshaler) {
+	return graphql.ResolveField(
+		ctx,
+		ec.OperationContext,
+		field,
+		func(ctx context.Context, field graphql.CollectedField) (*graphql.FieldContext, error) {
+			return ec.fieldContext_Budget_leftAmount(ctx, field)
+		},
+		func(ctx context.Context) (any, error) {
+			return ec.Resolvers.Budget().LeftAmount(ctx, obj)
+		},
+		nil,
+		func(ctx context.Context, selections ast.SelectionSet, v schematype.Micros) graphql.Marshaler {
+			return ec.marshalNMoney2githubᚗcomᚋtoolgateᚋtoolgateᚋentᚋschematypeᚐMicros(ctx, selections, v)
+		},
+		true,
+		true,
+	)
+}
+func (ec *executionContext) fieldContext_Budget_leftAmount(_ context.Context, field graphql.CollectedField) (fc *graphql.FieldContext, err error) {
+	fc = &graphql.FieldContext{
+		Object:     "Budget",
+		Field:      field,
+		IsMethod:   true,
+		IsResolver: true,
+		Child: func(ctx context.Context, field graphql.CollectedField) (*graphql.FieldContext, error) {
+			return ec.childFields_Money(ctx, field)
+		},
+	}
+	return fc, nil
+}
+
 func (ec *executionContext) _Budget_month(ctx context.Context, field graphql.CollectedField, obj *ent.Budget) (ret graphql.Marshaler) {
 	return graphql.ResolveField(
 		ctx,
@@ -10950,6 +11743,102 @@ func (ec *executionContext) _BudgetLine_left(ctx context.Context, field graphql.
 }
 func (ec *executionContext) fieldContext_BudgetLine_left(_ context.Context, field graphql.CollectedField) (fc *graphql.FieldContext, err error) {
 	return graphql.NewScalarFieldContext("BudgetLine", field, false, false, "Float")
+}
+
+func (ec *executionContext) _BudgetLine_monthlyLimitAmount(ctx context.Context, field graphql.CollectedField, obj *model.BudgetLine) (ret graphql.Marshaler) {
+	return graphql.ResolveField(
+		ctx,
+		ec.OperationContext,
+		field,
+		func(ctx context.Context, field graphql.CollectedField) (*graphql.FieldContext, error) {
+			return ec.fieldContext_BudgetLine_monthlyLimitAmount(ctx, field)
+		},
+		func(ctx context.Context) (any, error) {
+			return obj.MonthlyLimitAmount, nil
+		},
+		nil,
+		func(ctx context.Context, selections ast.SelectionSet, v *schematype.Micros) graphql.Marshaler {
+			return ec.marshalOMoney2ᚖgithubᚗcomᚋtoolgateᚋtoolgateᚋentᚋschematypeᚐMicros(ctx, selections, v)
+		},
+		true,
+		false,
+	)
+}
+func (ec *executionContext) fieldContext_BudgetLine_monthlyLimitAmount(_ context.Context, field graphql.CollectedField) (fc *graphql.FieldContext, err error) {
+	fc = &graphql.FieldContext{
+		Object:     "BudgetLine",
+		Field:      field,
+		IsMethod:   false,
+		IsResolver: false,
+		Child: func(ctx context.Context, field graphql.CollectedField) (*graphql.FieldContext, error) {
+			return ec.childFields_Money(ctx, field)
+		},
+	}
+	return fc, nil
+}
+
+func (ec *executionContext) _BudgetLine_spentAmount(ctx context.Context, field graphql.CollectedField, obj *model.BudgetLine) (ret graphql.Marshaler) {
+	return graphql.ResolveField(
+		ctx,
+		ec.OperationContext,
+		field,
+		func(ctx context.Context, field graphql.CollectedField) (*graphql.FieldContext, error) {
+			return ec.fieldContext_BudgetLine_spentAmount(ctx, field)
+		},
+		func(ctx context.Context) (any, error) {
+			return obj.SpentAmount, nil
+		},
+		nil,
+		func(ctx context.Context, selections ast.SelectionSet, v schematype.Micros) graphql.Marshaler {
+			return ec.marshalNMoney2githubᚗcomᚋtoolgateᚋtoolgateᚋentᚋschematypeᚐMicros(ctx, selections, v)
+		},
+		true,
+		true,
+	)
+}
+func (ec *executionContext) fieldContext_BudgetLine_spentAmount(_ context.Context, field graphql.CollectedField) (fc *graphql.FieldContext, err error) {
+	fc = &graphql.FieldContext{
+		Object:     "BudgetLine",
+		Field:      field,
+		IsMethod:   false,
+		IsResolver: false,
+		Child: func(ctx context.Context, field graphql.CollectedField) (*graphql.FieldContext, error) {
+			return ec.childFields_Money(ctx, field)
+		},
+	}
+	return fc, nil
+}
+
+func (ec *executionContext) _BudgetLine_leftAmount(ctx context.Context, field graphql.CollectedField, obj *model.BudgetLine) (ret graphql.Marshaler) {
+	return graphql.ResolveField(
+		ctx,
+		ec.OperationContext,
+		field,
+		func(ctx context.Context, field graphql.CollectedField) (*graphql.FieldContext, error) {
+			return ec.fieldContext_BudgetLine_leftAmount(ctx, field)
+		},
+		func(ctx context.Context) (any, error) {
+			return obj.LeftAmount, nil
+		},
+		nil,
+		func(ctx context.Context, selections ast.SelectionSet, v *schematype.Micros) graphql.Marshaler {
+			return ec.marshalOMoney2ᚖgithubᚗcomᚋtoolgateᚋtoolgateᚋentᚋschematypeᚐMicros(ctx, selections, v)
+		},
+		true,
+		false,
+	)
+}
+func (ec *executionContext) fieldContext_BudgetLine_leftAmount(_ context.Context, field graphql.CollectedField) (fc *graphql.FieldContext, err error) {
+	fc = &graphql.FieldContext{
+		Object:     "BudgetLine",
+		Field:      field,
+		IsMethod:   false,
+		IsResolver: false,
+		Child: func(ctx context.Context, field graphql.CollectedField) (*graphql.FieldContext, error) {
+			return ec.childFields_Money(ctx, field)
+		},
+	}
+	return fc, nil
 }
 
 func (ec *executionContext) _BudgetStatus_month(ctx context.Context, field graphql.CollectedField, obj *model.BudgetStatus) (ret graphql.Marshaler) {
@@ -12541,7 +13430,7 @@ func (ec *executionContext) _Document_status(ctx context.Context, field graphql.
 			return obj.Status, nil
 		},
 		nil,
-		func(ctx context.Context, selections ast.SelectionSet, v document.Status) graphql.Marshaler {
+		func(ctx context.Context, selections ast.SelectionSet, v document1.Status) graphql.Marshaler {
 			return ec.marshalNDocumentStatus2githubᚗcomᚋtoolgateᚋtoolgateᚋentᚋdocumentᚐStatus(ctx, selections, v)
 		},
 		true,
@@ -12761,6 +13650,167 @@ func (ec *executionContext) _DocumentEdge_cursor(ctx context.Context, field grap
 }
 func (ec *executionContext) fieldContext_DocumentEdge_cursor(_ context.Context, field graphql.CollectedField) (fc *graphql.FieldContext, err error) {
 	return graphql.NewScalarFieldContext("DocumentEdge", field, false, false, "Cursor")
+}
+
+func (ec *executionContext) _DocumentRead_documentId(ctx context.Context, field graphql.CollectedField, obj *document.Read) (ret graphql.Marshaler) {
+	return graphql.ResolveField(
+		ctx,
+		ec.OperationContext,
+		field,
+		func(ctx context.Context, field graphql.CollectedField) (*graphql.FieldContext, error) {
+			return ec.fieldContext_DocumentRead_documentId(ctx, field)
+		},
+		func(ctx context.Context) (any, error) {
+			return obj.DocumentID, nil
+		},
+		nil,
+		func(ctx context.Context, selections ast.SelectionSet, v int) graphql.Marshaler {
+			return ec.marshalNID2int(ctx, selections, v)
+		},
+		true,
+		true,
+	)
+}
+func (ec *executionContext) fieldContext_DocumentRead_documentId(_ context.Context, field graphql.CollectedField) (fc *graphql.FieldContext, err error) {
+	return graphql.NewScalarFieldContext("DocumentRead", field, false, false, "ID")
+}
+
+func (ec *executionContext) _DocumentRead_title(ctx context.Context, field graphql.CollectedField, obj *document.Read) (ret graphql.Marshaler) {
+	return graphql.ResolveField(
+		ctx,
+		ec.OperationContext,
+		field,
+		func(ctx context.Context, field graphql.CollectedField) (*graphql.FieldContext, error) {
+			return ec.fieldContext_DocumentRead_title(ctx, field)
+		},
+		func(ctx context.Context) (any, error) {
+			return obj.Title, nil
+		},
+		nil,
+		func(ctx context.Context, selections ast.SelectionSet, v string) graphql.Marshaler {
+			return ec.marshalNString2string(ctx, selections, v)
+		},
+		true,
+		true,
+	)
+}
+func (ec *executionContext) fieldContext_DocumentRead_title(_ context.Context, field graphql.CollectedField) (fc *graphql.FieldContext, err error) {
+	return graphql.NewScalarFieldContext("DocumentRead", field, false, false, "String")
+}
+
+func (ec *executionContext) _DocumentRead_text(ctx context.Context, field graphql.CollectedField, obj *document.Read) (ret graphql.Marshaler) {
+	return graphql.ResolveField(
+		ctx,
+		ec.OperationContext,
+		field,
+		func(ctx context.Context, field graphql.CollectedField) (*graphql.FieldContext, error) {
+			return ec.fieldContext_DocumentRead_text(ctx, field)
+		},
+		func(ctx context.Context) (any, error) {
+			return obj.Text, nil
+		},
+		nil,
+		func(ctx context.Context, selections ast.SelectionSet, v string) graphql.Marshaler {
+			return ec.marshalNString2string(ctx, selections, v)
+		},
+		true,
+		true,
+	)
+}
+func (ec *executionContext) fieldContext_DocumentRead_text(_ context.Context, field graphql.CollectedField) (fc *graphql.FieldContext, err error) {
+	return graphql.NewScalarFieldContext("DocumentRead", field, false, false, "String")
+}
+
+func (ec *executionContext) _DocumentRead_offset(ctx context.Context, field graphql.CollectedField, obj *document.Read) (ret graphql.Marshaler) {
+	return graphql.ResolveField(
+		ctx,
+		ec.OperationContext,
+		field,
+		func(ctx context.Context, field graphql.CollectedField) (*graphql.FieldContext, error) {
+			return ec.fieldContext_DocumentRead_offset(ctx, field)
+		},
+		func(ctx context.Context) (any, error) {
+			return obj.Offset, nil
+		},
+		nil,
+		func(ctx context.Context, selections ast.SelectionSet, v int) graphql.Marshaler {
+			return ec.marshalNInt2int(ctx, selections, v)
+		},
+		true,
+		true,
+	)
+}
+func (ec *executionContext) fieldContext_DocumentRead_offset(_ context.Context, field graphql.CollectedField) (fc *graphql.FieldContext, err error) {
+	return graphql.NewScalarFieldContext("DocumentRead", field, false, false, "Int")
+}
+
+func (ec *executionContext) _DocumentRead_totalChars(ctx context.Context, field graphql.CollectedField, obj *document.Read) (ret graphql.Marshaler) {
+	return graphql.ResolveField(
+		ctx,
+		ec.OperationContext,
+		field,
+		func(ctx context.Context, field graphql.CollectedField) (*graphql.FieldContext, error) {
+			return ec.fieldContext_DocumentRead_totalChars(ctx, field)
+		},
+		func(ctx context.Context) (any, error) {
+			return obj.TotalChars, nil
+		},
+		nil,
+		func(ctx context.Context, selections ast.SelectionSet, v int) graphql.Marshaler {
+			return ec.marshalNInt2int(ctx, selections, v)
+		},
+		true,
+		true,
+	)
+}
+func (ec *executionContext) fieldContext_DocumentRead_totalChars(_ context.Context, field graphql.CollectedField) (fc *graphql.FieldContext, err error) {
+	return graphql.NewScalarFieldContext("DocumentRead", field, false, false, "Int")
+}
+
+func (ec *executionContext) _DocumentRead_truncated(ctx context.Context, field graphql.CollectedField, obj *document.Read) (ret graphql.Marshaler) {
+	return graphql.ResolveField(
+		ctx,
+		ec.OperationContext,
+		field,
+		func(ctx context.Context, field graphql.CollectedField) (*graphql.FieldContext, error) {
+			return ec.fieldContext_DocumentRead_truncated(ctx, field)
+		},
+		func(ctx context.Context) (any, error) {
+			return obj.Truncated, nil
+		},
+		nil,
+		func(ctx context.Context, selections ast.SelectionSet, v bool) graphql.Marshaler {
+			return ec.marshalNBoolean2bool(ctx, selections, v)
+		},
+		true,
+		true,
+	)
+}
+func (ec *executionContext) fieldContext_DocumentRead_truncated(_ context.Context, field graphql.CollectedField) (fc *graphql.FieldContext, err error) {
+	return graphql.NewScalarFieldContext("DocumentRead", field, false, false, "Boolean")
+}
+
+func (ec *executionContext) _DocumentRead_nextOffset(ctx context.Context, field graphql.CollectedField, obj *document.Read) (ret graphql.Marshaler) {
+	return graphql.ResolveField(
+		ctx,
+		ec.OperationContext,
+		field,
+		func(ctx context.Context, field graphql.CollectedField) (*graphql.FieldContext, error) {
+			return ec.fieldContext_DocumentRead_nextOffset(ctx, field)
+		},
+		func(ctx context.Context) (any, error) {
+			return obj.NextOffset, nil
+		},
+		nil,
+		func(ctx context.Context, selections ast.SelectionSet, v *int) graphql.Marshaler {
+			return ec.marshalOInt2ᚖint(ctx, selections, v)
+		},
+		true,
+		false,
+	)
+}
+func (ec *executionContext) fieldContext_DocumentRead_nextOffset(_ context.Context, field graphql.CollectedField) (fc *graphql.FieldContext, err error) {
+	return graphql.NewScalarFieldContext("DocumentRead", field, false, false, "Int")
 }
 
 func (ec *executionContext) _Evidence_ref(ctx context.Context, field graphql.CollectedField, obj *schematype.Span) (ret graphql.Marshaler) {
@@ -13510,6 +14560,38 @@ func (ec *executionContext) fieldContext_ModelCall_cost(_ context.Context, field
 	return graphql.NewScalarFieldContext("ModelCall", field, false, false, "Float")
 }
 
+func (ec *executionContext) _ModelCall_costAmount(ctx context.Context, field graphql.CollectedField, obj *ent.ModelCall) (ret graphql.Marshaler) {
+	return graphql.ResolveField(
+		ctx,
+		ec.OperationContext,
+		field,
+		func(ctx context.Context, field graphql.CollectedField) (*graphql.FieldContext, error) {
+			return ec.fieldContext_ModelCall_costAmount(ctx, field)
+		},
+		func(ctx context.Context) (any, error) {
+			return obj.CostMicros, nil
+		},
+		nil,
+		func(ctx context.Context, selections ast.SelectionSet, v schematype.Micros) graphql.Marshaler {
+			return ec.marshalNMoney2githubᚗcomᚋtoolgateᚋtoolgateᚋentᚋschematypeᚐMicros(ctx, selections, v)
+		},
+		true,
+		true,
+	)
+}
+func (ec *executionContext) fieldContext_ModelCall_costAmount(_ context.Context, field graphql.CollectedField) (fc *graphql.FieldContext, err error) {
+	fc = &graphql.FieldContext{
+		Object:     "ModelCall",
+		Field:      field,
+		IsMethod:   false,
+		IsResolver: false,
+		Child: func(ctx context.Context, field graphql.CollectedField) (*graphql.FieldContext, error) {
+			return ec.childFields_Money(ctx, field)
+		},
+	}
+	return fc, nil
+}
+
 func (ec *executionContext) _ModelCall_durationMs(ctx context.Context, field graphql.CollectedField, obj *ent.ModelCall) (ret graphql.Marshaler) {
 	return graphql.ResolveField(
 		ctx,
@@ -13577,6 +14659,38 @@ func (ec *executionContext) _ModelUsage_model(ctx context.Context, field graphql
 }
 func (ec *executionContext) fieldContext_ModelUsage_model(_ context.Context, field graphql.CollectedField) (fc *graphql.FieldContext, err error) {
 	return graphql.NewScalarFieldContext("ModelUsage", field, false, false, "String")
+}
+
+func (ec *executionContext) _ModelUsage_totals(ctx context.Context, field graphql.CollectedField, obj *model.ModelUsage) (ret graphql.Marshaler) {
+	return graphql.ResolveField(
+		ctx,
+		ec.OperationContext,
+		field,
+		func(ctx context.Context, field graphql.CollectedField) (*graphql.FieldContext, error) {
+			return ec.fieldContext_ModelUsage_totals(ctx, field)
+		},
+		func(ctx context.Context) (any, error) {
+			return obj.Totals, nil
+		},
+		nil,
+		func(ctx context.Context, selections ast.SelectionSet, v *model.UsageTotals) graphql.Marshaler {
+			return ec.marshalNUsageTotals2ᚖgithubᚗcomᚋtoolgateᚋtoolgateᚋgraphᚋmodelᚐUsageTotals(ctx, selections, v)
+		},
+		true,
+		true,
+	)
+}
+func (ec *executionContext) fieldContext_ModelUsage_totals(_ context.Context, field graphql.CollectedField) (fc *graphql.FieldContext, err error) {
+	fc = &graphql.FieldContext{
+		Object:     "ModelUsage",
+		Field:      field,
+		IsMethod:   false,
+		IsResolver: false,
+		Child: func(ctx context.Context, field graphql.CollectedField) (*graphql.FieldContext, error) {
+			return ec.childFields_UsageTotals(ctx, field)
+		},
+	}
+	return fc, nil
 }
 
 func (ec *executionContext) _ModelUsage_inputTokens(ctx context.Context, field graphql.CollectedField, obj *model.ModelUsage) (ret graphql.Marshaler) {
@@ -13715,6 +14829,75 @@ func (ec *executionContext) _ModelUsage_modelCalls(ctx context.Context, field gr
 }
 func (ec *executionContext) fieldContext_ModelUsage_modelCalls(_ context.Context, field graphql.CollectedField) (fc *graphql.FieldContext, err error) {
 	return graphql.NewScalarFieldContext("ModelUsage", field, false, false, "Int")
+}
+
+func (ec *executionContext) _Money_micros(ctx context.Context, field graphql.CollectedField, obj *schematype.Micros) (ret graphql.Marshaler) {
+	return graphql.ResolveField(
+		ctx,
+		ec.OperationContext,
+		field,
+		func(ctx context.Context, field graphql.CollectedField) (*graphql.FieldContext, error) {
+			return ec.fieldContext_Money_micros(ctx, field)
+		},
+		func(ctx context.Context) (any, error) {
+			return obj.Int64(), nil
+		},
+		nil,
+		func(ctx context.Context, selections ast.SelectionSet, v int64) graphql.Marshaler {
+			return ec.marshalNInt642int64(ctx, selections, v)
+		},
+		true,
+		true,
+	)
+}
+func (ec *executionContext) fieldContext_Money_micros(_ context.Context, field graphql.CollectedField) (fc *graphql.FieldContext, err error) {
+	return graphql.NewScalarFieldContext("Money", field, true, false, "Int64")
+}
+
+func (ec *executionContext) _Money_amount(ctx context.Context, field graphql.CollectedField, obj *schematype.Micros) (ret graphql.Marshaler) {
+	return graphql.ResolveField(
+		ctx,
+		ec.OperationContext,
+		field,
+		func(ctx context.Context, field graphql.CollectedField) (*graphql.FieldContext, error) {
+			return ec.fieldContext_Money_amount(ctx, field)
+		},
+		func(ctx context.Context) (any, error) {
+			return obj.Amount(), nil
+		},
+		nil,
+		func(ctx context.Context, selections ast.SelectionSet, v string) graphql.Marshaler {
+			return ec.marshalNString2string(ctx, selections, v)
+		},
+		true,
+		true,
+	)
+}
+func (ec *executionContext) fieldContext_Money_amount(_ context.Context, field graphql.CollectedField) (fc *graphql.FieldContext, err error) {
+	return graphql.NewScalarFieldContext("Money", field, true, false, "String")
+}
+
+func (ec *executionContext) _Money_currency(ctx context.Context, field graphql.CollectedField, obj *schematype.Micros) (ret graphql.Marshaler) {
+	return graphql.ResolveField(
+		ctx,
+		ec.OperationContext,
+		field,
+		func(ctx context.Context, field graphql.CollectedField) (*graphql.FieldContext, error) {
+			return ec.fieldContext_Money_currency(ctx, field)
+		},
+		func(ctx context.Context) (any, error) {
+			return obj.Currency(), nil
+		},
+		nil,
+		func(ctx context.Context, selections ast.SelectionSet, v string) graphql.Marshaler {
+			return ec.marshalNString2string(ctx, selections, v)
+		},
+		true,
+		true,
+	)
+}
+func (ec *executionContext) fieldContext_Money_currency(_ context.Context, field graphql.CollectedField) (fc *graphql.FieldContext, err error) {
+	return graphql.NewScalarFieldContext("Money", field, true, false, "String")
 }
 
 func (ec *executionContext) _Mutation_createAgent(ctx context.Context, field graphql.CollectedField) (ret graphql.Marshaler) {
@@ -15156,6 +16339,217 @@ func (ec *executionContext) fieldContext_PageInfo_endCursor(_ context.Context, f
 	return graphql.NewScalarFieldContext("PageInfo", field, false, false, "Cursor")
 }
 
+func (ec *executionContext) _Passage_documentId(ctx context.Context, field graphql.CollectedField, obj *document.Passage) (ret graphql.Marshaler) {
+	return graphql.ResolveField(
+		ctx,
+		ec.OperationContext,
+		field,
+		func(ctx context.Context, field graphql.CollectedField) (*graphql.FieldContext, error) {
+			return ec.fieldContext_Passage_documentId(ctx, field)
+		},
+		func(ctx context.Context) (any, error) {
+			return obj.DocumentID, nil
+		},
+		nil,
+		func(ctx context.Context, selections ast.SelectionSet, v int) graphql.Marshaler {
+			return ec.marshalNID2int(ctx, selections, v)
+		},
+		true,
+		true,
+	)
+}
+func (ec *executionContext) fieldContext_Passage_documentId(_ context.Context, field graphql.CollectedField) (fc *graphql.FieldContext, err error) {
+	return graphql.NewScalarFieldContext("Passage", field, false, false, "ID")
+}
+
+func (ec *executionContext) _Passage_title(ctx context.Context, field graphql.CollectedField, obj *document.Passage) (ret graphql.Marshaler) {
+	return graphql.ResolveField(
+		ctx,
+		ec.OperationContext,
+		field,
+		func(ctx context.Context, field graphql.CollectedField) (*graphql.FieldContext, error) {
+			return ec.fieldContext_Passage_title(ctx, field)
+		},
+		func(ctx context.Context) (any, error) {
+			return obj.Title, nil
+		},
+		nil,
+		func(ctx context.Context, selections ast.SelectionSet, v string) graphql.Marshaler {
+			return ec.marshalNString2string(ctx, selections, v)
+		},
+		true,
+		true,
+	)
+}
+func (ec *executionContext) fieldContext_Passage_title(_ context.Context, field graphql.CollectedField) (fc *graphql.FieldContext, err error) {
+	return graphql.NewScalarFieldContext("Passage", field, false, false, "String")
+}
+
+func (ec *executionContext) _Passage_position(ctx context.Context, field graphql.CollectedField, obj *document.Passage) (ret graphql.Marshaler) {
+	return graphql.ResolveField(
+		ctx,
+		ec.OperationContext,
+		field,
+		func(ctx context.Context, field graphql.CollectedField) (*graphql.FieldContext, error) {
+			return ec.fieldContext_Passage_position(ctx, field)
+		},
+		func(ctx context.Context) (any, error) {
+			return obj.Position, nil
+		},
+		nil,
+		func(ctx context.Context, selections ast.SelectionSet, v int) graphql.Marshaler {
+			return ec.marshalNInt2int(ctx, selections, v)
+		},
+		true,
+		true,
+	)
+}
+func (ec *executionContext) fieldContext_Passage_position(_ context.Context, field graphql.CollectedField) (fc *graphql.FieldContext, err error) {
+	return graphql.NewScalarFieldContext("Passage", field, false, false, "Int")
+}
+
+func (ec *executionContext) _Passage_text(ctx context.Context, field graphql.CollectedField, obj *document.Passage) (ret graphql.Marshaler) {
+	return graphql.ResolveField(
+		ctx,
+		ec.OperationContext,
+		field,
+		func(ctx context.Context, field graphql.CollectedField) (*graphql.FieldContext, error) {
+			return ec.fieldContext_Passage_text(ctx, field)
+		},
+		func(ctx context.Context) (any, error) {
+			return obj.Text, nil
+		},
+		nil,
+		func(ctx context.Context, selections ast.SelectionSet, v string) graphql.Marshaler {
+			return ec.marshalNString2string(ctx, selections, v)
+		},
+		true,
+		true,
+	)
+}
+func (ec *executionContext) fieldContext_Passage_text(_ context.Context, field graphql.CollectedField) (fc *graphql.FieldContext, err error) {
+	return graphql.NewScalarFieldContext("Passage", field, false, false, "String")
+}
+
+func (ec *executionContext) _PassageQueryResult_query(ctx context.Context, field graphql.CollectedField, obj *document.QueryHits) (ret graphql.Marshaler) {
+	return graphql.ResolveField(
+		ctx,
+		ec.OperationContext,
+		field,
+		func(ctx context.Context, field graphql.CollectedField) (*graphql.FieldContext, error) {
+			return ec.fieldContext_PassageQueryResult_query(ctx, field)
+		},
+		func(ctx context.Context) (any, error) {
+			return obj.Query, nil
+		},
+		nil,
+		func(ctx context.Context, selections ast.SelectionSet, v string) graphql.Marshaler {
+			return ec.marshalNString2string(ctx, selections, v)
+		},
+		true,
+		true,
+	)
+}
+func (ec *executionContext) fieldContext_PassageQueryResult_query(_ context.Context, field graphql.CollectedField) (fc *graphql.FieldContext, err error) {
+	return graphql.NewScalarFieldContext("PassageQueryResult", field, false, false, "String")
+}
+
+func (ec *executionContext) _PassageQueryResult_hits(ctx context.Context, field graphql.CollectedField, obj *document.QueryHits) (ret graphql.Marshaler) {
+	return graphql.ResolveField(
+		ctx,
+		ec.OperationContext,
+		field,
+		func(ctx context.Context, field graphql.CollectedField) (*graphql.FieldContext, error) {
+			return ec.fieldContext_PassageQueryResult_hits(ctx, field)
+		},
+		func(ctx context.Context) (any, error) {
+			return obj.Hits, nil
+		},
+		nil,
+		func(ctx context.Context, selections ast.SelectionSet, v []document.Passage) graphql.Marshaler {
+			return ec.marshalNPassage2ᚕgithubᚗcomᚋtoolgateᚋtoolgateᚋtoolsᚋdocumentᚐPassageᚄ(ctx, selections, v)
+		},
+		true,
+		true,
+	)
+}
+func (ec *executionContext) fieldContext_PassageQueryResult_hits(_ context.Context, field graphql.CollectedField) (fc *graphql.FieldContext, err error) {
+	fc = &graphql.FieldContext{
+		Object:     "PassageQueryResult",
+		Field:      field,
+		IsMethod:   false,
+		IsResolver: false,
+		Child: func(ctx context.Context, field graphql.CollectedField) (*graphql.FieldContext, error) {
+			return ec.childFields_Passage(ctx, field)
+		},
+	}
+	return fc, nil
+}
+
+func (ec *executionContext) _PassageSearch_results(ctx context.Context, field graphql.CollectedField, obj *document.Search) (ret graphql.Marshaler) {
+	return graphql.ResolveField(
+		ctx,
+		ec.OperationContext,
+		field,
+		func(ctx context.Context, field graphql.CollectedField) (*graphql.FieldContext, error) {
+			return ec.fieldContext_PassageSearch_results(ctx, field)
+		},
+		func(ctx context.Context) (any, error) {
+			return obj.Results, nil
+		},
+		nil,
+		func(ctx context.Context, selections ast.SelectionSet, v []document.QueryHits) graphql.Marshaler {
+			return ec.marshalNPassageQueryResult2ᚕgithubᚗcomᚋtoolgateᚋtoolgateᚋtoolsᚋdocumentᚐQueryHitsᚄ(ctx, selections, v)
+		},
+		true,
+		true,
+	)
+}
+func (ec *executionContext) fieldContext_PassageSearch_results(_ context.Context, field graphql.CollectedField) (fc *graphql.FieldContext, err error) {
+	fc = &graphql.FieldContext{
+		Object:     "PassageSearch",
+		Field:      field,
+		IsMethod:   false,
+		IsResolver: false,
+		Child: func(ctx context.Context, field graphql.CollectedField) (*graphql.FieldContext, error) {
+			return ec.childFields_PassageQueryResult(ctx, field)
+		},
+	}
+	return fc, nil
+}
+
+func (ec *executionContext) _PassageSearch_failures(ctx context.Context, field graphql.CollectedField, obj *document.Search) (ret graphql.Marshaler) {
+	return graphql.ResolveField(
+		ctx,
+		ec.OperationContext,
+		field,
+		func(ctx context.Context, field graphql.CollectedField) (*graphql.FieldContext, error) {
+			return ec.fieldContext_PassageSearch_failures(ctx, field)
+		},
+		func(ctx context.Context) (any, error) {
+			return obj.Failures, nil
+		},
+		nil,
+		func(ctx context.Context, selections ast.SelectionSet, v []schematype.ItemFailure) graphql.Marshaler {
+			return ec.marshalNItemFailure2ᚕgithubᚗcomᚋtoolgateᚋtoolgateᚋentᚋschematypeᚐItemFailureᚄ(ctx, selections, v)
+		},
+		true,
+		true,
+	)
+}
+func (ec *executionContext) fieldContext_PassageSearch_failures(_ context.Context, field graphql.CollectedField) (fc *graphql.FieldContext, err error) {
+	fc = &graphql.FieldContext{
+		Object:     "PassageSearch",
+		Field:      field,
+		IsMethod:   false,
+		IsResolver: false,
+		Child: func(ctx context.Context, field graphql.CollectedField) (*graphql.FieldContext, error) {
+			return ec.childFields_ItemFailure(ctx, field)
+		},
+	}
+	return fc, nil
+}
+
 func (ec *executionContext) _PromptStats_prefixTokens(ctx context.Context, field graphql.CollectedField, obj *model.PromptStats) (ret graphql.Marshaler) {
 	return graphql.ResolveField(
 		ctx,
@@ -15910,6 +17304,138 @@ func (ec *executionContext) fieldContext_Query_knowledgeBases(ctx context.Contex
 	}()
 	ctx = graphql.WithFieldContext(ctx, fc)
 	if fc.Args, err = ec.field_Query_knowledgeBases_args(ctx, field.ArgumentMap(ec.Variables)); err != nil {
+		ec.Error(ctx, err)
+		return fc, err
+	}
+	return fc, nil
+}
+
+func (ec *executionContext) _Query_knowledgeSearch(ctx context.Context, field graphql.CollectedField) (ret graphql.Marshaler) {
+	return graphql.ResolveField(
+		ctx,
+		ec.OperationContext,
+		field,
+		func(ctx context.Context, field graphql.CollectedField) (*graphql.FieldContext, error) {
+			return ec.fieldContext_Query_knowledgeSearch(ctx, field)
+		},
+		func(ctx context.Context) (any, error) {
+			fc := graphql.GetFieldContext(ctx)
+			return ec.Resolvers.Query().KnowledgeSearch(ctx, fc.Args["conversationId"].(*int), fc.Args["queries"].([]string), fc.Args["maxResults"].(*int))
+		},
+		nil,
+		func(ctx context.Context, selections ast.SelectionSet, v *document.Search) graphql.Marshaler {
+			return ec.marshalNPassageSearch2ᚖgithubᚗcomᚋtoolgateᚋtoolgateᚋtoolsᚋdocumentᚐSearch(ctx, selections, v)
+		},
+		true,
+		true,
+	)
+}
+func (ec *executionContext) fieldContext_Query_knowledgeSearch(ctx context.Context, field graphql.CollectedField) (fc *graphql.FieldContext, err error) {
+	fc = &graphql.FieldContext{
+		Object:     "Query",
+		Field:      field,
+		IsMethod:   true,
+		IsResolver: true,
+		Child: func(ctx context.Context, field graphql.CollectedField) (*graphql.FieldContext, error) {
+			return ec.childFields_PassageSearch(ctx, field)
+		},
+	}
+	defer func() {
+		if r := recover(); r != nil {
+			err = ec.Recover(ctx, r)
+			ec.Error(ctx, err)
+		}
+	}()
+	ctx = graphql.WithFieldContext(ctx, fc)
+	if fc.Args, err = ec.field_Query_knowledgeSearch_args(ctx, field.ArgumentMap(ec.Variables)); err != nil {
+		ec.Error(ctx, err)
+		return fc, err
+	}
+	return fc, nil
+}
+
+func (ec *executionContext) _Query_searchAttachments(ctx context.Context, field graphql.CollectedField) (ret graphql.Marshaler) {
+	return graphql.ResolveField(
+		ctx,
+		ec.OperationContext,
+		field,
+		func(ctx context.Context, field graphql.CollectedField) (*graphql.FieldContext, error) {
+			return ec.fieldContext_Query_searchAttachments(ctx, field)
+		},
+		func(ctx context.Context) (any, error) {
+			fc := graphql.GetFieldContext(ctx)
+			return ec.Resolvers.Query().SearchAttachments(ctx, fc.Args["conversationId"].(*int), fc.Args["queries"].([]string), fc.Args["maxResults"].(*int))
+		},
+		nil,
+		func(ctx context.Context, selections ast.SelectionSet, v *document.Search) graphql.Marshaler {
+			return ec.marshalNPassageSearch2ᚖgithubᚗcomᚋtoolgateᚋtoolgateᚋtoolsᚋdocumentᚐSearch(ctx, selections, v)
+		},
+		true,
+		true,
+	)
+}
+func (ec *executionContext) fieldContext_Query_searchAttachments(ctx context.Context, field graphql.CollectedField) (fc *graphql.FieldContext, err error) {
+	fc = &graphql.FieldContext{
+		Object:     "Query",
+		Field:      field,
+		IsMethod:   true,
+		IsResolver: true,
+		Child: func(ctx context.Context, field graphql.CollectedField) (*graphql.FieldContext, error) {
+			return ec.childFields_PassageSearch(ctx, field)
+		},
+	}
+	defer func() {
+		if r := recover(); r != nil {
+			err = ec.Recover(ctx, r)
+			ec.Error(ctx, err)
+		}
+	}()
+	ctx = graphql.WithFieldContext(ctx, fc)
+	if fc.Args, err = ec.field_Query_searchAttachments_args(ctx, field.ArgumentMap(ec.Variables)); err != nil {
+		ec.Error(ctx, err)
+		return fc, err
+	}
+	return fc, nil
+}
+
+func (ec *executionContext) _Query_readDocument(ctx context.Context, field graphql.CollectedField) (ret graphql.Marshaler) {
+	return graphql.ResolveField(
+		ctx,
+		ec.OperationContext,
+		field,
+		func(ctx context.Context, field graphql.CollectedField) (*graphql.FieldContext, error) {
+			return ec.fieldContext_Query_readDocument(ctx, field)
+		},
+		func(ctx context.Context) (any, error) {
+			fc := graphql.GetFieldContext(ctx)
+			return ec.Resolvers.Query().ReadDocument(ctx, fc.Args["conversationId"].(*int), fc.Args["documentId"].(int), fc.Args["offset"].(*int), fc.Args["maxChars"].(*int))
+		},
+		nil,
+		func(ctx context.Context, selections ast.SelectionSet, v *document.Read) graphql.Marshaler {
+			return ec.marshalNDocumentRead2ᚖgithubᚗcomᚋtoolgateᚋtoolgateᚋtoolsᚋdocumentᚐRead(ctx, selections, v)
+		},
+		true,
+		true,
+	)
+}
+func (ec *executionContext) fieldContext_Query_readDocument(ctx context.Context, field graphql.CollectedField) (fc *graphql.FieldContext, err error) {
+	fc = &graphql.FieldContext{
+		Object:     "Query",
+		Field:      field,
+		IsMethod:   true,
+		IsResolver: true,
+		Child: func(ctx context.Context, field graphql.CollectedField) (*graphql.FieldContext, error) {
+			return ec.childFields_DocumentRead(ctx, field)
+		},
+	}
+	defer func() {
+		if r := recover(); r != nil {
+			err = ec.Recover(ctx, r)
+			ec.Error(ctx, err)
+		}
+	}()
+	ctx = graphql.WithFieldContext(ctx, fc)
+	if fc.Args, err = ec.field_Query_readDocument_args(ctx, field.ArgumentMap(ec.Variables)); err != nil {
 		ec.Error(ctx, err)
 		return fc, err
 	}
@@ -17007,6 +18533,38 @@ func (ec *executionContext) _Summary_cost(ctx context.Context, field graphql.Col
 }
 func (ec *executionContext) fieldContext_Summary_cost(_ context.Context, field graphql.CollectedField) (fc *graphql.FieldContext, err error) {
 	return graphql.NewScalarFieldContext("Summary", field, false, false, "Float")
+}
+
+func (ec *executionContext) _Summary_costAmount(ctx context.Context, field graphql.CollectedField, obj *ent.Summary) (ret graphql.Marshaler) {
+	return graphql.ResolveField(
+		ctx,
+		ec.OperationContext,
+		field,
+		func(ctx context.Context, field graphql.CollectedField) (*graphql.FieldContext, error) {
+			return ec.fieldContext_Summary_costAmount(ctx, field)
+		},
+		func(ctx context.Context) (any, error) {
+			return obj.CostMicros, nil
+		},
+		nil,
+		func(ctx context.Context, selections ast.SelectionSet, v schematype.Micros) graphql.Marshaler {
+			return ec.marshalNMoney2githubᚗcomᚋtoolgateᚋtoolgateᚋentᚋschematypeᚐMicros(ctx, selections, v)
+		},
+		true,
+		true,
+	)
+}
+func (ec *executionContext) fieldContext_Summary_costAmount(_ context.Context, field graphql.CollectedField) (fc *graphql.FieldContext, err error) {
+	fc = &graphql.FieldContext{
+		Object:     "Summary",
+		Field:      field,
+		IsMethod:   false,
+		IsResolver: false,
+		Child: func(ctx context.Context, field graphql.CollectedField) (*graphql.FieldContext, error) {
+			return ec.childFields_Money(ctx, field)
+		},
+	}
+	return fc, nil
 }
 
 func (ec *executionContext) _Task_title(ctx context.Context, field graphql.CollectedField, obj *ent.Task) (ret graphql.Marshaler) {
@@ -19813,6 +21371,38 @@ func (ec *executionContext) fieldContext_Usage_month(_ context.Context, field gr
 	return graphql.NewScalarFieldContext("Usage", field, false, false, "String")
 }
 
+func (ec *executionContext) _Usage_totals(ctx context.Context, field graphql.CollectedField, obj *model.Usage) (ret graphql.Marshaler) {
+	return graphql.ResolveField(
+		ctx,
+		ec.OperationContext,
+		field,
+		func(ctx context.Context, field graphql.CollectedField) (*graphql.FieldContext, error) {
+			return ec.fieldContext_Usage_totals(ctx, field)
+		},
+		func(ctx context.Context) (any, error) {
+			return obj.Totals, nil
+		},
+		nil,
+		func(ctx context.Context, selections ast.SelectionSet, v *model.UsageTotals) graphql.Marshaler {
+			return ec.marshalNUsageTotals2ᚖgithubᚗcomᚋtoolgateᚋtoolgateᚋgraphᚋmodelᚐUsageTotals(ctx, selections, v)
+		},
+		true,
+		true,
+	)
+}
+func (ec *executionContext) fieldContext_Usage_totals(_ context.Context, field graphql.CollectedField) (fc *graphql.FieldContext, err error) {
+	fc = &graphql.FieldContext{
+		Object:     "Usage",
+		Field:      field,
+		IsMethod:   false,
+		IsResolver: false,
+		Child: func(ctx context.Context, field graphql.CollectedField) (*graphql.FieldContext, error) {
+			return ec.childFields_UsageTotals(ctx, field)
+		},
+	}
+	return fc, nil
+}
+
 func (ec *executionContext) _Usage_inputTokens(ctx context.Context, field graphql.CollectedField, obj *model.Usage) (ret graphql.Marshaler) {
 	return graphql.ResolveField(
 		ctx,
@@ -20116,6 +21706,176 @@ func (ec *executionContext) fieldContext_Usage_byUser(_ context.Context, field g
 	return fc, nil
 }
 
+func (ec *executionContext) _UsageTotals_inputTokens(ctx context.Context, field graphql.CollectedField, obj *model.UsageTotals) (ret graphql.Marshaler) {
+	return graphql.ResolveField(
+		ctx,
+		ec.OperationContext,
+		field,
+		func(ctx context.Context, field graphql.CollectedField) (*graphql.FieldContext, error) {
+			return ec.fieldContext_UsageTotals_inputTokens(ctx, field)
+		},
+		func(ctx context.Context) (any, error) {
+			return obj.InputTokens, nil
+		},
+		nil,
+		func(ctx context.Context, selections ast.SelectionSet, v int64) graphql.Marshaler {
+			return ec.marshalNInt642int64(ctx, selections, v)
+		},
+		true,
+		true,
+	)
+}
+func (ec *executionContext) fieldContext_UsageTotals_inputTokens(_ context.Context, field graphql.CollectedField) (fc *graphql.FieldContext, err error) {
+	return graphql.NewScalarFieldContext("UsageTotals", field, false, false, "Int64")
+}
+
+func (ec *executionContext) _UsageTotals_cacheReadTokens(ctx context.Context, field graphql.CollectedField, obj *model.UsageTotals) (ret graphql.Marshaler) {
+	return graphql.ResolveField(
+		ctx,
+		ec.OperationContext,
+		field,
+		func(ctx context.Context, field graphql.CollectedField) (*graphql.FieldContext, error) {
+			return ec.fieldContext_UsageTotals_cacheReadTokens(ctx, field)
+		},
+		func(ctx context.Context) (any, error) {
+			return obj.CacheReadTokens, nil
+		},
+		nil,
+		func(ctx context.Context, selections ast.SelectionSet, v int64) graphql.Marshaler {
+			return ec.marshalNInt642int64(ctx, selections, v)
+		},
+		true,
+		true,
+	)
+}
+func (ec *executionContext) fieldContext_UsageTotals_cacheReadTokens(_ context.Context, field graphql.CollectedField) (fc *graphql.FieldContext, err error) {
+	return graphql.NewScalarFieldContext("UsageTotals", field, false, false, "Int64")
+}
+
+func (ec *executionContext) _UsageTotals_cacheWriteTokens(ctx context.Context, field graphql.CollectedField, obj *model.UsageTotals) (ret graphql.Marshaler) {
+	return graphql.ResolveField(
+		ctx,
+		ec.OperationContext,
+		field,
+		func(ctx context.Context, field graphql.CollectedField) (*graphql.FieldContext, error) {
+			return ec.fieldContext_UsageTotals_cacheWriteTokens(ctx, field)
+		},
+		func(ctx context.Context) (any, error) {
+			return obj.CacheWriteTokens, nil
+		},
+		nil,
+		func(ctx context.Context, selections ast.SelectionSet, v int64) graphql.Marshaler {
+			return ec.marshalNInt642int64(ctx, selections, v)
+		},
+		true,
+		true,
+	)
+}
+func (ec *executionContext) fieldContext_UsageTotals_cacheWriteTokens(_ context.Context, field graphql.CollectedField) (fc *graphql.FieldContext, err error) {
+	return graphql.NewScalarFieldContext("UsageTotals", field, false, false, "Int64")
+}
+
+func (ec *executionContext) _UsageTotals_outputTokens(ctx context.Context, field graphql.CollectedField, obj *model.UsageTotals) (ret graphql.Marshaler) {
+	return graphql.ResolveField(
+		ctx,
+		ec.OperationContext,
+		field,
+		func(ctx context.Context, field graphql.CollectedField) (*graphql.FieldContext, error) {
+			return ec.fieldContext_UsageTotals_outputTokens(ctx, field)
+		},
+		func(ctx context.Context) (any, error) {
+			return obj.OutputTokens, nil
+		},
+		nil,
+		func(ctx context.Context, selections ast.SelectionSet, v int64) graphql.Marshaler {
+			return ec.marshalNInt642int64(ctx, selections, v)
+		},
+		true,
+		true,
+	)
+}
+func (ec *executionContext) fieldContext_UsageTotals_outputTokens(_ context.Context, field graphql.CollectedField) (fc *graphql.FieldContext, err error) {
+	return graphql.NewScalarFieldContext("UsageTotals", field, false, false, "Int64")
+}
+
+func (ec *executionContext) _UsageTotals_prefixTokens(ctx context.Context, field graphql.CollectedField, obj *model.UsageTotals) (ret graphql.Marshaler) {
+	return graphql.ResolveField(
+		ctx,
+		ec.OperationContext,
+		field,
+		func(ctx context.Context, field graphql.CollectedField) (*graphql.FieldContext, error) {
+			return ec.fieldContext_UsageTotals_prefixTokens(ctx, field)
+		},
+		func(ctx context.Context) (any, error) {
+			return obj.PrefixTokens, nil
+		},
+		nil,
+		func(ctx context.Context, selections ast.SelectionSet, v int64) graphql.Marshaler {
+			return ec.marshalNInt642int64(ctx, selections, v)
+		},
+		true,
+		true,
+	)
+}
+func (ec *executionContext) fieldContext_UsageTotals_prefixTokens(_ context.Context, field graphql.CollectedField) (fc *graphql.FieldContext, err error) {
+	return graphql.NewScalarFieldContext("UsageTotals", field, false, false, "Int64")
+}
+
+func (ec *executionContext) _UsageTotals_modelCalls(ctx context.Context, field graphql.CollectedField, obj *model.UsageTotals) (ret graphql.Marshaler) {
+	return graphql.ResolveField(
+		ctx,
+		ec.OperationContext,
+		field,
+		func(ctx context.Context, field graphql.CollectedField) (*graphql.FieldContext, error) {
+			return ec.fieldContext_UsageTotals_modelCalls(ctx, field)
+		},
+		func(ctx context.Context) (any, error) {
+			return obj.ModelCalls, nil
+		},
+		nil,
+		func(ctx context.Context, selections ast.SelectionSet, v int64) graphql.Marshaler {
+			return ec.marshalNInt642int64(ctx, selections, v)
+		},
+		true,
+		true,
+	)
+}
+func (ec *executionContext) fieldContext_UsageTotals_modelCalls(_ context.Context, field graphql.CollectedField) (fc *graphql.FieldContext, err error) {
+	return graphql.NewScalarFieldContext("UsageTotals", field, false, false, "Int64")
+}
+
+func (ec *executionContext) _UsageTotals_cost(ctx context.Context, field graphql.CollectedField, obj *model.UsageTotals) (ret graphql.Marshaler) {
+	return graphql.ResolveField(
+		ctx,
+		ec.OperationContext,
+		field,
+		func(ctx context.Context, field graphql.CollectedField) (*graphql.FieldContext, error) {
+			return ec.fieldContext_UsageTotals_cost(ctx, field)
+		},
+		func(ctx context.Context) (any, error) {
+			return obj.Cost, nil
+		},
+		nil,
+		func(ctx context.Context, selections ast.SelectionSet, v schematype.Micros) graphql.Marshaler {
+			return ec.marshalNMoney2githubᚗcomᚋtoolgateᚋtoolgateᚋentᚋschematypeᚐMicros(ctx, selections, v)
+		},
+		true,
+		true,
+	)
+}
+func (ec *executionContext) fieldContext_UsageTotals_cost(_ context.Context, field graphql.CollectedField) (fc *graphql.FieldContext, err error) {
+	fc = &graphql.FieldContext{
+		Object:     "UsageTotals",
+		Field:      field,
+		IsMethod:   false,
+		IsResolver: false,
+		Child: func(ctx context.Context, field graphql.CollectedField) (*graphql.FieldContext, error) {
+			return ec.childFields_Money(ctx, field)
+		},
+	}
+	return fc, nil
+}
+
 func (ec *executionContext) _User_id(ctx context.Context, field graphql.CollectedField, obj *ent.User) (ret graphql.Marshaler) {
 	return graphql.ResolveField(
 		ctx,
@@ -20359,6 +22119,38 @@ func (ec *executionContext) fieldContext_UserUsage_user(_ context.Context, field
 		IsResolver: false,
 		Child: func(ctx context.Context, field graphql.CollectedField) (*graphql.FieldContext, error) {
 			return ec.childFields_User(ctx, field)
+		},
+	}
+	return fc, nil
+}
+
+func (ec *executionContext) _UserUsage_totals(ctx context.Context, field graphql.CollectedField, obj *model.UserUsage) (ret graphql.Marshaler) {
+	return graphql.ResolveField(
+		ctx,
+		ec.OperationContext,
+		field,
+		func(ctx context.Context, field graphql.CollectedField) (*graphql.FieldContext, error) {
+			return ec.fieldContext_UserUsage_totals(ctx, field)
+		},
+		func(ctx context.Context) (any, error) {
+			return obj.Totals, nil
+		},
+		nil,
+		func(ctx context.Context, selections ast.SelectionSet, v *model.UsageTotals) graphql.Marshaler {
+			return ec.marshalNUsageTotals2ᚖgithubᚗcomᚋtoolgateᚋtoolgateᚋgraphᚋmodelᚐUsageTotals(ctx, selections, v)
+		},
+		true,
+		true,
+	)
+}
+func (ec *executionContext) fieldContext_UserUsage_totals(_ context.Context, field graphql.CollectedField) (fc *graphql.FieldContext, err error) {
+	fc = &graphql.FieldContext{
+		Object:     "UserUsage",
+		Field:      field,
+		IsMethod:   false,
+		IsResolver: false,
+		Child: func(ctx context.Context, field graphql.CollectedField) (*graphql.FieldContext, error) {
+			return ec.childFields_UsageTotals(ctx, field)
 		},
 	}
 	return fc, nil
@@ -24068,6 +25860,59 @@ func UnmarshalKnowledgeBaseOrder(ctx context.Context, raw any) (ent.KnowledgeBas
 	return out, err
 }
 
+func (ec *executionContext) unmarshalInputMoneyInput(ctx context.Context, obj any) (model.MoneyInput, error) {
+	var it model.MoneyInput
+	if obj == nil {
+		return it, nil
+	}
+
+	asMap := map[string]any{}
+	for k, v := range obj.(map[string]any) {
+		asMap[k] = v
+	}
+
+	if _, present := asMap["currency"]; !present {
+		asMap["currency"] = "USD"
+	}
+
+	fieldsInOrder := [...]string{"amount", "currency"}
+	for _, k := range fieldsInOrder {
+		v, ok := asMap[k]
+		if !ok {
+			continue
+		}
+		switch k {
+		case "amount":
+			ctx := graphql.WithPathContext(ctx, graphql.NewPathWithField("amount"))
+			data, err := ec.unmarshalNString2string(ctx, v)
+			if err != nil {
+				return it, err
+			}
+			it.Amount = data
+		case "currency":
+			ctx := graphql.WithPathContext(ctx, graphql.NewPathWithField("currency"))
+			data, err := ec.unmarshalNString2string(ctx, v)
+			if err != nil {
+				return it, err
+			}
+			it.Currency = data
+		}
+	}
+	return it, nil
+}
+
+// UnmarshalMoneyInput unmarshals raw into the MoneyInput input type, using the
+// unmarshaler bound to ctx's request. Call it from a resolver to decode an input
+// object that was not passed as a field argument.
+//
+// ctx must come from a gqlgen request; outside one there is no unmarshaler to use
+// and the returned error says so.
+func UnmarshalMoneyInput(ctx context.Context, raw any) (model.MoneyInput, error) {
+	var out model.MoneyInput
+	err := graphql.UnmarshalNamedInputFromContext(ctx, "MoneyInput", raw, &out)
+	return out, err
+}
+
 func (ec *executionContext) unmarshalInputRegisterApplicationInput(ctx context.Context, obj any) (model.RegisterApplicationInput, error) {
 	var it model.RegisterApplicationInput
 	if obj == nil {
@@ -24233,7 +26078,7 @@ func (ec *executionContext) unmarshalInputSetBudgetInput(ctx context.Context, ob
 		asMap[k] = v
 	}
 
-	fieldsInOrder := [...]string{"userId", "monthlyLimit"}
+	fieldsInOrder := [...]string{"userId", "monthlyLimit", "monthlyLimitAmount"}
 	for _, k := range fieldsInOrder {
 		v, ok := asMap[k]
 		if !ok {
@@ -24249,11 +26094,18 @@ func (ec *executionContext) unmarshalInputSetBudgetInput(ctx context.Context, ob
 			it.UserID = data
 		case "monthlyLimit":
 			ctx := graphql.WithPathContext(ctx, graphql.NewPathWithField("monthlyLimit"))
-			data, err := ec.unmarshalNFloat2float64(ctx, v)
+			data, err := ec.unmarshalOFloat2ᚖfloat64(ctx, v)
 			if err != nil {
 				return it, err
 			}
 			it.MonthlyLimit = data
+		case "monthlyLimitAmount":
+			ctx := graphql.WithPathContext(ctx, graphql.NewPathWithField("monthlyLimitAmount"))
+			data, err := ec.unmarshalOMoneyInput2ᚖgithubᚗcomᚋtoolgateᚋtoolgateᚋgraphᚋmodelᚐMoneyInput(ctx, v)
+			if err != nil {
+				return it, err
+			}
+			it.MonthlyLimitAmount = data
 		}
 	}
 	return it, nil
@@ -25126,7 +26978,7 @@ func (ec *executionContext) unmarshalInputUpdateAgentInput(ctx context.Context, 
 		asMap[k] = v
 	}
 
-	fieldsInOrder := [...]string{"id", "name", "instructions", "tools", "memory", "budgetCheck", "pastConversationSearch"}
+	fieldsInOrder := [...]string{"id", "name", "instructions", "tools", "memory", "budgetCheck", "pastConversationSearch", "knowledgeBaseIds"}
 	for _, k := range fieldsInOrder {
 		v, ok := asMap[k]
 		if !ok {
@@ -25182,6 +27034,13 @@ func (ec *executionContext) unmarshalInputUpdateAgentInput(ctx context.Context, 
 				return it, err
 			}
 			it.PastConversationSearch = data
+		case "knowledgeBaseIds":
+			ctx := graphql.WithPathContext(ctx, graphql.NewPathWithField("knowledgeBaseIds"))
+			data, err := ec.unmarshalOID2ᚕintᚄ(ctx, v)
+			if err != nil {
+				return it, err
+			}
+			it.KnowledgeBaseIds = data
 		}
 	}
 	return it, nil
@@ -25727,6 +27586,11 @@ func (ec *executionContext) _AgentUsage(ctx context.Context, sel ast.SelectionSe
 			if out.Values[i] == graphql.RequiredNull {
 				out.Invalids++
 			}
+		case "totals":
+			out.Values[i] = ec._AgentUsage_totals(ctx, field, obj)
+			if out.Values[i] == graphql.Null {
+				out.Invalids++
+			}
 		case "inputTokens":
 			out.Values[i] = ec._AgentUsage_inputTokens(ctx, field, obj)
 			if out.Values[i] == graphql.Null {
@@ -26208,6 +28072,23 @@ func (ec *executionContext) _Budget(ctx context.Context, sel ast.SelectionSet, o
 				func(ctx context.Context) graphql.Marshaler {
 					return ec._Budget_left(ctx, field, obj)
 				})
+		case "monthlyLimitAmount":
+			out.Values[i] = ec._Budget_monthlyLimitAmount(ctx, field, obj)
+			if out.Values[i] == graphql.Null {
+				atomic.AddUint32(&out.Invalids, 1)
+			}
+		case "spentAmount":
+			out.ResolveConcurrently(ec.OperationContext, &deferred, i,
+				true, true,
+				func(ctx context.Context) graphql.Marshaler {
+					return ec._Budget_spentAmount(ctx, field, obj)
+				})
+		case "leftAmount":
+			out.ResolveConcurrently(ec.OperationContext, &deferred, i,
+				true, true,
+				func(ctx context.Context) graphql.Marshaler {
+					return ec._Budget_leftAmount(ctx, field, obj)
+				})
 		case "month":
 			out.ResolveConcurrently(ec.OperationContext, &deferred, i,
 				true, true,
@@ -26254,6 +28135,21 @@ func (ec *executionContext) _BudgetLine(ctx context.Context, sel ast.SelectionSe
 			}
 		case "left":
 			out.Values[i] = ec._BudgetLine_left(ctx, field, obj)
+			if out.Values[i] == graphql.RequiredNull {
+				out.Invalids++
+			}
+		case "monthlyLimitAmount":
+			out.Values[i] = ec._BudgetLine_monthlyLimitAmount(ctx, field, obj)
+			if out.Values[i] == graphql.RequiredNull {
+				out.Invalids++
+			}
+		case "spentAmount":
+			out.Values[i] = ec._BudgetLine_spentAmount(ctx, field, obj)
+			if out.Values[i] == graphql.Null {
+				out.Invalids++
+			}
+		case "leftAmount":
+			out.Values[i] = ec._BudgetLine_leftAmount(ctx, field, obj)
 			if out.Values[i] == graphql.RequiredNull {
 				out.Invalids++
 			}
@@ -27078,6 +28974,69 @@ func (ec *executionContext) _DocumentEdge(ctx context.Context, sel ast.Selection
 	return out
 }
 
+var documentReadImplementors = []string{"DocumentRead"}
+
+func (ec *executionContext) _DocumentRead(ctx context.Context, sel ast.SelectionSet, obj *document.Read) graphql.Marshaler {
+	fields := graphql.CollectFields(ec.OperationContext, sel, documentReadImplementors)
+
+	out := graphql.NewFieldSet(fields)
+	deferred := graphql.NewDeferredGroup(ctx)
+	for i, field := range fields {
+		switch field.Name {
+		case "__typename":
+			out.Values[i] = graphql.MarshalString("DocumentRead")
+		case "documentId":
+			out.Values[i] = ec._DocumentRead_documentId(ctx, field, obj)
+			if out.Values[i] == graphql.Null {
+				out.Invalids++
+			}
+		case "title":
+			out.Values[i] = ec._DocumentRead_title(ctx, field, obj)
+			if out.Values[i] == graphql.Null {
+				out.Invalids++
+			}
+		case "text":
+			out.Values[i] = ec._DocumentRead_text(ctx, field, obj)
+			if out.Values[i] == graphql.Null {
+				out.Invalids++
+			}
+		case "offset":
+			out.Values[i] = ec._DocumentRead_offset(ctx, field, obj)
+			if out.Values[i] == graphql.Null {
+				out.Invalids++
+			}
+		case "totalChars":
+			out.Values[i] = ec._DocumentRead_totalChars(ctx, field, obj)
+			if out.Values[i] == graphql.Null {
+				out.Invalids++
+			}
+		case "truncated":
+			out.Values[i] = ec._DocumentRead_truncated(ctx, field, obj)
+			if out.Values[i] == graphql.Null {
+				out.Invalids++
+			}
+		case "nextOffset":
+			out.Values[i] = ec._DocumentRead_nextOffset(ctx, field, obj)
+			if out.Values[i] == graphql.RequiredNull {
+				out.Invalids++
+			}
+		default:
+			panic("unknown field " + strconv.Quote(field.Name))
+		}
+	}
+	out.Dispatch(ctx)
+	if out.Invalids > 0 {
+		return graphql.Null
+	}
+
+	if n := len(deferred.Defers); n > 0 {
+		atomic.AddInt32(&ec.Deferred, int32(min(n, math.MaxInt32)))
+		ec.ProcessDeferredGroup(deferred)
+	}
+
+	return out
+}
+
 var evidenceImplementors = []string{"Evidence"}
 
 func (ec *executionContext) _Evidence(ctx context.Context, sel ast.SelectionSet, obj *schematype.Span) graphql.Marshaler {
@@ -27408,6 +29367,11 @@ func (ec *executionContext) _ModelCall(ctx context.Context, sel ast.SelectionSet
 			if out.Values[i] == graphql.Null {
 				out.Invalids++
 			}
+		case "costAmount":
+			out.Values[i] = ec._ModelCall_costAmount(ctx, field, obj)
+			if out.Values[i] == graphql.Null {
+				out.Invalids++
+			}
 		case "durationMs":
 			out.Values[i] = ec._ModelCall_durationMs(ctx, field, obj)
 			if out.Values[i] == graphql.Null {
@@ -27451,6 +29415,11 @@ func (ec *executionContext) _ModelUsage(ctx context.Context, sel ast.SelectionSe
 			if out.Values[i] == graphql.Null {
 				out.Invalids++
 			}
+		case "totals":
+			out.Values[i] = ec._ModelUsage_totals(ctx, field, obj)
+			if out.Values[i] == graphql.Null {
+				out.Invalids++
+			}
 		case "inputTokens":
 			out.Values[i] = ec._ModelUsage_inputTokens(ctx, field, obj)
 			if out.Values[i] == graphql.Null {
@@ -27478,6 +29447,49 @@ func (ec *executionContext) _ModelUsage(ctx context.Context, sel ast.SelectionSe
 			}
 		case "modelCalls":
 			out.Values[i] = ec._ModelUsage_modelCalls(ctx, field, obj)
+			if out.Values[i] == graphql.Null {
+				out.Invalids++
+			}
+		default:
+			panic("unknown field " + strconv.Quote(field.Name))
+		}
+	}
+	out.Dispatch(ctx)
+	if out.Invalids > 0 {
+		return graphql.Null
+	}
+
+	if n := len(deferred.Defers); n > 0 {
+		atomic.AddInt32(&ec.Deferred, int32(min(n, math.MaxInt32)))
+		ec.ProcessDeferredGroup(deferred)
+	}
+
+	return out
+}
+
+var moneyImplementors = []string{"Money"}
+
+func (ec *executionContext) _Money(ctx context.Context, sel ast.SelectionSet, obj *schematype.Micros) graphql.Marshaler {
+	fields := graphql.CollectFields(ec.OperationContext, sel, moneyImplementors)
+
+	out := graphql.NewFieldSet(fields)
+	deferred := graphql.NewDeferredGroup(ctx)
+	for i, field := range fields {
+		switch field.Name {
+		case "__typename":
+			out.Values[i] = graphql.MarshalString("Money")
+		case "micros":
+			out.Values[i] = ec._Money_micros(ctx, field, obj)
+			if out.Values[i] == graphql.Null {
+				out.Invalids++
+			}
+		case "amount":
+			out.Values[i] = ec._Money_amount(ctx, field, obj)
+			if out.Values[i] == graphql.Null {
+				out.Invalids++
+			}
+		case "currency":
+			out.Values[i] = ec._Money_currency(ctx, field, obj)
 			if out.Values[i] == graphql.Null {
 				out.Invalids++
 			}
@@ -27831,6 +29843,130 @@ func (ec *executionContext) _PageInfo(ctx context.Context, sel ast.SelectionSet,
 	return out
 }
 
+var passageImplementors = []string{"Passage"}
+
+func (ec *executionContext) _Passage(ctx context.Context, sel ast.SelectionSet, obj *document.Passage) graphql.Marshaler {
+	fields := graphql.CollectFields(ec.OperationContext, sel, passageImplementors)
+
+	out := graphql.NewFieldSet(fields)
+	deferred := graphql.NewDeferredGroup(ctx)
+	for i, field := range fields {
+		switch field.Name {
+		case "__typename":
+			out.Values[i] = graphql.MarshalString("Passage")
+		case "documentId":
+			out.Values[i] = ec._Passage_documentId(ctx, field, obj)
+			if out.Values[i] == graphql.Null {
+				out.Invalids++
+			}
+		case "title":
+			out.Values[i] = ec._Passage_title(ctx, field, obj)
+			if out.Values[i] == graphql.Null {
+				out.Invalids++
+			}
+		case "position":
+			out.Values[i] = ec._Passage_position(ctx, field, obj)
+			if out.Values[i] == graphql.Null {
+				out.Invalids++
+			}
+		case "text":
+			out.Values[i] = ec._Passage_text(ctx, field, obj)
+			if out.Values[i] == graphql.Null {
+				out.Invalids++
+			}
+		default:
+			panic("unknown field " + strconv.Quote(field.Name))
+		}
+	}
+	out.Dispatch(ctx)
+	if out.Invalids > 0 {
+		return graphql.Null
+	}
+
+	if n := len(deferred.Defers); n > 0 {
+		atomic.AddInt32(&ec.Deferred, int32(min(n, math.MaxInt32)))
+		ec.ProcessDeferredGroup(deferred)
+	}
+
+	return out
+}
+
+var passageQueryResultImplementors = []string{"PassageQueryResult"}
+
+func (ec *executionContext) _PassageQueryResult(ctx context.Context, sel ast.SelectionSet, obj *document.QueryHits) graphql.Marshaler {
+	fields := graphql.CollectFields(ec.OperationContext, sel, passageQueryResultImplementors)
+
+	out := graphql.NewFieldSet(fields)
+	deferred := graphql.NewDeferredGroup(ctx)
+	for i, field := range fields {
+		switch field.Name {
+		case "__typename":
+			out.Values[i] = graphql.MarshalString("PassageQueryResult")
+		case "query":
+			out.Values[i] = ec._PassageQueryResult_query(ctx, field, obj)
+			if out.Values[i] == graphql.Null {
+				out.Invalids++
+			}
+		case "hits":
+			out.Values[i] = ec._PassageQueryResult_hits(ctx, field, obj)
+			if out.Values[i] == graphql.Null {
+				out.Invalids++
+			}
+		default:
+			panic("unknown field " + strconv.Quote(field.Name))
+		}
+	}
+	out.Dispatch(ctx)
+	if out.Invalids > 0 {
+		return graphql.Null
+	}
+
+	if n := len(deferred.Defers); n > 0 {
+		atomic.AddInt32(&ec.Deferred, int32(min(n, math.MaxInt32)))
+		ec.ProcessDeferredGroup(deferred)
+	}
+
+	return out
+}
+
+var passageSearchImplementors = []string{"PassageSearch"}
+
+func (ec *executionContext) _PassageSearch(ctx context.Context, sel ast.SelectionSet, obj *document.Search) graphql.Marshaler {
+	fields := graphql.CollectFields(ec.OperationContext, sel, passageSearchImplementors)
+
+	out := graphql.NewFieldSet(fields)
+	deferred := graphql.NewDeferredGroup(ctx)
+	for i, field := range fields {
+		switch field.Name {
+		case "__typename":
+			out.Values[i] = graphql.MarshalString("PassageSearch")
+		case "results":
+			out.Values[i] = ec._PassageSearch_results(ctx, field, obj)
+			if out.Values[i] == graphql.Null {
+				out.Invalids++
+			}
+		case "failures":
+			out.Values[i] = ec._PassageSearch_failures(ctx, field, obj)
+			if out.Values[i] == graphql.Null {
+				out.Invalids++
+			}
+		default:
+			panic("unknown field " + strconv.Quote(field.Name))
+		}
+	}
+	out.Dispatch(ctx)
+	if out.Invalids > 0 {
+		return graphql.Null
+	}
+
+	if n := len(deferred.Defers); n > 0 {
+		atomic.AddInt32(&ec.Deferred, int32(min(n, math.MaxInt32)))
+		ec.ProcessDeferredGroup(deferred)
+	}
+
+	return out
+}
+
 var promptStatsImplementors = []string{"PromptStats"}
 
 func (ec *executionContext) _PromptStats(ctx context.Context, sel ast.SelectionSet, obj *model.PromptStats) graphql.Marshaler {
@@ -27993,6 +30129,24 @@ func (ec *executionContext) _Query(ctx context.Context, sel ast.SelectionSet) gr
 				true, true,
 				func(ctx context.Context) graphql.Marshaler {
 					return ec._Query_knowledgeBases(ctx, field)
+				})
+		case "knowledgeSearch":
+			out.ResolveRootConcurrently(innerCtx, ec.OperationContext, i,
+				true, true,
+				func(ctx context.Context) graphql.Marshaler {
+					return ec._Query_knowledgeSearch(ctx, field)
+				})
+		case "searchAttachments":
+			out.ResolveRootConcurrently(innerCtx, ec.OperationContext, i,
+				true, true,
+				func(ctx context.Context) graphql.Marshaler {
+					return ec._Query_searchAttachments(ctx, field)
+				})
+		case "readDocument":
+			out.ResolveRootConcurrently(innerCtx, ec.OperationContext, i,
+				true, true,
+				func(ctx context.Context) graphql.Marshaler {
+					return ec._Query_readDocument(ctx, field)
 				})
 		case "applications":
 			out.ResolveRootConcurrently(innerCtx, ec.OperationContext, i,
@@ -28309,6 +30463,11 @@ func (ec *executionContext) _Summary(ctx context.Context, sel ast.SelectionSet, 
 			}
 		case "cost":
 			out.Values[i] = ec._Summary_cost(ctx, field, obj)
+			if out.Values[i] == graphql.Null {
+				out.Invalids++
+			}
+		case "costAmount":
+			out.Values[i] = ec._Summary_costAmount(ctx, field, obj)
 			if out.Values[i] == graphql.Null {
 				out.Invalids++
 			}
@@ -29481,6 +31640,11 @@ func (ec *executionContext) _Usage(ctx context.Context, sel ast.SelectionSet, ob
 			if out.Values[i] == graphql.Null {
 				out.Invalids++
 			}
+		case "totals":
+			out.Values[i] = ec._Usage_totals(ctx, field, obj)
+			if out.Values[i] == graphql.Null {
+				out.Invalids++
+			}
 		case "inputTokens":
 			out.Values[i] = ec._Usage_inputTokens(ctx, field, obj)
 			if out.Values[i] == graphql.Null {
@@ -29538,6 +31702,69 @@ func (ec *executionContext) _Usage(ctx context.Context, sel ast.SelectionSet, ob
 			}
 		case "byUser":
 			out.Values[i] = ec._Usage_byUser(ctx, field, obj)
+			if out.Values[i] == graphql.Null {
+				out.Invalids++
+			}
+		default:
+			panic("unknown field " + strconv.Quote(field.Name))
+		}
+	}
+	out.Dispatch(ctx)
+	if out.Invalids > 0 {
+		return graphql.Null
+	}
+
+	if n := len(deferred.Defers); n > 0 {
+		atomic.AddInt32(&ec.Deferred, int32(min(n, math.MaxInt32)))
+		ec.ProcessDeferredGroup(deferred)
+	}
+
+	return out
+}
+
+var usageTotalsImplementors = []string{"UsageTotals"}
+
+func (ec *executionContext) _UsageTotals(ctx context.Context, sel ast.SelectionSet, obj *model.UsageTotals) graphql.Marshaler {
+	fields := graphql.CollectFields(ec.OperationContext, sel, usageTotalsImplementors)
+
+	out := graphql.NewFieldSet(fields)
+	deferred := graphql.NewDeferredGroup(ctx)
+	for i, field := range fields {
+		switch field.Name {
+		case "__typename":
+			out.Values[i] = graphql.MarshalString("UsageTotals")
+		case "inputTokens":
+			out.Values[i] = ec._UsageTotals_inputTokens(ctx, field, obj)
+			if out.Values[i] == graphql.Null {
+				out.Invalids++
+			}
+		case "cacheReadTokens":
+			out.Values[i] = ec._UsageTotals_cacheReadTokens(ctx, field, obj)
+			if out.Values[i] == graphql.Null {
+				out.Invalids++
+			}
+		case "cacheWriteTokens":
+			out.Values[i] = ec._UsageTotals_cacheWriteTokens(ctx, field, obj)
+			if out.Values[i] == graphql.Null {
+				out.Invalids++
+			}
+		case "outputTokens":
+			out.Values[i] = ec._UsageTotals_outputTokens(ctx, field, obj)
+			if out.Values[i] == graphql.Null {
+				out.Invalids++
+			}
+		case "prefixTokens":
+			out.Values[i] = ec._UsageTotals_prefixTokens(ctx, field, obj)
+			if out.Values[i] == graphql.Null {
+				out.Invalids++
+			}
+		case "modelCalls":
+			out.Values[i] = ec._UsageTotals_modelCalls(ctx, field, obj)
+			if out.Values[i] == graphql.Null {
+				out.Invalids++
+			}
+		case "cost":
+			out.Values[i] = ec._UsageTotals_cost(ctx, field, obj)
 			if out.Values[i] == graphql.Null {
 				out.Invalids++
 			}
@@ -29647,6 +31874,11 @@ func (ec *executionContext) _UserUsage(ctx context.Context, sel ast.SelectionSet
 		case "user":
 			out.Values[i] = ec._UserUsage_user(ctx, field, obj)
 			if out.Values[i] == graphql.RequiredNull {
+				out.Invalids++
+			}
+		case "totals":
+			out.Values[i] = ec._UserUsage_totals(ctx, field, obj)
+			if out.Values[i] == graphql.Null {
 				out.Invalids++
 			}
 		case "inputTokens":
@@ -31190,13 +33422,21 @@ func (ec *executionContext) marshalNDocumentOrderField2ᚖgithubᚗcomᚋtoolgat
 	return v
 }
 
-func (ec *executionContext) unmarshalNDocumentStatus2githubᚗcomᚋtoolgateᚋtoolgateᚋentᚋdocumentᚐStatus(ctx context.Context, v any) (document.Status, error) {
-	var res document.Status
+func (ec *executionContext) marshalNDocumentRead2ᚖgithubᚗcomᚋtoolgateᚋtoolgateᚋtoolsᚋdocumentᚐRead(ctx context.Context, sel ast.SelectionSet, v *document.Read) graphql.Marshaler {
+	if v == nil {
+		graphql.AddInvalidNullError(ctx, "DocumentRead!")
+		return graphql.Null
+	}
+	return ec._DocumentRead(ctx, sel, v)
+}
+
+func (ec *executionContext) unmarshalNDocumentStatus2githubᚗcomᚋtoolgateᚋtoolgateᚋentᚋdocumentᚐStatus(ctx context.Context, v any) (document1.Status, error) {
+	var res document1.Status
 	err := res.UnmarshalGQL(v)
 	return res, graphql.ErrorOnPath(ctx, err)
 }
 
-func (ec *executionContext) marshalNDocumentStatus2githubᚗcomᚋtoolgateᚋtoolgateᚋentᚋdocumentᚐStatus(ctx context.Context, sel ast.SelectionSet, v document.Status) graphql.Marshaler {
+func (ec *executionContext) marshalNDocumentStatus2githubᚗcomᚋtoolgateᚋtoolgateᚋentᚋdocumentᚐStatus(ctx context.Context, sel ast.SelectionSet, v document1.Status) graphql.Marshaler {
 	return v
 }
 
@@ -31366,6 +33606,20 @@ func (ec *executionContext) marshalNInt2int64(ctx context.Context, sel ast.Selec
 	return res
 }
 
+func (ec *executionContext) unmarshalNInt642int64(ctx context.Context, v any) (int64, error) {
+	res, err := graphql.UnmarshalInt64(v)
+	return res, graphql.ErrorOnPath(ctx, err)
+}
+
+func (ec *executionContext) marshalNInt642int64(ctx context.Context, sel ast.SelectionSet, v int64) graphql.Marshaler {
+	_ = sel
+	res := graphql.MarshalInt64(v)
+	if res == graphql.Null {
+		graphql.AddInvalidNullFromMarshaler(ctx, "Int64!")
+	}
+	return res
+}
+
 func (ec *executionContext) marshalNItemFailure2githubᚗcomᚋtoolgateᚋtoolgateᚋentᚋschematypeᚐItemFailure(ctx context.Context, sel ast.SelectionSet, v schematype.ItemFailure) graphql.Marshaler {
 	return ec._ItemFailure(ctx, sel, &v)
 }
@@ -31498,6 +33752,10 @@ func (ec *executionContext) marshalNModelUsage2ᚖgithubᚗcomᚋtoolgateᚋtool
 	return ec._ModelUsage(ctx, sel, v)
 }
 
+func (ec *executionContext) marshalNMoney2githubᚗcomᚋtoolgateᚋtoolgateᚋentᚋschematypeᚐMicros(ctx context.Context, sel ast.SelectionSet, v schematype.Micros) graphql.Marshaler {
+	return ec._Money(ctx, sel, &v)
+}
+
 func (ec *executionContext) marshalNNode2ᚕgithubᚗcomᚋtoolgateᚋtoolgateᚋentᚐNoder(ctx context.Context, sel ast.SelectionSet, v []ent.Noder) graphql.Marshaler {
 	ret := graphql.MarshalSliceConcurrently(ctx, len(v), 0, false, func(ctx context.Context, i int) graphql.Marshaler {
 		fc := graphql.GetFieldContext(ctx)
@@ -31528,6 +33786,54 @@ func (ec *executionContext) marshalNOrganization2ᚖgithubᚗcomᚋtoolgateᚋto
 
 func (ec *executionContext) marshalNPageInfo2entgoᚗioᚋcontribᚋentgqlᚐPageInfo(ctx context.Context, sel ast.SelectionSet, v entgql.PageInfo[int]) graphql.Marshaler {
 	return ec._PageInfo(ctx, sel, &v)
+}
+
+func (ec *executionContext) marshalNPassage2githubᚗcomᚋtoolgateᚋtoolgateᚋtoolsᚋdocumentᚐPassage(ctx context.Context, sel ast.SelectionSet, v document.Passage) graphql.Marshaler {
+	return ec._Passage(ctx, sel, &v)
+}
+
+func (ec *executionContext) marshalNPassage2ᚕgithubᚗcomᚋtoolgateᚋtoolgateᚋtoolsᚋdocumentᚐPassageᚄ(ctx context.Context, sel ast.SelectionSet, v []document.Passage) graphql.Marshaler {
+	ret := graphql.MarshalSliceConcurrently(ctx, len(v), 0, false, func(ctx context.Context, i int) graphql.Marshaler {
+		fc := graphql.GetFieldContext(ctx)
+		fc.Result = &v[i]
+		return ec.marshalNPassage2githubᚗcomᚋtoolgateᚋtoolgateᚋtoolsᚋdocumentᚐPassage(ctx, sel, v[i])
+	})
+
+	for _, e := range ret {
+		if e == graphql.Null {
+			return graphql.Null
+		}
+	}
+
+	return ret
+}
+
+func (ec *executionContext) marshalNPassageQueryResult2githubᚗcomᚋtoolgateᚋtoolgateᚋtoolsᚋdocumentᚐQueryHits(ctx context.Context, sel ast.SelectionSet, v document.QueryHits) graphql.Marshaler {
+	return ec._PassageQueryResult(ctx, sel, &v)
+}
+
+func (ec *executionContext) marshalNPassageQueryResult2ᚕgithubᚗcomᚋtoolgateᚋtoolgateᚋtoolsᚋdocumentᚐQueryHitsᚄ(ctx context.Context, sel ast.SelectionSet, v []document.QueryHits) graphql.Marshaler {
+	ret := graphql.MarshalSliceConcurrently(ctx, len(v), 0, false, func(ctx context.Context, i int) graphql.Marshaler {
+		fc := graphql.GetFieldContext(ctx)
+		fc.Result = &v[i]
+		return ec.marshalNPassageQueryResult2githubᚗcomᚋtoolgateᚋtoolgateᚋtoolsᚋdocumentᚐQueryHits(ctx, sel, v[i])
+	})
+
+	for _, e := range ret {
+		if e == graphql.Null {
+			return graphql.Null
+		}
+	}
+
+	return ret
+}
+
+func (ec *executionContext) marshalNPassageSearch2ᚖgithubᚗcomᚋtoolgateᚋtoolgateᚋtoolsᚋdocumentᚐSearch(ctx context.Context, sel ast.SelectionSet, v *document.Search) graphql.Marshaler {
+	if v == nil {
+		graphql.AddInvalidNullError(ctx, "PassageSearch!")
+		return graphql.Null
+	}
+	return ec._PassageSearch(ctx, sel, v)
 }
 
 func (ec *executionContext) marshalNPromptStats2ᚖgithubᚗcomᚋtoolgateᚋtoolgateᚋgraphᚋmodelᚐPromptStats(ctx context.Context, sel ast.SelectionSet, v *model.PromptStats) graphql.Marshaler {
@@ -32070,6 +34376,14 @@ func (ec *executionContext) marshalNUsage2ᚖgithubᚗcomᚋtoolgateᚋtoolgate�
 		return graphql.Null
 	}
 	return ec._Usage(ctx, sel, v)
+}
+
+func (ec *executionContext) marshalNUsageTotals2ᚖgithubᚗcomᚋtoolgateᚋtoolgateᚋgraphᚋmodelᚐUsageTotals(ctx context.Context, sel ast.SelectionSet, v *model.UsageTotals) graphql.Marshaler {
+	if v == nil {
+		graphql.AddInvalidNullError(ctx, "UsageTotals!")
+		return graphql.Null
+	}
+	return ec._UsageTotals(ctx, sel, v)
 }
 
 func (ec *executionContext) marshalNUser2ᚕᚖgithubᚗcomᚋtoolgateᚋtoolgateᚋentᚐUserᚄ(ctx context.Context, sel ast.SelectionSet, v []*ent.User) graphql.Marshaler {
@@ -32899,6 +35213,21 @@ func (ec *executionContext) marshalOMatchMode2ᚖgithubᚗcomᚋtoolgateᚋtoolg
 		return graphql.Null
 	}
 	return v
+}
+
+func (ec *executionContext) marshalOMoney2ᚖgithubᚗcomᚋtoolgateᚋtoolgateᚋentᚋschematypeᚐMicros(ctx context.Context, sel ast.SelectionSet, v *schematype.Micros) graphql.Marshaler {
+	if v == nil {
+		return graphql.Null
+	}
+	return ec._Money(ctx, sel, v)
+}
+
+func (ec *executionContext) unmarshalOMoneyInput2ᚖgithubᚗcomᚋtoolgateᚋtoolgateᚋgraphᚋmodelᚐMoneyInput(ctx context.Context, v any) (*model.MoneyInput, error) {
+	if v == nil {
+		return nil, nil
+	}
+	res, err := ec.unmarshalInputMoneyInput(ctx, v)
+	return &res, graphql.ErrorOnPath(ctx, err)
 }
 
 func (ec *executionContext) marshalONode2githubᚗcomᚋtoolgateᚋtoolgateᚋentᚐNoder(ctx context.Context, sel ast.SelectionSet, v ent.Noder) graphql.Marshaler {

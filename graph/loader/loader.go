@@ -25,6 +25,7 @@ import (
 	"github.com/toolgate/toolgate/ent/summary"
 	"github.com/toolgate/toolgate/ent/task"
 	"github.com/toolgate/toolgate/ent/toolcall"
+	"github.com/toolgate/toolgate/tools/budget"
 )
 
 // Wait is how long a loader gathers keys that arrive one by one (a turn
@@ -50,6 +51,15 @@ type Loaders struct {
 	// AttachmentsByConversation loads conversations' attachments, oldest
 	// first, without their bytes or text.
 	AttachmentsByConversation *dataloader.Loader[int, []*ent.Attachment]
+	// Spending loads what an organisation's users spent in a UTC month, one
+	// statement for every budget of a response.
+	Spending *dataloader.Loader[SpendingKey, budget.Spending]
+}
+
+// SpendingKey names an organisation and a UTC month (any time in it).
+type SpendingKey struct {
+	Organization int
+	Month        string // YYYY-MM
 }
 
 // New returns loaders that query through client (the API's scoped client).
@@ -67,6 +77,8 @@ func New(client *ent.Client) *Loaders {
 		dataloader.WithWait[int, []*ent.Summary](Wait))
 	l.AttachmentsByConversation = dataloader.NewBatchedLoader(attachmentsByConversation(client),
 		dataloader.WithWait[int, []*ent.Attachment](Wait))
+	l.Spending = dataloader.NewBatchedLoader(spending(client),
+		dataloader.WithWait[SpendingKey, budget.Spending](Wait))
 	return l
 }
 
@@ -359,6 +371,23 @@ func modelCallsByTurn(client *ent.Client) dataloader.BatchFunc[int, []*ent.Model
 			Order(ent.Asc(modelcall.FieldTurnID), ent.Asc(modelcall.FieldStep)).
 			All(ctx)
 		return group(ids, rows, err, func(m *ent.ModelCall) int { return m.TurnID })
+	}
+}
+
+func spending(client *ent.Client) dataloader.BatchFunc[SpendingKey, budget.Spending] {
+	return func(ctx context.Context, keys []SpendingKey) []*dataloader.Result[budget.Spending] {
+		out := make([]*dataloader.Result[budget.Spending], len(keys))
+		for i, k := range keys {
+			month, err := time.Parse("2006-01", k.Month)
+			if err == nil {
+				var s budget.Spending
+				s, err = budget.SpentIn(ctx, client, k.Organization, month)
+				out[i] = &dataloader.Result[budget.Spending]{Data: s, Error: err}
+				continue
+			}
+			out[i] = &dataloader.Result[budget.Spending]{Error: err}
+		}
+		return out
 	}
 }
 

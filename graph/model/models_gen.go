@@ -24,13 +24,15 @@ type AddDocumentInput struct {
 }
 
 type AgentUsage struct {
-	Agent            *ent.Agent `json:"agent,omitempty"`
-	InputTokens      int        `json:"inputTokens"`
-	CacheReadTokens  int        `json:"cacheReadTokens"`
-	CacheWriteTokens int        `json:"cacheWriteTokens"`
-	OutputTokens     int        `json:"outputTokens"`
-	Cost             float64    `json:"cost"`
-	ModelCalls       int        `json:"modelCalls"`
+	Agent *ent.Agent `json:"agent,omitempty"`
+	// The group's totals: 64-bit counts and exact money.
+	Totals           *UsageTotals `json:"totals"`
+	InputTokens      int          `json:"inputTokens"`
+	CacheReadTokens  int          `json:"cacheReadTokens"`
+	CacheWriteTokens int          `json:"cacheWriteTokens"`
+	OutputTokens     int          `json:"outputTokens"`
+	Cost             float64      `json:"cost"`
+	ModelCalls       int          `json:"modelCalls"`
 }
 
 // What answerClarification needs: the waiting turn and the user's answer.
@@ -65,6 +67,12 @@ type BudgetLine struct {
 	Spent float64 `json:"spent"`
 	// USD left of the limit (never below 0); null: no limit set.
 	Left *float64 `json:"left,omitempty"`
+	// The limit per calendar month (UTC); null: no limit set.
+	MonthlyLimitAmount *schematype.Micros `json:"monthlyLimitAmount,omitempty"`
+	// Spent this calendar month (UTC).
+	SpentAmount schematype.Micros `json:"spentAmount"`
+	// What is left of the limit (never below 0); null: no limit set.
+	LeftAmount *schematype.Micros `json:"leftAmount,omitempty"`
 }
 
 // What budget_check tells: this month's spend and what is left, for the user and the organisation.
@@ -143,13 +151,23 @@ type Grounding struct {
 }
 
 type ModelUsage struct {
-	Model            string  `json:"model"`
-	InputTokens      int     `json:"inputTokens"`
-	CacheReadTokens  int     `json:"cacheReadTokens"`
-	CacheWriteTokens int     `json:"cacheWriteTokens"`
-	OutputTokens     int     `json:"outputTokens"`
-	Cost             float64 `json:"cost"`
-	ModelCalls       int     `json:"modelCalls"`
+	Model string `json:"model"`
+	// The group's totals: 64-bit counts and exact money.
+	Totals           *UsageTotals `json:"totals"`
+	InputTokens      int          `json:"inputTokens"`
+	CacheReadTokens  int          `json:"cacheReadTokens"`
+	CacheWriteTokens int          `json:"cacheWriteTokens"`
+	OutputTokens     int          `json:"outputTokens"`
+	Cost             float64      `json:"cost"`
+	ModelCalls       int          `json:"modelCalls"`
+}
+
+// An exact amount of money, given as a decimal string.
+type MoneyInput struct {
+	// A non-negative decimal string with at most six decimals, e.g. "12.50".
+	Amount string `json:"amount"`
+	// The ISO 4217 currency code; USD, the currency of prices, is the one accepted.
+	Currency string `json:"currency"`
 }
 
 // What a turn's model calls read.
@@ -195,8 +213,10 @@ type SendMessageInput struct {
 type SetBudgetInput struct {
 	// The user whose limit this is; none: the organisation's.
 	UserID *int `json:"userId,omitempty"`
-	// USD per calendar month (UTC), 0 or more; exact to the micro-dollar.
-	MonthlyLimit float64 `json:"monthlyLimit"`
+	// USD per calendar month (UTC), 0 or more. Give this or monthlyLimitAmount.
+	MonthlyLimit *float64 `json:"monthlyLimit,omitempty"`
+	// The limit per calendar month (UTC), 0 or more. Give this or monthlyLimit.
+	MonthlyLimitAmount *MoneyInput `json:"monthlyLimitAmount,omitempty"`
 }
 
 type StartConversationInput struct {
@@ -244,6 +264,8 @@ type UpdateAgentInput struct {
 	BudgetCheck *bool `json:"budgetCheck,omitempty"`
 	// Turns past-conversation search on or off; none: unchanged.
 	PastConversationSearch *bool `json:"pastConversationSearch,omitempty"`
+	// The organisation's knowledge bases knowledge_search and read_document reach, in place of the old list; none: unchanged.
+	KnowledgeBaseIds []int `json:"knowledgeBaseIds,omitempty"`
 }
 
 // What updateAgent changed.
@@ -273,34 +295,55 @@ type UpdateOrganizationInput struct {
 
 type Usage struct {
 	// The month, YYYY-MM, in UTC.
-	Month            string `json:"month"`
-	InputTokens      int    `json:"inputTokens"`
-	CacheReadTokens  int    `json:"cacheReadTokens"`
-	CacheWriteTokens int    `json:"cacheWriteTokens"`
-	OutputTokens     int    `json:"outputTokens"`
+	Month string `json:"month"`
+	// The month's totals: 64-bit counts and exact money.
+	Totals           *UsageTotals `json:"totals"`
+	InputTokens      int          `json:"inputTokens"`
+	CacheReadTokens  int          `json:"cacheReadTokens"`
+	CacheWriteTokens int          `json:"cacheWriteTokens"`
+	OutputTokens     int          `json:"outputTokens"`
 	// USD, from the price table.
 	Cost       float64 `json:"cost"`
 	ModelCalls int     `json:"modelCalls"`
 	// The stable prefix (system prompt and tool definitions) summed over the
 	// month's model calls, in o200k tokens.
 	PrefixTokens int `json:"prefixTokens"`
-	// prefixTokens over all input tokens (uncached, cache read and cache write): the share of reading spent on the prefix; 0 without input.
+	// The prefix over all input tokens (uncached, cache read and cache write): the share of reading spent on the prefix; 0 without input.
 	PrefixShare float64 `json:"prefixShare"`
-	// cacheReadTokens over all input tokens; 0 without input.
+	// Cache reads over all input tokens; 0 without input.
 	CachedShare float64       `json:"cachedShare"`
 	ByModel     []*ModelUsage `json:"byModel"`
 	ByAgent     []*AgentUsage `json:"byAgent"`
 	ByUser      []*UserUsage  `json:"byUser"`
 }
 
+// Totals of a set of model calls: 64-bit counts and exact money.
+type UsageTotals struct {
+	// Uncached input tokens.
+	InputTokens int64 `json:"inputTokens"`
+	// Input tokens read from the provider's cache.
+	CacheReadTokens int64 `json:"cacheReadTokens"`
+	// Input tokens written to the provider's cache.
+	CacheWriteTokens int64 `json:"cacheWriteTokens"`
+	OutputTokens     int64 `json:"outputTokens"`
+	// The stable prefix (system prompt and tool definitions) summed over the
+	// calls, in o200k tokens.
+	PrefixTokens int64 `json:"prefixTokens"`
+	ModelCalls   int64 `json:"modelCalls"`
+	// What the calls cost, from the price table.
+	Cost schematype.Micros `json:"cost"`
+}
+
 type UserUsage struct {
-	User             *ent.User `json:"user,omitempty"`
-	InputTokens      int       `json:"inputTokens"`
-	CacheReadTokens  int       `json:"cacheReadTokens"`
-	CacheWriteTokens int       `json:"cacheWriteTokens"`
-	OutputTokens     int       `json:"outputTokens"`
-	Cost             float64   `json:"cost"`
-	ModelCalls       int       `json:"modelCalls"`
+	User *ent.User `json:"user,omitempty"`
+	// The group's totals: 64-bit counts and exact money.
+	Totals           *UsageTotals `json:"totals"`
+	InputTokens      int          `json:"inputTokens"`
+	CacheReadTokens  int          `json:"cacheReadTokens"`
+	CacheWriteTokens int          `json:"cacheWriteTokens"`
+	OutputTokens     int          `json:"outputTokens"`
+	Cost             float64      `json:"cost"`
+	ModelCalls       int          `json:"modelCalls"`
 }
 
 type ArtifactKind string

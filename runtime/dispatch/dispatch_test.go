@@ -145,6 +145,8 @@ func TestOutcomes(t *testing.T) {
 		{name: "read outage", reply: status(503), args: `{"queries":["a"]}`, wantOutcome: dispatch.Outage},
 		// Refusals raised inside resolvers say nothing ran.
 		{name: "resolver refusal", reply: ok(`{"errors":[{"message":"maxChars: at most 20000","extensions":{"code":"BAD_USER_INPUT"}}],"data":{"find":null}}`), args: `{"queries":["a"]}`, wantOutcome: dispatch.Refused, wantMessage: "at most 20000"},
+		// Code that ran and failed (run_code's throw or bound) is an error, not a refusal.
+		{name: "run failed", reply: ok(`{"errors":[{"message":"run_code hit its time bound: the code ran past the 5s time bound","extensions":{"code":"RUN_FAILED"}}],"data":{"find":null}}`), args: `{"queries":["a"]}`, effect: tools.EffectWrite, wantOutcome: dispatch.Error, wantMessage: "hit its time bound"},
 		{name: "every item never ran", reply: ok(`{"data":{"find":{"hits":[],"failures":[{"item":0,"input":"a","kind":"OUTAGE","message":"index down"}]}}}`), args: `{"queries":["a"]}`, wantOutcome: dispatch.Outage, wantFailed: 1},
 		{name: "every item refused", reply: ok(`{"data":{"find":{"hits":[],"failures":[{"item":0,"input":"a","kind":"REFUSED","message":"ref not found"}]}}}`), args: `{"queries":["a"]}`, wantOutcome: dispatch.Refused, wantFailed: 1},
 	}

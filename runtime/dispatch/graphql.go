@@ -84,7 +84,8 @@ func (d *Dispatcher) graphql(ctx context.Context, s Scope, c Call, def tools.Def
 }
 
 // refusalCodes are the error codes of a resolver that refused a request
-// before running anything.
+// before running anything. Any other code is an ERROR: RUN_FAILED, say,
+// is code that ran and threw or hit a bound.
 var refusalCodes = map[string]bool{"BAD_USER_INPUT": true, "NOT_FOUND": true, "FORBIDDEN": true}
 
 // transientCodes are the error codes of a resolver that failed in a way

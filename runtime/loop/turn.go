@@ -12,6 +12,7 @@ import (
 
 	"github.com/toolgate/toolgate/ent"
 	"github.com/toolgate/toolgate/ent/application"
+	"github.com/toolgate/toolgate/ent/attachment"
 	"github.com/toolgate/toolgate/ent/conversation"
 	"github.com/toolgate/toolgate/ent/modelcall"
 	"github.com/toolgate/toolgate/ent/schematype"
@@ -194,7 +195,10 @@ func (t *turnRun) load(ctx context.Context) error {
 	if err != nil {
 		return err
 	}
-	rules := catalog.RulesOf(t.agent, u.Edges.Organization, t.r.cfg.WebProvider)
+	rules := catalog.RulesOf(t.agent, u.Edges.Organization, catalog.Server{WebProvider: t.r.cfg.WebProvider, Embeddings: t.r.cfg.Embeddings})
+	if err := t.attachmentRules(ctx, rules); err != nil {
+		return err
+	}
 	t.offered = prompt.Register(rules, t.r.cfg.Tools, appDefs)
 	t.byName = make(map[string]tools.Definition, len(t.offered))
 	for _, d := range t.offered {
@@ -207,6 +211,19 @@ func (t *turnRun) load(ctx context.Context) error {
 		Attribution: t.attribution(),
 	}
 	t.prefixTokens = catalog.PrefixTokens(t.req.System, t.offered)
+	return nil
+}
+
+// attachmentRules notes whether the conversation holds an attachment, and
+// one whose text can be read: the document tools' offering rules.
+func (t *turnRun) attachmentRules(ctx context.Context, rules *catalog.Agent) error {
+	statuses, err := t.client().Attachment.Query().Where(attachment.ConversationID(t.conv.ID)).
+		GroupBy(attachment.FieldStatus).Strings(ctx)
+	if err != nil {
+		return fmt.Errorf("load attachments: %w", err)
+	}
+	rules.Attachments = len(statuses) > 0
+	rules.DocumentAttachments = slices.ContainsFunc(statuses, func(s string) bool { return s != string(attachment.StatusFAILED) })
 	return nil
 }
 
@@ -495,7 +512,7 @@ func (t *turnRun) callModel(ctx context.Context, step int) (*model.Response, []*
 			SetProvider(t.r.cfg.Provider.Name()).SetModel(name).
 			SetInputTokens(resp.Usage.InputUncached).SetCacheReadTokens(resp.Usage.CacheRead).
 			SetCacheWriteTokens(resp.Usage.CacheWrite).SetOutputTokens(resp.Usage.Output).
-			SetCost(cost).SetDurationMs(elapsed.Milliseconds()).SetStartedAt(start).
+			SetCost(cost.USD()).SetCostMicros(cost).SetDurationMs(elapsed.Milliseconds()).SetStartedAt(start).
 			SetPrefixTokens(int64(t.prefixTokens)).SetAttribution(t.req.Attribution.Key()).
 			Exec(ctx)
 		if err != nil {

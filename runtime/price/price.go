@@ -23,10 +23,12 @@ import (
 	"fmt"
 	"io"
 	"maps"
+	"math"
 	"os"
 	"slices"
 	"strings"
 
+	"github.com/toolgate/toolgate/ent/schematype"
 	"github.com/toolgate/toolgate/runtime/model"
 )
 
@@ -38,12 +40,15 @@ type Price struct {
 	Output     float64
 }
 
-// Cost is what usage costs at this price, in USD.
-func (p Price) Cost(u model.Usage) float64 {
-	return (float64(u.InputUncached)*p.Input +
+// Cost is what usage costs at this price, rounded once to the nearest
+// micro-dollar. A price per million tokens is the price of one token in
+// micro-dollars, so the sum needs no scaling; one call's rounding is at
+// most half a micro-dollar, and sums of calls are exact from there.
+func (p Price) Cost(u model.Usage) schematype.Micros {
+	return schematype.Micros(math.Round(float64(u.InputUncached)*p.Input +
 		float64(u.CacheRead)*p.CacheRead +
 		float64(u.CacheWrite)*p.CacheWrite +
-		float64(u.Output)*p.Output) / 1e6
+		float64(u.Output)*p.Output))
 }
 
 // Table holds prices by model name. It is not changed after it is built, so
@@ -165,9 +170,9 @@ func isWordByte(c byte) bool {
 	return c >= 'a' && c <= 'z' || c >= '0' && c <= '9'
 }
 
-// Cost is what usage costs on a model, in USD; false, with 0, when the model
-// has no price.
-func (t *Table) Cost(modelName string, u model.Usage) (float64, bool) {
+// Cost is what usage costs on a model; false, with 0, when the model has no
+// price.
+func (t *Table) Cost(modelName string, u model.Usage) (schematype.Micros, bool) {
 	p, ok := t.Lookup(modelName)
 	if !ok {
 		return 0, false

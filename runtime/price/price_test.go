@@ -8,6 +8,7 @@ import (
 
 	"github.com/stretchr/testify/require"
 
+	"github.com/toolgate/toolgate/ent/schematype"
 	"github.com/toolgate/toolgate/runtime/model"
 )
 
@@ -51,7 +52,7 @@ func TestCost(t *testing.T) {
 		name   string
 		model  string
 		give   model.Usage
-		want   float64
+		want   schematype.Micros
 		wantOK bool
 	}{
 		{
@@ -59,15 +60,20 @@ func TestCost(t *testing.T) {
 			model: "gpt-4o-2024-11-20",
 			give:  model.Usage{InputUncached: 1000, CacheRead: 2000, Output: 500},
 			// 1000×2.50 + 2000×1.25 + 500×10 = 10,000 per million
-			want:   0.01,
+			want:   10_000,
 			wantOK: true,
 		},
 		{
 			name:   "anthropic, every kind",
 			model:  "claude-sonnet-4-5",
 			give:   model.Usage{InputUncached: 1_000_000, CacheRead: 1_000_000, CacheWrite: 1_000_000, Output: 1_000_000},
-			want:   3 + 0.30 + 3.75 + 15,
+			want:   (3 + 0.30 + 3.75 + 15) * 1e6,
 			wantOK: true,
+		},
+		{
+			// 7 cached tokens at $0.075 a million: 0.525 micro-dollars, rounded once.
+			name: "rounded to the micro-dollar", model: "gpt-4o-mini", give: model.Usage{CacheRead: 7},
+			want: 1, wantOK: true,
 		},
 		{name: "no tokens", model: "gpt-4.1", give: model.Usage{}, want: 0, wantOK: true},
 		{name: "unknown model", model: "mystery-1", give: model.Usage{InputUncached: 10, Output: 10}, want: 0, wantOK: false},
@@ -78,7 +84,7 @@ func TestCost(t *testing.T) {
 			t.Parallel()
 			got, ok := table.Cost(tt.model, tt.give)
 			require.Equal(t, tt.wantOK, ok)
-			require.InDelta(t, tt.want, got, 1e-12)
+			require.Equal(t, tt.want, got)
 		})
 	}
 }

@@ -12,34 +12,20 @@ import (
 	"context"
 	"errors"
 	"fmt"
-	"math"
 	"time"
 
 	"github.com/toolgate/toolgate/ent"
 	entbudget "github.com/toolgate/toolgate/ent/budget"
 	"github.com/toolgate/toolgate/ent/modelcall"
+	"github.com/toolgate/toolgate/ent/schematype"
 	"github.com/toolgate/toolgate/ent/tenancy"
 )
 
-// Micros is an exact amount of USD in millionths of a dollar.
-type Micros int64
+// Micros is an exact amount of USD, the data model's money type.
+type Micros = schematype.Micros
 
 // MaxLimit is the largest monthly limit an admin may set, in USD.
 const MaxLimit = 1_000_000_000
-
-// FromUSD converts dollars to micro-dollars, rounding to the nearest.
-func FromUSD(usd float64) Micros { return Micros(math.Round(usd * 1e6)) }
-
-// USD is the amount in dollars, as the API shows money (Float USD).
-func (m Micros) USD() float64 { return float64(m) / 1e6 }
-
-// String is the amount as a person reads it: $12.50, or $0.000123 below a cent.
-func (m Micros) String() string {
-	if m != 0 && m%10_000 != 0 {
-		return fmt.Sprintf("$%.6f", m.USD())
-	}
-	return fmt.Sprintf("$%.2f", m.USD())
-}
 
 // Month returns the calendar month, in UTC, that t falls in: [start, end).
 func Month(t time.Time) (start, end time.Time) {
@@ -48,25 +34,51 @@ func Month(t time.Time) (start, end time.Time) {
 	return start, start.AddDate(0, 1, 0)
 }
 
-// Spent sums the cost of the model calls of org (and of user, when not 0)
-// started in the UTC month of now. It reads as the system: the organisation's
-// total is part of what a member is told (budget_check).
-func Spent(ctx context.Context, c *ent.Client, org, user int, now time.Time) (Micros, error) {
+// Spending is what an organisation's users spent in one UTC month.
+type Spending struct {
+	ByUser map[int]Micros
+	// Total is the organisation's: every user's.
+	Total Micros
+}
+
+// Of is what user spent; user 0 is the whole organisation.
+func (s Spending) Of(user int) Micros {
+	if user == 0 {
+		return s.Total
+	}
+	return s.ByUser[user]
+}
+
+// SpentIn sums, in one statement, the cost of the model calls of org started
+// in the UTC month of now, by user. It reads as the system: the
+// organisation's total is part of what a member is told (budget_check).
+func SpentIn(ctx context.Context, c *ent.Client, org int, now time.Time) (Spending, error) {
 	start, end := Month(now)
-	q := c.ModelCall.Query().Where(modelcall.OrganizationID(org), modelcall.StartedAtGTE(start), modelcall.StartedAtLT(end))
-	if user != 0 {
-		q = q.Where(modelcall.UserID(user))
-	}
 	var rows []struct {
-		Sum *float64 `json:"sum"`
+		UserID int   `json:"user_id"`
+		Sum    int64 `json:"sum"`
 	}
-	if err := q.Aggregate(ent.As(ent.Sum(modelcall.FieldCost), "sum")).Scan(tenancy.System(ctx), &rows); err != nil {
-		return 0, fmt.Errorf("sum spend: %w", err)
+	err := c.ModelCall.Query().
+		Where(modelcall.OrganizationID(org), modelcall.StartedAtGTE(start), modelcall.StartedAtLT(end)).
+		GroupBy(modelcall.FieldUserID).
+		Aggregate(ent.As(ent.Sum(modelcall.FieldCostMicros), "sum")).
+		Scan(tenancy.System(ctx), &rows)
+	if err != nil {
+		return Spending{}, fmt.Errorf("sum spend: %w", err)
 	}
-	if len(rows) == 0 || rows[0].Sum == nil {
-		return 0, nil
+	s := Spending{ByUser: make(map[int]Micros, len(rows))}
+	for _, r := range rows {
+		s.ByUser[r.UserID] = Micros(r.Sum)
+		s.Total += Micros(r.Sum)
 	}
-	return FromUSD(*rows[0].Sum), nil
+	return s, nil
+}
+
+// Spent is what org's user (0: the whole organisation) spent in the UTC
+// month of now.
+func Spent(ctx context.Context, c *ent.Client, org, user int, now time.Time) (Micros, error) {
+	s, err := SpentIn(ctx, c, org, now)
+	return s.Of(user), err
 }
 
 // Line is one limit and what was spent against it this month.
@@ -109,19 +121,18 @@ func StatusOf(ctx context.Context, c *ent.Client, org, user int, now time.Time) 
 	start, _ := Month(now)
 	s := &Status{Month: start.Format("2006-01")}
 	for _, b := range rows {
-		limit := Micros(b.MonthlyLimitMicros)
+		limit := b.MonthlyLimitMicros
 		if b.UserID == nil {
 			s.Organization.Limit = &limit
 		} else {
 			s.User.Limit = &limit
 		}
 	}
-	if s.User.Spent, err = Spent(ctx, c, org, user, now); err != nil {
+	spent, err := SpentIn(ctx, c, org, now)
+	if err != nil {
 		return nil, err
 	}
-	if s.Organization.Spent, err = Spent(ctx, c, org, 0, now); err != nil {
-		return nil, err
-	}
+	s.User.Spent, s.Organization.Spent = spent.Of(user), spent.Total
 	return s, nil
 }
 
@@ -171,11 +182,11 @@ func Set(ctx context.Context, c *ent.Client, org, user int, limit Micros) (*ent.
 	b, err := q.First(ctx)
 	switch {
 	case err == nil:
-		return b.Update().SetMonthlyLimitMicros(int64(limit)).Save(ctx)
+		return b.Update().SetMonthlyLimitMicros(limit).Save(ctx)
 	case !ent.IsNotFound(err):
 		return nil, fmt.Errorf("load budget: %w", err)
 	}
-	create := c.Budget.Create().SetOrganizationID(org).SetMonthlyLimitMicros(int64(limit))
+	create := c.Budget.Create().SetOrganizationID(org).SetMonthlyLimitMicros(limit)
 	if user != 0 {
 		create.SetUserID(user)
 	}

@@ -10,6 +10,7 @@ import (
 	"github.com/toolgate/toolgate/ent"
 	"github.com/toolgate/toolgate/ent/db"
 	"github.com/toolgate/toolgate/ent/db/dbtest"
+	"github.com/toolgate/toolgate/ent/schematype"
 	"github.com/toolgate/toolgate/ent/tenancy"
 	"github.com/toolgate/toolgate/tools/budget"
 )
@@ -42,14 +43,14 @@ func setup(t *testing.T, d *db.DB) *testBundle {
 	eve := c.User.Create().SetOrganizationID(other.ID).SetName("Eve").SaveX(ctx).ID
 	oag := c.Agent.Create().SetOrganizationID(other.ID).SetName("o").SaveX(ctx).ID
 	c.ModelCall.Create().SetTurnID(turnOf(other.ID, eve, oag)).SetOrganizationID(other.ID).SetAgentID(oag).SetUserID(eve).
-		SetProvider("p").SetModel("m").SetCost(100).SetStartedAt(time.Date(2026, 2, 1, 12, 0, 0, 0, time.UTC)).ExecX(ctx)
+		SetProvider("p").SetModel("m").SetCost(100).SetCostMicros(100_000_000).SetStartedAt(time.Date(2026, 2, 1, 12, 0, 0, 0, time.UTC)).ExecX(ctx)
 	return b
 }
 
 func (b *testBundle) spend(t *testing.T, turn, user int, usd float64, at time.Time) {
 	t.Helper()
 	b.client.ModelCall.Create().SetTurnID(turn).SetOrganizationID(b.org).SetAgentID(b.agent).SetUserID(user).
-		SetProvider("p").SetModel("m").SetCost(usd).SetStartedAt(at).ExecX(tenancy.System(context.Background()))
+		SetProvider("p").SetModel("m").SetCost(usd).SetCostMicros(schematype.MicrosFromUSD(usd)).SetStartedAt(at).ExecX(tenancy.System(context.Background()))
 }
 
 // TestMonthIsUTC: a call at 23:30 on 31 January in UTC−5 is 04:30 on
@@ -67,11 +68,11 @@ func TestMonthIsUTC(t *testing.T) {
 
 		jan, err := budget.Spent(ctx, b.client, b.org, b.ada, time.Date(2026, 1, 31, 18, 59, 0, 0, est))
 		require.NoError(t, err)
-		require.Equal(t, budget.FromUSD(1.25), jan)
+		require.Equal(t, schematype.MicrosFromUSD(1.25), jan)
 		// Asked at 23:30 on the 31st in UTC−5: already February in UTC.
 		feb, err := budget.Spent(ctx, b.client, b.org, b.ada, time.Date(2026, 1, 31, 23, 30, 0, 0, est))
 		require.NoError(t, err)
-		require.Equal(t, budget.FromUSD(2.5), feb)
+		require.Equal(t, schematype.MicrosFromUSD(2.5), feb)
 		org, err := budget.Spent(ctx, b.client, b.org, 0, time.Date(2026, 2, 10, 0, 0, 0, 0, time.UTC))
 		require.NoError(t, err)
 		require.Equal(t, budget.Micros(2_500_123), org, "exact to the micro-dollar, this organisation only")
@@ -95,7 +96,7 @@ func TestEnforceNamesTheLimit(t *testing.T) {
 		b.spend(t, b.turnBo, b.bob, 1, now.Add(-time.Hour))
 		require.NoError(t, budget.Enforce(ctx, b.client, b.org, b.bob, now), "no limit set")
 
-		_, err := budget.Set(sys, b.client, b.org, 0, budget.FromUSD(4))
+		_, err := budget.Set(sys, b.client, b.org, 0, schematype.MicrosFromUSD(4))
 		require.NoError(t, err)
 		err = budget.Enforce(ctx, b.client, b.org, b.bob, now)
 		var ex *budget.ExceededError
@@ -103,12 +104,12 @@ func TestEnforceNamesTheLimit(t *testing.T) {
 		require.True(t, ex.Organization)
 		require.EqualError(t, err, "budget exceeded: the organisation's monthly limit of $4.00 is spent ($4.00 in 2026-03, UTC)")
 
-		_, err = budget.Set(sys, b.client, b.org, 0, budget.FromUSD(10))
+		_, err = budget.Set(sys, b.client, b.org, 0, schematype.MicrosFromUSD(10))
 		require.NoError(t, err)
 		require.NoError(t, budget.Enforce(ctx, b.client, b.org, b.bob, now), "raised: replaced, not added")
 		require.Equal(t, 1, b.client.Budget.Query().CountX(sys))
 
-		_, err = budget.Set(sys, b.client, b.org, b.bob, budget.FromUSD(0.5))
+		_, err = budget.Set(sys, b.client, b.org, b.bob, schematype.MicrosFromUSD(0.5))
 		require.NoError(t, err)
 		err = budget.Enforce(ctx, b.client, b.org, b.bob, now)
 		require.EqualError(t, err, "budget exceeded: your monthly limit of $0.50 is spent ($1.00 in 2026-03, UTC)")
@@ -118,8 +119,8 @@ func TestEnforceNamesTheLimit(t *testing.T) {
 		require.NoError(t, err)
 		require.Nil(t, s.User.Limit)
 		require.Nil(t, s.User.Left())
-		require.Equal(t, budget.FromUSD(3), s.User.Spent)
-		require.Equal(t, budget.FromUSD(6), *s.Organization.Left())
+		require.Equal(t, schematype.MicrosFromUSD(3), s.User.Spent)
+		require.Equal(t, schematype.MicrosFromUSD(6), *s.Organization.Left())
 		// Next month starts from nothing.
 		require.NoError(t, budget.Enforce(ctx, b.client, b.org, b.bob, now.AddDate(0, 1, 0)))
 	})

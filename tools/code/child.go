@@ -35,32 +35,52 @@ func ServeChildIfAsked() {
 	os.Exit(0)
 }
 
-// ServeChild runs one job: it reads the job from in, runs its code, and
-// writes the run's messages to out, reading the answers to workspace calls
-// from in. It is the child's whole life; the process exits after it.
+// ServeChild runs one job. Started ahead of its run, it first readies an
+// interpreter (the standard objects hardened, console and workspace
+// installed) and says so; then it reads the job from in, caps itself, says
+// it started, runs the code, and writes the run's messages to out, reading
+// the answers to workspace calls from in. It is the child's whole life:
+// one job, then the process exits. An input closed before any job (an
+// unused child of a pool being closed) ends it quietly.
 func ServeChild(in io.Reader, out io.Writer) error {
-	dec := json.NewDecoder(bufio.NewReaderSize(in, 64<<10))
+	c := &child{dec: json.NewDecoder(bufio.NewReaderSize(in, 64<<10)), w: bufio.NewWriterSize(out, 64<<10)}
+	c.enc = json.NewEncoder(c.w)
+	if err := c.prepare(); err != nil {
+		return fmt.Errorf("ready the interpreter: %w", err)
+	}
+	if err := c.send(message{Ready: true}); err != nil {
+		return fmt.Errorf("say ready: %w", err)
+	}
 	var j job
-	if err := dec.Decode(&j); err != nil {
+	if err := c.dec.Decode(&j); err != nil {
+		if errors.Is(err, io.EOF) {
+			return nil
+		}
 		return fmt.Errorf("read job: %w", err)
 	}
 	// The address-space cap first: nothing the code does may pass it.
 	if err := limitProcess(j.Limits); err != nil {
 		return fmt.Errorf("limit process: %w", err)
 	}
-	c := &child{dec: dec, w: bufio.NewWriterSize(out, 64<<10), limits: j.Limits}
-	c.enc = json.NewEncoder(c.w)
-	msg := c.run(j)
+	c.limits = j.Limits
+	if err := c.send(message{Started: true}); err != nil {
+		return fmt.Errorf("say started: %w", err)
+	}
+	return c.send(c.run(j))
+}
+
+// send writes a message, after any output not yet sent.
+func (c *child) send(m message) error {
 	c.mu.Lock()
 	defer c.mu.Unlock()
 	c.flushLocked()
-	if err := c.enc.Encode(msg); err != nil {
-		return fmt.Errorf("write result: %w", err)
+	if c.werr != nil {
+		return c.werr
 	}
-	if err := c.w.Flush(); err != nil {
-		return fmt.Errorf("write result: %w", err)
+	if err := c.enc.Encode(m); err != nil {
+		return err
 	}
-	return nil
+	return c.w.Flush()
 }
 
 // stop is why a run was interrupted: a bound it hit.
@@ -91,12 +111,18 @@ type child struct {
 // flushInterval is how often printed output is sent while code runs.
 const flushInterval = 50 * time.Millisecond
 
+// prepare readies the interpreter before the job is known: what costs
+// time (the hardening prelude) is done while the child waits.
+func (c *child) prepare() error {
+	c.vm = goja.New()
+	return c.install()
+}
+
 // run runs the job's code and says how it ended.
 func (c *child) run(j job) message {
-	c.vm = goja.New()
 	c.vm.SetTimeSource(func() time.Time { return j.Now })
 	c.vm.SetMaxCallStackSize(c.limits.CallDepth)
-	if err := c.install(j.ToolResults); err != nil {
+	if err := c.results(j.ToolResults); err != nil {
 		return message{Done: true, Error: "set up the sandbox: " + err.Error()}
 	}
 	prog, err := goja.Compile("code.js", j.Code, true)
@@ -293,14 +319,10 @@ func (c *child) call(m message) goja.Value {
 	return c.vm.ToValue(v)
 }
 
-// install sets the globals the code sees: toolResults, workspace and
-// console, then hardens the standard objects (see prelude).
-func (c *child) install(results []string) error {
+// install sets the globals the code sees but toolResults (workspace and
+// console), then hardens the standard objects (see prelude).
+func (c *child) install() error {
 	vm := c.vm
-	trs := make([]any, len(results))
-	for i, r := range results {
-		trs[i] = r
-	}
 	ws := vm.NewObject()
 	for name, fn := range map[string]func(goja.FunctionCall) goja.Value{
 		"read": func(call goja.FunctionCall) goja.Value {
@@ -324,12 +346,25 @@ func (c *child) install(results []string) error {
 			return err
 		}
 	}
-	for name, v := range map[string]any{"toolResults": vm.NewArray(trs...), "workspace": ws, "console": console} {
+	for name, v := range map[string]any{"workspace": ws, "console": console} {
 		if err := vm.Set(name, v); err != nil {
 			return err
 		}
 	}
 	_, err := vm.RunString(prelude)
+	return err
+}
+
+// results sets toolResults, frozen like the globals the prelude froze.
+func (c *child) results(texts []string) error {
+	trs := make([]any, len(texts))
+	for i, t := range texts {
+		trs[i] = t
+	}
+	if err := c.vm.Set("toolResults", c.vm.NewArray(trs...)); err != nil {
+		return err
+	}
+	_, err := c.vm.RunString(`Object.freeze(toolResults)`)
 	return err
 }
 

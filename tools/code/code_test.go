@@ -45,13 +45,20 @@ func setup(t testing.TB, d *db.DB) *testBundle {
 	org := c.Organization.Create().SetName("Acme").SaveX(ctx)
 	u := c.User.Create().SetOrganizationID(org.ID).SetName("Alice").SaveX(ctx)
 	a := c.Agent.Create().SetOrganizationID(org.ID).SetName("Helper").SaveX(ctx)
-	b := &testBundle{client: c, turns: map[int]int{}, sandbox: code.New(os.Args[0])}
+	b := &testBundle{client: c, turns: map[int]int{}, sandbox: sandbox(t)}
 	for _, id := range []*int{&b.conv, &b.other} {
 		conv := c.Conversation.Create().SetOrganizationID(org.ID).SetUserID(u.ID).SetAgentID(a.ID).SaveX(ctx)
 		*id = conv.ID
 		b.turns[conv.ID] = c.Turn.Create().SetConversationID(conv.ID).SetNumber(1).SetUserText("hi").SaveX(ctx).ID
 	}
 	return b
+}
+
+// sandbox is a sandbox of this test binary, closed when the test ends.
+func sandbox(t testing.TB) *code.Sandbox {
+	s := code.New(os.Args[0])
+	t.Cleanup(func() { require.NoError(t, s.Close()) })
+	return s
 }
 
 // stored is a tool result to seed, with its call.
@@ -104,12 +111,23 @@ func (b *testBundle) files(t testing.TB) map[string]string {
 	return out
 }
 
-// refused checks that err is a refusal, whose words reach the model,
-// holding every one of want.
+// refused checks that err is a refusal (nothing ran), whose words reach
+// the model, holding every one of want.
 func refused(t testing.TB, err error, want ...string) {
 	t.Helper()
 	var refusal *tools.Refusal
 	require.ErrorAs(t, err, &refusal)
+	for _, w := range want {
+		require.Contains(t, err.Error(), w)
+	}
+}
+
+// failed checks that err is a failed run (code ran, threw or hit a
+// bound), whose words reach the model, holding every one of want.
+func failed(t testing.TB, err error, want ...string) {
+	t.Helper()
+	var failure *tools.Failure
+	require.ErrorAs(t, err, &failure)
 	for _, w := range want {
 		require.Contains(t, err.Error(), w)
 	}
@@ -162,7 +180,7 @@ try { workspace.write("../escape", "x") } catch (e) { console.log("caught:", e.m
 
 		// A run that throws keeps none of its writes, and says what it printed.
 		_, err = b.run(t, `workspace.write("new.txt", "x"); workspace.write("old.txt", "gone"); console.log("wrote two"); throw new Error("boom")`)
-		refused(t, err, "run_code failed: Error: boom", "None of its 2 workspace writes was kept", "Before that it printed:\nwrote two\n")
+		failed(t, err, "run_code failed: Error: boom", "None of its 2 workspace writes was kept", "Before that it printed:\nwrote two\n")
 		require.Equal(t, "replaced", b.files(t)["old.txt"])
 		require.NotContains(t, b.files(t), "new.txt")
 
@@ -253,15 +271,15 @@ func TestRunHostile(t *testing.T) {
 		for _, tt := range tests {
 			t.Run(tt.name, func(t *testing.T) {
 				_, err := b.run(t, tt.give)
-				refused(t, err, tt.want...)
+				failed(t, err, tt.want...)
 			})
 		}
 		// Given the time, a growing array meets the memory bound.
-		slow := code.New(os.Args[0])
+		slow := sandbox(t)
 		slow.Limits.Wall = time.Minute
 		_, err := slow.Run(tenancy.System(context.Background()), b.client, b.conv, code.Input{
 			Code: `const a = []; for (;;) a.push({i: a.length, s: "item " + a.length})`})
-		refused(t, err, "hit its memory bound", "512 MiB")
+		failed(t, err, "hit its memory bound", "512 MiB")
 
 		// Nothing of the attempts above reaches a later run, nor the files.
 		res, err := b.run(t, `console.log(({}).polluted === undefined, [1].map(x => x + 1)[0], typeof require, typeof process);
@@ -275,7 +293,7 @@ console.log(JSON.stringify(counts))`)
 
 func TestRunRefusesBadCode(t *testing.T) {
 	t.Parallel()
-	b := &testBundle{sandbox: code.New(os.Args[0])}
+	b := &testBundle{sandbox: sandbox(t)}
 	tests := []struct {
 		give string
 		want string

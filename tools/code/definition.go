@@ -62,6 +62,8 @@ const (
 	// MaxConcurrent is the most runs one server process runs at once;
 	// more wait their turn, within their own call's time.
 	MaxConcurrent = 4
+	// DefaultIdle is how many children a sandbox keeps started ahead.
+	DefaultIdle = 2
 	// quotedChars is how much of what a failed run printed its error
 	// quotes (the end of it: where the code got to).
 	quotedChars = 2000

@@ -6,8 +6,11 @@ import (
 )
 
 // The sandbox speaks newline-delimited JSON over the child's stdin and
-// stdout: the parent sends one job, then the child sends messages (output,
-// workspace calls, the end) and the parent answers each workspace call.
+// stdout: the child says it is ready (its interpreter prepared, often long
+// before a run needs it), the parent sends one job, the child says it
+// started (it holds the job and has capped itself: no code ran yet), then
+// it sends messages (output, workspace calls, the end) and the parent
+// answers each workspace call.
 
 // job is what the parent sends first.
 type job struct {
@@ -19,6 +22,9 @@ type job struct {
 
 // message is one message of the child.
 type message struct {
+	// Ready says the child waits for its job; Started that it took it.
+	Ready   bool `json:"ready,omitempty"`
+	Started bool `json:"started,omitempty"`
 	// Out is console output, in order.
 	Out string `json:"out,omitempty"`
 	// Op is a workspace call: "read", "write" or "list".

@@ -7,7 +7,6 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
-	"io"
 	"os"
 	"os/exec"
 	"slices"
@@ -30,17 +29,41 @@ type Sandbox struct {
 	Args []string
 	// Limits bound each run.
 	Limits Limits
+	// Idle is how many children are kept started ahead, ready for a run
+	// (each serves one run, then is replaced in the background); 0 starts
+	// a child for each run. Read at the first run.
+	Idle int
 	// grace is how long past Limits.Wall the parent waits for the child
 	// to stop itself before it kills it.
 	grace time.Duration
 	slots chan struct{}
+	once  sync.Once
+	pl    *pool
 }
 
 // New returns a sandbox whose children are started as path args...,
-// bounded by DefaultLimits.
+// bounded by DefaultLimits, with DefaultIdle children kept ready once it
+// has run (or Prestart was called). Close ends them.
 func New(path string, args ...string) *Sandbox {
-	return &Sandbox{Path: path, Args: args, Limits: DefaultLimits, grace: 2 * time.Second,
+	return &Sandbox{Path: path, Args: args, Limits: DefaultLimits, Idle: DefaultIdle, grace: 2 * time.Second,
 		slots: make(chan struct{}, MaxConcurrent)}
+}
+
+func (s *Sandbox) pool() *pool {
+	s.once.Do(func() { s.pl = &pool{s: s, idle: s.Idle} })
+	return s.pl
+}
+
+// Prestart starts the idle children now, without waiting for them, so the
+// first run is as quick as the next ones.
+func (s *Sandbox) Prestart() { s.pool().fill() }
+
+// Close ends the idle children and waits until every child, running ones
+// included (they end within their run's bounds), has exited. Runs asked
+// for after Close fail.
+func (s *Sandbox) Close() error {
+	s.pool().close()
+	return nil
 }
 
 // Default returns the sandbox of the running binary: its hidden
@@ -103,7 +126,13 @@ func (s *Sandbox) Run(ctx context.Context, client *ent.Client, conversationID in
 		return nil, fmt.Errorf("wait for a sandbox: %w", ctx.Err())
 	}
 	r := &run{ws: ws, limits: s.Limits}
-	end, err := s.start(ctx, r, job{Code: in.Code, ToolResults: texts, Now: in.Now, Limits: s.Limits})
+	j := job{Code: in.Code, ToolResults: texts, Now: in.Now, Limits: s.Limits}
+	end, err := s.start(ctx, r, j)
+	// A child that died before it took the job ran nothing: the run goes
+	// to another.
+	for attempt := 1; errors.Is(err, errUnstarted) && attempt < startAttempts && ctx.Err() == nil; attempt++ {
+		end, err = s.start(ctx, r, j)
+	}
 	if err != nil {
 		return nil, err
 	}
@@ -138,82 +167,88 @@ type run struct {
 	writes []workspace.Content
 }
 
-// start runs a child through its whole life and returns its last message.
-// A child that dies without one (killed at the wall bound, out of its
-// address space) gets one made up from how it died.
+// errUnstarted is a child that ended before it took its job: no code ran.
+var errUnstarted = errors.New("the sandbox ended before it took the job")
+
+// startAttempts is how many children a run is offered before it fails,
+// when each ends before taking it.
+const startAttempts = 3
+
+// start runs the job on a ready child and returns the child's last
+// message; the child is ended after it, whatever happened. A child that
+// dies without a last message (killed at the wall bound, out of its
+// address space) gets one made up from how it died; one that died before
+// it took the job is errUnstarted.
 func (s *Sandbox) start(ctx context.Context, r *run, j job) (message, error) {
-	if s.Path == "" {
-		return message{}, errors.New("start sandbox: no binary")
-	}
 	runCtx, cancel := context.WithTimeout(ctx, s.Limits.Wall+s.grace)
 	defer cancel()
-	cmd := exec.CommandContext(runCtx, s.Path, s.Args...)
-	cmd.Env = []string{ChildEnv + "=1"}
-	cmd.Dir = os.TempDir()
-	cmd.SysProcAttr = sysProcAttr()
-	cmd.WaitDelay = time.Second
-	var stderr stderrLog
-	cmd.Stderr = &stderr
-	stdin, err := cmd.StdinPipe()
+	p, err := s.pool().take(runCtx)
 	if err != nil {
-		return message{}, fmt.Errorf("start sandbox: %w", err)
+		if ctx.Err() != nil {
+			return message{}, fmt.Errorf("run code: %w", ctx.Err())
+		}
+		return message{}, err
 	}
-	stdout, err := cmd.StdoutPipe()
-	if err != nil {
-		return message{}, fmt.Errorf("start sandbox: %w", err)
-	}
-	if err := cmd.Start(); err != nil {
-		return message{}, fmt.Errorf("start sandbox: %w", err)
-	}
-	end, talked := r.talk(ctx, stdin, stdout, j)
-	_ = stdin.Close()
-	waitErr := cmd.Wait()
-	switch {
-	case talked:
+	stop := context.AfterFunc(runCtx, p.kill)
+	end, talked, started := r.talk(ctx, p, j)
+	stop()
+	if talked {
+		// Its last word is in: the child is ended and reaped in the
+		// background (Close waits for it).
+		p.discard()
 		return end, nil
+	}
+	<-p.exited
+	p.release()
+	stderr := p.stderr
+	switch {
 	case ctx.Err() != nil:
 		return message{}, fmt.Errorf("run code: %w", ctx.Err())
 	case runCtx.Err() != nil:
 		return message{Bound: BoundTime, Error: fmt.Sprintf("ran past the %s time bound and was stopped", s.Limits.Wall)}, nil
+	case !started:
+		return message{}, fmt.Errorf("run code: %w (%v): %s", errUnstarted, p.waitErr, stderr.first(300))
 	case stderr.has("out of memory") || stderr.has("cannot allocate memory") || stderr.has("address space collisions") ||
 		stderr.has("failed to allocate"): // a race-detector build's allocator meeting the same cap
 		return message{Bound: BoundMemory, Error: fmt.Sprintf("used too much memory (the bound is %d MiB) and was stopped", s.Limits.MemoryBytes>>20)}, nil
-	case signalled(waitErr, syscall.SIGXCPU):
+	case signalled(p.waitErr, syscall.SIGXCPU):
 		return message{Bound: BoundTime, Error: "used up its CPU time and was stopped"}, nil
 	case r.out.Len() > r.limits.OutputBytes:
 		return message{Bound: BoundOutput, Error: fmt.Sprintf("printed more than %d bytes", r.limits.OutputBytes)}, nil
 	default:
-		return message{}, fmt.Errorf("run code: the sandbox stopped unexpectedly (%v): %s", waitErr, stderr.first(300))
+		return message{}, fmt.Errorf("run code: the sandbox stopped unexpectedly (%v): %s", p.waitErr, stderr.first(300))
 	}
 }
 
 // talk sends the job and serves the child's messages until its last one;
-// talked is false when the child ended without one.
-func (r *run) talk(ctx context.Context, stdin io.Writer, stdout io.Reader, j job) (end message, talked bool) {
-	w := bufio.NewWriterSize(stdin, 64<<10)
+// talked is false when the child ended without one, started whether it
+// had said it took the job.
+func (r *run) talk(ctx context.Context, p *proc, j job) (end message, talked, started bool) {
+	w := bufio.NewWriterSize(p.stdin, 64<<10)
 	enc := json.NewEncoder(w)
 	if enc.Encode(j) != nil || w.Flush() != nil {
-		return message{}, false
+		return message{}, false, false
 	}
-	dec := json.NewDecoder(bufio.NewReaderSize(stdout, 64<<10))
 	for {
 		var m message
-		if err := dec.Decode(&m); err != nil {
-			return message{}, false
+		if err := p.dec.Decode(&m); err != nil {
+			return message{}, false, started
 		}
 		switch {
+		case m.Started:
+			started = true
 		case m.Done:
-			return m, true
+			return m, true, true
 		case m.Op != "":
 			if enc.Encode(r.serve(ctx, m)) != nil || w.Flush() != nil {
-				return message{}, false
+				return message{}, false, started
 			}
 		default:
 			// The child bounds its output; a child that does not is
 			// stopped here.
 			if r.out.Len()+len(m.Out) > r.limits.OutputBytes {
 				r.out.WriteString(m.Out[:max(r.limits.OutputBytes-r.out.Len(), 0)])
-				return message{Bound: BoundOutput, Error: fmt.Sprintf("printed more than %d bytes", r.limits.OutputBytes)}, true
+				return message{Bound: BoundOutput, Error: fmt.Sprintf("printed more than %d bytes", r.limits.OutputBytes)}, true, true
 			}
 			r.out.WriteString(m.Out)
 		}
@@ -306,7 +341,7 @@ func (r *run) failure(m message) error {
 		runes := []rune(printed)
 		fmt.Fprintf(&b, " Before that it printed %d bytes, ending:\n…%s", len(printed), string(runes[len(runes)-quotedChars:]))
 	}
-	return tools.Refusef("%s", b.String())
+	return tools.Failf("%s", b.String())
 }
 
 // stderrLog keeps the first and the last 16 KiB a child wrote to stderr: a
