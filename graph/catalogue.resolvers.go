@@ -29,7 +29,7 @@ func (r *queryResolver) Catalogue(ctx context.Context, agentID *int) (*catalog.C
 		if err != nil {
 			return nil, err
 		}
-		a = catalog.RulesOf(ag, ag.Edges.Organization, r.Web != nil)
+		a = catalog.RulesOf(ag, ag.Edges.Organization, r.server())
 	}
 	apps, err := catalog.Applications(ctx, r.Client, a, r.lister())
 	if err != nil {
@@ -48,7 +48,7 @@ func (r *queryResolver) SearchTools(ctx context.Context, conversationID *int, qu
 	if err := catalog.CheckQueries(queries); err != nil {
 		return nil, inputErrorf("%v", err)
 	}
-	ix, err := catalog.Load(ctx, r.Client, conv.AgentID, registry.All(), r.lister(), r.Web != nil)
+	ix, err := catalog.Load(ctx, r.Client, conv.AgentID, registry.All(), r.lister(), r.server())
 	if err != nil {
 		return nil, err
 	}
@@ -61,7 +61,7 @@ func (r *queryResolver) ListTools(ctx context.Context, conversationID *int) (*ca
 	if err != nil {
 		return nil, err
 	}
-	ix, err := catalog.Load(ctx, r.Client, conv.AgentID, registry.All(), r.lister(), r.Web != nil)
+	ix, err := catalog.Load(ctx, r.Client, conv.AgentID, registry.All(), r.lister(), r.server())
 	if err != nil {
 		return nil, err
 	}
@@ -77,7 +77,7 @@ func (r *queryResolver) GetToolSchema(ctx context.Context, conversationID *int, 
 	if err := catalog.CheckNames(names); err != nil {
 		return nil, inputErrorf("%v", err)
 	}
-	ix, err := catalog.Load(ctx, r.Client, conv.AgentID, registry.All(), r.lister(), r.Web != nil)
+	ix, err := catalog.Load(ctx, r.Client, conv.AgentID, registry.All(), r.lister(), r.server())
 	if err != nil {
 		return nil, err
 	}

@@ -12,6 +12,7 @@ import (
 	"github.com/toolgate/toolgate/ent"
 	"github.com/toolgate/toolgate/ent/knowledgebase"
 	"github.com/toolgate/toolgate/graph/auth"
+	"github.com/toolgate/toolgate/tools/catalog"
 	"github.com/toolgate/toolgate/tools/document"
 )
 
@@ -113,4 +114,70 @@ func (r *Resolver) checkKnowledgeBases(ctx context.Context, ids []int) ([]int, e
 		return nil, auth.ErrNotFound
 	}
 	return out, nil
+}
+
+// server is what this server offers beside an agent's own rules.
+func (r *Resolver) server() catalog.Server {
+	return catalog.Server{WebProvider: r.Web != nil, Embeddings: r.Documents != nil && r.Documents.Embedder() != nil}
+}
+
+// documentReach resolves what a document tool's call may reach: the
+// knowledge bases the conversation's agent binds (those still there) and
+// the conversation's attachments. Nothing the call names widens it.
+func (r *Resolver) documentReach(ctx context.Context, tool string, conversationID *int) (document.Reach, error) {
+	conv, err := r.toolConversation(ctx, tool, conversationID)
+	if err != nil {
+		return document.Reach{}, err
+	}
+	ag, err := r.Client.Agent.Get(ctx, conv.AgentID)
+	if err != nil {
+		return document.Reach{}, err
+	}
+	reach := document.Reach{Conversation: conv.ID}
+	if len(ag.KnowledgeBaseIds) > 0 {
+		if reach.KnowledgeBases, err = r.Client.KnowledgeBase.Query().Where(knowledgebase.IDIn(ag.KnowledgeBaseIds...)).IDs(ctx); err != nil {
+			return document.Reach{}, err
+		}
+	}
+	return reach, nil
+}
+
+// errNoDocuments answers a document tool on a server that processes no documents.
+var errNoDocuments = inputErrorf("documents are not processed on this server")
+
+func (r *Resolver) knowledgeSearch(ctx context.Context, conversationID *int, queries []string, maxResults *int) (*document.Search, error) {
+	reach, err := r.documentReach(ctx, document.KnowledgeSearch.Name, conversationID)
+	if err != nil {
+		return nil, err
+	}
+	if r.Documents == nil {
+		return nil, errNoDocuments
+	}
+	if len(reach.KnowledgeBases) == 0 {
+		return nil, inputErrorf("the conversation's agent binds no knowledge base")
+	}
+	scopes := make([]string, len(reach.KnowledgeBases))
+	for i, id := range reach.KnowledgeBases {
+		scopes[i] = document.KnowledgeScope(id)
+	}
+	return r.Documents.Search(ctx, r.Client, scopes, queries, maxResults)
+}
+
+func (r *Resolver) searchAttachments(ctx context.Context, conversationID *int, queries []string, maxResults *int) (*document.Search, error) {
+	reach, err := r.documentReach(ctx, document.SearchAttachments.Name, conversationID)
+	if err != nil {
+		return nil, err
+	}
+	if r.Documents == nil {
+		return nil, errNoDocuments
+	}
+	return r.Documents.Search(ctx, r.Client, []string{document.ConversationScope(reach.Conversation)}, queries, maxResults)
+}
+
+func (r *Resolver) readDocument(ctx context.Context, conversationID *int, documentID int, offset, maxChars *int) (*document.Read, error) {
+	reach, err := r.documentReach(ctx, document.ReadDocument.Name, conversationID)
+	if err != nil {
+		return nil, err
+	}
+	return document.ReadText(ctx, r.Client, reach, documentID, offset, maxChars)
 }

@@ -100,3 +100,18 @@ func (r *queryResolver) KnowledgeBases(ctx context.Context, first *int, after *e
 	}
 	return r.Client.KnowledgeBase.Query().Paginate(ctx, after, first, nil, nil)
 }
+
+// KnowledgeSearch is the resolver for the knowledgeSearch field.
+func (r *queryResolver) KnowledgeSearch(ctx context.Context, conversationID *int, queries []string, maxResults *int) (*document.Search, error) {
+	return r.knowledgeSearch(ctx, conversationID, queries, maxResults)
+}
+
+// SearchAttachments is the resolver for the searchAttachments field.
+func (r *queryResolver) SearchAttachments(ctx context.Context, conversationID *int, queries []string, maxResults *int) (*document.Search, error) {
+	return r.searchAttachments(ctx, conversationID, queries, maxResults)
+}
+
+// ReadDocument is the resolver for the readDocument field.
+func (r *queryResolver) ReadDocument(ctx context.Context, conversationID *int, documentID int, offset *int, maxChars *int) (*document.Read, error) {
+	return r.readDocument(ctx, conversationID, documentID, offset, maxChars)
+}

@@ -25,8 +25,14 @@ import (
 // upload limit of 1 MiB + 512 KiB, past the ordinary body limit.
 func docSetup(t *testing.T, d *db.DB) *testBundle {
 	t.Helper()
+	return docSetupWith(t, d, embed.NewLocal())
+}
+
+// docSetupWith is docSetup with embedder e.
+func docSetupWith(t *testing.T, d *db.DB, e embed.Embedder) *testBundle {
+	t.Helper()
 	b := setup(t, d)
-	svc, err := document.New(document.Config{DB: d, Embedder: embed.NewLocal()})
+	svc, err := document.New(document.Config{DB: d, Embedder: e})
 	require.NoError(t, err)
 	require.NoError(t, svc.Open(context.Background()))
 	t.Cleanup(func() { _ = svc.Close(context.Background()) })

@@ -111,6 +111,15 @@ func (r *Resolver) updateAgent(ctx context.Context, in model.UpdateAgentInput) (
 	}
 	update := a.Update().SetTools(next.Tools).SetMemory(next.Memory).SetBudgetCheck(next.BudgetCheck).
 		SetPastConversationSearch(next.PastConversationSearch).SetNillableInstructions(in.Instructions)
+	if in.KnowledgeBaseIds != nil {
+		// The caller's organisation's, like createAgent's: any other id is
+		// not found.
+		kbs, err := r.checkKnowledgeBases(ctx, in.KnowledgeBaseIds)
+		if err != nil {
+			return nil, err
+		}
+		update.SetKnowledgeBaseIds(kbs)
+	}
 	if in.Name != nil {
 		update.SetName(strings.TrimSpace(*in.Name))
 	}

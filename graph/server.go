@@ -2,6 +2,7 @@ package graph
 
 import (
 	"bytes"
+	"cmp"
 	"context"
 	"errors"
 	"fmt"
@@ -79,6 +80,10 @@ type Config struct {
 	// MaxUploadBytes is the body limit of a multipart upload; 0 means
 	// DefaultMaxUploadBytes. Other requests keep MaxBodyBytes.
 	MaxUploadBytes int64
+	// Time limits of HTTPServer's connections and of websockets' init, and
+	// caps on subscriptions; 0 takes the Default of each.
+	ReadHeaderTimeout, ReadTimeout, UploadTimeout, IdleTimeout, InitTimeout time.Duration
+	SubscriptionsPerSocket, SubscriptionsPerToken                           int
 }
 
 // Server is toolgate's HTTP API.
@@ -99,6 +104,13 @@ func NewServer(cfg Config) *Server {
 	if cfg.Log == nil {
 		cfg.Log = slog.New(slog.DiscardHandler)
 	}
+	cfg.ReadHeaderTimeout = cmp.Or(cfg.ReadHeaderTimeout, DefaultReadHeaderTimeout)
+	cfg.ReadTimeout = cmp.Or(cfg.ReadTimeout, DefaultReadTimeout)
+	cfg.UploadTimeout = cmp.Or(cfg.UploadTimeout, DefaultUploadTimeout)
+	cfg.IdleTimeout = cmp.Or(cfg.IdleTimeout, DefaultIdleTimeout)
+	cfg.InitTimeout = cmp.Or(cfg.InitTimeout, DefaultInitTimeout)
+	cfg.SubscriptionsPerSocket = cmp.Or(cfg.SubscriptionsPerSocket, DefaultSubscriptionsPerSocket)
+	cfg.SubscriptionsPerToken = cmp.Or(cfg.SubscriptionsPerToken, DefaultSubscriptionsPerToken)
 	if cfg.Sandbox == nil {
 		// Without the binary's path run_code answers an error; the rest serves.
 		cfg.Sandbox, _ = code.Default()
@@ -126,8 +138,9 @@ func NewServer(cfg Config) *Server {
 	m := newMetrics(reg)
 	s.gql.Use(m)
 
-	graphqlHandler := jsonStatus(s.auth.Middleware(s.gql))
-	s.mux.Handle("/graphql", m.http("/graphql", limitBody(cfg.MaxUploadBytes, graphqlHandler)))
+	// The token first: nothing of the body is read for a caller without one.
+	graphqlHandler := withSocket(s.auth.Middleware(limitBody(cfg.MaxUploadBytes, cfg.UploadTimeout, jsonStatus(s.gql))))
+	s.mux.Handle("/graphql", m.http("/graphql", graphqlHandler))
 	pg := playground.Handler("toolgate", "/playground", "/graphql", map[string]string{"Authorization": "Bearer "})
 	s.mux.Handle("/playground", pg)
 	s.mux.Handle("/playground/", pg)
@@ -201,9 +214,10 @@ func (s *Server) newGraphQL() *handler.Server {
 	srv := handler.New(es)
 	srv.AddTransport(transport.Websocket{
 		KeepAlivePingInterval: 10 * time.Second,
-		// A socket that never says who it is is not held open.
-		InitTimeout: 10 * time.Second,
-		InitFunc:    s.websocketInit,
+		// A socket that never says who it is is not held open: closed
+		// with 4408 after InitTimeout.
+		Implementation: socketTimer{WebsocketImplementation: transport.CoderWebsocketImplementation{}, timeout: s.cfg.InitTimeout},
+		InitFunc:       s.websocketInit,
 	})
 	srv.AddTransport(transport.Options{})
 	srv.AddTransport(transport.GET{})
@@ -214,6 +228,8 @@ func (s *Server) newGraphQL() *handler.Server {
 	srv.SetQueryCache(lru.New[*ast.QueryDocument](1000))
 	srv.Use(extension.Introspection{})
 	srv.Use(extension.AutomaticPersistedQuery{Cache: lru.New[string](1000)})
+	// After the persisted query is put in place, before anything parses it.
+	srv.Use(queryLimits{})
 	// Priced by the rows an operation can make the server load: a scalar
 	// of a row already loaded is free, an object costs one plus its
 	// children, a connection multiplies its children by its page size. A
@@ -227,6 +243,8 @@ func (s *Server) newGraphQL() *handler.Server {
 	srv.AroundResponses(func(ctx context.Context, next graphql.ResponseHandler) *graphql.Response {
 		return next(loader.With(ctx, loader.New(s.client)))
 	})
+	subs := &subscriptions{perSocket: s.cfg.SubscriptionsPerSocket, perToken: s.cfg.SubscriptionsPerToken, byToken: map[string]int{}}
+	srv.AroundOperations(subs.limit)
 	srv.AroundRootFields(scopeGuard)
 	srv.AroundRootFields(idempotent)
 	srv.SetErrorPresenter(s.presentError)
@@ -252,6 +270,10 @@ func (s *Server) websocketInit(ctx context.Context, p transport.InitPayload) (co
 		return ctx, nil, errUnauthenticated
 	}
 	token, ok := auth.Bearer(header)
+	if sock := socketFrom(ctx); sock != nil && !sock.initialised(token) {
+		// Too late: the socket is closing with 4408.
+		return ctx, nil, errInitTimeout
+	}
 	if !ok {
 		return refuse()
 	}
@@ -265,7 +287,10 @@ func (s *Server) websocketInit(ctx context.Context, p transport.InitPayload) (co
 	return auth.WithViewer(ctx, v), nil, nil
 }
 
-var errUnauthenticated = errors.New("unauthenticated")
+var (
+	errUnauthenticated = errors.New("unauthenticated")
+	errInitTimeout     = errors.New("connection initialisation timeout")
+)
 
 // hideCodegenDirectives drops from the served schema the directives that
 // only steer code generation (entgql writes them into its schema file), so
@@ -336,8 +361,9 @@ func coded(e *gqlerror.Error, msg, code string) *gqlerror.Error {
 }
 
 // limitBody refuses bodies over MaxBodyBytes with 413 and a GraphQL error,
-// before anything is parsed.
-func limitBody(maxUpload int64, next http.Handler) http.Handler {
+// before anything is parsed. An upload may take uploadTimeout to arrive,
+// where other bodies have the server's ReadTimeout.
+func limitBody(maxUpload int64, uploadTimeout time.Duration, next http.Handler) http.Handler {
 	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		if r.Body == nil || r.Method != http.MethodPost {
 			next.ServeHTTP(w, r)
@@ -349,6 +375,8 @@ func limitBody(maxUpload int64, next http.Handler) http.Handler {
 				tooLargeUpload(w, maxUpload)
 				return
 			}
+			// Not supported (a recorder, say): the server's limit stays.
+			_ = http.NewResponseController(w).SetReadDeadline(time.Now().Add(uploadTimeout))
 			r.Body = http.MaxBytesReader(w, r.Body, maxUpload)
 			next.ServeHTTP(w, r)
 			return

@@ -61,6 +61,12 @@ func (b *testBundle) scopeToken(t testing.TB, conversationID string, tools ...st
 
 func setup(t testing.TB, d *db.DB) *testBundle {
 	t.Helper()
+	return setupWith(t, d, nil)
+}
+
+// setupWith lets the test change the server's configuration.
+func setupWith(t testing.TB, d *db.DB, configure func(*graph.Config)) *testBundle {
+	t.Helper()
 	ctx := tenancy.System(context.Background())
 	b := &testBundle{db: d, client: d.Client()}
 	var err error
@@ -76,7 +82,13 @@ func setup(t testing.TB, d *db.DB) *testBundle {
 	require.NoError(t, err)
 	sandbox := code.New(os.Args[0])
 	t.Cleanup(func() { _ = sandbox.Close() })
-	b.srv = httptest.NewServer(graph.NewServer(graph.Config{DB: d, Signer: b.signer, Sandbox: sandbox}))
+	cfg := graph.Config{DB: d, Signer: b.signer, Sandbox: sandbox}
+	if configure != nil {
+		configure(&cfg)
+	}
+	b.srv = httptest.NewUnstartedServer(nil)
+	b.srv.Config = graph.NewServer(cfg).HTTPServer()
+	b.srv.Start()
 	t.Cleanup(b.srv.Close)
 	return b
 }

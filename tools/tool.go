@@ -69,6 +69,23 @@ const (
 	// OfferWebProvider tools need an approved web provider: configured on
 	// the server and enabled by the organisation's admin.
 	OfferWebProvider Offering = "web_provider"
+	// OfferKnowledge tools need the agent to bind a knowledge base and the
+	// server to have an embedding model.
+	OfferKnowledge Offering = "knowledge"
+	// OfferKnowledgeOrDocument tools need the agent to bind a knowledge
+	// base, or the conversation to hold a document attachment.
+	OfferKnowledgeOrDocument Offering = "knowledge_or_document"
+	// OfferAttachment tools need the conversation to hold an attachment and
+	// the server to have an embedding model.
+	OfferAttachment Offering = "attachment"
+)
+
+// The paragraph the search tools (documents, attachments, memory, past
+// conversations) share, collected once however many of them a turn has.
+const (
+	SearchGuidanceKey = "searches"
+	SearchGuidance    = "A search query listed under failures with kind ABSENCE ran and matched nothing: rephrase it or say so. " +
+		"One with kind OUTAGE never ran: say the search could not be done, never that nothing was found."
 )
 
 // Preview says how a tool's result enters the model's context.

@@ -17,6 +17,8 @@ import (
 	"github.com/toolgate/toolgate/graph"
 	"github.com/toolgate/toolgate/graph/auth"
 	"github.com/toolgate/toolgate/runtime/loop"
+	"github.com/toolgate/toolgate/runtime/model"
+	"github.com/toolgate/toolgate/runtime/retry"
 	"github.com/toolgate/toolgate/tools/code"
 	"github.com/toolgate/toolgate/tools/document"
 	"github.com/toolgate/toolgate/tools/embed"
@@ -113,10 +115,20 @@ func serve(ctx context.Context, args []string, stdout, stderr io.Writer, log *sl
 	if err := fs.Parse(args); err != nil {
 		return err
 	}
+	// Embedding requests go through the runtime's one retry loop, like
+	// model calls: 429, 5xx and dropped connections are tried again.
+	ec.Middleware = model.Middleware
+	ec.Retry = func(ctx context.Context, call func(context.Context) error) error {
+		_, err := model.Call(ctx, retry.Policy{}, "embeddings", func(ctx context.Context) (struct{}, error) {
+			return struct{}{}, call(ctx)
+		})
+		return err
+	}
 	embedder, err := embed.New(ec)
 	if err != nil {
 		return err
 	}
+	rc.embeddings = embedder != nil
 	webService, err := web.New(wc)
 	if err != nil {
 		return err
@@ -175,11 +187,7 @@ func serve(ctx context.Context, args []string, stdout, stderr io.Writer, log *sl
 	}
 	log.Info("serving", "addr", ln.Addr().String(), "database", d.Dialect, "web", webService.ProviderName())
 
-	hs := &http.Server{
-		Handler:           srv,
-		ReadHeaderTimeout: 10 * time.Second,
-		IdleTimeout:       120 * time.Second,
-	}
+	hs := srv.HTTPServer()
 	errc := make(chan error, 1)
 	go func() { errc <- hs.Serve(ln) }()
 	if err := runner.Open(); err != nil {

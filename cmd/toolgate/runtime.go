@@ -46,6 +46,9 @@ type runtimeConfig struct {
 	drainGrace   time.Duration
 	// webProvider: a web provider is configured (the web tools may be offered).
 	webProvider bool
+	// embeddings: an embedding model is configured (the document search
+	// tools may be offered).
+	embeddings bool
 }
 
 // newProvider returns the model provider the configuration names. With no
@@ -170,6 +173,7 @@ func newRunner(ctx context.Context, c runtimeConfig, d *db.DB, dbURL, toolsURL s
 		Budget:       budget.Stopper(client),
 		DrainGrace:   c.drainGrace,
 		WebProvider:  c.webProvider,
+		Embeddings:   c.embeddings,
 		EncodeID:     graph.EncodeID,
 		Queue:        d.Queue(),
 		Log:          log,

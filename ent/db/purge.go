@@ -7,6 +7,9 @@ import (
 	entsql "entgo.io/ent/dialect/sql"
 	"entgo.io/ent/dialect/sql/schema"
 
+	"github.com/toolgate/toolgate/ent/attachment"
+	"github.com/toolgate/toolgate/ent/documentchunk"
+	"github.com/toolgate/toolgate/ent/hybrid"
 	"github.com/toolgate/toolgate/ent/migrate"
 )
 
@@ -147,7 +150,9 @@ func ownedWhere(byName map[string]Owned, o Owned, id int) *entsql.Predicate {
 // PurgeStatements returns the statements that delete conversation id and
 // every row it owns, in the order to run them, in dialect d. Idempotent
 // responses kept under the conversation's scope ("conversation:<id>", the
-// key space of its turns' scope tokens) go too.
+// key space of its turns' scope tokens) go too, and so do the passages of
+// its attachments: the chunks (owned by a plain column, not a foreign key)
+// and their entries in the search index, under the same scope.
 func PurgeStatements(d string, id int) ([]Statement, error) {
 	order, err := ConversationOwned()
 	if err != nil {
@@ -161,6 +166,11 @@ func PurgeStatements(d string, id int) ([]Statement, error) {
 	out := []Statement{}
 	q, args := b.Delete("idempotent_responses").Where(entsql.EQ("scope", fmt.Sprintf("conversation:%d", id))).Query()
 	out = append(out, Statement{Table: "idempotent_responses", Query: q, Args: args})
+	q, args = b.Delete(hybrid.Table).Where(entsql.EQ("scope", fmt.Sprintf("conversation:%d", id))).Query()
+	out = append(out, Statement{Table: hybrid.Table, Query: q, Args: args})
+	q, args = b.Delete(documentchunk.Table).Where(entsql.In(documentchunk.FieldAttachmentID,
+		entsql.Select(attachment.FieldID).From(entsql.Table(attachment.Table)).Where(entsql.EQ(attachment.FieldConversationID, id)))).Query()
+	out = append(out, Statement{Table: documentchunk.Table, Query: q, Args: args})
 	for _, o := range order {
 		q, args := b.Delete(o.Table).Where(ownedWhere(byName, o, id)).Query()
 		out = append(out, Statement{Table: o.Table, Query: q, Args: args})

@@ -41,6 +41,9 @@ import (
 	"github.com/lib/pq"
 )
 
+// Table is the side table that holds every index's passages.
+const Table = "hybrid_entries"
+
 // RRFK is the k of reciprocal rank fusion: a passage scores 1/(k+rank) in
 // each list it appears in. 60 is the value of the original paper.
 const RRFK = 60

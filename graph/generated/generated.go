@@ -17,7 +17,7 @@ import (
 	"github.com/99designs/gqlgen/graphql/introspection"
 	"github.com/toolgate/toolgate/ent"
 	"github.com/toolgate/toolgate/ent/attachment"
-	"github.com/toolgate/toolgate/ent/document"
+	document1 "github.com/toolgate/toolgate/ent/document"
 	"github.com/toolgate/toolgate/ent/modelcall"
 	"github.com/toolgate/toolgate/ent/schematype"
 	"github.com/toolgate/toolgate/ent/toolcall"
@@ -28,6 +28,7 @@ import (
 	"github.com/toolgate/toolgate/tools/artifact"
 	"github.com/toolgate/toolgate/tools/catalog"
 	"github.com/toolgate/toolgate/tools/code"
+	"github.com/toolgate/toolgate/tools/document"
 	"github.com/toolgate/toolgate/tools/result"
 	"github.com/toolgate/toolgate/tools/transcript"
 	"github.com/toolgate/toolgate/tools/web"
@@ -307,6 +308,16 @@ type ComplexityRoot struct {
 		Node   func(childComplexity int) int
 	}
 
+	DocumentRead struct {
+		DocumentID func(childComplexity int) int
+		NextOffset func(childComplexity int) int
+		Offset     func(childComplexity int) int
+		Text       func(childComplexity int) int
+		Title      func(childComplexity int) int
+		TotalChars func(childComplexity int) int
+		Truncated  func(childComplexity int) int
+	}
+
 	Evidence struct {
 		End   func(childComplexity int) int
 		Ref   func(childComplexity int) int
@@ -424,6 +435,23 @@ type ComplexityRoot struct {
 		StartCursor     func(childComplexity int) int
 	}
 
+	Passage struct {
+		DocumentID func(childComplexity int) int
+		Position   func(childComplexity int) int
+		Text       func(childComplexity int) int
+		Title      func(childComplexity int) int
+	}
+
+	PassageQueryResult struct {
+		Hits  func(childComplexity int) int
+		Query func(childComplexity int) int
+	}
+
+	PassageSearch struct {
+		Failures func(childComplexity int) int
+		Results  func(childComplexity int) int
+	}
+
 	PromptStats struct {
 		CacheReadTokens func(childComplexity int) int
 		InputTokens     func(childComplexity int) int
@@ -444,14 +472,17 @@ type ComplexityRoot struct {
 		Conversations     func(childComplexity int, after *entgql.Cursor[int], first *int, before *entgql.Cursor[int], last *int, orderBy []*ent.ConversationOrder, where *ent.ConversationWhereInput) int
 		GetToolSchema     func(childComplexity int, conversationID *int, names []string) int
 		KnowledgeBases    func(childComplexity int, first *int, after *entgql.Cursor[int]) int
+		KnowledgeSearch   func(childComplexity int, conversationID *int, queries []string, maxResults *int) int
 		ListFiles         func(childComplexity int, conversationID *int, path *string) int
 		ListTools         func(childComplexity int, conversationID *int) int
 		Node              func(childComplexity int, id int) int
 		Nodes             func(childComplexity int, ids []int) int
+		ReadDocument      func(childComplexity int, conversationID *int, documentID int, offset *int, maxChars *int) int
 		ReadFile          func(childComplexity int, conversationID *int, path string, offset *int, maxChars *int) int
 		ReadPage          func(childComplexity int, conversationID *int, url string, offset *int, maxChars *int) int
 		ReadToolResult    func(childComplexity int, conversationID *int, refs []string, offset *int, maxChars *int) int
 		ResearchWeb       func(childComplexity int, conversationID *int, queries []string, maxPages *int) int
+		SearchAttachments func(childComplexity int, conversationID *int, queries []string, maxResults *int) int
 		SearchFiles       func(childComplexity int, conversationID *int, strings []string, contextLines *int) int
 		SearchToolResults func(childComplexity int, conversationID *int, refs []string, query string, match *result.Match, contextChars *int, maxChars *int) int
 		SearchTools       func(childComplexity int, conversationID *int, queries []string) int
@@ -883,6 +914,9 @@ type QueryResolver interface {
 	Viewer(ctx context.Context) (*ent.User, error)
 	Conversation(ctx context.Context, id int) (*ent.Conversation, error)
 	KnowledgeBases(ctx context.Context, first *int, after *entgql.Cursor[int]) (*ent.KnowledgeBaseConnection, error)
+	KnowledgeSearch(ctx context.Context, conversationID *int, queries []string, maxResults *int) (*document.Search, error)
+	SearchAttachments(ctx context.Context, conversationID *int, queries []string, maxResults *int) (*document.Search, error)
+	ReadDocument(ctx context.Context, conversationID *int, documentID int, offset *int, maxChars *int) (*document.Read, error)
 	Applications(ctx context.Context) ([]*ent.Application, error)
 	Users(ctx context.Context) ([]*ent.User, error)
 	ToolResults(ctx context.Context, conversationID *int, refs []string, offset *int, maxChars *int, query *string, match *result.Match, contextChars *int) (*result.Results, error)
@@ -1898,6 +1932,49 @@ func (e *executableSchema) Complexity(ctx context.Context, typeName, field strin
 
 		return e.ComplexityRoot.DocumentEdge.Node(childComplexity), true
 
+	case "DocumentRead.documentId":
+		if e.ComplexityRoot.DocumentRead.DocumentID == nil {
+			break
+		}
+
+		return e.ComplexityRoot.DocumentRead.DocumentID(childComplexity), true
+	case "DocumentRead.nextOffset":
+		if e.ComplexityRoot.DocumentRead.NextOffset == nil {
+			break
+		}
+
+		return e.ComplexityRoot.DocumentRead.NextOffset(childComplexity), true
+	case "DocumentRead.offset":
+		if e.ComplexityRoot.DocumentRead.Offset == nil {
+			break
+		}
+
+		return e.ComplexityRoot.DocumentRead.Offset(childComplexity), true
+	case "DocumentRead.text":
+		if e.ComplexityRoot.DocumentRead.Text == nil {
+			break
+		}
+
+		return e.ComplexityRoot.DocumentRead.Text(childComplexity), true
+	case "DocumentRead.title":
+		if e.ComplexityRoot.DocumentRead.Title == nil {
+			break
+		}
+
+		return e.ComplexityRoot.DocumentRead.Title(childComplexity), true
+	case "DocumentRead.totalChars":
+		if e.ComplexityRoot.DocumentRead.TotalChars == nil {
+			break
+		}
+
+		return e.ComplexityRoot.DocumentRead.TotalChars(childComplexity), true
+	case "DocumentRead.truncated":
+		if e.ComplexityRoot.DocumentRead.Truncated == nil {
+			break
+		}
+
+		return e.ComplexityRoot.DocumentRead.Truncated(childComplexity), true
+
 	case "Evidence.end":
 		if e.ComplexityRoot.Evidence.End == nil {
 			break
@@ -2541,6 +2618,57 @@ func (e *executableSchema) Complexity(ctx context.Context, typeName, field strin
 
 		return e.ComplexityRoot.PageInfo.StartCursor(childComplexity), true
 
+	case "Passage.documentId":
+		if e.ComplexityRoot.Passage.DocumentID == nil {
+			break
+		}
+
+		return e.ComplexityRoot.Passage.DocumentID(childComplexity), true
+	case "Passage.position":
+		if e.ComplexityRoot.Passage.Position == nil {
+			break
+		}
+
+		return e.ComplexityRoot.Passage.Position(childComplexity), true
+	case "Passage.text":
+		if e.ComplexityRoot.Passage.Text == nil {
+			break
+		}
+
+		return e.ComplexityRoot.Passage.Text(childComplexity), true
+	case "Passage.title":
+		if e.ComplexityRoot.Passage.Title == nil {
+			break
+		}
+
+		return e.ComplexityRoot.Passage.Title(childComplexity), true
+
+	case "PassageQueryResult.hits":
+		if e.ComplexityRoot.PassageQueryResult.Hits == nil {
+			break
+		}
+
+		return e.ComplexityRoot.PassageQueryResult.Hits(childComplexity), true
+	case "PassageQueryResult.query":
+		if e.ComplexityRoot.PassageQueryResult.Query == nil {
+			break
+		}
+
+		return e.ComplexityRoot.PassageQueryResult.Query(childComplexity), true
+
+	case "PassageSearch.failures":
+		if e.ComplexityRoot.PassageSearch.Failures == nil {
+			break
+		}
+
+		return e.ComplexityRoot.PassageSearch.Failures(childComplexity), true
+	case "PassageSearch.results":
+		if e.ComplexityRoot.PassageSearch.Results == nil {
+			break
+		}
+
+		return e.ComplexityRoot.PassageSearch.Results(childComplexity), true
+
 	case "PromptStats.cacheReadTokens":
 		if e.ComplexityRoot.PromptStats.CacheReadTokens == nil {
 			break
@@ -2684,6 +2812,17 @@ func (e *executableSchema) Complexity(ctx context.Context, typeName, field strin
 		}
 
 		return e.ComplexityRoot.Query.KnowledgeBases(childComplexity, args["first"].(*int), args["after"].(*entgql.Cursor[int])), true
+	case "Query.knowledgeSearch":
+		if e.ComplexityRoot.Query.KnowledgeSearch == nil {
+			break
+		}
+
+		args, err := ec.field_Query_knowledgeSearch_args(ctx, rawArgs)
+		if err != nil {
+			return 0, false
+		}
+
+		return e.ComplexityRoot.Query.KnowledgeSearch(childComplexity, args["conversationId"].(*int), args["queries"].([]string), args["maxResults"].(*int)), true
 	case "Query.listFiles":
 		if e.ComplexityRoot.Query.ListFiles == nil {
 			break
@@ -2728,6 +2867,17 @@ func (e *executableSchema) Complexity(ctx context.Context, typeName, field strin
 		}
 
 		return e.ComplexityRoot.Query.Nodes(childComplexity, args["ids"].([]int)), true
+	case "Query.readDocument":
+		if e.ComplexityRoot.Query.ReadDocument == nil {
+			break
+		}
+
+		args, err := ec.field_Query_readDocument_args(ctx, rawArgs)
+		if err != nil {
+			return 0, false
+		}
+
+		return e.ComplexityRoot.Query.ReadDocument(childComplexity, args["conversationId"].(*int), args["documentId"].(int), args["offset"].(*int), args["maxChars"].(*int)), true
 	case "Query.readFile":
 		if e.ComplexityRoot.Query.ReadFile == nil {
 			break
@@ -2772,6 +2922,17 @@ func (e *executableSchema) Complexity(ctx context.Context, typeName, field strin
 		}
 
 		return e.ComplexityRoot.Query.ResearchWeb(childComplexity, args["conversationId"].(*int), args["queries"].([]string), args["maxPages"].(*int)), true
+	case "Query.searchAttachments":
+		if e.ComplexityRoot.Query.SearchAttachments == nil {
+			break
+		}
+
+		args, err := ec.field_Query_searchAttachments_args(ctx, rawArgs)
+		if err != nil {
+			return 0, false
+		}
+
+		return e.ComplexityRoot.Query.SearchAttachments(childComplexity, args["conversationId"].(*int), args["queries"].([]string), args["maxResults"].(*int)), true
 	case "Query.searchFiles":
 		if e.ComplexityRoot.Query.SearchFiles == nil {
 			break
@@ -4853,6 +5014,61 @@ input AttachFileInput {
   conversationId: ID!
   file: Upload!
 }
+
+extend type Query {
+  """
+  Searches the documents of the knowledge bases the conversation's agent binds (the
+  knowledge_search tool): 1 to 5 distinct queries, embedded in one request, run concurrently and
+  answered in order, maxResults passages each (default 8, at most 20), hybrid (full-text and
+  vector, fused). A query that matched nothing (ABSENCE) or never ran because the embedding
+  provider could not be reached (OUTAGE) is listed under failures; the others keep their hits.
+  """
+  knowledgeSearch("Required with an API token (BAD_USER_INPUT naming conversationId when it is missing); a turn's scope token implies its own conversation and refuses another." conversationId: ID, queries: [String!]!, maxResults: Int): PassageSearch!
+  "Searches only the files attached to the conversation (the search_attachments tool), as knowledgeSearch searches."
+  searchAttachments("Required with an API token (BAD_USER_INPUT naming conversationId when it is missing); a turn's scope token implies its own conversation and refuses another." conversationId: ID, queries: [String!]!, maxResults: Int): PassageSearch!
+  """
+  One window of the text of a document of a knowledge base the conversation's agent binds, or of
+  a file attached to the conversation (the read_document tool): maxChars (default 10000, at most
+  40000) characters from offset. Any other id is NOT_FOUND, as an id of nothing.
+  """
+  readDocument("Required with an API token (BAD_USER_INPUT naming conversationId when it is missing); a turn's scope token implies its own conversation and refuses another." conversationId: ID, documentId: ID!, offset: Int, maxChars: Int): DocumentRead!
+}
+
+"What knowledgeSearch or searchAttachments found."
+type PassageSearch @goModel(model: "github.com/toolgate/toolgate/tools/document.Search") {
+  "One per query, in the order asked."
+  results: [PassageQueryResult!]!
+  "Queries that matched nothing (ABSENCE) or never ran (OUTAGE); item is the query's position."
+  failures: [ItemFailure!]!
+}
+
+type PassageQueryResult @goModel(model: "github.com/toolgate/toolgate/tools/document.QueryHits") {
+  query: String!
+  "Best first."
+  hits: [Passage!]!
+}
+
+type Passage @goModel(model: "github.com/toolgate/toolgate/tools/document.Passage") {
+  "The document's or the attachment's id, for readDocument."
+  documentId: ID!
+  title: String!
+  "Offset of the passage's first character in the document's text."
+  position: Int!
+  text: String!
+}
+
+type DocumentRead @goModel(model: "github.com/toolgate/toolgate/tools/document.Read") {
+  documentId: ID!
+  title: String!
+  text: String!
+  offset: Int!
+  "Characters of the document's whole text."
+  totalChars: Int!
+  "The window stops before the end of the text."
+  truncated: Boolean!
+  "The offset to continue from, when truncated."
+  nextOffset: Int
+}
 `, BuiltIn: false},
 	{Name: "../ent.graphqls", Input: `directive @goField(forceResolver: Boolean, name: String, omittable: Boolean) on FIELD_DEFINITION | INPUT_FIELD_DEFINITION
 directive @goModel(model: String, models: [String!], forceGenerate: Boolean) on OBJECT | INPUT_OBJECT | SCALAR | ENUM | INTERFACE | UNION
@@ -5839,6 +6055,8 @@ input UpdateAgentInput {
   budgetCheck: Boolean
   "Turns past-conversation search on or off; none: unchanged."
   pastConversationSearch: Boolean
+  "The organisation's knowledge bases knowledge_search and read_document reach, in place of the old list; none: unchanged."
+  knowledgeBaseIds: [ID!]
 }
 
 "What updateAgent changed."
@@ -6976,6 +7194,26 @@ func (ec *executionContext) childFields_DocumentEdge(ctx context.Context, field 
 	return nil, fmt.Errorf("no field named %q was found under type DocumentEdge", field.Name)
 }
 
+func (ec *executionContext) childFields_DocumentRead(ctx context.Context, field graphql.CollectedField) (*graphql.FieldContext, error) {
+	switch field.Name {
+	case "documentId":
+		return ec.fieldContext_DocumentRead_documentId(ctx, field)
+	case "title":
+		return ec.fieldContext_DocumentRead_title(ctx, field)
+	case "text":
+		return ec.fieldContext_DocumentRead_text(ctx, field)
+	case "offset":
+		return ec.fieldContext_DocumentRead_offset(ctx, field)
+	case "totalChars":
+		return ec.fieldContext_DocumentRead_totalChars(ctx, field)
+	case "truncated":
+		return ec.fieldContext_DocumentRead_truncated(ctx, field)
+	case "nextOffset":
+		return ec.fieldContext_DocumentRead_nextOffset(ctx, field)
+	}
+	return nil, fmt.Errorf("no field named %q was found under type DocumentRead", field.Name)
+}
+
 func (ec *executionContext) childFields_Evidence(ctx context.Context, field graphql.CollectedField) (*graphql.FieldContext, error) {
 	switch field.Name {
 	case "ref":
@@ -7146,6 +7384,40 @@ func (ec *executionContext) childFields_PageInfo(ctx context.Context, field grap
 		return ec.fieldContext_PageInfo_endCursor(ctx, field)
 	}
 	return nil, fmt.Errorf("no field named %q was found under type PageInfo", field.Name)
+}
+
+func (ec *executionContext) childFields_Passage(ctx context.Context, field graphql.CollectedField) (*graphql.FieldContext, error) {
+	switch field.Name {
+	case "documentId":
+		return ec.fieldContext_Passage_documentId(ctx, field)
+	case "title":
+		return ec.fieldContext_Passage_title(ctx, field)
+	case "position":
+		return ec.fieldContext_Passage_position(ctx, field)
+	case "text":
+		return ec.fieldContext_Passage_text(ctx, field)
+	}
+	return nil, fmt.Errorf("no field named %q was found under type Passage", field.Name)
+}
+
+func (ec *executionContext) childFields_PassageQueryResult(ctx context.Context, field graphql.CollectedField) (*graphql.FieldContext, error) {
+	switch field.Name {
+	case "query":
+		return ec.fieldContext_PassageQueryResult_query(ctx, field)
+	case "hits":
+		return ec.fieldContext_PassageQueryResult_hits(ctx, field)
+	}
+	return nil, fmt.Errorf("no field named %q was found under type PassageQueryResult", field.Name)
+}
+
+func (ec *executionContext) childFields_PassageSearch(ctx context.Context, field graphql.CollectedField) (*graphql.FieldContext, error) {
+	switch field.Name {
+	case "results":
+		return ec.fieldContext_PassageSearch_results(ctx, field)
+	case "failures":
+		return ec.fieldContext_PassageSearch_failures(ctx, field)
+	}
+	return nil, fmt.Errorf("no field named %q was found under type PassageSearch", field.Name)
 }
 
 func (ec *executionContext) childFields_PromptStats(ctx context.Context, field graphql.CollectedField) (*graphql.FieldContext, error) {
@@ -8806,6 +9078,36 @@ func (ec *executionContext) field_Query_knowledgeBases_args(ctx context.Context,
 	return args, nil
 }
 
+func (ec *executionContext) field_Query_knowledgeSearch_args(ctx context.Context, rawArgs map[string]any) (map[string]any, error) {
+	var err error
+	args := map[string]any{}
+	arg0, err := graphql.ProcessArgField(ctx, rawArgs, "conversationId",
+		func(ctx context.Context, v any) (*int, error) {
+			return ec.unmarshalOID2ᚖint(ctx, v)
+		})
+	if err != nil {
+		return nil, err
+	}
+	args["conversationId"] = arg0
+	arg1, err := graphql.ProcessArgField(ctx, rawArgs, "queries",
+		func(ctx context.Context, v any) ([]string, error) {
+			return ec.unmarshalNString2ᚕstringᚄ(ctx, v)
+		})
+	if err != nil {
+		return nil, err
+	}
+	args["queries"] = arg1
+	arg2, err := graphql.ProcessArgField(ctx, rawArgs, "maxResults",
+		func(ctx context.Context, v any) (*int, error) {
+			return ec.unmarshalOInt2ᚖint(ctx, v)
+		})
+	if err != nil {
+		return nil, err
+	}
+	args["maxResults"] = arg2
+	return args, nil
+}
+
 func (ec *executionContext) field_Query_listFiles_args(ctx context.Context, rawArgs map[string]any) (map[string]any, error) {
 	var err error
 	args := map[string]any{}
@@ -8867,6 +9169,44 @@ func (ec *executionContext) field_Query_nodes_args(ctx context.Context, rawArgs 
 		return nil, err
 	}
 	args["ids"] = arg0
+	return args, nil
+}
+
+func (ec *executionContext) field_Query_readDocument_args(ctx context.Context, rawArgs map[string]any) (map[string]any, error) {
+	var err error
+	args := map[string]any{}
+	arg0, err := graphql.ProcessArgField(ctx, rawArgs, "conversationId",
+		func(ctx context.Context, v any) (*int, error) {
+			return ec.unmarshalOID2ᚖint(ctx, v)
+		})
+	if err != nil {
+		return nil, err
+	}
+	args["conversationId"] = arg0
+	arg1, err := graphql.ProcessArgField(ctx, rawArgs, "documentId",
+		func(ctx context.Context, v any) (int, error) {
+			return ec.unmarshalNID2int(ctx, v)
+		})
+	if err != nil {
+		return nil, err
+	}
+	args["documentId"] = arg1
+	arg2, err := graphql.ProcessArgField(ctx, rawArgs, "offset",
+		func(ctx context.Context, v any) (*int, error) {
+			return ec.unmarshalOInt2ᚖint(ctx, v)
+		})
+	if err != nil {
+		return nil, err
+	}
+	args["offset"] = arg2
+	arg3, err := graphql.ProcessArgField(ctx, rawArgs, "maxChars",
+		func(ctx context.Context, v any) (*int, error) {
+			return ec.unmarshalOInt2ᚖint(ctx, v)
+		})
+	if err != nil {
+		return nil, err
+	}
+	args["maxChars"] = arg3
 	return args, nil
 }
 
@@ -9011,6 +9351,36 @@ func (ec *executionContext) field_Query_researchWeb_args(ctx context.Context, ra
 		return nil, err
 	}
 	args["maxPages"] = arg2
+	return args, nil
+}
+
+func (ec *executionContext) field_Query_searchAttachments_args(ctx context.Context, rawArgs map[string]any) (map[string]any, error) {
+	var err error
+	args := map[string]any{}
+	arg0, err := graphql.ProcessArgField(ctx, rawArgs, "conversationId",
+		func(ctx context.Context, v any) (*int, error) {
+			return ec.unmarshalOID2ᚖint(ctx, v)
+		})
+	if err != nil {
+		return nil, err
+	}
+	args["conversationId"] = arg0
+	arg1, err := graphql.ProcessArgField(ctx, rawArgs, "queries",
+		func(ctx context.Context, v any) ([]string, error) {
+			return ec.unmarshalNString2ᚕstringᚄ(ctx, v)
+		})
+	if err != nil {
+		return nil, err
+	}
+	args["queries"] = arg1
+	arg2, err := graphql.ProcessArgField(ctx, rawArgs, "maxResults",
+		func(ctx context.Context, v any) (*int, error) {
+			return ec.unmarshalOInt2ᚖint(ctx, v)
+		})
+	if err != nil {
+		return nil, err
+	}
+	args["maxResults"] = arg2
 	return args, nil
 }
 
@@ -13026,7 +13396,7 @@ func (ec *executionContext) _Document_status(ctx context.Context, field graphql.
 			return obj.Status, nil
 		},
 		nil,
-		func(ctx context.Context, selections ast.SelectionSet, v document.Status) graphql.Marshaler {
+		func(ctx context.Context, selections ast.SelectionSet, v document1.Status) graphql.Marshaler {
 			return ec.marshalNDocumentStatus2githubᚗcomᚋtoolgateᚋtoolgateᚋentᚋdocumentᚐStatus(ctx, selections, v)
 		},
 		true,
@@ -13246,6 +13616,167 @@ func (ec *executionContext) _DocumentEdge_cursor(ctx context.Context, field grap
 }
 func (ec *executionContext) fieldContext_DocumentEdge_cursor(_ context.Context, field graphql.CollectedField) (fc *graphql.FieldContext, err error) {
 	return graphql.NewScalarFieldContext("DocumentEdge", field, false, false, "Cursor")
+}
+
+func (ec *executionContext) _DocumentRead_documentId(ctx context.Context, field graphql.CollectedField, obj *document.Read) (ret graphql.Marshaler) {
+	return graphql.ResolveField(
+		ctx,
+		ec.OperationContext,
+		field,
+		func(ctx context.Context, field graphql.CollectedField) (*graphql.FieldContext, error) {
+			return ec.fieldContext_DocumentRead_documentId(ctx, field)
+		},
+		func(ctx context.Context) (any, error) {
+			return obj.DocumentID, nil
+		},
+		nil,
+		func(ctx context.Context, selections ast.SelectionSet, v int) graphql.Marshaler {
+			return ec.marshalNID2int(ctx, selections, v)
+		},
+		true,
+		true,
+	)
+}
+func (ec *executionContext) fieldContext_DocumentRead_documentId(_ context.Context, field graphql.CollectedField) (fc *graphql.FieldContext, err error) {
+	return graphql.NewScalarFieldContext("DocumentRead", field, false, false, "ID")
+}
+
+func (ec *executionContext) _DocumentRead_title(ctx context.Context, field graphql.CollectedField, obj *document.Read) (ret graphql.Marshaler) {
+	return graphql.ResolveField(
+		ctx,
+		ec.OperationContext,
+		field,
+		func(ctx context.Context, field graphql.CollectedField) (*graphql.FieldContext, error) {
+			return ec.fieldContext_DocumentRead_title(ctx, field)
+		},
+		func(ctx context.Context) (any, error) {
+			return obj.Title, nil
+		},
+		nil,
+		func(ctx context.Context, selections ast.SelectionSet, v string) graphql.Marshaler {
+			return ec.marshalNString2string(ctx, selections, v)
+		},
+		true,
+		true,
+	)
+}
+func (ec *executionContext) fieldContext_DocumentRead_title(_ context.Context, field graphql.CollectedField) (fc *graphql.FieldContext, err error) {
+	return graphql.NewScalarFieldContext("DocumentRead", field, false, false, "String")
+}
+
+func (ec *executionContext) _DocumentRead_text(ctx context.Context, field graphql.CollectedField, obj *document.Read) (ret graphql.Marshaler) {
+	return graphql.ResolveField(
+		ctx,
+		ec.OperationContext,
+		field,
+		func(ctx context.Context, field graphql.CollectedField) (*graphql.FieldContext, error) {
+			return ec.fieldContext_DocumentRead_text(ctx, field)
+		},
+		func(ctx context.Context) (any, error) {
+			return obj.Text, nil
+		},
+		nil,
+		func(ctx context.Context, selections ast.SelectionSet, v string) graphql.Marshaler {
+			return ec.marshalNString2string(ctx, selections, v)
+		},
+		true,
+		true,
+	)
+}
+func (ec *executionContext) fieldContext_DocumentRead_text(_ context.Context, field graphql.CollectedField) (fc *graphql.FieldContext, err error) {
+	return graphql.NewScalarFieldContext("DocumentRead", field, false, false, "String")
+}
+
+func (ec *executionContext) _DocumentRead_offset(ctx context.Context, field graphql.CollectedField, obj *document.Read) (ret graphql.Marshaler) {
+	return graphql.ResolveField(
+		ctx,
+		ec.OperationContext,
+		field,
+		func(ctx context.Context, field graphql.CollectedField) (*graphql.FieldContext, error) {
+			return ec.fieldContext_DocumentRead_offset(ctx, field)
+		},
+		func(ctx context.Context) (any, error) {
+			return obj.Offset, nil
+		},
+		nil,
+		func(ctx context.Context, selections ast.SelectionSet, v int) graphql.Marshaler {
+			return ec.marshalNInt2int(ctx, selections, v)
+		},
+		true,
+		true,
+	)
+}
+func (ec *executionContext) fieldContext_DocumentRead_offset(_ context.Context, field graphql.CollectedField) (fc *graphql.FieldContext, err error) {
+	return graphql.NewScalarFieldContext("DocumentRead", field, false, false, "Int")
+}
+
+func (ec *executionContext) _DocumentRead_totalChars(ctx context.Context, field graphql.CollectedField, obj *document.Read) (ret graphql.Marshaler) {
+	return graphql.ResolveField(
+		ctx,
+		ec.OperationContext,
+		field,
+		func(ctx context.Context, field graphql.CollectedField) (*graphql.FieldContext, error) {
+			return ec.fieldContext_DocumentRead_totalChars(ctx, field)
+		},
+		func(ctx context.Context) (any, error) {
+			return obj.TotalChars, nil
+		},
+		nil,
+		func(ctx context.Context, selections ast.SelectionSet, v int) graphql.Marshaler {
+			return ec.marshalNInt2int(ctx, selections, v)
+		},
+		true,
+		true,
+	)
+}
+func (ec *executionContext) fieldContext_DocumentRead_totalChars(_ context.Context, field graphql.CollectedField) (fc *graphql.FieldContext, err error) {
+	return graphql.NewScalarFieldContext("DocumentRead", field, false, false, "Int")
+}
+
+func (ec *executionContext) _DocumentRead_truncated(ctx context.Context, field graphql.CollectedField, obj *document.Read) (ret graphql.Marshaler) {
+	return graphql.ResolveField(
+		ctx,
+		ec.OperationContext,
+		field,
+		func(ctx context.Context, field graphql.CollectedField) (*graphql.FieldContext, error) {
+			return ec.fieldContext_DocumentRead_truncated(ctx, field)
+		},
+		func(ctx context.Context) (any, error) {
+			return obj.Truncated, nil
+		},
+		nil,
+		func(ctx context.Context, selections ast.SelectionSet, v bool) graphql.Marshaler {
+			return ec.marshalNBoolean2bool(ctx, selections, v)
+		},
+		true,
+		true,
+	)
+}
+func (ec *executionContext) fieldContext_DocumentRead_truncated(_ context.Context, field graphql.CollectedField) (fc *graphql.FieldContext, err error) {
+	return graphql.NewScalarFieldContext("DocumentRead", field, false, false, "Boolean")
+}
+
+func (ec *executionContext) _DocumentRead_nextOffset(ctx context.Context, field graphql.CollectedField, obj *document.Read) (ret graphql.Marshaler) {
+	return graphql.ResolveField(
+		ctx,
+		ec.OperationContext,
+		field,
+		func(ctx context.Context, field graphql.CollectedField) (*graphql.FieldContext, error) {
+			return ec.fieldContext_DocumentRead_nextOffset(ctx, field)
+		},
+		func(ctx context.Context) (any, error) {
+			return obj.NextOffset, nil
+		},
+		nil,
+		func(ctx context.Context, selections ast.SelectionSet, v *int) graphql.Marshaler {
+			return ec.marshalOInt2ᚖint(ctx, selections, v)
+		},
+		true,
+		false,
+	)
+}
+func (ec *executionContext) fieldContext_DocumentRead_nextOffset(_ context.Context, field graphql.CollectedField) (fc *graphql.FieldContext, err error) {
+	return graphql.NewScalarFieldContext("DocumentRead", field, false, false, "Int")
 }
 
 func (ec *executionContext) _Evidence_ref(ctx context.Context, field graphql.CollectedField, obj *schematype.Span) (ret graphql.Marshaler) {
@@ -15774,6 +16305,217 @@ func (ec *executionContext) fieldContext_PageInfo_endCursor(_ context.Context, f
 	return graphql.NewScalarFieldContext("PageInfo", field, false, false, "Cursor")
 }
 
+func (ec *executionContext) _Passage_documentId(ctx context.Context, field graphql.CollectedField, obj *document.Passage) (ret graphql.Marshaler) {
+	return graphql.ResolveField(
+		ctx,
+		ec.OperationContext,
+		field,
+		func(ctx context.Context, field graphql.CollectedField) (*graphql.FieldContext, error) {
+			return ec.fieldContext_Passage_documentId(ctx, field)
+		},
+		func(ctx context.Context) (any, error) {
+			return obj.DocumentID, nil
+		},
+		nil,
+		func(ctx context.Context, selections ast.SelectionSet, v int) graphql.Marshaler {
+			return ec.marshalNID2int(ctx, selections, v)
+		},
+		true,
+		true,
+	)
+}
+func (ec *executionContext) fieldContext_Passage_documentId(_ context.Context, field graphql.CollectedField) (fc *graphql.FieldContext, err error) {
+	return graphql.NewScalarFieldContext("Passage", field, false, false, "ID")
+}
+
+func (ec *executionContext) _Passage_title(ctx context.Context, field graphql.CollectedField, obj *document.Passage) (ret graphql.Marshaler) {
+	return graphql.ResolveField(
+		ctx,
+		ec.OperationContext,
+		field,
+		func(ctx context.Context, field graphql.CollectedField) (*graphql.FieldContext, error) {
+			return ec.fieldContext_Passage_title(ctx, field)
+		},
+		func(ctx context.Context) (any, error) {
+			return obj.Title, nil
+		},
+		nil,
+		func(ctx context.Context, selections ast.SelectionSet, v string) graphql.Marshaler {
+			return ec.marshalNString2string(ctx, selections, v)
+		},
+		true,
+		true,
+	)
+}
+func (ec *executionContext) fieldContext_Passage_title(_ context.Context, field graphql.CollectedField) (fc *graphql.FieldContext, err error) {
+	return graphql.NewScalarFieldContext("Passage", field, false, false, "String")
+}
+
+func (ec *executionContext) _Passage_position(ctx context.Context, field graphql.CollectedField, obj *document.Passage) (ret graphql.Marshaler) {
+	return graphql.ResolveField(
+		ctx,
+		ec.OperationContext,
+		field,
+		func(ctx context.Context, field graphql.CollectedField) (*graphql.FieldContext, error) {
+			return ec.fieldContext_Passage_position(ctx, field)
+		},
+		func(ctx context.Context) (any, error) {
+			return obj.Position, nil
+		},
+		nil,
+		func(ctx context.Context, selections ast.SelectionSet, v int) graphql.Marshaler {
+			return ec.marshalNInt2int(ctx, selections, v)
+		},
+		true,
+		true,
+	)
+}
+func (ec *executionContext) fieldContext_Passage_position(_ context.Context, field graphql.CollectedField) (fc *graphql.FieldContext, err error) {
+	return graphql.NewScalarFieldContext("Passage", field, false, false, "Int")
+}
+
+func (ec *executionContext) _Passage_text(ctx context.Context, field graphql.CollectedField, obj *document.Passage) (ret graphql.Marshaler) {
+	return graphql.ResolveField(
+		ctx,
+		ec.OperationContext,
+		field,
+		func(ctx context.Context, field graphql.CollectedField) (*graphql.FieldContext, error) {
+			return ec.fieldContext_Passage_text(ctx, field)
+		},
+		func(ctx context.Context) (any, error) {
+			return obj.Text, nil
+		},
+		nil,
+		func(ctx context.Context, selections ast.SelectionSet, v string) graphql.Marshaler {
+			return ec.marshalNString2string(ctx, selections, v)
+		},
+		true,
+		true,
+	)
+}
+func (ec *executionContext) fieldContext_Passage_text(_ context.Context, field graphql.CollectedField) (fc *graphql.FieldContext, err error) {
+	return graphql.NewScalarFieldContext("Passage", field, false, false, "String")
+}
+
+func (ec *executionContext) _PassageQueryResult_query(ctx context.Context, field graphql.CollectedField, obj *document.QueryHits) (ret graphql.Marshaler) {
+	return graphql.ResolveField(
+		ctx,
+		ec.OperationContext,
+		field,
+		func(ctx context.Context, field graphql.CollectedField) (*graphql.FieldContext, error) {
+			return ec.fieldContext_PassageQueryResult_query(ctx, field)
+		},
+		func(ctx context.Context) (any, error) {
+			return obj.Query, nil
+		},
+		nil,
+		func(ctx context.Context, selections ast.SelectionSet, v string) graphql.Marshaler {
+			return ec.marshalNString2string(ctx, selections, v)
+		},
+		true,
+		true,
+	)
+}
+func (ec *executionContext) fieldContext_PassageQueryResult_query(_ context.Context, field graphql.CollectedField) (fc *graphql.FieldContext, err error) {
+	return graphql.NewScalarFieldContext("PassageQueryResult", field, false, false, "String")
+}
+
+func (ec *executionContext) _PassageQueryResult_hits(ctx context.Context, field graphql.CollectedField, obj *document.QueryHits) (ret graphql.Marshaler) {
+	return graphql.ResolveField(
+		ctx,
+		ec.OperationContext,
+		field,
+		func(ctx context.Context, field graphql.CollectedField) (*graphql.FieldContext, error) {
+			return ec.fieldContext_PassageQueryResult_hits(ctx, field)
+		},
+		func(ctx context.Context) (any, error) {
+			return obj.Hits, nil
+		},
+		nil,
+		func(ctx context.Context, selections ast.SelectionSet, v []document.Passage) graphql.Marshaler {
+			return ec.marshalNPassage2ᚕgithubᚗcomᚋtoolgateᚋtoolgateᚋtoolsᚋdocumentᚐPassageᚄ(ctx, selections, v)
+		},
+		true,
+		true,
+	)
+}
+func (ec *executionContext) fieldContext_PassageQueryResult_hits(_ context.Context, field graphql.CollectedField) (fc *graphql.FieldContext, err error) {
+	fc = &graphql.FieldContext{
+		Object:     "PassageQueryResult",
+		Field:      field,
+		IsMethod:   false,
+		IsResolver: false,
+		Child: func(ctx context.Context, field graphql.CollectedField) (*graphql.FieldContext, error) {
+			return ec.childFields_Passage(ctx, field)
+		},
+	}
+	return fc, nil
+}
+
+func (ec *executionContext) _PassageSearch_results(ctx context.Context, field graphql.CollectedField, obj *document.Search) (ret graphql.Marshaler) {
+	return graphql.ResolveField(
+		ctx,
+		ec.OperationContext,
+		field,
+		func(ctx context.Context, field graphql.CollectedField) (*graphql.FieldContext, error) {
+			return ec.fieldContext_PassageSearch_results(ctx, field)
+		},
+		func(ctx context.Context) (any, error) {
+			return obj.Results, nil
+		},
+		nil,
+		func(ctx context.Context, selections ast.SelectionSet, v []document.QueryHits) graphql.Marshaler {
+			return ec.marshalNPassageQueryResult2ᚕgithubᚗcomᚋtoolgateᚋtoolgateᚋtoolsᚋdocumentᚐQueryHitsᚄ(ctx, selections, v)
+		},
+		true,
+		true,
+	)
+}
+func (ec *executionContext) fieldContext_PassageSearch_results(_ context.Context, field graphql.CollectedField) (fc *graphql.FieldContext, err error) {
+	fc = &graphql.FieldContext{
+		Object:     "PassageSearch",
+		Field:      field,
+		IsMethod:   false,
+		IsResolver: false,
+		Child: func(ctx context.Context, field graphql.CollectedField) (*graphql.FieldContext, error) {
+			return ec.childFields_PassageQueryResult(ctx, field)
+		},
+	}
+	return fc, nil
+}
+
+func (ec *executionContext) _PassageSearch_failures(ctx context.Context, field graphql.CollectedField, obj *document.Search) (ret graphql.Marshaler) {
+	return graphql.ResolveField(
+		ctx,
+		ec.OperationContext,
+		field,
+		func(ctx context.Context, field graphql.CollectedField) (*graphql.FieldContext, error) {
+			return ec.fieldContext_PassageSearch_failures(ctx, field)
+		},
+		func(ctx context.Context) (any, error) {
+			return obj.Failures, nil
+		},
+		nil,
+		func(ctx context.Context, selections ast.SelectionSet, v []schematype.ItemFailure) graphql.Marshaler {
+			return ec.marshalNItemFailure2ᚕgithubᚗcomᚋtoolgateᚋtoolgateᚋentᚋschematypeᚐItemFailureᚄ(ctx, selections, v)
+		},
+		true,
+		true,
+	)
+}
+func (ec *executionContext) fieldContext_PassageSearch_failures(_ context.Context, field graphql.CollectedField) (fc *graphql.FieldContext, err error) {
+	fc = &graphql.FieldContext{
+		Object:     "PassageSearch",
+		Field:      field,
+		IsMethod:   false,
+		IsResolver: false,
+		Child: func(ctx context.Context, field graphql.CollectedField) (*graphql.FieldContext, error) {
+			return ec.childFields_ItemFailure(ctx, field)
+		},
+	}
+	return fc, nil
+}
+
 func (ec *executionContext) _PromptStats_prefixTokens(ctx context.Context, field graphql.CollectedField, obj *model.PromptStats) (ret graphql.Marshaler) {
 	return graphql.ResolveField(
 		ctx,
@@ -16528,6 +17270,138 @@ func (ec *executionContext) fieldContext_Query_knowledgeBases(ctx context.Contex
 	}()
 	ctx = graphql.WithFieldContext(ctx, fc)
 	if fc.Args, err = ec.field_Query_knowledgeBases_args(ctx, field.ArgumentMap(ec.Variables)); err != nil {
+		ec.Error(ctx, err)
+		return fc, err
+	}
+	return fc, nil
+}
+
+func (ec *executionContext) _Query_knowledgeSearch(ctx context.Context, field graphql.CollectedField) (ret graphql.Marshaler) {
+	return graphql.ResolveField(
+		ctx,
+		ec.OperationContext,
+		field,
+		func(ctx context.Context, field graphql.CollectedField) (*graphql.FieldContext, error) {
+			return ec.fieldContext_Query_knowledgeSearch(ctx, field)
+		},
+		func(ctx context.Context) (any, error) {
+			fc := graphql.GetFieldContext(ctx)
+			return ec.Resolvers.Query().KnowledgeSearch(ctx, fc.Args["conversationId"].(*int), fc.Args["queries"].([]string), fc.Args["maxResults"].(*int))
+		},
+		nil,
+		func(ctx context.Context, selections ast.SelectionSet, v *document.Search) graphql.Marshaler {
+			return ec.marshalNPassageSearch2ᚖgithubᚗcomᚋtoolgateᚋtoolgateᚋtoolsᚋdocumentᚐSearch(ctx, selections, v)
+		},
+		true,
+		true,
+	)
+}
+func (ec *executionContext) fieldContext_Query_knowledgeSearch(ctx context.Context, field graphql.CollectedField) (fc *graphql.FieldContext, err error) {
+	fc = &graphql.FieldContext{
+		Object:     "Query",
+		Field:      field,
+		IsMethod:   true,
+		IsResolver: true,
+		Child: func(ctx context.Context, field graphql.CollectedField) (*graphql.FieldContext, error) {
+			return ec.childFields_PassageSearch(ctx, field)
+		},
+	}
+	defer func() {
+		if r := recover(); r != nil {
+			err = ec.Recover(ctx, r)
+			ec.Error(ctx, err)
+		}
+	}()
+	ctx = graphql.WithFieldContext(ctx, fc)
+	if fc.Args, err = ec.field_Query_knowledgeSearch_args(ctx, field.ArgumentMap(ec.Variables)); err != nil {
+		ec.Error(ctx, err)
+		return fc, err
+	}
+	return fc, nil
+}
+
+func (ec *executionContext) _Query_searchAttachments(ctx context.Context, field graphql.CollectedField) (ret graphql.Marshaler) {
+	return graphql.ResolveField(
+		ctx,
+		ec.OperationContext,
+		field,
+		func(ctx context.Context, field graphql.CollectedField) (*graphql.FieldContext, error) {
+			return ec.fieldContext_Query_searchAttachments(ctx, field)
+		},
+		func(ctx context.Context) (any, error) {
+			fc := graphql.GetFieldContext(ctx)
+			return ec.Resolvers.Query().SearchAttachments(ctx, fc.Args["conversationId"].(*int), fc.Args["queries"].([]string), fc.Args["maxResults"].(*int))
+		},
+		nil,
+		func(ctx context.Context, selections ast.SelectionSet, v *document.Search) graphql.Marshaler {
+			return ec.marshalNPassageSearch2ᚖgithubᚗcomᚋtoolgateᚋtoolgateᚋtoolsᚋdocumentᚐSearch(ctx, selections, v)
+		},
+		true,
+		true,
+	)
+}
+func (ec *executionContext) fieldContext_Query_searchAttachments(ctx context.Context, field graphql.CollectedField) (fc *graphql.FieldContext, err error) {
+	fc = &graphql.FieldContext{
+		Object:     "Query",
+		Field:      field,
+		IsMethod:   true,
+		IsResolver: true,
+		Child: func(ctx context.Context, field graphql.CollectedField) (*graphql.FieldContext, error) {
+			return ec.childFields_PassageSearch(ctx, field)
+		},
+	}
+	defer func() {
+		if r := recover(); r != nil {
+			err = ec.Recover(ctx, r)
+			ec.Error(ctx, err)
+		}
+	}()
+	ctx = graphql.WithFieldContext(ctx, fc)
+	if fc.Args, err = ec.field_Query_searchAttachments_args(ctx, field.ArgumentMap(ec.Variables)); err != nil {
+		ec.Error(ctx, err)
+		return fc, err
+	}
+	return fc, nil
+}
+
+func (ec *executionContext) _Query_readDocument(ctx context.Context, field graphql.CollectedField) (ret graphql.Marshaler) {
+	return graphql.ResolveField(
+		ctx,
+		ec.OperationContext,
+		field,
+		func(ctx context.Context, field graphql.CollectedField) (*graphql.FieldContext, error) {
+			return ec.fieldContext_Query_readDocument(ctx, field)
+		},
+		func(ctx context.Context) (any, error) {
+			fc := graphql.GetFieldContext(ctx)
+			return ec.Resolvers.Query().ReadDocument(ctx, fc.Args["conversationId"].(*int), fc.Args["documentId"].(int), fc.Args["offset"].(*int), fc.Args["maxChars"].(*int))
+		},
+		nil,
+		func(ctx context.Context, selections ast.SelectionSet, v *document.Read) graphql.Marshaler {
+			return ec.marshalNDocumentRead2ᚖgithubᚗcomᚋtoolgateᚋtoolgateᚋtoolsᚋdocumentᚐRead(ctx, selections, v)
+		},
+		true,
+		true,
+	)
+}
+func (ec *executionContext) fieldContext_Query_readDocument(ctx context.Context, field graphql.CollectedField) (fc *graphql.FieldContext, err error) {
+	fc = &graphql.FieldContext{
+		Object:     "Query",
+		Field:      field,
+		IsMethod:   true,
+		IsResolver: true,
+		Child: func(ctx context.Context, field graphql.CollectedField) (*graphql.FieldContext, error) {
+			return ec.childFields_DocumentRead(ctx, field)
+		},
+	}
+	defer func() {
+		if r := recover(); r != nil {
+			err = ec.Recover(ctx, r)
+			ec.Error(ctx, err)
+		}
+	}()
+	ctx = graphql.WithFieldContext(ctx, fc)
+	if fc.Args, err = ec.field_Query_readDocument_args(ctx, field.ArgumentMap(ec.Variables)); err != nil {
 		ec.Error(ctx, err)
 		return fc, err
 	}
@@ -26070,7 +26944,7 @@ func (ec *executionContext) unmarshalInputUpdateAgentInput(ctx context.Context, 
 		asMap[k] = v
 	}
 
-	fieldsInOrder := [...]string{"id", "name", "instructions", "tools", "memory", "budgetCheck", "pastConversationSearch"}
+	fieldsInOrder := [...]string{"id", "name", "instructions", "tools", "memory", "budgetCheck", "pastConversationSearch", "knowledgeBaseIds"}
 	for _, k := range fieldsInOrder {
 		v, ok := asMap[k]
 		if !ok {
@@ -26126,6 +27000,13 @@ func (ec *executionContext) unmarshalInputUpdateAgentInput(ctx context.Context, 
 				return it, err
 			}
 			it.PastConversationSearch = data
+		case "knowledgeBaseIds":
+			ctx := graphql.WithPathContext(ctx, graphql.NewPathWithField("knowledgeBaseIds"))
+			data, err := ec.unmarshalOID2ᚕintᚄ(ctx, v)
+			if err != nil {
+				return it, err
+			}
+			it.KnowledgeBaseIds = data
 		}
 	}
 	return it, nil
@@ -28059,6 +28940,69 @@ func (ec *executionContext) _DocumentEdge(ctx context.Context, sel ast.Selection
 	return out
 }
 
+var documentReadImplementors = []string{"DocumentRead"}
+
+func (ec *executionContext) _DocumentRead(ctx context.Context, sel ast.SelectionSet, obj *document.Read) graphql.Marshaler {
+	fields := graphql.CollectFields(ec.OperationContext, sel, documentReadImplementors)
+
+	out := graphql.NewFieldSet(fields)
+	deferred := graphql.NewDeferredGroup(ctx)
+	for i, field := range fields {
+		switch field.Name {
+		case "__typename":
+			out.Values[i] = graphql.MarshalString("DocumentRead")
+		case "documentId":
+			out.Values[i] = ec._DocumentRead_documentId(ctx, field, obj)
+			if out.Values[i] == graphql.Null {
+				out.Invalids++
+			}
+		case "title":
+			out.Values[i] = ec._DocumentRead_title(ctx, field, obj)
+			if out.Values[i] == graphql.Null {
+				out.Invalids++
+			}
+		case "text":
+			out.Values[i] = ec._DocumentRead_text(ctx, field, obj)
+			if out.Values[i] == graphql.Null {
+				out.Invalids++
+			}
+		case "offset":
+			out.Values[i] = ec._DocumentRead_offset(ctx, field, obj)
+			if out.Values[i] == graphql.Null {
+				out.Invalids++
+			}
+		case "totalChars":
+			out.Values[i] = ec._DocumentRead_totalChars(ctx, field, obj)
+			if out.Values[i] == graphql.Null {
+				out.Invalids++
+			}
+		case "truncated":
+			out.Values[i] = ec._DocumentRead_truncated(ctx, field, obj)
+			if out.Values[i] == graphql.Null {
+				out.Invalids++
+			}
+		case "nextOffset":
+			out.Values[i] = ec._DocumentRead_nextOffset(ctx, field, obj)
+			if out.Values[i] == graphql.RequiredNull {
+				out.Invalids++
+			}
+		default:
+			panic("unknown field " + strconv.Quote(field.Name))
+		}
+	}
+	out.Dispatch(ctx)
+	if out.Invalids > 0 {
+		return graphql.Null
+	}
+
+	if n := len(deferred.Defers); n > 0 {
+		atomic.AddInt32(&ec.Deferred, int32(min(n, math.MaxInt32)))
+		ec.ProcessDeferredGroup(deferred)
+	}
+
+	return out
+}
+
 var evidenceImplementors = []string{"Evidence"}
 
 func (ec *executionContext) _Evidence(ctx context.Context, sel ast.SelectionSet, obj *schematype.Span) graphql.Marshaler {
@@ -28865,6 +29809,130 @@ func (ec *executionContext) _PageInfo(ctx context.Context, sel ast.SelectionSet,
 	return out
 }
 
+var passageImplementors = []string{"Passage"}
+
+func (ec *executionContext) _Passage(ctx context.Context, sel ast.SelectionSet, obj *document.Passage) graphql.Marshaler {
+	fields := graphql.CollectFields(ec.OperationContext, sel, passageImplementors)
+
+	out := graphql.NewFieldSet(fields)
+	deferred := graphql.NewDeferredGroup(ctx)
+	for i, field := range fields {
+		switch field.Name {
+		case "__typename":
+			out.Values[i] = graphql.MarshalString("Passage")
+		case "documentId":
+			out.Values[i] = ec._Passage_documentId(ctx, field, obj)
+			if out.Values[i] == graphql.Null {
+				out.Invalids++
+			}
+		case "title":
+			out.Values[i] = ec._Passage_title(ctx, field, obj)
+			if out.Values[i] == graphql.Null {
+				out.Invalids++
+			}
+		case "position":
+			out.Values[i] = ec._Passage_position(ctx, field, obj)
+			if out.Values[i] == graphql.Null {
+				out.Invalids++
+			}
+		case "text":
+			out.Values[i] = ec._Passage_text(ctx, field, obj)
+			if out.Values[i] == graphql.Null {
+				out.Invalids++
+			}
+		default:
+			panic("unknown field " + strconv.Quote(field.Name))
+		}
+	}
+	out.Dispatch(ctx)
+	if out.Invalids > 0 {
+		return graphql.Null
+	}
+
+	if n := len(deferred.Defers); n > 0 {
+		atomic.AddInt32(&ec.Deferred, int32(min(n, math.MaxInt32)))
+		ec.ProcessDeferredGroup(deferred)
+	}
+
+	return out
+}
+
+var passageQueryResultImplementors = []string{"PassageQueryResult"}
+
+func (ec *executionContext) _PassageQueryResult(ctx context.Context, sel ast.SelectionSet, obj *document.QueryHits) graphql.Marshaler {
+	fields := graphql.CollectFields(ec.OperationContext, sel, passageQueryResultImplementors)
+
+	out := graphql.NewFieldSet(fields)
+	deferred := graphql.NewDeferredGroup(ctx)
+	for i, field := range fields {
+		switch field.Name {
+		case "__typename":
+			out.Values[i] = graphql.MarshalString("PassageQueryResult")
+		case "query":
+			out.Values[i] = ec._PassageQueryResult_query(ctx, field, obj)
+			if out.Values[i] == graphql.Null {
+				out.Invalids++
+			}
+		case "hits":
+			out.Values[i] = ec._PassageQueryResult_hits(ctx, field, obj)
+			if out.Values[i] == graphql.Null {
+				out.Invalids++
+			}
+		default:
+			panic("unknown field " + strconv.Quote(field.Name))
+		}
+	}
+	out.Dispatch(ctx)
+	if out.Invalids > 0 {
+		return graphql.Null
+	}
+
+	if n := len(deferred.Defers); n > 0 {
+		atomic.AddInt32(&ec.Deferred, int32(min(n, math.MaxInt32)))
+		ec.ProcessDeferredGroup(deferred)
+	}
+
+	return out
+}
+
+var passageSearchImplementors = []string{"PassageSearch"}
+
+func (ec *executionContext) _PassageSearch(ctx context.Context, sel ast.SelectionSet, obj *document.Search) graphql.Marshaler {
+	fields := graphql.CollectFields(ec.OperationContext, sel, passageSearchImplementors)
+
+	out := graphql.NewFieldSet(fields)
+	deferred := graphql.NewDeferredGroup(ctx)
+	for i, field := range fields {
+		switch field.Name {
+		case "__typename":
+			out.Values[i] = graphql.MarshalString("PassageSearch")
+		case "results":
+			out.Values[i] = ec._PassageSearch_results(ctx, field, obj)
+			if out.Values[i] == graphql.Null {
+				out.Invalids++
+			}
+		case "failures":
+			out.Values[i] = ec._PassageSearch_failures(ctx, field, obj)
+			if out.Values[i] == graphql.Null {
+				out.Invalids++
+			}
+		default:
+			panic("unknown field " + strconv.Quote(field.Name))
+		}
+	}
+	out.Dispatch(ctx)
+	if out.Invalids > 0 {
+		return graphql.Null
+	}
+
+	if n := len(deferred.Defers); n > 0 {
+		atomic.AddInt32(&ec.Deferred, int32(min(n, math.MaxInt32)))
+		ec.ProcessDeferredGroup(deferred)
+	}
+
+	return out
+}
+
 var promptStatsImplementors = []string{"PromptStats"}
 
 func (ec *executionContext) _PromptStats(ctx context.Context, sel ast.SelectionSet, obj *model.PromptStats) graphql.Marshaler {
@@ -29027,6 +30095,24 @@ func (ec *executionContext) _Query(ctx context.Context, sel ast.SelectionSet) gr
 				true, true,
 				func(ctx context.Context) graphql.Marshaler {
 					return ec._Query_knowledgeBases(ctx, field)
+				})
+		case "knowledgeSearch":
+			out.ResolveRootConcurrently(innerCtx, ec.OperationContext, i,
+				true, true,
+				func(ctx context.Context) graphql.Marshaler {
+					return ec._Query_knowledgeSearch(ctx, field)
+				})
+		case "searchAttachments":
+			out.ResolveRootConcurrently(innerCtx, ec.OperationContext, i,
+				true, true,
+				func(ctx context.Context) graphql.Marshaler {
+					return ec._Query_searchAttachments(ctx, field)
+				})
+		case "readDocument":
+			out.ResolveRootConcurrently(innerCtx, ec.OperationContext, i,
+				true, true,
+				func(ctx context.Context) graphql.Marshaler {
+					return ec._Query_readDocument(ctx, field)
 				})
 		case "applications":
 			out.ResolveRootConcurrently(innerCtx, ec.OperationContext, i,
@@ -32302,13 +33388,21 @@ func (ec *executionContext) marshalNDocumentOrderField2ᚖgithubᚗcomᚋtoolgat
 	return v
 }
 
-func (ec *executionContext) unmarshalNDocumentStatus2githubᚗcomᚋtoolgateᚋtoolgateᚋentᚋdocumentᚐStatus(ctx context.Context, v any) (document.Status, error) {
-	var res document.Status
+func (ec *executionContext) marshalNDocumentRead2ᚖgithubᚗcomᚋtoolgateᚋtoolgateᚋtoolsᚋdocumentᚐRead(ctx context.Context, sel ast.SelectionSet, v *document.Read) graphql.Marshaler {
+	if v == nil {
+		graphql.AddInvalidNullError(ctx, "DocumentRead!")
+		return graphql.Null
+	}
+	return ec._DocumentRead(ctx, sel, v)
+}
+
+func (ec *executionContext) unmarshalNDocumentStatus2githubᚗcomᚋtoolgateᚋtoolgateᚋentᚋdocumentᚐStatus(ctx context.Context, v any) (document1.Status, error) {
+	var res document1.Status
 	err := res.UnmarshalGQL(v)
 	return res, graphql.ErrorOnPath(ctx, err)
 }
 
-func (ec *executionContext) marshalNDocumentStatus2githubᚗcomᚋtoolgateᚋtoolgateᚋentᚋdocumentᚐStatus(ctx context.Context, sel ast.SelectionSet, v document.Status) graphql.Marshaler {
+func (ec *executionContext) marshalNDocumentStatus2githubᚗcomᚋtoolgateᚋtoolgateᚋentᚋdocumentᚐStatus(ctx context.Context, sel ast.SelectionSet, v document1.Status) graphql.Marshaler {
 	return v
 }
 
@@ -32658,6 +33752,54 @@ func (ec *executionContext) marshalNOrganization2ᚖgithubᚗcomᚋtoolgateᚋto
 
 func (ec *executionContext) marshalNPageInfo2entgoᚗioᚋcontribᚋentgqlᚐPageInfo(ctx context.Context, sel ast.SelectionSet, v entgql.PageInfo[int]) graphql.Marshaler {
 	return ec._PageInfo(ctx, sel, &v)
+}
+
+func (ec *executionContext) marshalNPassage2githubᚗcomᚋtoolgateᚋtoolgateᚋtoolsᚋdocumentᚐPassage(ctx context.Context, sel ast.SelectionSet, v document.Passage) graphql.Marshaler {
+	return ec._Passage(ctx, sel, &v)
+}
+
+func (ec *executionContext) marshalNPassage2ᚕgithubᚗcomᚋtoolgateᚋtoolgateᚋtoolsᚋdocumentᚐPassageᚄ(ctx context.Context, sel ast.SelectionSet, v []document.Passage) graphql.Marshaler {
+	ret := graphql.MarshalSliceConcurrently(ctx, len(v), 0, false, func(ctx context.Context, i int) graphql.Marshaler {
+		fc := graphql.GetFieldContext(ctx)
+		fc.Result = &v[i]
+		return ec.marshalNPassage2githubᚗcomᚋtoolgateᚋtoolgateᚋtoolsᚋdocumentᚐPassage(ctx, sel, v[i])
+	})
+
+	for _, e := range ret {
+		if e == graphql.Null {
+			return graphql.Null
+		}
+	}
+
+	return ret
+}
+
+func (ec *executionContext) marshalNPassageQueryResult2githubᚗcomᚋtoolgateᚋtoolgateᚋtoolsᚋdocumentᚐQueryHits(ctx context.Context, sel ast.SelectionSet, v document.QueryHits) graphql.Marshaler {
+	return ec._PassageQueryResult(ctx, sel, &v)
+}
+
+func (ec *executionContext) marshalNPassageQueryResult2ᚕgithubᚗcomᚋtoolgateᚋtoolgateᚋtoolsᚋdocumentᚐQueryHitsᚄ(ctx context.Context, sel ast.SelectionSet, v []document.QueryHits) graphql.Marshaler {
+	ret := graphql.MarshalSliceConcurrently(ctx, len(v), 0, false, func(ctx context.Context, i int) graphql.Marshaler {
+		fc := graphql.GetFieldContext(ctx)
+		fc.Result = &v[i]
+		return ec.marshalNPassageQueryResult2githubᚗcomᚋtoolgateᚋtoolgateᚋtoolsᚋdocumentᚐQueryHits(ctx, sel, v[i])
+	})
+
+	for _, e := range ret {
+		if e == graphql.Null {
+			return graphql.Null
+		}
+	}
+
+	return ret
+}
+
+func (ec *executionContext) marshalNPassageSearch2ᚖgithubᚗcomᚋtoolgateᚋtoolgateᚋtoolsᚋdocumentᚐSearch(ctx context.Context, sel ast.SelectionSet, v *document.Search) graphql.Marshaler {
+	if v == nil {
+		graphql.AddInvalidNullError(ctx, "PassageSearch!")
+		return graphql.Null
+	}
+	return ec._PassageSearch(ctx, sel, v)
 }
 
 func (ec *executionContext) marshalNPromptStats2ᚖgithubᚗcomᚋtoolgateᚋtoolgateᚋgraphᚋmodelᚐPromptStats(ctx context.Context, sel ast.SelectionSet, v *model.PromptStats) graphql.Marshaler {

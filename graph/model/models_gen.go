@@ -253,6 +253,8 @@ type UpdateAgentInput struct {
 	BudgetCheck *bool `json:"budgetCheck,omitempty"`
 	// Turns past-conversation search on or off; none: unchanged.
 	PastConversationSearch *bool `json:"pastConversationSearch,omitempty"`
+	// The organisation's knowledge bases knowledge_search and read_document reach, in place of the old list; none: unchanged.
+	KnowledgeBaseIds []int `json:"knowledgeBaseIds,omitempty"`
 }
 
 // What updateAgent changed.

@@ -30,6 +30,8 @@ import (
 	"github.com/toolgate/toolgate/runtime/model"
 	"github.com/toolgate/toolgate/runtime/scope"
 	"github.com/toolgate/toolgate/tools/code"
+	"github.com/toolgate/toolgate/tools/document"
+	"github.com/toolgate/toolgate/tools/embed"
 	"github.com/toolgate/toolgate/tools/registry"
 	"github.com/toolgate/toolgate/tools/web"
 )
@@ -79,7 +81,7 @@ func newHarness(t testing.TB, d *db.DB, p model.Provider, opts ...option) *harne
 	cfg := loop.Config{
 		Client: h.client, Provider: p, Signer: signer, Dispatcher: h.disp, Apps: apps,
 		Tools: registry.All(), Now: func() time.Time { return h.now }, EncodeID: gid.Encode, Queue: d.Queue(),
-		WebProvider: true,
+		WebProvider: true, Embeddings: true,
 	}
 	for _, o := range opts {
 		o(&cfg)
@@ -91,7 +93,9 @@ func newHarness(t testing.TB, d *db.DB, p model.Provider, opts ...option) *harne
 	t.Cleanup(func() { _ = h.runner.Close(context.Background()) })
 	sandbox := code.New(os.Args[0])
 	t.Cleanup(func() { _ = sandbox.Close() })
-	api = graph.NewServer(graph.Config{DB: d, Signer: signer, Runner: h.runner, Sandbox: sandbox, Web: webService})
+	docs, err := document.New(document.Config{DB: d, Embedder: embed.NewLocal()})
+	require.NoError(t, err)
+	api = graph.NewServer(graph.Config{DB: d, Signer: signer, Runner: h.runner, Sandbox: sandbox, Web: webService, Documents: docs})
 	return h
 }
 

@@ -58,6 +58,9 @@ type Config struct {
 	// WebProvider: the server has a web provider, so organisations that
 	// enabled it are offered the web tools.
 	WebProvider bool
+	// Embeddings: the server has an embedding model, so the search tools
+	// of documents and attachments may be offered.
+	Embeddings bool
 	// Budget, when set, is asked after each step whether the turn's user or
 	// organisation has spent its monthly limit: a reason stops the turn
 	// FAILED with it (users read it in Turn.error); an error (the limits

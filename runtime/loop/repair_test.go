@@ -12,10 +12,13 @@ import (
 
 	"github.com/stretchr/testify/require"
 
+	"github.com/toolgate/toolgate/ent/attachment"
 	"github.com/toolgate/toolgate/ent/db"
+	entdocument "github.com/toolgate/toolgate/ent/document"
 	"github.com/toolgate/toolgate/ent/tenancy"
 	"github.com/toolgate/toolgate/ent/toolcall"
 	"github.com/toolgate/toolgate/ent/turn"
+	"github.com/toolgate/toolgate/graph/gid"
 	"github.com/toolgate/toolgate/runtime/model"
 	"github.com/toolgate/toolgate/runtime/repair"
 	"github.com/toolgate/toolgate/tools"
@@ -60,8 +63,9 @@ func (p *routed) Complete(_ context.Context, req model.Request) (*model.Response
 // canonical holds, for every built-in tool, arguments that fit its schema
 // as sent. REF stands for a ref of the case's conversation, ARTIFACT for
 // an artifact of it holding "<p>one</p>", PAGE for a
-// page the web tools can read (the organisation enabled them); every case
-// starts with a file a.md holding "one\n".
+// page the web tools can read (the organisation enabled them), DOCUMENT
+// for a document of the knowledge base the agent binds; every case starts
+// with a file a.md holding "one\n" and an attachment.
 var canonical = map[string]string{
 	"clarify":              `{"question": "Go on?", "options": ["Yes"]}`,
 	"suggest_next_actions": `{"suggestions": ["Show me more"]}`,
@@ -85,6 +89,9 @@ var canonical = map[string]string{
 	"create_artifact":      `{"title": "Deck", "kind": "html", "content": "<p>one</p>"}`,
 	"rewrite_artifact":     `{"artifactId": "ARTIFACT", "content": "<p>two</p>"}`,
 	"update_artifact":      `{"artifactId": "ARTIFACT", "edits": [{"old": "one", "new": "uno"}]}`,
+	"knowledge_search":     `{"queries": ["tides"]}`,
+	"read_document":        `{"documentId": "DOCUMENT"}`,
+	"search_attachments":   `{"queries": ["tides"]}`,
 }
 
 // broken is a call's arguments in a shape a repair rule mends.
@@ -175,17 +182,26 @@ func TestRepairedArgumentsReachEveryConsumer(t *testing.T) {
 	each(t, func(t *testing.T, d *db.DB) {
 		p := &routed{calls: map[string]model.ToolCall{}, requests: map[string][]model.Request{}}
 		h := newHarness(t, d, p)
-		h.client.Organization.Update().SetWebResearch(true).ExecX(tenancy.System(context.Background()))
+		sys := tenancy.System(context.Background())
+		h.client.Organization.Update().SetWebResearch(true).ExecX(sys)
+		org := h.client.Organization.Query().FirstX(sys)
+		kb := h.client.KnowledgeBase.Create().SetOrganizationID(org.ID).SetName("Handbook").SaveX(sys)
+		doc := h.client.Document.Create().SetOrganizationID(org.ID).SetKnowledgeBaseID(kb.ID).SetTitle("Tides").
+			SetText("Tides rise and fall twice a day.").SetStatus(entdocument.StatusREADY).SaveX(sys)
 		for i, tc := range cases {
 			name := fmt.Sprintf("%s/%s/%s", tc.def.Name, tc.broken.rule, tc.broken.path)
 			t.Run(name, func(t *testing.T) {
 				t.Parallel()
 				// Every switch on: the switched tools are offered too.
-				conv := h.agent(t, map[string]any{"tools": optional, "budgetCheck": true})
+				conv := h.agent(t, map[string]any{"tools": optional, "budgetCheck": true, "knowledgeBaseIds": []string{gid.Encode(kb.ID)}})
+				convID, err := gid.Decode(conv)
+				require.NoError(t, err)
+				h.client.Attachment.Create().SetOrganizationID(org.ID).SetConversationID(convID).SetFilename("notes.txt").
+					SetText("Notes.").SetStatus(attachment.StatusREADY).ExecX(sys)
 				h.gql(t, `mutation($c: ID) { writeFiles(conversationId: $c, files: [{path: "a.md", content: "one\n"}]) { files { path } } }`,
 					map[string]any{"c": conv})
-				want := strings.ReplaceAll(canonical[tc.def.Name], "PAGE", h.page)
-				args := strings.ReplaceAll(tc.broken.args, "PAGE", h.page)
+				want := strings.NewReplacer("PAGE", h.page, "DOCUMENT", gid.Encode(doc.ID)).Replace(canonical[tc.def.Name])
+				args := strings.NewReplacer("PAGE", h.page, "DOCUMENT", gid.Encode(doc.ID)).Replace(tc.broken.args)
 				if strings.Contains(want, "REF") {
 					ref := h.storedRef(t, p, conv, fmt.Sprintf("setup %d", i))
 					want = strings.ReplaceAll(want, "REF", ref)

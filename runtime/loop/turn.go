@@ -11,6 +11,7 @@ import (
 
 	"github.com/toolgate/toolgate/ent"
 	"github.com/toolgate/toolgate/ent/application"
+	"github.com/toolgate/toolgate/ent/attachment"
 	"github.com/toolgate/toolgate/ent/conversation"
 	"github.com/toolgate/toolgate/ent/modelcall"
 	"github.com/toolgate/toolgate/ent/schematype"
@@ -189,7 +190,10 @@ func (t *turnRun) load(ctx context.Context) error {
 	if err != nil {
 		return err
 	}
-	rules := catalog.RulesOf(t.agent, u.Edges.Organization, t.r.cfg.WebProvider)
+	rules := catalog.RulesOf(t.agent, u.Edges.Organization, catalog.Server{WebProvider: t.r.cfg.WebProvider, Embeddings: t.r.cfg.Embeddings})
+	if err := t.attachmentRules(ctx, rules); err != nil {
+		return err
+	}
 	t.offered = prompt.Register(rules, t.r.cfg.Tools, appDefs)
 	t.byName = make(map[string]tools.Definition, len(t.offered))
 	for _, d := range t.offered {
@@ -202,6 +206,19 @@ func (t *turnRun) load(ctx context.Context) error {
 		Attribution: t.attribution(),
 	}
 	t.prefixTokens = catalog.PrefixTokens(t.req.System, t.offered)
+	return nil
+}
+
+// attachmentRules notes whether the conversation holds an attachment, and
+// one whose text can be read: the document tools' offering rules.
+func (t *turnRun) attachmentRules(ctx context.Context, rules *catalog.Agent) error {
+	statuses, err := t.client().Attachment.Query().Where(attachment.ConversationID(t.conv.ID)).
+		GroupBy(attachment.FieldStatus).Strings(ctx)
+	if err != nil {
+		return fmt.Errorf("load attachments: %w", err)
+	}
+	rules.Attachments = len(statuses) > 0
+	rules.DocumentAttachments = slices.ContainsFunc(statuses, func(s string) bool { return s != string(attachment.StatusFAILED) })
 	return nil
 }
 

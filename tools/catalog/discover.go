@@ -45,15 +45,14 @@ type entry struct {
 }
 
 // Load builds the index for an agent of the caller's organisation, read
-// through client (scoped to the caller); webProvider says whether the
-// server has a web provider. Application tools are described as their
+// through client (scoped to the caller), on server s. Application tools are described as their
 // servers list them, through list (nil: by name only).
-func Load(ctx context.Context, client *ent.Client, agentID int, builtin []tools.Definition, list Lister, webProvider bool) (*Index, error) {
+func Load(ctx context.Context, client *ent.Client, agentID int, builtin []tools.Definition, list Lister, s Server) (*Index, error) {
 	ag, err := client.Agent.Query().Where(agent.ID(agentID)).WithOrganization().Only(ctx)
 	if err != nil {
 		return nil, fmt.Errorf("load agent: %w", err)
 	}
-	a := RulesOf(ag, ag.Edges.Organization, webProvider)
+	a := RulesOf(ag, ag.Edges.Organization, s)
 	apps, err := Applications(ctx, client, a, list)
 	if err != nil {
 		return nil, err

@@ -216,7 +216,41 @@ func TestRulesOf(t *testing.T) {
 		{nil, true, false},
 	}
 	for _, tt := range tests {
-		require.Equal(t, tt.want, catalog.RulesOf(a, tt.org, tt.provider).Offers("research_web", tools.OfferWebProvider))
+		require.Equal(t, tt.want, catalog.RulesOf(a, tt.org, catalog.Server{WebProvider: tt.provider}).Offers("research_web", tools.OfferWebProvider))
+	}
+	// Knowledge comes from the agent's bindings, embeddings from the server.
+	kb := &ent.Agent{Tools: []string{"knowledge_search"}, KnowledgeBaseIds: []int{4}}
+	require.True(t, catalog.RulesOf(kb, nil, catalog.Server{Embeddings: true}).Offers("knowledge_search", tools.OfferKnowledge))
+	require.False(t, catalog.RulesOf(kb, nil, catalog.Server{}).Offers("knowledge_search", tools.OfferKnowledge))
+	kb.KnowledgeBaseIds = nil
+	require.False(t, catalog.RulesOf(kb, nil, catalog.Server{Embeddings: true}).Offers("knowledge_search", tools.OfferKnowledge))
+}
+
+// TestOffersDocumentTools: the Documents family's three rules, each with
+// the allowlist as every optional tool has it.
+func TestOffersDocumentTools(t *testing.T) {
+	t.Parallel()
+	listed := []string{"knowledge_search", "read_document", "search_attachments"}
+	tests := []struct {
+		name string
+		give catalog.Agent
+		want []bool // knowledge_search, read_document, search_attachments
+	}{
+		{"nothing bound or attached", catalog.Agent{Tools: listed, Embeddings: true}, []bool{false, false, false}},
+		{"knowledge and embeddings", catalog.Agent{Tools: listed, Knowledge: true, Embeddings: true}, []bool{true, true, false}},
+		{"knowledge, no embedding model", catalog.Agent{Tools: listed, Knowledge: true}, []bool{false, true, false}},
+		{"a document attached", catalog.Agent{Tools: listed, Attachments: true, DocumentAttachments: true, Embeddings: true}, []bool{false, true, true}},
+		{"a document attached, no embedding model", catalog.Agent{Tools: listed, Attachments: true, DocumentAttachments: true}, []bool{false, true, false}},
+		{"only an unreadable attachment", catalog.Agent{Tools: listed, Attachments: true, Embeddings: true}, []bool{false, false, true}},
+		{"everything, not listed", catalog.Agent{Knowledge: true, Attachments: true, DocumentAttachments: true, Embeddings: true}, []bool{false, false, false}},
+	}
+	whens := []tools.Offering{tools.OfferKnowledge, tools.OfferKnowledgeOrDocument, tools.OfferAttachment}
+	for _, tt := range tests {
+		got := make([]bool, len(listed))
+		for i, name := range listed {
+			got[i] = tt.give.Offers(name, whens[i])
+		}
+		require.Equal(t, tt.want, got, tt.name)
 	}
 }
 

@@ -18,6 +18,23 @@ type Agent struct {
 	// (and the server one configured). AgentOf leaves it off; whoever knows
 	// the organisation and the server sets it.
 	WebResearch bool
+	// Knowledge: the agent binds at least one knowledge base.
+	Knowledge bool
+	// Embeddings: the server has an embedding model (the search tools need
+	// one).
+	Embeddings bool
+	// Attachments: the turn's conversation holds an attachment;
+	// DocumentAttachments: one whose text can be read (not FAILED). Only a
+	// turn knows them; the catalogue of an agent leaves them off.
+	Attachments, DocumentAttachments bool
+}
+
+// Server is what the server offers beside an agent's own rules.
+type Server struct {
+	// WebProvider: a web provider is configured.
+	WebProvider bool
+	// Embeddings: an embedding model is configured.
+	Embeddings bool
 }
 
 // AgentOf reads the offering rules of an agent row.
@@ -27,14 +44,15 @@ func AgentOf(a *ent.Agent) *Agent {
 		Memory:                 a.Memory,
 		BudgetCheck:            a.BudgetCheck,
 		PastConversationSearch: a.PastConversationSearch,
+		Knowledge:              len(a.KnowledgeBaseIds) > 0,
 	}
 }
 
-// RulesOf reads the offering rules of an agent of org; webProvider says
-// whether the server has a web provider configured.
-func RulesOf(a *ent.Agent, org *ent.Organization, webProvider bool) *Agent {
+// RulesOf reads the offering rules of an agent of org on server s.
+func RulesOf(a *ent.Agent, org *ent.Organization, s Server) *Agent {
 	r := AgentOf(a)
-	r.WebResearch = webProvider && org != nil && org.WebResearch
+	r.WebResearch = s.WebProvider && org != nil && org.WebResearch
+	r.Embeddings = s.Embeddings
 	return r
 }
 
@@ -60,6 +78,12 @@ func (a *Agent) Offers(name string, when tools.Offering) bool {
 		return a.PastConversationSearch
 	case tools.OfferWebProvider:
 		return a.WebResearch
+	case tools.OfferKnowledge:
+		return a.Knowledge && a.Embeddings
+	case tools.OfferKnowledgeOrDocument:
+		return a.Knowledge || a.DocumentAttachments
+	case tools.OfferAttachment:
+		return a.Attachments && a.Embeddings
 	}
 	// An offering this package does not know is not offered: a new rule
 	// must be taught here before it widens any turn.

@@ -106,6 +106,15 @@ func New(c Config) (Embedder, error) {
 	}
 }
 
+type onceKey struct{}
+
+// Once marks ctx so that Embed calls under it are sent once, without the
+// configured retries: for a second look at texts whose shared request
+// already failed after its retries.
+func Once(ctx context.Context) context.Context { return context.WithValue(ctx, onceKey{}, true) }
+
+func once(ctx context.Context) bool { return ctx.Value(onceKey{}) != nil }
+
 // ErrEmpty is returned for an empty text: no provider embeds one.
 var ErrEmpty = errors.New("text to embed is empty")
 

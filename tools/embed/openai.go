@@ -84,11 +84,17 @@ func (o *OpenAI) Embed(ctx context.Context, texts []string) ([][]float32, error)
 		params.Dimensions = sdk.Int(int64(o.dims))
 	}
 	var res *sdk.CreateEmbeddingResponse
-	err := o.retry(ctx, func(ctx context.Context) error {
+	send := func(ctx context.Context) error {
 		var err error
 		res, err = o.client.Embeddings.New(ctx, params)
 		return err
-	})
+	}
+	var err error
+	if once(ctx) {
+		err = send(ctx)
+	} else {
+		err = o.retry(ctx, send)
+	}
 	if err != nil {
 		return nil, fmt.Errorf("embed texts: %w", err)
 	}

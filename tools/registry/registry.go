@@ -12,6 +12,7 @@ import (
 	"github.com/toolgate/toolgate/tools/calc"
 	"github.com/toolgate/toolgate/tools/catalog"
 	"github.com/toolgate/toolgate/tools/code"
+	"github.com/toolgate/toolgate/tools/document"
 	"github.com/toolgate/toolgate/tools/interact"
 	"github.com/toolgate/toolgate/tools/result"
 	"github.com/toolgate/toolgate/tools/tasks"
@@ -30,6 +31,7 @@ func All() []tools.Definition {
 			transcript.Definition,
 		},
 		workspace.Definitions,
+		document.Definitions,
 		web.Definitions,
 		code.Definitions,
 		artifact.Writers,
