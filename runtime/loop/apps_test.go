@@ -41,6 +41,11 @@ func crm(t *testing.T) string {
 		func(context.Context, *sdk.CallToolRequest) (*sdk.CallToolResult, error) {
 			return &sdk.CallToolResult{Content: []sdk.Content{&sdk.TextContent{Text: `{"contacts": [{"name": "Ada", "email": "ada@example.com"}]}`}}}, nil
 		})
+	server.AddTool(&sdk.Tool{Name: "dump", Description: "A raw record, control characters and all.", InputSchema: schema,
+		Annotations: &sdk.ToolAnnotations{ReadOnlyHint: true}},
+		func(context.Context, *sdk.CallToolRequest) (*sdk.CallToolResult, error) {
+			return &sdk.CallToolResult{Content: []sdk.Content{&sdk.TextContent{Text: nulRecord}}}, nil
+		})
 	server.AddTool(&sdk.Tool{Name: "purge", Description: "Delete every contact.", InputSchema: schema},
 		func(context.Context, *sdk.CallToolRequest) (*sdk.CallToolResult, error) {
 			t.Error("purge is not allowed and must never run")
