@@ -101,6 +101,8 @@ type CreateAgentInput struct {
 	PastConversationSearch *bool    `json:"pastConversationSearch,omitempty"`
 	// Knowledge bases of the organisation that knowledge_search and read_document reach.
 	KnowledgeBaseIds []int `json:"knowledgeBaseIds,omitempty"`
+	// Published skills of the organisation the agent may load with load_skill, by name (at most 8).
+	Skills []string `json:"skills,omitempty"`
 }
 
 type CreateKnowledgeBaseInput struct {
@@ -147,6 +149,12 @@ type Grounding struct {
 	CoveredChars int `json:"coveredChars"`
 }
 
+// A skill as load_skill returns it.
+type LoadedSkill struct {
+	Name         string `json:"name"`
+	Instructions string `json:"instructions"`
+}
+
 type ModelUsage struct {
 	Model string `json:"model"`
 	// The group's totals: 64-bit counts and exact money.
@@ -177,6 +185,15 @@ type PromptStats struct {
 	CacheReadTokens int `json:"cacheReadTokens"`
 	// How many model calls the turn made, a compaction included.
 	ModelCalls int `json:"modelCalls"`
+}
+
+type PublishSkillInput struct {
+	// Lower-case letters, digits, '-' and '_' (at most 64): what agents bind and load_skill names.
+	Name string `json:"name"`
+	// What the skill is for, at most 200 characters: the model reads it in load_skill's description to decide when to load it.
+	Description string `json:"description"`
+	// What the model follows once it loads the skill, at most 100,000 characters; never previewed.
+	Instructions string `json:"instructions"`
 }
 
 type RegisterApplicationInput struct {
@@ -255,6 +272,8 @@ type UpdateAgentInput struct {
 	PastConversationSearch *bool `json:"pastConversationSearch,omitempty"`
 	// The organisation's knowledge bases knowledge_search and read_document reach, in place of the old list; none: unchanged.
 	KnowledgeBaseIds []int `json:"knowledgeBaseIds,omitempty"`
+	// The published skills the agent may load, in place of the old list; none: unchanged.
+	Skills []string `json:"skills,omitempty"`
 }
 
 // What updateAgent changed.

@@ -190,7 +190,10 @@ func (t *turnRun) load(ctx context.Context) error {
 	if err != nil {
 		return err
 	}
-	rules := catalog.RulesOf(t.agent, u.Edges.Organization, catalog.Server{WebProvider: t.r.cfg.WebProvider, Embeddings: t.r.cfg.Embeddings})
+	rules, err := catalog.LoadRules(ctx, c, t.agent, u.Edges.Organization, catalog.Server{WebProvider: t.r.cfg.WebProvider, Embeddings: t.r.cfg.Embeddings})
+	if err != nil {
+		return err
+	}
 	if err := t.attachmentRules(ctx, rules); err != nil {
 		return err
 	}
@@ -231,10 +234,11 @@ func (t *turnRun) fixAgent(ctx context.Context, current *ent.Agent) (*ent.Agent,
 	if cfg := t.turn.AgentConfig; cfg != nil {
 		a.Instructions, a.Tools = cfg.Instructions, cfg.Tools
 		a.Memory, a.BudgetCheck, a.PastConversationSearch = cfg.Memory, cfg.BudgetCheck, cfg.PastConversationSearch
+		a.Skills = cfg.Skills
 		return &a, nil
 	}
 	cfg := &schematype.AgentConfig{Instructions: a.Instructions, Tools: a.Tools, Memory: a.Memory,
-		BudgetCheck: a.BudgetCheck, PastConversationSearch: a.PastConversationSearch}
+		BudgetCheck: a.BudgetCheck, PastConversationSearch: a.PastConversationSearch, Skills: a.Skills}
 	if err := t.client().Turn.UpdateOneID(t.turnID).SetAgentConfig(cfg).Exec(ctx); err != nil {
 		return nil, fmt.Errorf("record the turn's agent: %w", err)
 	}
