@@ -548,7 +548,7 @@ type ComplexityRoot struct {
 	}
 
 	Subscription struct {
-		TurnEvents func(childComplexity int, turnID int) int
+		TurnEvents func(childComplexity int, turnID int, replay *bool) int
 	}
 
 	SuggestionsAck struct {
@@ -973,7 +973,7 @@ type QueryResolver interface {
 	SearchFiles(ctx context.Context, conversationID *int, strings []string, contextLines *int) (*workspace.SearchResult, error)
 }
 type SubscriptionResolver interface {
-	TurnEvents(ctx context.Context, turnID int) (<-chan *model.TurnEvent, error)
+	TurnEvents(ctx context.Context, turnID int, replay *bool) (<-chan *model.TurnEvent, error)
 }
 type TaskResolver interface {
 	Status(ctx context.Context, obj *ent.Task) (model.TaskStatus, error)
@@ -3278,7 +3278,7 @@ func (e *executableSchema) Complexity(ctx context.Context, typeName, field strin
 			return 0, false
 		}
 
-		return e.ComplexityRoot.Subscription.TurnEvents(childComplexity, args["turnId"].(int)), true
+		return e.ComplexityRoot.Subscription.TurnEvents(childComplexity, args["turnId"].(int), args["replay"].(*bool)), true
 
 	case "SuggestionsAck.ok":
 		if e.ComplexityRoot.SuggestionsAck.Ok == nil {
@@ -6635,37 +6635,63 @@ extend type Query {
 
 type Subscription {
   """
-  A turn's events. The current status comes first; the stream ends after the
-  turn ends.
+  A turn's events, each with the turn as of that event: a MODEL_CALL_FINISHED
+  shows the turn RUNNING even when it has ended by the time it is read.
+  Without replay the turn's current status comes first; with replay: true the
+  turn's earlier events come first, rebuilt from what is stored (its start,
+  model calls, tool calls, pauses for a question, answer and end), then the
+  live ones, none missed and none twice. The stream ends after the turn ends.
   """
-  turnEvents(turnId: ID!): TurnEvent!
+  turnEvents(
+    turnId: ID!
+    "Start with the turn's earlier events rather than its current status."
+    replay: Boolean = false
+  ): TurnEvent!
 }
 
+"What sendMessage needs: the conversation, the message, and the sender's time zone."
 input SendMessageInput {
+  "The conversation to continue; its agent answers."
   conversationId: ID!
+  "What the user wrote, at most 100,000 characters."
   text: String!
   "The browser's IANA time zone, e.g. Europe/Paris; none reads as UTC."
   timeZone: String
 }
 
+"What answerClarification needs: the waiting turn and the user's answer."
 input AnswerClarificationInput {
+  "The turn that asked, status WAITING_FOR_CLARIFICATION."
   turnId: ID!
+  "The user's answer, in their own words or one of the options offered."
   answer: String!
 }
 
+"What happened in a turn."
 enum TurnEventKind {
+  "The runtime sent the model a request."
   MODEL_CALL_STARTED
+  "The model answered; what it asked for is stored."
   MODEL_CALL_FINISHED
+  "A tool call began; toolCall is set, still PENDING."
   TOOL_CALL_STARTED
+  "A tool call ended; toolCall is set, with its outcome."
   TOOL_CALL_FINISHED
+  "The turn's answer is stored."
   ANSWER
+  "The turn's status changed (or, first on a stream without replay, what it is)."
   STATUS
 }
 
+"One event of a turn, carrying the turn's state as of that event."
 type TurnEvent {
+  "What happened."
   kind: TurnEventKind!
+  "The turn as of the event: its status is the one the event announces."
   turn: Turn!
+  "The tool call, for tool call events; as it stood at the event."
   toolCall: ToolCall
+  "When it happened."
   at: Time!
 }
 
@@ -10059,6 +10085,14 @@ func (ec *executionContext) field_Subscription_turnEvents_args(ctx context.Conte
 		return nil, err
 	}
 	args["turnId"] = arg0
+	arg1, err := graphql.ProcessArgField(ctx, rawArgs, "replay",
+		func(ctx context.Context, v any) (*bool, error) {
+			return ec.unmarshalOBoolean2ᚖbool(ctx, v)
+		})
+	if err != nil {
+		return nil, err
+	}
+	args["replay"] = arg1
 	return args, nil
 }
 
@@ -19261,7 +19295,7 @@ func (ec *executionContext) _Subscription_turnEvents(ctx context.Context, field 
 		},
 		func(ctx context.Context) (any, error) {
 			fc := graphql.GetFieldContext(ctx)
-			return ec.Resolvers.Subscription().TurnEvents(ctx, fc.Args["turnId"].(int))
+			return ec.Resolvers.Subscription().TurnEvents(ctx, fc.Args["turnId"].(int), fc.Args["replay"].(*bool))
 		},
 		nil,
 		func(ctx context.Context, selections ast.SelectionSet, v *model.TurnEvent) graphql.Marshaler {

@@ -35,8 +35,11 @@ type AgentUsage struct {
 	ModelCalls       int          `json:"modelCalls"`
 }
 
+// What answerClarification needs: the waiting turn and the user's answer.
 type AnswerClarificationInput struct {
-	TurnID int    `json:"turnId"`
+	// The turn that asked, status WAITING_FOR_CLARIFICATION.
+	TurnID int `json:"turnId"`
+	// The user's answer, in their own words or one of the options offered.
 	Answer string `json:"answer"`
 }
 
@@ -214,9 +217,12 @@ type RemoveApplicationPayload struct {
 	ID int `json:"id"`
 }
 
+// What sendMessage needs: the conversation, the message, and the sender's time zone.
 type SendMessageInput struct {
-	ConversationID int    `json:"conversationId"`
-	Text           string `json:"text"`
+	// The conversation to continue; its agent answers.
+	ConversationID int `json:"conversationId"`
+	// What the user wrote, at most 100,000 characters.
+	Text string `json:"text"`
 	// The browser's IANA time zone, e.g. Europe/Paris; none reads as UTC.
 	TimeZone *string `json:"timeZone,omitempty"`
 }
@@ -249,11 +255,16 @@ type SuggestionsAck struct {
 	Saved int `json:"saved"`
 }
 
+// One event of a turn, carrying the turn's state as of that event.
 type TurnEvent struct {
-	Kind     events.Kind   `json:"kind"`
-	Turn     *ent.Turn     `json:"turn"`
+	// What happened.
+	Kind events.Kind `json:"kind"`
+	// The turn as of the event: its status is the one the event announces.
+	Turn *ent.Turn `json:"turn"`
+	// The tool call, for tool call events; as it stood at the event.
 	ToolCall *ent.ToolCall `json:"toolCall,omitempty"`
-	At       time.Time     `json:"at"`
+	// When it happened.
+	At time.Time `json:"at"`
 }
 
 type UpdateAgentInput struct {
