@@ -27,6 +27,7 @@ import (
 	"github.com/toolgate/toolgate/ent/documentchunk"
 	"github.com/toolgate/toolgate/ent/idempotentresponse"
 	"github.com/toolgate/toolgate/ent/knowledgebase"
+	"github.com/toolgate/toolgate/ent/memory"
 	"github.com/toolgate/toolgate/ent/modelcall"
 	"github.com/toolgate/toolgate/ent/organization"
 	"github.com/toolgate/toolgate/ent/setting"
@@ -71,6 +72,8 @@ type Client struct {
 	IdempotentResponse *IdempotentResponseClient
 	// KnowledgeBase is the client for interacting with the KnowledgeBase builders.
 	KnowledgeBase *KnowledgeBaseClient
+	// Memory is the client for interacting with the Memory builders.
+	Memory *MemoryClient
 	// ModelCall is the client for interacting with the ModelCall builders.
 	ModelCall *ModelCallClient
 	// Organization is the client for interacting with the Organization builders.
@@ -116,6 +119,7 @@ func (c *Client) init() {
 	c.DocumentChunk = NewDocumentChunkClient(c.config)
 	c.IdempotentResponse = NewIdempotentResponseClient(c.config)
 	c.KnowledgeBase = NewKnowledgeBaseClient(c.config)
+	c.Memory = NewMemoryClient(c.config)
 	c.ModelCall = NewModelCallClient(c.config)
 	c.Organization = NewOrganizationClient(c.config)
 	c.Setting = NewSettingClient(c.config)
@@ -231,6 +235,7 @@ func (c *Client) Tx(ctx context.Context) (*Tx, error) {
 		DocumentChunk:      NewDocumentChunkClient(cfg),
 		IdempotentResponse: NewIdempotentResponseClient(cfg),
 		KnowledgeBase:      NewKnowledgeBaseClient(cfg),
+		Memory:             NewMemoryClient(cfg),
 		ModelCall:          NewModelCallClient(cfg),
 		Organization:       NewOrganizationClient(cfg),
 		Setting:            NewSettingClient(cfg),
@@ -273,6 +278,7 @@ func (c *Client) BeginTx(ctx context.Context, opts *sql.TxOptions) (*Tx, error) 
 		DocumentChunk:      NewDocumentChunkClient(cfg),
 		IdempotentResponse: NewIdempotentResponseClient(cfg),
 		KnowledgeBase:      NewKnowledgeBaseClient(cfg),
+		Memory:             NewMemoryClient(cfg),
 		ModelCall:          NewModelCallClient(cfg),
 		Organization:       NewOrganizationClient(cfg),
 		Setting:            NewSettingClient(cfg),
@@ -315,7 +321,7 @@ func (c *Client) Use(hooks ...Hook) {
 	for _, n := range []interface{ Use(...Hook) }{
 		c.APIToken, c.Agent, c.Application, c.Artifact, c.ArtifactVersion, c.Attachment,
 		c.Budget, c.Conversation, c.Document, c.DocumentChunk, c.IdempotentResponse,
-		c.KnowledgeBase, c.ModelCall, c.Organization, c.Setting, c.Skill,
+		c.KnowledgeBase, c.Memory, c.ModelCall, c.Organization, c.Setting, c.Skill,
 		c.StoredResult, c.Summary, c.Task, c.ToolCall, c.Turn, c.User, c.WorkspaceFile,
 	} {
 		n.Use(hooks...)
@@ -328,7 +334,7 @@ func (c *Client) Intercept(interceptors ...Interceptor) {
 	for _, n := range []interface{ Intercept(...Interceptor) }{
 		c.APIToken, c.Agent, c.Application, c.Artifact, c.ArtifactVersion, c.Attachment,
 		c.Budget, c.Conversation, c.Document, c.DocumentChunk, c.IdempotentResponse,
-		c.KnowledgeBase, c.ModelCall, c.Organization, c.Setting, c.Skill,
+		c.KnowledgeBase, c.Memory, c.ModelCall, c.Organization, c.Setting, c.Skill,
 		c.StoredResult, c.Summary, c.Task, c.ToolCall, c.Turn, c.User, c.WorkspaceFile,
 	} {
 		n.Intercept(interceptors...)
@@ -362,6 +368,8 @@ func (c *Client) Mutate(ctx context.Context, m Mutation) (Value, error) {
 		return c.IdempotentResponse.mutate(ctx, m)
 	case *KnowledgeBaseMutation:
 		return c.KnowledgeBase.mutate(ctx, m)
+	case *MemoryMutation:
+		return c.Memory.mutate(ctx, m)
 	case *ModelCallMutation:
 		return c.ModelCall.mutate(ctx, m)
 	case *OrganizationMutation:
@@ -2221,6 +2229,140 @@ func (c *KnowledgeBaseClient) mutate(ctx context.Context, m *KnowledgeBaseMutati
 	}
 }
 
+// MemoryClient is a client for the Memory schema.
+type MemoryClient struct {
+	config
+}
+
+// NewMemoryClient returns a client for the Memory from the given config.
+func NewMemoryClient(c config) *MemoryClient {
+	return &MemoryClient{config: c}
+}
+
+// Use adds a list of mutation hooks to the hooks stack.
+// A call to `Use(f, g, h)` equals to `memory.Hooks(f(g(h())))`.
+func (c *MemoryClient) Use(hooks ...Hook) {
+	c.hooks.Memory = append(c.hooks.Memory, hooks...)
+}
+
+// Intercept adds a list of query interceptors to the interceptors stack.
+// A call to `Intercept(f, g, h)` equals to `memory.Intercept(f(g(h())))`.
+func (c *MemoryClient) Intercept(interceptors ...Interceptor) {
+	c.inters.Memory = append(c.inters.Memory, interceptors...)
+}
+
+// Create returns a builder for creating a Memory entity.
+func (c *MemoryClient) Create() *MemoryCreate {
+	mutation := newMemoryMutation(c.config, OpCreate)
+	return &MemoryCreate{config: c.config, hooks: c.Hooks(), mutation: mutation}
+}
+
+// CreateBulk returns a builder for creating a bulk of Memory entities.
+func (c *MemoryClient) CreateBulk(builders ...*MemoryCreate) *MemoryCreateBulk {
+	return &MemoryCreateBulk{config: c.config, builders: builders}
+}
+
+// MapCreateBulk creates a bulk creation builder from the given slice. For each item in the slice, the function creates
+// a builder and applies setFunc on it.
+func (c *MemoryClient) MapCreateBulk(slice any, setFunc func(*MemoryCreate, int)) *MemoryCreateBulk {
+	rv := reflect.ValueOf(slice)
+	if rv.Kind() != reflect.Slice {
+		return &MemoryCreateBulk{err: fmt.Errorf("calling to MemoryClient.MapCreateBulk with wrong type %T, need slice", slice)}
+	}
+	builders := make([]*MemoryCreate, rv.Len())
+	for i := 0; i < rv.Len(); i++ {
+		builders[i] = c.Create()
+		setFunc(builders[i], i)
+	}
+	return &MemoryCreateBulk{config: c.config, builders: builders}
+}
+
+// Update returns an update builder for Memory.
+func (c *MemoryClient) Update() *MemoryUpdate {
+	mutation := newMemoryMutation(c.config, OpUpdate)
+	return &MemoryUpdate{config: c.config, hooks: c.Hooks(), mutation: mutation}
+}
+
+// UpdateOne returns an update builder for the given entity.
+func (c *MemoryClient) UpdateOne(_m *Memory) *MemoryUpdateOne {
+	mutation := newMemoryMutation(c.config, OpUpdateOne, withMemory(_m))
+	return &MemoryUpdateOne{config: c.config, hooks: c.Hooks(), mutation: mutation}
+}
+
+// UpdateOneID returns an update builder for the given id.
+func (c *MemoryClient) UpdateOneID(id int) *MemoryUpdateOne {
+	mutation := newMemoryMutation(c.config, OpUpdateOne, withMemoryID(id))
+	return &MemoryUpdateOne{config: c.config, hooks: c.Hooks(), mutation: mutation}
+}
+
+// Delete returns a delete builder for Memory.
+func (c *MemoryClient) Delete() *MemoryDelete {
+	mutation := newMemoryMutation(c.config, OpDelete)
+	return &MemoryDelete{config: c.config, hooks: c.Hooks(), mutation: mutation}
+}
+
+// DeleteOne returns a builder for deleting the given entity.
+func (c *MemoryClient) DeleteOne(_m *Memory) *MemoryDeleteOne {
+	return c.DeleteOneID(_m.ID)
+}
+
+// DeleteOneID returns a builder for deleting the given entity by its id.
+func (c *MemoryClient) DeleteOneID(id int) *MemoryDeleteOne {
+	builder := c.Delete().Where(memory.ID(id))
+	builder.mutation.id = &id
+	builder.mutation.op = OpDeleteOne
+	return &MemoryDeleteOne{builder}
+}
+
+// Query returns a query builder for Memory.
+func (c *MemoryClient) Query() *MemoryQuery {
+	return &MemoryQuery{
+		config: c.config,
+		ctx:    &QueryContext{Type: TypeMemory},
+		inters: c.Interceptors(),
+	}
+}
+
+// Get returns a Memory entity by its id.
+func (c *MemoryClient) Get(ctx context.Context, id int) (*Memory, error) {
+	return c.Query().Where(memory.ID(id)).Only(ctx)
+}
+
+// GetX is like Get, but panics if an error occurs.
+func (c *MemoryClient) GetX(ctx context.Context, id int) *Memory {
+	obj, err := c.Get(ctx, id)
+	if err != nil {
+		panic(err)
+	}
+	return obj
+}
+
+// Hooks returns the client hooks.
+func (c *MemoryClient) Hooks() []Hook {
+	hooks := c.hooks.Memory
+	return append(hooks[:len(hooks):len(hooks)], memory.Hooks[:]...)
+}
+
+// Interceptors returns the client interceptors.
+func (c *MemoryClient) Interceptors() []Interceptor {
+	return c.inters.Memory
+}
+
+func (c *MemoryClient) mutate(ctx context.Context, m *MemoryMutation) (Value, error) {
+	switch m.Op() {
+	case OpCreate:
+		return (&MemoryCreate{config: c.config, hooks: c.Hooks(), mutation: m}).Save(ctx)
+	case OpUpdate:
+		return (&MemoryUpdate{config: c.config, hooks: c.Hooks(), mutation: m}).Save(ctx)
+	case OpUpdateOne:
+		return (&MemoryUpdateOne{config: c.config, hooks: c.Hooks(), mutation: m}).Save(ctx)
+	case OpDelete, OpDeleteOne:
+		return (&MemoryDelete{config: c.config, hooks: c.Hooks(), mutation: m}).Exec(ctx)
+	default:
+		return nil, fmt.Errorf("ent: unknown Memory mutation op: %q", m.Op())
+	}
+}
+
 // ModelCallClient is a client for the ModelCall schema.
 type ModelCallClient struct {
 	config
@@ -3956,14 +4098,14 @@ type (
 	hooks struct {
 		APIToken, Agent, Application, Artifact, ArtifactVersion, Attachment, Budget,
 		Conversation, Document, DocumentChunk, IdempotentResponse, KnowledgeBase,
-		ModelCall, Organization, Setting, Skill, StoredResult, Summary, Task, ToolCall,
-		Turn, User, WorkspaceFile []ent.Hook
+		Memory, ModelCall, Organization, Setting, Skill, StoredResult, Summary, Task,
+		ToolCall, Turn, User, WorkspaceFile []ent.Hook
 	}
 	inters struct {
 		APIToken, Agent, Application, Artifact, ArtifactVersion, Attachment, Budget,
 		Conversation, Document, DocumentChunk, IdempotentResponse, KnowledgeBase,
-		ModelCall, Organization, Setting, Skill, StoredResult, Summary, Task, ToolCall,
-		Turn, User, WorkspaceFile []ent.Interceptor
+		Memory, ModelCall, Organization, Setting, Skill, StoredResult, Summary, Task,
+		ToolCall, Turn, User, WorkspaceFile []ent.Interceptor
 	}
 )
 

@@ -24,6 +24,7 @@ import (
 	"github.com/toolgate/toolgate/ent/documentchunk"
 	"github.com/toolgate/toolgate/ent/idempotentresponse"
 	"github.com/toolgate/toolgate/ent/knowledgebase"
+	"github.com/toolgate/toolgate/ent/memory"
 	"github.com/toolgate/toolgate/ent/modelcall"
 	"github.com/toolgate/toolgate/ent/organization"
 	"github.com/toolgate/toolgate/ent/setting"
@@ -107,6 +108,7 @@ func checkColumn(t, c string) error {
 			documentchunk.Table:      documentchunk.ValidColumn,
 			idempotentresponse.Table: idempotentresponse.ValidColumn,
 			knowledgebase.Table:      knowledgebase.ValidColumn,
+			memory.Table:             memory.ValidColumn,
 			modelcall.Table:          modelcall.ValidColumn,
 			organization.Table:       organization.ValidColumn,
 			setting.Table:            setting.ValidColumn,

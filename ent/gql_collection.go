@@ -17,6 +17,7 @@ import (
 	"github.com/toolgate/toolgate/ent/conversation"
 	"github.com/toolgate/toolgate/ent/document"
 	"github.com/toolgate/toolgate/ent/knowledgebase"
+	"github.com/toolgate/toolgate/ent/memory"
 	"github.com/toolgate/toolgate/ent/organization"
 	"github.com/toolgate/toolgate/ent/storedresult"
 	"github.com/toolgate/toolgate/ent/toolcall"
@@ -1058,6 +1059,102 @@ func newKnowledgeBasePaginateArgs(rv map[string]any) *knowledgebasePaginateArgs 
 		case *KnowledgeBaseOrder:
 			if v != nil {
 				args.opts = append(args.opts, WithKnowledgeBaseOrder(v))
+			}
+		}
+	}
+	return args
+}
+
+// CollectFields tells the query-builder to eagerly load connected nodes by resolver context.
+func (_q *MemoryQuery) CollectFields(ctx context.Context, satisfies ...string) (*MemoryQuery, error) {
+	fc := graphql.GetFieldContext(ctx)
+	if fc == nil {
+		return _q, nil
+	}
+	if err := _q.collectField(ctx, false, graphql.GetOperationContext(ctx), fc.Field, nil, satisfies...); err != nil {
+		return nil, err
+	}
+	return _q, nil
+}
+
+func (_q *MemoryQuery) collectField(ctx context.Context, oneNode bool, opCtx *graphql.OperationContext, collected graphql.CollectedField, path []string, satisfies ...string) error {
+	path = append([]string(nil), path...)
+	var (
+		unknownSeen    bool
+		fieldSeen      = make(map[string]struct{}, len(memory.Columns))
+		selectedFields = []string{memory.FieldID}
+	)
+	for _, field := range graphql.CollectFields(opCtx, collected.Selections, satisfies) {
+		switch field.Name {
+		case "createdAt":
+			if _, ok := fieldSeen[memory.FieldCreatedAt]; !ok {
+				selectedFields = append(selectedFields, memory.FieldCreatedAt)
+				fieldSeen[memory.FieldCreatedAt] = struct{}{}
+			}
+		case "updatedAt":
+			if _, ok := fieldSeen[memory.FieldUpdatedAt]; !ok {
+				selectedFields = append(selectedFields, memory.FieldUpdatedAt)
+				fieldSeen[memory.FieldUpdatedAt] = struct{}{}
+			}
+		case "text":
+			if _, ok := fieldSeen[memory.FieldText]; !ok {
+				selectedFields = append(selectedFields, memory.FieldText)
+				fieldSeen[memory.FieldText] = struct{}{}
+			}
+		case "id":
+		case "__typename":
+		default:
+			unknownSeen = true
+		}
+	}
+	if !unknownSeen {
+		_q.Select(selectedFields...)
+	}
+	return nil
+}
+
+type memoryPaginateArgs struct {
+	first, last   *int
+	after, before *Cursor
+	opts          []MemoryPaginateOption
+}
+
+func newMemoryPaginateArgs(rv map[string]any) *memoryPaginateArgs {
+	args := &memoryPaginateArgs{}
+	if rv == nil {
+		return args
+	}
+	if v := rv[firstField]; v != nil {
+		args.first = v.(*int)
+	}
+	if v := rv[lastField]; v != nil {
+		args.last = v.(*int)
+	}
+	if v := rv[afterField]; v != nil {
+		args.after = v.(*Cursor)
+	}
+	if v := rv[beforeField]; v != nil {
+		args.before = v.(*Cursor)
+	}
+	if v, ok := rv[orderByField]; ok {
+		switch v := v.(type) {
+		case map[string]any:
+			var (
+				err1, err2 error
+				order      = &MemoryOrder{Field: &MemoryOrderField{}, Direction: entgql.OrderDirectionAsc}
+			)
+			if d, ok := v[directionField]; ok {
+				err1 = order.Direction.UnmarshalGQL(d)
+			}
+			if f, ok := v[fieldField]; ok {
+				err2 = order.Field.UnmarshalGQL(f)
+			}
+			if err1 == nil && err2 == nil {
+				args.opts = append(args.opts, WithMemoryOrder(order))
+			}
+		case *MemoryOrder:
+			if v != nil {
+				args.opts = append(args.opts, WithMemoryOrder(v))
 			}
 		}
 	}

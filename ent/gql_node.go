@@ -18,6 +18,7 @@ import (
 	"github.com/toolgate/toolgate/ent/document"
 	"github.com/toolgate/toolgate/ent/internal"
 	"github.com/toolgate/toolgate/ent/knowledgebase"
+	"github.com/toolgate/toolgate/ent/memory"
 	"github.com/toolgate/toolgate/ent/organization"
 	"github.com/toolgate/toolgate/ent/storedresult"
 	"github.com/toolgate/toolgate/ent/toolcall"
@@ -64,6 +65,11 @@ var knowledgebaseImplementors = []string{"KnowledgeBase", "Node"}
 
 // IsNode implements the Node interface check for GQLGen.
 func (*KnowledgeBase) IsNode() {}
+
+var memoryImplementors = []string{"Memory", "Node"}
+
+// IsNode implements the Node interface check for GQLGen.
+func (*Memory) IsNode() {}
 
 var organizationImplementors = []string{"Organization", "Node"}
 
@@ -226,6 +232,15 @@ func (c *Client) noder(ctx context.Context, table string, id int) (Noder, error)
 			Where(knowledgebase.ID(id))
 		if fc := graphql.GetFieldContext(ctx); fc != nil {
 			if err := query.collectField(ctx, true, graphql.GetOperationContext(ctx), fc.Field, nil, knowledgebaseImplementors...); err != nil {
+				return nil, err
+			}
+		}
+		return query.Only(ctx)
+	case memory.Table:
+		query := c.Memory.Query().
+			Where(memory.ID(id))
+		if fc := graphql.GetFieldContext(ctx); fc != nil {
+			if err := query.collectField(ctx, true, graphql.GetOperationContext(ctx), fc.Field, nil, memoryImplementors...); err != nil {
 				return nil, err
 			}
 		}
@@ -448,6 +463,22 @@ func (c *Client) noders(ctx context.Context, table string, ids []int) ([]Noder, 
 		query := c.KnowledgeBase.Query().
 			Where(knowledgebase.IDIn(ids...))
 		query, err := query.CollectFields(ctx, knowledgebaseImplementors...)
+		if err != nil {
+			return nil, err
+		}
+		nodes, err := query.All(ctx)
+		if err != nil {
+			return nil, err
+		}
+		for _, node := range nodes {
+			for _, noder := range idmap[node.ID] {
+				*noder = node
+			}
+		}
+	case memory.Table:
+		query := c.Memory.Query().
+			Where(memory.IDIn(ids...))
+		query, err := query.CollectFields(ctx, memoryImplementors...)
 		if err != nil {
 			return nil, err
 		}

@@ -21,6 +21,7 @@ import (
 	"github.com/toolgate/toolgate/ent/conversation"
 	"github.com/toolgate/toolgate/ent/document"
 	"github.com/toolgate/toolgate/ent/knowledgebase"
+	"github.com/toolgate/toolgate/ent/memory"
 	"github.com/toolgate/toolgate/ent/organization"
 	"github.com/toolgate/toolgate/ent/storedresult"
 	"github.com/toolgate/toolgate/ent/toolcall"
@@ -2446,6 +2447,320 @@ func (_m *KnowledgeBase) ToEdge(order *KnowledgeBaseOrder) *KnowledgeBaseEdge {
 		order = DefaultKnowledgeBaseOrder
 	}
 	return &KnowledgeBaseEdge{
+		Node:   _m,
+		Cursor: order.Field.toCursor(_m),
+	}
+}
+
+// MemoryEdge is the edge representation of Memory.
+type MemoryEdge struct {
+	Node   *Memory `json:"node"`
+	Cursor Cursor  `json:"cursor"`
+}
+
+// MemoryConnection is the connection containing edges to Memory.
+type MemoryConnection struct {
+	Edges      []*MemoryEdge `json:"edges"`
+	PageInfo   PageInfo      `json:"pageInfo"`
+	TotalCount int           `json:"totalCount"`
+}
+
+func (c *MemoryConnection) build(nodes []*Memory, pager *memoryPager, after *Cursor, first *int, before *Cursor, last *int) {
+	c.PageInfo.HasNextPage = before != nil
+	c.PageInfo.HasPreviousPage = after != nil
+	if first != nil && *first+1 == len(nodes) {
+		c.PageInfo.HasNextPage = true
+		nodes = nodes[:len(nodes)-1]
+	} else if last != nil && *last+1 == len(nodes) {
+		c.PageInfo.HasPreviousPage = true
+		nodes = nodes[:len(nodes)-1]
+	}
+	var nodeAt func(int) *Memory
+	if last != nil {
+		n := len(nodes) - 1
+		nodeAt = func(i int) *Memory {
+			return nodes[n-i]
+		}
+	} else {
+		nodeAt = func(i int) *Memory {
+			return nodes[i]
+		}
+	}
+	c.Edges = make([]*MemoryEdge, len(nodes))
+	for i := range nodes {
+		node := nodeAt(i)
+		c.Edges[i] = &MemoryEdge{
+			Node:   node,
+			Cursor: pager.toCursor(node),
+		}
+	}
+	if l := len(c.Edges); l > 0 {
+		c.PageInfo.StartCursor = &c.Edges[0].Cursor
+		c.PageInfo.EndCursor = &c.Edges[l-1].Cursor
+	}
+	if c.TotalCount == 0 {
+		c.TotalCount = len(nodes)
+	}
+}
+
+// MemoryPaginateOption enables pagination customization.
+type MemoryPaginateOption func(*memoryPager) error
+
+// WithMemoryOrder configures pagination ordering.
+func WithMemoryOrder(order *MemoryOrder) MemoryPaginateOption {
+	if order == nil {
+		order = DefaultMemoryOrder
+	}
+	o := *order
+	return func(pager *memoryPager) error {
+		if err := o.Direction.Validate(); err != nil {
+			return err
+		}
+		if o.Field == nil {
+			o.Field = DefaultMemoryOrder.Field
+		}
+		pager.order = &o
+		return nil
+	}
+}
+
+// WithMemoryFilter configures pagination filter.
+func WithMemoryFilter(filter func(*MemoryQuery) (*MemoryQuery, error)) MemoryPaginateOption {
+	return func(pager *memoryPager) error {
+		if filter == nil {
+			return errors.New("MemoryQuery filter cannot be nil")
+		}
+		pager.filter = filter
+		return nil
+	}
+}
+
+type memoryPager struct {
+	reverse bool
+	order   *MemoryOrder
+	filter  func(*MemoryQuery) (*MemoryQuery, error)
+}
+
+func newMemoryPager(opts []MemoryPaginateOption, reverse bool) (*memoryPager, error) {
+	pager := &memoryPager{reverse: reverse}
+	for _, opt := range opts {
+		if err := opt(pager); err != nil {
+			return nil, err
+		}
+	}
+	if pager.order == nil {
+		pager.order = DefaultMemoryOrder
+	}
+	return pager, nil
+}
+
+func (p *memoryPager) applyFilter(query *MemoryQuery) (*MemoryQuery, error) {
+	if p.filter != nil {
+		return p.filter(query)
+	}
+	return query, nil
+}
+
+func (p *memoryPager) toCursor(_m *Memory) Cursor {
+	return p.order.Field.toCursor(_m)
+}
+
+func (p *memoryPager) applyCursors(query *MemoryQuery, after, before *Cursor) (*MemoryQuery, error) {
+	direction := p.order.Direction
+	if p.reverse {
+		direction = direction.Reverse()
+	}
+	for _, predicate := range entgql.CursorsPredicate(after, before, DefaultMemoryOrder.Field.column, p.order.Field.column, direction) {
+		query = query.Where(predicate)
+	}
+	return query, nil
+}
+
+func (p *memoryPager) applyOrder(query *MemoryQuery) *MemoryQuery {
+	direction := p.order.Direction
+	if p.reverse {
+		direction = direction.Reverse()
+	}
+	query = query.Order(p.order.Field.toTerm(direction.OrderTermOption()))
+	if p.order.Field != DefaultMemoryOrder.Field {
+		query = query.Order(DefaultMemoryOrder.Field.toTerm(direction.OrderTermOption()))
+	}
+	if len(query.ctx.Fields) > 0 {
+		query.ctx.AppendFieldOnce(p.order.Field.column)
+	}
+	return query
+}
+
+func (p *memoryPager) orderExpr(query *MemoryQuery) sql.Querier {
+	direction := p.order.Direction
+	if p.reverse {
+		direction = direction.Reverse()
+	}
+	if len(query.ctx.Fields) > 0 {
+		query.ctx.AppendFieldOnce(p.order.Field.column)
+	}
+	return sql.ExprFunc(func(b *sql.Builder) {
+		b.Ident(p.order.Field.column).Pad().WriteString(string(direction))
+		if p.order.Field != DefaultMemoryOrder.Field {
+			b.Comma().Ident(DefaultMemoryOrder.Field.column).Pad().WriteString(string(direction))
+		}
+	})
+}
+
+// Paginate executes the query and returns a relay based cursor connection to Memory.
+func (_m *MemoryQuery) Paginate(
+	ctx context.Context, after *Cursor, first *int,
+	before *Cursor, last *int, opts ...MemoryPaginateOption,
+) (*MemoryConnection, error) {
+	if err := validateFirstLast(first, last); err != nil {
+		return nil, err
+	}
+	pager, err := newMemoryPager(opts, last != nil)
+	if err != nil {
+		return nil, err
+	}
+	if _m, err = pager.applyFilter(_m); err != nil {
+		return nil, err
+	}
+	conn := &MemoryConnection{Edges: []*MemoryEdge{}}
+	ignoredEdges := !hasCollectedField(ctx, edgesField)
+	if hasCollectedField(ctx, totalCountField) || hasCollectedField(ctx, pageInfoField) {
+		hasPagination := after != nil || first != nil || before != nil || last != nil
+		if hasPagination || ignoredEdges {
+			c := _m.Clone()
+			c.ctx.Fields = nil
+			if conn.TotalCount, err = c.Count(ctx); err != nil {
+				return nil, err
+			}
+			conn.PageInfo.HasNextPage = first != nil && conn.TotalCount > 0
+			conn.PageInfo.HasPreviousPage = last != nil && conn.TotalCount > 0
+		}
+	}
+	if ignoredEdges || (first != nil && *first == 0) || (last != nil && *last == 0) {
+		return conn, nil
+	}
+	if _m, err = pager.applyCursors(_m, after, before); err != nil {
+		return nil, err
+	}
+	limit := paginateLimit(first, last)
+	if limit != 0 {
+		_m.Limit(limit)
+	}
+	if field := collectedField(ctx, edgesField, nodeField); field != nil {
+		if err := _m.collectField(ctx, limit == 1, graphql.GetOperationContext(ctx), *field, []string{edgesField, nodeField}); err != nil {
+			return nil, err
+		}
+	}
+	_m = pager.applyOrder(_m)
+	nodes, err := _m.All(ctx)
+	if err != nil {
+		return nil, err
+	}
+	conn.build(nodes, pager, after, first, before, last)
+	return conn, nil
+}
+
+var (
+	// MemoryOrderFieldCreatedAt orders Memory by created_at.
+	MemoryOrderFieldCreatedAt = &MemoryOrderField{
+		Value: func(_m *Memory) (ent.Value, error) {
+			return _m.CreatedAt, nil
+		},
+		column: memory.FieldCreatedAt,
+		toTerm: memory.ByCreatedAt,
+		toCursor: func(_m *Memory) Cursor {
+			return Cursor{
+				ID:    _m.ID,
+				Value: _m.CreatedAt,
+			}
+		},
+	}
+	// MemoryOrderFieldUpdatedAt orders Memory by updated_at.
+	MemoryOrderFieldUpdatedAt = &MemoryOrderField{
+		Value: func(_m *Memory) (ent.Value, error) {
+			return _m.UpdatedAt, nil
+		},
+		column: memory.FieldUpdatedAt,
+		toTerm: memory.ByUpdatedAt,
+		toCursor: func(_m *Memory) Cursor {
+			return Cursor{
+				ID:    _m.ID,
+				Value: _m.UpdatedAt,
+			}
+		},
+	}
+)
+
+// String implement fmt.Stringer interface.
+func (f MemoryOrderField) String() string {
+	var str string
+	switch f.column {
+	case MemoryOrderFieldCreatedAt.column:
+		str = "CREATED_AT"
+	case MemoryOrderFieldUpdatedAt.column:
+		str = "UPDATED_AT"
+	}
+	return str
+}
+
+// MarshalGQL implements graphql.Marshaler interface.
+func (f MemoryOrderField) MarshalGQL(w io.Writer) {
+	io.WriteString(w, strconv.Quote(f.String()))
+}
+
+// UnmarshalGQL implements graphql.Unmarshaler interface.
+func (f *MemoryOrderField) UnmarshalGQL(v interface{}) error {
+	str, ok := v.(string)
+	if !ok {
+		return fmt.Errorf("MemoryOrderField %T must be a string", v)
+	}
+	switch str {
+	case "CREATED_AT":
+		*f = *MemoryOrderFieldCreatedAt
+	case "UPDATED_AT":
+		*f = *MemoryOrderFieldUpdatedAt
+	default:
+		return fmt.Errorf("%s is not a valid MemoryOrderField", str)
+	}
+	return nil
+}
+
+// MemoryOrderField defines the ordering field of Memory.
+type MemoryOrderField struct {
+	// Value extracts the ordering value from the given Memory.
+	Value    func(*Memory) (ent.Value, error)
+	column   string // field or computed.
+	toTerm   func(...sql.OrderTermOption) memory.OrderOption
+	toCursor func(*Memory) Cursor
+}
+
+// MemoryOrder defines the ordering of Memory.
+type MemoryOrder struct {
+	Direction OrderDirection    `json:"direction"`
+	Field     *MemoryOrderField `json:"field"`
+}
+
+// DefaultMemoryOrder is the default ordering of Memory.
+var DefaultMemoryOrder = &MemoryOrder{
+	Direction: entgql.OrderDirectionAsc,
+	Field: &MemoryOrderField{
+		Value: func(_m *Memory) (ent.Value, error) {
+			return _m.ID, nil
+		},
+		column: memory.FieldID,
+		toTerm: memory.ByID,
+		toCursor: func(_m *Memory) Cursor {
+			return Cursor{ID: _m.ID}
+		},
+	},
+}
+
+// ToEdge converts Memory into MemoryEdge.
+func (_m *Memory) ToEdge(order *MemoryOrder) *MemoryEdge {
+	if order == nil {
+		order = DefaultMemoryOrder
+	}
+	return &MemoryEdge{
 		Node:   _m,
 		Cursor: order.Field.toCursor(_m),
 	}

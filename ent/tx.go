@@ -38,6 +38,8 @@ type Tx struct {
 	IdempotentResponse *IdempotentResponseClient
 	// KnowledgeBase is the client for interacting with the KnowledgeBase builders.
 	KnowledgeBase *KnowledgeBaseClient
+	// Memory is the client for interacting with the Memory builders.
+	Memory *MemoryClient
 	// ModelCall is the client for interacting with the ModelCall builders.
 	ModelCall *ModelCallClient
 	// Organization is the client for interacting with the Organization builders.
@@ -203,6 +205,7 @@ func (tx *Tx) init() {
 	tx.DocumentChunk = NewDocumentChunkClient(tx.config)
 	tx.IdempotentResponse = NewIdempotentResponseClient(tx.config)
 	tx.KnowledgeBase = NewKnowledgeBaseClient(tx.config)
+	tx.Memory = NewMemoryClient(tx.config)
 	tx.ModelCall = NewModelCallClient(tx.config)
 	tx.Organization = NewOrganizationClient(tx.config)
 	tx.Setting = NewSettingClient(tx.config)

@@ -33,6 +33,8 @@ var mutationExceptions = map[string]string{
 	"rewriteArtifact":    "a tool field: the arguments are the tool's own, as the model writes them",
 	"updateArtifact":     "a tool field: the arguments are the tool's own, as the model writes them",
 	"deleteFile":         "a tool field: the arguments are the tool's own, as the model writes them",
+	"memoryWrite":        "a tool field: the arguments are the tool's own, as the model writes them",
+	"memoryForget":       "a tool field: the arguments are the tool's own, as the model writes them",
 }
 
 func TestMutationConvention(t *testing.T) {

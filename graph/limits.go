@@ -106,10 +106,11 @@ func (t transactioner) InterceptResponse(ctx context.Context, next graphql.Respo
 	return t.Transactioner.InterceptResponse(ctx, next)
 }
 
-// ownTxFields run for seconds before they write: a transaction held open
-// that long would hold SQLite's one write lock the whole time, so they
-// open their own for the writes at the end.
-var ownTxFields = []string{"runCode"}
+// ownTxFields run for seconds before they write, or write the search
+// index on a connection of its own: a transaction held open would hold
+// SQLite's one write lock the whole time (and the index's write would wait
+// on it), so they open their own for the writes at the end.
+var ownTxFields = []string{"runCode", "memoryWrite", "memoryForget", "forgetMemory"}
 
 // ownTx reports whether every root field of a mutation opens its own
 // transaction. Fragments at the root count as any other field.

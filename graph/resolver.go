@@ -16,6 +16,7 @@ import (
 	"github.com/toolgate/toolgate/tools/code"
 	"github.com/toolgate/toolgate/tools/document"
 	"github.com/toolgate/toolgate/tools/history"
+	"github.com/toolgate/toolgate/tools/memory"
 	"github.com/toolgate/toolgate/tools/web"
 )
 
@@ -45,6 +46,8 @@ type Resolver struct {
 	// Documents processes, searches and reads documents and attachments;
 	// nil stores uploads that nothing processes.
 	Documents *document.Service
+	// Memory saves, searches and forgets what the assistant remembers.
+	Memory *memory.Service
 	// History searches what people wrote in their other conversations.
 	History *history.Searcher
 }

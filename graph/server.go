@@ -39,8 +39,10 @@ import (
 	"github.com/toolgate/toolgate/tools"
 	"github.com/toolgate/toolgate/tools/budget"
 	"github.com/toolgate/toolgate/tools/code"
-	"github.com/toolgate/toolgate/tools/history"
 	"github.com/toolgate/toolgate/tools/document"
+	"github.com/toolgate/toolgate/tools/embed"
+	"github.com/toolgate/toolgate/tools/history"
+	"github.com/toolgate/toolgate/tools/memory"
 	"github.com/toolgate/toolgate/tools/web"
 )
 
@@ -184,7 +186,7 @@ func (s *Server) newGraphQL() *handler.Server {
 		apps = s.cfg.Runner.Apps()
 	}
 	cfg := generated.Config{Resolvers: &Resolver{Client: s.client, Dialect: s.cfg.DB.Dialect, Log: s.cfg.Log, Runner: s.cfg.Runner, Apps: apps, Web: s.cfg.Web, Sandbox: s.cfg.Sandbox, Documents: s.cfg.Documents,
-		History: history.New(s.cfg.DB)}}
+		History: history.New(s.cfg.DB), Memory: memory.New(s.cfg.DB, s.embedder())}}
 	pageTimes := func(child int, first, last *int) int {
 		n := DefaultPage
 		if first != nil {
@@ -413,4 +415,13 @@ func tooLarge(w http.ResponseWriter) {
 	w.Header().Set("Content-Type", "application/json")
 	w.WriteHeader(http.StatusRequestEntityTooLarge)
 	_, _ = fmt.Fprintf(w, `{"errors":[{"message":"request body over %d bytes","extensions":{"code":"BODY_TOO_LARGE"}}]}`, MaxBodyBytes)
+}
+
+// embedder is the server's embedding model, nil without one: the document
+// service's, which the memory tools share.
+func (s *Server) embedder() embed.Embedder {
+	if s.cfg.Documents == nil {
+		return nil
+	}
+	return s.cfg.Documents.Embedder()
 }

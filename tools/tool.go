@@ -60,7 +60,8 @@ const (
 	OfferWorkspace Offering = "workspace"
 	// OfferAllowlisted tools are offered when the agent lists them.
 	OfferAllowlisted Offering = "allowlisted"
-	// OfferMemorySwitch tools need the agent's memory switch.
+	// OfferMemorySwitch tools need the agent's memory switch and the
+	// server's embedding model.
 	OfferMemorySwitch Offering = "memory"
 	// OfferBudgetSwitch tools need the agent's budget-check switch.
 	OfferBudgetSwitch Offering = "budget"

@@ -153,6 +153,18 @@ func (f KnowledgeBaseFunc) Mutate(ctx context.Context, m ent.Mutation) (ent.Valu
 	return nil, fmt.Errorf("unexpected mutation type %T. expect *ent.KnowledgeBaseMutation", m)
 }
 
+// The MemoryFunc type is an adapter to allow the use of ordinary
+// function as Memory mutator.
+type MemoryFunc func(context.Context, *ent.MemoryMutation) (ent.Value, error)
+
+// Mutate calls f(ctx, m).
+func (f MemoryFunc) Mutate(ctx context.Context, m ent.Mutation) (ent.Value, error) {
+	if mv, ok := m.(*ent.MemoryMutation); ok {
+		return f(ctx, mv)
+	}
+	return nil, fmt.Errorf("unexpected mutation type %T. expect *ent.MemoryMutation", m)
+}
+
 // The ModelCallFunc type is an adapter to allow the use of ordinary
 // function as ModelCall mutator.
 type ModelCallFunc func(context.Context, *ent.ModelCallMutation) (ent.Value, error)

@@ -20,6 +20,7 @@ import (
 	"github.com/toolgate/toolgate/ent/documentchunk"
 	"github.com/toolgate/toolgate/ent/idempotentresponse"
 	"github.com/toolgate/toolgate/ent/knowledgebase"
+	"github.com/toolgate/toolgate/ent/memory"
 	"github.com/toolgate/toolgate/ent/modelcall"
 	"github.com/toolgate/toolgate/ent/organization"
 	"github.com/toolgate/toolgate/ent/predicate"
@@ -414,6 +415,33 @@ func (f TraverseKnowledgeBase) Traverse(ctx context.Context, q ent.Query) error 
 	return fmt.Errorf("unexpected query type %T. expect *ent.KnowledgeBaseQuery", q)
 }
 
+// The MemoryFunc type is an adapter to allow the use of ordinary function as a Querier.
+type MemoryFunc func(context.Context, *ent.MemoryQuery) (ent.Value, error)
+
+// Query calls f(ctx, q).
+func (f MemoryFunc) Query(ctx context.Context, q ent.Query) (ent.Value, error) {
+	if q, ok := q.(*ent.MemoryQuery); ok {
+		return f(ctx, q)
+	}
+	return nil, fmt.Errorf("unexpected query type %T. expect *ent.MemoryQuery", q)
+}
+
+// The TraverseMemory type is an adapter to allow the use of ordinary function as Traverser.
+type TraverseMemory func(context.Context, *ent.MemoryQuery) error
+
+// Intercept is a dummy implementation of Intercept that returns the next Querier in the pipeline.
+func (f TraverseMemory) Intercept(next ent.Querier) ent.Querier {
+	return next
+}
+
+// Traverse calls f(ctx, q).
+func (f TraverseMemory) Traverse(ctx context.Context, q ent.Query) error {
+	if q, ok := q.(*ent.MemoryQuery); ok {
+		return f(ctx, q)
+	}
+	return fmt.Errorf("unexpected query type %T. expect *ent.MemoryQuery", q)
+}
+
 // The ModelCallFunc type is an adapter to allow the use of ordinary function as a Querier.
 type ModelCallFunc func(context.Context, *ent.ModelCallQuery) (ent.Value, error)
 
@@ -738,6 +766,8 @@ func NewQuery(q ent.Query) (Query, error) {
 		return &query[*ent.IdempotentResponseQuery, predicate.IdempotentResponse, idempotentresponse.OrderOption]{typ: ent.TypeIdempotentResponse, tq: q}, nil
 	case *ent.KnowledgeBaseQuery:
 		return &query[*ent.KnowledgeBaseQuery, predicate.KnowledgeBase, knowledgebase.OrderOption]{typ: ent.TypeKnowledgeBase, tq: q}, nil
+	case *ent.MemoryQuery:
+		return &query[*ent.MemoryQuery, predicate.Memory, memory.OrderOption]{typ: ent.TypeMemory, tq: q}, nil
 	case *ent.ModelCallQuery:
 		return &query[*ent.ModelCallQuery, predicate.ModelCall, modelcall.OrderOption]{typ: ent.TypeModelCall, tq: q}, nil
 	case *ent.OrganizationQuery:

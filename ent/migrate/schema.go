@@ -366,6 +366,28 @@ var (
 			},
 		},
 	}
+	// MemoriesColumns holds the columns for the "memories" table.
+	MemoriesColumns = []*schema.Column{
+		{Name: "id", Type: field.TypeInt, Increment: true},
+		{Name: "created_at", Type: field.TypeTime},
+		{Name: "updated_at", Type: field.TypeTime},
+		{Name: "organization_id", Type: field.TypeInt},
+		{Name: "user_id", Type: field.TypeInt},
+		{Name: "text", Type: field.TypeString, Size: 500},
+	}
+	// MemoriesTable holds the schema information for the "memories" table.
+	MemoriesTable = &schema.Table{
+		Name:       "memories",
+		Columns:    MemoriesColumns,
+		PrimaryKey: []*schema.Column{MemoriesColumns[0]},
+		Indexes: []*schema.Index{
+			{
+				Name:    "memory_organization_id_user_id",
+				Unique:  false,
+				Columns: []*schema.Column{MemoriesColumns[3], MemoriesColumns[4]},
+			},
+		},
+	}
 	// ModelCallsColumns holds the columns for the "model_calls" table.
 	ModelCallsColumns = []*schema.Column{
 		{Name: "id", Type: field.TypeInt, Increment: true},
@@ -720,6 +742,7 @@ var (
 		DocumentChunksTable,
 		IdempotentResponsesTable,
 		KnowledgeBasesTable,
+		MemoriesTable,
 		ModelCallsTable,
 		OrganizationsTable,
 		SettingsTable,
@@ -778,6 +801,9 @@ func init() {
 	}
 	KnowledgeBasesTable.Annotation = &entsql.Annotation{
 		IncrementStart: func(i int) *int { return &i }(85899345920),
+	}
+	MemoriesTable.Annotation = &entsql.Annotation{
+		IncrementStart: func(i int) *int { return &i }(98784247808),
 	}
 	ModelCallsTable.ForeignKeys[0].RefTable = TurnsTable
 	ModelCallsTable.Annotation = &entsql.Annotation{

@@ -42,6 +42,9 @@ type IdempotentResponse func(*sql.Selector)
 // KnowledgeBase is the predicate function for knowledgebase builders.
 type KnowledgeBase func(*sql.Selector)
 
+// Memory is the predicate function for memory builders.
+type Memory func(*sql.Selector)
+
 // ModelCall is the predicate function for modelcall builders.
 type ModelCall func(*sql.Selector)
 

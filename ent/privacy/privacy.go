@@ -398,6 +398,30 @@ func (f KnowledgeBaseMutationRuleFunc) EvalMutation(ctx context.Context, m ent.M
 	return Denyf("ent/privacy: unexpected mutation type %T, expect *ent.KnowledgeBaseMutation", m)
 }
 
+// The MemoryQueryRuleFunc type is an adapter to allow the use of ordinary
+// functions as a query rule.
+type MemoryQueryRuleFunc func(context.Context, *ent.MemoryQuery) error
+
+// EvalQuery return f(ctx, q).
+func (f MemoryQueryRuleFunc) EvalQuery(ctx context.Context, q ent.Query) error {
+	if q, ok := q.(*ent.MemoryQuery); ok {
+		return f(ctx, q)
+	}
+	return Denyf("ent/privacy: unexpected query type %T, expect *ent.MemoryQuery", q)
+}
+
+// The MemoryMutationRuleFunc type is an adapter to allow the use of ordinary
+// functions as a mutation rule.
+type MemoryMutationRuleFunc func(context.Context, *ent.MemoryMutation) error
+
+// EvalMutation calls f(ctx, m).
+func (f MemoryMutationRuleFunc) EvalMutation(ctx context.Context, m ent.Mutation) error {
+	if m, ok := m.(*ent.MemoryMutation); ok {
+		return f(ctx, m)
+	}
+	return Denyf("ent/privacy: unexpected mutation type %T, expect *ent.MemoryMutation", m)
+}
+
 // The ModelCallQueryRuleFunc type is an adapter to allow the use of ordinary
 // functions as a query rule.
 type ModelCallQueryRuleFunc func(context.Context, *ent.ModelCallQuery) error

@@ -18,6 +18,7 @@ import (
 	"github.com/toolgate/toolgate/ent/documentchunk"
 	"github.com/toolgate/toolgate/ent/idempotentresponse"
 	"github.com/toolgate/toolgate/ent/knowledgebase"
+	"github.com/toolgate/toolgate/ent/memory"
 	"github.com/toolgate/toolgate/ent/modelcall"
 	"github.com/toolgate/toolgate/ent/organization"
 	"github.com/toolgate/toolgate/ent/schema"
@@ -568,6 +569,48 @@ func init() {
 		return func(name string) error {
 			for _, fn := range fns {
 				if err := fn(name); err != nil {
+					return err
+				}
+			}
+			return nil
+		}
+	}()
+	memoryMixin := schema.Memory{}.Mixin()
+	memory.Policy = privacy.NewPolicies(memoryMixin[1], schema.Memory{})
+	memory.Hooks[0] = func(next ent.Mutator) ent.Mutator {
+		return ent.MutateFunc(func(ctx context.Context, m ent.Mutation) (ent.Value, error) {
+			if err := memory.Policy.EvalMutation(ctx, m); err != nil {
+				return nil, err
+			}
+			return next.Mutate(ctx, m)
+		})
+	}
+	memoryMixinFields0 := memoryMixin[0].Fields()
+	_ = memoryMixinFields0
+	memoryFields := schema.Memory{}.Fields()
+	_ = memoryFields
+	// memoryDescCreatedAt is the schema descriptor for created_at field.
+	memoryDescCreatedAt := memoryMixinFields0[0].Descriptor()
+	// memory.DefaultCreatedAt holds the default value on creation for the created_at field.
+	memory.DefaultCreatedAt = memoryDescCreatedAt.Default.(func() time.Time)
+	// memoryDescUpdatedAt is the schema descriptor for updated_at field.
+	memoryDescUpdatedAt := memoryMixinFields0[1].Descriptor()
+	// memory.DefaultUpdatedAt holds the default value on creation for the updated_at field.
+	memory.DefaultUpdatedAt = memoryDescUpdatedAt.Default.(func() time.Time)
+	// memory.UpdateDefaultUpdatedAt holds the default value on update for the updated_at field.
+	memory.UpdateDefaultUpdatedAt = memoryDescUpdatedAt.UpdateDefault.(func() time.Time)
+	// memoryDescText is the schema descriptor for text field.
+	memoryDescText := memoryFields[2].Descriptor()
+	// memory.TextValidator is a validator for the "text" field. It is called by the builders before save.
+	memory.TextValidator = func() func(string) error {
+		validators := memoryDescText.Validators
+		fns := [...]func(string) error{
+			validators[0].(func(string) error),
+			validators[1].(func(string) error),
+		}
+		return func(text string) error {
+			for _, fn := range fns {
+				if err := fn(text); err != nil {
 					return err
 				}
 			}

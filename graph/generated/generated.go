@@ -30,6 +30,7 @@ import (
 	"github.com/toolgate/toolgate/tools/code"
 	"github.com/toolgate/toolgate/tools/document"
 	"github.com/toolgate/toolgate/tools/history"
+	"github.com/toolgate/toolgate/tools/memory"
 	"github.com/toolgate/toolgate/tools/result"
 	"github.com/toolgate/toolgate/tools/transcript"
 	"github.com/toolgate/toolgate/tools/web"
@@ -362,6 +363,50 @@ type ComplexityRoot struct {
 		Name         func(childComplexity int) int
 	}
 
+	Memory struct {
+		CreatedAt func(childComplexity int) int
+		ID        func(childComplexity int) int
+		Text      func(childComplexity int) int
+		UpdatedAt func(childComplexity int) int
+	}
+
+	MemoryConnection struct {
+		Edges      func(childComplexity int) int
+		PageInfo   func(childComplexity int) int
+		TotalCount func(childComplexity int) int
+	}
+
+	MemoryEdge struct {
+		Cursor func(childComplexity int) int
+		Node   func(childComplexity int) int
+	}
+
+	MemoryForget struct {
+		Failures  func(childComplexity int) int
+		Forgotten func(childComplexity int) int
+	}
+
+	MemoryHit struct {
+		CreatedAt func(childComplexity int) int
+		ID        func(childComplexity int) int
+		Text      func(childComplexity int) int
+	}
+
+	MemoryResults struct {
+		Hits  func(childComplexity int) int
+		Query func(childComplexity int) int
+	}
+
+	MemorySearch struct {
+		Failures func(childComplexity int) int
+		Results  func(childComplexity int) int
+	}
+
+	MemoryWrite struct {
+		Failures func(childComplexity int) int
+		Stored   func(childComplexity int) int
+	}
+
 	ModelCall struct {
 		CacheReadTokens  func(childComplexity int) int
 		CacheWriteTokens func(childComplexity int) int
@@ -411,6 +456,9 @@ type ComplexityRoot struct {
 		DeleteConversation  func(childComplexity int, id int) int
 		DeleteFile          func(childComplexity int, conversationID *int, path string) int
 		EditFile            func(childComplexity int, conversationID *int, path string, edits []*workspace.EditInput) int
+		ForgetMemory        func(childComplexity int, id int) int
+		MemoryForget        func(childComplexity int, conversationID *int, ids []int) int
+		MemoryWrite         func(childComplexity int, conversationID *int, facts []*model.MemoryFactInput) int
 		PublishSkill        func(childComplexity int, input model.PublishSkillInput) int
 		RegisterApplication func(childComplexity int, input model.RegisterApplicationInput) int
 		RemoveApplication   func(childComplexity int, input model.RemoveApplicationInput) int
@@ -502,6 +550,8 @@ type ComplexityRoot struct {
 		ListFiles               func(childComplexity int, conversationID *int, path *string) int
 		ListTools               func(childComplexity int, conversationID *int) int
 		LoadSkill               func(childComplexity int, conversationID *int, name string) int
+		Memories                func(childComplexity int, first *int, after *entgql.Cursor[int]) int
+		MemorySearch            func(childComplexity int, conversationID *int, queries []string, maxResults *int) int
 		Node                    func(childComplexity int, id int) int
 		Nodes                   func(childComplexity int, ids []int) int
 		ReadDocument            func(childComplexity int, conversationID *int, documentID int, offset *int, maxChars *int) int
@@ -533,6 +583,11 @@ type ComplexityRoot struct {
 		Instructions func(childComplexity int) int
 		Name         func(childComplexity int) int
 		UpdatedAt    func(childComplexity int) int
+	}
+
+	StoredMemory struct {
+		ID   func(childComplexity int) int
+		Text func(childComplexity int) int
 	}
 
 	StoredResult struct {
@@ -927,6 +982,9 @@ type MutationResolver interface {
 	DeleteConversation(ctx context.Context, id int) (int, error)
 	CreateUser(ctx context.Context, input model.CreateUserInput) (*model.CreateUserPayload, error)
 	DeactivateUser(ctx context.Context, input model.DeactivateUserInput) (*model.DeactivateUserPayload, error)
+	ForgetMemory(ctx context.Context, id int) (*ent.Memory, error)
+	MemoryWrite(ctx context.Context, conversationID *int, facts []*model.MemoryFactInput) (*memory.WriteResult, error)
+	MemoryForget(ctx context.Context, conversationID *int, ids []int) (*memory.ForgetResult, error)
 	PublishSkill(ctx context.Context, input model.PublishSkillInput) (*ent.Skill, error)
 	SendMessage(ctx context.Context, input model.SendMessageInput) (*ent.Turn, error)
 	AnswerClarification(ctx context.Context, input model.AnswerClarificationInput) (*ent.Turn, error)
@@ -959,6 +1017,8 @@ type QueryResolver interface {
 	SearchPastConversations(ctx context.Context, conversationID *int, queries []string, maxResults *int) (*history.Result, error)
 	Applications(ctx context.Context) ([]*ent.Application, error)
 	Users(ctx context.Context) ([]*ent.User, error)
+	Memories(ctx context.Context, first *int, after *entgql.Cursor[int]) (*ent.MemoryConnection, error)
+	MemorySearch(ctx context.Context, conversationID *int, queries []string, maxResults *int) (*memory.SearchResult, error)
 	ToolResults(ctx context.Context, conversationID *int, refs []string, offset *int, maxChars *int, query *string, match *result.Match, contextChars *int) (*result.Results, error)
 	ReadToolResult(ctx context.Context, conversationID *int, refs []string, offset *int, maxChars *int) ([]*result.ReadItem, error)
 	SearchToolResults(ctx context.Context, conversationID *int, refs []string, query string, match *result.Match, contextChars *int, maxChars *int) ([]*result.SearchItem, error)
@@ -2161,6 +2221,134 @@ func (e *executableSchema) Complexity(ctx context.Context, typeName, field strin
 
 		return e.ComplexityRoot.LoadedSkill.Name(childComplexity), true
 
+	case "Memory.createdAt":
+		if e.ComplexityRoot.Memory.CreatedAt == nil {
+			break
+		}
+
+		return e.ComplexityRoot.Memory.CreatedAt(childComplexity), true
+	case "Memory.id":
+		if e.ComplexityRoot.Memory.ID == nil {
+			break
+		}
+
+		return e.ComplexityRoot.Memory.ID(childComplexity), true
+	case "Memory.text":
+		if e.ComplexityRoot.Memory.Text == nil {
+			break
+		}
+
+		return e.ComplexityRoot.Memory.Text(childComplexity), true
+	case "Memory.updatedAt":
+		if e.ComplexityRoot.Memory.UpdatedAt == nil {
+			break
+		}
+
+		return e.ComplexityRoot.Memory.UpdatedAt(childComplexity), true
+
+	case "MemoryConnection.edges":
+		if e.ComplexityRoot.MemoryConnection.Edges == nil {
+			break
+		}
+
+		return e.ComplexityRoot.MemoryConnection.Edges(childComplexity), true
+	case "MemoryConnection.pageInfo":
+		if e.ComplexityRoot.MemoryConnection.PageInfo == nil {
+			break
+		}
+
+		return e.ComplexityRoot.MemoryConnection.PageInfo(childComplexity), true
+	case "MemoryConnection.totalCount":
+		if e.ComplexityRoot.MemoryConnection.TotalCount == nil {
+			break
+		}
+
+		return e.ComplexityRoot.MemoryConnection.TotalCount(childComplexity), true
+
+	case "MemoryEdge.cursor":
+		if e.ComplexityRoot.MemoryEdge.Cursor == nil {
+			break
+		}
+
+		return e.ComplexityRoot.MemoryEdge.Cursor(childComplexity), true
+	case "MemoryEdge.node":
+		if e.ComplexityRoot.MemoryEdge.Node == nil {
+			break
+		}
+
+		return e.ComplexityRoot.MemoryEdge.Node(childComplexity), true
+
+	case "MemoryForget.failures":
+		if e.ComplexityRoot.MemoryForget.Failures == nil {
+			break
+		}
+
+		return e.ComplexityRoot.MemoryForget.Failures(childComplexity), true
+	case "MemoryForget.forgotten":
+		if e.ComplexityRoot.MemoryForget.Forgotten == nil {
+			break
+		}
+
+		return e.ComplexityRoot.MemoryForget.Forgotten(childComplexity), true
+
+	case "MemoryHit.createdAt":
+		if e.ComplexityRoot.MemoryHit.CreatedAt == nil {
+			break
+		}
+
+		return e.ComplexityRoot.MemoryHit.CreatedAt(childComplexity), true
+	case "MemoryHit.id":
+		if e.ComplexityRoot.MemoryHit.ID == nil {
+			break
+		}
+
+		return e.ComplexityRoot.MemoryHit.ID(childComplexity), true
+	case "MemoryHit.text":
+		if e.ComplexityRoot.MemoryHit.Text == nil {
+			break
+		}
+
+		return e.ComplexityRoot.MemoryHit.Text(childComplexity), true
+
+	case "MemoryResults.hits":
+		if e.ComplexityRoot.MemoryResults.Hits == nil {
+			break
+		}
+
+		return e.ComplexityRoot.MemoryResults.Hits(childComplexity), true
+	case "MemoryResults.query":
+		if e.ComplexityRoot.MemoryResults.Query == nil {
+			break
+		}
+
+		return e.ComplexityRoot.MemoryResults.Query(childComplexity), true
+
+	case "MemorySearch.failures":
+		if e.ComplexityRoot.MemorySearch.Failures == nil {
+			break
+		}
+
+		return e.ComplexityRoot.MemorySearch.Failures(childComplexity), true
+	case "MemorySearch.results":
+		if e.ComplexityRoot.MemorySearch.Results == nil {
+			break
+		}
+
+		return e.ComplexityRoot.MemorySearch.Results(childComplexity), true
+
+	case "MemoryWrite.failures":
+		if e.ComplexityRoot.MemoryWrite.Failures == nil {
+			break
+		}
+
+		return e.ComplexityRoot.MemoryWrite.Failures(childComplexity), true
+	case "MemoryWrite.stored":
+		if e.ComplexityRoot.MemoryWrite.Stored == nil {
+			break
+		}
+
+		return e.ComplexityRoot.MemoryWrite.Stored(childComplexity), true
+
 	case "ModelCall.cacheReadTokens":
 		if e.ComplexityRoot.ModelCall.CacheReadTokens == nil {
 			break
@@ -2468,6 +2656,39 @@ func (e *executableSchema) Complexity(ctx context.Context, typeName, field strin
 		}
 
 		return e.ComplexityRoot.Mutation.EditFile(childComplexity, args["conversationId"].(*int), args["path"].(string), args["edits"].([]*workspace.EditInput)), true
+	case "Mutation.forgetMemory":
+		if e.ComplexityRoot.Mutation.ForgetMemory == nil {
+			break
+		}
+
+		args, err := ec.field_Mutation_forgetMemory_args(ctx, rawArgs)
+		if err != nil {
+			return 0, false
+		}
+
+		return e.ComplexityRoot.Mutation.ForgetMemory(childComplexity, args["id"].(int)), true
+	case "Mutation.memoryForget":
+		if e.ComplexityRoot.Mutation.MemoryForget == nil {
+			break
+		}
+
+		args, err := ec.field_Mutation_memoryForget_args(ctx, rawArgs)
+		if err != nil {
+			return 0, false
+		}
+
+		return e.ComplexityRoot.Mutation.MemoryForget(childComplexity, args["conversationId"].(*int), args["ids"].([]int)), true
+	case "Mutation.memoryWrite":
+		if e.ComplexityRoot.Mutation.MemoryWrite == nil {
+			break
+		}
+
+		args, err := ec.field_Mutation_memoryWrite_args(ctx, rawArgs)
+		if err != nil {
+			return 0, false
+		}
+
+		return e.ComplexityRoot.Mutation.MemoryWrite(childComplexity, args["conversationId"].(*int), args["facts"].([]*model.MemoryFactInput)), true
 	case "Mutation.publishSkill":
 		if e.ComplexityRoot.Mutation.PublishSkill == nil {
 			break
@@ -2985,6 +3206,28 @@ func (e *executableSchema) Complexity(ctx context.Context, typeName, field strin
 		}
 
 		return e.ComplexityRoot.Query.LoadSkill(childComplexity, args["conversationId"].(*int), args["name"].(string)), true
+	case "Query.memories":
+		if e.ComplexityRoot.Query.Memories == nil {
+			break
+		}
+
+		args, err := ec.field_Query_memories_args(ctx, rawArgs)
+		if err != nil {
+			return 0, false
+		}
+
+		return e.ComplexityRoot.Query.Memories(childComplexity, args["first"].(*int), args["after"].(*entgql.Cursor[int])), true
+	case "Query.memorySearch":
+		if e.ComplexityRoot.Query.MemorySearch == nil {
+			break
+		}
+
+		args, err := ec.field_Query_memorySearch_args(ctx, rawArgs)
+		if err != nil {
+			return 0, false
+		}
+
+		return e.ComplexityRoot.Query.MemorySearch(childComplexity, args["conversationId"].(*int), args["queries"].([]string), args["maxResults"].(*int)), true
 	case "Query.node":
 		if e.ComplexityRoot.Query.Node == nil {
 			break
@@ -3212,6 +3455,19 @@ func (e *executableSchema) Complexity(ctx context.Context, typeName, field strin
 		}
 
 		return e.ComplexityRoot.Skill.UpdatedAt(childComplexity), true
+
+	case "StoredMemory.id":
+		if e.ComplexityRoot.StoredMemory.ID == nil {
+			break
+		}
+
+		return e.ComplexityRoot.StoredMemory.ID(childComplexity), true
+	case "StoredMemory.text":
+		if e.ComplexityRoot.StoredMemory.Text == nil {
+			break
+		}
+
+		return e.ComplexityRoot.StoredMemory.Text(childComplexity), true
 
 	case "StoredResult.bytes":
 		if e.ComplexityRoot.StoredResult.Bytes == nil {
@@ -4577,6 +4833,7 @@ func (e *executableSchema) Exec(ctx context.Context) graphql.ResponseHandler {
 			graphql.NewInputUnmarshaler("ExportContextInput", ec.unmarshalInputExportContextInput),
 			graphql.NewInputUnmarshaler("ExportSourceInput", ec.unmarshalInputExportSourceInput),
 			graphql.NewInputUnmarshaler("KnowledgeBaseOrder", ec.unmarshalInputKnowledgeBaseOrder),
+			graphql.NewInputUnmarshaler("MemoryFactInput", ec.unmarshalInputMemoryFactInput),
 			graphql.NewInputUnmarshaler("MoneyInput", ec.unmarshalInputMoneyInput),
 			graphql.NewInputUnmarshaler("PublishSkillInput", ec.unmarshalInputPublishSkillInput),
 			graphql.NewInputUnmarshaler("RegisterApplicationInput", ec.unmarshalInputRegisterApplicationInput),
@@ -5770,6 +6027,45 @@ enum KnowledgeBaseOrderField {
   UPDATED_AT
   NAME
 }
+type Memory implements Node {
+  id: ID!
+  createdAt: Time!
+  updatedAt: Time!
+  """
+  the fact, as the assistant wrote it
+  """
+  text: String!
+}
+"""
+A connection to a list of items.
+"""
+type MemoryConnection {
+  """
+  A list of edges.
+  """
+  edges: [MemoryEdge]
+  """
+  Information to aid in pagination.
+  """
+  pageInfo: PageInfo!
+  """
+  Identifies the total count of items in the connection.
+  """
+  totalCount: Int!
+}
+"""
+An edge in a connection.
+"""
+type MemoryEdge {
+  """
+  The item at the end of the edge.
+  """
+  node: Memory
+  """
+  A cursor for use in pagination.
+  """
+  cursor: Cursor!
+}
 """
 An object with an ID.
 Follows the [Relay Global Object Identification Specification](https://relay.dev/graphql/objectidentification.htm)
@@ -6347,6 +6643,84 @@ input DeactivateUserInput {
 type DeactivateUserPayload {
   "The user as they now are; deactivatedAt is set."
   user: User!
+}
+`, BuiltIn: false},
+	{Name: "../memory.graphqls", Input: `extend type Query {
+  "What the assistant remembers about the caller, in the order saved: theirs alone, whoever asks (an admin too)."
+  memories(first: Int, after: Cursor): MemoryConnection!
+  """
+  memory_search: the caller's memories that match, 1 to 5 distinct queries
+  embedded in one request, run concurrently and answered in order, each up
+  to maxResults memories (default 5, at most 10).
+  """
+  memorySearch(
+    "The conversation: required with an API token; a turn's scope token names its own."
+    conversationId: ID
+    queries: [String!]!
+    maxResults: Int
+  ): MemorySearch!
+}
+
+extend type Mutation {
+  "Forgets a memory of the caller's: another's answers NOT_FOUND, like one that never existed."
+  forgetMemory(id: ID!): Memory!
+  "memory_write: saves facts about the caller; a fact that fails is listed under failures, the others stand."
+  memoryWrite(
+    "The conversation: required with an API token; a turn's scope token names its own."
+    conversationId: ID
+    facts: [MemoryFactInput!]!
+  ): MemoryWrite!
+  "memory_forget: forgets the caller's memories by id; an id not theirs is a failure, worded like one that never existed."
+  memoryForget(
+    "The conversation: required with an API token; a turn's scope token names its own."
+    conversationId: ID
+    ids: [ID!]!
+  ): MemoryForget!
+}
+
+"A fact to remember."
+input MemoryFactInput {
+  "A short sentence, at most 500 characters."
+  text: String!
+}
+
+"What memory_search found."
+type MemorySearch {
+  "One entry per query, in the order asked."
+  results: [MemoryResults!]!
+  "Queries that matched nothing (ABSENCE) or never ran (OUTAGE)."
+  failures: [ItemFailure!]!
+}
+
+"One query's memories, best first."
+type MemoryResults {
+  query: String!
+  hits: [MemoryHit!]!
+}
+
+"A memory found."
+type MemoryHit {
+  id: ID!
+  text: String!
+  createdAt: Time!
+}
+
+"A fact memory_write saved."
+type StoredMemory {
+  id: ID!
+  text: String!
+}
+
+"What memory_write saved and what failed."
+type MemoryWrite {
+  stored: [StoredMemory!]!
+  failures: [ItemFailure!]!
+}
+
+"What memory_forget forgot and what failed."
+type MemoryForget {
+  forgotten: [ID!]!
+  failures: [ItemFailure!]!
 }
 `, BuiltIn: false},
 	{Name: "../money.graphqls", Input: `"""
@@ -7622,6 +7996,94 @@ func (ec *executionContext) childFields_LoadedSkill(ctx context.Context, field g
 	return nil, fmt.Errorf("no field named %q was found under type LoadedSkill", field.Name)
 }
 
+func (ec *executionContext) childFields_Memory(ctx context.Context, field graphql.CollectedField) (*graphql.FieldContext, error) {
+	switch field.Name {
+	case "id":
+		return ec.fieldContext_Memory_id(ctx, field)
+	case "createdAt":
+		return ec.fieldContext_Memory_createdAt(ctx, field)
+	case "updatedAt":
+		return ec.fieldContext_Memory_updatedAt(ctx, field)
+	case "text":
+		return ec.fieldContext_Memory_text(ctx, field)
+	}
+	return nil, fmt.Errorf("no field named %q was found under type Memory", field.Name)
+}
+
+func (ec *executionContext) childFields_MemoryConnection(ctx context.Context, field graphql.CollectedField) (*graphql.FieldContext, error) {
+	switch field.Name {
+	case "edges":
+		return ec.fieldContext_MemoryConnection_edges(ctx, field)
+	case "pageInfo":
+		return ec.fieldContext_MemoryConnection_pageInfo(ctx, field)
+	case "totalCount":
+		return ec.fieldContext_MemoryConnection_totalCount(ctx, field)
+	}
+	return nil, fmt.Errorf("no field named %q was found under type MemoryConnection", field.Name)
+}
+
+func (ec *executionContext) childFields_MemoryEdge(ctx context.Context, field graphql.CollectedField) (*graphql.FieldContext, error) {
+	switch field.Name {
+	case "node":
+		return ec.fieldContext_MemoryEdge_node(ctx, field)
+	case "cursor":
+		return ec.fieldContext_MemoryEdge_cursor(ctx, field)
+	}
+	return nil, fmt.Errorf("no field named %q was found under type MemoryEdge", field.Name)
+}
+
+func (ec *executionContext) childFields_MemoryForget(ctx context.Context, field graphql.CollectedField) (*graphql.FieldContext, error) {
+	switch field.Name {
+	case "forgotten":
+		return ec.fieldContext_MemoryForget_forgotten(ctx, field)
+	case "failures":
+		return ec.fieldContext_MemoryForget_failures(ctx, field)
+	}
+	return nil, fmt.Errorf("no field named %q was found under type MemoryForget", field.Name)
+}
+
+func (ec *executionContext) childFields_MemoryHit(ctx context.Context, field graphql.CollectedField) (*graphql.FieldContext, error) {
+	switch field.Name {
+	case "id":
+		return ec.fieldContext_MemoryHit_id(ctx, field)
+	case "text":
+		return ec.fieldContext_MemoryHit_text(ctx, field)
+	case "createdAt":
+		return ec.fieldContext_MemoryHit_createdAt(ctx, field)
+	}
+	return nil, fmt.Errorf("no field named %q was found under type MemoryHit", field.Name)
+}
+
+func (ec *executionContext) childFields_MemoryResults(ctx context.Context, field graphql.CollectedField) (*graphql.FieldContext, error) {
+	switch field.Name {
+	case "query":
+		return ec.fieldContext_MemoryResults_query(ctx, field)
+	case "hits":
+		return ec.fieldContext_MemoryResults_hits(ctx, field)
+	}
+	return nil, fmt.Errorf("no field named %q was found under type MemoryResults", field.Name)
+}
+
+func (ec *executionContext) childFields_MemorySearch(ctx context.Context, field graphql.CollectedField) (*graphql.FieldContext, error) {
+	switch field.Name {
+	case "results":
+		return ec.fieldContext_MemorySearch_results(ctx, field)
+	case "failures":
+		return ec.fieldContext_MemorySearch_failures(ctx, field)
+	}
+	return nil, fmt.Errorf("no field named %q was found under type MemorySearch", field.Name)
+}
+
+func (ec *executionContext) childFields_MemoryWrite(ctx context.Context, field graphql.CollectedField) (*graphql.FieldContext, error) {
+	switch field.Name {
+	case "stored":
+		return ec.fieldContext_MemoryWrite_stored(ctx, field)
+	case "failures":
+		return ec.fieldContext_MemoryWrite_failures(ctx, field)
+	}
+	return nil, fmt.Errorf("no field named %q was found under type MemoryWrite", field.Name)
+}
+
 func (ec *executionContext) childFields_ModelCall(ctx context.Context, field graphql.CollectedField) (*graphql.FieldContext, error) {
 	switch field.Name {
 	case "step":
@@ -7828,6 +8290,16 @@ func (ec *executionContext) childFields_Skill(ctx context.Context, field graphql
 		return ec.fieldContext_Skill_updatedAt(ctx, field)
 	}
 	return nil, fmt.Errorf("no field named %q was found under type Skill", field.Name)
+}
+
+func (ec *executionContext) childFields_StoredMemory(ctx context.Context, field graphql.CollectedField) (*graphql.FieldContext, error) {
+	switch field.Name {
+	case "id":
+		return ec.fieldContext_StoredMemory_id(ctx, field)
+	case "text":
+		return ec.fieldContext_StoredMemory_text(ctx, field)
+	}
+	return nil, fmt.Errorf("no field named %q was found under type StoredMemory", field.Name)
 }
 
 func (ec *executionContext) childFields_StoredResult(ctx context.Context, field graphql.CollectedField) (*graphql.FieldContext, error) {
@@ -8970,6 +9442,64 @@ func (ec *executionContext) field_Mutation_editFile_args(ctx context.Context, ra
 	return args, nil
 }
 
+func (ec *executionContext) field_Mutation_forgetMemory_args(ctx context.Context, rawArgs map[string]any) (map[string]any, error) {
+	var err error
+	args := map[string]any{}
+	arg0, err := graphql.ProcessArgField(ctx, rawArgs, "id",
+		func(ctx context.Context, v any) (int, error) {
+			return ec.unmarshalNID2int(ctx, v)
+		})
+	if err != nil {
+		return nil, err
+	}
+	args["id"] = arg0
+	return args, nil
+}
+
+func (ec *executionContext) field_Mutation_memoryForget_args(ctx context.Context, rawArgs map[string]any) (map[string]any, error) {
+	var err error
+	args := map[string]any{}
+	arg0, err := graphql.ProcessArgField(ctx, rawArgs, "conversationId",
+		func(ctx context.Context, v any) (*int, error) {
+			return ec.unmarshalOID2ᚖint(ctx, v)
+		})
+	if err != nil {
+		return nil, err
+	}
+	args["conversationId"] = arg0
+	arg1, err := graphql.ProcessArgField(ctx, rawArgs, "ids",
+		func(ctx context.Context, v any) ([]int, error) {
+			return ec.unmarshalNID2ᚕintᚄ(ctx, v)
+		})
+	if err != nil {
+		return nil, err
+	}
+	args["ids"] = arg1
+	return args, nil
+}
+
+func (ec *executionContext) field_Mutation_memoryWrite_args(ctx context.Context, rawArgs map[string]any) (map[string]any, error) {
+	var err error
+	args := map[string]any{}
+	arg0, err := graphql.ProcessArgField(ctx, rawArgs, "conversationId",
+		func(ctx context.Context, v any) (*int, error) {
+			return ec.unmarshalOID2ᚖint(ctx, v)
+		})
+	if err != nil {
+		return nil, err
+	}
+	args["conversationId"] = arg0
+	arg1, err := graphql.ProcessArgField(ctx, rawArgs, "facts",
+		func(ctx context.Context, v any) ([]*model.MemoryFactInput, error) {
+			return ec.unmarshalNMemoryFactInput2ᚕᚖgithubᚗcomᚋtoolgateᚋtoolgateᚋgraphᚋmodelᚐMemoryFactInputᚄ(ctx, v)
+		})
+	if err != nil {
+		return nil, err
+	}
+	args["facts"] = arg1
+	return args, nil
+}
+
 func (ec *executionContext) field_Mutation_publishSkill_args(ctx context.Context, rawArgs map[string]any) (map[string]any, error) {
 	var err error
 	args := map[string]any{}
@@ -9565,6 +10095,58 @@ func (ec *executionContext) field_Query_loadSkill_args(ctx context.Context, rawA
 		return nil, err
 	}
 	args["name"] = arg1
+	return args, nil
+}
+
+func (ec *executionContext) field_Query_memories_args(ctx context.Context, rawArgs map[string]any) (map[string]any, error) {
+	var err error
+	args := map[string]any{}
+	arg0, err := graphql.ProcessArgField(ctx, rawArgs, "first",
+		func(ctx context.Context, v any) (*int, error) {
+			return ec.unmarshalOInt2ᚖint(ctx, v)
+		})
+	if err != nil {
+		return nil, err
+	}
+	args["first"] = arg0
+	arg1, err := graphql.ProcessArgField(ctx, rawArgs, "after",
+		func(ctx context.Context, v any) (*entgql.Cursor[int], error) {
+			return ec.unmarshalOCursor2ᚖentgoᚗioᚋcontribᚋentgqlᚐCursor(ctx, v)
+		})
+	if err != nil {
+		return nil, err
+	}
+	args["after"] = arg1
+	return args, nil
+}
+
+func (ec *executionContext) field_Query_memorySearch_args(ctx context.Context, rawArgs map[string]any) (map[string]any, error) {
+	var err error
+	args := map[string]any{}
+	arg0, err := graphql.ProcessArgField(ctx, rawArgs, "conversationId",
+		func(ctx context.Context, v any) (*int, error) {
+			return ec.unmarshalOID2ᚖint(ctx, v)
+		})
+	if err != nil {
+		return nil, err
+	}
+	args["conversationId"] = arg0
+	arg1, err := graphql.ProcessArgField(ctx, rawArgs, "queries",
+		func(ctx context.Context, v any) ([]string, error) {
+			return ec.unmarshalNString2ᚕstringᚄ(ctx, v)
+		})
+	if err != nil {
+		return nil, err
+	}
+	args["queries"] = arg1
+	arg2, err := graphql.ProcessArgField(ctx, rawArgs, "maxResults",
+		func(ctx context.Context, v any) (*int, error) {
+			return ec.unmarshalOInt2ᚖint(ctx, v)
+		})
+	if err != nil {
+		return nil, err
+	}
+	args["maxResults"] = arg2
 	return args, nil
 }
 
@@ -14804,6 +15386,547 @@ func (ec *executionContext) fieldContext_LoadedSkill_instructions(_ context.Cont
 	return graphql.NewScalarFieldContext("LoadedSkill", field, false, false, "String")
 }
 
+func (ec *executionContext) _Memory_id(ctx context.Context, field graphql.CollectedField, obj *ent.Memory) (ret graphql.Marshaler) {
+	return graphql.ResolveField(
+		ctx,
+		ec.OperationContext,
+		field,
+		func(ctx context.Context, field graphql.CollectedField) (*graphql.FieldContext, error) {
+			return ec.fieldContext_Memory_id(ctx, field)
+		},
+		func(ctx context.Context) (any, error) {
+			return obj.ID, nil
+		},
+		nil,
+		func(ctx context.Context, selections ast.SelectionSet, v int) graphql.Marshaler {
+			return ec.marshalNID2int(ctx, selections, v)
+		},
+		true,
+		true,
+	)
+}
+func (ec *executionContext) fieldContext_Memory_id(_ context.Context, field graphql.CollectedField) (fc *graphql.FieldContext, err error) {
+	return graphql.NewScalarFieldContext("Memory", field, false, false, "ID")
+}
+
+func (ec *executionContext) _Memory_createdAt(ctx context.Context, field graphql.CollectedField, obj *ent.Memory) (ret graphql.Marshaler) {
+	return graphql.ResolveField(
+		ctx,
+		ec.OperationContext,
+		field,
+		func(ctx context.Context, field graphql.CollectedField) (*graphql.FieldContext, error) {
+			return ec.fieldContext_Memory_createdAt(ctx, field)
+		},
+		func(ctx context.Context) (any, error) {
+			return obj.CreatedAt, nil
+		},
+		nil,
+		func(ctx context.Context, selections ast.SelectionSet, v time.Time) graphql.Marshaler {
+			return ec.marshalNTime2timeᚐTime(ctx, selections, v)
+		},
+		true,
+		true,
+	)
+}
+func (ec *executionContext) fieldContext_Memory_createdAt(_ context.Context, field graphql.CollectedField) (fc *graphql.FieldContext, err error) {
+	return graphql.NewScalarFieldContext("Memory", field, false, false, "Time")
+}
+
+func (ec *executionContext) _Memory_updatedAt(ctx context.Context, field graphql.CollectedField, obj *ent.Memory) (ret graphql.Marshaler) {
+	return graphql.ResolveField(
+		ctx,
+		ec.OperationContext,
+		field,
+		func(ctx context.Context, field graphql.CollectedField) (*graphql.FieldContext, error) {
+			return ec.fieldContext_Memory_updatedAt(ctx, field)
+		},
+		func(ctx context.Context) (any, error) {
+			return obj.UpdatedAt, nil
+		},
+		nil,
+		func(ctx context.Context, selections ast.SelectionSet, v time.Time) graphql.Marshaler {
+			return ec.marshalNTime2timeᚐTime(ctx, selections, v)
+		},
+		true,
+		true,
+	)
+}
+func (ec *executionContext) fieldContext_Memory_updatedAt(_ context.Context, field graphql.CollectedField) (fc *graphql.FieldContext, err error) {
+	return graphql.NewScalarFieldContext("Memory", field, false, false, "Time")
+}
+
+func (ec *executionContext) _Memory_text(ctx context.Context, field graphql.CollectedField, obj *ent.Memory) (ret graphql.Marshaler) {
+	return graphql.ResolveField(
+		ctx,
+		ec.OperationContext,
+		field,
+		func(ctx context.Context, field graphql.CollectedField) (*graphql.FieldContext, error) {
+			return ec.fieldContext_Memory_text(ctx, field)
+		},
+		func(ctx context.Context) (any, error) {
+			return obj.Text, nil
+		},
+		nil,
+		func(ctx context.Context, selections ast.SelectionSet, v string) graphql.Marshaler {
+			return ec.marshalNString2string(ctx, selections, v)
+		},
+		true,
+		true,
+	)
+}
+func (ec *executionContext) fieldContext_Memory_text(_ context.Context, field graphql.CollectedField) (fc *graphql.FieldContext, err error) {
+	return graphql.NewScalarFieldContext("Memory", field, false, false, "String")
+}
+
+func (ec *executionContext) _MemoryConnection_edges(ctx context.Context, field graphql.CollectedField, obj *ent.MemoryConnection) (ret graphql.Marshaler) {
+	return graphql.ResolveField(
+		ctx,
+		ec.OperationContext,
+		field,
+		func(ctx context.Context, field graphql.CollectedField) (*graphql.FieldContext, error) {
+			return ec.fieldContext_MemoryConnection_edges(ctx, field)
+		},
+		func(ctx context.Context) (any, error) {
+			return obj.Edges, nil
+		},
+		nil,
+		func(ctx context.Context, selections ast.SelectionSet, v []*ent.MemoryEdge) graphql.Marshaler {
+			return ec.marshalOMemoryEdge2ᚕᚖgithubᚗcomᚋtoolgateᚋtoolgateᚋentᚐMemoryEdge(ctx, selections, v)
+		},
+		true,
+		false,
+	)
+}
+func (ec *executionContext) fieldContext_MemoryConnection_edges(_ context.Context, field graphql.CollectedField) (fc *graphql.FieldContext, err error) {
+	fc = &graphql.FieldContext{
+		Object:     "MemoryConnection",
+		Field:      field,
+		IsMethod:   false,
+		IsResolver: false,
+		Child: func(ctx context.Context, field graphql.CollectedField) (*graphql.FieldContext, error) {
+			return ec.childFields_MemoryEdge(ctx, field)
+		},
+	}
+	return fc, nil
+}
+
+func (ec *executionContext) _MemoryConnection_pageInfo(ctx context.Context, field graphql.CollectedField, obj *ent.MemoryConnection) (ret graphql.Marshaler) {
+	return graphql.ResolveField(
+		ctx,
+		ec.OperationContext,
+		field,
+		func(ctx context.Context, field graphql.CollectedField) (*graphql.FieldContext, error) {
+			return ec.fieldContext_MemoryConnection_pageInfo(ctx, field)
+		},
+		func(ctx context.Context) (any, error) {
+			return obj.PageInfo, nil
+		},
+		nil,
+		func(ctx context.Context, selections ast.SelectionSet, v entgql.PageInfo[int]) graphql.Marshaler {
+			return ec.marshalNPageInfo2entgoᚗioᚋcontribᚋentgqlᚐPageInfo(ctx, selections, v)
+		},
+		true,
+		true,
+	)
+}
+func (ec *executionContext) fieldContext_MemoryConnection_pageInfo(_ context.Context, field graphql.CollectedField) (fc *graphql.FieldContext, err error) {
+	fc = &graphql.FieldContext{
+		Object:     "MemoryConnection",
+		Field:      field,
+		IsMethod:   false,
+		IsResolver: false,
+		Child: func(ctx context.Context, field graphql.CollectedField) (*graphql.FieldContext, error) {
+			return ec.childFields_PageInfo(ctx, field)
+		},
+	}
+	return fc, nil
+}
+
+func (ec *executionContext) _MemoryConnection_totalCount(ctx context.Context, field graphql.CollectedField, obj *ent.MemoryConnection) (ret graphql.Marshaler) {
+	return graphql.ResolveField(
+		ctx,
+		ec.OperationContext,
+		field,
+		func(ctx context.Context, field graphql.CollectedField) (*graphql.FieldContext, error) {
+			return ec.fieldContext_MemoryConnection_totalCount(ctx, field)
+		},
+		func(ctx context.Context) (any, error) {
+			return obj.TotalCount, nil
+		},
+		nil,
+		func(ctx context.Context, selections ast.SelectionSet, v int) graphql.Marshaler {
+			return ec.marshalNInt2int(ctx, selections, v)
+		},
+		true,
+		true,
+	)
+}
+func (ec *executionContext) fieldContext_MemoryConnection_totalCount(_ context.Context, field graphql.CollectedField) (fc *graphql.FieldContext, err error) {
+	return graphql.NewScalarFieldContext("MemoryConnection", field, false, false, "Int")
+}
+
+func (ec *executionContext) _MemoryEdge_node(ctx context.Context, field graphql.CollectedField, obj *ent.MemoryEdge) (ret graphql.Marshaler) {
+	return graphql.ResolveField(
+		ctx,
+		ec.OperationContext,
+		field,
+		func(ctx context.Context, field graphql.CollectedField) (*graphql.FieldContext, error) {
+			return ec.fieldContext_MemoryEdge_node(ctx, field)
+		},
+		func(ctx context.Context) (any, error) {
+			return obj.Node, nil
+		},
+		nil,
+		func(ctx context.Context, selections ast.SelectionSet, v *ent.Memory) graphql.Marshaler {
+			return ec.marshalOMemory2ᚖgithubᚗcomᚋtoolgateᚋtoolgateᚋentᚐMemory(ctx, selections, v)
+		},
+		true,
+		false,
+	)
+}
+func (ec *executionContext) fieldContext_MemoryEdge_node(_ context.Context, field graphql.CollectedField) (fc *graphql.FieldContext, err error) {
+	fc = &graphql.FieldContext{
+		Object:     "MemoryEdge",
+		Field:      field,
+		IsMethod:   false,
+		IsResolver: false,
+		Child: func(ctx context.Context, field graphql.CollectedField) (*graphql.FieldContext, error) {
+			return ec.childFields_Memory(ctx, field)
+		},
+	}
+	return fc, nil
+}
+
+func (ec *executionContext) _MemoryEdge_cursor(ctx context.Context, field graphql.CollectedField, obj *ent.MemoryEdge) (ret graphql.Marshaler) {
+	return graphql.ResolveField(
+		ctx,
+		ec.OperationContext,
+		field,
+		func(ctx context.Context, field graphql.CollectedField) (*graphql.FieldContext, error) {
+			return ec.fieldContext_MemoryEdge_cursor(ctx, field)
+		},
+		func(ctx context.Context) (any, error) {
+			return obj.Cursor, nil
+		},
+		nil,
+		func(ctx context.Context, selections ast.SelectionSet, v entgql.Cursor[int]) graphql.Marshaler {
+			return ec.marshalNCursor2entgoᚗioᚋcontribᚋentgqlᚐCursor(ctx, selections, v)
+		},
+		true,
+		true,
+	)
+}
+func (ec *executionContext) fieldContext_MemoryEdge_cursor(_ context.Context, field graphql.CollectedField) (fc *graphql.FieldContext, err error) {
+	return graphql.NewScalarFieldContext("MemoryEdge", field, false, false, "Cursor")
+}
+
+func (ec *executionContext) _MemoryForget_forgotten(ctx context.Context, field graphql.CollectedField, obj *memory.ForgetResult) (ret graphql.Marshaler) {
+	return graphql.ResolveField(
+		ctx,
+		ec.OperationContext,
+		field,
+		func(ctx context.Context, field graphql.CollectedField) (*graphql.FieldContext, error) {
+			return ec.fieldContext_MemoryForget_forgotten(ctx, field)
+		},
+		func(ctx context.Context) (any, error) {
+			return obj.Forgotten, nil
+		},
+		nil,
+		func(ctx context.Context, selections ast.SelectionSet, v []int) graphql.Marshaler {
+			return ec.marshalNID2ᚕintᚄ(ctx, selections, v)
+		},
+		true,
+		true,
+	)
+}
+func (ec *executionContext) fieldContext_MemoryForget_forgotten(_ context.Context, field graphql.CollectedField) (fc *graphql.FieldContext, err error) {
+	return graphql.NewScalarFieldContext("MemoryForget", field, false, false, "ID")
+}
+
+func (ec *executionContext) _MemoryForget_failures(ctx context.Context, field graphql.CollectedField, obj *memory.ForgetResult) (ret graphql.Marshaler) {
+	return graphql.ResolveField(
+		ctx,
+		ec.OperationContext,
+		field,
+		func(ctx context.Context, field graphql.CollectedField) (*graphql.FieldContext, error) {
+			return ec.fieldContext_MemoryForget_failures(ctx, field)
+		},
+		func(ctx context.Context) (any, error) {
+			return obj.Failures, nil
+		},
+		nil,
+		func(ctx context.Context, selections ast.SelectionSet, v []schematype.ItemFailure) graphql.Marshaler {
+			return ec.marshalNItemFailure2ᚕgithubᚗcomᚋtoolgateᚋtoolgateᚋentᚋschematypeᚐItemFailureᚄ(ctx, selections, v)
+		},
+		true,
+		true,
+	)
+}
+func (ec *executionContext) fieldContext_MemoryForget_failures(_ context.Context, field graphql.CollectedField) (fc *graphql.FieldContext, err error) {
+	fc = &graphql.FieldContext{
+		Object:     "MemoryForget",
+		Field:      field,
+		IsMethod:   false,
+		IsResolver: false,
+		Child: func(ctx context.Context, field graphql.CollectedField) (*graphql.FieldContext, error) {
+			return ec.childFields_ItemFailure(ctx, field)
+		},
+	}
+	return fc, nil
+}
+
+func (ec *executionContext) _MemoryHit_id(ctx context.Context, field graphql.CollectedField, obj *memory.Hit) (ret graphql.Marshaler) {
+	return graphql.ResolveField(
+		ctx,
+		ec.OperationContext,
+		field,
+		func(ctx context.Context, field graphql.CollectedField) (*graphql.FieldContext, error) {
+			return ec.fieldContext_MemoryHit_id(ctx, field)
+		},
+		func(ctx context.Context) (any, error) {
+			return obj.ID, nil
+		},
+		nil,
+		func(ctx context.Context, selections ast.SelectionSet, v int) graphql.Marshaler {
+			return ec.marshalNID2int(ctx, selections, v)
+		},
+		true,
+		true,
+	)
+}
+func (ec *executionContext) fieldContext_MemoryHit_id(_ context.Context, field graphql.CollectedField) (fc *graphql.FieldContext, err error) {
+	return graphql.NewScalarFieldContext("MemoryHit", field, false, false, "ID")
+}
+
+func (ec *executionContext) _MemoryHit_text(ctx context.Context, field graphql.CollectedField, obj *memory.Hit) (ret graphql.Marshaler) {
+	return graphql.ResolveField(
+		ctx,
+		ec.OperationContext,
+		field,
+		func(ctx context.Context, field graphql.CollectedField) (*graphql.FieldContext, error) {
+			return ec.fieldContext_MemoryHit_text(ctx, field)
+		},
+		func(ctx context.Context) (any, error) {
+			return obj.Text, nil
+		},
+		nil,
+		func(ctx context.Context, selections ast.SelectionSet, v string) graphql.Marshaler {
+			return ec.marshalNString2string(ctx, selections, v)
+		},
+		true,
+		true,
+	)
+}
+func (ec *executionContext) fieldContext_MemoryHit_text(_ context.Context, field graphql.CollectedField) (fc *graphql.FieldContext, err error) {
+	return graphql.NewScalarFieldContext("MemoryHit", field, false, false, "String")
+}
+
+func (ec *executionContext) _MemoryHit_createdAt(ctx context.Context, field graphql.CollectedField, obj *memory.Hit) (ret graphql.Marshaler) {
+	return graphql.ResolveField(
+		ctx,
+		ec.OperationContext,
+		field,
+		func(ctx context.Context, field graphql.CollectedField) (*graphql.FieldContext, error) {
+			return ec.fieldContext_MemoryHit_createdAt(ctx, field)
+		},
+		func(ctx context.Context) (any, error) {
+			return obj.CreatedAt, nil
+		},
+		nil,
+		func(ctx context.Context, selections ast.SelectionSet, v time.Time) graphql.Marshaler {
+			return ec.marshalNTime2timeᚐTime(ctx, selections, v)
+		},
+		true,
+		true,
+	)
+}
+func (ec *executionContext) fieldContext_MemoryHit_createdAt(_ context.Context, field graphql.CollectedField) (fc *graphql.FieldContext, err error) {
+	return graphql.NewScalarFieldContext("MemoryHit", field, false, false, "Time")
+}
+
+func (ec *executionContext) _MemoryResults_query(ctx context.Context, field graphql.CollectedField, obj *memory.QueryHits) (ret graphql.Marshaler) {
+	return graphql.ResolveField(
+		ctx,
+		ec.OperationContext,
+		field,
+		func(ctx context.Context, field graphql.CollectedField) (*graphql.FieldContext, error) {
+			return ec.fieldContext_MemoryResults_query(ctx, field)
+		},
+		func(ctx context.Context) (any, error) {
+			return obj.Query, nil
+		},
+		nil,
+		func(ctx context.Context, selections ast.SelectionSet, v string) graphql.Marshaler {
+			return ec.marshalNString2string(ctx, selections, v)
+		},
+		true,
+		true,
+	)
+}
+func (ec *executionContext) fieldContext_MemoryResults_query(_ context.Context, field graphql.CollectedField) (fc *graphql.FieldContext, err error) {
+	return graphql.NewScalarFieldContext("MemoryResults", field, false, false, "String")
+}
+
+func (ec *executionContext) _MemoryResults_hits(ctx context.Context, field graphql.CollectedField, obj *memory.QueryHits) (ret graphql.Marshaler) {
+	return graphql.ResolveField(
+		ctx,
+		ec.OperationContext,
+		field,
+		func(ctx context.Context, field graphql.CollectedField) (*graphql.FieldContext, error) {
+			return ec.fieldContext_MemoryResults_hits(ctx, field)
+		},
+		func(ctx context.Context) (any, error) {
+			return obj.Hits, nil
+		},
+		nil,
+		func(ctx context.Context, selections ast.SelectionSet, v []memory.Hit) graphql.Marshaler {
+			return ec.marshalNMemoryHit2ᚕgithubᚗcomᚋtoolgateᚋtoolgateᚋtoolsᚋmemoryᚐHitᚄ(ctx, selections, v)
+		},
+		true,
+		true,
+	)
+}
+func (ec *executionContext) fieldContext_MemoryResults_hits(_ context.Context, field graphql.CollectedField) (fc *graphql.FieldContext, err error) {
+	fc = &graphql.FieldContext{
+		Object:     "MemoryResults",
+		Field:      field,
+		IsMethod:   false,
+		IsResolver: false,
+		Child: func(ctx context.Context, field graphql.CollectedField) (*graphql.FieldContext, error) {
+			return ec.childFields_MemoryHit(ctx, field)
+		},
+	}
+	return fc, nil
+}
+
+func (ec *executionContext) _MemorySearch_results(ctx context.Context, field graphql.CollectedField, obj *memory.SearchResult) (ret graphql.Marshaler) {
+	return graphql.ResolveField(
+		ctx,
+		ec.OperationContext,
+		field,
+		func(ctx context.Context, field graphql.CollectedField) (*graphql.FieldContext, error) {
+			return ec.fieldContext_MemorySearch_results(ctx, field)
+		},
+		func(ctx context.Context) (any, error) {
+			return obj.Results, nil
+		},
+		nil,
+		func(ctx context.Context, selections ast.SelectionSet, v []memory.QueryHits) graphql.Marshaler {
+			return ec.marshalNMemoryResults2ᚕgithubᚗcomᚋtoolgateᚋtoolgateᚋtoolsᚋmemoryᚐQueryHitsᚄ(ctx, selections, v)
+		},
+		true,
+		true,
+	)
+}
+func (ec *executionContext) fieldContext_MemorySearch_results(_ context.Context, field graphql.CollectedField) (fc *graphql.FieldContext, err error) {
+	fc = &graphql.FieldContext{
+		Object:     "MemorySearch",
+		Field:      field,
+		IsMethod:   false,
+		IsResolver: false,
+		Child: func(ctx context.Context, field graphql.CollectedField) (*graphql.FieldContext, error) {
+			return ec.childFields_MemoryResults(ctx, field)
+		},
+	}
+	return fc, nil
+}
+
+func (ec *executionContext) _MemorySearch_failures(ctx context.Context, field graphql.CollectedField, obj *memory.SearchResult) (ret graphql.Marshaler) {
+	return graphql.ResolveField(
+		ctx,
+		ec.OperationContext,
+		field,
+		func(ctx context.Context, field graphql.CollectedField) (*graphql.FieldContext, error) {
+			return ec.fieldContext_MemorySearch_failures(ctx, field)
+		},
+		func(ctx context.Context) (any, error) {
+			return obj.Failures, nil
+		},
+		nil,
+		func(ctx context.Context, selections ast.SelectionSet, v []schematype.ItemFailure) graphql.Marshaler {
+			return ec.marshalNItemFailure2ᚕgithubᚗcomᚋtoolgateᚋtoolgateᚋentᚋschematypeᚐItemFailureᚄ(ctx, selections, v)
+		},
+		true,
+		true,
+	)
+}
+func (ec *executionContext) fieldContext_MemorySearch_failures(_ context.Context, field graphql.CollectedField) (fc *graphql.FieldContext, err error) {
+	fc = &graphql.FieldContext{
+		Object:     "MemorySearch",
+		Field:      field,
+		IsMethod:   false,
+		IsResolver: false,
+		Child: func(ctx context.Context, field graphql.CollectedField) (*graphql.FieldContext, error) {
+			return ec.childFields_ItemFailure(ctx, field)
+		},
+	}
+	return fc, nil
+}
+
+func (ec *executionContext) _MemoryWrite_stored(ctx context.Context, field graphql.CollectedField, obj *memory.WriteResult) (ret graphql.Marshaler) {
+	return graphql.ResolveField(
+		ctx,
+		ec.OperationContext,
+		field,
+		func(ctx context.Context, field graphql.CollectedField) (*graphql.FieldContext, error) {
+			return ec.fieldContext_MemoryWrite_stored(ctx, field)
+		},
+		func(ctx context.Context) (any, error) {
+			return obj.Stored, nil
+		},
+		nil,
+		func(ctx context.Context, selections ast.SelectionSet, v []memory.Stored) graphql.Marshaler {
+			return ec.marshalNStoredMemory2ᚕgithubᚗcomᚋtoolgateᚋtoolgateᚋtoolsᚋmemoryᚐStoredᚄ(ctx, selections, v)
+		},
+		true,
+		true,
+	)
+}
+func (ec *executionContext) fieldContext_MemoryWrite_stored(_ context.Context, field graphql.CollectedField) (fc *graphql.FieldContext, err error) {
+	fc = &graphql.FieldContext{
+		Object:     "MemoryWrite",
+		Field:      field,
+		IsMethod:   false,
+		IsResolver: false,
+		Child: func(ctx context.Context, field graphql.CollectedField) (*graphql.FieldContext, error) {
+			return ec.childFields_StoredMemory(ctx, field)
+		},
+	}
+	return fc, nil
+}
+
+func (ec *executionContext) _MemoryWrite_failures(ctx context.Context, field graphql.CollectedField, obj *memory.WriteResult) (ret graphql.Marshaler) {
+	return graphql.ResolveField(
+		ctx,
+		ec.OperationContext,
+		field,
+		func(ctx context.Context, field graphql.CollectedField) (*graphql.FieldContext, error) {
+			return ec.fieldContext_MemoryWrite_failures(ctx, field)
+		},
+		func(ctx context.Context) (any, error) {
+			return obj.Failures, nil
+		},
+		nil,
+		func(ctx context.Context, selections ast.SelectionSet, v []schematype.ItemFailure) graphql.Marshaler {
+			return ec.marshalNItemFailure2ᚕgithubᚗcomᚋtoolgateᚋtoolgateᚋentᚋschematypeᚐItemFailureᚄ(ctx, selections, v)
+		},
+		true,
+		true,
+	)
+}
+func (ec *executionContext) fieldContext_MemoryWrite_failures(_ context.Context, field graphql.CollectedField) (fc *graphql.FieldContext, err error) {
+	fc = &graphql.FieldContext{
+		Object:     "MemoryWrite",
+		Field:      field,
+		IsMethod:   false,
+		IsResolver: false,
+		Child: func(ctx context.Context, field graphql.CollectedField) (*graphql.FieldContext, error) {
+			return ec.childFields_ItemFailure(ctx, field)
+		},
+	}
+	return fc, nil
+}
+
 func (ec *executionContext) _ModelCall_step(ctx context.Context, field graphql.CollectedField, obj *ent.ModelCall) (ret graphql.Marshaler) {
 	return graphql.ResolveField(
 		ctx,
@@ -16315,6 +17438,138 @@ func (ec *executionContext) fieldContext_Mutation_deactivateUser(ctx context.Con
 	}()
 	ctx = graphql.WithFieldContext(ctx, fc)
 	if fc.Args, err = ec.field_Mutation_deactivateUser_args(ctx, field.ArgumentMap(ec.Variables)); err != nil {
+		ec.Error(ctx, err)
+		return fc, err
+	}
+	return fc, nil
+}
+
+func (ec *executionContext) _Mutation_forgetMemory(ctx context.Context, field graphql.CollectedField) (ret graphql.Marshaler) {
+	return graphql.ResolveField(
+		ctx,
+		ec.OperationContext,
+		field,
+		func(ctx context.Context, field graphql.CollectedField) (*graphql.FieldContext, error) {
+			return ec.fieldContext_Mutation_forgetMemory(ctx, field)
+		},
+		func(ctx context.Context) (any, error) {
+			fc := graphql.GetFieldContext(ctx)
+			return ec.Resolvers.Mutation().ForgetMemory(ctx, fc.Args["id"].(int))
+		},
+		nil,
+		func(ctx context.Context, selections ast.SelectionSet, v *ent.Memory) graphql.Marshaler {
+			return ec.marshalNMemory2ᚖgithubᚗcomᚋtoolgateᚋtoolgateᚋentᚐMemory(ctx, selections, v)
+		},
+		true,
+		true,
+	)
+}
+func (ec *executionContext) fieldContext_Mutation_forgetMemory(ctx context.Context, field graphql.CollectedField) (fc *graphql.FieldContext, err error) {
+	fc = &graphql.FieldContext{
+		Object:     "Mutation",
+		Field:      field,
+		IsMethod:   true,
+		IsResolver: true,
+		Child: func(ctx context.Context, field graphql.CollectedField) (*graphql.FieldContext, error) {
+			return ec.childFields_Memory(ctx, field)
+		},
+	}
+	defer func() {
+		if r := recover(); r != nil {
+			err = ec.Recover(ctx, r)
+			ec.Error(ctx, err)
+		}
+	}()
+	ctx = graphql.WithFieldContext(ctx, fc)
+	if fc.Args, err = ec.field_Mutation_forgetMemory_args(ctx, field.ArgumentMap(ec.Variables)); err != nil {
+		ec.Error(ctx, err)
+		return fc, err
+	}
+	return fc, nil
+}
+
+func (ec *executionContext) _Mutation_memoryWrite(ctx context.Context, field graphql.CollectedField) (ret graphql.Marshaler) {
+	return graphql.ResolveField(
+		ctx,
+		ec.OperationContext,
+		field,
+		func(ctx context.Context, field graphql.CollectedField) (*graphql.FieldContext, error) {
+			return ec.fieldContext_Mutation_memoryWrite(ctx, field)
+		},
+		func(ctx context.Context) (any, error) {
+			fc := graphql.GetFieldContext(ctx)
+			return ec.Resolvers.Mutation().MemoryWrite(ctx, fc.Args["conversationId"].(*int), fc.Args["facts"].([]*model.MemoryFactInput))
+		},
+		nil,
+		func(ctx context.Context, selections ast.SelectionSet, v *memory.WriteResult) graphql.Marshaler {
+			return ec.marshalNMemoryWrite2ᚖgithubᚗcomᚋtoolgateᚋtoolgateᚋtoolsᚋmemoryᚐWriteResult(ctx, selections, v)
+		},
+		true,
+		true,
+	)
+}
+func (ec *executionContext) fieldContext_Mutation_memoryWrite(ctx context.Context, field graphql.CollectedField) (fc *graphql.FieldContext, err error) {
+	fc = &graphql.FieldContext{
+		Object:     "Mutation",
+		Field:      field,
+		IsMethod:   true,
+		IsResolver: true,
+		Child: func(ctx context.Context, field graphql.CollectedField) (*graphql.FieldContext, error) {
+			return ec.childFields_MemoryWrite(ctx, field)
+		},
+	}
+	defer func() {
+		if r := recover(); r != nil {
+			err = ec.Recover(ctx, r)
+			ec.Error(ctx, err)
+		}
+	}()
+	ctx = graphql.WithFieldContext(ctx, fc)
+	if fc.Args, err = ec.field_Mutation_memoryWrite_args(ctx, field.ArgumentMap(ec.Variables)); err != nil {
+		ec.Error(ctx, err)
+		return fc, err
+	}
+	return fc, nil
+}
+
+func (ec *executionContext) _Mutation_memoryForget(ctx context.Context, field graphql.CollectedField) (ret graphql.Marshaler) {
+	return graphql.ResolveField(
+		ctx,
+		ec.OperationContext,
+		field,
+		func(ctx context.Context, field graphql.CollectedField) (*graphql.FieldContext, error) {
+			return ec.fieldContext_Mutation_memoryForget(ctx, field)
+		},
+		func(ctx context.Context) (any, error) {
+			fc := graphql.GetFieldContext(ctx)
+			return ec.Resolvers.Mutation().MemoryForget(ctx, fc.Args["conversationId"].(*int), fc.Args["ids"].([]int))
+		},
+		nil,
+		func(ctx context.Context, selections ast.SelectionSet, v *memory.ForgetResult) graphql.Marshaler {
+			return ec.marshalNMemoryForget2ᚖgithubᚗcomᚋtoolgateᚋtoolgateᚋtoolsᚋmemoryᚐForgetResult(ctx, selections, v)
+		},
+		true,
+		true,
+	)
+}
+func (ec *executionContext) fieldContext_Mutation_memoryForget(ctx context.Context, field graphql.CollectedField) (fc *graphql.FieldContext, err error) {
+	fc = &graphql.FieldContext{
+		Object:     "Mutation",
+		Field:      field,
+		IsMethod:   true,
+		IsResolver: true,
+		Child: func(ctx context.Context, field graphql.CollectedField) (*graphql.FieldContext, error) {
+			return ec.childFields_MemoryForget(ctx, field)
+		},
+	}
+	defer func() {
+		if r := recover(); r != nil {
+			err = ec.Recover(ctx, r)
+			ec.Error(ctx, err)
+		}
+	}()
+	ctx = graphql.WithFieldContext(ctx, fc)
+	if fc.Args, err = ec.field_Mutation_memoryForget_args(ctx, field.ArgumentMap(ec.Variables)); err != nil {
 		ec.Error(ctx, err)
 		return fc, err
 	}
@@ -18325,6 +19580,94 @@ func (ec *executionContext) fieldContext_Query_users(_ context.Context, field gr
 	return fc, nil
 }
 
+func (ec *executionContext) _Query_memories(ctx context.Context, field graphql.CollectedField) (ret graphql.Marshaler) {
+	return graphql.ResolveField(
+		ctx,
+		ec.OperationContext,
+		field,
+		func(ctx context.Context, field graphql.CollectedField) (*graphql.FieldContext, error) {
+			return ec.fieldContext_Query_memories(ctx, field)
+		},
+		func(ctx context.Context) (any, error) {
+			fc := graphql.GetFieldContext(ctx)
+			return ec.Resolvers.Query().Memories(ctx, fc.Args["first"].(*int), fc.Args["after"].(*entgql.Cursor[int]))
+		},
+		nil,
+		func(ctx context.Context, selections ast.SelectionSet, v *ent.MemoryConnection) graphql.Marshaler {
+			return ec.marshalNMemoryConnection2ᚖgithubᚗcomᚋtoolgateᚋtoolgateᚋentᚐMemoryConnection(ctx, selections, v)
+		},
+		true,
+		true,
+	)
+}
+func (ec *executionContext) fieldContext_Query_memories(ctx context.Context, field graphql.CollectedField) (fc *graphql.FieldContext, err error) {
+	fc = &graphql.FieldContext{
+		Object:     "Query",
+		Field:      field,
+		IsMethod:   true,
+		IsResolver: true,
+		Child: func(ctx context.Context, field graphql.CollectedField) (*graphql.FieldContext, error) {
+			return ec.childFields_MemoryConnection(ctx, field)
+		},
+	}
+	defer func() {
+		if r := recover(); r != nil {
+			err = ec.Recover(ctx, r)
+			ec.Error(ctx, err)
+		}
+	}()
+	ctx = graphql.WithFieldContext(ctx, fc)
+	if fc.Args, err = ec.field_Query_memories_args(ctx, field.ArgumentMap(ec.Variables)); err != nil {
+		ec.Error(ctx, err)
+		return fc, err
+	}
+	return fc, nil
+}
+
+func (ec *executionContext) _Query_memorySearch(ctx context.Context, field graphql.CollectedField) (ret graphql.Marshaler) {
+	return graphql.ResolveField(
+		ctx,
+		ec.OperationContext,
+		field,
+		func(ctx context.Context, field graphql.CollectedField) (*graphql.FieldContext, error) {
+			return ec.fieldContext_Query_memorySearch(ctx, field)
+		},
+		func(ctx context.Context) (any, error) {
+			fc := graphql.GetFieldContext(ctx)
+			return ec.Resolvers.Query().MemorySearch(ctx, fc.Args["conversationId"].(*int), fc.Args["queries"].([]string), fc.Args["maxResults"].(*int))
+		},
+		nil,
+		func(ctx context.Context, selections ast.SelectionSet, v *memory.SearchResult) graphql.Marshaler {
+			return ec.marshalNMemorySearch2ᚖgithubᚗcomᚋtoolgateᚋtoolgateᚋtoolsᚋmemoryᚐSearchResult(ctx, selections, v)
+		},
+		true,
+		true,
+	)
+}
+func (ec *executionContext) fieldContext_Query_memorySearch(ctx context.Context, field graphql.CollectedField) (fc *graphql.FieldContext, err error) {
+	fc = &graphql.FieldContext{
+		Object:     "Query",
+		Field:      field,
+		IsMethod:   true,
+		IsResolver: true,
+		Child: func(ctx context.Context, field graphql.CollectedField) (*graphql.FieldContext, error) {
+			return ec.childFields_MemorySearch(ctx, field)
+		},
+	}
+	defer func() {
+		if r := recover(); r != nil {
+			err = ec.Recover(ctx, r)
+			ec.Error(ctx, err)
+		}
+	}()
+	ctx = graphql.WithFieldContext(ctx, fc)
+	if fc.Args, err = ec.field_Query_memorySearch_args(ctx, field.ArgumentMap(ec.Variables)); err != nil {
+		ec.Error(ctx, err)
+		return fc, err
+	}
+	return fc, nil
+}
+
 func (ec *executionContext) _Query_toolResults(ctx context.Context, field graphql.CollectedField) (ret graphql.Marshaler) {
 	return graphql.ResolveField(
 		ctx,
@@ -19076,6 +20419,52 @@ func (ec *executionContext) _Skill_updatedAt(ctx context.Context, field graphql.
 }
 func (ec *executionContext) fieldContext_Skill_updatedAt(_ context.Context, field graphql.CollectedField) (fc *graphql.FieldContext, err error) {
 	return graphql.NewScalarFieldContext("Skill", field, false, false, "Time")
+}
+
+func (ec *executionContext) _StoredMemory_id(ctx context.Context, field graphql.CollectedField, obj *memory.Stored) (ret graphql.Marshaler) {
+	return graphql.ResolveField(
+		ctx,
+		ec.OperationContext,
+		field,
+		func(ctx context.Context, field graphql.CollectedField) (*graphql.FieldContext, error) {
+			return ec.fieldContext_StoredMemory_id(ctx, field)
+		},
+		func(ctx context.Context) (any, error) {
+			return obj.ID, nil
+		},
+		nil,
+		func(ctx context.Context, selections ast.SelectionSet, v int) graphql.Marshaler {
+			return ec.marshalNID2int(ctx, selections, v)
+		},
+		true,
+		true,
+	)
+}
+func (ec *executionContext) fieldContext_StoredMemory_id(_ context.Context, field graphql.CollectedField) (fc *graphql.FieldContext, err error) {
+	return graphql.NewScalarFieldContext("StoredMemory", field, false, false, "ID")
+}
+
+func (ec *executionContext) _StoredMemory_text(ctx context.Context, field graphql.CollectedField, obj *memory.Stored) (ret graphql.Marshaler) {
+	return graphql.ResolveField(
+		ctx,
+		ec.OperationContext,
+		field,
+		func(ctx context.Context, field graphql.CollectedField) (*graphql.FieldContext, error) {
+			return ec.fieldContext_StoredMemory_text(ctx, field)
+		},
+		func(ctx context.Context) (any, error) {
+			return obj.Text, nil
+		},
+		nil,
+		func(ctx context.Context, selections ast.SelectionSet, v string) graphql.Marshaler {
+			return ec.marshalNString2string(ctx, selections, v)
+		},
+		true,
+		true,
+	)
+}
+func (ec *executionContext) fieldContext_StoredMemory_text(_ context.Context, field graphql.CollectedField) (fc *graphql.FieldContext, err error) {
+	return graphql.NewScalarFieldContext("StoredMemory", field, false, false, "String")
 }
 
 func (ec *executionContext) _StoredResult_id(ctx context.Context, field graphql.CollectedField, obj *ent.StoredResult) (ret graphql.Marshaler) {
@@ -26900,6 +28289,48 @@ func UnmarshalKnowledgeBaseOrder(ctx context.Context, raw any) (ent.KnowledgeBas
 	return out, err
 }
 
+func (ec *executionContext) unmarshalInputMemoryFactInput(ctx context.Context, obj any) (model.MemoryFactInput, error) {
+	var it model.MemoryFactInput
+	if obj == nil {
+		return it, nil
+	}
+
+	asMap := map[string]any{}
+	for k, v := range obj.(map[string]any) {
+		asMap[k] = v
+	}
+
+	fieldsInOrder := [...]string{"text"}
+	for _, k := range fieldsInOrder {
+		v, ok := asMap[k]
+		if !ok {
+			continue
+		}
+		switch k {
+		case "text":
+			ctx := graphql.WithPathContext(ctx, graphql.NewPathWithField("text"))
+			data, err := ec.unmarshalNString2string(ctx, v)
+			if err != nil {
+				return it, err
+			}
+			it.Text = data
+		}
+	}
+	return it, nil
+}
+
+// UnmarshalMemoryFactInput unmarshals raw into the MemoryFactInput input type, using the
+// unmarshaler bound to ctx's request. Call it from a resolver to decode an input
+// object that was not passed as a field argument.
+//
+// ctx must come from a gqlgen request; outside one there is no unmarshaler to use
+// and the returned error says so.
+func UnmarshalMemoryFactInput(ctx context.Context, raw any) (model.MemoryFactInput, error) {
+	var out model.MemoryFactInput
+	err := graphql.UnmarshalNamedInputFromContext(ctx, "MemoryFactInput", raw, &out)
+	return out, err
+}
+
 func (ec *executionContext) unmarshalInputMoneyInput(ctx context.Context, obj any) (model.MoneyInput, error) {
 	var it model.MoneyInput
 	if obj == nil {
@@ -28397,6 +29828,11 @@ func (ec *executionContext) _Node(ctx context.Context, sel ast.SelectionSet, obj
 			return graphql.Null
 		}
 		return ec._Organization(ctx, sel, obj)
+	case *ent.Memory:
+		if obj == nil {
+			return graphql.Null
+		}
+		return ec._Memory(ctx, sel, obj)
 	case *ent.KnowledgeBase:
 		if obj == nil {
 			return graphql.Null
@@ -30447,6 +31883,330 @@ func (ec *executionContext) _LoadedSkill(ctx context.Context, sel ast.SelectionS
 	return out
 }
 
+var memoryImplementors = []string{"Memory", "Node"}
+
+func (ec *executionContext) _Memory(ctx context.Context, sel ast.SelectionSet, obj *ent.Memory) graphql.Marshaler {
+	fields := graphql.CollectFields(ec.OperationContext, sel, memoryImplementors)
+
+	out := graphql.NewFieldSet(fields)
+	deferred := graphql.NewDeferredGroup(ctx)
+	for i, field := range fields {
+		switch field.Name {
+		case "__typename":
+			out.Values[i] = graphql.MarshalString("Memory")
+		case "id":
+			out.Values[i] = ec._Memory_id(ctx, field, obj)
+			if out.Values[i] == graphql.Null {
+				out.Invalids++
+			}
+		case "createdAt":
+			out.Values[i] = ec._Memory_createdAt(ctx, field, obj)
+			if out.Values[i] == graphql.Null {
+				out.Invalids++
+			}
+		case "updatedAt":
+			out.Values[i] = ec._Memory_updatedAt(ctx, field, obj)
+			if out.Values[i] == graphql.Null {
+				out.Invalids++
+			}
+		case "text":
+			out.Values[i] = ec._Memory_text(ctx, field, obj)
+			if out.Values[i] == graphql.Null {
+				out.Invalids++
+			}
+		default:
+			panic("unknown field " + strconv.Quote(field.Name))
+		}
+	}
+	out.Dispatch(ctx)
+	if out.Invalids > 0 {
+		return graphql.Null
+	}
+
+	if n := len(deferred.Defers); n > 0 {
+		atomic.AddInt32(&ec.Deferred, int32(min(n, math.MaxInt32)))
+		ec.ProcessDeferredGroup(deferred)
+	}
+
+	return out
+}
+
+var memoryConnectionImplementors = []string{"MemoryConnection"}
+
+func (ec *executionContext) _MemoryConnection(ctx context.Context, sel ast.SelectionSet, obj *ent.MemoryConnection) graphql.Marshaler {
+	fields := graphql.CollectFields(ec.OperationContext, sel, memoryConnectionImplementors)
+
+	out := graphql.NewFieldSet(fields)
+	deferred := graphql.NewDeferredGroup(ctx)
+	for i, field := range fields {
+		switch field.Name {
+		case "__typename":
+			out.Values[i] = graphql.MarshalString("MemoryConnection")
+		case "edges":
+			out.Values[i] = ec._MemoryConnection_edges(ctx, field, obj)
+			if out.Values[i] == graphql.RequiredNull {
+				out.Invalids++
+			}
+		case "pageInfo":
+			out.Values[i] = ec._MemoryConnection_pageInfo(ctx, field, obj)
+			if out.Values[i] == graphql.Null {
+				out.Invalids++
+			}
+		case "totalCount":
+			out.Values[i] = ec._MemoryConnection_totalCount(ctx, field, obj)
+			if out.Values[i] == graphql.Null {
+				out.Invalids++
+			}
+		default:
+			panic("unknown field " + strconv.Quote(field.Name))
+		}
+	}
+	out.Dispatch(ctx)
+	if out.Invalids > 0 {
+		return graphql.Null
+	}
+
+	if n := len(deferred.Defers); n > 0 {
+		atomic.AddInt32(&ec.Deferred, int32(min(n, math.MaxInt32)))
+		ec.ProcessDeferredGroup(deferred)
+	}
+
+	return out
+}
+
+var memoryEdgeImplementors = []string{"MemoryEdge"}
+
+func (ec *executionContext) _MemoryEdge(ctx context.Context, sel ast.SelectionSet, obj *ent.MemoryEdge) graphql.Marshaler {
+	fields := graphql.CollectFields(ec.OperationContext, sel, memoryEdgeImplementors)
+
+	out := graphql.NewFieldSet(fields)
+	deferred := graphql.NewDeferredGroup(ctx)
+	for i, field := range fields {
+		switch field.Name {
+		case "__typename":
+			out.Values[i] = graphql.MarshalString("MemoryEdge")
+		case "node":
+			out.Values[i] = ec._MemoryEdge_node(ctx, field, obj)
+			if out.Values[i] == graphql.RequiredNull {
+				out.Invalids++
+			}
+		case "cursor":
+			out.Values[i] = ec._MemoryEdge_cursor(ctx, field, obj)
+			if out.Values[i] == graphql.Null {
+				out.Invalids++
+			}
+		default:
+			panic("unknown field " + strconv.Quote(field.Name))
+		}
+	}
+	out.Dispatch(ctx)
+	if out.Invalids > 0 {
+		return graphql.Null
+	}
+
+	if n := len(deferred.Defers); n > 0 {
+		atomic.AddInt32(&ec.Deferred, int32(min(n, math.MaxInt32)))
+		ec.ProcessDeferredGroup(deferred)
+	}
+
+	return out
+}
+
+var memoryForgetImplementors = []string{"MemoryForget"}
+
+func (ec *executionContext) _MemoryForget(ctx context.Context, sel ast.SelectionSet, obj *memory.ForgetResult) graphql.Marshaler {
+	fields := graphql.CollectFields(ec.OperationContext, sel, memoryForgetImplementors)
+
+	out := graphql.NewFieldSet(fields)
+	deferred := graphql.NewDeferredGroup(ctx)
+	for i, field := range fields {
+		switch field.Name {
+		case "__typename":
+			out.Values[i] = graphql.MarshalString("MemoryForget")
+		case "forgotten":
+			out.Values[i] = ec._MemoryForget_forgotten(ctx, field, obj)
+			if out.Values[i] == graphql.Null {
+				out.Invalids++
+			}
+		case "failures":
+			out.Values[i] = ec._MemoryForget_failures(ctx, field, obj)
+			if out.Values[i] == graphql.Null {
+				out.Invalids++
+			}
+		default:
+			panic("unknown field " + strconv.Quote(field.Name))
+		}
+	}
+	out.Dispatch(ctx)
+	if out.Invalids > 0 {
+		return graphql.Null
+	}
+
+	if n := len(deferred.Defers); n > 0 {
+		atomic.AddInt32(&ec.Deferred, int32(min(n, math.MaxInt32)))
+		ec.ProcessDeferredGroup(deferred)
+	}
+
+	return out
+}
+
+var memoryHitImplementors = []string{"MemoryHit"}
+
+func (ec *executionContext) _MemoryHit(ctx context.Context, sel ast.SelectionSet, obj *memory.Hit) graphql.Marshaler {
+	fields := graphql.CollectFields(ec.OperationContext, sel, memoryHitImplementors)
+
+	out := graphql.NewFieldSet(fields)
+	deferred := graphql.NewDeferredGroup(ctx)
+	for i, field := range fields {
+		switch field.Name {
+		case "__typename":
+			out.Values[i] = graphql.MarshalString("MemoryHit")
+		case "id":
+			out.Values[i] = ec._MemoryHit_id(ctx, field, obj)
+			if out.Values[i] == graphql.Null {
+				out.Invalids++
+			}
+		case "text":
+			out.Values[i] = ec._MemoryHit_text(ctx, field, obj)
+			if out.Values[i] == graphql.Null {
+				out.Invalids++
+			}
+		case "createdAt":
+			out.Values[i] = ec._MemoryHit_createdAt(ctx, field, obj)
+			if out.Values[i] == graphql.Null {
+				out.Invalids++
+			}
+		default:
+			panic("unknown field " + strconv.Quote(field.Name))
+		}
+	}
+	out.Dispatch(ctx)
+	if out.Invalids > 0 {
+		return graphql.Null
+	}
+
+	if n := len(deferred.Defers); n > 0 {
+		atomic.AddInt32(&ec.Deferred, int32(min(n, math.MaxInt32)))
+		ec.ProcessDeferredGroup(deferred)
+	}
+
+	return out
+}
+
+var memoryResultsImplementors = []string{"MemoryResults"}
+
+func (ec *executionContext) _MemoryResults(ctx context.Context, sel ast.SelectionSet, obj *memory.QueryHits) graphql.Marshaler {
+	fields := graphql.CollectFields(ec.OperationContext, sel, memoryResultsImplementors)
+
+	out := graphql.NewFieldSet(fields)
+	deferred := graphql.NewDeferredGroup(ctx)
+	for i, field := range fields {
+		switch field.Name {
+		case "__typename":
+			out.Values[i] = graphql.MarshalString("MemoryResults")
+		case "query":
+			out.Values[i] = ec._MemoryResults_query(ctx, field, obj)
+			if out.Values[i] == graphql.Null {
+				out.Invalids++
+			}
+		case "hits":
+			out.Values[i] = ec._MemoryResults_hits(ctx, field, obj)
+			if out.Values[i] == graphql.Null {
+				out.Invalids++
+			}
+		default:
+			panic("unknown field " + strconv.Quote(field.Name))
+		}
+	}
+	out.Dispatch(ctx)
+	if out.Invalids > 0 {
+		return graphql.Null
+	}
+
+	if n := len(deferred.Defers); n > 0 {
+		atomic.AddInt32(&ec.Deferred, int32(min(n, math.MaxInt32)))
+		ec.ProcessDeferredGroup(deferred)
+	}
+
+	return out
+}
+
+var memorySearchImplementors = []string{"MemorySearch"}
+
+func (ec *executionContext) _MemorySearch(ctx context.Context, sel ast.SelectionSet, obj *memory.SearchResult) graphql.Marshaler {
+	fields := graphql.CollectFields(ec.OperationContext, sel, memorySearchImplementors)
+
+	out := graphql.NewFieldSet(fields)
+	deferred := graphql.NewDeferredGroup(ctx)
+	for i, field := range fields {
+		switch field.Name {
+		case "__typename":
+			out.Values[i] = graphql.MarshalString("MemorySearch")
+		case "results":
+			out.Values[i] = ec._MemorySearch_results(ctx, field, obj)
+			if out.Values[i] == graphql.Null {
+				out.Invalids++
+			}
+		case "failures":
+			out.Values[i] = ec._MemorySearch_failures(ctx, field, obj)
+			if out.Values[i] == graphql.Null {
+				out.Invalids++
+			}
+		default:
+			panic("unknown field " + strconv.Quote(field.Name))
+		}
+	}
+	out.Dispatch(ctx)
+	if out.Invalids > 0 {
+		return graphql.Null
+	}
+
+	if n := len(deferred.Defers); n > 0 {
+		atomic.AddInt32(&ec.Deferred, int32(min(n, math.MaxInt32)))
+		ec.ProcessDeferredGroup(deferred)
+	}
+
+	return out
+}
+
+var memoryWriteImplementors = []string{"MemoryWrite"}
+
+func (ec *executionContext) _MemoryWrite(ctx context.Context, sel ast.SelectionSet, obj *memory.WriteResult) graphql.Marshaler {
+	fields := graphql.CollectFields(ec.OperationContext, sel, memoryWriteImplementors)
+
+	out := graphql.NewFieldSet(fields)
+	deferred := graphql.NewDeferredGroup(ctx)
+	for i, field := range fields {
+		switch field.Name {
+		case "__typename":
+			out.Values[i] = graphql.MarshalString("MemoryWrite")
+		case "stored":
+			out.Values[i] = ec._MemoryWrite_stored(ctx, field, obj)
+			if out.Values[i] == graphql.Null {
+				out.Invalids++
+			}
+		case "failures":
+			out.Values[i] = ec._MemoryWrite_failures(ctx, field, obj)
+			if out.Values[i] == graphql.Null {
+				out.Invalids++
+			}
+		default:
+			panic("unknown field " + strconv.Quote(field.Name))
+		}
+	}
+	out.Dispatch(ctx)
+	if out.Invalids > 0 {
+		return graphql.Null
+	}
+
+	if n := len(deferred.Defers); n > 0 {
+		atomic.AddInt32(&ec.Deferred, int32(min(n, math.MaxInt32)))
+		ec.ProcessDeferredGroup(deferred)
+	}
+
+	return out
+}
+
 var modelCallImplementors = []string{"ModelCall"}
 
 func (ec *executionContext) _ModelCall(ctx context.Context, sel ast.SelectionSet, obj *ent.ModelCall) graphql.Marshaler {
@@ -30818,6 +32578,27 @@ func (ec *executionContext) _Mutation(ctx context.Context, sel ast.SelectionSet)
 		case "deactivateUser":
 			out.Values[i] = ec.OperationContext.RootResolverMiddleware(innerCtx, func(ctx context.Context) (res graphql.Marshaler) {
 				return ec._Mutation_deactivateUser(ctx, field)
+			})
+			if out.Values[i] == graphql.Null {
+				out.Invalids++
+			}
+		case "forgetMemory":
+			out.Values[i] = ec.OperationContext.RootResolverMiddleware(innerCtx, func(ctx context.Context) (res graphql.Marshaler) {
+				return ec._Mutation_forgetMemory(ctx, field)
+			})
+			if out.Values[i] == graphql.Null {
+				out.Invalids++
+			}
+		case "memoryWrite":
+			out.Values[i] = ec.OperationContext.RootResolverMiddleware(innerCtx, func(ctx context.Context) (res graphql.Marshaler) {
+				return ec._Mutation_memoryWrite(ctx, field)
+			})
+			if out.Values[i] == graphql.Null {
+				out.Invalids++
+			}
+		case "memoryForget":
+			out.Values[i] = ec.OperationContext.RootResolverMiddleware(innerCtx, func(ctx context.Context) (res graphql.Marshaler) {
+				return ec._Mutation_memoryForget(ctx, field)
 			})
 			if out.Values[i] == graphql.Null {
 				out.Invalids++
@@ -31448,6 +33229,18 @@ func (ec *executionContext) _Query(ctx context.Context, sel ast.SelectionSet) gr
 				func(ctx context.Context) graphql.Marshaler {
 					return ec._Query_users(ctx, field)
 				})
+		case "memories":
+			out.ResolveRootConcurrently(innerCtx, ec.OperationContext, i,
+				true, true,
+				func(ctx context.Context) graphql.Marshaler {
+					return ec._Query_memories(ctx, field)
+				})
+		case "memorySearch":
+			out.ResolveRootConcurrently(innerCtx, ec.OperationContext, i,
+				true, true,
+				func(ctx context.Context) graphql.Marshaler {
+					return ec._Query_memorySearch(ctx, field)
+				})
 		case "toolResults":
 			out.ResolveRootConcurrently(innerCtx, ec.OperationContext, i,
 				true, true,
@@ -31622,6 +33415,44 @@ func (ec *executionContext) _Skill(ctx context.Context, sel ast.SelectionSet, ob
 			}
 		case "updatedAt":
 			out.Values[i] = ec._Skill_updatedAt(ctx, field, obj)
+			if out.Values[i] == graphql.Null {
+				out.Invalids++
+			}
+		default:
+			panic("unknown field " + strconv.Quote(field.Name))
+		}
+	}
+	out.Dispatch(ctx)
+	if out.Invalids > 0 {
+		return graphql.Null
+	}
+
+	if n := len(deferred.Defers); n > 0 {
+		atomic.AddInt32(&ec.Deferred, int32(min(n, math.MaxInt32)))
+		ec.ProcessDeferredGroup(deferred)
+	}
+
+	return out
+}
+
+var storedMemoryImplementors = []string{"StoredMemory"}
+
+func (ec *executionContext) _StoredMemory(ctx context.Context, sel ast.SelectionSet, obj *memory.Stored) graphql.Marshaler {
+	fields := graphql.CollectFields(ec.OperationContext, sel, storedMemoryImplementors)
+
+	out := graphql.NewFieldSet(fields)
+	deferred := graphql.NewDeferredGroup(ctx)
+	for i, field := range fields {
+		switch field.Name {
+		case "__typename":
+			out.Values[i] = graphql.MarshalString("StoredMemory")
+		case "id":
+			out.Values[i] = ec._StoredMemory_id(ctx, field, obj)
+			if out.Values[i] == graphql.Null {
+				out.Invalids++
+			}
+		case "text":
+			out.Values[i] = ec._StoredMemory_text(ctx, field, obj)
 			if out.Values[i] == graphql.Null {
 				out.Invalids++
 			}
@@ -35060,6 +36891,105 @@ func (ec *executionContext) marshalNLoadedSkill2ᚖgithubᚗcomᚋtoolgateᚋtoo
 	return ec._LoadedSkill(ctx, sel, v)
 }
 
+func (ec *executionContext) marshalNMemory2ᚖgithubᚗcomᚋtoolgateᚋtoolgateᚋentᚐMemory(ctx context.Context, sel ast.SelectionSet, v *ent.Memory) graphql.Marshaler {
+	if v == nil {
+		graphql.AddInvalidNullError(ctx, "Memory!")
+		return graphql.Null
+	}
+	return ec._Memory(ctx, sel, v)
+}
+
+func (ec *executionContext) marshalNMemoryConnection2ᚖgithubᚗcomᚋtoolgateᚋtoolgateᚋentᚐMemoryConnection(ctx context.Context, sel ast.SelectionSet, v *ent.MemoryConnection) graphql.Marshaler {
+	if v == nil {
+		graphql.AddInvalidNullError(ctx, "MemoryConnection!")
+		return graphql.Null
+	}
+	return ec._MemoryConnection(ctx, sel, v)
+}
+
+func (ec *executionContext) unmarshalNMemoryFactInput2ᚕᚖgithubᚗcomᚋtoolgateᚋtoolgateᚋgraphᚋmodelᚐMemoryFactInputᚄ(ctx context.Context, v any) ([]*model.MemoryFactInput, error) {
+	vSlice := graphql.CoerceList(v)
+	var err error
+	res := make([]*model.MemoryFactInput, len(vSlice))
+	for i := range vSlice {
+		ctx := graphql.WithPathContext(ctx, graphql.NewPathWithIndex(i))
+		res[i], err = ec.unmarshalNMemoryFactInput2ᚖgithubᚗcomᚋtoolgateᚋtoolgateᚋgraphᚋmodelᚐMemoryFactInput(ctx, vSlice[i])
+		if err != nil {
+			return nil, err
+		}
+	}
+	return res, nil
+}
+
+func (ec *executionContext) unmarshalNMemoryFactInput2ᚖgithubᚗcomᚋtoolgateᚋtoolgateᚋgraphᚋmodelᚐMemoryFactInput(ctx context.Context, v any) (*model.MemoryFactInput, error) {
+	res, err := ec.unmarshalInputMemoryFactInput(ctx, v)
+	return &res, graphql.ErrorOnPath(ctx, err)
+}
+
+func (ec *executionContext) marshalNMemoryForget2ᚖgithubᚗcomᚋtoolgateᚋtoolgateᚋtoolsᚋmemoryᚐForgetResult(ctx context.Context, sel ast.SelectionSet, v *memory.ForgetResult) graphql.Marshaler {
+	if v == nil {
+		graphql.AddInvalidNullError(ctx, "MemoryForget!")
+		return graphql.Null
+	}
+	return ec._MemoryForget(ctx, sel, v)
+}
+
+func (ec *executionContext) marshalNMemoryHit2githubᚗcomᚋtoolgateᚋtoolgateᚋtoolsᚋmemoryᚐHit(ctx context.Context, sel ast.SelectionSet, v memory.Hit) graphql.Marshaler {
+	return ec._MemoryHit(ctx, sel, &v)
+}
+
+func (ec *executionContext) marshalNMemoryHit2ᚕgithubᚗcomᚋtoolgateᚋtoolgateᚋtoolsᚋmemoryᚐHitᚄ(ctx context.Context, sel ast.SelectionSet, v []memory.Hit) graphql.Marshaler {
+	ret := graphql.MarshalSliceConcurrently(ctx, len(v), 0, false, func(ctx context.Context, i int) graphql.Marshaler {
+		fc := graphql.GetFieldContext(ctx)
+		fc.Result = &v[i]
+		return ec.marshalNMemoryHit2githubᚗcomᚋtoolgateᚋtoolgateᚋtoolsᚋmemoryᚐHit(ctx, sel, v[i])
+	})
+
+	for _, e := range ret {
+		if e == graphql.Null {
+			return graphql.Null
+		}
+	}
+
+	return ret
+}
+
+func (ec *executionContext) marshalNMemoryResults2githubᚗcomᚋtoolgateᚋtoolgateᚋtoolsᚋmemoryᚐQueryHits(ctx context.Context, sel ast.SelectionSet, v memory.QueryHits) graphql.Marshaler {
+	return ec._MemoryResults(ctx, sel, &v)
+}
+
+func (ec *executionContext) marshalNMemoryResults2ᚕgithubᚗcomᚋtoolgateᚋtoolgateᚋtoolsᚋmemoryᚐQueryHitsᚄ(ctx context.Context, sel ast.SelectionSet, v []memory.QueryHits) graphql.Marshaler {
+	ret := graphql.MarshalSliceConcurrently(ctx, len(v), 0, false, func(ctx context.Context, i int) graphql.Marshaler {
+		fc := graphql.GetFieldContext(ctx)
+		fc.Result = &v[i]
+		return ec.marshalNMemoryResults2githubᚗcomᚋtoolgateᚋtoolgateᚋtoolsᚋmemoryᚐQueryHits(ctx, sel, v[i])
+	})
+
+	for _, e := range ret {
+		if e == graphql.Null {
+			return graphql.Null
+		}
+	}
+
+	return ret
+}
+
+func (ec *executionContext) marshalNMemorySearch2ᚖgithubᚗcomᚋtoolgateᚋtoolgateᚋtoolsᚋmemoryᚐSearchResult(ctx context.Context, sel ast.SelectionSet, v *memory.SearchResult) graphql.Marshaler {
+	if v == nil {
+		graphql.AddInvalidNullError(ctx, "MemorySearch!")
+		return graphql.Null
+	}
+	return ec._MemorySearch(ctx, sel, v)
+}
+
+func (ec *executionContext) marshalNMemoryWrite2ᚖgithubᚗcomᚋtoolgateᚋtoolgateᚋtoolsᚋmemoryᚐWriteResult(ctx context.Context, sel ast.SelectionSet, v *memory.WriteResult) graphql.Marshaler {
+	if v == nil {
+		graphql.AddInvalidNullError(ctx, "MemoryWrite!")
+		return graphql.Null
+	}
+	return ec._MemoryWrite(ctx, sel, v)
+}
+
 func (ec *executionContext) marshalNModelCall2ᚕᚖgithubᚗcomᚋtoolgateᚋtoolgateᚋentᚐModelCallᚄ(ctx context.Context, sel ast.SelectionSet, v []*ent.ModelCall) graphql.Marshaler {
 	ret := graphql.MarshalSliceConcurrently(ctx, len(v), 0, false, func(ctx context.Context, i int) graphql.Marshaler {
 		fc := graphql.GetFieldContext(ctx)
@@ -35328,6 +37258,26 @@ func (ec *executionContext) marshalNSkill2ᚖgithubᚗcomᚋtoolgateᚋtoolgate�
 func (ec *executionContext) unmarshalNStartConversationInput2githubᚗcomᚋtoolgateᚋtoolgateᚋgraphᚋmodelᚐStartConversationInput(ctx context.Context, v any) (model.StartConversationInput, error) {
 	res, err := ec.unmarshalInputStartConversationInput(ctx, v)
 	return res, graphql.ErrorOnPath(ctx, err)
+}
+
+func (ec *executionContext) marshalNStoredMemory2githubᚗcomᚋtoolgateᚋtoolgateᚋtoolsᚋmemoryᚐStored(ctx context.Context, sel ast.SelectionSet, v memory.Stored) graphql.Marshaler {
+	return ec._StoredMemory(ctx, sel, &v)
+}
+
+func (ec *executionContext) marshalNStoredMemory2ᚕgithubᚗcomᚋtoolgateᚋtoolgateᚋtoolsᚋmemoryᚐStoredᚄ(ctx context.Context, sel ast.SelectionSet, v []memory.Stored) graphql.Marshaler {
+	ret := graphql.MarshalSliceConcurrently(ctx, len(v), 0, false, func(ctx context.Context, i int) graphql.Marshaler {
+		fc := graphql.GetFieldContext(ctx)
+		fc.Result = &v[i]
+		return ec.marshalNStoredMemory2githubᚗcomᚋtoolgateᚋtoolgateᚋtoolsᚋmemoryᚐStored(ctx, sel, v[i])
+	})
+
+	for _, e := range ret {
+		if e == graphql.Null {
+			return graphql.Null
+		}
+	}
+
+	return ret
 }
 
 func (ec *executionContext) unmarshalNString2string(ctx context.Context, v any) (string, error) {
@@ -36656,6 +38606,33 @@ func (ec *executionContext) marshalOMatchMode2ᚖgithubᚗcomᚋtoolgateᚋtoolg
 		return graphql.Null
 	}
 	return v
+}
+
+func (ec *executionContext) marshalOMemory2ᚖgithubᚗcomᚋtoolgateᚋtoolgateᚋentᚐMemory(ctx context.Context, sel ast.SelectionSet, v *ent.Memory) graphql.Marshaler {
+	if v == nil {
+		return graphql.Null
+	}
+	return ec._Memory(ctx, sel, v)
+}
+
+func (ec *executionContext) marshalOMemoryEdge2ᚕᚖgithubᚗcomᚋtoolgateᚋtoolgateᚋentᚐMemoryEdge(ctx context.Context, sel ast.SelectionSet, v []*ent.MemoryEdge) graphql.Marshaler {
+	if v == nil {
+		return graphql.Null
+	}
+	ret := graphql.MarshalSliceConcurrently(ctx, len(v), 0, false, func(ctx context.Context, i int) graphql.Marshaler {
+		fc := graphql.GetFieldContext(ctx)
+		fc.Result = &v[i]
+		return ec.marshalOMemoryEdge2ᚖgithubᚗcomᚋtoolgateᚋtoolgateᚋentᚐMemoryEdge(ctx, sel, v[i])
+	})
+
+	return ret
+}
+
+func (ec *executionContext) marshalOMemoryEdge2ᚖgithubᚗcomᚋtoolgateᚋtoolgateᚋentᚐMemoryEdge(ctx context.Context, sel ast.SelectionSet, v *ent.MemoryEdge) graphql.Marshaler {
+	if v == nil {
+		return graphql.Null
+	}
+	return ec._MemoryEdge(ctx, sel, v)
 }
 
 func (ec *executionContext) marshalOMoney2ᚖgithubᚗcomᚋtoolgateᚋtoolgateᚋentᚋschematypeᚐMicros(ctx context.Context, sel ast.SelectionSet, v *schematype.Micros) graphql.Marshaler {

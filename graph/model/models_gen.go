@@ -158,6 +158,12 @@ type LoadedSkill struct {
 	Instructions string `json:"instructions"`
 }
 
+// A fact to remember.
+type MemoryFactInput struct {
+	// A short sentence, at most 500 characters.
+	Text string `json:"text"`
+}
+
 type ModelUsage struct {
 	Model string `json:"model"`
 	// The group's totals: 64-bit counts and exact money.

@@ -94,6 +94,9 @@ var canonical = map[string]string{
 	"search_attachments":        `{"queries": ["tides"]}`,
 	"load_skill":                `{"name": "notes"}`,
 	"search_past_conversations": `{"queries": ["tides"]}`,
+	"memory_write":              `{"facts": [{"text": "FACT"}]}`,
+	"memory_search":             `{"queries": ["tides"]}`,
+	"memory_forget":             `{"ids": ["MEMORY"]}`,
 }
 
 // broken is a call's arguments in a shape a repair rule mends.
@@ -196,7 +199,7 @@ func TestRepairedArgumentsReachEveryConsumer(t *testing.T) {
 			t.Run(name, func(t *testing.T) {
 				t.Parallel()
 				// Every switch on: the switched tools are offered too.
-				conv := h.agent(t, map[string]any{"tools": optional, "budgetCheck": true, "pastConversationSearch": true, "knowledgeBaseIds": []string{gid.Encode(kb.ID)}, "skills": []string{"notes"}})
+				conv := h.agent(t, map[string]any{"tools": optional, "budgetCheck": true, "pastConversationSearch": true, "memory": true, "knowledgeBaseIds": []string{gid.Encode(kb.ID)}, "skills": []string{"notes"}})
 				convID, err := gid.Decode(conv)
 				require.NoError(t, err)
 				h.client.Attachment.Create().SetOrganizationID(org.ID).SetConversationID(convID).SetFilename("notes.txt").
@@ -216,6 +219,18 @@ func TestRepairedArgumentsReachEveryConsumer(t *testing.T) {
 					id := a["createArtifact"].(map[string]any)["artifactId"].(string)
 					want = strings.ReplaceAll(want, "ARTIFACT", id)
 					args = strings.ReplaceAll(args, "ARTIFACT", id)
+				}
+				if strings.Contains(want, "FACT") {
+					fact := fmt.Sprintf("Prefers tide table number %d.", i)
+					want = strings.ReplaceAll(want, "FACT", fact)
+					args = strings.ReplaceAll(args, "FACT", fact)
+				}
+				if strings.Contains(want, "MEMORY") {
+					m := h.gql(t, `mutation($c: ID, $f: String!) { memoryWrite(conversationId: $c, facts: [{text: $f}]) { stored { id } } }`,
+						map[string]any{"c": conv, "f": fmt.Sprintf("Forgettable fact number %d.", i)})
+					id := m["memoryWrite"].(map[string]any)["stored"].([]any)[0].(map[string]any)["id"].(string)
+					want = strings.ReplaceAll(want, "MEMORY", id)
+					args = strings.ReplaceAll(args, "MEMORY", id)
 				}
 				marker := fmt.Sprintf("case %d", i)
 				p.mu.Lock()

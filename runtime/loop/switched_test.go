@@ -210,3 +210,40 @@ func TestPastConversationSearchBehindItsSwitch(t *testing.T) {
 		require.Contains(t, *calls[0].Heard, "Our lighthouse survey is due in March")
 	})
 }
+
+// TestMemoryBehindItsSwitch: listed but switched off, the memory tools are
+// not offered and a call is refused naming the tool only; switched on, a
+// fact saved in one conversation is found in another of the same person's.
+func TestMemoryBehindItsSwitch(t *testing.T) {
+	t.Parallel()
+	each(t, func(t *testing.T, d *db.DB) {
+		save := model.Response{ToolCalls: []model.ToolCall{call("w", "memory_write", `{"facts":[{"text":"Prefers answers in metric units."}]}`)}}
+		p := &scripted{answers: []model.Response{save, {Text: "Noted."}}}
+		h := newHarness(t, d, p)
+		tools := []string{"memory_write", "memory_search", "memory_forget"}
+		off := h.agent(t, map[string]any{"tools": tools})
+		id := h.send(t, off, "Remember: metric units", "")
+		require.Equal(t, turn.StatusCOMPLETED, h.wait(t, id).Status)
+		require.NotContains(t, offered(p.request(0)), "memory_write")
+		calls := h.calls(t, id)
+		require.Equal(t, toolcall.OutcomeREFUSED, calls[0].Outcome)
+		require.Equal(t, `tool "memory_write" is not available`, *calls[0].Message)
+
+		p.mu.Lock()
+		p.answers = []model.Response{save, {Text: "Noted."},
+			{ToolCalls: []model.ToolCall{call("s", "memory_search", `{"queries":["units"]}`)}}, {Text: "Metric."}}
+		p.mu.Unlock()
+		on := h.agent(t, map[string]any{"tools": tools, "memory": true})
+		id = h.send(t, on, "Remember: metric units", "")
+		require.Equal(t, turn.StatusCOMPLETED, h.wait(t, id).Status)
+		require.Subset(t, offered(p.request(2)), tools)
+		calls = h.calls(t, id)
+		require.Equal(t, toolcall.OutcomeHITS, calls[0].Outcome, *calls[0].Heard)
+		later := h.agent(t, map[string]any{"tools": tools, "memory": true})
+		id = h.send(t, later, "Which units do I like?", "")
+		require.Equal(t, turn.StatusCOMPLETED, h.wait(t, id).Status)
+		calls = h.calls(t, id)
+		require.Equal(t, toolcall.OutcomeHITS, calls[0].Outcome, *calls[0].Heard)
+		require.Contains(t, *calls[0].Heard, "Prefers answers in metric units.")
+	})
+}

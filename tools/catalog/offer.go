@@ -97,7 +97,7 @@ func (a *Agent) Offers(name string, when tools.Offering) bool {
 	case tools.OfferAllowlisted:
 		return true
 	case tools.OfferMemorySwitch:
-		return a.Memory
+		return a.Memory && a.Embeddings
 	case tools.OfferBudgetSwitch:
 		return a.BudgetCheck
 	case tools.OfferPastConversationsSwitch:

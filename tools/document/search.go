@@ -135,7 +135,7 @@ func (s *Service) Search(ctx context.Context, c *ent.Client, scopes, queries []s
 	for i, q := range queries {
 		texts[i] = strings.TrimSpace(q)
 	}
-	vecs, embedErrs := s.embedQueries(ctx, e, texts)
+	vecs, embedErrs := embed.Batch(ctx, e, texts)
 	if err := ctx.Err(); err != nil {
 		return nil, err
 	}
@@ -180,52 +180,6 @@ func (s *Service) Search(ctx context.Context, c *ent.Client, scopes, queries []s
 		}
 	}
 	return out, nil
-}
-
-// maxEmbedError bounds the provider's words kept in an OUTAGE message.
-const maxEmbedError = 300
-
-// embedQueries embeds every query in one request. When that request fails
-// after its retries, each query is tried once more on its own, at once:
-// a query the provider cannot embed is an outage alone, and a provider
-// that is down costs one more attempt per query, not another schedule of
-// retries.
-func (s *Service) embedQueries(ctx context.Context, e embed.Embedder, texts []string) ([][]float32, []error) {
-	errs := make([]error, len(texts))
-	vecs, err := e.Embed(ctx, texts)
-	if err == nil {
-		return vecs, errs
-	}
-	if ctx.Err() != nil || len(texts) == 1 {
-		for i := range errs {
-			errs[i] = clipError(err)
-		}
-		return make([][]float32, len(texts)), errs
-	}
-	vecs = make([][]float32, len(texts))
-	var wg sync.WaitGroup
-	for i, t := range texts {
-		wg.Add(1)
-		go func() {
-			defer wg.Done()
-			v, err := e.Embed(embed.Once(ctx), []string{t})
-			if err != nil {
-				errs[i] = clipError(err)
-				return
-			}
-			vecs[i] = v[0]
-		}()
-	}
-	wg.Wait()
-	return vecs, errs
-}
-
-func clipError(err error) error {
-	msg := err.Error()
-	if len(msg) > maxEmbedError {
-		msg = strings.ToValidUTF8(msg[:maxEmbedError], "") + "…"
-	}
-	return errors.New(msg)
 }
 
 // passages reads the chunks hits name, with their documents' titles,

@@ -15,6 +15,7 @@ import (
 	"github.com/toolgate/toolgate/tools/document"
 	"github.com/toolgate/toolgate/tools/history"
 	"github.com/toolgate/toolgate/tools/interact"
+	"github.com/toolgate/toolgate/tools/memory"
 	"github.com/toolgate/toolgate/tools/result"
 	"github.com/toolgate/toolgate/tools/skill"
 	"github.com/toolgate/toolgate/tools/tasks"
@@ -40,6 +41,7 @@ func All() []tools.Definition {
 		[]tools.Definition{
 			budget.Check,
 		},
+		memory.Definitions,
 		history.Definitions,
 		skill.Definitions,
 		catalog.Definitions,
