@@ -42,6 +42,11 @@ func checkPages(oc *graphql.OperationContext, set ast.SelectionSet, root bool, s
 	for _, sel := range set {
 		switch s := sel.(type) {
 		case *ast.Field:
+			if s.Arguments.ForName("where") != nil {
+				if err := checkFilter(s.Position, s.ArgumentMap(oc.Variables)["where"]); err != nil {
+					return err
+				}
+			}
 			if s.Definition != nil && strings.HasSuffix(s.Definition.Type.Name(), "Connection") {
 				args := s.ArgumentMap(oc.Variables)
 				first, hasFirst := args["first"].(int64)
@@ -167,3 +172,56 @@ func (w *statusWriter) WriteHeader(code int) {
 
 // Unwrap lets http.ResponseController reach the connection (websockets).
 func (w *statusWriter) Unwrap() http.ResponseWriter { return w.ResponseWriter }
+
+// Bounds of a filter (a where argument): the database gets one predicate
+// per field and one nesting level per not, and, or and has…With.
+const (
+	// MaxFilterPredicates is the most fields set in one filter, nested
+	// filters included.
+	MaxFilterPredicates = 100
+	// MaxFilterDepth is the deepest nesting of filters within a filter.
+	MaxFilterDepth = 8
+	// MaxFilterString is the longest string in a filter, in bytes.
+	MaxFilterString = 1024
+)
+
+// checkFilter refuses a filter past its bounds with BAD_USER_INPUT naming
+// the argument, before the database is asked.
+func checkFilter(pos *ast.Position, where any) *gqlerror.Error {
+	predicates := 0
+	var walk func(v any, depth int) string
+	walk = func(v any, depth int) string {
+		switch x := v.(type) {
+		case map[string]any:
+			if depth > MaxFilterDepth {
+				return fmt.Sprintf("filters nested over %d deep (not, and, or, has…With)", MaxFilterDepth)
+			}
+			for _, item := range x {
+				if predicates++; predicates > MaxFilterPredicates {
+					return fmt.Sprintf("over %d predicates", MaxFilterPredicates)
+				}
+				if msg := walk(item, depth+1); msg != "" {
+					return msg
+				}
+			}
+		case []any:
+			for _, item := range x {
+				if msg := walk(item, depth); msg != "" {
+					return msg
+				}
+			}
+		case string:
+			if len(x) > MaxFilterString {
+				return fmt.Sprintf("a string over %d bytes", MaxFilterString)
+			}
+		}
+		return ""
+	}
+	msg := walk(where, 0)
+	if msg == "" {
+		return nil
+	}
+	e := gqlerror.ErrorPosf(pos, "invalid argument \"where\": %s", msg)
+	e.Extensions = map[string]any{"code": "BAD_USER_INPUT"}
+	return e
+}

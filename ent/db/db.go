@@ -111,7 +111,8 @@ func openPostgres(rawURL string) (*DB, error) {
 	}
 	pool.SetMaxOpenConns(20)
 	pool.SetMaxIdleConns(10)
-	return &DB{Dialect: dialect.Postgres, SQL: pool, Driver: entsql.OpenDB(dialect.Postgres, pool)}, nil
+	// Text keeps NUL and non-UTF-8 bytes, as SQLite's does (text.go).
+	return &DB{Dialect: dialect.Postgres, SQL: pool, Driver: textDriver{entsql.OpenDB(dialect.Postgres, pool)}}, nil
 }
 
 // Client returns a new ent client over the database, with no interceptors
@@ -149,7 +150,7 @@ func (d *DB) Migrate(ctx context.Context) error {
 	// ent's migration shares state across clients in a process: one at a time.
 	migrating.Lock()
 	defer migrating.Unlock()
-	if err := d.Client().Schema.Create(ctx, migrate.WithDropIndex(true)); err != nil {
+	if err := d.schemaClient().Schema.Create(ctx, migrate.WithDropIndex(true)); err != nil {
 		return fmt.Errorf("migrate schema: %w", err)
 	}
 	if d.Dialect == dialect.SQLite {
@@ -201,7 +202,7 @@ func (d *DB) Pending(ctx context.Context) (bool, error) {
 	migrating.Lock()
 	defer migrating.Unlock()
 	var b strings.Builder
-	if err := d.Client().Schema.WriteTo(ctx, &b); err != nil {
+	if err := d.schemaClient().Schema.WriteTo(ctx, &b); err != nil {
 		return false, fmt.Errorf("inspect schema: %w", err)
 	}
 	for _, line := range strings.Split(b.String(), "\n") {
@@ -224,4 +225,15 @@ func redact(raw string) string {
 		u.User = url.UserPassword(u.User.Username(), "xxxxx")
 	}
 	return u.String()
+}
+
+// schemaClient is a client for migrations, which read the catalogue
+// through database/sql's own rows: it runs on the driver under the text
+// escaping (text.go), which the catalogue has no use for.
+func (d *DB) schemaClient() *ent.Client {
+	drv := d.Driver
+	if t, ok := drv.(textDriver); ok {
+		drv = t.Driver
+	}
+	return ent.NewClient(ent.Driver(drv))
 }
