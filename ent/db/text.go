@@ -3,6 +3,7 @@ package db
 import (
 	"context"
 	"database/sql"
+	"errors"
 	"strings"
 	"unicode/utf8"
 
@@ -193,3 +194,31 @@ func (r textRows) Scan(dest ...any) error {
 	}
 	return nil
 }
+
+// execer is the database/sql-shaped Exec that ent's Client.ExecContext
+// asks of its driver, for statements ent does not write.
+type execer interface {
+	ExecContext(ctx context.Context, query string, args ...any) (sql.Result, error)
+}
+
+// ExecContext runs a statement ent does not write (deleteConversation's
+// purge) with its strings escaped, like Exec.
+func (d textDriver) ExecContext(ctx context.Context, query string, args ...any) (sql.Result, error) {
+	ex, ok := d.Driver.(execer)
+	if !ok {
+		return nil, errExecContext
+	}
+	return ex.ExecContext(ctx, query, escapeArgs(args).([]any)...)
+}
+
+// ExecContext runs a statement ent does not write in the transaction, with
+// its strings escaped, like Exec.
+func (t textTx) ExecContext(ctx context.Context, query string, args ...any) (sql.Result, error) {
+	ex, ok := t.Tx.(execer)
+	if !ok {
+		return nil, errExecContext
+	}
+	return ex.ExecContext(ctx, query, escapeArgs(args).([]any)...)
+}
+
+var errExecContext = errors.New("the driver does not run statements ent does not write")
