@@ -37,6 +37,8 @@ type Agent struct {
 	BudgetCheck bool `json:"budget_check,omitempty"`
 	// PastConversationSearch holds the value of the "past_conversation_search" field.
 	PastConversationSearch bool `json:"past_conversation_search,omitempty"`
+	// the names of the organisation's published skills the agent may load (load_skill)
+	Skills []string `json:"skills,omitempty"`
 	// the knowledge bases knowledge_search and read_document reach
 	KnowledgeBaseIds []int `json:"knowledge_base_ids,omitempty"`
 	// Edges holds the relations/edges for other nodes in the graph.
@@ -83,7 +85,7 @@ func (*Agent) scanValues(columns []string) ([]any, error) {
 	values := make([]any, len(columns))
 	for i := range columns {
 		switch columns[i] {
-		case agent.FieldTools, agent.FieldKnowledgeBaseIds:
+		case agent.FieldTools, agent.FieldSkills, agent.FieldKnowledgeBaseIds:
 			values[i] = new([]byte)
 		case agent.FieldMemory, agent.FieldBudgetCheck, agent.FieldPastConversationSearch:
 			values[i] = new(sql.NullBool)
@@ -170,6 +172,14 @@ func (_m *Agent) assignValues(columns []string, values []any) error {
 			} else if value.Valid {
 				_m.PastConversationSearch = value.Bool
 			}
+		case agent.FieldSkills:
+			if value, ok := values[i].(*[]byte); !ok {
+				return fmt.Errorf("unexpected type %T for field skills", values[i])
+			} else if value != nil && len(*value) > 0 {
+				if err := json.Unmarshal(*value, &_m.Skills); err != nil {
+					return fmt.Errorf("unmarshal field skills: %w", err)
+				}
+			}
 		case agent.FieldKnowledgeBaseIds:
 			if value, ok := values[i].(*[]byte); !ok {
 				return fmt.Errorf("unexpected type %T for field knowledge_base_ids", values[i])
@@ -250,6 +260,9 @@ func (_m *Agent) String() string {
 	builder.WriteString(", ")
 	builder.WriteString("past_conversation_search=")
 	builder.WriteString(fmt.Sprintf("%v", _m.PastConversationSearch))
+	builder.WriteString(", ")
+	builder.WriteString("skills=")
+	builder.WriteString(fmt.Sprintf("%v", _m.Skills))
 	builder.WriteString(", ")
 	builder.WriteString("knowledge_base_ids=")
 	builder.WriteString(fmt.Sprintf("%v", _m.KnowledgeBaseIds))

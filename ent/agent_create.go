@@ -126,6 +126,12 @@ func (_c *AgentCreate) SetNillablePastConversationSearch(v *bool) *AgentCreate {
 	return _c
 }
 
+// SetSkills sets the "skills" field.
+func (_c *AgentCreate) SetSkills(v []string) *AgentCreate {
+	_c.mutation.SetSkills(v)
+	return _c
+}
+
 // SetKnowledgeBaseIds sets the "knowledge_base_ids" field.
 func (_c *AgentCreate) SetKnowledgeBaseIds(v []int) *AgentCreate {
 	_c.mutation.SetKnowledgeBaseIds(v)
@@ -223,6 +229,10 @@ func (_c *AgentCreate) defaults() error {
 		v := agent.DefaultPastConversationSearch
 		_c.mutation.SetPastConversationSearch(v)
 	}
+	if _, ok := _c.mutation.Skills(); !ok {
+		v := agent.DefaultSkills
+		_c.mutation.SetSkills(v)
+	}
 	if _, ok := _c.mutation.KnowledgeBaseIds(); !ok {
 		v := agent.DefaultKnowledgeBaseIds
 		_c.mutation.SetKnowledgeBaseIds(v)
@@ -268,6 +278,9 @@ func (_c *AgentCreate) check() error {
 	}
 	if _, ok := _c.mutation.PastConversationSearch(); !ok {
 		return &ValidationError{Name: "past_conversation_search", err: errors.New(`ent: missing required field "Agent.past_conversation_search"`)}
+	}
+	if _, ok := _c.mutation.Skills(); !ok {
+		return &ValidationError{Name: "skills", err: errors.New(`ent: missing required field "Agent.skills"`)}
 	}
 	if _, ok := _c.mutation.KnowledgeBaseIds(); !ok {
 		return &ValidationError{Name: "knowledge_base_ids", err: errors.New(`ent: missing required field "Agent.knowledge_base_ids"`)}
@@ -333,6 +346,10 @@ func (_c *AgentCreate) createSpec() (*Agent, *sqlgraph.CreateSpec) {
 	if value, ok := _c.mutation.PastConversationSearch(); ok {
 		_spec.SetField(agent.FieldPastConversationSearch, field.TypeBool, value)
 		_node.PastConversationSearch = value
+	}
+	if value, ok := _c.mutation.Skills(); ok {
+		_spec.SetField(agent.FieldSkills, field.TypeJSON, value)
+		_node.Skills = value
 	}
 	if value, ok := _c.mutation.KnowledgeBaseIds(); ok {
 		_spec.SetField(agent.FieldKnowledgeBaseIds, field.TypeJSON, value)
@@ -507,6 +524,18 @@ func (u *AgentUpsert) UpdatePastConversationSearch() *AgentUpsert {
 	return u
 }
 
+// SetSkills sets the "skills" field.
+func (u *AgentUpsert) SetSkills(v []string) *AgentUpsert {
+	u.Set(agent.FieldSkills, v)
+	return u
+}
+
+// UpdateSkills sets the "skills" field to the value that was provided on create.
+func (u *AgentUpsert) UpdateSkills() *AgentUpsert {
+	u.SetExcluded(agent.FieldSkills)
+	return u
+}
+
 // SetKnowledgeBaseIds sets the "knowledge_base_ids" field.
 func (u *AgentUpsert) SetKnowledgeBaseIds(v []int) *AgentUpsert {
 	u.Set(agent.FieldKnowledgeBaseIds, v)
@@ -662,6 +691,20 @@ func (u *AgentUpsertOne) SetPastConversationSearch(v bool) *AgentUpsertOne {
 func (u *AgentUpsertOne) UpdatePastConversationSearch() *AgentUpsertOne {
 	return u.Update(func(s *AgentUpsert) {
 		s.UpdatePastConversationSearch()
+	})
+}
+
+// SetSkills sets the "skills" field.
+func (u *AgentUpsertOne) SetSkills(v []string) *AgentUpsertOne {
+	return u.Update(func(s *AgentUpsert) {
+		s.SetSkills(v)
+	})
+}
+
+// UpdateSkills sets the "skills" field to the value that was provided on create.
+func (u *AgentUpsertOne) UpdateSkills() *AgentUpsertOne {
+	return u.Update(func(s *AgentUpsert) {
+		s.UpdateSkills()
 	})
 }
 
@@ -988,6 +1031,20 @@ func (u *AgentUpsertBulk) SetPastConversationSearch(v bool) *AgentUpsertBulk {
 func (u *AgentUpsertBulk) UpdatePastConversationSearch() *AgentUpsertBulk {
 	return u.Update(func(s *AgentUpsert) {
 		s.UpdatePastConversationSearch()
+	})
+}
+
+// SetSkills sets the "skills" field.
+func (u *AgentUpsertBulk) SetSkills(v []string) *AgentUpsertBulk {
+	return u.Update(func(s *AgentUpsert) {
+		s.SetSkills(v)
+	})
+}
+
+// UpdateSkills sets the "skills" field to the value that was provided on create.
+func (u *AgentUpsertBulk) UpdateSkills() *AgentUpsertBulk {
+	return u.Update(func(s *AgentUpsert) {
+		s.UpdateSkills()
 	})
 }
 

@@ -118,6 +118,18 @@ func (_u *AgentUpdate) SetNillablePastConversationSearch(v *bool) *AgentUpdate {
 	return _u
 }
 
+// SetSkills sets the "skills" field.
+func (_u *AgentUpdate) SetSkills(v []string) *AgentUpdate {
+	_u.mutation.SetSkills(v)
+	return _u
+}
+
+// AppendSkills appends value to the "skills" field.
+func (_u *AgentUpdate) AppendSkills(v []string) *AgentUpdate {
+	_u.mutation.AppendSkills(v)
+	return _u
+}
+
 // SetKnowledgeBaseIds sets the "knowledge_base_ids" field.
 func (_u *AgentUpdate) SetKnowledgeBaseIds(v []int) *AgentUpdate {
 	_u.mutation.SetKnowledgeBaseIds(v)
@@ -268,6 +280,14 @@ func (_u *AgentUpdate) sqlSave(ctx context.Context) (_node int, err error) {
 	}
 	if value, ok := _u.mutation.PastConversationSearch(); ok {
 		_spec.SetField(agent.FieldPastConversationSearch, field.TypeBool, value)
+	}
+	if value, ok := _u.mutation.Skills(); ok {
+		_spec.SetField(agent.FieldSkills, field.TypeJSON, value)
+	}
+	if value, ok := _u.mutation.AppendedSkills(); ok {
+		_spec.AddModifier(func(u *sql.UpdateBuilder) {
+			sqljson.Append(u, agent.FieldSkills, value)
+		})
 	}
 	if value, ok := _u.mutation.KnowledgeBaseIds(); ok {
 		_spec.SetField(agent.FieldKnowledgeBaseIds, field.TypeJSON, value)
@@ -427,6 +447,18 @@ func (_u *AgentUpdateOne) SetNillablePastConversationSearch(v *bool) *AgentUpdat
 	if v != nil {
 		_u.SetPastConversationSearch(*v)
 	}
+	return _u
+}
+
+// SetSkills sets the "skills" field.
+func (_u *AgentUpdateOne) SetSkills(v []string) *AgentUpdateOne {
+	_u.mutation.SetSkills(v)
+	return _u
+}
+
+// AppendSkills appends value to the "skills" field.
+func (_u *AgentUpdateOne) AppendSkills(v []string) *AgentUpdateOne {
+	_u.mutation.AppendSkills(v)
 	return _u
 }
 
@@ -610,6 +642,14 @@ func (_u *AgentUpdateOne) sqlSave(ctx context.Context) (_node *Agent, err error)
 	}
 	if value, ok := _u.mutation.PastConversationSearch(); ok {
 		_spec.SetField(agent.FieldPastConversationSearch, field.TypeBool, value)
+	}
+	if value, ok := _u.mutation.Skills(); ok {
+		_spec.SetField(agent.FieldSkills, field.TypeJSON, value)
+	}
+	if value, ok := _u.mutation.AppendedSkills(); ok {
+		_spec.AddModifier(func(u *sql.UpdateBuilder) {
+			sqljson.Append(u, agent.FieldSkills, value)
+		})
 	}
 	if value, ok := _u.mutation.KnowledgeBaseIds(); ok {
 		_spec.SetField(agent.FieldKnowledgeBaseIds, field.TypeJSON, value)

@@ -30,6 +30,7 @@ import (
 	"github.com/toolgate/toolgate/ent/modelcall"
 	"github.com/toolgate/toolgate/ent/organization"
 	"github.com/toolgate/toolgate/ent/setting"
+	"github.com/toolgate/toolgate/ent/skill"
 	"github.com/toolgate/toolgate/ent/storedresult"
 	"github.com/toolgate/toolgate/ent/summary"
 	"github.com/toolgate/toolgate/ent/task"
@@ -76,6 +77,8 @@ type Client struct {
 	Organization *OrganizationClient
 	// Setting is the client for interacting with the Setting builders.
 	Setting *SettingClient
+	// Skill is the client for interacting with the Skill builders.
+	Skill *SkillClient
 	// StoredResult is the client for interacting with the StoredResult builders.
 	StoredResult *StoredResultClient
 	// Summary is the client for interacting with the Summary builders.
@@ -116,6 +119,7 @@ func (c *Client) init() {
 	c.ModelCall = NewModelCallClient(c.config)
 	c.Organization = NewOrganizationClient(c.config)
 	c.Setting = NewSettingClient(c.config)
+	c.Skill = NewSkillClient(c.config)
 	c.StoredResult = NewStoredResultClient(c.config)
 	c.Summary = NewSummaryClient(c.config)
 	c.Task = NewTaskClient(c.config)
@@ -230,6 +234,7 @@ func (c *Client) Tx(ctx context.Context) (*Tx, error) {
 		ModelCall:          NewModelCallClient(cfg),
 		Organization:       NewOrganizationClient(cfg),
 		Setting:            NewSettingClient(cfg),
+		Skill:              NewSkillClient(cfg),
 		StoredResult:       NewStoredResultClient(cfg),
 		Summary:            NewSummaryClient(cfg),
 		Task:               NewTaskClient(cfg),
@@ -271,6 +276,7 @@ func (c *Client) BeginTx(ctx context.Context, opts *sql.TxOptions) (*Tx, error) 
 		ModelCall:          NewModelCallClient(cfg),
 		Organization:       NewOrganizationClient(cfg),
 		Setting:            NewSettingClient(cfg),
+		Skill:              NewSkillClient(cfg),
 		StoredResult:       NewStoredResultClient(cfg),
 		Summary:            NewSummaryClient(cfg),
 		Task:               NewTaskClient(cfg),
@@ -309,8 +315,8 @@ func (c *Client) Use(hooks ...Hook) {
 	for _, n := range []interface{ Use(...Hook) }{
 		c.APIToken, c.Agent, c.Application, c.Artifact, c.ArtifactVersion, c.Attachment,
 		c.Budget, c.Conversation, c.Document, c.DocumentChunk, c.IdempotentResponse,
-		c.KnowledgeBase, c.ModelCall, c.Organization, c.Setting, c.StoredResult,
-		c.Summary, c.Task, c.ToolCall, c.Turn, c.User, c.WorkspaceFile,
+		c.KnowledgeBase, c.ModelCall, c.Organization, c.Setting, c.Skill,
+		c.StoredResult, c.Summary, c.Task, c.ToolCall, c.Turn, c.User, c.WorkspaceFile,
 	} {
 		n.Use(hooks...)
 	}
@@ -322,8 +328,8 @@ func (c *Client) Intercept(interceptors ...Interceptor) {
 	for _, n := range []interface{ Intercept(...Interceptor) }{
 		c.APIToken, c.Agent, c.Application, c.Artifact, c.ArtifactVersion, c.Attachment,
 		c.Budget, c.Conversation, c.Document, c.DocumentChunk, c.IdempotentResponse,
-		c.KnowledgeBase, c.ModelCall, c.Organization, c.Setting, c.StoredResult,
-		c.Summary, c.Task, c.ToolCall, c.Turn, c.User, c.WorkspaceFile,
+		c.KnowledgeBase, c.ModelCall, c.Organization, c.Setting, c.Skill,
+		c.StoredResult, c.Summary, c.Task, c.ToolCall, c.Turn, c.User, c.WorkspaceFile,
 	} {
 		n.Intercept(interceptors...)
 	}
@@ -362,6 +368,8 @@ func (c *Client) Mutate(ctx context.Context, m Mutation) (Value, error) {
 		return c.Organization.mutate(ctx, m)
 	case *SettingMutation:
 		return c.Setting.mutate(ctx, m)
+	case *SkillMutation:
+		return c.Skill.mutate(ctx, m)
 	case *StoredResultMutation:
 		return c.StoredResult.mutate(ctx, m)
 	case *SummaryMutation:
@@ -2695,6 +2703,140 @@ func (c *SettingClient) mutate(ctx context.Context, m *SettingMutation) (Value, 
 	}
 }
 
+// SkillClient is a client for the Skill schema.
+type SkillClient struct {
+	config
+}
+
+// NewSkillClient returns a client for the Skill from the given config.
+func NewSkillClient(c config) *SkillClient {
+	return &SkillClient{config: c}
+}
+
+// Use adds a list of mutation hooks to the hooks stack.
+// A call to `Use(f, g, h)` equals to `skill.Hooks(f(g(h())))`.
+func (c *SkillClient) Use(hooks ...Hook) {
+	c.hooks.Skill = append(c.hooks.Skill, hooks...)
+}
+
+// Intercept adds a list of query interceptors to the interceptors stack.
+// A call to `Intercept(f, g, h)` equals to `skill.Intercept(f(g(h())))`.
+func (c *SkillClient) Intercept(interceptors ...Interceptor) {
+	c.inters.Skill = append(c.inters.Skill, interceptors...)
+}
+
+// Create returns a builder for creating a Skill entity.
+func (c *SkillClient) Create() *SkillCreate {
+	mutation := newSkillMutation(c.config, OpCreate)
+	return &SkillCreate{config: c.config, hooks: c.Hooks(), mutation: mutation}
+}
+
+// CreateBulk returns a builder for creating a bulk of Skill entities.
+func (c *SkillClient) CreateBulk(builders ...*SkillCreate) *SkillCreateBulk {
+	return &SkillCreateBulk{config: c.config, builders: builders}
+}
+
+// MapCreateBulk creates a bulk creation builder from the given slice. For each item in the slice, the function creates
+// a builder and applies setFunc on it.
+func (c *SkillClient) MapCreateBulk(slice any, setFunc func(*SkillCreate, int)) *SkillCreateBulk {
+	rv := reflect.ValueOf(slice)
+	if rv.Kind() != reflect.Slice {
+		return &SkillCreateBulk{err: fmt.Errorf("calling to SkillClient.MapCreateBulk with wrong type %T, need slice", slice)}
+	}
+	builders := make([]*SkillCreate, rv.Len())
+	for i := 0; i < rv.Len(); i++ {
+		builders[i] = c.Create()
+		setFunc(builders[i], i)
+	}
+	return &SkillCreateBulk{config: c.config, builders: builders}
+}
+
+// Update returns an update builder for Skill.
+func (c *SkillClient) Update() *SkillUpdate {
+	mutation := newSkillMutation(c.config, OpUpdate)
+	return &SkillUpdate{config: c.config, hooks: c.Hooks(), mutation: mutation}
+}
+
+// UpdateOne returns an update builder for the given entity.
+func (c *SkillClient) UpdateOne(_m *Skill) *SkillUpdateOne {
+	mutation := newSkillMutation(c.config, OpUpdateOne, withSkill(_m))
+	return &SkillUpdateOne{config: c.config, hooks: c.Hooks(), mutation: mutation}
+}
+
+// UpdateOneID returns an update builder for the given id.
+func (c *SkillClient) UpdateOneID(id int) *SkillUpdateOne {
+	mutation := newSkillMutation(c.config, OpUpdateOne, withSkillID(id))
+	return &SkillUpdateOne{config: c.config, hooks: c.Hooks(), mutation: mutation}
+}
+
+// Delete returns a delete builder for Skill.
+func (c *SkillClient) Delete() *SkillDelete {
+	mutation := newSkillMutation(c.config, OpDelete)
+	return &SkillDelete{config: c.config, hooks: c.Hooks(), mutation: mutation}
+}
+
+// DeleteOne returns a builder for deleting the given entity.
+func (c *SkillClient) DeleteOne(_m *Skill) *SkillDeleteOne {
+	return c.DeleteOneID(_m.ID)
+}
+
+// DeleteOneID returns a builder for deleting the given entity by its id.
+func (c *SkillClient) DeleteOneID(id int) *SkillDeleteOne {
+	builder := c.Delete().Where(skill.ID(id))
+	builder.mutation.id = &id
+	builder.mutation.op = OpDeleteOne
+	return &SkillDeleteOne{builder}
+}
+
+// Query returns a query builder for Skill.
+func (c *SkillClient) Query() *SkillQuery {
+	return &SkillQuery{
+		config: c.config,
+		ctx:    &QueryContext{Type: TypeSkill},
+		inters: c.Interceptors(),
+	}
+}
+
+// Get returns a Skill entity by its id.
+func (c *SkillClient) Get(ctx context.Context, id int) (*Skill, error) {
+	return c.Query().Where(skill.ID(id)).Only(ctx)
+}
+
+// GetX is like Get, but panics if an error occurs.
+func (c *SkillClient) GetX(ctx context.Context, id int) *Skill {
+	obj, err := c.Get(ctx, id)
+	if err != nil {
+		panic(err)
+	}
+	return obj
+}
+
+// Hooks returns the client hooks.
+func (c *SkillClient) Hooks() []Hook {
+	hooks := c.hooks.Skill
+	return append(hooks[:len(hooks):len(hooks)], skill.Hooks[:]...)
+}
+
+// Interceptors returns the client interceptors.
+func (c *SkillClient) Interceptors() []Interceptor {
+	return c.inters.Skill
+}
+
+func (c *SkillClient) mutate(ctx context.Context, m *SkillMutation) (Value, error) {
+	switch m.Op() {
+	case OpCreate:
+		return (&SkillCreate{config: c.config, hooks: c.Hooks(), mutation: m}).Save(ctx)
+	case OpUpdate:
+		return (&SkillUpdate{config: c.config, hooks: c.Hooks(), mutation: m}).Save(ctx)
+	case OpUpdateOne:
+		return (&SkillUpdateOne{config: c.config, hooks: c.Hooks(), mutation: m}).Save(ctx)
+	case OpDelete, OpDeleteOne:
+		return (&SkillDelete{config: c.config, hooks: c.Hooks(), mutation: m}).Exec(ctx)
+	default:
+		return nil, fmt.Errorf("ent: unknown Skill mutation op: %q", m.Op())
+	}
+}
+
 // StoredResultClient is a client for the StoredResult schema.
 type StoredResultClient struct {
 	config
@@ -3814,14 +3956,14 @@ type (
 	hooks struct {
 		APIToken, Agent, Application, Artifact, ArtifactVersion, Attachment, Budget,
 		Conversation, Document, DocumentChunk, IdempotentResponse, KnowledgeBase,
-		ModelCall, Organization, Setting, StoredResult, Summary, Task, ToolCall, Turn,
-		User, WorkspaceFile []ent.Hook
+		ModelCall, Organization, Setting, Skill, StoredResult, Summary, Task, ToolCall,
+		Turn, User, WorkspaceFile []ent.Hook
 	}
 	inters struct {
 		APIToken, Agent, Application, Artifact, ArtifactVersion, Attachment, Budget,
 		Conversation, Document, DocumentChunk, IdempotentResponse, KnowledgeBase,
-		ModelCall, Organization, Setting, StoredResult, Summary, Task, ToolCall, Turn,
-		User, WorkspaceFile []ent.Interceptor
+		ModelCall, Organization, Setting, Skill, StoredResult, Summary, Task, ToolCall,
+		Turn, User, WorkspaceFile []ent.Interceptor
 	}
 )
 

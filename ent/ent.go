@@ -27,6 +27,7 @@ import (
 	"github.com/toolgate/toolgate/ent/modelcall"
 	"github.com/toolgate/toolgate/ent/organization"
 	"github.com/toolgate/toolgate/ent/setting"
+	"github.com/toolgate/toolgate/ent/skill"
 	"github.com/toolgate/toolgate/ent/storedresult"
 	"github.com/toolgate/toolgate/ent/summary"
 	"github.com/toolgate/toolgate/ent/task"
@@ -109,6 +110,7 @@ func checkColumn(t, c string) error {
 			modelcall.Table:          modelcall.ValidColumn,
 			organization.Table:       organization.ValidColumn,
 			setting.Table:            setting.ValidColumn,
+			skill.Table:              skill.ValidColumn,
 			storedresult.Table:       storedresult.ValidColumn,
 			summary.Table:            summary.ValidColumn,
 			task.Table:               task.ValidColumn,

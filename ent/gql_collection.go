@@ -216,6 +216,11 @@ func (_q *AgentQuery) collectField(ctx context.Context, oneNode bool, opCtx *gra
 				selectedFields = append(selectedFields, agent.FieldPastConversationSearch)
 				fieldSeen[agent.FieldPastConversationSearch] = struct{}{}
 			}
+		case "skills":
+			if _, ok := fieldSeen[agent.FieldSkills]; !ok {
+				selectedFields = append(selectedFields, agent.FieldSkills)
+				fieldSeen[agent.FieldSkills] = struct{}{}
+			}
 		case "id":
 		case "__typename":
 		default:

@@ -44,6 +44,8 @@ type Tx struct {
 	Organization *OrganizationClient
 	// Setting is the client for interacting with the Setting builders.
 	Setting *SettingClient
+	// Skill is the client for interacting with the Skill builders.
+	Skill *SkillClient
 	// StoredResult is the client for interacting with the StoredResult builders.
 	StoredResult *StoredResultClient
 	// Summary is the client for interacting with the Summary builders.
@@ -204,6 +206,7 @@ func (tx *Tx) init() {
 	tx.ModelCall = NewModelCallClient(tx.config)
 	tx.Organization = NewOrganizationClient(tx.config)
 	tx.Setting = NewSettingClient(tx.config)
+	tx.Skill = NewSkillClient(tx.config)
 	tx.StoredResult = NewStoredResultClient(tx.config)
 	tx.Summary = NewSummaryClient(tx.config)
 	tx.Task = NewTaskClient(tx.config)

@@ -29,8 +29,12 @@ func (r *mutationResolver) CreateAgent(ctx context.Context, input model.CreateAg
 	if err := r.checkTools(ctx, input.Tools); err != nil {
 		return nil, err
 	}
+	skills, bound, err := r.checkSkills(ctx, v.OrganizationID, input.Skills)
+	if err != nil {
+		return nil, err
+	}
 	if err := r.checkDeck(ctx, &catalog.Agent{Tools: uniq(input.Tools), Memory: deref(input.Memory),
-		BudgetCheck: deref(input.BudgetCheck), PastConversationSearch: deref(input.PastConversationSearch)}); err != nil {
+		BudgetCheck: deref(input.BudgetCheck), PastConversationSearch: deref(input.PastConversationSearch), Bound: bound}); err != nil {
 		return nil, err
 	}
 	kbs, err := r.checkKnowledgeBases(ctx, input.KnowledgeBaseIds)
@@ -42,6 +46,7 @@ func (r *mutationResolver) CreateAgent(ctx context.Context, input model.CreateAg
 		SetOrganizationID(v.OrganizationID).
 		SetName(strings.TrimSpace(input.Name)).
 		SetTools(uniq(input.Tools)).
+		SetSkills(skills).
 		SetNillableInstructions(input.Instructions).
 		SetNillableMemory(input.Memory).
 		SetNillableBudgetCheck(input.BudgetCheck).

@@ -29,7 +29,9 @@ func (r *queryResolver) Catalogue(ctx context.Context, agentID *int) (*catalog.C
 		if err != nil {
 			return nil, err
 		}
-		a = catalog.RulesOf(ag, ag.Edges.Organization, r.server())
+		if a, err = catalog.LoadRules(ctx, r.Client, ag, ag.Edges.Organization, r.server()); err != nil {
+			return nil, err
+		}
 	}
 	apps, err := catalog.Applications(ctx, r.Client, a, r.lister())
 	if err != nil {

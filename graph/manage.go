@@ -89,6 +89,13 @@ func (r *Resolver) updateAgent(ctx context.Context, in model.UpdateAgentInput) (
 		return nil, err
 	}
 	next := catalog.Agent{Tools: a.Tools, Memory: a.Memory, BudgetCheck: a.BudgetCheck, PastConversationSearch: a.PastConversationSearch}
+	skills := a.Skills
+	if in.Skills != nil {
+		skills = in.Skills
+	}
+	if skills, next.Bound, err = r.checkSkills(ctx, a.OrganizationID, skills); err != nil {
+		return nil, err
+	}
 	if in.Tools != nil {
 		next.Tools = uniq(in.Tools)
 	}
@@ -109,7 +116,7 @@ func (r *Resolver) updateAgent(ctx context.Context, in model.UpdateAgentInput) (
 	if err := r.checkDeck(ctx, &next); err != nil {
 		return nil, err
 	}
-	update := a.Update().SetTools(next.Tools).SetMemory(next.Memory).SetBudgetCheck(next.BudgetCheck).
+	update := a.Update().SetTools(next.Tools).SetSkills(skills).SetMemory(next.Memory).SetBudgetCheck(next.BudgetCheck).
 		SetPastConversationSearch(next.PastConversationSearch).SetNillableInstructions(in.Instructions)
 	if in.KnowledgeBaseIds != nil {
 		// The caller's organisation's, like createAgent's: any other id is

@@ -49,8 +49,9 @@ func (m *metrics) ExtensionName() string { return "Metrics" }
 // Validate has nothing to check.
 func (m *metrics) Validate(graphql.ExecutableSchema) error { return nil }
 
-// InterceptResponse times each response of an operation (one for queries
-// and mutations; one per event for subscriptions).
+// InterceptResponse times the response of each query and mutation. A
+// subscription's events are not operations: each is an event of one
+// subscription, and counting them would swamp the operations.
 func (m *metrics) InterceptResponse(ctx context.Context, next graphql.ResponseHandler) *graphql.Response {
 	start := time.Now()
 	resp := next(ctx)
@@ -58,6 +59,9 @@ func (m *metrics) InterceptResponse(ctx context.Context, next graphql.ResponseHa
 		return resp
 	}
 	oc := graphql.GetOperationContext(ctx)
+	if oc.Operation != nil && oc.Operation.Operation == ast.Subscription {
+		return resp
+	}
 	// Label by the first root field, not the client's operation name: the
 	// schema bounds the first, nothing bounds the second.
 	typ, name := "unknown", "none"

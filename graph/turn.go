@@ -50,7 +50,7 @@ func (r *Resolver) startAfterCommit(ctx context.Context, turnID int) {
 	}
 	start := func(ctx context.Context) {
 		if _, err := r.Runner.Start(ctx, turnID); err != nil {
-			r.Log.ErrorContext(ctx, "enqueue turn", "turn", turnID, "err", err)
+			r.Log.ErrorContext(ctx, "enqueue turn", "turn", EncodeID(turnID), "err", err)
 		}
 	}
 	tx := ent.TxFromContext(ctx)
@@ -174,6 +174,7 @@ func (r *Resolver) answerClarification(ctx context.Context, in model.AnswerClari
 	if err != nil {
 		return nil, err
 	}
+	r.publishAfterCommit(ctx, events.Event{Kind: events.Status, TurnID: t.ID, Step: call.Step, Status: string(turn.StatusRUNNING), At: now})
 	r.startAfterCommit(ctx, t.ID)
 	return t, nil
 }
@@ -200,86 +201,14 @@ func (r *Resolver) cancelTurn(ctx context.Context, id int) (*ent.Turn, error) {
 				err := next.Commit(ctx, tx)
 				if err == nil {
 					r.Runner.Cancel(id)
-					r.Runner.Events().Publish(events.Event{Kind: events.Status, TurnID: id, At: time.Now()})
+					r.Runner.Ended(string(turn.StatusCANCELLED), t.StartedAt)
+					r.Runner.Events().Publish(events.Event{Kind: events.Status, TurnID: id, Status: string(turn.StatusCANCELLED), At: time.Now()})
 				}
 				return err
 			})
 		})
 	}
 	return t, nil
-}
-
-// turnEvents streams a turn's events. The current status comes first, so a
-// late subscriber knows where the turn stands; the stream ends when the
-// turn does, or when the client goes.
-func (r *Resolver) turnEvents(ctx context.Context, turnID int) (<-chan *model.TurnEvent, error) {
-	if _, err := apiViewer(ctx); err != nil {
-		return nil, err
-	}
-	if r.Runner == nil {
-		return nil, fmt.Errorf("no runtime")
-	}
-	// Subscribe before reading: a turn that ends between the two is then
-	// either read as ended or heard ending, never missed.
-	sub := r.Runner.Events().Subscribe(turnID)
-	t, err := r.Client.Turn.Get(ctx, turnID)
-	if err != nil {
-		sub.Close()
-		return nil, err
-	}
-	out := make(chan *model.TurnEvent, 1)
-	go func() {
-		defer close(out)
-		defer sub.Close()
-		send := func(ev *model.TurnEvent) bool {
-			select {
-			case out <- ev:
-				return true
-			case <-ctx.Done():
-				return false
-			}
-		}
-		if !send(&model.TurnEvent{Kind: events.Status, Turn: t, At: time.Now()}) || ended(t.Status) {
-			return
-		}
-		for {
-			select {
-			case <-ctx.Done():
-				return
-			case e, ok := <-sub.C:
-				if !ok {
-					return
-				}
-				ev, err := r.turnEvent(ctx, e)
-				if err != nil {
-					r.Log.WarnContext(ctx, "turn event", "err", err)
-					return
-				}
-				if !send(ev) || (e.Kind == events.Status && ended(ev.Turn.Status)) {
-					return
-				}
-			}
-		}
-	}()
-	return out, nil
-}
-
-func ended(s turn.Status) bool {
-	return s == turn.StatusCOMPLETED || s == turn.StatusFAILED || s == turn.StatusCANCELLED
-}
-
-func (r *Resolver) turnEvent(ctx context.Context, e events.Event) (*model.TurnEvent, error) {
-	t, err := r.Client.Turn.Get(ctx, e.TurnID)
-	if err != nil {
-		return nil, err
-	}
-	ev := &model.TurnEvent{Kind: e.Kind, Turn: t, At: e.At}
-	if e.ToolCallID != 0 {
-		if ev.ToolCall, err = r.Client.ToolCall.Get(ctx, e.ToolCallID); err != nil {
-			return nil, err
-		}
-	}
-	return ev, nil
 }
 
 // usage sums the model calls of a calendar month in UTC, in three grouped

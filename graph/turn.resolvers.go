@@ -35,8 +35,8 @@ func (r *queryResolver) Usage(ctx context.Context, month *string) (*model.Usage,
 }
 
 // TurnEvents is the resolver for the turnEvents field.
-func (r *subscriptionResolver) TurnEvents(ctx context.Context, turnID int) (<-chan *model.TurnEvent, error) {
-	return r.turnEvents(ctx, turnID)
+func (r *subscriptionResolver) TurnEvents(ctx context.Context, turnID int, replay *bool) (<-chan *model.TurnEvent, error) {
+	return r.turnEvents(ctx, turnID, replay != nil && *replay)
 }
 
 // ModelCalls is the resolver for the modelCalls field.

@@ -69,6 +69,9 @@ const (
 	// OfferWebProvider tools need an approved web provider: configured on
 	// the server and enabled by the organisation's admin.
 	OfferWebProvider Offering = "web_provider"
+	// OfferSkillBound tools are offered when the agent binds a published
+	// skill, whether or not it lists the tool.
+	OfferSkillBound Offering = "skill_bound"
 	// OfferKnowledge tools need the agent to bind a knowledge base and the
 	// server to have an embedding model.
 	OfferKnowledge Offering = "knowledge"
@@ -154,13 +157,43 @@ type Definition struct {
 	// answers (clarify): the runtime stores the question and waits, and the
 	// answer becomes the call's result.
 	Pauses bool
+	// Instructs says the result is instructions for the model (a skill):
+	// passed whole like an acknowledgement, and never evidence of what an
+	// answer rests on.
+	Instructs bool
+	// Describe, when set, writes the description for the turns of an agent
+	// from what the agent binds (load_skill names the skills it may load).
+	// The catalogue and the runtime both use it: what is measured is what
+	// is sent.
+	Describe func(Bound) string
+}
+
+// Bound is what an agent binds that a description may name.
+type Bound struct {
+	// Skills are the published skills the agent binds, by name.
+	Skills []SkillBrief
+}
+
+// SkillBrief is a published skill as a description names it.
+type SkillBrief struct {
+	Name        string
+	Description string
+}
+
+// For returns the definition as the turns of an agent that binds b receive
+// it.
+func (d Definition) For(b Bound) Definition {
+	if d.Describe != nil {
+		d.Description = d.Describe(b)
+	}
+	return d
 }
 
 // Acknowledges reports whether the tool's result is an acknowledgement (a
-// write's receipt, the task list, suggestions, clarify): passed as it is,
-// and never evidence of what an answer rests on.
+// write's receipt, the task list, suggestions, clarify) or instructions (a
+// skill): passed as it is, and never evidence of what an answer rests on.
 func (d Definition) Acknowledges() bool {
-	return d.Preview == PreviewExempt && d.Effect != EffectRead
+	return d.Instructs || d.Preview == PreviewExempt && d.Effect != EffectRead
 }
 
 // AlwaysOn reports whether every turn pays for the tool's definition.

@@ -13,6 +13,9 @@ import (
 	"strings"
 	"time"
 
+	"github.com/prometheus/client_golang/prometheus"
+	"github.com/prometheus/client_golang/prometheus/collectors"
+
 	"github.com/toolgate/toolgate/ent/db"
 	"github.com/toolgate/toolgate/graph"
 	"github.com/toolgate/toolgate/graph/auth"
@@ -148,7 +151,10 @@ func serve(ctx context.Context, args []string, stdout, stderr io.Writer, log *sl
 	if toolsURL == "" {
 		toolsURL = base + "/graphql"
 	}
-	runner, signer, apps, bridge, err := newRunner(ctx, rc, d, *dbURL, toolsURL, log)
+	// One registry: the API's metrics and the runtime's on one /metrics.
+	reg := prometheus.NewRegistry()
+	reg.MustRegister(collectors.NewGoCollector(), collectors.NewProcessCollector(collectors.ProcessCollectorOpts{}))
+	runner, signer, apps, bridge, err := newRunner(ctx, rc, d, *dbURL, toolsURL, log, reg)
 	if err != nil {
 		_ = ln.Close()
 		return err
@@ -170,7 +176,7 @@ func serve(ctx context.Context, args []string, stdout, stderr io.Writer, log *sl
 	sandbox.Prestart()
 	defer sandbox.Close()
 	srv := graph.NewServer(graph.Config{DB: d, Log: log, Signer: signer, Runner: runner, Web: webService,
-		Documents: docs, Sandbox: sandbox, MaxUploadBytes: *maxUpload})
+		Documents: docs, Sandbox: sandbox, MaxUploadBytes: *maxUpload, Registry: reg})
 	var demoTurn int
 	if *demo {
 		var token string

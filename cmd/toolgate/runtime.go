@@ -13,6 +13,7 @@ import (
 	"time"
 
 	"entgo.io/ent/dialect"
+	"github.com/prometheus/client_golang/prometheus"
 
 	"github.com/toolgate/toolgate/ent"
 	"github.com/toolgate/toolgate/ent/db"
@@ -121,7 +122,7 @@ func loadSecret(ctx context.Context, c *ent.Client) ([]byte, error) {
 // newRunner builds the turn runtime over d, calling tools at toolsURL. On
 // PostgreSQL its events are bridged to the other replicas (dbURL is needed
 // for the bridge's listening connection); the caller closes the bridge.
-func newRunner(ctx context.Context, c runtimeConfig, d *db.DB, dbURL, toolsURL string, log *slog.Logger) (*loop.Runner, *scope.Signer, *mcp.Pool, io.Closer, error) {
+func newRunner(ctx context.Context, c runtimeConfig, d *db.DB, dbURL, toolsURL string, log *slog.Logger, reg prometheus.Registerer) (*loop.Runner, *scope.Signer, *mcp.Pool, io.Closer, error) {
 	provider, err := newProvider(c)
 	if err != nil {
 		return nil, nil, nil, nil, err
@@ -182,6 +183,7 @@ func newRunner(ctx context.Context, c runtimeConfig, d *db.DB, dbURL, toolsURL s
 		EncodeID:       graph.EncodeID,
 		Queue:          d.Queue(),
 		Log:            log,
+		Registerer:     reg,
 	})
 	if err != nil {
 		_ = bridge.Close()

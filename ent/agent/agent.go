@@ -33,6 +33,8 @@ const (
 	FieldBudgetCheck = "budget_check"
 	// FieldPastConversationSearch holds the string denoting the past_conversation_search field in the database.
 	FieldPastConversationSearch = "past_conversation_search"
+	// FieldSkills holds the string denoting the skills field in the database.
+	FieldSkills = "skills"
 	// FieldKnowledgeBaseIds holds the string denoting the knowledge_base_ids field in the database.
 	FieldKnowledgeBaseIds = "knowledge_base_ids"
 	// EdgeOrganization holds the string denoting the organization edge name in mutations.
@@ -69,6 +71,7 @@ var Columns = []string{
 	FieldMemory,
 	FieldBudgetCheck,
 	FieldPastConversationSearch,
+	FieldSkills,
 	FieldKnowledgeBaseIds,
 }
 
@@ -110,6 +113,8 @@ var (
 	DefaultBudgetCheck bool
 	// DefaultPastConversationSearch holds the default value on creation for the "past_conversation_search" field.
 	DefaultPastConversationSearch bool
+	// DefaultSkills holds the default value on creation for the "skills" field.
+	DefaultSkills []string
 	// DefaultKnowledgeBaseIds holds the default value on creation for the "knowledge_base_ids" field.
 	DefaultKnowledgeBaseIds []int
 )

@@ -24,6 +24,7 @@ import (
 	"github.com/toolgate/toolgate/ent/organization"
 	"github.com/toolgate/toolgate/ent/predicate"
 	"github.com/toolgate/toolgate/ent/setting"
+	"github.com/toolgate/toolgate/ent/skill"
 	"github.com/toolgate/toolgate/ent/storedresult"
 	"github.com/toolgate/toolgate/ent/summary"
 	"github.com/toolgate/toolgate/ent/task"
@@ -494,6 +495,33 @@ func (f TraverseSetting) Traverse(ctx context.Context, q ent.Query) error {
 	return fmt.Errorf("unexpected query type %T. expect *ent.SettingQuery", q)
 }
 
+// The SkillFunc type is an adapter to allow the use of ordinary function as a Querier.
+type SkillFunc func(context.Context, *ent.SkillQuery) (ent.Value, error)
+
+// Query calls f(ctx, q).
+func (f SkillFunc) Query(ctx context.Context, q ent.Query) (ent.Value, error) {
+	if q, ok := q.(*ent.SkillQuery); ok {
+		return f(ctx, q)
+	}
+	return nil, fmt.Errorf("unexpected query type %T. expect *ent.SkillQuery", q)
+}
+
+// The TraverseSkill type is an adapter to allow the use of ordinary function as Traverser.
+type TraverseSkill func(context.Context, *ent.SkillQuery) error
+
+// Intercept is a dummy implementation of Intercept that returns the next Querier in the pipeline.
+func (f TraverseSkill) Intercept(next ent.Querier) ent.Querier {
+	return next
+}
+
+// Traverse calls f(ctx, q).
+func (f TraverseSkill) Traverse(ctx context.Context, q ent.Query) error {
+	if q, ok := q.(*ent.SkillQuery); ok {
+		return f(ctx, q)
+	}
+	return fmt.Errorf("unexpected query type %T. expect *ent.SkillQuery", q)
+}
+
 // The StoredResultFunc type is an adapter to allow the use of ordinary function as a Querier.
 type StoredResultFunc func(context.Context, *ent.StoredResultQuery) (ent.Value, error)
 
@@ -716,6 +744,8 @@ func NewQuery(q ent.Query) (Query, error) {
 		return &query[*ent.OrganizationQuery, predicate.Organization, organization.OrderOption]{typ: ent.TypeOrganization, tq: q}, nil
 	case *ent.SettingQuery:
 		return &query[*ent.SettingQuery, predicate.Setting, setting.OrderOption]{typ: ent.TypeSetting, tq: q}, nil
+	case *ent.SkillQuery:
+		return &query[*ent.SkillQuery, predicate.Skill, skill.OrderOption]{typ: ent.TypeSkill, tq: q}, nil
 	case *ent.StoredResultQuery:
 		return &query[*ent.StoredResultQuery, predicate.StoredResult, storedresult.OrderOption]{typ: ent.TypeStoredResult, tq: q}, nil
 	case *ent.SummaryQuery:

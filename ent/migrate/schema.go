@@ -47,6 +47,7 @@ var (
 		{Name: "memory", Type: field.TypeBool, Default: false},
 		{Name: "budget_check", Type: field.TypeBool, Default: false},
 		{Name: "past_conversation_search", Type: field.TypeBool, Default: false},
+		{Name: "skills", Type: field.TypeJSON},
 		{Name: "knowledge_base_ids", Type: field.TypeJSON},
 		{Name: "organization_id", Type: field.TypeInt},
 	}
@@ -58,7 +59,7 @@ var (
 		ForeignKeys: []*schema.ForeignKey{
 			{
 				Symbol:     "agents_organizations_agents",
-				Columns:    []*schema.Column{AgentsColumns[10]},
+				Columns:    []*schema.Column{AgentsColumns[11]},
 				RefColumns: []*schema.Column{OrganizationsColumns[0]},
 				OnDelete:   schema.NoAction,
 			},
@@ -67,7 +68,7 @@ var (
 			{
 				Name:    "agent_organization_id_name",
 				Unique:  false,
-				Columns: []*schema.Column{AgentsColumns[10], AgentsColumns[3]},
+				Columns: []*schema.Column{AgentsColumns[11], AgentsColumns[3]},
 			},
 		},
 	}
@@ -442,6 +443,30 @@ var (
 		Columns:    SettingsColumns,
 		PrimaryKey: []*schema.Column{SettingsColumns[0]},
 	}
+	// SkillsColumns holds the columns for the "skills" table.
+	SkillsColumns = []*schema.Column{
+		{Name: "id", Type: field.TypeInt, Increment: true},
+		{Name: "created_at", Type: field.TypeTime},
+		{Name: "updated_at", Type: field.TypeTime},
+		{Name: "organization_id", Type: field.TypeInt},
+		{Name: "name", Type: field.TypeString, Size: 64},
+		{Name: "description", Type: field.TypeString, Size: 200},
+		{Name: "instructions", Type: field.TypeString, Size: 100000},
+		{Name: "published_by", Type: field.TypeInt},
+	}
+	// SkillsTable holds the schema information for the "skills" table.
+	SkillsTable = &schema.Table{
+		Name:       "skills",
+		Columns:    SkillsColumns,
+		PrimaryKey: []*schema.Column{SkillsColumns[0]},
+		Indexes: []*schema.Index{
+			{
+				Name:    "skill_organization_id_name",
+				Unique:  true,
+				Columns: []*schema.Column{SkillsColumns[3], SkillsColumns[4]},
+			},
+		},
+	}
 	// StoredResultsColumns holds the columns for the "stored_results" table.
 	StoredResultsColumns = []*schema.Column{
 		{Name: "id", Type: field.TypeInt, Increment: true},
@@ -698,6 +723,7 @@ var (
 		ModelCallsTable,
 		OrganizationsTable,
 		SettingsTable,
+		SkillsTable,
 		StoredResultsTable,
 		SummariesTable,
 		TasksTable,
@@ -762,6 +788,9 @@ func init() {
 	}
 	SettingsTable.Annotation = &entsql.Annotation{
 		IncrementStart: func(i int) *int { return &i }(42949672960),
+	}
+	SkillsTable.Annotation = &entsql.Annotation{
+		IncrementStart: func(i int) *int { return &i }(94489280512),
 	}
 	StoredResultsTable.ForeignKeys[0].RefTable = ConversationsTable
 	StoredResultsTable.Annotation = &entsql.Annotation{

@@ -51,6 +51,9 @@ type Organization func(*sql.Selector)
 // Setting is the predicate function for setting builders.
 type Setting func(*sql.Selector)
 
+// Skill is the predicate function for skill builders.
+type Skill func(*sql.Selector)
+
 // StoredResult is the predicate function for storedresult builders.
 type StoredResult func(*sql.Selector)
 

@@ -470,6 +470,30 @@ func (f SettingMutationRuleFunc) EvalMutation(ctx context.Context, m ent.Mutatio
 	return Denyf("ent/privacy: unexpected mutation type %T, expect *ent.SettingMutation", m)
 }
 
+// The SkillQueryRuleFunc type is an adapter to allow the use of ordinary
+// functions as a query rule.
+type SkillQueryRuleFunc func(context.Context, *ent.SkillQuery) error
+
+// EvalQuery return f(ctx, q).
+func (f SkillQueryRuleFunc) EvalQuery(ctx context.Context, q ent.Query) error {
+	if q, ok := q.(*ent.SkillQuery); ok {
+		return f(ctx, q)
+	}
+	return Denyf("ent/privacy: unexpected query type %T, expect *ent.SkillQuery", q)
+}
+
+// The SkillMutationRuleFunc type is an adapter to allow the use of ordinary
+// functions as a mutation rule.
+type SkillMutationRuleFunc func(context.Context, *ent.SkillMutation) error
+
+// EvalMutation calls f(ctx, m).
+func (f SkillMutationRuleFunc) EvalMutation(ctx context.Context, m ent.Mutation) error {
+	if m, ok := m.(*ent.SkillMutation); ok {
+		return f(ctx, m)
+	}
+	return Denyf("ent/privacy: unexpected mutation type %T, expect *ent.SkillMutation", m)
+}
+
 // The StoredResultQueryRuleFunc type is an adapter to allow the use of ordinary
 // functions as a query rule.
 type StoredResultQueryRuleFunc func(context.Context, *ent.StoredResultQuery) error

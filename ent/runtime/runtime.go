@@ -23,6 +23,7 @@ import (
 	"github.com/toolgate/toolgate/ent/schema"
 	"github.com/toolgate/toolgate/ent/schematype"
 	"github.com/toolgate/toolgate/ent/setting"
+	"github.com/toolgate/toolgate/ent/skill"
 	"github.com/toolgate/toolgate/ent/storedresult"
 	"github.com/toolgate/toolgate/ent/summary"
 	"github.com/toolgate/toolgate/ent/task"
@@ -133,8 +134,12 @@ func init() {
 	agentDescPastConversationSearch := agentFields[6].Descriptor()
 	// agent.DefaultPastConversationSearch holds the default value on creation for the past_conversation_search field.
 	agent.DefaultPastConversationSearch = agentDescPastConversationSearch.Default.(bool)
+	// agentDescSkills is the schema descriptor for skills field.
+	agentDescSkills := agentFields[7].Descriptor()
+	// agent.DefaultSkills holds the default value on creation for the skills field.
+	agent.DefaultSkills = agentDescSkills.Default.([]string)
 	// agentDescKnowledgeBaseIds is the schema descriptor for knowledge_base_ids field.
-	agentDescKnowledgeBaseIds := agentFields[7].Descriptor()
+	agentDescKnowledgeBaseIds := agentFields[8].Descriptor()
 	// agent.DefaultKnowledgeBaseIds holds the default value on creation for the knowledge_base_ids field.
 	agent.DefaultKnowledgeBaseIds = agentDescKnowledgeBaseIds.Default.([]int)
 	applicationMixin := schema.Application{}.Mixin()
@@ -703,6 +708,84 @@ func init() {
 	settingDescKey := settingFields[0].Descriptor()
 	// setting.KeyValidator is a validator for the "key" field. It is called by the builders before save.
 	setting.KeyValidator = settingDescKey.Validators[0].(func(string) error)
+	skillMixin := schema.Skill{}.Mixin()
+	skill.Policy = privacy.NewPolicies(skillMixin[1], schema.Skill{})
+	skill.Hooks[0] = func(next ent.Mutator) ent.Mutator {
+		return ent.MutateFunc(func(ctx context.Context, m ent.Mutation) (ent.Value, error) {
+			if err := skill.Policy.EvalMutation(ctx, m); err != nil {
+				return nil, err
+			}
+			return next.Mutate(ctx, m)
+		})
+	}
+	skillMixinFields0 := skillMixin[0].Fields()
+	_ = skillMixinFields0
+	skillFields := schema.Skill{}.Fields()
+	_ = skillFields
+	// skillDescCreatedAt is the schema descriptor for created_at field.
+	skillDescCreatedAt := skillMixinFields0[0].Descriptor()
+	// skill.DefaultCreatedAt holds the default value on creation for the created_at field.
+	skill.DefaultCreatedAt = skillDescCreatedAt.Default.(func() time.Time)
+	// skillDescUpdatedAt is the schema descriptor for updated_at field.
+	skillDescUpdatedAt := skillMixinFields0[1].Descriptor()
+	// skill.DefaultUpdatedAt holds the default value on creation for the updated_at field.
+	skill.DefaultUpdatedAt = skillDescUpdatedAt.Default.(func() time.Time)
+	// skill.UpdateDefaultUpdatedAt holds the default value on update for the updated_at field.
+	skill.UpdateDefaultUpdatedAt = skillDescUpdatedAt.UpdateDefault.(func() time.Time)
+	// skillDescName is the schema descriptor for name field.
+	skillDescName := skillFields[1].Descriptor()
+	// skill.NameValidator is a validator for the "name" field. It is called by the builders before save.
+	skill.NameValidator = func() func(string) error {
+		validators := skillDescName.Validators
+		fns := [...]func(string) error{
+			validators[0].(func(string) error),
+			validators[1].(func(string) error),
+		}
+		return func(name string) error {
+			for _, fn := range fns {
+				if err := fn(name); err != nil {
+					return err
+				}
+			}
+			return nil
+		}
+	}()
+	// skillDescDescription is the schema descriptor for description field.
+	skillDescDescription := skillFields[2].Descriptor()
+	// skill.DescriptionValidator is a validator for the "description" field. It is called by the builders before save.
+	skill.DescriptionValidator = func() func(string) error {
+		validators := skillDescDescription.Validators
+		fns := [...]func(string) error{
+			validators[0].(func(string) error),
+			validators[1].(func(string) error),
+		}
+		return func(description string) error {
+			for _, fn := range fns {
+				if err := fn(description); err != nil {
+					return err
+				}
+			}
+			return nil
+		}
+	}()
+	// skillDescInstructions is the schema descriptor for instructions field.
+	skillDescInstructions := skillFields[3].Descriptor()
+	// skill.InstructionsValidator is a validator for the "instructions" field. It is called by the builders before save.
+	skill.InstructionsValidator = func() func(string) error {
+		validators := skillDescInstructions.Validators
+		fns := [...]func(string) error{
+			validators[0].(func(string) error),
+			validators[1].(func(string) error),
+		}
+		return func(instructions string) error {
+			for _, fn := range fns {
+				if err := fn(instructions); err != nil {
+					return err
+				}
+			}
+			return nil
+		}
+	}()
 	storedresultMixin := schema.StoredResult{}.Mixin()
 	storedresult.Policy = privacy.NewPolicies(storedresultMixin[1], schema.StoredResult{})
 	storedresult.Hooks[0] = func(next ent.Mutator) ent.Mutator {

@@ -29,6 +29,8 @@ func (Agent) Fields() []ent.Field {
 		field.Bool("memory").Default(false),
 		field.Bool("budget_check").Default(false),
 		field.Bool("past_conversation_search").Default(false),
+		field.Strings("skills").Default([]string{}).
+			Comment("the names of the organisation's published skills the agent may load (load_skill)"),
 		field.Ints("knowledge_base_ids").Default([]int{}).Annotations(entgql.Skip()).
 			Comment("the knowledge bases knowledge_search and read_document reach"),
 	}

@@ -153,4 +153,5 @@ type AgentConfig struct {
 	Memory                 bool     `json:"memory"`
 	BudgetCheck            bool     `json:"budgetCheck"`
 	PastConversationSearch bool     `json:"pastConversationSearch"`
+	Skills                 []string `json:"skills,omitempty"`
 }

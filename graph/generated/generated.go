@@ -83,6 +83,7 @@ type ComplexityRoot struct {
 		Memory                 func(childComplexity int) int
 		Name                   func(childComplexity int) int
 		PastConversationSearch func(childComplexity int) int
+		Skills                 func(childComplexity int) int
 		Tools                  func(childComplexity int) int
 		UpdatedAt              func(childComplexity int) int
 	}
@@ -355,6 +356,11 @@ type ComplexityRoot struct {
 		Node   func(childComplexity int) int
 	}
 
+	LoadedSkill struct {
+		Instructions func(childComplexity int) int
+		Name         func(childComplexity int) int
+	}
+
 	ModelCall struct {
 		CacheReadTokens  func(childComplexity int) int
 		CacheWriteTokens func(childComplexity int) int
@@ -404,6 +410,7 @@ type ComplexityRoot struct {
 		DeleteConversation  func(childComplexity int, id int) int
 		DeleteFile          func(childComplexity int, conversationID *int, path string) int
 		EditFile            func(childComplexity int, conversationID *int, path string, edits []*workspace.EditInput) int
+		PublishSkill        func(childComplexity int, input model.PublishSkillInput) int
 		RegisterApplication func(childComplexity int, input model.RegisterApplicationInput) int
 		RemoveApplication   func(childComplexity int, input model.RemoveApplicationInput) int
 		RevokeAPIToken      func(childComplexity int, id int) int
@@ -475,6 +482,7 @@ type ComplexityRoot struct {
 		KnowledgeSearch   func(childComplexity int, conversationID *int, queries []string, maxResults *int) int
 		ListFiles         func(childComplexity int, conversationID *int, path *string) int
 		ListTools         func(childComplexity int, conversationID *int) int
+		LoadSkill         func(childComplexity int, conversationID *int, name string) int
 		Node              func(childComplexity int, id int) int
 		Nodes             func(childComplexity int, ids []int) int
 		ReadDocument      func(childComplexity int, conversationID *int, documentID int, offset *int, maxChars *int) int
@@ -486,6 +494,7 @@ type ComplexityRoot struct {
 		SearchFiles       func(childComplexity int, conversationID *int, strings []string, contextLines *int) int
 		SearchToolResults func(childComplexity int, conversationID *int, refs []string, query string, match *result.Match, contextChars *int, maxChars *int) int
 		SearchTools       func(childComplexity int, conversationID *int, queries []string) int
+		Skills            func(childComplexity int) int
 		ToolResults       func(childComplexity int, conversationID *int, refs []string, offset *int, maxChars *int, query *string, match *result.Match, contextChars *int) int
 		Transcript        func(childComplexity int, conversationID int, fromTurn *int, toTurn *int, words *string, offset *int, maxChars *int) int
 		Usage             func(childComplexity int, month *string) int
@@ -495,6 +504,15 @@ type ComplexityRoot struct {
 
 	RemoveApplicationPayload struct {
 		ID func(childComplexity int) int
+	}
+
+	Skill struct {
+		CreatedAt    func(childComplexity int) int
+		Description  func(childComplexity int) int
+		ID           func(childComplexity int) int
+		Instructions func(childComplexity int) int
+		Name         func(childComplexity int) int
+		UpdatedAt    func(childComplexity int) int
 	}
 
 	StoredResult struct {
@@ -510,7 +528,7 @@ type ComplexityRoot struct {
 	}
 
 	Subscription struct {
-		TurnEvents func(childComplexity int, turnID int) int
+		TurnEvents func(childComplexity int, turnID int, replay *bool) int
 	}
 
 	SuggestionsAck struct {
@@ -889,6 +907,7 @@ type MutationResolver interface {
 	DeleteConversation(ctx context.Context, id int) (int, error)
 	CreateUser(ctx context.Context, input model.CreateUserInput) (*model.CreateUserPayload, error)
 	DeactivateUser(ctx context.Context, input model.DeactivateUserInput) (*model.DeactivateUserPayload, error)
+	PublishSkill(ctx context.Context, input model.PublishSkillInput) (*ent.Skill, error)
 	SendMessage(ctx context.Context, input model.SendMessageInput) (*ent.Turn, error)
 	AnswerClarification(ctx context.Context, input model.AnswerClarificationInput) (*ent.Turn, error)
 	CancelTurn(ctx context.Context, id int) (*ent.Turn, error)
@@ -922,6 +941,8 @@ type QueryResolver interface {
 	ToolResults(ctx context.Context, conversationID *int, refs []string, offset *int, maxChars *int, query *string, match *result.Match, contextChars *int) (*result.Results, error)
 	ReadToolResult(ctx context.Context, conversationID *int, refs []string, offset *int, maxChars *int) ([]*result.ReadItem, error)
 	SearchToolResults(ctx context.Context, conversationID *int, refs []string, query string, match *result.Match, contextChars *int, maxChars *int) ([]*result.SearchItem, error)
+	Skills(ctx context.Context) ([]*ent.Skill, error)
+	LoadSkill(ctx context.Context, conversationID *int, name string) (*model.LoadedSkill, error)
 	Transcript(ctx context.Context, conversationID int, fromTurn *int, toTurn *int, words *string, offset *int, maxChars *int) (*transcript.Page, error)
 	Usage(ctx context.Context, month *string) (*model.Usage, error)
 	ResearchWeb(ctx context.Context, conversationID *int, queries []string, maxPages *int) (*web.Research, error)
@@ -931,7 +952,7 @@ type QueryResolver interface {
 	SearchFiles(ctx context.Context, conversationID *int, strings []string, contextLines *int) (*workspace.SearchResult, error)
 }
 type SubscriptionResolver interface {
-	TurnEvents(ctx context.Context, turnID int) (<-chan *model.TurnEvent, error)
+	TurnEvents(ctx context.Context, turnID int, replay *bool) (<-chan *model.TurnEvent, error)
 }
 type TaskResolver interface {
 	Status(ctx context.Context, obj *ent.Task) (model.TaskStatus, error)
@@ -1064,6 +1085,12 @@ func (e *executableSchema) Complexity(ctx context.Context, typeName, field strin
 		}
 
 		return e.ComplexityRoot.Agent.PastConversationSearch(childComplexity), true
+	case "Agent.skills":
+		if e.ComplexityRoot.Agent.Skills == nil {
+			break
+		}
+
+		return e.ComplexityRoot.Agent.Skills(childComplexity), true
 	case "Agent.tools":
 		if e.ComplexityRoot.Agent.Tools == nil {
 			break
@@ -2100,6 +2127,19 @@ func (e *executableSchema) Complexity(ctx context.Context, typeName, field strin
 
 		return e.ComplexityRoot.KnowledgeBaseEdge.Node(childComplexity), true
 
+	case "LoadedSkill.instructions":
+		if e.ComplexityRoot.LoadedSkill.Instructions == nil {
+			break
+		}
+
+		return e.ComplexityRoot.LoadedSkill.Instructions(childComplexity), true
+	case "LoadedSkill.name":
+		if e.ComplexityRoot.LoadedSkill.Name == nil {
+			break
+		}
+
+		return e.ComplexityRoot.LoadedSkill.Name(childComplexity), true
+
 	case "ModelCall.cacheReadTokens":
 		if e.ComplexityRoot.ModelCall.CacheReadTokens == nil {
 			break
@@ -2407,6 +2447,17 @@ func (e *executableSchema) Complexity(ctx context.Context, typeName, field strin
 		}
 
 		return e.ComplexityRoot.Mutation.EditFile(childComplexity, args["conversationId"].(*int), args["path"].(string), args["edits"].([]*workspace.EditInput)), true
+	case "Mutation.publishSkill":
+		if e.ComplexityRoot.Mutation.PublishSkill == nil {
+			break
+		}
+
+		args, err := ec.field_Mutation_publishSkill_args(ctx, rawArgs)
+		if err != nil {
+			return 0, false
+		}
+
+		return e.ComplexityRoot.Mutation.PublishSkill(childComplexity, args["input"].(model.PublishSkillInput)), true
 	case "Mutation.registerApplication":
 		if e.ComplexityRoot.Mutation.RegisterApplication == nil {
 			break
@@ -2845,6 +2896,17 @@ func (e *executableSchema) Complexity(ctx context.Context, typeName, field strin
 		}
 
 		return e.ComplexityRoot.Query.ListTools(childComplexity, args["conversationId"].(*int)), true
+	case "Query.loadSkill":
+		if e.ComplexityRoot.Query.LoadSkill == nil {
+			break
+		}
+
+		args, err := ec.field_Query_loadSkill_args(ctx, rawArgs)
+		if err != nil {
+			return 0, false
+		}
+
+		return e.ComplexityRoot.Query.LoadSkill(childComplexity, args["conversationId"].(*int), args["name"].(string)), true
 	case "Query.node":
 		if e.ComplexityRoot.Query.Node == nil {
 			break
@@ -2966,6 +3028,12 @@ func (e *executableSchema) Complexity(ctx context.Context, typeName, field strin
 		}
 
 		return e.ComplexityRoot.Query.SearchTools(childComplexity, args["conversationId"].(*int), args["queries"].([]string)), true
+	case "Query.skills":
+		if e.ComplexityRoot.Query.Skills == nil {
+			break
+		}
+
+		return e.ComplexityRoot.Query.Skills(childComplexity), true
 	case "Query.toolResults":
 		if e.ComplexityRoot.Query.ToolResults == nil {
 			break
@@ -3018,6 +3086,43 @@ func (e *executableSchema) Complexity(ctx context.Context, typeName, field strin
 		}
 
 		return e.ComplexityRoot.RemoveApplicationPayload.ID(childComplexity), true
+
+	case "Skill.createdAt":
+		if e.ComplexityRoot.Skill.CreatedAt == nil {
+			break
+		}
+
+		return e.ComplexityRoot.Skill.CreatedAt(childComplexity), true
+	case "Skill.description":
+		if e.ComplexityRoot.Skill.Description == nil {
+			break
+		}
+
+		return e.ComplexityRoot.Skill.Description(childComplexity), true
+	case "Skill.id":
+		if e.ComplexityRoot.Skill.ID == nil {
+			break
+		}
+
+		return e.ComplexityRoot.Skill.ID(childComplexity), true
+	case "Skill.instructions":
+		if e.ComplexityRoot.Skill.Instructions == nil {
+			break
+		}
+
+		return e.ComplexityRoot.Skill.Instructions(childComplexity), true
+	case "Skill.name":
+		if e.ComplexityRoot.Skill.Name == nil {
+			break
+		}
+
+		return e.ComplexityRoot.Skill.Name(childComplexity), true
+	case "Skill.updatedAt":
+		if e.ComplexityRoot.Skill.UpdatedAt == nil {
+			break
+		}
+
+		return e.ComplexityRoot.Skill.UpdatedAt(childComplexity), true
 
 	case "StoredResult.bytes":
 		if e.ComplexityRoot.StoredResult.Bytes == nil {
@@ -3084,7 +3189,7 @@ func (e *executableSchema) Complexity(ctx context.Context, typeName, field strin
 			return 0, false
 		}
 
-		return e.ComplexityRoot.Subscription.TurnEvents(childComplexity, args["turnId"].(int)), true
+		return e.ComplexityRoot.Subscription.TurnEvents(childComplexity, args["turnId"].(int), args["replay"].(*bool)), true
 
 	case "SuggestionsAck.ok":
 		if e.ComplexityRoot.SuggestionsAck.Ok == nil {
@@ -4384,6 +4489,7 @@ func (e *executableSchema) Exec(ctx context.Context) graphql.ResponseHandler {
 			graphql.NewInputUnmarshaler("ExportSourceInput", ec.unmarshalInputExportSourceInput),
 			graphql.NewInputUnmarshaler("KnowledgeBaseOrder", ec.unmarshalInputKnowledgeBaseOrder),
 			graphql.NewInputUnmarshaler("MoneyInput", ec.unmarshalInputMoneyInput),
+			graphql.NewInputUnmarshaler("PublishSkillInput", ec.unmarshalInputPublishSkillInput),
 			graphql.NewInputUnmarshaler("RegisterApplicationInput", ec.unmarshalInputRegisterApplicationInput),
 			graphql.NewInputUnmarshaler("RemoveApplicationInput", ec.unmarshalInputRemoveApplicationInput),
 			graphql.NewInputUnmarshaler("SendMessageInput", ec.unmarshalInputSendMessageInput),
@@ -4516,6 +4622,8 @@ input CreateAgentInput {
   pastConversationSearch: Boolean
   "Knowledge bases of the organisation that knowledge_search and read_document reach."
   knowledgeBaseIds: [ID!]
+  "Published skills of the organisation the agent may load with load_skill, by name (at most 8)."
+  skills: [String!]
 }
 
 input RegisterApplicationInput {
@@ -4798,7 +4906,7 @@ type CatalogueCeilings @goModel(model: "github.com/toolgate/toolgate/tools/catal
 type CatalogueTool @goModel(model: "github.com/toolgate/toolgate/tools/catalog.Tool") {
   name: String!
   family: String!
-  "When the tool is offered: always, workspace, allowlisted, memory, budget, past_conversations."
+  "When the tool is offered: always, workspace, allowlisted, memory, budget, past_conversations, web_provider, skill_bound."
   offeredWhen: String!
   "Whether every turn pays for the tool."
   alwaysOn: Boolean!
@@ -5105,6 +5213,10 @@ type Agent implements Node {
   memory: Boolean!
   budgetCheck: Boolean!
   pastConversationSearch: Boolean!
+  """
+  the names of the organisation's published skills the agent may load (load_skill)
+  """
+  skills: [String!]!
 }
 """
 A connection to a list of items.
@@ -6057,6 +6169,8 @@ input UpdateAgentInput {
   pastConversationSearch: Boolean
   "The organisation's knowledge bases knowledge_search and read_document reach, in place of the old list; none: unchanged."
   knowledgeBaseIds: [ID!]
+  "The published skills the agent may load, in place of the old list; none: unchanged."
+  skills: [String!]
 }
 
 "What updateAgent changed."
@@ -6273,6 +6387,56 @@ type ToolResultExcerpt @goModel(model: "github.com/toolgate/toolgate/tools/resul
   hits: Int!
 }
 `, BuiltIn: false},
+	{Name: "../skill.graphqls", Input: `extend type Mutation {
+  """
+  Publishes a skill for the organisation's agents, or replaces the
+  description and instructions of the skill of the same name: agents that
+  bind it load what is published when they call load_skill. Admins only.
+  """
+  publishSkill(input: PublishSkillInput!): Skill!
+}
+
+extend type Query {
+  "The organisation's published skills, by name."
+  skills: [Skill!]!
+  "load_skill: a skill the turn's agent binds, with its instructions whole."
+  loadSkill(
+    "The conversation whose agent's skills are read: required with an API token; a turn's scope token names its own."
+    conversationId: ID
+    "The skill's name."
+    name: String!
+  ): LoadedSkill!
+}
+
+input PublishSkillInput {
+  "Lower-case letters, digits, '-' and '_' (at most 64): what agents bind and load_skill names."
+  name: String!
+  "What the skill is for, at most 200 characters: the model reads it in load_skill's description to decide when to load it."
+  description: String!
+  "What the model follows once it loads the skill, at most 100,000 characters; never previewed."
+  instructions: String!
+}
+
+"Instructions an admin published for the organisation's agents."
+type Skill {
+  id: ID!
+  "The name agents bind and load_skill names."
+  name: String!
+  "What the skill is for, as load_skill's description shows it."
+  description: String!
+  "What the model follows once it loads the skill."
+  instructions: String!
+  createdAt: Time!
+  "When it was last published."
+  updatedAt: Time!
+}
+
+"A skill as load_skill returns it."
+type LoadedSkill {
+  name: String!
+  instructions: String!
+}
+`, BuiltIn: false},
 	{Name: "../transcript.graphqls", Input: `extend type Query {
   """
   Earlier turns of a conversation, verbatim (the read_transcript tool): by a range of
@@ -6339,37 +6503,63 @@ extend type Query {
 
 type Subscription {
   """
-  A turn's events. The current status comes first; the stream ends after the
-  turn ends.
+  A turn's events, each with the turn as of that event: a MODEL_CALL_FINISHED
+  shows the turn RUNNING even when it has ended by the time it is read.
+  Without replay the turn's current status comes first; with replay: true the
+  turn's earlier events come first, rebuilt from what is stored (its start,
+  model calls, tool calls, pauses for a question, answer and end), then the
+  live ones, none missed and none twice. The stream ends after the turn ends.
   """
-  turnEvents(turnId: ID!): TurnEvent!
+  turnEvents(
+    turnId: ID!
+    "Start with the turn's earlier events rather than its current status."
+    replay: Boolean = false
+  ): TurnEvent!
 }
 
+"What sendMessage needs: the conversation, the message, and the sender's time zone."
 input SendMessageInput {
+  "The conversation to continue; its agent answers."
   conversationId: ID!
+  "What the user wrote, at most 100,000 characters."
   text: String!
   "The browser's IANA time zone, e.g. Europe/Paris; none reads as UTC."
   timeZone: String
 }
 
+"What answerClarification needs: the waiting turn and the user's answer."
 input AnswerClarificationInput {
+  "The turn that asked, status WAITING_FOR_CLARIFICATION."
   turnId: ID!
+  "The user's answer, in their own words or one of the options offered."
   answer: String!
 }
 
+"What happened in a turn."
 enum TurnEventKind {
+  "The runtime sent the model a request."
   MODEL_CALL_STARTED
+  "The model answered; what it asked for is stored."
   MODEL_CALL_FINISHED
+  "A tool call began; toolCall is set, still PENDING."
   TOOL_CALL_STARTED
+  "A tool call ended; toolCall is set, with its outcome."
   TOOL_CALL_FINISHED
+  "The turn's answer is stored."
   ANSWER
+  "The turn's status changed (or, first on a stream without replay, what it is)."
   STATUS
 }
 
+"One event of a turn, carrying the turn's state as of that event."
 type TurnEvent {
+  "What happened."
   kind: TurnEventKind!
+  "The turn as of the event: its status is the one the event announces."
   turn: Turn!
+  "The tool call, for tool call events; as it stood at the event."
   toolCall: ToolCall
+  "When it happened."
   at: Time!
 }
 
@@ -6748,6 +6938,8 @@ func (ec *executionContext) childFields_Agent(ctx context.Context, field graphql
 		return ec.fieldContext_Agent_budgetCheck(ctx, field)
 	case "pastConversationSearch":
 		return ec.fieldContext_Agent_pastConversationSearch(ctx, field)
+	case "skills":
+		return ec.fieldContext_Agent_skills(ctx, field)
 	}
 	return nil, fmt.Errorf("no field named %q was found under type Agent", field.Name)
 }
@@ -7288,6 +7480,16 @@ func (ec *executionContext) childFields_KnowledgeBaseEdge(ctx context.Context, f
 	return nil, fmt.Errorf("no field named %q was found under type KnowledgeBaseEdge", field.Name)
 }
 
+func (ec *executionContext) childFields_LoadedSkill(ctx context.Context, field graphql.CollectedField) (*graphql.FieldContext, error) {
+	switch field.Name {
+	case "name":
+		return ec.fieldContext_LoadedSkill_name(ctx, field)
+	case "instructions":
+		return ec.fieldContext_LoadedSkill_instructions(ctx, field)
+	}
+	return nil, fmt.Errorf("no field named %q was found under type LoadedSkill", field.Name)
+}
+
 func (ec *executionContext) childFields_ModelCall(ctx context.Context, field graphql.CollectedField) (*graphql.FieldContext, error) {
 	switch field.Name {
 	case "step":
@@ -7440,6 +7642,24 @@ func (ec *executionContext) childFields_RemoveApplicationPayload(ctx context.Con
 		return ec.fieldContext_RemoveApplicationPayload_id(ctx, field)
 	}
 	return nil, fmt.Errorf("no field named %q was found under type RemoveApplicationPayload", field.Name)
+}
+
+func (ec *executionContext) childFields_Skill(ctx context.Context, field graphql.CollectedField) (*graphql.FieldContext, error) {
+	switch field.Name {
+	case "id":
+		return ec.fieldContext_Skill_id(ctx, field)
+	case "name":
+		return ec.fieldContext_Skill_name(ctx, field)
+	case "description":
+		return ec.fieldContext_Skill_description(ctx, field)
+	case "instructions":
+		return ec.fieldContext_Skill_instructions(ctx, field)
+	case "createdAt":
+		return ec.fieldContext_Skill_createdAt(ctx, field)
+	case "updatedAt":
+		return ec.fieldContext_Skill_updatedAt(ctx, field)
+	}
+	return nil, fmt.Errorf("no field named %q was found under type Skill", field.Name)
 }
 
 func (ec *executionContext) childFields_StoredResult(ctx context.Context, field graphql.CollectedField) (*graphql.FieldContext, error) {
@@ -8582,6 +8802,20 @@ func (ec *executionContext) field_Mutation_editFile_args(ctx context.Context, ra
 	return args, nil
 }
 
+func (ec *executionContext) field_Mutation_publishSkill_args(ctx context.Context, rawArgs map[string]any) (map[string]any, error) {
+	var err error
+	args := map[string]any{}
+	arg0, err := graphql.ProcessArgField(ctx, rawArgs, "input",
+		func(ctx context.Context, v any) (model.PublishSkillInput, error) {
+			return ec.unmarshalNPublishSkillInput2githubᚗcomᚋtoolgateᚋtoolgateᚋgraphᚋmodelᚐPublishSkillInput(ctx, v)
+		})
+	if err != nil {
+		return nil, err
+	}
+	args["input"] = arg0
+	return args, nil
+}
+
 func (ec *executionContext) field_Mutation_registerApplication_args(ctx context.Context, rawArgs map[string]any) (map[string]any, error) {
 	var err error
 	args := map[string]any{}
@@ -9144,6 +9378,28 @@ func (ec *executionContext) field_Query_listTools_args(ctx context.Context, rawA
 	return args, nil
 }
 
+func (ec *executionContext) field_Query_loadSkill_args(ctx context.Context, rawArgs map[string]any) (map[string]any, error) {
+	var err error
+	args := map[string]any{}
+	arg0, err := graphql.ProcessArgField(ctx, rawArgs, "conversationId",
+		func(ctx context.Context, v any) (*int, error) {
+			return ec.unmarshalOID2ᚖint(ctx, v)
+		})
+	if err != nil {
+		return nil, err
+	}
+	args["conversationId"] = arg0
+	arg1, err := graphql.ProcessArgField(ctx, rawArgs, "name",
+		func(ctx context.Context, v any) (string, error) {
+			return ec.unmarshalNString2string(ctx, v)
+		})
+	if err != nil {
+		return nil, err
+	}
+	args["name"] = arg1
+	return args, nil
+}
+
 func (ec *executionContext) field_Query_node_args(ctx context.Context, rawArgs map[string]any) (map[string]any, error) {
 	var err error
 	args := map[string]any{}
@@ -9631,6 +9887,14 @@ func (ec *executionContext) field_Subscription_turnEvents_args(ctx context.Conte
 		return nil, err
 	}
 	args["turnId"] = arg0
+	arg1, err := graphql.ProcessArgField(ctx, rawArgs, "replay",
+		func(ctx context.Context, v any) (*bool, error) {
+			return ec.unmarshalOBoolean2ᚖbool(ctx, v)
+		})
+	if err != nil {
+		return nil, err
+	}
+	args["replay"] = arg1
 	return args, nil
 }
 
@@ -10129,6 +10393,29 @@ func (ec *executionContext) _Agent_pastConversationSearch(ctx context.Context, f
 }
 func (ec *executionContext) fieldContext_Agent_pastConversationSearch(_ context.Context, field graphql.CollectedField) (fc *graphql.FieldContext, err error) {
 	return graphql.NewScalarFieldContext("Agent", field, false, false, "Boolean")
+}
+
+func (ec *executionContext) _Agent_skills(ctx context.Context, field graphql.CollectedField, obj *ent.Agent) (ret graphql.Marshaler) {
+	return graphql.ResolveField(
+		ctx,
+		ec.OperationContext,
+		field,
+		func(ctx context.Context, field graphql.CollectedField) (*graphql.FieldContext, error) {
+			return ec.fieldContext_Agent_skills(ctx, field)
+		},
+		func(ctx context.Context) (any, error) {
+			return obj.Skills, nil
+		},
+		nil,
+		func(ctx context.Context, selections ast.SelectionSet, v []string) graphql.Marshaler {
+			return ec.marshalNString2ᚕstringᚄ(ctx, selections, v)
+		},
+		true,
+		true,
+	)
+}
+func (ec *executionContext) fieldContext_Agent_skills(_ context.Context, field graphql.CollectedField) (fc *graphql.FieldContext, err error) {
+	return graphql.NewScalarFieldContext("Agent", field, false, false, "String")
 }
 
 func (ec *executionContext) _AgentConnection_edges(ctx context.Context, field graphql.CollectedField, obj *ent.AgentConnection) (ret graphql.Marshaler) {
@@ -14273,6 +14560,52 @@ func (ec *executionContext) fieldContext_KnowledgeBaseEdge_cursor(_ context.Cont
 	return graphql.NewScalarFieldContext("KnowledgeBaseEdge", field, false, false, "Cursor")
 }
 
+func (ec *executionContext) _LoadedSkill_name(ctx context.Context, field graphql.CollectedField, obj *model.LoadedSkill) (ret graphql.Marshaler) {
+	return graphql.ResolveField(
+		ctx,
+		ec.OperationContext,
+		field,
+		func(ctx context.Context, field graphql.CollectedField) (*graphql.FieldContext, error) {
+			return ec.fieldContext_LoadedSkill_name(ctx, field)
+		},
+		func(ctx context.Context) (any, error) {
+			return obj.Name, nil
+		},
+		nil,
+		func(ctx context.Context, selections ast.SelectionSet, v string) graphql.Marshaler {
+			return ec.marshalNString2string(ctx, selections, v)
+		},
+		true,
+		true,
+	)
+}
+func (ec *executionContext) fieldContext_LoadedSkill_name(_ context.Context, field graphql.CollectedField) (fc *graphql.FieldContext, err error) {
+	return graphql.NewScalarFieldContext("LoadedSkill", field, false, false, "String")
+}
+
+func (ec *executionContext) _LoadedSkill_instructions(ctx context.Context, field graphql.CollectedField, obj *model.LoadedSkill) (ret graphql.Marshaler) {
+	return graphql.ResolveField(
+		ctx,
+		ec.OperationContext,
+		field,
+		func(ctx context.Context, field graphql.CollectedField) (*graphql.FieldContext, error) {
+			return ec.fieldContext_LoadedSkill_instructions(ctx, field)
+		},
+		func(ctx context.Context) (any, error) {
+			return obj.Instructions, nil
+		},
+		nil,
+		func(ctx context.Context, selections ast.SelectionSet, v string) graphql.Marshaler {
+			return ec.marshalNString2string(ctx, selections, v)
+		},
+		true,
+		true,
+	)
+}
+func (ec *executionContext) fieldContext_LoadedSkill_instructions(_ context.Context, field graphql.CollectedField) (fc *graphql.FieldContext, err error) {
+	return graphql.NewScalarFieldContext("LoadedSkill", field, false, false, "String")
+}
+
 func (ec *executionContext) _ModelCall_step(ctx context.Context, field graphql.CollectedField, obj *ent.ModelCall) (ret graphql.Marshaler) {
 	return graphql.ResolveField(
 		ctx,
@@ -15784,6 +16117,50 @@ func (ec *executionContext) fieldContext_Mutation_deactivateUser(ctx context.Con
 	}()
 	ctx = graphql.WithFieldContext(ctx, fc)
 	if fc.Args, err = ec.field_Mutation_deactivateUser_args(ctx, field.ArgumentMap(ec.Variables)); err != nil {
+		ec.Error(ctx, err)
+		return fc, err
+	}
+	return fc, nil
+}
+
+func (ec *executionContext) _Mutation_publishSkill(ctx context.Context, field graphql.CollectedField) (ret graphql.Marshaler) {
+	return graphql.ResolveField(
+		ctx,
+		ec.OperationContext,
+		field,
+		func(ctx context.Context, field graphql.CollectedField) (*graphql.FieldContext, error) {
+			return ec.fieldContext_Mutation_publishSkill(ctx, field)
+		},
+		func(ctx context.Context) (any, error) {
+			fc := graphql.GetFieldContext(ctx)
+			return ec.Resolvers.Mutation().PublishSkill(ctx, fc.Args["input"].(model.PublishSkillInput))
+		},
+		nil,
+		func(ctx context.Context, selections ast.SelectionSet, v *ent.Skill) graphql.Marshaler {
+			return ec.marshalNSkill2ᚖgithubᚗcomᚋtoolgateᚋtoolgateᚋentᚐSkill(ctx, selections, v)
+		},
+		true,
+		true,
+	)
+}
+func (ec *executionContext) fieldContext_Mutation_publishSkill(ctx context.Context, field graphql.CollectedField) (fc *graphql.FieldContext, err error) {
+	fc = &graphql.FieldContext{
+		Object:     "Mutation",
+		Field:      field,
+		IsMethod:   true,
+		IsResolver: true,
+		Child: func(ctx context.Context, field graphql.CollectedField) (*graphql.FieldContext, error) {
+			return ec.childFields_Skill(ctx, field)
+		},
+	}
+	defer func() {
+		if r := recover(); r != nil {
+			err = ec.Recover(ctx, r)
+			ec.Error(ctx, err)
+		}
+	}()
+	ctx = graphql.WithFieldContext(ctx, fc)
+	if fc.Args, err = ec.field_Mutation_publishSkill_args(ctx, field.ArgumentMap(ec.Variables)); err != nil {
 		ec.Error(ctx, err)
 		return fc, err
 	}
@@ -17604,6 +17981,82 @@ func (ec *executionContext) fieldContext_Query_searchToolResults(ctx context.Con
 	return fc, nil
 }
 
+func (ec *executionContext) _Query_skills(ctx context.Context, field graphql.CollectedField) (ret graphql.Marshaler) {
+	return graphql.ResolveField(
+		ctx,
+		ec.OperationContext,
+		field,
+		func(ctx context.Context, field graphql.CollectedField) (*graphql.FieldContext, error) {
+			return ec.fieldContext_Query_skills(ctx, field)
+		},
+		func(ctx context.Context) (any, error) {
+			return ec.Resolvers.Query().Skills(ctx)
+		},
+		nil,
+		func(ctx context.Context, selections ast.SelectionSet, v []*ent.Skill) graphql.Marshaler {
+			return ec.marshalNSkill2ᚕᚖgithubᚗcomᚋtoolgateᚋtoolgateᚋentᚐSkillᚄ(ctx, selections, v)
+		},
+		true,
+		true,
+	)
+}
+func (ec *executionContext) fieldContext_Query_skills(_ context.Context, field graphql.CollectedField) (fc *graphql.FieldContext, err error) {
+	fc = &graphql.FieldContext{
+		Object:     "Query",
+		Field:      field,
+		IsMethod:   true,
+		IsResolver: true,
+		Child: func(ctx context.Context, field graphql.CollectedField) (*graphql.FieldContext, error) {
+			return ec.childFields_Skill(ctx, field)
+		},
+	}
+	return fc, nil
+}
+
+func (ec *executionContext) _Query_loadSkill(ctx context.Context, field graphql.CollectedField) (ret graphql.Marshaler) {
+	return graphql.ResolveField(
+		ctx,
+		ec.OperationContext,
+		field,
+		func(ctx context.Context, field graphql.CollectedField) (*graphql.FieldContext, error) {
+			return ec.fieldContext_Query_loadSkill(ctx, field)
+		},
+		func(ctx context.Context) (any, error) {
+			fc := graphql.GetFieldContext(ctx)
+			return ec.Resolvers.Query().LoadSkill(ctx, fc.Args["conversationId"].(*int), fc.Args["name"].(string))
+		},
+		nil,
+		func(ctx context.Context, selections ast.SelectionSet, v *model.LoadedSkill) graphql.Marshaler {
+			return ec.marshalNLoadedSkill2ᚖgithubᚗcomᚋtoolgateᚋtoolgateᚋgraphᚋmodelᚐLoadedSkill(ctx, selections, v)
+		},
+		true,
+		true,
+	)
+}
+func (ec *executionContext) fieldContext_Query_loadSkill(ctx context.Context, field graphql.CollectedField) (fc *graphql.FieldContext, err error) {
+	fc = &graphql.FieldContext{
+		Object:     "Query",
+		Field:      field,
+		IsMethod:   true,
+		IsResolver: true,
+		Child: func(ctx context.Context, field graphql.CollectedField) (*graphql.FieldContext, error) {
+			return ec.childFields_LoadedSkill(ctx, field)
+		},
+	}
+	defer func() {
+		if r := recover(); r != nil {
+			err = ec.Recover(ctx, r)
+			ec.Error(ctx, err)
+		}
+	}()
+	ctx = graphql.WithFieldContext(ctx, fc)
+	if fc.Args, err = ec.field_Query_loadSkill_args(ctx, field.ArgumentMap(ec.Variables)); err != nil {
+		ec.Error(ctx, err)
+		return fc, err
+	}
+	return fc, nil
+}
+
 func (ec *executionContext) _Query_transcript(ctx context.Context, field graphql.CollectedField) (ret graphql.Marshaler) {
 	return graphql.ResolveField(
 		ctx,
@@ -18011,6 +18464,144 @@ func (ec *executionContext) fieldContext_RemoveApplicationPayload_id(_ context.C
 	return graphql.NewScalarFieldContext("RemoveApplicationPayload", field, false, false, "ID")
 }
 
+func (ec *executionContext) _Skill_id(ctx context.Context, field graphql.CollectedField, obj *ent.Skill) (ret graphql.Marshaler) {
+	return graphql.ResolveField(
+		ctx,
+		ec.OperationContext,
+		field,
+		func(ctx context.Context, field graphql.CollectedField) (*graphql.FieldContext, error) {
+			return ec.fieldContext_Skill_id(ctx, field)
+		},
+		func(ctx context.Context) (any, error) {
+			return obj.ID, nil
+		},
+		nil,
+		func(ctx context.Context, selections ast.SelectionSet, v int) graphql.Marshaler {
+			return ec.marshalNID2int(ctx, selections, v)
+		},
+		true,
+		true,
+	)
+}
+func (ec *executionContext) fieldContext_Skill_id(_ context.Context, field graphql.CollectedField) (fc *graphql.FieldContext, err error) {
+	return graphql.NewScalarFieldContext("Skill", field, false, false, "ID")
+}
+
+func (ec *executionContext) _Skill_name(ctx context.Context, field graphql.CollectedField, obj *ent.Skill) (ret graphql.Marshaler) {
+	return graphql.ResolveField(
+		ctx,
+		ec.OperationContext,
+		field,
+		func(ctx context.Context, field graphql.CollectedField) (*graphql.FieldContext, error) {
+			return ec.fieldContext_Skill_name(ctx, field)
+		},
+		func(ctx context.Context) (any, error) {
+			return obj.Name, nil
+		},
+		nil,
+		func(ctx context.Context, selections ast.SelectionSet, v string) graphql.Marshaler {
+			return ec.marshalNString2string(ctx, selections, v)
+		},
+		true,
+		true,
+	)
+}
+func (ec *executionContext) fieldContext_Skill_name(_ context.Context, field graphql.CollectedField) (fc *graphql.FieldContext, err error) {
+	return graphql.NewScalarFieldContext("Skill", field, false, false, "String")
+}
+
+func (ec *executionContext) _Skill_description(ctx context.Context, field graphql.CollectedField, obj *ent.Skill) (ret graphql.Marshaler) {
+	return graphql.ResolveField(
+		ctx,
+		ec.OperationContext,
+		field,
+		func(ctx context.Context, field graphql.CollectedField) (*graphql.FieldContext, error) {
+			return ec.fieldContext_Skill_description(ctx, field)
+		},
+		func(ctx context.Context) (any, error) {
+			return obj.Description, nil
+		},
+		nil,
+		func(ctx context.Context, selections ast.SelectionSet, v string) graphql.Marshaler {
+			return ec.marshalNString2string(ctx, selections, v)
+		},
+		true,
+		true,
+	)
+}
+func (ec *executionContext) fieldContext_Skill_description(_ context.Context, field graphql.CollectedField) (fc *graphql.FieldContext, err error) {
+	return graphql.NewScalarFieldContext("Skill", field, false, false, "String")
+}
+
+func (ec *executionContext) _Skill_instructions(ctx context.Context, field graphql.CollectedField, obj *ent.Skill) (ret graphql.Marshaler) {
+	return graphql.ResolveField(
+		ctx,
+		ec.OperationContext,
+		field,
+		func(ctx context.Context, field graphql.CollectedField) (*graphql.FieldContext, error) {
+			return ec.fieldContext_Skill_instructions(ctx, field)
+		},
+		func(ctx context.Context) (any, error) {
+			return obj.Instructions, nil
+		},
+		nil,
+		func(ctx context.Context, selections ast.SelectionSet, v string) graphql.Marshaler {
+			return ec.marshalNString2string(ctx, selections, v)
+		},
+		true,
+		true,
+	)
+}
+func (ec *executionContext) fieldContext_Skill_instructions(_ context.Context, field graphql.CollectedField) (fc *graphql.FieldContext, err error) {
+	return graphql.NewScalarFieldContext("Skill", field, false, false, "String")
+}
+
+func (ec *executionContext) _Skill_createdAt(ctx context.Context, field graphql.CollectedField, obj *ent.Skill) (ret graphql.Marshaler) {
+	return graphql.ResolveField(
+		ctx,
+		ec.OperationContext,
+		field,
+		func(ctx context.Context, field graphql.CollectedField) (*graphql.FieldContext, error) {
+			return ec.fieldContext_Skill_createdAt(ctx, field)
+		},
+		func(ctx context.Context) (any, error) {
+			return obj.CreatedAt, nil
+		},
+		nil,
+		func(ctx context.Context, selections ast.SelectionSet, v time.Time) graphql.Marshaler {
+			return ec.marshalNTime2timeᚐTime(ctx, selections, v)
+		},
+		true,
+		true,
+	)
+}
+func (ec *executionContext) fieldContext_Skill_createdAt(_ context.Context, field graphql.CollectedField) (fc *graphql.FieldContext, err error) {
+	return graphql.NewScalarFieldContext("Skill", field, false, false, "Time")
+}
+
+func (ec *executionContext) _Skill_updatedAt(ctx context.Context, field graphql.CollectedField, obj *ent.Skill) (ret graphql.Marshaler) {
+	return graphql.ResolveField(
+		ctx,
+		ec.OperationContext,
+		field,
+		func(ctx context.Context, field graphql.CollectedField) (*graphql.FieldContext, error) {
+			return ec.fieldContext_Skill_updatedAt(ctx, field)
+		},
+		func(ctx context.Context) (any, error) {
+			return obj.UpdatedAt, nil
+		},
+		nil,
+		func(ctx context.Context, selections ast.SelectionSet, v time.Time) graphql.Marshaler {
+			return ec.marshalNTime2timeᚐTime(ctx, selections, v)
+		},
+		true,
+		true,
+	)
+}
+func (ec *executionContext) fieldContext_Skill_updatedAt(_ context.Context, field graphql.CollectedField) (fc *graphql.FieldContext, err error) {
+	return graphql.NewScalarFieldContext("Skill", field, false, false, "Time")
+}
+
 func (ec *executionContext) _StoredResult_id(ctx context.Context, field graphql.CollectedField, obj *ent.StoredResult) (ret graphql.Marshaler) {
 	return graphql.ResolveField(
 		ctx,
@@ -18228,7 +18819,7 @@ func (ec *executionContext) _Subscription_turnEvents(ctx context.Context, field 
 		},
 		func(ctx context.Context) (any, error) {
 			fc := graphql.GetFieldContext(ctx)
-			return ec.Resolvers.Subscription().TurnEvents(ctx, fc.Args["turnId"].(int))
+			return ec.Resolvers.Subscription().TurnEvents(ctx, fc.Args["turnId"].(int), fc.Args["replay"].(*bool))
 		},
 		nil,
 		func(ctx context.Context, selections ast.SelectionSet, v *model.TurnEvent) graphql.Marshaler {
@@ -25402,7 +25993,7 @@ func (ec *executionContext) unmarshalInputCreateAgentInput(ctx context.Context, 
 		asMap[k] = v
 	}
 
-	fieldsInOrder := [...]string{"name", "instructions", "tools", "memory", "budgetCheck", "pastConversationSearch", "knowledgeBaseIds"}
+	fieldsInOrder := [...]string{"name", "instructions", "tools", "memory", "budgetCheck", "pastConversationSearch", "knowledgeBaseIds", "skills"}
 	for _, k := range fieldsInOrder {
 		v, ok := asMap[k]
 		if !ok {
@@ -25458,6 +26049,13 @@ func (ec *executionContext) unmarshalInputCreateAgentInput(ctx context.Context, 
 				return it, err
 			}
 			it.KnowledgeBaseIds = data
+		case "skills":
+			ctx := graphql.WithPathContext(ctx, graphql.NewPathWithField("skills"))
+			data, err := ec.unmarshalOString2ᚕstringᚄ(ctx, v)
+			if err != nil {
+				return it, err
+			}
+			it.Skills = data
 		}
 	}
 	return it, nil
@@ -25876,6 +26474,62 @@ func (ec *executionContext) unmarshalInputMoneyInput(ctx context.Context, obj an
 func UnmarshalMoneyInput(ctx context.Context, raw any) (model.MoneyInput, error) {
 	var out model.MoneyInput
 	err := graphql.UnmarshalNamedInputFromContext(ctx, "MoneyInput", raw, &out)
+	return out, err
+}
+
+func (ec *executionContext) unmarshalInputPublishSkillInput(ctx context.Context, obj any) (model.PublishSkillInput, error) {
+	var it model.PublishSkillInput
+	if obj == nil {
+		return it, nil
+	}
+
+	asMap := map[string]any{}
+	for k, v := range obj.(map[string]any) {
+		asMap[k] = v
+	}
+
+	fieldsInOrder := [...]string{"name", "description", "instructions"}
+	for _, k := range fieldsInOrder {
+		v, ok := asMap[k]
+		if !ok {
+			continue
+		}
+		switch k {
+		case "name":
+			ctx := graphql.WithPathContext(ctx, graphql.NewPathWithField("name"))
+			data, err := ec.unmarshalNString2string(ctx, v)
+			if err != nil {
+				return it, err
+			}
+			it.Name = data
+		case "description":
+			ctx := graphql.WithPathContext(ctx, graphql.NewPathWithField("description"))
+			data, err := ec.unmarshalNString2string(ctx, v)
+			if err != nil {
+				return it, err
+			}
+			it.Description = data
+		case "instructions":
+			ctx := graphql.WithPathContext(ctx, graphql.NewPathWithField("instructions"))
+			data, err := ec.unmarshalNString2string(ctx, v)
+			if err != nil {
+				return it, err
+			}
+			it.Instructions = data
+		}
+	}
+	return it, nil
+}
+
+// UnmarshalPublishSkillInput unmarshals raw into the PublishSkillInput input type, using the
+// unmarshaler bound to ctx's request. Call it from a resolver to decode an input
+// object that was not passed as a field argument.
+//
+// ctx must come from a gqlgen request; outside one there is no unmarshaler to use
+// and the returned error says so.
+func UnmarshalPublishSkillInput(ctx context.Context, raw any) (model.PublishSkillInput, error) {
+	var out model.PublishSkillInput
+	err := graphql.UnmarshalNamedInputFromContext(ctx, "PublishSkillInput", raw, &out)
 	return out, err
 }
 
@@ -26944,7 +27598,7 @@ func (ec *executionContext) unmarshalInputUpdateAgentInput(ctx context.Context, 
 		asMap[k] = v
 	}
 
-	fieldsInOrder := [...]string{"id", "name", "instructions", "tools", "memory", "budgetCheck", "pastConversationSearch", "knowledgeBaseIds"}
+	fieldsInOrder := [...]string{"id", "name", "instructions", "tools", "memory", "budgetCheck", "pastConversationSearch", "knowledgeBaseIds", "skills"}
 	for _, k := range fieldsInOrder {
 		v, ok := asMap[k]
 		if !ok {
@@ -27007,6 +27661,13 @@ func (ec *executionContext) unmarshalInputUpdateAgentInput(ctx context.Context, 
 				return it, err
 			}
 			it.KnowledgeBaseIds = data
+		case "skills":
+			ctx := graphql.WithPathContext(ctx, graphql.NewPathWithField("skills"))
+			data, err := ec.unmarshalOString2ᚕstringᚄ(ctx, v)
+			if err != nil {
+				return it, err
+			}
+			it.Skills = data
 		}
 	}
 	return it, nil
@@ -27435,6 +28096,11 @@ func (ec *executionContext) _Agent(ctx context.Context, sel ast.SelectionSet, ob
 			}
 		case "pastConversationSearch":
 			out.Values[i] = ec._Agent_pastConversationSearch(ctx, field, obj)
+			if out.Values[i] == graphql.Null {
+				out.Invalids++
+			}
+		case "skills":
+			out.Values[i] = ec._Agent_skills(ctx, field, obj)
 			if out.Values[i] == graphql.Null {
 				out.Invalids++
 			}
@@ -29267,6 +29933,44 @@ func (ec *executionContext) _KnowledgeBaseEdge(ctx context.Context, sel ast.Sele
 	return out
 }
 
+var loadedSkillImplementors = []string{"LoadedSkill"}
+
+func (ec *executionContext) _LoadedSkill(ctx context.Context, sel ast.SelectionSet, obj *model.LoadedSkill) graphql.Marshaler {
+	fields := graphql.CollectFields(ec.OperationContext, sel, loadedSkillImplementors)
+
+	out := graphql.NewFieldSet(fields)
+	deferred := graphql.NewDeferredGroup(ctx)
+	for i, field := range fields {
+		switch field.Name {
+		case "__typename":
+			out.Values[i] = graphql.MarshalString("LoadedSkill")
+		case "name":
+			out.Values[i] = ec._LoadedSkill_name(ctx, field, obj)
+			if out.Values[i] == graphql.Null {
+				out.Invalids++
+			}
+		case "instructions":
+			out.Values[i] = ec._LoadedSkill_instructions(ctx, field, obj)
+			if out.Values[i] == graphql.Null {
+				out.Invalids++
+			}
+		default:
+			panic("unknown field " + strconv.Quote(field.Name))
+		}
+	}
+	out.Dispatch(ctx)
+	if out.Invalids > 0 {
+		return graphql.Null
+	}
+
+	if n := len(deferred.Defers); n > 0 {
+		atomic.AddInt32(&ec.Deferred, int32(min(n, math.MaxInt32)))
+		ec.ProcessDeferredGroup(deferred)
+	}
+
+	return out
+}
+
 var modelCallImplementors = []string{"ModelCall"}
 
 func (ec *executionContext) _ModelCall(ctx context.Context, sel ast.SelectionSet, obj *ent.ModelCall) graphql.Marshaler {
@@ -29638,6 +30342,13 @@ func (ec *executionContext) _Mutation(ctx context.Context, sel ast.SelectionSet)
 		case "deactivateUser":
 			out.Values[i] = ec.OperationContext.RootResolverMiddleware(innerCtx, func(ctx context.Context) (res graphql.Marshaler) {
 				return ec._Mutation_deactivateUser(ctx, field)
+			})
+			if out.Values[i] == graphql.Null {
+				out.Invalids++
+			}
+		case "publishSkill":
+			out.Values[i] = ec.OperationContext.RootResolverMiddleware(innerCtx, func(ctx context.Context) (res graphql.Marshaler) {
+				return ec._Mutation_publishSkill(ctx, field)
 			})
 			if out.Values[i] == graphql.Null {
 				out.Invalids++
@@ -30144,6 +30855,18 @@ func (ec *executionContext) _Query(ctx context.Context, sel ast.SelectionSet) gr
 				func(ctx context.Context) graphql.Marshaler {
 					return ec._Query_searchToolResults(ctx, field)
 				})
+		case "skills":
+			out.ResolveRootConcurrently(innerCtx, ec.OperationContext, i,
+				true, true,
+				func(ctx context.Context) graphql.Marshaler {
+					return ec._Query_skills(ctx, field)
+				})
+		case "loadSkill":
+			out.ResolveRootConcurrently(innerCtx, ec.OperationContext, i,
+				true, true,
+				func(ctx context.Context) graphql.Marshaler {
+					return ec._Query_loadSkill(ctx, field)
+				})
 		case "transcript":
 			out.ResolveRootConcurrently(innerCtx, ec.OperationContext, i,
 				true, true,
@@ -30230,6 +30953,64 @@ func (ec *executionContext) _RemoveApplicationPayload(ctx context.Context, sel a
 			out.Values[i] = graphql.MarshalString("RemoveApplicationPayload")
 		case "id":
 			out.Values[i] = ec._RemoveApplicationPayload_id(ctx, field, obj)
+			if out.Values[i] == graphql.Null {
+				out.Invalids++
+			}
+		default:
+			panic("unknown field " + strconv.Quote(field.Name))
+		}
+	}
+	out.Dispatch(ctx)
+	if out.Invalids > 0 {
+		return graphql.Null
+	}
+
+	if n := len(deferred.Defers); n > 0 {
+		atomic.AddInt32(&ec.Deferred, int32(min(n, math.MaxInt32)))
+		ec.ProcessDeferredGroup(deferred)
+	}
+
+	return out
+}
+
+var skillImplementors = []string{"Skill"}
+
+func (ec *executionContext) _Skill(ctx context.Context, sel ast.SelectionSet, obj *ent.Skill) graphql.Marshaler {
+	fields := graphql.CollectFields(ec.OperationContext, sel, skillImplementors)
+
+	out := graphql.NewFieldSet(fields)
+	deferred := graphql.NewDeferredGroup(ctx)
+	for i, field := range fields {
+		switch field.Name {
+		case "__typename":
+			out.Values[i] = graphql.MarshalString("Skill")
+		case "id":
+			out.Values[i] = ec._Skill_id(ctx, field, obj)
+			if out.Values[i] == graphql.Null {
+				out.Invalids++
+			}
+		case "name":
+			out.Values[i] = ec._Skill_name(ctx, field, obj)
+			if out.Values[i] == graphql.Null {
+				out.Invalids++
+			}
+		case "description":
+			out.Values[i] = ec._Skill_description(ctx, field, obj)
+			if out.Values[i] == graphql.Null {
+				out.Invalids++
+			}
+		case "instructions":
+			out.Values[i] = ec._Skill_instructions(ctx, field, obj)
+			if out.Values[i] == graphql.Null {
+				out.Invalids++
+			}
+		case "createdAt":
+			out.Values[i] = ec._Skill_createdAt(ctx, field, obj)
+			if out.Values[i] == graphql.Null {
+				out.Invalids++
+			}
+		case "updatedAt":
+			out.Values[i] = ec._Skill_updatedAt(ctx, field, obj)
 			if out.Values[i] == graphql.Null {
 				out.Invalids++
 			}
@@ -33660,6 +34441,14 @@ func (ec *executionContext) marshalNKnowledgeBaseOrderField2ᚖgithubᚗcomᚋto
 	return v
 }
 
+func (ec *executionContext) marshalNLoadedSkill2ᚖgithubᚗcomᚋtoolgateᚋtoolgateᚋgraphᚋmodelᚐLoadedSkill(ctx context.Context, sel ast.SelectionSet, v *model.LoadedSkill) graphql.Marshaler {
+	if v == nil {
+		graphql.AddInvalidNullError(ctx, "LoadedSkill!")
+		return graphql.Null
+	}
+	return ec._LoadedSkill(ctx, sel, v)
+}
+
 func (ec *executionContext) marshalNModelCall2ᚕᚖgithubᚗcomᚋtoolgateᚋtoolgateᚋentᚐModelCallᚄ(ctx context.Context, sel ast.SelectionSet, v []*ent.ModelCall) graphql.Marshaler {
 	ret := graphql.MarshalSliceConcurrently(ctx, len(v), 0, false, func(ctx context.Context, i int) graphql.Marshaler {
 		fc := graphql.GetFieldContext(ctx)
@@ -33810,6 +34599,11 @@ func (ec *executionContext) marshalNPromptStats2ᚖgithubᚗcomᚋtoolgateᚋtoo
 	return ec._PromptStats(ctx, sel, v)
 }
 
+func (ec *executionContext) unmarshalNPublishSkillInput2githubᚗcomᚋtoolgateᚋtoolgateᚋgraphᚋmodelᚐPublishSkillInput(ctx context.Context, v any) (model.PublishSkillInput, error) {
+	res, err := ec.unmarshalInputPublishSkillInput(ctx, v)
+	return res, graphql.ErrorOnPath(ctx, err)
+}
+
 func (ec *executionContext) unmarshalNRegisterApplicationInput2githubᚗcomᚋtoolgateᚋtoolgateᚋgraphᚋmodelᚐRegisterApplicationInput(ctx context.Context, v any) (model.RegisterApplicationInput, error) {
 	res, err := ec.unmarshalInputRegisterApplicationInput(ctx, v)
 	return res, graphql.ErrorOnPath(ctx, err)
@@ -33846,6 +34640,30 @@ func (ec *executionContext) unmarshalNSendMessageInput2githubᚗcomᚋtoolgate�
 func (ec *executionContext) unmarshalNSetBudgetInput2githubᚗcomᚋtoolgateᚋtoolgateᚋgraphᚋmodelᚐSetBudgetInput(ctx context.Context, v any) (model.SetBudgetInput, error) {
 	res, err := ec.unmarshalInputSetBudgetInput(ctx, v)
 	return res, graphql.ErrorOnPath(ctx, err)
+}
+
+func (ec *executionContext) marshalNSkill2ᚕᚖgithubᚗcomᚋtoolgateᚋtoolgateᚋentᚐSkillᚄ(ctx context.Context, sel ast.SelectionSet, v []*ent.Skill) graphql.Marshaler {
+	ret := graphql.MarshalSliceConcurrently(ctx, len(v), 0, false, func(ctx context.Context, i int) graphql.Marshaler {
+		fc := graphql.GetFieldContext(ctx)
+		fc.Result = &v[i]
+		return ec.marshalNSkill2ᚖgithubᚗcomᚋtoolgateᚋtoolgateᚋentᚐSkill(ctx, sel, v[i])
+	})
+
+	for _, e := range ret {
+		if e == graphql.Null {
+			return graphql.Null
+		}
+	}
+
+	return ret
+}
+
+func (ec *executionContext) marshalNSkill2ᚖgithubᚗcomᚋtoolgateᚋtoolgateᚋentᚐSkill(ctx context.Context, sel ast.SelectionSet, v *ent.Skill) graphql.Marshaler {
+	if v == nil {
+		graphql.AddInvalidNullError(ctx, "Skill!")
+		return graphql.Null
+	}
+	return ec._Skill(ctx, sel, v)
 }
 
 func (ec *executionContext) unmarshalNStartConversationInput2githubᚗcomᚋtoolgateᚋtoolgateᚋgraphᚋmodelᚐStartConversationInput(ctx context.Context, v any) (model.StartConversationInput, error) {

@@ -35,8 +35,11 @@ type AgentUsage struct {
 	ModelCalls       int          `json:"modelCalls"`
 }
 
+// What answerClarification needs: the waiting turn and the user's answer.
 type AnswerClarificationInput struct {
-	TurnID int    `json:"turnId"`
+	// The turn that asked, status WAITING_FOR_CLARIFICATION.
+	TurnID int `json:"turnId"`
+	// The user's answer, in their own words or one of the options offered.
 	Answer string `json:"answer"`
 }
 
@@ -101,6 +104,8 @@ type CreateAgentInput struct {
 	PastConversationSearch *bool    `json:"pastConversationSearch,omitempty"`
 	// Knowledge bases of the organisation that knowledge_search and read_document reach.
 	KnowledgeBaseIds []int `json:"knowledgeBaseIds,omitempty"`
+	// Published skills of the organisation the agent may load with load_skill, by name (at most 8).
+	Skills []string `json:"skills,omitempty"`
 }
 
 type CreateKnowledgeBaseInput struct {
@@ -147,6 +152,12 @@ type Grounding struct {
 	CoveredChars int `json:"coveredChars"`
 }
 
+// A skill as load_skill returns it.
+type LoadedSkill struct {
+	Name         string `json:"name"`
+	Instructions string `json:"instructions"`
+}
+
 type ModelUsage struct {
 	Model string `json:"model"`
 	// The group's totals: 64-bit counts and exact money.
@@ -179,6 +190,15 @@ type PromptStats struct {
 	ModelCalls int `json:"modelCalls"`
 }
 
+type PublishSkillInput struct {
+	// Lower-case letters, digits, '-' and '_' (at most 64): what agents bind and load_skill names.
+	Name string `json:"name"`
+	// What the skill is for, at most 200 characters: the model reads it in load_skill's description to decide when to load it.
+	Description string `json:"description"`
+	// What the model follows once it loads the skill, at most 100,000 characters; never previewed.
+	Instructions string `json:"instructions"`
+}
+
 type RegisterApplicationInput struct {
 	// Lower-case letters, digits, '-' and '_'; the tools are offered as <name>__<tool>.
 	Name string `json:"name"`
@@ -197,9 +217,12 @@ type RemoveApplicationPayload struct {
 	ID int `json:"id"`
 }
 
+// What sendMessage needs: the conversation, the message, and the sender's time zone.
 type SendMessageInput struct {
-	ConversationID int    `json:"conversationId"`
-	Text           string `json:"text"`
+	// The conversation to continue; its agent answers.
+	ConversationID int `json:"conversationId"`
+	// What the user wrote, at most 100,000 characters.
+	Text string `json:"text"`
 	// The browser's IANA time zone, e.g. Europe/Paris; none reads as UTC.
 	TimeZone *string `json:"timeZone,omitempty"`
 }
@@ -232,11 +255,16 @@ type SuggestionsAck struct {
 	Saved int `json:"saved"`
 }
 
+// One event of a turn, carrying the turn's state as of that event.
 type TurnEvent struct {
-	Kind     events.Kind   `json:"kind"`
-	Turn     *ent.Turn     `json:"turn"`
+	// What happened.
+	Kind events.Kind `json:"kind"`
+	// The turn as of the event: its status is the one the event announces.
+	Turn *ent.Turn `json:"turn"`
+	// The tool call, for tool call events; as it stood at the event.
 	ToolCall *ent.ToolCall `json:"toolCall,omitempty"`
-	At       time.Time     `json:"at"`
+	// When it happened.
+	At time.Time `json:"at"`
 }
 
 type UpdateAgentInput struct {
@@ -255,6 +283,8 @@ type UpdateAgentInput struct {
 	PastConversationSearch *bool `json:"pastConversationSearch,omitempty"`
 	// The organisation's knowledge bases knowledge_search and read_document reach, in place of the old list; none: unchanged.
 	KnowledgeBaseIds []int `json:"knowledgeBaseIds,omitempty"`
+	// The published skills the agent may load, in place of the old list; none: unchanged.
+	Skills []string `json:"skills,omitempty"`
 }
 
 // What updateAgent changed.

@@ -28,7 +28,14 @@ type Event struct {
 	TurnID int
 	// ToolCallID is set for tool call events.
 	ToolCallID int
-	At         time.Time
+	// Step is the model call the event belongs to, counted from 0: the
+	// call itself, the one that asked for a tool call, or the one whose
+	// question a STATUS event of a pause (or of its answer) follows.
+	Step int
+	// Status is the turn's status as of the event: what it announces,
+	// whatever the turn has become by the time a subscriber reads it.
+	Status string
+	At     time.Time
 }
 
 // Buffer is how many events a subscriber may fall behind by.

@@ -10,6 +10,7 @@ import (
 	"time"
 
 	sdk "github.com/modelcontextprotocol/go-sdk/mcp"
+	"github.com/prometheus/client_golang/prometheus"
 	"github.com/stretchr/testify/require"
 
 	"github.com/toolgate/toolgate/ent/db"
@@ -140,8 +141,10 @@ func TestResumeClaimsOnlyAbandonedTurnsOnce(t *testing.T) {
 	each(t, func(t *testing.T, d *db.DB) {
 		p := &scripted{answers: []model.Response{{Text: "resumed"}}}
 		h := newHarness(t, d, p)
-		// A second replica over the same database.
-		other, err := loop.New(h.cfg)
+		// A second replica over the same database, with metrics of its own.
+		cfg := h.cfg
+		cfg.Registerer = prometheus.NewRegistry()
+		other, err := loop.New(cfg)
 		require.NoError(t, err)
 		require.NoError(t, other.Open())
 		t.Cleanup(func() { _ = other.Close(context.Background()) })

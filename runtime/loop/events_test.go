@@ -31,6 +31,13 @@ import (
 // subscribe opens a graphql-transport-ws subscription to a turn's events.
 func subscribe(t *testing.T, h *harness, token, turnID string) (*websocket.Conn, context.Context) {
 	t.Helper()
+	return subscribeQuery(t, h, token, `subscription($t: ID!) { turnEvents(turnId: $t) { kind at turn { status answer toolCalls { name outcome } } toolCall { name outcome } } }`,
+		map[string]any{"t": turnID})
+}
+
+// subscribeQuery opens a graphql-transport-ws subscription.
+func subscribeQuery(t *testing.T, h *harness, token, query string, vars map[string]any) (*websocket.Conn, context.Context) {
+	t.Helper()
 	ctx, cancel := context.WithTimeout(context.Background(), 20*time.Second)
 	t.Cleanup(cancel)
 	c, _, err := websocket.Dial(ctx, "ws"+strings.TrimPrefix(h.srv.URL, "http")+"/graphql",
@@ -43,8 +50,7 @@ func subscribe(t *testing.T, h *harness, token, turnID string) (*websocket.Conn,
 	require.NoError(t, wsjson.Read(ctx, c, &ack))
 	require.Equal(t, "connection_ack", ack["type"])
 	require.NoError(t, wsjson.Write(ctx, c, map[string]any{"id": "1", "type": "subscribe", "payload": map[string]any{
-		"query":     `subscription($t: ID!) { turnEvents(turnId: $t) { kind at turn { status answer toolCalls { name outcome } } toolCall { name outcome } } }`,
-		"variables": map[string]any{"t": turnID},
+		"query": query, "variables": vars,
 	}}))
 	return c, ctx
 }

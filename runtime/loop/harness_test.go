@@ -13,6 +13,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/prometheus/client_golang/prometheus"
 	"github.com/stretchr/testify/require"
 
 	"github.com/toolgate/toolgate/ent"
@@ -50,6 +51,8 @@ type harness struct {
 	now    time.Time
 	// page is the URL of a page the web tools read, on loopback.
 	page string
+	// reg holds the API's and the runtime's metrics, served on /metrics.
+	reg *prometheus.Registry
 }
 
 type option func(*loop.Config)
@@ -59,7 +62,7 @@ func withMaxSteps(n int) option { return func(c *loop.Config) { c.MaxSteps = n }
 func newHarness(t testing.TB, d *db.DB, p model.Provider, opts ...option) *harness {
 	t.Helper()
 	ctx := tenancy.System(context.Background())
-	h := &harness{db: d, client: d.Client(), now: time.Date(2026, 11, 29, 19, 30, 42, 0, time.UTC)}
+	h := &harness{db: d, client: d.Client(), now: time.Date(2026, 11, 29, 19, 30, 42, 0, time.UTC), reg: prometheus.NewRegistry()}
 	var err error
 	h.grant, err = auth.Bootstrap(ctx, h.client, "Acme", "Ada Lovelace", "Research")
 	require.NoError(t, err)
@@ -81,7 +84,7 @@ func newHarness(t testing.TB, d *db.DB, p model.Provider, opts ...option) *harne
 	cfg := loop.Config{
 		Client: h.client, Provider: p, Signer: signer, Dispatcher: h.disp, Apps: apps,
 		Tools: registry.All(), Now: func() time.Time { return h.now }, EncodeID: gid.Encode, Queue: d.Queue(),
-		WebProvider: true, Embeddings: true,
+		WebProvider: true, Embeddings: true, Registerer: h.reg,
 	}
 	for _, o := range opts {
 		o(&cfg)
@@ -95,7 +98,7 @@ func newHarness(t testing.TB, d *db.DB, p model.Provider, opts ...option) *harne
 	t.Cleanup(func() { _ = sandbox.Close() })
 	docs, err := document.New(document.Config{DB: d, Embedder: embed.NewLocal()})
 	require.NoError(t, err)
-	api = graph.NewServer(graph.Config{DB: d, Signer: signer, Runner: h.runner, Sandbox: sandbox, Web: webService, Documents: docs})
+	api = graph.NewServer(graph.Config{DB: d, Signer: signer, Runner: h.runner, Sandbox: sandbox, Web: webService, Documents: docs, Registry: h.reg})
 	return h
 }
 
@@ -207,6 +210,8 @@ type scripted struct {
 	answers  []model.Response
 	requests []model.Request
 	block    chan struct{} // when set, Complete waits for it or the context
+	// blockCall, when set, makes only that call (1 for the first) wait.
+	blockCall int
 }
 
 func (s *scripted) Name() string { return "scripted" }
@@ -216,6 +221,9 @@ func (s *scripted) Complete(ctx context.Context, req model.Request) (*model.Resp
 	s.requests = append(s.requests, req)
 	n := len(s.requests)
 	block := s.block
+	if s.blockCall != 0 && n != s.blockCall {
+		block = nil
+	}
 	s.mu.Unlock()
 	if block != nil {
 		select {

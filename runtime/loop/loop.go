@@ -13,10 +13,12 @@ import (
 	"errors"
 	"fmt"
 	"log/slog"
+	"strconv"
 	"sync"
 	"sync/atomic"
 	"time"
 
+	"github.com/prometheus/client_golang/prometheus"
 	"github.com/riverqueue/river"
 	"github.com/riverqueue/river/riverdriver"
 
@@ -28,10 +30,12 @@ import (
 	"github.com/toolgate/toolgate/runtime/dispatch"
 	"github.com/toolgate/toolgate/runtime/events"
 	"github.com/toolgate/toolgate/runtime/mcp"
+	"github.com/toolgate/toolgate/runtime/meter"
 	"github.com/toolgate/toolgate/runtime/model"
 	"github.com/toolgate/toolgate/runtime/price"
 	"github.com/toolgate/toolgate/runtime/prompt"
 	"github.com/toolgate/toolgate/runtime/scope"
+	"github.com/toolgate/toolgate/runtime/throttle"
 	"github.com/toolgate/toolgate/tools"
 )
 
@@ -88,6 +92,8 @@ type Config struct {
 	HeartbeatEvery, StaleAfter, SweepEvery time.Duration
 	// DrainGrace is how long Close lets tool calls in flight finish.
 	DrainGrace time.Duration
+	// Registerer, when set, receives the runtime's metrics (package meter).
+	Registerer prometheus.Registerer
 }
 
 // Runner runs turns as durable jobs in the database's River queue: a
@@ -104,6 +110,10 @@ type Runner struct {
 	draining atomic.Bool
 	mu       sync.Mutex
 	running  map[int]*running
+	meter    *meter.Meter
+	// builtin names the built-in tools: metrics label tools by these
+	// names only, so a name the model invents adds no series.
+	builtin map[string]bool
 }
 
 // New returns a Runner; Open starts it working turns.
@@ -156,14 +166,62 @@ func New(cfg Config) (*Runner, error) {
 		PollOnly:          true,
 		FetchPollInterval: 50 * time.Millisecond,
 		FetchCooldown:     10 * time.Millisecond,
-		Logger:            cfg.Log,
+		// A database outage fails every poll: one line per back-off.
+		Logger: slog.New(throttle.New(cfg.Log.Handler(), throttle.Options{})),
 	})
 	if err != nil {
 		stop()
 		return nil, fmt.Errorf("job queue: %w", err)
 	}
 	r.queue = q
+	if cfg.Registerer != nil {
+		r.meter = meter.New(cfg.Registerer, r.queueDepth)
+	}
+	r.builtin = make(map[string]bool, len(cfg.Tools))
+	for _, d := range cfg.Tools {
+		r.builtin[d.Name] = true
+	}
 	return r, nil
+}
+
+// apiID is a row's id as the API shows it: logs name turns and
+// conversations the way clients know them.
+func (r *Runner) apiID(id int) string {
+	if r.cfg.EncodeID != nil {
+		return r.cfg.EncodeID(id)
+	}
+	return strconv.Itoa(id)
+}
+
+// toolLabel is a tool's name as metrics label it: a built-in tool's own,
+// "application" for an application's, "unknown" for any other.
+func (r *Runner) toolLabel(name string) string {
+	if r.builtin[name] {
+		return name
+	}
+	if _, _, ok := mcp.SplitToolName(name); ok {
+		return "application"
+	}
+	return "unknown"
+}
+
+// queueDepth counts the job queue's jobs by state.
+func (r *Runner) queueDepth(ctx context.Context) (map[string]int, error) {
+	counts, err := r.cfg.Queue.GetExecutor().JobCountByAllStates(ctx, &riverdriver.JobCountByAllStatesParams{})
+	if err != nil {
+		return nil, fmt.Errorf("count jobs: %w", err)
+	}
+	out := make(map[string]int, len(counts))
+	for state, n := range counts {
+		out[string(state)] = n
+	}
+	return out, nil
+}
+
+// Ended records a turn ended outside a run (a cancel): its status and
+// how long it took from its message.
+func (r *Runner) Ended(status string, startedAt time.Time) {
+	r.meter.TurnFinished(status, r.cfg.Now().Sub(startedAt))
 }
 
 // Open starts working turns, until Close.
@@ -215,6 +273,7 @@ func (w *turnWorker) Timeout(*river.Job[TurnArgs]) time.Duration { return -1 }
 
 // Work runs the turn.
 func (w *turnWorker) Work(ctx context.Context, job *river.Job[TurnArgs]) error {
+	w.r.meter.JobStarted(job.Kind, job.ScheduledAt)
 	return w.r.work(ctx, job.Args.TurnID)
 }
 
@@ -329,7 +388,7 @@ func (r *Runner) work(jobCtx context.Context, turnID int) error {
 			}
 		}
 	}()
-	t := &turnRun{r: r, turnID: turnID, log: r.cfg.Log.With("turn", turnID), modelCtx: mctx}
+	t := &turnRun{r: r, turnID: turnID, log: r.cfg.Log.With("turn", r.apiID(turnID)), modelCtx: mctx}
 	stopped := t.end(ctx, t.run(ctx))
 	cancel(nil)
 	watch.Wait()
@@ -359,7 +418,7 @@ func (r *Runner) heartbeat(ctx context.Context, turnID int, last *time.Time) err
 		if ctx.Err() != nil {
 			return nil
 		}
-		r.cfg.Log.Warn("turn heartbeat", "turn", turnID, "err", err)
+		r.cfg.Log.Warn("turn heartbeat", "turn", r.apiID(turnID), "err", err)
 		if time.Since(*last) > r.cfg.StaleAfter-r.cfg.HeartbeatEvery {
 			// Soon stale to the others: stop before one of them starts.
 			return errLeaseLost

@@ -92,6 +92,7 @@ var canonical = map[string]string{
 	"knowledge_search":     `{"queries": ["tides"]}`,
 	"read_document":        `{"documentId": "DOCUMENT"}`,
 	"search_attachments":   `{"queries": ["tides"]}`,
+	"load_skill":           `{"name": "notes"}`,
 }
 
 // broken is a call's arguments in a shape a repair rule mends.
@@ -188,12 +189,13 @@ func TestRepairedArgumentsReachEveryConsumer(t *testing.T) {
 		kb := h.client.KnowledgeBase.Create().SetOrganizationID(org.ID).SetName("Handbook").SaveX(sys)
 		doc := h.client.Document.Create().SetOrganizationID(org.ID).SetKnowledgeBaseID(kb.ID).SetTitle("Tides").
 			SetText("Tides rise and fall twice a day.").SetStatus(entdocument.StatusREADY).SaveX(sys)
+		h.gql(t, `mutation { publishSkill(input: {name: "notes", description: "Notes.", instructions: "Decisions first."}) { id } }`, nil)
 		for i, tc := range cases {
 			name := fmt.Sprintf("%s/%s/%s", tc.def.Name, tc.broken.rule, tc.broken.path)
 			t.Run(name, func(t *testing.T) {
 				t.Parallel()
 				// Every switch on: the switched tools are offered too.
-				conv := h.agent(t, map[string]any{"tools": optional, "budgetCheck": true, "knowledgeBaseIds": []string{gid.Encode(kb.ID)}})
+				conv := h.agent(t, map[string]any{"tools": optional, "budgetCheck": true, "knowledgeBaseIds": []string{gid.Encode(kb.ID)}, "skills": []string{"notes"}})
 				convID, err := gid.Decode(conv)
 				require.NoError(t, err)
 				h.client.Attachment.Create().SetOrganizationID(org.ID).SetConversationID(convID).SetFilename("notes.txt").

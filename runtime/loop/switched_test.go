@@ -1,6 +1,7 @@
 package loop_test
 
 import (
+	"strings"
 	"testing"
 	"time"
 
@@ -126,5 +127,49 @@ func TestBudgetStopsTurns(t *testing.T) {
 		p.answers = []model.Response{{Text: "Fresh month."}}
 		p.mu.Unlock()
 		require.Equal(t, turn.StatusCOMPLETED, h.wait(t, h.send(t, conv, "again", "America/New_York")).Status)
+	})
+}
+
+// TestSkillLoadedWhole: load_skill is offered once an agent binds a
+// published skill (not before, and without being listed); its description
+// names the skill; the instructions reach the model whole, past the preview
+// size, and count as no evidence; an unknown name is answered with the
+// skills the agent binds.
+func TestSkillLoadedWhole(t *testing.T) {
+	t.Parallel()
+	each(t, func(t *testing.T, d *db.DB) {
+		p := &scripted{answers: []model.Response{{Text: "No skills."}}}
+		h := newHarness(t, d, p)
+		plain := h.agent(t, nil)
+		require.Equal(t, turn.StatusCOMPLETED, h.wait(t, h.send(t, plain, "Hi", "")).Status)
+		require.NotContains(t, offered(p.request(0)), "load_skill", "no skill bound: not offered")
+
+		instructions := "Write the release note in three parts.\n" + strings.Repeat("Step: check each figure twice. ", 400) + "END-OF-SKILL"
+		require.Greater(t, len(instructions), 6000)
+		h.gql(t, `mutation($i: String!) { publishSkill(input: {name: "release-notes", description: "How to write a release note.", instructions: $i}) { id } }`,
+			map[string]any{"i": instructions})
+		p.mu.Lock()
+		p.answers = []model.Response{
+			{ToolCalls: []model.ToolCall{call("s1", "load_skill", `{"name":"release-notes"}`), call("s2", "load_skill", `{"name":"tax-returns"}`)}},
+			{Text: "Done."},
+		}
+		p.mu.Unlock()
+		bound := h.agent(t, map[string]any{"skills": []string{"release-notes"}})
+		id := h.send(t, bound, "Write the release note", "")
+		require.Equal(t, turn.StatusCOMPLETED, h.wait(t, id).Status)
+		req := p.request(1)
+		require.Contains(t, offered(req), "load_skill")
+		for _, s := range req.Tools {
+			if s.Name == "load_skill" {
+				require.Contains(t, s.Description, "- release-notes: How to write a release note.")
+			}
+		}
+		calls := h.calls(t, id)
+		require.Equal(t, toolcall.OutcomeHITS, calls[0].Outcome, *calls[0].Heard)
+		require.Contains(t, *calls[0].Heard, "END-OF-SKILL", "instructions are never previewed")
+		require.NotContains(t, *calls[0].Heard, "_toolResultContext")
+		require.Empty(t, calls[0].Evidence, "instructions are no evidence")
+		require.Equal(t, toolcall.OutcomeREFUSED, calls[1].Outcome)
+		require.Contains(t, *calls[1].Message, `no skill named "tax-returns"; your skills: release-notes`)
 	})
 }

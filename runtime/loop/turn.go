@@ -1,13 +1,13 @@
 package loop
 
 import (
+	"cmp"
 	"context"
 	"encoding/json"
 	"errors"
 	"fmt"
 	"log/slog"
 	"slices"
-	"strconv"
 
 	"github.com/toolgate/toolgate/ent"
 	"github.com/toolgate/toolgate/ent/application"
@@ -24,6 +24,7 @@ import (
 	"github.com/toolgate/toolgate/runtime/events"
 	"github.com/toolgate/toolgate/runtime/guard"
 	"github.com/toolgate/toolgate/runtime/mcp"
+	"github.com/toolgate/toolgate/runtime/meter"
 	"github.com/toolgate/toolgate/runtime/model"
 	"github.com/toolgate/toolgate/runtime/prompt"
 	"github.com/toolgate/toolgate/runtime/retry"
@@ -67,6 +68,9 @@ func (t *turnRun) run(ctx context.Context) error {
 	}
 	if t.turn.Status != turn.StatusRUNNING {
 		return nil
+	}
+	if t.turn.AgentConfig == nil { // its agent is recorded on its first run
+		t.r.meter.TurnStarted()
 	}
 	if t.turn.Replayed != (t.r.cfg.Provider.Name() == "replay") {
 		if err := t.client().Turn.UpdateOneID(t.turnID).SetReplayed(t.r.cfg.Provider.Name() == "replay").Exec(ctx); err != nil {
@@ -183,6 +187,7 @@ func (t *turnRun) load(ctx context.Context) error {
 	if t.agent, err = t.fixAgent(ctx, t.conv.Edges.Agent); err != nil {
 		return err
 	}
+	t.log = t.log.With("conversation", t.r.apiID(t.conv.ID))
 	u := t.conv.Edges.User
 	t.person = prompt.Person{Name: u.Name, Department: u.Department, Organization: u.Edges.Organization.Name}
 
@@ -190,7 +195,10 @@ func (t *turnRun) load(ctx context.Context) error {
 	if err != nil {
 		return err
 	}
-	rules := catalog.RulesOf(t.agent, u.Edges.Organization, catalog.Server{WebProvider: t.r.cfg.WebProvider, Embeddings: t.r.cfg.Embeddings})
+	rules, err := catalog.LoadRules(ctx, c, t.agent, u.Edges.Organization, catalog.Server{WebProvider: t.r.cfg.WebProvider, Embeddings: t.r.cfg.Embeddings})
+	if err != nil {
+		return err
+	}
 	if err := t.attachmentRules(ctx, rules); err != nil {
 		return err
 	}
@@ -231,10 +239,11 @@ func (t *turnRun) fixAgent(ctx context.Context, current *ent.Agent) (*ent.Agent,
 	if cfg := t.turn.AgentConfig; cfg != nil {
 		a.Instructions, a.Tools = cfg.Instructions, cfg.Tools
 		a.Memory, a.BudgetCheck, a.PastConversationSearch = cfg.Memory, cfg.BudgetCheck, cfg.PastConversationSearch
+		a.Skills = cfg.Skills
 		return &a, nil
 	}
 	cfg := &schematype.AgentConfig{Instructions: a.Instructions, Tools: a.Tools, Memory: a.Memory,
-		BudgetCheck: a.BudgetCheck, PastConversationSearch: a.PastConversationSearch}
+		BudgetCheck: a.BudgetCheck, PastConversationSearch: a.PastConversationSearch, Skills: a.Skills}
 	if err := t.client().Turn.UpdateOneID(t.turnID).SetAgentConfig(cfg).Exec(ctx); err != nil {
 		return nil, fmt.Errorf("record the turn's agent: %w", err)
 	}
@@ -243,10 +252,7 @@ func (t *turnRun) fixAgent(ctx context.Context, current *ent.Agent) (*ent.Agent,
 
 // attribution is who pays for the turn's calls, as the ids the API shows.
 func (t *turnRun) attribution() model.Attribution {
-	id := t.r.cfg.EncodeID
-	if id == nil {
-		id = strconv.Itoa
-	}
+	id := t.r.apiID
 	return model.Attribution{Organization: id(t.conv.OrganizationID), User: id(t.conv.UserID),
 		Agent: id(t.conv.AgentID), Conversation: id(t.conv.ID)}
 }
@@ -461,7 +467,7 @@ func (t *turnRun) sizes(ctx context.Context, steps map[int][]prompt.Step) (map[s
 // resumed run knows a recorded step with no calls for the final answer and
 // carries out the calls of one that has them, never asking again.
 func (t *turnRun) callModel(ctx context.Context, step int) (*model.Response, []*ent.ToolCall, error) {
-	t.publish(events.ModelCallStarted, 0)
+	t.publish(events.Event{Kind: events.ModelCallStarted, Step: step, Status: string(turn.StatusRUNNING)})
 	start := t.r.cfg.Now()
 	mctx := ctx
 	if t.modelCtx != nil {
@@ -473,6 +479,7 @@ func (t *turnRun) callModel(ctx context.Context, step int) (*model.Response, []*
 		if mctx.Err() != nil {
 			return nil, nil, mctx.Err()
 		}
+		t.r.meter.ModelCall(cmp.Or(t.req.Model, t.r.cfg.Provider.Name()), true, meter.Tokens{})
 		return nil, nil, shown(fmt.Errorf("model provider: %w", err))
 	}
 	name := resp.Model
@@ -536,9 +543,11 @@ func (t *turnRun) callModel(ctx context.Context, step int) (*model.Response, []*
 	if err != nil {
 		return nil, nil, err
 	}
+	t.r.meter.ModelCall(name, false, meter.Tokens{Input: resp.Usage.InputUncached, CacheRead: resp.Usage.CacheRead,
+		CacheWrite: resp.Usage.CacheWrite, Output: resp.Usage.Output})
 	t.turn.Thinking = thinking
 	t.nextPosition += len(resp.ToolCalls)
-	t.publish(events.ModelCallFinished, 0)
+	t.publish(events.Event{Kind: events.ModelCallFinished, Step: step, Status: string(turn.StatusRUNNING)})
 	return resp, rows, nil
 }
 
@@ -601,13 +610,14 @@ func (t *turnRun) finish(status turn.Status, answer *string, reason string) {
 	if !ended {
 		return
 	}
+	t.r.meter.TurnFinished(string(status), t.r.cfg.Now().Sub(t.turn.StartedAt))
 	if err := t.client().Conversation.UpdateOneID(t.turn.ConversationID).SetUpdatedAt(t.r.cfg.Now()).Exec(ctx); err != nil {
 		t.log.Warn("touch conversation", "err", err)
 	}
 	if answer != nil {
-		t.publish(events.Answer, 0)
+		t.publish(events.Event{Kind: events.Answer, Status: string(status)})
 	}
-	t.publish(events.Status, 0)
+	t.publish(events.Event{Kind: events.Status, Status: string(status)})
 }
 
 // end records how a run ended, and reports whether the turn was left
@@ -647,8 +657,10 @@ func reason(err error) string {
 	return "the turn stopped on an internal error and could not go on; the details are in the server's log"
 }
 
-func (t *turnRun) publish(kind events.Kind, toolCallID int) {
-	t.r.cfg.Events.Publish(events.Event{Kind: kind, TurnID: t.turnID, ToolCallID: toolCallID, At: t.r.cfg.Now()})
+// publish announces e, which names the turn's status as of now.
+func (t *turnRun) publish(e events.Event) {
+	e.TurnID, e.At = t.turnID, t.r.cfg.Now()
+	t.r.cfg.Events.Publish(e)
 }
 
 // runTools carries out one step's recorded calls, at most Concurrency at
@@ -694,7 +706,7 @@ func (t *turnRun) runTools(ctx context.Context, step int, rows []*ent.ToolCall, 
 	}
 	batch.Run(batch.Plan(pick(defs, todo)), t.r.cfg.Concurrency, func(k int) {
 		i := todo[k]
-		t.publish(events.ToolCallStarted, rows[i].ID)
+		t.publish(events.Event{Kind: events.ToolCallStarted, ToolCallID: rows[i].ID, Step: rows[i].Step, Status: string(turn.StatusRUNNING)})
 		if resumed && !retry.Repeatable(defs[i].Effect) {
 			// It may have reached its backend before the stop: never again.
 			res := dispatch.Result{Outcome: dispatch.MayHaveRun, Message: interrupted, Attempts: 1, Reached: true,
@@ -704,7 +716,7 @@ func (t *turnRun) runTools(ctx context.Context, step int, rows []*ent.ToolCall, 
 		} else {
 			heard[i], failed[i], sent[i], errs[i] = t.runTool(ctx, s, rows[i], calls[i])
 		}
-		t.publish(events.ToolCallFinished, rows[i].ID)
+		t.publish(events.Event{Kind: events.ToolCallFinished, ToolCallID: rows[i].ID, Step: rows[i].Step, Status: string(turn.StatusRUNNING)})
 	})
 	if err := errors.Join(errs...); err != nil {
 		return false, err
@@ -776,24 +788,27 @@ func (t *turnRun) runTool(ctx context.Context, s dispatch.Scope, row *ent.ToolCa
 // transaction.
 func (t *turnRun) record(ctx context.Context, row *ent.ToolCall, c model.ToolCall, res dispatch.Result) (string, bool, error) {
 	def := t.byName[c.Name]
-	var heard string
+	var (
+		heard string
+		bytes int64
+	)
 	err := t.write(ctx, func(ctx context.Context, tx *ent.Tx) error {
 		var err error
-		heard, err = t.recordTx(ctx, tx, row, def, res)
+		heard, bytes, err = t.recordTx(ctx, tx, row, def, res)
 		return err
 	})
 	if err != nil {
 		return "", false, err
 	}
+	t.r.meter.ToolCall(t.r.toolLabel(c.Name), string(res.Outcome), res.Attempts, bytes)
 	failed := res.Outcome != dispatch.Hits && res.Outcome != dispatch.Absence
 	return heard, failed, nil
 }
 
-func (t *turnRun) recordTx(ctx context.Context, tx *ent.Tx, row *ent.ToolCall, def tools.Definition, res dispatch.Result) (string, error) {
+func (t *turnRun) recordTx(ctx context.Context, tx *ent.Tx, row *ent.ToolCall, def tools.Definition, res dispatch.Result) (heard string, stored int64, err error) {
 	var (
 		ref     string
 		visible []schematype.Span
-		err     error
 	)
 	upd := tx.ToolCall.UpdateOne(row).Where(toolcall.OutcomeEQ(toolcall.OutcomePENDING)).
 		SetArguments(string(res.Arguments)).SetOutcome(toolcall.Outcome(res.Outcome)).SetAttempts(res.Attempts).
@@ -804,21 +819,22 @@ func (t *turnRun) recordTx(ctx context.Context, tx *ent.Tx, row *ent.ToolCall, d
 	// told of it.
 	ref, err = newRef()
 	if err != nil {
-		return "", err
+		return "", 0, err
 	}
-	stored := res
+	toStore := res
 	if res.Outcome != dispatch.Hits && res.Outcome != dispatch.Absence {
 		told, err := dispatch.Render(res, def, ref, false)
 		if err != nil {
-			return "", err
+			return "", 0, err
 		}
-		stored = dispatch.Result{Kind: schematype.KindText, Content: []byte(told.Text)}
+		toStore = dispatch.Result{Kind: schematype.KindText, Content: []byte(told.Text)}
 	}
-	sr, err := storeResult(ctx, tx.Client(), t.conv.ID, ref, stored)
+	sr, err := storeResult(ctx, tx.Client(), t.conv.ID, ref, toStore)
 	if err != nil {
-		return "", err
+		return "", 0, err
 	}
 	upd.SetRef(ref).SetResultID(sr.ID)
+	stored = sr.Bytes
 	if res.Message != "" {
 		upd.SetMessage(res.Message)
 	}
@@ -828,17 +844,19 @@ func (t *turnRun) recordTx(ctx context.Context, tx *ent.Tx, row *ent.ToolCall, d
 	if _, cuts := prompt.CapArguments(string(res.Arguments)); len(cuts) > 0 {
 		aref, err := newRef()
 		if err != nil {
-			return "", err
+			return "", 0, err
 		}
 		args := dispatch.Result{Kind: schematype.KindJSON, Content: res.Arguments}
-		if _, err := storeResult(ctx, tx.Client(), t.conv.ID, aref, args); err != nil {
-			return "", fmt.Errorf("store arguments: %w", err)
+		asr, err := storeResult(ctx, tx.Client(), t.conv.ID, aref, args)
+		if err != nil {
+			return "", 0, fmt.Errorf("store arguments: %w", err)
 		}
+		stored += asr.Bytes
 		upd.SetArgumentsRef(aref)
 	}
 	h, err := dispatch.Render(res, def, ref, res.TruncatedAtSource)
 	if err != nil {
-		return "", err
+		return "", 0, err
 	}
 	// Instruction-like text in what the model hears is marked where it
 	// stands and recorded on the call; the backend's scope checks stay the
@@ -866,11 +884,11 @@ func (t *turnRun) recordTx(ctx context.Context, tx *ent.Tx, row *ent.ToolCall, d
 	upd.SetHeard(h.Text).SetEvidence(nonNilSpans(visible))
 	if err := upd.Exec(ctx); err != nil {
 		if ent.IsNotFound(err) {
-			return "", fmt.Errorf("tool call %d: %w", row.ID, errStepRecorded)
+			return "", 0, fmt.Errorf("tool call %d: %w", row.ID, errStepRecorded)
 		}
-		return "", fmt.Errorf("record tool call: %w", err)
+		return "", 0, fmt.Errorf("record tool call: %w", err)
 	}
-	return h.Text, nil
+	return h.Text, stored, nil
 }
 
 // pause stores the clarification the model asked for and leaves the turn
@@ -903,7 +921,7 @@ func (t *turnRun) pause(ctx context.Context, rows []*ent.ToolCall) error {
 		return fmt.Errorf("pause for clarification: %w", err)
 	}
 	if n == 1 {
-		t.publish(events.Status, 0)
+		t.publish(events.Event{Kind: events.Status, Step: rows[i].Step, Status: string(turn.StatusWAITING_FOR_CLARIFICATION)})
 	}
 	return nil
 }

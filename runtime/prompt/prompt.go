@@ -35,7 +35,7 @@ func Register(a *catalog.Agent, builtins, apps []tools.Definition) []tools.Defin
 	var out []tools.Definition
 	for _, d := range builtins {
 		if a.Offers(d.Name, d.Offered) {
-			out = append(out, d)
+			out = append(out, a.Definition(d))
 		}
 	}
 	for _, name := range a.Tools {

@@ -52,7 +52,10 @@ func Load(ctx context.Context, client *ent.Client, agentID int, builtin []tools.
 	if err != nil {
 		return nil, fmt.Errorf("load agent: %w", err)
 	}
-	a := RulesOf(ag, ag.Edges.Organization, s)
+	a, err := LoadRules(ctx, client, ag, ag.Edges.Organization, s)
+	if err != nil {
+		return nil, err
+	}
 	apps, err := Applications(ctx, client, a, list)
 	if err != nil {
 		return nil, err
@@ -70,6 +73,7 @@ func NewIndex(a *Agent, builtin []tools.Definition, apps []Application) *Index {
 		if !a.Offers(d.Name, d.Offered) {
 			continue
 		}
+		d = a.Definition(d)
 		ix.add(entry{name: d.Name, description: d.Description, parameters: parameters(d)})
 	}
 	for _, t := range appTools(a, apps) {

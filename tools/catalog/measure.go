@@ -75,6 +75,10 @@ type Catalogue struct {
 	// Warnings say what about the measured agent's turns needs a person:
 	// a deck past the widest ceiling, a server that could not be measured.
 	Warnings []string
+
+	// describes holds, by tool index, the definitions whose description
+	// depends on what an agent binds: For measures them for the agent.
+	describes map[int]tools.Definition
 }
 
 // Measure sizes every definition as the model receives it. Offered is set
@@ -94,6 +98,12 @@ func Measure(defs []tools.Definition) Catalogue {
 			AlwaysOn:         d.AlwaysOn(),
 			DefinitionChars:  utf8.RuneCountInString(wire),
 			DefinitionTokens: memoTokens(wire),
+		}
+		if d.Describe != nil {
+			if c.describes == nil {
+				c.describes = map[int]tools.Definition{}
+			}
+			c.describes[len(c.Tools)] = d
 		}
 		c.Tools = append(c.Tools, t)
 		c.WidestChars += t.DefinitionChars
@@ -137,6 +147,12 @@ func (c Catalogue) For(a *Agent) Catalogue {
 	out.OfferedChars, out.OfferedTokens = 0, 0
 	out.ApplicationChars, out.ApplicationTokens, out.Warnings = 0, 0, []string{}
 	for i, t := range c.Tools {
+		if d, ok := c.describes[i]; ok && a != nil {
+			// Measured as the agent's turns receive it; the widest
+			// catalogue keeps the definition with nothing bound.
+			wire := string(a.Definition(d).Wire())
+			t.DefinitionChars, t.DefinitionTokens = utf8.RuneCountInString(wire), memoTokens(wire)
+		}
 		t.Offered = a.Offers(t.Name, tools.Offering(t.OfferedWhen))
 		if t.Offered {
 			out.OfferedChars += t.DefinitionChars

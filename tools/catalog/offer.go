@@ -1,10 +1,12 @@
 package catalog
 
 import (
+	"context"
 	"slices"
 
 	"github.com/toolgate/toolgate/ent"
 	"github.com/toolgate/toolgate/tools"
+	"github.com/toolgate/toolgate/tools/skill"
 )
 
 // Agent is what decides which optional tools an agent's turns are offered.
@@ -27,6 +29,9 @@ type Agent struct {
 	// DocumentAttachments: one whose text can be read (not FAILED). Only a
 	// turn knows them; the catalogue of an agent leaves them off.
 	Attachments, DocumentAttachments bool
+	// Bound is what the agent binds that descriptions name: its published
+	// skills. AgentOf leaves it empty; LoadRules reads it.
+	Bound tools.Bound
 }
 
 // Server is what the server offers beside an agent's own rules.
@@ -56,13 +61,34 @@ func RulesOf(a *ent.Agent, org *ent.Organization, s Server) *Agent {
 	return r
 }
 
+// LoadRules is RulesOf with what the agent binds read through c (the
+// skills it may load): what a turn of the agent is offered, and how its
+// definitions read.
+func LoadRules(ctx context.Context, c *ent.Client, a *ent.Agent, org *ent.Organization, s Server) (*Agent, error) {
+	r := RulesOf(a, org, s)
+	var err error
+	r.Bound.Skills, err = skill.Briefs(ctx, c, a.OrganizationID, a.Skills)
+	return r, err
+}
+
+// Definition returns d as the agent's turns receive it.
+func (a *Agent) Definition(d tools.Definition) tools.Definition {
+	if a == nil {
+		return d
+	}
+	return d.For(a.Bound)
+}
+
 // Offers reports whether the agent's turns are offered the tool named name,
 // offered when when. Always-on and workspace tools are on every turn; any
 // other tool must be on the allowlist, and a switched tool also needs its
 // switch. A nil agent is offered the always-on tools only.
 func (a *Agent) Offers(name string, when tools.Offering) bool {
-	if when == tools.OfferAlways || when == tools.OfferWorkspace {
+	switch when {
+	case tools.OfferAlways, tools.OfferWorkspace:
 		return true
+	case tools.OfferSkillBound:
+		return a != nil && len(a.Bound.Skills) > 0
 	}
 	if a == nil || !slices.Contains(a.Tools, name) {
 		return false

@@ -15,6 +15,7 @@ import (
 	"github.com/toolgate/toolgate/tools/document"
 	"github.com/toolgate/toolgate/tools/interact"
 	"github.com/toolgate/toolgate/tools/result"
+	"github.com/toolgate/toolgate/tools/skill"
 	"github.com/toolgate/toolgate/tools/tasks"
 	"github.com/toolgate/toolgate/tools/transcript"
 	"github.com/toolgate/toolgate/tools/web"
@@ -38,6 +39,7 @@ func All() []tools.Definition {
 		[]tools.Definition{
 			budget.Check,
 		},
+		skill.Definitions,
 		catalog.Definitions,
 		[]tools.Definition{
 			tasks.Definition,
