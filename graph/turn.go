@@ -50,7 +50,7 @@ func (r *Resolver) startAfterCommit(ctx context.Context, turnID int) {
 	}
 	start := func(ctx context.Context) {
 		if _, err := r.Runner.Start(ctx, turnID); err != nil {
-			r.Log.ErrorContext(ctx, "enqueue turn", "turn", turnID, "err", err)
+			r.Log.ErrorContext(ctx, "enqueue turn", "turn", EncodeID(turnID), "err", err)
 		}
 	}
 	tx := ent.TxFromContext(ctx)

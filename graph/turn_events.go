@@ -112,7 +112,7 @@ func (r *Resolver) turnEvents(ctx context.Context, turnID int, replay bool) (<-c
 					seen[started] = true
 					ev, err := r.modelCallStarted(ctx, e)
 					if err != nil {
-						r.Log.WarnContext(ctx, "turn event", "err", err)
+						r.Log.WarnContext(ctx, "turn event", "turn", EncodeID(turnID), "err", err)
 						return
 					}
 					if !send(ev) {
@@ -121,7 +121,7 @@ func (r *Resolver) turnEvents(ctx context.Context, turnID int, replay bool) (<-c
 				}
 				ev, err := r.turnEvent(ctx, e)
 				if err != nil {
-					r.Log.WarnContext(ctx, "turn event", "err", err)
+					r.Log.WarnContext(ctx, "turn event", "turn", EncodeID(turnID), "err", err)
 					return
 				}
 				if !send(ev) || (e.Kind == events.Status && ended(ev.Turn.Status)) {

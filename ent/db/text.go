@@ -195,30 +195,53 @@ func (r textRows) Scan(dest ...any) error {
 	return nil
 }
 
-// execer is the database/sql-shaped Exec that ent's Client.ExecContext
-// asks of its driver, for statements ent does not write.
+// execer and querier are what ent's generated ExecContext and QueryContext
+// ask of a driver or a transaction (the purge of a conversation runs
+// through them).
 type execer interface {
 	ExecContext(ctx context.Context, query string, args ...any) (sql.Result, error)
 }
 
-// ExecContext runs a statement ent does not write (deleteConversation's
-// purge) with its strings escaped, like Exec.
+type querier interface {
+	QueryContext(ctx context.Context, query string, args ...any) (*sql.Rows, error)
+}
+
+var errUnsupported = errors.New("ExecContext and QueryContext are not supported by the database driver")
+
+func execContext(ctx context.Context, d any, query string, args []any) (sql.Result, error) {
+	e, ok := d.(execer)
+	if !ok {
+		return nil, errUnsupported
+	}
+	return e.ExecContext(ctx, query, escapeArgs(args).([]any)...)
+}
+
+// queryContext escapes the arguments; what it reads comes back as written
+// (raw rows are not unescaped: callers of raw queries read counts and ids).
+func queryContext(ctx context.Context, d any, query string, args []any) (*sql.Rows, error) {
+	q, ok := d.(querier)
+	if !ok {
+		return nil, errUnsupported
+	}
+	return q.QueryContext(ctx, query, escapeArgs(args).([]any)...)
+}
+
+// ExecContext runs a raw statement with its strings escaped.
 func (d textDriver) ExecContext(ctx context.Context, query string, args ...any) (sql.Result, error) {
-	ex, ok := d.Driver.(execer)
-	if !ok {
-		return nil, errExecContext
-	}
-	return ex.ExecContext(ctx, query, escapeArgs(args).([]any)...)
+	return execContext(ctx, d.Driver, query, args)
 }
 
-// ExecContext runs a statement ent does not write in the transaction, with
-// its strings escaped, like Exec.
+// QueryContext runs a raw query with its strings escaped.
+func (d textDriver) QueryContext(ctx context.Context, query string, args ...any) (*sql.Rows, error) {
+	return queryContext(ctx, d.Driver, query, args)
+}
+
+// ExecContext runs a raw statement in the transaction, its strings escaped.
 func (t textTx) ExecContext(ctx context.Context, query string, args ...any) (sql.Result, error) {
-	ex, ok := t.Tx.(execer)
-	if !ok {
-		return nil, errExecContext
-	}
-	return ex.ExecContext(ctx, query, escapeArgs(args).([]any)...)
+	return execContext(ctx, t.Tx, query, args)
 }
 
-var errExecContext = errors.New("the driver does not run statements ent does not write")
+// QueryContext runs a raw query in the transaction, its strings escaped.
+func (t textTx) QueryContext(ctx context.Context, query string, args ...any) (*sql.Rows, error) {
+	return queryContext(ctx, t.Tx, query, args)
+}

@@ -13,6 +13,7 @@ import (
 	"errors"
 	"fmt"
 	"log/slog"
+	"strconv"
 	"sync"
 	"sync/atomic"
 	"time"
@@ -34,6 +35,7 @@ import (
 	"github.com/toolgate/toolgate/runtime/price"
 	"github.com/toolgate/toolgate/runtime/prompt"
 	"github.com/toolgate/toolgate/runtime/scope"
+	"github.com/toolgate/toolgate/runtime/throttle"
 	"github.com/toolgate/toolgate/tools"
 )
 
@@ -164,7 +166,8 @@ func New(cfg Config) (*Runner, error) {
 		PollOnly:          true,
 		FetchPollInterval: 50 * time.Millisecond,
 		FetchCooldown:     10 * time.Millisecond,
-		Logger:            cfg.Log,
+		// A database outage fails every poll: one line per back-off.
+		Logger: slog.New(throttle.New(cfg.Log.Handler(), throttle.Options{})),
 	})
 	if err != nil {
 		stop()
@@ -179,6 +182,15 @@ func New(cfg Config) (*Runner, error) {
 		r.builtin[d.Name] = true
 	}
 	return r, nil
+}
+
+// apiID is a row's id as the API shows it: logs name turns and
+// conversations the way clients know them.
+func (r *Runner) apiID(id int) string {
+	if r.cfg.EncodeID != nil {
+		return r.cfg.EncodeID(id)
+	}
+	return strconv.Itoa(id)
 }
 
 // toolLabel is a tool's name as metrics label it: a built-in tool's own,
@@ -376,7 +388,7 @@ func (r *Runner) work(jobCtx context.Context, turnID int) error {
 			}
 		}
 	}()
-	t := &turnRun{r: r, turnID: turnID, log: r.cfg.Log.With("turn", turnID), modelCtx: mctx}
+	t := &turnRun{r: r, turnID: turnID, log: r.cfg.Log.With("turn", r.apiID(turnID)), modelCtx: mctx}
 	stopped := t.end(ctx, t.run(ctx))
 	cancel(nil)
 	watch.Wait()
@@ -406,7 +418,7 @@ func (r *Runner) heartbeat(ctx context.Context, turnID int, last *time.Time) err
 		if ctx.Err() != nil {
 			return nil
 		}
-		r.cfg.Log.Warn("turn heartbeat", "turn", turnID, "err", err)
+		r.cfg.Log.Warn("turn heartbeat", "turn", r.apiID(turnID), "err", err)
 		if time.Since(*last) > r.cfg.StaleAfter-r.cfg.HeartbeatEvery {
 			// Soon stale to the others: stop before one of them starts.
 			return errLeaseLost

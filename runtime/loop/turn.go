@@ -8,7 +8,6 @@ import (
 	"fmt"
 	"log/slog"
 	"slices"
-	"strconv"
 
 	"github.com/toolgate/toolgate/ent"
 	"github.com/toolgate/toolgate/ent/application"
@@ -188,6 +187,7 @@ func (t *turnRun) load(ctx context.Context) error {
 	if t.agent, err = t.fixAgent(ctx, t.conv.Edges.Agent); err != nil {
 		return err
 	}
+	t.log = t.log.With("conversation", t.r.apiID(t.conv.ID))
 	u := t.conv.Edges.User
 	t.person = prompt.Person{Name: u.Name, Department: u.Department, Organization: u.Edges.Organization.Name}
 
@@ -252,10 +252,7 @@ func (t *turnRun) fixAgent(ctx context.Context, current *ent.Agent) (*ent.Agent,
 
 // attribution is who pays for the turn's calls, as the ids the API shows.
 func (t *turnRun) attribution() model.Attribution {
-	id := t.r.cfg.EncodeID
-	if id == nil {
-		id = strconv.Itoa
-	}
+	id := t.r.apiID
 	return model.Attribution{Organization: id(t.conv.OrganizationID), User: id(t.conv.UserID),
 		Agent: id(t.conv.AgentID), Conversation: id(t.conv.ID)}
 }
