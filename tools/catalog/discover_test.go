@@ -38,7 +38,7 @@ var testApps = []catalog.Application{
 }
 
 func testIndex() *catalog.Index {
-	a := &catalog.Agent{Tools: []string{"research_web", "memory_search", "budget_check", "wiki__search", "crm__find_customer", "nope__x"}, Memory: true}
+	a := &catalog.Agent{Tools: []string{"research_web", "memory_search", "budget_check", "wiki__search", "crm__find_customer", "nope__x"}, Memory: true, Embeddings: true}
 	return catalog.NewIndex(a, testDefs, testApps)
 }
 

@@ -167,7 +167,7 @@ func TestTokens(t *testing.T) {
 
 func TestOffers(t *testing.T) {
 	t.Parallel()
-	all := &catalog.Agent{Tools: []string{"opt", "mem", "budget", "past", "web"}, Memory: true, BudgetCheck: true, PastConversationSearch: true, WebResearch: true}
+	all := &catalog.Agent{Tools: []string{"opt", "mem", "budget", "past", "web"}, Memory: true, BudgetCheck: true, PastConversationSearch: true, WebResearch: true, Embeddings: true}
 	listedNoSwitches := &catalog.Agent{Tools: []string{"opt", "mem", "budget", "past", "web"}}
 	switchesNoList := &catalog.Agent{Memory: true, BudgetCheck: true, PastConversationSearch: true}
 	tests := []struct {
@@ -186,6 +186,7 @@ func TestOffers(t *testing.T) {
 		{name: "not listed", giveAgent: all, giveTool: "other", giveWhen: tools.OfferAllowlisted, want: false},
 		{name: "memory on", giveAgent: all, giveTool: "mem", giveWhen: tools.OfferMemorySwitch, want: true},
 		{name: "memory off", giveAgent: listedNoSwitches, giveTool: "mem", giveWhen: tools.OfferMemorySwitch, want: false},
+		{name: "memory on, no embedding model", giveAgent: &catalog.Agent{Tools: []string{"mem"}, Memory: true}, giveTool: "mem", giveWhen: tools.OfferMemorySwitch, want: false},
 		{name: "budget on", giveAgent: all, giveTool: "budget", giveWhen: tools.OfferBudgetSwitch, want: true},
 		{name: "budget off", giveAgent: listedNoSwitches, giveTool: "budget", giveWhen: tools.OfferBudgetSwitch, want: false},
 		{name: "past conversations on", giveAgent: all, giveTool: "past", giveWhen: tools.OfferPastConversationsSwitch, want: true},
