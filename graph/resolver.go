@@ -15,6 +15,7 @@ import (
 	"github.com/toolgate/toolgate/tools/catalog"
 	"github.com/toolgate/toolgate/tools/code"
 	"github.com/toolgate/toolgate/tools/document"
+	"github.com/toolgate/toolgate/tools/history"
 	"github.com/toolgate/toolgate/tools/web"
 )
 
@@ -44,6 +45,8 @@ type Resolver struct {
 	// Documents processes, searches and reads documents and attachments;
 	// nil stores uploads that nothing processes.
 	Documents *document.Service
+	// History searches what people wrote in their other conversations.
+	History *history.Searcher
 }
 
 // appListTimeout bounds asking one application's server for its tools:

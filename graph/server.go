@@ -39,6 +39,7 @@ import (
 	"github.com/toolgate/toolgate/tools"
 	"github.com/toolgate/toolgate/tools/budget"
 	"github.com/toolgate/toolgate/tools/code"
+	"github.com/toolgate/toolgate/tools/history"
 	"github.com/toolgate/toolgate/tools/document"
 	"github.com/toolgate/toolgate/tools/web"
 )
@@ -182,7 +183,8 @@ func (s *Server) newGraphQL() *handler.Server {
 	if apps == nil && s.cfg.Runner != nil {
 		apps = s.cfg.Runner.Apps()
 	}
-	cfg := generated.Config{Resolvers: &Resolver{Client: s.client, Dialect: s.cfg.DB.Dialect, Log: s.cfg.Log, Runner: s.cfg.Runner, Apps: apps, Web: s.cfg.Web, Sandbox: s.cfg.Sandbox, Documents: s.cfg.Documents}}
+	cfg := generated.Config{Resolvers: &Resolver{Client: s.client, Dialect: s.cfg.DB.Dialect, Log: s.cfg.Log, Runner: s.cfg.Runner, Apps: apps, Web: s.cfg.Web, Sandbox: s.cfg.Sandbox, Documents: s.cfg.Documents,
+		History: history.New(s.cfg.DB)}}
 	pageTimes := func(child int, first, last *int) int {
 		n := DefaultPage
 		if first != nil {

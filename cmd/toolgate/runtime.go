@@ -173,12 +173,17 @@ func newRunner(ctx context.Context, c runtimeConfig, d *db.DB, dbURL, toolsURL s
 		CallsPerTurn: c.historyCalls,
 		Budget:       budget.Stopper(client),
 		DrainGrace:   c.drainGrace,
-		WebProvider:  c.webProvider,
-		Embeddings:   c.embeddings,
-		EncodeID:     graph.EncodeID,
-		Queue:        d.Queue(),
-		Log:          log,
-		Registerer:   reg,
+		// Tests only (the crash test): a shorter wait before a dead
+		// runner's turns are taken up; the heartbeat and sweep keep pace.
+		StaleAfter:     durationEnv("TOOLGATE_TEST_STALE_AFTER", 0),
+		HeartbeatEvery: durationEnv("TOOLGATE_TEST_STALE_AFTER", 0) / 5,
+		SweepEvery:     durationEnv("TOOLGATE_TEST_STALE_AFTER", 0) / 5,
+		WebProvider:    c.webProvider,
+		Embeddings:     c.embeddings,
+		EncodeID:       graph.EncodeID,
+		Queue:          d.Queue(),
+		Log:            log,
+		Registerer:     reg,
 	})
 	if err != nil {
 		_ = bridge.Close()

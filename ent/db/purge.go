@@ -11,6 +11,7 @@ import (
 	"github.com/toolgate/toolgate/ent/documentchunk"
 	"github.com/toolgate/toolgate/ent/hybrid"
 	"github.com/toolgate/toolgate/ent/migrate"
+	"github.com/toolgate/toolgate/ent/turn"
 )
 
 // ConversationColumn is the column by which a row belongs to a conversation.
@@ -167,6 +168,10 @@ func PurgeStatements(d string, id int) ([]Statement, error) {
 	q, args := b.Delete("idempotent_responses").Where(entsql.EQ("scope", fmt.Sprintf("conversation:%d", id))).Query()
 	out = append(out, Statement{Table: "idempotent_responses", Query: q, Args: args})
 	q, args = b.Delete(hybrid.Table).Where(entsql.EQ("scope", fmt.Sprintf("conversation:%d", id))).Query()
+	out = append(out, Statement{Table: hybrid.Table, Query: q, Args: args})
+	// The person's messages, indexed per turn for past-conversation search.
+	q, args = b.Delete(hybrid.Table).Where(entsql.And(entsql.EQ("idx", hybrid.IndexTurns), entsql.In("id",
+		entsql.Select(turn.FieldID).From(entsql.Table(turn.Table)).Where(entsql.EQ(turn.FieldConversationID, id))))).Query()
 	out = append(out, Statement{Table: hybrid.Table, Query: q, Args: args})
 	q, args = b.Delete(documentchunk.Table).Where(entsql.In(documentchunk.FieldAttachmentID,
 		entsql.Select(attachment.FieldID).From(entsql.Table(attachment.Table)).Where(entsql.EQ(attachment.FieldConversationID, id)))).Query()

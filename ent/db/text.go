@@ -3,6 +3,7 @@ package db
 import (
 	"context"
 	"database/sql"
+	"errors"
 	"strings"
 	"unicode/utf8"
 
@@ -192,4 +193,55 @@ func (r textRows) Scan(dest ...any) error {
 		}
 	}
 	return nil
+}
+
+// execer and querier are what ent's generated ExecContext and QueryContext
+// ask of a driver or a transaction (the purge of a conversation runs
+// through them).
+type execer interface {
+	ExecContext(ctx context.Context, query string, args ...any) (sql.Result, error)
+}
+
+type querier interface {
+	QueryContext(ctx context.Context, query string, args ...any) (*sql.Rows, error)
+}
+
+var errUnsupported = errors.New("ExecContext and QueryContext are not supported by the database driver")
+
+func execContext(ctx context.Context, d any, query string, args []any) (sql.Result, error) {
+	e, ok := d.(execer)
+	if !ok {
+		return nil, errUnsupported
+	}
+	return e.ExecContext(ctx, query, escapeArgs(args).([]any)...)
+}
+
+// queryContext escapes the arguments; what it reads comes back as written
+// (raw rows are not unescaped: callers of raw queries read counts and ids).
+func queryContext(ctx context.Context, d any, query string, args []any) (*sql.Rows, error) {
+	q, ok := d.(querier)
+	if !ok {
+		return nil, errUnsupported
+	}
+	return q.QueryContext(ctx, query, escapeArgs(args).([]any)...)
+}
+
+// ExecContext runs a raw statement with its strings escaped.
+func (d textDriver) ExecContext(ctx context.Context, query string, args ...any) (sql.Result, error) {
+	return execContext(ctx, d.Driver, query, args)
+}
+
+// QueryContext runs a raw query with its strings escaped.
+func (d textDriver) QueryContext(ctx context.Context, query string, args ...any) (*sql.Rows, error) {
+	return queryContext(ctx, d.Driver, query, args)
+}
+
+// ExecContext runs a raw statement in the transaction, its strings escaped.
+func (t textTx) ExecContext(ctx context.Context, query string, args ...any) (sql.Result, error) {
+	return execContext(ctx, t.Tx, query, args)
+}
+
+// QueryContext runs a raw query in the transaction, its strings escaped.
+func (t textTx) QueryContext(ctx context.Context, query string, args ...any) (*sql.Rows, error) {
+	return queryContext(ctx, t.Tx, query, args)
 }

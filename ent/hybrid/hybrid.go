@@ -44,6 +44,11 @@ import (
 // Table is the side table that holds every index's passages.
 const Table = "hybrid_entries"
 
+// IndexTurns is the index of people's messages (past-conversation search):
+// one passage per turn, under the turn's id, so a conversation's deletion
+// removes its turns' passages by id.
+const IndexTurns = "turns"
+
 // RRFK is the k of reciprocal rank fusion: a passage scores 1/(k+rank) in
 // each list it appears in. 60 is the value of the original paper.
 const RRFK = 60
@@ -526,4 +531,24 @@ func (c *vectorCache) put(key string, v *scopeVectors) {
 	}
 	c.scopes[key] = v
 	c.bytes += v.bytes
+}
+
+// Fill indexes, text only, the rows that sel returns (columns id, scope,
+// text, in that order) and the index lacks, in one statement. Rows already
+// indexed are left as they are, so it is safe to run again and from
+// several callers at once: a family whose passages are rows of its own
+// (past conversations' user messages) fills the index just before it
+// searches, and never misses a row written since.
+func (s *Store) Fill(ctx context.Context, sel string, args ...any) (int64, error) {
+	q := `INSERT INTO ` + Table + ` (idx, id, scope, text)
+		SELECT ?, src.id, src.scope, src.text FROM (` + sel + `) src
+		WHERE NOT EXISTS (SELECT 1 FROM ` + Table + ` h WHERE h.idx = ? AND h.id = src.id)
+		ON CONFLICT (idx, id) DO NOTHING`
+	all := append(append([]any{s.index}, args...), s.index)
+	res, err := s.db.ExecContext(ctx, s.rebind(q), all...)
+	if err != nil {
+		return 0, fmt.Errorf("fill the %s index: %w", s.index, err)
+	}
+	n, _ := res.RowsAffected()
+	return n, nil
 }

@@ -29,6 +29,7 @@ import (
 	"github.com/toolgate/toolgate/tools/catalog"
 	"github.com/toolgate/toolgate/tools/code"
 	"github.com/toolgate/toolgate/tools/document"
+	"github.com/toolgate/toolgate/tools/history"
 	"github.com/toolgate/toolgate/tools/result"
 	"github.com/toolgate/toolgate/tools/transcript"
 	"github.com/toolgate/toolgate/tools/web"
@@ -459,6 +460,24 @@ type ComplexityRoot struct {
 		Results  func(childComplexity int) int
 	}
 
+	PastConversationHit struct {
+		ConversationID func(childComplexity int) int
+		Date           func(childComplexity int) int
+		Snippet        func(childComplexity int) int
+		Title          func(childComplexity int) int
+		Turn           func(childComplexity int) int
+	}
+
+	PastConversationResults struct {
+		Hits  func(childComplexity int) int
+		Query func(childComplexity int) int
+	}
+
+	PastConversationSearch struct {
+		Failures func(childComplexity int) int
+		Results  func(childComplexity int) int
+	}
+
 	PromptStats struct {
 		CacheReadTokens func(childComplexity int) int
 		InputTokens     func(childComplexity int) int
@@ -467,39 +486,40 @@ type ComplexityRoot struct {
 	}
 
 	Query struct {
-		APITokens         func(childComplexity int) int
-		Agents            func(childComplexity int, first *int, after *entgql.Cursor[int], last *int, before *entgql.Cursor[int], orderBy []*ent.AgentOrder) int
-		Applications      func(childComplexity int) int
-		Artifacts         func(childComplexity int, conversationID int) int
-		BudgetCheck       func(childComplexity int, conversationID *int) int
-		Budgets           func(childComplexity int) int
-		Calculate         func(childComplexity int, conversationID *int, expression string) int
-		Catalogue         func(childComplexity int, agentID *int) int
-		Conversation      func(childComplexity int, id int) int
-		Conversations     func(childComplexity int, after *entgql.Cursor[int], first *int, before *entgql.Cursor[int], last *int, orderBy []*ent.ConversationOrder, where *ent.ConversationWhereInput) int
-		GetToolSchema     func(childComplexity int, conversationID *int, names []string) int
-		KnowledgeBases    func(childComplexity int, first *int, after *entgql.Cursor[int]) int
-		KnowledgeSearch   func(childComplexity int, conversationID *int, queries []string, maxResults *int) int
-		ListFiles         func(childComplexity int, conversationID *int, path *string) int
-		ListTools         func(childComplexity int, conversationID *int) int
-		LoadSkill         func(childComplexity int, conversationID *int, name string) int
-		Node              func(childComplexity int, id int) int
-		Nodes             func(childComplexity int, ids []int) int
-		ReadDocument      func(childComplexity int, conversationID *int, documentID int, offset *int, maxChars *int) int
-		ReadFile          func(childComplexity int, conversationID *int, path string, offset *int, maxChars *int) int
-		ReadPage          func(childComplexity int, conversationID *int, url string, offset *int, maxChars *int) int
-		ReadToolResult    func(childComplexity int, conversationID *int, refs []string, offset *int, maxChars *int) int
-		ResearchWeb       func(childComplexity int, conversationID *int, queries []string, maxPages *int) int
-		SearchAttachments func(childComplexity int, conversationID *int, queries []string, maxResults *int) int
-		SearchFiles       func(childComplexity int, conversationID *int, strings []string, contextLines *int) int
-		SearchToolResults func(childComplexity int, conversationID *int, refs []string, query string, match *result.Match, contextChars *int, maxChars *int) int
-		SearchTools       func(childComplexity int, conversationID *int, queries []string) int
-		Skills            func(childComplexity int) int
-		ToolResults       func(childComplexity int, conversationID *int, refs []string, offset *int, maxChars *int, query *string, match *result.Match, contextChars *int) int
-		Transcript        func(childComplexity int, conversationID int, fromTurn *int, toTurn *int, words *string, offset *int, maxChars *int) int
-		Usage             func(childComplexity int, month *string) int
-		Users             func(childComplexity int) int
-		Viewer            func(childComplexity int) int
+		APITokens               func(childComplexity int) int
+		Agents                  func(childComplexity int, first *int, after *entgql.Cursor[int], last *int, before *entgql.Cursor[int], orderBy []*ent.AgentOrder) int
+		Applications            func(childComplexity int) int
+		Artifacts               func(childComplexity int, conversationID int) int
+		BudgetCheck             func(childComplexity int, conversationID *int) int
+		Budgets                 func(childComplexity int) int
+		Calculate               func(childComplexity int, conversationID *int, expression string) int
+		Catalogue               func(childComplexity int, agentID *int) int
+		Conversation            func(childComplexity int, id int) int
+		Conversations           func(childComplexity int, after *entgql.Cursor[int], first *int, before *entgql.Cursor[int], last *int, orderBy []*ent.ConversationOrder, where *ent.ConversationWhereInput) int
+		GetToolSchema           func(childComplexity int, conversationID *int, names []string) int
+		KnowledgeBases          func(childComplexity int, first *int, after *entgql.Cursor[int]) int
+		KnowledgeSearch         func(childComplexity int, conversationID *int, queries []string, maxResults *int) int
+		ListFiles               func(childComplexity int, conversationID *int, path *string) int
+		ListTools               func(childComplexity int, conversationID *int) int
+		LoadSkill               func(childComplexity int, conversationID *int, name string) int
+		Node                    func(childComplexity int, id int) int
+		Nodes                   func(childComplexity int, ids []int) int
+		ReadDocument            func(childComplexity int, conversationID *int, documentID int, offset *int, maxChars *int) int
+		ReadFile                func(childComplexity int, conversationID *int, path string, offset *int, maxChars *int) int
+		ReadPage                func(childComplexity int, conversationID *int, url string, offset *int, maxChars *int) int
+		ReadToolResult          func(childComplexity int, conversationID *int, refs []string, offset *int, maxChars *int) int
+		ResearchWeb             func(childComplexity int, conversationID *int, queries []string, maxPages *int) int
+		SearchAttachments       func(childComplexity int, conversationID *int, queries []string, maxResults *int) int
+		SearchFiles             func(childComplexity int, conversationID *int, strings []string, contextLines *int) int
+		SearchPastConversations func(childComplexity int, conversationID *int, queries []string, maxResults *int) int
+		SearchToolResults       func(childComplexity int, conversationID *int, refs []string, query string, match *result.Match, contextChars *int, maxChars *int) int
+		SearchTools             func(childComplexity int, conversationID *int, queries []string) int
+		Skills                  func(childComplexity int) int
+		ToolResults             func(childComplexity int, conversationID *int, refs []string, offset *int, maxChars *int, query *string, match *result.Match, contextChars *int) int
+		Transcript              func(childComplexity int, conversationID int, fromTurn *int, toTurn *int, words *string, offset *int, maxChars *int) int
+		Usage                   func(childComplexity int, month *string) int
+		Users                   func(childComplexity int) int
+		Viewer                  func(childComplexity int) int
 	}
 
 	RemoveApplicationPayload struct {
@@ -936,6 +956,7 @@ type QueryResolver interface {
 	KnowledgeSearch(ctx context.Context, conversationID *int, queries []string, maxResults *int) (*document.Search, error)
 	SearchAttachments(ctx context.Context, conversationID *int, queries []string, maxResults *int) (*document.Search, error)
 	ReadDocument(ctx context.Context, conversationID *int, documentID int, offset *int, maxChars *int) (*document.Read, error)
+	SearchPastConversations(ctx context.Context, conversationID *int, queries []string, maxResults *int) (*history.Result, error)
 	Applications(ctx context.Context) ([]*ent.Application, error)
 	Users(ctx context.Context) ([]*ent.User, error)
 	ToolResults(ctx context.Context, conversationID *int, refs []string, offset *int, maxChars *int, query *string, match *result.Match, contextChars *int) (*result.Results, error)
@@ -2720,6 +2741,63 @@ func (e *executableSchema) Complexity(ctx context.Context, typeName, field strin
 
 		return e.ComplexityRoot.PassageSearch.Results(childComplexity), true
 
+	case "PastConversationHit.conversationId":
+		if e.ComplexityRoot.PastConversationHit.ConversationID == nil {
+			break
+		}
+
+		return e.ComplexityRoot.PastConversationHit.ConversationID(childComplexity), true
+	case "PastConversationHit.date":
+		if e.ComplexityRoot.PastConversationHit.Date == nil {
+			break
+		}
+
+		return e.ComplexityRoot.PastConversationHit.Date(childComplexity), true
+	case "PastConversationHit.snippet":
+		if e.ComplexityRoot.PastConversationHit.Snippet == nil {
+			break
+		}
+
+		return e.ComplexityRoot.PastConversationHit.Snippet(childComplexity), true
+	case "PastConversationHit.title":
+		if e.ComplexityRoot.PastConversationHit.Title == nil {
+			break
+		}
+
+		return e.ComplexityRoot.PastConversationHit.Title(childComplexity), true
+	case "PastConversationHit.turn":
+		if e.ComplexityRoot.PastConversationHit.Turn == nil {
+			break
+		}
+
+		return e.ComplexityRoot.PastConversationHit.Turn(childComplexity), true
+
+	case "PastConversationResults.hits":
+		if e.ComplexityRoot.PastConversationResults.Hits == nil {
+			break
+		}
+
+		return e.ComplexityRoot.PastConversationResults.Hits(childComplexity), true
+	case "PastConversationResults.query":
+		if e.ComplexityRoot.PastConversationResults.Query == nil {
+			break
+		}
+
+		return e.ComplexityRoot.PastConversationResults.Query(childComplexity), true
+
+	case "PastConversationSearch.failures":
+		if e.ComplexityRoot.PastConversationSearch.Failures == nil {
+			break
+		}
+
+		return e.ComplexityRoot.PastConversationSearch.Failures(childComplexity), true
+	case "PastConversationSearch.results":
+		if e.ComplexityRoot.PastConversationSearch.Results == nil {
+			break
+		}
+
+		return e.ComplexityRoot.PastConversationSearch.Results(childComplexity), true
+
 	case "PromptStats.cacheReadTokens":
 		if e.ComplexityRoot.PromptStats.CacheReadTokens == nil {
 			break
@@ -3006,6 +3084,17 @@ func (e *executableSchema) Complexity(ctx context.Context, typeName, field strin
 		}
 
 		return e.ComplexityRoot.Query.SearchFiles(childComplexity, args["conversationId"].(*int), args["strings"].([]string), args["contextLines"].(*int)), true
+	case "Query.searchPastConversations":
+		if e.ComplexityRoot.Query.SearchPastConversations == nil {
+			break
+		}
+
+		args, err := ec.field_Query_searchPastConversations_args(ctx, rawArgs)
+		if err != nil {
+			return 0, false
+		}
+
+		return e.ComplexityRoot.Query.SearchPastConversations(childComplexity, args["conversationId"].(*int), args["queries"].([]string), args["maxResults"].(*int)), true
 	case "Query.searchToolResults":
 		if e.ComplexityRoot.Query.SearchToolResults == nil {
 			break
@@ -6696,6 +6785,49 @@ type User implements Node {
   organization: Organization!
 }
 `, BuiltIn: false},
+	{Name: "../history.graphqls", Input: `extend type Query {
+  """
+  search_past_conversations: what the caller wrote in their other
+  conversations (their own messages only, never answers or tool results),
+  by full-text search: 1 to 5 distinct queries, run concurrently and
+  answered in order, each up to maxResults turns (default 5, at most 10).
+  A query that matched nothing is listed under failures as ABSENCE.
+  """
+  searchPastConversations(
+    "The conversation asked from, left out of the search: required with an API token; a turn's scope token names its own."
+    conversationId: ID
+    queries: [String!]!
+    maxResults: Int
+  ): PastConversationSearch!
+}
+
+"What search_past_conversations found."
+type PastConversationSearch {
+  "One entry per query, in the order asked."
+  results: [PastConversationResults!]!
+  "Queries that ran and matched nothing (kind ABSENCE)."
+  failures: [ItemFailure!]!
+}
+
+"One query's turns, best first."
+type PastConversationResults {
+  query: String!
+  hits: [PastConversationHit!]!
+}
+
+"A turn whose message matched."
+type PastConversationHit {
+  conversationId: ID!
+  "The conversation's title; empty when it has none."
+  title: String!
+  "The turn's number in its conversation."
+  turn: Int!
+  "When the turn was sent."
+  date: Time!
+  "The part of the person's message around what matched."
+  snippet: String!
+}
+`, BuiltIn: false},
 	{Name: "../manage.graphqls", Input: `# Management a portal and an admin need: applications, agents,
 # conversations and users. Every mutation takes an input object and answers
 # a payload; an id outside the caller's reach is NOT_FOUND, word for word
@@ -8249,6 +8381,42 @@ func (ec *executionContext) childFields_PassageSearch(ctx context.Context, field
 		return ec.fieldContext_PassageSearch_failures(ctx, field)
 	}
 	return nil, fmt.Errorf("no field named %q was found under type PassageSearch", field.Name)
+}
+
+func (ec *executionContext) childFields_PastConversationHit(ctx context.Context, field graphql.CollectedField) (*graphql.FieldContext, error) {
+	switch field.Name {
+	case "conversationId":
+		return ec.fieldContext_PastConversationHit_conversationId(ctx, field)
+	case "title":
+		return ec.fieldContext_PastConversationHit_title(ctx, field)
+	case "turn":
+		return ec.fieldContext_PastConversationHit_turn(ctx, field)
+	case "date":
+		return ec.fieldContext_PastConversationHit_date(ctx, field)
+	case "snippet":
+		return ec.fieldContext_PastConversationHit_snippet(ctx, field)
+	}
+	return nil, fmt.Errorf("no field named %q was found under type PastConversationHit", field.Name)
+}
+
+func (ec *executionContext) childFields_PastConversationResults(ctx context.Context, field graphql.CollectedField) (*graphql.FieldContext, error) {
+	switch field.Name {
+	case "query":
+		return ec.fieldContext_PastConversationResults_query(ctx, field)
+	case "hits":
+		return ec.fieldContext_PastConversationResults_hits(ctx, field)
+	}
+	return nil, fmt.Errorf("no field named %q was found under type PastConversationResults", field.Name)
+}
+
+func (ec *executionContext) childFields_PastConversationSearch(ctx context.Context, field graphql.CollectedField) (*graphql.FieldContext, error) {
+	switch field.Name {
+	case "results":
+		return ec.fieldContext_PastConversationSearch_results(ctx, field)
+	case "failures":
+		return ec.fieldContext_PastConversationSearch_failures(ctx, field)
+	}
+	return nil, fmt.Errorf("no field named %q was found under type PastConversationSearch", field.Name)
 }
 
 func (ec *executionContext) childFields_PromptStats(ctx context.Context, field graphql.CollectedField) (*graphql.FieldContext, error) {
@@ -10296,6 +10464,36 @@ func (ec *executionContext) field_Query_searchFiles_args(ctx context.Context, ra
 		return nil, err
 	}
 	args["contextLines"] = arg2
+	return args, nil
+}
+
+func (ec *executionContext) field_Query_searchPastConversations_args(ctx context.Context, rawArgs map[string]any) (map[string]any, error) {
+	var err error
+	args := map[string]any{}
+	arg0, err := graphql.ProcessArgField(ctx, rawArgs, "conversationId",
+		func(ctx context.Context, v any) (*int, error) {
+			return ec.unmarshalOID2ᚖint(ctx, v)
+		})
+	if err != nil {
+		return nil, err
+	}
+	args["conversationId"] = arg0
+	arg1, err := graphql.ProcessArgField(ctx, rawArgs, "queries",
+		func(ctx context.Context, v any) ([]string, error) {
+			return ec.unmarshalNString2ᚕstringᚄ(ctx, v)
+		})
+	if err != nil {
+		return nil, err
+	}
+	args["queries"] = arg1
+	arg2, err := graphql.ProcessArgField(ctx, rawArgs, "maxResults",
+		func(ctx context.Context, v any) (*int, error) {
+			return ec.unmarshalOInt2ᚖint(ctx, v)
+		})
+	if err != nil {
+		return nil, err
+	}
+	args["maxResults"] = arg2
 	return args, nil
 }
 
@@ -17522,6 +17720,240 @@ func (ec *executionContext) fieldContext_PassageSearch_failures(_ context.Contex
 	return fc, nil
 }
 
+func (ec *executionContext) _PastConversationHit_conversationId(ctx context.Context, field graphql.CollectedField, obj *history.Hit) (ret graphql.Marshaler) {
+	return graphql.ResolveField(
+		ctx,
+		ec.OperationContext,
+		field,
+		func(ctx context.Context, field graphql.CollectedField) (*graphql.FieldContext, error) {
+			return ec.fieldContext_PastConversationHit_conversationId(ctx, field)
+		},
+		func(ctx context.Context) (any, error) {
+			return obj.ConversationID, nil
+		},
+		nil,
+		func(ctx context.Context, selections ast.SelectionSet, v int) graphql.Marshaler {
+			return ec.marshalNID2int(ctx, selections, v)
+		},
+		true,
+		true,
+	)
+}
+func (ec *executionContext) fieldContext_PastConversationHit_conversationId(_ context.Context, field graphql.CollectedField) (fc *graphql.FieldContext, err error) {
+	return graphql.NewScalarFieldContext("PastConversationHit", field, false, false, "ID")
+}
+
+func (ec *executionContext) _PastConversationHit_title(ctx context.Context, field graphql.CollectedField, obj *history.Hit) (ret graphql.Marshaler) {
+	return graphql.ResolveField(
+		ctx,
+		ec.OperationContext,
+		field,
+		func(ctx context.Context, field graphql.CollectedField) (*graphql.FieldContext, error) {
+			return ec.fieldContext_PastConversationHit_title(ctx, field)
+		},
+		func(ctx context.Context) (any, error) {
+			return obj.Title, nil
+		},
+		nil,
+		func(ctx context.Context, selections ast.SelectionSet, v string) graphql.Marshaler {
+			return ec.marshalNString2string(ctx, selections, v)
+		},
+		true,
+		true,
+	)
+}
+func (ec *executionContext) fieldContext_PastConversationHit_title(_ context.Context, field graphql.CollectedField) (fc *graphql.FieldContext, err error) {
+	return graphql.NewScalarFieldContext("PastConversationHit", field, false, false, "String")
+}
+
+func (ec *executionContext) _PastConversationHit_turn(ctx context.Context, field graphql.CollectedField, obj *history.Hit) (ret graphql.Marshaler) {
+	return graphql.ResolveField(
+		ctx,
+		ec.OperationContext,
+		field,
+		func(ctx context.Context, field graphql.CollectedField) (*graphql.FieldContext, error) {
+			return ec.fieldContext_PastConversationHit_turn(ctx, field)
+		},
+		func(ctx context.Context) (any, error) {
+			return obj.Turn, nil
+		},
+		nil,
+		func(ctx context.Context, selections ast.SelectionSet, v int) graphql.Marshaler {
+			return ec.marshalNInt2int(ctx, selections, v)
+		},
+		true,
+		true,
+	)
+}
+func (ec *executionContext) fieldContext_PastConversationHit_turn(_ context.Context, field graphql.CollectedField) (fc *graphql.FieldContext, err error) {
+	return graphql.NewScalarFieldContext("PastConversationHit", field, false, false, "Int")
+}
+
+func (ec *executionContext) _PastConversationHit_date(ctx context.Context, field graphql.CollectedField, obj *history.Hit) (ret graphql.Marshaler) {
+	return graphql.ResolveField(
+		ctx,
+		ec.OperationContext,
+		field,
+		func(ctx context.Context, field graphql.CollectedField) (*graphql.FieldContext, error) {
+			return ec.fieldContext_PastConversationHit_date(ctx, field)
+		},
+		func(ctx context.Context) (any, error) {
+			return obj.Date, nil
+		},
+		nil,
+		func(ctx context.Context, selections ast.SelectionSet, v time.Time) graphql.Marshaler {
+			return ec.marshalNTime2timeᚐTime(ctx, selections, v)
+		},
+		true,
+		true,
+	)
+}
+func (ec *executionContext) fieldContext_PastConversationHit_date(_ context.Context, field graphql.CollectedField) (fc *graphql.FieldContext, err error) {
+	return graphql.NewScalarFieldContext("PastConversationHit", field, false, false, "Time")
+}
+
+func (ec *executionContext) _PastConversationHit_snippet(ctx context.Context, field graphql.CollectedField, obj *history.Hit) (ret graphql.Marshaler) {
+	return graphql.ResolveField(
+		ctx,
+		ec.OperationContext,
+		field,
+		func(ctx context.Context, field graphql.CollectedField) (*graphql.FieldContext, error) {
+			return ec.fieldContext_PastConversationHit_snippet(ctx, field)
+		},
+		func(ctx context.Context) (any, error) {
+			return obj.Snippet, nil
+		},
+		nil,
+		func(ctx context.Context, selections ast.SelectionSet, v string) graphql.Marshaler {
+			return ec.marshalNString2string(ctx, selections, v)
+		},
+		true,
+		true,
+	)
+}
+func (ec *executionContext) fieldContext_PastConversationHit_snippet(_ context.Context, field graphql.CollectedField) (fc *graphql.FieldContext, err error) {
+	return graphql.NewScalarFieldContext("PastConversationHit", field, false, false, "String")
+}
+
+func (ec *executionContext) _PastConversationResults_query(ctx context.Context, field graphql.CollectedField, obj *history.QueryHits) (ret graphql.Marshaler) {
+	return graphql.ResolveField(
+		ctx,
+		ec.OperationContext,
+		field,
+		func(ctx context.Context, field graphql.CollectedField) (*graphql.FieldContext, error) {
+			return ec.fieldContext_PastConversationResults_query(ctx, field)
+		},
+		func(ctx context.Context) (any, error) {
+			return obj.Query, nil
+		},
+		nil,
+		func(ctx context.Context, selections ast.SelectionSet, v string) graphql.Marshaler {
+			return ec.marshalNString2string(ctx, selections, v)
+		},
+		true,
+		true,
+	)
+}
+func (ec *executionContext) fieldContext_PastConversationResults_query(_ context.Context, field graphql.CollectedField) (fc *graphql.FieldContext, err error) {
+	return graphql.NewScalarFieldContext("PastConversationResults", field, false, false, "String")
+}
+
+func (ec *executionContext) _PastConversationResults_hits(ctx context.Context, field graphql.CollectedField, obj *history.QueryHits) (ret graphql.Marshaler) {
+	return graphql.ResolveField(
+		ctx,
+		ec.OperationContext,
+		field,
+		func(ctx context.Context, field graphql.CollectedField) (*graphql.FieldContext, error) {
+			return ec.fieldContext_PastConversationResults_hits(ctx, field)
+		},
+		func(ctx context.Context) (any, error) {
+			return obj.Hits, nil
+		},
+		nil,
+		func(ctx context.Context, selections ast.SelectionSet, v []history.Hit) graphql.Marshaler {
+			return ec.marshalNPastConversationHit2ᚕgithubᚗcomᚋtoolgateᚋtoolgateᚋtoolsᚋhistoryᚐHitᚄ(ctx, selections, v)
+		},
+		true,
+		true,
+	)
+}
+func (ec *executionContext) fieldContext_PastConversationResults_hits(_ context.Context, field graphql.CollectedField) (fc *graphql.FieldContext, err error) {
+	fc = &graphql.FieldContext{
+		Object:     "PastConversationResults",
+		Field:      field,
+		IsMethod:   false,
+		IsResolver: false,
+		Child: func(ctx context.Context, field graphql.CollectedField) (*graphql.FieldContext, error) {
+			return ec.childFields_PastConversationHit(ctx, field)
+		},
+	}
+	return fc, nil
+}
+
+func (ec *executionContext) _PastConversationSearch_results(ctx context.Context, field graphql.CollectedField, obj *history.Result) (ret graphql.Marshaler) {
+	return graphql.ResolveField(
+		ctx,
+		ec.OperationContext,
+		field,
+		func(ctx context.Context, field graphql.CollectedField) (*graphql.FieldContext, error) {
+			return ec.fieldContext_PastConversationSearch_results(ctx, field)
+		},
+		func(ctx context.Context) (any, error) {
+			return obj.Results, nil
+		},
+		nil,
+		func(ctx context.Context, selections ast.SelectionSet, v []history.QueryHits) graphql.Marshaler {
+			return ec.marshalNPastConversationResults2ᚕgithubᚗcomᚋtoolgateᚋtoolgateᚋtoolsᚋhistoryᚐQueryHitsᚄ(ctx, selections, v)
+		},
+		true,
+		true,
+	)
+}
+func (ec *executionContext) fieldContext_PastConversationSearch_results(_ context.Context, field graphql.CollectedField) (fc *graphql.FieldContext, err error) {
+	fc = &graphql.FieldContext{
+		Object:     "PastConversationSearch",
+		Field:      field,
+		IsMethod:   false,
+		IsResolver: false,
+		Child: func(ctx context.Context, field graphql.CollectedField) (*graphql.FieldContext, error) {
+			return ec.childFields_PastConversationResults(ctx, field)
+		},
+	}
+	return fc, nil
+}
+
+func (ec *executionContext) _PastConversationSearch_failures(ctx context.Context, field graphql.CollectedField, obj *history.Result) (ret graphql.Marshaler) {
+	return graphql.ResolveField(
+		ctx,
+		ec.OperationContext,
+		field,
+		func(ctx context.Context, field graphql.CollectedField) (*graphql.FieldContext, error) {
+			return ec.fieldContext_PastConversationSearch_failures(ctx, field)
+		},
+		func(ctx context.Context) (any, error) {
+			return obj.Failures, nil
+		},
+		nil,
+		func(ctx context.Context, selections ast.SelectionSet, v []schematype.ItemFailure) graphql.Marshaler {
+			return ec.marshalNItemFailure2ᚕgithubᚗcomᚋtoolgateᚋtoolgateᚋentᚋschematypeᚐItemFailureᚄ(ctx, selections, v)
+		},
+		true,
+		true,
+	)
+}
+func (ec *executionContext) fieldContext_PastConversationSearch_failures(_ context.Context, field graphql.CollectedField) (fc *graphql.FieldContext, err error) {
+	fc = &graphql.FieldContext{
+		Object:     "PastConversationSearch",
+		Field:      field,
+		IsMethod:   false,
+		IsResolver: false,
+		Child: func(ctx context.Context, field graphql.CollectedField) (*graphql.FieldContext, error) {
+			return ec.childFields_ItemFailure(ctx, field)
+		},
+	}
+	return fc, nil
+}
+
 func (ec *executionContext) _PromptStats_prefixTokens(ctx context.Context, field graphql.CollectedField, obj *model.PromptStats) (ret graphql.Marshaler) {
 	return graphql.ResolveField(
 		ctx,
@@ -18408,6 +18840,50 @@ func (ec *executionContext) fieldContext_Query_readDocument(ctx context.Context,
 	}()
 	ctx = graphql.WithFieldContext(ctx, fc)
 	if fc.Args, err = ec.field_Query_readDocument_args(ctx, field.ArgumentMap(ec.Variables)); err != nil {
+		ec.Error(ctx, err)
+		return fc, err
+	}
+	return fc, nil
+}
+
+func (ec *executionContext) _Query_searchPastConversations(ctx context.Context, field graphql.CollectedField) (ret graphql.Marshaler) {
+	return graphql.ResolveField(
+		ctx,
+		ec.OperationContext,
+		field,
+		func(ctx context.Context, field graphql.CollectedField) (*graphql.FieldContext, error) {
+			return ec.fieldContext_Query_searchPastConversations(ctx, field)
+		},
+		func(ctx context.Context) (any, error) {
+			fc := graphql.GetFieldContext(ctx)
+			return ec.Resolvers.Query().SearchPastConversations(ctx, fc.Args["conversationId"].(*int), fc.Args["queries"].([]string), fc.Args["maxResults"].(*int))
+		},
+		nil,
+		func(ctx context.Context, selections ast.SelectionSet, v *history.Result) graphql.Marshaler {
+			return ec.marshalNPastConversationSearch2ᚖgithubᚗcomᚋtoolgateᚋtoolgateᚋtoolsᚋhistoryᚐResult(ctx, selections, v)
+		},
+		true,
+		true,
+	)
+}
+func (ec *executionContext) fieldContext_Query_searchPastConversations(ctx context.Context, field graphql.CollectedField) (fc *graphql.FieldContext, err error) {
+	fc = &graphql.FieldContext{
+		Object:     "Query",
+		Field:      field,
+		IsMethod:   true,
+		IsResolver: true,
+		Child: func(ctx context.Context, field graphql.CollectedField) (*graphql.FieldContext, error) {
+			return ec.childFields_PastConversationSearch(ctx, field)
+		},
+	}
+	defer func() {
+		if r := recover(); r != nil {
+			err = ec.Recover(ctx, r)
+			ec.Error(ctx, err)
+		}
+	}()
+	ctx = graphql.WithFieldContext(ctx, fc)
+	if fc.Args, err = ec.field_Query_searchPastConversations_args(ctx, field.ArgumentMap(ec.Variables)); err != nil {
 		ec.Error(ctx, err)
 		return fc, err
 	}
@@ -31273,6 +31749,135 @@ func (ec *executionContext) _PassageSearch(ctx context.Context, sel ast.Selectio
 	return out
 }
 
+var pastConversationHitImplementors = []string{"PastConversationHit"}
+
+func (ec *executionContext) _PastConversationHit(ctx context.Context, sel ast.SelectionSet, obj *history.Hit) graphql.Marshaler {
+	fields := graphql.CollectFields(ec.OperationContext, sel, pastConversationHitImplementors)
+
+	out := graphql.NewFieldSet(fields)
+	deferred := graphql.NewDeferredGroup(ctx)
+	for i, field := range fields {
+		switch field.Name {
+		case "__typename":
+			out.Values[i] = graphql.MarshalString("PastConversationHit")
+		case "conversationId":
+			out.Values[i] = ec._PastConversationHit_conversationId(ctx, field, obj)
+			if out.Values[i] == graphql.Null {
+				out.Invalids++
+			}
+		case "title":
+			out.Values[i] = ec._PastConversationHit_title(ctx, field, obj)
+			if out.Values[i] == graphql.Null {
+				out.Invalids++
+			}
+		case "turn":
+			out.Values[i] = ec._PastConversationHit_turn(ctx, field, obj)
+			if out.Values[i] == graphql.Null {
+				out.Invalids++
+			}
+		case "date":
+			out.Values[i] = ec._PastConversationHit_date(ctx, field, obj)
+			if out.Values[i] == graphql.Null {
+				out.Invalids++
+			}
+		case "snippet":
+			out.Values[i] = ec._PastConversationHit_snippet(ctx, field, obj)
+			if out.Values[i] == graphql.Null {
+				out.Invalids++
+			}
+		default:
+			panic("unknown field " + strconv.Quote(field.Name))
+		}
+	}
+	out.Dispatch(ctx)
+	if out.Invalids > 0 {
+		return graphql.Null
+	}
+
+	if n := len(deferred.Defers); n > 0 {
+		atomic.AddInt32(&ec.Deferred, int32(min(n, math.MaxInt32)))
+		ec.ProcessDeferredGroup(deferred)
+	}
+
+	return out
+}
+
+var pastConversationResultsImplementors = []string{"PastConversationResults"}
+
+func (ec *executionContext) _PastConversationResults(ctx context.Context, sel ast.SelectionSet, obj *history.QueryHits) graphql.Marshaler {
+	fields := graphql.CollectFields(ec.OperationContext, sel, pastConversationResultsImplementors)
+
+	out := graphql.NewFieldSet(fields)
+	deferred := graphql.NewDeferredGroup(ctx)
+	for i, field := range fields {
+		switch field.Name {
+		case "__typename":
+			out.Values[i] = graphql.MarshalString("PastConversationResults")
+		case "query":
+			out.Values[i] = ec._PastConversationResults_query(ctx, field, obj)
+			if out.Values[i] == graphql.Null {
+				out.Invalids++
+			}
+		case "hits":
+			out.Values[i] = ec._PastConversationResults_hits(ctx, field, obj)
+			if out.Values[i] == graphql.Null {
+				out.Invalids++
+			}
+		default:
+			panic("unknown field " + strconv.Quote(field.Name))
+		}
+	}
+	out.Dispatch(ctx)
+	if out.Invalids > 0 {
+		return graphql.Null
+	}
+
+	if n := len(deferred.Defers); n > 0 {
+		atomic.AddInt32(&ec.Deferred, int32(min(n, math.MaxInt32)))
+		ec.ProcessDeferredGroup(deferred)
+	}
+
+	return out
+}
+
+var pastConversationSearchImplementors = []string{"PastConversationSearch"}
+
+func (ec *executionContext) _PastConversationSearch(ctx context.Context, sel ast.SelectionSet, obj *history.Result) graphql.Marshaler {
+	fields := graphql.CollectFields(ec.OperationContext, sel, pastConversationSearchImplementors)
+
+	out := graphql.NewFieldSet(fields)
+	deferred := graphql.NewDeferredGroup(ctx)
+	for i, field := range fields {
+		switch field.Name {
+		case "__typename":
+			out.Values[i] = graphql.MarshalString("PastConversationSearch")
+		case "results":
+			out.Values[i] = ec._PastConversationSearch_results(ctx, field, obj)
+			if out.Values[i] == graphql.Null {
+				out.Invalids++
+			}
+		case "failures":
+			out.Values[i] = ec._PastConversationSearch_failures(ctx, field, obj)
+			if out.Values[i] == graphql.Null {
+				out.Invalids++
+			}
+		default:
+			panic("unknown field " + strconv.Quote(field.Name))
+		}
+	}
+	out.Dispatch(ctx)
+	if out.Invalids > 0 {
+		return graphql.Null
+	}
+
+	if n := len(deferred.Defers); n > 0 {
+		atomic.AddInt32(&ec.Deferred, int32(min(n, math.MaxInt32)))
+		ec.ProcessDeferredGroup(deferred)
+	}
+
+	return out
+}
+
 var promptStatsImplementors = []string{"PromptStats"}
 
 func (ec *executionContext) _PromptStats(ctx context.Context, sel ast.SelectionSet, obj *model.PromptStats) graphql.Marshaler {
@@ -31453,6 +32058,12 @@ func (ec *executionContext) _Query(ctx context.Context, sel ast.SelectionSet) gr
 				true, true,
 				func(ctx context.Context) graphql.Marshaler {
 					return ec._Query_readDocument(ctx, field)
+				})
+		case "searchPastConversations":
+			out.ResolveRootConcurrently(innerCtx, ec.OperationContext, i,
+				true, true,
+				func(ctx context.Context) graphql.Marshaler {
+					return ec._Query_searchPastConversations(ctx, field)
 				})
 		case "applications":
 			out.ResolveRootConcurrently(innerCtx, ec.OperationContext, i,
@@ -35218,6 +35829,54 @@ func (ec *executionContext) marshalNPassageSearch2ᚖgithubᚗcomᚋtoolgateᚋt
 		return graphql.Null
 	}
 	return ec._PassageSearch(ctx, sel, v)
+}
+
+func (ec *executionContext) marshalNPastConversationHit2githubᚗcomᚋtoolgateᚋtoolgateᚋtoolsᚋhistoryᚐHit(ctx context.Context, sel ast.SelectionSet, v history.Hit) graphql.Marshaler {
+	return ec._PastConversationHit(ctx, sel, &v)
+}
+
+func (ec *executionContext) marshalNPastConversationHit2ᚕgithubᚗcomᚋtoolgateᚋtoolgateᚋtoolsᚋhistoryᚐHitᚄ(ctx context.Context, sel ast.SelectionSet, v []history.Hit) graphql.Marshaler {
+	ret := graphql.MarshalSliceConcurrently(ctx, len(v), 0, false, func(ctx context.Context, i int) graphql.Marshaler {
+		fc := graphql.GetFieldContext(ctx)
+		fc.Result = &v[i]
+		return ec.marshalNPastConversationHit2githubᚗcomᚋtoolgateᚋtoolgateᚋtoolsᚋhistoryᚐHit(ctx, sel, v[i])
+	})
+
+	for _, e := range ret {
+		if e == graphql.Null {
+			return graphql.Null
+		}
+	}
+
+	return ret
+}
+
+func (ec *executionContext) marshalNPastConversationResults2githubᚗcomᚋtoolgateᚋtoolgateᚋtoolsᚋhistoryᚐQueryHits(ctx context.Context, sel ast.SelectionSet, v history.QueryHits) graphql.Marshaler {
+	return ec._PastConversationResults(ctx, sel, &v)
+}
+
+func (ec *executionContext) marshalNPastConversationResults2ᚕgithubᚗcomᚋtoolgateᚋtoolgateᚋtoolsᚋhistoryᚐQueryHitsᚄ(ctx context.Context, sel ast.SelectionSet, v []history.QueryHits) graphql.Marshaler {
+	ret := graphql.MarshalSliceConcurrently(ctx, len(v), 0, false, func(ctx context.Context, i int) graphql.Marshaler {
+		fc := graphql.GetFieldContext(ctx)
+		fc.Result = &v[i]
+		return ec.marshalNPastConversationResults2githubᚗcomᚋtoolgateᚋtoolgateᚋtoolsᚋhistoryᚐQueryHits(ctx, sel, v[i])
+	})
+
+	for _, e := range ret {
+		if e == graphql.Null {
+			return graphql.Null
+		}
+	}
+
+	return ret
+}
+
+func (ec *executionContext) marshalNPastConversationSearch2ᚖgithubᚗcomᚋtoolgateᚋtoolgateᚋtoolsᚋhistoryᚐResult(ctx context.Context, sel ast.SelectionSet, v *history.Result) graphql.Marshaler {
+	if v == nil {
+		graphql.AddInvalidNullError(ctx, "PastConversationSearch!")
+		return graphql.Null
+	}
+	return ec._PastConversationSearch(ctx, sel, v)
 }
 
 func (ec *executionContext) marshalNPromptStats2ᚖgithubᚗcomᚋtoolgateᚋtoolgateᚋgraphᚋmodelᚐPromptStats(ctx context.Context, sel ast.SelectionSet, v *model.PromptStats) graphql.Marshaler {

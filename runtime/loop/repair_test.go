@@ -67,32 +67,33 @@ func (p *routed) Complete(_ context.Context, req model.Request) (*model.Response
 // for a document of the knowledge base the agent binds; every case starts
 // with a file a.md holding "one\n" and an attachment.
 var canonical = map[string]string{
-	"clarify":              `{"question": "Go on?", "options": ["Yes"]}`,
-	"suggest_next_actions": `{"suggestions": ["Show me more"]}`,
-	"calculator":           `{"expression": "2/3"}`,
-	"read_tool_result":     `{"refs": ["REF"]}`,
-	"read_transcript":      `{}`,
-	"list_files":           `{}`,
-	"search_files":         `{"strings": ["one"]}`,
-	"read_file":            `{"path": "a.md"}`,
-	"write_file":           `{"files": [{"path": "b.md", "content": "two"}]}`,
-	"edit_file":            `{"path": "a.md", "edits": [{"old": "one", "new": "uno"}]}`,
-	"delete_file":          `{"path": "a.md"}`,
-	"search_tools":         `{"queries": ["files"]}`,
-	"list_tools":           `{}`,
-	"get_tool_schema":      `{"names": ["calculator"]}`,
-	"update_tasks":         `{"tasks": [{"title": "Budget", "status": "pending"}]}`,
-	"budget_check":         `{}`,
-	"research_web":         `{"queries": ["tides"], "maxPages": 1}`,
-	"read_page":            `{"url": "PAGE"}`,
-	"run_code":             `{"code": "console.log(toolResults.length)", "toolResults": ["REF"]}`,
-	"create_artifact":      `{"title": "Deck", "kind": "html", "content": "<p>one</p>"}`,
-	"rewrite_artifact":     `{"artifactId": "ARTIFACT", "content": "<p>two</p>"}`,
-	"update_artifact":      `{"artifactId": "ARTIFACT", "edits": [{"old": "one", "new": "uno"}]}`,
-	"knowledge_search":     `{"queries": ["tides"]}`,
-	"read_document":        `{"documentId": "DOCUMENT"}`,
-	"search_attachments":   `{"queries": ["tides"]}`,
-	"load_skill":           `{"name": "notes"}`,
+	"clarify":                   `{"question": "Go on?", "options": ["Yes"]}`,
+	"suggest_next_actions":      `{"suggestions": ["Show me more"]}`,
+	"calculator":                `{"expression": "2/3"}`,
+	"read_tool_result":          `{"refs": ["REF"]}`,
+	"read_transcript":           `{}`,
+	"list_files":                `{}`,
+	"search_files":              `{"strings": ["one"]}`,
+	"read_file":                 `{"path": "a.md"}`,
+	"write_file":                `{"files": [{"path": "b.md", "content": "two"}]}`,
+	"edit_file":                 `{"path": "a.md", "edits": [{"old": "one", "new": "uno"}]}`,
+	"delete_file":               `{"path": "a.md"}`,
+	"search_tools":              `{"queries": ["files"]}`,
+	"list_tools":                `{}`,
+	"get_tool_schema":           `{"names": ["calculator"]}`,
+	"update_tasks":              `{"tasks": [{"title": "Budget", "status": "pending"}]}`,
+	"budget_check":              `{}`,
+	"research_web":              `{"queries": ["tides"], "maxPages": 1}`,
+	"read_page":                 `{"url": "PAGE"}`,
+	"run_code":                  `{"code": "console.log(toolResults.length)", "toolResults": ["REF"]}`,
+	"create_artifact":           `{"title": "Deck", "kind": "html", "content": "<p>one</p>"}`,
+	"rewrite_artifact":          `{"artifactId": "ARTIFACT", "content": "<p>two</p>"}`,
+	"update_artifact":           `{"artifactId": "ARTIFACT", "edits": [{"old": "one", "new": "uno"}]}`,
+	"knowledge_search":          `{"queries": ["tides"]}`,
+	"read_document":             `{"documentId": "DOCUMENT"}`,
+	"search_attachments":        `{"queries": ["tides"]}`,
+	"load_skill":                `{"name": "notes"}`,
+	"search_past_conversations": `{"queries": ["tides"]}`,
 }
 
 // broken is a call's arguments in a shape a repair rule mends.
@@ -195,7 +196,7 @@ func TestRepairedArgumentsReachEveryConsumer(t *testing.T) {
 			t.Run(name, func(t *testing.T) {
 				t.Parallel()
 				// Every switch on: the switched tools are offered too.
-				conv := h.agent(t, map[string]any{"tools": optional, "budgetCheck": true, "knowledgeBaseIds": []string{gid.Encode(kb.ID)}, "skills": []string{"notes"}})
+				conv := h.agent(t, map[string]any{"tools": optional, "budgetCheck": true, "pastConversationSearch": true, "knowledgeBaseIds": []string{gid.Encode(kb.ID)}, "skills": []string{"notes"}})
 				convID, err := gid.Decode(conv)
 				require.NoError(t, err)
 				h.client.Attachment.Create().SetOrganizationID(org.ID).SetConversationID(convID).SetFilename("notes.txt").

@@ -173,3 +173,40 @@ func TestSkillLoadedWhole(t *testing.T) {
 		require.Contains(t, *calls[1].Message, `no skill named "tax-returns"; your skills: release-notes`)
 	})
 }
+
+// TestPastConversationSearchBehindItsSwitch: listed but switched off,
+// search_past_conversations is not offered and a call is refused naming the
+// tool only; switched on, it finds what the person wrote in another
+// conversation.
+func TestPastConversationSearchBehindItsSwitch(t *testing.T) {
+	t.Parallel()
+	each(t, func(t *testing.T, d *db.DB) {
+		p := &scripted{answers: []model.Response{{Text: "Noted."}}}
+		h := newHarness(t, d, p)
+		earlier := h.agent(t, nil)
+		require.Equal(t, turn.StatusCOMPLETED, h.wait(t, h.send(t, earlier, "Our lighthouse survey is due in March", "")).Status)
+
+		search := model.Response{ToolCalls: []model.ToolCall{call("s", "search_past_conversations", `{"queries":["lighthouse survey"]}`)}}
+		p.mu.Lock()
+		p.answers = []model.Response{search, {Text: "Searched."}}
+		p.mu.Unlock()
+		off := h.agent(t, map[string]any{"tools": []string{"search_past_conversations"}})
+		id := h.send(t, off, "When is the survey due?", "")
+		require.Equal(t, turn.StatusCOMPLETED, h.wait(t, id).Status)
+		require.NotContains(t, offered(p.request(1)), "search_past_conversations")
+		calls := h.calls(t, id)
+		require.Equal(t, toolcall.OutcomeREFUSED, calls[0].Outcome)
+		require.Equal(t, `tool "search_past_conversations" is not available`, *calls[0].Message)
+
+		p.mu.Lock()
+		p.answers = []model.Response{search, {Text: "March."}}
+		p.mu.Unlock()
+		on := h.agent(t, map[string]any{"tools": []string{"search_past_conversations"}, "pastConversationSearch": true})
+		id = h.send(t, on, "When is the survey due?", "")
+		require.Equal(t, turn.StatusCOMPLETED, h.wait(t, id).Status)
+		require.Contains(t, offered(p.request(3)), "search_past_conversations")
+		calls = h.calls(t, id)
+		require.Equal(t, toolcall.OutcomeHITS, calls[0].Outcome, *calls[0].Heard)
+		require.Contains(t, *calls[0].Heard, "Our lighthouse survey is due in March")
+	})
+}

@@ -13,6 +13,7 @@ import (
 	"github.com/toolgate/toolgate/tools/catalog"
 	"github.com/toolgate/toolgate/tools/code"
 	"github.com/toolgate/toolgate/tools/document"
+	"github.com/toolgate/toolgate/tools/history"
 	"github.com/toolgate/toolgate/tools/interact"
 	"github.com/toolgate/toolgate/tools/result"
 	"github.com/toolgate/toolgate/tools/skill"
@@ -39,6 +40,7 @@ func All() []tools.Definition {
 		[]tools.Definition{
 			budget.Check,
 		},
+		history.Definitions,
 		skill.Definitions,
 		catalog.Definitions,
 		[]tools.Definition{

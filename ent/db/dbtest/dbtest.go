@@ -46,22 +46,26 @@ func Each(t *testing.T, f func(t *testing.T, d *db.DB)) {
 func Open(t testing.TB, b Backend) *db.DB {
 	t.Helper()
 	ctx := context.Background()
-	var raw string
-	switch b {
-	case SQLite:
-		raw = "sqlite://" + filepath.Join(t.TempDir(), "toolgate.db")
-	case Postgres:
-		base := os.Getenv("TEST_DATABASE_URL")
-		if base == "" {
-			t.Skip("TEST_DATABASE_URL not set: PostgreSQL skipped")
-		}
-		raw = newSchema(t, base)
-	}
-	d, err := db.Open(ctx, raw)
+	d, err := db.Open(ctx, URL(t, b))
 	require.NoError(t, err)
 	t.Cleanup(func() { _ = d.Close() })
 	require.NoError(t, d.Migrate(ctx))
 	return d
+}
+
+// URL returns the address of a new, empty database on backend b (for a
+// process of its own to open), removed when the test ends. For PostgreSQL
+// it skips the test when TEST_DATABASE_URL is unset.
+func URL(t testing.TB, b Backend) string {
+	t.Helper()
+	if b == Postgres {
+		base := os.Getenv("TEST_DATABASE_URL")
+		if base == "" {
+			t.Skip("TEST_DATABASE_URL not set: PostgreSQL skipped")
+		}
+		return newSchema(t, base)
+	}
+	return "sqlite://" + filepath.Join(t.TempDir(), "toolgate.db")
 }
 
 var admin struct {
