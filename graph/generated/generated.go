@@ -6811,12 +6811,15 @@ type PastConversationSearch {
 
 "One query's turns, best first."
 type PastConversationResults {
+  "The query, as asked."
   query: String!
+  "The turns it matched, best first."
   hits: [PastConversationHit!]!
 }
 
 "A turn whose message matched."
 type PastConversationHit {
+  "The conversation the turn belongs to."
   conversationId: ID!
   "The conversation's title; empty when it has none."
   title: String!
