@@ -65,16 +65,34 @@ func TestCrashResume(t *testing.T) {
 	}
 }
 
+// built is the binary the crash and drain tests run, built once; TestMain
+// removes its folder.
+var built struct {
+	once sync.Once
+	dir  string
+	path string
+	err  error
+}
+
 func buildBinary(t *testing.T) string {
 	t.Helper()
-	bin := filepath.Join(t.TempDir(), "toolgate")
-	goTool := filepath.Join(runtime.GOROOT(), "bin", "go")
-	if _, err := os.Stat(goTool); err != nil {
-		goTool = "go"
-	}
-	out, err := exec.Command(goTool, "build", "-o", bin, ".").CombinedOutput()
-	require.NoError(t, err, string(out))
-	return bin
+	built.once.Do(func() {
+		built.dir, built.err = os.MkdirTemp("", "toolgate-bin-")
+		if built.err != nil {
+			return
+		}
+		built.path = filepath.Join(built.dir, "toolgate")
+		goTool := filepath.Join(runtime.GOROOT(), "bin", "go")
+		if _, err := os.Stat(goTool); err != nil {
+			goTool = "go"
+		}
+		out, err := exec.Command(goTool, "build", "-o", built.path, ".").CombinedOutput()
+		if err != nil {
+			built.err = fmt.Errorf("%w: %s", err, out)
+		}
+	})
+	require.NoError(t, built.err)
+	return built.path
 }
 
 // billing is an MCP application whose one tool, charge, is a write. It
@@ -83,6 +101,8 @@ type billing struct {
 	mu     sync.Mutex
 	ran    map[string]int
 	active atomic.Int32
+	// hold, when set, keeps each charge's answer until it is closed.
+	hold chan struct{}
 }
 
 func (b *billing) serve(t *testing.T) string {
@@ -101,7 +121,14 @@ func (b *billing) serve(t *testing.T) string {
 			b.ran[args.Name]++
 			b.mu.Unlock()
 			// The charge is made; its answer takes a while to come back.
-			sleep(ctx, time.Duration(20+rand.IntN(300))*time.Millisecond)
+			if b.hold != nil {
+				select {
+				case <-b.hold:
+				case <-ctx.Done():
+				}
+			} else {
+				sleep(ctx, time.Duration(20+rand.IntN(300))*time.Millisecond)
+			}
 			return &sdk.CallToolResult{Content: []sdk.Content{&sdk.TextContent{Text: "charged " + args.Name}}}, nil
 		})
 	srv := httptest.NewServer(sdk.NewStreamableHTTPHandler(func(*http.Request) *sdk.Server { return server }, nil))

@@ -11,5 +11,9 @@ func TestMain(m *testing.M) {
 	// serve starts run_code's children ahead: in tests, this test binary,
 	// re-executed as a child.
 	code.ServeChildIfAsked()
-	os.Exit(m.Run())
+	status := m.Run()
+	if built.dir != "" {
+		_ = os.RemoveAll(built.dir)
+	}
+	os.Exit(status)
 }

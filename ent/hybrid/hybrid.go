@@ -121,7 +121,10 @@ func Migrate(ctx context.Context, db *sql.DB, dialectName string) error {
 				idx TEXT NOT NULL, id INTEGER NOT NULL, scope TEXT NOT NULL,
 				text TEXT NOT NULL, vector BLOB,
 				UNIQUE (idx, id))`,
-			`CREATE INDEX IF NOT EXISTS hybrid_entries_scope ON hybrid_entries (idx, scope)`,
+			// rid in the index: the vector cache's check (count and sum of
+			// rids of a scope) reads the index alone.
+			`DROP INDEX IF EXISTS hybrid_entries_scope`,
+			`CREATE INDEX IF NOT EXISTS hybrid_entries_scope_rid ON hybrid_entries (idx, scope, rid)`,
 			`CREATE VIRTUAL TABLE IF NOT EXISTS hybrid_fts USING fts5(
 				text, content='hybrid_entries', content_rowid='rid',
 				tokenize='porter unicode61 remove_diacritics 2')`,
@@ -138,7 +141,8 @@ func Migrate(ctx context.Context, db *sql.DB, dialectName string) error {
 				text TEXT NOT NULL, vector BYTEA,
 				tsv tsvector GENERATED ALWAYS AS (to_tsvector('english', text)) STORED,
 				UNIQUE (idx, id))`,
-			`CREATE INDEX IF NOT EXISTS hybrid_entries_scope ON hybrid_entries (idx, scope)`,
+			`DROP INDEX IF EXISTS hybrid_entries_scope`,
+			`CREATE INDEX IF NOT EXISTS hybrid_entries_scope_rid ON hybrid_entries (idx, scope, rid)`,
 			`CREATE INDEX IF NOT EXISTS hybrid_entries_tsv ON hybrid_entries USING GIN (tsv)`,
 		}
 	default:
@@ -167,33 +171,60 @@ func PGVector(ctx context.Context, db *sql.DB, dialectName string) (bool, error)
 	return n > 0, nil
 }
 
+// putBatch is how many passages one statement of Put writes.
+const putBatch = 100
+
 // Put indexes entries, replacing any of the same ids, in one transaction.
 func (s *Store) Put(ctx context.Context, entries ...Entry) error {
 	if len(entries) == 0 {
 		return nil
+	}
+	// An id given twice keeps its last entry, as one put after another would.
+	last := make(map[int64]int, len(entries))
+	for i, e := range entries {
+		last[e.ID] = i
+	}
+	if len(last) < len(entries) {
+		kept := make([]Entry, 0, len(last))
+		for i, e := range entries {
+			if last[e.ID] == i {
+				kept = append(kept, e)
+			}
+		}
+		entries = kept
 	}
 	tx, err := s.db.BeginTx(ctx, nil)
 	if err != nil {
 		return fmt.Errorf("index passages: %w", err)
 	}
 	defer func() { _ = tx.Rollback() }()
-	del := s.rebind(`DELETE FROM hybrid_entries WHERE idx = ? AND id = ?`)
-	ins := s.rebind(`INSERT INTO hybrid_entries (idx, id, scope, text, vector) VALUES (?, ?, ?, ?, ?)`)
-	for _, e := range entries {
-		if e.Scope == "" {
-			return errors.New("index passage: empty scope")
+	// Delete then insert, never update: a new rid is how the vector cache
+	// learns that a scope changed. Many rows a statement: each statement
+	// is a savepoint at which FTS5 flushes what it indexed.
+	for start := 0; start < len(entries); start += putBatch {
+		batch := entries[start:min(start+putBatch, len(entries))]
+		ids := make([]any, 0, len(batch)+1)
+		ids = append(ids, s.index)
+		vals := make([]any, 0, 5*len(batch))
+		for _, e := range batch {
+			if e.Scope == "" {
+				return errors.New("index passage: empty scope")
+			}
+			var vec []byte
+			if e.Vector != nil {
+				vec = marshal(e.Vector)
+			}
+			ids = append(ids, e.ID)
+			vals = append(vals, s.index, e.ID, e.Scope, e.Text, vec)
 		}
-		// Delete then insert, never update: a new rid is how the vector
-		// cache learns that a scope changed.
-		if _, err := tx.ExecContext(ctx, del, s.index, e.ID); err != nil {
-			return fmt.Errorf("index passage %d: %w", e.ID, err)
+		del := s.rebind(`DELETE FROM hybrid_entries WHERE idx = ? AND id IN (` + placeholders(len(batch)) + `)`)
+		if _, err := tx.ExecContext(ctx, del, ids...); err != nil {
+			return fmt.Errorf("index passages: %w", err)
 		}
-		var vec []byte
-		if e.Vector != nil {
-			vec = marshal(e.Vector)
-		}
-		if _, err := tx.ExecContext(ctx, ins, s.index, e.ID, e.Scope, e.Text, vec); err != nil {
-			return fmt.Errorf("index passage %d: %w", e.ID, err)
+		ins := s.rebind(`INSERT INTO hybrid_entries (idx, id, scope, text, vector) VALUES ` +
+			strings.TrimSuffix(strings.Repeat("(?, ?, ?, ?, ?),", len(batch)), ","))
+		if _, err := tx.ExecContext(ctx, ins, vals...); err != nil {
+			return fmt.Errorf("index passages: %w", err)
 		}
 	}
 	if err := tx.Commit(); err != nil {
@@ -317,30 +348,78 @@ func Terms(text string) []string {
 	return out
 }
 
+// MaxTextCandidates bounds the passages one full-text pass ranks on
+// PostgreSQL: a common word matches thousands, and ranking them all would
+// cost each search in proportion to the corpus.
+const MaxTextCandidates = 500
+
+// textList returns the best n passages by full-text rank: those holding
+// every word first, then those holding any, each pass bounded.
 func (s *Store) textList(ctx context.Context, scopes []string, text string, n int) ([]int64, error) {
 	terms := Terms(text)
 	if len(terms) == 0 {
 		return nil, nil
 	}
+	var ids []int64
+	if len(terms) > 1 {
+		all, err := s.textPass(ctx, scopes, terms, true, n)
+		if err != nil {
+			return nil, err
+		}
+		ids = all
+	}
+	if len(ids) >= n {
+		return ids, nil
+	}
+	some, err := s.textPass(ctx, scopes, terms, false, n)
+	if err != nil {
+		return nil, err
+	}
+	seen := make(map[int64]bool, len(ids))
+	for _, id := range ids {
+		seen[id] = true
+	}
+	for _, id := range some {
+		if len(ids) == n {
+			break
+		}
+		if !seen[id] {
+			ids = append(ids, id)
+		}
+	}
+	return ids, nil
+}
+
+// textPass ranks the passages holding every term (all) or any.
+func (s *Store) textPass(ctx context.Context, scopes, terms []string, all bool, n int) ([]int64, error) {
 	var (
 		query string
 		args  []any
 	)
 	switch s.dialect {
 	case dialect.Postgres:
-		query = `SELECT id FROM hybrid_entries, to_tsquery('english', $1) q
-			WHERE idx = $2 AND scope = ANY($3) AND tsv @@ q
-			ORDER BY ts_rank_cd(tsv, q) DESC, id LIMIT $4`
-		args = []any{strings.Join(terms, " | "), s.index, pq.Array(scopes), n}
+		op := " | "
+		if all {
+			op = " & "
+		}
+		query = `SELECT id FROM (
+				SELECT id, tsv FROM hybrid_entries
+				WHERE idx = $2 AND scope = ANY($3) AND tsv @@ to_tsquery('english', $1) LIMIT $5) c
+			ORDER BY ts_rank_cd(c.tsv, to_tsquery('english', $1)) DESC, id LIMIT $4`
+		args = []any{strings.Join(terms, op), s.index, pq.Array(scopes), n, MaxTextCandidates}
 	default:
 		quoted := make([]string, len(terms))
 		for i, t := range terms {
 			quoted[i] = `"` + t + `"`
 		}
+		op := " OR "
+		if all {
+			op = " AND "
+		}
 		query = `SELECT e.id FROM hybrid_fts JOIN hybrid_entries e ON e.rid = hybrid_fts.rowid
 			WHERE hybrid_fts MATCH ? AND e.idx = ? AND e.scope IN (` + placeholders(len(scopes)) + `)
 			ORDER BY bm25(hybrid_fts), e.id LIMIT ?`
-		args = []any{strings.Join(quoted, " OR "), s.index}
+		args = []any{strings.Join(quoted, op), s.index}
 		for _, sc := range scopes {
 			args = append(args, sc)
 		}

@@ -253,6 +253,43 @@ func extractDOCX(data []byte) (string, error) {
 	return b.String(), nil
 }
 
+// maxPageTreeDepth bounds how deep a PDF's page tree is walked: real
+// trees are a few levels; a hostile one (or a cycle) stops here.
+const maxPageTreeDepth = 32
+
+// pdfPages returns the pages of a page tree in order, walking it once: the
+// reader's own Page(i) walks from the root each time, which costs a flat
+// tree of n pages n² object reads. At most MaxPDFPages are taken.
+func pdfPages(ctx context.Context, root pdf.Value) ([]pdf.Page, error) {
+	var out []pdf.Page
+	var walk func(v pdf.Value, depth int) error
+	walk = func(v pdf.Value, depth int) error {
+		if depth > maxPageTreeDepth {
+			return unreadable("unreadable PDF: its page tree is more than %d levels deep", maxPageTreeDepth)
+		}
+		if err := ctx.Err(); err != nil {
+			return err
+		}
+		if v.Key("Type").Name() != "Pages" {
+			if v.Kind() == pdf.Dict {
+				if len(out) == MaxPDFPages {
+					return unreadable("the PDF has more than %d pages", MaxPDFPages)
+				}
+				out = append(out, pdf.Page{V: v})
+			}
+			return nil
+		}
+		kids := v.Key("Kids")
+		for i := 0; i < kids.Len(); i++ {
+			if err := walk(kids.Index(i), depth+1); err != nil {
+				return err
+			}
+		}
+		return nil
+	}
+	return out, walk(root, 0)
+}
+
 func extractPDF(ctx context.Context, data []byte) (text string, err error) {
 	// The reader panics on some malformed files: that file fails, the
 	// server does not.
@@ -272,20 +309,20 @@ func extractPDF(ctx context.Context, data []byte) (text string, err error) {
 	if n > MaxPDFPages {
 		return "", unreadable("the PDF has %d pages; at most %d are read", n, MaxPDFPages)
 	}
+	pages, err := pdfPages(ctx, r.Trailer().Key("Root").Key("Pages"))
+	if err != nil {
+		return "", err
+	}
 	var b strings.Builder
-	for i := 1; i <= n; i++ {
+	for i, p := range pages {
 		if err := ctx.Err(); err != nil {
 			return "", err
-		}
-		p := r.Page(i)
-		if p.V.IsNull() {
-			continue
 		}
 		// Each page's own fonts: a name like /F1 means another font on
 		// another page.
 		t, err := p.GetPlainText(nil)
 		if err != nil {
-			return "", unreadable("unreadable PDF page %d: %v", i, err)
+			return "", unreadable("unreadable PDF page %d: %v", i+1, err)
 		}
 		b.WriteString(t)
 		b.WriteString("\n\n")

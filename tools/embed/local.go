@@ -4,6 +4,7 @@ import (
 	"context"
 	"strings"
 	"unicode"
+	"unicode/utf8"
 )
 
 // LocalModel names the local embedder's model; LocalDimensions is the
@@ -64,34 +65,45 @@ const (
 func Vector(text string) []float32 {
 	v := make([]float32, LocalDimensions)
 	var prev string
-	var runes []rune
+	var word []byte
+	var starts []int
 	for _, w := range strings.FieldsFunc(strings.ToLower(text), notWordRune) {
-		add(v, "w:"+w, wordWeight)
+		add(v, fnvString(fnvString(fnvOffset, "w:"), w), wordWeight)
 		if prev != "" {
-			add(v, "p:"+prev+" "+w, pairWeight)
+			add(v, fnvString(fnvString(fnvString(fnvString(fnvOffset, "p:"), prev), " "), w), pairWeight)
 		}
 		prev = w
-		runes = append(runes[:0], '^')
-		runes = append(runes, []rune(w)...)
-		runes = append(runes, '$')
-		if len(runes) > maxWordRune+2 {
+		if utf8.RuneCountInString(w) > maxWordRune {
 			continue
 		}
+		// The word between ^ and $, and the byte offset of each rune.
+		word = append(append(append(word[:0], '^'), w...), '$')
+		starts = runeStarts(starts[:0], word)
 		for n := 3; n <= 4; n++ {
-			for i := 0; i+n <= len(runes); i++ {
-				add(v, "g:"+string(runes[i:i+n]), gramWeight)
+			for i := 0; i+n < len(starts); i++ {
+				add(v, fnvBytes(fnvString(fnvOffset, "g:"), word[starts[i]:starts[i+n]]), gramWeight)
 			}
 		}
 	}
 	return Normalize(v)
 }
 
+// runeStarts appends to out the byte offset of each rune of b, and len(b)
+// last.
+func runeStarts(out []int, b []byte) []int {
+	for i := 0; i < len(b); {
+		out = append(out, i)
+		_, size := utf8.DecodeRune(b[i:])
+		i += size
+	}
+	return append(out, len(b))
+}
+
 func notWordRune(r rune) bool { return !unicode.IsLetter(r) && !unicode.IsDigit(r) }
 
-// add hashes a feature to a bucket and a sign, so collisions cancel out
-// on average instead of piling up.
-func add(v []float32, feature string, w float32) {
-	h := fnv64(feature)
+// add adds w to the bucket of feature hash h, with a sign from the hash,
+// so collisions cancel out on average instead of piling up.
+func add(v []float32, h uint64, w float32) {
 	i := h % uint64(len(v))
 	if h>>63 == 1 {
 		w = -w
@@ -99,12 +111,25 @@ func add(v []float32, feature string, w float32) {
 	v[i] += w
 }
 
-// fnv64 is FNV-1a: stable across processes and versions, unlike maphash.
-func fnv64(s string) uint64 {
-	h := uint64(14695981039346656037)
+// FNV-1a: stable across processes and versions, unlike maphash; fed piece
+// by piece, so a feature's hash needs no string built for it.
+const (
+	fnvOffset = uint64(14695981039346656037)
+	fnvPrime  = 1099511628211
+)
+
+func fnvString(h uint64, s string) uint64 {
 	for i := 0; i < len(s); i++ {
 		h ^= uint64(s[i])
-		h *= 1099511628211
+		h *= fnvPrime
+	}
+	return h
+}
+
+func fnvBytes(h uint64, b []byte) uint64 {
+	for _, c := range b {
+		h ^= uint64(c)
+		h *= fnvPrime
 	}
 	return h
 }

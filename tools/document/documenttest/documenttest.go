@@ -6,6 +6,7 @@ import (
 	"archive/zip"
 	"bytes"
 	"fmt"
+	"math/rand/v2"
 	"strings"
 )
 
@@ -32,6 +33,10 @@ func escape(s string) string {
 }
 
 func buildPDF(pages [][]string, encrypted, image bool) []byte {
+	return buildPDFPadded(pages, encrypted, image, nil)
+}
+
+func buildPDFPadded(pages [][]string, encrypted, image bool, pad []byte) []byte {
 	var objs []string
 	n := len(pages)
 	// 1 catalog, 2 pages, 3 font, then page and content per page.
@@ -57,6 +62,9 @@ func buildPDF(pages [][]string, encrypted, image bool) []byte {
 		objs = append(objs,
 			fmt.Sprintf("<< /Type /Page /Parent 2 0 R /MediaBox [0 0 612 792] /Contents %d 0 R /Resources << /Font << /F1 3 0 R >> >> >>", 5+2*i),
 			fmt.Sprintf("<< /Length %d >>\nstream\n%s\nendstream", content.Len(), content.String()))
+	}
+	if pad != nil {
+		objs = append(objs, fmt.Sprintf("<< /Length %d >>\nstream\n%s\nendstream", len(pad), pad))
 	}
 	trailer := fmt.Sprintf("/Size %d /Root 1 0 R", len(objs)+1)
 	if encrypted {
@@ -129,4 +137,93 @@ func zipOf(files map[string]string) []byte {
 
 func xmlEscape(s string) string {
 	return strings.NewReplacer("&", "&amp;", "<", "&lt;", ">", "&gt;").Replace(s)
+}
+
+// Corpus writes text that reads, to search and index, like prose: words of
+// a seeded vocabulary drawn with Zipf frequencies (a few very common, most
+// rare), in sentences and paragraphs. The same seed gives the same text.
+type Corpus struct {
+	words []string
+	rng   *rand.Rand
+	zipf  *rand.Zipf
+}
+
+// NewCorpus returns a corpus of a vocabulary of size words, seeded.
+func NewCorpus(seed uint64, size int) *Corpus {
+	rng := rand.New(rand.NewPCG(seed, seed^0x9e3779b97f4a7c15))
+	onsets := strings.Fields("b c d f g h j k l m n p r s t v w z br ch cl dr fl gr pl pr sh st th tr")
+	vowels := strings.Fields("a e i o u ai ea io ou")
+	codas := []string{"", "", "", "n", "r", "s", "t", "l", "nd", "st", "ng"}
+	seen := map[string]bool{}
+	words := make([]string, 0, size)
+	for len(words) < size {
+		var b strings.Builder
+		for range 1 + rng.IntN(4) {
+			b.WriteString(onsets[rng.IntN(len(onsets))])
+			b.WriteString(vowels[rng.IntN(len(vowels))])
+			b.WriteString(codas[rng.IntN(len(codas))])
+		}
+		if w := b.String(); !seen[w] {
+			seen[w] = true
+			words = append(words, w)
+		}
+	}
+	return &Corpus{words: words, rng: rng, zipf: rand.NewZipf(rng, 1.07, 2, uint64(size-1))}
+}
+
+// Word returns one word drawn by frequency.
+func (c *Corpus) Word() string { return c.words[c.zipf.Uint64()] }
+
+// Rare returns a word of frequency rank between from and to: the kind of
+// word a query is made of.
+func (c *Corpus) Rare(from, to int) string { return c.words[from+c.rng.IntN(to-from)] }
+
+// Text returns paragraphs of sentences of at least chars bytes.
+func (c *Corpus) Text(chars int) string {
+	var b strings.Builder
+	b.Grow(chars + 200)
+	for b.Len() < chars {
+		for s := range 3 + c.rng.IntN(4) {
+			if s > 0 {
+				b.WriteByte(' ')
+			}
+			n := 8 + c.rng.IntN(13)
+			for i := range n {
+				w := c.Word()
+				if i == 0 {
+					w = strings.ToUpper(w[:1]) + w[1:]
+				} else {
+					b.WriteByte(' ')
+				}
+				b.WriteString(w)
+			}
+			b.WriteByte('.')
+		}
+		b.WriteString("\n\n")
+	}
+	return b.String()
+}
+
+// Query returns a query of n words of middling frequency.
+func (c *Corpus) Query(n int) string {
+	q := make([]string, n)
+	for i := range q {
+		q[i] = c.Rare(20, min(3000, len(c.words)))
+	}
+	return strings.Join(q, " ")
+}
+
+// PaddedPDF returns a PDF of pages (as PDF makes) padded to about size
+// bytes with a binary stream no page draws, as images fill real PDFs.
+func PaddedPDF(size int, pages ...[]string) []byte {
+	doc := buildPDF(pages, false, false)
+	if len(doc) >= size {
+		return doc
+	}
+	pad := make([]byte, size-len(doc))
+	rng := rand.New(rand.NewPCG(1, 2))
+	for i := range pad {
+		pad[i] = byte(rng.IntN(256))
+	}
+	return buildPDFPadded(pages, false, false, pad)
 }
