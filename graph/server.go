@@ -39,8 +39,8 @@ import (
 	"github.com/toolgate/toolgate/tools"
 	"github.com/toolgate/toolgate/tools/budget"
 	"github.com/toolgate/toolgate/tools/code"
-	"github.com/toolgate/toolgate/tools/history"
 	"github.com/toolgate/toolgate/tools/document"
+	"github.com/toolgate/toolgate/tools/history"
 	"github.com/toolgate/toolgate/tools/web"
 )
 

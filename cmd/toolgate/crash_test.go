@@ -14,7 +14,6 @@ import (
 	"os/exec"
 	"path/filepath"
 	"regexp"
-	"runtime"
 	"sync"
 	"sync/atomic"
 	"syscall"
@@ -82,11 +81,8 @@ func buildBinary(t *testing.T) string {
 			return
 		}
 		built.path = filepath.Join(built.dir, "toolgate")
-		goTool := filepath.Join(runtime.GOROOT(), "bin", "go")
-		if _, err := os.Stat(goTool); err != nil {
-			goTool = "go"
-		}
-		out, err := exec.Command(goTool, "build", "-o", built.path, ".").CombinedOutput()
+		// go test puts its own go first on PATH.
+		out, err := exec.Command("go", "build", "-o", built.path, ".").CombinedOutput()
 		if err != nil {
 			built.err = fmt.Errorf("%w: %s", err, out)
 		}
