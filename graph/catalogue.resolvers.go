@@ -10,6 +10,7 @@ import (
 
 	"github.com/toolgate/toolgate/ent/agent"
 	"github.com/toolgate/toolgate/graph/auth"
+	"github.com/toolgate/toolgate/graph/generated"
 	"github.com/toolgate/toolgate/tools/catalog"
 	"github.com/toolgate/toolgate/tools/registry"
 )
@@ -85,3 +86,8 @@ func (r *queryResolver) GetToolSchema(ctx context.Context, conversationID *int, 
 	}
 	return ix.Schemas(names)
 }
+
+// Catalogue returns generated.CatalogueResolver implementation.
+func (r *Resolver) Catalogue() generated.CatalogueResolver { return &catalogueResolver{r} }
+
+type catalogueResolver struct{ *Resolver }

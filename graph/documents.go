@@ -12,6 +12,7 @@ import (
 	"github.com/toolgate/toolgate/ent"
 	"github.com/toolgate/toolgate/ent/knowledgebase"
 	"github.com/toolgate/toolgate/graph/auth"
+	"github.com/toolgate/toolgate/graph/model"
 	"github.com/toolgate/toolgate/tools/catalog"
 	"github.com/toolgate/toolgate/tools/document"
 )
@@ -180,4 +181,14 @@ func (r *Resolver) readDocument(ctx context.Context, conversationID *int, docume
 		return nil, err
 	}
 	return document.ReadText(ctx, r.Client, reach, documentID, offset, maxChars)
+}
+
+// embeddingModel names the server's embedding model, labelling the local
+// embedder as lexical; nil without one.
+func (r *Resolver) embeddingModel() *model.EmbeddingModel {
+	if r.Documents == nil || r.Documents.Embedder() == nil {
+		return nil
+	}
+	e := r.Documents.Embedder()
+	return &model.EmbeddingModel{Provider: e.Provider(), Model: e.Model(), Lexical: e.Lexical()}
 }

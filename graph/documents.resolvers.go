@@ -14,8 +14,14 @@ import (
 	"github.com/toolgate/toolgate/graph/auth"
 	"github.com/toolgate/toolgate/graph/loader"
 	"github.com/toolgate/toolgate/graph/model"
+	"github.com/toolgate/toolgate/tools/catalog"
 	"github.com/toolgate/toolgate/tools/document"
 )
+
+// EmbeddingModel is the resolver for the embeddingModel field.
+func (r *catalogueResolver) EmbeddingModel(ctx context.Context, obj *catalog.Catalogue) (*model.EmbeddingModel, error) {
+	return r.embeddingModel(), nil
+}
 
 // Attachments is the resolver for the attachments field.
 func (r *conversationResolver) Attachments(ctx context.Context, obj *ent.Conversation) ([]*ent.Attachment, error) {

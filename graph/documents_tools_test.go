@@ -377,3 +377,25 @@ func rebind(dialect, q string) string {
 	}
 	return strings.Replace(q, "?", "$1", 1)
 }
+
+func TestCatalogueLabelsTheEmbeddingModel(t *testing.T) {
+	t.Parallel()
+	d := dbtest.Open(t, dbtest.SQLite)
+	const q = `{ catalogue { embeddingModel { provider model lexical } tools { name offeredWhen } } }`
+	b := docSetup(t, d)
+	got := b.do(t, b.alice.Token, q, nil).ok(t)
+	require.Equal(t, map[string]any{"provider": "local", "model": embed.LocalModel, "lexical": true}, get(got, "catalogue", "embeddingModel"))
+	when := map[string]any{}
+	for _, tool := range get(got, "catalogue", "tools").([]any) {
+		when[get(tool, "name").(string)] = get(tool, "offeredWhen")
+	}
+	require.Equal(t, "knowledge", when["knowledge_search"])
+	require.Equal(t, "knowledge_or_document", when["read_document"])
+	require.Equal(t, "attachment", when["search_attachments"])
+
+	x := docToolsSetup(t, d)
+	require.Equal(t, map[string]any{"provider": "openai", "model": "bge-small", "lexical": false},
+		get(x.do(t, x.alice.Token, q, nil).ok(t), "catalogue", "embeddingModel"))
+	plain := setup(t, d) // no documents service: no embedding model
+	require.Nil(t, get(plain.do(t, plain.alice.Token, q, nil).ok(t), "catalogue", "embeddingModel"))
+}

@@ -50,6 +50,7 @@ type Config = graphql.Config[ResolverRoot, DirectiveRoot, ComplexityRoot]
 type ResolverRoot interface {
 	Artifact() ArtifactResolver
 	Budget() BudgetResolver
+	Catalogue() CatalogueResolver
 	Conversation() ConversationResolver
 	Mutation() MutationResolver
 	Query() QueryResolver
@@ -209,6 +210,7 @@ type ComplexityRoot struct {
 		ApplicationChars        func(childComplexity int) int
 		ApplicationTokens       func(childComplexity int) int
 		Ceilings                func(childComplexity int) int
+		EmbeddingModel          func(childComplexity int) int
 		GuidanceChars           func(childComplexity int) int
 		GuidanceTokens          func(childComplexity int) int
 		OfferedChars            func(childComplexity int) int
@@ -318,6 +320,12 @@ type ComplexityRoot struct {
 		Title      func(childComplexity int) int
 		TotalChars func(childComplexity int) int
 		Truncated  func(childComplexity int) int
+	}
+
+	EmbeddingModel struct {
+		Lexical  func(childComplexity int) int
+		Model    func(childComplexity int) int
+		Provider func(childComplexity int) int
 	}
 
 	Evidence struct {
@@ -899,6 +907,9 @@ type BudgetResolver interface {
 	SpentAmount(ctx context.Context, obj *ent.Budget) (schematype.Micros, error)
 	LeftAmount(ctx context.Context, obj *ent.Budget) (schematype.Micros, error)
 	Month(ctx context.Context, obj *ent.Budget) (string, error)
+}
+type CatalogueResolver interface {
+	EmbeddingModel(ctx context.Context, obj *catalog.Catalogue) (*model.EmbeddingModel, error)
 }
 type ConversationResolver interface {
 	Tasks(ctx context.Context, obj *ent.Conversation) ([]*ent.Task, error)
@@ -1601,6 +1612,12 @@ func (e *executableSchema) Complexity(ctx context.Context, typeName, field strin
 		}
 
 		return e.ComplexityRoot.Catalogue.Ceilings(childComplexity), true
+	case "Catalogue.embeddingModel":
+		if e.ComplexityRoot.Catalogue.EmbeddingModel == nil {
+			break
+		}
+
+		return e.ComplexityRoot.Catalogue.EmbeddingModel(childComplexity), true
 	case "Catalogue.guidanceChars":
 		if e.ComplexityRoot.Catalogue.GuidanceChars == nil {
 			break
@@ -2022,6 +2039,25 @@ func (e *executableSchema) Complexity(ctx context.Context, typeName, field strin
 		}
 
 		return e.ComplexityRoot.DocumentRead.Truncated(childComplexity), true
+
+	case "EmbeddingModel.lexical":
+		if e.ComplexityRoot.EmbeddingModel.Lexical == nil {
+			break
+		}
+
+		return e.ComplexityRoot.EmbeddingModel.Lexical(childComplexity), true
+	case "EmbeddingModel.model":
+		if e.ComplexityRoot.EmbeddingModel.Model == nil {
+			break
+		}
+
+		return e.ComplexityRoot.EmbeddingModel.Model(childComplexity), true
+	case "EmbeddingModel.provider":
+		if e.ComplexityRoot.EmbeddingModel.Provider == nil {
+			break
+		}
+
+		return e.ComplexityRoot.EmbeddingModel.Provider(childComplexity), true
 
 	case "Evidence.end":
 		if e.ComplexityRoot.Evidence.End == nil {
@@ -5011,7 +5047,7 @@ type CatalogueCeilings @goModel(model: "github.com/toolgate/toolgate/tools/catal
 type CatalogueTool @goModel(model: "github.com/toolgate/toolgate/tools/catalog.Tool") {
   name: String!
   family: String!
-  "When the tool is offered: always, workspace, allowlisted, memory, budget, past_conversations, web_provider, skill_bound."
+  "When the tool is offered: always, workspace, allowlisted, memory, budget, past_conversations, web_provider, skill_bound, knowledge, knowledge_or_document, attachment."
   offeredWhen: String!
   "Whether every turn pays for the tool."
   alwaysOn: Boolean!
@@ -5289,6 +5325,20 @@ type DocumentRead @goModel(model: "github.com/toolgate/toolgate/tools/document.R
   truncated: Boolean!
   "The offset to continue from, when truncated."
   nextOffset: Int
+}
+
+extend type Catalogue {
+  "The embedding model the search tools use; null when none is configured (they are not offered)."
+  embeddingModel: EmbeddingModel
+}
+
+"An embedding provider and model, as TOOLGATE_EMBEDDING_PROVIDER and TOOLGATE_EMBEDDING_MODEL configure them."
+type EmbeddingModel {
+  "openai or local."
+  provider: String!
+  model: String!
+  "True for the local embedder: it matches shared words and word parts, not meaning, so a paraphrase that shares no word is not found."
+  lexical: Boolean!
 }
 `, BuiltIn: false},
 	{Name: "../ent.graphqls", Input: `directive @goField(forceResolver: Boolean, name: String, omittable: Boolean) on FIELD_DEFINITION | INPUT_FIELD_DEFINITION
@@ -7964,6 +8014,8 @@ func (ec *executionContext) childFields_Catalogue(ctx context.Context, field gra
 		return ec.fieldContext_Catalogue_alwaysPaidGuidanceChars(ctx, field)
 	case "ceilings":
 		return ec.fieldContext_Catalogue_ceilings(ctx, field)
+	case "embeddingModel":
+		return ec.fieldContext_Catalogue_embeddingModel(ctx, field)
 	}
 	return nil, fmt.Errorf("no field named %q was found under type Catalogue", field.Name)
 }
@@ -8168,6 +8220,18 @@ func (ec *executionContext) childFields_DocumentRead(ctx context.Context, field 
 		return ec.fieldContext_DocumentRead_nextOffset(ctx, field)
 	}
 	return nil, fmt.Errorf("no field named %q was found under type DocumentRead", field.Name)
+}
+
+func (ec *executionContext) childFields_EmbeddingModel(ctx context.Context, field graphql.CollectedField) (*graphql.FieldContext, error) {
+	switch field.Name {
+	case "provider":
+		return ec.fieldContext_EmbeddingModel_provider(ctx, field)
+	case "model":
+		return ec.fieldContext_EmbeddingModel_model(ctx, field)
+	case "lexical":
+		return ec.fieldContext_EmbeddingModel_lexical(ctx, field)
+	}
+	return nil, fmt.Errorf("no field named %q was found under type EmbeddingModel", field.Name)
 }
 
 func (ec *executionContext) childFields_Evidence(ctx context.Context, field graphql.CollectedField) (*graphql.FieldContext, error) {
@@ -13374,6 +13438,38 @@ func (ec *executionContext) fieldContext_Catalogue_ceilings(_ context.Context, f
 	return fc, nil
 }
 
+func (ec *executionContext) _Catalogue_embeddingModel(ctx context.Context, field graphql.CollectedField, obj *catalog.Catalogue) (ret graphql.Marshaler) {
+	return graphql.ResolveField(
+		ctx,
+		ec.OperationContext,
+		field,
+		func(ctx context.Context, field graphql.CollectedField) (*graphql.FieldContext, error) {
+			return ec.fieldContext_Catalogue_embeddingModel(ctx, field)
+		},
+		func(ctx context.Context) (any, error) {
+			return ec.Resolvers.Catalogue().EmbeddingModel(ctx, obj)
+		},
+		nil,
+		func(ctx context.Context, selections ast.SelectionSet, v *model.EmbeddingModel) graphql.Marshaler {
+			return ec.marshalOEmbeddingModel2ᚖgithubᚗcomᚋtoolgateᚋtoolgateᚋgraphᚋmodelᚐEmbeddingModel(ctx, selections, v)
+		},
+		true,
+		false,
+	)
+}
+func (ec *executionContext) fieldContext_Catalogue_embeddingModel(_ context.Context, field graphql.CollectedField) (fc *graphql.FieldContext, err error) {
+	fc = &graphql.FieldContext{
+		Object:     "Catalogue",
+		Field:      field,
+		IsMethod:   true,
+		IsResolver: true,
+		Child: func(ctx context.Context, field graphql.CollectedField) (*graphql.FieldContext, error) {
+			return ec.childFields_EmbeddingModel(ctx, field)
+		},
+	}
+	return fc, nil
+}
+
 func (ec *executionContext) _CatalogueCeilings_widestChars(ctx context.Context, field graphql.CollectedField, obj *catalog.Ceilings) (ret graphql.Marshaler) {
 	return graphql.ResolveField(
 		ctx,
@@ -14894,6 +14990,75 @@ func (ec *executionContext) _DocumentRead_nextOffset(ctx context.Context, field 
 }
 func (ec *executionContext) fieldContext_DocumentRead_nextOffset(_ context.Context, field graphql.CollectedField) (fc *graphql.FieldContext, err error) {
 	return graphql.NewScalarFieldContext("DocumentRead", field, false, false, "Int")
+}
+
+func (ec *executionContext) _EmbeddingModel_provider(ctx context.Context, field graphql.CollectedField, obj *model.EmbeddingModel) (ret graphql.Marshaler) {
+	return graphql.ResolveField(
+		ctx,
+		ec.OperationContext,
+		field,
+		func(ctx context.Context, field graphql.CollectedField) (*graphql.FieldContext, error) {
+			return ec.fieldContext_EmbeddingModel_provider(ctx, field)
+		},
+		func(ctx context.Context) (any, error) {
+			return obj.Provider, nil
+		},
+		nil,
+		func(ctx context.Context, selections ast.SelectionSet, v string) graphql.Marshaler {
+			return ec.marshalNString2string(ctx, selections, v)
+		},
+		true,
+		true,
+	)
+}
+func (ec *executionContext) fieldContext_EmbeddingModel_provider(_ context.Context, field graphql.CollectedField) (fc *graphql.FieldContext, err error) {
+	return graphql.NewScalarFieldContext("EmbeddingModel", field, false, false, "String")
+}
+
+func (ec *executionContext) _EmbeddingModel_model(ctx context.Context, field graphql.CollectedField, obj *model.EmbeddingModel) (ret graphql.Marshaler) {
+	return graphql.ResolveField(
+		ctx,
+		ec.OperationContext,
+		field,
+		func(ctx context.Context, field graphql.CollectedField) (*graphql.FieldContext, error) {
+			return ec.fieldContext_EmbeddingModel_model(ctx, field)
+		},
+		func(ctx context.Context) (any, error) {
+			return obj.Model, nil
+		},
+		nil,
+		func(ctx context.Context, selections ast.SelectionSet, v string) graphql.Marshaler {
+			return ec.marshalNString2string(ctx, selections, v)
+		},
+		true,
+		true,
+	)
+}
+func (ec *executionContext) fieldContext_EmbeddingModel_model(_ context.Context, field graphql.CollectedField) (fc *graphql.FieldContext, err error) {
+	return graphql.NewScalarFieldContext("EmbeddingModel", field, false, false, "String")
+}
+
+func (ec *executionContext) _EmbeddingModel_lexical(ctx context.Context, field graphql.CollectedField, obj *model.EmbeddingModel) (ret graphql.Marshaler) {
+	return graphql.ResolveField(
+		ctx,
+		ec.OperationContext,
+		field,
+		func(ctx context.Context, field graphql.CollectedField) (*graphql.FieldContext, error) {
+			return ec.fieldContext_EmbeddingModel_lexical(ctx, field)
+		},
+		func(ctx context.Context) (any, error) {
+			return obj.Lexical, nil
+		},
+		nil,
+		func(ctx context.Context, selections ast.SelectionSet, v bool) graphql.Marshaler {
+			return ec.marshalNBoolean2bool(ctx, selections, v)
+		},
+		true,
+		true,
+	)
+}
+func (ec *executionContext) fieldContext_EmbeddingModel_lexical(_ context.Context, field graphql.CollectedField) (fc *graphql.FieldContext, err error) {
+	return graphql.NewScalarFieldContext("EmbeddingModel", field, false, false, "Boolean")
 }
 
 func (ec *executionContext) _Evidence_ref(ctx context.Context, field graphql.CollectedField, obj *schematype.Span) (ret graphql.Marshaler) {
@@ -30000,73 +30165,79 @@ func (ec *executionContext) _Catalogue(ctx context.Context, sel ast.SelectionSet
 		case "tools":
 			out.Values[i] = ec._Catalogue_tools(ctx, field, obj)
 			if out.Values[i] == graphql.Null {
-				out.Invalids++
+				atomic.AddUint32(&out.Invalids, 1)
 			}
 		case "widestChars":
 			out.Values[i] = ec._Catalogue_widestChars(ctx, field, obj)
 			if out.Values[i] == graphql.Null {
-				out.Invalids++
+				atomic.AddUint32(&out.Invalids, 1)
 			}
 		case "widestTokens":
 			out.Values[i] = ec._Catalogue_widestTokens(ctx, field, obj)
 			if out.Values[i] == graphql.Null {
-				out.Invalids++
+				atomic.AddUint32(&out.Invalids, 1)
 			}
 		case "alwaysPaidChars":
 			out.Values[i] = ec._Catalogue_alwaysPaidChars(ctx, field, obj)
 			if out.Values[i] == graphql.Null {
-				out.Invalids++
+				atomic.AddUint32(&out.Invalids, 1)
 			}
 		case "alwaysPaidTokens":
 			out.Values[i] = ec._Catalogue_alwaysPaidTokens(ctx, field, obj)
 			if out.Values[i] == graphql.Null {
-				out.Invalids++
+				atomic.AddUint32(&out.Invalids, 1)
 			}
 		case "offeredChars":
 			out.Values[i] = ec._Catalogue_offeredChars(ctx, field, obj)
 			if out.Values[i] == graphql.Null {
-				out.Invalids++
+				atomic.AddUint32(&out.Invalids, 1)
 			}
 		case "offeredTokens":
 			out.Values[i] = ec._Catalogue_offeredTokens(ctx, field, obj)
 			if out.Values[i] == graphql.Null {
-				out.Invalids++
+				atomic.AddUint32(&out.Invalids, 1)
 			}
 		case "applicationChars":
 			out.Values[i] = ec._Catalogue_applicationChars(ctx, field, obj)
 			if out.Values[i] == graphql.Null {
-				out.Invalids++
+				atomic.AddUint32(&out.Invalids, 1)
 			}
 		case "applicationTokens":
 			out.Values[i] = ec._Catalogue_applicationTokens(ctx, field, obj)
 			if out.Values[i] == graphql.Null {
-				out.Invalids++
+				atomic.AddUint32(&out.Invalids, 1)
 			}
 		case "warnings":
 			out.Values[i] = ec._Catalogue_warnings(ctx, field, obj)
 			if out.Values[i] == graphql.Null {
-				out.Invalids++
+				atomic.AddUint32(&out.Invalids, 1)
 			}
 		case "guidanceChars":
 			out.Values[i] = ec._Catalogue_guidanceChars(ctx, field, obj)
 			if out.Values[i] == graphql.Null {
-				out.Invalids++
+				atomic.AddUint32(&out.Invalids, 1)
 			}
 		case "guidanceTokens":
 			out.Values[i] = ec._Catalogue_guidanceTokens(ctx, field, obj)
 			if out.Values[i] == graphql.Null {
-				out.Invalids++
+				atomic.AddUint32(&out.Invalids, 1)
 			}
 		case "alwaysPaidGuidanceChars":
 			out.Values[i] = ec._Catalogue_alwaysPaidGuidanceChars(ctx, field, obj)
 			if out.Values[i] == graphql.Null {
-				out.Invalids++
+				atomic.AddUint32(&out.Invalids, 1)
 			}
 		case "ceilings":
 			out.Values[i] = ec._Catalogue_ceilings(ctx, field, obj)
 			if out.Values[i] == graphql.Null {
-				out.Invalids++
+				atomic.AddUint32(&out.Invalids, 1)
 			}
+		case "embeddingModel":
+			out.ResolveConcurrently(ec.OperationContext, &deferred, i,
+				true, false,
+				func(ctx context.Context) graphql.Marshaler {
+					return ec._Catalogue_embeddingModel(ctx, field, obj)
+				})
 		default:
 			panic("unknown field " + strconv.Quote(field.Name))
 		}
@@ -30758,6 +30929,49 @@ func (ec *executionContext) _DocumentRead(ctx context.Context, sel ast.Selection
 		case "nextOffset":
 			out.Values[i] = ec._DocumentRead_nextOffset(ctx, field, obj)
 			if out.Values[i] == graphql.RequiredNull {
+				out.Invalids++
+			}
+		default:
+			panic("unknown field " + strconv.Quote(field.Name))
+		}
+	}
+	out.Dispatch(ctx)
+	if out.Invalids > 0 {
+		return graphql.Null
+	}
+
+	if n := len(deferred.Defers); n > 0 {
+		atomic.AddInt32(&ec.Deferred, int32(min(n, math.MaxInt32)))
+		ec.ProcessDeferredGroup(deferred)
+	}
+
+	return out
+}
+
+var embeddingModelImplementors = []string{"EmbeddingModel"}
+
+func (ec *executionContext) _EmbeddingModel(ctx context.Context, sel ast.SelectionSet, obj *model.EmbeddingModel) graphql.Marshaler {
+	fields := graphql.CollectFields(ec.OperationContext, sel, embeddingModelImplementors)
+
+	out := graphql.NewFieldSet(fields)
+	deferred := graphql.NewDeferredGroup(ctx)
+	for i, field := range fields {
+		switch field.Name {
+		case "__typename":
+			out.Values[i] = graphql.MarshalString("EmbeddingModel")
+		case "provider":
+			out.Values[i] = ec._EmbeddingModel_provider(ctx, field, obj)
+			if out.Values[i] == graphql.Null {
+				out.Invalids++
+			}
+		case "model":
+			out.Values[i] = ec._EmbeddingModel_model(ctx, field, obj)
+			if out.Values[i] == graphql.Null {
+				out.Invalids++
+			}
+		case "lexical":
+			out.Values[i] = ec._EmbeddingModel_lexical(ctx, field, obj)
+			if out.Values[i] == graphql.Null {
 				out.Invalids++
 			}
 		default:
@@ -37079,6 +37293,13 @@ func (ec *executionContext) unmarshalODocumentOrder2ᚖgithubᚗcomᚋtoolgate�
 	}
 	res, err := ec.unmarshalInputDocumentOrder(ctx, v)
 	return &res, graphql.ErrorOnPath(ctx, err)
+}
+
+func (ec *executionContext) marshalOEmbeddingModel2ᚖgithubᚗcomᚋtoolgateᚋtoolgateᚋgraphᚋmodelᚐEmbeddingModel(ctx context.Context, sel ast.SelectionSet, v *model.EmbeddingModel) graphql.Marshaler {
+	if v == nil {
+		return graphql.Null
+	}
+	return ec._EmbeddingModel(ctx, sel, v)
 }
 
 func (ec *executionContext) unmarshalOExportContextInput2ᚖgithubᚗcomᚋtoolgateᚋtoolgateᚋtoolsᚋworkspaceᚐExportContext(ctx context.Context, v any) (*workspace.ExportContext, error) {

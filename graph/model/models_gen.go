@@ -156,6 +156,15 @@ type DeactivateUserPayload struct {
 	User *ent.User `json:"user"`
 }
 
+// An embedding provider and model, as TOOLGATE_EMBEDDING_PROVIDER and TOOLGATE_EMBEDDING_MODEL configure them.
+type EmbeddingModel struct {
+	// openai or local.
+	Provider string `json:"provider"`
+	Model    string `json:"model"`
+	// True for the local embedder: it matches shared words and word parts, not meaning, so a paraphrase that shares no word is not found.
+	Lexical bool `json:"lexical"`
+}
+
 // The evidence a turn's answer rests on.
 type Grounding struct {
 	// Byte ranges of stored results, per ref in first-seen order, overlaps merged.

@@ -37,6 +37,7 @@ func TestExtractEachFormat(t *testing.T) {
 		{"zip bomb", "bomb.docx", documenttest.ZipBombDOCX(document.MaxDOCXXMLBytes + 1<<20), document.MIMEDOCX, nil, "expands past 64 MiB"},
 		{"binary", "blob.bin", []byte{0, 1, 2, 3}, document.MIMEText, nil, "a binary file"},
 		{"garbage pdf", "x.pdf", []byte("%PDF-1.4\ngarbage"), document.MIMEPDF, nil, "unreadable PDF"},
+		{"pdf whose page tree holds itself", "loop.pdf", documenttest.CyclicPDF(), document.MIMEPDF, nil, "page tree is more than 32 levels deep"},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
