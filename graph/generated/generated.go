@@ -5336,6 +5336,7 @@ extend type Catalogue {
 type EmbeddingModel {
   "openai or local."
   provider: String!
+  "The model's name, as sent to the provider."
   model: String!
   "True for the local embedder: it matches shared words and word parts, not meaning, so a paraphrase that shares no word is not found."
   lexical: Boolean!

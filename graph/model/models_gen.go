@@ -160,7 +160,8 @@ type DeactivateUserPayload struct {
 type EmbeddingModel struct {
 	// openai or local.
 	Provider string `json:"provider"`
-	Model    string `json:"model"`
+	// The model's name, as sent to the provider.
+	Model string `json:"model"`
 	// True for the local embedder: it matches shared words and word parts, not meaning, so a paraphrase that shares no word is not found.
 	Lexical bool `json:"lexical"`
 }
