@@ -4,10 +4,12 @@ package main
 
 import (
 	"log"
+	"strings"
 
 	"entgo.io/contrib/entgql"
 	"entgo.io/ent/entc"
 	"entgo.io/ent/entc/gen"
+	"github.com/vektah/gqlparser/v2/ast"
 )
 
 func main() {
@@ -17,6 +19,7 @@ func main() {
 		entgql.WithSchemaPath("./graph/ent.graphqls"),
 		entgql.WithWhereInputs(true),
 		entgql.WithNodeDescriptor(false),
+		entgql.WithSchemaHook(describe),
 	)
 	if err != nil {
 		log.Fatalf("create entgql extension: %v", err)
@@ -34,4 +37,143 @@ func main() {
 	if err != nil {
 		log.Fatalf("run ent codegen: %v", err)
 	}
+}
+
+// describe gives the generated schema descriptions in our own words: each
+// entity type and enum (in place of entgql's "… is enum for the field …"),
+// each enum value, and the fields every connection, edge, order and filter
+// share.
+func describe(_ *gen.Graph, s *ast.Schema) error {
+	for name, d := range s.Types {
+		if text, ok := typeDescriptions[name]; ok {
+			d.Description = text
+		}
+		if node, ok := strings.CutSuffix(name, "WhereInput"); ok && d.Kind == ast.InputObject {
+			d.Description = "Filters " + node + "s: a " + node + " matches when every field given matches."
+		}
+		for _, v := range d.EnumValues {
+			if text, ok := valueDescriptions[name+"."+v.Name]; ok {
+				v.Description = text
+			} else if strings.HasSuffix(name, "OrderField") && v.Description == "" {
+				v.Description = "By " + strings.ToLower(strings.ReplaceAll(v.Name, "_", " ")) + "."
+			}
+		}
+		for _, f := range d.Fields {
+			if f.Description != "" {
+				continue
+			}
+			switch {
+			case strings.HasSuffix(name, "Connection"):
+				f.Description = connectionFields[f.Name]
+			case strings.HasSuffix(name, "Edge"):
+				f.Description = edgeFields[f.Name]
+			case strings.HasSuffix(name, "Order") && d.Kind == ast.InputObject:
+				f.Description = orderFields[f.Name]
+			case strings.HasSuffix(name, "WhereInput"):
+				f.Description = predicate(f.Name)
+			}
+		}
+	}
+	return nil
+}
+
+var typeDescriptions = map[string]string{
+	"APIToken":         "A token a person (or a script of theirs) calls the API with; its secret is shown once, at creation.",
+	"Agent":            "An assistant: its instructions, the optional tools it may be offered, its switches and its bound knowledge.",
+	"Application":      "A third-party MCP server (Streamable HTTP) registered by an organisation; its allowed tools are offered as <application>__<tool>.",
+	"Attachment":       "A file attached to a conversation: its original bytes kept, its text extracted and indexed for search_attachments.",
+	"Conversation":     "A conversation between a user and an agent: its turns, workspace files, tasks, attachments and summaries.",
+	"Document":         "A document in a knowledge base: its original bytes kept, its text extracted, chunked and indexed.",
+	"KnowledgeBase":    "A collection of documents an agent bound to it can search.",
+	"Organization":     "An organisation: its people, agents, applications, budgets and settings.",
+	"StoredResult":     "A tool call's whole result, stored under a ref that read_tool_result and toolResults open.",
+	"ToolCall":         "One call the model asked for in a turn, as repaired and sent, with its outcome.",
+	"Turn":             "One message from the user and everything the runtime did to answer it.",
+	"User":             "A person of an organisation.",
+	"Query":            "What can be read.",
+	"AttachmentStatus": "Where an attachment's processing stands.",
+	"DocumentStatus":   "Where a document's processing stands.",
+	"ResultKind":       "What a stored result holds.",
+	"ToolOutcome":      "How a tool call ended.",
+	"TurnStatus":       "Where a turn stands.",
+}
+
+var valueDescriptions = map[string]string{
+	"AttachmentStatus.PROCESSING":          "Being extracted and indexed.",
+	"AttachmentStatus.READY":               "Extracted and indexed: searchable.",
+	"AttachmentStatus.FAILED":              "Could not be processed; error says why.",
+	"DocumentStatus.PROCESSING":            "Being extracted, chunked and indexed.",
+	"DocumentStatus.READY":                 "Extracted and indexed: searchable.",
+	"DocumentStatus.FAILED":                "Could not be processed; error says why.",
+	"ResultKind.TEXT":                      "Text.",
+	"ResultKind.JSON":                      "A JSON document.",
+	"ResultKind.MEDIA":                     "Non-text media (never previewed).",
+	"ToolOutcome.PENDING":                  "Asked for, not finished yet.",
+	"ToolOutcome.HITS":                     "Ran and found something.",
+	"ToolOutcome.ABSENCE":                  "Ran and matched nothing.",
+	"ToolOutcome.OUTAGE":                   "Never ran: its backend could not be reached, after retries.",
+	"ToolOutcome.REFUSED":                  "Refused before running: a tool not offered, or arguments that could not be repaired.",
+	"ToolOutcome.ERROR":                    "Ran and failed.",
+	"ToolOutcome.MAY_HAVE_RUN":             "Cut off by a stop while in flight and not safe to repeat: it may or may not have run.",
+	"TurnStatus.RUNNING":                   "The runtime is answering (or the turn waits for a runner).",
+	"TurnStatus.WAITING_FOR_CLARIFICATION": "The model asked the user a question; answerClarification resumes the turn.",
+	"TurnStatus.COMPLETED":                 "Answered.",
+	"TurnStatus.FAILED":                    "Stopped on an error; Turn.error says why.",
+	"TurnStatus.CANCELLED":                 "Stopped by cancelTurn.",
+}
+
+var connectionFields = map[string]string{
+	"edges":      "The page's edges, in order: each a node and its cursor.",
+	"pageInfo":   "Whether there is more, and the cursors to page on from.",
+	"totalCount": "How many nodes match, over all pages.",
+}
+
+var edgeFields = map[string]string{
+	"node":   "The node.",
+	"cursor": "Where this node stands: pass it as after or before to page on from it.",
+}
+
+var orderFields = map[string]string{
+	"direction": "Ascending or descending; ascending when omitted.",
+	"field":     "What to order by.",
+}
+
+// predicate describes a filter's field from its name, as entgql names them.
+func predicate(name string) string {
+	switch name {
+	case "not":
+		return "Matches what the filter does not."
+	case "and":
+		return "Matches what every filter matches."
+	case "or":
+		return "Matches what any filter matches."
+	}
+	for _, p := range []struct{ suffix, words string }{
+		{"ContainsFold", "contains the value, ignoring case"},
+		{"EqualFold", "equals the value, ignoring case"},
+		{"HasPrefix", "starts with the value"},
+		{"HasSuffix", "ends with the value"},
+		{"Contains", "contains the value"},
+		{"NotNil", "is set"},
+		{"IsNil", "is not set"},
+		{"NotIn", "is none of the values"},
+		{"NEQ", "differs from the value"},
+		{"GTE", "is at least the value"},
+		{"LTE", "is at most the value"},
+		{"GT", "is above the value"},
+		{"LT", "is below the value"},
+		{"In", "is one of the values"},
+		{"With", "matches the filters"},
+	} {
+		if field, ok := strings.CutSuffix(name, p.suffix); ok && field != "" {
+			if p.suffix == "With" {
+				return "Has a " + strings.TrimPrefix(field, "has") + " that " + p.words + "."
+			}
+			return field + " " + p.words + "."
+		}
+	}
+	if field, ok := strings.CutPrefix(name, "has"); ok && field != "" && strings.ToUpper(field[:1]) == field[:1] {
+		return "Has a " + field + "."
+	}
+	return name + " equals the value."
 }

@@ -4977,7 +4977,8 @@ func newExecutionContext(
 }
 
 var sources = []*ast.Source{
-	{Name: "../admin.graphqls", Input: `type Mutation {
+	{Name: "../admin.graphqls", Input: `"What can be changed."
+type Mutation {
   "Creates an agent in the caller's organisation."
   createAgent(input: CreateAgentInput!): Agent!
   "Registers an MCP server (Streamable HTTP) for the caller's organisation. Admins only."
@@ -4994,6 +4995,7 @@ extend type User {
   organizationName: String!
 }
 
+"What createAgent needs: the agent's name, instructions, optional tools and switches."
 input CreateAgentInput {
   name: String!
   instructions: String
@@ -5008,6 +5010,7 @@ input CreateAgentInput {
   skills: [String!]
 }
 
+"What registerApplication needs: the application's name, its MCP server's URL and the tools it may offer."
 input RegisterApplicationInput {
   "Lower-case letters, digits, '-' and '_'; the tools are offered as <name>__<tool>."
   name: String!
@@ -5028,12 +5031,14 @@ extend type Query {
   apiTokens: [APIToken!]!
 }
 
+"What createAPIToken needs."
 input CreateAPITokenInput {
   name: String!
   "When the token stops working (in the future); none: it works until revoked."
   expiresAt: Time
 }
 
+"A token just created: the only time its secret is shown."
 type CreatedAPIToken {
   "The secret: shown once, never stored (only its hash is)."
   token: String!
@@ -5075,9 +5080,13 @@ type Artifact {
   shown: ArtifactVersion @goField(forceResolver: true)
 }
 
+"What an artifact is written in."
 enum ArtifactKind {
+  "An HTML page."
   HTML
+  "An SVG image."
   SVG
+  "A Markdown document."
   MARKDOWN
 }
 
@@ -5128,6 +5137,7 @@ extend type Conversation {
   tasks: [Task!]!
 }
 
+"The calculator's answer."
 type Calculation {
   "The answer, rounded to 12 significant digits."
   value: String!
@@ -5150,9 +5160,13 @@ type Task {
   status: TaskStatus! @goField(forceResolver: true)
 }
 
+"Where a task of the update_tasks list stands."
 enum TaskStatus {
+  "Not started."
   PENDING
+  "Being done (at most one at a time)."
   IN_PROGRESS
+  "Done."
   DONE
 }
 `, BuiltIn: false},
@@ -5180,6 +5194,7 @@ extend type Mutation {
   setBudget(input: SetBudgetInput!): Budget!
 }
 
+"What setBudget needs: whose limit (none: the organisation's) and how much a month."
 input SetBudgetInput {
   "The user whose limit this is; none: the organisation's."
   userId: ID
@@ -5218,6 +5233,7 @@ type BudgetStatus {
   organization: BudgetLine!
 }
 
+"One limit as budget_check reports it."
 type BudgetLine {
   "USD; null: no limit set."
   monthlyLimit: Float @deprecated(reason: "Use monthlyLimitAmount: exact, with its currency.")
@@ -5356,6 +5372,7 @@ extend type Mutation {
   runCode("Required with an API token (BAD_USER_INPUT naming conversationId when it is missing); a turn's scope token implies its own conversation and refuses another." conversationId: ID, code: String!, toolResults: [String!]): CodeRun!
 }
 
+"What run_code printed, and what went wrong."
 type CodeRun @goModel(model: "github.com/toolgate/toolgate/tools/code.Result") {
   "What console.log printed."
   output: String!
@@ -5414,6 +5431,7 @@ type ArgumentRepair {
   path: String!
 }
 
+"What startConversation needs: the agent and a title."
 input StartConversationInput {
   agentId: ID!
   title: String
@@ -5488,10 +5506,12 @@ extend type Mutation {
   attachFile(input: AttachFileInput!): Attachment!
 }
 
+"What createKnowledgeBase needs."
 input CreateKnowledgeBaseInput {
   name: String!
 }
 
+"What addDocument needs: the knowledge base, and a file or a title and text."
 input AddDocumentInput {
   knowledgeBaseId: ID!
   "The file; or title and text."
@@ -5500,6 +5520,7 @@ input AddDocumentInput {
   text: String
 }
 
+"What attachFile needs: the conversation and the file."
 input AttachFileInput {
   conversationId: ID!
   file: Upload!
@@ -5532,12 +5553,14 @@ type PassageSearch @goModel(model: "github.com/toolgate/toolgate/tools/document.
   failures: [ItemFailure!]!
 }
 
+"What one query of a search found."
 type PassageQueryResult @goModel(model: "github.com/toolgate/toolgate/tools/document.QueryHits") {
   query: String!
   "Best first."
   hits: [Passage!]!
 }
 
+"A passage found by a search of documents or attachments."
 type Passage @goModel(model: "github.com/toolgate/toolgate/tools/document.Passage") {
   "The document's or the attachment's id, for readDocument."
   documentId: ID!
@@ -5547,6 +5570,7 @@ type Passage @goModel(model: "github.com/toolgate/toolgate/tools/document.Passag
   text: String!
 }
 
+"A window of a document's text, as read_document returns it."
 type DocumentRead @goModel(model: "github.com/toolgate/toolgate/tools/document.Read") {
   documentId: ID!
   title: String!
@@ -5569,6 +5593,7 @@ extend type Catalogue {
 type EmbeddingModel {
   "openai or local."
   provider: String!
+  "The model's name, as sent to the provider."
   model: String!
   "True for the local embedder: it matches shared words and word parts, not meaning, so a paraphrase that shares no word is not found."
   lexical: Boolean!
@@ -5576,6 +5601,9 @@ type EmbeddingModel {
 `, BuiltIn: false},
 	{Name: "../ent.graphqls", Input: `directive @goField(forceResolver: Boolean, name: String, omittable: Boolean) on FIELD_DEFINITION | INPUT_FIELD_DEFINITION
 directive @goModel(model: String, models: [String!], forceGenerate: Boolean) on OBJECT | INPUT_OBJECT | SCALAR | ENUM | INTERFACE | UNION
+"""
+A token a person (or a script of theirs) calls the API with; its secret is shown once, at creation.
+"""
 type APIToken implements Node {
   id: ID!
   createdAt: Time!
@@ -5596,6 +5624,9 @@ type APIToken implements Node {
   expiresAt: Time
   user: User!
 }
+"""
+An assistant: its instructions, the optional tools it may be offered, its switches and its bound knowledge.
+"""
 type Agent implements Node {
   id: ID!
   createdAt: Time!
@@ -5661,10 +5692,22 @@ input AgentOrder {
 Properties by which Agent connections can be ordered.
 """
 enum AgentOrderField {
+  """
+  By created at.
+  """
   CREATED_AT
+  """
+  By updated at.
+  """
   UPDATED_AT
+  """
+  By name.
+  """
   NAME
 }
+"""
+A third-party MCP server (Streamable HTTP) registered by an organisation; its allowed tools are offered as <application>__<tool>.
+"""
 type Application implements Node {
   id: ID!
   createdAt: Time!
@@ -5673,6 +5716,9 @@ type Application implements Node {
   url: String!
   allowedTools: [String!]!
 }
+"""
+A file attached to a conversation: its original bytes kept, its text extracted and indexed for search_attachments.
+"""
 type Attachment implements Node {
   id: ID!
   createdAt: Time!
@@ -5711,17 +5757,35 @@ input AttachmentOrder {
 Properties by which Attachment connections can be ordered.
 """
 enum AttachmentOrderField {
+  """
+  By created at.
+  """
   CREATED_AT
+  """
+  By updated at.
+  """
   UPDATED_AT
 }
 """
-AttachmentStatus is enum for the field status
+Where an attachment's processing stands.
 """
 enum AttachmentStatus @goModel(model: "github.com/toolgate/toolgate/ent/attachment.Status") {
+  """
+  Being extracted and indexed.
+  """
   PROCESSING
+  """
+  Extracted and indexed: searchable.
+  """
   READY
+  """
+  Could not be processed; error says why.
+  """
   FAILED
 }
+"""
+A conversation between a user and an agent: its turns, workspace files, tasks, attachments and summaries.
+"""
 type Conversation implements Node {
   id: ID!
   createdAt: Time!
@@ -5816,98 +5880,274 @@ input ConversationOrder {
 Properties by which Conversation connections can be ordered.
 """
 enum ConversationOrderField {
+  """
+  By created at.
+  """
   CREATED_AT
+  """
+  By updated at.
+  """
   UPDATED_AT
+  """
+  By title.
+  """
   TITLE
+  """
+  By turns count.
+  """
   TURNS_COUNT
 }
 """
-ConversationWhereInput is used for filtering Conversation objects.
-Input was generated by ent.
+Filters Conversations: a Conversation matches when every field given matches.
 """
 input ConversationWhereInput {
+  """
+  Matches what the filter does not.
+  """
   not: ConversationWhereInput
+  """
+  Matches what every filter matches.
+  """
   and: [ConversationWhereInput!]
+  """
+  Matches what any filter matches.
+  """
   or: [ConversationWhereInput!]
   """
   id field predicates
   """
   id: ID
+  """
+  id differs from the value.
+  """
   idNEQ: ID
+  """
+  id is one of the values.
+  """
   idIn: [ID!]
+  """
+  id is none of the values.
+  """
   idNotIn: [ID!]
+  """
+  id is above the value.
+  """
   idGT: ID
+  """
+  id is at least the value.
+  """
   idGTE: ID
+  """
+  id is below the value.
+  """
   idLT: ID
+  """
+  id is at most the value.
+  """
   idLTE: ID
   """
   created_at field predicates
   """
   createdAt: Time
+  """
+  createdAt differs from the value.
+  """
   createdAtNEQ: Time
+  """
+  createdAt is one of the values.
+  """
   createdAtIn: [Time!]
+  """
+  createdAt is none of the values.
+  """
   createdAtNotIn: [Time!]
+  """
+  createdAt is above the value.
+  """
   createdAtGT: Time
+  """
+  createdAt is at least the value.
+  """
   createdAtGTE: Time
+  """
+  createdAt is below the value.
+  """
   createdAtLT: Time
+  """
+  createdAt is at most the value.
+  """
   createdAtLTE: Time
   """
   updated_at field predicates
   """
   updatedAt: Time
+  """
+  updatedAt differs from the value.
+  """
   updatedAtNEQ: Time
+  """
+  updatedAt is one of the values.
+  """
   updatedAtIn: [Time!]
+  """
+  updatedAt is none of the values.
+  """
   updatedAtNotIn: [Time!]
+  """
+  updatedAt is above the value.
+  """
   updatedAtGT: Time
+  """
+  updatedAt is at least the value.
+  """
   updatedAtGTE: Time
+  """
+  updatedAt is below the value.
+  """
   updatedAtLT: Time
+  """
+  updatedAt is at most the value.
+  """
   updatedAtLTE: Time
   """
   title field predicates
   """
   title: String
+  """
+  title differs from the value.
+  """
   titleNEQ: String
+  """
+  title is one of the values.
+  """
   titleIn: [String!]
+  """
+  title is none of the values.
+  """
   titleNotIn: [String!]
+  """
+  title is above the value.
+  """
   titleGT: String
+  """
+  title is at least the value.
+  """
   titleGTE: String
+  """
+  title is below the value.
+  """
   titleLT: String
+  """
+  title is at most the value.
+  """
   titleLTE: String
+  """
+  title contains the value.
+  """
   titleContains: String
+  """
+  title starts with the value.
+  """
   titleHasPrefix: String
+  """
+  title ends with the value.
+  """
   titleHasSuffix: String
+  """
+  title is not set.
+  """
   titleIsNil: Boolean
+  """
+  title is set.
+  """
   titleNotNil: Boolean
+  """
+  title equals the value, ignoring case.
+  """
   titleEqualFold: String
+  """
+  title contains the value, ignoring case.
+  """
   titleContainsFold: String
   """
   turns_count field predicates
   """
   turnsCount: Int
+  """
+  turnsCount differs from the value.
+  """
   turnsCountNEQ: Int
+  """
+  turnsCount is one of the values.
+  """
   turnsCountIn: [Int!]
+  """
+  turnsCount is none of the values.
+  """
   turnsCountNotIn: [Int!]
+  """
+  turnsCount is above the value.
+  """
   turnsCountGT: Int
+  """
+  turnsCount is at least the value.
+  """
   turnsCountGTE: Int
+  """
+  turnsCount is below the value.
+  """
   turnsCountLT: Int
+  """
+  turnsCount is at most the value.
+  """
   turnsCountLTE: Int
   """
   archived_at field predicates
   """
   archivedAt: Time
+  """
+  archivedAt differs from the value.
+  """
   archivedAtNEQ: Time
+  """
+  archivedAt is one of the values.
+  """
   archivedAtIn: [Time!]
+  """
+  archivedAt is none of the values.
+  """
   archivedAtNotIn: [Time!]
+  """
+  archivedAt is above the value.
+  """
   archivedAtGT: Time
+  """
+  archivedAt is at least the value.
+  """
   archivedAtGTE: Time
+  """
+  archivedAt is below the value.
+  """
   archivedAtLT: Time
+  """
+  archivedAt is at most the value.
+  """
   archivedAtLTE: Time
+  """
+  archivedAt is not set.
+  """
   archivedAtIsNil: Boolean
+  """
+  archivedAt is set.
+  """
   archivedAtNotNil: Boolean
   """
   turns edge predicates
   """
   hasTurns: Boolean
+  """
+  Has a Turns that matches the filters.
+  """
   hasTurnsWith: [TurnWhereInput!]
 }
 """
@@ -5915,6 +6155,9 @@ Define a Relay Cursor type:
 https://relay.dev/graphql/connections.htm#sec-Cursor
 """
 scalar Cursor
+"""
+A document in a knowledge base: its original bytes kept, its text extracted, chunked and indexed.
+"""
 type Document implements Node {
   id: ID!
   createdAt: Time!
@@ -5983,17 +6226,35 @@ input DocumentOrder {
 Properties by which Document connections can be ordered.
 """
 enum DocumentOrderField {
+  """
+  By created at.
+  """
   CREATED_AT
+  """
+  By updated at.
+  """
   UPDATED_AT
 }
 """
-DocumentStatus is enum for the field status
+Where a document's processing stands.
 """
 enum DocumentStatus @goModel(model: "github.com/toolgate/toolgate/ent/document.Status") {
+  """
+  Being extracted, chunked and indexed.
+  """
   PROCESSING
+  """
+  Extracted and indexed: searchable.
+  """
   READY
+  """
+  Could not be processed; error says why.
+  """
   FAILED
 }
+"""
+A collection of documents an agent bound to it can search.
+"""
 type KnowledgeBase implements Node {
   id: ID!
   createdAt: Time!
@@ -6073,8 +6334,17 @@ input KnowledgeBaseOrder {
 Properties by which KnowledgeBase connections can be ordered.
 """
 enum KnowledgeBaseOrderField {
+  """
+  By created at.
+  """
   CREATED_AT
+  """
+  By updated at.
+  """
   UPDATED_AT
+  """
+  By name.
+  """
   NAME
 }
 type Memory implements Node {
@@ -6139,6 +6409,9 @@ enum OrderDirection {
   """
   DESC
 }
+"""
+An organisation: its people, agents, applications, budgets and settings.
+"""
 type Organization implements Node {
   id: ID!
   createdAt: Time!
@@ -6168,6 +6441,9 @@ type PageInfo {
   """
   endCursor: Cursor
 }
+"""
+What can be read.
+"""
 type Query {
   """
   Fetches an object given its ID.
@@ -6220,13 +6496,25 @@ type Query {
   ): ConversationConnection!
 }
 """
-ResultKind is enum for the field kind
+What a stored result holds.
 """
 enum ResultKind @goModel(model: "github.com/toolgate/toolgate/ent/schematype.ResultKind") {
+  """
+  Text.
+  """
   TEXT
+  """
+  A JSON document.
+  """
   JSON
+  """
+  Non-text media (never previewed).
+  """
   MEDIA
 }
+"""
+A tool call's whole result, stored under a ref that read_tool_result and toolResults open.
+"""
 type StoredResult implements Node {
   id: ID!
   createdAt: Time!
@@ -6242,6 +6530,9 @@ type StoredResult implements Node {
 The builtin Time type
 """
 scalar Time
+"""
+One call the model asked for in a turn, as repaired and sent, with its outcome.
+"""
 type ToolCall implements Node {
   id: ID!
   position: Int!
@@ -6276,17 +6567,41 @@ type ToolCall implements Node {
   turn: Turn!
 }
 """
-ToolOutcome is enum for the field outcome
+How a tool call ended.
 """
 enum ToolOutcome @goModel(model: "github.com/toolgate/toolgate/ent/toolcall.Outcome") {
+  """
+  Asked for, not finished yet.
+  """
   PENDING
+  """
+  Ran and found something.
+  """
   HITS
+  """
+  Ran and matched nothing.
+  """
   ABSENCE
+  """
+  Never ran: its backend could not be reached, after retries.
+  """
   OUTAGE
+  """
+  Refused before running: a tool not offered, or arguments that could not be repaired.
+  """
   REFUSED
+  """
+  Ran and failed.
+  """
   ERROR
+  """
+  Cut off by a stop while in flight and not safe to repeat: it may or may not have run.
+  """
   MAY_HAVE_RUN
 }
+"""
+One message from the user and everything the runtime did to answer it.
+"""
 type Turn implements Node {
   id: ID!
   number: Int!
@@ -6358,158 +6673,448 @@ input TurnOrder {
 Properties by which Turn connections can be ordered.
 """
 enum TurnOrderField {
+  """
+  By number.
+  """
   NUMBER
 }
 """
-TurnStatus is enum for the field status
+Where a turn stands.
 """
 enum TurnStatus @goModel(model: "github.com/toolgate/toolgate/ent/turn.Status") {
+  """
+  The runtime is answering (or the turn waits for a runner).
+  """
   RUNNING
+  """
+  The model asked the user a question; answerClarification resumes the turn.
+  """
   WAITING_FOR_CLARIFICATION
+  """
+  Answered.
+  """
   COMPLETED
+  """
+  Stopped on an error; Turn.error says why.
+  """
   FAILED
+  """
+  Stopped by cancelTurn.
+  """
   CANCELLED
 }
 """
-TurnWhereInput is used for filtering Turn objects.
-Input was generated by ent.
+Filters Turns: a Turn matches when every field given matches.
 """
 input TurnWhereInput {
+  """
+  Matches what the filter does not.
+  """
   not: TurnWhereInput
+  """
+  Matches what every filter matches.
+  """
   and: [TurnWhereInput!]
+  """
+  Matches what any filter matches.
+  """
   or: [TurnWhereInput!]
   """
   id field predicates
   """
   id: ID
+  """
+  id differs from the value.
+  """
   idNEQ: ID
+  """
+  id is one of the values.
+  """
   idIn: [ID!]
+  """
+  id is none of the values.
+  """
   idNotIn: [ID!]
+  """
+  id is above the value.
+  """
   idGT: ID
+  """
+  id is at least the value.
+  """
   idGTE: ID
+  """
+  id is below the value.
+  """
   idLT: ID
+  """
+  id is at most the value.
+  """
   idLTE: ID
   """
   number field predicates
   """
   number: Int
+  """
+  number differs from the value.
+  """
   numberNEQ: Int
+  """
+  number is one of the values.
+  """
   numberIn: [Int!]
+  """
+  number is none of the values.
+  """
   numberNotIn: [Int!]
+  """
+  number is above the value.
+  """
   numberGT: Int
+  """
+  number is at least the value.
+  """
   numberGTE: Int
+  """
+  number is below the value.
+  """
   numberLT: Int
+  """
+  number is at most the value.
+  """
   numberLTE: Int
   """
   started_at field predicates
   """
   startedAt: Time
+  """
+  startedAt differs from the value.
+  """
   startedAtNEQ: Time
+  """
+  startedAt is one of the values.
+  """
   startedAtIn: [Time!]
+  """
+  startedAt is none of the values.
+  """
   startedAtNotIn: [Time!]
+  """
+  startedAt is above the value.
+  """
   startedAtGT: Time
+  """
+  startedAt is at least the value.
+  """
   startedAtGTE: Time
+  """
+  startedAt is below the value.
+  """
   startedAtLT: Time
+  """
+  startedAt is at most the value.
+  """
   startedAtLTE: Time
   """
   finished_at field predicates
   """
   finishedAt: Time
+  """
+  finishedAt differs from the value.
+  """
   finishedAtNEQ: Time
+  """
+  finishedAt is one of the values.
+  """
   finishedAtIn: [Time!]
+  """
+  finishedAt is none of the values.
+  """
   finishedAtNotIn: [Time!]
+  """
+  finishedAt is above the value.
+  """
   finishedAtGT: Time
+  """
+  finishedAt is at least the value.
+  """
   finishedAtGTE: Time
+  """
+  finishedAt is below the value.
+  """
   finishedAtLT: Time
+  """
+  finishedAt is at most the value.
+  """
   finishedAtLTE: Time
+  """
+  finishedAt is not set.
+  """
   finishedAtIsNil: Boolean
+  """
+  finishedAt is set.
+  """
   finishedAtNotNil: Boolean
   """
   time_zone field predicates
   """
   timeZone: String
+  """
+  timeZone differs from the value.
+  """
   timeZoneNEQ: String
+  """
+  timeZone is one of the values.
+  """
   timeZoneIn: [String!]
+  """
+  timeZone is none of the values.
+  """
   timeZoneNotIn: [String!]
+  """
+  timeZone is above the value.
+  """
   timeZoneGT: String
+  """
+  timeZone is at least the value.
+  """
   timeZoneGTE: String
+  """
+  timeZone is below the value.
+  """
   timeZoneLT: String
+  """
+  timeZone is at most the value.
+  """
   timeZoneLTE: String
+  """
+  timeZone contains the value.
+  """
   timeZoneContains: String
+  """
+  timeZone starts with the value.
+  """
   timeZoneHasPrefix: String
+  """
+  timeZone ends with the value.
+  """
   timeZoneHasSuffix: String
+  """
+  timeZone equals the value, ignoring case.
+  """
   timeZoneEqualFold: String
+  """
+  timeZone contains the value, ignoring case.
+  """
   timeZoneContainsFold: String
   """
   user_text field predicates
   """
   userText: String
+  """
+  userText differs from the value.
+  """
   userTextNEQ: String
+  """
+  userText is one of the values.
+  """
   userTextIn: [String!]
+  """
+  userText is none of the values.
+  """
   userTextNotIn: [String!]
+  """
+  userText is above the value.
+  """
   userTextGT: String
+  """
+  userText is at least the value.
+  """
   userTextGTE: String
+  """
+  userText is below the value.
+  """
   userTextLT: String
+  """
+  userText is at most the value.
+  """
   userTextLTE: String
+  """
+  userText contains the value.
+  """
   userTextContains: String
+  """
+  userText starts with the value.
+  """
   userTextHasPrefix: String
+  """
+  userText ends with the value.
+  """
   userTextHasSuffix: String
+  """
+  userText equals the value, ignoring case.
+  """
   userTextEqualFold: String
+  """
+  userText contains the value, ignoring case.
+  """
   userTextContainsFold: String
   """
   answer field predicates
   """
   answer: String
+  """
+  answer differs from the value.
+  """
   answerNEQ: String
+  """
+  answer is one of the values.
+  """
   answerIn: [String!]
+  """
+  answer is none of the values.
+  """
   answerNotIn: [String!]
+  """
+  answer is above the value.
+  """
   answerGT: String
+  """
+  answer is at least the value.
+  """
   answerGTE: String
+  """
+  answer is below the value.
+  """
   answerLT: String
+  """
+  answer is at most the value.
+  """
   answerLTE: String
+  """
+  answer contains the value.
+  """
   answerContains: String
+  """
+  answer starts with the value.
+  """
   answerHasPrefix: String
+  """
+  answer ends with the value.
+  """
   answerHasSuffix: String
+  """
+  answer is not set.
+  """
   answerIsNil: Boolean
+  """
+  answer is set.
+  """
   answerNotNil: Boolean
+  """
+  answer equals the value, ignoring case.
+  """
   answerEqualFold: String
+  """
+  answer contains the value, ignoring case.
+  """
   answerContainsFold: String
   """
   status field predicates
   """
   status: TurnStatus
+  """
+  status differs from the value.
+  """
   statusNEQ: TurnStatus
+  """
+  status is one of the values.
+  """
   statusIn: [TurnStatus!]
+  """
+  status is none of the values.
+  """
   statusNotIn: [TurnStatus!]
   """
   error field predicates
   """
   error: String
+  """
+  error differs from the value.
+  """
   errorNEQ: String
+  """
+  error is one of the values.
+  """
   errorIn: [String!]
+  """
+  error is none of the values.
+  """
   errorNotIn: [String!]
+  """
+  error is above the value.
+  """
   errorGT: String
+  """
+  error is at least the value.
+  """
   errorGTE: String
+  """
+  error is below the value.
+  """
   errorLT: String
+  """
+  error is at most the value.
+  """
   errorLTE: String
+  """
+  error contains the value.
+  """
   errorContains: String
+  """
+  error starts with the value.
+  """
   errorHasPrefix: String
+  """
+  error ends with the value.
+  """
   errorHasSuffix: String
+  """
+  error is not set.
+  """
   errorIsNil: Boolean
+  """
+  error is set.
+  """
   errorNotNil: Boolean
+  """
+  error equals the value, ignoring case.
+  """
   errorEqualFold: String
+  """
+  error contains the value, ignoring case.
+  """
   errorContainsFold: String
   """
   replayed field predicates
   """
   replayed: Boolean
+  """
+  replayed differs from the value.
+  """
   replayedNEQ: Boolean
   """
   conversation edge predicates
   """
   hasConversation: Boolean
+  """
+  Has a Conversation that matches the filters.
+  """
   hasConversationWith: [ConversationWhereInput!]
 }
+"""
+A person of an organisation.
+"""
 type User implements Node {
   id: ID!
   createdAt: Time!
@@ -6553,12 +7158,15 @@ type PastConversationSearch {
 
 "One query's turns, best first."
 type PastConversationResults {
+  "The query, as asked."
   query: String!
+  "The turns it matched, best first."
   hits: [PastConversationHit!]!
 }
 
 "A turn whose message matched."
 type PastConversationHit {
+  "The conversation the turn belongs to."
   conversationId: ID!
   "The conversation's title; empty when it has none."
   title: String!
@@ -6607,6 +7215,7 @@ extend type Mutation {
   deactivateUser(input: DeactivateUserInput!): DeactivateUserPayload!
 }
 
+"What updateApplication changes."
 input UpdateApplicationInput {
   id: ID!
   "The MCP server's new Streamable HTTP endpoint; none: unchanged."
@@ -6621,6 +7230,7 @@ type UpdateApplicationPayload {
   application: Application!
 }
 
+"What removeApplication needs."
 input RemoveApplicationInput {
   id: ID!
 }
@@ -6631,6 +7241,7 @@ type RemoveApplicationPayload {
   id: ID!
 }
 
+"What updateAgent changes: each field given replaces the agent's; a turn in progress keeps what it started with."
 input UpdateAgentInput {
   id: ID!
   "The new name; none: unchanged."
@@ -6657,6 +7268,7 @@ type UpdateAgentPayload {
   agent: Agent!
 }
 
+"What archiveConversation needs: the conversation, and whether to archive or bring it back."
 input ArchiveConversationInput {
   id: ID!
   "true (the default) archives; false brings the conversation back."
@@ -6669,6 +7281,7 @@ type ArchiveConversationPayload {
   conversation: Conversation!
 }
 
+"What createUser needs."
 input CreateUserInput {
   name: String!
   department: String
@@ -6685,6 +7298,7 @@ type CreateUserPayload {
   token: CreatedAPIToken!
 }
 
+"What deactivateUser needs."
 input DeactivateUserInput {
   id: ID!
 }
@@ -6964,6 +7578,7 @@ extend type Query {
   ): LoadedSkill!
 }
 
+"What publishSkill needs: the skill's name, description and instructions."
 input PublishSkillInput {
   "Lower-case letters, digits, '-' and '_' (at most 64): what agents bind and load_skill names."
   name: String!
@@ -7017,6 +7632,7 @@ type TranscriptPage @goModel(model: "github.com/toolgate/toolgate/tools/transcri
   nextOffset: Int
 }
 
+"A whole turn as the transcript shows it (its thinking never)."
 type TranscriptTurn @goModel(model: "github.com/toolgate/toolgate/tools/transcript.Turn") {
   number: Int!
   startedAt: Time!
@@ -7027,6 +7643,7 @@ type TranscriptTurn @goModel(model: "github.com/toolgate/toolgate/tools/transcri
   toolCalls: [TranscriptToolCall!]!
 }
 
+"A tool call as the transcript shows it: its arguments cut to their first 400 characters."
 type TranscriptToolCall @goModel(model: "github.com/toolgate/toolgate/tools/transcript.ToolCall") {
   name: String!
   "The first 400 characters of the arguments sent."
@@ -7057,6 +7674,7 @@ extend type Query {
   usage(month: String): Usage!
 }
 
+"What can be followed live."
 type Subscription {
   """
   A turn's events, each with the turn as of that event: a MODEL_CALL_FINISHED
@@ -7119,6 +7737,7 @@ type TurnEvent {
   at: Time!
 }
 
+"Tokens and cost of a calendar month in UTC."
 type Usage {
   "The month, YYYY-MM, in UTC."
   month: String!
@@ -7145,6 +7764,7 @@ type Usage {
   byUser: [UserUsage!]!
 }
 
+"A model's share of a month's usage."
 type ModelUsage {
   model: String!
   "The group's totals: 64-bit counts and exact money."
@@ -7157,6 +7777,7 @@ type ModelUsage {
   modelCalls: Int! @deprecated(reason: "Use totals.modelCalls: 64-bit.")
 }
 
+"An agent's share of a month's usage."
 type AgentUsage {
   agent: Agent
   "The group's totals: 64-bit counts and exact money."
@@ -7169,6 +7790,7 @@ type AgentUsage {
   modelCalls: Int! @deprecated(reason: "Use totals.modelCalls: 64-bit.")
 }
 
+"A user's share of a month's usage."
 type UserUsage {
   user: User
   "The group's totals: 64-bit counts and exact money."
@@ -7276,6 +7898,7 @@ extend type Mutation {
   updateOrganization(input: UpdateOrganizationInput!): Organization!
 }
 
+"What updateOrganization changes."
 input UpdateOrganizationInput {
   "Enables the server's approved web provider (research_web, read_page) for the organisation's agents that list them."
   webResearch: Boolean
@@ -7289,12 +7912,14 @@ type WebResearch @goModel(model: "github.com/toolgate/toolgate/tools/web.Researc
   failures: [ItemFailure!]!
 }
 
+"What one query of research_web found."
 type WebQueryResult @goModel(model: "github.com/toolgate/toolgate/tools/web.QueryResult") {
   query: String!
   hits: [WebHit!]!
   pages: [WebPage!]!
 }
 
+"One hit of a web search."
 type WebHit @goModel(model: "github.com/toolgate/toolgate/tools/web.Hit") {
   title: String!
   url: String!
@@ -7314,6 +7939,7 @@ type WebPage @goModel(model: "github.com/toolgate/toolgate/tools/web.Page") {
   nextOffset: Int
 }
 
+"A window of a web page's text, as read_page returns it."
 type WebPageRead @goModel(model: "github.com/toolgate/toolgate/tools/web.PageRead") {
   url: String!
   title: String!
@@ -7356,6 +7982,7 @@ type WorkspaceFileInfo @goModel(model: "github.com/toolgate/toolgate/tools/works
   updatedAt: Time!
 }
 
+"The conversation's workspace files."
 type WorkspaceListing @goModel(model: "github.com/toolgate/toolgate/tools/workspace.Listing") {
   files: [WorkspaceFileInfo!]!
 }
@@ -7378,6 +8005,7 @@ type WorkspaceMatch @goModel(model: "github.com/toolgate/toolgate/tools/workspac
   text: String!
 }
 
+"What search_files found."
 type WorkspaceSearch @goModel(model: "github.com/toolgate/toolgate/tools/workspace.SearchResult") {
   matches: [WorkspaceMatch!]!
   "Matching lines in the workspace."
@@ -7388,6 +8016,7 @@ type WorkspaceSearch @goModel(model: "github.com/toolgate/toolgate/tools/workspa
   unmatched: [String!]!
 }
 
+"One file write_file wrote."
 type WorkspaceWritten @goModel(model: "github.com/toolgate/toolgate/tools/workspace.Written") {
   path: String!
   chars: Int!
@@ -7396,10 +8025,12 @@ type WorkspaceWritten @goModel(model: "github.com/toolgate/toolgate/tools/worksp
   created: Boolean!
 }
 
+"What write_file wrote."
 type WorkspaceWrite @goModel(model: "github.com/toolgate/toolgate/tools/workspace.WriteResult") {
   files: [WorkspaceWritten!]!
 }
 
+"What edit_file changed."
 type WorkspaceEdit @goModel(model: "github.com/toolgate/toolgate/tools/workspace.EditResult") {
   path: String!
   chars: Int!
@@ -7408,6 +8039,7 @@ type WorkspaceEdit @goModel(model: "github.com/toolgate/toolgate/tools/workspace
   edits: Int!
 }
 
+"What delete_file removed."
 type WorkspaceDeleted @goModel(model: "github.com/toolgate/toolgate/tools/workspace.Deleted") {
   path: String!
 }
@@ -7438,6 +8070,7 @@ input ExportSourceInput @goModel(model: "github.com/toolgate/toolgate/tools/work
 "A key (string) or a list index (integer) of a field path."
 scalar FieldStep @goModel(model: "github.com/toolgate/toolgate/tools/workspace.FieldStep")
 
+"One edit: the text to find, once, and what replaces it."
 input WorkspaceEditInput @goModel(model: "github.com/toolgate/toolgate/tools/workspace.EditInput") {
   old: String!
   new: String!

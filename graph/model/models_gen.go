@@ -15,6 +15,7 @@ import (
 	"github.com/toolgate/toolgate/runtime/events"
 )
 
+// What addDocument needs: the knowledge base, and a file or a title and text.
 type AddDocumentInput struct {
 	KnowledgeBaseID int `json:"knowledgeBaseId"`
 	// The file; or title and text.
@@ -23,6 +24,7 @@ type AddDocumentInput struct {
 	Text  *string         `json:"text,omitempty"`
 }
 
+// An agent's share of a month's usage.
 type AgentUsage struct {
 	Agent *ent.Agent `json:"agent,omitempty"`
 	// The group's totals: 64-bit counts and exact money.
@@ -43,6 +45,7 @@ type AnswerClarificationInput struct {
 	Answer string `json:"answer"`
 }
 
+// What archiveConversation needs: the conversation, and whether to archive or bring it back.
 type ArchiveConversationInput struct {
 	ID int `json:"id"`
 	// true (the default) archives; false brings the conversation back.
@@ -55,11 +58,13 @@ type ArchiveConversationPayload struct {
 	Conversation *ent.Conversation `json:"conversation"`
 }
 
+// What attachFile needs: the conversation and the file.
 type AttachFileInput struct {
 	ConversationID int            `json:"conversationId"`
 	File           graphql.Upload `json:"file"`
 }
 
+// One limit as budget_check reports it.
 type BudgetLine struct {
 	// USD; null: no limit set.
 	MonthlyLimit *float64 `json:"monthlyLimit,omitempty"`
@@ -83,17 +88,20 @@ type BudgetStatus struct {
 	Organization *BudgetLine `json:"organization"`
 }
 
+// The calculator's answer.
 type Calculation struct {
 	// The answer, rounded to 12 significant digits.
 	Value string `json:"value"`
 }
 
+// What createAPIToken needs.
 type CreateAPITokenInput struct {
 	Name string `json:"name"`
 	// When the token stops working (in the future); none: it works until revoked.
 	ExpiresAt *time.Time `json:"expiresAt,omitempty"`
 }
 
+// What createAgent needs: the agent's name, instructions, optional tools and switches.
 type CreateAgentInput struct {
 	Name         string  `json:"name"`
 	Instructions *string `json:"instructions,omitempty"`
@@ -108,10 +116,12 @@ type CreateAgentInput struct {
 	Skills []string `json:"skills,omitempty"`
 }
 
+// What createKnowledgeBase needs.
 type CreateKnowledgeBaseInput struct {
 	Name string `json:"name"`
 }
 
+// What createUser needs.
 type CreateUserInput struct {
 	Name       string  `json:"name"`
 	Department *string `json:"department,omitempty"`
@@ -128,12 +138,14 @@ type CreateUserPayload struct {
 	Token *CreatedAPIToken `json:"token"`
 }
 
+// A token just created: the only time its secret is shown.
 type CreatedAPIToken struct {
 	// The secret: shown once, never stored (only its hash is).
 	Token    string        `json:"token"`
 	APIToken *ent.APIToken `json:"apiToken"`
 }
 
+// What deactivateUser needs.
 type DeactivateUserInput struct {
 	ID int `json:"id"`
 }
@@ -148,7 +160,8 @@ type DeactivateUserPayload struct {
 type EmbeddingModel struct {
 	// openai or local.
 	Provider string `json:"provider"`
-	Model    string `json:"model"`
+	// The model's name, as sent to the provider.
+	Model string `json:"model"`
 	// True for the local embedder: it matches shared words and word parts, not meaning, so a paraphrase that shares no word is not found.
 	Lexical bool `json:"lexical"`
 }
@@ -167,12 +180,7 @@ type LoadedSkill struct {
 	Instructions string `json:"instructions"`
 }
 
-// A fact to remember.
-type MemoryFactInput struct {
-	// A short sentence, at most 500 characters.
-	Text string `json:"text"`
-}
-
+// A model's share of a month's usage.
 type ModelUsage struct {
 	Model string `json:"model"`
 	// The group's totals: 64-bit counts and exact money.
@@ -205,6 +213,7 @@ type PromptStats struct {
 	ModelCalls int `json:"modelCalls"`
 }
 
+// What publishSkill needs: the skill's name, description and instructions.
 type PublishSkillInput struct {
 	// Lower-case letters, digits, '-' and '_' (at most 64): what agents bind and load_skill names.
 	Name string `json:"name"`
@@ -214,6 +223,7 @@ type PublishSkillInput struct {
 	Instructions string `json:"instructions"`
 }
 
+// What registerApplication needs: the application's name, its MCP server's URL and the tools it may offer.
 type RegisterApplicationInput struct {
 	// Lower-case letters, digits, '-' and '_'; the tools are offered as <name>__<tool>.
 	Name string `json:"name"`
@@ -222,6 +232,7 @@ type RegisterApplicationInput struct {
 	AllowedTools []string `json:"allowedTools"`
 }
 
+// What removeApplication needs.
 type RemoveApplicationInput struct {
 	ID int `json:"id"`
 }
@@ -242,6 +253,7 @@ type SendMessageInput struct {
 	TimeZone *string `json:"timeZone,omitempty"`
 }
 
+// What setBudget needs: whose limit (none: the organisation's) and how much a month.
 type SetBudgetInput struct {
 	// The user whose limit this is; none: the organisation's.
 	UserID *int `json:"userId,omitempty"`
@@ -251,11 +263,13 @@ type SetBudgetInput struct {
 	MonthlyLimitAmount *MoneyInput `json:"monthlyLimitAmount,omitempty"`
 }
 
+// What startConversation needs: the agent and a title.
 type StartConversationInput struct {
 	AgentID int     `json:"agentId"`
 	Title   *string `json:"title,omitempty"`
 }
 
+// What can be followed live.
 type Subscription struct {
 }
 
@@ -282,6 +296,7 @@ type TurnEvent struct {
 	At time.Time `json:"at"`
 }
 
+// What updateAgent changes: each field given replaces the agent's; a turn in progress keeps what it started with.
 type UpdateAgentInput struct {
 	ID int `json:"id"`
 	// The new name; none: unchanged.
@@ -308,6 +323,7 @@ type UpdateAgentPayload struct {
 	Agent *ent.Agent `json:"agent"`
 }
 
+// What updateApplication changes.
 type UpdateApplicationInput struct {
 	ID int `json:"id"`
 	// The MCP server's new Streamable HTTP endpoint; none: unchanged.
@@ -322,11 +338,13 @@ type UpdateApplicationPayload struct {
 	Application *ent.Application `json:"application"`
 }
 
+// What updateOrganization changes.
 type UpdateOrganizationInput struct {
 	// Enables the server's approved web provider (research_web, read_page) for the organisation's agents that list them.
 	WebResearch *bool `json:"webResearch,omitempty"`
 }
 
+// Tokens and cost of a calendar month in UTC.
 type Usage struct {
 	// The month, YYYY-MM, in UTC.
 	Month string `json:"month"`
@@ -368,6 +386,7 @@ type UsageTotals struct {
 	Cost schematype.Micros `json:"cost"`
 }
 
+// A user's share of a month's usage.
 type UserUsage struct {
 	User *ent.User `json:"user,omitempty"`
 	// The group's totals: 64-bit counts and exact money.
@@ -380,11 +399,15 @@ type UserUsage struct {
 	ModelCalls       int          `json:"modelCalls"`
 }
 
+// What an artifact is written in.
 type ArtifactKind string
 
 const (
-	ArtifactKindHTML     ArtifactKind = "HTML"
-	ArtifactKindSVG      ArtifactKind = "SVG"
+	// An HTML page.
+	ArtifactKindHTML ArtifactKind = "HTML"
+	// An SVG image.
+	ArtifactKindSVG ArtifactKind = "SVG"
+	// A Markdown document.
 	ArtifactKindMarkdown ArtifactKind = "MARKDOWN"
 )
 
@@ -437,12 +460,16 @@ func (e ArtifactKind) MarshalJSON() ([]byte, error) {
 	return buf.Bytes(), nil
 }
 
+// Where a task of the update_tasks list stands.
 type TaskStatus string
 
 const (
-	TaskStatusPending    TaskStatus = "PENDING"
+	// Not started.
+	TaskStatusPending TaskStatus = "PENDING"
+	// Being done (at most one at a time).
 	TaskStatusInProgress TaskStatus = "IN_PROGRESS"
-	TaskStatusDone       TaskStatus = "DONE"
+	// Done.
+	TaskStatusDone TaskStatus = "DONE"
 )
 
 var AllTaskStatus = []TaskStatus{

@@ -106,9 +106,9 @@ var wholeTurn = []string{
 	"STATUS COMPLETED",
 }
 
-// TestTurnEventsReplay: a subscriber from the start, one that joins with
-// replay while the turn's second model call is in flight, and one that
-// joins with replay after the end all hear the same events, each once, in
+// TestTurnEventsReplay: a subscriber from the turn's start, one that joins
+// while the turn's second model call is in flight, and one that joins after
+// the end, each with replay, all hear the same events, each once, in
 // order, each with the status it announced (never COMPLETED before the
 // end, whenever it is read).
 func TestTurnEventsReplay(t *testing.T) {
@@ -121,7 +121,8 @@ func TestTurnEventsReplay(t *testing.T) {
 		}}
 		h := newHarness(t, d, p)
 		id := h.send(t, h.conversation(t), "six times seven", "")
-		early := h.events(t, id, false)
+		// Joins while the turn may already be on its way: it hears the rest.
+		early := h.events(t, id, true)
 		require.Equal(t, "STATUS RUNNING", early.next(t))
 
 		// Mid-turn: the tool call is done, the second model call waits.
