@@ -62,6 +62,10 @@ func describe(_ *gen.Graph, s *ast.Schema) error {
 			if f.Description != "" {
 				continue
 			}
+			if text, ok := fieldDescriptions[name+"."+f.Name]; ok {
+				f.Description = text
+				continue
+			}
 			switch {
 			case strings.HasSuffix(name, "Connection"):
 				f.Description = connectionFields[f.Name]
@@ -85,6 +89,7 @@ var typeDescriptions = map[string]string{
 	"Conversation":     "A conversation between a user and an agent: its turns, workspace files, tasks, attachments and summaries.",
 	"Document":         "A document in a knowledge base: its original bytes kept, its text extracted, chunked and indexed.",
 	"KnowledgeBase":    "A collection of documents an agent bound to it can search.",
+	"Memory":           "A fact the assistant saved about a person (memory_write): theirs alone, to list and to forget.",
 	"Organization":     "An organisation: its people, agents, applications, budgets and settings.",
 	"StoredResult":     "A tool call's whole result, stored under a ref that read_tool_result and toolResults open.",
 	"ToolCall":         "One call the model asked for in a turn, as repaired and sent, with its outcome.",
@@ -96,6 +101,14 @@ var typeDescriptions = map[string]string{
 	"ResultKind":       "What a stored result holds.",
 	"ToolOutcome":      "How a tool call ended.",
 	"TurnStatus":       "Where a turn stands.",
+}
+
+// fieldDescriptions describe generated fields that have no comment to
+// carry their words (ids and times of a mixin).
+var fieldDescriptions = map[string]string{
+	"Memory.id":        "The memory's id, as memory_forget and forgetMemory name it.",
+	"Memory.createdAt": "When it was saved.",
+	"Memory.updatedAt": "When it was saved: a memory is never changed, only forgotten.",
 }
 
 var valueDescriptions = map[string]string{

@@ -6347,9 +6347,21 @@ enum KnowledgeBaseOrderField {
   """
   NAME
 }
+"""
+A fact the assistant saved about a person (memory_write): theirs alone, to list and to forget.
+"""
 type Memory implements Node {
+  """
+  The memory's id, as memory_forget and forgetMemory name it.
+  """
   id: ID!
+  """
+  When it was saved.
+  """
   createdAt: Time!
+  """
+  When it was saved: a memory is never changed, only forgotten.
+  """
   updatedAt: Time!
   """
   the fact, as the assistant wrote it
@@ -7358,32 +7370,43 @@ type MemorySearch {
 
 "One query's memories, best first."
 type MemoryResults {
+  "The query, as asked."
   query: String!
+  "The memories it found, best first; none: listed under failures."
   hits: [MemoryHit!]!
 }
 
 "A memory found."
 type MemoryHit {
+  "The memory's id, for memory_forget."
   id: ID!
+  "The fact, as saved."
   text: String!
+  "When it was saved."
   createdAt: Time!
 }
 
 "A fact memory_write saved."
 type StoredMemory {
+  "The new memory's id."
   id: ID!
+  "The fact, as saved (trimmed)."
   text: String!
 }
 
 "What memory_write saved and what failed."
 type MemoryWrite {
+  "The facts saved, in the order given."
   stored: [StoredMemory!]!
+  "The facts not saved: too long, already remembered (ERROR) or not embedded (OUTAGE); item is the fact's position."
   failures: [ItemFailure!]!
 }
 
 "What memory_forget forgot and what failed."
 type MemoryForget {
+  "The ids forgotten."
   forgotten: [ID!]!
+  "The ids not forgotten: not the caller's memories, worded like ids that never existed."
   failures: [ItemFailure!]!
 }
 `, BuiltIn: false},

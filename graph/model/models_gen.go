@@ -180,6 +180,12 @@ type LoadedSkill struct {
 	Instructions string `json:"instructions"`
 }
 
+// A fact to remember.
+type MemoryFactInput struct {
+	// A short sentence, at most 500 characters.
+	Text string `json:"text"`
+}
+
 // A model's share of a month's usage.
 type ModelUsage struct {
 	Model string `json:"model"`
