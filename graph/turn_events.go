@@ -231,16 +231,21 @@ type pastEvent struct {
 // and its answer, and its end. A model call in flight is not stored yet:
 // its start is told with its end.
 func (r *Resolver) pastEvents(ctx context.Context, t *ent.Turn) ([]pastEvent, error) {
+	// Tool calls first: a step's model call and its tool calls are stored
+	// in one transaction, so every tool call read here has its model call
+	// in the next read (read the other way round, a step stored in
+	// between would show its tool calls without their model call, and the
+	// model call would then be heard live after them).
+	calls, err := r.Client.ToolCall.Query().Where(toolcall.TurnID(t.ID)).
+		Order(ent.Asc(toolcall.FieldPosition)).All(ctx)
+	if err != nil {
+		return nil, fmt.Errorf("load tool calls: %w", err)
+	}
 	mcs, err := r.Client.ModelCall.Query().
 		Where(modelcall.TurnID(t.ID), modelcall.KindEQ(modelcall.KindSTEP)).
 		Order(ent.Asc(modelcall.FieldStep)).All(ctx)
 	if err != nil {
 		return nil, fmt.Errorf("load model calls: %w", err)
-	}
-	calls, err := r.Client.ToolCall.Query().Where(toolcall.TurnID(t.ID)).
-		Order(ent.Asc(toolcall.FieldPosition)).All(ctx)
-	if err != nil {
-		return nil, fmt.Errorf("load tool calls: %w", err)
 	}
 	var out []pastEvent
 	add := func(kind events.Kind, step int, c *ent.ToolCall, status turn.Status, at time.Time) {

@@ -42,6 +42,12 @@ func names(defs []tools.Definition) []string {
 	return out
 }
 
+// withEmbeddings reads an agent's rules on a server with an embedding
+// model, as memory needs.
+func withEmbeddings(a *ent.Agent) *catalog.Agent {
+	return catalog.RulesOf(a, nil, catalog.Server{Embeddings: true})
+}
+
 func TestRegister(t *testing.T) {
 	t.Parallel()
 	apps := []tools.Definition{def("crm__lookup", tools.OfferAllowlisted, "", ""), def("crm__purge", tools.OfferAllowlisted, "", "")}
@@ -62,14 +68,17 @@ func TestRegister(t *testing.T) {
 			want: []string{"clarify", "read_file", "crm__purge", "crm__lookup"}},
 	}
 	for _, tt := range tests {
-		require.Equal(t, tt.want, names(prompt.Register(catalog.AgentOf(tt.give), builtins, apps)), tt.name)
+		require.Equal(t, tt.want, names(prompt.Register(withEmbeddings(tt.give), builtins, apps)), tt.name)
 	}
+	noModel := &ent.Agent{Memory: true, Tools: []string{"remember"}}
+	require.Equal(t, []string{"clarify", "read_file"}, names(prompt.Register(catalog.AgentOf(noModel), builtins, apps)),
+		"memory needs an embedding model")
 }
 
 func TestSystemCollectsGuidanceOnce(t *testing.T) {
 	t.Parallel()
 	a := &ent.Agent{Instructions: "  Be brief.  ", Tools: []string{"search_web", "search_docs", "search_conversations", "remember"}, PastConversationSearch: true, Memory: true}
-	got := prompt.System(a, prompt.Register(catalog.AgentOf(a), builtins, nil))
+	got := prompt.System(a, prompt.Register(withEmbeddings(a), builtins, nil))
 	want := "Be brief.\n\n" +
 		"Files live in the conversation's workspace.\n\n" +
 		"A search that ran and found nothing is not a failure.\n\n" +
@@ -77,7 +86,7 @@ func TestSystemCollectsGuidanceOnce(t *testing.T) {
 		prompt.MaterialNotice
 	require.Equal(t, want, got)
 	// Same agent, same bytes.
-	require.Equal(t, got, prompt.System(a, prompt.Register(catalog.AgentOf(a), builtins, nil)))
+	require.Equal(t, got, prompt.System(a, prompt.Register(withEmbeddings(a), builtins, nil)))
 }
 
 func TestOpening(t *testing.T) {
