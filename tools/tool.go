@@ -32,6 +32,8 @@ import (
 	"bytes"
 	"encoding/json"
 	"fmt"
+	"strings"
+	"unicode/utf8"
 )
 
 // Effect says whether a call may be sent again after it may have reached the
@@ -302,4 +304,37 @@ func (e *Failure) Error() string { return e.msg }
 // Failf returns a Failure with a formatted message.
 func Failf(format string, args ...any) error {
 	return &Failure{msg: fmt.Sprintf(format, args...)}
+}
+
+// SearchLimits are the bounds of a search tool's arguments: how many
+// distinct queries a call runs, how long one may be, and how many hits one
+// may ask for.
+type SearchLimits struct {
+	Queries, QueryChars, MaxResults int
+}
+
+// Check refuses queries (none, too many, empty, too long, or repeating an
+// earlier one, case and spacing aside) and a maxResults outside 1 to
+// MaxResults, naming the argument.
+func (l SearchLimits) Check(queries []string, maxResults *int) error {
+	if len(queries) == 0 || len(queries) > l.Queries {
+		return Refusef("queries: give 1 to %d queries, not %d", l.Queries, len(queries))
+	}
+	seen := map[string]bool{}
+	for i, q := range queries {
+		k := strings.ToLower(strings.Join(strings.Fields(q), " "))
+		switch {
+		case k == "":
+			return Refusef("queries[%d] is empty", i)
+		case utf8.RuneCountInString(q) > l.QueryChars:
+			return Refusef("queries[%d] is longer than %d characters", i, l.QueryChars)
+		case seen[k]:
+			return Refusef("queries[%d] repeats an earlier query: give distinct angles", i)
+		}
+		seen[k] = true
+	}
+	if maxResults != nil && (*maxResults < 1 || *maxResults > l.MaxResults) {
+		return Refusef("maxResults must be between 1 and %d, not %d", l.MaxResults, *maxResults)
+	}
+	return nil
 }

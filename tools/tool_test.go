@@ -30,3 +30,18 @@ func TestIsAbsent(t *testing.T) {
 		require.Equal(t, tt.want, IsAbsent(json.RawMessage(tt.give)), tt.give)
 	}
 }
+
+func TestSearchLimitsCheck(t *testing.T) {
+	t.Parallel()
+	l := SearchLimits{Queries: 2, QueryChars: 5, MaxResults: 3}
+	three := 3
+	require.NoError(t, l.Check([]string{"tide", "moon"}, &three))
+	for name, q := range map[string][]string{
+		"none": {}, "too many": {"a", "b", "c"}, "empty": {" "}, "too long": {"tides!"}, "repeated": {"Tide", " tide "},
+	} {
+		var r *Refusal
+		require.ErrorAs(t, l.Check(q, nil), &r, name)
+	}
+	four := 4
+	require.ErrorContains(t, l.Check([]string{"tide"}, &four), "maxResults must be between 1 and 3")
+}

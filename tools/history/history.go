@@ -16,7 +16,6 @@ import (
 	"sync"
 	"time"
 	"unicode"
-	"unicode/utf8"
 
 	"github.com/toolgate/toolgate/ent"
 	"github.com/toolgate/toolgate/ent/conversation"
@@ -130,26 +129,7 @@ func UserScope(user int) string { return fmt.Sprintf("user:%d", user) }
 
 // Check refuses queries and maxResults outside the limits, naming them.
 func Check(queries []string, maxResults *int) error {
-	if len(queries) == 0 || len(queries) > MaxQueries {
-		return tools.Refusef("queries: give 1 to %d queries, not %d", MaxQueries, len(queries))
-	}
-	seen := map[string]bool{}
-	for i, q := range queries {
-		k := strings.ToLower(strings.Join(strings.Fields(q), " "))
-		switch {
-		case k == "":
-			return tools.Refusef("queries[%d] is empty", i)
-		case utf8.RuneCountInString(q) > MaxQueryChars:
-			return tools.Refusef("queries[%d] is longer than %d characters", i, MaxQueryChars)
-		case seen[k]:
-			return tools.Refusef("queries[%d] repeats an earlier query: give distinct angles", i)
-		}
-		seen[k] = true
-	}
-	if maxResults != nil && (*maxResults < 1 || *maxResults > MaxMaxResults) {
-		return tools.Refusef("maxResults must be between 1 and %d, not %d", MaxMaxResults, *maxResults)
-	}
-	return nil
+	return tools.SearchLimits{Queries: MaxQueries, QueryChars: MaxQueryChars, MaxResults: MaxMaxResults}.Check(queries, maxResults)
 }
 
 // Search runs queries over what user of org wrote in their conversations

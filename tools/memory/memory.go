@@ -270,26 +270,7 @@ func (s *Service) Write(ctx context.Context, org, user int, facts []string) (*Wr
 
 // CheckSearch refuses queries and maxResults outside the limits.
 func CheckSearch(queries []string, maxResults *int) error {
-	if len(queries) == 0 || len(queries) > MaxQueries {
-		return tools.Refusef("queries: give 1 to %d queries, not %d", MaxQueries, len(queries))
-	}
-	seen := map[string]bool{}
-	for i, q := range queries {
-		k := normal(q)
-		switch {
-		case k == "":
-			return tools.Refusef("queries[%d] is empty", i)
-		case utf8.RuneCountInString(q) > MaxQueryChars:
-			return tools.Refusef("queries[%d] is longer than %d characters", i, MaxQueryChars)
-		case seen[k]:
-			return tools.Refusef("queries[%d] repeats an earlier query: give distinct angles", i)
-		}
-		seen[k] = true
-	}
-	if maxResults != nil && (*maxResults < 1 || *maxResults > MaxMaxResults) {
-		return tools.Refusef("maxResults must be between 1 and %d, not %d", MaxMaxResults, *maxResults)
-	}
-	return nil
+	return tools.SearchLimits{Queries: MaxQueries, QueryChars: MaxQueryChars, MaxResults: MaxMaxResults}.Check(queries, maxResults)
 }
 
 // Search finds user's memories: all queries embedded in one request, run
