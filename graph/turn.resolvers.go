@@ -65,4 +65,10 @@ func (r *turnResolver) Grounding(ctx context.Context, obj *ent.Turn) (*model.Gro
 // Subscription returns generated.SubscriptionResolver implementation.
 func (r *Resolver) Subscription() generated.SubscriptionResolver { return &subscriptionResolver{r} }
 
-type subscriptionResolver struct{ *Resolver }
+// Usage returns generated.UsageResolver implementation.
+func (r *Resolver) Usage() generated.UsageResolver { return &usageResolver{r} }
+
+type (
+	subscriptionResolver struct{ *Resolver }
+	usageResolver        struct{ *Resolver }
+)
