@@ -53,6 +53,7 @@ type ResolverRoot interface {
 	Budget() BudgetResolver
 	Catalogue() CatalogueResolver
 	Conversation() ConversationResolver
+	ModelCall() ModelCallResolver
 	Mutation() MutationResolver
 	Query() QueryResolver
 	Subscription() SubscriptionResolver
@@ -416,6 +417,7 @@ type ComplexityRoot struct {
 	}
 
 	ModelCall struct {
+		Attribution      func(childComplexity int) int
 		CacheReadTokens  func(childComplexity int) int
 		CacheWriteTokens func(childComplexity int) int
 		Cost             func(childComplexity int) int
@@ -970,6 +972,9 @@ type ConversationResolver interface {
 	Tasks(ctx context.Context, obj *ent.Conversation) ([]*ent.Task, error)
 	Summaries(ctx context.Context, obj *ent.Conversation) ([]*ent.Summary, error)
 	Attachments(ctx context.Context, obj *ent.Conversation) ([]*ent.Attachment, error)
+}
+type ModelCallResolver interface {
+	Attribution(ctx context.Context, obj *ent.ModelCall) (*string, error)
 }
 type MutationResolver interface {
 	CreateAgent(ctx context.Context, input model.CreateAgentInput) (*ent.Agent, error)
@@ -2385,6 +2390,12 @@ func (e *executableSchema) Complexity(ctx context.Context, typeName, field strin
 
 		return e.ComplexityRoot.MemoryWrite.Stored(childComplexity), true
 
+	case "ModelCall.attribution":
+		if e.ComplexityRoot.ModelCall.Attribution == nil {
+			break
+		}
+
+		return e.ComplexityRoot.ModelCall.Attribution(childComplexity), true
 	case "ModelCall.cacheReadTokens":
 		if e.ComplexityRoot.ModelCall.CacheReadTokens == nil {
 			break
@@ -7877,6 +7888,13 @@ type ModelCall {
   costAmount: Money!
   durationMs: Int!
   startedAt: Time!
+  """
+  Who pays, as the provider received it beside the prompt (never in it):
+  ` + "`" + `o=…;u=…;a=…;c=…` + "`" + `, keyed hashes of the organisation, user, agent and
+  conversation that name nobody. An admin matches a provider's report with
+  it; null to everyone else.
+  """
+  attribution: String
 }
 
 extend type Turn {
@@ -8834,6 +8852,8 @@ func (ec *executionContext) childFields_ModelCall(ctx context.Context, field gra
 		return ec.fieldContext_ModelCall_durationMs(ctx, field)
 	case "startedAt":
 		return ec.fieldContext_ModelCall_startedAt(ctx, field)
+	case "attribution":
+		return ec.fieldContext_ModelCall_attribution(ctx, field)
 	}
 	return nil, fmt.Errorf("no field named %q was found under type ModelCall", field.Name)
 }
@@ -17077,6 +17097,29 @@ func (ec *executionContext) _ModelCall_startedAt(ctx context.Context, field grap
 }
 func (ec *executionContext) fieldContext_ModelCall_startedAt(_ context.Context, field graphql.CollectedField) (fc *graphql.FieldContext, err error) {
 	return graphql.NewScalarFieldContext("ModelCall", field, false, false, "Time")
+}
+
+func (ec *executionContext) _ModelCall_attribution(ctx context.Context, field graphql.CollectedField, obj *ent.ModelCall) (ret graphql.Marshaler) {
+	return graphql.ResolveField(
+		ctx,
+		ec.OperationContext,
+		field,
+		func(ctx context.Context, field graphql.CollectedField) (*graphql.FieldContext, error) {
+			return ec.fieldContext_ModelCall_attribution(ctx, field)
+		},
+		func(ctx context.Context) (any, error) {
+			return ec.Resolvers.ModelCall().Attribution(ctx, obj)
+		},
+		nil,
+		func(ctx context.Context, selections ast.SelectionSet, v *string) graphql.Marshaler {
+			return ec.marshalOString2ᚖstring(ctx, selections, v)
+		},
+		true,
+		false,
+	)
+}
+func (ec *executionContext) fieldContext_ModelCall_attribution(_ context.Context, field graphql.CollectedField) (fc *graphql.FieldContext, err error) {
+	return graphql.NewScalarFieldContext("ModelCall", field, true, true, "String")
 }
 
 func (ec *executionContext) _ModelUsage_model(ctx context.Context, field graphql.CollectedField, obj *model.ModelUsage) (ret graphql.Marshaler) {
@@ -33091,73 +33134,79 @@ func (ec *executionContext) _ModelCall(ctx context.Context, sel ast.SelectionSet
 		case "step":
 			out.Values[i] = ec._ModelCall_step(ctx, field, obj)
 			if out.Values[i] == graphql.Null {
-				out.Invalids++
+				atomic.AddUint32(&out.Invalids, 1)
 			}
 		case "kind":
 			out.Values[i] = ec._ModelCall_kind(ctx, field, obj)
 			if out.Values[i] == graphql.Null {
-				out.Invalids++
+				atomic.AddUint32(&out.Invalids, 1)
 			}
 		case "prefixTokens":
 			out.Values[i] = ec._ModelCall_prefixTokens(ctx, field, obj)
 			if out.Values[i] == graphql.Null {
-				out.Invalids++
+				atomic.AddUint32(&out.Invalids, 1)
 			}
 		case "text":
 			out.Values[i] = ec._ModelCall_text(ctx, field, obj)
 			if out.Values[i] == graphql.Null {
-				out.Invalids++
+				atomic.AddUint32(&out.Invalids, 1)
 			}
 		case "provider":
 			out.Values[i] = ec._ModelCall_provider(ctx, field, obj)
 			if out.Values[i] == graphql.Null {
-				out.Invalids++
+				atomic.AddUint32(&out.Invalids, 1)
 			}
 		case "model":
 			out.Values[i] = ec._ModelCall_model(ctx, field, obj)
 			if out.Values[i] == graphql.Null {
-				out.Invalids++
+				atomic.AddUint32(&out.Invalids, 1)
 			}
 		case "inputTokens":
 			out.Values[i] = ec._ModelCall_inputTokens(ctx, field, obj)
 			if out.Values[i] == graphql.Null {
-				out.Invalids++
+				atomic.AddUint32(&out.Invalids, 1)
 			}
 		case "cacheReadTokens":
 			out.Values[i] = ec._ModelCall_cacheReadTokens(ctx, field, obj)
 			if out.Values[i] == graphql.Null {
-				out.Invalids++
+				atomic.AddUint32(&out.Invalids, 1)
 			}
 		case "cacheWriteTokens":
 			out.Values[i] = ec._ModelCall_cacheWriteTokens(ctx, field, obj)
 			if out.Values[i] == graphql.Null {
-				out.Invalids++
+				atomic.AddUint32(&out.Invalids, 1)
 			}
 		case "outputTokens":
 			out.Values[i] = ec._ModelCall_outputTokens(ctx, field, obj)
 			if out.Values[i] == graphql.Null {
-				out.Invalids++
+				atomic.AddUint32(&out.Invalids, 1)
 			}
 		case "cost":
 			out.Values[i] = ec._ModelCall_cost(ctx, field, obj)
 			if out.Values[i] == graphql.Null {
-				out.Invalids++
+				atomic.AddUint32(&out.Invalids, 1)
 			}
 		case "costAmount":
 			out.Values[i] = ec._ModelCall_costAmount(ctx, field, obj)
 			if out.Values[i] == graphql.Null {
-				out.Invalids++
+				atomic.AddUint32(&out.Invalids, 1)
 			}
 		case "durationMs":
 			out.Values[i] = ec._ModelCall_durationMs(ctx, field, obj)
 			if out.Values[i] == graphql.Null {
-				out.Invalids++
+				atomic.AddUint32(&out.Invalids, 1)
 			}
 		case "startedAt":
 			out.Values[i] = ec._ModelCall_startedAt(ctx, field, obj)
 			if out.Values[i] == graphql.Null {
-				out.Invalids++
+				atomic.AddUint32(&out.Invalids, 1)
 			}
+		case "attribution":
+			out.ResolveConcurrently(ec.OperationContext, &deferred, i,
+				true, false,
+				func(ctx context.Context) graphql.Marshaler {
+					return ec._ModelCall_attribution(ctx, field, obj)
+				})
 		default:
 			panic("unknown field " + strconv.Quote(field.Name))
 		}
