@@ -213,7 +213,7 @@ type scripted struct {
 	answers   []model.Response
 	requests  []model.Request
 	summaries []model.Request
-	block    chan struct{} // when set, Complete waits for it or the context
+	block     chan struct{} // when set, Complete waits for it or the context
 	// blockCall, when set, makes only that call (1 for the first) wait.
 	blockCall int
 }
