@@ -73,7 +73,11 @@ func (r *Resolver) ModelCall() generated.ModelCallResolver { return &modelCallRe
 // Subscription returns generated.SubscriptionResolver implementation.
 func (r *Resolver) Subscription() generated.SubscriptionResolver { return &subscriptionResolver{r} }
 
+// Usage returns generated.UsageResolver implementation.
+func (r *Resolver) Usage() generated.UsageResolver { return &usageResolver{r} }
+
 type (
 	modelCallResolver    struct{ *Resolver }
 	subscriptionResolver struct{ *Resolver }
+	usageResolver        struct{ *Resolver }
 )
