@@ -148,6 +148,8 @@ func TestPaginationWalksEveryOrder(t *testing.T) {
 			kbs, docs, memories = append(kbs, gid.Encode(k.ID)), append(docs, gid.Encode(doc.ID)), append(memories, gid.Encode(m.ID))
 		}
 		kbs = append(kbs, gid.Encode(kb.ID))
+		// The documents of the first knowledge base made (the default order is the order made).
+		inKB, inKBPath := `knowledgeBases(first: 1) { edges { node { %s } } }`, []any{"knowledgeBases", "edges", 0, "node"}
 		// Bob's memory is never Alice's to page through.
 		b.client.Memory.Create().SetOrganizationID(b.bob.OrganizationID).SetUserID(b.bob.UserID).SetText("bob's").ExecX(ctx)
 		nested := []struct {
@@ -158,7 +160,7 @@ func TestPaginationWalksEveryOrder(t *testing.T) {
 		}{
 			{wrap: "%s", field: "knowledgeBases", fields: []string{"CREATED_AT", "UPDATED_AT", "NAME"}, want: kbs},
 			{wrap: "%s", field: "memories", fields: []string{"CREATED_AT", "UPDATED_AT"}, want: memories},
-			{wrap: `node(id: "` + gid.Encode(kb.ID) + `") { ... on KnowledgeBase { %s } }`, path: []any{"node"}, field: "documents",
+			{wrap: inKB, path: inKBPath, field: "documents",
 				fields: []string{"CREATED_AT", "UPDATED_AT"}, want: docs},
 		}
 		for _, n := range nested {
@@ -177,11 +179,8 @@ func TestPaginationWalksEveryOrder(t *testing.T) {
 		}
 		// By creation time, oldest first, then newest first.
 		byCreation := []string{docs[1], docs[3], docs[0], docs[5], docs[2], docs[6], docs[4]}
-		inKB := `node(id: "` + gid.Encode(kb.ID) + `") { ... on KnowledgeBase { %s } }`
-		require.Equal(t, byCreation, b.walkIn(t, inKB, []any{"node"}, "documents", `, orderBy: [{field: CREATED_AT}]`, false))
-		require.Equal(t, reversed(byCreation), b.walkIn(t, inKB, []any{"node"}, "documents", `, orderBy: [{field: CREATED_AT, direction: DESC}]`, true))
-		// A single order, as documents took before, still reads as a list of one.
-		require.Equal(t, reversed(byCreation), b.walkIn(t, inKB, []any{"node"}, "documents", `, orderBy: {field: CREATED_AT, direction: DESC}`, false))
+		require.Equal(t, byCreation, b.walkIn(t, inKB, inKBPath, "documents", `, orderBy: [{field: CREATED_AT}]`, false))
+		require.Equal(t, reversed(byCreation), b.walkIn(t, inKB, inKBPath, "documents", `, orderBy: [{field: CREATED_AT, direction: DESC}]`, true))
 		require.Equal(t, []string{memories[1], memories[3], memories[0], memories[5], memories[2], memories[6], memories[4]},
 			b.walk(t, "memories", `, orderBy: [{field: CREATED_AT}]`, false))
 	})

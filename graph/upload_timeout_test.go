@@ -16,6 +16,7 @@ import (
 	"github.com/stretchr/testify/require"
 
 	"github.com/toolgate/toolgate/ent/db/dbtest"
+	"github.com/toolgate/toolgate/ent/tenancy"
 	"github.com/toolgate/toolgate/graph"
 	"github.com/toolgate/toolgate/tools/document"
 	"github.com/toolgate/toolgate/tools/embed"
@@ -105,6 +106,8 @@ func TestUploadReadLimit(t *testing.T) {
 		got, took := send(t, body.Len()/2, 10*time.Millisecond)
 		require.GreaterOrEqual(t, took, uploadTimeout, "cut off before the upload's limit: %q", got)
 		require.Less(t, took, uploadTimeout+10*time.Second, "held well past the upload's limit")
-		require.NotContains(t, got, "200 OK")
+		require.Contains(t, got, `"errors"`, "the cut request is answered with an error")
+		require.NotContains(t, got, `"addDocument"`)
+		require.Equal(t, 1, b.client.Document.Query().CountX(tenancy.System(context.Background())), "only the whole upload made a document")
 	})
 }

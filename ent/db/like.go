@@ -18,7 +18,9 @@ import (
 // needs nothing: a NUL is stored escaped there, and its escape is matched
 // like any other characters.
 func init() {
-	sqlite.MustRegisterDeterministicScalarFunction("like", -1, likeFunc)
+	// VolatileArgs: the text is read with its length (sqlite3_value_bytes),
+	// not as a C string; likeFunc keeps nothing of it past the call.
+	sqlite.MustRegisterFunction("like", &sqlite.FunctionImpl{NArgs: -1, Deterministic: true, VolatileArgs: true, Scalar: likeFunc})
 }
 
 // likeFunc is like(pattern, text[, escape]), as SQLite calls it for

@@ -79,6 +79,11 @@ func TestJSONKeepsNul(t *testing.T) {
 		require.Equal(t, cfg, gotTurn.AgentConfig)
 		gotCall := c.ToolCall.GetX(ctx, call.ID)
 		require.Equal(t, failures, gotCall.Failures)
+		// A traversal reads them too (no DISTINCT over a json row).
+		require.Equal(t, []int{call.ID}, tu.QueryToolCalls().IDsX(ctx))
+		require.Equal(t, failures, tu.QueryToolCalls().OnlyX(ctx).Failures)
+		require.Equal(t, tu.ID, conv.QueryTurns().OnlyX(ctx).ID)
+		require.Equal(t, a.ID, o.QueryAgents().OnlyX(ctx).ID)
 		require.Equal(t, repairs, gotCall.Repairs)
 		require.Equal(t, evidence, gotCall.Evidence)
 
