@@ -30,6 +30,7 @@ import (
 	"github.com/toolgate/toolgate/ent"
 	"github.com/toolgate/toolgate/ent/db"
 	"github.com/toolgate/toolgate/graph/auth"
+	"github.com/toolgate/toolgate/graph/console"
 	"github.com/toolgate/toolgate/graph/generated"
 	"github.com/toolgate/toolgate/graph/loader"
 	"github.com/toolgate/toolgate/graph/playground"
@@ -147,6 +148,11 @@ func NewServer(cfg Config) *Server {
 	pg := playground.Handler("toolgate", "/playground", "/graphql", map[string]string{"Authorization": "Bearer "})
 	s.mux.Handle("/playground", pg)
 	s.mux.Handle("/playground/", pg)
+	// The admin console: a page of its own reading the API above with the
+	// token its user signs in with; the page itself needs none.
+	adminConsole := console.Handler("/admin", "/graphql")
+	s.mux.Handle("/admin", adminConsole)
+	s.mux.Handle("/admin/", adminConsole)
 	s.mux.Handle("/artifacts/{id}/versions/{n}", s.auth.Middleware(artifactVersionHandler(client, cfg.Log)))
 	s.mux.HandleFunc("/healthz", func(w http.ResponseWriter, _ *http.Request) {
 		w.Header().Set("Content-Type", "text/plain")

@@ -84,7 +84,7 @@ func newHarness(t testing.TB, d *db.DB, p model.Provider, opts ...option) *harne
 	cfg := loop.Config{
 		Client: h.client, Provider: p, Signer: signer, Dispatcher: h.disp, Apps: apps,
 		Tools: registry.All(), Now: func() time.Time { return h.now }, EncodeID: gid.Encode, Queue: d.Queue(),
-		WebProvider: true, Embeddings: true, Registerer: h.reg,
+		WebProvider: true, Embeddings: true, Registerer: h.reg, AttributionKey: []byte("the harness's attribution key, 32+ bytes"),
 	}
 	for _, o := range opts {
 		o(&cfg)

@@ -9,6 +9,7 @@ package loop
 import (
 	"cmp"
 	"context"
+	"crypto/rand"
 	"errors"
 	"fmt"
 	"log/slog"
@@ -85,8 +86,12 @@ type Config struct {
 	// EncodeID gives a row's id as the API shows it, for the conversationId
 	// of tool operations.
 	EncodeID func(int) string
-	Now      func() time.Time
-	Log      *slog.Logger
+	// AttributionKey keys the opaque ids of who pays (model.Attribute);
+	// serve keeps one in the database so they stay the same across
+	// restarts and replicas. Empty: a random key for the Runner's life.
+	AttributionKey []byte
+	Now            func() time.Time
+	Log            *slog.Logger
 	// HeartbeatEvery, StaleAfter and SweepEvery time the resume of turns
 	// whose runner died; zero takes the defaults below.
 	HeartbeatEvery, StaleAfter, SweepEvery time.Duration
@@ -143,6 +148,12 @@ func New(cfg Config) (*Runner, error) {
 	cfg.StaleAfter = cmp.Or(cfg.StaleAfter, StaleAfter)
 	cfg.SweepEvery = cmp.Or(cfg.SweepEvery, SweepEvery)
 	cfg.DrainGrace = cmp.Or(cfg.DrainGrace, DefaultDrainGrace)
+	if len(cfg.AttributionKey) == 0 {
+		cfg.AttributionKey = make([]byte, 32)
+		if _, err := rand.Read(cfg.AttributionKey); err != nil {
+			return nil, fmt.Errorf("attribution key: %w", err)
+		}
+	}
 	id, err := newRef()
 	if err != nil {
 		return nil, err

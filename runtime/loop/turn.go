@@ -250,11 +250,9 @@ func (t *turnRun) fixAgent(ctx context.Context, current *ent.Agent) (*ent.Agent,
 	return &a, nil
 }
 
-// attribution is who pays for the turn's calls, as the ids the API shows.
+// attribution is who pays for the turn's calls, as opaque keyed ids.
 func (t *turnRun) attribution() model.Attribution {
-	id := t.r.apiID
-	return model.Attribution{Organization: id(t.conv.OrganizationID), User: id(t.conv.UserID),
-		Agent: id(t.conv.AgentID), Conversation: id(t.conv.ID)}
+	return model.Attribute(t.r.cfg.AttributionKey, t.conv.OrganizationID, t.conv.UserID, t.conv.AgentID, t.conv.ID)
 }
 
 // applicationTools lists the tools of the applications the agent names in
