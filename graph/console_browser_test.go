@@ -201,6 +201,10 @@ func TestAdminConsoleInBrowser(t *testing.T) {
 
 	// Sign out; #token= signs in and leaves nothing in the address bar.
 	do(chromedp.Click(`#result-window button[aria-label=Close]`))
+	// A conversation that is not there (or not the token's): the error state.
+	hash("#/conversations/tg0000000000000")
+	wait(`.state.error`, "not found")
+	require.Equal(t, 1, count(`.state.error button`), "with a way to try again")
 	do(chromedp.Click(`#signout`), chromedp.WaitVisible(`#signin`))
 	require.Empty(t, eval(`sessionStorage.getItem('toolgate.admin.token') || ''`), "signing out forgets the token")
 	do(chromedp.Navigate("about:blank"), chromedp.Navigate(admin+"#token="+b.bob.Token))

@@ -70,7 +70,7 @@ func seedConsole(t testing.TB, b *testBundle) consoleSeed {
 				input := 1200 * weight
 				b.client.ModelCall.Create().SetTurnID(tu.ID).SetOrganizationID(c.OrganizationID).SetAgentID(c.AgentID).SetUserID(c.UserID).
 					SetStep(i).SetProvider("openai").SetModel(m).SetInputTokens(input).SetCacheReadTokens(4 * input).
-					SetCacheWriteTokens(input / 2).SetOutputTokens(300 * weight).SetCostMicros(schematype.Micros(9_000 * weight * int64(i+1))).
+					SetCacheWriteTokens(input / 2).SetPrefixTokens(3 * input).SetOutputTokens(300 * weight).SetCostMicros(schematype.Micros(9_000 * weight * int64(i+1))).
 					SetCost(schematype.Micros(9_000 * weight * int64(i+1)).USD()).SetStartedAt(at.Add(time.Duration(i) * time.Second)).ExecX(ctx)
 			}
 		}

@@ -255,6 +255,7 @@ function Usage({ usage }) {
       <${Card} label="Cost" value=${usd(t.cost)} sub=${plural(Number(t.modelCalls), 'model call')} />
       ${TOKEN_KINDS.map((k) => html`<${Card} key=${k.key} label=${k.name + ' tokens'} value=${short(t[k.key])} sub=${int(t[k.key])} />`)}
       <${Card} label="Read from cache" value=${pct(usage.cachedShare)} sub="of all input tokens" />
+      <${Card} label="Stable prefix" value=${pct(usage.prefixShare)} sub="of input: system prompt and tool definitions" />
     </div>
     ${empty ? html`<${Empty}>No model calls in ${monthName(usage.month)}. Pick another month, or send a message to an agent.<//>` : html`
     <${Panel} title="Cost by day" id="cost-by-day" aside=${html`<div class="segmented" role="tablist">
