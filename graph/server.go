@@ -24,6 +24,7 @@ import (
 	"github.com/prometheus/client_golang/prometheus/promhttp"
 	"github.com/vektah/gqlparser/v2/ast"
 	"github.com/vektah/gqlparser/v2/gqlerror"
+	"go.opentelemetry.io/otel/trace"
 
 	"entgo.io/contrib/entgql"
 
@@ -88,6 +89,9 @@ type Config struct {
 	// caps on subscriptions; 0 takes the Default of each.
 	ReadHeaderTimeout, ReadTimeout, UploadTimeout, IdleTimeout, InitTimeout time.Duration
 	SubscriptionsPerSocket, SubscriptionsPerToken                           int
+	// TracerProvider, when set, gives requests server spans and operations
+	// and resolvers spans of their own (trace.go); nil traces nothing.
+	TracerProvider trace.TracerProvider
 }
 
 // Server is toolgate's HTTP API.
@@ -98,6 +102,8 @@ type Server struct {
 	gql      *handler.Server
 	registry *prometheus.Registry
 	mux      *http.ServeMux
+	// handler is the mux, traced when the server traces.
+	handler http.Handler
 }
 
 // NewServer builds the HTTP API over cfg.DB.
@@ -160,6 +166,10 @@ func NewServer(cfg Config) *Server {
 	})
 	s.mux.HandleFunc("/readyz", s.readyz)
 	s.mux.Handle("/metrics", promhttp.HandlerFor(reg, promhttp.HandlerOpts{}))
+	s.handler = s.mux
+	if cfg.TracerProvider != nil {
+		s.handler = traceHTTP(cfg.TracerProvider, s.mux)
+	}
 	return s
 }
 
@@ -167,7 +177,7 @@ func NewServer(cfg Config) *Server {
 func (s *Server) Authenticator() *auth.Authenticator { return s.auth }
 
 // ServeHTTP serves the API.
-func (s *Server) ServeHTTP(w http.ResponseWriter, r *http.Request) { s.mux.ServeHTTP(w, r) }
+func (s *Server) ServeHTTP(w http.ResponseWriter, r *http.Request) { s.handler.ServeHTTP(w, r) }
 
 func (s *Server) readyz(w http.ResponseWriter, r *http.Request) {
 	ctx, cancel := context.WithTimeout(r.Context(), 2*time.Second)
@@ -236,6 +246,10 @@ func (s *Server) newGraphQL() *handler.Server {
 	// memory spill to temporary files; limitBody bounds the whole body.
 	srv.AddTransport(transport.MultipartForm{MaxUploadSize: s.cfg.MaxUploadBytes, MaxMemory: 32 << 20})
 	srv.SetQueryCache(lru.New[*ast.QueryDocument](1000))
+	if s.cfg.TracerProvider != nil {
+		// Outermost: the operation's span holds its transaction.
+		srv.Use(tracing{tracer: s.cfg.TracerProvider.Tracer(tracerName)})
+	}
 	srv.Use(extension.Introspection{})
 	srv.Use(extension.AutomaticPersistedQuery{Cache: lru.New[string](1000)})
 	// After the persisted query is put in place, before anything parses it.

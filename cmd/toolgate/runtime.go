@@ -14,6 +14,7 @@ import (
 
 	"entgo.io/ent/dialect"
 	"github.com/prometheus/client_golang/prometheus"
+	"go.opentelemetry.io/otel/trace"
 
 	"github.com/toolgate/toolgate/ent"
 	"github.com/toolgate/toolgate/ent/db"
@@ -45,6 +46,9 @@ type runtimeConfig struct {
 	maxSteps     int
 	historyCalls int
 	drainGrace   time.Duration
+	// tracer traces turns; nil traces nothing. traceSizes adds sizes.
+	tracer     trace.TracerProvider
+	traceSizes bool
 	// webProvider: a web provider is configured (the web tools may be offered).
 	webProvider bool
 	// embeddings: an embedding model is configured (the document search
@@ -200,6 +204,8 @@ func newRunner(ctx context.Context, c runtimeConfig, d *db.DB, dbURL, toolsURL s
 		Queue:          d.Queue(),
 		Log:            log,
 		Registerer:     reg,
+		TracerProvider: c.tracer,
+		TraceSizes:     c.traceSizes,
 	})
 	if err != nil {
 		_ = bridge.Close()
