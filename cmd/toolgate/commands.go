@@ -104,7 +104,8 @@ func serve(ctx context.Context, args []string, stdout, stderr io.Writer, log *sl
 	fs.StringVar(&rc.prices, "prices", env("TOOLGATE_PRICES", ""), "JSON price table overriding the defaults (env TOOLGATE_PRICES)")
 	fs.StringVar(&rc.toolsURL, "tools-url", env("TOOLGATE_TOOLS_URL", ""), "GraphQL endpoint the runtime calls tools on (env TOOLGATE_TOOLS_URL; default: this server)")
 	fs.IntVar(&rc.maxSteps, "max-steps", atoiEnv("TOOLGATE_MAX_STEPS", 25), "most model calls per turn (env TOOLGATE_MAX_STEPS)")
-	fs.IntVar(&rc.historyCalls, "history-calls", atoiEnv("TOOLGATE_HISTORY_CALLS", 8), "most tool calls of each earlier turn replayed in the prompt; evidence and failures keep their place first, the rest get one line (env TOOLGATE_HISTORY_CALLS; -1: all)")
+	fs.IntVar(&rc.historyCalls, "history-calls", intEnv("TOOLGATE_HISTORY_CALLS", 8), "most tool calls of each earlier turn replayed in the prompt; evidence and failures keep their place first, the rest get one line (env TOOLGATE_HISTORY_CALLS; -1: all)")
+	fs.IntVar(&rc.historyBudget, "history-budget", intEnv("TOOLGATE_HISTORY_BUDGET", 0), "characters of earlier turns replayed before the oldest are compacted into a summary (env TOOLGATE_HISTORY_BUDGET; default 0: an eighth of the model's context, 8,000 to 60,000; -1: never compact)")
 	fs.DurationVar(&rc.drainGrace, "drain-grace", durationEnv("TOOLGATE_DRAIN_GRACE", loop.DefaultDrainGrace), "on SIGTERM, how long tool calls in flight may finish before the process stops (env TOOLGATE_DRAIN_GRACE)")
 	var wc web.Config
 	fs.StringVar(&wc.Provider, "web-provider", env("TOOLGATE_WEB_PROVIDER", ""), "web search provider: searxng, brave or tavily (env TOOLGATE_WEB_PROVIDER; default: none, the web tools are not offered)")
