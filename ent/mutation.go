@@ -19399,6 +19399,7 @@ type TurnMutation struct {
 	heartbeat_at        *time.Time
 	agent_config        **schematype.AgentConfig
 	claimed_by          *string
+	trace_parent        *string
 	replayed            *bool
 	clearedFields       map[string]struct{}
 	conversation        *int
@@ -20191,6 +20192,55 @@ func (m *TurnMutation) ResetClaimedBy() {
 	delete(m.clearedFields, turn.FieldClaimedBy)
 }
 
+// SetTraceParent sets the "trace_parent" field.
+func (m *TurnMutation) SetTraceParent(s string) {
+	m.trace_parent = &s
+}
+
+// TraceParent returns the value of the "trace_parent" field in the mutation.
+func (m *TurnMutation) TraceParent() (r string, exists bool) {
+	v := m.trace_parent
+	if v == nil {
+		return
+	}
+	return *v, true
+}
+
+// OldTraceParent returns the old "trace_parent" field's value of the Turn entity.
+// If the Turn object wasn't provided to the builder, the object is fetched from the database.
+// An error is returned if the mutation operation is not UpdateOne, or the database query fails.
+func (m *TurnMutation) OldTraceParent(ctx context.Context) (v *string, err error) {
+	if !m.op.Is(OpUpdateOne) {
+		return v, errors.New("OldTraceParent is only allowed on UpdateOne operations")
+	}
+	if m.id == nil || m.oldValue == nil {
+		return v, errors.New("OldTraceParent requires an ID field in the mutation")
+	}
+	oldValue, err := m.oldValue(ctx)
+	if err != nil {
+		return v, fmt.Errorf("querying old value for OldTraceParent: %w", err)
+	}
+	return oldValue.TraceParent, nil
+}
+
+// ClearTraceParent clears the value of the "trace_parent" field.
+func (m *TurnMutation) ClearTraceParent() {
+	m.trace_parent = nil
+	m.clearedFields[turn.FieldTraceParent] = struct{}{}
+}
+
+// TraceParentCleared returns if the "trace_parent" field was cleared in this mutation.
+func (m *TurnMutation) TraceParentCleared() bool {
+	_, ok := m.clearedFields[turn.FieldTraceParent]
+	return ok
+}
+
+// ResetTraceParent resets all changes to the "trace_parent" field.
+func (m *TurnMutation) ResetTraceParent() {
+	m.trace_parent = nil
+	delete(m.clearedFields, turn.FieldTraceParent)
+}
+
 // SetReplayed sets the "replayed" field.
 func (m *TurnMutation) SetReplayed(b bool) {
 	m.replayed = &b
@@ -20396,7 +20446,7 @@ func (m *TurnMutation) Type() string {
 // order to get all numeric fields that were incremented/decremented, call
 // AddedFields().
 func (m *TurnMutation) Fields() []string {
-	fields := make([]string, 0, 16)
+	fields := make([]string, 0, 17)
 	if m.conversation != nil {
 		fields = append(fields, turn.FieldConversationID)
 	}
@@ -20442,6 +20492,9 @@ func (m *TurnMutation) Fields() []string {
 	if m.claimed_by != nil {
 		fields = append(fields, turn.FieldClaimedBy)
 	}
+	if m.trace_parent != nil {
+		fields = append(fields, turn.FieldTraceParent)
+	}
 	if m.replayed != nil {
 		fields = append(fields, turn.FieldReplayed)
 	}
@@ -20483,6 +20536,8 @@ func (m *TurnMutation) Field(name string) (ent.Value, bool) {
 		return m.AgentConfig()
 	case turn.FieldClaimedBy:
 		return m.ClaimedBy()
+	case turn.FieldTraceParent:
+		return m.TraceParent()
 	case turn.FieldReplayed:
 		return m.Replayed()
 	}
@@ -20524,6 +20579,8 @@ func (m *TurnMutation) OldField(ctx context.Context, name string) (ent.Value, er
 		return m.OldAgentConfig(ctx)
 	case turn.FieldClaimedBy:
 		return m.OldClaimedBy(ctx)
+	case turn.FieldTraceParent:
+		return m.OldTraceParent(ctx)
 	case turn.FieldReplayed:
 		return m.OldReplayed(ctx)
 	}
@@ -20640,6 +20697,13 @@ func (m *TurnMutation) SetField(name string, value ent.Value) error {
 		}
 		m.SetClaimedBy(v)
 		return nil
+	case turn.FieldTraceParent:
+		v, ok := value.(string)
+		if !ok {
+			return fmt.Errorf("unexpected type %T for field %s", value, name)
+		}
+		m.SetTraceParent(v)
+		return nil
 	case turn.FieldReplayed:
 		v, ok := value.(bool)
 		if !ok {
@@ -20716,6 +20780,9 @@ func (m *TurnMutation) ClearedFields() []string {
 	if m.FieldCleared(turn.FieldClaimedBy) {
 		fields = append(fields, turn.FieldClaimedBy)
 	}
+	if m.FieldCleared(turn.FieldTraceParent) {
+		fields = append(fields, turn.FieldTraceParent)
+	}
 	return fields
 }
 
@@ -20753,6 +20820,9 @@ func (m *TurnMutation) ClearField(name string) error {
 		return nil
 	case turn.FieldClaimedBy:
 		m.ClearClaimedBy()
+		return nil
+	case turn.FieldTraceParent:
+		m.ClearTraceParent()
 		return nil
 	}
 	return fmt.Errorf("unknown Turn nullable field %s", name)
@@ -20806,6 +20876,9 @@ func (m *TurnMutation) ResetField(name string) error {
 		return nil
 	case turn.FieldClaimedBy:
 		m.ResetClaimedBy()
+		return nil
+	case turn.FieldTraceParent:
+		m.ResetTraceParent()
 		return nil
 	case turn.FieldReplayed:
 		m.ResetReplayed()

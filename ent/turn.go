@@ -50,6 +50,8 @@ type Turn struct {
 	AgentConfig *schematype.AgentConfig `json:"agent_config,omitempty"`
 	// the runner that runs the turn; none while it waits for one
 	ClaimedBy *string `json:"claimed_by,omitempty"`
+	// the W3C traceparent of the turn's last traced run: the next run links to it
+	TraceParent *string `json:"trace_parent,omitempty"`
 	// answered by the replay provider, not a live model
 	Replayed bool `json:"replayed,omitempty"`
 	// Edges holds the relations/edges for other nodes in the graph.
@@ -116,7 +118,7 @@ func (*Turn) scanValues(columns []string) ([]any, error) {
 			values[i] = new(sql.NullBool)
 		case turn.FieldID, turn.FieldConversationID, turn.FieldNumber:
 			values[i] = new(sql.NullInt64)
-		case turn.FieldTimeZone, turn.FieldUserText, turn.FieldAnswer, turn.FieldThinking, turn.FieldStatus, turn.FieldError, turn.FieldClaimedBy:
+		case turn.FieldTimeZone, turn.FieldUserText, turn.FieldAnswer, turn.FieldThinking, turn.FieldStatus, turn.FieldError, turn.FieldClaimedBy, turn.FieldTraceParent:
 			values[i] = new(sql.NullString)
 		case turn.FieldStartedAt, turn.FieldFinishedAt, turn.FieldHeartbeatAt:
 			values[i] = new(sql.NullTime)
@@ -243,6 +245,13 @@ func (_m *Turn) assignValues(columns []string, values []any) error {
 				_m.ClaimedBy = new(string)
 				*_m.ClaimedBy = value.String
 			}
+		case turn.FieldTraceParent:
+			if value, ok := values[i].(*sql.NullString); !ok {
+				return fmt.Errorf("unexpected type %T for field trace_parent", values[i])
+			} else if value.Valid {
+				_m.TraceParent = new(string)
+				*_m.TraceParent = value.String
+			}
 		case turn.FieldReplayed:
 			if value, ok := values[i].(*sql.NullBool); !ok {
 				return fmt.Errorf("unexpected type %T for field replayed", values[i])
@@ -354,6 +363,11 @@ func (_m *Turn) String() string {
 	builder.WriteString(", ")
 	if v := _m.ClaimedBy; v != nil {
 		builder.WriteString("claimed_by=")
+		builder.WriteString(*v)
+	}
+	builder.WriteString(", ")
+	if v := _m.TraceParent; v != nil {
+		builder.WriteString("trace_parent=")
 		builder.WriteString(*v)
 	}
 	builder.WriteString(", ")

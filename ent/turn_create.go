@@ -188,6 +188,20 @@ func (_c *TurnCreate) SetNillableClaimedBy(v *string) *TurnCreate {
 	return _c
 }
 
+// SetTraceParent sets the "trace_parent" field.
+func (_c *TurnCreate) SetTraceParent(v string) *TurnCreate {
+	_c.mutation.SetTraceParent(v)
+	return _c
+}
+
+// SetNillableTraceParent sets the "trace_parent" field if the given value is not nil.
+func (_c *TurnCreate) SetNillableTraceParent(v *string) *TurnCreate {
+	if v != nil {
+		_c.SetTraceParent(*v)
+	}
+	return _c
+}
+
 // SetReplayed sets the "replayed" field.
 func (_c *TurnCreate) SetReplayed(v bool) *TurnCreate {
 	_c.mutation.SetReplayed(v)
@@ -421,6 +435,10 @@ func (_c *TurnCreate) createSpec() (*Turn, *sqlgraph.CreateSpec) {
 	if value, ok := _c.mutation.ClaimedBy(); ok {
 		_spec.SetField(turn.FieldClaimedBy, field.TypeString, value)
 		_node.ClaimedBy = &value
+	}
+	if value, ok := _c.mutation.TraceParent(); ok {
+		_spec.SetField(turn.FieldTraceParent, field.TypeString, value)
+		_node.TraceParent = &value
 	}
 	if value, ok := _c.mutation.Replayed(); ok {
 		_spec.SetField(turn.FieldReplayed, field.TypeBool, value)
@@ -695,6 +713,24 @@ func (u *TurnUpsert) ClearClaimedBy() *TurnUpsert {
 	return u
 }
 
+// SetTraceParent sets the "trace_parent" field.
+func (u *TurnUpsert) SetTraceParent(v string) *TurnUpsert {
+	u.Set(turn.FieldTraceParent, v)
+	return u
+}
+
+// UpdateTraceParent sets the "trace_parent" field to the value that was provided on create.
+func (u *TurnUpsert) UpdateTraceParent() *TurnUpsert {
+	u.SetExcluded(turn.FieldTraceParent)
+	return u
+}
+
+// ClearTraceParent clears the value of the "trace_parent" field.
+func (u *TurnUpsert) ClearTraceParent() *TurnUpsert {
+	u.SetNull(turn.FieldTraceParent)
+	return u
+}
+
 // SetReplayed sets the "replayed" field.
 func (u *TurnUpsert) SetReplayed(v bool) *TurnUpsert {
 	u.Set(turn.FieldReplayed, v)
@@ -957,6 +993,27 @@ func (u *TurnUpsertOne) UpdateClaimedBy() *TurnUpsertOne {
 func (u *TurnUpsertOne) ClearClaimedBy() *TurnUpsertOne {
 	return u.Update(func(s *TurnUpsert) {
 		s.ClearClaimedBy()
+	})
+}
+
+// SetTraceParent sets the "trace_parent" field.
+func (u *TurnUpsertOne) SetTraceParent(v string) *TurnUpsertOne {
+	return u.Update(func(s *TurnUpsert) {
+		s.SetTraceParent(v)
+	})
+}
+
+// UpdateTraceParent sets the "trace_parent" field to the value that was provided on create.
+func (u *TurnUpsertOne) UpdateTraceParent() *TurnUpsertOne {
+	return u.Update(func(s *TurnUpsert) {
+		s.UpdateTraceParent()
+	})
+}
+
+// ClearTraceParent clears the value of the "trace_parent" field.
+func (u *TurnUpsertOne) ClearTraceParent() *TurnUpsertOne {
+	return u.Update(func(s *TurnUpsert) {
+		s.ClearTraceParent()
 	})
 }
 
@@ -1390,6 +1447,27 @@ func (u *TurnUpsertBulk) UpdateClaimedBy() *TurnUpsertBulk {
 func (u *TurnUpsertBulk) ClearClaimedBy() *TurnUpsertBulk {
 	return u.Update(func(s *TurnUpsert) {
 		s.ClearClaimedBy()
+	})
+}
+
+// SetTraceParent sets the "trace_parent" field.
+func (u *TurnUpsertBulk) SetTraceParent(v string) *TurnUpsertBulk {
+	return u.Update(func(s *TurnUpsert) {
+		s.SetTraceParent(v)
+	})
+}
+
+// UpdateTraceParent sets the "trace_parent" field to the value that was provided on create.
+func (u *TurnUpsertBulk) UpdateTraceParent() *TurnUpsertBulk {
+	return u.Update(func(s *TurnUpsert) {
+		s.UpdateTraceParent()
+	})
+}
+
+// ClearTraceParent clears the value of the "trace_parent" field.
+func (u *TurnUpsertBulk) ClearTraceParent() *TurnUpsertBulk {
+	return u.Update(func(s *TurnUpsert) {
+		s.ClearTraceParent()
 	})
 }
 

@@ -202,6 +202,26 @@ func (_u *TurnUpdate) ClearClaimedBy() *TurnUpdate {
 	return _u
 }
 
+// SetTraceParent sets the "trace_parent" field.
+func (_u *TurnUpdate) SetTraceParent(v string) *TurnUpdate {
+	_u.mutation.SetTraceParent(v)
+	return _u
+}
+
+// SetNillableTraceParent sets the "trace_parent" field if the given value is not nil.
+func (_u *TurnUpdate) SetNillableTraceParent(v *string) *TurnUpdate {
+	if v != nil {
+		_u.SetTraceParent(*v)
+	}
+	return _u
+}
+
+// ClearTraceParent clears the value of the "trace_parent" field.
+func (_u *TurnUpdate) ClearTraceParent() *TurnUpdate {
+	_u.mutation.ClearTraceParent()
+	return _u
+}
+
 // SetReplayed sets the "replayed" field.
 func (_u *TurnUpdate) SetReplayed(v bool) *TurnUpdate {
 	_u.mutation.SetReplayed(v)
@@ -403,6 +423,12 @@ func (_u *TurnUpdate) sqlSave(ctx context.Context) (_node int, err error) {
 	}
 	if _u.mutation.ClaimedByCleared() {
 		_spec.ClearField(turn.FieldClaimedBy, field.TypeString)
+	}
+	if value, ok := _u.mutation.TraceParent(); ok {
+		_spec.SetField(turn.FieldTraceParent, field.TypeString, value)
+	}
+	if _u.mutation.TraceParentCleared() {
+		_spec.ClearField(turn.FieldTraceParent, field.TypeString)
 	}
 	if value, ok := _u.mutation.Replayed(); ok {
 		_spec.SetField(turn.FieldReplayed, field.TypeBool, value)
@@ -687,6 +713,26 @@ func (_u *TurnUpdateOne) ClearClaimedBy() *TurnUpdateOne {
 	return _u
 }
 
+// SetTraceParent sets the "trace_parent" field.
+func (_u *TurnUpdateOne) SetTraceParent(v string) *TurnUpdateOne {
+	_u.mutation.SetTraceParent(v)
+	return _u
+}
+
+// SetNillableTraceParent sets the "trace_parent" field if the given value is not nil.
+func (_u *TurnUpdateOne) SetNillableTraceParent(v *string) *TurnUpdateOne {
+	if v != nil {
+		_u.SetTraceParent(*v)
+	}
+	return _u
+}
+
+// ClearTraceParent clears the value of the "trace_parent" field.
+func (_u *TurnUpdateOne) ClearTraceParent() *TurnUpdateOne {
+	_u.mutation.ClearTraceParent()
+	return _u
+}
+
 // SetReplayed sets the "replayed" field.
 func (_u *TurnUpdateOne) SetReplayed(v bool) *TurnUpdateOne {
 	_u.mutation.SetReplayed(v)
@@ -918,6 +964,12 @@ func (_u *TurnUpdateOne) sqlSave(ctx context.Context) (_node *Turn, err error) {
 	}
 	if _u.mutation.ClaimedByCleared() {
 		_spec.ClearField(turn.FieldClaimedBy, field.TypeString)
+	}
+	if value, ok := _u.mutation.TraceParent(); ok {
+		_spec.SetField(turn.FieldTraceParent, field.TypeString, value)
+	}
+	if _u.mutation.TraceParentCleared() {
+		_spec.ClearField(turn.FieldTraceParent, field.TypeString)
 	}
 	if value, ok := _u.mutation.Replayed(); ok {
 		_spec.SetField(turn.FieldReplayed, field.TypeBool, value)

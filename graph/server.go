@@ -24,12 +24,14 @@ import (
 	"github.com/prometheus/client_golang/prometheus/promhttp"
 	"github.com/vektah/gqlparser/v2/ast"
 	"github.com/vektah/gqlparser/v2/gqlerror"
+	"go.opentelemetry.io/otel/trace"
 
 	"entgo.io/contrib/entgql"
 
 	"github.com/toolgate/toolgate/ent"
 	"github.com/toolgate/toolgate/ent/db"
 	"github.com/toolgate/toolgate/graph/auth"
+	"github.com/toolgate/toolgate/graph/console"
 	"github.com/toolgate/toolgate/graph/generated"
 	"github.com/toolgate/toolgate/graph/loader"
 	"github.com/toolgate/toolgate/graph/playground"
@@ -91,6 +93,9 @@ type Config struct {
 	// caps on subscriptions; 0 takes the Default of each.
 	ReadHeaderTimeout, ReadTimeout, UploadTimeout, IdleTimeout, InitTimeout time.Duration
 	SubscriptionsPerSocket, SubscriptionsPerToken                           int
+	// TracerProvider, when set, gives requests server spans and operations
+	// and resolvers spans of their own (trace.go); nil traces nothing.
+	TracerProvider trace.TracerProvider
 }
 
 // Server is toolgate's HTTP API.
@@ -101,6 +106,8 @@ type Server struct {
 	gql      *handler.Server
 	registry *prometheus.Registry
 	mux      *http.ServeMux
+	// handler is the mux, traced when the server traces.
+	handler http.Handler
 }
 
 // NewServer builds the HTTP API over cfg.DB.
@@ -151,6 +158,11 @@ func NewServer(cfg Config) *Server {
 	pg := playground.Handler("toolgate", "/playground", "/graphql", map[string]string{"Authorization": "Bearer "})
 	s.mux.Handle("/playground", pg)
 	s.mux.Handle("/playground/", pg)
+	// The admin console: a page of its own reading the API above with the
+	// token its user signs in with; the page itself needs none.
+	adminConsole := console.Handler("/admin", "/graphql")
+	s.mux.Handle("/admin", adminConsole)
+	s.mux.Handle("/admin/", adminConsole)
 	s.mux.Handle("/artifacts/{id}/versions/{n}", s.auth.Middleware(artifactVersionHandler(client, cfg.Log)))
 	s.mux.HandleFunc("/healthz", func(w http.ResponseWriter, _ *http.Request) {
 		w.Header().Set("Content-Type", "text/plain")
@@ -158,6 +170,10 @@ func NewServer(cfg Config) *Server {
 	})
 	s.mux.HandleFunc("/readyz", s.readyz)
 	s.mux.Handle("/metrics", promhttp.HandlerFor(reg, promhttp.HandlerOpts{}))
+	s.handler = s.mux
+	if cfg.TracerProvider != nil {
+		s.handler = traceHTTP(cfg.TracerProvider, s.mux)
+	}
 	return s
 }
 
@@ -165,7 +181,7 @@ func NewServer(cfg Config) *Server {
 func (s *Server) Authenticator() *auth.Authenticator { return s.auth }
 
 // ServeHTTP serves the API.
-func (s *Server) ServeHTTP(w http.ResponseWriter, r *http.Request) { s.mux.ServeHTTP(w, r) }
+func (s *Server) ServeHTTP(w http.ResponseWriter, r *http.Request) { s.handler.ServeHTTP(w, r) }
 
 func (s *Server) readyz(w http.ResponseWriter, r *http.Request) {
 	ctx, cancel := context.WithTimeout(r.Context(), 2*time.Second)
@@ -234,6 +250,10 @@ func (s *Server) newGraphQL() *handler.Server {
 	// memory spill to temporary files; limitBody bounds the whole body.
 	srv.AddTransport(transport.MultipartForm{MaxUploadSize: s.cfg.MaxUploadBytes, MaxMemory: 32 << 20})
 	srv.SetQueryCache(lru.New[*ast.QueryDocument](1000))
+	if s.cfg.TracerProvider != nil {
+		// Outermost: the operation's span holds its transaction.
+		srv.Use(tracing{tracer: s.cfg.TracerProvider.Tracer(tracerName)})
+	}
 	srv.Use(extension.Introspection{})
 	srv.Use(extension.AutomaticPersistedQuery{Cache: lru.New[string](1000)})
 	// After the persisted query is put in place, before anything parses it.

@@ -332,6 +332,17 @@ func (u usageRow) totals() *model.UsageTotals {
 		OutputTokens: u.Output, PrefixTokens: u.Prefix, ModelCalls: u.Calls, Cost: schematype.Micros(u.Cost)}
 }
 
+// attribution is who paid for a call, shown to an admin holding an API
+// token (to match a provider's report) and to nobody else: not to the
+// turn's user, not to a scope token.
+func attribution(ctx context.Context, c *ent.ModelCall) *string {
+	v, err := auth.FromContext(ctx)
+	if err != nil || v.Scoped() || !v.Admin || c.Attribution == "" {
+		return nil
+	}
+	return &c.Attribution
+}
+
 // promptStats sums what a turn's model calls read. The prefix is one
 // call's: the same bytes on every call of the turn.
 func promptStats(calls []*ent.ModelCall) *model.PromptStats {

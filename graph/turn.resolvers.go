@@ -14,6 +14,11 @@ import (
 	"github.com/toolgate/toolgate/graph/model"
 )
 
+// Attribution is the resolver for the attribution field.
+func (r *modelCallResolver) Attribution(ctx context.Context, obj *ent.ModelCall) (*string, error) {
+	return attribution(ctx, obj), nil
+}
+
 // SendMessage is the resolver for the sendMessage field.
 func (r *mutationResolver) SendMessage(ctx context.Context, input model.SendMessageInput) (*ent.Turn, error) {
 	return r.sendMessage(ctx, input)
@@ -62,7 +67,17 @@ func (r *turnResolver) Grounding(ctx context.Context, obj *ent.Turn) (*model.Gro
 	return grounding(calls), nil
 }
 
+// ModelCall returns generated.ModelCallResolver implementation.
+func (r *Resolver) ModelCall() generated.ModelCallResolver { return &modelCallResolver{r} }
+
 // Subscription returns generated.SubscriptionResolver implementation.
 func (r *Resolver) Subscription() generated.SubscriptionResolver { return &subscriptionResolver{r} }
 
-type subscriptionResolver struct{ *Resolver }
+// Usage returns generated.UsageResolver implementation.
+func (r *Resolver) Usage() generated.UsageResolver { return &usageResolver{r} }
+
+type (
+	modelCallResolver    struct{ *Resolver }
+	subscriptionResolver struct{ *Resolver }
+	usageResolver        struct{ *Resolver }
+)

@@ -117,10 +117,24 @@ func serve(ctx context.Context, args []string, stdout, stderr io.Writer, log *sl
 	var ec embed.Config
 	fs.StringVar(&ec.Provider, "embedding-provider", env("TOOLGATE_EMBEDDING_PROVIDER", ""), "openai, local or none (env TOOLGATE_EMBEDDING_PROVIDER; default: openai when OPENAI_API_KEY is set, else local)")
 	fs.StringVar(&ec.Model, "embedding-model", env("TOOLGATE_EMBEDDING_MODEL", ""), "the embedding model (env TOOLGATE_EMBEDDING_MODEL; default: the provider's)")
+	fs.BoolVar(&rc.traceSizes, "trace-sizes", env("TOOLGATE_TRACE_SIZES", "") == "true", "add to traced spans the sizes of prompts, answers, tool arguments and results, never their contents (env TOOLGATE_TRACE_SIZES=true; traces themselves are configured by the OTEL_* variables)")
 	maxUpload := fs.Int64("max-upload-bytes", int64(atoiEnv("TOOLGATE_MAX_UPLOAD_BYTES", graph.DefaultMaxUploadBytes)), "body limit of a multipart upload (env TOOLGATE_MAX_UPLOAD_BYTES)")
 	if err := fs.Parse(args); err != nil {
 		return err
 	}
+	tracer, stopTracing, err := newTracing(ctx)
+	if err != nil {
+		return err
+	}
+	defer func() {
+		// Spans still buffered are sent on the way out, within a bound.
+		sctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
+		defer cancel()
+		if err := stopTracing(sctx); err != nil {
+			log.Warn("flush traces", "err", err)
+		}
+	}()
+	rc.tracer = tracer
 	// Embedding requests go through the runtime's one retry loop, like
 	// model calls: 429, 5xx and dropped connections are tried again.
 	ec.Middleware = model.Middleware
@@ -190,7 +204,7 @@ func serve(ctx context.Context, args []string, stdout, stderr io.Writer, log *sl
 	sandbox.Prestart()
 	defer sandbox.Close()
 	srv := graph.NewServer(graph.Config{DB: d, Log: log, Signer: signer, Runner: runner, Web: webService,
-		Documents: docs, Sandbox: sandbox, Browser: pages, MaxUploadBytes: *maxUpload, Registry: reg})
+		Documents: docs, Sandbox: sandbox, Browser: pages, MaxUploadBytes: *maxUpload, Registry: reg, TracerProvider: tracer})
 	var demoTurn int
 	if *demo {
 		var token string
@@ -199,13 +213,13 @@ func serve(ctx context.Context, args []string, stdout, stderr io.Writer, log *sl
 			_ = ln.Close()
 			return err
 		}
-		fmt.Fprintf(stdout, "\ntoolgate is serving on %s\n  playground: %s/playground\n  demo token: %s (kept in the data folder and reused while it works)\n  (paste into the playground's headers: {\"Authorization\": \"Bearer %s\"})\n", base, base, token, token)
+		fmt.Fprintf(stdout, "\ntoolgate is serving on %s\n  playground: %s/playground\n  demo token: %s (kept in the data folder and reused while it works)\n  (paste into the playground's headers: {\"Authorization\": \"Bearer %s\"})\n  admin console: %s/admin#token=%s (signs in with the demo token)\n", base, base, token, token, base, token)
 		if demoTurn != 0 {
 			fmt.Fprintf(stdout, "  a demo conversation, \"Budget estimate\", is being answered by the %s provider\n", runner.ProviderName())
 		}
 		fmt.Fprintln(stdout)
 	}
-	log.Info("serving", "addr", ln.Addr().String(), "database", d.Dialect, "web", webService.ProviderName())
+	log.Info("serving", "addr", ln.Addr().String(), "database", d.Dialect, "web", webService.ProviderName(), "tracing", tracer != nil)
 
 	hs := srv.HTTPServer()
 	errc := make(chan error, 1)

@@ -14,6 +14,7 @@ import (
 
 	"entgo.io/ent/dialect"
 	"github.com/prometheus/client_golang/prometheus"
+	"go.opentelemetry.io/otel/trace"
 
 	"github.com/toolgate/toolgate/ent"
 	"github.com/toolgate/toolgate/ent/db"
@@ -45,6 +46,9 @@ type runtimeConfig struct {
 	maxSteps     int
 	historyCalls int
 	drainGrace   time.Duration
+	// tracer traces turns; nil traces nothing. traceSizes adds sizes.
+	tracer     trace.TracerProvider
+	traceSizes bool
 	// webProvider: a web provider is configured (the web tools may be offered).
 	webProvider bool
 	// embeddings: an embedding model is configured (the document search
@@ -87,8 +91,13 @@ func newProvider(c runtimeConfig) (model.Provider, error) {
 	return nil, fmt.Errorf("model provider %q: want openai, anthropic or replay", name)
 }
 
-// secretKey is the setting that keeps the generated scope-token secret.
-const secretKey = "scope_token_secret"
+// secretKey is the setting that keeps the generated scope-token secret;
+// attributionKey the one that keys who pays (model.Attribute), apart from
+// it so rotating TOOLGATE_SECRET leaves the ids providers know unchanged.
+const (
+	secretKey      = "scope_token_secret"
+	attributionKey = "attribution_key"
+)
 
 // loadSecret returns the secret that signs scope tokens: TOOLGATE_SECRET, or
 // one generated on first start and kept in the database, so every replica
@@ -100,27 +109,33 @@ func loadSecret(ctx context.Context, c *ent.Client) ([]byte, error) {
 		}
 		return []byte(s), nil
 	}
+	return loadKey(ctx, c, secretKey)
+}
+
+// loadKey returns the random key kept in the setting named name, generated
+// and stored on first start.
+func loadKey(ctx context.Context, c *ent.Client, name string) ([]byte, error) {
 	ctx = tenancy.System(ctx) // settings are server rows no viewer reaches
-	row, err := c.Setting.Query().Where(setting.Key(secretKey)).Only(ctx)
+	row, err := c.Setting.Query().Where(setting.Key(name)).Only(ctx)
 	if err == nil {
 		return row.Value, nil
 	}
 	if !ent.IsNotFound(err) {
-		return nil, fmt.Errorf("read secret: %w", err)
+		return nil, fmt.Errorf("read %s: %w", name, err)
 	}
 	secret, err := scope.GenerateSecret()
 	if err != nil {
 		return nil, err
 	}
 	// Two replicas starting at once: the second insert loses and reads
-	// the first one's secret.
-	err = c.Setting.Create().SetKey(secretKey).SetValue(secret).OnConflictColumns(setting.FieldKey).DoNothing().Exec(ctx)
+	// the first one's key.
+	err = c.Setting.Create().SetKey(name).SetValue(secret).OnConflictColumns(setting.FieldKey).DoNothing().Exec(ctx)
 	if err != nil && !errors.Is(err, sql.ErrNoRows) {
-		return nil, fmt.Errorf("store secret: %w", err)
+		return nil, fmt.Errorf("store %s: %w", name, err)
 	}
-	row, err = c.Setting.Query().Where(setting.Key(secretKey)).Only(ctx)
+	row, err = c.Setting.Query().Where(setting.Key(name)).Only(ctx)
 	if err != nil {
-		return nil, fmt.Errorf("read secret: %w", err)
+		return nil, fmt.Errorf("read %s: %w", name, err)
 	}
 	return row.Value, nil
 }
@@ -145,6 +160,10 @@ func newRunner(ctx context.Context, c runtimeConfig, d *db.DB, dbURL, toolsURL s
 		return nil, nil, nil, nil, err
 	}
 	signer, err := scope.NewSigner(secret, nil, 15*time.Minute)
+	if err != nil {
+		return nil, nil, nil, nil, err
+	}
+	whoPays, err := loadKey(ctx, client, attributionKey)
 	if err != nil {
 		return nil, nil, nil, nil, err
 	}
@@ -188,9 +207,12 @@ func newRunner(ctx context.Context, c runtimeConfig, d *db.DB, dbURL, toolsURL s
 		Embeddings:     c.embeddings,
 		Browser:        c.browser,
 		EncodeID:       graph.EncodeID,
+		AttributionKey: whoPays,
 		Queue:          d.Queue(),
 		Log:            log,
 		Registerer:     reg,
+		TracerProvider: c.tracer,
+		TraceSizes:     c.traceSizes,
 	})
 	if err != nil {
 		_ = bridge.Close()

@@ -101,7 +101,7 @@ func openSQLite(path string) (*DB, error) {
 	if err != nil {
 		return nil, fmt.Errorf("open sqlite: %w", err)
 	}
-	return &DB{Dialect: dialect.SQLite, SQL: pool, Driver: entsql.OpenDB(dialect.SQLite, pool)}, nil
+	return &DB{Dialect: dialect.SQLite, SQL: pool, Driver: traced(entsql.OpenDB(dialect.SQLite, pool))}, nil
 }
 
 func openPostgres(rawURL string) (*DB, error) {
@@ -112,7 +112,8 @@ func openPostgres(rawURL string) (*DB, error) {
 	pool.SetMaxOpenConns(20)
 	pool.SetMaxIdleConns(10)
 	// Text keeps NUL and non-UTF-8 bytes, as SQLite's does (text.go).
-	return &DB{Dialect: dialect.Postgres, SQL: pool, Driver: textDriver{entsql.OpenDB(dialect.Postgres, pool)}}, nil
+	// Statements in a traced context get spans of their own (trace.go).
+	return &DB{Dialect: dialect.Postgres, SQL: pool, Driver: traced(textDriver{entsql.OpenDB(dialect.Postgres, pool)})}, nil
 }
 
 // Client returns a new ent client over the database, with no interceptors
@@ -229,9 +230,13 @@ func redact(raw string) string {
 
 // schemaClient is a client for migrations, which read the catalogue
 // through database/sql's own rows: it runs on the driver under the text
-// escaping (text.go), which the catalogue has no use for.
+// escaping (text.go) and the tracing (trace.go), which the catalogue has
+// no use for.
 func (d *DB) schemaClient() *ent.Client {
 	drv := d.Driver
+	if t, ok := drv.(traceDriver); ok {
+		drv = t.Driver
+	}
 	if t, ok := drv.(textDriver); ok {
 		drv = t.Driver
 	}

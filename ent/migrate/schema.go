@@ -648,6 +648,7 @@ var (
 		{Name: "heartbeat_at", Type: field.TypeTime, Nullable: true},
 		{Name: "agent_config", Type: field.TypeJSON, Nullable: true},
 		{Name: "claimed_by", Type: field.TypeString, Nullable: true},
+		{Name: "trace_parent", Type: field.TypeString, Nullable: true},
 		{Name: "replayed", Type: field.TypeBool, Default: false},
 		{Name: "conversation_id", Type: field.TypeInt},
 	}
@@ -659,7 +660,7 @@ var (
 		ForeignKeys: []*schema.ForeignKey{
 			{
 				Symbol:     "turns_conversations_turns",
-				Columns:    []*schema.Column{TurnsColumns[16]},
+				Columns:    []*schema.Column{TurnsColumns[17]},
 				RefColumns: []*schema.Column{ConversationsColumns[0]},
 				OnDelete:   schema.NoAction,
 			},
@@ -668,7 +669,7 @@ var (
 			{
 				Name:    "turn_conversation_id_number",
 				Unique:  true,
-				Columns: []*schema.Column{TurnsColumns[16], TurnsColumns[1]},
+				Columns: []*schema.Column{TurnsColumns[17], TurnsColumns[1]},
 			},
 		},
 	}

@@ -1016,7 +1016,7 @@ func init() {
 	// turn.DefaultSuggestions holds the default value on creation for the suggestions field.
 	turn.DefaultSuggestions = turnDescSuggestions.Default.([]string)
 	// turnDescReplayed is the schema descriptor for replayed field.
-	turnDescReplayed := turnFields[15].Descriptor()
+	turnDescReplayed := turnFields[16].Descriptor()
 	// turn.DefaultReplayed holds the default value on creation for the replayed field.
 	turn.DefaultReplayed = turnDescReplayed.Default.(bool)
 	userMixin := schema.User{}.Mixin()

@@ -50,6 +50,8 @@ func (Turn) Fields() []ent.Field {
 			Comment("the agent's instructions, tools and switches when the turn first ran: a turn in progress keeps them"),
 		field.String("claimed_by").Optional().Nillable().Annotations(entgql.Skip()).
 			Comment("the runner that runs the turn; none while it waits for one"),
+		field.String("trace_parent").Optional().Nillable().Annotations(entgql.Skip()).
+			Comment("the W3C traceparent of the turn's last traced run: the next run links to it"),
 		field.Bool("replayed").Default(false).
 			Comment("answered by the replay provider, not a live model"),
 	}

@@ -48,6 +48,8 @@ const (
 	FieldAgentConfig = "agent_config"
 	// FieldClaimedBy holds the string denoting the claimed_by field in the database.
 	FieldClaimedBy = "claimed_by"
+	// FieldTraceParent holds the string denoting the trace_parent field in the database.
+	FieldTraceParent = "trace_parent"
 	// FieldReplayed holds the string denoting the replayed field in the database.
 	FieldReplayed = "replayed"
 	// EdgeConversation holds the string denoting the conversation edge name in mutations.
@@ -99,6 +101,7 @@ var Columns = []string{
 	FieldHeartbeatAt,
 	FieldAgentConfig,
 	FieldClaimedBy,
+	FieldTraceParent,
 	FieldReplayed,
 }
 
@@ -227,6 +230,11 @@ func ByHeartbeatAt(opts ...sql.OrderTermOption) OrderOption {
 // ByClaimedBy orders the results by the claimed_by field.
 func ByClaimedBy(opts ...sql.OrderTermOption) OrderOption {
 	return sql.OrderByField(FieldClaimedBy, opts...).ToFunc()
+}
+
+// ByTraceParent orders the results by the trace_parent field.
+func ByTraceParent(opts ...sql.OrderTermOption) OrderOption {
+	return sql.OrderByField(FieldTraceParent, opts...).ToFunc()
 }
 
 // ByReplayed orders the results by the replayed field.

@@ -110,6 +110,11 @@ func ClaimedBy(v string) predicate.Turn {
 	return predicate.Turn(sql.FieldEQ(FieldClaimedBy, v))
 }
 
+// TraceParent applies equality check predicate on the "trace_parent" field. It's identical to TraceParentEQ.
+func TraceParent(v string) predicate.Turn {
+	return predicate.Turn(sql.FieldEQ(FieldTraceParent, v))
+}
+
 // Replayed applies equality check predicate on the "replayed" field. It's identical to ReplayedEQ.
 func Replayed(v bool) predicate.Turn {
 	return predicate.Turn(sql.FieldEQ(FieldReplayed, v))
@@ -783,6 +788,81 @@ func ClaimedByEqualFold(v string) predicate.Turn {
 // ClaimedByContainsFold applies the ContainsFold predicate on the "claimed_by" field.
 func ClaimedByContainsFold(v string) predicate.Turn {
 	return predicate.Turn(sql.FieldContainsFold(FieldClaimedBy, v))
+}
+
+// TraceParentEQ applies the EQ predicate on the "trace_parent" field.
+func TraceParentEQ(v string) predicate.Turn {
+	return predicate.Turn(sql.FieldEQ(FieldTraceParent, v))
+}
+
+// TraceParentNEQ applies the NEQ predicate on the "trace_parent" field.
+func TraceParentNEQ(v string) predicate.Turn {
+	return predicate.Turn(sql.FieldNEQ(FieldTraceParent, v))
+}
+
+// TraceParentIn applies the In predicate on the "trace_parent" field.
+func TraceParentIn(vs ...string) predicate.Turn {
+	return predicate.Turn(sql.FieldIn(FieldTraceParent, vs...))
+}
+
+// TraceParentNotIn applies the NotIn predicate on the "trace_parent" field.
+func TraceParentNotIn(vs ...string) predicate.Turn {
+	return predicate.Turn(sql.FieldNotIn(FieldTraceParent, vs...))
+}
+
+// TraceParentGT applies the GT predicate on the "trace_parent" field.
+func TraceParentGT(v string) predicate.Turn {
+	return predicate.Turn(sql.FieldGT(FieldTraceParent, v))
+}
+
+// TraceParentGTE applies the GTE predicate on the "trace_parent" field.
+func TraceParentGTE(v string) predicate.Turn {
+	return predicate.Turn(sql.FieldGTE(FieldTraceParent, v))
+}
+
+// TraceParentLT applies the LT predicate on the "trace_parent" field.
+func TraceParentLT(v string) predicate.Turn {
+	return predicate.Turn(sql.FieldLT(FieldTraceParent, v))
+}
+
+// TraceParentLTE applies the LTE predicate on the "trace_parent" field.
+func TraceParentLTE(v string) predicate.Turn {
+	return predicate.Turn(sql.FieldLTE(FieldTraceParent, v))
+}
+
+// TraceParentContains applies the Contains predicate on the "trace_parent" field.
+func TraceParentContains(v string) predicate.Turn {
+	return predicate.Turn(sql.FieldContains(FieldTraceParent, v))
+}
+
+// TraceParentHasPrefix applies the HasPrefix predicate on the "trace_parent" field.
+func TraceParentHasPrefix(v string) predicate.Turn {
+	return predicate.Turn(sql.FieldHasPrefix(FieldTraceParent, v))
+}
+
+// TraceParentHasSuffix applies the HasSuffix predicate on the "trace_parent" field.
+func TraceParentHasSuffix(v string) predicate.Turn {
+	return predicate.Turn(sql.FieldHasSuffix(FieldTraceParent, v))
+}
+
+// TraceParentIsNil applies the IsNil predicate on the "trace_parent" field.
+func TraceParentIsNil() predicate.Turn {
+	return predicate.Turn(sql.FieldIsNull(FieldTraceParent))
+}
+
+// TraceParentNotNil applies the NotNil predicate on the "trace_parent" field.
+func TraceParentNotNil() predicate.Turn {
+	return predicate.Turn(sql.FieldNotNull(FieldTraceParent))
+}
+
+// TraceParentEqualFold applies the EqualFold predicate on the "trace_parent" field.
+func TraceParentEqualFold(v string) predicate.Turn {
+	return predicate.Turn(sql.FieldEqualFold(FieldTraceParent, v))
+}
+
+// TraceParentContainsFold applies the ContainsFold predicate on the "trace_parent" field.
+func TraceParentContainsFold(v string) predicate.Turn {
+	return predicate.Turn(sql.FieldContainsFold(FieldTraceParent, v))
 }
 
 // ReplayedEQ applies the EQ predicate on the "replayed" field.

@@ -54,12 +54,14 @@ type ResolverRoot interface {
 	Budget() BudgetResolver
 	Catalogue() CatalogueResolver
 	Conversation() ConversationResolver
+	ModelCall() ModelCallResolver
 	Mutation() MutationResolver
 	Query() QueryResolver
 	Subscription() SubscriptionResolver
 	Task() TaskResolver
 	ToolCall() ToolCallResolver
 	Turn() TurnResolver
+	Usage() UsageResolver
 	User() UserResolver
 }
 
@@ -455,6 +457,7 @@ type ComplexityRoot struct {
 	}
 
 	ModelCall struct {
+		Attribution      func(childComplexity int) int
 		CacheReadTokens  func(childComplexity int) int
 		CacheWriteTokens func(childComplexity int) int
 		Cost             func(childComplexity int) int
@@ -873,6 +876,7 @@ type ComplexityRoot struct {
 		CacheWriteTokens func(childComplexity int) int
 		CachedShare      func(childComplexity int) int
 		Cost             func(childComplexity int) int
+		Days             func(childComplexity int) int
 		InputTokens      func(childComplexity int) int
 		ModelCalls       func(childComplexity int) int
 		Month            func(childComplexity int) int
@@ -880,6 +884,14 @@ type ComplexityRoot struct {
 		PrefixShare      func(childComplexity int) int
 		PrefixTokens     func(childComplexity int) int
 		Totals           func(childComplexity int) int
+	}
+
+	UsageDay struct {
+		ByAgent func(childComplexity int) int
+		ByModel func(childComplexity int) int
+		ByUser  func(childComplexity int) int
+		Date    func(childComplexity int) int
+		Totals  func(childComplexity int) int
 	}
 
 	UsageTotals struct {
@@ -1036,6 +1048,9 @@ type ConversationResolver interface {
 	Summaries(ctx context.Context, obj *ent.Conversation) ([]*ent.Summary, error)
 	Attachments(ctx context.Context, obj *ent.Conversation) ([]*ent.Attachment, error)
 }
+type ModelCallResolver interface {
+	Attribution(ctx context.Context, obj *ent.ModelCall) (*string, error)
+}
 type MutationResolver interface {
 	CreateAgent(ctx context.Context, input model.CreateAgentInput) (*ent.Agent, error)
 	RegisterApplication(ctx context.Context, input model.RegisterApplicationInput) (*ent.Application, error)
@@ -1125,6 +1140,9 @@ type TurnResolver interface {
 	ModelCalls(ctx context.Context, obj *ent.Turn) ([]*ent.ModelCall, error)
 	PromptStats(ctx context.Context, obj *ent.Turn) (*model.PromptStats, error)
 	Grounding(ctx context.Context, obj *ent.Turn) (*model.Grounding, error)
+}
+type UsageResolver interface {
+	Days(ctx context.Context, obj *model.Usage) ([]*model.UsageDay, error)
 }
 type UserResolver interface {
 	OrganizationName(ctx context.Context, obj *ent.User) (string, error)
@@ -2613,6 +2631,12 @@ func (e *executableSchema) Complexity(ctx context.Context, typeName, field strin
 
 		return e.ComplexityRoot.MemoryWrite.Stored(childComplexity), true
 
+	case "ModelCall.attribution":
+		if e.ComplexityRoot.ModelCall.Attribution == nil {
+			break
+		}
+
+		return e.ComplexityRoot.ModelCall.Attribution(childComplexity), true
 	case "ModelCall.cacheReadTokens":
 		if e.ComplexityRoot.ModelCall.CacheReadTokens == nil {
 			break
@@ -4687,6 +4711,12 @@ func (e *executableSchema) Complexity(ctx context.Context, typeName, field strin
 		}
 
 		return e.ComplexityRoot.Usage.Cost(childComplexity), true
+	case "Usage.days":
+		if e.ComplexityRoot.Usage.Days == nil {
+			break
+		}
+
+		return e.ComplexityRoot.Usage.Days(childComplexity), true
 	case "Usage.inputTokens":
 		if e.ComplexityRoot.Usage.InputTokens == nil {
 			break
@@ -4729,6 +4759,37 @@ func (e *executableSchema) Complexity(ctx context.Context, typeName, field strin
 		}
 
 		return e.ComplexityRoot.Usage.Totals(childComplexity), true
+
+	case "UsageDay.byAgent":
+		if e.ComplexityRoot.UsageDay.ByAgent == nil {
+			break
+		}
+
+		return e.ComplexityRoot.UsageDay.ByAgent(childComplexity), true
+	case "UsageDay.byModel":
+		if e.ComplexityRoot.UsageDay.ByModel == nil {
+			break
+		}
+
+		return e.ComplexityRoot.UsageDay.ByModel(childComplexity), true
+	case "UsageDay.byUser":
+		if e.ComplexityRoot.UsageDay.ByUser == nil {
+			break
+		}
+
+		return e.ComplexityRoot.UsageDay.ByUser(childComplexity), true
+	case "UsageDay.date":
+		if e.ComplexityRoot.UsageDay.Date == nil {
+			break
+		}
+
+		return e.ComplexityRoot.UsageDay.Date(childComplexity), true
+	case "UsageDay.totals":
+		if e.ComplexityRoot.UsageDay.Totals == nil {
+			break
+		}
+
+		return e.ComplexityRoot.UsageDay.Totals(childComplexity), true
 
 	case "UsageTotals.cacheReadTokens":
 		if e.ComplexityRoot.UsageTotals.CacheReadTokens == nil {
@@ -8346,6 +8407,13 @@ type ModelCall {
   costAmount: Money!
   durationMs: Int!
   startedAt: Time!
+  """
+  Who pays, as the provider received it beside the prompt (never in it):
+  ` + "`" + `o=…;u=…;a=…;c=…` + "`" + `, keyed hashes of the organisation, user, agent and
+  conversation that name nobody. An admin matches a provider's report with
+  it; null to everyone else.
+  """
+  attribution: String
 }
 
 extend type Turn {
@@ -8364,6 +8432,30 @@ type Grounding {
   sources: [Evidence!]!
   "How much of the stored results the sources cover, counted in bytes of their UTF-8 text, overlaps once."
   coveredChars: Int!
+}
+`, BuiltIn: false},
+	{Name: "../usage.graphqls", Input: `extend type Usage {
+  """
+  The month day by day in UTC, every day from the 1st to the last (a day
+  without model calls at zero): each day's totals and its shares by model,
+  agent and user, within the same reach as the month's figures (an admin's
+  token: the organisation; a member's: their own calls).
+  """
+  days: [UsageDay!]!
+}
+
+"One calendar day (UTC) of a month's usage."
+type UsageDay {
+  "The day, YYYY-MM-DD, in UTC."
+  date: String!
+  "The day's totals: 64-bit counts and exact money."
+  totals: UsageTotals!
+  "The day's model calls by model; models without calls that day left out."
+  byModel: [ModelUsage!]!
+  "The day's model calls by agent; agents without calls that day left out."
+  byAgent: [AgentUsage!]!
+  "The day's model calls by user; users without calls that day left out."
+  byUser: [UserUsage!]!
 }
 `, BuiltIn: false},
 	{Name: "../web.graphqls", Input: `extend type Query {
@@ -9381,6 +9473,8 @@ func (ec *executionContext) childFields_ModelCall(ctx context.Context, field gra
 		return ec.fieldContext_ModelCall_durationMs(ctx, field)
 	case "startedAt":
 		return ec.fieldContext_ModelCall_startedAt(ctx, field)
+	case "attribution":
+		return ec.fieldContext_ModelCall_attribution(ctx, field)
 	}
 	return nil, fmt.Errorf("no field named %q was found under type ModelCall", field.Name)
 }
@@ -10041,8 +10135,26 @@ func (ec *executionContext) childFields_Usage(ctx context.Context, field graphql
 		return ec.fieldContext_Usage_byAgent(ctx, field)
 	case "byUser":
 		return ec.fieldContext_Usage_byUser(ctx, field)
+	case "days":
+		return ec.fieldContext_Usage_days(ctx, field)
 	}
 	return nil, fmt.Errorf("no field named %q was found under type Usage", field.Name)
+}
+
+func (ec *executionContext) childFields_UsageDay(ctx context.Context, field graphql.CollectedField) (*graphql.FieldContext, error) {
+	switch field.Name {
+	case "date":
+		return ec.fieldContext_UsageDay_date(ctx, field)
+	case "totals":
+		return ec.fieldContext_UsageDay_totals(ctx, field)
+	case "byModel":
+		return ec.fieldContext_UsageDay_byModel(ctx, field)
+	case "byAgent":
+		return ec.fieldContext_UsageDay_byAgent(ctx, field)
+	case "byUser":
+		return ec.fieldContext_UsageDay_byUser(ctx, field)
+	}
+	return nil, fmt.Errorf("no field named %q was found under type UsageDay", field.Name)
 }
 
 func (ec *executionContext) childFields_UsageTotals(ctx context.Context, field graphql.CollectedField) (*graphql.FieldContext, error) {
@@ -18403,6 +18515,29 @@ func (ec *executionContext) fieldContext_ModelCall_startedAt(_ context.Context, 
 	return graphql.NewScalarFieldContext("ModelCall", field, false, false, "Time")
 }
 
+func (ec *executionContext) _ModelCall_attribution(ctx context.Context, field graphql.CollectedField, obj *ent.ModelCall) (ret graphql.Marshaler) {
+	return graphql.ResolveField(
+		ctx,
+		ec.OperationContext,
+		field,
+		func(ctx context.Context, field graphql.CollectedField) (*graphql.FieldContext, error) {
+			return ec.fieldContext_ModelCall_attribution(ctx, field)
+		},
+		func(ctx context.Context) (any, error) {
+			return ec.Resolvers.ModelCall().Attribution(ctx, obj)
+		},
+		nil,
+		func(ctx context.Context, selections ast.SelectionSet, v *string) graphql.Marshaler {
+			return ec.marshalOString2ᚖstring(ctx, selections, v)
+		},
+		true,
+		false,
+	)
+}
+func (ec *executionContext) fieldContext_ModelCall_attribution(_ context.Context, field graphql.CollectedField) (fc *graphql.FieldContext, err error) {
+	return graphql.NewScalarFieldContext("ModelCall", field, true, true, "String")
+}
+
 func (ec *executionContext) _ModelUsage_model(ctx context.Context, field graphql.CollectedField, obj *model.ModelUsage) (ret graphql.Marshaler) {
 	return graphql.ResolveField(
 		ctx,
@@ -26680,6 +26815,189 @@ func (ec *executionContext) _Usage_byUser(ctx context.Context, field graphql.Col
 func (ec *executionContext) fieldContext_Usage_byUser(_ context.Context, field graphql.CollectedField) (fc *graphql.FieldContext, err error) {
 	fc = &graphql.FieldContext{
 		Object:     "Usage",
+		Field:      field,
+		IsMethod:   false,
+		IsResolver: false,
+		Child: func(ctx context.Context, field graphql.CollectedField) (*graphql.FieldContext, error) {
+			return ec.childFields_UserUsage(ctx, field)
+		},
+	}
+	return fc, nil
+}
+
+func (ec *executionContext) _Usage_days(ctx context.Context, field graphql.CollectedField, obj *model.Usage) (ret graphql.Marshaler) {
+	return graphql.ResolveField(
+		ctx,
+		ec.OperationContext,
+		field,
+		func(ctx context.Context, field graphql.CollectedField) (*graphql.FieldContext, error) {
+			return ec.fieldContext_Usage_days(ctx, field)
+		},
+		func(ctx context.Context) (any, error) {
+			return ec.Resolvers.Usage().Days(ctx, obj)
+		},
+		nil,
+		func(ctx context.Context, selections ast.SelectionSet, v []*model.UsageDay) graphql.Marshaler {
+			return ec.marshalNUsageDay2ᚕᚖgithubᚗcomᚋtoolgateᚋtoolgateᚋgraphᚋmodelᚐUsageDayᚄ(ctx, selections, v)
+		},
+		true,
+		true,
+	)
+}
+func (ec *executionContext) fieldContext_Usage_days(_ context.Context, field graphql.CollectedField) (fc *graphql.FieldContext, err error) {
+	fc = &graphql.FieldContext{
+		Object:     "Usage",
+		Field:      field,
+		IsMethod:   true,
+		IsResolver: true,
+		Child: func(ctx context.Context, field graphql.CollectedField) (*graphql.FieldContext, error) {
+			return ec.childFields_UsageDay(ctx, field)
+		},
+	}
+	return fc, nil
+}
+
+func (ec *executionContext) _UsageDay_date(ctx context.Context, field graphql.CollectedField, obj *model.UsageDay) (ret graphql.Marshaler) {
+	return graphql.ResolveField(
+		ctx,
+		ec.OperationContext,
+		field,
+		func(ctx context.Context, field graphql.CollectedField) (*graphql.FieldContext, error) {
+			return ec.fieldContext_UsageDay_date(ctx, field)
+		},
+		func(ctx context.Context) (any, error) {
+			return obj.Date, nil
+		},
+		nil,
+		func(ctx context.Context, selections ast.SelectionSet, v string) graphql.Marshaler {
+			return ec.marshalNString2string(ctx, selections, v)
+		},
+		true,
+		true,
+	)
+}
+func (ec *executionContext) fieldContext_UsageDay_date(_ context.Context, field graphql.CollectedField) (fc *graphql.FieldContext, err error) {
+	return graphql.NewScalarFieldContext("UsageDay", field, false, false, "String")
+}
+
+func (ec *executionContext) _UsageDay_totals(ctx context.Context, field graphql.CollectedField, obj *model.UsageDay) (ret graphql.Marshaler) {
+	return graphql.ResolveField(
+		ctx,
+		ec.OperationContext,
+		field,
+		func(ctx context.Context, field graphql.CollectedField) (*graphql.FieldContext, error) {
+			return ec.fieldContext_UsageDay_totals(ctx, field)
+		},
+		func(ctx context.Context) (any, error) {
+			return obj.Totals, nil
+		},
+		nil,
+		func(ctx context.Context, selections ast.SelectionSet, v *model.UsageTotals) graphql.Marshaler {
+			return ec.marshalNUsageTotals2ᚖgithubᚗcomᚋtoolgateᚋtoolgateᚋgraphᚋmodelᚐUsageTotals(ctx, selections, v)
+		},
+		true,
+		true,
+	)
+}
+func (ec *executionContext) fieldContext_UsageDay_totals(_ context.Context, field graphql.CollectedField) (fc *graphql.FieldContext, err error) {
+	fc = &graphql.FieldContext{
+		Object:     "UsageDay",
+		Field:      field,
+		IsMethod:   false,
+		IsResolver: false,
+		Child: func(ctx context.Context, field graphql.CollectedField) (*graphql.FieldContext, error) {
+			return ec.childFields_UsageTotals(ctx, field)
+		},
+	}
+	return fc, nil
+}
+
+func (ec *executionContext) _UsageDay_byModel(ctx context.Context, field graphql.CollectedField, obj *model.UsageDay) (ret graphql.Marshaler) {
+	return graphql.ResolveField(
+		ctx,
+		ec.OperationContext,
+		field,
+		func(ctx context.Context, field graphql.CollectedField) (*graphql.FieldContext, error) {
+			return ec.fieldContext_UsageDay_byModel(ctx, field)
+		},
+		func(ctx context.Context) (any, error) {
+			return obj.ByModel, nil
+		},
+		nil,
+		func(ctx context.Context, selections ast.SelectionSet, v []*model.ModelUsage) graphql.Marshaler {
+			return ec.marshalNModelUsage2ᚕᚖgithubᚗcomᚋtoolgateᚋtoolgateᚋgraphᚋmodelᚐModelUsageᚄ(ctx, selections, v)
+		},
+		true,
+		true,
+	)
+}
+func (ec *executionContext) fieldContext_UsageDay_byModel(_ context.Context, field graphql.CollectedField) (fc *graphql.FieldContext, err error) {
+	fc = &graphql.FieldContext{
+		Object:     "UsageDay",
+		Field:      field,
+		IsMethod:   false,
+		IsResolver: false,
+		Child: func(ctx context.Context, field graphql.CollectedField) (*graphql.FieldContext, error) {
+			return ec.childFields_ModelUsage(ctx, field)
+		},
+	}
+	return fc, nil
+}
+
+func (ec *executionContext) _UsageDay_byAgent(ctx context.Context, field graphql.CollectedField, obj *model.UsageDay) (ret graphql.Marshaler) {
+	return graphql.ResolveField(
+		ctx,
+		ec.OperationContext,
+		field,
+		func(ctx context.Context, field graphql.CollectedField) (*graphql.FieldContext, error) {
+			return ec.fieldContext_UsageDay_byAgent(ctx, field)
+		},
+		func(ctx context.Context) (any, error) {
+			return obj.ByAgent, nil
+		},
+		nil,
+		func(ctx context.Context, selections ast.SelectionSet, v []*model.AgentUsage) graphql.Marshaler {
+			return ec.marshalNAgentUsage2ᚕᚖgithubᚗcomᚋtoolgateᚋtoolgateᚋgraphᚋmodelᚐAgentUsageᚄ(ctx, selections, v)
+		},
+		true,
+		true,
+	)
+}
+func (ec *executionContext) fieldContext_UsageDay_byAgent(_ context.Context, field graphql.CollectedField) (fc *graphql.FieldContext, err error) {
+	fc = &graphql.FieldContext{
+		Object:     "UsageDay",
+		Field:      field,
+		IsMethod:   false,
+		IsResolver: false,
+		Child: func(ctx context.Context, field graphql.CollectedField) (*graphql.FieldContext, error) {
+			return ec.childFields_AgentUsage(ctx, field)
+		},
+	}
+	return fc, nil
+}
+
+func (ec *executionContext) _UsageDay_byUser(ctx context.Context, field graphql.CollectedField, obj *model.UsageDay) (ret graphql.Marshaler) {
+	return graphql.ResolveField(
+		ctx,
+		ec.OperationContext,
+		field,
+		func(ctx context.Context, field graphql.CollectedField) (*graphql.FieldContext, error) {
+			return ec.fieldContext_UsageDay_byUser(ctx, field)
+		},
+		func(ctx context.Context) (any, error) {
+			return obj.ByUser, nil
+		},
+		nil,
+		func(ctx context.Context, selections ast.SelectionSet, v []*model.UserUsage) graphql.Marshaler {
+			return ec.marshalNUserUsage2ᚕᚖgithubᚗcomᚋtoolgateᚋtoolgateᚋgraphᚋmodelᚐUserUsageᚄ(ctx, selections, v)
+		},
+		true,
+		true,
+	)
+}
+func (ec *executionContext) fieldContext_UsageDay_byUser(_ context.Context, field graphql.CollectedField) (fc *graphql.FieldContext, err error) {
+	fc = &graphql.FieldContext{
+		Object:     "UsageDay",
 		Field:      field,
 		IsMethod:   false,
 		IsResolver: false,
@@ -35098,73 +35416,79 @@ func (ec *executionContext) _ModelCall(ctx context.Context, sel ast.SelectionSet
 		case "step":
 			out.Values[i] = ec._ModelCall_step(ctx, field, obj)
 			if out.Values[i] == graphql.Null {
-				out.Invalids++
+				atomic.AddUint32(&out.Invalids, 1)
 			}
 		case "kind":
 			out.Values[i] = ec._ModelCall_kind(ctx, field, obj)
 			if out.Values[i] == graphql.Null {
-				out.Invalids++
+				atomic.AddUint32(&out.Invalids, 1)
 			}
 		case "prefixTokens":
 			out.Values[i] = ec._ModelCall_prefixTokens(ctx, field, obj)
 			if out.Values[i] == graphql.Null {
-				out.Invalids++
+				atomic.AddUint32(&out.Invalids, 1)
 			}
 		case "text":
 			out.Values[i] = ec._ModelCall_text(ctx, field, obj)
 			if out.Values[i] == graphql.Null {
-				out.Invalids++
+				atomic.AddUint32(&out.Invalids, 1)
 			}
 		case "provider":
 			out.Values[i] = ec._ModelCall_provider(ctx, field, obj)
 			if out.Values[i] == graphql.Null {
-				out.Invalids++
+				atomic.AddUint32(&out.Invalids, 1)
 			}
 		case "model":
 			out.Values[i] = ec._ModelCall_model(ctx, field, obj)
 			if out.Values[i] == graphql.Null {
-				out.Invalids++
+				atomic.AddUint32(&out.Invalids, 1)
 			}
 		case "inputTokens":
 			out.Values[i] = ec._ModelCall_inputTokens(ctx, field, obj)
 			if out.Values[i] == graphql.Null {
-				out.Invalids++
+				atomic.AddUint32(&out.Invalids, 1)
 			}
 		case "cacheReadTokens":
 			out.Values[i] = ec._ModelCall_cacheReadTokens(ctx, field, obj)
 			if out.Values[i] == graphql.Null {
-				out.Invalids++
+				atomic.AddUint32(&out.Invalids, 1)
 			}
 		case "cacheWriteTokens":
 			out.Values[i] = ec._ModelCall_cacheWriteTokens(ctx, field, obj)
 			if out.Values[i] == graphql.Null {
-				out.Invalids++
+				atomic.AddUint32(&out.Invalids, 1)
 			}
 		case "outputTokens":
 			out.Values[i] = ec._ModelCall_outputTokens(ctx, field, obj)
 			if out.Values[i] == graphql.Null {
-				out.Invalids++
+				atomic.AddUint32(&out.Invalids, 1)
 			}
 		case "cost":
 			out.Values[i] = ec._ModelCall_cost(ctx, field, obj)
 			if out.Values[i] == graphql.Null {
-				out.Invalids++
+				atomic.AddUint32(&out.Invalids, 1)
 			}
 		case "costAmount":
 			out.Values[i] = ec._ModelCall_costAmount(ctx, field, obj)
 			if out.Values[i] == graphql.Null {
-				out.Invalids++
+				atomic.AddUint32(&out.Invalids, 1)
 			}
 		case "durationMs":
 			out.Values[i] = ec._ModelCall_durationMs(ctx, field, obj)
 			if out.Values[i] == graphql.Null {
-				out.Invalids++
+				atomic.AddUint32(&out.Invalids, 1)
 			}
 		case "startedAt":
 			out.Values[i] = ec._ModelCall_startedAt(ctx, field, obj)
 			if out.Values[i] == graphql.Null {
-				out.Invalids++
+				atomic.AddUint32(&out.Invalids, 1)
 			}
+		case "attribution":
+			out.ResolveConcurrently(ec.OperationContext, &deferred, i,
+				true, false,
+				func(ctx context.Context) graphql.Marshaler {
+					return ec._ModelCall_attribution(ctx, field, obj)
+				})
 		default:
 			panic("unknown field " + strconv.Quote(field.Name))
 		}
@@ -37868,70 +38192,129 @@ func (ec *executionContext) _Usage(ctx context.Context, sel ast.SelectionSet, ob
 		case "month":
 			out.Values[i] = ec._Usage_month(ctx, field, obj)
 			if out.Values[i] == graphql.Null {
-				out.Invalids++
+				atomic.AddUint32(&out.Invalids, 1)
 			}
 		case "totals":
 			out.Values[i] = ec._Usage_totals(ctx, field, obj)
 			if out.Values[i] == graphql.Null {
-				out.Invalids++
+				atomic.AddUint32(&out.Invalids, 1)
 			}
 		case "inputTokens":
 			out.Values[i] = ec._Usage_inputTokens(ctx, field, obj)
 			if out.Values[i] == graphql.Null {
-				out.Invalids++
+				atomic.AddUint32(&out.Invalids, 1)
 			}
 		case "cacheReadTokens":
 			out.Values[i] = ec._Usage_cacheReadTokens(ctx, field, obj)
 			if out.Values[i] == graphql.Null {
-				out.Invalids++
+				atomic.AddUint32(&out.Invalids, 1)
 			}
 		case "cacheWriteTokens":
 			out.Values[i] = ec._Usage_cacheWriteTokens(ctx, field, obj)
 			if out.Values[i] == graphql.Null {
-				out.Invalids++
+				atomic.AddUint32(&out.Invalids, 1)
 			}
 		case "outputTokens":
 			out.Values[i] = ec._Usage_outputTokens(ctx, field, obj)
 			if out.Values[i] == graphql.Null {
-				out.Invalids++
+				atomic.AddUint32(&out.Invalids, 1)
 			}
 		case "cost":
 			out.Values[i] = ec._Usage_cost(ctx, field, obj)
 			if out.Values[i] == graphql.Null {
-				out.Invalids++
+				atomic.AddUint32(&out.Invalids, 1)
 			}
 		case "modelCalls":
 			out.Values[i] = ec._Usage_modelCalls(ctx, field, obj)
 			if out.Values[i] == graphql.Null {
-				out.Invalids++
+				atomic.AddUint32(&out.Invalids, 1)
 			}
 		case "prefixTokens":
 			out.Values[i] = ec._Usage_prefixTokens(ctx, field, obj)
 			if out.Values[i] == graphql.Null {
-				out.Invalids++
+				atomic.AddUint32(&out.Invalids, 1)
 			}
 		case "prefixShare":
 			out.Values[i] = ec._Usage_prefixShare(ctx, field, obj)
 			if out.Values[i] == graphql.Null {
-				out.Invalids++
+				atomic.AddUint32(&out.Invalids, 1)
 			}
 		case "cachedShare":
 			out.Values[i] = ec._Usage_cachedShare(ctx, field, obj)
 			if out.Values[i] == graphql.Null {
-				out.Invalids++
+				atomic.AddUint32(&out.Invalids, 1)
 			}
 		case "byModel":
 			out.Values[i] = ec._Usage_byModel(ctx, field, obj)
 			if out.Values[i] == graphql.Null {
-				out.Invalids++
+				atomic.AddUint32(&out.Invalids, 1)
 			}
 		case "byAgent":
 			out.Values[i] = ec._Usage_byAgent(ctx, field, obj)
 			if out.Values[i] == graphql.Null {
-				out.Invalids++
+				atomic.AddUint32(&out.Invalids, 1)
 			}
 		case "byUser":
 			out.Values[i] = ec._Usage_byUser(ctx, field, obj)
+			if out.Values[i] == graphql.Null {
+				atomic.AddUint32(&out.Invalids, 1)
+			}
+		case "days":
+			out.ResolveConcurrently(ec.OperationContext, &deferred, i,
+				true, true,
+				func(ctx context.Context) graphql.Marshaler {
+					return ec._Usage_days(ctx, field, obj)
+				})
+		default:
+			panic("unknown field " + strconv.Quote(field.Name))
+		}
+	}
+	out.Dispatch(ctx)
+	if out.Invalids > 0 {
+		return graphql.Null
+	}
+
+	if n := len(deferred.Defers); n > 0 {
+		atomic.AddInt32(&ec.Deferred, int32(min(n, math.MaxInt32)))
+		ec.ProcessDeferredGroup(deferred)
+	}
+
+	return out
+}
+
+var usageDayImplementors = []string{"UsageDay"}
+
+func (ec *executionContext) _UsageDay(ctx context.Context, sel ast.SelectionSet, obj *model.UsageDay) graphql.Marshaler {
+	fields := graphql.CollectFields(ec.OperationContext, sel, usageDayImplementors)
+
+	out := graphql.NewFieldSet(fields)
+	deferred := graphql.NewDeferredGroup(ctx)
+	for i, field := range fields {
+		switch field.Name {
+		case "__typename":
+			out.Values[i] = graphql.MarshalString("UsageDay")
+		case "date":
+			out.Values[i] = ec._UsageDay_date(ctx, field, obj)
+			if out.Values[i] == graphql.Null {
+				out.Invalids++
+			}
+		case "totals":
+			out.Values[i] = ec._UsageDay_totals(ctx, field, obj)
+			if out.Values[i] == graphql.Null {
+				out.Invalids++
+			}
+		case "byModel":
+			out.Values[i] = ec._UsageDay_byModel(ctx, field, obj)
+			if out.Values[i] == graphql.Null {
+				out.Invalids++
+			}
+		case "byAgent":
+			out.Values[i] = ec._UsageDay_byAgent(ctx, field, obj)
+			if out.Values[i] == graphql.Null {
+				out.Invalids++
+			}
+		case "byUser":
+			out.Values[i] = ec._UsageDay_byUser(ctx, field, obj)
 			if out.Values[i] == graphql.Null {
 				out.Invalids++
 			}
@@ -40932,6 +41315,30 @@ func (ec *executionContext) marshalNUsage2ᚖgithubᚗcomᚋtoolgateᚋtoolgate�
 		return graphql.Null
 	}
 	return ec._Usage(ctx, sel, v)
+}
+
+func (ec *executionContext) marshalNUsageDay2ᚕᚖgithubᚗcomᚋtoolgateᚋtoolgateᚋgraphᚋmodelᚐUsageDayᚄ(ctx context.Context, sel ast.SelectionSet, v []*model.UsageDay) graphql.Marshaler {
+	ret := graphql.MarshalSliceConcurrently(ctx, len(v), 0, false, func(ctx context.Context, i int) graphql.Marshaler {
+		fc := graphql.GetFieldContext(ctx)
+		fc.Result = &v[i]
+		return ec.marshalNUsageDay2ᚖgithubᚗcomᚋtoolgateᚋtoolgateᚋgraphᚋmodelᚐUsageDay(ctx, sel, v[i])
+	})
+
+	for _, e := range ret {
+		if e == graphql.Null {
+			return graphql.Null
+		}
+	}
+
+	return ret
+}
+
+func (ec *executionContext) marshalNUsageDay2ᚖgithubᚗcomᚋtoolgateᚋtoolgateᚋgraphᚋmodelᚐUsageDay(ctx context.Context, sel ast.SelectionSet, v *model.UsageDay) graphql.Marshaler {
+	if v == nil {
+		graphql.AddInvalidNullError(ctx, "UsageDay!")
+		return graphql.Null
+	}
+	return ec._UsageDay(ctx, sel, v)
 }
 
 func (ec *executionContext) marshalNUsageTotals2ᚖgithubᚗcomᚋtoolgateᚋtoolgateᚋgraphᚋmodelᚐUsageTotals(ctx context.Context, sel ast.SelectionSet, v *model.UsageTotals) graphql.Marshaler {

@@ -373,6 +373,25 @@ type Usage struct {
 	ByModel     []*ModelUsage `json:"byModel"`
 	ByAgent     []*AgentUsage `json:"byAgent"`
 	ByUser      []*UserUsage  `json:"byUser"`
+	// The month day by day in UTC, every day from the 1st to the last (a day
+	// without model calls at zero): each day's totals and its shares by model,
+	// agent and user, within the same reach as the month's figures (an admin's
+	// token: the organisation; a member's: their own calls).
+	Days []*UsageDay `json:"days"`
+}
+
+// One calendar day (UTC) of a month's usage.
+type UsageDay struct {
+	// The day, YYYY-MM-DD, in UTC.
+	Date string `json:"date"`
+	// The day's totals: 64-bit counts and exact money.
+	Totals *UsageTotals `json:"totals"`
+	// The day's model calls by model; models without calls that day left out.
+	ByModel []*ModelUsage `json:"byModel"`
+	// The day's model calls by agent; agents without calls that day left out.
+	ByAgent []*AgentUsage `json:"byAgent"`
+	// The day's model calls by user; users without calls that day left out.
+	ByUser []*UserUsage `json:"byUser"`
 }
 
 // Totals of a set of model calls: 64-bit counts and exact money.

@@ -58,7 +58,8 @@ type Builtin func(ctx context.Context, s Scope, args json.RawMessage) (json.RawM
 type Dispatcher struct {
 	// URL is the GraphQL endpoint of the API the tools run on.
 	URL string
-	// HTTP sends the operations; keep-alive matters, so share one.
+	// HTTP sends the operations; keep-alive matters, so share one. New
+	// traces its requests (trace.go).
 	HTTP *http.Client
 	// Apps calls MCP application tools.
 	Apps *mcp.Pool
@@ -78,7 +79,7 @@ type Dispatcher struct {
 func New(url string, httpClient *http.Client, apps *mcp.Pool) *Dispatcher {
 	return &Dispatcher{
 		URL:      url,
-		HTTP:     httpClient,
+		HTTP:     traceClient(httpClient),
 		Apps:     apps,
 		Builtins: map[string]Builtin{},
 		Retry:    retry.Default(),

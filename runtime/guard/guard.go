@@ -62,15 +62,21 @@ var phrases = []string{
 }
 
 // addressed are cues of text written to the model rather than to a reader.
+// Each is matched on word boundaries and names the model outright, so "send
+// it to the assistant manager" or "walk to the aisle" is not one.
 var addressed = []string{
-	"to the assistant",
 	"note to the assistant",
+	"message to the assistant",
+	"to the assistant:",
 	"dear assistant",
 	"attention assistant",
 	"hey assistant",
-	"to the ai",
+	"note to the ai",
 	"note to ai",
+	"to the ai:",
+	"dear ai",
 	"attention ai",
+	"to any ai",
 	"if you are an ai",
 	"if you are a language model",
 	"if you are an llm",
@@ -90,8 +96,18 @@ var tokens = []string{
 
 // roles are role labels that, at the start of a line, fake a message of
 // the conversation. "user:" and "assistant:" are left out: transcripts
-// (read_transcript among them) label their lines that way.
-var roles = []string{"system:", "system prompt:", "developer:", "instructions:"}
+// (read_transcript among them) label their lines that way. A label counts
+// only when what follows it speaks to the model (second person), so
+// "System: Ubuntu 24.04" in a bug report is not one.
+var roles = []string{"system:", "system prompt:", "developer:"}
+
+// second are words that speak to the model.
+var second = []string{"you", "your", "you're", "yourself", "assistant", "model", "ai", "llm"}
+
+// unescape undoes JSON's escapes, so text inside a JSON result (a preview,
+// a record) is read with its own line breaks and brackets.
+var unescape = strings.NewReplacer(`\n`, "\n", `\r`, "\r", `\t`, "\t", `\"`, `"`, `\\`, `\`,
+	`\u003c`, "<", `\u003e`, ">", `\u0026`, "&", `\u003C`, "<", `\u003E`, ">")
 
 // Check returns why text reads as instruction rather than material, or ""
 // when it does not: up to three cues, each named with what was found.
@@ -102,20 +118,20 @@ func Check(text string) string {
 			text = text[:len(text)-1]
 		}
 	}
-	lower := strings.ToLower(text)
-	folded := fold(lower)
+	lower := strings.ToLower(unescape.Replace(text))
+	folded := " " + fold(lower) + " "
 	var why []string
 	add := func(kind, cue string) bool {
 		why = append(why, kind+" \""+cue+"\"")
 		return len(why) >= maxReasons
 	}
 	for _, p := range phrases {
-		if strings.Contains(folded, p) && add("injection phrase", p) {
+		if has(folded, p) && add("injection phrase", p) {
 			return join(why)
 		}
 	}
 	for _, p := range addressed {
-		if strings.Contains(folded, p) && add("addressed to the assistant", p) {
+		if has(folded, p) && add("addressed to the assistant", p) {
 			return join(why)
 		}
 	}
@@ -130,6 +146,12 @@ func Check(text string) string {
 		}
 	}
 	return join(why)
+}
+
+// has reports whether folded (padded with spaces) holds the cue as whole
+// words, a colon after it allowed.
+func has(folded, cue string) bool {
+	return strings.Contains(folded, " "+cue+" ") || strings.Contains(folded, " "+cue+": ")
 }
 
 func join(why []string) string {
@@ -172,16 +194,29 @@ func fold(s string) string {
 }
 
 // lineStarts reports whether a line of s, leading spaces and markup
-// (quotes, bullets, bold) aside, begins with prefix, or whether a heading
-// line ("### System") is exactly the role.
+// (quotes, bullets, bold) aside, begins with prefix, or a heading line
+// ("### System") is exactly the role, and the rest of that line, or the
+// line after a heading, speaks to the model.
 func lineStarts(s, prefix string) bool {
-	for line := range strings.SplitSeq(s, "\n") {
+	lines := strings.Split(s, "\n")
+	for i, line := range lines {
 		heading := strings.HasPrefix(strings.TrimSpace(line), "#")
 		line = strings.TrimSpace(strings.TrimLeft(line, " \t>*-#`\"["))
-		if strings.HasPrefix(line, prefix) {
+		if rest, ok := strings.CutPrefix(line, prefix); ok && speaksTo(rest) {
 			return true
 		}
-		if heading && strings.TrimRight(line, " :*]") == strings.TrimSuffix(prefix, ":") {
+		if heading && strings.TrimRight(line, " :*]") == strings.TrimSuffix(prefix, ":") && i+1 < len(lines) && speaksTo(lines[i+1]) {
+			return true
+		}
+	}
+	return false
+}
+
+// speaksTo reports whether text holds a word addressed to the model.
+func speaksTo(text string) bool {
+	words := " " + fold(text) + " "
+	for _, w := range second {
+		if strings.Contains(words, " "+w+" ") {
 			return true
 		}
 	}

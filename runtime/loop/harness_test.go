@@ -15,6 +15,7 @@ import (
 
 	"github.com/prometheus/client_golang/prometheus"
 	"github.com/stretchr/testify/require"
+	"go.opentelemetry.io/otel/trace"
 
 	"github.com/toolgate/toolgate/ent"
 	"github.com/toolgate/toolgate/ent/db"
@@ -59,6 +60,11 @@ type option func(*loop.Config)
 
 func withMaxSteps(n int) option { return func(c *loop.Config) { c.MaxSteps = n } }
 
+// withTracer traces the runtime, and the API it calls, with tp.
+func withTracer(tp trace.TracerProvider) option {
+	return func(c *loop.Config) { c.TracerProvider = tp }
+}
+
 func newHarness(t testing.TB, d *db.DB, p model.Provider, opts ...option) *harness {
 	t.Helper()
 	ctx := tenancy.System(context.Background())
@@ -85,7 +91,8 @@ func newHarness(t testing.TB, d *db.DB, p model.Provider, opts ...option) *harne
 	cfg := loop.Config{
 		Client: h.client, Provider: p, Signer: signer, Dispatcher: h.disp, Apps: apps,
 		Tools: registry.All(), Now: func() time.Time { return h.now }, EncodeID: gid.Encode, Queue: d.Queue(),
-		WebProvider: true, Embeddings: true, Registerer: h.reg, Browser: pages != nil,
+		WebProvider: true, Embeddings: true, Registerer: h.reg, AttributionKey: []byte("the harness's attribution key, 32+ bytes"),
+		Browser: pages != nil,
 	}
 	for _, o := range opts {
 		o(&cfg)
@@ -99,7 +106,8 @@ func newHarness(t testing.TB, d *db.DB, p model.Provider, opts ...option) *harne
 	t.Cleanup(func() { _ = sandbox.Close() })
 	docs, err := document.New(document.Config{DB: d, Embedder: embed.NewLocal()})
 	require.NoError(t, err)
-	api = graph.NewServer(graph.Config{DB: d, Signer: signer, Runner: h.runner, Sandbox: sandbox, Web: webService, Documents: docs, Registry: h.reg, Browser: pages})
+	api = graph.NewServer(graph.Config{DB: d, Signer: signer, Runner: h.runner, Sandbox: sandbox, Web: webService, Documents: docs, Registry: h.reg,
+		TracerProvider: cfg.TracerProvider, Browser: pages})
 	return h
 }
 

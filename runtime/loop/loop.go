@@ -9,6 +9,7 @@ package loop
 import (
 	"cmp"
 	"context"
+	"crypto/rand"
 	"database/sql"
 	"errors"
 	"fmt"
@@ -21,6 +22,7 @@ import (
 	"github.com/prometheus/client_golang/prometheus"
 	"github.com/riverqueue/river"
 	"github.com/riverqueue/river/riverdriver"
+	"go.opentelemetry.io/otel/trace"
 
 	"github.com/toolgate/toolgate/ent"
 	"github.com/toolgate/toolgate/ent/modelcall"
@@ -88,8 +90,12 @@ type Config struct {
 	// EncodeID gives a row's id as the API shows it, for the conversationId
 	// of tool operations.
 	EncodeID func(int) string
-	Now      func() time.Time
-	Log      *slog.Logger
+	// AttributionKey keys the opaque ids of who pays (model.Attribute);
+	// serve keeps one in the database so they stay the same across
+	// restarts and replicas. Empty: a random key for the Runner's life.
+	AttributionKey []byte
+	Now            func() time.Time
+	Log            *slog.Logger
 	// HeartbeatEvery, StaleAfter and SweepEvery time the resume of turns
 	// whose runner died; zero takes the defaults below.
 	HeartbeatEvery, StaleAfter, SweepEvery time.Duration
@@ -97,6 +103,12 @@ type Config struct {
 	DrainGrace time.Duration
 	// Registerer, when set, receives the runtime's metrics (package meter).
 	Registerer prometheus.Registerer
+	// TracerProvider, when set, traces each run of a turn (trace.go); nil
+	// traces nothing, at no cost.
+	TracerProvider trace.TracerProvider
+	// TraceSizes adds to the spans the sizes of prompts, answers, tool
+	// arguments and results; never their contents.
+	TraceSizes bool
 }
 
 // Runner runs turns as durable jobs in the database's River queue: a
@@ -117,6 +129,8 @@ type Runner struct {
 	// builtin names the built-in tools: metrics label tools by these
 	// names only, so a name the model invents adds no series.
 	builtin map[string]bool
+	// tracer is nil when the runner traces nothing.
+	tracer trace.Tracer
 }
 
 // New returns a Runner; Open starts it working turns.
@@ -146,6 +160,12 @@ func New(cfg Config) (*Runner, error) {
 	cfg.StaleAfter = cmp.Or(cfg.StaleAfter, StaleAfter)
 	cfg.SweepEvery = cmp.Or(cfg.SweepEvery, SweepEvery)
 	cfg.DrainGrace = cmp.Or(cfg.DrainGrace, DefaultDrainGrace)
+	if len(cfg.AttributionKey) == 0 {
+		cfg.AttributionKey = make([]byte, 32)
+		if _, err := rand.Read(cfg.AttributionKey); err != nil {
+			return nil, fmt.Errorf("attribution key: %w", err)
+		}
+	}
 	id, err := newRef()
 	if err != nil {
 		return nil, err
@@ -179,6 +199,9 @@ func New(cfg Config) (*Runner, error) {
 	r.queue = q
 	if cfg.Registerer != nil {
 		r.meter = meter.New(cfg.Registerer, r.queueDepth)
+	}
+	if cfg.TracerProvider != nil {
+		r.tracer = cfg.TracerProvider.Tracer(tracerName)
 	}
 	r.builtin = make(map[string]bool, len(cfg.Tools))
 	for _, d := range cfg.Tools {
@@ -341,6 +364,7 @@ func (r *Runner) work(jobCtx context.Context, turnID int) error {
 	if claimed == 0 {
 		return nil
 	}
+	jobCtx, span := r.startRun(jobCtx, turnID)
 
 	// The turn's context is not the job's: a stop lets calls in flight
 	// finish for the drain grace before they are cut (Close).
@@ -391,8 +415,10 @@ func (r *Runner) work(jobCtx context.Context, turnID int) error {
 			}
 		}
 	}()
-	t := &turnRun{r: r, turnID: turnID, log: r.cfg.Log.With("turn", r.apiID(turnID)), modelCtx: mctx}
-	stopped := t.end(ctx, t.run(ctx))
+	t := &turnRun{r: r, turnID: turnID, log: r.cfg.Log.With("turn", r.apiID(turnID)), modelCtx: mctx, span: span}
+	runErr := t.run(ctx)
+	stopped := t.end(ctx, runErr)
+	endRun(span, runErr, stopped)
 	cancel(nil)
 	watch.Wait()
 	if stopped {

@@ -4,6 +4,7 @@ import (
 	"encoding/json"
 	"fmt"
 	"io"
+	"maps"
 	"net/http"
 	"net/http/httptest"
 	"strings"
@@ -90,9 +91,10 @@ func TestTurnOverEachProviderProtocol(t *testing.T) {
 		// wantInput is the turn's input over both calls: uncached, cache
 		// read and cache write.
 		wantInput, wantCacheRead float64
-		// paid returns who pays as the request carried it, and the
-		// request's prompt bytes (system, tools, messages).
-		paid func(body map[string]any) (string, []byte)
+		// paid returns who pays as the request carried it; metadata names
+		// the request's fields that carry it: every other byte is prompt.
+		paid     func(body map[string]any) string
+		metadata []string
 	}{
 		{
 			name: "openai",
@@ -111,10 +113,10 @@ func TestTurnOverEachProviderProtocol(t *testing.T) {
 				return fmt.Sprint(last["content"])
 			},
 			wantCache: 1000, wantInput: 2400, wantCacheRead: 2000,
-			paid: func(body map[string]any) (string, []byte) {
-				prompt, _ := json.Marshal([]any{body["messages"], body["tools"]})
-				return fmt.Sprint(body["user"]) + " " + fmt.Sprint(body["safety_identifier"]), prompt
+			paid: func(body map[string]any) string {
+				return fmt.Sprint(body["user"]) + " " + fmt.Sprint(body["safety_identifier"])
 			},
+			metadata: []string{"user", "safety_identifier"},
 		},
 		{
 			name: "anthropic",
@@ -138,14 +140,16 @@ func TestTurnOverEachProviderProtocol(t *testing.T) {
 				block := last["content"].([]any)[0].(map[string]any)
 				require.Equal(t, "tool_result", block["type"])
 				require.Equal(t, "toolu_1", block["tool_use_id"])
+				// And the history its end: the next call reads it from the cache.
+				require.NotNil(t, block["cache_control"])
 				b, _ := json.Marshal(block["content"])
 				return string(b)
 			},
 			wantCache: 0, wantInput: 2450, wantCacheRead: 1000,
-			paid: func(body map[string]any) (string, []byte) {
-				prompt, _ := json.Marshal([]any{body["system"], body["messages"], body["tools"]})
-				return fmt.Sprint(body["metadata"].(map[string]any)["user_id"]), prompt
+			paid: func(body map[string]any) string {
+				return fmt.Sprint(body["metadata"].(map[string]any)["user_id"])
 			},
+			metadata: []string{"metadata"},
 		},
 	}
 	for _, tt := range tests {
@@ -166,24 +170,47 @@ func TestTurnOverEachProviderProtocol(t *testing.T) {
 
 			// Who pays: every request carries the opaque ids as metadata,
 			// each call records them, and no prompt byte holds any.
+			// They are keyed hashes, not the ids the API shows.
 			conv := got.QueryConversation().OnlyX(tenancy.System(t.Context()))
-			who := model.Attribution{Organization: gid.Encode(conv.OrganizationID), User: gid.Encode(conv.UserID),
-				Agent: gid.Encode(conv.AgentID), Conversation: gid.Encode(conv.ID)}
+			who := model.Attribute(h.cfg.AttributionKey, conv.OrganizationID, conv.UserID, conv.AgentID, conv.ID)
+			apiIDs := []string{gid.Encode(conv.OrganizationID), gid.Encode(conv.UserID), gid.Encode(conv.AgentID), gid.Encode(conv.ID)}
 			for i := range 2 {
-				paid, prompt := tt.paid(w.body(i))
+				body := w.body(i)
+				paid := tt.paid(body)
 				require.Contains(t, paid, who.Key())
-				for _, id := range []string{who.Organization, who.User, who.Agent, who.Conversation} {
-					require.NotContains(t, string(prompt), id)
+				for _, id := range apiIDs {
+					require.NotContains(t, paid, id)
+				}
+				rest := maps.Clone(body)
+				for _, f := range tt.metadata {
+					delete(rest, f)
+				}
+				prompt, err := json.Marshal(rest)
+				require.NoError(t, err)
+				for _, id := range append(who.IDs(), apiIDs...) {
+					require.NotEmpty(t, id)
+					require.NotContains(t, string(prompt), id, "request %d", i)
 				}
 				require.Equal(t, who.Key(), mcs[i].Attribution)
 				require.Positive(t, mcs[i].PrefixTokens)
 			}
+			// Shown to an admin holding an API token, to nobody else.
+			q := `query($id: ID!) { node(id: $id) { ... on Turn { modelCalls { attribution } } } }`
+			shown := h.gql(t, q, map[string]any{"id": id})["node"].(map[string]any)["modelCalls"].([]any)
+			require.Equal(t, who.Key(), shown[1].(map[string]any)["attribution"])
+			h.client.User.UpdateOneID(conv.UserID).SetAdmin(false).ExecX(tenancy.System(t.Context()))
+			shown = h.gql(t, q, map[string]any{"id": id})["node"].(map[string]any)["modelCalls"].([]any)
+			require.Nil(t, shown[0].(map[string]any)["attribution"])
+			require.Nil(t, shown[1].(map[string]any)["attribution"])
 			stats := h.gql(t, `query($id: ID!) { node(id: $id) { ... on Turn { promptStats { prefixTokens inputTokens cacheReadTokens modelCalls } } } }`,
 				map[string]any{"id": id})["node"].(map[string]any)["promptStats"].(map[string]any)
 			require.Equal(t, map[string]any{"prefixTokens": float64(mcs[0].PrefixTokens), "inputTokens": tt.wantInput,
 				"cacheReadTokens": tt.wantCacheRead, "modelCalls": float64(2)}, stats)
 			if tt.name == "openai" {
 				require.Equal(t, who.Key()+" "+who.User, fmt.Sprint(w.body(0)["user"])+" "+fmt.Sprint(w.body(0)["safety_identifier"]))
+				// The prefix is byte-stable, so both calls share a cache key.
+				require.NotEmpty(t, w.body(0)["prompt_cache_key"])
+				require.Equal(t, w.body(0)["prompt_cache_key"], w.body(1)["prompt_cache_key"])
 			}
 		})
 	}

@@ -10,6 +10,8 @@ import (
 	"maps"
 	"slices"
 
+	"go.opentelemetry.io/otel/trace"
+
 	"github.com/toolgate/toolgate/ent"
 	"github.com/toolgate/toolgate/ent/application"
 	"github.com/toolgate/toolgate/ent/attachment"
@@ -59,6 +61,8 @@ type turnRun struct {
 	modelCtx context.Context
 	// tail is the turn's last recorded step, where a resumed run picks up.
 	tail *prompt.Step
+	// span is the run's root span; it records nothing when untraced.
+	span trace.Span
 }
 
 func (t *turnRun) client() *ent.Client { return t.r.cfg.Client }
@@ -69,6 +73,9 @@ func (t *turnRun) run(ctx context.Context) error {
 	}
 	if t.turn.Status != turn.StatusRUNNING {
 		return nil
+	}
+	if err := t.traceRun(ctx); err != nil {
+		return err
 	}
 	if t.turn.AgentConfig == nil { // its agent is recorded on its first run
 		t.r.meter.TurnStarted()
@@ -251,11 +258,9 @@ func (t *turnRun) fixAgent(ctx context.Context, current *ent.Agent) (*ent.Agent,
 	return &a, nil
 }
 
-// attribution is who pays for the turn's calls, as the ids the API shows.
+// attribution is who pays for the turn's calls, as opaque keyed ids.
 func (t *turnRun) attribution() model.Attribution {
-	id := t.r.apiID
-	return model.Attribution{Organization: id(t.conv.OrganizationID), User: id(t.conv.UserID),
-		Agent: id(t.conv.AgentID), Conversation: id(t.conv.ID)}
+	return model.Attribute(t.r.cfg.AttributionKey, t.conv.OrganizationID, t.conv.UserID, t.conv.AgentID, t.conv.ID)
 }
 
 // applicationTools lists the tools of the applications the agent names in
@@ -510,9 +515,11 @@ func (t *turnRun) callModel(ctx context.Context, step int) (*model.Response, []*
 	if t.modelCtx != nil {
 		mctx = t.modelCtx
 	}
+	mctx, span := t.startModelCall(mctx, step)
 	resp, err := t.r.cfg.Provider.Complete(mctx, t.req)
 	elapsed := t.r.cfg.Now().Sub(start)
 	if err != nil {
+		t.endModelCall(span, nil, "", 0, err)
 		if mctx.Err() != nil {
 			return nil, nil, mctx.Err()
 		}
@@ -524,6 +531,7 @@ func (t *turnRun) callModel(ctx context.Context, step int) (*model.Response, []*
 		name = t.req.Model
 	}
 	cost, _ := t.r.cfg.Prices.Cost(name, resp.Usage)
+	t.endModelCall(span, resp, name, cost, nil)
 	u := t.conv.Edges.User
 	thinking := t.turn.Thinking
 	if resp.Thinking != "" {
@@ -648,6 +656,7 @@ func (t *turnRun) finish(status turn.Status, answer *string, reason string) {
 		return
 	}
 	t.r.meter.TurnFinished(string(status), t.r.cfg.Now().Sub(t.turn.StartedAt))
+	setTurnStatus(t.span, string(status))
 	if err := t.client().Conversation.UpdateOneID(t.turn.ConversationID).SetUpdatedAt(t.r.cfg.Now()).Exec(ctx); err != nil {
 		t.log.Warn("touch conversation", "err", err)
 	}
@@ -744,6 +753,8 @@ func (t *turnRun) runTools(ctx context.Context, step int, rows []*ent.ToolCall, 
 	}
 	batch.Run(batch.Plan(pick(defs, todo)), t.r.cfg.Concurrency, func(k int) {
 		i := todo[k]
+		ctx, span := t.startToolCall(ctx, rows[i])
+		defer span.End()
 		t.publish(events.Event{Kind: events.ToolCallStarted, ToolCallID: rows[i].ID, Step: rows[i].Step, Status: string(turn.StatusRUNNING)})
 		if resumed && !retry.Repeatable(defs[i].Effect) {
 			// It may have reached its backend before the stop: never again.
@@ -832,6 +843,7 @@ func (t *turnRun) runTool(ctx context.Context, s dispatch.Scope, row *ent.ToolCa
 // transaction.
 func (t *turnRun) record(ctx context.Context, row *ent.ToolCall, c model.ToolCall, res dispatch.Result) (string, bool, error) {
 	def := t.byName[c.Name]
+	t.traceToolCall(ctx, res)
 	var (
 		heard string
 		bytes int64
@@ -965,6 +977,7 @@ func (t *turnRun) pause(ctx context.Context, rows []*ent.ToolCall) error {
 		return fmt.Errorf("pause for clarification: %w", err)
 	}
 	if n == 1 {
+		setTurnStatus(t.span, string(turn.StatusWAITING_FOR_CLARIFICATION))
 		t.publish(events.Event{Kind: events.Status, Step: rows[i].Step, Status: string(turn.StatusWAITING_FOR_CLARIFICATION)})
 	}
 	return nil

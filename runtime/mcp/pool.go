@@ -144,6 +144,14 @@ func (p *Pool) Call(ctx context.Context, app Application, tool string, args json
 	if !json.Valid(args) {
 		return Result{}, fmt.Errorf("call %s%s%s: arguments are not JSON", app.Name, Separator, tool)
 	}
+	ctx, span := startCall(ctx, app, tool)
+	r, err := p.call(ctx, app, tool, args)
+	endCall(span, r, err)
+	return r, err
+}
+
+// call sends the call on the application's session.
+func (p *Pool) call(ctx context.Context, app Application, tool string, args json.RawMessage) (Result, error) {
 	var res *sdk.CallToolResult
 	err := p.do(ctx, app.URL, func(ctx context.Context, _ *entry, s *session) error {
 		var err error
@@ -376,7 +384,7 @@ func (t recordingTransport) RoundTrip(req *http.Request) (*http.Response, error)
 	if base == nil {
 		base = http.DefaultTransport
 	}
-	resp, err := base.RoundTrip(req)
+	resp, err := base.RoundTrip(withTraceParent(req))
 	if err == nil && resp.StatusCode == http.StatusNotFound && req.Header.Get(sessionIDHeader) != "" {
 		if rec, ok := req.Context().Value(recorderKey{}).(*recorder); ok {
 			rec.sessionGone.Store(true)

@@ -10,6 +10,9 @@ import (
 	"context"
 	"fmt"
 	"time"
+
+	"go.opentelemetry.io/otel/attribute"
+	"go.opentelemetry.io/otel/trace"
 )
 
 // The default schedule: 4 attempts, waits of 500 ms, 1 s, 2 s, never above 8 s.
@@ -139,7 +142,13 @@ func Do(ctx context.Context, p Policy, classify Classifier, try func(ctx context
 			}
 			return attempt, &ExhaustedError{Attempts: attempt, Err: err}
 		}
-		if serr := p.Sleep(ctx, p.Delay(attempt-1, v.After)); serr != nil {
+		wait := p.Delay(attempt-1, v.After)
+		if span := trace.SpanFromContext(ctx); span.IsRecording() {
+			// A retry is an event of the call's span: the attempt that failed
+			// and the wait before the next, never the error's words.
+			span.AddEvent("retry", trace.WithAttributes(attribute.Int("attempt", attempt), attribute.Int64("wait_ms", wait.Milliseconds())))
+		}
+		if serr := p.Sleep(ctx, wait); serr != nil {
 			return attempt, fmt.Errorf("wait to retry: %w (after: %w)", serr, err)
 		}
 	}

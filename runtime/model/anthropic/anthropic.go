@@ -175,7 +175,30 @@ func (p *Provider) params(req model.Request) (sdk.MessageNewParams, error) {
 		return params, err
 	}
 	params.Messages = msgs
+	cacheHistory(msgs)
 	return params, nil
+}
+
+// cacheHistory sets the third breakpoint, after the last block of the
+// history: a turn's next call sends the same history with more after it,
+// so it reads all of this from the cache instead of paying for it again.
+func cacheHistory(msgs []sdk.MessageParam) {
+	if len(msgs) == 0 {
+		return
+	}
+	var blocks []sdk.ContentBlockParamUnion
+	switch last := msgs[len(msgs)-1]; {
+	case last.OfUser != nil:
+		blocks = last.OfUser.Content
+	case last.OfAssistant != nil:
+		blocks = last.OfAssistant.Content
+	}
+	if len(blocks) == 0 {
+		return
+	}
+	if cc := blocks[len(blocks)-1].GetCacheControl(); cc != nil {
+		*cc = sdk.NewCacheControlEphemeralParam()
+	}
 }
 
 // toolParam sends the tool's schema byte for byte: the tools are part of

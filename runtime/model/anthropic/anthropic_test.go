@@ -223,10 +223,11 @@ func TestRequestBody(t *testing.T) {
 		map[string]any{"role": "assistant", "content": []any{
 			map[string]any{"type": "tool_use", "id": "toolu_3", "name": "suggest_next_actions", "input": map[string]any{}},
 		}},
-		// A result with no text has no content, and user text follows the results.
+		// A result with no text has no content, and user text follows the
+		// results; the history's last block carries the third breakpoint.
 		map[string]any{"role": "user", "content": []any{
 			map[string]any{"type": "tool_result", "tool_use_id": "toolu_3"},
-			text("And then?"),
+			map[string]any{"type": "text", "text": "And then?", "cache_control": ephemeral},
 		}},
 	}, sent["messages"])
 }

@@ -164,6 +164,9 @@ func (p *Provider) params(req model.Request) (sdk.ChatCompletionNewParams, error
 	if id := req.Attribution.User; id != "" {
 		params.SafetyIdentifier = sdk.String(id)
 	}
+	// Calls with the same prefix (system prompt and definitions) share a
+	// cache key, so the provider routes them to the cache that holds it.
+	params.PromptCacheKey = sdk.String(req.PrefixKey())
 	if req.System != "" {
 		params.Messages = append(params.Messages, sdk.SystemMessage(req.System))
 	}

@@ -464,6 +464,14 @@ func TestAttribution(t *testing.T) {
 	sent := b.sent(t, 0)
 	require.Equal(t, who.Key(), sent["user"])
 	require.Equal(t, who.User, sent["safety_identifier"])
+	// The cache key names the prefix, not who pays: another user's call
+	// with the same prefix shares it.
+	require.Equal(t, req.PrefixKey(), sent["prompt_cache_key"])
+	other := req
+	other.Attribution = model.Attribution{User: "someone else"}
+	require.Equal(t, req.PrefixKey(), other.PrefixKey())
+	other.System = "Be brief."
+	require.NotEqual(t, req.PrefixKey(), other.PrefixKey())
 	prompt, err := json.Marshal([]any{sent["messages"], sent["tools"]})
 	require.NoError(t, err)
 	for _, id := range []string{who.Organization, who.User, who.Agent, who.Conversation} {

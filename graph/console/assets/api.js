@@ -1,0 +1,81 @@
+// The console's one way to the server: the public GraphQL API, with the
+// API token the user signed in with. The documents are the files of ops/,
+// the same the server's tests run.
+
+const { endpoint, ops } = document.body.dataset;
+const KEY = 'toolgate.admin.token';
+
+/** The token lives in this tab's session storage only. */
+export const session = {
+  get token() { return sessionStorage.getItem(KEY); },
+  set(token) { sessionStorage.setItem(KEY, token); },
+  clear() { sessionStorage.removeItem(KEY); },
+};
+
+/**
+ * `/admin#token=TOKEN` signs in with TOKEN and takes it out of the address
+ * bar (and of the history) at once.
+ */
+export function takeTokenFromAddress() {
+  const m = location.hash.match(/^#token=([^&]+)/);
+  if (!m) return false;
+  session.set(decodeURIComponent(m[1]));
+  history.replaceState(null, '', location.pathname + location.search);
+  return true;
+}
+
+/** The API refused the token: missing, malformed, expired or revoked. */
+export class Unauthenticated extends Error {
+  constructor() { super('The token was refused: it is missing, expired or revoked.'); }
+}
+
+/** The API answered with errors. */
+export class ApiError extends Error {
+  constructor(errors) {
+    super(errors.map((e) => e.message).join('; '));
+    this.codes = errors.map((e) => e.extensions?.code).filter(Boolean);
+  }
+}
+
+const documents = new Map();
+
+function load(name) {
+  if (!documents.has(name)) {
+    documents.set(name, fetch(ops + name + '.graphql').then((res) => {
+      if (!res.ok) throw new Error(`operation ${name}: HTTP ${res.status}`);
+      return res.text();
+    }).then((query) => ({ query, operationName: query.match(/^\s*query\s+(\w+)/m)[1] })).catch((err) => {
+      documents.delete(name);
+      throw err;
+    }));
+  }
+  return documents.get(name);
+}
+
+/** Runs the operation of ops/NAME.graphql with variables. */
+export async function gql(name, variables = {}) {
+  const token = session.token;
+  if (!token) throw new Unauthenticated();
+  const { query, operationName } = await load(name);
+  const res = await fetch(endpoint, {
+    method: 'POST',
+    headers: {
+      'Content-Type': 'application/json',
+      Accept: 'application/graphql-response+json, application/json',
+      Authorization: 'Bearer ' + token,
+    },
+    body: JSON.stringify({ query, operationName, variables }),
+  });
+  if (res.status === 401) throw new Unauthenticated();
+  let out;
+  try {
+    out = await res.json();
+  } catch {
+    throw new Error(`the server answered HTTP ${res.status} without GraphQL`);
+  }
+  if (out.errors?.length) {
+    if (out.errors.some((e) => e.extensions?.code === 'UNAUTHENTICATED')) throw new Unauthenticated();
+    throw new ApiError(out.errors);
+  }
+  return out.data;
+}

@@ -1,0 +1,522 @@
+// The admin console: catalogue, cost, budgets, turns and transcripts, read
+// from the public GraphQL API with the signed-in API token.
+
+import { h, render } from 'preact';
+import { useState, useEffect, useCallback, useMemo } from 'preact/hooks';
+import htm from 'htm';
+import { gql, session, takeTokenFromAddress, Unauthenticated } from './api.js';
+import { StackedColumns, CeilingBars, Meter, Legend, PALETTE, TOKEN_KINDS, paint } from './charts.js';
+import { int, short, pct, usd, dollars, monthName, addMonth, thisMonth, when, duration, plural } from './format.js';
+
+const html = htm.bind(h);
+
+// What the Content-Security-Policy refused, for the tests to read.
+window.cspViolations = [];
+document.addEventListener('securitypolicyviolation', (e) => {
+  window.cspViolations.push(`${e.violatedDirective}: ${e.blockedURI}`);
+});
+
+takeTokenFromAddress();
+
+// Sign-out is global: any request the API refuses with 401 lands here.
+let signOutHandler = () => {};
+const refused = (err) => { if (err instanceof Unauthenticated) signOutHandler(err.message); };
+
+/** Runs an operation when its variables change: {data, error, loading, reload}. */
+function useQuery(name, variables) {
+  const key = JSON.stringify(variables || {});
+  const [state, setState] = useState({ loading: true });
+  const [n, setN] = useState(0);
+  useEffect(() => {
+    let live = true;
+    setState((s) => ({ loading: true, data: s.key === key ? s.data : undefined, key }));
+    gql(name, variables).then(
+      (data) => live && setState({ data, key }),
+      (error) => { if (!live) return; refused(error); setState({ error, key }); },
+    );
+    return () => { live = false; };
+  }, [name, key, n]);
+  return { ...state, reload: useCallback(() => setN((x) => x + 1), []) };
+}
+
+// ---- routing: #/catalogue, #/cost/2026-03, #/turns, #/conversations/ID
+
+function parseRoute() {
+  const [view = 'catalogue', arg] = location.hash.replace(/^#\/?/, '').split('/');
+  return { view, arg: arg ? decodeURIComponent(arg) : undefined };
+}
+
+function useRoute() {
+  const [route, setRoute] = useState(parseRoute);
+  useEffect(() => {
+    const on = () => setRoute(parseRoute());
+    addEventListener('hashchange', on);
+    return () => removeEventListener('hashchange', on);
+  }, []);
+  return route;
+}
+
+// ---- states every view shares
+
+function Loading({ what }) {
+  return html`<div class="state loading" role="status"><span class="spinner"></span>Loading ${what}…</div>`;
+}
+
+function Failed({ error, retry }) {
+  return html`<div class="state error" role="alert">
+    <strong>Could not load this.</strong> <span class="error-text">${error.message}</span>
+    ${retry ? html`<button class="ghost" onClick=${retry}>Try again</button>` : null}
+  </div>`;
+}
+
+function Empty({ children }) {
+  return html`<div class="state empty">${children}</div>`;
+}
+
+function Card({ label, value, sub, tone }) {
+  return html`<div class=${'card stat ' + (tone || '')}>
+    <div class="stat-label">${label}</div>
+    <div class="stat-value">${value}</div>
+    ${sub ? html`<div class="stat-sub">${sub}</div>` : null}
+  </div>`;
+}
+
+function Panel({ title, aside, children, id }) {
+  return html`<section class="card panel" id=${id}>
+    <header class="panel-head"><h2>${title}</h2>${aside ? html`<div class="panel-aside">${aside}</div>` : null}</header>
+    ${children}
+  </section>`;
+}
+
+// ---- sign-in
+
+const SIGNED_OUT = 'Signed out: the token is forgotten in this tab.';
+
+function SignIn({ message, onToken }) {
+  const [token, setToken] = useState('');
+  const submit = (e) => {
+    e.preventDefault();
+    if (token.trim()) onToken(token.trim());
+  };
+  return html`<main class="signin">
+    <form class="card signin-card" onSubmit=${submit}>
+      <div class="brand big"><span class="logo"></span>toolgate <span class="brand-sub">admin</span></div>
+      <p class="muted">Sign in with an API token. It is kept in this tab only (session storage) and sent to this server's GraphQL API, nowhere else.</p>
+      ${message ? html`<div class=${'state ' + (message === SIGNED_OUT ? 'info' : 'error')} role="alert" id="signin-message">${message}</div>` : null}
+      <label for="token">API token</label>
+      <input id="token" type="password" autocomplete="off" spellcheck="false" placeholder="tg_…" value=${token} onInput=${(e) => setToken(e.target.value)} />
+      <button type="submit" class="primary" id="signin">Sign in</button>
+      <p class="hint"><code>make run</code> prints a demo token and a link that signs in with it; <code>toolgate bootstrap</code> prints one for a new organisation.</p>
+    </form>
+  </main>`;
+}
+
+// ---- catalogue
+
+function familyColors(tools) {
+  const families = [...new Set(tools.map((t) => t.family))];
+  return Object.fromEntries(families.map((f, i) => [f, PALETTE[i % PALETTE.length]]));
+}
+
+function segmentsByFamily(tools, colors) {
+  const sums = new Map();
+  for (const t of tools) sums.set(t.family, (sums.get(t.family) || 0) + t.definitionChars);
+  return [...sums].map(([name, value]) => ({ name, value, color: colors[name] }));
+}
+
+function CatalogueView() {
+  const agents = useQuery('agents');
+  const list = agents.data?.agents.edges.map((e) => e.node) || [];
+  const [picked, setPicked] = useState(undefined);
+  const agentId = picked === undefined ? list[0]?.id || null : picked;
+  const ready = !agents.loading || agents.data;
+  return html`<div class="view">
+    <div class="toolbar">
+      <h1>Catalogue</h1>
+      <label class="picker">Agent
+        <select id="agent" value=${agentId || ''} onChange=${(e) => setPicked(e.target.value || null)}>
+          ${list.map((a) => html`<option key=${a.id} value=${a.id}>${a.name}</option>`)}
+          <option value="">No agent: the always-on tools</option>
+        </select>
+      </label>
+    </div>
+    ${agents.error ? html`<${Failed} error=${agents.error} retry=${agents.reload} />` : null}
+    ${ready ? html`<${Catalogue} agentId=${agentId} agentName=${list.find((a) => a.id === agentId)?.name} />` : html`<${Loading} what="agents" />`}
+  </div>`;
+}
+
+function Catalogue({ agentId, agentName }) {
+  const q = useQuery('catalogue', { agentId });
+  if (q.error) return html`<${Failed} error=${q.error} retry=${q.reload} />`;
+  if (!q.data) return html`<${Loading} what="the catalogue" />`;
+  const c = q.data.catalogue;
+  const colors = familyColors(c.tools);
+  // Application tools are offered as <application>__<tool>; the widest catalogue is the built-in tools'.
+  const builtIn = c.tools.filter((t) => !t.name.includes('__'));
+  const widestRoom = c.ceilings.widestChars - c.widestChars;
+  const paidRoom = c.ceilings.alwaysPaidChars - c.alwaysPaidChars;
+  const offered = c.tools.filter((t) => t.offered);
+  const rows = [
+    { label: 'Every turn pays', segments: segmentsByFamily(c.tools.filter((t) => t.alwaysOn), colors), total: c.alwaysPaidChars },
+    { label: agentName ? 'This agent’s deck' : 'No agent', segments: segmentsByFamily(offered, colors), total: c.offeredChars },
+    { label: 'Widest catalogue', segments: segmentsByFamily(builtIn, colors), total: c.widestChars },
+  ];
+  const families = [...new Set(c.tools.map((t) => t.family))];
+  const maxTool = Math.max(...c.tools.map((t) => t.definitionChars), 1);
+  return html`<div id="catalogue">
+    <div class="stats">
+      <${Card} label="Widest catalogue" value=${int(c.widestChars)} sub=${`characters · ${int(c.widestTokens)} tokens; ceiling ${int(c.ceilings.widestChars)}`} />
+      <${Card} label="Headroom (widest)" value=${int(widestRoom)} sub="characters left under the ceiling" tone=${widestRoom < 0 ? 'bad' : widestRoom < 2000 ? 'warn' : 'good'} />
+      <${Card} label="Every turn pays" value=${int(c.alwaysPaidChars)} sub=${`characters · ${int(c.alwaysPaidTokens)} tokens; ceiling ${int(c.ceilings.alwaysPaidChars)}`} />
+      <${Card} label="Headroom (always paid)" value=${int(paidRoom)} sub="characters left under the ceiling" tone=${paidRoom < 0 ? 'bad' : paidRoom < 1000 ? 'warn' : 'good'} />
+      <${Card} label=${agentName ? 'This agent’s deck' : 'Offered'} value=${int(c.offeredChars)} sub=${`characters · ${int(c.offeredTokens)} tokens; ${plural(offered.length, 'tool')}`} />
+      <${Card} label="Application tools" value=${int(c.applicationChars)} sub=${`characters · ${int(c.applicationTokens)} tokens of the deck`} />
+      <${Card} label="Guidance" value=${int(c.guidanceChars)} sub=${`characters · ${int(c.guidanceTokens)} tokens; outside the ceilings`} />
+    </div>
+    ${c.warnings.length ? html`<div class="state warn" role="alert"><strong>Needs a look:</strong><ul>${c.warnings.map((w) => html`<li key=${w}>${w}</li>`)}</ul></div>` : null}
+    <${Panel} title="Against the ceilings" id="ceilings" aside=${html`<span class="muted">characters of tool definitions, by family</span>`}>
+      <${CeilingBars} id="ceiling-chart" rows=${rows} format=${int}
+        limits=${[{ label: 'always-paid ceiling', value: c.ceilings.alwaysPaidChars }, { label: 'widest ceiling', value: c.ceilings.widestChars }]} />
+      <${Legend} series=${families.map((f) => ({ name: f, color: colors[f] }))} />
+    <//>
+    <${Panel} title="Every tool" id="tools" aside=${html`<span class="muted">definition size as the model receives it; tokens are o200k_base</span>`}>
+      <div class="tool-chart" id="tool-chart">
+        ${families.map((f) => {
+          const tools = c.tools.filter((t) => t.family === f);
+          const sum = tools.reduce((s, t) => s + t.definitionChars, 0);
+          return html`<div class="family" key=${f}>
+            <div class="family-head"><span class="swatch" ref=${paint(colors[f])}></span><strong>${f}</strong>
+              <span class="muted">${plural(tools.length, 'tool')} · ${int(sum)} chars</span></div>
+            ${tools.map((t) => html`<div class=${'tool-row' + (t.offered ? '' : ' dim')} key=${t.name}>
+              <code class="tool-name">${t.name}</code>
+              <${Meter} max=${maxTool} label=${`${t.definitionChars} characters`} segments=${[{ name: t.name, value: t.definitionChars, color: colors[f] }]} />
+              <span class="tool-size">${int(t.definitionChars)} <span class="muted">chars</span> · ${int(t.definitionTokens)} <span class="muted">tok</span></span>
+              <span class="tags">
+                ${t.alwaysOn ? html`<span class="tag always">always</span>` : t.name.includes('__') ? html`<span class="tag app">application</span>` : html`<span class="tag">${t.offeredWhen.replaceAll('_', ' ')}</span>`}
+                ${t.offered ? html`<span class="tag offered">offered</span>` : null}
+              </span>
+            </div>`)}
+          </div>`;
+        })}
+      </div>
+    <//>
+  </div>`;
+}
+
+// ---- cost
+
+const DIMENSIONS = {
+  model: { label: 'Model', list: 'byModel', name: (g) => g.model },
+  agent: { label: 'Agent', list: 'byAgent', name: (g) => g.agent?.name || 'a deleted agent' },
+  user: { label: 'User', list: 'byUser', name: (g) => g.user?.name || 'a deleted user' },
+};
+
+function CostView({ month, viewer }) {
+  const m = /^\d{4}-\d{2}$/.test(month || '') ? month : thisMonth();
+  const go = (ym) => { location.hash = '#/cost/' + ym; };
+  const usage = useQuery('usage', { month: m });
+  const next = addMonth(m, 1);
+  return html`<div class="view">
+    <div class="toolbar">
+      <h1>Cost</h1>
+      <div class="month-picker">
+        <button class="ghost" id="prev-month" title="The month before" onClick=${() => go(addMonth(m, -1))}>‹</button>
+        <input type="month" id="month" value=${m} onChange=${(e) => e.target.value && go(e.target.value)} />
+        <button class="ghost" id="next-month" title="The month after" onClick=${() => go(next)}>›</button>
+      </div>
+    </div>
+    <p class="muted utc" id="utc-note">Calendar months in UTC: ${monthName(m)} runs from ${m}-01 00:00 UTC to ${next}-01 00:00 UTC, whatever your own time zone; days are UTC days.
+      ${viewer.admin ? ' You see the whole organisation.' : ' You see your own usage; the organisation’s is for admins.'}</p>
+    ${usage.error ? html`<${Failed} error=${usage.error} retry=${usage.reload} />` : !usage.data ? html`<${Loading} what=${'the cost of ' + monthName(m)} />` : html`<${Usage} usage=${usage.data.usage} />`}
+    <${Budgets} />
+  </div>`;
+}
+
+function Usage({ usage }) {
+  const [dim, setDim] = useState('model');
+  const t = usage.totals;
+  const days = usage.days;
+  const labels = days.map((d) => String(Number(d.date.slice(8))));
+  const titles = { label: (i) => days[i].date };
+  const d = DIMENSIONS[dim];
+  const names = useMemo(() => {
+    const total = new Map();
+    for (const g of usage[d.list]) total.set(d.name(g), (total.get(d.name(g)) || 0) + dollars(g.totals.cost));
+    return [...total].sort((a, b) => b[1] - a[1]).map(([n]) => n);
+  }, [usage, dim]);
+  const costSeries = names.map((name, i) => ({
+    name, color: PALETTE[i % PALETTE.length],
+    values: days.map((day) => day[d.list].filter((g) => d.name(g) === name).reduce((s, g) => s + dollars(g.totals.cost), 0)),
+  }));
+  const tokenSeries = TOKEN_KINDS.map((k) => ({ ...k, values: days.map((day) => Number(day.totals[k.key])) }));
+  const empty = Number(t.modelCalls) === 0;
+  return html`<div id="usage">
+    <div class="stats">
+      <${Card} label="Cost" value=${usd(t.cost)} sub=${plural(Number(t.modelCalls), 'model call')} />
+      ${TOKEN_KINDS.map((k) => html`<${Card} key=${k.key} label=${k.name + ' tokens'} value=${short(t[k.key])} sub=${int(t[k.key])} />`)}
+      <${Card} label="Read from cache" value=${pct(usage.cachedShare)} sub="of all input tokens" />
+      <${Card} label="Stable prefix" value=${pct(usage.prefixShare)} sub="of input: system prompt and tool definitions" />
+    </div>
+    ${empty ? html`<${Empty}>No model calls in ${monthName(usage.month)}. Pick another month, or send a message to an agent.<//>` : html`
+    <${Panel} title="Cost by day" id="cost-by-day" aside=${html`<div class="segmented" role="tablist">
+        ${Object.entries(DIMENSIONS).map(([k, v]) => html`<button key=${k} id=${'by-' + k} role="tab" aria-selected=${dim === k} class=${dim === k ? 'on' : ''} onClick=${() => setDim(k)}>by ${v.label.toLowerCase()}</button>`)}
+      </div>`}>
+      <${StackedColumns} id="cost-chart" labels=${labels} series=${costSeries} format=${usd} titles=${titles} />
+      <${Legend} series=${costSeries} />
+    <//>
+    <${Panel} title="Tokens by day" id="tokens-by-day">
+      <${StackedColumns} id="token-chart" labels=${labels} series=${tokenSeries} format=${short} titles=${titles} />
+      <${Legend} series=${TOKEN_KINDS} />
+    <//>
+    <div class="grid3">
+      ${Object.entries(DIMENSIONS).map(([k, v]) => html`<${Breakdown} key=${k} id=${'breakdown-' + k} title=${'By ' + v.label.toLowerCase()} groups=${usage[v.list]} name=${v.name} />`)}
+    </div>`}
+  </div>`;
+}
+
+function Breakdown({ id, title, groups, name }) {
+  const sorted = [...groups].sort((a, b) => dollars(b.totals.cost) - dollars(a.totals.cost));
+  const tokens = (g) => TOKEN_KINDS.reduce((s, k) => s + Number(g.totals[k.key]), 0);
+  const max = Math.max(...sorted.map(tokens), 1);
+  return html`<${Panel} title=${title} id=${id}>
+    ${sorted.length === 0 ? html`<p class="muted">None.</p>` : html`<div class="breakdown">
+      ${sorted.map((g) => html`<div class="breakdown-row" key=${name(g)}>
+        <div class="breakdown-head"><span class="breakdown-name">${name(g)}</span><strong>${usd(g.totals.cost)}</strong></div>
+        <${Meter} max=${max} label=${`${int(tokens(g))} tokens`} segments=${TOKEN_KINDS.map((k) => ({ name: k.name, color: k.color, value: Number(g.totals[k.key]), title: `${k.name}: ${int(g.totals[k.key])}` }))} />
+        <div class="breakdown-sub muted">${short(tokens(g))} tokens · ${plural(Number(g.totals.modelCalls), 'call')}</div>
+      </div>`)}
+    </div>`}
+  <//>`;
+}
+
+function Budgets() {
+  const q = useQuery('budgets');
+  let body;
+  if (q.error) body = html`<${Failed} error=${q.error} retry=${q.reload} />`;
+  else if (!q.data) body = html`<${Loading} what="budgets" />`;
+  else if (q.data.budgets.length === 0) body = html`<${Empty}>No budgets set. An admin sets them with <code>setBudget</code>: the organisation's, or one user's.<//>`;
+  else {
+    const rows = q.data.budgets.map((b) => {
+      const limit = dollars(b.monthlyLimitAmount), spent = dollars(b.spentAmount);
+      const ratio = limit > 0 ? spent / limit : spent > 0 ? Infinity : 0;
+      const status = ratio >= 1 ? 'over' : ratio >= 0.8 ? 'near' : 'ok';
+      return { b, limit, spent, ratio, status };
+    }).sort((a, b) => b.ratio - a.ratio);
+    body = html`<div class="budgets">
+      ${rows.map(({ b, ratio, status }) => html`<div class=${'budget ' + status} key=${b.id}>
+        <div class="budget-who">${b.user ? b.user.name : html`<strong>The organisation</strong>`}${b.user ? html` <span class="muted">${b.user.department}</span>` : null}</div>
+        <div class="budget-bar"><div class="budget-fill" ref=${(el) => { if (el) el.style.width = `${Math.min(ratio, 1) * 100}%`; }}></div></div>
+        <div class="budget-figures">${usd(b.spentAmount)} <span class="muted">of</span> ${usd(b.monthlyLimitAmount)} <span class="muted">· ${Number.isFinite(ratio) ? pct(ratio) : '—'}</span></div>
+        <span class=${'pill ' + status}>${status === 'over' ? 'over' : status === 'near' ? 'near' : 'within'}</span>
+      </div>`)}
+    </div>`;
+  }
+  const month = q.data?.budgets[0]?.month || thisMonth();
+  return html`<${Panel} title="Budgets" id="budgets" aside=${html`<span class="muted">spent this month (${monthName(month)}, UTC) against each monthly limit; near is 80% or more</span>`}>${body}<//>`;
+}
+
+// ---- turns
+
+const OUTCOMES = ['HITS', 'ABSENCE', 'OUTAGE', 'REFUSED', 'ERROR', 'MAY_HAVE_RUN', 'PENDING'];
+
+function Outcomes({ calls }) {
+  const counts = Object.fromEntries(OUTCOMES.map((o) => [o, 0]));
+  for (const c of calls) counts[c.outcome] = (counts[c.outcome] || 0) + 1;
+  const shown = OUTCOMES.filter((o) => counts[o] > 0);
+  if (!shown.length) return html`<span class="muted">none</span>`;
+  return html`<span class="outcomes">${shown.map((o) => html`<span key=${o} class=${'chip ' + o.toLowerCase()} title=${o}>${counts[o]} ${o.replaceAll('_', ' ').toLowerCase()}</span>`)}</span>`;
+}
+
+function Status({ status }) {
+  return html`<span class=${'pill status-' + status.toLowerCase()}>${status.replaceAll('_', ' ').toLowerCase()}</span>`;
+}
+
+function TurnsView({ viewer }) {
+  const q = useQuery('turns', {});
+  let body;
+  if (q.error) body = html`<${Failed} error=${q.error} retry=${q.reload} />`;
+  else if (!q.data) body = html`<${Loading} what="recent turns" />`;
+  else {
+    const turns = q.data.conversations.edges.flatMap(({ node: c }) => c.turns.edges.map(({ node: t }) => ({ ...t, conversation: c })))
+      .sort((a, b) => new Date(b.startedAt) - new Date(a.startedAt));
+    body = turns.length === 0 ? html`<${Empty}>No turns yet: start a conversation and send a message.<//>` : html`<table class="table" id="turns">
+      <thead><tr><th>Started</th><th>Conversation</th><th>User</th><th>Agent</th><th>Turn</th><th>Status</th><th>Duration</th><th>Tool calls</th></tr></thead>
+      <tbody>
+        ${turns.map((t) => html`<tr key=${t.id}>
+          <td class="nowrap">${when(t.startedAt)}</td>
+          <td><a href=${'#/conversations/' + encodeURIComponent(t.conversation.id)} class="conversation-link">${t.conversation.title || 'Untitled'}</a>
+            <div class="muted ellipsis">${t.userText}</div></td>
+          <td>${t.conversation.user.name}</td>
+          <td>${t.conversation.agent.name}</td>
+          <td class="num">#${t.number}</td>
+          <td><${Status} status=${t.status} /></td>
+          <td class="num nowrap">${duration(t.startedAt, t.finishedAt)}</td>
+          <td><${Outcomes} calls=${t.toolCalls} /></td>
+        </tr>`)}
+      </tbody>
+    </table>`;
+  }
+  return html`<div class="view">
+    <div class="toolbar"><h1>Turns</h1><button class="ghost" onClick=${q.reload}>Refresh</button></div>
+    <p class="muted">The latest turns of ${viewer.admin ? 'the organisation’s' : 'your'} most recently active conversations, newest first. Open one for its transcript.</p>
+    <div class="card">${body}</div>
+  </div>`;
+}
+
+// ---- transcript
+
+function TranscriptView({ id }) {
+  const q = useQuery('transcript', { id });
+  const [reading, setReading] = useState(null);
+  if (q.error) return html`<div class="view"><${Back} /><${Failed} error=${q.error} retry=${q.reload} /></div>`;
+  if (!q.data) return html`<div class="view"><${Back} /><${Loading} what="the transcript" /></div>`;
+  const c = q.data.conversation;
+  const turns = c.turns.edges.map((e) => e.node);
+  return html`<div class="view" id="transcript">
+    <${Back} />
+    <div class="toolbar"><h1>${c.title || 'Untitled conversation'}</h1></div>
+    <p class="muted">${c.user.name} (${c.user.department}) with ${c.agent.name} · ${plural(c.turnsCount, 'turn')} · started ${when(c.createdAt)}</p>
+    ${turns.length === 0 ? html`<${Empty}>No turns in this conversation yet.<//>` : turns.map((t) => html`<${Turn} key=${t.id} turn=${t} onRead=${setReading} />`)}
+    ${c.turns.pageInfo.hasNextPage ? html`<p class="muted">Later turns are not shown: this view shows the first ${turns.length}.</p>` : null}
+    ${reading ? html`<${ResultWindow} conversationId=${c.id} result=${reading} onClose=${() => setReading(null)} />` : null}
+  </div>`;
+}
+
+function Back() {
+  return html`<a class="back" href="#/turns">‹ Turns</a>`;
+}
+
+function Turn({ turn: t, onRead }) {
+  const cost = t.modelCalls.reduce((s, m) => s + Number(m.costAmount.amount), 0);
+  const tokens = t.modelCalls.reduce((s, m) => s + m.inputTokens + m.cacheReadTokens + m.cacheWriteTokens + m.outputTokens, 0);
+  return html`<article class="card turn" id=${'turn-' + t.number}>
+    <header class="turn-head">
+      <strong>Turn ${t.number}</strong> <${Status} status=${t.status} />
+      <span class="muted">${when(t.startedAt)} (${t.timeZone}) · ${duration(t.startedAt, t.finishedAt)} · ${plural(t.modelCalls.length, 'model call')} · ${short(tokens)} tokens · ${usd(cost)}${t.replayed ? ' · replayed' : ''}</span>
+    </header>
+    <div class="bubble user"><div class="who">User</div>${t.userText}</div>
+    ${t.toolCalls.length ? html`<table class="table calls">
+      <thead><tr><th>#</th><th>Tool</th><th>Outcome</th><th>Attempts</th><th>Stored result</th><th></th></tr></thead>
+      <tbody>${t.toolCalls.map((c) => html`<${Call} key=${c.id} call=${c} onRead=${onRead} />`)}</tbody>
+    </table>` : null}
+    ${t.answer ? html`<div class="bubble answer"><div class="who">Answer</div>${t.answer}</div>` : null}
+    ${t.error ? html`<div class="state error">${t.error}</div>` : null}
+  </article>`;
+}
+
+function Call({ call: c, onRead }) {
+  const r = c.result;
+  return html`<tr class="call">
+    <td class="num">${c.position + 1}</td>
+    <td><code>${c.name}</code>
+      <details><summary class="muted">arguments</summary><pre>${pretty(c.arguments)}</pre></details>
+      ${c.message ? html`<div class="muted small">${c.message}</div>` : null}
+      ${c.failures.length ? html`<ul class="failures">${c.failures.map((f) => html`<li key=${f.item}><span class=${'chip ' + f.kind.toLowerCase()}>${f.kind.toLowerCase()}</span> item ${f.item}${f.input ? html` <code>${f.input}</code>` : null}: ${f.message}</li>`)}</ul>` : null}
+      ${c.guardrail ? html`<div class="state warn small">Flagged: ${c.guardrail}</div>` : null}
+    </td>
+    <td><span class=${'chip ' + c.outcome.toLowerCase()}>${c.outcome.replaceAll('_', ' ').toLowerCase()}</span></td>
+    <td class="num">${c.attempts}</td>
+    <td>${r ? html`<div class="result-meta"><code class="ref">${r.ref}</code><div class="muted small">${r.kind.toLowerCase()} · ${int(r.chars)} chars · ${int(r.bytes)} bytes · ${plural(r.items, 'item')}${r.truncatedAtSource ? ' · truncated at source' : ''}</div></div>` : html`<span class="muted">none</span>`}</td>
+    <td>${r ? html`<button class="ghost read" onClick=${() => onRead(r)}>Read</button>` : null}</td>
+  </tr>`;
+}
+
+function pretty(json) {
+  try { return JSON.stringify(JSON.parse(json), null, 2); } catch { return json; }
+}
+
+const WINDOW = 4000;
+
+function ResultWindow({ conversationId, result, onClose }) {
+  const [offset, setOffset] = useState(0);
+  const q = useQuery('read_result', { conversationId, ref: result.ref, offset, maxChars: WINDOW });
+  const read = q.data?.toolResults.reads[0];
+  const failure = q.data?.toolResults.failures[0];
+  useEffect(() => {
+    const esc = (e) => e.key === 'Escape' && onClose();
+    addEventListener('keydown', esc);
+    return () => removeEventListener('keydown', esc);
+  }, []);
+  return html`<div class="overlay" onClick=${(e) => e.target === e.currentTarget && onClose()}>
+    <div class="card window" role="dialog" aria-label=${'stored result ' + result.ref} id="result-window">
+      <header class="panel-head">
+        <h2>Stored result <code>${result.ref}</code></h2>
+        <button class="ghost" onClick=${onClose} aria-label="Close">✕</button>
+      </header>
+      ${q.error ? html`<${Failed} error=${q.error} retry=${q.reload} />` : !q.data ? html`<${Loading} what="the window" />` :
+        failure ? html`<div class="state error">${failure.message}</div>` :
+        read?.error ? html`<div class="state error">${read.error}</div>` :
+        read?.absent || read?.text == null ? html`<${Empty}>Nothing readable: a ${(read?.kind || 'media').toLowerCase()} result of ${int(read?.bytes)} bytes.<//>` : html`
+        <div class="muted small" id="window-range">characters ${int(read.offset)}–${int(read.offset + [...read.text].length)} of ${int(read.totalChars)}${read.truncatedAtSource ? ' · truncated at source' : ''}</div>
+        <pre class="window-text">${read.text}</pre>
+        <div class="window-nav">
+          <button class="ghost" disabled=${offset === 0} onClick=${() => setOffset(Math.max(0, offset - WINDOW))}>‹ Previous</button>
+          <button class="ghost" id="window-next" disabled=${read.nextOffset == null} onClick=${() => setOffset(read.nextOffset)}>Next ›</button>
+        </div>`}
+    </div>
+  </div>`;
+}
+
+// ---- the shell
+
+const VIEWS = [
+  { key: 'catalogue', label: 'Catalogue' },
+  { key: 'cost', label: 'Cost' },
+  { key: 'turns', label: 'Turns' },
+];
+
+function Shell({ viewer, onSignOut }) {
+  const route = useRoute();
+  const active = route.view === 'conversations' ? 'turns' : route.view;
+  let view;
+  switch (route.view) {
+    case 'cost': view = html`<${CostView} month=${route.arg} viewer=${viewer} />`; break;
+    case 'turns': view = html`<${TurnsView} viewer=${viewer} />`; break;
+    case 'conversations': view = html`<${TranscriptView} id=${route.arg} />`; break;
+    default: view = html`<${CatalogueView} />`;
+  }
+  return html`<div class="shell">
+    <header class="top">
+      <div class="brand"><span class="logo"></span>toolgate <span class="brand-sub">admin</span></div>
+      <nav>${VIEWS.map((v) => html`<a key=${v.key} href=${'#/' + v.key} id=${'nav-' + v.key} class=${active === v.key ? 'on' : ''}>${v.label}</a>`)}</nav>
+      <div class="who" id="viewer">
+        <span>${viewer.name}</span> <span class="muted">${viewer.organizationName}</span>
+        <span class=${'pill ' + (viewer.admin ? 'admin' : '')}>${viewer.admin ? 'admin' : 'member'}</span>
+        <button class="ghost" id="signout" onClick=${() => onSignOut()}>Sign out</button>
+      </div>
+    </header>
+    <main class="main">${view}</main>
+  </div>`;
+}
+
+function App() {
+  const [token, setToken] = useState(session.token);
+  const [message, setMessage] = useState(null);
+  const [viewer, setViewer] = useState(null);
+  const [error, setError] = useState(null);
+  const [attempt, setAttempt] = useState(0);
+  const signOut = useCallback((why) => {
+    session.clear();
+    setToken(null);
+    setViewer(null);
+    setMessage(why || null);
+  }, []);
+  signOutHandler = signOut;
+  useEffect(() => {
+    // A #token= link followed while the page is open signs in too.
+    const on = () => { if (takeTokenFromAddress()) { setMessage(null); setViewer(null); setToken(session.token); setAttempt((n) => n + 1); } };
+    addEventListener('hashchange', on);
+    return () => removeEventListener('hashchange', on);
+  }, []);
+  useEffect(() => {
+    if (!token) return;
+    setError(null);
+    gql('viewer').then((d) => setViewer(d.viewer), (err) => { refused(err); setError(err); });
+  }, [token, attempt]);
+  if (!token) return html`<${SignIn} message=${message} onToken=${(t) => { session.set(t); setMessage(null); setToken(t); }} />`;
+  if (error && !(error instanceof Unauthenticated)) return html`<main class="signin"><${Failed} error=${error} retry=${() => setAttempt((n) => n + 1)} /></main>`;
+  if (!viewer) return html`<main class="signin"><${Loading} what="your account" /></main>`;
+  return html`<${Shell} viewer=${viewer} onSignOut=${() => signOut(SIGNED_OUT)} />`;
+}
+
+render(html`<${App} />`, document.getElementById('app'));
