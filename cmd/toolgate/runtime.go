@@ -31,6 +31,7 @@ import (
 	"github.com/toolgate/toolgate/runtime/model/openai"
 	"github.com/toolgate/toolgate/runtime/model/replay"
 	"github.com/toolgate/toolgate/runtime/price"
+	"github.com/toolgate/toolgate/runtime/prompt"
 	"github.com/toolgate/toolgate/runtime/scope"
 	"github.com/toolgate/toolgate/tools/budget"
 	"github.com/toolgate/toolgate/tools/registry"
@@ -45,7 +46,10 @@ type runtimeConfig struct {
 	toolsURL     string
 	maxSteps     int
 	historyCalls int
-	drainGrace   time.Duration
+	// historyBudget is in characters; 0 takes the model's default, a
+	// negative value never compacts.
+	historyBudget int
+	drainGrace    time.Duration
 	// tracer traces turns; nil traces nothing. traceSizes adds sizes.
 	tracer     trace.TracerProvider
 	traceSizes bool
@@ -186,18 +190,19 @@ func newRunner(ctx context.Context, c runtimeConfig, d *db.DB, dbURL, toolsURL s
 		bridge = br
 	}
 	runner, err := loop.New(loop.Config{
-		Client:       client,
-		Provider:     provider,
-		Signer:       signer,
-		Dispatcher:   disp,
-		Events:       bus,
-		Prices:       prices,
-		Apps:         apps,
-		Tools:        registry.All(),
-		MaxSteps:     c.maxSteps,
-		CallsPerTurn: c.historyCalls,
-		Budget:       budget.Stopper(client),
-		DrainGrace:   c.drainGrace,
+		Client:        client,
+		Provider:      provider,
+		Signer:        signer,
+		Dispatcher:    disp,
+		Events:        bus,
+		Prices:        prices,
+		Apps:          apps,
+		Tools:         registry.All(),
+		MaxSteps:      c.maxSteps,
+		CallsPerTurn:  c.historyCalls,
+		HistoryBudget: historyBudget(c, provider),
+		Budget:        budget.Stopper(client),
+		DrainGrace:    c.drainGrace,
 		// Tests only (the crash test): a shorter wait before a dead
 		// runner's turns are taken up; the heartbeat and sweep keep pace.
 		StaleAfter:     durationEnv("TOOLGATE_TEST_STALE_AFTER", 0),
@@ -220,6 +225,32 @@ func newRunner(ctx context.Context, c runtimeConfig, d *db.DB, dbURL, toolsURL s
 	}
 	log.Info("turn runtime", "provider", provider.Name(), "tools", toolsURL)
 	return runner, signer, apps, bridge, nil
+}
+
+// historyBudget is the configured history budget, or the default for the
+// model turns run on (the provider's default model when none is named).
+func historyBudget(c runtimeConfig, p model.Provider) int {
+	if c.historyBudget != 0 {
+		return c.historyBudget
+	}
+	name := c.model
+	if name == "" {
+		switch p.Name() {
+		case openai.Name:
+			name = openai.DefaultModel
+		case anthropic.Name:
+			name = anthropic.DefaultModel
+		}
+	}
+	return prompt.DefaultBudget(name)
+}
+
+// intEnv reads an integer setting that may be negative or zero.
+func intEnv(name string, def int) int {
+	if v, err := strconv.Atoi(os.Getenv(name)); err == nil {
+		return v
+	}
+	return def
 }
 
 func atoiEnv(name string, def int) int {

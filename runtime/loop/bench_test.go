@@ -24,10 +24,11 @@ import (
 )
 
 // BenchmarkPromptAssembly assembles the prompt of a turn whose agent has
-// every tool, after 200 earlier turns of 3 tool calls each.
+// every tool, after 200 earlier turns of 3 tool calls each, all replayed
+// (no history budget; BenchmarkPromptAssembly1000 has one).
 func BenchmarkPromptAssembly(b *testing.B) {
 	d := dbtest.Open(b, dbtest.SQLite)
-	h := newHarness(b, d, &scripted{answers: []model.Response{{Text: "ok"}}})
+	h := newHarness(b, d, &scripted{answers: []model.Response{{Text: "ok"}}}, withHistoryBudget(-1))
 	var all []string
 	for _, def := range registry.All() {
 		all = append(all, def.Name)

@@ -214,11 +214,15 @@ func (h *harness) calls(t testing.TB, turnID string) []*ent.ToolCall {
 // scripted is a model provider that plays answers in order and records the
 // requests. It is the in-process stand-in for a provider; the wire
 // protocols are driven through the real SDKs in the provider tests below.
+// A compaction call (a long conversation) is answered apart, with a
+// summary of its own, and kept in summaries: it plays no answer and is not
+// among the requests.
 type scripted struct {
-	mu       sync.Mutex
-	answers  []model.Response
-	requests []model.Request
-	block    chan struct{} // when set, Complete waits for it or the context
+	mu        sync.Mutex
+	answers   []model.Response
+	requests  []model.Request
+	summaries []model.Request
+	block     chan struct{} // when set, Complete waits for it or the context
 	// blockCall, when set, makes only that call (1 for the first) wait.
 	blockCall int
 }
@@ -227,6 +231,11 @@ func (s *scripted) Name() string { return "scripted" }
 
 func (s *scripted) Complete(ctx context.Context, req model.Request) (*model.Response, error) {
 	s.mu.Lock()
+	if req.Kind == model.KindSummary {
+		defer s.mu.Unlock()
+		s.summaries = append(s.summaries, req)
+		return &model.Response{Model: "gpt-4.1", Text: "The person and the assistant worked through the turns named."}, nil
+	}
 	s.requests = append(s.requests, req)
 	n := len(s.requests)
 	block := s.block

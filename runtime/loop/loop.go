@@ -85,6 +85,11 @@ type Config struct {
 	// (prompt.Keep says which); 0 takes prompt.DefaultCallsPerTurn, a
 	// negative value replays every call.
 	CallsPerTurn int
+	// HistoryBudget is the most characters of earlier turns replayed
+	// before the oldest are compacted into a summary (prompt.Due); 0 takes
+	// prompt.DefaultBudget of a model not listed (serve passes the
+	// configured model's), a negative value never compacts.
+	HistoryBudget int
 	// Queue is the River driver of the database turns run as jobs in.
 	Queue riverdriver.Driver[*sql.Tx]
 	// EncodeID gives a row's id as the API shows it, for the conversationId
@@ -143,6 +148,9 @@ func New(cfg Config) (*Runner, error) {
 	}
 	if cfg.CallsPerTurn == 0 {
 		cfg.CallsPerTurn = prompt.DefaultCallsPerTurn
+	}
+	if cfg.HistoryBudget == 0 {
+		cfg.HistoryBudget = prompt.DefaultBudget("")
 	}
 	if cfg.Now == nil {
 		cfg.Now = time.Now
@@ -603,15 +611,16 @@ func (r *Runner) Sweep() {
 }
 
 // Prompt returns the request the turn's next model call would send: the
-// offered tools, the system prompt and the whole history. It changes
-// nothing; the portal can show it, and benchmarks measure assembly with it.
+// offered tools, the system prompt and the history (summaries, then the
+// turns after them). It changes nothing, so it writes no summary; the
+// portal can show it, and benchmarks measure assembly with it.
 func (r *Runner) Prompt(ctx context.Context, turnID int) (model.Request, error) {
 	ctx = tenancy.System(ctx)
 	t := &turnRun{r: r, turnID: turnID, log: r.cfg.Log}
 	if err := t.load(ctx); err != nil {
 		return model.Request{}, err
 	}
-	if _, err := t.history(ctx); err != nil {
+	if _, err := t.history(ctx, false); err != nil {
 		return model.Request{}, err
 	}
 	return t.req, nil

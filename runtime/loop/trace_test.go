@@ -1,6 +1,7 @@
 package loop_test
 
 import (
+	"context"
 	"strings"
 	"testing"
 	"time"
@@ -217,4 +218,40 @@ func TestResumedRunLinksToTheRunBefore(t *testing.T) {
 	require.Len(t, runs[1].Links, 1)
 	require.Equal(t, runs[0].SpanContext.TraceID(), runs[1].Links[0].SpanContext.TraceID())
 	require.Equal(t, runs[0].SpanContext.SpanID(), runs[1].Links[0].SpanContext.SpanID())
+}
+
+// BenchmarkTurnTracing runs turns of two model calls with one resolver
+// tool call between (as BenchmarkResolverToolCall), untraced (no tracer
+// provider, as a server with no OTEL_* variable runs) and traced into a
+// batching exporter that drops what it gets: the difference is what a
+// traced turn costs; untraced, the runtime's hooks only ask whether the
+// context is traced.
+func BenchmarkTurnTracing(b *testing.B) {
+	for _, bb := range []struct {
+		name   string
+		traced bool
+	}{{"off", false}, {"on", true}} {
+		b.Run(bb.name, func(b *testing.B) {
+			p := &scriptedCycle{answers: []model.Response{
+				{ToolCalls: []model.ToolCall{call("c1", "calculator", `{"expression": "1+1"}`)}},
+				{Text: "done"},
+			}}
+			var opts []option
+			var exp *tracetest.InMemoryExporter
+			if bb.traced {
+				exp = tracetest.NewInMemoryExporter()
+				tp := sdktrace.NewTracerProvider(sdktrace.WithBatcher(exp))
+				b.Cleanup(func() { _ = tp.Shutdown(context.Background()) })
+				opts = append(opts, withTracer(tp))
+			}
+			h := newHarness(b, dbtest.Open(b, dbtest.SQLite), p, opts...)
+			b.ReportAllocs()
+			runTurns(b, h, h.conversation(b))
+			if exp != nil {
+				b.StopTimer()
+				b.ReportMetric(float64(len(exp.GetSpans()))/float64(b.N), "spans/turn")
+				exp.Reset()
+			}
+		})
+	}
 }

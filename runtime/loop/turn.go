@@ -85,7 +85,7 @@ func (t *turnRun) run(ctx context.Context) error {
 			return fmt.Errorf("mark replayed: %w", err)
 		}
 	}
-	steps, err := t.history(ctx)
+	steps, err := t.history(ctx, true)
 	if err != nil {
 		return err
 	}
@@ -304,12 +304,24 @@ func (t *turnRun) applicationTools(ctx context.Context) ([]tools.Definition, err
 	return defs, nil
 }
 
-// history builds the messages: earlier turns, this turn's message, and the
-// steps this turn already took. It returns how many model calls were made.
-func (t *turnRun) history(ctx context.Context) (int, error) {
+// history builds the messages: the summaries that stand for the oldest
+// earlier turns, the turns after them, this turn's message, and the steps
+// this turn already took. It returns how many model calls were made. With
+// compact, a turn that has made no model call yet first summarises the
+// oldest turns when the history passes its budget (compaction); a turn
+// under way keeps the history it started with.
+func (t *turnRun) history(ctx context.Context, compact bool) (int, error) {
 	c := t.client()
+	chain, err := t.summaries(ctx)
+	if err != nil {
+		return 0, err
+	}
+	after := 0
+	if len(chain) > 0 {
+		after = chain[len(chain)-1].To
+	}
 	turns, err := c.Turn.Query().
-		Where(turn.ConversationID(t.conv.ID), turn.NumberLT(t.turn.Number)).
+		Where(turn.ConversationID(t.conv.ID), turn.NumberGT(after), turn.NumberLT(t.turn.Number)).
 		Order(ent.Asc(turn.FieldNumber)).
 		Select(turn.FieldID, turn.FieldNumber, turn.FieldStartedAt, turn.FieldTimeZone,
 			turn.FieldUserText, turn.FieldAnswer, turn.FieldStatus).
@@ -330,11 +342,18 @@ func (t *turnRun) history(ctx context.Context) (int, error) {
 	if err != nil {
 		return 0, err
 	}
-	past := make([]prompt.Past, len(turns))
+	live := make([]prompt.NumberedTurn, len(turns))
 	for i, pt := range turns {
-		past[i] = prompt.Past{Turn: pt, Steps: steps[pt.ID], Sizes: sizes, CallsPerTurn: t.r.cfg.CallsPerTurn}
+		past := prompt.Past{Turn: pt, Steps: steps[pt.ID], Sizes: sizes, CallsPerTurn: t.r.cfg.CallsPerTurn}
+		live[i] = prompt.NumberedTurn{Number: pt.Number, Turn: pt,
+			Messages: prompt.TurnMessages(t.person, past, len(turns)-i <= prompt.RecentTurns)}
 	}
-	msgs := prompt.History(t.person, past)
+	if compact && len(steps[t.turnID]) == 0 {
+		if chain, live, err = t.compact(ctx, chain, live); err != nil {
+			return 0, err
+		}
+	}
+	msgs := layout(chain, live, t.r.cfg.HistoryBudget)
 	msgs = append(msgs, model.Message{Role: model.RoleUser,
 		Text: prompt.UserMessage(t.person, t.turn.StartedAt, t.turn.TimeZone, t.turn.UserText)})
 	own := steps[t.turnID]

@@ -84,48 +84,54 @@ func LeftOutLine(n int) string {
 func History(p Person, past []Past) []model.Message {
 	var msgs []model.Message
 	for i, pt := range past {
-		recent := len(past)-i <= RecentTurns
-		t := pt.Turn
-		msgs = append(msgs, model.Message{Role: model.RoleUser, Text: UserMessage(p, t.StartedAt, t.TimeZone, t.UserText)})
-		var all []*ent.ToolCall
-		for _, st := range pt.Steps {
-			all = append(all, st.Calls...)
+		msgs = append(msgs, TurnMessages(p, pt, len(past)-i <= RecentTurns)...)
+	}
+	return msgs
+}
+
+// TurnMessages renders one earlier turn as History does; recent turns (the
+// last RecentTurns before now) add an excerpt of each result.
+func TurnMessages(p Person, pt Past, recent bool) []model.Message {
+	t := pt.Turn
+	msgs := []model.Message{{Role: model.RoleUser, Text: UserMessage(p, t.StartedAt, t.TimeZone, t.UserText)}}
+	var all []*ent.ToolCall
+	for _, st := range pt.Steps {
+		all = append(all, st.Calls...)
+	}
+	keep := Keep(all, pt.CallsPerTurn)
+	for _, st := range pt.Steps {
+		st.Calls = slices.DeleteFunc(slices.Clone(st.Calls), func(c *ent.ToolCall) bool { return !keep[c.ID] })
+		if len(st.Calls) == 0 {
+			continue
 		}
-		keep := Keep(all, pt.CallsPerTurn)
-		for _, st := range pt.Steps {
-			st.Calls = slices.DeleteFunc(slices.Clone(st.Calls), func(c *ent.ToolCall) bool { return !keep[c.ID] })
-			if len(st.Calls) == 0 {
-				continue
-			}
-			am := model.Message{Role: model.RoleAssistant, Text: st.Text}
-			cuts := make([][]Cut, len(st.Calls))
-			for j, c := range st.Calls {
-				var args string
-				args, cuts[j] = CapArguments(c.Arguments)
-				am.ToolCalls = append(am.ToolCalls, model.ToolCall{ID: CallID(c), Name: c.Name, Arguments: []byte(args)})
-			}
-			msgs = append(msgs, am)
-			for j, c := range st.Calls {
-				msgs = append(msgs, model.Message{
-					Role: model.RoleTool, ToolCallID: CallID(c), ToolName: c.Name,
-					Text:    replay(c, recent, pt.Sizes, cuts[j]),
-					IsError: c.Outcome != toolcall.OutcomeHITS && c.Outcome != toolcall.OutcomeABSENCE,
-				})
-			}
+		am := model.Message{Role: model.RoleAssistant, Text: st.Text}
+		cuts := make([][]Cut, len(st.Calls))
+		for j, c := range st.Calls {
+			var args string
+			args, cuts[j] = CapArguments(c.Arguments)
+			am.ToolCalls = append(am.ToolCalls, model.ToolCall{ID: CallID(c), Name: c.Name, Arguments: []byte(args)})
 		}
-		answer := ""
-		if t.Answer != nil {
-			answer = *t.Answer
+		msgs = append(msgs, am)
+		for j, c := range st.Calls {
+			msgs = append(msgs, model.Message{
+				Role: model.RoleTool, ToolCallID: CallID(c), ToolName: c.Name,
+				Text:    replay(c, recent, pt.Sizes, cuts[j]),
+				IsError: c.Outcome != toolcall.OutcomeHITS && c.Outcome != toolcall.OutcomeABSENCE,
+			})
 		}
-		if t.Status != "COMPLETED" {
-			answer = strings.TrimSpace(answer + fmt.Sprintf("\n\n(This turn ended %s.)", strings.ToLower(string(t.Status))))
-		}
-		if n := len(all) - len(keep); n > 0 {
-			answer = strings.TrimSpace(answer + "\n\n" + LeftOutLine(n))
-		}
-		if answer != "" {
-			msgs = append(msgs, model.Message{Role: model.RoleAssistant, Text: answer})
-		}
+	}
+	answer := ""
+	if t.Answer != nil {
+		answer = *t.Answer
+	}
+	if t.Status != "COMPLETED" {
+		answer = strings.TrimSpace(answer + fmt.Sprintf("\n\n(This turn ended %s.)", strings.ToLower(string(t.Status))))
+	}
+	if n := len(all) - len(keep); n > 0 {
+		answer = strings.TrimSpace(answer + "\n\n" + LeftOutLine(n))
+	}
+	if answer != "" {
+		msgs = append(msgs, model.Message{Role: model.RoleAssistant, Text: answer})
 	}
 	return msgs
 }

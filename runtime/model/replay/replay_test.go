@@ -194,3 +194,18 @@ func TestProvider(t *testing.T) {
 	_, err = p.Complete(ctx, model.Request{})
 	require.ErrorIs(t, err, context.Canceled)
 }
+
+// TestSummary: a compaction request is answered with a summary of what the
+// person wrote, never with a scripted step (which could call tools).
+func TestSummary(t *testing.T) {
+	t.Parallel()
+	p, err := Demo()
+	require.NoError(t, err)
+	req := model.Request{Kind: model.KindSummary, Messages: []model.Message{{Role: model.RoleUser,
+		Text: "Summarise turns 1–2 of this conversation.\n\n[turn 1] You are talking with Ada.\nuser: What is 6*7?\nassistant: 42\n\n[turn 2] You are talking with Ada.\nuser: " +
+			strings.Repeat("long ", 40) + "\ncall calculator {}\n"}}}
+	res, err := p.Complete(t.Context(), req)
+	require.NoError(t, err)
+	require.Empty(t, res.ToolCalls)
+	require.Equal(t, "Replayed summary (no model wrote it). The person wrote:\n- What is 6*7?\n- "+strings.Repeat("long ", 16)+"…", res.Text)
+}

@@ -1,0 +1,161 @@
+package loop
+
+import (
+	"context"
+	"errors"
+	"fmt"
+
+	"github.com/toolgate/toolgate/ent"
+	"github.com/toolgate/toolgate/ent/modelcall"
+	"github.com/toolgate/toolgate/ent/summary"
+	"github.com/toolgate/toolgate/runtime/meter"
+	"github.com/toolgate/toolgate/runtime/model"
+	"github.com/toolgate/toolgate/runtime/prompt"
+	"github.com/toolgate/toolgate/tools/catalog"
+)
+
+// summaries loads the conversation's summaries and returns the ones that
+// stand in the history (prompt.Chain), oldest first.
+func (t *turnRun) summaries(ctx context.Context) ([]prompt.Summary, error) {
+	rows, err := t.client().Summary.Query().
+		Where(summary.ConversationID(t.conv.ID), summary.ToTurnLT(t.turn.Number)).
+		Order(ent.Asc(summary.FieldToTurn)).
+		Select(summary.FieldFromTurn, summary.FieldToTurn, summary.FieldText).
+		All(ctx)
+	if err != nil {
+		return nil, fmt.Errorf("load summaries: %w", err)
+	}
+	all := make([]prompt.Summary, len(rows))
+	for i, r := range rows {
+		all[i] = prompt.Summary{From: r.FromTurn, To: r.ToTurn, Text: r.Text}
+	}
+	return prompt.Chain(all), nil
+}
+
+// layout is the history of earlier turns: the summaries, then the turns
+// after them. When they still pass the budget (no summary could be
+// written), the oldest turns are left out behind one line that says
+// read_transcript has them; the last turn always stays.
+func layout(chain []prompt.Summary, live []prompt.NumberedTurn, budget int) []model.Message {
+	var msgs []model.Message
+	for _, s := range chain {
+		msgs = append(msgs, prompt.SummaryMessage(s))
+	}
+	n := prompt.Fit(prompt.Chars(msgs), sized(live), budget)
+	if n > 0 {
+		msgs = append(msgs, prompt.LeftOutTurns(live[0].Number, live[n-1].Number))
+	}
+	for _, l := range live[n:] {
+		msgs = append(msgs, l.Messages...)
+	}
+	return msgs
+}
+
+func sized(live []prompt.NumberedTurn) []prompt.Sized {
+	out := make([]prompt.Sized, len(live))
+	for i, l := range live {
+		out[i] = prompt.Sized{Number: l.Number, Chars: prompt.Chars(l.Messages)}
+	}
+	return out
+}
+
+// compact summarises the oldest live turns while the history passes its
+// budget, at most prompt.MaxSummaryRounds summaries a turn, and returns
+// the summaries and the turns left live. A summary that cannot be written
+// (the provider failed, answered nothing, or another run wrote one for the
+// same turns first) does not fail the turn: it goes on with the history it
+// has, and layout leaves out what does not fit; the next turn tries again.
+// Only a stop or a lost claim ends it.
+func (t *turnRun) compact(ctx context.Context, chain []prompt.Summary, live []prompt.NumberedTurn) ([]prompt.Summary, []prompt.NumberedTurn, error) {
+	budget := t.r.cfg.HistoryBudget
+	for range prompt.MaxSummaryRounds {
+		from, to, ok := prompt.Due(chain, sized(live), budget, 4*budget)
+		if !ok {
+			break
+		}
+		var folded []prompt.Summary
+		if from == 1 {
+			folded = chain
+		}
+		n := 0
+		for n < len(live) && live[n].Number <= to {
+			n++
+		}
+		s, err := t.summarise(ctx, prompt.SummaryRequest(t.person, from, to, folded, live[:n]), from, to)
+		if err != nil {
+			if errors.Is(err, errLeaseLost) || ctx.Err() != nil || t.modelCtx != nil && t.modelCtx.Err() != nil {
+				return nil, nil, err
+			}
+			t.log.Warn("compaction: no summary this turn; the history is cut instead", "turns", prompt.Span(from, to), "err", err)
+			break
+		}
+		if from == 1 {
+			chain = nil
+		}
+		chain = append(chain, s)
+		live = live[n:]
+	}
+	return chain, live, nil
+}
+
+// summarise asks the model for the summary of turns from–to and stores
+// it, with its model call (kind SUMMARY, attributed to this turn), in one
+// transaction.
+func (t *turnRun) summarise(ctx context.Context, req model.Request, from, to int) (prompt.Summary, error) {
+	req.Model, req.Attribution = t.req.Model, t.req.Attribution
+	mctx := ctx
+	if t.modelCtx != nil {
+		mctx = t.modelCtx
+	}
+	start := t.r.cfg.Now()
+	resp, err := t.r.cfg.Provider.Complete(mctx, req)
+	elapsed := t.r.cfg.Now().Sub(start)
+	name := req.Model
+	if err == nil && resp.Model != "" {
+		name = resp.Model
+	}
+	if name == "" {
+		name = t.r.cfg.Provider.Name()
+	}
+	if err != nil {
+		t.r.meter.ModelCall(name, true, meter.Tokens{})
+		return prompt.Summary{}, fmt.Errorf("model provider: %w", err)
+	}
+	text := prompt.TrimSummary(resp.Text)
+	if text == "" {
+		return prompt.Summary{}, errors.New("the model answered with no summary")
+	}
+	cost, _ := t.r.cfg.Prices.Cost(name, resp.Usage)
+	err = t.write(ctx, func(ctx context.Context, tx *ent.Tx) error {
+		round, err := tx.ModelCall.Query().Where(modelcall.TurnID(t.turnID), modelcall.KindEQ(modelcall.KindSUMMARY)).Count(ctx)
+		if err != nil {
+			return fmt.Errorf("count summaries: %w", err)
+		}
+		err = tx.ModelCall.Create().
+			SetTurnID(t.turnID).SetOrganizationID(t.conv.OrganizationID).SetAgentID(t.conv.AgentID).SetUserID(t.conv.UserID).
+			SetKind(modelcall.KindSUMMARY).SetStep(round).SetText(text).
+			SetProvider(t.r.cfg.Provider.Name()).SetModel(name).
+			SetInputTokens(resp.Usage.InputUncached).SetCacheReadTokens(resp.Usage.CacheRead).
+			SetCacheWriteTokens(resp.Usage.CacheWrite).SetOutputTokens(resp.Usage.Output).
+			SetCost(cost.USD()).SetCostMicros(cost).SetDurationMs(elapsed.Milliseconds()).SetStartedAt(start).
+			SetPrefixTokens(int64(catalog.Tokens(req.System))).SetAttribution(req.Attribution.Key()).
+			Exec(ctx)
+		if err != nil {
+			return fmt.Errorf("record summary call: %w", err)
+		}
+		err = tx.Summary.Create().
+			SetConversationID(t.conv.ID).SetFromTurn(from).SetToTurn(to).SetText(text).SetTurnID(t.turnID).
+			SetModel(name).SetCost(cost.USD()).SetCostMicros(cost).SetCreatedAt(t.r.cfg.Now()).
+			Exec(ctx)
+		if err != nil {
+			return fmt.Errorf("record summary: %w", err)
+		}
+		return nil
+	})
+	if err != nil {
+		return prompt.Summary{}, err
+	}
+	t.r.meter.ModelCall(name, false, meter.Tokens{Input: resp.Usage.InputUncached, CacheRead: resp.Usage.CacheRead,
+		CacheWrite: resp.Usage.CacheWrite, Output: resp.Usage.Output})
+	return prompt.Summary{From: from, To: to, Text: text}, nil
+}
