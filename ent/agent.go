@@ -25,17 +25,17 @@ type Agent struct {
 	UpdatedAt time.Time `json:"updated_at,omitempty"`
 	// OrganizationID holds the value of the "organization_id" field.
 	OrganizationID int `json:"organization_id,omitempty"`
-	// Name holds the value of the "name" field.
+	// The agent's name, as people pick it; at most 200 characters.
 	Name string `json:"name,omitempty"`
-	// Instructions holds the value of the "instructions" field.
+	// The agent's own instructions, given to the model at the start of every turn after toolgate's; empty: none. At most 100,000 characters.
 	Instructions string `json:"instructions,omitempty"`
 	// allowlist of optional tools; none declared means none offered
 	Tools []string `json:"tools,omitempty"`
-	// Memory holds the value of the "memory" field.
+	// Offers memory_write, memory_search and memory_forget, when an embedding model is configured: the assistant may remember facts about the person it talks to.
 	Memory bool `json:"memory,omitempty"`
-	// BudgetCheck holds the value of the "budget_check" field.
+	// Offers budget_check: the model may read this month's spend (UTC, USD) against the person's and the organisation's limits.
 	BudgetCheck bool `json:"budget_check,omitempty"`
-	// PastConversationSearch holds the value of the "past_conversation_search" field.
+	// Offers search_past_conversations: the model may search what the person wrote in their other conversations.
 	PastConversationSearch bool `json:"past_conversation_search,omitempty"`
 	// the names of the organisation's published skills the agent may load (load_skill)
 	Skills []string `json:"skills,omitempty"`

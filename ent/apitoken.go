@@ -24,13 +24,13 @@ type APIToken struct {
 	UpdatedAt time.Time `json:"updated_at,omitempty"`
 	// UserID holds the value of the "user_id" field.
 	UserID int `json:"user_id,omitempty"`
-	// Name holds the value of the "name" field.
+	// A label the owner chose to tell their tokens apart; empty when none was given. At most 200 characters.
 	Name string `json:"name,omitempty"`
 	// SHA-256 of the whole token
 	Hash []byte `json:"-"`
 	// the token's first characters, to tell tokens apart
 	Hint string `json:"hint,omitempty"`
-	// RevokedAt holds the value of the "revoked_at" field.
+	// When the token was revoked; null while it has not been. A revoked token is refused at once, like one that never existed.
 	RevokedAt *time.Time `json:"revoked_at,omitempty"`
 	// when the token last authenticated a request, to the minute
 	LastUsedAt *time.Time `json:"last_used_at,omitempty"`

@@ -25,11 +25,11 @@ type Application struct {
 	UpdatedAt time.Time `json:"updated_at,omitempty"`
 	// OrganizationID holds the value of the "organization_id" field.
 	OrganizationID int `json:"organization_id,omitempty"`
-	// Name holds the value of the "name" field.
+	// The name its tools are offered under, as <name>__<tool>; unique within the organisation, at most 40 characters.
 	Name string `json:"name,omitempty"`
-	// URL holds the value of the "url" field.
+	// The MCP server's endpoint (Streamable HTTP), as registered.
 	URL string `json:"url,omitempty"`
-	// AllowedTools holds the value of the "allowed_tools" field.
+	// The server's tools, by the server's own names, that agents may be offered; a tool not listed is never offered or called.
 	AllowedTools []string `json:"allowed_tools,omitempty"`
 	// Edges holds the relations/edges for other nodes in the graph.
 	// The values are being populated by the ApplicationQuery when eager-loading is set.

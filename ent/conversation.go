@@ -30,7 +30,7 @@ type Conversation struct {
 	UserID int `json:"user_id,omitempty"`
 	// AgentID holds the value of the "agent_id" field.
 	AgentID int `json:"agent_id,omitempty"`
-	// Title holds the value of the "title" field.
+	// The title given at startConversation; null when none was given. At most 500 characters.
 	Title *string `json:"title,omitempty"`
 	// how many turns the conversation has
 	TurnsCount int `json:"turns_count,omitempty"`

@@ -22,17 +22,17 @@ type Document struct {
 	CreatedAt time.Time `json:"created_at,omitempty"`
 	// UpdatedAt holds the value of the "updated_at" field.
 	UpdatedAt time.Time `json:"updated_at,omitempty"`
-	// Title holds the value of the "title" field.
+	// The title search hits and readDocument show: the one given with the text, or the file's name; at most 500 characters.
 	Title string `json:"title,omitempty"`
-	// Filename holds the value of the "filename" field.
+	// The uploaded file's name, as sent; empty for text added without a file.
 	Filename string `json:"filename,omitempty"`
-	// MimeType holds the value of the "mime_type" field.
+	// The media type the text was extracted as (text/plain, text/markdown, text/html, application/pdf, …); text/plain for text added without a file.
 	MimeType string `json:"mime_type,omitempty"`
 	// the uploaded bytes, kept as they came
 	Original []byte `json:"original,omitempty"`
 	// the extracted text that chunks and read_document windows are cut from
 	Text string `json:"text,omitempty"`
-	// Status holds the value of the "status" field.
+	// PROCESSING until the text is extracted and indexed, then READY (searchable) or FAILED (error says why).
 	Status document.Status `json:"status,omitempty"`
 	// why processing failed, in words a person can act on
 	Error *string `json:"error,omitempty"`

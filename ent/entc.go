@@ -66,6 +66,10 @@ func describe(_ *gen.Graph, s *ast.Schema) error {
 				f.Description = text
 				continue
 			}
+			if text, ok := timeFields[f.Name]; ok && d.Kind == ast.Object {
+				f.Description = text
+				continue
+			}
 			switch {
 			case strings.HasSuffix(name, "Connection"):
 				f.Description = connectionFields[f.Name]
@@ -106,9 +110,37 @@ var typeDescriptions = map[string]string{
 // fieldDescriptions describe generated fields that have no comment to
 // carry their words (ids and times of a mixin).
 var fieldDescriptions = map[string]string{
-	"Memory.id":        "The memory's id, as memory_forget and forgetMemory name it.",
-	"Memory.createdAt": "When it was saved.",
-	"Memory.updatedAt": "When it was saved: a memory is never changed, only forgotten.",
+	"Memory.id":               "The memory's id, as memory_forget and forgetMemory name it.",
+	"Memory.createdAt":        "When it was saved.",
+	"Memory.updatedAt":        "When it was saved: a memory is never changed, only forgotten.",
+	"APIToken.id":             "The token's id (not its secret), as revokeAPIToken names it.",
+	"APIToken.user":           "The person the token acts as.",
+	"Agent.id":                "The agent's id, as startConversation, updateAgent and catalogue(agentId) name it.",
+	"Application.id":          "The application's id, as updateApplication and removeApplication name it.",
+	"Attachment.id":           "The attachment's id, as readDocument names it.",
+	"Conversation.id":         "The conversation's id, as sendMessage, transcript and the conversation-scoped tools name it.",
+	"Conversation.user":       "The person whose conversation it is.",
+	"Conversation.agent":      "The agent that answers in the conversation; chosen at startConversation and never changed.",
+	"Conversation.turns":      "The conversation's turns, by number (oldest first) unless orderBy says otherwise; page forward with first/after or backward with last/before (at most 100 a page).",
+	"Document.id":             "The document's id, as readDocument names it.",
+	"KnowledgeBase.id":        "The knowledge base's id, as addDocument and createAgent's knowledgeBaseIds name it.",
+	"KnowledgeBase.documents": "The knowledge base's documents, oldest first unless orderBy says otherwise (a list of orders: the first decides, the next break ties); page forward with first/after or backward with last/before (at most 100 a page).",
+	"Organization.id":         "The organisation's id.",
+	"StoredResult.id":         "The stored result's id; clients read a result by its ref.",
+	"ToolCall.id":             "The tool call's id.",
+	"ToolCall.turn":           "The turn whose model asked for the call.",
+	"Turn.id":                 "The turn's id, as answerClarification, cancelTurn and turnEvents name it.",
+	"Turn.conversation":       "The conversation the turn belongs to.",
+	"User.id":                 "The person's id, as setBudget and deactivateUser name it.",
+	"User.organization":       "The organisation the person belongs to.",
+	"Query.conversations":     "The caller's conversations (an admin's: every conversation of the organisation), most recently updated first unless orderBy says otherwise (a list of orders: the first decides, the next break ties); where filters them. Page forward with first/after or backward with last/before (at most 100 a page).",
+}
+
+// timeFields describe the times every entity of TimeMixin has, where
+// fieldDescriptions says nothing more particular.
+var timeFields = map[string]string{
+	"createdAt": "When it was created (UTC).",
+	"updatedAt": "When it was last changed (UTC); the time it was created if it never was.",
 }
 
 var valueDescriptions = map[string]string{

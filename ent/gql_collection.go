@@ -857,24 +857,30 @@ func newDocumentPaginateArgs(rv map[string]any) *documentPaginateArgs {
 	}
 	if v, ok := rv[orderByField]; ok {
 		switch v := v.(type) {
-		case map[string]any:
-			var (
-				err1, err2 error
-				order      = &DocumentOrder{Field: &DocumentOrderField{}, Direction: entgql.OrderDirectionAsc}
-			)
-			if d, ok := v[directionField]; ok {
-				err1 = order.Direction.UnmarshalGQL(d)
+		case []*DocumentOrder:
+			args.opts = append(args.opts, WithDocumentOrder(v))
+		case []any:
+			var orders []*DocumentOrder
+			for i := range v {
+				mv, ok := v[i].(map[string]any)
+				if !ok {
+					continue
+				}
+				var (
+					err1, err2 error
+					order      = &DocumentOrder{Field: &DocumentOrderField{}, Direction: entgql.OrderDirectionAsc}
+				)
+				if d, ok := mv[directionField]; ok {
+					err1 = order.Direction.UnmarshalGQL(d)
+				}
+				if f, ok := mv[fieldField]; ok {
+					err2 = order.Field.UnmarshalGQL(f)
+				}
+				if err1 == nil && err2 == nil {
+					orders = append(orders, order)
+				}
 			}
-			if f, ok := v[fieldField]; ok {
-				err2 = order.Field.UnmarshalGQL(f)
-			}
-			if err1 == nil && err2 == nil {
-				args.opts = append(args.opts, WithDocumentOrder(order))
-			}
-		case *DocumentOrder:
-			if v != nil {
-				args.opts = append(args.opts, WithDocumentOrder(v))
-			}
+			args.opts = append(args.opts, WithDocumentOrder(orders))
 		}
 	}
 	return args
@@ -1042,24 +1048,30 @@ func newKnowledgeBasePaginateArgs(rv map[string]any) *knowledgebasePaginateArgs 
 	}
 	if v, ok := rv[orderByField]; ok {
 		switch v := v.(type) {
-		case map[string]any:
-			var (
-				err1, err2 error
-				order      = &KnowledgeBaseOrder{Field: &KnowledgeBaseOrderField{}, Direction: entgql.OrderDirectionAsc}
-			)
-			if d, ok := v[directionField]; ok {
-				err1 = order.Direction.UnmarshalGQL(d)
+		case []*KnowledgeBaseOrder:
+			args.opts = append(args.opts, WithKnowledgeBaseOrder(v))
+		case []any:
+			var orders []*KnowledgeBaseOrder
+			for i := range v {
+				mv, ok := v[i].(map[string]any)
+				if !ok {
+					continue
+				}
+				var (
+					err1, err2 error
+					order      = &KnowledgeBaseOrder{Field: &KnowledgeBaseOrderField{}, Direction: entgql.OrderDirectionAsc}
+				)
+				if d, ok := mv[directionField]; ok {
+					err1 = order.Direction.UnmarshalGQL(d)
+				}
+				if f, ok := mv[fieldField]; ok {
+					err2 = order.Field.UnmarshalGQL(f)
+				}
+				if err1 == nil && err2 == nil {
+					orders = append(orders, order)
+				}
 			}
-			if f, ok := v[fieldField]; ok {
-				err2 = order.Field.UnmarshalGQL(f)
-			}
-			if err1 == nil && err2 == nil {
-				args.opts = append(args.opts, WithKnowledgeBaseOrder(order))
-			}
-		case *KnowledgeBaseOrder:
-			if v != nil {
-				args.opts = append(args.opts, WithKnowledgeBaseOrder(v))
-			}
+			args.opts = append(args.opts, WithKnowledgeBaseOrder(orders))
 		}
 	}
 	return args
@@ -1138,24 +1150,30 @@ func newMemoryPaginateArgs(rv map[string]any) *memoryPaginateArgs {
 	}
 	if v, ok := rv[orderByField]; ok {
 		switch v := v.(type) {
-		case map[string]any:
-			var (
-				err1, err2 error
-				order      = &MemoryOrder{Field: &MemoryOrderField{}, Direction: entgql.OrderDirectionAsc}
-			)
-			if d, ok := v[directionField]; ok {
-				err1 = order.Direction.UnmarshalGQL(d)
+		case []*MemoryOrder:
+			args.opts = append(args.opts, WithMemoryOrder(v))
+		case []any:
+			var orders []*MemoryOrder
+			for i := range v {
+				mv, ok := v[i].(map[string]any)
+				if !ok {
+					continue
+				}
+				var (
+					err1, err2 error
+					order      = &MemoryOrder{Field: &MemoryOrderField{}, Direction: entgql.OrderDirectionAsc}
+				)
+				if d, ok := mv[directionField]; ok {
+					err1 = order.Direction.UnmarshalGQL(d)
+				}
+				if f, ok := mv[fieldField]; ok {
+					err2 = order.Field.UnmarshalGQL(f)
+				}
+				if err1 == nil && err2 == nil {
+					orders = append(orders, order)
+				}
 			}
-			if f, ok := v[fieldField]; ok {
-				err2 = order.Field.UnmarshalGQL(f)
-			}
-			if err1 == nil && err2 == nil {
-				args.opts = append(args.opts, WithMemoryOrder(order))
-			}
-		case *MemoryOrder:
-			if v != nil {
-				args.opts = append(args.opts, WithMemoryOrder(v))
-			}
+			args.opts = append(args.opts, WithMemoryOrder(orders))
 		}
 	}
 	return args

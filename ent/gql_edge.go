@@ -54,7 +54,7 @@ func (_m *Conversation) Turns(
 }
 
 func (_m *KnowledgeBase) Documents(
-	ctx context.Context, after *Cursor, first *int, before *Cursor, last *int, orderBy *DocumentOrder,
+	ctx context.Context, after *Cursor, first *int, before *Cursor, last *int, orderBy []*DocumentOrder,
 ) (*DocumentConnection, error) {
 	opts := []DocumentPaginateOption{
 		WithDocumentOrder(orderBy),

@@ -1861,19 +1861,14 @@ func (c *DocumentConnection) build(nodes []*Document, pager *documentPager, afte
 type DocumentPaginateOption func(*documentPager) error
 
 // WithDocumentOrder configures pagination ordering.
-func WithDocumentOrder(order *DocumentOrder) DocumentPaginateOption {
-	if order == nil {
-		order = DefaultDocumentOrder
-	}
-	o := *order
+func WithDocumentOrder(order []*DocumentOrder) DocumentPaginateOption {
 	return func(pager *documentPager) error {
-		if err := o.Direction.Validate(); err != nil {
-			return err
+		for _, o := range order {
+			if err := o.Direction.Validate(); err != nil {
+				return err
+			}
 		}
-		if o.Field == nil {
-			o.Field = DefaultDocumentOrder.Field
-		}
-		pager.order = &o
+		pager.order = append(pager.order, order...)
 		return nil
 	}
 }
@@ -1891,7 +1886,7 @@ func WithDocumentFilter(filter func(*DocumentQuery) (*DocumentQuery, error)) Doc
 
 type documentPager struct {
 	reverse bool
-	order   *DocumentOrder
+	order   []*DocumentOrder
 	filter  func(*DocumentQuery) (*DocumentQuery, error)
 }
 
@@ -1902,8 +1897,10 @@ func newDocumentPager(opts []DocumentPaginateOption, reverse bool) (*documentPag
 			return nil, err
 		}
 	}
-	if pager.order == nil {
-		pager.order = DefaultDocumentOrder
+	for i, o := range pager.order {
+		if i > 0 && o.Field == pager.order[i-1].Field {
+			return nil, fmt.Errorf("duplicate order direction %q", o.Direction)
+		}
 	}
 	return pager, nil
 }
@@ -1916,48 +1913,87 @@ func (p *documentPager) applyFilter(query *DocumentQuery) (*DocumentQuery, error
 }
 
 func (p *documentPager) toCursor(_m *Document) Cursor {
-	return p.order.Field.toCursor(_m)
+	cs_ := make([]any, 0, len(p.order))
+	for _, o_ := range p.order {
+		cs_ = append(cs_, o_.Field.toCursor(_m).Value)
+	}
+	return Cursor{ID: _m.ID, Value: cs_}
 }
 
 func (p *documentPager) applyCursors(query *DocumentQuery, after, before *Cursor) (*DocumentQuery, error) {
-	direction := p.order.Direction
+	idDirection := entgql.OrderDirectionAsc
 	if p.reverse {
-		direction = direction.Reverse()
+		idDirection = entgql.OrderDirectionDesc
 	}
-	for _, predicate := range entgql.CursorsPredicate(after, before, DefaultDocumentOrder.Field.column, p.order.Field.column, direction) {
+	fields, directions := make([]string, 0, len(p.order)), make([]OrderDirection, 0, len(p.order))
+	for _, o := range p.order {
+		fields = append(fields, o.Field.column)
+		direction := o.Direction
+		if p.reverse {
+			direction = direction.Reverse()
+		}
+		directions = append(directions, direction)
+	}
+	predicates, err := entgql.MultiCursorsPredicate(after, before, &entgql.MultiCursorsOptions{
+		FieldID:     DefaultDocumentOrder.Field.column,
+		DirectionID: idDirection,
+		Fields:      fields,
+		Directions:  directions,
+	})
+	if err != nil {
+		return nil, err
+	}
+	for _, predicate := range predicates {
 		query = query.Where(predicate)
 	}
 	return query, nil
 }
 
 func (p *documentPager) applyOrder(query *DocumentQuery) *DocumentQuery {
-	direction := p.order.Direction
-	if p.reverse {
-		direction = direction.Reverse()
+	var defaultOrdered bool
+	for _, o := range p.order {
+		direction := o.Direction
+		if p.reverse {
+			direction = direction.Reverse()
+		}
+		query = query.Order(o.Field.toTerm(direction.OrderTermOption()))
+		if o.Field.column == DefaultDocumentOrder.Field.column {
+			defaultOrdered = true
+		}
+		if len(query.ctx.Fields) > 0 {
+			query.ctx.AppendFieldOnce(o.Field.column)
+		}
 	}
-	query = query.Order(p.order.Field.toTerm(direction.OrderTermOption()))
-	if p.order.Field != DefaultDocumentOrder.Field {
+	if !defaultOrdered {
+		direction := entgql.OrderDirectionAsc
+		if p.reverse {
+			direction = direction.Reverse()
+		}
 		query = query.Order(DefaultDocumentOrder.Field.toTerm(direction.OrderTermOption()))
-	}
-	if len(query.ctx.Fields) > 0 {
-		query.ctx.AppendFieldOnce(p.order.Field.column)
 	}
 	return query
 }
 
 func (p *documentPager) orderExpr(query *DocumentQuery) sql.Querier {
-	direction := p.order.Direction
-	if p.reverse {
-		direction = direction.Reverse()
-	}
 	if len(query.ctx.Fields) > 0 {
-		query.ctx.AppendFieldOnce(p.order.Field.column)
+		for _, o := range p.order {
+			query.ctx.AppendFieldOnce(o.Field.column)
+		}
 	}
 	return sql.ExprFunc(func(b *sql.Builder) {
-		b.Ident(p.order.Field.column).Pad().WriteString(string(direction))
-		if p.order.Field != DefaultDocumentOrder.Field {
-			b.Comma().Ident(DefaultDocumentOrder.Field.column).Pad().WriteString(string(direction))
+		for _, o := range p.order {
+			direction := o.Direction
+			if p.reverse {
+				direction = direction.Reverse()
+			}
+			b.Ident(o.Field.column).Pad().WriteString(string(direction))
+			b.Comma()
 		}
+		direction := entgql.OrderDirectionAsc
+		if p.reverse {
+			direction = direction.Reverse()
+		}
+		b.Ident(DefaultDocumentOrder.Field.column).Pad().WriteString(string(direction))
 	})
 }
 
@@ -2175,19 +2211,14 @@ func (c *KnowledgeBaseConnection) build(nodes []*KnowledgeBase, pager *knowledge
 type KnowledgeBasePaginateOption func(*knowledgebasePager) error
 
 // WithKnowledgeBaseOrder configures pagination ordering.
-func WithKnowledgeBaseOrder(order *KnowledgeBaseOrder) KnowledgeBasePaginateOption {
-	if order == nil {
-		order = DefaultKnowledgeBaseOrder
-	}
-	o := *order
+func WithKnowledgeBaseOrder(order []*KnowledgeBaseOrder) KnowledgeBasePaginateOption {
 	return func(pager *knowledgebasePager) error {
-		if err := o.Direction.Validate(); err != nil {
-			return err
+		for _, o := range order {
+			if err := o.Direction.Validate(); err != nil {
+				return err
+			}
 		}
-		if o.Field == nil {
-			o.Field = DefaultKnowledgeBaseOrder.Field
-		}
-		pager.order = &o
+		pager.order = append(pager.order, order...)
 		return nil
 	}
 }
@@ -2205,7 +2236,7 @@ func WithKnowledgeBaseFilter(filter func(*KnowledgeBaseQuery) (*KnowledgeBaseQue
 
 type knowledgebasePager struct {
 	reverse bool
-	order   *KnowledgeBaseOrder
+	order   []*KnowledgeBaseOrder
 	filter  func(*KnowledgeBaseQuery) (*KnowledgeBaseQuery, error)
 }
 
@@ -2216,8 +2247,10 @@ func newKnowledgeBasePager(opts []KnowledgeBasePaginateOption, reverse bool) (*k
 			return nil, err
 		}
 	}
-	if pager.order == nil {
-		pager.order = DefaultKnowledgeBaseOrder
+	for i, o := range pager.order {
+		if i > 0 && o.Field == pager.order[i-1].Field {
+			return nil, fmt.Errorf("duplicate order direction %q", o.Direction)
+		}
 	}
 	return pager, nil
 }
@@ -2230,48 +2263,87 @@ func (p *knowledgebasePager) applyFilter(query *KnowledgeBaseQuery) (*KnowledgeB
 }
 
 func (p *knowledgebasePager) toCursor(_m *KnowledgeBase) Cursor {
-	return p.order.Field.toCursor(_m)
+	cs_ := make([]any, 0, len(p.order))
+	for _, o_ := range p.order {
+		cs_ = append(cs_, o_.Field.toCursor(_m).Value)
+	}
+	return Cursor{ID: _m.ID, Value: cs_}
 }
 
 func (p *knowledgebasePager) applyCursors(query *KnowledgeBaseQuery, after, before *Cursor) (*KnowledgeBaseQuery, error) {
-	direction := p.order.Direction
+	idDirection := entgql.OrderDirectionAsc
 	if p.reverse {
-		direction = direction.Reverse()
+		idDirection = entgql.OrderDirectionDesc
 	}
-	for _, predicate := range entgql.CursorsPredicate(after, before, DefaultKnowledgeBaseOrder.Field.column, p.order.Field.column, direction) {
+	fields, directions := make([]string, 0, len(p.order)), make([]OrderDirection, 0, len(p.order))
+	for _, o := range p.order {
+		fields = append(fields, o.Field.column)
+		direction := o.Direction
+		if p.reverse {
+			direction = direction.Reverse()
+		}
+		directions = append(directions, direction)
+	}
+	predicates, err := entgql.MultiCursorsPredicate(after, before, &entgql.MultiCursorsOptions{
+		FieldID:     DefaultKnowledgeBaseOrder.Field.column,
+		DirectionID: idDirection,
+		Fields:      fields,
+		Directions:  directions,
+	})
+	if err != nil {
+		return nil, err
+	}
+	for _, predicate := range predicates {
 		query = query.Where(predicate)
 	}
 	return query, nil
 }
 
 func (p *knowledgebasePager) applyOrder(query *KnowledgeBaseQuery) *KnowledgeBaseQuery {
-	direction := p.order.Direction
-	if p.reverse {
-		direction = direction.Reverse()
+	var defaultOrdered bool
+	for _, o := range p.order {
+		direction := o.Direction
+		if p.reverse {
+			direction = direction.Reverse()
+		}
+		query = query.Order(o.Field.toTerm(direction.OrderTermOption()))
+		if o.Field.column == DefaultKnowledgeBaseOrder.Field.column {
+			defaultOrdered = true
+		}
+		if len(query.ctx.Fields) > 0 {
+			query.ctx.AppendFieldOnce(o.Field.column)
+		}
 	}
-	query = query.Order(p.order.Field.toTerm(direction.OrderTermOption()))
-	if p.order.Field != DefaultKnowledgeBaseOrder.Field {
+	if !defaultOrdered {
+		direction := entgql.OrderDirectionAsc
+		if p.reverse {
+			direction = direction.Reverse()
+		}
 		query = query.Order(DefaultKnowledgeBaseOrder.Field.toTerm(direction.OrderTermOption()))
-	}
-	if len(query.ctx.Fields) > 0 {
-		query.ctx.AppendFieldOnce(p.order.Field.column)
 	}
 	return query
 }
 
 func (p *knowledgebasePager) orderExpr(query *KnowledgeBaseQuery) sql.Querier {
-	direction := p.order.Direction
-	if p.reverse {
-		direction = direction.Reverse()
-	}
 	if len(query.ctx.Fields) > 0 {
-		query.ctx.AppendFieldOnce(p.order.Field.column)
+		for _, o := range p.order {
+			query.ctx.AppendFieldOnce(o.Field.column)
+		}
 	}
 	return sql.ExprFunc(func(b *sql.Builder) {
-		b.Ident(p.order.Field.column).Pad().WriteString(string(direction))
-		if p.order.Field != DefaultKnowledgeBaseOrder.Field {
-			b.Comma().Ident(DefaultKnowledgeBaseOrder.Field.column).Pad().WriteString(string(direction))
+		for _, o := range p.order {
+			direction := o.Direction
+			if p.reverse {
+				direction = direction.Reverse()
+			}
+			b.Ident(o.Field.column).Pad().WriteString(string(direction))
+			b.Comma()
 		}
+		direction := entgql.OrderDirectionAsc
+		if p.reverse {
+			direction = direction.Reverse()
+		}
+		b.Ident(DefaultKnowledgeBaseOrder.Field.column).Pad().WriteString(string(direction))
 	})
 }
 
@@ -2507,19 +2579,14 @@ func (c *MemoryConnection) build(nodes []*Memory, pager *memoryPager, after *Cur
 type MemoryPaginateOption func(*memoryPager) error
 
 // WithMemoryOrder configures pagination ordering.
-func WithMemoryOrder(order *MemoryOrder) MemoryPaginateOption {
-	if order == nil {
-		order = DefaultMemoryOrder
-	}
-	o := *order
+func WithMemoryOrder(order []*MemoryOrder) MemoryPaginateOption {
 	return func(pager *memoryPager) error {
-		if err := o.Direction.Validate(); err != nil {
-			return err
+		for _, o := range order {
+			if err := o.Direction.Validate(); err != nil {
+				return err
+			}
 		}
-		if o.Field == nil {
-			o.Field = DefaultMemoryOrder.Field
-		}
-		pager.order = &o
+		pager.order = append(pager.order, order...)
 		return nil
 	}
 }
@@ -2537,7 +2604,7 @@ func WithMemoryFilter(filter func(*MemoryQuery) (*MemoryQuery, error)) MemoryPag
 
 type memoryPager struct {
 	reverse bool
-	order   *MemoryOrder
+	order   []*MemoryOrder
 	filter  func(*MemoryQuery) (*MemoryQuery, error)
 }
 
@@ -2548,8 +2615,10 @@ func newMemoryPager(opts []MemoryPaginateOption, reverse bool) (*memoryPager, er
 			return nil, err
 		}
 	}
-	if pager.order == nil {
-		pager.order = DefaultMemoryOrder
+	for i, o := range pager.order {
+		if i > 0 && o.Field == pager.order[i-1].Field {
+			return nil, fmt.Errorf("duplicate order direction %q", o.Direction)
+		}
 	}
 	return pager, nil
 }
@@ -2562,48 +2631,87 @@ func (p *memoryPager) applyFilter(query *MemoryQuery) (*MemoryQuery, error) {
 }
 
 func (p *memoryPager) toCursor(_m *Memory) Cursor {
-	return p.order.Field.toCursor(_m)
+	cs_ := make([]any, 0, len(p.order))
+	for _, o_ := range p.order {
+		cs_ = append(cs_, o_.Field.toCursor(_m).Value)
+	}
+	return Cursor{ID: _m.ID, Value: cs_}
 }
 
 func (p *memoryPager) applyCursors(query *MemoryQuery, after, before *Cursor) (*MemoryQuery, error) {
-	direction := p.order.Direction
+	idDirection := entgql.OrderDirectionAsc
 	if p.reverse {
-		direction = direction.Reverse()
+		idDirection = entgql.OrderDirectionDesc
 	}
-	for _, predicate := range entgql.CursorsPredicate(after, before, DefaultMemoryOrder.Field.column, p.order.Field.column, direction) {
+	fields, directions := make([]string, 0, len(p.order)), make([]OrderDirection, 0, len(p.order))
+	for _, o := range p.order {
+		fields = append(fields, o.Field.column)
+		direction := o.Direction
+		if p.reverse {
+			direction = direction.Reverse()
+		}
+		directions = append(directions, direction)
+	}
+	predicates, err := entgql.MultiCursorsPredicate(after, before, &entgql.MultiCursorsOptions{
+		FieldID:     DefaultMemoryOrder.Field.column,
+		DirectionID: idDirection,
+		Fields:      fields,
+		Directions:  directions,
+	})
+	if err != nil {
+		return nil, err
+	}
+	for _, predicate := range predicates {
 		query = query.Where(predicate)
 	}
 	return query, nil
 }
 
 func (p *memoryPager) applyOrder(query *MemoryQuery) *MemoryQuery {
-	direction := p.order.Direction
-	if p.reverse {
-		direction = direction.Reverse()
+	var defaultOrdered bool
+	for _, o := range p.order {
+		direction := o.Direction
+		if p.reverse {
+			direction = direction.Reverse()
+		}
+		query = query.Order(o.Field.toTerm(direction.OrderTermOption()))
+		if o.Field.column == DefaultMemoryOrder.Field.column {
+			defaultOrdered = true
+		}
+		if len(query.ctx.Fields) > 0 {
+			query.ctx.AppendFieldOnce(o.Field.column)
+		}
 	}
-	query = query.Order(p.order.Field.toTerm(direction.OrderTermOption()))
-	if p.order.Field != DefaultMemoryOrder.Field {
+	if !defaultOrdered {
+		direction := entgql.OrderDirectionAsc
+		if p.reverse {
+			direction = direction.Reverse()
+		}
 		query = query.Order(DefaultMemoryOrder.Field.toTerm(direction.OrderTermOption()))
-	}
-	if len(query.ctx.Fields) > 0 {
-		query.ctx.AppendFieldOnce(p.order.Field.column)
 	}
 	return query
 }
 
 func (p *memoryPager) orderExpr(query *MemoryQuery) sql.Querier {
-	direction := p.order.Direction
-	if p.reverse {
-		direction = direction.Reverse()
-	}
 	if len(query.ctx.Fields) > 0 {
-		query.ctx.AppendFieldOnce(p.order.Field.column)
+		for _, o := range p.order {
+			query.ctx.AppendFieldOnce(o.Field.column)
+		}
 	}
 	return sql.ExprFunc(func(b *sql.Builder) {
-		b.Ident(p.order.Field.column).Pad().WriteString(string(direction))
-		if p.order.Field != DefaultMemoryOrder.Field {
-			b.Comma().Ident(DefaultMemoryOrder.Field.column).Pad().WriteString(string(direction))
+		for _, o := range p.order {
+			direction := o.Direction
+			if p.reverse {
+				direction = direction.Reverse()
+			}
+			b.Ident(o.Field.column).Pad().WriteString(string(direction))
+			b.Comma()
 		}
+		direction := entgql.OrderDirectionAsc
+		if p.reverse {
+			direction = direction.Reverse()
+		}
+		b.Ident(DefaultMemoryOrder.Field.column).Pad().WriteString(string(direction))
 	})
 }
 

@@ -23,7 +23,7 @@ type KnowledgeBase struct {
 	UpdatedAt time.Time `json:"updated_at,omitempty"`
 	// OrganizationID holds the value of the "organization_id" field.
 	OrganizationID int `json:"organization_id,omitempty"`
-	// Name holds the value of the "name" field.
+	// The knowledge base's name; at most 200 characters.
 	Name string `json:"name,omitempty"`
 	// Edges holds the relations/edges for other nodes in the graph.
 	// The values are being populated by the KnowledgeBaseQuery when eager-loading is set.

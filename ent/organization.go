@@ -21,9 +21,9 @@ type Organization struct {
 	CreatedAt time.Time `json:"created_at,omitempty"`
 	// UpdatedAt holds the value of the "updated_at" field.
 	UpdatedAt time.Time `json:"updated_at,omitempty"`
-	// Name holds the value of the "name" field.
+	// The organisation's name, unique on this server; at most 200 characters.
 	Name string `json:"name,omitempty"`
-	// WebResearch holds the value of the "web_research" field.
+	// Whether research_web and read_page are offered to the organisation's agents; they also need the approved web provider configured on the server. Admins set it with updateOrganization.
 	WebResearch bool `json:"web_research,omitempty"`
 	// Edges holds the relations/edges for other nodes in the graph.
 	// The values are being populated by the OrganizationQuery when eager-loading is set.

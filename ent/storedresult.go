@@ -26,19 +26,19 @@ type StoredResult struct {
 	UpdatedAt time.Time `json:"updated_at,omitempty"`
 	// ConversationID holds the value of the "conversation_id" field.
 	ConversationID int `json:"conversation_id,omitempty"`
-	// Ref holds the value of the "ref" field.
+	// The opaque ref the result is read by (readToolResult, searchToolResults, read_tool_result, run_code's toolResults); valid only within its conversation.
 	Ref string `json:"ref,omitempty"`
-	// Kind holds the value of the "kind" field.
+	// What the content holds: TEXT, JSON or MEDIA (never previewed).
 	Kind schematype.ResultKind `json:"kind,omitempty"`
 	// the whole result; read through readToolResult
 	Content []byte `json:"content,omitempty"`
-	// Chars holds the value of the "chars" field.
+	// Unicode characters of the whole content.
 	Chars int64 `json:"chars,omitempty"`
-	// Bytes holds the value of the "bytes" field.
+	// Bytes of the whole content, in UTF-8.
 	Bytes int64 `json:"bytes,omitempty"`
-	// Items holds the value of the "items" field.
+	// How many items the content has: elements of a top-level JSON array, keys of a top-level object, or lines of text.
 	Items int64 `json:"items,omitempty"`
-	// TruncatedAtSource holds the value of the "truncated_at_source" field.
+	// The tool cut its result before returning it: what is stored is all there is, but not all the tool had.
 	TruncatedAtSource bool `json:"truncated_at_source,omitempty"`
 	// Edges holds the relations/edges for other nodes in the graph.
 	// The values are being populated by the StoredResultQuery when eager-loading is set.

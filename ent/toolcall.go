@@ -23,31 +23,31 @@ type ToolCall struct {
 	ID int `json:"id,omitempty"`
 	// TurnID holds the value of the "turn_id" field.
 	TurnID int `json:"turn_id,omitempty"`
-	// Position holds the value of the "position" field.
+	// The call's place among its turn's calls, from 0, in the order the model asked for them.
 	Position int `json:"position,omitempty"`
 	// the model call, counted from 0 in the turn, that asked for it
 	Step int `json:"step,omitempty"`
 	// the provider's id for the call
 	CallID string `json:"call_id,omitempty"`
-	// Name holds the value of the "name" field.
+	// The tool's name, as the model called it; an application's tool as <application>__<tool>.
 	Name string `json:"name,omitempty"`
 	// JSON, as repaired and sent
 	Arguments string `json:"arguments,omitempty"`
-	// Outcome holds the value of the "outcome" field.
+	// How the call ended: PENDING until its outcome is recorded, then HITS, ABSENCE, OUTAGE, REFUSED, ERROR or MAY_HAVE_RUN.
 	Outcome toolcall.Outcome `json:"outcome,omitempty"`
-	// Attempts holds the value of the "attempts" field.
+	// How many times the call was sent to its resolver, retries included; 0 when it was refused before it ran.
 	Attempts int `json:"attempts,omitempty"`
-	// Failures holds the value of the "failures" field.
+	// Per-item failures, by item position: items that ran and matched nothing (ABSENCE), never ran (OUTAGE) or ran and failed (ERROR). The other items' results stand; empty when every item succeeded.
 	Failures []schematype.ItemFailure `json:"failures,omitempty"`
 	// the spans of stored results this call made visible to the model
 	Evidence []schematype.Span `json:"evidence,omitempty"`
-	// Repairs holds the value of the "repairs" field.
+	// What the runtime changed in the model's arguments to fit the tool's JSON Schema before sending them, in the order applied; empty when they were sent as written.
 	Repairs []schematype.Repair `json:"repairs,omitempty"`
 	// what the model was told, for refusals, errors and outages
 	Message *string `json:"message,omitempty"`
 	// exactly what the model received for this call
 	Heard *string `json:"heard,omitempty"`
-	// Ref holds the value of the "ref" field.
+	// The ref the whole result is stored under (readToolResult reads it); null when nothing was stored: refused, never ran, or still pending.
 	Ref *string `json:"ref,omitempty"`
 	// null, or why what the model heard of the result was flagged as instruction-like
 	Guardrail *string `json:"guardrail,omitempty"`
@@ -55,9 +55,9 @@ type ToolCall struct {
 	ArgumentsRef *string `json:"arguments_ref,omitempty"`
 	// ResultID holds the value of the "result_id" field.
 	ResultID *int `json:"result_id,omitempty"`
-	// StartedAt holds the value of the "started_at" field.
+	// When the runtime took up the call.
 	StartedAt time.Time `json:"started_at,omitempty"`
-	// FinishedAt holds the value of the "finished_at" field.
+	// When its outcome was recorded; null while the outcome is PENDING.
 	FinishedAt *time.Time `json:"finished_at,omitempty"`
 	// Edges holds the relations/edges for other nodes in the graph.
 	// The values are being populated by the ToolCallQuery when eager-loading is set.

@@ -22,25 +22,25 @@ type Turn struct {
 	ID int `json:"id,omitempty"`
 	// ConversationID holds the value of the "conversation_id" field.
 	ConversationID int `json:"conversation_id,omitempty"`
-	// Number holds the value of the "number" field.
+	// The turn's place in its conversation, from 1, in the order messages were sent.
 	Number int `json:"number,omitempty"`
-	// StartedAt holds the value of the "started_at" field.
+	// When the message was sent.
 	StartedAt time.Time `json:"started_at,omitempty"`
-	// FinishedAt holds the value of the "finished_at" field.
+	// When the turn stopped: COMPLETED, FAILED or CANCELLED. Null while RUNNING or WAITING_FOR_CLARIFICATION.
 	FinishedAt *time.Time `json:"finished_at,omitempty"`
 	// the IANA zone the browser reported; a resumed turn renders the same
 	TimeZone string `json:"time_zone,omitempty"`
-	// UserText holds the value of the "user_text" field.
+	// The person's message, as sent (bytes that are not UTF-8 read back as U+FFFD).
 	UserText string `json:"user_text,omitempty"`
-	// Answer holds the value of the "answer" field.
+	// The assistant's answer; null until the turn completes, and when it failed or was cancelled before answering.
 	Answer *string `json:"answer,omitempty"`
 	// never returned by the API or any tool
 	Thinking *string `json:"thinking,omitempty"`
-	// Status holds the value of the "status" field.
+	// Where the turn stands: RUNNING until it is answered (COMPLETED), stops on an error (FAILED), is cancelled (CANCELLED) or waits for the person (WAITING_FOR_CLARIFICATION).
 	Status turn.Status `json:"status,omitempty"`
-	// Error holds the value of the "error" field.
+	// Why the turn failed, in words a person can act on (never a database's or provider's raw error); null unless status is FAILED.
 	Error *string `json:"error,omitempty"`
-	// Suggestions holds the value of the "suggestions" field.
+	// Messages the assistant suggests the person might send next (suggest_next_actions), in the order given; empty when none.
 	Suggestions []string `json:"suggestions,omitempty"`
 	// the open question while the turn waits for an answer
 	Clarification *schematype.Clarification `json:"clarification,omitempty"`

@@ -24,9 +24,9 @@ type User struct {
 	UpdatedAt time.Time `json:"updated_at,omitempty"`
 	// OrganizationID holds the value of the "organization_id" field.
 	OrganizationID int `json:"organization_id,omitempty"`
-	// Name holds the value of the "name" field.
+	// The person's name; at most 200 characters.
 	Name string `json:"name,omitempty"`
-	// Department holds the value of the "department" field.
+	// The person's department, as given at creation; empty when none. At most 200 characters.
 	Department string `json:"department,omitempty"`
 	// admins reach every conversation of their organisation
 	Admin bool `json:"admin,omitempty"`

@@ -97,14 +97,14 @@ func (r *mutationResolver) AttachFile(ctx context.Context, input model.AttachFil
 }
 
 // KnowledgeBases is the resolver for the knowledgeBases field.
-func (r *queryResolver) KnowledgeBases(ctx context.Context, first *int, after *entgql.Cursor[int]) (*ent.KnowledgeBaseConnection, error) {
-	if err := checkPage(first, nil); err != nil {
+func (r *queryResolver) KnowledgeBases(ctx context.Context, first *int, after *entgql.Cursor[int], last *int, before *entgql.Cursor[int], orderBy []*ent.KnowledgeBaseOrder) (*ent.KnowledgeBaseConnection, error) {
+	if err := checkPage(first, last); err != nil {
 		return nil, err
 	}
-	if first == nil {
+	if first == nil && last == nil {
 		first = ptr(DefaultPage)
 	}
-	return r.Client.KnowledgeBase.Query().Paginate(ctx, after, first, nil, nil)
+	return r.Client.KnowledgeBase.Query().Paginate(ctx, after, first, before, last, ent.WithKnowledgeBaseOrder(orderBy))
 }
 
 // KnowledgeSearch is the resolver for the knowledgeSearch field.

@@ -59,11 +59,17 @@ func (r *mutationResolver) MemoryForget(ctx context.Context, conversationID *int
 }
 
 // Memories is the resolver for the memories field.
-func (r *queryResolver) Memories(ctx context.Context, first *int, after *entgql.Cursor[int]) (*ent.MemoryConnection, error) {
+func (r *queryResolver) Memories(ctx context.Context, first *int, after *entgql.Cursor[int], last *int, before *entgql.Cursor[int], orderBy []*ent.MemoryOrder) (*ent.MemoryConnection, error) {
 	if _, err := apiViewer(ctx); err != nil {
 		return nil, err
 	}
-	return r.Client.Memory.Query().Paginate(ctx, after, first, nil, nil)
+	if err := checkPage(first, last); err != nil {
+		return nil, err
+	}
+	if first == nil && last == nil {
+		first = ptr(DefaultPage)
+	}
+	return r.Client.Memory.Query().Paginate(ctx, after, first, before, last, ent.WithMemoryOrder(orderBy))
 }
 
 // MemorySearch is the resolver for the memorySearch field.

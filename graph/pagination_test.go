@@ -21,19 +21,26 @@ import (
 // connection's order. It fails on a repeated id or a walk that never ends.
 func (b *testBundle) walk(t *testing.T, field, orderBy string, backward bool) []string {
 	t.Helper()
+	return b.walkIn(t, "%s", nil, field, orderBy, backward)
+}
+
+// walkIn walks the connection field inside the query wrap (a format whose
+// %s is the connection), found in the answer under path.
+func (b *testBundle) walkIn(t *testing.T, wrap string, path []any, field, orderBy string, backward bool) []string {
+	t.Helper()
 	var (
 		ids    []string
 		cursor any
 		seen   = map[string]bool{}
 	)
 	for range 50 {
-		var q string
+		var conn string
 		if backward {
-			q = fmt.Sprintf(`query($c: Cursor) { %s(last: 2, before: $c%s) { edges { node { id } } pageInfo { hasPreviousPage startCursor } } }`, field, orderBy)
+			conn = fmt.Sprintf(`%s(last: 2, before: $c%s) { edges { node { id } } pageInfo { hasPreviousPage startCursor } }`, field, orderBy)
 		} else {
-			q = fmt.Sprintf(`query($c: Cursor) { %s(first: 2, after: $c%s) { edges { node { id } } pageInfo { hasNextPage endCursor } } }`, field, orderBy)
+			conn = fmt.Sprintf(`%s(first: 2, after: $c%s) { edges { node { id } } pageInfo { hasNextPage endCursor } }`, field, orderBy)
 		}
-		data := b.do(t, b.alice.Token, q, map[string]any{"c": cursor}).ok(t)
+		data := get(b.do(t, b.alice.Token, "query($c: Cursor) { "+fmt.Sprintf(wrap, conn)+" }", map[string]any{"c": cursor}).ok(t), path...)
 		var page []string
 		for _, e := range get(data, field, "edges").([]any) {
 			id := get(e, "node", "id").(string)
@@ -125,7 +132,66 @@ func TestPaginationWalksEveryOrder(t *testing.T) {
 		// The default order is most recent first, by update time.
 		byUpdate := b.walk(t, "conversations", "", false)
 		require.Equal(t, []string{want[4], want[6], want[2], want[5], want[0], want[3], want[1]}, byUpdate)
+
+		// Knowledge bases, their documents and memories take orderBy as a
+		// list too, and walk the same way.
+		var kbs, docs, memories []string
+		kb := b.client.KnowledgeBase.Create().SetOrganizationID(b.alice.OrganizationID).SetName("b").SetCreatedAt(base).SaveX(ctx)
+		for i, off := range offsets {
+			at := base.Add(time.Duration(off) * time.Microsecond)
+			k := b.client.KnowledgeBase.Create().SetOrganizationID(b.alice.OrganizationID).SetName(titles[i]).
+				SetCreatedAt(at).SetUpdatedAt(at.Add(time.Duration(off) * time.Microsecond)).SaveX(ctx)
+			doc := b.client.Document.Create().SetOrganizationID(b.alice.OrganizationID).SetKnowledgeBaseID(kb.ID).
+				SetTitle(titles[i]).SetCreatedAt(at).SetUpdatedAt(at.Add(time.Duration(off) * time.Microsecond)).SaveX(ctx)
+			m := b.client.Memory.Create().SetOrganizationID(b.alice.OrganizationID).SetUserID(b.alice.UserID).
+				SetText(fmt.Sprint("fact ", i)).SetCreatedAt(at).SetUpdatedAt(at).SaveX(ctx)
+			kbs, docs, memories = append(kbs, gid.Encode(k.ID)), append(docs, gid.Encode(doc.ID)), append(memories, gid.Encode(m.ID))
+		}
+		kbs = append(kbs, gid.Encode(kb.ID))
+		// The documents of the first knowledge base made (the default order is the order made).
+		inKB, inKBPath := `knowledgeBases(first: 1) { edges { node { %s } } }`, []any{"knowledgeBases", "edges", 0, "node"}
+		// Bob's memory is never Alice's to page through.
+		b.client.Memory.Create().SetOrganizationID(b.bob.OrganizationID).SetUserID(b.bob.UserID).SetText("bob's").ExecX(ctx)
+		nested := []struct {
+			wrap, field string
+			path        []any
+			fields      []string
+			want        []string
+		}{
+			{wrap: "%s", field: "knowledgeBases", fields: []string{"CREATED_AT", "UPDATED_AT", "NAME"}, want: kbs},
+			{wrap: "%s", field: "memories", fields: []string{"CREATED_AT", "UPDATED_AT"}, want: memories},
+			{wrap: inKB, path: inKBPath, field: "documents",
+				fields: []string{"CREATED_AT", "UPDATED_AT"}, want: docs},
+		}
+		for _, n := range nested {
+			orders := []string{""}
+			for _, f := range n.fields {
+				for _, dir := range []string{"ASC", "DESC"} {
+					orders = append(orders, fmt.Sprintf(`, orderBy: [{field: %s, direction: %s}]`, f, dir))
+				}
+			}
+			for _, orderBy := range orders {
+				forward := b.walkIn(t, n.wrap, n.path, n.field, orderBy, false)
+				backward := b.walkIn(t, n.wrap, n.path, n.field, orderBy, true)
+				require.Equal(t, forward, backward, "%s%s: backward walk differs", n.field, orderBy)
+				require.ElementsMatch(t, n.want, forward, "%s%s", n.field, orderBy)
+			}
+		}
+		// By creation time, oldest first, then newest first.
+		byCreation := []string{docs[1], docs[3], docs[0], docs[5], docs[2], docs[6], docs[4]}
+		require.Equal(t, byCreation, b.walkIn(t, inKB, inKBPath, "documents", `, orderBy: [{field: CREATED_AT}]`, false))
+		require.Equal(t, reversed(byCreation), b.walkIn(t, inKB, inKBPath, "documents", `, orderBy: [{field: CREATED_AT, direction: DESC}]`, true))
+		require.Equal(t, []string{memories[1], memories[3], memories[0], memories[5], memories[2], memories[6], memories[4]},
+			b.walk(t, "memories", `, orderBy: [{field: CREATED_AT}]`, false))
 	})
+}
+
+func reversed(s []string) []string {
+	out := make([]string, len(s))
+	for i, v := range s {
+		out[len(s)-1-i] = v
+	}
+	return out
 }
 
 // A cursor that is not one of ours is the caller's mistake, named as such,

@@ -226,10 +226,13 @@ func (s *Server) newGraphQL() *handler.Server {
 		return pageTimes(child, first, last)
 	}
 	cfg.Complexity.Turn.ToolCalls = func(child int) int { return 1 + child*10 }
-	cfg.Complexity.Query.KnowledgeBases = func(child int, first *int, _ *entgql.Cursor[int]) int {
-		return pageTimes(child, first, nil)
+	cfg.Complexity.Query.KnowledgeBases = func(child int, first *int, _ *entgql.Cursor[int], last *int, _ *entgql.Cursor[int], _ []*ent.KnowledgeBaseOrder) int {
+		return pageTimes(child, first, last)
 	}
-	cfg.Complexity.KnowledgeBase.Documents = func(child int, _ *entgql.Cursor[int], first *int, _ *entgql.Cursor[int], last *int, _ *ent.DocumentOrder) int {
+	cfg.Complexity.Query.Memories = func(child int, first *int, _ *entgql.Cursor[int], last *int, _ *entgql.Cursor[int], _ []*ent.MemoryOrder) int {
+		return pageTimes(child, first, last)
+	}
+	cfg.Complexity.KnowledgeBase.Documents = func(child int, _ *entgql.Cursor[int], first *int, _ *entgql.Cursor[int], last *int, _ []*ent.DocumentOrder) int {
 		return pageTimes(child, first, last)
 	}
 

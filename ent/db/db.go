@@ -27,6 +27,7 @@ import (
 	"github.com/toolgate/toolgate/ent/conversation"
 	"github.com/toolgate/toolgate/ent/hook"
 	"github.com/toolgate/toolgate/ent/hybrid"
+	"github.com/toolgate/toolgate/ent/intercept"
 	"github.com/toolgate/toolgate/ent/migrate"
 	_ "github.com/toolgate/toolgate/ent/runtime" // the schema's defaults, hooks and privacy policies
 )
@@ -121,8 +122,28 @@ func openPostgres(rawURL string) (*DB, error) {
 func (d *DB) Client(opts ...ent.Option) *ent.Client {
 	c := ent.NewClient(append([]ent.Option{ent.Driver(d.Driver)}, opts...)...)
 	c.Turn.Use(countTurns)
+	c.Intercept(noDistinctOverJSON)
 	return c
 }
+
+// jsonTables are the entities with a JSON column (json, not jsonb, on
+// PostgreSQL: ent/schema/json.go).
+var jsonTables = map[string]bool{"Agent": true, "Application": true, "ToolCall": true, "Turn": true}
+
+// noDistinctOverJSON reads a traversal to an entity with a JSON column
+// (conversation.QueryTurns(), turn.QueryToolCalls(), …) without the
+// DISTINCT ent adds by default: PostgreSQL's json has no equality, so
+// SELECT DISTINCT over its row fails. None is needed: no edge to these
+// entities goes through a join table, and a traversal by IN (subquery)
+// never repeats a row.
+var noDistinctOverJSON = ent.InterceptFunc(func(next ent.Querier) ent.Querier {
+	return ent.QuerierFunc(func(ctx context.Context, q ent.Query) (ent.Value, error) {
+		if iq, err := intercept.NewQuery(q); err == nil && jsonTables[iq.Type()] {
+			iq.Unique(false)
+		}
+		return next.Query(ctx, q)
+	})
+})
 
 // countTurns counts a new turn towards its conversation's turns_count, in
 // the same transaction as the insert.

@@ -245,3 +245,20 @@ func (t textTx) ExecContext(ctx context.Context, query string, args ...any) (sql
 func (t textTx) QueryContext(ctx context.Context, query string, args ...any) (*sql.Rows, error) {
 	return queryContext(ctx, t.Tx, query, args)
 }
+
+// escapeSequences matches, in PostgreSQL's regular expressions, what
+// escapeText writes for a NUL, a byte that is not UTF-8 and the escape
+// itself.
+const escapeSequences = string(esc) + `(0|x[0-9a-f]{2}|` + string(esc) + `)`
+
+// WordsSQL returns an SQL expression of the text column expr as full-text
+// search should read it. On PostgreSQL each escape (a NUL, a byte that is
+// not UTF-8, the escape character) reads as a space, as a NUL does on
+// SQLite: "Ada\x00Lovelace" holds the words Ada and Lovelace on both,
+// not a word "0Lovelace".
+func WordsSQL(dialectName, expr string) string {
+	if dialectName != dialect.Postgres {
+		return expr
+	}
+	return "regexp_replace(" + expr + ", '" + escapeSequences + "', ' ', 'g')"
+}

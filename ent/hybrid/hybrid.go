@@ -36,6 +36,7 @@ import (
 	"strings"
 	"sync"
 	"unicode"
+	"unicode/utf8"
 
 	"entgo.io/ent/dialect"
 	"github.com/lib/pq"
@@ -215,7 +216,7 @@ func (s *Store) Put(ctx context.Context, entries ...Entry) error {
 				vec = marshal(e.Vector)
 			}
 			ids = append(ids, e.ID)
-			vals = append(vals, s.index, e.ID, e.Scope, e.Text, vec)
+			vals = append(vals, s.index, e.ID, e.Scope, words(e.Text), vec)
 		}
 		del := s.rebind(`DELETE FROM hybrid_entries WHERE idx = ? AND id IN (` + placeholders(len(batch)) + `)`)
 		if _, err := tx.ExecContext(ctx, del, ids...); err != nil {
@@ -630,4 +631,14 @@ func (s *Store) Fill(ctx context.Context, sel string, args ...any) (int64, error
 	}
 	n, _ := res.RowsAffected()
 	return n, nil
+}
+
+// words is text as full-text search reads it: a NUL or a byte that is not
+// UTF-8 separates words (PostgreSQL's text could not hold them, and
+// neither is part of a word).
+func words(text string) string {
+	if strings.IndexByte(text, 0) < 0 && utf8.ValidString(text) {
+		return text
+	}
+	return strings.ReplaceAll(strings.ToValidUTF8(text, " "), "\x00", " ")
 }

@@ -22,16 +22,21 @@ func (Agent) Fields() []ent.Field {
 	return []ent.Field{
 		field.Int("organization_id").Immutable().Annotations(entgql.Skip()),
 		field.String("name").NotEmpty().MaxLen(200).
-			Annotations(entgql.OrderField("NAME")),
-		field.Text("instructions").Default("").MaxLen(100_000),
-		field.Strings("tools").Default([]string{}).
+			Annotations(entgql.OrderField("NAME")).
+			Comment("The agent's name, as people pick it; at most 200 characters."),
+		field.Text("instructions").Default("").MaxLen(100_000).
+			Comment("The agent's own instructions, given to the model at the start of every turn after toolgate's; empty: none. At most 100,000 characters."),
+		field.Strings("tools").SchemaType(jsonColumn).Default([]string{}).
 			Comment("allowlist of optional tools; none declared means none offered"),
-		field.Bool("memory").Default(false),
-		field.Bool("budget_check").Default(false),
-		field.Bool("past_conversation_search").Default(false),
-		field.Strings("skills").Default([]string{}).
+		field.Bool("memory").Default(false).
+			Comment("Offers memory_write, memory_search and memory_forget, when an embedding model is configured: the assistant may remember facts about the person it talks to."),
+		field.Bool("budget_check").Default(false).
+			Comment("Offers budget_check: the model may read this month's spend (UTC, USD) against the person's and the organisation's limits."),
+		field.Bool("past_conversation_search").Default(false).
+			Comment("Offers search_past_conversations: the model may search what the person wrote in their other conversations."),
+		field.Strings("skills").SchemaType(jsonColumn).Default([]string{}).
 			Comment("the names of the organisation's published skills the agent may load (load_skill)"),
-		field.Ints("knowledge_base_ids").Default([]int{}).Annotations(entgql.Skip()).
+		field.Ints("knowledge_base_ids").SchemaType(jsonColumn).Default([]int{}).Annotations(entgql.Skip()).
 			Comment("the knowledge bases knowledge_search and read_document reach"),
 	}
 }

@@ -20,13 +20,15 @@ type APIToken struct {
 func (APIToken) Fields() []ent.Field {
 	return []ent.Field{
 		field.Int("user_id").Immutable().Annotations(entgql.Skip()),
-		field.String("name").Default("").MaxLen(200),
+		field.String("name").Default("").MaxLen(200).
+			Comment("A label the owner chose to tell their tokens apart; empty when none was given. At most 200 characters."),
 		field.Bytes("hash").Unique().Immutable().Sensitive().
 			Annotations(entgql.Skip()).
 			Comment("SHA-256 of the whole token"),
 		field.String("hint").Immutable().
 			Comment("the token's first characters, to tell tokens apart"),
-		field.Time("revoked_at").Optional().Nillable(),
+		field.Time("revoked_at").Optional().Nillable().
+			Comment("When the token was revoked; null while it has not been. A revoked token is refused at once, like one that never existed."),
 		field.Time("last_used_at").Optional().Nillable().
 			Comment("when the token last authenticated a request, to the minute"),
 		field.Time("expires_at").Optional().Nillable().Immutable().

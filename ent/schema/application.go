@@ -21,9 +21,12 @@ type Application struct {
 func (Application) Fields() []ent.Field {
 	return []ent.Field{
 		field.Int("organization_id").Immutable().Annotations(entgql.Skip()),
-		field.String("name").NotEmpty().MaxLen(40),
-		field.String("url").NotEmpty().MaxLen(2000),
-		field.Strings("allowed_tools").Default([]string{}),
+		field.String("name").NotEmpty().MaxLen(40).
+			Comment("The name its tools are offered under, as <name>__<tool>; unique within the organisation, at most 40 characters."),
+		field.String("url").NotEmpty().MaxLen(2000).
+			Comment("The MCP server's endpoint (Streamable HTTP), as registered."),
+		field.Strings("allowed_tools").SchemaType(jsonColumn).Default([]string{}).
+			Comment("The server's tools, by the server's own names, that agents may be offered; a tool not listed is never offered or called."),
 	}
 }
 

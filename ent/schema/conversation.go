@@ -23,7 +23,8 @@ func (Conversation) Fields() []ent.Field {
 		field.Int("user_id").Immutable().Annotations(entgql.Skip()),
 		field.Int("agent_id").Immutable().Annotations(entgql.Skip()),
 		field.String("title").Optional().Nillable().MaxLen(500).
-			Annotations(entgql.OrderField("TITLE")),
+			Annotations(entgql.OrderField("TITLE")).
+			Comment("The title given at startConversation; null when none was given. At most 500 characters."),
 		// Kept by Turn's hook rather than counted at read time: ordering by
 		// a LEFT JOIN count gives NULL for a conversation without turns,
 		// which neither driver can page past.

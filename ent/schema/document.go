@@ -39,5 +39,5 @@ func (Document) Mixin() []ent.Mixin {
 
 // Annotations of the Document.
 func (Document) Annotations() []schema.Annotation {
-	return []schema.Annotation{entgql.RelayConnection(), entgql.Skip(entgql.SkipWhereInput, entgql.SkipMutationCreateInput, entgql.SkipMutationUpdateInput)}
+	return []schema.Annotation{entgql.RelayConnection(), entgql.MultiOrder(), entgql.Skip(entgql.SkipWhereInput, entgql.SkipMutationCreateInput, entgql.SkipMutationUpdateInput)}
 }

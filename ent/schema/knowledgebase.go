@@ -21,7 +21,8 @@ type KnowledgeBase struct {
 func (KnowledgeBase) Fields() []ent.Field {
 	return []ent.Field{
 		field.Int("organization_id").Immutable().Annotations(entgql.Skip()),
-		field.String("name").NotEmpty().MaxLen(200).Annotations(entgql.OrderField("NAME")),
+		field.String("name").NotEmpty().MaxLen(200).Annotations(entgql.OrderField("NAME")).
+			Comment("The knowledge base's name; at most 200 characters."),
 	}
 }
 
@@ -44,5 +45,5 @@ func (KnowledgeBase) Mixin() []ent.Mixin {
 
 // Annotations of the KnowledgeBase.
 func (KnowledgeBase) Annotations() []schema.Annotation {
-	return []schema.Annotation{entgql.RelayConnection(), entgql.Skip(entgql.SkipWhereInput, entgql.SkipMutationCreateInput, entgql.SkipMutationUpdateInput)}
+	return []schema.Annotation{entgql.RelayConnection(), entgql.MultiOrder(), entgql.Skip(entgql.SkipWhereInput, entgql.SkipMutationCreateInput, entgql.SkipMutationUpdateInput)}
 }

@@ -34,7 +34,7 @@ func (Memory) Indexes() []ent.Index {
 
 // Annotations of the Memory.
 func (Memory) Annotations() []schema.Annotation {
-	return []schema.Annotation{entgql.RelayConnection(), entgql.Skip(entgql.SkipWhereInput, entgql.SkipOrderField, entgql.SkipMutationCreateInput, entgql.SkipMutationUpdateInput)}
+	return []schema.Annotation{entgql.RelayConnection(), entgql.MultiOrder(), entgql.Skip(entgql.SkipWhereInput, entgql.SkipMutationCreateInput, entgql.SkipMutationUpdateInput)}
 }
 
 // Mixin of the Memory.

@@ -18,11 +18,13 @@ type Organization struct {
 // Fields of the Organization.
 func (Organization) Fields() []ent.Field {
 	return []ent.Field{
-		field.String("name").NotEmpty().Unique().MaxLen(200),
+		field.String("name").NotEmpty().Unique().MaxLen(200).
+			Comment("The organisation's name, unique on this server; at most 200 characters."),
 		// The approved web provider, enabled by the organisation's admin:
 		// research_web and read_page are offered only when it is on and
 		// the server has a provider.
-		field.Bool("web_research").Default(false),
+		field.Bool("web_research").Default(false).
+			Comment("Whether research_web and read_page are offered to the organisation's agents; they also need the approved web provider configured on the server. Admins set it with updateOrganization."),
 	}
 }
 

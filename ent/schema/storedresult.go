@@ -22,16 +22,22 @@ type StoredResult struct {
 func (StoredResult) Fields() []ent.Field {
 	return []ent.Field{
 		field.Int("conversation_id").Immutable().Annotations(entgql.Skip()),
-		field.String("ref").Unique().Immutable().NotEmpty(),
+		field.String("ref").Unique().Immutable().NotEmpty().
+			Comment("The opaque ref the result is read by (readToolResult, searchToolResults, read_tool_result, run_code's toolResults); valid only within its conversation."),
 		field.Enum("kind").GoType(schematype.ResultKind("")).Immutable().
-			Annotations(entgql.Type("ResultKind")),
+			Annotations(entgql.Type("ResultKind")).
+			Comment("What the content holds: TEXT, JSON or MEDIA (never previewed)."),
 		field.Bytes("content").Immutable().
 			Annotations(entgql.Skip()).
 			Comment("the whole result; read through readToolResult"),
-		field.Int64("chars").Immutable().NonNegative(),
-		field.Int64("bytes").Immutable().NonNegative(),
-		field.Int64("items").Immutable().NonNegative(),
-		field.Bool("truncated_at_source").Default(false).Immutable(),
+		field.Int64("chars").Immutable().NonNegative().
+			Comment("Unicode characters of the whole content."),
+		field.Int64("bytes").Immutable().NonNegative().
+			Comment("Bytes of the whole content, in UTF-8."),
+		field.Int64("items").Immutable().NonNegative().
+			Comment("How many items the content has: elements of a top-level JSON array, keys of a top-level object, or lines of text."),
+		field.Bool("truncated_at_source").Default(false).Immutable().
+			Comment("The tool cut its result before returning it: what is stored is all there is, but not all the tool had."),
 	}
 }
 

@@ -25,27 +25,35 @@ func (Turn) Fields() []ent.Field {
 	return []ent.Field{
 		field.Int("conversation_id").Immutable().Annotations(entgql.Skip()),
 		field.Int("number").Immutable().Positive().
-			Annotations(entgql.OrderField("NUMBER")),
-		field.Time("started_at").Default(time.Now).Immutable(),
-		field.Time("finished_at").Optional().Nillable(),
+			Annotations(entgql.OrderField("NUMBER")).
+			Comment("The turn's place in its conversation, from 1, in the order messages were sent."),
+		field.Time("started_at").Default(time.Now).Immutable().
+			Comment("When the message was sent."),
+		field.Time("finished_at").Optional().Nillable().
+			Comment("When the turn stopped: COMPLETED, FAILED or CANCELLED. Null while RUNNING or WAITING_FOR_CLARIFICATION."),
 		field.String("time_zone").Default("UTC").Immutable().
 			Comment("the IANA zone the browser reported; a resumed turn renders the same"),
-		field.Text("user_text").Immutable(),
-		field.Text("answer").Optional().Nillable(),
+		field.Text("user_text").Immutable().
+			Comment("The person's message, as sent (bytes that are not UTF-8 read back as U+FFFD)."),
+		field.Text("answer").Optional().Nillable().
+			Comment("The assistant's answer; null until the turn completes, and when it failed or was cancelled before answering."),
 		field.Text("thinking").Optional().Nillable().
 			Annotations(entgql.Skip()).
 			Comment("never returned by the API or any tool"),
 		field.Enum("status").
 			Values("RUNNING", "WAITING_FOR_CLARIFICATION", "COMPLETED", "FAILED", "CANCELLED").
 			Default("RUNNING").
-			Annotations(entgql.Type("TurnStatus")),
-		field.String("error").Optional().Nillable(),
-		field.Strings("suggestions").Default([]string{}),
-		field.JSON("clarification", &schematype.Clarification{}).Optional().
+			Annotations(entgql.Type("TurnStatus")).
+			Comment("Where the turn stands: RUNNING until it is answered (COMPLETED), stops on an error (FAILED), is cancelled (CANCELLED) or waits for the person (WAITING_FOR_CLARIFICATION)."),
+		field.String("error").Optional().Nillable().
+			Comment("Why the turn failed, in words a person can act on (never a database's or provider's raw error); null unless status is FAILED."),
+		field.Strings("suggestions").SchemaType(jsonColumn).Default([]string{}).
+			Comment("Messages the assistant suggests the person might send next (suggest_next_actions), in the order given; empty when none."),
+		field.JSON("clarification", &schematype.Clarification{}).SchemaType(jsonColumn).Optional().
 			Comment("the open question while the turn waits for an answer"),
 		field.Time("heartbeat_at").Optional().Nillable().Annotations(entgql.Skip()).
 			Comment("the last sign of life: the claiming runner's heartbeat, or when the turn was last queued; a stale one lets another resume it"),
-		field.JSON("agent_config", &schematype.AgentConfig{}).Optional().
+		field.JSON("agent_config", &schematype.AgentConfig{}).SchemaType(jsonColumn).Optional().
 			Annotations(entgql.Skip()).
 			Comment("the agent's instructions, tools and switches when the turn first ran: a turn in progress keeps them"),
 		field.String("claimed_by").Optional().Nillable().Annotations(entgql.Skip()).

@@ -21,8 +21,10 @@ type User struct {
 func (User) Fields() []ent.Field {
 	return []ent.Field{
 		field.Int("organization_id").Immutable().Annotations(entgql.Skip()),
-		field.String("name").NotEmpty().MaxLen(200),
-		field.String("department").Default("").MaxLen(200),
+		field.String("name").NotEmpty().MaxLen(200).
+			Comment("The person's name; at most 200 characters."),
+		field.String("department").Default("").MaxLen(200).
+			Comment("The person's department, as given at creation; empty when none. At most 200 characters."),
 		field.Bool("admin").Default(false).
 			Comment("admins reach every conversation of their organisation"),
 		field.Time("deactivated_at").Optional().Nillable().

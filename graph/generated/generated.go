@@ -373,7 +373,7 @@ type ComplexityRoot struct {
 
 	KnowledgeBase struct {
 		CreatedAt func(childComplexity int) int
-		Documents func(childComplexity int, after *entgql.Cursor[int], first *int, before *entgql.Cursor[int], last *int, orderBy *ent.DocumentOrder) int
+		Documents func(childComplexity int, after *entgql.Cursor[int], first *int, before *entgql.Cursor[int], last *int, orderBy []*ent.DocumentOrder) int
 		ID        func(childComplexity int) int
 		Name      func(childComplexity int) int
 		UpdatedAt func(childComplexity int) int
@@ -612,13 +612,13 @@ type ComplexityRoot struct {
 		Conversation            func(childComplexity int, id int) int
 		Conversations           func(childComplexity int, after *entgql.Cursor[int], first *int, before *entgql.Cursor[int], last *int, orderBy []*ent.ConversationOrder, where *ent.ConversationWhereInput) int
 		GetToolSchema           func(childComplexity int, conversationID *int, names []string) int
-		KnowledgeBases          func(childComplexity int, first *int, after *entgql.Cursor[int]) int
+		KnowledgeBases          func(childComplexity int, first *int, after *entgql.Cursor[int], last *int, before *entgql.Cursor[int], orderBy []*ent.KnowledgeBaseOrder) int
 		KnowledgeSearch         func(childComplexity int, conversationID *int, queries []string, maxResults *int) int
 		ListFiles               func(childComplexity int, conversationID *int, path *string) int
 		ListTools               func(childComplexity int, conversationID *int) int
 		LoadSkill               func(childComplexity int, conversationID *int, name string) int
 		MeasureLayout           func(childComplexity int, conversationID *int, artifactID int, selectors []string) int
-		Memories                func(childComplexity int, first *int, after *entgql.Cursor[int]) int
+		Memories                func(childComplexity int, first *int, after *entgql.Cursor[int], last *int, before *entgql.Cursor[int], orderBy []*ent.MemoryOrder) int
 		MemorySearch            func(childComplexity int, conversationID *int, queries []string, maxResults *int) int
 		Node                    func(childComplexity int, id int) int
 		Nodes                   func(childComplexity int, ids []int) int
@@ -1104,14 +1104,14 @@ type QueryResolver interface {
 	GetToolSchema(ctx context.Context, conversationID *int, names []string) (*catalog.Schemas, error)
 	Viewer(ctx context.Context) (*ent.User, error)
 	Conversation(ctx context.Context, id int) (*ent.Conversation, error)
-	KnowledgeBases(ctx context.Context, first *int, after *entgql.Cursor[int]) (*ent.KnowledgeBaseConnection, error)
+	KnowledgeBases(ctx context.Context, first *int, after *entgql.Cursor[int], last *int, before *entgql.Cursor[int], orderBy []*ent.KnowledgeBaseOrder) (*ent.KnowledgeBaseConnection, error)
 	KnowledgeSearch(ctx context.Context, conversationID *int, queries []string, maxResults *int) (*document.Search, error)
 	SearchAttachments(ctx context.Context, conversationID *int, queries []string, maxResults *int) (*document.Search, error)
 	ReadDocument(ctx context.Context, conversationID *int, documentID int, offset *int, maxChars *int) (*document.Read, error)
 	SearchPastConversations(ctx context.Context, conversationID *int, queries []string, maxResults *int) (*history.Result, error)
 	Applications(ctx context.Context) ([]*ent.Application, error)
 	Users(ctx context.Context) ([]*ent.User, error)
-	Memories(ctx context.Context, first *int, after *entgql.Cursor[int]) (*ent.MemoryConnection, error)
+	Memories(ctx context.Context, first *int, after *entgql.Cursor[int], last *int, before *entgql.Cursor[int], orderBy []*ent.MemoryOrder) (*ent.MemoryConnection, error)
 	MemorySearch(ctx context.Context, conversationID *int, queries []string, maxResults *int) (*memory.SearchResult, error)
 	ToolResults(ctx context.Context, conversationID *int, refs []string, offset *int, maxChars *int, query *string, match *result.Match, contextChars *int) (*result.Results, error)
 	ReadToolResult(ctx context.Context, conversationID *int, refs []string, offset *int, maxChars *int) ([]*result.ReadItem, error)
@@ -2370,7 +2370,7 @@ func (e *executableSchema) Complexity(ctx context.Context, typeName, field strin
 			return 0, false
 		}
 
-		return e.ComplexityRoot.KnowledgeBase.Documents(childComplexity, args["after"].(*entgql.Cursor[int]), args["first"].(*int), args["before"].(*entgql.Cursor[int]), args["last"].(*int), args["orderBy"].(*ent.DocumentOrder)), true
+		return e.ComplexityRoot.KnowledgeBase.Documents(childComplexity, args["after"].(*entgql.Cursor[int]), args["first"].(*int), args["before"].(*entgql.Cursor[int]), args["last"].(*int), args["orderBy"].([]*ent.DocumentOrder)), true
 	case "KnowledgeBase.id":
 		if e.ComplexityRoot.KnowledgeBase.ID == nil {
 			break
@@ -3527,7 +3527,7 @@ func (e *executableSchema) Complexity(ctx context.Context, typeName, field strin
 			return 0, false
 		}
 
-		return e.ComplexityRoot.Query.KnowledgeBases(childComplexity, args["first"].(*int), args["after"].(*entgql.Cursor[int])), true
+		return e.ComplexityRoot.Query.KnowledgeBases(childComplexity, args["first"].(*int), args["after"].(*entgql.Cursor[int]), args["last"].(*int), args["before"].(*entgql.Cursor[int]), args["orderBy"].([]*ent.KnowledgeBaseOrder)), true
 	case "Query.knowledgeSearch":
 		if e.ComplexityRoot.Query.KnowledgeSearch == nil {
 			break
@@ -3593,7 +3593,7 @@ func (e *executableSchema) Complexity(ctx context.Context, typeName, field strin
 			return 0, false
 		}
 
-		return e.ComplexityRoot.Query.Memories(childComplexity, args["first"].(*int), args["after"].(*entgql.Cursor[int])), true
+		return e.ComplexityRoot.Query.Memories(childComplexity, args["first"].(*int), args["after"].(*entgql.Cursor[int]), args["last"].(*int), args["before"].(*entgql.Cursor[int]), args["orderBy"].([]*ent.MemoryOrder)), true
 	case "Query.memorySearch":
 		if e.ComplexityRoot.Query.MemorySearch == nil {
 			break
@@ -5273,6 +5273,7 @@ func (e *executableSchema) Exec(ctx context.Context) graphql.ResponseHandler {
 			graphql.NewInputUnmarshaler("ExportSourceInput", ec.unmarshalInputExportSourceInput),
 			graphql.NewInputUnmarshaler("KnowledgeBaseOrder", ec.unmarshalInputKnowledgeBaseOrder),
 			graphql.NewInputUnmarshaler("MemoryFactInput", ec.unmarshalInputMemoryFactInput),
+			graphql.NewInputUnmarshaler("MemoryOrder", ec.unmarshalInputMemoryOrder),
 			graphql.NewInputUnmarshaler("MoneyInput", ec.unmarshalInputMoneyInput),
 			graphql.NewInputUnmarshaler("PublishSkillInput", ec.unmarshalInputPublishSkillInput),
 			graphql.NewInputUnmarshaler("RegisterApplicationInput", ec.unmarshalInputRegisterApplicationInput),
@@ -5400,12 +5401,17 @@ extend type User {
 
 "What createAgent needs: the agent's name, instructions, optional tools and switches."
 input CreateAgentInput {
+  "The agent's name; at most 200 characters."
   name: String!
+  "The agent's own instructions, given to the model every turn; none: empty. At most 100,000 characters."
   instructions: String
   "Optional tools the agent may be offered. None declared: none offered."
   tools: [String!]
+  "Offers the memory tools (needs an embedding model); false by default."
   memory: Boolean
+  "Offers budget_check; false by default."
   budgetCheck: Boolean
+  "Offers search_past_conversations; false by default."
   pastConversationSearch: Boolean
   "Knowledge bases of the organisation that knowledge_search and read_document reach."
   knowledgeBaseIds: [ID!]
@@ -5419,6 +5425,7 @@ input RegisterApplicationInput {
   name: String!
   "The MCP server's Streamable HTTP endpoint."
   url: String!
+  "The server's tools agents may be offered, by the server's own names; the others are never offered."
   allowedTools: [String!]!
 }
 
@@ -5436,6 +5443,7 @@ extend type Query {
 
 "What createAPIToken needs."
 input CreateAPITokenInput {
+  "A label to tell the token apart from the caller's others; at most 200 characters."
   name: String!
   "When the token stops working (in the future); none: it works until revoked."
   expiresAt: Time
@@ -5445,6 +5453,7 @@ input CreateAPITokenInput {
 type CreatedAPIToken {
   "The secret: shown once, never stored (only its hash is)."
   token: String!
+  "The token's record: id, name, hint, expiry; what apiTokens lists later."
   apiToken: APIToken!
 }
 `, BuiltIn: false},
@@ -5468,10 +5477,15 @@ extend type Mutation {
 
 "A document a conversation produced, kept as versions that are never overwritten."
 type Artifact {
+  "The artifact's id, as rewrite_artifact, update_artifact and inspect_artifact name it."
   id: ID!
+  "The title the model gave it."
   title: String!
+  "What it is written in: HTML, SVG or MARKDOWN; never changes between versions."
   kind: ArtifactKind! @goField(forceResolver: true)
+  "When version 1 was written."
   createdAt: Time!
+  "When its latest version was written."
   updatedAt: Time!
   "Every version, oldest first."
   versions: [ArtifactVersion!]! @goField(forceResolver: true)
@@ -5495,9 +5509,13 @@ enum ArtifactKind {
 
 "One version of an artifact, written once."
 type ArtifactVersion {
+  "The version's number, from 1, in the order written."
   number: Int!
+  "The version's whole content, as written."
   content: String!
+  "Unicode characters of content."
   chars: Int!
+  "When the version was written."
   createdAt: Time!
   "inspect_artifact has rendered it; an html or svg version is a draft until then."
   inspected: Boolean!
@@ -5505,10 +5523,15 @@ type ArtifactVersion {
 
 "What an artifact write answers."
 type ArtifactSaved @goModel(model: "github.com/toolgate/toolgate/tools/artifact.Saved") {
+  "The artifact's id."
   artifactId: ID!
+  "The artifact's title."
   title: String!
+  "html, svg or markdown."
   kind: String!
+  "The number of the version just written, from 1."
   version: Int!
+  "Unicode characters of the version just written."
   chars: Int!
   "Replacements made (update_artifact)."
   edits: Int!
@@ -5675,6 +5698,7 @@ type Calculation {
 
 "The acknowledgement of suggestNextActions."
 type SuggestionsAck {
+  "Always true."
   ok: Boolean! @deprecated(reason: "Always true: a refusal is an error, never ok: false. Read saved, suggestions and turn.")
   "The suggestions as stored on the turn, in order, repeats dropped."
   suggestions: [String!]!
@@ -5686,7 +5710,9 @@ type SuggestionsAck {
 
 "One task of a conversation's update_tasks list."
 type Task {
+  "What the task is, as the model wrote it."
   title: String!
+  "PENDING, IN_PROGRESS or DONE."
   status: TaskStatus! @goField(forceResolver: true)
 }
 
@@ -5736,6 +5762,7 @@ input SetBudgetInput {
 
 "A monthly spending limit and this month's spend against it."
 type Budget {
+  "The budget's id."
   id: ID!
   "Whose limit; null: the organisation's."
   user: User
@@ -5759,7 +5786,9 @@ type Budget {
 type BudgetStatus {
   "YYYY-MM, UTC."
   month: String!
+  "The caller's own limit, spend and what is left."
   user: BudgetLine!
+  "The organisation's limit, spend and what is left."
   organization: BudgetLine!
 }
 
@@ -5804,35 +5833,45 @@ type Catalogue @goModel(model: "github.com/toolgate/toolgate/tools/catalog.Catal
   tools: [CatalogueTool!]!
   "Every tool's definition: the widest catalogue any turn can get."
   widestChars: Int!
+  "widestChars in o200k_base tokens."
   widestTokens: Int!
   "What every turn pays: always-on and workspace tools."
   alwaysPaidChars: Int!
+  "alwaysPaidChars in o200k_base tokens."
   alwaysPaidTokens: Int!
   "What the agent's turns pay for definitions, its application tools included: its real deck (always-on tools without agentId)."
   offeredChars: Int!
+  "offeredChars in o200k_base tokens."
   offeredTokens: Int!
   "The agent's application tools' share of offeredChars."
   applicationChars: Int!
+  "applicationChars in o200k_base tokens."
   applicationTokens: Int!
   "What needs a person: a deck past the widest ceiling, an application whose server could not be measured."
   warnings: [String!]!
   "Guidance paragraphs of the system prompt, each counted once; outside the ceilings."
   guidanceChars: Int!
+  "guidanceChars in o200k_base tokens."
   guidanceTokens: Int!
   "The always-on tools' share of guidanceChars."
   alwaysPaidGuidanceChars: Int!
+  "The ceilings widestChars and alwaysPaidChars must stay under."
   ceilings: CatalogueCeilings!
 }
 
 "The catalogue's ceilings, in characters."
 type CatalogueCeilings @goModel(model: "github.com/toolgate/toolgate/tools/catalog.Ceilings") {
+  "The most characters the widest catalogue may take."
   widestChars: Int!
+  "The most characters the always-paid tools may take."
   alwaysPaidChars: Int!
 }
 
 "One tool's definition, sized."
 type CatalogueTool @goModel(model: "github.com/toolgate/toolgate/tools/catalog.Tool") {
+  "The tool's name, as the model calls it."
   name: String!
+  "The tool family it belongs to (workspace, documents, memory, …; application tools: the application's name)."
   family: String!
   "When the tool is offered: always, workspace, allowlisted, memory, budget, past_conversations, web_provider, skill_bound, knowledge, knowledge_or_document, attachment."
   offeredWhen: String!
@@ -5840,13 +5879,17 @@ type CatalogueTool @goModel(model: "github.com/toolgate/toolgate/tools/catalog.T
   alwaysOn: Boolean!
   "Whether the agent's turns are offered the tool."
   offered: Boolean!
+  "Unicode characters of its definition (name, description, JSON Schema) as the model receives it."
   definitionChars: Int!
+  "definitionChars in o200k_base tokens."
   definitionTokens: Int!
 }
 
 "A tool's name and its description, cut to 200 characters."
 type ToolBrief @goModel(model: "github.com/toolgate/toolgate/tools/catalog.Brief") {
+  "The tool's name, as the model calls it."
   name: String!
+  "Its description, cut to 200 characters."
   description: String!
 }
 
@@ -5856,34 +5899,43 @@ type ToolSearch @goModel(model: "github.com/toolgate/toolgate/tools/catalog.Sear
   results: [ToolSearchResult!]!
   "Which queries repeated earlier ones and were answered once."
   note: String
+  "Queries that matched no tool (ABSENCE), by position."
   failures: [ItemFailure!]!
 }
 
 "One query's matches, best first."
 type ToolSearchResult @goModel(model: "github.com/toolgate/toolgate/tools/catalog.Found") {
+  "The query, as asked."
   query: String!
+  "The tools it matched, best first."
   tools: [ToolBrief!]!
 }
 
 "list_tools' answer."
 type ToolList @goModel(model: "github.com/toolgate/toolgate/tools/catalog.List") {
+  "Every tool the agent may use, in catalogue order."
   tools: [ToolBrief!]!
 }
 
 "A tool whole: its full description and argument schema."
 type ToolSchema @goModel(model: "github.com/toolgate/toolgate/tools/catalog.ToolSchema") {
+  "The tool's name, as the model calls it."
   name: String!
+  "Its whole description."
   description: String!
+  "Its arguments' JSON Schema."
   parameters: JSONSchema!
 }
 
 "get_tool_schema's answer."
 type ToolSchemas @goModel(model: "github.com/toolgate/toolgate/tools/catalog.Schemas") {
+  "The named tools the agent may use, in the order named."
   tools: [ToolSchema!]!
   "Names of no tool the agent may use."
   missing: [String!]!
   "How to find the right names, when some are missing."
   hint: String
+  "Names refused (unknown, or not the agent's), by position."
   failures: [ItemFailure!]!
 }
 `, BuiltIn: false},
@@ -5940,6 +5992,7 @@ type ItemFailure {
   input: String
   "What became of the item: it ran and matched nothing, never ran, or ran and failed."
   kind: ItemFailureKind!
+  "What happened to the item, in words a person (and the model) can act on."
   message: String!
 }
 
@@ -5957,29 +6010,39 @@ enum ItemFailureKind {
 
 "A change argument repair made to a call before it was sent."
 type ArgumentRepair {
+  "The repair rule that fired, by name (e.g. a list read from its JSON text, a single value read as a one-element list)."
   rule: String!
+  "The argument it fired on, as keys and indexes (e.g. queries, files[0].path)."
   path: String!
 }
 
 "What startConversation needs: the agent and a title."
 input StartConversationInput {
+  "The agent that will answer; one of the caller's organisation's."
   agentId: ID!
+  "A title for the conversation; none: untitled (null). At most 500 characters."
   title: String
 }
 
 "A question the model asked with clarify; the turn waits for answerClarification."
 type Clarification {
+  "The question, as the model asked it."
   question: String!
+  "Answers the model offered, in its order; empty: a free answer."
   options: [String!]!
+  "The option the model recommends, one of options; null when none."
   recommended: String
+  "The person's answer (answerClarification); null while the turn waits for it."
   answer: String
 }
 
 "A span of a stored result the model actually saw: only these count as evidence."
 type Evidence {
+  "The stored result's ref."
   ref: String!
   "Byte offsets into the stored result, end exclusive."
   start: Int!
+  "Byte offset just past the span's last byte (exclusive)."
   end: Int!
 }
 
@@ -6000,7 +6063,9 @@ type Summary {
   fromTurn: Int!
   "The last turn covered."
   toTurn: Int!
+  "The summary the model wrote, replayed in place of the turns it covers."
   text: String!
+  "When it was written."
   createdAt: Time!
   "The model that wrote it."
   model: String!
@@ -6014,8 +6079,12 @@ type Summary {
 scalar Upload
 
 extend type Query {
-  "The caller's organisation's knowledge bases, oldest first."
-  knowledgeBases(first: Int, after: Cursor): KnowledgeBaseConnection!
+  """
+  The caller's organisation's knowledge bases, oldest first unless orderBy says otherwise (a
+  list of orders: the first decides, the next break ties). Page forward with first/after or
+  backward with last/before (at most 100 a page).
+  """
+  knowledgeBases(first: Int, after: Cursor, last: Int, before: Cursor, orderBy: [KnowledgeBaseOrder!]): KnowledgeBaseConnection!
 }
 
 extend type Conversation {
@@ -6038,21 +6107,27 @@ extend type Mutation {
 
 "What createKnowledgeBase needs."
 input CreateKnowledgeBaseInput {
+  "The knowledge base's name; at most 200 characters."
   name: String!
 }
 
 "What addDocument needs: the knowledge base, and a file or a title and text."
 input AddDocumentInput {
+  "The knowledge base to add to; it must be the caller's organisation's."
   knowledgeBaseId: ID!
   "The file; or title and text."
   file: Upload
+  "The document's title, with text (no file); for a file, overrides the file's name as the title."
   title: String
+  "The document's text, when there is no file; stored as text/plain."
   text: String
 }
 
 "What attachFile needs: the conversation and the file."
 input AttachFileInput {
+  "The conversation to attach to; it must be the caller's."
   conversationId: ID!
+  "The file, as a multipart upload (text, Markdown, HTML, PDF or DOCX)."
   file: Upload!
 }
 
@@ -6085,6 +6160,7 @@ type PassageSearch @goModel(model: "github.com/toolgate/toolgate/tools/document.
 
 "What one query of a search found."
 type PassageQueryResult @goModel(model: "github.com/toolgate/toolgate/tools/document.QueryHits") {
+  "The query, as asked."
   query: String!
   "Best first."
   hits: [Passage!]!
@@ -6094,17 +6170,23 @@ type PassageQueryResult @goModel(model: "github.com/toolgate/toolgate/tools/docu
 type Passage @goModel(model: "github.com/toolgate/toolgate/tools/document.Passage") {
   "The document's or the attachment's id, for readDocument."
   documentId: ID!
+  "The document's or the attachment's title."
   title: String!
   "Offset of the passage's first character in the document's text."
   position: Int!
+  "The passage's text."
   text: String!
 }
 
 "A window of a document's text, as read_document returns it."
 type DocumentRead @goModel(model: "github.com/toolgate/toolgate/tools/document.Read") {
+  "The document's or the attachment's id."
   documentId: ID!
+  "Its title."
   title: String!
+  "The window of its text."
   text: String!
+  "Where the window starts, in characters from the start of the text."
   offset: Int!
   "Characters of the document's whole text."
   totalChars: Int!
@@ -6135,14 +6217,29 @@ directive @goModel(model: String, models: [String!], forceGenerate: Boolean) on 
 A token a person (or a script of theirs) calls the API with; its secret is shown once, at creation.
 """
 type APIToken implements Node {
+  """
+  The token's id (not its secret), as revokeAPIToken names it.
+  """
   id: ID!
+  """
+  When it was created (UTC).
+  """
   createdAt: Time!
+  """
+  When it was last changed (UTC); the time it was created if it never was.
+  """
   updatedAt: Time!
+  """
+  A label the owner chose to tell their tokens apart; empty when none was given. At most 200 characters.
+  """
   name: String!
   """
   the token's first characters, to tell tokens apart
   """
   hint: String!
+  """
+  When the token was revoked; null while it has not been. A revoked token is refused at once, like one that never existed.
+  """
   revokedAt: Time
   """
   when the token last authenticated a request, to the minute
@@ -6152,23 +6249,50 @@ type APIToken implements Node {
   after this the token is refused like a revoked one; none: it does not expire
   """
   expiresAt: Time
+  """
+  The person the token acts as.
+  """
   user: User!
 }
 """
 An assistant: its instructions, the optional tools it may be offered, its switches and its bound knowledge.
 """
 type Agent implements Node {
+  """
+  The agent's id, as startConversation, updateAgent and catalogue(agentId) name it.
+  """
   id: ID!
+  """
+  When it was created (UTC).
+  """
   createdAt: Time!
+  """
+  When it was last changed (UTC); the time it was created if it never was.
+  """
   updatedAt: Time!
+  """
+  The agent's name, as people pick it; at most 200 characters.
+  """
   name: String!
+  """
+  The agent's own instructions, given to the model at the start of every turn after toolgate's; empty: none. At most 100,000 characters.
+  """
   instructions: String!
   """
   allowlist of optional tools; none declared means none offered
   """
   tools: [String!]!
+  """
+  Offers memory_write, memory_search and memory_forget, when an embedding model is configured: the assistant may remember facts about the person it talks to.
+  """
   memory: Boolean!
+  """
+  Offers budget_check: the model may read this month's spend (UTC, USD) against the person's and the organisation's limits.
+  """
   budgetCheck: Boolean!
+  """
+  Offers search_past_conversations: the model may search what the person wrote in their other conversations.
+  """
   pastConversationSearch: Boolean!
   """
   the names of the organisation's published skills the agent may load (load_skill)
@@ -6239,23 +6363,62 @@ enum AgentOrderField {
 A third-party MCP server (Streamable HTTP) registered by an organisation; its allowed tools are offered as <application>__<tool>.
 """
 type Application implements Node {
+  """
+  The application's id, as updateApplication and removeApplication name it.
+  """
   id: ID!
+  """
+  When it was created (UTC).
+  """
   createdAt: Time!
+  """
+  When it was last changed (UTC); the time it was created if it never was.
+  """
   updatedAt: Time!
+  """
+  The name its tools are offered under, as <name>__<tool>; unique within the organisation, at most 40 characters.
+  """
   name: String!
+  """
+  The MCP server's endpoint (Streamable HTTP), as registered.
+  """
   url: String!
+  """
+  The server's tools, by the server's own names, that agents may be offered; a tool not listed is never offered or called.
+  """
   allowedTools: [String!]!
 }
 """
 A file attached to a conversation: its original bytes kept, its text extracted and indexed for search_attachments.
 """
 type Attachment implements Node {
+  """
+  The attachment's id, as readDocument names it.
+  """
   id: ID!
+  """
+  When it was created (UTC).
+  """
   createdAt: Time!
+  """
+  When it was last changed (UTC); the time it was created if it never was.
+  """
   updatedAt: Time!
+  """
+  The title search hits and readDocument show: the one given with the text, or the file's name; at most 500 characters.
+  """
   title: String!
+  """
+  The uploaded file's name, as sent; empty for text added without a file.
+  """
   filename: String!
+  """
+  The media type the text was extracted as (text/plain, text/markdown, text/html, application/pdf, …); text/plain for text added without a file.
+  """
   mimeType: String!
+  """
+  PROCESSING until the text is extracted and indexed, then READY (searchable) or FAILED (error says why).
+  """
   status: AttachmentStatus!
   """
   why processing failed, in words a person can act on
@@ -6317,9 +6480,21 @@ enum AttachmentStatus @goModel(model: "github.com/toolgate/toolgate/ent/attachme
 A conversation between a user and an agent: its turns, workspace files, tasks, attachments and summaries.
 """
 type Conversation implements Node {
+  """
+  The conversation's id, as sendMessage, transcript and the conversation-scoped tools name it.
+  """
   id: ID!
+  """
+  When it was created (UTC).
+  """
   createdAt: Time!
+  """
+  When it was last changed (UTC); the time it was created if it never was.
+  """
   updatedAt: Time!
+  """
+  The title given at startConversation; null when none was given. At most 500 characters.
+  """
   title: String
   """
   how many turns the conversation has
@@ -6329,8 +6504,17 @@ type Conversation implements Node {
   when the conversation was archived (read-only: no new turns); none: it is active
   """
   archivedAt: Time
+  """
+  The person whose conversation it is.
+  """
   user: User!
+  """
+  The agent that answers in the conversation; chosen at startConversation and never changed.
+  """
   agent: Agent!
+  """
+  The conversation's turns, by number (oldest first) unless orderBy says otherwise; page forward with first/after or backward with last/before (at most 100 a page).
+  """
   turns(
     """
     Returns the elements in the list that come after the specified cursor.
@@ -6689,12 +6873,33 @@ scalar Cursor
 A document in a knowledge base: its original bytes kept, its text extracted, chunked and indexed.
 """
 type Document implements Node {
+  """
+  The document's id, as readDocument names it.
+  """
   id: ID!
+  """
+  When it was created (UTC).
+  """
   createdAt: Time!
+  """
+  When it was last changed (UTC); the time it was created if it never was.
+  """
   updatedAt: Time!
+  """
+  The title search hits and readDocument show: the one given with the text, or the file's name; at most 500 characters.
+  """
   title: String!
+  """
+  The uploaded file's name, as sent; empty for text added without a file.
+  """
   filename: String!
+  """
+  The media type the text was extracted as (text/plain, text/markdown, text/html, application/pdf, …); text/plain for text added without a file.
+  """
   mimeType: String!
+  """
+  PROCESSING until the text is extracted and indexed, then READY (searchable) or FAILED (error says why).
+  """
   status: DocumentStatus!
   """
   why processing failed, in words a person can act on
@@ -6786,10 +6991,25 @@ enum DocumentStatus @goModel(model: "github.com/toolgate/toolgate/ent/document.S
 A collection of documents an agent bound to it can search.
 """
 type KnowledgeBase implements Node {
+  """
+  The knowledge base's id, as addDocument and createAgent's knowledgeBaseIds name it.
+  """
   id: ID!
+  """
+  When it was created (UTC).
+  """
   createdAt: Time!
+  """
+  When it was last changed (UTC); the time it was created if it never was.
+  """
   updatedAt: Time!
+  """
+  The knowledge base's name; at most 200 characters.
+  """
   name: String!
+  """
+  The knowledge base's documents, oldest first unless orderBy says otherwise (a list of orders: the first decides, the next break ties); page forward with first/after or backward with last/before (at most 100 a page).
+  """
   documents(
     """
     Returns the elements in the list that come after the specified cursor.
@@ -6814,7 +7034,7 @@ type KnowledgeBase implements Node {
     """
     Ordering options for Documents returned from the connection.
     """
-    orderBy: DocumentOrder
+    orderBy: [DocumentOrder!]
   ): DocumentConnection!
 }
 """
@@ -6929,6 +7149,32 @@ type MemoryEdge {
   cursor: Cursor!
 }
 """
+Ordering options for Memory connections
+"""
+input MemoryOrder {
+  """
+  The ordering direction.
+  """
+  direction: OrderDirection! = ASC
+  """
+  The field by which to order Memories.
+  """
+  field: MemoryOrderField!
+}
+"""
+Properties by which Memory connections can be ordered.
+"""
+enum MemoryOrderField {
+  """
+  By created at.
+  """
+  CREATED_AT
+  """
+  By updated at.
+  """
+  UPDATED_AT
+}
+"""
 An object with an ID.
 Follows the [Relay Global Object Identification Specification](https://relay.dev/graphql/objectidentification.htm)
 """
@@ -6955,10 +7201,25 @@ enum OrderDirection {
 An organisation: its people, agents, applications, budgets and settings.
 """
 type Organization implements Node {
+  """
+  The organisation's id.
+  """
   id: ID!
+  """
+  When it was created (UTC).
+  """
   createdAt: Time!
+  """
+  When it was last changed (UTC); the time it was created if it never was.
+  """
   updatedAt: Time!
+  """
+  The organisation's name, unique on this server; at most 200 characters.
+  """
   name: String!
+  """
+  Whether research_web and read_page are offered to the organisation's agents; they also need the approved web provider configured on the server. Admins set it with updateOrganization.
+  """
   webResearch: Boolean!
 }
 """
@@ -7005,6 +7266,9 @@ type Query {
     """
     ids: [ID!]!
   ): [Node]!
+  """
+  The caller's conversations (an admin's: every conversation of the organisation), most recently updated first unless orderBy says otherwise (a list of orders: the first decides, the next break ties); where filters them. Page forward with first/after or backward with last/before (at most 100 a page).
+  """
   conversations(
     """
     Returns the elements in the list that come after the specified cursor.
@@ -7058,14 +7322,41 @@ enum ResultKind @goModel(model: "github.com/toolgate/toolgate/ent/schematype.Res
 A tool call's whole result, stored under a ref that read_tool_result and toolResults open.
 """
 type StoredResult implements Node {
+  """
+  The stored result's id; clients read a result by its ref.
+  """
   id: ID!
+  """
+  When it was created (UTC).
+  """
   createdAt: Time!
+  """
+  When it was last changed (UTC); the time it was created if it never was.
+  """
   updatedAt: Time!
+  """
+  The opaque ref the result is read by (readToolResult, searchToolResults, read_tool_result, run_code's toolResults); valid only within its conversation.
+  """
   ref: String!
+  """
+  What the content holds: TEXT, JSON or MEDIA (never previewed).
+  """
   kind: ResultKind!
+  """
+  Unicode characters of the whole content.
+  """
   chars: Int!
+  """
+  Bytes of the whole content, in UTF-8.
+  """
   bytes: Int!
+  """
+  How many items the content has: elements of a top-level JSON array, keys of a top-level object, or lines of text.
+  """
   items: Int!
+  """
+  The tool cut its result before returning it: what is stored is all there is, but not all the tool had.
+  """
   truncatedAtSource: Boolean!
 }
 """
@@ -7076,25 +7367,49 @@ scalar Time
 One call the model asked for in a turn, as repaired and sent, with its outcome.
 """
 type ToolCall implements Node {
+  """
+  The tool call's id.
+  """
   id: ID!
+  """
+  The call's place among its turn's calls, from 0, in the order the model asked for them.
+  """
   position: Int!
+  """
+  The tool's name, as the model called it; an application's tool as <application>__<tool>.
+  """
   name: String!
   """
   JSON, as repaired and sent
   """
   arguments: String!
+  """
+  How the call ended: PENDING until its outcome is recorded, then HITS, ABSENCE, OUTAGE, REFUSED, ERROR or MAY_HAVE_RUN.
+  """
   outcome: ToolOutcome!
+  """
+  How many times the call was sent to its resolver, retries included; 0 when it was refused before it ran.
+  """
   attempts: Int!
+  """
+  Per-item failures, by item position: items that ran and matched nothing (ABSENCE), never ran (OUTAGE) or ran and failed (ERROR). The other items' results stand; empty when every item succeeded.
+  """
   failures: [ItemFailure!]!
   """
   the spans of stored results this call made visible to the model
   """
   evidence: [Evidence!]!
+  """
+  What the runtime changed in the model's arguments to fit the tool's JSON Schema before sending them, in the order applied; empty when they were sent as written.
+  """
   repairs: [ArgumentRepair!]!
   """
   what the model was told, for refusals, errors and outages
   """
   message: String
+  """
+  The ref the whole result is stored under (readToolResult reads it); null when nothing was stored: refused, never ran, or still pending.
+  """
   ref: String
   """
   null, or why what the model heard of the result was flagged as instruction-like
@@ -7104,8 +7419,17 @@ type ToolCall implements Node {
   the ref arguments too long to replay whole are stored under, readable like a result
   """
   argumentsRef: String
+  """
+  When the runtime took up the call.
+  """
   startedAt: Time!
+  """
+  When its outcome was recorded; null while the outcome is PENDING.
+  """
   finishedAt: Time
+  """
+  The turn whose model asked for the call.
+  """
   turn: Turn!
 }
 """
@@ -7145,18 +7469,45 @@ enum ToolOutcome @goModel(model: "github.com/toolgate/toolgate/ent/toolcall.Outc
 One message from the user and everything the runtime did to answer it.
 """
 type Turn implements Node {
+  """
+  The turn's id, as answerClarification, cancelTurn and turnEvents name it.
+  """
   id: ID!
+  """
+  The turn's place in its conversation, from 1, in the order messages were sent.
+  """
   number: Int!
+  """
+  When the message was sent.
+  """
   startedAt: Time!
+  """
+  When the turn stopped: COMPLETED, FAILED or CANCELLED. Null while RUNNING or WAITING_FOR_CLARIFICATION.
+  """
   finishedAt: Time
   """
   the IANA zone the browser reported; a resumed turn renders the same
   """
   timeZone: String!
+  """
+  The person's message, as sent (bytes that are not UTF-8 read back as U+FFFD).
+  """
   userText: String!
+  """
+  The assistant's answer; null until the turn completes, and when it failed or was cancelled before answering.
+  """
   answer: String
+  """
+  Where the turn stands: RUNNING until it is answered (COMPLETED), stops on an error (FAILED), is cancelled (CANCELLED) or waits for the person (WAITING_FOR_CLARIFICATION).
+  """
   status: TurnStatus!
+  """
+  Why the turn failed, in words a person can act on (never a database's or provider's raw error); null unless status is FAILED.
+  """
   error: String
+  """
+  Messages the assistant suggests the person might send next (suggest_next_actions), in the order given; empty when none.
+  """
   suggestions: [String!]!
   """
   the open question while the turn waits for an answer
@@ -7166,6 +7517,9 @@ type Turn implements Node {
   answered by the replay provider, not a live model
   """
   replayed: Boolean!
+  """
+  The conversation the turn belongs to.
+  """
   conversation: Conversation!
 }
 """
@@ -7658,10 +8012,25 @@ input TurnWhereInput {
 A person of an organisation.
 """
 type User implements Node {
+  """
+  The person's id, as setBudget and deactivateUser name it.
+  """
   id: ID!
+  """
+  When it was created (UTC).
+  """
   createdAt: Time!
+  """
+  When it was last changed (UTC); the time it was created if it never was.
+  """
   updatedAt: Time!
+  """
+  The person's name; at most 200 characters.
+  """
   name: String!
+  """
+  The person's department, as given at creation; empty when none. At most 200 characters.
+  """
   department: String!
   """
   admins reach every conversation of their organisation
@@ -7671,6 +8040,9 @@ type User implements Node {
   when an admin deactivated the user: their API tokens stop working at once; none: active
   """
   deactivatedAt: Time
+  """
+  The organisation the person belongs to.
+  """
   organization: Organization!
 }
 `, BuiltIn: false},
@@ -7759,6 +8131,7 @@ extend type Mutation {
 
 "What updateApplication changes."
 input UpdateApplicationInput {
+  "The application to change."
   id: ID!
   "The MCP server's new Streamable HTTP endpoint; none: unchanged."
   url: String
@@ -7774,6 +8147,7 @@ type UpdateApplicationPayload {
 
 "What removeApplication needs."
 input RemoveApplicationInput {
+  "The application to remove."
   id: ID!
 }
 
@@ -7785,6 +8159,7 @@ type RemoveApplicationPayload {
 
 "What updateAgent changes: each field given replaces the agent's; a turn in progress keeps what it started with."
 input UpdateAgentInput {
+  "The agent to change."
   id: ID!
   "The new name; none: unchanged."
   name: String
@@ -7812,6 +8187,7 @@ type UpdateAgentPayload {
 
 "What archiveConversation needs: the conversation, and whether to archive or bring it back."
 input ArchiveConversationInput {
+  "The conversation to archive or bring back."
   id: ID!
   "true (the default) archives; false brings the conversation back."
   archived: Boolean = true
@@ -7825,7 +8201,9 @@ type ArchiveConversationPayload {
 
 "What createUser needs."
 input CreateUserInput {
+  "The person's name; at most 200 characters."
   name: String!
+  "Their department; none: empty. At most 200 characters."
   department: String
   "Whether the user administers the organisation; false by default."
   admin: Boolean
@@ -7835,6 +8213,7 @@ input CreateUserInput {
 
 "The user created, and their first API token."
 type CreateUserPayload {
+  "The user created."
   user: User!
   "The user's first API token: shown once, in this answer; hand it to them."
   token: CreatedAPIToken!
@@ -7842,6 +8221,7 @@ type CreateUserPayload {
 
 "What deactivateUser needs."
 input DeactivateUserInput {
+  "The user to deactivate."
   id: ID!
 }
 
@@ -7852,8 +8232,12 @@ type DeactivateUserPayload {
 }
 `, BuiltIn: false},
 	{Name: "../memory.graphqls", Input: `extend type Query {
-  "What the assistant remembers about the caller, in the order saved: theirs alone, whoever asks (an admin too)."
-  memories(first: Int, after: Cursor): MemoryConnection!
+  """
+  What the assistant remembers about the caller: theirs alone, whoever asks (an admin too). In
+  the order saved unless orderBy says otherwise (a list of orders: the first decides, the next
+  break ties). Page forward with first/after or backward with last/before (at most 100 a page).
+  """
+  memories(first: Int, after: Cursor, last: Int, before: Cursor, orderBy: [MemoryOrder!]): MemoryConnection!
   """
   memory_search: the caller's memories that match, 1 to 5 distinct queries
   embedded in one request, run concurrently and answered in order, each up
@@ -7976,12 +8360,14 @@ type UsageTotals {
   cacheReadTokens: Int64!
   "Input tokens written to the provider's cache."
   cacheWriteTokens: Int64!
+  "Output tokens, thinking included."
   outputTokens: Int64!
   """
   The stable prefix (system prompt and tool definitions) summed over the
   calls, in o200k tokens.
   """
   prefixTokens: Int64!
+  "Model calls, compactions included."
   modelCalls: Int64!
   "What the calls cost, from the price table."
   cost: Money!
@@ -8063,17 +8449,25 @@ nothing readable is absent; media give their kind and size, never text. Offsets 
 characters.
 """
 type ToolResultRead @goModel(model: "github.com/toolgate/toolgate/tools/result.ReadItem") {
+  "The ref, as asked."
   ref: String!
+  "What the result holds; null for a refused ref."
   kind: ResultKind
+  "The window's text; null for media, a refused ref or an absent result."
   text: String
+  "Where the window starts, in characters."
   offset: Int
   "Where the next window starts; null at the end."
   nextOffset: Int
+  "Unicode characters of the whole stored result."
   totalChars: Int
   "The stored result's size in bytes."
   bytes: Int
+  "The tool cut the result before it was stored: there is no more to read than totalChars."
   truncatedAtSource: Boolean
+  "True when the result holds nothing readable."
   absent: Boolean!
+  "Why the ref was refused (not found, in the same words whoever owns it); null otherwise."
   error: String
   "The byte range of the stored result text shows."
   evidence: [Evidence!]!
@@ -8081,18 +8475,25 @@ type ToolResultRead @goModel(model: "github.com/toolgate/toolgate/tools/result.R
 
 "The matches in one stored result, shaped like ToolResultRead."
 type ToolResultSearch @goModel(model: "github.com/toolgate/toolgate/tools/result.SearchItem") {
+  "The ref, as asked."
   ref: String!
+  "What the result holds; null for a refused ref."
   kind: ResultKind
   "Matches in the whole result, shown or not."
   hits: Int!
   "Matches inside the excerpts."
   shown: Int!
+  "Unicode characters of the whole stored result."
   totalChars: Int
+  "The stored result's size in bytes."
   bytes: Int
+  "The tool cut the result before it was stored."
   truncatedAtSource: Boolean
   "Best first: fewest edits, then earliest."
   excerpts: [ToolResultExcerpt!]!
+  "True when the result holds nothing searchable."
   absent: Boolean!
+  "Why the ref was refused (not found, in the same words whoever owns it); null otherwise."
   error: String
   "The byte ranges of the stored result the excerpts show."
   evidence: [Evidence!]!
@@ -8100,7 +8501,9 @@ type ToolResultSearch @goModel(model: "github.com/toolgate/toolgate/tools/result
 
 "Matches with their context; offsets count characters."
 type ToolResultExcerpt @goModel(model: "github.com/toolgate/toolgate/tools/result.Excerpt") {
+  "Where the excerpt starts in the stored result, in characters."
   offset: Int!
+  "The excerpt: matches with their context."
   text: String!
   "Where the excerpt's best match starts."
   matchOffset: Int!
@@ -8143,6 +8546,7 @@ input PublishSkillInput {
 
 "Instructions an admin published for the organisation's agents."
 type Skill {
+  "The skill's id."
   id: ID!
   "The name agents bind and load_skill names."
   name: String!
@@ -8150,6 +8554,7 @@ type Skill {
   description: String!
   "What the model follows once it loads the skill."
   instructions: String!
+  "When it was first published."
   createdAt: Time!
   "When it was last published."
   updatedAt: Time!
@@ -8157,7 +8562,9 @@ type Skill {
 
 "A skill as load_skill returns it."
 type LoadedSkill {
+  "The skill's name."
   name: String!
+  "Its instructions, whole (never previewed)."
   instructions: String!
 }
 `, BuiltIn: false},
@@ -8176,6 +8583,7 @@ type LoadedSkill {
 
 "One read of a transcript."
 type TranscriptPage @goModel(model: "github.com/toolgate/toolgate/tools/transcript.Page") {
+  "The turns read, by number."
   turns: [TranscriptTurn!]!
   "The turns as the model reads them: a header line per turn, ` + "`" + `user:` + "`" + `, ` + "`" + `tool` + "`" + ` and ` + "`" + `assistant:` + "`" + ` lines."
   text: String!
@@ -8187,17 +8595,23 @@ type TranscriptPage @goModel(model: "github.com/toolgate/toolgate/tools/transcri
 
 "A whole turn as the transcript shows it (its thinking never)."
 type TranscriptTurn @goModel(model: "github.com/toolgate/toolgate/tools/transcript.Turn") {
+  "The turn's number in the conversation, from 1."
   number: Int!
+  "When the message was sent."
   startedAt: Time!
   "The zone the turn kept; text shows startedAt in it."
   timeZone: String!
+  "What the person wrote, whole."
   userText: String!
+  "The answer, whole; null when the turn has none (running, failed or cancelled)."
   answer: String
+  "The turn's tool calls, in the order asked."
   toolCalls: [TranscriptToolCall!]!
 }
 
 "A tool call as the transcript shows it: its arguments cut to their first 400 characters."
 type TranscriptToolCall @goModel(model: "github.com/toolgate/toolgate/tools/transcript.ToolCall") {
+  "The tool's name, as the model called it."
   name: String!
   "The first 400 characters of the arguments sent."
   arguments: String!
@@ -8296,12 +8710,17 @@ type Usage {
   month: String!
   "The month's totals: 64-bit counts and exact money."
   totals: UsageTotals!
+  "Uncached input tokens."
   inputTokens: Int! @deprecated(reason: "Use totals.inputTokens: 64-bit.")
+  "Input tokens read from the provider's cache."
   cacheReadTokens: Int! @deprecated(reason: "Use totals.cacheReadTokens: 64-bit.")
+  "Input tokens written to the provider's cache."
   cacheWriteTokens: Int! @deprecated(reason: "Use totals.cacheWriteTokens: 64-bit.")
+  "Output tokens."
   outputTokens: Int! @deprecated(reason: "Use totals.outputTokens: 64-bit.")
   "USD, from the price table."
   cost: Float! @deprecated(reason: "Use totals.cost: exact, with its currency.")
+  "Model calls, compactions included."
   modelCalls: Int! @deprecated(reason: "Use totals.modelCalls: 64-bit.")
   """
   The stable prefix (system prompt and tool definitions) summed over the
@@ -8312,47 +8731,71 @@ type Usage {
   prefixShare: Float!
   "Cache reads over all input tokens; 0 without input."
   cachedShare: Float!
+  "The month split by model: one entry per model with model calls in the month."
   byModel: [ModelUsage!]!
+  "The month split by agent: one entry per agent with model calls in the month."
   byAgent: [AgentUsage!]!
+  "The month split by user: one entry per user with model calls in the month."
   byUser: [UserUsage!]!
 }
 
 "A model's share of a month's usage."
 type ModelUsage {
+  "The model's name, as sent to the provider."
   model: String!
   "The group's totals: 64-bit counts and exact money."
   totals: UsageTotals!
+  "Uncached input tokens."
   inputTokens: Int! @deprecated(reason: "Use totals.inputTokens: 64-bit.")
+  "Input tokens read from the provider's cache."
   cacheReadTokens: Int! @deprecated(reason: "Use totals.cacheReadTokens: 64-bit.")
+  "Input tokens written to the provider's cache."
   cacheWriteTokens: Int! @deprecated(reason: "Use totals.cacheWriteTokens: 64-bit.")
+  "Output tokens."
   outputTokens: Int! @deprecated(reason: "Use totals.outputTokens: 64-bit.")
+  "USD, from the price table (a float)."
   cost: Float! @deprecated(reason: "Use totals.cost: exact, with its currency.")
+  "Model calls, compactions included."
   modelCalls: Int! @deprecated(reason: "Use totals.modelCalls: 64-bit.")
 }
 
 "An agent's share of a month's usage."
 type AgentUsage {
+  "The agent; null when it no longer exists."
   agent: Agent
   "The group's totals: 64-bit counts and exact money."
   totals: UsageTotals!
+  "Uncached input tokens."
   inputTokens: Int! @deprecated(reason: "Use totals.inputTokens: 64-bit.")
+  "Input tokens read from the provider's cache."
   cacheReadTokens: Int! @deprecated(reason: "Use totals.cacheReadTokens: 64-bit.")
+  "Input tokens written to the provider's cache."
   cacheWriteTokens: Int! @deprecated(reason: "Use totals.cacheWriteTokens: 64-bit.")
+  "Output tokens."
   outputTokens: Int! @deprecated(reason: "Use totals.outputTokens: 64-bit.")
+  "USD, from the price table (a float)."
   cost: Float! @deprecated(reason: "Use totals.cost: exact, with its currency.")
+  "Model calls, compactions included."
   modelCalls: Int! @deprecated(reason: "Use totals.modelCalls: 64-bit.")
 }
 
 "A user's share of a month's usage."
 type UserUsage {
+  "The user; null when they no longer exist."
   user: User
   "The group's totals: 64-bit counts and exact money."
   totals: UsageTotals!
+  "Uncached input tokens."
   inputTokens: Int! @deprecated(reason: "Use totals.inputTokens: 64-bit.")
+  "Input tokens read from the provider's cache."
   cacheReadTokens: Int! @deprecated(reason: "Use totals.cacheReadTokens: 64-bit.")
+  "Input tokens written to the provider's cache."
   cacheWriteTokens: Int! @deprecated(reason: "Use totals.cacheWriteTokens: 64-bit.")
+  "Output tokens."
   outputTokens: Int! @deprecated(reason: "Use totals.outputTokens: 64-bit.")
+  "USD, from the price table (a float)."
   cost: Float! @deprecated(reason: "Use totals.cost: exact, with its currency.")
+  "Model calls, compactions included."
   modelCalls: Int! @deprecated(reason: "Use totals.modelCalls: 64-bit.")
 }
 
@@ -8390,22 +8833,31 @@ enum ModelCallKind {
 type ModelCall {
   "0 for the turn's first call."
   step: Int!
+  "STEP for one of the turn's own steps, SUMMARY for a compaction it triggered."
   kind: ModelCallKind!
   "The stable prefix sent (system prompt and tool definitions), in o200k tokens."
   prefixTokens: Int!
   "What the model said in this step (the last step's is the answer)."
   text: String!
+  "The provider that answered, by its configuration name: openai, anthropic or replay."
   provider: String!
+  "The model's name, as sent to the provider."
   model: String!
+  "Uncached input tokens, as the provider counted them."
   inputTokens: Int!
+  "Input tokens read from the provider's cache."
   cacheReadTokens: Int!
+  "Input tokens written to the provider's cache."
   cacheWriteTokens: Int!
+  "Output tokens, thinking included."
   outputTokens: Int!
   "USD."
   cost: Float! @deprecated(reason: "Use costAmount: exact, with its currency.")
   "What the call cost, from the price table, exact."
   costAmount: Money!
+  "How long the call took, in milliseconds."
   durationMs: Int!
+  "When the request was sent."
   startedAt: Time!
   """
   Who pays, as the provider received it beside the prompt (never in it):
@@ -8498,15 +8950,21 @@ type WebResearch @goModel(model: "github.com/toolgate/toolgate/tools/web.Researc
 
 "What one query of research_web found."
 type WebQueryResult @goModel(model: "github.com/toolgate/toolgate/tools/web.QueryResult") {
+  "The query, as asked."
   query: String!
+  "The search hits, best first."
   hits: [WebHit!]!
+  "The pages read for this query, in hit order."
   pages: [WebPage!]!
 }
 
 "One hit of a web search."
 type WebHit @goModel(model: "github.com/toolgate/toolgate/tools/web.Hit") {
+  "The page's title, as the provider gave it."
   title: String!
+  "The page's address."
   url: String!
+  "The provider's snippet of the page."
   snippet: String!
 }
 
@@ -8514,10 +8972,13 @@ type WebHit @goModel(model: "github.com/toolgate/toolgate/tools/web.Hit") {
 type WebPage @goModel(model: "github.com/toolgate/toolgate/tools/web.Page") {
   "Where the page was read, after redirects."
   url: String!
+  "The page's title."
   title: String!
+  "The page's main text, cut to the per-page budget."
   text: String!
   "Characters of the page's whole text."
   chars: Int!
+  "The page has more text than text shows; readPage from nextOffset reads on."
   truncated: Boolean!
   "The readPage offset that continues a truncated page."
   nextOffset: Int
@@ -8525,10 +8986,15 @@ type WebPage @goModel(model: "github.com/toolgate/toolgate/tools/web.Page") {
 
 "A window of a web page's text, as read_page returns it."
 type WebPageRead @goModel(model: "github.com/toolgate/toolgate/tools/web.PageRead") {
+  "Where the page was read, after redirects."
   url: String!
+  "The page's title."
   title: String!
+  "The window of the page's main text."
   text: String!
+  "Where the window starts, in characters."
   offset: Int!
+  "Characters of the page's whole main text."
   chars: Int!
   "The window stops before the end of the page."
   truncated: Boolean!
@@ -8560,39 +9026,51 @@ extend type Mutation {
 
 "One file of a workspace listing."
 type WorkspaceFileInfo @goModel(model: "github.com/toolgate/toolgate/tools/workspace.FileInfo") {
+  "The file's path in the workspace."
   path: String!
+  "Unicode characters of the file."
   chars: Int!
+  "Bytes of the file."
   bytes: Int!
   "Set on a binary file only (a PDF print_pdf wrote): its media type. read_file, search_files and edit_file work on text files."
   mediaType: String
+  "When it was last written."
   updatedAt: Time!
 }
 
 "The conversation's workspace files."
 type WorkspaceListing @goModel(model: "github.com/toolgate/toolgate/tools/workspace.Listing") {
+  "The files, in path order."
   files: [WorkspaceFileInfo!]!
 }
 
 "A window of a file; offsets count characters."
 type WorkspacePage @goModel(model: "github.com/toolgate/toolgate/tools/workspace.Page") {
+  "The file's path."
   path: String!
+  "The window's text."
   text: String!
+  "Where the window starts, in characters."
   offset: Int!
   "Where the next window starts; null at the end of the file."
   nextOffset: Int
+  "Unicode characters of the whole file."
   totalChars: Int!
 }
 
 "Matching lines with their context, joined with newlines."
 type WorkspaceMatch @goModel(model: "github.com/toolgate/toolgate/tools/workspace.Match") {
+  "The file's path."
   path: String!
   "The excerpt's first line, from 1."
   line: Int!
+  "The matching lines with their context, joined with newlines."
   text: String!
 }
 
 "What search_files found."
 type WorkspaceSearch @goModel(model: "github.com/toolgate/toolgate/tools/workspace.SearchResult") {
+  "The excerpts, in path and line order."
   matches: [WorkspaceMatch!]!
   "Matching lines in the workspace."
   hits: Int!
@@ -8604,8 +9082,11 @@ type WorkspaceSearch @goModel(model: "github.com/toolgate/toolgate/tools/workspa
 
 "One file write_file wrote."
 type WorkspaceWritten @goModel(model: "github.com/toolgate/toolgate/tools/workspace.Written") {
+  "The file's path."
   path: String!
+  "Unicode characters written."
   chars: Int!
+  "Bytes written."
   bytes: Int!
   "True for a new file, false for a replaced one."
   created: Boolean!
@@ -8613,13 +9094,17 @@ type WorkspaceWritten @goModel(model: "github.com/toolgate/toolgate/tools/worksp
 
 "What write_file wrote."
 type WorkspaceWrite @goModel(model: "github.com/toolgate/toolgate/tools/workspace.WriteResult") {
+  "The files written, in the order given."
   files: [WorkspaceWritten!]!
 }
 
 "What edit_file changed."
 type WorkspaceEdit @goModel(model: "github.com/toolgate/toolgate/tools/workspace.EditResult") {
+  "The file's path."
   path: String!
+  "Unicode characters of the file after the edits."
   chars: Int!
+  "Bytes of the file after the edits."
   bytes: Int!
   "Replacements made."
   edits: Int!
@@ -8627,18 +9112,23 @@ type WorkspaceEdit @goModel(model: "github.com/toolgate/toolgate/tools/workspace
 
 "What delete_file removed."
 type WorkspaceDeleted @goModel(model: "github.com/toolgate/toolgate/tools/workspace.Deleted") {
+  "The path of the file removed."
   path: String!
 }
 
 "A file to write: content, or _toolResultContext to export stored tool results."
 input WorkspaceFileInput @goModel(model: "github.com/toolgate/toolgate/tools/workspace.FileInput") {
+  "The file's path in the workspace."
   path: String!
+  "The file's whole text; or _toolResultContext."
   content: String
+  "Writes the file from stored tool results rather than content."
   _toolResultContext: ExportContextInput @goField(name: "ToolResultContext")
 }
 
 "Selections of stored tool results, joined in order, each on a new line."
 input ExportContextInput @goModel(model: "github.com/toolgate/toolgate/tools/workspace.ExportContext") {
+  "The selections, in order; each is joined to the file on a new line."
   sources: [ExportSourceInput!]!
 }
 
@@ -8648,8 +9138,11 @@ list indexes; JSON strings on the way are decoded), then cut to the text
 strictly between the delimiters of between: [start, end].
 """
 input ExportSourceInput @goModel(model: "github.com/toolgate/toolgate/tools/workspace.Source") {
+  "The stored result's ref, of this conversation."
   ref: String!
+  "The path to walk into the result: object keys and list indexes; none: the whole result."
   field: [FieldStep!]
+  "[start, end]: keep only the text strictly between the first start and the next end after it; none: all of it."
   between: [String!]
 }
 
@@ -8658,7 +9151,9 @@ scalar FieldStep @goModel(model: "github.com/toolgate/toolgate/tools/workspace.F
 
 "One edit: the text to find, once, and what replaces it."
 input WorkspaceEditInput @goModel(model: "github.com/toolgate/toolgate/tools/workspace.EditInput") {
+  "The exact text to replace; it must occur exactly once."
   old: String!
+  "What replaces it."
   new: String!
 }
 `, BuiltIn: false},
@@ -10611,8 +11106,8 @@ func (ec *executionContext) field_KnowledgeBase_documents_args(ctx context.Conte
 	}
 	args["last"] = arg3
 	arg4, err := graphql.ProcessArgField(ctx, rawArgs, "orderBy",
-		func(ctx context.Context, v any) (*ent.DocumentOrder, error) {
-			return ec.unmarshalODocumentOrder2ᚖgithubᚗcomᚋtoolgateᚋtoolgateᚋentᚐDocumentOrder(ctx, v)
+		func(ctx context.Context, v any) ([]*ent.DocumentOrder, error) {
+			return ec.unmarshalODocumentOrder2ᚕᚖgithubᚗcomᚋtoolgateᚋtoolgateᚋentᚐDocumentOrderᚄ(ctx, v)
 		})
 	if err != nil {
 		return nil, err
@@ -11490,6 +11985,30 @@ func (ec *executionContext) field_Query_knowledgeBases_args(ctx context.Context,
 		return nil, err
 	}
 	args["after"] = arg1
+	arg2, err := graphql.ProcessArgField(ctx, rawArgs, "last",
+		func(ctx context.Context, v any) (*int, error) {
+			return ec.unmarshalOInt2ᚖint(ctx, v)
+		})
+	if err != nil {
+		return nil, err
+	}
+	args["last"] = arg2
+	arg3, err := graphql.ProcessArgField(ctx, rawArgs, "before",
+		func(ctx context.Context, v any) (*entgql.Cursor[int], error) {
+			return ec.unmarshalOCursor2ᚖentgoᚗioᚋcontribᚋentgqlᚐCursor(ctx, v)
+		})
+	if err != nil {
+		return nil, err
+	}
+	args["before"] = arg3
+	arg4, err := graphql.ProcessArgField(ctx, rawArgs, "orderBy",
+		func(ctx context.Context, v any) ([]*ent.KnowledgeBaseOrder, error) {
+			return ec.unmarshalOKnowledgeBaseOrder2ᚕᚖgithubᚗcomᚋtoolgateᚋtoolgateᚋentᚐKnowledgeBaseOrderᚄ(ctx, v)
+		})
+	if err != nil {
+		return nil, err
+	}
+	args["orderBy"] = arg4
 	return args, nil
 }
 
@@ -11630,6 +12149,30 @@ func (ec *executionContext) field_Query_memories_args(ctx context.Context, rawAr
 		return nil, err
 	}
 	args["after"] = arg1
+	arg2, err := graphql.ProcessArgField(ctx, rawArgs, "last",
+		func(ctx context.Context, v any) (*int, error) {
+			return ec.unmarshalOInt2ᚖint(ctx, v)
+		})
+	if err != nil {
+		return nil, err
+	}
+	args["last"] = arg2
+	arg3, err := graphql.ProcessArgField(ctx, rawArgs, "before",
+		func(ctx context.Context, v any) (*entgql.Cursor[int], error) {
+			return ec.unmarshalOCursor2ᚖentgoᚗioᚋcontribᚋentgqlᚐCursor(ctx, v)
+		})
+	if err != nil {
+		return nil, err
+	}
+	args["before"] = arg3
+	arg4, err := graphql.ProcessArgField(ctx, rawArgs, "orderBy",
+		func(ctx context.Context, v any) ([]*ent.MemoryOrder, error) {
+			return ec.unmarshalOMemoryOrder2ᚕᚖgithubᚗcomᚋtoolgateᚋtoolgateᚋentᚐMemoryOrderᚄ(ctx, v)
+		})
+	if err != nil {
+		return nil, err
+	}
+	args["orderBy"] = arg4
 	return args, nil
 }
 
@@ -17159,7 +17702,7 @@ func (ec *executionContext) _KnowledgeBase_documents(ctx context.Context, field 
 		},
 		func(ctx context.Context) (any, error) {
 			fc := graphql.GetFieldContext(ctx)
-			return obj.Documents(ctx, fc.Args["after"].(*entgql.Cursor[int]), fc.Args["first"].(*int), fc.Args["before"].(*entgql.Cursor[int]), fc.Args["last"].(*int), fc.Args["orderBy"].(*ent.DocumentOrder))
+			return obj.Documents(ctx, fc.Args["after"].(*entgql.Cursor[int]), fc.Args["first"].(*int), fc.Args["before"].(*entgql.Cursor[int]), fc.Args["last"].(*int), fc.Args["orderBy"].([]*ent.DocumentOrder))
 		},
 		nil,
 		func(ctx context.Context, selections ast.SelectionSet, v *ent.DocumentConnection) graphql.Marshaler {
@@ -21925,7 +22468,7 @@ func (ec *executionContext) _Query_knowledgeBases(ctx context.Context, field gra
 		},
 		func(ctx context.Context) (any, error) {
 			fc := graphql.GetFieldContext(ctx)
-			return ec.Resolvers.Query().KnowledgeBases(ctx, fc.Args["first"].(*int), fc.Args["after"].(*entgql.Cursor[int]))
+			return ec.Resolvers.Query().KnowledgeBases(ctx, fc.Args["first"].(*int), fc.Args["after"].(*entgql.Cursor[int]), fc.Args["last"].(*int), fc.Args["before"].(*entgql.Cursor[int]), fc.Args["orderBy"].([]*ent.KnowledgeBaseOrder))
 		},
 		nil,
 		func(ctx context.Context, selections ast.SelectionSet, v *ent.KnowledgeBaseConnection) graphql.Marshaler {
@@ -22209,7 +22752,7 @@ func (ec *executionContext) _Query_memories(ctx context.Context, field graphql.C
 		},
 		func(ctx context.Context) (any, error) {
 			fc := graphql.GetFieldContext(ctx)
-			return ec.Resolvers.Query().Memories(ctx, fc.Args["first"].(*int), fc.Args["after"].(*entgql.Cursor[int]))
+			return ec.Resolvers.Query().Memories(ctx, fc.Args["first"].(*int), fc.Args["after"].(*entgql.Cursor[int]), fc.Args["last"].(*int), fc.Args["before"].(*entgql.Cursor[int]), fc.Args["orderBy"].([]*ent.MemoryOrder))
 		},
 		nil,
 		func(ctx context.Context, selections ast.SelectionSet, v *ent.MemoryConnection) graphql.Marshaler {
@@ -31234,6 +31777,59 @@ func UnmarshalMemoryFactInput(ctx context.Context, raw any) (model.MemoryFactInp
 	return out, err
 }
 
+func (ec *executionContext) unmarshalInputMemoryOrder(ctx context.Context, obj any) (ent.MemoryOrder, error) {
+	var it ent.MemoryOrder
+	if obj == nil {
+		return it, nil
+	}
+
+	asMap := map[string]any{}
+	for k, v := range obj.(map[string]any) {
+		asMap[k] = v
+	}
+
+	if _, present := asMap["direction"]; !present {
+		asMap["direction"] = "ASC"
+	}
+
+	fieldsInOrder := [...]string{"direction", "field"}
+	for _, k := range fieldsInOrder {
+		v, ok := asMap[k]
+		if !ok {
+			continue
+		}
+		switch k {
+		case "direction":
+			ctx := graphql.WithPathContext(ctx, graphql.NewPathWithField("direction"))
+			data, err := ec.unmarshalNOrderDirection2entgoᚗioᚋcontribᚋentgqlᚐOrderDirection(ctx, v)
+			if err != nil {
+				return it, err
+			}
+			it.Direction = data
+		case "field":
+			ctx := graphql.WithPathContext(ctx, graphql.NewPathWithField("field"))
+			data, err := ec.unmarshalNMemoryOrderField2ᚖgithubᚗcomᚋtoolgateᚋtoolgateᚋentᚐMemoryOrderField(ctx, v)
+			if err != nil {
+				return it, err
+			}
+			it.Field = data
+		}
+	}
+	return it, nil
+}
+
+// UnmarshalMemoryOrder unmarshals raw into the MemoryOrder input type, using the
+// unmarshaler bound to ctx's request. Call it from a resolver to decode an input
+// object that was not passed as a field argument.
+//
+// ctx must come from a gqlgen request; outside one there is no unmarshaler to use
+// and the returned error says so.
+func UnmarshalMemoryOrder(ctx context.Context, raw any) (ent.MemoryOrder, error) {
+	var out ent.MemoryOrder
+	err := graphql.UnmarshalNamedInputFromContext(ctx, "MemoryOrder", raw, &out)
+	return out, err
+}
+
 func (ec *executionContext) unmarshalInputMoneyInput(ctx context.Context, obj any) (model.MoneyInput, error) {
 	var it model.MoneyInput
 	if obj == nil {
@@ -40042,6 +40638,11 @@ func (ec *executionContext) marshalNDocumentConnection2ᚖgithubᚗcomᚋtoolgat
 	return ec._DocumentConnection(ctx, sel, v)
 }
 
+func (ec *executionContext) unmarshalNDocumentOrder2ᚖgithubᚗcomᚋtoolgateᚋtoolgateᚋentᚐDocumentOrder(ctx context.Context, v any) (*ent.DocumentOrder, error) {
+	res, err := ec.unmarshalInputDocumentOrder(ctx, v)
+	return &res, graphql.ErrorOnPath(ctx, err)
+}
+
 func (ec *executionContext) unmarshalNDocumentOrderField2ᚖgithubᚗcomᚋtoolgateᚋtoolgateᚋentᚐDocumentOrderField(ctx context.Context, v any) (*ent.DocumentOrderField, error) {
 	var res = new(ent.DocumentOrderField)
 	err := res.UnmarshalGQL(v)
@@ -40343,6 +40944,11 @@ func (ec *executionContext) marshalNKnowledgeBaseConnection2ᚖgithubᚗcomᚋto
 	return ec._KnowledgeBaseConnection(ctx, sel, v)
 }
 
+func (ec *executionContext) unmarshalNKnowledgeBaseOrder2ᚖgithubᚗcomᚋtoolgateᚋtoolgateᚋentᚐKnowledgeBaseOrder(ctx context.Context, v any) (*ent.KnowledgeBaseOrder, error) {
+	res, err := ec.unmarshalInputKnowledgeBaseOrder(ctx, v)
+	return &res, graphql.ErrorOnPath(ctx, err)
+}
+
 func (ec *executionContext) unmarshalNKnowledgeBaseOrderField2ᚖgithubᚗcomᚋtoolgateᚋtoolgateᚋentᚐKnowledgeBaseOrderField(ctx context.Context, v any) (*ent.KnowledgeBaseOrderField, error) {
 	var res = new(ent.KnowledgeBaseOrderField)
 	err := res.UnmarshalGQL(v)
@@ -40450,6 +41056,25 @@ func (ec *executionContext) marshalNMemoryHit2ᚕgithubᚗcomᚋtoolgateᚋtoolg
 	}
 
 	return ret
+}
+
+func (ec *executionContext) unmarshalNMemoryOrder2ᚖgithubᚗcomᚋtoolgateᚋtoolgateᚋentᚐMemoryOrder(ctx context.Context, v any) (*ent.MemoryOrder, error) {
+	res, err := ec.unmarshalInputMemoryOrder(ctx, v)
+	return &res, graphql.ErrorOnPath(ctx, err)
+}
+
+func (ec *executionContext) unmarshalNMemoryOrderField2ᚖgithubᚗcomᚋtoolgateᚋtoolgateᚋentᚐMemoryOrderField(ctx context.Context, v any) (*ent.MemoryOrderField, error) {
+	var res = new(ent.MemoryOrderField)
+	err := res.UnmarshalGQL(v)
+	return res, graphql.ErrorOnPath(ctx, err)
+}
+
+func (ec *executionContext) marshalNMemoryOrderField2ᚖgithubᚗcomᚋtoolgateᚋtoolgateᚋentᚐMemoryOrderField(ctx context.Context, sel ast.SelectionSet, v *ent.MemoryOrderField) graphql.Marshaler {
+	if v == nil {
+		graphql.AddInvalidNullError(ctx, "MemoryOrderField!")
+		return graphql.Null
+	}
+	return v
 }
 
 func (ec *executionContext) marshalNMemoryResults2githubᚗcomᚋtoolgateᚋtoolgateᚋtoolsᚋmemoryᚐQueryHits(ctx context.Context, sel ast.SelectionSet, v memory.QueryHits) graphql.Marshaler {
@@ -41961,12 +42586,21 @@ func (ec *executionContext) marshalODocumentEdge2ᚖgithubᚗcomᚋtoolgateᚋto
 	return ec._DocumentEdge(ctx, sel, v)
 }
 
-func (ec *executionContext) unmarshalODocumentOrder2ᚖgithubᚗcomᚋtoolgateᚋtoolgateᚋentᚐDocumentOrder(ctx context.Context, v any) (*ent.DocumentOrder, error) {
+func (ec *executionContext) unmarshalODocumentOrder2ᚕᚖgithubᚗcomᚋtoolgateᚋtoolgateᚋentᚐDocumentOrderᚄ(ctx context.Context, v any) ([]*ent.DocumentOrder, error) {
 	if v == nil {
 		return nil, nil
 	}
-	res, err := ec.unmarshalInputDocumentOrder(ctx, v)
-	return &res, graphql.ErrorOnPath(ctx, err)
+	vSlice := graphql.CoerceList(v)
+	var err error
+	res := make([]*ent.DocumentOrder, len(vSlice))
+	for i := range vSlice {
+		ctx := graphql.WithPathContext(ctx, graphql.NewPathWithIndex(i))
+		res[i], err = ec.unmarshalNDocumentOrder2ᚖgithubᚗcomᚋtoolgateᚋtoolgateᚋentᚐDocumentOrder(ctx, vSlice[i])
+		if err != nil {
+			return nil, err
+		}
+	}
+	return res, nil
 }
 
 func (ec *executionContext) marshalOEmbeddingModel2ᚖgithubᚗcomᚋtoolgateᚋtoolgateᚋgraphᚋmodelᚐEmbeddingModel(ctx context.Context, sel ast.SelectionSet, v *model.EmbeddingModel) graphql.Marshaler {
@@ -42169,6 +42803,23 @@ func (ec *executionContext) marshalOKnowledgeBaseEdge2ᚖgithubᚗcomᚋtoolgate
 	return ec._KnowledgeBaseEdge(ctx, sel, v)
 }
 
+func (ec *executionContext) unmarshalOKnowledgeBaseOrder2ᚕᚖgithubᚗcomᚋtoolgateᚋtoolgateᚋentᚐKnowledgeBaseOrderᚄ(ctx context.Context, v any) ([]*ent.KnowledgeBaseOrder, error) {
+	if v == nil {
+		return nil, nil
+	}
+	vSlice := graphql.CoerceList(v)
+	var err error
+	res := make([]*ent.KnowledgeBaseOrder, len(vSlice))
+	for i := range vSlice {
+		ctx := graphql.WithPathContext(ctx, graphql.NewPathWithIndex(i))
+		res[i], err = ec.unmarshalNKnowledgeBaseOrder2ᚖgithubᚗcomᚋtoolgateᚋtoolgateᚋentᚐKnowledgeBaseOrder(ctx, vSlice[i])
+		if err != nil {
+			return nil, err
+		}
+	}
+	return res, nil
+}
+
 func (ec *executionContext) unmarshalOMatchMode2ᚖgithubᚗcomᚋtoolgateᚋtoolgateᚋtoolsᚋresultᚐMatch(ctx context.Context, v any) (*result.Match, error) {
 	if v == nil {
 		return nil, nil
@@ -42210,6 +42861,23 @@ func (ec *executionContext) marshalOMemoryEdge2ᚖgithubᚗcomᚋtoolgateᚋtool
 		return graphql.Null
 	}
 	return ec._MemoryEdge(ctx, sel, v)
+}
+
+func (ec *executionContext) unmarshalOMemoryOrder2ᚕᚖgithubᚗcomᚋtoolgateᚋtoolgateᚋentᚐMemoryOrderᚄ(ctx context.Context, v any) ([]*ent.MemoryOrder, error) {
+	if v == nil {
+		return nil, nil
+	}
+	vSlice := graphql.CoerceList(v)
+	var err error
+	res := make([]*ent.MemoryOrder, len(vSlice))
+	for i := range vSlice {
+		ctx := graphql.WithPathContext(ctx, graphql.NewPathWithIndex(i))
+		res[i], err = ec.unmarshalNMemoryOrder2ᚖgithubᚗcomᚋtoolgateᚋtoolgateᚋentᚐMemoryOrder(ctx, vSlice[i])
+		if err != nil {
+			return nil, err
+		}
+	}
+	return res, nil
 }
 
 func (ec *executionContext) marshalOMoney2ᚖgithubᚗcomᚋtoolgateᚋtoolgateᚋentᚋschematypeᚐMicros(ctx context.Context, sel ast.SelectionSet, v *schematype.Micros) graphql.Marshaler {

@@ -17,24 +17,34 @@ import (
 
 // What addDocument needs: the knowledge base, and a file or a title and text.
 type AddDocumentInput struct {
+	// The knowledge base to add to; it must be the caller's organisation's.
 	KnowledgeBaseID int `json:"knowledgeBaseId"`
 	// The file; or title and text.
-	File  *graphql.Upload `json:"file,omitempty"`
-	Title *string         `json:"title,omitempty"`
-	Text  *string         `json:"text,omitempty"`
+	File *graphql.Upload `json:"file,omitempty"`
+	// The document's title, with text (no file); for a file, overrides the file's name as the title.
+	Title *string `json:"title,omitempty"`
+	// The document's text, when there is no file; stored as text/plain.
+	Text *string `json:"text,omitempty"`
 }
 
 // An agent's share of a month's usage.
 type AgentUsage struct {
+	// The agent; null when it no longer exists.
 	Agent *ent.Agent `json:"agent,omitempty"`
 	// The group's totals: 64-bit counts and exact money.
-	Totals           *UsageTotals `json:"totals"`
-	InputTokens      int          `json:"inputTokens"`
-	CacheReadTokens  int          `json:"cacheReadTokens"`
-	CacheWriteTokens int          `json:"cacheWriteTokens"`
-	OutputTokens     int          `json:"outputTokens"`
-	Cost             float64      `json:"cost"`
-	ModelCalls       int          `json:"modelCalls"`
+	Totals *UsageTotals `json:"totals"`
+	// Uncached input tokens.
+	InputTokens int `json:"inputTokens"`
+	// Input tokens read from the provider's cache.
+	CacheReadTokens int `json:"cacheReadTokens"`
+	// Input tokens written to the provider's cache.
+	CacheWriteTokens int `json:"cacheWriteTokens"`
+	// Output tokens.
+	OutputTokens int `json:"outputTokens"`
+	// USD, from the price table (a float).
+	Cost float64 `json:"cost"`
+	// Model calls, compactions included.
+	ModelCalls int `json:"modelCalls"`
 }
 
 // What answerClarification needs: the waiting turn and the user's answer.
@@ -47,6 +57,7 @@ type AnswerClarificationInput struct {
 
 // What archiveConversation needs: the conversation, and whether to archive or bring it back.
 type ArchiveConversationInput struct {
+	// The conversation to archive or bring back.
 	ID int `json:"id"`
 	// true (the default) archives; false brings the conversation back.
 	Archived *bool `json:"archived,omitempty"`
@@ -60,8 +71,10 @@ type ArchiveConversationPayload struct {
 
 // What attachFile needs: the conversation and the file.
 type AttachFileInput struct {
-	ConversationID int            `json:"conversationId"`
-	File           graphql.Upload `json:"file"`
+	// The conversation to attach to; it must be the caller's.
+	ConversationID int `json:"conversationId"`
+	// The file, as a multipart upload (text, Markdown, HTML, PDF or DOCX).
+	File graphql.Upload `json:"file"`
 }
 
 // One limit as budget_check reports it.
@@ -83,8 +96,10 @@ type BudgetLine struct {
 // What budget_check tells: this month's spend and what is left, for the user and the organisation.
 type BudgetStatus struct {
 	// YYYY-MM, UTC.
-	Month        string      `json:"month"`
-	User         *BudgetLine `json:"user"`
+	Month string `json:"month"`
+	// The caller's own limit, spend and what is left.
+	User *BudgetLine `json:"user"`
+	// The organisation's limit, spend and what is left.
 	Organization *BudgetLine `json:"organization"`
 }
 
@@ -96,6 +111,7 @@ type Calculation struct {
 
 // What createAPIToken needs.
 type CreateAPITokenInput struct {
+	// A label to tell the token apart from the caller's others; at most 200 characters.
 	Name string `json:"name"`
 	// When the token stops working (in the future); none: it works until revoked.
 	ExpiresAt *time.Time `json:"expiresAt,omitempty"`
@@ -103,13 +119,18 @@ type CreateAPITokenInput struct {
 
 // What createAgent needs: the agent's name, instructions, optional tools and switches.
 type CreateAgentInput struct {
-	Name         string  `json:"name"`
+	// The agent's name; at most 200 characters.
+	Name string `json:"name"`
+	// The agent's own instructions, given to the model every turn; none: empty. At most 100,000 characters.
 	Instructions *string `json:"instructions,omitempty"`
 	// Optional tools the agent may be offered. None declared: none offered.
-	Tools                  []string `json:"tools,omitempty"`
-	Memory                 *bool    `json:"memory,omitempty"`
-	BudgetCheck            *bool    `json:"budgetCheck,omitempty"`
-	PastConversationSearch *bool    `json:"pastConversationSearch,omitempty"`
+	Tools []string `json:"tools,omitempty"`
+	// Offers the memory tools (needs an embedding model); false by default.
+	Memory *bool `json:"memory,omitempty"`
+	// Offers budget_check; false by default.
+	BudgetCheck *bool `json:"budgetCheck,omitempty"`
+	// Offers search_past_conversations; false by default.
+	PastConversationSearch *bool `json:"pastConversationSearch,omitempty"`
 	// Knowledge bases of the organisation that knowledge_search and read_document reach.
 	KnowledgeBaseIds []int `json:"knowledgeBaseIds,omitempty"`
 	// Published skills of the organisation the agent may load with load_skill, by name (at most 8).
@@ -118,12 +139,15 @@ type CreateAgentInput struct {
 
 // What createKnowledgeBase needs.
 type CreateKnowledgeBaseInput struct {
+	// The knowledge base's name; at most 200 characters.
 	Name string `json:"name"`
 }
 
 // What createUser needs.
 type CreateUserInput struct {
-	Name       string  `json:"name"`
+	// The person's name; at most 200 characters.
+	Name string `json:"name"`
+	// Their department; none: empty. At most 200 characters.
 	Department *string `json:"department,omitempty"`
 	// Whether the user administers the organisation; false by default.
 	Admin *bool `json:"admin,omitempty"`
@@ -133,6 +157,7 @@ type CreateUserInput struct {
 
 // The user created, and their first API token.
 type CreateUserPayload struct {
+	// The user created.
 	User *ent.User `json:"user"`
 	// The user's first API token: shown once, in this answer; hand it to them.
 	Token *CreatedAPIToken `json:"token"`
@@ -141,12 +166,14 @@ type CreateUserPayload struct {
 // A token just created: the only time its secret is shown.
 type CreatedAPIToken struct {
 	// The secret: shown once, never stored (only its hash is).
-	Token    string        `json:"token"`
+	Token string `json:"token"`
+	// The token's record: id, name, hint, expiry; what apiTokens lists later.
 	APIToken *ent.APIToken `json:"apiToken"`
 }
 
 // What deactivateUser needs.
 type DeactivateUserInput struct {
+	// The user to deactivate.
 	ID int `json:"id"`
 }
 
@@ -176,7 +203,9 @@ type Grounding struct {
 
 // A skill as load_skill returns it.
 type LoadedSkill struct {
-	Name         string `json:"name"`
+	// The skill's name.
+	Name string `json:"name"`
+	// Its instructions, whole (never previewed).
 	Instructions string `json:"instructions"`
 }
 
@@ -188,15 +217,22 @@ type MemoryFactInput struct {
 
 // A model's share of a month's usage.
 type ModelUsage struct {
+	// The model's name, as sent to the provider.
 	Model string `json:"model"`
 	// The group's totals: 64-bit counts and exact money.
-	Totals           *UsageTotals `json:"totals"`
-	InputTokens      int          `json:"inputTokens"`
-	CacheReadTokens  int          `json:"cacheReadTokens"`
-	CacheWriteTokens int          `json:"cacheWriteTokens"`
-	OutputTokens     int          `json:"outputTokens"`
-	Cost             float64      `json:"cost"`
-	ModelCalls       int          `json:"modelCalls"`
+	Totals *UsageTotals `json:"totals"`
+	// Uncached input tokens.
+	InputTokens int `json:"inputTokens"`
+	// Input tokens read from the provider's cache.
+	CacheReadTokens int `json:"cacheReadTokens"`
+	// Input tokens written to the provider's cache.
+	CacheWriteTokens int `json:"cacheWriteTokens"`
+	// Output tokens.
+	OutputTokens int `json:"outputTokens"`
+	// USD, from the price table (a float).
+	Cost float64 `json:"cost"`
+	// Model calls, compactions included.
+	ModelCalls int `json:"modelCalls"`
 }
 
 // An exact amount of money, given as a decimal string.
@@ -234,12 +270,14 @@ type RegisterApplicationInput struct {
 	// Lower-case letters, digits, '-' and '_'; the tools are offered as <name>__<tool>.
 	Name string `json:"name"`
 	// The MCP server's Streamable HTTP endpoint.
-	URL          string   `json:"url"`
+	URL string `json:"url"`
+	// The server's tools agents may be offered, by the server's own names; the others are never offered.
 	AllowedTools []string `json:"allowedTools"`
 }
 
 // What removeApplication needs.
 type RemoveApplicationInput struct {
+	// The application to remove.
 	ID int `json:"id"`
 }
 
@@ -271,8 +309,10 @@ type SetBudgetInput struct {
 
 // What startConversation needs: the agent and a title.
 type StartConversationInput struct {
-	AgentID int     `json:"agentId"`
-	Title   *string `json:"title,omitempty"`
+	// The agent that will answer; one of the caller's organisation's.
+	AgentID int `json:"agentId"`
+	// A title for the conversation; none: untitled (null). At most 500 characters.
+	Title *string `json:"title,omitempty"`
 }
 
 // What can be followed live.
@@ -281,6 +321,7 @@ type Subscription struct {
 
 // The acknowledgement of suggestNextActions.
 type SuggestionsAck struct {
+	// Always true.
 	Ok bool `json:"ok"`
 	// The suggestions as stored on the turn, in order, repeats dropped.
 	Suggestions []string `json:"suggestions"`
@@ -304,6 +345,7 @@ type TurnEvent struct {
 
 // What updateAgent changes: each field given replaces the agent's; a turn in progress keeps what it started with.
 type UpdateAgentInput struct {
+	// The agent to change.
 	ID int `json:"id"`
 	// The new name; none: unchanged.
 	Name *string `json:"name,omitempty"`
@@ -331,6 +373,7 @@ type UpdateAgentPayload struct {
 
 // What updateApplication changes.
 type UpdateApplicationInput struct {
+	// The application to change.
 	ID int `json:"id"`
 	// The MCP server's new Streamable HTTP endpoint; none: unchanged.
 	URL *string `json:"url,omitempty"`
@@ -355,24 +398,32 @@ type Usage struct {
 	// The month, YYYY-MM, in UTC.
 	Month string `json:"month"`
 	// The month's totals: 64-bit counts and exact money.
-	Totals           *UsageTotals `json:"totals"`
-	InputTokens      int          `json:"inputTokens"`
-	CacheReadTokens  int          `json:"cacheReadTokens"`
-	CacheWriteTokens int          `json:"cacheWriteTokens"`
-	OutputTokens     int          `json:"outputTokens"`
+	Totals *UsageTotals `json:"totals"`
+	// Uncached input tokens.
+	InputTokens int `json:"inputTokens"`
+	// Input tokens read from the provider's cache.
+	CacheReadTokens int `json:"cacheReadTokens"`
+	// Input tokens written to the provider's cache.
+	CacheWriteTokens int `json:"cacheWriteTokens"`
+	// Output tokens.
+	OutputTokens int `json:"outputTokens"`
 	// USD, from the price table.
-	Cost       float64 `json:"cost"`
-	ModelCalls int     `json:"modelCalls"`
+	Cost float64 `json:"cost"`
+	// Model calls, compactions included.
+	ModelCalls int `json:"modelCalls"`
 	// The stable prefix (system prompt and tool definitions) summed over the
 	// month's model calls, in o200k tokens.
 	PrefixTokens int `json:"prefixTokens"`
 	// The prefix over all input tokens (uncached, cache read and cache write): the share of reading spent on the prefix; 0 without input.
 	PrefixShare float64 `json:"prefixShare"`
 	// Cache reads over all input tokens; 0 without input.
-	CachedShare float64       `json:"cachedShare"`
-	ByModel     []*ModelUsage `json:"byModel"`
-	ByAgent     []*AgentUsage `json:"byAgent"`
-	ByUser      []*UserUsage  `json:"byUser"`
+	CachedShare float64 `json:"cachedShare"`
+	// The month split by model: one entry per model with model calls in the month.
+	ByModel []*ModelUsage `json:"byModel"`
+	// The month split by agent: one entry per agent with model calls in the month.
+	ByAgent []*AgentUsage `json:"byAgent"`
+	// The month split by user: one entry per user with model calls in the month.
+	ByUser []*UserUsage `json:"byUser"`
 	// The month day by day in UTC, every day from the 1st to the last (a day
 	// without model calls at zero): each day's totals and its shares by model,
 	// agent and user, within the same reach as the month's figures (an admin's
@@ -402,26 +453,35 @@ type UsageTotals struct {
 	CacheReadTokens int64 `json:"cacheReadTokens"`
 	// Input tokens written to the provider's cache.
 	CacheWriteTokens int64 `json:"cacheWriteTokens"`
-	OutputTokens     int64 `json:"outputTokens"`
+	// Output tokens, thinking included.
+	OutputTokens int64 `json:"outputTokens"`
 	// The stable prefix (system prompt and tool definitions) summed over the
 	// calls, in o200k tokens.
 	PrefixTokens int64 `json:"prefixTokens"`
-	ModelCalls   int64 `json:"modelCalls"`
+	// Model calls, compactions included.
+	ModelCalls int64 `json:"modelCalls"`
 	// What the calls cost, from the price table.
 	Cost schematype.Micros `json:"cost"`
 }
 
 // A user's share of a month's usage.
 type UserUsage struct {
+	// The user; null when they no longer exist.
 	User *ent.User `json:"user,omitempty"`
 	// The group's totals: 64-bit counts and exact money.
-	Totals           *UsageTotals `json:"totals"`
-	InputTokens      int          `json:"inputTokens"`
-	CacheReadTokens  int          `json:"cacheReadTokens"`
-	CacheWriteTokens int          `json:"cacheWriteTokens"`
-	OutputTokens     int          `json:"outputTokens"`
-	Cost             float64      `json:"cost"`
-	ModelCalls       int          `json:"modelCalls"`
+	Totals *UsageTotals `json:"totals"`
+	// Uncached input tokens.
+	InputTokens int `json:"inputTokens"`
+	// Input tokens read from the provider's cache.
+	CacheReadTokens int `json:"cacheReadTokens"`
+	// Input tokens written to the provider's cache.
+	CacheWriteTokens int `json:"cacheWriteTokens"`
+	// Output tokens.
+	OutputTokens int `json:"outputTokens"`
+	// USD, from the price table (a float).
+	Cost float64 `json:"cost"`
+	// Model calls, compactions included.
+	ModelCalls int `json:"modelCalls"`
 }
 
 // What an artifact is written in.

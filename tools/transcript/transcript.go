@@ -431,6 +431,9 @@ func likePattern(word string) string {
 	b.WriteByte('%')
 	for _, r := range word {
 		switch {
+		case r == '\uE000':
+			// ent/db's text escape: PostgreSQL holds it as two characters.
+			b.WriteByte('%')
 		case !asciiOrbit(r):
 			b.WriteByte('_')
 		case r == '%' || r == '_' || r == '\\':

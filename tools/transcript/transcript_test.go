@@ -94,7 +94,8 @@ func TestLikePattern(t *testing.T) {
 		{give: "Budget", want: "%budget%"},
 		{give: "Büro", want: "%b_ro%"},
 		{give: "50%_a\\b", want: `%50\%\_a\\b%`},
-		{give: "KASKO", want: "%_a__o%"}, // k and s fold with the Kelvin sign and long s
+		{give: "KASKO", want: "%_a__o%"},            // k and s fold with the Kelvin sign and long s
+		{give: "a\x00b\uE000c", want: "%a\x00b%c%"}, // the escape is two characters on PostgreSQL
 	}
 	for _, tt := range tests {
 		require.Equal(t, tt.want, likePattern(tt.give), tt.give)
