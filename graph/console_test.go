@@ -304,3 +304,15 @@ func TestConsoleUsageStaysScoped(t *testing.T) {
 		require.Equal(t, []string{"Pipeline review"}, titles, "a member's turns are their own")
 	})
 }
+
+// BenchmarkConsoleUsage: the console's month, as it asks for it (totals,
+// the three breakdowns and every day of the month with theirs), on SQLite.
+func BenchmarkConsoleUsage(b *testing.B) {
+	tb := setup(b, dbtest.Open(b, dbtest.SQLite))
+	seedConsole(b, tb)
+	doc := console.Operations()["usage"]
+	vars := map[string]any{"month": consoleMonth}
+	for b.Loop() {
+		tb.do(b, tb.alice.Token, doc, vars).ok(b)
+	}
+}

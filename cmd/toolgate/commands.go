@@ -34,9 +34,13 @@ func databaseFlag(fs *flag.FlagSet) *string {
 		"postgres://… for PostgreSQL, sqlite://PATH or file:PATH for SQLite (env DATABASE_URL; default SQLite file "+db.DefaultPath+")")
 }
 
+// openOptions are the options every command opens the database with:
+// benchmarks set them to count statements.
+var openOptions db.Options
+
 // openMigrated opens the database and brings its schema up to date.
 func openMigrated(ctx context.Context, url string) (*db.DB, error) {
-	d, err := db.Open(ctx, url)
+	d, err := db.OpenWith(ctx, url, openOptions)
 	if err != nil {
 		return nil, err
 	}

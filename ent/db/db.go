@@ -15,6 +15,7 @@ import (
 
 	"entgo.io/ent/dialect"
 	entsql "entgo.io/ent/dialect/sql"
+	"github.com/jackc/pgx/v5/pgxpool"
 	_ "github.com/lib/pq"  // registers "postgres"
 	_ "modernc.org/sqlite" // registers "sqlite"
 
@@ -46,25 +47,34 @@ type DB struct {
 	// can carry its own interceptors over one pool. Tests wrap it to count
 	// statements.
 	Driver dialect.Driver
+	// jobs is the job queue's own pool on PostgreSQL: pgx can LISTEN, so
+	// jobs are fetched when they are inserted instead of by polling. Nil on
+	// SQLite.
+	jobs *pgxpool.Pool
 }
 
 // Open connects to the database named by rawURL: "" for the default SQLite
 // file, "postgres://…" for PostgreSQL, "sqlite://PATH" or "file:PATH" for a
 // SQLite file.
 func Open(ctx context.Context, rawURL string) (*DB, error) {
+	return OpenWith(ctx, rawURL, Options{})
+}
+
+// OpenWith is Open with options.
+func OpenWith(ctx context.Context, rawURL string, o Options) (*DB, error) {
 	var (
 		d   *DB
 		err error
 	)
 	switch {
 	case rawURL == "":
-		d, err = openSQLite(DefaultPath)
+		d, err = openSQLite(DefaultPath, o)
 	case strings.HasPrefix(rawURL, "postgres://"), strings.HasPrefix(rawURL, "postgresql://"):
-		d, err = openPostgres(rawURL)
+		d, err = openPostgres(rawURL, o)
 	case strings.HasPrefix(rawURL, "sqlite://"):
-		d, err = openSQLite(strings.TrimPrefix(rawURL, "sqlite://"))
+		d, err = openSQLite(strings.TrimPrefix(rawURL, "sqlite://"), o)
 	case strings.HasPrefix(rawURL, "file:"):
-		d, err = openSQLite(strings.TrimPrefix(rawURL, "file:"))
+		d, err = openSQLite(strings.TrimPrefix(rawURL, "file:"), o)
 	default:
 		return nil, fmt.Errorf("database url %q: want postgres://, sqlite:// or file:PATH", redact(rawURL))
 	}
@@ -72,13 +82,21 @@ func Open(ctx context.Context, rawURL string) (*DB, error) {
 		return nil, err
 	}
 	if err := d.SQL.PingContext(ctx); err != nil {
-		_ = d.SQL.Close()
+		_ = d.Close()
 		return nil, fmt.Errorf("reach database: %w", err)
 	}
 	return d, nil
 }
 
-func openSQLite(path string) (*DB, error) {
+// sqlOpen opens a database/sql pool, observed when o asks.
+func sqlOpen(driverName, dsn string, o Options) (*sql.DB, error) {
+	if o.Observe != nil {
+		return observed(driverName, dsn, o.Observe)
+	}
+	return sql.Open(driverName, dsn)
+}
+
+func openSQLite(path string, o Options) (*DB, error) {
 	if path == "" {
 		return nil, errors.New("sqlite database path is empty")
 	}
@@ -98,23 +116,40 @@ func openSQLite(path string) (*DB, error) {
 	dsn := "file:" + path + "?_pragma=foreign_keys(1)&_pragma=journal_mode(WAL)" +
 		"&_pragma=busy_timeout(10000)&_pragma=synchronous(NORMAL)&_txlock=immediate" +
 		"&_time_format=sqlite&_timezone=UTC"
-	pool, err := sql.Open("sqlite", dsn)
+	pool, err := sqlOpen("sqlite", dsn, o)
 	if err != nil {
 		return nil, fmt.Errorf("open sqlite: %w", err)
 	}
 	return &DB{Dialect: dialect.SQLite, SQL: pool, Driver: traced(entsql.OpenDB(dialect.SQLite, pool))}, nil
 }
 
-func openPostgres(rawURL string) (*DB, error) {
-	pool, err := sql.Open("postgres", rawURL)
+func openPostgres(rawURL string, o Options) (*DB, error) {
+	pool, err := sqlOpen("postgres", rawURL, o)
 	if err != nil {
 		return nil, fmt.Errorf("open postgres: %w", err)
 	}
 	pool.SetMaxOpenConns(20)
 	pool.SetMaxIdleConns(10)
+	// The job queue's pool connects when the queue first needs it; one of
+	// its connections listens while a queue runs.
+	cfg, err := pgxpool.ParseConfig(rawURL)
+	if err != nil {
+		_ = pool.Close()
+		return nil, fmt.Errorf("open postgres: %w", err)
+	}
+	cfg.MaxConns = 6
+	cfg.MinConns = 0
+	if o.Observe != nil {
+		cfg.ConnConfig.Tracer = pgxObserver{o.Observe}
+	}
+	jobs, err := pgxpool.NewWithConfig(context.Background(), cfg)
+	if err != nil {
+		_ = pool.Close()
+		return nil, fmt.Errorf("open postgres job pool: %w", err)
+	}
 	// Text keeps NUL and non-UTF-8 bytes, as SQLite's does (text.go).
 	// Statements in a traced context get spans of their own (trace.go).
-	return &DB{Dialect: dialect.Postgres, SQL: pool, Driver: traced(textDriver{entsql.OpenDB(dialect.Postgres, pool)})}, nil
+	return &DB{Dialect: dialect.Postgres, SQL: pool, Driver: traced(textDriver{entsql.OpenDB(dialect.Postgres, pool)}), jobs: jobs}, nil
 }
 
 // Client returns a new ent client over the database, with no interceptors
@@ -161,8 +196,11 @@ func countTurns(next ent.Mutator) ent.Mutator {
 	})
 }
 
-// Close closes the pool.
+// Close closes the pools.
 func (d *DB) Close() error {
+	if d.jobs != nil {
+		d.jobs.Close()
+	}
 	return d.SQL.Close()
 }
 
@@ -198,7 +236,7 @@ func (d *DB) Migrate(ctx context.Context) error {
 	if err := hybrid.Migrate(ctx, d.SQL, d.Dialect); err != nil {
 		return err
 	}
-	m, err := rivermigrate.New(d.Queue(), nil)
+	m, err := rivermigrate.New(d.sqlQueue(), nil)
 	if err != nil {
 		return fmt.Errorf("job queue migrations: %w", err)
 	}
@@ -208,9 +246,8 @@ func (d *DB) Migrate(ctx context.Context) error {
 	return nil
 }
 
-// Queue returns the River driver for this database: turns run as durable
-// jobs in it, on PostgreSQL and on SQLite alike.
-func (d *DB) Queue() riverdriver.Driver[*sql.Tx] {
+// sqlQueue is River's driver over the database/sql pool: migrations run on it.
+func (d *DB) sqlQueue() riverdriver.Driver[*sql.Tx] {
 	if d.Dialect == dialect.Postgres {
 		return riverdatabasesql.New(d.SQL)
 	}

@@ -125,11 +125,13 @@ func (d traceDriver) Query(ctx context.Context, query string, args, v any) error
 	return err
 }
 
-// Tx starts a transaction whose statements are traced like the driver's.
+// Tx starts a transaction whose statements are traced like the driver's,
+// when it begins in a traced context; otherwise the transaction is the
+// driver's own, at no cost.
 func (d traceDriver) Tx(ctx context.Context) (dialect.Tx, error) {
 	tx, err := d.Driver.Tx(ctx)
-	if err != nil {
-		return nil, err
+	if err != nil || !trace.SpanFromContext(ctx).IsRecording() {
+		return tx, err
 	}
 	return traceTx{Tx: tx, system: d.system, ctx: ctx}, nil
 }
@@ -143,8 +145,8 @@ func (d traceDriver) BeginTx(ctx context.Context, opts *sql.TxOptions) (dialect.
 		return d.Tx(ctx)
 	}
 	tx, err := b.BeginTx(ctx, opts)
-	if err != nil {
-		return nil, err
+	if err != nil || !trace.SpanFromContext(ctx).IsRecording() {
+		return tx, err
 	}
 	return traceTx{Tx: tx, system: d.system, ctx: ctx}, nil
 }

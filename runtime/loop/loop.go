@@ -10,7 +10,6 @@ import (
 	"cmp"
 	"context"
 	"crypto/rand"
-	"database/sql"
 	"errors"
 	"fmt"
 	"log/slog"
@@ -25,6 +24,7 @@ import (
 	"go.opentelemetry.io/otel/trace"
 
 	"github.com/toolgate/toolgate/ent"
+	"github.com/toolgate/toolgate/ent/db"
 	"github.com/toolgate/toolgate/ent/modelcall"
 	"github.com/toolgate/toolgate/ent/predicate"
 	"github.com/toolgate/toolgate/ent/tenancy"
@@ -90,8 +90,8 @@ type Config struct {
 	// prompt.DefaultBudget of a model not listed (serve passes the
 	// configured model's), a negative value never compacts.
 	HistoryBudget int
-	// Queue is the River driver of the database turns run as jobs in.
-	Queue riverdriver.Driver[*sql.Tx]
+	// Queue is the job queue of the database turns run as jobs in.
+	Queue db.Queue
 	// EncodeID gives a row's id as the API shows it, for the conversationId
 	// of tool operations.
 	EncodeID func(int) string
@@ -121,7 +121,7 @@ type Config struct {
 // may work it. It owns its goroutines: Close stops them and waits.
 type Runner struct {
 	cfg   Config
-	queue *river.Client[*sql.Tx]
+	queue db.JobClient
 	// id names this runner in the turns it claims.
 	id       string
 	base     context.Context
@@ -185,24 +185,23 @@ func New(cfg Config) (*Runner, error) {
 		stop()
 		return nil, err
 	}
-	q, err := river.NewClient(cfg.Queue, &river.Config{
+	q, err := cfg.Queue.Client(&river.Config{
 		Queues:  map[string]river.QueueConfig{river.QueueDefault: {MaxWorkers: 100}},
 		Workers: workers,
 		// A turn takes as long as it takes; the step limit bounds it.
 		JobTimeout: -1,
 		// A job whose process died is never rescued by River (no timeout):
 		// the sweep enqueues its turn again once its heartbeat is stale, and
-		// the claim in work keeps a live one from running twice.
-		// database/sql drivers cannot LISTEN: poll, often.
-		PollOnly:          true,
-		FetchPollInterval: 50 * time.Millisecond,
-		FetchCooldown:     10 * time.Millisecond,
+		// the claim in work keeps a live one from running twice. New jobs
+		// are fetched as they are inserted (db.Queue.Client): a turn starts
+		// at once, and an idle queue polls rarely.
+		FetchCooldown: 5 * time.Millisecond,
 		// A database outage fails every poll: one line per back-off.
 		Logger: slog.New(throttle.New(cfg.Log.Handler(), throttle.Options{})),
 	})
 	if err != nil {
 		stop()
-		return nil, fmt.Errorf("job queue: %w", err)
+		return nil, err
 	}
 	r.queue = q
 	if cfg.Registerer != nil {
@@ -241,7 +240,7 @@ func (r *Runner) toolLabel(name string) string {
 
 // queueDepth counts the job queue's jobs by state.
 func (r *Runner) queueDepth(ctx context.Context) (map[string]int, error) {
-	counts, err := r.cfg.Queue.GetExecutor().JobCountByAllStates(ctx, &riverdriver.JobCountByAllStatesParams{})
+	counts, err := r.cfg.Queue.Executor().JobCountByAllStates(ctx, &riverdriver.JobCountByAllStatesParams{})
 	if err != nil {
 		return nil, fmt.Errorf("count jobs: %w", err)
 	}

@@ -32,7 +32,7 @@ func (h *harness) deadTurn(t *testing.T, d *db.DB, convID int, claimed bool) *en
 		c.SetClaimedBy("r_dead")
 	}
 	tu := c.SaveX(ctx)
-	inserter, err := river.NewClient(d.Queue(), &river.Config{})
+	inserter, err := d.Queue().Client(&river.Config{})
 	require.NoError(t, err)
 	res, err := inserter.Insert(ctx, loop.TurnArgs{TurnID: tu.ID}, &river.InsertOpts{ScheduledAt: time.Now().Add(time.Hour)})
 	require.NoError(t, err)

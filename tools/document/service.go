@@ -2,7 +2,6 @@ package document
 
 import (
 	"context"
-	"database/sql"
 	"errors"
 	"fmt"
 	"log/slog"
@@ -57,7 +56,7 @@ type Service struct {
 	cfg    Config
 	client *ent.Client
 	store  *hybrid.Store
-	queue  *river.Client[*sql.Tx]
+	queue  db.JobClient
 	base   context.Context
 	stop   context.CancelFunc
 }
@@ -74,14 +73,12 @@ func New(cfg Config) (*Service, error) {
 		stop()
 		return nil, err
 	}
-	q, err := river.NewClient(cfg.DB.Queue(), &river.Config{
+	q, err := cfg.DB.Queue().Client(&river.Config{
 		Queues:               map[string]river.QueueConfig{Queue: {MaxWorkers: 2}},
 		Workers:              workers,
 		JobTimeout:           JobTimeout,
 		RescueStuckJobsAfter: JobTimeout + time.Minute,
 		RetryPolicy:          cfg.RetryPolicy,
-		PollOnly:             true,
-		FetchPollInterval:    100 * time.Millisecond,
 		FetchCooldown:        20 * time.Millisecond,
 		Logger:               cfg.Log,
 	})

@@ -1,0 +1,222 @@
+package db
+
+import (
+	"context"
+	"database/sql"
+	"database/sql/driver"
+	"fmt"
+
+	"github.com/jackc/pgx/v5"
+)
+
+// Options change how OpenWith connects.
+type Options struct {
+	// Observe, when set, is told the text of every statement sent to the
+	// database, by any pool of this DB (ent's, the job queue's), and of
+	// each BEGIN, COMMIT and ROLLBACK: tests and benchmarks count round
+	// trips with it. It must be safe for concurrent use.
+	Observe func(query string)
+}
+
+// observed opens a database/sql pool whose connections report each
+// statement to observe before sending it.
+func observed(driverName, dsn string, observe func(string)) (*sql.DB, error) {
+	probe, err := sql.Open(driverName, dsn)
+	if err != nil {
+		return nil, err
+	}
+	drv := probe.Driver()
+	_ = probe.Close()
+	var inner driver.Connector = dsnConnector{dsn: dsn, drv: drv}
+	if dc, ok := drv.(driver.DriverContext); ok {
+		if inner, err = dc.OpenConnector(dsn); err != nil {
+			return nil, fmt.Errorf("open %s: %w", driverName, err)
+		}
+	}
+	return sql.OpenDB(observingConnector{Connector: inner, observe: observe}), nil
+}
+
+type dsnConnector struct {
+	dsn string
+	drv driver.Driver
+}
+
+func (c dsnConnector) Connect(context.Context) (driver.Conn, error) { return c.drv.Open(c.dsn) }
+func (c dsnConnector) Driver() driver.Driver                        { return c.drv }
+
+type observingConnector struct {
+	driver.Connector
+	observe func(string)
+}
+
+func (c observingConnector) Connect(ctx context.Context) (driver.Conn, error) {
+	conn, err := c.Connector.Connect(ctx)
+	if err != nil {
+		return nil, err
+	}
+	return &observingConn{Conn: conn, observe: c.observe}, nil
+}
+
+// observingConn passes everything to its driver's connection; the
+// interfaces it does not implement answer driver.ErrSkip, so database/sql
+// takes the way it would have taken without the wrapper.
+type observingConn struct {
+	driver.Conn
+	observe func(string)
+}
+
+func (c *observingConn) Prepare(query string) (driver.Stmt, error) {
+	return c.PrepareContext(context.Background(), query)
+}
+
+func (c *observingConn) PrepareContext(ctx context.Context, query string) (driver.Stmt, error) {
+	var (
+		st  driver.Stmt
+		err error
+	)
+	if p, ok := c.Conn.(driver.ConnPrepareContext); ok {
+		st, err = p.PrepareContext(ctx, query)
+	} else {
+		st, err = c.Conn.Prepare(query)
+	}
+	if err != nil {
+		return nil, err
+	}
+	return &observingStmt{Stmt: st, query: query, observe: c.observe}, nil
+}
+
+func (c *observingConn) ExecContext(ctx context.Context, query string, args []driver.NamedValue) (driver.Result, error) {
+	e, ok := c.Conn.(driver.ExecerContext)
+	if !ok {
+		return nil, driver.ErrSkip
+	}
+	c.observe(query)
+	return e.ExecContext(ctx, query, args)
+}
+
+func (c *observingConn) QueryContext(ctx context.Context, query string, args []driver.NamedValue) (driver.Rows, error) {
+	q, ok := c.Conn.(driver.QueryerContext)
+	if !ok {
+		return nil, driver.ErrSkip
+	}
+	c.observe(query)
+	return q.QueryContext(ctx, query, args)
+}
+
+func (c *observingConn) BeginTx(ctx context.Context, opts driver.TxOptions) (driver.Tx, error) {
+	var (
+		tx  driver.Tx
+		err error
+	)
+	c.observe("BEGIN")
+	if b, ok := c.Conn.(driver.ConnBeginTx); ok {
+		tx, err = b.BeginTx(ctx, opts)
+	} else {
+		tx, err = c.Conn.Begin() //nolint:staticcheck // the driver has nothing newer
+	}
+	if err != nil {
+		return nil, err
+	}
+	return observingTx{Tx: tx, observe: c.observe}, nil
+}
+
+func (c *observingConn) CheckNamedValue(nv *driver.NamedValue) error {
+	if ch, ok := c.Conn.(driver.NamedValueChecker); ok {
+		return ch.CheckNamedValue(nv)
+	}
+	return driver.ErrSkip
+}
+
+func (c *observingConn) ResetSession(ctx context.Context) error {
+	if r, ok := c.Conn.(driver.SessionResetter); ok {
+		return r.ResetSession(ctx)
+	}
+	return nil
+}
+
+func (c *observingConn) IsValid() bool {
+	if v, ok := c.Conn.(driver.Validator); ok {
+		return v.IsValid()
+	}
+	return true
+}
+
+func (c *observingConn) Ping(ctx context.Context) error {
+	if p, ok := c.Conn.(driver.Pinger); ok {
+		return p.Ping(ctx)
+	}
+	return nil
+}
+
+type observingTx struct {
+	driver.Tx
+	observe func(string)
+}
+
+func (t observingTx) Commit() error {
+	t.observe("COMMIT")
+	return t.Tx.Commit()
+}
+
+func (t observingTx) Rollback() error {
+	t.observe("ROLLBACK")
+	return t.Tx.Rollback()
+}
+
+type observingStmt struct {
+	driver.Stmt
+	query   string
+	observe func(string)
+}
+
+func (s *observingStmt) ExecContext(ctx context.Context, args []driver.NamedValue) (driver.Result, error) {
+	s.observe(s.query)
+	if e, ok := s.Stmt.(driver.StmtExecContext); ok {
+		return e.ExecContext(ctx, args)
+	}
+	vals, err := values(args)
+	if err != nil {
+		return nil, err
+	}
+	return s.Stmt.Exec(vals) //nolint:staticcheck // the driver has nothing newer
+}
+
+func (s *observingStmt) QueryContext(ctx context.Context, args []driver.NamedValue) (driver.Rows, error) {
+	s.observe(s.query)
+	if q, ok := s.Stmt.(driver.StmtQueryContext); ok {
+		return q.QueryContext(ctx, args)
+	}
+	vals, err := values(args)
+	if err != nil {
+		return nil, err
+	}
+	return s.Stmt.Query(vals) //nolint:staticcheck // the driver has nothing newer
+}
+
+func (s *observingStmt) CheckNamedValue(nv *driver.NamedValue) error {
+	if ch, ok := s.Stmt.(driver.NamedValueChecker); ok {
+		return ch.CheckNamedValue(nv)
+	}
+	return driver.ErrSkip
+}
+
+func values(args []driver.NamedValue) ([]driver.Value, error) {
+	out := make([]driver.Value, len(args))
+	for i, a := range args {
+		if a.Name != "" {
+			return nil, fmt.Errorf("named argument %q: the driver takes positions only", a.Name)
+		}
+		out[i] = a.Value
+	}
+	return out, nil
+}
+
+// pgxObserver reports the statements of a pgx pool (the job queue's).
+type pgxObserver struct{ observe func(string) }
+
+func (o pgxObserver) TraceQueryStart(ctx context.Context, _ *pgx.Conn, data pgx.TraceQueryStartData) context.Context {
+	o.observe(data.SQL)
+	return ctx
+}
+
+func (pgxObserver) TraceQueryEnd(context.Context, *pgx.Conn, pgx.TraceQueryEndData) {}

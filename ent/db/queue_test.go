@@ -1,0 +1,61 @@
+package db_test
+
+import (
+	"context"
+	"log/slog"
+	"testing"
+	"time"
+
+	"github.com/riverqueue/river"
+	"github.com/stretchr/testify/require"
+
+	"github.com/toolgate/toolgate/ent/db"
+	"github.com/toolgate/toolgate/ent/db/dbtest"
+)
+
+type pingArgs struct{}
+
+func (pingArgs) Kind() string { return "test_ping" }
+
+type pingWorker struct {
+	river.WorkerDefaults[pingArgs]
+	ran chan time.Time
+}
+
+func (w *pingWorker) Work(context.Context, *river.Job[pingArgs]) error {
+	w.ran <- time.Now()
+	return nil
+}
+
+// A job inserted by this process is worked at once, on both databases,
+// although the queue polls only every db.IdlePoll: SQLite's queue is woken
+// by the insert, PostgreSQL's by its notification.
+func TestQueueWorksAJobAsItIsInserted(t *testing.T) {
+	dbtest.Each(t, func(t *testing.T, d *db.DB) {
+		w := &pingWorker{ran: make(chan time.Time, 8)}
+		workers := river.NewWorkers()
+		river.AddWorker(workers, w)
+		q, err := d.Queue().Client(&river.Config{
+			Queues:        map[string]river.QueueConfig{river.QueueDefault: {MaxWorkers: 2}},
+			Workers:       workers,
+			FetchCooldown: time.Millisecond,
+			Logger:        slog.New(slog.DiscardHandler),
+		})
+		require.NoError(t, err)
+		ctx := context.Background()
+		require.NoError(t, q.Start(ctx))
+		t.Cleanup(func() { _ = q.Stop(context.Background()) })
+		time.Sleep(300 * time.Millisecond) // past the first fetch
+		for range 3 {
+			at := time.Now()
+			_, err := q.Insert(ctx, pingArgs{}, nil)
+			require.NoError(t, err)
+			select {
+			case ran := <-w.ran:
+				require.Less(t, ran.Sub(at), time.Second, "worked before the next poll")
+			case <-time.After(db.IdlePoll + 2*time.Second):
+				t.Fatal("the job never ran")
+			}
+		}
+	})
+}
