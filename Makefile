@@ -22,8 +22,8 @@ verify: ## fail if go.mod/go.sum are untidy, or if regenerating changes the comm
 	@test -z "$$(git status --porcelain -- ent graph)" || (git status --porcelain -- ent graph; echo "untracked generated files: run 'make generate' and commit"; exit 1)
 
 .PHONY: build
-build: ## build the binary into bin/
-	$(GO) build -o $(BIN) ./cmd/toolgate
+build: ## build the binary into bin/, stripped
+	$(GO) build -trimpath -ldflags "-s -w" -o $(BIN) ./cmd/toolgate
 
 .PHONY: run
 run: build ## serve on the embedded SQLite default, seeding a demo on first start

@@ -477,7 +477,9 @@ func (r *Runner) heartbeat(ctx context.Context, turnID int, last *time.Time) err
 
 // stopped reports whether the database says the turn was cancelled.
 func (r *Runner) stopped(ctx context.Context, turnID int) bool {
-	n, err := r.cfg.Client.Turn.Query().Where(turn.ID(turnID), turn.StatusEQ(turn.StatusCANCELLED)).Count(ctx)
+	// Not cancelled with the run: lib/pq opens a new connection to send a
+	// cancel, for a count that takes a millisecond.
+	n, err := r.cfg.Client.Turn.Query().Where(turn.ID(turnID), turn.StatusEQ(turn.StatusCANCELLED)).Count(context.WithoutCancel(ctx))
 	return err == nil && n > 0
 }
 
