@@ -21928,6 +21928,8 @@ type WorkspaceFileMutation struct {
 	addchars           *int64
 	bytes              *int64
 	addbytes           *int64
+	media_type         *string
+	data               *[]byte
 	clearedFields      map[string]struct{}
 	done               bool
 	oldValue           func(context.Context) (*WorkspaceFile, error)
@@ -22344,6 +22346,104 @@ func (m *WorkspaceFileMutation) ResetBytes() {
 	m.addbytes = nil
 }
 
+// SetMediaType sets the "media_type" field.
+func (m *WorkspaceFileMutation) SetMediaType(s string) {
+	m.media_type = &s
+}
+
+// MediaType returns the value of the "media_type" field in the mutation.
+func (m *WorkspaceFileMutation) MediaType() (r string, exists bool) {
+	v := m.media_type
+	if v == nil {
+		return
+	}
+	return *v, true
+}
+
+// OldMediaType returns the old "media_type" field's value of the WorkspaceFile entity.
+// If the WorkspaceFile object wasn't provided to the builder, the object is fetched from the database.
+// An error is returned if the mutation operation is not UpdateOne, or the database query fails.
+func (m *WorkspaceFileMutation) OldMediaType(ctx context.Context) (v string, err error) {
+	if !m.op.Is(OpUpdateOne) {
+		return v, errors.New("OldMediaType is only allowed on UpdateOne operations")
+	}
+	if m.id == nil || m.oldValue == nil {
+		return v, errors.New("OldMediaType requires an ID field in the mutation")
+	}
+	oldValue, err := m.oldValue(ctx)
+	if err != nil {
+		return v, fmt.Errorf("querying old value for OldMediaType: %w", err)
+	}
+	return oldValue.MediaType, nil
+}
+
+// ClearMediaType clears the value of the "media_type" field.
+func (m *WorkspaceFileMutation) ClearMediaType() {
+	m.media_type = nil
+	m.clearedFields[workspacefile.FieldMediaType] = struct{}{}
+}
+
+// MediaTypeCleared returns if the "media_type" field was cleared in this mutation.
+func (m *WorkspaceFileMutation) MediaTypeCleared() bool {
+	_, ok := m.clearedFields[workspacefile.FieldMediaType]
+	return ok
+}
+
+// ResetMediaType resets all changes to the "media_type" field.
+func (m *WorkspaceFileMutation) ResetMediaType() {
+	m.media_type = nil
+	delete(m.clearedFields, workspacefile.FieldMediaType)
+}
+
+// SetData sets the "data" field.
+func (m *WorkspaceFileMutation) SetData(b []byte) {
+	m.data = &b
+}
+
+// Data returns the value of the "data" field in the mutation.
+func (m *WorkspaceFileMutation) Data() (r []byte, exists bool) {
+	v := m.data
+	if v == nil {
+		return
+	}
+	return *v, true
+}
+
+// OldData returns the old "data" field's value of the WorkspaceFile entity.
+// If the WorkspaceFile object wasn't provided to the builder, the object is fetched from the database.
+// An error is returned if the mutation operation is not UpdateOne, or the database query fails.
+func (m *WorkspaceFileMutation) OldData(ctx context.Context) (v []byte, err error) {
+	if !m.op.Is(OpUpdateOne) {
+		return v, errors.New("OldData is only allowed on UpdateOne operations")
+	}
+	if m.id == nil || m.oldValue == nil {
+		return v, errors.New("OldData requires an ID field in the mutation")
+	}
+	oldValue, err := m.oldValue(ctx)
+	if err != nil {
+		return v, fmt.Errorf("querying old value for OldData: %w", err)
+	}
+	return oldValue.Data, nil
+}
+
+// ClearData clears the value of the "data" field.
+func (m *WorkspaceFileMutation) ClearData() {
+	m.data = nil
+	m.clearedFields[workspacefile.FieldData] = struct{}{}
+}
+
+// DataCleared returns if the "data" field was cleared in this mutation.
+func (m *WorkspaceFileMutation) DataCleared() bool {
+	_, ok := m.clearedFields[workspacefile.FieldData]
+	return ok
+}
+
+// ResetData resets all changes to the "data" field.
+func (m *WorkspaceFileMutation) ResetData() {
+	m.data = nil
+	delete(m.clearedFields, workspacefile.FieldData)
+}
+
 // Where appends a list predicates to the WorkspaceFileMutation builder.
 func (m *WorkspaceFileMutation) Where(ps ...predicate.WorkspaceFile) {
 	m.predicates = append(m.predicates, ps...)
@@ -22378,7 +22478,7 @@ func (m *WorkspaceFileMutation) Type() string {
 // order to get all numeric fields that were incremented/decremented, call
 // AddedFields().
 func (m *WorkspaceFileMutation) Fields() []string {
-	fields := make([]string, 0, 7)
+	fields := make([]string, 0, 9)
 	if m.created_at != nil {
 		fields = append(fields, workspacefile.FieldCreatedAt)
 	}
@@ -22399,6 +22499,12 @@ func (m *WorkspaceFileMutation) Fields() []string {
 	}
 	if m.bytes != nil {
 		fields = append(fields, workspacefile.FieldBytes)
+	}
+	if m.media_type != nil {
+		fields = append(fields, workspacefile.FieldMediaType)
+	}
+	if m.data != nil {
+		fields = append(fields, workspacefile.FieldData)
 	}
 	return fields
 }
@@ -22422,6 +22528,10 @@ func (m *WorkspaceFileMutation) Field(name string) (ent.Value, bool) {
 		return m.Chars()
 	case workspacefile.FieldBytes:
 		return m.Bytes()
+	case workspacefile.FieldMediaType:
+		return m.MediaType()
+	case workspacefile.FieldData:
+		return m.Data()
 	}
 	return nil, false
 }
@@ -22445,6 +22555,10 @@ func (m *WorkspaceFileMutation) OldField(ctx context.Context, name string) (ent.
 		return m.OldChars(ctx)
 	case workspacefile.FieldBytes:
 		return m.OldBytes(ctx)
+	case workspacefile.FieldMediaType:
+		return m.OldMediaType(ctx)
+	case workspacefile.FieldData:
+		return m.OldData(ctx)
 	}
 	return nil, fmt.Errorf("unknown WorkspaceFile field %s", name)
 }
@@ -22502,6 +22616,20 @@ func (m *WorkspaceFileMutation) SetField(name string, value ent.Value) error {
 			return fmt.Errorf("unexpected type %T for field %s", value, name)
 		}
 		m.SetBytes(v)
+		return nil
+	case workspacefile.FieldMediaType:
+		v, ok := value.(string)
+		if !ok {
+			return fmt.Errorf("unexpected type %T for field %s", value, name)
+		}
+		m.SetMediaType(v)
+		return nil
+	case workspacefile.FieldData:
+		v, ok := value.([]byte)
+		if !ok {
+			return fmt.Errorf("unexpected type %T for field %s", value, name)
+		}
+		m.SetData(v)
 		return nil
 	}
 	return fmt.Errorf("unknown WorkspaceFile field %s", name)
@@ -22571,7 +22699,14 @@ func (m *WorkspaceFileMutation) AddField(name string, value ent.Value) error {
 // ClearedFields returns all nullable fields that were cleared during this
 // mutation.
 func (m *WorkspaceFileMutation) ClearedFields() []string {
-	return nil
+	var fields []string
+	if m.FieldCleared(workspacefile.FieldMediaType) {
+		fields = append(fields, workspacefile.FieldMediaType)
+	}
+	if m.FieldCleared(workspacefile.FieldData) {
+		fields = append(fields, workspacefile.FieldData)
+	}
+	return fields
 }
 
 // FieldCleared returns a boolean indicating if a field with the given name was
@@ -22584,6 +22719,14 @@ func (m *WorkspaceFileMutation) FieldCleared(name string) bool {
 // ClearField clears the value of the field with the given name. It returns an
 // error if the field is not defined in the schema.
 func (m *WorkspaceFileMutation) ClearField(name string) error {
+	switch name {
+	case workspacefile.FieldMediaType:
+		m.ClearMediaType()
+		return nil
+	case workspacefile.FieldData:
+		m.ClearData()
+		return nil
+	}
 	return fmt.Errorf("unknown WorkspaceFile nullable field %s", name)
 }
 
@@ -22611,6 +22754,12 @@ func (m *WorkspaceFileMutation) ResetField(name string) error {
 		return nil
 	case workspacefile.FieldBytes:
 		m.ResetBytes()
+		return nil
+	case workspacefile.FieldMediaType:
+		m.ResetMediaType()
+		return nil
+	case workspacefile.FieldData:
+		m.ResetData()
 		return nil
 	}
 	return fmt.Errorf("unknown WorkspaceFile field %s", name)

@@ -29,8 +29,12 @@ type WorkspaceFile struct {
 	Content string `json:"content,omitempty"`
 	// Unicode characters in content
 	Chars int64 `json:"chars,omitempty"`
-	// UTF-8 bytes in content, counted against the size limits
-	Bytes        int64 `json:"bytes,omitempty"`
+	// UTF-8 bytes in content, or bytes of data, counted against the size limits
+	Bytes int64 `json:"bytes,omitempty"`
+	// set on a binary file only: the media type of data (application/pdf); content is then empty
+	MediaType string `json:"media_type,omitempty"`
+	// a binary file's bytes
+	Data         []byte `json:"data,omitempty"`
 	selectValues sql.SelectValues
 }
 
@@ -39,9 +43,11 @@ func (*WorkspaceFile) scanValues(columns []string) ([]any, error) {
 	values := make([]any, len(columns))
 	for i := range columns {
 		switch columns[i] {
+		case workspacefile.FieldData:
+			values[i] = new([]byte)
 		case workspacefile.FieldID, workspacefile.FieldConversationID, workspacefile.FieldChars, workspacefile.FieldBytes:
 			values[i] = new(sql.NullInt64)
-		case workspacefile.FieldPath, workspacefile.FieldContent:
+		case workspacefile.FieldPath, workspacefile.FieldContent, workspacefile.FieldMediaType:
 			values[i] = new(sql.NullString)
 		case workspacefile.FieldCreatedAt, workspacefile.FieldUpdatedAt:
 			values[i] = new(sql.NullTime)
@@ -108,6 +114,18 @@ func (_m *WorkspaceFile) assignValues(columns []string, values []any) error {
 			} else if value.Valid {
 				_m.Bytes = value.Int64
 			}
+		case workspacefile.FieldMediaType:
+			if value, ok := values[i].(*sql.NullString); !ok {
+				return fmt.Errorf("unexpected type %T for field media_type", values[i])
+			} else if value.Valid {
+				_m.MediaType = value.String
+			}
+		case workspacefile.FieldData:
+			if value, ok := values[i].(*[]byte); !ok {
+				return fmt.Errorf("unexpected type %T for field data", values[i])
+			} else if value != nil {
+				_m.Data = *value
+			}
 		default:
 			_m.selectValues.Set(columns[i], values[i])
 		}
@@ -164,6 +182,12 @@ func (_m *WorkspaceFile) String() string {
 	builder.WriteString(", ")
 	builder.WriteString("bytes=")
 	builder.WriteString(fmt.Sprintf("%v", _m.Bytes))
+	builder.WriteString(", ")
+	builder.WriteString("media_type=")
+	builder.WriteString(_m.MediaType)
+	builder.WriteString(", ")
+	builder.WriteString("data=")
+	builder.WriteString(fmt.Sprintf("%v", _m.Data))
 	builder.WriteByte(')')
 	return builder.String()
 }

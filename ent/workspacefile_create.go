@@ -80,6 +80,26 @@ func (_c *WorkspaceFileCreate) SetBytes(v int64) *WorkspaceFileCreate {
 	return _c
 }
 
+// SetMediaType sets the "media_type" field.
+func (_c *WorkspaceFileCreate) SetMediaType(v string) *WorkspaceFileCreate {
+	_c.mutation.SetMediaType(v)
+	return _c
+}
+
+// SetNillableMediaType sets the "media_type" field if the given value is not nil.
+func (_c *WorkspaceFileCreate) SetNillableMediaType(v *string) *WorkspaceFileCreate {
+	if v != nil {
+		_c.SetMediaType(*v)
+	}
+	return _c
+}
+
+// SetData sets the "data" field.
+func (_c *WorkspaceFileCreate) SetData(v []byte) *WorkspaceFileCreate {
+	_c.mutation.SetData(v)
+	return _c
+}
+
 // Mutation returns the WorkspaceFileMutation object of the builder.
 func (_c *WorkspaceFileCreate) Mutation() *WorkspaceFileMutation {
 	return _c.mutation
@@ -227,6 +247,14 @@ func (_c *WorkspaceFileCreate) createSpec() (*WorkspaceFile, *sqlgraph.CreateSpe
 		_spec.SetField(workspacefile.FieldBytes, field.TypeInt64, value)
 		_node.Bytes = value
 	}
+	if value, ok := _c.mutation.MediaType(); ok {
+		_spec.SetField(workspacefile.FieldMediaType, field.TypeString, value)
+		_node.MediaType = value
+	}
+	if value, ok := _c.mutation.Data(); ok {
+		_spec.SetField(workspacefile.FieldData, field.TypeBytes, value)
+		_node.Data = value
+	}
 	return _node, _spec
 }
 
@@ -336,6 +364,42 @@ func (u *WorkspaceFileUpsert) UpdateBytes() *WorkspaceFileUpsert {
 // AddBytes adds v to the "bytes" field.
 func (u *WorkspaceFileUpsert) AddBytes(v int64) *WorkspaceFileUpsert {
 	u.Add(workspacefile.FieldBytes, v)
+	return u
+}
+
+// SetMediaType sets the "media_type" field.
+func (u *WorkspaceFileUpsert) SetMediaType(v string) *WorkspaceFileUpsert {
+	u.Set(workspacefile.FieldMediaType, v)
+	return u
+}
+
+// UpdateMediaType sets the "media_type" field to the value that was provided on create.
+func (u *WorkspaceFileUpsert) UpdateMediaType() *WorkspaceFileUpsert {
+	u.SetExcluded(workspacefile.FieldMediaType)
+	return u
+}
+
+// ClearMediaType clears the value of the "media_type" field.
+func (u *WorkspaceFileUpsert) ClearMediaType() *WorkspaceFileUpsert {
+	u.SetNull(workspacefile.FieldMediaType)
+	return u
+}
+
+// SetData sets the "data" field.
+func (u *WorkspaceFileUpsert) SetData(v []byte) *WorkspaceFileUpsert {
+	u.Set(workspacefile.FieldData, v)
+	return u
+}
+
+// UpdateData sets the "data" field to the value that was provided on create.
+func (u *WorkspaceFileUpsert) UpdateData() *WorkspaceFileUpsert {
+	u.SetExcluded(workspacefile.FieldData)
+	return u
+}
+
+// ClearData clears the value of the "data" field.
+func (u *WorkspaceFileUpsert) ClearData() *WorkspaceFileUpsert {
+	u.SetNull(workspacefile.FieldData)
 	return u
 }
 
@@ -457,6 +521,48 @@ func (u *WorkspaceFileUpsertOne) AddBytes(v int64) *WorkspaceFileUpsertOne {
 func (u *WorkspaceFileUpsertOne) UpdateBytes() *WorkspaceFileUpsertOne {
 	return u.Update(func(s *WorkspaceFileUpsert) {
 		s.UpdateBytes()
+	})
+}
+
+// SetMediaType sets the "media_type" field.
+func (u *WorkspaceFileUpsertOne) SetMediaType(v string) *WorkspaceFileUpsertOne {
+	return u.Update(func(s *WorkspaceFileUpsert) {
+		s.SetMediaType(v)
+	})
+}
+
+// UpdateMediaType sets the "media_type" field to the value that was provided on create.
+func (u *WorkspaceFileUpsertOne) UpdateMediaType() *WorkspaceFileUpsertOne {
+	return u.Update(func(s *WorkspaceFileUpsert) {
+		s.UpdateMediaType()
+	})
+}
+
+// ClearMediaType clears the value of the "media_type" field.
+func (u *WorkspaceFileUpsertOne) ClearMediaType() *WorkspaceFileUpsertOne {
+	return u.Update(func(s *WorkspaceFileUpsert) {
+		s.ClearMediaType()
+	})
+}
+
+// SetData sets the "data" field.
+func (u *WorkspaceFileUpsertOne) SetData(v []byte) *WorkspaceFileUpsertOne {
+	return u.Update(func(s *WorkspaceFileUpsert) {
+		s.SetData(v)
+	})
+}
+
+// UpdateData sets the "data" field to the value that was provided on create.
+func (u *WorkspaceFileUpsertOne) UpdateData() *WorkspaceFileUpsertOne {
+	return u.Update(func(s *WorkspaceFileUpsert) {
+		s.UpdateData()
+	})
+}
+
+// ClearData clears the value of the "data" field.
+func (u *WorkspaceFileUpsertOne) ClearData() *WorkspaceFileUpsertOne {
+	return u.Update(func(s *WorkspaceFileUpsert) {
+		s.ClearData()
 	})
 }
 
@@ -744,6 +850,48 @@ func (u *WorkspaceFileUpsertBulk) AddBytes(v int64) *WorkspaceFileUpsertBulk {
 func (u *WorkspaceFileUpsertBulk) UpdateBytes() *WorkspaceFileUpsertBulk {
 	return u.Update(func(s *WorkspaceFileUpsert) {
 		s.UpdateBytes()
+	})
+}
+
+// SetMediaType sets the "media_type" field.
+func (u *WorkspaceFileUpsertBulk) SetMediaType(v string) *WorkspaceFileUpsertBulk {
+	return u.Update(func(s *WorkspaceFileUpsert) {
+		s.SetMediaType(v)
+	})
+}
+
+// UpdateMediaType sets the "media_type" field to the value that was provided on create.
+func (u *WorkspaceFileUpsertBulk) UpdateMediaType() *WorkspaceFileUpsertBulk {
+	return u.Update(func(s *WorkspaceFileUpsert) {
+		s.UpdateMediaType()
+	})
+}
+
+// ClearMediaType clears the value of the "media_type" field.
+func (u *WorkspaceFileUpsertBulk) ClearMediaType() *WorkspaceFileUpsertBulk {
+	return u.Update(func(s *WorkspaceFileUpsert) {
+		s.ClearMediaType()
+	})
+}
+
+// SetData sets the "data" field.
+func (u *WorkspaceFileUpsertBulk) SetData(v []byte) *WorkspaceFileUpsertBulk {
+	return u.Update(func(s *WorkspaceFileUpsert) {
+		s.SetData(v)
+	})
+}
+
+// UpdateData sets the "data" field to the value that was provided on create.
+func (u *WorkspaceFileUpsertBulk) UpdateData() *WorkspaceFileUpsertBulk {
+	return u.Update(func(s *WorkspaceFileUpsert) {
+		s.UpdateData()
+	})
+}
+
+// ClearData clears the value of the "data" field.
+func (u *WorkspaceFileUpsertBulk) ClearData() *WorkspaceFileUpsertBulk {
+	return u.Update(func(s *WorkspaceFileUpsert) {
+		s.ClearData()
 	})
 }
 

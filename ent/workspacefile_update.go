@@ -90,6 +90,38 @@ func (_u *WorkspaceFileUpdate) AddBytes(v int64) *WorkspaceFileUpdate {
 	return _u
 }
 
+// SetMediaType sets the "media_type" field.
+func (_u *WorkspaceFileUpdate) SetMediaType(v string) *WorkspaceFileUpdate {
+	_u.mutation.SetMediaType(v)
+	return _u
+}
+
+// SetNillableMediaType sets the "media_type" field if the given value is not nil.
+func (_u *WorkspaceFileUpdate) SetNillableMediaType(v *string) *WorkspaceFileUpdate {
+	if v != nil {
+		_u.SetMediaType(*v)
+	}
+	return _u
+}
+
+// ClearMediaType clears the value of the "media_type" field.
+func (_u *WorkspaceFileUpdate) ClearMediaType() *WorkspaceFileUpdate {
+	_u.mutation.ClearMediaType()
+	return _u
+}
+
+// SetData sets the "data" field.
+func (_u *WorkspaceFileUpdate) SetData(v []byte) *WorkspaceFileUpdate {
+	_u.mutation.SetData(v)
+	return _u
+}
+
+// ClearData clears the value of the "data" field.
+func (_u *WorkspaceFileUpdate) ClearData() *WorkspaceFileUpdate {
+	_u.mutation.ClearData()
+	return _u
+}
+
 // Mutation returns the WorkspaceFileMutation object of the builder.
 func (_u *WorkspaceFileUpdate) Mutation() *WorkspaceFileMutation {
 	return _u.mutation
@@ -182,6 +214,18 @@ func (_u *WorkspaceFileUpdate) sqlSave(ctx context.Context) (_node int, err erro
 	if value, ok := _u.mutation.AddedBytes(); ok {
 		_spec.AddField(workspacefile.FieldBytes, field.TypeInt64, value)
 	}
+	if value, ok := _u.mutation.MediaType(); ok {
+		_spec.SetField(workspacefile.FieldMediaType, field.TypeString, value)
+	}
+	if _u.mutation.MediaTypeCleared() {
+		_spec.ClearField(workspacefile.FieldMediaType, field.TypeString)
+	}
+	if value, ok := _u.mutation.Data(); ok {
+		_spec.SetField(workspacefile.FieldData, field.TypeBytes, value)
+	}
+	if _u.mutation.DataCleared() {
+		_spec.ClearField(workspacefile.FieldData, field.TypeBytes)
+	}
 	if _node, err = sqlgraph.UpdateNodes(ctx, _u.driver, _spec); err != nil {
 		if _, ok := err.(*sqlgraph.NotFoundError); ok {
 			err = &NotFoundError{workspacefile.Label}
@@ -261,6 +305,38 @@ func (_u *WorkspaceFileUpdateOne) SetNillableBytes(v *int64) *WorkspaceFileUpdat
 // AddBytes adds value to the "bytes" field.
 func (_u *WorkspaceFileUpdateOne) AddBytes(v int64) *WorkspaceFileUpdateOne {
 	_u.mutation.AddBytes(v)
+	return _u
+}
+
+// SetMediaType sets the "media_type" field.
+func (_u *WorkspaceFileUpdateOne) SetMediaType(v string) *WorkspaceFileUpdateOne {
+	_u.mutation.SetMediaType(v)
+	return _u
+}
+
+// SetNillableMediaType sets the "media_type" field if the given value is not nil.
+func (_u *WorkspaceFileUpdateOne) SetNillableMediaType(v *string) *WorkspaceFileUpdateOne {
+	if v != nil {
+		_u.SetMediaType(*v)
+	}
+	return _u
+}
+
+// ClearMediaType clears the value of the "media_type" field.
+func (_u *WorkspaceFileUpdateOne) ClearMediaType() *WorkspaceFileUpdateOne {
+	_u.mutation.ClearMediaType()
+	return _u
+}
+
+// SetData sets the "data" field.
+func (_u *WorkspaceFileUpdateOne) SetData(v []byte) *WorkspaceFileUpdateOne {
+	_u.mutation.SetData(v)
+	return _u
+}
+
+// ClearData clears the value of the "data" field.
+func (_u *WorkspaceFileUpdateOne) ClearData() *WorkspaceFileUpdateOne {
+	_u.mutation.ClearData()
 	return _u
 }
 
@@ -385,6 +461,18 @@ func (_u *WorkspaceFileUpdateOne) sqlSave(ctx context.Context) (_node *Workspace
 	}
 	if value, ok := _u.mutation.AddedBytes(); ok {
 		_spec.AddField(workspacefile.FieldBytes, field.TypeInt64, value)
+	}
+	if value, ok := _u.mutation.MediaType(); ok {
+		_spec.SetField(workspacefile.FieldMediaType, field.TypeString, value)
+	}
+	if _u.mutation.MediaTypeCleared() {
+		_spec.ClearField(workspacefile.FieldMediaType, field.TypeString)
+	}
+	if value, ok := _u.mutation.Data(); ok {
+		_spec.SetField(workspacefile.FieldData, field.TypeBytes, value)
+	}
+	if _u.mutation.DataCleared() {
+		_spec.ClearField(workspacefile.FieldData, field.TypeBytes)
 	}
 	_node = &WorkspaceFile{config: _u.config}
 	_spec.Assign = _node.assignValues

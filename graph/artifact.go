@@ -13,6 +13,7 @@ import (
 	"github.com/toolgate/toolgate/ent/artifactversion"
 	"github.com/toolgate/toolgate/graph/auth"
 	"github.com/toolgate/toolgate/graph/gid"
+	"github.com/toolgate/toolgate/tools/artifact"
 )
 
 // ArtifactCSP is the Content-Security-Policy a rendered artifact is served
@@ -71,6 +72,17 @@ func artifactVersionHandler(client *ent.Client, log *slog.Logger) http.Handler {
 		}
 		_, _ = io.WriteString(w, v.Content)
 	})
+}
+
+// artifacts is a conversation's artifacts through the request's client:
+// inside a mutation, its transaction's. Without a browser a draft's note
+// says none can inspect it.
+func (r *Resolver) artifacts(ctx context.Context, conv int) *artifact.Store {
+	s := artifact.New(r.client(ctx), conv)
+	if r.Browser == nil {
+		s.Unreviewed()
+	}
+	return s
 }
 
 // findArtifactVersion reads version n of artifact id as the request's

@@ -13,6 +13,7 @@ import (
 	"github.com/toolgate/toolgate/graph/generated"
 	"github.com/toolgate/toolgate/graph/model"
 	"github.com/toolgate/toolgate/tools/artifact"
+	"github.com/toolgate/toolgate/tools/catalog"
 	"github.com/toolgate/toolgate/tools/workspace"
 )
 
@@ -35,13 +36,22 @@ func (r *artifactResolver) Shown(ctx context.Context, obj *ent.Artifact) (*ent.A
 	return artifact.Shown(obj, vs), nil
 }
 
+// Browser is the resolver for the browser field.
+func (r *catalogueResolver) Browser(ctx context.Context, obj *catalog.Catalogue) (*string, error) {
+	if r.Resolver.Browser == nil {
+		return nil, nil
+	}
+	name := r.Resolver.Browser.Name()
+	return &name, nil
+}
+
 // CreateArtifact is the resolver for the createArtifact field.
 func (r *mutationResolver) CreateArtifact(ctx context.Context, conversationID *int, title string, kind string, content string) (*artifact.Saved, error) {
 	conv, err := r.toolConversation(ctx, artifact.CreateArtifact.Name, conversationID)
 	if err != nil {
 		return nil, err
 	}
-	return artifact.New(r.client(ctx), conv.ID).Create(ctx, title, kind, content)
+	return r.artifacts(ctx, conv.ID).Create(ctx, title, kind, content)
 }
 
 // RewriteArtifact is the resolver for the rewriteArtifact field.
@@ -50,7 +60,7 @@ func (r *mutationResolver) RewriteArtifact(ctx context.Context, conversationID *
 	if err != nil {
 		return nil, err
 	}
-	return artifact.New(r.client(ctx), conv.ID).Rewrite(ctx, artifactID, content)
+	return r.artifacts(ctx, conv.ID).Rewrite(ctx, artifactID, content)
 }
 
 // UpdateArtifact is the resolver for the updateArtifact field.
@@ -59,7 +69,25 @@ func (r *mutationResolver) UpdateArtifact(ctx context.Context, conversationID *i
 	if err != nil {
 		return nil, err
 	}
-	return artifact.New(r.client(ctx), conv.ID).Update(ctx, artifactID, edits)
+	return r.artifacts(ctx, conv.ID).Update(ctx, artifactID, edits)
+}
+
+// InspectArtifact is the resolver for the inspectArtifact field.
+func (r *mutationResolver) InspectArtifact(ctx context.Context, conversationID *int, artifactID int, pages []int) (*artifact.Inspection, error) {
+	conv, err := r.toolConversation(ctx, artifact.InspectArtifact.Name, conversationID)
+	if err != nil {
+		return nil, err
+	}
+	return r.artifacts(ctx, conv.ID).Inspect(ctx, r.Browser, artifactID, pages)
+}
+
+// PrintPDF is the resolver for the printPdf field.
+func (r *mutationResolver) PrintPDF(ctx context.Context, conversationID *int, artifactID int, path string) (*artifact.Printed, error) {
+	conv, err := r.toolConversation(ctx, artifact.PrintPDF.Name, conversationID)
+	if err != nil {
+		return nil, err
+	}
+	return r.artifacts(ctx, conv.ID).PrintPDF(ctx, r.Browser, workspace.New(r.client(ctx), conv.ID), artifactID, path)
 }
 
 // Artifacts is the resolver for the artifacts field.
@@ -69,6 +97,15 @@ func (r *queryResolver) Artifacts(ctx context.Context, conversationID int) ([]*e
 		return nil, err
 	}
 	return artifact.New(r.Client, conv.ID).List(ctx)
+}
+
+// MeasureLayout is the resolver for the measureLayout field.
+func (r *queryResolver) MeasureLayout(ctx context.Context, conversationID *int, artifactID int, selectors []string) (*artifact.Layout, error) {
+	conv, err := r.toolConversation(ctx, artifact.MeasureLayout.Name, conversationID)
+	if err != nil {
+		return nil, err
+	}
+	return r.artifacts(ctx, conv.ID).Measure(ctx, r.Browser, artifactID, selectors)
 }
 
 // Artifact returns generated.ArtifactResolver implementation.

@@ -50,7 +50,7 @@ func TestArtifactVersions(t *testing.T) {
 		id := saved["artifactId"].(string)
 		require.Equal(t, 1.0, saved["version"])
 		require.Equal(t, true, saved["draft"], "a new html version is a draft")
-		require.Contains(t, saved["note"], "inspect_artifact", "the tool result says so")
+		require.Equal(t, artifact.UnreviewedNote(1), saved["note"], "the tool result says so (with no browser, in words that name none)")
 
 		// Each old must match exactly once; one that does not refuses the
 		// whole update and writes no version.

@@ -119,7 +119,7 @@ func (r *Resolver) checkKnowledgeBases(ctx context.Context, ids []int) ([]int, e
 
 // server is what this server offers beside an agent's own rules.
 func (r *Resolver) server() catalog.Server {
-	return catalog.Server{WebProvider: r.Web != nil, Embeddings: r.Documents != nil && r.Documents.Embedder() != nil}
+	return catalog.Server{WebProvider: r.Web != nil, Embeddings: r.Documents != nil && r.Documents.Embedder() != nil, Browser: r.Browser != nil}
 }
 
 // documentReach resolves what a document tool's call may reach: the

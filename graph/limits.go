@@ -110,7 +110,7 @@ func (t transactioner) InterceptResponse(ctx context.Context, next graphql.Respo
 // index on a connection of its own: a transaction held open would hold
 // SQLite's one write lock the whole time (and the index's write would wait
 // on it), so they open their own for the writes at the end.
-var ownTxFields = []string{"runCode", "memoryWrite", "memoryForget", "forgetMemory"}
+var ownTxFields = []string{"runCode", "memoryWrite", "memoryForget", "forgetMemory", "inspectArtifact", "printPdf"}
 
 // ownTx reports whether every root field of a mutation opens its own
 // transaction. Fragments at the root count as any other field.

@@ -12,6 +12,7 @@ import (
 	"github.com/toolgate/toolgate/runtime/loop"
 	"github.com/toolgate/toolgate/runtime/mcp"
 	"github.com/toolgate/toolgate/tools"
+	"github.com/toolgate/toolgate/tools/artifact/browser"
 	"github.com/toolgate/toolgate/tools/catalog"
 	"github.com/toolgate/toolgate/tools/code"
 	"github.com/toolgate/toolgate/tools/document"
@@ -50,6 +51,9 @@ type Resolver struct {
 	Memory *memory.Service
 	// History searches what people wrote in their other conversations.
 	History *history.Searcher
+	// Browser renders artifacts for the review tools; nil: no browser was
+	// found, and they are not offered.
+	Browser *browser.Pool
 }
 
 // appListTimeout bounds asking one application's server for its tools:

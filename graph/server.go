@@ -39,6 +39,7 @@ import (
 	"github.com/toolgate/toolgate/runtime/mcp"
 	"github.com/toolgate/toolgate/runtime/scope"
 	"github.com/toolgate/toolgate/tools"
+	"github.com/toolgate/toolgate/tools/artifact/browser"
 	"github.com/toolgate/toolgate/tools/budget"
 	"github.com/toolgate/toolgate/tools/code"
 	"github.com/toolgate/toolgate/tools/document"
@@ -82,6 +83,9 @@ type Config struct {
 	// Documents processes uploads and runs the document tools; nil stores
 	// uploads that nothing processes, and refuses the document tools.
 	Documents *document.Service
+	// Browser renders artifacts for inspect_artifact, measure_layout and
+	// print_pdf; nil: no browser was found, and they are not offered.
+	Browser *browser.Pool
 	// MaxUploadBytes is the body limit of a multipart upload; 0 means
 	// DefaultMaxUploadBytes. Other requests keep MaxBodyBytes.
 	MaxUploadBytes int64
@@ -201,7 +205,7 @@ func (s *Server) newGraphQL() *handler.Server {
 	if apps == nil && s.cfg.Runner != nil {
 		apps = s.cfg.Runner.Apps()
 	}
-	cfg := generated.Config{Resolvers: &Resolver{Client: s.client, Dialect: s.cfg.DB.Dialect, Log: s.cfg.Log, Runner: s.cfg.Runner, Apps: apps, Web: s.cfg.Web, Sandbox: s.cfg.Sandbox, Documents: s.cfg.Documents,
+	cfg := generated.Config{Resolvers: &Resolver{Client: s.client, Dialect: s.cfg.DB.Dialect, Log: s.cfg.Log, Runner: s.cfg.Runner, Apps: apps, Web: s.cfg.Web, Sandbox: s.cfg.Sandbox, Documents: s.cfg.Documents, Browser: s.cfg.Browser,
 		History: history.New(s.cfg.DB), Memory: memory.New(s.cfg.DB, s.embedder())}}
 	pageTimes := func(child int, first, last *int) int {
 		n := DefaultPage

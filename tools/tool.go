@@ -23,6 +23,11 @@
 //   - A result that is null, empty, or an object whose values are all
 //     empty (apart from "failures") is an absence: the tool ran and matched
 //     nothing. A definition can decide otherwise with Absent.
+//   - A definition with Media set answers an object whose "images" are
+//     [{"mimeType": "image/jpeg", "data": "<base64>"}]: the result is
+//     non-text media, stored as MCP content blocks (its other fields as
+//     one JSON text block, then an image block per image), never
+//     previewed, and its images sent to a model that takes images.
 //   - A resolver error is the tool's error: its message is what the model
 //     hears. Ids and refs out of scope answer "not found", like ids of
 //     nothing.
@@ -84,6 +89,10 @@ const (
 	// OfferAttachment tools need the conversation to hold an attachment and
 	// the server to have an embedding model.
 	OfferAttachment Offering = "attachment"
+	// OfferArtifactReview tools travel with the artifact writers: offered,
+	// listed or not, when the agent's turns get an artifact writer and the
+	// server found a headless browser.
+	OfferArtifactReview Offering = "artifact_review"
 )
 
 // The paragraph the search tools (documents, attachments, memory, past
@@ -160,6 +169,9 @@ type Definition struct {
 	// answers (clarify): the runtime stores the question and waits, and the
 	// answer becomes the call's result.
 	Pauses bool
+	// Media says the result carries images (see the package comment):
+	// non-text media.
+	Media bool
 	// Instructs says the result is instructions for the model (a skill):
 	// passed whole like an acknowledgement, and never evidence of what an
 	// answer rests on.

@@ -22,6 +22,7 @@ import (
 	"github.com/toolgate/toolgate/runtime/loop"
 	"github.com/toolgate/toolgate/runtime/model"
 	"github.com/toolgate/toolgate/runtime/retry"
+	"github.com/toolgate/toolgate/tools/artifact/browser"
 	"github.com/toolgate/toolgate/tools/code"
 	"github.com/toolgate/toolgate/tools/document"
 	"github.com/toolgate/toolgate/tools/embed"
@@ -110,6 +111,8 @@ func serve(ctx context.Context, args []string, stdout, stderr io.Writer, log *sl
 	fs.IntVar(&rc.maxSteps, "max-steps", atoiEnv("TOOLGATE_MAX_STEPS", 25), "most model calls per turn (env TOOLGATE_MAX_STEPS)")
 	fs.IntVar(&rc.historyCalls, "history-calls", intEnv("TOOLGATE_HISTORY_CALLS", 8), "most tool calls of each earlier turn replayed in the prompt; evidence and failures keep their place first, the rest get one line (env TOOLGATE_HISTORY_CALLS; -1: all)")
 	fs.IntVar(&rc.historyBudget, "history-budget", intEnv("TOOLGATE_HISTORY_BUDGET", 0), "characters of earlier turns replayed before the oldest are compacted into a summary (env TOOLGATE_HISTORY_BUDGET; default 0: an eighth of the model's context, 8,000 to 60,000; -1: never compact)")
+	images := fs.Bool("model-images", env("TOOLGATE_MODEL_IMAGES", "true") != "false", "the model reads images: artifact inspections' page images are sent to it (env TOOLGATE_MODEL_IMAGES; false: it hears their summary and ref only)")
+	browserExe := fs.String("browser", env(browser.EnvBrowser, ""), "the headless browser the artifact review tools drive (env TOOLGATE_BROWSER; default: Chromium found on PATH; none: the review tools are not offered)")
 	fs.DurationVar(&rc.drainGrace, "drain-grace", durationEnv("TOOLGATE_DRAIN_GRACE", loop.DefaultDrainGrace), "on SIGTERM, how long tool calls in flight may finish before the process stops (env TOOLGATE_DRAIN_GRACE)")
 	var wc web.Config
 	fs.StringVar(&wc.Provider, "web-provider", env("TOOLGATE_WEB_PROVIDER", ""), "web search provider: searxng, brave or tavily (env TOOLGATE_WEB_PROVIDER; default: none, the web tools are not offered)")
@@ -156,6 +159,17 @@ func serve(ctx context.Context, args []string, stdout, stderr io.Writer, log *sl
 		return err
 	}
 	rc.webProvider = webService != nil
+	rc.textOnly = !*images
+	// The review tools are offered only with a browser; without one the
+	// catalogue says so.
+	var pages *browser.Pool
+	if exe, err := browser.Lookup(*browserExe); err != nil {
+		log.Warn("artifact review tools not offered", "err", err)
+	} else {
+		pages = browser.New(exe, 0, 0)
+		defer pages.Close()
+		rc.browser = true
+	}
 	d, err := openMigrated(ctx, *dbURL)
 	if err != nil {
 		return err
@@ -195,7 +209,7 @@ func serve(ctx context.Context, args []string, stdout, stderr io.Writer, log *sl
 	sandbox.Prestart()
 	defer sandbox.Close()
 	srv := graph.NewServer(graph.Config{DB: d, Log: log, Signer: signer, Runner: runner, Web: webService,
-		Documents: docs, Sandbox: sandbox, MaxUploadBytes: *maxUpload, Registry: reg, TracerProvider: tracer})
+		Documents: docs, Sandbox: sandbox, Browser: pages, MaxUploadBytes: *maxUpload, Registry: reg, TracerProvider: tracer})
 	var demoTurn int
 	if *demo {
 		var token string

@@ -58,6 +58,12 @@ type runtimeConfig struct {
 	// embeddings: an embedding model is configured (the document search
 	// tools may be offered).
 	embeddings bool
+	// browser: a headless browser was found (the artifact review tools may
+	// be offered).
+	browser bool
+	// textOnly: the model reads no images; tool results' images are not
+	// sent to it.
+	textOnly bool
 }
 
 // newProvider returns the model provider the configuration names. With no
@@ -77,9 +83,9 @@ func newProvider(c runtimeConfig) (model.Provider, error) {
 	}
 	switch name {
 	case openai.Name:
-		return openai.New(openai.Options{Model: c.model})
+		return openai.New(openai.Options{Model: c.model, TextOnly: c.textOnly})
 	case anthropic.Name:
-		return anthropic.New(anthropic.Options{Model: c.model})
+		return anthropic.New(anthropic.Options{Model: c.model, TextOnly: c.textOnly})
 	case replay.Name:
 		if c.replayScript != "" {
 			return replay.Load(c.replayScript)
@@ -204,6 +210,7 @@ func newRunner(ctx context.Context, c runtimeConfig, d *db.DB, dbURL, toolsURL s
 		SweepEvery:     durationEnv("TOOLGATE_TEST_STALE_AFTER", 0) / 5,
 		WebProvider:    c.webProvider,
 		Embeddings:     c.embeddings,
+		Browser:        c.browser,
 		EncodeID:       graph.EncodeID,
 		AttributionKey: whoPays,
 		Queue:          d.Queue(),

@@ -715,6 +715,8 @@ var (
 		{Name: "content", Type: field.TypeString, Size: 2147483647},
 		{Name: "chars", Type: field.TypeInt64},
 		{Name: "bytes", Type: field.TypeInt64},
+		{Name: "media_type", Type: field.TypeString, Nullable: true},
+		{Name: "data", Type: field.TypeBytes, Nullable: true},
 	}
 	// WorkspaceFilesTable holds the schema information for the "workspace_files" table.
 	WorkspaceFilesTable = &schema.Table{

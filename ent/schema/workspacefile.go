@@ -10,8 +10,9 @@ import (
 	"github.com/toolgate/toolgate/ent/tenancy"
 )
 
-// WorkspaceFile is one text file in a conversation's workspace, written and
-// read by the workspace tools.
+// WorkspaceFile is one file in a conversation's workspace, written and read
+// by the workspace tools: text, or a binary file a tool produced (print_pdf's
+// PDF), kept as its bytes with its media type.
 //
 // The conversation is a plain column, not an edge: the workspace package
 // filters every query by the conversation the resolver already checked, and
@@ -30,7 +31,11 @@ func (WorkspaceFile) Fields() []ent.Field {
 		field.Int64("chars").NonNegative().
 			Comment("Unicode characters in content"),
 		field.Int64("bytes").NonNegative().
-			Comment("UTF-8 bytes in content, counted against the size limits"),
+			Comment("UTF-8 bytes in content, or bytes of data, counted against the size limits"),
+		field.String("media_type").Optional().
+			Comment("set on a binary file only: the media type of data (application/pdf); content is then empty"),
+		field.Bytes("data").Optional().
+			Comment("a binary file's bytes"),
 	}
 }
 

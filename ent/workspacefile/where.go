@@ -89,6 +89,16 @@ func Bytes(v int64) predicate.WorkspaceFile {
 	return predicate.WorkspaceFile(sql.FieldEQ(FieldBytes, v))
 }
 
+// MediaType applies equality check predicate on the "media_type" field. It's identical to MediaTypeEQ.
+func MediaType(v string) predicate.WorkspaceFile {
+	return predicate.WorkspaceFile(sql.FieldEQ(FieldMediaType, v))
+}
+
+// Data applies equality check predicate on the "data" field. It's identical to DataEQ.
+func Data(v []byte) predicate.WorkspaceFile {
+	return predicate.WorkspaceFile(sql.FieldEQ(FieldData, v))
+}
+
 // CreatedAtEQ applies the EQ predicate on the "created_at" field.
 func CreatedAtEQ(v time.Time) predicate.WorkspaceFile {
 	return predicate.WorkspaceFile(sql.FieldEQ(FieldCreatedAt, v))
@@ -417,6 +427,131 @@ func BytesLT(v int64) predicate.WorkspaceFile {
 // BytesLTE applies the LTE predicate on the "bytes" field.
 func BytesLTE(v int64) predicate.WorkspaceFile {
 	return predicate.WorkspaceFile(sql.FieldLTE(FieldBytes, v))
+}
+
+// MediaTypeEQ applies the EQ predicate on the "media_type" field.
+func MediaTypeEQ(v string) predicate.WorkspaceFile {
+	return predicate.WorkspaceFile(sql.FieldEQ(FieldMediaType, v))
+}
+
+// MediaTypeNEQ applies the NEQ predicate on the "media_type" field.
+func MediaTypeNEQ(v string) predicate.WorkspaceFile {
+	return predicate.WorkspaceFile(sql.FieldNEQ(FieldMediaType, v))
+}
+
+// MediaTypeIn applies the In predicate on the "media_type" field.
+func MediaTypeIn(vs ...string) predicate.WorkspaceFile {
+	return predicate.WorkspaceFile(sql.FieldIn(FieldMediaType, vs...))
+}
+
+// MediaTypeNotIn applies the NotIn predicate on the "media_type" field.
+func MediaTypeNotIn(vs ...string) predicate.WorkspaceFile {
+	return predicate.WorkspaceFile(sql.FieldNotIn(FieldMediaType, vs...))
+}
+
+// MediaTypeGT applies the GT predicate on the "media_type" field.
+func MediaTypeGT(v string) predicate.WorkspaceFile {
+	return predicate.WorkspaceFile(sql.FieldGT(FieldMediaType, v))
+}
+
+// MediaTypeGTE applies the GTE predicate on the "media_type" field.
+func MediaTypeGTE(v string) predicate.WorkspaceFile {
+	return predicate.WorkspaceFile(sql.FieldGTE(FieldMediaType, v))
+}
+
+// MediaTypeLT applies the LT predicate on the "media_type" field.
+func MediaTypeLT(v string) predicate.WorkspaceFile {
+	return predicate.WorkspaceFile(sql.FieldLT(FieldMediaType, v))
+}
+
+// MediaTypeLTE applies the LTE predicate on the "media_type" field.
+func MediaTypeLTE(v string) predicate.WorkspaceFile {
+	return predicate.WorkspaceFile(sql.FieldLTE(FieldMediaType, v))
+}
+
+// MediaTypeContains applies the Contains predicate on the "media_type" field.
+func MediaTypeContains(v string) predicate.WorkspaceFile {
+	return predicate.WorkspaceFile(sql.FieldContains(FieldMediaType, v))
+}
+
+// MediaTypeHasPrefix applies the HasPrefix predicate on the "media_type" field.
+func MediaTypeHasPrefix(v string) predicate.WorkspaceFile {
+	return predicate.WorkspaceFile(sql.FieldHasPrefix(FieldMediaType, v))
+}
+
+// MediaTypeHasSuffix applies the HasSuffix predicate on the "media_type" field.
+func MediaTypeHasSuffix(v string) predicate.WorkspaceFile {
+	return predicate.WorkspaceFile(sql.FieldHasSuffix(FieldMediaType, v))
+}
+
+// MediaTypeIsNil applies the IsNil predicate on the "media_type" field.
+func MediaTypeIsNil() predicate.WorkspaceFile {
+	return predicate.WorkspaceFile(sql.FieldIsNull(FieldMediaType))
+}
+
+// MediaTypeNotNil applies the NotNil predicate on the "media_type" field.
+func MediaTypeNotNil() predicate.WorkspaceFile {
+	return predicate.WorkspaceFile(sql.FieldNotNull(FieldMediaType))
+}
+
+// MediaTypeEqualFold applies the EqualFold predicate on the "media_type" field.
+func MediaTypeEqualFold(v string) predicate.WorkspaceFile {
+	return predicate.WorkspaceFile(sql.FieldEqualFold(FieldMediaType, v))
+}
+
+// MediaTypeContainsFold applies the ContainsFold predicate on the "media_type" field.
+func MediaTypeContainsFold(v string) predicate.WorkspaceFile {
+	return predicate.WorkspaceFile(sql.FieldContainsFold(FieldMediaType, v))
+}
+
+// DataEQ applies the EQ predicate on the "data" field.
+func DataEQ(v []byte) predicate.WorkspaceFile {
+	return predicate.WorkspaceFile(sql.FieldEQ(FieldData, v))
+}
+
+// DataNEQ applies the NEQ predicate on the "data" field.
+func DataNEQ(v []byte) predicate.WorkspaceFile {
+	return predicate.WorkspaceFile(sql.FieldNEQ(FieldData, v))
+}
+
+// DataIn applies the In predicate on the "data" field.
+func DataIn(vs ...[]byte) predicate.WorkspaceFile {
+	return predicate.WorkspaceFile(sql.FieldIn(FieldData, vs...))
+}
+
+// DataNotIn applies the NotIn predicate on the "data" field.
+func DataNotIn(vs ...[]byte) predicate.WorkspaceFile {
+	return predicate.WorkspaceFile(sql.FieldNotIn(FieldData, vs...))
+}
+
+// DataGT applies the GT predicate on the "data" field.
+func DataGT(v []byte) predicate.WorkspaceFile {
+	return predicate.WorkspaceFile(sql.FieldGT(FieldData, v))
+}
+
+// DataGTE applies the GTE predicate on the "data" field.
+func DataGTE(v []byte) predicate.WorkspaceFile {
+	return predicate.WorkspaceFile(sql.FieldGTE(FieldData, v))
+}
+
+// DataLT applies the LT predicate on the "data" field.
+func DataLT(v []byte) predicate.WorkspaceFile {
+	return predicate.WorkspaceFile(sql.FieldLT(FieldData, v))
+}
+
+// DataLTE applies the LTE predicate on the "data" field.
+func DataLTE(v []byte) predicate.WorkspaceFile {
+	return predicate.WorkspaceFile(sql.FieldLTE(FieldData, v))
+}
+
+// DataIsNil applies the IsNil predicate on the "data" field.
+func DataIsNil() predicate.WorkspaceFile {
+	return predicate.WorkspaceFile(sql.FieldIsNull(FieldData))
+}
+
+// DataNotNil applies the NotNil predicate on the "data" field.
+func DataNotNil() predicate.WorkspaceFile {
+	return predicate.WorkspaceFile(sql.FieldNotNull(FieldData))
 }
 
 // And groups predicates with the AND operator between them.

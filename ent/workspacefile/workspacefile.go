@@ -28,6 +28,10 @@ const (
 	FieldChars = "chars"
 	// FieldBytes holds the string denoting the bytes field in the database.
 	FieldBytes = "bytes"
+	// FieldMediaType holds the string denoting the media_type field in the database.
+	FieldMediaType = "media_type"
+	// FieldData holds the string denoting the data field in the database.
+	FieldData = "data"
 	// Table holds the table name of the workspacefile in the database.
 	Table = "workspace_files"
 )
@@ -42,6 +46,8 @@ var Columns = []string{
 	FieldContent,
 	FieldChars,
 	FieldBytes,
+	FieldMediaType,
+	FieldData,
 }
 
 // ValidColumn reports if the column name is valid (part of the table columns).
@@ -117,4 +123,9 @@ func ByChars(opts ...sql.OrderTermOption) OrderOption {
 // ByBytes orders the results by the bytes field.
 func ByBytes(opts ...sql.OrderTermOption) OrderOption {
 	return sql.OrderByField(FieldBytes, opts...).ToFunc()
+}
+
+// ByMediaType orders the results by the media_type field.
+func ByMediaType(opts ...sql.OrderTermOption) OrderOption {
+	return sql.OrderByField(FieldMediaType, opts...).ToFunc()
 }

@@ -26,6 +26,7 @@ import (
 	"github.com/toolgate/toolgate/graph/model"
 	"github.com/toolgate/toolgate/runtime/events"
 	"github.com/toolgate/toolgate/tools/artifact"
+	"github.com/toolgate/toolgate/tools/artifact/browser"
 	"github.com/toolgate/toolgate/tools/catalog"
 	"github.com/toolgate/toolgate/tools/code"
 	"github.com/toolgate/toolgate/tools/document"
@@ -143,6 +144,26 @@ type ComplexityRoot struct {
 		Versions  func(childComplexity int) int
 	}
 
+	ArtifactInspection struct {
+		ArtifactID  func(childComplexity int) int
+		Images      func(childComplexity int) int
+		Overflow    func(childComplexity int) int
+		Overflowing func(childComplexity int) int
+		Pages       func(childComplexity int) int
+		Shown       func(childComplexity int) int
+		Summary     func(childComplexity int) int
+		Title       func(childComplexity int) int
+		Version     func(childComplexity int) int
+	}
+
+	ArtifactLayout struct {
+		ArtifactID func(childComplexity int) int
+		Failures   func(childComplexity int) int
+		Pages      func(childComplexity int) int
+		Selectors  func(childComplexity int) int
+		Version    func(childComplexity int) int
+	}
+
 	ArtifactSaved struct {
 		ArtifactID func(childComplexity int) int
 		Chars      func(childComplexity int) int
@@ -212,6 +233,7 @@ type ComplexityRoot struct {
 		AlwaysPaidTokens        func(childComplexity int) int
 		ApplicationChars        func(childComplexity int) int
 		ApplicationTokens       func(childComplexity int) int
+		Browser                 func(childComplexity int) int
 		Ceilings                func(childComplexity int) int
 		EmbeddingModel          func(childComplexity int) int
 		GuidanceChars           func(childComplexity int) int
@@ -368,6 +390,23 @@ type ComplexityRoot struct {
 		Node   func(childComplexity int) int
 	}
 
+	LayoutBox struct {
+		Height func(childComplexity int) int
+		Width  func(childComplexity int) int
+		X      func(childComplexity int) int
+		Y      func(childComplexity int) int
+	}
+
+	LayoutElement struct {
+		Box       func(childComplexity int) int
+		Element   func(childComplexity int) int
+		Outside   func(childComplexity int) int
+		OverflowX func(childComplexity int) int
+		OverflowY func(childComplexity int) int
+		Page      func(childComplexity int) int
+		Text      func(childComplexity int) int
+	}
+
 	LoadedSkill struct {
 		Instructions func(childComplexity int) int
 		Name         func(childComplexity int) int
@@ -468,8 +507,10 @@ type ComplexityRoot struct {
 		DeleteFile          func(childComplexity int, conversationID *int, path string) int
 		EditFile            func(childComplexity int, conversationID *int, path string, edits []*workspace.EditInput) int
 		ForgetMemory        func(childComplexity int, id int) int
+		InspectArtifact     func(childComplexity int, conversationID *int, artifactID int, pages []int) int
 		MemoryForget        func(childComplexity int, conversationID *int, ids []int) int
 		MemoryWrite         func(childComplexity int, conversationID *int, facts []*model.MemoryFactInput) int
+		PrintPDF            func(childComplexity int, conversationID *int, artifactID int, path string) int
 		PublishSkill        func(childComplexity int, input model.PublishSkillInput) int
 		RegisterApplication func(childComplexity int, input model.RegisterApplicationInput) int
 		RemoveApplication   func(childComplexity int, input model.RemoveApplicationInput) int
@@ -493,6 +534,12 @@ type ComplexityRoot struct {
 		Name        func(childComplexity int) int
 		UpdatedAt   func(childComplexity int) int
 		WebResearch func(childComplexity int) int
+	}
+
+	PageImage struct {
+		Data     func(childComplexity int) int
+		MimeType func(childComplexity int) int
+		Page     func(childComplexity int) int
 	}
 
 	PageInfo struct {
@@ -537,6 +584,15 @@ type ComplexityRoot struct {
 		Results  func(childComplexity int) int
 	}
 
+	PrintedPdf struct {
+		ArtifactID func(childComplexity int) int
+		Bytes      func(childComplexity int) int
+		Created    func(childComplexity int) int
+		Pages      func(childComplexity int) int
+		Path       func(childComplexity int) int
+		Version    func(childComplexity int) int
+	}
+
 	PromptStats struct {
 		CacheReadTokens func(childComplexity int) int
 		InputTokens     func(childComplexity int) int
@@ -561,6 +617,7 @@ type ComplexityRoot struct {
 		ListFiles               func(childComplexity int, conversationID *int, path *string) int
 		ListTools               func(childComplexity int, conversationID *int) int
 		LoadSkill               func(childComplexity int, conversationID *int, name string) int
+		MeasureLayout           func(childComplexity int, conversationID *int, artifactID int, selectors []string) int
 		Memories                func(childComplexity int, first *int, after *entgql.Cursor[int], last *int, before *entgql.Cursor[int], orderBy []*ent.MemoryOrder) int
 		MemorySearch            func(childComplexity int, conversationID *int, queries []string, maxResults *int) int
 		Node                    func(childComplexity int, id int) int
@@ -585,6 +642,12 @@ type ComplexityRoot struct {
 
 	RemoveApplicationPayload struct {
 		ID func(childComplexity int) int
+	}
+
+	SelectorLayout struct {
+		Count    func(childComplexity int) int
+		Elements func(childComplexity int) int
+		Selector func(childComplexity int) int
 	}
 
 	Skill struct {
@@ -914,6 +977,7 @@ type ComplexityRoot struct {
 	WorkspaceFileInfo struct {
 		Bytes     func(childComplexity int) int
 		Chars     func(childComplexity int) int
+		MediaType func(childComplexity int) int
 		Path      func(childComplexity int) int
 		UpdatedAt func(childComplexity int) int
 	}
@@ -976,6 +1040,7 @@ type BudgetResolver interface {
 	Month(ctx context.Context, obj *ent.Budget) (string, error)
 }
 type CatalogueResolver interface {
+	Browser(ctx context.Context, obj *catalog.Catalogue) (*string, error)
 	EmbeddingModel(ctx context.Context, obj *catalog.Catalogue) (*model.EmbeddingModel, error)
 }
 type ConversationResolver interface {
@@ -994,6 +1059,8 @@ type MutationResolver interface {
 	CreateArtifact(ctx context.Context, conversationID *int, title string, kind string, content string) (*artifact.Saved, error)
 	RewriteArtifact(ctx context.Context, conversationID *int, artifactID int, content string) (*artifact.Saved, error)
 	UpdateArtifact(ctx context.Context, conversationID *int, artifactID int, edits []*workspace.EditInput) (*artifact.Saved, error)
+	InspectArtifact(ctx context.Context, conversationID *int, artifactID int, pages []int) (*artifact.Inspection, error)
+	PrintPDF(ctx context.Context, conversationID *int, artifactID int, path string) (*artifact.Printed, error)
 	SuggestNextActions(ctx context.Context, conversationID *int, suggestions []string) (*model.SuggestionsAck, error)
 	SetBudget(ctx context.Context, input model.SetBudgetInput) (*ent.Budget, error)
 	RunCode(ctx context.Context, conversationID *int, code string, toolResults []string) (*code.Result, error)
@@ -1027,6 +1094,7 @@ type QueryResolver interface {
 	Agents(ctx context.Context, first *int, after *entgql.Cursor[int], last *int, before *entgql.Cursor[int], orderBy []*ent.AgentOrder) (*ent.AgentConnection, error)
 	APITokens(ctx context.Context) ([]*ent.APIToken, error)
 	Artifacts(ctx context.Context, conversationID int) ([]*ent.Artifact, error)
+	MeasureLayout(ctx context.Context, conversationID *int, artifactID int, selectors []string) (*artifact.Layout, error)
 	Calculate(ctx context.Context, conversationID *int, expression string) (*model.Calculation, error)
 	Budgets(ctx context.Context) ([]*ent.Budget, error)
 	BudgetCheck(ctx context.Context, conversationID *int) (*model.BudgetStatus, error)
@@ -1395,6 +1463,92 @@ func (e *executableSchema) Complexity(ctx context.Context, typeName, field strin
 
 		return e.ComplexityRoot.Artifact.Versions(childComplexity), true
 
+	case "ArtifactInspection.artifactId":
+		if e.ComplexityRoot.ArtifactInspection.ArtifactID == nil {
+			break
+		}
+
+		return e.ComplexityRoot.ArtifactInspection.ArtifactID(childComplexity), true
+	case "ArtifactInspection.images":
+		if e.ComplexityRoot.ArtifactInspection.Images == nil {
+			break
+		}
+
+		return e.ComplexityRoot.ArtifactInspection.Images(childComplexity), true
+	case "ArtifactInspection.overflow":
+		if e.ComplexityRoot.ArtifactInspection.Overflow == nil {
+			break
+		}
+
+		return e.ComplexityRoot.ArtifactInspection.Overflow(childComplexity), true
+	case "ArtifactInspection.overflowing":
+		if e.ComplexityRoot.ArtifactInspection.Overflowing == nil {
+			break
+		}
+
+		return e.ComplexityRoot.ArtifactInspection.Overflowing(childComplexity), true
+	case "ArtifactInspection.pages":
+		if e.ComplexityRoot.ArtifactInspection.Pages == nil {
+			break
+		}
+
+		return e.ComplexityRoot.ArtifactInspection.Pages(childComplexity), true
+	case "ArtifactInspection.shown":
+		if e.ComplexityRoot.ArtifactInspection.Shown == nil {
+			break
+		}
+
+		return e.ComplexityRoot.ArtifactInspection.Shown(childComplexity), true
+	case "ArtifactInspection.summary":
+		if e.ComplexityRoot.ArtifactInspection.Summary == nil {
+			break
+		}
+
+		return e.ComplexityRoot.ArtifactInspection.Summary(childComplexity), true
+	case "ArtifactInspection.title":
+		if e.ComplexityRoot.ArtifactInspection.Title == nil {
+			break
+		}
+
+		return e.ComplexityRoot.ArtifactInspection.Title(childComplexity), true
+	case "ArtifactInspection.version":
+		if e.ComplexityRoot.ArtifactInspection.Version == nil {
+			break
+		}
+
+		return e.ComplexityRoot.ArtifactInspection.Version(childComplexity), true
+
+	case "ArtifactLayout.artifactId":
+		if e.ComplexityRoot.ArtifactLayout.ArtifactID == nil {
+			break
+		}
+
+		return e.ComplexityRoot.ArtifactLayout.ArtifactID(childComplexity), true
+	case "ArtifactLayout.failures":
+		if e.ComplexityRoot.ArtifactLayout.Failures == nil {
+			break
+		}
+
+		return e.ComplexityRoot.ArtifactLayout.Failures(childComplexity), true
+	case "ArtifactLayout.pages":
+		if e.ComplexityRoot.ArtifactLayout.Pages == nil {
+			break
+		}
+
+		return e.ComplexityRoot.ArtifactLayout.Pages(childComplexity), true
+	case "ArtifactLayout.selectors":
+		if e.ComplexityRoot.ArtifactLayout.Selectors == nil {
+			break
+		}
+
+		return e.ComplexityRoot.ArtifactLayout.Selectors(childComplexity), true
+	case "ArtifactLayout.version":
+		if e.ComplexityRoot.ArtifactLayout.Version == nil {
+			break
+		}
+
+		return e.ComplexityRoot.ArtifactLayout.Version(childComplexity), true
+
 	case "ArtifactSaved.artifactId":
 		if e.ComplexityRoot.ArtifactSaved.ArtifactID == nil {
 			break
@@ -1684,6 +1838,12 @@ func (e *executableSchema) Complexity(ctx context.Context, typeName, field strin
 		}
 
 		return e.ComplexityRoot.Catalogue.ApplicationTokens(childComplexity), true
+	case "Catalogue.browser":
+		if e.ComplexityRoot.Catalogue.Browser == nil {
+			break
+		}
+
+		return e.ComplexityRoot.Catalogue.Browser(childComplexity), true
 	case "Catalogue.ceilings":
 		if e.ComplexityRoot.Catalogue.Ceilings == nil {
 			break
@@ -2262,6 +2422,74 @@ func (e *executableSchema) Complexity(ctx context.Context, typeName, field strin
 
 		return e.ComplexityRoot.KnowledgeBaseEdge.Node(childComplexity), true
 
+	case "LayoutBox.height":
+		if e.ComplexityRoot.LayoutBox.Height == nil {
+			break
+		}
+
+		return e.ComplexityRoot.LayoutBox.Height(childComplexity), true
+	case "LayoutBox.width":
+		if e.ComplexityRoot.LayoutBox.Width == nil {
+			break
+		}
+
+		return e.ComplexityRoot.LayoutBox.Width(childComplexity), true
+	case "LayoutBox.x":
+		if e.ComplexityRoot.LayoutBox.X == nil {
+			break
+		}
+
+		return e.ComplexityRoot.LayoutBox.X(childComplexity), true
+	case "LayoutBox.y":
+		if e.ComplexityRoot.LayoutBox.Y == nil {
+			break
+		}
+
+		return e.ComplexityRoot.LayoutBox.Y(childComplexity), true
+
+	case "LayoutElement.box":
+		if e.ComplexityRoot.LayoutElement.Box == nil {
+			break
+		}
+
+		return e.ComplexityRoot.LayoutElement.Box(childComplexity), true
+	case "LayoutElement.element":
+		if e.ComplexityRoot.LayoutElement.Element == nil {
+			break
+		}
+
+		return e.ComplexityRoot.LayoutElement.Element(childComplexity), true
+	case "LayoutElement.outside":
+		if e.ComplexityRoot.LayoutElement.Outside == nil {
+			break
+		}
+
+		return e.ComplexityRoot.LayoutElement.Outside(childComplexity), true
+	case "LayoutElement.overflowX":
+		if e.ComplexityRoot.LayoutElement.OverflowX == nil {
+			break
+		}
+
+		return e.ComplexityRoot.LayoutElement.OverflowX(childComplexity), true
+	case "LayoutElement.overflowY":
+		if e.ComplexityRoot.LayoutElement.OverflowY == nil {
+			break
+		}
+
+		return e.ComplexityRoot.LayoutElement.OverflowY(childComplexity), true
+	case "LayoutElement.page":
+		if e.ComplexityRoot.LayoutElement.Page == nil {
+			break
+		}
+
+		return e.ComplexityRoot.LayoutElement.Page(childComplexity), true
+	case "LayoutElement.text":
+		if e.ComplexityRoot.LayoutElement.Text == nil {
+			break
+		}
+
+		return e.ComplexityRoot.LayoutElement.Text(childComplexity), true
+
 	case "LoadedSkill.instructions":
 		if e.ComplexityRoot.LoadedSkill.Instructions == nil {
 			break
@@ -2727,6 +2955,17 @@ func (e *executableSchema) Complexity(ctx context.Context, typeName, field strin
 		}
 
 		return e.ComplexityRoot.Mutation.ForgetMemory(childComplexity, args["id"].(int)), true
+	case "Mutation.inspectArtifact":
+		if e.ComplexityRoot.Mutation.InspectArtifact == nil {
+			break
+		}
+
+		args, err := ec.field_Mutation_inspectArtifact_args(ctx, rawArgs)
+		if err != nil {
+			return 0, false
+		}
+
+		return e.ComplexityRoot.Mutation.InspectArtifact(childComplexity, args["conversationId"].(*int), args["artifactId"].(int), args["pages"].([]int)), true
 	case "Mutation.memoryForget":
 		if e.ComplexityRoot.Mutation.MemoryForget == nil {
 			break
@@ -2749,6 +2988,17 @@ func (e *executableSchema) Complexity(ctx context.Context, typeName, field strin
 		}
 
 		return e.ComplexityRoot.Mutation.MemoryWrite(childComplexity, args["conversationId"].(*int), args["facts"].([]*model.MemoryFactInput)), true
+	case "Mutation.printPdf":
+		if e.ComplexityRoot.Mutation.PrintPDF == nil {
+			break
+		}
+
+		args, err := ec.field_Mutation_printPdf_args(ctx, rawArgs)
+		if err != nil {
+			return 0, false
+		}
+
+		return e.ComplexityRoot.Mutation.PrintPDF(childComplexity, args["conversationId"].(*int), args["artifactId"].(int), args["path"].(string)), true
 	case "Mutation.publishSkill":
 		if e.ComplexityRoot.Mutation.PublishSkill == nil {
 			break
@@ -2946,6 +3196,25 @@ func (e *executableSchema) Complexity(ctx context.Context, typeName, field strin
 
 		return e.ComplexityRoot.Organization.WebResearch(childComplexity), true
 
+	case "PageImage.data":
+		if e.ComplexityRoot.PageImage.Data == nil {
+			break
+		}
+
+		return e.ComplexityRoot.PageImage.Data(childComplexity), true
+	case "PageImage.mimeType":
+		if e.ComplexityRoot.PageImage.MimeType == nil {
+			break
+		}
+
+		return e.ComplexityRoot.PageImage.MimeType(childComplexity), true
+	case "PageImage.page":
+		if e.ComplexityRoot.PageImage.Page == nil {
+			break
+		}
+
+		return e.ComplexityRoot.PageImage.Page(childComplexity), true
+
 	case "PageInfo.endCursor":
 		if e.ComplexityRoot.PageInfo.EndCursor == nil {
 			break
@@ -3078,6 +3347,43 @@ func (e *executableSchema) Complexity(ctx context.Context, typeName, field strin
 		}
 
 		return e.ComplexityRoot.PastConversationSearch.Results(childComplexity), true
+
+	case "PrintedPdf.artifactId":
+		if e.ComplexityRoot.PrintedPdf.ArtifactID == nil {
+			break
+		}
+
+		return e.ComplexityRoot.PrintedPdf.ArtifactID(childComplexity), true
+	case "PrintedPdf.bytes":
+		if e.ComplexityRoot.PrintedPdf.Bytes == nil {
+			break
+		}
+
+		return e.ComplexityRoot.PrintedPdf.Bytes(childComplexity), true
+	case "PrintedPdf.created":
+		if e.ComplexityRoot.PrintedPdf.Created == nil {
+			break
+		}
+
+		return e.ComplexityRoot.PrintedPdf.Created(childComplexity), true
+	case "PrintedPdf.pages":
+		if e.ComplexityRoot.PrintedPdf.Pages == nil {
+			break
+		}
+
+		return e.ComplexityRoot.PrintedPdf.Pages(childComplexity), true
+	case "PrintedPdf.path":
+		if e.ComplexityRoot.PrintedPdf.Path == nil {
+			break
+		}
+
+		return e.ComplexityRoot.PrintedPdf.Path(childComplexity), true
+	case "PrintedPdf.version":
+		if e.ComplexityRoot.PrintedPdf.Version == nil {
+			break
+		}
+
+		return e.ComplexityRoot.PrintedPdf.Version(childComplexity), true
 
 	case "PromptStats.cacheReadTokens":
 		if e.ComplexityRoot.PromptStats.CacheReadTokens == nil {
@@ -3266,6 +3572,17 @@ func (e *executableSchema) Complexity(ctx context.Context, typeName, field strin
 		}
 
 		return e.ComplexityRoot.Query.LoadSkill(childComplexity, args["conversationId"].(*int), args["name"].(string)), true
+	case "Query.measureLayout":
+		if e.ComplexityRoot.Query.MeasureLayout == nil {
+			break
+		}
+
+		args, err := ec.field_Query_measureLayout_args(ctx, rawArgs)
+		if err != nil {
+			return 0, false
+		}
+
+		return e.ComplexityRoot.Query.MeasureLayout(childComplexity, args["conversationId"].(*int), args["artifactId"].(int), args["selectors"].([]string)), true
 	case "Query.memories":
 		if e.ComplexityRoot.Query.Memories == nil {
 			break
@@ -3478,6 +3795,25 @@ func (e *executableSchema) Complexity(ctx context.Context, typeName, field strin
 		}
 
 		return e.ComplexityRoot.RemoveApplicationPayload.ID(childComplexity), true
+
+	case "SelectorLayout.count":
+		if e.ComplexityRoot.SelectorLayout.Count == nil {
+			break
+		}
+
+		return e.ComplexityRoot.SelectorLayout.Count(childComplexity), true
+	case "SelectorLayout.elements":
+		if e.ComplexityRoot.SelectorLayout.Elements == nil {
+			break
+		}
+
+		return e.ComplexityRoot.SelectorLayout.Elements(childComplexity), true
+	case "SelectorLayout.selector":
+		if e.ComplexityRoot.SelectorLayout.Selector == nil {
+			break
+		}
+
+		return e.ComplexityRoot.SelectorLayout.Selector(childComplexity), true
 
 	case "Skill.createdAt":
 		if e.ComplexityRoot.Skill.CreatedAt == nil {
@@ -4777,6 +5113,12 @@ func (e *executableSchema) Complexity(ctx context.Context, typeName, field strin
 		}
 
 		return e.ComplexityRoot.WorkspaceFileInfo.Chars(childComplexity), true
+	case "WorkspaceFileInfo.mediaType":
+		if e.ComplexityRoot.WorkspaceFileInfo.MediaType == nil {
+			break
+		}
+
+		return e.ComplexityRoot.WorkspaceFileInfo.MediaType(childComplexity), true
 	case "WorkspaceFileInfo.path":
 		if e.ComplexityRoot.WorkspaceFileInfo.Path == nil {
 			break
@@ -5197,6 +5539,133 @@ type ArtifactSaved @goModel(model: "github.com/toolgate/toolgate/tools/artifact.
   draft: Boolean!
   "What a draft needs."
   note: String
+}
+
+# The review tools: offered with the writers when the server found a
+# headless browser; on a server without one they answer BAD_USER_INPUT.
+
+extend type Query {
+  "measure_layout: boxes and overflow of the elements each CSS selector matches in an artifact's latest version (at most 10 selectors, 20 elements each)."
+  measureLayout("Required with an API token (BAD_USER_INPUT naming conversationId when it is missing); a turn's scope token implies its own conversation and refuses another." conversationId: ID, "An artifact of the conversation." artifactId: ID!, "CSS selectors, each at most 300 characters." selectors: [String!]!): ArtifactLayout!
+}
+
+extend type Mutation {
+  "inspect_artifact: renders an html or svg artifact's latest version and returns images of up to 10 pages (the first 10 when pages is not given), the elements that overflow, and marks the version inspected."
+  inspectArtifact("Required with an API token (BAD_USER_INPUT naming conversationId when it is missing); a turn's scope token implies its own conversation and refuses another." conversationId: ID, "An artifact of the conversation." artifactId: ID!, "Page numbers, from 1." pages: [Int!]): ArtifactInspection!
+  "print_pdf: prints an html or svg artifact's latest version to a PDF file in the conversation's workspace (a deck one slide per page)."
+  printPdf("Required with an API token (BAD_USER_INPUT naming conversationId when it is missing); a turn's scope token implies its own conversation and refuses another." conversationId: ID, "An artifact of the conversation." artifactId: ID!, "A workspace path ending in .pdf." path: String!): PrintedPdf!
+}
+
+"What inspect_artifact saw of a version."
+type ArtifactInspection @goModel(model: "github.com/toolgate/toolgate/tools/artifact.Inspection") {
+  "The artifact inspected."
+  artifactId: ID!
+  "Its title."
+  title: String!
+  "The version rendered: the latest, now inspected and shown."
+  version: Int!
+  "Every page the version renders to: its slides, or screen-high pages of a document without slides."
+  pages: Int!
+  "The page numbers imaged, in the order of images."
+  shown: [Int!]!
+  "How many elements do not fit their box or reach past their page."
+  overflowing: Int!
+  "The first few of them."
+  overflow: [LayoutElement!]!
+  "The inspection in a few words, as the model reads it."
+  summary: String!
+  "One image per page shown, in the order of shown."
+  images: [PageImage!]!
+}
+
+"One rendered page as an image."
+type PageImage @goModel(model: "github.com/toolgate/toolgate/tools/artifact.Image") {
+  "The page number, from 1."
+  page: Int!
+  "The image's media type: image/jpeg."
+  mimeType: String!
+  "The image, base64."
+  data: String!
+}
+
+"One element as measured on its page."
+type LayoutElement @goModel(model: "github.com/toolgate/toolgate/tools/artifact/browser.Element") {
+  "The slide or screen-high page it is on, from 1; 0 for an element of a deck on no slide."
+  page: Int!
+  "The element as tag#id.class."
+  element: String!
+  "The start of its text."
+  text: String!
+  "Where it sits."
+  box: LayoutBox!
+  "CSS pixels of content wider than the element's box."
+  overflowX: Float!
+  "CSS pixels of content taller than the element's box."
+  overflowY: Float!
+  "The element reaches past its page: a slide's edges, or the page's width."
+  outside: Boolean!
+}
+
+"A box in CSS pixels from the document's top left."
+type LayoutBox @goModel(model: "github.com/toolgate/toolgate/tools/artifact/browser.Rect") {
+  "Left edge."
+  x: Float!
+  "Top edge."
+  y: Float!
+  "Width of the border box."
+  width: Float!
+  "Height of the border box."
+  height: Float!
+}
+
+"What one selector matched."
+type SelectorLayout @goModel(model: "github.com/toolgate/toolgate/tools/artifact.SelectorLayout") {
+  "The CSS selector, as given."
+  selector: String!
+  "Every element it matches; elements describes at most 20."
+  count: Int!
+  "The first 20 matches, in document order."
+  elements: [LayoutElement!]!
+}
+
+"What measure_layout measured."
+type ArtifactLayout @goModel(model: "github.com/toolgate/toolgate/tools/artifact.Layout") {
+  "The artifact measured."
+  artifactId: ID!
+  "The version measured: the latest."
+  version: Int!
+  "Its pages: slides, or screen-high pages of a document without slides."
+  pages: Int!
+  "The selectors that matched something, in the order given."
+  selectors: [SelectorLayout!]!
+  "Selectors that matched nothing (ABSENCE) or that the browser cannot read (REFUSED)."
+  failures: [ItemFailure!]!
+}
+
+"What print_pdf wrote."
+type PrintedPdf @goModel(model: "github.com/toolgate/toolgate/tools/artifact.Printed") {
+  "The artifact printed."
+  artifactId: ID!
+  "The version printed: the latest."
+  version: Int!
+  "The workspace path of the PDF."
+  path: String!
+  "Pages in the PDF: one a slide for a deck."
+  pages: Int!
+  "Size of the PDF."
+  bytes: Int!
+  "True for a new file, false for a replaced one."
+  created: Boolean!
+}
+
+extend type Catalogue {
+  """
+  The headless browser the artifact review tools drive, by its executable's
+  name; null when none was found: inspect_artifact, measure_layout and
+  print_pdf are then not offered (install Chromium, or set TOOLGATE_BROWSER),
+  and an agent that writes artifacts is warned of it in warnings.
+  """
+  browser: String
 }
 `, BuiltIn: false},
 	{Name: "../assist.graphqls", Input: `extend type Query {
@@ -8563,6 +9032,8 @@ type WorkspaceFileInfo @goModel(model: "github.com/toolgate/toolgate/tools/works
   chars: Int!
   "Bytes of the file."
   bytes: Int!
+  "Set on a binary file only (a PDF print_pdf wrote): its media type. read_file, search_files and edit_file work on text files."
+  mediaType: String
   "When it was last written."
   updatedAt: Time!
 }
@@ -8843,6 +9314,46 @@ func (ec *executionContext) childFields_Artifact(ctx context.Context, field grap
 	return nil, fmt.Errorf("no field named %q was found under type Artifact", field.Name)
 }
 
+func (ec *executionContext) childFields_ArtifactInspection(ctx context.Context, field graphql.CollectedField) (*graphql.FieldContext, error) {
+	switch field.Name {
+	case "artifactId":
+		return ec.fieldContext_ArtifactInspection_artifactId(ctx, field)
+	case "title":
+		return ec.fieldContext_ArtifactInspection_title(ctx, field)
+	case "version":
+		return ec.fieldContext_ArtifactInspection_version(ctx, field)
+	case "pages":
+		return ec.fieldContext_ArtifactInspection_pages(ctx, field)
+	case "shown":
+		return ec.fieldContext_ArtifactInspection_shown(ctx, field)
+	case "overflowing":
+		return ec.fieldContext_ArtifactInspection_overflowing(ctx, field)
+	case "overflow":
+		return ec.fieldContext_ArtifactInspection_overflow(ctx, field)
+	case "summary":
+		return ec.fieldContext_ArtifactInspection_summary(ctx, field)
+	case "images":
+		return ec.fieldContext_ArtifactInspection_images(ctx, field)
+	}
+	return nil, fmt.Errorf("no field named %q was found under type ArtifactInspection", field.Name)
+}
+
+func (ec *executionContext) childFields_ArtifactLayout(ctx context.Context, field graphql.CollectedField) (*graphql.FieldContext, error) {
+	switch field.Name {
+	case "artifactId":
+		return ec.fieldContext_ArtifactLayout_artifactId(ctx, field)
+	case "version":
+		return ec.fieldContext_ArtifactLayout_version(ctx, field)
+	case "pages":
+		return ec.fieldContext_ArtifactLayout_pages(ctx, field)
+	case "selectors":
+		return ec.fieldContext_ArtifactLayout_selectors(ctx, field)
+	case "failures":
+		return ec.fieldContext_ArtifactLayout_failures(ctx, field)
+	}
+	return nil, fmt.Errorf("no field named %q was found under type ArtifactLayout", field.Name)
+}
+
 func (ec *executionContext) childFields_ArtifactSaved(ctx context.Context, field graphql.CollectedField) (*graphql.FieldContext, error) {
 	switch field.Name {
 	case "artifactId":
@@ -8999,6 +9510,8 @@ func (ec *executionContext) childFields_Catalogue(ctx context.Context, field gra
 		return ec.fieldContext_Catalogue_alwaysPaidGuidanceChars(ctx, field)
 	case "ceilings":
 		return ec.fieldContext_Catalogue_ceilings(ctx, field)
+	case "browser":
+		return ec.fieldContext_Catalogue_browser(ctx, field)
 	case "embeddingModel":
 		return ec.fieldContext_Catalogue_embeddingModel(ctx, field)
 	}
@@ -9293,6 +9806,40 @@ func (ec *executionContext) childFields_KnowledgeBaseEdge(ctx context.Context, f
 	return nil, fmt.Errorf("no field named %q was found under type KnowledgeBaseEdge", field.Name)
 }
 
+func (ec *executionContext) childFields_LayoutBox(ctx context.Context, field graphql.CollectedField) (*graphql.FieldContext, error) {
+	switch field.Name {
+	case "x":
+		return ec.fieldContext_LayoutBox_x(ctx, field)
+	case "y":
+		return ec.fieldContext_LayoutBox_y(ctx, field)
+	case "width":
+		return ec.fieldContext_LayoutBox_width(ctx, field)
+	case "height":
+		return ec.fieldContext_LayoutBox_height(ctx, field)
+	}
+	return nil, fmt.Errorf("no field named %q was found under type LayoutBox", field.Name)
+}
+
+func (ec *executionContext) childFields_LayoutElement(ctx context.Context, field graphql.CollectedField) (*graphql.FieldContext, error) {
+	switch field.Name {
+	case "page":
+		return ec.fieldContext_LayoutElement_page(ctx, field)
+	case "element":
+		return ec.fieldContext_LayoutElement_element(ctx, field)
+	case "text":
+		return ec.fieldContext_LayoutElement_text(ctx, field)
+	case "box":
+		return ec.fieldContext_LayoutElement_box(ctx, field)
+	case "overflowX":
+		return ec.fieldContext_LayoutElement_overflowX(ctx, field)
+	case "overflowY":
+		return ec.fieldContext_LayoutElement_overflowY(ctx, field)
+	case "outside":
+		return ec.fieldContext_LayoutElement_outside(ctx, field)
+	}
+	return nil, fmt.Errorf("no field named %q was found under type LayoutElement", field.Name)
+}
+
 func (ec *executionContext) childFields_LoadedSkill(ctx context.Context, field graphql.CollectedField) (*graphql.FieldContext, error) {
 	switch field.Name {
 	case "name":
@@ -9477,6 +10024,18 @@ func (ec *executionContext) childFields_Organization(ctx context.Context, field 
 	return nil, fmt.Errorf("no field named %q was found under type Organization", field.Name)
 }
 
+func (ec *executionContext) childFields_PageImage(ctx context.Context, field graphql.CollectedField) (*graphql.FieldContext, error) {
+	switch field.Name {
+	case "page":
+		return ec.fieldContext_PageImage_page(ctx, field)
+	case "mimeType":
+		return ec.fieldContext_PageImage_mimeType(ctx, field)
+	case "data":
+		return ec.fieldContext_PageImage_data(ctx, field)
+	}
+	return nil, fmt.Errorf("no field named %q was found under type PageImage", field.Name)
+}
+
 func (ec *executionContext) childFields_PageInfo(ctx context.Context, field graphql.CollectedField) (*graphql.FieldContext, error) {
 	switch field.Name {
 	case "hasNextPage":
@@ -9561,6 +10120,24 @@ func (ec *executionContext) childFields_PastConversationSearch(ctx context.Conte
 	return nil, fmt.Errorf("no field named %q was found under type PastConversationSearch", field.Name)
 }
 
+func (ec *executionContext) childFields_PrintedPdf(ctx context.Context, field graphql.CollectedField) (*graphql.FieldContext, error) {
+	switch field.Name {
+	case "artifactId":
+		return ec.fieldContext_PrintedPdf_artifactId(ctx, field)
+	case "version":
+		return ec.fieldContext_PrintedPdf_version(ctx, field)
+	case "path":
+		return ec.fieldContext_PrintedPdf_path(ctx, field)
+	case "pages":
+		return ec.fieldContext_PrintedPdf_pages(ctx, field)
+	case "bytes":
+		return ec.fieldContext_PrintedPdf_bytes(ctx, field)
+	case "created":
+		return ec.fieldContext_PrintedPdf_created(ctx, field)
+	}
+	return nil, fmt.Errorf("no field named %q was found under type PrintedPdf", field.Name)
+}
+
 func (ec *executionContext) childFields_PromptStats(ctx context.Context, field graphql.CollectedField) (*graphql.FieldContext, error) {
 	switch field.Name {
 	case "prefixTokens":
@@ -9581,6 +10158,18 @@ func (ec *executionContext) childFields_RemoveApplicationPayload(ctx context.Con
 		return ec.fieldContext_RemoveApplicationPayload_id(ctx, field)
 	}
 	return nil, fmt.Errorf("no field named %q was found under type RemoveApplicationPayload", field.Name)
+}
+
+func (ec *executionContext) childFields_SelectorLayout(ctx context.Context, field graphql.CollectedField) (*graphql.FieldContext, error) {
+	switch field.Name {
+	case "selector":
+		return ec.fieldContext_SelectorLayout_selector(ctx, field)
+	case "count":
+		return ec.fieldContext_SelectorLayout_count(ctx, field)
+	case "elements":
+		return ec.fieldContext_SelectorLayout_elements(ctx, field)
+	}
+	return nil, fmt.Errorf("no field named %q was found under type SelectorLayout", field.Name)
 }
 
 func (ec *executionContext) childFields_Skill(ctx context.Context, field graphql.CollectedField) (*graphql.FieldContext, error) {
@@ -10231,6 +10820,8 @@ func (ec *executionContext) childFields_WorkspaceFileInfo(ctx context.Context, f
 		return ec.fieldContext_WorkspaceFileInfo_chars(ctx, field)
 	case "bytes":
 		return ec.fieldContext_WorkspaceFileInfo_bytes(ctx, field)
+	case "mediaType":
+		return ec.fieldContext_WorkspaceFileInfo_mediaType(ctx, field)
 	case "updatedAt":
 		return ec.fieldContext_WorkspaceFileInfo_updatedAt(ctx, field)
 	}
@@ -10783,6 +11374,36 @@ func (ec *executionContext) field_Mutation_forgetMemory_args(ctx context.Context
 	return args, nil
 }
 
+func (ec *executionContext) field_Mutation_inspectArtifact_args(ctx context.Context, rawArgs map[string]any) (map[string]any, error) {
+	var err error
+	args := map[string]any{}
+	arg0, err := graphql.ProcessArgField(ctx, rawArgs, "conversationId",
+		func(ctx context.Context, v any) (*int, error) {
+			return ec.unmarshalOID2ᚖint(ctx, v)
+		})
+	if err != nil {
+		return nil, err
+	}
+	args["conversationId"] = arg0
+	arg1, err := graphql.ProcessArgField(ctx, rawArgs, "artifactId",
+		func(ctx context.Context, v any) (int, error) {
+			return ec.unmarshalNID2int(ctx, v)
+		})
+	if err != nil {
+		return nil, err
+	}
+	args["artifactId"] = arg1
+	arg2, err := graphql.ProcessArgField(ctx, rawArgs, "pages",
+		func(ctx context.Context, v any) ([]int, error) {
+			return ec.unmarshalOInt2ᚕintᚄ(ctx, v)
+		})
+	if err != nil {
+		return nil, err
+	}
+	args["pages"] = arg2
+	return args, nil
+}
+
 func (ec *executionContext) field_Mutation_memoryForget_args(ctx context.Context, rawArgs map[string]any) (map[string]any, error) {
 	var err error
 	args := map[string]any{}
@@ -10824,6 +11445,36 @@ func (ec *executionContext) field_Mutation_memoryWrite_args(ctx context.Context,
 		return nil, err
 	}
 	args["facts"] = arg1
+	return args, nil
+}
+
+func (ec *executionContext) field_Mutation_printPdf_args(ctx context.Context, rawArgs map[string]any) (map[string]any, error) {
+	var err error
+	args := map[string]any{}
+	arg0, err := graphql.ProcessArgField(ctx, rawArgs, "conversationId",
+		func(ctx context.Context, v any) (*int, error) {
+			return ec.unmarshalOID2ᚖint(ctx, v)
+		})
+	if err != nil {
+		return nil, err
+	}
+	args["conversationId"] = arg0
+	arg1, err := graphql.ProcessArgField(ctx, rawArgs, "artifactId",
+		func(ctx context.Context, v any) (int, error) {
+			return ec.unmarshalNID2int(ctx, v)
+		})
+	if err != nil {
+		return nil, err
+	}
+	args["artifactId"] = arg1
+	arg2, err := graphql.ProcessArgField(ctx, rawArgs, "path",
+		func(ctx context.Context, v any) (string, error) {
+			return ec.unmarshalNString2string(ctx, v)
+		})
+	if err != nil {
+		return nil, err
+	}
+	args["path"] = arg2
 	return args, nil
 }
 
@@ -11446,6 +12097,36 @@ func (ec *executionContext) field_Query_loadSkill_args(ctx context.Context, rawA
 		return nil, err
 	}
 	args["name"] = arg1
+	return args, nil
+}
+
+func (ec *executionContext) field_Query_measureLayout_args(ctx context.Context, rawArgs map[string]any) (map[string]any, error) {
+	var err error
+	args := map[string]any{}
+	arg0, err := graphql.ProcessArgField(ctx, rawArgs, "conversationId",
+		func(ctx context.Context, v any) (*int, error) {
+			return ec.unmarshalOID2ᚖint(ctx, v)
+		})
+	if err != nil {
+		return nil, err
+	}
+	args["conversationId"] = arg0
+	arg1, err := graphql.ProcessArgField(ctx, rawArgs, "artifactId",
+		func(ctx context.Context, v any) (int, error) {
+			return ec.unmarshalNID2int(ctx, v)
+		})
+	if err != nil {
+		return nil, err
+	}
+	args["artifactId"] = arg1
+	arg2, err := graphql.ProcessArgField(ctx, rawArgs, "selectors",
+		func(ctx context.Context, v any) ([]string, error) {
+			return ec.unmarshalNString2ᚕstringᚄ(ctx, v)
+		})
+	if err != nil {
+		return nil, err
+	}
+	args["selectors"] = arg2
 	return args, nil
 }
 
@@ -13312,6 +13993,364 @@ func (ec *executionContext) fieldContext_Artifact_shown(_ context.Context, field
 	return fc, nil
 }
 
+func (ec *executionContext) _ArtifactInspection_artifactId(ctx context.Context, field graphql.CollectedField, obj *artifact.Inspection) (ret graphql.Marshaler) {
+	return graphql.ResolveField(
+		ctx,
+		ec.OperationContext,
+		field,
+		func(ctx context.Context, field graphql.CollectedField) (*graphql.FieldContext, error) {
+			return ec.fieldContext_ArtifactInspection_artifactId(ctx, field)
+		},
+		func(ctx context.Context) (any, error) {
+			return obj.ArtifactID, nil
+		},
+		nil,
+		func(ctx context.Context, selections ast.SelectionSet, v int) graphql.Marshaler {
+			return ec.marshalNID2int(ctx, selections, v)
+		},
+		true,
+		true,
+	)
+}
+func (ec *executionContext) fieldContext_ArtifactInspection_artifactId(_ context.Context, field graphql.CollectedField) (fc *graphql.FieldContext, err error) {
+	return graphql.NewScalarFieldContext("ArtifactInspection", field, false, false, "ID")
+}
+
+func (ec *executionContext) _ArtifactInspection_title(ctx context.Context, field graphql.CollectedField, obj *artifact.Inspection) (ret graphql.Marshaler) {
+	return graphql.ResolveField(
+		ctx,
+		ec.OperationContext,
+		field,
+		func(ctx context.Context, field graphql.CollectedField) (*graphql.FieldContext, error) {
+			return ec.fieldContext_ArtifactInspection_title(ctx, field)
+		},
+		func(ctx context.Context) (any, error) {
+			return obj.Title, nil
+		},
+		nil,
+		func(ctx context.Context, selections ast.SelectionSet, v string) graphql.Marshaler {
+			return ec.marshalNString2string(ctx, selections, v)
+		},
+		true,
+		true,
+	)
+}
+func (ec *executionContext) fieldContext_ArtifactInspection_title(_ context.Context, field graphql.CollectedField) (fc *graphql.FieldContext, err error) {
+	return graphql.NewScalarFieldContext("ArtifactInspection", field, false, false, "String")
+}
+
+func (ec *executionContext) _ArtifactInspection_version(ctx context.Context, field graphql.CollectedField, obj *artifact.Inspection) (ret graphql.Marshaler) {
+	return graphql.ResolveField(
+		ctx,
+		ec.OperationContext,
+		field,
+		func(ctx context.Context, field graphql.CollectedField) (*graphql.FieldContext, error) {
+			return ec.fieldContext_ArtifactInspection_version(ctx, field)
+		},
+		func(ctx context.Context) (any, error) {
+			return obj.Version, nil
+		},
+		nil,
+		func(ctx context.Context, selections ast.SelectionSet, v int) graphql.Marshaler {
+			return ec.marshalNInt2int(ctx, selections, v)
+		},
+		true,
+		true,
+	)
+}
+func (ec *executionContext) fieldContext_ArtifactInspection_version(_ context.Context, field graphql.CollectedField) (fc *graphql.FieldContext, err error) {
+	return graphql.NewScalarFieldContext("ArtifactInspection", field, false, false, "Int")
+}
+
+func (ec *executionContext) _ArtifactInspection_pages(ctx context.Context, field graphql.CollectedField, obj *artifact.Inspection) (ret graphql.Marshaler) {
+	return graphql.ResolveField(
+		ctx,
+		ec.OperationContext,
+		field,
+		func(ctx context.Context, field graphql.CollectedField) (*graphql.FieldContext, error) {
+			return ec.fieldContext_ArtifactInspection_pages(ctx, field)
+		},
+		func(ctx context.Context) (any, error) {
+			return obj.Pages, nil
+		},
+		nil,
+		func(ctx context.Context, selections ast.SelectionSet, v int) graphql.Marshaler {
+			return ec.marshalNInt2int(ctx, selections, v)
+		},
+		true,
+		true,
+	)
+}
+func (ec *executionContext) fieldContext_ArtifactInspection_pages(_ context.Context, field graphql.CollectedField) (fc *graphql.FieldContext, err error) {
+	return graphql.NewScalarFieldContext("ArtifactInspection", field, false, false, "Int")
+}
+
+func (ec *executionContext) _ArtifactInspection_shown(ctx context.Context, field graphql.CollectedField, obj *artifact.Inspection) (ret graphql.Marshaler) {
+	return graphql.ResolveField(
+		ctx,
+		ec.OperationContext,
+		field,
+		func(ctx context.Context, field graphql.CollectedField) (*graphql.FieldContext, error) {
+			return ec.fieldContext_ArtifactInspection_shown(ctx, field)
+		},
+		func(ctx context.Context) (any, error) {
+			return obj.Shown, nil
+		},
+		nil,
+		func(ctx context.Context, selections ast.SelectionSet, v []int) graphql.Marshaler {
+			return ec.marshalNInt2ᚕintᚄ(ctx, selections, v)
+		},
+		true,
+		true,
+	)
+}
+func (ec *executionContext) fieldContext_ArtifactInspection_shown(_ context.Context, field graphql.CollectedField) (fc *graphql.FieldContext, err error) {
+	return graphql.NewScalarFieldContext("ArtifactInspection", field, false, false, "Int")
+}
+
+func (ec *executionContext) _ArtifactInspection_overflowing(ctx context.Context, field graphql.CollectedField, obj *artifact.Inspection) (ret graphql.Marshaler) {
+	return graphql.ResolveField(
+		ctx,
+		ec.OperationContext,
+		field,
+		func(ctx context.Context, field graphql.CollectedField) (*graphql.FieldContext, error) {
+			return ec.fieldContext_ArtifactInspection_overflowing(ctx, field)
+		},
+		func(ctx context.Context) (any, error) {
+			return obj.Overflowing, nil
+		},
+		nil,
+		func(ctx context.Context, selections ast.SelectionSet, v int) graphql.Marshaler {
+			return ec.marshalNInt2int(ctx, selections, v)
+		},
+		true,
+		true,
+	)
+}
+func (ec *executionContext) fieldContext_ArtifactInspection_overflowing(_ context.Context, field graphql.CollectedField) (fc *graphql.FieldContext, err error) {
+	return graphql.NewScalarFieldContext("ArtifactInspection", field, false, false, "Int")
+}
+
+func (ec *executionContext) _ArtifactInspection_overflow(ctx context.Context, field graphql.CollectedField, obj *artifact.Inspection) (ret graphql.Marshaler) {
+	return graphql.ResolveField(
+		ctx,
+		ec.OperationContext,
+		field,
+		func(ctx context.Context, field graphql.CollectedField) (*graphql.FieldContext, error) {
+			return ec.fieldContext_ArtifactInspection_overflow(ctx, field)
+		},
+		func(ctx context.Context) (any, error) {
+			return obj.Overflow, nil
+		},
+		nil,
+		func(ctx context.Context, selections ast.SelectionSet, v []browser.Element) graphql.Marshaler {
+			return ec.marshalNLayoutElement2ᚕgithubᚗcomᚋtoolgateᚋtoolgateᚋtoolsᚋartifactᚋbrowserᚐElementᚄ(ctx, selections, v)
+		},
+		true,
+		true,
+	)
+}
+func (ec *executionContext) fieldContext_ArtifactInspection_overflow(_ context.Context, field graphql.CollectedField) (fc *graphql.FieldContext, err error) {
+	fc = &graphql.FieldContext{
+		Object:     "ArtifactInspection",
+		Field:      field,
+		IsMethod:   false,
+		IsResolver: false,
+		Child: func(ctx context.Context, field graphql.CollectedField) (*graphql.FieldContext, error) {
+			return ec.childFields_LayoutElement(ctx, field)
+		},
+	}
+	return fc, nil
+}
+
+func (ec *executionContext) _ArtifactInspection_summary(ctx context.Context, field graphql.CollectedField, obj *artifact.Inspection) (ret graphql.Marshaler) {
+	return graphql.ResolveField(
+		ctx,
+		ec.OperationContext,
+		field,
+		func(ctx context.Context, field graphql.CollectedField) (*graphql.FieldContext, error) {
+			return ec.fieldContext_ArtifactInspection_summary(ctx, field)
+		},
+		func(ctx context.Context) (any, error) {
+			return obj.Summary, nil
+		},
+		nil,
+		func(ctx context.Context, selections ast.SelectionSet, v string) graphql.Marshaler {
+			return ec.marshalNString2string(ctx, selections, v)
+		},
+		true,
+		true,
+	)
+}
+func (ec *executionContext) fieldContext_ArtifactInspection_summary(_ context.Context, field graphql.CollectedField) (fc *graphql.FieldContext, err error) {
+	return graphql.NewScalarFieldContext("ArtifactInspection", field, false, false, "String")
+}
+
+func (ec *executionContext) _ArtifactInspection_images(ctx context.Context, field graphql.CollectedField, obj *artifact.Inspection) (ret graphql.Marshaler) {
+	return graphql.ResolveField(
+		ctx,
+		ec.OperationContext,
+		field,
+		func(ctx context.Context, field graphql.CollectedField) (*graphql.FieldContext, error) {
+			return ec.fieldContext_ArtifactInspection_images(ctx, field)
+		},
+		func(ctx context.Context) (any, error) {
+			return obj.Images, nil
+		},
+		nil,
+		func(ctx context.Context, selections ast.SelectionSet, v []artifact.Image) graphql.Marshaler {
+			return ec.marshalNPageImage2ᚕgithubᚗcomᚋtoolgateᚋtoolgateᚋtoolsᚋartifactᚐImageᚄ(ctx, selections, v)
+		},
+		true,
+		true,
+	)
+}
+func (ec *executionContext) fieldContext_ArtifactInspection_images(_ context.Context, field graphql.CollectedField) (fc *graphql.FieldContext, err error) {
+	fc = &graphql.FieldContext{
+		Object:     "ArtifactInspection",
+		Field:      field,
+		IsMethod:   false,
+		IsResolver: false,
+		Child: func(ctx context.Context, field graphql.CollectedField) (*graphql.FieldContext, error) {
+			return ec.childFields_PageImage(ctx, field)
+		},
+	}
+	return fc, nil
+}
+
+func (ec *executionContext) _ArtifactLayout_artifactId(ctx context.Context, field graphql.CollectedField, obj *artifact.Layout) (ret graphql.Marshaler) {
+	return graphql.ResolveField(
+		ctx,
+		ec.OperationContext,
+		field,
+		func(ctx context.Context, field graphql.CollectedField) (*graphql.FieldContext, error) {
+			return ec.fieldContext_ArtifactLayout_artifactId(ctx, field)
+		},
+		func(ctx context.Context) (any, error) {
+			return obj.ArtifactID, nil
+		},
+		nil,
+		func(ctx context.Context, selections ast.SelectionSet, v int) graphql.Marshaler {
+			return ec.marshalNID2int(ctx, selections, v)
+		},
+		true,
+		true,
+	)
+}
+func (ec *executionContext) fieldContext_ArtifactLayout_artifactId(_ context.Context, field graphql.CollectedField) (fc *graphql.FieldContext, err error) {
+	return graphql.NewScalarFieldContext("ArtifactLayout", field, false, false, "ID")
+}
+
+func (ec *executionContext) _ArtifactLayout_version(ctx context.Context, field graphql.CollectedField, obj *artifact.Layout) (ret graphql.Marshaler) {
+	return graphql.ResolveField(
+		ctx,
+		ec.OperationContext,
+		field,
+		func(ctx context.Context, field graphql.CollectedField) (*graphql.FieldContext, error) {
+			return ec.fieldContext_ArtifactLayout_version(ctx, field)
+		},
+		func(ctx context.Context) (any, error) {
+			return obj.Version, nil
+		},
+		nil,
+		func(ctx context.Context, selections ast.SelectionSet, v int) graphql.Marshaler {
+			return ec.marshalNInt2int(ctx, selections, v)
+		},
+		true,
+		true,
+	)
+}
+func (ec *executionContext) fieldContext_ArtifactLayout_version(_ context.Context, field graphql.CollectedField) (fc *graphql.FieldContext, err error) {
+	return graphql.NewScalarFieldContext("ArtifactLayout", field, false, false, "Int")
+}
+
+func (ec *executionContext) _ArtifactLayout_pages(ctx context.Context, field graphql.CollectedField, obj *artifact.Layout) (ret graphql.Marshaler) {
+	return graphql.ResolveField(
+		ctx,
+		ec.OperationContext,
+		field,
+		func(ctx context.Context, field graphql.CollectedField) (*graphql.FieldContext, error) {
+			return ec.fieldContext_ArtifactLayout_pages(ctx, field)
+		},
+		func(ctx context.Context) (any, error) {
+			return obj.Pages, nil
+		},
+		nil,
+		func(ctx context.Context, selections ast.SelectionSet, v int) graphql.Marshaler {
+			return ec.marshalNInt2int(ctx, selections, v)
+		},
+		true,
+		true,
+	)
+}
+func (ec *executionContext) fieldContext_ArtifactLayout_pages(_ context.Context, field graphql.CollectedField) (fc *graphql.FieldContext, err error) {
+	return graphql.NewScalarFieldContext("ArtifactLayout", field, false, false, "Int")
+}
+
+func (ec *executionContext) _ArtifactLayout_selectors(ctx context.Context, field graphql.CollectedField, obj *artifact.Layout) (ret graphql.Marshaler) {
+	return graphql.ResolveField(
+		ctx,
+		ec.OperationContext,
+		field,
+		func(ctx context.Context, field graphql.CollectedField) (*graphql.FieldContext, error) {
+			return ec.fieldContext_ArtifactLayout_selectors(ctx, field)
+		},
+		func(ctx context.Context) (any, error) {
+			return obj.Selectors, nil
+		},
+		nil,
+		func(ctx context.Context, selections ast.SelectionSet, v []artifact.SelectorLayout) graphql.Marshaler {
+			return ec.marshalNSelectorLayout2ᚕgithubᚗcomᚋtoolgateᚋtoolgateᚋtoolsᚋartifactᚐSelectorLayoutᚄ(ctx, selections, v)
+		},
+		true,
+		true,
+	)
+}
+func (ec *executionContext) fieldContext_ArtifactLayout_selectors(_ context.Context, field graphql.CollectedField) (fc *graphql.FieldContext, err error) {
+	fc = &graphql.FieldContext{
+		Object:     "ArtifactLayout",
+		Field:      field,
+		IsMethod:   false,
+		IsResolver: false,
+		Child: func(ctx context.Context, field graphql.CollectedField) (*graphql.FieldContext, error) {
+			return ec.childFields_SelectorLayout(ctx, field)
+		},
+	}
+	return fc, nil
+}
+
+func (ec *executionContext) _ArtifactLayout_failures(ctx context.Context, field graphql.CollectedField, obj *artifact.Layout) (ret graphql.Marshaler) {
+	return graphql.ResolveField(
+		ctx,
+		ec.OperationContext,
+		field,
+		func(ctx context.Context, field graphql.CollectedField) (*graphql.FieldContext, error) {
+			return ec.fieldContext_ArtifactLayout_failures(ctx, field)
+		},
+		func(ctx context.Context) (any, error) {
+			return obj.Failures, nil
+		},
+		nil,
+		func(ctx context.Context, selections ast.SelectionSet, v []schematype.ItemFailure) graphql.Marshaler {
+			return ec.marshalNItemFailure2ᚕgithubᚗcomᚋtoolgateᚋtoolgateᚋentᚋschematypeᚐItemFailureᚄ(ctx, selections, v)
+		},
+		true,
+		true,
+	)
+}
+func (ec *executionContext) fieldContext_ArtifactLayout_failures(_ context.Context, field graphql.CollectedField) (fc *graphql.FieldContext, err error) {
+	fc = &graphql.FieldContext{
+		Object:     "ArtifactLayout",
+		Field:      field,
+		IsMethod:   false,
+		IsResolver: false,
+		Child: func(ctx context.Context, field graphql.CollectedField) (*graphql.FieldContext, error) {
+			return ec.childFields_ItemFailure(ctx, field)
+		},
+	}
+	return fc, nil
+}
+
 func (ec *executionContext) _ArtifactSaved_artifactId(ctx context.Context, field graphql.CollectedField, obj *artifact.Saved) (ret graphql.Marshaler) {
 	return graphql.ResolveField(
 		ctx,
@@ -14697,6 +15736,29 @@ func (ec *executionContext) fieldContext_Catalogue_ceilings(_ context.Context, f
 		},
 	}
 	return fc, nil
+}
+
+func (ec *executionContext) _Catalogue_browser(ctx context.Context, field graphql.CollectedField, obj *catalog.Catalogue) (ret graphql.Marshaler) {
+	return graphql.ResolveField(
+		ctx,
+		ec.OperationContext,
+		field,
+		func(ctx context.Context, field graphql.CollectedField) (*graphql.FieldContext, error) {
+			return ec.fieldContext_Catalogue_browser(ctx, field)
+		},
+		func(ctx context.Context) (any, error) {
+			return ec.Resolvers.Catalogue().Browser(ctx, obj)
+		},
+		nil,
+		func(ctx context.Context, selections ast.SelectionSet, v *string) graphql.Marshaler {
+			return ec.marshalOString2ᚖstring(ctx, selections, v)
+		},
+		true,
+		false,
+	)
+}
+func (ec *executionContext) fieldContext_Catalogue_browser(_ context.Context, field graphql.CollectedField) (fc *graphql.FieldContext, err error) {
+	return graphql.NewScalarFieldContext("Catalogue", field, true, true, "String")
 }
 
 func (ec *executionContext) _Catalogue_embeddingModel(ctx context.Context, field graphql.CollectedField, obj *catalog.Catalogue) (ret graphql.Marshaler) {
@@ -16816,6 +17878,268 @@ func (ec *executionContext) fieldContext_KnowledgeBaseEdge_cursor(_ context.Cont
 	return graphql.NewScalarFieldContext("KnowledgeBaseEdge", field, false, false, "Cursor")
 }
 
+func (ec *executionContext) _LayoutBox_x(ctx context.Context, field graphql.CollectedField, obj *browser.Rect) (ret graphql.Marshaler) {
+	return graphql.ResolveField(
+		ctx,
+		ec.OperationContext,
+		field,
+		func(ctx context.Context, field graphql.CollectedField) (*graphql.FieldContext, error) {
+			return ec.fieldContext_LayoutBox_x(ctx, field)
+		},
+		func(ctx context.Context) (any, error) {
+			return obj.X, nil
+		},
+		nil,
+		func(ctx context.Context, selections ast.SelectionSet, v float64) graphql.Marshaler {
+			return ec.marshalNFloat2float64(ctx, selections, v)
+		},
+		true,
+		true,
+	)
+}
+func (ec *executionContext) fieldContext_LayoutBox_x(_ context.Context, field graphql.CollectedField) (fc *graphql.FieldContext, err error) {
+	return graphql.NewScalarFieldContext("LayoutBox", field, false, false, "Float")
+}
+
+func (ec *executionContext) _LayoutBox_y(ctx context.Context, field graphql.CollectedField, obj *browser.Rect) (ret graphql.Marshaler) {
+	return graphql.ResolveField(
+		ctx,
+		ec.OperationContext,
+		field,
+		func(ctx context.Context, field graphql.CollectedField) (*graphql.FieldContext, error) {
+			return ec.fieldContext_LayoutBox_y(ctx, field)
+		},
+		func(ctx context.Context) (any, error) {
+			return obj.Y, nil
+		},
+		nil,
+		func(ctx context.Context, selections ast.SelectionSet, v float64) graphql.Marshaler {
+			return ec.marshalNFloat2float64(ctx, selections, v)
+		},
+		true,
+		true,
+	)
+}
+func (ec *executionContext) fieldContext_LayoutBox_y(_ context.Context, field graphql.CollectedField) (fc *graphql.FieldContext, err error) {
+	return graphql.NewScalarFieldContext("LayoutBox", field, false, false, "Float")
+}
+
+func (ec *executionContext) _LayoutBox_width(ctx context.Context, field graphql.CollectedField, obj *browser.Rect) (ret graphql.Marshaler) {
+	return graphql.ResolveField(
+		ctx,
+		ec.OperationContext,
+		field,
+		func(ctx context.Context, field graphql.CollectedField) (*graphql.FieldContext, error) {
+			return ec.fieldContext_LayoutBox_width(ctx, field)
+		},
+		func(ctx context.Context) (any, error) {
+			return obj.Width, nil
+		},
+		nil,
+		func(ctx context.Context, selections ast.SelectionSet, v float64) graphql.Marshaler {
+			return ec.marshalNFloat2float64(ctx, selections, v)
+		},
+		true,
+		true,
+	)
+}
+func (ec *executionContext) fieldContext_LayoutBox_width(_ context.Context, field graphql.CollectedField) (fc *graphql.FieldContext, err error) {
+	return graphql.NewScalarFieldContext("LayoutBox", field, false, false, "Float")
+}
+
+func (ec *executionContext) _LayoutBox_height(ctx context.Context, field graphql.CollectedField, obj *browser.Rect) (ret graphql.Marshaler) {
+	return graphql.ResolveField(
+		ctx,
+		ec.OperationContext,
+		field,
+		func(ctx context.Context, field graphql.CollectedField) (*graphql.FieldContext, error) {
+			return ec.fieldContext_LayoutBox_height(ctx, field)
+		},
+		func(ctx context.Context) (any, error) {
+			return obj.Height, nil
+		},
+		nil,
+		func(ctx context.Context, selections ast.SelectionSet, v float64) graphql.Marshaler {
+			return ec.marshalNFloat2float64(ctx, selections, v)
+		},
+		true,
+		true,
+	)
+}
+func (ec *executionContext) fieldContext_LayoutBox_height(_ context.Context, field graphql.CollectedField) (fc *graphql.FieldContext, err error) {
+	return graphql.NewScalarFieldContext("LayoutBox", field, false, false, "Float")
+}
+
+func (ec *executionContext) _LayoutElement_page(ctx context.Context, field graphql.CollectedField, obj *browser.Element) (ret graphql.Marshaler) {
+	return graphql.ResolveField(
+		ctx,
+		ec.OperationContext,
+		field,
+		func(ctx context.Context, field graphql.CollectedField) (*graphql.FieldContext, error) {
+			return ec.fieldContext_LayoutElement_page(ctx, field)
+		},
+		func(ctx context.Context) (any, error) {
+			return obj.Page, nil
+		},
+		nil,
+		func(ctx context.Context, selections ast.SelectionSet, v int) graphql.Marshaler {
+			return ec.marshalNInt2int(ctx, selections, v)
+		},
+		true,
+		true,
+	)
+}
+func (ec *executionContext) fieldContext_LayoutElement_page(_ context.Context, field graphql.CollectedField) (fc *graphql.FieldContext, err error) {
+	return graphql.NewScalarFieldContext("LayoutElement", field, false, false, "Int")
+}
+
+func (ec *executionContext) _LayoutElement_element(ctx context.Context, field graphql.CollectedField, obj *browser.Element) (ret graphql.Marshaler) {
+	return graphql.ResolveField(
+		ctx,
+		ec.OperationContext,
+		field,
+		func(ctx context.Context, field graphql.CollectedField) (*graphql.FieldContext, error) {
+			return ec.fieldContext_LayoutElement_element(ctx, field)
+		},
+		func(ctx context.Context) (any, error) {
+			return obj.Element, nil
+		},
+		nil,
+		func(ctx context.Context, selections ast.SelectionSet, v string) graphql.Marshaler {
+			return ec.marshalNString2string(ctx, selections, v)
+		},
+		true,
+		true,
+	)
+}
+func (ec *executionContext) fieldContext_LayoutElement_element(_ context.Context, field graphql.CollectedField) (fc *graphql.FieldContext, err error) {
+	return graphql.NewScalarFieldContext("LayoutElement", field, false, false, "String")
+}
+
+func (ec *executionContext) _LayoutElement_text(ctx context.Context, field graphql.CollectedField, obj *browser.Element) (ret graphql.Marshaler) {
+	return graphql.ResolveField(
+		ctx,
+		ec.OperationContext,
+		field,
+		func(ctx context.Context, field graphql.CollectedField) (*graphql.FieldContext, error) {
+			return ec.fieldContext_LayoutElement_text(ctx, field)
+		},
+		func(ctx context.Context) (any, error) {
+			return obj.Text, nil
+		},
+		nil,
+		func(ctx context.Context, selections ast.SelectionSet, v string) graphql.Marshaler {
+			return ec.marshalNString2string(ctx, selections, v)
+		},
+		true,
+		true,
+	)
+}
+func (ec *executionContext) fieldContext_LayoutElement_text(_ context.Context, field graphql.CollectedField) (fc *graphql.FieldContext, err error) {
+	return graphql.NewScalarFieldContext("LayoutElement", field, false, false, "String")
+}
+
+func (ec *executionContext) _LayoutElement_box(ctx context.Context, field graphql.CollectedField, obj *browser.Element) (ret graphql.Marshaler) {
+	return graphql.ResolveField(
+		ctx,
+		ec.OperationContext,
+		field,
+		func(ctx context.Context, field graphql.CollectedField) (*graphql.FieldContext, error) {
+			return ec.fieldContext_LayoutElement_box(ctx, field)
+		},
+		func(ctx context.Context) (any, error) {
+			return obj.Box, nil
+		},
+		nil,
+		func(ctx context.Context, selections ast.SelectionSet, v browser.Rect) graphql.Marshaler {
+			return ec.marshalNLayoutBox2githubᚗcomᚋtoolgateᚋtoolgateᚋtoolsᚋartifactᚋbrowserᚐRect(ctx, selections, v)
+		},
+		true,
+		true,
+	)
+}
+func (ec *executionContext) fieldContext_LayoutElement_box(_ context.Context, field graphql.CollectedField) (fc *graphql.FieldContext, err error) {
+	fc = &graphql.FieldContext{
+		Object:     "LayoutElement",
+		Field:      field,
+		IsMethod:   false,
+		IsResolver: false,
+		Child: func(ctx context.Context, field graphql.CollectedField) (*graphql.FieldContext, error) {
+			return ec.childFields_LayoutBox(ctx, field)
+		},
+	}
+	return fc, nil
+}
+
+func (ec *executionContext) _LayoutElement_overflowX(ctx context.Context, field graphql.CollectedField, obj *browser.Element) (ret graphql.Marshaler) {
+	return graphql.ResolveField(
+		ctx,
+		ec.OperationContext,
+		field,
+		func(ctx context.Context, field graphql.CollectedField) (*graphql.FieldContext, error) {
+			return ec.fieldContext_LayoutElement_overflowX(ctx, field)
+		},
+		func(ctx context.Context) (any, error) {
+			return obj.OverflowX, nil
+		},
+		nil,
+		func(ctx context.Context, selections ast.SelectionSet, v float64) graphql.Marshaler {
+			return ec.marshalNFloat2float64(ctx, selections, v)
+		},
+		true,
+		true,
+	)
+}
+func (ec *executionContext) fieldContext_LayoutElement_overflowX(_ context.Context, field graphql.CollectedField) (fc *graphql.FieldContext, err error) {
+	return graphql.NewScalarFieldContext("LayoutElement", field, false, false, "Float")
+}
+
+func (ec *executionContext) _LayoutElement_overflowY(ctx context.Context, field graphql.CollectedField, obj *browser.Element) (ret graphql.Marshaler) {
+	return graphql.ResolveField(
+		ctx,
+		ec.OperationContext,
+		field,
+		func(ctx context.Context, field graphql.CollectedField) (*graphql.FieldContext, error) {
+			return ec.fieldContext_LayoutElement_overflowY(ctx, field)
+		},
+		func(ctx context.Context) (any, error) {
+			return obj.OverflowY, nil
+		},
+		nil,
+		func(ctx context.Context, selections ast.SelectionSet, v float64) graphql.Marshaler {
+			return ec.marshalNFloat2float64(ctx, selections, v)
+		},
+		true,
+		true,
+	)
+}
+func (ec *executionContext) fieldContext_LayoutElement_overflowY(_ context.Context, field graphql.CollectedField) (fc *graphql.FieldContext, err error) {
+	return graphql.NewScalarFieldContext("LayoutElement", field, false, false, "Float")
+}
+
+func (ec *executionContext) _LayoutElement_outside(ctx context.Context, field graphql.CollectedField, obj *browser.Element) (ret graphql.Marshaler) {
+	return graphql.ResolveField(
+		ctx,
+		ec.OperationContext,
+		field,
+		func(ctx context.Context, field graphql.CollectedField) (*graphql.FieldContext, error) {
+			return ec.fieldContext_LayoutElement_outside(ctx, field)
+		},
+		func(ctx context.Context) (any, error) {
+			return obj.Outside, nil
+		},
+		nil,
+		func(ctx context.Context, selections ast.SelectionSet, v bool) graphql.Marshaler {
+			return ec.marshalNBoolean2bool(ctx, selections, v)
+		},
+		true,
+		true,
+	)
+}
+func (ec *executionContext) fieldContext_LayoutElement_outside(_ context.Context, field graphql.CollectedField) (fc *graphql.FieldContext, err error) {
+	return graphql.NewScalarFieldContext("LayoutElement", field, false, false, "Boolean")
+}
+
 func (ec *executionContext) _LoadedSkill_name(ctx context.Context, field graphql.CollectedField, obj *model.LoadedSkill) (ret graphql.Marshaler) {
 	return graphql.ResolveField(
 		ctx,
@@ -18327,6 +19651,94 @@ func (ec *executionContext) fieldContext_Mutation_updateArtifact(ctx context.Con
 	return fc, nil
 }
 
+func (ec *executionContext) _Mutation_inspectArtifact(ctx context.Context, field graphql.CollectedField) (ret graphql.Marshaler) {
+	return graphql.ResolveField(
+		ctx,
+		ec.OperationContext,
+		field,
+		func(ctx context.Context, field graphql.CollectedField) (*graphql.FieldContext, error) {
+			return ec.fieldContext_Mutation_inspectArtifact(ctx, field)
+		},
+		func(ctx context.Context) (any, error) {
+			fc := graphql.GetFieldContext(ctx)
+			return ec.Resolvers.Mutation().InspectArtifact(ctx, fc.Args["conversationId"].(*int), fc.Args["artifactId"].(int), fc.Args["pages"].([]int))
+		},
+		nil,
+		func(ctx context.Context, selections ast.SelectionSet, v *artifact.Inspection) graphql.Marshaler {
+			return ec.marshalNArtifactInspection2ᚖgithubᚗcomᚋtoolgateᚋtoolgateᚋtoolsᚋartifactᚐInspection(ctx, selections, v)
+		},
+		true,
+		true,
+	)
+}
+func (ec *executionContext) fieldContext_Mutation_inspectArtifact(ctx context.Context, field graphql.CollectedField) (fc *graphql.FieldContext, err error) {
+	fc = &graphql.FieldContext{
+		Object:     "Mutation",
+		Field:      field,
+		IsMethod:   true,
+		IsResolver: true,
+		Child: func(ctx context.Context, field graphql.CollectedField) (*graphql.FieldContext, error) {
+			return ec.childFields_ArtifactInspection(ctx, field)
+		},
+	}
+	defer func() {
+		if r := recover(); r != nil {
+			err = ec.Recover(ctx, r)
+			ec.Error(ctx, err)
+		}
+	}()
+	ctx = graphql.WithFieldContext(ctx, fc)
+	if fc.Args, err = ec.field_Mutation_inspectArtifact_args(ctx, field.ArgumentMap(ec.Variables)); err != nil {
+		ec.Error(ctx, err)
+		return fc, err
+	}
+	return fc, nil
+}
+
+func (ec *executionContext) _Mutation_printPdf(ctx context.Context, field graphql.CollectedField) (ret graphql.Marshaler) {
+	return graphql.ResolveField(
+		ctx,
+		ec.OperationContext,
+		field,
+		func(ctx context.Context, field graphql.CollectedField) (*graphql.FieldContext, error) {
+			return ec.fieldContext_Mutation_printPdf(ctx, field)
+		},
+		func(ctx context.Context) (any, error) {
+			fc := graphql.GetFieldContext(ctx)
+			return ec.Resolvers.Mutation().PrintPDF(ctx, fc.Args["conversationId"].(*int), fc.Args["artifactId"].(int), fc.Args["path"].(string))
+		},
+		nil,
+		func(ctx context.Context, selections ast.SelectionSet, v *artifact.Printed) graphql.Marshaler {
+			return ec.marshalNPrintedPdf2ᚖgithubᚗcomᚋtoolgateᚋtoolgateᚋtoolsᚋartifactᚐPrinted(ctx, selections, v)
+		},
+		true,
+		true,
+	)
+}
+func (ec *executionContext) fieldContext_Mutation_printPdf(ctx context.Context, field graphql.CollectedField) (fc *graphql.FieldContext, err error) {
+	fc = &graphql.FieldContext{
+		Object:     "Mutation",
+		Field:      field,
+		IsMethod:   true,
+		IsResolver: true,
+		Child: func(ctx context.Context, field graphql.CollectedField) (*graphql.FieldContext, error) {
+			return ec.childFields_PrintedPdf(ctx, field)
+		},
+	}
+	defer func() {
+		if r := recover(); r != nil {
+			err = ec.Recover(ctx, r)
+			ec.Error(ctx, err)
+		}
+	}()
+	ctx = graphql.WithFieldContext(ctx, fc)
+	if fc.Args, err = ec.field_Mutation_printPdf_args(ctx, field.ArgumentMap(ec.Variables)); err != nil {
+		ec.Error(ctx, err)
+		return fc, err
+	}
+	return fc, nil
+}
+
 func (ec *executionContext) _Mutation_suggestNextActions(ctx context.Context, field graphql.CollectedField) (ret graphql.Marshaler) {
 	return graphql.ResolveField(
 		ctx,
@@ -19542,6 +20954,75 @@ func (ec *executionContext) fieldContext_Organization_webResearch(_ context.Cont
 	return graphql.NewScalarFieldContext("Organization", field, false, false, "Boolean")
 }
 
+func (ec *executionContext) _PageImage_page(ctx context.Context, field graphql.CollectedField, obj *artifact.Image) (ret graphql.Marshaler) {
+	return graphql.ResolveField(
+		ctx,
+		ec.OperationContext,
+		field,
+		func(ctx context.Context, field graphql.CollectedField) (*graphql.FieldContext, error) {
+			return ec.fieldContext_PageImage_page(ctx, field)
+		},
+		func(ctx context.Context) (any, error) {
+			return obj.Page, nil
+		},
+		nil,
+		func(ctx context.Context, selections ast.SelectionSet, v int) graphql.Marshaler {
+			return ec.marshalNInt2int(ctx, selections, v)
+		},
+		true,
+		true,
+	)
+}
+func (ec *executionContext) fieldContext_PageImage_page(_ context.Context, field graphql.CollectedField) (fc *graphql.FieldContext, err error) {
+	return graphql.NewScalarFieldContext("PageImage", field, false, false, "Int")
+}
+
+func (ec *executionContext) _PageImage_mimeType(ctx context.Context, field graphql.CollectedField, obj *artifact.Image) (ret graphql.Marshaler) {
+	return graphql.ResolveField(
+		ctx,
+		ec.OperationContext,
+		field,
+		func(ctx context.Context, field graphql.CollectedField) (*graphql.FieldContext, error) {
+			return ec.fieldContext_PageImage_mimeType(ctx, field)
+		},
+		func(ctx context.Context) (any, error) {
+			return obj.MimeType, nil
+		},
+		nil,
+		func(ctx context.Context, selections ast.SelectionSet, v string) graphql.Marshaler {
+			return ec.marshalNString2string(ctx, selections, v)
+		},
+		true,
+		true,
+	)
+}
+func (ec *executionContext) fieldContext_PageImage_mimeType(_ context.Context, field graphql.CollectedField) (fc *graphql.FieldContext, err error) {
+	return graphql.NewScalarFieldContext("PageImage", field, false, false, "String")
+}
+
+func (ec *executionContext) _PageImage_data(ctx context.Context, field graphql.CollectedField, obj *artifact.Image) (ret graphql.Marshaler) {
+	return graphql.ResolveField(
+		ctx,
+		ec.OperationContext,
+		field,
+		func(ctx context.Context, field graphql.CollectedField) (*graphql.FieldContext, error) {
+			return ec.fieldContext_PageImage_data(ctx, field)
+		},
+		func(ctx context.Context) (any, error) {
+			return obj.Data, nil
+		},
+		nil,
+		func(ctx context.Context, selections ast.SelectionSet, v string) graphql.Marshaler {
+			return ec.marshalNString2string(ctx, selections, v)
+		},
+		true,
+		true,
+	)
+}
+func (ec *executionContext) fieldContext_PageImage_data(_ context.Context, field graphql.CollectedField) (fc *graphql.FieldContext, err error) {
+	return graphql.NewScalarFieldContext("PageImage", field, false, false, "String")
+}
+
 func (ec *executionContext) _PageInfo_hasNextPage(ctx context.Context, field graphql.CollectedField, obj *entgql.PageInfo[int]) (ret graphql.Marshaler) {
 	return graphql.ResolveField(
 		ctx,
@@ -20079,6 +21560,144 @@ func (ec *executionContext) fieldContext_PastConversationSearch_failures(_ conte
 	return fc, nil
 }
 
+func (ec *executionContext) _PrintedPdf_artifactId(ctx context.Context, field graphql.CollectedField, obj *artifact.Printed) (ret graphql.Marshaler) {
+	return graphql.ResolveField(
+		ctx,
+		ec.OperationContext,
+		field,
+		func(ctx context.Context, field graphql.CollectedField) (*graphql.FieldContext, error) {
+			return ec.fieldContext_PrintedPdf_artifactId(ctx, field)
+		},
+		func(ctx context.Context) (any, error) {
+			return obj.ArtifactID, nil
+		},
+		nil,
+		func(ctx context.Context, selections ast.SelectionSet, v int) graphql.Marshaler {
+			return ec.marshalNID2int(ctx, selections, v)
+		},
+		true,
+		true,
+	)
+}
+func (ec *executionContext) fieldContext_PrintedPdf_artifactId(_ context.Context, field graphql.CollectedField) (fc *graphql.FieldContext, err error) {
+	return graphql.NewScalarFieldContext("PrintedPdf", field, false, false, "ID")
+}
+
+func (ec *executionContext) _PrintedPdf_version(ctx context.Context, field graphql.CollectedField, obj *artifact.Printed) (ret graphql.Marshaler) {
+	return graphql.ResolveField(
+		ctx,
+		ec.OperationContext,
+		field,
+		func(ctx context.Context, field graphql.CollectedField) (*graphql.FieldContext, error) {
+			return ec.fieldContext_PrintedPdf_version(ctx, field)
+		},
+		func(ctx context.Context) (any, error) {
+			return obj.Version, nil
+		},
+		nil,
+		func(ctx context.Context, selections ast.SelectionSet, v int) graphql.Marshaler {
+			return ec.marshalNInt2int(ctx, selections, v)
+		},
+		true,
+		true,
+	)
+}
+func (ec *executionContext) fieldContext_PrintedPdf_version(_ context.Context, field graphql.CollectedField) (fc *graphql.FieldContext, err error) {
+	return graphql.NewScalarFieldContext("PrintedPdf", field, false, false, "Int")
+}
+
+func (ec *executionContext) _PrintedPdf_path(ctx context.Context, field graphql.CollectedField, obj *artifact.Printed) (ret graphql.Marshaler) {
+	return graphql.ResolveField(
+		ctx,
+		ec.OperationContext,
+		field,
+		func(ctx context.Context, field graphql.CollectedField) (*graphql.FieldContext, error) {
+			return ec.fieldContext_PrintedPdf_path(ctx, field)
+		},
+		func(ctx context.Context) (any, error) {
+			return obj.Path, nil
+		},
+		nil,
+		func(ctx context.Context, selections ast.SelectionSet, v string) graphql.Marshaler {
+			return ec.marshalNString2string(ctx, selections, v)
+		},
+		true,
+		true,
+	)
+}
+func (ec *executionContext) fieldContext_PrintedPdf_path(_ context.Context, field graphql.CollectedField) (fc *graphql.FieldContext, err error) {
+	return graphql.NewScalarFieldContext("PrintedPdf", field, false, false, "String")
+}
+
+func (ec *executionContext) _PrintedPdf_pages(ctx context.Context, field graphql.CollectedField, obj *artifact.Printed) (ret graphql.Marshaler) {
+	return graphql.ResolveField(
+		ctx,
+		ec.OperationContext,
+		field,
+		func(ctx context.Context, field graphql.CollectedField) (*graphql.FieldContext, error) {
+			return ec.fieldContext_PrintedPdf_pages(ctx, field)
+		},
+		func(ctx context.Context) (any, error) {
+			return obj.Pages, nil
+		},
+		nil,
+		func(ctx context.Context, selections ast.SelectionSet, v int) graphql.Marshaler {
+			return ec.marshalNInt2int(ctx, selections, v)
+		},
+		true,
+		true,
+	)
+}
+func (ec *executionContext) fieldContext_PrintedPdf_pages(_ context.Context, field graphql.CollectedField) (fc *graphql.FieldContext, err error) {
+	return graphql.NewScalarFieldContext("PrintedPdf", field, false, false, "Int")
+}
+
+func (ec *executionContext) _PrintedPdf_bytes(ctx context.Context, field graphql.CollectedField, obj *artifact.Printed) (ret graphql.Marshaler) {
+	return graphql.ResolveField(
+		ctx,
+		ec.OperationContext,
+		field,
+		func(ctx context.Context, field graphql.CollectedField) (*graphql.FieldContext, error) {
+			return ec.fieldContext_PrintedPdf_bytes(ctx, field)
+		},
+		func(ctx context.Context) (any, error) {
+			return obj.Bytes, nil
+		},
+		nil,
+		func(ctx context.Context, selections ast.SelectionSet, v int) graphql.Marshaler {
+			return ec.marshalNInt2int(ctx, selections, v)
+		},
+		true,
+		true,
+	)
+}
+func (ec *executionContext) fieldContext_PrintedPdf_bytes(_ context.Context, field graphql.CollectedField) (fc *graphql.FieldContext, err error) {
+	return graphql.NewScalarFieldContext("PrintedPdf", field, false, false, "Int")
+}
+
+func (ec *executionContext) _PrintedPdf_created(ctx context.Context, field graphql.CollectedField, obj *artifact.Printed) (ret graphql.Marshaler) {
+	return graphql.ResolveField(
+		ctx,
+		ec.OperationContext,
+		field,
+		func(ctx context.Context, field graphql.CollectedField) (*graphql.FieldContext, error) {
+			return ec.fieldContext_PrintedPdf_created(ctx, field)
+		},
+		func(ctx context.Context) (any, error) {
+			return obj.Created, nil
+		},
+		nil,
+		func(ctx context.Context, selections ast.SelectionSet, v bool) graphql.Marshaler {
+			return ec.marshalNBoolean2bool(ctx, selections, v)
+		},
+		true,
+		true,
+	)
+}
+func (ec *executionContext) fieldContext_PrintedPdf_created(_ context.Context, field graphql.CollectedField) (fc *graphql.FieldContext, err error) {
+	return graphql.NewScalarFieldContext("PrintedPdf", field, false, false, "Boolean")
+}
+
 func (ec *executionContext) _PromptStats_prefixTokens(ctx context.Context, field graphql.CollectedField, obj *model.PromptStats) (ret graphql.Marshaler) {
 	return graphql.ResolveField(
 		ctx,
@@ -20417,6 +22036,50 @@ func (ec *executionContext) fieldContext_Query_artifacts(ctx context.Context, fi
 	}()
 	ctx = graphql.WithFieldContext(ctx, fc)
 	if fc.Args, err = ec.field_Query_artifacts_args(ctx, field.ArgumentMap(ec.Variables)); err != nil {
+		ec.Error(ctx, err)
+		return fc, err
+	}
+	return fc, nil
+}
+
+func (ec *executionContext) _Query_measureLayout(ctx context.Context, field graphql.CollectedField) (ret graphql.Marshaler) {
+	return graphql.ResolveField(
+		ctx,
+		ec.OperationContext,
+		field,
+		func(ctx context.Context, field graphql.CollectedField) (*graphql.FieldContext, error) {
+			return ec.fieldContext_Query_measureLayout(ctx, field)
+		},
+		func(ctx context.Context) (any, error) {
+			fc := graphql.GetFieldContext(ctx)
+			return ec.Resolvers.Query().MeasureLayout(ctx, fc.Args["conversationId"].(*int), fc.Args["artifactId"].(int), fc.Args["selectors"].([]string))
+		},
+		nil,
+		func(ctx context.Context, selections ast.SelectionSet, v *artifact.Layout) graphql.Marshaler {
+			return ec.marshalNArtifactLayout2ᚖgithubᚗcomᚋtoolgateᚋtoolgateᚋtoolsᚋartifactᚐLayout(ctx, selections, v)
+		},
+		true,
+		true,
+	)
+}
+func (ec *executionContext) fieldContext_Query_measureLayout(ctx context.Context, field graphql.CollectedField) (fc *graphql.FieldContext, err error) {
+	fc = &graphql.FieldContext{
+		Object:     "Query",
+		Field:      field,
+		IsMethod:   true,
+		IsResolver: true,
+		Child: func(ctx context.Context, field graphql.CollectedField) (*graphql.FieldContext, error) {
+			return ec.childFields_ArtifactLayout(ctx, field)
+		},
+	}
+	defer func() {
+		if r := recover(); r != nil {
+			err = ec.Recover(ctx, r)
+			ec.Error(ctx, err)
+		}
+	}()
+	ctx = graphql.WithFieldContext(ctx, fc)
+	if fc.Args, err = ec.field_Query_measureLayout_args(ctx, field.ArgumentMap(ec.Variables)); err != nil {
 		ec.Error(ctx, err)
 		return fc, err
 	}
@@ -21780,6 +23443,84 @@ func (ec *executionContext) _RemoveApplicationPayload_id(ctx context.Context, fi
 }
 func (ec *executionContext) fieldContext_RemoveApplicationPayload_id(_ context.Context, field graphql.CollectedField) (fc *graphql.FieldContext, err error) {
 	return graphql.NewScalarFieldContext("RemoveApplicationPayload", field, false, false, "ID")
+}
+
+func (ec *executionContext) _SelectorLayout_selector(ctx context.Context, field graphql.CollectedField, obj *artifact.SelectorLayout) (ret graphql.Marshaler) {
+	return graphql.ResolveField(
+		ctx,
+		ec.OperationContext,
+		field,
+		func(ctx context.Context, field graphql.CollectedField) (*graphql.FieldContext, error) {
+			return ec.fieldContext_SelectorLayout_selector(ctx, field)
+		},
+		func(ctx context.Context) (any, error) {
+			return obj.Selector, nil
+		},
+		nil,
+		func(ctx context.Context, selections ast.SelectionSet, v string) graphql.Marshaler {
+			return ec.marshalNString2string(ctx, selections, v)
+		},
+		true,
+		true,
+	)
+}
+func (ec *executionContext) fieldContext_SelectorLayout_selector(_ context.Context, field graphql.CollectedField) (fc *graphql.FieldContext, err error) {
+	return graphql.NewScalarFieldContext("SelectorLayout", field, false, false, "String")
+}
+
+func (ec *executionContext) _SelectorLayout_count(ctx context.Context, field graphql.CollectedField, obj *artifact.SelectorLayout) (ret graphql.Marshaler) {
+	return graphql.ResolveField(
+		ctx,
+		ec.OperationContext,
+		field,
+		func(ctx context.Context, field graphql.CollectedField) (*graphql.FieldContext, error) {
+			return ec.fieldContext_SelectorLayout_count(ctx, field)
+		},
+		func(ctx context.Context) (any, error) {
+			return obj.Count, nil
+		},
+		nil,
+		func(ctx context.Context, selections ast.SelectionSet, v int) graphql.Marshaler {
+			return ec.marshalNInt2int(ctx, selections, v)
+		},
+		true,
+		true,
+	)
+}
+func (ec *executionContext) fieldContext_SelectorLayout_count(_ context.Context, field graphql.CollectedField) (fc *graphql.FieldContext, err error) {
+	return graphql.NewScalarFieldContext("SelectorLayout", field, false, false, "Int")
+}
+
+func (ec *executionContext) _SelectorLayout_elements(ctx context.Context, field graphql.CollectedField, obj *artifact.SelectorLayout) (ret graphql.Marshaler) {
+	return graphql.ResolveField(
+		ctx,
+		ec.OperationContext,
+		field,
+		func(ctx context.Context, field graphql.CollectedField) (*graphql.FieldContext, error) {
+			return ec.fieldContext_SelectorLayout_elements(ctx, field)
+		},
+		func(ctx context.Context) (any, error) {
+			return obj.Elements, nil
+		},
+		nil,
+		func(ctx context.Context, selections ast.SelectionSet, v []browser.Element) graphql.Marshaler {
+			return ec.marshalNLayoutElement2ᚕgithubᚗcomᚋtoolgateᚋtoolgateᚋtoolsᚋartifactᚋbrowserᚐElementᚄ(ctx, selections, v)
+		},
+		true,
+		true,
+	)
+}
+func (ec *executionContext) fieldContext_SelectorLayout_elements(_ context.Context, field graphql.CollectedField) (fc *graphql.FieldContext, err error) {
+	fc = &graphql.FieldContext{
+		Object:     "SelectorLayout",
+		Field:      field,
+		IsMethod:   false,
+		IsResolver: false,
+		Child: func(ctx context.Context, field graphql.CollectedField) (*graphql.FieldContext, error) {
+			return ec.childFields_LayoutElement(ctx, field)
+		},
+	}
+	return fc, nil
 }
 
 func (ec *executionContext) _Skill_id(ctx context.Context, field graphql.CollectedField, obj *ent.Skill) (ret graphql.Marshaler) {
@@ -27101,6 +28842,29 @@ func (ec *executionContext) fieldContext_WorkspaceFileInfo_bytes(_ context.Conte
 	return graphql.NewScalarFieldContext("WorkspaceFileInfo", field, false, false, "Int")
 }
 
+func (ec *executionContext) _WorkspaceFileInfo_mediaType(ctx context.Context, field graphql.CollectedField, obj *workspace.FileInfo) (ret graphql.Marshaler) {
+	return graphql.ResolveField(
+		ctx,
+		ec.OperationContext,
+		field,
+		func(ctx context.Context, field graphql.CollectedField) (*graphql.FieldContext, error) {
+			return ec.fieldContext_WorkspaceFileInfo_mediaType(ctx, field)
+		},
+		func(ctx context.Context) (any, error) {
+			return obj.MediaType, nil
+		},
+		nil,
+		func(ctx context.Context, selections ast.SelectionSet, v *string) graphql.Marshaler {
+			return ec.marshalOString2ᚖstring(ctx, selections, v)
+		},
+		true,
+		false,
+	)
+}
+func (ec *executionContext) fieldContext_WorkspaceFileInfo_mediaType(_ context.Context, field graphql.CollectedField) (fc *graphql.FieldContext, err error) {
+	return graphql.NewScalarFieldContext("WorkspaceFileInfo", field, false, false, "String")
+}
+
 func (ec *executionContext) _WorkspaceFileInfo_updatedAt(ctx context.Context, field graphql.CollectedField, obj *workspace.FileInfo) (ret graphql.Marshaler) {
 	return graphql.ResolveField(
 		ctx,
@@ -32112,6 +33876,132 @@ func (ec *executionContext) _Artifact(ctx context.Context, sel ast.SelectionSet,
 	return out
 }
 
+var artifactInspectionImplementors = []string{"ArtifactInspection"}
+
+func (ec *executionContext) _ArtifactInspection(ctx context.Context, sel ast.SelectionSet, obj *artifact.Inspection) graphql.Marshaler {
+	fields := graphql.CollectFields(ec.OperationContext, sel, artifactInspectionImplementors)
+
+	out := graphql.NewFieldSet(fields)
+	deferred := graphql.NewDeferredGroup(ctx)
+	for i, field := range fields {
+		switch field.Name {
+		case "__typename":
+			out.Values[i] = graphql.MarshalString("ArtifactInspection")
+		case "artifactId":
+			out.Values[i] = ec._ArtifactInspection_artifactId(ctx, field, obj)
+			if out.Values[i] == graphql.Null {
+				out.Invalids++
+			}
+		case "title":
+			out.Values[i] = ec._ArtifactInspection_title(ctx, field, obj)
+			if out.Values[i] == graphql.Null {
+				out.Invalids++
+			}
+		case "version":
+			out.Values[i] = ec._ArtifactInspection_version(ctx, field, obj)
+			if out.Values[i] == graphql.Null {
+				out.Invalids++
+			}
+		case "pages":
+			out.Values[i] = ec._ArtifactInspection_pages(ctx, field, obj)
+			if out.Values[i] == graphql.Null {
+				out.Invalids++
+			}
+		case "shown":
+			out.Values[i] = ec._ArtifactInspection_shown(ctx, field, obj)
+			if out.Values[i] == graphql.Null {
+				out.Invalids++
+			}
+		case "overflowing":
+			out.Values[i] = ec._ArtifactInspection_overflowing(ctx, field, obj)
+			if out.Values[i] == graphql.Null {
+				out.Invalids++
+			}
+		case "overflow":
+			out.Values[i] = ec._ArtifactInspection_overflow(ctx, field, obj)
+			if out.Values[i] == graphql.Null {
+				out.Invalids++
+			}
+		case "summary":
+			out.Values[i] = ec._ArtifactInspection_summary(ctx, field, obj)
+			if out.Values[i] == graphql.Null {
+				out.Invalids++
+			}
+		case "images":
+			out.Values[i] = ec._ArtifactInspection_images(ctx, field, obj)
+			if out.Values[i] == graphql.Null {
+				out.Invalids++
+			}
+		default:
+			panic("unknown field " + strconv.Quote(field.Name))
+		}
+	}
+	out.Dispatch(ctx)
+	if out.Invalids > 0 {
+		return graphql.Null
+	}
+
+	if n := len(deferred.Defers); n > 0 {
+		atomic.AddInt32(&ec.Deferred, int32(min(n, math.MaxInt32)))
+		ec.ProcessDeferredGroup(deferred)
+	}
+
+	return out
+}
+
+var artifactLayoutImplementors = []string{"ArtifactLayout"}
+
+func (ec *executionContext) _ArtifactLayout(ctx context.Context, sel ast.SelectionSet, obj *artifact.Layout) graphql.Marshaler {
+	fields := graphql.CollectFields(ec.OperationContext, sel, artifactLayoutImplementors)
+
+	out := graphql.NewFieldSet(fields)
+	deferred := graphql.NewDeferredGroup(ctx)
+	for i, field := range fields {
+		switch field.Name {
+		case "__typename":
+			out.Values[i] = graphql.MarshalString("ArtifactLayout")
+		case "artifactId":
+			out.Values[i] = ec._ArtifactLayout_artifactId(ctx, field, obj)
+			if out.Values[i] == graphql.Null {
+				out.Invalids++
+			}
+		case "version":
+			out.Values[i] = ec._ArtifactLayout_version(ctx, field, obj)
+			if out.Values[i] == graphql.Null {
+				out.Invalids++
+			}
+		case "pages":
+			out.Values[i] = ec._ArtifactLayout_pages(ctx, field, obj)
+			if out.Values[i] == graphql.Null {
+				out.Invalids++
+			}
+		case "selectors":
+			out.Values[i] = ec._ArtifactLayout_selectors(ctx, field, obj)
+			if out.Values[i] == graphql.Null {
+				out.Invalids++
+			}
+		case "failures":
+			out.Values[i] = ec._ArtifactLayout_failures(ctx, field, obj)
+			if out.Values[i] == graphql.Null {
+				out.Invalids++
+			}
+		default:
+			panic("unknown field " + strconv.Quote(field.Name))
+		}
+	}
+	out.Dispatch(ctx)
+	if out.Invalids > 0 {
+		return graphql.Null
+	}
+
+	if n := len(deferred.Defers); n > 0 {
+		atomic.AddInt32(&ec.Deferred, int32(min(n, math.MaxInt32)))
+		ec.ProcessDeferredGroup(deferred)
+	}
+
+	return out
+}
+
 var artifactSavedImplementors = []string{"ArtifactSaved"}
 
 func (ec *executionContext) _ArtifactSaved(ctx context.Context, sel ast.SelectionSet, obj *artifact.Saved) graphql.Marshaler {
@@ -32606,6 +34496,12 @@ func (ec *executionContext) _Catalogue(ctx context.Context, sel ast.SelectionSet
 			if out.Values[i] == graphql.Null {
 				atomic.AddUint32(&out.Invalids, 1)
 			}
+		case "browser":
+			out.ResolveConcurrently(ec.OperationContext, &deferred, i,
+				true, false,
+				func(ctx context.Context) graphql.Marshaler {
+					return ec._Catalogue_browser(ctx, field, obj)
+				})
 		case "embeddingModel":
 			out.ResolveConcurrently(ec.OperationContext, &deferred, i,
 				true, false,
@@ -33629,6 +35525,117 @@ func (ec *executionContext) _KnowledgeBaseEdge(ctx context.Context, sel ast.Sele
 	return out
 }
 
+var layoutBoxImplementors = []string{"LayoutBox"}
+
+func (ec *executionContext) _LayoutBox(ctx context.Context, sel ast.SelectionSet, obj *browser.Rect) graphql.Marshaler {
+	fields := graphql.CollectFields(ec.OperationContext, sel, layoutBoxImplementors)
+
+	out := graphql.NewFieldSet(fields)
+	deferred := graphql.NewDeferredGroup(ctx)
+	for i, field := range fields {
+		switch field.Name {
+		case "__typename":
+			out.Values[i] = graphql.MarshalString("LayoutBox")
+		case "x":
+			out.Values[i] = ec._LayoutBox_x(ctx, field, obj)
+			if out.Values[i] == graphql.Null {
+				out.Invalids++
+			}
+		case "y":
+			out.Values[i] = ec._LayoutBox_y(ctx, field, obj)
+			if out.Values[i] == graphql.Null {
+				out.Invalids++
+			}
+		case "width":
+			out.Values[i] = ec._LayoutBox_width(ctx, field, obj)
+			if out.Values[i] == graphql.Null {
+				out.Invalids++
+			}
+		case "height":
+			out.Values[i] = ec._LayoutBox_height(ctx, field, obj)
+			if out.Values[i] == graphql.Null {
+				out.Invalids++
+			}
+		default:
+			panic("unknown field " + strconv.Quote(field.Name))
+		}
+	}
+	out.Dispatch(ctx)
+	if out.Invalids > 0 {
+		return graphql.Null
+	}
+
+	if n := len(deferred.Defers); n > 0 {
+		atomic.AddInt32(&ec.Deferred, int32(min(n, math.MaxInt32)))
+		ec.ProcessDeferredGroup(deferred)
+	}
+
+	return out
+}
+
+var layoutElementImplementors = []string{"LayoutElement"}
+
+func (ec *executionContext) _LayoutElement(ctx context.Context, sel ast.SelectionSet, obj *browser.Element) graphql.Marshaler {
+	fields := graphql.CollectFields(ec.OperationContext, sel, layoutElementImplementors)
+
+	out := graphql.NewFieldSet(fields)
+	deferred := graphql.NewDeferredGroup(ctx)
+	for i, field := range fields {
+		switch field.Name {
+		case "__typename":
+			out.Values[i] = graphql.MarshalString("LayoutElement")
+		case "page":
+			out.Values[i] = ec._LayoutElement_page(ctx, field, obj)
+			if out.Values[i] == graphql.Null {
+				out.Invalids++
+			}
+		case "element":
+			out.Values[i] = ec._LayoutElement_element(ctx, field, obj)
+			if out.Values[i] == graphql.Null {
+				out.Invalids++
+			}
+		case "text":
+			out.Values[i] = ec._LayoutElement_text(ctx, field, obj)
+			if out.Values[i] == graphql.Null {
+				out.Invalids++
+			}
+		case "box":
+			out.Values[i] = ec._LayoutElement_box(ctx, field, obj)
+			if out.Values[i] == graphql.Null {
+				out.Invalids++
+			}
+		case "overflowX":
+			out.Values[i] = ec._LayoutElement_overflowX(ctx, field, obj)
+			if out.Values[i] == graphql.Null {
+				out.Invalids++
+			}
+		case "overflowY":
+			out.Values[i] = ec._LayoutElement_overflowY(ctx, field, obj)
+			if out.Values[i] == graphql.Null {
+				out.Invalids++
+			}
+		case "outside":
+			out.Values[i] = ec._LayoutElement_outside(ctx, field, obj)
+			if out.Values[i] == graphql.Null {
+				out.Invalids++
+			}
+		default:
+			panic("unknown field " + strconv.Quote(field.Name))
+		}
+	}
+	out.Dispatch(ctx)
+	if out.Invalids > 0 {
+		return graphql.Null
+	}
+
+	if n := len(deferred.Defers); n > 0 {
+		atomic.AddInt32(&ec.Deferred, int32(min(n, math.MaxInt32)))
+		ec.ProcessDeferredGroup(deferred)
+	}
+
+	return out
+}
+
 var loadedSkillImplementors = []string{"LoadedSkill"}
 
 func (ec *executionContext) _LoadedSkill(ctx context.Context, sel ast.SelectionSet, obj *model.LoadedSkill) graphql.Marshaler {
@@ -34274,6 +36281,20 @@ func (ec *executionContext) _Mutation(ctx context.Context, sel ast.SelectionSet)
 			if out.Values[i] == graphql.Null {
 				out.Invalids++
 			}
+		case "inspectArtifact":
+			out.Values[i] = ec.OperationContext.RootResolverMiddleware(innerCtx, func(ctx context.Context) (res graphql.Marshaler) {
+				return ec._Mutation_inspectArtifact(ctx, field)
+			})
+			if out.Values[i] == graphql.Null {
+				out.Invalids++
+			}
+		case "printPdf":
+			out.Values[i] = ec.OperationContext.RootResolverMiddleware(innerCtx, func(ctx context.Context) (res graphql.Marshaler) {
+				return ec._Mutation_printPdf(ctx, field)
+			})
+			if out.Values[i] == graphql.Null {
+				out.Invalids++
+			}
 		case "suggestNextActions":
 			out.Values[i] = ec.OperationContext.RootResolverMiddleware(innerCtx, func(ctx context.Context) (res graphql.Marshaler) {
 				return ec._Mutation_suggestNextActions(ctx, field)
@@ -34499,6 +36520,49 @@ func (ec *executionContext) _Organization(ctx context.Context, sel ast.Selection
 			}
 		case "webResearch":
 			out.Values[i] = ec._Organization_webResearch(ctx, field, obj)
+			if out.Values[i] == graphql.Null {
+				out.Invalids++
+			}
+		default:
+			panic("unknown field " + strconv.Quote(field.Name))
+		}
+	}
+	out.Dispatch(ctx)
+	if out.Invalids > 0 {
+		return graphql.Null
+	}
+
+	if n := len(deferred.Defers); n > 0 {
+		atomic.AddInt32(&ec.Deferred, int32(min(n, math.MaxInt32)))
+		ec.ProcessDeferredGroup(deferred)
+	}
+
+	return out
+}
+
+var pageImageImplementors = []string{"PageImage"}
+
+func (ec *executionContext) _PageImage(ctx context.Context, sel ast.SelectionSet, obj *artifact.Image) graphql.Marshaler {
+	fields := graphql.CollectFields(ec.OperationContext, sel, pageImageImplementors)
+
+	out := graphql.NewFieldSet(fields)
+	deferred := graphql.NewDeferredGroup(ctx)
+	for i, field := range fields {
+		switch field.Name {
+		case "__typename":
+			out.Values[i] = graphql.MarshalString("PageImage")
+		case "page":
+			out.Values[i] = ec._PageImage_page(ctx, field, obj)
+			if out.Values[i] == graphql.Null {
+				out.Invalids++
+			}
+		case "mimeType":
+			out.Values[i] = ec._PageImage_mimeType(ctx, field, obj)
+			if out.Values[i] == graphql.Null {
+				out.Invalids++
+			}
+		case "data":
+			out.Values[i] = ec._PageImage_data(ctx, field, obj)
 			if out.Values[i] == graphql.Null {
 				out.Invalids++
 			}
@@ -34820,6 +36884,64 @@ func (ec *executionContext) _PastConversationSearch(ctx context.Context, sel ast
 	return out
 }
 
+var printedPdfImplementors = []string{"PrintedPdf"}
+
+func (ec *executionContext) _PrintedPdf(ctx context.Context, sel ast.SelectionSet, obj *artifact.Printed) graphql.Marshaler {
+	fields := graphql.CollectFields(ec.OperationContext, sel, printedPdfImplementors)
+
+	out := graphql.NewFieldSet(fields)
+	deferred := graphql.NewDeferredGroup(ctx)
+	for i, field := range fields {
+		switch field.Name {
+		case "__typename":
+			out.Values[i] = graphql.MarshalString("PrintedPdf")
+		case "artifactId":
+			out.Values[i] = ec._PrintedPdf_artifactId(ctx, field, obj)
+			if out.Values[i] == graphql.Null {
+				out.Invalids++
+			}
+		case "version":
+			out.Values[i] = ec._PrintedPdf_version(ctx, field, obj)
+			if out.Values[i] == graphql.Null {
+				out.Invalids++
+			}
+		case "path":
+			out.Values[i] = ec._PrintedPdf_path(ctx, field, obj)
+			if out.Values[i] == graphql.Null {
+				out.Invalids++
+			}
+		case "pages":
+			out.Values[i] = ec._PrintedPdf_pages(ctx, field, obj)
+			if out.Values[i] == graphql.Null {
+				out.Invalids++
+			}
+		case "bytes":
+			out.Values[i] = ec._PrintedPdf_bytes(ctx, field, obj)
+			if out.Values[i] == graphql.Null {
+				out.Invalids++
+			}
+		case "created":
+			out.Values[i] = ec._PrintedPdf_created(ctx, field, obj)
+			if out.Values[i] == graphql.Null {
+				out.Invalids++
+			}
+		default:
+			panic("unknown field " + strconv.Quote(field.Name))
+		}
+	}
+	out.Dispatch(ctx)
+	if out.Invalids > 0 {
+		return graphql.Null
+	}
+
+	if n := len(deferred.Defers); n > 0 {
+		atomic.AddInt32(&ec.Deferred, int32(min(n, math.MaxInt32)))
+		ec.ProcessDeferredGroup(deferred)
+	}
+
+	return out
+}
+
 var promptStatsImplementors = []string{"PromptStats"}
 
 func (ec *executionContext) _PromptStats(ctx context.Context, sel ast.SelectionSet, obj *model.PromptStats) graphql.Marshaler {
@@ -34922,6 +37044,12 @@ func (ec *executionContext) _Query(ctx context.Context, sel ast.SelectionSet) gr
 				true, true,
 				func(ctx context.Context) graphql.Marshaler {
 					return ec._Query_artifacts(ctx, field)
+				})
+		case "measureLayout":
+			out.ResolveRootConcurrently(innerCtx, ec.OperationContext, i,
+				true, true,
+				func(ctx context.Context) graphql.Marshaler {
+					return ec._Query_measureLayout(ctx, field)
 				})
 		case "calculate":
 			out.ResolveRootConcurrently(innerCtx, ec.OperationContext, i,
@@ -35147,6 +37275,49 @@ func (ec *executionContext) _RemoveApplicationPayload(ctx context.Context, sel a
 			out.Values[i] = graphql.MarshalString("RemoveApplicationPayload")
 		case "id":
 			out.Values[i] = ec._RemoveApplicationPayload_id(ctx, field, obj)
+			if out.Values[i] == graphql.Null {
+				out.Invalids++
+			}
+		default:
+			panic("unknown field " + strconv.Quote(field.Name))
+		}
+	}
+	out.Dispatch(ctx)
+	if out.Invalids > 0 {
+		return graphql.Null
+	}
+
+	if n := len(deferred.Defers); n > 0 {
+		atomic.AddInt32(&ec.Deferred, int32(min(n, math.MaxInt32)))
+		ec.ProcessDeferredGroup(deferred)
+	}
+
+	return out
+}
+
+var selectorLayoutImplementors = []string{"SelectorLayout"}
+
+func (ec *executionContext) _SelectorLayout(ctx context.Context, sel ast.SelectionSet, obj *artifact.SelectorLayout) graphql.Marshaler {
+	fields := graphql.CollectFields(ec.OperationContext, sel, selectorLayoutImplementors)
+
+	out := graphql.NewFieldSet(fields)
+	deferred := graphql.NewDeferredGroup(ctx)
+	for i, field := range fields {
+		switch field.Name {
+		case "__typename":
+			out.Values[i] = graphql.MarshalString("SelectorLayout")
+		case "selector":
+			out.Values[i] = ec._SelectorLayout_selector(ctx, field, obj)
+			if out.Values[i] == graphql.Null {
+				out.Invalids++
+			}
+		case "count":
+			out.Values[i] = ec._SelectorLayout_count(ctx, field, obj)
+			if out.Values[i] == graphql.Null {
+				out.Invalids++
+			}
+		case "elements":
+			out.Values[i] = ec._SelectorLayout_elements(ctx, field, obj)
 			if out.Values[i] == graphql.Null {
 				out.Invalids++
 			}
@@ -37318,6 +39489,11 @@ func (ec *executionContext) _WorkspaceFileInfo(ctx context.Context, sel ast.Sele
 			if out.Values[i] == graphql.Null {
 				out.Invalids++
 			}
+		case "mediaType":
+			out.Values[i] = ec._WorkspaceFileInfo_mediaType(ctx, field, obj)
+			if out.Values[i] == graphql.RequiredNull {
+				out.Invalids++
+			}
 		case "updatedAt":
 			out.Values[i] = ec._WorkspaceFileInfo_updatedAt(ctx, field, obj)
 			if out.Values[i] == graphql.Null {
@@ -38134,6 +40310,14 @@ func (ec *executionContext) marshalNArtifact2ᚖgithubᚗcomᚋtoolgateᚋtoolga
 	return ec._Artifact(ctx, sel, v)
 }
 
+func (ec *executionContext) marshalNArtifactInspection2ᚖgithubᚗcomᚋtoolgateᚋtoolgateᚋtoolsᚋartifactᚐInspection(ctx context.Context, sel ast.SelectionSet, v *artifact.Inspection) graphql.Marshaler {
+	if v == nil {
+		graphql.AddInvalidNullError(ctx, "ArtifactInspection!")
+		return graphql.Null
+	}
+	return ec._ArtifactInspection(ctx, sel, v)
+}
+
 func (ec *executionContext) unmarshalNArtifactKind2githubᚗcomᚋtoolgateᚋtoolgateᚋgraphᚋmodelᚐArtifactKind(ctx context.Context, v any) (model.ArtifactKind, error) {
 	var res model.ArtifactKind
 	err := res.UnmarshalGQL(v)
@@ -38142,6 +40326,14 @@ func (ec *executionContext) unmarshalNArtifactKind2githubᚗcomᚋtoolgateᚋtoo
 
 func (ec *executionContext) marshalNArtifactKind2githubᚗcomᚋtoolgateᚋtoolgateᚋgraphᚋmodelᚐArtifactKind(ctx context.Context, sel ast.SelectionSet, v model.ArtifactKind) graphql.Marshaler {
 	return v
+}
+
+func (ec *executionContext) marshalNArtifactLayout2ᚖgithubᚗcomᚋtoolgateᚋtoolgateᚋtoolsᚋartifactᚐLayout(ctx context.Context, sel ast.SelectionSet, v *artifact.Layout) graphql.Marshaler {
+	if v == nil {
+		graphql.AddInvalidNullError(ctx, "ArtifactLayout!")
+		return graphql.Null
+	}
+	return ec._ArtifactLayout(ctx, sel, v)
 }
 
 func (ec *executionContext) marshalNArtifactSaved2ᚖgithubᚗcomᚋtoolgateᚋtoolgateᚋtoolsᚋartifactᚐSaved(ctx context.Context, sel ast.SelectionSet, v *artifact.Saved) graphql.Marshaler {
@@ -38649,6 +40841,35 @@ func (ec *executionContext) marshalNInt2int64(ctx context.Context, sel ast.Selec
 	return res
 }
 
+func (ec *executionContext) unmarshalNInt2ᚕintᚄ(ctx context.Context, v any) ([]int, error) {
+	vSlice := graphql.CoerceList(v)
+	var err error
+	res := make([]int, len(vSlice))
+	for i := range vSlice {
+		ctx := graphql.WithPathContext(ctx, graphql.NewPathWithIndex(i))
+		res[i], err = ec.unmarshalNInt2int(ctx, vSlice[i])
+		if err != nil {
+			return nil, err
+		}
+	}
+	return res, nil
+}
+
+func (ec *executionContext) marshalNInt2ᚕintᚄ(ctx context.Context, sel ast.SelectionSet, v []int) graphql.Marshaler {
+	ret := make(graphql.Array, len(v))
+	for i := range v {
+		ret[i] = ec.marshalNInt2int(ctx, sel, v[i])
+	}
+
+	for _, e := range ret {
+		if e == graphql.Null {
+			return graphql.Null
+		}
+	}
+
+	return ret
+}
+
 func (ec *executionContext) unmarshalNInt642int64(ctx context.Context, v any) (int64, error) {
 	res, err := graphql.UnmarshalInt64(v)
 	return res, graphql.ErrorOnPath(ctx, err)
@@ -38740,6 +40961,30 @@ func (ec *executionContext) marshalNKnowledgeBaseOrderField2ᚖgithubᚗcomᚋto
 		return graphql.Null
 	}
 	return v
+}
+
+func (ec *executionContext) marshalNLayoutBox2githubᚗcomᚋtoolgateᚋtoolgateᚋtoolsᚋartifactᚋbrowserᚐRect(ctx context.Context, sel ast.SelectionSet, v browser.Rect) graphql.Marshaler {
+	return ec._LayoutBox(ctx, sel, &v)
+}
+
+func (ec *executionContext) marshalNLayoutElement2githubᚗcomᚋtoolgateᚋtoolgateᚋtoolsᚋartifactᚋbrowserᚐElement(ctx context.Context, sel ast.SelectionSet, v browser.Element) graphql.Marshaler {
+	return ec._LayoutElement(ctx, sel, &v)
+}
+
+func (ec *executionContext) marshalNLayoutElement2ᚕgithubᚗcomᚋtoolgateᚋtoolgateᚋtoolsᚋartifactᚋbrowserᚐElementᚄ(ctx context.Context, sel ast.SelectionSet, v []browser.Element) graphql.Marshaler {
+	ret := graphql.MarshalSliceConcurrently(ctx, len(v), 0, false, func(ctx context.Context, i int) graphql.Marshaler {
+		fc := graphql.GetFieldContext(ctx)
+		fc.Result = &v[i]
+		return ec.marshalNLayoutElement2githubᚗcomᚋtoolgateᚋtoolgateᚋtoolsᚋartifactᚋbrowserᚐElement(ctx, sel, v[i])
+	})
+
+	for _, e := range ret {
+		if e == graphql.Null {
+			return graphql.Null
+		}
+	}
+
+	return ret
 }
 
 func (ec *executionContext) marshalNLoadedSkill2ᚖgithubᚗcomᚋtoolgateᚋtoolgateᚋgraphᚋmodelᚐLoadedSkill(ctx context.Context, sel ast.SelectionSet, v *model.LoadedSkill) graphql.Marshaler {
@@ -38958,6 +41203,26 @@ func (ec *executionContext) marshalNOrganization2ᚖgithubᚗcomᚋtoolgateᚋto
 	return ec._Organization(ctx, sel, v)
 }
 
+func (ec *executionContext) marshalNPageImage2githubᚗcomᚋtoolgateᚋtoolgateᚋtoolsᚋartifactᚐImage(ctx context.Context, sel ast.SelectionSet, v artifact.Image) graphql.Marshaler {
+	return ec._PageImage(ctx, sel, &v)
+}
+
+func (ec *executionContext) marshalNPageImage2ᚕgithubᚗcomᚋtoolgateᚋtoolgateᚋtoolsᚋartifactᚐImageᚄ(ctx context.Context, sel ast.SelectionSet, v []artifact.Image) graphql.Marshaler {
+	ret := graphql.MarshalSliceConcurrently(ctx, len(v), 0, false, func(ctx context.Context, i int) graphql.Marshaler {
+		fc := graphql.GetFieldContext(ctx)
+		fc.Result = &v[i]
+		return ec.marshalNPageImage2githubᚗcomᚋtoolgateᚋtoolgateᚋtoolsᚋartifactᚐImage(ctx, sel, v[i])
+	})
+
+	for _, e := range ret {
+		if e == graphql.Null {
+			return graphql.Null
+		}
+	}
+
+	return ret
+}
+
 func (ec *executionContext) marshalNPageInfo2entgoᚗioᚋcontribᚋentgqlᚐPageInfo(ctx context.Context, sel ast.SelectionSet, v entgql.PageInfo[int]) graphql.Marshaler {
 	return ec._PageInfo(ctx, sel, &v)
 }
@@ -39058,6 +41323,14 @@ func (ec *executionContext) marshalNPastConversationSearch2ᚖgithubᚗcomᚋtoo
 	return ec._PastConversationSearch(ctx, sel, v)
 }
 
+func (ec *executionContext) marshalNPrintedPdf2ᚖgithubᚗcomᚋtoolgateᚋtoolgateᚋtoolsᚋartifactᚐPrinted(ctx context.Context, sel ast.SelectionSet, v *artifact.Printed) graphql.Marshaler {
+	if v == nil {
+		graphql.AddInvalidNullError(ctx, "PrintedPdf!")
+		return graphql.Null
+	}
+	return ec._PrintedPdf(ctx, sel, v)
+}
+
 func (ec *executionContext) marshalNPromptStats2ᚖgithubᚗcomᚋtoolgateᚋtoolgateᚋgraphᚋmodelᚐPromptStats(ctx context.Context, sel ast.SelectionSet, v *model.PromptStats) graphql.Marshaler {
 	if v == nil {
 		graphql.AddInvalidNullError(ctx, "PromptStats!")
@@ -39097,6 +41370,26 @@ func (ec *executionContext) unmarshalNResultKind2githubᚗcomᚋtoolgateᚋtoolg
 
 func (ec *executionContext) marshalNResultKind2githubᚗcomᚋtoolgateᚋtoolgateᚋentᚋschematypeᚐResultKind(ctx context.Context, sel ast.SelectionSet, v schematype.ResultKind) graphql.Marshaler {
 	return v
+}
+
+func (ec *executionContext) marshalNSelectorLayout2githubᚗcomᚋtoolgateᚋtoolgateᚋtoolsᚋartifactᚐSelectorLayout(ctx context.Context, sel ast.SelectionSet, v artifact.SelectorLayout) graphql.Marshaler {
+	return ec._SelectorLayout(ctx, sel, &v)
+}
+
+func (ec *executionContext) marshalNSelectorLayout2ᚕgithubᚗcomᚋtoolgateᚋtoolgateᚋtoolsᚋartifactᚐSelectorLayoutᚄ(ctx context.Context, sel ast.SelectionSet, v []artifact.SelectorLayout) graphql.Marshaler {
+	ret := graphql.MarshalSliceConcurrently(ctx, len(v), 0, false, func(ctx context.Context, i int) graphql.Marshaler {
+		fc := graphql.GetFieldContext(ctx)
+		fc.Result = &v[i]
+		return ec.marshalNSelectorLayout2githubᚗcomᚋtoolgateᚋtoolgateᚋtoolsᚋartifactᚐSelectorLayout(ctx, sel, v[i])
+	})
+
+	for _, e := range ret {
+		if e == graphql.Null {
+			return graphql.Null
+		}
+	}
+
+	return ret
 }
 
 func (ec *executionContext) unmarshalNSendMessageInput2githubᚗcomᚋtoolgateᚋtoolgateᚋgraphᚋmodelᚐSendMessageInput(ctx context.Context, v any) (model.SendMessageInput, error) {

@@ -81,6 +81,9 @@ func (d *Dispatcher) graphql(ctx context.Context, s Scope, c Call, def tools.Def
 	}
 	res.Outcome = Hits
 	res.setJSON(value)
+	if def.Media {
+		res.setMedia()
+	}
 }
 
 // refusalCodes are the error codes of a resolver that refused a request

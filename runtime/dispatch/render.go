@@ -133,7 +133,7 @@ func attempts(n int) string {
 
 func hits(res Result, def tools.Definition, ref string, truncatedAtSource bool) (string, []preview.Span, error) {
 	if res.Kind == schematype.KindMedia {
-		return fmt.Sprintf("[media result of %d bytes, stored as ref %s]", len(res.Content), ref), nil, nil
+		return mediaWords(res.Content, ref), nil, nil
 	}
 	if def.Preview == tools.PreviewExempt {
 		return string(res.Content), []preview.Span{{Start: 0, End: int64(len(res.Content))}}, nil

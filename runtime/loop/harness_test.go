@@ -87,10 +87,12 @@ func newHarness(t testing.TB, d *db.DB, p model.Provider, opts ...option) *harne
 	h.disp.Retry.Sleep = func(context.Context, time.Duration) error { return nil }
 	builtin.Install(h.disp, h.client)
 	webService := h.webService(t)
+	pages := reviewBrowser()
 	cfg := loop.Config{
 		Client: h.client, Provider: p, Signer: signer, Dispatcher: h.disp, Apps: apps,
 		Tools: registry.All(), Now: func() time.Time { return h.now }, EncodeID: gid.Encode, Queue: d.Queue(),
 		WebProvider: true, Embeddings: true, Registerer: h.reg, AttributionKey: []byte("the harness's attribution key, 32+ bytes"),
+		Browser: pages != nil,
 	}
 	for _, o := range opts {
 		o(&cfg)
@@ -105,7 +107,7 @@ func newHarness(t testing.TB, d *db.DB, p model.Provider, opts ...option) *harne
 	docs, err := document.New(document.Config{DB: d, Embedder: embed.NewLocal()})
 	require.NoError(t, err)
 	api = graph.NewServer(graph.Config{DB: d, Signer: signer, Runner: h.runner, Sandbox: sandbox, Web: webService, Documents: docs, Registry: h.reg,
-		TracerProvider: cfg.TracerProvider})
+		TracerProvider: cfg.TracerProvider, Browser: pages})
 	return h
 }
 

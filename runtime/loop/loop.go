@@ -67,6 +67,9 @@ type Config struct {
 	// Embeddings: the server has an embedding model, so the search tools
 	// of documents and attachments may be offered.
 	Embeddings bool
+	// Browser: the server found a headless browser, so the artifact review
+	// tools travel with the artifact writers.
+	Browser bool
 	// Budget, when set, is asked after each step whether the turn's user or
 	// organisation has spent its monthly limit: a reason stops the turn
 	// FAILED with it (users read it in Turn.error); an error (the limits

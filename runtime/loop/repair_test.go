@@ -89,6 +89,9 @@ var canonical = map[string]string{
 	"create_artifact":           `{"title": "Deck", "kind": "html", "content": "<p>one</p>"}`,
 	"rewrite_artifact":          `{"artifactId": "ARTIFACT", "content": "<p>two</p>"}`,
 	"update_artifact":           `{"artifactId": "ARTIFACT", "edits": [{"old": "one", "new": "uno"}]}`,
+	"inspect_artifact":          `{"artifactId": "ARTIFACT", "pages": [1]}`,
+	"measure_layout":            `{"artifactId": "ARTIFACT", "selectors": ["p"]}`,
+	"print_pdf":                 `{"artifactId": "ARTIFACT", "path": "deck.pdf"}`,
 	"knowledge_search":          `{"queries": ["tides"]}`,
 	"read_document":             `{"documentId": "DOCUMENT"}`,
 	"search_attachments":        `{"queries": ["tides"]}`,
@@ -198,6 +201,9 @@ func TestRepairedArgumentsReachEveryConsumer(t *testing.T) {
 			name := fmt.Sprintf("%s/%s/%s", tc.def.Name, tc.broken.rule, tc.broken.path)
 			t.Run(name, func(t *testing.T) {
 				t.Parallel()
+				if tc.def.Offered == tools.OfferArtifactReview && reviewBrowser() == nil {
+					t.Skip("no headless browser: the review tools are not offered")
+				}
 				// Every switch on: the switched tools are offered too.
 				conv := h.agent(t, map[string]any{"tools": optional, "budgetCheck": true, "pastConversationSearch": true, "memory": true, "knowledgeBaseIds": []string{gid.Encode(kb.ID)}, "skills": []string{"notes"}})
 				convID, err := gid.Decode(conv)

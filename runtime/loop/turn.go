@@ -7,6 +7,7 @@ import (
 	"errors"
 	"fmt"
 	"log/slog"
+	"maps"
 	"slices"
 
 	"go.opentelemetry.io/otel/trace"
@@ -202,7 +203,7 @@ func (t *turnRun) load(ctx context.Context) error {
 	if err != nil {
 		return err
 	}
-	rules, err := catalog.LoadRules(ctx, c, t.agent, u.Edges.Organization, catalog.Server{WebProvider: t.r.cfg.WebProvider, Embeddings: t.r.cfg.Embeddings})
+	rules, err := catalog.LoadRules(ctx, c, t.agent, u.Edges.Organization, catalog.Server{WebProvider: t.r.cfg.WebProvider, Embeddings: t.r.cfg.Embeddings, Browser: t.r.cfg.Browser})
 	if err != nil {
 		return err
 	}
@@ -359,6 +360,10 @@ func (t *turnRun) history(ctx context.Context, compact bool) (int, error) {
 	if len(own) > 0 {
 		t.tail = &own[len(own)-1]
 	}
+	images, err := t.ownImages(ctx, own)
+	if err != nil {
+		return 0, err
+	}
 	for i, st := range own {
 		for _, call := range st.Calls {
 			t.nextPosition = max(t.nextPosition, call.Position+1)
@@ -381,11 +386,43 @@ func (t *turnRun) history(ctx context.Context, compact bool) (int, error) {
 				heard = *call.Heard
 			}
 			msgs = append(msgs, model.Message{Role: model.RoleTool, ToolCallID: prompt.CallID(call), ToolName: call.Name, Text: heard,
-				IsError: call.Outcome != toolcall.OutcomeHITS && call.Outcome != toolcall.OutcomeABSENCE})
+				IsError: call.Outcome != toolcall.OutcomeHITS && call.Outcome != toolcall.OutcomeABSENCE, Images: images[call.ID]})
 		}
 	}
 	t.req.Messages = msgs
 	return len(own), nil
+}
+
+// ownImages reads the images of this turn's own calls that gave non-text
+// media, by call, for a model that takes images: a resumed turn shows the
+// model what its first run showed. Earlier turns replay their words only.
+func (t *turnRun) ownImages(ctx context.Context, own []prompt.Step) (map[int][]model.Image, error) {
+	if !model.TakesImages(t.r.cfg.Provider, t.req.Model) {
+		return nil, nil
+	}
+	byResult := map[int]int{}
+	for _, st := range own {
+		for _, c := range st.Calls {
+			if c.ResultID != nil && c.Outcome == toolcall.OutcomeHITS && t.byName[c.Name].Media {
+				byResult[*c.ResultID] = c.ID
+			}
+		}
+	}
+	if len(byResult) == 0 {
+		return nil, nil
+	}
+	rows, err := t.client().StoredResult.Query().
+		Where(storedresult.IDIn(slices.Collect(maps.Keys(byResult))...), storedresult.KindEQ(schematype.KindMedia)).
+		All(ctx)
+	if err != nil {
+		return nil, fmt.Errorf("load images: %w", err)
+	}
+	out := make(map[int][]model.Image, len(rows))
+	for _, r := range rows {
+		_, images, _ := dispatch.Media(r.Content)
+		out[byResult[r.ID]] = images
+	}
+	return out, nil
 }
 
 // steps loads the model calls and tool calls of turns, grouped by turn and
@@ -716,6 +753,7 @@ func (t *turnRun) runTools(ctx context.Context, step int, rows []*ent.ToolCall, 
 	}
 
 	heard := make([]string, len(calls))
+	images := make([][]model.Image, len(calls))
 	failed := make([]bool, len(calls))
 	sent := make([]json.RawMessage, len(calls))
 	errs := make([]error, len(calls))
@@ -744,7 +782,7 @@ func (t *turnRun) runTools(ctx context.Context, step int, rows []*ent.ToolCall, 
 			heard[i], failed[i], errs[i] = t.record(ctx, rows[i], calls[i], res)
 			sent[i] = res.Arguments
 		} else {
-			heard[i], failed[i], sent[i], errs[i] = t.runTool(ctx, s, rows[i], calls[i])
+			heard[i], failed[i], sent[i], images[i], errs[i] = t.runTool(ctx, s, rows[i], calls[i])
 		}
 		t.publish(events.Event{Kind: events.ToolCallFinished, ToolCallID: rows[i].ID, Step: rows[i].Step, Status: string(turn.StatusRUNNING)})
 	})
@@ -755,8 +793,13 @@ func (t *turnRun) runTools(ctx context.Context, step int, rows []*ent.ToolCall, 
 	// call, the pause, a resume rebuilding this turn) reads them as repaired
 	// and sent, never as the model first wrote them.
 	t.repaired(calls, sent)
+	seesImages := model.TakesImages(t.r.cfg.Provider, t.req.Model)
 	for i, c := range calls {
-		t.req.Messages = append(t.req.Messages, model.Message{Role: model.RoleTool, ToolCallID: c.ID, ToolName: c.Name, Text: heard[i], IsError: failed[i]})
+		m := model.Message{Role: model.RoleTool, ToolCallID: c.ID, ToolName: c.Name, Text: heard[i], IsError: failed[i]}
+		if seesImages {
+			m.Images = images[i]
+		}
+		t.req.Messages = append(t.req.Messages, m)
 		if len(sent[i]) > 0 {
 			rows[i].Arguments = string(sent[i])
 		}
@@ -802,16 +845,17 @@ func (t *turnRun) repaired(calls []model.ToolCall, sent []json.RawMessage) {
 }
 
 // runTool carries out one call and records it. It returns what the model
-// hears, whether the call failed, and the arguments as repaired and sent.
+// hears, whether the call failed, the arguments as repaired and sent, and
+// the images of a result of non-text media.
 // A call cut by the end of a drain, or by the loss of the turn, is not
 // recorded: whoever resumes the turn settles it.
-func (t *turnRun) runTool(ctx context.Context, s dispatch.Scope, row *ent.ToolCall, c model.ToolCall) (string, bool, json.RawMessage, error) {
+func (t *turnRun) runTool(ctx context.Context, s dispatch.Scope, row *ent.ToolCall, c model.ToolCall) (string, bool, json.RawMessage, []model.Image, error) {
 	res := t.r.cfg.Dispatcher.Do(ctx, s, dispatch.Call{ID: c.ID, Name: c.Name, Arguments: c.Arguments})
 	if cause := context.Cause(ctx); errors.Is(cause, errStopped) || errors.Is(cause, errLeaseLost) {
-		return "", false, nil, cause
+		return "", false, nil, nil, cause
 	}
 	heard, failed, err := t.record(ctx, row, c, res)
-	return heard, failed, res.Arguments, err
+	return heard, failed, res.Arguments, dispatch.Images(res), err
 }
 
 // record stores the call's result and what the model hears, in one

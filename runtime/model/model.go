@@ -45,6 +45,32 @@ type Message struct {
 	ToolName   string
 	// IsError marks a tool message that reports a failure.
 	IsError bool
+	// Images are set on a tool message whose result is non-text media (an
+	// inspection's page images), when the model takes images; Text then
+	// says what they are and the ref they are stored under.
+	Images []Image
+}
+
+// Image is one image a tool message carries.
+type Image struct {
+	// MediaType is image/jpeg, image/png, image/gif or image/webp.
+	MediaType string
+	Data      []byte
+}
+
+// ImageTaker is a provider that can show images to some models.
+type ImageTaker interface {
+	// TakesImages reports whether the model named (empty: the provider's
+	// default) reads images.
+	TakesImages(model string) bool
+}
+
+// TakesImages reports whether p sends images to the model named: only a
+// provider that says so does. Any other hears of an image by its text
+// alone (the summary and the ref).
+func TakesImages(p Provider, model string) bool {
+	t, ok := p.(ImageTaker)
+	return ok && t.TakesImages(model)
 }
 
 // Request is one model call. System and Tools are the stable prefix: they

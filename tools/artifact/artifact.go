@@ -55,6 +55,9 @@ type Store struct {
 	client *ent.Client
 	conv   int
 	now    func() time.Time
+	// unreviewed: the server has no browser, so a draft's note cannot
+	// point to inspect_artifact.
+	unreviewed bool
 }
 
 // New returns the artifacts of the conversation. The caller has checked
@@ -62,6 +65,13 @@ type Store struct {
 // a mutation, the transaction's, so that a write is all or nothing.
 func New(client *ent.Client, conversationID int) *Store {
 	return &Store{client: client, conv: conversationID, now: time.Now}
+}
+
+// Unreviewed says the server has no browser: drafts stay drafts, and the
+// model is told why rather than pointed to a tool it was not offered.
+func (s *Store) Unreviewed() *Store {
+	s.unreviewed = true
+	return s
 }
 
 // Saved is what a write answers: the new version, and whether it is a
@@ -78,6 +88,13 @@ type Saved struct {
 	Draft bool `json:"draft"`
 	// Note tells the model what a draft needs.
 	Note string `json:"note,omitempty"`
+}
+
+// UnreviewedNote is what a write of a visual version tells the model on
+// a server with no browser.
+func UnreviewedNote(version int) string {
+	return fmt.Sprintf("version %d is an uninspected draft: the person still sees the last inspected version, and "+
+		"this server has no browser to inspect it; say so if they ask why it does not show.", version)
 }
 
 // DraftNote is what a write of a visual version tells the model.
@@ -185,6 +202,9 @@ func (s *Store) add(ctx context.Context, a *ent.Artifact, content string, edits 
 	out := &Saved{ArtifactID: a.ID, Title: a.Title, Kind: string(a.Kind), Version: number, Chars: chars, Edits: edits}
 	if Visual(a.Kind) {
 		out.Draft, out.Note = true, DraftNote(number)
+		if s.unreviewed {
+			out.Note = UnreviewedNote(number)
+		}
 	}
 	return out, nil
 }

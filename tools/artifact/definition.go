@@ -2,8 +2,10 @@ package artifact
 
 import (
 	"encoding/json"
+	"strconv"
 
 	"github.com/toolgate/toolgate/tools"
+	"github.com/toolgate/toolgate/tools/workspace"
 )
 
 // Family is the artifact tools' family.
@@ -12,8 +14,7 @@ const Family = "artifact"
 // guidance travels with the writers: one paragraph, paid only on turns
 // that can write artifacts.
 const guidance = "Artifacts are documents the person sees beside the chat: html (a slide deck is one <section> per slide), " +
-	"svg or markdown. Every write is a new version. Visual files need inspection before saving: a new html or svg " +
-	"version is a draft the person does not see until inspect_artifact has rendered it."
+	"svg or markdown. Every write is a new version."
 
 // The artifact writers as the runtime offers them, to agents that
 // allowlist them.
@@ -88,3 +89,96 @@ const savedFields = `{ artifactId title kind version chars edits draft note }`
 // Writers are the tools that write artifacts, in registration order: the
 // review tools travel with them.
 var Writers = []tools.Definition{CreateArtifact, RewriteArtifact, UpdateArtifact}
+
+// reviewGuidance travels with the review tools, on turns where a browser
+// can render what the writers save.
+const reviewGuidance = "Visual files need inspection before saving: a new html or svg version is a draft the person " +
+	"does not see until inspect_artifact has rendered it. Look at every page, fix what overflows, inspect again."
+
+// The review tools, offered with the writers when the server has a
+// headless browser (package browser).
+var (
+	// InspectArtifact is inspect_artifact.
+	InspectArtifact = tools.Definition{
+		Name:   "inspect_artifact",
+		Family: Family,
+		Description: "See an html or svg artifact's latest version as the person will: page images (deck slides, else " +
+			"screen-high pages; 10 per call, first 10 by default) and overflowing elements. Marks that version inspected, " +
+			"so the person sees it. Don't re-inspect a version you have not changed, or inspect markdown.",
+		Schema: json.RawMessage(`{"type":"object","properties":{"artifactId":{"type":"string"},` +
+			`"pages":{"type":"array","maxItems":` + strconv.Itoa(MaxInspectPages) + `,"items":{"type":"integer","minimum":1}}},` +
+			`"required":["artifactId"],"additionalProperties":false}`),
+		Guidance:    reviewGuidance,
+		GuidanceKey: "artifact_review",
+		Offered:     tools.OfferArtifactReview,
+		Effect:      tools.EffectIdempotent,
+		Reads:       []tools.Resource{tools.ResourceArtifacts},
+		Preview:     tools.PreviewExempt,
+		Media:       true,
+		Limits:      map[string]int{"pages": MaxInspectPages},
+		Operation: `mutation($conversationId: ID, $artifactId: ID!, $pages: [Int!]) { inspectArtifact(` +
+			`conversationId: $conversationId, artifactId: $artifactId, pages: $pages) ` +
+			`{ artifactId version pages shown summary images { page mimeType data } } }`,
+		Field: "inspectArtifact",
+	}
+
+	// MeasureLayout is measure_layout.
+	MeasureLayout = tools.Definition{
+		Name:   "measure_layout",
+		Family: Family,
+		Description: "Measure elements of an artifact's latest version by CSS selector: boxes in px, text that does not " +
+			"fit its box, elements past the page edge. Don't use it to look at pages (inspect_artifact), or on every " +
+			"element when nothing looked wrong.",
+		Schema: json.RawMessage(`{"type":"object","properties":{"artifactId":{"type":"string"},` +
+			`"selectors":{"type":"array","minItems":1,"maxItems":` + strconv.Itoa(MaxSelectors) + `,"items":{"type":"string"}}},` +
+			`"required":["artifactId","selectors"],"additionalProperties":false}`),
+		Guidance:    reviewGuidance,
+		GuidanceKey: "artifact_review",
+		Offered:     tools.OfferArtifactReview,
+		Effect:      tools.EffectRead,
+		Reads:       []tools.Resource{tools.ResourceArtifacts},
+		Preview:     tools.PreviewLarge,
+		Limits:      map[string]int{"selectors": MaxSelectors, "elementsPerSelector": MaxElements},
+		Operation: `query($conversationId: ID, $artifactId: ID!, $selectors: [String!]!) { measureLayout(` +
+			`conversationId: $conversationId, artifactId: $artifactId, selectors: $selectors) { artifactId version pages ` +
+			`selectors { selector count elements { page element text box { x y width height } overflowX overflowY outside } } ` +
+			`failures { item input kind message } } }`,
+		Field: "measureLayout",
+	}
+
+	// PrintPDF is print_pdf.
+	PrintPDF = tools.Definition{
+		Name:   "print_pdf",
+		Family: Family,
+		Description: "Print an html or svg artifact's latest version to a PDF in the workspace (a deck: one slide per " +
+			"page). Don't print a version you have not inspected, or to check a layout (inspect_artifact).",
+		Schema: json.RawMessage(`{"type":"object","properties":{"artifactId":{"type":"string"},` +
+			`"path":{"type":"string"}},"required":["artifactId","path"],"additionalProperties":false}`),
+		Guidance:    reviewGuidance,
+		GuidanceKey: "artifact_review",
+		Offered:     tools.OfferArtifactReview,
+		Effect:      tools.EffectIdempotent,
+		Reads:       []tools.Resource{tools.ResourceArtifacts},
+		Writes:      []tools.Resource{tools.ResourceWorkspace},
+		Preview:     tools.PreviewExempt,
+		Limits:      map[string]int{"pdfBytes": workspace.MaxBinaryBytes},
+		Operation: `mutation($conversationId: ID, $artifactId: ID!, $path: String!) { printPdf(` +
+			`conversationId: $conversationId, artifactId: $artifactId, path: $path) { artifactId version path pages bytes created } }`,
+		Field: "printPdf",
+	}
+)
+
+// Reviewers are the review tools, in registration order: they follow the
+// writers.
+var Reviewers = []tools.Definition{InspectArtifact, MeasureLayout, PrintPDF}
+
+// Writes reports whether name is one of the artifact writers: the review
+// tools travel with them.
+func Writes(name string) bool {
+	for _, d := range Writers {
+		if d.Name == name {
+			return true
+		}
+	}
+	return false
+}

@@ -160,6 +160,9 @@ func (c Catalogue) For(a *Agent) Catalogue {
 		}
 		out.Tools[i] = t
 	}
+	if a != nil && !a.Browser && a.writesArtifacts() {
+		out.Warnings = append(out.Warnings, NoReview)
+	}
 	return out
 }
 

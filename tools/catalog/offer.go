@@ -6,6 +6,7 @@ import (
 
 	"github.com/toolgate/toolgate/ent"
 	"github.com/toolgate/toolgate/tools"
+	"github.com/toolgate/toolgate/tools/artifact"
 	"github.com/toolgate/toolgate/tools/skill"
 )
 
@@ -29,6 +30,9 @@ type Agent struct {
 	// DocumentAttachments: one whose text can be read (not FAILED). Only a
 	// turn knows them; the catalogue of an agent leaves them off.
 	Attachments, DocumentAttachments bool
+	// Browser: the server found a headless browser, so the artifact review
+	// tools travel with the writers.
+	Browser bool
 	// Bound is what the agent binds that descriptions name: its published
 	// skills. AgentOf leaves it empty; LoadRules reads it.
 	Bound tools.Bound
@@ -40,6 +44,8 @@ type Server struct {
 	WebProvider bool
 	// Embeddings: an embedding model is configured.
 	Embeddings bool
+	// Browser: a headless browser was found (the artifact review tools).
+	Browser bool
 }
 
 // AgentOf reads the offering rules of an agent row.
@@ -58,6 +64,7 @@ func RulesOf(a *ent.Agent, org *ent.Organization, s Server) *Agent {
 	r := AgentOf(a)
 	r.WebResearch = s.WebProvider && org != nil && org.WebResearch
 	r.Embeddings = s.Embeddings
+	r.Browser = s.Browser
 	return r
 }
 
@@ -79,6 +86,14 @@ func (a *Agent) Definition(d tools.Definition) tools.Definition {
 	return d.For(a.Bound)
 }
 
+// writesArtifacts reports whether the agent lists an artifact writer.
+func (a *Agent) writesArtifacts() bool { return slices.ContainsFunc(a.Tools, artifact.Writes) }
+
+// NoReview is the catalogue's warning for an agent that writes artifacts
+// on a server with no browser.
+const NoReview = "no headless browser was found, so inspect_artifact, measure_layout and print_pdf are not offered: " +
+	"html and svg artifacts stay drafts the person does not see (install Chromium, or set TOOLGATE_BROWSER)"
+
 // Offers reports whether the agent's turns are offered the tool named name,
 // offered when when. Always-on and workspace tools are on every turn; any
 // other tool must be on the allowlist, and a switched tool also needs its
@@ -89,6 +104,8 @@ func (a *Agent) Offers(name string, when tools.Offering) bool {
 		return true
 	case tools.OfferSkillBound:
 		return a != nil && len(a.Bound.Skills) > 0
+	case tools.OfferArtifactReview:
+		return a != nil && a.Browser && a.writesArtifacts()
 	}
 	if a == nil || !slices.Contains(a.Tools, name) {
 		return false

@@ -38,6 +38,7 @@ func All() []tools.Definition {
 		web.Definitions,
 		code.Definitions,
 		artifact.Writers,
+		artifact.Reviewers,
 		[]tools.Definition{
 			budget.Check,
 		},

@@ -30,7 +30,7 @@ var (
 		Preview: tools.PreviewLarge,
 		Limits:  map[string]int{"files": MaxFiles},
 		Operation: `query($conversationId: ID, $path: String) { listFiles(conversationId: $conversationId, path: $path) ` +
-			`{ files { path chars updatedAt } } }`,
+			`{ files { path chars bytes mediaType updatedAt } } }`,
 		Field: "listFiles",
 	}
 

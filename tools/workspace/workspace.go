@@ -1,7 +1,9 @@
 // Package workspace holds the workspace tools: list_files, search_files,
 // read_file, write_file, edit_file and delete_file. Every conversation has
-// one workspace of text files, kept in the database, so the six tools are
-// offered on every turn.
+// one workspace of files, kept in the database, so the six tools are
+// offered on every turn. The tools write text; a binary file (the PDF
+// print_pdf prints) is kept as its bytes with its media type, listed with
+// it, and refused by the tools that read or edit text.
 //
 // A Workspace works on one conversation through the caller's ent client.
 // Every query on files filters by that conversation; stored results, read
@@ -31,8 +33,10 @@ import (
 const (
 	// MaxPathChars bounds a normalised path.
 	MaxPathChars = 255
-	// MaxFileBytes bounds one file.
+	// MaxFileBytes bounds one text file.
 	MaxFileBytes = 1 << 20
+	// MaxBinaryBytes bounds one binary file.
+	MaxBinaryBytes = 10 << 20
 	// MaxWorkspaceBytes bounds all of a conversation's files together.
 	MaxWorkspaceBytes = 20 << 20
 	// MaxFiles bounds the number of files in a workspace.
@@ -122,9 +126,11 @@ func CleanPath(p string) (string, error) {
 
 // FileInfo describes one file of a listing.
 type FileInfo struct {
-	Path      string    `json:"path"`
-	Chars     int       `json:"chars"`
-	Bytes     int       `json:"bytes"`
+	Path  string `json:"path"`
+	Chars int    `json:"chars"`
+	Bytes int    `json:"bytes"`
+	// MediaType is set on a binary file only.
+	MediaType *string   `json:"mediaType,omitempty"`
 	UpdatedAt time.Time `json:"updatedAt"`
 }
 
@@ -146,7 +152,8 @@ func (w *Workspace) List(ctx context.Context, folder *string) (*Listing, error) 
 		}
 		q.Where(workspacefile.Or(workspacefile.Path(f), workspacefile.PathHasPrefix(f+"/")))
 	}
-	rows, err := q.Select(workspacefile.FieldPath, workspacefile.FieldChars, workspacefile.FieldBytes, workspacefile.FieldUpdatedAt).
+	rows, err := q.Select(workspacefile.FieldPath, workspacefile.FieldChars, workspacefile.FieldBytes,
+		workspacefile.FieldMediaType, workspacefile.FieldUpdatedAt).
 		All(ctx)
 	if err != nil {
 		return nil, fmt.Errorf("list files: %w", err)
@@ -154,6 +161,9 @@ func (w *Workspace) List(ctx context.Context, folder *string) (*Listing, error) 
 	out := &Listing{Files: make([]FileInfo, len(rows))}
 	for i, r := range rows {
 		out.Files[i] = FileInfo{Path: r.Path, Chars: int(r.Chars), Bytes: int(r.Bytes), UpdatedAt: r.UpdatedAt}
+		if r.MediaType != "" {
+			out.Files[i].MediaType = &r.MediaType
+		}
 	}
 	// Sorted here, not in SQL: collations differ between databases.
 	slices.SortFunc(out.Files, func(a, b FileInfo) int { return strings.Compare(a.Path, b.Path) })
@@ -195,7 +205,7 @@ func (w *Workspace) Read(ctx context.Context, p string, offset, maxChars *int) (
 		}
 		from = *offset
 	}
-	f, err := w.get(ctx, p)
+	f, err := w.text(ctx, p)
 	if err != nil {
 		return nil, err
 	}
@@ -220,6 +230,36 @@ func (w *Workspace) get(ctx context.Context, p string) (*ent.WorkspaceFile, erro
 		return nil, fmt.Errorf("load file: %w", err)
 	}
 	return f, nil
+}
+
+// text loads one text file whole; a binary file is refused in words that
+// say what it is.
+func (w *Workspace) text(ctx context.Context, p string) (*ent.WorkspaceFile, error) {
+	f, err := w.get(ctx, p)
+	if err != nil {
+		return nil, err
+	}
+	if f.MediaType != "" {
+		return nil, refusef("%q is a binary file (%s, %d bytes): it cannot be read or edited as text", p, f.MediaType, f.Bytes)
+	}
+	return f, nil
+}
+
+// Binary reads one binary file: its bytes and media type. A text file is
+// returned as its UTF-8 bytes, as text/plain.
+func (w *Workspace) Binary(ctx context.Context, p string) ([]byte, string, error) {
+	p, err := CleanPath(p)
+	if err != nil {
+		return nil, "", err
+	}
+	f, err := w.get(ctx, p)
+	if err != nil {
+		return nil, "", err
+	}
+	if f.MediaType == "" {
+		return []byte(f.Content), "text/plain; charset=utf-8", nil
+	}
+	return f.Data, f.MediaType, nil
 }
 
 // Deleted is what delete_file answers.
@@ -264,7 +304,7 @@ func (w *Workspace) Text(ctx context.Context, p string) (string, error) {
 	if err != nil {
 		return "", err
 	}
-	f, err := w.get(ctx, p)
+	f, err := w.text(ctx, p)
 	if err != nil {
 		return "", err
 	}

@@ -150,6 +150,7 @@ func (w *Workspace) put(ctx context.Context, idx *index, batch []staged) (*Write
 		if exists {
 			err = w.client.WorkspaceFile.UpdateOneID(old.id).
 				SetContent(s.content).SetChars(int64(s.chars)).SetBytes(int64(len(s.content))).
+				ClearMediaType().ClearData().
 				Exec(ctx)
 		} else {
 			err = w.client.WorkspaceFile.Create().
@@ -163,6 +164,44 @@ func (w *Workspace) put(ctx context.Context, idx *index, batch []staged) (*Write
 		out.Files[i] = Written{Path: s.path, Chars: s.chars, Bytes: len(s.content), Created: !exists}
 	}
 	return out, nil
+}
+
+// PutBinary creates or replaces one binary file (a PDF a tool printed),
+// under the workspace's limits: the path, MaxBinaryBytes, files and
+// folders, the totals.
+func (w *Workspace) PutBinary(ctx context.Context, path, mediaType string, data []byte) (*Written, error) {
+	p, err := CleanPath(path)
+	if err != nil {
+		return nil, err
+	}
+	if len(data) > MaxBinaryBytes {
+		return nil, refusef("%q would be %d bytes: a binary file holds at most %d", p, len(data), MaxBinaryBytes)
+	}
+	idx, err := w.index(ctx)
+	if err != nil {
+		return nil, err
+	}
+	if err := idx.checkFolders(p, nil); err != nil {
+		return nil, refusef("%q: %v", p, err)
+	}
+	if err := idx.checkTotals([]change{{path: p, bytes: len(data)}}); err != nil {
+		return nil, err
+	}
+	old, exists := idx.byPath[p]
+	if exists {
+		err = w.client.WorkspaceFile.UpdateOneID(old.id).
+			SetContent("").SetChars(0).SetBytes(int64(len(data))).SetMediaType(mediaType).SetData(data).
+			Exec(ctx)
+	} else {
+		err = w.client.WorkspaceFile.Create().
+			SetConversationID(w.conv).SetPath(p).
+			SetContent("").SetChars(0).SetBytes(int64(len(data))).SetMediaType(mediaType).SetData(data).
+			Exec(ctx)
+	}
+	if err != nil {
+		return nil, fmt.Errorf("write file: %w", err)
+	}
+	return &Written{Path: p, Bytes: len(data), Created: !exists}, nil
 }
 
 // stage checks one file of a batch and settles its content.
@@ -217,7 +256,7 @@ func (w *Workspace) Edit(ctx context.Context, p string, edits []*EditInput) (*Ed
 	if len(edits) == 0 || len(edits) > MaxEdits {
 		return nil, refusef("edits: give 1 to %d edits per call, not %d", MaxEdits, len(edits))
 	}
-	f, err := w.get(ctx, p)
+	f, err := w.text(ctx, p)
 	if err != nil {
 		return nil, err
 	}

@@ -8,6 +8,10 @@
 // any user text after them) become one user message, tool_result blocks
 // first, with is_error set on failures.
 //
+// A tool result's images travel in its tool_result block, after its text;
+// Options.TextOnly, for a model that reads no images, leaves them out (the
+// text names their ref).
+//
 // Calls are not streamed: the answer is used whole, and the SDK bounds a
 // plain call's duration by max_tokens.
 package anthropic
@@ -15,6 +19,7 @@ package anthropic
 import (
 	"bytes"
 	"context"
+	"encoding/base64"
 	"encoding/json"
 	"fmt"
 	"net/http"
@@ -54,6 +59,9 @@ type Options struct {
 	HTTPClient *http.Client
 	// Retry is the schedule for 429, 5xx, 529 and dropped connections.
 	Retry retry.Policy
+	// TextOnly says the model reads no images: tool results' images are
+	// not sent.
+	TextOnly bool
 }
 
 // Provider talks to the Messages API. It is safe for concurrent use.
@@ -62,6 +70,7 @@ type Provider struct {
 	model     string
 	maxTokens int
 	retry     retry.Policy
+	textOnly  bool
 }
 
 var _ model.Provider = (*Provider)(nil)
@@ -94,6 +103,7 @@ func New(opts Options) (*Provider, error) {
 		model:     opts.Model,
 		maxTokens: opts.MaxTokens,
 		retry:     opts.Retry,
+		textOnly:  opts.TextOnly,
 	}
 	if p.model == "" {
 		p.model = DefaultModel
@@ -106,6 +116,10 @@ func New(opts Options) (*Provider, error) {
 
 // Name returns "anthropic".
 func (p *Provider) Name() string { return Name }
+
+// TakesImages reports whether tool results' images are sent: unless the
+// provider was set up TextOnly.
+func (p *Provider) TakesImages(string) bool { return !p.textOnly }
 
 // Model returns the model asked for when a Request names none.
 func (p *Provider) Model() string { return p.model }
@@ -156,7 +170,7 @@ func (p *Provider) params(req model.Request) (sdk.MessageNewParams, error) {
 		}
 		params.Tools = append(params.Tools, sdk.ToolUnionParam{OfTool: &tool})
 	}
-	msgs, err := messages(req.Messages)
+	msgs, err := messages(req.Messages, !p.textOnly)
 	if err != nil {
 		return params, err
 	}
@@ -226,7 +240,7 @@ func (u *userTurn) flush(msgs []sdk.MessageParam) []sdk.MessageParam {
 // messages maps the history. Consecutive user and tool messages share one
 // user message, since the API wants every result of a batch of tool calls
 // in the message that follows it.
-func messages(history []model.Message) ([]sdk.MessageParam, error) {
+func messages(history []model.Message, images bool) ([]sdk.MessageParam, error) {
 	var msgs []sdk.MessageParam
 	var user userTurn
 	for i, m := range history {
@@ -243,6 +257,12 @@ func messages(history []model.Message) ([]sdk.MessageParam, error) {
 			result := &sdk.ToolResultBlockParam{ToolUseID: m.ToolCallID}
 			if m.Text != "" {
 				result.Content = []sdk.ToolResultBlockParamContentUnion{{OfText: &sdk.TextBlockParam{Text: m.Text}}}
+			}
+			if images {
+				for _, img := range m.Images {
+					block := sdk.NewImageBlockBase64(img.MediaType, base64.StdEncoding.EncodeToString(img.Data))
+					result.Content = append(result.Content, sdk.ToolResultBlockParamContentUnion{OfImage: block.OfImage})
+				}
 			}
 			if m.IsError {
 				result.IsError = sdk.Bool(true)

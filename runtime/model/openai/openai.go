@@ -11,11 +11,17 @@
 // cache_write_tokens where a server reports them), so the uncached input is
 // what is left. A reasoning_content (or reasoning) field, which some
 // OpenAI-compatible servers add for thinking models, becomes Response.Thinking.
+//
+// Images: a Chat Completions tool message holds text only, so the images
+// of a batch's tool results follow its tool messages in one user message,
+// each introduced by the call it came from. Options.TextOnly, for a model
+// that reads no images, leaves them out: the tool text names their ref.
 package openai
 
 import (
 	"context"
 	"crypto/rand"
+	"encoding/base64"
 	"encoding/hex"
 	"encoding/json"
 	"errors"
@@ -59,6 +65,9 @@ type Options struct {
 	// DisableStreaming sends one plain request per call, for servers that
 	// cannot stream.
 	DisableStreaming bool
+	// TextOnly says the model reads no images: tool results' images are
+	// not sent.
+	TextOnly bool
 }
 
 // Provider talks to a Chat Completions endpoint. It is safe for concurrent use.
@@ -68,6 +77,7 @@ type Provider struct {
 	maxTokens int
 	retry     retry.Policy
 	stream    bool
+	textOnly  bool
 }
 
 var _ model.Provider = (*Provider)(nil)
@@ -105,11 +115,16 @@ func New(opts Options) (*Provider, error) {
 		maxTokens: opts.MaxTokens,
 		retry:     opts.Retry,
 		stream:    !opts.DisableStreaming,
+		textOnly:  opts.TextOnly,
 	}, nil
 }
 
 // Name returns "openai".
 func (p *Provider) Name() string { return Name }
+
+// TakesImages reports whether tool results' images are sent: unless the
+// provider was set up TextOnly.
+func (p *Provider) TakesImages(string) bool { return !p.textOnly }
 
 // Model returns the model asked for when a Request names none.
 func (p *Provider) Model() string { return p.model }
@@ -155,12 +170,23 @@ func (p *Provider) params(req model.Request) (sdk.ChatCompletionNewParams, error
 	if req.System != "" {
 		params.Messages = append(params.Messages, sdk.SystemMessage(req.System))
 	}
+	var images []sdk.ChatCompletionContentPartUnionParam
 	for i, m := range req.Messages {
+		if m.Role != model.RoleTool && len(images) > 0 {
+			params.Messages = append(params.Messages, sdk.UserMessage(images))
+			images = nil
+		}
 		msg, err := message(m)
 		if err != nil {
 			return params, fmt.Errorf("message %d: %w", i, err)
 		}
 		params.Messages = append(params.Messages, msg)
+		if m.Role == model.RoleTool && len(m.Images) > 0 && !p.textOnly {
+			images = append(images, imageParts(m)...)
+		}
+	}
+	if len(images) > 0 {
+		params.Messages = append(params.Messages, sdk.UserMessage(images))
 	}
 	for _, t := range req.Tools {
 		def, err := functionDefinition(t)
@@ -204,6 +230,20 @@ func message(m model.Message) (sdk.ChatCompletionMessageParamUnion, error) {
 		return sdk.ChatCompletionMessageParamUnion{OfAssistant: &a}, nil
 	}
 	return sdk.ChatCompletionMessageParamUnion{}, fmt.Errorf("unknown role %q", m.Role)
+}
+
+// imageParts are a tool message's images as user content: a line naming
+// the call, then each image as a data URL.
+func imageParts(m model.Message) []sdk.ChatCompletionContentPartUnionParam {
+	parts := []sdk.ChatCompletionContentPartUnionParam{
+		sdk.TextContentPart(fmt.Sprintf("The %d image(s) of tool call %s (%s):", len(m.Images), m.ToolCallID, m.ToolName)),
+	}
+	for _, img := range m.Images {
+		parts = append(parts, sdk.ImageContentPart(sdk.ChatCompletionContentPartImageImageURLParam{
+			URL: "data:" + img.MediaType + ";base64," + base64.StdEncoding.EncodeToString(img.Data),
+		}))
+	}
+	return parts
 }
 
 // functionDefinition sends the tool's schema byte for byte: the tools are

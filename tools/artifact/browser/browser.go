@@ -14,6 +14,7 @@ import (
 	"fmt"
 	"os"
 	"os/exec"
+	"path/filepath"
 	"sync"
 	"time"
 
@@ -33,8 +34,12 @@ var names = []string{"chromium", "chromium-browser", "google-chrome", "google-ch
 
 // Find returns the browser to drive: TOOLGATE_BROWSER when set (it must
 // exist), else the first of the usual Chromium names on PATH.
-func Find() (string, error) {
-	if p := os.Getenv(EnvBrowser); p != "" {
+func Find() (string, error) { return Lookup(os.Getenv(EnvBrowser)) }
+
+// Lookup returns the browser named (a path, or a name on PATH; it must
+// exist), or with no name the first of the usual Chromium names on PATH.
+func Lookup(name string) (string, error) {
+	if p := name; p != "" {
 		path, err := exec.LookPath(p)
 		if err != nil {
 			return "", fmt.Errorf("%s=%s: %w", EnvBrowser, p, ErrNoBrowser)
@@ -82,6 +87,9 @@ func New(exe string, pages int, timeout time.Duration) *Pool {
 	}
 	return &Pool{exe: exe, timeout: timeout, pages: make(chan struct{}, pages)}
 }
+
+// Name is the browser's executable name (not its path).
+func (p *Pool) Name() string { return filepath.Base(p.exe) }
 
 // Starts reports how many times the browser was started: once, plus once
 // for each time it was found dead.
