@@ -78,8 +78,10 @@ func TestSQLiteForeignKeysOn(t *testing.T) {
 
 // A database file written before times had a format of their own holds Go's
 // debug strings; migrate rewrites them once, and they then order as times.
+//
+// Not parallel: it migrates the old file with ent directly, outside the lock
+// that keeps ent's process-wide migration state to one migration at a time.
 func TestMigrateRewritesDebugTimes(t *testing.T) {
-	t.Parallel()
 	ctx := tenancy.System(context.Background())
 	path := filepath.Join(t.TempDir(), "old.db")
 	// The DSN earlier versions opened SQLite with: no _time_format.
