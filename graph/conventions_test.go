@@ -32,6 +32,8 @@ var mutationExceptions = map[string]string{
 	"createArtifact":     "a tool field: the arguments are the tool's own, as the model writes them",
 	"rewriteArtifact":    "a tool field: the arguments are the tool's own, as the model writes them",
 	"updateArtifact":     "a tool field: the arguments are the tool's own, as the model writes them",
+	"inspectArtifact":    "a tool field: the arguments are the tool's own, as the model writes them",
+	"printPdf":           "a tool field: the arguments are the tool's own, as the model writes them",
 	"deleteFile":         "a tool field: the arguments are the tool's own, as the model writes them",
 	"memoryWrite":        "a tool field: the arguments are the tool's own, as the model writes them",
 	"memoryForget":       "a tool field: the arguments are the tool's own, as the model writes them",
