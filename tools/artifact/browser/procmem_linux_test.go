@@ -28,6 +28,7 @@ type treeMemory struct {
 	halt sync.Once
 
 	mu            sync.Mutex
+	startPSS      int64 // bytes, before the first call
 	peakRSS       int64 // bytes
 	peakPSS       int64 // bytes
 	peakProcesses int
@@ -45,6 +46,7 @@ func watchTree(b *testing.B, pid int, interval time.Duration) *treeMemory {
 	ctx, cancel := context.WithCancel(context.Background())
 	m := &treeMemory{pid: pid, interval: interval, stop: cancel}
 	m.sample()
+	m.startPSS = m.peakPSS
 	m.done.Add(1)
 	go func() {
 		defer m.done.Done()
@@ -73,7 +75,8 @@ func (m *treeMemory) stopSampling() {
 
 // report stops the sampling, takes a last sample and reports the peaks as
 // browser-peak-MB (proportional sets) and browser-rss-peak-MB (resident
-// sets), in MiB, and the most processes seen at once.
+// sets), in MiB, the most processes seen at once, and browser-idle-MB:
+// the proportional sets of the warm browser before the first call.
 func (m *treeMemory) report(b *testing.B) {
 	if m == nil {
 		return
@@ -85,6 +88,7 @@ func (m *treeMemory) report(b *testing.B) {
 	b.ReportMetric(float64(m.peakPSS)/(1<<20), "browser-peak-MB")
 	b.ReportMetric(float64(m.peakRSS)/(1<<20), "browser-rss-peak-MB")
 	b.ReportMetric(float64(m.peakProcesses), "browser-procs")
+	b.ReportMetric(float64(m.startPSS)/(1<<20), "browser-idle-MB")
 }
 
 func (m *treeMemory) sample() {
