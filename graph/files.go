@@ -101,7 +101,7 @@ func attachment(filePath string) string {
 	name := path.Base(filePath)
 	ascii := []byte(name)
 	for i, c := range ascii {
-		if !(c >= 'a' && c <= 'z' || c >= 'A' && c <= 'Z' || c >= '0' && c <= '9' || c == '.' || c == '-' || c == '_') {
+		if !plainNameByte(c) {
 			ascii[i] = '_'
 		}
 	}
@@ -110,6 +110,12 @@ func attachment(filePath string) string {
 		out += "; filename*=UTF-8''" + pathEscape(name)
 	}
 	return out
+}
+
+// plainNameByte reports whether c may stand in a filename as it is, in
+// every client: an ASCII letter or digit, '.', '-' or '_'.
+func plainNameByte(c byte) bool {
+	return c >= 'a' && c <= 'z' || c >= 'A' && c <= 'Z' || c >= '0' && c <= '9' || c == '.' || c == '-' || c == '_'
 }
 
 // fileHandler serves GET /conversations/{conversationId}/files/{path...}:
