@@ -133,6 +133,7 @@ var fieldDescriptions = map[string]string{
 	"Turn.conversation":       "The conversation the turn belongs to.",
 	"User.id":                 "The person's id, as setBudget and deactivateUser name it.",
 	"User.organization":       "The organisation the person belongs to.",
+	"Query.turns":             "The turns of the conversations the caller may read (an admin's: every turn of the organisation), newest first (by startedAt) unless orderBy says otherwise (a list of orders: the first decides, the next break ties); where filters them. Page forward with first/after or backward with last/before (at most 100 a page).",
 	"Query.conversations":     "The caller's conversations (an admin's: every conversation of the organisation), most recently updated first unless orderBy says otherwise (a list of orders: the first decides, the next break ties); where filters them. Page forward with first/after or backward with last/before (at most 100 a page).",
 }
 

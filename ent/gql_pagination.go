@@ -4010,6 +4010,20 @@ var (
 			}
 		},
 	}
+	// TurnOrderFieldStartedAt orders Turn by started_at.
+	TurnOrderFieldStartedAt = &TurnOrderField{
+		Value: func(_m *Turn) (ent.Value, error) {
+			return _m.StartedAt, nil
+		},
+		column: turn.FieldStartedAt,
+		toTerm: turn.ByStartedAt,
+		toCursor: func(_m *Turn) Cursor {
+			return Cursor{
+				ID:    _m.ID,
+				Value: _m.StartedAt,
+			}
+		},
+	}
 )
 
 // String implement fmt.Stringer interface.
@@ -4018,6 +4032,8 @@ func (f TurnOrderField) String() string {
 	switch f.column {
 	case TurnOrderFieldNumber.column:
 		str = "NUMBER"
+	case TurnOrderFieldStartedAt.column:
+		str = "STARTED_AT"
 	}
 	return str
 }
@@ -4036,6 +4052,8 @@ func (f *TurnOrderField) UnmarshalGQL(v interface{}) error {
 	switch str {
 	case "NUMBER":
 		*f = *TurnOrderFieldNumber
+	case "STARTED_AT":
+		*f = *TurnOrderFieldStartedAt
 	default:
 		return fmt.Errorf("%s is not a valid TurnOrderField", str)
 	}

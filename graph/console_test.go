@@ -297,11 +297,16 @@ func TestConsoleUsageStaysScoped(t *testing.T) {
 		require.Equal(t, "NOT_FOUND", r.code(t))
 		r = b.do(t, b.bob.Token, ops["read_result"], map[string]any{"conversationId": s.aliceConv, "ref": s.ref})
 		require.Equal(t, "NOT_FOUND", r.code(t))
-		var titles []string
-		for _, e := range get(b.do(t, b.bob.Token, ops["turns"], nil).ok(t), "conversations", "edges").([]any) {
-			titles = append(titles, get(e, "node", "title").(string))
+		titles := func(token string) map[string]bool {
+			seen := map[string]bool{}
+			for _, e := range get(b.do(t, token, ops["turns"], nil).ok(t), "turns", "edges").([]any) {
+				seen[get(e, "node", "conversation", "title").(string)] = true
+			}
+			return seen
 		}
-		require.Equal(t, []string{"Pipeline review"}, titles, "a member's turns are their own")
+		require.Equal(t, map[string]bool{"Pipeline review": true}, titles(b.bob.Token), "a member's turns are their own")
+		require.Len(t, titles(b.alice.Token), 2, "an admin's are the organisation's")
+		require.Empty(t, titles(b.eve.Token), "another organisation's are none")
 	})
 }
 
@@ -315,4 +320,111 @@ func BenchmarkConsoleUsage(b *testing.B) {
 	for b.Loop() {
 		tb.do(b, tb.alice.Token, doc, vars).ok(b)
 	}
+}
+
+// TestLatestTurns: Query.turns lists the latest turns across conversations,
+// newest first, pages on without repeating one, filters, and stays scoped.
+func TestLatestTurns(t *testing.T) {
+	t.Parallel()
+	dbtest.Each(t, func(t *testing.T, d *db.DB) {
+		b := setup(t, d)
+		seedConsole(t, b)
+		const q = `query($first: Int, $after: Cursor, $where: TurnWhereInput) {
+			turns(first: $first, after: $after, where: $where) {
+				totalCount
+				pageInfo { hasNextPage endCursor }
+				edges { node { id startedAt status conversation { title } } }
+			}
+		}`
+		type row struct {
+			id      string
+			started time.Time
+			status  string
+		}
+		walk := func(token string, where map[string]any) (rows []row, total float64) {
+			var after any
+			for {
+				conn := get(b.do(t, token, q, map[string]any{"first": 7, "after": after, "where": where}).ok(t), "turns")
+				total = get(conn, "totalCount").(float64)
+				for _, e := range get(conn, "edges").([]any) {
+					at, err := time.Parse(time.RFC3339Nano, get(e, "node", "startedAt").(string))
+					require.NoError(t, err)
+					rows = append(rows, row{get(e, "node", "id").(string), at, get(e, "node", "status").(string)})
+				}
+				if !get(conn, "pageInfo", "hasNextPage").(bool) {
+					return rows, total
+				}
+				after = get(conn, "pageInfo", "endCursor")
+			}
+		}
+
+		ctx := tenancy.System(t.Context())
+		all := b.client.Turn.Query().AllX(ctx)
+		rows, total := walk(b.alice.Token, nil)
+		require.Len(t, rows, len(all), "an admin walks every turn of the organisation")
+		require.EqualValues(t, len(all), total)
+		seen := map[string]bool{}
+		for i, r := range rows {
+			require.False(t, seen[r.id], "no turn twice across pages")
+			seen[r.id] = true
+			if i > 0 {
+				require.False(t, r.started.After(rows[i-1].started), "newest first: %v after %v", r.started, rows[i-1].started)
+			}
+		}
+
+		bob, _ := walk(b.bob.Token, nil)
+		require.NotEmpty(t, bob)
+		require.Less(t, len(bob), len(rows), "a member walks their own turns only")
+		eve, eveTotal := walk(b.eve.Token, nil)
+		require.Empty(t, eve, "another organisation sees none")
+		require.Zero(t, eveTotal)
+
+		running, _ := walk(b.alice.Token, map[string]any{"status": "RUNNING"})
+		for _, r := range running {
+			require.Equal(t, "RUNNING", r.status)
+		}
+		completed, _ := walk(b.alice.Token, map[string]any{"status": "COMPLETED"})
+		require.NotEmpty(t, completed)
+		other := 0
+		for _, r := range rows {
+			if r.status != "RUNNING" && r.status != "COMPLETED" {
+				other++
+			}
+		}
+		require.Len(t, rows, len(running)+len(completed)+other, "where filters by status")
+
+		over := b.do(t, b.alice.Token, `{ turns(first: 101) { totalCount } }`, nil)
+		like := b.do(t, b.alice.Token, `{ conversations(first: 101) { totalCount } }`, nil)
+		require.NotEmpty(t, over.code(t), "a page is at most 100")
+		require.Equal(t, like.code(t), over.code(t), "refused as every connection refuses it")
+	})
+}
+
+// TestConsoleCatalogueWithApplication: the console's catalogue document,
+// as the browser sends it, shows an agent's application tools beside the
+// built-in ones, measured from the application's own listing.
+func TestConsoleCatalogueWithApplication(t *testing.T) {
+	t.Parallel()
+	dbtest.Each(t, func(t *testing.T, d *db.DB) {
+		b := setup(t, d)
+		b.withApps(t)
+		url, _ := crmServer(t, 0)
+		b.do(t, b.alice.Token, `mutation($u: String!) { registerApplication(input: {name: "crm", url: $u, allowedTools: ["lookup"]}) { id } }`,
+			map[string]any{"u": url}).ok(t)
+		agent := b.createAgentWith(t, b.alice.Token, "Finder", []any{"crm__lookup", "calculator"})
+		c := get(b.do(t, b.alice.Token, console.Operations()["catalogue"], map[string]any{"agentId": agent}).ok(t), "catalogue")
+		var app map[string]any
+		for _, tool := range get(c, "tools").([]any) {
+			if get(tool, "name") == "crm__lookup" {
+				app = tool.(map[string]any)
+			}
+		}
+		require.NotNil(t, app, "the application's tool is listed")
+		require.Equal(t, "application", app["family"])
+		require.Equal(t, true, app["offered"])
+		require.Positive(t, app["definitionChars"])
+		require.Equal(t, app["definitionChars"], get(c, "applicationChars"), "the application's share is its tool's size")
+		require.Positive(t, get(c, "applicationTokens"))
+		require.Empty(t, get(c, "warnings"))
+	})
 }

@@ -41,6 +41,21 @@ func (r *queryResolver) Conversations(ctx context.Context, after *entgql.Cursor[
 		ent.WithConversationOrder(orderBy), ent.WithConversationFilter(where.Filter))
 }
 
+// Turns is the resolver for the turns field.
+func (r *queryResolver) Turns(ctx context.Context, after *entgql.Cursor[int], first *int, before *entgql.Cursor[int], last *int, orderBy []*ent.TurnOrder, where *ent.TurnWhereInput) (*ent.TurnConnection, error) {
+	if err := checkPage(first, last); err != nil {
+		return nil, err
+	}
+	if first == nil && last == nil {
+		first = ptr(DefaultPage)
+	}
+	if len(orderBy) == 0 {
+		orderBy = []*ent.TurnOrder{{Field: ent.TurnOrderFieldStartedAt, Direction: entgql.OrderDirectionDesc}}
+	}
+	return r.Client.Turn.Query().Paginate(ctx, after, first, before, last,
+		ent.WithTurnOrder(orderBy), ent.WithTurnFilter(where.Filter))
+}
+
 // Conversation returns generated.ConversationResolver implementation.
 func (r *Resolver) Conversation() generated.ConversationResolver { return &conversationResolver{r} }
 

@@ -671,6 +671,11 @@ var (
 				Unique:  true,
 				Columns: []*schema.Column{TurnsColumns[17], TurnsColumns[1]},
 			},
+			{
+				Name:    "turn_started_at",
+				Unique:  false,
+				Columns: []*schema.Column{TurnsColumns[2]},
+			},
 		},
 	}
 	// UsersColumns holds the columns for the "users" table.

@@ -28,6 +28,7 @@ func (Turn) Fields() []ent.Field {
 			Annotations(entgql.OrderField("NUMBER")).
 			Comment("The turn's place in its conversation, from 1, in the order messages were sent."),
 		field.Time("started_at").Default(time.Now).Immutable().
+			Annotations(entgql.OrderField("STARTED_AT")).
 			Comment("When the message was sent."),
 		field.Time("finished_at").Optional().Nillable().
 			Comment("When the turn stopped: COMPLETED, FAILED or CANCELLED. Null while RUNNING or WAITING_FOR_CLARIFICATION."),
@@ -77,12 +78,16 @@ func (Turn) Edges() []ent.Edge {
 
 // Indexes of the Turn.
 func (Turn) Indexes() []ent.Index {
-	return []ent.Index{index.Fields("conversation_id", "number").Unique()}
+	return []ent.Index{
+		index.Fields("conversation_id", "number").Unique(),
+		// the latest turns across conversations (Query.turns)
+		index.Fields("started_at"),
+	}
 }
 
 // Annotations of the Turn.
 func (Turn) Annotations() []schema.Annotation {
-	return []schema.Annotation{entgql.RelayConnection(), entgql.MultiOrder()}
+	return []schema.Annotation{entgql.RelayConnection(), entgql.QueryField(), entgql.MultiOrder()}
 }
 
 // Mixin of the Turn.

@@ -635,6 +635,7 @@ type ComplexityRoot struct {
 		Skills                  func(childComplexity int) int
 		ToolResults             func(childComplexity int, conversationID *int, refs []string, offset *int, maxChars *int, query *string, match *result.Match, contextChars *int) int
 		Transcript              func(childComplexity int, conversationID int, fromTurn *int, toTurn *int, words *string, offset *int, maxChars *int) int
+		Turns                   func(childComplexity int, after *entgql.Cursor[int], first *int, before *entgql.Cursor[int], last *int, orderBy []*ent.TurnOrder, where *ent.TurnWhereInput) int
 		Usage                   func(childComplexity int, month *string) int
 		Users                   func(childComplexity int) int
 		Viewer                  func(childComplexity int) int
@@ -1091,6 +1092,7 @@ type QueryResolver interface {
 	Node(ctx context.Context, id int) (ent.Noder, error)
 	Nodes(ctx context.Context, ids []int) ([]ent.Noder, error)
 	Conversations(ctx context.Context, after *entgql.Cursor[int], first *int, before *entgql.Cursor[int], last *int, orderBy []*ent.ConversationOrder, where *ent.ConversationWhereInput) (*ent.ConversationConnection, error)
+	Turns(ctx context.Context, after *entgql.Cursor[int], first *int, before *entgql.Cursor[int], last *int, orderBy []*ent.TurnOrder, where *ent.TurnWhereInput) (*ent.TurnConnection, error)
 	Agents(ctx context.Context, first *int, after *entgql.Cursor[int], last *int, before *entgql.Cursor[int], orderBy []*ent.AgentOrder) (*ent.AgentConnection, error)
 	APITokens(ctx context.Context) ([]*ent.APIToken, error)
 	Artifacts(ctx context.Context, conversationID int) ([]*ent.Artifact, error)
@@ -3765,6 +3767,17 @@ func (e *executableSchema) Complexity(ctx context.Context, typeName, field strin
 		}
 
 		return e.ComplexityRoot.Query.Transcript(childComplexity, args["conversationId"].(int), args["fromTurn"].(*int), args["toTurn"].(*int), args["words"].(*string), args["offset"].(*int), args["maxChars"].(*int)), true
+	case "Query.turns":
+		if e.ComplexityRoot.Query.Turns == nil {
+			break
+		}
+
+		args, err := ec.field_Query_turns_args(ctx, rawArgs)
+		if err != nil {
+			return 0, false
+		}
+
+		return e.ComplexityRoot.Query.Turns(childComplexity, args["after"].(*entgql.Cursor[int]), args["first"].(*int), args["before"].(*entgql.Cursor[int]), args["last"].(*int), args["orderBy"].([]*ent.TurnOrder), args["where"].(*ent.TurnWhereInput)), true
 	case "Query.usage":
 		if e.ComplexityRoot.Query.Usage == nil {
 			break
@@ -7300,6 +7313,37 @@ type Query {
     """
     where: ConversationWhereInput
   ): ConversationConnection!
+  turns(
+    """
+    Returns the elements in the list that come after the specified cursor.
+    """
+    after: Cursor
+
+    """
+    Returns the first _n_ elements from the list.
+    """
+    first: Int
+
+    """
+    Returns the elements in the list that come before the specified cursor.
+    """
+    before: Cursor
+
+    """
+    Returns the last _n_ elements from the list.
+    """
+    last: Int
+
+    """
+    Ordering options for Turns returned from the connection.
+    """
+    orderBy: [TurnOrder!]
+
+    """
+    Filtering options for Turns returned from the connection.
+    """
+    where: TurnWhereInput
+  ): TurnConnection!
 }
 """
 What a stored result holds.
@@ -7573,6 +7617,10 @@ enum TurnOrderField {
   By number.
   """
   NUMBER
+  """
+  By started at.
+  """
+  STARTED_AT
 }
 """
 Where a turn stands.
@@ -12695,6 +12743,60 @@ func (ec *executionContext) field_Query_transcript_args(ctx context.Context, raw
 		return nil, err
 	}
 	args["maxChars"] = arg5
+	return args, nil
+}
+
+func (ec *executionContext) field_Query_turns_args(ctx context.Context, rawArgs map[string]any) (map[string]any, error) {
+	var err error
+	args := map[string]any{}
+	arg0, err := graphql.ProcessArgField(ctx, rawArgs, "after",
+		func(ctx context.Context, v any) (*entgql.Cursor[int], error) {
+			return ec.unmarshalOCursor2ᚖentgoᚗioᚋcontribᚋentgqlᚐCursor(ctx, v)
+		})
+	if err != nil {
+		return nil, err
+	}
+	args["after"] = arg0
+	arg1, err := graphql.ProcessArgField(ctx, rawArgs, "first",
+		func(ctx context.Context, v any) (*int, error) {
+			return ec.unmarshalOInt2ᚖint(ctx, v)
+		})
+	if err != nil {
+		return nil, err
+	}
+	args["first"] = arg1
+	arg2, err := graphql.ProcessArgField(ctx, rawArgs, "before",
+		func(ctx context.Context, v any) (*entgql.Cursor[int], error) {
+			return ec.unmarshalOCursor2ᚖentgoᚗioᚋcontribᚋentgqlᚐCursor(ctx, v)
+		})
+	if err != nil {
+		return nil, err
+	}
+	args["before"] = arg2
+	arg3, err := graphql.ProcessArgField(ctx, rawArgs, "last",
+		func(ctx context.Context, v any) (*int, error) {
+			return ec.unmarshalOInt2ᚖint(ctx, v)
+		})
+	if err != nil {
+		return nil, err
+	}
+	args["last"] = arg3
+	arg4, err := graphql.ProcessArgField(ctx, rawArgs, "orderBy",
+		func(ctx context.Context, v any) ([]*ent.TurnOrder, error) {
+			return ec.unmarshalOTurnOrder2ᚕᚖgithubᚗcomᚋtoolgateᚋtoolgateᚋentᚐTurnOrderᚄ(ctx, v)
+		})
+	if err != nil {
+		return nil, err
+	}
+	args["orderBy"] = arg4
+	arg5, err := graphql.ProcessArgField(ctx, rawArgs, "where",
+		func(ctx context.Context, v any) (*ent.TurnWhereInput, error) {
+			return ec.unmarshalOTurnWhereInput2ᚖgithubᚗcomᚋtoolgateᚋtoolgateᚋentᚐTurnWhereInput(ctx, v)
+		})
+	if err != nil {
+		return nil, err
+	}
+	args["where"] = arg5
 	return args, nil
 }
 
@@ -21916,6 +22018,50 @@ func (ec *executionContext) fieldContext_Query_conversations(ctx context.Context
 	}()
 	ctx = graphql.WithFieldContext(ctx, fc)
 	if fc.Args, err = ec.field_Query_conversations_args(ctx, field.ArgumentMap(ec.Variables)); err != nil {
+		ec.Error(ctx, err)
+		return fc, err
+	}
+	return fc, nil
+}
+
+func (ec *executionContext) _Query_turns(ctx context.Context, field graphql.CollectedField) (ret graphql.Marshaler) {
+	return graphql.ResolveField(
+		ctx,
+		ec.OperationContext,
+		field,
+		func(ctx context.Context, field graphql.CollectedField) (*graphql.FieldContext, error) {
+			return ec.fieldContext_Query_turns(ctx, field)
+		},
+		func(ctx context.Context) (any, error) {
+			fc := graphql.GetFieldContext(ctx)
+			return ec.Resolvers.Query().Turns(ctx, fc.Args["after"].(*entgql.Cursor[int]), fc.Args["first"].(*int), fc.Args["before"].(*entgql.Cursor[int]), fc.Args["last"].(*int), fc.Args["orderBy"].([]*ent.TurnOrder), fc.Args["where"].(*ent.TurnWhereInput))
+		},
+		nil,
+		func(ctx context.Context, selections ast.SelectionSet, v *ent.TurnConnection) graphql.Marshaler {
+			return ec.marshalNTurnConnection2ᚖgithubᚗcomᚋtoolgateᚋtoolgateᚋentᚐTurnConnection(ctx, selections, v)
+		},
+		true,
+		true,
+	)
+}
+func (ec *executionContext) fieldContext_Query_turns(ctx context.Context, field graphql.CollectedField) (fc *graphql.FieldContext, err error) {
+	fc = &graphql.FieldContext{
+		Object:     "Query",
+		Field:      field,
+		IsMethod:   true,
+		IsResolver: true,
+		Child: func(ctx context.Context, field graphql.CollectedField) (*graphql.FieldContext, error) {
+			return ec.childFields_TurnConnection(ctx, field)
+		},
+	}
+	defer func() {
+		if r := recover(); r != nil {
+			err = ec.Recover(ctx, r)
+			ec.Error(ctx, err)
+		}
+	}()
+	ctx = graphql.WithFieldContext(ctx, fc)
+	if fc.Args, err = ec.field_Query_turns_args(ctx, field.ArgumentMap(ec.Variables)); err != nil {
 		ec.Error(ctx, err)
 		return fc, err
 	}
@@ -37026,6 +37172,12 @@ func (ec *executionContext) _Query(ctx context.Context, sel ast.SelectionSet) gr
 				true, true,
 				func(ctx context.Context) graphql.Marshaler {
 					return ec._Query_conversations(ctx, field)
+				})
+		case "turns":
+			out.ResolveRootConcurrently(innerCtx, ec.OperationContext, i,
+				true, true,
+				func(ctx context.Context) graphql.Marshaler {
+					return ec._Query_turns(ctx, field)
 				})
 		case "agents":
 			out.ResolveRootConcurrently(innerCtx, ec.OperationContext, i,

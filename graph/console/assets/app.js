@@ -337,8 +337,7 @@ function TurnsView({ viewer }) {
   if (q.error) body = html`<${Failed} error=${q.error} retry=${q.reload} />`;
   else if (!q.data) body = html`<${Loading} what="recent turns" />`;
   else {
-    const turns = q.data.conversations.edges.flatMap(({ node: c }) => c.turns.edges.map(({ node: t }) => ({ ...t, conversation: c })))
-      .sort((a, b) => new Date(b.startedAt) - new Date(a.startedAt));
+    const turns = q.data.turns.edges.map(({ node }) => node);
     body = turns.length === 0 ? html`<${Empty}>No turns yet: start a conversation and send a message.<//>` : html`<table class="table" id="turns">
       <thead><tr><th>Started</th><th>Conversation</th><th>User</th><th>Agent</th><th>Turn</th><th>Status</th><th>Duration</th><th>Tool calls</th></tr></thead>
       <tbody>
@@ -358,7 +357,7 @@ function TurnsView({ viewer }) {
   }
   return html`<div class="view">
     <div class="toolbar"><h1>Turns</h1><button class="ghost" onClick=${q.reload}>Refresh</button></div>
-    <p class="muted">The latest turns of ${viewer.admin ? 'the organisation’s' : 'your'} most recently active conversations, newest first. Open one for its transcript.</p>
+    <p class="muted">The latest ${q.data ? q.data.turns.edges.length : ''} turns of ${viewer.admin ? 'the organisation' : 'your conversations'}, newest first${q.data && q.data.turns.totalCount > q.data.turns.edges.length ? ` (of ${q.data.turns.totalCount})` : ''}. Open one for its transcript.</p>
     <div class="card">${body}</div>
   </div>`;
 }
