@@ -77,7 +77,12 @@ func (r *Reader) loadStored(ctx context.Context, refs []string) (map[string]*sto
 		storedresult.FieldBytes, storedresult.FieldTruncatedAtSource).
 		Aggregate(func(s *entsql.Selector) string {
 			c := s.C(storedresult.FieldContent)
-			return fmt.Sprintf("CASE WHEN length(%s) <= %d THEN %s END AS whole", c, whole, c)
+			cond := fmt.Sprintf("length(%s) <= %d", c, whole)
+			if s.Dialect() == dialect.SQLite {
+				// Read whole anyway (see sqlite): in this query, not a second.
+				cond += fmt.Sprintf(" OR %s <> %s", s.C(storedresult.FieldChars), s.C(storedresult.FieldBytes))
+			}
+			return fmt.Sprintf("CASE WHEN %s THEN %s END AS whole", cond, c)
 		}, func(s *entsql.Selector) string {
 			sqlite = s.Dialect() == dialect.SQLite
 			return fmt.Sprintf("substr(%s, 1, %d) AS head", s.C(storedresult.FieldContent), headBytes)
@@ -88,7 +93,7 @@ func (r *Reader) loadStored(ctx context.Context, refs []string) (map[string]*sto
 	}
 	out := make(map[string]*stored, len(rows))
 	for _, row := range rows {
-		if row.Bytes <= int64(whole) && row.Whole == nil {
+		if (row.Bytes <= int64(whole) || sqlite && row.Chars != row.Bytes) && row.Whole == nil {
 			row.Whole = []byte{} // an empty blob may scan as NULL
 		}
 		row.sqlite = sqlite
