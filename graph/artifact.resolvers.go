@@ -90,6 +90,11 @@ func (r *mutationResolver) PrintPDF(ctx context.Context, conversationID *int, ar
 	return r.artifacts(ctx, conv.ID).PrintPDF(ctx, r.Browser, workspace.New(r.client(ctx), conv.ID), artifactID, path)
 }
 
+// DownloadURL is the resolver for the downloadUrl field.
+func (r *printedPdfResolver) DownloadURL(ctx context.Context, obj *artifact.Printed) (string, error) {
+	return FileURL(obj.ConversationID, obj.Path), nil
+}
+
 // Artifacts is the resolver for the artifacts field.
 func (r *queryResolver) Artifacts(ctx context.Context, conversationID int) ([]*ent.Artifact, error) {
 	conv, err := r.Client.Conversation.Get(ctx, conversationID)
@@ -111,4 +116,10 @@ func (r *queryResolver) MeasureLayout(ctx context.Context, conversationID *int, 
 // Artifact returns generated.ArtifactResolver implementation.
 func (r *Resolver) Artifact() generated.ArtifactResolver { return &artifactResolver{r} }
 
-type artifactResolver struct{ *Resolver }
+// PrintedPdf returns generated.PrintedPdfResolver implementation.
+func (r *Resolver) PrintedPdf() generated.PrintedPdfResolver { return &printedPdfResolver{r} }
+
+type (
+	artifactResolver   struct{ *Resolver }
+	printedPdfResolver struct{ *Resolver }
+)

@@ -73,5 +73,5 @@ func (r *toolCallResolver) Result(ctx context.Context, obj *ent.ToolCall) (*ent.
 
 // ToolCalls is the resolver for the toolCalls field.
 func (r *turnResolver) ToolCalls(ctx context.Context, obj *ent.Turn) ([]*ent.ToolCall, error) {
-	return loader.For(ctx).ToolCalls(ctx, obj)
+	return loader.For(ctx).ToolCalls(ctx, obj, loader.ColumnsFor(ctx))
 }

@@ -93,6 +93,10 @@ type Config struct {
 	// caps on subscriptions; 0 takes the Default of each.
 	ReadHeaderTimeout, ReadTimeout, UploadTimeout, IdleTimeout, InitTimeout time.Duration
 	SubscriptionsPerSocket, SubscriptionsPerToken                           int
+	// ResolveTranscripts turns the transcript's hot path off: every
+	// conversation read goes through the resolvers, field by field (for
+	// comparing the two; see fastConversation).
+	ResolveTranscripts bool
 	// TracerProvider, when set, gives requests server spans and operations
 	// and resolvers spans of their own (trace.go); nil traces nothing.
 	TracerProvider trace.TracerProvider
@@ -164,6 +168,7 @@ func NewServer(cfg Config) *Server {
 	s.mux.Handle("/admin", adminConsole)
 	s.mux.Handle("/admin/", adminConsole)
 	s.mux.Handle("/artifacts/{id}/versions/{n}", s.auth.Middleware(artifactVersionHandler(client, cfg.Log)))
+	s.mux.Handle("/conversations/{conversationId}/files/{path...}", s.auth.Middleware(fileHandler(client, cfg.Log)))
 	s.mux.HandleFunc("/healthz", func(w http.ResponseWriter, _ *http.Request) {
 		w.Header().Set("Content-Type", "text/plain")
 		_, _ = io.WriteString(w, "ok\n")
@@ -278,6 +283,10 @@ func (s *Server) newGraphQL() *handler.Server {
 	srv.AroundOperations(subs.limit)
 	srv.AroundRootFields(scopeGuard)
 	srv.AroundRootFields(idempotent)
+	if !s.cfg.ResolveTranscripts {
+		// Innermost: after the scope guard, like the resolver it stands in for.
+		srv.AroundRootFields(fastConversation(s.client))
+	}
 	srv.SetErrorPresenter(s.presentError)
 	srv.SetRecoverFunc(func(ctx context.Context, p any) error {
 		s.cfg.Log.ErrorContext(ctx, "panic in resolver", "panic", fmt.Sprint(p), "stack", string(debug.Stack()))

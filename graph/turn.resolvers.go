@@ -60,7 +60,7 @@ func (r *turnResolver) PromptStats(ctx context.Context, obj *ent.Turn) (*model.P
 
 // Grounding is the resolver for the grounding field.
 func (r *turnResolver) Grounding(ctx context.Context, obj *ent.Turn) (*model.Grounding, error) {
-	calls, err := loader.For(ctx).ToolCalls(ctx, obj)
+	calls, err := loader.For(ctx).ToolCalls(ctx, obj, loader.Evidence)
 	if err != nil {
 		return nil, err
 	}

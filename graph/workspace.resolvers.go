@@ -8,6 +8,7 @@ package graph
 import (
 	"context"
 
+	"github.com/toolgate/toolgate/graph/generated"
 	"github.com/toolgate/toolgate/tools/workspace"
 )
 
@@ -70,3 +71,19 @@ func (r *queryResolver) SearchFiles(ctx context.Context, conversationID *int, st
 	res, err := workspace.New(r.Client, conv.ID).Search(ctx, strings, contextLines)
 	return res, err
 }
+
+// DownloadURL is the resolver for the downloadUrl field.
+func (r *workspaceFileInfoResolver) DownloadURL(ctx context.Context, obj *workspace.FileInfo) (string, error) {
+	conv, err := listedConversation(ctx)
+	if err != nil {
+		return "", err
+	}
+	return FileURL(conv, obj.Path), nil
+}
+
+// WorkspaceFileInfo returns generated.WorkspaceFileInfoResolver implementation.
+func (r *Resolver) WorkspaceFileInfo() generated.WorkspaceFileInfoResolver {
+	return &workspaceFileInfoResolver{r}
+}
+
+type workspaceFileInfoResolver struct{ *Resolver }

@@ -88,12 +88,10 @@ func OpenWith(ctx context.Context, rawURL string, o Options) (*DB, error) {
 	return d, nil
 }
 
-// sqlOpen opens a database/sql pool, observed when o asks.
+// sqlOpen opens a database/sql pool, observed when o asks; SQLite's
+// connections keep their prepared statements.
 func sqlOpen(driverName, dsn string, o Options) (*sql.DB, error) {
-	if o.Observe != nil {
-		return observed(driverName, dsn, o.Observe)
-	}
-	return sql.Open(driverName, dsn)
+	return openPool(driverName, dsn, driverName == "sqlite", o.Observe)
 }
 
 func openSQLite(path string, o Options) (*DB, error) {

@@ -18,9 +18,13 @@ type Options struct {
 	Observe func(query string)
 }
 
-// observed opens a database/sql pool whose connections report each
-// statement to observe before sending it.
-func observed(driverName, dsn string, observe func(string)) (*sql.DB, error) {
+// openPool opens a database/sql pool. On SQLite each connection keeps
+// its prepared statements (stmtcache.go); when observe is set, every
+// statement is reported to it before it is sent.
+func openPool(driverName, dsn string, cache bool, observe func(string)) (*sql.DB, error) {
+	if !cache && observe == nil {
+		return sql.Open(driverName, dsn)
+	}
 	probe, err := sql.Open(driverName, dsn)
 	if err != nil {
 		return nil, err
@@ -33,7 +37,13 @@ func observed(driverName, dsn string, observe func(string)) (*sql.DB, error) {
 			return nil, fmt.Errorf("open %s: %w", driverName, err)
 		}
 	}
-	return sql.OpenDB(observingConnector{Connector: inner, observe: observe}), nil
+	if cache {
+		inner = cachingConnector{Connector: inner}
+	}
+	if observe != nil {
+		inner = observingConnector{Connector: inner, observe: observe}
+	}
+	return sql.OpenDB(inner), nil
 }
 
 type dsnConnector struct {

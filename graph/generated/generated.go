@@ -56,6 +56,7 @@ type ResolverRoot interface {
 	Conversation() ConversationResolver
 	ModelCall() ModelCallResolver
 	Mutation() MutationResolver
+	PrintedPdf() PrintedPdfResolver
 	Query() QueryResolver
 	Subscription() SubscriptionResolver
 	Task() TaskResolver
@@ -63,6 +64,7 @@ type ResolverRoot interface {
 	Turn() TurnResolver
 	Usage() UsageResolver
 	User() UserResolver
+	WorkspaceFileInfo() WorkspaceFileInfoResolver
 }
 
 type DirectiveRoot struct {
@@ -585,12 +587,13 @@ type ComplexityRoot struct {
 	}
 
 	PrintedPdf struct {
-		ArtifactID func(childComplexity int) int
-		Bytes      func(childComplexity int) int
-		Created    func(childComplexity int) int
-		Pages      func(childComplexity int) int
-		Path       func(childComplexity int) int
-		Version    func(childComplexity int) int
+		ArtifactID  func(childComplexity int) int
+		Bytes       func(childComplexity int) int
+		Created     func(childComplexity int) int
+		DownloadURL func(childComplexity int) int
+		Pages       func(childComplexity int) int
+		Path        func(childComplexity int) int
+		Version     func(childComplexity int) int
 	}
 
 	PromptStats struct {
@@ -976,11 +979,12 @@ type ComplexityRoot struct {
 	}
 
 	WorkspaceFileInfo struct {
-		Bytes     func(childComplexity int) int
-		Chars     func(childComplexity int) int
-		MediaType func(childComplexity int) int
-		Path      func(childComplexity int) int
-		UpdatedAt func(childComplexity int) int
+		Bytes       func(childComplexity int) int
+		Chars       func(childComplexity int) int
+		DownloadURL func(childComplexity int) int
+		MediaType   func(childComplexity int) int
+		Path        func(childComplexity int) int
+		UpdatedAt   func(childComplexity int) int
 	}
 
 	WorkspaceListing struct {
@@ -1088,6 +1092,9 @@ type MutationResolver interface {
 	EditFile(ctx context.Context, conversationID *int, path string, edits []*workspace.EditInput) (*workspace.EditResult, error)
 	DeleteFile(ctx context.Context, conversationID *int, path string) (*workspace.Deleted, error)
 }
+type PrintedPdfResolver interface {
+	DownloadURL(ctx context.Context, obj *artifact.Printed) (string, error)
+}
 type QueryResolver interface {
 	Node(ctx context.Context, id int) (ent.Noder, error)
 	Nodes(ctx context.Context, ids []int) ([]ent.Noder, error)
@@ -1148,6 +1155,9 @@ type UsageResolver interface {
 }
 type UserResolver interface {
 	OrganizationName(ctx context.Context, obj *ent.User) (string, error)
+}
+type WorkspaceFileInfoResolver interface {
+	DownloadURL(ctx context.Context, obj *workspace.FileInfo) (string, error)
 }
 
 // endregion ************************** generated!.gotpl **************************
@@ -3368,6 +3378,12 @@ func (e *executableSchema) Complexity(ctx context.Context, typeName, field strin
 		}
 
 		return e.ComplexityRoot.PrintedPdf.Created(childComplexity), true
+	case "PrintedPdf.downloadUrl":
+		if e.ComplexityRoot.PrintedPdf.DownloadURL == nil {
+			break
+		}
+
+		return e.ComplexityRoot.PrintedPdf.DownloadURL(childComplexity), true
 	case "PrintedPdf.pages":
 		if e.ComplexityRoot.PrintedPdf.Pages == nil {
 			break
@@ -5126,6 +5142,12 @@ func (e *executableSchema) Complexity(ctx context.Context, typeName, field strin
 		}
 
 		return e.ComplexityRoot.WorkspaceFileInfo.Chars(childComplexity), true
+	case "WorkspaceFileInfo.downloadUrl":
+		if e.ComplexityRoot.WorkspaceFileInfo.DownloadURL == nil {
+			break
+		}
+
+		return e.ComplexityRoot.WorkspaceFileInfo.DownloadURL(childComplexity), true
 	case "WorkspaceFileInfo.mediaType":
 		if e.ComplexityRoot.WorkspaceFileInfo.MediaType == nil {
 			break
@@ -5669,6 +5691,8 @@ type PrintedPdf @goModel(model: "github.com/toolgate/toolgate/tools/artifact.Pri
   bytes: Int!
   "True for a new file, false for a replaced one."
   created: Boolean!
+  "Where to download the PDF with GET and an API token, as WorkspaceFileInfo.downloadUrl."
+  downloadUrl: String! @goField(forceResolver: true)
 }
 
 extend type Catalogue {
@@ -9084,6 +9108,14 @@ type WorkspaceFileInfo @goModel(model: "github.com/toolgate/toolgate/tools/works
   mediaType: String
   "When it was last written."
   updatedAt: Time!
+  """
+  Where to download the file: a path on this server,
+  /conversations/{conversationId}/files/{path}, read with GET and the same
+  API token as GraphQL (a turn's scope token is refused). It answers the
+  bytes as stored, with mediaType (text/plain for a text file), as an
+  attachment.
+  """
+  downloadUrl: String! @goField(forceResolver: true)
 }
 
 "The conversation's workspace files."
@@ -10182,6 +10214,8 @@ func (ec *executionContext) childFields_PrintedPdf(ctx context.Context, field gr
 		return ec.fieldContext_PrintedPdf_bytes(ctx, field)
 	case "created":
 		return ec.fieldContext_PrintedPdf_created(ctx, field)
+	case "downloadUrl":
+		return ec.fieldContext_PrintedPdf_downloadUrl(ctx, field)
 	}
 	return nil, fmt.Errorf("no field named %q was found under type PrintedPdf", field.Name)
 }
@@ -10872,6 +10906,8 @@ func (ec *executionContext) childFields_WorkspaceFileInfo(ctx context.Context, f
 		return ec.fieldContext_WorkspaceFileInfo_mediaType(ctx, field)
 	case "updatedAt":
 		return ec.fieldContext_WorkspaceFileInfo_updatedAt(ctx, field)
+	case "downloadUrl":
+		return ec.fieldContext_WorkspaceFileInfo_downloadUrl(ctx, field)
 	}
 	return nil, fmt.Errorf("no field named %q was found under type WorkspaceFileInfo", field.Name)
 }
@@ -21800,6 +21836,29 @@ func (ec *executionContext) fieldContext_PrintedPdf_created(_ context.Context, f
 	return graphql.NewScalarFieldContext("PrintedPdf", field, false, false, "Boolean")
 }
 
+func (ec *executionContext) _PrintedPdf_downloadUrl(ctx context.Context, field graphql.CollectedField, obj *artifact.Printed) (ret graphql.Marshaler) {
+	return graphql.ResolveField(
+		ctx,
+		ec.OperationContext,
+		field,
+		func(ctx context.Context, field graphql.CollectedField) (*graphql.FieldContext, error) {
+			return ec.fieldContext_PrintedPdf_downloadUrl(ctx, field)
+		},
+		func(ctx context.Context) (any, error) {
+			return ec.Resolvers.PrintedPdf().DownloadURL(ctx, obj)
+		},
+		nil,
+		func(ctx context.Context, selections ast.SelectionSet, v string) graphql.Marshaler {
+			return ec.marshalNString2string(ctx, selections, v)
+		},
+		true,
+		true,
+	)
+}
+func (ec *executionContext) fieldContext_PrintedPdf_downloadUrl(_ context.Context, field graphql.CollectedField) (fc *graphql.FieldContext, err error) {
+	return graphql.NewScalarFieldContext("PrintedPdf", field, true, true, "String")
+}
+
 func (ec *executionContext) _PromptStats_prefixTokens(ctx context.Context, field graphql.CollectedField, obj *model.PromptStats) (ret graphql.Marshaler) {
 	return graphql.ResolveField(
 		ctx,
@@ -29032,6 +29091,29 @@ func (ec *executionContext) _WorkspaceFileInfo_updatedAt(ctx context.Context, fi
 }
 func (ec *executionContext) fieldContext_WorkspaceFileInfo_updatedAt(_ context.Context, field graphql.CollectedField) (fc *graphql.FieldContext, err error) {
 	return graphql.NewScalarFieldContext("WorkspaceFileInfo", field, false, false, "Time")
+}
+
+func (ec *executionContext) _WorkspaceFileInfo_downloadUrl(ctx context.Context, field graphql.CollectedField, obj *workspace.FileInfo) (ret graphql.Marshaler) {
+	return graphql.ResolveField(
+		ctx,
+		ec.OperationContext,
+		field,
+		func(ctx context.Context, field graphql.CollectedField) (*graphql.FieldContext, error) {
+			return ec.fieldContext_WorkspaceFileInfo_downloadUrl(ctx, field)
+		},
+		func(ctx context.Context) (any, error) {
+			return ec.Resolvers.WorkspaceFileInfo().DownloadURL(ctx, obj)
+		},
+		nil,
+		func(ctx context.Context, selections ast.SelectionSet, v string) graphql.Marshaler {
+			return ec.marshalNString2string(ctx, selections, v)
+		},
+		true,
+		true,
+	)
+}
+func (ec *executionContext) fieldContext_WorkspaceFileInfo_downloadUrl(_ context.Context, field graphql.CollectedField) (fc *graphql.FieldContext, err error) {
+	return graphql.NewScalarFieldContext("WorkspaceFileInfo", field, true, true, "String")
 }
 
 func (ec *executionContext) _WorkspaceListing_files(ctx context.Context, field graphql.CollectedField, obj *workspace.Listing) (ret graphql.Marshaler) {
@@ -37044,33 +37126,39 @@ func (ec *executionContext) _PrintedPdf(ctx context.Context, sel ast.SelectionSe
 		case "artifactId":
 			out.Values[i] = ec._PrintedPdf_artifactId(ctx, field, obj)
 			if out.Values[i] == graphql.Null {
-				out.Invalids++
+				atomic.AddUint32(&out.Invalids, 1)
 			}
 		case "version":
 			out.Values[i] = ec._PrintedPdf_version(ctx, field, obj)
 			if out.Values[i] == graphql.Null {
-				out.Invalids++
+				atomic.AddUint32(&out.Invalids, 1)
 			}
 		case "path":
 			out.Values[i] = ec._PrintedPdf_path(ctx, field, obj)
 			if out.Values[i] == graphql.Null {
-				out.Invalids++
+				atomic.AddUint32(&out.Invalids, 1)
 			}
 		case "pages":
 			out.Values[i] = ec._PrintedPdf_pages(ctx, field, obj)
 			if out.Values[i] == graphql.Null {
-				out.Invalids++
+				atomic.AddUint32(&out.Invalids, 1)
 			}
 		case "bytes":
 			out.Values[i] = ec._PrintedPdf_bytes(ctx, field, obj)
 			if out.Values[i] == graphql.Null {
-				out.Invalids++
+				atomic.AddUint32(&out.Invalids, 1)
 			}
 		case "created":
 			out.Values[i] = ec._PrintedPdf_created(ctx, field, obj)
 			if out.Values[i] == graphql.Null {
-				out.Invalids++
+				atomic.AddUint32(&out.Invalids, 1)
 			}
+		case "downloadUrl":
+			out.ResolveConcurrently(ec.OperationContext, &deferred, i,
+				true, true,
+				func(ctx context.Context) graphql.Marshaler {
+					return ec._PrintedPdf_downloadUrl(ctx, field, obj)
+				})
 		default:
 			panic("unknown field " + strconv.Quote(field.Name))
 		}
@@ -39629,28 +39717,34 @@ func (ec *executionContext) _WorkspaceFileInfo(ctx context.Context, sel ast.Sele
 		case "path":
 			out.Values[i] = ec._WorkspaceFileInfo_path(ctx, field, obj)
 			if out.Values[i] == graphql.Null {
-				out.Invalids++
+				atomic.AddUint32(&out.Invalids, 1)
 			}
 		case "chars":
 			out.Values[i] = ec._WorkspaceFileInfo_chars(ctx, field, obj)
 			if out.Values[i] == graphql.Null {
-				out.Invalids++
+				atomic.AddUint32(&out.Invalids, 1)
 			}
 		case "bytes":
 			out.Values[i] = ec._WorkspaceFileInfo_bytes(ctx, field, obj)
 			if out.Values[i] == graphql.Null {
-				out.Invalids++
+				atomic.AddUint32(&out.Invalids, 1)
 			}
 		case "mediaType":
 			out.Values[i] = ec._WorkspaceFileInfo_mediaType(ctx, field, obj)
 			if out.Values[i] == graphql.RequiredNull {
-				out.Invalids++
+				atomic.AddUint32(&out.Invalids, 1)
 			}
 		case "updatedAt":
 			out.Values[i] = ec._WorkspaceFileInfo_updatedAt(ctx, field, obj)
 			if out.Values[i] == graphql.Null {
-				out.Invalids++
+				atomic.AddUint32(&out.Invalids, 1)
 			}
+		case "downloadUrl":
+			out.ResolveConcurrently(ec.OperationContext, &deferred, i,
+				true, true,
+				func(ctx context.Context) graphql.Marshaler {
+					return ec._WorkspaceFileInfo_downloadUrl(ctx, field, obj)
+				})
 		default:
 			panic("unknown field " + strconv.Quote(field.Name))
 		}

@@ -37,9 +37,10 @@ type Loaders struct {
 	client *ent.Client
 	mu     sync.Mutex
 	pages  map[string]*pageLoad // by kind and the first sibling's id
+	// toolCalls load the tool calls of turns, ordered by position, one
+	// loader for each set of JSON columns asked for (see Columns).
+	toolCalls map[Columns]*dataloader.Loader[int, []*ent.ToolCall]
 
-	// ToolCallsByTurn loads the tool calls of turns, ordered by position.
-	ToolCallsByTurn *dataloader.Loader[int, []*ent.ToolCall]
 	// ResultByID loads stored-result metadata, never the content.
 	ResultByID *dataloader.Loader[int, *ent.StoredResult]
 	// TasksByConversation loads conversations' task lists, in order.
@@ -64,11 +65,9 @@ type SpendingKey struct {
 
 // New returns loaders that query through client (the API's scoped client).
 func New(client *ent.Client) *Loaders {
-	l := &Loaders{client: client, pages: map[string]*pageLoad{}}
+	l := &Loaders{client: client, pages: map[string]*pageLoad{}, toolCalls: map[Columns]*dataloader.Loader[int, []*ent.ToolCall]{}}
 	l.ResultByID = dataloader.NewBatchedLoader(l.resultByID(client),
 		dataloader.WithWait[int, *ent.StoredResult](Wait))
-	l.ToolCallsByTurn = dataloader.NewBatchedLoader(l.toolCallsByTurn(client),
-		dataloader.WithWait[int, []*ent.ToolCall](Wait))
 	l.TasksByConversation = dataloader.NewBatchedLoader(tasksByConversation(client),
 		dataloader.WithWait[int, []*ent.Task](Wait))
 	l.ModelCallsByTurn = dataloader.NewBatchedLoader(modelCallsByTurn(client),
@@ -125,20 +124,69 @@ func primeAll[V any](ctx context.Context, loader *dataloader.Loader[int, V], bat
 	return nil
 }
 
-// ToolCalls returns the tool calls of turn. The first call for a page of
-// turns loads the whole page in one statement and primes the cache; the
-// siblings wait for it and read the cache, so the count of statements does
-// not depend on how the resolvers are scheduled.
-func (l *Loaders) ToolCalls(ctx context.Context, turn *ent.Turn) ([]*ent.ToolCall, error) {
+// Columns names the JSON columns of a tool call a read needs: decoding
+// them is most of the cost of a page of calls, and most reads ask for few
+// or none of them.
+type Columns uint8
+
+// The JSON columns of a tool call, each read only when asked for.
+const (
+	Failures Columns = 1 << iota
+	Evidence
+	Repairs
+	// AllColumns reads every JSON column.
+	AllColumns = Failures | Evidence | Repairs
+)
+
+// ColumnsFor returns the JSON columns the tool-call fields being resolved
+// in ctx select (the fields of a toolCalls selection, say).
+func ColumnsFor(ctx context.Context) Columns {
+	if graphql.GetFieldContext(ctx) == nil {
+		return AllColumns
+	}
+	var c Columns
+	for _, f := range graphql.CollectAllFields(ctx) {
+		switch f {
+		case "failures":
+			c |= Failures
+		case "evidence":
+			c |= Evidence
+		case "repairs":
+			c |= Repairs
+		}
+	}
+	return c
+}
+
+// toolCallLoader returns the request's loader of tool calls reading cols.
+func (l *Loaders) toolCallLoader(cols Columns) *dataloader.Loader[int, []*ent.ToolCall] {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	ld, ok := l.toolCalls[cols]
+	if !ok {
+		ld = dataloader.NewBatchedLoader(l.toolCallsByTurn(l.client, cols),
+			dataloader.WithWait[int, []*ent.ToolCall](Wait))
+		l.toolCalls[cols] = ld
+	}
+	return ld
+}
+
+// ToolCalls returns the tool calls of turn, with the JSON columns cols (the
+// others are left empty). The first call for a page of turns loads the
+// whole page in one statement and primes the cache; the siblings wait for
+// it and read the cache, so the count of statements does not depend on how
+// the resolvers are scheduled.
+func (l *Loaders) ToolCalls(ctx context.Context, turn *ent.Turn, cols Columns) ([]*ent.ToolCall, error) {
+	ld := l.toolCallLoader(cols)
 	if ids := siblingTurns(ctx); len(ids) > 1 {
-		err := l.pageOnce("toolcalls", ids, func() error {
-			return primeAll(ctx, l.ToolCallsByTurn, l.toolCallsByTurn(l.client), ids)
+		err := l.pageOnce(fmt.Sprintf("toolcalls%d", cols), ids, func() error {
+			return primeAll(ctx, ld, l.toolCallsByTurn(l.client, cols), ids)
 		})
 		if err != nil {
 			return nil, err
 		}
 	}
-	return l.ToolCallsByTurn.Load(ctx, turn.ID)()
+	return ld.Load(ctx, turn.ID)()
 }
 
 // ModelCalls returns the model calls of turn, in step order, loading those
@@ -179,12 +227,13 @@ func siblingTurns(ctx context.Context) []int {
 	return nil
 }
 
-func (l *Loaders) toolCallsByTurn(client *ent.Client) dataloader.BatchFunc[int, []*ent.ToolCall] {
+func (l *Loaders) toolCallsByTurn(client *ent.Client, cols Columns) dataloader.BatchFunc[int, []*ent.ToolCall] {
+	columns := callColumns(cols)
 	return func(ctx context.Context, turnIDs []int) []*dataloader.Result[[]*ent.ToolCall] {
 		calls, err := client.ToolCall.Query().
 			Where(toolcall.TurnIDIn(turnIDs...)).
 			Order(ent.Asc(toolcall.FieldTurnID), ent.Asc(toolcall.FieldPosition)).
-			Select(callColumns...).
+			Select(columns...).
 			All(ctx)
 		if err == nil {
 			err = l.primeResults(ctx, client, calls)
@@ -228,11 +277,18 @@ func wantsResults(ctx context.Context) bool {
 	return slices.Contains(graphql.CollectAllFields(ctx), "result")
 }
 
-// callColumns are every tool-call column but what the model heard, which
-// can be thousands of characters a call and no field returns.
-var callColumns = slices.DeleteFunc(slices.Clone(toolcall.Columns), func(c string) bool {
-	return c == toolcall.FieldHeard
-})
+// callColumns are the tool-call columns to read: never what the model
+// heard, which can be thousands of characters a call and no field returns,
+// and of the JSON columns only those in cols.
+func callColumns(cols Columns) []string {
+	skip := map[string]bool{
+		toolcall.FieldHeard:    true,
+		toolcall.FieldFailures: cols&Failures == 0,
+		toolcall.FieldEvidence: cols&Evidence == 0,
+		toolcall.FieldRepairs:  cols&Repairs == 0,
+	}
+	return slices.DeleteFunc(slices.Clone(toolcall.Columns), func(c string) bool { return skip[c] })
+}
 
 // resultColumns are every stored-result column but the content, which can
 // be megabytes and is read only through readToolResult.

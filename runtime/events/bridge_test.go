@@ -54,3 +54,41 @@ func TestBridgeCarriesEventsBetweenReplicas(t *testing.T) {
 	case <-time.After(200 * time.Millisecond):
 	}
 }
+
+// Events published in a burst reach the other replica whole and in order,
+// several to a notification.
+func TestBridgeKeepsOrderOfABurst(t *testing.T) {
+	t.Parallel()
+	dsn := os.Getenv("TEST_DATABASE_URL")
+	if dsn == "" {
+		t.Skip("TEST_DATABASE_URL not set: PostgreSQL skipped")
+	}
+	db, err := sql.Open("postgres", dsn)
+	require.NoError(t, err)
+	t.Cleanup(func() { _ = db.Close() })
+	log := slog.New(slog.DiscardHandler)
+	a, b := events.NewBus(), events.NewBus()
+	ba, err := events.NewBridge(dsn, db, a, log)
+	require.NoError(t, err)
+	t.Cleanup(func() { _ = ba.Close() })
+	bb, err := events.NewBridge(dsn, db, b, log)
+	require.NoError(t, err)
+	t.Cleanup(func() { _ = bb.Close() })
+
+	turn := int(time.Now().UnixNano()%1_000_000_000) + 1
+	onB := b.Subscribe(turn)
+	defer onB.Close()
+	const n = 200 // more than one notification holds
+	for i := range n {
+		a.Publish(events.Event{Kind: events.ToolCallStarted, TurnID: turn, ToolCallID: i + 1, Status: "RUNNING", At: time.Now()})
+	}
+	ba.Flush()
+	for i := range n {
+		select {
+		case e := <-onB.C:
+			require.Equal(t, i+1, e.ToolCallID)
+		case <-time.After(5 * time.Second):
+			t.Fatalf("event %d did not arrive", i+1)
+		}
+	}
+}

@@ -415,7 +415,9 @@ func (r *Runner) work(jobCtx context.Context, turnID int) error {
 				if !ok {
 					return
 				}
-				if e.Kind == events.Status && r.stopped(ctx, turnID) {
+				// Only a cancel is asked of the database: the turn's own
+				// STATUS events (a pause, its end) need no statement.
+				if e.Kind == events.Status && e.Status == string(turn.StatusCANCELLED) && r.stopped(ctx, turnID) {
 					cancel(context.Canceled)
 					return
 				}

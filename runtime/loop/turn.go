@@ -63,6 +63,9 @@ type turnRun struct {
 	tail *prompt.Step
 	// span is the run's root span; it records nothing when untraced.
 	span trace.Span
+	// finished: the final answer's step ended the turn in its own
+	// transaction (callModel).
+	finished bool
 }
 
 func (t *turnRun) client() *ent.Client { return t.r.cfg.Client }
@@ -81,7 +84,7 @@ func (t *turnRun) run(ctx context.Context) error {
 		t.r.meter.TurnStarted()
 	}
 	if t.turn.Replayed != (t.r.cfg.Provider.Name() == "replay") {
-		if err := t.client().Turn.UpdateOneID(t.turnID).SetReplayed(t.r.cfg.Provider.Name() == "replay").Exec(ctx); err != nil {
+		if err := t.client().Turn.Update().Where(turn.ID(t.turnID)).SetReplayed(t.r.cfg.Provider.Name() == "replay").Exec(ctx); err != nil {
 			return fmt.Errorf("mark replayed: %w", err)
 		}
 	}
@@ -119,7 +122,11 @@ func (t *turnRun) run(ctx context.Context) error {
 			return err
 		}
 		if len(resp.ToolCalls) == 0 {
-			t.finish(turn.StatusCOMPLETED, &resp.Text, "")
+			if !t.finished {
+				// Not ended with its answer (cancelled meanwhile): finish
+				// says so, as for any other end.
+				t.finish(turn.StatusCOMPLETED, &resp.Text, "")
+			}
 			return nil
 		}
 		t.req.Messages = append(t.req.Messages, model.Message{Role: model.RoleAssistant, Text: resp.Text, ToolCalls: resp.ToolCalls})
@@ -252,7 +259,7 @@ func (t *turnRun) fixAgent(ctx context.Context, current *ent.Agent) (*ent.Agent,
 	}
 	cfg := &schematype.AgentConfig{Instructions: a.Instructions, Tools: a.Tools, Memory: a.Memory,
 		BudgetCheck: a.BudgetCheck, PastConversationSearch: a.PastConversationSearch, Skills: a.Skills}
-	if err := t.client().Turn.UpdateOneID(t.turnID).SetAgentConfig(cfg).Exec(ctx); err != nil {
+	if err := t.client().Turn.Update().Where(turn.ID(t.turnID)).SetAgentConfig(cfg).Exec(ctx); err != nil {
 		return nil, fmt.Errorf("record the turn's agent: %w", err)
 	}
 	return &a, nil
@@ -561,7 +568,28 @@ func (t *turnRun) callModel(ctx context.Context, step int) (*model.Response, []*
 		thinking = &th
 	}
 	var rows []*ent.ToolCall
-	err = t.write(ctx, func(ctx context.Context, tx *ent.Tx) error {
+	// The final answer ends the turn in the step's own transaction: the
+	// end's update checks the claim, so the step costs no statement more
+	// than one with tool calls. A turn no longer RUNNING (cancelled
+	// meanwhile) still has its model call recorded, with the claim
+	// checked as for any write, and is not ended here.
+	var claim func(ctx context.Context, tx *ent.Tx) (bool, error)
+	final := len(resp.ToolCalls) == 0
+	if final {
+		claim = func(ctx context.Context, tx *ent.Tx) (bool, error) {
+			u := tx.Turn.Update().
+				Where(turn.ID(t.turnID), turn.ClaimedBy(t.r.id), turn.StatusEQ(turn.StatusRUNNING)).
+				SetStatus(turn.StatusCOMPLETED).SetFinishedAt(t.r.cfg.Now()).SetAnswer(resp.Text).
+				ClearClaimedBy().ClearHeartbeatAt()
+			if resp.Thinking != "" {
+				u.SetThinking(*thinking)
+			}
+			n, err := u.Save(ctx)
+			t.finished = err == nil && n > 0
+			return t.finished, err
+		}
+	}
+	err = t.writeClaimed(ctx, claim, func(ctx context.Context, tx *ent.Tx) error {
 		// One step is recorded once: a run that lost its claim, or a
 		// second runner, cannot record it again.
 		done, err := tx.ModelCall.Query().Where(modelcall.TurnID(t.turnID), modelcall.KindEQ(modelcall.KindSTEP), modelcall.Step(step)).Exist(ctx)
@@ -583,12 +611,15 @@ func (t *turnRun) callModel(ctx context.Context, step int) (*model.Response, []*
 		if err != nil {
 			return fmt.Errorf("record model call: %w", err)
 		}
-		if resp.Thinking != "" {
-			if err := tx.Turn.UpdateOneID(t.turnID).SetThinking(*thinking).Exec(ctx); err != nil {
+		if resp.Thinking != "" && !t.finished {
+			if err := tx.Turn.Update().Where(turn.ID(t.turnID)).SetThinking(*thinking).Exec(ctx); err != nil {
 				return fmt.Errorf("record thinking: %w", err)
 			}
 		}
-		if len(resp.ToolCalls) == 0 {
+		if t.finished {
+			return t.touch(ctx, tx.Client())
+		}
+		if final {
 			return nil
 		}
 		creates := make([]*ent.ToolCallCreate, len(resp.ToolCalls))
@@ -605,6 +636,7 @@ func (t *turnRun) callModel(ctx context.Context, step int) (*model.Response, []*
 		return nil
 	})
 	if err != nil {
+		t.finished = false
 		return nil, nil, err
 	}
 	t.r.meter.ModelCall(name, false, meter.Tokens{Input: resp.Usage.InputUncached, CacheRead: resp.Usage.CacheRead,
@@ -612,6 +644,9 @@ func (t *turnRun) callModel(ctx context.Context, step int) (*model.Response, []*
 	t.turn.Thinking = thinking
 	t.nextPosition += len(resp.ToolCalls)
 	t.publish(events.Event{Kind: events.ModelCallFinished, Step: step, Status: string(turn.StatusRUNNING)})
+	if t.finished {
+		t.ended(turn.StatusCOMPLETED, true)
+	}
 	return resp, rows, nil
 }
 
@@ -623,19 +658,36 @@ var errStepRecorded = errors.New("already recorded")
 // runner holds the turn: the claim is checked, and the heartbeat renewed,
 // in the same transaction, so a runner that lost the turn writes nothing.
 func (t *turnRun) write(ctx context.Context, fn func(ctx context.Context, tx *ent.Tx) error) error {
+	return t.writeClaimed(ctx, nil, fn)
+}
+
+// writeClaimed is write whose claim check may be an update the write makes
+// anyway: claim, when set, runs first in the transaction and reports
+// whether it checked the claim (it changed a row only while this runner
+// holds the turn); when it did not, the claim is checked as write does.
+func (t *turnRun) writeClaimed(ctx context.Context, claim func(ctx context.Context, tx *ent.Tx) (bool, error),
+	fn func(ctx context.Context, tx *ent.Tx) error) error {
 	return persist(ctx, func(ctx context.Context) error {
 		tx, err := t.client().Tx(ctx)
 		if err != nil {
 			return fmt.Errorf("begin: %w", err)
 		}
 		defer func() { _ = tx.Rollback() }()
-		n, err := tx.Turn.Update().Where(turn.ID(t.turnID), turn.ClaimedBy(t.r.id)).
-			SetHeartbeatAt(t.r.cfg.Now()).Save(ctx)
-		if err != nil {
-			return fmt.Errorf("check claim: %w", err)
+		checked := false
+		if claim != nil {
+			if checked, err = claim(ctx, tx); err != nil {
+				return fmt.Errorf("check claim: %w", err)
+			}
 		}
-		if n == 0 {
-			return errLeaseLost
+		if !checked {
+			n, err := tx.Turn.Update().Where(turn.ID(t.turnID), turn.ClaimedBy(t.r.id)).
+				SetHeartbeatAt(t.r.cfg.Now()).Save(ctx)
+			if err != nil {
+				return fmt.Errorf("check claim: %w", err)
+			}
+			if n == 0 {
+				return errLeaseLost
+			}
 		}
 		if err := fn(ctx, tx); err != nil {
 			return err
@@ -674,12 +726,26 @@ func (t *turnRun) finish(status turn.Status, answer *string, reason string) {
 	if !ended {
 		return
 	}
-	t.r.meter.TurnFinished(string(status), t.r.cfg.Now().Sub(t.turn.StartedAt))
-	setTurnStatus(t.span, string(status))
-	if err := t.client().Conversation.UpdateOneID(t.turn.ConversationID).SetUpdatedAt(t.r.cfg.Now()).Exec(ctx); err != nil {
+	if err := t.touch(ctx, t.client()); err != nil {
 		t.log.Warn("touch conversation", "err", err)
 	}
-	if answer != nil {
+	t.ended(status, answer != nil)
+}
+
+// touch marks the turn's conversation as updated now.
+func (t *turnRun) touch(ctx context.Context, c *ent.Client) error {
+	err := c.Conversation.Update().Where(conversation.ID(t.turn.ConversationID)).SetUpdatedAt(t.r.cfg.Now()).Exec(ctx)
+	if err != nil {
+		return fmt.Errorf("touch conversation: %w", err)
+	}
+	return nil
+}
+
+// ended counts and announces the end of the turn, once it is stored.
+func (t *turnRun) ended(status turn.Status, answered bool) {
+	t.r.meter.TurnFinished(string(status), t.r.cfg.Now().Sub(t.turn.StartedAt))
+	setTurnStatus(t.span, string(status))
+	if answered {
 		t.publish(events.Event{Kind: events.Answer, Status: string(status)})
 	}
 	t.publish(events.Event{Kind: events.Status, Status: string(status)})
@@ -885,7 +951,8 @@ func (t *turnRun) recordTx(ctx context.Context, tx *ent.Tx, row *ent.ToolCall, d
 		ref     string
 		visible []schematype.Span
 	)
-	upd := tx.ToolCall.UpdateOne(row).Where(toolcall.OutcomeEQ(toolcall.OutcomePENDING)).
+	// Update, not UpdateOne: ent would read the row back after writing it.
+	upd := tx.ToolCall.Update().Where(toolcall.ID(row.ID), toolcall.OutcomeEQ(toolcall.OutcomePENDING)).
 		SetArguments(string(res.Arguments)).SetOutcome(toolcall.Outcome(res.Outcome)).SetAttempts(res.Attempts).
 		SetFailures(nonNilFailures(res.Failures)).SetRepairs(nonNilRepairs(res.Repairs)).SetFinishedAt(t.r.cfg.Now())
 	// Every outcome is stored under a ref, so read_tool_result and the
@@ -957,11 +1024,12 @@ func (t *turnRun) recordTx(ctx context.Context, tx *ent.Tx, row *ent.ToolCall, d
 		}
 	}
 	upd.SetHeard(h.Text).SetEvidence(nonNilSpans(visible))
-	if err := upd.Exec(ctx); err != nil {
-		if ent.IsNotFound(err) {
-			return "", 0, fmt.Errorf("tool call %d: %w", row.ID, errStepRecorded)
-		}
+	n, err := upd.Save(ctx)
+	if err != nil {
 		return "", 0, fmt.Errorf("record tool call: %w", err)
+	}
+	if n == 0 {
+		return "", 0, fmt.Errorf("tool call %d: %w", row.ID, errStepRecorded)
 	}
 	return h.Text, stored, nil
 }

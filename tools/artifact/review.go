@@ -320,6 +320,9 @@ type Printed struct {
 	Pages      int    `json:"pages"`
 	Bytes      int    `json:"bytes"`
 	Created    bool   `json:"created"`
+	// ConversationID is the conversation whose workspace holds the PDF:
+	// the API names its download with it. Not part of the tool's answer.
+	ConversationID int `json:"-"`
 }
 
 // PrintPDF prints the latest version of an artifact to a PDF in the
@@ -356,5 +359,6 @@ func (s *Store) PrintPDF(ctx context.Context, pool *browser.Pool, ws *workspace.
 	if err != nil {
 		return nil, err
 	}
-	return &Printed{ArtifactID: a.ID, Version: v.Number, Path: w.Path, Pages: r.NumPage(), Bytes: w.Bytes, Created: w.Created}, nil
+	return &Printed{ArtifactID: a.ID, Version: v.Number, Path: w.Path, Pages: r.NumPage(), Bytes: w.Bytes, Created: w.Created,
+		ConversationID: s.conv}, nil
 }

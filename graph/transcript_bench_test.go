@@ -1,0 +1,71 @@
+package graph_test
+
+import (
+	"bytes"
+	"encoding/json"
+	"net/http"
+	"net/http/httptest"
+	"syscall"
+	"testing"
+	"time"
+
+	"github.com/stretchr/testify/require"
+
+	"github.com/toolgate/toolgate/ent/db/dbtest"
+	"github.com/toolgate/toolgate/graph"
+	"github.com/toolgate/toolgate/graph/console"
+	"github.com/toolgate/toolgate/graph/gid"
+)
+
+// BenchmarkPortalTranscript reads a conversation of 100 turns × 5 tool
+// calls with their results' metadata through the admin console's own
+// transcript query, served in process (no network, nothing decoded), so
+// ns/op and B/op are the server's cost of one read: resolving, SQL through
+// the driver and encoding the answer; cpu-ms/op is the process's CPU time
+// per read.
+func BenchmarkPortalTranscript(b *testing.B) {
+	for _, backend := range []dbtest.Backend{dbtest.SQLite, dbtest.Postgres} {
+		b.Run(string(backend), func(b *testing.B) {
+			d := dbtest.Open(b, backend)
+			counter := dbtest.Count(d)
+			tb := setup(b, d)
+			agentID := tb.createAgent(b, tb.alice.Token, "Helper")
+			conv := tb.startConversation(b, tb.alice.Token, agentID, "long")
+			convID, err := gid.Decode(conv)
+			require.NoError(b, err)
+			seedTranscript(b, tb.client, convID, 100, 5)
+			body, err := json.Marshal(map[string]any{"query": console.Operations()["transcript"], "variables": map[string]any{"id": conv, "first": 100}})
+			require.NoError(b, err)
+			srv := graph.NewServer(graph.Config{DB: d})
+			read := func() *httptest.ResponseRecorder {
+				req := httptest.NewRequest(http.MethodPost, "/graphql", bytes.NewReader(body))
+				req.Header.Set("Content-Type", "application/json")
+				req.Header.Set("Authorization", "Bearer "+tb.alice.Token)
+				w := httptest.NewRecorder()
+				srv.ServeHTTP(w, req)
+				return w
+			}
+			first := read()
+			require.Equal(b, http.StatusOK, first.Code, first.Body.String())
+			require.NotContains(b, first.Body.String(), `"errors"`)
+			counter.Reset()
+			b.ReportAllocs()
+			cpu := cpuTime(b)
+			for b.Loop() {
+				read()
+			}
+			b.ReportMetric(float64(cpuTime(b)-cpu)/float64(time.Millisecond)/float64(b.N), "cpu-ms/op")
+			b.ReportMetric(float64(len(counter.Statements()))/float64(b.N), "stmts/op")
+			b.ReportMetric(float64(first.Body.Len()), "answer-bytes")
+		})
+	}
+}
+
+// cpuTime is the CPU time this process has used, user and system: unlike
+// ns/op it does not count the time a busy machine keeps the benchmark
+// waiting, nor PostgreSQL's own work.
+func cpuTime(b *testing.B) time.Duration {
+	var ru syscall.Rusage
+	require.NoError(b, syscall.Getrusage(syscall.RUSAGE_SELF, &ru))
+	return time.Duration(ru.Utime.Nano() + ru.Stime.Nano())
+}

@@ -1,0 +1,177 @@
+package graph_test
+
+import (
+	"context"
+	"net/http/httptest"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/stretchr/testify/require"
+
+	"github.com/toolgate/toolgate/ent/db"
+	"github.com/toolgate/toolgate/ent/db/dbtest"
+	"github.com/toolgate/toolgate/ent/schematype"
+	"github.com/toolgate/toolgate/ent/tenancy"
+	"github.com/toolgate/toolgate/ent/toolcall"
+	"github.com/toolgate/toolgate/ent/turn"
+	"github.com/toolgate/toolgate/graph"
+	"github.com/toolgate/toolgate/graph/console"
+	"github.com/toolgate/toolgate/graph/gid"
+)
+
+// TestFastTranscriptMatchesResolvers reads the same conversations through
+// the transcript's hot path and through the resolvers alone, and wants the
+// same bytes: every page of the console's query, reshaped selections,
+// refusals, and shapes the hot path leaves to the resolvers.
+func TestFastTranscriptMatchesResolvers(t *testing.T) {
+	t.Parallel()
+	dbtest.Each(t, func(t *testing.T, d *db.DB) {
+		counter := dbtest.Count(d)
+		b := setup(t, d)
+		slow := *b
+		slow.srv = httptest.NewServer(graph.NewServer(graph.Config{DB: d, Signer: b.signer, ResolveTranscripts: true}))
+		t.Cleanup(slow.srv.Close)
+
+		agentID := b.createAgent(t, b.alice.Token, "Helper")
+		conv := b.startConversation(t, b.alice.Token, agentID, "odd \"quoted\"\ttitle\x01 ✓")
+		convID, err := gid.Decode(conv)
+		require.NoError(t, err)
+		seedTranscript(t, b.client, convID, 7, 3)
+		seedOddTurns(t, b, convID)
+		untitled := b.startConversation(t, b.alice.Token, agentID, "")
+
+		op := console.Operations()["transcript"]
+		// same reads query both ways and wants the same bytes; hot says
+		// the hot path answers it, so no statement numbers rows.
+		same := func(t *testing.T, hot bool, token, query string, vars map[string]any) *response {
+			t.Helper()
+			counter.Reset()
+			fast := b.do(t, token, query, vars)
+			fastStatements := counter.Statements()
+			want := slow.do(t, token, query, vars)
+			require.Equal(t, string(want.Raw), string(fast.Raw))
+			windowed := false
+			for _, s := range fastStatements {
+				windowed = windowed || strings.Contains(strings.ToUpper(s), "ROW_NUMBER")
+			}
+			if hot {
+				require.False(t, windowed, "the hot path pages with LIMIT, never ROW_NUMBER")
+			}
+			return fast
+		}
+
+		t.Run("every page of the console's query", func(t *testing.T) {
+			var after any
+			for pages := 0; ; pages++ {
+				require.Less(t, pages, 10)
+				data := same(t, true, b.alice.Token, op, map[string]any{"id": conv, "first": 3, "after": after}).ok(t)
+				info := get(data, "conversation", "turns", "pageInfo").(map[string]any)
+				if info["hasNextPage"] == false {
+					break
+				}
+				after = info["endCursor"]
+			}
+			same(t, true, b.alice.Token, op, map[string]any{"id": conv})
+			counter.Reset()
+			b.do(t, b.alice.Token, op, map[string]any{"id": conv, "first": 100}).ok(t)
+			// token, conversation, user, agent, turns, tool calls, results,
+			// model calls: whatever the length of the conversation.
+			require.Len(t, counter.Statements(), 8, counter.Statements())
+			same(t, true, b.alice.Token, op, map[string]any{"id": conv, "first": 100})
+			same(t, true, b.alice.Token, op, map[string]any{"id": untitled})
+			data := same(t, true, b.alice.Token, op, map[string]any{"id": conv, "first": 100}).ok(t)
+			require.Len(t, get(data, "conversation", "turns", "edges"), 9)
+			require.Equal(t, "budget exceeded", get(data, "conversation", "turns", "edges", 7, "node", "toolCalls", 0, "failures", 0, "message"))
+		})
+		t.Run("other selections", func(t *testing.T) {
+			for i, q := range []string{
+				`query($id: ID!) { conversation(id: $id) { __typename id t: title ... on Node { id } turns(first: 4, orderBy: [{field: NUMBER}]) {
+				  edges { cursor node { __typename ...T } } pageInfo { startCursor hasPreviousPage } } } }
+				 fragment T on Turn { n: number toolCalls { result { id kind } failures { kind item } argumentsRef } }`,
+				`query($id: ID!) { conversation(id: $id) { turns(first: 2, orderBy: [{field: NUMBER, direction: ASC}]) { edges { node {
+				  promptStats { modelCalls inputTokens } modelCalls { prefixTokens costAmount { __typename amount } } } } } } }`,
+				`query($id: ID!) { conversation(id: $id) { turns(first: 2, after: "not a cursor", orderBy: [{field: NUMBER}]) { edges { node { id } } } } }`,
+				// Shapes the hot path leaves to the resolvers.
+				`query($id: ID!) { conversation(id: $id) { turns(first: 3) { totalCount edges { node { id number } } } } }`,
+				`query($id: ID!) { conversation(id: $id) { turns(last: 3, orderBy: [{field: NUMBER}]) { edges { node { id number } } } } }`,
+				`query($id: ID!) { conversation(id: $id) { turns(first: 0, orderBy: [{field: NUMBER}]) { pageInfo { hasNextPage } } } }`,
+				`query($id: ID!) { conversation(id: $id) { turns(first: 3, orderBy: [{field: NUMBER, direction: DESC}]) { edges { node { number } } } } }`,
+				`query($id: ID!) { conversation(id: $id) { a: turns(first: 1, orderBy: [{field: NUMBER}]) { edges { node { number } } }
+				  b: turns(first: 2, orderBy: [{field: NUMBER}]) { edges { node { number } } } } }`,
+			} {
+				same(t, i < 2, b.alice.Token, q, map[string]any{"id": conv})
+			}
+		})
+		t.Run("refusals", func(t *testing.T) {
+			require.Equal(t, "NOT_FOUND", same(t, false, b.bob.Token, op, map[string]any{"id": conv}).code(t), "a colleague's")
+			require.Equal(t, "NOT_FOUND", same(t, false, b.eve.Token, op, map[string]any{"id": conv}).code(t), "another organisation's")
+			require.Equal(t, "NOT_FOUND", same(t, false, b.alice.Token, op, map[string]any{"id": graph.EncodeID(1<<40 + 77)}).code(t))
+			require.Equal(t, "NOT_FOUND", same(t, false, b.scopeToken(t, conv, "calculator"), op, map[string]any{"id": conv}).code(t), "a scope token")
+		})
+	})
+}
+
+// seedOddTurns adds turns whose values stress the encoding: text to escape,
+// nulls, failures, a flagged result, a result out of reach and a cost.
+func seedOddTurns(t testing.TB, b *testBundle, convID int) {
+	t.Helper()
+	ctx := tenancy.System(context.Background())
+	c := b.client
+	conv := c.Conversation.GetX(ctx, convID)
+	n := c.Turn.Query().Where(turn.ConversationID(convID)).CountX(ctx)
+	finished := time.Date(2026, 3, 4, 5, 6, 7, 891_000_000, time.UTC)
+	odd := c.Turn.Create().SetConversationID(convID).SetNumber(n + 1).SetUserText("line\nbreak \"quote\" back\\slash \x00\x1f tab\t é ✓ 😀").
+		SetStatus(turn.StatusFAILED).SetError("model said <no>").SetFinishedAt(finished).SetTimeZone("Asia/Kolkata").SetReplayed(true).SaveX(ctx)
+	c.ModelCall.Create().SetTurnID(odd.ID).SetOrganizationID(conv.OrganizationID).SetAgentID(conv.AgentID).SetUserID(conv.UserID).
+		SetStep(0).SetText("t").SetProvider("openai").SetModel("gpt-4.1").SetInputTokens(1234).SetCacheReadTokens(1000).
+		SetCacheWriteTokens(7).SetOutputTokens(89).SetPrefixTokens(900).SetDurationMs(4321).SetCostMicros(1_234_567).ExecX(ctx)
+	// A result stored in another conversation of the same user.
+	other := b.startConversation(t, b.alice.Token, b.createAgent(t, b.alice.Token, "Other"), "other")
+	otherID, err := gid.Decode(other)
+	require.NoError(t, err)
+	foreign := c.StoredResult.Create().SetConversationID(otherID).SetRef("foreign").SetKind(schematype.KindJSON).
+		SetContent([]byte(`{}`)).SetChars(2).SetBytes(2).SetItems(1).SaveX(ctx)
+	c.ToolCall.Create().SetTurnID(odd.ID).SetPosition(0).SetName("search_documents").SetArguments(`{"queries":["a","b"]}`).
+		SetOutcome(toolcall.OutcomeOUTAGE).SetAttempts(3).SetMessage("unreachable \"backend\"").SetGuardrail("looked like an instruction").
+		SetFailures([]schematype.ItemFailure{{Item: 0, Input: "a", Kind: schematype.FailureOutage, Message: "budget exceeded"}, {Item: 1, Message: "no kind"}}).
+		SetFinishedAt(finished).SetResultID(foreign.ID).SetRef("foreign").SetArgumentsRef("args-ref").ExecX(ctx)
+	c.ToolCall.Create().SetTurnID(odd.ID).SetPosition(1).SetName("calculator").SetArguments(`{}`).
+		SetOutcome(toolcall.OutcomeREFUSED).SetAttempts(0).ExecX(ctx)
+	c.Turn.Create().SetConversationID(convID).SetNumber(n + 2).SetUserText("running").SaveX(ctx)
+}
+
+// TestToolCallsReadOnlyAskedColumns checks that the resolvers read a tool
+// call's JSON columns only for a selection that asks for them, and that two
+// selections of one response, asking differently, each get theirs.
+func TestToolCallsReadOnlyAskedColumns(t *testing.T) {
+	t.Parallel()
+	dbtest.Each(t, func(t *testing.T, d *db.DB) {
+		counter := dbtest.Count(d)
+		b := setup(t, d)
+		conv := b.startConversation(t, b.alice.Token, b.createAgent(t, b.alice.Token, "Helper"), "columns")
+		convID, err := gid.Decode(conv)
+		require.NoError(t, err)
+		seedTranscript(t, b.client, convID, 2, 2)
+		seedOddTurns(t, b, convID)
+		counter.Reset()
+		data := b.do(t, b.alice.Token, `query($id: ID!) { conversation(id: $id) { turns(first: 10) { totalCount edges { node {
+		  plain: toolCalls { name } full: toolCalls { name failures { message } } } } } } }`, map[string]any{"id": conv}).ok(t)
+		odd := get(data, "conversation", "turns", "edges", 2, "node")
+		require.Equal(t, "budget exceeded", get(odd, "full", 0, "failures", 0, "message"))
+		require.Equal(t, map[string]any{"name": "search_documents"}, get(odd, "plain", 0))
+		var calls []string
+		for _, s := range counter.Statements() {
+			if strings.Contains(s, "tool_calls") {
+				calls = append(calls, s)
+			}
+		}
+		require.Len(t, calls, 2, "one statement per set of columns")
+		for _, s := range calls {
+			require.NotContains(t, s, "evidence")
+			require.NotContains(t, s, "repairs")
+			require.NotContains(t, s, "heard")
+		}
+		require.NotEqual(t, strings.Contains(calls[0], "failures"), strings.Contains(calls[1], "failures"))
+	})
+}
