@@ -216,6 +216,11 @@ func (d *DB) Migrate(ctx context.Context) error {
 			return err
 		}
 	}
+	if d.Dialect == dialect.Postgres {
+		if err := d.storeResultsUncompressed(ctx); err != nil {
+			return err
+		}
+	}
 	// Conversations made before turns were counted as they are added.
 	if _, err := d.SQL.ExecContext(ctx, `UPDATE conversations SET turns_count =
 		(SELECT COUNT(*) FROM turns WHERE turns.conversation_id = conversations.id)
@@ -240,6 +245,30 @@ func (d *DB) Migrate(ctx context.Context) error {
 	}
 	if _, err := m.Migrate(ctx, rivermigrate.DirectionUp, nil); err != nil {
 		return fmt.Errorf("migrate job queue: %w", err)
+	}
+	return nil
+}
+
+// storeResultsUncompressed keeps stored results' content out of line and
+// uncompressed on PostgreSQL. Results are read in windows and searched
+// whole: compressed, a window deep in a large result decompressed all
+// before it, and a search the whole value, which cost more than reading
+// it. Uncompressed, substring reads only the pages it needs. Results
+// stored before keep their compression until rewritten. The ALTER takes
+// a lock, so it runs only when the setting is not there yet.
+func (d *DB) storeResultsUncompressed(ctx context.Context) error {
+	table := migrate.StoredResultsTable.Name
+	var storage string
+	err := d.SQL.QueryRowContext(ctx, `SELECT attstorage FROM pg_attribute
+		WHERE attrelid = to_regclass($1) AND attname = 'content'`, table).Scan(&storage)
+	if err != nil {
+		return fmt.Errorf("read stored results' storage: %w", err)
+	}
+	if storage == "e" {
+		return nil
+	}
+	if _, err := d.SQL.ExecContext(ctx, `ALTER TABLE `+table+` ALTER COLUMN content SET STORAGE EXTERNAL`); err != nil {
+		return fmt.Errorf("store results uncompressed: %w", err)
 	}
 	return nil
 }

@@ -135,6 +135,8 @@ type Results struct {
 type Reader struct {
 	client *ent.Client
 	conv   int // 0: wherever the client reaches
+	// whole and chunk replace wholeBytes and chunkBytes when set (tests)
+	whole, chunk int
 }
 
 // New returns a reader of one conversation's stored results. The caller
@@ -157,30 +159,43 @@ func (r *Reader) Run(ctx context.Context, q Request) (*Results, error) {
 	if err := q.Validate(); err != nil {
 		return nil, err
 	}
-	rows, err := r.load(ctx, q.Refs)
-	if err != nil {
-		return nil, err
-	}
 	budget := DefaultMaxChars
 	if q.MaxChars != nil {
 		budget = *q.MaxChars
 	}
 	res := &Results{Reads: []*ReadItem{}, Searches: []*SearchItem{}, Failures: []schematype.ItemFailure{}, Evidence: []schematype.Span{}}
-	for i, ref := range q.Refs {
-		if rows[ref] == nil {
+	found := func(i int, ok bool) {
+		if !ok {
+			ref := q.Refs[i]
 			res.Failures = append(res.Failures, schematype.ItemFailure{Item: i, Input: ref, Kind: schematype.FailureRefused, Message: tools.RefNotFound(ref)})
 		}
 	}
 	if q.Searching() {
+		rows, err := r.load(ctx, q.Refs)
+		if err != nil {
+			return nil, err
+		}
+		for i, ref := range q.Refs {
+			found(i, rows[ref] != nil)
+		}
 		res.Searches = search(q, rows, budget)
 		for _, it := range res.Searches {
 			res.Evidence = append(res.Evidence, it.Evidence...)
 		}
-	} else {
-		res.Reads = read(q, rows, budget)
-		for _, it := range res.Reads {
-			res.Evidence = append(res.Evidence, it.Evidence...)
-		}
+		return res, nil
+	}
+	rows, err := r.loadStored(ctx, q.Refs)
+	if err != nil {
+		return nil, err
+	}
+	for i, ref := range q.Refs {
+		found(i, rows[ref] != nil)
+	}
+	if res.Reads, err = r.read(ctx, q, rows, budget); err != nil {
+		return nil, err
+	}
+	for _, it := range res.Reads {
+		res.Evidence = append(res.Evidence, it.Evidence...)
 	}
 	return res, nil
 }
@@ -240,14 +255,53 @@ func describe(refs []string, rows map[string]*ent.StoredResult, fill func(i int,
 	return out
 }
 
-func read(q Request, rows map[string]*ent.StoredResult, budget int) []*ReadItem {
+// read reads a window of each ref. A result loaded whole is windowed in
+// memory; a large one has its window fetched (Reader.window), its total
+// from its chars column, which counts as Window does.
+func (r *Reader) read(ctx context.Context, q Request, rows map[string]*stored, budget int) ([]*ReadItem, error) {
+	type text struct {
+		i     int
+		row   *stored
+		text  string // loaded whole
+		valid bool
+		total int
+	}
 	items := make([]*ReadItem, len(q.Refs))
-	texts := describe(q.Refs, rows, func(i int, row *ent.StoredResult, absent bool) {
-		items[i] = &ReadItem{Ref: row.Ref, Kind: &row.Kind, Bytes: ptr(len(row.Content)),
-			TruncatedAtSource: &row.TruncatedAtSource, Absent: absent, Evidence: []schematype.Span{}}
-	}, func(i int, msg string) {
-		items[i] = &ReadItem{Ref: q.Refs[i], Error: &msg, Evidence: []schematype.Span{}}
-	})
+	var texts []text
+	for i, ref := range q.Refs {
+		row := rows[ref]
+		if row == nil {
+			msg := tools.RefNotFound(ref)
+			items[i] = &ReadItem{Ref: ref, Error: &msg, Evidence: []schematype.Span{}}
+			continue
+		}
+		kind := schematype.ResultKind(row.Kind)
+		if row.Whole == nil && kind != schematype.KindMedia && (!row.large() || !headReadable(kind, row.Head)) {
+			content, err := r.loadContent(ctx, row.ID)
+			if err != nil {
+				return nil, err
+			}
+			row.Whole = content
+		}
+		size, absent := int(row.Bytes), false
+		if row.Whole != nil {
+			size = len(row.Whole)
+			absent = unreadable(&ent.StoredResult{Kind: kind, Content: row.Whole})
+		} else if kind == schematype.KindMedia {
+			absent = size == 0
+		}
+		items[i] = &ReadItem{Ref: row.Ref, Kind: &kind, Bytes: ptr(size),
+			TruncatedAtSource: ptr(row.TruncatedAtSource), Absent: absent, Evidence: []schematype.Span{}}
+		if absent || kind == schematype.KindMedia {
+			continue
+		}
+		t := text{i: i, row: row, total: int(row.Chars)}
+		if row.Whole != nil {
+			t.text, t.valid = string(row.Whole), utf8.Valid(row.Whole)
+			t.total = runeCount(t.text, t.valid)
+		}
+		texts = append(texts, t)
+	}
 	offset := 0
 	if q.Offset != nil {
 		offset = *q.Offset
@@ -257,7 +311,7 @@ func read(q Request, rows map[string]*ent.StoredResult, budget int) []*ReadItem 
 	if len(texts) > 1 {
 		needs := make([]int, len(texts))
 		for j, t := range texts {
-			needs[j] = max(runeCount(t.text, t.valid)-offset, 0)
+			needs[j] = max(t.total-offset, 0)
 		}
 		shareOf = func(j int) int { return share(budget, needs, j) }
 	}
@@ -265,17 +319,37 @@ func read(q Request, rows map[string]*ent.StoredResult, budget int) []*ReadItem 
 		it := items[t.i]
 		// A share of 0 would mean the default; a ref with nothing left
 		// from offset reads empty whatever its share.
-		p := Window(t.text, offset, max(shareOf(j), 1))
+		var p Page
+		var start, end int
+		if t.row.Whole != nil {
+			p = Window(t.text, offset, max(shareOf(j), 1))
+			if p.Text != "" {
+				b := byteOffsets(t.text, t.valid, []int{p.Offset, p.Offset + utf8.RuneCountInString(p.Text)})
+				start, end = b[0], b[1]
+			}
+		} else {
+			from := min(max(offset, 0), t.total)
+			n := min(max(shareOf(j), 1), t.total-from)
+			p = Page{Offset: from, NextOffset: -1, Total: t.total}
+			if from+n < t.total {
+				p.NextOffset = from + n
+			}
+			if n > 0 {
+				var err error
+				if p.Text, start, end, err = r.window(ctx, t.row, from, n); err != nil {
+					return nil, err
+				}
+			}
+		}
 		it.Text, it.Offset, it.TotalChars = &p.Text, &p.Offset, &p.Total
 		if p.NextOffset >= 0 {
 			it.NextOffset = &p.NextOffset
 		}
 		if p.Text != "" {
-			b := byteOffsets(t.text, t.valid, []int{p.Offset, p.Offset + utf8.RuneCountInString(p.Text)})
-			it.Evidence = append(it.Evidence, schematype.Span{Ref: it.Ref, Start: int64(b[0]), End: int64(b[1])})
+			it.Evidence = append(it.Evidence, schematype.Span{Ref: it.Ref, Start: int64(start), End: int64(end)})
 		}
 	}
-	return items
+	return items, nil
 }
 
 func search(q Request, rows map[string]*ent.StoredResult, budget int) []*SearchItem {

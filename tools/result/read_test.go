@@ -2,6 +2,7 @@ package result
 
 import (
 	"context"
+	"database/sql"
 	"encoding/json"
 	"strings"
 	"testing"
@@ -141,23 +142,30 @@ func TestMatchGQL(t *testing.T) {
 // unscoped client.
 type fixture struct {
 	client      *ent.Client
+	sql         *sql.DB
 	conv, other int
 }
 
 func newFixture(t *testing.T) *fixture {
 	t.Helper()
+	return newFixtureOn(t, dbtest.SQLite)
+}
+
+func newFixtureOn(t testing.TB, backend dbtest.Backend) *fixture {
+	t.Helper()
 	ctx := tenancy.System(context.Background())
-	c := dbtest.Open(t, dbtest.SQLite).Client()
+	d := dbtest.Open(t, backend)
+	c := d.Client()
 	org := c.Organization.Create().SetName("Acme").SaveX(ctx)
 	u := c.User.Create().SetOrganizationID(org.ID).SetName("Alice").SaveX(ctx)
 	a := c.Agent.Create().SetOrganizationID(org.ID).SetName("Helper").SaveX(ctx)
-	f := &fixture{client: c}
+	f := &fixture{client: c, sql: d.SQL}
 	f.conv = c.Conversation.Create().SetOrganizationID(org.ID).SetUserID(u.ID).SetAgentID(a.ID).SaveX(ctx).ID
 	f.other = c.Conversation.Create().SetOrganizationID(org.ID).SetUserID(u.ID).SetAgentID(a.ID).SaveX(ctx).ID
 	return f
 }
 
-func (f *fixture) store(t *testing.T, conv int, ref string, kind schematype.ResultKind, content string) {
+func (f *fixture) store(t testing.TB, conv int, ref string, kind schematype.ResultKind, content string) {
 	t.Helper()
 	f.client.StoredResult.Create().SetConversationID(conv).SetRef(ref).SetKind(kind).SetContent([]byte(content)).
 		SetChars(int64(utf8.RuneCountInString(content))).SetBytes(int64(len(content))).SetItems(1).
@@ -361,11 +369,17 @@ func BenchmarkRun(b *testing.B) {
 	for _, ref := range refs {
 		rows[ref] = &ent.StoredResult{Ref: ref, Kind: schematype.KindText, Content: []byte(text)}
 	}
+	whole := map[string]*stored{}
+	for _, ref := range refs {
+		whole[ref] = &stored{Ref: ref, Kind: string(schematype.KindText), Whole: []byte(text), Bytes: int64(len(text))}
+	}
 	b.Run("read", func(b *testing.B) {
 		b.SetBytes(int64(3 * len(text)))
 		b.ReportAllocs()
 		for b.Loop() {
-			read(Request{Refs: refs, Offset: ptr(3_000_000)}, rows, MaxMaxChars)
+			if _, err := (&Reader{}).read(context.Background(), Request{Refs: refs, Offset: ptr(3_000_000)}, whole, MaxMaxChars); err != nil {
+				b.Fatal(err)
+			}
 		}
 	})
 	b.Run("search", func(b *testing.B) {
@@ -375,4 +389,53 @@ func BenchmarkRun(b *testing.B) {
 			search(Request{Refs: refs, Query: ptr("reimbursment deadline"), Match: ptr(Fuzzy)}, rows, DefaultMaxChars)
 		}
 	})
+}
+
+// BenchmarkReaderDB reads a window of, and searches, a 10 MB stored result
+// on each database, the rows loaded as the API loads them.
+func BenchmarkReaderDB(b *testing.B) {
+	text, _ := benchText(10 << 20)
+	dense, _ := nonASCIIBenchText(10 << 20)
+	for _, backend := range []dbtest.Backend{dbtest.SQLite, dbtest.Postgres} {
+		b.Run(string(backend), func(b *testing.B) {
+			ctx := tenancy.System(context.Background())
+			f := newFixtureOn(b, backend)
+			f.store(b, f.conv, "r_ascii", schematype.KindText, text)
+			f.store(b, f.conv, "r_dense", schematype.KindText, dense)
+			r := New(f.client, f.conv)
+			cases := []struct {
+				name string
+				q    Request
+			}{
+				{"window-start", Request{Refs: []string{"r_ascii"}}},
+				{"window-deep", Request{Refs: []string{"r_ascii"}, Offset: ptr(9_000_000)}},
+				{"window-deep-dense", Request{Refs: []string{"r_dense"}, Offset: ptr(5_000_000)}},
+				{"search-exact", Request{Refs: []string{"r_ascii"}, Query: ptr("reimbursement deadline")}},
+				{"search-fuzzy", Request{Refs: []string{"r_ascii"}, Query: ptr("reimbursment deadline"), Match: ptr(Fuzzy)}},
+				{"search-fuzzy-dense", Request{Refs: []string{"r_dense"}, Query: ptr("возмещние расходов"), Match: ptr(Fuzzy)}},
+			}
+			for _, c := range cases {
+				b.Run(c.name, func(b *testing.B) {
+					cpuLoop(b, len(text), func() {
+						if _, err := r.Run(ctx, c.q); err != nil {
+							b.Fatal(err)
+						}
+					})
+				})
+			}
+		})
+	}
+}
+
+// TestStoredResultsUncompressed: on PostgreSQL the content is kept out of
+// line and uncompressed, so a window reads only its pages; migrating again
+// leaves it so.
+func TestStoredResultsUncompressed(t *testing.T) {
+	d := dbtest.Open(t, dbtest.Postgres)
+	ctx := context.Background()
+	require.NoError(t, d.Migrate(ctx))
+	var storage string
+	require.NoError(t, d.SQL.QueryRowContext(ctx, `SELECT attstorage FROM pg_attribute
+		WHERE attrelid = to_regclass('stored_results') AND attname = 'content'`).Scan(&storage))
+	require.Equal(t, "e", storage)
 }

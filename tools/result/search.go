@@ -5,6 +5,7 @@ import (
 	"math/bits"
 	"slices"
 	"strings"
+	"sync"
 	"unicode"
 	"unicode/utf8"
 )
@@ -66,10 +67,6 @@ type SearchResult struct {
 // maxChars <= 0 means DefaultMaxChars.
 func Search(text, query string, match Match, contextChars, maxChars int) SearchResult {
 	text = sanitize(text)
-	if maxChars <= 0 {
-		maxChars = DefaultMaxChars
-	}
-	contextChars = max(contextChars, 0)
 	var q *fuzzy
 	if match == Fuzzy {
 		q = newFuzzy(query)
@@ -80,6 +77,15 @@ func Search(text, query string, match Match, contextChars, maxChars int) SearchR
 	} else {
 		hits = findExact(text, query)
 	}
+	return excerpts(text, hits, contextChars, maxChars)
+}
+
+// excerpts turns the hits in text into Search's result.
+func excerpts(text string, hits []hit, contextChars, maxChars int) SearchResult {
+	if maxChars <= 0 {
+		maxChars = DefaultMaxChars
+	}
+	contextChars = max(contextChars, 0)
 	windows, total := merge(text, hits, contextChars)
 	res := SearchResult{Hits: len(hits), Total: total}
 	slices.SortStableFunc(windows, func(a, b window) int {
@@ -218,6 +224,17 @@ func init() {
 // member of their orbit (lowered when that is an ASCII letter, so 'K'
 // the Kelvin sign folds to 'k').
 func fold(r rune) rune {
+	if r < utf8.RuneSelf {
+		return rune(lower[r])
+	}
+	if r < 0x10000 {
+		return tables().fold[r]
+	}
+	return foldSlow(r)
+}
+
+// foldSlow is fold without the table.
+func foldSlow(r rune) rune {
 	if r < utf8.RuneSelf {
 		return rune(lower[r])
 	}
@@ -381,6 +398,30 @@ type qword struct {
 	runes []rune // folded
 	mask  uint64 // letter set
 	k     int    // edits allowed
+	// The pattern of the bit-parallel distance, for words of up to 64
+	// characters: for each folded character, the positions in runes where
+	// it stands, one bit each. ASCII characters are looked up, others
+	// found among the word's few.
+	ascii [utf8.RuneSelf]uint64
+	other []peq
+}
+
+type peq struct {
+	r    rune
+	bits uint64
+}
+
+// eq is the pattern of a folded character: where it stands in the word.
+func (w *qword) eq(r rune) uint64 {
+	if r < utf8.RuneSelf {
+		return w.ascii[r]
+	}
+	for _, p := range w.other {
+		if p.r == r {
+			return p.bits
+		}
+	}
+	return 0
 }
 
 // fuzzy is a compiled fuzzy query.
@@ -389,7 +430,8 @@ type fuzzy struct {
 	// trigger is the query word tried on every text word; text words of
 	// minLen to minLen+spread characters can match it.
 	trigger, minLen, spread int
-	// scratch for the edit distance
+	// scratch: a text word folded, and rows of the edit distance table for
+	// query words too long for one machine word
 	word             []rune
 	prev2, prev, row []int
 }
@@ -420,9 +462,27 @@ func newFuzzy(query string) *fuzzy {
 	if len(f.words) == 0 || len(f.words) > maxQueryWords {
 		return nil
 	}
-	for j, w := range f.words {
+	for j := range f.words {
+		w := &f.words[j]
 		if n := len(w.runes) - w.k; n > f.minLen {
 			f.trigger, f.minLen, f.spread = j, n, 2*w.k
+		}
+		if len(w.runes) > 64 {
+			continue
+		}
+	runes:
+		for i, r := range w.runes {
+			if r < utf8.RuneSelf {
+				w.ascii[r] |= 1 << i
+				continue
+			}
+			for o := range w.other {
+				if w.other[o].r == r {
+					w.other[o].bits |= 1 << i
+					continue runes
+				}
+			}
+			w.other = append(w.other, peq{r, 1 << i})
 		}
 	}
 	f.word = make([]rune, 0, maxLen+2)
@@ -433,7 +493,11 @@ func newFuzzy(query string) *fuzzy {
 // runeBit puts a non-ASCII word character in one of bits 36–63 of a
 // letter set; sharing bits only weakens the filter, never wrongs it.
 func runeBit(r rune) uint64 {
-	f := fold(r)
+	return foldedBit(fold(r))
+}
+
+// foldedBit is runeBit of a character already folded.
+func foldedBit(f rune) uint64 {
 	if f < utf8.RuneSelf {
 		return wordBit[f]
 	}
@@ -472,8 +536,8 @@ func nextWord(text string, i int) (start, end, extra int) {
 			i++
 			continue
 		}
-		r, size := utf8.DecodeRuneInString(text[i:])
-		if isWordRune(r) {
+		r, size := decodeRune(text, i)
+		if wordRune(r) {
 			break
 		}
 		i += size
@@ -488,14 +552,71 @@ func nextWord(text string, i int) (start, end, extra int) {
 		if c < utf8.RuneSelf {
 			break
 		}
-		r, size := utf8.DecodeRuneInString(text[i:])
-		if !isWordRune(r) {
+		r, size := decodeRune(text, i)
+		if !wordRune(r) {
 			break
 		}
 		i += size
 		extra += size - 1
 	}
 	return start, i, extra
+}
+
+// prevWord finds the last word that ends at or before byte i: its bytes
+// [start, end) and its characters. start == end means there is none.
+func prevWord(text string, i int) (start, end, chars int) {
+	for i > 0 {
+		if c := text[i-1]; c < utf8.RuneSelf {
+			if isWord[c] {
+				break
+			}
+			i--
+			continue
+		}
+		r, size := utf8.DecodeLastRuneInString(text[:i])
+		if wordRune(r) {
+			break
+		}
+		i -= size
+	}
+	end = i
+	for i > 0 {
+		if c := text[i-1]; c < utf8.RuneSelf {
+			if !isWord[c] {
+				break
+			}
+			i--
+			chars++
+			continue
+		}
+		r, size := utf8.DecodeLastRuneInString(text[:i])
+		if !wordRune(r) {
+			break
+		}
+		i -= size
+		chars++
+	}
+	return i, end, chars
+}
+
+// decodeRune is utf8.DecodeRuneInString(s[i:]) with the two- and
+// three-byte characters of dense non-ASCII text decoded inline.
+func decodeRune(s string, i int) (rune, int) {
+	switch c := s[i]; {
+	case c >= 0xC2 && c < 0xE0 && i+1 < len(s):
+		if c1 := s[i+1]; c1&0xC0 == 0x80 {
+			return rune(c&0x1F)<<6 | rune(c1&0x3F), 2
+		}
+	case c >= 0xE0 && c < 0xF0 && i+2 < len(s):
+		c1, c2 := s[i+1], s[i+2]
+		if c1&0xC0 == 0x80 && c2&0xC0 == 0x80 {
+			r := rune(c&0x0F)<<12 | rune(c1&0x3F)<<6 | rune(c2&0x3F)
+			if r >= 0x800 && (r < 0xD800 || r > 0xDFFF) {
+				return r, 3
+			}
+		}
+	}
+	return utf8.DecodeRuneInString(s[i:])
 }
 
 // wordMask is the letter set of a word.
@@ -507,11 +628,43 @@ func wordMask(word string) uint64 {
 			i++
 			continue
 		}
-		r, size := utf8.DecodeRuneInString(word[i:])
+		r, size := decodeRune(word, i)
 		mask |= runeBit(r)
 		i += size
 	}
 	return mask
+}
+
+// runeTables hold what fold and isWordRune give for every character of
+// the Basic Multilingual Plane: computing them costs a binary search or
+// several per character, which on dense non-ASCII text was most of a
+// fuzzy search.
+type runeTables struct {
+	fold [0x10000]rune
+	word [0x10000 / 64]uint64 // isWordRune, one bit each
+}
+
+// tables are built on first use (a few milliseconds), not at start-up.
+var tables = sync.OnceValue(func() *runeTables {
+	t := new(runeTables)
+	for r := range rune(0x10000) {
+		t.fold[r] = foldSlow(r)
+		if isWordRune(r) {
+			t.word[r>>6] |= 1 << (r & 63)
+		}
+	}
+	return t
+})
+
+// wordRune is isWordRune, looked up in the Basic Multilingual Plane.
+func wordRune(r rune) bool {
+	if r < utf8.RuneSelf {
+		return isWord[r]
+	}
+	if r < 0x10000 {
+		return tables().word[r>>6]>>(r&63)&1 != 0
+	}
+	return isWordRune(r)
 }
 
 // find returns the non-overlapping runs of text words that match the
@@ -520,16 +673,21 @@ func wordMask(word string) uint64 {
 // Tokenizing byte by byte costs two mispredicted branches per word, which
 // is most of the time on prose, so words are found 64 bytes at a time: a
 // bitmap of the bytes that can be in a word (ASCII letters and digits,
-// and any non-ASCII byte), whose edges are the word boundaries. A run
-// with non-ASCII bytes is split again by the exact rules. Most words are
-// then dismissed by their length alone, the rest mostly by their letter
-// sets; only the few left get an edit distance.
+// and any non-ASCII byte), whose edges are the word boundaries. Only one
+// query word, the trigger, is tried on the text's words, and most of them
+// are dismissed by their length alone: a run of bytes shorter than the
+// shortest match is skipped whole, and a run with non-ASCII bytes is split
+// by the exact rules only when it is long enough. The rest are dismissed
+// mostly by their letter sets; only the few left get an edit distance,
+// bit-parallel. When the trigger matches, the words around it are read
+// and tried against the rest of the query.
 func (f *fuzzy) find(text string) []hit {
-	s := newRunner(f, text)
-	start, spanFrom := -1, 0
+	s := &scanner{f: f, text: text, run: make([]slot, len(f.words)), tab: tables()}
+	minLen := f.minLen
+	start, spanFrom, chars := -1, 0, 0
 	var na bool
 	for base := 0; base < len(text); base += 64 {
-		w, nonASCII := classify(text[base:min(base+64, len(text))])
+		w, nonASCII, cont := classify(text[base:min(base+64, len(text))])
 		var carry uint64
 		if start >= 0 {
 			carry = 1
@@ -539,143 +697,142 @@ func (f *fuzzy) find(text string) []hit {
 			b := bits.TrailingZeros64(edges)
 			edges &= edges - 1
 			if w>>b&1 != 0 {
-				start, spanFrom, na = base+b, b, false
+				start, spanFrom, na, chars = base+b, b, false, 0
 				continue
 			}
-			na = na || nonASCII&between(spanFrom, b) != 0
-			s.span(start, base+b, na)
+			// A word has no more characters than bytes, nor than the
+			// span has.
+			if base+b-start >= minLen {
+				in := between(spanFrom, b)
+				s.span(start, base+b, na || nonASCII&in != 0, chars+bits.OnesCount64(in&^cont))
+			}
 			start = -1
 		}
 		if start >= 0 {
-			na = na || nonASCII&between(spanFrom, 64) != 0
+			in := between(spanFrom, 64)
+			na = na || nonASCII&in != 0
+			chars += bits.OnesCount64(in &^ cont)
 			spanFrom = 0
 		}
 	}
-	if start >= 0 {
-		s.span(start, len(text), na)
+	if start >= 0 && len(text)-start >= minLen {
+		s.span(start, len(text), na, chars)
 	}
 	return s.hits
 }
 
-// between sets bits [from, to) of a uint64.
-func between(from, to int) uint64 {
-	hi := ^uint64(0)
-	if to < 64 {
-		hi = 1<<to - 1
-	}
-	return hi &^ (1<<from - 1)
-}
-
-// classify maps up to 64 bytes to two bitmaps: bytes that can be in a
-// word (ASCII letters and digits, non-ASCII bytes), and non-ASCII bytes.
-// Eight bytes at a time, without branches.
-func classify(b string) (word, nonASCII uint64) {
-	if len(b) < 64 {
-		for j := range len(b) {
-			if c := b[j]; isWord[c] || c >= utf8.RuneSelf {
-				word |= 1 << j
-			}
-			if b[j] >= utf8.RuneSelf {
-				nonASCII |= 1 << j
-			}
-		}
-		return word, nonASCII
-	}
-	for k := range 8 {
-		x := le64(b[k*8:])
-		hi := x & msb
-		x7 := x &^ msb // no byte can carry into the next below
-		y := x7 | lsb*0x20
-		letters := (y + lsb*(0x80-'a')) &^ (y + lsb*(0x80-'z'-1))
-		digits := (x7 + lsb*(0x80-'0')) &^ (x7 + lsb*(0x80-'9'-1))
-		word |= pack((letters|digits)&msb|hi) << (8 * k)
-		nonASCII |= pack(hi) << (8 * k)
-	}
-	return word, nonASCII
-}
-
-// pack gathers the top bits of eight bytes into eight bits, byte 0 lowest.
-func pack(x uint64) uint64 {
-	return (x >> 7 * 0x0102040810204080) >> 56
-}
-
-// runner feeds text words through a fuzzy query. Each word is tried
-// against one query word only, the trigger: the one whose length rules
-// out the most text words. When the trigger matches, the words around it
-// are tried against the rest of the query, once the last of them is read.
-type runner struct {
-	f       *fuzzy
-	text    string
-	ring    []slot // the last len(f.words) words
-	next    int    // the slot the next word goes in; it holds the oldest
-	t       int    // index of the current word
-	free    int    // first word index a new hit may start at
-	pending []int  // word indexes at which a triggered run ends
-	hits    []hit
+// scanner feeds the text's words to a fuzzy query.
+type scanner struct {
+	f    *fuzzy
+	text string
+	tab  *runeTables
+	run  []slot // the words of a run being tried, one per query word
+	free int    // the first byte a new hit may start at
+	hits []hit
 }
 
 type slot struct {
 	start, end, chars int
 }
 
-func newRunner(f *fuzzy, text string) *runner {
-	return &runner{f: f, text: text, ring: make([]slot, len(f.words)), t: -1}
-}
-
-// span takes a run of word bytes: one word, or with non-ASCII bytes,
-// possibly several or none.
-func (r *runner) span(start, end int, nonASCII bool) {
-	if !nonASCII {
-		r.word(start, end, end-start)
+// span takes a run of word bytes of so many characters: one word, or
+// with non-ASCII bytes, possibly several or none.
+func (s *scanner) span(start, end int, nonASCII bool, chars int) {
+	f := s.f
+	if uint(chars-f.minLen) <= uint(f.spread) && !nonASCII {
+		s.candidate(start, end, chars)
 		return
 	}
+	if chars < f.minLen || !nonASCII {
+		return
+	}
+	// Split by the exact rules. The text is valid UTF-8: a byte below
+	// 0xE0 that is not ASCII leads a two-byte character, one below 0xF0
+	// a three-byte one.
+	text, word := s.text, &s.tab.word
+	ws, n := -1, 0
 	for i := start; i < end; {
-		ws, we, extra := nextWord(r.text[:end], i)
+		at, c := i, text[i]
+		var in bool
+		switch {
+		case c < utf8.RuneSelf:
+			in = isWord[c]
+			i++
+		case c < 0xE0 && i+1 < end:
+			r := rune(c&0x1F)<<6 | rune(text[i+1]&0x3F)
+			in = word[r>>6]>>(r&63)&1 != 0
+			i += 2
+		case c < 0xF0 && i+2 < end:
+			r := rune(c&0x0F)<<12 | rune(text[i+1]&0x3F)<<6 | rune(text[i+2]&0x3F)
+			in = word[r>>6]>>(r&63)&1 != 0
+			i += 3
+		default:
+			r, size := decodeRune(text, i)
+			if r < 0x10000 {
+				in = word[r>>6]>>(r&63)&1 != 0
+			} else {
+				in = isWordRune(r)
+			}
+			i += size
+		}
+		if in {
+			if ws < 0 {
+				ws, n = at, 0
+			}
+			n++
+			continue
+		}
+		if ws >= 0 && uint(n-f.minLen) <= uint(f.spread) {
+			s.candidate(ws, at, n)
+		}
+		ws = -1
+	}
+	if ws >= 0 && uint(n-f.minLen) <= uint(f.spread) {
+		s.candidate(ws, end, n)
+	}
+}
+
+// candidate tries a text word of the trigger's length on the trigger, and
+// when it matches, the words around it on the rest of the query. A run
+// that overlaps the last hit is not one.
+func (s *scanner) candidate(start, end, chars int) {
+	f := s.f
+	if start < s.free {
+		return
+	}
+	if _, ok := f.match(s.text[start:end], chars, f.trigger); !ok {
+		return
+	}
+	run := s.run
+	run[f.trigger] = slot{start, end, chars}
+	for j, pos := f.trigger-1, start; j >= 0; j-- {
+		ws, we, n := prevWord(s.text, pos)
 		if ws == we {
 			return
 		}
-		r.word(ws, we, we-ws-extra)
-		i = we
+		run[j], pos = slot{ws, we, n}, ws
 	}
-}
-
-func (r *runner) word(start, end, chars int) {
-	f := r.f
-	m := len(f.words)
-	r.t++
-	r.ring[r.next] = slot{start, end, chars}
-	if r.next++; r.next == m {
-		r.next = 0
-	}
-	if uint(chars-f.minLen) <= uint(f.spread) {
-		if _, ok := f.match(r.text[start:end], chars, f.trigger); ok {
-			r.pending = append(r.pending, r.t+m-1-f.trigger)
-		}
-	}
-	for len(r.pending) > 0 && r.pending[0] <= r.t {
-		r.pending = r.pending[:copy(r.pending, r.pending[1:])]
-		r.try()
-	}
-}
-
-// try checks the last len(f.words) words against the whole query.
-func (r *runner) try() {
-	f := r.f
-	m := len(f.words)
-	if r.t-m+1 < r.free {
+	if run[0].start < s.free {
 		return
 	}
+	for j, pos := f.trigger+1, end; j < len(run); j++ {
+		ws, we, extra := nextWord(s.text, pos)
+		if ws == we {
+			return
+		}
+		run[j], pos = slot{ws, we, we - ws - extra}, we
+	}
 	edits := 0
-	for j := range m {
-		w := r.ring[(r.next+j)%m]
-		d, ok := f.match(r.text[w.start:w.end], w.chars, j)
+	for j, w := range run {
+		d, ok := f.match(s.text[w.start:w.end], w.chars, j)
 		if !ok {
 			return
 		}
 		edits += d
 	}
-	r.hits = append(r.hits, hit{start: r.ring[r.next].start, end: r.ring[(r.next+m-1)%m].end, edits: edits})
-	r.free = r.t + 1
+	last := run[len(run)-1].end
+	s.hits = append(s.hits, hit{start: run[0].start, end: last, edits: edits})
+	s.free = last
 }
 
 // match reports whether a text word of chars characters matches query
@@ -686,21 +843,82 @@ func (f *fuzzy) match(word string, chars, j int) (int, bool) {
 	if d := chars - len(w.runes); d > w.k || -d > w.k {
 		return 0, false
 	}
-	mask := wordMask(word)
+	var mask uint64
+	a := f.word[:0]
+	if chars == len(word) {
+		for i := range len(word) {
+			c := word[i]
+			mask |= wordBit[c]
+			a = append(a, rune(lower[c]))
+		}
+	} else {
+		tab := &tables().fold
+		for i := 0; i < len(word); {
+			r, size := rune(word[i]), 1
+			switch {
+			case r < utf8.RuneSelf:
+				r = rune(lower[r])
+			default:
+				r, size = decodeRune(word, i)
+				if r < 0x10000 {
+					r = tab[r]
+				} else {
+					r = foldSlow(r)
+				}
+			}
+			mask |= foldedBit(r)
+			a = append(a, r)
+			i += size
+		}
+	}
+	f.word = a
 	if bits.OnesCount64(w.mask&^mask) > w.k || bits.OnesCount64(mask&^w.mask) > w.k {
 		return 0, false
 	}
-	f.word = f.word[:0]
-	for _, c := range word {
-		f.word = append(f.word, fold(c))
+	var d int
+	if len(w.runes) <= 64 {
+		d = min(w.osa(a), w.k+1)
+	} else {
+		d = f.distance(a, w.runes, w.k)
 	}
-	d := f.distance(f.word, w.runes, w.k)
 	return d, d <= w.k
+}
+
+// osa is the optimal string alignment distance between a and the word
+// (an edit inserts, deletes or replaces a character, or swaps two
+// neighbours), for words of up to 64 characters: Hyyrö's bit-vector
+// algorithm (2003), Myers' (1999) extended with transpositions. A column
+// of the edit distance table is one machine word of vertical deltas, and
+// a text character costs a dozen operations whatever the word's length.
+func (w *qword) osa(a []rune) int {
+	m := len(w.runes)
+	top := uint64(1) << (m - 1)
+	vp, vn, d0, prevEq := ^uint64(0), uint64(0), uint64(0), uint64(0)
+	dist := m
+	for _, r := range a {
+		eq := w.eq(r)
+		tr := (^d0 & eq) << 1 & prevEq
+		d0 = ((eq & vp) + vp) ^ vp | eq | vn | tr
+		hp := vn | ^(d0 | vp)
+		hn := d0 & vp
+		if hp&top != 0 {
+			dist++
+		}
+		if hn&top != 0 {
+			dist--
+		}
+		hp = hp<<1 | 1
+		hn <<= 1
+		vp = hn | ^(d0 | hp)
+		vn = hp & d0
+		prevEq = eq
+	}
+	return dist
 }
 
 // distance is the optimal string alignment distance between a and b (an
 // edit inserts, deletes or replaces a character, or swaps two neighbours),
-// or k+1 once it must exceed k.
+// or k+1 once it must exceed k. It takes query words too long for osa.
 func (f *fuzzy) distance(a, b []rune, k int) int {
 	if d := len(a) - len(b); d > k || -d > k {
 		return k + 1
@@ -730,4 +948,51 @@ func (f *fuzzy) distance(a, b []rune, k int) int {
 		prev2, prev, row = prev, row, prev2
 	}
 	return min(prev[len(b)], k+1)
+}
+
+// between sets bits [from, to) of a uint64.
+func between(from, to int) uint64 {
+	hi := ^uint64(0)
+	if to < 64 {
+		hi = 1<<to - 1
+	}
+	return hi &^ (1<<from - 1)
+}
+
+// classify maps up to 64 bytes to three bitmaps: bytes that can be in a
+// word (ASCII letters and digits, non-ASCII bytes), non-ASCII bytes, and
+// UTF-8 continuation bytes.
+// Eight bytes at a time, without branches.
+func classify(b string) (word, nonASCII, cont uint64) {
+	if len(b) < 64 {
+		for j := range len(b) {
+			if c := b[j]; isWord[c] || c >= utf8.RuneSelf {
+				word |= 1 << j
+			}
+			if b[j] >= utf8.RuneSelf {
+				nonASCII |= 1 << j
+			}
+			if b[j]&0xC0 == 0x80 {
+				cont |= 1 << j
+			}
+		}
+		return word, nonASCII, cont
+	}
+	for k := range 8 {
+		x := le64(b[k*8:])
+		hi := x & msb
+		x7 := x &^ msb // no byte can carry into the next below
+		y := x7 | lsb*0x20
+		letters := (y + lsb*(0x80-'a')) &^ (y + lsb*(0x80-'z'-1))
+		digits := (x7 + lsb*(0x80-'0')) &^ (x7 + lsb*(0x80-'9'-1))
+		word |= pack((letters|digits)&msb|hi) << (8 * k)
+		nonASCII |= pack(hi) << (8 * k)
+		cont |= pack(hi&^(x<<1)) << (8 * k)
+	}
+	return word, nonASCII, cont
+}
+
+// pack gathers the top bits of eight bytes into eight bits, byte 0 lowest.
+func pack(x uint64) uint64 {
+	return (x >> 7 * 0x0102040810204080) >> 56
 }

@@ -406,3 +406,113 @@ func FuzzSearch(f *testing.F) {
 		require.LessOrEqual(t, res.Shown, res.Hits)
 	})
 }
+
+// Words of dense non-ASCII prose: Cyrillic, Greek, accented Latin (with a
+// Kelvin sign and combining marks), and CJK, which runs without spaces.
+var (
+	cyrillic = strings.Fields(`и в не на что он с как это по но они к у же вы за бы так
+		все она мы только было его ещё когда уже для вот да нет если или ни быть был
+		него до вас нибудь опять уж вам ведь там потом себя ничего ей может они тут где
+		есть надо ней для мы тебя их чем была сам чтоб без будто чего раз тоже себе под
+		будет расход отчёт бюджет квартал платёж счёт сотрудник руководитель одобрение
+		квитанция заявка командировка бухгалтерия проверка остаток документ срок`)
+	greek = strings.Fields(`και το να του η της με που την από για τα είναι δεν στο
+		ο θα σε οι στην ένα των τον λογαριασμός προϋπολογισμός έγκριση πληρωμή`)
+	latin = strings.Fields("été où déjà garçon façon naïve über Straße müssen Größe " +
+		"żółć święto łódź crème brûlée résumé Ångström \u212Aelvin cafe\u0301 nin\u0303o " +
+		"Überprüfung Rückerstattung remboursement échéance")
+	cjk = strings.Fields(`报销 截止 日期 费用 预算 审批 发票 部门 季度 财务 员工 经理
+		申请 账户 余额 报告 出差 处理 提交 审核 締切 経費 精算 承認 請求書`)
+)
+
+// nonASCIIBenchText is about size bytes of dense non-ASCII prose with
+// "возмещение расходов" planted a few dozen times, some misspelt, and
+// the number planted.
+func nonASCIIBenchText(size int) (string, int) {
+	r := rand.New(rand.NewPCG(42, 8))
+	var b strings.Builder
+	b.Grow(size + 100)
+	planted := 0
+	phrases := []string{"Возмещение расходов", "возмещене расходов", "ВОЗМЕЩЕНИЕ расхдов", "Возмещенеи расходов"}
+	for b.Len() < size {
+		switch n := r.IntN(100); {
+		case n < 10: // a CJK sentence: one long run of letters
+			for range 4 + r.IntN(8) {
+				b.WriteString(cjk[r.IntN(len(cjk))])
+			}
+			b.WriteString("。")
+			continue
+		case n < 20:
+			b.WriteString(greek[r.IntN(len(greek))])
+		case n < 30:
+			b.WriteString(latin[r.IntN(len(latin))])
+		default:
+			if r.IntN(4000) == 0 {
+				b.WriteString(phrases[r.IntN(len(phrases))])
+				planted++
+				break
+			}
+			w := cyrillic[r.IntN(len(cyrillic))]
+			if r.IntN(10) == 0 {
+				w = strings.ToUpper(w)
+			}
+			b.WriteString(w)
+		}
+		switch r.IntN(15) {
+		case 0:
+			b.WriteString(". ")
+		case 1:
+			b.WriteString(", ")
+		case 2:
+			b.WriteString(" — ")
+		default:
+			b.WriteByte(' ')
+		}
+	}
+	return b.String(), planted
+}
+
+func TestNonASCIIBenchTextFindsEveryPlantedPhrase(t *testing.T) {
+	t.Parallel()
+	text, planted := nonASCIIBenchText(2 << 20)
+	require.Positive(t, planted)
+	require.Less(t, utf8.RuneCountInString(text), len(text)*6/10, "dense: most characters take two bytes or more")
+	res := Search(text, "возмещние расходов", Fuzzy, DefaultContextChars, DefaultMaxChars)
+	require.Equal(t, planted, res.Hits)
+}
+
+func BenchmarkSearchFuzzyNonASCII10MB(b *testing.B) {
+	text, planted := nonASCIIBenchText(10 << 20)
+	b.SetBytes(int64(len(text)))
+	b.ReportAllocs()
+	for b.Loop() {
+		if res := Search(text, "возмещние расходов", Fuzzy, DefaultContextChars, DefaultMaxChars); res.Hits != planted {
+			b.Fatalf("found %d of %d", res.Hits, planted)
+		}
+	}
+}
+
+// BenchmarkSearchFuzzyLatinInNonASCII10MB looks for an ASCII query in
+// dense non-ASCII text: every word is still tokenized and folded.
+func BenchmarkSearchFuzzyLatinInNonASCII10MB(b *testing.B) {
+	text, _ := nonASCIIBenchText(10 << 20)
+	b.SetBytes(int64(len(text)))
+	b.ReportAllocs()
+	for b.Loop() {
+		Search(text, "remboursment echeance", Fuzzy, DefaultContextChars, DefaultMaxChars)
+	}
+}
+
+// cpuLoop runs a benchmark's loop and reports, beside the wall-time MB/s,
+// the MB per second of CPU it used.
+func cpuLoop(b *testing.B, bytes int, f func()) {
+	b.SetBytes(int64(bytes))
+	b.ReportAllocs()
+	before := cpuTime()
+	for b.Loop() {
+		f()
+	}
+	if used := cpuTime() - before; used > 0 && b.N > 0 {
+		b.ReportMetric(float64(bytes)*float64(b.N)/used.Seconds()/1e6, "MB/cpu-s")
+	}
+}

@@ -74,7 +74,7 @@ func Window(text string, offset, maxChars int) Page {
 // offsets keep counting the way utf8.RuneCount does and everything after
 // can assume valid UTF-8. Valid text, the usual case, is returned as is.
 func sanitize(text string) string {
-	if utf8.ValidString(text) {
+	if validUTF8(text) {
 		return text
 	}
 	var b strings.Builder
@@ -162,4 +162,102 @@ func retreat(s string, i, n int) (int, int) {
 		moved++
 	}
 	return i, moved
+}
+
+// validUTF8 is utf8.ValidString, 64 bytes at a time: on dense non-ASCII
+// text the standard check, byte by byte, cost as much as a fuzzy search.
+// Each block is mapped to bitmaps of its continuation bytes and of the
+// bytes that lead two-, three- and four-byte characters; it is valid when
+// the continuation bytes are exactly those the leads call for. Leads with
+// a narrower range for the next byte (E0, ED, F0, F4) have it checked one
+// by one; bytes that never occur (C0, C1, F5–FF) fail the block.
+func validUTF8(s string) bool {
+	var carry uint64
+	ok := true
+	for ; ok && len(s) >= 64; s = s[64:] {
+		carry, ok = validBlock(s, carry)
+	}
+	if ok && len(s) > 0 {
+		// Pad the tail with NULs: a character cut short then lacks its
+		// continuation bytes, as it should.
+		var buf [65]byte
+		copy(buf[:], s)
+		carry, ok = validBlock(string(buf[:]), carry)
+	}
+	return ok && carry == 0
+}
+
+// validBlock checks the first 64 bytes of s, given the continuation bytes
+// the block before calls for at its start (carry), and returns those this
+// block calls for at the next one's.
+func validBlock(s string, carry uint64) (uint64, bool) {
+	var or uint64
+	for k := range 8 {
+		or |= le64(s[k*8:])
+	}
+	if or&msb == 0 {
+		return 0, carry == 0
+	}
+	var cont, l2, l3, l4, bad, special uint64
+	for k := range 8 {
+		x := le64(s[k*8:])
+		hi := x & msb
+		if hi == 0 {
+			continue
+		}
+		b6, b5 := x<<1, x<<2
+		lead := hi & b6
+		shift := 8 * k
+		cont |= pack(hi&^b6) << shift
+		two := lead &^ b5
+		l2 |= pack(two) << shift
+		// C0 and C1
+		bad |= pack(two&zeroBytes(x&(lsb*0x1E))) << shift
+		if lead&b5 == 0 {
+			continue // Latin, Greek, Cyrillic…: no longer characters here
+		}
+		b4, b3 := x<<3, x<<4
+		f := lead & b5 & b4 // F0–FF
+		l3 |= pack(lead&b5&^b4) << shift
+		l4 |= pack(f&^b3) << shift
+		// F8–FF, F5–F7
+		bad |= pack(f&b3|f&((x&(lsb*7)+lsb*3)<<4)) << shift
+		special |= pack(zeroBytes(x^lsb*0xE0)|zeroBytes(x^lsb*0xED)|zeroBytes(x^lsb*0xF0)|zeroBytes(x^lsb*0xF4)) << shift
+	}
+	if bad != 0 {
+		return 0, false
+	}
+	want := carry | l2<<1 | l3<<1 | l3<<2 | l4<<1 | l4<<2 | l4<<3
+	if want != cont {
+		return 0, false
+	}
+	for special != 0 {
+		i := bits.TrailingZeros64(special)
+		special &= special - 1
+		if i+1 >= len(s) {
+			return 0, false
+		}
+		lo, hi := byte(0x80), byte(0xBF)
+		switch s[i] {
+		case 0xE0:
+			lo = 0xA0
+		case 0xED:
+			hi = 0x9F
+		case 0xF0:
+			lo = 0x90
+		case 0xF4:
+			hi = 0x8F
+		}
+		if c := s[i+1]; c < lo || c > hi {
+			return 0, false
+		}
+	}
+	return l2>>63 | l3>>63 | l3>>62 | l4>>63 | l4>>62 | l4>>61, true
+}
+
+// zeroBytes sets the top bit of each byte of x that is zero, and only
+// those.
+func zeroBytes(x uint64) uint64 {
+	const low7 = lsb * 0x7F
+	return ^((x&low7 + low7) | x | low7)
 }

@@ -115,3 +115,54 @@ func randomText(r *rand.Rand, n int) string {
 	}
 	return string([]rune(b.String())[:n])
 }
+
+// TestValidUTF8 holds validUTF8 to utf8.ValidString on random bytes that
+// are mostly UTF-8, of every length around the 64-byte blocks.
+func TestValidUTF8(t *testing.T) {
+	t.Parallel()
+	r := rand.New(rand.NewPCG(5, 6))
+	pieces := []string{"a", "z", " ", "é", "д", "✓", "报", "😀", "\U0010FFFF", "\uFFFD", "\u07FF", "\u0800", "\uD7FF", "\uE000", "\U00010000",
+		"\xc0\x80", "\xc1\xbf", "\xe0\x80\x80", "\xe0\x9f\xbf", "\xed\xa0\x80", "\xed\xbf\xbf", "\xf0\x8f\xbf\xbf", "\xf4\x90\x80\x80",
+		"\xf5\x80\x80\x80", "\xf8", "\xff", "\x80", "\xbf", "\xc2", "\xe2\x9c", "\xf0\x9f\x98"}
+	valid, invalid := 0, 0
+	for range 200000 {
+		var b strings.Builder
+		n := r.IntN(200)
+		bad := r.IntN(3) == 0
+		for b.Len() < n {
+			p := pieces[r.IntN(9)]
+			if bad && r.IntN(40) == 0 {
+				p = pieces[r.IntN(len(pieces))]
+			}
+			b.WriteString(p)
+		}
+		s := b.String()
+		want := utf8.ValidString(s)
+		require.Equal(t, want, validUTF8(s), "%q", s)
+		if want {
+			valid++
+		} else {
+			invalid++
+		}
+		if len(s) > 0 {
+			cut := s[:r.IntN(len(s))]
+			require.Equal(t, utf8.ValidString(cut), validUTF8(cut), "%q", cut)
+		}
+	}
+	require.Greater(t, valid, 1000)
+	require.Greater(t, invalid, 1000)
+	for c := range 256 {
+		for d := range 256 {
+			s := strings.Repeat("x", 63) + string([]byte{byte(c), byte(d), 0x80, 0x80})
+			require.Equal(t, utf8.ValidString(s), validUTF8(s), "%q", s)
+		}
+	}
+}
+
+func FuzzValidUTF8(f *testing.F) {
+	f.Add([]byte("héllo wörld ✓ 😀"))
+	f.Add([]byte("\xed\xa0\x80 \xf4\x90\x80\x80"))
+	f.Fuzz(func(t *testing.T, b []byte) {
+		require.Equal(t, utf8.Valid(b), validUTF8(string(b)))
+	})
+}
