@@ -54,6 +54,9 @@ type Resolver struct {
 	// Browser renders artifacts for the review tools; nil: no browser was
 	// found, and they are not offered.
 	Browser *browser.Pool
+	// reads shares what a turn event's subscribers read of it
+	// (turn_events.go).
+	reads eventReads
 }
 
 // appListTimeout bounds asking one application's server for its tools:

@@ -5,7 +5,10 @@ import (
 	"fmt"
 	"slices"
 	"strconv"
+	"sync"
 	"time"
+
+	"github.com/99designs/gqlgen/graphql"
 
 	"github.com/toolgate/toolgate/ent"
 	"github.com/toolgate/toolgate/ent/modelcall"
@@ -54,6 +57,7 @@ func (r *Resolver) turnEvents(ctx context.Context, turnID int, replay bool) (<-c
 	if r.Runner == nil {
 		return nil, fmt.Errorf("no runtime")
 	}
+	needs := eventNeedsOf(ctx)
 	sub := r.Runner.Events().Subscribe(turnID)
 	t, err := r.Client.Turn.Get(ctx, turnID)
 	if err != nil {
@@ -110,7 +114,7 @@ func (r *Resolver) turnEvents(ctx context.Context, turnID int, replay bool) (<-c
 				// had not been stored: its start comes with its end.
 				if started := eventKey(events.ModelCallStarted, e.Step, 0, ""); e.Kind == events.ModelCallFinished && !seen[started] {
 					seen[started] = true
-					ev, err := r.modelCallStarted(ctx, e)
+					ev, err := r.modelCallStarted(ctx, e, needs)
 					if err != nil {
 						r.Log.WarnContext(ctx, "turn event", "turn", EncodeID(turnID), "err", err)
 						return
@@ -119,7 +123,7 @@ func (r *Resolver) turnEvents(ctx context.Context, turnID int, replay bool) (<-c
 						return
 					}
 				}
-				ev, err := r.turnEvent(ctx, e)
+				ev, err := r.turnEvent(ctx, e, needs)
 				if err != nil {
 					r.Log.WarnContext(ctx, "turn event", "turn", EncodeID(turnID), "err", err)
 					return
@@ -154,18 +158,81 @@ func eventKey(kind events.Kind, step, toolCallID int, status string) string {
 	return string(kind)
 }
 
+// eventNeeds says which rows a subscription's selection needs read for
+// each event: a selection of the turn's id and status (and of the event's
+// kind and time) is answered from the event itself.
+type eventNeeds struct {
+	turn, toolCall bool
+}
+
+// eventNeedsOf reads the subscription's selection; without one (a caller
+// outside a GraphQL operation) it reads everything.
+func eventNeedsOf(ctx context.Context) eventNeeds {
+	if !graphql.HasOperationContext(ctx) {
+		return eventNeeds{turn: true, toolCall: true}
+	}
+	fc := graphql.GetFieldContext(ctx)
+	if fc == nil {
+		return eventNeeds{turn: true, toolCall: true}
+	}
+	oc := graphql.GetOperationContext(ctx)
+	var n eventNeeds
+	for _, f := range graphql.CollectFields(oc, fc.Field.Selections, []string{"TurnEvent"}) {
+		switch f.Name {
+		case "turn":
+			n.turn = n.turn || beyond(oc, f, "Turn", "id", "status")
+		case "toolCall":
+			n.toolCall = n.toolCall || beyond(oc, f, "ToolCall", "id")
+		}
+	}
+	return n
+}
+
+// beyond reports whether f selects a field of typ other than those named
+// (and __typename).
+func beyond(oc *graphql.OperationContext, f graphql.CollectedField, typ string, known ...string) bool {
+	for _, g := range graphql.CollectFields(oc, f.Selections, []string{typ}) {
+		if g.Name != "__typename" && !slices.Contains(known, g.Name) {
+			return true
+		}
+	}
+	return false
+}
+
+// eventTurn is the turn as of e: read once for all the event's
+// subscribers when the selection needs more than the event carries.
+func (r *Resolver) eventTurn(ctx context.Context, e events.Event, needs eventNeeds) (*ent.Turn, error) {
+	if !needs.turn {
+		return &ent.Turn{ID: e.TurnID, Status: turn.Status(e.Status)}, nil
+	}
+	v, err := r.reads.do(ctx, readKey{event: eventID(e), what: "turn"}, func(ctx context.Context) (any, error) {
+		return r.Client.Turn.Get(ctx, e.TurnID)
+	})
+	if err != nil {
+		return nil, err
+	}
+	return v.(*ent.Turn), nil
+}
+
 // turnEvent is a live event with the turn and tool call as of the event.
-func (r *Resolver) turnEvent(ctx context.Context, e events.Event) (*model.TurnEvent, error) {
-	t, err := r.Client.Turn.Get(ctx, e.TurnID)
+func (r *Resolver) turnEvent(ctx context.Context, e events.Event, needs eventNeeds) (*model.TurnEvent, error) {
+	t, err := r.eventTurn(ctx, e, needs)
 	if err != nil {
 		return nil, err
 	}
 	ev := &model.TurnEvent{Kind: e.Kind, Turn: turnAsOf(t, e.Status), At: e.At}
 	if e.ToolCallID != 0 {
-		c, err := r.Client.ToolCall.Get(ctx, e.ToolCallID)
+		if !needs.toolCall {
+			ev.ToolCall = &ent.ToolCall{ID: e.ToolCallID, TurnID: e.TurnID, Step: e.Step}
+			return ev, nil
+		}
+		v, err := r.reads.do(ctx, readKey{event: eventID(e), what: "toolCall"}, func(ctx context.Context) (any, error) {
+			return r.Client.ToolCall.Get(ctx, e.ToolCallID)
+		})
 		if err != nil {
 			return nil, err
 		}
+		c := v.(*ent.ToolCall)
 		ev.ToolCall = c
 		if e.Kind == events.ToolCallStarted {
 			ev.ToolCall = callStarted(c)
@@ -176,22 +243,106 @@ func (r *Resolver) turnEvent(ctx context.Context, e events.Event) (*model.TurnEv
 
 // modelCallStarted is the start of the model call a MODEL_CALL_FINISHED
 // event ends, at the time stored with it.
-func (r *Resolver) modelCallStarted(ctx context.Context, e events.Event) (*model.TurnEvent, error) {
-	t, err := r.Client.Turn.Get(ctx, e.TurnID)
+func (r *Resolver) modelCallStarted(ctx context.Context, e events.Event, needs eventNeeds) (*model.TurnEvent, error) {
+	t, err := r.eventTurn(ctx, e, needs)
 	if err != nil {
 		return nil, err
 	}
-	at := e.At
-	mc, err := r.Client.ModelCall.Query().
-		Where(modelcall.TurnID(e.TurnID), modelcall.KindEQ(modelcall.KindSTEP), modelcall.Step(e.Step)).
-		Only(ctx)
-	switch {
-	case err == nil:
-		at = mc.StartedAt
-	case !ent.IsNotFound(err):
+	v, err := r.reads.do(ctx, readKey{event: eventID(e), what: "modelCall"}, func(ctx context.Context) (any, error) {
+		mc, err := r.Client.ModelCall.Query().
+			Where(modelcall.TurnID(e.TurnID), modelcall.KindEQ(modelcall.KindSTEP), modelcall.Step(e.Step)).
+			Select(modelcall.FieldStartedAt).
+			Only(ctx)
+		switch {
+		case err == nil:
+			return mc.StartedAt, nil
+		case ent.IsNotFound(err):
+			return e.At, nil
+		}
+		return nil, err
+	})
+	if err != nil {
 		return nil, err
 	}
-	return &model.TurnEvent{Kind: events.ModelCallStarted, Turn: turnAsOf(t, string(turn.StatusRUNNING)), At: at}, nil
+	return &model.TurnEvent{Kind: events.ModelCallStarted, Turn: turnAsOf(t, string(turn.StatusRUNNING)), At: v.(time.Time)}, nil
+}
+
+// eventKeyID names one published event: what its subscribers read of it is
+// shared under it.
+type eventKeyID struct {
+	turnID, toolCallID, step int
+	kind                     events.Kind
+	status                   string
+	at                       int64
+}
+
+func eventID(e events.Event) eventKeyID {
+	return eventKeyID{turnID: e.TurnID, toolCallID: e.ToolCallID, step: e.Step, kind: e.Kind, status: e.Status, at: e.At.UnixNano()}
+}
+
+type readKey struct {
+	event eventKeyID
+	what  string
+}
+
+// maxShared is how many reads eventReads keeps: the events of the last
+// moments, whose subscribers may still be reading them.
+const maxShared = 1024
+
+// eventReads reads each row an event's subscribers need once, for all of
+// them: the first reads, the others wait for it and share what it read
+// (every subscriber was allowed the turn when it subscribed). The read
+// runs without the first subscriber's cancellation, so a client that goes
+// fails no other.
+type eventReads struct {
+	mu    sync.Mutex
+	reads map[readKey]*sharedRead
+	order []readKey
+}
+
+type sharedRead struct {
+	done chan struct{}
+	v    any
+	err  error
+}
+
+// do returns what read returns for key, reading it at most once while the
+// key is kept.
+func (s *eventReads) do(ctx context.Context, key readKey, read func(ctx context.Context) (any, error)) (any, error) {
+	s.mu.Lock()
+	if s.reads == nil {
+		s.reads = map[readKey]*sharedRead{}
+	}
+	if sr, ok := s.reads[key]; ok {
+		s.mu.Unlock()
+		select {
+		case <-sr.done:
+			return sr.v, sr.err
+		case <-ctx.Done():
+			return nil, ctx.Err()
+		}
+	}
+	sr := &sharedRead{done: make(chan struct{})}
+	s.reads[key] = sr
+	s.order = append(s.order, key)
+	if len(s.order) > maxShared {
+		delete(s.reads, s.order[0])
+		s.order = s.order[1:]
+	}
+	s.mu.Unlock()
+	rctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), 30*time.Second)
+	defer cancel()
+	sr.v, sr.err = read(rctx)
+	if sr.err != nil {
+		// Not kept: the next subscriber tries for itself.
+		s.mu.Lock()
+		if s.reads[key] == sr {
+			delete(s.reads, key)
+		}
+		s.mu.Unlock()
+	}
+	close(sr.done)
+	return sr.v, sr.err
 }
 
 // turnAsOf is t as an event with the given status announced it: a turn
