@@ -187,14 +187,16 @@ func serve(ctx context.Context, args []string, stdout, stderr io.Writer, log *sl
 	// One registry: the API's metrics and the runtime's on one /metrics.
 	reg := prometheus.NewRegistry()
 	reg.MustRegister(collectors.NewGoCollector(), collectors.NewProcessCollector(collectors.ProcessCollectorOpts{}))
-	runner, signer, apps, bridge, err := newRunner(ctx, rc, d, *dbURL, toolsURL, log, reg)
+	// Turns and documents share one job client: one leader, one poll.
+	jobs := d.Queue().Shared()
+	runner, signer, apps, bridge, err := newRunner(ctx, rc, d, jobs, *dbURL, toolsURL, log, reg)
 	if err != nil {
 		_ = ln.Close()
 		return err
 	}
 	defer apps.Close()
 	defer bridge.Close()
-	docs, err := document.New(document.Config{DB: d, Embedder: embedder, Log: log})
+	docs, err := document.New(document.Config{DB: d, Queue: jobs, Embedder: embedder, Log: log})
 	if err != nil {
 		_ = ln.Close()
 		return err

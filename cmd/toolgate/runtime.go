@@ -147,7 +147,7 @@ func loadKey(ctx context.Context, c *ent.Client, name string) ([]byte, error) {
 // newRunner builds the turn runtime over d, calling tools at toolsURL. On
 // PostgreSQL its events are bridged to the other replicas (dbURL is needed
 // for the bridge's listening connection); the caller closes the bridge.
-func newRunner(ctx context.Context, c runtimeConfig, d *db.DB, dbURL, toolsURL string, log *slog.Logger, reg prometheus.Registerer) (*loop.Runner, *scope.Signer, *mcp.Pool, io.Closer, error) {
+func newRunner(ctx context.Context, c runtimeConfig, d *db.DB, jobs db.Queue, dbURL, toolsURL string, log *slog.Logger, reg prometheus.Registerer) (*loop.Runner, *scope.Signer, *mcp.Pool, io.Closer, error) {
 	provider, err := newProvider(c)
 	if err != nil {
 		return nil, nil, nil, nil, err
@@ -213,7 +213,7 @@ func newRunner(ctx context.Context, c runtimeConfig, d *db.DB, dbURL, toolsURL s
 		Browser:        c.browser,
 		EncodeID:       graph.EncodeID,
 		AttributionKey: whoPays,
-		Queue:          d.Queue(),
+		Queue:          jobs,
 		Log:            log,
 		Registerer:     reg,
 		TracerProvider: c.tracer,

@@ -3,7 +3,9 @@ package db
 import (
 	"context"
 	"database/sql"
+	"errors"
 	"fmt"
+	"sync"
 	"time"
 
 	"github.com/jackc/pgx/v5"
@@ -14,18 +16,45 @@ import (
 	"github.com/riverqueue/river/rivertype"
 )
 
-// IdlePoll is how often a job queue looks for jobs it was not told about:
-// on PostgreSQL every insert notifies, and on SQLite (which cannot) the
-// jobs this process inserts wake its own queue at once, so a poll finds
-// only retries that fell due.
-const IdlePoll = 5 * time.Second
+// IdlePoll is how often a job queue on SQLite looks for jobs it was not
+// told about: the jobs this process inserts wake its own queue at once, so
+// a poll finds only retries that fell due. ListenPoll is the same on
+// PostgreSQL, where every insert, and every retry that falls due, is
+// notified: its poll is only a safety net, behind the sweep that enqueues
+// again a turn not taken up within loop.StaleAfter.
+const (
+	IdlePoll   = 5 * time.Second
+	ListenPoll = time.Minute
+)
 
 // Queue is the database's River job queue: turns and file processing run
 // as durable jobs in it, on PostgreSQL and on SQLite alike.
-type Queue struct{ d *DB }
+type Queue struct {
+	d      *DB
+	shared *shared
+}
 
 // Queue returns the database's job queue.
-func (d *DB) Queue() Queue { return Queue{d} }
+func (d *DB) Queue() Queue { return Queue{d: d} }
+
+// Shared returns the queue with one River client for all its users: each
+// Client call adds its queues (and the workers it registered on Workers)
+// to that one client, made and started by the first Start (or Insert). A
+// server works its turns and its documents on it, so it elects one leader
+// and polls once, not once per user; several runners of one test process
+// (replicas) each keep a client of their own by using Queue.
+func (q Queue) Shared() Queue {
+	return Queue{d: q.d, shared: &shared{q: Queue{d: q.d}, workers: river.NewWorkers(), cfg: river.Config{Queues: map[string]river.QueueConfig{}}}}
+}
+
+// Workers returns the registry a client of the queue is made with: one for
+// every user of a shared queue, a new one otherwise.
+func (q Queue) Workers() *river.Workers {
+	if q.shared != nil {
+		return q.shared.workers
+	}
+	return river.NewWorkers()
+}
 
 // JobClient is a River client over the queue, whichever the driver.
 type JobClient interface {
@@ -44,10 +73,21 @@ type JobClient interface {
 // pgx pool of its own and listens, so a job inserted by any replica is
 // fetched at once and an idle queue sends almost nothing; on SQLite it is
 // woken by the jobs this process inserts and polls every IdlePoll.
+//
+// On a shared queue it returns a handle on the one client: cfg's workers
+// must be the queue's Workers, its queues are added to the client's, and a
+// worker that needs its own timeout or retry policy says so itself
+// (Timeout, NextRetry), as the client's are shared.
 func (q Queue) Client(cfg *river.Config) (JobClient, error) {
+	if q.shared != nil {
+		return q.shared.add(cfg)
+	}
 	c := *cfg
 	if c.FetchPollInterval == 0 {
 		c.FetchPollInterval = IdlePoll
+		if q.d.jobs != nil {
+			c.FetchPollInterval = ListenPoll
+		}
 	}
 	if q.d.jobs != nil {
 		c.PollOnly = false
@@ -63,6 +103,105 @@ func (q Queue) Client(cfg *river.Config) (JobClient, error) {
 		return nil, fmt.Errorf("job queue: %w", err)
 	}
 	return client, nil
+}
+
+// shared is the one client of a shared queue, and what its users asked of
+// it.
+type shared struct {
+	q       Queue
+	workers *river.Workers
+
+	mu     sync.Mutex
+	cfg    river.Config // merged
+	client JobClient    // made at the first Start or Insert
+	err    error
+	// started, stopped: the client starts once, for all, and stops once
+	// (the first Stop drains every user's jobs); cancelled, the same for
+	// StopAndCancel.
+	started, stopped, cancelled bool
+}
+
+func (s *shared) add(cfg *river.Config) (JobClient, error) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	switch {
+	case s.client != nil:
+		return nil, errors.New("job queue: a client joins a shared queue before it starts")
+	case cfg.Workers != s.workers:
+		return nil, errors.New("job queue: a shared queue's client registers its workers on Queue.Workers")
+	}
+	for name, qc := range cfg.Queues {
+		if _, ok := s.cfg.Queues[name]; ok {
+			return nil, fmt.Errorf("job queue: queue %q is already served", name)
+		}
+		s.cfg.Queues[name] = qc
+	}
+	c := &s.cfg
+	c.Workers = s.workers
+	if cfg.FetchCooldown > 0 && (c.FetchCooldown == 0 || cfg.FetchCooldown < c.FetchCooldown) {
+		c.FetchCooldown = cfg.FetchCooldown
+	}
+	c.RescueStuckJobsAfter = max(c.RescueStuckJobsAfter, cfg.RescueStuckJobsAfter)
+	if c.Logger == nil {
+		c.Logger = cfg.Logger
+	}
+	return sharedClient{s}, nil
+}
+
+// get makes the client, once.
+func (s *shared) get() (JobClient, error) {
+	if s.client == nil && s.err == nil {
+		s.client, s.err = s.q.Client(&s.cfg)
+	}
+	return s.client, s.err
+}
+
+// sharedClient is one user's handle on a shared queue's client.
+type sharedClient struct{ s *shared }
+
+func (h sharedClient) Start(ctx context.Context) error {
+	h.s.mu.Lock()
+	defer h.s.mu.Unlock()
+	c, err := h.s.get()
+	if err != nil || h.s.started {
+		return err
+	}
+	h.s.started = true
+	return c.Start(ctx)
+}
+
+func (h sharedClient) Stop(ctx context.Context) error {
+	h.s.mu.Lock()
+	if h.s.stopped || !h.s.started {
+		h.s.mu.Unlock()
+		return nil
+	}
+	h.s.stopped = true
+	c := h.s.client
+	h.s.mu.Unlock()
+	return c.Stop(ctx)
+}
+
+func (h sharedClient) StopAndCancel(ctx context.Context) error {
+	h.s.mu.Lock()
+	if h.s.cancelled || !h.s.started {
+		h.s.mu.Unlock()
+		return nil
+	}
+	h.s.cancelled = true
+	c := h.s.client
+	h.s.mu.Unlock()
+	return c.StopAndCancel(ctx)
+}
+
+func (h sharedClient) Insert(ctx context.Context, args river.JobArgs, opts *river.InsertOpts) (*rivertype.JobInsertResult, error) {
+	h.s.mu.Lock()
+	c, err := h.s.get()
+	h.s.mu.Unlock()
+	if err != nil {
+		return nil, err
+	}
+	return c.Insert(ctx, args, opts)
 }
 
 // quietSQLite is River's SQLite driver without its emulation of

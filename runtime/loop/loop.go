@@ -180,7 +180,7 @@ func New(cfg Config) (*Runner, error) {
 	}
 	base, stop := context.WithCancel(tenancy.System(context.Background()))
 	r := &Runner{cfg: cfg, id: id, base: base, stop: stop, running: map[int]*running{}}
-	workers := river.NewWorkers()
+	workers := cfg.Queue.Workers()
 	if err := river.AddWorkerSafely(workers, &turnWorker{r: r}); err != nil {
 		stop()
 		return nil, err
@@ -545,9 +545,9 @@ func (r *Runner) Close(ctx context.Context) error {
 
 // Timing defaults: a running turn's runner refreshes its heartbeat every
 // HeartbeatEvery; a turn whose heartbeat is older than StaleAfter (its
-// runner died) is taken up by the next sweep, which runs every
-// SweepEvery: a turn whose process died resumes within StaleAfter plus
-// SweepEvery.
+// runner died) is taken up by the sweep, which runs when the oldest
+// heartbeat would go stale and never more often than every SweepEvery: a
+// turn whose process died resumes within StaleAfter plus SweepEvery.
 const (
 	HeartbeatEvery    = 2 * time.Second
 	StaleAfter        = 10 * time.Second
@@ -561,53 +561,78 @@ const (
 // one enqueues it, and none again until that job too looks dead. It
 // returns how many it enqueued.
 func (r *Runner) Resume(ctx context.Context) (int, error) {
+	n, _, err := r.resume(ctx)
+	return n, err
+}
+
+// resume is Resume, and says when the next sweep is due: when the oldest
+// heartbeat of the turns still running would go stale, and no later than
+// StaleAfter from now, as a turn that starts after this sweep cannot go
+// stale before then. An idle server sweeps every StaleAfter, a dead
+// runner's turn is taken up as soon as it is stale.
+func (r *Runner) resume(ctx context.Context) (int, time.Duration, error) {
 	ctx = tenancy.System(ctx)
 	now := r.cfg.Now()
+	next := r.cfg.StaleAfter
+	var running []struct {
+		ID          int        `json:"id"`
+		HeartbeatAt *time.Time `json:"heartbeat_at"`
+	}
+	err := r.cfg.Client.Turn.Query().Where(turn.StatusEQ(turn.StatusRUNNING)).
+		Select(turn.FieldID, turn.FieldHeartbeatAt).Scan(ctx, &running)
+	if err != nil {
+		return 0, r.cfg.SweepEvery, fmt.Errorf("find running turns: %w", err)
+	}
 	abandoned := func() predicate.Turn {
 		return turn.And(turn.StatusEQ(turn.StatusRUNNING),
 			turn.Or(turn.HeartbeatAtIsNil(), turn.HeartbeatAtLT(now.Add(-r.cfg.StaleAfter))))
 	}
-	ids, err := r.cfg.Client.Turn.Query().Where(abandoned()).IDs(ctx)
-	if err != nil {
-		return 0, fmt.Errorf("find running turns: %w", err)
-	}
 	n := 0
-	for _, id := range ids {
-		won, err := r.cfg.Client.Turn.Update().Where(turn.ID(id), abandoned()).
+	for _, t := range running {
+		if t.HeartbeatAt != nil && !t.HeartbeatAt.Before(now.Add(-r.cfg.StaleAfter)) {
+			next = min(next, t.HeartbeatAt.Add(r.cfg.StaleAfter).Sub(now))
+			continue
+		}
+		won, err := r.cfg.Client.Turn.Update().Where(turn.ID(t.ID), abandoned()).
 			ClearClaimedBy().SetHeartbeatAt(now).Save(ctx)
 		if err != nil {
-			return n, fmt.Errorf("queue turn: %w", err)
+			return n, r.cfg.SweepEvery, fmt.Errorf("queue turn: %w", err)
 		}
 		if won == 0 {
 			continue
 		}
-		if _, err := r.Start(ctx, id); err != nil {
-			return n, err
+		if _, err := r.Start(ctx, t.ID); err != nil {
+			return n, r.cfg.SweepEvery, err
 		}
 		n++
 	}
-	return n, nil
+	return n, max(next, r.cfg.SweepEvery), nil
 }
 
-// Sweep resumes abandoned turns every SweepEvery until the runner closes:
-// turns whose runner died are taken up by a live one.
+// Sweep resumes abandoned turns until the runner closes: turns whose
+// runner died are taken up by a live one. It sweeps when the oldest
+// running turn's heartbeat would go stale, at most every SweepEvery and at
+// least every StaleAfter (resume), so an idle server sends one statement
+// every StaleAfter.
 func (r *Runner) Sweep() {
 	r.wg.Add(1)
 	go func() {
 		defer r.wg.Done()
-		t := time.NewTicker(r.cfg.SweepEvery)
+		t := time.NewTimer(r.cfg.SweepEvery)
 		defer t.Stop()
 		for {
 			select {
 			case <-r.base.Done():
 				return
 			case <-t.C:
-				if r.draining.Load() {
-					continue
+				next := r.cfg.SweepEvery
+				if !r.draining.Load() {
+					var err error
+					if _, next, err = r.resume(r.base); err != nil && r.base.Err() == nil {
+						r.cfg.Log.Warn("sweep turns", "err", err)
+					}
 				}
-				if _, err := r.Resume(r.base); err != nil && r.base.Err() == nil {
-					r.cfg.Log.Warn("sweep turns", "err", err)
-				}
+				t.Reset(next)
 			}
 		}
 	}()

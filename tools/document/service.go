@@ -48,6 +48,9 @@ type Config struct {
 	// RetryPolicy decides when a failed attempt is tried again; nil is
 	// River's default (attempt^4 seconds).
 	RetryPolicy river.ClientRetryPolicy
+	// Queue is the job queue files are processed on; unset, DB's own. A
+	// server shares one with its turns (db.Queue.Shared).
+	Queue db.Queue
 }
 
 // Service processes uploaded files as durable jobs and searches and reads
@@ -66,14 +69,17 @@ func New(cfg Config) (*Service, error) {
 	if cfg.Log == nil {
 		cfg.Log = slog.New(slog.DiscardHandler)
 	}
+	if cfg.Queue == (db.Queue{}) {
+		cfg.Queue = cfg.DB.Queue()
+	}
 	base, stop := context.WithCancel(tenancy.System(context.Background()))
 	s := &Service{cfg: cfg, client: cfg.DB.Client(), store: hybrid.New(cfg.DB.SQL, cfg.DB.Dialect, Index), base: base, stop: stop}
-	workers := river.NewWorkers()
+	workers := cfg.Queue.Workers()
 	if err := river.AddWorkerSafely(workers, &worker{s: s}); err != nil {
 		stop()
 		return nil, err
 	}
-	q, err := cfg.DB.Queue().Client(&river.Config{
+	q, err := cfg.Queue.Client(&river.Config{
 		Queues:               map[string]river.QueueConfig{Queue: {MaxWorkers: 2}},
 		Workers:              workers,
 		JobTimeout:           JobTimeout,
@@ -161,6 +167,18 @@ func (s *Service) Enqueue(ctx context.Context, ref Ref) error {
 type worker struct {
 	river.WorkerDefaults[Ref]
 	s *Service
+}
+
+// Timeout bounds one attempt, whatever client the worker shares.
+func (w *worker) Timeout(*river.Job[Ref]) time.Duration { return JobTimeout }
+
+// NextRetry is the service's retry policy, whatever client the worker
+// shares; the zero time is the client's.
+func (w *worker) NextRetry(job *river.Job[Ref]) time.Time {
+	if w.s.cfg.RetryPolicy == nil {
+		return time.Time{}
+	}
+	return w.s.cfg.RetryPolicy.NextRetry(job.JobRow)
 }
 
 // Work processes the file; a file that cannot be read fails alone, a
