@@ -7337,6 +7337,9 @@ type Query {
     """
     where: ConversationWhereInput
   ): ConversationConnection!
+  """
+  The turns of the conversations the caller may read (an admin's: every turn of the organisation), newest first (by startedAt) unless orderBy says otherwise (a list of orders: the first decides, the next break ties); where filters them. Page forward with first/after or backward with last/before (at most 100 a page).
+  """
   turns(
     """
     Returns the elements in the list that come after the specified cursor.
