@@ -47,54 +47,9 @@ import (
 	"github.com/coder/websocket"
 	"github.com/lib/pq"
 
+	"github.com/toolgate/toolgate/graph/console"
 	"github.com/toolgate/toolgate/graph/gid"
 )
-
-// transcriptQuery is the admin console's transcript read.
-const transcriptQuery = `query Transcript($id: ID!, $first: Int = 50, $after: Cursor) {
-  conversation(id: $id) {
-    id
-    title
-    createdAt
-    turnsCount
-    user { id name department }
-    agent { id name }
-    turns(first: $first, after: $after, orderBy: [{field: NUMBER, direction: ASC}]) {
-      pageInfo { hasNextPage endCursor }
-      edges {
-        node {
-          id
-          number
-          status
-          startedAt
-          finishedAt
-          timeZone
-          userText
-          answer
-          error
-          replayed
-          promptStats { prefixTokens inputTokens cacheReadTokens modelCalls }
-          modelCalls { step kind model durationMs inputTokens cacheReadTokens cacheWriteTokens outputTokens costAmount { amount } }
-          toolCalls {
-            id
-            position
-            name
-            arguments
-            outcome
-            attempts
-            message
-            ref
-            guardrail
-            startedAt
-            finishedAt
-            failures { item input kind message }
-            result { ref kind chars bytes items truncatedAtSource createdAt }
-          }
-        }
-      }
-    }
-  }
-}`
 
 // replayScript makes every turn 5 calculator calls in one step, then an
 // answer: a turn of the size the transcript figures are measured on.
@@ -248,7 +203,7 @@ func measure(ctx context.Context, c *client, o options, stdout io.Writer) error 
 }
 
 func transcriptBody(o options) ([]byte, error) {
-	query := transcriptQuery
+	query := console.Operations()["transcript"]
 	vars := map[string]any{"id": o.conversation, "first": 100}
 	if o.query != "" {
 		b, err := os.ReadFile(o.query)

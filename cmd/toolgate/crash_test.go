@@ -247,6 +247,27 @@ type crashServer struct {
 	startup  time.Duration // spent starting, in all
 }
 
+// newCrashServer bootstraps an organisation on url and returns the binary's
+// serve command ready to start, with env and its admin's token; its log
+// goes to a file, printed (its last 8 KB) when the test fails.
+func newCrashServer(t *testing.T, bin, url string, env ...string) *crashServer {
+	t.Helper()
+	logFile, err := os.Create(filepath.Join(t.TempDir(), "server.log"))
+	require.NoError(t, err)
+	t.Cleanup(func() {
+		if t.Failed() {
+			log, _ := os.ReadFile(logFile.Name())
+			t.Logf("server log (last 8 KB):\n%s", tail(string(log), 8<<10))
+		}
+		_ = logFile.Close()
+	})
+	out, err := exec.Command(bin, "bootstrap", "--org", "Acme", "--user", "Ada", "--department", "Billing", "--database-url", url).Output()
+	require.NoError(t, err)
+	var grant struct{ Token string }
+	require.NoError(t, json.Unmarshal(out, &grant))
+	return &crashServer{t: t, bin: bin, url: url, addr: freeAddr(t), log: logFile, env: env, token: grant.Token}
+}
+
 func (s *crashServer) start() {
 	s.t.Helper()
 	s.cmd = exec.Command(s.bin, "serve", "--addr", s.addr, "--database-url", s.url, "--model-provider", "openai", "--model", "gpt-4.1")

@@ -2,10 +2,6 @@ package main
 
 import (
 	"context"
-	"encoding/json"
-	"os"
-	"os/exec"
-	"path/filepath"
 	"syscall"
 	"testing"
 	"time"
@@ -40,22 +36,7 @@ func drainRun(t *testing.T, bin, url string) {
 	ctx := tenancy.System(context.Background())
 	bill, model := &billing{hold: make(chan struct{})}, &fakeModel{}
 	billURL, modelURL := bill.serve(t), model.serve(t)
-	logFile, err := os.Create(filepath.Join(t.TempDir(), "server.log"))
-	require.NoError(t, err)
-	defer logFile.Close()
-	defer func() {
-		if t.Failed() {
-			log, _ := os.ReadFile(logFile.Name())
-			t.Logf("server log (last 8 KB):\n%s", tail(string(log), 8<<10))
-		}
-	}()
-	s := &crashServer{t: t, bin: bin, url: url, addr: freeAddr(t), log: logFile,
-		env: []string{"OPENAI_BASE_URL=" + modelURL, "OPENAI_API_KEY=test", "TOOLGATE_TEST_STALE_AFTER=2s", "TOOLGATE_DRAIN_GRACE=10s"}}
-	out, err := exec.Command(bin, "bootstrap", "--org", "Acme", "--user", "Ada", "--department", "Billing", "--database-url", url).Output()
-	require.NoError(t, err)
-	var grant struct{ Token string }
-	require.NoError(t, json.Unmarshal(out, &grant))
-	s.token = grant.Token
+	s := newCrashServer(t, bin, url, "OPENAI_BASE_URL="+modelURL, "OPENAI_API_KEY=test", "TOOLGATE_TEST_STALE_AFTER=2s", "TOOLGATE_DRAIN_GRACE=10s")
 	d, err := db.Open(ctx, url)
 	require.NoError(t, err)
 	defer d.Close()

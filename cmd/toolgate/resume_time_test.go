@@ -2,14 +2,10 @@ package main
 
 import (
 	"context"
-	"encoding/json"
 	"fmt"
 	"io"
 	"net/http"
 	"net/http/httptest"
-	"os"
-	"os/exec"
-	"path/filepath"
 	"sync/atomic"
 	"testing"
 	"time"
@@ -65,22 +61,7 @@ func resumeTimeRun(t *testing.T, bin, url string) {
 		fmt.Fprint(w, "data: [DONE]\n\n")
 	}))
 	t.Cleanup(model.Close)
-	logFile, err := os.Create(filepath.Join(t.TempDir(), "server.log"))
-	require.NoError(t, err)
-	defer logFile.Close()
-	defer func() {
-		if t.Failed() {
-			log, _ := os.ReadFile(logFile.Name())
-			t.Logf("server log (last 8 KB):\n%s", tail(string(log), 8<<10))
-		}
-	}()
-	s := &crashServer{t: t, bin: bin, url: url, addr: freeAddr(t), log: logFile,
-		env: []string{"OPENAI_BASE_URL=" + model.URL + "/v1", "OPENAI_API_KEY=test"}}
-	out, err := exec.Command(bin, "bootstrap", "--org", "Acme", "--user", "Ada", "--department", "Ops", "--database-url", url).Output()
-	require.NoError(t, err)
-	var grant struct{ Token string }
-	require.NoError(t, json.Unmarshal(out, &grant))
-	s.token = grant.Token
+	s := newCrashServer(t, bin, url, "OPENAI_BASE_URL="+model.URL+"/v1", "OPENAI_API_KEY=test")
 
 	s.start()
 	must := func(data map[string]any, err error) map[string]any {
