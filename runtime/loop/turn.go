@@ -10,6 +10,8 @@ import (
 	"maps"
 	"slices"
 
+	"entgo.io/ent/dialect"
+	"entgo.io/ent/dialect/sql"
 	"go.opentelemetry.io/otel/trace"
 
 	"github.com/toolgate/toolgate/ent"
@@ -17,6 +19,7 @@ import (
 	"github.com/toolgate/toolgate/ent/attachment"
 	"github.com/toolgate/toolgate/ent/conversation"
 	"github.com/toolgate/toolgate/ent/modelcall"
+	"github.com/toolgate/toolgate/ent/predicate"
 	"github.com/toolgate/toolgate/ent/schematype"
 	"github.com/toolgate/toolgate/ent/storedresult"
 	"github.com/toolgate/toolgate/ent/tenancy"
@@ -446,30 +449,37 @@ func (t *turnRun) steps(ctx context.Context, turnIDs []int) (map[int][]prompt.St
 	}
 	// What the model heard is read only for the turns that replay it: the
 	// last few and this one. Older calls replay their outcome and ref.
+	// When every turn replays it, it is read with the calls.
+	recent := turnIDs[max(0, len(turnIDs)-prompt.RecentTurns-1):]
+	columns := callColumns
+	if len(recent) == len(turnIDs) {
+		columns = toolcall.Columns
+	}
 	calls, err := c.ToolCall.Query().
 		Where(toolcall.TurnIDIn(turnIDs...)).
 		Order(ent.Asc(toolcall.FieldTurnID), ent.Asc(toolcall.FieldPosition)).
-		Select(callColumns...).
+		Select(columns...).
 		All(ctx)
 	if err != nil {
 		return nil, fmt.Errorf("load tool calls: %w", err)
 	}
-	recent := turnIDs[max(0, len(turnIDs)-prompt.RecentTurns-1):]
-	var heard []struct {
-		ID    int     `json:"id"`
-		Heard *string `json:"heard"`
-	}
-	err = c.ToolCall.Query().Where(toolcall.TurnIDIn(recent...)).
-		Select(toolcall.FieldID, toolcall.FieldHeard).Scan(ctx, &heard)
-	if err != nil {
-		return nil, fmt.Errorf("load what was heard: %w", err)
-	}
-	byID := make(map[int]*string, len(heard))
-	for _, h := range heard {
-		byID[h.ID] = h.Heard
-	}
-	for _, call := range calls {
-		call.Heard = byID[call.ID]
+	if len(recent) < len(turnIDs) {
+		var heard []struct {
+			ID    int     `json:"id"`
+			Heard *string `json:"heard"`
+		}
+		err = c.ToolCall.Query().Where(toolcall.TurnIDIn(recent...)).
+			Select(toolcall.FieldID, toolcall.FieldHeard).Scan(ctx, &heard)
+		if err != nil {
+			return nil, fmt.Errorf("load what was heard: %w", err)
+		}
+		byID := make(map[int]*string, len(heard))
+		for _, h := range heard {
+			byID[h.ID] = h.Heard
+		}
+		for _, call := range calls {
+			call.Heard = byID[call.ID]
+		}
 	}
 	out := map[int][]prompt.Step{}
 	for _, mc := range mcs {
@@ -578,7 +588,7 @@ func (t *turnRun) callModel(ctx context.Context, step int) (*model.Response, []*
 	if final {
 		claim = func(ctx context.Context, tx *ent.Tx) (bool, error) {
 			u := tx.Turn.Update().
-				Where(turn.ID(t.turnID), turn.ClaimedBy(t.r.id), turn.StatusEQ(turn.StatusRUNNING)).
+				Where(turn.ID(t.turnID), turn.ClaimedBy(t.r.id), turn.StatusEQ(turn.StatusRUNNING), unrecorded(step)).
 				SetStatus(turn.StatusCOMPLETED).SetFinishedAt(t.r.cfg.Now()).SetAnswer(resp.Text).
 				ClearClaimedBy().ClearHeartbeatAt()
 			if resp.Thinking != "" {
@@ -589,17 +599,10 @@ func (t *turnRun) callModel(ctx context.Context, step int) (*model.Response, []*
 			return t.finished, err
 		}
 	}
-	err = t.writeClaimed(ctx, claim, func(ctx context.Context, tx *ent.Tx) error {
-		// One step is recorded once: a run that lost its claim, or a
-		// second runner, cannot record it again.
-		done, err := tx.ModelCall.Query().Where(modelcall.TurnID(t.turnID), modelcall.KindEQ(modelcall.KindSTEP), modelcall.Step(step)).Exist(ctx)
-		if err != nil {
-			return err
-		}
-		if done {
-			return fmt.Errorf("step %d: %w", step, errStepRecorded)
-		}
-		err = tx.ModelCall.Create().
+	// One step is recorded once: a run that lost its claim, or a second
+	// runner, cannot record it again. The claim's update checks it.
+	err = t.writeClaimed(ctx, &step, claim, func(ctx context.Context, tx *ent.Tx) error {
+		err := tx.ModelCall.Create().
 			SetTurnID(t.turnID).SetOrganizationID(t.conv.OrganizationID).SetAgentID(t.conv.AgentID).SetUserID(u.ID).
 			SetStep(step).SetText(resp.Text).
 			SetProvider(t.r.cfg.Provider.Name()).SetModel(name).
@@ -658,14 +661,43 @@ var errStepRecorded = errors.New("already recorded")
 // runner holds the turn: the claim is checked, and the heartbeat renewed,
 // in the same transaction, so a runner that lost the turn writes nothing.
 func (t *turnRun) write(ctx context.Context, fn func(ctx context.Context, tx *ent.Tx) error) error {
-	return t.writeClaimed(ctx, nil, fn)
+	return t.writeClaimed(ctx, nil, nil, fn)
+}
+
+// checkedByWrite is the claim of a write whose own statement checks the
+// claim (holds): no statement more.
+func checkedByWrite(context.Context, *ent.Tx) (bool, error) { return true, nil }
+
+// holds is the claim check of a tool call's record, in its update: the
+// turn is this runner's, and on PostgreSQL its row is locked until the
+// commit, as an update of it would lock it, so a runner taking the turn
+// meanwhile waits for the record and then finds its heartbeat fresh.
+// SQLite's one writer needs no lock.
+func (t *turnRun) holds() predicate.ToolCall {
+	return func(s *sql.Selector) {
+		tt := sql.Table(turn.Table)
+		sub := sql.Dialect(s.Dialect()).Select(tt.C(turn.FieldID)).From(tt).
+			Where(sql.And(sql.EQ(tt.C(turn.FieldID), t.turnID), sql.EQ(tt.C(turn.FieldClaimedBy), t.r.id)))
+		if s.Dialect() == dialect.Postgres {
+			sub.ForUpdate()
+		}
+		s.Where(sql.Exists(sub))
+	}
+}
+
+// unrecorded holds while the turn has not recorded the step: a claim's
+// update that records a step checks it in the same statement.
+func unrecorded(step int) predicate.Turn {
+	return turn.Not(turn.HasModelCallsWith(modelcall.KindEQ(modelcall.KindSTEP), modelcall.Step(step)))
 }
 
 // writeClaimed is write whose claim check may be an update the write makes
 // anyway: claim, when set, runs first in the transaction and reports
 // whether it checked the claim (it changed a row only while this runner
 // holds the turn); when it did not, the claim is checked as write does.
-func (t *turnRun) writeClaimed(ctx context.Context, claim func(ctx context.Context, tx *ent.Tx) (bool, error),
+// With step, the write records that step, and the claim's check also
+// holds only while it is unrecorded (errStepRecorded otherwise).
+func (t *turnRun) writeClaimed(ctx context.Context, step *int, claim func(ctx context.Context, tx *ent.Tx) (bool, error),
 	fn func(ctx context.Context, tx *ent.Tx) error) error {
 	return persist(ctx, func(ctx context.Context) error {
 		tx, err := t.client().Tx(ctx)
@@ -680,10 +712,22 @@ func (t *turnRun) writeClaimed(ctx context.Context, claim func(ctx context.Conte
 			}
 		}
 		if !checked {
-			n, err := tx.Turn.Update().Where(turn.ID(t.turnID), turn.ClaimedBy(t.r.id)).
-				SetHeartbeatAt(t.r.cfg.Now()).Save(ctx)
+			u := tx.Turn.Update().Where(turn.ID(t.turnID), turn.ClaimedBy(t.r.id))
+			if step != nil {
+				u.Where(unrecorded(*step))
+			}
+			n, err := u.SetHeartbeatAt(t.r.cfg.Now()).Save(ctx)
 			if err != nil {
 				return fmt.Errorf("check claim: %w", err)
+			}
+			if n == 0 && step != nil {
+				done, err := tx.ModelCall.Query().Where(modelcall.TurnID(t.turnID), modelcall.KindEQ(modelcall.KindSTEP), modelcall.Step(*step)).Exist(ctx)
+				if err != nil {
+					return fmt.Errorf("check step: %w", err)
+				}
+				if done {
+					return fmt.Errorf("step %d: %w", *step, errStepRecorded)
+				}
 			}
 			if n == 0 {
 				return errLeaseLost
@@ -933,7 +977,7 @@ func (t *turnRun) record(ctx context.Context, row *ent.ToolCall, c model.ToolCal
 		heard string
 		bytes int64
 	)
-	err := t.write(ctx, func(ctx context.Context, tx *ent.Tx) error {
+	err := t.writeClaimed(ctx, nil, checkedByWrite, func(ctx context.Context, tx *ent.Tx) error {
 		var err error
 		heard, bytes, err = t.recordTx(ctx, tx, row, def, res)
 		return err
@@ -952,7 +996,7 @@ func (t *turnRun) recordTx(ctx context.Context, tx *ent.Tx, row *ent.ToolCall, d
 		visible []schematype.Span
 	)
 	// Update, not UpdateOne: ent would read the row back after writing it.
-	upd := tx.ToolCall.Update().Where(toolcall.ID(row.ID), toolcall.OutcomeEQ(toolcall.OutcomePENDING)).
+	upd := tx.ToolCall.Update().Where(toolcall.ID(row.ID), toolcall.OutcomeEQ(toolcall.OutcomePENDING), t.holds()).
 		SetArguments(string(res.Arguments)).SetOutcome(toolcall.Outcome(res.Outcome)).SetAttempts(res.Attempts).
 		SetFailures(nonNilFailures(res.Failures)).SetRepairs(nonNilRepairs(res.Repairs)).SetFinishedAt(t.r.cfg.Now())
 	// Every outcome is stored under a ref, so read_tool_result and the
@@ -1029,6 +1073,13 @@ func (t *turnRun) recordTx(ctx context.Context, tx *ent.Tx, row *ent.ToolCall, d
 		return "", 0, fmt.Errorf("record tool call: %w", err)
 	}
 	if n == 0 {
+		held, err := tx.Turn.Query().Where(turn.ID(t.turnID), turn.ClaimedBy(t.r.id)).Exist(ctx)
+		switch {
+		case err != nil:
+			return "", 0, fmt.Errorf("check claim: %w", err)
+		case !held:
+			return "", 0, errLeaseLost
+		}
 		return "", 0, fmt.Errorf("tool call %d: %w", row.ID, errStepRecorded)
 	}
 	return h.Text, stored, nil
