@@ -218,8 +218,8 @@ func TestTurnStatementsBounded(t *testing.T) {
 		calls int
 		most  map[dbtest.Backend]int
 	}{
-		{1, map[dbtest.Backend]int{dbtest.SQLite: 34, dbtest.Postgres: 40}},
-		{10, map[dbtest.Backend]int{dbtest.SQLite: 97, dbtest.Postgres: 115}},
+		{1, map[dbtest.Backend]int{dbtest.SQLite: 28, dbtest.Postgres: 33}},
+		{10, map[dbtest.Backend]int{dbtest.SQLite: 73, dbtest.Postgres: 85}},
 	} {
 		t.Run(fmt.Sprintf("calls=%d", tc.calls), func(t *testing.T) {
 			for _, backend := range []dbtest.Backend{dbtest.SQLite, dbtest.Postgres} {
