@@ -9,6 +9,7 @@ import (
 	"log/slog"
 	"maps"
 	"slices"
+	"sync"
 
 	"entgo.io/ent/dialect"
 	"entgo.io/ent/dialect/sql"
@@ -69,6 +70,8 @@ type turnRun struct {
 	// finished: the final answer's step ended the turn in its own
 	// transaction (callModel).
 	finished bool
+	// recs writes the records of the step's tool calls.
+	recs recorder
 }
 
 func (t *turnRun) client() *ent.Client { return t.r.cfg.Client }
@@ -968,33 +971,128 @@ func (t *turnRun) runTool(ctx context.Context, s dispatch.Scope, row *ent.ToolCa
 	return heard, failed, res.Arguments, dispatch.Images(res), err
 }
 
-// record stores the call's result and what the model hears, in one
-// transaction.
+// record stores the call's result and what the model hears. Calls that
+// finish while another's record is being written are recorded together
+// after it, in one transaction (recorder): each as soon as the database
+// is free, in a few statements for the lot.
 func (t *turnRun) record(ctx context.Context, row *ent.ToolCall, c model.ToolCall, res dispatch.Result) (string, bool, error) {
-	def := t.byName[c.Name]
 	t.traceToolCall(ctx, res)
-	var (
-		heard string
-		bytes int64
-	)
-	err := t.writeClaimed(ctx, nil, checkedByWrite, func(ctx context.Context, tx *ent.Tx) error {
-		var err error
-		heard, bytes, err = t.recordTx(ctx, tx, row, def, res)
-		return err
-	})
-	if err != nil {
-		return "", false, err
+	e := &entry{row: row, def: t.byName[c.Name], res: res, done: make(chan struct{})}
+	t.recs.add(ctx, t, e)
+	if e.err != nil {
+		return "", false, e.err
 	}
-	t.r.meter.ToolCall(t.r.toolLabel(c.Name), string(res.Outcome), res.Attempts, bytes)
+	t.r.meter.ToolCall(t.r.toolLabel(c.Name), string(res.Outcome), res.Attempts, e.stored)
 	failed := res.Outcome != dispatch.Hits && res.Outcome != dispatch.Absence
-	return heard, failed, nil
+	return e.heard, failed, nil
 }
 
-func (t *turnRun) recordTx(ctx context.Context, tx *ent.Tx, row *ent.ToolCall, def tools.Definition, res dispatch.Result) (heard string, stored int64, err error) {
-	var (
-		ref     string
-		visible []schematype.Span
-	)
+// recorder writes the records of a turn's tool calls: the first call to
+// finish writes its own, and while it does, the calls finishing meanwhile
+// queue theirs, which it writes next, together.
+type recorder struct {
+	mu      sync.Mutex
+	queue   []*entry
+	writing bool
+}
+
+// entry is one call's record: what it is given, and what its write gave.
+type entry struct {
+	row *ent.ToolCall
+	def tools.Definition
+	res dispatch.Result
+
+	heard  string
+	stored int64
+	err    error
+	done   chan struct{}
+}
+
+// add queues e and returns once it is written, writing it (and what queues
+// meanwhile) unless another call is writing already.
+func (rc *recorder) add(ctx context.Context, t *turnRun, e *entry) {
+	rc.mu.Lock()
+	rc.queue = append(rc.queue, e)
+	if rc.writing {
+		rc.mu.Unlock()
+		<-e.done
+		return
+	}
+	rc.writing = true
+	for len(rc.queue) > 0 {
+		batch := rc.queue
+		rc.queue = nil
+		rc.mu.Unlock()
+		t.recordAll(ctx, batch)
+		rc.mu.Lock()
+	}
+	rc.writing = false
+	rc.mu.Unlock()
+}
+
+// recordAll writes the records of calls in one transaction: their results
+// in one insert, then each call's update, which checks the claim (holds).
+func (t *turnRun) recordAll(ctx context.Context, batch []*entry) {
+	recs := make([]*callRecord, len(batch))
+	err := t.writeClaimed(ctx, nil, checkedByWrite, func(ctx context.Context, tx *ent.Tx) error {
+		var creates []*ent.StoredResultCreate
+		for i, e := range batch {
+			rec, err := t.prepare(tx, e.row, e.def, e.res)
+			if err != nil {
+				return err
+			}
+			recs[i] = rec
+			creates = append(creates, rec.results...)
+		}
+		stored, err := tx.StoredResult.CreateBulk(creates...).Save(ctx)
+		if err != nil {
+			return fmt.Errorf("store results: %w", err)
+		}
+		for i, rec := range recs {
+			sr := stored[0]
+			rec.upd.SetResultID(sr.ID)
+			batch[i].stored = sr.Bytes
+			if len(rec.results) > 1 {
+				batch[i].stored += stored[1].Bytes
+			}
+			stored = stored[len(rec.results):]
+			n, err := rec.upd.Save(ctx)
+			if err != nil {
+				return fmt.Errorf("record tool call: %w", err)
+			}
+			if n == 0 {
+				held, err := tx.Turn.Query().Where(turn.ID(t.turnID), turn.ClaimedBy(t.r.id)).Exist(ctx)
+				switch {
+				case err != nil:
+					return fmt.Errorf("check claim: %w", err)
+				case !held:
+					return errLeaseLost
+				}
+				return fmt.Errorf("tool call %d: %w", batch[i].row.ID, errStepRecorded)
+			}
+			batch[i].heard = rec.heard
+		}
+		return nil
+	})
+	for _, e := range batch {
+		e.err = err
+		close(e.done)
+	}
+}
+
+// callRecord is one call's record as written: the results it stores (the
+// result, then its arguments when later turns replay them cut), and its
+// update, whose result id the insert gives.
+type callRecord struct {
+	results []*ent.StoredResultCreate
+	upd     *ent.ToolCallUpdate
+	heard   string
+}
+
+// prepare builds a call's record in tx: the result stored under a new
+// ref, what the model hears of it, and the evidence it gives.
+func (t *turnRun) prepare(tx *ent.Tx, row *ent.ToolCall, def tools.Definition, res dispatch.Result) (*callRecord, error) {
+	var visible []schematype.Span
 	// Update, not UpdateOne: ent would read the row back after writing it.
 	upd := tx.ToolCall.Update().Where(toolcall.ID(row.ID), toolcall.OutcomeEQ(toolcall.OutcomePENDING), t.holds()).
 		SetArguments(string(res.Arguments)).SetOutcome(toolcall.Outcome(res.Outcome)).SetAttempts(res.Attempts).
@@ -1003,24 +1101,20 @@ func (t *turnRun) recordTx(ctx context.Context, tx *ent.Tx, row *ent.ToolCall, d
 	// transcript can reopen any call: a result whole, and for a refusal,
 	// an error, an outage or a call that may have run, what the model was
 	// told of it.
-	ref, err = newRef()
+	ref, err := newRef()
 	if err != nil {
-		return "", 0, err
+		return nil, err
 	}
 	toStore := res
 	if res.Outcome != dispatch.Hits && res.Outcome != dispatch.Absence {
 		told, err := dispatch.Render(res, def, ref, false)
 		if err != nil {
-			return "", 0, err
+			return nil, err
 		}
 		toStore = dispatch.Result{Kind: schematype.KindText, Content: []byte(told.Text)}
 	}
-	sr, err := storeResult(ctx, tx.Client(), t.conv.ID, ref, toStore)
-	if err != nil {
-		return "", 0, err
-	}
-	upd.SetRef(ref).SetResultID(sr.ID)
-	stored = sr.Bytes
+	rec := &callRecord{upd: upd, results: []*ent.StoredResultCreate{storeResult(tx.Client(), t.conv.ID, ref, toStore)}}
+	upd.SetRef(ref)
 	if res.Message != "" {
 		upd.SetMessage(res.Message)
 	}
@@ -1030,19 +1124,15 @@ func (t *turnRun) recordTx(ctx context.Context, tx *ent.Tx, row *ent.ToolCall, d
 	if _, cuts := prompt.CapArguments(string(res.Arguments)); len(cuts) > 0 {
 		aref, err := newRef()
 		if err != nil {
-			return "", 0, err
+			return nil, err
 		}
 		args := dispatch.Result{Kind: schematype.KindJSON, Content: res.Arguments}
-		asr, err := storeResult(ctx, tx.Client(), t.conv.ID, aref, args)
-		if err != nil {
-			return "", 0, fmt.Errorf("store arguments: %w", err)
-		}
-		stored += asr.Bytes
+		rec.results = append(rec.results, storeResult(tx.Client(), t.conv.ID, aref, args))
 		upd.SetArgumentsRef(aref)
 	}
 	h, err := dispatch.Render(res, def, ref, res.TruncatedAtSource)
 	if err != nil {
-		return "", 0, err
+		return nil, err
 	}
 	// Instruction-like text in what the model hears is marked where it
 	// stands and recorded on the call; the backend's scope checks stay the
@@ -1068,21 +1158,8 @@ func (t *turnRun) recordTx(ctx context.Context, tx *ent.Tx, row *ent.ToolCall, d
 		}
 	}
 	upd.SetHeard(h.Text).SetEvidence(nonNilSpans(visible))
-	n, err := upd.Save(ctx)
-	if err != nil {
-		return "", 0, fmt.Errorf("record tool call: %w", err)
-	}
-	if n == 0 {
-		held, err := tx.Turn.Query().Where(turn.ID(t.turnID), turn.ClaimedBy(t.r.id)).Exist(ctx)
-		switch {
-		case err != nil:
-			return "", 0, fmt.Errorf("check claim: %w", err)
-		case !held:
-			return "", 0, errLeaseLost
-		}
-		return "", 0, fmt.Errorf("tool call %d: %w", row.ID, errStepRecorded)
-	}
-	return h.Text, stored, nil
+	rec.heard = h.Text
+	return rec, nil
 }
 
 // pause stores the clarification the model asked for and leaves the turn
