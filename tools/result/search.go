@@ -66,7 +66,11 @@ type SearchResult struct {
 // even so. An empty query matches nothing; an unknown match mode is Exact;
 // maxChars <= 0 means DefaultMaxChars.
 func Search(text, query string, match Match, contextChars, maxChars int) SearchResult {
-	text = sanitize(text)
+	return searchClean(sanitize(text), query, match, contextChars, maxChars)
+}
+
+// searchClean is Search of text already sanitized.
+func searchClean(text, query string, match Match, contextChars, maxChars int) SearchResult {
 	var q *fuzzy
 	if match == Fuzzy {
 		q = newFuzzy(query)
