@@ -894,6 +894,11 @@ func (f *fuzzy) match(word string, chars, j int) (int, bool) {
 				}
 			}
 			mask |= foldedBit(r)
+			if bits.OnesCount64(mask&^w.mask) > w.k {
+				// Too many letters the query word lacks: decoding
+				// and folding the rest would not change that.
+				return 0, false
+			}
 			a = append(a, r)
 			i += size
 		}
