@@ -11,6 +11,7 @@ import (
 	"net/http"
 	"runtime/debug"
 	"strings"
+	"sync"
 	"time"
 
 	"github.com/99designs/gqlgen/complexity"
@@ -334,12 +335,18 @@ var (
 
 // hideCodegenDirectives drops from the served schema the directives that
 // only steer code generation (entgql writes them into its schema file), so
-// introspection shows clients the API and nothing of how it is built.
+// introspection shows clients the API and nothing of how it is built. The
+// parsed schema is one value for the process, shared by every server in
+// it: it is changed once, whoever asks first.
 func hideCodegenDirectives(schema *ast.Schema) {
-	for _, name := range []string{"goField", "goModel", "goTag", "goExtraField", "goEnum"} {
-		delete(schema.Directives, name)
-	}
+	hideOnce.Do(func() {
+		for _, name := range []string{"goField", "goModel", "goTag", "goExtraField", "goEnum"} {
+			delete(schema.Directives, name)
+		}
+	})
 }
+
+var hideOnce sync.Once
 
 var errInternal = errors.New("internal error")
 
