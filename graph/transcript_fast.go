@@ -337,6 +337,24 @@ type columns struct {
 	table *entsql.SelectTable
 	names []string
 	dest  []any
+	// sqlite reads times as text (addTime), parsed after each row.
+	sqlite bool
+	times  []textTime
+}
+
+// textTime is a time read as text, and where it goes once parsed.
+type textTime struct {
+	text *sql.NullString
+	dest *sql.NullTime
+}
+
+// sqliteTime is the layout the database writes times in on SQLite, in
+// UTC (ent/db).
+const sqliteTime = "2006-01-02 15:04:05.999999999-07:00"
+
+// newColumns starts the columns of a statement on table.
+func (t *fastRead) newColumns(b *entsql.DialectBuilder, table string) columns {
+	return columns{table: b.Table(table), sqlite: t.drv.Dialect() == dialect.SQLite}
 }
 
 // add selects column into dest when want (the selection names it).
@@ -347,10 +365,46 @@ func (c *columns) add(want bool, column string, dest any) {
 	}
 }
 
+// addTime selects a time column into dest when want. SQLite's driver
+// parses a time column by trying layouts in turn, allocating an error for
+// each miss, a seventh of a transcript read's allocation there; so on
+// SQLite the column is read as text and parsed with the one layout it is
+// written in. A time in another layout fails the read, which the
+// resolvers then answer.
+func (c *columns) addTime(want bool, column string, dest *sql.NullTime) {
+	if !want {
+		return
+	}
+	if !c.sqlite {
+		c.add(true, column, dest)
+		return
+	}
+	text := new(sql.NullString)
+	c.names = append(c.names, "CAST("+c.table.C(column)+" AS TEXT)")
+	c.dest = append(c.dest, text)
+	c.times = append(c.times, textTime{text: text, dest: dest})
+}
+
+// parseTimes parses the times read as text.
+func (c *columns) parseTimes() error {
+	for _, tt := range c.times {
+		if !tt.text.Valid {
+			*tt.dest = sql.NullTime{}
+			continue
+		}
+		v, err := time.ParseInLocation(sqliteTime, tt.text.String, time.UTC)
+		if err != nil {
+			return fmt.Errorf("read time: %w", err)
+		}
+		*tt.dest = sql.NullTime{Time: v.UTC(), Valid: true}
+	}
+	return nil
+}
+
 // query runs sel through the driver (so statements are counted, traced and
 // unescaped like ent's) and scans each row into dest, calling row after
 // each.
-func (t *fastRead) query(ctx context.Context, sel *entsql.Selector, dest []any, row func() error) error {
+func (t *fastRead) query(ctx context.Context, sel *entsql.Selector, c *columns, row func() error) error {
 	query, args := sel.Query()
 	var rows entsql.Rows
 	if err := t.drv.Query(ctx, query, args, &rows); err != nil {
@@ -358,7 +412,10 @@ func (t *fastRead) query(ctx context.Context, sel *entsql.Selector, dest []any, 
 	}
 	defer func() { _ = rows.Close() }()
 	for rows.Next() {
-		if err := rows.Scan(dest...); err != nil {
+		if err := rows.Scan(c.dest...); err != nil {
+			return err
+		}
+		if err := c.parseTimes(); err != nil {
 			return err
 		}
 		if err := row(); err != nil {
@@ -431,7 +488,7 @@ func (t *fastRead) builder() *entsql.DialectBuilder { return entsql.Dialect(t.dr
 func (t *fastRead) loadTurns(ctx context.Context, convID, first int, after *entgql.Cursor[int], sel []selField) error {
 	b := t.builder()
 	var r turnRow
-	c := columns{table: b.Table(turn.Table)}
+	c := t.newColumns(b, turn.Table)
 	c.add(true, turn.FieldID, &r.id)
 	c.add(true, turn.FieldNumber, &r.number)
 	for _, f := range sel {
@@ -439,9 +496,9 @@ func (t *fastRead) loadTurns(ctx context.Context, convID, first int, after *entg
 		case "status":
 			c.add(true, turn.FieldStatus, &r.status)
 		case "startedAt":
-			c.add(true, turn.FieldStartedAt, &r.startedAt)
+			c.addTime(true, turn.FieldStartedAt, &r.startedAt)
 		case "finishedAt":
-			c.add(true, turn.FieldFinishedAt, &r.finishedAt)
+			c.addTime(true, turn.FieldFinishedAt, &r.finishedAt)
 		case "timeZone":
 			c.add(true, turn.FieldTimeZone, &r.timeZone)
 		case "userText":
@@ -472,7 +529,7 @@ func (t *fastRead) loadTurns(ctx context.Context, convID, first int, after *entg
 		}
 	}
 	s.OrderBy(c.table.C(turn.FieldNumber), c.table.C(turn.FieldID)).Limit(first + 1)
-	err = t.query(ctx, s, c.dest, func() error {
+	err = t.query(ctx, s, &c, func() error {
 		t.turns = append(t.turns, r)
 		t.size += 256 + len(r.userText) + len(r.answer.String) + len(r.errText.String)
 		return nil
@@ -487,13 +544,17 @@ func (t *fastRead) loadTurns(ctx context.Context, convID, first int, after *entg
 	return nil
 }
 
-// turnIDs are the ids of the turns read.
-func (t *fastRead) turnIDs() []int {
-	ids := make([]int, len(t.turns))
-	for i := range t.turns {
-		ids[i] = int(t.turns[i].id)
-	}
-	return ids
+// inPage selects the rows whose column names a turn of the page read: by
+// the page's range of numbers, unique in a conversation, rather than by
+// its ids, so the statement keeps three arguments and one text whatever
+// the page's length.
+func (t *fastRead) inPage(column string) *entsql.Predicate {
+	tt := entsql.Table(turn.Table)
+	return entsql.In(column, entsql.Select(tt.C(turn.FieldID)).From(tt).Where(entsql.And(
+		entsql.EQ(tt.C(turn.FieldConversationID), t.conv.ID),
+		entsql.GTE(tt.C(turn.FieldNumber), t.turns[0].number),
+		entsql.LTE(tt.C(turn.FieldNumber), t.turns[len(t.turns)-1].number),
+	)))
 }
 
 func (t *fastRead) loadToolCalls(ctx context.Context, sel []selField) error {
@@ -502,7 +563,7 @@ func (t *fastRead) loadToolCalls(ctx context.Context, sel []selField) error {
 		r        toolCallRow
 		failures sql.RawBytes
 	)
-	c := columns{table: b.Table(toolcall.Table)}
+	c := t.newColumns(b, toolcall.Table)
 	c.add(true, toolcall.FieldTurnID, &r.turnID)
 	var result *selField
 	for i, f := range sel {
@@ -528,9 +589,9 @@ func (t *fastRead) loadToolCalls(ctx context.Context, sel []selField) error {
 		case "argumentsRef":
 			c.add(true, toolcall.FieldArgumentsRef, &r.argsRef)
 		case "startedAt":
-			c.add(true, toolcall.FieldStartedAt, &r.startedAt)
+			c.addTime(true, toolcall.FieldStartedAt, &r.startedAt)
 		case "finishedAt":
-			c.add(true, toolcall.FieldFinishedAt, &r.finishedAt)
+			c.addTime(true, toolcall.FieldFinishedAt, &r.finishedAt)
 		case "failures":
 			c.add(true, toolcall.FieldFailures, &failures)
 		case "result":
@@ -539,13 +600,13 @@ func (t *fastRead) loadToolCalls(ctx context.Context, sel []selField) error {
 		}
 	}
 	s, err := scoped(ctx, toolcall.Policy, b.Select(c.names...).From(c.table).
-		Where(entsql.InInts(c.table.C(toolcall.FieldTurnID), t.turnIDs()...)))
+		Where(t.inPage(c.table.C(toolcall.FieldTurnID))))
 	if err != nil {
 		return err
 	}
 	s.OrderBy(c.table.C(toolcall.FieldTurnID), c.table.C(toolcall.FieldPosition))
-	var resultIDs []int
-	err = t.query(ctx, s, c.dest, func() error {
+	results := false
+	err = t.query(ctx, s, &c, func() error {
 		r.failures = nil
 		if len(failures) > 0 && string(failures) != "null" && string(failures) != "[]" {
 			if err := json.Unmarshal(failures, &r.failures); err != nil {
@@ -556,20 +617,20 @@ func (t *fastRead) loadToolCalls(ctx context.Context, sel []selField) error {
 		t.toolCalls = append(t.toolCalls, r)
 		t.size += 192 + len(r.arguments) + len(r.message.String)
 		if r.resultID.Valid {
-			resultIDs = append(resultIDs, int(r.resultID.Int64))
+			results = true
 		}
 		return nil
 	})
-	if err != nil || result == nil || len(resultIDs) == 0 {
+	if err != nil || result == nil || !results {
 		return err
 	}
-	return t.loadResults(ctx, resultIDs, result.kids)
+	return t.loadResults(ctx, result.kids)
 }
 
-func (t *fastRead) loadResults(ctx context.Context, ids []int, sel []selField) error {
+func (t *fastRead) loadResults(ctx context.Context, sel []selField) error {
 	b := t.builder()
 	var r resultRow
-	c := columns{table: b.Table(storedresult.Table)}
+	c := t.newColumns(b, storedresult.Table)
 	c.add(true, storedresult.FieldID, &r.id)
 	for _, f := range sel {
 		switch f.name {
@@ -586,15 +647,23 @@ func (t *fastRead) loadResults(ctx context.Context, ids []int, sel []selField) e
 		case "truncatedAtSource":
 			c.add(true, storedresult.FieldTruncatedAtSource, &r.truncatedAtSource)
 		case "createdAt":
-			c.add(true, storedresult.FieldCreatedAt, &r.createdAt)
+			c.addTime(true, storedresult.FieldCreatedAt, &r.createdAt)
 		}
 	}
-	s, err := scoped(ctx, storedresult.Policy, b.Select(c.names...).From(c.table).
-		Where(entsql.InInts(c.table.C(storedresult.FieldID), ids...)))
+	// The results of the page's tool calls, by a subquery as their reader
+	// scoped them rather than by a list of ids.
+	tc := entsql.Table(toolcall.Table)
+	calls, err := scoped(ctx, toolcall.Policy, entsql.Select(tc.C(toolcall.FieldResultID)).From(tc).
+		Where(t.inPage(tc.C(toolcall.FieldTurnID))))
 	if err != nil {
 		return err
 	}
-	return t.query(ctx, s, c.dest, func() error {
+	s, err := scoped(ctx, storedresult.Policy, b.Select(c.names...).From(c.table).
+		Where(entsql.In(c.table.C(storedresult.FieldID), calls)))
+	if err != nil {
+		return err
+	}
+	return t.query(ctx, s, &c, func() error {
 		t.resultAt[r.id] = len(t.results)
 		t.results = append(t.results, r)
 		t.size += 160 + len(r.ref)
@@ -605,7 +674,7 @@ func (t *fastRead) loadResults(ctx context.Context, ids []int, sel []selField) e
 func (t *fastRead) loadModelCalls(ctx context.Context, sel []selField, stats bool) error {
 	b := t.builder()
 	var r modelCallRow
-	c := columns{table: b.Table(modelcall.Table)}
+	c := t.newColumns(b, modelcall.Table)
 	c.add(true, modelcall.FieldTurnID, &r.turnID)
 	want := map[string]bool{}
 	for _, f := range sel {
@@ -622,12 +691,12 @@ func (t *fastRead) loadModelCalls(ctx context.Context, sel []selField, stats boo
 	c.add(want["prefixTokens"] || stats, modelcall.FieldPrefixTokens, &r.prefixTokens)
 	c.add(want["costAmount"], modelcall.FieldCostMicros, &r.costMicros)
 	s, err := scoped(ctx, modelcall.Policy, b.Select(c.names...).From(c.table).
-		Where(entsql.InInts(c.table.C(modelcall.FieldTurnID), t.turnIDs()...)))
+		Where(t.inPage(c.table.C(modelcall.FieldTurnID))))
 	if err != nil {
 		return err
 	}
 	s.OrderBy(c.table.C(modelcall.FieldTurnID), c.table.C(modelcall.FieldStep))
-	return t.query(ctx, s, c.dest, func() error {
+	return t.query(ctx, s, &c, func() error {
 		extend(t.modelSpans, r.turnID, len(t.modelCalls))
 		t.modelCalls = append(t.modelCalls, r)
 		t.size += 256
@@ -944,7 +1013,7 @@ func key(b []byte, i int, alias string) []byte {
 
 func appendID(b []byte, id int) []byte {
 	b = append(b, '"')
-	b = append(b, gid.Encode(id)...)
+	b = gid.Append(b, id)
 	return append(b, '"')
 }
 
