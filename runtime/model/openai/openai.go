@@ -377,15 +377,23 @@ func usage(u sdk.CompletionUsage) model.Usage {
 }
 
 // reasoning reads the thinking text OpenAI-compatible servers add to a
-// message or delta under a field the SDK does not know.
+// message under a field the SDK does not know.
 func reasoning(extra map[string]respjson.Field) string {
-	for _, key := range []string{"reasoning_content", "reasoning"} {
-		f, ok := extra[key]
-		if !ok {
-			continue
+	var raws [2]json.RawMessage
+	for i, key := range []string{"reasoning_content", "reasoning"} {
+		if f, ok := extra[key]; ok {
+			raws[i] = json.RawMessage(f.Raw())
 		}
+	}
+	return reasoningText(raws[0], raws[1])
+}
+
+// reasoningText is the first of the reasoning_content and reasoning
+// values that is a non-empty string.
+func reasoningText(raws ...json.RawMessage) string {
+	for _, raw := range raws {
 		var s string
-		if json.Unmarshal([]byte(f.Raw()), &s) == nil && s != "" {
+		if len(raw) > 0 && json.Unmarshal(raw, &s) == nil && s != "" {
 			return s
 		}
 	}

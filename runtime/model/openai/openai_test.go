@@ -569,3 +569,51 @@ func TestDeckWireBytes(t *testing.T) {
 	require.Equal(t, tools0, tools1)
 	require.Contains(t, tools0, `"description":"Wraps text in \u003cb\u003e \u0026 \u003ci\u003e tags\u2028."`)
 }
+
+// TestChunkDecoding: a chunk reads the same into streamChunk as through the
+// SDK's chunk type, and one with values of unexpected types, which only
+// the SDK's type reads, still gives what it can.
+func TestChunkDecoding(t *testing.T) {
+	t.Parallel()
+	same := []string{
+		chunk(`{"role":"assistant","content":""}`, ""),
+		chunk(`{"content":"Hello \"world\" \u00e9"}`, ""),
+		chunk(`{"reasoning_content":"Think."}`, ""),
+		chunk(`{"reasoning":"Think.","reasoning_content":null}`, ""),
+		chunk(`{"tool_calls":[{"index":0,"id":"call_a","type":"function","function":{"name":"calculator","arguments":""}}]}`, ""),
+		chunk(`{"tool_calls":[{"function":{"name":"calculator","arguments":"{\"expre"}}]}`, ""),
+		chunk(`{"tool_calls":[{"index":null,"id":null,"function":{"arguments":null}}]}`, ""),
+		chunk(`{}`, "tool_calls"),
+		usageChunk,
+		`{"id":"x","choices":[{"index":1,"delta":{"content":"other"}}],"usage":null}`,
+		`{"id":"x","model":null,"choices":null}`,
+	}
+	for _, s := range same {
+		var fast, full streamChunk
+		require.NoError(t, json.Unmarshal([]byte(s), &fast))
+		require.NoError(t, full.readSDK([]byte(s)))
+		for _, c := range []*streamChunk{&fast, &full} {
+			if len(c.Choices) == 0 {
+				c.Choices = nil // none either way
+			}
+		}
+		require.Equal(t, full, fast, s)
+	}
+
+	b := setup(t, Options{}, reply{events: []string{
+		chunk(`{"content":5,"reasoning_content":{"x":1},"reasoning":"Sure."}`, ""),
+		chunk(`{"tool_calls":[{"index":0,"id":"call_a","function":{"name":"calculator","arguments":{"expression":"1+1"}}}]}`, ""),
+		chunk(`{}`, "tool_calls"),
+		`{"choices":[],"usage":{"prompt_tokens":"12","completion_tokens":3}}`,
+	}})
+	got, err := b.provider.Complete(t.Context(), helloRequest)
+	require.NoError(t, err)
+	require.Equal(t, &model.Response{
+		Model:      "gpt-4.1-2025-04-14",
+		Text:       "5",
+		Thinking:   "Sure.",
+		StopReason: "tool_calls",
+		ToolCalls:  []model.ToolCall{{ID: "call_a", Name: "calculator", Arguments: json.RawMessage(`{"expression":"1+1"}`)}},
+		Usage:      model.Usage{InputUncached: 12, Output: 3},
+	}, got)
+}
