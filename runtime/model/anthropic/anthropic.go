@@ -71,6 +71,7 @@ type Provider struct {
 	maxTokens int
 	retry     retry.Policy
 	textOnly  bool
+	decks     model.Deck[[]sdk.ToolUnionParam]
 }
 
 var _ model.Provider = (*Provider)(nil)
@@ -159,17 +160,11 @@ func (p *Provider) params(req model.Request) (sdk.MessageNewParams, error) {
 	if req.System != "" {
 		params.System = []sdk.TextBlockParam{{Text: req.System, CacheControl: sdk.NewCacheControlEphemeralParam()}}
 	}
-	for i, t := range req.Tools {
-		tool, err := toolParam(t)
-		if err != nil {
-			return params, err
-		}
-		if i == len(req.Tools)-1 {
-			// One breakpoint after the last tool caches every definition.
-			tool.CacheControl = sdk.NewCacheControlEphemeralParam()
-		}
-		params.Tools = append(params.Tools, sdk.ToolUnionParam{OfTool: &tool})
+	tools, err := p.decks.Get(req.Tools, encodeDeck)
+	if err != nil {
+		return params, err
 	}
+	params.Tools = tools
 	msgs, err := messages(req.Messages, !p.textOnly)
 	if err != nil {
 		return params, err
@@ -199,6 +194,29 @@ func cacheHistory(msgs []sdk.MessageParam) {
 	if cc := blocks[len(blocks)-1].GetCacheControl(); cc != nil {
 		*cc = sdk.NewCacheControlEphemeralParam()
 	}
+}
+
+// encodeDeck encodes each definition through the SDK once, and hands the
+// bytes back to it as raw JSON: they are those the SDK would send for the
+// definition itself, and a call copies them instead of encoding them again.
+func encodeDeck(tools []model.ToolSpec) ([]sdk.ToolUnionParam, error) {
+	var out []sdk.ToolUnionParam // no tools: none sent, not an empty list
+	for i, t := range tools {
+		tool, err := toolParam(t)
+		if err != nil {
+			return nil, err
+		}
+		if i == len(tools)-1 {
+			// One breakpoint after the last tool caches every definition.
+			tool.CacheControl = sdk.NewCacheControlEphemeralParam()
+		}
+		raw, err := sdk.ToolUnionParam{OfTool: &tool}.MarshalJSON()
+		if err != nil {
+			return nil, fmt.Errorf("tool %q: %w", t.Name, err)
+		}
+		out = append(out, param.Override[sdk.ToolUnionParam](json.RawMessage(raw)))
+	}
+	return out, nil
 }
 
 // toolParam sends the tool's schema byte for byte: the tools are part of

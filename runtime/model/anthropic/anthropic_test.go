@@ -10,10 +10,12 @@ import (
 	"testing"
 	"time"
 
+	sdk "github.com/anthropics/anthropic-sdk-go/v2"
 	"github.com/stretchr/testify/require"
 	"go.uber.org/goleak"
 
 	"github.com/toolgate/toolgate/runtime/model"
+	"github.com/toolgate/toolgate/runtime/model/modeltest"
 	"github.com/toolgate/toolgate/runtime/retry"
 )
 
@@ -409,4 +411,79 @@ func TestAttribution(t *testing.T) {
 	_, err = b.provider.Complete(t.Context(), helloRequest)
 	require.NoError(t, err)
 	require.NotContains(t, b.sent(t, 1), "metadata", "no attribution, no metadata")
+}
+
+// BenchmarkWideTurn is one model call of a turn offered every built-in
+// tool, with a few turns of history, answered with a sentence and a tool
+// call: the provider's own cost of a call.
+func BenchmarkWideTurn(b *testing.B) {
+	tb := &testBundle{replies: []reply{{body: `{
+		"id": "msg_3", "type": "message", "role": "assistant", "model": "claude-sonnet-4-5-20250929",
+		"content": [
+			{"type": "text", "text": "Let me read the south's figures before I compare them."},
+			{"type": "tool_use", "id": "toolu_s", "name": "read_tool_result", "input": {"ref": "r2"}}
+		],
+		"stop_reason": "tool_use", "stop_sequence": null,
+		"usage": {"input_tokens": 420, "cache_read_input_tokens": 9000, "cache_creation_input_tokens": 700, "output_tokens": 40}
+	}`}}}
+	tb.server = httptest.NewServer(http.HandlerFunc(tb.serve))
+	defer tb.server.Close()
+	p, err := New(Options{BaseURL: tb.server.URL, APIKey: "k", HTTPClient: tb.server.Client()})
+	require.NoError(b, err)
+	req := modeltest.WideTurn()
+	modeltest.ReportCPU(b, func() {
+		tb.mu.Lock()
+		tb.requests = tb.requests[:0]
+		tb.mu.Unlock()
+		if _, err := p.Complete(context.Background(), req); err != nil {
+			b.Fatal(err)
+		}
+	})
+}
+
+// TestDeckWireBytes: the deck is encoded once and handed to the SDK as raw
+// JSON, and the request is byte for byte the one the SDK sends when given
+// each definition as a parameter struct (the prefix is cached, so one byte
+// changed is a cache miss); a turn's calls send the same deck and system
+// bytes.
+func TestDeckWireBytes(t *testing.T) {
+	t.Parallel()
+	b := setup(t, Options{}, reply{body: textAnswer})
+	req := modeltest.WideTurn()
+	req.Tools = append(req.Tools, modeltest.Awkward...)
+	_, err := b.provider.Complete(t.Context(), req)
+	require.NoError(t, err)
+	req.Messages = append(req.Messages, model.Message{Role: model.RoleAssistant, Text: "Here."}, model.Message{Role: model.RoleUser, Text: "Thanks"})
+	_, err = b.provider.Complete(t.Context(), req)
+	require.NoError(t, err)
+
+	// The same call with every definition a parameter struct, as the SDK
+	// encodes it itself.
+	params, err := b.provider.params(req)
+	require.NoError(t, err)
+	params.Tools = nil
+	for i, s := range req.Tools {
+		tool, err := toolParam(s)
+		require.NoError(t, err)
+		if i == len(req.Tools)-1 {
+			tool.CacheControl = sdk.NewCacheControlEphemeralParam()
+		}
+		params.Tools = append(params.Tools, sdk.ToolUnionParam{OfTool: &tool})
+	}
+	_, err = b.provider.client.Messages.New(t.Context(), params)
+	require.NoError(t, err)
+
+	require.Len(t, b.requests, 3)
+	require.Equal(t, string(b.requests[2].body), string(b.requests[1].body))
+	prefix := func(n int) string {
+		var v struct {
+			System json.RawMessage `json:"system"`
+			Tools  json.RawMessage `json:"tools"`
+		}
+		require.NoError(t, json.Unmarshal(b.requests[n].body, &v))
+		return string(v.Tools) + string(v.System)
+	}
+	require.Equal(t, prefix(0), prefix(1))
+	require.Contains(t, prefix(0), `"description":"Wraps text in \u003cb\u003e \u0026 \u003ci\u003e tags\u2028."`)
+	require.Contains(t, prefix(0), `{"input_schema":{"type":"object","properties":{}},"name":"bare","cache_control":{"type":"ephemeral"}}]`)
 }

@@ -29,6 +29,7 @@ import (
 	"net/http"
 	"net/url"
 	"strings"
+	"sync/atomic"
 
 	sdk "github.com/openai/openai-go/v3"
 	"github.com/openai/openai-go/v3/option"
@@ -78,6 +79,7 @@ type Provider struct {
 	retry     retry.Policy
 	stream    bool
 	textOnly  bool
+	decks     model.Deck[*deck]
 }
 
 var _ model.Provider = (*Provider)(nil)
@@ -164,9 +166,14 @@ func (p *Provider) params(req model.Request) (sdk.ChatCompletionNewParams, error
 	if id := req.Attribution.User; id != "" {
 		params.SafetyIdentifier = sdk.String(id)
 	}
+	d, err := p.decks.Get(req.Tools, encodeDeck)
+	if err != nil {
+		return params, err
+	}
+	params.Tools = d.tools
 	// Calls with the same prefix (system prompt and definitions) share a
 	// cache key, so the provider routes them to the cache that holds it.
-	params.PromptCacheKey = sdk.String(req.PrefixKey())
+	params.PromptCacheKey = sdk.String(d.prefixKey(req))
 	if req.System != "" {
 		params.Messages = append(params.Messages, sdk.SystemMessage(req.System))
 	}
@@ -188,16 +195,49 @@ func (p *Provider) params(req model.Request) (sdk.ChatCompletionNewParams, error
 	if len(images) > 0 {
 		params.Messages = append(params.Messages, sdk.UserMessage(images))
 	}
-	for _, t := range req.Tools {
+	return params, nil
+}
+
+// deck is a deck of tool definitions in wire form: each tool as the SDK
+// encodes it, handed back to the SDK as raw JSON, so that a call copies
+// the definitions instead of encoding them again.
+type deck struct {
+	tools []sdk.ChatCompletionToolUnionParam
+	// prefix is the last system prompt sent with the deck and its
+	// PrefixKey: a turn's calls all send the same.
+	prefix atomic.Pointer[[2]string]
+}
+
+// encodeDeck encodes each definition through the SDK once; the bytes are
+// those the SDK would send for the definition itself.
+func encodeDeck(tools []model.ToolSpec) (*deck, error) {
+	d := &deck{}
+	if len(tools) > 0 { // no tools: none sent, not an empty list
+		d.tools = make([]sdk.ChatCompletionToolUnionParam, len(tools))
+	}
+	for i, t := range tools {
 		def, err := functionDefinition(t)
 		if err != nil {
-			return params, err
+			return nil, err
 		}
-		params.Tools = append(params.Tools, sdk.ChatCompletionToolUnionParam{
-			OfFunction: &sdk.ChatCompletionFunctionToolParam{Function: def},
-		})
+		raw, err := sdk.ChatCompletionToolUnionParam{OfFunction: &sdk.ChatCompletionFunctionToolParam{Function: def}}.MarshalJSON()
+		if err != nil {
+			return nil, fmt.Errorf("tool %q: %w", t.Name, err)
+		}
+		d.tools[i] = param.Override[sdk.ChatCompletionToolUnionParam](json.RawMessage(raw))
 	}
-	return params, nil
+	return d, nil
+}
+
+// prefixKey is req.PrefixKey(), remembered for the deck's last system
+// prompt: hashing the whole prefix again on every call is wasted work.
+func (d *deck) prefixKey(req model.Request) string {
+	if last := d.prefix.Load(); last != nil && last[0] == req.System {
+		return last[1]
+	}
+	key := req.PrefixKey()
+	d.prefix.Store(&[2]string{req.System, key})
+	return key
 }
 
 // message maps one history entry.
@@ -337,15 +377,23 @@ func usage(u sdk.CompletionUsage) model.Usage {
 }
 
 // reasoning reads the thinking text OpenAI-compatible servers add to a
-// message or delta under a field the SDK does not know.
+// message under a field the SDK does not know.
 func reasoning(extra map[string]respjson.Field) string {
-	for _, key := range []string{"reasoning_content", "reasoning"} {
-		f, ok := extra[key]
-		if !ok {
-			continue
+	var raws [2]json.RawMessage
+	for i, key := range []string{"reasoning_content", "reasoning"} {
+		if f, ok := extra[key]; ok {
+			raws[i] = json.RawMessage(f.Raw())
 		}
+	}
+	return reasoningText(raws[0], raws[1])
+}
+
+// reasoningText is the first of the reasoning_content and reasoning
+// values that is a non-empty string.
+func reasoningText(raws ...json.RawMessage) string {
+	for _, raw := range raws {
 		var s string
-		if json.Unmarshal([]byte(f.Raw()), &s) == nil && s != "" {
+		if len(raw) > 0 && json.Unmarshal(raw, &s) == nil && s != "" {
 			return s
 		}
 	}
