@@ -2,10 +2,14 @@ package openai
 
 import (
 	"context"
+	"encoding/json"
 	"errors"
+	"net/http"
 	"strings"
 
 	sdk "github.com/openai/openai-go/v3"
+	"github.com/openai/openai-go/v3/option"
+	"github.com/openai/openai-go/v3/packages/ssestream"
 
 	"github.com/toolgate/toolgate/runtime/model"
 )
@@ -15,11 +19,15 @@ import (
 var errNoChunks = errors.New("the stream carried no chunks; if the server cannot stream, disable streaming")
 
 // completeStream makes one streamed request and puts the answer together.
-func (p *Provider) completeStream(ctx context.Context, params sdk.ChatCompletionNewParams) (*model.Response, error) {
-	params.StreamOptions.IncludeUsage = sdk.Bool(true)
-	stream := p.client.Chat.Completions.NewStreaming(ctx, params)
+func (p *Provider) completeStream(ctx context.Context, body []byte, requested string) (*model.Response, error) {
+	// The request NewStreaming sends, its events read into streamChunk
+	// rather than the SDK's chunk type.
+	var res *http.Response
+	_, err := p.client.Chat.Completions.New(ctx, sdk.ChatCompletionNewParams{}, withBody(body),
+		option.WithJSONSet("stream", true), option.WithResponseBodyInto(&res))
+	stream := ssestream.NewStream[streamChunk](ssestream.NewDecoder(res), err)
 	defer stream.Close()
-	acc := accumulator{model: params.Model}
+	acc := accumulator{model: requested}
 	for stream.Next() {
 		acc.add(stream.Current())
 	}
@@ -49,20 +57,97 @@ type partialCall struct {
 	args    strings.Builder
 }
 
-func (a *accumulator) add(c sdk.ChatCompletionChunk) {
+// streamChunk is what the accumulator reads of a streamed chunk. The SDK's own
+// chunk type decodes every field of every chunk, with metadata for each,
+// at several times the cost, and a long answer is hundreds of chunks.
+type streamChunk struct {
+	Model   string               `json:"model"`
+	Choices []chunkChoice        `json:"choices"`
+	Usage   *sdk.CompletionUsage `json:"usage"`
+}
+
+type chunkChoice struct {
+	Index        int64      `json:"index"`
+	Delta        chunkDelta `json:"delta"`
+	FinishReason string     `json:"finish_reason"`
+}
+
+type chunkDelta struct {
+	Content string `json:"content"`
+	// ReasoningContent and Reasoning are the thinking text some
+	// OpenAI-compatible servers add, under one name or the other.
+	ReasoningContent json.RawMessage `json:"reasoning_content"`
+	Reasoning        json.RawMessage `json:"reasoning"`
+	ToolCalls        []toolCallDelta `json:"tool_calls"`
+}
+
+// toolCallDelta is a fragment of a tool call; Index is nil when the
+// server sent none.
+type toolCallDelta struct {
+	Index    *int64 `json:"index"`
+	ID       string `json:"id"`
+	Function struct {
+		Name      string `json:"name"`
+		Arguments string `json:"arguments"`
+	} `json:"function"`
+}
+
+// UnmarshalJSON reads a chunk. One holding a value of another type than
+// expected (arguments as an object, a number as a string: compatible
+// servers vary) is read by the SDK's type, which takes what it can.
+func (c *streamChunk) UnmarshalJSON(data []byte) error {
+	type plain streamChunk
+	if json.Unmarshal(data, (*plain)(c)) == nil {
+		return nil
+	}
+	return c.readSDK(data)
+}
+
+// readSDK reads a chunk through the SDK's type.
+func (c *streamChunk) readSDK(data []byte) error {
+	var full sdk.ChatCompletionChunk
+	if err := full.UnmarshalJSON(data); err != nil {
+		return err
+	}
+	*c = streamChunk{Model: full.Model}
+	if full.JSON.Usage.Valid() {
+		c.Usage = &full.Usage
+	}
+	for _, ch := range full.Choices {
+		d := chunkDelta{Content: ch.Delta.Content}
+		if f, ok := ch.Delta.JSON.ExtraFields["reasoning_content"]; ok {
+			d.ReasoningContent = json.RawMessage(f.Raw())
+		}
+		if f, ok := ch.Delta.JSON.ExtraFields["reasoning"]; ok {
+			d.Reasoning = json.RawMessage(f.Raw())
+		}
+		for _, t := range ch.Delta.ToolCalls {
+			td := toolCallDelta{ID: t.ID}
+			td.Function.Name, td.Function.Arguments = t.Function.Name, t.Function.Arguments
+			if t.JSON.Index.Valid() {
+				td.Index = &t.Index
+			}
+			d.ToolCalls = append(d.ToolCalls, td)
+		}
+		c.Choices = append(c.Choices, chunkChoice{Index: ch.Index, Delta: d, FinishReason: ch.FinishReason})
+	}
+	return nil
+}
+
+func (a *accumulator) add(c streamChunk) {
 	a.chunks++
 	if c.Model != "" {
 		a.model = c.Model
 	}
-	if c.JSON.Usage.Valid() {
-		a.usage = c.Usage
+	if c.Usage != nil {
+		a.usage = *c.Usage
 	}
 	for _, ch := range c.Choices {
 		if ch.Index != 0 {
 			continue
 		}
 		a.text.WriteString(ch.Delta.Content)
-		a.thinking.WriteString(reasoning(ch.Delta.JSON.ExtraFields))
+		a.thinking.WriteString(reasoningText(ch.Delta.ReasoningContent, ch.Delta.Reasoning))
 		for _, d := range ch.Delta.ToolCalls {
 			pc := a.callFor(d)
 			if d.ID != "" {
@@ -84,14 +169,14 @@ func (a *accumulator) add(c sdk.ChatCompletionChunk) {
 // callFor finds the call a fragment belongs to: by index when the server
 // sends one, else a new id starts a new call and anything else continues
 // the last one.
-func (a *accumulator) callFor(d sdk.ChatCompletionChunkChoiceDeltaToolCall) *partialCall {
-	if d.JSON.Index.Valid() {
+func (a *accumulator) callFor(d toolCallDelta) *partialCall {
+	if d.Index != nil {
 		for _, pc := range a.calls {
-			if pc.indexed && pc.index == d.Index {
+			if pc.indexed && pc.index == *d.Index {
 				return pc
 			}
 		}
-		pc := &partialCall{index: d.Index, indexed: true}
+		pc := &partialCall{index: *d.Index, indexed: true}
 		a.calls = append(a.calls, pc)
 		return pc
 	}
