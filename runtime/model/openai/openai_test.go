@@ -519,55 +519,69 @@ func BenchmarkWideTurn(b *testing.B) {
 	})
 }
 
-// TestDeckWireBytes: the deck is encoded once and handed to the SDK as raw
-// JSON, and the request is byte for byte the one the SDK sends when given
-// each definition as a parameter struct (the provider caches the prefix,
-// so one byte changed is a cache miss); a turn's calls send the same deck
-// and system bytes.
+// TestDeckWireBytes: the deck is encoded once and spliced into each
+// request, and the request is byte for byte the one the SDK sends when
+// given each definition as a parameter struct (the provider caches the
+// prefix, so one byte changed is a cache miss), streamed or not; a turn's
+// calls send the same deck and system bytes.
 func TestDeckWireBytes(t *testing.T) {
 	t.Parallel()
-	answer := reply{events: []string{chunk(`{"content":"ok"}`, "stop")}}
-	b := setup(t, Options{}, answer)
-	req := modeltest.WideTurn()
-	req.Tools = append(req.Tools, modeltest.Awkward...)
-	_, err := b.provider.Complete(t.Context(), req)
-	require.NoError(t, err)
-	req.Messages = append(req.Messages, model.Message{Role: model.RoleAssistant, Text: "Here."}, model.Message{Role: model.RoleUser, Text: "Thanks"})
-	_, err = b.provider.Complete(t.Context(), req)
-	require.NoError(t, err)
+	for _, streaming := range []bool{true, false} {
+		t.Run(fmt.Sprint("streaming=", streaming), func(t *testing.T) {
+			t.Parallel()
+			answer := reply{events: []string{chunk(`{"content":"ok"}`, "stop")}}
+			if !streaming {
+				answer = reply{body: `{"id":"c","object":"chat.completion","created":1,"model":"gpt-4.1",` +
+					`"choices":[{"index":0,"message":{"role":"assistant","content":"ok"},"finish_reason":"stop"}]}`}
+			}
+			b := setup(t, Options{DisableStreaming: !streaming}, answer)
+			req := modeltest.WideTurn()
+			req.Tools = append(req.Tools, modeltest.Awkward...)
+			_, err := b.provider.Complete(t.Context(), req)
+			require.NoError(t, err)
+			req.Messages = append(req.Messages, model.Message{Role: model.RoleAssistant, Text: "Here."}, model.Message{Role: model.RoleUser, Text: "Thanks"})
+			_, err = b.provider.Complete(t.Context(), req)
+			require.NoError(t, err)
 
-	// The same call with every definition a parameter struct, as the SDK
-	// encodes it itself.
-	params, err := b.provider.params(req)
-	require.NoError(t, err)
-	params.Tools = nil
-	for _, s := range req.Tools {
-		def, err := functionDefinition(s)
-		require.NoError(t, err)
-		params.Tools = append(params.Tools, sdk.ChatCompletionToolUnionParam{OfFunction: &sdk.ChatCompletionFunctionToolParam{Function: def}})
-	}
-	params.StreamOptions.IncludeUsage = sdk.Bool(true)
-	stream := b.provider.client.Chat.Completions.NewStreaming(t.Context(), params)
-	for stream.Next() {
-	}
-	require.NoError(t, stream.Err())
-	require.NoError(t, stream.Close())
+			// The same call with every definition a parameter struct, as
+			// the SDK encodes it itself.
+			params, _, err := b.provider.params(req)
+			require.NoError(t, err)
+			for _, s := range req.Tools {
+				def, err := functionDefinition(s)
+				require.NoError(t, err)
+				params.Tools = append(params.Tools, sdk.ChatCompletionToolUnionParam{OfFunction: &sdk.ChatCompletionFunctionToolParam{Function: def}})
+			}
+			if streaming {
+				params.StreamOptions.IncludeUsage = sdk.Bool(true)
+				stream := b.provider.client.Chat.Completions.NewStreaming(t.Context(), params)
+				for stream.Next() {
+				}
+				require.NoError(t, stream.Err())
+				require.NoError(t, stream.Close())
+			} else {
+				_, err := b.provider.client.Chat.Completions.New(t.Context(), params)
+				require.NoError(t, err)
+			}
 
-	require.Len(t, b.requests, 3)
-	require.Equal(t, string(b.requests[2].body), string(b.requests[1].body))
-	prefix := func(n int) (string, string) {
-		var v struct {
-			Messages []json.RawMessage `json:"messages"`
-			Tools    json.RawMessage   `json:"tools"`
-		}
-		require.NoError(t, json.Unmarshal(b.requests[n].body, &v))
-		return string(v.Messages[0]), string(v.Tools)
+			require.Len(t, b.requests, 3)
+			require.Equal(t, string(b.requests[2].body), string(b.requests[1].body))
+			require.Equal(t, b.requests[2].header.Get("Content-Type"), b.requests[1].header.Get("Content-Type"))
+			prefix := func(n int) (string, string) {
+				var v struct {
+					Messages []json.RawMessage `json:"messages"`
+					Tools    json.RawMessage   `json:"tools"`
+				}
+				require.NoError(t, json.Unmarshal(b.requests[n].body, &v))
+				return string(v.Messages[0]), string(v.Tools)
+			}
+			system0, tools0 := prefix(0)
+			system1, tools1 := prefix(1)
+			require.Equal(t, system0, system1)
+			require.Equal(t, tools0, tools1)
+			require.Contains(t, tools0, `"description":"Wraps text in \u003cb\u003e \u0026 \u003ci\u003e tags\u2028."`)
+		})
 	}
-	system0, tools0 := prefix(0)
-	system1, tools1 := prefix(1)
-	require.Equal(t, system0, system1)
-	require.Equal(t, tools0, tools1)
-	require.Contains(t, tools0, `"description":"Wraps text in \u003cb\u003e \u0026 \u003ci\u003e tags\u2028."`)
 }
 
 // TestChunkDecoding: a chunk reads the same into streamChunk as through the

@@ -19,15 +19,15 @@ import (
 var errNoChunks = errors.New("the stream carried no chunks; if the server cannot stream, disable streaming")
 
 // completeStream makes one streamed request and puts the answer together.
-func (p *Provider) completeStream(ctx context.Context, params sdk.ChatCompletionNewParams) (*model.Response, error) {
-	params.StreamOptions.IncludeUsage = sdk.Bool(true)
+func (p *Provider) completeStream(ctx context.Context, body []byte, requested string) (*model.Response, error) {
 	// The request NewStreaming sends, its events read into streamChunk
 	// rather than the SDK's chunk type.
 	var res *http.Response
-	_, err := p.client.Chat.Completions.New(ctx, params, option.WithJSONSet("stream", true), option.WithResponseBodyInto(&res))
+	_, err := p.client.Chat.Completions.New(ctx, sdk.ChatCompletionNewParams{}, withBody(body),
+		option.WithJSONSet("stream", true), option.WithResponseBodyInto(&res))
 	stream := ssestream.NewStream[streamChunk](ssestream.NewDecoder(res), err)
 	defer stream.Close()
-	acc := accumulator{model: params.Model}
+	acc := accumulator{model: requested}
 	for stream.Next() {
 		acc.add(stream.Current())
 	}
