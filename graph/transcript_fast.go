@@ -2,17 +2,26 @@ package graph
 
 import (
 	"context"
+	"database/sql"
+	"encoding/json"
+	"fmt"
 	"io"
+	"slices"
 	"strconv"
+	"sync"
 	"time"
 
 	"entgo.io/contrib/entgql"
+	entgo "entgo.io/ent"
+	"entgo.io/ent/dialect"
+	entsql "entgo.io/ent/dialect/sql"
 	"github.com/99designs/gqlgen/graphql"
 	"github.com/vektah/gqlparser/v2/ast"
 
 	"github.com/toolgate/toolgate/ent"
 	"github.com/toolgate/toolgate/ent/conversation"
 	"github.com/toolgate/toolgate/ent/modelcall"
+	"github.com/toolgate/toolgate/ent/schematype"
 	"github.com/toolgate/toolgate/ent/storedresult"
 	"github.com/toolgate/toolgate/ent/toolcall"
 	"github.com/toolgate/toolgate/ent/turn"
@@ -24,9 +33,11 @@ import (
 // some 15,000 fields. Resolved field by field, gqlgen gives each its own
 // context and marshaller, and that, not SQL, was most of the read's CPU
 // and allocation. fastConversation answers such a read itself: it loads
-// each level in one statement, through the same scoped client (so the same
-// privacy rules), reading only the columns asked for, and writes the JSON
-// straight into one buffer with the same encoders gqlgen uses, so the
+// the conversation through the scoped client, then each level in one
+// statement of its own, limited by the entity's own privacy policy as ent
+// limits its queries (scoped) and sent through the same driver, reading
+// only the columns asked for into plain rows; it writes the JSON straight
+// into one pooled buffer with the same encodings gqlgen uses, so the
 // answer is the one the resolvers give, byte for byte
 // (TestFastTranscriptMatchesResolvers).
 //
@@ -115,8 +126,10 @@ func hasCustomDirective(c graphql.CollectedField) bool {
 }
 
 // fastConversation is the root-field middleware that answers a portal's
-// conversation read itself (see above).
-func fastConversation(client *ent.Client) graphql.RootFieldMiddleware {
+// conversation read itself (see above). client loads the conversation;
+// drv, the driver client's statements go through, runs the statements
+// the hot path writes itself.
+func fastConversation(client *ent.Client, drv dialect.Driver) graphql.RootFieldMiddleware {
 	return func(ctx context.Context, next graphql.RootResolver) graphql.Marshaler {
 		fc := graphql.GetRootFieldContext(ctx)
 		if fc == nil || fc.Field.Name != "conversation" || !graphql.HasOperationContext(ctx) {
@@ -134,30 +147,115 @@ func fastConversation(client *ent.Client) graphql.RootFieldMiddleware {
 		if err != nil {
 			return next(ctx)
 		}
-		t, err := loadFast(ctx, client, id, sel)
-		if err != nil || t == nil {
+		t := fastReads.Get().(*fastRead)
+		t.drv, t.size = drv, 4<<10
+		if ok, err := t.load(ctx, client, id, sel); err != nil || !ok {
+			t.release()
 			return next(ctx)
 		}
 		return graphql.WriterFunc(func(w io.Writer) {
-			b := make([]byte, 0, t.size)
-			b = t.conversation(b, sel)
-			_, _ = w.Write(b)
+			t.answer = t.conversation(slices.Grow(t.answer[:0], t.size), sel)
+			_, _ = w.Write(t.answer)
+			t.release()
 		})
 	}
 }
 
+// fastReads keeps what a read allocates (its rows, indexes and the buffer
+// its answer is written into before gqlgen copies it) for the next: a
+// transcript is some thousand rows and some hundreds of kilobytes of JSON.
+var fastReads = sync.Pool{New: func() any {
+	return &fastRead{toolSpans: map[int64]span{}, modelSpans: map[int64]span{}, resultAt: map[int64]int{}}
+}}
+
+// maxPooledAnswer is the largest answer buffer kept for the next read.
+const maxPooledAnswer = 4 << 20
+
+// release forgets the read's rows (so a pooled read keeps no one's text)
+// and returns it to the pool.
+func (t *fastRead) release() {
+	if cap(t.answer) > maxPooledAnswer {
+		return
+	}
+	clear(t.turns)
+	clear(t.toolCalls)
+	clear(t.modelCalls)
+	clear(t.results)
+	clear(t.toolSpans)
+	clear(t.modelSpans)
+	clear(t.resultAt)
+	*t = fastRead{
+		turns: t.turns[:0], toolCalls: t.toolCalls[:0], modelCalls: t.modelCalls[:0], results: t.results[:0],
+		toolSpans: t.toolSpans, modelSpans: t.modelSpans, resultAt: t.resultAt, answer: t.answer[:0],
+	}
+	fastReads.Put(t)
+}
+
 // fastRead is what the hot path loaded for one conversation.
 type fastRead struct {
-	conv        *ent.Conversation
-	turns       []*ent.Turn
-	hasNext     bool
-	after       bool
-	toolCalls   map[int][]*ent.ToolCall
-	modelCalls  map[int][]*ent.ModelCall
-	results     map[int]*ent.StoredResult
-	size        int // a guess at the answer's length, to size its buffer once
-	modelFields map[string]bool
+	drv     dialect.Driver
+	conv    *ent.Conversation
+	turns   []turnRow
+	hasNext bool
+	after   bool
+	// toolCalls and modelCalls are ordered by turn id; a turn's are the
+	// span its id maps to.
+	toolCalls  []toolCallRow
+	toolSpans  map[int64]span
+	modelCalls []modelCallRow
+	modelSpans map[int64]span
+	results    []resultRow
+	resultAt   map[int64]int // index in results by id
+	size       int           // a guess at the answer's length, to size its buffer once
+	answer     []byte
+	w          byteWriter
 }
+
+// span is a turn's rows [lo, hi) of a list ordered by turn id.
+type span struct{ lo, hi int }
+
+// extend adds row i of turn id to spans.
+func extend(spans map[int64]span, id int64, i int) {
+	s, ok := spans[id]
+	if !ok {
+		s.lo = i
+	}
+	s.hi = i + 1
+	spans[id] = s
+}
+
+// The rows the hot path reads, scanned straight from the driver into
+// these (not into ent's entities, whose per-column scanning was most of
+// the read's allocation). A column the selection does not name is not
+// read and keeps its zero value.
+type (
+	turnRow struct {
+		id, number            int64
+		status                string
+		startedAt, finishedAt sql.NullTime
+		timeZone, userText    string
+		answer, errText       sql.NullString
+		replayed              bool
+	}
+	toolCallRow struct {
+		id, turnID, position, attempts   int64
+		name, arguments, outcome         string
+		message, ref, guardrail, argsRef sql.NullString
+		startedAt, finishedAt            sql.NullTime
+		failures                         []schematype.ItemFailure
+		resultID                         sql.NullInt64
+	}
+	resultRow struct {
+		id, chars, bytes, items int64
+		ref, kind               string
+		truncatedAtSource       bool
+		createdAt               sql.NullTime
+	}
+	modelCallRow struct {
+		turnID, step, durationMs, inputTokens, cacheReadTokens, cacheWriteTokens, outputTokens, prefixTokens, costMicros int64
+		kind, model                                                                                                      string
+	}
+)
 
 // find returns the field named name in sel, or nil.
 func find(sel []selField, name string) *selField {
@@ -167,15 +265,6 @@ func find(sel []selField, name string) *selField {
 		}
 	}
 	return nil
-}
-
-// names returns the names selected in sel.
-func names(sel []selField) map[string]bool {
-	out := make(map[string]bool, len(sel))
-	for _, f := range sel {
-		out[f.name] = true
-	}
-	return out
 }
 
 // turnPage reads the turns field's arguments: it pages forward, by number
@@ -221,8 +310,124 @@ func turnPage(f *selField) (first int, after *entgql.Cursor[int], ok bool) {
 	return first, after, true
 }
 
-func loadFast(ctx context.Context, client *ent.Client, id int, sel []selField) (*fastRead, error) {
-	t := &fastRead{size: 4 << 10}
+// policyWhere collects the predicates a privacy policy adds to a query:
+// an entity's policy (tenancy.Policy) adds its reach through the query's
+// Where method, which this stands in for.
+type policyWhere []func(*entsql.Selector)
+
+// Where records ps.
+func (p *policyWhere) Where(ps ...func(*entsql.Selector)) { *p = append(*p, ps...) }
+
+// scoped limits sel to the rows policy lets the viewer in ctx reach: it
+// evaluates the entity's own privacy policy, as ent does before each of
+// its queries, and applies the predicates it adds. A refusal is returned.
+func scoped(ctx context.Context, policy entgo.Policy, sel *entsql.Selector) (*entsql.Selector, error) {
+	var where policyWhere
+	if err := policy.EvalQuery(ctx, &where); err != nil {
+		return nil, err
+	}
+	for _, p := range where {
+		p(sel)
+	}
+	return sel, nil
+}
+
+// columns is a statement's selected columns and where each is scanned.
+type columns struct {
+	table *entsql.SelectTable
+	names []string
+	dest  []any
+	// sqlite reads times as text (addTime), parsed after each row.
+	sqlite bool
+	times  []textTime
+}
+
+// textTime is a time read as text, and where it goes once parsed.
+type textTime struct {
+	text *sql.NullString
+	dest *sql.NullTime
+}
+
+// sqliteTime is the layout the database writes times in on SQLite, in
+// UTC (ent/db).
+const sqliteTime = "2006-01-02 15:04:05.999999999-07:00"
+
+// newColumns starts the columns of a statement on table.
+func (t *fastRead) newColumns(b *entsql.DialectBuilder, table string) columns {
+	return columns{table: b.Table(table), sqlite: t.drv.Dialect() == dialect.SQLite}
+}
+
+// add selects column into dest when want (the selection names it).
+func (c *columns) add(want bool, column string, dest any) {
+	if want {
+		c.names = append(c.names, c.table.C(column))
+		c.dest = append(c.dest, dest)
+	}
+}
+
+// addTime selects a time column into dest when want. SQLite's driver
+// parses a time column by trying layouts in turn, allocating an error for
+// each miss, a seventh of a transcript read's allocation there; so on
+// SQLite the column is read as text and parsed with the one layout it is
+// written in. A time in another layout fails the read, which the
+// resolvers then answer.
+func (c *columns) addTime(want bool, column string, dest *sql.NullTime) {
+	if !want {
+		return
+	}
+	if !c.sqlite {
+		c.add(true, column, dest)
+		return
+	}
+	text := new(sql.NullString)
+	c.names = append(c.names, "CAST("+c.table.C(column)+" AS TEXT)")
+	c.dest = append(c.dest, text)
+	c.times = append(c.times, textTime{text: text, dest: dest})
+}
+
+// parseTimes parses the times read as text.
+func (c *columns) parseTimes() error {
+	for _, tt := range c.times {
+		if !tt.text.Valid {
+			*tt.dest = sql.NullTime{}
+			continue
+		}
+		v, err := time.ParseInLocation(sqliteTime, tt.text.String, time.UTC)
+		if err != nil {
+			return fmt.Errorf("read time: %w", err)
+		}
+		*tt.dest = sql.NullTime{Time: v.UTC(), Valid: true}
+	}
+	return nil
+}
+
+// query runs sel through the driver (so statements are counted, traced and
+// unescaped like ent's) and scans each row into dest, calling row after
+// each.
+func (t *fastRead) query(ctx context.Context, sel *entsql.Selector, c *columns, row func() error) error {
+	query, args := sel.Query()
+	var rows entsql.Rows
+	if err := t.drv.Query(ctx, query, args, &rows); err != nil {
+		return err
+	}
+	defer func() { _ = rows.Close() }()
+	for rows.Next() {
+		if err := rows.Scan(c.dest...); err != nil {
+			return err
+		}
+		if err := c.parseTimes(); err != nil {
+			return err
+		}
+		if err := row(); err != nil {
+			return err
+		}
+	}
+	return rows.Err()
+}
+
+// load reads what sel asks for; false (with no error) leaves the field to
+// the resolvers.
+func (t *fastRead) load(ctx context.Context, client *ent.Client, id int, sel []selField) (bool, error) {
 	q := client.Conversation.Query().Where(conversation.ID(id))
 	if f := find(sel, "user"); f != nil {
 		q.WithUser()
@@ -232,19 +437,19 @@ func loadFast(ctx context.Context, client *ent.Client, id int, sel []selField) (
 	}
 	conv, err := q.Only(ctx)
 	if err != nil {
-		return nil, err
+		return false, err
 	}
 	if find(sel, "user") != nil && conv.Edges.User == nil || find(sel, "agent") != nil && conv.Edges.Agent == nil {
-		return nil, nil // out of reach: the resolvers say so
+		return false, nil // out of reach: the resolvers say so
 	}
 	t.conv = conv
 	turns := find(sel, "turns")
 	if turns == nil {
-		return t, nil
+		return true, nil
 	}
 	first, after, ok := turnPage(turns)
-	if !ok {
-		return nil, nil
+	if !ok || first == 0 { // with first 0 the resolvers count the turns for hasNextPage
+		return false, nil
 	}
 	t.after = after != nil
 	var node []selField
@@ -253,153 +458,250 @@ func loadFast(ctx context.Context, client *ent.Client, id int, sel []selField) (
 			node = n.kids
 		}
 	}
-	if first == 0 {
-		return nil, nil // the resolvers count the turns for hasNextPage
+	if err := t.loadTurns(ctx, conv.ID, first, after, node); err != nil {
+		return false, err
 	}
-	want := names(node)
-	cols := []string{turn.FieldID, turn.FieldNumber}
-	for name, col := range map[string]string{"status": turn.FieldStatus, "startedAt": turn.FieldStartedAt, "finishedAt": turn.FieldFinishedAt,
-		"timeZone": turn.FieldTimeZone, "userText": turn.FieldUserText, "answer": turn.FieldAnswer, "error": turn.FieldError, "replayed": turn.FieldReplayed} {
-		if want[name] {
-			cols = append(cols, col)
+	if len(t.turns) == 0 {
+		return true, nil
+	}
+	if f := find(node, "toolCalls"); f != nil {
+		if err := t.loadToolCalls(ctx, f.kids); err != nil {
+			return false, err
 		}
 	}
-	tq := client.Turn.Query().Where(turn.ConversationID(conv.ID))
+	mc := find(node, "modelCalls")
+	if stats := find(node, "promptStats") != nil; mc != nil || stats {
+		var kids []selField
+		if mc != nil {
+			kids = mc.kids
+		}
+		if err := t.loadModelCalls(ctx, kids, stats); err != nil {
+			return false, err
+		}
+	}
+	return true, nil
+}
+
+// dialectBuilder is the statement builder of the driver's dialect.
+func (t *fastRead) builder() *entsql.DialectBuilder { return entsql.Dialect(t.drv.Dialect()) }
+
+func (t *fastRead) loadTurns(ctx context.Context, convID, first int, after *entgql.Cursor[int], sel []selField) error {
+	b := t.builder()
+	var r turnRow
+	c := t.newColumns(b, turn.Table)
+	c.add(true, turn.FieldID, &r.id)
+	c.add(true, turn.FieldNumber, &r.number)
+	for _, f := range sel {
+		switch f.name {
+		case "status":
+			c.add(true, turn.FieldStatus, &r.status)
+		case "startedAt":
+			c.addTime(true, turn.FieldStartedAt, &r.startedAt)
+		case "finishedAt":
+			c.addTime(true, turn.FieldFinishedAt, &r.finishedAt)
+		case "timeZone":
+			c.add(true, turn.FieldTimeZone, &r.timeZone)
+		case "userText":
+			c.add(true, turn.FieldUserText, &r.userText)
+		case "answer":
+			c.add(true, turn.FieldAnswer, &r.answer)
+		case "error":
+			c.add(true, turn.FieldError, &r.errText)
+		case "replayed":
+			c.add(true, turn.FieldReplayed, &r.replayed)
+		}
+	}
+	sel0 := b.Select(c.names...).From(c.table).Where(entsql.EQ(c.table.C(turn.FieldConversationID), convID))
+	s, err := scoped(ctx, turn.Policy, sel0)
+	if err != nil {
+		return err
+	}
 	if after != nil {
 		preds, err := entgql.MultiCursorsPredicate(after, nil, &entgql.MultiCursorsOptions{
 			FieldID: turn.FieldID, DirectionID: entgql.OrderDirectionAsc,
 			Fields: []string{turn.FieldNumber}, Directions: []entgql.OrderDirection{entgql.OrderDirectionAsc},
 		})
 		if err != nil {
-			return nil, err
+			return err
 		}
 		for _, p := range preds {
-			tq.Where(p)
+			p(s)
 		}
 	}
-	t.turns, err = tq.Order(turn.ByNumber(), turn.ByID()).Limit(first + 1).Select(cols...).All(ctx)
+	s.OrderBy(c.table.C(turn.FieldNumber), c.table.C(turn.FieldID)).Limit(first + 1)
+	err = t.query(ctx, s, &c, func() error {
+		t.turns = append(t.turns, r)
+		t.size += 256 + len(r.userText) + len(r.answer.String) + len(r.errText.String)
+		return nil
+	})
 	if err != nil {
-		return nil, err
+		return err
 	}
 	if len(t.turns) > first {
 		t.hasNext = true
 		t.turns = t.turns[:first]
 	}
-	ids := make([]int, len(t.turns))
-	for i, tu := range t.turns {
-		ids[i] = tu.ID
-		t.size += 256 + len(tu.UserText)
-		if tu.Answer != nil {
-			t.size += len(*tu.Answer)
-		}
-	}
-	if len(ids) == 0 {
-		return t, nil
-	}
-	if f := find(node, "toolCalls"); f != nil {
-		if err := t.loadToolCalls(ctx, client, ids, f.kids); err != nil {
-			return nil, err
-		}
-	}
-	mc := find(node, "modelCalls")
-	if mc != nil || want["promptStats"] {
-		t.modelFields = map[string]bool{}
-		if mc != nil {
-			t.modelFields = names(mc.kids)
-		}
-		if err := t.loadModelCalls(ctx, client, ids, want["promptStats"]); err != nil {
-			return nil, err
-		}
-	}
-	return t, nil
+	return nil
 }
 
-func (t *fastRead) loadToolCalls(ctx context.Context, client *ent.Client, turnIDs []int, sel []selField) error {
-	want := names(sel)
-	cols := []string{toolcall.FieldID, toolcall.FieldTurnID, toolcall.FieldPosition}
-	for name, col := range map[string]string{"name": toolcall.FieldName, "arguments": toolcall.FieldArguments, "outcome": toolcall.FieldOutcome,
-		"attempts": toolcall.FieldAttempts, "message": toolcall.FieldMessage, "ref": toolcall.FieldRef, "guardrail": toolcall.FieldGuardrail,
-		"argumentsRef": toolcall.FieldArgumentsRef, "startedAt": toolcall.FieldStartedAt, "finishedAt": toolcall.FieldFinishedAt,
-		"failures": toolcall.FieldFailures, "result": toolcall.FieldResultID} {
-		if want[name] {
-			cols = append(cols, col)
+// inPage selects the rows whose column names a turn of the page read: by
+// the page's range of numbers, unique in a conversation, rather than by
+// its ids, so the statement keeps three arguments and one text whatever
+// the page's length.
+func (t *fastRead) inPage(column string) *entsql.Predicate {
+	tt := entsql.Table(turn.Table)
+	return entsql.In(column, entsql.Select(tt.C(turn.FieldID)).From(tt).Where(entsql.And(
+		entsql.EQ(tt.C(turn.FieldConversationID), t.conv.ID),
+		entsql.GTE(tt.C(turn.FieldNumber), t.turns[0].number),
+		entsql.LTE(tt.C(turn.FieldNumber), t.turns[len(t.turns)-1].number),
+	)))
+}
+
+func (t *fastRead) loadToolCalls(ctx context.Context, sel []selField) error {
+	b := t.builder()
+	var (
+		r        toolCallRow
+		failures sql.RawBytes
+	)
+	c := t.newColumns(b, toolcall.Table)
+	c.add(true, toolcall.FieldTurnID, &r.turnID)
+	var result *selField
+	for i, f := range sel {
+		switch f.name {
+		case "id":
+			c.add(true, toolcall.FieldID, &r.id)
+		case "position":
+			c.add(true, toolcall.FieldPosition, &r.position)
+		case "name":
+			c.add(true, toolcall.FieldName, &r.name)
+		case "arguments":
+			c.add(true, toolcall.FieldArguments, &r.arguments)
+		case "outcome":
+			c.add(true, toolcall.FieldOutcome, &r.outcome)
+		case "attempts":
+			c.add(true, toolcall.FieldAttempts, &r.attempts)
+		case "message":
+			c.add(true, toolcall.FieldMessage, &r.message)
+		case "ref":
+			c.add(true, toolcall.FieldRef, &r.ref)
+		case "guardrail":
+			c.add(true, toolcall.FieldGuardrail, &r.guardrail)
+		case "argumentsRef":
+			c.add(true, toolcall.FieldArgumentsRef, &r.argsRef)
+		case "startedAt":
+			c.addTime(true, toolcall.FieldStartedAt, &r.startedAt)
+		case "finishedAt":
+			c.addTime(true, toolcall.FieldFinishedAt, &r.finishedAt)
+		case "failures":
+			c.add(true, toolcall.FieldFailures, &failures)
+		case "result":
+			c.add(true, toolcall.FieldResultID, &r.resultID)
+			result = &sel[i]
 		}
 	}
-	calls, err := client.ToolCall.Query().Where(toolcall.TurnIDIn(turnIDs...)).
-		Order(ent.Asc(toolcall.FieldTurnID), ent.Asc(toolcall.FieldPosition)).Select(cols...).All(ctx)
+	s, err := scoped(ctx, toolcall.Policy, b.Select(c.names...).From(c.table).
+		Where(t.inPage(c.table.C(toolcall.FieldTurnID))))
 	if err != nil {
 		return err
 	}
-	t.toolCalls = make(map[int][]*ent.ToolCall, len(turnIDs))
-	var resultIDs []int
-	for _, c := range calls {
-		t.toolCalls[c.TurnID] = append(t.toolCalls[c.TurnID], c)
-		t.size += 192 + len(c.Arguments)
-		if c.ResultID != nil {
-			resultIDs = append(resultIDs, *c.ResultID)
+	s.OrderBy(c.table.C(toolcall.FieldTurnID), c.table.C(toolcall.FieldPosition))
+	results := false
+	err = t.query(ctx, s, &c, func() error {
+		r.failures = nil
+		if len(failures) > 0 && string(failures) != "null" && string(failures) != "[]" {
+			if err := json.Unmarshal(failures, &r.failures); err != nil {
+				return fmt.Errorf("decode failures: %w", err)
+			}
 		}
-	}
-	r := find(sel, "result")
-	if r == nil || len(resultIDs) == 0 {
+		extend(t.toolSpans, r.turnID, len(t.toolCalls))
+		t.toolCalls = append(t.toolCalls, r)
+		t.size += 192 + len(r.arguments) + len(r.message.String)
+		if r.resultID.Valid {
+			results = true
+		}
 		return nil
-	}
-	rwant := names(r.kids)
-	rcols := []string{storedresult.FieldID}
-	for name, col := range map[string]string{"ref": storedresult.FieldRef, "kind": storedresult.FieldKind, "chars": storedresult.FieldChars,
-		"bytes": storedresult.FieldBytes, "items": storedresult.FieldItems, "truncatedAtSource": storedresult.FieldTruncatedAtSource,
-		"createdAt": storedresult.FieldCreatedAt} {
-		if rwant[name] {
-			rcols = append(rcols, col)
-		}
-	}
-	rows, err := client.StoredResult.Query().Where(storedresult.IDIn(resultIDs...)).Select(rcols...).All(ctx)
-	if err != nil {
+	})
+	if err != nil || result == nil || !results {
 		return err
 	}
-	t.results = make(map[int]*ent.StoredResult, len(rows))
-	for _, row := range rows {
-		t.results[row.ID] = row
-		t.size += 160 + len(row.Ref)
-	}
-	return nil
+	return t.loadResults(ctx, result.kids)
 }
 
-func (t *fastRead) loadModelCalls(ctx context.Context, client *ent.Client, turnIDs []int, stats bool) error {
-	want := t.modelFields
-	cols := []string{modelcall.FieldID, modelcall.FieldTurnID, modelcall.FieldStep}
-	for name, col := range map[string]string{"kind": modelcall.FieldKind, "model": modelcall.FieldModel, "durationMs": modelcall.FieldDurationMs,
-		"inputTokens": modelcall.FieldInputTokens, "cacheReadTokens": modelcall.FieldCacheReadTokens, "cacheWriteTokens": modelcall.FieldCacheWriteTokens,
-		"outputTokens": modelcall.FieldOutputTokens, "prefixTokens": modelcall.FieldPrefixTokens, "costAmount": modelcall.FieldCostMicros} {
-		if want[name] {
-			cols = append(cols, col)
+func (t *fastRead) loadResults(ctx context.Context, sel []selField) error {
+	b := t.builder()
+	var r resultRow
+	c := t.newColumns(b, storedresult.Table)
+	c.add(true, storedresult.FieldID, &r.id)
+	for _, f := range sel {
+		switch f.name {
+		case "ref":
+			c.add(true, storedresult.FieldRef, &r.ref)
+		case "kind":
+			c.add(true, storedresult.FieldKind, &r.kind)
+		case "chars":
+			c.add(true, storedresult.FieldChars, &r.chars)
+		case "bytes":
+			c.add(true, storedresult.FieldBytes, &r.bytes)
+		case "items":
+			c.add(true, storedresult.FieldItems, &r.items)
+		case "truncatedAtSource":
+			c.add(true, storedresult.FieldTruncatedAtSource, &r.truncatedAtSource)
+		case "createdAt":
+			c.addTime(true, storedresult.FieldCreatedAt, &r.createdAt)
 		}
 	}
-	if stats {
-		cols = append(cols, modelcall.FieldPrefixTokens, modelcall.FieldInputTokens, modelcall.FieldCacheReadTokens, modelcall.FieldCacheWriteTokens)
-	}
-	calls, err := client.ModelCall.Query().Where(modelcall.TurnIDIn(turnIDs...)).
-		Order(ent.Asc(modelcall.FieldTurnID), ent.Asc(modelcall.FieldStep)).Select(dedupe(cols)...).All(ctx)
+	// The results of the page's tool calls, by a subquery as their reader
+	// scoped them rather than by a list of ids.
+	tc := entsql.Table(toolcall.Table)
+	calls, err := scoped(ctx, toolcall.Policy, entsql.Select(tc.C(toolcall.FieldResultID)).From(tc).
+		Where(t.inPage(tc.C(toolcall.FieldTurnID))))
 	if err != nil {
 		return err
 	}
-	t.modelCalls = make(map[int][]*ent.ModelCall, len(turnIDs))
-	for _, c := range calls {
-		t.modelCalls[c.TurnID] = append(t.modelCalls[c.TurnID], c)
+	s, err := scoped(ctx, storedresult.Policy, b.Select(c.names...).From(c.table).
+		Where(entsql.In(c.table.C(storedresult.FieldID), calls)))
+	if err != nil {
+		return err
+	}
+	return t.query(ctx, s, &c, func() error {
+		t.resultAt[r.id] = len(t.results)
+		t.results = append(t.results, r)
+		t.size += 160 + len(r.ref)
+		return nil
+	})
+}
+
+func (t *fastRead) loadModelCalls(ctx context.Context, sel []selField, stats bool) error {
+	b := t.builder()
+	var r modelCallRow
+	c := t.newColumns(b, modelcall.Table)
+	c.add(true, modelcall.FieldTurnID, &r.turnID)
+	want := map[string]bool{}
+	for _, f := range sel {
+		want[f.name] = true
+	}
+	c.add(want["step"], modelcall.FieldStep, &r.step)
+	c.add(want["kind"], modelcall.FieldKind, &r.kind)
+	c.add(want["model"], modelcall.FieldModel, &r.model)
+	c.add(want["durationMs"], modelcall.FieldDurationMs, &r.durationMs)
+	c.add(want["inputTokens"] || stats, modelcall.FieldInputTokens, &r.inputTokens)
+	c.add(want["cacheReadTokens"] || stats, modelcall.FieldCacheReadTokens, &r.cacheReadTokens)
+	c.add(want["cacheWriteTokens"] || stats, modelcall.FieldCacheWriteTokens, &r.cacheWriteTokens)
+	c.add(want["outputTokens"], modelcall.FieldOutputTokens, &r.outputTokens)
+	c.add(want["prefixTokens"] || stats, modelcall.FieldPrefixTokens, &r.prefixTokens)
+	c.add(want["costAmount"], modelcall.FieldCostMicros, &r.costMicros)
+	s, err := scoped(ctx, modelcall.Policy, b.Select(c.names...).From(c.table).
+		Where(t.inPage(c.table.C(modelcall.FieldTurnID))))
+	if err != nil {
+		return err
+	}
+	s.OrderBy(c.table.C(modelcall.FieldTurnID), c.table.C(modelcall.FieldStep))
+	return t.query(ctx, s, &c, func() error {
+		extend(t.modelSpans, r.turnID, len(t.modelCalls))
+		t.modelCalls = append(t.modelCalls, r)
 		t.size += 256
-	}
-	return nil
-}
-
-func dedupe(cols []string) []string {
-	seen := make(map[string]bool, len(cols))
-	out := cols[:0]
-	for _, c := range cols {
-		if !seen[c] {
-			seen[c] = true
-			out = append(out, c)
-		}
-	}
-	return out
+		return nil
+	})
 }
 
 // The writers below append a type's selected fields as gqlgen writes them:
@@ -452,8 +754,8 @@ func (t *fastRead) conversation(b []byte, sel []selField) []byte {
 }
 
 func (t *fastRead) connection(b []byte, sel []selField) []byte {
-	cursor := func(b []byte, tu *ent.Turn) []byte {
-		return appendMarshaler(b, entgql.Cursor[int]{ID: tu.ID, Value: []any{tu.Number}})
+	cursor := func(b []byte, tu *turnRow) []byte {
+		return t.appendMarshaler(b, entgql.Cursor[int]{ID: int(tu.id), Value: []any{int(tu.number)}})
 	}
 	return appendObject(b, sel, func(b []byte, f selField) []byte {
 		switch f.name {
@@ -469,15 +771,16 @@ func (t *fastRead) connection(b []byte, sel []selField) []byte {
 						return append(b, "null"...)
 					}
 					if f.name == "startCursor" {
-						return cursor(b, t.turns[0])
+						return cursor(b, &t.turns[0])
 					}
-					return cursor(b, t.turns[len(t.turns)-1])
+					return cursor(b, &t.turns[len(t.turns)-1])
 				}
 				return appendString(b, "PageInfo")
 			})
 		case "edges":
 			b = append(b, '[')
-			for i, tu := range t.turns {
+			for i := range t.turns {
+				tu := &t.turns[i]
 				if i > 0 {
 					b = append(b, ',')
 				}
@@ -497,60 +800,71 @@ func (t *fastRead) connection(b []byte, sel []selField) []byte {
 	})
 }
 
-func (t *fastRead) turn(b []byte, tu *ent.Turn, sel []selField) []byte {
+func (t *fastRead) turn(b []byte, tu *turnRow, sel []selField) []byte {
 	return appendObject(b, sel, func(b []byte, f selField) []byte {
 		switch f.name {
 		case "id":
-			return appendID(b, tu.ID)
+			return appendID(b, int(tu.id))
 		case "number":
-			return strconv.AppendInt(b, int64(tu.Number), 10)
+			return strconv.AppendInt(b, tu.number, 10)
 		case "status":
-			return appendMarshaler(b, tu.Status)
+			return appendEnum(b, tu.status)
 		case "startedAt":
-			return appendTime(b, tu.StartedAt)
+			return appendNullTime(b, tu.startedAt)
 		case "finishedAt":
-			return appendTimePtr(b, tu.FinishedAt)
+			return appendNullTime(b, tu.finishedAt)
 		case "timeZone":
-			return appendString(b, tu.TimeZone)
+			return appendString(b, tu.timeZone)
 		case "userText":
-			return appendString(b, tu.UserText)
+			return appendString(b, tu.userText)
 		case "answer":
-			return appendStringPtr(b, tu.Answer)
+			return appendNullString(b, tu.answer)
 		case "error":
-			return appendStringPtr(b, tu.Error)
+			return appendNullString(b, tu.errText)
 		case "replayed":
-			return strconv.AppendBool(b, tu.Replayed)
+			return strconv.AppendBool(b, tu.replayed)
 		case "promptStats":
-			s := promptStats(t.modelCalls[tu.ID])
+			// As promptStats (turn.go) sums them for the resolver.
+			calls := t.turnModelCalls(tu.id)
+			var prefix, input, cacheRead int
+			for i := range calls {
+				c := &calls[i]
+				prefix = max(prefix, int(c.prefixTokens))
+				input += int(c.inputTokens + c.cacheReadTokens + c.cacheWriteTokens)
+				cacheRead += int(c.cacheReadTokens)
+			}
 			return appendObject(b, f.kids, func(b []byte, f selField) []byte {
 				switch f.name {
 				case "prefixTokens":
-					return strconv.AppendInt(b, int64(s.PrefixTokens), 10)
+					return strconv.AppendInt(b, int64(prefix), 10)
 				case "inputTokens":
-					return strconv.AppendInt(b, int64(s.InputTokens), 10)
+					return strconv.AppendInt(b, int64(input), 10)
 				case "cacheReadTokens":
-					return strconv.AppendInt(b, int64(s.CacheReadTokens), 10)
+					return strconv.AppendInt(b, int64(cacheRead), 10)
 				case "modelCalls":
-					return strconv.AppendInt(b, int64(s.ModelCalls), 10)
+					return strconv.AppendInt(b, int64(len(calls)), 10)
 				}
 				return appendString(b, "PromptStats")
 			})
 		case "modelCalls":
 			b = append(b, '[')
-			for i, m := range t.modelCalls[tu.ID] {
+			calls := t.turnModelCalls(tu.id)
+			for i := range calls {
 				if i > 0 {
 					b = append(b, ',')
 				}
-				b = modelCallJSON(b, m, f.kids)
+				b = modelCallJSON(b, &calls[i], f.kids)
 			}
 			return append(b, ']')
 		case "toolCalls":
 			b = append(b, '[')
-			for i, c := range t.toolCalls[tu.ID] {
+			sp := t.toolSpans[tu.id]
+			calls := t.toolCalls[sp.lo:sp.hi]
+			for i := range calls {
 				if i > 0 {
 					b = append(b, ',')
 				}
-				b = t.toolCall(b, c, f.kids)
+				b = t.toolCall(b, &calls[i], f.kids)
 			}
 			return append(b, ']')
 		}
@@ -558,31 +872,37 @@ func (t *fastRead) turn(b []byte, tu *ent.Turn, sel []selField) []byte {
 	})
 }
 
-func modelCallJSON(b []byte, m *ent.ModelCall, sel []selField) []byte {
+// turnModelCalls are the model calls of turn id.
+func (t *fastRead) turnModelCalls(id int64) []modelCallRow {
+	sp := t.modelSpans[id]
+	return t.modelCalls[sp.lo:sp.hi]
+}
+
+func modelCallJSON(b []byte, m *modelCallRow, sel []selField) []byte {
 	return appendObject(b, sel, func(b []byte, f selField) []byte {
 		switch f.name {
 		case "step":
-			return strconv.AppendInt(b, int64(m.Step), 10)
+			return strconv.AppendInt(b, m.step, 10)
 		case "kind":
-			return appendMarshaler(b, m.Kind)
+			return appendEnum(b, m.kind)
 		case "model":
-			return appendString(b, m.Model)
+			return appendString(b, m.model)
 		case "durationMs":
-			return strconv.AppendInt(b, m.DurationMs, 10)
+			return strconv.AppendInt(b, m.durationMs, 10)
 		case "inputTokens":
-			return strconv.AppendInt(b, m.InputTokens, 10)
+			return strconv.AppendInt(b, m.inputTokens, 10)
 		case "cacheReadTokens":
-			return strconv.AppendInt(b, m.CacheReadTokens, 10)
+			return strconv.AppendInt(b, m.cacheReadTokens, 10)
 		case "cacheWriteTokens":
-			return strconv.AppendInt(b, m.CacheWriteTokens, 10)
+			return strconv.AppendInt(b, m.cacheWriteTokens, 10)
 		case "outputTokens":
-			return strconv.AppendInt(b, m.OutputTokens, 10)
+			return strconv.AppendInt(b, m.outputTokens, 10)
 		case "prefixTokens":
-			return strconv.AppendInt(b, m.PrefixTokens, 10)
+			return strconv.AppendInt(b, m.prefixTokens, 10)
 		case "costAmount":
 			return appendObject(b, f.kids, func(b []byte, f selField) []byte {
 				if f.name == "amount" {
-					return appendString(b, m.CostMicros.Amount())
+					return appendString(b, schematype.Micros(m.costMicros).Amount())
 				}
 				return appendString(b, "Money")
 			})
@@ -591,40 +911,40 @@ func modelCallJSON(b []byte, m *ent.ModelCall, sel []selField) []byte {
 	})
 }
 
-func (t *fastRead) toolCall(b []byte, c *ent.ToolCall, sel []selField) []byte {
+func (t *fastRead) toolCall(b []byte, c *toolCallRow, sel []selField) []byte {
 	return appendObject(b, sel, func(b []byte, f selField) []byte {
 		switch f.name {
 		case "id":
-			return appendID(b, c.ID)
+			return appendID(b, int(c.id))
 		case "position":
-			return strconv.AppendInt(b, int64(c.Position), 10)
+			return strconv.AppendInt(b, c.position, 10)
 		case "name":
-			return appendString(b, c.Name)
+			return appendString(b, c.name)
 		case "arguments":
-			return appendString(b, c.Arguments)
+			return appendString(b, c.arguments)
 		case "outcome":
-			return appendMarshaler(b, c.Outcome)
+			return appendEnum(b, c.outcome)
 		case "attempts":
-			return strconv.AppendInt(b, int64(c.Attempts), 10)
+			return strconv.AppendInt(b, c.attempts, 10)
 		case "message":
-			return appendStringPtr(b, c.Message)
+			return appendNullString(b, c.message)
 		case "ref":
-			return appendStringPtr(b, c.Ref)
+			return appendNullString(b, c.ref)
 		case "guardrail":
-			return appendStringPtr(b, c.Guardrail)
+			return appendNullString(b, c.guardrail)
 		case "argumentsRef":
-			return appendStringPtr(b, c.ArgumentsRef)
+			return appendNullString(b, c.argsRef)
 		case "startedAt":
-			return appendTime(b, c.StartedAt)
+			return appendNullTime(b, c.startedAt)
 		case "finishedAt":
-			return appendTimePtr(b, c.FinishedAt)
+			return appendNullTime(b, c.finishedAt)
 		case "failures":
 			b = append(b, '[')
-			for i := range c.Failures {
+			for i := range c.failures {
 				if i > 0 {
 					b = append(b, ',')
 				}
-				it := &c.Failures[i]
+				it := &c.failures[i]
 				b = appendObject(b, f.kids, func(b []byte, f selField) []byte {
 					switch f.name {
 					case "item":
@@ -632,7 +952,7 @@ func (t *fastRead) toolCall(b []byte, c *ent.ToolCall, sel []selField) []byte {
 					case "input":
 						return appendString(b, it.Input)
 					case "kind":
-						return appendMarshaler(b, it.Kind)
+						return t.appendMarshaler(b, it.Kind)
 					case "message":
 						return appendString(b, it.Message)
 					}
@@ -641,28 +961,29 @@ func (t *fastRead) toolCall(b []byte, c *ent.ToolCall, sel []selField) []byte {
 			}
 			return append(b, ']')
 		case "result":
-			if c.ResultID == nil || t.results[*c.ResultID] == nil {
+			at, found := t.resultAt[c.resultID.Int64]
+			if !c.resultID.Valid || !found {
 				return append(b, "null"...)
 			}
-			r := t.results[*c.ResultID]
+			r := &t.results[at]
 			return appendObject(b, f.kids, func(b []byte, f selField) []byte {
 				switch f.name {
 				case "id":
-					return appendID(b, r.ID)
+					return appendID(b, int(r.id))
 				case "ref":
-					return appendString(b, r.Ref)
+					return appendString(b, r.ref)
 				case "kind":
-					return appendMarshaler(b, r.Kind)
+					return appendEnum(b, r.kind)
 				case "chars":
-					return strconv.AppendInt(b, r.Chars, 10)
+					return strconv.AppendInt(b, r.chars, 10)
 				case "bytes":
-					return strconv.AppendInt(b, r.Bytes, 10)
+					return strconv.AppendInt(b, r.bytes, 10)
 				case "items":
-					return strconv.AppendInt(b, r.Items, 10)
+					return strconv.AppendInt(b, r.items, 10)
 				case "truncatedAtSource":
-					return strconv.AppendBool(b, r.TruncatedAtSource)
+					return strconv.AppendBool(b, r.truncatedAtSource)
 				case "createdAt":
-					return appendTime(b, r.CreatedAt)
+					return appendNullTime(b, r.createdAt)
 				}
 				return appendString(b, "StoredResult")
 			})
@@ -692,7 +1013,7 @@ func key(b []byte, i int, alias string) []byte {
 
 func appendID(b []byte, id int) []byte {
 	b = append(b, '"')
-	b = append(b, gid.Encode(id)...)
+	b = gid.Append(b, id)
 	return append(b, '"')
 }
 
@@ -705,12 +1026,23 @@ func appendTime(b []byte, v time.Time) []byte {
 	return append(b, '"')
 }
 
-func appendTimePtr(b []byte, v *time.Time) []byte {
-	if v == nil {
+func appendNullTime(b []byte, v sql.NullTime) []byte {
+	if !v.Valid {
 		return append(b, "null"...)
 	}
-	return appendTime(b, *v)
+	return appendTime(b, v.Time)
 }
+
+func appendNullString(b []byte, s sql.NullString) []byte {
+	if !s.Valid {
+		return append(b, "null"...)
+	}
+	return appendString(b, s.String)
+}
+
+// appendEnum writes an enum's value as its MarshalGQL does (ent's enums,
+// schematype's kinds): quoted by strconv.Quote.
+func appendEnum(b []byte, v string) []byte { return strconv.AppendQuote(b, v) }
 
 func appendStringPtr(b []byte, s *string) []byte {
 	if s == nil {
@@ -761,8 +1093,10 @@ func (w *byteWriter) Write(p []byte) (int, error) {
 	return len(p), nil
 }
 
-func appendMarshaler(b []byte, m graphql.Marshaler) []byte {
-	w := byteWriter{b: b}
-	m.MarshalGQL(&w)
-	return w.b
+// appendMarshaler appends what m writes, through the read's one writer.
+func (t *fastRead) appendMarshaler(b []byte, m graphql.Marshaler) []byte {
+	t.w.b = b
+	m.MarshalGQL(&t.w)
+	b, t.w.b = t.w.b, nil
+	return b
 }

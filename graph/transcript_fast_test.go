@@ -78,6 +78,11 @@ func TestFastTranscriptMatchesResolvers(t *testing.T) {
 			// token, conversation, user, agent, turns, tool calls, results,
 			// model calls: whatever the length of the conversation.
 			require.Len(t, counter.Statements(), 8, counter.Statements())
+			// The statements the hot path writes itself carry each entity's
+			// scope, as ent's would.
+			for _, s := range counter.Statements()[4:] {
+				require.Contains(t, s, "organization_id", s)
+			}
 			same(t, true, b.alice.Token, op, map[string]any{"id": conv, "first": 100})
 			same(t, true, b.alice.Token, op, map[string]any{"id": untitled})
 			data := same(t, true, b.alice.Token, op, map[string]any{"id": conv, "first": 100}).ok(t)

@@ -78,6 +78,14 @@ func Encode(id int) string {
 	return prefix + enc.EncodeToString(b[:])
 }
 
+// Append appends Encode(id) to b, allocating nothing of its own (the
+// transcript's hot path writes some thousand ids a read).
+func Append(b []byte, id int) []byte {
+	var raw [8]byte
+	binary.BigEndian.PutUint64(raw[:], mix(uint64(id)))
+	return enc.AppendEncode(append(b, prefix...), raw[:])
+}
+
 // Decode returns the database id of an opaque id.
 func Decode(s string) (int, error) {
 	if len(s) != len(prefix)+13 || s[:len(prefix)] != prefix {

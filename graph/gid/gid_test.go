@@ -13,6 +13,7 @@ func TestRoundTrip(t *testing.T) {
 		got, err := Decode(s)
 		require.NoError(t, err)
 		require.Equal(t, id, got, s)
+		require.Equal(t, "x"+s, string(Append([]byte("x"), id)))
 	}
 	for _, pair := range [][2]int{{1, 2}, {4294967297, 8589934593}} {
 		a, b := Encode(pair[0]), Encode(pair[1])
