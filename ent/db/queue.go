@@ -224,3 +224,6 @@ var (
 	_ JobClient = (*river.Client[*sql.Tx])(nil)
 	_ JobClient = (*river.Client[pgx.Tx])(nil)
 )
+
+// Dialect is the queue's database's: dialect.SQLite or dialect.Postgres.
+func (q Queue) Dialect() string { return q.d.Dialect }

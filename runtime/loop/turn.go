@@ -17,7 +17,6 @@ import (
 
 	"github.com/toolgate/toolgate/ent"
 	"github.com/toolgate/toolgate/ent/application"
-	"github.com/toolgate/toolgate/ent/attachment"
 	"github.com/toolgate/toolgate/ent/conversation"
 	"github.com/toolgate/toolgate/ent/modelcall"
 	"github.com/toolgate/toolgate/ent/predicate"
@@ -194,16 +193,9 @@ func (t *turnRun) pausing(calls []*ent.ToolCall) int {
 // load reads the turn and what it belongs to, and fixes its tools.
 func (t *turnRun) load(ctx context.Context) error {
 	c := t.client()
-	var err error
-	if t.turn, err = c.Turn.Get(ctx, t.turnID); err != nil {
-		return fmt.Errorf("load turn: %w", err)
-	}
-	t.conv, err = c.Conversation.Query().
-		Where(conversation.ID(t.turn.ConversationID)).
-		WithAgent().WithUser(func(q *ent.UserQuery) { q.WithOrganization() }).
-		Only(ctx)
+	attached, readable, err := t.loadTurn(ctx)
 	if err != nil {
-		return fmt.Errorf("load conversation: %w", err)
+		return err
 	}
 	if t.agent, err = t.fixAgent(ctx, t.conv.Edges.Agent); err != nil {
 		return err
@@ -220,9 +212,7 @@ func (t *turnRun) load(ctx context.Context) error {
 	if err != nil {
 		return err
 	}
-	if err := t.attachmentRules(ctx, rules); err != nil {
-		return err
-	}
+	rules.Attachments, rules.DocumentAttachments = attached, readable
 	t.offered = prompt.Register(rules, t.r.cfg.Tools, appDefs)
 	t.byName = make(map[string]tools.Definition, len(t.offered))
 	for _, d := range t.offered {
@@ -235,19 +225,6 @@ func (t *turnRun) load(ctx context.Context) error {
 		Attribution: t.attribution(),
 	}
 	t.prefixTokens = catalog.PrefixTokens(t.req.System, t.offered)
-	return nil
-}
-
-// attachmentRules notes whether the conversation holds an attachment, and
-// one whose text can be read: the document tools' offering rules.
-func (t *turnRun) attachmentRules(ctx context.Context, rules *catalog.Agent) error {
-	statuses, err := t.client().Attachment.Query().Where(attachment.ConversationID(t.conv.ID)).
-		GroupBy(attachment.FieldStatus).Strings(ctx)
-	if err != nil {
-		return fmt.Errorf("load attachments: %w", err)
-	}
-	rules.Attachments = len(statuses) > 0
-	rules.DocumentAttachments = slices.ContainsFunc(statuses, func(s string) bool { return s != string(attachment.StatusFAILED) })
 	return nil
 }
 

@@ -221,8 +221,8 @@ func TestTurnStatementsBounded(t *testing.T) {
 		calls int
 		most  map[dbtest.Backend]int
 	}{
-		{1, map[dbtest.Backend]int{dbtest.SQLite: 28, dbtest.Postgres: 33}},
-		{10, map[dbtest.Backend]int{dbtest.SQLite: 73, dbtest.Postgres: 66}},
+		{1, map[dbtest.Backend]int{dbtest.SQLite: 23, dbtest.Postgres: 28}},
+		{10, map[dbtest.Backend]int{dbtest.SQLite: 68, dbtest.Postgres: 60}},
 	} {
 		t.Run(fmt.Sprintf("calls=%d", tc.calls), func(t *testing.T) {
 			for _, backend := range []dbtest.Backend{dbtest.SQLite, dbtest.Postgres} {
