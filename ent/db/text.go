@@ -262,3 +262,13 @@ func WordsSQL(dialectName, expr string) string {
 	}
 	return "regexp_replace(" + expr + ", '" + escapeSequences + "', ' ', 'g')"
 }
+
+// ReadText is what a string read through a raw query (QueryContext) was
+// written as: on PostgreSQL, the driver's escapes undone, as ent's own
+// reads undo them.
+func ReadText(dialectName, s string) string {
+	if dialectName != dialect.Postgres {
+		return s
+	}
+	return unescapeText(s)
+}

@@ -13,6 +13,7 @@ import (
 	"github.com/toolgate/toolgate/ent/agent"
 	"github.com/toolgate/toolgate/ent/attachment"
 	"github.com/toolgate/toolgate/ent/conversation"
+	"github.com/toolgate/toolgate/ent/db"
 	"github.com/toolgate/toolgate/ent/organization"
 	"github.com/toolgate/toolgate/ent/turn"
 	"github.com/toolgate/toolgate/ent/user"
@@ -31,7 +32,8 @@ func (t *turnRun) loadTurn(ctx context.Context) (attached, readable bool, err er
 		o    = &ent.Organization{}
 	)
 	tables := loadedTables(tu, conv, a, u, o)
-	b := entsql.Dialect(t.r.cfg.Queue.Dialect())
+	d := t.r.cfg.Queue.Dialect()
+	b := entsql.Dialect(d)
 	as := make([]*entsql.SelectTable, len(tables))
 	for i, tb := range tables {
 		as[i] = entsql.Table(tb.table).As(fmt.Sprintf("l%d", i))
@@ -82,7 +84,7 @@ func (t *turnRun) loadTurn(ctx context.Context) (attached, readable bool, err er
 		return false, false, fmt.Errorf("load turn: %w", err)
 	}
 	for _, c := range cols {
-		if err := c.set(); err != nil {
+		if err := c.set(d); err != nil {
 			return false, false, fmt.Errorf("load turn: %s: %w", c.name, err)
 		}
 	}
@@ -149,29 +151,32 @@ func loadedTables(tu *ent.Turn, conv *ent.Conversation, a *ent.Agent, u *ent.Use
 type col struct {
 	name string
 	dest any
-	set  func() error
+	// set takes the database's dialect: strings read on PostgreSQL are
+	// unescaped (db.ReadText).
+	set func(dialect string) error
 }
 
 func intCol(name string, p *int) col {
 	var v sql.NullInt64
-	return col{name, &v, func() error { *p = int(v.Int64); return nil }}
+	return col{name, &v, func(string) error { *p = int(v.Int64); return nil }}
 }
 
 func boolCol(name string, p *bool) col {
 	var v sql.NullBool
-	return col{name, &v, func() error { *p = v.Bool; return nil }}
+	return col{name, &v, func(string) error { *p = v.Bool; return nil }}
 }
 
 func stringCol(name string, p *string) col {
 	var v sql.NullString
-	return col{name, &v, func() error { *p = v.String; return nil }}
+	return col{name, &v, func(d string) error { *p = db.ReadText(d, v.String); return nil }}
 }
 
 func stringPtrCol(name string, p **string) col {
 	var v sql.NullString
-	return col{name, &v, func() error {
+	return col{name, &v, func(d string) error {
 		if v.Valid {
-			*p = &v.String
+			s := db.ReadText(d, v.String)
+			*p = &s
 		}
 		return nil
 	}}
@@ -179,12 +184,12 @@ func stringPtrCol(name string, p **string) col {
 
 func timeCol(name string, p *time.Time) col {
 	var v sql.NullTime
-	return col{name, &v, func() error { *p = v.Time; return nil }}
+	return col{name, &v, func(string) error { *p = v.Time; return nil }}
 }
 
 func timePtrCol(name string, p **time.Time) col {
 	var v sql.NullTime
-	return col{name, &v, func() error {
+	return col{name, &v, func(string) error {
 		if v.Valid {
 			*p = &v.Time
 		}
@@ -196,7 +201,7 @@ func timePtrCol(name string, p **time.Time) col {
 // field as it is.
 func jsonCol(name string, p any) col {
 	var v []byte
-	return col{name, &v, func() error {
+	return col{name, &v, func(string) error {
 		if len(v) == 0 {
 			return nil
 		}

@@ -41,7 +41,8 @@ func TestLoadTurnReadsEveryColumn(t *testing.T) {
 }
 
 // loadTurn's one statement gives what ent's five give, and the attachment
-// checks what their query gives, with fields set and unset.
+// checks what their query gives, with fields set and unset, and strings
+// PostgreSQL keeps escaped read back as written.
 func TestLoadTurnAsEntLoadsIt(t *testing.T) {
 	t.Parallel()
 	dbtest.Each(t, func(t *testing.T, d *db.DB) {
@@ -49,7 +50,7 @@ func TestLoadTurnAsEntLoadsIt(t *testing.T) {
 		c := d.Client()
 		g, err := auth.Bootstrap(ctx, c, "Acme", "Ada Lovelace", "Research")
 		require.NoError(t, err)
-		a := c.Agent.Create().SetOrganizationID(g.OrganizationID).SetName("Analyst").SetInstructions("Be exact.").
+		a := c.Agent.Create().SetOrganizationID(g.OrganizationID).SetName("Analyst").SetInstructions("Be\x00 exact.\uE000").
 			SetTools([]string{"calculator"}).SetMemory(true).SetSkills([]string{"s"}).SaveX(ctx)
 		now := time.Date(2026, 11, 29, 19, 30, 42, 123456000, time.UTC)
 		bare := c.Conversation.Create().SetOrganizationID(g.OrganizationID).SetUserID(g.UserID).SetAgentID(a.ID).SaveX(ctx)
