@@ -1,8 +1,8 @@
 package result
 
 import (
-	"bytes"
 	"context"
+	"database/sql"
 	"fmt"
 	"slices"
 	"strings"
@@ -171,7 +171,7 @@ func (r *Reader) Run(ctx context.Context, q Request) (*Results, error) {
 		}
 	}
 	if q.Searching() {
-		rows, err := r.load(ctx, q.Refs)
+		rows, err := r.loadSearch(ctx, q.Refs)
 		if err != nil {
 			return nil, err
 		}
@@ -200,16 +200,27 @@ func (r *Reader) Run(ctx context.Context, q Request) (*Results, error) {
 	return res, nil
 }
 
-func (r *Reader) load(ctx context.Context, refs []string) (map[string]*ent.StoredResult, error) {
+// searched is a stored result as a search reads it: the content scanned
+// straight into a string, copied once on its way from the driver.
+type searched struct {
+	Ref               string         `sql:"ref"`
+	Kind              string         `sql:"kind"`
+	TruncatedAtSource bool           `sql:"truncated_at_source"`
+	Content           sql.NullString `sql:"content"` // an empty blob may scan as NULL
+}
+
+func (r *Reader) loadSearch(ctx context.Context, refs []string) (map[string]*searched, error) {
 	q := r.client.StoredResult.Query().Where(storedresult.RefIn(refs...))
 	if r.conv != 0 {
 		q.Where(storedresult.ConversationID(r.conv))
 	}
-	rows, err := q.All(ctx)
+	var rows []*searched
+	err := q.Select(storedresult.FieldRef, storedresult.FieldKind, storedresult.FieldTruncatedAtSource, storedresult.FieldContent).
+		Scan(ctx, &rows)
 	if err != nil {
 		return nil, fmt.Errorf("load stored results: %w", err)
 	}
-	out := make(map[string]*ent.StoredResult, len(rows))
+	out := make(map[string]*searched, len(rows))
 	for _, row := range rows {
 		out[row.Ref] = row
 	}
@@ -217,38 +228,45 @@ func (r *Reader) load(ctx context.Context, refs []string) (map[string]*ent.Store
 }
 
 // unreadable reports a stored result with nothing to read.
-func unreadable(row *ent.StoredResult) bool {
-	if row.Kind == schematype.KindMedia {
-		return len(row.Content) == 0
+func unreadable(kind schematype.ResultKind, content string) bool {
+	if kind == schematype.KindMedia {
+		return len(content) == 0
 	}
-	t := bytes.TrimSpace(row.Content)
-	return len(t) == 0 || row.Kind == schematype.KindJSON && string(t) == "null"
+	t := strings.TrimSpace(content)
+	return len(t) == 0 || kind == schematype.KindJSON && t == "null"
 }
 
 // readable is a stored result with text: not refused, not absent, not media.
 type readable struct {
 	i    int
 	text string
-	// valid UTF-8, checked once: on large texts the check is most of the
-	// cost of a read.
+	// valid UTF-8, checked once: on large texts the check is a large part
+	// of a search.
 	valid bool
+	// clean is text with each invalid byte replaced (sanitize), as Search
+	// takes it.
+	clean string
 }
 
 // describe fills the fields every found ref reports and picks out those
 // with text.
-func describe(refs []string, rows map[string]*ent.StoredResult, fill func(i int, row *ent.StoredResult, absent bool), errf func(i int, msg string)) []readable {
+func describe(refs []string, rows map[string]*searched, fill func(i int, row *searched, absent bool), errf func(i int, msg string)) []readable {
 	var out []readable
 	for i, ref := range refs {
 		row := rows[ref]
 		switch {
 		case row == nil:
 			errf(i, tools.RefNotFound(ref))
-		case unreadable(row):
+		case unreadable(schematype.ResultKind(row.Kind), row.Content.String):
 			fill(i, row, true)
 		default:
 			fill(i, row, false)
-			if row.Kind != schematype.KindMedia {
-				out = append(out, readable{i: i, text: string(row.Content), valid: utf8.Valid(row.Content)})
+			if schematype.ResultKind(row.Kind) != schematype.KindMedia {
+				t := readable{i: i, text: row.Content.String, clean: row.Content.String, valid: validUTF8(row.Content.String)}
+				if !t.valid {
+					t.clean = sanitize(t.text)
+				}
+				out = append(out, t)
 			}
 		}
 	}
@@ -284,9 +302,11 @@ func (r *Reader) read(ctx context.Context, q Request, rows map[string]*stored, b
 			row.Whole = content
 		}
 		size, absent := int(row.Bytes), false
+		var whole string
 		if row.Whole != nil {
 			size = len(row.Whole)
-			absent = unreadable(&ent.StoredResult{Kind: kind, Content: row.Whole})
+			whole = string(row.Whole)
+			absent = unreadable(kind, whole)
 		} else if kind == schematype.KindMedia {
 			absent = size == 0
 		}
@@ -297,7 +317,7 @@ func (r *Reader) read(ctx context.Context, q Request, rows map[string]*stored, b
 		}
 		t := text{i: i, row: row, total: int(row.Chars)}
 		if row.Whole != nil {
-			t.text, t.valid = string(row.Whole), utf8.Valid(row.Whole)
+			t.text, t.valid = whole, validUTF8(whole)
 			t.total = runeCount(t.text, t.valid)
 		}
 		texts = append(texts, t)
@@ -352,10 +372,11 @@ func (r *Reader) read(ctx context.Context, q Request, rows map[string]*stored, b
 	return items, nil
 }
 
-func search(q Request, rows map[string]*ent.StoredResult, budget int) []*SearchItem {
+func search(q Request, rows map[string]*searched, budget int) []*SearchItem {
 	items := make([]*SearchItem, len(q.Refs))
-	texts := describe(q.Refs, rows, func(i int, row *ent.StoredResult, absent bool) {
-		items[i] = &SearchItem{Ref: row.Ref, Kind: &row.Kind, Bytes: ptr(len(row.Content)),
+	texts := describe(q.Refs, rows, func(i int, row *searched, absent bool) {
+		kind := schematype.ResultKind(row.Kind)
+		items[i] = &SearchItem{Ref: row.Ref, Kind: &kind, Bytes: ptr(len(row.Content.String)),
 			TruncatedAtSource: &row.TruncatedAtSource, Absent: absent, Excerpts: []Excerpt{}, Evidence: []schematype.Span{}}
 	}, func(i int, msg string) {
 		items[i] = &SearchItem{Ref: q.Refs[i], Error: &msg, Excerpts: []Excerpt{}, Evidence: []schematype.Span{}}
@@ -378,7 +399,7 @@ func search(q Request, rows map[string]*ent.StoredResult, budget int) []*SearchI
 	spare := 0
 	var cut []int
 	for j, t := range texts {
-		found[j] = Search(t.text, *q.Query, match, contextChars, max(even, 1))
+		found[j] = searchClean(t.clean, *q.Query, match, contextChars, max(even, 1))
 		if found[j].Shown < found[j].Hits {
 			cut = append(cut, j)
 		} else {
@@ -387,7 +408,7 @@ func search(q Request, rows map[string]*ent.StoredResult, budget int) []*SearchI
 	}
 	if spare > 0 && len(cut) > 0 {
 		for _, j := range cut {
-			found[j] = Search(texts[j].text, *q.Query, match, contextChars, even+spare/len(cut))
+			found[j] = searchClean(texts[j].clean, *q.Query, match, contextChars, even+spare/len(cut))
 		}
 	}
 	for j, t := range texts {

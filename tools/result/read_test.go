@@ -364,10 +364,10 @@ func nonNil(s []schematype.Span) []schematype.Span {
 // fuzzy search of all three.
 func BenchmarkRun(b *testing.B) {
 	text := strings.Repeat("Travel claims: the reimbursement deadline is 30 days — Zoë’s café ✓. ", 60000)
-	rows := map[string]*ent.StoredResult{}
+	rows := map[string]*searched{}
 	refs := []string{"r_a", "r_b", "r_c"}
 	for _, ref := range refs {
-		rows[ref] = &ent.StoredResult{Ref: ref, Kind: schematype.KindText, Content: []byte(text)}
+		rows[ref] = &searched{Ref: ref, Kind: string(schematype.KindText), Content: sql.NullString{String: text, Valid: true}}
 	}
 	whole := map[string]*stored{}
 	for _, ref := range refs {
@@ -438,4 +438,26 @@ func TestStoredResultsUncompressed(t *testing.T) {
 	require.NoError(t, d.SQL.QueryRowContext(ctx, `SELECT attstorage FROM pg_attribute
 		WHERE attrelid = to_regclass('stored_results') AND attname = 'content'`).Scan(&storage))
 	require.Equal(t, "e", storage)
+}
+
+// TestReaderSearchesEmptyContent: an empty stored result, which a
+// database may give back as NULL, searches as absent on each database.
+func TestReaderSearchesEmptyContent(t *testing.T) {
+	for _, backend := range []dbtest.Backend{dbtest.SQLite, dbtest.Postgres} {
+		t.Run(string(backend), func(t *testing.T) {
+			ctx := tenancy.System(context.Background())
+			f := newFixtureOn(t, backend)
+			f.store(t, f.conv, "r_void", schematype.KindText, "")
+			f.store(t, f.conv, "r_bad", schematype.KindText, "caf\xe9 deadline \xff deadline")
+			res, err := New(f.client, f.conv).Run(ctx, Request{Refs: []string{"r_void", "r_bad"}, Query: ptr("DEADLINE"), ContextChars: ptr(1)})
+			require.NoError(t, err)
+			require.True(t, res.Searches[0].Absent)
+			require.Equal(t, 0, *res.Searches[0].Bytes)
+			require.Nil(t, res.Searches[0].Error)
+			it := res.Searches[1]
+			require.Equal(t, 2, it.Hits)
+			require.Equal(t, []Excerpt{{Offset: 4, Text: " deadline ", MatchOffset: 5, Hits: 1}, {Offset: 15, Text: " deadline", MatchOffset: 16, Hits: 1}}, it.Excerpts)
+			requireEvidence(t, "caf\xe9 deadline \xff deadline", "r_bad", it.Evidence, " deadline ", " deadline")
+		})
+	}
 }

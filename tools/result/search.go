@@ -66,27 +66,31 @@ type SearchResult struct {
 // even so. An empty query matches nothing; an unknown match mode is Exact;
 // maxChars <= 0 means DefaultMaxChars.
 func Search(text, query string, match Match, contextChars, maxChars int) SearchResult {
-	text = sanitize(text)
+	return searchClean(sanitize(text), query, match, contextChars, maxChars)
+}
+
+// searchClean is Search of text already sanitized.
+func searchClean(text, query string, match Match, contextChars, maxChars int) SearchResult {
 	var q *fuzzy
 	if match == Fuzzy {
 		q = newFuzzy(query)
 	}
-	var hits []hit
 	if q != nil {
-		hits = q.find(text)
-	} else {
-		hits = findExact(text, query)
+		hits, total := q.find(text)
+		return excerpts(text, hits, total, contextChars, maxChars)
 	}
-	return excerpts(text, hits, contextChars, maxChars)
+	return excerpts(text, findExact(text, query), -1, contextChars, maxChars)
 }
 
-// excerpts turns the hits in text into Search's result.
-func excerpts(text string, hits []hit, contextChars, maxChars int) SearchResult {
+// excerpts turns the hits in text into Search's result. total is the
+// text's characters, the hits' character offsets set, when the search
+// counted them; -1 when it did not.
+func excerpts(text string, hits []hit, total, contextChars, maxChars int) SearchResult {
 	if maxChars <= 0 {
 		maxChars = DefaultMaxChars
 	}
 	contextChars = max(contextChars, 0)
-	windows, total := merge(text, hits, contextChars)
+	windows, total := merge(text, hits, total, contextChars)
 	res := SearchResult{Hits: len(hits), Total: total}
 	slices.SortStableFunc(windows, func(a, b window) int {
 		return cmp.Compare(hits[a.best].edits, hits[b.best].edits)
@@ -145,11 +149,12 @@ type window struct {
 	best               int // the hit with fewest edits, earliest first
 }
 
-// merge gives each hit its character offsets and groups hits whose
-// contexts overlap or touch into windows, in text order. It also returns
-// the text's length in characters. Characters are counted once, from one
-// hit to the next, so this is linear in the text whatever the hits.
-func merge(text string, hits []hit, contextChars int) ([]window, int) {
+// merge gives each hit its character offsets, unless total (the text's
+// characters) is known (>= 0), and groups hits whose contexts overlap or
+// touch into windows, in text order. It also returns the text's length in
+// characters. Characters are counted once, from one hit to the next, so
+// this is linear in the text whatever the hits.
+func merge(text string, hits []hit, total, contextChars int) ([]window, int) {
 	var windows []window
 	pos, chars := 0, 0
 	charAt := func(b int) int {
@@ -157,6 +162,7 @@ func merge(text string, hits []hit, contextChars int) ([]window, int) {
 		pos = b
 		return chars
 	}
+	counted := total >= 0
 	closeWindow := func(w *window) {
 		first, last := hits[w.first], hits[w.last-1]
 		var n int
@@ -170,8 +176,10 @@ func merge(text string, hits []hit, contextChars int) ([]window, int) {
 	open := false
 	for i := range hits {
 		h := &hits[i]
-		h.startChar = charAt(h.start)
-		h.endChar = charAt(h.end)
+		if !counted {
+			h.startChar = charAt(h.start)
+			h.endChar = charAt(h.end)
+		}
 		if open && h.startChar-contextChars <= hits[cur.last-1].endChar+contextChars {
 			cur.last = i + 1
 			if h.edits < hits[cur.best].edits {
@@ -186,6 +194,9 @@ func merge(text string, hits []hit, contextChars int) ([]window, int) {
 	}
 	if open {
 		closeWindow(&cur)
+	}
+	if counted {
+		return windows, total
 	}
 	return windows, charAt(len(text))
 }
@@ -681,13 +692,15 @@ func wordRune(r rune) bool {
 // mostly by their letter sets; only the few left get an edit distance,
 // bit-parallel. When the trigger matches, the words around it are read
 // and tried against the rest of the query.
-func (f *fuzzy) find(text string) []hit {
+func (f *fuzzy) find(text string) ([]hit, int) {
 	s := &scanner{f: f, text: text, run: make([]slot, len(f.words)), tab: tables()}
 	minLen := f.minLen
 	start, spanFrom, chars := -1, 0, 0
 	var na bool
 	for base := 0; base < len(text); base += 64 {
-		w, nonASCII, cont := classify(text[base:min(base+64, len(text))])
+		block := text[base:min(base+64, len(text))]
+		w, nonASCII, cont := classify(block)
+		s.base = base
 		var carry uint64
 		if start >= 0 {
 			carry = 1
@@ -714,11 +727,13 @@ func (f *fuzzy) find(text string) []hit {
 			chars += bits.OnesCount64(in &^ cont)
 			spanFrom = 0
 		}
+		s.baseChars += len(block) - bits.OnesCount64(cont)
 	}
+	s.base = len(text)
 	if start >= 0 && len(text)-start >= minLen {
 		s.span(start, len(text), na, chars)
 	}
-	return s.hits
+	return s.hits, s.baseChars
 }
 
 // scanner feeds the text's words to a fuzzy query.
@@ -729,6 +744,18 @@ type scanner struct {
 	run  []slot // the words of a run being tried, one per query word
 	free int    // the first byte a new hit may start at
 	hits []hit
+	// base is the byte the scan has reached, a block's first, and
+	// baseChars the characters before it: a hit's character offsets are
+	// counted from there, not from the start.
+	base, baseChars int
+}
+
+// charAt is the character offset of byte i, which starts a character.
+func (s *scanner) charAt(i int) int {
+	if i >= s.base {
+		return s.baseChars + countChars(s.text[s.base:i])
+	}
+	return s.baseChars - countChars(s.text[i:s.base])
 }
 
 type slot struct {
@@ -830,8 +857,8 @@ func (s *scanner) candidate(start, end, chars int) {
 		}
 		edits += d
 	}
-	last := run[len(run)-1].end
-	s.hits = append(s.hits, hit{start: run[0].start, end: last, edits: edits})
+	first, last := run[0].start, run[len(run)-1].end
+	s.hits = append(s.hits, hit{start: first, end: last, edits: edits, startChar: s.charAt(first), endChar: s.charAt(last)})
 	s.free = last
 }
 
@@ -867,6 +894,11 @@ func (f *fuzzy) match(word string, chars, j int) (int, bool) {
 				}
 			}
 			mask |= foldedBit(r)
+			if bits.OnesCount64(mask&^w.mask) > w.k {
+				// Too many letters the query word lacks: decoding
+				// and folding the rest would not change that.
+				return 0, false
+			}
 			a = append(a, r)
 			i += size
 		}

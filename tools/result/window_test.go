@@ -151,10 +151,16 @@ func TestValidUTF8(t *testing.T) {
 	}
 	require.Greater(t, valid, 1000)
 	require.Greater(t, invalid, 1000)
-	for c := range 256 {
-		for d := range 256 {
-			s := strings.Repeat("x", 63) + string([]byte{byte(c), byte(d), 0x80, 0x80})
-			require.Equal(t, utf8.ValidString(s), validUTF8(s), "%q", s)
+	// Every lead and next byte, at each place in an eight-byte word and
+	// across a 64-byte block.
+	for _, at := range []int{0, 3, 5, 6, 7, 13, 61, 62, 63} {
+		for c := range 256 {
+			for d := range 256 {
+				s := strings.Repeat("x", at) + string([]byte{byte(c), byte(d), 0x80, 0x80})
+				require.Equal(t, utf8.ValidString(s), validUTF8(s), "%q", s)
+				s = strings.Repeat("д", at/2) + string([]byte{byte(c), byte(d), 0xbf})
+				require.Equal(t, utf8.ValidString(s), validUTF8(s), "%q", s)
+			}
 		}
 	}
 }
