@@ -20,12 +20,14 @@ import (
 	"github.com/vektah/gqlparser/v2/ast"
 
 	"github.com/toolgate/toolgate/ent"
+	"github.com/toolgate/toolgate/ent/agent"
 	"github.com/toolgate/toolgate/ent/conversation"
 	"github.com/toolgate/toolgate/ent/modelcall"
 	"github.com/toolgate/toolgate/ent/schematype"
 	"github.com/toolgate/toolgate/ent/storedresult"
 	"github.com/toolgate/toolgate/ent/toolcall"
 	"github.com/toolgate/toolgate/ent/turn"
+	"github.com/toolgate/toolgate/ent/user"
 	"github.com/toolgate/toolgate/graph/gid"
 )
 
@@ -127,10 +129,9 @@ func hasCustomDirective(c graphql.CollectedField) bool {
 }
 
 // fastConversation is the root-field middleware that answers a portal's
-// conversation read itself (see above). client loads the conversation;
-// drv, the driver client's statements go through, runs the statements
-// the hot path writes itself.
-func fastConversation(client *ent.Client, drv dialect.Driver) graphql.RootFieldMiddleware {
+// conversation read itself (see above); drv, the driver ent's clients
+// send their statements through, runs the hot path's.
+func fastConversation(drv dialect.Driver) graphql.RootFieldMiddleware {
 	return func(ctx context.Context, next graphql.RootResolver) graphql.Marshaler {
 		fc := graphql.GetRootFieldContext(ctx)
 		if fc == nil || fc.Field.Name != "conversation" || !graphql.HasOperationContext(ctx) {
@@ -150,7 +151,7 @@ func fastConversation(client *ent.Client, drv dialect.Driver) graphql.RootFieldM
 		}
 		t := fastReads.Get().(*fastRead)
 		t.drv, t.size = drv, 4<<10
-		if ok, err := t.load(ctx, client, id, sel); err != nil || !ok {
+		if ok, err := t.load(ctx, id, sel); err != nil || !ok {
 			t.release()
 			return next(ctx)
 		}
@@ -430,20 +431,10 @@ func (t *fastRead) query(ctx context.Context, sel *entsql.Selector, c *columns, 
 
 // load reads what sel asks for; false (with no error) leaves the field to
 // the resolvers.
-func (t *fastRead) load(ctx context.Context, client *ent.Client, id int, sel []selField) (bool, error) {
-	q := client.Conversation.Query().Where(conversation.ID(id))
-	if f := find(sel, "user"); f != nil {
-		q.WithUser()
-	}
-	if f := find(sel, "agent"); f != nil {
-		q.WithAgent()
-	}
-	conv, err := q.Only(ctx)
-	if err != nil {
-		return false, err
-	}
-	if find(sel, "user") != nil && conv.Edges.User == nil || find(sel, "agent") != nil && conv.Edges.Agent == nil {
-		return false, nil // out of reach: the resolvers say so
+func (t *fastRead) load(ctx context.Context, id int, sel []selField) (bool, error) {
+	conv, err := t.loadConversation(ctx, id, find(sel, "user") != nil, find(sel, "agent") != nil)
+	if err != nil || conv == nil {
+		return false, err // not there, not theirs, or its user or agent out of reach: the resolvers say so
 	}
 	t.conv = conv
 	turns := find(sel, "turns")
@@ -483,6 +474,75 @@ func (t *fastRead) load(ctx context.Context, client *ent.Client, id int, sel []s
 		}
 	}
 	return true, nil
+}
+
+// loadConversation reads conversation id, with its user and agent when
+// asked, in one statement: each joined as a subquery limited by its own
+// policy, so a user or agent out of reach reads as absent, and then nil
+// is returned, as for a conversation out of reach.
+func (t *fastRead) loadConversation(ctx context.Context, id int, withUser, withAgent bool) (*ent.Conversation, error) {
+	b := t.builder()
+	var (
+		cv                   ent.Conversation
+		title                sql.NullString
+		createdAt            sql.NullTime
+		turnsCount           int64
+		userID, agentID      sql.NullInt64
+		userName, department sql.NullString
+		agentName            sql.NullString
+	)
+	c := t.newColumns(b, conversation.Table)
+	c.add(true, conversation.FieldID, &cv.ID)
+	c.add(true, conversation.FieldTitle, &title)
+	c.addTime(true, conversation.FieldCreatedAt, &createdAt)
+	c.add(true, conversation.FieldTurnsCount, &turnsCount)
+	s := b.Select().From(c.table).Where(entsql.EQ(c.table.C(conversation.FieldID), id))
+	if withUser {
+		ut := entsql.Table(user.Table)
+		us, err := scoped(ctx, user.Policy, entsql.Select(ut.C(user.FieldID), ut.C(user.FieldName), ut.C(user.FieldDepartment)).From(ut))
+		if err != nil {
+			return nil, err
+		}
+		us.As("u")
+		s.LeftJoin(us).On(c.table.C(conversation.FieldUserID), us.C(user.FieldID))
+		c.names = append(c.names, us.C(user.FieldID), us.C(user.FieldName), us.C(user.FieldDepartment))
+		c.dest = append(c.dest, &userID, &userName, &department)
+	}
+	if withAgent {
+		at := entsql.Table(agent.Table)
+		as, err := scoped(ctx, agent.Policy, entsql.Select(at.C(agent.FieldID), at.C(agent.FieldName)).From(at))
+		if err != nil {
+			return nil, err
+		}
+		as.As("a")
+		s.LeftJoin(as).On(c.table.C(conversation.FieldAgentID), as.C(agent.FieldID))
+		c.names = append(c.names, as.C(agent.FieldID), as.C(agent.FieldName))
+		c.dest = append(c.dest, &agentID, &agentName)
+	}
+	s.Select(c.names...)
+	s, err := scoped(ctx, conversation.Policy, s)
+	if err != nil {
+		return nil, err
+	}
+	found := false
+	err = t.query(ctx, s, &c, func() error {
+		found = true
+		return nil
+	})
+	if err != nil || !found || withUser && !userID.Valid || withAgent && !agentID.Valid {
+		return nil, err
+	}
+	if title.Valid {
+		cv.Title = &title.String
+	}
+	cv.CreatedAt, cv.TurnsCount = createdAt.Time, int(turnsCount)
+	if withUser {
+		cv.Edges.User = &ent.User{ID: int(userID.Int64), Name: userName.String, Department: department.String}
+	}
+	if withAgent {
+		cv.Edges.Agent = &ent.Agent{ID: int(agentID.Int64), Name: agentName.String}
+	}
+	return &cv, nil
 }
 
 // dialectBuilder is the statement builder of the driver's dialect.
