@@ -113,6 +113,15 @@ func starts(x uint64) int {
 func countChars(s string) int {
 	n := 0
 	i := 0
+	for ; i+32 <= len(s); i += 32 {
+		t := s[i : i+32]
+		a, b, c, d := le64(t), le64(t[8:]), le64(t[16:]), le64(t[24:])
+		if (a|b|c|d)&msb == 0 {
+			n += 32 // ASCII, the usual case
+			continue
+		}
+		n += starts(a) + starts(b) + starts(c) + starts(d)
+	}
 	for ; i+8 <= len(s); i += 8 {
 		n += starts(le64(s[i:]))
 	}
