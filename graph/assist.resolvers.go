@@ -57,7 +57,7 @@ func (r *mutationResolver) SuggestNextActions(ctx context.Context, conversationI
 
 // Calculate is the resolver for the calculate field.
 func (r *queryResolver) Calculate(ctx context.Context, conversationID *int, expression string) (*model.Calculation, error) {
-	if _, err := r.toolConversation(ctx, calc.Definition.Name, conversationID); err != nil {
+	if err := r.toolAllowed(ctx, calc.Definition.Name, conversationID); err != nil {
 		return nil, err
 	}
 	v, err := calc.Evaluate(expression)

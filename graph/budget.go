@@ -97,7 +97,7 @@ func (r *Resolver) budgetCheck(ctx context.Context, conversationID *int) (*model
 		return nil, err
 	}
 	if v.Scoped() {
-		if _, err := r.toolConversation(ctx, budget.Check.Name, conversationID); err != nil {
+		if err := r.toolAllowed(ctx, budget.Check.Name, conversationID); err != nil {
 			return nil, err
 		}
 	}

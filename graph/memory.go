@@ -12,7 +12,7 @@ import (
 // reaches) and returns the viewer whose memories it reaches: the person
 // the turn talks to, or the token's own user.
 func (r *Resolver) memoryViewer(ctx context.Context, tool string, conversationID *int) (*tenancy.Viewer, error) {
-	if _, err := r.toolConversation(ctx, tool, conversationID); err != nil {
+	if err := r.toolAllowed(ctx, tool, conversationID); err != nil {
 		return nil, err
 	}
 	return auth.FromContext(ctx)

@@ -43,6 +43,24 @@ func (r *Resolver) toolConversation(ctx context.Context, tool string, id *int) (
 	}
 }
 
+// toolAllowed is toolConversation for a tool that needs no more than the
+// check: a scope token's conversation was checked when its viewer was made
+// (scopeResolver), so it costs no statement; an API token's is read.
+func (r *Resolver) toolAllowed(ctx context.Context, tool string, id *int) error {
+	v, err := auth.FromContext(ctx)
+	if err != nil {
+		return err
+	}
+	if v.Scoped() {
+		if !v.Offers(tool) || (id != nil && *id != v.ConversationID) {
+			return auth.ErrNotFound
+		}
+		return nil
+	}
+	_, err = r.toolConversation(ctx, tool, id)
+	return err
+}
+
 // webEnabled refuses a web tool unless the conversation's organisation has
 // the server's web provider enabled: an admin may turn it off mid-turn.
 func (r *Resolver) webEnabled(ctx context.Context, tool string, id *int) error {

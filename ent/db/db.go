@@ -7,6 +7,7 @@ import (
 	"database/sql"
 	"errors"
 	"fmt"
+	"net"
 	"net/url"
 	"os"
 	"path/filepath"
@@ -91,7 +92,7 @@ func OpenWith(ctx context.Context, rawURL string, o Options) (*DB, error) {
 // sqlOpen opens a database/sql pool, observed when o asks; SQLite's
 // connections keep their prepared statements.
 func sqlOpen(driverName, dsn string, o Options) (*sql.DB, error) {
-	return openPool(driverName, dsn, driverName == "sqlite", o.Observe)
+	return openPool(driverName, dsn, driverName == "sqlite", o)
 }
 
 func openSQLite(path string, o Options) (*DB, error) {
@@ -139,6 +140,12 @@ func openPostgres(rawURL string, o Options) (*DB, error) {
 	cfg.MinConns = 0
 	if o.Observe != nil {
 		cfg.ConnConfig.Tracer = pgxObserver{o.Observe}
+	}
+	if dial, dialed := cfg.ConnConfig.DialFunc, o.Dialed; dialed != nil {
+		cfg.ConnConfig.DialFunc = func(ctx context.Context, network, addr string) (net.Conn, error) {
+			dialed()
+			return dial(ctx, network, addr)
+		}
 	}
 	jobs, err := pgxpool.NewWithConfig(context.Background(), cfg)
 	if err != nil {

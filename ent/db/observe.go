@@ -5,8 +5,11 @@ import (
 	"database/sql"
 	"database/sql/driver"
 	"fmt"
+	"net"
+	"time"
 
 	"github.com/jackc/pgx/v5"
+	"github.com/lib/pq"
 )
 
 // Options change how OpenWith connects.
@@ -16,13 +19,19 @@ type Options struct {
 	// each BEGIN, COMMIT and ROLLBACK: tests and benchmarks count round
 	// trips with it. It must be safe for concurrent use.
 	Observe func(query string)
+	// Dialed, when set, is told of every network connection the DB opens
+	// to PostgreSQL: each session of either pool, and each connection
+	// lib/pq opens only to cancel a query. Tests count new sessions with
+	// it. It must be safe for concurrent use.
+	Dialed func()
 }
 
 // openPool opens a database/sql pool. On SQLite each connection keeps
 // its prepared statements (stmtcache.go); when observe is set, every
 // statement is reported to it before it is sent.
-func openPool(driverName, dsn string, cache bool, observe func(string)) (*sql.DB, error) {
-	if !cache && observe == nil {
+func openPool(driverName, dsn string, cache bool, o Options) (*sql.DB, error) {
+	observe := o.Observe
+	if !cache && observe == nil && o.Dialed == nil {
 		return sql.Open(driverName, dsn)
 	}
 	probe, err := sql.Open(driverName, dsn)
@@ -37,6 +46,14 @@ func openPool(driverName, dsn string, cache bool, observe func(string)) (*sql.DB
 			return nil, fmt.Errorf("open %s: %w", driverName, err)
 		}
 	}
+	if driverName == "postgres" && o.Dialed != nil {
+		pc, err := pq.NewConnector(dsn)
+		if err != nil {
+			return nil, fmt.Errorf("open %s: %w", driverName, err)
+		}
+		pc.Dialer(countingDialer{dialed: o.Dialed})
+		inner = pc
+	}
 	if cache {
 		inner = cachingConnector{Connector: inner}
 	}
@@ -44,6 +61,25 @@ func openPool(driverName, dsn string, cache bool, observe func(string)) (*sql.DB
 		inner = observingConnector{Connector: inner, observe: observe}
 	}
 	return sql.OpenDB(inner), nil
+}
+
+// countingDialer is lib/pq's own way of dialling, counted: lib/pq dials
+// with it for its sessions and for the connections that send a cancel.
+type countingDialer struct{ dialed func() }
+
+func (d countingDialer) Dial(network, address string) (net.Conn, error) {
+	d.dialed()
+	return (&net.Dialer{}).Dial(network, address)
+}
+
+func (d countingDialer) DialTimeout(network, address string, timeout time.Duration) (net.Conn, error) {
+	d.dialed()
+	return (&net.Dialer{Timeout: timeout}).Dial(network, address)
+}
+
+func (d countingDialer) DialContext(ctx context.Context, network, address string) (net.Conn, error) {
+	d.dialed()
+	return (&net.Dialer{}).DialContext(ctx, network, address)
 }
 
 type dsnConnector struct {

@@ -1,7 +1,6 @@
 package loop
 
 import (
-	"context"
 	"crypto/rand"
 	"encoding/base64"
 	"fmt"
@@ -22,9 +21,9 @@ func newRef() (string, error) {
 	return "r_" + base64.RawURLEncoding.EncodeToString(b), nil
 }
 
-// storeResult keeps a result whole under ref, with its counts, before the
-// model hears of it.
-func storeResult(ctx context.Context, c *ent.Client, conversationID int, ref string, res dispatch.Result) (*ent.StoredResult, error) {
+// storeResult is the insert that keeps a result whole under ref, with its
+// counts, before the model hears of it.
+func storeResult(c *ent.Client, conversationID int, ref string, res dispatch.Result) *ent.StoredResultCreate {
 	kind := res.Kind
 	if kind == "" {
 		kind = schematype.KindText
@@ -34,13 +33,8 @@ func storeResult(ctx context.Context, c *ent.Client, conversationID int, ref str
 	if content == nil {
 		content = []byte{}
 	}
-	r, err := c.StoredResult.Create().
+	return c.StoredResult.Create().
 		SetConversationID(conversationID).SetRef(ref).SetKind(kind).SetContent(content).
 		SetChars(counts.Chars).SetBytes(counts.Bytes).SetItems(counts.Items).
-		SetTruncatedAtSource(res.TruncatedAtSource).
-		Save(ctx)
-	if err != nil {
-		return nil, fmt.Errorf("store result: %w", err)
-	}
-	return r, nil
+		SetTruncatedAtSource(res.TruncatedAtSource)
 }

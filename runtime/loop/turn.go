@@ -9,7 +9,10 @@ import (
 	"log/slog"
 	"maps"
 	"slices"
+	"sync"
 
+	"entgo.io/ent/dialect"
+	"entgo.io/ent/dialect/sql"
 	"go.opentelemetry.io/otel/trace"
 
 	"github.com/toolgate/toolgate/ent"
@@ -17,6 +20,7 @@ import (
 	"github.com/toolgate/toolgate/ent/attachment"
 	"github.com/toolgate/toolgate/ent/conversation"
 	"github.com/toolgate/toolgate/ent/modelcall"
+	"github.com/toolgate/toolgate/ent/predicate"
 	"github.com/toolgate/toolgate/ent/schematype"
 	"github.com/toolgate/toolgate/ent/storedresult"
 	"github.com/toolgate/toolgate/ent/tenancy"
@@ -66,6 +70,8 @@ type turnRun struct {
 	// finished: the final answer's step ended the turn in its own
 	// transaction (callModel).
 	finished bool
+	// recs writes the records of the step's tool calls.
+	recs recorder
 }
 
 func (t *turnRun) client() *ent.Client { return t.r.cfg.Client }
@@ -446,30 +452,37 @@ func (t *turnRun) steps(ctx context.Context, turnIDs []int) (map[int][]prompt.St
 	}
 	// What the model heard is read only for the turns that replay it: the
 	// last few and this one. Older calls replay their outcome and ref.
+	// When every turn replays it, it is read with the calls.
+	recent := turnIDs[max(0, len(turnIDs)-prompt.RecentTurns-1):]
+	columns := callColumns
+	if len(recent) == len(turnIDs) {
+		columns = toolcall.Columns
+	}
 	calls, err := c.ToolCall.Query().
 		Where(toolcall.TurnIDIn(turnIDs...)).
 		Order(ent.Asc(toolcall.FieldTurnID), ent.Asc(toolcall.FieldPosition)).
-		Select(callColumns...).
+		Select(columns...).
 		All(ctx)
 	if err != nil {
 		return nil, fmt.Errorf("load tool calls: %w", err)
 	}
-	recent := turnIDs[max(0, len(turnIDs)-prompt.RecentTurns-1):]
-	var heard []struct {
-		ID    int     `json:"id"`
-		Heard *string `json:"heard"`
-	}
-	err = c.ToolCall.Query().Where(toolcall.TurnIDIn(recent...)).
-		Select(toolcall.FieldID, toolcall.FieldHeard).Scan(ctx, &heard)
-	if err != nil {
-		return nil, fmt.Errorf("load what was heard: %w", err)
-	}
-	byID := make(map[int]*string, len(heard))
-	for _, h := range heard {
-		byID[h.ID] = h.Heard
-	}
-	for _, call := range calls {
-		call.Heard = byID[call.ID]
+	if len(recent) < len(turnIDs) {
+		var heard []struct {
+			ID    int     `json:"id"`
+			Heard *string `json:"heard"`
+		}
+		err = c.ToolCall.Query().Where(toolcall.TurnIDIn(recent...)).
+			Select(toolcall.FieldID, toolcall.FieldHeard).Scan(ctx, &heard)
+		if err != nil {
+			return nil, fmt.Errorf("load what was heard: %w", err)
+		}
+		byID := make(map[int]*string, len(heard))
+		for _, h := range heard {
+			byID[h.ID] = h.Heard
+		}
+		for _, call := range calls {
+			call.Heard = byID[call.ID]
+		}
 	}
 	out := map[int][]prompt.Step{}
 	for _, mc := range mcs {
@@ -578,7 +591,7 @@ func (t *turnRun) callModel(ctx context.Context, step int) (*model.Response, []*
 	if final {
 		claim = func(ctx context.Context, tx *ent.Tx) (bool, error) {
 			u := tx.Turn.Update().
-				Where(turn.ID(t.turnID), turn.ClaimedBy(t.r.id), turn.StatusEQ(turn.StatusRUNNING)).
+				Where(turn.ID(t.turnID), turn.ClaimedBy(t.r.id), turn.StatusEQ(turn.StatusRUNNING), unrecorded(step)).
 				SetStatus(turn.StatusCOMPLETED).SetFinishedAt(t.r.cfg.Now()).SetAnswer(resp.Text).
 				ClearClaimedBy().ClearHeartbeatAt()
 			if resp.Thinking != "" {
@@ -589,17 +602,10 @@ func (t *turnRun) callModel(ctx context.Context, step int) (*model.Response, []*
 			return t.finished, err
 		}
 	}
-	err = t.writeClaimed(ctx, claim, func(ctx context.Context, tx *ent.Tx) error {
-		// One step is recorded once: a run that lost its claim, or a
-		// second runner, cannot record it again.
-		done, err := tx.ModelCall.Query().Where(modelcall.TurnID(t.turnID), modelcall.KindEQ(modelcall.KindSTEP), modelcall.Step(step)).Exist(ctx)
-		if err != nil {
-			return err
-		}
-		if done {
-			return fmt.Errorf("step %d: %w", step, errStepRecorded)
-		}
-		err = tx.ModelCall.Create().
+	// One step is recorded once: a run that lost its claim, or a second
+	// runner, cannot record it again. The claim's update checks it.
+	err = t.writeClaimed(ctx, &step, claim, func(ctx context.Context, tx *ent.Tx) error {
+		err := tx.ModelCall.Create().
 			SetTurnID(t.turnID).SetOrganizationID(t.conv.OrganizationID).SetAgentID(t.conv.AgentID).SetUserID(u.ID).
 			SetStep(step).SetText(resp.Text).
 			SetProvider(t.r.cfg.Provider.Name()).SetModel(name).
@@ -658,14 +664,43 @@ var errStepRecorded = errors.New("already recorded")
 // runner holds the turn: the claim is checked, and the heartbeat renewed,
 // in the same transaction, so a runner that lost the turn writes nothing.
 func (t *turnRun) write(ctx context.Context, fn func(ctx context.Context, tx *ent.Tx) error) error {
-	return t.writeClaimed(ctx, nil, fn)
+	return t.writeClaimed(ctx, nil, nil, fn)
+}
+
+// checkedByWrite is the claim of a write whose own statement checks the
+// claim (holds): no statement more.
+func checkedByWrite(context.Context, *ent.Tx) (bool, error) { return true, nil }
+
+// holds is the claim check of a tool call's record, in its update: the
+// turn is this runner's, and on PostgreSQL its row is locked until the
+// commit, as an update of it would lock it, so a runner taking the turn
+// meanwhile waits for the record and then finds its heartbeat fresh.
+// SQLite's one writer needs no lock.
+func (t *turnRun) holds() predicate.ToolCall {
+	return func(s *sql.Selector) {
+		tt := sql.Table(turn.Table)
+		sub := sql.Dialect(s.Dialect()).Select(tt.C(turn.FieldID)).From(tt).
+			Where(sql.And(sql.EQ(tt.C(turn.FieldID), t.turnID), sql.EQ(tt.C(turn.FieldClaimedBy), t.r.id)))
+		if s.Dialect() == dialect.Postgres {
+			sub.ForUpdate()
+		}
+		s.Where(sql.Exists(sub))
+	}
+}
+
+// unrecorded holds while the turn has not recorded the step: a claim's
+// update that records a step checks it in the same statement.
+func unrecorded(step int) predicate.Turn {
+	return turn.Not(turn.HasModelCallsWith(modelcall.KindEQ(modelcall.KindSTEP), modelcall.Step(step)))
 }
 
 // writeClaimed is write whose claim check may be an update the write makes
 // anyway: claim, when set, runs first in the transaction and reports
 // whether it checked the claim (it changed a row only while this runner
 // holds the turn); when it did not, the claim is checked as write does.
-func (t *turnRun) writeClaimed(ctx context.Context, claim func(ctx context.Context, tx *ent.Tx) (bool, error),
+// With step, the write records that step, and the claim's check also
+// holds only while it is unrecorded (errStepRecorded otherwise).
+func (t *turnRun) writeClaimed(ctx context.Context, step *int, claim func(ctx context.Context, tx *ent.Tx) (bool, error),
 	fn func(ctx context.Context, tx *ent.Tx) error) error {
 	return persist(ctx, func(ctx context.Context) error {
 		tx, err := t.client().Tx(ctx)
@@ -680,10 +715,22 @@ func (t *turnRun) writeClaimed(ctx context.Context, claim func(ctx context.Conte
 			}
 		}
 		if !checked {
-			n, err := tx.Turn.Update().Where(turn.ID(t.turnID), turn.ClaimedBy(t.r.id)).
-				SetHeartbeatAt(t.r.cfg.Now()).Save(ctx)
+			u := tx.Turn.Update().Where(turn.ID(t.turnID), turn.ClaimedBy(t.r.id))
+			if step != nil {
+				u.Where(unrecorded(*step))
+			}
+			n, err := u.SetHeartbeatAt(t.r.cfg.Now()).Save(ctx)
 			if err != nil {
 				return fmt.Errorf("check claim: %w", err)
+			}
+			if n == 0 && step != nil {
+				done, err := tx.ModelCall.Query().Where(modelcall.TurnID(t.turnID), modelcall.KindEQ(modelcall.KindSTEP), modelcall.Step(*step)).Exist(ctx)
+				if err != nil {
+					return fmt.Errorf("check step: %w", err)
+				}
+				if done {
+					return fmt.Errorf("step %d: %w", *step, errStepRecorded)
+				}
 			}
 			if n == 0 {
 				return errLeaseLost
@@ -924,59 +971,150 @@ func (t *turnRun) runTool(ctx context.Context, s dispatch.Scope, row *ent.ToolCa
 	return heard, failed, res.Arguments, dispatch.Images(res), err
 }
 
-// record stores the call's result and what the model hears, in one
-// transaction.
+// record stores the call's result and what the model hears. Calls that
+// finish while another's record is being written are recorded together
+// after it, in one transaction (recorder): each as soon as the database
+// is free, in a few statements for the lot.
 func (t *turnRun) record(ctx context.Context, row *ent.ToolCall, c model.ToolCall, res dispatch.Result) (string, bool, error) {
-	def := t.byName[c.Name]
 	t.traceToolCall(ctx, res)
-	var (
-		heard string
-		bytes int64
-	)
-	err := t.write(ctx, func(ctx context.Context, tx *ent.Tx) error {
-		var err error
-		heard, bytes, err = t.recordTx(ctx, tx, row, def, res)
-		return err
-	})
-	if err != nil {
-		return "", false, err
+	e := &entry{row: row, def: t.byName[c.Name], res: res, done: make(chan struct{})}
+	t.recs.add(ctx, t, e)
+	if e.err != nil {
+		return "", false, e.err
 	}
-	t.r.meter.ToolCall(t.r.toolLabel(c.Name), string(res.Outcome), res.Attempts, bytes)
+	t.r.meter.ToolCall(t.r.toolLabel(c.Name), string(res.Outcome), res.Attempts, e.stored)
 	failed := res.Outcome != dispatch.Hits && res.Outcome != dispatch.Absence
-	return heard, failed, nil
+	return e.heard, failed, nil
 }
 
-func (t *turnRun) recordTx(ctx context.Context, tx *ent.Tx, row *ent.ToolCall, def tools.Definition, res dispatch.Result) (heard string, stored int64, err error) {
-	var (
-		ref     string
-		visible []schematype.Span
-	)
+// recorder writes the records of a turn's tool calls: the first call to
+// finish writes its own, and while it does, the calls finishing meanwhile
+// queue theirs, which it writes next, together.
+type recorder struct {
+	mu      sync.Mutex
+	queue   []*entry
+	writing bool
+}
+
+// entry is one call's record: what it is given, and what its write gave.
+type entry struct {
+	row *ent.ToolCall
+	def tools.Definition
+	res dispatch.Result
+
+	heard  string
+	stored int64
+	err    error
+	done   chan struct{}
+}
+
+// add queues e and returns once it is written, writing it (and what queues
+// meanwhile) unless another call is writing already.
+func (rc *recorder) add(ctx context.Context, t *turnRun, e *entry) {
+	rc.mu.Lock()
+	rc.queue = append(rc.queue, e)
+	if rc.writing {
+		rc.mu.Unlock()
+		<-e.done
+		return
+	}
+	rc.writing = true
+	for len(rc.queue) > 0 {
+		batch := rc.queue
+		rc.queue = nil
+		rc.mu.Unlock()
+		t.recordAll(ctx, batch)
+		rc.mu.Lock()
+	}
+	rc.writing = false
+	rc.mu.Unlock()
+}
+
+// recordAll writes the records of calls in one transaction: their results
+// in one insert, then each call's update, which checks the claim (holds).
+func (t *turnRun) recordAll(ctx context.Context, batch []*entry) {
+	recs := make([]*callRecord, len(batch))
+	err := t.writeClaimed(ctx, nil, checkedByWrite, func(ctx context.Context, tx *ent.Tx) error {
+		var creates []*ent.StoredResultCreate
+		for i, e := range batch {
+			rec, err := t.prepare(tx, e.row, e.def, e.res)
+			if err != nil {
+				return err
+			}
+			recs[i] = rec
+			creates = append(creates, rec.results...)
+		}
+		stored, err := tx.StoredResult.CreateBulk(creates...).Save(ctx)
+		if err != nil {
+			return fmt.Errorf("store results: %w", err)
+		}
+		for i, rec := range recs {
+			sr := stored[0]
+			rec.upd.SetResultID(sr.ID)
+			batch[i].stored = sr.Bytes
+			if len(rec.results) > 1 {
+				batch[i].stored += stored[1].Bytes
+			}
+			stored = stored[len(rec.results):]
+			n, err := rec.upd.Save(ctx)
+			if err != nil {
+				return fmt.Errorf("record tool call: %w", err)
+			}
+			if n == 0 {
+				held, err := tx.Turn.Query().Where(turn.ID(t.turnID), turn.ClaimedBy(t.r.id)).Exist(ctx)
+				switch {
+				case err != nil:
+					return fmt.Errorf("check claim: %w", err)
+				case !held:
+					return errLeaseLost
+				}
+				return fmt.Errorf("tool call %d: %w", batch[i].row.ID, errStepRecorded)
+			}
+			batch[i].heard = rec.heard
+		}
+		return nil
+	})
+	for _, e := range batch {
+		e.err = err
+		close(e.done)
+	}
+}
+
+// callRecord is one call's record as written: the results it stores (the
+// result, then its arguments when later turns replay them cut), and its
+// update, whose result id the insert gives.
+type callRecord struct {
+	results []*ent.StoredResultCreate
+	upd     *ent.ToolCallUpdate
+	heard   string
+}
+
+// prepare builds a call's record in tx: the result stored under a new
+// ref, what the model hears of it, and the evidence it gives.
+func (t *turnRun) prepare(tx *ent.Tx, row *ent.ToolCall, def tools.Definition, res dispatch.Result) (*callRecord, error) {
+	var visible []schematype.Span
 	// Update, not UpdateOne: ent would read the row back after writing it.
-	upd := tx.ToolCall.Update().Where(toolcall.ID(row.ID), toolcall.OutcomeEQ(toolcall.OutcomePENDING)).
+	upd := tx.ToolCall.Update().Where(toolcall.ID(row.ID), toolcall.OutcomeEQ(toolcall.OutcomePENDING), t.holds()).
 		SetArguments(string(res.Arguments)).SetOutcome(toolcall.Outcome(res.Outcome)).SetAttempts(res.Attempts).
 		SetFailures(nonNilFailures(res.Failures)).SetRepairs(nonNilRepairs(res.Repairs)).SetFinishedAt(t.r.cfg.Now())
 	// Every outcome is stored under a ref, so read_tool_result and the
 	// transcript can reopen any call: a result whole, and for a refusal,
 	// an error, an outage or a call that may have run, what the model was
 	// told of it.
-	ref, err = newRef()
+	ref, err := newRef()
 	if err != nil {
-		return "", 0, err
+		return nil, err
 	}
 	toStore := res
 	if res.Outcome != dispatch.Hits && res.Outcome != dispatch.Absence {
 		told, err := dispatch.Render(res, def, ref, false)
 		if err != nil {
-			return "", 0, err
+			return nil, err
 		}
 		toStore = dispatch.Result{Kind: schematype.KindText, Content: []byte(told.Text)}
 	}
-	sr, err := storeResult(ctx, tx.Client(), t.conv.ID, ref, toStore)
-	if err != nil {
-		return "", 0, err
-	}
-	upd.SetRef(ref).SetResultID(sr.ID)
-	stored = sr.Bytes
+	rec := &callRecord{upd: upd, results: []*ent.StoredResultCreate{storeResult(tx.Client(), t.conv.ID, ref, toStore)}}
+	upd.SetRef(ref)
 	if res.Message != "" {
 		upd.SetMessage(res.Message)
 	}
@@ -986,19 +1124,15 @@ func (t *turnRun) recordTx(ctx context.Context, tx *ent.Tx, row *ent.ToolCall, d
 	if _, cuts := prompt.CapArguments(string(res.Arguments)); len(cuts) > 0 {
 		aref, err := newRef()
 		if err != nil {
-			return "", 0, err
+			return nil, err
 		}
 		args := dispatch.Result{Kind: schematype.KindJSON, Content: res.Arguments}
-		asr, err := storeResult(ctx, tx.Client(), t.conv.ID, aref, args)
-		if err != nil {
-			return "", 0, fmt.Errorf("store arguments: %w", err)
-		}
-		stored += asr.Bytes
+		rec.results = append(rec.results, storeResult(tx.Client(), t.conv.ID, aref, args))
 		upd.SetArgumentsRef(aref)
 	}
 	h, err := dispatch.Render(res, def, ref, res.TruncatedAtSource)
 	if err != nil {
-		return "", 0, err
+		return nil, err
 	}
 	// Instruction-like text in what the model hears is marked where it
 	// stands and recorded on the call; the backend's scope checks stay the
@@ -1024,14 +1158,8 @@ func (t *turnRun) recordTx(ctx context.Context, tx *ent.Tx, row *ent.ToolCall, d
 		}
 	}
 	upd.SetHeard(h.Text).SetEvidence(nonNilSpans(visible))
-	n, err := upd.Save(ctx)
-	if err != nil {
-		return "", 0, fmt.Errorf("record tool call: %w", err)
-	}
-	if n == 0 {
-		return "", 0, fmt.Errorf("tool call %d: %w", row.ID, errStepRecorded)
-	}
-	return h.Text, stored, nil
+	rec.heard = h.Text
+	return rec, nil
 }
 
 // pause stores the clarification the model asked for and leaves the turn
