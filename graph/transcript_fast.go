@@ -36,9 +36,9 @@ import (
 // some 15,000 fields. Resolved field by field, gqlgen gives each its own
 // context and marshaller, and that, not SQL, was most of the read's CPU
 // and allocation. fastConversation answers such a read itself: it loads
-// the conversation through the scoped client, then each level in one
-// statement of its own, limited by the entity's own privacy policy as ent
-// limits its queries (scoped) and sent through the same driver, reading
+// the conversation with its user and agent, then each level, in one
+// statement each, every table limited by its entity's own privacy policy
+// as ent limits its queries (scoped), sent through ent's driver, reading
 // only the columns asked for into plain rows; it writes the JSON straight
 // into one pooled buffer with the same encodings gqlgen uses, so the
 // answer is the one the resolvers give, byte for byte
