@@ -286,7 +286,7 @@ func (s *Server) newGraphQL() *handler.Server {
 	srv.AroundRootFields(idempotent)
 	if !s.cfg.ResolveTranscripts {
 		// Innermost: after the scope guard, like the resolver it stands in for.
-		srv.AroundRootFields(fastConversation(s.client, s.cfg.DB.Driver))
+		srv.AroundRootFields(fastConversation(s.cfg.DB.Driver))
 	}
 	srv.SetErrorPresenter(s.presentError)
 	srv.SetRecoverFunc(func(ctx context.Context, p any) error {

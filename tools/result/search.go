@@ -441,6 +441,10 @@ type fuzzy struct {
 	// trigger is the query word tried on every text word; text words of
 	// minLen to minLen+spread characters can match it.
 	trigger, minLen, spread int
+	// lead marks the first bytes of the characters that fold to one of
+	// the trigger's: a text word that matches the trigger has at least
+	// minLen such characters (an edit loses at most one).
+	lead [256]bool
 	// scratch: a text word folded, and rows of the edit distance table for
 	// query words too long for one machine word
 	word             []rune
@@ -494,6 +498,16 @@ func newFuzzy(query string) *fuzzy {
 				}
 			}
 			w.other = append(w.other, peq{r, 1 << i})
+		}
+	}
+	for _, t := range f.words[f.trigger].runes {
+		for r := t; ; {
+			var b [utf8.UTFMax]byte
+			utf8.EncodeRune(b[:], r)
+			f.lead[b[0]] = true
+			if r = unicode.SimpleFold(r); r == t {
+				break
+			}
 		}
 	}
 	f.word = make([]rune, 0, maxLen+2)
@@ -773,10 +787,22 @@ func (s *scanner) span(start, end int, nonASCII bool, chars int) {
 	if chars < f.minLen || !nonASCII {
 		return
 	}
+	// Too few characters that could be the trigger's: no word here
+	// matches it. In dense text of another script, most runs end here.
+	text := s.text
+	lead := 0
+	for i := start; i < end && lead < f.minLen; i++ {
+		if f.lead[text[i]] {
+			lead++
+		}
+	}
+	if lead < f.minLen {
+		return
+	}
 	// Split by the exact rules. The text is valid UTF-8: a byte below
 	// 0xE0 that is not ASCII leads a two-byte character, one below 0xF0
 	// a three-byte one.
-	text, word := s.text, &s.tab.word
+	word := &s.tab.word
 	ws, n := -1, 0
 	for i := start; i < end; {
 		at, c := i, text[i]

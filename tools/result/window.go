@@ -113,6 +113,15 @@ func starts(x uint64) int {
 func countChars(s string) int {
 	n := 0
 	i := 0
+	for ; i+32 <= len(s); i += 32 {
+		t := s[i : i+32]
+		a, b, c, d := le64(t), le64(t[8:]), le64(t[16:]), le64(t[24:])
+		if (a|b|c|d)&msb == 0 {
+			n += 32 // ASCII, the usual case
+			continue
+		}
+		n += starts(a) + starts(b) + starts(c) + starts(d)
+	}
 	for ; i+8 <= len(s); i += 8 {
 		n += starts(le64(s[i:]))
 	}
@@ -230,18 +239,23 @@ func validBlock(s string, carry uint64) (next uint64, ascii, ok bool) {
 		cont |= pack(hi&^b6) << shift
 		two := lead &^ b5
 		l2 |= pack(two) << shift
-		// C0 and C1
-		bad |= pack(two&zeroBytes(x&(lsb*0x1E))) << shift
-		if lead&b5 == 0 {
+		// C0 and C1; bad bytes are only counted, so their lanes need
+		// no packing.
+		bad |= two & zeroBytes(x&(lsb*0x1E))
+		long := lead & b5 // E0–FF
+		if long == 0 {
 			continue // Latin, Greek, Cyrillic…: no longer characters here
 		}
 		b4, b3 := x<<3, x<<4
-		f := lead & b5 & b4 // F0–FF
-		l3 |= pack(lead&b5&^b4) << shift
+		f := long & b4 // F0–FF
+		l3 |= pack(long&^b4) << shift
 		l4 |= pack(f&^b3) << shift
 		// F8–FF, F5–F7
-		bad |= pack(f&b3|f&((x&(lsb*7)+lsb*3)<<4)) << shift
-		special |= pack(zeroBytes(x^lsb*0xE0)|zeroBytes(x^lsb*0xED)|zeroBytes(x^lsb*0xF0)|zeroBytes(x^lsb*0xF4)) << shift
+		bad |= f&b3 | f&((x&(lsb*7)+lsb*3)<<4)
+		// E0 and F0 (the leads with a low nibble of 0), ED, F4: rare.
+		if sp := long & (zeroBytes(x&(lsb*0x0F)) | zeroBytes(x^lsb*0xED) | zeroBytes(x^lsb*0xF4)); sp != 0 {
+			special |= pack(sp) << shift
+		}
 	}
 	if bad != 0 {
 		return 0, false, false
