@@ -254,7 +254,7 @@ func (s *Server) newGraphQL() *handler.Server {
 	})
 	srv.AddTransport(transport.Options{})
 	srv.AddTransport(transport.GET{})
-	srv.AddTransport(transport.POST{})
+	srv.AddTransport(post{})
 	// Uploads (the GraphQL multipart request spec): files past 32 MiB of
 	// memory spill to temporary files; limitBody bounds the whole body.
 	srv.AddTransport(transport.MultipartForm{MaxUploadSize: s.cfg.MaxUploadBytes, MaxMemory: 32 << 20})
