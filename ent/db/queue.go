@@ -1,8 +1,10 @@
 package db
 
 import (
+	"cmp"
 	"context"
 	"database/sql"
+	"encoding/json"
 	"errors"
 	"fmt"
 	"sync"
@@ -91,11 +93,12 @@ func (q Queue) Client(cfg *river.Config) (JobClient, error) {
 	}
 	if q.d.jobs != nil {
 		c.PollOnly = false
-		client, err := river.NewClient(riverpgxv5.New(q.d.jobs), &c)
+		drv := riverpgxv5.New(q.d.jobs)
+		client, err := river.NewClient(drv, &c)
 		if err != nil {
 			return nil, fmt.Errorf("job queue: %w", err)
 		}
-		return client, nil
+		return &wakingClient{Client: client, exec: drv.GetExecutor(), cooldown: cmp.Or(c.FetchCooldown, river.FetchCooldownDefault), sent: map[string]time.Time{}}, nil
 	}
 	c.PollOnly = true
 	client, err := river.NewClient(quietSQLite{riversqlite.New(q.d.SQL)}, &c)
@@ -203,6 +206,53 @@ func (h sharedClient) Insert(ctx context.Context, args river.JobArgs, opts *rive
 	}
 	return c.Insert(ctx, args, opts)
 }
+
+// wakingClient is a River client on PostgreSQL whose every inserted job
+// is fetched at once. River notifies its producers of an insert in the
+// inserting transaction, but at most once per queue per FetchCooldown:
+// a job inserted right after another is told of by no one, and waits for
+// the next poll (ListenPoll, a minute) if the fetch the first woke took
+// its snapshot before the second committed. The same happens to a job a
+// duplicate insert of it locked while a fetch passed over it. So after
+// such an insert, committed, the queue is notified again; the producer
+// debounces what it hears, so this costs a fetch at most, and only in
+// bursts.
+type wakingClient struct {
+	*river.Client[pgx.Tx]
+	exec     riverdriver.Executor
+	cooldown time.Duration
+
+	mu   sync.Mutex
+	sent map[string]time.Time // each queue's last insert
+}
+
+func (c *wakingClient) Insert(ctx context.Context, args river.JobArgs, opts *river.InsertOpts) (*rivertype.JobInsertResult, error) {
+	now := time.Now()
+	res, err := c.Client.Insert(ctx, args, opts)
+	if err != nil || res.Job.State != rivertype.JobStateAvailable {
+		return res, err
+	}
+	queue := res.Job.Queue
+	c.mu.Lock()
+	// River surely notified if its last notification, no later than the
+	// last insert (give or take the moment between the two clocks read),
+	// is older than the cooldown; otherwise it may not have.
+	quiet := now.Sub(c.sent[queue]) > c.cooldown+5*time.Millisecond
+	c.sent[queue] = now
+	c.mu.Unlock()
+	if quiet && !res.UniqueSkippedAsDuplicate {
+		return res, nil
+	}
+	payload, _ := json.Marshal(struct {
+		Queue string `json:"queue"`
+	}{queue})
+	// The job is in whatever this says: unheard, it is found by the poll.
+	_ = c.exec.NotifyMany(context.WithoutCancel(ctx), &riverdriver.NotifyManyParams{Payload: []string{string(payload)}, Topic: insertTopic})
+	return res, nil
+}
+
+// insertTopic is the channel River's producers listen on for inserts.
+const insertTopic = "river_insert"
 
 // quietSQLite is River's SQLite driver without its emulation of
 // LISTEN/NOTIFY, which polls a table every 50 ms: told the driver cannot

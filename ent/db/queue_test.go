@@ -3,6 +3,7 @@ package db_test
 import (
 	"context"
 	"log/slog"
+	"sync"
 	"testing"
 	"time"
 
@@ -56,6 +57,55 @@ func TestQueueWorksAJobAsItIsInserted(t *testing.T) {
 			case <-time.After(db.IdlePoll + 2*time.Second):
 				t.Fatal("the job never ran")
 			}
+		}
+	})
+}
+
+// A burst of jobs, inserted one after another and all at once, is worked
+// at once on both databases: none waits for the queue's poll although the
+// queue is told of at most one insert per FetchCooldown.
+func TestQueueWorksABurstAsItIsInserted(t *testing.T) {
+	dbtest.Each(t, func(t *testing.T, d *db.DB) {
+		w := &pingWorker{ran: make(chan time.Time, 64)}
+		workers := river.NewWorkers()
+		river.AddWorker(workers, w)
+		q, err := d.Queue().Client(&river.Config{
+			Queues:        map[string]river.QueueConfig{river.QueueDefault: {MaxWorkers: 50}},
+			Workers:       workers,
+			FetchCooldown: 20 * time.Millisecond,
+			Logger:        slog.New(slog.DiscardHandler),
+		})
+		require.NoError(t, err)
+		ctx := context.Background()
+		require.NoError(t, q.Start(ctx))
+		t.Cleanup(func() { _ = q.Stop(context.Background()) })
+		time.Sleep(300 * time.Millisecond) // past the first fetch
+		worked := func(n int) {
+			t.Helper()
+			deadline := time.After(db.IdlePoll - time.Second) // before any poll
+			for i := range n {
+				select {
+				case <-w.ran:
+				case <-deadline:
+					t.Fatalf("%d of %d jobs waited for the poll", n-i, n)
+				}
+			}
+		}
+		for range 3 {
+			for range 10 {
+				_, err := q.Insert(ctx, pingArgs{}, nil)
+				require.NoError(t, err)
+			}
+			worked(10)
+			var wg sync.WaitGroup
+			for range 10 {
+				wg.Go(func() {
+					_, err := q.Insert(ctx, pingArgs{}, nil)
+					require.NoError(t, err)
+				})
+			}
+			wg.Wait()
+			worked(10)
 		}
 	})
 }

@@ -58,12 +58,12 @@ func TestRestartMidProcessingResumes(t *testing.T) {
 		blocked := &stuck{started: make(chan struct{}, 1)}
 		first, err := document.New(document.Config{DB: d, Embedder: blocked, RetryPolicy: soon{}})
 		require.NoError(t, err)
-		// Open enqueues the document left PROCESSING. Enqueueing it again
-		// here would race the queue: on PostgreSQL a duplicate of a unique
-		// job locks the job's row while it is skipped as a duplicate, and a
-		// fetch at that moment passes over the row (its wake-up was spent);
-		// the queue's next poll finds it, a minute later (db.ListenPoll).
+		// Open enqueues the document left PROCESSING, and it is enqueued
+		// again: on PostgreSQL the duplicate locks the unique job's row
+		// while a fetch may pass over it, and the job must still be worked
+		// at once, not after the queue's poll a minute later.
 		require.NoError(t, first.Open(ctx))
+		require.NoError(t, first.Enqueue(ctx, document.Ref{Document: doc.ID}))
 		select {
 		case <-blocked.started:
 		case <-time.After(30 * time.Second):
