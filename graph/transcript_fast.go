@@ -1,6 +1,7 @@
 package graph
 
 import (
+	"cmp"
 	"context"
 	"database/sql"
 	"database/sql/driver"
@@ -432,47 +433,75 @@ func (t *fastRead) query(ctx context.Context, sel *entsql.Selector, c *columns, 
 // load reads what sel asks for; false (with no error) leaves the field to
 // the resolvers.
 func (t *fastRead) load(ctx context.Context, id int, sel []selField) (bool, error) {
+	turns := find(sel, "turns")
+	var (
+		node      []selField
+		turnsRead chan error
+	)
+	if turns != nil {
+		first, after, ok := turnPage(turns)
+		if !ok || first == 0 { // with first 0 the resolvers count the turns for hasNextPage
+			return false, nil
+		}
+		t.after = after != nil
+		if e := find(turns.kids, "edges"); e != nil {
+			if n := find(e.kids, "node"); n != nil {
+				node = n.kids
+			}
+		}
+		// The page of turns is read beside the conversation, each limited
+		// by its own policy, and kept only if the conversation is there.
+		turnsRead = make(chan error, 1)
+		go func() { turnsRead <- t.loadTurns(ctx, id, first, after, node) }()
+	}
 	conv, err := t.loadConversation(ctx, id, find(sel, "user") != nil, find(sel, "agent") != nil)
+	if turnsRead != nil {
+		err = cmp.Or(err, <-turnsRead)
+	}
 	if err != nil || conv == nil {
 		return false, err // not there, not theirs, or its user or agent out of reach: the resolvers say so
 	}
 	t.conv = conv
-	turns := find(sel, "turns")
 	if turns == nil {
 		return true, nil
-	}
-	first, after, ok := turnPage(turns)
-	if !ok || first == 0 { // with first 0 the resolvers count the turns for hasNextPage
-		return false, nil
-	}
-	t.after = after != nil
-	var node []selField
-	if e := find(turns.kids, "edges"); e != nil {
-		if n := find(e.kids, "node"); n != nil {
-			node = n.kids
-		}
-	}
-	if err := t.loadTurns(ctx, conv.ID, first, after, node); err != nil {
-		return false, err
 	}
 	if len(t.turns) == 0 {
 		return true, nil
 	}
-	if f := find(node, "toolCalls"); f != nil {
-		if err := t.loadToolCalls(ctx, f.kids); err != nil {
-			return false, err
-		}
+	t.turnIDs = t.turnIDs[:0]
+	for i := range t.turns {
+		t.turnIDs = append(t.turnIDs, t.turns[i].id)
 	}
-	mc := find(node, "modelCalls")
-	if stats := find(node, "promptStats") != nil; mc != nil || stats {
+	tc, mc := find(node, "toolCalls"), find(node, "modelCalls")
+	stats := find(node, "promptStats") != nil
+	// The model calls depend on the page of turns alone: read beside the
+	// tool calls and their results, on a connection of their own, they
+	// cost the read no round trip of its own.
+	var (
+		modelCalls = make(chan error, 1)
+		both       = tc != nil && (mc != nil || stats)
+	)
+	if mc != nil || stats {
 		var kids []selField
 		if mc != nil {
 			kids = mc.kids
 		}
-		if err := t.loadModelCalls(ctx, kids, stats); err != nil {
+		if both {
+			go func() { modelCalls <- t.loadModelCalls(ctx, kids, stats) }()
+		} else if err := t.loadModelCalls(ctx, kids, stats); err != nil {
 			return false, err
 		}
 	}
+	if tc != nil {
+		err := t.loadToolCalls(ctx, tc.kids)
+		if both {
+			err = cmp.Or(err, <-modelCalls)
+		}
+		if err != nil {
+			return false, err
+		}
+	}
+	t.size += 256 * len(t.modelCalls)
 	return true, nil
 }
 
@@ -614,11 +643,7 @@ func (t *fastRead) loadTurns(ctx context.Context, convID, first int, after *entg
 // (and one prepared statement) whatever the page's length.
 func (t *fastRead) inPage(column string) *entsql.Predicate {
 	if t.drv.Dialect() == dialect.Postgres {
-		t.turnIDs = t.turnIDs[:0]
-		for i := range t.turns {
-			t.turnIDs = append(t.turnIDs, t.turns[i].id)
-		}
-		return anyOf(column, t.turnIDs)
+		return anyOf(column, t.turnIDs) // read only: the model calls and tool calls are read at once
 	}
 	tt := entsql.Table(turn.Table)
 	return entsql.In(column, entsql.Select(tt.C(turn.FieldID)).From(tt).Where(entsql.And(
@@ -801,7 +826,6 @@ func (t *fastRead) loadModelCalls(ctx context.Context, sel []selField, stats boo
 	return t.query(ctx, s, &c, func() error {
 		extend(t.modelSpans, r.turnID, len(t.modelCalls))
 		t.modelCalls = append(t.modelCalls, r)
-		t.size += 256
 		return nil
 	})
 }
