@@ -38,6 +38,7 @@ type Bridge struct {
 
 	mu      sync.Mutex
 	queued  []Event
+	dropped int // events dropped from a full queue since the last send
 	sending bool
 	// idle is signalled whenever the sender has sent all it was given.
 	idle *sync.Cond
@@ -97,6 +98,7 @@ func (br *Bridge) enqueue(e Event) {
 	br.mu.Lock()
 	if len(br.queued) >= maxQueued {
 		br.queued = br.queued[1:]
+		br.dropped++
 	}
 	br.queued = append(br.queued, e)
 	br.mu.Unlock()
@@ -127,10 +129,15 @@ func (br *Bridge) sender() {
 // sendQueued sends every queued event, several to a notification.
 func (br *Bridge) sendQueued() {
 	br.mu.Lock()
-	batch := br.queued
-	br.queued = nil
+	batch, dropped := br.queued, br.dropped
+	br.queued, br.dropped = nil, 0
 	br.sending = len(batch) > 0
 	br.mu.Unlock()
+	if dropped > 0 {
+		// Said once a send, not once an event: other replicas'
+		// subscribers missed these, and read the turn when they come back.
+		br.log.Warn("dropped turn events for other replicas: the database took too long to send them", "events", dropped)
+	}
 	for len(batch) > 0 {
 		payload, n := br.payload(batch)
 		batch = batch[n:]
