@@ -372,6 +372,21 @@ func TestHTTPEndpoints(t *testing.T) {
 
 // seedTranscript adds turns×calls tool calls, each with a stored result,
 // to a conversation, straight through ent.
+// longConversation is a conversation of Alice's on backend with turns ×
+// calls seeded, and a counter of the statements sent from then on.
+func longConversation(b *testing.B, backend dbtest.Backend, turns, calls int) (*testBundle, *dbtest.Counter, string) {
+	b.Helper()
+	d := dbtest.Open(b, backend)
+	counter := dbtest.Count(d)
+	tb := setup(b, d)
+	agentID := tb.createAgent(b, tb.alice.Token, "Helper")
+	conv := tb.startConversation(b, tb.alice.Token, agentID, "long")
+	convID, err := gid.Decode(conv)
+	require.NoError(b, err)
+	seedTranscript(b, tb.client, convID, turns, calls)
+	return tb, counter, conv
+}
+
 func seedTranscript(t testing.TB, c *ent.Client, convID, turns, calls int) {
 	t.Helper()
 	ctx := tenancy.System(context.Background())
@@ -458,14 +473,7 @@ func TestTranscriptStatementsBounded(t *testing.T) {
 func BenchmarkTranscript(b *testing.B) {
 	for _, backend := range []dbtest.Backend{dbtest.SQLite, dbtest.Postgres} {
 		b.Run(string(backend), func(b *testing.B) {
-			d := dbtest.Open(b, backend)
-			counter := dbtest.Count(d)
-			tb := setup(b, d)
-			agentID := tb.createAgent(b, tb.alice.Token, "Helper")
-			conv := tb.startConversation(b, tb.alice.Token, agentID, "long")
-			convID, err := gid.Decode(conv)
-			require.NoError(b, err)
-			seedTranscript(b, tb.client, convID, 200, 5)
+			tb, counter, conv := longConversation(b, backend, 200, 5)
 			counter.Reset()
 			b.ReportAllocs()
 			b.ResetTimer()

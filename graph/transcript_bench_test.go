@@ -14,7 +14,6 @@ import (
 	"github.com/toolgate/toolgate/ent/db/dbtest"
 	"github.com/toolgate/toolgate/graph"
 	"github.com/toolgate/toolgate/graph/console"
-	"github.com/toolgate/toolgate/graph/gid"
 )
 
 // BenchmarkPortalTranscript reads a conversation of 100 turns × 5 tool
@@ -26,17 +25,10 @@ import (
 func BenchmarkPortalTranscript(b *testing.B) {
 	for _, backend := range []dbtest.Backend{dbtest.SQLite, dbtest.Postgres} {
 		b.Run(string(backend), func(b *testing.B) {
-			d := dbtest.Open(b, backend)
-			counter := dbtest.Count(d)
-			tb := setup(b, d)
-			agentID := tb.createAgent(b, tb.alice.Token, "Helper")
-			conv := tb.startConversation(b, tb.alice.Token, agentID, "long")
-			convID, err := gid.Decode(conv)
-			require.NoError(b, err)
-			seedTranscript(b, tb.client, convID, 100, 5)
+			tb, counter, conv := longConversation(b, backend, 100, 5)
 			body, err := json.Marshal(map[string]any{"query": console.Operations()["transcript"], "variables": map[string]any{"id": conv, "first": 100}})
 			require.NoError(b, err)
-			srv := graph.NewServer(graph.Config{DB: d})
+			srv := graph.NewServer(graph.Config{DB: tb.db})
 			read := func(w http.ResponseWriter) {
 				req := httptest.NewRequest(http.MethodPost, "/graphql", bytes.NewReader(body))
 				req.Header.Set("Content-Type", "application/json")

@@ -329,14 +329,7 @@ func TestTranscriptReadStatementsBounded(t *testing.T) {
 func BenchmarkReadTranscript(b *testing.B) {
 	for _, backend := range []dbtest.Backend{dbtest.SQLite, dbtest.Postgres} {
 		b.Run(string(backend), func(b *testing.B) {
-			d := dbtest.Open(b, backend)
-			counter := dbtest.Count(d)
-			tb := setup(b, d)
-			agentID := tb.createAgent(b, tb.alice.Token, "Helper")
-			conv := tb.startConversation(b, tb.alice.Token, agentID, "long")
-			convID, err := gid.Decode(conv)
-			require.NoError(b, err)
-			seedTranscript(b, tb.client, convID, 200, 5)
+			tb, counter, conv := longConversation(b, backend, 200, 5)
 			vars := map[string]any{"c": conv, "max": transcript.MaxChars, "from": 50}
 			counter.Reset()
 			b.ReportAllocs()

@@ -174,27 +174,24 @@ func (h sharedClient) Start(ctx context.Context) error {
 }
 
 func (h sharedClient) Stop(ctx context.Context) error {
-	h.s.mu.Lock()
-	if h.s.stopped || !h.s.started {
-		h.s.mu.Unlock()
-		return nil
-	}
-	h.s.stopped = true
-	c := h.s.client
-	h.s.mu.Unlock()
-	return c.Stop(ctx)
+	return h.once(&h.s.stopped, func(c JobClient) error { return c.Stop(ctx) })
 }
 
 func (h sharedClient) StopAndCancel(ctx context.Context) error {
+	return h.once(&h.s.cancelled, func(c JobClient) error { return c.StopAndCancel(ctx) })
+}
+
+// once calls stop on the started client the first time done is set.
+func (h sharedClient) once(done *bool, stop func(JobClient) error) error {
 	h.s.mu.Lock()
-	if h.s.cancelled || !h.s.started {
+	if *done || !h.s.started {
 		h.s.mu.Unlock()
 		return nil
 	}
-	h.s.cancelled = true
+	*done = true
 	c := h.s.client
 	h.s.mu.Unlock()
-	return c.StopAndCancel(ctx)
+	return stop(c)
 }
 
 func (h sharedClient) Insert(ctx context.Context, args river.JobArgs, opts *river.InsertOpts) (*rivertype.JobInsertResult, error) {

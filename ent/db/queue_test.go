@@ -28,25 +28,32 @@ func (w *pingWorker) Work(context.Context, *river.Job[pingArgs]) error {
 	return nil
 }
 
+// pingQueue starts a queue of pingWorker on d, idle past its first fetch.
+func pingQueue(t *testing.T, d *db.DB, workers int, cooldown time.Duration) (db.JobClient, *pingWorker) {
+	t.Helper()
+	w := &pingWorker{ran: make(chan time.Time, 64)}
+	registry := river.NewWorkers()
+	river.AddWorker(registry, w)
+	q, err := d.Queue().Client(&river.Config{
+		Queues:        map[string]river.QueueConfig{river.QueueDefault: {MaxWorkers: workers}},
+		Workers:       registry,
+		FetchCooldown: cooldown,
+		Logger:        slog.New(slog.DiscardHandler),
+	})
+	require.NoError(t, err)
+	require.NoError(t, q.Start(context.Background()))
+	t.Cleanup(func() { _ = q.Stop(context.Background()) })
+	time.Sleep(300 * time.Millisecond) // past the first fetch
+	return q, w
+}
+
 // A job inserted by this process is worked at once, on both databases,
 // although the queue polls only every db.IdlePoll: SQLite's queue is woken
 // by the insert, PostgreSQL's by its notification.
 func TestQueueWorksAJobAsItIsInserted(t *testing.T) {
 	dbtest.Each(t, func(t *testing.T, d *db.DB) {
-		w := &pingWorker{ran: make(chan time.Time, 8)}
-		workers := river.NewWorkers()
-		river.AddWorker(workers, w)
-		q, err := d.Queue().Client(&river.Config{
-			Queues:        map[string]river.QueueConfig{river.QueueDefault: {MaxWorkers: 2}},
-			Workers:       workers,
-			FetchCooldown: time.Millisecond,
-			Logger:        slog.New(slog.DiscardHandler),
-		})
-		require.NoError(t, err)
+		q, w := pingQueue(t, d, 2, time.Millisecond)
 		ctx := context.Background()
-		require.NoError(t, q.Start(ctx))
-		t.Cleanup(func() { _ = q.Stop(context.Background()) })
-		time.Sleep(300 * time.Millisecond) // past the first fetch
 		for range 3 {
 			at := time.Now()
 			_, err := q.Insert(ctx, pingArgs{}, nil)
@@ -66,20 +73,8 @@ func TestQueueWorksAJobAsItIsInserted(t *testing.T) {
 // queue is told of at most one insert per FetchCooldown.
 func TestQueueWorksABurstAsItIsInserted(t *testing.T) {
 	dbtest.Each(t, func(t *testing.T, d *db.DB) {
-		w := &pingWorker{ran: make(chan time.Time, 64)}
-		workers := river.NewWorkers()
-		river.AddWorker(workers, w)
-		q, err := d.Queue().Client(&river.Config{
-			Queues:        map[string]river.QueueConfig{river.QueueDefault: {MaxWorkers: 50}},
-			Workers:       workers,
-			FetchCooldown: 20 * time.Millisecond,
-			Logger:        slog.New(slog.DiscardHandler),
-		})
-		require.NoError(t, err)
+		q, w := pingQueue(t, d, 50, 20*time.Millisecond)
 		ctx := context.Background()
-		require.NoError(t, q.Start(ctx))
-		t.Cleanup(func() { _ = q.Stop(context.Background()) })
-		time.Sleep(300 * time.Millisecond) // past the first fetch
 		worked := func(n int) {
 			t.Helper()
 			deadline := time.After(db.IdlePoll - time.Second) // before any poll

@@ -12,8 +12,10 @@ import (
 	"github.com/toolgate/toolgate/runtime/events"
 )
 
-func TestBridgeCarriesEventsBetweenReplicas(t *testing.T) {
-	t.Parallel()
+// bridged returns the buses of two replicas, bridged through one
+// PostgreSQL database, and a's bridge; it skips the test without one.
+func bridged(t *testing.T) (a, b *events.Bus, fromA *events.Bridge) {
+	t.Helper()
 	dsn := os.Getenv("TEST_DATABASE_URL")
 	if dsn == "" {
 		t.Skip("TEST_DATABASE_URL not set: PostgreSQL skipped")
@@ -22,15 +24,19 @@ func TestBridgeCarriesEventsBetweenReplicas(t *testing.T) {
 	require.NoError(t, err)
 	t.Cleanup(func() { _ = db.Close() })
 	log := slog.New(slog.DiscardHandler)
+	a, b = events.NewBus(), events.NewBus()
+	for _, bus := range []*events.Bus{b, a} {
+		br, err := events.NewBridge(dsn, db, bus, log)
+		require.NoError(t, err)
+		t.Cleanup(func() { _ = br.Close() })
+		fromA = br // a's, the last
+	}
+	return a, b, fromA
+}
 
-	// Two replicas, each with its own bus, bridged through one database.
-	a, b := events.NewBus(), events.NewBus()
-	ba, err := events.NewBridge(dsn, db, a, log)
-	require.NoError(t, err)
-	t.Cleanup(func() { _ = ba.Close() })
-	bb, err := events.NewBridge(dsn, db, b, log)
-	require.NoError(t, err)
-	t.Cleanup(func() { _ = bb.Close() })
+func TestBridgeCarriesEventsBetweenReplicas(t *testing.T) {
+	t.Parallel()
+	a, b, _ := bridged(t)
 
 	turn := int(time.Now().UnixNano() % 1_000_000_000)
 	onA, onB := a.Subscribe(turn), b.Subscribe(turn)
@@ -59,21 +65,7 @@ func TestBridgeCarriesEventsBetweenReplicas(t *testing.T) {
 // several to a notification.
 func TestBridgeKeepsOrderOfABurst(t *testing.T) {
 	t.Parallel()
-	dsn := os.Getenv("TEST_DATABASE_URL")
-	if dsn == "" {
-		t.Skip("TEST_DATABASE_URL not set: PostgreSQL skipped")
-	}
-	db, err := sql.Open("postgres", dsn)
-	require.NoError(t, err)
-	t.Cleanup(func() { _ = db.Close() })
-	log := slog.New(slog.DiscardHandler)
-	a, b := events.NewBus(), events.NewBus()
-	ba, err := events.NewBridge(dsn, db, a, log)
-	require.NoError(t, err)
-	t.Cleanup(func() { _ = ba.Close() })
-	bb, err := events.NewBridge(dsn, db, b, log)
-	require.NoError(t, err)
-	t.Cleanup(func() { _ = bb.Close() })
+	a, b, ba := bridged(t)
 
 	turn := int(time.Now().UnixNano()%1_000_000_000) + 1
 	onB := b.Subscribe(turn)
