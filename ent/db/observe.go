@@ -27,11 +27,12 @@ type Options struct {
 }
 
 // openPool opens a database/sql pool. On SQLite each connection keeps
-// its prepared statements (stmtcache.go); when observe is set, every
-// statement is reported to it before it is sent.
-func openPool(driverName, dsn string, cache bool, o Options) (*sql.DB, error) {
+// its prepared statements (stmtcache.go) and can defer a transaction's
+// BEGIN (deferbegin.go); when observe is set, every statement is reported
+// to it before it is sent.
+func openPool(driverName, dsn string, sqlite bool, o Options) (*sql.DB, error) {
 	observe := o.Observe
-	if !cache && observe == nil && o.Dialed == nil {
+	if !sqlite && observe == nil && o.Dialed == nil {
 		return sql.Open(driverName, dsn)
 	}
 	probe, err := sql.Open(driverName, dsn)
@@ -54,11 +55,14 @@ func openPool(driverName, dsn string, cache bool, o Options) (*sql.DB, error) {
 		pc.Dialer(countingDialer{dialed: o.Dialed})
 		inner = pc
 	}
-	if cache {
+	if sqlite {
 		inner = cachingConnector{Connector: inner}
 	}
 	if observe != nil {
 		inner = observingConnector{Connector: inner, observe: observe}
+	}
+	if sqlite {
+		inner = deferringConnector{Connector: inner}
 	}
 	return sql.OpenDB(inner), nil
 }

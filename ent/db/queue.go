@@ -1,13 +1,16 @@
 package db
 
 import (
+	"bytes"
 	"cmp"
 	"context"
 	"database/sql"
 	"encoding/json"
 	"errors"
 	"fmt"
+	"strconv"
 	"sync"
+	"sync/atomic"
 	"time"
 
 	"github.com/jackc/pgx/v5"
@@ -20,12 +23,13 @@ import (
 
 // IdlePoll is how often a job queue on SQLite looks for jobs it was not
 // told about: the jobs this process inserts wake its own queue at once, so
-// a poll finds only retries that fell due. ListenPoll is the same on
-// PostgreSQL, where every insert, and every retry that falls due, is
-// notified: its poll is only a safety net, behind the sweep that enqueues
-// again a turn not taken up within loop.StaleAfter.
+// a poll finds only retries that fell due (a retry starts at most IdlePoll
+// late). ListenPoll is the same on PostgreSQL, where every insert, and
+// every retry that falls due, is notified: its poll is only a safety net,
+// as is the turns' queue's on both databases, behind the sweep that
+// enqueues again a turn not taken up within loop.StaleAfter.
 const (
-	IdlePoll   = 5 * time.Second
+	IdlePoll   = 10 * time.Second
 	ListenPoll = time.Minute
 )
 
@@ -101,7 +105,7 @@ func (q Queue) Client(cfg *river.Config) (JobClient, error) {
 		return &wakingClient{Client: client, exec: drv.GetExecutor(), cooldown: cmp.Or(c.FetchCooldown, river.FetchCooldownDefault), sent: map[string]time.Time{}}, nil
 	}
 	c.PollOnly = true
-	client, err := river.NewClient(quietSQLite{riversqlite.New(q.d.SQL)}, &c)
+	client, err := river.NewClient(newSQLiteQueueDriver(q.d.SQL), &c)
 	if err != nil {
 		return nil, fmt.Errorf("job queue: %w", err)
 	}
@@ -251,13 +255,243 @@ func (c *wakingClient) Insert(ctx context.Context, args river.JobArgs, opts *riv
 // insertTopic is the channel River's producers listen on for inserts.
 const insertTopic = "river_insert"
 
-// quietSQLite is River's SQLite driver without its emulation of
-// LISTEN/NOTIFY, which polls a table every 50 ms: told the driver cannot
-// listen, River wakes its own producer when this process inserts a job.
-type quietSQLite struct{ *riversqlite.Driver }
+// sqliteQueueDriver is River's SQLite driver as the queue uses it. It
+// sends what River asks of it, less what an idle queue need not send:
+//
+//   - No emulation of LISTEN/NOTIFY, which polls a table every 50 ms: told
+//     the driver cannot listen, River wakes its own producer when this
+//     process inserts a job.
+//   - Each queue's producer reads its queue's settings (paused, metadata)
+//     every 2 s when it cannot listen. The executor answers from what it
+//     read within the last QueueSettingsFresh, and reads again once this
+//     process changes a queue's settings (pause, resume, update): a change
+//     made here is seen at the next read, one made by another process
+//     sharing the file within QueueSettingsFresh, as on PostgreSQL, where
+//     a producer that listens reads them once a minute.
+//   - River's scheduler opens a transaction every 5 s to make due retries
+//     and scheduled jobs available. Its transactions send their BEGIN with
+//     their first statement (deferBegin), and the scheduler first asks, in
+//     one statement outside them, whether any job is retryable or
+//     scheduled and due: when none is, nothing else is sent.
+type sqliteQueueDriver struct {
+	*riversqlite.Driver
+	settings *queueSettings
+}
 
-func (quietSQLite) SupportsListener() bool     { return false }
-func (quietSQLite) SupportsListenNotify() bool { return false }
+// QueueSettingsFresh is how long a SQLite queue's settings, once read, are
+// taken as they were (see sqliteQueueDriver).
+const QueueSettingsFresh = time.Minute
+
+func newSQLiteQueueDriver(pool *sql.DB) *sqliteQueueDriver {
+	return &sqliteQueueDriver{Driver: riversqlite.New(pool), settings: &queueSettings{read: map[string]queueRead{}}}
+}
+
+func (*sqliteQueueDriver) SupportsListener() bool     { return false }
+func (*sqliteQueueDriver) SupportsListenNotify() bool { return false }
+
+func (d *sqliteQueueDriver) GetExecutor() riverdriver.Executor {
+	return &sqliteExecutor{Executor: d.Driver.GetExecutor(), d: d}
+}
+
+func (d *sqliteQueueDriver) UnwrapExecutor(tx *sql.Tx) riverdriver.ExecutorTx {
+	return &sqliteTx{ExecutorTx: d.Driver.UnwrapExecutor(tx), d: d, root: &sqliteTxRoot{}}
+}
+
+func (d *sqliteQueueDriver) UnwrapTx(execTx riverdriver.ExecutorTx) *sql.Tx {
+	if t, ok := execTx.(*sqliteTx); ok {
+		execTx = t.ExecutorTx
+	}
+	return d.Driver.UnwrapTx(execTx)
+}
+
+// queueSettings are the queues' settings as last read, by schema and name.
+type queueSettings struct {
+	mu   sync.Mutex
+	read map[string]queueRead
+}
+
+type queueRead struct {
+	q  rivertype.Queue
+	at time.Time
+}
+
+func settingsKey(schema, name string) string { return schema + "." + name }
+
+func (s *queueSettings) get(key string) (*rivertype.Queue, bool) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	r, ok := s.read[key]
+	if !ok || time.Since(r.at) >= QueueSettingsFresh {
+		return nil, false
+	}
+	q := r.q
+	q.Metadata = bytes.Clone(q.Metadata)
+	return &q, true
+}
+
+func (s *queueSettings) put(key string, q *rivertype.Queue, at time.Time) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	c := *q
+	c.Metadata = bytes.Clone(q.Metadata)
+	s.read[key] = queueRead{q: c, at: at}
+}
+
+// forget drops every queue's settings: the next read of each goes to the
+// database.
+func (s *queueSettings) forget() {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	clear(s.read)
+}
+
+// sqliteExecutor is River's SQLite executor with the queue's settings kept
+// and its transactions deferred (sqliteQueueDriver).
+type sqliteExecutor struct {
+	riverdriver.Executor
+	d *sqliteQueueDriver
+}
+
+func (e *sqliteExecutor) Begin(ctx context.Context) (riverdriver.ExecutorTx, error) {
+	tx, err := e.Executor.Begin(deferBegin(ctx))
+	if err != nil {
+		return nil, err
+	}
+	return &sqliteTx{ExecutorTx: tx, d: e.d, root: &sqliteTxRoot{}}, nil
+}
+
+func (e *sqliteExecutor) QueueGet(ctx context.Context, params *riverdriver.QueueGetParams) (*rivertype.Queue, error) {
+	key := settingsKey(params.Schema, params.Name)
+	if q, ok := e.d.settings.get(key); ok {
+		return q, nil
+	}
+	at := time.Now()
+	q, err := e.Executor.QueueGet(ctx, params)
+	if err == nil && q != nil {
+		e.d.settings.put(key, q, at)
+	}
+	return q, err
+}
+
+// The writes to queues' settings: each is read again afterwards.
+
+func (e *sqliteExecutor) QueueCreateOrSetUpdatedAt(ctx context.Context, params *riverdriver.QueueCreateOrSetUpdatedAtParams) (*rivertype.Queue, error) {
+	defer e.d.settings.forget()
+	return e.Executor.QueueCreateOrSetUpdatedAt(ctx, params)
+}
+
+func (e *sqliteExecutor) QueueDeleteExpired(ctx context.Context, params *riverdriver.QueueDeleteExpiredParams) ([]string, error) {
+	defer e.d.settings.forget()
+	return e.Executor.QueueDeleteExpired(ctx, params)
+}
+
+func (e *sqliteExecutor) QueuePause(ctx context.Context, params *riverdriver.QueuePauseParams) error {
+	defer e.d.settings.forget()
+	return e.Executor.QueuePause(ctx, params)
+}
+
+func (e *sqliteExecutor) QueueResume(ctx context.Context, params *riverdriver.QueueResumeParams) error {
+	defer e.d.settings.forget()
+	return e.Executor.QueueResume(ctx, params)
+}
+
+func (e *sqliteExecutor) QueueUpdate(ctx context.Context, params *riverdriver.QueueUpdateParams) (*rivertype.Queue, error) {
+	defer e.d.settings.forget()
+	return e.Executor.QueueUpdate(ctx, params)
+}
+
+// sqliteTx is a transaction of the queue's SQLite executor. Its reads of
+// queues' settings go to the database; its writes to them are read again
+// once it commits.
+type sqliteTx struct {
+	riverdriver.ExecutorTx
+	d    *sqliteQueueDriver
+	root *sqliteTxRoot
+}
+
+// sqliteTxRoot is what a transaction and its savepoints share.
+type sqliteTxRoot struct {
+	wroteSettings atomic.Bool
+}
+
+func (t *sqliteTx) Begin(ctx context.Context) (riverdriver.ExecutorTx, error) {
+	sub, err := t.ExecutorTx.Begin(ctx)
+	if err != nil {
+		return nil, err
+	}
+	return &sqliteTx{ExecutorTx: sub, d: t.d, root: t.root}, nil
+}
+
+func (t *sqliteTx) Commit(ctx context.Context) error {
+	err := t.ExecutorTx.Commit(ctx)
+	if t.root.wroteSettings.Load() {
+		t.d.settings.forget()
+	}
+	return err
+}
+
+// wrote notes a write to queues' settings: forgotten now, and again at
+// commit, in case they were read meanwhile.
+func (t *sqliteTx) wrote() {
+	t.root.wroteSettings.Store(true)
+	t.d.settings.forget()
+}
+
+func (t *sqliteTx) QueueCreateOrSetUpdatedAt(ctx context.Context, params *riverdriver.QueueCreateOrSetUpdatedAtParams) (*rivertype.Queue, error) {
+	t.wrote()
+	return t.ExecutorTx.QueueCreateOrSetUpdatedAt(ctx, params)
+}
+
+func (t *sqliteTx) QueueDeleteExpired(ctx context.Context, params *riverdriver.QueueDeleteExpiredParams) ([]string, error) {
+	t.wrote()
+	return t.ExecutorTx.QueueDeleteExpired(ctx, params)
+}
+
+func (t *sqliteTx) QueuePause(ctx context.Context, params *riverdriver.QueuePauseParams) error {
+	t.wrote()
+	return t.ExecutorTx.QueuePause(ctx, params)
+}
+
+func (t *sqliteTx) QueueResume(ctx context.Context, params *riverdriver.QueueResumeParams) error {
+	t.wrote()
+	return t.ExecutorTx.QueueResume(ctx, params)
+}
+
+func (t *sqliteTx) QueueUpdate(ctx context.Context, params *riverdriver.QueueUpdateParams) (*rivertype.Queue, error) {
+	t.wrote()
+	return t.ExecutorTx.QueueUpdate(ctx, params)
+}
+
+// JobSchedule first asks, outside the transaction, whether any job is
+// retryable or scheduled and due by params.Now; when none is, it returns
+// nothing, and the scheduler's transaction, deferred, sends nothing. A
+// job that falls due meanwhile is found by the next run, as it would be
+// had the transaction run a moment sooner.
+func (t *sqliteTx) JobSchedule(ctx context.Context, params *riverdriver.JobScheduleParams) ([]*riverdriver.JobScheduleResult, error) {
+	if due, err := t.d.anyDue(ctx, params); err == nil && !due {
+		return nil, nil
+	}
+	return t.ExecutorTx.JobSchedule(ctx, params)
+}
+
+// anyDue says whether any job is retryable or scheduled and due by
+// params.Now (now when nil), in the time format River's SQLite driver
+// writes.
+func (d *sqliteQueueDriver) anyDue(ctx context.Context, params *riverdriver.JobScheduleParams) (bool, error) {
+	now := time.Now()
+	if params.Now != nil {
+		now = *params.Now
+	}
+	table := "river_job"
+	if params.Schema != "" {
+		table = strconv.Quote(params.Schema) + "." + table
+	}
+	var due int64
+	err := d.Driver.GetExecutor().QueryRow(ctx, `SELECT EXISTS (SELECT 1 FROM `+table+
+		` WHERE state IN ('retryable', 'scheduled') AND scheduled_at <= ?)`,
+		now.UTC().Round(time.Millisecond).Format("2006-01-02 15:04:05.000")).Scan(&due)
+	return due != 0, err
+}
 
 // Executor runs River's own queries (counts of jobs by state).
 func (q Queue) Executor() riverdriver.Executor {

@@ -186,7 +186,12 @@ func New(cfg Config) (*Runner, error) {
 		return nil, err
 	}
 	q, err := cfg.Queue.Client(&river.Config{
-		Queues:  map[string]river.QueueConfig{river.QueueDefault: {MaxWorkers: 100}},
+		// A turn's job is fetched as it is inserted; the poll finds only a
+		// job no insert here woke the queue for (a retry, another process's),
+		// and the sweep enqueues again any turn not taken up within
+		// StaleAfter: the poll is a safety net behind it, once a minute on
+		// both databases.
+		Queues:  map[string]river.QueueConfig{river.QueueDefault: {MaxWorkers: 100, FetchPollInterval: db.ListenPoll}},
 		Workers: workers,
 		// A turn takes as long as it takes; the step limit bounds it.
 		JobTimeout: -1,
