@@ -305,9 +305,12 @@ func (d *sqliteQueueDriver) UnwrapTx(execTx riverdriver.ExecutorTx) *sql.Tx {
 }
 
 // queueSettings are the queues' settings as last read, by schema and name.
+// gen counts the writes to them: a read that began before a write does not
+// keep what it read.
 type queueSettings struct {
 	mu   sync.Mutex
 	read map[string]queueRead
+	gen  uint64
 }
 
 type queueRead struct {
@@ -329,19 +332,55 @@ func (s *queueSettings) get(key string) (*rivertype.Queue, bool) {
 	return &q, true
 }
 
-func (s *queueSettings) put(key string, q *rivertype.Queue, at time.Time) {
+// generation is the count of writes so far, for put.
+func (s *queueSettings) generation() uint64 {
 	s.mu.Lock()
 	defer s.mu.Unlock()
+	return s.gen
+}
+
+// put keeps q, read at at, unless a write came since generation gen.
+func (s *queueSettings) put(key string, q *rivertype.Queue, at time.Time, gen uint64) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if s.gen != gen {
+		return
+	}
 	c := *q
 	c.Metadata = bytes.Clone(q.Metadata)
 	s.read[key] = queueRead{q: c, at: at}
 }
 
-// forget drops every queue's settings: the next read of each goes to the
-// database.
-func (s *queueSettings) forget() {
+// wrote keeps q as a write returned it.
+func (s *queueSettings) wrote(key string, q *rivertype.Queue, at time.Time) {
+	s.mu.Lock()
+	s.gen++
+	gen := s.gen
+	s.mu.Unlock()
+	s.put(key, q, at, gen)
+}
+
+// forget drops the settings of the queues named (of every queue when a
+// name is "*", as River's pause and resume take it): the next read of each
+// goes to the database.
+func (s *queueSettings) forget(schema string, names ...string) {
 	s.mu.Lock()
 	defer s.mu.Unlock()
+	s.gen++
+	for _, name := range names {
+		if name == "*" {
+			clear(s.read)
+			return
+		}
+		delete(s.read, settingsKey(schema, name))
+	}
+}
+
+// forgetAll drops every queue's settings.
+func (s *queueSettings) forgetAll() {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	s.gen++
 	clear(s.read)
 }
 
@@ -365,39 +404,56 @@ func (e *sqliteExecutor) QueueGet(ctx context.Context, params *riverdriver.Queue
 	if q, ok := e.d.settings.get(key); ok {
 		return q, nil
 	}
-	at := time.Now()
+	at, gen := time.Now(), e.d.settings.generation()
 	q, err := e.Executor.QueueGet(ctx, params)
 	if err == nil && q != nil {
-		e.d.settings.put(key, q, at)
+		e.d.settings.put(key, q, at, gen)
 	}
 	return q, err
 }
 
-// The writes to queues' settings: each is read again afterwards.
+// The writes to queues' settings: those written are read again
+// afterwards, or kept as the write returned them.
 
 func (e *sqliteExecutor) QueueCreateOrSetUpdatedAt(ctx context.Context, params *riverdriver.QueueCreateOrSetUpdatedAtParams) (*rivertype.Queue, error) {
-	defer e.d.settings.forget()
-	return e.Executor.QueueCreateOrSetUpdatedAt(ctx, params)
+	return e.keep(params.Schema, params.Name, func() (*rivertype.Queue, error) {
+		return e.Executor.QueueCreateOrSetUpdatedAt(ctx, params)
+	})
+}
+
+func (e *sqliteExecutor) QueueUpdate(ctx context.Context, params *riverdriver.QueueUpdateParams) (*rivertype.Queue, error) {
+	return e.keep(params.Schema, params.Name, func() (*rivertype.Queue, error) {
+		return e.Executor.QueueUpdate(ctx, params)
+	})
+}
+
+// keep runs write, which returns the queue's row as written, and keeps it.
+func (e *sqliteExecutor) keep(schema, name string, write func() (*rivertype.Queue, error)) (*rivertype.Queue, error) {
+	at := time.Now()
+	e.d.settings.forget(schema, name)
+	q, err := write()
+	if err != nil || q == nil {
+		e.d.settings.forget(schema, name)
+		return q, err
+	}
+	e.d.settings.wrote(settingsKey(schema, name), q, at)
+	return q, nil
 }
 
 func (e *sqliteExecutor) QueueDeleteExpired(ctx context.Context, params *riverdriver.QueueDeleteExpiredParams) ([]string, error) {
-	defer e.d.settings.forget()
-	return e.Executor.QueueDeleteExpired(ctx, params)
+	names, err := e.Executor.QueueDeleteExpired(ctx, params)
+	e.d.settings.forget(params.Schema, names...)
+	return names, err
 }
 
 func (e *sqliteExecutor) QueuePause(ctx context.Context, params *riverdriver.QueuePauseParams) error {
-	defer e.d.settings.forget()
+	defer e.d.settings.forget(params.Schema, params.Name)
 	return e.Executor.QueuePause(ctx, params)
 }
 
 func (e *sqliteExecutor) QueueResume(ctx context.Context, params *riverdriver.QueueResumeParams) error {
-	defer e.d.settings.forget()
+	defer e.d.settings.forget(params.Schema, params.Name)
 	return e.Executor.QueueResume(ctx, params)
-}
-
-func (e *sqliteExecutor) QueueUpdate(ctx context.Context, params *riverdriver.QueueUpdateParams) (*rivertype.Queue, error) {
-	defer e.d.settings.forget()
-	return e.Executor.QueueUpdate(ctx, params)
 }
 
 // sqliteTx is a transaction of the queue's SQLite executor. Its reads of
@@ -425,7 +481,7 @@ func (t *sqliteTx) Begin(ctx context.Context) (riverdriver.ExecutorTx, error) {
 func (t *sqliteTx) Commit(ctx context.Context) error {
 	err := t.ExecutorTx.Commit(ctx)
 	if t.root.wroteSettings.Load() {
-		t.d.settings.forget()
+		t.d.settings.forgetAll()
 	}
 	return err
 }
@@ -434,7 +490,7 @@ func (t *sqliteTx) Commit(ctx context.Context) error {
 // commit, in case they were read meanwhile.
 func (t *sqliteTx) wrote() {
 	t.root.wroteSettings.Store(true)
-	t.d.settings.forget()
+	t.d.settings.forgetAll()
 }
 
 func (t *sqliteTx) QueueCreateOrSetUpdatedAt(ctx context.Context, params *riverdriver.QueueCreateOrSetUpdatedAtParams) (*rivertype.Queue, error) {

@@ -104,3 +104,53 @@ func TestQueueWorksABurstAsItIsInserted(t *testing.T) {
 		}
 	})
 }
+
+// An idle server's job queue on SQLite (its turns' queue and its
+// documents' queue, on one client, configured as the server does) sends
+// its database at most one statement a second: over 11 s, about 7 (two
+// runs of River's scheduler and of its leader election, a poll of the
+// documents' queue, River's maintenance as it starts), not the 25 it sent
+// when each producer read its queue's settings every 2 s and each run of
+// the scheduler took three statements.
+func TestIdleSQLiteQueueIsQuiet(t *testing.T) {
+	t.Parallel()
+	var (
+		mu   sync.Mutex
+		sent []string
+	)
+	ctx := context.Background()
+	d, err := db.OpenWith(ctx, dbtest.URL(t, dbtest.SQLite), db.Options{Observe: func(q string) {
+		mu.Lock()
+		sent = append(sent, q)
+		mu.Unlock()
+	}})
+	require.NoError(t, err)
+	t.Cleanup(func() { _ = d.Close() })
+	require.NoError(t, d.Migrate(ctx))
+	q := d.Queue().Shared()
+	w := &pingWorker{ran: make(chan time.Time, 1)}
+	river.AddWorker(q.Workers(), w)
+	turns, err := q.Client(&river.Config{
+		Queues:  map[string]river.QueueConfig{river.QueueDefault: {MaxWorkers: 100, FetchPollInterval: db.ListenPoll}},
+		Workers: q.Workers(),
+		Logger:  slog.New(slog.DiscardHandler),
+	})
+	require.NoError(t, err)
+	_, err = q.Client(&river.Config{
+		Queues:  map[string]river.QueueConfig{"documents": {MaxWorkers: 2}},
+		Workers: q.Workers(),
+	})
+	require.NoError(t, err)
+	require.NoError(t, turns.Start(ctx))
+	t.Cleanup(func() { _ = turns.Stop(context.Background()) })
+	time.Sleep(2 * time.Second) // past the start
+	mu.Lock()
+	sent = nil
+	mu.Unlock()
+	const window = 11 * time.Second
+	time.Sleep(window)
+	mu.Lock()
+	defer mu.Unlock()
+	t.Logf("%d statements in %s", len(sent), window)
+	require.LessOrEqual(t, len(sent), int(window/time.Second), "%d statements in %s: %q", len(sent), window, sent)
+}
