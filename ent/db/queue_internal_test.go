@@ -52,6 +52,7 @@ func openObservedSQLite(t *testing.T) (*DB, *sent) {
 // queue's executor keeps them as written or read, and reads them again
 // after this process changes them, in or out of a transaction.
 func TestSQLiteQueueReadsItsSettingsOnce(t *testing.T) {
+	t.Parallel()
 	d, s := openObservedSQLite(t)
 	ctx := context.Background()
 	exec := newSQLiteQueueDriver(d.SQL).GetExecutor()
@@ -90,6 +91,7 @@ func TestSQLiteQueueReadsItsSettingsOnce(t *testing.T) {
 // jobs available; when none is due it sends one statement, and makes a
 // due job available as River would.
 func TestSQLiteSchedulerSendsOneStatementWhenNothingIsDue(t *testing.T) {
+	t.Parallel()
 	d, s := openObservedSQLite(t)
 	ctx := context.Background()
 	drv := newSQLiteQueueDriver(d.SQL)
