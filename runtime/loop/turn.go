@@ -71,6 +71,8 @@ type turnRun struct {
 	finished bool
 	// recs writes the records of the step's tool calls.
 	recs recorder
+	// loaded is the turn as its claim loaded it (PostgreSQL), or nil.
+	loaded *loaded
 	// unrecordedAgent is the agent this run uses, until the turn records it
 	// (recordAgent): nil when the turn had recorded one already.
 	unrecordedAgent *schematype.AgentConfig
@@ -193,12 +195,28 @@ func (t *turnRun) pausing(calls []*ent.ToolCall) int {
 	return -1
 }
 
+// loaded is what the claim's statement read of the turn (claimAndLoad):
+// the turn and its conversation are set on the run, these are the rest.
+type loaded struct {
+	attached, readable bool
+	// err: the row was claimed but could not be decoded.
+	err error
+}
+
 // load reads the turn and what it belongs to, and fixes its tools.
 func (t *turnRun) load(ctx context.Context) error {
 	c := t.client()
-	attached, readable, err := t.loadTurn(ctx)
-	if err != nil {
-		return err
+	var attached, readable bool
+	if l := t.loaded; l != nil {
+		if l.err != nil {
+			return l.err
+		}
+		attached, readable = l.attached, l.readable
+	} else {
+		var err error
+		if attached, readable, err = t.loadTurn(ctx); err != nil {
+			return err
+		}
 	}
 	t.agent = t.fixAgent(t.conv.Edges.Agent)
 	t.log = t.log.With("conversation", t.r.apiID(t.conv.ID))
