@@ -467,9 +467,17 @@ func (t *turnRun) callModel(ctx context.Context, step int) (*model.Response, []*
 	// meanwhile) still has its model call recorded, with the claim
 	// checked as for any write, and is not ended here.
 	var claim func(ctx context.Context, tx *ent.Tx) (bool, error)
+	// touched: the end's statement marked the conversation updated too.
+	touched := false
 	final := len(resp.ToolCalls) == 0
 	if final {
 		claim = func(ctx context.Context, tx *ent.Tx) (bool, error) {
+			if t.r.cfg.Queue.Dialect() == dialect.Postgres {
+				n, err := t.endTouched(ctx, tx, step, resp.Text, thinking, resp.Thinking != "")
+				t.finished = err == nil && n > 0
+				touched = t.finished
+				return t.finished, err
+			}
 			u := tx.Turn.Update().
 				Where(turn.ID(t.turnID), turn.ClaimedBy(t.r.id), turn.StatusEQ(turn.StatusRUNNING), unrecorded(step)).
 				SetStatus(turn.StatusCOMPLETED).SetFinishedAt(t.r.cfg.Now()).SetAnswer(resp.Text).
@@ -503,7 +511,7 @@ func (t *turnRun) callModel(ctx context.Context, step int) (*model.Response, []*
 				return fmt.Errorf("record thinking: %w", err)
 			}
 		}
-		if t.finished {
+		if t.finished && !touched {
 			return t.touch(ctx, tx.Client())
 		}
 		if final {
@@ -665,6 +673,53 @@ func (t *turnRun) finish(status turn.Status, answer *string, reason string) {
 		t.log.Warn("touch conversation", "err", err)
 	}
 	t.ended(status, answer != nil)
+}
+
+// endTouched is the final answer's end of the turn on PostgreSQL, as the
+// update callModel sends on SQLite (the claim held, the turn RUNNING, the
+// step unrecorded; the agent recorded if it is not yet), with the
+// conversation marked updated in the same statement when the turn ends:
+// the turn's update feeds the conversation's. It returns whether the turn
+// ended.
+func (t *turnRun) endTouched(ctx context.Context, tx *ent.Tx, step int, answer string, thinking *string, thought bool) (int64, error) {
+	now := t.r.cfg.Now()
+	b := sql.Dialect(dialect.Postgres)
+	mt := b.Table(modelcall.Table)
+	end := b.Update(turn.Table).
+		Set(turn.FieldStatus, turn.StatusCOMPLETED.String()).Set(turn.FieldFinishedAt, now).Set(turn.FieldAnswer, answer).
+		SetNull(turn.FieldClaimedBy).SetNull(turn.FieldHeartbeatAt).
+		Where(sql.And(sql.EQ(turn.FieldID, t.turnID), sql.EQ(turn.FieldClaimedBy, t.r.id),
+			sql.EQ(turn.FieldStatus, turn.StatusRUNNING.String()),
+			sql.NotExists(b.Select(mt.C(modelcall.FieldTurnID)).From(mt).Where(sql.And(
+				sql.ColumnsEQ(mt.C(modelcall.FieldTurnID), b.Table(turn.Table).C(turn.FieldID)),
+				sql.EQ(mt.C(modelcall.FieldKind), modelcall.KindSTEP.String()),
+				sql.EQ(mt.C(modelcall.FieldStep), step)))))).
+		Returning(turn.FieldConversationID)
+	if thought {
+		end.Set(turn.FieldThinking, *thinking)
+	}
+	if a := t.unrecordedAgent; a != nil {
+		cfg, err := json.Marshal(a)
+		if err != nil {
+			return 0, fmt.Errorf("record the turn's agent: %w", err)
+		}
+		end.Set(turn.FieldAgentConfig, cfg)
+	}
+	ended := b.Table("ended")
+	touch := b.Update(conversation.Table).Set(conversation.FieldUpdatedAt, now).
+		Where(sql.In(conversation.FieldID, b.Select(ended.C(turn.FieldConversationID)).From(ended))).
+		Prefix(sql.ExprFunc(func(b *sql.Builder) {
+			b.WriteString(`WITH "ended" AS `).Wrap(func(b *sql.Builder) { b.Join(end) })
+		}))
+	query, args := touch.Query()
+	if err := touch.Err(); err != nil {
+		return 0, err
+	}
+	res, err := tx.Client().ExecContext(ctx, query, args...)
+	if err != nil {
+		return 0, err
+	}
+	return res.RowsAffected()
 }
 
 // touch marks the turn's conversation as updated now.
