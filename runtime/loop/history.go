@@ -5,7 +5,9 @@ import (
 	"database/sql"
 	"encoding/json"
 	"fmt"
+	"slices"
 	"strconv"
+	"sync"
 	"time"
 
 	"entgo.io/ent/dialect"
@@ -51,130 +53,9 @@ const (
 // their outcome and ref.
 func (t *turnRun) readPast(ctx context.Context) (*pastRead, error) {
 	d := t.r.cfg.Queue.Dialect()
-	b := entsql.Dialect(d)
-	convID, number := t.conv.ID, t.turn.Number
 	sqlite := d == dialect.SQLite
-	// when reads a time column: on SQLite as text, as a column of a union
-	// has no declared type for the driver to parse it by (parsed after).
-	when := func(c string) string {
-		if sqlite {
-			return "CAST(" + c + " AS TEXT)"
-		}
-		return c
-	}
-
-	// The earlier turns replayed: after the last summary, before this one.
-	after := func() *entsql.Selector {
-		st := b.Table(summary.Table).As("s0")
-		return b.Select("COALESCE(MAX(" + st.C(summary.FieldToTurn) + "), 0)").From(st).
-			Where(entsql.And(entsql.EQ(st.C(summary.FieldConversationID), convID), entsql.LT(st.C(summary.FieldToTurn), number)))
-	}
-	earlier := func(as string, columns ...string) (*entsql.Selector, *entsql.SelectTable) {
-		tt := b.Table(turn.Table).As(as)
-		cs := make([]string, len(columns))
-		for i, c := range columns {
-			cs[i] = tt.C(c)
-		}
-		return b.Select(cs...).From(tt).Where(entsql.And(
-			entsql.EQ(tt.C(turn.FieldConversationID), convID),
-			entsql.P(func(bb *entsql.Builder) {
-				bb.WriteString(tt.C(turn.FieldNumber)).WriteString(" > ").Wrap(func(bb *entsql.Builder) { bb.Join(after()) })
-			}),
-			entsql.LT(tt.C(turn.FieldNumber), number))), tt
-	}
-	// ofTurns limits a call's rows to the earlier turns' and this one's.
-	ofTurns := func(column string) *entsql.Predicate {
-		ids, _ := earlier("h0", turn.FieldID)
-		return entsql.Or(entsql.In(column, ids), entsql.EQ(column, t.turnID))
-	}
-
-	// The union's columns: a kind, two ordering keys, then the slots each
-	// kind fills; the others are NULL.
-	const (
-		nInts  = 5 // id, step, attempts, result id, result chars
-		nTexts = 10
-		nJSON  = 3
-		nTimes = 2
-	)
-	row := func(kind int, key1, key2 string, ints, texts, jsons, times []string) []string {
-		out := []string{strconv.Itoa(kind), key1, key2}
-		for i := range nInts {
-			out = append(out, slot(ints, i))
-		}
-		for i := range nTexts {
-			out = append(out, slot(texts, i))
-		}
-		for i := range nJSON {
-			out = append(out, slot(jsons, i))
-		}
-		for i := range nTimes {
-			out = append(out, slot(times, i))
-		}
-		return out
-	}
-	selectRow := func(columns []string) *entsql.Selector {
-		s := b.Select()
-		for _, c := range columns {
-			s.AppendSelectExpr(entsql.Expr(c))
-		}
-		return s
-	}
-
-	// Summaries, by the turn they end with.
-	ss := b.Table(summary.Table).As("s1")
-	sums := selectRow(row(pastSummary, ss.C(summary.FieldToTurn), ss.C(summary.FieldFromTurn), nil,
-		[]string{ss.C(summary.FieldText)}, nil, nil)).From(ss).
-		Where(entsql.And(entsql.EQ(ss.C(summary.FieldConversationID), convID), entsql.LT(ss.C(summary.FieldToTurn), number)))
-
-	// The earlier turns, by number.
-	turns, tt := earlier("t1")
-	for _, c := range row(pastTurn, tt.C(turn.FieldNumber), tt.C(turn.FieldID), nil,
-		[]string{tt.C(turn.FieldUserText), tt.C(turn.FieldAnswer), tt.C(turn.FieldStatus), tt.C(turn.FieldTimeZone)},
-		nil, []string{when(tt.C(turn.FieldStartedAt))}) {
-		turns.AppendSelectExpr(entsql.Expr(c))
-	}
-
-	// Their steps' model calls, by turn and step.
-	mt := b.Table(modelcall.Table).As("m1")
-	mcs := selectRow(row(pastModelCall, mt.C(modelcall.FieldTurnID), mt.C(modelcall.FieldStep), nil,
-		[]string{mt.C(modelcall.FieldText)}, nil, nil)).From(mt).
-		Where(entsql.And(ofTurns(mt.C(modelcall.FieldTurnID)),
-			entsql.EQ(mt.C(modelcall.FieldOrganizationID), t.conv.OrganizationID),
-			entsql.EQ(mt.C(modelcall.FieldKind), modelcall.KindSTEP.String())))
-
-	// Their tool calls, by turn and position, with their results' sizes.
-	ct := b.Table(toolcall.Table).As("c1")
-	rt := b.Table(storedresult.Table).As("r1")
-	recent, ht := earlier("h1", turn.FieldID)
-	recent.OrderBy(entsql.Desc(ht.C(turn.FieldNumber))).Limit(prompt.RecentTurns)
-	heard := entsql.ExprFunc(func(bb *entsql.Builder) {
-		bb.WriteString("CASE WHEN ").Join(entsql.Or(entsql.EQ(ct.C(toolcall.FieldTurnID), t.turnID),
-			entsql.In(ct.C(toolcall.FieldTurnID), recent))).
-			WriteString(" THEN ").WriteString(ct.C(toolcall.FieldHeard)).WriteString(" END")
-	})
-	calls := b.Select()
-	for i, c := range row(pastToolCall, ct.C(toolcall.FieldTurnID), ct.C(toolcall.FieldPosition),
-		[]string{ct.C(toolcall.FieldID), ct.C(toolcall.FieldStep), ct.C(toolcall.FieldAttempts), ct.C(toolcall.FieldResultID), rt.C(storedresult.FieldChars)},
-		[]string{ct.C(toolcall.FieldCallID), ct.C(toolcall.FieldName), ct.C(toolcall.FieldArguments), ct.C(toolcall.FieldOutcome),
-			ct.C(toolcall.FieldMessage), "", ct.C(toolcall.FieldRef), ct.C(toolcall.FieldGuardrail), ct.C(toolcall.FieldArgumentsRef),
-			rt.C(storedresult.FieldRef)},
-		[]string{ct.C(toolcall.FieldFailures), ct.C(toolcall.FieldEvidence), ct.C(toolcall.FieldRepairs)},
-		[]string{when(ct.C(toolcall.FieldStartedAt)), when(ct.C(toolcall.FieldFinishedAt))}) {
-		if i == heardSlot {
-			calls.AppendSelectExpr(heard)
-			continue
-		}
-		calls.AppendSelectExpr(entsql.Expr(c))
-	}
-	calls.From(ct).LeftJoin(rt).On(rt.C(storedresult.FieldID), ct.C(toolcall.FieldResultID)).
-		OnP(entsql.EQ(rt.C(storedresult.FieldConversationID), convID)).
-		Where(ofTurns(ct.C(toolcall.FieldTurnID)))
-
-	// The tool calls come first: the columns of a union take their types
-	// from its first part on PostgreSQL, and theirs fill every slot.
-	q := calls.UnionAll(sums).UnionAll(turns).UnionAll(mcs).OrderExpr(entsql.Expr("1, 2, 3"))
-	query, args := q.Query()
-	if err := q.Err(); err != nil {
+	query, args, err := pastStatement(d, pastValues{t.conv.ID, t.turn.Number, t.turnID, t.conv.OrganizationID})
+	if err != nil {
 		return nil, fmt.Errorf("load history: %w", err)
 	}
 	rows, err := t.client().QueryContext(ctx, query, args...)
@@ -288,6 +169,182 @@ func (t *turnRun) readPast(ctx context.Context) (*pastRead, error) {
 	out.chain = prompt.Chain(all)
 	return out, nil
 }
+
+// pastValues are the values readPast's statement is for.
+type pastValues struct{ conversation, number, turn, organization int }
+
+// pastStatements caches readPast's statement by dialect: it is built once,
+// for sentinel values, and each read puts its own values in their places.
+var pastStatements sync.Map // dialect -> *cachedPast
+
+type cachedPast struct {
+	query string
+	args  []any
+	// values maps each argument to its value in pastValues (by the
+	// sentinel it was built with), or -1 for a constant.
+	values []int
+}
+
+// pastSentinels are values no row has, each its own.
+var pastSentinels = pastValues{-7_000_001, -7_000_002, -7_000_003, -7_000_004}
+
+// pastStatement returns readPast's statement and arguments for v.
+func pastStatement(d string, v pastValues) (string, []any, error) {
+	c, ok := pastStatements.Load(d)
+	if !ok {
+		query, args, err := buildPast(d, pastSentinels)
+		if err != nil {
+			return "", nil, err
+		}
+		ps := &cachedPast{query: query, args: args, values: make([]int, len(args))}
+		sentinels := []int{pastSentinels.conversation, pastSentinels.number, pastSentinels.turn, pastSentinels.organization}
+		for i, a := range args {
+			ps.values[i] = -1
+			if n, isInt := a.(int); isInt {
+				ps.values[i] = slices.Index(sentinels, n)
+			}
+		}
+		c, _ = pastStatements.LoadOrStore(d, ps)
+	}
+	ps := c.(*cachedPast)
+	vals := []int{v.conversation, v.number, v.turn, v.organization}
+	args := slices.Clone(ps.args)
+	for i, k := range ps.values {
+		if k >= 0 {
+			args[i] = vals[k]
+		}
+	}
+	return ps.query, args, nil
+}
+
+// buildPast builds readPast's statement for v.
+func buildPast(d string, v pastValues) (string, []any, error) {
+	b := entsql.Dialect(d)
+	convID, number := v.conversation, v.number
+	sqlite := d == dialect.SQLite
+	// when reads a time column: on SQLite as text, as a column of a union
+	// has no declared type for the driver to parse it by (parsed after).
+	when := func(c string) string {
+		if sqlite {
+			return "CAST(" + c + " AS TEXT)"
+		}
+		return c
+	}
+
+	// The earlier turns replayed: after the last summary, before this one.
+	after := func() *entsql.Selector {
+		st := b.Table(summary.Table).As("s0")
+		return b.Select("COALESCE(MAX(" + st.C(summary.FieldToTurn) + "), 0)").From(st).
+			Where(entsql.And(entsql.EQ(st.C(summary.FieldConversationID), convID), entsql.LT(st.C(summary.FieldToTurn), number)))
+	}
+	earlier := func(as string, columns ...string) (*entsql.Selector, *entsql.SelectTable) {
+		tt := b.Table(turn.Table).As(as)
+		cs := make([]string, len(columns))
+		for i, c := range columns {
+			cs[i] = tt.C(c)
+		}
+		return b.Select(cs...).From(tt).Where(entsql.And(
+			entsql.EQ(tt.C(turn.FieldConversationID), convID),
+			entsql.P(func(bb *entsql.Builder) {
+				bb.WriteString(tt.C(turn.FieldNumber)).WriteString(" > ").Wrap(func(bb *entsql.Builder) { bb.Join(after()) })
+			}),
+			entsql.LT(tt.C(turn.FieldNumber), number))), tt
+	}
+	// ofTurns limits a call's rows to the earlier turns' and this one's.
+	ofTurns := func(column string) *entsql.Predicate {
+		ids, _ := earlier("h0", turn.FieldID)
+		return entsql.Or(entsql.In(column, ids), entsql.EQ(column, v.turn))
+	}
+
+	row := func(kind int, key1, key2 string, ints, texts, jsons, times []string) []string {
+		out := []string{strconv.Itoa(kind), key1, key2}
+		for i := range nInts {
+			out = append(out, slot(ints, i))
+		}
+		for i := range nTexts {
+			out = append(out, slot(texts, i))
+		}
+		for i := range nJSON {
+			out = append(out, slot(jsons, i))
+		}
+		for i := range nTimes {
+			out = append(out, slot(times, i))
+		}
+		return out
+	}
+	selectRow := func(columns []string) *entsql.Selector {
+		s := b.Select()
+		for _, c := range columns {
+			s.AppendSelectExpr(entsql.Expr(c))
+		}
+		return s
+	}
+
+	// Summaries, by the turn they end with.
+	ss := b.Table(summary.Table).As("s1")
+	sums := selectRow(row(pastSummary, ss.C(summary.FieldToTurn), ss.C(summary.FieldFromTurn), nil,
+		[]string{ss.C(summary.FieldText)}, nil, nil)).From(ss).
+		Where(entsql.And(entsql.EQ(ss.C(summary.FieldConversationID), convID), entsql.LT(ss.C(summary.FieldToTurn), number)))
+
+	// The earlier turns, by number.
+	turns, tt := earlier("t1")
+	for _, c := range row(pastTurn, tt.C(turn.FieldNumber), tt.C(turn.FieldID), nil,
+		[]string{tt.C(turn.FieldUserText), tt.C(turn.FieldAnswer), tt.C(turn.FieldStatus), tt.C(turn.FieldTimeZone)},
+		nil, []string{when(tt.C(turn.FieldStartedAt))}) {
+		turns.AppendSelectExpr(entsql.Expr(c))
+	}
+
+	// Their steps' model calls, by turn and step.
+	mt := b.Table(modelcall.Table).As("m1")
+	mcs := selectRow(row(pastModelCall, mt.C(modelcall.FieldTurnID), mt.C(modelcall.FieldStep), nil,
+		[]string{mt.C(modelcall.FieldText)}, nil, nil)).From(mt).
+		Where(entsql.And(ofTurns(mt.C(modelcall.FieldTurnID)),
+			entsql.EQ(mt.C(modelcall.FieldOrganizationID), v.organization),
+			entsql.EQ(mt.C(modelcall.FieldKind), modelcall.KindSTEP.String())))
+
+	// Their tool calls, by turn and position, with their results' sizes.
+	ct := b.Table(toolcall.Table).As("c1")
+	rt := b.Table(storedresult.Table).As("r1")
+	recent, ht := earlier("h1", turn.FieldID)
+	recent.OrderBy(entsql.Desc(ht.C(turn.FieldNumber))).Limit(prompt.RecentTurns)
+	heard := entsql.ExprFunc(func(bb *entsql.Builder) {
+		bb.WriteString("CASE WHEN ").Join(entsql.Or(entsql.EQ(ct.C(toolcall.FieldTurnID), v.turn),
+			entsql.In(ct.C(toolcall.FieldTurnID), recent))).
+			WriteString(" THEN ").WriteString(ct.C(toolcall.FieldHeard)).WriteString(" END")
+	})
+	calls := b.Select()
+	for i, c := range row(pastToolCall, ct.C(toolcall.FieldTurnID), ct.C(toolcall.FieldPosition),
+		[]string{ct.C(toolcall.FieldID), ct.C(toolcall.FieldStep), ct.C(toolcall.FieldAttempts), ct.C(toolcall.FieldResultID), rt.C(storedresult.FieldChars)},
+		[]string{ct.C(toolcall.FieldCallID), ct.C(toolcall.FieldName), ct.C(toolcall.FieldArguments), ct.C(toolcall.FieldOutcome),
+			ct.C(toolcall.FieldMessage), "", ct.C(toolcall.FieldRef), ct.C(toolcall.FieldGuardrail), ct.C(toolcall.FieldArgumentsRef),
+			rt.C(storedresult.FieldRef)},
+		[]string{ct.C(toolcall.FieldFailures), ct.C(toolcall.FieldEvidence), ct.C(toolcall.FieldRepairs)},
+		[]string{when(ct.C(toolcall.FieldStartedAt)), when(ct.C(toolcall.FieldFinishedAt))}) {
+		if i == heardSlot {
+			calls.AppendSelectExpr(heard)
+			continue
+		}
+		calls.AppendSelectExpr(entsql.Expr(c))
+	}
+	calls.From(ct).LeftJoin(rt).On(rt.C(storedresult.FieldID), ct.C(toolcall.FieldResultID)).
+		OnP(entsql.EQ(rt.C(storedresult.FieldConversationID), convID)).
+		Where(ofTurns(ct.C(toolcall.FieldTurnID)))
+
+	// The tool calls come first: the columns of a union take their types
+	// from its first part on PostgreSQL, and theirs fill every slot.
+	q := calls.UnionAll(sums).UnionAll(turns).UnionAll(mcs).OrderExpr(entsql.Expr("1, 2, 3"))
+	query, args := q.Query()
+	return query, args, q.Err()
+}
+
+// The union's columns: a kind, two ordering keys, then the slots each kind
+// fills; the others are NULL.
+const (
+	nInts  = 5 // id, step, attempts, result id, result chars
+	nTexts = 10
+	nJSON  = 3
+	nTimes = 2
+)
 
 // sqliteTime is the layout times are written in on SQLite, in UTC (ent/db).
 const sqliteTime = "2006-01-02 15:04:05.999999999-07:00"
