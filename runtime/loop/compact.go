@@ -7,30 +7,11 @@ import (
 
 	"github.com/toolgate/toolgate/ent"
 	"github.com/toolgate/toolgate/ent/modelcall"
-	"github.com/toolgate/toolgate/ent/summary"
 	"github.com/toolgate/toolgate/runtime/meter"
 	"github.com/toolgate/toolgate/runtime/model"
 	"github.com/toolgate/toolgate/runtime/prompt"
 	"github.com/toolgate/toolgate/tools/catalog"
 )
-
-// summaries loads the conversation's summaries and returns the ones that
-// stand in the history (prompt.Chain), oldest first.
-func (t *turnRun) summaries(ctx context.Context) ([]prompt.Summary, error) {
-	rows, err := t.client().Summary.Query().
-		Where(summary.ConversationID(t.conv.ID), summary.ToTurnLT(t.turn.Number)).
-		Order(ent.Asc(summary.FieldToTurn)).
-		Select(summary.FieldFromTurn, summary.FieldToTurn, summary.FieldText).
-		All(ctx)
-	if err != nil {
-		return nil, fmt.Errorf("load summaries: %w", err)
-	}
-	all := make([]prompt.Summary, len(rows))
-	for i, r := range rows {
-		all[i] = prompt.Summary{From: r.FromTurn, To: r.ToTurn, Text: r.Text}
-	}
-	return prompt.Chain(all), nil
-}
 
 // layout is the history of earlier turns: the summaries, then the turns
 // after them. When they still pass the budget (no summary could be

@@ -4,6 +4,7 @@ import (
 	"context"
 	"database/sql"
 	"encoding/json"
+	"errors"
 	"fmt"
 	"time"
 
@@ -24,6 +25,45 @@ import (
 // and one whose text can be read, in one statement: ent would load each
 // edge with a statement of its own.
 func (t *turnRun) loadTurn(ctx context.Context) (attached, readable bool, err error) {
+	found, attached, readable, err := t.readTurn(ctx, nil)
+	if err == nil && !found {
+		err = &ent.NotFoundError{}
+	}
+	if err != nil {
+		return false, false, fmt.Errorf("load turn: %w", err)
+	}
+	return attached, readable, nil
+}
+
+// claimAndLoad claims the turn as work does and loads it as loadTurn does,
+// in one statement on PostgreSQL: the claim's update returns the turn's
+// row, which the load joins. It reports whether the turn was claimed; an
+// error once it was (a row that cannot be decoded) is the load's, which
+// fails the turn as a load after the claim would. SQLite, whose updates
+// cannot feed a join, claims, then loads.
+func (t *turnRun) claimAndLoad(ctx context.Context, claim *entsql.UpdateBuilder) (claimed bool, attached, readable bool, loadErr, err error) {
+	found, attached, readable, err := t.readTurn(ctx, claim)
+	var decode *decodeError
+	switch {
+	case errors.As(err, &decode):
+		return true, false, false, fmt.Errorf("load turn: %w", decode.err), nil
+	case err != nil:
+		return false, false, false, nil, fmt.Errorf("claim turn: %w", err)
+	}
+	return found, attached, readable, nil, nil
+}
+
+// decodeError is a row read but not decoded.
+type decodeError struct{ err error }
+
+func (e *decodeError) Error() string { return e.err.Error() }
+
+func (e *decodeError) Unwrap() error { return e.err }
+
+// readTurn runs the load's statement; with claim (PostgreSQL only), the
+// turn is the row the claim's update returns, so there is none when the
+// claim fails.
+func (t *turnRun) readTurn(ctx context.Context, claim *entsql.UpdateBuilder) (found, attached, readable bool, err error) {
 	var (
 		tu   = &ent.Turn{}
 		conv = &ent.Conversation{}
@@ -37,6 +77,21 @@ func (t *turnRun) loadTurn(ctx context.Context) (attached, readable bool, err er
 	as := make([]*entsql.SelectTable, len(tables))
 	for i, tb := range tables {
 		as[i] = entsql.Table(tb.table).As(fmt.Sprintf("l%d", i))
+	}
+	var (
+		prefix string
+		args   []any
+	)
+	if claim != nil {
+		// The claimed row, under the name the load reads the turn by.
+		claim.Returning(turn.Columns...)
+		var q string
+		q, args = claim.Query()
+		if err := claim.Err(); err != nil {
+			return false, false, false, err
+		}
+		prefix = `WITH "claimed" AS (` + q + `) `
+		as[0] = entsql.Table("claimed").As("l0")
 	}
 	tt, ct, at, ut, ot := as[0], as[1], as[2], as[3], as[4]
 	var (
@@ -68,33 +123,31 @@ func (t *turnRun) loadTurn(ctx context.Context) (attached, readable bool, err er
 	}
 	var att, read sql.NullBool
 	dests = append(dests, &att, &read)
-	query, args := sel.Query()
-	rows, err := t.client().QueryContext(ctx, query, args...)
+	sel.SetTotal(len(args))
+	query, selArgs := sel.Query()
+	rows, err := t.client().QueryContext(ctx, prefix+query, append(args, selArgs...)...)
 	if err != nil {
-		return false, false, fmt.Errorf("load turn: %w", err)
+		return false, false, false, err
 	}
 	defer rows.Close()
 	if !rows.Next() {
-		if err := rows.Err(); err != nil {
-			return false, false, fmt.Errorf("load turn: %w", err)
-		}
-		return false, false, fmt.Errorf("load turn: %w", &ent.NotFoundError{})
+		return false, false, false, rows.Err()
 	}
 	if err := rows.Scan(dests...); err != nil {
-		return false, false, fmt.Errorf("load turn: %w", err)
+		return false, false, false, &decodeError{err}
 	}
 	for _, c := range cols {
 		if err := c.set(d); err != nil {
-			return false, false, fmt.Errorf("load turn: %s: %w", c.name, err)
+			return false, false, false, &decodeError{fmt.Errorf("%s: %w", c.name, err)}
 		}
 	}
 	if err := rows.Close(); err != nil {
-		return false, false, fmt.Errorf("load turn: %w", err)
+		return false, false, false, &decodeError{err}
 	}
 	u.Edges.Organization = o
 	conv.Edges.Agent, conv.Edges.User = a, u
 	t.turn, t.conv = tu, conv
-	return att.Bool, read.Bool, nil
+	return true, att.Bool, read.Bool, nil
 }
 
 // loadedTable is a table loadTurn reads, with the columns it decodes.

@@ -18,6 +18,8 @@ import (
 	"sync/atomic"
 	"time"
 
+	"entgo.io/ent/dialect"
+	entsql "entgo.io/ent/dialect/sql"
 	"github.com/prometheus/client_golang/prometheus"
 	"github.com/riverqueue/river"
 	"github.com/riverqueue/river/riverdriver"
@@ -365,15 +367,12 @@ func (r *Runner) work(jobCtx context.Context, turnID int) error {
 		// Stopping: the sweep of a live runner, or the next start, takes it.
 		return nil
 	}
-	now := r.cfg.Now()
-	claimed, err := r.cfg.Client.Turn.Update().
-		Where(turn.ID(turnID), turn.StatusEQ(turn.StatusRUNNING),
-			turn.Or(turn.ClaimedByIsNil(), turn.HeartbeatAtIsNil(), turn.HeartbeatAtLT(now.Add(-r.cfg.StaleAfter)))).
-		SetClaimedBy(r.id).SetHeartbeatAt(now).Save(jobCtx)
+	t := &turnRun{r: r, turnID: turnID, log: r.cfg.Log.With("turn", r.apiID(turnID))}
+	claimed, err := r.claim(jobCtx, t)
 	if err != nil {
-		return fmt.Errorf("claim turn: %w", err)
+		return err
 	}
-	if claimed == 0 {
+	if !claimed {
 		return nil
 	}
 	jobCtx, span := r.startRun(jobCtx, turnID)
@@ -429,7 +428,7 @@ func (r *Runner) work(jobCtx context.Context, turnID int) error {
 			}
 		}
 	}()
-	t := &turnRun{r: r, turnID: turnID, log: r.cfg.Log.With("turn", r.apiID(turnID)), modelCtx: mctx, span: span}
+	t.modelCtx, t.span = mctx, span
 	runErr := t.run(ctx)
 	stopped := t.end(ctx, runErr)
 	endRun(span, runErr, stopped)
@@ -447,6 +446,33 @@ func (r *Runner) work(jobCtx context.Context, turnID int) error {
 		}
 	}
 	return nil
+}
+
+// claim takes the turn for this runner with one conditional update: it
+// runs, and no other live runner (its heartbeat fresh) holds it. On
+// PostgreSQL the same statement loads the turn for t (claimAndLoad).
+func (r *Runner) claim(ctx context.Context, t *turnRun) (bool, error) {
+	now := r.cfg.Now()
+	if r.cfg.Queue.Dialect() == dialect.Postgres {
+		upd := entsql.Dialect(dialect.Postgres).Update(turn.Table).
+			Set(turn.FieldClaimedBy, r.id).Set(turn.FieldHeartbeatAt, now).
+			Where(entsql.And(entsql.EQ(turn.FieldID, t.turnID), entsql.EQ(turn.FieldStatus, turn.StatusRUNNING.String()),
+				entsql.Or(entsql.IsNull(turn.FieldClaimedBy), entsql.IsNull(turn.FieldHeartbeatAt),
+					entsql.LT(turn.FieldHeartbeatAt, now.Add(-r.cfg.StaleAfter)))))
+		claimed, attached, readable, loadErr, err := t.claimAndLoad(ctx, upd)
+		if claimed {
+			t.loaded = &loaded{attached: attached, readable: readable, err: loadErr}
+		}
+		return claimed, err
+	}
+	n, err := r.cfg.Client.Turn.Update().
+		Where(turn.ID(t.turnID), turn.StatusEQ(turn.StatusRUNNING),
+			turn.Or(turn.ClaimedByIsNil(), turn.HeartbeatAtIsNil(), turn.HeartbeatAtLT(now.Add(-r.cfg.StaleAfter)))).
+		SetClaimedBy(r.id).SetHeartbeatAt(now).Save(ctx)
+	if err != nil {
+		return false, fmt.Errorf("claim turn: %w", err)
+	}
+	return n > 0, nil
 }
 
 // heartbeat says this runner still holds the turn. It returns why the run

@@ -253,3 +253,23 @@ func TestCancelFromAnotherReplica(t *testing.T) {
 	require.Eventually(t, func() bool { return !h.runner.Running(tid) }, 10*time.Second, 5*time.Millisecond)
 	require.Equal(t, turn.StatusCANCELLED, h.client.Turn.GetX(tenancy.System(context.Background()), tid).Status)
 }
+
+// TestTurnEndMarksConversationUpdated: a turn's end marks its
+// conversation updated as of then, on both databases (PostgreSQL does it in
+// the end's own statement).
+func TestTurnEndMarksConversationUpdated(t *testing.T) {
+	t.Parallel()
+	each(t, func(t *testing.T, d *db.DB) {
+		h := newHarness(t, d, &scripted{answers: []model.Response{{Text: "Done."}}})
+		ctx := tenancy.System(context.Background())
+		convID, err := gid.Decode(h.conversation(t))
+		require.NoError(t, err)
+		h.client.Conversation.UpdateOneID(convID).SetUpdatedAt(h.now.Add(-time.Hour)).ExecX(ctx)
+		id := h.client.Turn.Create().SetConversationID(convID).SetNumber(1).SetUserText("go").SetStartedAt(h.now).SaveX(ctx).ID
+		require.NoError(t, h.runner.RunTurn(ctx, id))
+		got := h.client.Turn.GetX(ctx, id)
+		require.Equal(t, turn.StatusCOMPLETED, got.Status, got.Error)
+		cv := h.client.Conversation.GetX(ctx, convID)
+		require.True(t, cv.UpdatedAt.Equal(*got.FinishedAt), "%v, %v", cv.UpdatedAt, got.FinishedAt)
+	})
+}

@@ -71,6 +71,11 @@ type turnRun struct {
 	finished bool
 	// recs writes the records of the step's tool calls.
 	recs recorder
+	// loaded is the turn as its claim loaded it (PostgreSQL), or nil.
+	loaded *loaded
+	// unrecordedAgent is the agent this run uses, until the turn records it
+	// (recordAgent): nil when the turn had recorded one already.
+	unrecordedAgent *schematype.AgentConfig
 }
 
 func (t *turnRun) client() *ent.Client { return t.r.cfg.Client }
@@ -190,16 +195,30 @@ func (t *turnRun) pausing(calls []*ent.ToolCall) int {
 	return -1
 }
 
+// loaded is what the claim's statement read of the turn (claimAndLoad):
+// the turn and its conversation are set on the run, these are the rest.
+type loaded struct {
+	attached, readable bool
+	// err: the row was claimed but could not be decoded.
+	err error
+}
+
 // load reads the turn and what it belongs to, and fixes its tools.
 func (t *turnRun) load(ctx context.Context) error {
 	c := t.client()
-	attached, readable, err := t.loadTurn(ctx)
-	if err != nil {
-		return err
+	var attached, readable bool
+	if l := t.loaded; l != nil {
+		if l.err != nil {
+			return l.err
+		}
+		attached, readable = l.attached, l.readable
+	} else {
+		var err error
+		if attached, readable, err = t.loadTurn(ctx); err != nil {
+			return err
+		}
 	}
-	if t.agent, err = t.fixAgent(ctx, t.conv.Edges.Agent); err != nil {
-		return err
-	}
+	t.agent = t.fixAgent(t.conv.Edges.Agent)
 	t.log = t.log.With("conversation", t.r.apiID(t.conv.ID))
 	u := t.conv.Edges.User
 	t.person = prompt.Person{Name: u.Name, Department: u.Department, Organization: u.Edges.Organization.Name}
@@ -229,23 +248,35 @@ func (t *turnRun) load(ctx context.Context) error {
 }
 
 // fixAgent returns the agent as the turn first ran with it: the first run
-// records its instructions, tools and switches on the turn, and every later
-// run (after a clarification, a restart) uses that record, so updateAgent
-// never changes a turn in progress.
-func (t *turnRun) fixAgent(ctx context.Context, current *ent.Agent) (*ent.Agent, error) {
+// records its instructions, tools and switches on the turn with its first
+// write (recordAgent), and every later run (after a clarification, a
+// restart) uses that record, so updateAgent never changes a turn in
+// progress.
+func (t *turnRun) fixAgent(current *ent.Agent) *ent.Agent {
 	a := *current
 	if cfg := t.turn.AgentConfig; cfg != nil {
 		a.Instructions, a.Tools = cfg.Instructions, cfg.Tools
 		a.Memory, a.BudgetCheck, a.PastConversationSearch = cfg.Memory, cfg.BudgetCheck, cfg.PastConversationSearch
 		a.Skills = cfg.Skills
-		return &a, nil
+		return &a
 	}
-	cfg := &schematype.AgentConfig{Instructions: a.Instructions, Tools: a.Tools, Memory: a.Memory,
+	t.unrecordedAgent = &schematype.AgentConfig{Instructions: a.Instructions, Tools: a.Tools, Memory: a.Memory,
 		BudgetCheck: a.BudgetCheck, PastConversationSearch: a.PastConversationSearch, Skills: a.Skills}
-	if err := t.client().Turn.Update().Where(turn.ID(t.turnID)).SetAgentConfig(cfg).Exec(ctx); err != nil {
-		return nil, fmt.Errorf("record the turn's agent: %w", err)
+	return &a
+}
+
+// recordAgent adds the agent the run uses to the turn's update, when the
+// turn has not recorded one yet: the run's first write (its first step, a
+// summary, a pause) records it with its claim check, in the same statement,
+// and before any tool call can ask for it. A run that writes nothing
+// leaves it unrecorded, as it leaves nothing a later run must agree with.
+// It reports whether the update records it.
+func (t *turnRun) recordAgent(u *ent.TurnUpdate) bool {
+	if t.unrecordedAgent == nil {
+		return false
 	}
-	return &a, nil
+	u.SetAgentConfig(t.unrecordedAgent)
+	return true
 }
 
 // attribution is who pays for the turn's calls, as opaque keyed ids.
@@ -301,37 +332,11 @@ func (t *turnRun) applicationTools(ctx context.Context) ([]tools.Definition, err
 // oldest turns when the history passes its budget (compaction); a turn
 // under way keeps the history it started with.
 func (t *turnRun) history(ctx context.Context, compact bool) (int, error) {
-	c := t.client()
-	chain, err := t.summaries(ctx)
+	past, err := t.readPast(ctx)
 	if err != nil {
 		return 0, err
 	}
-	after := 0
-	if len(chain) > 0 {
-		after = chain[len(chain)-1].To
-	}
-	turns, err := c.Turn.Query().
-		Where(turn.ConversationID(t.conv.ID), turn.NumberGT(after), turn.NumberLT(t.turn.Number)).
-		Order(ent.Asc(turn.FieldNumber)).
-		Select(turn.FieldID, turn.FieldNumber, turn.FieldStartedAt, turn.FieldTimeZone,
-			turn.FieldUserText, turn.FieldAnswer, turn.FieldStatus).
-		All(ctx)
-	if err != nil {
-		return 0, fmt.Errorf("load earlier turns: %w", err)
-	}
-	ids := make([]int, 0, len(turns)+1)
-	for _, pt := range turns {
-		ids = append(ids, pt.ID)
-	}
-	ids = append(ids, t.turnID)
-	steps, err := t.steps(ctx, ids)
-	if err != nil {
-		return 0, err
-	}
-	sizes, err := t.sizes(ctx, steps)
-	if err != nil {
-		return 0, err
-	}
+	chain, turns, steps, sizes := past.chain, past.turns, past.steps, past.sizes
 	live := make([]prompt.NumberedTurn, len(turns))
 	for i, pt := range turns {
 		past := prompt.Past{Turn: pt, Steps: steps[pt.ID], Sizes: sizes, CallsPerTurn: t.r.cfg.CallsPerTurn}
@@ -415,110 +420,8 @@ func (t *turnRun) ownImages(ctx context.Context, own []prompt.Step) (map[int][]m
 	return out, nil
 }
 
-// steps loads the model calls and tool calls of turns, grouped by turn and
-// step, in two statements.
-func (t *turnRun) steps(ctx context.Context, turnIDs []int) (map[int][]prompt.Step, error) {
-	c := t.client()
-	mcs, err := c.ModelCall.Query().
-		Where(modelcall.TurnIDIn(turnIDs...), modelcall.KindEQ(modelcall.KindSTEP)).
-		Order(ent.Asc(modelcall.FieldTurnID), ent.Asc(modelcall.FieldStep)).
-		Select(modelcall.FieldTurnID, modelcall.FieldStep, modelcall.FieldText).
-		All(ctx)
-	if err != nil {
-		return nil, fmt.Errorf("load model calls: %w", err)
-	}
-	// What the model heard is read only for the turns that replay it: the
-	// last few and this one. Older calls replay their outcome and ref.
-	// When every turn replays it, it is read with the calls.
-	recent := turnIDs[max(0, len(turnIDs)-prompt.RecentTurns-1):]
-	columns := callColumns
-	if len(recent) == len(turnIDs) {
-		columns = toolcall.Columns
-	}
-	calls, err := c.ToolCall.Query().
-		Where(toolcall.TurnIDIn(turnIDs...)).
-		Order(ent.Asc(toolcall.FieldTurnID), ent.Asc(toolcall.FieldPosition)).
-		Select(columns...).
-		All(ctx)
-	if err != nil {
-		return nil, fmt.Errorf("load tool calls: %w", err)
-	}
-	if len(recent) < len(turnIDs) {
-		var heard []struct {
-			ID    int     `json:"id"`
-			Heard *string `json:"heard"`
-		}
-		err = c.ToolCall.Query().Where(toolcall.TurnIDIn(recent...)).
-			Select(toolcall.FieldID, toolcall.FieldHeard).Scan(ctx, &heard)
-		if err != nil {
-			return nil, fmt.Errorf("load what was heard: %w", err)
-		}
-		byID := make(map[int]*string, len(heard))
-		for _, h := range heard {
-			byID[h.ID] = h.Heard
-		}
-		for _, call := range calls {
-			call.Heard = byID[call.ID]
-		}
-	}
-	out := map[int][]prompt.Step{}
-	for _, mc := range mcs {
-		for len(out[mc.TurnID]) <= mc.Step {
-			out[mc.TurnID] = append(out[mc.TurnID], prompt.Step{})
-		}
-		out[mc.TurnID][mc.Step].Text = mc.Text
-	}
-	for _, call := range calls {
-		for len(out[call.TurnID]) <= call.Step {
-			out[call.TurnID] = append(out[call.TurnID], prompt.Step{})
-		}
-		out[call.TurnID][call.Step].Calls = append(out[call.TurnID][call.Step].Calls, call)
-	}
-	return out, nil
-}
-
 // interrupted is what a call cut off by a stop is recorded as.
 const interrupted = "interrupted: the runtime stopped while this call was in flight"
-
-// callColumns are the tool call columns the history needs, but what the
-// model heard, which can be kilobytes per call. Evidence stays: the cap on
-// calls per turn keeps the calls the model was shown first.
-var callColumns = slices.DeleteFunc(slices.Clone(toolcall.Columns), func(c string) bool {
-	return c == toolcall.FieldHeard
-})
-
-// sizes returns the character counts of the results the calls stored, by
-// ref, in one statement by primary key.
-func (t *turnRun) sizes(ctx context.Context, steps map[int][]prompt.Step) (map[string]int64, error) {
-	var ids []int
-	for _, st := range steps {
-		for _, s := range st {
-			for _, c := range s.Calls {
-				if c.ResultID != nil {
-					ids = append(ids, *c.ResultID)
-				}
-			}
-		}
-	}
-	var rows []struct {
-		Ref   string `json:"ref"`
-		Chars int64  `json:"chars"`
-	}
-	if len(ids) > 0 {
-		err := t.client().StoredResult.Query().
-			Where(storedresult.IDIn(ids...)).
-			Select(storedresult.FieldRef, storedresult.FieldChars).
-			Scan(ctx, &rows)
-		if err != nil {
-			return nil, fmt.Errorf("load result sizes: %w", err)
-		}
-	}
-	out := make(map[string]int64, len(rows))
-	for _, r := range rows {
-		out[r.Ref] = r.Chars
-	}
-	return out, nil
-}
 
 // callModel makes one model call and records it with the calls it asks
 // for, in one transaction: a step is recorded whole or not at all, so a
@@ -564,9 +467,17 @@ func (t *turnRun) callModel(ctx context.Context, step int) (*model.Response, []*
 	// meanwhile) still has its model call recorded, with the claim
 	// checked as for any write, and is not ended here.
 	var claim func(ctx context.Context, tx *ent.Tx) (bool, error)
+	// touched: the end's statement marked the conversation updated too.
+	touched := false
 	final := len(resp.ToolCalls) == 0
 	if final {
 		claim = func(ctx context.Context, tx *ent.Tx) (bool, error) {
+			if t.r.cfg.Queue.Dialect() == dialect.Postgres {
+				n, err := t.endTouched(ctx, tx, step, resp.Text, thinking, resp.Thinking != "")
+				t.finished = err == nil && n > 0
+				touched = t.finished
+				return t.finished, err
+			}
 			u := tx.Turn.Update().
 				Where(turn.ID(t.turnID), turn.ClaimedBy(t.r.id), turn.StatusEQ(turn.StatusRUNNING), unrecorded(step)).
 				SetStatus(turn.StatusCOMPLETED).SetFinishedAt(t.r.cfg.Now()).SetAnswer(resp.Text).
@@ -574,6 +485,7 @@ func (t *turnRun) callModel(ctx context.Context, step int) (*model.Response, []*
 			if resp.Thinking != "" {
 				u.SetThinking(*thinking)
 			}
+			t.recordAgent(u)
 			n, err := u.Save(ctx)
 			t.finished = err == nil && n > 0
 			return t.finished, err
@@ -599,7 +511,7 @@ func (t *turnRun) callModel(ctx context.Context, step int) (*model.Response, []*
 				return fmt.Errorf("record thinking: %w", err)
 			}
 		}
-		if t.finished {
+		if t.finished && !touched {
 			return t.touch(ctx, tx.Client())
 		}
 		if final {
@@ -621,6 +533,9 @@ func (t *turnRun) callModel(ctx context.Context, step int) (*model.Response, []*
 	if err != nil {
 		t.finished = false
 		return nil, nil, err
+	}
+	if t.finished {
+		t.unrecordedAgent = nil // the end's update recorded it
 	}
 	t.r.meter.ModelCall(name, false, meter.Tokens{Input: resp.Usage.InputUncached, CacheRead: resp.Usage.CacheRead,
 		CacheWrite: resp.Usage.CacheWrite, Output: resp.Usage.Output})
@@ -685,7 +600,7 @@ func (t *turnRun) writeClaimed(ctx context.Context, step *int, claim func(ctx co
 			return fmt.Errorf("begin: %w", err)
 		}
 		defer func() { _ = tx.Rollback() }()
-		checked := false
+		checked, agent := false, false
 		if claim != nil {
 			if checked, err = claim(ctx, tx); err != nil {
 				return fmt.Errorf("check claim: %w", err)
@@ -696,6 +611,7 @@ func (t *turnRun) writeClaimed(ctx context.Context, step *int, claim func(ctx co
 			if step != nil {
 				u.Where(unrecorded(*step))
 			}
+			agent = t.recordAgent(u)
 			n, err := u.SetHeartbeatAt(t.r.cfg.Now()).Save(ctx)
 			if err != nil {
 				return fmt.Errorf("check claim: %w", err)
@@ -718,6 +634,9 @@ func (t *turnRun) writeClaimed(ctx context.Context, step *int, claim func(ctx co
 		}
 		if err := tx.Commit(); err != nil {
 			return fmt.Errorf("commit: %w", err)
+		}
+		if agent {
+			t.unrecordedAgent = nil
 		}
 		return nil
 	})
@@ -754,6 +673,53 @@ func (t *turnRun) finish(status turn.Status, answer *string, reason string) {
 		t.log.Warn("touch conversation", "err", err)
 	}
 	t.ended(status, answer != nil)
+}
+
+// endTouched is the final answer's end of the turn on PostgreSQL, as the
+// update callModel sends on SQLite (the claim held, the turn RUNNING, the
+// step unrecorded; the agent recorded if it is not yet), with the
+// conversation marked updated in the same statement when the turn ends:
+// the turn's update feeds the conversation's. It returns whether the turn
+// ended.
+func (t *turnRun) endTouched(ctx context.Context, tx *ent.Tx, step int, answer string, thinking *string, thought bool) (int64, error) {
+	now := t.r.cfg.Now()
+	b := sql.Dialect(dialect.Postgres)
+	mt := b.Table(modelcall.Table)
+	end := b.Update(turn.Table).
+		Set(turn.FieldStatus, turn.StatusCOMPLETED.String()).Set(turn.FieldFinishedAt, now).Set(turn.FieldAnswer, answer).
+		SetNull(turn.FieldClaimedBy).SetNull(turn.FieldHeartbeatAt).
+		Where(sql.And(sql.EQ(turn.FieldID, t.turnID), sql.EQ(turn.FieldClaimedBy, t.r.id),
+			sql.EQ(turn.FieldStatus, turn.StatusRUNNING.String()),
+			sql.NotExists(b.Select(mt.C(modelcall.FieldTurnID)).From(mt).Where(sql.And(
+				sql.ColumnsEQ(mt.C(modelcall.FieldTurnID), b.Table(turn.Table).C(turn.FieldID)),
+				sql.EQ(mt.C(modelcall.FieldKind), modelcall.KindSTEP.String()),
+				sql.EQ(mt.C(modelcall.FieldStep), step)))))).
+		Returning(turn.FieldConversationID)
+	if thought {
+		end.Set(turn.FieldThinking, *thinking)
+	}
+	if a := t.unrecordedAgent; a != nil {
+		cfg, err := json.Marshal(a)
+		if err != nil {
+			return 0, fmt.Errorf("record the turn's agent: %w", err)
+		}
+		end.Set(turn.FieldAgentConfig, cfg)
+	}
+	ended := b.Table("ended")
+	touch := b.Update(conversation.Table).Set(conversation.FieldUpdatedAt, now).
+		Where(sql.In(conversation.FieldID, b.Select(ended.C(turn.FieldConversationID)).From(ended))).
+		Prefix(sql.ExprFunc(func(b *sql.Builder) {
+			b.WriteString(`WITH "ended" AS `).Wrap(func(b *sql.Builder) { b.Join(end) })
+		}))
+	query, args := touch.Query()
+	if err := touch.Err(); err != nil {
+		return 0, err
+	}
+	res, err := tx.Client().ExecContext(ctx, query, args...)
+	if err != nil {
+		return 0, err
+	}
+	return res.RowsAffected()
 }
 
 // touch marks the turn's conversation as updated now.
