@@ -351,7 +351,7 @@ const sqliteTime = "2006-01-02 15:04:05.999999999-07:00"
 
 // heardSlot is the place of what a call was heard as among the union's
 // columns: its kind and keys, the ints, then the texts' sixth.
-const heardSlot = 3 + 5 + 5
+const heardSlot = 3 + nInts + 5
 
 // slot is the i-th of a kind's columns, or NULL.
 func slot(columns []string, i int) string {
