@@ -97,7 +97,7 @@ func (q Queue) Client(cfg *river.Config) (JobClient, error) {
 	}
 	if q.d.jobs != nil {
 		c.PollOnly = false
-		drv := riverpgxv5.New(q.d.jobs)
+		drv := newPGQueueDriver(q.d.jobs)
 		client, err := river.NewClient(drv, &c)
 		if err != nil {
 			return nil, fmt.Errorf("job queue: %w", err)

@@ -2,12 +2,16 @@ package db_test
 
 import (
 	"context"
+	"errors"
 	"log/slog"
+	"slices"
 	"sync"
 	"testing"
 	"time"
 
 	"github.com/riverqueue/river"
+	"github.com/riverqueue/river/riverdriver"
+	"github.com/riverqueue/river/rivertype"
 	"github.com/stretchr/testify/require"
 
 	"github.com/toolgate/toolgate/ent/db"
@@ -154,3 +158,194 @@ func TestIdleSQLiteQueueIsQuiet(t *testing.T) {
 	t.Logf("%d statements in %s", len(sent), window)
 	require.LessOrEqual(t, len(sent), int(window/time.Second), "%d statements in %s: %q", len(sent), window, sent)
 }
+
+// openObserved opens a new database on backend b whose every statement,
+// the job queue's included, is recorded.
+func openObserved(t *testing.T, b dbtest.Backend) (*db.DB, *observed) {
+	t.Helper()
+	o := &observed{}
+	ctx := context.Background()
+	d, err := db.OpenWith(ctx, dbtest.URL(t, b), db.Options{Observe: o.observe})
+	require.NoError(t, err)
+	t.Cleanup(func() { _ = d.Close() })
+	require.NoError(t, d.Migrate(ctx))
+	return d, o
+}
+
+// observed is what a database was sent.
+type observed struct {
+	mu   sync.Mutex
+	sent []string
+}
+
+func (o *observed) observe(q string) {
+	o.mu.Lock()
+	o.sent = append(o.sent, q)
+	o.mu.Unlock()
+}
+
+// during returns what f sent.
+func (o *observed) during(f func()) []string {
+	o.mu.Lock()
+	n := len(o.sent)
+	o.mu.Unlock()
+	f()
+	o.mu.Lock()
+	defer o.mu.Unlock()
+	return slices.Clone(o.sent[n:])
+}
+
+// River's scheduler opens a transaction every 5 s to make due jobs
+// available. On PostgreSQL, when none is due, it sends one statement (it
+// sent BEGIN, its query and COMMIT), and a due job, scheduled or to be
+// retried, is made available as River would.
+func TestPostgresSchedulerSendsOneStatementWhenNothingIsDue(t *testing.T) {
+	t.Parallel()
+	d, o := openObserved(t, dbtest.Postgres)
+	ctx := context.Background()
+	exec := db.QueueExecutor(d)
+	schedule := func(now time.Time) []*riverdriver.JobScheduleResult {
+		tx, err := exec.Begin(ctx)
+		require.NoError(t, err)
+		defer func() { _ = tx.Rollback(ctx) }()
+		res, err := tx.JobSchedule(ctx, &riverdriver.JobScheduleParams{Max: 100, Now: &now})
+		require.NoError(t, err)
+		require.NoError(t, tx.Commit(ctx))
+		return res
+	}
+
+	sentNow := o.during(func() { require.Empty(t, schedule(time.Now())) })
+	require.Len(t, sentNow, 1, "nothing due: %q", sentNow)
+
+	q, err := d.Queue().Client(&river.Config{Logger: slog.New(slog.DiscardHandler)})
+	require.NoError(t, err)
+	at := time.Now().Add(time.Hour)
+	scheduled, err := q.Insert(ctx, pingArgs{}, &river.InsertOpts{ScheduledAt: at})
+	require.NoError(t, err)
+	retried, err := q.Insert(ctx, pingArgs{}, &river.InsertOpts{ScheduledAt: at.Add(time.Minute)})
+	require.NoError(t, err)
+	_, err = exec.JobUpdateFull(ctx, &riverdriver.JobUpdateFullParams{ID: retried.Job.ID, StateDoUpdate: true, State: rivertype.JobStateRetryable})
+	require.NoError(t, err)
+
+	sentNow = o.during(func() { require.Empty(t, schedule(time.Now())) })
+	require.Len(t, sentNow, 1, "jobs scheduled and to be retried, not yet due: %q", sentNow)
+
+	// River's statement returns each job's row as it was before; the job is
+	// read again.
+	state := func(id int64) rivertype.JobState {
+		j, err := exec.JobGetByID(ctx, &riverdriver.JobGetByIDParams{ID: id})
+		require.NoError(t, err)
+		return j.State
+	}
+	res := schedule(at.Add(time.Second))
+	require.Len(t, res, 1, "the scheduled job once due")
+	require.Equal(t, scheduled.Job.ID, res[0].Job.ID)
+	require.Equal(t, rivertype.JobStateAvailable, state(scheduled.Job.ID))
+	require.Equal(t, rivertype.JobStateRetryable, state(retried.Job.ID))
+	res = schedule(at.Add(2 * time.Minute))
+	require.Len(t, res, 1, "the job to be retried once due")
+	require.Equal(t, retried.Job.ID, res[0].Job.ID)
+	require.Equal(t, rivertype.JobStateAvailable, state(retried.Job.ID))
+}
+
+// failOnceWorker fails each job's first attempt, to be retried a moment
+// later.
+type failOnceWorker struct {
+	river.WorkerDefaults[failOnceArgs]
+	ran chan int
+}
+
+type failOnceArgs struct{}
+
+func (failOnceArgs) Kind() string { return "test_fail_once" }
+
+func (w *failOnceWorker) Work(_ context.Context, j *river.Job[failOnceArgs]) error {
+	w.ran <- j.Attempt
+	if j.Attempt == 1 {
+		return errors.New("first attempt fails")
+	}
+	return nil
+}
+
+func (*failOnceWorker) NextRetry(*river.Job[failOnceArgs]) time.Time {
+	return time.Now().Add(time.Second)
+}
+
+// A running queue on PostgreSQL still makes available a job scheduled a
+// moment ahead and a failed job to be retried: River's scheduler (every
+// 5 s, on the leader) moves them.
+func TestPostgresQueueMakesScheduledAndRetriedJobsAvailable(t *testing.T) {
+	t.Parallel()
+	d := dbtest.Open(t, dbtest.Postgres)
+	fail := &failOnceWorker{ran: make(chan int, 2)}
+	registry := river.NewWorkers()
+	river.AddWorker(registry, &pingWorker{ran: make(chan time.Time, 1)})
+	river.AddWorker(registry, fail)
+	q, err := d.Queue().Client(&river.Config{
+		Queues:  map[string]river.QueueConfig{river.QueueDefault: {MaxWorkers: 2}},
+		Workers: registry,
+		Logger:  slog.New(slog.DiscardHandler),
+	})
+	require.NoError(t, err)
+	ctx := context.Background()
+	require.NoError(t, q.Start(ctx))
+	t.Cleanup(func() { _ = q.Stop(context.Background()) })
+
+	scheduled, err := q.Insert(ctx, pingArgs{}, &river.InsertOpts{ScheduledAt: time.Now().Add(time.Second)})
+	require.NoError(t, err)
+	failing, err := q.Insert(ctx, failOnceArgs{}, nil)
+	require.NoError(t, err)
+	select {
+	case attempt := <-fail.ran:
+		require.Equal(t, 1, attempt)
+	case <-time.After(10 * time.Second):
+		t.Fatal("the failing job never ran")
+	}
+	exec := d.Queue().Executor()
+	waiting := func(id int64) bool {
+		j, err := exec.JobGetByID(ctx, &riverdriver.JobGetByIDParams{ID: id})
+		require.NoError(t, err)
+		return j.State == rivertype.JobStateScheduled || j.State == rivertype.JobStateRetryable
+	}
+	deadline := time.Now().Add(20 * time.Second) // four runs of the scheduler
+	for waiting(scheduled.Job.ID) || waiting(failing.Job.ID) {
+		require.True(t, time.Now().Before(deadline), "a due job was never made available")
+		time.Sleep(100 * time.Millisecond)
+	}
+}
+
+// An idle job queue on PostgreSQL (its turns' queue and its documents'
+// queue, on one client, configured as the server does) sends its database
+// well under one statement a second: over 11 s, River's scheduler's
+// question every 5 s and its leader's election, not the BEGIN, query and
+// COMMIT its scheduler sent.
+func TestIdlePostgresQueueIsQuiet(t *testing.T) {
+	t.Parallel()
+	d, o := openObserved(t, dbtest.Postgres)
+	ctx := context.Background()
+	q := d.Queue().Shared()
+	w := &pingWorker{ran: make(chan time.Time, 1)}
+	river.AddWorker(q.Workers(), w)
+	turns, err := q.Client(&river.Config{
+		Queues:  map[string]river.QueueConfig{river.QueueDefault: {MaxWorkers: 100, FetchPollInterval: db.ListenPoll}},
+		Workers: q.Workers(),
+		Logger:  slog.New(slog.DiscardHandler),
+	})
+	require.NoError(t, err)
+	_, err = q.Client(&river.Config{
+		Queues:  map[string]river.QueueConfig{"documents": {MaxWorkers: 2}},
+		Workers: q.Workers(),
+	})
+	require.NoError(t, err)
+	require.NoError(t, turns.Start(ctx))
+	t.Cleanup(func() { _ = turns.Stop(context.Background()) })
+	time.Sleep(2 * time.Second) // past the start
+	const window = 11 * time.Second
+	sent := o.during(func() { time.Sleep(window) })
+	t.Logf("%d statements in %s: %q", len(sent), window, sent)
+	require.LessOrEqual(t, len(sent), idleBound, "%d statements in %s: %q", len(sent), window, sent)
+}
+
+// idleBound is the most an idle PostgreSQL queue may send over its 11 s
+// window: 0.7 a second.
+const idleBound = 7
