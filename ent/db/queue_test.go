@@ -316,9 +316,10 @@ func TestPostgresQueueMakesScheduledAndRetriedJobsAvailable(t *testing.T) {
 
 // An idle job queue on PostgreSQL (its turns' queue and its documents'
 // queue, on one client, configured as the server does) sends its database
-// well under one statement a second: over 11 s, River's scheduler's
-// question every 5 s and its leader's election, not the BEGIN, query and
-// COMMIT its scheduler sent.
+// well under one statement a second: over 20 s, River's scheduler's one
+// question and its leader's election every 5 s, and the first run of
+// River's cleaners as it starts (8 to 13), not the 16 or more it sent when
+// each run of the scheduler took BEGIN, its query and COMMIT.
 func TestIdlePostgresQueueIsQuiet(t *testing.T) {
 	t.Parallel()
 	d, o := openObserved(t, dbtest.Postgres)
@@ -340,12 +341,12 @@ func TestIdlePostgresQueueIsQuiet(t *testing.T) {
 	require.NoError(t, turns.Start(ctx))
 	t.Cleanup(func() { _ = turns.Stop(context.Background()) })
 	time.Sleep(2 * time.Second) // past the start
-	const window = 11 * time.Second
+	const window = 20 * time.Second
 	sent := o.during(func() { time.Sleep(window) })
 	t.Logf("%d statements in %s: %q", len(sent), window, sent)
 	require.LessOrEqual(t, len(sent), idleBound, "%d statements in %s: %q", len(sent), window, sent)
 }
 
-// idleBound is the most an idle PostgreSQL queue may send over its 11 s
-// window: 0.7 a second.
-const idleBound = 7
+// idleBound is the most an idle PostgreSQL queue may send over its 20 s
+// window: 0.65 a second.
+const idleBound = 13
