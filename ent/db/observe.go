@@ -26,15 +26,13 @@ type Options struct {
 	Dialed func()
 }
 
-// openPool opens a database/sql pool. On SQLite each connection keeps
-// its prepared statements (stmtcache.go) and can defer a transaction's
-// BEGIN (deferbegin.go); when observe is set, every statement is reported
-// to it before it is sent.
+// openPool opens a database/sql pool. Each connection keeps its prepared
+// statements (stmtcache.go; on PostgreSQL those sent with arguments); on
+// SQLite a connection can defer a transaction's BEGIN (deferbegin.go);
+// when observe is set, every statement is reported to it before it is
+// sent.
 func openPool(driverName, dsn string, sqlite bool, o Options) (*sql.DB, error) {
 	observe := o.Observe
-	if !sqlite && observe == nil && o.Dialed == nil {
-		return sql.Open(driverName, dsn)
-	}
 	probe, err := sql.Open(driverName, dsn)
 	if err != nil {
 		return nil, err
@@ -55,9 +53,7 @@ func openPool(driverName, dsn string, sqlite bool, o Options) (*sql.DB, error) {
 		pc.Dialer(countingDialer{dialed: o.Dialed})
 		inner = pc
 	}
-	if sqlite {
-		inner = cachingConnector{Connector: inner}
-	}
+	inner = cachingConnector{Connector: inner, withArgsOnly: !sqlite}
 	if observe != nil {
 		inner = observingConnector{Connector: inner, observe: observe}
 	}

@@ -4,20 +4,31 @@ import (
 	"container/list"
 	"context"
 	"database/sql/driver"
+	"errors"
 	"reflect"
+
+	"github.com/lib/pq"
 )
 
-// stmtCacheSize is how many prepared statements each SQLite connection
-// keeps: the runtime and the API send a few dozen distinct statements over
-// and over; migrations' one-off statements pass through and are evicted.
+// stmtCacheSize is how many prepared statements each connection keeps:
+// the runtime and the API send a few dozen distinct statements over and
+// over; migrations' one-off statements pass through and are evicted.
 const stmtCacheSize = 256
 
-// cachingConnector gives each SQLite connection a cache of prepared
-// statements by text. The driver parses every statement it is sent afresh
+// cachingConnector gives each connection a cache of prepared statements by
+// text. SQLite's driver parses every statement it is sent afresh
 // otherwise, a fifth of a turn's CPU; a prepared statement is reset and
-// bound again instead.
+// bound again instead. PostgreSQL parses and plans every statement lib/pq
+// sends with arguments, in two round trips (parse and describe, then bind
+// and execute); a prepared one is bound and executed in one, and after a
+// few executions PostgreSQL keeps its plan (a generic plan, chosen only
+// when it costs no more than planning each time would).
 type cachingConnector struct {
 	driver.Connector
+	// withArgsOnly caches only statements sent with arguments (PostgreSQL):
+	// lib/pq sends one without arguments as a simple query, which may hold
+	// several statements and cannot be prepared.
+	withArgsOnly bool
 }
 
 func (c cachingConnector) Connect(ctx context.Context) (driver.Conn, error) {
@@ -28,7 +39,7 @@ func (c cachingConnector) Connect(ctx context.Context) (driver.Conn, error) {
 	if _, ok := conn.(driver.ConnPrepareContext); !ok {
 		return conn, nil
 	}
-	return &cachingConn{Conn: conn, byQuery: map[string]*list.Element{}, lru: list.New()}, nil
+	return &cachingConn{Conn: conn, withArgsOnly: c.withArgsOnly, byQuery: map[string]*list.Element{}, lru: list.New()}, nil
 }
 
 // cachingConn runs ExecContext and QueryContext through its cache of
@@ -37,8 +48,9 @@ func (c cachingConnector) Connect(ctx context.Context) (driver.Conn, error) {
 // cache needs no lock of its own.
 type cachingConn struct {
 	driver.Conn
-	byQuery map[string]*list.Element
-	lru     *list.List
+	withArgsOnly bool
+	byQuery      map[string]*list.Element
+	lru          *list.List
 }
 
 type cachedStmt struct {
@@ -86,6 +98,12 @@ func (c *cachingConn) stmt(ctx context.Context, query string) (*cachedStmt, bool
 }
 
 func (c *cachingConn) ExecContext(ctx context.Context, query string, args []driver.NamedValue) (driver.Result, error) {
+	if c.withArgsOnly && len(args) == 0 {
+		if ex, ok := c.Conn.(driver.ExecerContext); ok {
+			return ex.ExecContext(ctx, query, args)
+		}
+		return nil, driver.ErrSkip
+	}
 	cs, cached, err := c.stmt(ctx, query)
 	if err != nil {
 		return nil, err
@@ -101,10 +119,16 @@ func (c *cachingConn) ExecContext(ctx context.Context, query string, args []driv
 	if !cached {
 		_ = cs.st.Close()
 	}
-	return res, err
+	return res, c.stale(cs, cached, err)
 }
 
 func (c *cachingConn) QueryContext(ctx context.Context, query string, args []driver.NamedValue) (driver.Rows, error) {
+	if c.withArgsOnly && len(args) == 0 {
+		if q, ok := c.Conn.(driver.QueryerContext); ok {
+			return q.QueryContext(ctx, query, args)
+		}
+		return nil, driver.ErrSkip
+	}
 	cs, cached, err := c.stmt(ctx, query)
 	if err != nil {
 		return nil, err
@@ -121,7 +145,7 @@ func (c *cachingConn) QueryContext(ctx context.Context, query string, args []dri
 		if !cached {
 			_ = cs.st.Close()
 		}
-		return nil, err
+		return nil, c.stale(cs, cached, err)
 	}
 	cs.busy = true
 	return &cachedRows{Rows: rows, release: func() {
@@ -130,6 +154,29 @@ func (c *cachingConn) QueryContext(ctx context.Context, query string, args []dri
 			_ = cs.st.Close()
 		}
 	}}, nil
+}
+
+// stale answers a cached statement's error. PostgreSQL refuses to run a
+// prepared statement whose result columns a migration has changed (another
+// replica's, say) with "cached plan must not change result type", before
+// running anything: the statement is dropped from the cache and the
+// connection reported bad, so database/sql runs the statement again on
+// another connection, prepared afresh (within a transaction the error
+// reaches the caller, as any other would).
+func (c *cachingConn) stale(cs *cachedStmt, cached bool, err error) error {
+	var pe *pq.Error
+	if err == nil || !cached || !errors.As(err, &pe) || pe.Code != "0A000" {
+		return err
+	}
+	if e, ok := c.byQuery[cs.query]; ok && e.Value == cs {
+		c.lru.Remove(e)
+		delete(c.byQuery, cs.query)
+		cs.evicted = true
+		if !cs.busy {
+			_ = cs.st.Close()
+		}
+	}
+	return driver.ErrBadConn
 }
 
 func (c *cachingConn) PrepareContext(ctx context.Context, query string) (driver.Stmt, error) {
