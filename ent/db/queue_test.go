@@ -306,6 +306,39 @@ func TestPostgresQueueMakesScheduledAndRetriedJobsAvailable(t *testing.T) {
 	}
 }
 
+// A job scheduled a few seconds ahead runs when it falls due on
+// PostgreSQL, though the queue polls once a minute: River's scheduler makes
+// it available up to 5 s early without a notice, and the queue is told of
+// it when its time comes.
+func TestPostgresScheduledJobRunsWhenDue(t *testing.T) {
+	t.Parallel()
+	d := dbtest.Open(t, dbtest.Postgres)
+	w := &pingWorker{ran: make(chan time.Time, 1)}
+	registry := river.NewWorkers()
+	river.AddWorker(registry, w)
+	q, err := d.Queue().Client(&river.Config{
+		Queues:  map[string]river.QueueConfig{river.QueueDefault: {MaxWorkers: 2, FetchPollInterval: db.ListenPoll}},
+		Workers: registry,
+		Logger:  slog.New(slog.DiscardHandler),
+	})
+	require.NoError(t, err)
+	ctx := context.Background()
+	require.NoError(t, q.Start(ctx))
+	t.Cleanup(func() { _ = q.Stop(context.Background()) })
+	time.Sleep(time.Second) // past the start
+	// Due in 4.9 s: the scheduler, which runs every 5 s and looks 5 s
+	// ahead, almost surely makes it available before it is due.
+	due := time.Now().Add(4900 * time.Millisecond)
+	_, err = q.Insert(ctx, pingArgs{}, &river.InsertOpts{ScheduledAt: due})
+	require.NoError(t, err)
+	select {
+	case ran := <-w.ran:
+		require.False(t, ran.Before(due), "ran %s before it was due", due.Sub(ran))
+	case <-time.After(time.Until(due) + 5*time.Second):
+		t.Fatal("a job made available early waited for the queue's poll")
+	}
+}
+
 // An idle job queue on PostgreSQL (its turns' queue and its documents'
 // queue, on one client, configured as the server does) sends its database
 // well under one statement a second: over 20 s, River's scheduler's one

@@ -2,6 +2,7 @@ package db
 
 import (
 	"context"
+	"encoding/json"
 	"sync"
 	"time"
 
@@ -83,7 +84,45 @@ func (t *pgTx) JobSchedule(ctx context.Context, params *riverdriver.JobScheduleP
 	if due, err := t.d.anyDue(ctx, params); err == nil && !due {
 		return nil, nil
 	}
-	return t.ExecutorTx.JobSchedule(ctx, params)
+	res, err := t.ExecutorTx.JobSchedule(ctx, params)
+	if err == nil {
+		t.d.wakeWhenDue(res)
+	}
+	return res, err
+}
+
+// wakeWhenDue tells each queue of a job made available ahead of its time
+// of it once the time comes. River's scheduler makes jobs available up to
+// its interval (5 s) early but notifies only the queues of those already
+// due, and a producer that listens fetches only when notified or when it
+// polls, once a minute: such a job would wait for that poll. A notice for
+// a job whose transaction then rolled back only makes a fetch find
+// nothing.
+func (d *pgQueueDriver) wakeWhenDue(results []*riverdriver.JobScheduleResult) {
+	horizon := time.Now().Add(5 * time.Millisecond) // River's own
+	at := map[string]map[time.Time]bool{}           // one notice per queue and 10 ms
+	for _, r := range results {
+		if r.ConflictDiscarded || !r.Job.ScheduledAt.After(horizon) {
+			continue
+		}
+		q, when := r.Job.Queue, r.Job.ScheduledAt.Truncate(10*time.Millisecond).Add(10*time.Millisecond)
+		if at[q] == nil {
+			at[q] = map[time.Time]bool{}
+		}
+		if at[q][when] {
+			continue
+		}
+		at[q][when] = true
+		payload, _ := json.Marshal(struct {
+			Queue string `json:"queue"`
+		}{q})
+		time.AfterFunc(time.Until(when), func() {
+			ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+			defer cancel()
+			// Unheard (the pool closed, say), the job is found by the poll.
+			_ = d.GetExecutor().NotifyMany(ctx, &riverdriver.NotifyManyParams{Payload: []string{string(payload)}, Topic: insertTopic})
+		})
+	}
 }
 
 // anyDue says whether any job is retryable or scheduled and due by
