@@ -312,24 +312,12 @@ func TestPostgresQueueMakesScheduledAndRetriedJobsAvailable(t *testing.T) {
 // it when its time comes.
 func TestPostgresScheduledJobRunsWhenDue(t *testing.T) {
 	t.Parallel()
-	d := dbtest.Open(t, dbtest.Postgres)
-	w := &pingWorker{ran: make(chan time.Time, 1)}
-	registry := river.NewWorkers()
-	river.AddWorker(registry, w)
-	q, err := d.Queue().Client(&river.Config{
-		Queues:  map[string]river.QueueConfig{river.QueueDefault: {MaxWorkers: 2, FetchPollInterval: db.ListenPoll}},
-		Workers: registry,
-		Logger:  slog.New(slog.DiscardHandler),
-	})
-	require.NoError(t, err)
+	q, w := pingQueue(t, dbtest.Open(t, dbtest.Postgres), 2, 0) // polls every db.ListenPoll
 	ctx := context.Background()
-	require.NoError(t, q.Start(ctx))
-	t.Cleanup(func() { _ = q.Stop(context.Background()) })
-	time.Sleep(time.Second) // past the start
 	// Due in 4.9 s: the scheduler, which runs every 5 s and looks 5 s
 	// ahead, almost surely makes it available before it is due.
 	due := time.Now().Add(4900 * time.Millisecond)
-	_, err = q.Insert(ctx, pingArgs{}, &river.InsertOpts{ScheduledAt: due})
+	_, err := q.Insert(ctx, pingArgs{}, &river.InsertOpts{ScheduledAt: due})
 	require.NoError(t, err)
 	select {
 	case ran := <-w.ran:
