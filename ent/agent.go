@@ -39,6 +39,8 @@ type Agent struct {
 	PastConversationSearch bool `json:"past_conversation_search,omitempty"`
 	// the names of the organisation's published skills the agent may load (load_skill)
 	Skills []string `json:"skills,omitempty"`
+	// How the agent's turns send tool definitions. FULL: every offered definition whole, on every model call. DEFERRED: the always-on tools and get_tool_schema whole, every other tool by name and a line, read whole with get_tool_schema before its first call. AUTO (the default): DEFERRED once the offered definitions pass 6,000 tokens, which only application tools reach; else FULL.
+	ToolLoading agent.ToolLoading `json:"tool_loading,omitempty"`
 	// the knowledge bases knowledge_search and read_document reach
 	KnowledgeBaseIds []int `json:"knowledge_base_ids,omitempty"`
 	// Edges holds the relations/edges for other nodes in the graph.
@@ -91,7 +93,7 @@ func (*Agent) scanValues(columns []string) ([]any, error) {
 			values[i] = new(sql.NullBool)
 		case agent.FieldID, agent.FieldOrganizationID:
 			values[i] = new(sql.NullInt64)
-		case agent.FieldName, agent.FieldInstructions:
+		case agent.FieldName, agent.FieldInstructions, agent.FieldToolLoading:
 			values[i] = new(sql.NullString)
 		case agent.FieldCreatedAt, agent.FieldUpdatedAt:
 			values[i] = new(sql.NullTime)
@@ -180,6 +182,12 @@ func (_m *Agent) assignValues(columns []string, values []any) error {
 					return fmt.Errorf("unmarshal field skills: %w", err)
 				}
 			}
+		case agent.FieldToolLoading:
+			if value, ok := values[i].(*sql.NullString); !ok {
+				return fmt.Errorf("unexpected type %T for field tool_loading", values[i])
+			} else if value.Valid {
+				_m.ToolLoading = agent.ToolLoading(value.String)
+			}
 		case agent.FieldKnowledgeBaseIds:
 			if value, ok := values[i].(*[]byte); !ok {
 				return fmt.Errorf("unexpected type %T for field knowledge_base_ids", values[i])
@@ -263,6 +271,9 @@ func (_m *Agent) String() string {
 	builder.WriteString(", ")
 	builder.WriteString("skills=")
 	builder.WriteString(fmt.Sprintf("%v", _m.Skills))
+	builder.WriteString(", ")
+	builder.WriteString("tool_loading=")
+	builder.WriteString(fmt.Sprintf("%v", _m.ToolLoading))
 	builder.WriteString(", ")
 	builder.WriteString("knowledge_base_ids=")
 	builder.WriteString(fmt.Sprintf("%v", _m.KnowledgeBaseIds))

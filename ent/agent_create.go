@@ -132,6 +132,20 @@ func (_c *AgentCreate) SetSkills(v []string) *AgentCreate {
 	return _c
 }
 
+// SetToolLoading sets the "tool_loading" field.
+func (_c *AgentCreate) SetToolLoading(v agent.ToolLoading) *AgentCreate {
+	_c.mutation.SetToolLoading(v)
+	return _c
+}
+
+// SetNillableToolLoading sets the "tool_loading" field if the given value is not nil.
+func (_c *AgentCreate) SetNillableToolLoading(v *agent.ToolLoading) *AgentCreate {
+	if v != nil {
+		_c.SetToolLoading(*v)
+	}
+	return _c
+}
+
 // SetKnowledgeBaseIds sets the "knowledge_base_ids" field.
 func (_c *AgentCreate) SetKnowledgeBaseIds(v []int) *AgentCreate {
 	_c.mutation.SetKnowledgeBaseIds(v)
@@ -233,6 +247,10 @@ func (_c *AgentCreate) defaults() error {
 		v := agent.DefaultSkills
 		_c.mutation.SetSkills(v)
 	}
+	if _, ok := _c.mutation.ToolLoading(); !ok {
+		v := agent.DefaultToolLoading
+		_c.mutation.SetToolLoading(v)
+	}
 	if _, ok := _c.mutation.KnowledgeBaseIds(); !ok {
 		v := agent.DefaultKnowledgeBaseIds
 		_c.mutation.SetKnowledgeBaseIds(v)
@@ -281,6 +299,14 @@ func (_c *AgentCreate) check() error {
 	}
 	if _, ok := _c.mutation.Skills(); !ok {
 		return &ValidationError{Name: "skills", err: errors.New(`ent: missing required field "Agent.skills"`)}
+	}
+	if _, ok := _c.mutation.ToolLoading(); !ok {
+		return &ValidationError{Name: "tool_loading", err: errors.New(`ent: missing required field "Agent.tool_loading"`)}
+	}
+	if v, ok := _c.mutation.ToolLoading(); ok {
+		if err := agent.ToolLoadingValidator(v); err != nil {
+			return &ValidationError{Name: "tool_loading", err: fmt.Errorf(`ent: validator failed for field "Agent.tool_loading": %w`, err)}
+		}
 	}
 	if _, ok := _c.mutation.KnowledgeBaseIds(); !ok {
 		return &ValidationError{Name: "knowledge_base_ids", err: errors.New(`ent: missing required field "Agent.knowledge_base_ids"`)}
@@ -350,6 +376,10 @@ func (_c *AgentCreate) createSpec() (*Agent, *sqlgraph.CreateSpec) {
 	if value, ok := _c.mutation.Skills(); ok {
 		_spec.SetField(agent.FieldSkills, field.TypeJSON, value)
 		_node.Skills = value
+	}
+	if value, ok := _c.mutation.ToolLoading(); ok {
+		_spec.SetField(agent.FieldToolLoading, field.TypeEnum, value)
+		_node.ToolLoading = value
 	}
 	if value, ok := _c.mutation.KnowledgeBaseIds(); ok {
 		_spec.SetField(agent.FieldKnowledgeBaseIds, field.TypeJSON, value)
@@ -536,6 +566,18 @@ func (u *AgentUpsert) UpdateSkills() *AgentUpsert {
 	return u
 }
 
+// SetToolLoading sets the "tool_loading" field.
+func (u *AgentUpsert) SetToolLoading(v agent.ToolLoading) *AgentUpsert {
+	u.Set(agent.FieldToolLoading, v)
+	return u
+}
+
+// UpdateToolLoading sets the "tool_loading" field to the value that was provided on create.
+func (u *AgentUpsert) UpdateToolLoading() *AgentUpsert {
+	u.SetExcluded(agent.FieldToolLoading)
+	return u
+}
+
 // SetKnowledgeBaseIds sets the "knowledge_base_ids" field.
 func (u *AgentUpsert) SetKnowledgeBaseIds(v []int) *AgentUpsert {
 	u.Set(agent.FieldKnowledgeBaseIds, v)
@@ -705,6 +747,20 @@ func (u *AgentUpsertOne) SetSkills(v []string) *AgentUpsertOne {
 func (u *AgentUpsertOne) UpdateSkills() *AgentUpsertOne {
 	return u.Update(func(s *AgentUpsert) {
 		s.UpdateSkills()
+	})
+}
+
+// SetToolLoading sets the "tool_loading" field.
+func (u *AgentUpsertOne) SetToolLoading(v agent.ToolLoading) *AgentUpsertOne {
+	return u.Update(func(s *AgentUpsert) {
+		s.SetToolLoading(v)
+	})
+}
+
+// UpdateToolLoading sets the "tool_loading" field to the value that was provided on create.
+func (u *AgentUpsertOne) UpdateToolLoading() *AgentUpsertOne {
+	return u.Update(func(s *AgentUpsert) {
+		s.UpdateToolLoading()
 	})
 }
 
@@ -1045,6 +1101,20 @@ func (u *AgentUpsertBulk) SetSkills(v []string) *AgentUpsertBulk {
 func (u *AgentUpsertBulk) UpdateSkills() *AgentUpsertBulk {
 	return u.Update(func(s *AgentUpsert) {
 		s.UpdateSkills()
+	})
+}
+
+// SetToolLoading sets the "tool_loading" field.
+func (u *AgentUpsertBulk) SetToolLoading(v agent.ToolLoading) *AgentUpsertBulk {
+	return u.Update(func(s *AgentUpsert) {
+		s.SetToolLoading(v)
+	})
+}
+
+// UpdateToolLoading sets the "tool_loading" field to the value that was provided on create.
+func (u *AgentUpsertBulk) UpdateToolLoading() *AgentUpsertBulk {
+	return u.Update(func(s *AgentUpsert) {
+		s.UpdateToolLoading()
 	})
 }
 

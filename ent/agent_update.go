@@ -130,6 +130,20 @@ func (_u *AgentUpdate) AppendSkills(v []string) *AgentUpdate {
 	return _u
 }
 
+// SetToolLoading sets the "tool_loading" field.
+func (_u *AgentUpdate) SetToolLoading(v agent.ToolLoading) *AgentUpdate {
+	_u.mutation.SetToolLoading(v)
+	return _u
+}
+
+// SetNillableToolLoading sets the "tool_loading" field if the given value is not nil.
+func (_u *AgentUpdate) SetNillableToolLoading(v *agent.ToolLoading) *AgentUpdate {
+	if v != nil {
+		_u.SetToolLoading(*v)
+	}
+	return _u
+}
+
 // SetKnowledgeBaseIds sets the "knowledge_base_ids" field.
 func (_u *AgentUpdate) SetKnowledgeBaseIds(v []int) *AgentUpdate {
 	_u.mutation.SetKnowledgeBaseIds(v)
@@ -237,6 +251,11 @@ func (_u *AgentUpdate) check() error {
 			return &ValidationError{Name: "instructions", err: fmt.Errorf(`ent: validator failed for field "Agent.instructions": %w`, err)}
 		}
 	}
+	if v, ok := _u.mutation.ToolLoading(); ok {
+		if err := agent.ToolLoadingValidator(v); err != nil {
+			return &ValidationError{Name: "tool_loading", err: fmt.Errorf(`ent: validator failed for field "Agent.tool_loading": %w`, err)}
+		}
+	}
 	if _u.mutation.OrganizationCleared() && len(_u.mutation.OrganizationIDs()) > 0 {
 		return errors.New(`ent: clearing a required unique edge "Agent.organization"`)
 	}
@@ -288,6 +307,9 @@ func (_u *AgentUpdate) sqlSave(ctx context.Context) (_node int, err error) {
 		_spec.AddModifier(func(u *sql.UpdateBuilder) {
 			sqljson.Append(u, agent.FieldSkills, value)
 		})
+	}
+	if value, ok := _u.mutation.ToolLoading(); ok {
+		_spec.SetField(agent.FieldToolLoading, field.TypeEnum, value)
 	}
 	if value, ok := _u.mutation.KnowledgeBaseIds(); ok {
 		_spec.SetField(agent.FieldKnowledgeBaseIds, field.TypeJSON, value)
@@ -462,6 +484,20 @@ func (_u *AgentUpdateOne) AppendSkills(v []string) *AgentUpdateOne {
 	return _u
 }
 
+// SetToolLoading sets the "tool_loading" field.
+func (_u *AgentUpdateOne) SetToolLoading(v agent.ToolLoading) *AgentUpdateOne {
+	_u.mutation.SetToolLoading(v)
+	return _u
+}
+
+// SetNillableToolLoading sets the "tool_loading" field if the given value is not nil.
+func (_u *AgentUpdateOne) SetNillableToolLoading(v *agent.ToolLoading) *AgentUpdateOne {
+	if v != nil {
+		_u.SetToolLoading(*v)
+	}
+	return _u
+}
+
 // SetKnowledgeBaseIds sets the "knowledge_base_ids" field.
 func (_u *AgentUpdateOne) SetKnowledgeBaseIds(v []int) *AgentUpdateOne {
 	_u.mutation.SetKnowledgeBaseIds(v)
@@ -582,6 +618,11 @@ func (_u *AgentUpdateOne) check() error {
 			return &ValidationError{Name: "instructions", err: fmt.Errorf(`ent: validator failed for field "Agent.instructions": %w`, err)}
 		}
 	}
+	if v, ok := _u.mutation.ToolLoading(); ok {
+		if err := agent.ToolLoadingValidator(v); err != nil {
+			return &ValidationError{Name: "tool_loading", err: fmt.Errorf(`ent: validator failed for field "Agent.tool_loading": %w`, err)}
+		}
+	}
 	if _u.mutation.OrganizationCleared() && len(_u.mutation.OrganizationIDs()) > 0 {
 		return errors.New(`ent: clearing a required unique edge "Agent.organization"`)
 	}
@@ -650,6 +691,9 @@ func (_u *AgentUpdateOne) sqlSave(ctx context.Context) (_node *Agent, err error)
 		_spec.AddModifier(func(u *sql.UpdateBuilder) {
 			sqljson.Append(u, agent.FieldSkills, value)
 		})
+	}
+	if value, ok := _u.mutation.ToolLoading(); ok {
+		_spec.SetField(agent.FieldToolLoading, field.TypeEnum, value)
 	}
 	if value, ok := _u.mutation.KnowledgeBaseIds(); ok {
 		_spec.SetField(agent.FieldKnowledgeBaseIds, field.TypeJSON, value)

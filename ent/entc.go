@@ -101,6 +101,7 @@ var typeDescriptions = map[string]string{
 	"User":             "A person of an organisation.",
 	"Query":            "What can be read.",
 	"AttachmentStatus": "Where an attachment's processing stands.",
+	"AgentToolLoading": "How an agent's turns send tool definitions.",
 	"DocumentStatus":   "Where a document's processing stands.",
 	"ResultKind":       "What a stored result holds.",
 	"ToolOutcome":      "How a tool call ended.",
@@ -145,6 +146,9 @@ var timeFields = map[string]string{
 }
 
 var valueDescriptions = map[string]string{
+	"AgentToolLoading.AUTO":                "DEFERRED once the offered definitions pass 6,000 tokens (only application tools take an agent there); else FULL.",
+	"AgentToolLoading.FULL":                "Every offered definition whole, on every model call.",
+	"AgentToolLoading.DEFERRED":            "The always-on tools and get_tool_schema whole; every other tool by name and a line, read whole with get_tool_schema before its first call.",
 	"AttachmentStatus.PROCESSING":          "Being extracted and indexed.",
 	"AttachmentStatus.READY":               "Extracted and indexed: searchable.",
 	"AttachmentStatus.FAILED":              "Could not be processed; error says why.",

@@ -222,6 +222,11 @@ func (_q *AgentQuery) collectField(ctx context.Context, oneNode bool, opCtx *gra
 				selectedFields = append(selectedFields, agent.FieldSkills)
 				fieldSeen[agent.FieldSkills] = struct{}{}
 			}
+		case "toolLoading":
+			if _, ok := fieldSeen[agent.FieldToolLoading]; !ok {
+				selectedFields = append(selectedFields, agent.FieldToolLoading)
+				fieldSeen[agent.FieldToolLoading] = struct{}{}
+			}
 		case "id":
 		case "__typename":
 		default:

@@ -966,6 +966,7 @@ type AgentMutation struct {
 	past_conversation_search *bool
 	skills                   *[]string
 	appendskills             []string
+	tool_loading             *agent.ToolLoading
 	knowledge_base_ids       *[]int
 	appendknowledge_base_ids []int
 	clearedFields            map[string]struct{}
@@ -1467,6 +1468,42 @@ func (m *AgentMutation) ResetSkills() {
 	m.appendskills = nil
 }
 
+// SetToolLoading sets the "tool_loading" field.
+func (m *AgentMutation) SetToolLoading(al agent.ToolLoading) {
+	m.tool_loading = &al
+}
+
+// ToolLoading returns the value of the "tool_loading" field in the mutation.
+func (m *AgentMutation) ToolLoading() (r agent.ToolLoading, exists bool) {
+	v := m.tool_loading
+	if v == nil {
+		return
+	}
+	return *v, true
+}
+
+// OldToolLoading returns the old "tool_loading" field's value of the Agent entity.
+// If the Agent object wasn't provided to the builder, the object is fetched from the database.
+// An error is returned if the mutation operation is not UpdateOne, or the database query fails.
+func (m *AgentMutation) OldToolLoading(ctx context.Context) (v agent.ToolLoading, err error) {
+	if !m.op.Is(OpUpdateOne) {
+		return v, errors.New("OldToolLoading is only allowed on UpdateOne operations")
+	}
+	if m.id == nil || m.oldValue == nil {
+		return v, errors.New("OldToolLoading requires an ID field in the mutation")
+	}
+	oldValue, err := m.oldValue(ctx)
+	if err != nil {
+		return v, fmt.Errorf("querying old value for OldToolLoading: %w", err)
+	}
+	return oldValue.ToolLoading, nil
+}
+
+// ResetToolLoading resets all changes to the "tool_loading" field.
+func (m *AgentMutation) ResetToolLoading() {
+	m.tool_loading = nil
+}
+
 // SetKnowledgeBaseIds sets the "knowledge_base_ids" field.
 func (m *AgentMutation) SetKnowledgeBaseIds(i []int) {
 	m.knowledge_base_ids = &i
@@ -1633,7 +1670,7 @@ func (m *AgentMutation) Type() string {
 // order to get all numeric fields that were incremented/decremented, call
 // AddedFields().
 func (m *AgentMutation) Fields() []string {
-	fields := make([]string, 0, 11)
+	fields := make([]string, 0, 12)
 	if m.created_at != nil {
 		fields = append(fields, agent.FieldCreatedAt)
 	}
@@ -1663,6 +1700,9 @@ func (m *AgentMutation) Fields() []string {
 	}
 	if m.skills != nil {
 		fields = append(fields, agent.FieldSkills)
+	}
+	if m.tool_loading != nil {
+		fields = append(fields, agent.FieldToolLoading)
 	}
 	if m.knowledge_base_ids != nil {
 		fields = append(fields, agent.FieldKnowledgeBaseIds)
@@ -1695,6 +1735,8 @@ func (m *AgentMutation) Field(name string) (ent.Value, bool) {
 		return m.PastConversationSearch()
 	case agent.FieldSkills:
 		return m.Skills()
+	case agent.FieldToolLoading:
+		return m.ToolLoading()
 	case agent.FieldKnowledgeBaseIds:
 		return m.KnowledgeBaseIds()
 	}
@@ -1726,6 +1768,8 @@ func (m *AgentMutation) OldField(ctx context.Context, name string) (ent.Value, e
 		return m.OldPastConversationSearch(ctx)
 	case agent.FieldSkills:
 		return m.OldSkills(ctx)
+	case agent.FieldToolLoading:
+		return m.OldToolLoading(ctx)
 	case agent.FieldKnowledgeBaseIds:
 		return m.OldKnowledgeBaseIds(ctx)
 	}
@@ -1806,6 +1850,13 @@ func (m *AgentMutation) SetField(name string, value ent.Value) error {
 			return fmt.Errorf("unexpected type %T for field %s", value, name)
 		}
 		m.SetSkills(v)
+		return nil
+	case agent.FieldToolLoading:
+		v, ok := value.(agent.ToolLoading)
+		if !ok {
+			return fmt.Errorf("unexpected type %T for field %s", value, name)
+		}
+		m.SetToolLoading(v)
 		return nil
 	case agent.FieldKnowledgeBaseIds:
 		v, ok := value.([]int)
@@ -1895,6 +1946,9 @@ func (m *AgentMutation) ResetField(name string) error {
 		return nil
 	case agent.FieldSkills:
 		m.ResetSkills()
+		return nil
+	case agent.FieldToolLoading:
+		m.ResetToolLoading()
 		return nil
 	case agent.FieldKnowledgeBaseIds:
 		m.ResetKnowledgeBaseIds()

@@ -50,7 +50,8 @@ func (r *mutationResolver) CreateAgent(ctx context.Context, input model.CreateAg
 		SetNillableInstructions(input.Instructions).
 		SetNillableMemory(input.Memory).
 		SetNillableBudgetCheck(input.BudgetCheck).
-		SetNillablePastConversationSearch(input.PastConversationSearch)
+		SetNillablePastConversationSearch(input.PastConversationSearch).
+		SetNillableToolLoading(input.ToolLoading)
 	return create.Save(ctx)
 }
 

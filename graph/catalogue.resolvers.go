@@ -51,7 +51,7 @@ func (r *queryResolver) SearchTools(ctx context.Context, conversationID *int, qu
 	if err := catalog.CheckQueries(queries); err != nil {
 		return nil, inputErrorf("%v", err)
 	}
-	ix, err := catalog.Load(ctx, r.Client, conv.AgentID, registry.All(), r.lister(), r.server())
+	ix, err := catalog.Load(ctx, r.Client, conv.AgentID, registry.All(), r.lister(), r.server(), turnTools(ctx))
 	if err != nil {
 		return nil, err
 	}
@@ -64,7 +64,7 @@ func (r *queryResolver) ListTools(ctx context.Context, conversationID *int) (*ca
 	if err != nil {
 		return nil, err
 	}
-	ix, err := catalog.Load(ctx, r.Client, conv.AgentID, registry.All(), r.lister(), r.server())
+	ix, err := catalog.Load(ctx, r.Client, conv.AgentID, registry.All(), r.lister(), r.server(), turnTools(ctx))
 	if err != nil {
 		return nil, err
 	}
@@ -80,7 +80,7 @@ func (r *queryResolver) GetToolSchema(ctx context.Context, conversationID *int, 
 	if err := catalog.CheckNames(names); err != nil {
 		return nil, inputErrorf("%v", err)
 	}
-	ix, err := catalog.Load(ctx, r.Client, conv.AgentID, registry.All(), r.lister(), r.server())
+	ix, err := catalog.Load(ctx, r.Client, conv.AgentID, registry.All(), r.lister(), r.server(), turnTools(ctx))
 	if err != nil {
 		return nil, err
 	}

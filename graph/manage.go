@@ -117,7 +117,8 @@ func (r *Resolver) updateAgent(ctx context.Context, in model.UpdateAgentInput) (
 		return nil, err
 	}
 	update := a.Update().SetTools(next.Tools).SetSkills(skills).SetMemory(next.Memory).SetBudgetCheck(next.BudgetCheck).
-		SetPastConversationSearch(next.PastConversationSearch).SetNillableInstructions(in.Instructions)
+		SetPastConversationSearch(next.PastConversationSearch).SetNillableInstructions(in.Instructions).
+		SetNillableToolLoading(in.ToolLoading)
 	if in.KnowledgeBaseIds != nil {
 		// The caller's organisation's, like createAgent's: any other id is
 		// not found.

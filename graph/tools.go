@@ -185,3 +185,12 @@ func (r *Resolver) artifactVersions(ctx context.Context, a *ent.Artifact) ([]*en
 		Order(ent.Asc(artifactversion.FieldNumber)).
 		All(ctx)
 }
+
+// turnTools is what the discovery tools answer for: a turn's own tool list
+// (its scope token's) when a turn asks, else nil, the agent's rules.
+func turnTools(ctx context.Context) func(name string) bool {
+	if v, err := auth.FromContext(ctx); err == nil && v.Scoped() {
+		return v.Offers
+	}
+	return nil
+}

@@ -138,6 +138,10 @@ type Definition struct {
 	Family string
 	// Description is what the model reads about the tool.
 	Description string
+	// Brief is what the tool does in at most MaxBrief characters: all a
+	// turn that defers the tool's definition sends of it (Stub). Always-on
+	// tools are never deferred and need none.
+	Brief string
 	// Schema is the JSON Schema of the tool's arguments.
 	Schema json.RawMessage
 	// Guidance is a paragraph for the system prompt; tools that share
@@ -250,6 +254,47 @@ func empty(v any, top bool) bool {
 		return true
 	}
 	return false
+}
+
+// MaxBrief is the longest Brief.
+const MaxBrief = 80
+
+// SchemaTool is the name of get_tool_schema, which reads a deferred tool's
+// whole definition.
+const SchemaTool = "get_tool_schema"
+
+// StubSchema is the argument schema a deferred tool is sent with: any
+// object. Its calls are still checked against the tool's own schema.
+const StubSchema = `{"type":"object"}`
+
+// Stub returns the definition as a turn that defers it sends it: its name,
+// its Brief (an application tool, which has none, gets its description's
+// start) and StubSchema. The model reads the whole definition with
+// SchemaTool before it first calls the tool.
+func (d Definition) Stub() Definition {
+	brief := d.Brief
+	if brief == "" {
+		brief = shorten(d.Description, MaxBrief)
+	}
+	d.Description, d.Schema, d.Describe = brief, json.RawMessage(StubSchema), nil
+	return d
+}
+
+// shorten cuts s to at most n characters at its first sentence's end, or
+// else at a word, marked with an ellipsis.
+func shorten(s string, n int) string {
+	s = strings.TrimSpace(s)
+	if i := strings.Index(s, ". "); i >= 0 && utf8.RuneCountInString(s[:i+1]) <= n {
+		return s[:i+1]
+	}
+	if utf8.RuneCountInString(s) <= n {
+		return s
+	}
+	cut := string([]rune(s)[:n-1])
+	if i := strings.LastIndexByte(cut, ' '); i > n/2 {
+		cut = cut[:i]
+	}
+	return strings.TrimRight(cut, " ,;:.") + "…"
 }
 
 // Wire is the definition as the model receives it: compact JSON of its

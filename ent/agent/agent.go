@@ -3,6 +3,9 @@
 package agent
 
 import (
+	"fmt"
+	"io"
+	"strconv"
 	"time"
 
 	"entgo.io/ent"
@@ -35,6 +38,8 @@ const (
 	FieldPastConversationSearch = "past_conversation_search"
 	// FieldSkills holds the string denoting the skills field in the database.
 	FieldSkills = "skills"
+	// FieldToolLoading holds the string denoting the tool_loading field in the database.
+	FieldToolLoading = "tool_loading"
 	// FieldKnowledgeBaseIds holds the string denoting the knowledge_base_ids field in the database.
 	FieldKnowledgeBaseIds = "knowledge_base_ids"
 	// EdgeOrganization holds the string denoting the organization edge name in mutations.
@@ -72,6 +77,7 @@ var Columns = []string{
 	FieldBudgetCheck,
 	FieldPastConversationSearch,
 	FieldSkills,
+	FieldToolLoading,
 	FieldKnowledgeBaseIds,
 }
 
@@ -118,6 +124,33 @@ var (
 	// DefaultKnowledgeBaseIds holds the default value on creation for the "knowledge_base_ids" field.
 	DefaultKnowledgeBaseIds []int
 )
+
+// ToolLoading defines the type for the "tool_loading" enum field.
+type ToolLoading string
+
+// ToolLoadingAUTO is the default value of the ToolLoading enum.
+const DefaultToolLoading = ToolLoadingAUTO
+
+// ToolLoading values.
+const (
+	ToolLoadingAUTO     ToolLoading = "AUTO"
+	ToolLoadingFULL     ToolLoading = "FULL"
+	ToolLoadingDEFERRED ToolLoading = "DEFERRED"
+)
+
+func (tl ToolLoading) String() string {
+	return string(tl)
+}
+
+// ToolLoadingValidator is a validator for the "tool_loading" field enum values. It is called by the builders before save.
+func ToolLoadingValidator(tl ToolLoading) error {
+	switch tl {
+	case ToolLoadingAUTO, ToolLoadingFULL, ToolLoadingDEFERRED:
+		return nil
+	default:
+		return fmt.Errorf("agent: invalid enum value for tool_loading field: %q", tl)
+	}
+}
 
 // OrderOption defines the ordering options for the Agent queries.
 type OrderOption func(*sql.Selector)
@@ -167,6 +200,11 @@ func ByPastConversationSearch(opts ...sql.OrderTermOption) OrderOption {
 	return sql.OrderByField(FieldPastConversationSearch, opts...).ToFunc()
 }
 
+// ByToolLoading orders the results by the tool_loading field.
+func ByToolLoading(opts ...sql.OrderTermOption) OrderOption {
+	return sql.OrderByField(FieldToolLoading, opts...).ToFunc()
+}
+
 // ByOrganizationField orders the results by organization field.
 func ByOrganizationField(field string, opts ...sql.OrderTermOption) OrderOption {
 	return func(s *sql.Selector) {
@@ -200,4 +238,22 @@ func newConversationsStep() *sqlgraph.Step {
 		sqlgraph.To(ConversationsInverseTable, FieldID),
 		sqlgraph.Edge(sqlgraph.O2M, false, ConversationsTable, ConversationsColumn),
 	)
+}
+
+// MarshalGQL implements graphql.Marshaler interface.
+func (e ToolLoading) MarshalGQL(w io.Writer) {
+	io.WriteString(w, strconv.Quote(e.String()))
+}
+
+// UnmarshalGQL implements graphql.Unmarshaler interface.
+func (e *ToolLoading) UnmarshalGQL(val interface{}) error {
+	str, ok := val.(string)
+	if !ok {
+		return fmt.Errorf("enum %T must be a string", val)
+	}
+	*e = ToolLoading(str)
+	if err := ToolLoadingValidator(*e); err != nil {
+		return fmt.Errorf("%s is not a valid ToolLoading", str)
+	}
+	return nil
 }

@@ -355,6 +355,26 @@ func PastConversationSearchNEQ(v bool) predicate.Agent {
 	return predicate.Agent(sql.FieldNEQ(FieldPastConversationSearch, v))
 }
 
+// ToolLoadingEQ applies the EQ predicate on the "tool_loading" field.
+func ToolLoadingEQ(v ToolLoading) predicate.Agent {
+	return predicate.Agent(sql.FieldEQ(FieldToolLoading, v))
+}
+
+// ToolLoadingNEQ applies the NEQ predicate on the "tool_loading" field.
+func ToolLoadingNEQ(v ToolLoading) predicate.Agent {
+	return predicate.Agent(sql.FieldNEQ(FieldToolLoading, v))
+}
+
+// ToolLoadingIn applies the In predicate on the "tool_loading" field.
+func ToolLoadingIn(vs ...ToolLoading) predicate.Agent {
+	return predicate.Agent(sql.FieldIn(FieldToolLoading, vs...))
+}
+
+// ToolLoadingNotIn applies the NotIn predicate on the "tool_loading" field.
+func ToolLoadingNotIn(vs ...ToolLoading) predicate.Agent {
+	return predicate.Agent(sql.FieldNotIn(FieldToolLoading, vs...))
+}
+
 // HasOrganization applies the HasEdge predicate on the "organization" edge.
 func HasOrganization() predicate.Agent {
 	return predicate.Agent(func(s *sql.Selector) {

@@ -48,6 +48,7 @@ var (
 		{Name: "budget_check", Type: field.TypeBool, Default: false},
 		{Name: "past_conversation_search", Type: field.TypeBool, Default: false},
 		{Name: "skills", Type: field.TypeJSON, SchemaType: map[string]string{"postgres": "json"}},
+		{Name: "tool_loading", Type: field.TypeEnum, Enums: []string{"AUTO", "FULL", "DEFERRED"}, Default: "AUTO"},
 		{Name: "knowledge_base_ids", Type: field.TypeJSON, SchemaType: map[string]string{"postgres": "json"}},
 		{Name: "organization_id", Type: field.TypeInt},
 	}
@@ -59,7 +60,7 @@ var (
 		ForeignKeys: []*schema.ForeignKey{
 			{
 				Symbol:     "agents_organizations_agents",
-				Columns:    []*schema.Column{AgentsColumns[11]},
+				Columns:    []*schema.Column{AgentsColumns[12]},
 				RefColumns: []*schema.Column{OrganizationsColumns[0]},
 				OnDelete:   schema.NoAction,
 			},
@@ -68,7 +69,7 @@ var (
 			{
 				Name:    "agent_organization_id_name",
 				Unique:  false,
-				Columns: []*schema.Column{AgentsColumns[11], AgentsColumns[3]},
+				Columns: []*schema.Column{AgentsColumns[12], AgentsColumns[3]},
 			},
 		},
 	}

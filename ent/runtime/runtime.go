@@ -140,7 +140,7 @@ func init() {
 	// agent.DefaultSkills holds the default value on creation for the skills field.
 	agent.DefaultSkills = agentDescSkills.Default.([]string)
 	// agentDescKnowledgeBaseIds is the schema descriptor for knowledge_base_ids field.
-	agentDescKnowledgeBaseIds := agentFields[8].Descriptor()
+	agentDescKnowledgeBaseIds := agentFields[9].Descriptor()
 	// agent.DefaultKnowledgeBaseIds holds the default value on creation for the knowledge_base_ids field.
 	agent.DefaultKnowledgeBaseIds = agentDescKnowledgeBaseIds.Default.([]int)
 	applicationMixin := schema.Application{}.Mixin()

@@ -154,4 +154,7 @@ type AgentConfig struct {
 	BudgetCheck            bool     `json:"budgetCheck"`
 	PastConversationSearch bool     `json:"pastConversationSearch"`
 	Skills                 []string `json:"skills,omitempty"`
+	// ToolLoading is the agent's tool_loading; empty in turns recorded
+	// before it existed, which read as AUTO.
+	ToolLoading string `json:"toolLoading,omitempty"`
 }

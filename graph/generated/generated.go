@@ -16,6 +16,7 @@ import (
 	"github.com/99designs/gqlgen/graphql"
 	"github.com/99designs/gqlgen/graphql/introspection"
 	"github.com/toolgate/toolgate/ent"
+	"github.com/toolgate/toolgate/ent/agent"
 	"github.com/toolgate/toolgate/ent/attachment"
 	document1 "github.com/toolgate/toolgate/ent/document"
 	"github.com/toolgate/toolgate/ent/modelcall"
@@ -92,6 +93,7 @@ type ComplexityRoot struct {
 		Name                   func(childComplexity int) int
 		PastConversationSearch func(childComplexity int) int
 		Skills                 func(childComplexity int) int
+		ToolLoading            func(childComplexity int) int
 		Tools                  func(childComplexity int) int
 		UpdatedAt              func(childComplexity int) int
 	}
@@ -237,11 +239,14 @@ type ComplexityRoot struct {
 		ApplicationTokens       func(childComplexity int) int
 		Browser                 func(childComplexity int) int
 		Ceilings                func(childComplexity int) int
+		Deferring               func(childComplexity int) int
 		EmbeddingModel          func(childComplexity int) int
 		GuidanceChars           func(childComplexity int) int
 		GuidanceTokens          func(childComplexity int) int
 		OfferedChars            func(childComplexity int) int
 		OfferedTokens           func(childComplexity int) int
+		SentChars               func(childComplexity int) int
+		SentTokens              func(childComplexity int) int
 		Tools                   func(childComplexity int) int
 		Warnings                func(childComplexity int) int
 		WidestChars             func(childComplexity int) int
@@ -255,12 +260,15 @@ type ComplexityRoot struct {
 
 	CatalogueTool struct {
 		AlwaysOn         func(childComplexity int) int
+		Deferred         func(childComplexity int) int
 		DefinitionChars  func(childComplexity int) int
 		DefinitionTokens func(childComplexity int) int
 		Family           func(childComplexity int) int
 		Name             func(childComplexity int) int
 		Offered          func(childComplexity int) int
 		OfferedWhen      func(childComplexity int) int
+		StubChars        func(childComplexity int) int
+		StubTokens       func(childComplexity int) int
 	}
 
 	Clarification struct {
@@ -1281,6 +1289,12 @@ func (e *executableSchema) Complexity(ctx context.Context, typeName, field strin
 		}
 
 		return e.ComplexityRoot.Agent.Skills(childComplexity), true
+	case "Agent.toolLoading":
+		if e.ComplexityRoot.Agent.ToolLoading == nil {
+			break
+		}
+
+		return e.ComplexityRoot.Agent.ToolLoading(childComplexity), true
 	case "Agent.tools":
 		if e.ComplexityRoot.Agent.Tools == nil {
 			break
@@ -1862,6 +1876,12 @@ func (e *executableSchema) Complexity(ctx context.Context, typeName, field strin
 		}
 
 		return e.ComplexityRoot.Catalogue.Ceilings(childComplexity), true
+	case "Catalogue.deferring":
+		if e.ComplexityRoot.Catalogue.Deferring == nil {
+			break
+		}
+
+		return e.ComplexityRoot.Catalogue.Deferring(childComplexity), true
 	case "Catalogue.embeddingModel":
 		if e.ComplexityRoot.Catalogue.EmbeddingModel == nil {
 			break
@@ -1892,6 +1912,18 @@ func (e *executableSchema) Complexity(ctx context.Context, typeName, field strin
 		}
 
 		return e.ComplexityRoot.Catalogue.OfferedTokens(childComplexity), true
+	case "Catalogue.sentChars":
+		if e.ComplexityRoot.Catalogue.SentChars == nil {
+			break
+		}
+
+		return e.ComplexityRoot.Catalogue.SentChars(childComplexity), true
+	case "Catalogue.sentTokens":
+		if e.ComplexityRoot.Catalogue.SentTokens == nil {
+			break
+		}
+
+		return e.ComplexityRoot.Catalogue.SentTokens(childComplexity), true
 	case "Catalogue.tools":
 		if e.ComplexityRoot.Catalogue.Tools == nil {
 			break
@@ -1936,6 +1968,12 @@ func (e *executableSchema) Complexity(ctx context.Context, typeName, field strin
 		}
 
 		return e.ComplexityRoot.CatalogueTool.AlwaysOn(childComplexity), true
+	case "CatalogueTool.deferred":
+		if e.ComplexityRoot.CatalogueTool.Deferred == nil {
+			break
+		}
+
+		return e.ComplexityRoot.CatalogueTool.Deferred(childComplexity), true
 	case "CatalogueTool.definitionChars":
 		if e.ComplexityRoot.CatalogueTool.DefinitionChars == nil {
 			break
@@ -1972,6 +2010,18 @@ func (e *executableSchema) Complexity(ctx context.Context, typeName, field strin
 		}
 
 		return e.ComplexityRoot.CatalogueTool.OfferedWhen(childComplexity), true
+	case "CatalogueTool.stubChars":
+		if e.ComplexityRoot.CatalogueTool.StubChars == nil {
+			break
+		}
+
+		return e.ComplexityRoot.CatalogueTool.StubChars(childComplexity), true
+	case "CatalogueTool.stubTokens":
+		if e.ComplexityRoot.CatalogueTool.StubTokens == nil {
+			break
+		}
+
+		return e.ComplexityRoot.CatalogueTool.StubTokens(childComplexity), true
 
 	case "Clarification.answer":
 		if e.ComplexityRoot.Clarification.Answer == nil {
@@ -5452,6 +5502,8 @@ input CreateAgentInput {
   knowledgeBaseIds: [ID!]
   "Published skills of the organisation the agent may load with load_skill, by name (at most 8)."
   skills: [String!]
+  "How the agent's turns send tool definitions; AUTO by default (Agent.toolLoading)."
+  toolLoading: AgentToolLoading
 }
 
 "What registerApplication needs: the application's name, its MCP server's URL and the tools it may offer."
@@ -5880,6 +5932,12 @@ type Catalogue @goModel(model: "github.com/toolgate/toolgate/tools/catalog.Catal
   offeredChars: Int!
   "offeredChars in o200k_base tokens."
   offeredTokens: Int!
+  "Whether the agent's turns defer definitions (Agent.toolLoading): the always-on tools and get_tool_schema whole, the others by name and a line."
+  deferring: Boolean!
+  "What the agent's turns send of the definitions on each model call: offeredChars, or, deferring, the tools sent whole and the others' stubs."
+  sentChars: Int!
+  "sentChars in o200k_base tokens."
+  sentTokens: Int!
   "The agent's application tools' share of offeredChars."
   applicationChars: Int!
   "applicationChars in o200k_base tokens."
@@ -5920,6 +5978,12 @@ type CatalogueTool @goModel(model: "github.com/toolgate/toolgate/tools/catalog.T
   definitionChars: Int!
   "definitionChars in o200k_base tokens."
   definitionTokens: Int!
+  "Whether the agent's turns send the tool as its stub (name, a line, parameters {\"type\":\"object\"}), its definition read with get_tool_schema."
+  deferred: Boolean!
+  "Unicode characters of the stub a deferring turn sends."
+  stubChars: Int!
+  "stubChars in o200k_base tokens."
+  stubTokens: Int!
 }
 
 "A tool's name and its description, cut to 200 characters."
@@ -6335,6 +6399,10 @@ type Agent implements Node {
   the names of the organisation's published skills the agent may load (load_skill)
   """
   skills: [String!]!
+  """
+  How the agent's turns send tool definitions. FULL: every offered definition whole, on every model call. DEFERRED: the always-on tools and get_tool_schema whole, every other tool by name and a line, read whole with get_tool_schema before its first call. AUTO (the default): DEFERRED once the offered definitions pass 6,000 tokens, which only application tools reach; else FULL.
+  """
+  toolLoading: AgentToolLoading!
 }
 """
 A connection to a list of items.
@@ -6395,6 +6463,23 @@ enum AgentOrderField {
   By name.
   """
   NAME
+}
+"""
+How an agent's turns send tool definitions.
+"""
+enum AgentToolLoading @goModel(model: "github.com/toolgate/toolgate/ent/agent.ToolLoading") {
+  """
+  DEFERRED once the offered definitions pass 6,000 tokens (only application tools take an agent there); else FULL.
+  """
+  AUTO
+  """
+  Every offered definition whole, on every model call.
+  """
+  FULL
+  """
+  The always-on tools and get_tool_schema whole; every other tool by name and a line, read whole with get_tool_schema before its first call.
+  """
+  DEFERRED
 }
 """
 A third-party MCP server (Streamable HTTP) registered by an organisation; its allowed tools are offered as <application>__<tool>.
@@ -8252,6 +8337,8 @@ input UpdateAgentInput {
   knowledgeBaseIds: [ID!]
   "The published skills the agent may load, in place of the old list; none: unchanged."
   skills: [String!]
+  "How the agent's turns send tool definitions (Agent.toolLoading); none: unchanged."
+  toolLoading: AgentToolLoading
 }
 
 "What updateAgent changed."
@@ -9293,6 +9380,8 @@ func (ec *executionContext) childFields_Agent(ctx context.Context, field graphql
 		return ec.fieldContext_Agent_pastConversationSearch(ctx, field)
 	case "skills":
 		return ec.fieldContext_Agent_skills(ctx, field)
+	case "toolLoading":
+		return ec.fieldContext_Agent_toolLoading(ctx, field)
 	}
 	return nil, fmt.Errorf("no field named %q was found under type Agent", field.Name)
 }
@@ -9579,6 +9668,12 @@ func (ec *executionContext) childFields_Catalogue(ctx context.Context, field gra
 		return ec.fieldContext_Catalogue_offeredChars(ctx, field)
 	case "offeredTokens":
 		return ec.fieldContext_Catalogue_offeredTokens(ctx, field)
+	case "deferring":
+		return ec.fieldContext_Catalogue_deferring(ctx, field)
+	case "sentChars":
+		return ec.fieldContext_Catalogue_sentChars(ctx, field)
+	case "sentTokens":
+		return ec.fieldContext_Catalogue_sentTokens(ctx, field)
 	case "applicationChars":
 		return ec.fieldContext_Catalogue_applicationChars(ctx, field)
 	case "applicationTokens":
@@ -9627,6 +9722,12 @@ func (ec *executionContext) childFields_CatalogueTool(ctx context.Context, field
 		return ec.fieldContext_CatalogueTool_definitionChars(ctx, field)
 	case "definitionTokens":
 		return ec.fieldContext_CatalogueTool_definitionTokens(ctx, field)
+	case "deferred":
+		return ec.fieldContext_CatalogueTool_deferred(ctx, field)
+	case "stubChars":
+		return ec.fieldContext_CatalogueTool_stubChars(ctx, field)
+	case "stubTokens":
+		return ec.fieldContext_CatalogueTool_stubTokens(ctx, field)
 	}
 	return nil, fmt.Errorf("no field named %q was found under type CatalogueTool", field.Name)
 }
@@ -13395,6 +13496,29 @@ func (ec *executionContext) fieldContext_Agent_skills(_ context.Context, field g
 	return graphql.NewScalarFieldContext("Agent", field, false, false, "String")
 }
 
+func (ec *executionContext) _Agent_toolLoading(ctx context.Context, field graphql.CollectedField, obj *ent.Agent) (ret graphql.Marshaler) {
+	return graphql.ResolveField(
+		ctx,
+		ec.OperationContext,
+		field,
+		func(ctx context.Context, field graphql.CollectedField) (*graphql.FieldContext, error) {
+			return ec.fieldContext_Agent_toolLoading(ctx, field)
+		},
+		func(ctx context.Context) (any, error) {
+			return obj.ToolLoading, nil
+		},
+		nil,
+		func(ctx context.Context, selections ast.SelectionSet, v agent.ToolLoading) graphql.Marshaler {
+			return ec.marshalNAgentToolLoading2githubᚗcomᚋtoolgateᚋtoolgateᚋentᚋagentᚐToolLoading(ctx, selections, v)
+		},
+		true,
+		true,
+	)
+}
+func (ec *executionContext) fieldContext_Agent_toolLoading(_ context.Context, field graphql.CollectedField) (fc *graphql.FieldContext, err error) {
+	return graphql.NewScalarFieldContext("Agent", field, false, false, "AgentToolLoading")
+}
+
 func (ec *executionContext) _AgentConnection_edges(ctx context.Context, field graphql.CollectedField, obj *ent.AgentConnection) (ret graphql.Marshaler) {
 	return graphql.ResolveField(
 		ctx,
@@ -15709,6 +15833,75 @@ func (ec *executionContext) fieldContext_Catalogue_offeredTokens(_ context.Conte
 	return graphql.NewScalarFieldContext("Catalogue", field, false, false, "Int")
 }
 
+func (ec *executionContext) _Catalogue_deferring(ctx context.Context, field graphql.CollectedField, obj *catalog.Catalogue) (ret graphql.Marshaler) {
+	return graphql.ResolveField(
+		ctx,
+		ec.OperationContext,
+		field,
+		func(ctx context.Context, field graphql.CollectedField) (*graphql.FieldContext, error) {
+			return ec.fieldContext_Catalogue_deferring(ctx, field)
+		},
+		func(ctx context.Context) (any, error) {
+			return obj.Deferring, nil
+		},
+		nil,
+		func(ctx context.Context, selections ast.SelectionSet, v bool) graphql.Marshaler {
+			return ec.marshalNBoolean2bool(ctx, selections, v)
+		},
+		true,
+		true,
+	)
+}
+func (ec *executionContext) fieldContext_Catalogue_deferring(_ context.Context, field graphql.CollectedField) (fc *graphql.FieldContext, err error) {
+	return graphql.NewScalarFieldContext("Catalogue", field, false, false, "Boolean")
+}
+
+func (ec *executionContext) _Catalogue_sentChars(ctx context.Context, field graphql.CollectedField, obj *catalog.Catalogue) (ret graphql.Marshaler) {
+	return graphql.ResolveField(
+		ctx,
+		ec.OperationContext,
+		field,
+		func(ctx context.Context, field graphql.CollectedField) (*graphql.FieldContext, error) {
+			return ec.fieldContext_Catalogue_sentChars(ctx, field)
+		},
+		func(ctx context.Context) (any, error) {
+			return obj.SentChars, nil
+		},
+		nil,
+		func(ctx context.Context, selections ast.SelectionSet, v int) graphql.Marshaler {
+			return ec.marshalNInt2int(ctx, selections, v)
+		},
+		true,
+		true,
+	)
+}
+func (ec *executionContext) fieldContext_Catalogue_sentChars(_ context.Context, field graphql.CollectedField) (fc *graphql.FieldContext, err error) {
+	return graphql.NewScalarFieldContext("Catalogue", field, false, false, "Int")
+}
+
+func (ec *executionContext) _Catalogue_sentTokens(ctx context.Context, field graphql.CollectedField, obj *catalog.Catalogue) (ret graphql.Marshaler) {
+	return graphql.ResolveField(
+		ctx,
+		ec.OperationContext,
+		field,
+		func(ctx context.Context, field graphql.CollectedField) (*graphql.FieldContext, error) {
+			return ec.fieldContext_Catalogue_sentTokens(ctx, field)
+		},
+		func(ctx context.Context) (any, error) {
+			return obj.SentTokens, nil
+		},
+		nil,
+		func(ctx context.Context, selections ast.SelectionSet, v int) graphql.Marshaler {
+			return ec.marshalNInt2int(ctx, selections, v)
+		},
+		true,
+		true,
+	)
+}
+func (ec *executionContext) fieldContext_Catalogue_sentTokens(_ context.Context, field graphql.CollectedField) (fc *graphql.FieldContext, err error) {
+	return graphql.NewScalarFieldContext("Catalogue", field, false, false, "Int")
+}
+
 func (ec *executionContext) _Catalogue_applicationChars(ctx context.Context, field graphql.CollectedField, obj *catalog.Catalogue) (ret graphql.Marshaler) {
 	return graphql.ResolveField(
 		ctx,
@@ -16138,6 +16331,75 @@ func (ec *executionContext) _CatalogueTool_definitionTokens(ctx context.Context,
 	)
 }
 func (ec *executionContext) fieldContext_CatalogueTool_definitionTokens(_ context.Context, field graphql.CollectedField) (fc *graphql.FieldContext, err error) {
+	return graphql.NewScalarFieldContext("CatalogueTool", field, false, false, "Int")
+}
+
+func (ec *executionContext) _CatalogueTool_deferred(ctx context.Context, field graphql.CollectedField, obj *catalog.Tool) (ret graphql.Marshaler) {
+	return graphql.ResolveField(
+		ctx,
+		ec.OperationContext,
+		field,
+		func(ctx context.Context, field graphql.CollectedField) (*graphql.FieldContext, error) {
+			return ec.fieldContext_CatalogueTool_deferred(ctx, field)
+		},
+		func(ctx context.Context) (any, error) {
+			return obj.Deferred, nil
+		},
+		nil,
+		func(ctx context.Context, selections ast.SelectionSet, v bool) graphql.Marshaler {
+			return ec.marshalNBoolean2bool(ctx, selections, v)
+		},
+		true,
+		true,
+	)
+}
+func (ec *executionContext) fieldContext_CatalogueTool_deferred(_ context.Context, field graphql.CollectedField) (fc *graphql.FieldContext, err error) {
+	return graphql.NewScalarFieldContext("CatalogueTool", field, false, false, "Boolean")
+}
+
+func (ec *executionContext) _CatalogueTool_stubChars(ctx context.Context, field graphql.CollectedField, obj *catalog.Tool) (ret graphql.Marshaler) {
+	return graphql.ResolveField(
+		ctx,
+		ec.OperationContext,
+		field,
+		func(ctx context.Context, field graphql.CollectedField) (*graphql.FieldContext, error) {
+			return ec.fieldContext_CatalogueTool_stubChars(ctx, field)
+		},
+		func(ctx context.Context) (any, error) {
+			return obj.StubChars, nil
+		},
+		nil,
+		func(ctx context.Context, selections ast.SelectionSet, v int) graphql.Marshaler {
+			return ec.marshalNInt2int(ctx, selections, v)
+		},
+		true,
+		true,
+	)
+}
+func (ec *executionContext) fieldContext_CatalogueTool_stubChars(_ context.Context, field graphql.CollectedField) (fc *graphql.FieldContext, err error) {
+	return graphql.NewScalarFieldContext("CatalogueTool", field, false, false, "Int")
+}
+
+func (ec *executionContext) _CatalogueTool_stubTokens(ctx context.Context, field graphql.CollectedField, obj *catalog.Tool) (ret graphql.Marshaler) {
+	return graphql.ResolveField(
+		ctx,
+		ec.OperationContext,
+		field,
+		func(ctx context.Context, field graphql.CollectedField) (*graphql.FieldContext, error) {
+			return ec.fieldContext_CatalogueTool_stubTokens(ctx, field)
+		},
+		func(ctx context.Context) (any, error) {
+			return obj.StubTokens, nil
+		},
+		nil,
+		func(ctx context.Context, selections ast.SelectionSet, v int) graphql.Marshaler {
+			return ec.marshalNInt2int(ctx, selections, v)
+		},
+		true,
+		true,
+	)
+}
+func (ec *executionContext) fieldContext_CatalogueTool_stubTokens(_ context.Context, field graphql.CollectedField) (fc *graphql.FieldContext, err error) {
 	return graphql.NewScalarFieldContext("CatalogueTool", field, false, false, "Int")
 }
 
@@ -31535,7 +31797,7 @@ func (ec *executionContext) unmarshalInputCreateAgentInput(ctx context.Context, 
 		asMap[k] = v
 	}
 
-	fieldsInOrder := [...]string{"name", "instructions", "tools", "memory", "budgetCheck", "pastConversationSearch", "knowledgeBaseIds", "skills"}
+	fieldsInOrder := [...]string{"name", "instructions", "tools", "memory", "budgetCheck", "pastConversationSearch", "knowledgeBaseIds", "skills", "toolLoading"}
 	for _, k := range fieldsInOrder {
 		v, ok := asMap[k]
 		if !ok {
@@ -31598,6 +31860,13 @@ func (ec *executionContext) unmarshalInputCreateAgentInput(ctx context.Context, 
 				return it, err
 			}
 			it.Skills = data
+		case "toolLoading":
+			ctx := graphql.WithPathContext(ctx, graphql.NewPathWithField("toolLoading"))
+			data, err := ec.unmarshalOAgentToolLoading2ᚖgithubᚗcomᚋtoolgateᚋtoolgateᚋentᚋagentᚐToolLoading(ctx, v)
+			if err != nil {
+				return it, err
+			}
+			it.ToolLoading = data
 		}
 	}
 	return it, nil
@@ -33235,7 +33504,7 @@ func (ec *executionContext) unmarshalInputUpdateAgentInput(ctx context.Context, 
 		asMap[k] = v
 	}
 
-	fieldsInOrder := [...]string{"id", "name", "instructions", "tools", "memory", "budgetCheck", "pastConversationSearch", "knowledgeBaseIds", "skills"}
+	fieldsInOrder := [...]string{"id", "name", "instructions", "tools", "memory", "budgetCheck", "pastConversationSearch", "knowledgeBaseIds", "skills", "toolLoading"}
 	for _, k := range fieldsInOrder {
 		v, ok := asMap[k]
 		if !ok {
@@ -33305,6 +33574,13 @@ func (ec *executionContext) unmarshalInputUpdateAgentInput(ctx context.Context, 
 				return it, err
 			}
 			it.Skills = data
+		case "toolLoading":
+			ctx := graphql.WithPathContext(ctx, graphql.NewPathWithField("toolLoading"))
+			data, err := ec.unmarshalOAgentToolLoading2ᚖgithubᚗcomᚋtoolgateᚋtoolgateᚋentᚋagentᚐToolLoading(ctx, v)
+			if err != nil {
+				return it, err
+			}
+			it.ToolLoading = data
 		}
 	}
 	return it, nil
@@ -33743,6 +34019,11 @@ func (ec *executionContext) _Agent(ctx context.Context, sel ast.SelectionSet, ob
 			}
 		case "skills":
 			out.Values[i] = ec._Agent_skills(ctx, field, obj)
+			if out.Values[i] == graphql.Null {
+				out.Invalids++
+			}
+		case "toolLoading":
+			out.Values[i] = ec._Agent_toolLoading(ctx, field, obj)
 			if out.Values[i] == graphql.Null {
 				out.Invalids++
 			}
@@ -34692,6 +34973,21 @@ func (ec *executionContext) _Catalogue(ctx context.Context, sel ast.SelectionSet
 			if out.Values[i] == graphql.Null {
 				atomic.AddUint32(&out.Invalids, 1)
 			}
+		case "deferring":
+			out.Values[i] = ec._Catalogue_deferring(ctx, field, obj)
+			if out.Values[i] == graphql.Null {
+				atomic.AddUint32(&out.Invalids, 1)
+			}
+		case "sentChars":
+			out.Values[i] = ec._Catalogue_sentChars(ctx, field, obj)
+			if out.Values[i] == graphql.Null {
+				atomic.AddUint32(&out.Invalids, 1)
+			}
+		case "sentTokens":
+			out.Values[i] = ec._Catalogue_sentTokens(ctx, field, obj)
+			if out.Values[i] == graphql.Null {
+				atomic.AddUint32(&out.Invalids, 1)
+			}
 		case "applicationChars":
 			out.Values[i] = ec._Catalogue_applicationChars(ctx, field, obj)
 			if out.Values[i] == graphql.Null {
@@ -34837,6 +35133,21 @@ func (ec *executionContext) _CatalogueTool(ctx context.Context, sel ast.Selectio
 			}
 		case "definitionTokens":
 			out.Values[i] = ec._CatalogueTool_definitionTokens(ctx, field, obj)
+			if out.Values[i] == graphql.Null {
+				out.Invalids++
+			}
+		case "deferred":
+			out.Values[i] = ec._CatalogueTool_deferred(ctx, field, obj)
+			if out.Values[i] == graphql.Null {
+				out.Invalids++
+			}
+		case "stubChars":
+			out.Values[i] = ec._CatalogueTool_stubChars(ctx, field, obj)
+			if out.Values[i] == graphql.Null {
+				out.Invalids++
+			}
+		case "stubTokens":
+			out.Values[i] = ec._CatalogueTool_stubTokens(ctx, field, obj)
 			if out.Values[i] == graphql.Null {
 				out.Invalids++
 			}
@@ -40449,6 +40760,16 @@ func (ec *executionContext) marshalNAgentOrderField2ᚖgithubᚗcomᚋtoolgate�
 	return v
 }
 
+func (ec *executionContext) unmarshalNAgentToolLoading2githubᚗcomᚋtoolgateᚋtoolgateᚋentᚋagentᚐToolLoading(ctx context.Context, v any) (agent.ToolLoading, error) {
+	var res agent.ToolLoading
+	err := res.UnmarshalGQL(v)
+	return res, graphql.ErrorOnPath(ctx, err)
+}
+
+func (ec *executionContext) marshalNAgentToolLoading2githubᚗcomᚋtoolgateᚋtoolgateᚋentᚋagentᚐToolLoading(ctx context.Context, sel ast.SelectionSet, v agent.ToolLoading) graphql.Marshaler {
+	return v
+}
+
 func (ec *executionContext) marshalNAgentUsage2ᚕᚖgithubᚗcomᚋtoolgateᚋtoolgateᚋgraphᚋmodelᚐAgentUsageᚄ(ctx context.Context, sel ast.SelectionSet, v []*model.AgentUsage) graphql.Marshaler {
 	ret := graphql.MarshalSliceConcurrently(ctx, len(v), 0, false, func(ctx context.Context, i int) graphql.Marshaler {
 		fc := graphql.GetFieldContext(ctx)
@@ -42677,6 +42998,22 @@ func (ec *executionContext) unmarshalOAgentOrder2ᚕᚖgithubᚗcomᚋtoolgate�
 		}
 	}
 	return res, nil
+}
+
+func (ec *executionContext) unmarshalOAgentToolLoading2ᚖgithubᚗcomᚋtoolgateᚋtoolgateᚋentᚋagentᚐToolLoading(ctx context.Context, v any) (*agent.ToolLoading, error) {
+	if v == nil {
+		return nil, nil
+	}
+	var res = new(agent.ToolLoading)
+	err := res.UnmarshalGQL(v)
+	return res, graphql.ErrorOnPath(ctx, err)
+}
+
+func (ec *executionContext) marshalOAgentToolLoading2ᚖgithubᚗcomᚋtoolgateᚋtoolgateᚋentᚋagentᚐToolLoading(ctx context.Context, sel ast.SelectionSet, v *agent.ToolLoading) graphql.Marshaler {
+	if v == nil {
+		return graphql.Null
+	}
+	return v
 }
 
 func (ec *executionContext) marshalOArtifactVersion2ᚖgithubᚗcomᚋtoolgateᚋtoolgateᚋentᚐArtifactVersion(ctx context.Context, sel ast.SelectionSet, v *ent.ArtifactVersion) graphql.Marshaler {

@@ -11,6 +11,7 @@ import (
 
 	"github.com/99designs/gqlgen/graphql"
 	"github.com/toolgate/toolgate/ent"
+	"github.com/toolgate/toolgate/ent/agent"
 	"github.com/toolgate/toolgate/ent/schematype"
 	"github.com/toolgate/toolgate/runtime/events"
 )
@@ -135,6 +136,8 @@ type CreateAgentInput struct {
 	KnowledgeBaseIds []int `json:"knowledgeBaseIds,omitempty"`
 	// Published skills of the organisation the agent may load with load_skill, by name (at most 8).
 	Skills []string `json:"skills,omitempty"`
+	// How the agent's turns send tool definitions; AUTO by default (Agent.toolLoading).
+	ToolLoading *agent.ToolLoading `json:"toolLoading,omitempty"`
 }
 
 // What createKnowledgeBase needs.
@@ -363,6 +366,8 @@ type UpdateAgentInput struct {
 	KnowledgeBaseIds []int `json:"knowledgeBaseIds,omitempty"`
 	// The published skills the agent may load, in place of the old list; none: unchanged.
 	Skills []string `json:"skills,omitempty"`
+	// How the agent's turns send tool definitions (Agent.toolLoading); none: unchanged.
+	ToolLoading *agent.ToolLoading `json:"toolLoading,omitempty"`
 }
 
 // What updateAgent changed.

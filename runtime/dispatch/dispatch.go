@@ -98,6 +98,9 @@ type Scope struct {
 	ConversationRef string
 	Token           string
 	Offered         map[string]tools.Definition
+	// Deferred names the offered tools the model was sent as stubs: a call
+	// whose arguments do not fit is told where the definition is.
+	Deferred map[string]bool
 	// Apps are the organisation's applications, by name.
 	Apps map[string]mcp.Application
 }
@@ -152,6 +155,9 @@ func (d *Dispatcher) Do(ctx context.Context, s Scope, c Call) Result {
 	}
 	if err != nil {
 		res.Outcome, res.Message = Refused, err.Error()
+		if s.Deferred[c.Name] {
+			res.Message += "; read the tool's definition with " + tools.SchemaTool + " first"
+		}
 		return res
 	}
 	switch {

@@ -184,7 +184,7 @@ func loadedTables(tu *ent.Turn, conv *ent.Conversation, a *ent.Agent, u *ent.Use
 			stringCol(agent.FieldInstructions, &a.Instructions), jsonCol(agent.FieldTools, &a.Tools),
 			boolCol(agent.FieldMemory, &a.Memory), boolCol(agent.FieldBudgetCheck, &a.BudgetCheck),
 			boolCol(agent.FieldPastConversationSearch, &a.PastConversationSearch), jsonCol(agent.FieldSkills, &a.Skills),
-			jsonCol(agent.FieldKnowledgeBaseIds, &a.KnowledgeBaseIds),
+			jsonCol(agent.FieldKnowledgeBaseIds, &a.KnowledgeBaseIds), enumCol(agent.FieldToolLoading, &a.ToolLoading),
 		}},
 		{user.Table, []col{
 			intCol(user.FieldID, &u.ID), timeCol(user.FieldCreatedAt, &u.CreatedAt), timeCol(user.FieldUpdatedAt, &u.UpdatedAt),
@@ -222,6 +222,11 @@ func boolCol(name string, p *bool) col {
 func stringCol(name string, p *string) col {
 	var v sql.NullString
 	return col{name, &v, func(d string) error { *p = db.ReadText(d, v.String); return nil }}
+}
+
+func enumCol[T ~string](name string, p *T) col {
+	var v sql.NullString
+	return col{name, &v, func(string) error { *p = T(v.String); return nil }}
 }
 
 func stringPtrCol(name string, p **string) col {

@@ -14,6 +14,7 @@ import (
 	"github.com/stretchr/testify/require"
 
 	"github.com/toolgate/toolgate/ent"
+	"github.com/toolgate/toolgate/ent/agent"
 	"github.com/toolgate/toolgate/ent/db/dbtest"
 	"github.com/toolgate/toolgate/ent/modelcall"
 	"github.com/toolgate/toolgate/ent/tenancy"
@@ -149,8 +150,30 @@ func deckSteps() []string {
 // input: the tool rules measured 43%) and the share of input read from the
 // cache. Each turn starts with a cold cache; every call of it must send the
 // same prefix bytes.
+//
+// It runs twice: loading=FULL sends every definition whole on every call;
+// loading=DEFERRED (Agent.toolLoading) sends the always-on tools and
+// get_tool_schema whole and the rest as stubs, so the same turn takes one
+// more call first, to read the definitions it uses, and carries them from
+// then on in its messages. defs-in-messages-% is that share: what deferral
+// moved out of the prefix rather than saved.
 func BenchmarkDeckTurnPrefixShare(b *testing.B) {
-	srv := &cachingServer{steps: deckSteps()}
+	for _, loading := range []agent.ToolLoading{agent.ToolLoadingFULL, agent.ToolLoadingDEFERRED} {
+		b.Run("loading="+string(loading), func(b *testing.B) { benchmarkDeckTurn(b, loading) })
+	}
+}
+
+func benchmarkDeckTurn(b *testing.B, loading agent.ToolLoading) {
+	steps := deckSteps()
+	if loading == agent.ToolLoadingDEFERRED {
+		// The model reads the definitions of the tools it means to use (the
+		// calculator, always on, is sent whole).
+		read, _ := json.Marshal(map[string]any{"role": "assistant", "content": nil, "tool_calls": []any{map[string]any{
+			"id": "t0", "type": "function", "function": map[string]any{"name": "get_tool_schema",
+				"arguments": `{"names":["update_tasks","write_file","list_files","read_file","search_files","run_code","create_artifact","edit_file"]}`}}}})
+		steps = append([]string{string(read)}, steps...)
+	}
+	srv := &cachingServer{steps: steps}
 	api := httptest.NewServer(srv)
 	b.Cleanup(api.Close)
 	p, err := openai.New(openai.Options{BaseURL: api.URL + "/v1", APIKey: "test", HTTPClient: api.Client(), DisableStreaming: true})
@@ -170,15 +193,17 @@ func BenchmarkDeckTurnPrefixShare(b *testing.B) {
 	h.client.Skill.Create().SetOrganizationID(conv.OrganizationID).SetName("deck-style").SetDescription("House style for slide decks.").
 		SetInstructions("Twelve slides at most; one idea per slide.").SetPublishedBy(conv.UserID).ExecX(ctx)
 	h.client.Agent.UpdateOneID(conv.AgentID).SetMemory(true).SetBudgetCheck(true).SetPastConversationSearch(true).
-		SetKnowledgeBaseIds([]int{kb.ID}).SetSkills([]string{"deck-style"}).ExecX(ctx)
+		SetKnowledgeBaseIds([]int{kb.ID}).SetSkills([]string{"deck-style"}).SetToolLoading(loading).ExecX(ctx)
 	h.client.Organization.UpdateOneID(conv.OrganizationID).SetWebResearch(true).ExecX(ctx)
 	var calls []*ent.ModelCall
+	var defsHeard int64
 	b.ResetTimer()
 	for b.Loop() {
 		b.StopTimer()
 		h.client.ToolCall.Delete().ExecX(ctx)
 		h.client.ModelCall.Delete().ExecX(ctx)
 		h.client.StoredResult.Delete().ExecX(ctx)
+		h.client.ArtifactVersion.Delete().ExecX(ctx)
 		h.client.Artifact.Delete().ExecX(ctx)
 		h.client.WorkspaceFile.Delete().ExecX(ctx)
 		h.client.Turn.Delete().ExecX(ctx)
@@ -193,9 +218,17 @@ func BenchmarkDeckTurnPrefixShare(b *testing.B) {
 		got := h.client.Turn.GetX(ctx, t.ID)
 		require.Equal(b, "COMPLETED", string(got.Status), "%v %v", got.Error, srv.failed)
 		calls = got.QueryModelCalls().Where(modelcall.KindEQ(modelcall.KindSTEP)).AllX(ctx)
+		defsHeard = 0
+		for _, tc := range got.QueryToolCalls().AllX(ctx) {
+			require.Equal(b, "HITS", string(tc.Outcome), "%s: %v", tc.Name, tc.Message)
+			if tc.Name == "get_tool_schema" && tc.Heard != nil {
+				// Heard by every later call of the turn.
+				defsHeard = int64(catalog.Tokens(*tc.Heard)) * int64(len(steps)-1-tc.Step)
+			}
+		}
 		b.StartTimer()
 	}
-	require.Len(b, calls, 11)
+	require.Len(b, calls, len(steps))
 	require.Len(b, srv.prefixes, 1, "the prefix is byte-stable over the turn")
 	var prefix, input, cached int64
 	for _, c := range calls {
@@ -204,8 +237,10 @@ func BenchmarkDeckTurnPrefixShare(b *testing.B) {
 		cached += c.CacheReadTokens
 	}
 	b.ReportMetric(float64(calls[0].PrefixTokens), "prefix-tokens/call")
+	b.ReportMetric(float64(len(calls)), "calls")
 	b.ReportMetric(float64(input), "input-tokens/turn")
 	b.ReportMetric(100*float64(prefix)/float64(input), "prefix-%")
+	b.ReportMetric(100*float64(defsHeard)/float64(input), "defs-in-messages-%")
 	b.ReportMetric(100*float64(cached)/float64(input), "cached-%")
 	b.ReportMetric(float64(srv.tools), "tools")
 	// The share is a ratio to what else the turn read, so it is also given

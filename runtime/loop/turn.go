@@ -20,6 +20,7 @@ import (
 	"github.com/toolgate/toolgate/ent/conversation"
 	"github.com/toolgate/toolgate/ent/modelcall"
 	"github.com/toolgate/toolgate/ent/predicate"
+	"github.com/toolgate/toolgate/ent/agent"
 	"github.com/toolgate/toolgate/ent/schematype"
 	"github.com/toolgate/toolgate/ent/storedresult"
 	"github.com/toolgate/toolgate/ent/tenancy"
@@ -76,6 +77,8 @@ type turnRun struct {
 	// unrecordedAgent is the agent this run uses, until the turn records it
 	// (recordAgent): nil when the turn had recorded one already.
 	unrecordedAgent *schematype.AgentConfig
+	// deferred names the offered tools sent as stubs (prompt.Offer).
+	deferred map[string]bool
 }
 
 func (t *turnRun) client() *ent.Client { return t.r.cfg.Client }
@@ -232,18 +235,24 @@ func (t *turnRun) load(ctx context.Context) error {
 		return err
 	}
 	rules.Attachments, rules.DocumentAttachments = attached, readable
-	t.offered = prompt.Register(rules, t.r.cfg.Tools, appDefs)
+	var deferring bool
+	t.offered, deferring = prompt.Offer(rules, t.r.cfg.Tools, appDefs)
+	sent := prompt.Sent(t.offered, deferring)
 	t.byName = make(map[string]tools.Definition, len(t.offered))
+	t.deferred = map[string]bool{}
 	for _, d := range t.offered {
 		t.byName[d.Name] = d
+		if deferring && !catalog.Keeps(d) {
+			t.deferred[d.Name] = true
+		}
 	}
 	t.req = model.Request{
-		System:      prompt.System(t.agent, t.offered),
-		Tools:       prompt.Specs(t.offered),
+		System:      prompt.System(t.agent, t.offered, deferring),
+		Tools:       prompt.Specs(sent),
 		MaxTokens:   t.r.cfg.MaxTokens,
 		Attribution: t.attribution(),
 	}
-	t.prefixTokens = catalog.PrefixTokens(t.req.System, t.offered)
+	t.prefixTokens = catalog.PrefixTokens(t.req.System, sent)
 	return nil
 }
 
@@ -258,10 +267,14 @@ func (t *turnRun) fixAgent(current *ent.Agent) *ent.Agent {
 		a.Instructions, a.Tools = cfg.Instructions, cfg.Tools
 		a.Memory, a.BudgetCheck, a.PastConversationSearch = cfg.Memory, cfg.BudgetCheck, cfg.PastConversationSearch
 		a.Skills = cfg.Skills
+		a.ToolLoading = agent.ToolLoading(cfg.ToolLoading)
+		if a.ToolLoading == "" {
+			a.ToolLoading = agent.ToolLoadingAUTO
+		}
 		return &a
 	}
 	t.unrecordedAgent = &schematype.AgentConfig{Instructions: a.Instructions, Tools: a.Tools, Memory: a.Memory,
-		BudgetCheck: a.BudgetCheck, PastConversationSearch: a.PastConversationSearch, Skills: a.Skills}
+		BudgetCheck: a.BudgetCheck, PastConversationSearch: a.PastConversationSearch, Skills: a.Skills, ToolLoading: string(a.ToolLoading)}
 	return &a
 }
 
@@ -799,7 +812,7 @@ func (t *turnRun) runTools(ctx context.Context, step int, rows []*ent.ToolCall, 
 	if err != nil {
 		return false, fmt.Errorf("mint scope token: %w", err)
 	}
-	s := dispatch.Scope{TurnID: t.turnID, ConversationID: t.conv.ID, Token: token, Offered: t.byName, Apps: t.apps}
+	s := dispatch.Scope{TurnID: t.turnID, ConversationID: t.conv.ID, Token: token, Offered: t.byName, Deferred: t.deferred, Apps: t.apps}
 	if t.r.cfg.EncodeID != nil {
 		s.ConversationRef = t.r.cfg.EncodeID(t.conv.ID)
 	}

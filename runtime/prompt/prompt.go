@@ -47,10 +47,51 @@ func Register(a *catalog.Agent, builtins, apps []tools.Definition) []tools.Defin
 	return out
 }
 
+// Offer returns the tools offered on a turn of an agent with the offering
+// rules a, as Register does, and whether the turn defers their definitions
+// (catalog.Agent.Defers). A deferring turn is also offered get_tool_schema,
+// the one way to read what it defers.
+func Offer(a *catalog.Agent, builtins, apps []tools.Definition) (offered []tools.Definition, deferred bool) {
+	offered = Register(a, builtins, apps)
+	if !a.Defers(offered) {
+		return offered, false
+	}
+	if !slices.ContainsFunc(offered, func(d tools.Definition) bool { return d.Name == catalog.SchemaTool }) {
+		with := *a
+		with.Tools = append(slices.Clone(a.Tools), catalog.SchemaTool)
+		offered = Register(&with, builtins, apps)
+	}
+	return offered, true
+}
+
+// Sent returns the offered tools as a turn sends them: whole, or, when
+// the turn defers, the tools catalog.Keeps whole and the others as their
+// stubs (tools.Definition.Stub).
+func Sent(offered []tools.Definition, deferred bool) []tools.Definition {
+	if !deferred {
+		return offered
+	}
+	out := make([]tools.Definition, len(offered))
+	for i, d := range offered {
+		if catalog.Keeps(d) {
+			out[i] = d
+		} else {
+			out[i] = d.Stub()
+		}
+	}
+	return out
+}
+
+// DeferNotice is said in the system prompt of a turn that defers
+// definitions.
+const DeferNotice = "Tools whose parameters are just {\"type\":\"object\"} are listed by name and one line: " +
+	"before you first call one, read its whole definition with " + catalog.SchemaTool + " (every name you need in one call)."
+
 // System returns the system prompt: the agent's instructions, the guidance
 // of the offered tools (a paragraph shared by several tools once, in
-// registration order), and the material notice.
-func System(a *ent.Agent, offered []tools.Definition) string {
+// registration order), what a deferring turn must know, and the material
+// notice.
+func System(a *ent.Agent, offered []tools.Definition, deferred bool) string {
 	var b strings.Builder
 	if s := strings.TrimSpace(a.Instructions); s != "" {
 		b.WriteString(s)
@@ -71,6 +112,10 @@ func System(a *ent.Agent, offered []tools.Definition) string {
 		}
 		seen[key] = true
 		b.WriteString(g)
+		b.WriteString("\n\n")
+	}
+	if deferred {
+		b.WriteString(DeferNotice)
 		b.WriteString("\n\n")
 	}
 	b.WriteString(MaterialNotice)

@@ -78,7 +78,7 @@ func TestRegister(t *testing.T) {
 func TestSystemCollectsGuidanceOnce(t *testing.T) {
 	t.Parallel()
 	a := &ent.Agent{Instructions: "  Be brief.  ", Tools: []string{"search_web", "search_docs", "search_conversations", "remember"}, PastConversationSearch: true, Memory: true}
-	got := prompt.System(a, prompt.Register(withEmbeddings(a), builtins, nil))
+	got := prompt.System(a, prompt.Register(withEmbeddings(a), builtins, nil), false)
 	want := "Be brief.\n\n" +
 		"Files live in the conversation's workspace.\n\n" +
 		"A search that ran and found nothing is not a failure.\n\n" +
@@ -86,7 +86,7 @@ func TestSystemCollectsGuidanceOnce(t *testing.T) {
 		prompt.MaterialNotice
 	require.Equal(t, want, got)
 	// Same agent, same bytes.
-	require.Equal(t, got, prompt.System(a, prompt.Register(withEmbeddings(a), builtins, nil)))
+	require.Equal(t, got, prompt.System(a, prompt.Register(withEmbeddings(a), builtins, nil), false))
 }
 
 func TestOpening(t *testing.T) {

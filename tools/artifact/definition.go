@@ -22,6 +22,7 @@ var (
 	// CreateArtifact is create_artifact.
 	CreateArtifact = tools.Definition{
 		Name:   "create_artifact",
+		Brief:  "Create an artifact: a document shown beside the chat.",
 		Family: Family,
 		Description: "Create an artifact (version 1): a document shown beside the chat. Don't create a second " +
 			"artifact to change one you made (rewrite_artifact, update_artifact), and don't use it for files the " +
@@ -44,6 +45,7 @@ var (
 	// RewriteArtifact is rewrite_artifact.
 	RewriteArtifact = tools.Definition{
 		Name:   "rewrite_artifact",
+		Brief:  "Replace an artifact's whole content with a new version.",
 		Family: Family,
 		Description: "Replace an artifact's whole content with a new version. Don't retype a long artifact to " +
 			"change a few parts (update_artifact).",
@@ -64,6 +66,7 @@ var (
 	// UpdateArtifact is update_artifact.
 	UpdateArtifact = tools.Definition{
 		Name:   "update_artifact",
+		Brief:  "Make a new artifact version by exact replacements in its latest one.",
 		Family: Family,
 		Description: "Make a new version of an artifact by exact replacements in its latest one, in order; each old " +
 			"must occur exactly once. All or nothing. Don't guess old text you have not written or read.",
@@ -101,6 +104,7 @@ var (
 	// InspectArtifact is inspect_artifact.
 	InspectArtifact = tools.Definition{
 		Name:   "inspect_artifact",
+		Brief:  "See an html or svg artifact as the person will: page images, overflows.",
 		Family: Family,
 		Description: "See an html or svg artifact's latest version as the person will: page images (deck slides, else " +
 			"screen-high pages; 10 per call, first 10 by default) and overflowing elements. Marks that version inspected, " +
@@ -125,6 +129,7 @@ var (
 	// MeasureLayout is measure_layout.
 	MeasureLayout = tools.Definition{
 		Name:   "measure_layout",
+		Brief:  "Measure an artifact's elements by CSS selector: boxes, overflowing text.",
 		Family: Family,
 		Description: "Measure elements of an artifact's latest version by CSS selector: boxes in px, text that does not " +
 			"fit its box, elements past the page edge. Don't use it to look at pages (inspect_artifact), or on every " +
@@ -149,6 +154,7 @@ var (
 	// PrintPDF is print_pdf.
 	PrintPDF = tools.Definition{
 		Name:   "print_pdf",
+		Brief:  "Print an html or svg artifact to a PDF in the workspace.",
 		Family: Family,
 		Description: "Print an html or svg artifact's latest version to a PDF in the workspace (a deck: one slide per " +
 			"page). Don't print a version you have not inspected, or to check a layout (inspect_artifact).",

@@ -13,6 +13,7 @@ const Family = "budget"
 // this calendar month (UTC) and what is left of their limits.
 var Check = tools.Definition{
 	Name:   "budget_check",
+	Brief:  "See this month's model spend and what is left of the limits.",
 	Family: Family,
 	Description: "See this calendar month's (UTC) model spend in USD and what is left of the monthly limits: yours and your " +
 		"organisation's (no limit: left is null). Call it before costly work the user asks about, or when asked about cost. " +

@@ -16,6 +16,9 @@ const (
 	// MaxDescription is the longest description search_tools and
 	// list_tools give; get_tool_schema gives descriptions whole.
 	MaxDescription = 200
+	// SchemaTool is the name of get_tool_schema, which a turn that defers
+	// definitions is always given.
+	SchemaTool = tools.SchemaTool
 )
 
 // Definitions are the discovery tools. Agents that list them get them; their
@@ -23,6 +26,7 @@ const (
 var Definitions = []tools.Definition{
 	{
 		Name:   "search_tools",
+		Brief:  "Find tools you may use by words in their names and descriptions.",
 		Family: Family,
 		Description: "Find tools you may use by words in their names and descriptions: up to 5 distinct queries, " +
 			"answered in order. Don't call it for tools already in your list, or to learn arguments " +
@@ -43,6 +47,7 @@ var Definitions = []tools.Definition{
 	},
 	{
 		Name:   "list_tools",
+		Brief:  "List every tool you may use, with short descriptions.",
 		Family: Family,
 		Description: "List every tool you may use, with short descriptions. Don't call it when search_tools with a " +
 			"few words would do, or more than once a conversation.",
@@ -57,7 +62,7 @@ var Definitions = []tools.Definition{
 		Field: "listTools",
 	},
 	{
-		Name:   "get_tool_schema",
+		Name:   SchemaTool,
 		Family: Family,
 		Description: "Get tools whole by name: full description and argument schema. Don't call it with guessed names " +
 			"(use search_tools), or for a tool whose arguments you already know.",

@@ -45,9 +45,13 @@ type entry struct {
 }
 
 // Load builds the index for an agent of the caller's organisation, read
-// through client (scoped to the caller), on server s. Application tools are described as their
-// servers list them, through list (nil: by name only).
-func Load(ctx context.Context, client *ent.Client, agentID int, builtin []tools.Definition, list Lister, s Server) (*Index, error) {
+// through client (scoped to the caller), on server s. Application tools are
+// described as their servers list them, through list (nil: by name only).
+// When the index answers a turn, offered is the turn's own list of tools
+// (its scope token's): it holds what the agent's rules alone cannot know,
+// the tools of the conversation's attachments and the get_tool_schema a
+// deferring turn is given.
+func Load(ctx context.Context, client *ent.Client, agentID int, builtin []tools.Definition, list Lister, s Server, offered func(name string) bool) (*Index, error) {
 	ag, err := client.Agent.Query().Where(agent.ID(agentID)).WithOrganization().Only(ctx)
 	if err != nil {
 		return nil, fmt.Errorf("load agent: %w", err)
@@ -60,6 +64,7 @@ func Load(ctx context.Context, client *ent.Client, agentID int, builtin []tools.
 	if err != nil {
 		return nil, err
 	}
+	a.Turn = offered
 	return NewIndex(a, builtin, apps), nil
 }
 
@@ -70,7 +75,7 @@ func Load(ctx context.Context, client *ent.Client, agentID int, builtin []tools.
 func NewIndex(a *Agent, builtin []tools.Definition, apps []Application) *Index {
 	ix := &Index{byName: make(map[string]int)}
 	for _, d := range builtin {
-		if !a.Offers(d.Name, d.Offered) {
+		if a.Turn != nil && !a.Turn(d.Name) || a.Turn == nil && !a.Offers(d.Name, d.Offered) {
 			continue
 		}
 		d = a.Definition(d)

@@ -51,6 +51,11 @@ type Tool struct {
 	Offered          bool
 	DefinitionChars  int
 	DefinitionTokens int
+	// Deferred: the measured agent's turns send the tool as its stub.
+	Deferred bool
+	// StubChars and StubTokens size the stub (tools.Definition.Stub).
+	StubChars, StubTokens int
+	keeps                 bool
 }
 
 // Catalogue is the measured tool catalogue. Characters are Unicode
@@ -72,6 +77,13 @@ type Catalogue struct {
 	// Application is what the measured agent's allowlisted application
 	// tools add to Offered: every turn of the agent pays it too.
 	ApplicationChars, ApplicationTokens int
+	// Deferring says the measured agent's turns defer definitions
+	// (Agent.Defers); Sent is what they then send of the definitions each
+	// call: the kept tools whole and the others' stubs (with
+	// get_tool_schema, which a deferring turn is always given). Not
+	// deferring, Sent is Offered.
+	Deferring             bool
+	SentChars, SentTokens int
 	// Warnings say what about the measured agent's turns needs a person:
 	// a deck past the widest ceiling, a server that could not be measured.
 	Warnings []string
@@ -90,7 +102,7 @@ func Measure(defs []tools.Definition) Catalogue {
 	}
 	seen := make(map[string]bool)
 	for _, d := range defs {
-		wire := string(d.Wire())
+		wire, stub := string(d.Wire()), string(d.Stub().Wire())
 		t := Tool{
 			Name:             d.Name,
 			Family:           d.Family,
@@ -98,6 +110,9 @@ func Measure(defs []tools.Definition) Catalogue {
 			AlwaysOn:         d.AlwaysOn(),
 			DefinitionChars:  utf8.RuneCountInString(wire),
 			DefinitionTokens: memoTokens(wire),
+			StubChars:        utf8.RuneCountInString(stub),
+			StubTokens:       memoTokens(stub),
+			keeps:            Keeps(d),
 		}
 		if d.Describe != nil {
 			if c.describes == nil {
@@ -163,7 +178,27 @@ func (c Catalogue) For(a *Agent) Catalogue {
 	if a != nil && !a.Browser && a.writesArtifacts() {
 		out.Warnings = append(out.Warnings, NoReview)
 	}
+	out.send(a)
 	return out
+}
+
+// send sets Deferring, each tool's Deferred, and Sent, for the agent's
+// turns.
+func (c *Catalogue) send(a *Agent) {
+	c.Deferring = a.defersAt(c.OfferedTokens)
+	c.SentChars, c.SentTokens = 0, 0
+	for i := range c.Tools {
+		t := &c.Tools[i]
+		t.Deferred = c.Deferring && t.Offered && !t.keeps
+		switch {
+		case t.Deferred:
+			c.SentChars += t.StubChars
+			c.SentTokens += t.StubTokens
+		case t.Offered || c.Deferring && t.Name == SchemaTool:
+			c.SentChars += t.DefinitionChars
+			c.SentTokens += t.DefinitionTokens
+		}
+	}
 }
 
 // WithApplications adds the agent's allowlisted application tools, as
@@ -184,7 +219,7 @@ func (c Catalogue) WithApplications(a *Agent, apps []Application) Catalogue {
 			}
 			continue
 		}
-		wire := string(t.def.Wire())
+		wire, stub := string(t.def.Wire()), string(t.def.Stub().Wire())
 		tool := Tool{
 			Name:             t.name,
 			Family:           t.def.Family,
@@ -192,6 +227,8 @@ func (c Catalogue) WithApplications(a *Agent, apps []Application) Catalogue {
 			Offered:          true,
 			DefinitionChars:  utf8.RuneCountInString(wire),
 			DefinitionTokens: memoTokens(wire),
+			StubChars:        utf8.RuneCountInString(stub),
+			StubTokens:       memoTokens(stub),
 		}
 		out.Tools = append(out.Tools, tool)
 		out.ApplicationChars += tool.DefinitionChars
@@ -202,6 +239,7 @@ func (c Catalogue) WithApplications(a *Agent, apps []Application) Catalogue {
 	if err := out.CheckDeck(); err != nil {
 		out.Warnings = append(out.Warnings, err.Error())
 	}
+	out.send(a)
 	return out
 }
 

@@ -36,6 +36,60 @@ type Agent struct {
 	// Bound is what the agent binds that descriptions name: its published
 	// skills. AgentOf leaves it empty; LoadRules reads it.
 	Bound tools.Bound
+	// Turn, when set, is the list of tools of the turn an index answers:
+	// NewIndex takes the built-in tools it names in place of the offering
+	// rules.
+	Turn func(name string) bool
+	// Loading is how the agent's turns send definitions: LoadAuto (the
+	// zero value), LoadFull or LoadDeferred.
+	Loading string
+}
+
+// How an agent's turns send tool definitions (Agent.tool_loading).
+const (
+	// LoadAuto defers once the offered definitions pass AutoDeferTokens.
+	LoadAuto = "AUTO"
+	// LoadFull sends every offered definition whole, on every call.
+	LoadFull = "FULL"
+	// LoadDeferred sends the always-on tools and get_tool_schema whole and
+	// every other tool as its stub (tools.Definition.Stub): the model reads
+	// a definition with get_tool_schema before it first calls the tool.
+	LoadDeferred = "DEFERRED"
+)
+
+// AutoDeferTokens is where LoadAuto starts deferring: offered definitions
+// past it, in o200k tokens. The widest built-in catalogue is well under it
+// (about 4,500), so only an agent's application tools take a turn past it.
+const AutoDeferTokens = 6000
+
+// Defers reports whether a turn offered offered (whole definitions, as
+// registered) sends them deferred.
+func (a *Agent) Defers(offered []tools.Definition) bool {
+	if a == nil || a.Loading == LoadFull {
+		return false
+	}
+	if a.Loading == LoadDeferred {
+		return true
+	}
+	n := 0
+	for _, d := range offered {
+		if n += memoTokens(string(d.Wire())); n > AutoDeferTokens {
+			return true
+		}
+	}
+	return false
+}
+
+// defersAt is Defers for offered definitions of n tokens in all.
+func (a *Agent) defersAt(n int) bool {
+	return a != nil && (a.Loading == LoadDeferred || a.Loading != LoadFull && n > AutoDeferTokens)
+}
+
+// Keeps reports whether a deferring turn still sends d whole: the always-on
+// tools, which widen nothing and serve every turn, and get_tool_schema,
+// which reads the others.
+func Keeps(d tools.Definition) bool {
+	return d.Offered == tools.OfferAlways || d.Name == SchemaTool
 }
 
 // Server is what the server offers beside an agent's own rules.
@@ -56,6 +110,7 @@ func AgentOf(a *ent.Agent) *Agent {
 		BudgetCheck:            a.BudgetCheck,
 		PastConversationSearch: a.PastConversationSearch,
 		Knowledge:              len(a.KnowledgeBaseIds) > 0,
+		Loading:                string(a.ToolLoading),
 	}
 }
 

@@ -81,6 +81,7 @@ const (
 // RunCode is run_code.
 var RunCode = tools.Definition{
 	Name:   "run_code",
+	Brief:  "Run JavaScript over stored results and workspace files too large to read.",
 	Family: "code",
 	Description: "Run JavaScript (strict mode, no modules) to transform data too large to read: toolResults[i] is the WHOLE text " +
 		"of the i-th ref (JSON.parse it), even what its preview left out; workspace.read(path), workspace.write(path, text) " +

@@ -29,6 +29,7 @@ var (
 	// KnowledgeSearch is knowledge_search.
 	KnowledgeSearch = tools.Definition{
 		Name:   "knowledge_search",
+		Brief:  "Search the documents of your knowledge bases for passages.",
 		Family: Family,
 		Description: "Search the organisation's documents in your knowledge bases (policies, handbooks, manuals) for " +
 			"passages: up to 5 distinct angles in one call, run at once and answered in order; each hit gives " +
@@ -54,6 +55,7 @@ var (
 	// ReadDocument is read_document.
 	ReadDocument = tools.Definition{
 		Name:   "read_document",
+		Brief:  "Read a knowledge-base document or an attached file by documentId.",
 		Family: Family,
 		Description: "Read a document of your knowledge bases, or a file attached to this conversation, by documentId: " +
 			"maxChars (default " + strconv.Itoa(ReadDefaultChars) + ", at most " + strconv.Itoa(ReadMaxChars) + ") from offset; " +
@@ -81,6 +83,7 @@ var (
 	// SearchAttachments is search_attachments.
 	SearchAttachments = tools.Definition{
 		Name:   "search_attachments",
+		Brief:  "Search the files attached to this conversation for passages.",
 		Family: Family,
 		Description: "Search the files attached to this conversation (only these) for passages: up to 5 distinct " +
 			"angles in one call, run at once and answered in order; each hit gives documentId, title, position " +

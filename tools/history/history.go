@@ -51,6 +51,7 @@ const (
 // Search is search_past_conversations.
 var Search = tools.Definition{
 	Name:   "search_past_conversations",
+	Brief:  "Search what the person wrote in their other, earlier conversations.",
 	Family: Family,
 	Description: "Search what the person wrote in their other, earlier conversations (their own messages only: never " +
 		"your answers or tool results): up to 5 distinct angles in one call, run at once and answered in order; each " +

@@ -68,6 +68,7 @@ var (
 	// Write is memory_write.
 	Write = tools.Definition{
 		Name:   "memory_write",
+		Brief:  "Save lasting facts about the person for later conversations.",
 		Family: Family,
 		Description: "Save up to " + strconv.Itoa(MaxFacts) + " lasting facts about the person you are talking to " +
 			"(preferences, their role, standing decisions), each a short sentence, for later conversations with any of " +
@@ -89,6 +90,7 @@ var (
 	// Search is memory_search.
 	Search = tools.Definition{
 		Name:   "memory_search",
+		Brief:  "Search what is remembered about the person you are talking to.",
 		Family: Family,
 		Description: "Search what is remembered about the person you are talking to: up to 5 distinct angles in one " +
 			"call, run at once and answered in order; each hit gives id, text and when it was saved. Don't use it for " +
@@ -116,6 +118,7 @@ var (
 	// Forget is memory_forget.
 	Forget = tools.Definition{
 		Name:   "memory_forget",
+		Brief:  "Forget remembered facts by id.",
 		Family: Family,
 		Description: "Forget remembered facts by id (ids from memory_search), when the person asks you to or a fact " +
 			"is wrong. Don't forget a fact just to save a corrected one: save the new one and forget the old.",

@@ -43,6 +43,7 @@ const description = "Load the instructions of one of your skills, by name, whole
 // Load is load_skill.
 var Load = tools.Definition{
 	Name:        "load_skill",
+	Brief:       "Load one of your skills' instructions by name, and follow them.",
 	Family:      Family,
 	Description: description + " Skills: none bound.",
 	Schema: json.RawMessage(`{"type":"object","properties":{"name":{"type":"string","description":"one skill name from the list"}},` +

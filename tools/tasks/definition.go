@@ -11,6 +11,7 @@ import (
 // read in GraphQL as Conversation.tasks.
 var Definition = tools.Definition{
 	Name:   "update_tasks",
+	Brief:  "Replace the task list the person sees for this conversation.",
 	Family: "tasks",
 	Description: "Replace the task list the person sees for this conversation: send the whole list each time " +
 		"(tasks left out are dropped), at most 20, at most one in_progress. Use it for work of three " +

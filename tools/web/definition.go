@@ -14,6 +14,7 @@ const Family = "web"
 var Definitions = []tools.Definition{
 	{
 		Name:   "research_web",
+		Brief:  "Search the public web and read the best pages' main text.",
 		Family: Family,
 		Description: "Search the public web and read the best pages' main text (at most 3 pages in all, " + strconv.Itoa(PageChars) + " chars each); " +
 			"up to 3 distinct angles in one call run at once. A query under failures with kind ABSENCE found nothing (rephrase it); " +
@@ -46,6 +47,7 @@ var Definitions = []tools.Definition{
 	},
 	{
 		Name:   "read_page",
+		Brief:  "Read one public web page's main text.",
 		Family: Family,
 		Description: "Read one public web page's main text: " + strconv.Itoa(ReadDefaultChars) + " chars by default (at most " + strconv.Itoa(ReadMaxChars) + ") from offset; " +
 			"a cut read gives nextOffset to continue. For a URL the user gave, or a hit worth reading further. " +

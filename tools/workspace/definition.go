@@ -18,6 +18,7 @@ var (
 	// ListFiles is list_files.
 	ListFiles = tools.Definition{
 		Name:   "list_files",
+		Brief:  "List the workspace's files.",
 		Family: "workspace",
 		Description: "List the workspace's files (path, chars, last update), optionally under a folder. Don't call it " +
 			"to find text in files (search_files), to check a file you just wrote (its answer names it), or " +
@@ -37,6 +38,7 @@ var (
 	// ReadFile is read_file.
 	ReadFile = tools.Definition{
 		Name:   "read_file",
+		Brief:  "Read a workspace file.",
 		Family: "workspace",
 		Description: "Read a workspace file: maxChars (default 4000) from offset; nextOffset continues. Don't call it " +
 			"to find one passage in a long file (search_files), to check what you just wrote or edited (its " +
@@ -59,6 +61,7 @@ var (
 	// SearchFiles is search_files.
 	SearchFiles = tools.Definition{
 		Name:   "search_files",
+		Brief:  "Find lines in the workspace's files that contain given strings.",
 		Family: "workspace",
 		Description: "Find lines in the workspace's files that contain any of up to 5 literal strings (any case), " +
 			"with contextLines (0-3, default 1) around each. Not a regex or a meaning search: give the exact " +
@@ -85,6 +88,7 @@ var (
 	// WriteFile is write_file.
 	WriteFile = tools.Definition{
 		Name:   "write_file",
+		Brief:  "Create or replace up to 3 workspace files, or save stored results to them.",
 		Family: "workspace",
 		Description: "Create or replace up to 3 workspace files, all or nothing. To save a stored tool result, give " +
 			"_toolResultContext.sources in place of content: the exact original, even what your preview left " +
@@ -115,6 +119,7 @@ var (
 	// EditFile is edit_file.
 	EditFile = tools.Definition{
 		Name:   "edit_file",
+		Brief:  "Edit a workspace file by exact replacements.",
 		Family: "workspace",
 		Description: "Edit a workspace file by exact replacements, in order; each old must occur exactly once (widen " +
 			"it to make it unique). All or nothing. Make every change to a file in one call. Don't use it to " +
@@ -136,6 +141,7 @@ var (
 	// DeleteFile is delete_file.
 	DeleteFile = tools.Definition{
 		Name:   "delete_file",
+		Brief:  "Delete a workspace file.",
 		Family: "workspace",
 		Description: "Delete a workspace file for good. Don't delete a file to replace it (write_file replaces), to " +
 			"tidy away files the person did not ask you to remove, or at a path you have not seen listed.",

@@ -25,7 +25,7 @@ func WideTurn() model.Request {
 	defs := registry.All()
 	agent := &ent.Agent{Instructions: "You answer questions about the team's documents and data. Be exact; cite the tool results you rely on."}
 	req := model.Request{
-		System:    prompt.System(agent, defs),
+		System:    prompt.System(agent, defs, false),
 		Tools:     prompt.Specs(defs),
 		MaxTokens: 4096,
 		Attribution: model.Attribution{
