@@ -126,15 +126,17 @@ func TestDiscoveryTools(t *testing.T) {
 		b.do(t, b.alice.Token, `mutation { registerApplication(input: {name: "crm", url: "http://127.0.0.1:1/mcp", allowedTools: ["find_customer", "drop_customer"]}) { id } }`, nil).ok(t)
 		agent := b.createAgentWith(t, b.alice.Token, "Finder", append([]any{"crm__find_customer"}, discoveryTools...))
 		conv := b.startConversation(t, b.alice.Token, agent, "find")
-		scope := b.scopeToken(t, conv, "search_tools", "list_tools", "get_tool_schema")
 
 		var wantNames []any
+		var offered []string // as the turn's scope token lists them
 		for _, d := range registry.All() {
 			if d.AlwaysOn() || d.Family == catalog.Family {
 				wantNames = append(wantNames, d.Name)
+				offered = append(offered, d.Name)
 			}
 		}
 		wantNames = append(wantNames, "crm__find_customer")
+		scope := b.scopeToken(t, conv, offered...)
 
 		// By hand with an API token, and the same through the turn's scope token.
 		list := b.call(t, b.alice.Token, "list_tools", conv, nil)
@@ -240,4 +242,63 @@ func TestDiscoveryToolsRefuse(t *testing.T) {
 	require.Equal(t, []any{"search_tools"}, get(g, "missing"))
 	r := b.call(t, b.alice.Token, "search_tools", conv, map[string]any{"queries": []any{}})
 	require.Equal(t, "queries: give at least one query", r.Errors[0].Message)
+}
+
+// TestToolLoading: createAgent and updateAgent set how an agent's turns
+// send definitions, the catalogue says what they then send, and
+// get_tool_schema answers a turn from the turn's own tool list, which may
+// hold tools the agent's rules alone do not (an attachment's).
+func TestToolLoading(t *testing.T) {
+	t.Parallel()
+	dbtest.Each(t, func(t *testing.T, d *db.DB) {
+		b := setup(t, d)
+		created := b.do(t, b.alice.Token, `mutation { createAgent(input: {name: "Lean", tools: ["update_tasks"], toolLoading: DEFERRED}) { id toolLoading } }`, nil).ok(t)
+		require.Equal(t, "DEFERRED", get(created, "createAgent", "toolLoading"))
+		id := get(created, "createAgent", "id")
+		query := `query($a: ID) { catalogue(agentId: $a) { deferring sentChars sentTokens offeredChars offeredTokens
+			tools { name offered deferred definitionChars stubChars stubTokens } } }`
+		c := get(b.do(t, b.alice.Token, query, map[string]any{"a": id}).ok(t), "catalogue").(map[string]any)
+		require.Equal(t, true, c["deferring"])
+		sent, sentTokens := 0, 0
+		for _, raw := range c["tools"].([]any) {
+			tool := raw.(map[string]any)
+			def, _ := registry.ByName(tool["name"].(string))
+			require.EqualValues(t, utf8.RuneCount(def.Stub().Wire()), tool["stubChars"], def.Name)
+			kept := catalog.Keeps(def)
+			require.Equal(t, tool["offered"] == true && !kept, tool["deferred"], def.Name)
+			switch {
+			case tool["deferred"] == true:
+				sent += utf8.RuneCount(def.Stub().Wire())
+				sentTokens += catalog.Tokens(string(def.Stub().Wire()))
+			case tool["offered"] == true || def.Name == tools.SchemaTool:
+				sent += utf8.RuneCount(def.Wire())
+				sentTokens += catalog.Tokens(string(def.Wire()))
+			}
+		}
+		require.EqualValues(t, sent, c["sentChars"])
+		require.EqualValues(t, sentTokens, c["sentTokens"])
+		require.Less(t, c["sentChars"].(float64), c["offeredChars"].(float64))
+
+		updated := b.do(t, b.alice.Token, `mutation($a: ID!) { updateAgent(input: {id: $a, toolLoading: FULL}) { agent { toolLoading } } }`,
+			map[string]any{"a": id}).ok(t)
+		require.Equal(t, "FULL", get(updated, "updateAgent", "agent", "toolLoading"))
+		c = get(b.do(t, b.alice.Token, query, map[string]any{"a": id}).ok(t), "catalogue").(map[string]any)
+		require.Equal(t, false, c["deferring"])
+		require.Equal(t, c["offeredChars"], c["sentChars"])
+		bad := b.do(t, b.alice.Token, `mutation($a: ID!) { updateAgent(input: {id: $a, toolLoading: LAZY}) { agent { id } } }`, map[string]any{"a": id})
+		require.Equal(t, "GRAPHQL_VALIDATION_FAILED", bad.code(t))
+
+		// A turn's get_tool_schema reads the turn's own list: a tool of an
+		// attachment it names is there, one it does not name is missing.
+		conv := b.startConversation(t, b.alice.Token, id.(string), "loading")
+		schema := func(token string) map[string]any {
+			return get(b.call(t, token, tools.SchemaTool, conv, map[string]any{"names": []string{"search_attachments"}}).ok(t), "getToolSchema").(map[string]any)
+		}
+		got := schema(b.scopeToken(t, conv, tools.SchemaTool, "search_attachments"))
+		require.Len(t, got["tools"], 1)
+		require.Equal(t, "search_attachments", got["tools"].([]any)[0].(map[string]any)["name"])
+		got = schema(b.scopeToken(t, conv, tools.SchemaTool))
+		require.Empty(t, got["tools"])
+		require.Equal(t, []any{"search_attachments"}, got["missing"])
+	})
 }

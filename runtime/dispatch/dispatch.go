@@ -98,8 +98,9 @@ type Scope struct {
 	ConversationRef string
 	Token           string
 	Offered         map[string]tools.Definition
-	// Deferred names the offered tools the model was sent as stubs: a call
-	// whose arguments do not fit is told where the definition is.
+	// Deferred names the offered tools the model was sent as stubs and has
+	// not read whole yet: their calls are refused, so a tool never runs on
+	// arguments guessed from its name, without its description read.
 	Deferred map[string]bool
 	// Apps are the organisation's applications, by name.
 	Apps map[string]mcp.Application
@@ -144,6 +145,10 @@ func (d *Dispatcher) Do(ctx context.Context, s Scope, c Call) Result {
 	if !ok {
 		return Result{Outcome: Refused, Arguments: c.Arguments, Message: fmt.Sprintf("tool %q is not available", c.Name)}
 	}
+	if s.Deferred[c.Name] {
+		return Result{Outcome: Refused, Arguments: c.Arguments,
+			Message: fmt.Sprintf("tool %q is listed in brief: read its definition with %s first", c.Name, tools.SchemaTool)}
+	}
 	tool, err := d.compile(def)
 	if err != nil {
 		return Result{Outcome: Error, Arguments: c.Arguments, Message: "the tool's schema is broken: " + err.Error()}
@@ -155,9 +160,6 @@ func (d *Dispatcher) Do(ctx context.Context, s Scope, c Call) Result {
 	}
 	if err != nil {
 		res.Outcome, res.Message = Refused, err.Error()
-		if s.Deferred[c.Name] {
-			res.Message += "; read the tool's definition with " + tools.SchemaTool + " first"
-		}
 		return res
 	}
 	switch {

@@ -22,9 +22,10 @@ import (
 
 // TestDeferredDefinitions runs a turn of an agent that defers its tools:
 // the prefix carries the always-on tools and get_tool_schema whole and the
-// others as stubs; a call that guesses a stub's arguments is refused and
-// pointed at get_tool_schema; get_tool_schema gives the whole definition
-// (and none of a tool the turn is not offered); the call then runs. The
+// others as stubs; a call to a stub before its definition was read is
+// refused and pointed at get_tool_schema, even with arguments that fit;
+// get_tool_schema gives the whole definition (and none of a tool the turn
+// is not offered); the same call then runs. The
 // next turn, with the agent back on FULL, sends every definition whole and
 // pays more prefix for it.
 func TestDeferredDefinitions(t *testing.T) {
@@ -32,7 +33,7 @@ func TestDeferredDefinitions(t *testing.T) {
 	each(t, func(t *testing.T, d *db.DB) {
 		tasks := `{"tasks": [{"title": "Draft the memo", "status": "in_progress"}]}`
 		p := &scripted{answers: []model.Response{
-			{ToolCalls: []model.ToolCall{call("c1", "update_tasks", `{"items": ["Draft the memo"]}`), call("c2", "memory_write", `{}`)}},
+			{ToolCalls: []model.ToolCall{call("c1", "update_tasks", tasks), call("c2", "memory_write", `{}`)}},
 			{ToolCalls: []model.ToolCall{call("c3", "get_tool_schema", `{"names": ["update_tasks", "memory_write"]}`)}},
 			{ToolCalls: []model.ToolCall{call("c4", "update_tasks", tasks)}},
 			{Text: "The task list is up."},
@@ -52,10 +53,12 @@ func TestDeferredDefinitions(t *testing.T) {
 		calls := h.calls(t, id)
 		require.Len(t, calls, 4)
 
-		// The guessed arguments are refused, and the refusal says where the
-		// definition is; a tool the turn is not offered is refused as ever.
+		// A call before the definition was read is refused, and the refusal
+		// says where the definition is; a tool the turn is not offered is
+		// refused as ever.
 		require.Equal(t, toolcall.OutcomeREFUSED, calls[0].Outcome)
-		require.Contains(t, *calls[0].Message, "read the tool's definition with get_tool_schema first")
+		require.Equal(t, `tool "update_tasks" is listed in brief: read its definition with get_tool_schema first`, *calls[0].Message)
+		require.Zero(t, calls[0].Attempts)
 		require.Equal(t, toolcall.OutcomeREFUSED, calls[1].Outcome)
 		require.Equal(t, `tool "memory_write" is not available`, *calls[1].Message)
 

@@ -77,7 +77,9 @@ type turnRun struct {
 	// unrecordedAgent is the agent this run uses, until the turn records it
 	// (recordAgent): nil when the turn had recorded one already.
 	unrecordedAgent *schematype.AgentConfig
-	// deferred names the offered tools sent as stubs (prompt.Offer).
+	// deferred names the offered tools sent as stubs (prompt.Offer) whose
+	// definitions the turn has not read yet (readDefinitions): calls to
+	// them are refused.
 	deferred map[string]bool
 }
 
@@ -395,6 +397,9 @@ func (t *turnRun) history(ctx context.Context, compact bool) (int, error) {
 			}
 			msgs = append(msgs, model.Message{Role: model.RoleTool, ToolCallID: prompt.CallID(call), ToolName: call.Name, Text: heard,
 				IsError: call.Outcome != toolcall.OutcomeHITS && call.Outcome != toolcall.OutcomeABSENCE, Images: images[call.ID]})
+			if call.Outcome == toolcall.OutcomeHITS {
+				t.readDefinitions(call.Name, heard)
+			}
 		}
 	}
 	t.req.Messages = msgs
@@ -875,6 +880,9 @@ func (t *turnRun) runTools(ctx context.Context, step int, rows []*ent.ToolCall, 
 		if !failed[i] && rows[i].Outcome == toolcall.OutcomePENDING {
 			rows[i].Outcome = toolcall.OutcomeHITS
 		}
+		if !failed[i] {
+			t.readDefinitions(c.Name, heard[i])
+		}
 	}
 	if t.pausing(rows) >= 0 {
 		if err := t.pause(ctx, rows); err != nil {
@@ -883,6 +891,30 @@ func (t *turnRun) runTools(ctx context.Context, step int, rows []*ent.ToolCall, 
 		return true, nil
 	}
 	return false, ctx.Err()
+}
+
+// readDefinitions takes the tools whose whole definitions a get_tool_schema
+// call showed the model off the turn's deferred list: from its next step
+// on, they may be called. A resumed run reads the same from the calls it
+// replays, so the list survives a restart.
+func (t *turnRun) readDefinitions(name, heard string) {
+	if name != tools.SchemaTool || len(t.deferred) == 0 {
+		return
+	}
+	var got struct {
+		Tools []struct {
+			Name string `json:"name"`
+		} `json:"tools"`
+	}
+	if json.Unmarshal([]byte(heard), &got) != nil {
+		return
+	}
+	// A new map: the scope of the batch that just ran holds the old one.
+	next := maps.Clone(t.deferred)
+	for _, d := range got.Tools {
+		delete(next, d.Name)
+	}
+	t.deferred = next
 }
 
 // pick returns the definitions at the given indexes.

@@ -4,6 +4,7 @@ import (
 	"encoding/json"
 	"fmt"
 	"regexp"
+	"slices"
 	"strings"
 	"testing"
 	"time"
@@ -328,4 +329,49 @@ func TestCallsPerTurnCap(t *testing.T) {
 			}
 		})
 	}
+}
+
+// TestOfferDefers: FULL sends every definition whole; DEFERRED keeps the
+// always-on tools whole, adds get_tool_schema and sends the rest as stubs,
+// with the notice in the system prompt; AUTO defers only past
+// catalog.AutoDeferTokens of definitions.
+func TestOfferDefers(t *testing.T) {
+	t.Parallel()
+	schemaTool := def(tools.SchemaTool, tools.OfferAllowlisted, "", "")
+	all := append(slices.Clone(builtins), schemaTool)
+	big := def("erp__report", tools.OfferAllowlisted, "", "")
+	big.Description = "Build a report. " + strings.Repeat("Every column is explained here at length. ", 1000)
+	apps := []tools.Definition{def("crm__lookup", tools.OfferAllowlisted, "", ""), big}
+	agent := func(loading string, tools ...string) *catalog.Agent {
+		return &catalog.Agent{Loading: loading, Tools: tools}
+	}
+
+	offered, deferred := prompt.Offer(agent(catalog.LoadFull, "search_web", "crm__lookup"), all, apps)
+	require.False(t, deferred)
+	require.Equal(t, []string{"clarify", "read_file", "search_web", "crm__lookup"}, names(offered))
+	require.Equal(t, offered, prompt.Sent(offered, false))
+
+	offered, deferred = prompt.Offer(agent(catalog.LoadDeferred, "search_web", "erp__report"), all, apps)
+	require.True(t, deferred)
+	require.Equal(t, []string{"clarify", "read_file", "search_web", tools.SchemaTool, "erp__report"}, names(offered))
+	sent := prompt.Sent(offered, true)
+	for i, d := range sent {
+		if d.Name == "clarify" || d.Name == tools.SchemaTool {
+			require.Equal(t, offered[i], d, d.Name)
+		} else {
+			require.Equal(t, offered[i].Stub(), d, d.Name)
+		}
+	}
+	require.Equal(t, "Build a report.", sent[4].Description, "an application tool's stub: its first sentence")
+	sys := prompt.System(&ent.Agent{}, offered, true)
+	require.Contains(t, sys, prompt.DeferNotice)
+	require.NotContains(t, prompt.System(&ent.Agent{}, offered, false), prompt.DeferNotice)
+
+	// AUTO: a small deck goes whole; the big application tool tips it.
+	_, deferred = prompt.Offer(agent(catalog.LoadAuto, "search_web", "crm__lookup"), all, apps)
+	require.False(t, deferred)
+	_, deferred = prompt.Offer(agent("", "search_web", "erp__report"), all, apps)
+	require.True(t, deferred, "AUTO is the zero value")
+	_, deferred = prompt.Offer(agent(catalog.LoadFull, "search_web", "erp__report"), all, apps)
+	require.False(t, deferred)
 }

@@ -3,9 +3,12 @@ package registry_test
 import (
 	"strings"
 	"testing"
+	"unicode/utf8"
 
 	"github.com/stretchr/testify/require"
 
+	"github.com/toolgate/toolgate/tools"
+	"github.com/toolgate/toolgate/tools/catalog"
 	"github.com/toolgate/toolgate/tools/registry"
 )
 
@@ -36,4 +39,24 @@ func TestReadToolResultReadsPastedRefs(t *testing.T) {
 	d, ok := registry.ByName("read_tool_result")
 	require.True(t, ok)
 	require.Contains(t, d.Description, "when a person pastes a ref into the chat: read it and show them what it holds")
+}
+
+// TestBriefs: every tool a deferring turn sends as a stub has a brief that
+// says what it does in at most tools.MaxBrief characters, and the stub is
+// that brief and an open schema; the tools such a turn keeps whole need
+// none.
+func TestBriefs(t *testing.T) {
+	t.Parallel()
+	for _, d := range registry.All() {
+		if catalog.Keeps(d) {
+			continue
+		}
+		require.NotEmpty(t, d.Brief, d.Name)
+		require.LessOrEqual(t, utf8.RuneCountInString(d.Brief), tools.MaxBrief, d.Name)
+		require.True(t, strings.HasSuffix(d.Brief, "."), "%s: a brief is a sentence", d.Name)
+		stub := d.Stub()
+		require.Equal(t, d.Brief, stub.Description)
+		require.JSONEq(t, tools.StubSchema, string(stub.Schema))
+		require.Less(t, len(stub.Wire()), len(d.Wire())/2, "%s: a stub costs a fraction of the definition", d.Name)
+	}
 }
