@@ -170,6 +170,7 @@ function Catalogue({ agentId, agentName }) {
       <${Card} label="Every turn pays" value=${int(c.alwaysPaidChars)} sub=${`characters · ${int(c.alwaysPaidTokens)} tokens; ceiling ${int(c.ceilings.alwaysPaidChars)}`} />
       <${Card} label="Headroom (always paid)" value=${int(paidRoom)} sub="characters left under the ceiling" tone=${paidRoom < 0 ? 'bad' : paidRoom < 1000 ? 'warn' : 'good'} />
       <${Card} label=${agentName ? 'This agent’s deck' : 'Offered'} value=${int(c.offeredChars)} sub=${`characters · ${int(c.offeredTokens)} tokens; ${plural(offered.length, 'tool')}`} />
+      ${c.deferring ? html`<${Card} label="Sent each call (deferred)" value=${int(c.sentChars)} sub=${`characters · ${int(c.sentTokens)} tokens; ${plural(offered.filter((t) => t.deferred).length, 'tool')} as stubs`} />` : null}
       <${Card} label="Application tools" value=${int(c.applicationChars)} sub=${`characters · ${int(c.applicationTokens)} tokens of the deck`} />
       <${Card} label="Guidance" value=${int(c.guidanceChars)} sub=${`characters · ${int(c.guidanceTokens)} tokens; outside the ceilings`} />
     </div>
@@ -194,6 +195,7 @@ function Catalogue({ agentId, agentName }) {
               <span class="tags">
                 ${t.alwaysOn ? html`<span class="tag always">always</span>` : t.name.includes('__') ? html`<span class="tag app">application</span>` : html`<span class="tag">${t.offeredWhen.replaceAll('_', ' ')}</span>`}
                 ${t.offered ? html`<span class="tag offered">offered</span>` : null}
+                ${t.deferred ? html`<span class="tag" title=${`sent as a ${int(t.stubChars)}-character stub; read whole with get_tool_schema`}>deferred</span>` : null}
               </span>
             </div>`)}
           </div>`;
