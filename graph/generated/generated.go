@@ -5980,7 +5980,7 @@ type CatalogueTool @goModel(model: "github.com/toolgate/toolgate/tools/catalog.T
   definitionTokens: Int!
   "Whether the agent's turns send the tool as its stub (name, a line, parameters {\"type\":\"object\"}), its definition read with get_tool_schema."
   deferred: Boolean!
-  "Unicode characters of the stub a deferring turn sends."
+  "Unicode characters of the stub a deferring turn sends; 0 for a tool it sends whole (the always-on tools, get_tool_schema)."
   stubChars: Int!
   "stubChars in o200k_base tokens."
   stubTokens: Int!

@@ -53,7 +53,8 @@ type Tool struct {
 	DefinitionTokens int
 	// Deferred: the measured agent's turns send the tool as its stub.
 	Deferred bool
-	// StubChars and StubTokens size the stub (tools.Definition.Stub).
+	// StubChars and StubTokens size the stub (tools.Definition.Stub); zero
+	// for a tool a deferring turn keeps whole (Keeps).
 	StubChars, StubTokens int
 	keeps                 bool
 }
@@ -102,7 +103,7 @@ func Measure(defs []tools.Definition) Catalogue {
 	}
 	seen := make(map[string]bool)
 	for _, d := range defs {
-		wire, stub := string(d.Wire()), string(d.Stub().Wire())
+		wire := string(d.Wire())
 		t := Tool{
 			Name:             d.Name,
 			Family:           d.Family,
@@ -110,9 +111,11 @@ func Measure(defs []tools.Definition) Catalogue {
 			AlwaysOn:         d.AlwaysOn(),
 			DefinitionChars:  utf8.RuneCountInString(wire),
 			DefinitionTokens: memoTokens(wire),
-			StubChars:        utf8.RuneCountInString(stub),
-			StubTokens:       memoTokens(stub),
 			keeps:            Keeps(d),
+		}
+		if !t.keeps {
+			stub := string(d.Stub().Wire())
+			t.StubChars, t.StubTokens = utf8.RuneCountInString(stub), memoTokens(stub)
 		}
 		if d.Describe != nil {
 			if c.describes == nil {
