@@ -122,3 +122,38 @@ func TestDeferredDefinitions(t *testing.T) {
 		require.Less(t, deferred, whole2)
 	})
 }
+
+// TestDeferredDefinitionsSurviveAPause: what a turn has read with
+// get_tool_schema is rebuilt from its recorded calls when it resumes (here
+// after a clarification), so a definition read before the pause still
+// opens its tool after it; one never read is still refused.
+func TestDeferredDefinitionsSurviveAPause(t *testing.T) {
+	t.Parallel()
+	each(t, func(t *testing.T, d *db.DB) {
+		tasks := `{"tasks": [{"title": "Draft the memo", "status": "pending"}]}`
+		p := &scripted{answers: []model.Response{
+			{ToolCalls: []model.ToolCall{call("c1", "get_tool_schema", `{"names": ["update_tasks"]}`)}},
+			{ToolCalls: []model.ToolCall{call("q1", "clarify", `{"question": "Which memo?"}`)}},
+			{ToolCalls: []model.ToolCall{call("c2", "update_tasks", tasks), call("c3", "list_files", `{}`)}},
+			{Text: "Listed."},
+		}}
+		h := newHarness(t, d, p)
+		conv := h.conversation(t, "update_tasks")
+		ctx := tenancy.System(context.Background())
+		agentID := h.client.Conversation.GetX(ctx, mustDecode(t, conv)).AgentID
+		h.client.Agent.UpdateOneID(agentID).SetToolLoading(agent.ToolLoadingDEFERRED).ExecX(ctx)
+
+		id := h.send(t, conv, "Track the memo", "")
+		require.Equal(t, turn.StatusWAITING_FOR_CLARIFICATION, h.wait(t, id).Status)
+		h.gql(t, `mutation($t: ID!) { answerClarification(input: {turnId: $t, answer: "The Q3 one"}) { id } }`, map[string]any{"t": id})
+		done := h.wait(t, id)
+		require.Equal(t, turn.StatusCOMPLETED, done.Status, done.Error)
+		calls := h.calls(t, id)
+		require.Len(t, calls, 4)
+		require.Equal(t, "update_tasks", calls[2].Name)
+		require.Equal(t, toolcall.OutcomeHITS, calls[2].Outcome, calls[2].Message)
+		require.Equal(t, "list_files", calls[3].Name)
+		require.Equal(t, toolcall.OutcomeREFUSED, calls[3].Outcome)
+		require.Contains(t, *calls[3].Message, "listed in brief")
+	})
+}
