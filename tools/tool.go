@@ -274,27 +274,34 @@ const StubSchema = `{"type":"object"}`
 func (d Definition) Stub() Definition {
 	brief := d.Brief
 	if brief == "" {
-		brief = shorten(d.Description, MaxBrief)
+		brief = firstSentence(d.Description, MaxBrief)
 	}
 	d.Description, d.Schema, d.Describe = brief, json.RawMessage(StubSchema), nil
 	return d
 }
 
-// shorten cuts s to at most n characters at its first sentence's end, or
-// else at a word, marked with an ellipsis.
-func shorten(s string, n int) string {
+// firstSentence is s's first sentence when it fits in n characters, else s
+// cut to n (Shorten).
+func firstSentence(s string, n int) string {
 	s = strings.TrimSpace(s)
 	if i := strings.Index(s, ". "); i >= 0 && utf8.RuneCountInString(s[:i+1]) <= n {
 		return s[:i+1]
 	}
+	return Shorten(s, n)
+}
+
+// Shorten cuts s to at most n characters, at a word boundary when one is
+// near, and marks the cut.
+func Shorten(s string, n int) string {
+	s = strings.TrimSpace(s)
 	if utf8.RuneCountInString(s) <= n {
 		return s
 	}
 	cut := string([]rune(s)[:n-1])
-	if i := strings.LastIndexByte(cut, ' '); i > n/2 {
+	if i := strings.LastIndexAny(cut, " \t\n"); i >= len(cut)*3/4 {
 		cut = cut[:i]
 	}
-	return strings.TrimRight(cut, " ,;:.") + "…"
+	return strings.TrimRight(cut, " \t\n.,;:") + "…"
 }
 
 // Wire is the definition as the model receives it: compact JSON of its

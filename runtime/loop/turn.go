@@ -237,24 +237,26 @@ func (t *turnRun) load(ctx context.Context) error {
 		return err
 	}
 	rules.Attachments, rules.DocumentAttachments = attached, readable
-	var deferring bool
-	t.offered, deferring = prompt.Offer(rules, t.r.cfg.Tools, appDefs)
-	sent := prompt.Sent(t.offered, deferring)
+	deck := prompt.Offer(rules, t.r.cfg.Tools, appDefs)
+	t.offered = deck.Offered
 	t.byName = make(map[string]tools.Definition, len(t.offered))
-	t.deferred = map[string]bool{}
+	t.deferred = nil
+	if deck.Deferred {
+		t.deferred = map[string]bool{}
+	}
 	for _, d := range t.offered {
 		t.byName[d.Name] = d
-		if deferring && !catalog.Keeps(d) {
+		if deck.Deferred && !catalog.Keeps(d) {
 			t.deferred[d.Name] = true
 		}
 	}
 	t.req = model.Request{
-		System:      prompt.System(t.agent, t.offered, deferring),
-		Tools:       prompt.Specs(sent),
+		System:      prompt.System(t.agent, t.offered, deck.Deferred),
+		Tools:       prompt.Specs(deck.Sent),
 		MaxTokens:   t.r.cfg.MaxTokens,
 		Attribution: t.attribution(),
 	}
-	t.prefixTokens = catalog.PrefixTokens(t.req.System, sent)
+	t.prefixTokens = catalog.PrefixTokens(t.req.System, deck.SentTokens)
 	return nil
 }
 

@@ -47,39 +47,50 @@ func Register(a *catalog.Agent, builtins, apps []tools.Definition) []tools.Defin
 	return out
 }
 
-// Offer returns the tools offered on a turn of an agent with the offering
-// rules a, as Register does, and whether the turn defers their definitions
-// (catalog.Agent.Defers). A deferring turn is also offered get_tool_schema,
-// the one way to read what it defers.
-func Offer(a *catalog.Agent, builtins, apps []tools.Definition) (offered []tools.Definition, deferred bool) {
-	offered = Register(a, builtins, apps)
-	if !a.Defers(offered) {
-		return offered, false
+// Deck is a turn's tools, fixed before its loop starts.
+type Deck struct {
+	// Offered are the tools offered, whole, in registration order: what
+	// calls are checked against.
+	Offered []tools.Definition
+	// Sent are the same tools as the model receives them: Offered, or,
+	// when Deferred, the tools catalog.Keeps whole and the others as their
+	// stubs (tools.Definition.Stub).
+	Sent     []tools.Definition
+	Deferred bool
+	// SentTokens are Sent's definitions in o200k tokens
+	// (catalog.DefinitionTokens).
+	SentTokens int
+}
+
+// Offer returns the deck of a turn of an agent with the offering rules a:
+// the tools Register offers, and whether they are deferred
+// (catalog.Agent.DefersAt). A deferring turn is also offered
+// get_tool_schema, the one way to read what it defers. Each definition is
+// sized once.
+func Offer(a *catalog.Agent, builtins, apps []tools.Definition) Deck {
+	offered := Register(a, builtins, apps)
+	if a == nil || a.Loading != catalog.LoadDeferred {
+		// Sized once: AUTO decides by it, and, not deferred, it is what
+		// the prefix's definitions cost.
+		n := catalog.DefinitionTokens(offered)
+		if !a.DefersAt(n) {
+			return Deck{Offered: offered, Sent: offered, SentTokens: n}
+		}
 	}
 	if !slices.ContainsFunc(offered, func(d tools.Definition) bool { return d.Name == catalog.SchemaTool }) {
 		with := *a
 		with.Tools = append(slices.Clone(a.Tools), catalog.SchemaTool)
 		offered = Register(&with, builtins, apps)
 	}
-	return offered, true
-}
-
-// Sent returns the offered tools as a turn sends them: whole, or, when
-// the turn defers, the tools catalog.Keeps whole and the others as their
-// stubs (tools.Definition.Stub).
-func Sent(offered []tools.Definition, deferred bool) []tools.Definition {
-	if !deferred {
-		return offered
-	}
-	out := make([]tools.Definition, len(offered))
+	sent := make([]tools.Definition, len(offered))
 	for i, d := range offered {
 		if catalog.Keeps(d) {
-			out[i] = d
+			sent[i] = d
 		} else {
-			out[i] = d.Stub()
+			sent[i] = d.Stub()
 		}
 	}
-	return out
+	return Deck{Offered: offered, Sent: sent, Deferred: true, SentTokens: catalog.DefinitionTokens(sent)}
 }
 
 // DeferNotice is said in the system prompt of a turn that defers

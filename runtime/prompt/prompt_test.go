@@ -346,32 +346,32 @@ func TestOfferDefers(t *testing.T) {
 		return &catalog.Agent{Loading: loading, Tools: tools}
 	}
 
-	offered, deferred := prompt.Offer(agent(catalog.LoadFull, "search_web", "crm__lookup"), all, apps)
-	require.False(t, deferred)
-	require.Equal(t, []string{"clarify", "read_file", "search_web", "crm__lookup"}, names(offered))
-	require.Equal(t, offered, prompt.Sent(offered, false))
+	deck := prompt.Offer(agent(catalog.LoadFull, "search_web", "crm__lookup"), all, apps)
+	require.False(t, deck.Deferred)
+	require.Equal(t, []string{"clarify", "read_file", "search_web", "crm__lookup"}, names(deck.Offered))
+	require.Equal(t, deck.Offered, deck.Sent)
+	require.Equal(t, catalog.DefinitionTokens(deck.Offered), deck.SentTokens)
 
-	offered, deferred = prompt.Offer(agent(catalog.LoadDeferred, "search_web", "erp__report"), all, apps)
-	require.True(t, deferred)
+	deck = prompt.Offer(agent(catalog.LoadDeferred, "search_web", "erp__report"), all, apps)
+	require.True(t, deck.Deferred)
+	offered := deck.Offered
 	require.Equal(t, []string{"clarify", "read_file", "search_web", tools.SchemaTool, "erp__report"}, names(offered))
-	sent := prompt.Sent(offered, true)
-	for i, d := range sent {
+	for i, d := range deck.Sent {
 		if d.Name == "clarify" || d.Name == tools.SchemaTool {
 			require.Equal(t, offered[i], d, d.Name)
 		} else {
 			require.Equal(t, offered[i].Stub(), d, d.Name)
 		}
 	}
-	require.Equal(t, "Build a report.", sent[4].Description, "an application tool's stub: its first sentence")
+	require.Equal(t, "Build a report.", deck.Sent[4].Description, "an application tool's stub: its first sentence")
+	require.Equal(t, catalog.DefinitionTokens(deck.Sent), deck.SentTokens)
+	require.Less(t, deck.SentTokens, catalog.DefinitionTokens(offered))
 	sys := prompt.System(&ent.Agent{}, offered, true)
 	require.Contains(t, sys, prompt.DeferNotice)
 	require.NotContains(t, prompt.System(&ent.Agent{}, offered, false), prompt.DeferNotice)
 
 	// AUTO: a small deck goes whole; the big application tool tips it.
-	_, deferred = prompt.Offer(agent(catalog.LoadAuto, "search_web", "crm__lookup"), all, apps)
-	require.False(t, deferred)
-	_, deferred = prompt.Offer(agent("", "search_web", "erp__report"), all, apps)
-	require.True(t, deferred, "AUTO is the zero value")
-	_, deferred = prompt.Offer(agent(catalog.LoadFull, "search_web", "erp__report"), all, apps)
-	require.False(t, deferred)
+	require.False(t, prompt.Offer(agent(catalog.LoadAuto, "search_web", "crm__lookup"), all, apps).Deferred)
+	require.True(t, prompt.Offer(agent("", "search_web", "erp__report"), all, apps).Deferred, "AUTO is the zero value")
+	require.False(t, prompt.Offer(agent(catalog.LoadFull, "search_web", "erp__report"), all, apps).Deferred)
 }

@@ -11,7 +11,6 @@ import (
 	"strings"
 	"sync"
 	"unicode"
-	"unicode/utf8"
 
 	"github.com/toolgate/toolgate/ent"
 	"github.com/toolgate/toolgate/ent/agent"
@@ -394,19 +393,8 @@ func NothingFound(result json.RawMessage) bool {
 	return true
 }
 
-// Shorten cuts a description to MaxDescription characters, at a word
-// boundary when one is near, and marks the cut.
-func Shorten(s string) string {
-	s = strings.TrimSpace(s)
-	if utf8.RuneCountInString(s) <= MaxDescription {
-		return s
-	}
-	cut := string([]rune(s)[:MaxDescription-1])
-	if i := strings.LastIndexAny(cut, " \t\n"); i >= len(cut)*3/4 {
-		cut = cut[:i]
-	}
-	return strings.TrimRight(cut, " \t\n.,;:") + "…"
-}
+// Shorten cuts a description to MaxDescription characters (tools.Shorten).
+func Shorten(s string) string { return tools.Shorten(s, MaxDescription) }
 
 // Schema is a JSON Schema, passed to GraphQL clients as JSON rather than
 // as a string, so the model reads it as it reads its tool list.

@@ -188,7 +188,7 @@ func (c Catalogue) For(a *Agent) Catalogue {
 // send sets Deferring, each tool's Deferred, and Sent, for the agent's
 // turns.
 func (c *Catalogue) send(a *Agent) {
-	c.Deferring = a.defersAt(c.OfferedTokens)
+	c.Deferring = a.DefersAt(c.OfferedTokens)
 	c.SentChars, c.SentTokens = 0, 0
 	for i := range c.Tools {
 		t := &c.Tools[i]
@@ -321,13 +321,19 @@ func memoTokens(s string) int {
 	return n
 }
 
-// PrefixTokens is the stable prefix of a model call in o200k tokens: the
-// system prompt and the definitions of the offered tools, as sent. Both
-// are the same strings call after call, so they are counted once.
-func PrefixTokens(system string, offered []tools.Definition) int {
-	n := memoTokens(system)
-	for _, d := range offered {
+// DefinitionTokens are the definitions as sent, in o200k tokens.
+func DefinitionTokens(defs []tools.Definition) int {
+	n := 0
+	for _, d := range defs {
 		n += memoTokens(string(d.Wire()))
 	}
 	return n
+}
+
+// PrefixTokens is the stable prefix of a model call in o200k tokens: the
+// system prompt and the offered tools' definitions (DefinitionTokens of
+// them, as sent). Both are the same strings call after call, so they are
+// counted once.
+func PrefixTokens(system string, definitionTokens int) int {
+	return memoTokens(system) + definitionTokens
 }

@@ -62,26 +62,9 @@ const (
 // (about 4,500), so only an agent's application tools take a turn past it.
 const AutoDeferTokens = 6000
 
-// Defers reports whether a turn offered offered (whole definitions, as
-// registered) sends them deferred.
-func (a *Agent) Defers(offered []tools.Definition) bool {
-	if a == nil || a.Loading == LoadFull {
-		return false
-	}
-	if a.Loading == LoadDeferred {
-		return true
-	}
-	n := 0
-	for _, d := range offered {
-		if n += memoTokens(string(d.Wire())); n > AutoDeferTokens {
-			return true
-		}
-	}
-	return false
-}
-
-// defersAt is Defers for offered definitions of n tokens in all.
-func (a *Agent) defersAt(n int) bool {
+// DefersAt reports whether the agent's turns defer offered definitions of
+// n o200k tokens in all (DefinitionTokens). A nil agent never defers.
+func (a *Agent) DefersAt(n int) bool {
 	return a != nil && (a.Loading == LoadDeferred || a.Loading != LoadFull && n > AutoDeferTokens)
 }
 
