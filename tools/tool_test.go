@@ -1,7 +1,9 @@
 package tools
 
 import (
+	"context"
 	"encoding/json"
+	"errors"
 	"testing"
 
 	"github.com/stretchr/testify/require"
@@ -44,4 +46,25 @@ func TestSearchLimitsCheck(t *testing.T) {
 	}
 	four := 4
 	require.ErrorContains(t, l.Check([]string{"tide"}, &four), "maxResults must be between 1 and 3")
+}
+
+// TestAttempts: a call's record keeps the most attempts any of its
+// requests took; without a record nothing is kept, and Try with no retry
+// loop sends once.
+func TestAttempts(t *testing.T) {
+	t.Parallel()
+	Attempted(context.Background(), 3) // no record: nothing to do
+	ctx, a := WithAttempts(context.Background())
+	require.Zero(t, a.N())
+	Attempted(ctx, 2)
+	Attempted(ctx, 4)
+	Attempted(ctx, 1)
+	require.Equal(t, 4, a.N())
+
+	ctx, a = WithAttempts(context.Background())
+	tries := 0
+	err := Try(ctx, nil, func(context.Context) error { tries++; return errors.New("down") })
+	require.EqualError(t, err, "down")
+	require.Equal(t, 1, tries)
+	require.Equal(t, 1, a.N())
 }

@@ -182,3 +182,36 @@ func TestNoWait(t *testing.T) {
 	t.Parallel()
 	require.NoError(t, NoWait(t.Context(), time.Hour))
 }
+
+// TestBackend: a family's request failing with a *tools.Transient is tried
+// again on the policy's schedule, honouring Retry-After, and the last
+// attempt's own error comes back; any other failure is final at once.
+func TestBackend(t *testing.T) {
+	t.Parallel()
+	var waits []time.Duration
+	p := Policy{Sleep: func(_ context.Context, d time.Duration) error { waits = append(waits, d); return nil }}
+	busy := &tools.Transient{Err: errors.New("HTTP 503"), Header: http.Header{"Retry-After": {"3"}}}
+	tries := 0
+	err := tools.Try(t.Context(), Backend(p), func(context.Context) error { tries++; return busy })
+	require.Equal(t, 4, tries)
+	require.Same(t, busy, err, "the last attempt's error, not a wrapper")
+	require.Equal(t, []time.Duration{3 * time.Second, 3 * time.Second, 3 * time.Second}, waits, "Retry-After over the doubling waits")
+
+	final := errors.New("HTTP 404")
+	tries = 0
+	ctx, attempts := tools.WithAttempts(t.Context())
+	err = tools.Try(ctx, Backend(p), func(context.Context) error { tries++; return final })
+	require.Equal(t, 1, tries)
+	require.Same(t, final, err)
+	require.Equal(t, 1, attempts.N())
+
+	tries = 0
+	err = tools.Try(ctx, Backend(p), func(context.Context) error {
+		if tries++; tries < 3 {
+			return &tools.Transient{Err: errors.New("dropped")}
+		}
+		return nil
+	})
+	require.NoError(t, err)
+	require.Equal(t, 3, attempts.N(), "the most any request took")
+}
