@@ -280,6 +280,7 @@ func (s *Server) newGraphQL() *handler.Server {
 	srv.AroundResponses(func(ctx context.Context, next graphql.ResponseHandler) *graphql.Response {
 		return next(loader.With(ctx, loader.New(s.client)))
 	})
+	srv.AroundResponses(reportAttempts)
 	subs := &subscriptions{perSocket: s.cfg.SubscriptionsPerSocket, perToken: s.cfg.SubscriptionsPerToken, byToken: map[string]int{}}
 	srv.AroundOperations(subs.limit)
 	srv.AroundRootFields(scopeGuard)
@@ -358,6 +359,8 @@ func (s *Server) presentError(ctx context.Context, err error) *gqlerror.Error {
 	var (
 		refusal  *tools.Refusal
 		failure  *tools.Failure
+		outage   *tools.Outage
+		absence  *tools.Absence
 		exceeded *budget.ExceededError
 		valErr   *ent.ValidationError
 		conErr   *ent.ConstraintError
@@ -376,6 +379,12 @@ func (s *Server) presentError(ctx context.Context, err error) *gqlerror.Error {
 		// It ran and failed (run_code's code threw or hit a bound):
 		// not the input's fault, and not worth a retry.
 		return coded(gqlErr, failure.Error(), "RUN_FAILED")
+	case errors.As(err, &outage):
+		// Its backend could not be reached, after the retries: it never ran.
+		return coded(gqlErr, outage.Error(), "OUTAGE")
+	case errors.As(err, &absence):
+		// It ran and found nothing.
+		return coded(gqlErr, absence.Error(), "ABSENCE")
 	case errors.As(err, &valErr):
 		reason := error(valErr)
 		for errors.Unwrap(reason) != nil {

@@ -13,6 +13,7 @@ import (
 	"strings"
 	"sync/atomic"
 
+	"github.com/toolgate/toolgate/ent/schematype"
 	"github.com/toolgate/toolgate/runtime/retry"
 	"github.com/toolgate/toolgate/tools"
 )
@@ -21,8 +22,14 @@ import (
 const maxResponse = 64 << 20
 
 type gqlResponse struct {
-	Data   map[string]json.RawMessage `json:"data"`
-	Errors []gqlError                 `json:"errors"`
+	Data       map[string]json.RawMessage `json:"data"`
+	Errors     []gqlError                 `json:"errors"`
+	Extensions struct {
+		// Attempts is how many attempts the resolver's own backend
+		// requests took, when more than one (the API's "attempts"
+		// extension).
+		Attempts int `json:"attempts"`
+	} `json:"extensions"`
 }
 
 type gqlError struct {
@@ -63,19 +70,33 @@ func (d *Dispatcher) graphql(ctx context.Context, s Scope, c Call, def tools.Def
 		res.failed(err, def.Effect)
 		return
 	}
+	// The answer came on the last attempt, after the tries its resolver
+	// made of its own backend.
+	res.Attempts += max(resp.Extensions.Attempts, 1) - 1
 	value, ok := resp.Data[def.Field]
 	if len(resp.Errors) > 0 && (!ok || string(value) == "null") {
 		msgs := make([]string, len(resp.Errors))
+		codes := map[string]bool{}
 		refused := true
 		for i, e := range resp.Errors {
 			msgs[i] = e.Message
 			refused = refused && refusalCodes[e.code()]
+			codes[e.code()] = true
 		}
 		res.Outcome, res.Message = Error, strings.Join(msgs, "; ")
-		if refused {
+		switch {
+		case refused:
 			// The resolver refused what was asked (BAD_USER_INPUT, an id
 			// not found): nothing ran.
 			res.Outcome = Refused
+		case len(codes) == 1 && codes[outageCode]:
+			// Its backend could not be reached, after the resolver's own
+			// retries: it never ran, and another attempt here would only
+			// repeat them.
+			res.Outcome = Outage
+		case len(codes) == 1 && codes[absenceCode]:
+			// It ran and found nothing; what it said is the result.
+			res.Outcome, res.Kind, res.Content = Absence, schematype.KindText, []byte(res.Message)
 		}
 		return
 	}
@@ -90,6 +111,13 @@ func (d *Dispatcher) graphql(ctx context.Context, s Scope, c Call, def tools.Def
 // before running anything. Any other code is an ERROR: RUN_FAILED, say,
 // is code that ran and threw or hit a bound.
 var refusalCodes = map[string]bool{"BAD_USER_INPUT": true, "NOT_FOUND": true, "FORBIDDEN": true}
+
+// The error codes of a resolver that ran nothing because its backend was
+// down (after its own retries), and of one that ran and found nothing.
+const (
+	outageCode  = "OUTAGE"
+	absenceCode = "ABSENCE"
+)
 
 // transientCodes are the error codes of a resolver that failed in a way
 // that tends to pass (a busy database, a deadline): retried by the call's

@@ -46,6 +46,47 @@ func TestResolverTransientFailuresRetriedByEffect(t *testing.T) {
 	}
 }
 
+// TestResolverOwnAttemptsAndOutcomes: a resolver that retried its own
+// backend says so in the "attempts" extension, and the call reports those
+// attempts (after its own); a resolver answering OUTAGE or ABSENCE makes
+// the call an outage or an absence, not repeated here.
+func TestResolverOwnAttemptsAndOutcomes(t *testing.T) {
+	t.Parallel()
+	tests := []struct {
+		name         string
+		replies      []reply
+		wantOutcome  dispatch.Outcome
+		wantAttempts int
+		wantHeard    string
+	}{
+		{"hits after the backend's retries", []reply{ok(`{"data":{"find":{"hits":["a"]}},"extensions":{"attempts":3}}`)},
+			dispatch.Hits, 3, `{"hits":["a"]}` + "\n[answered after 3 attempts]"},
+		{"after a retry here too", []reply{status(503), ok(`{"data":{"find":{"hits":["a"]}},"extensions":{"attempts":2}}`)},
+			dispatch.Hits, 3, `{"hits":["a"]}` + "\n[answered after 3 attempts]"},
+		{"items that never ran", []reply{ok(`{"data":{"find":{"hits":[],"failures":[{"item":0,"input":"a","kind":"OUTAGE","message":"down"}]}},"extensions":{"attempts":4}}`)},
+			dispatch.Outage, 4, "No item gave hits.\nPer item:\n- #0 (a): outage: it never ran (down); try it again later\n[gave up after 4 attempts]"},
+		{"outage", []reply{ok(`{"errors":[{"message":"x: site unavailable (HTTP 503)","extensions":{"code":"OUTAGE"}}],"data":null,"extensions":{"attempts":4}}`)},
+			dispatch.Outage, 4, "Outage: the tool never ran (x: site unavailable (HTTP 503), after 4 attempts); nothing was done. Try again later or go on without it."},
+		{"absence", []reply{ok(`{"errors":[{"message":"x: page not found (HTTP 404)","extensions":{"code":"ABSENCE"}}],"data":null}`)},
+			dispatch.Absence, 1, "No match: the tool ran and found nothing (x: page not found (HTTP 404))."},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			t.Parallel()
+			b := newBackend(t, tt.replies...)
+			d, _ := setup(t, b.srv.URL)
+			find := def("find", tools.EffectRead)
+			res := d.Do(context.Background(), scope(find), dispatch.Call{ID: "c", Name: "find", Arguments: json.RawMessage(`{"queries":["a"]}`)})
+			require.Equal(t, tt.wantOutcome, res.Outcome, res.Message)
+			require.Equal(t, tt.wantAttempts, res.Attempts)
+			require.Len(t, b.got, len(tt.replies), "an outage the resolver answered is not repeated")
+			h, err := dispatch.Render(res, find, "r_1", false)
+			require.NoError(t, err)
+			require.Equal(t, tt.wantHeard, h.Text)
+		})
+	}
+}
+
 // TestRenderOutcomeWords holds each outcome's words: what the model reads
 // must say what happened, per item, with the attempts whenever more than one.
 func TestRenderOutcomeWords(t *testing.T) {

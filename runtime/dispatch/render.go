@@ -25,7 +25,10 @@ const (
 	mayHaveRunWords = "May or may not have run: the request reached the tool but no answer came back (%s, after %s). It may have changed something: check before repeating it."
 	errorWords      = "Error: the tool ran and failed: %s"
 	absenceWords    = "No match: the tool ran and found nothing."
+	absenceWhy      = "No match: the tool ran and found nothing (%s)."
 	noHitsWords     = "No item gave hits."
+	answeredAfter   = "\n[answered after %s]"
+	gaveUpAfter     = "\n[gave up after %s]"
 )
 
 // Render says a result to the model. Each outcome has its own words: hits
@@ -55,6 +58,9 @@ func Render(res Result, def tools.Definition, ref string, truncatedAtSource bool
 		h.Text = fmt.Sprintf(errorWords, res.Message)
 	case Absence:
 		h.Text = absenceWords
+		if res.Message != "" {
+			h.Text = fmt.Sprintf(absenceWhy, res.Message)
+		}
 	case Hits:
 		body, visible, err := hits(res, def, ref, truncatedAtSource)
 		if err != nil {
@@ -65,8 +71,14 @@ func Render(res Result, def tools.Definition, ref string, truncatedAtSource bool
 	if len(res.Failures) > 0 {
 		h.Text = items(h.Text, res)
 	}
-	if res.Attempts > 1 && res.Outcome != Outage && res.Outcome != MayHaveRun {
-		h.Text += fmt.Sprintf("\n[answered after %s]", attempts(res.Attempts))
+	switch {
+	case res.Attempts <= 1:
+	case res.Outcome == Outage && res.Message == "":
+		// The items said why they never ran; the call says how hard it
+		// tried.
+		h.Text += fmt.Sprintf(gaveUpAfter, attempts(res.Attempts))
+	case res.Outcome != Outage && res.Outcome != MayHaveRun:
+		h.Text += fmt.Sprintf(answeredAfter, attempts(res.Attempts))
 	}
 	return h, nil
 }
