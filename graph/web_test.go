@@ -5,6 +5,7 @@ import (
 	"io"
 	"net/http"
 	"net/http/httptest"
+	"sync/atomic"
 	"testing"
 
 	"github.com/stretchr/testify/require"
@@ -12,6 +13,7 @@ import (
 	"github.com/toolgate/toolgate/ent/db"
 	"github.com/toolgate/toolgate/ent/db/dbtest"
 	"github.com/toolgate/toolgate/graph"
+	"github.com/toolgate/toolgate/runtime/retry"
 	"github.com/toolgate/toolgate/tools/web"
 )
 
@@ -111,5 +113,71 @@ func TestWebOfferedOnlyWhenEnabled(t *testing.T) {
 		b.do(t, b.alice.Token, update, map[string]any{"on": false}).ok(t)
 		again := b.call(t, scoped, "read_page", conv, map[string]any{"url": page["url"]})
 		require.Contains(t, string(again.Raw), "web research is not enabled")
+	})
+}
+
+// TestReadPageTellsOutcomesAndAttempts: by hand, readPage of a site that
+// answers 503 twice reads the page, the "attempts" extension saying it
+// took three; a site that stays down is an OUTAGE error after four; a
+// page that is not there an ABSENCE error, asked once.
+func TestReadPageTellsOutcomesAndAttempts(t *testing.T) {
+	t.Parallel()
+	dbtest.Each(t, func(t *testing.T, d *db.DB) {
+		b := setup(t, d)
+		var down, asked atomic.Int32
+		pages := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+			if r.URL.Path == "/robots.txt" {
+				http.NotFound(w, r)
+				return
+			}
+			asked.Add(1)
+			switch {
+			case down.Add(-1) >= 0:
+				http.Error(w, "busy", http.StatusServiceUnavailable)
+			case r.URL.Path == "/gone":
+				http.NotFound(w, r)
+			default:
+				_, _ = io.WriteString(w, `<html><head><title>Tides</title></head><body><article><p>The tide comes in twice a day.</p></article></body></html>`)
+			}
+		}))
+		t.Cleanup(pages.Close)
+		svc, err := web.New(web.Config{Provider: web.SearXNG, URL: pages.URL, AllowPrivate: "127.0.0.1/32",
+			Retry: retry.Backend(retry.Policy{Sleep: retry.NoWait})})
+		require.NoError(t, err)
+		b.srv = httptest.NewServer(graph.NewServer(graph.Config{DB: b.db, Signer: b.signer, Web: svc}))
+		t.Cleanup(b.srv.Close)
+		b.do(t, b.alice.Token, `mutation { updateOrganization(input: {webResearch: true}) { webResearch } }`, nil).ok(t)
+		conv := b.startConversation(t, b.alice.Token, b.createAgentWith(t, b.alice.Token, "Researcher", []any{"read_page"}), "tides")
+		attempts := func(r *response) any {
+			var out struct {
+				Extensions map[string]any `json:"extensions"`
+			}
+			require.NoError(t, json.Unmarshal(r.Raw, &out))
+			return out.Extensions["attempts"]
+		}
+		tests := []struct {
+			path      string
+			down      int32
+			code      string
+			attempts  any
+			wantAsked int32
+		}{
+			{"/tides", 2, "", 3.0, 3},
+			{"/tides", 4, "OUTAGE", 4.0, 4},
+			{"/gone", 0, "ABSENCE", nil, 1},
+			{"/tides", 0, "", nil, 1},
+		}
+		for _, tt := range tests {
+			down.Store(tt.down)
+			asked.Store(0)
+			r := b.call(t, b.alice.Token, "read_page", conv, map[string]any{"url": pages.URL + tt.path})
+			if tt.code == "" {
+				require.Contains(t, get(r.ok(t), "readPage", "text"), "twice a day")
+			} else {
+				require.Equal(t, tt.code, r.code(t), string(r.Raw))
+			}
+			require.Equal(t, tt.attempts, attempts(r), string(r.Raw))
+			require.Equal(t, tt.wantAsked, asked.Load(), tt.path)
+		}
 	})
 }

@@ -149,6 +149,8 @@ func serve(ctx context.Context, args []string, stdout, stderr io.Writer, log *sl
 		})
 		return err
 	}
+	// So do the web tools' searches and page reads.
+	wc.Retry = retry.Backend(retry.Policy{})
 	embedder, err := embed.New(ec)
 	if err != nil {
 		return err

@@ -10,6 +10,7 @@ import (
 	"net/http/httptest"
 	"os"
 	"sync"
+	"sync/atomic"
 	"testing"
 	"time"
 
@@ -30,6 +31,7 @@ import (
 	"github.com/toolgate/toolgate/runtime/loop"
 	"github.com/toolgate/toolgate/runtime/mcp"
 	"github.com/toolgate/toolgate/runtime/model"
+	"github.com/toolgate/toolgate/runtime/retry"
 	"github.com/toolgate/toolgate/runtime/scope"
 	"github.com/toolgate/toolgate/tools/code"
 	"github.com/toolgate/toolgate/tools/document"
@@ -50,8 +52,12 @@ type harness struct {
 	disp   *dispatch.Dispatcher
 	grant  *auth.Grant
 	now    time.Time
-	// page is the URL of a page the web tools read, on loopback.
-	page string
+	// page is the URL of a page the web tools read, on loopback; longPage
+	// one with more text than read_page's largest window.
+	page, longPage string
+	// search and site are the web tools' search provider and site: each
+	// can be made to answer 503 and counts what it was asked.
+	search, site *backend
 	// reg holds the API's and the runtime's metrics, served on /metrics.
 	reg *prometheus.Registry
 }
@@ -66,6 +72,12 @@ func withTracer(tp trace.TracerProvider) option {
 }
 
 func newHarness(t testing.TB, d *db.DB, p model.Provider, opts ...option) *harness {
+	t.Helper()
+	return newHarnessWith(t, d, p, embed.NewLocal(), opts...)
+}
+
+// newHarnessWith is newHarness with the API's embedder e.
+func newHarnessWith(t testing.TB, d *db.DB, p model.Provider, e embed.Embedder, opts ...option) *harness {
 	t.Helper()
 	ctx := tenancy.System(context.Background())
 	h := &harness{db: d, client: d.Client(), now: time.Date(2026, 11, 29, 19, 30, 42, 0, time.UTC), reg: prometheus.NewRegistry()}
@@ -104,36 +116,78 @@ func newHarness(t testing.TB, d *db.DB, p model.Provider, opts ...option) *harne
 	t.Cleanup(func() { _ = h.runner.Close(context.Background()) })
 	sandbox := code.New(os.Args[0])
 	t.Cleanup(func() { _ = sandbox.Close() })
-	docs, err := document.New(document.Config{DB: d, Embedder: embed.NewLocal()})
+	docs, err := document.New(document.Config{DB: d, Embedder: e})
 	require.NoError(t, err)
 	api = graph.NewServer(graph.Config{DB: d, Signer: signer, Runner: h.runner, Sandbox: sandbox, Web: webService, Documents: docs, Registry: h.reg,
 		TracerProvider: cfg.TracerProvider, Browser: pages})
 	return h
 }
 
-// webService is a SearXNG instance and a page on loopback, behind the web
+// webService is a SearXNG instance and a site on loopback, behind the web
 // service the API runs the web tools with (offered once the organisation
-// enables them).
+// enables them). Its requests go through the runtime's retry loop, as the
+// server wires it, without the waits.
 func (h *harness) webService(t testing.TB) *web.Service {
 	t.Helper()
+	h.site, h.search = &backend{}, &backend{}
 	pages := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		if r.URL.Path == "/robots.txt" {
 			http.NotFound(w, r)
 			return
 		}
-		_, _ = io.WriteString(w, `<html><head><title>Tides</title></head><body><article><h1>Tides</h1><p>Tides are the rise and fall of sea levels, `+
-			`caused by the Moon and the Sun; most places see two high tides and two low tides each day.</p></article></body></html>`)
+		if h.site.refuse(w) {
+			return
+		}
+		switch r.URL.Path {
+		case "/gone":
+			http.NotFound(w, r)
+		case "/long":
+			_, _ = io.WriteString(w, "<html><head><title>Tide tables</title></head><body><article><h1>Tide tables</h1>")
+			for i := range 120 {
+				_, _ = fmt.Fprintf(w, "<p>Paragraph %03d: high water at the harbour comes about fifty minutes later each day than the day before.</p>", i)
+			}
+			_, _ = io.WriteString(w, "</article></body></html>")
+		default:
+			_, _ = io.WriteString(w, `<html><head><title>Tides</title></head><body><article><h1>Tides</h1><p>Tides are the rise and fall of sea levels, `+
+				`caused by the Moon and the Sun; most places see two high tides and two low tides each day.</p></article></body></html>`)
+		}
 	}))
 	t.Cleanup(pages.Close)
-	h.page = pages.URL + "/tides"
+	h.page, h.longPage = pages.URL+"/tides", pages.URL+"/long"
 	searx := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		if h.search.refuse(w) {
+			return
+		}
 		_ = json.NewEncoder(w).Encode(map[string]any{"query": r.URL.Query().Get("q"),
 			"results": []map[string]any{{"url": h.page, "title": "Tides", "content": "rise and fall", "engine": "brave"}}})
 	}))
 	t.Cleanup(searx.Close)
-	svc, err := web.New(web.Config{Provider: web.SearXNG, URL: searx.URL, AllowPrivate: "127.0.0.1/32", Client: searx.Client()})
+	svc, err := web.New(web.Config{Provider: web.SearXNG, URL: searx.URL, AllowPrivate: "127.0.0.1/32", Client: searx.Client(),
+		Retry: retry.Backend(retry.Policy{Sleep: retry.NoWait})})
 	require.NoError(t, err)
 	return svc
+}
+
+// backend is a fake backend's state: how many requests it was sent, and
+// how many more it answers 503 before it answers again.
+type backend struct {
+	requests atomic.Int32
+	down     atomic.Int32
+}
+
+// refuse counts a request and answers it 503 while the backend is down.
+func (b *backend) refuse(w http.ResponseWriter) bool {
+	b.requests.Add(1)
+	for {
+		n := b.down.Load()
+		if n <= 0 {
+			return false
+		}
+		if b.down.CompareAndSwap(n, n-1) {
+			http.Error(w, "temporarily unavailable", http.StatusServiceUnavailable)
+			return true
+		}
+	}
 }
 
 func (h *harness) gql(t testing.TB, query string, vars map[string]any) map[string]any {

@@ -61,7 +61,9 @@ var Definitions = []tools.Definition{
 		GuidanceKey: "web",
 		Offered:     tools.OfferWebProvider,
 		Effect:      tools.EffectRead,
-		Preview:     tools.PreviewLarge,
+		// Not previewed: the read keeps to the window the model chose,
+		// which ReadMaxChars bounds (and the title and address their own).
+		Preview: tools.PreviewExempt,
 		Limits: map[string]int{
 			"defaultChars": ReadDefaultChars,
 			"maxChars":     ReadMaxChars,
@@ -80,8 +82,9 @@ var Definitions = []tools.Definition{
 // instruction, the runtime's own notice already says once.
 const guidance = "Cite what you take from a web page with its URL."
 
-// absentResearch: a research call is an absence when no query found a hit
-// and none failed for another reason than finding nothing.
+// absentResearch: a research call gave no hits when no query found one.
+// What it was then is for its failures to say, query by query: an
+// absence, an outage or an error, as for every search tool.
 func absentResearch(raw json.RawMessage) bool {
 	var r Research
 	if err := json.Unmarshal(raw, &r); err != nil {
@@ -89,11 +92,6 @@ func absentResearch(raw json.RawMessage) bool {
 	}
 	for _, q := range r.Results {
 		if len(q.Hits) > 0 {
-			return false
-		}
-	}
-	for _, f := range r.Failures {
-		if f.Kind != KindAbsence {
 			return false
 		}
 	}

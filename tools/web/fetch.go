@@ -14,6 +14,9 @@ import (
 	"strings"
 	"syscall"
 	"time"
+	"unicode/utf8"
+
+	"github.com/toolgate/toolgate/tools"
 )
 
 // Limits of one page read.
@@ -147,6 +150,10 @@ func (f *Fetcher) checkRedirect(req *http.Request, via []*http.Request) error {
 	if len(via) > MaxRedirects {
 		return &Refused{Rule: "at most 5 redirects", Reason: fmt.Sprintf("%s redirected more than %d times", via[0].URL, MaxRedirects)}
 	}
+	if n := utf8.RuneCountInString(req.URL.String()); n > MaxURLChars {
+		// The address read is part of what the model receives.
+		return &Refused{Rule: fmt.Sprintf("addresses of at most %d characters", MaxURLChars), Reason: fmt.Sprintf("%s redirected to an address of %d characters", via[0].URL, n)}
+	}
 	if err := checkURL(req.URL); err != nil {
 		return err
 	}
@@ -194,13 +201,27 @@ type Document struct {
 
 // PageError is a page that could not be read, with the kind of failure it
 // is: ABSENCE (the page is not there), OUTAGE (it could not be reached),
-// ERROR (it was reached and refused, or is not a page we read).
+// ERROR (it was reached and refused, or is not a page we read, or a rule
+// refused it).
 type PageError struct {
 	Kind Kind
 	Msg  string
+	// cause is what went wrong, a *tools.Transient when it is worth
+	// another attempt.
+	cause error
 }
 
 func (e *PageError) Error() string { return e.Msg }
+
+// Unwrap returns what went wrong.
+func (e *PageError) Unwrap() error { return e.cause }
+
+// refused reports whether a rule of the page rules refused the read
+// (rather than the site, or the network).
+func (e *PageError) refused() bool {
+	var ref *Refused
+	return errors.As(e.cause, &ref)
+}
 
 // Fetch reads the page at u, if the site's robots.txt allows it. Its
 // error is always a *PageError.
@@ -220,7 +241,10 @@ func (f *Fetcher) Fetch(ctx context.Context, u *url.URL) (*Document, error) {
 	return doc, nil
 }
 
-type statusError struct{ code int }
+type statusError struct {
+	code   int
+	header http.Header
+}
 
 func (e *statusError) Error() string { return fmt.Sprintf("HTTP %d", e.code) }
 
@@ -241,7 +265,7 @@ func (f *Fetcher) get(ctx context.Context, u *url.URL, maxBytes int64, types []s
 	}
 	defer resp.Body.Close()
 	if resp.StatusCode < 200 || resp.StatusCode > 299 {
-		return nil, &statusError{resp.StatusCode}
+		return nil, &statusError{code: resp.StatusCode, header: resp.Header}
 	}
 	ct, _, _ := mime.ParseMediaType(resp.Header.Get("Content-Type"))
 	if types != nil && ct != "" && !contains(types, ct) {
@@ -270,7 +294,10 @@ func contains(list []string, s string) bool {
 }
 
 // classify turns what went wrong into a PageError with its kind and a
-// message the model can act on; nothing internal leaks.
+// message the model can act on; nothing internal leaks. A failure that
+// tends to pass (a 429, 502, 503 or 504; a connection refused or dropped)
+// is marked worth another attempt. A timeout is not: the read already
+// spent its whole deadline, and repeating it would spend the call's.
 func classify(u fmt.Stringer, err error) *PageError {
 	var (
 		ref    *Refused
@@ -284,20 +311,48 @@ func classify(u fmt.Stringer, err error) *PageError {
 	case errors.As(err, &perr):
 		return perr
 	case errors.As(err, &ref):
-		return &PageError{Kind: KindError, Msg: fmt.Sprintf("%s not read: %s", u, ref.Error())}
+		return &PageError{Kind: KindError, Msg: fmt.Sprintf("%s not read: %s", u, ref.Error()), cause: err}
 	case errors.As(err, &status) && (status.code == http.StatusNotFound || status.code == http.StatusGone):
-		return &PageError{Kind: KindAbsence, Msg: fmt.Sprintf("%s: page not found (%s)", u, status)}
+		return &PageError{Kind: KindAbsence, Msg: fmt.Sprintf("%s: page not found (%s)", u, status), cause: err}
 	case errors.As(err, &status) && (status.code >= 500 || status.code == http.StatusTooManyRequests || status.code == http.StatusRequestTimeout):
-		return &PageError{Kind: KindOutage, Msg: fmt.Sprintf("%s: site unavailable (%s)", u, status)}
+		if passing(status.code) {
+			err = &tools.Transient{Err: err, Header: status.header}
+		}
+		return &PageError{Kind: KindOutage, Msg: fmt.Sprintf("%s: site unavailable (%s)", u, status), cause: err}
 	case errors.As(err, &status):
-		return &PageError{Kind: KindError, Msg: fmt.Sprintf("%s: the site refused the read (%s)", u, status)}
+		return &PageError{Kind: KindError, Msg: fmt.Sprintf("%s: the site refused the read (%s)", u, status), cause: err}
 	case errors.As(err, &cerr):
-		return &PageError{Kind: KindError, Msg: fmt.Sprintf("%s: %s", u, cerr.msg)}
+		return &PageError{Kind: KindError, Msg: fmt.Sprintf("%s: %s", u, cerr.msg), cause: err}
 	case errors.As(err, &dnsErr):
-		return &PageError{Kind: KindOutage, Msg: fmt.Sprintf("%s: host %s not found", u, dnsErr.Name)}
+		return &PageError{Kind: KindOutage, Msg: fmt.Sprintf("%s: host %s not found", u, dnsErr.Name), cause: err}
 	case errors.Is(err, context.DeadlineExceeded) || errors.As(err, &netErr) && netErr.Timeout():
-		return &PageError{Kind: KindOutage, Msg: fmt.Sprintf("%s: timed out", u)}
+		return &PageError{Kind: KindOutage, Msg: fmt.Sprintf("%s: timed out", u), cause: err}
 	default:
-		return &PageError{Kind: KindOutage, Msg: fmt.Sprintf("%s: could not connect", u)}
+		if dropped(err) {
+			err = &tools.Transient{Err: err}
+		}
+		return &PageError{Kind: KindOutage, Msg: fmt.Sprintf("%s: could not connect", u), cause: err}
 	}
+}
+
+// passing reports whether an HTTP status says the trouble tends to pass:
+// the statuses the runtime retries its own tool calls on.
+func passing(code int) bool {
+	switch code {
+	case http.StatusTooManyRequests, http.StatusBadGateway, http.StatusServiceUnavailable, http.StatusGatewayTimeout:
+		return true
+	}
+	return false
+}
+
+// dropped reports whether a request failed because the connection was
+// refused or dropped before an answer: worth another attempt, where a
+// timeout, a name that does not resolve or a refused address is not.
+func dropped(err error) bool {
+	var netErr net.Error
+	if errors.As(err, &netErr) && netErr.Timeout() || errors.Is(err, context.DeadlineExceeded) {
+		return false
+	}
+	return errors.Is(err, syscall.ECONNREFUSED) || errors.Is(err, syscall.ECONNRESET) ||
+		errors.Is(err, io.EOF) || errors.Is(err, io.ErrUnexpectedEOF)
 }

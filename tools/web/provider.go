@@ -14,6 +14,8 @@ import (
 	"strconv"
 	"strings"
 	"time"
+
+	"github.com/toolgate/toolgate/tools"
 )
 
 // Hit is one search result.
@@ -26,7 +28,8 @@ type Hit struct {
 // Provider is a web search service. Search returns at most n hits for
 // query, best first; no hits and no error is an absence. An error means
 // the search did not run (an outage), unless it is a *MalformedError: it
-// ran and answered something unreadable.
+// ran and answered something unreadable. An error worth another attempt
+// is a *tools.Transient.
 type Provider interface {
 	// Name is the provider's configuration name, e.g. "searxng".
 	Name() string
@@ -119,7 +122,11 @@ func (p httpProvider) do(req *http.Request, out any) error {
 	req.Header.Set("Accept", "application/json")
 	resp, err := p.client.Do(req)
 	if err != nil {
-		return fmt.Errorf("reach search provider: %w", err)
+		err = fmt.Errorf("reach search provider: %w", err)
+		if dropped(err) {
+			return &tools.Transient{Err: err}
+		}
+		return err
 	}
 	defer resp.Body.Close()
 	body, err := io.ReadAll(io.LimitReader(resp.Body, providerMaxBytes))
@@ -127,7 +134,11 @@ func (p httpProvider) do(req *http.Request, out any) error {
 		return fmt.Errorf("read search answer: %w", err)
 	}
 	if resp.StatusCode < 200 || resp.StatusCode > 299 {
-		return fmt.Errorf("search provider answered HTTP %d", resp.StatusCode)
+		err := fmt.Errorf("search provider answered HTTP %d", resp.StatusCode)
+		if passing(resp.StatusCode) {
+			return &tools.Transient{Err: err, Header: resp.Header}
+		}
+		return err
 	}
 	if err := json.Unmarshal(body, out); err != nil {
 		return &MalformedError{Err: err}

@@ -81,7 +81,8 @@ func (f *Fetcher) robotsAllow(ctx context.Context, u *url.URL) error {
 
 // readRobots reads a site's rules. A 4xx allows everything; a 5xx or a
 // body that cannot be read disallows everything (RFC 9309); a site that
-// cannot be reached is an error, not a rule.
+// cannot be reached, or answers 502, 503 or 504, is an error, not a rule,
+// so the read is tried again as the page itself would be.
 func (f *Fetcher) readRobots(ctx context.Context, site string) (robotsRules, error) {
 	u, err := url.Parse(site + "/robots.txt")
 	if err != nil {
@@ -93,6 +94,10 @@ func (f *Fetcher) readRobots(ctx context.Context, site string) (robotsRules, err
 		cerr   *contentError
 	)
 	switch {
+	case errors.As(err, &status) && status.code >= 500 && passing(status.code):
+		// The site asks to be tried again: the page read is, and this
+		// answer is not remembered as the site's rules.
+		return robotsRules{}, err
 	case errors.As(err, &status) && status.code >= 400 && status.code < 500:
 		return robotsRules{}, nil
 	case errors.As(err, &status) || errors.As(err, &cerr):

@@ -10,6 +10,7 @@ package web
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"net/http"
 	"strings"
@@ -57,8 +58,10 @@ const (
 	ReadMinChars = 500
 	// MaxQueryChars bounds one query.
 	MaxQueryChars = 400
-	// MaxURLChars bounds one page address.
+	// MaxURLChars bounds one page address, asked for or redirected to.
 	MaxURLChars = 2_048
+	// MaxTitleChars bounds a page's title.
+	MaxTitleChars = 300
 )
 
 // Config is the server's web configuration, from the environment.
@@ -74,6 +77,10 @@ type Config struct {
 	PageTimeout time.Duration
 	// Client sends the provider's requests; nil: a default one.
 	Client *http.Client
+	// Retry repeats a search or a page read that failed in a way worth
+	// repeating (a *tools.Transient); the server wires its retry loop in.
+	// nil sends each once.
+	Retry tools.Retry
 }
 
 // Service runs the family's tools. A nil *Service is a server with no
@@ -81,6 +88,7 @@ type Config struct {
 type Service struct {
 	provider Provider
 	fetcher  *Fetcher
+	retry    tools.Retry
 }
 
 // New returns the service cfg describes, or nil (and no error) when no
@@ -97,10 +105,13 @@ func New(cfg Config) (*Service, error) {
 	if err != nil {
 		return nil, fmt.Errorf("configure web: TOOLGATE_WEB_ALLOW_PRIVATE: %w", err)
 	}
-	return NewService(p, NewFetcher(FetcherConfig{Allow: allow, Resolve: cfg.Resolve, Timeout: cfg.PageTimeout})), nil
+	s := NewService(p, NewFetcher(FetcherConfig{Allow: allow, Resolve: cfg.Resolve, Timeout: cfg.PageTimeout}))
+	s.retry = cfg.Retry
+	return s, nil
 }
 
-// NewService returns a service over a provider and a fetcher.
+// NewService returns a service over a provider and a fetcher that sends
+// each request once.
 func NewService(p Provider, f *Fetcher) *Service { return &Service{provider: p, fetcher: f} }
 
 // ProviderName names the configured provider; "" for none.
@@ -175,7 +186,7 @@ func CheckResearch(queries []string, maxPages *int) error {
 // Research runs the queries concurrently, then reads the best pages
 // concurrently: at most maxPages (default DefaultPages) in all, taking
 // each query's best hit in turn. A query or page that fails is a failure
-// of its item; the others stand.
+// of its item, once the retries worth making are made; the others stand.
 func (s *Service) Research(ctx context.Context, queries []string, maxPages *int) (*Research, error) {
 	if s == nil {
 		return nil, ErrNotEnabled
@@ -195,8 +206,15 @@ func (s *Service) Research(ctx context.Context, queries []string, maxPages *int)
 		wg.Add(1)
 		go func() {
 			defer wg.Done()
-			hits, err := s.provider.Search(ctx, strings.TrimSpace(q), HitsPerQuery)
-			out.Results[i].Hits, errs[i] = append(out.Results[i].Hits, hits...), err
+			var hits []Hit
+			errs[i] = tools.Try(ctx, s.retry, func(ctx context.Context) error {
+				var err error
+				hits, err = s.provider.Search(ctx, strings.TrimSpace(q), HitsPerQuery)
+				return err
+			})
+			if errs[i] == nil {
+				out.Results[i].Hits = append(out.Results[i].Hits, hits...)
+			}
 		}()
 	}
 	wg.Wait()
@@ -204,7 +222,8 @@ func (s *Service) Research(ctx context.Context, queries []string, maxPages *int)
 		switch {
 		case err != nil:
 			kind := KindOutage
-			if _, ok := err.(*MalformedError); ok {
+			var malformed *MalformedError
+			if errors.As(err, &malformed) {
 				kind = KindError
 			}
 			out.Failures = append(out.Failures, schematype.ItemFailure{Item: i, Input: queries[i], Kind: kind, Message: "search did not run: " + err.Error()})
@@ -263,6 +282,8 @@ func (s *Service) readPage(ctx context.Context, raw string, budget int) (Page, *
 	return p, nil
 }
 
+// fetchText reads a page's title and main text, retrying a read that
+// failed in a way worth repeating. The title is cut to MaxTitleChars.
 func (s *Service) fetchText(ctx context.Context, raw string) (title, text, final string, perr *PageError) {
 	if utf8.RuneCountInString(raw) > MaxURLChars {
 		return "", "", "", &PageError{Kind: KindError, Msg: fmt.Sprintf("the address is longer than %d characters", MaxURLChars)}
@@ -271,7 +292,12 @@ func (s *Service) fetchText(ctx context.Context, raw string) (title, text, final
 	if err != nil {
 		return "", "", "", classify(quoted(raw), err)
 	}
-	doc, err := s.fetcher.Fetch(ctx, u)
+	var doc *Document
+	err = tools.Try(ctx, s.retry, func(ctx context.Context) error {
+		var err error
+		doc, err = s.fetcher.Fetch(ctx, u)
+		return err
+	})
 	if err != nil {
 		return "", "", "", classify(u, err)
 	}
@@ -279,7 +305,7 @@ func (s *Service) fetchText(ctx context.Context, raw string) (title, text, final
 	if err != nil {
 		return "", "", "", classify(doc.URL, err)
 	}
-	return title, text, doc.URL.String(), nil
+	return cut(title, MaxTitleChars), text, doc.URL.String(), nil
 }
 
 // PageRead is one window of a page, what read_page returns.
@@ -309,7 +335,11 @@ func CheckRead(offset, maxChars *int) error {
 
 // ReadPage reads one window of the page at raw: maxChars (default
 // ReadDefaultChars, at most ReadMaxChars) characters from offset. A page
-// that cannot be read is refused with what went wrong.
+// that cannot be read says what went wrong in the tool rules' terms: a
+// *tools.Outage when its site could not be reached after the retries, a
+// *tools.Absence when it is not there, a *tools.Refusal when a rule
+// refused it, and a *tools.Failure when the site refused it or it is no
+// page we read.
 func (s *Service) ReadPage(ctx context.Context, raw string, offset, maxChars *int) (*PageRead, error) {
 	if s == nil {
 		return nil, ErrNotEnabled
@@ -317,9 +347,20 @@ func (s *Service) ReadPage(ctx context.Context, raw string, offset, maxChars *in
 	if err := CheckRead(offset, maxChars); err != nil {
 		return nil, err
 	}
+	if utf8.RuneCountInString(raw) > MaxURLChars {
+		return nil, tools.Refusef("the address is longer than %d characters", MaxURLChars)
+	}
 	title, text, final, perr := s.fetchText(ctx, raw)
-	if perr != nil {
+	switch {
+	case perr == nil:
+	case perr.Kind == KindOutage:
+		return nil, tools.Outagef("%s", perr.Msg)
+	case perr.Kind == KindAbsence:
+		return nil, tools.Absentf("%s", perr.Msg)
+	case perr.refused():
 		return nil, tools.Refusef("%s", perr.Msg)
+	default:
+		return nil, tools.Failf("%s", perr.Msg)
 	}
 	n := ReadDefaultChars
 	if maxChars != nil {

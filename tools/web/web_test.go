@@ -3,6 +3,7 @@ package web_test
 import (
 	"context"
 	"encoding/json"
+	"errors"
 	"fmt"
 	"io"
 	"net/http"
@@ -11,6 +12,7 @@ import (
 	"sync/atomic"
 	"testing"
 	"time"
+	"unicode/utf8"
 
 	"github.com/stretchr/testify/require"
 
@@ -120,13 +122,176 @@ func TestResearch(t *testing.T) {
 	require.Equal(t, b.site.URL+"/dead", got.Failures[0].Input)
 	require.EqualValues(t, 3, b.pages.Load())
 
-	// Every query finding nothing is an absence; an outage among them is not.
+	// A call in which no query found a hit gave no hits, whatever its
+	// queries' failures were: those say, query by query, what it was.
 	got, err = b.svc.Research(context.Background(), []string{"nothing here"}, nil)
 	require.NoError(t, err)
 	require.True(t, web.Definitions[0].Absent(mustJSON(t, got)))
 	got, err = b.svc.Research(context.Background(), []string{"nothing here", "down"}, nil)
 	require.NoError(t, err)
-	require.False(t, web.Definitions[0].Absent(mustJSON(t, got)))
+	require.True(t, web.Definitions[0].Absent(mustJSON(t, got)))
+	require.Equal(t, []schematype.FailureKind{web.KindAbsence, web.KindOutage}, []schematype.FailureKind{got.Failures[0].Kind, got.Failures[1].Kind})
+	got, err = b.svc.Research(context.Background(), []string{"tides", "down"}, ptr(0))
+	require.NoError(t, err)
+	require.False(t, web.Definitions[0].Absent(mustJSON(t, got)), "one query's hits are hits")
+}
+
+// retryFour is the server's retry loop as the family sees it: a
+// *tools.Transient is tried again, four attempts in all, without waits.
+func retryFour(ctx context.Context, try func(context.Context) error) error {
+	var err error
+	for range 4 {
+		var transient *tools.Transient
+		if err = try(ctx); !errors.As(err, &transient) {
+			return err
+		}
+	}
+	return err
+}
+
+// TestRequestsRetriedAndCounted: a search and a page read that failed in
+// a way worth repeating are tried again through the retry loop the
+// service was given, and the attempts are recorded for the call; what is
+// not worth repeating (a 404, a 500, a refused address) is tried once.
+func TestRequestsRetriedAndCounted(t *testing.T) {
+	t.Parallel()
+	var failSearch, failPage atomic.Int32
+	var searches, pages atomic.Int32
+	site := newSite(t, func(w http.ResponseWriter, r *http.Request) {
+		if r.URL.Path == "/robots.txt" {
+			http.NotFound(w, r)
+			return
+		}
+		pages.Add(1)
+		switch {
+		case r.URL.Path == "/gone":
+			http.NotFound(w, r)
+		case r.URL.Path == "/broken":
+			http.Error(w, "bug", http.StatusInternalServerError)
+		case failPage.Add(-1) >= 0:
+			w.Header().Set("Retry-After", "1")
+			http.Error(w, "busy", http.StatusServiceUnavailable)
+		default:
+			_, _ = io.WriteString(w, article)
+		}
+	})
+	searx := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		searches.Add(1)
+		if failSearch.Add(-1) >= 0 {
+			http.Error(w, "engines busy", http.StatusTooManyRequests)
+			return
+		}
+		_ = json.NewEncoder(w).Encode(map[string]any{"results": []map[string]any{{"url": site.URL + "/a", "title": "A", "content": "about tides"}}})
+	}))
+	t.Cleanup(searx.Close)
+	svc, err := web.New(web.Config{Provider: "searxng", URL: searx.URL, AllowPrivate: "127.0.0.1/32", Client: searx.Client(), Retry: retryFour})
+	require.NoError(t, err)
+	count := func(f func(ctx context.Context)) int {
+		ctx, attempts := tools.WithAttempts(context.Background())
+		f(ctx)
+		return attempts.N()
+	}
+
+	// Two 429s from the provider, two 503s from the page: then both answer.
+	failSearch.Store(2)
+	failPage.Store(2)
+	n := count(func(ctx context.Context) {
+		got, err := svc.Research(ctx, []string{"tides"}, ptr(1))
+		require.NoError(t, err)
+		require.Empty(t, got.Failures)
+		require.Len(t, got.Results[0].Pages, 1)
+	})
+	require.Equal(t, 3, n)
+	require.EqualValues(t, 3, searches.Load())
+	require.EqualValues(t, 3, pages.Load())
+
+	// Down for good: four attempts, then an outage, on the item and on read_page.
+	failSearch.Store(4)
+	searches.Store(0)
+	n = count(func(ctx context.Context) {
+		got, err := svc.Research(ctx, []string{"tides"}, nil)
+		require.NoError(t, err)
+		require.Equal(t, []schematype.ItemFailure{{Item: 0, Input: "tides", Kind: web.KindOutage, Message: "search did not run: search provider answered HTTP 429"}}, got.Failures)
+	})
+	require.Equal(t, 4, n)
+	require.EqualValues(t, 4, searches.Load())
+	failPage.Store(4)
+	pages.Store(0)
+	n = count(func(ctx context.Context) {
+		_, err := svc.ReadPage(ctx, site.URL+"/a", nil, nil)
+		var outage *tools.Outage
+		require.ErrorAs(t, err, &outage)
+		require.EqualError(t, err, site.URL+"/a: site unavailable (HTTP 503)")
+	})
+	require.Equal(t, 4, n)
+	require.EqualValues(t, 4, pages.Load())
+
+	// Not worth repeating: asked once, each in its own terms.
+	tests := []struct {
+		path  string
+		check func(error) bool
+	}{
+		{"/gone", func(err error) bool { var a *tools.Absence; return errors.As(err, &a) }},
+		{"/broken", func(err error) bool { var o *tools.Outage; return errors.As(err, &o) }},
+	}
+	for _, tt := range tests {
+		pages.Store(0)
+		n = count(func(ctx context.Context) {
+			_, err := svc.ReadPage(ctx, site.URL+tt.path, nil, nil)
+			require.True(t, tt.check(err), "%s: %T %v", tt.path, err, err)
+		})
+		require.Equal(t, 1, n, tt.path)
+		require.EqualValues(t, 1, pages.Load(), tt.path)
+	}
+}
+
+// TestReadPageFailuresInTheirTerms: a page the site refuses, or that is no
+// page, ran and failed; one a rule refuses never ran.
+func TestReadPageFailuresInTheirTerms(t *testing.T) {
+	t.Parallel()
+	b := setup(t, nil, func(w http.ResponseWriter, r *http.Request) {
+		switch r.URL.Path {
+		case "/forbidden":
+			http.Error(w, "no", http.StatusForbidden)
+		case "/pdf":
+			w.Header().Set("Content-Type", "application/pdf")
+			_, _ = io.WriteString(w, "%PDF-1.7")
+		}
+	})
+	for _, path := range []string{"/forbidden", "/pdf"} {
+		_, err := b.svc.ReadPage(context.Background(), b.site.URL+path, nil, nil)
+		var failure *tools.Failure
+		require.ErrorAs(t, err, &failure, path)
+	}
+	_, err := b.svc.ReadPage(context.Background(), "http://169.254.169.254/latest/meta-data/", nil, nil)
+	var refusal *tools.Refusal
+	require.ErrorAs(t, err, &refusal)
+}
+
+// TestReadPageBoundsWhatItReturns: read_page's answer passes to the model
+// whole, so every part of it is bounded: the window by maxChars, the
+// title by MaxTitleChars, the address read by MaxURLChars (a redirect to
+// a longer one is refused).
+func TestReadPageBoundsWhatItReturns(t *testing.T) {
+	t.Parallel()
+	b := setup(t, nil, func(w http.ResponseWriter, r *http.Request) {
+		switch r.URL.Path {
+		case "/far":
+			http.Redirect(w, r, "/"+strings.Repeat("x", web.MaxURLChars), http.StatusFound)
+		default:
+			_, _ = io.WriteString(w, "<html><head><title>"+strings.Repeat("Tides ", 2_000)+"</title></head><body><article><p>"+
+				strings.Repeat("The tide comes in twice a day. ", 100)+"</p></article></body></html>")
+		}
+	})
+	p, err := b.svc.ReadPage(context.Background(), b.site.URL+"/page", nil, ptr(web.ReadMinChars))
+	require.NoError(t, err)
+	require.LessOrEqual(t, utf8.RuneCountInString(p.Title), web.MaxTitleChars)
+	require.True(t, strings.HasPrefix(p.Title, "Tides Tides"))
+	require.Equal(t, web.ReadMinChars, utf8.RuneCountInString(p.Text))
+	_, err = b.svc.ReadPage(context.Background(), b.site.URL+"/far", nil, nil)
+	var refusal *tools.Refusal
+	require.ErrorAs(t, err, &refusal)
+	require.ErrorContains(t, err, "refused by rule addresses of at most 2048 characters")
 }
 
 // TestResearchPageLimit: at most 3 pages in all, whatever the hits; the
