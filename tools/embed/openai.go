@@ -7,6 +7,8 @@ import (
 
 	sdk "github.com/openai/openai-go/v3"
 	"github.com/openai/openai-go/v3/option"
+
+	"github.com/toolgate/toolgate/tools"
 )
 
 // DefaultOpenAIModel is the embedding model asked for when none is named.
@@ -18,7 +20,7 @@ type OpenAI struct {
 	client sdk.Client
 	model  string
 	dims   int
-	retry  func(context.Context, func(context.Context) error) error
+	retry  tools.Retry
 }
 
 func newOpenAI(c Config) (*OpenAI, error) {
@@ -50,11 +52,7 @@ func newOpenAI(c Config) (*OpenAI, error) {
 	if m == "" {
 		m = DefaultOpenAIModel
 	}
-	retry := c.Retry
-	if retry == nil {
-		retry = func(ctx context.Context, call func(context.Context) error) error { return call(ctx) }
-	}
-	return &OpenAI{client: sdk.NewClient(opts...), model: m, dims: c.Dimensions, retry: retry}, nil
+	return &OpenAI{client: sdk.NewClient(opts...), model: m, dims: c.Dimensions, retry: c.Retry}, nil
 }
 
 // Provider returns "openai".
@@ -89,13 +87,12 @@ func (o *OpenAI) Embed(ctx context.Context, texts []string) ([][]float32, error)
 		res, err = o.client.Embeddings.New(ctx, params)
 		return err
 	}
-	var err error
+	retry := o.retry
 	if once(ctx) {
-		err = send(ctx)
-	} else {
-		err = o.retry(ctx, send)
+		retry = nil
 	}
-	if err != nil {
+	// The attempts are recorded for the call that asked (tools.Try).
+	if err := tools.Try(ctx, retry, send); err != nil {
 		return nil, fmt.Errorf("embed texts: %w", err)
 	}
 	if len(res.Data) != len(texts) {
