@@ -1,8 +1,12 @@
 package graph
 
 import (
+	"bytes"
 	"context"
 	"crypto/sha256"
+	"encoding/json"
+	"errors"
+	"io"
 	"net/http"
 	"sync"
 	"time"
@@ -57,6 +61,7 @@ type socket struct {
 	timer   *time.Timer
 	ready   bool // connection_init arrived
 	expired bool // ... and too late
+	early   bool // a subscribe came before it
 	token   string
 	subs    int
 }
@@ -92,20 +97,89 @@ func (t socketTimer) Accept(w http.ResponseWriter, r *http.Request, o transport.
 	if err != nil {
 		return nil, err
 	}
-	if s := socketFrom(r.Context()); s != nil {
-		s.mu.Lock()
-		s.timer = time.AfterFunc(t.timeout, func() {
-			s.mu.Lock()
-			defer s.mu.Unlock()
-			if !s.ready {
-				s.expired = true
-				_ = conn.WriteClose(closeInitTimeout, "Connection initialisation timeout")
-			}
-		})
-		s.mu.Unlock()
+	s := socketFrom(r.Context())
+	if s == nil {
+		return conn, nil
 	}
-	return conn, nil
+	s.mu.Lock()
+	s.timer = time.AfterFunc(t.timeout, func() {
+		s.mu.Lock()
+		defer s.mu.Unlock()
+		if !s.ready {
+			s.expired = true
+			_ = conn.WriteClose(closeInitTimeout, "Connection initialisation timeout")
+		}
+	})
+	s.mu.Unlock()
+	return &initConn{WebsocketConn: conn, s: s}, nil
 }
+
+// closeUnauthorized is graphql-transport-ws's close code for a subscribe
+// sent before connection_init was acknowledged.
+const closeUnauthorized = 4401
+
+// initConn is a websocket as gqlgen reads it, which closes one that
+// subscribes before its connection_init with 4401, as graphql-transport-ws
+// asks (gqlgen closes on any message before connection_init with 1002).
+type initConn struct {
+	transport.WebsocketConn
+	s *socket
+}
+
+// NextReader reads a message; before connection_init it notes whether the
+// message was a subscribe.
+func (c *initConn) NextReader() (int, io.Reader, error) {
+	kind, r, err := c.WebsocketConn.NextReader()
+	c.s.mu.Lock()
+	ready := c.s.ready
+	c.s.mu.Unlock()
+	if err != nil || ready || c.Subprotocol() != graphqlTransportWS {
+		return kind, r, err
+	}
+	raw, err := io.ReadAll(r) // the frame is read whole already, within the read limit
+	if err != nil {
+		return kind, nil, err
+	}
+	var msg struct {
+		Type string `json:"type"`
+	}
+	if json.Unmarshal(raw, &msg) == nil && msg.Type == "subscribe" {
+		c.s.mu.Lock()
+		c.s.early = true
+		c.s.mu.Unlock()
+	}
+	return kind, bytes.NewReader(raw), nil
+}
+
+// WriteClose closes the socket; gqlgen's 1002 for a subscribe before
+// connection_init becomes 4401.
+func (c *initConn) WriteClose(code int, message string) error {
+	c.s.mu.Lock()
+	early := c.s.early && !c.s.ready
+	c.s.mu.Unlock()
+	if early && code == transport.WebsocketCloseProtocolError {
+		code, message = closeUnauthorized, "Unauthorized"
+	}
+	return c.WebsocketConn.WriteClose(code, message)
+}
+
+// SetReadLimit and SetReadDeadline reach the connection, as gqlgen asks
+// them of it (its payload limit, its pong timeout).
+func (c *initConn) SetReadLimit(limit int64) {
+	if l, ok := c.WebsocketConn.(transport.WebsocketReadLimiter); ok {
+		l.SetReadLimit(limit)
+	}
+}
+
+func (c *initConn) SetReadDeadline(t time.Time) error {
+	if d, ok := c.WebsocketConn.(transport.WebsocketReadDeadliner); ok {
+		return d.SetReadDeadline(t)
+	}
+	return errors.New("websocket: read deadlines unsupported")
+}
+
+// graphqlTransportWS names the graphql-transport-ws subprotocol.
+const graphqlTransportWS = "graphql-transport-ws"
 
 // initialised stops the socket's clock; false when it had run out.
 func (s *socket) initialised(token string) bool {

@@ -106,3 +106,33 @@ func TestWebsocketUnauthenticatedCloses4401(t *testing.T) {
 		cancel()
 	}
 }
+
+// A websocket that subscribes before its connection_init is closed with
+// 4401 Unauthorized, as graphql-transport-ws asks, and nothing runs; one
+// that initialises first subscribes as usual.
+func TestWebsocketSubscribeBeforeInitCloses4401(t *testing.T) {
+	t.Parallel()
+	b := setup(t, dbtest.Open(t, dbtest.SQLite))
+	subscribe := map[string]any{"id": "1", "type": "subscribe", "payload": map[string]any{"query": "{ viewer { name } }"}}
+
+	early, ctx := dialSocket(t, b, "")
+	require.NoError(t, wsjson.Write(ctx, early, subscribe))
+	var err error
+	for err == nil {
+		var msg map[string]any
+		err = wsjson.Read(ctx, early, &msg)
+		require.NotEqual(t, "next", msg["type"], "nothing ran for the early subscribe")
+	}
+	require.Equal(t, websocket.StatusCode(4401), websocket.CloseStatus(err), "%v", err)
+	require.Contains(t, err.Error(), "Unauthorized")
+
+	live, ctx := dialSocket(t, b, b.alice.Token)
+	require.NoError(t, wsjson.Write(ctx, live, subscribe))
+	var msg struct {
+		Type    string         `json:"type"`
+		Payload map[string]any `json:"payload"`
+	}
+	require.NoError(t, wsjson.Read(ctx, live, &msg))
+	require.Equal(t, "next", msg.Type)
+	require.Equal(t, "Alice", get(msg.Payload, "data", "viewer", "name"))
+}

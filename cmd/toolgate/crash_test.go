@@ -14,6 +14,8 @@ import (
 	"os/exec"
 	"path/filepath"
 	"regexp"
+	"strconv"
+	"strings"
 	"sync"
 	"sync/atomic"
 	"syscall"
@@ -21,6 +23,8 @@ import (
 	"time"
 
 	sdk "github.com/modelcontextprotocol/go-sdk/mcp"
+	"github.com/riverqueue/river/riverdriver"
+	"github.com/riverqueue/river/rivertype"
 	"github.com/stretchr/testify/require"
 
 	"github.com/toolgate/toolgate/ent"
@@ -482,9 +486,15 @@ func crashRun(t *testing.T, bin, url string) {
 	require.NotZero(t, phases["during a model call"])
 	require.NotZero(t, phases["during a tool call"])
 
+	left := runningJobs(t, d)
 	s.start()
+	restarted := time.Now()
 	require.Eventually(t, drive, 3*time.Minute, 100*time.Millisecond, "every turn finishes after the last restart")
 	require.Empty(t, failure)
+	// The jobs the kills left running are finished within a minute of the
+	// restart, and the queue's metric says nothing runs.
+	s.requireQueueIdle(t, d, restarted)
+	t.Logf("%d jobs the kills left running were finished within %s of the restart", left, time.Since(restarted).Round(time.Millisecond))
 	s.stop()
 
 	// Every turn finished.
@@ -525,6 +535,50 @@ func crashRun(t *testing.T, bin, url string) {
 		require.Contains(t, recorded, name, "charge %s ran but is not recorded", name)
 	}
 	require.Len(t, recorded, crashConversations*crashTurns*crashCharges)
+}
+
+// runningJobs counts the jobs River's table shows running.
+func runningJobs(t *testing.T, d *db.DB) int {
+	t.Helper()
+	counts, err := d.Queue().Executor().JobCountByAllStates(context.Background(), &riverdriver.JobCountByAllStatesParams{})
+	require.NoError(t, err)
+	return counts[rivertype.JobStateRunning]
+}
+
+// requireQueueIdle requires, once every turn has ended, that no job is
+// left running, in River's table and in the server's metric, within a
+// minute of the restart.
+func (s *crashServer) requireQueueIdle(t *testing.T, d *db.DB, restarted time.Time) {
+	t.Helper()
+	for {
+		jobs, metric := runningJobs(t, d), s.metric(t, `toolgate_job_queue_jobs{state="running"}`)
+		if jobs == 0 && metric == 0 {
+			t.Logf("no job running %s after the restart", time.Since(restarted).Round(time.Millisecond))
+			return
+		}
+		if time.Since(restarted) > time.Minute {
+			require.Failf(t, "jobs left running", "a minute after the restart, with every turn ended: %d jobs running in River's table, %v in the metric", jobs, metric)
+		}
+		time.Sleep(200 * time.Millisecond)
+	}
+}
+
+// metric reads one series of the server's /metrics; -1 when it is absent.
+func (s *crashServer) metric(t *testing.T, series string) float64 {
+	t.Helper()
+	res, err := http.Get("http://" + s.addr + "/metrics")
+	require.NoError(t, err)
+	defer res.Body.Close()
+	raw, err := io.ReadAll(res.Body)
+	require.NoError(t, err)
+	for _, line := range strings.Split(string(raw), "\n") {
+		if v, ok := strings.CutPrefix(line, series+" "); ok {
+			f, err := strconv.ParseFloat(v, 64)
+			require.NoError(t, err, line)
+			return f
+		}
+	}
+	return -1
 }
 
 func tail(s string, n int) string {

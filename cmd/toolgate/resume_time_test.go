@@ -102,4 +102,7 @@ func resumeTimeRun(t *testing.T, bin, url string) {
 		return d.Client().Turn.GetX(ctx, turnID).Status == turn.StatusCOMPLETED
 	}, 30*time.Second, 50*time.Millisecond, "the resumed turn completes")
 	require.EqualValues(t, 2, calls.Load(), "the model was asked once more, not again and again")
+	// The killed process's job does not stay running: it is finished
+	// within a minute of the restart, and the metric counts nothing.
+	s.requireQueueIdle(t, d, died)
 }

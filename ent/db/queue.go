@@ -136,6 +136,8 @@ func (s *shared) add(cfg *river.Config) (JobClient, error) {
 		return nil, errors.New("job queue: a client joins a shared queue before it starts")
 	case cfg.Workers != s.workers:
 		return nil, errors.New("job queue: a shared queue's client registers its workers on Queue.Workers")
+	case cfg.ID != "" && s.cfg.ID != "" && cfg.ID != s.cfg.ID:
+		return nil, errors.New("job queue: a shared queue's client has one ID")
 	}
 	for name, qc := range cfg.Queues {
 		if _, ok := s.cfg.Queues[name]; ok {
@@ -149,6 +151,9 @@ func (s *shared) add(cfg *river.Config) (JobClient, error) {
 		c.FetchCooldown = cfg.FetchCooldown
 	}
 	c.RescueStuckJobsAfter = max(c.RescueStuckJobsAfter, cfg.RescueStuckJobsAfter)
+	// The client's ID is what River records as a job's worker
+	// (attempted_by): the turn runner names it, as its claims carry it.
+	c.ID = cmp.Or(c.ID, cfg.ID)
 	if c.Logger == nil {
 		c.Logger = cfg.Logger
 	}

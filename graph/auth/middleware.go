@@ -106,8 +106,8 @@ func hasAPIPrefix(token string) bool {
 const Unauthenticated = `{"errors":[{"message":"unauthenticated: send Authorization: Bearer TOKEN with a live token","extensions":{"code":"UNAUTHENTICATED"}}]}`
 
 // Middleware puts the viewer of the request's bearer token in its context.
-// A request without a live token is refused with 401 before anything of it
-// is parsed. A websocket authenticates in its connection_init message
+// A request without a live token is refused with 401 from its headers,
+// its body neither read nor awaited (leaveBody). A websocket authenticates in its connection_init message
 // instead, and a CORS preflight carries no credentials.
 func (a *Authenticator) Middleware(next http.Handler) http.Handler {
 	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
@@ -117,7 +117,7 @@ func (a *Authenticator) Middleware(next http.Handler) http.Handler {
 		}
 		token, ok := Bearer(r.Header.Get("Authorization"))
 		if !ok {
-			refuse(w)
+			refuse(w, r)
 			return
 		}
 		v, err := a.Resolve(r.Context(), token)
@@ -125,15 +125,41 @@ func (a *Authenticator) Middleware(next http.Handler) http.Handler {
 		case err == nil:
 			next.ServeHTTP(w, r.WithContext(WithViewer(r.Context(), v)))
 		case errors.Is(err, ErrNotFound):
-			refuse(w)
+			refuse(w, r)
 		default:
 			a.log.ErrorContext(r.Context(), "authenticate", "err", err)
+			leaveBody(w, r)
 			http.Error(w, `{"errors":[{"message":"temporarily unavailable"}]}`, http.StatusServiceUnavailable)
 		}
 	})
 }
 
-func refuse(w http.ResponseWriter) {
+// leaveBody answers without waiting for the request's body. net/http
+// reads what is left of an unread body (up to 256 KiB) before it writes
+// the answer on a connection kept alive, and again as the request ends,
+// for as long as the client takes to send it (the server's ReadTimeout):
+// a caller without a token could hold a connection by sending a body
+// slowly. So the connection closes after the answer, which is written at
+// once, and what the client still sends is read and dropped for
+// lingerFor at most: a connection closed with data unread resets, and the
+// client could lose the answer.
+func leaveBody(w http.ResponseWriter, r *http.Request) {
+	if r.Body == nil || r.Body == http.NoBody || r.ContentLength == 0 {
+		return
+	}
+	if r.ProtoMajor == 1 {
+		w.Header().Set("Connection", "close")
+	}
+	_ = http.NewResponseController(w).SetReadDeadline(time.Now().Add(lingerFor))
+}
+
+// lingerFor is how long a refused request's connection may still read
+// after its answer: net/http waits as long (its rstAvoidanceDelay) when it
+// closes a connection on a body it did not read.
+const lingerFor = 500 * time.Millisecond
+
+func refuse(w http.ResponseWriter, r *http.Request) {
+	leaveBody(w, r)
 	w.Header().Set("Content-Type", "application/json")
 	w.Header().Set("WWW-Authenticate", `Bearer realm="toolgate"`)
 	w.WriteHeader(http.StatusUnauthorized)

@@ -138,6 +138,9 @@ type Runner struct {
 	builtin map[string]bool
 	// tracer is nil when the runner traces nothing.
 	tracer trace.Tracer
+	// reapedAt is when the sweep last looked for dead turn jobs (reap), in
+	// Unix nanoseconds; zero before the first sweep.
+	reapedAt atomic.Int64
 }
 
 // New returns a Runner; Open starts it working turns.
@@ -188,6 +191,10 @@ func New(cfg Config) (*Runner, error) {
 		return nil, err
 	}
 	q, err := cfg.Queue.Client(&river.Config{
+		// River records the client's ID as each job's worker (attempted_by):
+		// the runner's own, as its claims carry it, so reap tells a job whose
+		// process died from one that holds its turn.
+		ID: id,
 		// A turn's job is fetched as it is inserted; the poll finds only a
 		// job no insert here woke the queue for (a retry, another process's),
 		// and the sweep enqueues again any turn not taken up within
@@ -198,8 +205,9 @@ func New(cfg Config) (*Runner, error) {
 		// A turn takes as long as it takes; the step limit bounds it.
 		JobTimeout: -1,
 		// A job whose process died is never rescued by River (no timeout):
-		// the sweep enqueues its turn again once its heartbeat is stale, and
-		// the claim in work keeps a live one from running twice. New jobs
+		// the sweep enqueues its turn again once its heartbeat is stale, the
+		// claim in work keeps a live one from running twice, and reap
+		// finishes the dead job's row. New jobs
 		// are fetched as they are inserted (db.Queue.Client): a turn starts
 		// at once, and an idle queue polls rarely.
 		FetchCooldown: 5 * time.Millisecond,
@@ -297,8 +305,9 @@ type TurnArgs struct {
 func (TurnArgs) Kind() string { return "toolgate_turn" }
 
 // InsertOpts: no uniqueness. A job of a dead process stays "running" in
-// River's table, and a unique job would keep its turn from being enqueued
-// again; the turn's claim (work) is what keeps it from running twice.
+// River's table until the sweep finishes it (reap), and a unique job would
+// keep its turn from being enqueued again meanwhile; the turn's claim
+// (work) is what keeps it from running twice.
 func (TurnArgs) InsertOpts() river.InsertOpts {
 	return river.InsertOpts{MaxAttempts: 10}
 }
@@ -636,6 +645,16 @@ func (r *Runner) resume(ctx context.Context) (int, time.Duration, error) {
 			return n, r.cfg.SweepEvery, err
 		}
 		n++
+	}
+	// The jobs of the turns just taken up are dead now; so are those a
+	// dead process left behind whose turns ended or paused, looked for at
+	// the first sweep and then every ReapEvery.
+	if last := r.reapedAt.Load(); n > 0 || last == 0 || time.Since(time.Unix(0, last)) >= ReapEvery {
+		at := time.Now()
+		if _, err := r.reap(ctx); err != nil {
+			return n, r.cfg.SweepEvery, err
+		}
+		r.reapedAt.Store(at.UnixNano())
 	}
 	return n, max(next, r.cfg.SweepEvery), nil
 }

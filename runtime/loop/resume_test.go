@@ -2,11 +2,13 @@ package loop_test
 
 import (
 	"context"
-	"strconv"
+	"encoding/json"
 	"testing"
 	"time"
 
 	"github.com/riverqueue/river"
+	"github.com/riverqueue/river/riverdriver"
+	"github.com/riverqueue/river/rivertype"
 	"github.com/stretchr/testify/require"
 
 	"github.com/toolgate/toolgate/ent"
@@ -21,8 +23,9 @@ import (
 )
 
 // deadTurn is a turn as a killed process leaves it: RUNNING, claimed by a
-// runner that no longer beats, and its job stuck "running" in River's
-// table (River never rescues it: a turn's job has no timeout).
+// runner that no longer beats, and its job "running" in River's table
+// since a minute, fetched by that runner (River never rescues it: a turn's
+// job has no timeout).
 func (h *harness) deadTurn(t *testing.T, d *db.DB, convID int, claimed bool) *ent.Turn {
 	t.Helper()
 	ctx := tenancy.System(context.Background())
@@ -32,13 +35,35 @@ func (h *harness) deadTurn(t *testing.T, d *db.DB, convID int, claimed bool) *en
 		c.SetClaimedBy("r_dead")
 	}
 	tu := c.SaveX(ctx)
-	inserter, err := d.Queue().Client(&river.Config{})
-	require.NoError(t, err)
-	res, err := inserter.Insert(ctx, loop.TurnArgs{TurnID: tu.ID}, &river.InsertOpts{ScheduledAt: time.Now().Add(time.Hour)})
-	require.NoError(t, err)
-	_, err = d.SQL.ExecContext(ctx, `UPDATE river_job SET state = 'running', attempt = 1, attempted_at = scheduled_at WHERE id = `+strconv.FormatInt(res.Job.ID, 10))
-	require.NoError(t, err)
+	orphanJob(t, d, tu.ID, "r_dead", time.Minute)
 	return tu
+}
+
+// orphanJob puts a turn's job in River's table as running since ago,
+// fetched by the runner named by.
+func orphanJob(t *testing.T, d *db.DB, turnID int, by string, ago time.Duration) int64 {
+	t.Helper()
+	args, err := json.Marshal(loop.TurnArgs{TurnID: turnID})
+	require.NoError(t, err)
+	at := time.Now().Add(-ago)
+	row, err := d.Queue().Executor().JobInsertFull(context.Background(), &riverdriver.JobInsertFullParams{
+		Attempt: 1, AttemptedAt: &at, AttemptedBy: []string{by}, CreatedAt: &at, ScheduledAt: &at,
+		EncodedArgs: args, Kind: loop.TurnArgs{}.Kind(), MaxAttempts: 10, Priority: 1, Queue: river.QueueDefault,
+		State: rivertype.JobStateRunning, Metadata: []byte("{}"),
+	})
+	require.NoError(t, err)
+	return row.ID
+}
+
+// runningTurnJobs counts the turn jobs River's table shows running.
+func runningTurnJobs(t *testing.T, d *db.DB) int {
+	t.Helper()
+	jobs, err := d.Queue().Executor().JobList(context.Background(), &riverdriver.JobListParams{
+		Max: 1000, WhereClause: "state = @state AND kind = @kind", OrderByClause: "id",
+		NamedArgs: map[string]any{"state": string(rivertype.JobStateRunning), "kind": loop.TurnArgs{}.Kind()},
+	})
+	require.NoError(t, err)
+	return len(jobs)
 }
 
 func (h *harness) step(t *testing.T, turnID, step int, text string) {
@@ -168,6 +193,10 @@ func TestResumeAfterDeathInEveryPhase(t *testing.T) {
 				if tt.check != nil {
 					tt.check(t, h, p, got)
 				}
+				// The dead process's job is finished, and the one that ran
+				// the turn ended with it.
+				require.Eventually(t, func() bool { return runningTurnJobs(t, d) == 0 }, 10*time.Second, 20*time.Millisecond,
+					"no turn job left running")
 			})
 		})
 	}
