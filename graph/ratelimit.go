@@ -3,8 +3,8 @@ package graph
 import (
 	"context"
 	"database/sql"
-	"log/slog"
 	"fmt"
+	"log/slog"
 	"math"
 	"net/http"
 	"strconv"

@@ -170,14 +170,14 @@ func LooksLikeJWT(token string) bool {
 
 // claims are what toolgate reads of a token.
 type claims struct {
-	Subject           string          `json:"sub"`
-	Name              string          `json:"name"`
-	PreferredUsername string          `json:"preferred_username"`
-	Email             string          `json:"email"`
-	Exp               *json.Number    `json:"exp"`
-	Nbf               *json.Number    `json:"nbf"`
-	Iat               *json.Number    `json:"iat"`
-	Raw               map[string]any  `json:"-"`
+	Subject           string         `json:"sub"`
+	Name              string         `json:"name"`
+	PreferredUsername string         `json:"preferred_username"`
+	Email             string         `json:"email"`
+	Exp               *json.Number   `json:"exp"`
+	Nbf               *json.Number   `json:"nbf"`
+	Iat               *json.Number   `json:"iat"`
+	Raw               map[string]any `json:"-"`
 }
 
 // Resolve verifies a JWT of the issuer and returns the viewer of the
@@ -428,4 +428,3 @@ func (o *OIDC) refresh(ctx context.Context, u *ent.User, name, dept string, c cl
 	// Every form of the name is someone else's: the old one stays.
 	return u, nil
 }
-
