@@ -95,7 +95,7 @@ func (r *organizationResolver) RateLimits(ctx context.Context, obj *ent.Organiza
 	if r.limits == nil {
 		return &model.RateLimits{RequestsPerSecondDefault: true, TurnsAtOnceDefault: true}, nil
 	}
-	return r.limits.rateLimitsOf(ctx, obj.ID)
+	return r.limits.rateLimitsOf(obj), nil
 }
 
 // Agents is the resolver for the agents field.

@@ -7,6 +7,7 @@ import (
 	"net/http"
 	"sync"
 
+	"github.com/vektah/gqlparser/v2/ast"
 	"github.com/vektah/gqlparser/v2/formatter"
 	"github.com/vektah/gqlparser/v2/gqlerror"
 
@@ -87,16 +88,69 @@ func presentLimited(ctx context.Context, e *gqlerror.Error, limited *RateLimited
 }
 
 // SDL is the API's schema in the GraphQL schema language, as
-// introspection shows it: what code generators read.
+// introspection shows it: what code generators read. The directives that
+// only steer toolgate's own code generation are left out, as from
+// introspection.
 func SDL() string {
 	sdlOnce.Do(func() {
 		schema := generated.NewExecutableSchema(generated.Config{}).Schema()
 		hideCodegenDirectives(schema)
 		var b bytes.Buffer
-		formatter.NewFormatter(&b, formatter.WithComments()).FormatSchema(schema)
+		formatter.NewFormatter(&b, formatter.WithComments()).FormatSchema(withoutCodegenUses(schema))
 		sdl = b.String()
 	})
 	return sdl
+}
+
+// withoutCodegenUses is a copy of schema whose types, fields, arguments
+// and enum values carry no directive the schema does not define (the
+// codegen ones hideCodegenDirectives dropped). The served schema is left
+// as it is.
+func withoutCodegenUses(schema *ast.Schema) *ast.Schema {
+	keep := func(list ast.DirectiveList) ast.DirectiveList {
+		var out ast.DirectiveList
+		for _, d := range list {
+			if _, ok := schema.Directives[d.Name]; ok || d.Name == "deprecated" || d.Name == "specifiedBy" || d.Name == "oneOf" {
+				out = append(out, d)
+			}
+		}
+		return out
+	}
+	args := func(list ast.ArgumentDefinitionList) ast.ArgumentDefinitionList {
+		out := make(ast.ArgumentDefinitionList, len(list))
+		for i, a := range list {
+			c := *a
+			c.Directives = keep(a.Directives)
+			out[i] = &c
+		}
+		return out
+	}
+	cp := *schema
+	cp.Types = make(map[string]*ast.Definition, len(schema.Types))
+	for name, def := range schema.Types {
+		d := *def
+		d.Directives = keep(def.Directives)
+		d.Fields = make(ast.FieldList, len(def.Fields))
+		for i, f := range def.Fields {
+			c := *f
+			c.Directives = keep(f.Directives)
+			c.Arguments = args(f.Arguments)
+			d.Fields[i] = &c
+		}
+		d.EnumValues = make(ast.EnumValueList, len(def.EnumValues))
+		for i, v := range def.EnumValues {
+			c := *v
+			c.Directives = keep(v.Directives)
+			d.EnumValues[i] = &c
+		}
+		cp.Types[name] = &d
+	}
+	for _, root := range []**ast.Definition{&cp.Query, &cp.Mutation, &cp.Subscription} {
+		if *root != nil {
+			*root = cp.Types[(*root).Name]
+		}
+	}
+	return &cp
 }
 
 var (

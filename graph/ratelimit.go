@@ -380,13 +380,17 @@ func (c *sharedCounter) take(ctx context.Context, userID, perSecond int) (time.D
 	return 0, nil
 }
 
-// rateLimitsOf answers Organization.rateLimits.
-func (l *limits) rateLimitsOf(ctx context.Context, orgID int) (*model.RateLimits, error) {
-	rps, turns, rpsDefault, turnsDefault, err := l.effective(ctx, orgID)
-	if err != nil {
-		return nil, err
+// rateLimitsOf answers Organization.rateLimits from the row read (within
+// setRateLimits' transaction, the row it wrote).
+func (l *limits) rateLimitsOf(org *ent.Organization) *model.RateLimits {
+	r := &model.RateLimits{RequestsPerSecond: l.rps, TurnsAtOnce: l.turns, RequestsPerSecondDefault: true, TurnsAtOnceDefault: true}
+	if org.RateRequestsPerSecond != nil {
+		r.RequestsPerSecond, r.RequestsPerSecondDefault = *org.RateRequestsPerSecond, false
 	}
-	return &model.RateLimits{RequestsPerSecond: rps, TurnsAtOnce: turns, RequestsPerSecondDefault: rpsDefault, TurnsAtOnceDefault: turnsDefault}, nil
+	if org.RateTurnsAtOnce != nil {
+		r.TurnsAtOnce, r.TurnsAtOnceDefault = *org.RateTurnsAtOnce, false
+	}
+	return r
 }
 
 // setRateLimits changes the caller's organisation's limits; admins only.
