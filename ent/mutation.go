@@ -13041,29 +13041,33 @@ func (m *ModelCallMutation) ResetEdge(name string) error {
 // OrganizationMutation represents an operation that mutates the Organization nodes in the graph.
 type OrganizationMutation struct {
 	config
-	op                   Op
-	typ                  string
-	id                   *int
-	created_at           *time.Time
-	updated_at           *time.Time
-	name                 *string
-	web_research         *bool
-	clearedFields        map[string]struct{}
-	users                map[int]struct{}
-	removedusers         map[int]struct{}
-	clearedusers         bool
-	agents               map[int]struct{}
-	removedagents        map[int]struct{}
-	clearedagents        bool
-	applications         map[int]struct{}
-	removedapplications  map[int]struct{}
-	clearedapplications  bool
-	conversations        map[int]struct{}
-	removedconversations map[int]struct{}
-	clearedconversations bool
-	done                 bool
-	oldValue             func(context.Context) (*Organization, error)
-	predicates           []predicate.Organization
+	op                          Op
+	typ                         string
+	id                          *int
+	created_at                  *time.Time
+	updated_at                  *time.Time
+	name                        *string
+	web_research                *bool
+	rate_requests_per_second    *int
+	addrate_requests_per_second *int
+	rate_turns_at_once          *int
+	addrate_turns_at_once       *int
+	clearedFields               map[string]struct{}
+	users                       map[int]struct{}
+	removedusers                map[int]struct{}
+	clearedusers                bool
+	agents                      map[int]struct{}
+	removedagents               map[int]struct{}
+	clearedagents               bool
+	applications                map[int]struct{}
+	removedapplications         map[int]struct{}
+	clearedapplications         bool
+	conversations               map[int]struct{}
+	removedconversations        map[int]struct{}
+	clearedconversations        bool
+	done                        bool
+	oldValue                    func(context.Context) (*Organization, error)
+	predicates                  []predicate.Organization
 }
 
 var _ ent.Mutation = (*OrganizationMutation)(nil)
@@ -13306,6 +13310,146 @@ func (m *OrganizationMutation) OldWebResearch(ctx context.Context) (v bool, err 
 // ResetWebResearch resets all changes to the "web_research" field.
 func (m *OrganizationMutation) ResetWebResearch() {
 	m.web_research = nil
+}
+
+// SetRateRequestsPerSecond sets the "rate_requests_per_second" field.
+func (m *OrganizationMutation) SetRateRequestsPerSecond(i int) {
+	m.rate_requests_per_second = &i
+	m.addrate_requests_per_second = nil
+}
+
+// RateRequestsPerSecond returns the value of the "rate_requests_per_second" field in the mutation.
+func (m *OrganizationMutation) RateRequestsPerSecond() (r int, exists bool) {
+	v := m.rate_requests_per_second
+	if v == nil {
+		return
+	}
+	return *v, true
+}
+
+// OldRateRequestsPerSecond returns the old "rate_requests_per_second" field's value of the Organization entity.
+// If the Organization object wasn't provided to the builder, the object is fetched from the database.
+// An error is returned if the mutation operation is not UpdateOne, or the database query fails.
+func (m *OrganizationMutation) OldRateRequestsPerSecond(ctx context.Context) (v *int, err error) {
+	if !m.op.Is(OpUpdateOne) {
+		return v, errors.New("OldRateRequestsPerSecond is only allowed on UpdateOne operations")
+	}
+	if m.id == nil || m.oldValue == nil {
+		return v, errors.New("OldRateRequestsPerSecond requires an ID field in the mutation")
+	}
+	oldValue, err := m.oldValue(ctx)
+	if err != nil {
+		return v, fmt.Errorf("querying old value for OldRateRequestsPerSecond: %w", err)
+	}
+	return oldValue.RateRequestsPerSecond, nil
+}
+
+// AddRateRequestsPerSecond adds i to the "rate_requests_per_second" field.
+func (m *OrganizationMutation) AddRateRequestsPerSecond(i int) {
+	if m.addrate_requests_per_second != nil {
+		*m.addrate_requests_per_second += i
+	} else {
+		m.addrate_requests_per_second = &i
+	}
+}
+
+// AddedRateRequestsPerSecond returns the value that was added to the "rate_requests_per_second" field in this mutation.
+func (m *OrganizationMutation) AddedRateRequestsPerSecond() (r int, exists bool) {
+	v := m.addrate_requests_per_second
+	if v == nil {
+		return
+	}
+	return *v, true
+}
+
+// ClearRateRequestsPerSecond clears the value of the "rate_requests_per_second" field.
+func (m *OrganizationMutation) ClearRateRequestsPerSecond() {
+	m.rate_requests_per_second = nil
+	m.addrate_requests_per_second = nil
+	m.clearedFields[organization.FieldRateRequestsPerSecond] = struct{}{}
+}
+
+// RateRequestsPerSecondCleared returns if the "rate_requests_per_second" field was cleared in this mutation.
+func (m *OrganizationMutation) RateRequestsPerSecondCleared() bool {
+	_, ok := m.clearedFields[organization.FieldRateRequestsPerSecond]
+	return ok
+}
+
+// ResetRateRequestsPerSecond resets all changes to the "rate_requests_per_second" field.
+func (m *OrganizationMutation) ResetRateRequestsPerSecond() {
+	m.rate_requests_per_second = nil
+	m.addrate_requests_per_second = nil
+	delete(m.clearedFields, organization.FieldRateRequestsPerSecond)
+}
+
+// SetRateTurnsAtOnce sets the "rate_turns_at_once" field.
+func (m *OrganizationMutation) SetRateTurnsAtOnce(i int) {
+	m.rate_turns_at_once = &i
+	m.addrate_turns_at_once = nil
+}
+
+// RateTurnsAtOnce returns the value of the "rate_turns_at_once" field in the mutation.
+func (m *OrganizationMutation) RateTurnsAtOnce() (r int, exists bool) {
+	v := m.rate_turns_at_once
+	if v == nil {
+		return
+	}
+	return *v, true
+}
+
+// OldRateTurnsAtOnce returns the old "rate_turns_at_once" field's value of the Organization entity.
+// If the Organization object wasn't provided to the builder, the object is fetched from the database.
+// An error is returned if the mutation operation is not UpdateOne, or the database query fails.
+func (m *OrganizationMutation) OldRateTurnsAtOnce(ctx context.Context) (v *int, err error) {
+	if !m.op.Is(OpUpdateOne) {
+		return v, errors.New("OldRateTurnsAtOnce is only allowed on UpdateOne operations")
+	}
+	if m.id == nil || m.oldValue == nil {
+		return v, errors.New("OldRateTurnsAtOnce requires an ID field in the mutation")
+	}
+	oldValue, err := m.oldValue(ctx)
+	if err != nil {
+		return v, fmt.Errorf("querying old value for OldRateTurnsAtOnce: %w", err)
+	}
+	return oldValue.RateTurnsAtOnce, nil
+}
+
+// AddRateTurnsAtOnce adds i to the "rate_turns_at_once" field.
+func (m *OrganizationMutation) AddRateTurnsAtOnce(i int) {
+	if m.addrate_turns_at_once != nil {
+		*m.addrate_turns_at_once += i
+	} else {
+		m.addrate_turns_at_once = &i
+	}
+}
+
+// AddedRateTurnsAtOnce returns the value that was added to the "rate_turns_at_once" field in this mutation.
+func (m *OrganizationMutation) AddedRateTurnsAtOnce() (r int, exists bool) {
+	v := m.addrate_turns_at_once
+	if v == nil {
+		return
+	}
+	return *v, true
+}
+
+// ClearRateTurnsAtOnce clears the value of the "rate_turns_at_once" field.
+func (m *OrganizationMutation) ClearRateTurnsAtOnce() {
+	m.rate_turns_at_once = nil
+	m.addrate_turns_at_once = nil
+	m.clearedFields[organization.FieldRateTurnsAtOnce] = struct{}{}
+}
+
+// RateTurnsAtOnceCleared returns if the "rate_turns_at_once" field was cleared in this mutation.
+func (m *OrganizationMutation) RateTurnsAtOnceCleared() bool {
+	_, ok := m.clearedFields[organization.FieldRateTurnsAtOnce]
+	return ok
+}
+
+// ResetRateTurnsAtOnce resets all changes to the "rate_turns_at_once" field.
+func (m *OrganizationMutation) ResetRateTurnsAtOnce() {
+	m.rate_turns_at_once = nil
+	m.addrate_turns_at_once = nil
+	delete(m.clearedFields, organization.FieldRateTurnsAtOnce)
 }
 
 // AddUserIDs adds the "users" edge to the User entity by ids.
@@ -13558,7 +13702,7 @@ func (m *OrganizationMutation) Type() string {
 // order to get all numeric fields that were incremented/decremented, call
 // AddedFields().
 func (m *OrganizationMutation) Fields() []string {
-	fields := make([]string, 0, 4)
+	fields := make([]string, 0, 6)
 	if m.created_at != nil {
 		fields = append(fields, organization.FieldCreatedAt)
 	}
@@ -13570,6 +13714,12 @@ func (m *OrganizationMutation) Fields() []string {
 	}
 	if m.web_research != nil {
 		fields = append(fields, organization.FieldWebResearch)
+	}
+	if m.rate_requests_per_second != nil {
+		fields = append(fields, organization.FieldRateRequestsPerSecond)
+	}
+	if m.rate_turns_at_once != nil {
+		fields = append(fields, organization.FieldRateTurnsAtOnce)
 	}
 	return fields
 }
@@ -13587,6 +13737,10 @@ func (m *OrganizationMutation) Field(name string) (ent.Value, bool) {
 		return m.Name()
 	case organization.FieldWebResearch:
 		return m.WebResearch()
+	case organization.FieldRateRequestsPerSecond:
+		return m.RateRequestsPerSecond()
+	case organization.FieldRateTurnsAtOnce:
+		return m.RateTurnsAtOnce()
 	}
 	return nil, false
 }
@@ -13604,6 +13758,10 @@ func (m *OrganizationMutation) OldField(ctx context.Context, name string) (ent.V
 		return m.OldName(ctx)
 	case organization.FieldWebResearch:
 		return m.OldWebResearch(ctx)
+	case organization.FieldRateRequestsPerSecond:
+		return m.OldRateRequestsPerSecond(ctx)
+	case organization.FieldRateTurnsAtOnce:
+		return m.OldRateTurnsAtOnce(ctx)
 	}
 	return nil, fmt.Errorf("unknown Organization field %s", name)
 }
@@ -13641,6 +13799,20 @@ func (m *OrganizationMutation) SetField(name string, value ent.Value) error {
 		}
 		m.SetWebResearch(v)
 		return nil
+	case organization.FieldRateRequestsPerSecond:
+		v, ok := value.(int)
+		if !ok {
+			return fmt.Errorf("unexpected type %T for field %s", value, name)
+		}
+		m.SetRateRequestsPerSecond(v)
+		return nil
+	case organization.FieldRateTurnsAtOnce:
+		v, ok := value.(int)
+		if !ok {
+			return fmt.Errorf("unexpected type %T for field %s", value, name)
+		}
+		m.SetRateTurnsAtOnce(v)
+		return nil
 	}
 	return fmt.Errorf("unknown Organization field %s", name)
 }
@@ -13648,13 +13820,26 @@ func (m *OrganizationMutation) SetField(name string, value ent.Value) error {
 // AddedFields returns all numeric fields that were incremented/decremented during
 // this mutation.
 func (m *OrganizationMutation) AddedFields() []string {
-	return nil
+	var fields []string
+	if m.addrate_requests_per_second != nil {
+		fields = append(fields, organization.FieldRateRequestsPerSecond)
+	}
+	if m.addrate_turns_at_once != nil {
+		fields = append(fields, organization.FieldRateTurnsAtOnce)
+	}
+	return fields
 }
 
 // AddedField returns the numeric value that was incremented/decremented on a field
 // with the given name. The second boolean return value indicates that this field
 // was not set, or was not defined in the schema.
 func (m *OrganizationMutation) AddedField(name string) (ent.Value, bool) {
+	switch name {
+	case organization.FieldRateRequestsPerSecond:
+		return m.AddedRateRequestsPerSecond()
+	case organization.FieldRateTurnsAtOnce:
+		return m.AddedRateTurnsAtOnce()
+	}
 	return nil, false
 }
 
@@ -13663,6 +13848,20 @@ func (m *OrganizationMutation) AddedField(name string) (ent.Value, bool) {
 // type.
 func (m *OrganizationMutation) AddField(name string, value ent.Value) error {
 	switch name {
+	case organization.FieldRateRequestsPerSecond:
+		v, ok := value.(int)
+		if !ok {
+			return fmt.Errorf("unexpected type %T for field %s", value, name)
+		}
+		m.AddRateRequestsPerSecond(v)
+		return nil
+	case organization.FieldRateTurnsAtOnce:
+		v, ok := value.(int)
+		if !ok {
+			return fmt.Errorf("unexpected type %T for field %s", value, name)
+		}
+		m.AddRateTurnsAtOnce(v)
+		return nil
 	}
 	return fmt.Errorf("unknown Organization numeric field %s", name)
 }
@@ -13670,7 +13869,14 @@ func (m *OrganizationMutation) AddField(name string, value ent.Value) error {
 // ClearedFields returns all nullable fields that were cleared during this
 // mutation.
 func (m *OrganizationMutation) ClearedFields() []string {
-	return nil
+	var fields []string
+	if m.FieldCleared(organization.FieldRateRequestsPerSecond) {
+		fields = append(fields, organization.FieldRateRequestsPerSecond)
+	}
+	if m.FieldCleared(organization.FieldRateTurnsAtOnce) {
+		fields = append(fields, organization.FieldRateTurnsAtOnce)
+	}
+	return fields
 }
 
 // FieldCleared returns a boolean indicating if a field with the given name was
@@ -13683,6 +13889,14 @@ func (m *OrganizationMutation) FieldCleared(name string) bool {
 // ClearField clears the value of the field with the given name. It returns an
 // error if the field is not defined in the schema.
 func (m *OrganizationMutation) ClearField(name string) error {
+	switch name {
+	case organization.FieldRateRequestsPerSecond:
+		m.ClearRateRequestsPerSecond()
+		return nil
+	case organization.FieldRateTurnsAtOnce:
+		m.ClearRateTurnsAtOnce()
+		return nil
+	}
 	return fmt.Errorf("unknown Organization nullable field %s", name)
 }
 
@@ -13701,6 +13915,12 @@ func (m *OrganizationMutation) ResetField(name string) error {
 		return nil
 	case organization.FieldWebResearch:
 		m.ResetWebResearch()
+		return nil
+	case organization.FieldRateRequestsPerSecond:
+		m.ResetRateRequestsPerSecond()
+		return nil
+	case organization.FieldRateTurnsAtOnce:
+		m.ResetRateTurnsAtOnce()
 		return nil
 	}
 	return fmt.Errorf("unknown Organization field %s", name)
@@ -21081,6 +21301,8 @@ type UserMutation struct {
 	department           *string
 	admin                *bool
 	deactivated_at       *time.Time
+	oidc_issuer          *string
+	oidc_subject         *string
 	clearedFields        map[string]struct{}
 	organization         *int
 	clearedorganization  bool
@@ -21458,6 +21680,104 @@ func (m *UserMutation) ResetDeactivatedAt() {
 	delete(m.clearedFields, user.FieldDeactivatedAt)
 }
 
+// SetOidcIssuer sets the "oidc_issuer" field.
+func (m *UserMutation) SetOidcIssuer(s string) {
+	m.oidc_issuer = &s
+}
+
+// OidcIssuer returns the value of the "oidc_issuer" field in the mutation.
+func (m *UserMutation) OidcIssuer() (r string, exists bool) {
+	v := m.oidc_issuer
+	if v == nil {
+		return
+	}
+	return *v, true
+}
+
+// OldOidcIssuer returns the old "oidc_issuer" field's value of the User entity.
+// If the User object wasn't provided to the builder, the object is fetched from the database.
+// An error is returned if the mutation operation is not UpdateOne, or the database query fails.
+func (m *UserMutation) OldOidcIssuer(ctx context.Context) (v *string, err error) {
+	if !m.op.Is(OpUpdateOne) {
+		return v, errors.New("OldOidcIssuer is only allowed on UpdateOne operations")
+	}
+	if m.id == nil || m.oldValue == nil {
+		return v, errors.New("OldOidcIssuer requires an ID field in the mutation")
+	}
+	oldValue, err := m.oldValue(ctx)
+	if err != nil {
+		return v, fmt.Errorf("querying old value for OldOidcIssuer: %w", err)
+	}
+	return oldValue.OidcIssuer, nil
+}
+
+// ClearOidcIssuer clears the value of the "oidc_issuer" field.
+func (m *UserMutation) ClearOidcIssuer() {
+	m.oidc_issuer = nil
+	m.clearedFields[user.FieldOidcIssuer] = struct{}{}
+}
+
+// OidcIssuerCleared returns if the "oidc_issuer" field was cleared in this mutation.
+func (m *UserMutation) OidcIssuerCleared() bool {
+	_, ok := m.clearedFields[user.FieldOidcIssuer]
+	return ok
+}
+
+// ResetOidcIssuer resets all changes to the "oidc_issuer" field.
+func (m *UserMutation) ResetOidcIssuer() {
+	m.oidc_issuer = nil
+	delete(m.clearedFields, user.FieldOidcIssuer)
+}
+
+// SetOidcSubject sets the "oidc_subject" field.
+func (m *UserMutation) SetOidcSubject(s string) {
+	m.oidc_subject = &s
+}
+
+// OidcSubject returns the value of the "oidc_subject" field in the mutation.
+func (m *UserMutation) OidcSubject() (r string, exists bool) {
+	v := m.oidc_subject
+	if v == nil {
+		return
+	}
+	return *v, true
+}
+
+// OldOidcSubject returns the old "oidc_subject" field's value of the User entity.
+// If the User object wasn't provided to the builder, the object is fetched from the database.
+// An error is returned if the mutation operation is not UpdateOne, or the database query fails.
+func (m *UserMutation) OldOidcSubject(ctx context.Context) (v *string, err error) {
+	if !m.op.Is(OpUpdateOne) {
+		return v, errors.New("OldOidcSubject is only allowed on UpdateOne operations")
+	}
+	if m.id == nil || m.oldValue == nil {
+		return v, errors.New("OldOidcSubject requires an ID field in the mutation")
+	}
+	oldValue, err := m.oldValue(ctx)
+	if err != nil {
+		return v, fmt.Errorf("querying old value for OldOidcSubject: %w", err)
+	}
+	return oldValue.OidcSubject, nil
+}
+
+// ClearOidcSubject clears the value of the "oidc_subject" field.
+func (m *UserMutation) ClearOidcSubject() {
+	m.oidc_subject = nil
+	m.clearedFields[user.FieldOidcSubject] = struct{}{}
+}
+
+// OidcSubjectCleared returns if the "oidc_subject" field was cleared in this mutation.
+func (m *UserMutation) OidcSubjectCleared() bool {
+	_, ok := m.clearedFields[user.FieldOidcSubject]
+	return ok
+}
+
+// ResetOidcSubject resets all changes to the "oidc_subject" field.
+func (m *UserMutation) ResetOidcSubject() {
+	m.oidc_subject = nil
+	delete(m.clearedFields, user.FieldOidcSubject)
+}
+
 // ClearOrganization clears the "organization" edge to the Organization entity.
 func (m *UserMutation) ClearOrganization() {
 	m.clearedorganization = true
@@ -21627,7 +21947,7 @@ func (m *UserMutation) Type() string {
 // order to get all numeric fields that were incremented/decremented, call
 // AddedFields().
 func (m *UserMutation) Fields() []string {
-	fields := make([]string, 0, 7)
+	fields := make([]string, 0, 9)
 	if m.created_at != nil {
 		fields = append(fields, user.FieldCreatedAt)
 	}
@@ -21648,6 +21968,12 @@ func (m *UserMutation) Fields() []string {
 	}
 	if m.deactivated_at != nil {
 		fields = append(fields, user.FieldDeactivatedAt)
+	}
+	if m.oidc_issuer != nil {
+		fields = append(fields, user.FieldOidcIssuer)
+	}
+	if m.oidc_subject != nil {
+		fields = append(fields, user.FieldOidcSubject)
 	}
 	return fields
 }
@@ -21671,6 +21997,10 @@ func (m *UserMutation) Field(name string) (ent.Value, bool) {
 		return m.Admin()
 	case user.FieldDeactivatedAt:
 		return m.DeactivatedAt()
+	case user.FieldOidcIssuer:
+		return m.OidcIssuer()
+	case user.FieldOidcSubject:
+		return m.OidcSubject()
 	}
 	return nil, false
 }
@@ -21694,6 +22024,10 @@ func (m *UserMutation) OldField(ctx context.Context, name string) (ent.Value, er
 		return m.OldAdmin(ctx)
 	case user.FieldDeactivatedAt:
 		return m.OldDeactivatedAt(ctx)
+	case user.FieldOidcIssuer:
+		return m.OldOidcIssuer(ctx)
+	case user.FieldOidcSubject:
+		return m.OldOidcSubject(ctx)
 	}
 	return nil, fmt.Errorf("unknown User field %s", name)
 }
@@ -21752,6 +22086,20 @@ func (m *UserMutation) SetField(name string, value ent.Value) error {
 		}
 		m.SetDeactivatedAt(v)
 		return nil
+	case user.FieldOidcIssuer:
+		v, ok := value.(string)
+		if !ok {
+			return fmt.Errorf("unexpected type %T for field %s", value, name)
+		}
+		m.SetOidcIssuer(v)
+		return nil
+	case user.FieldOidcSubject:
+		v, ok := value.(string)
+		if !ok {
+			return fmt.Errorf("unexpected type %T for field %s", value, name)
+		}
+		m.SetOidcSubject(v)
+		return nil
 	}
 	return fmt.Errorf("unknown User field %s", name)
 }
@@ -21788,6 +22136,12 @@ func (m *UserMutation) ClearedFields() []string {
 	if m.FieldCleared(user.FieldDeactivatedAt) {
 		fields = append(fields, user.FieldDeactivatedAt)
 	}
+	if m.FieldCleared(user.FieldOidcIssuer) {
+		fields = append(fields, user.FieldOidcIssuer)
+	}
+	if m.FieldCleared(user.FieldOidcSubject) {
+		fields = append(fields, user.FieldOidcSubject)
+	}
 	return fields
 }
 
@@ -21804,6 +22158,12 @@ func (m *UserMutation) ClearField(name string) error {
 	switch name {
 	case user.FieldDeactivatedAt:
 		m.ClearDeactivatedAt()
+		return nil
+	case user.FieldOidcIssuer:
+		m.ClearOidcIssuer()
+		return nil
+	case user.FieldOidcSubject:
+		m.ClearOidcSubject()
 		return nil
 	}
 	return fmt.Errorf("unknown User nullable field %s", name)
@@ -21833,6 +22193,12 @@ func (m *UserMutation) ResetField(name string) error {
 		return nil
 	case user.FieldDeactivatedAt:
 		m.ResetDeactivatedAt()
+		return nil
+	case user.FieldOidcIssuer:
+		m.ResetOidcIssuer()
+		return nil
+	case user.FieldOidcSubject:
+		m.ResetOidcSubject()
 		return nil
 	}
 	return fmt.Errorf("unknown User field %s", name)

@@ -25,6 +25,10 @@ type Organization struct {
 	Name string `json:"name,omitempty"`
 	// Whether research_web and read_page are offered to the organisation's agents; they also need the approved web provider configured on the server. Admins set it with updateOrganization.
 	WebResearch bool `json:"web_research,omitempty"`
+	// RateRequestsPerSecond holds the value of the "rate_requests_per_second" field.
+	RateRequestsPerSecond *int `json:"rate_requests_per_second,omitempty"`
+	// RateTurnsAtOnce holds the value of the "rate_turns_at_once" field.
+	RateTurnsAtOnce *int `json:"rate_turns_at_once,omitempty"`
 	// Edges holds the relations/edges for other nodes in the graph.
 	// The values are being populated by the OrganizationQuery when eager-loading is set.
 	Edges        OrganizationEdges `json:"edges"`
@@ -94,7 +98,7 @@ func (*Organization) scanValues(columns []string) ([]any, error) {
 		switch columns[i] {
 		case organization.FieldWebResearch:
 			values[i] = new(sql.NullBool)
-		case organization.FieldID:
+		case organization.FieldID, organization.FieldRateRequestsPerSecond, organization.FieldRateTurnsAtOnce:
 			values[i] = new(sql.NullInt64)
 		case organization.FieldName:
 			values[i] = new(sql.NullString)
@@ -144,6 +148,20 @@ func (_m *Organization) assignValues(columns []string, values []any) error {
 				return fmt.Errorf("unexpected type %T for field web_research", values[i])
 			} else if value.Valid {
 				_m.WebResearch = value.Bool
+			}
+		case organization.FieldRateRequestsPerSecond:
+			if value, ok := values[i].(*sql.NullInt64); !ok {
+				return fmt.Errorf("unexpected type %T for field rate_requests_per_second", values[i])
+			} else if value.Valid {
+				_m.RateRequestsPerSecond = new(int)
+				*_m.RateRequestsPerSecond = int(value.Int64)
+			}
+		case organization.FieldRateTurnsAtOnce:
+			if value, ok := values[i].(*sql.NullInt64); !ok {
+				return fmt.Errorf("unexpected type %T for field rate_turns_at_once", values[i])
+			} else if value.Valid {
+				_m.RateTurnsAtOnce = new(int)
+				*_m.RateTurnsAtOnce = int(value.Int64)
 			}
 		default:
 			_m.selectValues.Set(columns[i], values[i])
@@ -212,6 +230,16 @@ func (_m *Organization) String() string {
 	builder.WriteString(", ")
 	builder.WriteString("web_research=")
 	builder.WriteString(fmt.Sprintf("%v", _m.WebResearch))
+	builder.WriteString(", ")
+	if v := _m.RateRequestsPerSecond; v != nil {
+		builder.WriteString("rate_requests_per_second=")
+		builder.WriteString(fmt.Sprintf("%v", *v))
+	}
+	builder.WriteString(", ")
+	if v := _m.RateTurnsAtOnce; v != nil {
+		builder.WriteString("rate_turns_at_once=")
+		builder.WriteString(fmt.Sprintf("%v", *v))
+	}
 	builder.WriteByte(')')
 	return builder.String()
 }

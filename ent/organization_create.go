@@ -74,6 +74,34 @@ func (_c *OrganizationCreate) SetNillableWebResearch(v *bool) *OrganizationCreat
 	return _c
 }
 
+// SetRateRequestsPerSecond sets the "rate_requests_per_second" field.
+func (_c *OrganizationCreate) SetRateRequestsPerSecond(v int) *OrganizationCreate {
+	_c.mutation.SetRateRequestsPerSecond(v)
+	return _c
+}
+
+// SetNillableRateRequestsPerSecond sets the "rate_requests_per_second" field if the given value is not nil.
+func (_c *OrganizationCreate) SetNillableRateRequestsPerSecond(v *int) *OrganizationCreate {
+	if v != nil {
+		_c.SetRateRequestsPerSecond(*v)
+	}
+	return _c
+}
+
+// SetRateTurnsAtOnce sets the "rate_turns_at_once" field.
+func (_c *OrganizationCreate) SetRateTurnsAtOnce(v int) *OrganizationCreate {
+	_c.mutation.SetRateTurnsAtOnce(v)
+	return _c
+}
+
+// SetNillableRateTurnsAtOnce sets the "rate_turns_at_once" field if the given value is not nil.
+func (_c *OrganizationCreate) SetNillableRateTurnsAtOnce(v *int) *OrganizationCreate {
+	if v != nil {
+		_c.SetRateTurnsAtOnce(*v)
+	}
+	return _c
+}
+
 // AddUserIDs adds the "users" edge to the User entity by IDs.
 func (_c *OrganizationCreate) AddUserIDs(ids ...int) *OrganizationCreate {
 	_c.mutation.AddUserIDs(ids...)
@@ -211,6 +239,16 @@ func (_c *OrganizationCreate) check() error {
 	if _, ok := _c.mutation.WebResearch(); !ok {
 		return &ValidationError{Name: "web_research", err: errors.New(`ent: missing required field "Organization.web_research"`)}
 	}
+	if v, ok := _c.mutation.RateRequestsPerSecond(); ok {
+		if err := organization.RateRequestsPerSecondValidator(v); err != nil {
+			return &ValidationError{Name: "rate_requests_per_second", err: fmt.Errorf(`ent: validator failed for field "Organization.rate_requests_per_second": %w`, err)}
+		}
+	}
+	if v, ok := _c.mutation.RateTurnsAtOnce(); ok {
+		if err := organization.RateTurnsAtOnceValidator(v); err != nil {
+			return &ValidationError{Name: "rate_turns_at_once", err: fmt.Errorf(`ent: validator failed for field "Organization.rate_turns_at_once": %w`, err)}
+		}
+	}
 	return nil
 }
 
@@ -253,6 +291,14 @@ func (_c *OrganizationCreate) createSpec() (*Organization, *sqlgraph.CreateSpec)
 	if value, ok := _c.mutation.WebResearch(); ok {
 		_spec.SetField(organization.FieldWebResearch, field.TypeBool, value)
 		_node.WebResearch = value
+	}
+	if value, ok := _c.mutation.RateRequestsPerSecond(); ok {
+		_spec.SetField(organization.FieldRateRequestsPerSecond, field.TypeInt, value)
+		_node.RateRequestsPerSecond = &value
+	}
+	if value, ok := _c.mutation.RateTurnsAtOnce(); ok {
+		_spec.SetField(organization.FieldRateTurnsAtOnce, field.TypeInt, value)
+		_node.RateTurnsAtOnce = &value
 	}
 	if nodes := _c.mutation.UsersIDs(); len(nodes) > 0 {
 		edge := &sqlgraph.EdgeSpec{
@@ -406,6 +452,54 @@ func (u *OrganizationUpsert) UpdateWebResearch() *OrganizationUpsert {
 	return u
 }
 
+// SetRateRequestsPerSecond sets the "rate_requests_per_second" field.
+func (u *OrganizationUpsert) SetRateRequestsPerSecond(v int) *OrganizationUpsert {
+	u.Set(organization.FieldRateRequestsPerSecond, v)
+	return u
+}
+
+// UpdateRateRequestsPerSecond sets the "rate_requests_per_second" field to the value that was provided on create.
+func (u *OrganizationUpsert) UpdateRateRequestsPerSecond() *OrganizationUpsert {
+	u.SetExcluded(organization.FieldRateRequestsPerSecond)
+	return u
+}
+
+// AddRateRequestsPerSecond adds v to the "rate_requests_per_second" field.
+func (u *OrganizationUpsert) AddRateRequestsPerSecond(v int) *OrganizationUpsert {
+	u.Add(organization.FieldRateRequestsPerSecond, v)
+	return u
+}
+
+// ClearRateRequestsPerSecond clears the value of the "rate_requests_per_second" field.
+func (u *OrganizationUpsert) ClearRateRequestsPerSecond() *OrganizationUpsert {
+	u.SetNull(organization.FieldRateRequestsPerSecond)
+	return u
+}
+
+// SetRateTurnsAtOnce sets the "rate_turns_at_once" field.
+func (u *OrganizationUpsert) SetRateTurnsAtOnce(v int) *OrganizationUpsert {
+	u.Set(organization.FieldRateTurnsAtOnce, v)
+	return u
+}
+
+// UpdateRateTurnsAtOnce sets the "rate_turns_at_once" field to the value that was provided on create.
+func (u *OrganizationUpsert) UpdateRateTurnsAtOnce() *OrganizationUpsert {
+	u.SetExcluded(organization.FieldRateTurnsAtOnce)
+	return u
+}
+
+// AddRateTurnsAtOnce adds v to the "rate_turns_at_once" field.
+func (u *OrganizationUpsert) AddRateTurnsAtOnce(v int) *OrganizationUpsert {
+	u.Add(organization.FieldRateTurnsAtOnce, v)
+	return u
+}
+
+// ClearRateTurnsAtOnce clears the value of the "rate_turns_at_once" field.
+func (u *OrganizationUpsert) ClearRateTurnsAtOnce() *OrganizationUpsert {
+	u.SetNull(organization.FieldRateTurnsAtOnce)
+	return u
+}
+
 // UpdateNewValues updates the mutable fields using the new values that were set on create.
 // Using this option is equivalent to using:
 //
@@ -490,6 +584,62 @@ func (u *OrganizationUpsertOne) SetWebResearch(v bool) *OrganizationUpsertOne {
 func (u *OrganizationUpsertOne) UpdateWebResearch() *OrganizationUpsertOne {
 	return u.Update(func(s *OrganizationUpsert) {
 		s.UpdateWebResearch()
+	})
+}
+
+// SetRateRequestsPerSecond sets the "rate_requests_per_second" field.
+func (u *OrganizationUpsertOne) SetRateRequestsPerSecond(v int) *OrganizationUpsertOne {
+	return u.Update(func(s *OrganizationUpsert) {
+		s.SetRateRequestsPerSecond(v)
+	})
+}
+
+// AddRateRequestsPerSecond adds v to the "rate_requests_per_second" field.
+func (u *OrganizationUpsertOne) AddRateRequestsPerSecond(v int) *OrganizationUpsertOne {
+	return u.Update(func(s *OrganizationUpsert) {
+		s.AddRateRequestsPerSecond(v)
+	})
+}
+
+// UpdateRateRequestsPerSecond sets the "rate_requests_per_second" field to the value that was provided on create.
+func (u *OrganizationUpsertOne) UpdateRateRequestsPerSecond() *OrganizationUpsertOne {
+	return u.Update(func(s *OrganizationUpsert) {
+		s.UpdateRateRequestsPerSecond()
+	})
+}
+
+// ClearRateRequestsPerSecond clears the value of the "rate_requests_per_second" field.
+func (u *OrganizationUpsertOne) ClearRateRequestsPerSecond() *OrganizationUpsertOne {
+	return u.Update(func(s *OrganizationUpsert) {
+		s.ClearRateRequestsPerSecond()
+	})
+}
+
+// SetRateTurnsAtOnce sets the "rate_turns_at_once" field.
+func (u *OrganizationUpsertOne) SetRateTurnsAtOnce(v int) *OrganizationUpsertOne {
+	return u.Update(func(s *OrganizationUpsert) {
+		s.SetRateTurnsAtOnce(v)
+	})
+}
+
+// AddRateTurnsAtOnce adds v to the "rate_turns_at_once" field.
+func (u *OrganizationUpsertOne) AddRateTurnsAtOnce(v int) *OrganizationUpsertOne {
+	return u.Update(func(s *OrganizationUpsert) {
+		s.AddRateTurnsAtOnce(v)
+	})
+}
+
+// UpdateRateTurnsAtOnce sets the "rate_turns_at_once" field to the value that was provided on create.
+func (u *OrganizationUpsertOne) UpdateRateTurnsAtOnce() *OrganizationUpsertOne {
+	return u.Update(func(s *OrganizationUpsert) {
+		s.UpdateRateTurnsAtOnce()
+	})
+}
+
+// ClearRateTurnsAtOnce clears the value of the "rate_turns_at_once" field.
+func (u *OrganizationUpsertOne) ClearRateTurnsAtOnce() *OrganizationUpsertOne {
+	return u.Update(func(s *OrganizationUpsert) {
+		s.ClearRateTurnsAtOnce()
 	})
 }
 
@@ -743,6 +893,62 @@ func (u *OrganizationUpsertBulk) SetWebResearch(v bool) *OrganizationUpsertBulk 
 func (u *OrganizationUpsertBulk) UpdateWebResearch() *OrganizationUpsertBulk {
 	return u.Update(func(s *OrganizationUpsert) {
 		s.UpdateWebResearch()
+	})
+}
+
+// SetRateRequestsPerSecond sets the "rate_requests_per_second" field.
+func (u *OrganizationUpsertBulk) SetRateRequestsPerSecond(v int) *OrganizationUpsertBulk {
+	return u.Update(func(s *OrganizationUpsert) {
+		s.SetRateRequestsPerSecond(v)
+	})
+}
+
+// AddRateRequestsPerSecond adds v to the "rate_requests_per_second" field.
+func (u *OrganizationUpsertBulk) AddRateRequestsPerSecond(v int) *OrganizationUpsertBulk {
+	return u.Update(func(s *OrganizationUpsert) {
+		s.AddRateRequestsPerSecond(v)
+	})
+}
+
+// UpdateRateRequestsPerSecond sets the "rate_requests_per_second" field to the value that was provided on create.
+func (u *OrganizationUpsertBulk) UpdateRateRequestsPerSecond() *OrganizationUpsertBulk {
+	return u.Update(func(s *OrganizationUpsert) {
+		s.UpdateRateRequestsPerSecond()
+	})
+}
+
+// ClearRateRequestsPerSecond clears the value of the "rate_requests_per_second" field.
+func (u *OrganizationUpsertBulk) ClearRateRequestsPerSecond() *OrganizationUpsertBulk {
+	return u.Update(func(s *OrganizationUpsert) {
+		s.ClearRateRequestsPerSecond()
+	})
+}
+
+// SetRateTurnsAtOnce sets the "rate_turns_at_once" field.
+func (u *OrganizationUpsertBulk) SetRateTurnsAtOnce(v int) *OrganizationUpsertBulk {
+	return u.Update(func(s *OrganizationUpsert) {
+		s.SetRateTurnsAtOnce(v)
+	})
+}
+
+// AddRateTurnsAtOnce adds v to the "rate_turns_at_once" field.
+func (u *OrganizationUpsertBulk) AddRateTurnsAtOnce(v int) *OrganizationUpsertBulk {
+	return u.Update(func(s *OrganizationUpsert) {
+		s.AddRateTurnsAtOnce(v)
+	})
+}
+
+// UpdateRateTurnsAtOnce sets the "rate_turns_at_once" field to the value that was provided on create.
+func (u *OrganizationUpsertBulk) UpdateRateTurnsAtOnce() *OrganizationUpsertBulk {
+	return u.Update(func(s *OrganizationUpsert) {
+		s.UpdateRateTurnsAtOnce()
+	})
+}
+
+// ClearRateTurnsAtOnce clears the value of the "rate_turns_at_once" field.
+func (u *OrganizationUpsertBulk) ClearRateTurnsAtOnce() *OrganizationUpsertBulk {
+	return u.Update(func(s *OrganizationUpsert) {
+		s.ClearRateTurnsAtOnce()
 	})
 }
 

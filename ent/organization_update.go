@@ -66,6 +66,60 @@ func (_u *OrganizationUpdate) SetNillableWebResearch(v *bool) *OrganizationUpdat
 	return _u
 }
 
+// SetRateRequestsPerSecond sets the "rate_requests_per_second" field.
+func (_u *OrganizationUpdate) SetRateRequestsPerSecond(v int) *OrganizationUpdate {
+	_u.mutation.ResetRateRequestsPerSecond()
+	_u.mutation.SetRateRequestsPerSecond(v)
+	return _u
+}
+
+// SetNillableRateRequestsPerSecond sets the "rate_requests_per_second" field if the given value is not nil.
+func (_u *OrganizationUpdate) SetNillableRateRequestsPerSecond(v *int) *OrganizationUpdate {
+	if v != nil {
+		_u.SetRateRequestsPerSecond(*v)
+	}
+	return _u
+}
+
+// AddRateRequestsPerSecond adds value to the "rate_requests_per_second" field.
+func (_u *OrganizationUpdate) AddRateRequestsPerSecond(v int) *OrganizationUpdate {
+	_u.mutation.AddRateRequestsPerSecond(v)
+	return _u
+}
+
+// ClearRateRequestsPerSecond clears the value of the "rate_requests_per_second" field.
+func (_u *OrganizationUpdate) ClearRateRequestsPerSecond() *OrganizationUpdate {
+	_u.mutation.ClearRateRequestsPerSecond()
+	return _u
+}
+
+// SetRateTurnsAtOnce sets the "rate_turns_at_once" field.
+func (_u *OrganizationUpdate) SetRateTurnsAtOnce(v int) *OrganizationUpdate {
+	_u.mutation.ResetRateTurnsAtOnce()
+	_u.mutation.SetRateTurnsAtOnce(v)
+	return _u
+}
+
+// SetNillableRateTurnsAtOnce sets the "rate_turns_at_once" field if the given value is not nil.
+func (_u *OrganizationUpdate) SetNillableRateTurnsAtOnce(v *int) *OrganizationUpdate {
+	if v != nil {
+		_u.SetRateTurnsAtOnce(*v)
+	}
+	return _u
+}
+
+// AddRateTurnsAtOnce adds value to the "rate_turns_at_once" field.
+func (_u *OrganizationUpdate) AddRateTurnsAtOnce(v int) *OrganizationUpdate {
+	_u.mutation.AddRateTurnsAtOnce(v)
+	return _u
+}
+
+// ClearRateTurnsAtOnce clears the value of the "rate_turns_at_once" field.
+func (_u *OrganizationUpdate) ClearRateTurnsAtOnce() *OrganizationUpdate {
+	_u.mutation.ClearRateTurnsAtOnce()
+	return _u
+}
+
 // AddUserIDs adds the "users" edge to the User entity by IDs.
 func (_u *OrganizationUpdate) AddUserIDs(ids ...int) *OrganizationUpdate {
 	_u.mutation.AddUserIDs(ids...)
@@ -264,6 +318,16 @@ func (_u *OrganizationUpdate) check() error {
 			return &ValidationError{Name: "name", err: fmt.Errorf(`ent: validator failed for field "Organization.name": %w`, err)}
 		}
 	}
+	if v, ok := _u.mutation.RateRequestsPerSecond(); ok {
+		if err := organization.RateRequestsPerSecondValidator(v); err != nil {
+			return &ValidationError{Name: "rate_requests_per_second", err: fmt.Errorf(`ent: validator failed for field "Organization.rate_requests_per_second": %w`, err)}
+		}
+	}
+	if v, ok := _u.mutation.RateTurnsAtOnce(); ok {
+		if err := organization.RateTurnsAtOnceValidator(v); err != nil {
+			return &ValidationError{Name: "rate_turns_at_once", err: fmt.Errorf(`ent: validator failed for field "Organization.rate_turns_at_once": %w`, err)}
+		}
+	}
 	return nil
 }
 
@@ -287,6 +351,24 @@ func (_u *OrganizationUpdate) sqlSave(ctx context.Context) (_node int, err error
 	}
 	if value, ok := _u.mutation.WebResearch(); ok {
 		_spec.SetField(organization.FieldWebResearch, field.TypeBool, value)
+	}
+	if value, ok := _u.mutation.RateRequestsPerSecond(); ok {
+		_spec.SetField(organization.FieldRateRequestsPerSecond, field.TypeInt, value)
+	}
+	if value, ok := _u.mutation.AddedRateRequestsPerSecond(); ok {
+		_spec.AddField(organization.FieldRateRequestsPerSecond, field.TypeInt, value)
+	}
+	if _u.mutation.RateRequestsPerSecondCleared() {
+		_spec.ClearField(organization.FieldRateRequestsPerSecond, field.TypeInt)
+	}
+	if value, ok := _u.mutation.RateTurnsAtOnce(); ok {
+		_spec.SetField(organization.FieldRateTurnsAtOnce, field.TypeInt, value)
+	}
+	if value, ok := _u.mutation.AddedRateTurnsAtOnce(); ok {
+		_spec.AddField(organization.FieldRateTurnsAtOnce, field.TypeInt, value)
+	}
+	if _u.mutation.RateTurnsAtOnceCleared() {
+		_spec.ClearField(organization.FieldRateTurnsAtOnce, field.TypeInt)
 	}
 	if _u.mutation.UsersCleared() {
 		edge := &sqlgraph.EdgeSpec{
@@ -522,6 +604,60 @@ func (_u *OrganizationUpdateOne) SetNillableWebResearch(v *bool) *OrganizationUp
 	return _u
 }
 
+// SetRateRequestsPerSecond sets the "rate_requests_per_second" field.
+func (_u *OrganizationUpdateOne) SetRateRequestsPerSecond(v int) *OrganizationUpdateOne {
+	_u.mutation.ResetRateRequestsPerSecond()
+	_u.mutation.SetRateRequestsPerSecond(v)
+	return _u
+}
+
+// SetNillableRateRequestsPerSecond sets the "rate_requests_per_second" field if the given value is not nil.
+func (_u *OrganizationUpdateOne) SetNillableRateRequestsPerSecond(v *int) *OrganizationUpdateOne {
+	if v != nil {
+		_u.SetRateRequestsPerSecond(*v)
+	}
+	return _u
+}
+
+// AddRateRequestsPerSecond adds value to the "rate_requests_per_second" field.
+func (_u *OrganizationUpdateOne) AddRateRequestsPerSecond(v int) *OrganizationUpdateOne {
+	_u.mutation.AddRateRequestsPerSecond(v)
+	return _u
+}
+
+// ClearRateRequestsPerSecond clears the value of the "rate_requests_per_second" field.
+func (_u *OrganizationUpdateOne) ClearRateRequestsPerSecond() *OrganizationUpdateOne {
+	_u.mutation.ClearRateRequestsPerSecond()
+	return _u
+}
+
+// SetRateTurnsAtOnce sets the "rate_turns_at_once" field.
+func (_u *OrganizationUpdateOne) SetRateTurnsAtOnce(v int) *OrganizationUpdateOne {
+	_u.mutation.ResetRateTurnsAtOnce()
+	_u.mutation.SetRateTurnsAtOnce(v)
+	return _u
+}
+
+// SetNillableRateTurnsAtOnce sets the "rate_turns_at_once" field if the given value is not nil.
+func (_u *OrganizationUpdateOne) SetNillableRateTurnsAtOnce(v *int) *OrganizationUpdateOne {
+	if v != nil {
+		_u.SetRateTurnsAtOnce(*v)
+	}
+	return _u
+}
+
+// AddRateTurnsAtOnce adds value to the "rate_turns_at_once" field.
+func (_u *OrganizationUpdateOne) AddRateTurnsAtOnce(v int) *OrganizationUpdateOne {
+	_u.mutation.AddRateTurnsAtOnce(v)
+	return _u
+}
+
+// ClearRateTurnsAtOnce clears the value of the "rate_turns_at_once" field.
+func (_u *OrganizationUpdateOne) ClearRateTurnsAtOnce() *OrganizationUpdateOne {
+	_u.mutation.ClearRateTurnsAtOnce()
+	return _u
+}
+
 // AddUserIDs adds the "users" edge to the User entity by IDs.
 func (_u *OrganizationUpdateOne) AddUserIDs(ids ...int) *OrganizationUpdateOne {
 	_u.mutation.AddUserIDs(ids...)
@@ -733,6 +869,16 @@ func (_u *OrganizationUpdateOne) check() error {
 			return &ValidationError{Name: "name", err: fmt.Errorf(`ent: validator failed for field "Organization.name": %w`, err)}
 		}
 	}
+	if v, ok := _u.mutation.RateRequestsPerSecond(); ok {
+		if err := organization.RateRequestsPerSecondValidator(v); err != nil {
+			return &ValidationError{Name: "rate_requests_per_second", err: fmt.Errorf(`ent: validator failed for field "Organization.rate_requests_per_second": %w`, err)}
+		}
+	}
+	if v, ok := _u.mutation.RateTurnsAtOnce(); ok {
+		if err := organization.RateTurnsAtOnceValidator(v); err != nil {
+			return &ValidationError{Name: "rate_turns_at_once", err: fmt.Errorf(`ent: validator failed for field "Organization.rate_turns_at_once": %w`, err)}
+		}
+	}
 	return nil
 }
 
@@ -773,6 +919,24 @@ func (_u *OrganizationUpdateOne) sqlSave(ctx context.Context) (_node *Organizati
 	}
 	if value, ok := _u.mutation.WebResearch(); ok {
 		_spec.SetField(organization.FieldWebResearch, field.TypeBool, value)
+	}
+	if value, ok := _u.mutation.RateRequestsPerSecond(); ok {
+		_spec.SetField(organization.FieldRateRequestsPerSecond, field.TypeInt, value)
+	}
+	if value, ok := _u.mutation.AddedRateRequestsPerSecond(); ok {
+		_spec.AddField(organization.FieldRateRequestsPerSecond, field.TypeInt, value)
+	}
+	if _u.mutation.RateRequestsPerSecondCleared() {
+		_spec.ClearField(organization.FieldRateRequestsPerSecond, field.TypeInt)
+	}
+	if value, ok := _u.mutation.RateTurnsAtOnce(); ok {
+		_spec.SetField(organization.FieldRateTurnsAtOnce, field.TypeInt, value)
+	}
+	if value, ok := _u.mutation.AddedRateTurnsAtOnce(); ok {
+		_spec.AddField(organization.FieldRateTurnsAtOnce, field.TypeInt, value)
+	}
+	if _u.mutation.RateTurnsAtOnceCleared() {
+		_spec.ClearField(organization.FieldRateTurnsAtOnce, field.TypeInt)
 	}
 	if _u.mutation.UsersCleared() {
 		edge := &sqlgraph.EdgeSpec{

@@ -32,6 +32,10 @@ type User struct {
 	Admin bool `json:"admin,omitempty"`
 	// when an admin deactivated the user: their API tokens stop working at once; none: active
 	DeactivatedAt *time.Time `json:"deactivated_at,omitempty"`
+	// the OpenID Connect issuer the user signs in through; none: API tokens only
+	OidcIssuer *string `json:"oidc_issuer,omitempty"`
+	// the user's subject (sub claim) at that issuer
+	OidcSubject *string `json:"oidc_subject,omitempty"`
 	// Edges holds the relations/edges for other nodes in the graph.
 	// The values are being populated by the UserQuery when eager-loading is set.
 	Edges        UserEdges `json:"edges"`
@@ -94,7 +98,7 @@ func (*User) scanValues(columns []string) ([]any, error) {
 			values[i] = new(sql.NullBool)
 		case user.FieldID, user.FieldOrganizationID:
 			values[i] = new(sql.NullInt64)
-		case user.FieldName, user.FieldDepartment:
+		case user.FieldName, user.FieldDepartment, user.FieldOidcIssuer, user.FieldOidcSubject:
 			values[i] = new(sql.NullString)
 		case user.FieldCreatedAt, user.FieldUpdatedAt, user.FieldDeactivatedAt:
 			values[i] = new(sql.NullTime)
@@ -161,6 +165,20 @@ func (_m *User) assignValues(columns []string, values []any) error {
 			} else if value.Valid {
 				_m.DeactivatedAt = new(time.Time)
 				*_m.DeactivatedAt = value.Time
+			}
+		case user.FieldOidcIssuer:
+			if value, ok := values[i].(*sql.NullString); !ok {
+				return fmt.Errorf("unexpected type %T for field oidc_issuer", values[i])
+			} else if value.Valid {
+				_m.OidcIssuer = new(string)
+				*_m.OidcIssuer = value.String
+			}
+		case user.FieldOidcSubject:
+			if value, ok := values[i].(*sql.NullString); !ok {
+				return fmt.Errorf("unexpected type %T for field oidc_subject", values[i])
+			} else if value.Valid {
+				_m.OidcSubject = new(string)
+				*_m.OidcSubject = value.String
 			}
 		default:
 			_m.selectValues.Set(columns[i], values[i])
@@ -234,6 +252,16 @@ func (_m *User) String() string {
 	if v := _m.DeactivatedAt; v != nil {
 		builder.WriteString("deactivated_at=")
 		builder.WriteString(v.Format(time.ANSIC))
+	}
+	builder.WriteString(", ")
+	if v := _m.OidcIssuer; v != nil {
+		builder.WriteString("oidc_issuer=")
+		builder.WriteString(*v)
+	}
+	builder.WriteString(", ")
+	if v := _m.OidcSubject; v != nil {
+		builder.WriteString("oidc_subject=")
+		builder.WriteString(*v)
 	}
 	builder.WriteByte(')')
 	return builder.String()

@@ -107,6 +107,34 @@ func (_c *UserCreate) SetNillableDeactivatedAt(v *time.Time) *UserCreate {
 	return _c
 }
 
+// SetOidcIssuer sets the "oidc_issuer" field.
+func (_c *UserCreate) SetOidcIssuer(v string) *UserCreate {
+	_c.mutation.SetOidcIssuer(v)
+	return _c
+}
+
+// SetNillableOidcIssuer sets the "oidc_issuer" field if the given value is not nil.
+func (_c *UserCreate) SetNillableOidcIssuer(v *string) *UserCreate {
+	if v != nil {
+		_c.SetOidcIssuer(*v)
+	}
+	return _c
+}
+
+// SetOidcSubject sets the "oidc_subject" field.
+func (_c *UserCreate) SetOidcSubject(v string) *UserCreate {
+	_c.mutation.SetOidcSubject(v)
+	return _c
+}
+
+// SetNillableOidcSubject sets the "oidc_subject" field if the given value is not nil.
+func (_c *UserCreate) SetNillableOidcSubject(v *string) *UserCreate {
+	if v != nil {
+		_c.SetOidcSubject(*v)
+	}
+	return _c
+}
+
 // SetOrganization sets the "organization" edge to the Organization entity.
 func (_c *UserCreate) SetOrganization(v *Organization) *UserCreate {
 	return _c.SetOrganizationID(v.ID)
@@ -234,6 +262,16 @@ func (_c *UserCreate) check() error {
 	if _, ok := _c.mutation.Admin(); !ok {
 		return &ValidationError{Name: "admin", err: errors.New(`ent: missing required field "User.admin"`)}
 	}
+	if v, ok := _c.mutation.OidcIssuer(); ok {
+		if err := user.OidcIssuerValidator(v); err != nil {
+			return &ValidationError{Name: "oidc_issuer", err: fmt.Errorf(`ent: validator failed for field "User.oidc_issuer": %w`, err)}
+		}
+	}
+	if v, ok := _c.mutation.OidcSubject(); ok {
+		if err := user.OidcSubjectValidator(v); err != nil {
+			return &ValidationError{Name: "oidc_subject", err: fmt.Errorf(`ent: validator failed for field "User.oidc_subject": %w`, err)}
+		}
+	}
 	if len(_c.mutation.OrganizationIDs()) == 0 {
 		return &ValidationError{Name: "organization", err: errors.New(`ent: missing required edge "User.organization"`)}
 	}
@@ -287,6 +325,14 @@ func (_c *UserCreate) createSpec() (*User, *sqlgraph.CreateSpec) {
 	if value, ok := _c.mutation.DeactivatedAt(); ok {
 		_spec.SetField(user.FieldDeactivatedAt, field.TypeTime, value)
 		_node.DeactivatedAt = &value
+	}
+	if value, ok := _c.mutation.OidcIssuer(); ok {
+		_spec.SetField(user.FieldOidcIssuer, field.TypeString, value)
+		_node.OidcIssuer = &value
+	}
+	if value, ok := _c.mutation.OidcSubject(); ok {
+		_spec.SetField(user.FieldOidcSubject, field.TypeString, value)
+		_node.OidcSubject = &value
 	}
 	if nodes := _c.mutation.OrganizationIDs(); len(nodes) > 0 {
 		edge := &sqlgraph.EdgeSpec{
@@ -471,6 +517,12 @@ func (u *UserUpsertOne) UpdateNewValues() *UserUpsertOne {
 		}
 		if _, exists := u.create.mutation.OrganizationID(); exists {
 			s.SetIgnore(user.FieldOrganizationID)
+		}
+		if _, exists := u.create.mutation.OidcIssuer(); exists {
+			s.SetIgnore(user.FieldOidcIssuer)
+		}
+		if _, exists := u.create.mutation.OidcSubject(); exists {
+			s.SetIgnore(user.FieldOidcSubject)
 		}
 	}))
 	return u
@@ -761,6 +813,12 @@ func (u *UserUpsertBulk) UpdateNewValues() *UserUpsertBulk {
 			}
 			if _, exists := b.mutation.OrganizationID(); exists {
 				s.SetIgnore(user.FieldOrganizationID)
+			}
+			if _, exists := b.mutation.OidcIssuer(); exists {
+				s.SetIgnore(user.FieldOidcIssuer)
+			}
+			if _, exists := b.mutation.OidcSubject(); exists {
+				s.SetIgnore(user.FieldOidcSubject)
 			}
 		}
 	}))

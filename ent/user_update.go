@@ -265,6 +265,12 @@ func (_u *UserUpdate) sqlSave(ctx context.Context) (_node int, err error) {
 	if _u.mutation.DeactivatedAtCleared() {
 		_spec.ClearField(user.FieldDeactivatedAt, field.TypeTime)
 	}
+	if _u.mutation.OidcIssuerCleared() {
+		_spec.ClearField(user.FieldOidcIssuer, field.TypeString)
+	}
+	if _u.mutation.OidcSubjectCleared() {
+		_spec.ClearField(user.FieldOidcSubject, field.TypeString)
+	}
 	if _u.mutation.TokensCleared() {
 		edge := &sqlgraph.EdgeSpec{
 			Rel:     sqlgraph.O2M,
@@ -639,6 +645,12 @@ func (_u *UserUpdateOne) sqlSave(ctx context.Context) (_node *User, err error) {
 	}
 	if _u.mutation.DeactivatedAtCleared() {
 		_spec.ClearField(user.FieldDeactivatedAt, field.TypeTime)
+	}
+	if _u.mutation.OidcIssuerCleared() {
+		_spec.ClearField(user.FieldOidcIssuer, field.TypeString)
+	}
+	if _u.mutation.OidcSubjectCleared() {
+		_spec.ClearField(user.FieldOidcSubject, field.TypeString)
 	}
 	if _u.mutation.TokensCleared() {
 		edge := &sqlgraph.EdgeSpec{

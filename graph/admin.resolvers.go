@@ -85,6 +85,19 @@ func (r *mutationResolver) RevokeAPIToken(ctx context.Context, id int) (*ent.API
 	return r.revokeAPIToken(ctx, id)
 }
 
+// SetRateLimits is the resolver for the setRateLimits field.
+func (r *mutationResolver) SetRateLimits(ctx context.Context, input model.SetRateLimitsInput) (*ent.Organization, error) {
+	return r.setRateLimits(ctx, input)
+}
+
+// RateLimits is the resolver for the rateLimits field.
+func (r *organizationResolver) RateLimits(ctx context.Context, obj *ent.Organization) (*model.RateLimits, error) {
+	if r.limits == nil {
+		return &model.RateLimits{RequestsPerSecondDefault: true, TurnsAtOnceDefault: true}, nil
+	}
+	return r.limits.rateLimitsOf(obj), nil
+}
+
 // Agents is the resolver for the agents field.
 func (r *queryResolver) Agents(ctx context.Context, first *int, after *entgql.Cursor[int], last *int, before *entgql.Cursor[int], orderBy []*ent.AgentOrder) (*ent.AgentConnection, error) {
 	if err := checkPage(first, last); err != nil {

@@ -59,6 +59,9 @@ func (r *queryResolver) Turns(ctx context.Context, after *entgql.Cursor[int], fi
 // Conversation returns generated.ConversationResolver implementation.
 func (r *Resolver) Conversation() generated.ConversationResolver { return &conversationResolver{r} }
 
+// Organization returns generated.OrganizationResolver implementation.
+func (r *Resolver) Organization() generated.OrganizationResolver { return &organizationResolver{r} }
+
 // Query returns generated.QueryResolver implementation.
 func (r *Resolver) Query() generated.QueryResolver { return &queryResolver{r} }
 
@@ -73,6 +76,7 @@ func (r *Resolver) User() generated.UserResolver { return &userResolver{r} }
 
 type (
 	conversationResolver struct{ *Resolver }
+	organizationResolver struct{ *Resolver }
 	queryResolver        struct{ *Resolver }
 	toolCallResolver     struct{ *Resolver }
 	turnResolver         struct{ *Resolver }

@@ -57,6 +57,8 @@ type Resolver struct {
 	// reads shares what a turn event's subscribers read of it
 	// (turn_events.go).
 	reads eventReads
+	// limits are the server's rate limits (ratelimit.go); nil: none.
+	limits *limits
 }
 
 // appListTimeout bounds asking one application's server for its tools:

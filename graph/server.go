@@ -101,6 +101,9 @@ type Config struct {
 	// TracerProvider, when set, gives requests server spans and operations
 	// and resolvers spans of their own (trace.go); nil traces nothing.
 	TracerProvider trace.TracerProvider
+	// Portal is CORS, sign-in, rate limits and the schema endpoint
+	// (portal.go).
+	Portal PortalConfig
 }
 
 // Server is toolgate's HTTP API.
@@ -113,6 +116,8 @@ type Server struct {
 	mux      *http.ServeMux
 	// handler is the mux, traced when the server traces.
 	handler http.Handler
+	// limits are the rate limits (ratelimit.go).
+	limits *limits
 }
 
 // NewServer builds the HTTP API over cfg.DB.
@@ -153,6 +158,7 @@ func NewServer(cfg Config) *Server {
 	if cfg.Signer != nil {
 		s.auth.Scope = scopeResolver(client, cfg.Signer)
 	}
+	s.portal()
 	s.gql = s.newGraphQL()
 	m := newMetrics(reg)
 	s.gql.Use(m)
@@ -176,9 +182,10 @@ func NewServer(cfg Config) *Server {
 	})
 	s.mux.HandleFunc("/readyz", s.readyz)
 	s.mux.Handle("/metrics", promhttp.HandlerFor(reg, promhttp.HandlerOpts{}))
-	s.handler = s.mux
+	s.portalRoutes()
+	s.handler = s.portalHandler(s.mux)
 	if cfg.TracerProvider != nil {
-		s.handler = traceHTTP(cfg.TracerProvider, s.mux)
+		s.handler = traceHTTP(cfg.TracerProvider, s.handler)
 	}
 	return s
 }
@@ -213,6 +220,7 @@ func (s *Server) newGraphQL() *handler.Server {
 	}
 	cfg := generated.Config{Resolvers: &Resolver{Client: s.client, Dialect: s.cfg.DB.Dialect, Log: s.cfg.Log, Runner: s.cfg.Runner, Apps: apps, Web: s.cfg.Web, Sandbox: s.cfg.Sandbox, Documents: s.cfg.Documents, Browser: s.cfg.Browser,
 		History: history.New(s.cfg.DB), Memory: memory.New(s.cfg.DB, s.embedder())}}
+	cfg.Resolvers.(*Resolver).limits = s.limits
 	pageTimes := func(child int, first, last *int) int {
 		n := DefaultPage
 		if first != nil {
@@ -284,6 +292,7 @@ func (s *Server) newGraphQL() *handler.Server {
 	subs := &subscriptions{perSocket: s.cfg.SubscriptionsPerSocket, perToken: s.cfg.SubscriptionsPerToken, byToken: map[string]int{}}
 	srv.AroundOperations(subs.limit)
 	srv.AroundRootFields(scopeGuard)
+	srv.AroundRootFields(s.limits.turnsAtOnce)
 	srv.AroundRootFields(idempotent)
 	if !s.cfg.ResolveTranscripts {
 		// Innermost: after the scope guard, like the resolver it stands in for.
@@ -306,6 +315,9 @@ func (s *Server) websocketInit(ctx context.Context, p transport.InitPayload) (co
 		if v, ok := p["authorization"].(string); ok {
 			header = v
 		}
+	}
+	if header == "" && auth.SessionToken(ctx) != "" {
+		header = "Bearer " + auth.SessionToken(ctx) // the upgrade's session cookie
 	}
 	refuse := func() (context.Context, *transport.InitPayload, error) {
 		ctx = transport.WithWebsocketCloseCode(transport.AppendCloseReason(ctx, "unauthenticated"), 4401)
@@ -365,8 +377,11 @@ func (s *Server) presentError(ctx context.Context, err error) *gqlerror.Error {
 		valErr   *ent.ValidationError
 		conErr   *ent.ConstraintError
 		source   *gqlerror.Error
+		limited  *RateLimitedError
 	)
 	switch {
+	case errors.As(err, &limited):
+		return presentLimited(ctx, gqlErr, limited)
 	case errors.Is(err, auth.ErrNotFound) || ent.IsNotFound(err):
 		return coded(gqlErr, "not found", "NOT_FOUND")
 	case errors.Is(err, auth.ErrForbidden):

@@ -123,6 +123,8 @@ func serve(ctx context.Context, args []string, stdout, stderr io.Writer, log *sl
 	fs.StringVar(&ec.Provider, "embedding-provider", env("TOOLGATE_EMBEDDING_PROVIDER", ""), "openai, local or none (env TOOLGATE_EMBEDDING_PROVIDER; default: openai when OPENAI_API_KEY is set, else local)")
 	fs.StringVar(&ec.Model, "embedding-model", env("TOOLGATE_EMBEDDING_MODEL", ""), "the embedding model (env TOOLGATE_EMBEDDING_MODEL; default: the provider's)")
 	fs.BoolVar(&rc.traceSizes, "trace-sizes", env("TOOLGATE_TRACE_SIZES", "") == "true", "add to traced spans the sizes of prompts, answers, tool arguments and results, never their contents (env TOOLGATE_TRACE_SIZES=true; traces themselves are configured by the OTEL_* variables)")
+	var pf portalFlags
+	pf.register(fs)
 	maxUpload := fs.Int64("max-upload-bytes", int64(atoiEnv("TOOLGATE_MAX_UPLOAD_BYTES", graph.DefaultMaxUploadBytes)), "body limit of a multipart upload (env TOOLGATE_MAX_UPLOAD_BYTES)")
 	if err := fs.Parse(args); err != nil {
 		return err
@@ -212,8 +214,14 @@ func serve(ctx context.Context, args []string, stdout, stderr io.Writer, log *sl
 	}
 	sandbox.Prestart()
 	defer sandbox.Close()
+	portal, err := pf.config(d, log)
+	if err != nil {
+		_ = ln.Close()
+		return err
+	}
 	srv := graph.NewServer(graph.Config{DB: d, Log: log, Signer: signer, Runner: runner, Web: webService,
-		Documents: docs, Sandbox: sandbox, Browser: pages, MaxUploadBytes: *maxUpload, Registry: reg, TracerProvider: tracer})
+		Documents: docs, Sandbox: sandbox, Browser: pages, MaxUploadBytes: *maxUpload, Registry: reg, TracerProvider: tracer,
+		Portal: portal})
 	var demoTurn int
 	if *demo {
 		var token string

@@ -23,6 +23,7 @@ Usage:
   toolgate migrate   [flags]   bring the database schema up to date and exit
   toolgate bootstrap --org NAME --user NAME --department NAME
                                create (or reuse) an organisation and user and print a new API token
+  toolgate schema              print the GraphQL schema (SDL), for code generators
 `
 
 func main() {
@@ -49,6 +50,8 @@ func run(ctx context.Context, args []string, stdout, stderr io.Writer) error {
 		return migrate(ctx, args[1:], stdout, stderr)
 	case "bootstrap":
 		return bootstrap(ctx, args[1:], stdout, stderr)
+	case "schema":
+		return schema(args[1:], stdout, stderr)
 	case "sandbox":
 		// Hidden: the child run_code starts, one job over stdin and stdout.
 		return code.ServeChild(os.Stdin, stdout)

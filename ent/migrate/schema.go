@@ -445,6 +445,8 @@ var (
 		{Name: "updated_at", Type: field.TypeTime},
 		{Name: "name", Type: field.TypeString, Unique: true, Size: 200},
 		{Name: "web_research", Type: field.TypeBool, Default: false},
+		{Name: "rate_requests_per_second", Type: field.TypeInt, Nullable: true},
+		{Name: "rate_turns_at_once", Type: field.TypeInt, Nullable: true},
 	}
 	// OrganizationsTable holds the schema information for the "organizations" table.
 	OrganizationsTable = &schema.Table{
@@ -688,6 +690,8 @@ var (
 		{Name: "department", Type: field.TypeString, Size: 200, Default: ""},
 		{Name: "admin", Type: field.TypeBool, Default: false},
 		{Name: "deactivated_at", Type: field.TypeTime, Nullable: true},
+		{Name: "oidc_issuer", Type: field.TypeString, Nullable: true, Size: 500},
+		{Name: "oidc_subject", Type: field.TypeString, Nullable: true, Size: 500},
 		{Name: "organization_id", Type: field.TypeInt},
 	}
 	// UsersTable holds the schema information for the "users" table.
@@ -698,7 +702,7 @@ var (
 		ForeignKeys: []*schema.ForeignKey{
 			{
 				Symbol:     "users_organizations_users",
-				Columns:    []*schema.Column{UsersColumns[7]},
+				Columns:    []*schema.Column{UsersColumns[9]},
 				RefColumns: []*schema.Column{OrganizationsColumns[0]},
 				OnDelete:   schema.NoAction,
 			},
@@ -707,7 +711,12 @@ var (
 			{
 				Name:    "user_organization_id_name",
 				Unique:  true,
-				Columns: []*schema.Column{UsersColumns[7], UsersColumns[3]},
+				Columns: []*schema.Column{UsersColumns[9], UsersColumns[3]},
+			},
+			{
+				Name:    "user_oidc_issuer_oidc_subject",
+				Unique:  true,
+				Columns: []*schema.Column{UsersColumns[7], UsersColumns[8]},
 			},
 		},
 	}

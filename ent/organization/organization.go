@@ -23,6 +23,10 @@ const (
 	FieldName = "name"
 	// FieldWebResearch holds the string denoting the web_research field in the database.
 	FieldWebResearch = "web_research"
+	// FieldRateRequestsPerSecond holds the string denoting the rate_requests_per_second field in the database.
+	FieldRateRequestsPerSecond = "rate_requests_per_second"
+	// FieldRateTurnsAtOnce holds the string denoting the rate_turns_at_once field in the database.
+	FieldRateTurnsAtOnce = "rate_turns_at_once"
 	// EdgeUsers holds the string denoting the users edge name in mutations.
 	EdgeUsers = "users"
 	// EdgeAgents holds the string denoting the agents edge name in mutations.
@@ -70,6 +74,8 @@ var Columns = []string{
 	FieldUpdatedAt,
 	FieldName,
 	FieldWebResearch,
+	FieldRateRequestsPerSecond,
+	FieldRateTurnsAtOnce,
 }
 
 // ValidColumn reports if the column name is valid (part of the table columns).
@@ -100,6 +106,10 @@ var (
 	NameValidator func(string) error
 	// DefaultWebResearch holds the default value on creation for the "web_research" field.
 	DefaultWebResearch bool
+	// RateRequestsPerSecondValidator is a validator for the "rate_requests_per_second" field. It is called by the builders before save.
+	RateRequestsPerSecondValidator func(int) error
+	// RateTurnsAtOnceValidator is a validator for the "rate_turns_at_once" field. It is called by the builders before save.
+	RateTurnsAtOnceValidator func(int) error
 )
 
 // OrderOption defines the ordering options for the Organization queries.
@@ -128,6 +138,16 @@ func ByName(opts ...sql.OrderTermOption) OrderOption {
 // ByWebResearch orders the results by the web_research field.
 func ByWebResearch(opts ...sql.OrderTermOption) OrderOption {
 	return sql.OrderByField(FieldWebResearch, opts...).ToFunc()
+}
+
+// ByRateRequestsPerSecond orders the results by the rate_requests_per_second field.
+func ByRateRequestsPerSecond(opts ...sql.OrderTermOption) OrderOption {
+	return sql.OrderByField(FieldRateRequestsPerSecond, opts...).ToFunc()
+}
+
+// ByRateTurnsAtOnce orders the results by the rate_turns_at_once field.
+func ByRateTurnsAtOnce(opts ...sql.OrderTermOption) OrderOption {
+	return sql.OrderByField(FieldRateTurnsAtOnce, opts...).ToFunc()
 }
 
 // ByUsersCount orders the results by users count.

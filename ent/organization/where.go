@@ -75,6 +75,16 @@ func WebResearch(v bool) predicate.Organization {
 	return predicate.Organization(sql.FieldEQ(FieldWebResearch, v))
 }
 
+// RateRequestsPerSecond applies equality check predicate on the "rate_requests_per_second" field. It's identical to RateRequestsPerSecondEQ.
+func RateRequestsPerSecond(v int) predicate.Organization {
+	return predicate.Organization(sql.FieldEQ(FieldRateRequestsPerSecond, v))
+}
+
+// RateTurnsAtOnce applies equality check predicate on the "rate_turns_at_once" field. It's identical to RateTurnsAtOnceEQ.
+func RateTurnsAtOnce(v int) predicate.Organization {
+	return predicate.Organization(sql.FieldEQ(FieldRateTurnsAtOnce, v))
+}
+
 // CreatedAtEQ applies the EQ predicate on the "created_at" field.
 func CreatedAtEQ(v time.Time) predicate.Organization {
 	return predicate.Organization(sql.FieldEQ(FieldCreatedAt, v))
@@ -228,6 +238,106 @@ func WebResearchEQ(v bool) predicate.Organization {
 // WebResearchNEQ applies the NEQ predicate on the "web_research" field.
 func WebResearchNEQ(v bool) predicate.Organization {
 	return predicate.Organization(sql.FieldNEQ(FieldWebResearch, v))
+}
+
+// RateRequestsPerSecondEQ applies the EQ predicate on the "rate_requests_per_second" field.
+func RateRequestsPerSecondEQ(v int) predicate.Organization {
+	return predicate.Organization(sql.FieldEQ(FieldRateRequestsPerSecond, v))
+}
+
+// RateRequestsPerSecondNEQ applies the NEQ predicate on the "rate_requests_per_second" field.
+func RateRequestsPerSecondNEQ(v int) predicate.Organization {
+	return predicate.Organization(sql.FieldNEQ(FieldRateRequestsPerSecond, v))
+}
+
+// RateRequestsPerSecondIn applies the In predicate on the "rate_requests_per_second" field.
+func RateRequestsPerSecondIn(vs ...int) predicate.Organization {
+	return predicate.Organization(sql.FieldIn(FieldRateRequestsPerSecond, vs...))
+}
+
+// RateRequestsPerSecondNotIn applies the NotIn predicate on the "rate_requests_per_second" field.
+func RateRequestsPerSecondNotIn(vs ...int) predicate.Organization {
+	return predicate.Organization(sql.FieldNotIn(FieldRateRequestsPerSecond, vs...))
+}
+
+// RateRequestsPerSecondGT applies the GT predicate on the "rate_requests_per_second" field.
+func RateRequestsPerSecondGT(v int) predicate.Organization {
+	return predicate.Organization(sql.FieldGT(FieldRateRequestsPerSecond, v))
+}
+
+// RateRequestsPerSecondGTE applies the GTE predicate on the "rate_requests_per_second" field.
+func RateRequestsPerSecondGTE(v int) predicate.Organization {
+	return predicate.Organization(sql.FieldGTE(FieldRateRequestsPerSecond, v))
+}
+
+// RateRequestsPerSecondLT applies the LT predicate on the "rate_requests_per_second" field.
+func RateRequestsPerSecondLT(v int) predicate.Organization {
+	return predicate.Organization(sql.FieldLT(FieldRateRequestsPerSecond, v))
+}
+
+// RateRequestsPerSecondLTE applies the LTE predicate on the "rate_requests_per_second" field.
+func RateRequestsPerSecondLTE(v int) predicate.Organization {
+	return predicate.Organization(sql.FieldLTE(FieldRateRequestsPerSecond, v))
+}
+
+// RateRequestsPerSecondIsNil applies the IsNil predicate on the "rate_requests_per_second" field.
+func RateRequestsPerSecondIsNil() predicate.Organization {
+	return predicate.Organization(sql.FieldIsNull(FieldRateRequestsPerSecond))
+}
+
+// RateRequestsPerSecondNotNil applies the NotNil predicate on the "rate_requests_per_second" field.
+func RateRequestsPerSecondNotNil() predicate.Organization {
+	return predicate.Organization(sql.FieldNotNull(FieldRateRequestsPerSecond))
+}
+
+// RateTurnsAtOnceEQ applies the EQ predicate on the "rate_turns_at_once" field.
+func RateTurnsAtOnceEQ(v int) predicate.Organization {
+	return predicate.Organization(sql.FieldEQ(FieldRateTurnsAtOnce, v))
+}
+
+// RateTurnsAtOnceNEQ applies the NEQ predicate on the "rate_turns_at_once" field.
+func RateTurnsAtOnceNEQ(v int) predicate.Organization {
+	return predicate.Organization(sql.FieldNEQ(FieldRateTurnsAtOnce, v))
+}
+
+// RateTurnsAtOnceIn applies the In predicate on the "rate_turns_at_once" field.
+func RateTurnsAtOnceIn(vs ...int) predicate.Organization {
+	return predicate.Organization(sql.FieldIn(FieldRateTurnsAtOnce, vs...))
+}
+
+// RateTurnsAtOnceNotIn applies the NotIn predicate on the "rate_turns_at_once" field.
+func RateTurnsAtOnceNotIn(vs ...int) predicate.Organization {
+	return predicate.Organization(sql.FieldNotIn(FieldRateTurnsAtOnce, vs...))
+}
+
+// RateTurnsAtOnceGT applies the GT predicate on the "rate_turns_at_once" field.
+func RateTurnsAtOnceGT(v int) predicate.Organization {
+	return predicate.Organization(sql.FieldGT(FieldRateTurnsAtOnce, v))
+}
+
+// RateTurnsAtOnceGTE applies the GTE predicate on the "rate_turns_at_once" field.
+func RateTurnsAtOnceGTE(v int) predicate.Organization {
+	return predicate.Organization(sql.FieldGTE(FieldRateTurnsAtOnce, v))
+}
+
+// RateTurnsAtOnceLT applies the LT predicate on the "rate_turns_at_once" field.
+func RateTurnsAtOnceLT(v int) predicate.Organization {
+	return predicate.Organization(sql.FieldLT(FieldRateTurnsAtOnce, v))
+}
+
+// RateTurnsAtOnceLTE applies the LTE predicate on the "rate_turns_at_once" field.
+func RateTurnsAtOnceLTE(v int) predicate.Organization {
+	return predicate.Organization(sql.FieldLTE(FieldRateTurnsAtOnce, v))
+}
+
+// RateTurnsAtOnceIsNil applies the IsNil predicate on the "rate_turns_at_once" field.
+func RateTurnsAtOnceIsNil() predicate.Organization {
+	return predicate.Organization(sql.FieldIsNull(FieldRateTurnsAtOnce))
+}
+
+// RateTurnsAtOnceNotNil applies the NotNil predicate on the "rate_turns_at_once" field.
+func RateTurnsAtOnceNotNil() predicate.Organization {
+	return predicate.Organization(sql.FieldNotNull(FieldRateTurnsAtOnce))
 }
 
 // HasUsers applies the HasEdge predicate on the "users" edge.

@@ -723,6 +723,14 @@ func init() {
 	organizationDescWebResearch := organizationFields[1].Descriptor()
 	// organization.DefaultWebResearch holds the default value on creation for the web_research field.
 	organization.DefaultWebResearch = organizationDescWebResearch.Default.(bool)
+	// organizationDescRateRequestsPerSecond is the schema descriptor for rate_requests_per_second field.
+	organizationDescRateRequestsPerSecond := organizationFields[2].Descriptor()
+	// organization.RateRequestsPerSecondValidator is a validator for the "rate_requests_per_second" field. It is called by the builders before save.
+	organization.RateRequestsPerSecondValidator = organizationDescRateRequestsPerSecond.Validators[0].(func(int) error)
+	// organizationDescRateTurnsAtOnce is the schema descriptor for rate_turns_at_once field.
+	organizationDescRateTurnsAtOnce := organizationFields[3].Descriptor()
+	// organization.RateTurnsAtOnceValidator is a validator for the "rate_turns_at_once" field. It is called by the builders before save.
+	organization.RateTurnsAtOnceValidator = organizationDescRateTurnsAtOnce.Validators[0].(func(int) error)
 	settingMixin := schema.Setting{}.Mixin()
 	setting.Policy = privacy.NewPolicies(settingMixin[1], schema.Setting{})
 	setting.Hooks[0] = func(next ent.Mutator) ent.Mutator {
@@ -1071,6 +1079,14 @@ func init() {
 	userDescAdmin := userFields[3].Descriptor()
 	// user.DefaultAdmin holds the default value on creation for the admin field.
 	user.DefaultAdmin = userDescAdmin.Default.(bool)
+	// userDescOidcIssuer is the schema descriptor for oidc_issuer field.
+	userDescOidcIssuer := userFields[5].Descriptor()
+	// user.OidcIssuerValidator is a validator for the "oidc_issuer" field. It is called by the builders before save.
+	user.OidcIssuerValidator = userDescOidcIssuer.Validators[0].(func(string) error)
+	// userDescOidcSubject is the schema descriptor for oidc_subject field.
+	userDescOidcSubject := userFields[6].Descriptor()
+	// user.OidcSubjectValidator is a validator for the "oidc_subject" field. It is called by the builders before save.
+	user.OidcSubjectValidator = userDescOidcSubject.Validators[0].(func(string) error)
 	workspacefileMixin := schema.WorkspaceFile{}.Mixin()
 	workspacefile.Policy = privacy.NewPolicies(workspacefileMixin[1], schema.WorkspaceFile{})
 	workspacefile.Hooks[0] = func(next ent.Mutator) ent.Mutator {

@@ -25,6 +25,11 @@ func (Organization) Fields() []ent.Field {
 		// the server has a provider.
 		field.Bool("web_research").Default(false).
 			Comment("Whether research_web and read_page are offered to the organisation's agents; they also need the approved web provider configured on the server. Admins set it with updateOrganization."),
+		// Rate limits of the organisation's people; none: the server's
+		// defaults. Shown through Organization.rateLimits, set with
+		// setRateLimits.
+		field.Int("rate_requests_per_second").Optional().Nillable().Positive().Annotations(entgql.Skip()),
+		field.Int("rate_turns_at_once").Optional().Nillable().Positive().Annotations(entgql.Skip()),
 	}
 }
 

@@ -29,6 +29,13 @@ func (User) Fields() []ent.Field {
 			Comment("admins reach every conversation of their organisation"),
 		field.Time("deactivated_at").Optional().Nillable().
 			Comment("when an admin deactivated the user: their API tokens stop working at once; none: active"),
+		// A person who signs in through an OpenID Connect issuer is known
+		// by the issuer and its subject, never by name: names change and
+		// two people may share one.
+		field.String("oidc_issuer").Optional().Nillable().Immutable().MaxLen(500).Annotations(entgql.Skip()).
+			Comment("the OpenID Connect issuer the user signs in through; none: API tokens only"),
+		field.String("oidc_subject").Optional().Nillable().Immutable().MaxLen(500).Annotations(entgql.Skip()).
+			Comment("the user's subject (sub claim) at that issuer"),
 	}
 }
 
@@ -46,6 +53,7 @@ func (User) Edges() []ent.Edge {
 func (User) Indexes() []ent.Index {
 	return []ent.Index{
 		index.Fields("organization_id", "name").Unique(),
+		index.Fields("oidc_issuer", "oidc_subject").Unique(),
 	}
 }
 

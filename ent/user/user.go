@@ -29,6 +29,10 @@ const (
 	FieldAdmin = "admin"
 	// FieldDeactivatedAt holds the string denoting the deactivated_at field in the database.
 	FieldDeactivatedAt = "deactivated_at"
+	// FieldOidcIssuer holds the string denoting the oidc_issuer field in the database.
+	FieldOidcIssuer = "oidc_issuer"
+	// FieldOidcSubject holds the string denoting the oidc_subject field in the database.
+	FieldOidcSubject = "oidc_subject"
 	// EdgeOrganization holds the string denoting the organization edge name in mutations.
 	EdgeOrganization = "organization"
 	// EdgeTokens holds the string denoting the tokens edge name in mutations.
@@ -70,6 +74,8 @@ var Columns = []string{
 	FieldDepartment,
 	FieldAdmin,
 	FieldDeactivatedAt,
+	FieldOidcIssuer,
+	FieldOidcSubject,
 }
 
 // ValidColumn reports if the column name is valid (part of the table columns).
@@ -104,6 +110,10 @@ var (
 	DepartmentValidator func(string) error
 	// DefaultAdmin holds the default value on creation for the "admin" field.
 	DefaultAdmin bool
+	// OidcIssuerValidator is a validator for the "oidc_issuer" field. It is called by the builders before save.
+	OidcIssuerValidator func(string) error
+	// OidcSubjectValidator is a validator for the "oidc_subject" field. It is called by the builders before save.
+	OidcSubjectValidator func(string) error
 )
 
 // OrderOption defines the ordering options for the User queries.
@@ -147,6 +157,16 @@ func ByAdmin(opts ...sql.OrderTermOption) OrderOption {
 // ByDeactivatedAt orders the results by the deactivated_at field.
 func ByDeactivatedAt(opts ...sql.OrderTermOption) OrderOption {
 	return sql.OrderByField(FieldDeactivatedAt, opts...).ToFunc()
+}
+
+// ByOidcIssuer orders the results by the oidc_issuer field.
+func ByOidcIssuer(opts ...sql.OrderTermOption) OrderOption {
+	return sql.OrderByField(FieldOidcIssuer, opts...).ToFunc()
+}
+
+// ByOidcSubject orders the results by the oidc_subject field.
+func ByOidcSubject(opts ...sql.OrderTermOption) OrderOption {
+	return sql.OrderByField(FieldOidcSubject, opts...).ToFunc()
 }
 
 // ByOrganizationField orders the results by organization field.

@@ -25,6 +25,13 @@ type Authenticator struct {
 	Scope func(ctx context.Context, token string) (*Viewer, error)
 	// Clock tells the time for expiry and last use; nil is time.Now.
 	Clock func() time.Time
+	// OIDC verifies an OpenID Connect issuer's JWTs; nil accepts none.
+	OIDC *OIDC
+	// Sessions, when set, also accepts a session cookie (session.go).
+	Sessions *Sessions
+	// Limit wraps what runs once a request's token is accepted (the rate
+	// limits), before anything of its body is read; nil: nothing.
+	Limit func(http.Handler) http.Handler
 	log   *slog.Logger
 
 	mu      sync.Mutex
@@ -38,6 +45,9 @@ func NewAuthenticator(client *ent.Client, log *slog.Logger) *Authenticator {
 
 // Resolve returns the viewer a token belongs to, or ErrNotFound.
 func (a *Authenticator) Resolve(ctx context.Context, token string) (*Viewer, error) {
+	if a.OIDC != nil && LooksLikeJWT(token) {
+		return a.OIDC.Resolve(ctx, token)
+	}
 	if a.Scope != nil && !hasAPIPrefix(token) {
 		return a.Scope(ctx, token)
 	}
@@ -110,20 +120,32 @@ const Unauthenticated = `{"errors":[{"message":"unauthenticated: send Authorizat
 // its body neither read nor awaited (leaveBody). A websocket authenticates in its connection_init message
 // instead, and a CORS preflight carries no credentials.
 func (a *Authenticator) Middleware(next http.Handler) http.Handler {
+	admitted := next
+	if a.Limit != nil {
+		admitted = a.Limit(next)
+	}
 	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		if r.Method == http.MethodOptions || isWebsocket(r) {
-			next.ServeHTTP(w, r)
+			next.ServeHTTP(w, a.Sessions.forSocket(r))
 			return
 		}
-		token, ok := Bearer(r.Header.Get("Authorization"))
+		header := r.Header.Get("Authorization")
+		token, ok := Bearer(header)
+		cookie := false
+		if header == "" {
+			token, ok = a.Sessions.fromCookie(r)
+			cookie = ok
+		}
 		if !ok {
 			refuse(w, r)
 			return
 		}
 		v, err := a.Resolve(r.Context(), token)
 		switch {
+		case err == nil && cookie && !checkCSRF(r, token):
+			refuseCSRF(w)
 		case err == nil:
-			next.ServeHTTP(w, r.WithContext(WithViewer(r.Context(), v)))
+			admitted.ServeHTTP(w, r.WithContext(WithViewer(r.Context(), v)))
 		case errors.Is(err, ErrNotFound):
 			refuse(w, r)
 		default:

@@ -57,6 +57,7 @@ type ResolverRoot interface {
 	Conversation() ConversationResolver
 	ModelCall() ModelCallResolver
 	Mutation() MutationResolver
+	Organization() OrganizationResolver
 	PrintedPdf() PrintedPdfResolver
 	Query() QueryResolver
 	Subscription() SubscriptionResolver
@@ -529,6 +530,7 @@ type ComplexityRoot struct {
 		RunCode             func(childComplexity int, conversationID *int, code string, toolResults []string) int
 		SendMessage         func(childComplexity int, input model.SendMessageInput) int
 		SetBudget           func(childComplexity int, input model.SetBudgetInput) int
+		SetRateLimits       func(childComplexity int, input model.SetRateLimitsInput) int
 		StartConversation   func(childComplexity int, input model.StartConversationInput) int
 		SuggestNextActions  func(childComplexity int, conversationID *int, suggestions []string) int
 		UpdateAgent         func(childComplexity int, input model.UpdateAgentInput) int
@@ -542,6 +544,7 @@ type ComplexityRoot struct {
 		CreatedAt   func(childComplexity int) int
 		ID          func(childComplexity int) int
 		Name        func(childComplexity int) int
+		RateLimits  func(childComplexity int) int
 		UpdatedAt   func(childComplexity int) int
 		WebResearch func(childComplexity int) int
 	}
@@ -650,6 +653,13 @@ type ComplexityRoot struct {
 		Usage                   func(childComplexity int, month *string) int
 		Users                   func(childComplexity int) int
 		Viewer                  func(childComplexity int) int
+	}
+
+	RateLimits struct {
+		RequestsPerSecond        func(childComplexity int) int
+		RequestsPerSecondDefault func(childComplexity int) int
+		TurnsAtOnce              func(childComplexity int) int
+		TurnsAtOnceDefault       func(childComplexity int) int
 	}
 
 	RemoveApplicationPayload struct {
@@ -1069,6 +1079,7 @@ type MutationResolver interface {
 	RegisterApplication(ctx context.Context, input model.RegisterApplicationInput) (*ent.Application, error)
 	CreateAPIToken(ctx context.Context, input model.CreateAPITokenInput) (*model.CreatedAPIToken, error)
 	RevokeAPIToken(ctx context.Context, id int) (*ent.APIToken, error)
+	SetRateLimits(ctx context.Context, input model.SetRateLimitsInput) (*ent.Organization, error)
 	CreateArtifact(ctx context.Context, conversationID *int, title string, kind string, content string) (*artifact.Saved, error)
 	RewriteArtifact(ctx context.Context, conversationID *int, artifactID int, content string) (*artifact.Saved, error)
 	UpdateArtifact(ctx context.Context, conversationID *int, artifactID int, edits []*workspace.EditInput) (*artifact.Saved, error)
@@ -1099,6 +1110,9 @@ type MutationResolver interface {
 	WriteFiles(ctx context.Context, conversationID *int, files []*workspace.FileInput) (*workspace.WriteResult, error)
 	EditFile(ctx context.Context, conversationID *int, path string, edits []*workspace.EditInput) (*workspace.EditResult, error)
 	DeleteFile(ctx context.Context, conversationID *int, path string) (*workspace.Deleted, error)
+}
+type OrganizationResolver interface {
+	RateLimits(ctx context.Context, obj *ent.Organization) (*model.RateLimits, error)
 }
 type PrintedPdfResolver interface {
 	DownloadURL(ctx context.Context, obj *artifact.Printed) (string, error)
@@ -3149,6 +3163,17 @@ func (e *executableSchema) Complexity(ctx context.Context, typeName, field strin
 		}
 
 		return e.ComplexityRoot.Mutation.SetBudget(childComplexity, args["input"].(model.SetBudgetInput)), true
+	case "Mutation.setRateLimits":
+		if e.ComplexityRoot.Mutation.SetRateLimits == nil {
+			break
+		}
+
+		args, err := ec.field_Mutation_setRateLimits_args(ctx, rawArgs)
+		if err != nil {
+			return 0, false
+		}
+
+		return e.ComplexityRoot.Mutation.SetRateLimits(childComplexity, args["input"].(model.SetRateLimitsInput)), true
 	case "Mutation.startConversation":
 		if e.ComplexityRoot.Mutation.StartConversation == nil {
 			break
@@ -3245,6 +3270,12 @@ func (e *executableSchema) Complexity(ctx context.Context, typeName, field strin
 		}
 
 		return e.ComplexityRoot.Organization.Name(childComplexity), true
+	case "Organization.rateLimits":
+		if e.ComplexityRoot.Organization.RateLimits == nil {
+			break
+		}
+
+		return e.ComplexityRoot.Organization.RateLimits(childComplexity), true
 	case "Organization.updatedAt":
 		if e.ComplexityRoot.Organization.UpdatedAt == nil {
 			break
@@ -3867,6 +3898,31 @@ func (e *executableSchema) Complexity(ctx context.Context, typeName, field strin
 		}
 
 		return e.ComplexityRoot.Query.Viewer(childComplexity), true
+
+	case "RateLimits.requestsPerSecond":
+		if e.ComplexityRoot.RateLimits.RequestsPerSecond == nil {
+			break
+		}
+
+		return e.ComplexityRoot.RateLimits.RequestsPerSecond(childComplexity), true
+	case "RateLimits.requestsPerSecondDefault":
+		if e.ComplexityRoot.RateLimits.RequestsPerSecondDefault == nil {
+			break
+		}
+
+		return e.ComplexityRoot.RateLimits.RequestsPerSecondDefault(childComplexity), true
+	case "RateLimits.turnsAtOnce":
+		if e.ComplexityRoot.RateLimits.TurnsAtOnce == nil {
+			break
+		}
+
+		return e.ComplexityRoot.RateLimits.TurnsAtOnce(childComplexity), true
+	case "RateLimits.turnsAtOnceDefault":
+		if e.ComplexityRoot.RateLimits.TurnsAtOnceDefault == nil {
+			break
+		}
+
+		return e.ComplexityRoot.RateLimits.TurnsAtOnceDefault(childComplexity), true
 
 	case "RemoveApplicationPayload.id":
 		if e.ComplexityRoot.RemoveApplicationPayload.ID == nil {
@@ -5365,6 +5421,7 @@ func (e *executableSchema) Exec(ctx context.Context) graphql.ResponseHandler {
 			graphql.NewInputUnmarshaler("RemoveApplicationInput", ec.unmarshalInputRemoveApplicationInput),
 			graphql.NewInputUnmarshaler("SendMessageInput", ec.unmarshalInputSendMessageInput),
 			graphql.NewInputUnmarshaler("SetBudgetInput", ec.unmarshalInputSetBudgetInput),
+			graphql.NewInputUnmarshaler("SetRateLimitsInput", ec.unmarshalInputSetRateLimitsInput),
 			graphql.NewInputUnmarshaler("StartConversationInput", ec.unmarshalInputStartConversationInput),
 			graphql.NewInputUnmarshaler("TurnOrder", ec.unmarshalInputTurnOrder),
 			graphql.NewInputUnmarshaler("TurnWhereInput", ec.unmarshalInputTurnWhereInput),
@@ -5542,6 +5599,36 @@ type CreatedAPIToken {
   token: String!
   "The token's record: id, name, hint, expiry; what apiTokens lists later."
   apiToken: APIToken!
+}
+
+extend type Mutation {
+  "Sets the caller's organisation's rate limits; a field left out is unchanged, 0 returns it to the server's default. Admins only."
+  setRateLimits(input: SetRateLimitsInput!): Organization!
+}
+
+extend type Organization {
+  "The rate limits each person of the organisation is held to: the organisation's own, or the server's defaults."
+  rateLimits: RateLimits!
+}
+
+"How fast each person of an organisation may call: all of a person's tokens and sign-ins count together."
+type RateLimits {
+  "Requests a second over HTTP (a turn's own tool calls are not counted); past it: HTTP 429, RATE_LIMITED, Retry-After. 0: no limit."
+  requestsPerSecond: Int!
+  "Turns running at once; past it sendMessage and answerClarification answer RATE_LIMITED (HTTP 429 over HTTP). 0: no limit."
+  turnsAtOnce: Int!
+  "Whether requestsPerSecond is the server's default rather than the organisation's own."
+  requestsPerSecondDefault: Boolean!
+  "Whether turnsAtOnce is the server's default rather than the organisation's own."
+  turnsAtOnceDefault: Boolean!
+}
+
+"What setRateLimits changes."
+input SetRateLimitsInput {
+  "Requests a second per person, 1 to 10,000; 0: the server's default."
+  requestsPerSecond: Int
+  "Turns running at once per person, 1 to 1,000; 0: the server's default."
+  turnsAtOnce: Int
 }
 `, BuiltIn: false},
 	{Name: "../artifact.graphqls", Input: `# The artifact tools: versioned documents a conversation produces. Each
@@ -10204,6 +10291,8 @@ func (ec *executionContext) childFields_Organization(ctx context.Context, field 
 		return ec.fieldContext_Organization_name(ctx, field)
 	case "webResearch":
 		return ec.fieldContext_Organization_webResearch(ctx, field)
+	case "rateLimits":
+		return ec.fieldContext_Organization_rateLimits(ctx, field)
 	}
 	return nil, fmt.Errorf("no field named %q was found under type Organization", field.Name)
 }
@@ -10336,6 +10425,20 @@ func (ec *executionContext) childFields_PromptStats(ctx context.Context, field g
 		return ec.fieldContext_PromptStats_modelCalls(ctx, field)
 	}
 	return nil, fmt.Errorf("no field named %q was found under type PromptStats", field.Name)
+}
+
+func (ec *executionContext) childFields_RateLimits(ctx context.Context, field graphql.CollectedField) (*graphql.FieldContext, error) {
+	switch field.Name {
+	case "requestsPerSecond":
+		return ec.fieldContext_RateLimits_requestsPerSecond(ctx, field)
+	case "turnsAtOnce":
+		return ec.fieldContext_RateLimits_turnsAtOnce(ctx, field)
+	case "requestsPerSecondDefault":
+		return ec.fieldContext_RateLimits_requestsPerSecondDefault(ctx, field)
+	case "turnsAtOnceDefault":
+		return ec.fieldContext_RateLimits_turnsAtOnceDefault(ctx, field)
+	}
+	return nil, fmt.Errorf("no field named %q was found under type RateLimits", field.Name)
 }
 
 func (ec *executionContext) childFields_RemoveApplicationPayload(ctx context.Context, field graphql.CollectedField) (*graphql.FieldContext, error) {
@@ -11802,6 +11905,20 @@ func (ec *executionContext) field_Mutation_setBudget_args(ctx context.Context, r
 	arg0, err := graphql.ProcessArgField(ctx, rawArgs, "input",
 		func(ctx context.Context, v any) (model.SetBudgetInput, error) {
 			return ec.unmarshalNSetBudgetInput2githubᚗcomᚋtoolgateᚋtoolgateᚋgraphᚋmodelᚐSetBudgetInput(ctx, v)
+		})
+	if err != nil {
+		return nil, err
+	}
+	args["input"] = arg0
+	return args, nil
+}
+
+func (ec *executionContext) field_Mutation_setRateLimits_args(ctx context.Context, rawArgs map[string]any) (map[string]any, error) {
+	var err error
+	args := map[string]any{}
+	arg0, err := graphql.ProcessArgField(ctx, rawArgs, "input",
+		func(ctx context.Context, v any) (model.SetRateLimitsInput, error) {
+			return ec.unmarshalNSetRateLimitsInput2githubᚗcomᚋtoolgateᚋtoolgateᚋgraphᚋmodelᚐSetRateLimitsInput(ctx, v)
 		})
 	if err != nil {
 		return nil, err
@@ -19922,6 +20039,50 @@ func (ec *executionContext) fieldContext_Mutation_revokeAPIToken(ctx context.Con
 	return fc, nil
 }
 
+func (ec *executionContext) _Mutation_setRateLimits(ctx context.Context, field graphql.CollectedField) (ret graphql.Marshaler) {
+	return graphql.ResolveField(
+		ctx,
+		ec.OperationContext,
+		field,
+		func(ctx context.Context, field graphql.CollectedField) (*graphql.FieldContext, error) {
+			return ec.fieldContext_Mutation_setRateLimits(ctx, field)
+		},
+		func(ctx context.Context) (any, error) {
+			fc := graphql.GetFieldContext(ctx)
+			return ec.Resolvers.Mutation().SetRateLimits(ctx, fc.Args["input"].(model.SetRateLimitsInput))
+		},
+		nil,
+		func(ctx context.Context, selections ast.SelectionSet, v *ent.Organization) graphql.Marshaler {
+			return ec.marshalNOrganization2ᚖgithubᚗcomᚋtoolgateᚋtoolgateᚋentᚐOrganization(ctx, selections, v)
+		},
+		true,
+		true,
+	)
+}
+func (ec *executionContext) fieldContext_Mutation_setRateLimits(ctx context.Context, field graphql.CollectedField) (fc *graphql.FieldContext, err error) {
+	fc = &graphql.FieldContext{
+		Object:     "Mutation",
+		Field:      field,
+		IsMethod:   true,
+		IsResolver: true,
+		Child: func(ctx context.Context, field graphql.CollectedField) (*graphql.FieldContext, error) {
+			return ec.childFields_Organization(ctx, field)
+		},
+	}
+	defer func() {
+		if r := recover(); r != nil {
+			err = ec.Recover(ctx, r)
+			ec.Error(ctx, err)
+		}
+	}()
+	ctx = graphql.WithFieldContext(ctx, fc)
+	if fc.Args, err = ec.field_Mutation_setRateLimits_args(ctx, field.ArgumentMap(ec.Variables)); err != nil {
+		ec.Error(ctx, err)
+		return fc, err
+	}
+	return fc, nil
+}
+
 func (ec *executionContext) _Mutation_createArtifact(ctx context.Context, field graphql.CollectedField) (ret graphql.Marshaler) {
 	return graphql.ResolveField(
 		ctx,
@@ -21355,6 +21516,38 @@ func (ec *executionContext) _Organization_webResearch(ctx context.Context, field
 }
 func (ec *executionContext) fieldContext_Organization_webResearch(_ context.Context, field graphql.CollectedField) (fc *graphql.FieldContext, err error) {
 	return graphql.NewScalarFieldContext("Organization", field, false, false, "Boolean")
+}
+
+func (ec *executionContext) _Organization_rateLimits(ctx context.Context, field graphql.CollectedField, obj *ent.Organization) (ret graphql.Marshaler) {
+	return graphql.ResolveField(
+		ctx,
+		ec.OperationContext,
+		field,
+		func(ctx context.Context, field graphql.CollectedField) (*graphql.FieldContext, error) {
+			return ec.fieldContext_Organization_rateLimits(ctx, field)
+		},
+		func(ctx context.Context) (any, error) {
+			return ec.Resolvers.Organization().RateLimits(ctx, obj)
+		},
+		nil,
+		func(ctx context.Context, selections ast.SelectionSet, v *model.RateLimits) graphql.Marshaler {
+			return ec.marshalNRateLimits2ᚖgithubᚗcomᚋtoolgateᚋtoolgateᚋgraphᚋmodelᚐRateLimits(ctx, selections, v)
+		},
+		true,
+		true,
+	)
+}
+func (ec *executionContext) fieldContext_Organization_rateLimits(_ context.Context, field graphql.CollectedField) (fc *graphql.FieldContext, err error) {
+	fc = &graphql.FieldContext{
+		Object:     "Organization",
+		Field:      field,
+		IsMethod:   true,
+		IsResolver: true,
+		Child: func(ctx context.Context, field graphql.CollectedField) (*graphql.FieldContext, error) {
+			return ec.childFields_RateLimits(ctx, field)
+		},
+	}
+	return fc, nil
 }
 
 func (ec *executionContext) _PageImage_page(ctx context.Context, field graphql.CollectedField, obj *artifact.Image) (ret graphql.Marshaler) {
@@ -23890,6 +24083,98 @@ func (ec *executionContext) fieldContext_Query___schema(_ context.Context, field
 		},
 	}
 	return fc, nil
+}
+
+func (ec *executionContext) _RateLimits_requestsPerSecond(ctx context.Context, field graphql.CollectedField, obj *model.RateLimits) (ret graphql.Marshaler) {
+	return graphql.ResolveField(
+		ctx,
+		ec.OperationContext,
+		field,
+		func(ctx context.Context, field graphql.CollectedField) (*graphql.FieldContext, error) {
+			return ec.fieldContext_RateLimits_requestsPerSecond(ctx, field)
+		},
+		func(ctx context.Context) (any, error) {
+			return obj.RequestsPerSecond, nil
+		},
+		nil,
+		func(ctx context.Context, selections ast.SelectionSet, v int) graphql.Marshaler {
+			return ec.marshalNInt2int(ctx, selections, v)
+		},
+		true,
+		true,
+	)
+}
+func (ec *executionContext) fieldContext_RateLimits_requestsPerSecond(_ context.Context, field graphql.CollectedField) (fc *graphql.FieldContext, err error) {
+	return graphql.NewScalarFieldContext("RateLimits", field, false, false, "Int")
+}
+
+func (ec *executionContext) _RateLimits_turnsAtOnce(ctx context.Context, field graphql.CollectedField, obj *model.RateLimits) (ret graphql.Marshaler) {
+	return graphql.ResolveField(
+		ctx,
+		ec.OperationContext,
+		field,
+		func(ctx context.Context, field graphql.CollectedField) (*graphql.FieldContext, error) {
+			return ec.fieldContext_RateLimits_turnsAtOnce(ctx, field)
+		},
+		func(ctx context.Context) (any, error) {
+			return obj.TurnsAtOnce, nil
+		},
+		nil,
+		func(ctx context.Context, selections ast.SelectionSet, v int) graphql.Marshaler {
+			return ec.marshalNInt2int(ctx, selections, v)
+		},
+		true,
+		true,
+	)
+}
+func (ec *executionContext) fieldContext_RateLimits_turnsAtOnce(_ context.Context, field graphql.CollectedField) (fc *graphql.FieldContext, err error) {
+	return graphql.NewScalarFieldContext("RateLimits", field, false, false, "Int")
+}
+
+func (ec *executionContext) _RateLimits_requestsPerSecondDefault(ctx context.Context, field graphql.CollectedField, obj *model.RateLimits) (ret graphql.Marshaler) {
+	return graphql.ResolveField(
+		ctx,
+		ec.OperationContext,
+		field,
+		func(ctx context.Context, field graphql.CollectedField) (*graphql.FieldContext, error) {
+			return ec.fieldContext_RateLimits_requestsPerSecondDefault(ctx, field)
+		},
+		func(ctx context.Context) (any, error) {
+			return obj.RequestsPerSecondDefault, nil
+		},
+		nil,
+		func(ctx context.Context, selections ast.SelectionSet, v bool) graphql.Marshaler {
+			return ec.marshalNBoolean2bool(ctx, selections, v)
+		},
+		true,
+		true,
+	)
+}
+func (ec *executionContext) fieldContext_RateLimits_requestsPerSecondDefault(_ context.Context, field graphql.CollectedField) (fc *graphql.FieldContext, err error) {
+	return graphql.NewScalarFieldContext("RateLimits", field, false, false, "Boolean")
+}
+
+func (ec *executionContext) _RateLimits_turnsAtOnceDefault(ctx context.Context, field graphql.CollectedField, obj *model.RateLimits) (ret graphql.Marshaler) {
+	return graphql.ResolveField(
+		ctx,
+		ec.OperationContext,
+		field,
+		func(ctx context.Context, field graphql.CollectedField) (*graphql.FieldContext, error) {
+			return ec.fieldContext_RateLimits_turnsAtOnceDefault(ctx, field)
+		},
+		func(ctx context.Context) (any, error) {
+			return obj.TurnsAtOnceDefault, nil
+		},
+		nil,
+		func(ctx context.Context, selections ast.SelectionSet, v bool) graphql.Marshaler {
+			return ec.marshalNBoolean2bool(ctx, selections, v)
+		},
+		true,
+		true,
+	)
+}
+func (ec *executionContext) fieldContext_RateLimits_turnsAtOnceDefault(_ context.Context, field graphql.CollectedField) (fc *graphql.FieldContext, err error) {
+	return graphql.NewScalarFieldContext("RateLimits", field, false, false, "Boolean")
 }
 
 func (ec *executionContext) _RemoveApplicationPayload_id(ctx context.Context, field graphql.CollectedField, obj *model.RemoveApplicationPayload) (ret graphql.Marshaler) {
@@ -32649,6 +32934,55 @@ func UnmarshalSetBudgetInput(ctx context.Context, raw any) (model.SetBudgetInput
 	return out, err
 }
 
+func (ec *executionContext) unmarshalInputSetRateLimitsInput(ctx context.Context, obj any) (model.SetRateLimitsInput, error) {
+	var it model.SetRateLimitsInput
+	if obj == nil {
+		return it, nil
+	}
+
+	asMap := map[string]any{}
+	for k, v := range obj.(map[string]any) {
+		asMap[k] = v
+	}
+
+	fieldsInOrder := [...]string{"requestsPerSecond", "turnsAtOnce"}
+	for _, k := range fieldsInOrder {
+		v, ok := asMap[k]
+		if !ok {
+			continue
+		}
+		switch k {
+		case "requestsPerSecond":
+			ctx := graphql.WithPathContext(ctx, graphql.NewPathWithField("requestsPerSecond"))
+			data, err := ec.unmarshalOInt2ᚖint(ctx, v)
+			if err != nil {
+				return it, err
+			}
+			it.RequestsPerSecond = data
+		case "turnsAtOnce":
+			ctx := graphql.WithPathContext(ctx, graphql.NewPathWithField("turnsAtOnce"))
+			data, err := ec.unmarshalOInt2ᚖint(ctx, v)
+			if err != nil {
+				return it, err
+			}
+			it.TurnsAtOnce = data
+		}
+	}
+	return it, nil
+}
+
+// UnmarshalSetRateLimitsInput unmarshals raw into the SetRateLimitsInput input type, using the
+// unmarshaler bound to ctx's request. Call it from a resolver to decode an input
+// object that was not passed as a field argument.
+//
+// ctx must come from a gqlgen request; outside one there is no unmarshaler to use
+// and the returned error says so.
+func UnmarshalSetRateLimitsInput(ctx context.Context, raw any) (model.SetRateLimitsInput, error) {
+	var out model.SetRateLimitsInput
+	err := graphql.UnmarshalNamedInputFromContext(ctx, "SetRateLimitsInput", raw, &out)
+	return out, err
+}
+
 func (ec *executionContext) unmarshalInputStartConversationInput(ctx context.Context, obj any) (model.StartConversationInput, error) {
 	var it model.StartConversationInput
 	if obj == nil {
@@ -36802,6 +37136,13 @@ func (ec *executionContext) _Mutation(ctx context.Context, sel ast.SelectionSet)
 			if out.Values[i] == graphql.Null {
 				out.Invalids++
 			}
+		case "setRateLimits":
+			out.Values[i] = ec.OperationContext.RootResolverMiddleware(innerCtx, func(ctx context.Context) (res graphql.Marshaler) {
+				return ec._Mutation_setRateLimits(ctx, field)
+			})
+			if out.Values[i] == graphql.Null {
+				out.Invalids++
+			}
 		case "createArtifact":
 			out.Values[i] = ec.OperationContext.RootResolverMiddleware(innerCtx, func(ctx context.Context) (res graphql.Marshaler) {
 				return ec._Mutation_createArtifact(ctx, field)
@@ -37043,28 +37384,34 @@ func (ec *executionContext) _Organization(ctx context.Context, sel ast.Selection
 		case "id":
 			out.Values[i] = ec._Organization_id(ctx, field, obj)
 			if out.Values[i] == graphql.Null {
-				out.Invalids++
+				atomic.AddUint32(&out.Invalids, 1)
 			}
 		case "createdAt":
 			out.Values[i] = ec._Organization_createdAt(ctx, field, obj)
 			if out.Values[i] == graphql.Null {
-				out.Invalids++
+				atomic.AddUint32(&out.Invalids, 1)
 			}
 		case "updatedAt":
 			out.Values[i] = ec._Organization_updatedAt(ctx, field, obj)
 			if out.Values[i] == graphql.Null {
-				out.Invalids++
+				atomic.AddUint32(&out.Invalids, 1)
 			}
 		case "name":
 			out.Values[i] = ec._Organization_name(ctx, field, obj)
 			if out.Values[i] == graphql.Null {
-				out.Invalids++
+				atomic.AddUint32(&out.Invalids, 1)
 			}
 		case "webResearch":
 			out.Values[i] = ec._Organization_webResearch(ctx, field, obj)
 			if out.Values[i] == graphql.Null {
-				out.Invalids++
+				atomic.AddUint32(&out.Invalids, 1)
 			}
+		case "rateLimits":
+			out.ResolveConcurrently(ec.OperationContext, &deferred, i,
+				true, true,
+				func(ctx context.Context) graphql.Marshaler {
+					return ec._Organization_rateLimits(ctx, field, obj)
+				})
 		default:
 			panic("unknown field " + strconv.Quote(field.Name))
 		}
@@ -37798,6 +38145,54 @@ func (ec *executionContext) _Query(ctx context.Context, sel ast.SelectionSet) gr
 			})
 			if out.Values[i] == graphql.Null {
 				atomic.AddUint32(&out.Invalids, 1)
+			}
+		default:
+			panic("unknown field " + strconv.Quote(field.Name))
+		}
+	}
+	out.Dispatch(ctx)
+	if out.Invalids > 0 {
+		return graphql.Null
+	}
+
+	if n := len(deferred.Defers); n > 0 {
+		atomic.AddInt32(&ec.Deferred, int32(min(n, math.MaxInt32)))
+		ec.ProcessDeferredGroup(deferred)
+	}
+
+	return out
+}
+
+var rateLimitsImplementors = []string{"RateLimits"}
+
+func (ec *executionContext) _RateLimits(ctx context.Context, sel ast.SelectionSet, obj *model.RateLimits) graphql.Marshaler {
+	fields := graphql.CollectFields(ec.OperationContext, sel, rateLimitsImplementors)
+
+	out := graphql.NewFieldSet(fields)
+	deferred := graphql.NewDeferredGroup(ctx)
+	for i, field := range fields {
+		switch field.Name {
+		case "__typename":
+			out.Values[i] = graphql.MarshalString("RateLimits")
+		case "requestsPerSecond":
+			out.Values[i] = ec._RateLimits_requestsPerSecond(ctx, field, obj)
+			if out.Values[i] == graphql.Null {
+				out.Invalids++
+			}
+		case "turnsAtOnce":
+			out.Values[i] = ec._RateLimits_turnsAtOnce(ctx, field, obj)
+			if out.Values[i] == graphql.Null {
+				out.Invalids++
+			}
+		case "requestsPerSecondDefault":
+			out.Values[i] = ec._RateLimits_requestsPerSecondDefault(ctx, field, obj)
+			if out.Values[i] == graphql.Null {
+				out.Invalids++
+			}
+		case "turnsAtOnceDefault":
+			out.Values[i] = ec._RateLimits_turnsAtOnceDefault(ctx, field, obj)
+			if out.Values[i] == graphql.Null {
+				out.Invalids++
 			}
 		default:
 			panic("unknown field " + strconv.Quote(field.Name))
@@ -41914,6 +42309,14 @@ func (ec *executionContext) unmarshalNPublishSkillInput2githubᚗcomᚋtoolgate�
 	return res, graphql.ErrorOnPath(ctx, err)
 }
 
+func (ec *executionContext) marshalNRateLimits2ᚖgithubᚗcomᚋtoolgateᚋtoolgateᚋgraphᚋmodelᚐRateLimits(ctx context.Context, sel ast.SelectionSet, v *model.RateLimits) graphql.Marshaler {
+	if v == nil {
+		graphql.AddInvalidNullError(ctx, "RateLimits!")
+		return graphql.Null
+	}
+	return ec._RateLimits(ctx, sel, v)
+}
+
 func (ec *executionContext) unmarshalNRegisterApplicationInput2githubᚗcomᚋtoolgateᚋtoolgateᚋgraphᚋmodelᚐRegisterApplicationInput(ctx context.Context, v any) (model.RegisterApplicationInput, error) {
 	res, err := ec.unmarshalInputRegisterApplicationInput(ctx, v)
 	return res, graphql.ErrorOnPath(ctx, err)
@@ -41969,6 +42372,11 @@ func (ec *executionContext) unmarshalNSendMessageInput2githubᚗcomᚋtoolgate�
 
 func (ec *executionContext) unmarshalNSetBudgetInput2githubᚗcomᚋtoolgateᚋtoolgateᚋgraphᚋmodelᚐSetBudgetInput(ctx context.Context, v any) (model.SetBudgetInput, error) {
 	res, err := ec.unmarshalInputSetBudgetInput(ctx, v)
+	return res, graphql.ErrorOnPath(ctx, err)
+}
+
+func (ec *executionContext) unmarshalNSetRateLimitsInput2githubᚗcomᚋtoolgateᚋtoolgateᚋgraphᚋmodelᚐSetRateLimitsInput(ctx context.Context, v any) (model.SetRateLimitsInput, error) {
+	res, err := ec.unmarshalInputSetRateLimitsInput(ctx, v)
 	return res, graphql.ErrorOnPath(ctx, err)
 }
 

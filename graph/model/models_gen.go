@@ -268,6 +268,18 @@ type PublishSkillInput struct {
 	Instructions string `json:"instructions"`
 }
 
+// How fast each person of an organisation may call: all of a person's tokens and sign-ins count together.
+type RateLimits struct {
+	// Requests a second over HTTP (a turn's own tool calls are not counted); past it: HTTP 429, RATE_LIMITED, Retry-After. 0: no limit.
+	RequestsPerSecond int `json:"requestsPerSecond"`
+	// Turns running at once; past it sendMessage and answerClarification answer RATE_LIMITED (HTTP 429 over HTTP). 0: no limit.
+	TurnsAtOnce int `json:"turnsAtOnce"`
+	// Whether requestsPerSecond is the server's default rather than the organisation's own.
+	RequestsPerSecondDefault bool `json:"requestsPerSecondDefault"`
+	// Whether turnsAtOnce is the server's default rather than the organisation's own.
+	TurnsAtOnceDefault bool `json:"turnsAtOnceDefault"`
+}
+
 // What registerApplication needs: the application's name, its MCP server's URL and the tools it may offer.
 type RegisterApplicationInput struct {
 	// Lower-case letters, digits, '-' and '_'; the tools are offered as <name>__<tool>.
@@ -308,6 +320,14 @@ type SetBudgetInput struct {
 	MonthlyLimit *float64 `json:"monthlyLimit,omitempty"`
 	// The limit per calendar month (UTC), 0 or more. Give this or monthlyLimit.
 	MonthlyLimitAmount *MoneyInput `json:"monthlyLimitAmount,omitempty"`
+}
+
+// What setRateLimits changes.
+type SetRateLimitsInput struct {
+	// Requests a second per person, 1 to 10,000; 0: the server's default.
+	RequestsPerSecond *int `json:"requestsPerSecond,omitempty"`
+	// Turns running at once per person, 1 to 1,000; 0: the server's default.
+	TurnsAtOnce *int `json:"turnsAtOnce,omitempty"`
 }
 
 // What startConversation needs: the agent and a title.
