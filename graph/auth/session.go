@@ -148,12 +148,12 @@ func (s *Sessions) Handler() http.Handler {
 func (s *Sessions) signIn(w http.ResponseWriter, r *http.Request) {
 	raw, ok := Bearer(r.Header.Get("Authorization"))
 	if !ok || !LooksLikeJWT(raw) {
-		refuse(w)
+		refuse(w, r)
 		return
 	}
 	u, err := s.oidc.SignIn(r.Context(), raw)
 	if errors.Is(err, ErrNotFound) {
-		refuse(w)
+		refuse(w, r)
 		return
 	}
 	if err != nil {
@@ -197,7 +197,7 @@ func (s *Sessions) live(r *http.Request) (*ent.APIToken, string, bool) {
 func (s *Sessions) current(w http.ResponseWriter, r *http.Request) {
 	t, token, ok := s.live(r)
 	if !ok {
-		refuse(w)
+		refuse(w, r)
 		return
 	}
 	writeJSON(w, http.StatusOK, session{CSRFToken: CSRFToken(token), ExpiresAt: *t.ExpiresAt})
@@ -206,7 +206,7 @@ func (s *Sessions) current(w http.ResponseWriter, r *http.Request) {
 func (s *Sessions) signOut(w http.ResponseWriter, r *http.Request) {
 	t, token, ok := s.live(r)
 	if !ok {
-		refuse(w)
+		refuse(w, r)
 		return
 	}
 	if !checkCSRF(r, token) {
