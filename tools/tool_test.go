@@ -45,3 +45,21 @@ func TestSearchLimitsCheck(t *testing.T) {
 	four := 4
 	require.ErrorContains(t, l.Check([]string{"tide"}, &four), "maxResults must be between 1 and 3")
 }
+
+func TestGrounds(t *testing.T) {
+	t.Parallel()
+	tests := []struct {
+		name string
+		give Definition
+		want Evidence
+	}{
+		{name: "a read", give: Definition{Effect: EffectRead, Preview: PreviewLarge}, want: EvidenceShown},
+		{name: "a listing", give: Definition{Effect: EffectRead, Preview: PreviewLarge, Evidence: EvidenceNone}, want: EvidenceNone},
+		{name: "a window read", give: Definition{Effect: EffectRead, Preview: PreviewExempt, Evidence: EvidenceWindows}, want: EvidenceWindows},
+		{name: "a receipt", give: Definition{Effect: EffectWrite, Preview: PreviewExempt}, want: EvidenceNone},
+		{name: "instructions", give: Definition{Effect: EffectRead, Preview: PreviewExempt, Instructs: true, Evidence: EvidenceWindows}, want: EvidenceNone},
+	}
+	for _, tt := range tests {
+		require.Equal(t, tt.want, tt.give.Grounds(), tt.name)
+	}
+}
