@@ -5579,7 +5579,7 @@ type Artifact {
   """
   The version the portal shows: the latest inspected one of an html or svg
   artifact, the latest of a markdown one; null while every version is a draft.
-  It renders at /artifacts/{id}/versions/{number}.
+  It renders at /artifacts/{id}/versions/{number}, which answers a draft 409 DRAFT.
   """
   shown: ArtifactVersion @goField(forceResolver: true)
 }
@@ -5639,7 +5639,7 @@ extend type Query {
 extend type Mutation {
   "inspect_artifact: renders an html or svg artifact's latest version and returns images of up to 10 pages (the first 10 when pages is not given), the elements that overflow, and marks the version inspected."
   inspectArtifact("Required with an API token (BAD_USER_INPUT naming conversationId when it is missing); a turn's scope token implies its own conversation and refuses another." conversationId: ID, "An artifact of the conversation." artifactId: ID!, "Page numbers, from 1." pages: [Int!]): ArtifactInspection!
-  "print_pdf: prints an html or svg artifact's latest version to a PDF file in the conversation's workspace (a deck one slide per page)."
+  "print_pdf: prints an html or svg artifact's latest version to a PDF file in the conversation's workspace (a deck one slide per page); a draft (not yet inspected) is refused, BAD_USER_INPUT, and nothing is written."
   printPdf("Required with an API token (BAD_USER_INPUT naming conversationId when it is missing); a turn's scope token implies its own conversation and refuses another." conversationId: ID, "An artifact of the conversation." artifactId: ID!, "A workspace path ending in .pdf." path: String!): PrintedPdf!
 }
 
