@@ -2,6 +2,7 @@ package graph
 
 import (
 	"context"
+	"encoding/json"
 	"errors"
 	"io"
 	"log/slog"
@@ -27,6 +28,13 @@ const ArtifactCSP = "sandbox allow-scripts; default-src 'none'; script-src 'unsa
 // reach, or that does not exist: the same bytes either way.
 const notFoundBody = `{"errors":[{"message":"not found","extensions":{"code":"NOT_FOUND"}}]}`
 
+// draftBody is the route's answer to a draft version the caller can
+// reach: 409, with what to do.
+func draftBody(version int) string {
+	m, _ := json.Marshal(artifact.DraftDownloadMessage(version)) // a string always marshals
+	return `{"errors":[{"message":` + string(m) + `,"extensions":{"code":"DRAFT"}}]}`
+}
+
 // artifactMediaTypes are how each kind is served.
 var artifactMediaTypes = map[entartifact.Kind]string{
 	entartifact.KindHTML:     "text/html; charset=utf-8",
@@ -38,7 +46,9 @@ var artifactMediaTypes = map[entartifact.Kind]string{
 // version as its kind's media type, for the portal to show in a sandboxed
 // frame. It reads through the scoped client like the artifacts query, so a
 // version of another's conversation answers as one that never existed. A
-// turn's scope token opens only tool fields, not this route.
+// draft (an html or svg version not yet inspected) the caller can reach
+// answers 409 DRAFT: visual files need inspection before saving. A turn's
+// scope token opens only tool fields, not this route.
 func artifactVersionHandler(client *ent.Client, log *slog.Logger) http.Handler {
 	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		if r.Method != http.MethodGet && r.Method != http.MethodHead {
@@ -61,6 +71,17 @@ func artifactVersionHandler(client *ent.Client, log *slog.Logger) http.Handler {
 			return
 		}
 		h := w.Header()
+		if artifact.Draft(v.Edges.Artifact.Kind, v) {
+			// Visual files need inspection before saving: the portal
+			// downloads what inspect_artifact has rendered, never a draft.
+			h.Set("Content-Type", "application/json")
+			h.Set("Cache-Control", "private, no-store")
+			w.WriteHeader(http.StatusConflict)
+			if r.Method != http.MethodHead {
+				_, _ = io.WriteString(w, draftBody(v.Number))
+			}
+			return
+		}
 		h.Set("Content-Type", artifactMediaTypes[v.Edges.Artifact.Kind])
 		h.Set("Content-Security-Policy", ArtifactCSP)
 		h.Set("X-Content-Type-Options", "nosniff")

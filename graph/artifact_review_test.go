@@ -69,6 +69,11 @@ func TestArtifactReview(t *testing.T) {
 		require.Equal(t, true, saved["draft"])
 		require.Equal(t, artifact.DraftNote(1), saved["note"], "the write's answer tells the model it saved an uninspected draft")
 		require.Nil(t, b.shown(t, conv), "a draft is not shown")
+		// Visual files need inspection before saving: a draft is not
+		// printed, and nothing is written.
+		wsRefused(t, b.wsCall(t, tok, artifact.PrintPDF, nil, map[string]any{"artifactId": id, "path": "out/deck.pdf"}),
+			`version 1 of "Plan" is an uninspected draft, and visual files need inspection before saving: call inspect_artifact on it`)
+		require.Empty(t, b.wsPaths(t, b.alice.Token, conv), "nothing was printed")
 
 		// A 3-slide deck inspects into 3 page images, and the version is
 		// then the one shown.

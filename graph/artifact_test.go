@@ -109,6 +109,27 @@ func TestArtifactVersions(t *testing.T) {
 		status, _, _ = b.portal(t, "", "/artifacts/"+id+"/versions/2")
 		require.Equal(t, http.StatusUnauthorized, status)
 
+		// Visual files need inspection before saving: the portal's
+		// download of a draft (version 3) is refused with what to do, a
+		// Markdown version (never a draft) serves, and a draft out of the
+		// caller's reach is not found like anything else.
+		status, h, body = b.portal(t, tok, "/artifacts/"+id+"/versions/3")
+		require.Equal(t, http.StatusConflict, status, body)
+		require.Equal(t, "application/json", h.Get("Content-Type"))
+		require.JSONEq(t, `{"errors":[{"message":"version 3 is an uninspected draft, and visual files need inspection before saving: `+
+			`it downloads once inspect_artifact has rendered it (Artifact.shown is the latest inspected version)","extensions":{"code":"DRAFT"}}]}`, body)
+		require.NotContains(t, body, "Whole", "nothing of the draft")
+		req, err := http.NewRequest(http.MethodHead, b.srv.URL+"/artifacts/"+id+"/versions/1", nil)
+		require.NoError(t, err)
+		req.Header.Set("Authorization", "Bearer "+tok)
+		res, err := http.DefaultClient.Do(req)
+		require.NoError(t, err)
+		require.NoError(t, res.Body.Close())
+		require.Equal(t, http.StatusConflict, res.StatusCode, "HEAD of a draft too")
+		status, _, body = b.portal(t, tok, "/artifacts/"+get(list[1], "id").(string)+"/versions/1")
+		require.Equal(t, http.StatusOK, status)
+		require.Equal(t, "# Notes", body)
+
 		// Another organisation, a colleague, a scope token, a made-up id, a
 		// version that does not exist: the same answer.
 		nStatus, _, nothing := b.portal(t, tok, "/artifacts/"+graph.EncodeID(1<<40+3)+"/versions/1")
@@ -116,6 +137,7 @@ func TestArtifactVersions(t *testing.T) {
 		require.JSONEq(t, `{"errors":[{"message":"not found","extensions":{"code":"NOT_FOUND"}}]}`, nothing)
 		for _, tt := range []struct{ give, token, path string }{
 			{"other organisation", b.eve.Token, "/artifacts/" + id + "/versions/2"},
+			{"another's draft", b.eve.Token, "/artifacts/" + id + "/versions/3"},
 			{"colleague", b.bob.Token, "/artifacts/" + id + "/versions/2"},
 			{"scope token", b.scopeToken(t, conv, "create_artifact"), "/artifacts/" + id + "/versions/2"},
 			{"no such version", tok, "/artifacts/" + id + "/versions/9"},

@@ -53,6 +53,9 @@ func TestDownloadPrintedPDF(t *testing.T) {
 		id := get(b.wsCall(t, tok, artifact.CreateArtifact, conv, map[string]any{
 			"title": "Plan", "kind": "html", "content": threeSlides}).ok(t), "createArtifact", "artifactId")
 		const print = `mutation($c: ID, $a: ID!, $p: String!) { printPdf(conversationId: $c, artifactId: $a, path: $p) { path pages bytes downloadUrl } }`
+		// A draft is not printed: it is inspected first.
+		wsRefused(t, b.do(t, tok, print, map[string]any{"c": conv, "a": id, "p": "out/Q3 plan (final).pdf"}), "uninspected draft")
+		b.wsCall(t, tok, artifact.InspectArtifact, conv, map[string]any{"artifactId": id}).ok(t)
 		pr := get(b.do(t, tok, print, map[string]any{"c": conv, "a": id, "p": "out/Q3 plan (final).pdf"}).ok(t), "printPdf")
 		require.Equal(t, 3.0, get(pr, "pages"))
 		url := get(pr, "downloadUrl").(string)

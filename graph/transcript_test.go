@@ -27,6 +27,9 @@ type pastTurn struct {
 	thinking string
 	zone     string
 	calls    []string // arguments of calculator calls, each with a ref
+	// said are the texts of the turn's model calls, step by step; the
+	// calls are asked in step 0.
+	said []string
 }
 
 func text(s string) *string { return &s }
@@ -49,6 +52,13 @@ func seedTurns(t testing.TB, c *ent.Client, conversationID string, turns ...past
 			create.SetTimeZone(pt.zone)
 		}
 		tu := create.SaveX(ctx)
+		if len(pt.said) > 0 {
+			conv := c.Conversation.GetX(ctx, convID)
+			for step, txt := range pt.said {
+				c.ModelCall.Create().SetTurnID(tu.ID).SetOrganizationID(conv.OrganizationID).SetAgentID(conv.AgentID).
+					SetUserID(conv.UserID).SetStep(step).SetText(txt).SetProvider("openai").SetModel("gpt-4.1").ExecX(ctx)
+			}
+		}
 		for j, args := range pt.calls {
 			c.ToolCall.Create().SetTurnID(tu.ID).SetPosition(j).SetName("calculator").
 				SetArguments(args).SetOutcome(toolcall.OutcomeHITS).SetAttempts(1).
@@ -285,6 +295,79 @@ func TestTranscriptBudget(t *testing.T) {
 	})
 }
 
+// TestTranscriptSaid: what the assistant wrote in a step that also called
+// tools comes back verbatim, before that step's calls, beside the answer
+// (never twice); the budget counts it, and a single turn over budget still
+// comes back whole; words only a step wrote find the turn; a summary
+// call's text is never read.
+func TestTranscriptSaid(t *testing.T) {
+	t.Parallel()
+	dbtest.Each(t, func(t *testing.T, d *db.DB) {
+		b := setup(t, d)
+		conv := b.startConversation(t, b.alice.Token, b.createAgent(t, b.alice.Token, "Helper"), "said")
+		long := strings.Repeat("ü", 7_000)
+		convID := seedTurns(t, b.client, conv,
+			pastTurn{user: "Check the sum", answer: text("It is 4."), said: []string{"Let me add\nthem up.", "It is 4."},
+				calls: []string{`{"expression":"2+2"}`}},
+			pastTurn{user: "Think long", answer: text("Done."), said: []string{long, "Done."}, calls: []string{`{"expression":"1"}`}},
+			pastTurn{user: "Cut off", said: []string{"Half an answer, never recorded as one."}},
+			pastTurn{user: "Short", answer: text("Yes.")},
+		)
+		ctx := tenancy.System(context.Background())
+		first := b.client.Turn.Query().Where(turn.ConversationID(convID), turn.Number(1)).OnlyX(ctx)
+		c := b.client.Conversation.GetX(ctx, convID)
+		b.client.ModelCall.Create().SetTurnID(first.ID).SetOrganizationID(c.OrganizationID).SetAgentID(c.AgentID).SetUserID(c.UserID).
+			SetStep(0).SetKind("SUMMARY").SetText("SUMMARY-TEXT").SetProvider("openai").SetModel("gpt-4.1").ExecX(ctx)
+		const doc = `query($c: ID!, $from: Int, $to: Int, $words: String, $max: Int) {
+  transcript(conversationId: $c, fromTurn: $from, toTurn: $to, words: $words, maxChars: $max) {
+    text truncated nextOffset turns { number answer said { step text } toolCalls { step name ref } } } }`
+		read := func(vars map[string]any) map[string]any {
+			vars["c"] = conv
+			return get(b.do(t, b.alice.Token, doc, vars).ok(t), "transcript").(map[string]any)
+		}
+
+		page := read(map[string]any{"from": 1, "to": 1})
+		require.Equal(t, "[turn 1, "+first.StartedAt.UTC().Format("2006-01-02 15:04")+" UTC]\nuser: Check the sum\n"+
+			"assistant: Let me add\nthem up.\ntool calculator {\"expression\":\"2+2\"} ref ref-1-0\nassistant: It is 4.\n", page["text"])
+		require.Equal(t, []any{map[string]any{"step": 0.0, "text": "Let me add\nthem up."}}, get(page, "turns", 0, "said"))
+		require.Equal(t, 0.0, get(page, "turns", 0, "toolCalls", 0, "step"))
+		require.NotContains(t, page["text"], "SUMMARY-TEXT")
+
+		// An answer the turn did not record is not lost.
+		page = read(map[string]any{"from": 3, "to": 3})
+		require.Contains(t, page["text"], "user: Cut off\nassistant: Half an answer, never recorded as one.\n")
+
+		// The budget counts the words: turns 3 and 4 would fit in it
+		// without turn 3's, and do not with them.
+		three := utf8.RuneCountInString(page["text"].(string))
+		four := utf8.RuneCountInString(read(map[string]any{"from": 4, "to": 4})["text"].(string))
+		words := utf8.RuneCountInString("assistant: Half an answer, never recorded as one.\n")
+		page = read(map[string]any{"from": 3, "max": three - words + 1 + four})
+		require.Equal(t, []int{3}, numbers(map[string]any{"transcript": page}))
+		require.Equal(t, true, page["truncated"])
+		require.EqualValues(t, 1, page["nextOffset"])
+		require.Equal(t, []int{3, 4}, numbers(map[string]any{"transcript": read(map[string]any{"from": 3, "max": three + 1 + four})}))
+		// A single turn over budget comes back whole, its words with it.
+		page = read(map[string]any{"from": 2})
+		require.Equal(t, []int{2}, numbers(map[string]any{"transcript": page}))
+		require.Contains(t, page["text"], "assistant: "+long+"\ntool calculator")
+		require.Equal(t, true, page["truncated"])
+
+		// Words only a step wrote find the turn, case folded; a summary's do not.
+		for _, tt := range []struct {
+			give string
+			want []int
+		}{
+			{give: "ADD THEM", want: []int{1}},
+			{give: "half never", want: []int{3}},
+			{give: "sum add", want: []int{1}},
+			{give: "summary-text", want: []int{}},
+		} {
+			require.Equal(t, tt.want, numbers(map[string]any{"transcript": read(map[string]any{"words": tt.give})}), tt.give)
+		}
+	})
+}
+
 // TestTranscriptReadStatementsBounded checks that a read sends the same
 // statements for 2 turns as for 50 turns of 4 tool calls: turns and tool
 // calls are loaded in one statement each, never per turn.
@@ -312,8 +395,8 @@ func TestTranscriptReadStatementsBounded(t *testing.T) {
 		nLarge, data := count(map[string]any{"c": large, "max": transcript.MaxChars})
 		require.Len(t, get(data, "transcript", "turns"), 50)
 		require.Len(t, get(data, "transcript", "turns", 49, "toolCalls"), 4)
-		// token, conversation, turns, tool calls.
-		require.Equal(t, 4, nLarge, counter.Statements())
+		// token, conversation, turns, what their steps said, tool calls.
+		require.Equal(t, 5, nLarge, counter.Statements())
 		require.Equal(t, nSmall, nLarge, "statements must not grow with the conversation")
 		nWords, data := count(map[string]any{"c": large, "words": "question answer", "max": transcript.MaxChars})
 		require.Len(t, get(data, "transcript", "turns"), 50)

@@ -19,7 +19,8 @@
 //     source, and exports refuse it.
 //   - "evidence": [{"ref": "…", "start": 0, "end": 120}] names the byte
 //     ranges of other stored results the call showed (a read window, say):
-//     recorded on the call as what the model actually saw.
+//     recorded on the call as what the model actually saw, for a tool whose
+//     Evidence is EvidenceWindows only.
 //   - A result that is null, empty, or an object whose values are all
 //     empty (apart from "failures") is an absence: the tool ran and matched
 //     nothing. A definition can decide otherwise with Absent.
@@ -115,6 +116,28 @@ const (
 	PreviewExempt Preview = "exempt"
 )
 
+// Evidence says what of a tool's successful result counts as evidence an
+// answer rests on (ToolCall.evidence, Turn.grounding). Only content the
+// model was shown ever counts: model-visible previews and returned
+// windows. Acknowledgements and instructions count for nothing whatever
+// their definition says (Definition.Grounds).
+type Evidence string
+
+// The evidence rules.
+const (
+	// EvidenceShown: what the model was shown of the result, its preview
+	// or the whole. The default.
+	EvidenceShown Evidence = ""
+	// EvidenceNone: nothing. The result names and sizes things (a listing
+	// of files, of tools) and holds none of their content.
+	EvidenceNone Evidence = "none"
+	// EvidenceWindows: the windows of other stored results that the
+	// result's "evidence" field names (read_tool_result), each only where
+	// the result it shows counted as evidence itself; never the result's
+	// own text. No other tool's "evidence" field is believed.
+	EvidenceWindows Evidence = "windows"
+)
+
 // Resource is conversation state that several tools reach: what one call
 // writes, another call of the same batch may read.
 type Resource string
@@ -180,6 +203,9 @@ type Definition struct {
 	// passed whole like an acknowledgement, and never evidence of what an
 	// answer rests on.
 	Instructs bool
+	// Evidence says what of a successful result counts as evidence; the
+	// zero value is what the model was shown of it.
+	Evidence Evidence
 	// Describe, when set, writes the description for the turns of an agent
 	// from what the agent binds (load_skill names the skills it may load).
 	// The catalogue and the runtime both use it: what is measured is what
@@ -213,6 +239,16 @@ func (d Definition) For(b Bound) Definition {
 // skill): passed as it is, and never evidence of what an answer rests on.
 func (d Definition) Acknowledges() bool {
 	return d.Instructs || d.Preview == PreviewExempt && d.Effect != EffectRead
+}
+
+// Grounds returns what of a successful result of the tool counts as
+// evidence: EvidenceNone for an acknowledgement or instructions (a skill's,
+// which are workflow), Evidence otherwise.
+func (d Definition) Grounds() Evidence {
+	if d.Acknowledges() {
+		return EvidenceNone
+	}
+	return d.Evidence
 }
 
 // AlwaysOn reports whether every turn pays for the tool's definition.

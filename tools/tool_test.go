@@ -68,3 +68,21 @@ func TestAttempts(t *testing.T) {
 	require.Equal(t, 1, tries)
 	require.Equal(t, 1, a.N())
 }
+
+func TestGrounds(t *testing.T) {
+	t.Parallel()
+	tests := []struct {
+		name string
+		give Definition
+		want Evidence
+	}{
+		{name: "a read", give: Definition{Effect: EffectRead, Preview: PreviewLarge}, want: EvidenceShown},
+		{name: "a listing", give: Definition{Effect: EffectRead, Preview: PreviewLarge, Evidence: EvidenceNone}, want: EvidenceNone},
+		{name: "a window read", give: Definition{Effect: EffectRead, Preview: PreviewExempt, Evidence: EvidenceWindows}, want: EvidenceWindows},
+		{name: "a receipt", give: Definition{Effect: EffectWrite, Preview: PreviewExempt}, want: EvidenceNone},
+		{name: "instructions", give: Definition{Effect: EffectRead, Preview: PreviewExempt, Instructs: true, Evidence: EvidenceWindows}, want: EvidenceNone},
+	}
+	for _, tt := range tests {
+		require.Equal(t, tt.want, tt.give.Grounds(), tt.name)
+	}
+}

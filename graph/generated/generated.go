@@ -827,17 +827,24 @@ type ComplexityRoot struct {
 		Turns      func(childComplexity int) int
 	}
 
+	TranscriptSaid struct {
+		Step func(childComplexity int) int
+		Text func(childComplexity int) int
+	}
+
 	TranscriptToolCall struct {
 		Arguments          func(childComplexity int) int
 		ArgumentsRef       func(childComplexity int) int
 		ArgumentsTruncated func(childComplexity int) int
 		Name               func(childComplexity int) int
 		Ref                func(childComplexity int) int
+		Step               func(childComplexity int) int
 	}
 
 	TranscriptTurn struct {
 		Answer    func(childComplexity int) int
 		Number    func(childComplexity int) int
+		Said      func(childComplexity int) int
 		StartedAt func(childComplexity int) int
 		TimeZone  func(childComplexity int) int
 		ToolCalls func(childComplexity int) int
@@ -4562,6 +4569,19 @@ func (e *executableSchema) Complexity(ctx context.Context, typeName, field strin
 
 		return e.ComplexityRoot.TranscriptPage.Turns(childComplexity), true
 
+	case "TranscriptSaid.step":
+		if e.ComplexityRoot.TranscriptSaid.Step == nil {
+			break
+		}
+
+		return e.ComplexityRoot.TranscriptSaid.Step(childComplexity), true
+	case "TranscriptSaid.text":
+		if e.ComplexityRoot.TranscriptSaid.Text == nil {
+			break
+		}
+
+		return e.ComplexityRoot.TranscriptSaid.Text(childComplexity), true
+
 	case "TranscriptToolCall.arguments":
 		if e.ComplexityRoot.TranscriptToolCall.Arguments == nil {
 			break
@@ -4592,6 +4612,12 @@ func (e *executableSchema) Complexity(ctx context.Context, typeName, field strin
 		}
 
 		return e.ComplexityRoot.TranscriptToolCall.Ref(childComplexity), true
+	case "TranscriptToolCall.step":
+		if e.ComplexityRoot.TranscriptToolCall.Step == nil {
+			break
+		}
+
+		return e.ComplexityRoot.TranscriptToolCall.Step(childComplexity), true
 
 	case "TranscriptTurn.answer":
 		if e.ComplexityRoot.TranscriptTurn.Answer == nil {
@@ -4605,6 +4631,12 @@ func (e *executableSchema) Complexity(ctx context.Context, typeName, field strin
 		}
 
 		return e.ComplexityRoot.TranscriptTurn.Number(childComplexity), true
+	case "TranscriptTurn.said":
+		if e.ComplexityRoot.TranscriptTurn.Said == nil {
+			break
+		}
+
+		return e.ComplexityRoot.TranscriptTurn.Said(childComplexity), true
 	case "TranscriptTurn.startedAt":
 		if e.ComplexityRoot.TranscriptTurn.StartedAt == nil {
 			break
@@ -5666,7 +5698,7 @@ type Artifact {
   """
   The version the portal shows: the latest inspected one of an html or svg
   artifact, the latest of a markdown one; null while every version is a draft.
-  It renders at /artifacts/{id}/versions/{number}.
+  It renders at /artifacts/{id}/versions/{number}, which answers a draft 409 DRAFT.
   """
   shown: ArtifactVersion @goField(forceResolver: true)
 }
@@ -5726,7 +5758,7 @@ extend type Query {
 extend type Mutation {
   "inspect_artifact: renders an html or svg artifact's latest version and returns images of up to 10 pages (the first 10 when pages is not given), the elements that overflow, and marks the version inspected."
   inspectArtifact("Required with an API token (BAD_USER_INPUT naming conversationId when it is missing); a turn's scope token implies its own conversation and refuses another." conversationId: ID, "An artifact of the conversation." artifactId: ID!, "Page numbers, from 1." pages: [Int!]): ArtifactInspection!
-  "print_pdf: prints an html or svg artifact's latest version to a PDF file in the conversation's workspace (a deck one slide per page)."
+  "print_pdf: prints an html or svg artifact's latest version to a PDF file in the conversation's workspace (a deck one slide per page); a draft (not yet inspected) is refused, BAD_USER_INPUT, and nothing is written."
   printPdf("Required with an API token (BAD_USER_INPUT naming conversationId when it is missing); a turn's scope token implies its own conversation and refuses another." conversationId: ID, "An artifact of the conversation." artifactId: ID!, "A workspace path ending in .pdf." path: String!): PrintedPdf!
 }
 
@@ -8821,8 +8853,9 @@ type LoadedSkill {
   """
   Earlier turns of a conversation, verbatim (the read_transcript tool): by a range of
   turn numbers, by literal words (every word must appear, case folded, in what the person
-  wrote or in the answer), or both; from the first turn when neither is given. Each turn
-  gives its number and start time, what the person wrote, the answer, and each tool call's
+  wrote or in what the assistant wrote), or both; from the first turn when neither is given.
+  Each turn gives its number and start time, what the person wrote, what the assistant wrote
+  (the words of each step that also called tools, and the answer), and each tool call's
   name, first 400 characters of arguments and ref; thinking never. The asking turn of a
   scope token is left out. The budget, maxChars (default 6000, at most 20000), counts the
   characters of text and is spent on whole turns; a first turn over budget comes back whole.
@@ -8834,7 +8867,7 @@ type LoadedSkill {
 type TranscriptPage @goModel(model: "github.com/toolgate/toolgate/tools/transcript.Page") {
   "The turns read, by number."
   turns: [TranscriptTurn!]!
-  "The turns as the model reads them: a header line per turn, ` + "`" + `user:` + "`" + `, ` + "`" + `tool` + "`" + ` and ` + "`" + `assistant:` + "`" + ` lines."
+  "The turns as the model reads them: a header line per turn, ` + "`" + `user:` + "`" + `, ` + "`" + `tool` + "`" + ` and ` + "`" + `assistant:` + "`" + ` lines, a step's words before its calls."
   text: String!
   "Turns of the selection were left out for lack of budget."
   truncated: Boolean!
@@ -8854,12 +8887,24 @@ type TranscriptTurn @goModel(model: "github.com/toolgate/toolgate/tools/transcri
   userText: String!
   "The answer, whole; null when the turn has none (running, failed or cancelled)."
   answer: String
+  "What the assistant wrote in the steps that also called tools, whole, in order; each came before its step's tool calls. The answer is apart."
+  said: [TranscriptSaid!]!
   "The turn's tool calls, in the order asked."
   toolCalls: [TranscriptToolCall!]!
 }
 
+"What the assistant wrote in one step of a turn."
+type TranscriptSaid @goModel(model: "github.com/toolgate/toolgate/tools/transcript.Said") {
+  "The step: the turn's model call, from 0."
+  step: Int!
+  "The words, verbatim."
+  text: String!
+}
+
 "A tool call as the transcript shows it: its arguments cut to their first 400 characters."
 type TranscriptToolCall @goModel(model: "github.com/toolgate/toolgate/tools/transcript.ToolCall") {
+  "The step that asked for it: the turn's model call, from 0."
+  step: Int!
   "The tool's name, as the model called it."
   name: String!
   "The first 400 characters of the arguments sent."
@@ -10763,8 +10808,20 @@ func (ec *executionContext) childFields_TranscriptPage(ctx context.Context, fiel
 	return nil, fmt.Errorf("no field named %q was found under type TranscriptPage", field.Name)
 }
 
+func (ec *executionContext) childFields_TranscriptSaid(ctx context.Context, field graphql.CollectedField) (*graphql.FieldContext, error) {
+	switch field.Name {
+	case "step":
+		return ec.fieldContext_TranscriptSaid_step(ctx, field)
+	case "text":
+		return ec.fieldContext_TranscriptSaid_text(ctx, field)
+	}
+	return nil, fmt.Errorf("no field named %q was found under type TranscriptSaid", field.Name)
+}
+
 func (ec *executionContext) childFields_TranscriptToolCall(ctx context.Context, field graphql.CollectedField) (*graphql.FieldContext, error) {
 	switch field.Name {
+	case "step":
+		return ec.fieldContext_TranscriptToolCall_step(ctx, field)
 	case "name":
 		return ec.fieldContext_TranscriptToolCall_name(ctx, field)
 	case "arguments":
@@ -10791,6 +10848,8 @@ func (ec *executionContext) childFields_TranscriptTurn(ctx context.Context, fiel
 		return ec.fieldContext_TranscriptTurn_userText(ctx, field)
 	case "answer":
 		return ec.fieldContext_TranscriptTurn_answer(ctx, field)
+	case "said":
+		return ec.fieldContext_TranscriptTurn_said(ctx, field)
 	case "toolCalls":
 		return ec.fieldContext_TranscriptTurn_toolCalls(ctx, field)
 	}
@@ -26742,6 +26801,75 @@ func (ec *executionContext) fieldContext_TranscriptPage_nextOffset(_ context.Con
 	return graphql.NewScalarFieldContext("TranscriptPage", field, false, false, "Int")
 }
 
+func (ec *executionContext) _TranscriptSaid_step(ctx context.Context, field graphql.CollectedField, obj *transcript.Said) (ret graphql.Marshaler) {
+	return graphql.ResolveField(
+		ctx,
+		ec.OperationContext,
+		field,
+		func(ctx context.Context, field graphql.CollectedField) (*graphql.FieldContext, error) {
+			return ec.fieldContext_TranscriptSaid_step(ctx, field)
+		},
+		func(ctx context.Context) (any, error) {
+			return obj.Step, nil
+		},
+		nil,
+		func(ctx context.Context, selections ast.SelectionSet, v int) graphql.Marshaler {
+			return ec.marshalNInt2int(ctx, selections, v)
+		},
+		true,
+		true,
+	)
+}
+func (ec *executionContext) fieldContext_TranscriptSaid_step(_ context.Context, field graphql.CollectedField) (fc *graphql.FieldContext, err error) {
+	return graphql.NewScalarFieldContext("TranscriptSaid", field, false, false, "Int")
+}
+
+func (ec *executionContext) _TranscriptSaid_text(ctx context.Context, field graphql.CollectedField, obj *transcript.Said) (ret graphql.Marshaler) {
+	return graphql.ResolveField(
+		ctx,
+		ec.OperationContext,
+		field,
+		func(ctx context.Context, field graphql.CollectedField) (*graphql.FieldContext, error) {
+			return ec.fieldContext_TranscriptSaid_text(ctx, field)
+		},
+		func(ctx context.Context) (any, error) {
+			return obj.Text, nil
+		},
+		nil,
+		func(ctx context.Context, selections ast.SelectionSet, v string) graphql.Marshaler {
+			return ec.marshalNString2string(ctx, selections, v)
+		},
+		true,
+		true,
+	)
+}
+func (ec *executionContext) fieldContext_TranscriptSaid_text(_ context.Context, field graphql.CollectedField) (fc *graphql.FieldContext, err error) {
+	return graphql.NewScalarFieldContext("TranscriptSaid", field, false, false, "String")
+}
+
+func (ec *executionContext) _TranscriptToolCall_step(ctx context.Context, field graphql.CollectedField, obj *transcript.ToolCall) (ret graphql.Marshaler) {
+	return graphql.ResolveField(
+		ctx,
+		ec.OperationContext,
+		field,
+		func(ctx context.Context, field graphql.CollectedField) (*graphql.FieldContext, error) {
+			return ec.fieldContext_TranscriptToolCall_step(ctx, field)
+		},
+		func(ctx context.Context) (any, error) {
+			return obj.Step, nil
+		},
+		nil,
+		func(ctx context.Context, selections ast.SelectionSet, v int) graphql.Marshaler {
+			return ec.marshalNInt2int(ctx, selections, v)
+		},
+		true,
+		true,
+	)
+}
+func (ec *executionContext) fieldContext_TranscriptToolCall_step(_ context.Context, field graphql.CollectedField) (fc *graphql.FieldContext, err error) {
+	return graphql.NewScalarFieldContext("TranscriptToolCall", field, false, false, "Int")
+}
+
 func (ec *executionContext) _TranscriptToolCall_name(ctx context.Context, field graphql.CollectedField, obj *transcript.ToolCall) (ret graphql.Marshaler) {
 	return graphql.ResolveField(
 		ctx,
@@ -26970,6 +27098,38 @@ func (ec *executionContext) _TranscriptTurn_answer(ctx context.Context, field gr
 }
 func (ec *executionContext) fieldContext_TranscriptTurn_answer(_ context.Context, field graphql.CollectedField) (fc *graphql.FieldContext, err error) {
 	return graphql.NewScalarFieldContext("TranscriptTurn", field, false, false, "String")
+}
+
+func (ec *executionContext) _TranscriptTurn_said(ctx context.Context, field graphql.CollectedField, obj *transcript.Turn) (ret graphql.Marshaler) {
+	return graphql.ResolveField(
+		ctx,
+		ec.OperationContext,
+		field,
+		func(ctx context.Context, field graphql.CollectedField) (*graphql.FieldContext, error) {
+			return ec.fieldContext_TranscriptTurn_said(ctx, field)
+		},
+		func(ctx context.Context) (any, error) {
+			return obj.Said, nil
+		},
+		nil,
+		func(ctx context.Context, selections ast.SelectionSet, v []transcript.Said) graphql.Marshaler {
+			return ec.marshalNTranscriptSaid2ᚕgithubᚗcomᚋtoolgateᚋtoolgateᚋtoolsᚋtranscriptᚐSaidᚄ(ctx, selections, v)
+		},
+		true,
+		true,
+	)
+}
+func (ec *executionContext) fieldContext_TranscriptTurn_said(_ context.Context, field graphql.CollectedField) (fc *graphql.FieldContext, err error) {
+	fc = &graphql.FieldContext{
+		Object:     "TranscriptTurn",
+		Field:      field,
+		IsMethod:   false,
+		IsResolver: false,
+		Child: func(ctx context.Context, field graphql.CollectedField) (*graphql.FieldContext, error) {
+			return ec.childFields_TranscriptSaid(ctx, field)
+		},
+	}
+	return fc, nil
 }
 
 func (ec *executionContext) _TranscriptTurn_toolCalls(ctx context.Context, field graphql.CollectedField, obj *transcript.Turn) (ret graphql.Marshaler) {
@@ -39299,6 +39459,44 @@ func (ec *executionContext) _TranscriptPage(ctx context.Context, sel ast.Selecti
 	return out
 }
 
+var transcriptSaidImplementors = []string{"TranscriptSaid"}
+
+func (ec *executionContext) _TranscriptSaid(ctx context.Context, sel ast.SelectionSet, obj *transcript.Said) graphql.Marshaler {
+	fields := graphql.CollectFields(ec.OperationContext, sel, transcriptSaidImplementors)
+
+	out := graphql.NewFieldSet(fields)
+	deferred := graphql.NewDeferredGroup(ctx)
+	for i, field := range fields {
+		switch field.Name {
+		case "__typename":
+			out.Values[i] = graphql.MarshalString("TranscriptSaid")
+		case "step":
+			out.Values[i] = ec._TranscriptSaid_step(ctx, field, obj)
+			if out.Values[i] == graphql.Null {
+				out.Invalids++
+			}
+		case "text":
+			out.Values[i] = ec._TranscriptSaid_text(ctx, field, obj)
+			if out.Values[i] == graphql.Null {
+				out.Invalids++
+			}
+		default:
+			panic("unknown field " + strconv.Quote(field.Name))
+		}
+	}
+	out.Dispatch(ctx)
+	if out.Invalids > 0 {
+		return graphql.Null
+	}
+
+	if n := len(deferred.Defers); n > 0 {
+		atomic.AddInt32(&ec.Deferred, int32(min(n, math.MaxInt32)))
+		ec.ProcessDeferredGroup(deferred)
+	}
+
+	return out
+}
+
 var transcriptToolCallImplementors = []string{"TranscriptToolCall"}
 
 func (ec *executionContext) _TranscriptToolCall(ctx context.Context, sel ast.SelectionSet, obj *transcript.ToolCall) graphql.Marshaler {
@@ -39310,6 +39508,11 @@ func (ec *executionContext) _TranscriptToolCall(ctx context.Context, sel ast.Sel
 		switch field.Name {
 		case "__typename":
 			out.Values[i] = graphql.MarshalString("TranscriptToolCall")
+		case "step":
+			out.Values[i] = ec._TranscriptToolCall_step(ctx, field, obj)
+			if out.Values[i] == graphql.Null {
+				out.Invalids++
+			}
 		case "name":
 			out.Values[i] = ec._TranscriptToolCall_name(ctx, field, obj)
 			if out.Values[i] == graphql.Null {
@@ -39386,6 +39589,11 @@ func (ec *executionContext) _TranscriptTurn(ctx context.Context, sel ast.Selecti
 		case "answer":
 			out.Values[i] = ec._TranscriptTurn_answer(ctx, field, obj)
 			if out.Values[i] == graphql.RequiredNull {
+				out.Invalids++
+			}
+		case "said":
+			out.Values[i] = ec._TranscriptTurn_said(ctx, field, obj)
+			if out.Values[i] == graphql.Null {
 				out.Invalids++
 			}
 		case "toolCalls":
@@ -42752,6 +42960,26 @@ func (ec *executionContext) marshalNTranscriptPage2ᚖgithubᚗcomᚋtoolgateᚋ
 		return graphql.Null
 	}
 	return ec._TranscriptPage(ctx, sel, v)
+}
+
+func (ec *executionContext) marshalNTranscriptSaid2githubᚗcomᚋtoolgateᚋtoolgateᚋtoolsᚋtranscriptᚐSaid(ctx context.Context, sel ast.SelectionSet, v transcript.Said) graphql.Marshaler {
+	return ec._TranscriptSaid(ctx, sel, &v)
+}
+
+func (ec *executionContext) marshalNTranscriptSaid2ᚕgithubᚗcomᚋtoolgateᚋtoolgateᚋtoolsᚋtranscriptᚐSaidᚄ(ctx context.Context, sel ast.SelectionSet, v []transcript.Said) graphql.Marshaler {
+	ret := graphql.MarshalSliceConcurrently(ctx, len(v), 0, false, func(ctx context.Context, i int) graphql.Marshaler {
+		fc := graphql.GetFieldContext(ctx)
+		fc.Result = &v[i]
+		return ec.marshalNTranscriptSaid2githubᚗcomᚋtoolgateᚋtoolgateᚋtoolsᚋtranscriptᚐSaid(ctx, sel, v[i])
+	})
+
+	for _, e := range ret {
+		if e == graphql.Null {
+			return graphql.Null
+		}
+	}
+
+	return ret
 }
 
 func (ec *executionContext) marshalNTranscriptToolCall2githubᚗcomᚋtoolgateᚋtoolgateᚋtoolsᚋtranscriptᚐToolCall(ctx context.Context, sel ast.SelectionSet, v transcript.ToolCall) graphql.Marshaler {

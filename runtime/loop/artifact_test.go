@@ -20,7 +20,9 @@ import (
 	"github.com/toolgate/toolgate/ent/tenancy"
 	"github.com/toolgate/toolgate/ent/toolcall"
 	"github.com/toolgate/toolgate/ent/turn"
+	"github.com/toolgate/toolgate/ent/workspacefile"
 	"github.com/toolgate/toolgate/graph/gid"
+	"github.com/toolgate/toolgate/runtime/model"
 	"github.com/toolgate/toolgate/runtime/model/openai"
 	"github.com/toolgate/toolgate/tools/artifact/browser"
 )
@@ -165,4 +167,64 @@ func waitLong(t *testing.T, h *harness, turnID string) *ent.Turn {
 		return got.Status != turn.StatusRUNNING && !h.runner.Running(id)
 	}, 3*time.Minute, 20*time.Millisecond)
 	return got
+}
+
+// TestDraftIsNotSaved: visual files need inspection before saving. A real
+// turn creates a deck; the model's print_pdf of the draft is refused, and
+// its next request says what to do first; once it has inspected the
+// version, the same call prints it into the workspace.
+func TestDraftIsNotSaved(t *testing.T) {
+	t.Parallel()
+	if reviewBrowser() == nil {
+		t.Skip("no headless browser: install Chromium (.ci/run does) or set TOOLGATE_BROWSER")
+	}
+	each(t, func(t *testing.T, d *db.DB) {
+		create, err := json.Marshal(map[string]string{"title": "Plan", "kind": "html", "content": deckOfThree})
+		require.NoError(t, err)
+		p := &scripted{answers: []model.Response{
+			{ToolCalls: []model.ToolCall{call("c", "create_artifact", string(create))}},
+			{Text: "Drafted."},
+		}}
+		h := newHarness(t, d, p)
+		conv := h.conversation(t, "create_artifact")
+		first := h.send(t, conv, "Make me a three-slide deck.", "")
+		require.Equal(t, turn.StatusCOMPLETED, waitLong(t, h, first).Status)
+		var saved struct {
+			ArtifactID string `json:"artifactId"`
+			Draft      bool   `json:"draft"`
+		}
+		require.NoError(t, json.Unmarshal([]byte(lastTool(p.request(1)).Text), &saved))
+		require.True(t, saved.Draft, "the write's answer says it saved a draft")
+
+		print := call("p1", "print_pdf", `{"artifactId":"`+saved.ArtifactID+`","path":"deck.pdf"}`)
+		p.mu.Lock()
+		p.answers = []model.Response{
+			{ToolCalls: []model.ToolCall{print}},
+			{ToolCalls: []model.ToolCall{call("i", "inspect_artifact", `{"artifactId":"`+saved.ArtifactID+`"}`)}},
+			{ToolCalls: []model.ToolCall{call("p2", "print_pdf", `{"artifactId":"`+saved.ArtifactID+`","path":"deck.pdf"}`)}},
+			{Text: "Printed."},
+		}
+		p.mu.Unlock()
+		second := h.send(t, conv, "Print it.", "")
+		got := waitLong(t, h, second)
+		require.Equal(t, turn.StatusCOMPLETED, got.Status, got.Error)
+		calls := h.calls(t, second)
+		require.Len(t, calls, 3)
+		require.Equal(t, toolcall.OutcomeREFUSED, calls[0].Outcome, *calls[0].Heard)
+		told := lastTool(p.request(3)).Text
+		require.Contains(t, told, `version 1 of "Plan" is an uninspected draft, and visual files need inspection before saving: `+
+			`call inspect_artifact on it, fix what you see, then print it`)
+		require.Equal(t, toolcall.OutcomeHITS, calls[1].Outcome, *calls[1].Heard)
+		require.Equal(t, toolcall.OutcomeHITS, calls[2].Outcome, *calls[2].Heard)
+		require.Contains(t, lastTool(p.request(5)).Text, `"pages":3`)
+
+		// Only the inspected version's PDF was written.
+		sys := tenancy.System(context.Background())
+		convID, err := gid.Decode(conv)
+		require.NoError(t, err)
+		files := h.client.WorkspaceFile.Query().Where(workspacefile.ConversationID(convID)).AllX(sys)
+		require.Len(t, files, 1)
+		require.Equal(t, "deck.pdf", files[0].Path)
+		require.True(t, strings.HasPrefix(string(files[0].Data), "%PDF-"))
+	})
 }

@@ -62,7 +62,8 @@ func (p *routed) Complete(_ context.Context, req model.Request) (*model.Response
 
 // canonical holds, for every built-in tool, arguments that fit its schema
 // as sent. REF stands for a ref of the case's conversation, ARTIFACT for
-// an artifact of it holding "<p>one</p>", PAGE for a
+// an artifact of it holding "<p>one</p>" (inspected for print_pdf, which
+// refuses a draft), PAGE for a
 // page the web tools can read (the organisation enabled them), DOCUMENT
 // for a document of the knowledge base the agent binds; every case starts
 // with a file a.md holding "one\n" and an attachment.
@@ -223,6 +224,10 @@ func TestRepairedArgumentsReachEveryConsumer(t *testing.T) {
 					a := h.gql(t, `mutation($c: ID) { createArtifact(conversationId: $c, title: "Deck", kind: "html", content: "<p>one</p>") { artifactId } }`,
 						map[string]any{"c": conv})
 					id := a["createArtifact"].(map[string]any)["artifactId"].(string)
+					if tc.def.Name == "print_pdf" {
+						h.gql(t, `mutation($c: ID, $a: ID!) { inspectArtifact(conversationId: $c, artifactId: $a) { version } }`,
+							map[string]any{"c": conv, "a": id})
+					}
 					want = strings.ReplaceAll(want, "ARTIFACT", id)
 					args = strings.ReplaceAll(args, "ARTIFACT", id)
 				}

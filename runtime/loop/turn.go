@@ -967,7 +967,14 @@ func (t *turnRun) runTool(ctx context.Context, s dispatch.Scope, row *ent.ToolCa
 // is free, in a few statements for the lot.
 func (t *turnRun) record(ctx context.Context, row *ent.ToolCall, c model.ToolCall, res dispatch.Result) (string, bool, error) {
 	t.traceToolCall(ctx, res)
-	e := &entry{row: row, def: t.byName[c.Name], res: res, done: make(chan struct{})}
+	def := t.byName[c.Name]
+	if def.Grounds() == tools.EvidenceWindows {
+		var err error
+		if res.Evidence, err = t.windowsShown(ctx, res.Evidence); err != nil {
+			return "", false, err
+		}
+	}
+	e := &entry{row: row, def: def, res: res, done: make(chan struct{})}
 	t.recs.add(ctx, t, e)
 	if e.err != nil {
 		return "", false, e.err
@@ -1131,20 +1138,22 @@ func (t *turnRun) prepare(tx *ent.Tx, row *ent.ToolCall, def tools.Definition, r
 		upd.SetGuardrail(why)
 		h.Text = guard.Line(why) + "\n" + h.Text
 	}
-	// Evidence: what this call showed of other results, and the part of its
-	// own result the model received. Saved write inputs and failed reads
-	// show nothing.
-	// A result that names its evidence (a read of other results) is
-	// judged by it; otherwise what the model saw of this result counts.
-	// An acknowledgement (a write's receipt, the task list, suggestions,
-	// clarify) is no evidence of anything: only previews and returned
-	// windows of results count.
-	if !def.Acknowledges() {
+	// Evidence: only previews and returned windows of content count, as
+	// the definition says (tools.Evidence). A window read counts the
+	// windows it names of results that are evidence themselves (record
+	// kept only those), never its own text; any other tool what the model
+	// saw of its successful result. An acknowledgement (a write's receipt,
+	// the task list, suggestions, clarify), a skill's instructions and a
+	// listing count for nothing; failed reads and saved write inputs show
+	// nothing.
+	switch def.Grounds() {
+	case tools.EvidenceWindows:
 		visible = append(visible, res.Evidence...)
-	}
-	if res.Outcome == dispatch.Hits && len(res.Evidence) == 0 && !def.Acknowledges() {
-		for _, v := range h.Visible {
-			visible = append(visible, schematype.Span{Ref: ref, Start: v.Start, End: v.End})
+	case tools.EvidenceShown:
+		if res.Outcome == dispatch.Hits {
+			for _, v := range h.Visible {
+				visible = append(visible, schematype.Span{Ref: ref, Start: v.Start, End: v.End})
+			}
 		}
 	}
 	upd.SetHeard(h.Text).SetEvidence(nonNilSpans(visible))

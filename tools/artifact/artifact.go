@@ -103,6 +103,21 @@ func DraftNote(version int) string {
 		"Call inspect_artifact on it and fix what you see before you say it is done.", version)
 }
 
+// DraftSaveRefusal refuses saving a draft (printing it to a file): visual
+// files need inspection before saving, so the model is told what to do
+// first.
+func DraftSaveRefusal(title string, version int) error {
+	return tools.Refusef("version %d of %q is an uninspected draft, and visual files need inspection before saving: "+
+		"call inspect_artifact on it, fix what you see, then print it", version, title)
+}
+
+// DraftDownloadMessage is what the portal's download of a draft version
+// is refused with.
+func DraftDownloadMessage(version int) string {
+	return fmt.Sprintf("version %d is an uninspected draft, and visual files need inspection before saving: "+
+		"it downloads once inspect_artifact has rendered it (Artifact.shown is the latest inspected version)", version)
+}
+
 // Create writes version 1 of a new artifact.
 func (s *Store) Create(ctx context.Context, title, kind, content string) (*Saved, error) {
 	title = strings.TrimSpace(title)

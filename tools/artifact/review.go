@@ -327,7 +327,9 @@ type Printed struct {
 
 // PrintPDF prints the latest version of an artifact to a PDF in the
 // workspace at path (which must end in .pdf): a deck one slide per page.
-// ws is the conversation's workspace, written only once the PDF is made.
+// A draft is refused before the browser renders it: visual files need
+// inspection before saving. ws is the conversation's workspace, written
+// only once the PDF is made.
 func (s *Store) PrintPDF(ctx context.Context, pool *browser.Pool, ws *workspace.Workspace, id int, path string) (*Printed, error) {
 	if pool == nil {
 		return nil, ErrNoBrowser
@@ -342,6 +344,9 @@ func (s *Store) PrintPDF(ctx context.Context, pool *browser.Pool, ws *workspace.
 	a, v, html, err := s.latest(ctx, id)
 	if err != nil {
 		return nil, err
+	}
+	if Draft(a.Kind, v) {
+		return nil, DraftSaveRefusal(a.Title, v.Number)
 	}
 	var doc []byte
 	err = pool.Page(ctx, html, func(ctx context.Context) error {

@@ -36,7 +36,9 @@ var Definitions = []tools.Definition{
 		Offered: tools.OfferAllowlisted,
 		Effect:  tools.EffectRead,
 		Preview: tools.PreviewExempt,
-		Limits:  map[string]int{"queries": MaxQueries, "descriptionChars": MaxDescription},
+		// Tools' names and definitions: workflow, never evidence.
+		Evidence: tools.EvidenceNone,
+		Limits:   map[string]int{"queries": MaxQueries, "descriptionChars": MaxDescription},
 		Operation: `query SearchTools($conversationId: ID, $queries: [String!]!) {
   searchTools(conversationId: $conversationId, queries: $queries) {
     results { query tools { name description } } note failures { item input kind message }
@@ -55,7 +57,9 @@ var Definitions = []tools.Definition{
 		Offered: tools.OfferAllowlisted,
 		Effect:  tools.EffectRead,
 		Preview: tools.PreviewExempt,
-		Limits:  map[string]int{"descriptionChars": MaxDescription},
+		// Tools' names and definitions: workflow, never evidence.
+		Evidence: tools.EvidenceNone,
+		Limits:   map[string]int{"descriptionChars": MaxDescription},
 		Operation: `query ListTools($conversationId: ID) {
   listTools(conversationId: $conversationId) { tools { name description } }
 }`,
@@ -71,7 +75,9 @@ var Definitions = []tools.Definition{
 		Offered: tools.OfferAllowlisted,
 		Effect:  tools.EffectRead,
 		Preview: tools.PreviewExempt,
-		Limits:  map[string]int{"names": MaxNames},
+		// Tools' names and definitions: workflow, never evidence.
+		Evidence: tools.EvidenceNone,
+		Limits:   map[string]int{"names": MaxNames},
 		Operation: `query GetToolSchema($conversationId: ID, $names: [String!]!) {
   getToolSchema(conversationId: $conversationId, names: $names) {
     tools { name description parameters } missing hint failures { item input kind message }

@@ -39,6 +39,10 @@ var Definition = tools.Definition{
 	Offered:     tools.OfferAlways,
 	Effect:      tools.EffectRead,
 	Preview:     tools.PreviewExempt,
+	// What it read counts where the result it read is evidence itself
+	// (runtime/loop): a skill's instructions, a listing or a call's saved
+	// arguments read back are still none.
+	Evidence: tools.EvidenceWindows,
 	Limits: map[string]int{
 		"refs":                MaxRefs,
 		"defaultMaxChars":     DefaultMaxChars,

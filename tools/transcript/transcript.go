@@ -4,11 +4,12 @@
 //
 // # What a read returns
 //
-// Each turn gives its number, start time, what the person wrote, the
-// assistant's answer, and for each tool call its name, the first 400
-// characters of its arguments and its ref. Thinking is never read, not
-// even from the database. The asking turn (the turn whose scope token
-// reads) is left out.
+// Each turn gives its number, start time, what the person wrote, what the
+// assistant wrote (the words of every step that also called tools, before
+// that step's calls, and the answer), and for each tool call its name, the
+// first 400 characters of its arguments and its ref. Thinking is never
+// read, not even from the database. The asking turn (the turn whose scope
+// token reads) is left out.
 //
 // # Rendering and budget
 //
@@ -16,6 +17,7 @@
 //
 //	[turn 3, 2025-03-01 11:04 Europe/Berlin]
 //	user: what is 2/3?
+//	assistant: Let me work it out.
 //	tool calculator {"expression":"2/3"} ref r_x1
 //	assistant: 0.666666666667
 //
@@ -29,7 +31,8 @@
 // # Words
 //
 // Words are split on spaces; a turn matches when every word appears, case
-// folded, in what the person wrote or in the answer. Tool-call arguments
+// folded, in what the person wrote or in what the assistant wrote (the
+// answer, or the words of a step). Tool-call arguments
 // are not searched: only their first 400 characters are ever shown, and a
 // match the reader cannot see would mislead.
 package transcript
@@ -38,6 +41,8 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"math"
+	"slices"
 	"strings"
 	"time"
 	"unicode"
@@ -46,6 +51,7 @@ import (
 	"entgo.io/ent/dialect/sql"
 
 	"github.com/toolgate/toolgate/ent"
+	"github.com/toolgate/toolgate/ent/modelcall"
 	"github.com/toolgate/toolgate/ent/predicate"
 	"github.com/toolgate/toolgate/ent/toolcall"
 	"github.com/toolgate/toolgate/ent/turn"
@@ -150,14 +156,27 @@ type Turn struct {
 	Number    int
 	StartedAt time.Time
 	// TimeZone is the zone the turn kept; StartedAt is rendered in it.
-	TimeZone  string
-	UserText  string
-	Answer    *string
+	TimeZone string
+	UserText string
+	Answer   *string
+	// Said is what the assistant wrote in the steps that also called
+	// tools, in order, verbatim; each came before its step's calls. The
+	// answer is apart.
+	Said      []Said
 	ToolCalls []ToolCall
+}
+
+// Said is what the assistant wrote in one step of a turn.
+type Said struct {
+	// Step is the model call, from 0 for the turn's first.
+	Step int
+	Text string
 }
 
 // ToolCall is one tool call of a turn as read.
 type ToolCall struct {
+	// Step is the model call that asked for it, from 0.
+	Step int
 	Name string
 	// Arguments are the first ArgumentChars characters of the JSON sent.
 	Arguments string
@@ -171,11 +190,12 @@ type ToolCall struct {
 }
 
 // Read reads the turns q selects through client (the API's scoped client:
-// a conversation out of scope has no turns). It sends two statements,
-// turns and then their tool calls, however many turns there are, and
-// never reads thinking. Without words the database returns only the rows
-// that can fit; with words it returns every turn its LIKE narrowing
-// keeps, and the exact match, offset and budget are applied here.
+// a conversation out of scope has no turns). It sends three statements,
+// turns, what the assistant wrote in their steps, and their tool calls,
+// however many turns there are, and never reads thinking. Without words
+// the database returns only the rows that can fit; with words it returns
+// every turn its LIKE narrowing keeps, and the exact match, offset and
+// budget are applied here.
 func Read(ctx context.Context, client *ent.Client, q Query) (*Page, error) {
 	if err := q.Validate(); err != nil {
 		return nil, err
@@ -199,7 +219,8 @@ func Read(ctx context.Context, client *ent.Client, q Query) (*Page, error) {
 		words = strings.Fields(*q.Words)
 		for _, w := range words {
 			p := likePattern(w)
-			tq.Where(turn.Or(like(turn.FieldUserText, p), like(turn.FieldAnswer, p)))
+			tq.Where(turn.Or(like(turn.FieldUserText, p), like(turn.FieldAnswer, p),
+				turn.HasModelCallsWith(modelcall.KindEQ(modelcall.KindSTEP), predicate.ModelCall(likeSQL(modelcall.FieldText, p)))))
 		}
 	} else {
 		// Without words the database picks the page itself; with words it
@@ -212,23 +233,34 @@ func Read(ctx context.Context, client *ent.Client, q Query) (*Page, error) {
 	if err != nil {
 		return nil, fmt.Errorf("load turns: %w", err)
 	}
+	// With words, what the steps said is matched too, so it is loaded for
+	// every turn the narrowing kept; without, for the turns that can fit.
+	var said map[int][]Said
 	if words != nil {
-		rows = matching(rows, words)
+		if said, err = loadSaid(ctx, client, rows); err != nil {
+			return nil, err
+		}
+		rows = matching(rows, said, words)
 		rows = rows[min(offset, len(rows)):]
 		rows = rows[:min(limit, len(rows))]
 	}
 	zones := map[string]*time.Location{}
 	rows = prune(rows, budget, zones)
+	if words == nil {
+		if said, err = loadSaid(ctx, client, rows); err != nil {
+			return nil, err
+		}
+	}
 	calls, err := loadCalls(ctx, client, rows)
 	if err != nil {
 		return nil, err
 	}
-	return render(rows, calls, budget, offset, zones), nil
+	return render(rows, said, calls, budget, offset, zones), nil
 }
 
-// prune drops the rows that cannot fit even without their tool calls,
-// keeping the first that overflows so that render sees the read is cut:
-// their calls need not be loaded.
+// prune drops the rows that cannot fit even without their tool calls and
+// their steps' words, keeping the first that overflows so that render
+// sees the read is cut: their calls need not be loaded.
 func prune(rows []*ent.Turn, budget int, zones map[string]*time.Location) []*ent.Turn {
 	used := 0
 	for i, r := range rows {
@@ -246,21 +278,24 @@ func prune(rows []*ent.Turn, budget int, zones map[string]*time.Location) []*ent
 }
 
 // matching keeps the rows where every word appears, case folded, in the
-// user text or the answer.
-func matching(rows []*ent.Turn, words []string) []*ent.Turn {
+// user text, the answer or what a step said.
+func matching(rows []*ent.Turn, said map[int][]Said, words []string) []*ent.Turn {
 	folded := make([]string, len(words))
 	for i, w := range words {
 		folded[i] = fold(w)
 	}
 	out := rows[:0]
 	for _, r := range rows {
-		user, answer := fold(r.UserText), ""
+		texts := []string{fold(r.UserText)}
 		if r.Answer != nil {
-			answer = fold(*r.Answer)
+			texts = append(texts, fold(*r.Answer))
+		}
+		for _, st := range said[r.ID] {
+			texts = append(texts, fold(st.Text))
 		}
 		ok := true
 		for _, w := range folded {
-			if !strings.Contains(user, w) && !strings.Contains(answer, w) {
+			if !slices.ContainsFunc(texts, func(t string) bool { return strings.Contains(t, w) }) {
 				ok = false
 				break
 			}
@@ -272,8 +307,40 @@ func matching(rows []*ent.Turn, words []string) []*ent.Turn {
 	return out
 }
 
+// loadSaid loads, in one statement, what the assistant wrote in each
+// step of turns: the text of their model calls (never thinking, which a
+// model call does not hold), steps in order, empty ones left out.
+func loadSaid(ctx context.Context, client *ent.Client, turns []*ent.Turn) (map[int][]Said, error) {
+	if len(turns) == 0 {
+		return nil, nil
+	}
+	ids := make([]int, len(turns))
+	for i, t := range turns {
+		ids[i] = t.ID
+	}
+	var rows []struct {
+		TurnID int    `sql:"turn_id"`
+		Step   int    `sql:"step"`
+		Text   string `sql:"text"`
+	}
+	err := client.ModelCall.Query().
+		Where(modelcall.TurnIDIn(ids...), modelcall.KindEQ(modelcall.KindSTEP), modelcall.TextNEQ("")).
+		Order(ent.Asc(modelcall.FieldTurnID), ent.Asc(modelcall.FieldStep)).
+		Select(modelcall.FieldTurnID, modelcall.FieldStep, modelcall.FieldText).
+		Scan(ctx, &rows)
+	if err != nil {
+		return nil, fmt.Errorf("load what the steps said: %w", err)
+	}
+	out := make(map[int][]Said, len(turns))
+	for _, r := range rows {
+		out[r.TurnID] = append(out[r.TurnID], Said{Step: r.Step, Text: r.Text})
+	}
+	return out, nil
+}
+
 type callRow struct {
 	TurnID    int     `sql:"turn_id"`
+	Step      int     `sql:"step"`
 	Name      string  `sql:"name"`
 	Arguments string  `sql:"arguments"`
 	Ref       *string `sql:"ref"`
@@ -294,7 +361,7 @@ func loadCalls(ctx context.Context, client *ent.Client, turns []*ent.Turn) (map[
 	err := client.ToolCall.Query().
 		Where(toolcall.TurnIDIn(ids...)).
 		Order(ent.Asc(toolcall.FieldTurnID), ent.Asc(toolcall.FieldPosition)).
-		Select(toolcall.FieldTurnID, toolcall.FieldName, toolcall.FieldRef, toolcall.FieldArgumentsRef).
+		Select(toolcall.FieldTurnID, toolcall.FieldStep, toolcall.FieldName, toolcall.FieldRef, toolcall.FieldArgumentsRef).
 		Aggregate(func(s *sql.Selector) string {
 			// One character more than is shown tells whether there was more.
 			return sql.As(fmt.Sprintf("SUBSTR(%s, 1, %d)", s.C(toolcall.FieldArguments), ArgumentChars+1), "arguments")
@@ -311,7 +378,7 @@ func loadCalls(ctx context.Context, client *ent.Client, turns []*ent.Turn) (map[
 }
 
 // render spends the budget on whole turns, the first one always.
-func render(rows []*ent.Turn, calls map[int][]callRow, budget, offset int, zones map[string]*time.Location) *Page {
+func render(rows []*ent.Turn, said map[int][]Said, calls map[int][]callRow, budget, offset int, zones map[string]*time.Location) *Page {
 	p := &Page{Turns: []Turn{}}
 	var text strings.Builder
 	used := 0
@@ -322,12 +389,15 @@ func render(rows []*ent.Turn, calls map[int][]callRow, budget, offset int, zones
 			TimeZone:  r.TimeZone,
 			UserText:  r.UserText,
 			Answer:    r.Answer,
+			Said:      []Said{},
 			ToolCalls: []ToolCall{},
 		}
 		for _, c := range calls[r.ID] {
 			args, cut := head(c.Arguments, ArgumentChars)
-			t.ToolCalls = append(t.ToolCalls, ToolCall{Name: c.Name, Arguments: args, ArgumentsTruncated: cut, Ref: c.Ref, ArgumentsRef: c.ArgsRef})
+			t.ToolCalls = append(t.ToolCalls, ToolCall{Step: c.Step, Name: c.Name, Arguments: args, ArgumentsTruncated: cut,
+				Ref: c.Ref, ArgumentsRef: c.ArgsRef})
 		}
+		t.Said = spoken(said[r.ID], t.ToolCalls, r.Answer)
 		s := renderTurn(t, zone(zones, r.TimeZone))
 		if i > 0 {
 			s = "\n" + s
@@ -351,13 +421,41 @@ func render(rows []*ent.Turn, calls map[int][]callRow, budget, offset int, zones
 	return p
 }
 
+// spoken picks what a turn's steps said that the answer does not hold:
+// the words of each step that called tools. A step without calls is the
+// one that answered, so its words are the answer's; they are kept only
+// when no answer was recorded with them.
+func spoken(said []Said, calls []ToolCall, answer *string) []Said {
+	out := []Said{}
+	for _, st := range said {
+		called := slices.ContainsFunc(calls, func(c ToolCall) bool { return c.Step == st.Step })
+		if strings.TrimSpace(st.Text) != "" && (called || answer == nil || *answer == "") {
+			out = append(out, st)
+		}
+	}
+	return out
+}
+
 func renderTurn(t Turn, loc *time.Location) string {
 	var b strings.Builder
 	fmt.Fprintf(&b, "[turn %d, %s %s]\n", t.Number, t.StartedAt.In(loc).Format("2006-01-02 15:04"), loc)
 	b.WriteString("user: ")
 	b.WriteString(t.UserText)
 	b.WriteByte('\n')
+	// Each step's words come before its calls, in the order they were
+	// written; words of a step with no calls (an answer not recorded as
+	// one) after every call.
+	said := t.Said
+	writeSaid := func(upTo int) {
+		for len(said) > 0 && said[0].Step <= upTo {
+			b.WriteString("assistant: ")
+			b.WriteString(said[0].Text)
+			b.WriteByte('\n')
+			said = said[1:]
+		}
+	}
 	for _, c := range t.ToolCalls {
+		writeSaid(c.Step)
 		b.WriteString("tool ")
 		b.WriteString(c.Name)
 		b.WriteByte(' ')
@@ -375,6 +473,7 @@ func renderTurn(t Turn, loc *time.Location) string {
 		}
 		b.WriteByte('\n')
 	}
+	writeSaid(math.MaxInt)
 	if t.Answer != nil && *t.Answer != "" {
 		b.WriteString("assistant: ")
 		b.WriteString(*t.Answer)
@@ -410,7 +509,10 @@ func head(s string, n int) (string, bool) {
 
 // like is LOWER(col) LIKE pattern, written out because ent's ContainsFold
 // escapes the wildcards likePattern relies on.
-func like(col, pattern string) predicate.Turn {
+func like(col, pattern string) predicate.Turn { return predicate.Turn(likeSQL(col, pattern)) }
+
+// likeSQL is like for a column of any table.
+func likeSQL(col, pattern string) func(*sql.Selector) {
 	return func(s *sql.Selector) {
 		s.Where(sql.P(func(b *sql.Builder) {
 			b.WriteString("LOWER(").WriteString(s.C(col)).WriteString(") LIKE ")

@@ -29,7 +29,9 @@ var (
 		Effect:  tools.EffectRead,
 		Reads:   []tools.Resource{tools.ResourceWorkspace},
 		Preview: tools.PreviewLarge,
-		Limits:  map[string]int{"files": MaxFiles},
+		// Paths and sizes: a listing holds none of the files' content.
+		Evidence: tools.EvidenceNone,
+		Limits:   map[string]int{"files": MaxFiles},
 		Operation: `query($conversationId: ID, $path: String) { listFiles(conversationId: $conversationId, path: $path) ` +
 			`{ files { path chars bytes mediaType updatedAt } } }`,
 		Field: "listFiles",
