@@ -9,6 +9,7 @@ import (
 	"fmt"
 	"log/slog"
 	"sync"
+	"sync/atomic"
 	"time"
 	"unicode/utf8"
 
@@ -51,6 +52,8 @@ type Bridge struct {
 	// stream was last asked of the other replicas.
 	sentPieces time.Time
 	asked      map[int]time.Time
+	// notified counts the notifications sent.
+	notified atomic.Int64
 	// idle is signalled whenever the sender has sent all it was given.
 	idle *sync.Cond
 	wake chan struct{}
@@ -257,6 +260,7 @@ func (br *Bridge) sendQueued() {
 			continue
 		}
 		ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
+		br.notified.Add(1)
 		if _, err := br.db.ExecContext(ctx, "SELECT pg_notify($1, $2)", Channel, string(payload)); err != nil {
 			br.log.Warn("forward turn events", "events", n, "err", err)
 		}
@@ -361,6 +365,9 @@ func cutPiece(p *Piece, limit int) (Piece, bool) {
 	}
 	return Piece{TurnID: p.TurnID, Step: p.Step, Attempt: p.Attempt, Offset: p.Offset, Text: p.Text[:lo]}, true
 }
+
+// Notifications is how many notifications the bridge has sent.
+func (br *Bridge) Notifications() int64 { return br.notified.Load() }
 
 // Flush waits until the events published so far have been sent to the
 // database.
