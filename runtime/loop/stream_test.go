@@ -6,16 +6,20 @@ import (
 	"encoding/hex"
 	"encoding/json"
 	"log/slog"
+	"net"
+	"net/http"
 	"net/http/httptest"
 	"os"
 	"os/exec"
 	"path/filepath"
 	"strings"
 	"sync"
+	"syscall"
 	"testing"
 	"time"
 	"unicode/utf8"
 
+	"github.com/coder/websocket"
 	"github.com/coder/websocket/wsjson"
 	"github.com/prometheus/client_golang/prometheus"
 	"github.com/stretchr/testify/require"
@@ -433,4 +437,140 @@ func TestStreamResetWhenTheCallIsMadeAgain(t *testing.T) {
 		require.Equal(t, len(want), w.held)
 		require.True(t, utf8.ValidString(string(w.text)))
 	})
+}
+
+// TestStreamCancel: cancelTurn during a stream stops the provider's
+// call, and the stream ends with the turn's final status.
+func TestStreamCancel(t *testing.T) {
+	t.Parallel()
+	each(t, func(t *testing.T, d *db.DB) {
+		p, err := replay.New(replay.Script{Entries: []replay.Entry{{Steps: []replay.Step{{Text: streamedAnswer}}}}})
+		require.NoError(t, err)
+		h := newHarness(t, d, p.Paced(20*time.Millisecond))
+		id := h.send(t, h.conversation(t), "Tell me.", "")
+		w := followWS(t, h, h.srv.URL, h.grant.Token, id)
+		require.Eventually(t, func() bool { return w.chars() > 50 }, 20*time.Second, 5*time.Millisecond)
+		h.gql(t, `mutation($t: ID!) { cancelTurn(id: $t) { id } }`, map[string]any{"t": id})
+		select {
+		case <-w.done:
+		case <-time.After(10 * time.Second):
+			t.Fatal("the stream did not end")
+		}
+		require.Equal(t, "CANCELLED", w.status)
+		require.Less(t, w.chars(), utf8.RuneCountInString(streamedAnswer), "the provider stopped writing")
+		tid, err := gid.Decode(id)
+		require.NoError(t, err)
+		require.Eventually(t, func() bool { return !h.runner.Running(tid) }, 5*time.Second, 5*time.Millisecond)
+		tx, ok := h.runner.Events().Text(tid, 0)
+		require.True(t, ok)
+		require.True(t, tx.Done, "the stream ended with the call")
+		got := tx.Chars
+		time.Sleep(100 * time.Millisecond)
+		tx, _ = h.runner.Events().Text(tid, 0)
+		require.Equal(t, got, tx.Chars, "nothing written after the cancel")
+	})
+}
+
+// smallBuffers keeps a connection's kernel buffers small, so a client
+// that stops reading fills them within a few events.
+type smallBuffers struct{ net.Listener }
+
+func (l smallBuffers) Accept() (net.Conn, error) {
+	c, err := l.Listener.Accept()
+	if tc, ok := c.(*net.TCPConn); ok {
+		_ = tc.SetWriteBuffer(4096)
+	}
+	return c, err
+}
+
+// TestStreamSlowSubscriber: a subscriber that stops reading never slows
+// the turn: the runtime publishes at its own pace; once its events no
+// longer fit, the subscription is closed with TOO_SLOW and the seq to
+// resume after, and a new subscription with it goes on from there.
+func TestStreamSlowSubscriber(t *testing.T) {
+	t.Parallel()
+	gate := make(chan struct{})
+	h := newHarness(t, dbtest.Open(t, dbtest.SQLite), &scripted{block: gate, answers: []model.Response{{Text: "done"}}})
+	srv := httptest.NewUnstartedServer(h.srv.Config.Handler)
+	srv.Listener = smallBuffers{srv.Listener}
+	srv.Start()
+	t.Cleanup(srv.Close)
+	id := h.send(t, h.conversation(t), "go", "")
+	tid, err := gid.Decode(id)
+	require.NoError(t, err)
+
+	ctx, cancel := context.WithTimeout(context.Background(), 60*time.Second)
+	t.Cleanup(cancel)
+	dialer := &net.Dialer{Control: func(_, _ string, c syscall.RawConn) error {
+		return c.Control(func(fd uintptr) { _ = syscall.SetsockoptInt(int(fd), syscall.SOL_SOCKET, syscall.SO_RCVBUF, 4096) })
+	}}
+	client := &http.Client{Transport: &http.Transport{DialContext: dialer.DialContext}}
+	c, _, err := websocket.Dial(ctx, "ws"+strings.TrimPrefix(srv.URL, "http")+"/graphql",
+		&websocket.DialOptions{Subprotocols: []string{"graphql-transport-ws"}, HTTPClient: client})
+	require.NoError(t, err)
+	t.Cleanup(func() { _ = c.CloseNow() })
+	c.SetReadLimit(1 << 20)
+	require.NoError(t, wsjson.Write(ctx, c, map[string]any{"type": "connection_init", "payload": map[string]any{"Authorization": "Bearer " + h.grant.Token}}))
+	var m wsMessage
+	require.NoError(t, wsjson.Read(ctx, c, &m))
+	query := `subscription($t: ID!, $a: String) { turnEvents(turnId: $t, after: $a, deltas: true) { kind seq turn { status } toolCall { id } } }`
+	require.NoError(t, wsjson.Write(ctx, c, map[string]any{"id": "1", "type": "subscribe", "payload": map[string]any{"query": query, "variables": map[string]any{"t": id}}}))
+	require.NoError(t, wsjson.Read(ctx, c, &m)) // the current status; then it stops reading
+	bus := h.runner.Events()
+	require.Eventually(t, func() bool { return bus.Subscribers(tid) >= 2 }, 5*time.Second, 5*time.Millisecond)
+
+	// Far more than fit: the publisher never waits for the subscriber.
+	start := time.Now()
+	for i := range 3 * events.Buffer {
+		bus.Publish(events.Event{Kind: events.ToolCallStarted, TurnID: tid, ToolCallID: 1_000_000 + i, Status: "RUNNING", At: time.Now()})
+		if i%64 == 0 {
+			time.Sleep(20 * time.Millisecond) // the subscriber's goroutine fills the socket meanwhile
+		}
+	}
+	require.Less(t, time.Since(start), 10*time.Second)
+
+	// Reading again: what fitted, then the reason it was closed.
+	var after string
+	for {
+		m = wsMessage{}
+		require.NoError(t, wsjson.Read(ctx, c, &m))
+		if m.Type == "complete" {
+			break
+		}
+		var p struct {
+			Errors []struct {
+				Message    string         `json:"message"`
+				Extensions map[string]any `json:"extensions"`
+			} `json:"errors"`
+		}
+		require.NoError(t, json.Unmarshal(m.Payload, &p))
+		if len(p.Errors) > 0 {
+			require.Equal(t, "TOO_SLOW", p.Errors[0].Extensions["code"], p.Errors[0].Message)
+			after, _ = p.Errors[0].Extensions["after"].(string)
+		}
+	}
+	require.NotEmpty(t, after, "closed with the seq to resume after")
+	require.Eventually(t, func() bool { return bus.Subscribers(tid) == 1 }, 5*time.Second, 5*time.Millisecond, "nothing of it is kept")
+
+	// Resumed from there, it hears the rest of the turn.
+	require.NoError(t, wsjson.Write(ctx, c, map[string]any{"id": "2", "type": "subscribe", "payload": map[string]any{"query": query, "variables": map[string]any{"t": id, "a": after}}}))
+	require.Eventually(t, func() bool { return bus.Subscribers(tid) >= 2 }, 5*time.Second, 5*time.Millisecond)
+	close(gate)
+	var kinds []string
+	for {
+		m = wsMessage{}
+		require.NoError(t, wsjson.Read(ctx, c, &m))
+		if m.Type == "complete" {
+			break
+		}
+		var p struct {
+			Data struct {
+				TurnEvents struct{ Kind string } `json:"turnEvents"`
+			} `json:"data"`
+		}
+		require.NoError(t, json.Unmarshal(m.Payload, &p))
+		kinds = append(kinds, p.Data.TurnEvents.Kind)
+	}
+	require.Equal(t, "STATUS", kinds[len(kinds)-1])
+	require.Contains(t, kinds, "ANSWER")
 }
