@@ -260,6 +260,8 @@ func (s *Server) newGraphQL() *handler.Server {
 		Implementation: socketTimer{WebsocketImplementation: transport.CoderWebsocketImplementation{}, timeout: s.cfg.InitTimeout},
 		InitFunc:       s.websocketInit,
 	})
+	// Before POST, which would take its requests too.
+	srv.AddTransport(sse{transport.SSE{KeepAlivePingInterval: 10 * time.Second}})
 	srv.AddTransport(transport.Options{})
 	srv.AddTransport(transport.GET{})
 	srv.AddTransport(post{})

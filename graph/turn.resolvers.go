@@ -40,8 +40,8 @@ func (r *queryResolver) Usage(ctx context.Context, month *string) (*model.Usage,
 }
 
 // TurnEvents is the resolver for the turnEvents field.
-func (r *subscriptionResolver) TurnEvents(ctx context.Context, turnID int, replay *bool) (<-chan *model.TurnEvent, error) {
-	return r.turnEvents(ctx, turnID, replay != nil && *replay)
+func (r *subscriptionResolver) TurnEvents(ctx context.Context, turnID int, replay *bool, after *string, deltas *bool) (<-chan *model.TurnEvent, error) {
+	return r.turnEvents(ctx, turnID, followOptions{replay: replay != nil && *replay, deltas: deltas != nil && *deltas, after: after})
 }
 
 // ModelCalls is the resolver for the modelCalls field.

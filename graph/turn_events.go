@@ -4,11 +4,12 @@ import (
 	"context"
 	"fmt"
 	"slices"
-	"strconv"
 	"sync"
 	"time"
+	"unicode/utf8"
 
 	"github.com/99designs/gqlgen/graphql"
+	"github.com/vektah/gqlparser/v2/gqlerror"
 
 	"github.com/toolgate/toolgate/ent"
 	"github.com/toolgate/toolgate/ent/modelcall"
@@ -44,118 +45,390 @@ func (r *Resolver) publishAfterCommit(ctx context.Context, e events.Event) {
 	})
 }
 
+// followOptions are a subscription's arguments past the turn.
+type followOptions struct {
+	replay, deltas bool
+	after          *string
+}
+
 // turnEvents streams a turn's events, each with the turn as of that event.
 // It listens before it reads, so an event is either in what it read or
-// heard afterwards; what it read is never heard twice (keys). Without
-// replay the current status comes first; with it, the turn's earlier
-// events, rebuilt from what is stored. The stream ends when the turn
-// does, or when the client goes.
-func (r *Resolver) turnEvents(ctx context.Context, turnID int, replay bool) (<-chan *model.TurnEvent, error) {
+// heard afterwards; where each event falls in the turn (position) tells
+// what was told, so nothing is told twice. Without replay the current
+// status comes first; with it, the turn's earlier events, rebuilt from
+// what is stored; with after, those that came after it. The stream ends
+// when the turn does, or when the client goes.
+func (r *Resolver) turnEvents(ctx context.Context, turnID int, o followOptions) (<-chan *model.TurnEvent, error) {
 	if _, err := apiViewer(ctx); err != nil {
 		return nil, err
 	}
 	if r.Runner == nil {
 		return nil, fmt.Errorf("no runtime")
 	}
-	needs := eventNeedsOf(ctx)
-	sub := r.Runner.Events().Subscribe(turnID)
+	at := startPosition()
+	if o.after != nil {
+		p, err := parseSeq(*o.after)
+		if err != nil {
+			return nil, err
+		}
+		at = p
+	}
+	bus := r.Runner.Events()
+	sub := bus.Subscribe(turnID)
 	t, err := r.Client.Turn.Get(ctx, turnID)
 	if err != nil {
 		sub.Close()
 		return nil, err
 	}
-	past, err := r.pastEvents(ctx, t)
+	past, err := r.pastEvents(ctx, t, o.deltas)
 	if err != nil {
 		sub.Close()
 		return nil, err
 	}
-	seen := make(map[string]bool, len(past))
-	for _, p := range past {
-		seen[p.key] = true
-	}
-	first := past
-	if !replay {
-		first = []pastEvent{{ev: &model.TurnEvent{Kind: events.Status, Turn: t, At: time.Now()}}}
-	}
 	out := make(chan *model.TurnEvent, 1)
+	f := &follower{r: r, ctx: ctx, turnID: turnID, needs: eventNeedsOf(ctx), deltas: o.deltas, at: at, last: t, out: out, bus: bus}
 	go func() {
 		defer close(out)
 		defer sub.Close()
-		send := func(ev *model.TurnEvent) bool {
-			select {
-			case out <- ev:
-				return true
-			case <-ctx.Done():
-				return false
-			}
-		}
-		for _, p := range first {
-			if !send(p.ev) {
-				return
-			}
-		}
-		if ended(t.Status) {
-			return
-		}
-		for {
-			select {
-			case <-ctx.Done():
-				return
-			case e, ok := <-sub.C:
-				if !ok {
-					return
-				}
-				k := eventKey(e.Kind, e.Step, e.ToolCallID, e.Status)
-				if seen[k] {
-					continue
-				}
-				seen[k] = true
-				// A model call that started before the subscription and
-				// had not been stored: its start comes with its end.
-				if started := eventKey(events.ModelCallStarted, e.Step, 0, ""); e.Kind == events.ModelCallFinished && !seen[started] {
-					seen[started] = true
-					ev, err := r.modelCallStarted(ctx, e, needs)
-					if err != nil {
-						r.Log.WarnContext(ctx, "turn event", "turn", EncodeID(turnID), "err", err)
-						return
-					}
-					if !send(ev) {
-						return
-					}
-				}
-				ev, err := r.turnEvent(ctx, e, needs)
-				if err != nil {
-					r.Log.WarnContext(ctx, "turn event", "turn", EncodeID(turnID), "err", err)
-					return
-				}
-				if !send(ev) || (e.Kind == events.Status && ended(ev.Turn.Status)) {
-					return
-				}
-			}
-		}
+		f.follow(sub, t, past, o.replay || o.after != nil)
 	}()
 	return out, nil
 }
 
-func ended(s turn.Status) bool {
-	return s == turn.StatusCOMPLETED || s == turn.StatusFAILED || s == turn.StatusCANCELLED
+// follower tells one subscriber a turn's events.
+type follower struct {
+	r      *Resolver
+	ctx    context.Context
+	turnID int
+	needs  eventNeeds
+	deltas bool
+	at     position
+	// last is the turn as the latest event read it: text events carry it.
+	last *ent.Turn
+	out  chan<- *model.TurnEvent
+	bus  *events.Bus
 }
 
-// eventKey names an event once per turn: a subscriber's replay and the
-// events it hears live are told apart by it.
-func eventKey(kind events.Kind, step, toolCallID int, status string) string {
-	switch kind {
-	case events.ModelCallStarted, events.ModelCallFinished:
-		return string(kind) + ":" + strconv.Itoa(step)
-	case events.ToolCallStarted, events.ToolCallFinished:
-		return string(kind) + ":" + strconv.Itoa(toolCallID)
-	case events.Status:
-		if ended(turn.Status(status)) {
-			return string(kind) + ":" + status
+// SlowSubscriber is how long a subscription may leave an event unread
+// before it is closed: it holds nothing of the turn's pace, and nothing of
+// its memory once closed.
+var SlowSubscriber = 30 * time.Second
+
+// errTooSlow ends a subscription that fell so far behind that events were
+// lost for it; its client resumes with after.
+func errTooSlow(seq string) error {
+	e := gqlerror.Errorf("this subscription fell too far behind and was closed: subscribe again with after: the seq of the last event read")
+	e.Extensions = map[string]any{"code": "TOO_SLOW", "after": seq}
+	return e
+}
+
+func (f *follower) follow(sub *events.Subscription, t *ent.Turn, past []pastEvent, replay bool) {
+	for _, p := range past {
+		if !replay {
+			// Told as where the turn stands, not event by event.
+			if p.text == nil {
+				f.at.advance(p.ev.Kind, p.step, p.phase, p.toolCallID)
+			}
+			continue
 		}
-		return string(kind) + ":" + status + ":" + strconv.Itoa(step)
+		if !f.tellPast(p) {
+			return
+		}
 	}
-	return string(kind)
+	if !replay {
+		if !f.send(&model.TurnEvent{Kind: events.Status, Of: t, At: time.Now()}) {
+			return
+		}
+	}
+	if ended(t.Status) {
+		return
+	}
+	if f.deltas && !f.catchUp(true) {
+		return
+	}
+	for {
+		select {
+		case <-f.ctx.Done():
+			return
+		case <-sub.Text:
+			if !f.catchUp(false) {
+				return
+			}
+		case e, ok := <-sub.C:
+			if !ok {
+				return
+			}
+			if sub.Dropped() > 0 {
+				f.send(&model.TurnEvent{Err: errTooSlow(f.at.seq())})
+				return
+			}
+			if done, ok := f.live(e); !ok || done {
+				return
+			}
+		}
+	}
+}
+
+// send tells ev at the subscriber's position, unless the subscriber goes or
+// leaves it unread for SlowSubscriber.
+func (f *follower) send(ev *model.TurnEvent) bool {
+	ev.Seq, ev.Step = f.at.seq(), f.at.step
+	timer := time.NewTimer(SlowSubscriber)
+	defer timer.Stop()
+	select {
+	case f.out <- ev:
+		return true
+	case <-f.ctx.Done():
+	case <-timer.C:
+		f.r.Log.InfoContext(f.ctx, "turn events: subscriber left an event unread; closed", "turn", EncodeID(f.turnID), "after", SlowSubscriber)
+	}
+	return false
+}
+
+// tell tells a durable event at its place, unless it was told.
+func (f *follower) tell(ev *model.TurnEvent, kind events.Kind, step, phase, toolCallID int) bool {
+	if phase >= phaseAnswer {
+		step = f.at.step
+	}
+	if f.at.covers(kind, step, phase, toolCallID) {
+		return true
+	}
+	f.at.advance(kind, step, phase, toolCallID)
+	return f.send(ev)
+}
+
+// tellPast tells one rebuilt event, unless it was told.
+func (f *follower) tellPast(p pastEvent) bool {
+	if p.text != nil {
+		return f.stored(p.step, *p.text)
+	}
+	return f.tell(p.ev, p.ev.Kind, p.step, p.phase, p.toolCallID)
+}
+
+// live tells an event heard from the runtime; done when the turn ended.
+func (f *follower) live(e events.Event) (done, ok bool) {
+	step, phase := place(e.Kind, e.Step, e.Status)
+	if phase >= phaseAnswer {
+		step = f.at.step
+	}
+	if f.at.covers(e.Kind, step, phase, e.ToolCallID) {
+		return false, true
+	}
+	// The text so far first: the event comes after it.
+	if f.deltas && !f.catchUp(false) {
+		return false, false
+	}
+	if e.Kind == events.ModelCallFinished {
+		// A model call that started before the subscription and had not
+		// been stored: its start comes with its end.
+		if !f.at.covers(events.ModelCallStarted, e.Step, phaseModel, 0) {
+			ev, err := f.r.modelCallStarted(f.ctx, e, f.needs)
+			if err != nil {
+				f.r.Log.WarnContext(f.ctx, "turn event", "turn", EncodeID(f.turnID), "err", err)
+				return false, false
+			}
+			if !f.tell(ev, events.ModelCallStarted, e.Step, phaseModel, 0) {
+				return false, false
+			}
+		}
+		if f.deltas && !f.finishText(e.Step) {
+			return false, false
+		}
+	}
+	ev, err := f.r.turnEvent(f.ctx, e, f.needs)
+	if err != nil {
+		f.r.Log.WarnContext(f.ctx, "turn event", "turn", EncodeID(f.turnID), "err", err)
+		return false, false
+	}
+	f.last = ev.Of
+	if !f.tell(ev, e.Kind, step, phase, e.ToolCallID) {
+		return false, false
+	}
+	if e.Kind == events.Status && ended(ev.Of.Status) {
+		return true, true
+	}
+	if e.Kind == events.ModelCallStarted && f.deltas && !f.catchUp(false) {
+		return false, false
+	}
+	return false, true
+}
+
+// running is the turn as text events carry it.
+func (f *follower) running() *ent.Turn {
+	return turnAsOf(f.last, string(turn.StatusRUNNING))
+}
+
+// catchUp tells what the turn's model call in flight wrote since the
+// subscriber was last told. The first catch-up of a subscription tells
+// the start of a call it joined during; later ones wait for the call's
+// MODEL_CALL_STARTED.
+func (f *follower) catchUp(first bool) bool {
+	if !f.deltas {
+		return true
+	}
+	tx, ok := f.bus.Text(f.turnID, f.at.bytes)
+	if ok && tx.Attempt != f.at.attempt && tx.From != 0 {
+		tx, ok = f.bus.Text(f.turnID, 0)
+	}
+	if !ok || !tx.Synced {
+		if first || ok {
+			// Another replica may be streaming it: it sends it whole.
+			f.bus.Ask(f.turnID)
+		}
+		return true
+	}
+	if tx.Step < f.at.step || tx.Step == f.at.step && f.at.phase > phaseText {
+		return true
+	}
+	if tx.Step > f.at.step || f.at.phase < phaseModel {
+		if !first || tx.Done {
+			return true
+		}
+		ev := &model.TurnEvent{Kind: events.ModelCallStarted, Of: f.running(), At: tx.At}
+		if !f.tell(ev, events.ModelCallStarted, tx.Step, phaseModel, 0) {
+			return false
+		}
+	}
+	return f.apply(tx)
+}
+
+// apply tells the subscriber, at the step's text phase, what tx holds
+// past what it was told: the rest of its text when it holds the start of
+// the same attempt, else (a new try of the call) the whole text from
+// offset 0; then the tool calls being written.
+func (f *follower) apply(tx events.Text) bool {
+	p := &f.at
+	if p.phase < phaseText {
+		p.advance(events.TextDelta, tx.Step, phaseText, 0)
+	}
+	if tx.Attempt != p.attempt {
+		if p.chars == 0 && p.calls == 0 {
+			p.attempt = tx.Attempt
+		} else {
+			p.restart(tx.Attempt)
+			if !f.sendText(tx.Tail, 0) {
+				return false
+			}
+			return f.writings(tx.Calls)
+		}
+	}
+	if tx.From != p.bytes {
+		// The replica holds less than the subscriber was told (it lags
+		// another that told it): the rest comes as it catches up.
+		return true
+	}
+	if tx.Tail != "" && !f.sendText(tx.Tail, p.chars) {
+		return false
+	}
+	return f.writings(tx.Calls)
+}
+
+// sendText tells text at offset (the end of what the subscriber holds, or
+// 0 after a restart).
+func (f *follower) sendText(text string, offset int) bool {
+	f.at.told(text)
+	return f.send(&model.TurnEvent{Kind: events.TextDelta, Of: f.running(), At: time.Now(),
+		Delta: &model.TextDelta{Text: text, Offset: offset}})
+}
+
+// writings tells the tool calls being written that are new, or whose
+// arguments grew.
+func (f *follower) writings(calls []events.Writing) bool {
+	p := &f.at
+	for _, w := range calls {
+		switch {
+		case w.Index < p.calls-1:
+			continue
+		case w.Index == p.calls-1:
+			if w.Chars <= p.args {
+				continue
+			}
+			p.pos += w.Chars - p.args
+		default:
+			p.pos += 1 + w.Chars
+			p.calls = w.Index + 1
+		}
+		p.args = w.Chars
+		w := w
+		if !f.send(&model.TurnEvent{Kind: events.ToolCallWriting, Of: f.running(), At: time.Now(), Writing: &w}) {
+			return false
+		}
+	}
+	return true
+}
+
+// finishText tells the rest of step's text before its MODEL_CALL_FINISHED:
+// from the stream when this replica holds it whole, else from what is
+// stored.
+func (f *follower) finishText(step int) bool {
+	if f.at.step != step || f.at.phase > phaseText {
+		return true
+	}
+	if tx, ok := f.bus.Text(f.turnID, f.at.bytes); ok && tx.Step == step && tx.Synced && tx.Done &&
+		tx.Attempt == f.at.attempt && tx.From == f.at.bytes {
+		return f.apply(tx)
+	}
+	v, err := f.r.reads.do(f.ctx, readKey{event: eventKeyID{turnID: f.turnID, step: step, kind: events.TextDelta}, what: "text"},
+		func(ctx context.Context) (any, error) {
+			mc, err := f.r.Client.ModelCall.Query().
+				Where(modelcall.TurnID(f.turnID), modelcall.KindEQ(modelcall.KindSTEP), modelcall.Step(step)).
+				Select(modelcall.FieldText).Only(ctx)
+			if err != nil {
+				return nil, err
+			}
+			return mc.Text, nil
+		})
+	if err != nil {
+		f.r.Log.WarnContext(f.ctx, "turn event", "turn", EncodeID(f.turnID), "err", err)
+		return false
+	}
+	return f.stored(step, v.(string))
+}
+
+// stored tells step's text as it is recorded: the rest of it when the
+// subscriber holds its start, else all of it from offset 0.
+func (f *follower) stored(step int, text string) bool {
+	p := &f.at
+	if !f.deltas || p.step > step || p.step == step && p.phase > phaseText {
+		return true
+	}
+	if p.step < step || p.phase < phaseModel {
+		// Its start was told with the rebuilt events before it.
+		return true
+	}
+	if p.phase < phaseText {
+		p.advance(events.TextDelta, step, phaseText, 0)
+	}
+	switch {
+	case p.chars == 0 && p.calls == 0:
+		p.attempt = "="
+	case p.holds(text) && utf8.RuneStart(byteAt(text, p.bytes)):
+		p.attempt = "="
+		text = text[p.bytes:]
+		if text == "" {
+			return true
+		}
+		return f.sendText(text, p.chars)
+	default:
+		p.restart("=")
+		return f.sendText(text, 0)
+	}
+	if text == "" {
+		return true
+	}
+	return f.sendText(text, 0)
+}
+
+// byteAt is s[i], or a character's start past its end.
+func byteAt(s string, i int) byte {
+	if i >= len(s) {
+		return 'a'
+	}
+	return s[i]
+}
+
+func ended(s turn.Status) bool {
+	return s == turn.StatusCOMPLETED || s == turn.StatusFAILED || s == turn.StatusCANCELLED
 }
 
 // eventNeeds says which rows a subscription's selection needs read for
@@ -220,7 +493,7 @@ func (r *Resolver) turnEvent(ctx context.Context, e events.Event, needs eventNee
 	if err != nil {
 		return nil, err
 	}
-	ev := &model.TurnEvent{Kind: e.Kind, Turn: turnAsOf(t, e.Status), At: e.At}
+	ev := &model.TurnEvent{Kind: e.Kind, Of: turnAsOf(t, e.Status), At: e.At}
 	if e.ToolCallID != 0 {
 		if !needs.toolCall {
 			ev.ToolCall = &ent.ToolCall{ID: e.ToolCallID, TurnID: e.TurnID, Step: e.Step}
@@ -264,7 +537,7 @@ func (r *Resolver) modelCallStarted(ctx context.Context, e events.Event, needs e
 	if err != nil {
 		return nil, err
 	}
-	return &model.TurnEvent{Kind: events.ModelCallStarted, Turn: turnAsOf(t, string(turn.StatusRUNNING)), At: v.(time.Time)}, nil
+	return &model.TurnEvent{Kind: events.ModelCallStarted, Of: turnAsOf(t, string(turn.StatusRUNNING)), At: v.(time.Time)}, nil
 }
 
 // eventKeyID names one published event: what its subscribers read of it is
@@ -371,17 +644,19 @@ func callStarted(c *ent.ToolCall) *ent.ToolCall {
 	return &cp
 }
 
-// pastEvent is an event rebuilt from what is stored, with its key.
+// pastEvent is an event rebuilt from what is stored, with where it falls;
+// or, with text set (and ev nil), a step's text as recorded.
 type pastEvent struct {
-	key string
-	ev  *model.TurnEvent
+	ev                      *model.TurnEvent
+	step, phase, toolCallID int
+	text                    *string
 }
 
 // pastEvents rebuilds a turn's events so far from what is stored: its
-// start, each step's model call and tool calls, each pause for a question
-// and its answer, and its end. A model call in flight is not stored yet:
-// its start is told with its end.
-func (r *Resolver) pastEvents(ctx context.Context, t *ent.Turn) ([]pastEvent, error) {
+// start, each step's model call (and, for deltas, its text) and tool
+// calls, each pause for a question and its answer, and its end. A model
+// call in flight is not stored yet: its start is told with its end.
+func (r *Resolver) pastEvents(ctx context.Context, t *ent.Turn, deltas bool) ([]pastEvent, error) {
 	// Tool calls first: a step's model call and its tool calls are stored
 	// in one transaction, so every tool call read here has its model call
 	// in the next read (read the other way round, a step stored in
@@ -399,8 +674,9 @@ func (r *Resolver) pastEvents(ctx context.Context, t *ent.Turn) ([]pastEvent, er
 		return nil, fmt.Errorf("load model calls: %w", err)
 	}
 	var out []pastEvent
+	last := 0
 	add := func(kind events.Kind, step int, c *ent.ToolCall, status turn.Status, at time.Time) {
-		ev := &model.TurnEvent{Kind: kind, Turn: turnAsOf(t, string(status)), At: at}
+		ev := &model.TurnEvent{Kind: kind, Of: turnAsOf(t, string(status)), At: at}
 		id := 0
 		if c != nil {
 			id, ev.ToolCall = c.ID, c
@@ -408,11 +684,16 @@ func (r *Resolver) pastEvents(ctx context.Context, t *ent.Turn) ([]pastEvent, er
 				ev.ToolCall = callStarted(c)
 			}
 		}
-		out = append(out, pastEvent{key: eventKey(kind, step, id, string(status)), ev: ev})
+		s, phase := place(kind, step, string(status))
+		if s < 0 {
+			s = last
+		}
+		last = max(last, s)
+		out = append(out, pastEvent{ev: ev, step: s, phase: phase, toolCallID: id})
 	}
-	add(events.Status, -1, nil, turn.StatusRUNNING, t.StartedAt)
-	// A key of its own: the start is never published, so never heard.
-	out[0].key = "STATUS:start"
+	add(events.Status, 0, nil, turn.StatusRUNNING, t.StartedAt)
+	// The start: never published, so never heard.
+	out[0].phase = phaseStart
 
 	steps := 0
 	for _, mc := range mcs {
@@ -430,6 +711,9 @@ func (r *Resolver) pastEvents(ctx context.Context, t *ent.Turn) ([]pastEvent, er
 		if i := slices.IndexFunc(mcs, func(mc *ent.ModelCall) bool { return mc.Step == step }); i >= 0 {
 			mc := mcs[i]
 			add(events.ModelCallStarted, step, nil, turn.StatusRUNNING, mc.StartedAt)
+			if deltas {
+				out = append(out, pastEvent{step: step, phase: phaseText, text: &mc.Text})
+			}
 			add(events.ModelCallFinished, step, nil, turn.StatusRUNNING, mc.StartedAt.Add(time.Duration(mc.DurationMs)*time.Millisecond))
 		}
 		var pause *ent.ToolCall
@@ -477,7 +761,7 @@ func (r *Resolver) pastEvents(ctx context.Context, t *ent.Turn) ([]pastEvent, er
 		}
 		add(events.Status, 0, nil, t.Status, at)
 	} else if status != t.Status {
-		add(events.Status, steps, nil, t.Status, time.Now())
+		add(events.Status, max(steps-1, 0), nil, t.Status, time.Now())
 	}
 	return out, nil
 }

@@ -21,6 +21,7 @@ import (
 	"github.com/toolgate/toolgate/graph/auth"
 	"github.com/toolgate/toolgate/runtime/loop"
 	"github.com/toolgate/toolgate/runtime/model"
+	"github.com/toolgate/toolgate/runtime/model/replay"
 	"github.com/toolgate/toolgate/runtime/retry"
 	"github.com/toolgate/toolgate/tools/artifact/browser"
 	"github.com/toolgate/toolgate/tools/code"
@@ -106,6 +107,7 @@ func serve(ctx context.Context, args []string, stdout, stderr io.Writer, log *sl
 	fs.StringVar(&rc.provider, "model-provider", env("TOOLGATE_MODEL_PROVIDER", ""), "openai, anthropic or replay (env TOOLGATE_MODEL_PROVIDER; default: openai or anthropic when its API key is set, else replay)")
 	fs.StringVar(&rc.model, "model", env("TOOLGATE_MODEL", ""), "model name sent to the provider (env TOOLGATE_MODEL; default: the provider's)")
 	fs.StringVar(&rc.replayScript, "replay-script", env("TOOLGATE_REPLAY_SCRIPT", ""), "JSON script the replay provider plays (env TOOLGATE_REPLAY_SCRIPT; default: the built-in demo)")
+	fs.DurationVar(&rc.replayPace, "replay-pace", durationEnv("TOOLGATE_REPLAY_PACE", replay.DefaultPace), "wait between the replay provider's streamed pieces of text (env TOOLGATE_REPLAY_PACE; 0: at once)")
 	fs.StringVar(&rc.prices, "prices", env("TOOLGATE_PRICES", ""), "JSON price table overriding the defaults (env TOOLGATE_PRICES)")
 	fs.StringVar(&rc.toolsURL, "tools-url", env("TOOLGATE_TOOLS_URL", ""), "GraphQL endpoint the runtime calls tools on (env TOOLGATE_TOOLS_URL; default: this server)")
 	fs.IntVar(&rc.maxSteps, "max-steps", atoiEnv("TOOLGATE_MAX_STEPS", 25), "most model calls per turn (env TOOLGATE_MAX_STEPS)")

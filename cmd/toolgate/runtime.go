@@ -42,6 +42,7 @@ type runtimeConfig struct {
 	provider     string
 	model        string
 	replayScript string
+	replayPace   time.Duration
 	prices       string
 	toolsURL     string
 	maxSteps     int
@@ -87,10 +88,15 @@ func newProvider(c runtimeConfig) (model.Provider, error) {
 	case anthropic.Name:
 		return anthropic.New(anthropic.Options{Model: c.model, TextOnly: c.textOnly})
 	case replay.Name:
+		load := replay.Demo
 		if c.replayScript != "" {
-			return replay.Load(c.replayScript)
+			load = func() (*replay.Provider, error) { return replay.Load(c.replayScript) }
 		}
-		return replay.Demo()
+		p, err := load()
+		if err != nil {
+			return nil, err
+		}
+		return p.Paced(c.replayPace), nil
 	}
 	return nil, fmt.Errorf("model provider %q: want openai, anthropic or replay", name)
 }

@@ -699,7 +699,7 @@ type ComplexityRoot struct {
 	}
 
 	Subscription struct {
-		TurnEvents func(childComplexity int, turnID int, replay *bool) int
+		TurnEvents func(childComplexity int, turnID int, replay *bool, after *string, deltas *bool) int
 	}
 
 	SuggestionsAck struct {
@@ -722,6 +722,11 @@ type ComplexityRoot struct {
 	Task struct {
 		Status func(childComplexity int) int
 		Title  func(childComplexity int) int
+	}
+
+	TextDelta struct {
+		Offset func(childComplexity int) int
+		Text   func(childComplexity int) int
 	}
 
 	ToolBrief struct {
@@ -747,6 +752,12 @@ type ComplexityRoot struct {
 		Result       func(childComplexity int) int
 		StartedAt    func(childComplexity int) int
 		Turn         func(childComplexity int) int
+	}
+
+	ToolCallWriting struct {
+		Chars func(childComplexity int) int
+		Index func(childComplexity int) int
+		Name  func(childComplexity int) int
 	}
 
 	ToolList struct {
@@ -884,9 +895,13 @@ type ComplexityRoot struct {
 
 	TurnEvent struct {
 		At       func(childComplexity int) int
+		Delta    func(childComplexity int) int
 		Kind     func(childComplexity int) int
+		Seq      func(childComplexity int) int
+		Step     func(childComplexity int) int
 		ToolCall func(childComplexity int) int
 		Turn     func(childComplexity int) int
+		Writing  func(childComplexity int) int
 	}
 
 	UpdateAgentPayload struct {
@@ -1165,7 +1180,7 @@ type QueryResolver interface {
 	SearchFiles(ctx context.Context, conversationID *int, strings []string, contextLines *int) (*workspace.SearchResult, error)
 }
 type SubscriptionResolver interface {
-	TurnEvents(ctx context.Context, turnID int, replay *bool) (<-chan *model.TurnEvent, error)
+	TurnEvents(ctx context.Context, turnID int, replay *bool, after *string, deltas *bool) (<-chan *model.TurnEvent, error)
 }
 type TaskResolver interface {
 	Status(ctx context.Context, obj *ent.Task) (model.TaskStatus, error)
@@ -4072,7 +4087,7 @@ func (e *executableSchema) Complexity(ctx context.Context, typeName, field strin
 			return 0, false
 		}
 
-		return e.ComplexityRoot.Subscription.TurnEvents(childComplexity, args["turnId"].(int), args["replay"].(*bool)), true
+		return e.ComplexityRoot.Subscription.TurnEvents(childComplexity, args["turnId"].(int), args["replay"].(*bool), args["after"].(*string), args["deltas"].(*bool)), true
 
 	case "SuggestionsAck.ok":
 		if e.ComplexityRoot.SuggestionsAck.Ok == nil {
@@ -4154,6 +4169,19 @@ func (e *executableSchema) Complexity(ctx context.Context, typeName, field strin
 		}
 
 		return e.ComplexityRoot.Task.Title(childComplexity), true
+
+	case "TextDelta.offset":
+		if e.ComplexityRoot.TextDelta.Offset == nil {
+			break
+		}
+
+		return e.ComplexityRoot.TextDelta.Offset(childComplexity), true
+	case "TextDelta.text":
+		if e.ComplexityRoot.TextDelta.Text == nil {
+			break
+		}
+
+		return e.ComplexityRoot.TextDelta.Text(childComplexity), true
 
 	case "ToolBrief.description":
 		if e.ComplexityRoot.ToolBrief.Description == nil {
@@ -4270,6 +4298,25 @@ func (e *executableSchema) Complexity(ctx context.Context, typeName, field strin
 		}
 
 		return e.ComplexityRoot.ToolCall.Turn(childComplexity), true
+
+	case "ToolCallWriting.argumentsChars":
+		if e.ComplexityRoot.ToolCallWriting.Chars == nil {
+			break
+		}
+
+		return e.ComplexityRoot.ToolCallWriting.Chars(childComplexity), true
+	case "ToolCallWriting.index":
+		if e.ComplexityRoot.ToolCallWriting.Index == nil {
+			break
+		}
+
+		return e.ComplexityRoot.ToolCallWriting.Index(childComplexity), true
+	case "ToolCallWriting.name":
+		if e.ComplexityRoot.ToolCallWriting.Name == nil {
+			break
+		}
+
+		return e.ComplexityRoot.ToolCallWriting.Name(childComplexity), true
 
 	case "ToolList.tools":
 		if e.ComplexityRoot.ToolList.Tools == nil {
@@ -4803,12 +4850,30 @@ func (e *executableSchema) Complexity(ctx context.Context, typeName, field strin
 		}
 
 		return e.ComplexityRoot.TurnEvent.At(childComplexity), true
+	case "TurnEvent.delta":
+		if e.ComplexityRoot.TurnEvent.Delta == nil {
+			break
+		}
+
+		return e.ComplexityRoot.TurnEvent.Delta(childComplexity), true
 	case "TurnEvent.kind":
 		if e.ComplexityRoot.TurnEvent.Kind == nil {
 			break
 		}
 
 		return e.ComplexityRoot.TurnEvent.Kind(childComplexity), true
+	case "TurnEvent.seq":
+		if e.ComplexityRoot.TurnEvent.Seq == nil {
+			break
+		}
+
+		return e.ComplexityRoot.TurnEvent.Seq(childComplexity), true
+	case "TurnEvent.step":
+		if e.ComplexityRoot.TurnEvent.Step == nil {
+			break
+		}
+
+		return e.ComplexityRoot.TurnEvent.Step(childComplexity), true
 	case "TurnEvent.toolCall":
 		if e.ComplexityRoot.TurnEvent.ToolCall == nil {
 			break
@@ -4821,6 +4886,12 @@ func (e *executableSchema) Complexity(ctx context.Context, typeName, field strin
 		}
 
 		return e.ComplexityRoot.TurnEvent.Turn(childComplexity), true
+	case "TurnEvent.writing":
+		if e.ComplexityRoot.TurnEvent.Writing == nil {
+			break
+		}
+
+		return e.ComplexityRoot.TurnEvent.Writing(childComplexity), true
 
 	case "UpdateAgentPayload.agent":
 		if e.ComplexityRoot.UpdateAgentPayload.Agent == nil {
@@ -8943,12 +9014,22 @@ type Subscription {
   Without replay the turn's current status comes first; with replay: true the
   turn's earlier events come first, rebuilt from what is stored (its start,
   model calls, tool calls, pauses for a question, answer and end), then the
-  live ones, none missed and none twice. The stream ends after the turn ends.
+  live ones, none missed and none twice. With after: the events that came
+  after the one with that seq, exactly: none missed, none twice, no character
+  of text repeated (a client that lost its connection resumes with the last
+  seq it read, on any replica). With deltas: true the answer's text streams
+  as the model writes it (TEXT_DELTA): a subscriber that joins while a model
+  call is under way first gets the step's text so far in one TEXT_DELTA at
+  offset 0. The stream ends after the turn ends.
   """
   turnEvents(
     turnId: ID!
     "Start with the turn's earlier events rather than its current status."
     replay: Boolean = false
+    "Go on after the event with this seq (from an earlier subscription to the same turn)."
+    after: String
+    "Also stream the text the model writes (TEXT_DELTA) and the tool calls it begins (TOOL_CALL_WRITING)."
+    deltas: Boolean = false
   ): TurnEvent!
 }
 
@@ -8984,6 +9065,20 @@ enum TurnEventKind {
   ANSWER
   "The turn's status changed (or, first on a stream without replay, what it is)."
   STATUS
+  """
+  Text the model wrote (with deltas: true): delta holds it and the offset in
+  the step's text where it starts. Put it there and drop anything after it:
+  an offset before the end of what you hold means the step's model call was
+  made again, and its text starts afresh.
+  """
+  TEXT_DELTA
+  """
+  The model began writing a tool call (with deltas: true): writing names the
+  tool before its arguments are complete, and again, at most four times a
+  second, as long arguments grow. TOOL_CALL_STARTED follows when the call
+  begins.
+  """
+  TOOL_CALL_WRITING
 }
 
 "One event of a turn, carrying the turn's state as of that event."
@@ -8996,6 +9091,35 @@ type TurnEvent {
   toolCall: ToolCall
   "When it happened."
   at: Time!
+  """
+  The event's place in the turn: a later event's seq is greater, compared as
+  strings. Pass the last one read as after to resume.
+  """
+  seq: String!
+  "The model call (step) the event belongs to, from 0."
+  step: Int!
+  "For TEXT_DELTA: the text and where it goes."
+  delta: TextDelta
+  "For TOOL_CALL_WRITING: the tool call being written."
+  writing: ToolCallWriting
+}
+
+"A piece of a step's text."
+type TextDelta {
+  "The text, from offset on."
+  text: String!
+  "Where text starts in the step's text, in characters (Unicode code points)."
+  offset: Int!
+}
+
+"A tool call the model is writing."
+type ToolCallWriting {
+  "The call's place among the step's calls, from 0."
+  index: Int!
+  "The tool's name."
+  name: String!
+  "How many characters of arguments the model has written so far."
+  argumentsChars: Int!
 }
 
 "Tokens and cost of a calendar month in UTC."
@@ -10602,6 +10726,16 @@ func (ec *executionContext) childFields_Task(ctx context.Context, field graphql.
 	return nil, fmt.Errorf("no field named %q was found under type Task", field.Name)
 }
 
+func (ec *executionContext) childFields_TextDelta(ctx context.Context, field graphql.CollectedField) (*graphql.FieldContext, error) {
+	switch field.Name {
+	case "text":
+		return ec.fieldContext_TextDelta_text(ctx, field)
+	case "offset":
+		return ec.fieldContext_TextDelta_offset(ctx, field)
+	}
+	return nil, fmt.Errorf("no field named %q was found under type TextDelta", field.Name)
+}
+
 func (ec *executionContext) childFields_ToolBrief(ctx context.Context, field graphql.CollectedField) (*graphql.FieldContext, error) {
 	switch field.Name {
 	case "name":
@@ -10650,6 +10784,18 @@ func (ec *executionContext) childFields_ToolCall(ctx context.Context, field grap
 		return ec.fieldContext_ToolCall_result(ctx, field)
 	}
 	return nil, fmt.Errorf("no field named %q was found under type ToolCall", field.Name)
+}
+
+func (ec *executionContext) childFields_ToolCallWriting(ctx context.Context, field graphql.CollectedField) (*graphql.FieldContext, error) {
+	switch field.Name {
+	case "index":
+		return ec.fieldContext_ToolCallWriting_index(ctx, field)
+	case "name":
+		return ec.fieldContext_ToolCallWriting_name(ctx, field)
+	case "argumentsChars":
+		return ec.fieldContext_ToolCallWriting_argumentsChars(ctx, field)
+	}
+	return nil, fmt.Errorf("no field named %q was found under type ToolCallWriting", field.Name)
 }
 
 func (ec *executionContext) childFields_ToolList(ctx context.Context, field graphql.CollectedField) (*graphql.FieldContext, error) {
@@ -10928,6 +11074,14 @@ func (ec *executionContext) childFields_TurnEvent(ctx context.Context, field gra
 		return ec.fieldContext_TurnEvent_toolCall(ctx, field)
 	case "at":
 		return ec.fieldContext_TurnEvent_at(ctx, field)
+	case "seq":
+		return ec.fieldContext_TurnEvent_seq(ctx, field)
+	case "step":
+		return ec.fieldContext_TurnEvent_step(ctx, field)
+	case "delta":
+		return ec.fieldContext_TurnEvent_delta(ctx, field)
+	case "writing":
+		return ec.fieldContext_TurnEvent_writing(ctx, field)
 	}
 	return nil, fmt.Errorf("no field named %q was found under type TurnEvent", field.Name)
 }
@@ -13149,6 +13303,22 @@ func (ec *executionContext) field_Subscription_turnEvents_args(ctx context.Conte
 		return nil, err
 	}
 	args["replay"] = arg1
+	arg2, err := graphql.ProcessArgField(ctx, rawArgs, "after",
+		func(ctx context.Context, v any) (*string, error) {
+			return ec.unmarshalOString2ᚖstring(ctx, v)
+		})
+	if err != nil {
+		return nil, err
+	}
+	args["after"] = arg2
+	arg3, err := graphql.ProcessArgField(ctx, rawArgs, "deltas",
+		func(ctx context.Context, v any) (*bool, error) {
+			return ec.unmarshalOBoolean2ᚖbool(ctx, v)
+		})
+	if err != nil {
+		return nil, err
+	}
+	args["deltas"] = arg3
 	return args, nil
 }
 
@@ -24738,7 +24908,7 @@ func (ec *executionContext) _Subscription_turnEvents(ctx context.Context, field 
 		},
 		func(ctx context.Context) (any, error) {
 			fc := graphql.GetFieldContext(ctx)
-			return ec.Resolvers.Subscription().TurnEvents(ctx, fc.Args["turnId"].(int), fc.Args["replay"].(*bool))
+			return ec.Resolvers.Subscription().TurnEvents(ctx, fc.Args["turnId"].(int), fc.Args["replay"].(*bool), fc.Args["after"].(*string), fc.Args["deltas"].(*bool))
 		},
 		nil,
 		func(ctx context.Context, selections ast.SelectionSet, v *model.TurnEvent) graphql.Marshaler {
@@ -25087,6 +25257,52 @@ func (ec *executionContext) _Task_status(ctx context.Context, field graphql.Coll
 }
 func (ec *executionContext) fieldContext_Task_status(_ context.Context, field graphql.CollectedField) (fc *graphql.FieldContext, err error) {
 	return graphql.NewScalarFieldContext("Task", field, true, true, "TaskStatus")
+}
+
+func (ec *executionContext) _TextDelta_text(ctx context.Context, field graphql.CollectedField, obj *model.TextDelta) (ret graphql.Marshaler) {
+	return graphql.ResolveField(
+		ctx,
+		ec.OperationContext,
+		field,
+		func(ctx context.Context, field graphql.CollectedField) (*graphql.FieldContext, error) {
+			return ec.fieldContext_TextDelta_text(ctx, field)
+		},
+		func(ctx context.Context) (any, error) {
+			return obj.Text, nil
+		},
+		nil,
+		func(ctx context.Context, selections ast.SelectionSet, v string) graphql.Marshaler {
+			return ec.marshalNString2string(ctx, selections, v)
+		},
+		true,
+		true,
+	)
+}
+func (ec *executionContext) fieldContext_TextDelta_text(_ context.Context, field graphql.CollectedField) (fc *graphql.FieldContext, err error) {
+	return graphql.NewScalarFieldContext("TextDelta", field, false, false, "String")
+}
+
+func (ec *executionContext) _TextDelta_offset(ctx context.Context, field graphql.CollectedField, obj *model.TextDelta) (ret graphql.Marshaler) {
+	return graphql.ResolveField(
+		ctx,
+		ec.OperationContext,
+		field,
+		func(ctx context.Context, field graphql.CollectedField) (*graphql.FieldContext, error) {
+			return ec.fieldContext_TextDelta_offset(ctx, field)
+		},
+		func(ctx context.Context) (any, error) {
+			return obj.Offset, nil
+		},
+		nil,
+		func(ctx context.Context, selections ast.SelectionSet, v int) graphql.Marshaler {
+			return ec.marshalNInt2int(ctx, selections, v)
+		},
+		true,
+		true,
+	)
+}
+func (ec *executionContext) fieldContext_TextDelta_offset(_ context.Context, field graphql.CollectedField) (fc *graphql.FieldContext, err error) {
+	return graphql.NewScalarFieldContext("TextDelta", field, false, false, "Int")
 }
 
 func (ec *executionContext) _ToolBrief_name(ctx context.Context, field graphql.CollectedField, obj *catalog.Brief) (ret graphql.Marshaler) {
@@ -25569,6 +25785,75 @@ func (ec *executionContext) fieldContext_ToolCall_result(_ context.Context, fiel
 		},
 	}
 	return fc, nil
+}
+
+func (ec *executionContext) _ToolCallWriting_index(ctx context.Context, field graphql.CollectedField, obj *events.Writing) (ret graphql.Marshaler) {
+	return graphql.ResolveField(
+		ctx,
+		ec.OperationContext,
+		field,
+		func(ctx context.Context, field graphql.CollectedField) (*graphql.FieldContext, error) {
+			return ec.fieldContext_ToolCallWriting_index(ctx, field)
+		},
+		func(ctx context.Context) (any, error) {
+			return obj.Index, nil
+		},
+		nil,
+		func(ctx context.Context, selections ast.SelectionSet, v int) graphql.Marshaler {
+			return ec.marshalNInt2int(ctx, selections, v)
+		},
+		true,
+		true,
+	)
+}
+func (ec *executionContext) fieldContext_ToolCallWriting_index(_ context.Context, field graphql.CollectedField) (fc *graphql.FieldContext, err error) {
+	return graphql.NewScalarFieldContext("ToolCallWriting", field, false, false, "Int")
+}
+
+func (ec *executionContext) _ToolCallWriting_name(ctx context.Context, field graphql.CollectedField, obj *events.Writing) (ret graphql.Marshaler) {
+	return graphql.ResolveField(
+		ctx,
+		ec.OperationContext,
+		field,
+		func(ctx context.Context, field graphql.CollectedField) (*graphql.FieldContext, error) {
+			return ec.fieldContext_ToolCallWriting_name(ctx, field)
+		},
+		func(ctx context.Context) (any, error) {
+			return obj.Name, nil
+		},
+		nil,
+		func(ctx context.Context, selections ast.SelectionSet, v string) graphql.Marshaler {
+			return ec.marshalNString2string(ctx, selections, v)
+		},
+		true,
+		true,
+	)
+}
+func (ec *executionContext) fieldContext_ToolCallWriting_name(_ context.Context, field graphql.CollectedField) (fc *graphql.FieldContext, err error) {
+	return graphql.NewScalarFieldContext("ToolCallWriting", field, false, false, "String")
+}
+
+func (ec *executionContext) _ToolCallWriting_argumentsChars(ctx context.Context, field graphql.CollectedField, obj *events.Writing) (ret graphql.Marshaler) {
+	return graphql.ResolveField(
+		ctx,
+		ec.OperationContext,
+		field,
+		func(ctx context.Context, field graphql.CollectedField) (*graphql.FieldContext, error) {
+			return ec.fieldContext_ToolCallWriting_argumentsChars(ctx, field)
+		},
+		func(ctx context.Context) (any, error) {
+			return obj.Chars, nil
+		},
+		nil,
+		func(ctx context.Context, selections ast.SelectionSet, v int) graphql.Marshaler {
+			return ec.marshalNInt2int(ctx, selections, v)
+		},
+		true,
+		true,
+	)
+}
+func (ec *executionContext) fieldContext_ToolCallWriting_argumentsChars(_ context.Context, field graphql.CollectedField) (fc *graphql.FieldContext, err error) {
+	return graphql.NewScalarFieldContext("ToolCallWriting", field, false, false, "Int")
 }
 
 func (ec *executionContext) _ToolList_tools(ctx context.Context, field graphql.CollectedField, obj *catalog.List) (ret graphql.Marshaler) {
@@ -27783,7 +28068,7 @@ func (ec *executionContext) _TurnEvent_turn(ctx context.Context, field graphql.C
 			return ec.fieldContext_TurnEvent_turn(ctx, field)
 		},
 		func(ctx context.Context) (any, error) {
-			return obj.Turn, nil
+			return obj.Turn()
 		},
 		nil,
 		func(ctx context.Context, selections ast.SelectionSet, v *ent.Turn) graphql.Marshaler {
@@ -27797,7 +28082,7 @@ func (ec *executionContext) fieldContext_TurnEvent_turn(_ context.Context, field
 	fc = &graphql.FieldContext{
 		Object:     "TurnEvent",
 		Field:      field,
-		IsMethod:   false,
+		IsMethod:   true,
 		IsResolver: false,
 		Child: func(ctx context.Context, field graphql.CollectedField) (*graphql.FieldContext, error) {
 			return ec.childFields_Turn(ctx, field)
@@ -27859,6 +28144,116 @@ func (ec *executionContext) _TurnEvent_at(ctx context.Context, field graphql.Col
 }
 func (ec *executionContext) fieldContext_TurnEvent_at(_ context.Context, field graphql.CollectedField) (fc *graphql.FieldContext, err error) {
 	return graphql.NewScalarFieldContext("TurnEvent", field, false, false, "Time")
+}
+
+func (ec *executionContext) _TurnEvent_seq(ctx context.Context, field graphql.CollectedField, obj *model.TurnEvent) (ret graphql.Marshaler) {
+	return graphql.ResolveField(
+		ctx,
+		ec.OperationContext,
+		field,
+		func(ctx context.Context, field graphql.CollectedField) (*graphql.FieldContext, error) {
+			return ec.fieldContext_TurnEvent_seq(ctx, field)
+		},
+		func(ctx context.Context) (any, error) {
+			return obj.Seq, nil
+		},
+		nil,
+		func(ctx context.Context, selections ast.SelectionSet, v string) graphql.Marshaler {
+			return ec.marshalNString2string(ctx, selections, v)
+		},
+		true,
+		true,
+	)
+}
+func (ec *executionContext) fieldContext_TurnEvent_seq(_ context.Context, field graphql.CollectedField) (fc *graphql.FieldContext, err error) {
+	return graphql.NewScalarFieldContext("TurnEvent", field, false, false, "String")
+}
+
+func (ec *executionContext) _TurnEvent_step(ctx context.Context, field graphql.CollectedField, obj *model.TurnEvent) (ret graphql.Marshaler) {
+	return graphql.ResolveField(
+		ctx,
+		ec.OperationContext,
+		field,
+		func(ctx context.Context, field graphql.CollectedField) (*graphql.FieldContext, error) {
+			return ec.fieldContext_TurnEvent_step(ctx, field)
+		},
+		func(ctx context.Context) (any, error) {
+			return obj.Step, nil
+		},
+		nil,
+		func(ctx context.Context, selections ast.SelectionSet, v int) graphql.Marshaler {
+			return ec.marshalNInt2int(ctx, selections, v)
+		},
+		true,
+		true,
+	)
+}
+func (ec *executionContext) fieldContext_TurnEvent_step(_ context.Context, field graphql.CollectedField) (fc *graphql.FieldContext, err error) {
+	return graphql.NewScalarFieldContext("TurnEvent", field, false, false, "Int")
+}
+
+func (ec *executionContext) _TurnEvent_delta(ctx context.Context, field graphql.CollectedField, obj *model.TurnEvent) (ret graphql.Marshaler) {
+	return graphql.ResolveField(
+		ctx,
+		ec.OperationContext,
+		field,
+		func(ctx context.Context, field graphql.CollectedField) (*graphql.FieldContext, error) {
+			return ec.fieldContext_TurnEvent_delta(ctx, field)
+		},
+		func(ctx context.Context) (any, error) {
+			return obj.Delta, nil
+		},
+		nil,
+		func(ctx context.Context, selections ast.SelectionSet, v *model.TextDelta) graphql.Marshaler {
+			return ec.marshalOTextDelta2ᚖgithubᚗcomᚋtoolgateᚋtoolgateᚋgraphᚋmodelᚐTextDelta(ctx, selections, v)
+		},
+		true,
+		false,
+	)
+}
+func (ec *executionContext) fieldContext_TurnEvent_delta(_ context.Context, field graphql.CollectedField) (fc *graphql.FieldContext, err error) {
+	fc = &graphql.FieldContext{
+		Object:     "TurnEvent",
+		Field:      field,
+		IsMethod:   false,
+		IsResolver: false,
+		Child: func(ctx context.Context, field graphql.CollectedField) (*graphql.FieldContext, error) {
+			return ec.childFields_TextDelta(ctx, field)
+		},
+	}
+	return fc, nil
+}
+
+func (ec *executionContext) _TurnEvent_writing(ctx context.Context, field graphql.CollectedField, obj *model.TurnEvent) (ret graphql.Marshaler) {
+	return graphql.ResolveField(
+		ctx,
+		ec.OperationContext,
+		field,
+		func(ctx context.Context, field graphql.CollectedField) (*graphql.FieldContext, error) {
+			return ec.fieldContext_TurnEvent_writing(ctx, field)
+		},
+		func(ctx context.Context) (any, error) {
+			return obj.Writing, nil
+		},
+		nil,
+		func(ctx context.Context, selections ast.SelectionSet, v *events.Writing) graphql.Marshaler {
+			return ec.marshalOToolCallWriting2ᚖgithubᚗcomᚋtoolgateᚋtoolgateᚋruntimeᚋeventsᚐWriting(ctx, selections, v)
+		},
+		true,
+		false,
+	)
+}
+func (ec *executionContext) fieldContext_TurnEvent_writing(_ context.Context, field graphql.CollectedField) (fc *graphql.FieldContext, err error) {
+	fc = &graphql.FieldContext{
+		Object:     "TurnEvent",
+		Field:      field,
+		IsMethod:   false,
+		IsResolver: false,
+		Child: func(ctx context.Context, field graphql.CollectedField) (*graphql.FieldContext, error) {
+			return ec.childFields_ToolCallWriting(ctx, field)
+		},
+	}
+	return fc, nil
 }
 
 func (ec *executionContext) _UpdateAgentPayload_agent(ctx context.Context, field graphql.CollectedField, obj *model.UpdateAgentPayload) (ret graphql.Marshaler) {
@@ -38786,6 +39181,44 @@ func (ec *executionContext) _Task(ctx context.Context, sel ast.SelectionSet, obj
 	return out
 }
 
+var textDeltaImplementors = []string{"TextDelta"}
+
+func (ec *executionContext) _TextDelta(ctx context.Context, sel ast.SelectionSet, obj *model.TextDelta) graphql.Marshaler {
+	fields := graphql.CollectFields(ec.OperationContext, sel, textDeltaImplementors)
+
+	out := graphql.NewFieldSet(fields)
+	deferred := graphql.NewDeferredGroup(ctx)
+	for i, field := range fields {
+		switch field.Name {
+		case "__typename":
+			out.Values[i] = graphql.MarshalString("TextDelta")
+		case "text":
+			out.Values[i] = ec._TextDelta_text(ctx, field, obj)
+			if out.Values[i] == graphql.Null {
+				out.Invalids++
+			}
+		case "offset":
+			out.Values[i] = ec._TextDelta_offset(ctx, field, obj)
+			if out.Values[i] == graphql.Null {
+				out.Invalids++
+			}
+		default:
+			panic("unknown field " + strconv.Quote(field.Name))
+		}
+	}
+	out.Dispatch(ctx)
+	if out.Invalids > 0 {
+		return graphql.Null
+	}
+
+	if n := len(deferred.Defers); n > 0 {
+		atomic.AddInt32(&ec.Deferred, int32(min(n, math.MaxInt32)))
+		ec.ProcessDeferredGroup(deferred)
+	}
+
+	return out
+}
+
 var toolBriefImplementors = []string{"ToolBrief"}
 
 func (ec *executionContext) _ToolBrief(ctx context.Context, sel ast.SelectionSet, obj *catalog.Brief) graphql.Marshaler {
@@ -38922,6 +39355,49 @@ func (ec *executionContext) _ToolCall(ctx context.Context, sel ast.SelectionSet,
 				func(ctx context.Context) graphql.Marshaler {
 					return ec._ToolCall_result(ctx, field, obj)
 				})
+		default:
+			panic("unknown field " + strconv.Quote(field.Name))
+		}
+	}
+	out.Dispatch(ctx)
+	if out.Invalids > 0 {
+		return graphql.Null
+	}
+
+	if n := len(deferred.Defers); n > 0 {
+		atomic.AddInt32(&ec.Deferred, int32(min(n, math.MaxInt32)))
+		ec.ProcessDeferredGroup(deferred)
+	}
+
+	return out
+}
+
+var toolCallWritingImplementors = []string{"ToolCallWriting"}
+
+func (ec *executionContext) _ToolCallWriting(ctx context.Context, sel ast.SelectionSet, obj *events.Writing) graphql.Marshaler {
+	fields := graphql.CollectFields(ec.OperationContext, sel, toolCallWritingImplementors)
+
+	out := graphql.NewFieldSet(fields)
+	deferred := graphql.NewDeferredGroup(ctx)
+	for i, field := range fields {
+		switch field.Name {
+		case "__typename":
+			out.Values[i] = graphql.MarshalString("ToolCallWriting")
+		case "index":
+			out.Values[i] = ec._ToolCallWriting_index(ctx, field, obj)
+			if out.Values[i] == graphql.Null {
+				out.Invalids++
+			}
+		case "name":
+			out.Values[i] = ec._ToolCallWriting_name(ctx, field, obj)
+			if out.Values[i] == graphql.Null {
+				out.Invalids++
+			}
+		case "argumentsChars":
+			out.Values[i] = ec._ToolCallWriting_argumentsChars(ctx, field, obj)
+			if out.Values[i] == graphql.Null {
+				out.Invalids++
+			}
 		default:
 			panic("unknown field " + strconv.Quote(field.Name))
 		}
@@ -39846,6 +40322,26 @@ func (ec *executionContext) _TurnEvent(ctx context.Context, sel ast.SelectionSet
 		case "at":
 			out.Values[i] = ec._TurnEvent_at(ctx, field, obj)
 			if out.Values[i] == graphql.Null {
+				out.Invalids++
+			}
+		case "seq":
+			out.Values[i] = ec._TurnEvent_seq(ctx, field, obj)
+			if out.Values[i] == graphql.Null {
+				out.Invalids++
+			}
+		case "step":
+			out.Values[i] = ec._TurnEvent_step(ctx, field, obj)
+			if out.Values[i] == graphql.Null {
+				out.Invalids++
+			}
+		case "delta":
+			out.Values[i] = ec._TurnEvent_delta(ctx, field, obj)
+			if out.Values[i] == graphql.RequiredNull {
+				out.Invalids++
+			}
+		case "writing":
+			out.Values[i] = ec._TurnEvent_writing(ctx, field, obj)
+			if out.Values[i] == graphql.RequiredNull {
 				out.Invalids++
 			}
 		default:
@@ -44212,6 +44708,13 @@ func (ec *executionContext) marshalOString2ᚖstring(ctx context.Context, sel as
 	return res
 }
 
+func (ec *executionContext) marshalOTextDelta2ᚖgithubᚗcomᚋtoolgateᚋtoolgateᚋgraphᚋmodelᚐTextDelta(ctx context.Context, sel ast.SelectionSet, v *model.TextDelta) graphql.Marshaler {
+	if v == nil {
+		return graphql.Null
+	}
+	return ec._TextDelta(ctx, sel, v)
+}
+
 func (ec *executionContext) unmarshalOTime2ᚕtimeᚐTimeᚄ(ctx context.Context, v any) ([]time.Time, error) {
 	if v == nil {
 		return nil, nil
@@ -44270,6 +44773,13 @@ func (ec *executionContext) marshalOToolCall2ᚖgithubᚗcomᚋtoolgateᚋtoolga
 		return graphql.Null
 	}
 	return ec._ToolCall(ctx, sel, v)
+}
+
+func (ec *executionContext) marshalOToolCallWriting2ᚖgithubᚗcomᚋtoolgateᚋtoolgateᚋruntimeᚋeventsᚐWriting(ctx context.Context, sel ast.SelectionSet, v *events.Writing) graphql.Marshaler {
+	if v == nil {
+		return graphql.Null
+	}
+	return ec._ToolCallWriting(ctx, sel, v)
 }
 
 func (ec *executionContext) marshalOTurn2ᚖgithubᚗcomᚋtoolgateᚋtoolgateᚋentᚐTurn(ctx context.Context, sel ast.SelectionSet, v *ent.Turn) graphql.Marshaler {

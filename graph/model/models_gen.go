@@ -13,7 +13,6 @@ import (
 	"github.com/toolgate/toolgate/ent"
 	"github.com/toolgate/toolgate/ent/agent"
 	"github.com/toolgate/toolgate/ent/schematype"
-	"github.com/toolgate/toolgate/runtime/events"
 )
 
 // What addDocument needs: the knowledge base, and a file or a title and text.
@@ -354,16 +353,12 @@ type SuggestionsAck struct {
 	Saved int `json:"saved"`
 }
 
-// One event of a turn, carrying the turn's state as of that event.
-type TurnEvent struct {
-	// What happened.
-	Kind events.Kind `json:"kind"`
-	// The turn as of the event: its status is the one the event announces.
-	Turn *ent.Turn `json:"turn"`
-	// The tool call, for tool call events; as it stood at the event.
-	ToolCall *ent.ToolCall `json:"toolCall,omitempty"`
-	// When it happened.
-	At time.Time `json:"at"`
+// A piece of a step's text.
+type TextDelta struct {
+	// The text, from offset on.
+	Text string `json:"text"`
+	// Where text starts in the step's text, in characters (Unicode code points).
+	Offset int `json:"offset"`
 }
 
 // What updateAgent changes: each field given replaces the agent's; a turn in progress keeps what it started with.

@@ -14,7 +14,10 @@ import (
 
 // bridged returns the buses of two replicas, bridged through one
 // PostgreSQL database, and a's bridge; it skips the test without one.
-func bridged(t *testing.T) (a, b *events.Bus, fromA *events.Bridge) {
+func bridged(t *testing.T) (a, b *events.Bus, fromA *events.Bridge) { return bridgedB(t) }
+
+// bridgedB is bridged, for tests and benchmarks.
+func bridgedB(t testing.TB) (a, b *events.Bus, fromA *events.Bridge) {
 	t.Helper()
 	dsn := os.Getenv("TEST_DATABASE_URL")
 	if dsn == "" {

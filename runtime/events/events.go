@@ -45,8 +45,34 @@ const Buffer = 256
 type Bus struct {
 	mu   sync.Mutex
 	subs map[int]map[*Subscription]struct{}
-	// forward, when set, carries events published here to other replicas.
-	forward func(Event)
+	// forward, when set, carries events published here to other replicas,
+	// and forwardPiece the pieces of the streams written here.
+	forward      func(Event)
+	forwardPiece func(Piece)
+	// streams holds each turn's model call in flight (stream.go).
+	streams map[int]*stream
+	swept   time.Time
+	// ask, when set, asks other replicas for a turn's stream whole.
+	ask func(turnID int)
+}
+
+// Asking sets how other replicas are asked for a turn's stream.
+func (b *Bus) Asking(f func(turnID int)) {
+	b.mu.Lock()
+	b.ask = f
+	b.mu.Unlock()
+}
+
+// Ask asks the other replicas for a turn's stream, which arrives as
+// pieces (DeliverPiece) when one of them streams it; alone, it does
+// nothing.
+func (b *Bus) Ask(turnID int) {
+	b.mu.Lock()
+	ask := b.ask
+	b.mu.Unlock()
+	if ask != nil {
+		ask(turnID)
+	}
 }
 
 // Forward sets where events published on this bus are also sent: another
@@ -57,15 +83,26 @@ func (b *Bus) Forward(f func(Event)) {
 	b.mu.Unlock()
 }
 
-// NewBus returns an empty bus.
-func NewBus() *Bus {
-	return &Bus{subs: map[int]map[*Subscription]struct{}{}}
+// ForwardPieces sets where the pieces of streams written here are also
+// sent: another replica's bus, through a Bridge.
+func (b *Bus) ForwardPieces(f func(Piece)) {
+	b.mu.Lock()
+	b.forwardPiece = f
+	b.mu.Unlock()
 }
 
-// Subscription receives one turn's events on C until Close.
+// NewBus returns an empty bus.
+func NewBus() *Bus {
+	return &Bus{subs: map[int]map[*Subscription]struct{}{}, streams: map[int]*stream{}}
+}
+
+// Subscription receives one turn's events on C until Close, and a signal
+// on Text whenever the turn's stream changed (read it with Bus.Text).
 type Subscription struct {
 	C       <-chan Event
 	c       chan Event
+	Text    <-chan struct{}
+	text    chan struct{}
 	bus     *Bus
 	turnID  int
 	dropped atomic.Int64
@@ -74,8 +111,8 @@ type Subscription struct {
 
 // Subscribe returns a subscription to a turn's events.
 func (b *Bus) Subscribe(turnID int) *Subscription {
-	c := make(chan Event, Buffer)
-	s := &Subscription{C: c, c: c, bus: b, turnID: turnID}
+	c, text := make(chan Event, Buffer), make(chan struct{}, 1)
+	s := &Subscription{C: c, c: c, Text: text, text: text, bus: b, turnID: turnID}
 	b.mu.Lock()
 	if b.subs[turnID] == nil {
 		b.subs[turnID] = map[*Subscription]struct{}{}
@@ -99,7 +136,8 @@ func (s *Subscription) Close() {
 	})
 }
 
-// Dropped is how many events this subscriber missed by falling behind.
+// Dropped is how many events this subscriber missed by falling behind
+// (text is never missed: it is read from the stream).
 func (s *Subscription) Dropped() int64 { return s.dropped.Load() }
 
 // Publish sends e to the turn's subscribers here, and to other replicas
@@ -118,6 +156,7 @@ func (b *Bus) Publish(e Event) {
 func (b *Bus) Deliver(e Event) {
 	b.mu.Lock()
 	defer b.mu.Unlock()
+	b.ended(e)
 	for s := range b.subs[e.TurnID] {
 		select {
 		case s.c <- e:

@@ -455,7 +455,13 @@ func (t *turnRun) callModel(ctx context.Context, step int) (*model.Response, []*
 		mctx = t.modelCtx
 	}
 	mctx, span := t.startModelCall(mctx, step)
-	resp, err := t.r.cfg.Provider.Complete(mctx, t.req)
+	// Subscribers read the answer as the provider reads it; the stream
+	// ends once the step is recorded, before its MODEL_CALL_FINISHED.
+	stream := t.r.cfg.Events.Begin(t.turnID, step)
+	defer stream.End()
+	req := t.req
+	req.Stream = stream
+	resp, err := t.r.cfg.Provider.Complete(mctx, req)
 	elapsed := t.r.cfg.Now().Sub(start)
 	if err != nil {
 		t.endModelCall(span, nil, "", 0, err)
@@ -561,6 +567,7 @@ func (t *turnRun) callModel(ctx context.Context, step int) (*model.Response, []*
 		CacheWrite: resp.Usage.CacheWrite, Output: resp.Usage.Output})
 	t.turn.Thinking = thinking
 	t.nextPosition += len(resp.ToolCalls)
+	stream.End()
 	t.publish(events.Event{Kind: events.ModelCallFinished, Step: step, Status: string(turn.StatusRUNNING)})
 	if t.finished {
 		t.ended(turn.StatusCOMPLETED, true)

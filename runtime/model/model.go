@@ -87,6 +87,68 @@ type Request struct {
 	// Attribution is who pays. Providers send it as request metadata; it
 	// never enters a message the model reads.
 	Attribution Attribution
+	// Stream, when set, hears the answer as the provider reads it; nil
+	// streams nothing. It never changes what Complete returns.
+	Stream Stream
+}
+
+// Stream hears a model's answer while it arrives: the text in pieces, and
+// each tool call as the model begins writing it. Thinking is never told.
+// Its methods must not block: they run on the provider's read of the
+// answer.
+type Stream interface {
+	// Text is the next piece of the answer's text.
+	Text(piece string)
+	// ToolCall: the model began writing call index (from 0), to name.
+	ToolCall(index int, name string)
+	// ToolArguments: call index's arguments have reached chars characters.
+	ToolArguments(index, chars int)
+	// Restart: the call is being made again (a retry), and what was told
+	// of it is void.
+	Restart()
+}
+
+// Attempts tells s of each attempt at one call: from the second on it
+// restarts s, so a retried call never reads as two answers glued together.
+// Every method is safe on a nil s, and on a nil *Attempts.
+type Attempts struct {
+	s     Stream
+	tried bool
+}
+
+// StreamTo returns the Attempts of a call streaming to s (nil: nowhere).
+func StreamTo(s Stream) *Attempts { return &Attempts{s: s} }
+
+// Attempt starts an attempt.
+func (a *Attempts) Attempt() {
+	if a == nil || a.s == nil {
+		return
+	}
+	if a.tried {
+		a.s.Restart()
+	}
+	a.tried = true
+}
+
+// Text tells a piece of text.
+func (a *Attempts) Text(piece string) {
+	if a != nil && a.s != nil && piece != "" {
+		a.s.Text(piece)
+	}
+}
+
+// ToolCall tells the start of a tool call.
+func (a *Attempts) ToolCall(index int, name string) {
+	if a != nil && a.s != nil {
+		a.s.ToolCall(index, name)
+	}
+}
+
+// ToolArguments tells a tool call's arguments' progress.
+func (a *Attempts) ToolArguments(index, chars int) {
+	if a != nil && a.s != nil {
+		a.s.ToolArguments(index, chars)
+	}
 }
 
 // Kind is why a model call is made.

@@ -79,3 +79,64 @@ export async function gql(name, variables = {}) {
   }
   return out.data;
 }
+
+// followQuery is the one subscription the console makes: a running turn's
+// events with its text as the model writes it.
+const followQuery = `subscription Follow($t: ID!, $after: String) {
+  turnEvents(turnId: $t, after: $after, replay: true, deltas: true) { kind seq step turn { status } delta { text offset } }
+}`;
+
+/**
+ * Follows a running turn over Server-Sent Events (graphql-sse): onText gets
+ * each step's text so far as the model writes it, onEnd the turn's status
+ * once it stops running. A dropped connection resumes after the last seq
+ * read, so no character is lost or repeated. Returns a function that stops.
+ */
+export function followTurn(turnId, onText, onEnd) {
+  const ctrl = new AbortController();
+  const steps = {};
+  let last = null;
+  // place puts a piece at its offset (in characters), dropping what lies past it.
+  const place = (step, offset, text) => {
+    const chars = Array.from(steps[step] ?? '');
+    chars.length = Math.min(offset, chars.length);
+    steps[step] = chars.join('') + text;
+  };
+  (async () => {
+    for (let tries = 0; tries < 5 && !ctrl.signal.aborted; tries++) {
+      try {
+        const res = await fetch(endpoint, {
+          method: 'POST',
+          signal: ctrl.signal,
+          headers: { 'Content-Type': 'application/json', Accept: 'text/event-stream', Authorization: 'Bearer ' + session.token },
+          body: JSON.stringify({ query: followQuery, operationName: 'Follow', variables: { t: turnId, after: last } }),
+        });
+        if (!res.ok) return;
+        const reader = res.body.pipeThrough(new TextDecoderStream()).getReader();
+        let buf = '';
+        for (;;) {
+          const { value, done } = await reader.read();
+          if (done) break;
+          buf += value;
+          for (let i = buf.indexOf('\n\n'); i >= 0; i = buf.indexOf('\n\n')) {
+            const block = buf.slice(0, i);
+            buf = buf.slice(i + 2);
+            if (/^event: ?complete/m.test(block)) { onEnd(); return; }
+            const data = block.split('\n').filter((l) => l.startsWith('data:')).map((l) => l.slice(5)).join('\n');
+            if (!data) continue;
+            const e = JSON.parse(data).data?.turnEvents;
+            if (!e) continue;
+            last = e.seq;
+            if (e.kind === 'TEXT_DELTA') {
+              place(e.step, e.delta.offset, e.delta.text);
+              onText({ ...steps });
+            }
+          }
+        }
+      } catch {
+        if (ctrl.signal.aborted) return;
+      }
+    }
+  })();
+  return () => ctrl.abort();
+}

@@ -4,7 +4,7 @@
 import { h, render } from 'preact';
 import { useState, useEffect, useCallback, useMemo } from 'preact/hooks';
 import htm from 'htm';
-import { gql, session, takeTokenFromAddress, Unauthenticated } from './api.js';
+import { gql, followTurn, session, takeTokenFromAddress, Unauthenticated } from './api.js';
 import { StackedColumns, CeilingBars, Meter, Legend, PALETTE, TOKEN_KINDS, paint } from './charts.js';
 import { int, short, pct, usd, dollars, monthName, addMonth, thisMonth, when, duration, plural } from './format.js';
 
@@ -377,7 +377,7 @@ function TranscriptView({ id }) {
     <${Back} />
     <div class="toolbar"><h1>${c.title || 'Untitled conversation'}</h1></div>
     <p class="muted">${c.user.name} (${c.user.department}) with ${c.agent.name} · ${plural(c.turnsCount, 'turn')} · started ${when(c.createdAt)}</p>
-    ${turns.length === 0 ? html`<${Empty}>No turns in this conversation yet.<//>` : turns.map((t) => html`<${Turn} key=${t.id} turn=${t} onRead=${setReading} />`)}
+    ${turns.length === 0 ? html`<${Empty}>No turns in this conversation yet.<//>` : turns.map((t) => html`<${Turn} key=${t.id} turn=${t} onRead=${setReading} onEnd=${q.reload} />`)}
     ${c.turns.pageInfo.hasNextPage ? html`<p class="muted">Later turns are not shown: this view shows the first ${turns.length}.</p>` : null}
     ${reading ? html`<${ResultWindow} conversationId=${c.id} result=${reading} onClose=${() => setReading(null)} />` : null}
   </div>`;
@@ -387,7 +387,17 @@ function Back() {
   return html`<a class="back" href="#/turns">‹ Turns</a>`;
 }
 
-function Turn({ turn: t, onRead }) {
+// LiveText shows a running turn's text as the model writes it, and reloads
+// the transcript once the turn stops running.
+function LiveText({ id, onEnd }) {
+  const [steps, setSteps] = useState({});
+  useEffect(() => followTurn(id, setSteps, onEnd), [id]);
+  const last = Object.keys(steps).map(Number).sort((a, b) => a - b).pop();
+  if (last === undefined || !steps[last]) return html`<div class="muted small live">Waiting for the model…</div>`;
+  return html`<div class="bubble answer live"><div class="who">Writing (step ${last + 1})</div>${steps[last]}</div>`;
+}
+
+function Turn({ turn: t, onRead, onEnd }) {
   const cost = t.modelCalls.reduce((s, m) => s + Number(m.costAmount.amount), 0);
   const tokens = t.modelCalls.reduce((s, m) => s + m.inputTokens + m.cacheReadTokens + m.cacheWriteTokens + m.outputTokens, 0);
   return html`<article class="card turn" id=${'turn-' + t.number}>
@@ -401,6 +411,7 @@ function Turn({ turn: t, onRead }) {
       <tbody>${t.toolCalls.map((c) => html`<${Call} key=${c.id} call=${c} onRead=${onRead} />`)}</tbody>
     </table>` : null}
     ${t.answer ? html`<div class="bubble answer"><div class="who">Answer</div>${t.answer}</div>` : null}
+    ${t.status === 'RUNNING' ? html`<${LiveText} id=${t.id} onEnd=${onEnd} />` : null}
     ${t.error ? html`<div class="state error">${t.error}</div>` : null}
   </article>`;
 }

@@ -12,8 +12,12 @@
 // Options.TextOnly, for a model that reads no images, leaves them out (the
 // text names their ref).
 //
-// Calls are not streamed: the answer is used whole, and the SDK bounds a
-// plain call's duration by max_tokens.
+// Answers are streamed (Messages with stream: true, read and put together
+// by the SDK): the text and each tool call are told to Request.Stream as
+// they arrive, and a long answer stays clear of idle timeouts and of the
+// SDK's bound on a plain call's duration. Options.DisableStreaming sends
+// plain calls; a server that answers a streamed request with one JSON
+// message is read as such.
 package anthropic
 
 import (
@@ -62,6 +66,8 @@ type Options struct {
 	// TextOnly says the model reads no images: tool results' images are
 	// not sent.
 	TextOnly bool
+	// DisableStreaming sends one plain request per call.
+	DisableStreaming bool
 }
 
 // Provider talks to the Messages API. It is safe for concurrent use.
@@ -71,6 +77,7 @@ type Provider struct {
 	maxTokens int
 	retry     retry.Policy
 	textOnly  bool
+	plain     bool
 	decks     model.Deck[[]sdk.ToolUnionParam]
 }
 
@@ -105,6 +112,7 @@ func New(opts Options) (*Provider, error) {
 		maxTokens: opts.MaxTokens,
 		retry:     opts.Retry,
 		textOnly:  opts.TextOnly,
+		plain:     opts.DisableStreaming,
 	}
 	if p.model == "" {
 		p.model = DefaultModel
@@ -132,7 +140,12 @@ func (p *Provider) Complete(ctx context.Context, req model.Request) (*model.Resp
 	if err != nil {
 		return nil, fmt.Errorf("anthropic: %w", err)
 	}
+	out := model.StreamTo(req.Stream)
 	return model.Call(ctx, p.retry, Name, func(ctx context.Context) (*model.Response, error) {
+		if !p.plain {
+			out.Attempt()
+			return p.completeStream(ctx, params, out)
+		}
 		res, err := p.client.Messages.New(ctx, params)
 		if err != nil {
 			return nil, err

@@ -11,6 +11,7 @@ import (
 	"time"
 
 	sdk "github.com/anthropics/anthropic-sdk-go/v2"
+	"github.com/anthropics/anthropic-sdk-go/v2/option"
 	"github.com/stretchr/testify/require"
 	"go.uber.org/goleak"
 
@@ -135,7 +136,8 @@ func TestText(t *testing.T) {
 	require.EqualValues(t, DefaultMaxTokens, sent["max_tokens"])
 	require.NotContains(t, sent, "system")
 	require.NotContains(t, sent, "tools")
-	require.NotContains(t, sent, "stream")
+	// Streamed; this server answered with one message, read as such.
+	require.Equal(t, true, sent["stream"])
 }
 
 func TestToolUseAndThinking(t *testing.T) {
@@ -470,7 +472,7 @@ func TestDeckWireBytes(t *testing.T) {
 		}
 		params.Tools = append(params.Tools, sdk.ToolUnionParam{OfTool: &tool})
 	}
-	_, err = b.provider.client.Messages.New(t.Context(), params)
+	_, err = b.provider.client.Messages.New(t.Context(), params, option.WithJSONSet("stream", true))
 	require.NoError(t, err)
 
 	require.Len(t, b.requests, 3)

@@ -7,6 +7,7 @@ import (
 	"encoding/json"
 	"fmt"
 	"strings"
+	"sync"
 	"syscall"
 	"testing"
 	"time"
@@ -83,4 +84,54 @@ func cpu() time.Duration {
 	var ru syscall.Rusage
 	_ = syscall.Getrusage(syscall.RUSAGE_SELF, &ru)
 	return time.Duration(ru.Utime.Nano() + ru.Stime.Nano())
+}
+
+// Recorder is a model.Stream that keeps what it is told.
+type Recorder struct {
+	mu       sync.Mutex
+	text     strings.Builder
+	calls    []string
+	args     map[int]int
+	restarts int
+}
+
+// Text keeps a piece of text.
+func (r *Recorder) Text(piece string) {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	r.text.WriteString(piece)
+}
+
+// ToolCall keeps a call's start as "index:name".
+func (r *Recorder) ToolCall(index int, name string) {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	r.calls = append(r.calls, fmt.Sprintf("%d:%s", index, name))
+}
+
+// ToolArguments keeps a call's argument characters.
+func (r *Recorder) ToolArguments(index, chars int) {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	if r.args == nil {
+		r.args = map[int]int{}
+	}
+	r.args[index] = chars
+}
+
+// Restart forgets what the call told so far, and counts.
+func (r *Recorder) Restart() {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	r.text.Reset()
+	r.calls, r.args = nil, nil
+	r.restarts++
+}
+
+// Told returns the text told since the last restart, the calls begun, each
+// call's argument characters, and the restarts.
+func (r *Recorder) Told() (string, []string, map[int]int, int) {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	return r.text.String(), r.calls, r.args, r.restarts
 }

@@ -146,9 +146,11 @@ func (p *Provider) Complete(ctx context.Context, req model.Request) (*model.Resp
 	if err != nil {
 		return nil, fmt.Errorf("openai: %w", err)
 	}
+	out := model.StreamTo(req.Stream)
 	return model.Call(ctx, p.retry, Name, func(ctx context.Context) (*model.Response, error) {
 		if p.stream {
-			return p.completeStream(ctx, body, params.Model)
+			out.Attempt()
+			return p.completeStream(ctx, body, params.Model, out)
 		}
 		return p.completeOnce(ctx, body, params.Model)
 	})

@@ -6,6 +6,7 @@ import (
 	"errors"
 	"net/http"
 	"strings"
+	"unicode/utf8"
 
 	sdk "github.com/openai/openai-go/v3"
 	"github.com/openai/openai-go/v3/option"
@@ -19,7 +20,8 @@ import (
 var errNoChunks = errors.New("the stream carried no chunks; if the server cannot stream, disable streaming")
 
 // completeStream makes one streamed request and puts the answer together.
-func (p *Provider) completeStream(ctx context.Context, body []byte, requested string) (*model.Response, error) {
+// Its text, and each tool call as it begins, are told to out as they come.
+func (p *Provider) completeStream(ctx context.Context, body []byte, requested string, out *model.Attempts) (*model.Response, error) {
 	// The request NewStreaming sends, its events read into streamChunk
 	// rather than the SDK's chunk type.
 	var res *http.Response
@@ -27,7 +29,7 @@ func (p *Provider) completeStream(ctx context.Context, body []byte, requested st
 		option.WithJSONSet("stream", true), option.WithResponseBodyInto(&res))
 	stream := ssestream.NewStream[streamChunk](ssestream.NewDecoder(res), err)
 	defer stream.Close()
-	acc := accumulator{model: requested}
+	acc := accumulator{model: requested, out: out}
 	for stream.Next() {
 		acc.add(stream.Current())
 	}
@@ -46,6 +48,7 @@ type accumulator struct {
 	calls    []*partialCall
 	finish   string
 	usage    sdk.CompletionUsage
+	out      *model.Attempts
 }
 
 // partialCall is a tool call whose fragments are still arriving.
@@ -55,6 +58,10 @@ type partialCall struct {
 	id      string
 	name    string
 	args    strings.Builder
+	// chars counts the arguments' characters; told: the call's start was
+	// told.
+	chars int
+	told  bool
 }
 
 // streamChunk is what the accumulator reads of a streamed chunk. The SDK's own
@@ -147,9 +154,10 @@ func (a *accumulator) add(c streamChunk) {
 			continue
 		}
 		a.text.WriteString(ch.Delta.Content)
+		a.out.Text(ch.Delta.Content)
 		a.thinking.WriteString(reasoningText(ch.Delta.ReasoningContent, ch.Delta.Reasoning))
 		for _, d := range ch.Delta.ToolCalls {
-			pc := a.callFor(d)
+			pc, i := a.callFor(d)
 			if d.ID != "" {
 				pc.id = d.ID
 			}
@@ -159,6 +167,14 @@ func (a *accumulator) add(c streamChunk) {
 				pc.name += n
 			}
 			pc.args.WriteString(d.Function.Arguments)
+			if pc.name != "" && !pc.told {
+				pc.told = true
+				a.out.ToolCall(i, pc.name)
+			}
+			if n := utf8.RuneCountInString(d.Function.Arguments); n > 0 && pc.told {
+				pc.chars += n
+				a.out.ToolArguments(i, pc.chars)
+			}
 		}
 		if ch.FinishReason != "" {
 			a.finish = ch.FinishReason
@@ -166,29 +182,29 @@ func (a *accumulator) add(c streamChunk) {
 	}
 }
 
-// callFor finds the call a fragment belongs to: by index when the server
-// sends one, else a new id starts a new call and anything else continues
-// the last one.
-func (a *accumulator) callFor(d toolCallDelta) *partialCall {
+// callFor finds the call a fragment belongs to, and its place among the
+// answer's calls: by index when the server sends one, else a new id
+// starts a new call and anything else continues the last one.
+func (a *accumulator) callFor(d toolCallDelta) (*partialCall, int) {
 	if d.Index != nil {
-		for _, pc := range a.calls {
+		for i, pc := range a.calls {
 			if pc.indexed && pc.index == *d.Index {
-				return pc
+				return pc, i
 			}
 		}
 		pc := &partialCall{index: *d.Index, indexed: true}
 		a.calls = append(a.calls, pc)
-		return pc
+		return pc, len(a.calls) - 1
 	}
 	if n := len(a.calls); n > 0 {
 		last := a.calls[n-1]
 		if d.ID == "" || last.id == "" || last.id == d.ID {
-			return last
+			return last, n - 1
 		}
 	}
 	pc := &partialCall{}
 	a.calls = append(a.calls, pc)
-	return pc
+	return pc, len(a.calls) - 1
 }
 
 func (a *accumulator) response() (*model.Response, error) {

@@ -44,6 +44,8 @@ import (
 	"fmt"
 	"os"
 	"strings"
+	"time"
+	"unicode/utf8"
 
 	"github.com/toolgate/toolgate/runtime/model"
 )
@@ -95,6 +97,25 @@ type Provider struct {
 	entries []Entry
 	// fallback is the default entry's index, or -1.
 	fallback int
+	// pace is the wait between streamed pieces of PieceChars characters.
+	pace time.Duration
+}
+
+// PieceChars is how many characters of a step's text each streamed piece
+// holds.
+const PieceChars = 12
+
+// DefaultPace is the wait between pieces `toolgate serve` plays by
+// default: a 2,000-character answer streams in about two and a half
+// seconds, as a model would write it.
+const DefaultPace = 15 * time.Millisecond
+
+// Paced returns p streaming its text (to a request's Stream) one piece
+// every pace; 0, the default, streams the pieces at once.
+func (p *Provider) Paced(pace time.Duration) *Provider {
+	cp := *p
+	cp.pace = max(pace, 0)
+	return &cp
 }
 
 var _ model.Provider = (*Provider)(nil)
@@ -220,7 +241,58 @@ func (p *Provider) Complete(ctx context.Context, req model.Request) (*model.Resp
 			})
 		}
 	}
+	if err := p.play(ctx, req.Stream, out); err != nil {
+		return nil, fmt.Errorf("replay: %w", err)
+	}
 	return out, nil
+}
+
+// play streams an answer as a model would: its text in pieces, then each
+// tool call, at the provider's pace; a cancelled context stops it.
+func (p *Provider) play(ctx context.Context, s model.Stream, out *model.Response) error {
+	if s == nil {
+		return nil
+	}
+	var timer *time.Timer
+	wait := func() error {
+		if p.pace <= 0 {
+			return ctx.Err()
+		}
+		if timer == nil {
+			timer = time.NewTimer(p.pace)
+		} else {
+			timer.Reset(p.pace)
+		}
+		select {
+		case <-ctx.Done():
+			timer.Stop()
+			return ctx.Err()
+		case <-timer.C:
+			return nil
+		}
+	}
+	text := out.Text
+	for text != "" {
+		n, i := 0, 0
+		for i < len(text) && n < PieceChars {
+			_, size := utf8.DecodeRuneInString(text[i:])
+			i += size
+			n++
+		}
+		s.Text(text[:i])
+		text = text[i:]
+		if err := wait(); err != nil {
+			return err
+		}
+	}
+	for i, c := range out.ToolCalls {
+		s.ToolCall(i, c.Name)
+		s.ToolArguments(i, utf8.RuneCount(c.Arguments))
+		if err := wait(); err != nil {
+			return err
+		}
+	}
+	return nil
 }
 
 // SummaryChars bounds a replayed summary.
