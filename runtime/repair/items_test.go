@@ -63,8 +63,8 @@ func TestSplit(t *testing.T) {
 	require.Equal(t, []string{`missing required argument "files[0].content"`}, argErr.Split.Faults[0].Problems)
 
 	for _, give := range []string{
-		`{"files":[{"path":"a.md","content":"A"},{"path":"b.md"}],"extra":1}`, // the call's own shape
-		`{"files":[{"path":"b.md"}]}`,                                         // no item left to run
+		`{"files":[{"path":"a.md","content":"A"},{"path":"b.md"}],"extra":1}`,                                    // the call's own shape
+		`{"files":[{"path":"b.md"}]}`,                                                                            // no item left to run
 		`{"files":[{"path":"a","content":""},{"path":"b","content":""},{"path":"c","content":""},{"path":"d"}]}`, // too many
 	} {
 		_, _, err := tool.Fix(json.RawMessage(give))
