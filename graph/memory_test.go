@@ -64,9 +64,11 @@ func TestMemory(t *testing.T) {
 		require.Contains(t, get(failures[0], "message"), "over 500")
 		require.Equal(t, []any{3.0, "OUTAGE"}, []any{get(failures[1], "item"), get(failures[1], "kind")})
 		require.Equal(t, []any{4.0, "ERROR"}, []any{get(failures[2], "item"), get(failures[2], "kind")})
-		require.Contains(t, get(failures[2], "message"), "already remembered")
+		require.Equal(t, "repeats facts[0] of this call: nothing more was saved", get(failures[2], "message"))
 		again := write(alice, aliceConv, "Alice prefers metric units.")
 		require.Empty(t, again["stored"], "a duplicate of a stored fact")
+		require.Equal(t, "already remembered (id "+get(stored[0], "id").(string)+"): nothing was saved",
+			get(again["failures"].([]any)[0], "message"), "named by the id the API shows")
 
 		write(bob, bobConv, "Bob is allergic to peanuts.")
 		fake.reset()

@@ -34,6 +34,7 @@ import (
 	"github.com/toolgate/toolgate/graph/auth"
 	"github.com/toolgate/toolgate/graph/console"
 	"github.com/toolgate/toolgate/graph/generated"
+	"github.com/toolgate/toolgate/graph/gid"
 	"github.com/toolgate/toolgate/graph/loader"
 	"github.com/toolgate/toolgate/graph/playground"
 	"github.com/toolgate/toolgate/runtime/loop"
@@ -219,7 +220,7 @@ func (s *Server) newGraphQL() *handler.Server {
 		apps = s.cfg.Runner.Apps()
 	}
 	cfg := generated.Config{Resolvers: &Resolver{Client: s.client, Dialect: s.cfg.DB.Dialect, Log: s.cfg.Log, Runner: s.cfg.Runner, Apps: apps, Web: s.cfg.Web, Sandbox: s.cfg.Sandbox, Documents: s.cfg.Documents, Browser: s.cfg.Browser,
-		History: history.New(s.cfg.DB), Memory: memory.New(s.cfg.DB, s.embedder())}}
+		History: history.New(s.cfg.DB), Memory: memory.New(s.cfg.DB, s.embedder(), gid.Encode)}}
 	cfg.Resolvers.(*Resolver).limits = s.limits
 	pageTimes := func(child int, first, last *int) int {
 		n := DefaultPage

@@ -13,7 +13,10 @@
 //
 // Conventions for a result object:
 //   - "failures": [{"item": 0, "input": "…", "message": "…"}] lists the items
-//     of a many-item call that failed; the others stand.
+//     of a many-item call that failed; the others stand. Items the runtime
+//     refused against the schema (see Atomic) are never sent: the resolver
+//     sees the others, and the runtime maps its item indices (and any
+//     "list[i]" its messages name) back to the list the model sent.
 //   - "truncated": true says the tool itself cut what it returns (a read
 //     that stopped at its budget): the stored result is marked truncated at
 //     source, and exports refuse it.
@@ -185,6 +188,13 @@ type Definition struct {
 	// Limits are the numeric ceilings the resolver enforces, by name, for
 	// display in the catalogue and in refusals.
 	Limits map[string]int
+	// Atomic says the call's items are one batch, all or nothing (the
+	// files of write_file, the edits of edit_file, the whole task list):
+	// an item that does not fit the schema refuses the call. Otherwise a
+	// tool whose arguments hold one list of items (the schema's one
+	// required array) runs the items that fit, and each item that does not
+	// is a failure of its own, by index, with the reason.
+	Atomic bool
 	// Operation is the GraphQL document that runs the tool. Empty for tools
 	// the runtime carries out itself (clarify, update_tasks).
 	Operation string

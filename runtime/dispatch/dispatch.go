@@ -118,7 +118,9 @@ type Result struct {
 	Outcome Outcome
 	// Attempts is how many times the call was sent (0 when refused).
 	Attempts int
-	// Arguments are the arguments as repaired and sent.
+	// Arguments are the arguments as repaired and sent; the items refused
+	// one by one against the schema (listed in Failures as REFUSED) were
+	// not sent, the others were.
 	Arguments json.RawMessage
 	Repairs   []schematype.Repair
 	Failures  []schematype.ItemFailure
@@ -158,9 +160,18 @@ func (d *Dispatcher) Do(ctx context.Context, s Scope, c Call) Result {
 	if len(res.Arguments) == 0 {
 		res.Arguments = c.Arguments
 	}
+	// c is the call as sent from here on: repaired, and without the items
+	// refused one by one.
+	c.Arguments = res.Arguments
+	var split *repair.Split
 	if err != nil {
-		res.Outcome, res.Message = Refused, err.Error()
-		return res
+		var argErr *repair.ArgumentError
+		if !errors.As(err, &argErr) || argErr.Split == nil || def.Atomic {
+			res.Outcome, res.Message = Refused, err.Error()
+			return res
+		}
+		split = argErr.Split
+		c.Arguments = split.Rest
 	}
 	switch {
 	case d.Builtins[c.Name] != nil:
@@ -171,6 +182,9 @@ func (d *Dispatcher) Do(ctx context.Context, s Scope, c Call) Result {
 		d.graphql(ctx, s, c, def, &res)
 	default:
 		res.Outcome, res.Message = Error, "the tool has no way to run"
+	}
+	if split != nil {
+		res.mergeSplit(split)
 	}
 	if res.Outcome == Hits && absent(def, res) {
 		res.Outcome = settle(res.Failures, itemCount(res.Arguments))
@@ -307,7 +321,7 @@ func IdempotencyKey(turnID int, callID string) string {
 }
 
 func (d *Dispatcher) builtin(ctx context.Context, s Scope, c Call, def tools.Definition, res *Result) {
-	out, err := d.Builtins[c.Name](ctx, s, res.Arguments)
+	out, err := d.Builtins[c.Name](ctx, s, c.Arguments)
 	res.Attempts = 1
 	var refusal *tools.Refusal
 	switch {
@@ -362,7 +376,7 @@ func (d *Dispatcher) application(ctx context.Context, s Scope, c Call, def tools
 	}
 	var out mcp.Result
 	n, err := d.run(ctx, def.Effect, func(ctx context.Context) error {
-		r, err := d.Apps.Call(ctx, app, tool, res.Arguments)
+		r, err := d.Apps.Call(ctx, app, tool, c.Arguments)
 		switch {
 		case err == nil:
 			out = r

@@ -41,7 +41,7 @@ type gqlError struct {
 // with the model's arguments as variables and the turn's scope token.
 func (d *Dispatcher) graphql(ctx context.Context, s Scope, c Call, def tools.Definition, res *Result) {
 	vars := map[string]json.RawMessage{}
-	if err := json.Unmarshal(res.Arguments, &vars); err != nil {
+	if err := json.Unmarshal(c.Arguments, &vars); err != nil {
 		res.Outcome, res.Message = Refused, "arguments must be a JSON object"
 		return
 	}

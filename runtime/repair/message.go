@@ -36,7 +36,12 @@ func (t *Tool) problems(v any, err error) []string {
 	if !errors.As(err, &verr) {
 		return []string{err.Error()}
 	}
-	ps := t.collect(v, verr)
+	return sentences(t.collect(v, verr))
+}
+
+// sentences sorts problems by where they are and words each once, at most
+// maxProblems of them.
+func sentences(ps []problem) []string {
 	slices.SortFunc(ps, func(a, b problem) int {
 		if c := strings.Compare(a.path, b.path); c != 0 {
 			return c

@@ -74,6 +74,10 @@ type ArgumentError struct {
 	Tool string
 	// Problems are short sentences, one per thing wrong, in a stable order.
 	Problems []string
+	// Split, when set, says every problem lies inside items of the tool's
+	// item list, and what the call is without them: a caller may run the
+	// other items and report these as failed one by one.
+	Split *Split
 }
 
 // Error joins the problems; it does not repeat the tool name, which the
@@ -90,6 +94,8 @@ type Tool struct {
 	// byLocation finds a subschema from the location a validation error
 	// names, to describe what was expected there.
 	byLocation map[string]*jsonschema.Schema
+	// list is ItemList.
+	list string
 }
 
 // schemaURL is where the compiler files the schema; it only appears in
@@ -122,7 +128,7 @@ func Compile(name string, schema json.RawMessage) (*Tool, error) {
 	if err != nil {
 		return nil, fmt.Errorf("compile schema of %q: %w", name, err)
 	}
-	t := &Tool{name: name, schema: s, byLocation: map[string]*jsonschema.Schema{}}
+	t := &Tool{name: name, schema: s, byLocation: map[string]*jsonschema.Schema{}, list: itemList(s)}
 	index(s, t.byLocation)
 	return t, nil
 }
@@ -136,7 +142,9 @@ func (t *Tool) Name() string {
 // reading, then validates them. With no error, fixed is what to send: the
 // arguments as sent, byte for byte, when no repair fired. A call that still
 // does not fit returns an *ArgumentError, together with the arguments as
-// repaired so far and the repairs, for the record; such a call is not sent.
+// repaired so far and the repairs, for the record; such a call is not sent,
+// unless its faults all lie inside items of the item list
+// (ArgumentError.Split): then the other items may be.
 func (t *Tool) Fix(args json.RawMessage) (fixed json.RawMessage, repairs []Repair, err error) {
 	v, repairs, err := t.envelope(args)
 	if err != nil {
@@ -158,7 +166,7 @@ func (t *Tool) Fix(args json.RawMessage) (fixed json.RawMessage, repairs []Repai
 		}
 	}
 	if verr := t.schema.Validate(v); verr != nil {
-		return fixed, repairs, &ArgumentError{Tool: t.name, Problems: t.problems(v, verr)}
+		return fixed, repairs, &ArgumentError{Tool: t.name, Problems: t.problems(v, verr), Split: t.split(v, verr)}
 	}
 	return fixed, repairs, nil
 }

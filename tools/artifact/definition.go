@@ -81,6 +81,7 @@ var (
 		Writes:      []tools.Resource{tools.ResourceArtifacts},
 		Preview:     tools.PreviewExempt,
 		Limits:      map[string]int{"edits": MaxEdits, "contentBytes": MaxContentBytes, "versions": MaxVersions},
+		Atomic:      true, // the edits apply together or not at all
 		Operation: `mutation($conversationId: ID, $artifactId: ID!, $edits: [WorkspaceEditInput!]!) { updateArtifact(` +
 			`conversationId: $conversationId, artifactId: $artifactId, edits: $edits) ` + savedFields + ` }`,
 		Field: "updateArtifact",

@@ -188,12 +188,15 @@ type Service struct {
 	store    *hybrid.Store
 	client   *ent.Client
 	embedder embed.Embedder
+	publicID func(int) string
 }
 
 // New returns the service over d; e nil means no embedding model, and every
-// call is refused.
-func New(d *db.DB, e embed.Embedder) *Service {
-	return &Service{store: hybrid.New(d.SQL, d.Dialect, Index), client: d.Client(), embedder: e}
+// call is refused. publicID gives a memory's id as the API shows it (and
+// memory_forget takes it): the only id a failure may name, since a row's
+// number means nothing to the model or a client.
+func New(d *db.DB, e embed.Embedder, publicID func(int) string) *Service {
+	return &Service{store: hybrid.New(d.SQL, d.Dialect, Index), client: d.Client(), embedder: e, publicID: publicID}
 }
 
 // Scope is the index scope of a user's memories.
@@ -222,6 +225,8 @@ func (s *Service) Write(ctx context.Context, org, user int, facts []string) (*Wr
 	for _, m := range existing {
 		known[normal(m.Text)] = m.ID
 	}
+	// A repeat within the call is a duplicate too, named by its position.
+	earlier := map[string]int{}
 	out := &WriteResult{Stored: []Stored{}, Failures: []schematype.ItemFailure{}}
 	fail := func(i int, kind schematype.FailureKind, format string, args ...any) {
 		out.Failures = append(out.Failures, schematype.ItemFailure{Item: i, Input: facts[i], Kind: kind, Message: fmt.Sprintf(format, args...)})
@@ -235,11 +240,13 @@ func (s *Service) Write(ctx context.Context, org, user int, facts []string) (*Wr
 		case n > MaxFactChars:
 			fail(i, schematype.FailureError, "the fact is %d characters, over %d: save it shorter", n, MaxFactChars)
 		case known[normal(t)] != 0:
-			fail(i, schematype.FailureError, "already remembered (id %d): nothing was saved", known[normal(t)])
+			fail(i, schematype.FailureError, "already remembered (id %s): nothing was saved", s.publicID(known[normal(t)]))
+		case hasKey(earlier, normal(t)):
+			fail(i, schematype.FailureError, "repeats facts[%d] of this call: nothing more was saved", earlier[normal(t)])
 		case len(existing)+len(keep) >= MaxPerUser:
 			fail(i, schematype.FailureError, "%d facts are remembered about this person, the most kept: forget some first", MaxPerUser)
 		default:
-			known[normal(t)] = -1 // a repeat within the call is a duplicate too
+			earlier[normal(t)] = i
 			keep = append(keep, i)
 		}
 	}
@@ -269,6 +276,11 @@ func (s *Service) Write(ctx context.Context, org, user int, facts []string) (*Wr
 	}
 	slices.SortFunc(out.Failures, func(a, b schematype.ItemFailure) int { return a.Item - b.Item })
 	return out, nil
+}
+
+func hasKey(m map[string]int, k string) bool {
+	_, ok := m[k]
+	return ok
 }
 
 // CheckSearch refuses queries and maxResults outside the limits.

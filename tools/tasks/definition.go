@@ -28,6 +28,9 @@ var Definition = tools.Definition{
 	Effect:  tools.EffectIdempotent,
 	Writes:  []tools.Resource{tools.ResourceTasks},
 	Preview: tools.PreviewExempt,
+	// The list is the whole state: dropping a task that does not fit would
+	// drop it from what the person sees.
+	Atomic: true,
 	Limits: map[string]int{
 		"tasks":      MaxTasks,
 		"inProgress": MaxInProgress,

@@ -109,6 +109,8 @@ var (
 		Effect:  tools.EffectWrite,
 		Writes:  []tools.Resource{tools.ResourceWorkspace},
 		Preview: tools.PreviewExempt,
+		// All or nothing: a bad file refuses the batch before any is written.
+		Atomic: true,
 		Limits: map[string]int{
 			"files": MaxBatchFiles, "replaceChars": MaxReplaceChars, "sources": MaxSources,
 			"fileBytes": MaxFileBytes, "workspaceBytes": MaxWorkspaceBytes, "workspaceFiles": MaxFiles,
@@ -135,6 +137,7 @@ var (
 		Writes:  []tools.Resource{tools.ResourceWorkspace},
 		Preview: tools.PreviewExempt,
 		Limits:  map[string]int{"edits": MaxEdits, "fileBytes": MaxFileBytes, "workspaceBytes": MaxWorkspaceBytes},
+		Atomic:  true, // the edits apply together or not at all
 		Operation: `mutation($conversationId: ID, $path: String!, $edits: [WorkspaceEditInput!]!) { editFile(conversationId: $conversationId, ` +
 			`path: $path, edits: $edits) { path chars edits } }`,
 		Field: "editFile",

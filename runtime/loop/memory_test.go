@@ -1,0 +1,116 @@
+package loop_test
+
+import (
+	"context"
+	"regexp"
+	"strconv"
+	"strings"
+	"testing"
+
+	"github.com/stretchr/testify/require"
+
+	"github.com/toolgate/toolgate/ent/db"
+	"github.com/toolgate/toolgate/ent/memory"
+	"github.com/toolgate/toolgate/ent/schematype"
+	"github.com/toolgate/toolgate/ent/tenancy"
+	"github.com/toolgate/toolgate/ent/toolcall"
+	"github.com/toolgate/toolgate/ent/turn"
+	"github.com/toolgate/toolgate/graph/gid"
+	"github.com/toolgate/toolgate/runtime/model"
+)
+
+// memoryAgent starts a conversation with an agent that has the memory
+// switch on and the memory tools listed.
+func (h *harness) memoryAgent(t testing.TB) string {
+	t.Helper()
+	return h.agent(t, map[string]any{"memory": true, "tools": []string{"memory_write", "memory_search", "memory_forget"}})
+}
+
+// remember saves a fact through the API, as the person's own, and returns
+// its public id.
+func (h *harness) remember(t testing.TB, conv, fact string) string {
+	t.Helper()
+	m := h.gql(t, `mutation($c: ID, $f: String!) { memoryWrite(conversationId: $c, facts: [{text: $f}]) { stored { id } } }`,
+		map[string]any{"c": conv, "f": fact})
+	return m["memoryWrite"].(map[string]any)["stored"].([]any)[0].(map[string]any)["id"].(string)
+}
+
+// TestMemoryNamesPublicIDs: a fact already remembered is named to the model
+// by the id the API shows (the one memory_forget takes), never the row's
+// number; a repeat within the call names the fact it repeats.
+func TestMemoryNamesPublicIDs(t *testing.T) {
+	t.Parallel()
+	each(t, func(t *testing.T, d *db.DB) {
+		p := &scripted{answers: []model.Response{
+			{ToolCalls: []model.ToolCall{call("w", "memory_write",
+				`{"facts":[{"text":"ada PREFERS  metric units."},{"text":"Ada leads the Oslo office."},{"text":"Ada leads the Oslo office."}]}`)}},
+			{Text: "Saved."},
+		}}
+		h := newHarness(t, d, p)
+		conv := h.memoryAgent(t)
+		public := h.remember(t, conv, "Ada prefers metric units.")
+		row, err := gid.Decode(public)
+		require.NoError(t, err)
+
+		require.Equal(t, turn.StatusCOMPLETED, h.wait(t, h.send(t, conv, "Remember these", "")).Status)
+		heard := lastTool(p.request(1)).Text
+		require.Contains(t, heard, "already remembered (id "+public+"): nothing was saved", heard)
+		require.Contains(t, heard, "repeats facts[1] of this call: nothing more was saved", heard)
+		require.NotRegexp(t, regexp.MustCompile(`\b`+strconv.Itoa(row)+`\b`), heard, "the row's number never reaches the model")
+		require.Equal(t, 2, h.client.Memory.Query().CountX(tenancy.System(context.Background())))
+	})
+}
+
+// TestOneBadFactKeepsTheOthers: of three facts, an empty one or one over
+// 500 characters fails alone, named by its index and reason, and the two
+// others are stored; a fault in the call's own shape still refuses it
+// whole, and all-or-nothing tools stay so.
+func TestOneBadFactKeepsTheOthers(t *testing.T) {
+	t.Parallel()
+	each(t, func(t *testing.T, d *db.DB) {
+		long := strings.Repeat("x", 501)
+		p := &scripted{answers: []model.Response{
+			{ToolCalls: []model.ToolCall{
+				call("e", "memory_write", `{"facts":[{"text":"Ada prefers tea."},{"text":""},{"text":"Ada works in Oslo."}]}`),
+				call("l", "memory_write", `{"facts":[{"text":"Ada rides to work."},{"text":"`+long+`"},{"text":"Ada reads Norwegian."}]}`),
+				call("s", "memory_write", `{"facts":[{"text":"Ada owns a cat."},{"text":""}],"tags":["x"]}`),
+			}},
+			{Text: "Saved."},
+		}}
+		h := newHarness(t, d, p)
+		conv := h.memoryAgent(t)
+		id := h.send(t, conv, "Remember these", "")
+		require.Equal(t, turn.StatusCOMPLETED, h.wait(t, id).Status)
+
+		heard := map[string]string{}
+		for _, m := range p.request(1).Messages {
+			if m.Role == model.RoleTool {
+				heard[m.ToolCallID] = m.Text
+			}
+		}
+		require.Len(t, heard, 3)
+		require.Contains(t, heard["e"], `"text":"Ada prefers tea."`)
+		require.Contains(t, heard["e"], `"text":"Ada works in Oslo."`)
+		require.Contains(t, heard["e"], `- #1 ({"text":""}): refused, nothing ran (argument "facts[1].text": needs at least 1 character, got 0)`)
+		require.Contains(t, heard["l"], `"text":"Ada rides to work."`)
+		require.Contains(t, heard["l"], `"text":"Ada reads Norwegian."`)
+		require.Contains(t, heard["l"], `refused, nothing ran (argument "facts[1].text": takes at most 500 characters, got 501)`)
+		require.True(t, strings.HasPrefix(heard["s"], "Refused: nothing ran"), "an unknown argument refuses the call: %s", heard["s"])
+		require.Contains(t, heard["s"], `unknown argument "tags"`)
+
+		texts := h.client.Memory.Query().Select(memory.FieldText).StringsX(tenancy.System(context.Background()))
+		require.ElementsMatch(t, []string{"Ada prefers tea.", "Ada works in Oslo.", "Ada rides to work.", "Ada reads Norwegian."}, texts,
+			"two of each three stored, the third call's none")
+
+		calls := h.calls(t, id)
+		require.Len(t, calls, 3)
+		for _, c := range calls[:2] {
+			require.Equal(t, toolcall.OutcomeHITS, c.Outcome)
+			require.Len(t, c.Failures, 1)
+			require.Equal(t, 1, c.Failures[0].Item)
+			require.Equal(t, schematype.FailureRefused, c.Failures[0].Kind)
+			require.Equal(t, 3, strings.Count(c.Arguments, `"text"`), "recorded with the three facts the model sent")
+		}
+		require.Equal(t, toolcall.OutcomeREFUSED, calls[2].Outcome)
+	})
+}
