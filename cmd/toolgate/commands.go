@@ -123,6 +123,8 @@ func serve(ctx context.Context, args []string, stdout, stderr io.Writer, log *sl
 	fs.StringVar(&ec.Provider, "embedding-provider", env("TOOLGATE_EMBEDDING_PROVIDER", ""), "openai, local or none (env TOOLGATE_EMBEDDING_PROVIDER; default: openai when OPENAI_API_KEY is set, else local)")
 	fs.StringVar(&ec.Model, "embedding-model", env("TOOLGATE_EMBEDDING_MODEL", ""), "the embedding model (env TOOLGATE_EMBEDDING_MODEL; default: the provider's)")
 	fs.BoolVar(&rc.traceSizes, "trace-sizes", env("TOOLGATE_TRACE_SIZES", "") == "true", "add to traced spans the sizes of prompts, answers, tool arguments and results, never their contents (env TOOLGATE_TRACE_SIZES=true; traces themselves are configured by the OTEL_* variables)")
+	extractCPU := fs.Duration("extract-cpu", durationEnv("TOOLGATE_EXTRACT_CPU", document.DefaultLimits.CPU), "CPU time one uploaded file's extraction may take, in a child process; its wall time is three times it (env TOOLGATE_EXTRACT_CPU)")
+	extractMemory := fs.Int64("extract-memory-bytes", int64(atoiEnv("TOOLGATE_EXTRACT_MEMORY_BYTES", int(document.DefaultLimits.MemoryBytes))), "memory one uploaded file's extraction may take (env TOOLGATE_EXTRACT_MEMORY_BYTES)")
 	maxUpload := fs.Int64("max-upload-bytes", int64(atoiEnv("TOOLGATE_MAX_UPLOAD_BYTES", graph.DefaultMaxUploadBytes)), "body limit of a multipart upload (env TOOLGATE_MAX_UPLOAD_BYTES)")
 	if err := fs.Parse(args); err != nil {
 		return err
@@ -196,7 +198,18 @@ func serve(ctx context.Context, args []string, stdout, stderr io.Writer, log *sl
 	}
 	defer apps.Close()
 	defer bridge.Close()
-	docs, err := document.New(document.Config{DB: d, Queue: jobs, Embedder: embedder, Log: log})
+	// Uploaded files are read in children of this binary, bounded.
+	if *extractCPU < time.Second || *extractMemory < 64<<20 {
+		_ = ln.Close()
+		return fmt.Errorf("--extract-cpu must be at least 1s and --extract-memory-bytes at least 64 MiB (%d), not %s and %d", 64<<20, *extractCPU, *extractMemory)
+	}
+	box, err := document.DefaultBox()
+	if err != nil {
+		_ = ln.Close()
+		return err
+	}
+	box.Limits = document.Limits{CPU: *extractCPU, Wall: 3 * *extractCPU, MemoryBytes: *extractMemory}
+	docs, err := document.New(document.Config{DB: d, Queue: jobs, Embedder: embedder, Log: log, Box: box})
 	if err != nil {
 		_ = ln.Close()
 		return err

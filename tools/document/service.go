@@ -29,7 +29,7 @@ const Queue = "documents"
 // Processing bounds.
 const (
 	// JobTimeout bounds one attempt at processing a file (extract, chunk,
-	// embed); a hostile file stops here.
+	// embed); a hostile file stops long before, at the box's limits.
 	JobTimeout = 5 * time.Minute
 	// MaxAttempts is how often a file whose processing failed for a reason
 	// worth repeating (the embedding provider down) is tried.
@@ -51,12 +51,17 @@ type Config struct {
 	// Queue is the job queue files are processed on; unset, DB's own. A
 	// server shares one with its turns (db.Queue.Shared).
 	Queue db.Queue
+	// Box extracts each file's text in a bounded child process; nil is
+	// DefaultBox (this binary's `extract` command, or a test binary that
+	// calls ServeChildIfAsked).
+	Box *Box
 }
 
 // Service processes uploaded files as durable jobs and searches and reads
 // what they hold.
 type Service struct {
 	cfg    Config
+	box    *Box
 	client *ent.Client
 	store  *hybrid.Store
 	queue  db.JobClient
@@ -72,8 +77,15 @@ func New(cfg Config) (*Service, error) {
 	if cfg.Queue == (db.Queue{}) {
 		cfg.Queue = cfg.DB.Queue()
 	}
+	box := cfg.Box
+	if box == nil {
+		var err error
+		if box, err = DefaultBox(); err != nil {
+			return nil, err
+		}
+	}
 	base, stop := context.WithCancel(tenancy.System(context.Background()))
-	s := &Service{cfg: cfg, client: cfg.DB.Client(), store: hybrid.New(cfg.DB.SQL, cfg.DB.Dialect, Index), base: base, stop: stop}
+	s := &Service{cfg: cfg, box: box, client: cfg.DB.Client(), store: hybrid.New(cfg.DB.SQL, cfg.DB.Dialect, Index), base: base, stop: stop}
 	workers := cfg.Queue.Workers()
 	if err := river.AddWorkerSafely(workers, &worker{s: s}); err != nil {
 		stop()
@@ -207,7 +219,9 @@ func (s *Service) Process(ctx context.Context, ref Ref) error {
 	mime := Detect(f.filename, f.mime, f.original)
 	text := f.text
 	if f.original != nil {
-		text, err = Extract(ctx, mime, f.original)
+		// In the box: a file that loops the parser or bloats it fails
+		// alone, at a bound, and is not tried again.
+		text, err = s.box.Extract(ctx, mime, f.original)
 		var bad *Unreadable
 		if errors.As(err, &bad) {
 			s.fail(ctx, ref, bad.Reason)
