@@ -102,7 +102,7 @@ func ServeChild(in io.Reader, out io.Writer) error {
 	if err := limitProcess(req.Limits); err != nil {
 		return fmt.Errorf("limit the process: %w", err)
 	}
-	go watchHeap(req.Limits.MemoryBytes / 2)
+	go watchHeap(heapNow() + req.Limits.MemoryBytes/2)
 
 	w := bufio.NewWriterSize(out, 64<<10)
 	send := func(m response) error {
@@ -141,11 +141,20 @@ func ServeChild(in io.Reader, out io.Writer) error {
 // few milliseconds: a file that makes the parser hold more than that stops
 // here, named, before the address-space cap ends it less clearly.
 func watchHeap(line int64) {
-	sample := []metrics.Sample{{Name: "/memory/classes/heap/objects:bytes"}}
 	for range time.Tick(5 * time.Millisecond) {
-		metrics.Read(sample)
-		if sample[0].Value.Kind() == metrics.KindUint64 && int64(sample[0].Value.Uint64()) > line {
+		if heapNow() > line {
 			os.Exit(exitMemory)
 		}
 	}
+}
+
+// heapNow is the bytes of the heap's objects, garbage not yet collected
+// included.
+func heapNow() int64 {
+	sample := []metrics.Sample{{Name: "/memory/classes/heap/objects:bytes"}}
+	metrics.Read(sample)
+	if sample[0].Value.Kind() != metrics.KindUint64 {
+		return 0
+	}
+	return int64(sample[0].Value.Uint64())
 }

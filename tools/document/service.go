@@ -67,6 +67,10 @@ type Service struct {
 	queue  db.JobClient
 	base   context.Context
 	stop   context.CancelFunc
+	// halted ends when Interrupt is called: the files being processed are
+	// let go at once.
+	halted    context.Context
+	interrupt context.CancelFunc
 }
 
 // New returns a Service; Open starts it processing.
@@ -86,6 +90,7 @@ func New(cfg Config) (*Service, error) {
 	}
 	base, stop := context.WithCancel(tenancy.System(context.Background()))
 	s := &Service{cfg: cfg, box: box, client: cfg.DB.Client(), store: hybrid.New(cfg.DB.SQL, cfg.DB.Dialect, Index), base: base, stop: stop}
+	s.halted, s.interrupt = context.WithCancel(context.Background())
 	workers := cfg.Queue.Workers()
 	if err := river.AddWorkerSafely(workers, &worker{s: s}); err != nil {
 		stop()
@@ -142,9 +147,18 @@ func (s *Service) Open(ctx context.Context) error {
 // Close stops processing and waits, or gives up when ctx ends. A file being
 // processed stays PROCESSING; its job is tried again after a restart.
 func (s *Service) Close(ctx context.Context) error {
+	s.interrupt()
 	s.stop()
 	return s.queue.StopAndCancel(ctx)
 }
+
+// Interrupt lets go of the files being processed now, without waiting:
+// their extraction children are killed, they stay PROCESSING, and their
+// jobs run again when a client next starts, without counting as a failed
+// attempt. A server calls it as its shutdown begins, so a file being read
+// does not hold the shutdown while the turns drain on the shared queue;
+// Close follows.
+func (s *Service) Interrupt() { s.interrupt() }
 
 // Ref names one file: a knowledge base's document or a conversation's
 // attachment.
@@ -196,7 +210,14 @@ func (w *worker) NextRetry(job *river.Job[Ref]) time.Time {
 // Work processes the file; a file that cannot be read fails alone, a
 // provider outage is tried again until the last attempt.
 func (w *worker) Work(ctx context.Context, job *river.Job[Ref]) error {
+	ctx, cancel := context.WithCancel(ctx)
+	defer cancel()
+	defer context.AfterFunc(w.s.halted, cancel)()
 	err := w.s.Process(ctx, job.Args)
+	if err != nil && w.s.halted.Err() != nil {
+		// Interrupted by a shutdown: worked again at the next start.
+		return river.JobSnooze(0)
+	}
 	if err == nil || ctx.Err() != nil {
 		return err
 	}
