@@ -31,8 +31,14 @@ func docSetup(t *testing.T, d *db.DB) *testBundle {
 // docSetupWith is docSetup with embedder e.
 func docSetupWith(t *testing.T, d *db.DB, e embed.Embedder) *testBundle {
 	t.Helper()
+	return docSetupBox(t, d, e, nil)
+}
+
+// docSetupBox is docSetupWith extracting in box (nil: the default).
+func docSetupBox(t *testing.T, d *db.DB, e embed.Embedder, box *document.Box) *testBundle {
+	t.Helper()
 	b := setup(t, d)
-	svc, err := document.New(document.Config{DB: d, Embedder: e})
+	svc, err := document.New(document.Config{DB: d, Embedder: e, Box: box})
 	require.NoError(t, err)
 	require.NoError(t, svc.Open(context.Background()))
 	t.Cleanup(func() { _ = svc.Close(context.Background()) })

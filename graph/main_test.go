@@ -5,10 +5,13 @@ import (
 	"testing"
 
 	"github.com/toolgate/toolgate/tools/code"
+	"github.com/toolgate/toolgate/tools/document"
 )
 
 func TestMain(m *testing.M) {
-	// run_code's sandbox children are this test binary, re-executed.
+	// run_code's sandbox children and the documents' extraction children
+	// are this test binary, re-executed.
 	code.ServeChildIfAsked()
+	document.ServeChildIfAsked()
 	os.Exit(m.Run())
 }

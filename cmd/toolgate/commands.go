@@ -127,6 +127,8 @@ func serve(ctx context.Context, args []string, stdout, stderr io.Writer, log *sl
 	fs.BoolVar(&rc.traceSizes, "trace-sizes", env("TOOLGATE_TRACE_SIZES", "") == "true", "add to traced spans the sizes of prompts, answers, tool arguments and results, never their contents (env TOOLGATE_TRACE_SIZES=true; traces themselves are configured by the OTEL_* variables)")
 	var pf portalFlags
 	pf.register(fs)
+	extractCPU := fs.Duration("extract-cpu", durationEnv("TOOLGATE_EXTRACT_CPU", document.DefaultLimits.CPU), "CPU time one uploaded file's extraction may take, in a child process; its wall time is 60s or three times it, the longer (env TOOLGATE_EXTRACT_CPU)")
+	extractMemory := fs.Int64("extract-memory-bytes", int64(atoiEnv("TOOLGATE_EXTRACT_MEMORY_BYTES", int(document.DefaultLimits.MemoryBytes))), "memory one uploaded file's extraction may take (env TOOLGATE_EXTRACT_MEMORY_BYTES)")
 	maxUpload := fs.Int64("max-upload-bytes", int64(atoiEnv("TOOLGATE_MAX_UPLOAD_BYTES", graph.DefaultMaxUploadBytes)), "body limit of a multipart upload (env TOOLGATE_MAX_UPLOAD_BYTES)")
 	if err := fs.Parse(args); err != nil {
 		return err
@@ -202,7 +204,18 @@ func serve(ctx context.Context, args []string, stdout, stderr io.Writer, log *sl
 	}
 	defer apps.Close()
 	defer bridge.Close()
-	docs, err := document.New(document.Config{DB: d, Queue: jobs, Embedder: embedder, Log: log})
+	// Uploaded files are read in children of this binary, bounded.
+	if *extractCPU < time.Second || *extractMemory < 64<<20 {
+		_ = ln.Close()
+		return fmt.Errorf("--extract-cpu must be at least 1s and --extract-memory-bytes at least 64 MiB (%d), not %s and %d", 64<<20, *extractCPU, *extractMemory)
+	}
+	box, err := document.DefaultBox()
+	if err != nil {
+		_ = ln.Close()
+		return err
+	}
+	box.Limits = document.Limits{CPU: *extractCPU, Wall: max(document.DefaultLimits.Wall, 3 * *extractCPU), MemoryBytes: *extractMemory}
+	docs, err := document.New(document.Config{DB: d, Queue: jobs, Embedder: embedder, Log: log, Box: box})
 	if err != nil {
 		_ = ln.Close()
 		return err
@@ -271,9 +284,11 @@ func serve(ctx context.Context, args []string, stdout, stderr io.Writer, log *sl
 	log.Info("shutting down", "drain_grace", rc.drainGrace)
 	shutdownCtx, cancel := context.WithTimeout(context.Background(), rc.drainGrace+15*time.Second)
 	defer cancel()
+	// Files being read are let go at once (read again after the restart).
 	// Turns drain first (no new ones; tool calls in flight finish within
 	// the grace), while the server still answers those calls; they stay
 	// RUNNING for the next runner. Then the server drains its requests.
+	docs.Interrupt()
 	if err := runner.Close(shutdownCtx); err != nil {
 		log.Warn("turns still stopping", "err", err)
 	}

@@ -14,6 +14,7 @@ import (
 	"syscall"
 
 	"github.com/toolgate/toolgate/tools/code"
+	"github.com/toolgate/toolgate/tools/document"
 )
 
 const usage = `toolgate: the backend of an AI assistant portal.
@@ -55,6 +56,9 @@ func run(ctx context.Context, args []string, stdout, stderr io.Writer) error {
 	case "sandbox":
 		// Hidden: the child run_code starts, one job over stdin and stdout.
 		return code.ServeChild(os.Stdin, stdout)
+	case "extract":
+		// Hidden: the child that reads one uploaded file's text, bounded.
+		return document.ServeChild(os.Stdin, stdout)
 	case "help", "-h", "--help":
 		fmt.Fprint(stdout, usage)
 		return nil

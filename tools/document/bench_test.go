@@ -59,3 +59,24 @@ func BenchmarkIngestPDF20MB(b *testing.B) {
 	require.GreaterOrEqual(b, len(pdf), 20<<20)
 	benchIngest(b, "report.pdf", pdf)
 }
+
+// BenchmarkExtractBoxed: what the box adds to a one-page PDF, whose
+// reading costs little: a child started, fed and reaped per file.
+func BenchmarkExtractBoxed(b *testing.B) {
+	pdf := documenttest.PDF([]string{"Quarterly revenue grew."})
+	ctx := context.Background()
+	b.Run("in-process", func(b *testing.B) {
+		for b.Loop() {
+			_, err := document.Extract(ctx, document.MIMEPDF, pdf)
+			require.NoError(b, err)
+		}
+	})
+	b.Run("boxed", func(b *testing.B) {
+		box, err := document.DefaultBox()
+		require.NoError(b, err)
+		for b.Loop() {
+			_, err := box.Extract(ctx, document.MIMEPDF, pdf)
+			require.NoError(b, err)
+		}
+	})
+}

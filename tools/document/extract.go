@@ -13,7 +13,6 @@ import (
 	"strings"
 	"unicode/utf8"
 
-	"github.com/ledongthuc/pdf"
 	"golang.org/x/net/html"
 )
 
@@ -27,6 +26,11 @@ const (
 	// MaxDOCXXMLBytes bounds word/document.xml once decompressed (a zip
 	// bomb stops here).
 	MaxDOCXXMLBytes = 64 << 20
+	// MaxDOCXDepth bounds how deeply the elements of word/document.xml
+	// nest: the XML decoder keeps every open element, so two million
+	// nested paragraphs (32 KB zipped) would hold hundreds of MB. Real
+	// documents, tables in tables included, nest a few dozen deep.
+	MaxDOCXDepth = 256
 )
 
 // The formats Extract reads, as Document.mimeType reports them.
@@ -213,6 +217,7 @@ func extractDOCX(data []byte) (string, error) {
 	dec := xml.NewDecoder(lr)
 	var b strings.Builder
 	inText := false
+	depth := 0
 	for {
 		tok, err := dec.Token()
 		if errors.Is(err, io.EOF) {
@@ -226,6 +231,9 @@ func extractDOCX(data []byte) (string, error) {
 		}
 		switch t := tok.(type) {
 		case xml.StartElement:
+			if depth++; depth > MaxDOCXDepth {
+				return "", unreadable("unreadable DOCX: its elements nest more than %d deep", MaxDOCXDepth)
+			}
 			switch t.Name.Local {
 			case "t":
 				inText = true
@@ -235,6 +243,7 @@ func extractDOCX(data []byte) (string, error) {
 				b.WriteByte('\n')
 			}
 		case xml.EndElement:
+			depth--
 			switch t.Name.Local {
 			case "t":
 				inText = false
@@ -244,91 +253,14 @@ func extractDOCX(data []byte) (string, error) {
 		case xml.CharData:
 			if inText {
 				b.Write(t)
+				if b.Len() > 4*MaxTextChars {
+					return "", unreadable("the file's text passes %d characters", MaxTextChars)
+				}
 			}
 		}
 	}
 	if lr.N <= 0 {
 		return "", unreadable("the DOCX body expands past %d MiB", MaxDOCXXMLBytes>>20)
-	}
-	return b.String(), nil
-}
-
-// maxPageTreeDepth bounds how deep a PDF's page tree is walked: real
-// trees are a few levels; a hostile one (or a cycle) stops here.
-const maxPageTreeDepth = 32
-
-// pdfPages returns the pages of a page tree in order, walking it once: the
-// reader's own Page(i) walks from the root each time, which costs a flat
-// tree of n pages n² object reads. At most MaxPDFPages are taken.
-func pdfPages(ctx context.Context, root pdf.Value) ([]pdf.Page, error) {
-	var out []pdf.Page
-	var walk func(v pdf.Value, depth int) error
-	walk = func(v pdf.Value, depth int) error {
-		if depth > maxPageTreeDepth {
-			return unreadable("unreadable PDF: its page tree is more than %d levels deep", maxPageTreeDepth)
-		}
-		if err := ctx.Err(); err != nil {
-			return err
-		}
-		if v.Key("Type").Name() != "Pages" {
-			if v.Kind() == pdf.Dict {
-				if len(out) == MaxPDFPages {
-					return unreadable("the PDF has more than %d pages", MaxPDFPages)
-				}
-				out = append(out, pdf.Page{V: v})
-			}
-			return nil
-		}
-		kids := v.Key("Kids")
-		for i := 0; i < kids.Len(); i++ {
-			if err := walk(kids.Index(i), depth+1); err != nil {
-				return err
-			}
-		}
-		return nil
-	}
-	return out, walk(root, 0)
-}
-
-func extractPDF(ctx context.Context, data []byte) (text string, err error) {
-	// The reader panics on some malformed files: that file fails, the
-	// server does not.
-	defer func() {
-		if p := recover(); p != nil {
-			text, err = "", unreadable("unreadable PDF: %v", p)
-		}
-	}()
-	r, err := pdf.NewReader(bytes.NewReader(data), int64(len(data)))
-	if err != nil {
-		if errors.Is(err, pdf.ErrInvalidPassword) || strings.Contains(err.Error(), "encrypt") {
-			return "", unreadable("the PDF is encrypted: upload a copy without a password")
-		}
-		return "", unreadable("unreadable PDF: %v", err)
-	}
-	n := r.NumPage()
-	if n > MaxPDFPages {
-		return "", unreadable("the PDF has %d pages; at most %d are read", n, MaxPDFPages)
-	}
-	pages, err := pdfPages(ctx, r.Trailer().Key("Root").Key("Pages"))
-	if err != nil {
-		return "", err
-	}
-	var b strings.Builder
-	for i, p := range pages {
-		if err := ctx.Err(); err != nil {
-			return "", err
-		}
-		// Each page's own fonts: a name like /F1 means another font on
-		// another page.
-		t, err := p.GetPlainText(nil)
-		if err != nil {
-			return "", unreadable("unreadable PDF page %d: %v", i+1, err)
-		}
-		b.WriteString(t)
-		b.WriteString("\n\n")
-		if b.Len() > 4*MaxTextChars {
-			return "", unreadable("the file's text passes %d characters", MaxTextChars)
-		}
 	}
 	return b.String(), nil
 }

@@ -29,7 +29,7 @@ const Queue = "documents"
 // Processing bounds.
 const (
 	// JobTimeout bounds one attempt at processing a file (extract, chunk,
-	// embed); a hostile file stops here.
+	// embed); a hostile file stops long before, at the box's limits.
 	JobTimeout = 5 * time.Minute
 	// MaxAttempts is how often a file whose processing failed for a reason
 	// worth repeating (the embedding provider down) is tried.
@@ -51,17 +51,26 @@ type Config struct {
 	// Queue is the job queue files are processed on; unset, DB's own. A
 	// server shares one with its turns (db.Queue.Shared).
 	Queue db.Queue
+	// Box extracts each file's text in a bounded child process; nil is
+	// DefaultBox (this binary's `extract` command, or a test binary that
+	// calls ServeChildIfAsked).
+	Box *Box
 }
 
 // Service processes uploaded files as durable jobs and searches and reads
 // what they hold.
 type Service struct {
 	cfg    Config
+	box    *Box
 	client *ent.Client
 	store  *hybrid.Store
 	queue  db.JobClient
 	base   context.Context
 	stop   context.CancelFunc
+	// halted ends when Interrupt is called: the files being processed are
+	// let go at once.
+	halted    context.Context
+	interrupt context.CancelFunc
 }
 
 // New returns a Service; Open starts it processing.
@@ -72,8 +81,16 @@ func New(cfg Config) (*Service, error) {
 	if cfg.Queue == (db.Queue{}) {
 		cfg.Queue = cfg.DB.Queue()
 	}
+	box := cfg.Box
+	if box == nil {
+		var err error
+		if box, err = DefaultBox(); err != nil {
+			return nil, err
+		}
+	}
 	base, stop := context.WithCancel(tenancy.System(context.Background()))
-	s := &Service{cfg: cfg, client: cfg.DB.Client(), store: hybrid.New(cfg.DB.SQL, cfg.DB.Dialect, Index), base: base, stop: stop}
+	s := &Service{cfg: cfg, box: box, client: cfg.DB.Client(), store: hybrid.New(cfg.DB.SQL, cfg.DB.Dialect, Index), base: base, stop: stop}
+	s.halted, s.interrupt = context.WithCancel(context.Background())
 	workers := cfg.Queue.Workers()
 	if err := river.AddWorkerSafely(workers, &worker{s: s}); err != nil {
 		stop()
@@ -130,9 +147,18 @@ func (s *Service) Open(ctx context.Context) error {
 // Close stops processing and waits, or gives up when ctx ends. A file being
 // processed stays PROCESSING; its job is tried again after a restart.
 func (s *Service) Close(ctx context.Context) error {
+	s.interrupt()
 	s.stop()
 	return s.queue.StopAndCancel(ctx)
 }
+
+// Interrupt lets go of the files being processed now, without waiting:
+// their extraction children are killed, they stay PROCESSING, and their
+// jobs run again when a client next starts, without counting as a failed
+// attempt. A server calls it as its shutdown begins, so a file being read
+// does not hold the shutdown while the turns drain on the shared queue;
+// Close follows.
+func (s *Service) Interrupt() { s.interrupt() }
 
 // Ref names one file: a knowledge base's document or a conversation's
 // attachment.
@@ -184,7 +210,14 @@ func (w *worker) NextRetry(job *river.Job[Ref]) time.Time {
 // Work processes the file; a file that cannot be read fails alone, a
 // provider outage is tried again until the last attempt.
 func (w *worker) Work(ctx context.Context, job *river.Job[Ref]) error {
+	ctx, cancel := context.WithCancel(ctx)
+	defer cancel()
+	defer context.AfterFunc(w.s.halted, cancel)()
 	err := w.s.Process(ctx, job.Args)
+	if err != nil && w.s.halted.Err() != nil {
+		// Interrupted by a shutdown: worked again at the next start.
+		return river.JobSnooze(0)
+	}
 	if err == nil || ctx.Err() != nil {
 		return err
 	}
@@ -207,7 +240,9 @@ func (s *Service) Process(ctx context.Context, ref Ref) error {
 	mime := Detect(f.filename, f.mime, f.original)
 	text := f.text
 	if f.original != nil {
-		text, err = Extract(ctx, mime, f.original)
+		// In the box: a file that loops the parser or bloats it fails
+		// alone, at a bound, and is not tried again.
+		text, err = s.box.Extract(ctx, mime, f.original)
 		var bad *Unreadable
 		if errors.As(err, &bad) {
 			s.fail(ctx, ref, bad.Reason)

@@ -6,6 +6,7 @@ import (
 	"archive/zip"
 	"bytes"
 	"fmt"
+	"io"
 	"math/rand/v2"
 	"strings"
 )
@@ -235,6 +236,39 @@ func CyclicPDF() []byte {
 		"<< /Type /Catalog /Pages 2 0 R >>",
 		"<< /Type /Pages /Kids [2 0 R] /Count 1 >>",
 	}
+	return rawPDF(objs, "")
+}
+
+// PrevLoopPDF returns a one-page PDF whose trailer's /Prev points at its
+// own cross-reference table: a reader that follows the chain without
+// remembering where it has been reads that table for ever.
+func PrevLoopPDF() []byte {
+	return rawPDF(onePage("2 0 R", "A trailer that points back at itself."), "/Prev %[1]d")
+}
+
+// OwnParentPDF returns a one-page PDF whose page is its own /Parent and
+// holds no /Resources: a reader looking up the inherited resources climbs
+// that chain for ever.
+func OwnParentPDF() []byte {
+	return rawPDF(onePage("3 0 R", "A page that is its own parent."), "")
+}
+
+// onePage is a catalog, a page tree and one page (object 3) of one line
+// of text, whose /Parent is parent and which has no resources of its own.
+func onePage(parent, text string) []string {
+	content := "BT /F1 11 Tf 72 740 Td (" + escape(text) + ") Tj ET\n"
+	return []string{
+		"<< /Type /Catalog /Pages 2 0 R >>",
+		"<< /Type /Pages /Kids [3 0 R] /Count 1 >>",
+		"<< /Type /Page /Parent " + parent + " /MediaBox [0 0 612 792] /Contents 4 0 R >>",
+		fmt.Sprintf("<< /Length %d >>\nstream\n%s\nendstream", len(content), content),
+	}
+}
+
+// rawPDF lays out objs (numbered from 1) with a cross-reference table and
+// a trailer; extra is added to the trailer, formatted with the table's
+// offset.
+func rawPDF(objs []string, extra string) []byte {
 	var b bytes.Buffer
 	b.WriteString("%PDF-1.4\n")
 	offsets := make([]int, len(objs))
@@ -247,6 +281,71 @@ func CyclicPDF() []byte {
 	for _, off := range offsets {
 		fmt.Fprintf(&b, "%010d 00000 n \n", off)
 	}
-	fmt.Fprintf(&b, "trailer\n<< /Size %d /Root 1 0 R >>\nstartxref\n%d\n%%%%EOF\n", len(objs)+1, xref)
+	if extra != "" {
+		extra = " " + fmt.Sprintf(extra, xref)
+	}
+	fmt.Fprintf(&b, "trailer\n<< /Size %d /Root 1 0 R%s >>\nstartxref\n%d\n%%%%EOF\n", len(objs)+1, extra, xref)
+	return b.Bytes()
+}
+
+// DeepDOCX returns a Word document whose body is depth paragraphs each
+// nested in the one before (two million zip to about 32 KB): a reader that
+// keeps every open element grows with the depth.
+func DeepDOCX(depth int) []byte {
+	var buf bytes.Buffer
+	zw := zip.NewWriter(&buf)
+	w, _ := zw.Create("word/document.xml")
+	_, _ = io.WriteString(w, `<?xml version="1.0" encoding="UTF-8" standalone="yes"?>`+
+		`<w:document xmlns:w="http://schemas.openxmlformats.org/wordprocessingml/2006/main"><w:body>`)
+	for _, tag := range []string{"<w:p>", "</w:p>"} {
+		chunk := []byte(strings.Repeat(tag, 4096))
+		for left := depth; left > 0; left -= 4096 {
+			_, _ = w.Write(chunk[:len(tag)*min(left, 4096)])
+		}
+		if tag == "<w:p>" {
+			_, _ = io.WriteString(w, `<w:r><w:t>deep</w:t></w:r>`)
+		}
+	}
+	_, _ = io.WriteString(w, `</w:body></w:document>`)
+	_ = zw.Close()
+	return buf.Bytes()
+}
+
+// ExtendsLoopPDF returns a one-page PDF whose page is stored in an object
+// stream that does not hold it and /Extends itself: a reader looking for
+// the page searches that stream for ever, reading the file each time. No
+// check of toolgate's walks this chain: only a context that stops reads,
+// or the box's bounds, end it.
+func ExtendsLoopPDF() []byte {
+	var b bytes.Buffer
+	b.WriteString("%PDF-1.5\n")
+	offsets := map[int]int{}
+	obj := func(n int, body string) {
+		offsets[n] = b.Len()
+		fmt.Fprintf(&b, "%d 0 obj\n%s\nendobj\n", n, body)
+	}
+	obj(1, "<< /Type /Catalog /Pages 2 0 R >>")
+	obj(2, "<< /Type /Pages /Kids [3 0 R] /Count 1 >>")
+	// Object 3 is said to be in stream 4, which holds only object 9.
+	held := "9 0 << /Type /Page >>"
+	obj(4, fmt.Sprintf("<< /Type /ObjStm /N 1 /First 4 /Extends 4 0 R /Length %d >>\nstream\n%s\nendstream", len(held), held))
+	// The cross-reference stream (object 5), uncompressed: W [1 4 2].
+	xref := b.Len()
+	offsets[5] = xref
+	var rows bytes.Buffer
+	row := func(kind byte, field2 uint32, field3 uint16) {
+		rows.WriteByte(kind)
+		rows.Write([]byte{byte(field2 >> 24), byte(field2 >> 16), byte(field2 >> 8), byte(field2)})
+		rows.Write([]byte{byte(field3 >> 8), byte(field3)})
+	}
+	row(0, 0, 65535)
+	row(1, uint32(offsets[1]), 0)
+	row(1, uint32(offsets[2]), 0)
+	row(2, 4, 0)
+	row(1, uint32(offsets[4]), 0)
+	row(1, uint32(offsets[5]), 0)
+	fmt.Fprintf(&b, "5 0 obj\n<< /Type /XRef /Size 6 /W [1 4 2] /Root 1 0 R /Length %d >>\nstream\n", rows.Len())
+	b.Write(rows.Bytes())
+	fmt.Fprintf(&b, "\nendstream\nendobj\nstartxref\n%d\n%%%%EOF\n", xref)
 	return b.Bytes()
 }
