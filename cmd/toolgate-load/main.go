@@ -75,6 +75,11 @@ type options struct {
 	clients, turnClients            []int
 	seedTurns                       int
 	duration, warmup                time.Duration
+	// team: readers and writers at once (team.go) instead of the table.
+	team             bool
+	readers, writers int
+	metricsURL       string
+	serverPID        int
 }
 
 func main() {
@@ -103,8 +108,23 @@ func run(args []string, stdout io.Writer) error {
 	fs.StringVar(&o.query, "query", "", "file of another GraphQL document for the transcript read (default: the console's)")
 	fs.StringVar(&o.vars, "vars", "", `its variables, JSON (default: {"id": <conversation>, "first": 100})`)
 	fs.StringVar(&o.databaseURL, "database-url", "", "PostgreSQL URL of the server's database: adds the transcript's rows read with plain SQL")
+	fs.BoolVar(&o.team, "team", false, "a team's load instead of the table: -readers reading the transcript and -writers running turns, all at once, for -duration (60s unless given)")
+	fs.IntVar(&o.readers, "readers", 200, "with -team: concurrent transcript readers")
+	fs.IntVar(&o.writers, "writers", 20, "with -team: concurrent writers, each running turns in a conversation of its own")
+	fs.StringVar(&o.metricsURL, "metrics-url", "", "with -team: the server's Prometheus endpoint, for its CPU (default: -url's /metrics)")
+	fs.IntVar(&o.serverPID, "server-pid", 0, "with -team: the server's process id on this machine, for its CPU from /proc instead of /metrics")
 	if err := fs.Parse(args); err != nil {
 		return err
+	}
+	if o.team {
+		given := map[string]bool{}
+		fs.Visit(func(f *flag.Flag) { given[f.Name] = true })
+		if !given["duration"] {
+			o.duration = time.Minute
+		}
+		if o.readers < 0 || o.writers < 0 || o.readers+o.writers == 0 {
+			return errors.New("-team: -readers and -writers are counts, not both 0")
+		}
 	}
 	if *printReplay {
 		_, err := io.WriteString(stdout, replayScript)
@@ -119,6 +139,9 @@ func run(args []string, stdout io.Writer) error {
 	}
 	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt)
 	defer stop()
+	if o.team {
+		return team(ctx, newClient(o.url, o.token, o.readers+2*o.writers), o, stdout)
+	}
 	c := newClient(o.url, o.token, slices.Max(append([]int{1}, append(o.clients, o.turnClients...)...)))
 	return measure(ctx, c, o, stdout)
 }
@@ -399,18 +422,33 @@ func (c *client) seed(ctx context.Context, agent string, turns int) (string, err
 // turn sends a message and follows the turn over the websocket until it
 // ends; a turn that does not end COMPLETED is an error.
 func (c *client) turn(ctx context.Context, conv string) error {
+	id, err := c.send(ctx, conv)
+	if err != nil {
+		return err
+	}
+	return c.finish(ctx, id)
+}
+
+// send sends a message and returns its turn's id.
+func (c *client) send(ctx context.Context, conv string) (string, error) {
 	var out struct{ SendMessage struct{ ID string } }
 	err := c.do(ctx, `mutation($c: ID!) { sendMessage(input: {conversationId: $c, text: "What do 1,200 and 850 come to with a 20% markup?"}) { id } }`,
 		map[string]any{"c": conv}, &out)
 	if err != nil {
-		return fmt.Errorf("send message: %w", err)
+		return "", fmt.Errorf("send message: %w", err)
 	}
-	status, err := c.follow(ctx, out.SendMessage.ID)
+	return out.SendMessage.ID, nil
+}
+
+// finish follows a turn to its end; one that does not end COMPLETED is an
+// error.
+func (c *client) finish(ctx context.Context, turn string) error {
+	status, err := c.follow(ctx, turn)
 	if err != nil {
 		return err
 	}
 	if status != "COMPLETED" {
-		return fmt.Errorf("turn %s ended %s", out.SendMessage.ID, status)
+		return fmt.Errorf("turn %s ended %s", turn, status)
 	}
 	return nil
 }
