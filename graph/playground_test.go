@@ -109,6 +109,24 @@ func TestPlaygroundOffline(t *testing.T) {
 		chromedp.WithPollingTimeout(30*time.Second)))
 	require.NoError(t, err)
 	require.Contains(t, answer, `"name": "Alice"`)
+
+	// A subscription goes over the websocket with the same headers: the
+	// server reads the token from connection_init and answers the field
+	// (this server runs no turns), rather than closing the socket 4401.
+	_, err = chromedp.Run(ctx, chromedp.Evaluate[bool](`(() => {
+		document.querySelector('.graphiql-query-editor .CodeMirror').CodeMirror.setValue('subscription { turnEvents(turnId: "dHVybjox") { kind } }');
+		return true;
+	})()`))
+	require.NoError(t, err)
+	require.NoError(t, chromedp.Do(ctx, chromedp.Click(`.graphiql-execute-button`)))
+	sub, err := chromedp.Run(ctx, chromedp.Poll[string](
+		`(() => { const r = document.querySelector('.result-window .CodeMirror'); const v = r && r.CodeMirror.getValue(); return v && !v.includes('"Alice"') ? v : false })()`,
+		chromedp.WithPollingTimeout(30*time.Second)))
+	require.NoError(t, err)
+	t.Log(sub)
+	require.NotContains(t, sub, "4401")
+	require.NotContains(t, strings.ToLower(sub), "unauthenticated")
+	require.Contains(t, sub, "errors")
 	mu.Lock()
 	defer mu.Unlock()
 	for _, u := range requests {

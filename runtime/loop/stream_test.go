@@ -299,7 +299,7 @@ type haltingProvider struct {
 func (p *haltingProvider) Name() string { return "halting" }
 
 func (p *haltingProvider) Complete(ctx context.Context, req model.Request) (*model.Response, error) {
-	for _, r := range []rune(p.text) {
+	for _, r := range p.text {
 		req.Stream.Text(string(r))
 	}
 	p.once.Do(func() { close(p.started) })
