@@ -148,6 +148,10 @@ func TestAdminConsoleInBrowser(t *testing.T) {
 	require.Greater(t, count(`#tool-chart .tool-row`), 20, "every tool, grouped by family")
 	require.Greater(t, count(`#tool-chart .family`), 5)
 	require.Contains(t, eval(`document.querySelector('#catalogue').textContent`), "Headroom")
+	require.Contains(t, eval(`document.querySelector('#tool-chart').textContent`), "not offered: the agent binds no published skill",
+		"a tool not offered says why")
+	require.NotContains(t, eval(`document.querySelector('#tool-chart').textContent`), "not offered: not in the agent's tools",
+		"what the dimmed row says is not spelt out")
 	require.Equal(t, s.researcher, eval(`document.querySelector('#agent').value`))
 	catalogue := shot("02-catalogue.png", false)
 	shot("02-catalogue-whole.png", true)

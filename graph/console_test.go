@@ -413,13 +413,18 @@ func TestConsoleCatalogueWithApplication(t *testing.T) {
 			map[string]any{"u": url}).ok(t)
 		agent := b.createAgentWith(t, b.alice.Token, "Finder", []any{"crm__lookup", "calculator"})
 		c := get(b.do(t, b.alice.Token, console.Operations()["catalogue"], map[string]any{"agentId": agent}).ok(t), "catalogue")
-		var app map[string]any
+		var app, web map[string]any
 		for _, tool := range get(c, "tools").([]any) {
-			if get(tool, "name") == "crm__lookup" {
+			switch get(tool, "name") {
+			case "crm__lookup":
 				app = tool.(map[string]any)
+			case "research_web":
+				web = tool.(map[string]any)
 			}
 		}
 		require.NotNil(t, app, "the application's tool is listed")
+		require.Nil(t, app["notOfferedReason"], "offered: no reason")
+		require.Equal(t, "not in the agent's tools", web["notOfferedReason"], "the console shows why a tool is not offered")
 		require.Equal(t, "application", app["family"])
 		require.Equal(t, true, app["offered"])
 		require.Positive(t, app["definitionChars"])

@@ -15,6 +15,7 @@ import (
 	"github.com/toolgate/toolgate/graph/model"
 	"github.com/toolgate/toolgate/tools/catalog"
 	"github.com/toolgate/toolgate/tools/document"
+	"github.com/toolgate/toolgate/tools/embed"
 )
 
 // DefaultMaxUploadBytes is the default body limit of a multipart upload
@@ -119,7 +120,11 @@ func (r *Resolver) checkKnowledgeBases(ctx context.Context, ids []int) ([]int, e
 
 // server is what this server offers beside an agent's own rules.
 func (r *Resolver) server() catalog.Server {
-	return catalog.Server{WebProvider: r.Web != nil, Embeddings: r.Documents != nil && r.Documents.Embedder() != nil, Browser: r.Browser != nil}
+	var e embed.Embedder
+	if r.Documents != nil {
+		e = r.Documents.Embedder()
+	}
+	return catalog.Server{WebProvider: r.Web != nil, Embeddings: e != nil, EmbeddingsDown: embed.Down(e), Browser: r.Browser != nil}
 }
 
 // documentReach resolves what a document tool's call may reach: the

@@ -124,6 +124,7 @@ func serve(ctx context.Context, args []string, stdout, stderr io.Writer, log *sl
 	var ec embed.Config
 	fs.StringVar(&ec.Provider, "embedding-provider", env("TOOLGATE_EMBEDDING_PROVIDER", ""), "openai, local or none (env TOOLGATE_EMBEDDING_PROVIDER; default: openai when OPENAI_API_KEY is set, else local)")
 	fs.StringVar(&ec.Model, "embedding-model", env("TOOLGATE_EMBEDDING_MODEL", ""), "the embedding model (env TOOLGATE_EMBEDDING_MODEL; default: the provider's)")
+	probeEvery := fs.Duration("embedding-probe-every", durationEnv("TOOLGATE_EMBEDDING_PROBE_EVERY", embed.DefaultEvery), "how often an embedding model that does not answer is asked again; its tools are offered once it answers (env TOOLGATE_EMBEDDING_PROBE_EVERY)")
 	fs.BoolVar(&rc.traceSizes, "trace-sizes", env("TOOLGATE_TRACE_SIZES", "") == "true", "add to traced spans the sizes of prompts, answers, tool arguments and results, never their contents (env TOOLGATE_TRACE_SIZES=true; traces themselves are configured by the OTEL_* variables)")
 	var pf portalFlags
 	pf.register(fs)
@@ -162,6 +163,23 @@ func serve(ctx context.Context, args []string, stdout, stderr io.Writer, log *sl
 		return err
 	}
 	rc.embeddings = embedder != nil
+	if embedder != nil {
+		// The tools that need embeddings are offered while the model
+		// answers: asked at start, learnt from every request, asked again
+		// while it does not answer.
+		watched := embed.Watch(embedder, *probeEvery)
+		watchCtx, stopWatching := context.WithCancel(ctx)
+		watching := make(chan struct{})
+		go func() {
+			defer close(watching)
+			watched.Run(watchCtx)
+		}()
+		defer func() {
+			stopWatching()
+			<-watching
+		}()
+		embedder, rc.embedder = watched, watched
+	}
 	webService, err := web.New(wc)
 	if err != nil {
 		return err

@@ -274,7 +274,10 @@ func newCrashServer(t *testing.T, bin, url string, env ...string) *crashServer {
 
 func (s *crashServer) start() {
 	s.t.Helper()
-	s.cmd = exec.Command(s.bin, "serve", "--addr", s.addr, "--database-url", s.url, "--model-provider", "openai", "--model", "gpt-4.1")
+	// The fake at OPENAI_BASE_URL speaks chat completions only: the
+	// embedding model is the built-in one, which the server asks at start.
+	s.cmd = exec.Command(s.bin, "serve", "--addr", s.addr, "--database-url", s.url, "--model-provider", "openai", "--model", "gpt-4.1",
+		"--embedding-provider", "local")
 	s.cmd.Env = append(os.Environ(), s.env...)
 	s.cmd.Stdout, s.cmd.Stderr = s.log, s.log
 	require.NoError(s.t, s.cmd.Start())

@@ -72,6 +72,8 @@ func startServer(b *testing.B, backend dbtest.Backend, modelURL string) *benchSe
 	b.Cleanup(func() { openOptions.Observe = nil })
 	b.Setenv("OPENAI_BASE_URL", modelURL)
 	b.Setenv("OPENAI_API_KEY", "test")
+	// The fake model speaks chat completions only; embeddings are built in.
+	b.Setenv("TOOLGATE_EMBEDDING_PROVIDER", "local")
 	var out bytes.Buffer
 	require.NoError(b, run(context.Background(), []string{"bootstrap", "--org", "Acme", "--user", "Ada", "--department", "Ops", "--database-url", url}, &out, io.Discard))
 	var grant struct{ Token string }

@@ -34,6 +34,7 @@ import (
 	"github.com/toolgate/toolgate/runtime/prompt"
 	"github.com/toolgate/toolgate/runtime/scope"
 	"github.com/toolgate/toolgate/tools/budget"
+	"github.com/toolgate/toolgate/tools/embed"
 	"github.com/toolgate/toolgate/tools/registry"
 )
 
@@ -57,8 +58,10 @@ type runtimeConfig struct {
 	// webProvider: a web provider is configured (the web tools may be offered).
 	webProvider bool
 	// embeddings: an embedding model is configured (the document search
-	// tools may be offered).
+	// tools may be offered); embedder is that model, watched, so they are
+	// offered while it answers.
 	embeddings bool
+	embedder   embed.Embedder
 	// browser: a headless browser was found (the artifact review tools may
 	// be offered).
 	browser bool
@@ -216,6 +219,7 @@ func newRunner(ctx context.Context, c runtimeConfig, d *db.DB, jobs db.Queue, db
 		SweepEvery:     durationEnv("TOOLGATE_TEST_STALE_AFTER", 0) / 5,
 		WebProvider:    c.webProvider,
 		Embeddings:     c.embeddings,
+		Embedder:       c.embedder,
 		Browser:        c.browser,
 		EncodeID:       graph.EncodeID,
 		AttributionKey: whoPays,

@@ -266,6 +266,7 @@ type ComplexityRoot struct {
 		DefinitionTokens func(childComplexity int) int
 		Family           func(childComplexity int) int
 		Name             func(childComplexity int) int
+		NotOfferedReason func(childComplexity int) int
 		Offered          func(childComplexity int) int
 		OfferedWhen      func(childComplexity int) int
 		StubChars        func(childComplexity int) int
@@ -2034,6 +2035,12 @@ func (e *executableSchema) Complexity(ctx context.Context, typeName, field strin
 		}
 
 		return e.ComplexityRoot.CatalogueTool.Name(childComplexity), true
+	case "CatalogueTool.notOfferedReason":
+		if e.ComplexityRoot.CatalogueTool.NotOfferedReason == nil {
+			break
+		}
+
+		return e.ComplexityRoot.CatalogueTool.NotOfferedReason(childComplexity), true
 	case "CatalogueTool.offered":
 		if e.ComplexityRoot.CatalogueTool.Offered == nil {
 			break
@@ -6164,6 +6171,8 @@ type CatalogueTool @goModel(model: "github.com/toolgate/toolgate/tools/catalog.T
   alwaysOn: Boolean!
   "Whether the agent's turns are offered the tool."
   offered: Boolean!
+  "Why the agent's turns are not offered the tool (not in its tools, a switch off, the embedding model not answering, …); null when they are."
+  notOfferedReason: String
   "Unicode characters of its definition (name, description, JSON Schema) as the model receives it."
   definitionChars: Int!
   "definitionChars in o200k_base tokens."
@@ -9974,6 +9983,8 @@ func (ec *executionContext) childFields_CatalogueTool(ctx context.Context, field
 		return ec.fieldContext_CatalogueTool_alwaysOn(ctx, field)
 	case "offered":
 		return ec.fieldContext_CatalogueTool_offered(ctx, field)
+	case "notOfferedReason":
+		return ec.fieldContext_CatalogueTool_notOfferedReason(ctx, field)
 	case "definitionChars":
 		return ec.fieldContext_CatalogueTool_definitionChars(ctx, field)
 	case "definitionTokens":
@@ -16632,6 +16643,29 @@ func (ec *executionContext) _CatalogueTool_offered(ctx context.Context, field gr
 }
 func (ec *executionContext) fieldContext_CatalogueTool_offered(_ context.Context, field graphql.CollectedField) (fc *graphql.FieldContext, err error) {
 	return graphql.NewScalarFieldContext("CatalogueTool", field, false, false, "Boolean")
+}
+
+func (ec *executionContext) _CatalogueTool_notOfferedReason(ctx context.Context, field graphql.CollectedField, obj *catalog.Tool) (ret graphql.Marshaler) {
+	return graphql.ResolveField(
+		ctx,
+		ec.OperationContext,
+		field,
+		func(ctx context.Context, field graphql.CollectedField) (*graphql.FieldContext, error) {
+			return ec.fieldContext_CatalogueTool_notOfferedReason(ctx, field)
+		},
+		func(ctx context.Context) (any, error) {
+			return obj.NotOfferedReason(), nil
+		},
+		nil,
+		func(ctx context.Context, selections ast.SelectionSet, v *string) graphql.Marshaler {
+			return ec.marshalOString2ᚖstring(ctx, selections, v)
+		},
+		true,
+		false,
+	)
+}
+func (ec *executionContext) fieldContext_CatalogueTool_notOfferedReason(_ context.Context, field graphql.CollectedField) (fc *graphql.FieldContext, err error) {
+	return graphql.NewScalarFieldContext("CatalogueTool", field, true, false, "String")
 }
 
 func (ec *executionContext) _CatalogueTool_definitionChars(ctx context.Context, field graphql.CollectedField, obj *catalog.Tool) (ret graphql.Marshaler) {
@@ -36013,6 +36047,11 @@ func (ec *executionContext) _CatalogueTool(ctx context.Context, sel ast.Selectio
 		case "offered":
 			out.Values[i] = ec._CatalogueTool_offered(ctx, field, obj)
 			if out.Values[i] == graphql.Null {
+				out.Invalids++
+			}
+		case "notOfferedReason":
+			out.Values[i] = ec._CatalogueTool_notOfferedReason(ctx, field, obj)
+			if out.Values[i] == graphql.RequiredNull {
 				out.Invalids++
 			}
 		case "definitionChars":

@@ -2,7 +2,9 @@
 // offered, repairs and validates the arguments against the tool's own
 // schema, sends the call to its resolver (a GraphQL operation over HTTP
 // with the turn's scope token, an MCP server, or a runtime built-in),
-// retries what is safe to retry, and classifies what came back.
+// retries what is safe to retry, and classifies what came back. An item
+// of the call's item list that does not fit the schema fails alone
+// (split.go): the others are sent, unless the tool is all or nothing.
 //
 // Retries are decided by what the tool does, never by the HTTP verb: a
 // call that never reached the backend is always sent again; 429, 502, 503,

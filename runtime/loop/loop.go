@@ -41,6 +41,7 @@ import (
 	"github.com/toolgate/toolgate/runtime/scope"
 	"github.com/toolgate/toolgate/runtime/throttle"
 	"github.com/toolgate/toolgate/tools"
+	"github.com/toolgate/toolgate/tools/embed"
 )
 
 // Defaults for Config.
@@ -66,9 +67,13 @@ type Config struct {
 	// WebProvider: the server has a web provider, so organisations that
 	// enabled it are offered the web tools.
 	WebProvider bool
-	// Embeddings: the server has an embedding model, so the search tools
-	// of documents and attachments may be offered.
+	// Embeddings: the server has an embedding model, so the tools that
+	// need one (memory, knowledge and attachment search) may be offered.
 	Embeddings bool
+	// Embedder, when set, is that model: while it is watched
+	// (embed.Watched) and does not answer, the tools that need it are not
+	// offered, and the catalogue says why. Reading it costs a turn nothing.
+	Embedder embed.Embedder
 	// Browser: the server found a headless browser, so the artifact review
 	// tools travel with the artifact writers.
 	Browser bool

@@ -2,10 +2,15 @@ package loop_test
 
 import (
 	"context"
+	"encoding/json"
+	"net/http"
+	"net/http/httptest"
 	"regexp"
 	"strconv"
 	"strings"
+	"sync/atomic"
 	"testing"
+	"time"
 
 	"github.com/stretchr/testify/require"
 
@@ -16,7 +21,9 @@ import (
 	"github.com/toolgate/toolgate/ent/toolcall"
 	"github.com/toolgate/toolgate/ent/turn"
 	"github.com/toolgate/toolgate/graph/gid"
+	"github.com/toolgate/toolgate/runtime/loop"
 	"github.com/toolgate/toolgate/runtime/model"
+	"github.com/toolgate/toolgate/tools/embed"
 )
 
 // memoryAgent starts a conversation with an agent that has the memory
@@ -112,5 +119,109 @@ func TestOneBadFactKeepsTheOthers(t *testing.T) {
 			require.Equal(t, 3, strings.Count(c.Arguments, `"text"`), "recorded with the three facts the model sent")
 		}
 		require.Equal(t, toolcall.OutcomeREFUSED, calls[2].Outcome)
+	})
+}
+
+// embeddingEndpoint is an OpenAI-compatible /v1/embeddings server that
+// answers 503 while down.
+type embeddingEndpoint struct{ down atomic.Bool }
+
+func (f *embeddingEndpoint) ServeHTTP(w http.ResponseWriter, r *http.Request) {
+	var req struct {
+		Input []string `json:"input"`
+		Model string   `json:"model"`
+	}
+	if f.down.Load() || json.NewDecoder(r.Body).Decode(&req) != nil {
+		w.Header().Set("Content-Type", "application/json")
+		w.WriteHeader(http.StatusServiceUnavailable)
+		_, _ = w.Write([]byte(`{"error":{"message":"embedding backend is down"}}`))
+		return
+	}
+	data := make([]map[string]any, len(req.Input))
+	for i, in := range req.Input {
+		data[i] = map[string]any{"object": "embedding", "index": i, "embedding": embed.Vector(in)}
+	}
+	w.Header().Set("Content-Type", "application/json")
+	_ = json.NewEncoder(w).Encode(map[string]any{"object": "list", "model": req.Model, "data": data,
+		"usage": map[string]int{"prompt_tokens": 1, "total_tokens": 1}})
+}
+
+// withWatchedEmbeddings serves the API's and the runtime's embedding model
+// from f, through the official SDK, watched as the server watches it and
+// asked again every 20 ms while it does not answer.
+func withWatchedEmbeddings(t *testing.T, f *embeddingEndpoint) (option, *embed.Watched) {
+	t.Helper()
+	srv := httptest.NewServer(f)
+	t.Cleanup(srv.Close)
+	e, err := embed.New(embed.Config{Provider: embed.ProviderOpenAI, BaseURL: srv.URL + "/v1", APIKey: "test", Model: "bge-small"})
+	require.NoError(t, err)
+	w := embed.Watch(e, 20*time.Millisecond)
+	ctx, cancel := context.WithCancel(context.Background())
+	done := make(chan struct{})
+	go func() {
+		defer close(done)
+		w.Run(ctx)
+	}()
+	t.Cleanup(func() {
+		cancel()
+		<-done
+	})
+	return func(c *loop.Config) { c.Embedder = w }, w
+}
+
+// TestMemoryOfferedWhileEmbeddingsAnswer: with the embedding endpoint
+// answering 503 since start, the memory tools are not offered, and the
+// catalogue (the admin console's document) says why; once the endpoint
+// answers again, they are offered and work.
+func TestMemoryOfferedWhileEmbeddingsAnswer(t *testing.T) {
+	t.Parallel()
+	each(t, func(t *testing.T, d *db.DB) {
+		f := &embeddingEndpoint{}
+		f.down.Store(true)
+		withEmbeddings, watched := withWatchedEmbeddings(t, f)
+		p := &scripted{answers: []model.Response{{Text: "Nothing to remember."}}}
+		h := newHarness(t, d, p, withEmbeddings)
+		require.Eventually(t, func() bool { return watched.Down() != "" }, 10*time.Second, 5*time.Millisecond, "the probe at start tells")
+
+		conv := h.memoryAgent(t)
+		require.Equal(t, turn.StatusCOMPLETED, h.wait(t, h.send(t, conv, "Hello", "")).Status)
+		got := offered(p.request(0))
+		require.NotEmpty(t, got)
+		for _, name := range []string{"memory_write", "memory_search", "memory_forget"} {
+			require.NotContains(t, got, name, "a tool that cannot work is not offered")
+		}
+
+		agentID := h.gql(t, `query($c: ID!) { node(id: $c) { ... on Conversation { agent { id } } } }`,
+			map[string]any{"c": conv})["node"].(map[string]any)["agent"].(map[string]any)["id"]
+		catalogue := func() map[string]any {
+			return h.gql(t, `query($a: ID) { catalogue(agentId: $a) { tools { name offered notOfferedReason } warnings } }`,
+				map[string]any{"a": agentID})["catalogue"].(map[string]any)
+		}
+		c := catalogue()
+		why := map[string]any{}
+		for _, tool := range c["tools"].([]any) {
+			m := tool.(map[string]any)
+			why[m["name"].(string)] = m["notOfferedReason"]
+			require.Equal(t, m["offered"], m["notOfferedReason"] == nil, m["name"])
+		}
+		require.Contains(t, why["memory_write"], "the embedding model bge-small does not answer (")
+		require.Contains(t, why["memory_write"], "503")
+		require.Equal(t, "not in the agent's tools", why["knowledge_search"])
+		require.Nil(t, why["calculator"])
+		require.Len(t, c["warnings"], 1)
+		require.Contains(t, c["warnings"].([]any)[0], "so memory_search, memory_write, memory_forget are not offered until it answers")
+
+		f.down.Store(false)
+		require.Eventually(t, func() bool { return watched.Down() == "" }, 10*time.Second, 5*time.Millisecond, "asked again, it answers")
+		p.mu.Lock()
+		p.answers = []model.Response{
+			{ToolCalls: []model.ToolCall{call("w", "memory_write", `{"facts":[{"text":"Ada prefers tea."}]}`)}},
+			{Text: "Saved."},
+		}
+		p.mu.Unlock()
+		require.Equal(t, turn.StatusCOMPLETED, h.wait(t, h.send(t, conv, "Remember that I prefer tea", "")).Status)
+		require.Contains(t, offered(p.request(1)), "memory_write", "offered again once it answers")
+		require.Contains(t, lastTool(p.request(2)).Text, `"text":"Ada prefers tea."`)
+		require.Empty(t, catalogue()["warnings"])
 	})
 }

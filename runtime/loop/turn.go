@@ -38,6 +38,7 @@ import (
 	"github.com/toolgate/toolgate/runtime/scope"
 	"github.com/toolgate/toolgate/tools"
 	"github.com/toolgate/toolgate/tools/catalog"
+	"github.com/toolgate/toolgate/tools/embed"
 	"github.com/toolgate/toolgate/tools/interact"
 )
 
@@ -232,7 +233,8 @@ func (t *turnRun) load(ctx context.Context) error {
 	if err != nil {
 		return err
 	}
-	rules, err := catalog.LoadRules(ctx, c, t.agent, u.Edges.Organization, catalog.Server{WebProvider: t.r.cfg.WebProvider, Embeddings: t.r.cfg.Embeddings, Browser: t.r.cfg.Browser})
+	rules, err := catalog.LoadRules(ctx, c, t.agent, u.Edges.Organization, catalog.Server{WebProvider: t.r.cfg.WebProvider,
+		Embeddings: t.r.cfg.Embeddings || t.r.cfg.Embedder != nil, EmbeddingsDown: embed.Down(t.r.cfg.Embedder), Browser: t.r.cfg.Browser})
 	if err != nil {
 		return err
 	}

@@ -48,7 +48,9 @@ type Tool struct {
 	AlwaysOn bool
 	// Offered says whether the measured agent's turns get the tool; with no
 	// agent, only always-on tools are offered.
-	Offered          bool
+	Offered bool
+	// Why says why they do not (Agent.Why); "" when offered.
+	Why              string
 	DefinitionChars  int
 	DefinitionTokens int
 	// Deferred: the measured agent's turns send the tool as its stub.
@@ -171,7 +173,8 @@ func (c Catalogue) For(a *Agent) Catalogue {
 			wire := string(a.Definition(d).Wire())
 			t.DefinitionChars, t.DefinitionTokens = utf8.RuneCountInString(wire), memoTokens(wire)
 		}
-		t.Offered = a.Offers(t.Name, tools.Offering(t.OfferedWhen))
+		t.Why = a.Why(t.Name, tools.Offering(t.OfferedWhen))
+		t.Offered = t.Why == ""
 		if t.Offered {
 			out.OfferedChars += t.DefinitionChars
 			out.OfferedTokens += t.DefinitionTokens
@@ -181,8 +184,41 @@ func (c Catalogue) For(a *Agent) Catalogue {
 	if a != nil && !a.Browser && a.writesArtifacts() {
 		out.Warnings = append(out.Warnings, NoReview)
 	}
+	if w := out.unanswered(a); w != "" {
+		out.Warnings = append(out.Warnings, w)
+	}
 	out.send(a)
 	return out
+}
+
+// unanswered is the warning for an agent whose tools are held back
+// because the embedding model does not answer: which, and why.
+func (c *Catalogue) unanswered(a *Agent) string {
+	if a == nil || a.EmbeddingsDown == "" {
+		return ""
+	}
+	var names []string
+	for _, t := range c.Tools {
+		if t.Why == a.EmbeddingsDown {
+			names = append(names, t.Name)
+		}
+	}
+	if len(names) == 0 {
+		return ""
+	}
+	verb := "are"
+	if len(names) == 1 {
+		verb = "is"
+	}
+	return fmt.Sprintf("%s, so %s %s not offered until it answers", a.EmbeddingsDown, strings.Join(names, ", "), verb)
+}
+
+// NotOfferedReason is Why for the API: null when the tool is offered.
+func (t Tool) NotOfferedReason() *string {
+	if t.Why == "" {
+		return nil
+	}
+	return &t.Why
 }
 
 // send sets Deferring, each tool's Deferred, and Sent, for the agent's

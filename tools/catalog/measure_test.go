@@ -255,6 +255,63 @@ func TestOffersDocumentTools(t *testing.T) {
 	}
 }
 
+// TestWhy: a tool not offered says why, in the words the catalogue shows:
+// the embedding model that does not answer among them, for every tool
+// that needs it; an offered tool says nothing.
+func TestWhy(t *testing.T) {
+	t.Parallel()
+	down := "the embedding model bge-small does not answer (503 Service Unavailable)"
+	needs := &catalog.Agent{Tools: []string{"mem", "kb", "att"}, Memory: true, Knowledge: true, Attachments: true, Embeddings: true, EmbeddingsDown: down}
+	tests := []struct {
+		name      string
+		giveAgent *catalog.Agent
+		giveTool  string
+		giveWhen  tools.Offering
+		want      string
+	}{
+		{name: "always", giveTool: "calc", giveWhen: tools.OfferAlways, want: ""},
+		{name: "no agent", giveTool: "opt", giveWhen: tools.OfferAllowlisted, want: "depends on the agent: ask with agentId"},
+		{name: "not listed", giveAgent: &catalog.Agent{}, giveTool: "opt", giveWhen: tools.OfferAllowlisted, want: "not in the agent's tools"},
+		{name: "memory off", giveAgent: &catalog.Agent{Tools: []string{"mem"}, Embeddings: true}, giveTool: "mem", giveWhen: tools.OfferMemorySwitch, want: "the agent's memory switch is off"},
+		{name: "no embedding model", giveAgent: &catalog.Agent{Tools: []string{"mem"}, Memory: true}, giveTool: "mem", giveWhen: tools.OfferMemorySwitch, want: "the server has no embedding model (TOOLGATE_EMBEDDING_PROVIDER=none)"},
+		{name: "memory, model down", giveAgent: needs, giveTool: "mem", giveWhen: tools.OfferMemorySwitch, want: down},
+		{name: "knowledge, model down", giveAgent: needs, giveTool: "kb", giveWhen: tools.OfferKnowledge, want: down},
+		{name: "attachments, model down", giveAgent: needs, giveTool: "att", giveWhen: tools.OfferAttachment, want: down},
+		{name: "memory, model answers", giveAgent: &catalog.Agent{Tools: []string{"mem"}, Memory: true, Embeddings: true}, giveTool: "mem", giveWhen: tools.OfferMemorySwitch, want: ""},
+		{name: "budget off", giveAgent: &catalog.Agent{Tools: []string{"b"}}, giveTool: "b", giveWhen: tools.OfferBudgetSwitch, want: "the agent's budgetCheck switch is off"},
+		{name: "no skill", giveAgent: &catalog.Agent{}, giveTool: "load_skill", giveWhen: tools.OfferSkillBound, want: "the agent binds no published skill"},
+		{name: "no browser", giveAgent: &catalog.Agent{Tools: []string{"create_artifact"}}, giveTool: "inspect_artifact", giveWhen: tools.OfferArtifactReview, want: "no headless browser was found"},
+		{name: "unknown rule", giveAgent: &catalog.Agent{Tools: []string{"opt"}}, giveTool: "opt", giveWhen: "someday", want: "its offering rule is unknown to this server"},
+	}
+	for _, tt := range tests {
+		require.Equal(t, tt.want, tt.giveAgent.Why(tt.giveTool, tt.giveWhen), tt.name)
+		require.Equal(t, tt.want == "", tt.giveAgent.Offers(tt.giveTool, tt.giveWhen), tt.name)
+	}
+}
+
+// TestCatalogueSaysWhyNotOffered: each tool of the catalogue carries the
+// reason it is not offered, and an embedding model that does not answer
+// is a warning naming the tools it holds back.
+func TestCatalogueSaysWhyNotOffered(t *testing.T) {
+	t.Parallel()
+	defs := []tools.Definition{
+		{Name: "calc", Offered: tools.OfferAlways, Schema: json.RawMessage(`{"type":"object"}`)},
+		{Name: "mem", Brief: "m", Offered: tools.OfferMemorySwitch, Schema: json.RawMessage(`{"type":"object"}`)},
+		{Name: "opt", Brief: "o", Offered: tools.OfferAllowlisted, Schema: json.RawMessage(`{"type":"object"}`)},
+	}
+	down := "the embedding model bge-small does not answer (503 Service Unavailable)"
+	c := catalog.Measure(defs).For(&catalog.Agent{Tools: []string{"mem"}, Memory: true, Embeddings: true, EmbeddingsDown: down})
+	require.Nil(t, c.Tools[0].NotOfferedReason())
+	require.Equal(t, down, *c.Tools[1].NotOfferedReason())
+	require.False(t, c.Tools[1].Offered)
+	require.Equal(t, "not in the agent's tools", *c.Tools[2].NotOfferedReason())
+	require.Equal(t, []string{down + ", so mem is not offered until it answers"}, c.Warnings)
+
+	up := catalog.Measure(defs).For(&catalog.Agent{Tools: []string{"mem"}, Memory: true, Embeddings: true})
+	require.True(t, up.Tools[1].Offered)
+	require.Empty(t, up.Warnings)
+}
+
 // BenchmarkMeasure measures the registry as a catalogue request does: token
 // counts of unchanged definitions are remembered.
 func BenchmarkMeasure(b *testing.B) {

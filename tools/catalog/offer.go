@@ -26,6 +26,9 @@ type Agent struct {
 	// Embeddings: the server has an embedding model (the search tools need
 	// one).
 	Embeddings bool
+	// EmbeddingsDown says why that model does not answer now (embed.Down):
+	// the tools that need it are not offered until it does.
+	EmbeddingsDown string
 	// Attachments: the turn's conversation holds an attachment;
 	// DocumentAttachments: one whose text can be read (not FAILED). Only a
 	// turn knows them; the catalogue of an agent leaves them off.
@@ -81,6 +84,8 @@ type Server struct {
 	WebProvider bool
 	// Embeddings: an embedding model is configured.
 	Embeddings bool
+	// EmbeddingsDown: why it does not answer now, "" while it does.
+	EmbeddingsDown string
 	// Browser: a headless browser was found (the artifact review tools).
 	Browser bool
 }
@@ -101,7 +106,7 @@ func AgentOf(a *ent.Agent) *Agent {
 func RulesOf(a *ent.Agent, org *ent.Organization, s Server) *Agent {
 	r := AgentOf(a)
 	r.WebResearch = s.WebProvider && org != nil && org.WebResearch
-	r.Embeddings = s.Embeddings
+	r.Embeddings, r.EmbeddingsDown = s.Embeddings, s.EmbeddingsDown
 	r.Browser = s.Browser
 	return r
 }
@@ -133,40 +138,101 @@ const NoReview = "no headless browser was found, so inspect_artifact, measure_la
 	"html and svg artifacts stay drafts the person does not see (install Chromium, or set TOOLGATE_BROWSER)"
 
 // Offers reports whether the agent's turns are offered the tool named name,
-// offered when when. Always-on and workspace tools are on every turn; any
-// other tool must be on the allowlist, and a switched tool also needs its
-// switch. A nil agent is offered the always-on tools only.
+// offered when when: Why says nothing.
 func (a *Agent) Offers(name string, when tools.Offering) bool {
+	return a.Why(name, when) == ""
+}
+
+// The reasons Why gives, each said once.
+const (
+	whyNoAgent        = "depends on the agent: ask with agentId"
+	whyNotListed      = "not in the agent's tools"
+	whyNoSkill        = "the agent binds no published skill"
+	whyNoBrowser      = "no headless browser was found"
+	whyNoWriter       = "the agent lists no artifact writer"
+	whyMemoryOff      = "the agent's memory switch is off"
+	whyBudgetOff      = "the agent's budgetCheck switch is off"
+	whyPastOff        = "the agent's pastConversationSearch switch is off"
+	whyNoWeb          = "no approved web provider: none is configured on the server, or the organisation has not enabled web research"
+	whyNoKnowledge    = "the agent binds no knowledge base"
+	whyNoReadable     = "the agent binds no knowledge base, and the conversation holds no readable attachment"
+	whyNoAttachment   = "offered on turns whose conversation holds an attachment"
+	whyNoEmbeddings   = "the server has no embedding model (TOOLGATE_EMBEDDING_PROVIDER=none)"
+	whyUnknownOffered = "its offering rule is unknown to this server"
+)
+
+// Why says why the agent's turns are not offered the tool named name,
+// offered when when; "" when they are. Always-on and workspace tools are
+// on every turn; any other tool must be on the allowlist, and a switched
+// tool also needs its switch; a tool that needs the embedding model needs
+// it set and answering. A nil agent is offered the always-on tools only.
+func (a *Agent) Why(name string, when tools.Offering) string {
 	switch when {
 	case tools.OfferAlways, tools.OfferWorkspace:
-		return true
-	case tools.OfferSkillBound:
-		return a != nil && len(a.Bound.Skills) > 0
-	case tools.OfferArtifactReview:
-		return a != nil && a.Browser && a.writesArtifacts()
+		return ""
 	}
-	if a == nil || !slices.Contains(a.Tools, name) {
-		return false
+	if a == nil {
+		return whyNoAgent
+	}
+	switch when {
+	case tools.OfferSkillBound:
+		return unless(len(a.Bound.Skills) > 0, whyNoSkill)
+	case tools.OfferArtifactReview:
+		if !a.writesArtifacts() {
+			return whyNoWriter
+		}
+		return unless(a.Browser, whyNoBrowser)
+	}
+	if !slices.Contains(a.Tools, name) {
+		return whyNotListed
 	}
 	switch when {
 	case tools.OfferAllowlisted:
-		return true
+		return ""
 	case tools.OfferMemorySwitch:
-		return a.Memory && a.Embeddings
+		if !a.Memory {
+			return whyMemoryOff
+		}
+		return a.embeddings()
 	case tools.OfferBudgetSwitch:
-		return a.BudgetCheck
+		return unless(a.BudgetCheck, whyBudgetOff)
 	case tools.OfferPastConversationsSwitch:
-		return a.PastConversationSearch
+		return unless(a.PastConversationSearch, whyPastOff)
 	case tools.OfferWebProvider:
-		return a.WebResearch
+		return unless(a.WebResearch, whyNoWeb)
 	case tools.OfferKnowledge:
-		return a.Knowledge && a.Embeddings
+		if !a.Knowledge {
+			return whyNoKnowledge
+		}
+		return a.embeddings()
 	case tools.OfferKnowledgeOrDocument:
-		return a.Knowledge || a.DocumentAttachments
+		return unless(a.Knowledge || a.DocumentAttachments, whyNoReadable)
 	case tools.OfferAttachment:
-		return a.Attachments && a.Embeddings
+		if !a.Attachments {
+			return whyNoAttachment
+		}
+		return a.embeddings()
 	}
 	// An offering this package does not know is not offered: a new rule
 	// must be taught here before it widens any turn.
-	return false
+	return whyUnknownOffered
+}
+
+// embeddings says why the tools that need the embedding model cannot run:
+// none is configured, or it does not answer.
+func (a *Agent) embeddings() string {
+	switch {
+	case !a.Embeddings:
+		return whyNoEmbeddings
+	case a.EmbeddingsDown != "":
+		return a.EmbeddingsDown
+	}
+	return ""
+}
+
+func unless(ok bool, why string) string {
+	if ok {
+		return ""
+	}
+	return why
 }

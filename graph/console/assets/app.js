@@ -145,6 +145,10 @@ function CatalogueView() {
   </div>`;
 }
 
+// The reason of every tool an agent does not list: told by the dimmed row
+// (and its tooltip), so the rows spell out only the reasons worth a look.
+const NOT_LISTED = "not in the agent's tools";
+
 function Catalogue({ agentId, agentName }) {
   const q = useQuery('catalogue', { agentId });
   if (q.error) return html`<${Failed} error=${q.error} retry=${q.reload} />`;
@@ -188,7 +192,7 @@ function Catalogue({ agentId, agentName }) {
           return html`<div class="family" key=${f}>
             <div class="family-head"><span class="swatch" ref=${paint(colors[f])}></span><strong>${f}</strong>
               <span class="muted">${plural(tools.length, 'tool')} · ${int(sum)} chars</span></div>
-            ${tools.map((t) => html`<div class=${'tool-row' + (t.offered ? '' : ' dim')} key=${t.name}>
+            ${tools.map((t) => html`<div class=${'tool-row' + (t.offered ? '' : ' dim')} key=${t.name} title=${agentName && t.notOfferedReason ? 'not offered: ' + t.notOfferedReason : null}>
               <code class="tool-name">${t.name}</code>
               <${Meter} max=${maxTool} label=${`${t.definitionChars} characters`} segments=${[{ name: t.name, value: t.definitionChars, color: colors[f] }]} />
               <span class="tool-size">${int(t.definitionChars)} <span class="muted">chars</span> · ${int(t.definitionTokens)} <span class="muted">tok</span></span>
@@ -197,6 +201,7 @@ function Catalogue({ agentId, agentName }) {
                 ${t.offered ? html`<span class="tag offered">offered</span>` : null}
                 ${t.deferred ? html`<span class="tag" title=${`sent as a ${int(t.stubChars)}-character stub; read whole with get_tool_schema`}>deferred</span>` : null}
               </span>
+              ${agentName && t.notOfferedReason && t.notOfferedReason !== NOT_LISTED ? html`<span class="tool-why">not offered: ${t.notOfferedReason}</span>` : null}
             </div>`)}
           </div>`;
         })}
