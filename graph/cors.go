@@ -146,7 +146,7 @@ func withCORS(origins *OriginList, next http.Handler) http.Handler {
 		AllowCredentials: true,
 		MaxAge:           corsMaxAge,
 	})
-	var h http.Handler = next
+	h := next
 	if !origins.Empty() {
 		h = c.Handler(next)
 	}

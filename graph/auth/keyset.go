@@ -51,7 +51,7 @@ const maxJWKSBytes = 1 << 20
 // VerifySignature returns the payload of a token whose signature one of the
 // issuer's keys verifies.
 func (k *keySet) VerifySignature(ctx context.Context, raw string) ([]byte, error) {
-	jws, err := jose.ParseSigned(raw, signingAlgs)
+	jws, err := jose.ParseSignedCompact(raw, signingAlgs)
 	if err != nil {
 		return nil, fmt.Errorf("parse token: %w", err)
 	}
