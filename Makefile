@@ -33,7 +33,7 @@ run: build ## serve on the embedded SQLite default, seeding a demo on first star
 test: ## the whole suite; PostgreSQL too when TEST_DATABASE_URL is set
 	@if [ -z "$$TEST_DATABASE_URL" ]; then echo "TEST_DATABASE_URL is not set: PostgreSQL tests are skipped, SQLite only"; \
 	else echo "PostgreSQL tests run against TEST_DATABASE_URL"; fi
-	$(GO) test -race -count=1 ./...
+	$(GO) test -race -count=1 -timeout 30m ./...
 
 .PHONY: bench
 bench: ## the benchmarks, with allocations
