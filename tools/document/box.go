@@ -173,10 +173,11 @@ func (b *Box) Extract(ctx context.Context, mimeType string, data []byte) (string
 		return a.text, nil
 	case ctx.Err() != nil:
 		return "", fmt.Errorf("extract in a box: %w", ctx.Err())
+	case !a.started:
+		// Not the file's doing: no byte of it was parsed.
+		return "", fmt.Errorf("start the extraction box (does %s serve it?): %v (%v): %s", b.Path, a.err, waitErr, stderr.first(300))
 	case timedOut:
 		return "", unreadable("extraction exceeded its %s time limit and was stopped (a malformed or hostile file)", seconds(lim.Wall))
-	case !a.started:
-		return "", fmt.Errorf("start the extraction box: %v (%v): %s", a.err, waitErr, stderr.first(300))
 	case errors.Is(a.err, errOutput):
 		return "", unreadable("extraction produced more than %d bytes of text", maxOutputBytes)
 	case exitCode(waitErr) == exitCPU || cpuSpent(cmd) >= lim.CPU:
