@@ -127,7 +127,9 @@ func TestUploadEachFormatAndABadFileFailsAlone(t *testing.T) {
 				}
 			}
 			return len(docs) == len(files)+1
-		}, 30*time.Second, 100*time.Millisecond)
+			// Each file is read in a child of this test binary, which
+			// starts slowly under the race detector on a loaded machine.
+		}, 90*time.Second, 100*time.Millisecond)
 		for i, f := range files {
 			n := get(docs[i], "node").(map[string]any)
 			require.Equal(t, f.name, n["filename"])
@@ -159,6 +161,6 @@ func TestAttachFileToAConversation(t *testing.T) {
 			d := b.do(t, b.bob.Token, `query($id: ID!) { conversation(id: $id) { attachments { filename status chars chunks } } }`, map[string]any{"id": conv}).ok(t)
 			a := get(d, "conversation", "attachments").([]any)
 			return len(a) == 1 && get(a[0], "status") == "READY" && get(a[0], "chunks").(float64) == 1
-		}, 30*time.Second, 100*time.Millisecond)
+		}, 60*time.Second, 100*time.Millisecond)
 	})
 }

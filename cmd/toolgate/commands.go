@@ -232,7 +232,8 @@ func serve(ctx context.Context, args []string, stdout, stderr io.Writer, log *sl
 		_ = ln.Close()
 		return err
 	}
-	box.Limits = document.Limits{CPU: *extractCPU, Wall: max(document.DefaultLimits.Wall, 3**extractCPU), MemoryBytes: *extractMemory}
+	cpu := *extractCPU
+	box.Limits = document.Limits{CPU: cpu, Wall: max(document.DefaultLimits.Wall, 3*cpu), MemoryBytes: *extractMemory}
 	docs, err := document.New(document.Config{DB: d, Queue: jobs, Embedder: embedder, Log: log, Box: box})
 	if err != nil {
 		_ = ln.Close()

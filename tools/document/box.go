@@ -54,6 +54,7 @@ type Box struct {
 	// Limits bound each extraction.
 	Limits Limits
 
+	once  sync.Once
 	slots chan struct{}
 	// started, when set, is told each child's process id (tests).
 	started func(pid int)
@@ -62,7 +63,7 @@ type Box struct {
 // NewBox returns a box whose children are started as path args...,
 // bounded by DefaultLimits.
 func NewBox(path string, args ...string) *Box {
-	return &Box{Path: path, Args: args, Limits: DefaultLimits, slots: make(chan struct{}, MaxConcurrent)}
+	return &Box{Path: path, Args: args, Limits: DefaultLimits}
 }
 
 // DefaultBox returns the box of the running binary: its hidden `extract`
@@ -87,13 +88,25 @@ func (b *Box) Extract(ctx context.Context, mimeType string, data []byte) (string
 		// again: its child refuses to go on.
 		return "", errors.New("extract in a box: this process is an extraction child that did not serve the box (call document.ServeChildIfAsked first in main or TestMain)")
 	}
+	b.once.Do(func() { b.slots = make(chan struct{}, MaxConcurrent) })
 	select {
 	case b.slots <- struct{}{}:
 		defer func() { <-b.slots }()
 	case <-ctx.Done():
 		return "", fmt.Errorf("wait for the extraction box: %w", ctx.Err())
 	}
+	// A limit left unset is the default one; CPU time is capped in whole
+	// seconds.
 	lim := b.Limits
+	if lim.CPU <= 0 {
+		lim.CPU = DefaultLimits.CPU
+	}
+	if lim.Wall <= 0 {
+		lim.Wall = DefaultLimits.Wall
+	}
+	if lim.MemoryBytes <= 0 {
+		lim.MemoryBytes = DefaultLimits.MemoryBytes
+	}
 	lim.CPU = max(lim.CPU.Round(time.Second), time.Second)
 
 	cmd := exec.Command(b.Path, b.Args...)
@@ -173,10 +186,11 @@ func (b *Box) Extract(ctx context.Context, mimeType string, data []byte) (string
 		return a.text, nil
 	case ctx.Err() != nil:
 		return "", fmt.Errorf("extract in a box: %w", ctx.Err())
+	case !a.started:
+		// Not the file's doing: no byte of it was parsed.
+		return "", fmt.Errorf("start the extraction box (does %s serve it?): %v (%v): %s", b.Path, a.err, waitErr, stderr.first(300))
 	case timedOut:
 		return "", unreadable("extraction exceeded its %s time limit and was stopped (a malformed or hostile file)", seconds(lim.Wall))
-	case !a.started:
-		return "", fmt.Errorf("start the extraction box: %v (%v): %s", a.err, waitErr, stderr.first(300))
 	case errors.Is(a.err, errOutput):
 		return "", unreadable("extraction produced more than %d bytes of text", maxOutputBytes)
 	case exitCode(waitErr) == exitCPU || cpuSpent(cmd) >= lim.CPU:

@@ -88,8 +88,11 @@ func Detect(filename, mimeType string, data []byte) string {
 }
 
 // Extract returns the text of a file of format mimeType (as Detect names
-// it). A file that cannot be read is an *Unreadable error naming why; a
-// cancelled ctx stops a long read.
+// it), in this process. A file that cannot be read is an *Unreadable error
+// naming why; a cancelled ctx stops a long read of a PDF at its next read
+// of the file. The loops of hostile files known are refused, but a parser
+// may loop or bloat where no check looks: read untrusted files with
+// Box.Extract, which bounds the process.
 func Extract(ctx context.Context, mimeType string, data []byte) (text string, err error) {
 	switch mimeType {
 	case MIMEPDF:
