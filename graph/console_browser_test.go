@@ -48,19 +48,10 @@ func TestAdminConsoleInBrowser(t *testing.T) {
 	require.NoError(t, err)
 	dir := screenshotDir(t)
 
-	opts := append(chromedp.DefaultExecAllocatorOptions[:],
-		chromedp.ExecPath(exe),
-		chromedp.NoSandbox,
-		chromedp.Flag("disable-gpu", true),
-		chromedp.Flag("disable-background-networking", true),
-		chromedp.Flag("disable-component-update", true),
-		chromedp.Flag("disable-sync", true),
-		chromedp.Flag("disable-quic", true),
-		chromedp.Flag("host-resolver-rules", "MAP * ~NOTFOUND, EXCLUDE "+origin.Hostname()),
+	opts := headless(t, exe, origin.Hostname(),
 		chromedp.Flag("lang", "en-GB"),
 		chromedp.Env("TZ=UTC"),
 		chromedp.WindowSize(1360, 900),
-		chromedp.UserDataDir(t.TempDir()),
 	)
 	actx, cancel := chromedp.NewExecAllocator(context.Background(), opts...)
 	defer cancel()

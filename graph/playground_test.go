@@ -38,6 +38,24 @@ func browser(t *testing.T) string {
 	return ""
 }
 
+// headless is how every browser test starts Chromium: headless, with no
+// network but host, in a profile of its own; extra adds to it.
+func headless(t *testing.T, exe, host string, extra ...chromedp.ExecAllocatorOption) []chromedp.ExecAllocatorOption {
+	opts := append(chromedp.DefaultExecAllocatorOptions[:],
+		chromedp.ExecPath(exe),
+		chromedp.NoSandbox,
+		chromedp.Flag("disable-gpu", true),
+		chromedp.Flag("disable-background-networking", true),
+		chromedp.Flag("disable-component-update", true),
+		chromedp.Flag("disable-sync", true),
+		chromedp.Flag("disable-quic", true),
+		// The network is cut: no host resolves but the server's.
+		chromedp.Flag("host-resolver-rules", "MAP * ~NOTFOUND, EXCLUDE "+host),
+		chromedp.UserDataDir(t.TempDir()),
+	)
+	return append(opts, extra...)
+}
+
 // The playground loads with the network cut (every host but the server's
 // refused), under its Content-Security-Policy, and runs a query.
 func TestPlaygroundOffline(t *testing.T) {
@@ -54,18 +72,7 @@ func TestPlaygroundOffline(t *testing.T) {
 	require.Contains(t, res.Header.Get("Content-Security-Policy"), "script-src 'self' 'sha256-")
 	require.NotContains(t, string(page), "cdn.")
 
-	opts := append(chromedp.DefaultExecAllocatorOptions[:],
-		chromedp.ExecPath(exe),
-		chromedp.NoSandbox,
-		chromedp.Flag("disable-gpu", true),
-		chromedp.Flag("disable-background-networking", true),
-		chromedp.Flag("disable-component-update", true),
-		chromedp.Flag("disable-sync", true),
-		chromedp.Flag("disable-quic", true),
-		// The network is cut: no host resolves but the server's.
-		chromedp.Flag("host-resolver-rules", "MAP * ~NOTFOUND, EXCLUDE "+origin.Hostname()),
-		chromedp.UserDataDir(t.TempDir()),
-	)
+	opts := headless(t, exe, origin.Hostname())
 	actx, cancel := chromedp.NewExecAllocator(context.Background(), opts...)
 	defer cancel()
 	var (

@@ -41,7 +41,7 @@ func TestLoadPrintsTheTable(t *testing.T) {
 
 	var out bytes.Buffer
 	require.NoError(t, run([]string{"-url", srv.URL + "/graphql", "-token", grant.Token, "-conversation", gid.Encode(conv),
-		"-clients", "1,2", "-turn-clients", "", "-duration", "300ms", "-warmup", "50ms", "-database-url", url}, &out))
+		"-clients", "1,2", "-turn-clients", "", "-duration", "1s", "-warmup", "200ms", "-database-url", url}, &out))
 	lines := strings.Split(strings.TrimSpace(out.String()), "\n")
 	require.Len(t, lines, 5, out.String())
 	require.Regexp(t, `what +clients +requests +req/s +p50 +p99 +errors`, lines[0])
