@@ -191,11 +191,14 @@ func loadedTables(tu *ent.Turn, conv *ent.Conversation, a *ent.Agent, u *ent.Use
 			intCol(user.FieldOrganizationID, &u.OrganizationID), stringCol(user.FieldName, &u.Name),
 			stringCol(user.FieldDepartment, &u.Department), boolCol(user.FieldAdmin, &u.Admin),
 			timePtrCol(user.FieldDeactivatedAt, &u.DeactivatedAt),
+			stringPtrCol(user.FieldOidcIssuer, &u.OidcIssuer), stringPtrCol(user.FieldOidcSubject, &u.OidcSubject),
 		}},
 		{organization.Table, []col{
 			intCol(organization.FieldID, &o.ID), timeCol(organization.FieldCreatedAt, &o.CreatedAt),
 			timeCol(organization.FieldUpdatedAt, &o.UpdatedAt), stringCol(organization.FieldName, &o.Name),
 			boolCol(organization.FieldWebResearch, &o.WebResearch),
+			intPtrCol(organization.FieldRateRequestsPerSecond, &o.RateRequestsPerSecond),
+			intPtrCol(organization.FieldRateTurnsAtOnce, &o.RateTurnsAtOnce),
 		}},
 	}
 }
@@ -212,6 +215,17 @@ type col struct {
 func intCol(name string, p *int) col {
 	var v sql.NullInt64
 	return col{name, &v, func(string) error { *p = int(v.Int64); return nil }}
+}
+
+func intPtrCol(name string, p **int) col {
+	var v sql.NullInt64
+	return col{name, &v, func(string) error {
+		if v.Valid {
+			n := int(v.Int64)
+			*p = &n
+		}
+		return nil
+	}}
 }
 
 func boolCol(name string, p *bool) col {
