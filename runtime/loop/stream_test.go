@@ -585,3 +585,80 @@ func TestStreamSlowSubscriber(t *testing.T) {
 	require.Equal(t, "STATUS", kinds[len(kinds)-1])
 	require.Contains(t, kinds, "ANSWER")
 }
+
+// unstreamed is a provider whose answers arrive whole: the turn streams
+// nothing.
+type unstreamed struct {
+	model.Provider
+	on *atomic.Bool
+}
+
+func (u unstreamed) Complete(ctx context.Context, req model.Request) (*model.Response, error) {
+	if !u.on.Load() {
+		req.Stream = nil
+	}
+	return u.Provider.Complete(ctx, req)
+}
+
+// TestStreamedAnswerStatements: a turn whose 2,000-character answer
+// streams, with a subscriber hearing every piece, sends its database the
+// statements the same turn sends unstreamed, not one more (nothing is
+// written per piece); on PostgreSQL its pieces cost a notification per
+// events.PieceEvery at most, beyond the unstreamed turn's.
+func TestStreamedAnswerStatements(t *testing.T) {
+	for _, backend := range []dbtest.Backend{dbtest.SQLite, dbtest.Postgres} {
+		t.Run(string(backend), func(t *testing.T) {
+			on := &atomic.Bool{}
+			rig := newCostRig(t, backend, unstreamed{streamScript(t, 3*time.Millisecond), on})
+			convID, err := gid.Decode(rig.conversation(t))
+			require.NoError(t, err)
+			rig.runTurn(t, rig.newTurn(t, convID, 1)) // warms the caches
+			plain, plainList := rig.runTurn(t, rig.newTurn(t, convID, 2))
+			plainNotes := rig.stmts.notifications()
+
+			on.Store(true)
+			id := rig.newTurn(t, convID, 3)
+			sub := rig.runner.Events().Subscribe(id)
+			defer sub.Close()
+			var heard atomic.Int64
+			done := make(chan struct{})
+			go func() {
+				defer close(done)
+				heard.Store(int64(followText(rig.runner.Events(), sub, id)))
+			}()
+			start := time.Now()
+			streamed, streamedList := rig.runTurn(t, id)
+			took := time.Since(start)
+			streamedNotes := rig.stmts.notifications()
+			<-done
+			require.Equal(t, int64(utf8.RuneCountInString(streamedAnswer)), heard.Load(), "the subscriber heard the answer whole")
+			t.Logf("%s: unstreamed %d statements (%d notifications), streamed %d (%d) in %s",
+				backend, plain, plainNotes, streamed, streamedNotes, took)
+			require.Equal(t, plain-plainNotes, streamed-streamedNotes, "unstreamed:\n%s\nstreamed:\n%s", plainList, streamedList)
+			if backend == dbtest.Postgres {
+				require.Greater(t, streamedNotes, plainNotes, "pieces went to other replicas")
+				windows := int(took/events.PieceEvery) + 2
+				require.LessOrEqual(t, streamedNotes-plainNotes, windows, streamedList)
+			} else {
+				require.Zero(t, streamedNotes)
+			}
+		})
+	}
+}
+
+// followText follows the turn's stream on bus until the turn's answer's
+// step is done, and returns the characters of the last step's text held.
+func followText(bus *events.Bus, sub *events.Subscription, turnID int) int {
+	deadline := time.After(30 * time.Second)
+	for {
+		if tx, ok := bus.Text(turnID, 0); ok && tx.Step == 1 && tx.Done {
+			return tx.Chars
+		}
+		select {
+		case <-sub.Text:
+		case <-time.After(10 * time.Millisecond):
+		case <-deadline:
+			return -1
+		}
+	}
+}
