@@ -5,8 +5,6 @@ import (
 	"io"
 	"net/http"
 	"net/url"
-	"os"
-	"os/exec"
 	"strings"
 	"sync"
 	"testing"
@@ -17,43 +15,15 @@ import (
 	"github.com/stretchr/testify/require"
 
 	"github.com/toolgate/toolgate/ent/db/dbtest"
+	"github.com/toolgate/toolgate/graph/browsertest"
 )
 
-// browser returns the Chromium to drive: TOOLGATE_BROWSER, or one on PATH.
-// CI installs Debian's; elsewhere a machine without one skips the test.
-func browser(t *testing.T) string {
-	t.Helper()
-	if p := os.Getenv("TOOLGATE_BROWSER"); p != "" {
-		return p
-	}
-	for _, name := range []string{"chromium", "chromium-browser", "google-chrome"} {
-		if p, err := exec.LookPath(name); err == nil {
-			return p
-		}
-	}
-	if os.Getenv("CI") != "" {
-		t.Fatal("no Chromium on PATH: CI must install it")
-	}
-	t.Skip("no Chromium on PATH")
-	return ""
-}
+// browser returns the Chromium to drive (browsertest.Find).
+func browser(t *testing.T) string { return browsertest.Find(t) }
 
-// headless is how every browser test starts Chromium: headless, with no
-// network but host, in a profile of its own; extra adds to it.
+// headless is how every browser test starts Chromium (browsertest.Options).
 func headless(t *testing.T, exe, host string, extra ...chromedp.ExecAllocatorOption) []chromedp.ExecAllocatorOption {
-	opts := append(chromedp.DefaultExecAllocatorOptions[:],
-		chromedp.ExecPath(exe),
-		chromedp.NoSandbox,
-		chromedp.Flag("disable-gpu", true),
-		chromedp.Flag("disable-background-networking", true),
-		chromedp.Flag("disable-component-update", true),
-		chromedp.Flag("disable-sync", true),
-		chromedp.Flag("disable-quic", true),
-		// The network is cut: no host resolves but the server's.
-		chromedp.Flag("host-resolver-rules", "MAP * ~NOTFOUND, EXCLUDE "+host),
-		chromedp.UserDataDir(t.TempDir()),
-	)
-	return append(opts, extra...)
+	return browsertest.Options(t, exe, host, extra...)
 }
 
 // The playground loads with the network cut (every host but the server's
