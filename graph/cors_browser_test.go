@@ -20,8 +20,9 @@ import (
 
 // portalPage is a portal's page: with the API's address, a token and a
 // conversation, it runs a query, a mutation (sendMessage) and a
-// subscription over graphql-transport-ws (the turn's events), as a portal
-// would from its own origin, and reports what each got or how it failed.
+// subscription over graphql-transport-ws and over Server-Sent Events (the
+// turn's events), as a portal would from its own origin, and reports what
+// each got or how it failed.
 const portalPage = `<!doctype html><meta charset="utf-8"><title>portal</title><script>
 window.runPortal = async (api, token, conversationId) => {
   const out = {};
@@ -58,14 +59,39 @@ window.runPortal = async (api, token, conversationId) => {
     };
     ws.onclose = (e) => { clearTimeout(timer); resolve('error: closed ' + e.code); };
   });
+  // The same subscription over Server-Sent Events (graphql-sse's
+  // distinct connections mode): one POST whose answer is the event stream.
+  try {
+    const ctrl = new AbortController();
+    const timer = setTimeout(() => ctrl.abort(), 10000);
+    const r = await fetch(api + '/graphql', {method: 'POST', signal: ctrl.signal, headers: {'Content-Type': 'application/json', 'Accept': 'text/event-stream', 'Authorization': 'Bearer ' + token},
+      body: JSON.stringify({query: 'subscription($t: ID!) { turnEvents(turnId: $t) { kind turn { status } } }', variables: {t: turnId}})});
+    const reader = r.body.pipeThrough(new TextDecoderStream()).getReader();
+    let buf = '';
+    out.sse = 'error: no event';
+    for (;;) {
+      const {value, done} = await reader.read();
+      if (done) break;
+      buf += value;
+      const m = buf.match(/^data: ?(.*)$/m);
+      if (m) {
+        const e = JSON.parse(m[1]);
+        out.sse = e.data ? e.data.turnEvents.kind + ' ' + e.data.turnEvents.turn.status : 'error: ' + JSON.stringify(e.errors);
+        break;
+      }
+    }
+    clearTimeout(timer);
+    ctrl.abort();
+  } catch (e) { out.sse = 'error: ' + e.message; }
   return out;
 };
 </script><p>portal</p>`
 
 // A page served from another origin, in headless Chromium, runs a query, a
 // mutation and a subscription against the API when the API lists its
-// origin, and fails at all three when it does not: the browser keeps the
-// answers from the page, and the websocket is refused.
+// origin, and fails at all of them when it does not: the browser keeps the
+// answers from the page (the event stream's too), and the websocket is
+// refused.
 func TestCORSInBrowser(t *testing.T) {
 	t.Parallel()
 	exe := browser(t)
@@ -107,12 +133,14 @@ func TestCORSInBrowser(t *testing.T) {
 		return out
 	}
 	got := run(allowed)
-	require.Equal(t, map[string]string{"query": "Alice", "mutation": "RUNNING", "subscription": "STATUS RUNNING"}, got)
+	require.Equal(t, map[string]string{"query": "Alice", "mutation": "RUNNING", "subscription": "STATUS RUNNING", "sse": "STATUS RUNNING"}, got)
 
 	got = run(refused)
+	t.Logf("refused origin: %v", got)
 	require.True(t, strings.HasPrefix(got["query"], "error: "), got["query"])
 	require.True(t, strings.HasPrefix(got["mutation"], "error: "), got["mutation"])
 	require.True(t, strings.HasPrefix(got["subscription"], "error: closed"), got["subscription"])
+	require.True(t, strings.HasPrefix(got["sse"], "error: "), got["sse"])
 }
 
 func jsString(s string) string {
