@@ -38,7 +38,7 @@ func (r *costRig) seedModelCalls(t testing.TB, n int) {
 			batch = append(batch, raw.ModelCall.Create().SetTurnID(seedTurn.ID).SetOrganizationID(conv.OrganizationID).
 				SetAgentID(conv.AgentID).SetUserID(conv.UserID).SetProvider("scripted").SetModel("gpt-4.1").
 				SetInputTokens(1000).SetOutputTokens(100).SetCost(0.0028).SetCostMicros(2800).
-				SetStartedAt(start.Add(time.Duration(done) * time.Second)))
+				SetStartedAt(start.Add(time.Duration(done)*time.Second)))
 		}
 		raw.ModelCall.CreateBulk(batch...).ExecX(ctx)
 	}
