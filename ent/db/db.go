@@ -141,6 +141,7 @@ func openPostgres(rawURL string, o Options) (*DB, error) {
 	if o.Observe != nil {
 		cfg.ConnConfig.Tracer = pgxObserver{o.Observe}
 	}
+	cfg.ShouldPing = shouldPing(o.Observe)
 	if dial, dialed := cfg.ConnConfig.DialFunc, o.Dialed; dialed != nil {
 		cfg.ConnConfig.DialFunc = func(ctx context.Context, network, addr string) (net.Conn, error) {
 			dialed()
