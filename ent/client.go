@@ -29,6 +29,7 @@ import (
 	"github.com/toolgate/toolgate/ent/knowledgebase"
 	"github.com/toolgate/toolgate/ent/memory"
 	"github.com/toolgate/toolgate/ent/modelcall"
+	"github.com/toolgate/toolgate/ent/monthlyspend"
 	"github.com/toolgate/toolgate/ent/organization"
 	"github.com/toolgate/toolgate/ent/setting"
 	"github.com/toolgate/toolgate/ent/skill"
@@ -76,6 +77,8 @@ type Client struct {
 	Memory *MemoryClient
 	// ModelCall is the client for interacting with the ModelCall builders.
 	ModelCall *ModelCallClient
+	// MonthlySpend is the client for interacting with the MonthlySpend builders.
+	MonthlySpend *MonthlySpendClient
 	// Organization is the client for interacting with the Organization builders.
 	Organization *OrganizationClient
 	// Setting is the client for interacting with the Setting builders.
@@ -121,6 +124,7 @@ func (c *Client) init() {
 	c.KnowledgeBase = NewKnowledgeBaseClient(c.config)
 	c.Memory = NewMemoryClient(c.config)
 	c.ModelCall = NewModelCallClient(c.config)
+	c.MonthlySpend = NewMonthlySpendClient(c.config)
 	c.Organization = NewOrganizationClient(c.config)
 	c.Setting = NewSettingClient(c.config)
 	c.Skill = NewSkillClient(c.config)
@@ -237,6 +241,7 @@ func (c *Client) Tx(ctx context.Context) (*Tx, error) {
 		KnowledgeBase:      NewKnowledgeBaseClient(cfg),
 		Memory:             NewMemoryClient(cfg),
 		ModelCall:          NewModelCallClient(cfg),
+		MonthlySpend:       NewMonthlySpendClient(cfg),
 		Organization:       NewOrganizationClient(cfg),
 		Setting:            NewSettingClient(cfg),
 		Skill:              NewSkillClient(cfg),
@@ -280,6 +285,7 @@ func (c *Client) BeginTx(ctx context.Context, opts *sql.TxOptions) (*Tx, error) 
 		KnowledgeBase:      NewKnowledgeBaseClient(cfg),
 		Memory:             NewMemoryClient(cfg),
 		ModelCall:          NewModelCallClient(cfg),
+		MonthlySpend:       NewMonthlySpendClient(cfg),
 		Organization:       NewOrganizationClient(cfg),
 		Setting:            NewSettingClient(cfg),
 		Skill:              NewSkillClient(cfg),
@@ -321,8 +327,9 @@ func (c *Client) Use(hooks ...Hook) {
 	for _, n := range []interface{ Use(...Hook) }{
 		c.APIToken, c.Agent, c.Application, c.Artifact, c.ArtifactVersion, c.Attachment,
 		c.Budget, c.Conversation, c.Document, c.DocumentChunk, c.IdempotentResponse,
-		c.KnowledgeBase, c.Memory, c.ModelCall, c.Organization, c.Setting, c.Skill,
-		c.StoredResult, c.Summary, c.Task, c.ToolCall, c.Turn, c.User, c.WorkspaceFile,
+		c.KnowledgeBase, c.Memory, c.ModelCall, c.MonthlySpend, c.Organization,
+		c.Setting, c.Skill, c.StoredResult, c.Summary, c.Task, c.ToolCall, c.Turn,
+		c.User, c.WorkspaceFile,
 	} {
 		n.Use(hooks...)
 	}
@@ -334,8 +341,9 @@ func (c *Client) Intercept(interceptors ...Interceptor) {
 	for _, n := range []interface{ Intercept(...Interceptor) }{
 		c.APIToken, c.Agent, c.Application, c.Artifact, c.ArtifactVersion, c.Attachment,
 		c.Budget, c.Conversation, c.Document, c.DocumentChunk, c.IdempotentResponse,
-		c.KnowledgeBase, c.Memory, c.ModelCall, c.Organization, c.Setting, c.Skill,
-		c.StoredResult, c.Summary, c.Task, c.ToolCall, c.Turn, c.User, c.WorkspaceFile,
+		c.KnowledgeBase, c.Memory, c.ModelCall, c.MonthlySpend, c.Organization,
+		c.Setting, c.Skill, c.StoredResult, c.Summary, c.Task, c.ToolCall, c.Turn,
+		c.User, c.WorkspaceFile,
 	} {
 		n.Intercept(interceptors...)
 	}
@@ -372,6 +380,8 @@ func (c *Client) Mutate(ctx context.Context, m Mutation) (Value, error) {
 		return c.Memory.mutate(ctx, m)
 	case *ModelCallMutation:
 		return c.ModelCall.mutate(ctx, m)
+	case *MonthlySpendMutation:
+		return c.MonthlySpend.mutate(ctx, m)
 	case *OrganizationMutation:
 		return c.Organization.mutate(ctx, m)
 	case *SettingMutation:
@@ -2513,6 +2523,140 @@ func (c *ModelCallClient) mutate(ctx context.Context, m *ModelCallMutation) (Val
 	}
 }
 
+// MonthlySpendClient is a client for the MonthlySpend schema.
+type MonthlySpendClient struct {
+	config
+}
+
+// NewMonthlySpendClient returns a client for the MonthlySpend from the given config.
+func NewMonthlySpendClient(c config) *MonthlySpendClient {
+	return &MonthlySpendClient{config: c}
+}
+
+// Use adds a list of mutation hooks to the hooks stack.
+// A call to `Use(f, g, h)` equals to `monthlyspend.Hooks(f(g(h())))`.
+func (c *MonthlySpendClient) Use(hooks ...Hook) {
+	c.hooks.MonthlySpend = append(c.hooks.MonthlySpend, hooks...)
+}
+
+// Intercept adds a list of query interceptors to the interceptors stack.
+// A call to `Intercept(f, g, h)` equals to `monthlyspend.Intercept(f(g(h())))`.
+func (c *MonthlySpendClient) Intercept(interceptors ...Interceptor) {
+	c.inters.MonthlySpend = append(c.inters.MonthlySpend, interceptors...)
+}
+
+// Create returns a builder for creating a MonthlySpend entity.
+func (c *MonthlySpendClient) Create() *MonthlySpendCreate {
+	mutation := newMonthlySpendMutation(c.config, OpCreate)
+	return &MonthlySpendCreate{config: c.config, hooks: c.Hooks(), mutation: mutation}
+}
+
+// CreateBulk returns a builder for creating a bulk of MonthlySpend entities.
+func (c *MonthlySpendClient) CreateBulk(builders ...*MonthlySpendCreate) *MonthlySpendCreateBulk {
+	return &MonthlySpendCreateBulk{config: c.config, builders: builders}
+}
+
+// MapCreateBulk creates a bulk creation builder from the given slice. For each item in the slice, the function creates
+// a builder and applies setFunc on it.
+func (c *MonthlySpendClient) MapCreateBulk(slice any, setFunc func(*MonthlySpendCreate, int)) *MonthlySpendCreateBulk {
+	rv := reflect.ValueOf(slice)
+	if rv.Kind() != reflect.Slice {
+		return &MonthlySpendCreateBulk{err: fmt.Errorf("calling to MonthlySpendClient.MapCreateBulk with wrong type %T, need slice", slice)}
+	}
+	builders := make([]*MonthlySpendCreate, rv.Len())
+	for i := 0; i < rv.Len(); i++ {
+		builders[i] = c.Create()
+		setFunc(builders[i], i)
+	}
+	return &MonthlySpendCreateBulk{config: c.config, builders: builders}
+}
+
+// Update returns an update builder for MonthlySpend.
+func (c *MonthlySpendClient) Update() *MonthlySpendUpdate {
+	mutation := newMonthlySpendMutation(c.config, OpUpdate)
+	return &MonthlySpendUpdate{config: c.config, hooks: c.Hooks(), mutation: mutation}
+}
+
+// UpdateOne returns an update builder for the given entity.
+func (c *MonthlySpendClient) UpdateOne(_m *MonthlySpend) *MonthlySpendUpdateOne {
+	mutation := newMonthlySpendMutation(c.config, OpUpdateOne, withMonthlySpend(_m))
+	return &MonthlySpendUpdateOne{config: c.config, hooks: c.Hooks(), mutation: mutation}
+}
+
+// UpdateOneID returns an update builder for the given id.
+func (c *MonthlySpendClient) UpdateOneID(id int) *MonthlySpendUpdateOne {
+	mutation := newMonthlySpendMutation(c.config, OpUpdateOne, withMonthlySpendID(id))
+	return &MonthlySpendUpdateOne{config: c.config, hooks: c.Hooks(), mutation: mutation}
+}
+
+// Delete returns a delete builder for MonthlySpend.
+func (c *MonthlySpendClient) Delete() *MonthlySpendDelete {
+	mutation := newMonthlySpendMutation(c.config, OpDelete)
+	return &MonthlySpendDelete{config: c.config, hooks: c.Hooks(), mutation: mutation}
+}
+
+// DeleteOne returns a builder for deleting the given entity.
+func (c *MonthlySpendClient) DeleteOne(_m *MonthlySpend) *MonthlySpendDeleteOne {
+	return c.DeleteOneID(_m.ID)
+}
+
+// DeleteOneID returns a builder for deleting the given entity by its id.
+func (c *MonthlySpendClient) DeleteOneID(id int) *MonthlySpendDeleteOne {
+	builder := c.Delete().Where(monthlyspend.ID(id))
+	builder.mutation.id = &id
+	builder.mutation.op = OpDeleteOne
+	return &MonthlySpendDeleteOne{builder}
+}
+
+// Query returns a query builder for MonthlySpend.
+func (c *MonthlySpendClient) Query() *MonthlySpendQuery {
+	return &MonthlySpendQuery{
+		config: c.config,
+		ctx:    &QueryContext{Type: TypeMonthlySpend},
+		inters: c.Interceptors(),
+	}
+}
+
+// Get returns a MonthlySpend entity by its id.
+func (c *MonthlySpendClient) Get(ctx context.Context, id int) (*MonthlySpend, error) {
+	return c.Query().Where(monthlyspend.ID(id)).Only(ctx)
+}
+
+// GetX is like Get, but panics if an error occurs.
+func (c *MonthlySpendClient) GetX(ctx context.Context, id int) *MonthlySpend {
+	obj, err := c.Get(ctx, id)
+	if err != nil {
+		panic(err)
+	}
+	return obj
+}
+
+// Hooks returns the client hooks.
+func (c *MonthlySpendClient) Hooks() []Hook {
+	hooks := c.hooks.MonthlySpend
+	return append(hooks[:len(hooks):len(hooks)], monthlyspend.Hooks[:]...)
+}
+
+// Interceptors returns the client interceptors.
+func (c *MonthlySpendClient) Interceptors() []Interceptor {
+	return c.inters.MonthlySpend
+}
+
+func (c *MonthlySpendClient) mutate(ctx context.Context, m *MonthlySpendMutation) (Value, error) {
+	switch m.Op() {
+	case OpCreate:
+		return (&MonthlySpendCreate{config: c.config, hooks: c.Hooks(), mutation: m}).Save(ctx)
+	case OpUpdate:
+		return (&MonthlySpendUpdate{config: c.config, hooks: c.Hooks(), mutation: m}).Save(ctx)
+	case OpUpdateOne:
+		return (&MonthlySpendUpdateOne{config: c.config, hooks: c.Hooks(), mutation: m}).Save(ctx)
+	case OpDelete, OpDeleteOne:
+		return (&MonthlySpendDelete{config: c.config, hooks: c.Hooks(), mutation: m}).Exec(ctx)
+	default:
+		return nil, fmt.Errorf("ent: unknown MonthlySpend mutation op: %q", m.Op())
+	}
+}
+
 // OrganizationClient is a client for the Organization schema.
 type OrganizationClient struct {
 	config
@@ -4098,14 +4242,14 @@ type (
 	hooks struct {
 		APIToken, Agent, Application, Artifact, ArtifactVersion, Attachment, Budget,
 		Conversation, Document, DocumentChunk, IdempotentResponse, KnowledgeBase,
-		Memory, ModelCall, Organization, Setting, Skill, StoredResult, Summary, Task,
-		ToolCall, Turn, User, WorkspaceFile []ent.Hook
+		Memory, ModelCall, MonthlySpend, Organization, Setting, Skill, StoredResult,
+		Summary, Task, ToolCall, Turn, User, WorkspaceFile []ent.Hook
 	}
 	inters struct {
 		APIToken, Agent, Application, Artifact, ArtifactVersion, Attachment, Budget,
 		Conversation, Document, DocumentChunk, IdempotentResponse, KnowledgeBase,
-		Memory, ModelCall, Organization, Setting, Skill, StoredResult, Summary, Task,
-		ToolCall, Turn, User, WorkspaceFile []ent.Interceptor
+		Memory, ModelCall, MonthlySpend, Organization, Setting, Skill, StoredResult,
+		Summary, Task, ToolCall, Turn, User, WorkspaceFile []ent.Interceptor
 	}
 )
 

@@ -26,6 +26,7 @@ import (
 	"github.com/toolgate/toolgate/ent/knowledgebase"
 	"github.com/toolgate/toolgate/ent/memory"
 	"github.com/toolgate/toolgate/ent/modelcall"
+	"github.com/toolgate/toolgate/ent/monthlyspend"
 	"github.com/toolgate/toolgate/ent/organization"
 	"github.com/toolgate/toolgate/ent/setting"
 	"github.com/toolgate/toolgate/ent/skill"
@@ -110,6 +111,7 @@ func checkColumn(t, c string) error {
 			knowledgebase.Table:      knowledgebase.ValidColumn,
 			memory.Table:             memory.ValidColumn,
 			modelcall.Table:          modelcall.ValidColumn,
+			monthlyspend.Table:       monthlyspend.ValidColumn,
 			organization.Table:       organization.ValidColumn,
 			setting.Table:            setting.ValidColumn,
 			skill.Table:              skill.ValidColumn,

@@ -25,6 +25,7 @@ import (
 	"github.com/toolgate/toolgate/ent/knowledgebase"
 	"github.com/toolgate/toolgate/ent/memory"
 	"github.com/toolgate/toolgate/ent/modelcall"
+	"github.com/toolgate/toolgate/ent/monthlyspend"
 	"github.com/toolgate/toolgate/ent/organization"
 	"github.com/toolgate/toolgate/ent/predicate"
 	"github.com/toolgate/toolgate/ent/schematype"
@@ -62,6 +63,7 @@ const (
 	TypeKnowledgeBase      = "KnowledgeBase"
 	TypeMemory             = "Memory"
 	TypeModelCall          = "ModelCall"
+	TypeMonthlySpend       = "MonthlySpend"
 	TypeOrganization       = "Organization"
 	TypeSetting            = "Setting"
 	TypeSkill              = "Skill"
@@ -13036,6 +13038,596 @@ func (m *ModelCallMutation) ResetEdge(name string) error {
 		return nil
 	}
 	return fmt.Errorf("unknown ModelCall edge %s", name)
+}
+
+// MonthlySpendMutation represents an operation that mutates the MonthlySpend nodes in the graph.
+type MonthlySpendMutation struct {
+	config
+	op                 Op
+	typ                string
+	id                 *int
+	organization_id    *int
+	addorganization_id *int
+	user_id            *int
+	adduser_id         *int
+	month              *string
+	cost_micros        *schematype.Micros
+	addcost_micros     *schematype.Micros
+	clearedFields      map[string]struct{}
+	done               bool
+	oldValue           func(context.Context) (*MonthlySpend, error)
+	predicates         []predicate.MonthlySpend
+}
+
+var _ ent.Mutation = (*MonthlySpendMutation)(nil)
+
+// monthlyspendOption allows management of the mutation configuration using functional options.
+type monthlyspendOption func(*MonthlySpendMutation)
+
+// newMonthlySpendMutation creates new mutation for the MonthlySpend entity.
+func newMonthlySpendMutation(c config, op Op, opts ...monthlyspendOption) *MonthlySpendMutation {
+	m := &MonthlySpendMutation{
+		config:        c,
+		op:            op,
+		typ:           TypeMonthlySpend,
+		clearedFields: make(map[string]struct{}),
+	}
+	for _, opt := range opts {
+		opt(m)
+	}
+	return m
+}
+
+// withMonthlySpendID sets the ID field of the mutation.
+func withMonthlySpendID(id int) monthlyspendOption {
+	return func(m *MonthlySpendMutation) {
+		var (
+			err   error
+			once  sync.Once
+			value *MonthlySpend
+		)
+		m.oldValue = func(ctx context.Context) (*MonthlySpend, error) {
+			once.Do(func() {
+				if m.done {
+					err = errors.New("querying old values post mutation is not allowed")
+				} else {
+					value, err = m.Client().MonthlySpend.Get(ctx, id)
+				}
+			})
+			return value, err
+		}
+		m.id = &id
+	}
+}
+
+// withMonthlySpend sets the old MonthlySpend of the mutation.
+func withMonthlySpend(node *MonthlySpend) monthlyspendOption {
+	return func(m *MonthlySpendMutation) {
+		m.oldValue = func(context.Context) (*MonthlySpend, error) {
+			return node, nil
+		}
+		m.id = &node.ID
+	}
+}
+
+// Client returns a new `ent.Client` from the mutation. If the mutation was
+// executed in a transaction (ent.Tx), a transactional client is returned.
+func (m MonthlySpendMutation) Client() *Client {
+	client := &Client{config: m.config}
+	client.init()
+	return client
+}
+
+// Tx returns an `ent.Tx` for mutations that were executed in transactions;
+// it returns an error otherwise.
+func (m MonthlySpendMutation) Tx() (*Tx, error) {
+	if _, ok := m.driver.(*txDriver); !ok {
+		return nil, errors.New("ent: mutation is not running in a transaction")
+	}
+	tx := &Tx{config: m.config}
+	tx.init()
+	return tx, nil
+}
+
+// ID returns the ID value in the mutation. Note that the ID is only available
+// if it was provided to the builder or after it was returned from the database.
+func (m *MonthlySpendMutation) ID() (id int, exists bool) {
+	if m.id == nil {
+		return
+	}
+	return *m.id, true
+}
+
+// IDs queries the database and returns the entity ids that match the mutation's predicate.
+// That means, if the mutation is applied within a transaction with an isolation level such
+// as sql.LevelSerializable, the returned ids match the ids of the rows that will be updated
+// or updated by the mutation.
+func (m *MonthlySpendMutation) IDs(ctx context.Context) ([]int, error) {
+	switch {
+	case m.op.Is(OpUpdateOne | OpDeleteOne):
+		id, exists := m.ID()
+		if exists {
+			return []int{id}, nil
+		}
+		fallthrough
+	case m.op.Is(OpUpdate | OpDelete):
+		return m.Client().MonthlySpend.Query().Where(m.predicates...).IDs(ctx)
+	default:
+		return nil, fmt.Errorf("IDs is not allowed on %s operations", m.op)
+	}
+}
+
+// SetOrganizationID sets the "organization_id" field.
+func (m *MonthlySpendMutation) SetOrganizationID(i int) {
+	m.organization_id = &i
+	m.addorganization_id = nil
+}
+
+// OrganizationID returns the value of the "organization_id" field in the mutation.
+func (m *MonthlySpendMutation) OrganizationID() (r int, exists bool) {
+	v := m.organization_id
+	if v == nil {
+		return
+	}
+	return *v, true
+}
+
+// OldOrganizationID returns the old "organization_id" field's value of the MonthlySpend entity.
+// If the MonthlySpend object wasn't provided to the builder, the object is fetched from the database.
+// An error is returned if the mutation operation is not UpdateOne, or the database query fails.
+func (m *MonthlySpendMutation) OldOrganizationID(ctx context.Context) (v int, err error) {
+	if !m.op.Is(OpUpdateOne) {
+		return v, errors.New("OldOrganizationID is only allowed on UpdateOne operations")
+	}
+	if m.id == nil || m.oldValue == nil {
+		return v, errors.New("OldOrganizationID requires an ID field in the mutation")
+	}
+	oldValue, err := m.oldValue(ctx)
+	if err != nil {
+		return v, fmt.Errorf("querying old value for OldOrganizationID: %w", err)
+	}
+	return oldValue.OrganizationID, nil
+}
+
+// AddOrganizationID adds i to the "organization_id" field.
+func (m *MonthlySpendMutation) AddOrganizationID(i int) {
+	if m.addorganization_id != nil {
+		*m.addorganization_id += i
+	} else {
+		m.addorganization_id = &i
+	}
+}
+
+// AddedOrganizationID returns the value that was added to the "organization_id" field in this mutation.
+func (m *MonthlySpendMutation) AddedOrganizationID() (r int, exists bool) {
+	v := m.addorganization_id
+	if v == nil {
+		return
+	}
+	return *v, true
+}
+
+// ResetOrganizationID resets all changes to the "organization_id" field.
+func (m *MonthlySpendMutation) ResetOrganizationID() {
+	m.organization_id = nil
+	m.addorganization_id = nil
+}
+
+// SetUserID sets the "user_id" field.
+func (m *MonthlySpendMutation) SetUserID(i int) {
+	m.user_id = &i
+	m.adduser_id = nil
+}
+
+// UserID returns the value of the "user_id" field in the mutation.
+func (m *MonthlySpendMutation) UserID() (r int, exists bool) {
+	v := m.user_id
+	if v == nil {
+		return
+	}
+	return *v, true
+}
+
+// OldUserID returns the old "user_id" field's value of the MonthlySpend entity.
+// If the MonthlySpend object wasn't provided to the builder, the object is fetched from the database.
+// An error is returned if the mutation operation is not UpdateOne, or the database query fails.
+func (m *MonthlySpendMutation) OldUserID(ctx context.Context) (v int, err error) {
+	if !m.op.Is(OpUpdateOne) {
+		return v, errors.New("OldUserID is only allowed on UpdateOne operations")
+	}
+	if m.id == nil || m.oldValue == nil {
+		return v, errors.New("OldUserID requires an ID field in the mutation")
+	}
+	oldValue, err := m.oldValue(ctx)
+	if err != nil {
+		return v, fmt.Errorf("querying old value for OldUserID: %w", err)
+	}
+	return oldValue.UserID, nil
+}
+
+// AddUserID adds i to the "user_id" field.
+func (m *MonthlySpendMutation) AddUserID(i int) {
+	if m.adduser_id != nil {
+		*m.adduser_id += i
+	} else {
+		m.adduser_id = &i
+	}
+}
+
+// AddedUserID returns the value that was added to the "user_id" field in this mutation.
+func (m *MonthlySpendMutation) AddedUserID() (r int, exists bool) {
+	v := m.adduser_id
+	if v == nil {
+		return
+	}
+	return *v, true
+}
+
+// ResetUserID resets all changes to the "user_id" field.
+func (m *MonthlySpendMutation) ResetUserID() {
+	m.user_id = nil
+	m.adduser_id = nil
+}
+
+// SetMonth sets the "month" field.
+func (m *MonthlySpendMutation) SetMonth(s string) {
+	m.month = &s
+}
+
+// Month returns the value of the "month" field in the mutation.
+func (m *MonthlySpendMutation) Month() (r string, exists bool) {
+	v := m.month
+	if v == nil {
+		return
+	}
+	return *v, true
+}
+
+// OldMonth returns the old "month" field's value of the MonthlySpend entity.
+// If the MonthlySpend object wasn't provided to the builder, the object is fetched from the database.
+// An error is returned if the mutation operation is not UpdateOne, or the database query fails.
+func (m *MonthlySpendMutation) OldMonth(ctx context.Context) (v string, err error) {
+	if !m.op.Is(OpUpdateOne) {
+		return v, errors.New("OldMonth is only allowed on UpdateOne operations")
+	}
+	if m.id == nil || m.oldValue == nil {
+		return v, errors.New("OldMonth requires an ID field in the mutation")
+	}
+	oldValue, err := m.oldValue(ctx)
+	if err != nil {
+		return v, fmt.Errorf("querying old value for OldMonth: %w", err)
+	}
+	return oldValue.Month, nil
+}
+
+// ResetMonth resets all changes to the "month" field.
+func (m *MonthlySpendMutation) ResetMonth() {
+	m.month = nil
+}
+
+// SetCostMicros sets the "cost_micros" field.
+func (m *MonthlySpendMutation) SetCostMicros(s schematype.Micros) {
+	m.cost_micros = &s
+	m.addcost_micros = nil
+}
+
+// CostMicros returns the value of the "cost_micros" field in the mutation.
+func (m *MonthlySpendMutation) CostMicros() (r schematype.Micros, exists bool) {
+	v := m.cost_micros
+	if v == nil {
+		return
+	}
+	return *v, true
+}
+
+// OldCostMicros returns the old "cost_micros" field's value of the MonthlySpend entity.
+// If the MonthlySpend object wasn't provided to the builder, the object is fetched from the database.
+// An error is returned if the mutation operation is not UpdateOne, or the database query fails.
+func (m *MonthlySpendMutation) OldCostMicros(ctx context.Context) (v schematype.Micros, err error) {
+	if !m.op.Is(OpUpdateOne) {
+		return v, errors.New("OldCostMicros is only allowed on UpdateOne operations")
+	}
+	if m.id == nil || m.oldValue == nil {
+		return v, errors.New("OldCostMicros requires an ID field in the mutation")
+	}
+	oldValue, err := m.oldValue(ctx)
+	if err != nil {
+		return v, fmt.Errorf("querying old value for OldCostMicros: %w", err)
+	}
+	return oldValue.CostMicros, nil
+}
+
+// AddCostMicros adds s to the "cost_micros" field.
+func (m *MonthlySpendMutation) AddCostMicros(s schematype.Micros) {
+	if m.addcost_micros != nil {
+		*m.addcost_micros += s
+	} else {
+		m.addcost_micros = &s
+	}
+}
+
+// AddedCostMicros returns the value that was added to the "cost_micros" field in this mutation.
+func (m *MonthlySpendMutation) AddedCostMicros() (r schematype.Micros, exists bool) {
+	v := m.addcost_micros
+	if v == nil {
+		return
+	}
+	return *v, true
+}
+
+// ResetCostMicros resets all changes to the "cost_micros" field.
+func (m *MonthlySpendMutation) ResetCostMicros() {
+	m.cost_micros = nil
+	m.addcost_micros = nil
+}
+
+// Where appends a list predicates to the MonthlySpendMutation builder.
+func (m *MonthlySpendMutation) Where(ps ...predicate.MonthlySpend) {
+	m.predicates = append(m.predicates, ps...)
+}
+
+// WhereP appends storage-level predicates to the MonthlySpendMutation builder. Using this method,
+// users can use type-assertion to append predicates that do not depend on any generated package.
+func (m *MonthlySpendMutation) WhereP(ps ...func(*sql.Selector)) {
+	p := make([]predicate.MonthlySpend, len(ps))
+	for i := range ps {
+		p[i] = ps[i]
+	}
+	m.Where(p...)
+}
+
+// Op returns the operation name.
+func (m *MonthlySpendMutation) Op() Op {
+	return m.op
+}
+
+// SetOp allows setting the mutation operation.
+func (m *MonthlySpendMutation) SetOp(op Op) {
+	m.op = op
+}
+
+// Type returns the node type of this mutation (MonthlySpend).
+func (m *MonthlySpendMutation) Type() string {
+	return m.typ
+}
+
+// Fields returns all fields that were changed during this mutation. Note that in
+// order to get all numeric fields that were incremented/decremented, call
+// AddedFields().
+func (m *MonthlySpendMutation) Fields() []string {
+	fields := make([]string, 0, 4)
+	if m.organization_id != nil {
+		fields = append(fields, monthlyspend.FieldOrganizationID)
+	}
+	if m.user_id != nil {
+		fields = append(fields, monthlyspend.FieldUserID)
+	}
+	if m.month != nil {
+		fields = append(fields, monthlyspend.FieldMonth)
+	}
+	if m.cost_micros != nil {
+		fields = append(fields, monthlyspend.FieldCostMicros)
+	}
+	return fields
+}
+
+// Field returns the value of a field with the given name. The second boolean
+// return value indicates that this field was not set, or was not defined in the
+// schema.
+func (m *MonthlySpendMutation) Field(name string) (ent.Value, bool) {
+	switch name {
+	case monthlyspend.FieldOrganizationID:
+		return m.OrganizationID()
+	case monthlyspend.FieldUserID:
+		return m.UserID()
+	case monthlyspend.FieldMonth:
+		return m.Month()
+	case monthlyspend.FieldCostMicros:
+		return m.CostMicros()
+	}
+	return nil, false
+}
+
+// OldField returns the old value of the field from the database. An error is
+// returned if the mutation operation is not UpdateOne, or the query to the
+// database failed.
+func (m *MonthlySpendMutation) OldField(ctx context.Context, name string) (ent.Value, error) {
+	switch name {
+	case monthlyspend.FieldOrganizationID:
+		return m.OldOrganizationID(ctx)
+	case monthlyspend.FieldUserID:
+		return m.OldUserID(ctx)
+	case monthlyspend.FieldMonth:
+		return m.OldMonth(ctx)
+	case monthlyspend.FieldCostMicros:
+		return m.OldCostMicros(ctx)
+	}
+	return nil, fmt.Errorf("unknown MonthlySpend field %s", name)
+}
+
+// SetField sets the value of a field with the given name. It returns an error if
+// the field is not defined in the schema, or if the type mismatched the field
+// type.
+func (m *MonthlySpendMutation) SetField(name string, value ent.Value) error {
+	switch name {
+	case monthlyspend.FieldOrganizationID:
+		v, ok := value.(int)
+		if !ok {
+			return fmt.Errorf("unexpected type %T for field %s", value, name)
+		}
+		m.SetOrganizationID(v)
+		return nil
+	case monthlyspend.FieldUserID:
+		v, ok := value.(int)
+		if !ok {
+			return fmt.Errorf("unexpected type %T for field %s", value, name)
+		}
+		m.SetUserID(v)
+		return nil
+	case monthlyspend.FieldMonth:
+		v, ok := value.(string)
+		if !ok {
+			return fmt.Errorf("unexpected type %T for field %s", value, name)
+		}
+		m.SetMonth(v)
+		return nil
+	case monthlyspend.FieldCostMicros:
+		v, ok := value.(schematype.Micros)
+		if !ok {
+			return fmt.Errorf("unexpected type %T for field %s", value, name)
+		}
+		m.SetCostMicros(v)
+		return nil
+	}
+	return fmt.Errorf("unknown MonthlySpend field %s", name)
+}
+
+// AddedFields returns all numeric fields that were incremented/decremented during
+// this mutation.
+func (m *MonthlySpendMutation) AddedFields() []string {
+	var fields []string
+	if m.addorganization_id != nil {
+		fields = append(fields, monthlyspend.FieldOrganizationID)
+	}
+	if m.adduser_id != nil {
+		fields = append(fields, monthlyspend.FieldUserID)
+	}
+	if m.addcost_micros != nil {
+		fields = append(fields, monthlyspend.FieldCostMicros)
+	}
+	return fields
+}
+
+// AddedField returns the numeric value that was incremented/decremented on a field
+// with the given name. The second boolean return value indicates that this field
+// was not set, or was not defined in the schema.
+func (m *MonthlySpendMutation) AddedField(name string) (ent.Value, bool) {
+	switch name {
+	case monthlyspend.FieldOrganizationID:
+		return m.AddedOrganizationID()
+	case monthlyspend.FieldUserID:
+		return m.AddedUserID()
+	case monthlyspend.FieldCostMicros:
+		return m.AddedCostMicros()
+	}
+	return nil, false
+}
+
+// AddField adds the value to the field with the given name. It returns an error if
+// the field is not defined in the schema, or if the type mismatched the field
+// type.
+func (m *MonthlySpendMutation) AddField(name string, value ent.Value) error {
+	switch name {
+	case monthlyspend.FieldOrganizationID:
+		v, ok := value.(int)
+		if !ok {
+			return fmt.Errorf("unexpected type %T for field %s", value, name)
+		}
+		m.AddOrganizationID(v)
+		return nil
+	case monthlyspend.FieldUserID:
+		v, ok := value.(int)
+		if !ok {
+			return fmt.Errorf("unexpected type %T for field %s", value, name)
+		}
+		m.AddUserID(v)
+		return nil
+	case monthlyspend.FieldCostMicros:
+		v, ok := value.(schematype.Micros)
+		if !ok {
+			return fmt.Errorf("unexpected type %T for field %s", value, name)
+		}
+		m.AddCostMicros(v)
+		return nil
+	}
+	return fmt.Errorf("unknown MonthlySpend numeric field %s", name)
+}
+
+// ClearedFields returns all nullable fields that were cleared during this
+// mutation.
+func (m *MonthlySpendMutation) ClearedFields() []string {
+	return nil
+}
+
+// FieldCleared returns a boolean indicating if a field with the given name was
+// cleared in this mutation.
+func (m *MonthlySpendMutation) FieldCleared(name string) bool {
+	_, ok := m.clearedFields[name]
+	return ok
+}
+
+// ClearField clears the value of the field with the given name. It returns an
+// error if the field is not defined in the schema.
+func (m *MonthlySpendMutation) ClearField(name string) error {
+	return fmt.Errorf("unknown MonthlySpend nullable field %s", name)
+}
+
+// ResetField resets all changes in the mutation for the field with the given name.
+// It returns an error if the field is not defined in the schema.
+func (m *MonthlySpendMutation) ResetField(name string) error {
+	switch name {
+	case monthlyspend.FieldOrganizationID:
+		m.ResetOrganizationID()
+		return nil
+	case monthlyspend.FieldUserID:
+		m.ResetUserID()
+		return nil
+	case monthlyspend.FieldMonth:
+		m.ResetMonth()
+		return nil
+	case monthlyspend.FieldCostMicros:
+		m.ResetCostMicros()
+		return nil
+	}
+	return fmt.Errorf("unknown MonthlySpend field %s", name)
+}
+
+// AddedEdges returns all edge names that were set/added in this mutation.
+func (m *MonthlySpendMutation) AddedEdges() []string {
+	edges := make([]string, 0, 0)
+	return edges
+}
+
+// AddedIDs returns all IDs (to other nodes) that were added for the given edge
+// name in this mutation.
+func (m *MonthlySpendMutation) AddedIDs(name string) []ent.Value {
+	return nil
+}
+
+// RemovedEdges returns all edge names that were removed in this mutation.
+func (m *MonthlySpendMutation) RemovedEdges() []string {
+	edges := make([]string, 0, 0)
+	return edges
+}
+
+// RemovedIDs returns all IDs (to other nodes) that were removed for the edge with
+// the given name in this mutation.
+func (m *MonthlySpendMutation) RemovedIDs(name string) []ent.Value {
+	return nil
+}
+
+// ClearedEdges returns all edge names that were cleared in this mutation.
+func (m *MonthlySpendMutation) ClearedEdges() []string {
+	edges := make([]string, 0, 0)
+	return edges
+}
+
+// EdgeCleared returns a boolean which indicates if the edge with the given name
+// was cleared in this mutation.
+func (m *MonthlySpendMutation) EdgeCleared(name string) bool {
+	return false
+}
+
+// ClearEdge clears the value of the edge with the given name. It returns an error
+// if that edge is not defined in the schema.
+func (m *MonthlySpendMutation) ClearEdge(name string) error {
+	return fmt.Errorf("unknown MonthlySpend unique edge %s", name)
+}
+
+// ResetEdge resets all changes to the edge with the given name in this mutation.
+// It returns an error if the edge is not defined in the schema.
+func (m *MonthlySpendMutation) ResetEdge(name string) error {
+	return fmt.Errorf("unknown MonthlySpend edge %s", name)
 }
 
 // OrganizationMutation represents an operation that mutates the Organization nodes in the graph.

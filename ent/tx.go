@@ -42,6 +42,8 @@ type Tx struct {
 	Memory *MemoryClient
 	// ModelCall is the client for interacting with the ModelCall builders.
 	ModelCall *ModelCallClient
+	// MonthlySpend is the client for interacting with the MonthlySpend builders.
+	MonthlySpend *MonthlySpendClient
 	// Organization is the client for interacting with the Organization builders.
 	Organization *OrganizationClient
 	// Setting is the client for interacting with the Setting builders.
@@ -207,6 +209,7 @@ func (tx *Tx) init() {
 	tx.KnowledgeBase = NewKnowledgeBaseClient(tx.config)
 	tx.Memory = NewMemoryClient(tx.config)
 	tx.ModelCall = NewModelCallClient(tx.config)
+	tx.MonthlySpend = NewMonthlySpendClient(tx.config)
 	tx.Organization = NewOrganizationClient(tx.config)
 	tx.Setting = NewSettingClient(tx.config)
 	tx.Skill = NewSkillClient(tx.config)

@@ -64,7 +64,7 @@ type benchServer struct {
 	stmts       *statements
 }
 
-func startServer(b *testing.B, backend dbtest.Backend, modelURL string) *benchServer {
+func startServer(b testing.TB, backend dbtest.Backend, modelURL string) *benchServer {
 	b.Helper()
 	url := dbtest.URL(b, backend)
 	s := &benchServer{stmts: &statements{n: map[string]int{}}}
@@ -105,7 +105,7 @@ func startServer(b *testing.B, backend dbtest.Backend, modelURL string) *benchSe
 	return s
 }
 
-func (s *benchServer) gql(b *testing.B, query string, vars map[string]any) map[string]any {
+func (s *benchServer) gql(b testing.TB, query string, vars map[string]any) map[string]any {
 	b.Helper()
 	body, _ := json.Marshal(map[string]any{"query": query, "variables": vars})
 	req, err := http.NewRequest(http.MethodPost, s.base+"/graphql", bytes.NewReader(body))

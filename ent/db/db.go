@@ -141,6 +141,7 @@ func openPostgres(rawURL string, o Options) (*DB, error) {
 	if o.Observe != nil {
 		cfg.ConnConfig.Tracer = pgxObserver{o.Observe}
 	}
+	cfg.ShouldPing = shouldPing(o.Observe)
 	if dial, dialed := cfg.ConnConfig.DialFunc, o.Dialed; dialed != nil {
 		cfg.ConnConfig.DialFunc = func(ctx context.Context, network, addr string) (net.Conn, error) {
 			dialed()
@@ -162,6 +163,7 @@ func openPostgres(rawURL string, o Options) (*DB, error) {
 func (d *DB) Client(opts ...ent.Option) *ent.Client {
 	c := ent.NewClient(append([]ent.Option{ent.Driver(d.Driver)}, opts...)...)
 	c.Turn.Use(countTurns)
+	c.ModelCall.Use(addSpend)
 	c.Intercept(noDistinctOverJSON)
 	return c
 }
@@ -242,6 +244,9 @@ func (d *DB) Migrate(ctx context.Context) error {
 			WHERE cost_micros = 0 AND cost <> 0`); err != nil {
 			return fmt.Errorf("exact costs of earlier %s: %w", table, err)
 		}
+	}
+	if err := d.backfillSpend(ctx); err != nil {
+		return err
 	}
 	if err := hybrid.Migrate(ctx, d.SQL, d.Dialect); err != nil {
 		return err

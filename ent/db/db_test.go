@@ -17,6 +17,7 @@ import (
 	"github.com/toolgate/toolgate/ent/db/dbtest"
 	"github.com/toolgate/toolgate/ent/organization"
 	"github.com/toolgate/toolgate/ent/schematype"
+	"github.com/toolgate/toolgate/ent/setting"
 	"github.com/toolgate/toolgate/ent/tenancy"
 )
 
@@ -185,5 +186,47 @@ func TestMigrateBackfillsExactCosts(t *testing.T) {
 			require.Equal(t, want, c.ModelCall.GetX(ctx, id).CostMicros, "model call %d", id)
 		}
 		require.Equal(t, schematype.Micros(250_000), c.Summary.GetX(ctx, sum.ID).CostMicros)
+	})
+}
+
+// TestMigrateBuildsMonthlySpend: the running totals of the model calls an
+// earlier version recorded (it kept none) are built once, by month in UTC,
+// for each user and the organisation; a later migration keeps the totals
+// as the calls since have made them.
+func TestMigrateBuildsMonthlySpend(t *testing.T) {
+	t.Parallel()
+	dbtest.Each(t, func(t *testing.T, d *db.DB) {
+		ctx := tenancy.System(context.Background())
+		c := d.Client()
+		o := c.Organization.Create().SetName("Acme").SaveX(ctx)
+		ann := c.User.Create().SetOrganizationID(o.ID).SetName("Ann").SaveX(ctx)
+		bo := c.User.Create().SetOrganizationID(o.ID).SetName("Bo").SaveX(ctx)
+		a := c.Agent.Create().SetOrganizationID(o.ID).SetName("Helper").SaveX(ctx)
+		conv := c.Conversation.Create().SetOrganizationID(o.ID).SetUserID(ann.ID).SetAgentID(a.ID).SaveX(ctx)
+		turn := c.Turn.Create().SetConversationID(conv.ID).SetNumber(1).SetUserText("hi").SaveX(ctx)
+		midnight := time.Date(2026, 5, 1, 0, 0, 0, 0, time.UTC)
+		call := func(user int, micros schematype.Micros, at time.Time) {
+			c.ModelCall.Create().SetTurnID(turn.ID).SetOrganizationID(o.ID).SetAgentID(a.ID).SetUserID(user).
+				SetProvider("p").SetModel("m").SetCostMicros(micros).SetStartedAt(at).ExecX(ctx)
+		}
+		call(ann.ID, 100, midnight.Add(-time.Microsecond))
+		call(bo.ID, 20, midnight.Add(-time.Hour))
+		call(ann.ID, 3, midnight)
+		// As an earlier version left the database: no totals.
+		c.MonthlySpend.Delete().ExecX(ctx)
+		c.Setting.Delete().Where(setting.Key("monthly_spend.built")).ExecX(ctx)
+
+		require.NoError(t, d.Migrate(ctx))
+		call(bo.ID, 4000, midnight.Add(time.Hour))
+		require.NoError(t, d.Migrate(ctx), "built once: the call since is not counted twice")
+		got := map[string]schematype.Micros{}
+		for _, s := range c.MonthlySpend.Query().AllX(ctx) {
+			require.Equal(t, o.ID, s.OrganizationID)
+			got[fmt.Sprintf("%s/%d", s.Month, s.UserID)] = s.CostMicros
+		}
+		require.Equal(t, map[string]schematype.Micros{
+			"2026-04/0": 120, fmt.Sprintf("2026-04/%d", ann.ID): 100, fmt.Sprintf("2026-04/%d", bo.ID): 20,
+			"2026-05/0": 4003, fmt.Sprintf("2026-05/%d", ann.ID): 3, fmt.Sprintf("2026-05/%d", bo.ID): 4000,
+		}, got)
 	})
 }

@@ -9,6 +9,7 @@ import (
 	"time"
 
 	"github.com/jackc/pgx/v5"
+	"github.com/jackc/pgx/v5/pgxpool"
 	"github.com/lib/pq"
 )
 
@@ -266,3 +267,23 @@ func (o pgxObserver) TraceQueryStart(ctx context.Context, _ *pgx.Conn, data pgx.
 }
 
 func (pgxObserver) TraceQueryEnd(context.Context, *pgx.Conn, pgx.TraceQueryEndData) {}
+
+// PingAfterIdle is how long a connection of the job queue's pool rests
+// before it is pinged when next taken. pgx's default, a second, pinged
+// before nearly every poll of the queue: half of an idle replica's
+// statements. A connection in use anyway needs none; one that died while
+// it rested fails its statement, which the queue repeats on its next
+// poll, and the pool drops it.
+const PingAfterIdle = time.Minute
+
+// shouldPing is the job queue's pool's ping rule; each ping is observed
+// (as the statement pgx sends, "-- ping"), so idle counts include them.
+func shouldPing(observe func(string)) func(context.Context, pgxpool.ShouldPingParams) bool {
+	return func(_ context.Context, p pgxpool.ShouldPingParams) bool {
+		ping := p.IdleDuration > PingAfterIdle
+		if ping && observe != nil {
+			observe("-- ping")
+		}
+		return ping
+	}
+}

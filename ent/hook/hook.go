@@ -177,6 +177,18 @@ func (f ModelCallFunc) Mutate(ctx context.Context, m ent.Mutation) (ent.Value, e
 	return nil, fmt.Errorf("unexpected mutation type %T. expect *ent.ModelCallMutation", m)
 }
 
+// The MonthlySpendFunc type is an adapter to allow the use of ordinary
+// function as MonthlySpend mutator.
+type MonthlySpendFunc func(context.Context, *ent.MonthlySpendMutation) (ent.Value, error)
+
+// Mutate calls f(ctx, m).
+func (f MonthlySpendFunc) Mutate(ctx context.Context, m ent.Mutation) (ent.Value, error) {
+	if mv, ok := m.(*ent.MonthlySpendMutation); ok {
+		return f(ctx, mv)
+	}
+	return nil, fmt.Errorf("unexpected mutation type %T. expect *ent.MonthlySpendMutation", m)
+}
+
 // The OrganizationFunc type is an adapter to allow the use of ordinary
 // function as Organization mutator.
 type OrganizationFunc func(context.Context, *ent.OrganizationMutation) (ent.Value, error)

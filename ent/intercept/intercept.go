@@ -22,6 +22,7 @@ import (
 	"github.com/toolgate/toolgate/ent/knowledgebase"
 	"github.com/toolgate/toolgate/ent/memory"
 	"github.com/toolgate/toolgate/ent/modelcall"
+	"github.com/toolgate/toolgate/ent/monthlyspend"
 	"github.com/toolgate/toolgate/ent/organization"
 	"github.com/toolgate/toolgate/ent/predicate"
 	"github.com/toolgate/toolgate/ent/setting"
@@ -469,6 +470,33 @@ func (f TraverseModelCall) Traverse(ctx context.Context, q ent.Query) error {
 	return fmt.Errorf("unexpected query type %T. expect *ent.ModelCallQuery", q)
 }
 
+// The MonthlySpendFunc type is an adapter to allow the use of ordinary function as a Querier.
+type MonthlySpendFunc func(context.Context, *ent.MonthlySpendQuery) (ent.Value, error)
+
+// Query calls f(ctx, q).
+func (f MonthlySpendFunc) Query(ctx context.Context, q ent.Query) (ent.Value, error) {
+	if q, ok := q.(*ent.MonthlySpendQuery); ok {
+		return f(ctx, q)
+	}
+	return nil, fmt.Errorf("unexpected query type %T. expect *ent.MonthlySpendQuery", q)
+}
+
+// The TraverseMonthlySpend type is an adapter to allow the use of ordinary function as Traverser.
+type TraverseMonthlySpend func(context.Context, *ent.MonthlySpendQuery) error
+
+// Intercept is a dummy implementation of Intercept that returns the next Querier in the pipeline.
+func (f TraverseMonthlySpend) Intercept(next ent.Querier) ent.Querier {
+	return next
+}
+
+// Traverse calls f(ctx, q).
+func (f TraverseMonthlySpend) Traverse(ctx context.Context, q ent.Query) error {
+	if q, ok := q.(*ent.MonthlySpendQuery); ok {
+		return f(ctx, q)
+	}
+	return fmt.Errorf("unexpected query type %T. expect *ent.MonthlySpendQuery", q)
+}
+
 // The OrganizationFunc type is an adapter to allow the use of ordinary function as a Querier.
 type OrganizationFunc func(context.Context, *ent.OrganizationQuery) (ent.Value, error)
 
@@ -770,6 +798,8 @@ func NewQuery(q ent.Query) (Query, error) {
 		return &query[*ent.MemoryQuery, predicate.Memory, memory.OrderOption]{typ: ent.TypeMemory, tq: q}, nil
 	case *ent.ModelCallQuery:
 		return &query[*ent.ModelCallQuery, predicate.ModelCall, modelcall.OrderOption]{typ: ent.TypeModelCall, tq: q}, nil
+	case *ent.MonthlySpendQuery:
+		return &query[*ent.MonthlySpendQuery, predicate.MonthlySpend, monthlyspend.OrderOption]{typ: ent.TypeMonthlySpend, tq: q}, nil
 	case *ent.OrganizationQuery:
 		return &query[*ent.OrganizationQuery, predicate.Organization, organization.OrderOption]{typ: ent.TypeOrganization, tq: q}, nil
 	case *ent.SettingQuery:

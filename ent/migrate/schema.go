@@ -438,6 +438,27 @@ var (
 			},
 		},
 	}
+	// MonthlySpendsColumns holds the columns for the "monthly_spends" table.
+	MonthlySpendsColumns = []*schema.Column{
+		{Name: "id", Type: field.TypeInt, Increment: true},
+		{Name: "organization_id", Type: field.TypeInt},
+		{Name: "user_id", Type: field.TypeInt},
+		{Name: "month", Type: field.TypeString},
+		{Name: "cost_micros", Type: field.TypeInt64, Default: 0},
+	}
+	// MonthlySpendsTable holds the schema information for the "monthly_spends" table.
+	MonthlySpendsTable = &schema.Table{
+		Name:       "monthly_spends",
+		Columns:    MonthlySpendsColumns,
+		PrimaryKey: []*schema.Column{MonthlySpendsColumns[0]},
+		Indexes: []*schema.Index{
+			{
+				Name:    "monthlyspend_organization_id_month_user_id",
+				Unique:  true,
+				Columns: []*schema.Column{MonthlySpendsColumns[1], MonthlySpendsColumns[3], MonthlySpendsColumns[2]},
+			},
+		},
+	}
 	// OrganizationsColumns holds the columns for the "organizations" table.
 	OrganizationsColumns = []*schema.Column{
 		{Name: "id", Type: field.TypeInt, Increment: true},
@@ -762,6 +783,7 @@ var (
 		KnowledgeBasesTable,
 		MemoriesTable,
 		ModelCallsTable,
+		MonthlySpendsTable,
 		OrganizationsTable,
 		SettingsTable,
 		SkillsTable,
@@ -826,6 +848,9 @@ func init() {
 	ModelCallsTable.ForeignKeys[0].RefTable = TurnsTable
 	ModelCallsTable.Annotation = &entsql.Annotation{
 		IncrementStart: func(i int) *int { return &i }(17179869184),
+	}
+	MonthlySpendsTable.Annotation = &entsql.Annotation{
+		IncrementStart: func(i int) *int { return &i }(103079215104),
 	}
 	OrganizationsTable.Annotation = &entsql.Annotation{
 		IncrementStart: func(i int) *int { return &i }(21474836480),

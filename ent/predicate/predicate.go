@@ -48,6 +48,9 @@ type Memory func(*sql.Selector)
 // ModelCall is the predicate function for modelcall builders.
 type ModelCall func(*sql.Selector)
 
+// MonthlySpend is the predicate function for monthlyspend builders.
+type MonthlySpend func(*sql.Selector)
+
 // Organization is the predicate function for organization builders.
 type Organization func(*sql.Selector)
 

@@ -446,6 +446,30 @@ func (f ModelCallMutationRuleFunc) EvalMutation(ctx context.Context, m ent.Mutat
 	return Denyf("ent/privacy: unexpected mutation type %T, expect *ent.ModelCallMutation", m)
 }
 
+// The MonthlySpendQueryRuleFunc type is an adapter to allow the use of ordinary
+// functions as a query rule.
+type MonthlySpendQueryRuleFunc func(context.Context, *ent.MonthlySpendQuery) error
+
+// EvalQuery return f(ctx, q).
+func (f MonthlySpendQueryRuleFunc) EvalQuery(ctx context.Context, q ent.Query) error {
+	if q, ok := q.(*ent.MonthlySpendQuery); ok {
+		return f(ctx, q)
+	}
+	return Denyf("ent/privacy: unexpected query type %T, expect *ent.MonthlySpendQuery", q)
+}
+
+// The MonthlySpendMutationRuleFunc type is an adapter to allow the use of ordinary
+// functions as a mutation rule.
+type MonthlySpendMutationRuleFunc func(context.Context, *ent.MonthlySpendMutation) error
+
+// EvalMutation calls f(ctx, m).
+func (f MonthlySpendMutationRuleFunc) EvalMutation(ctx context.Context, m ent.Mutation) error {
+	if m, ok := m.(*ent.MonthlySpendMutation); ok {
+		return f(ctx, m)
+	}
+	return Denyf("ent/privacy: unexpected mutation type %T, expect *ent.MonthlySpendMutation", m)
+}
+
 // The OrganizationQueryRuleFunc type is an adapter to allow the use of ordinary
 // functions as a query rule.
 type OrganizationQueryRuleFunc func(context.Context, *ent.OrganizationQuery) error

@@ -20,6 +20,7 @@ import (
 	"github.com/toolgate/toolgate/ent/knowledgebase"
 	"github.com/toolgate/toolgate/ent/memory"
 	"github.com/toolgate/toolgate/ent/modelcall"
+	"github.com/toolgate/toolgate/ent/monthlyspend"
 	"github.com/toolgate/toolgate/ent/organization"
 	"github.com/toolgate/toolgate/ent/schema"
 	"github.com/toolgate/toolgate/ent/schematype"
@@ -677,6 +678,22 @@ func init() {
 	modelcallDescStartedAt := modelcallFields[18].Descriptor()
 	// modelcall.DefaultStartedAt holds the default value on creation for the started_at field.
 	modelcall.DefaultStartedAt = modelcallDescStartedAt.Default.(func() time.Time)
+	monthlyspendMixin := schema.MonthlySpend{}.Mixin()
+	monthlyspend.Policy = privacy.NewPolicies(monthlyspendMixin[0], schema.MonthlySpend{})
+	monthlyspend.Hooks[0] = func(next ent.Mutator) ent.Mutator {
+		return ent.MutateFunc(func(ctx context.Context, m ent.Mutation) (ent.Value, error) {
+			if err := monthlyspend.Policy.EvalMutation(ctx, m); err != nil {
+				return nil, err
+			}
+			return next.Mutate(ctx, m)
+		})
+	}
+	monthlyspendFields := schema.MonthlySpend{}.Fields()
+	_ = monthlyspendFields
+	// monthlyspendDescCostMicros is the schema descriptor for cost_micros field.
+	monthlyspendDescCostMicros := monthlyspendFields[3].Descriptor()
+	// monthlyspend.DefaultCostMicros holds the default value on creation for the cost_micros field.
+	monthlyspend.DefaultCostMicros = schematype.Micros(monthlyspendDescCostMicros.Default.(int64))
 	organizationMixin := schema.Organization{}.Mixin()
 	organization.Policy = privacy.NewPolicies(organizationMixin[1], schema.Organization{})
 	organization.Hooks[0] = func(next ent.Mutator) ent.Mutator {

@@ -237,7 +237,18 @@ func buildPast(d string, v pastValues) (string, []any, error) {
 		return b.Select("COALESCE(MAX(" + st.C(summary.FieldToTurn) + "), 0)").From(st).
 			Where(entsql.And(entsql.EQ(st.C(summary.FieldConversationID), convID), entsql.LT(st.C(summary.FieldToTurn), number)))
 	}
+	upTo := func(column string, this bool) *entsql.Predicate {
+		if this {
+			return entsql.LTE(column, number)
+		}
+		return entsql.LT(column, number)
+	}
+	var since func(as string, this bool, columns ...string) (*entsql.Selector, *entsql.SelectTable)
 	earlier := func(as string, columns ...string) (*entsql.Selector, *entsql.SelectTable) {
+		return since(as, false, columns...)
+	}
+	// since is earlier, with this turn too when this is true.
+	since = func(as string, this bool, columns ...string) (*entsql.Selector, *entsql.SelectTable) {
 		tt := b.Table(turn.Table).As(as)
 		cs := make([]string, len(columns))
 		for i, c := range columns {
@@ -248,12 +259,15 @@ func buildPast(d string, v pastValues) (string, []any, error) {
 			entsql.P(func(bb *entsql.Builder) {
 				bb.WriteString(tt.C(turn.FieldNumber)).WriteString(" > ").Wrap(func(bb *entsql.Builder) { bb.Join(after()) })
 			}),
-			entsql.LT(tt.C(turn.FieldNumber), number))), tt
+			upTo(tt.C(turn.FieldNumber), this))), tt
 	}
-	// ofTurns limits a call's rows to the earlier turns' and this one's.
+	// ofTurns limits a call's rows to the earlier turns' and this one's:
+	// one IN over the conversation's turns by number, which both planners
+	// join by the calls' turn_id index (an OR with this turn's id, beside
+	// it, made PostgreSQL's read every row of the table).
 	ofTurns := func(column string) *entsql.Predicate {
-		ids, _ := earlier("h0", turn.FieldID)
-		return entsql.Or(entsql.In(column, ids), entsql.EQ(column, v.turn))
+		ids, _ := since("h0", true, turn.FieldID)
+		return entsql.In(column, ids)
 	}
 
 	row := func(kind int, key1, key2 string, ints, texts, jsons, times []string) []string {
@@ -299,7 +313,13 @@ func buildPast(d string, v pastValues) (string, []any, error) {
 	mcs := selectRow(row(pastModelCall, mt.C(modelcall.FieldTurnID), mt.C(modelcall.FieldStep), nil,
 		[]string{mt.C(modelcall.FieldText)}, nil, nil)).From(mt).
 		Where(entsql.And(ofTurns(mt.C(modelcall.FieldTurnID)),
-			entsql.EQ(mt.C(modelcall.FieldOrganizationID), v.organization),
+			// Unary plus: the organisation checked, by no index. By its
+			// (organization_id, started_at) index both databases' planners
+			// read every model call the organisation ever made; by turn_id,
+			// only these turns'.
+			entsql.P(func(bb *entsql.Builder) {
+				bb.WriteString("+" + mt.C(modelcall.FieldOrganizationID) + " = ").Arg(v.organization)
+			}),
 			entsql.EQ(mt.C(modelcall.FieldKind), modelcall.KindSTEP.String())))
 
 	// Their tool calls, by turn and position, with their results' sizes.

@@ -611,8 +611,17 @@ func (t *turnRun) holds() predicate.ToolCall {
 
 // unrecorded holds while the turn has not recorded the step: a claim's
 // update that records a step checks it in the same statement.
+// The subquery is correlated, by the turn's id (model_calls' turn_id
+// index): ent's HasModelCallsWith is an uncorrelated IN over every model
+// call of the step's number, which grows with all the turns ever run.
 func unrecorded(step int) predicate.Turn {
-	return turn.Not(turn.HasModelCallsWith(modelcall.KindEQ(modelcall.KindSTEP), modelcall.Step(step)))
+	return func(s *sql.Selector) {
+		mt := sql.Table(modelcall.Table)
+		s.Where(sql.NotExists(sql.Select(mt.C(modelcall.FieldTurnID)).From(mt).Where(sql.And(
+			sql.ColumnsEQ(mt.C(modelcall.FieldTurnID), s.C(turn.FieldID)),
+			sql.EQ(mt.C(modelcall.FieldKind), modelcall.KindSTEP.String()),
+			sql.EQ(mt.C(modelcall.FieldStep), step)))))
+	}
 }
 
 // writeClaimed is write whose claim check may be an update the write makes

@@ -103,7 +103,7 @@ type costRig struct {
 	bridge *events.Bridge
 }
 
-func newCostRig(t testing.TB, backend dbtest.Backend, p model.Provider) *costRig {
+func newCostRig(t testing.TB, backend dbtest.Backend, p model.Provider, opts ...option) *costRig {
 	t.Helper()
 	raw := dbtest.URL(t, backend)
 	rig := &costRig{stmts: &stmtLog{}}
@@ -130,7 +130,7 @@ func newCostRig(t testing.TB, backend dbtest.Backend, p model.Provider) *costRig
 		t.Cleanup(func() { _ = br.Close() })
 		rig.bridge = br
 	}
-	rig.harness = newHarness(t, d, p, func(c *loop.Config) { c.Events = bus })
+	rig.harness = newHarness(t, d, p, append([]option{func(c *loop.Config) { c.Events = bus }}, opts...)...)
 	return rig
 }
 

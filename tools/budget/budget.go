@@ -5,7 +5,10 @@
 //
 // Limits are exact (integer micro-dollars); spend is the sum of the model
 // calls' costs started in the month, in UTC: a call at 23:30 on the 31st
-// in UTC−5 is already the 1st in UTC and counts in the next month.
+// in UTC−5 is already the 1st in UTC and counts in the next month. The sum
+// is kept as a running total (ent.MonthlySpend), added to in the
+// transaction that records each model call, so what a check reads does
+// not grow with the month's calls.
 package budget
 
 import (
@@ -16,7 +19,8 @@ import (
 
 	"github.com/toolgate/toolgate/ent"
 	entbudget "github.com/toolgate/toolgate/ent/budget"
-	"github.com/toolgate/toolgate/ent/modelcall"
+	"github.com/toolgate/toolgate/ent/db"
+	"github.com/toolgate/toolgate/ent/monthlyspend"
 	"github.com/toolgate/toolgate/ent/schematype"
 	"github.com/toolgate/toolgate/ent/tenancy"
 )
@@ -49,29 +53,46 @@ func (s Spending) Of(user int) Micros {
 	return s.ByUser[user]
 }
 
-// SpentIn sums, in one statement, the cost of the model calls of org started
-// in the UTC month of now, by user. It reads as the system: the
-// organisation's total is part of what a member is told (budget_check).
+// SpentIn reads what org's users spent in the UTC month of now: the
+// running totals each model call adds to (ent/db), one statement of a row
+// per user who spent and one for the organisation, however many calls the
+// month had. It reads as the system: the organisation's total is part of
+// what a member is told (budget_check).
 func SpentIn(ctx context.Context, c *ent.Client, org int, now time.Time) (Spending, error) {
-	start, end := Month(now)
-	var rows []struct {
-		UserID int   `json:"user_id"`
-		Sum    int64 `json:"sum"`
-	}
-	err := c.ModelCall.Query().
-		Where(modelcall.OrganizationID(org), modelcall.StartedAtGTE(start), modelcall.StartedAtLT(end)).
-		GroupBy(modelcall.FieldUserID).
-		Aggregate(ent.As(ent.Sum(modelcall.FieldCostMicros), "sum")).
-		Scan(tenancy.System(ctx), &rows)
+	rows, err := c.MonthlySpend.Query().
+		Where(monthlyspend.OrganizationID(org), monthlyspend.Month(monthOf(now))).
+		All(tenancy.System(ctx))
 	if err != nil {
-		return Spending{}, fmt.Errorf("sum spend: %w", err)
+		return Spending{}, fmt.Errorf("read spend: %w", err)
 	}
+	return spending(rows), nil
+}
+
+// monthOf is the key of now's month in the running totals.
+func monthOf(now time.Time) string { return now.UTC().Format(db.SpendMonth) }
+
+func spending(rows []*ent.MonthlySpend) Spending {
 	s := Spending{ByUser: make(map[int]Micros, len(rows))}
 	for _, r := range rows {
-		s.ByUser[r.UserID] = Micros(r.Sum)
-		s.Total += Micros(r.Sum)
+		if r.UserID == 0 {
+			s.Total = r.CostMicros
+			continue
+		}
+		s.ByUser[r.UserID] = r.CostMicros
 	}
-	return s, nil
+	return s
+}
+
+// spentBy reads the totals of org and its user in the UTC month of now:
+// two rows at most.
+func spentBy(ctx context.Context, c *ent.Client, org, user int, now time.Time) (Spending, error) {
+	rows, err := c.MonthlySpend.Query().
+		Where(monthlyspend.OrganizationID(org), monthlyspend.Month(monthOf(now)), monthlyspend.UserIDIn(0, user)).
+		All(tenancy.System(ctx))
+	if err != nil {
+		return Spending{}, fmt.Errorf("read spend: %w", err)
+	}
+	return spending(rows), nil
 }
 
 // Spent is what org's user (0: the whole organisation) spent in the UTC
@@ -111,10 +132,18 @@ type Status struct {
 // StatusOf reads the limits of org and user and what both spent in the UTC
 // month of now.
 func StatusOf(ctx context.Context, c *ent.Client, org, user int, now time.Time) (*Status, error) {
-	sys := tenancy.System(ctx)
+	s, err := limitsOf(ctx, c, org, user, now)
+	if err != nil {
+		return nil, err
+	}
+	return s, s.readSpend(ctx, c, org, user, now)
+}
+
+// limitsOf reads the limits of org and user, the spend not yet.
+func limitsOf(ctx context.Context, c *ent.Client, org, user int, now time.Time) (*Status, error) {
 	rows, err := c.Budget.Query().
 		Where(entbudget.OrganizationID(org), entbudget.Or(entbudget.UserIDIsNil(), entbudget.UserID(user))).
-		All(sys)
+		All(tenancy.System(ctx))
 	if err != nil {
 		return nil, fmt.Errorf("load budgets: %w", err)
 	}
@@ -128,12 +157,16 @@ func StatusOf(ctx context.Context, c *ent.Client, org, user int, now time.Time) 
 			s.User.Limit = &limit
 		}
 	}
-	spent, err := SpentIn(ctx, c, org, now)
+	return s, nil
+}
+
+func (s *Status) readSpend(ctx context.Context, c *ent.Client, org, user int, now time.Time) error {
+	spent, err := spentBy(ctx, c, org, user, now)
 	if err != nil {
-		return nil, err
+		return err
 	}
 	s.User.Spent, s.Organization.Spent = spent.Of(user), spent.Total
-	return s, nil
+	return nil
 }
 
 // ExceededError says which monthly limit is spent. Clients read it with
@@ -156,9 +189,17 @@ func (e *ExceededError) Error() string {
 
 // Enforce returns an ExceededError when the user's or the organisation's
 // limit is spent this UTC month (the user's named first), nil otherwise.
+//
+// Without a limit it reads nothing more than the limits: no spend.
 func Enforce(ctx context.Context, c *ent.Client, org, user int, now time.Time) error {
-	s, err := StatusOf(ctx, c, org, user, now)
+	s, err := limitsOf(ctx, c, org, user, now)
 	if err != nil {
+		return err
+	}
+	if s.User.Limit == nil && s.Organization.Limit == nil {
+		return nil
+	}
+	if err := s.readSpend(ctx, c, org, user, now); err != nil {
 		return err
 	}
 	switch {

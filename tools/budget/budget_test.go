@@ -10,6 +10,7 @@ import (
 	"github.com/toolgate/toolgate/ent"
 	"github.com/toolgate/toolgate/ent/db"
 	"github.com/toolgate/toolgate/ent/db/dbtest"
+	"github.com/toolgate/toolgate/ent/modelcall"
 	"github.com/toolgate/toolgate/ent/schematype"
 	"github.com/toolgate/toolgate/ent/tenancy"
 	"github.com/toolgate/toolgate/tools/budget"
@@ -123,5 +124,89 @@ func TestEnforceNamesTheLimit(t *testing.T) {
 		require.Equal(t, schematype.MicrosFromUSD(6), *s.Organization.Left())
 		// Next month starts from nothing.
 		require.NoError(t, budget.Enforce(ctx, b.client, b.org, b.bob, now.AddDate(0, 1, 0)))
+	})
+}
+
+// TestSpendAtTheMonthBoundary: the running totals split at midnight UTC
+// as the month's model calls do. Calls a microsecond either side of the
+// end of January, recorded February's first, count each in its own month,
+// for the user and for the organisation; an admin's limit set mid-month
+// counts what was spent before it was set.
+func TestSpendAtTheMonthBoundary(t *testing.T) {
+	t.Parallel()
+	dbtest.Each(t, func(t *testing.T, d *db.DB) {
+		b := setup(t, d)
+		ctx := context.Background()
+		midnight := time.Date(2026, 2, 1, 0, 0, 0, 0, time.UTC)
+		b.spend(t, b.turnAda, b.ada, 0.75, midnight)
+		b.spend(t, b.turnAda, b.ada, 2, midnight.Add(-time.Microsecond))
+		b.spend(t, b.turnBo, b.bob, 1, midnight.Add(-time.Microsecond))
+		b.spend(t, b.turnBo, b.bob, 0.25, midnight.Add(time.Microsecond))
+
+		for _, tc := range []struct {
+			at              time.Time
+			ada, bob, total float64
+		}{
+			{midnight.Add(-time.Nanosecond), 2, 1, 3},
+			{midnight, 0.75, 0.25, 1},
+			{midnight.AddDate(0, 1, 0), 0, 0, 0},
+		} {
+			s, err := budget.SpentIn(ctx, b.client, b.org, tc.at)
+			require.NoError(t, err)
+			require.Equal(t, schematype.MicrosFromUSD(tc.ada), s.Of(b.ada), tc.at)
+			require.Equal(t, schematype.MicrosFromUSD(tc.bob), s.Of(b.bob), tc.at)
+			require.Equal(t, schematype.MicrosFromUSD(tc.total), s.Total, tc.at)
+		}
+
+		// The totals are what the month's calls sum to.
+		sys := tenancy.System(ctx)
+		for _, at := range []time.Time{midnight.Add(-time.Nanosecond), midnight} {
+			start, end := budget.Month(at)
+			var sum []struct {
+				Sum int64 `json:"sum"`
+			}
+			b.client.ModelCall.Query().
+				Where(modelcall.OrganizationID(b.org), modelcall.StartedAtGTE(start), modelcall.StartedAtLT(end)).
+				Aggregate(ent.Sum(modelcall.FieldCostMicros)).ScanX(sys, &sum)
+			s, err := budget.SpentIn(ctx, b.client, b.org, at)
+			require.NoError(t, err)
+			require.Equal(t, budget.Micros(sum[0].Sum), s.Total)
+		}
+
+		_, err := budget.Set(sys, b.client, b.org, b.bob, schematype.MicrosFromUSD(1))
+		require.NoError(t, err)
+		require.EqualError(t, budget.Enforce(ctx, b.client, b.org, b.bob, midnight.Add(-time.Nanosecond)),
+			"budget exceeded: your monthly limit of $1.00 is spent ($1.00 in 2026-01, UTC)")
+		require.NoError(t, budget.Enforce(ctx, b.client, b.org, b.bob, midnight), "February's 25 cents are under it")
+	})
+}
+
+// TestEnforceReadsNoSpendWithoutALimit: with no limit set the check reads
+// the limits only, one statement; with one it reads two rows of running
+// totals more, one statement, however many model calls the month had.
+func TestEnforceReadsNoSpendWithoutALimit(t *testing.T) {
+	t.Parallel()
+	dbtest.Each(t, func(t *testing.T, d *db.DB) {
+		b := setup(t, d)
+		ctx := context.Background()
+		now := time.Date(2026, 3, 15, 9, 0, 0, 0, time.UTC)
+		for i := range 20 {
+			b.spend(t, b.turnAda, b.ada, 0.01, now.Add(-time.Duration(i)*time.Hour))
+		}
+		counter := dbtest.Count(d)
+		c := d.Client()
+		require.NoError(t, budget.Enforce(ctx, c, b.org, b.ada, now))
+		require.Len(t, counter.Statements(), 1, counter.Statements())
+		require.NotContains(t, counter.Statements()[0], "model_calls")
+
+		_, err := budget.Set(tenancy.System(ctx), c, b.org, 0, schematype.MicrosFromUSD(0.2))
+		require.NoError(t, err)
+		counter.Reset()
+		require.EqualError(t, budget.Enforce(ctx, c, b.org, b.ada, now),
+			"budget exceeded: the organisation's monthly limit of $0.20 is spent ($0.20 in 2026-03, UTC)")
+		require.Len(t, counter.Statements(), 2, counter.Statements())
+		for _, q := range counter.Statements() {
+			require.NotContains(t, q, "model_calls")
+		}
 	})
 }

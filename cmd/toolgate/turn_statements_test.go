@@ -1,0 +1,147 @@
+package main
+
+import (
+	"encoding/json"
+	"fmt"
+	"net/http"
+	"net/http/httptest"
+	"regexp"
+	"sort"
+	"strings"
+	"sync/atomic"
+	"testing"
+	"time"
+
+	"github.com/stretchr/testify/require"
+
+	"github.com/toolgate/toolgate/ent/db/dbtest"
+)
+
+// oneCallModel answers a turn's first model call with one calculator call
+// and the next, which carries the call's result, with its answer:
+// streamed Chat Completions, as the provider speaks them. answered counts
+// the answers.
+func oneCallModel(t testing.TB, answered *atomic.Int64) string {
+	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		var req struct{ Messages []json.RawMessage }
+		_ = json.NewDecoder(r.Body).Decode(&req)
+		last := ""
+		if n := len(req.Messages); n > 0 {
+			var m struct{ Role string }
+			_ = json.Unmarshal(req.Messages[n-1], &m)
+			last = m.Role
+		}
+		w.Header().Set("Content-Type", "text/event-stream")
+		if last == "tool" {
+			fmt.Fprint(w, `data: {"id":"y","object":"chat.completion.chunk","created":1,"model":"gpt-4.1","choices":[{"index":0,"finish_reason":"stop","delta":{"role":"assistant","content":"It is 2."}}]}`+"\n\n")
+		} else {
+			fmt.Fprint(w, `data: {"id":"x","object":"chat.completion.chunk","created":1,"model":"gpt-4.1","choices":[{"index":0,"finish_reason":"tool_calls","delta":{"role":"assistant","tool_calls":[{"index":0,"id":"c1","type":"function","function":{"name":"calculator","arguments":"{\"expression\":\"1+1\"}"}}]}}]}`+"\n\n")
+		}
+		fmt.Fprint(w, `data: {"id":"y","object":"chat.completion.chunk","created":1,"model":"gpt-4.1","choices":[],"usage":{"prompt_tokens":100,"completion_tokens":3,"total_tokens":103}}`+"\n\n")
+		fmt.Fprint(w, "data: [DONE]\n\n")
+		if last == "tool" {
+			answered.Add(1)
+		}
+	}))
+	t.Cleanup(srv.Close)
+	return srv.URL + "/v1"
+}
+
+// background is what a replica sends on its own timers whatever its turns
+// do: the queue's leader election and maintenance, the sweep of abandoned
+// turns. The idle count covers them (TestIdleStatements).
+var background = regexp.MustCompile("river_leader|river_queue|river_client|river_job_delete|river_job_rescue|river_job_schedule|" +
+	"pg_try_advisory|LeaderAttempt|LeaderGetElected|QueueList|QueueDeleteExpired|JobGetStuck|JobDeleteBefore|NotificationDeleteBefore|" +
+	"^SELECT EXISTS \\(SELECT 1 FROM .?river_job.? WHERE state IN \\('retryable', 'scheduled'\\)|" +
+	"^SELECT .turns.\\..id., .turns.\\..heartbeat_at. FROM .turns. WHERE .turns.\\..status. = [?$]1?$")
+
+// TestTurnStatementsEndToEnd counts, from the drivers of both pools (the
+// API's and the job queue's, pings included), every statement a warm
+// one-call turn causes, from sendMessage's request to the turn's job
+// completed in the queue, pings of the queue's pool included: the API request and its authentication, the
+// budget check, the runtime's claim, load and records, the calculator's
+// own GraphQL request with its scope token, the event notifications and
+// the queue's insert, fetch and completion. The bounds are today's, so a
+// statement more fails; the breakdown is logged.
+func TestTurnStatementsEndToEnd(t *testing.T) {
+	// Today's counts. The fake model reports tokens, so each of the two
+	// model calls costs something and adds to the month's running totals
+	// (one statement each). PostgreSQL's event notifications are bounded
+	// apart, at one an event (8 events): several events go in one, and
+	// how many depends on how closely they follow each other.
+	for backend, most := range map[dbtest.Backend]int{dbtest.SQLite: 41, dbtest.Postgres: 39} {
+		t.Run(string(backend), func(t *testing.T) {
+			var answered atomic.Int64
+			s := startServer(t, backend, oneCallModel(t, &answered))
+			agent := s.gql(t, `mutation { createAgent(input: {name: "Sums", instructions: "Add.", tools: []}) { id } }`, nil)
+			c := s.gql(t, `mutation($a: ID!) { startConversation(input: {agentId: $a}) { id } }`, map[string]any{"a": agent["createAgent"].(map[string]any)["id"]})
+			conv := c["startConversation"].(map[string]any)["id"]
+			turn := func() (int, string) {
+				before := answered.Load()
+				s.stmts.reset()
+				s.gql(t, `mutation($c: ID!) { sendMessage(input: {conversationId: $c, text: "1+1?"}) { id } }`, map[string]any{"c": conv})
+				require.Eventually(t, func() bool { return answered.Load() > before }, 20*time.Second, time.Millisecond)
+				// The turn's end, its events and its job's completion
+				// follow the answer: until the statements stop.
+				last, quiet := -1, 0
+				for quiet < 20 {
+					time.Sleep(25 * time.Millisecond)
+					n, _ := s.stmts.total()
+					if n == last {
+						quiet++
+						continue
+					}
+					last, quiet = n, 0
+				}
+				return s.stmts.counted(background)
+			}
+			turn() // warms the caches
+			n, list := turn()
+			notes := s.stmts.matching(notifications)
+			t.Logf("%s: %d statements (%d of them event notifications), one-call turn end to end:\n%s", backend, n, notes, list)
+			require.LessOrEqual(t, n-notes, most, list)
+			require.LessOrEqual(t, notes, 8, list)
+		})
+	}
+}
+
+// notifications are the turn events' notifications to other replicas.
+var notifications = regexp.MustCompile(`^SELECT pg_notify\(`)
+
+// matching counts the statements sent that re matches.
+func (s *statements) matching(re *regexp.Regexp) int {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	n := 0
+	for q, c := range s.n {
+		if re.MatchString(q) {
+			n += c
+		}
+	}
+	return n
+}
+
+// counted returns how many statements were sent that background does not
+// match, and all of them by frequency.
+func (s *statements) counted(background *regexp.Regexp) (int, string) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	n := 0
+	var qs []string
+	for q, c := range s.n {
+		if !background.MatchString(q) {
+			n += c
+		}
+		qs = append(qs, q)
+	}
+	sort.Slice(qs, func(i, j int) bool { return s.n[qs[i]] > s.n[qs[j]] || s.n[qs[i]] == s.n[qs[j]] && qs[i] < qs[j] })
+	var b strings.Builder
+	for _, q := range qs {
+		mark := " "
+		if background.MatchString(q) {
+			mark = "b"
+		}
+		fmt.Fprintf(&b, "%s%4d  %.160s\n", mark, s.n[q], q)
+	}
+	return n, b.String()
+}
