@@ -7739,7 +7739,7 @@ type ToolCall implements Node {
   """
   arguments: String!
   """
-  How the call ended: PENDING until its outcome is recorded, then HITS, ABSENCE, OUTAGE, REFUSED, ERROR or MAY_HAVE_RUN.
+  How the call ended: PENDING until its outcome is recorded, then HITS, ABSENCE, OUTAGE, REFUSED, ERROR, MAY_HAVE_RUN or DECLINED (a person said no).
   """
   outcome: ToolOutcome!
   """
@@ -7819,6 +7819,10 @@ enum ToolOutcome @goModel(model: "github.com/toolgate/toolgate/ent/toolcall.Outc
   Cut off by a stop while in flight and not safe to repeat: it may or may not have run.
   """
   MAY_HAVE_RUN
+  """
+  Never ran: the person declined it (or nobody decided in time); the model heard why.
+  """
+  DECLINED
 }
 """
 One message from the user and everything the runtime did to answer it.
@@ -7837,7 +7841,7 @@ type Turn implements Node {
   """
   startedAt: Time!
   """
-  When the turn stopped: COMPLETED, FAILED or CANCELLED. Null while RUNNING or WAITING_FOR_CLARIFICATION.
+  When the turn stopped: COMPLETED, FAILED or CANCELLED. Null while RUNNING, WAITING_FOR_CLARIFICATION or WAITING_FOR_APPROVAL.
   """
   finishedAt: Time
   """
@@ -7853,7 +7857,7 @@ type Turn implements Node {
   """
   answer: String
   """
-  Where the turn stands: RUNNING until it is answered (COMPLETED), stops on an error (FAILED), is cancelled (CANCELLED) or waits for the person (WAITING_FOR_CLARIFICATION).
+  Where the turn stands: RUNNING until it is answered (COMPLETED), stops on an error (FAILED), is cancelled (CANCELLED) or waits for the person: for an answer (WAITING_FOR_CLARIFICATION) or a decision on calls that need approval (WAITING_FOR_APPROVAL).
   """
   status: TurnStatus!
   """
@@ -7945,6 +7949,10 @@ enum TurnStatus @goModel(model: "github.com/toolgate/toolgate/ent/turn.Status") 
   The model asked the user a question; answerClarification resumes the turn.
   """
   WAITING_FOR_CLARIFICATION
+  """
+  Calls that need a person's approval wait (Turn.pendingApprovals); decideToolCalls resumes the turn once each has a decision.
+  """
+  WAITING_FOR_APPROVAL
   """
   Answered.
   """
