@@ -34,7 +34,7 @@ type Application struct {
 	AllowedTools []string `json:"allowed_tools,omitempty"`
 	// per tool (the server's own name), when its calls wait for a person's decision; the others follow default_approval
 	Approvals []schematype.ApprovalRule `json:"approvals,omitempty"`
-	// the policy of the tools approvals does not name
+	// the policy of the tools approvals does not name; NEVER by default, as applications registered before approvals ran
 	DefaultApproval schematype.ApprovalPolicy `json:"default_approval,omitempty"`
 	// Edges holds the relations/edges for other nodes in the graph.
 	// The values are being populated by the ApplicationQuery when eager-loading is set.

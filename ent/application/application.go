@@ -94,7 +94,7 @@ var (
 	DefaultApprovals []schematype.ApprovalRule
 )
 
-const DefaultDefaultApproval schematype.ApprovalPolicy = "WRITES"
+const DefaultDefaultApproval schematype.ApprovalPolicy = "NEVER"
 
 // DefaultApprovalValidator is a validator for the "default_approval" field enum values. It is called by the builders before save.
 func DefaultApprovalValidator(da schematype.ApprovalPolicy) error {

@@ -83,7 +83,7 @@ var (
 		{Name: "url", Type: field.TypeString, Size: 2000},
 		{Name: "allowed_tools", Type: field.TypeJSON, SchemaType: map[string]string{"postgres": "json"}},
 		{Name: "approvals", Type: field.TypeJSON, SchemaType: map[string]string{"postgres": "json"}},
-		{Name: "default_approval", Type: field.TypeEnum, Enums: []string{"NEVER", "WRITES", "ALWAYS"}, Default: "WRITES"},
+		{Name: "default_approval", Type: field.TypeEnum, Enums: []string{"NEVER", "WRITES", "ALWAYS"}, Default: "NEVER"},
 		{Name: "organization_id", Type: field.TypeInt},
 	}
 	// ApplicationsTable holds the schema information for the "applications" table.

@@ -31,9 +31,9 @@ func (Application) Fields() []ent.Field {
 		field.JSON("approvals", []schematype.ApprovalRule{}).SchemaType(jsonColumn).Default([]schematype.ApprovalRule{}).
 			Annotations(entgql.Skip()).
 			Comment("per tool (the server's own name), when its calls wait for a person's decision; the others follow default_approval"),
-		field.Enum("default_approval").GoType(schematype.ApprovalPolicy("")).Default(string(schematype.ApprovalWrites)).
+		field.Enum("default_approval").GoType(schematype.ApprovalPolicy("")).Default(string(schematype.ApprovalNever)).
 			Annotations(entgql.Skip()).
-			Comment("the policy of the tools approvals does not name"),
+			Comment("the policy of the tools approvals does not name; NEVER by default, as applications registered before approvals ran"),
 	}
 }
 

@@ -6070,7 +6070,7 @@ type Approval {
 extend input RegisterApplicationInput {
   "Per tool, when its calls wait for a person's decision; the others follow defaultApproval."
   approvals: [ApprovalRuleInput!]
-  "The policy of the tools approvals does not name; WRITES when omitted."
+  "The policy of the tools approvals does not name; NEVER when omitted (calls run without asking)."
   defaultApproval: ApprovalPolicy
 }
 

@@ -299,7 +299,7 @@ type RegisterApplicationInput struct {
 	AllowedTools []string `json:"allowedTools"`
 	// Per tool, when its calls wait for a person's decision; the others follow defaultApproval.
 	Approvals []*schematype.ApprovalRule `json:"approvals,omitempty"`
-	// The policy of the tools approvals does not name; WRITES when omitted.
+	// The policy of the tools approvals does not name; NEVER when omitted (calls run without asking).
 	DefaultApproval *schematype.ApprovalPolicy `json:"defaultApproval,omitempty"`
 }
 

@@ -32,7 +32,7 @@ func Policy(def tools.Definition, r Rules) schematype.ApprovalPolicy {
 	if def.Family == mcp.Family {
 		p = r.Default
 		if !p.Valid() {
-			p = schematype.ApprovalWrites
+			p = schematype.ApprovalNever
 		}
 		if _, tool, ok := mcp.SplitToolName(def.Name); ok {
 			for _, rule := range r.Application {

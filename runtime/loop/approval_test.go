@@ -77,7 +77,7 @@ func (s *shop) sent() []string {
 func approvalTurn(t *testing.T, h *harness, s *shop, register ...bool) (string, string) {
 	t.Helper()
 	if len(register) == 0 || register[0] {
-		h.gql(t, `mutation($u: String!) { registerApplication(input: {name: "shop", url: $u, allowedTools: ["lookup", "refund"]}) { id defaultApproval } }`,
+		h.gql(t, `mutation($u: String!) { registerApplication(input: {name: "shop", url: $u, allowedTools: ["lookup", "refund"], defaultApproval: WRITES}) { id defaultApproval } }`,
 			map[string]any{"u": s.url})
 	}
 	conv := h.conversation(t, "shop__lookup", "shop__refund")
@@ -440,4 +440,65 @@ func (h *harness) tryAs(t testing.TB, token, query string, vars map[string]any) 
 	}
 	require.NoError(t, json.Unmarshal(raw, &out), string(raw))
 	return out.Data, out.Errors
+}
+
+// An application registered without a policy asks for nothing (its calls
+// run as before approvals existed); an agent may tighten its policy: a
+// read-only tool set ALWAYS waits too. Decisions may come one at a time:
+// the turn resumes once every waiting call has one.
+func TestApprovalPoliciesAndPartialDecisions(t *testing.T) {
+	t.Parallel()
+	each(t, func(t *testing.T, d *db.DB) {
+		p := batchOfThree(model.Response{Text: "Refunded."})
+		p.answers = append(p.answers, p.answers...)
+		h := newHarness(t, d, p)
+		s := newShop(t)
+		app := h.gql(t, `mutation($u: String!) { registerApplication(input: {name: "shop", url: $u, allowedTools: ["lookup", "refund"]}) { id defaultApproval approvals { tool } } }`,
+			map[string]any{"u": s.url})
+		require.Equal(t, "NEVER", dig(app, "registerApplication", "defaultApproval"))
+		id := h.send(t, h.conversation(t, "shop__lookup", "shop__refund"), "Refund order A1", "")
+		require.Equal(t, turn.StatusCOMPLETED, h.wait(t, id).Status)
+		require.Len(t, s.sent(), 1, "NEVER: it ran without asking")
+
+		// The admin asks for writes; the agent asks for every lookup too.
+		h.gql(t, `mutation($id: ID!) { updateApplication(input: {id: $id, defaultApproval: WRITES}) { application { defaultApproval } } }`,
+			map[string]any{"id": dig(app, "registerApplication", "id")})
+		_, errs := h.try(t, `mutation { createAgent(input: {name: "Loose", tools: ["shop__refund"], approvals: [{tool: "shop__lookup", policy: ALWAYS}]}) { id } }`, nil)
+		require.Len(t, errs, 1, "a rule for a tool the agent does not have is refused")
+		a := h.gql(t, `mutation { createAgent(input: {name: "Careful", tools: ["shop__lookup", "shop__refund"],
+		  approvals: [{tool: "shop__lookup", policy: ALWAYS}, {tool: "shop__refund", policy: NEVER}]}) { id approvals { tool policy } } }`, nil)
+		require.Len(t, dig(a, "createAgent", "approvals"), 2)
+		c := h.gql(t, `mutation($a: ID!) { startConversation(input: {agentId: $a, title: "t"}) { id } }`,
+			map[string]any{"a": dig(a, "createAgent", "id")})
+		id = h.send(t, dig(c, "startConversation", "id").(string), "Refund order A1", "")
+		got := h.wait(t, id)
+		require.Equal(t, turn.StatusWAITING_FOR_APPROVAL, got.Status, got.Error)
+		calls := h.calls(t, id)
+		require.Equal(t, toolcall.OutcomePENDING, calls[0].Outcome, "the agent's ALWAYS tightens a read-only tool")
+		require.Equal(t, toolcall.OutcomePENDING, calls[1].Outcome, "the agent's NEVER does not loosen the application's WRITES")
+		require.Equal(t, toolcall.OutcomeHITS, calls[2].Outcome)
+		pending := dig(h.gql(t, pendingQuery, map[string]any{"id": id}), "node", "pendingApprovals").([]any)
+		require.Len(t, pending, 2)
+
+		_, errs = h.decide(t, h.grant.Token, id, []map[string]any{{"toolCallId": gid.Encode(calls[0].ID), "decision": "APPROVE"}})
+		require.Empty(t, errs)
+		require.Equal(t, turn.StatusWAITING_FOR_APPROVAL, h.wait(t, id).Status, "one call still waits")
+		pending = dig(h.gql(t, pendingQuery, map[string]any{"id": id}), "node", "pendingApprovals").([]any)
+		require.Len(t, pending, 1)
+		require.Equal(t, 3, p.count(), "the model is not asked while a call waits")
+		_, errs = h.decide(t, h.grant.Token, id, []map[string]any{{"toolCallId": gid.Encode(calls[1].ID), "decision": "DECLINE"}})
+		require.Empty(t, errs)
+		done := h.wait(t, id)
+		require.Equal(t, turn.StatusCOMPLETED, done.Status, done.Error)
+		calls = h.calls(t, id)
+		require.Equal(t, toolcall.OutcomeHITS, calls[0].Outcome)
+		require.Equal(t, toolcall.OutcomeDECLINED, calls[1].Outcome)
+		require.Len(t, s.sent(), 1, "the declined refund never ran")
+		require.Equal(t, "Declined: the call never ran. The person declined it (no reason given).", lastToolOf(p.request(3), "r").Text)
+
+		list := h.gql(t, `{ approvals { tool decision decidedBy { name } } }`, nil)
+		require.Len(t, list["approvals"], 2)
+		pendingNone := h.gql(t, `{ approvals(pending: true) { tool } }`, nil)
+		require.Empty(t, pendingNone["approvals"])
+	})
 }
