@@ -15,7 +15,12 @@ import (
 	"github.com/toolgate/toolgate/ent/turn"
 	"github.com/toolgate/toolgate/graph/auth"
 	"github.com/toolgate/toolgate/graph/model"
+	gate "github.com/toolgate/toolgate/runtime/approval"
 	"github.com/toolgate/toolgate/runtime/loop"
+	"github.com/toolgate/toolgate/runtime/mcp"
+	"github.com/toolgate/toolgate/tools"
+	"github.com/toolgate/toolgate/tools/catalog"
+	"github.com/toolgate/toolgate/tools/registry"
 )
 
 // maxApprovals is the most approvals Query.approvals lists.
@@ -58,6 +63,56 @@ func agentRules(rules []*schematype.ApprovalRule, tools []string) ([]schematype.
 		return nil, nil
 	}
 	return checkRules(rules, tools, "agent's tools")
+}
+
+// approvalPolicies sets each catalogue tool's approval policy: for the
+// agent's application tools, their application's rules tightened by the
+// agent's; for built-in tools, the agent's alone.
+func (r *Resolver) approvalPolicies(ctx context.Context, c *catalog.Catalogue, agentID *int, apps []catalog.Application) error {
+	var agentRules []schematype.ApprovalRule
+	if agentID != nil {
+		a, err := r.Client.Agent.Get(ctx, *agentID)
+		if err != nil {
+			return err
+		}
+		agentRules = a.Approvals
+	}
+	defs := map[string]tools.Definition{}
+	for _, d := range registry.All() {
+		defs[d.Name] = d
+	}
+	rules := map[string]*ent.Application{}
+	if len(apps) > 0 {
+		for _, app := range apps {
+			for _, d := range app.Tools {
+				defs[d.Name] = d
+			}
+		}
+		rows, err := r.Client.Application.Query().All(ctx)
+		if err != nil {
+			return fmt.Errorf("load applications: %w", err)
+		}
+		for _, row := range rows {
+			rules[row.Name] = row
+		}
+	}
+	for i := range c.Tools {
+		t := &c.Tools[i]
+		def, ok := defs[t.Name]
+		if !ok {
+			// An application tool its server did not describe: it may write.
+			def = tools.Definition{Name: t.Name, Family: mcp.Family}
+		}
+		rs := gate.Rules{Agent: agentRules}
+		if app, _, ok := mcp.SplitToolName(t.Name); ok && def.Family == mcp.Family {
+			if row := rules[app]; row != nil {
+				rs.Application, rs.Default = row.Approvals, row.DefaultApproval
+			}
+		}
+		t.Approval = gate.Policy(def, rs)
+		t.AsksApproval = gate.Gates(def, t.Approval)
+	}
+	return nil
 }
 
 // keptRules are the rules of old that still name a tool of known: an

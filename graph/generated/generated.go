@@ -288,6 +288,8 @@ type ComplexityRoot struct {
 
 	CatalogueTool struct {
 		AlwaysOn         func(childComplexity int) int
+		Approval         func(childComplexity int) int
+		AsksApproval     func(childComplexity int) int
 		Deferred         func(childComplexity int) int
 		DefinitionChars  func(childComplexity int) int
 		DefinitionTokens func(childComplexity int) int
@@ -2175,6 +2177,18 @@ func (e *executableSchema) Complexity(ctx context.Context, typeName, field strin
 		}
 
 		return e.ComplexityRoot.CatalogueTool.AlwaysOn(childComplexity), true
+	case "CatalogueTool.approval":
+		if e.ComplexityRoot.CatalogueTool.Approval == nil {
+			break
+		}
+
+		return e.ComplexityRoot.CatalogueTool.Approval(childComplexity), true
+	case "CatalogueTool.asksApproval":
+		if e.ComplexityRoot.CatalogueTool.AsksApproval == nil {
+			break
+		}
+
+		return e.ComplexityRoot.CatalogueTool.AsksApproval(childComplexity), true
 	case "CatalogueTool.deferred":
 		if e.ComplexityRoot.CatalogueTool.Deferred == nil {
 			break
@@ -6096,6 +6110,13 @@ extend type Application {
   approvals: [ApprovalRule!]!
   "The policy of the tools approvals does not name."
   defaultApproval: ApprovalPolicy!
+}
+
+extend type CatalogueTool {
+  "The tool's approval policy for the agent (its application's, tightened by the agent's own rules); NEVER for built-in tools unless the agent sets one."
+  approval: ApprovalPolicy!
+  "Whether the agent's calls of the tool wait for a person's decision under that policy."
+  asksApproval: Boolean!
 }
 
 extend type Agent {
@@ -10467,6 +10488,10 @@ func (ec *executionContext) childFields_CatalogueTool(ctx context.Context, field
 		return ec.fieldContext_CatalogueTool_stubChars(ctx, field)
 	case "stubTokens":
 		return ec.fieldContext_CatalogueTool_stubTokens(ctx, field)
+	case "approval":
+		return ec.fieldContext_CatalogueTool_approval(ctx, field)
+	case "asksApproval":
+		return ec.fieldContext_CatalogueTool_asksApproval(ctx, field)
 	}
 	return nil, fmt.Errorf("no field named %q was found under type CatalogueTool", field.Name)
 }
@@ -17814,6 +17839,52 @@ func (ec *executionContext) _CatalogueTool_stubTokens(ctx context.Context, field
 }
 func (ec *executionContext) fieldContext_CatalogueTool_stubTokens(_ context.Context, field graphql.CollectedField) (fc *graphql.FieldContext, err error) {
 	return graphql.NewScalarFieldContext("CatalogueTool", field, false, false, "Int")
+}
+
+func (ec *executionContext) _CatalogueTool_approval(ctx context.Context, field graphql.CollectedField, obj *catalog.Tool) (ret graphql.Marshaler) {
+	return graphql.ResolveField(
+		ctx,
+		ec.OperationContext,
+		field,
+		func(ctx context.Context, field graphql.CollectedField) (*graphql.FieldContext, error) {
+			return ec.fieldContext_CatalogueTool_approval(ctx, field)
+		},
+		func(ctx context.Context) (any, error) {
+			return obj.Approval, nil
+		},
+		nil,
+		func(ctx context.Context, selections ast.SelectionSet, v schematype.ApprovalPolicy) graphql.Marshaler {
+			return ec.marshalNApprovalPolicy2githubᚗcomᚋtoolgateᚋtoolgateᚋentᚋschematypeᚐApprovalPolicy(ctx, selections, v)
+		},
+		true,
+		true,
+	)
+}
+func (ec *executionContext) fieldContext_CatalogueTool_approval(_ context.Context, field graphql.CollectedField) (fc *graphql.FieldContext, err error) {
+	return graphql.NewScalarFieldContext("CatalogueTool", field, false, false, "ApprovalPolicy")
+}
+
+func (ec *executionContext) _CatalogueTool_asksApproval(ctx context.Context, field graphql.CollectedField, obj *catalog.Tool) (ret graphql.Marshaler) {
+	return graphql.ResolveField(
+		ctx,
+		ec.OperationContext,
+		field,
+		func(ctx context.Context, field graphql.CollectedField) (*graphql.FieldContext, error) {
+			return ec.fieldContext_CatalogueTool_asksApproval(ctx, field)
+		},
+		func(ctx context.Context) (any, error) {
+			return obj.AsksApproval, nil
+		},
+		nil,
+		func(ctx context.Context, selections ast.SelectionSet, v bool) graphql.Marshaler {
+			return ec.marshalNBoolean2bool(ctx, selections, v)
+		},
+		true,
+		true,
+	)
+}
+func (ec *executionContext) fieldContext_CatalogueTool_asksApproval(_ context.Context, field graphql.CollectedField) (fc *graphql.FieldContext, err error) {
+	return graphql.NewScalarFieldContext("CatalogueTool", field, false, false, "Boolean")
 }
 
 func (ec *executionContext) _Clarification_question(ctx context.Context, field graphql.CollectedField, obj *schematype.Clarification) (ret graphql.Marshaler) {
@@ -37737,6 +37808,16 @@ func (ec *executionContext) _CatalogueTool(ctx context.Context, sel ast.Selectio
 			}
 		case "stubTokens":
 			out.Values[i] = ec._CatalogueTool_stubTokens(ctx, field, obj)
+			if out.Values[i] == graphql.Null {
+				out.Invalids++
+			}
+		case "approval":
+			out.Values[i] = ec._CatalogueTool_approval(ctx, field, obj)
+			if out.Values[i] == graphql.Null {
+				out.Invalids++
+			}
+		case "asksApproval":
+			out.Values[i] = ec._CatalogueTool_asksApproval(ctx, field, obj)
 			if out.Values[i] == graphql.Null {
 				out.Invalids++
 			}

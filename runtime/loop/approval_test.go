@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"context"
 	"encoding/json"
+	"fmt"
 	"io"
 	"net/http"
 	"net/http/httptest"
@@ -468,6 +469,16 @@ func TestApprovalPoliciesAndPartialDecisions(t *testing.T) {
 		a := h.gql(t, `mutation { createAgent(input: {name: "Careful", tools: ["shop__lookup", "shop__refund"],
 		  approvals: [{tool: "shop__lookup", policy: ALWAYS}, {tool: "shop__refund", policy: NEVER}]}) { id approvals { tool policy } } }`, nil)
 		require.Len(t, dig(a, "createAgent", "approvals"), 2)
+		cat := h.gql(t, `query($a: ID) { catalogue(agentId: $a) { tools { name approval asksApproval } } }`,
+			map[string]any{"a": dig(a, "createAgent", "id")})
+		policies := map[string]string{}
+		for _, tool := range dig(cat, "catalogue", "tools").([]any) {
+			m := tool.(map[string]any)
+			policies[m["name"].(string)] = fmt.Sprint(m["approval"], " ", m["asksApproval"])
+		}
+		require.Equal(t, "ALWAYS true", policies["shop__lookup"])
+		require.Equal(t, "WRITES true", policies["shop__refund"])
+		require.Equal(t, "NEVER false", policies["calculator"])
 		c := h.gql(t, `mutation($a: ID!) { startConversation(input: {agentId: $a, title: "t"}) { id } }`,
 			map[string]any{"a": dig(a, "createAgent", "id")})
 		id = h.send(t, dig(c, "startConversation", "id").(string), "Refund order A1", "")
