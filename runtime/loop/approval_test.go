@@ -8,10 +8,13 @@ import (
 	"io"
 	"net/http"
 	"net/http/httptest"
+	"strings"
 	"sync"
 	"testing"
 	"time"
 
+	"github.com/coder/websocket"
+	"github.com/coder/websocket/wsjson"
 	sdk "github.com/modelcontextprotocol/go-sdk/mcp"
 	"github.com/stretchr/testify/require"
 
@@ -511,5 +514,66 @@ func TestApprovalPoliciesAndPartialDecisions(t *testing.T) {
 		require.Len(t, list["approvals"], 2)
 		pendingNone := h.gql(t, `{ approvals(pending: true) { tool } }`, nil)
 		require.Empty(t, pendingNone["approvals"])
+	})
+}
+
+// readEvents reads a subscription's events (kind, status, tool call name
+// and outcome) until it completes.
+func readEvents(t *testing.T, c *websocket.Conn, ctx context.Context, after func(i int, line string)) []string {
+	t.Helper()
+	var lines []string
+	for i := 0; ; i++ {
+		var m wsMessage
+		require.NoError(t, wsjson.Read(ctx, c, &m))
+		if m.Type == "complete" {
+			return lines
+		}
+		require.Equal(t, "next", m.Type, string(m.Payload))
+		var ev eventPayload
+		require.NoError(t, json.Unmarshal(m.Payload, &ev))
+		require.Empty(t, ev.Errors)
+		e := ev.Data.TurnEvents
+		line := e.Kind + " " + e.Turn.Status
+		if e.ToolCall != nil {
+			line += " " + e.ToolCall.Name + " " + e.ToolCall.Outcome
+		}
+		lines = append(lines, line)
+		if after != nil {
+			after(i, line)
+		}
+	}
+}
+
+// The portal's side over the subscription: the waiting status, then each
+// decision, the turn's return to RUNNING, and the approved call's own
+// events after it.
+func TestApprovalEvents(t *testing.T) {
+	t.Parallel()
+	each(t, func(t *testing.T, d *db.DB) {
+		p := batchOfThree(model.Response{Text: "Refunded."})
+		h := newHarness(t, d, p)
+		s := newShop(t)
+		id, refund := approvalTurn(t, h, s)
+		c, ctx := subscribe(t, h, h.grant.Token, id)
+		lines := readEvents(t, c, ctx, func(i int, line string) {
+			if i == 0 {
+				require.Equal(t, "STATUS WAITING_FOR_APPROVAL", line, "the current status first")
+				_, errs := h.decide(t, h.grant.Token, id, []map[string]any{{"toolCallId": refund, "decision": "APPROVE"}})
+				require.Empty(t, errs)
+			}
+		})
+		// The decided call is read as of the read: it may have run by then.
+		lines[1] = strings.TrimSuffix(strings.TrimSuffix(lines[1], " PENDING"), " HITS")
+		require.Equal(t, []string{
+			"STATUS WAITING_FOR_APPROVAL",
+			"APPROVAL_DECIDED WAITING_FOR_APPROVAL shop__refund",
+			"STATUS RUNNING",
+			"TOOL_CALL_STARTED RUNNING shop__refund PENDING",
+			"TOOL_CALL_FINISHED RUNNING shop__refund HITS",
+			"MODEL_CALL_STARTED RUNNING",
+			"MODEL_CALL_FINISHED RUNNING",
+			"ANSWER COMPLETED",
+			"STATUS COMPLETED",
+		}, lines)
 	})
 }
