@@ -376,6 +376,11 @@ func TestApprovalRefusedOutsideTheConversation(t *testing.T) {
 		require.Empty(t, s.sent())
 		a := h.client.Approval.Query().Where(approval.DecisionIsNil()).CountX(ctx)
 		require.Equal(t, 1, a, "still waiting")
+
+		// A conversation deleted takes its approvals with it.
+		conv := h.client.Turn.GetX(ctx, mustID(t, id)).ConversationID
+		h.gql(t, `mutation($id: ID!) { deleteConversation(id: $id) }`, map[string]any{"id": gid.Encode(conv)})
+		require.Zero(t, h.client.Approval.Query().CountX(ctx))
 	})
 }
 
