@@ -580,5 +580,6 @@ func TestApprovalEvents(t *testing.T) {
 			"ANSWER COMPLETED",
 			"STATUS COMPLETED",
 		}, lines)
+
 	})
 }
