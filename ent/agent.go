@@ -12,6 +12,7 @@ import (
 	"entgo.io/ent/dialect/sql"
 	"github.com/toolgate/toolgate/ent/agent"
 	"github.com/toolgate/toolgate/ent/organization"
+	"github.com/toolgate/toolgate/ent/schematype"
 )
 
 // Agent is the model entity for the Agent schema.
@@ -41,6 +42,8 @@ type Agent struct {
 	Skills []string `json:"skills,omitempty"`
 	// How the agent's turns send tool definitions. FULL: every offered definition whole, on every model call. DEFERRED: the always-on tools and get_tool_schema whole, every other tool by name and a line, read whole with get_tool_schema before its first call. AUTO (the default): DEFERRED once the offered definitions pass 6,000 tokens, which only application tools reach; else FULL.
 	ToolLoading agent.ToolLoading `json:"tool_loading,omitempty"`
+	// the agent's own approval rules, by the names the model sees: they tighten its applications' policies, never loosen them
+	Approvals []schematype.ApprovalRule `json:"approvals,omitempty"`
 	// the knowledge bases knowledge_search and read_document reach
 	KnowledgeBaseIds []int `json:"knowledge_base_ids,omitempty"`
 	// Edges holds the relations/edges for other nodes in the graph.
@@ -87,7 +90,7 @@ func (*Agent) scanValues(columns []string) ([]any, error) {
 	values := make([]any, len(columns))
 	for i := range columns {
 		switch columns[i] {
-		case agent.FieldTools, agent.FieldSkills, agent.FieldKnowledgeBaseIds:
+		case agent.FieldTools, agent.FieldSkills, agent.FieldApprovals, agent.FieldKnowledgeBaseIds:
 			values[i] = new([]byte)
 		case agent.FieldMemory, agent.FieldBudgetCheck, agent.FieldPastConversationSearch:
 			values[i] = new(sql.NullBool)
@@ -188,6 +191,14 @@ func (_m *Agent) assignValues(columns []string, values []any) error {
 			} else if value.Valid {
 				_m.ToolLoading = agent.ToolLoading(value.String)
 			}
+		case agent.FieldApprovals:
+			if value, ok := values[i].(*[]byte); !ok {
+				return fmt.Errorf("unexpected type %T for field approvals", values[i])
+			} else if value != nil && len(*value) > 0 {
+				if err := json.Unmarshal(*value, &_m.Approvals); err != nil {
+					return fmt.Errorf("unmarshal field approvals: %w", err)
+				}
+			}
 		case agent.FieldKnowledgeBaseIds:
 			if value, ok := values[i].(*[]byte); !ok {
 				return fmt.Errorf("unexpected type %T for field knowledge_base_ids", values[i])
@@ -274,6 +285,9 @@ func (_m *Agent) String() string {
 	builder.WriteString(", ")
 	builder.WriteString("tool_loading=")
 	builder.WriteString(fmt.Sprintf("%v", _m.ToolLoading))
+	builder.WriteString(", ")
+	builder.WriteString("approvals=")
+	builder.WriteString(fmt.Sprintf("%v", _m.Approvals))
 	builder.WriteString(", ")
 	builder.WriteString("knowledge_base_ids=")
 	builder.WriteString(fmt.Sprintf("%v", _m.KnowledgeBaseIds))

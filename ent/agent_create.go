@@ -14,6 +14,7 @@ import (
 	"github.com/toolgate/toolgate/ent/agent"
 	"github.com/toolgate/toolgate/ent/conversation"
 	"github.com/toolgate/toolgate/ent/organization"
+	"github.com/toolgate/toolgate/ent/schematype"
 )
 
 // AgentCreate is the builder for creating a Agent entity.
@@ -146,6 +147,12 @@ func (_c *AgentCreate) SetNillableToolLoading(v *agent.ToolLoading) *AgentCreate
 	return _c
 }
 
+// SetApprovals sets the "approvals" field.
+func (_c *AgentCreate) SetApprovals(v []schematype.ApprovalRule) *AgentCreate {
+	_c.mutation.SetApprovals(v)
+	return _c
+}
+
 // SetKnowledgeBaseIds sets the "knowledge_base_ids" field.
 func (_c *AgentCreate) SetKnowledgeBaseIds(v []int) *AgentCreate {
 	_c.mutation.SetKnowledgeBaseIds(v)
@@ -251,6 +258,10 @@ func (_c *AgentCreate) defaults() error {
 		v := agent.DefaultToolLoading
 		_c.mutation.SetToolLoading(v)
 	}
+	if _, ok := _c.mutation.Approvals(); !ok {
+		v := agent.DefaultApprovals
+		_c.mutation.SetApprovals(v)
+	}
 	if _, ok := _c.mutation.KnowledgeBaseIds(); !ok {
 		v := agent.DefaultKnowledgeBaseIds
 		_c.mutation.SetKnowledgeBaseIds(v)
@@ -307,6 +318,9 @@ func (_c *AgentCreate) check() error {
 		if err := agent.ToolLoadingValidator(v); err != nil {
 			return &ValidationError{Name: "tool_loading", err: fmt.Errorf(`ent: validator failed for field "Agent.tool_loading": %w`, err)}
 		}
+	}
+	if _, ok := _c.mutation.Approvals(); !ok {
+		return &ValidationError{Name: "approvals", err: errors.New(`ent: missing required field "Agent.approvals"`)}
 	}
 	if _, ok := _c.mutation.KnowledgeBaseIds(); !ok {
 		return &ValidationError{Name: "knowledge_base_ids", err: errors.New(`ent: missing required field "Agent.knowledge_base_ids"`)}
@@ -380,6 +394,10 @@ func (_c *AgentCreate) createSpec() (*Agent, *sqlgraph.CreateSpec) {
 	if value, ok := _c.mutation.ToolLoading(); ok {
 		_spec.SetField(agent.FieldToolLoading, field.TypeEnum, value)
 		_node.ToolLoading = value
+	}
+	if value, ok := _c.mutation.Approvals(); ok {
+		_spec.SetField(agent.FieldApprovals, field.TypeJSON, value)
+		_node.Approvals = value
 	}
 	if value, ok := _c.mutation.KnowledgeBaseIds(); ok {
 		_spec.SetField(agent.FieldKnowledgeBaseIds, field.TypeJSON, value)
@@ -578,6 +596,18 @@ func (u *AgentUpsert) UpdateToolLoading() *AgentUpsert {
 	return u
 }
 
+// SetApprovals sets the "approvals" field.
+func (u *AgentUpsert) SetApprovals(v []schematype.ApprovalRule) *AgentUpsert {
+	u.Set(agent.FieldApprovals, v)
+	return u
+}
+
+// UpdateApprovals sets the "approvals" field to the value that was provided on create.
+func (u *AgentUpsert) UpdateApprovals() *AgentUpsert {
+	u.SetExcluded(agent.FieldApprovals)
+	return u
+}
+
 // SetKnowledgeBaseIds sets the "knowledge_base_ids" field.
 func (u *AgentUpsert) SetKnowledgeBaseIds(v []int) *AgentUpsert {
 	u.Set(agent.FieldKnowledgeBaseIds, v)
@@ -761,6 +791,20 @@ func (u *AgentUpsertOne) SetToolLoading(v agent.ToolLoading) *AgentUpsertOne {
 func (u *AgentUpsertOne) UpdateToolLoading() *AgentUpsertOne {
 	return u.Update(func(s *AgentUpsert) {
 		s.UpdateToolLoading()
+	})
+}
+
+// SetApprovals sets the "approvals" field.
+func (u *AgentUpsertOne) SetApprovals(v []schematype.ApprovalRule) *AgentUpsertOne {
+	return u.Update(func(s *AgentUpsert) {
+		s.SetApprovals(v)
+	})
+}
+
+// UpdateApprovals sets the "approvals" field to the value that was provided on create.
+func (u *AgentUpsertOne) UpdateApprovals() *AgentUpsertOne {
+	return u.Update(func(s *AgentUpsert) {
+		s.UpdateApprovals()
 	})
 }
 
@@ -1115,6 +1159,20 @@ func (u *AgentUpsertBulk) SetToolLoading(v agent.ToolLoading) *AgentUpsertBulk {
 func (u *AgentUpsertBulk) UpdateToolLoading() *AgentUpsertBulk {
 	return u.Update(func(s *AgentUpsert) {
 		s.UpdateToolLoading()
+	})
+}
+
+// SetApprovals sets the "approvals" field.
+func (u *AgentUpsertBulk) SetApprovals(v []schematype.ApprovalRule) *AgentUpsertBulk {
+	return u.Update(func(s *AgentUpsert) {
+		s.SetApprovals(v)
+	})
+}
+
+// UpdateApprovals sets the "approvals" field to the value that was provided on create.
+func (u *AgentUpsertBulk) UpdateApprovals() *AgentUpsertBulk {
+	return u.Update(func(s *AgentUpsert) {
+		s.UpdateApprovals()
 	})
 }
 

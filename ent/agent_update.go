@@ -15,6 +15,7 @@ import (
 	"github.com/toolgate/toolgate/ent/agent"
 	"github.com/toolgate/toolgate/ent/conversation"
 	"github.com/toolgate/toolgate/ent/predicate"
+	"github.com/toolgate/toolgate/ent/schematype"
 )
 
 // AgentUpdate is the builder for updating Agent entities.
@@ -141,6 +142,18 @@ func (_u *AgentUpdate) SetNillableToolLoading(v *agent.ToolLoading) *AgentUpdate
 	if v != nil {
 		_u.SetToolLoading(*v)
 	}
+	return _u
+}
+
+// SetApprovals sets the "approvals" field.
+func (_u *AgentUpdate) SetApprovals(v []schematype.ApprovalRule) *AgentUpdate {
+	_u.mutation.SetApprovals(v)
+	return _u
+}
+
+// AppendApprovals appends value to the "approvals" field.
+func (_u *AgentUpdate) AppendApprovals(v []schematype.ApprovalRule) *AgentUpdate {
+	_u.mutation.AppendApprovals(v)
 	return _u
 }
 
@@ -310,6 +323,14 @@ func (_u *AgentUpdate) sqlSave(ctx context.Context) (_node int, err error) {
 	}
 	if value, ok := _u.mutation.ToolLoading(); ok {
 		_spec.SetField(agent.FieldToolLoading, field.TypeEnum, value)
+	}
+	if value, ok := _u.mutation.Approvals(); ok {
+		_spec.SetField(agent.FieldApprovals, field.TypeJSON, value)
+	}
+	if value, ok := _u.mutation.AppendedApprovals(); ok {
+		_spec.AddModifier(func(u *sql.UpdateBuilder) {
+			sqljson.Append(u, agent.FieldApprovals, value)
+		})
 	}
 	if value, ok := _u.mutation.KnowledgeBaseIds(); ok {
 		_spec.SetField(agent.FieldKnowledgeBaseIds, field.TypeJSON, value)
@@ -495,6 +516,18 @@ func (_u *AgentUpdateOne) SetNillableToolLoading(v *agent.ToolLoading) *AgentUpd
 	if v != nil {
 		_u.SetToolLoading(*v)
 	}
+	return _u
+}
+
+// SetApprovals sets the "approvals" field.
+func (_u *AgentUpdateOne) SetApprovals(v []schematype.ApprovalRule) *AgentUpdateOne {
+	_u.mutation.SetApprovals(v)
+	return _u
+}
+
+// AppendApprovals appends value to the "approvals" field.
+func (_u *AgentUpdateOne) AppendApprovals(v []schematype.ApprovalRule) *AgentUpdateOne {
+	_u.mutation.AppendApprovals(v)
 	return _u
 }
 
@@ -694,6 +727,14 @@ func (_u *AgentUpdateOne) sqlSave(ctx context.Context) (_node *Agent, err error)
 	}
 	if value, ok := _u.mutation.ToolLoading(); ok {
 		_spec.SetField(agent.FieldToolLoading, field.TypeEnum, value)
+	}
+	if value, ok := _u.mutation.Approvals(); ok {
+		_spec.SetField(agent.FieldApprovals, field.TypeJSON, value)
+	}
+	if value, ok := _u.mutation.AppendedApprovals(); ok {
+		_spec.AddModifier(func(u *sql.UpdateBuilder) {
+			sqljson.Append(u, agent.FieldApprovals, value)
+		})
 	}
 	if value, ok := _u.mutation.KnowledgeBaseIds(); ok {
 		_spec.SetField(agent.FieldKnowledgeBaseIds, field.TypeJSON, value)

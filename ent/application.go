@@ -12,6 +12,7 @@ import (
 	"entgo.io/ent/dialect/sql"
 	"github.com/toolgate/toolgate/ent/application"
 	"github.com/toolgate/toolgate/ent/organization"
+	"github.com/toolgate/toolgate/ent/schematype"
 )
 
 // Application is the model entity for the Application schema.
@@ -31,6 +32,10 @@ type Application struct {
 	URL string `json:"url,omitempty"`
 	// The server's tools, by the server's own names, that agents may be offered; a tool not listed is never offered or called.
 	AllowedTools []string `json:"allowed_tools,omitempty"`
+	// per tool (the server's own name), when its calls wait for a person's decision; the others follow default_approval
+	Approvals []schematype.ApprovalRule `json:"approvals,omitempty"`
+	// the policy of the tools approvals does not name; NEVER by default, as applications registered before approvals ran
+	DefaultApproval schematype.ApprovalPolicy `json:"default_approval,omitempty"`
 	// Edges holds the relations/edges for other nodes in the graph.
 	// The values are being populated by the ApplicationQuery when eager-loading is set.
 	Edges        ApplicationEdges `json:"edges"`
@@ -62,11 +67,11 @@ func (*Application) scanValues(columns []string) ([]any, error) {
 	values := make([]any, len(columns))
 	for i := range columns {
 		switch columns[i] {
-		case application.FieldAllowedTools:
+		case application.FieldAllowedTools, application.FieldApprovals:
 			values[i] = new([]byte)
 		case application.FieldID, application.FieldOrganizationID:
 			values[i] = new(sql.NullInt64)
-		case application.FieldName, application.FieldURL:
+		case application.FieldName, application.FieldURL, application.FieldDefaultApproval:
 			values[i] = new(sql.NullString)
 		case application.FieldCreatedAt, application.FieldUpdatedAt:
 			values[i] = new(sql.NullTime)
@@ -129,6 +134,20 @@ func (_m *Application) assignValues(columns []string, values []any) error {
 					return fmt.Errorf("unmarshal field allowed_tools: %w", err)
 				}
 			}
+		case application.FieldApprovals:
+			if value, ok := values[i].(*[]byte); !ok {
+				return fmt.Errorf("unexpected type %T for field approvals", values[i])
+			} else if value != nil && len(*value) > 0 {
+				if err := json.Unmarshal(*value, &_m.Approvals); err != nil {
+					return fmt.Errorf("unmarshal field approvals: %w", err)
+				}
+			}
+		case application.FieldDefaultApproval:
+			if value, ok := values[i].(*sql.NullString); !ok {
+				return fmt.Errorf("unexpected type %T for field default_approval", values[i])
+			} else if value.Valid {
+				_m.DefaultApproval = schematype.ApprovalPolicy(value.String)
+			}
 		default:
 			_m.selectValues.Set(columns[i], values[i])
 		}
@@ -187,6 +206,12 @@ func (_m *Application) String() string {
 	builder.WriteString(", ")
 	builder.WriteString("allowed_tools=")
 	builder.WriteString(fmt.Sprintf("%v", _m.AllowedTools))
+	builder.WriteString(", ")
+	builder.WriteString("approvals=")
+	builder.WriteString(fmt.Sprintf("%v", _m.Approvals))
+	builder.WriteString(", ")
+	builder.WriteString("default_approval=")
+	builder.WriteString(fmt.Sprintf("%v", _m.DefaultApproval))
 	builder.WriteByte(')')
 	return builder.String()
 }

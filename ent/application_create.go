@@ -13,6 +13,7 @@ import (
 	"entgo.io/ent/schema/field"
 	"github.com/toolgate/toolgate/ent/application"
 	"github.com/toolgate/toolgate/ent/organization"
+	"github.com/toolgate/toolgate/ent/schematype"
 )
 
 // ApplicationCreate is the builder for creating a Application entity.
@@ -72,6 +73,26 @@ func (_c *ApplicationCreate) SetURL(v string) *ApplicationCreate {
 // SetAllowedTools sets the "allowed_tools" field.
 func (_c *ApplicationCreate) SetAllowedTools(v []string) *ApplicationCreate {
 	_c.mutation.SetAllowedTools(v)
+	return _c
+}
+
+// SetApprovals sets the "approvals" field.
+func (_c *ApplicationCreate) SetApprovals(v []schematype.ApprovalRule) *ApplicationCreate {
+	_c.mutation.SetApprovals(v)
+	return _c
+}
+
+// SetDefaultApproval sets the "default_approval" field.
+func (_c *ApplicationCreate) SetDefaultApproval(v schematype.ApprovalPolicy) *ApplicationCreate {
+	_c.mutation.SetDefaultApproval(v)
+	return _c
+}
+
+// SetNillableDefaultApproval sets the "default_approval" field if the given value is not nil.
+func (_c *ApplicationCreate) SetNillableDefaultApproval(v *schematype.ApprovalPolicy) *ApplicationCreate {
+	if v != nil {
+		_c.SetDefaultApproval(*v)
+	}
 	return _c
 }
 
@@ -135,6 +156,14 @@ func (_c *ApplicationCreate) defaults() error {
 		v := application.DefaultAllowedTools
 		_c.mutation.SetAllowedTools(v)
 	}
+	if _, ok := _c.mutation.Approvals(); !ok {
+		v := application.DefaultApprovals
+		_c.mutation.SetApprovals(v)
+	}
+	if _, ok := _c.mutation.DefaultApproval(); !ok {
+		v := application.DefaultDefaultApproval
+		_c.mutation.SetDefaultApproval(v)
+	}
 	return nil
 }
 
@@ -167,6 +196,17 @@ func (_c *ApplicationCreate) check() error {
 	}
 	if _, ok := _c.mutation.AllowedTools(); !ok {
 		return &ValidationError{Name: "allowed_tools", err: errors.New(`ent: missing required field "Application.allowed_tools"`)}
+	}
+	if _, ok := _c.mutation.Approvals(); !ok {
+		return &ValidationError{Name: "approvals", err: errors.New(`ent: missing required field "Application.approvals"`)}
+	}
+	if _, ok := _c.mutation.DefaultApproval(); !ok {
+		return &ValidationError{Name: "default_approval", err: errors.New(`ent: missing required field "Application.default_approval"`)}
+	}
+	if v, ok := _c.mutation.DefaultApproval(); ok {
+		if err := application.DefaultApprovalValidator(v); err != nil {
+			return &ValidationError{Name: "default_approval", err: fmt.Errorf(`ent: validator failed for field "Application.default_approval": %w`, err)}
+		}
 	}
 	if len(_c.mutation.OrganizationIDs()) == 0 {
 		return &ValidationError{Name: "organization", err: errors.New(`ent: missing required edge "Application.organization"`)}
@@ -217,6 +257,14 @@ func (_c *ApplicationCreate) createSpec() (*Application, *sqlgraph.CreateSpec) {
 	if value, ok := _c.mutation.AllowedTools(); ok {
 		_spec.SetField(application.FieldAllowedTools, field.TypeJSON, value)
 		_node.AllowedTools = value
+	}
+	if value, ok := _c.mutation.Approvals(); ok {
+		_spec.SetField(application.FieldApprovals, field.TypeJSON, value)
+		_node.Approvals = value
+	}
+	if value, ok := _c.mutation.DefaultApproval(); ok {
+		_spec.SetField(application.FieldDefaultApproval, field.TypeEnum, value)
+		_node.DefaultApproval = value
 	}
 	if nodes := _c.mutation.OrganizationIDs(); len(nodes) > 0 {
 		edge := &sqlgraph.EdgeSpec{
@@ -335,6 +383,30 @@ func (u *ApplicationUpsert) UpdateAllowedTools() *ApplicationUpsert {
 	return u
 }
 
+// SetApprovals sets the "approvals" field.
+func (u *ApplicationUpsert) SetApprovals(v []schematype.ApprovalRule) *ApplicationUpsert {
+	u.Set(application.FieldApprovals, v)
+	return u
+}
+
+// UpdateApprovals sets the "approvals" field to the value that was provided on create.
+func (u *ApplicationUpsert) UpdateApprovals() *ApplicationUpsert {
+	u.SetExcluded(application.FieldApprovals)
+	return u
+}
+
+// SetDefaultApproval sets the "default_approval" field.
+func (u *ApplicationUpsert) SetDefaultApproval(v schematype.ApprovalPolicy) *ApplicationUpsert {
+	u.Set(application.FieldDefaultApproval, v)
+	return u
+}
+
+// UpdateDefaultApproval sets the "default_approval" field to the value that was provided on create.
+func (u *ApplicationUpsert) UpdateDefaultApproval() *ApplicationUpsert {
+	u.SetExcluded(application.FieldDefaultApproval)
+	return u
+}
+
 // UpdateNewValues updates the mutable fields using the new values that were set on create.
 // Using this option is equivalent to using:
 //
@@ -436,6 +508,34 @@ func (u *ApplicationUpsertOne) SetAllowedTools(v []string) *ApplicationUpsertOne
 func (u *ApplicationUpsertOne) UpdateAllowedTools() *ApplicationUpsertOne {
 	return u.Update(func(s *ApplicationUpsert) {
 		s.UpdateAllowedTools()
+	})
+}
+
+// SetApprovals sets the "approvals" field.
+func (u *ApplicationUpsertOne) SetApprovals(v []schematype.ApprovalRule) *ApplicationUpsertOne {
+	return u.Update(func(s *ApplicationUpsert) {
+		s.SetApprovals(v)
+	})
+}
+
+// UpdateApprovals sets the "approvals" field to the value that was provided on create.
+func (u *ApplicationUpsertOne) UpdateApprovals() *ApplicationUpsertOne {
+	return u.Update(func(s *ApplicationUpsert) {
+		s.UpdateApprovals()
+	})
+}
+
+// SetDefaultApproval sets the "default_approval" field.
+func (u *ApplicationUpsertOne) SetDefaultApproval(v schematype.ApprovalPolicy) *ApplicationUpsertOne {
+	return u.Update(func(s *ApplicationUpsert) {
+		s.SetDefaultApproval(v)
+	})
+}
+
+// UpdateDefaultApproval sets the "default_approval" field to the value that was provided on create.
+func (u *ApplicationUpsertOne) UpdateDefaultApproval() *ApplicationUpsertOne {
+	return u.Update(func(s *ApplicationUpsert) {
+		s.UpdateDefaultApproval()
 	})
 }
 
@@ -706,6 +806,34 @@ func (u *ApplicationUpsertBulk) SetAllowedTools(v []string) *ApplicationUpsertBu
 func (u *ApplicationUpsertBulk) UpdateAllowedTools() *ApplicationUpsertBulk {
 	return u.Update(func(s *ApplicationUpsert) {
 		s.UpdateAllowedTools()
+	})
+}
+
+// SetApprovals sets the "approvals" field.
+func (u *ApplicationUpsertBulk) SetApprovals(v []schematype.ApprovalRule) *ApplicationUpsertBulk {
+	return u.Update(func(s *ApplicationUpsert) {
+		s.SetApprovals(v)
+	})
+}
+
+// UpdateApprovals sets the "approvals" field to the value that was provided on create.
+func (u *ApplicationUpsertBulk) UpdateApprovals() *ApplicationUpsertBulk {
+	return u.Update(func(s *ApplicationUpsert) {
+		s.UpdateApprovals()
+	})
+}
+
+// SetDefaultApproval sets the "default_approval" field.
+func (u *ApplicationUpsertBulk) SetDefaultApproval(v schematype.ApprovalPolicy) *ApplicationUpsertBulk {
+	return u.Update(func(s *ApplicationUpsert) {
+		s.SetDefaultApproval(v)
+	})
+}
+
+// UpdateDefaultApproval sets the "default_approval" field to the value that was provided on create.
+func (u *ApplicationUpsertBulk) UpdateDefaultApproval() *ApplicationUpsertBulk {
+	return u.Update(func(s *ApplicationUpsert) {
+		s.UpdateDefaultApproval()
 	})
 }
 

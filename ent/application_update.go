@@ -14,6 +14,7 @@ import (
 	"entgo.io/ent/schema/field"
 	"github.com/toolgate/toolgate/ent/application"
 	"github.com/toolgate/toolgate/ent/predicate"
+	"github.com/toolgate/toolgate/ent/schematype"
 )
 
 // ApplicationUpdate is the builder for updating Application entities.
@@ -72,6 +73,32 @@ func (_u *ApplicationUpdate) SetAllowedTools(v []string) *ApplicationUpdate {
 // AppendAllowedTools appends value to the "allowed_tools" field.
 func (_u *ApplicationUpdate) AppendAllowedTools(v []string) *ApplicationUpdate {
 	_u.mutation.AppendAllowedTools(v)
+	return _u
+}
+
+// SetApprovals sets the "approvals" field.
+func (_u *ApplicationUpdate) SetApprovals(v []schematype.ApprovalRule) *ApplicationUpdate {
+	_u.mutation.SetApprovals(v)
+	return _u
+}
+
+// AppendApprovals appends value to the "approvals" field.
+func (_u *ApplicationUpdate) AppendApprovals(v []schematype.ApprovalRule) *ApplicationUpdate {
+	_u.mutation.AppendApprovals(v)
+	return _u
+}
+
+// SetDefaultApproval sets the "default_approval" field.
+func (_u *ApplicationUpdate) SetDefaultApproval(v schematype.ApprovalPolicy) *ApplicationUpdate {
+	_u.mutation.SetDefaultApproval(v)
+	return _u
+}
+
+// SetNillableDefaultApproval sets the "default_approval" field if the given value is not nil.
+func (_u *ApplicationUpdate) SetNillableDefaultApproval(v *schematype.ApprovalPolicy) *ApplicationUpdate {
+	if v != nil {
+		_u.SetDefaultApproval(*v)
+	}
 	return _u
 }
 
@@ -134,6 +161,11 @@ func (_u *ApplicationUpdate) check() error {
 			return &ValidationError{Name: "url", err: fmt.Errorf(`ent: validator failed for field "Application.url": %w`, err)}
 		}
 	}
+	if v, ok := _u.mutation.DefaultApproval(); ok {
+		if err := application.DefaultApprovalValidator(v); err != nil {
+			return &ValidationError{Name: "default_approval", err: fmt.Errorf(`ent: validator failed for field "Application.default_approval": %w`, err)}
+		}
+	}
 	if _u.mutation.OrganizationCleared() && len(_u.mutation.OrganizationIDs()) > 0 {
 		return errors.New(`ent: clearing a required unique edge "Application.organization"`)
 	}
@@ -168,6 +200,17 @@ func (_u *ApplicationUpdate) sqlSave(ctx context.Context) (_node int, err error)
 		_spec.AddModifier(func(u *sql.UpdateBuilder) {
 			sqljson.Append(u, application.FieldAllowedTools, value)
 		})
+	}
+	if value, ok := _u.mutation.Approvals(); ok {
+		_spec.SetField(application.FieldApprovals, field.TypeJSON, value)
+	}
+	if value, ok := _u.mutation.AppendedApprovals(); ok {
+		_spec.AddModifier(func(u *sql.UpdateBuilder) {
+			sqljson.Append(u, application.FieldApprovals, value)
+		})
+	}
+	if value, ok := _u.mutation.DefaultApproval(); ok {
+		_spec.SetField(application.FieldDefaultApproval, field.TypeEnum, value)
 	}
 	if _node, err = sqlgraph.UpdateNodes(ctx, _u.driver, _spec); err != nil {
 		if _, ok := err.(*sqlgraph.NotFoundError); ok {
@@ -232,6 +275,32 @@ func (_u *ApplicationUpdateOne) SetAllowedTools(v []string) *ApplicationUpdateOn
 // AppendAllowedTools appends value to the "allowed_tools" field.
 func (_u *ApplicationUpdateOne) AppendAllowedTools(v []string) *ApplicationUpdateOne {
 	_u.mutation.AppendAllowedTools(v)
+	return _u
+}
+
+// SetApprovals sets the "approvals" field.
+func (_u *ApplicationUpdateOne) SetApprovals(v []schematype.ApprovalRule) *ApplicationUpdateOne {
+	_u.mutation.SetApprovals(v)
+	return _u
+}
+
+// AppendApprovals appends value to the "approvals" field.
+func (_u *ApplicationUpdateOne) AppendApprovals(v []schematype.ApprovalRule) *ApplicationUpdateOne {
+	_u.mutation.AppendApprovals(v)
+	return _u
+}
+
+// SetDefaultApproval sets the "default_approval" field.
+func (_u *ApplicationUpdateOne) SetDefaultApproval(v schematype.ApprovalPolicy) *ApplicationUpdateOne {
+	_u.mutation.SetDefaultApproval(v)
+	return _u
+}
+
+// SetNillableDefaultApproval sets the "default_approval" field if the given value is not nil.
+func (_u *ApplicationUpdateOne) SetNillableDefaultApproval(v *schematype.ApprovalPolicy) *ApplicationUpdateOne {
+	if v != nil {
+		_u.SetDefaultApproval(*v)
+	}
 	return _u
 }
 
@@ -307,6 +376,11 @@ func (_u *ApplicationUpdateOne) check() error {
 			return &ValidationError{Name: "url", err: fmt.Errorf(`ent: validator failed for field "Application.url": %w`, err)}
 		}
 	}
+	if v, ok := _u.mutation.DefaultApproval(); ok {
+		if err := application.DefaultApprovalValidator(v); err != nil {
+			return &ValidationError{Name: "default_approval", err: fmt.Errorf(`ent: validator failed for field "Application.default_approval": %w`, err)}
+		}
+	}
 	if _u.mutation.OrganizationCleared() && len(_u.mutation.OrganizationIDs()) > 0 {
 		return errors.New(`ent: clearing a required unique edge "Application.organization"`)
 	}
@@ -358,6 +432,17 @@ func (_u *ApplicationUpdateOne) sqlSave(ctx context.Context) (_node *Application
 		_spec.AddModifier(func(u *sql.UpdateBuilder) {
 			sqljson.Append(u, application.FieldAllowedTools, value)
 		})
+	}
+	if value, ok := _u.mutation.Approvals(); ok {
+		_spec.SetField(application.FieldApprovals, field.TypeJSON, value)
+	}
+	if value, ok := _u.mutation.AppendedApprovals(); ok {
+		_spec.AddModifier(func(u *sql.UpdateBuilder) {
+			sqljson.Append(u, application.FieldApprovals, value)
+		})
+	}
+	if value, ok := _u.mutation.DefaultApproval(); ok {
+		_spec.SetField(application.FieldDefaultApproval, field.TypeEnum, value)
 	}
 	_node = &Application{config: _u.config}
 	_spec.Assign = _node.assignValues

@@ -18,6 +18,7 @@ import (
 	"github.com/toolgate/toolgate/ent/agent"
 	"github.com/toolgate/toolgate/ent/apitoken"
 	"github.com/toolgate/toolgate/ent/application"
+	"github.com/toolgate/toolgate/ent/approval"
 	"github.com/toolgate/toolgate/ent/artifact"
 	"github.com/toolgate/toolgate/ent/artifactversion"
 	"github.com/toolgate/toolgate/ent/attachment"
@@ -55,6 +56,8 @@ type Client struct {
 	Agent *AgentClient
 	// Application is the client for interacting with the Application builders.
 	Application *ApplicationClient
+	// Approval is the client for interacting with the Approval builders.
+	Approval *ApprovalClient
 	// Artifact is the client for interacting with the Artifact builders.
 	Artifact *ArtifactClient
 	// ArtifactVersion is the client for interacting with the ArtifactVersion builders.
@@ -113,6 +116,7 @@ func (c *Client) init() {
 	c.APIToken = NewAPITokenClient(c.config)
 	c.Agent = NewAgentClient(c.config)
 	c.Application = NewApplicationClient(c.config)
+	c.Approval = NewApprovalClient(c.config)
 	c.Artifact = NewArtifactClient(c.config)
 	c.ArtifactVersion = NewArtifactVersionClient(c.config)
 	c.Attachment = NewAttachmentClient(c.config)
@@ -230,6 +234,7 @@ func (c *Client) Tx(ctx context.Context) (*Tx, error) {
 		APIToken:           NewAPITokenClient(cfg),
 		Agent:              NewAgentClient(cfg),
 		Application:        NewApplicationClient(cfg),
+		Approval:           NewApprovalClient(cfg),
 		Artifact:           NewArtifactClient(cfg),
 		ArtifactVersion:    NewArtifactVersionClient(cfg),
 		Attachment:         NewAttachmentClient(cfg),
@@ -274,6 +279,7 @@ func (c *Client) BeginTx(ctx context.Context, opts *sql.TxOptions) (*Tx, error) 
 		APIToken:           NewAPITokenClient(cfg),
 		Agent:              NewAgentClient(cfg),
 		Application:        NewApplicationClient(cfg),
+		Approval:           NewApprovalClient(cfg),
 		Artifact:           NewArtifactClient(cfg),
 		ArtifactVersion:    NewArtifactVersionClient(cfg),
 		Attachment:         NewAttachmentClient(cfg),
@@ -325,11 +331,11 @@ func (c *Client) Close() error {
 // In order to add hooks to a specific client, call: `client.Node.Use(...)`.
 func (c *Client) Use(hooks ...Hook) {
 	for _, n := range []interface{ Use(...Hook) }{
-		c.APIToken, c.Agent, c.Application, c.Artifact, c.ArtifactVersion, c.Attachment,
-		c.Budget, c.Conversation, c.Document, c.DocumentChunk, c.IdempotentResponse,
-		c.KnowledgeBase, c.Memory, c.ModelCall, c.MonthlySpend, c.Organization,
-		c.Setting, c.Skill, c.StoredResult, c.Summary, c.Task, c.ToolCall, c.Turn,
-		c.User, c.WorkspaceFile,
+		c.APIToken, c.Agent, c.Application, c.Approval, c.Artifact, c.ArtifactVersion,
+		c.Attachment, c.Budget, c.Conversation, c.Document, c.DocumentChunk,
+		c.IdempotentResponse, c.KnowledgeBase, c.Memory, c.ModelCall, c.MonthlySpend,
+		c.Organization, c.Setting, c.Skill, c.StoredResult, c.Summary, c.Task,
+		c.ToolCall, c.Turn, c.User, c.WorkspaceFile,
 	} {
 		n.Use(hooks...)
 	}
@@ -339,11 +345,11 @@ func (c *Client) Use(hooks ...Hook) {
 // In order to add interceptors to a specific client, call: `client.Node.Intercept(...)`.
 func (c *Client) Intercept(interceptors ...Interceptor) {
 	for _, n := range []interface{ Intercept(...Interceptor) }{
-		c.APIToken, c.Agent, c.Application, c.Artifact, c.ArtifactVersion, c.Attachment,
-		c.Budget, c.Conversation, c.Document, c.DocumentChunk, c.IdempotentResponse,
-		c.KnowledgeBase, c.Memory, c.ModelCall, c.MonthlySpend, c.Organization,
-		c.Setting, c.Skill, c.StoredResult, c.Summary, c.Task, c.ToolCall, c.Turn,
-		c.User, c.WorkspaceFile,
+		c.APIToken, c.Agent, c.Application, c.Approval, c.Artifact, c.ArtifactVersion,
+		c.Attachment, c.Budget, c.Conversation, c.Document, c.DocumentChunk,
+		c.IdempotentResponse, c.KnowledgeBase, c.Memory, c.ModelCall, c.MonthlySpend,
+		c.Organization, c.Setting, c.Skill, c.StoredResult, c.Summary, c.Task,
+		c.ToolCall, c.Turn, c.User, c.WorkspaceFile,
 	} {
 		n.Intercept(interceptors...)
 	}
@@ -358,6 +364,8 @@ func (c *Client) Mutate(ctx context.Context, m Mutation) (Value, error) {
 		return c.Agent.mutate(ctx, m)
 	case *ApplicationMutation:
 		return c.Application.mutate(ctx, m)
+	case *ApprovalMutation:
+		return c.Approval.mutate(ctx, m)
 	case *ArtifactMutation:
 		return c.Artifact.mutate(ctx, m)
 	case *ArtifactVersionMutation:
@@ -870,6 +878,204 @@ func (c *ApplicationClient) mutate(ctx context.Context, m *ApplicationMutation) 
 		return (&ApplicationDelete{config: c.config, hooks: c.Hooks(), mutation: m}).Exec(ctx)
 	default:
 		return nil, fmt.Errorf("ent: unknown Application mutation op: %q", m.Op())
+	}
+}
+
+// ApprovalClient is a client for the Approval schema.
+type ApprovalClient struct {
+	config
+}
+
+// NewApprovalClient returns a client for the Approval from the given config.
+func NewApprovalClient(c config) *ApprovalClient {
+	return &ApprovalClient{config: c}
+}
+
+// Use adds a list of mutation hooks to the hooks stack.
+// A call to `Use(f, g, h)` equals to `approval.Hooks(f(g(h())))`.
+func (c *ApprovalClient) Use(hooks ...Hook) {
+	c.hooks.Approval = append(c.hooks.Approval, hooks...)
+}
+
+// Intercept adds a list of query interceptors to the interceptors stack.
+// A call to `Intercept(f, g, h)` equals to `approval.Intercept(f(g(h())))`.
+func (c *ApprovalClient) Intercept(interceptors ...Interceptor) {
+	c.inters.Approval = append(c.inters.Approval, interceptors...)
+}
+
+// Create returns a builder for creating a Approval entity.
+func (c *ApprovalClient) Create() *ApprovalCreate {
+	mutation := newApprovalMutation(c.config, OpCreate)
+	return &ApprovalCreate{config: c.config, hooks: c.Hooks(), mutation: mutation}
+}
+
+// CreateBulk returns a builder for creating a bulk of Approval entities.
+func (c *ApprovalClient) CreateBulk(builders ...*ApprovalCreate) *ApprovalCreateBulk {
+	return &ApprovalCreateBulk{config: c.config, builders: builders}
+}
+
+// MapCreateBulk creates a bulk creation builder from the given slice. For each item in the slice, the function creates
+// a builder and applies setFunc on it.
+func (c *ApprovalClient) MapCreateBulk(slice any, setFunc func(*ApprovalCreate, int)) *ApprovalCreateBulk {
+	rv := reflect.ValueOf(slice)
+	if rv.Kind() != reflect.Slice {
+		return &ApprovalCreateBulk{err: fmt.Errorf("calling to ApprovalClient.MapCreateBulk with wrong type %T, need slice", slice)}
+	}
+	builders := make([]*ApprovalCreate, rv.Len())
+	for i := 0; i < rv.Len(); i++ {
+		builders[i] = c.Create()
+		setFunc(builders[i], i)
+	}
+	return &ApprovalCreateBulk{config: c.config, builders: builders}
+}
+
+// Update returns an update builder for Approval.
+func (c *ApprovalClient) Update() *ApprovalUpdate {
+	mutation := newApprovalMutation(c.config, OpUpdate)
+	return &ApprovalUpdate{config: c.config, hooks: c.Hooks(), mutation: mutation}
+}
+
+// UpdateOne returns an update builder for the given entity.
+func (c *ApprovalClient) UpdateOne(_m *Approval) *ApprovalUpdateOne {
+	mutation := newApprovalMutation(c.config, OpUpdateOne, withApproval(_m))
+	return &ApprovalUpdateOne{config: c.config, hooks: c.Hooks(), mutation: mutation}
+}
+
+// UpdateOneID returns an update builder for the given id.
+func (c *ApprovalClient) UpdateOneID(id int) *ApprovalUpdateOne {
+	mutation := newApprovalMutation(c.config, OpUpdateOne, withApprovalID(id))
+	return &ApprovalUpdateOne{config: c.config, hooks: c.Hooks(), mutation: mutation}
+}
+
+// Delete returns a delete builder for Approval.
+func (c *ApprovalClient) Delete() *ApprovalDelete {
+	mutation := newApprovalMutation(c.config, OpDelete)
+	return &ApprovalDelete{config: c.config, hooks: c.Hooks(), mutation: mutation}
+}
+
+// DeleteOne returns a builder for deleting the given entity.
+func (c *ApprovalClient) DeleteOne(_m *Approval) *ApprovalDeleteOne {
+	return c.DeleteOneID(_m.ID)
+}
+
+// DeleteOneID returns a builder for deleting the given entity by its id.
+func (c *ApprovalClient) DeleteOneID(id int) *ApprovalDeleteOne {
+	builder := c.Delete().Where(approval.ID(id))
+	builder.mutation.id = &id
+	builder.mutation.op = OpDeleteOne
+	return &ApprovalDeleteOne{builder}
+}
+
+// Query returns a query builder for Approval.
+func (c *ApprovalClient) Query() *ApprovalQuery {
+	return &ApprovalQuery{
+		config: c.config,
+		ctx:    &QueryContext{Type: TypeApproval},
+		inters: c.Interceptors(),
+	}
+}
+
+// Get returns a Approval entity by its id.
+func (c *ApprovalClient) Get(ctx context.Context, id int) (*Approval, error) {
+	return c.Query().Where(approval.ID(id)).Only(ctx)
+}
+
+// GetX is like Get, but panics if an error occurs.
+func (c *ApprovalClient) GetX(ctx context.Context, id int) *Approval {
+	obj, err := c.Get(ctx, id)
+	if err != nil {
+		panic(err)
+	}
+	return obj
+}
+
+// QueryConversation queries the conversation edge of a Approval.
+func (c *ApprovalClient) QueryConversation(_m *Approval) *ConversationQuery {
+	query := (&ConversationClient{config: c.config}).Query()
+	query.path = func(context.Context) (fromV *sql.Selector, _ error) {
+		id := _m.ID
+		step := sqlgraph.NewStep(
+			sqlgraph.From(approval.Table, approval.FieldID, id),
+			sqlgraph.To(conversation.Table, conversation.FieldID),
+			sqlgraph.Edge(sqlgraph.M2O, false, approval.ConversationTable, approval.ConversationColumn),
+		)
+		fromV = sqlgraph.Neighbors(_m.driver.Dialect(), step)
+		return fromV, nil
+	}
+	return query
+}
+
+// QueryTurn queries the turn edge of a Approval.
+func (c *ApprovalClient) QueryTurn(_m *Approval) *TurnQuery {
+	query := (&TurnClient{config: c.config}).Query()
+	query.path = func(context.Context) (fromV *sql.Selector, _ error) {
+		id := _m.ID
+		step := sqlgraph.NewStep(
+			sqlgraph.From(approval.Table, approval.FieldID, id),
+			sqlgraph.To(turn.Table, turn.FieldID),
+			sqlgraph.Edge(sqlgraph.M2O, false, approval.TurnTable, approval.TurnColumn),
+		)
+		fromV = sqlgraph.Neighbors(_m.driver.Dialect(), step)
+		return fromV, nil
+	}
+	return query
+}
+
+// QueryToolCall queries the tool_call edge of a Approval.
+func (c *ApprovalClient) QueryToolCall(_m *Approval) *ToolCallQuery {
+	query := (&ToolCallClient{config: c.config}).Query()
+	query.path = func(context.Context) (fromV *sql.Selector, _ error) {
+		id := _m.ID
+		step := sqlgraph.NewStep(
+			sqlgraph.From(approval.Table, approval.FieldID, id),
+			sqlgraph.To(toolcall.Table, toolcall.FieldID),
+			sqlgraph.Edge(sqlgraph.M2O, false, approval.ToolCallTable, approval.ToolCallColumn),
+		)
+		fromV = sqlgraph.Neighbors(_m.driver.Dialect(), step)
+		return fromV, nil
+	}
+	return query
+}
+
+// QueryDecidedBy queries the decided_by edge of a Approval.
+func (c *ApprovalClient) QueryDecidedBy(_m *Approval) *UserQuery {
+	query := (&UserClient{config: c.config}).Query()
+	query.path = func(context.Context) (fromV *sql.Selector, _ error) {
+		id := _m.ID
+		step := sqlgraph.NewStep(
+			sqlgraph.From(approval.Table, approval.FieldID, id),
+			sqlgraph.To(user.Table, user.FieldID),
+			sqlgraph.Edge(sqlgraph.M2O, false, approval.DecidedByTable, approval.DecidedByColumn),
+		)
+		fromV = sqlgraph.Neighbors(_m.driver.Dialect(), step)
+		return fromV, nil
+	}
+	return query
+}
+
+// Hooks returns the client hooks.
+func (c *ApprovalClient) Hooks() []Hook {
+	hooks := c.hooks.Approval
+	return append(hooks[:len(hooks):len(hooks)], approval.Hooks[:]...)
+}
+
+// Interceptors returns the client interceptors.
+func (c *ApprovalClient) Interceptors() []Interceptor {
+	return c.inters.Approval
+}
+
+func (c *ApprovalClient) mutate(ctx context.Context, m *ApprovalMutation) (Value, error) {
+	switch m.Op() {
+	case OpCreate:
+		return (&ApprovalCreate{config: c.config, hooks: c.Hooks(), mutation: m}).Save(ctx)
+	case OpUpdate:
+		return (&ApprovalUpdate{config: c.config, hooks: c.Hooks(), mutation: m}).Save(ctx)
+	case OpUpdateOne:
+		return (&ApprovalUpdateOne{config: c.config, hooks: c.Hooks(), mutation: m}).Save(ctx)
+	case OpDelete, OpDeleteOne:
+		return (&ApprovalDelete{config: c.config, hooks: c.Hooks(), mutation: m}).Exec(ctx)
+	default:
+		return nil, fmt.Errorf("ent: unknown Approval mutation op: %q", m.Op())
 	}
 }
 
@@ -4240,16 +4446,17 @@ func (c *WorkspaceFileClient) mutate(ctx context.Context, m *WorkspaceFileMutati
 // hooks and interceptors per client, for fast access.
 type (
 	hooks struct {
-		APIToken, Agent, Application, Artifact, ArtifactVersion, Attachment, Budget,
-		Conversation, Document, DocumentChunk, IdempotentResponse, KnowledgeBase,
-		Memory, ModelCall, MonthlySpend, Organization, Setting, Skill, StoredResult,
-		Summary, Task, ToolCall, Turn, User, WorkspaceFile []ent.Hook
+		APIToken, Agent, Application, Approval, Artifact, ArtifactVersion, Attachment,
+		Budget, Conversation, Document, DocumentChunk, IdempotentResponse,
+		KnowledgeBase, Memory, ModelCall, MonthlySpend, Organization, Setting, Skill,
+		StoredResult, Summary, Task, ToolCall, Turn, User, WorkspaceFile []ent.Hook
 	}
 	inters struct {
-		APIToken, Agent, Application, Artifact, ArtifactVersion, Attachment, Budget,
-		Conversation, Document, DocumentChunk, IdempotentResponse, KnowledgeBase,
-		Memory, ModelCall, MonthlySpend, Organization, Setting, Skill, StoredResult,
-		Summary, Task, ToolCall, Turn, User, WorkspaceFile []ent.Interceptor
+		APIToken, Agent, Application, Approval, Artifact, ArtifactVersion, Attachment,
+		Budget, Conversation, Document, DocumentChunk, IdempotentResponse,
+		KnowledgeBase, Memory, ModelCall, MonthlySpend, Organization, Setting, Skill,
+		StoredResult, Summary, Task, ToolCall, Turn, User,
+		WorkspaceFile []ent.Interceptor
 	}
 )
 

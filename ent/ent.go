@@ -15,6 +15,7 @@ import (
 	"github.com/toolgate/toolgate/ent/agent"
 	"github.com/toolgate/toolgate/ent/apitoken"
 	"github.com/toolgate/toolgate/ent/application"
+	"github.com/toolgate/toolgate/ent/approval"
 	"github.com/toolgate/toolgate/ent/artifact"
 	"github.com/toolgate/toolgate/ent/artifactversion"
 	"github.com/toolgate/toolgate/ent/attachment"
@@ -100,6 +101,7 @@ func checkColumn(t, c string) error {
 			apitoken.Table:           apitoken.ValidColumn,
 			agent.Table:              agent.ValidColumn,
 			application.Table:        application.ValidColumn,
+			approval.Table:           approval.ValidColumn,
 			artifact.Table:           artifact.ValidColumn,
 			artifactversion.Table:    artifactversion.ValidColumn,
 			attachment.Table:         attachment.ValidColumn,

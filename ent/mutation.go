@@ -14,6 +14,7 @@ import (
 	"github.com/toolgate/toolgate/ent/agent"
 	"github.com/toolgate/toolgate/ent/apitoken"
 	"github.com/toolgate/toolgate/ent/application"
+	"github.com/toolgate/toolgate/ent/approval"
 	"github.com/toolgate/toolgate/ent/artifact"
 	"github.com/toolgate/toolgate/ent/artifactversion"
 	"github.com/toolgate/toolgate/ent/attachment"
@@ -52,6 +53,7 @@ const (
 	TypeAPIToken           = "APIToken"
 	TypeAgent              = "Agent"
 	TypeApplication        = "Application"
+	TypeApproval           = "Approval"
 	TypeArtifact           = "Artifact"
 	TypeArtifactVersion    = "ArtifactVersion"
 	TypeAttachment         = "Attachment"
@@ -969,6 +971,8 @@ type AgentMutation struct {
 	skills                   *[]string
 	appendskills             []string
 	tool_loading             *agent.ToolLoading
+	approvals                *[]schematype.ApprovalRule
+	appendapprovals          []schematype.ApprovalRule
 	knowledge_base_ids       *[]int
 	appendknowledge_base_ids []int
 	clearedFields            map[string]struct{}
@@ -1506,6 +1510,57 @@ func (m *AgentMutation) ResetToolLoading() {
 	m.tool_loading = nil
 }
 
+// SetApprovals sets the "approvals" field.
+func (m *AgentMutation) SetApprovals(sr []schematype.ApprovalRule) {
+	m.approvals = &sr
+	m.appendapprovals = nil
+}
+
+// Approvals returns the value of the "approvals" field in the mutation.
+func (m *AgentMutation) Approvals() (r []schematype.ApprovalRule, exists bool) {
+	v := m.approvals
+	if v == nil {
+		return
+	}
+	return *v, true
+}
+
+// OldApprovals returns the old "approvals" field's value of the Agent entity.
+// If the Agent object wasn't provided to the builder, the object is fetched from the database.
+// An error is returned if the mutation operation is not UpdateOne, or the database query fails.
+func (m *AgentMutation) OldApprovals(ctx context.Context) (v []schematype.ApprovalRule, err error) {
+	if !m.op.Is(OpUpdateOne) {
+		return v, errors.New("OldApprovals is only allowed on UpdateOne operations")
+	}
+	if m.id == nil || m.oldValue == nil {
+		return v, errors.New("OldApprovals requires an ID field in the mutation")
+	}
+	oldValue, err := m.oldValue(ctx)
+	if err != nil {
+		return v, fmt.Errorf("querying old value for OldApprovals: %w", err)
+	}
+	return oldValue.Approvals, nil
+}
+
+// AppendApprovals adds sr to the "approvals" field.
+func (m *AgentMutation) AppendApprovals(sr []schematype.ApprovalRule) {
+	m.appendapprovals = append(m.appendapprovals, sr...)
+}
+
+// AppendedApprovals returns the list of values that were appended to the "approvals" field in this mutation.
+func (m *AgentMutation) AppendedApprovals() ([]schematype.ApprovalRule, bool) {
+	if len(m.appendapprovals) == 0 {
+		return nil, false
+	}
+	return m.appendapprovals, true
+}
+
+// ResetApprovals resets all changes to the "approvals" field.
+func (m *AgentMutation) ResetApprovals() {
+	m.approvals = nil
+	m.appendapprovals = nil
+}
+
 // SetKnowledgeBaseIds sets the "knowledge_base_ids" field.
 func (m *AgentMutation) SetKnowledgeBaseIds(i []int) {
 	m.knowledge_base_ids = &i
@@ -1672,7 +1727,7 @@ func (m *AgentMutation) Type() string {
 // order to get all numeric fields that were incremented/decremented, call
 // AddedFields().
 func (m *AgentMutation) Fields() []string {
-	fields := make([]string, 0, 12)
+	fields := make([]string, 0, 13)
 	if m.created_at != nil {
 		fields = append(fields, agent.FieldCreatedAt)
 	}
@@ -1705,6 +1760,9 @@ func (m *AgentMutation) Fields() []string {
 	}
 	if m.tool_loading != nil {
 		fields = append(fields, agent.FieldToolLoading)
+	}
+	if m.approvals != nil {
+		fields = append(fields, agent.FieldApprovals)
 	}
 	if m.knowledge_base_ids != nil {
 		fields = append(fields, agent.FieldKnowledgeBaseIds)
@@ -1739,6 +1797,8 @@ func (m *AgentMutation) Field(name string) (ent.Value, bool) {
 		return m.Skills()
 	case agent.FieldToolLoading:
 		return m.ToolLoading()
+	case agent.FieldApprovals:
+		return m.Approvals()
 	case agent.FieldKnowledgeBaseIds:
 		return m.KnowledgeBaseIds()
 	}
@@ -1772,6 +1832,8 @@ func (m *AgentMutation) OldField(ctx context.Context, name string) (ent.Value, e
 		return m.OldSkills(ctx)
 	case agent.FieldToolLoading:
 		return m.OldToolLoading(ctx)
+	case agent.FieldApprovals:
+		return m.OldApprovals(ctx)
 	case agent.FieldKnowledgeBaseIds:
 		return m.OldKnowledgeBaseIds(ctx)
 	}
@@ -1859,6 +1921,13 @@ func (m *AgentMutation) SetField(name string, value ent.Value) error {
 			return fmt.Errorf("unexpected type %T for field %s", value, name)
 		}
 		m.SetToolLoading(v)
+		return nil
+	case agent.FieldApprovals:
+		v, ok := value.([]schematype.ApprovalRule)
+		if !ok {
+			return fmt.Errorf("unexpected type %T for field %s", value, name)
+		}
+		m.SetApprovals(v)
 		return nil
 	case agent.FieldKnowledgeBaseIds:
 		v, ok := value.([]int)
@@ -1951,6 +2020,9 @@ func (m *AgentMutation) ResetField(name string) error {
 		return nil
 	case agent.FieldToolLoading:
 		m.ResetToolLoading()
+		return nil
+	case agent.FieldApprovals:
+		m.ResetApprovals()
 		return nil
 	case agent.FieldKnowledgeBaseIds:
 		m.ResetKnowledgeBaseIds()
@@ -2073,6 +2145,9 @@ type ApplicationMutation struct {
 	url                 *string
 	allowed_tools       *[]string
 	appendallowed_tools []string
+	approvals           *[]schematype.ApprovalRule
+	appendapprovals     []schematype.ApprovalRule
+	default_approval    *schematype.ApprovalPolicy
 	clearedFields       map[string]struct{}
 	organization        *int
 	clearedorganization bool
@@ -2410,6 +2485,93 @@ func (m *ApplicationMutation) ResetAllowedTools() {
 	m.appendallowed_tools = nil
 }
 
+// SetApprovals sets the "approvals" field.
+func (m *ApplicationMutation) SetApprovals(sr []schematype.ApprovalRule) {
+	m.approvals = &sr
+	m.appendapprovals = nil
+}
+
+// Approvals returns the value of the "approvals" field in the mutation.
+func (m *ApplicationMutation) Approvals() (r []schematype.ApprovalRule, exists bool) {
+	v := m.approvals
+	if v == nil {
+		return
+	}
+	return *v, true
+}
+
+// OldApprovals returns the old "approvals" field's value of the Application entity.
+// If the Application object wasn't provided to the builder, the object is fetched from the database.
+// An error is returned if the mutation operation is not UpdateOne, or the database query fails.
+func (m *ApplicationMutation) OldApprovals(ctx context.Context) (v []schematype.ApprovalRule, err error) {
+	if !m.op.Is(OpUpdateOne) {
+		return v, errors.New("OldApprovals is only allowed on UpdateOne operations")
+	}
+	if m.id == nil || m.oldValue == nil {
+		return v, errors.New("OldApprovals requires an ID field in the mutation")
+	}
+	oldValue, err := m.oldValue(ctx)
+	if err != nil {
+		return v, fmt.Errorf("querying old value for OldApprovals: %w", err)
+	}
+	return oldValue.Approvals, nil
+}
+
+// AppendApprovals adds sr to the "approvals" field.
+func (m *ApplicationMutation) AppendApprovals(sr []schematype.ApprovalRule) {
+	m.appendapprovals = append(m.appendapprovals, sr...)
+}
+
+// AppendedApprovals returns the list of values that were appended to the "approvals" field in this mutation.
+func (m *ApplicationMutation) AppendedApprovals() ([]schematype.ApprovalRule, bool) {
+	if len(m.appendapprovals) == 0 {
+		return nil, false
+	}
+	return m.appendapprovals, true
+}
+
+// ResetApprovals resets all changes to the "approvals" field.
+func (m *ApplicationMutation) ResetApprovals() {
+	m.approvals = nil
+	m.appendapprovals = nil
+}
+
+// SetDefaultApproval sets the "default_approval" field.
+func (m *ApplicationMutation) SetDefaultApproval(sp schematype.ApprovalPolicy) {
+	m.default_approval = &sp
+}
+
+// DefaultApproval returns the value of the "default_approval" field in the mutation.
+func (m *ApplicationMutation) DefaultApproval() (r schematype.ApprovalPolicy, exists bool) {
+	v := m.default_approval
+	if v == nil {
+		return
+	}
+	return *v, true
+}
+
+// OldDefaultApproval returns the old "default_approval" field's value of the Application entity.
+// If the Application object wasn't provided to the builder, the object is fetched from the database.
+// An error is returned if the mutation operation is not UpdateOne, or the database query fails.
+func (m *ApplicationMutation) OldDefaultApproval(ctx context.Context) (v schematype.ApprovalPolicy, err error) {
+	if !m.op.Is(OpUpdateOne) {
+		return v, errors.New("OldDefaultApproval is only allowed on UpdateOne operations")
+	}
+	if m.id == nil || m.oldValue == nil {
+		return v, errors.New("OldDefaultApproval requires an ID field in the mutation")
+	}
+	oldValue, err := m.oldValue(ctx)
+	if err != nil {
+		return v, fmt.Errorf("querying old value for OldDefaultApproval: %w", err)
+	}
+	return oldValue.DefaultApproval, nil
+}
+
+// ResetDefaultApproval resets all changes to the "default_approval" field.
+func (m *ApplicationMutation) ResetDefaultApproval() {
+	m.default_approval = nil
+}
+
 // ClearOrganization clears the "organization" edge to the Organization entity.
 func (m *ApplicationMutation) ClearOrganization() {
 	m.clearedorganization = true
@@ -2471,7 +2633,7 @@ func (m *ApplicationMutation) Type() string {
 // order to get all numeric fields that were incremented/decremented, call
 // AddedFields().
 func (m *ApplicationMutation) Fields() []string {
-	fields := make([]string, 0, 6)
+	fields := make([]string, 0, 8)
 	if m.created_at != nil {
 		fields = append(fields, application.FieldCreatedAt)
 	}
@@ -2489,6 +2651,12 @@ func (m *ApplicationMutation) Fields() []string {
 	}
 	if m.allowed_tools != nil {
 		fields = append(fields, application.FieldAllowedTools)
+	}
+	if m.approvals != nil {
+		fields = append(fields, application.FieldApprovals)
+	}
+	if m.default_approval != nil {
+		fields = append(fields, application.FieldDefaultApproval)
 	}
 	return fields
 }
@@ -2510,6 +2678,10 @@ func (m *ApplicationMutation) Field(name string) (ent.Value, bool) {
 		return m.URL()
 	case application.FieldAllowedTools:
 		return m.AllowedTools()
+	case application.FieldApprovals:
+		return m.Approvals()
+	case application.FieldDefaultApproval:
+		return m.DefaultApproval()
 	}
 	return nil, false
 }
@@ -2531,6 +2703,10 @@ func (m *ApplicationMutation) OldField(ctx context.Context, name string) (ent.Va
 		return m.OldURL(ctx)
 	case application.FieldAllowedTools:
 		return m.OldAllowedTools(ctx)
+	case application.FieldApprovals:
+		return m.OldApprovals(ctx)
+	case application.FieldDefaultApproval:
+		return m.OldDefaultApproval(ctx)
 	}
 	return nil, fmt.Errorf("unknown Application field %s", name)
 }
@@ -2581,6 +2757,20 @@ func (m *ApplicationMutation) SetField(name string, value ent.Value) error {
 			return fmt.Errorf("unexpected type %T for field %s", value, name)
 		}
 		m.SetAllowedTools(v)
+		return nil
+	case application.FieldApprovals:
+		v, ok := value.([]schematype.ApprovalRule)
+		if !ok {
+			return fmt.Errorf("unexpected type %T for field %s", value, name)
+		}
+		m.SetApprovals(v)
+		return nil
+	case application.FieldDefaultApproval:
+		v, ok := value.(schematype.ApprovalPolicy)
+		if !ok {
+			return fmt.Errorf("unexpected type %T for field %s", value, name)
+		}
+		m.SetDefaultApproval(v)
 		return nil
 	}
 	return fmt.Errorf("unknown Application field %s", name)
@@ -2651,6 +2841,12 @@ func (m *ApplicationMutation) ResetField(name string) error {
 		return nil
 	case application.FieldAllowedTools:
 		m.ResetAllowedTools()
+		return nil
+	case application.FieldApprovals:
+		m.ResetApprovals()
+		return nil
+	case application.FieldDefaultApproval:
+		m.ResetDefaultApproval()
 		return nil
 	}
 	return fmt.Errorf("unknown Application field %s", name)
@@ -2728,6 +2924,1581 @@ func (m *ApplicationMutation) ResetEdge(name string) error {
 		return nil
 	}
 	return fmt.Errorf("unknown Application edge %s", name)
+}
+
+// ApprovalMutation represents an operation that mutates the Approval nodes in the graph.
+type ApprovalMutation struct {
+	config
+	op                  Op
+	typ                 string
+	id                  *int
+	tool                *string
+	arguments           *string
+	description         *string
+	annotations         **schematype.ToolAnnotations
+	input_schema        *string
+	policy              *schematype.ApprovalPolicy
+	decision            *schematype.Decision
+	decided_arguments   *string
+	reason              *string
+	decided_at          *time.Time
+	timed_out           *bool
+	expires_at          *time.Time
+	dispatched_at       *time.Time
+	created_at          *time.Time
+	clearedFields       map[string]struct{}
+	conversation        *int
+	clearedconversation bool
+	turn                *int
+	clearedturn         bool
+	tool_call           *int
+	clearedtool_call    bool
+	decided_by          *int
+	cleareddecided_by   bool
+	done                bool
+	oldValue            func(context.Context) (*Approval, error)
+	predicates          []predicate.Approval
+}
+
+var _ ent.Mutation = (*ApprovalMutation)(nil)
+
+// approvalOption allows management of the mutation configuration using functional options.
+type approvalOption func(*ApprovalMutation)
+
+// newApprovalMutation creates new mutation for the Approval entity.
+func newApprovalMutation(c config, op Op, opts ...approvalOption) *ApprovalMutation {
+	m := &ApprovalMutation{
+		config:        c,
+		op:            op,
+		typ:           TypeApproval,
+		clearedFields: make(map[string]struct{}),
+	}
+	for _, opt := range opts {
+		opt(m)
+	}
+	return m
+}
+
+// withApprovalID sets the ID field of the mutation.
+func withApprovalID(id int) approvalOption {
+	return func(m *ApprovalMutation) {
+		var (
+			err   error
+			once  sync.Once
+			value *Approval
+		)
+		m.oldValue = func(ctx context.Context) (*Approval, error) {
+			once.Do(func() {
+				if m.done {
+					err = errors.New("querying old values post mutation is not allowed")
+				} else {
+					value, err = m.Client().Approval.Get(ctx, id)
+				}
+			})
+			return value, err
+		}
+		m.id = &id
+	}
+}
+
+// withApproval sets the old Approval of the mutation.
+func withApproval(node *Approval) approvalOption {
+	return func(m *ApprovalMutation) {
+		m.oldValue = func(context.Context) (*Approval, error) {
+			return node, nil
+		}
+		m.id = &node.ID
+	}
+}
+
+// Client returns a new `ent.Client` from the mutation. If the mutation was
+// executed in a transaction (ent.Tx), a transactional client is returned.
+func (m ApprovalMutation) Client() *Client {
+	client := &Client{config: m.config}
+	client.init()
+	return client
+}
+
+// Tx returns an `ent.Tx` for mutations that were executed in transactions;
+// it returns an error otherwise.
+func (m ApprovalMutation) Tx() (*Tx, error) {
+	if _, ok := m.driver.(*txDriver); !ok {
+		return nil, errors.New("ent: mutation is not running in a transaction")
+	}
+	tx := &Tx{config: m.config}
+	tx.init()
+	return tx, nil
+}
+
+// ID returns the ID value in the mutation. Note that the ID is only available
+// if it was provided to the builder or after it was returned from the database.
+func (m *ApprovalMutation) ID() (id int, exists bool) {
+	if m.id == nil {
+		return
+	}
+	return *m.id, true
+}
+
+// IDs queries the database and returns the entity ids that match the mutation's predicate.
+// That means, if the mutation is applied within a transaction with an isolation level such
+// as sql.LevelSerializable, the returned ids match the ids of the rows that will be updated
+// or updated by the mutation.
+func (m *ApprovalMutation) IDs(ctx context.Context) ([]int, error) {
+	switch {
+	case m.op.Is(OpUpdateOne | OpDeleteOne):
+		id, exists := m.ID()
+		if exists {
+			return []int{id}, nil
+		}
+		fallthrough
+	case m.op.Is(OpUpdate | OpDelete):
+		return m.Client().Approval.Query().Where(m.predicates...).IDs(ctx)
+	default:
+		return nil, fmt.Errorf("IDs is not allowed on %s operations", m.op)
+	}
+}
+
+// SetConversationID sets the "conversation_id" field.
+func (m *ApprovalMutation) SetConversationID(i int) {
+	m.conversation = &i
+}
+
+// ConversationID returns the value of the "conversation_id" field in the mutation.
+func (m *ApprovalMutation) ConversationID() (r int, exists bool) {
+	v := m.conversation
+	if v == nil {
+		return
+	}
+	return *v, true
+}
+
+// OldConversationID returns the old "conversation_id" field's value of the Approval entity.
+// If the Approval object wasn't provided to the builder, the object is fetched from the database.
+// An error is returned if the mutation operation is not UpdateOne, or the database query fails.
+func (m *ApprovalMutation) OldConversationID(ctx context.Context) (v int, err error) {
+	if !m.op.Is(OpUpdateOne) {
+		return v, errors.New("OldConversationID is only allowed on UpdateOne operations")
+	}
+	if m.id == nil || m.oldValue == nil {
+		return v, errors.New("OldConversationID requires an ID field in the mutation")
+	}
+	oldValue, err := m.oldValue(ctx)
+	if err != nil {
+		return v, fmt.Errorf("querying old value for OldConversationID: %w", err)
+	}
+	return oldValue.ConversationID, nil
+}
+
+// ResetConversationID resets all changes to the "conversation_id" field.
+func (m *ApprovalMutation) ResetConversationID() {
+	m.conversation = nil
+}
+
+// SetTurnID sets the "turn_id" field.
+func (m *ApprovalMutation) SetTurnID(i int) {
+	m.turn = &i
+}
+
+// TurnID returns the value of the "turn_id" field in the mutation.
+func (m *ApprovalMutation) TurnID() (r int, exists bool) {
+	v := m.turn
+	if v == nil {
+		return
+	}
+	return *v, true
+}
+
+// OldTurnID returns the old "turn_id" field's value of the Approval entity.
+// If the Approval object wasn't provided to the builder, the object is fetched from the database.
+// An error is returned if the mutation operation is not UpdateOne, or the database query fails.
+func (m *ApprovalMutation) OldTurnID(ctx context.Context) (v int, err error) {
+	if !m.op.Is(OpUpdateOne) {
+		return v, errors.New("OldTurnID is only allowed on UpdateOne operations")
+	}
+	if m.id == nil || m.oldValue == nil {
+		return v, errors.New("OldTurnID requires an ID field in the mutation")
+	}
+	oldValue, err := m.oldValue(ctx)
+	if err != nil {
+		return v, fmt.Errorf("querying old value for OldTurnID: %w", err)
+	}
+	return oldValue.TurnID, nil
+}
+
+// ResetTurnID resets all changes to the "turn_id" field.
+func (m *ApprovalMutation) ResetTurnID() {
+	m.turn = nil
+}
+
+// SetToolCallID sets the "tool_call_id" field.
+func (m *ApprovalMutation) SetToolCallID(i int) {
+	m.tool_call = &i
+}
+
+// ToolCallID returns the value of the "tool_call_id" field in the mutation.
+func (m *ApprovalMutation) ToolCallID() (r int, exists bool) {
+	v := m.tool_call
+	if v == nil {
+		return
+	}
+	return *v, true
+}
+
+// OldToolCallID returns the old "tool_call_id" field's value of the Approval entity.
+// If the Approval object wasn't provided to the builder, the object is fetched from the database.
+// An error is returned if the mutation operation is not UpdateOne, or the database query fails.
+func (m *ApprovalMutation) OldToolCallID(ctx context.Context) (v int, err error) {
+	if !m.op.Is(OpUpdateOne) {
+		return v, errors.New("OldToolCallID is only allowed on UpdateOne operations")
+	}
+	if m.id == nil || m.oldValue == nil {
+		return v, errors.New("OldToolCallID requires an ID field in the mutation")
+	}
+	oldValue, err := m.oldValue(ctx)
+	if err != nil {
+		return v, fmt.Errorf("querying old value for OldToolCallID: %w", err)
+	}
+	return oldValue.ToolCallID, nil
+}
+
+// ResetToolCallID resets all changes to the "tool_call_id" field.
+func (m *ApprovalMutation) ResetToolCallID() {
+	m.tool_call = nil
+}
+
+// SetTool sets the "tool" field.
+func (m *ApprovalMutation) SetTool(s string) {
+	m.tool = &s
+}
+
+// Tool returns the value of the "tool" field in the mutation.
+func (m *ApprovalMutation) Tool() (r string, exists bool) {
+	v := m.tool
+	if v == nil {
+		return
+	}
+	return *v, true
+}
+
+// OldTool returns the old "tool" field's value of the Approval entity.
+// If the Approval object wasn't provided to the builder, the object is fetched from the database.
+// An error is returned if the mutation operation is not UpdateOne, or the database query fails.
+func (m *ApprovalMutation) OldTool(ctx context.Context) (v string, err error) {
+	if !m.op.Is(OpUpdateOne) {
+		return v, errors.New("OldTool is only allowed on UpdateOne operations")
+	}
+	if m.id == nil || m.oldValue == nil {
+		return v, errors.New("OldTool requires an ID field in the mutation")
+	}
+	oldValue, err := m.oldValue(ctx)
+	if err != nil {
+		return v, fmt.Errorf("querying old value for OldTool: %w", err)
+	}
+	return oldValue.Tool, nil
+}
+
+// ResetTool resets all changes to the "tool" field.
+func (m *ApprovalMutation) ResetTool() {
+	m.tool = nil
+}
+
+// SetArguments sets the "arguments" field.
+func (m *ApprovalMutation) SetArguments(s string) {
+	m.arguments = &s
+}
+
+// Arguments returns the value of the "arguments" field in the mutation.
+func (m *ApprovalMutation) Arguments() (r string, exists bool) {
+	v := m.arguments
+	if v == nil {
+		return
+	}
+	return *v, true
+}
+
+// OldArguments returns the old "arguments" field's value of the Approval entity.
+// If the Approval object wasn't provided to the builder, the object is fetched from the database.
+// An error is returned if the mutation operation is not UpdateOne, or the database query fails.
+func (m *ApprovalMutation) OldArguments(ctx context.Context) (v string, err error) {
+	if !m.op.Is(OpUpdateOne) {
+		return v, errors.New("OldArguments is only allowed on UpdateOne operations")
+	}
+	if m.id == nil || m.oldValue == nil {
+		return v, errors.New("OldArguments requires an ID field in the mutation")
+	}
+	oldValue, err := m.oldValue(ctx)
+	if err != nil {
+		return v, fmt.Errorf("querying old value for OldArguments: %w", err)
+	}
+	return oldValue.Arguments, nil
+}
+
+// ResetArguments resets all changes to the "arguments" field.
+func (m *ApprovalMutation) ResetArguments() {
+	m.arguments = nil
+}
+
+// SetDescription sets the "description" field.
+func (m *ApprovalMutation) SetDescription(s string) {
+	m.description = &s
+}
+
+// Description returns the value of the "description" field in the mutation.
+func (m *ApprovalMutation) Description() (r string, exists bool) {
+	v := m.description
+	if v == nil {
+		return
+	}
+	return *v, true
+}
+
+// OldDescription returns the old "description" field's value of the Approval entity.
+// If the Approval object wasn't provided to the builder, the object is fetched from the database.
+// An error is returned if the mutation operation is not UpdateOne, or the database query fails.
+func (m *ApprovalMutation) OldDescription(ctx context.Context) (v string, err error) {
+	if !m.op.Is(OpUpdateOne) {
+		return v, errors.New("OldDescription is only allowed on UpdateOne operations")
+	}
+	if m.id == nil || m.oldValue == nil {
+		return v, errors.New("OldDescription requires an ID field in the mutation")
+	}
+	oldValue, err := m.oldValue(ctx)
+	if err != nil {
+		return v, fmt.Errorf("querying old value for OldDescription: %w", err)
+	}
+	return oldValue.Description, nil
+}
+
+// ResetDescription resets all changes to the "description" field.
+func (m *ApprovalMutation) ResetDescription() {
+	m.description = nil
+}
+
+// SetAnnotations sets the "annotations" field.
+func (m *ApprovalMutation) SetAnnotations(sa *schematype.ToolAnnotations) {
+	m.annotations = &sa
+}
+
+// Annotations returns the value of the "annotations" field in the mutation.
+func (m *ApprovalMutation) Annotations() (r *schematype.ToolAnnotations, exists bool) {
+	v := m.annotations
+	if v == nil {
+		return
+	}
+	return *v, true
+}
+
+// OldAnnotations returns the old "annotations" field's value of the Approval entity.
+// If the Approval object wasn't provided to the builder, the object is fetched from the database.
+// An error is returned if the mutation operation is not UpdateOne, or the database query fails.
+func (m *ApprovalMutation) OldAnnotations(ctx context.Context) (v *schematype.ToolAnnotations, err error) {
+	if !m.op.Is(OpUpdateOne) {
+		return v, errors.New("OldAnnotations is only allowed on UpdateOne operations")
+	}
+	if m.id == nil || m.oldValue == nil {
+		return v, errors.New("OldAnnotations requires an ID field in the mutation")
+	}
+	oldValue, err := m.oldValue(ctx)
+	if err != nil {
+		return v, fmt.Errorf("querying old value for OldAnnotations: %w", err)
+	}
+	return oldValue.Annotations, nil
+}
+
+// ClearAnnotations clears the value of the "annotations" field.
+func (m *ApprovalMutation) ClearAnnotations() {
+	m.annotations = nil
+	m.clearedFields[approval.FieldAnnotations] = struct{}{}
+}
+
+// AnnotationsCleared returns if the "annotations" field was cleared in this mutation.
+func (m *ApprovalMutation) AnnotationsCleared() bool {
+	_, ok := m.clearedFields[approval.FieldAnnotations]
+	return ok
+}
+
+// ResetAnnotations resets all changes to the "annotations" field.
+func (m *ApprovalMutation) ResetAnnotations() {
+	m.annotations = nil
+	delete(m.clearedFields, approval.FieldAnnotations)
+}
+
+// SetInputSchema sets the "input_schema" field.
+func (m *ApprovalMutation) SetInputSchema(s string) {
+	m.input_schema = &s
+}
+
+// InputSchema returns the value of the "input_schema" field in the mutation.
+func (m *ApprovalMutation) InputSchema() (r string, exists bool) {
+	v := m.input_schema
+	if v == nil {
+		return
+	}
+	return *v, true
+}
+
+// OldInputSchema returns the old "input_schema" field's value of the Approval entity.
+// If the Approval object wasn't provided to the builder, the object is fetched from the database.
+// An error is returned if the mutation operation is not UpdateOne, or the database query fails.
+func (m *ApprovalMutation) OldInputSchema(ctx context.Context) (v string, err error) {
+	if !m.op.Is(OpUpdateOne) {
+		return v, errors.New("OldInputSchema is only allowed on UpdateOne operations")
+	}
+	if m.id == nil || m.oldValue == nil {
+		return v, errors.New("OldInputSchema requires an ID field in the mutation")
+	}
+	oldValue, err := m.oldValue(ctx)
+	if err != nil {
+		return v, fmt.Errorf("querying old value for OldInputSchema: %w", err)
+	}
+	return oldValue.InputSchema, nil
+}
+
+// ResetInputSchema resets all changes to the "input_schema" field.
+func (m *ApprovalMutation) ResetInputSchema() {
+	m.input_schema = nil
+}
+
+// SetPolicy sets the "policy" field.
+func (m *ApprovalMutation) SetPolicy(sp schematype.ApprovalPolicy) {
+	m.policy = &sp
+}
+
+// Policy returns the value of the "policy" field in the mutation.
+func (m *ApprovalMutation) Policy() (r schematype.ApprovalPolicy, exists bool) {
+	v := m.policy
+	if v == nil {
+		return
+	}
+	return *v, true
+}
+
+// OldPolicy returns the old "policy" field's value of the Approval entity.
+// If the Approval object wasn't provided to the builder, the object is fetched from the database.
+// An error is returned if the mutation operation is not UpdateOne, or the database query fails.
+func (m *ApprovalMutation) OldPolicy(ctx context.Context) (v schematype.ApprovalPolicy, err error) {
+	if !m.op.Is(OpUpdateOne) {
+		return v, errors.New("OldPolicy is only allowed on UpdateOne operations")
+	}
+	if m.id == nil || m.oldValue == nil {
+		return v, errors.New("OldPolicy requires an ID field in the mutation")
+	}
+	oldValue, err := m.oldValue(ctx)
+	if err != nil {
+		return v, fmt.Errorf("querying old value for OldPolicy: %w", err)
+	}
+	return oldValue.Policy, nil
+}
+
+// ResetPolicy resets all changes to the "policy" field.
+func (m *ApprovalMutation) ResetPolicy() {
+	m.policy = nil
+}
+
+// SetDecision sets the "decision" field.
+func (m *ApprovalMutation) SetDecision(s schematype.Decision) {
+	m.decision = &s
+}
+
+// Decision returns the value of the "decision" field in the mutation.
+func (m *ApprovalMutation) Decision() (r schematype.Decision, exists bool) {
+	v := m.decision
+	if v == nil {
+		return
+	}
+	return *v, true
+}
+
+// OldDecision returns the old "decision" field's value of the Approval entity.
+// If the Approval object wasn't provided to the builder, the object is fetched from the database.
+// An error is returned if the mutation operation is not UpdateOne, or the database query fails.
+func (m *ApprovalMutation) OldDecision(ctx context.Context) (v *schematype.Decision, err error) {
+	if !m.op.Is(OpUpdateOne) {
+		return v, errors.New("OldDecision is only allowed on UpdateOne operations")
+	}
+	if m.id == nil || m.oldValue == nil {
+		return v, errors.New("OldDecision requires an ID field in the mutation")
+	}
+	oldValue, err := m.oldValue(ctx)
+	if err != nil {
+		return v, fmt.Errorf("querying old value for OldDecision: %w", err)
+	}
+	return oldValue.Decision, nil
+}
+
+// ClearDecision clears the value of the "decision" field.
+func (m *ApprovalMutation) ClearDecision() {
+	m.decision = nil
+	m.clearedFields[approval.FieldDecision] = struct{}{}
+}
+
+// DecisionCleared returns if the "decision" field was cleared in this mutation.
+func (m *ApprovalMutation) DecisionCleared() bool {
+	_, ok := m.clearedFields[approval.FieldDecision]
+	return ok
+}
+
+// ResetDecision resets all changes to the "decision" field.
+func (m *ApprovalMutation) ResetDecision() {
+	m.decision = nil
+	delete(m.clearedFields, approval.FieldDecision)
+}
+
+// SetDecidedArguments sets the "decided_arguments" field.
+func (m *ApprovalMutation) SetDecidedArguments(s string) {
+	m.decided_arguments = &s
+}
+
+// DecidedArguments returns the value of the "decided_arguments" field in the mutation.
+func (m *ApprovalMutation) DecidedArguments() (r string, exists bool) {
+	v := m.decided_arguments
+	if v == nil {
+		return
+	}
+	return *v, true
+}
+
+// OldDecidedArguments returns the old "decided_arguments" field's value of the Approval entity.
+// If the Approval object wasn't provided to the builder, the object is fetched from the database.
+// An error is returned if the mutation operation is not UpdateOne, or the database query fails.
+func (m *ApprovalMutation) OldDecidedArguments(ctx context.Context) (v *string, err error) {
+	if !m.op.Is(OpUpdateOne) {
+		return v, errors.New("OldDecidedArguments is only allowed on UpdateOne operations")
+	}
+	if m.id == nil || m.oldValue == nil {
+		return v, errors.New("OldDecidedArguments requires an ID field in the mutation")
+	}
+	oldValue, err := m.oldValue(ctx)
+	if err != nil {
+		return v, fmt.Errorf("querying old value for OldDecidedArguments: %w", err)
+	}
+	return oldValue.DecidedArguments, nil
+}
+
+// ClearDecidedArguments clears the value of the "decided_arguments" field.
+func (m *ApprovalMutation) ClearDecidedArguments() {
+	m.decided_arguments = nil
+	m.clearedFields[approval.FieldDecidedArguments] = struct{}{}
+}
+
+// DecidedArgumentsCleared returns if the "decided_arguments" field was cleared in this mutation.
+func (m *ApprovalMutation) DecidedArgumentsCleared() bool {
+	_, ok := m.clearedFields[approval.FieldDecidedArguments]
+	return ok
+}
+
+// ResetDecidedArguments resets all changes to the "decided_arguments" field.
+func (m *ApprovalMutation) ResetDecidedArguments() {
+	m.decided_arguments = nil
+	delete(m.clearedFields, approval.FieldDecidedArguments)
+}
+
+// SetReason sets the "reason" field.
+func (m *ApprovalMutation) SetReason(s string) {
+	m.reason = &s
+}
+
+// Reason returns the value of the "reason" field in the mutation.
+func (m *ApprovalMutation) Reason() (r string, exists bool) {
+	v := m.reason
+	if v == nil {
+		return
+	}
+	return *v, true
+}
+
+// OldReason returns the old "reason" field's value of the Approval entity.
+// If the Approval object wasn't provided to the builder, the object is fetched from the database.
+// An error is returned if the mutation operation is not UpdateOne, or the database query fails.
+func (m *ApprovalMutation) OldReason(ctx context.Context) (v *string, err error) {
+	if !m.op.Is(OpUpdateOne) {
+		return v, errors.New("OldReason is only allowed on UpdateOne operations")
+	}
+	if m.id == nil || m.oldValue == nil {
+		return v, errors.New("OldReason requires an ID field in the mutation")
+	}
+	oldValue, err := m.oldValue(ctx)
+	if err != nil {
+		return v, fmt.Errorf("querying old value for OldReason: %w", err)
+	}
+	return oldValue.Reason, nil
+}
+
+// ClearReason clears the value of the "reason" field.
+func (m *ApprovalMutation) ClearReason() {
+	m.reason = nil
+	m.clearedFields[approval.FieldReason] = struct{}{}
+}
+
+// ReasonCleared returns if the "reason" field was cleared in this mutation.
+func (m *ApprovalMutation) ReasonCleared() bool {
+	_, ok := m.clearedFields[approval.FieldReason]
+	return ok
+}
+
+// ResetReason resets all changes to the "reason" field.
+func (m *ApprovalMutation) ResetReason() {
+	m.reason = nil
+	delete(m.clearedFields, approval.FieldReason)
+}
+
+// SetDecidedByID sets the "decided_by_id" field.
+func (m *ApprovalMutation) SetDecidedByID(i int) {
+	m.decided_by = &i
+}
+
+// DecidedByID returns the value of the "decided_by_id" field in the mutation.
+func (m *ApprovalMutation) DecidedByID() (r int, exists bool) {
+	v := m.decided_by
+	if v == nil {
+		return
+	}
+	return *v, true
+}
+
+// OldDecidedByID returns the old "decided_by_id" field's value of the Approval entity.
+// If the Approval object wasn't provided to the builder, the object is fetched from the database.
+// An error is returned if the mutation operation is not UpdateOne, or the database query fails.
+func (m *ApprovalMutation) OldDecidedByID(ctx context.Context) (v *int, err error) {
+	if !m.op.Is(OpUpdateOne) {
+		return v, errors.New("OldDecidedByID is only allowed on UpdateOne operations")
+	}
+	if m.id == nil || m.oldValue == nil {
+		return v, errors.New("OldDecidedByID requires an ID field in the mutation")
+	}
+	oldValue, err := m.oldValue(ctx)
+	if err != nil {
+		return v, fmt.Errorf("querying old value for OldDecidedByID: %w", err)
+	}
+	return oldValue.DecidedByID, nil
+}
+
+// ClearDecidedByID clears the value of the "decided_by_id" field.
+func (m *ApprovalMutation) ClearDecidedByID() {
+	m.decided_by = nil
+	m.clearedFields[approval.FieldDecidedByID] = struct{}{}
+}
+
+// DecidedByIDCleared returns if the "decided_by_id" field was cleared in this mutation.
+func (m *ApprovalMutation) DecidedByIDCleared() bool {
+	_, ok := m.clearedFields[approval.FieldDecidedByID]
+	return ok
+}
+
+// ResetDecidedByID resets all changes to the "decided_by_id" field.
+func (m *ApprovalMutation) ResetDecidedByID() {
+	m.decided_by = nil
+	delete(m.clearedFields, approval.FieldDecidedByID)
+}
+
+// SetDecidedAt sets the "decided_at" field.
+func (m *ApprovalMutation) SetDecidedAt(t time.Time) {
+	m.decided_at = &t
+}
+
+// DecidedAt returns the value of the "decided_at" field in the mutation.
+func (m *ApprovalMutation) DecidedAt() (r time.Time, exists bool) {
+	v := m.decided_at
+	if v == nil {
+		return
+	}
+	return *v, true
+}
+
+// OldDecidedAt returns the old "decided_at" field's value of the Approval entity.
+// If the Approval object wasn't provided to the builder, the object is fetched from the database.
+// An error is returned if the mutation operation is not UpdateOne, or the database query fails.
+func (m *ApprovalMutation) OldDecidedAt(ctx context.Context) (v *time.Time, err error) {
+	if !m.op.Is(OpUpdateOne) {
+		return v, errors.New("OldDecidedAt is only allowed on UpdateOne operations")
+	}
+	if m.id == nil || m.oldValue == nil {
+		return v, errors.New("OldDecidedAt requires an ID field in the mutation")
+	}
+	oldValue, err := m.oldValue(ctx)
+	if err != nil {
+		return v, fmt.Errorf("querying old value for OldDecidedAt: %w", err)
+	}
+	return oldValue.DecidedAt, nil
+}
+
+// ClearDecidedAt clears the value of the "decided_at" field.
+func (m *ApprovalMutation) ClearDecidedAt() {
+	m.decided_at = nil
+	m.clearedFields[approval.FieldDecidedAt] = struct{}{}
+}
+
+// DecidedAtCleared returns if the "decided_at" field was cleared in this mutation.
+func (m *ApprovalMutation) DecidedAtCleared() bool {
+	_, ok := m.clearedFields[approval.FieldDecidedAt]
+	return ok
+}
+
+// ResetDecidedAt resets all changes to the "decided_at" field.
+func (m *ApprovalMutation) ResetDecidedAt() {
+	m.decided_at = nil
+	delete(m.clearedFields, approval.FieldDecidedAt)
+}
+
+// SetTimedOut sets the "timed_out" field.
+func (m *ApprovalMutation) SetTimedOut(b bool) {
+	m.timed_out = &b
+}
+
+// TimedOut returns the value of the "timed_out" field in the mutation.
+func (m *ApprovalMutation) TimedOut() (r bool, exists bool) {
+	v := m.timed_out
+	if v == nil {
+		return
+	}
+	return *v, true
+}
+
+// OldTimedOut returns the old "timed_out" field's value of the Approval entity.
+// If the Approval object wasn't provided to the builder, the object is fetched from the database.
+// An error is returned if the mutation operation is not UpdateOne, or the database query fails.
+func (m *ApprovalMutation) OldTimedOut(ctx context.Context) (v bool, err error) {
+	if !m.op.Is(OpUpdateOne) {
+		return v, errors.New("OldTimedOut is only allowed on UpdateOne operations")
+	}
+	if m.id == nil || m.oldValue == nil {
+		return v, errors.New("OldTimedOut requires an ID field in the mutation")
+	}
+	oldValue, err := m.oldValue(ctx)
+	if err != nil {
+		return v, fmt.Errorf("querying old value for OldTimedOut: %w", err)
+	}
+	return oldValue.TimedOut, nil
+}
+
+// ResetTimedOut resets all changes to the "timed_out" field.
+func (m *ApprovalMutation) ResetTimedOut() {
+	m.timed_out = nil
+}
+
+// SetExpiresAt sets the "expires_at" field.
+func (m *ApprovalMutation) SetExpiresAt(t time.Time) {
+	m.expires_at = &t
+}
+
+// ExpiresAt returns the value of the "expires_at" field in the mutation.
+func (m *ApprovalMutation) ExpiresAt() (r time.Time, exists bool) {
+	v := m.expires_at
+	if v == nil {
+		return
+	}
+	return *v, true
+}
+
+// OldExpiresAt returns the old "expires_at" field's value of the Approval entity.
+// If the Approval object wasn't provided to the builder, the object is fetched from the database.
+// An error is returned if the mutation operation is not UpdateOne, or the database query fails.
+func (m *ApprovalMutation) OldExpiresAt(ctx context.Context) (v time.Time, err error) {
+	if !m.op.Is(OpUpdateOne) {
+		return v, errors.New("OldExpiresAt is only allowed on UpdateOne operations")
+	}
+	if m.id == nil || m.oldValue == nil {
+		return v, errors.New("OldExpiresAt requires an ID field in the mutation")
+	}
+	oldValue, err := m.oldValue(ctx)
+	if err != nil {
+		return v, fmt.Errorf("querying old value for OldExpiresAt: %w", err)
+	}
+	return oldValue.ExpiresAt, nil
+}
+
+// ResetExpiresAt resets all changes to the "expires_at" field.
+func (m *ApprovalMutation) ResetExpiresAt() {
+	m.expires_at = nil
+}
+
+// SetDispatchedAt sets the "dispatched_at" field.
+func (m *ApprovalMutation) SetDispatchedAt(t time.Time) {
+	m.dispatched_at = &t
+}
+
+// DispatchedAt returns the value of the "dispatched_at" field in the mutation.
+func (m *ApprovalMutation) DispatchedAt() (r time.Time, exists bool) {
+	v := m.dispatched_at
+	if v == nil {
+		return
+	}
+	return *v, true
+}
+
+// OldDispatchedAt returns the old "dispatched_at" field's value of the Approval entity.
+// If the Approval object wasn't provided to the builder, the object is fetched from the database.
+// An error is returned if the mutation operation is not UpdateOne, or the database query fails.
+func (m *ApprovalMutation) OldDispatchedAt(ctx context.Context) (v *time.Time, err error) {
+	if !m.op.Is(OpUpdateOne) {
+		return v, errors.New("OldDispatchedAt is only allowed on UpdateOne operations")
+	}
+	if m.id == nil || m.oldValue == nil {
+		return v, errors.New("OldDispatchedAt requires an ID field in the mutation")
+	}
+	oldValue, err := m.oldValue(ctx)
+	if err != nil {
+		return v, fmt.Errorf("querying old value for OldDispatchedAt: %w", err)
+	}
+	return oldValue.DispatchedAt, nil
+}
+
+// ClearDispatchedAt clears the value of the "dispatched_at" field.
+func (m *ApprovalMutation) ClearDispatchedAt() {
+	m.dispatched_at = nil
+	m.clearedFields[approval.FieldDispatchedAt] = struct{}{}
+}
+
+// DispatchedAtCleared returns if the "dispatched_at" field was cleared in this mutation.
+func (m *ApprovalMutation) DispatchedAtCleared() bool {
+	_, ok := m.clearedFields[approval.FieldDispatchedAt]
+	return ok
+}
+
+// ResetDispatchedAt resets all changes to the "dispatched_at" field.
+func (m *ApprovalMutation) ResetDispatchedAt() {
+	m.dispatched_at = nil
+	delete(m.clearedFields, approval.FieldDispatchedAt)
+}
+
+// SetCreatedAt sets the "created_at" field.
+func (m *ApprovalMutation) SetCreatedAt(t time.Time) {
+	m.created_at = &t
+}
+
+// CreatedAt returns the value of the "created_at" field in the mutation.
+func (m *ApprovalMutation) CreatedAt() (r time.Time, exists bool) {
+	v := m.created_at
+	if v == nil {
+		return
+	}
+	return *v, true
+}
+
+// OldCreatedAt returns the old "created_at" field's value of the Approval entity.
+// If the Approval object wasn't provided to the builder, the object is fetched from the database.
+// An error is returned if the mutation operation is not UpdateOne, or the database query fails.
+func (m *ApprovalMutation) OldCreatedAt(ctx context.Context) (v time.Time, err error) {
+	if !m.op.Is(OpUpdateOne) {
+		return v, errors.New("OldCreatedAt is only allowed on UpdateOne operations")
+	}
+	if m.id == nil || m.oldValue == nil {
+		return v, errors.New("OldCreatedAt requires an ID field in the mutation")
+	}
+	oldValue, err := m.oldValue(ctx)
+	if err != nil {
+		return v, fmt.Errorf("querying old value for OldCreatedAt: %w", err)
+	}
+	return oldValue.CreatedAt, nil
+}
+
+// ResetCreatedAt resets all changes to the "created_at" field.
+func (m *ApprovalMutation) ResetCreatedAt() {
+	m.created_at = nil
+}
+
+// ClearConversation clears the "conversation" edge to the Conversation entity.
+func (m *ApprovalMutation) ClearConversation() {
+	m.clearedconversation = true
+	m.clearedFields[approval.FieldConversationID] = struct{}{}
+}
+
+// ConversationCleared reports if the "conversation" edge to the Conversation entity was cleared.
+func (m *ApprovalMutation) ConversationCleared() bool {
+	return m.clearedconversation
+}
+
+// ConversationIDs returns the "conversation" edge IDs in the mutation.
+// Note that IDs always returns len(IDs) <= 1 for unique edges, and you should use
+// ConversationID instead. It exists only for internal usage by the builders.
+func (m *ApprovalMutation) ConversationIDs() (ids []int) {
+	if id := m.conversation; id != nil {
+		ids = append(ids, *id)
+	}
+	return
+}
+
+// ResetConversation resets all changes to the "conversation" edge.
+func (m *ApprovalMutation) ResetConversation() {
+	m.conversation = nil
+	m.clearedconversation = false
+}
+
+// ClearTurn clears the "turn" edge to the Turn entity.
+func (m *ApprovalMutation) ClearTurn() {
+	m.clearedturn = true
+	m.clearedFields[approval.FieldTurnID] = struct{}{}
+}
+
+// TurnCleared reports if the "turn" edge to the Turn entity was cleared.
+func (m *ApprovalMutation) TurnCleared() bool {
+	return m.clearedturn
+}
+
+// TurnIDs returns the "turn" edge IDs in the mutation.
+// Note that IDs always returns len(IDs) <= 1 for unique edges, and you should use
+// TurnID instead. It exists only for internal usage by the builders.
+func (m *ApprovalMutation) TurnIDs() (ids []int) {
+	if id := m.turn; id != nil {
+		ids = append(ids, *id)
+	}
+	return
+}
+
+// ResetTurn resets all changes to the "turn" edge.
+func (m *ApprovalMutation) ResetTurn() {
+	m.turn = nil
+	m.clearedturn = false
+}
+
+// ClearToolCall clears the "tool_call" edge to the ToolCall entity.
+func (m *ApprovalMutation) ClearToolCall() {
+	m.clearedtool_call = true
+	m.clearedFields[approval.FieldToolCallID] = struct{}{}
+}
+
+// ToolCallCleared reports if the "tool_call" edge to the ToolCall entity was cleared.
+func (m *ApprovalMutation) ToolCallCleared() bool {
+	return m.clearedtool_call
+}
+
+// ToolCallIDs returns the "tool_call" edge IDs in the mutation.
+// Note that IDs always returns len(IDs) <= 1 for unique edges, and you should use
+// ToolCallID instead. It exists only for internal usage by the builders.
+func (m *ApprovalMutation) ToolCallIDs() (ids []int) {
+	if id := m.tool_call; id != nil {
+		ids = append(ids, *id)
+	}
+	return
+}
+
+// ResetToolCall resets all changes to the "tool_call" edge.
+func (m *ApprovalMutation) ResetToolCall() {
+	m.tool_call = nil
+	m.clearedtool_call = false
+}
+
+// ClearDecidedBy clears the "decided_by" edge to the User entity.
+func (m *ApprovalMutation) ClearDecidedBy() {
+	m.cleareddecided_by = true
+	m.clearedFields[approval.FieldDecidedByID] = struct{}{}
+}
+
+// DecidedByCleared reports if the "decided_by" edge to the User entity was cleared.
+func (m *ApprovalMutation) DecidedByCleared() bool {
+	return m.DecidedByIDCleared() || m.cleareddecided_by
+}
+
+// DecidedByIDs returns the "decided_by" edge IDs in the mutation.
+// Note that IDs always returns len(IDs) <= 1 for unique edges, and you should use
+// DecidedByID instead. It exists only for internal usage by the builders.
+func (m *ApprovalMutation) DecidedByIDs() (ids []int) {
+	if id := m.decided_by; id != nil {
+		ids = append(ids, *id)
+	}
+	return
+}
+
+// ResetDecidedBy resets all changes to the "decided_by" edge.
+func (m *ApprovalMutation) ResetDecidedBy() {
+	m.decided_by = nil
+	m.cleareddecided_by = false
+}
+
+// Where appends a list predicates to the ApprovalMutation builder.
+func (m *ApprovalMutation) Where(ps ...predicate.Approval) {
+	m.predicates = append(m.predicates, ps...)
+}
+
+// WhereP appends storage-level predicates to the ApprovalMutation builder. Using this method,
+// users can use type-assertion to append predicates that do not depend on any generated package.
+func (m *ApprovalMutation) WhereP(ps ...func(*sql.Selector)) {
+	p := make([]predicate.Approval, len(ps))
+	for i := range ps {
+		p[i] = ps[i]
+	}
+	m.Where(p...)
+}
+
+// Op returns the operation name.
+func (m *ApprovalMutation) Op() Op {
+	return m.op
+}
+
+// SetOp allows setting the mutation operation.
+func (m *ApprovalMutation) SetOp(op Op) {
+	m.op = op
+}
+
+// Type returns the node type of this mutation (Approval).
+func (m *ApprovalMutation) Type() string {
+	return m.typ
+}
+
+// Fields returns all fields that were changed during this mutation. Note that in
+// order to get all numeric fields that were incremented/decremented, call
+// AddedFields().
+func (m *ApprovalMutation) Fields() []string {
+	fields := make([]string, 0, 18)
+	if m.conversation != nil {
+		fields = append(fields, approval.FieldConversationID)
+	}
+	if m.turn != nil {
+		fields = append(fields, approval.FieldTurnID)
+	}
+	if m.tool_call != nil {
+		fields = append(fields, approval.FieldToolCallID)
+	}
+	if m.tool != nil {
+		fields = append(fields, approval.FieldTool)
+	}
+	if m.arguments != nil {
+		fields = append(fields, approval.FieldArguments)
+	}
+	if m.description != nil {
+		fields = append(fields, approval.FieldDescription)
+	}
+	if m.annotations != nil {
+		fields = append(fields, approval.FieldAnnotations)
+	}
+	if m.input_schema != nil {
+		fields = append(fields, approval.FieldInputSchema)
+	}
+	if m.policy != nil {
+		fields = append(fields, approval.FieldPolicy)
+	}
+	if m.decision != nil {
+		fields = append(fields, approval.FieldDecision)
+	}
+	if m.decided_arguments != nil {
+		fields = append(fields, approval.FieldDecidedArguments)
+	}
+	if m.reason != nil {
+		fields = append(fields, approval.FieldReason)
+	}
+	if m.decided_by != nil {
+		fields = append(fields, approval.FieldDecidedByID)
+	}
+	if m.decided_at != nil {
+		fields = append(fields, approval.FieldDecidedAt)
+	}
+	if m.timed_out != nil {
+		fields = append(fields, approval.FieldTimedOut)
+	}
+	if m.expires_at != nil {
+		fields = append(fields, approval.FieldExpiresAt)
+	}
+	if m.dispatched_at != nil {
+		fields = append(fields, approval.FieldDispatchedAt)
+	}
+	if m.created_at != nil {
+		fields = append(fields, approval.FieldCreatedAt)
+	}
+	return fields
+}
+
+// Field returns the value of a field with the given name. The second boolean
+// return value indicates that this field was not set, or was not defined in the
+// schema.
+func (m *ApprovalMutation) Field(name string) (ent.Value, bool) {
+	switch name {
+	case approval.FieldConversationID:
+		return m.ConversationID()
+	case approval.FieldTurnID:
+		return m.TurnID()
+	case approval.FieldToolCallID:
+		return m.ToolCallID()
+	case approval.FieldTool:
+		return m.Tool()
+	case approval.FieldArguments:
+		return m.Arguments()
+	case approval.FieldDescription:
+		return m.Description()
+	case approval.FieldAnnotations:
+		return m.Annotations()
+	case approval.FieldInputSchema:
+		return m.InputSchema()
+	case approval.FieldPolicy:
+		return m.Policy()
+	case approval.FieldDecision:
+		return m.Decision()
+	case approval.FieldDecidedArguments:
+		return m.DecidedArguments()
+	case approval.FieldReason:
+		return m.Reason()
+	case approval.FieldDecidedByID:
+		return m.DecidedByID()
+	case approval.FieldDecidedAt:
+		return m.DecidedAt()
+	case approval.FieldTimedOut:
+		return m.TimedOut()
+	case approval.FieldExpiresAt:
+		return m.ExpiresAt()
+	case approval.FieldDispatchedAt:
+		return m.DispatchedAt()
+	case approval.FieldCreatedAt:
+		return m.CreatedAt()
+	}
+	return nil, false
+}
+
+// OldField returns the old value of the field from the database. An error is
+// returned if the mutation operation is not UpdateOne, or the query to the
+// database failed.
+func (m *ApprovalMutation) OldField(ctx context.Context, name string) (ent.Value, error) {
+	switch name {
+	case approval.FieldConversationID:
+		return m.OldConversationID(ctx)
+	case approval.FieldTurnID:
+		return m.OldTurnID(ctx)
+	case approval.FieldToolCallID:
+		return m.OldToolCallID(ctx)
+	case approval.FieldTool:
+		return m.OldTool(ctx)
+	case approval.FieldArguments:
+		return m.OldArguments(ctx)
+	case approval.FieldDescription:
+		return m.OldDescription(ctx)
+	case approval.FieldAnnotations:
+		return m.OldAnnotations(ctx)
+	case approval.FieldInputSchema:
+		return m.OldInputSchema(ctx)
+	case approval.FieldPolicy:
+		return m.OldPolicy(ctx)
+	case approval.FieldDecision:
+		return m.OldDecision(ctx)
+	case approval.FieldDecidedArguments:
+		return m.OldDecidedArguments(ctx)
+	case approval.FieldReason:
+		return m.OldReason(ctx)
+	case approval.FieldDecidedByID:
+		return m.OldDecidedByID(ctx)
+	case approval.FieldDecidedAt:
+		return m.OldDecidedAt(ctx)
+	case approval.FieldTimedOut:
+		return m.OldTimedOut(ctx)
+	case approval.FieldExpiresAt:
+		return m.OldExpiresAt(ctx)
+	case approval.FieldDispatchedAt:
+		return m.OldDispatchedAt(ctx)
+	case approval.FieldCreatedAt:
+		return m.OldCreatedAt(ctx)
+	}
+	return nil, fmt.Errorf("unknown Approval field %s", name)
+}
+
+// SetField sets the value of a field with the given name. It returns an error if
+// the field is not defined in the schema, or if the type mismatched the field
+// type.
+func (m *ApprovalMutation) SetField(name string, value ent.Value) error {
+	switch name {
+	case approval.FieldConversationID:
+		v, ok := value.(int)
+		if !ok {
+			return fmt.Errorf("unexpected type %T for field %s", value, name)
+		}
+		m.SetConversationID(v)
+		return nil
+	case approval.FieldTurnID:
+		v, ok := value.(int)
+		if !ok {
+			return fmt.Errorf("unexpected type %T for field %s", value, name)
+		}
+		m.SetTurnID(v)
+		return nil
+	case approval.FieldToolCallID:
+		v, ok := value.(int)
+		if !ok {
+			return fmt.Errorf("unexpected type %T for field %s", value, name)
+		}
+		m.SetToolCallID(v)
+		return nil
+	case approval.FieldTool:
+		v, ok := value.(string)
+		if !ok {
+			return fmt.Errorf("unexpected type %T for field %s", value, name)
+		}
+		m.SetTool(v)
+		return nil
+	case approval.FieldArguments:
+		v, ok := value.(string)
+		if !ok {
+			return fmt.Errorf("unexpected type %T for field %s", value, name)
+		}
+		m.SetArguments(v)
+		return nil
+	case approval.FieldDescription:
+		v, ok := value.(string)
+		if !ok {
+			return fmt.Errorf("unexpected type %T for field %s", value, name)
+		}
+		m.SetDescription(v)
+		return nil
+	case approval.FieldAnnotations:
+		v, ok := value.(*schematype.ToolAnnotations)
+		if !ok {
+			return fmt.Errorf("unexpected type %T for field %s", value, name)
+		}
+		m.SetAnnotations(v)
+		return nil
+	case approval.FieldInputSchema:
+		v, ok := value.(string)
+		if !ok {
+			return fmt.Errorf("unexpected type %T for field %s", value, name)
+		}
+		m.SetInputSchema(v)
+		return nil
+	case approval.FieldPolicy:
+		v, ok := value.(schematype.ApprovalPolicy)
+		if !ok {
+			return fmt.Errorf("unexpected type %T for field %s", value, name)
+		}
+		m.SetPolicy(v)
+		return nil
+	case approval.FieldDecision:
+		v, ok := value.(schematype.Decision)
+		if !ok {
+			return fmt.Errorf("unexpected type %T for field %s", value, name)
+		}
+		m.SetDecision(v)
+		return nil
+	case approval.FieldDecidedArguments:
+		v, ok := value.(string)
+		if !ok {
+			return fmt.Errorf("unexpected type %T for field %s", value, name)
+		}
+		m.SetDecidedArguments(v)
+		return nil
+	case approval.FieldReason:
+		v, ok := value.(string)
+		if !ok {
+			return fmt.Errorf("unexpected type %T for field %s", value, name)
+		}
+		m.SetReason(v)
+		return nil
+	case approval.FieldDecidedByID:
+		v, ok := value.(int)
+		if !ok {
+			return fmt.Errorf("unexpected type %T for field %s", value, name)
+		}
+		m.SetDecidedByID(v)
+		return nil
+	case approval.FieldDecidedAt:
+		v, ok := value.(time.Time)
+		if !ok {
+			return fmt.Errorf("unexpected type %T for field %s", value, name)
+		}
+		m.SetDecidedAt(v)
+		return nil
+	case approval.FieldTimedOut:
+		v, ok := value.(bool)
+		if !ok {
+			return fmt.Errorf("unexpected type %T for field %s", value, name)
+		}
+		m.SetTimedOut(v)
+		return nil
+	case approval.FieldExpiresAt:
+		v, ok := value.(time.Time)
+		if !ok {
+			return fmt.Errorf("unexpected type %T for field %s", value, name)
+		}
+		m.SetExpiresAt(v)
+		return nil
+	case approval.FieldDispatchedAt:
+		v, ok := value.(time.Time)
+		if !ok {
+			return fmt.Errorf("unexpected type %T for field %s", value, name)
+		}
+		m.SetDispatchedAt(v)
+		return nil
+	case approval.FieldCreatedAt:
+		v, ok := value.(time.Time)
+		if !ok {
+			return fmt.Errorf("unexpected type %T for field %s", value, name)
+		}
+		m.SetCreatedAt(v)
+		return nil
+	}
+	return fmt.Errorf("unknown Approval field %s", name)
+}
+
+// AddedFields returns all numeric fields that were incremented/decremented during
+// this mutation.
+func (m *ApprovalMutation) AddedFields() []string {
+	var fields []string
+	return fields
+}
+
+// AddedField returns the numeric value that was incremented/decremented on a field
+// with the given name. The second boolean return value indicates that this field
+// was not set, or was not defined in the schema.
+func (m *ApprovalMutation) AddedField(name string) (ent.Value, bool) {
+	switch name {
+	}
+	return nil, false
+}
+
+// AddField adds the value to the field with the given name. It returns an error if
+// the field is not defined in the schema, or if the type mismatched the field
+// type.
+func (m *ApprovalMutation) AddField(name string, value ent.Value) error {
+	switch name {
+	}
+	return fmt.Errorf("unknown Approval numeric field %s", name)
+}
+
+// ClearedFields returns all nullable fields that were cleared during this
+// mutation.
+func (m *ApprovalMutation) ClearedFields() []string {
+	var fields []string
+	if m.FieldCleared(approval.FieldAnnotations) {
+		fields = append(fields, approval.FieldAnnotations)
+	}
+	if m.FieldCleared(approval.FieldDecision) {
+		fields = append(fields, approval.FieldDecision)
+	}
+	if m.FieldCleared(approval.FieldDecidedArguments) {
+		fields = append(fields, approval.FieldDecidedArguments)
+	}
+	if m.FieldCleared(approval.FieldReason) {
+		fields = append(fields, approval.FieldReason)
+	}
+	if m.FieldCleared(approval.FieldDecidedByID) {
+		fields = append(fields, approval.FieldDecidedByID)
+	}
+	if m.FieldCleared(approval.FieldDecidedAt) {
+		fields = append(fields, approval.FieldDecidedAt)
+	}
+	if m.FieldCleared(approval.FieldDispatchedAt) {
+		fields = append(fields, approval.FieldDispatchedAt)
+	}
+	return fields
+}
+
+// FieldCleared returns a boolean indicating if a field with the given name was
+// cleared in this mutation.
+func (m *ApprovalMutation) FieldCleared(name string) bool {
+	_, ok := m.clearedFields[name]
+	return ok
+}
+
+// ClearField clears the value of the field with the given name. It returns an
+// error if the field is not defined in the schema.
+func (m *ApprovalMutation) ClearField(name string) error {
+	switch name {
+	case approval.FieldAnnotations:
+		m.ClearAnnotations()
+		return nil
+	case approval.FieldDecision:
+		m.ClearDecision()
+		return nil
+	case approval.FieldDecidedArguments:
+		m.ClearDecidedArguments()
+		return nil
+	case approval.FieldReason:
+		m.ClearReason()
+		return nil
+	case approval.FieldDecidedByID:
+		m.ClearDecidedByID()
+		return nil
+	case approval.FieldDecidedAt:
+		m.ClearDecidedAt()
+		return nil
+	case approval.FieldDispatchedAt:
+		m.ClearDispatchedAt()
+		return nil
+	}
+	return fmt.Errorf("unknown Approval nullable field %s", name)
+}
+
+// ResetField resets all changes in the mutation for the field with the given name.
+// It returns an error if the field is not defined in the schema.
+func (m *ApprovalMutation) ResetField(name string) error {
+	switch name {
+	case approval.FieldConversationID:
+		m.ResetConversationID()
+		return nil
+	case approval.FieldTurnID:
+		m.ResetTurnID()
+		return nil
+	case approval.FieldToolCallID:
+		m.ResetToolCallID()
+		return nil
+	case approval.FieldTool:
+		m.ResetTool()
+		return nil
+	case approval.FieldArguments:
+		m.ResetArguments()
+		return nil
+	case approval.FieldDescription:
+		m.ResetDescription()
+		return nil
+	case approval.FieldAnnotations:
+		m.ResetAnnotations()
+		return nil
+	case approval.FieldInputSchema:
+		m.ResetInputSchema()
+		return nil
+	case approval.FieldPolicy:
+		m.ResetPolicy()
+		return nil
+	case approval.FieldDecision:
+		m.ResetDecision()
+		return nil
+	case approval.FieldDecidedArguments:
+		m.ResetDecidedArguments()
+		return nil
+	case approval.FieldReason:
+		m.ResetReason()
+		return nil
+	case approval.FieldDecidedByID:
+		m.ResetDecidedByID()
+		return nil
+	case approval.FieldDecidedAt:
+		m.ResetDecidedAt()
+		return nil
+	case approval.FieldTimedOut:
+		m.ResetTimedOut()
+		return nil
+	case approval.FieldExpiresAt:
+		m.ResetExpiresAt()
+		return nil
+	case approval.FieldDispatchedAt:
+		m.ResetDispatchedAt()
+		return nil
+	case approval.FieldCreatedAt:
+		m.ResetCreatedAt()
+		return nil
+	}
+	return fmt.Errorf("unknown Approval field %s", name)
+}
+
+// AddedEdges returns all edge names that were set/added in this mutation.
+func (m *ApprovalMutation) AddedEdges() []string {
+	edges := make([]string, 0, 4)
+	if m.conversation != nil {
+		edges = append(edges, approval.EdgeConversation)
+	}
+	if m.turn != nil {
+		edges = append(edges, approval.EdgeTurn)
+	}
+	if m.tool_call != nil {
+		edges = append(edges, approval.EdgeToolCall)
+	}
+	if m.decided_by != nil {
+		edges = append(edges, approval.EdgeDecidedBy)
+	}
+	return edges
+}
+
+// AddedIDs returns all IDs (to other nodes) that were added for the given edge
+// name in this mutation.
+func (m *ApprovalMutation) AddedIDs(name string) []ent.Value {
+	switch name {
+	case approval.EdgeConversation:
+		if id := m.conversation; id != nil {
+			return []ent.Value{*id}
+		}
+	case approval.EdgeTurn:
+		if id := m.turn; id != nil {
+			return []ent.Value{*id}
+		}
+	case approval.EdgeToolCall:
+		if id := m.tool_call; id != nil {
+			return []ent.Value{*id}
+		}
+	case approval.EdgeDecidedBy:
+		if id := m.decided_by; id != nil {
+			return []ent.Value{*id}
+		}
+	}
+	return nil
+}
+
+// RemovedEdges returns all edge names that were removed in this mutation.
+func (m *ApprovalMutation) RemovedEdges() []string {
+	edges := make([]string, 0, 4)
+	return edges
+}
+
+// RemovedIDs returns all IDs (to other nodes) that were removed for the edge with
+// the given name in this mutation.
+func (m *ApprovalMutation) RemovedIDs(name string) []ent.Value {
+	return nil
+}
+
+// ClearedEdges returns all edge names that were cleared in this mutation.
+func (m *ApprovalMutation) ClearedEdges() []string {
+	edges := make([]string, 0, 4)
+	if m.clearedconversation {
+		edges = append(edges, approval.EdgeConversation)
+	}
+	if m.clearedturn {
+		edges = append(edges, approval.EdgeTurn)
+	}
+	if m.clearedtool_call {
+		edges = append(edges, approval.EdgeToolCall)
+	}
+	if m.cleareddecided_by {
+		edges = append(edges, approval.EdgeDecidedBy)
+	}
+	return edges
+}
+
+// EdgeCleared returns a boolean which indicates if the edge with the given name
+// was cleared in this mutation.
+func (m *ApprovalMutation) EdgeCleared(name string) bool {
+	switch name {
+	case approval.EdgeConversation:
+		return m.clearedconversation
+	case approval.EdgeTurn:
+		return m.clearedturn
+	case approval.EdgeToolCall:
+		return m.clearedtool_call
+	case approval.EdgeDecidedBy:
+		return m.cleareddecided_by
+	}
+	return false
+}
+
+// ClearEdge clears the value of the edge with the given name. It returns an error
+// if that edge is not defined in the schema.
+func (m *ApprovalMutation) ClearEdge(name string) error {
+	switch name {
+	case approval.EdgeConversation:
+		m.ClearConversation()
+		return nil
+	case approval.EdgeTurn:
+		m.ClearTurn()
+		return nil
+	case approval.EdgeToolCall:
+		m.ClearToolCall()
+		return nil
+	case approval.EdgeDecidedBy:
+		m.ClearDecidedBy()
+		return nil
+	}
+	return fmt.Errorf("unknown Approval unique edge %s", name)
+}
+
+// ResetEdge resets all changes to the edge with the given name in this mutation.
+// It returns an error if the edge is not defined in the schema.
+func (m *ApprovalMutation) ResetEdge(name string) error {
+	switch name {
+	case approval.EdgeConversation:
+		m.ResetConversation()
+		return nil
+	case approval.EdgeTurn:
+		m.ResetTurn()
+		return nil
+	case approval.EdgeToolCall:
+		m.ResetToolCall()
+		return nil
+	case approval.EdgeDecidedBy:
+		m.ResetDecidedBy()
+		return nil
+	}
+	return fmt.Errorf("unknown Approval edge %s", name)
 }
 
 // ArtifactMutation represents an operation that mutates the Artifact nodes in the graph.

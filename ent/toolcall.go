@@ -33,7 +33,7 @@ type ToolCall struct {
 	Name string `json:"name,omitempty"`
 	// JSON, as repaired and sent
 	Arguments string `json:"arguments,omitempty"`
-	// How the call ended: PENDING until its outcome is recorded, then HITS, ABSENCE, OUTAGE, REFUSED, ERROR or MAY_HAVE_RUN.
+	// How the call ended: PENDING until its outcome is recorded, then HITS, ABSENCE, OUTAGE, REFUSED, ERROR, MAY_HAVE_RUN or DECLINED (a person said no).
 	Outcome toolcall.Outcome `json:"outcome,omitempty"`
 	// How many times the call was sent to its resolver, retries included; 0 when it was refused before it ran.
 	Attempts int `json:"attempts,omitempty"`

@@ -26,7 +26,7 @@ type Turn struct {
 	Number int `json:"number,omitempty"`
 	// When the message was sent.
 	StartedAt time.Time `json:"started_at,omitempty"`
-	// When the turn stopped: COMPLETED, FAILED or CANCELLED. Null while RUNNING or WAITING_FOR_CLARIFICATION.
+	// When the turn stopped: COMPLETED, FAILED or CANCELLED. Null while RUNNING, WAITING_FOR_CLARIFICATION or WAITING_FOR_APPROVAL.
 	FinishedAt *time.Time `json:"finished_at,omitempty"`
 	// the IANA zone the browser reported; a resumed turn renders the same
 	TimeZone string `json:"time_zone,omitempty"`
@@ -36,7 +36,7 @@ type Turn struct {
 	Answer *string `json:"answer,omitempty"`
 	// never returned by the API or any tool
 	Thinking *string `json:"thinking,omitempty"`
-	// Where the turn stands: RUNNING until it is answered (COMPLETED), stops on an error (FAILED), is cancelled (CANCELLED) or waits for the person (WAITING_FOR_CLARIFICATION).
+	// Where the turn stands: RUNNING until it is answered (COMPLETED), stops on an error (FAILED), is cancelled (CANCELLED) or waits for the person: for an answer (WAITING_FOR_CLARIFICATION) or a decision on calls that need approval (WAITING_FOR_APPROVAL).
 	Status turn.Status `json:"status,omitempty"`
 	// Why the turn failed, in words a person can act on (never a database's or provider's raw error); null unless status is FAILED.
 	Error *string `json:"error,omitempty"`

@@ -20,6 +20,8 @@ type Tx struct {
 	Agent *AgentClient
 	// Application is the client for interacting with the Application builders.
 	Application *ApplicationClient
+	// Approval is the client for interacting with the Approval builders.
+	Approval *ApprovalClient
 	// Artifact is the client for interacting with the Artifact builders.
 	Artifact *ArtifactClient
 	// ArtifactVersion is the client for interacting with the ArtifactVersion builders.
@@ -198,6 +200,7 @@ func (tx *Tx) init() {
 	tx.APIToken = NewAPITokenClient(tx.config)
 	tx.Agent = NewAgentClient(tx.config)
 	tx.Application = NewApplicationClient(tx.config)
+	tx.Approval = NewApprovalClient(tx.config)
 	tx.Artifact = NewArtifactClient(tx.config)
 	tx.ArtifactVersion = NewArtifactVersionClient(tx.config)
 	tx.Attachment = NewAttachmentClient(tx.config)

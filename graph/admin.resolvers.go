@@ -41,6 +41,10 @@ func (r *mutationResolver) CreateAgent(ctx context.Context, input model.CreateAg
 	if err != nil {
 		return nil, err
 	}
+	rules, err := agentRules(input.Approvals, uniq(input.Tools))
+	if err != nil {
+		return nil, err
+	}
 	create := r.client(ctx).Agent.Create().
 		SetKnowledgeBaseIds(kbs).
 		SetOrganizationID(v.OrganizationID).
@@ -52,6 +56,9 @@ func (r *mutationResolver) CreateAgent(ctx context.Context, input model.CreateAg
 		SetNillableBudgetCheck(input.BudgetCheck).
 		SetNillablePastConversationSearch(input.PastConversationSearch).
 		SetNillableToolLoading(input.ToolLoading)
+	if rules != nil {
+		create.SetApprovals(rules)
+	}
 	return create.Save(ctx)
 }
 
@@ -67,7 +74,18 @@ func (r *mutationResolver) RegisterApplication(ctx context.Context, input model.
 	if err := checkApplication(input); err != nil {
 		return nil, err
 	}
-	return r.client(ctx).Application.Create().
+	rules, err := applicationRules(input.Approvals, uniq(input.AllowedTools))
+	if err != nil {
+		return nil, err
+	}
+	create := r.client(ctx).Application.Create()
+	if rules != nil {
+		create.SetApprovals(rules)
+	}
+	if input.DefaultApproval != nil {
+		create.SetDefaultApproval(*input.DefaultApproval)
+	}
+	return create.
 		SetOrganizationID(v.OrganizationID).
 		SetName(input.Name).
 		SetURL(input.URL).

@@ -39,6 +39,9 @@ func (r *queryResolver) Catalogue(ctx context.Context, agentID *int) (*catalog.C
 		return nil, err
 	}
 	c := catalog.Measure(registry.All()).For(a).WithApplications(a, apps)
+	if err := r.approvalPolicies(ctx, &c, agentID, apps); err != nil {
+		return nil, err
+	}
 	return &c, nil
 }
 

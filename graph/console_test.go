@@ -90,8 +90,14 @@ func seedConsole(t testing.TB, b *testBundle) consoleSeed {
 		b.client.ModelCall.Create().SetTurnID(tu.ID).SetOrganizationID(c.OrganizationID).SetAgentID(c.AgentID).SetUserID(c.UserID).
 			SetProvider("openai").SetModel("gpt-4.1").SetInputTokens(1000).SetCostMicros(sp.micros).SetCost(sp.micros.USD()).SetStartedAt(now).ExecX(ctx)
 		for i, o := range []toolcall.Outcome{toolcall.OutcomeHITS, toolcall.OutcomeHITS, toolcall.OutcomeABSENCE} {
-			b.client.ToolCall.Create().SetTurnID(tu.ID).SetPosition(i).SetName("calculator").SetArguments(`{"expression":"1+1"}`).
-				SetOutcome(o).SetAttempts(1).ExecX(ctx)
+			tc := b.client.ToolCall.Create().SetTurnID(tu.ID).SetPosition(i).SetName("calculator").SetArguments(`{"expression":"1+1"}`).
+				SetOutcome(o).SetAttempts(1).SaveX(ctx)
+			if i == 0 {
+				// A call a person approved, for the console's approvals.
+				b.client.Approval.Create().SetConversationID(convID).SetTurnID(tu.ID).SetToolCallID(tc.ID).SetTool("calculator").
+					SetArguments(tc.Arguments).SetPolicy(schematype.ApprovalAlways).SetDecision(schematype.DecisionApprove).
+					SetDecidedByID(c.UserID).SetDecidedAt(now).SetExpiresAt(now.Add(time.Hour)).ExecX(ctx)
+			}
 		}
 	}
 	setBudget := `mutation($in: SetBudgetInput!) { setBudget(input: $in) { id } }`
@@ -184,6 +190,7 @@ func consoleVariables(s consoleSeed) map[string]map[string]any {
 		"usage":       {"month": consoleMonth},
 		"budgets":     nil,
 		"turns":       nil,
+		"approvals":   nil,
 		"transcript":  {"id": s.aliceConv},
 		"read_result": {"conversationId": s.aliceConv, "ref": s.ref, "offset": 0, "maxChars": 4000},
 	}

@@ -54,7 +54,16 @@ func (r *Resolver) updateApplication(ctx context.Context, in model.UpdateApplica
 	if err := checkApplication(next); err != nil {
 		return nil, err
 	}
-	app, err = app.Update().SetURL(next.URL).SetAllowedTools(uniq(next.AllowedTools)).Save(ctx)
+	rules := in.Approvals
+	if rules == nil {
+		rules = keptRules(app.Approvals, uniq(next.AllowedTools))
+	}
+	kept, err := applicationRules(rules, uniq(next.AllowedTools))
+	if err != nil {
+		return nil, err
+	}
+	app, err = app.Update().SetURL(next.URL).SetAllowedTools(uniq(next.AllowedTools)).SetApprovals(kept).
+		SetNillableDefaultApproval(in.DefaultApproval).Save(ctx)
 	if err != nil {
 		return nil, err
 	}
@@ -130,6 +139,17 @@ func (r *Resolver) updateAgent(ctx context.Context, in model.UpdateAgentInput) (
 	}
 	if in.Name != nil {
 		update.SetName(strings.TrimSpace(*in.Name))
+	}
+	if in.Approvals != nil || in.Tools != nil {
+		rules := in.Approvals
+		if rules == nil {
+			rules = keptRules(a.Approvals, next.Tools)
+		}
+		kept, err := agentRules(rules, next.Tools)
+		if err != nil {
+			return nil, err
+		}
+		update.SetApprovals(kept)
 	}
 	if a, err = update.Save(ctx); err != nil {
 		return nil, err

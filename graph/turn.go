@@ -96,7 +96,7 @@ func (r *Resolver) sendMessage(ctx context.Context, in model.SendMessageInput) (
 		return nil, inputErrorf("the conversation is archived: bring it back (archiveConversation with archived: false) to send a message")
 	}
 	busy, err := c.Turn.Query().
-		Where(turn.ConversationID(conv.ID), turn.StatusIn(turn.StatusRUNNING, turn.StatusWAITING_FOR_CLARIFICATION)).
+		Where(turn.ConversationID(conv.ID), turn.StatusIn(turn.StatusRUNNING, turn.StatusWAITING_FOR_CLARIFICATION, turn.StatusWAITING_FOR_APPROVAL)).
 		Exist(ctx)
 	if err != nil {
 		return nil, err
@@ -188,7 +188,7 @@ func (r *Resolver) cancelTurn(ctx context.Context, id int) (*ent.Turn, error) {
 	if err != nil {
 		return nil, err
 	}
-	if t.Status != turn.StatusRUNNING && t.Status != turn.StatusWAITING_FOR_CLARIFICATION {
+	if t.Status != turn.StatusRUNNING && t.Status != turn.StatusWAITING_FOR_CLARIFICATION && t.Status != turn.StatusWAITING_FOR_APPROVAL {
 		return t, nil
 	}
 	t, err = t.Update().SetStatus(turn.StatusCANCELLED).SetFinishedAt(time.Now()).SetError("cancelled").Save(ctx)

@@ -207,7 +207,7 @@ func (f *follower) tellPast(p pastEvent) bool {
 
 // live tells an event heard from the runtime; done when the turn ended.
 func (f *follower) live(e events.Event) (done, ok bool) {
-	step, phase := place(e.Kind, e.Step, e.Status)
+	step, phase := placeEvent(e)
 	if phase >= phaseAnswer {
 		step = f.at.step
 	}

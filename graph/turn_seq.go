@@ -173,6 +173,8 @@ func place(kind events.Kind, step int, status string) (int, int) {
 		return step, phaseRecorded
 	case events.ToolCallStarted, events.ToolCallFinished:
 		return step, phaseTools
+	case events.ApprovalRequested, events.ApprovalDecided:
+		return step, phaseWaiting
 	case events.Answer:
 		return -1, phaseAnswer
 	case events.Status:
@@ -186,6 +188,15 @@ func place(kind events.Kind, step int, status string) (int, int) {
 		}
 	}
 	return step, phaseEnd
+}
+
+// placeEvent is place for an event heard live: the calls run after a
+// person's decision are told after the turn's return to RUNNING.
+func placeEvent(e events.Event) (int, int) {
+	if e.Decided {
+		return e.Step, phaseResumed
+	}
+	return place(e.Kind, e.Step, e.Status)
 }
 
 // covers reports whether a subscriber at p was told the event already.
@@ -206,6 +217,10 @@ func (p *position) covers(kind events.Kind, step, phase, toolCallID int) bool {
 	case events.ToolCallStarted:
 		return slices.Contains(p.started, toolCallID) || slices.Contains(p.finished, toolCallID)
 	case events.ToolCallFinished:
+		return slices.Contains(p.finished, toolCallID)
+	case events.ApprovalRequested:
+		return slices.Contains(p.started, toolCallID) || slices.Contains(p.finished, toolCallID)
+	case events.ApprovalDecided:
 		return slices.Contains(p.finished, toolCallID)
 	}
 	return true
@@ -234,6 +249,15 @@ func (p *position) advance(kind events.Kind, step, phase, toolCallID int) {
 		p.model = true
 	case events.ToolCallStarted:
 		p.started = append(p.started, toolCallID)
+		p.tools++
+	case events.ApprovalRequested:
+		p.started = append(p.started, toolCallID)
+		p.tools++
+	case events.ApprovalDecided:
+		if !slices.Contains(p.started, toolCallID) {
+			p.started = append(p.started, toolCallID)
+		}
+		p.finished = append(p.finished, toolCallID)
 		p.tools++
 	case events.ToolCallFinished:
 		if !slices.Contains(p.started, toolCallID) {

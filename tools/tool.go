@@ -43,6 +43,8 @@ import (
 	"fmt"
 	"strings"
 	"unicode/utf8"
+
+	"github.com/toolgate/toolgate/ent/schematype"
 )
 
 // Effect says whether a call may be sent again after it may have reached the
@@ -178,6 +180,9 @@ type Definition struct {
 	Offered Offering
 	// Effect decides retries.
 	Effect Effect
+	// Annotations are an application tool's hints, as its server gives
+	// them (nil: none): approvals read whether it may write.
+	Annotations *schematype.ToolAnnotations
 	// Reads and Writes name the conversation state the tool reads and
 	// changes. Calls of one batch that write a resource run in the model's
 	// order, and calls that read it run after them, so an answer never

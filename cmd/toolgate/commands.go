@@ -115,6 +115,7 @@ func serve(ctx context.Context, args []string, stdout, stderr io.Writer, log *sl
 	fs.IntVar(&rc.historyBudget, "history-budget", intEnv("TOOLGATE_HISTORY_BUDGET", 0), "characters of earlier turns replayed before the oldest are compacted into a summary (env TOOLGATE_HISTORY_BUDGET; default 0: an eighth of the model's context, 8,000 to 60,000; -1: never compact)")
 	images := fs.Bool("model-images", env("TOOLGATE_MODEL_IMAGES", "true") != "false", "the model reads images: artifact inspections' page images are sent to it (env TOOLGATE_MODEL_IMAGES; false: it hears their summary and ref only)")
 	browserExe := fs.String("browser", env(browser.EnvBrowser, ""), "the headless browser the artifact review tools drive (env TOOLGATE_BROWSER; default: Chromium found on PATH; none: the review tools are not offered)")
+	fs.DurationVar(&rc.approvalTimeout, "approval-timeout", durationEnv("TOOLGATE_APPROVAL_TIMEOUT", loop.DefaultApprovalTimeout), "how long a tool call waits for a person's decision before it is declined as no answer (env TOOLGATE_APPROVAL_TIMEOUT)")
 	fs.DurationVar(&rc.drainGrace, "drain-grace", durationEnv("TOOLGATE_DRAIN_GRACE", loop.DefaultDrainGrace), "on SIGTERM, how long tool calls in flight may finish before the process stops (env TOOLGATE_DRAIN_GRACE)")
 	var wc web.Config
 	fs.StringVar(&wc.Provider, "web-provider", env("TOOLGATE_WEB_PROVIDER", ""), "web search provider: searxng, brave or tavily (env TOOLGATE_WEB_PROVIDER; default: none, the web tools are not offered)")

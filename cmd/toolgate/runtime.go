@@ -52,6 +52,8 @@ type runtimeConfig struct {
 	// negative value never compacts.
 	historyBudget int
 	drainGrace    time.Duration
+	// approvalTimeout: how long a call waits for a decision.
+	approvalTimeout time.Duration
 	// tracer traces turns; nil traces nothing. traceSizes adds sizes.
 	tracer     trace.TracerProvider
 	traceSizes bool
@@ -199,19 +201,20 @@ func newRunner(ctx context.Context, c runtimeConfig, d *db.DB, jobs db.Queue, db
 		bridge = br
 	}
 	runner, err := loop.New(loop.Config{
-		Client:        client,
-		Provider:      provider,
-		Signer:        signer,
-		Dispatcher:    disp,
-		Events:        bus,
-		Prices:        prices,
-		Apps:          apps,
-		Tools:         registry.All(),
-		MaxSteps:      c.maxSteps,
-		CallsPerTurn:  c.historyCalls,
-		HistoryBudget: historyBudget(c, provider),
-		Budget:        budget.Stopper(client),
-		DrainGrace:    c.drainGrace,
+		Client:          client,
+		Provider:        provider,
+		Signer:          signer,
+		Dispatcher:      disp,
+		Events:          bus,
+		Prices:          prices,
+		Apps:            apps,
+		Tools:           registry.All(),
+		MaxSteps:        c.maxSteps,
+		CallsPerTurn:    c.historyCalls,
+		HistoryBudget:   historyBudget(c, provider),
+		Budget:          budget.Stopper(client),
+		DrainGrace:      c.drainGrace,
+		ApprovalTimeout: c.approvalTimeout,
 		// Tests only (the crash test): a shorter wait before a dead
 		// runner's turns are taken up; the heartbeat and sweep keep pace.
 		StaleAfter:     durationEnv("TOOLGATE_TEST_STALE_AFTER", 0),

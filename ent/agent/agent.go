@@ -11,6 +11,7 @@ import (
 	"entgo.io/ent"
 	"entgo.io/ent/dialect/sql"
 	"entgo.io/ent/dialect/sql/sqlgraph"
+	"github.com/toolgate/toolgate/ent/schematype"
 )
 
 const (
@@ -40,6 +41,8 @@ const (
 	FieldSkills = "skills"
 	// FieldToolLoading holds the string denoting the tool_loading field in the database.
 	FieldToolLoading = "tool_loading"
+	// FieldApprovals holds the string denoting the approvals field in the database.
+	FieldApprovals = "approvals"
 	// FieldKnowledgeBaseIds holds the string denoting the knowledge_base_ids field in the database.
 	FieldKnowledgeBaseIds = "knowledge_base_ids"
 	// EdgeOrganization holds the string denoting the organization edge name in mutations.
@@ -78,6 +81,7 @@ var Columns = []string{
 	FieldPastConversationSearch,
 	FieldSkills,
 	FieldToolLoading,
+	FieldApprovals,
 	FieldKnowledgeBaseIds,
 }
 
@@ -121,6 +125,8 @@ var (
 	DefaultPastConversationSearch bool
 	// DefaultSkills holds the default value on creation for the "skills" field.
 	DefaultSkills []string
+	// DefaultApprovals holds the default value on creation for the "approvals" field.
+	DefaultApprovals []schematype.ApprovalRule
 	// DefaultKnowledgeBaseIds holds the default value on creation for the "knowledge_base_ids" field.
 	DefaultKnowledgeBaseIds []int
 )

@@ -3,11 +3,14 @@
 package application
 
 import (
+	"fmt"
 	"time"
 
 	"entgo.io/ent"
 	"entgo.io/ent/dialect/sql"
 	"entgo.io/ent/dialect/sql/sqlgraph"
+	"github.com/99designs/gqlgen/graphql"
+	"github.com/toolgate/toolgate/ent/schematype"
 )
 
 const (
@@ -27,6 +30,10 @@ const (
 	FieldURL = "url"
 	// FieldAllowedTools holds the string denoting the allowed_tools field in the database.
 	FieldAllowedTools = "allowed_tools"
+	// FieldApprovals holds the string denoting the approvals field in the database.
+	FieldApprovals = "approvals"
+	// FieldDefaultApproval holds the string denoting the default_approval field in the database.
+	FieldDefaultApproval = "default_approval"
 	// EdgeOrganization holds the string denoting the organization edge name in mutations.
 	EdgeOrganization = "organization"
 	// Table holds the table name of the application in the database.
@@ -49,6 +56,8 @@ var Columns = []string{
 	FieldName,
 	FieldURL,
 	FieldAllowedTools,
+	FieldApprovals,
+	FieldDefaultApproval,
 }
 
 // ValidColumn reports if the column name is valid (part of the table columns).
@@ -81,7 +90,21 @@ var (
 	URLValidator func(string) error
 	// DefaultAllowedTools holds the default value on creation for the "allowed_tools" field.
 	DefaultAllowedTools []string
+	// DefaultApprovals holds the default value on creation for the "approvals" field.
+	DefaultApprovals []schematype.ApprovalRule
 )
+
+const DefaultDefaultApproval schematype.ApprovalPolicy = "NEVER"
+
+// DefaultApprovalValidator is a validator for the "default_approval" field enum values. It is called by the builders before save.
+func DefaultApprovalValidator(da schematype.ApprovalPolicy) error {
+	switch da {
+	case "NEVER", "WRITES", "ALWAYS":
+		return nil
+	default:
+		return fmt.Errorf("application: invalid enum value for default_approval field: %q", da)
+	}
+}
 
 // OrderOption defines the ordering options for the Application queries.
 type OrderOption func(*sql.Selector)
@@ -116,6 +139,11 @@ func ByURL(opts ...sql.OrderTermOption) OrderOption {
 	return sql.OrderByField(FieldURL, opts...).ToFunc()
 }
 
+// ByDefaultApproval orders the results by the default_approval field.
+func ByDefaultApproval(opts ...sql.OrderTermOption) OrderOption {
+	return sql.OrderByField(FieldDefaultApproval, opts...).ToFunc()
+}
+
 // ByOrganizationField orders the results by organization field.
 func ByOrganizationField(field string, opts ...sql.OrderTermOption) OrderOption {
 	return func(s *sql.Selector) {
@@ -129,3 +157,10 @@ func newOrganizationStep() *sqlgraph.Step {
 		sqlgraph.Edge(sqlgraph.M2O, true, OrganizationTable, OrganizationColumn),
 	)
 }
+
+var (
+	// schematype.ApprovalPolicy must implement graphql.Marshaler.
+	_ graphql.Marshaler = (*schematype.ApprovalPolicy)(nil)
+	// schematype.ApprovalPolicy must implement graphql.Unmarshaler.
+	_ graphql.Unmarshaler = (*schematype.ApprovalPolicy)(nil)
+)

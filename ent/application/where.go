@@ -8,6 +8,7 @@ import (
 	"entgo.io/ent/dialect/sql"
 	"entgo.io/ent/dialect/sql/sqlgraph"
 	"github.com/toolgate/toolgate/ent/predicate"
+	"github.com/toolgate/toolgate/ent/schematype"
 )
 
 // ID filters vertices based on their ID field.
@@ -308,6 +309,36 @@ func URLEqualFold(v string) predicate.Application {
 // URLContainsFold applies the ContainsFold predicate on the "url" field.
 func URLContainsFold(v string) predicate.Application {
 	return predicate.Application(sql.FieldContainsFold(FieldURL, v))
+}
+
+// DefaultApprovalEQ applies the EQ predicate on the "default_approval" field.
+func DefaultApprovalEQ(v schematype.ApprovalPolicy) predicate.Application {
+	vc := v
+	return predicate.Application(sql.FieldEQ(FieldDefaultApproval, vc))
+}
+
+// DefaultApprovalNEQ applies the NEQ predicate on the "default_approval" field.
+func DefaultApprovalNEQ(v schematype.ApprovalPolicy) predicate.Application {
+	vc := v
+	return predicate.Application(sql.FieldNEQ(FieldDefaultApproval, vc))
+}
+
+// DefaultApprovalIn applies the In predicate on the "default_approval" field.
+func DefaultApprovalIn(vs ...schematype.ApprovalPolicy) predicate.Application {
+	v := make([]any, len(vs))
+	for i := range v {
+		v[i] = vs[i]
+	}
+	return predicate.Application(sql.FieldIn(FieldDefaultApproval, v...))
+}
+
+// DefaultApprovalNotIn applies the NotIn predicate on the "default_approval" field.
+func DefaultApprovalNotIn(vs ...schematype.ApprovalPolicy) predicate.Application {
+	v := make([]any, len(vs))
+	for i := range v {
+		v[i] = vs[i]
+	}
+	return predicate.Application(sql.FieldNotIn(FieldDefaultApproval, v...))
 }
 
 // HasOrganization applies the HasEdge predicate on the "organization" edge.

@@ -11,6 +11,7 @@ import (
 	"github.com/toolgate/toolgate/ent/agent"
 	"github.com/toolgate/toolgate/ent/apitoken"
 	"github.com/toolgate/toolgate/ent/application"
+	"github.com/toolgate/toolgate/ent/approval"
 	"github.com/toolgate/toolgate/ent/artifact"
 	"github.com/toolgate/toolgate/ent/artifactversion"
 	"github.com/toolgate/toolgate/ent/attachment"
@@ -171,6 +172,33 @@ func (f TraverseApplication) Traverse(ctx context.Context, q ent.Query) error {
 		return f(ctx, q)
 	}
 	return fmt.Errorf("unexpected query type %T. expect *ent.ApplicationQuery", q)
+}
+
+// The ApprovalFunc type is an adapter to allow the use of ordinary function as a Querier.
+type ApprovalFunc func(context.Context, *ent.ApprovalQuery) (ent.Value, error)
+
+// Query calls f(ctx, q).
+func (f ApprovalFunc) Query(ctx context.Context, q ent.Query) (ent.Value, error) {
+	if q, ok := q.(*ent.ApprovalQuery); ok {
+		return f(ctx, q)
+	}
+	return nil, fmt.Errorf("unexpected query type %T. expect *ent.ApprovalQuery", q)
+}
+
+// The TraverseApproval type is an adapter to allow the use of ordinary function as Traverser.
+type TraverseApproval func(context.Context, *ent.ApprovalQuery) error
+
+// Intercept is a dummy implementation of Intercept that returns the next Querier in the pipeline.
+func (f TraverseApproval) Intercept(next ent.Querier) ent.Querier {
+	return next
+}
+
+// Traverse calls f(ctx, q).
+func (f TraverseApproval) Traverse(ctx context.Context, q ent.Query) error {
+	if q, ok := q.(*ent.ApprovalQuery); ok {
+		return f(ctx, q)
+	}
+	return fmt.Errorf("unexpected query type %T. expect *ent.ApprovalQuery", q)
 }
 
 // The ArtifactFunc type is an adapter to allow the use of ordinary function as a Querier.
@@ -776,6 +804,8 @@ func NewQuery(q ent.Query) (Query, error) {
 		return &query[*ent.AgentQuery, predicate.Agent, agent.OrderOption]{typ: ent.TypeAgent, tq: q}, nil
 	case *ent.ApplicationQuery:
 		return &query[*ent.ApplicationQuery, predicate.Application, application.OrderOption]{typ: ent.TypeApplication, tq: q}, nil
+	case *ent.ApprovalQuery:
+		return &query[*ent.ApprovalQuery, predicate.Approval, approval.OrderOption]{typ: ent.TypeApproval, tq: q}, nil
 	case *ent.ArtifactQuery:
 		return &query[*ent.ArtifactQuery, predicate.Artifact, artifact.OrderOption]{typ: ent.TypeArtifact, tq: q}, nil
 	case *ent.ArtifactVersionQuery:

@@ -49,6 +49,7 @@ var (
 		{Name: "past_conversation_search", Type: field.TypeBool, Default: false},
 		{Name: "skills", Type: field.TypeJSON, SchemaType: map[string]string{"postgres": "json"}},
 		{Name: "tool_loading", Type: field.TypeEnum, Enums: []string{"AUTO", "FULL", "DEFERRED"}, Default: "AUTO"},
+		{Name: "approvals", Type: field.TypeJSON, SchemaType: map[string]string{"postgres": "json"}},
 		{Name: "knowledge_base_ids", Type: field.TypeJSON, SchemaType: map[string]string{"postgres": "json"}},
 		{Name: "organization_id", Type: field.TypeInt},
 	}
@@ -60,7 +61,7 @@ var (
 		ForeignKeys: []*schema.ForeignKey{
 			{
 				Symbol:     "agents_organizations_agents",
-				Columns:    []*schema.Column{AgentsColumns[12]},
+				Columns:    []*schema.Column{AgentsColumns[13]},
 				RefColumns: []*schema.Column{OrganizationsColumns[0]},
 				OnDelete:   schema.NoAction,
 			},
@@ -69,7 +70,7 @@ var (
 			{
 				Name:    "agent_organization_id_name",
 				Unique:  false,
-				Columns: []*schema.Column{AgentsColumns[12], AgentsColumns[3]},
+				Columns: []*schema.Column{AgentsColumns[13], AgentsColumns[3]},
 			},
 		},
 	}
@@ -81,6 +82,8 @@ var (
 		{Name: "name", Type: field.TypeString, Size: 40},
 		{Name: "url", Type: field.TypeString, Size: 2000},
 		{Name: "allowed_tools", Type: field.TypeJSON, SchemaType: map[string]string{"postgres": "json"}},
+		{Name: "approvals", Type: field.TypeJSON, SchemaType: map[string]string{"postgres": "json"}},
+		{Name: "default_approval", Type: field.TypeEnum, Enums: []string{"NEVER", "WRITES", "ALWAYS"}, Default: "NEVER"},
 		{Name: "organization_id", Type: field.TypeInt},
 	}
 	// ApplicationsTable holds the schema information for the "applications" table.
@@ -91,7 +94,7 @@ var (
 		ForeignKeys: []*schema.ForeignKey{
 			{
 				Symbol:     "applications_organizations_applications",
-				Columns:    []*schema.Column{ApplicationsColumns[6]},
+				Columns:    []*schema.Column{ApplicationsColumns[8]},
 				RefColumns: []*schema.Column{OrganizationsColumns[0]},
 				OnDelete:   schema.NoAction,
 			},
@@ -100,7 +103,73 @@ var (
 			{
 				Name:    "application_organization_id_name",
 				Unique:  true,
-				Columns: []*schema.Column{ApplicationsColumns[6], ApplicationsColumns[3]},
+				Columns: []*schema.Column{ApplicationsColumns[8], ApplicationsColumns[3]},
+			},
+		},
+	}
+	// ApprovalsColumns holds the columns for the "approvals" table.
+	ApprovalsColumns = []*schema.Column{
+		{Name: "id", Type: field.TypeInt, Increment: true},
+		{Name: "tool", Type: field.TypeString},
+		{Name: "arguments", Type: field.TypeString, Size: 2147483647},
+		{Name: "description", Type: field.TypeString, Size: 2147483647, Default: ""},
+		{Name: "annotations", Type: field.TypeJSON, Nullable: true, SchemaType: map[string]string{"postgres": "json"}},
+		{Name: "input_schema", Type: field.TypeString, Size: 2147483647, Default: "{\"type\":\"object\"}"},
+		{Name: "policy", Type: field.TypeEnum, Enums: []string{"NEVER", "WRITES", "ALWAYS"}},
+		{Name: "decision", Type: field.TypeEnum, Nullable: true, Enums: []string{"APPROVE", "EDIT", "DECLINE"}},
+		{Name: "decided_arguments", Type: field.TypeString, Nullable: true, Size: 2147483647},
+		{Name: "reason", Type: field.TypeString, Nullable: true, Size: 2147483647},
+		{Name: "decided_at", Type: field.TypeTime, Nullable: true},
+		{Name: "timed_out", Type: field.TypeBool, Default: false},
+		{Name: "expires_at", Type: field.TypeTime},
+		{Name: "dispatched_at", Type: field.TypeTime, Nullable: true},
+		{Name: "created_at", Type: field.TypeTime},
+		{Name: "conversation_id", Type: field.TypeInt},
+		{Name: "turn_id", Type: field.TypeInt},
+		{Name: "tool_call_id", Type: field.TypeInt},
+		{Name: "decided_by_id", Type: field.TypeInt, Nullable: true},
+	}
+	// ApprovalsTable holds the schema information for the "approvals" table.
+	ApprovalsTable = &schema.Table{
+		Name:       "approvals",
+		Columns:    ApprovalsColumns,
+		PrimaryKey: []*schema.Column{ApprovalsColumns[0]},
+		ForeignKeys: []*schema.ForeignKey{
+			{
+				Symbol:     "approvals_conversations_conversation",
+				Columns:    []*schema.Column{ApprovalsColumns[15]},
+				RefColumns: []*schema.Column{ConversationsColumns[0]},
+				OnDelete:   schema.NoAction,
+			},
+			{
+				Symbol:     "approvals_turns_turn",
+				Columns:    []*schema.Column{ApprovalsColumns[16]},
+				RefColumns: []*schema.Column{TurnsColumns[0]},
+				OnDelete:   schema.NoAction,
+			},
+			{
+				Symbol:     "approvals_tool_calls_tool_call",
+				Columns:    []*schema.Column{ApprovalsColumns[17]},
+				RefColumns: []*schema.Column{ToolCallsColumns[0]},
+				OnDelete:   schema.NoAction,
+			},
+			{
+				Symbol:     "approvals_users_decided_by",
+				Columns:    []*schema.Column{ApprovalsColumns[18]},
+				RefColumns: []*schema.Column{UsersColumns[0]},
+				OnDelete:   schema.SetNull,
+			},
+		},
+		Indexes: []*schema.Index{
+			{
+				Name:    "approval_turn_id",
+				Unique:  false,
+				Columns: []*schema.Column{ApprovalsColumns[16]},
+			},
+			{
+				Name:    "approval_expires_at",
+				Unique:  false,
+				Columns: []*schema.Column{ApprovalsColumns[12]},
 			},
 		},
 	}
@@ -613,7 +682,7 @@ var (
 		{Name: "call_id", Type: field.TypeString, Default: ""},
 		{Name: "name", Type: field.TypeString},
 		{Name: "arguments", Type: field.TypeString, Size: 2147483647, Default: "{}"},
-		{Name: "outcome", Type: field.TypeEnum, Enums: []string{"PENDING", "HITS", "ABSENCE", "OUTAGE", "REFUSED", "ERROR", "MAY_HAVE_RUN"}, Default: "PENDING"},
+		{Name: "outcome", Type: field.TypeEnum, Enums: []string{"PENDING", "HITS", "ABSENCE", "OUTAGE", "REFUSED", "ERROR", "MAY_HAVE_RUN", "DECLINED"}, Default: "PENDING"},
 		{Name: "attempts", Type: field.TypeInt, Default: 0},
 		{Name: "failures", Type: field.TypeJSON, SchemaType: map[string]string{"postgres": "json"}},
 		{Name: "evidence", Type: field.TypeJSON, SchemaType: map[string]string{"postgres": "json"}},
@@ -665,7 +734,7 @@ var (
 		{Name: "user_text", Type: field.TypeString, Size: 2147483647},
 		{Name: "answer", Type: field.TypeString, Nullable: true, Size: 2147483647},
 		{Name: "thinking", Type: field.TypeString, Nullable: true, Size: 2147483647},
-		{Name: "status", Type: field.TypeEnum, Enums: []string{"RUNNING", "WAITING_FOR_CLARIFICATION", "COMPLETED", "FAILED", "CANCELLED"}, Default: "RUNNING"},
+		{Name: "status", Type: field.TypeEnum, Enums: []string{"RUNNING", "WAITING_FOR_CLARIFICATION", "WAITING_FOR_APPROVAL", "COMPLETED", "FAILED", "CANCELLED"}, Default: "RUNNING"},
 		{Name: "error", Type: field.TypeString, Nullable: true},
 		{Name: "suggestions", Type: field.TypeJSON, SchemaType: map[string]string{"postgres": "json"}},
 		{Name: "clarification", Type: field.TypeJSON, Nullable: true, SchemaType: map[string]string{"postgres": "json"}},
@@ -772,6 +841,7 @@ var (
 		APITokensTable,
 		AgentsTable,
 		ApplicationsTable,
+		ApprovalsTable,
 		ArtifactsTable,
 		ArtifactVersionsTable,
 		AttachmentsTable,
@@ -809,6 +879,13 @@ func init() {
 	ApplicationsTable.ForeignKeys[0].RefTable = OrganizationsTable
 	ApplicationsTable.Annotation = &entsql.Annotation{
 		IncrementStart: func(i int) *int { return &i }(8589934592),
+	}
+	ApprovalsTable.ForeignKeys[0].RefTable = ConversationsTable
+	ApprovalsTable.ForeignKeys[1].RefTable = TurnsTable
+	ApprovalsTable.ForeignKeys[2].RefTable = ToolCallsTable
+	ApprovalsTable.ForeignKeys[3].RefTable = UsersTable
+	ApprovalsTable.Annotation = &entsql.Annotation{
+		IncrementStart: func(i int) *int { return &i }(103079215104),
 	}
 	ArtifactsTable.Annotation = &entsql.Annotation{
 		IncrementStart: func(i int) *int { return &i }(64424509440),
@@ -850,7 +927,7 @@ func init() {
 		IncrementStart: func(i int) *int { return &i }(17179869184),
 	}
 	MonthlySpendsTable.Annotation = &entsql.Annotation{
-		IncrementStart: func(i int) *int { return &i }(103079215104),
+		IncrementStart: func(i int) *int { return &i }(107374182400),
 	}
 	OrganizationsTable.Annotation = &entsql.Annotation{
 		IncrementStart: func(i int) *int { return &i }(21474836480),

@@ -15,6 +15,9 @@ type Agent func(*sql.Selector)
 // Application is the predicate function for application builders.
 type Application func(*sql.Selector)
 
+// Approval is the predicate function for approval builders.
+type Approval func(*sql.Selector)
+
 // Artifact is the predicate function for artifact builders.
 type Artifact func(*sql.Selector)
 

@@ -182,6 +182,30 @@ func (f ApplicationMutationRuleFunc) EvalMutation(ctx context.Context, m ent.Mut
 	return Denyf("ent/privacy: unexpected mutation type %T, expect *ent.ApplicationMutation", m)
 }
 
+// The ApprovalQueryRuleFunc type is an adapter to allow the use of ordinary
+// functions as a query rule.
+type ApprovalQueryRuleFunc func(context.Context, *ent.ApprovalQuery) error
+
+// EvalQuery return f(ctx, q).
+func (f ApprovalQueryRuleFunc) EvalQuery(ctx context.Context, q ent.Query) error {
+	if q, ok := q.(*ent.ApprovalQuery); ok {
+		return f(ctx, q)
+	}
+	return Denyf("ent/privacy: unexpected query type %T, expect *ent.ApprovalQuery", q)
+}
+
+// The ApprovalMutationRuleFunc type is an adapter to allow the use of ordinary
+// functions as a mutation rule.
+type ApprovalMutationRuleFunc func(context.Context, *ent.ApprovalMutation) error
+
+// EvalMutation calls f(ctx, m).
+func (f ApprovalMutationRuleFunc) EvalMutation(ctx context.Context, m ent.Mutation) error {
+	if m, ok := m.(*ent.ApprovalMutation); ok {
+		return f(ctx, m)
+	}
+	return Denyf("ent/privacy: unexpected mutation type %T, expect *ent.ApprovalMutation", m)
+}
+
 // The ArtifactQueryRuleFunc type is an adapter to allow the use of ordinary
 // functions as a query rule.
 type ArtifactQueryRuleFunc func(context.Context, *ent.ArtifactQuery) error

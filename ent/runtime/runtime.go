@@ -9,6 +9,7 @@ import (
 	"github.com/toolgate/toolgate/ent/agent"
 	"github.com/toolgate/toolgate/ent/apitoken"
 	"github.com/toolgate/toolgate/ent/application"
+	"github.com/toolgate/toolgate/ent/approval"
 	"github.com/toolgate/toolgate/ent/artifact"
 	"github.com/toolgate/toolgate/ent/artifactversion"
 	"github.com/toolgate/toolgate/ent/attachment"
@@ -140,8 +141,12 @@ func init() {
 	agentDescSkills := agentFields[7].Descriptor()
 	// agent.DefaultSkills holds the default value on creation for the skills field.
 	agent.DefaultSkills = agentDescSkills.Default.([]string)
+	// agentDescApprovals is the schema descriptor for approvals field.
+	agentDescApprovals := agentFields[9].Descriptor()
+	// agent.DefaultApprovals holds the default value on creation for the approvals field.
+	agent.DefaultApprovals = agentDescApprovals.Default.([]schematype.ApprovalRule)
 	// agentDescKnowledgeBaseIds is the schema descriptor for knowledge_base_ids field.
-	agentDescKnowledgeBaseIds := agentFields[9].Descriptor()
+	agentDescKnowledgeBaseIds := agentFields[10].Descriptor()
 	// agent.DefaultKnowledgeBaseIds holds the default value on creation for the knowledge_base_ids field.
 	agent.DefaultKnowledgeBaseIds = agentDescKnowledgeBaseIds.Default.([]int)
 	applicationMixin := schema.Application{}.Mixin()
@@ -208,6 +213,38 @@ func init() {
 	applicationDescAllowedTools := applicationFields[3].Descriptor()
 	// application.DefaultAllowedTools holds the default value on creation for the allowed_tools field.
 	application.DefaultAllowedTools = applicationDescAllowedTools.Default.([]string)
+	// applicationDescApprovals is the schema descriptor for approvals field.
+	applicationDescApprovals := applicationFields[4].Descriptor()
+	// application.DefaultApprovals holds the default value on creation for the approvals field.
+	application.DefaultApprovals = applicationDescApprovals.Default.([]schematype.ApprovalRule)
+	approvalMixin := schema.Approval{}.Mixin()
+	approval.Policy = privacy.NewPolicies(approvalMixin[0], schema.Approval{})
+	approval.Hooks[0] = func(next ent.Mutator) ent.Mutator {
+		return ent.MutateFunc(func(ctx context.Context, m ent.Mutation) (ent.Value, error) {
+			if err := approval.Policy.EvalMutation(ctx, m); err != nil {
+				return nil, err
+			}
+			return next.Mutate(ctx, m)
+		})
+	}
+	approvalFields := schema.Approval{}.Fields()
+	_ = approvalFields
+	// approvalDescDescription is the schema descriptor for description field.
+	approvalDescDescription := approvalFields[5].Descriptor()
+	// approval.DefaultDescription holds the default value on creation for the description field.
+	approval.DefaultDescription = approvalDescDescription.Default.(string)
+	// approvalDescInputSchema is the schema descriptor for input_schema field.
+	approvalDescInputSchema := approvalFields[7].Descriptor()
+	// approval.DefaultInputSchema holds the default value on creation for the input_schema field.
+	approval.DefaultInputSchema = approvalDescInputSchema.Default.(string)
+	// approvalDescTimedOut is the schema descriptor for timed_out field.
+	approvalDescTimedOut := approvalFields[14].Descriptor()
+	// approval.DefaultTimedOut holds the default value on creation for the timed_out field.
+	approval.DefaultTimedOut = approvalDescTimedOut.Default.(bool)
+	// approvalDescCreatedAt is the schema descriptor for created_at field.
+	approvalDescCreatedAt := approvalFields[17].Descriptor()
+	// approval.DefaultCreatedAt holds the default value on creation for the created_at field.
+	approval.DefaultCreatedAt = approvalDescCreatedAt.Default.(func() time.Time)
 	artifactMixin := schema.Artifact{}.Mixin()
 	artifact.Policy = privacy.NewPolicies(artifactMixin[1], schema.Artifact{})
 	artifact.Hooks[0] = func(next ent.Mutator) ent.Mutator {

@@ -8,6 +8,7 @@ import (
 	"entgo.io/ent/schema/field"
 	"entgo.io/ent/schema/index"
 
+	"github.com/toolgate/toolgate/ent/schematype"
 	"github.com/toolgate/toolgate/ent/tenancy"
 )
 
@@ -38,6 +39,9 @@ func (Agent) Fields() []ent.Field {
 			Comment("the names of the organisation's published skills the agent may load (load_skill)"),
 		field.Enum("tool_loading").Values("AUTO", "FULL", "DEFERRED").Default("AUTO").
 			Comment("How the agent's turns send tool definitions. FULL: every offered definition whole, on every model call. DEFERRED: the always-on tools and get_tool_schema whole, every other tool by name and a line, read whole with get_tool_schema before its first call. AUTO (the default): DEFERRED once the offered definitions pass 6,000 tokens, which only application tools reach; else FULL."),
+		field.JSON("approvals", []schematype.ApprovalRule{}).SchemaType(jsonColumn).Default([]schematype.ApprovalRule{}).
+			Annotations(entgql.Skip()).
+			Comment("the agent's own approval rules, by the names the model sees: they tighten its applications' policies, never loosen them"),
 		field.Ints("knowledge_base_ids").SchemaType(jsonColumn).Default([]int{}).Annotations(entgql.Skip()).
 			Comment("the knowledge bases knowledge_search and read_document reach"),
 	}

@@ -8,6 +8,7 @@ import (
 	"entgo.io/ent/schema/field"
 	"entgo.io/ent/schema/index"
 
+	"github.com/toolgate/toolgate/ent/schematype"
 	"github.com/toolgate/toolgate/ent/tenancy"
 )
 
@@ -27,6 +28,12 @@ func (Application) Fields() []ent.Field {
 			Comment("The MCP server's endpoint (Streamable HTTP), as registered."),
 		field.Strings("allowed_tools").SchemaType(jsonColumn).Default([]string{}).
 			Comment("The server's tools, by the server's own names, that agents may be offered; a tool not listed is never offered or called."),
+		field.JSON("approvals", []schematype.ApprovalRule{}).SchemaType(jsonColumn).Default([]schematype.ApprovalRule{}).
+			Annotations(entgql.Skip()).
+			Comment("per tool (the server's own name), when its calls wait for a person's decision; the others follow default_approval"),
+		field.Enum("default_approval").GoType(schematype.ApprovalPolicy("")).Default(string(schematype.ApprovalNever)).
+			Annotations(entgql.Skip()).
+			Comment("the policy of the tools approvals does not name; NEVER by default, as applications registered before approvals ran"),
 	}
 }
 

@@ -35,10 +35,10 @@ func (ToolCall) Fields() []ent.Field {
 		field.Text("arguments").Default("{}").
 			Comment("JSON, as repaired and sent"),
 		field.Enum("outcome").
-			Values("PENDING", "HITS", "ABSENCE", "OUTAGE", "REFUSED", "ERROR", "MAY_HAVE_RUN").
+			Values("PENDING", "HITS", "ABSENCE", "OUTAGE", "REFUSED", "ERROR", "MAY_HAVE_RUN", "DECLINED").
 			Default("PENDING").
 			Annotations(entgql.Type("ToolOutcome")).
-			Comment("How the call ended: PENDING until its outcome is recorded, then HITS, ABSENCE, OUTAGE, REFUSED, ERROR or MAY_HAVE_RUN."),
+			Comment("How the call ended: PENDING until its outcome is recorded, then HITS, ABSENCE, OUTAGE, REFUSED, ERROR, MAY_HAVE_RUN or DECLINED (a person said no)."),
 		field.Int("attempts").Default(0).NonNegative().
 			Comment("How many times the call was sent to its resolver, retries included; 0 when it was refused before it ran."),
 		field.JSON("failures", []schematype.ItemFailure{}).SchemaType(jsonColumn).Default([]schematype.ItemFailure{}).

@@ -31,7 +31,7 @@ func (Turn) Fields() []ent.Field {
 			Annotations(entgql.OrderField("STARTED_AT")).
 			Comment("When the message was sent."),
 		field.Time("finished_at").Optional().Nillable().
-			Comment("When the turn stopped: COMPLETED, FAILED or CANCELLED. Null while RUNNING or WAITING_FOR_CLARIFICATION."),
+			Comment("When the turn stopped: COMPLETED, FAILED or CANCELLED. Null while RUNNING, WAITING_FOR_CLARIFICATION or WAITING_FOR_APPROVAL."),
 		field.String("time_zone").Default("UTC").Immutable().
 			Comment("the IANA zone the browser reported; a resumed turn renders the same"),
 		field.Text("user_text").Immutable().
@@ -42,10 +42,10 @@ func (Turn) Fields() []ent.Field {
 			Annotations(entgql.Skip()).
 			Comment("never returned by the API or any tool"),
 		field.Enum("status").
-			Values("RUNNING", "WAITING_FOR_CLARIFICATION", "COMPLETED", "FAILED", "CANCELLED").
+			Values("RUNNING", "WAITING_FOR_CLARIFICATION", "WAITING_FOR_APPROVAL", "COMPLETED", "FAILED", "CANCELLED").
 			Default("RUNNING").
 			Annotations(entgql.Type("TurnStatus")).
-			Comment("Where the turn stands: RUNNING until it is answered (COMPLETED), stops on an error (FAILED), is cancelled (CANCELLED) or waits for the person (WAITING_FOR_CLARIFICATION)."),
+			Comment("Where the turn stands: RUNNING until it is answered (COMPLETED), stops on an error (FAILED), is cancelled (CANCELLED) or waits for the person: for an answer (WAITING_FOR_CLARIFICATION) or a decision on calls that need approval (WAITING_FOR_APPROVAL)."),
 		field.String("error").Optional().Nillable().
 			Comment("Why the turn failed, in words a person can act on (never a database's or provider's raw error); null unless status is FAILED."),
 		field.Strings("suggestions").SchemaType(jsonColumn).Default([]string{}).

@@ -157,4 +157,7 @@ type AgentConfig struct {
 	// ToolLoading is the agent's tool_loading; empty in turns recorded
 	// before it existed, which read as AUTO.
 	ToolLoading string `json:"toolLoading,omitempty"`
+	// Approvals are the agent's own approval rules (tightening its
+	// applications'); empty in turns recorded before they existed.
+	Approvals []ApprovalRule `json:"approvals,omitempty"`
 }

@@ -158,6 +158,7 @@ const (
 	OutcomeREFUSED      Outcome = "REFUSED"
 	OutcomeERROR        Outcome = "ERROR"
 	OutcomeMAY_HAVE_RUN Outcome = "MAY_HAVE_RUN"
+	OutcomeDECLINED     Outcome = "DECLINED"
 )
 
 func (o Outcome) String() string {
@@ -167,7 +168,7 @@ func (o Outcome) String() string {
 // OutcomeValidator is a validator for the "outcome" field enum values. It is called by the builders before save.
 func OutcomeValidator(o Outcome) error {
 	switch o {
-	case OutcomePENDING, OutcomeHITS, OutcomeABSENCE, OutcomeOUTAGE, OutcomeREFUSED, OutcomeERROR, OutcomeMAY_HAVE_RUN:
+	case OutcomePENDING, OutcomeHITS, OutcomeABSENCE, OutcomeOUTAGE, OutcomeREFUSED, OutcomeERROR, OutcomeMAY_HAVE_RUN, OutcomeDECLINED:
 		return nil
 	default:
 		return fmt.Errorf("toolcall: invalid enum value for outcome field: %q", o)

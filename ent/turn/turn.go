@@ -145,6 +145,7 @@ const DefaultStatus = StatusRUNNING
 const (
 	StatusRUNNING                   Status = "RUNNING"
 	StatusWAITING_FOR_CLARIFICATION Status = "WAITING_FOR_CLARIFICATION"
+	StatusWAITING_FOR_APPROVAL      Status = "WAITING_FOR_APPROVAL"
 	StatusCOMPLETED                 Status = "COMPLETED"
 	StatusFAILED                    Status = "FAILED"
 	StatusCANCELLED                 Status = "CANCELLED"
@@ -157,7 +158,7 @@ func (s Status) String() string {
 // StatusValidator is a validator for the "status" field enum values. It is called by the builders before save.
 func StatusValidator(s Status) error {
 	switch s {
-	case StatusRUNNING, StatusWAITING_FOR_CLARIFICATION, StatusCOMPLETED, StatusFAILED, StatusCANCELLED:
+	case StatusRUNNING, StatusWAITING_FOR_CLARIFICATION, StatusWAITING_FOR_APPROVAL, StatusCOMPLETED, StatusFAILED, StatusCANCELLED:
 		return nil
 	default:
 		return fmt.Errorf("turn: invalid enum value for status field: %q", s)

@@ -51,6 +51,7 @@ func NewExecutableSchema(cfg Config) graphql.ExecutableSchema {
 type Config = graphql.Config[ResolverRoot, DirectiveRoot, ComplexityRoot]
 
 type ResolverRoot interface {
+	Approval() ApprovalResolver
 	Artifact() ArtifactResolver
 	Budget() BudgetResolver
 	Catalogue() CatalogueResolver
@@ -86,6 +87,7 @@ type ComplexityRoot struct {
 	}
 
 	Agent struct {
+		Approvals              func(childComplexity int) int
 		BudgetCheck            func(childComplexity int) int
 		CreatedAt              func(childComplexity int) int
 		ID                     func(childComplexity int) int
@@ -122,12 +124,37 @@ type ComplexityRoot struct {
 	}
 
 	Application struct {
-		AllowedTools func(childComplexity int) int
-		CreatedAt    func(childComplexity int) int
-		ID           func(childComplexity int) int
-		Name         func(childComplexity int) int
-		URL          func(childComplexity int) int
-		UpdatedAt    func(childComplexity int) int
+		AllowedTools    func(childComplexity int) int
+		Approvals       func(childComplexity int) int
+		CreatedAt       func(childComplexity int) int
+		DefaultApproval func(childComplexity int) int
+		ID              func(childComplexity int) int
+		Name            func(childComplexity int) int
+		URL             func(childComplexity int) int
+		UpdatedAt       func(childComplexity int) int
+	}
+
+	Approval struct {
+		Annotations      func(childComplexity int) int
+		Arguments        func(childComplexity int) int
+		CreatedAt        func(childComplexity int) int
+		DecidedArguments func(childComplexity int) int
+		DecidedAt        func(childComplexity int) int
+		DecidedBy        func(childComplexity int) int
+		Decision         func(childComplexity int) int
+		Description      func(childComplexity int) int
+		ExpiresAt        func(childComplexity int) int
+		ID               func(childComplexity int) int
+		Policy           func(childComplexity int) int
+		Reason           func(childComplexity int) int
+		TimedOut         func(childComplexity int) int
+		Tool             func(childComplexity int) int
+		ToolCall         func(childComplexity int) int
+	}
+
+	ApprovalRule struct {
+		Policy func(childComplexity int) int
+		Tool   func(childComplexity int) int
 	}
 
 	ArchiveConversationPayload struct {
@@ -261,6 +288,8 @@ type ComplexityRoot struct {
 
 	CatalogueTool struct {
 		AlwaysOn         func(childComplexity int) int
+		Approval         func(childComplexity int) int
+		AsksApproval     func(childComplexity int) int
 		Deferred         func(childComplexity int) int
 		DefinitionChars  func(childComplexity int) int
 		DefinitionTokens func(childComplexity int) int
@@ -515,6 +544,7 @@ type ComplexityRoot struct {
 		CreateKnowledgeBase func(childComplexity int, input model.CreateKnowledgeBaseInput) int
 		CreateUser          func(childComplexity int, input model.CreateUserInput) int
 		DeactivateUser      func(childComplexity int, input model.DeactivateUserInput) int
+		DecideToolCalls     func(childComplexity int, input model.DecideToolCallsInput) int
 		DeleteConversation  func(childComplexity int, id int) int
 		DeleteFile          func(childComplexity int, conversationID *int, path string) int
 		EditFile            func(childComplexity int, conversationID *int, path string, edits []*workspace.EditInput) int
@@ -619,6 +649,7 @@ type ComplexityRoot struct {
 		APITokens               func(childComplexity int) int
 		Agents                  func(childComplexity int, first *int, after *entgql.Cursor[int], last *int, before *entgql.Cursor[int], orderBy []*ent.AgentOrder) int
 		Applications            func(childComplexity int) int
+		Approvals               func(childComplexity int, pending *bool, first *int) int
 		Artifacts               func(childComplexity int, conversationID int) int
 		BudgetCheck             func(childComplexity int, conversationID *int) int
 		Budgets                 func(childComplexity int) int
@@ -730,12 +761,21 @@ type ComplexityRoot struct {
 		Text   func(childComplexity int) int
 	}
 
+	ToolAnnotations struct {
+		DestructiveHint func(childComplexity int) int
+		IdempotentHint  func(childComplexity int) int
+		OpenWorldHint   func(childComplexity int) int
+		ReadOnlyHint    func(childComplexity int) int
+		Title           func(childComplexity int) int
+	}
+
 	ToolBrief struct {
 		Description func(childComplexity int) int
 		Name        func(childComplexity int) int
 	}
 
 	ToolCall struct {
+		Approval     func(childComplexity int) int
 		Arguments    func(childComplexity int) int
 		ArgumentsRef func(childComplexity int) int
 		Attempts     func(childComplexity int) int
@@ -864,23 +904,24 @@ type ComplexityRoot struct {
 	}
 
 	Turn struct {
-		Answer        func(childComplexity int) int
-		Clarification func(childComplexity int) int
-		Conversation  func(childComplexity int) int
-		Error         func(childComplexity int) int
-		FinishedAt    func(childComplexity int) int
-		Grounding     func(childComplexity int) int
-		ID            func(childComplexity int) int
-		ModelCalls    func(childComplexity int) int
-		Number        func(childComplexity int) int
-		PromptStats   func(childComplexity int) int
-		Replayed      func(childComplexity int) int
-		StartedAt     func(childComplexity int) int
-		Status        func(childComplexity int) int
-		Suggestions   func(childComplexity int) int
-		TimeZone      func(childComplexity int) int
-		ToolCalls     func(childComplexity int) int
-		UserText      func(childComplexity int) int
+		Answer           func(childComplexity int) int
+		Clarification    func(childComplexity int) int
+		Conversation     func(childComplexity int) int
+		Error            func(childComplexity int) int
+		FinishedAt       func(childComplexity int) int
+		Grounding        func(childComplexity int) int
+		ID               func(childComplexity int) int
+		ModelCalls       func(childComplexity int) int
+		Number           func(childComplexity int) int
+		PendingApprovals func(childComplexity int) int
+		PromptStats      func(childComplexity int) int
+		Replayed         func(childComplexity int) int
+		StartedAt        func(childComplexity int) int
+		Status           func(childComplexity int) int
+		Suggestions      func(childComplexity int) int
+		TimeZone         func(childComplexity int) int
+		ToolCalls        func(childComplexity int) int
+		UserText         func(childComplexity int) int
 	}
 
 	TurnConnection struct {
@@ -1069,6 +1110,11 @@ type ComplexityRoot struct {
 
 // region    ************************** generated!.gotpl **************************
 
+type ApprovalResolver interface {
+	ToolCall(ctx context.Context, obj *ent.Approval) (*ent.ToolCall, error)
+
+	DecidedBy(ctx context.Context, obj *ent.Approval) (*ent.User, error)
+}
 type ArtifactResolver interface {
 	Kind(ctx context.Context, obj *ent.Artifact) (model.ArtifactKind, error)
 
@@ -1103,6 +1149,7 @@ type MutationResolver interface {
 	CreateAPIToken(ctx context.Context, input model.CreateAPITokenInput) (*model.CreatedAPIToken, error)
 	RevokeAPIToken(ctx context.Context, id int) (*ent.APIToken, error)
 	SetRateLimits(ctx context.Context, input model.SetRateLimitsInput) (*ent.Organization, error)
+	DecideToolCalls(ctx context.Context, input model.DecideToolCallsInput) (*ent.Turn, error)
 	CreateArtifact(ctx context.Context, conversationID *int, title string, kind string, content string) (*artifact.Saved, error)
 	RewriteArtifact(ctx context.Context, conversationID *int, artifactID int, content string) (*artifact.Saved, error)
 	UpdateArtifact(ctx context.Context, conversationID *int, artifactID int, edits []*workspace.EditInput) (*artifact.Saved, error)
@@ -1147,6 +1194,7 @@ type QueryResolver interface {
 	Turns(ctx context.Context, after *entgql.Cursor[int], first *int, before *entgql.Cursor[int], last *int, orderBy []*ent.TurnOrder, where *ent.TurnWhereInput) (*ent.TurnConnection, error)
 	Agents(ctx context.Context, first *int, after *entgql.Cursor[int], last *int, before *entgql.Cursor[int], orderBy []*ent.AgentOrder) (*ent.AgentConnection, error)
 	APITokens(ctx context.Context) ([]*ent.APIToken, error)
+	Approvals(ctx context.Context, pending *bool, first *int) ([]*ent.Approval, error)
 	Artifacts(ctx context.Context, conversationID int) ([]*ent.Artifact, error)
 	MeasureLayout(ctx context.Context, conversationID *int, artifactID int, selectors []string) (*artifact.Layout, error)
 	Calculate(ctx context.Context, conversationID *int, expression string) (*model.Calculation, error)
@@ -1187,9 +1235,11 @@ type TaskResolver interface {
 	Status(ctx context.Context, obj *ent.Task) (model.TaskStatus, error)
 }
 type ToolCallResolver interface {
+	Approval(ctx context.Context, obj *ent.ToolCall) (*ent.Approval, error)
 	Result(ctx context.Context, obj *ent.ToolCall) (*ent.StoredResult, error)
 }
 type TurnResolver interface {
+	PendingApprovals(ctx context.Context, obj *ent.Turn) ([]*ent.ToolCall, error)
 	ToolCalls(ctx context.Context, obj *ent.Turn) ([]*ent.ToolCall, error)
 	ModelCalls(ctx context.Context, obj *ent.Turn) ([]*ent.ModelCall, error)
 	PromptStats(ctx context.Context, obj *ent.Turn) (*model.PromptStats, error)
@@ -1278,6 +1328,12 @@ func (e *executableSchema) Complexity(ctx context.Context, typeName, field strin
 
 		return e.ComplexityRoot.APIToken.User(childComplexity), true
 
+	case "Agent.approvals":
+		if e.ComplexityRoot.Agent.Approvals == nil {
+			break
+		}
+
+		return e.ComplexityRoot.Agent.Approvals(childComplexity), true
 	case "Agent.budgetCheck":
 		if e.ComplexityRoot.Agent.BudgetCheck == nil {
 			break
@@ -1432,12 +1488,24 @@ func (e *executableSchema) Complexity(ctx context.Context, typeName, field strin
 		}
 
 		return e.ComplexityRoot.Application.AllowedTools(childComplexity), true
+	case "Application.approvals":
+		if e.ComplexityRoot.Application.Approvals == nil {
+			break
+		}
+
+		return e.ComplexityRoot.Application.Approvals(childComplexity), true
 	case "Application.createdAt":
 		if e.ComplexityRoot.Application.CreatedAt == nil {
 			break
 		}
 
 		return e.ComplexityRoot.Application.CreatedAt(childComplexity), true
+	case "Application.defaultApproval":
+		if e.ComplexityRoot.Application.DefaultApproval == nil {
+			break
+		}
+
+		return e.ComplexityRoot.Application.DefaultApproval(childComplexity), true
 	case "Application.id":
 		if e.ComplexityRoot.Application.ID == nil {
 			break
@@ -1462,6 +1530,110 @@ func (e *executableSchema) Complexity(ctx context.Context, typeName, field strin
 		}
 
 		return e.ComplexityRoot.Application.UpdatedAt(childComplexity), true
+
+	case "Approval.annotations":
+		if e.ComplexityRoot.Approval.Annotations == nil {
+			break
+		}
+
+		return e.ComplexityRoot.Approval.Annotations(childComplexity), true
+	case "Approval.arguments":
+		if e.ComplexityRoot.Approval.Arguments == nil {
+			break
+		}
+
+		return e.ComplexityRoot.Approval.Arguments(childComplexity), true
+	case "Approval.createdAt":
+		if e.ComplexityRoot.Approval.CreatedAt == nil {
+			break
+		}
+
+		return e.ComplexityRoot.Approval.CreatedAt(childComplexity), true
+	case "Approval.decidedArguments":
+		if e.ComplexityRoot.Approval.DecidedArguments == nil {
+			break
+		}
+
+		return e.ComplexityRoot.Approval.DecidedArguments(childComplexity), true
+	case "Approval.decidedAt":
+		if e.ComplexityRoot.Approval.DecidedAt == nil {
+			break
+		}
+
+		return e.ComplexityRoot.Approval.DecidedAt(childComplexity), true
+	case "Approval.decidedBy":
+		if e.ComplexityRoot.Approval.DecidedBy == nil {
+			break
+		}
+
+		return e.ComplexityRoot.Approval.DecidedBy(childComplexity), true
+	case "Approval.decision":
+		if e.ComplexityRoot.Approval.Decision == nil {
+			break
+		}
+
+		return e.ComplexityRoot.Approval.Decision(childComplexity), true
+	case "Approval.description":
+		if e.ComplexityRoot.Approval.Description == nil {
+			break
+		}
+
+		return e.ComplexityRoot.Approval.Description(childComplexity), true
+	case "Approval.expiresAt":
+		if e.ComplexityRoot.Approval.ExpiresAt == nil {
+			break
+		}
+
+		return e.ComplexityRoot.Approval.ExpiresAt(childComplexity), true
+	case "Approval.id":
+		if e.ComplexityRoot.Approval.ID == nil {
+			break
+		}
+
+		return e.ComplexityRoot.Approval.ID(childComplexity), true
+	case "Approval.policy":
+		if e.ComplexityRoot.Approval.Policy == nil {
+			break
+		}
+
+		return e.ComplexityRoot.Approval.Policy(childComplexity), true
+	case "Approval.reason":
+		if e.ComplexityRoot.Approval.Reason == nil {
+			break
+		}
+
+		return e.ComplexityRoot.Approval.Reason(childComplexity), true
+	case "Approval.timedOut":
+		if e.ComplexityRoot.Approval.TimedOut == nil {
+			break
+		}
+
+		return e.ComplexityRoot.Approval.TimedOut(childComplexity), true
+	case "Approval.tool":
+		if e.ComplexityRoot.Approval.Tool == nil {
+			break
+		}
+
+		return e.ComplexityRoot.Approval.Tool(childComplexity), true
+	case "Approval.toolCall":
+		if e.ComplexityRoot.Approval.ToolCall == nil {
+			break
+		}
+
+		return e.ComplexityRoot.Approval.ToolCall(childComplexity), true
+
+	case "ApprovalRule.policy":
+		if e.ComplexityRoot.ApprovalRule.Policy == nil {
+			break
+		}
+
+		return e.ComplexityRoot.ApprovalRule.Policy(childComplexity), true
+	case "ApprovalRule.tool":
+		if e.ComplexityRoot.ApprovalRule.Tool == nil {
+			break
+		}
+
+		return e.ComplexityRoot.ApprovalRule.Tool(childComplexity), true
 
 	case "ArchiveConversationPayload.conversation":
 		if e.ComplexityRoot.ArchiveConversationPayload.Conversation == nil {
@@ -2005,6 +2177,18 @@ func (e *executableSchema) Complexity(ctx context.Context, typeName, field strin
 		}
 
 		return e.ComplexityRoot.CatalogueTool.AlwaysOn(childComplexity), true
+	case "CatalogueTool.approval":
+		if e.ComplexityRoot.CatalogueTool.Approval == nil {
+			break
+		}
+
+		return e.ComplexityRoot.CatalogueTool.Approval(childComplexity), true
+	case "CatalogueTool.asksApproval":
+		if e.ComplexityRoot.CatalogueTool.AsksApproval == nil {
+			break
+		}
+
+		return e.ComplexityRoot.CatalogueTool.AsksApproval(childComplexity), true
 	case "CatalogueTool.deferred":
 		if e.ComplexityRoot.CatalogueTool.Deferred == nil {
 			break
@@ -3016,6 +3200,17 @@ func (e *executableSchema) Complexity(ctx context.Context, typeName, field strin
 		}
 
 		return e.ComplexityRoot.Mutation.DeactivateUser(childComplexity, args["input"].(model.DeactivateUserInput)), true
+	case "Mutation.decideToolCalls":
+		if e.ComplexityRoot.Mutation.DecideToolCalls == nil {
+			break
+		}
+
+		args, err := ec.field_Mutation_decideToolCalls_args(ctx, rawArgs)
+		if err != nil {
+			return 0, false
+		}
+
+		return e.ComplexityRoot.Mutation.DecideToolCalls(childComplexity, args["input"].(model.DecideToolCallsInput)), true
 	case "Mutation.deleteConversation":
 		if e.ComplexityRoot.Mutation.DeleteConversation == nil {
 			break
@@ -3561,6 +3756,17 @@ func (e *executableSchema) Complexity(ctx context.Context, typeName, field strin
 		}
 
 		return e.ComplexityRoot.Query.Applications(childComplexity), true
+	case "Query.approvals":
+		if e.ComplexityRoot.Query.Approvals == nil {
+			break
+		}
+
+		args, err := ec.field_Query_approvals_args(ctx, rawArgs)
+		if err != nil {
+			return 0, false
+		}
+
+		return e.ComplexityRoot.Query.Approvals(childComplexity, args["pending"].(*bool), args["first"].(*int)), true
 	case "Query.artifacts":
 		if e.ComplexityRoot.Query.Artifacts == nil {
 			break
@@ -4190,6 +4396,37 @@ func (e *executableSchema) Complexity(ctx context.Context, typeName, field strin
 
 		return e.ComplexityRoot.TextDelta.Text(childComplexity), true
 
+	case "ToolAnnotations.destructiveHint":
+		if e.ComplexityRoot.ToolAnnotations.DestructiveHint == nil {
+			break
+		}
+
+		return e.ComplexityRoot.ToolAnnotations.DestructiveHint(childComplexity), true
+	case "ToolAnnotations.idempotentHint":
+		if e.ComplexityRoot.ToolAnnotations.IdempotentHint == nil {
+			break
+		}
+
+		return e.ComplexityRoot.ToolAnnotations.IdempotentHint(childComplexity), true
+	case "ToolAnnotations.openWorldHint":
+		if e.ComplexityRoot.ToolAnnotations.OpenWorldHint == nil {
+			break
+		}
+
+		return e.ComplexityRoot.ToolAnnotations.OpenWorldHint(childComplexity), true
+	case "ToolAnnotations.readOnlyHint":
+		if e.ComplexityRoot.ToolAnnotations.ReadOnlyHint == nil {
+			break
+		}
+
+		return e.ComplexityRoot.ToolAnnotations.ReadOnlyHint(childComplexity), true
+	case "ToolAnnotations.title":
+		if e.ComplexityRoot.ToolAnnotations.Title == nil {
+			break
+		}
+
+		return e.ComplexityRoot.ToolAnnotations.Title(childComplexity), true
+
 	case "ToolBrief.description":
 		if e.ComplexityRoot.ToolBrief.Description == nil {
 			break
@@ -4203,6 +4440,12 @@ func (e *executableSchema) Complexity(ctx context.Context, typeName, field strin
 
 		return e.ComplexityRoot.ToolBrief.Name(childComplexity), true
 
+	case "ToolCall.approval":
+		if e.ComplexityRoot.ToolCall.Approval == nil {
+			break
+		}
+
+		return e.ComplexityRoot.ToolCall.Approval(childComplexity), true
 	case "ToolCall.arguments":
 		if e.ComplexityRoot.ToolCall.Arguments == nil {
 			break
@@ -4770,6 +5013,12 @@ func (e *executableSchema) Complexity(ctx context.Context, typeName, field strin
 		}
 
 		return e.ComplexityRoot.Turn.Number(childComplexity), true
+	case "Turn.pendingApprovals":
+		if e.ComplexityRoot.Turn.PendingApprovals == nil {
+			break
+		}
+
+		return e.ComplexityRoot.Turn.PendingApprovals(childComplexity), true
 	case "Turn.promptStats":
 		if e.ComplexityRoot.Turn.PromptStats == nil {
 			break
@@ -5509,6 +5758,7 @@ func (e *executableSchema) Exec(ctx context.Context) graphql.ResponseHandler {
 			graphql.NewInputUnmarshaler("AddDocumentInput", ec.unmarshalInputAddDocumentInput),
 			graphql.NewInputUnmarshaler("AgentOrder", ec.unmarshalInputAgentOrder),
 			graphql.NewInputUnmarshaler("AnswerClarificationInput", ec.unmarshalInputAnswerClarificationInput),
+			graphql.NewInputUnmarshaler("ApprovalRuleInput", ec.unmarshalInputApprovalRuleInput),
 			graphql.NewInputUnmarshaler("ArchiveConversationInput", ec.unmarshalInputArchiveConversationInput),
 			graphql.NewInputUnmarshaler("AttachFileInput", ec.unmarshalInputAttachFileInput),
 			graphql.NewInputUnmarshaler("AttachmentOrder", ec.unmarshalInputAttachmentOrder),
@@ -5519,6 +5769,7 @@ func (e *executableSchema) Exec(ctx context.Context) graphql.ResponseHandler {
 			graphql.NewInputUnmarshaler("CreateKnowledgeBaseInput", ec.unmarshalInputCreateKnowledgeBaseInput),
 			graphql.NewInputUnmarshaler("CreateUserInput", ec.unmarshalInputCreateUserInput),
 			graphql.NewInputUnmarshaler("DeactivateUserInput", ec.unmarshalInputDeactivateUserInput),
+			graphql.NewInputUnmarshaler("DecideToolCallsInput", ec.unmarshalInputDecideToolCallsInput),
 			graphql.NewInputUnmarshaler("DocumentOrder", ec.unmarshalInputDocumentOrder),
 			graphql.NewInputUnmarshaler("ExportContextInput", ec.unmarshalInputExportContextInput),
 			graphql.NewInputUnmarshaler("ExportSourceInput", ec.unmarshalInputExportSourceInput),
@@ -5533,6 +5784,7 @@ func (e *executableSchema) Exec(ctx context.Context) graphql.ResponseHandler {
 			graphql.NewInputUnmarshaler("SetBudgetInput", ec.unmarshalInputSetBudgetInput),
 			graphql.NewInputUnmarshaler("SetRateLimitsInput", ec.unmarshalInputSetRateLimitsInput),
 			graphql.NewInputUnmarshaler("StartConversationInput", ec.unmarshalInputStartConversationInput),
+			graphql.NewInputUnmarshaler("ToolCallDecisionInput", ec.unmarshalInputToolCallDecisionInput),
 			graphql.NewInputUnmarshaler("TurnOrder", ec.unmarshalInputTurnOrder),
 			graphql.NewInputUnmarshaler("TurnWhereInput", ec.unmarshalInputTurnWhereInput),
 			graphql.NewInputUnmarshaler("UpdateAgentInput", ec.unmarshalInputUpdateAgentInput),
@@ -5739,6 +5991,183 @@ input SetRateLimitsInput {
   requestsPerSecond: Int
   "Turns running at once per person, 1 to 1,000; 0: the server's default."
   turnsAtOnce: Int
+}
+`, BuiltIn: false},
+	{Name: "../approvals.graphqls", Input: `# Approvals: a person says yes before a tool with consequences runs. A
+# call whose policy makes it wait is stored with its arguments as they
+# would be sent, and nothing of it is sent until the turn's user decides.
+
+"When a tool's calls wait for a person's decision before they run."
+enum ApprovalPolicy {
+  "Never: the calls run without asking."
+  NEVER
+  "When the tool may write, by its server's hints: not marked readOnlyHint, or marked destructiveHint."
+  WRITES
+  "Every call waits."
+  ALWAYS
+}
+
+"What a person decides of a call waiting for approval."
+enum ToolCallDecision {
+  "Run the call as it stands."
+  APPROVE
+  "Run the call with new arguments (checked against the tool's schema first)."
+  EDIT
+  "Do not run it; the model hears that the person declined, and why."
+  DECLINE
+}
+
+"One tool's approval policy."
+type ApprovalRule {
+  "On an application: the server's own tool name; on an agent: the name the model sees (<application>__<tool>)."
+  tool: String!
+  "When the tool's calls wait."
+  policy: ApprovalPolicy!
+}
+
+"One tool's approval policy, to set."
+input ApprovalRuleInput {
+  "On an application: the server's own tool name (one of allowedTools); on an agent: the name the model sees (<application>__<tool>)."
+  tool: String!
+  "When the tool's calls wait."
+  policy: ApprovalPolicy!
+}
+
+"The hints an MCP server gives about a tool; null where it gives none."
+type ToolAnnotations {
+  "The tool's title."
+  title: String
+  "The tool changes nothing."
+  readOnlyHint: Boolean
+  "The tool may destroy or overwrite (meaningful when not read-only)."
+  destructiveHint: Boolean
+  "Calling it again with the same arguments changes nothing more."
+  idempotentHint: Boolean
+  "The tool reaches beyond a closed world (the web, other people)."
+  openWorldHint: Boolean
+}
+
+"A tool call that waited for a person's decision, and the decision once given."
+type Approval {
+  "The approval's id."
+  id: ID!
+  "The call waiting (or decided)."
+  toolCall: ToolCall!
+  "The tool's name, as the model called it."
+  tool: String!
+  "The arguments the model asked for, repaired to the tool's schema: exactly what would be sent on APPROVE (JSON)."
+  arguments: String!
+  "The tool's description, as the model was shown it."
+  description: String!
+  "The tool's hints, as its server gives them; null when it gives none."
+  annotations: ToolAnnotations
+  "The policy that made the call wait."
+  policy: ApprovalPolicy!
+  "What was decided; null while the call waits."
+  decision: ToolCallDecision
+  "The arguments the call runs with after EDIT, as checked; null otherwise."
+  decidedArguments: String
+  "Why the call was declined; \"no answer\" when nobody decided in time."
+  reason: String
+  "Who decided; null while waiting, and when nobody decided in time."
+  decidedBy: User
+  "When the decision was stored."
+  decidedAt: Time
+  "Whether nobody decided in time, so the call was declined as \"no answer\"."
+  timedOut: Boolean!
+  "When the call is declined as \"no answer\" if nobody decides."
+  expiresAt: Time!
+  "When the call began to wait."
+  createdAt: Time!
+}
+
+extend input RegisterApplicationInput {
+  "Per tool, when its calls wait for a person's decision; the others follow defaultApproval."
+  approvals: [ApprovalRuleInput!]
+  "The policy of the tools approvals does not name; NEVER when omitted (calls run without asking)."
+  defaultApproval: ApprovalPolicy
+}
+
+extend input UpdateApplicationInput {
+  "Per tool, when its calls wait, in place of the old list; none: unchanged."
+  approvals: [ApprovalRuleInput!]
+  "The policy of the tools approvals does not name; none: unchanged."
+  defaultApproval: ApprovalPolicy
+}
+
+extend input CreateAgentInput {
+  "The agent's own approval rules, by the names the model sees: they tighten its applications' policies, never loosen them."
+  approvals: [ApprovalRuleInput!]
+}
+
+extend input UpdateAgentInput {
+  "The agent's own approval rules, in place of the old list; none: unchanged."
+  approvals: [ApprovalRuleInput!]
+}
+
+extend type Application {
+  "Per tool (the server's own name), when its calls wait for a person's decision."
+  approvals: [ApprovalRule!]!
+  "The policy of the tools approvals does not name."
+  defaultApproval: ApprovalPolicy!
+}
+
+extend type CatalogueTool {
+  "The tool's approval policy for the agent (its application's, tightened by the agent's own rules); NEVER for built-in tools unless the agent sets one."
+  approval: ApprovalPolicy!
+  "Whether the agent's calls of the tool wait for a person's decision under that policy."
+  asksApproval: Boolean!
+}
+
+extend type Agent {
+  "The agent's own approval rules; they only tighten its applications' policies."
+  approvals: [ApprovalRule!]!
+}
+
+extend type Turn {
+  "The calls waiting for a person's decision (status WAITING_FOR_APPROVAL), in the order the model asked for them; each call's approval says what is asked."
+  pendingApprovals: [ToolCall!]!
+}
+
+extend type ToolCall {
+  "The call's approval, when it waited for a person's decision; null for a call that needed none."
+  approval: Approval
+}
+
+"What decideToolCalls needs: the turn, and a decision per call (some or all of those waiting)."
+input DecideToolCallsInput {
+  "The turn waiting for approval."
+  turnId: ID!
+  "One decision per call; calls not named keep waiting."
+  decisions: [ToolCallDecisionInput!]!
+}
+
+"A decision on one call waiting for approval."
+input ToolCallDecisionInput {
+  "The call, as Turn.pendingApprovals lists it."
+  toolCallId: ID!
+  "APPROVE, EDIT or DECLINE."
+  decision: ToolCallDecision!
+  "With EDIT: the arguments to run the call with (a JSON object), checked against the tool's schema before anything is stored."
+  arguments: String
+  "With DECLINE: why, for the model to hear."
+  reason: String
+}
+
+extend type Mutation {
+  """
+  Decides on calls waiting for approval: the conversation's user only. Each
+  decision is stored before its call runs; the turn resumes (RUNNING) once
+  every waiting call has one. A call decided already, edited arguments that
+  do not fit, or a turn no longer waiting: nothing is stored, and the error
+  says why.
+  """
+  decideToolCalls(input: DecideToolCallsInput!): Turn!
+}
+
+extend type Query {
+  "The approvals of the turns the caller may read (an admin's: the organisation's), newest first; pending: true lists only those waiting. At most 100."
+  approvals(pending: Boolean, first: Int): [Approval!]!
 }
 `, BuiltIn: false},
 	{Name: "../artifact.graphqls", Input: `# The artifact tools: versioned documents a conversation produces. Each
@@ -7739,7 +8168,7 @@ type ToolCall implements Node {
   """
   arguments: String!
   """
-  How the call ended: PENDING until its outcome is recorded, then HITS, ABSENCE, OUTAGE, REFUSED, ERROR or MAY_HAVE_RUN.
+  How the call ended: PENDING until its outcome is recorded, then HITS, ABSENCE, OUTAGE, REFUSED, ERROR, MAY_HAVE_RUN or DECLINED (a person said no).
   """
   outcome: ToolOutcome!
   """
@@ -7819,6 +8248,10 @@ enum ToolOutcome @goModel(model: "github.com/toolgate/toolgate/ent/toolcall.Outc
   Cut off by a stop while in flight and not safe to repeat: it may or may not have run.
   """
   MAY_HAVE_RUN
+  """
+  Never ran: the person declined it (or nobody decided in time); the model heard why.
+  """
+  DECLINED
 }
 """
 One message from the user and everything the runtime did to answer it.
@@ -7837,7 +8270,7 @@ type Turn implements Node {
   """
   startedAt: Time!
   """
-  When the turn stopped: COMPLETED, FAILED or CANCELLED. Null while RUNNING or WAITING_FOR_CLARIFICATION.
+  When the turn stopped: COMPLETED, FAILED or CANCELLED. Null while RUNNING, WAITING_FOR_CLARIFICATION or WAITING_FOR_APPROVAL.
   """
   finishedAt: Time
   """
@@ -7853,7 +8286,7 @@ type Turn implements Node {
   """
   answer: String
   """
-  Where the turn stands: RUNNING until it is answered (COMPLETED), stops on an error (FAILED), is cancelled (CANCELLED) or waits for the person (WAITING_FOR_CLARIFICATION).
+  Where the turn stands: RUNNING until it is answered (COMPLETED), stops on an error (FAILED), is cancelled (CANCELLED) or waits for the person: for an answer (WAITING_FOR_CLARIFICATION) or a decision on calls that need approval (WAITING_FOR_APPROVAL).
   """
   status: TurnStatus!
   """
@@ -7945,6 +8378,10 @@ enum TurnStatus @goModel(model: "github.com/toolgate/toolgate/ent/turn.Status") 
   The model asked the user a question; answerClarification resumes the turn.
   """
   WAITING_FOR_CLARIFICATION
+  """
+  Calls that need a person's approval wait (Turn.pendingApprovals); decideToolCalls resumes the turn once each has a decision.
+  """
+  WAITING_FOR_APPROVAL
   """
   Answered.
   """
@@ -9088,6 +9525,10 @@ enum TurnEventKind {
   begins.
   """
   TOOL_CALL_WRITING
+  "A call waits for a person's decision; toolCall is set (its approval says what is asked)."
+  APPROVAL_REQUESTED
+  "A call waiting for approval was decided (by a person, or declined as \"no answer\"); toolCall is set."
+  APPROVAL_DECIDED
 }
 
 "One event of a turn, carrying the turn's state as of that event."
@@ -9647,6 +10088,8 @@ func (ec *executionContext) childFields_Agent(ctx context.Context, field graphql
 		return ec.fieldContext_Agent_skills(ctx, field)
 	case "toolLoading":
 		return ec.fieldContext_Agent_toolLoading(ctx, field)
+	case "approvals":
+		return ec.fieldContext_Agent_approvals(ctx, field)
 	}
 	return nil, fmt.Errorf("no field named %q was found under type Agent", field.Name)
 }
@@ -9709,8 +10152,58 @@ func (ec *executionContext) childFields_Application(ctx context.Context, field g
 		return ec.fieldContext_Application_url(ctx, field)
 	case "allowedTools":
 		return ec.fieldContext_Application_allowedTools(ctx, field)
+	case "approvals":
+		return ec.fieldContext_Application_approvals(ctx, field)
+	case "defaultApproval":
+		return ec.fieldContext_Application_defaultApproval(ctx, field)
 	}
 	return nil, fmt.Errorf("no field named %q was found under type Application", field.Name)
+}
+
+func (ec *executionContext) childFields_Approval(ctx context.Context, field graphql.CollectedField) (*graphql.FieldContext, error) {
+	switch field.Name {
+	case "id":
+		return ec.fieldContext_Approval_id(ctx, field)
+	case "toolCall":
+		return ec.fieldContext_Approval_toolCall(ctx, field)
+	case "tool":
+		return ec.fieldContext_Approval_tool(ctx, field)
+	case "arguments":
+		return ec.fieldContext_Approval_arguments(ctx, field)
+	case "description":
+		return ec.fieldContext_Approval_description(ctx, field)
+	case "annotations":
+		return ec.fieldContext_Approval_annotations(ctx, field)
+	case "policy":
+		return ec.fieldContext_Approval_policy(ctx, field)
+	case "decision":
+		return ec.fieldContext_Approval_decision(ctx, field)
+	case "decidedArguments":
+		return ec.fieldContext_Approval_decidedArguments(ctx, field)
+	case "reason":
+		return ec.fieldContext_Approval_reason(ctx, field)
+	case "decidedBy":
+		return ec.fieldContext_Approval_decidedBy(ctx, field)
+	case "decidedAt":
+		return ec.fieldContext_Approval_decidedAt(ctx, field)
+	case "timedOut":
+		return ec.fieldContext_Approval_timedOut(ctx, field)
+	case "expiresAt":
+		return ec.fieldContext_Approval_expiresAt(ctx, field)
+	case "createdAt":
+		return ec.fieldContext_Approval_createdAt(ctx, field)
+	}
+	return nil, fmt.Errorf("no field named %q was found under type Approval", field.Name)
+}
+
+func (ec *executionContext) childFields_ApprovalRule(ctx context.Context, field graphql.CollectedField) (*graphql.FieldContext, error) {
+	switch field.Name {
+	case "tool":
+		return ec.fieldContext_ApprovalRule_tool(ctx, field)
+	case "policy":
+		return ec.fieldContext_ApprovalRule_policy(ctx, field)
+	}
+	return nil, fmt.Errorf("no field named %q was found under type ApprovalRule", field.Name)
 }
 
 func (ec *executionContext) childFields_ArchiveConversationPayload(ctx context.Context, field graphql.CollectedField) (*graphql.FieldContext, error) {
@@ -9995,6 +10488,10 @@ func (ec *executionContext) childFields_CatalogueTool(ctx context.Context, field
 		return ec.fieldContext_CatalogueTool_stubChars(ctx, field)
 	case "stubTokens":
 		return ec.fieldContext_CatalogueTool_stubTokens(ctx, field)
+	case "approval":
+		return ec.fieldContext_CatalogueTool_approval(ctx, field)
+	case "asksApproval":
+		return ec.fieldContext_CatalogueTool_asksApproval(ctx, field)
 	}
 	return nil, fmt.Errorf("no field named %q was found under type CatalogueTool", field.Name)
 }
@@ -10747,6 +11244,22 @@ func (ec *executionContext) childFields_TextDelta(ctx context.Context, field gra
 	return nil, fmt.Errorf("no field named %q was found under type TextDelta", field.Name)
 }
 
+func (ec *executionContext) childFields_ToolAnnotations(ctx context.Context, field graphql.CollectedField) (*graphql.FieldContext, error) {
+	switch field.Name {
+	case "title":
+		return ec.fieldContext_ToolAnnotations_title(ctx, field)
+	case "readOnlyHint":
+		return ec.fieldContext_ToolAnnotations_readOnlyHint(ctx, field)
+	case "destructiveHint":
+		return ec.fieldContext_ToolAnnotations_destructiveHint(ctx, field)
+	case "idempotentHint":
+		return ec.fieldContext_ToolAnnotations_idempotentHint(ctx, field)
+	case "openWorldHint":
+		return ec.fieldContext_ToolAnnotations_openWorldHint(ctx, field)
+	}
+	return nil, fmt.Errorf("no field named %q was found under type ToolAnnotations", field.Name)
+}
+
 func (ec *executionContext) childFields_ToolBrief(ctx context.Context, field graphql.CollectedField) (*graphql.FieldContext, error) {
 	switch field.Name {
 	case "name":
@@ -10791,6 +11304,8 @@ func (ec *executionContext) childFields_ToolCall(ctx context.Context, field grap
 		return ec.fieldContext_ToolCall_finishedAt(ctx, field)
 	case "turn":
 		return ec.fieldContext_ToolCall_turn(ctx, field)
+	case "approval":
+		return ec.fieldContext_ToolCall_approval(ctx, field)
 	case "result":
 		return ec.fieldContext_ToolCall_result(ctx, field)
 	}
@@ -11041,6 +11556,8 @@ func (ec *executionContext) childFields_Turn(ctx context.Context, field graphql.
 		return ec.fieldContext_Turn_replayed(ctx, field)
 	case "conversation":
 		return ec.fieldContext_Turn_conversation(ctx, field)
+	case "pendingApprovals":
+		return ec.fieldContext_Turn_pendingApprovals(ctx, field)
 	case "toolCalls":
 		return ec.fieldContext_Turn_toolCalls(ctx, field)
 	case "modelCalls":
@@ -11809,6 +12326,20 @@ func (ec *executionContext) field_Mutation_deactivateUser_args(ctx context.Conte
 	return args, nil
 }
 
+func (ec *executionContext) field_Mutation_decideToolCalls_args(ctx context.Context, rawArgs map[string]any) (map[string]any, error) {
+	var err error
+	args := map[string]any{}
+	arg0, err := graphql.ProcessArgField(ctx, rawArgs, "input",
+		func(ctx context.Context, v any) (model.DecideToolCallsInput, error) {
+			return ec.unmarshalNDecideToolCallsInput2githubᚗcomᚋtoolgateᚋtoolgateᚋgraphᚋmodelᚐDecideToolCallsInput(ctx, v)
+		})
+	if err != nil {
+		return nil, err
+	}
+	args["input"] = arg0
+	return args, nil
+}
+
 func (ec *executionContext) field_Mutation_deleteConversation_args(ctx context.Context, rawArgs map[string]any) (map[string]any, error) {
 	var err error
 	args := map[string]any{}
@@ -12338,6 +12869,28 @@ func (ec *executionContext) field_Query_agents_args(ctx context.Context, rawArgs
 		return nil, err
 	}
 	args["orderBy"] = arg4
+	return args, nil
+}
+
+func (ec *executionContext) field_Query_approvals_args(ctx context.Context, rawArgs map[string]any) (map[string]any, error) {
+	var err error
+	args := map[string]any{}
+	arg0, err := graphql.ProcessArgField(ctx, rawArgs, "pending",
+		func(ctx context.Context, v any) (*bool, error) {
+			return ec.unmarshalOBoolean2ᚖbool(ctx, v)
+		})
+	if err != nil {
+		return nil, err
+	}
+	args["pending"] = arg0
+	arg1, err := graphql.ProcessArgField(ctx, rawArgs, "first",
+		func(ctx context.Context, v any) (*int, error) {
+			return ec.unmarshalOInt2ᚖint(ctx, v)
+		})
+	if err != nil {
+		return nil, err
+	}
+	args["first"] = arg1
 	return args, nil
 }
 
@@ -13876,6 +14429,38 @@ func (ec *executionContext) fieldContext_Agent_toolLoading(_ context.Context, fi
 	return graphql.NewScalarFieldContext("Agent", field, false, false, "AgentToolLoading")
 }
 
+func (ec *executionContext) _Agent_approvals(ctx context.Context, field graphql.CollectedField, obj *ent.Agent) (ret graphql.Marshaler) {
+	return graphql.ResolveField(
+		ctx,
+		ec.OperationContext,
+		field,
+		func(ctx context.Context, field graphql.CollectedField) (*graphql.FieldContext, error) {
+			return ec.fieldContext_Agent_approvals(ctx, field)
+		},
+		func(ctx context.Context) (any, error) {
+			return obj.Approvals, nil
+		},
+		nil,
+		func(ctx context.Context, selections ast.SelectionSet, v []schematype.ApprovalRule) graphql.Marshaler {
+			return ec.marshalNApprovalRule2ᚕgithubᚗcomᚋtoolgateᚋtoolgateᚋentᚋschematypeᚐApprovalRuleᚄ(ctx, selections, v)
+		},
+		true,
+		true,
+	)
+}
+func (ec *executionContext) fieldContext_Agent_approvals(_ context.Context, field graphql.CollectedField) (fc *graphql.FieldContext, err error) {
+	fc = &graphql.FieldContext{
+		Object:     "Agent",
+		Field:      field,
+		IsMethod:   false,
+		IsResolver: false,
+		Child: func(ctx context.Context, field graphql.CollectedField) (*graphql.FieldContext, error) {
+			return ec.childFields_ApprovalRule(ctx, field)
+		},
+	}
+	return fc, nil
+}
+
 func (ec *executionContext) _AgentConnection_edges(ctx context.Context, field graphql.CollectedField, obj *ent.AgentConnection) (ret graphql.Marshaler) {
 	return graphql.ResolveField(
 		ctx,
@@ -14356,6 +14941,479 @@ func (ec *executionContext) _Application_allowedTools(ctx context.Context, field
 }
 func (ec *executionContext) fieldContext_Application_allowedTools(_ context.Context, field graphql.CollectedField) (fc *graphql.FieldContext, err error) {
 	return graphql.NewScalarFieldContext("Application", field, false, false, "String")
+}
+
+func (ec *executionContext) _Application_approvals(ctx context.Context, field graphql.CollectedField, obj *ent.Application) (ret graphql.Marshaler) {
+	return graphql.ResolveField(
+		ctx,
+		ec.OperationContext,
+		field,
+		func(ctx context.Context, field graphql.CollectedField) (*graphql.FieldContext, error) {
+			return ec.fieldContext_Application_approvals(ctx, field)
+		},
+		func(ctx context.Context) (any, error) {
+			return obj.Approvals, nil
+		},
+		nil,
+		func(ctx context.Context, selections ast.SelectionSet, v []schematype.ApprovalRule) graphql.Marshaler {
+			return ec.marshalNApprovalRule2ᚕgithubᚗcomᚋtoolgateᚋtoolgateᚋentᚋschematypeᚐApprovalRuleᚄ(ctx, selections, v)
+		},
+		true,
+		true,
+	)
+}
+func (ec *executionContext) fieldContext_Application_approvals(_ context.Context, field graphql.CollectedField) (fc *graphql.FieldContext, err error) {
+	fc = &graphql.FieldContext{
+		Object:     "Application",
+		Field:      field,
+		IsMethod:   false,
+		IsResolver: false,
+		Child: func(ctx context.Context, field graphql.CollectedField) (*graphql.FieldContext, error) {
+			return ec.childFields_ApprovalRule(ctx, field)
+		},
+	}
+	return fc, nil
+}
+
+func (ec *executionContext) _Application_defaultApproval(ctx context.Context, field graphql.CollectedField, obj *ent.Application) (ret graphql.Marshaler) {
+	return graphql.ResolveField(
+		ctx,
+		ec.OperationContext,
+		field,
+		func(ctx context.Context, field graphql.CollectedField) (*graphql.FieldContext, error) {
+			return ec.fieldContext_Application_defaultApproval(ctx, field)
+		},
+		func(ctx context.Context) (any, error) {
+			return obj.DefaultApproval, nil
+		},
+		nil,
+		func(ctx context.Context, selections ast.SelectionSet, v schematype.ApprovalPolicy) graphql.Marshaler {
+			return ec.marshalNApprovalPolicy2githubᚗcomᚋtoolgateᚋtoolgateᚋentᚋschematypeᚐApprovalPolicy(ctx, selections, v)
+		},
+		true,
+		true,
+	)
+}
+func (ec *executionContext) fieldContext_Application_defaultApproval(_ context.Context, field graphql.CollectedField) (fc *graphql.FieldContext, err error) {
+	return graphql.NewScalarFieldContext("Application", field, false, false, "ApprovalPolicy")
+}
+
+func (ec *executionContext) _Approval_id(ctx context.Context, field graphql.CollectedField, obj *ent.Approval) (ret graphql.Marshaler) {
+	return graphql.ResolveField(
+		ctx,
+		ec.OperationContext,
+		field,
+		func(ctx context.Context, field graphql.CollectedField) (*graphql.FieldContext, error) {
+			return ec.fieldContext_Approval_id(ctx, field)
+		},
+		func(ctx context.Context) (any, error) {
+			return obj.ID, nil
+		},
+		nil,
+		func(ctx context.Context, selections ast.SelectionSet, v int) graphql.Marshaler {
+			return ec.marshalNID2int(ctx, selections, v)
+		},
+		true,
+		true,
+	)
+}
+func (ec *executionContext) fieldContext_Approval_id(_ context.Context, field graphql.CollectedField) (fc *graphql.FieldContext, err error) {
+	return graphql.NewScalarFieldContext("Approval", field, false, false, "ID")
+}
+
+func (ec *executionContext) _Approval_toolCall(ctx context.Context, field graphql.CollectedField, obj *ent.Approval) (ret graphql.Marshaler) {
+	return graphql.ResolveField(
+		ctx,
+		ec.OperationContext,
+		field,
+		func(ctx context.Context, field graphql.CollectedField) (*graphql.FieldContext, error) {
+			return ec.fieldContext_Approval_toolCall(ctx, field)
+		},
+		func(ctx context.Context) (any, error) {
+			return ec.Resolvers.Approval().ToolCall(ctx, obj)
+		},
+		nil,
+		func(ctx context.Context, selections ast.SelectionSet, v *ent.ToolCall) graphql.Marshaler {
+			return ec.marshalNToolCall2ᚖgithubᚗcomᚋtoolgateᚋtoolgateᚋentᚐToolCall(ctx, selections, v)
+		},
+		true,
+		true,
+	)
+}
+func (ec *executionContext) fieldContext_Approval_toolCall(_ context.Context, field graphql.CollectedField) (fc *graphql.FieldContext, err error) {
+	fc = &graphql.FieldContext{
+		Object:     "Approval",
+		Field:      field,
+		IsMethod:   true,
+		IsResolver: true,
+		Child: func(ctx context.Context, field graphql.CollectedField) (*graphql.FieldContext, error) {
+			return ec.childFields_ToolCall(ctx, field)
+		},
+	}
+	return fc, nil
+}
+
+func (ec *executionContext) _Approval_tool(ctx context.Context, field graphql.CollectedField, obj *ent.Approval) (ret graphql.Marshaler) {
+	return graphql.ResolveField(
+		ctx,
+		ec.OperationContext,
+		field,
+		func(ctx context.Context, field graphql.CollectedField) (*graphql.FieldContext, error) {
+			return ec.fieldContext_Approval_tool(ctx, field)
+		},
+		func(ctx context.Context) (any, error) {
+			return obj.Tool, nil
+		},
+		nil,
+		func(ctx context.Context, selections ast.SelectionSet, v string) graphql.Marshaler {
+			return ec.marshalNString2string(ctx, selections, v)
+		},
+		true,
+		true,
+	)
+}
+func (ec *executionContext) fieldContext_Approval_tool(_ context.Context, field graphql.CollectedField) (fc *graphql.FieldContext, err error) {
+	return graphql.NewScalarFieldContext("Approval", field, false, false, "String")
+}
+
+func (ec *executionContext) _Approval_arguments(ctx context.Context, field graphql.CollectedField, obj *ent.Approval) (ret graphql.Marshaler) {
+	return graphql.ResolveField(
+		ctx,
+		ec.OperationContext,
+		field,
+		func(ctx context.Context, field graphql.CollectedField) (*graphql.FieldContext, error) {
+			return ec.fieldContext_Approval_arguments(ctx, field)
+		},
+		func(ctx context.Context) (any, error) {
+			return obj.Arguments, nil
+		},
+		nil,
+		func(ctx context.Context, selections ast.SelectionSet, v string) graphql.Marshaler {
+			return ec.marshalNString2string(ctx, selections, v)
+		},
+		true,
+		true,
+	)
+}
+func (ec *executionContext) fieldContext_Approval_arguments(_ context.Context, field graphql.CollectedField) (fc *graphql.FieldContext, err error) {
+	return graphql.NewScalarFieldContext("Approval", field, false, false, "String")
+}
+
+func (ec *executionContext) _Approval_description(ctx context.Context, field graphql.CollectedField, obj *ent.Approval) (ret graphql.Marshaler) {
+	return graphql.ResolveField(
+		ctx,
+		ec.OperationContext,
+		field,
+		func(ctx context.Context, field graphql.CollectedField) (*graphql.FieldContext, error) {
+			return ec.fieldContext_Approval_description(ctx, field)
+		},
+		func(ctx context.Context) (any, error) {
+			return obj.Description, nil
+		},
+		nil,
+		func(ctx context.Context, selections ast.SelectionSet, v string) graphql.Marshaler {
+			return ec.marshalNString2string(ctx, selections, v)
+		},
+		true,
+		true,
+	)
+}
+func (ec *executionContext) fieldContext_Approval_description(_ context.Context, field graphql.CollectedField) (fc *graphql.FieldContext, err error) {
+	return graphql.NewScalarFieldContext("Approval", field, false, false, "String")
+}
+
+func (ec *executionContext) _Approval_annotations(ctx context.Context, field graphql.CollectedField, obj *ent.Approval) (ret graphql.Marshaler) {
+	return graphql.ResolveField(
+		ctx,
+		ec.OperationContext,
+		field,
+		func(ctx context.Context, field graphql.CollectedField) (*graphql.FieldContext, error) {
+			return ec.fieldContext_Approval_annotations(ctx, field)
+		},
+		func(ctx context.Context) (any, error) {
+			return obj.Annotations, nil
+		},
+		nil,
+		func(ctx context.Context, selections ast.SelectionSet, v *schematype.ToolAnnotations) graphql.Marshaler {
+			return ec.marshalOToolAnnotations2ᚖgithubᚗcomᚋtoolgateᚋtoolgateᚋentᚋschematypeᚐToolAnnotations(ctx, selections, v)
+		},
+		true,
+		false,
+	)
+}
+func (ec *executionContext) fieldContext_Approval_annotations(_ context.Context, field graphql.CollectedField) (fc *graphql.FieldContext, err error) {
+	fc = &graphql.FieldContext{
+		Object:     "Approval",
+		Field:      field,
+		IsMethod:   false,
+		IsResolver: false,
+		Child: func(ctx context.Context, field graphql.CollectedField) (*graphql.FieldContext, error) {
+			return ec.childFields_ToolAnnotations(ctx, field)
+		},
+	}
+	return fc, nil
+}
+
+func (ec *executionContext) _Approval_policy(ctx context.Context, field graphql.CollectedField, obj *ent.Approval) (ret graphql.Marshaler) {
+	return graphql.ResolveField(
+		ctx,
+		ec.OperationContext,
+		field,
+		func(ctx context.Context, field graphql.CollectedField) (*graphql.FieldContext, error) {
+			return ec.fieldContext_Approval_policy(ctx, field)
+		},
+		func(ctx context.Context) (any, error) {
+			return obj.Policy, nil
+		},
+		nil,
+		func(ctx context.Context, selections ast.SelectionSet, v schematype.ApprovalPolicy) graphql.Marshaler {
+			return ec.marshalNApprovalPolicy2githubᚗcomᚋtoolgateᚋtoolgateᚋentᚋschematypeᚐApprovalPolicy(ctx, selections, v)
+		},
+		true,
+		true,
+	)
+}
+func (ec *executionContext) fieldContext_Approval_policy(_ context.Context, field graphql.CollectedField) (fc *graphql.FieldContext, err error) {
+	return graphql.NewScalarFieldContext("Approval", field, false, false, "ApprovalPolicy")
+}
+
+func (ec *executionContext) _Approval_decision(ctx context.Context, field graphql.CollectedField, obj *ent.Approval) (ret graphql.Marshaler) {
+	return graphql.ResolveField(
+		ctx,
+		ec.OperationContext,
+		field,
+		func(ctx context.Context, field graphql.CollectedField) (*graphql.FieldContext, error) {
+			return ec.fieldContext_Approval_decision(ctx, field)
+		},
+		func(ctx context.Context) (any, error) {
+			return obj.Decision, nil
+		},
+		nil,
+		func(ctx context.Context, selections ast.SelectionSet, v *schematype.Decision) graphql.Marshaler {
+			return ec.marshalOToolCallDecision2ᚖgithubᚗcomᚋtoolgateᚋtoolgateᚋentᚋschematypeᚐDecision(ctx, selections, v)
+		},
+		true,
+		false,
+	)
+}
+func (ec *executionContext) fieldContext_Approval_decision(_ context.Context, field graphql.CollectedField) (fc *graphql.FieldContext, err error) {
+	return graphql.NewScalarFieldContext("Approval", field, false, false, "ToolCallDecision")
+}
+
+func (ec *executionContext) _Approval_decidedArguments(ctx context.Context, field graphql.CollectedField, obj *ent.Approval) (ret graphql.Marshaler) {
+	return graphql.ResolveField(
+		ctx,
+		ec.OperationContext,
+		field,
+		func(ctx context.Context, field graphql.CollectedField) (*graphql.FieldContext, error) {
+			return ec.fieldContext_Approval_decidedArguments(ctx, field)
+		},
+		func(ctx context.Context) (any, error) {
+			return obj.DecidedArguments, nil
+		},
+		nil,
+		func(ctx context.Context, selections ast.SelectionSet, v *string) graphql.Marshaler {
+			return ec.marshalOString2ᚖstring(ctx, selections, v)
+		},
+		true,
+		false,
+	)
+}
+func (ec *executionContext) fieldContext_Approval_decidedArguments(_ context.Context, field graphql.CollectedField) (fc *graphql.FieldContext, err error) {
+	return graphql.NewScalarFieldContext("Approval", field, false, false, "String")
+}
+
+func (ec *executionContext) _Approval_reason(ctx context.Context, field graphql.CollectedField, obj *ent.Approval) (ret graphql.Marshaler) {
+	return graphql.ResolveField(
+		ctx,
+		ec.OperationContext,
+		field,
+		func(ctx context.Context, field graphql.CollectedField) (*graphql.FieldContext, error) {
+			return ec.fieldContext_Approval_reason(ctx, field)
+		},
+		func(ctx context.Context) (any, error) {
+			return obj.Reason, nil
+		},
+		nil,
+		func(ctx context.Context, selections ast.SelectionSet, v *string) graphql.Marshaler {
+			return ec.marshalOString2ᚖstring(ctx, selections, v)
+		},
+		true,
+		false,
+	)
+}
+func (ec *executionContext) fieldContext_Approval_reason(_ context.Context, field graphql.CollectedField) (fc *graphql.FieldContext, err error) {
+	return graphql.NewScalarFieldContext("Approval", field, false, false, "String")
+}
+
+func (ec *executionContext) _Approval_decidedBy(ctx context.Context, field graphql.CollectedField, obj *ent.Approval) (ret graphql.Marshaler) {
+	return graphql.ResolveField(
+		ctx,
+		ec.OperationContext,
+		field,
+		func(ctx context.Context, field graphql.CollectedField) (*graphql.FieldContext, error) {
+			return ec.fieldContext_Approval_decidedBy(ctx, field)
+		},
+		func(ctx context.Context) (any, error) {
+			return ec.Resolvers.Approval().DecidedBy(ctx, obj)
+		},
+		nil,
+		func(ctx context.Context, selections ast.SelectionSet, v *ent.User) graphql.Marshaler {
+			return ec.marshalOUser2ᚖgithubᚗcomᚋtoolgateᚋtoolgateᚋentᚐUser(ctx, selections, v)
+		},
+		true,
+		false,
+	)
+}
+func (ec *executionContext) fieldContext_Approval_decidedBy(_ context.Context, field graphql.CollectedField) (fc *graphql.FieldContext, err error) {
+	fc = &graphql.FieldContext{
+		Object:     "Approval",
+		Field:      field,
+		IsMethod:   true,
+		IsResolver: true,
+		Child: func(ctx context.Context, field graphql.CollectedField) (*graphql.FieldContext, error) {
+			return ec.childFields_User(ctx, field)
+		},
+	}
+	return fc, nil
+}
+
+func (ec *executionContext) _Approval_decidedAt(ctx context.Context, field graphql.CollectedField, obj *ent.Approval) (ret graphql.Marshaler) {
+	return graphql.ResolveField(
+		ctx,
+		ec.OperationContext,
+		field,
+		func(ctx context.Context, field graphql.CollectedField) (*graphql.FieldContext, error) {
+			return ec.fieldContext_Approval_decidedAt(ctx, field)
+		},
+		func(ctx context.Context) (any, error) {
+			return obj.DecidedAt, nil
+		},
+		nil,
+		func(ctx context.Context, selections ast.SelectionSet, v *time.Time) graphql.Marshaler {
+			return ec.marshalOTime2ᚖtimeᚐTime(ctx, selections, v)
+		},
+		true,
+		false,
+	)
+}
+func (ec *executionContext) fieldContext_Approval_decidedAt(_ context.Context, field graphql.CollectedField) (fc *graphql.FieldContext, err error) {
+	return graphql.NewScalarFieldContext("Approval", field, false, false, "Time")
+}
+
+func (ec *executionContext) _Approval_timedOut(ctx context.Context, field graphql.CollectedField, obj *ent.Approval) (ret graphql.Marshaler) {
+	return graphql.ResolveField(
+		ctx,
+		ec.OperationContext,
+		field,
+		func(ctx context.Context, field graphql.CollectedField) (*graphql.FieldContext, error) {
+			return ec.fieldContext_Approval_timedOut(ctx, field)
+		},
+		func(ctx context.Context) (any, error) {
+			return obj.TimedOut, nil
+		},
+		nil,
+		func(ctx context.Context, selections ast.SelectionSet, v bool) graphql.Marshaler {
+			return ec.marshalNBoolean2bool(ctx, selections, v)
+		},
+		true,
+		true,
+	)
+}
+func (ec *executionContext) fieldContext_Approval_timedOut(_ context.Context, field graphql.CollectedField) (fc *graphql.FieldContext, err error) {
+	return graphql.NewScalarFieldContext("Approval", field, false, false, "Boolean")
+}
+
+func (ec *executionContext) _Approval_expiresAt(ctx context.Context, field graphql.CollectedField, obj *ent.Approval) (ret graphql.Marshaler) {
+	return graphql.ResolveField(
+		ctx,
+		ec.OperationContext,
+		field,
+		func(ctx context.Context, field graphql.CollectedField) (*graphql.FieldContext, error) {
+			return ec.fieldContext_Approval_expiresAt(ctx, field)
+		},
+		func(ctx context.Context) (any, error) {
+			return obj.ExpiresAt, nil
+		},
+		nil,
+		func(ctx context.Context, selections ast.SelectionSet, v time.Time) graphql.Marshaler {
+			return ec.marshalNTime2timeᚐTime(ctx, selections, v)
+		},
+		true,
+		true,
+	)
+}
+func (ec *executionContext) fieldContext_Approval_expiresAt(_ context.Context, field graphql.CollectedField) (fc *graphql.FieldContext, err error) {
+	return graphql.NewScalarFieldContext("Approval", field, false, false, "Time")
+}
+
+func (ec *executionContext) _Approval_createdAt(ctx context.Context, field graphql.CollectedField, obj *ent.Approval) (ret graphql.Marshaler) {
+	return graphql.ResolveField(
+		ctx,
+		ec.OperationContext,
+		field,
+		func(ctx context.Context, field graphql.CollectedField) (*graphql.FieldContext, error) {
+			return ec.fieldContext_Approval_createdAt(ctx, field)
+		},
+		func(ctx context.Context) (any, error) {
+			return obj.CreatedAt, nil
+		},
+		nil,
+		func(ctx context.Context, selections ast.SelectionSet, v time.Time) graphql.Marshaler {
+			return ec.marshalNTime2timeᚐTime(ctx, selections, v)
+		},
+		true,
+		true,
+	)
+}
+func (ec *executionContext) fieldContext_Approval_createdAt(_ context.Context, field graphql.CollectedField) (fc *graphql.FieldContext, err error) {
+	return graphql.NewScalarFieldContext("Approval", field, false, false, "Time")
+}
+
+func (ec *executionContext) _ApprovalRule_tool(ctx context.Context, field graphql.CollectedField, obj *schematype.ApprovalRule) (ret graphql.Marshaler) {
+	return graphql.ResolveField(
+		ctx,
+		ec.OperationContext,
+		field,
+		func(ctx context.Context, field graphql.CollectedField) (*graphql.FieldContext, error) {
+			return ec.fieldContext_ApprovalRule_tool(ctx, field)
+		},
+		func(ctx context.Context) (any, error) {
+			return obj.Tool, nil
+		},
+		nil,
+		func(ctx context.Context, selections ast.SelectionSet, v string) graphql.Marshaler {
+			return ec.marshalNString2string(ctx, selections, v)
+		},
+		true,
+		true,
+	)
+}
+func (ec *executionContext) fieldContext_ApprovalRule_tool(_ context.Context, field graphql.CollectedField) (fc *graphql.FieldContext, err error) {
+	return graphql.NewScalarFieldContext("ApprovalRule", field, false, false, "String")
+}
+
+func (ec *executionContext) _ApprovalRule_policy(ctx context.Context, field graphql.CollectedField, obj *schematype.ApprovalRule) (ret graphql.Marshaler) {
+	return graphql.ResolveField(
+		ctx,
+		ec.OperationContext,
+		field,
+		func(ctx context.Context, field graphql.CollectedField) (*graphql.FieldContext, error) {
+			return ec.fieldContext_ApprovalRule_policy(ctx, field)
+		},
+		func(ctx context.Context) (any, error) {
+			return obj.Policy, nil
+		},
+		nil,
+		func(ctx context.Context, selections ast.SelectionSet, v schematype.ApprovalPolicy) graphql.Marshaler {
+			return ec.marshalNApprovalPolicy2githubᚗcomᚋtoolgateᚋtoolgateᚋentᚋschematypeᚐApprovalPolicy(ctx, selections, v)
+		},
+		true,
+		true,
+	)
+}
+func (ec *executionContext) fieldContext_ApprovalRule_policy(_ context.Context, field graphql.CollectedField) (fc *graphql.FieldContext, err error) {
+	return graphql.NewScalarFieldContext("ApprovalRule", field, false, false, "ApprovalPolicy")
 }
 
 func (ec *executionContext) _ArchiveConversationPayload_conversation(ctx context.Context, field graphql.CollectedField, obj *model.ArchiveConversationPayload) (ret graphql.Marshaler) {
@@ -16781,6 +17839,52 @@ func (ec *executionContext) _CatalogueTool_stubTokens(ctx context.Context, field
 }
 func (ec *executionContext) fieldContext_CatalogueTool_stubTokens(_ context.Context, field graphql.CollectedField) (fc *graphql.FieldContext, err error) {
 	return graphql.NewScalarFieldContext("CatalogueTool", field, false, false, "Int")
+}
+
+func (ec *executionContext) _CatalogueTool_approval(ctx context.Context, field graphql.CollectedField, obj *catalog.Tool) (ret graphql.Marshaler) {
+	return graphql.ResolveField(
+		ctx,
+		ec.OperationContext,
+		field,
+		func(ctx context.Context, field graphql.CollectedField) (*graphql.FieldContext, error) {
+			return ec.fieldContext_CatalogueTool_approval(ctx, field)
+		},
+		func(ctx context.Context) (any, error) {
+			return obj.Approval, nil
+		},
+		nil,
+		func(ctx context.Context, selections ast.SelectionSet, v schematype.ApprovalPolicy) graphql.Marshaler {
+			return ec.marshalNApprovalPolicy2githubᚗcomᚋtoolgateᚋtoolgateᚋentᚋschematypeᚐApprovalPolicy(ctx, selections, v)
+		},
+		true,
+		true,
+	)
+}
+func (ec *executionContext) fieldContext_CatalogueTool_approval(_ context.Context, field graphql.CollectedField) (fc *graphql.FieldContext, err error) {
+	return graphql.NewScalarFieldContext("CatalogueTool", field, false, false, "ApprovalPolicy")
+}
+
+func (ec *executionContext) _CatalogueTool_asksApproval(ctx context.Context, field graphql.CollectedField, obj *catalog.Tool) (ret graphql.Marshaler) {
+	return graphql.ResolveField(
+		ctx,
+		ec.OperationContext,
+		field,
+		func(ctx context.Context, field graphql.CollectedField) (*graphql.FieldContext, error) {
+			return ec.fieldContext_CatalogueTool_asksApproval(ctx, field)
+		},
+		func(ctx context.Context) (any, error) {
+			return obj.AsksApproval, nil
+		},
+		nil,
+		func(ctx context.Context, selections ast.SelectionSet, v bool) graphql.Marshaler {
+			return ec.marshalNBoolean2bool(ctx, selections, v)
+		},
+		true,
+		true,
+	)
+}
+func (ec *executionContext) fieldContext_CatalogueTool_asksApproval(_ context.Context, field graphql.CollectedField) (fc *graphql.FieldContext, err error) {
+	return graphql.NewScalarFieldContext("CatalogueTool", field, false, false, "Boolean")
 }
 
 func (ec *executionContext) _Clarification_question(ctx context.Context, field graphql.CollectedField, obj *schematype.Clarification) (ret graphql.Marshaler) {
@@ -20346,6 +21450,50 @@ func (ec *executionContext) fieldContext_Mutation_setRateLimits(ctx context.Cont
 	return fc, nil
 }
 
+func (ec *executionContext) _Mutation_decideToolCalls(ctx context.Context, field graphql.CollectedField) (ret graphql.Marshaler) {
+	return graphql.ResolveField(
+		ctx,
+		ec.OperationContext,
+		field,
+		func(ctx context.Context, field graphql.CollectedField) (*graphql.FieldContext, error) {
+			return ec.fieldContext_Mutation_decideToolCalls(ctx, field)
+		},
+		func(ctx context.Context) (any, error) {
+			fc := graphql.GetFieldContext(ctx)
+			return ec.Resolvers.Mutation().DecideToolCalls(ctx, fc.Args["input"].(model.DecideToolCallsInput))
+		},
+		nil,
+		func(ctx context.Context, selections ast.SelectionSet, v *ent.Turn) graphql.Marshaler {
+			return ec.marshalNTurn2ᚖgithubᚗcomᚋtoolgateᚋtoolgateᚋentᚐTurn(ctx, selections, v)
+		},
+		true,
+		true,
+	)
+}
+func (ec *executionContext) fieldContext_Mutation_decideToolCalls(ctx context.Context, field graphql.CollectedField) (fc *graphql.FieldContext, err error) {
+	fc = &graphql.FieldContext{
+		Object:     "Mutation",
+		Field:      field,
+		IsMethod:   true,
+		IsResolver: true,
+		Child: func(ctx context.Context, field graphql.CollectedField) (*graphql.FieldContext, error) {
+			return ec.childFields_Turn(ctx, field)
+		},
+	}
+	defer func() {
+		if r := recover(); r != nil {
+			err = ec.Recover(ctx, r)
+			ec.Error(ctx, err)
+		}
+	}()
+	ctx = graphql.WithFieldContext(ctx, fc)
+	if fc.Args, err = ec.field_Mutation_decideToolCalls_args(ctx, field.ArgumentMap(ec.Variables)); err != nil {
+		ec.Error(ctx, err)
+		return fc, err
+	}
+	return fc, nil
+}
+
 func (ec *executionContext) _Mutation_createArtifact(ctx context.Context, field graphql.CollectedField) (ret graphql.Marshaler) {
 	return graphql.ResolveField(
 		ctx,
@@ -22924,6 +24072,50 @@ func (ec *executionContext) fieldContext_Query_apiTokens(_ context.Context, fiel
 	return fc, nil
 }
 
+func (ec *executionContext) _Query_approvals(ctx context.Context, field graphql.CollectedField) (ret graphql.Marshaler) {
+	return graphql.ResolveField(
+		ctx,
+		ec.OperationContext,
+		field,
+		func(ctx context.Context, field graphql.CollectedField) (*graphql.FieldContext, error) {
+			return ec.fieldContext_Query_approvals(ctx, field)
+		},
+		func(ctx context.Context) (any, error) {
+			fc := graphql.GetFieldContext(ctx)
+			return ec.Resolvers.Query().Approvals(ctx, fc.Args["pending"].(*bool), fc.Args["first"].(*int))
+		},
+		nil,
+		func(ctx context.Context, selections ast.SelectionSet, v []*ent.Approval) graphql.Marshaler {
+			return ec.marshalNApproval2ᚕᚖgithubᚗcomᚋtoolgateᚋtoolgateᚋentᚐApprovalᚄ(ctx, selections, v)
+		},
+		true,
+		true,
+	)
+}
+func (ec *executionContext) fieldContext_Query_approvals(ctx context.Context, field graphql.CollectedField) (fc *graphql.FieldContext, err error) {
+	fc = &graphql.FieldContext{
+		Object:     "Query",
+		Field:      field,
+		IsMethod:   true,
+		IsResolver: true,
+		Child: func(ctx context.Context, field graphql.CollectedField) (*graphql.FieldContext, error) {
+			return ec.childFields_Approval(ctx, field)
+		},
+	}
+	defer func() {
+		if r := recover(); r != nil {
+			err = ec.Recover(ctx, r)
+			ec.Error(ctx, err)
+		}
+	}()
+	ctx = graphql.WithFieldContext(ctx, fc)
+	if fc.Args, err = ec.field_Query_approvals_args(ctx, field.ArgumentMap(ec.Variables)); err != nil {
+		ec.Error(ctx, err)
+		return fc, err
+	}
+	return fc, nil
+}
+
 func (ec *executionContext) _Query_artifacts(ctx context.Context, field graphql.CollectedField) (ret graphql.Marshaler) {
 	return graphql.ResolveField(
 		ctx,
@@ -25339,6 +26531,121 @@ func (ec *executionContext) fieldContext_TextDelta_offset(_ context.Context, fie
 	return graphql.NewScalarFieldContext("TextDelta", field, false, false, "Int")
 }
 
+func (ec *executionContext) _ToolAnnotations_title(ctx context.Context, field graphql.CollectedField, obj *schematype.ToolAnnotations) (ret graphql.Marshaler) {
+	return graphql.ResolveField(
+		ctx,
+		ec.OperationContext,
+		field,
+		func(ctx context.Context, field graphql.CollectedField) (*graphql.FieldContext, error) {
+			return ec.fieldContext_ToolAnnotations_title(ctx, field)
+		},
+		func(ctx context.Context) (any, error) {
+			return obj.Title, nil
+		},
+		nil,
+		func(ctx context.Context, selections ast.SelectionSet, v string) graphql.Marshaler {
+			return ec.marshalOString2string(ctx, selections, v)
+		},
+		true,
+		false,
+	)
+}
+func (ec *executionContext) fieldContext_ToolAnnotations_title(_ context.Context, field graphql.CollectedField) (fc *graphql.FieldContext, err error) {
+	return graphql.NewScalarFieldContext("ToolAnnotations", field, false, false, "String")
+}
+
+func (ec *executionContext) _ToolAnnotations_readOnlyHint(ctx context.Context, field graphql.CollectedField, obj *schematype.ToolAnnotations) (ret graphql.Marshaler) {
+	return graphql.ResolveField(
+		ctx,
+		ec.OperationContext,
+		field,
+		func(ctx context.Context, field graphql.CollectedField) (*graphql.FieldContext, error) {
+			return ec.fieldContext_ToolAnnotations_readOnlyHint(ctx, field)
+		},
+		func(ctx context.Context) (any, error) {
+			return obj.ReadOnlyHint, nil
+		},
+		nil,
+		func(ctx context.Context, selections ast.SelectionSet, v *bool) graphql.Marshaler {
+			return ec.marshalOBoolean2ᚖbool(ctx, selections, v)
+		},
+		true,
+		false,
+	)
+}
+func (ec *executionContext) fieldContext_ToolAnnotations_readOnlyHint(_ context.Context, field graphql.CollectedField) (fc *graphql.FieldContext, err error) {
+	return graphql.NewScalarFieldContext("ToolAnnotations", field, false, false, "Boolean")
+}
+
+func (ec *executionContext) _ToolAnnotations_destructiveHint(ctx context.Context, field graphql.CollectedField, obj *schematype.ToolAnnotations) (ret graphql.Marshaler) {
+	return graphql.ResolveField(
+		ctx,
+		ec.OperationContext,
+		field,
+		func(ctx context.Context, field graphql.CollectedField) (*graphql.FieldContext, error) {
+			return ec.fieldContext_ToolAnnotations_destructiveHint(ctx, field)
+		},
+		func(ctx context.Context) (any, error) {
+			return obj.DestructiveHint, nil
+		},
+		nil,
+		func(ctx context.Context, selections ast.SelectionSet, v *bool) graphql.Marshaler {
+			return ec.marshalOBoolean2ᚖbool(ctx, selections, v)
+		},
+		true,
+		false,
+	)
+}
+func (ec *executionContext) fieldContext_ToolAnnotations_destructiveHint(_ context.Context, field graphql.CollectedField) (fc *graphql.FieldContext, err error) {
+	return graphql.NewScalarFieldContext("ToolAnnotations", field, false, false, "Boolean")
+}
+
+func (ec *executionContext) _ToolAnnotations_idempotentHint(ctx context.Context, field graphql.CollectedField, obj *schematype.ToolAnnotations) (ret graphql.Marshaler) {
+	return graphql.ResolveField(
+		ctx,
+		ec.OperationContext,
+		field,
+		func(ctx context.Context, field graphql.CollectedField) (*graphql.FieldContext, error) {
+			return ec.fieldContext_ToolAnnotations_idempotentHint(ctx, field)
+		},
+		func(ctx context.Context) (any, error) {
+			return obj.IdempotentHint, nil
+		},
+		nil,
+		func(ctx context.Context, selections ast.SelectionSet, v *bool) graphql.Marshaler {
+			return ec.marshalOBoolean2ᚖbool(ctx, selections, v)
+		},
+		true,
+		false,
+	)
+}
+func (ec *executionContext) fieldContext_ToolAnnotations_idempotentHint(_ context.Context, field graphql.CollectedField) (fc *graphql.FieldContext, err error) {
+	return graphql.NewScalarFieldContext("ToolAnnotations", field, false, false, "Boolean")
+}
+
+func (ec *executionContext) _ToolAnnotations_openWorldHint(ctx context.Context, field graphql.CollectedField, obj *schematype.ToolAnnotations) (ret graphql.Marshaler) {
+	return graphql.ResolveField(
+		ctx,
+		ec.OperationContext,
+		field,
+		func(ctx context.Context, field graphql.CollectedField) (*graphql.FieldContext, error) {
+			return ec.fieldContext_ToolAnnotations_openWorldHint(ctx, field)
+		},
+		func(ctx context.Context) (any, error) {
+			return obj.OpenWorldHint, nil
+		},
+		nil,
+		func(ctx context.Context, selections ast.SelectionSet, v *bool) graphql.Marshaler {
+			return ec.marshalOBoolean2ᚖbool(ctx, selections, v)
+		},
+		true,
+		false,
+	)
+}
+func (ec *executionContext) fieldContext_ToolAnnotations_openWorldHint(_ context.Context, field graphql.CollectedField) (fc *graphql.FieldContext, err error) {
+	return graphql.NewScalarFieldContext("ToolAnnotations", field, false, false, "Boolean")
+}
+
 func (ec *executionContext) _ToolBrief_name(ctx context.Context, field graphql.CollectedField, obj *catalog.Brief) (ret graphql.Marshaler) {
 	return graphql.ResolveField(
 		ctx,
@@ -25784,6 +27091,38 @@ func (ec *executionContext) fieldContext_ToolCall_turn(_ context.Context, field 
 		IsResolver: false,
 		Child: func(ctx context.Context, field graphql.CollectedField) (*graphql.FieldContext, error) {
 			return ec.childFields_Turn(ctx, field)
+		},
+	}
+	return fc, nil
+}
+
+func (ec *executionContext) _ToolCall_approval(ctx context.Context, field graphql.CollectedField, obj *ent.ToolCall) (ret graphql.Marshaler) {
+	return graphql.ResolveField(
+		ctx,
+		ec.OperationContext,
+		field,
+		func(ctx context.Context, field graphql.CollectedField) (*graphql.FieldContext, error) {
+			return ec.fieldContext_ToolCall_approval(ctx, field)
+		},
+		func(ctx context.Context) (any, error) {
+			return ec.Resolvers.ToolCall().Approval(ctx, obj)
+		},
+		nil,
+		func(ctx context.Context, selections ast.SelectionSet, v *ent.Approval) graphql.Marshaler {
+			return ec.marshalOApproval2ᚖgithubᚗcomᚋtoolgateᚋtoolgateᚋentᚐApproval(ctx, selections, v)
+		},
+		true,
+		false,
+	)
+}
+func (ec *executionContext) fieldContext_ToolCall_approval(_ context.Context, field graphql.CollectedField) (fc *graphql.FieldContext, err error) {
+	fc = &graphql.FieldContext{
+		Object:     "ToolCall",
+		Field:      field,
+		IsMethod:   true,
+		IsResolver: true,
+		Child: func(ctx context.Context, field graphql.CollectedField) (*graphql.FieldContext, error) {
+			return ec.childFields_Approval(ctx, field)
 		},
 	}
 	return fc, nil
@@ -27795,6 +29134,38 @@ func (ec *executionContext) fieldContext_Turn_conversation(_ context.Context, fi
 		IsResolver: false,
 		Child: func(ctx context.Context, field graphql.CollectedField) (*graphql.FieldContext, error) {
 			return ec.childFields_Conversation(ctx, field)
+		},
+	}
+	return fc, nil
+}
+
+func (ec *executionContext) _Turn_pendingApprovals(ctx context.Context, field graphql.CollectedField, obj *ent.Turn) (ret graphql.Marshaler) {
+	return graphql.ResolveField(
+		ctx,
+		ec.OperationContext,
+		field,
+		func(ctx context.Context, field graphql.CollectedField) (*graphql.FieldContext, error) {
+			return ec.fieldContext_Turn_pendingApprovals(ctx, field)
+		},
+		func(ctx context.Context) (any, error) {
+			return ec.Resolvers.Turn().PendingApprovals(ctx, obj)
+		},
+		nil,
+		func(ctx context.Context, selections ast.SelectionSet, v []*ent.ToolCall) graphql.Marshaler {
+			return ec.marshalNToolCall2ᚕᚖgithubᚗcomᚋtoolgateᚋtoolgateᚋentᚐToolCallᚄ(ctx, selections, v)
+		},
+		true,
+		true,
+	)
+}
+func (ec *executionContext) fieldContext_Turn_pendingApprovals(_ context.Context, field graphql.CollectedField) (fc *graphql.FieldContext, err error) {
+	fc = &graphql.FieldContext{
+		Object:     "Turn",
+		Field:      field,
+		IsMethod:   true,
+		IsResolver: true,
+		Child: func(ctx context.Context, field graphql.CollectedField) (*graphql.FieldContext, error) {
+			return ec.childFields_ToolCall(ctx, field)
 		},
 	}
 	return fc, nil
@@ -31934,6 +33305,55 @@ func UnmarshalAnswerClarificationInput(ctx context.Context, raw any) (model.Answ
 	return out, err
 }
 
+func (ec *executionContext) unmarshalInputApprovalRuleInput(ctx context.Context, obj any) (schematype.ApprovalRule, error) {
+	var it schematype.ApprovalRule
+	if obj == nil {
+		return it, nil
+	}
+
+	asMap := map[string]any{}
+	for k, v := range obj.(map[string]any) {
+		asMap[k] = v
+	}
+
+	fieldsInOrder := [...]string{"tool", "policy"}
+	for _, k := range fieldsInOrder {
+		v, ok := asMap[k]
+		if !ok {
+			continue
+		}
+		switch k {
+		case "tool":
+			ctx := graphql.WithPathContext(ctx, graphql.NewPathWithField("tool"))
+			data, err := ec.unmarshalNString2string(ctx, v)
+			if err != nil {
+				return it, err
+			}
+			it.Tool = data
+		case "policy":
+			ctx := graphql.WithPathContext(ctx, graphql.NewPathWithField("policy"))
+			data, err := ec.unmarshalNApprovalPolicy2githubᚗcomᚋtoolgateᚋtoolgateᚋentᚋschematypeᚐApprovalPolicy(ctx, v)
+			if err != nil {
+				return it, err
+			}
+			it.Policy = data
+		}
+	}
+	return it, nil
+}
+
+// UnmarshalApprovalRuleInput unmarshals raw into the ApprovalRuleInput input type, using the
+// unmarshaler bound to ctx's request. Call it from a resolver to decode an input
+// object that was not passed as a field argument.
+//
+// ctx must come from a gqlgen request; outside one there is no unmarshaler to use
+// and the returned error says so.
+func UnmarshalApprovalRuleInput(ctx context.Context, raw any) (schematype.ApprovalRule, error) {
+	var out schematype.ApprovalRule
+	err := graphql.UnmarshalNamedInputFromContext(ctx, "ApprovalRuleInput", raw, &out)
+	return out, err
+}
+
 func (ec *executionContext) unmarshalInputArchiveConversationInput(ctx context.Context, obj any) (model.ArchiveConversationInput, error) {
 	var it model.ArchiveConversationInput
 	if obj == nil {
@@ -32671,7 +34091,7 @@ func (ec *executionContext) unmarshalInputCreateAgentInput(ctx context.Context, 
 		asMap[k] = v
 	}
 
-	fieldsInOrder := [...]string{"name", "instructions", "tools", "memory", "budgetCheck", "pastConversationSearch", "knowledgeBaseIds", "skills", "toolLoading"}
+	fieldsInOrder := [...]string{"name", "instructions", "tools", "memory", "budgetCheck", "pastConversationSearch", "knowledgeBaseIds", "skills", "toolLoading", "approvals"}
 	for _, k := range fieldsInOrder {
 		v, ok := asMap[k]
 		if !ok {
@@ -32741,6 +34161,13 @@ func (ec *executionContext) unmarshalInputCreateAgentInput(ctx context.Context, 
 				return it, err
 			}
 			it.ToolLoading = data
+		case "approvals":
+			ctx := graphql.WithPathContext(ctx, graphql.NewPathWithField("approvals"))
+			data, err := ec.unmarshalOApprovalRuleInput2ᚕᚖgithubᚗcomᚋtoolgateᚋtoolgateᚋentᚋschematypeᚐApprovalRuleᚄ(ctx, v)
+			if err != nil {
+				return it, err
+			}
+			it.Approvals = data
 		}
 	}
 	return it, nil
@@ -32902,6 +34329,55 @@ func (ec *executionContext) unmarshalInputDeactivateUserInput(ctx context.Contex
 func UnmarshalDeactivateUserInput(ctx context.Context, raw any) (model.DeactivateUserInput, error) {
 	var out model.DeactivateUserInput
 	err := graphql.UnmarshalNamedInputFromContext(ctx, "DeactivateUserInput", raw, &out)
+	return out, err
+}
+
+func (ec *executionContext) unmarshalInputDecideToolCallsInput(ctx context.Context, obj any) (model.DecideToolCallsInput, error) {
+	var it model.DecideToolCallsInput
+	if obj == nil {
+		return it, nil
+	}
+
+	asMap := map[string]any{}
+	for k, v := range obj.(map[string]any) {
+		asMap[k] = v
+	}
+
+	fieldsInOrder := [...]string{"turnId", "decisions"}
+	for _, k := range fieldsInOrder {
+		v, ok := asMap[k]
+		if !ok {
+			continue
+		}
+		switch k {
+		case "turnId":
+			ctx := graphql.WithPathContext(ctx, graphql.NewPathWithField("turnId"))
+			data, err := ec.unmarshalNID2int(ctx, v)
+			if err != nil {
+				return it, err
+			}
+			it.TurnID = data
+		case "decisions":
+			ctx := graphql.WithPathContext(ctx, graphql.NewPathWithField("decisions"))
+			data, err := ec.unmarshalNToolCallDecisionInput2ᚕᚖgithubᚗcomᚋtoolgateᚋtoolgateᚋgraphᚋmodelᚐToolCallDecisionInputᚄ(ctx, v)
+			if err != nil {
+				return it, err
+			}
+			it.Decisions = data
+		}
+	}
+	return it, nil
+}
+
+// UnmarshalDecideToolCallsInput unmarshals raw into the DecideToolCallsInput input type, using the
+// unmarshaler bound to ctx's request. Call it from a resolver to decode an input
+// object that was not passed as a field argument.
+//
+// ctx must come from a gqlgen request; outside one there is no unmarshaler to use
+// and the returned error says so.
+func UnmarshalDecideToolCallsInput(ctx context.Context, raw any) (model.DecideToolCallsInput, error) {
+	var out model.DecideToolCallsInput
+	err := graphql.UnmarshalNamedInputFromContext(ctx, "DecideToolCallsInput", raw, &out)
 	return out, err
 }
 
@@ -33324,7 +34800,7 @@ func (ec *executionContext) unmarshalInputRegisterApplicationInput(ctx context.C
 		asMap[k] = v
 	}
 
-	fieldsInOrder := [...]string{"name", "url", "allowedTools"}
+	fieldsInOrder := [...]string{"name", "url", "allowedTools", "approvals", "defaultApproval"}
 	for _, k := range fieldsInOrder {
 		v, ok := asMap[k]
 		if !ok {
@@ -33352,6 +34828,20 @@ func (ec *executionContext) unmarshalInputRegisterApplicationInput(ctx context.C
 				return it, err
 			}
 			it.AllowedTools = data
+		case "approvals":
+			ctx := graphql.WithPathContext(ctx, graphql.NewPathWithField("approvals"))
+			data, err := ec.unmarshalOApprovalRuleInput2ᚕᚖgithubᚗcomᚋtoolgateᚋtoolgateᚋentᚋschematypeᚐApprovalRuleᚄ(ctx, v)
+			if err != nil {
+				return it, err
+			}
+			it.Approvals = data
+		case "defaultApproval":
+			ctx := graphql.WithPathContext(ctx, graphql.NewPathWithField("defaultApproval"))
+			data, err := ec.unmarshalOApprovalPolicy2ᚖgithubᚗcomᚋtoolgateᚋtoolgateᚋentᚋschematypeᚐApprovalPolicy(ctx, v)
+			if err != nil {
+				return it, err
+			}
+			it.DefaultApproval = data
 		}
 	}
 	return it, nil
@@ -33618,6 +35108,69 @@ func (ec *executionContext) unmarshalInputStartConversationInput(ctx context.Con
 func UnmarshalStartConversationInput(ctx context.Context, raw any) (model.StartConversationInput, error) {
 	var out model.StartConversationInput
 	err := graphql.UnmarshalNamedInputFromContext(ctx, "StartConversationInput", raw, &out)
+	return out, err
+}
+
+func (ec *executionContext) unmarshalInputToolCallDecisionInput(ctx context.Context, obj any) (model.ToolCallDecisionInput, error) {
+	var it model.ToolCallDecisionInput
+	if obj == nil {
+		return it, nil
+	}
+
+	asMap := map[string]any{}
+	for k, v := range obj.(map[string]any) {
+		asMap[k] = v
+	}
+
+	fieldsInOrder := [...]string{"toolCallId", "decision", "arguments", "reason"}
+	for _, k := range fieldsInOrder {
+		v, ok := asMap[k]
+		if !ok {
+			continue
+		}
+		switch k {
+		case "toolCallId":
+			ctx := graphql.WithPathContext(ctx, graphql.NewPathWithField("toolCallId"))
+			data, err := ec.unmarshalNID2int(ctx, v)
+			if err != nil {
+				return it, err
+			}
+			it.ToolCallID = data
+		case "decision":
+			ctx := graphql.WithPathContext(ctx, graphql.NewPathWithField("decision"))
+			data, err := ec.unmarshalNToolCallDecision2githubᚗcomᚋtoolgateᚋtoolgateᚋentᚋschematypeᚐDecision(ctx, v)
+			if err != nil {
+				return it, err
+			}
+			it.Decision = data
+		case "arguments":
+			ctx := graphql.WithPathContext(ctx, graphql.NewPathWithField("arguments"))
+			data, err := ec.unmarshalOString2ᚖstring(ctx, v)
+			if err != nil {
+				return it, err
+			}
+			it.Arguments = data
+		case "reason":
+			ctx := graphql.WithPathContext(ctx, graphql.NewPathWithField("reason"))
+			data, err := ec.unmarshalOString2ᚖstring(ctx, v)
+			if err != nil {
+				return it, err
+			}
+			it.Reason = data
+		}
+	}
+	return it, nil
+}
+
+// UnmarshalToolCallDecisionInput unmarshals raw into the ToolCallDecisionInput input type, using the
+// unmarshaler bound to ctx's request. Call it from a resolver to decode an input
+// object that was not passed as a field argument.
+//
+// ctx must come from a gqlgen request; outside one there is no unmarshaler to use
+// and the returned error says so.
+func UnmarshalToolCallDecisionInput(ctx context.Context, raw any) (model.ToolCallDecisionInput, error) {
+	var out model.ToolCallDecisionInput
+	err := graphql.UnmarshalNamedInputFromContext(ctx, "ToolCallDecisionInput", raw, &out)
 	return out, err
 }
 
@@ -34427,7 +35980,7 @@ func (ec *executionContext) unmarshalInputUpdateAgentInput(ctx context.Context, 
 		asMap[k] = v
 	}
 
-	fieldsInOrder := [...]string{"id", "name", "instructions", "tools", "memory", "budgetCheck", "pastConversationSearch", "knowledgeBaseIds", "skills", "toolLoading"}
+	fieldsInOrder := [...]string{"id", "name", "instructions", "tools", "memory", "budgetCheck", "pastConversationSearch", "knowledgeBaseIds", "skills", "toolLoading", "approvals"}
 	for _, k := range fieldsInOrder {
 		v, ok := asMap[k]
 		if !ok {
@@ -34504,6 +36057,13 @@ func (ec *executionContext) unmarshalInputUpdateAgentInput(ctx context.Context, 
 				return it, err
 			}
 			it.ToolLoading = data
+		case "approvals":
+			ctx := graphql.WithPathContext(ctx, graphql.NewPathWithField("approvals"))
+			data, err := ec.unmarshalOApprovalRuleInput2ᚕᚖgithubᚗcomᚋtoolgateᚋtoolgateᚋentᚋschematypeᚐApprovalRuleᚄ(ctx, v)
+			if err != nil {
+				return it, err
+			}
+			it.Approvals = data
 		}
 	}
 	return it, nil
@@ -34532,7 +36092,7 @@ func (ec *executionContext) unmarshalInputUpdateApplicationInput(ctx context.Con
 		asMap[k] = v
 	}
 
-	fieldsInOrder := [...]string{"id", "url", "allowedTools"}
+	fieldsInOrder := [...]string{"id", "url", "allowedTools", "approvals", "defaultApproval"}
 	for _, k := range fieldsInOrder {
 		v, ok := asMap[k]
 		if !ok {
@@ -34560,6 +36120,20 @@ func (ec *executionContext) unmarshalInputUpdateApplicationInput(ctx context.Con
 				return it, err
 			}
 			it.AllowedTools = data
+		case "approvals":
+			ctx := graphql.WithPathContext(ctx, graphql.NewPathWithField("approvals"))
+			data, err := ec.unmarshalOApprovalRuleInput2ᚕᚖgithubᚗcomᚋtoolgateᚋtoolgateᚋentᚋschematypeᚐApprovalRuleᚄ(ctx, v)
+			if err != nil {
+				return it, err
+			}
+			it.Approvals = data
+		case "defaultApproval":
+			ctx := graphql.WithPathContext(ctx, graphql.NewPathWithField("defaultApproval"))
+			data, err := ec.unmarshalOApprovalPolicy2ᚖgithubᚗcomᚋtoolgateᚋtoolgateᚋentᚋschematypeᚐApprovalPolicy(ctx, v)
+			if err != nil {
+				return it, err
+			}
+			it.DefaultApproval = data
 		}
 	}
 	return it, nil
@@ -34950,6 +36524,11 @@ func (ec *executionContext) _Agent(ctx context.Context, sel ast.SelectionSet, ob
 			if out.Values[i] == graphql.Null {
 				out.Invalids++
 			}
+		case "approvals":
+			out.Values[i] = ec._Agent_approvals(ctx, field, obj)
+			if out.Values[i] == graphql.Null {
+				out.Invalids++
+			}
 		default:
 			panic("unknown field " + strconv.Quote(field.Name))
 		}
@@ -35154,6 +36733,159 @@ func (ec *executionContext) _Application(ctx context.Context, sel ast.SelectionS
 			}
 		case "allowedTools":
 			out.Values[i] = ec._Application_allowedTools(ctx, field, obj)
+			if out.Values[i] == graphql.Null {
+				out.Invalids++
+			}
+		case "approvals":
+			out.Values[i] = ec._Application_approvals(ctx, field, obj)
+			if out.Values[i] == graphql.Null {
+				out.Invalids++
+			}
+		case "defaultApproval":
+			out.Values[i] = ec._Application_defaultApproval(ctx, field, obj)
+			if out.Values[i] == graphql.Null {
+				out.Invalids++
+			}
+		default:
+			panic("unknown field " + strconv.Quote(field.Name))
+		}
+	}
+	out.Dispatch(ctx)
+	if out.Invalids > 0 {
+		return graphql.Null
+	}
+
+	if n := len(deferred.Defers); n > 0 {
+		atomic.AddInt32(&ec.Deferred, int32(min(n, math.MaxInt32)))
+		ec.ProcessDeferredGroup(deferred)
+	}
+
+	return out
+}
+
+var approvalImplementors = []string{"Approval"}
+
+func (ec *executionContext) _Approval(ctx context.Context, sel ast.SelectionSet, obj *ent.Approval) graphql.Marshaler {
+	fields := graphql.CollectFields(ec.OperationContext, sel, approvalImplementors)
+
+	out := graphql.NewFieldSet(fields)
+	deferred := graphql.NewDeferredGroup(ctx)
+	for i, field := range fields {
+		switch field.Name {
+		case "__typename":
+			out.Values[i] = graphql.MarshalString("Approval")
+		case "id":
+			out.Values[i] = ec._Approval_id(ctx, field, obj)
+			if out.Values[i] == graphql.Null {
+				atomic.AddUint32(&out.Invalids, 1)
+			}
+		case "toolCall":
+			out.ResolveConcurrently(ec.OperationContext, &deferred, i,
+				true, true,
+				func(ctx context.Context) graphql.Marshaler {
+					return ec._Approval_toolCall(ctx, field, obj)
+				})
+		case "tool":
+			out.Values[i] = ec._Approval_tool(ctx, field, obj)
+			if out.Values[i] == graphql.Null {
+				atomic.AddUint32(&out.Invalids, 1)
+			}
+		case "arguments":
+			out.Values[i] = ec._Approval_arguments(ctx, field, obj)
+			if out.Values[i] == graphql.Null {
+				atomic.AddUint32(&out.Invalids, 1)
+			}
+		case "description":
+			out.Values[i] = ec._Approval_description(ctx, field, obj)
+			if out.Values[i] == graphql.Null {
+				atomic.AddUint32(&out.Invalids, 1)
+			}
+		case "annotations":
+			out.Values[i] = ec._Approval_annotations(ctx, field, obj)
+			if out.Values[i] == graphql.RequiredNull {
+				atomic.AddUint32(&out.Invalids, 1)
+			}
+		case "policy":
+			out.Values[i] = ec._Approval_policy(ctx, field, obj)
+			if out.Values[i] == graphql.Null {
+				atomic.AddUint32(&out.Invalids, 1)
+			}
+		case "decision":
+			out.Values[i] = ec._Approval_decision(ctx, field, obj)
+			if out.Values[i] == graphql.RequiredNull {
+				atomic.AddUint32(&out.Invalids, 1)
+			}
+		case "decidedArguments":
+			out.Values[i] = ec._Approval_decidedArguments(ctx, field, obj)
+			if out.Values[i] == graphql.RequiredNull {
+				atomic.AddUint32(&out.Invalids, 1)
+			}
+		case "reason":
+			out.Values[i] = ec._Approval_reason(ctx, field, obj)
+			if out.Values[i] == graphql.RequiredNull {
+				atomic.AddUint32(&out.Invalids, 1)
+			}
+		case "decidedBy":
+			out.ResolveConcurrently(ec.OperationContext, &deferred, i,
+				true, false,
+				func(ctx context.Context) graphql.Marshaler {
+					return ec._Approval_decidedBy(ctx, field, obj)
+				})
+		case "decidedAt":
+			out.Values[i] = ec._Approval_decidedAt(ctx, field, obj)
+			if out.Values[i] == graphql.RequiredNull {
+				atomic.AddUint32(&out.Invalids, 1)
+			}
+		case "timedOut":
+			out.Values[i] = ec._Approval_timedOut(ctx, field, obj)
+			if out.Values[i] == graphql.Null {
+				atomic.AddUint32(&out.Invalids, 1)
+			}
+		case "expiresAt":
+			out.Values[i] = ec._Approval_expiresAt(ctx, field, obj)
+			if out.Values[i] == graphql.Null {
+				atomic.AddUint32(&out.Invalids, 1)
+			}
+		case "createdAt":
+			out.Values[i] = ec._Approval_createdAt(ctx, field, obj)
+			if out.Values[i] == graphql.Null {
+				atomic.AddUint32(&out.Invalids, 1)
+			}
+		default:
+			panic("unknown field " + strconv.Quote(field.Name))
+		}
+	}
+	out.Dispatch(ctx)
+	if out.Invalids > 0 {
+		return graphql.Null
+	}
+
+	if n := len(deferred.Defers); n > 0 {
+		atomic.AddInt32(&ec.Deferred, int32(min(n, math.MaxInt32)))
+		ec.ProcessDeferredGroup(deferred)
+	}
+
+	return out
+}
+
+var approvalRuleImplementors = []string{"ApprovalRule"}
+
+func (ec *executionContext) _ApprovalRule(ctx context.Context, sel ast.SelectionSet, obj *schematype.ApprovalRule) graphql.Marshaler {
+	fields := graphql.CollectFields(ec.OperationContext, sel, approvalRuleImplementors)
+
+	out := graphql.NewFieldSet(fields)
+	deferred := graphql.NewDeferredGroup(ctx)
+	for i, field := range fields {
+		switch field.Name {
+		case "__typename":
+			out.Values[i] = graphql.MarshalString("ApprovalRule")
+		case "tool":
+			out.Values[i] = ec._ApprovalRule_tool(ctx, field, obj)
+			if out.Values[i] == graphql.Null {
+				out.Invalids++
+			}
+		case "policy":
+			out.Values[i] = ec._ApprovalRule_policy(ctx, field, obj)
 			if out.Values[i] == graphql.Null {
 				out.Invalids++
 			}
@@ -36076,6 +37808,16 @@ func (ec *executionContext) _CatalogueTool(ctx context.Context, sel ast.Selectio
 			}
 		case "stubTokens":
 			out.Values[i] = ec._CatalogueTool_stubTokens(ctx, field, obj)
+			if out.Values[i] == graphql.Null {
+				out.Invalids++
+			}
+		case "approval":
+			out.Values[i] = ec._CatalogueTool_approval(ctx, field, obj)
+			if out.Values[i] == graphql.Null {
+				out.Invalids++
+			}
+		case "asksApproval":
+			out.Values[i] = ec._CatalogueTool_asksApproval(ctx, field, obj)
 			if out.Values[i] == graphql.Null {
 				out.Invalids++
 			}
@@ -37737,6 +39479,13 @@ func (ec *executionContext) _Mutation(ctx context.Context, sel ast.SelectionSet)
 			if out.Values[i] == graphql.Null {
 				out.Invalids++
 			}
+		case "decideToolCalls":
+			out.Values[i] = ec.OperationContext.RootResolverMiddleware(innerCtx, func(ctx context.Context) (res graphql.Marshaler) {
+				return ec._Mutation_decideToolCalls(ctx, field)
+			})
+			if out.Values[i] == graphql.Null {
+				out.Invalids++
+			}
 		case "createArtifact":
 			out.Values[i] = ec.OperationContext.RootResolverMiddleware(innerCtx, func(ctx context.Context) (res graphql.Marshaler) {
 				return ec._Mutation_createArtifact(ctx, field)
@@ -38534,6 +40283,12 @@ func (ec *executionContext) _Query(ctx context.Context, sel ast.SelectionSet) gr
 				func(ctx context.Context) graphql.Marshaler {
 					return ec._Query_apiTokens(ctx, field)
 				})
+		case "approvals":
+			out.ResolveRootConcurrently(innerCtx, ec.OperationContext, i,
+				true, true,
+				func(ctx context.Context) graphql.Marshaler {
+					return ec._Query_approvals(ctx, field)
+				})
 		case "artifacts":
 			out.ResolveRootConcurrently(innerCtx, ec.OperationContext, i,
 				true, true,
@@ -39258,6 +41013,59 @@ func (ec *executionContext) _TextDelta(ctx context.Context, sel ast.SelectionSet
 	return out
 }
 
+var toolAnnotationsImplementors = []string{"ToolAnnotations"}
+
+func (ec *executionContext) _ToolAnnotations(ctx context.Context, sel ast.SelectionSet, obj *schematype.ToolAnnotations) graphql.Marshaler {
+	fields := graphql.CollectFields(ec.OperationContext, sel, toolAnnotationsImplementors)
+
+	out := graphql.NewFieldSet(fields)
+	deferred := graphql.NewDeferredGroup(ctx)
+	for i, field := range fields {
+		switch field.Name {
+		case "__typename":
+			out.Values[i] = graphql.MarshalString("ToolAnnotations")
+		case "title":
+			out.Values[i] = ec._ToolAnnotations_title(ctx, field, obj)
+			if out.Values[i] == graphql.RequiredNull {
+				out.Invalids++
+			}
+		case "readOnlyHint":
+			out.Values[i] = ec._ToolAnnotations_readOnlyHint(ctx, field, obj)
+			if out.Values[i] == graphql.RequiredNull {
+				out.Invalids++
+			}
+		case "destructiveHint":
+			out.Values[i] = ec._ToolAnnotations_destructiveHint(ctx, field, obj)
+			if out.Values[i] == graphql.RequiredNull {
+				out.Invalids++
+			}
+		case "idempotentHint":
+			out.Values[i] = ec._ToolAnnotations_idempotentHint(ctx, field, obj)
+			if out.Values[i] == graphql.RequiredNull {
+				out.Invalids++
+			}
+		case "openWorldHint":
+			out.Values[i] = ec._ToolAnnotations_openWorldHint(ctx, field, obj)
+			if out.Values[i] == graphql.RequiredNull {
+				out.Invalids++
+			}
+		default:
+			panic("unknown field " + strconv.Quote(field.Name))
+		}
+	}
+	out.Dispatch(ctx)
+	if out.Invalids > 0 {
+		return graphql.Null
+	}
+
+	if n := len(deferred.Defers); n > 0 {
+		atomic.AddInt32(&ec.Deferred, int32(min(n, math.MaxInt32)))
+		ec.ProcessDeferredGroup(deferred)
+	}
+
+	return out
+}
+
 var toolBriefImplementors = []string{"ToolBrief"}
 
 func (ec *executionContext) _ToolBrief(ctx context.Context, sel ast.SelectionSet, obj *catalog.Brief) graphql.Marshaler {
@@ -39387,6 +41195,12 @@ func (ec *executionContext) _ToolCall(ctx context.Context, sel ast.SelectionSet,
 				true, true,
 				func(ctx context.Context) graphql.Marshaler {
 					return ec._ToolCall_turn(ctx, field, obj)
+				})
+		case "approval":
+			out.ResolveConcurrently(ec.OperationContext, &deferred, i,
+				true, false,
+				func(ctx context.Context) graphql.Marshaler {
+					return ec._ToolCall_approval(ctx, field, obj)
 				})
 		case "result":
 			out.ResolveConcurrently(ec.OperationContext, &deferred, i,
@@ -40209,6 +42023,12 @@ func (ec *executionContext) _Turn(ctx context.Context, sel ast.SelectionSet, obj
 				true, true,
 				func(ctx context.Context) graphql.Marshaler {
 					return ec._Turn_conversation(ctx, field, obj)
+				})
+		case "pendingApprovals":
+			out.ResolveConcurrently(ec.OperationContext, &deferred, i,
+				true, true,
+				func(ctx context.Context) graphql.Marshaler {
+					return ec._Turn_pendingApprovals(ctx, field, obj)
 				})
 		case "toolCalls":
 			out.ResolveConcurrently(ec.OperationContext, &deferred, i,
@@ -41961,6 +43781,65 @@ func (ec *executionContext) marshalNApplication2ᚖgithubᚗcomᚋtoolgateᚋtoo
 	return ec._Application(ctx, sel, v)
 }
 
+func (ec *executionContext) marshalNApproval2ᚕᚖgithubᚗcomᚋtoolgateᚋtoolgateᚋentᚐApprovalᚄ(ctx context.Context, sel ast.SelectionSet, v []*ent.Approval) graphql.Marshaler {
+	ret := graphql.MarshalSliceConcurrently(ctx, len(v), 0, false, func(ctx context.Context, i int) graphql.Marshaler {
+		fc := graphql.GetFieldContext(ctx)
+		fc.Result = &v[i]
+		return ec.marshalNApproval2ᚖgithubᚗcomᚋtoolgateᚋtoolgateᚋentᚐApproval(ctx, sel, v[i])
+	})
+
+	for _, e := range ret {
+		if e == graphql.Null {
+			return graphql.Null
+		}
+	}
+
+	return ret
+}
+
+func (ec *executionContext) marshalNApproval2ᚖgithubᚗcomᚋtoolgateᚋtoolgateᚋentᚐApproval(ctx context.Context, sel ast.SelectionSet, v *ent.Approval) graphql.Marshaler {
+	if v == nil {
+		graphql.AddInvalidNullError(ctx, "Approval!")
+		return graphql.Null
+	}
+	return ec._Approval(ctx, sel, v)
+}
+
+func (ec *executionContext) unmarshalNApprovalPolicy2githubᚗcomᚋtoolgateᚋtoolgateᚋentᚋschematypeᚐApprovalPolicy(ctx context.Context, v any) (schematype.ApprovalPolicy, error) {
+	var res schematype.ApprovalPolicy
+	err := res.UnmarshalGQL(v)
+	return res, graphql.ErrorOnPath(ctx, err)
+}
+
+func (ec *executionContext) marshalNApprovalPolicy2githubᚗcomᚋtoolgateᚋtoolgateᚋentᚋschematypeᚐApprovalPolicy(ctx context.Context, sel ast.SelectionSet, v schematype.ApprovalPolicy) graphql.Marshaler {
+	return v
+}
+
+func (ec *executionContext) marshalNApprovalRule2githubᚗcomᚋtoolgateᚋtoolgateᚋentᚋschematypeᚐApprovalRule(ctx context.Context, sel ast.SelectionSet, v schematype.ApprovalRule) graphql.Marshaler {
+	return ec._ApprovalRule(ctx, sel, &v)
+}
+
+func (ec *executionContext) marshalNApprovalRule2ᚕgithubᚗcomᚋtoolgateᚋtoolgateᚋentᚋschematypeᚐApprovalRuleᚄ(ctx context.Context, sel ast.SelectionSet, v []schematype.ApprovalRule) graphql.Marshaler {
+	ret := graphql.MarshalSliceConcurrently(ctx, len(v), 0, false, func(ctx context.Context, i int) graphql.Marshaler {
+		fc := graphql.GetFieldContext(ctx)
+		fc.Result = &v[i]
+		return ec.marshalNApprovalRule2githubᚗcomᚋtoolgateᚋtoolgateᚋentᚋschematypeᚐApprovalRule(ctx, sel, v[i])
+	})
+
+	for _, e := range ret {
+		if e == graphql.Null {
+			return graphql.Null
+		}
+	}
+
+	return ret
+}
+
+func (ec *executionContext) unmarshalNApprovalRuleInput2ᚖgithubᚗcomᚋtoolgateᚋtoolgateᚋentᚋschematypeᚐApprovalRule(ctx context.Context, v any) (*schematype.ApprovalRule, error) {
+	res, err := ec.unmarshalInputApprovalRuleInput(ctx, v)
+	return &res, graphql.ErrorOnPath(ctx, err)
+}
+
 func (ec *executionContext) unmarshalNArchiveConversationInput2githubᚗcomᚋtoolgateᚋtoolgateᚋgraphᚋmodelᚐArchiveConversationInput(ctx context.Context, v any) (model.ArchiveConversationInput, error) {
 	res, err := ec.unmarshalInputArchiveConversationInput(ctx, v)
 	return res, graphql.ErrorOnPath(ctx, err)
@@ -42328,6 +44207,11 @@ func (ec *executionContext) marshalNDeactivateUserPayload2ᚖgithubᚗcomᚋtool
 		return graphql.Null
 	}
 	return ec._DeactivateUserPayload(ctx, sel, v)
+}
+
+func (ec *executionContext) unmarshalNDecideToolCallsInput2githubᚗcomᚋtoolgateᚋtoolgateᚋgraphᚋmodelᚐDecideToolCallsInput(ctx context.Context, v any) (model.DecideToolCallsInput, error) {
+	res, err := ec.unmarshalInputDecideToolCallsInput(ctx, v)
+	return res, graphql.ErrorOnPath(ctx, err)
 }
 
 func (ec *executionContext) marshalNDocument2ᚖgithubᚗcomᚋtoolgateᚋtoolgateᚋentᚐDocument(ctx context.Context, sel ast.SelectionSet, v *ent.Document) graphql.Marshaler {
@@ -43339,6 +45223,35 @@ func (ec *executionContext) marshalNToolCall2ᚖgithubᚗcomᚋtoolgateᚋtoolga
 	return ec._ToolCall(ctx, sel, v)
 }
 
+func (ec *executionContext) unmarshalNToolCallDecision2githubᚗcomᚋtoolgateᚋtoolgateᚋentᚋschematypeᚐDecision(ctx context.Context, v any) (schematype.Decision, error) {
+	var res schematype.Decision
+	err := res.UnmarshalGQL(v)
+	return res, graphql.ErrorOnPath(ctx, err)
+}
+
+func (ec *executionContext) marshalNToolCallDecision2githubᚗcomᚋtoolgateᚋtoolgateᚋentᚋschematypeᚐDecision(ctx context.Context, sel ast.SelectionSet, v schematype.Decision) graphql.Marshaler {
+	return v
+}
+
+func (ec *executionContext) unmarshalNToolCallDecisionInput2ᚕᚖgithubᚗcomᚋtoolgateᚋtoolgateᚋgraphᚋmodelᚐToolCallDecisionInputᚄ(ctx context.Context, v any) ([]*model.ToolCallDecisionInput, error) {
+	vSlice := graphql.CoerceList(v)
+	var err error
+	res := make([]*model.ToolCallDecisionInput, len(vSlice))
+	for i := range vSlice {
+		ctx := graphql.WithPathContext(ctx, graphql.NewPathWithIndex(i))
+		res[i], err = ec.unmarshalNToolCallDecisionInput2ᚖgithubᚗcomᚋtoolgateᚋtoolgateᚋgraphᚋmodelᚐToolCallDecisionInput(ctx, vSlice[i])
+		if err != nil {
+			return nil, err
+		}
+	}
+	return res, nil
+}
+
+func (ec *executionContext) unmarshalNToolCallDecisionInput2ᚖgithubᚗcomᚋtoolgateᚋtoolgateᚋgraphᚋmodelᚐToolCallDecisionInput(ctx context.Context, v any) (*model.ToolCallDecisionInput, error) {
+	res, err := ec.unmarshalInputToolCallDecisionInput(ctx, v)
+	return &res, graphql.ErrorOnPath(ctx, err)
+}
+
 func (ec *executionContext) marshalNToolList2ᚖgithubᚗcomᚋtoolgateᚋtoolgateᚋtoolsᚋcatalogᚐList(ctx context.Context, sel ast.SelectionSet, v *catalog.List) graphql.Marshaler {
 	if v == nil {
 		graphql.AddInvalidNullError(ctx, "ToolList!")
@@ -44187,6 +46100,46 @@ func (ec *executionContext) marshalOAgentToolLoading2ᚖgithubᚗcomᚋtoolgate�
 	return v
 }
 
+func (ec *executionContext) marshalOApproval2ᚖgithubᚗcomᚋtoolgateᚋtoolgateᚋentᚐApproval(ctx context.Context, sel ast.SelectionSet, v *ent.Approval) graphql.Marshaler {
+	if v == nil {
+		return graphql.Null
+	}
+	return ec._Approval(ctx, sel, v)
+}
+
+func (ec *executionContext) unmarshalOApprovalPolicy2ᚖgithubᚗcomᚋtoolgateᚋtoolgateᚋentᚋschematypeᚐApprovalPolicy(ctx context.Context, v any) (*schematype.ApprovalPolicy, error) {
+	if v == nil {
+		return nil, nil
+	}
+	var res = new(schematype.ApprovalPolicy)
+	err := res.UnmarshalGQL(v)
+	return res, graphql.ErrorOnPath(ctx, err)
+}
+
+func (ec *executionContext) marshalOApprovalPolicy2ᚖgithubᚗcomᚋtoolgateᚋtoolgateᚋentᚋschematypeᚐApprovalPolicy(ctx context.Context, sel ast.SelectionSet, v *schematype.ApprovalPolicy) graphql.Marshaler {
+	if v == nil {
+		return graphql.Null
+	}
+	return v
+}
+
+func (ec *executionContext) unmarshalOApprovalRuleInput2ᚕᚖgithubᚗcomᚋtoolgateᚋtoolgateᚋentᚋschematypeᚐApprovalRuleᚄ(ctx context.Context, v any) ([]*schematype.ApprovalRule, error) {
+	if v == nil {
+		return nil, nil
+	}
+	vSlice := graphql.CoerceList(v)
+	var err error
+	res := make([]*schematype.ApprovalRule, len(vSlice))
+	for i := range vSlice {
+		ctx := graphql.WithPathContext(ctx, graphql.NewPathWithIndex(i))
+		res[i], err = ec.unmarshalNApprovalRuleInput2ᚖgithubᚗcomᚋtoolgateᚋtoolgateᚋentᚋschematypeᚐApprovalRule(ctx, vSlice[i])
+		if err != nil {
+			return nil, err
+		}
+	}
+	return res, nil
+}
+
 func (ec *executionContext) marshalOArtifactVersion2ᚖgithubᚗcomᚋtoolgateᚋtoolgateᚋentᚐArtifactVersion(ctx context.Context, sel ast.SelectionSet, v *ent.ArtifactVersion) graphql.Marshaler {
 	if v == nil {
 		return graphql.Null
@@ -44807,11 +46760,34 @@ func (ec *executionContext) marshalOTime2ᚖtimeᚐTime(ctx context.Context, sel
 	return res
 }
 
+func (ec *executionContext) marshalOToolAnnotations2ᚖgithubᚗcomᚋtoolgateᚋtoolgateᚋentᚋschematypeᚐToolAnnotations(ctx context.Context, sel ast.SelectionSet, v *schematype.ToolAnnotations) graphql.Marshaler {
+	if v == nil {
+		return graphql.Null
+	}
+	return ec._ToolAnnotations(ctx, sel, v)
+}
+
 func (ec *executionContext) marshalOToolCall2ᚖgithubᚗcomᚋtoolgateᚋtoolgateᚋentᚐToolCall(ctx context.Context, sel ast.SelectionSet, v *ent.ToolCall) graphql.Marshaler {
 	if v == nil {
 		return graphql.Null
 	}
 	return ec._ToolCall(ctx, sel, v)
+}
+
+func (ec *executionContext) unmarshalOToolCallDecision2ᚖgithubᚗcomᚋtoolgateᚋtoolgateᚋentᚋschematypeᚐDecision(ctx context.Context, v any) (*schematype.Decision, error) {
+	if v == nil {
+		return nil, nil
+	}
+	var res = new(schematype.Decision)
+	err := res.UnmarshalGQL(v)
+	return res, graphql.ErrorOnPath(ctx, err)
+}
+
+func (ec *executionContext) marshalOToolCallDecision2ᚖgithubᚗcomᚋtoolgateᚋtoolgateᚋentᚋschematypeᚐDecision(ctx context.Context, sel ast.SelectionSet, v *schematype.Decision) graphql.Marshaler {
+	if v == nil {
+		return graphql.Null
+	}
+	return v
 }
 
 func (ec *executionContext) marshalOToolCallWriting2ᚖgithubᚗcomᚋtoolgateᚋtoolgateᚋruntimeᚋeventsᚐWriting(ctx context.Context, sel ast.SelectionSet, v *events.Writing) graphql.Marshaler {

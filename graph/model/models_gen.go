@@ -137,6 +137,8 @@ type CreateAgentInput struct {
 	Skills []string `json:"skills,omitempty"`
 	// How the agent's turns send tool definitions; AUTO by default (Agent.toolLoading).
 	ToolLoading *agent.ToolLoading `json:"toolLoading,omitempty"`
+	// The agent's own approval rules, by the names the model sees: they tighten its applications' policies, never loosen them.
+	Approvals []*schematype.ApprovalRule `json:"approvals,omitempty"`
 }
 
 // What createKnowledgeBase needs.
@@ -183,6 +185,14 @@ type DeactivateUserInput struct {
 type DeactivateUserPayload struct {
 	// The user as they now are; deactivatedAt is set.
 	User *ent.User `json:"user"`
+}
+
+// What decideToolCalls needs: the turn, and a decision per call (some or all of those waiting).
+type DecideToolCallsInput struct {
+	// The turn waiting for approval.
+	TurnID int `json:"turnId"`
+	// One decision per call; calls not named keep waiting.
+	Decisions []*ToolCallDecisionInput `json:"decisions"`
 }
 
 // An embedding provider and model, as TOOLGATE_EMBEDDING_PROVIDER and TOOLGATE_EMBEDDING_MODEL configure them.
@@ -287,6 +297,10 @@ type RegisterApplicationInput struct {
 	URL string `json:"url"`
 	// The server's tools agents may be offered, by the server's own names; the others are never offered.
 	AllowedTools []string `json:"allowedTools"`
+	// Per tool, when its calls wait for a person's decision; the others follow defaultApproval.
+	Approvals []*schematype.ApprovalRule `json:"approvals,omitempty"`
+	// The policy of the tools approvals does not name; NEVER when omitted (calls run without asking).
+	DefaultApproval *schematype.ApprovalPolicy `json:"defaultApproval,omitempty"`
 }
 
 // What removeApplication needs.
@@ -361,6 +375,18 @@ type TextDelta struct {
 	Offset int `json:"offset"`
 }
 
+// A decision on one call waiting for approval.
+type ToolCallDecisionInput struct {
+	// The call, as Turn.pendingApprovals lists it.
+	ToolCallID int `json:"toolCallId"`
+	// APPROVE, EDIT or DECLINE.
+	Decision schematype.Decision `json:"decision"`
+	// With EDIT: the arguments to run the call with (a JSON object), checked against the tool's schema before anything is stored.
+	Arguments *string `json:"arguments,omitempty"`
+	// With DECLINE: why, for the model to hear.
+	Reason *string `json:"reason,omitempty"`
+}
+
 // What updateAgent changes: each field given replaces the agent's; a turn in progress keeps what it started with.
 type UpdateAgentInput struct {
 	// The agent to change.
@@ -383,6 +409,8 @@ type UpdateAgentInput struct {
 	Skills []string `json:"skills,omitempty"`
 	// How the agent's turns send tool definitions (Agent.toolLoading); none: unchanged.
 	ToolLoading *agent.ToolLoading `json:"toolLoading,omitempty"`
+	// The agent's own approval rules, in place of the old list; none: unchanged.
+	Approvals []*schematype.ApprovalRule `json:"approvals,omitempty"`
 }
 
 // What updateAgent changed.
@@ -399,6 +427,10 @@ type UpdateApplicationInput struct {
 	URL *string `json:"url,omitempty"`
 	// The tools the application may offer, in place of the old list; none: unchanged.
 	AllowedTools []string `json:"allowedTools,omitempty"`
+	// Per tool, when its calls wait, in place of the old list; none: unchanged.
+	Approvals []*schematype.ApprovalRule `json:"approvals,omitempty"`
+	// The policy of the tools approvals does not name; none: unchanged.
+	DefaultApproval *schematype.ApprovalPolicy `json:"defaultApproval,omitempty"`
 }
 
 // What updateApplication changed.

@@ -51,6 +51,9 @@ const (
 	// came back; a write is never repeated then, so nobody knows whether it
 	// ran.
 	MayHaveRun Outcome = "MAY_HAVE_RUN"
+	// Declined: a person said no before it ran (or nobody decided in
+	// time); never sent.
+	Declined Outcome = "DECLINED"
 )
 
 // Builtin is a tool the runtime carries out itself.
@@ -145,34 +148,14 @@ type Result struct {
 // Do carries out one call. It never returns an error: every failure is an
 // outcome the model hears.
 func (d *Dispatcher) Do(ctx context.Context, s Scope, c Call) Result {
-	def, ok := s.Offered[c.Name]
-	if !ok {
-		return Result{Outcome: Refused, Arguments: c.Arguments, Message: fmt.Sprintf("tool %q is not available", c.Name)}
-	}
-	if s.Deferred[c.Name] {
-		return Result{Outcome: Refused, Arguments: c.Arguments,
-			Message: fmt.Sprintf("tool %q is listed in brief: read its definition with %s first", c.Name, tools.SchemaTool)}
-	}
-	tool, err := d.compile(def)
-	if err != nil {
-		return Result{Outcome: Error, Arguments: c.Arguments, Message: "the tool's schema is broken: " + err.Error()}
-	}
-	args, repairs, err := tool.Fix(c.Arguments)
-	res := Result{Arguments: args, Repairs: toRepairs(repairs)}
-	if len(res.Arguments) == 0 {
-		res.Arguments = c.Arguments
+	def, res, split, done := d.prepare(s, c)
+	if done {
+		return res
 	}
 	// c is the call as sent from here on: repaired, and without the items
 	// refused one by one.
 	c.Arguments = res.Arguments
-	var split *repair.Split
-	if err != nil {
-		var argErr *repair.ArgumentError
-		if !errors.As(err, &argErr) || argErr.Split == nil || def.Atomic {
-			res.Outcome, res.Message = Refused, err.Error()
-			return res
-		}
-		split = argErr.Split
+	if split != nil {
 		c.Arguments = split.Rest
 	}
 	switch {
@@ -195,6 +178,47 @@ func (d *Dispatcher) Do(ctx context.Context, s Scope, c Call) Result {
 		res.Failures[i].Kind = res.Failures[i].Kind.Or()
 	}
 	return res
+}
+
+// Prepare checks and repairs a call as Do does before sending it, and
+// sends nothing: the arguments a person approves are exactly those Do
+// would send. It reports false, with the outcome set, for a call Do would
+// refuse without sending.
+func (d *Dispatcher) Prepare(s Scope, c Call) (Result, bool) {
+	_, res, _, done := d.prepare(s, c)
+	return res, !done
+}
+
+// prepare is the part of Do before anything is sent: done, with the
+// outcome set, for a call refused or broken; else the repaired arguments,
+// and the items refused one by one (split) when the tool takes them.
+func (d *Dispatcher) prepare(s Scope, c Call) (tools.Definition, Result, *repair.Split, bool) {
+	def, ok := s.Offered[c.Name]
+	if !ok {
+		return def, Result{Outcome: Refused, Arguments: c.Arguments, Message: fmt.Sprintf("tool %q is not available", c.Name)}, nil, true
+	}
+	if s.Deferred[c.Name] {
+		return def, Result{Outcome: Refused, Arguments: c.Arguments,
+			Message: fmt.Sprintf("tool %q is listed in brief: read its definition with %s first", c.Name, tools.SchemaTool)}, nil, true
+	}
+	tool, err := d.compile(def)
+	if err != nil {
+		return def, Result{Outcome: Error, Arguments: c.Arguments, Message: "the tool's schema is broken: " + err.Error()}, nil, true
+	}
+	args, repairs, err := tool.Fix(c.Arguments)
+	res := Result{Arguments: args, Repairs: toRepairs(repairs)}
+	if len(res.Arguments) == 0 {
+		res.Arguments = c.Arguments
+	}
+	if err != nil {
+		var argErr *repair.ArgumentError
+		if !errors.As(err, &argErr) || argErr.Split == nil || def.Atomic {
+			res.Outcome, res.Message = Refused, err.Error()
+			return def, res, nil, true
+		}
+		return def, res, argErr.Split, false
+	}
+	return def, res, nil, false
 }
 
 // settle decides the outcome of a call that gave no hits by what its items

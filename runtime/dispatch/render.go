@@ -24,6 +24,7 @@ const (
 	noAnswerWords   = "Outage: the tool gave no answer (%s, after %s); nothing was changed. Try again later or go on without it."
 	mayHaveRunWords = "May or may not have run: the request reached the tool but no answer came back (%s, after %s). It may have changed something: check before repeating it."
 	errorWords      = "Error: the tool ran and failed: %s"
+	declinedWords   = "Declined: the call never ran. %s"
 	absenceWords    = "No match: the tool ran and found nothing."
 	absenceWhy      = "No match: the tool ran and found nothing (%s)."
 	noHitsWords     = "No item gave hits."
@@ -56,6 +57,8 @@ func Render(res Result, def tools.Definition, ref string, truncatedAtSource bool
 		h.Text = fmt.Sprintf(mayHaveRunWords, res.Message, attempts(res.Attempts))
 	case Error:
 		h.Text = fmt.Sprintf(errorWords, res.Message)
+	case Declined:
+		h.Text = fmt.Sprintf(declinedWords, res.Message)
 	case Absence:
 		h.Text = absenceWords
 		if res.Message != "" {

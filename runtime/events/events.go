@@ -20,6 +20,10 @@ const (
 	ToolCallFinished  Kind = "TOOL_CALL_FINISHED"
 	Answer            Kind = "ANSWER"
 	Status            Kind = "STATUS"
+	// ApprovalRequested: a call waits for a person's decision.
+	ApprovalRequested Kind = "APPROVAL_REQUESTED"
+	// ApprovalDecided: a person (or the timeout) decided on a call.
+	ApprovalDecided Kind = "APPROVAL_DECIDED"
 )
 
 // Event is one thing that happened in a turn.
@@ -36,6 +40,10 @@ type Event struct {
 	// whatever the turn has become by the time a subscriber reads it.
 	Status string
 	At     time.Time
+	// Decided marks the tool call events of a call that ran (or was
+	// declined) after a person's decision: they follow the turn's return
+	// to RUNNING, after the pause, in its step.
+	Decided bool `json:",omitempty"`
 }
 
 // Buffer is how many events a subscriber may fall behind by.

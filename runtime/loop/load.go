@@ -185,6 +185,7 @@ func loadedTables(tu *ent.Turn, conv *ent.Conversation, a *ent.Agent, u *ent.Use
 			boolCol(agent.FieldMemory, &a.Memory), boolCol(agent.FieldBudgetCheck, &a.BudgetCheck),
 			boolCol(agent.FieldPastConversationSearch, &a.PastConversationSearch), jsonCol(agent.FieldSkills, &a.Skills),
 			jsonCol(agent.FieldKnowledgeBaseIds, &a.KnowledgeBaseIds), enumCol(agent.FieldToolLoading, &a.ToolLoading),
+			jsonCol(agent.FieldApprovals, &a.Approvals),
 		}},
 		{user.Table, []col{
 			intCol(user.FieldID, &u.ID), timeCol(user.FieldCreatedAt, &u.CreatedAt), timeCol(user.FieldUpdatedAt, &u.UpdatedAt),

@@ -113,6 +113,10 @@ type Config struct {
 	HeartbeatEvery, StaleAfter, SweepEvery time.Duration
 	// DrainGrace is how long Close lets tool calls in flight finish.
 	DrainGrace time.Duration
+	// ApprovalTimeout is how long a call waits for a person's decision
+	// before it is declined as "no answer"; zero takes
+	// DefaultApprovalTimeout.
+	ApprovalTimeout time.Duration
 	// Registerer, when set, receives the runtime's metrics (package meter).
 	Registerer prometheus.Registerer
 	// TracerProvider, when set, traces each run of a turn (trace.go); nil
@@ -146,6 +150,9 @@ type Runner struct {
 	// reapedAt is when the sweep last looked for dead turn jobs (reap), in
 	// Unix nanoseconds; zero before the first sweep.
 	reapedAt atomic.Int64
+	// expiredAt is when the sweep last declined the calls that waited
+	// past their time (ExpireApprovals), likewise.
+	expiredAt atomic.Int64
 }
 
 // New returns a Runner; Open starts it working turns.
@@ -178,6 +185,7 @@ func New(cfg Config) (*Runner, error) {
 	cfg.StaleAfter = cmp.Or(cfg.StaleAfter, StaleAfter)
 	cfg.SweepEvery = cmp.Or(cfg.SweepEvery, SweepEvery)
 	cfg.DrainGrace = cmp.Or(cfg.DrainGrace, DefaultDrainGrace)
+	cfg.ApprovalTimeout = cmp.Or(cfg.ApprovalTimeout, DefaultApprovalTimeout)
 	if len(cfg.AttributionKey) == 0 {
 		cfg.AttributionKey = make([]byte, 32)
 		if _, err := rand.Read(cfg.AttributionKey); err != nil {
@@ -660,6 +668,12 @@ func (r *Runner) resume(ctx context.Context) (int, time.Duration, error) {
 			return n, r.cfg.SweepEvery, err
 		}
 		r.reapedAt.Store(at.UnixNano())
+	}
+	if last := r.expiredAt.Load(); last == 0 || time.Since(time.Unix(0, last)) >= ApprovalSweepEvery {
+		r.expiredAt.Store(time.Now().UnixNano())
+		if _, err := r.ExpireApprovals(ctx); err != nil {
+			return n, r.cfg.SweepEvery, err
+		}
 	}
 	return n, max(next, r.cfg.SweepEvery), nil
 }

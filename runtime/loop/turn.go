@@ -55,7 +55,12 @@ type turnRun struct {
 	offered []tools.Definition
 	byName  map[string]tools.Definition
 	apps    map[string]mcp.Application
-	req     model.Request
+	// appRows are the applications' rows, by name: their approval rules.
+	appRows map[string]*ent.Application
+	// notes are told the model ahead of a call's result, by call: how a
+	// person changed its arguments.
+	notes map[int]string
+	req   model.Request
 	// prefixTokens is the stable prefix (system prompt and definitions) in
 	// o200k tokens: the same on every call of the turn.
 	prefixTokens int
@@ -273,6 +278,7 @@ func (t *turnRun) fixAgent(current *ent.Agent) *ent.Agent {
 		a.Instructions, a.Tools = cfg.Instructions, cfg.Tools
 		a.Memory, a.BudgetCheck, a.PastConversationSearch = cfg.Memory, cfg.BudgetCheck, cfg.PastConversationSearch
 		a.Skills = cfg.Skills
+		a.Approvals = cfg.Approvals
 		a.ToolLoading = agent.ToolLoading(cfg.ToolLoading)
 		if a.ToolLoading == "" {
 			a.ToolLoading = agent.ToolLoadingAUTO
@@ -280,7 +286,8 @@ func (t *turnRun) fixAgent(current *ent.Agent) *ent.Agent {
 		return &a
 	}
 	t.unrecordedAgent = &schematype.AgentConfig{Instructions: a.Instructions, Tools: a.Tools, Memory: a.Memory,
-		BudgetCheck: a.BudgetCheck, PastConversationSearch: a.PastConversationSearch, Skills: a.Skills, ToolLoading: string(a.ToolLoading)}
+		BudgetCheck: a.BudgetCheck, PastConversationSearch: a.PastConversationSearch, Skills: a.Skills, ToolLoading: string(a.ToolLoading),
+		Approvals: a.Approvals}
 	return &a
 }
 
@@ -308,6 +315,7 @@ func (t *turnRun) attribution() model.Attribution {
 // turn; the turn goes on without it.
 func (t *turnRun) applicationTools(ctx context.Context) ([]tools.Definition, error) {
 	t.apps = map[string]mcp.Application{}
+	t.appRows = map[string]*ent.Application{}
 	if t.r.cfg.Apps == nil {
 		return nil, nil
 	}
@@ -334,6 +342,7 @@ func (t *turnRun) applicationTools(ctx context.Context) ([]tools.Definition, err
 		}
 		app := mcp.Application{Name: row.Name, URL: row.URL, AllowedTools: row.AllowedTools}
 		t.apps[row.Name] = app
+		t.appRows[row.Name] = row
 		ds, err := t.r.cfg.Apps.Tools(ctx, app)
 		if err != nil {
 			t.log.Warn("application not offered this turn", "application", row.Name, "err", err)
@@ -864,12 +873,22 @@ func (t *turnRun) runTools(ctx context.Context, step int, rows []*ent.ToolCall, 
 		}
 		todo = append(todo, i)
 	}
+	// Calls that need a person's approval wait; the others run.
+	t.notes = map[int]string{}
+	todo, acts, waiting, err := t.gate(ctx, s, rows, calls, defs, todo, resumed)
+	if err != nil {
+		return false, err
+	}
 	batch.Run(batch.Plan(pick(defs, todo)), t.r.cfg.Concurrency, func(k int) {
 		i := todo[k]
 		ctx, span := t.startToolCall(ctx, rows[i])
 		defer span.End()
-		t.publish(events.Event{Kind: events.ToolCallStarted, ToolCallID: rows[i].ID, Step: rows[i].Step, Status: string(turn.StatusRUNNING)})
-		if resumed && !retry.Repeatable(defs[i].Effect) {
+		act := acts[i]
+		t.publish(events.Event{Kind: events.ToolCallStarted, ToolCallID: rows[i].ID, Step: rows[i].Step, Status: string(turn.StatusRUNNING), Decided: act.decided})
+		if act.declined != nil {
+			heard[i], failed[i], errs[i] = t.record(ctx, rows[i], calls[i], *act.declined)
+			sent[i] = act.declined.Arguments
+		} else if resumed && !act.fresh && !retry.Repeatable(defs[i].Effect) {
 			// It may have reached its backend before the stop: never again.
 			res := dispatch.Result{Outcome: dispatch.MayHaveRun, Message: interrupted, Attempts: 1, Reached: true,
 				Arguments: json.RawMessage(rows[i].Arguments)}
@@ -878,10 +897,13 @@ func (t *turnRun) runTools(ctx context.Context, step int, rows []*ent.ToolCall, 
 		} else {
 			heard[i], failed[i], sent[i], images[i], errs[i] = t.runTool(ctx, s, rows[i], calls[i])
 		}
-		t.publish(events.Event{Kind: events.ToolCallFinished, ToolCallID: rows[i].ID, Step: rows[i].Step, Status: string(turn.StatusRUNNING)})
+		t.publish(events.Event{Kind: events.ToolCallFinished, ToolCallID: rows[i].ID, Step: rows[i].Step, Status: string(turn.StatusRUNNING), Decided: act.decided})
 	})
 	if err := errors.Join(errs...); err != nil {
 		return false, err
+	}
+	if len(waiting) > 0 {
+		return true, t.pauseForApproval(ctx, rows, waiting)
 	}
 	// From here on every reader of the calls' arguments (the next model
 	// call, the pause, a resume rebuilding this turn) reads them as repaired
@@ -1155,6 +1177,9 @@ func (t *turnRun) prepare(tx *ent.Tx, row *ent.ToolCall, def tools.Definition, r
 	if why := guard.Check(h.Text); why != "" {
 		upd.SetGuardrail(why)
 		h.Text = guard.Line(why) + "\n" + h.Text
+	}
+	if note := t.notes[row.ID]; note != "" {
+		h.Text = note + "\n" + h.Text
 	}
 	// Evidence: only previews and returned windows of content count, as
 	// the definition says (tools.Evidence). A window read counts the

@@ -445,8 +445,19 @@ func definition(app string, t *sdk.Tool) (tools.Definition, error) {
 		Schema:      schema,
 		Offered:     tools.OfferAllowlisted,
 		Effect:      effect(t.Annotations),
+		Annotations: annotations(t.Annotations),
 		Preview:     tools.PreviewLarge,
 	}, nil
+}
+
+// annotations keeps the server's hints as given.
+func annotations(a *sdk.ToolAnnotations) *schematype.ToolAnnotations {
+	if a == nil {
+		return nil
+	}
+	readOnly, idempotent := a.ReadOnlyHint, a.IdempotentHint
+	return &schematype.ToolAnnotations{Title: a.Title, ReadOnlyHint: &readOnly, DestructiveHint: a.DestructiveHint,
+		IdempotentHint: &idempotent, OpenWorldHint: a.OpenWorldHint}
 }
 
 // effect reads the server's hints; a tool that gives none may change

@@ -15,6 +15,7 @@ import (
 
 	"github.com/tiktoken-go/tokenizer"
 
+	"github.com/toolgate/toolgate/ent/schematype"
 	"github.com/toolgate/toolgate/tools"
 )
 
@@ -58,7 +59,14 @@ type Tool struct {
 	// StubChars and StubTokens size the stub (tools.Definition.Stub); zero
 	// for a tool a deferring turn keeps whole (Keeps).
 	StubChars, StubTokens int
-	keeps                 bool
+	// Approval is the tool's approval policy for the measured agent (its
+	// application's, tightened by the agent's own rules); NEVER for
+	// built-in tools unless the agent says otherwise.
+	Approval schematype.ApprovalPolicy
+	// AsksApproval says whether its calls wait for a person's decision
+	// under that policy.
+	AsksApproval bool
+	keeps        bool
 }
 
 // Catalogue is the measured tool catalogue. Characters are Unicode

@@ -324,7 +324,7 @@ function Budgets() {
 
 // ---- turns
 
-const OUTCOMES = ['HITS', 'ABSENCE', 'OUTAGE', 'REFUSED', 'ERROR', 'MAY_HAVE_RUN', 'PENDING'];
+const OUTCOMES = ['HITS', 'ABSENCE', 'OUTAGE', 'REFUSED', 'ERROR', 'MAY_HAVE_RUN', 'DECLINED', 'PENDING'];
 
 function Outcomes({ calls }) {
   const counts = Object.fromEntries(OUTCOMES.map((o) => [o, 0]));
@@ -366,7 +366,38 @@ function TurnsView({ viewer }) {
     <div class="toolbar"><h1>Turns</h1><button class="ghost" onClick=${q.reload}>Refresh</button></div>
     <p class="muted">The latest ${q.data ? q.data.turns.edges.length : ''} turns of ${viewer.admin ? 'the organisation' : 'your conversations'}, newest first${q.data && q.data.turns.totalCount > q.data.turns.edges.length ? ` (of ${q.data.turns.totalCount})` : ''}. Open one for its transcript.</p>
     <div class="card">${body}</div>
+    <${Approvals} />
   </div>`;
+}
+
+// Approvals lists the calls that waited for a person's decision: those
+// still waiting first, then who decided what, and when.
+function Approvals() {
+  const q = useQuery('approvals', {});
+  let body;
+  if (q.error) body = html`<${Failed} error=${q.error} retry=${q.reload} />`;
+  else if (!q.data) body = html`<${Loading} what="approvals" />`;
+  else if (q.data.approvals.length === 0) body = html`<${Empty}>No tool call has waited for a decision. An admin sets <code>defaultApproval</code> or <code>approvals</code> on an application.<//>`;
+  else {
+    const rows = [...q.data.approvals].sort((a, b) => (a.decision ? 1 : 0) - (b.decision ? 1 : 0));
+    body = html`<table class="table" id="approvals">
+      <thead><tr><th>Asked</th><th>Conversation</th><th>Tool</th><th>Arguments</th><th>Decision</th><th>By</th><th>When</th></tr></thead>
+      <tbody>
+        ${rows.map((a) => { const t = a.toolCall.turn; return html`<tr key=${a.id}>
+          <td class="nowrap">${when(a.createdAt)}</td>
+          <td><a href=${'#/conversations/' + encodeURIComponent(t.conversation.id)} class="conversation-link">${t.conversation.title || 'Untitled'}</a>
+            <div class="muted">${t.conversation.user.name} · turn #${t.number}</div></td>
+          <td><code>${a.tool}</code> <span class="muted">${a.policy.toLowerCase()}</span></td>
+          <td><code class="ellipsis">${a.decidedArguments || a.arguments}</code></td>
+          <td>${a.decision ? html`<span class=${'pill decision-' + a.decision.toLowerCase()}>${a.decision.toLowerCase()}</span>${a.reason ? html` <span class="muted">${a.reason}</span>` : null}`
+            : html`<span class="pill status-waiting_for_approval">waiting</span> <span class="muted">until ${when(a.expiresAt)}</span>`}</td>
+          <td>${a.decidedBy ? a.decidedBy.name : a.timedOut ? html`<span class="muted">no answer</span>` : ''}</td>
+          <td class="nowrap">${a.decidedAt ? when(a.decidedAt) : ''}</td>
+        </tr>`; })}
+      </tbody>
+    </table>`;
+  }
+  return html`<${Panel} title="Approvals" id="approvals-panel" aside=${html`<span class="muted">calls that waited for a person's decision</span>`}>${body}<//>`;
 }
 
 // ---- transcript

@@ -1,0 +1,435 @@
+package loop
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"slices"
+	"time"
+
+	"github.com/toolgate/toolgate/ent"
+	"github.com/toolgate/toolgate/ent/approval"
+	"github.com/toolgate/toolgate/ent/schematype"
+	"github.com/toolgate/toolgate/ent/tenancy"
+	"github.com/toolgate/toolgate/ent/toolcall"
+	"github.com/toolgate/toolgate/ent/turn"
+	gate "github.com/toolgate/toolgate/runtime/approval"
+	"github.com/toolgate/toolgate/runtime/dispatch"
+	"github.com/toolgate/toolgate/runtime/events"
+	"github.com/toolgate/toolgate/runtime/mcp"
+	"github.com/toolgate/toolgate/runtime/model"
+	"github.com/toolgate/toolgate/tools"
+)
+
+// DefaultApprovalTimeout is how long a call waits for a decision before it
+// is declined as "no answer" (Config.ApprovalTimeout).
+const DefaultApprovalTimeout = 24 * time.Hour
+
+// ApprovalSweepEvery is how often the sweep looks for calls that waited
+// past their time.
+const ApprovalSweepEvery = 30 * time.Second
+
+// NoAnswer is the reason of a call nobody decided on in time.
+const NoAnswer = "no answer"
+
+// approvalAct is what a decision makes of a call of the step being run.
+type approvalAct struct {
+	// declined: what the model hears in place of a result.
+	declined *dispatch.Result
+	// fresh: approved and never taken up, so sent as a first try even by
+	// a resumed run.
+	fresh bool
+	// decided: the call has a decision; its events follow the pause.
+	decided bool
+}
+
+// policyRules are the approval rules that reach def this turn.
+func (t *turnRun) policyRules(def tools.Definition) gate.Rules {
+	r := gate.Rules{Agent: t.agent.Approvals}
+	if app, _, ok := mcp.SplitToolName(def.Name); ok && def.Family == mcp.Family {
+		if row := t.appRows[app]; row != nil {
+			r.Application, r.Default = row.Approvals, row.DefaultApproval
+		}
+	}
+	return r
+}
+
+// gate sorts the step's calls to run (todo) by their approvals: a call
+// whose policy makes it wait gets its approval stored, with its arguments
+// repaired as they would be sent, and does not run; a call decided on runs
+// (approved, with the person's arguments when edited) or is heard as
+// declined. It returns the calls to run, what decisions make of them, and
+// the calls still waiting. Nothing is read or written for a step none of
+// whose calls waits.
+func (t *turnRun) gate(ctx context.Context, s dispatch.Scope, rows []*ent.ToolCall, calls []model.ToolCall,
+	defs []tools.Definition, todo []int, resumed bool) ([]int, map[int]approvalAct, []int, error) {
+	var stored map[int]*ent.Approval
+	if resumed {
+		ids := make([]int, len(todo))
+		for k, i := range todo {
+			ids[k] = rows[i].ID
+		}
+		as, err := t.client().Approval.Query().Where(approval.ToolCallIDIn(ids...)).All(ctx)
+		if err != nil {
+			return nil, nil, nil, fmt.Errorf("load approvals: %w", err)
+		}
+		stored = make(map[int]*ent.Approval, len(as))
+		for _, a := range as {
+			stored[a.ToolCallID] = a
+		}
+	}
+	var (
+		run     []int
+		waiting []int
+		acts    = map[int]approvalAct{}
+		creates []func(tx *ent.Tx) *ent.ApprovalCreate
+		asked   []int
+		taken   []int
+	)
+	now := t.r.cfg.Now()
+	for _, i := range todo {
+		if a := stored[rows[i].ID]; a != nil {
+			switch {
+			case a.Decision == nil:
+				waiting = append(waiting, i)
+				continue
+			case *a.Decision == schematype.DecisionDecline:
+				acts[i] = approvalAct{decided: true, declined: &dispatch.Result{Outcome: dispatch.Declined,
+					Arguments: json.RawMessage(a.Arguments), Message: declinedWords(a)}}
+			default:
+				args := a.Arguments
+				if *a.Decision == schematype.DecisionEdit && a.DecidedArguments != nil {
+					args = *a.DecidedArguments
+					t.notes[rows[i].ID] = fmt.Sprintf("The person changed this call's arguments before it ran: it ran with %s in place of %s.", args, a.Arguments)
+				}
+				calls[i].Arguments = json.RawMessage(args)
+				acts[i] = approvalAct{decided: true, fresh: a.DispatchedAt == nil}
+				if a.DispatchedAt == nil {
+					taken = append(taken, a.ID)
+				}
+			}
+			run = append(run, i)
+			continue
+		}
+		p := gate.Policy(defs[i], t.policyRules(defs[i]))
+		if !gate.Gates(defs[i], p) {
+			run = append(run, i)
+			continue
+		}
+		res, ok := t.r.cfg.Dispatcher.Prepare(s, dispatch.Call{ID: calls[i].ID, Name: calls[i].Name, Arguments: calls[i].Arguments})
+		if !ok {
+			run = append(run, i) // refused as it stands: nothing to approve, nothing sent
+			continue
+		}
+		schema := string(defs[i].Schema)
+		if schema == "" {
+			schema = `{"type":"object"}`
+		}
+		calls[i].Arguments = res.Arguments
+		rows[i].Arguments = string(res.Arguments)
+		rows[i].Repairs = nonNilRepairs(res.Repairs)
+		def, args := defs[i], string(res.Arguments)
+		row, name := rows[i], calls[i].Name
+		creates = append(creates, func(tx *ent.Tx) *ent.ApprovalCreate {
+			c := tx.Approval.Create().
+				SetConversationID(t.conv.ID).SetTurnID(t.turnID).SetToolCallID(row.ID).
+				SetTool(name).SetArguments(args).SetDescription(def.Description).
+				SetInputSchema(schema).SetPolicy(p).SetCreatedAt(now).SetExpiresAt(now.Add(t.r.cfg.ApprovalTimeout))
+			if def.Annotations != nil {
+				c.SetAnnotations(def.Annotations)
+			}
+			return c
+		})
+		asked = append(asked, i)
+		waiting = append(waiting, i)
+	}
+	if len(creates) == 0 && len(taken) == 0 {
+		return run, acts, waiting, nil
+	}
+	// Stored before anything of the step is sent: a call asked about never
+	// runs undecided, and one taken up is in flight for any later run.
+	err := t.write(ctx, func(ctx context.Context, tx *ent.Tx) error {
+		for _, i := range asked {
+			err := tx.ToolCall.Update().Where(toolcall.ID(rows[i].ID), toolcall.OutcomeEQ(toolcall.OutcomePENDING)).
+				SetArguments(rows[i].Arguments).SetRepairs(rows[i].Repairs).Exec(ctx)
+			if err != nil {
+				return fmt.Errorf("record arguments to approve: %w", err)
+			}
+		}
+		if len(creates) > 0 {
+			bulk := make([]*ent.ApprovalCreate, len(creates))
+			for k, c := range creates {
+				bulk[k] = c(tx)
+			}
+			if err := tx.Approval.CreateBulk(bulk...).Exec(ctx); err != nil {
+				return fmt.Errorf("store approvals: %w", err)
+			}
+		}
+		if len(taken) > 0 {
+			n, err := tx.Approval.Update().Where(approval.IDIn(taken...), approval.DispatchedAtIsNil()).SetDispatchedAt(now).Save(ctx)
+			if err != nil {
+				return fmt.Errorf("take up approved calls: %w", err)
+			}
+			if n != len(taken) {
+				return fmt.Errorf("take up approved calls: %w", errStepRecorded)
+			}
+		}
+		return nil
+	})
+	if err != nil {
+		return nil, nil, nil, err
+	}
+	return run, acts, waiting, nil
+}
+
+// declinedWords is what the model hears of a declined call.
+func declinedWords(a *ent.Approval) string {
+	switch {
+	case a.TimedOut:
+		return "Nobody decided on it in time (no answer), so it was declined."
+	case a.Reason != nil && *a.Reason != "":
+		return "The person declined it. Their reason: " + *a.Reason
+	}
+	return "The person declined it (no reason given)."
+}
+
+// pauseForApproval leaves the turn waiting for the decisions on the
+// step's calls that wait.
+func (t *turnRun) pauseForApproval(ctx context.Context, rows []*ent.ToolCall, waiting []int) error {
+	var n int
+	err := t.write(ctx, func(ctx context.Context, tx *ent.Tx) error {
+		var err error
+		u := tx.Turn.Update().Where(turn.ID(t.turnID), turn.StatusEQ(turn.StatusRUNNING)).
+			SetStatus(turn.StatusWAITING_FOR_APPROVAL).ClearClaimedBy().ClearHeartbeatAt()
+		n, err = u.Save(ctx)
+		return err
+	})
+	if err != nil {
+		return fmt.Errorf("pause for approval: %w", err)
+	}
+	if n == 1 {
+		step := rows[waiting[0]].Step
+		setTurnStatus(t.span, string(turn.StatusWAITING_FOR_APPROVAL))
+		t.publish(events.Event{Kind: events.Status, Step: step, Status: string(turn.StatusWAITING_FOR_APPROVAL)})
+		for _, i := range waiting {
+			t.publish(events.Event{Kind: events.ApprovalRequested, ToolCallID: rows[i].ID, Step: step,
+				Status: string(turn.StatusWAITING_FOR_APPROVAL)})
+		}
+	}
+	return nil
+}
+
+// Decision is a person's decision on one call waiting for approval.
+type Decision struct {
+	ToolCallID int
+	Decision   schematype.Decision
+	// Arguments replace the call's with EDIT (JSON).
+	Arguments *string
+	// Reason says why, with DECLINE.
+	Reason *string
+	// TimedOut: nobody decided in time (the sweep's DECLINE).
+	TimedOut bool
+}
+
+// Decided is what Decide stored.
+type Decided struct {
+	// Approvals are the decided calls' approvals, as now stored.
+	Approvals []*ent.Approval
+	// Resumed: every call of the turn is decided, and the turn RUNNING
+	// again (queued as of now): start its job once this commits.
+	Resumed bool
+	// Step is the model call that asked for the calls.
+	Step int
+}
+
+// DecisionError is a decision refused; its words are the client's.
+type DecisionError struct{ msg string }
+
+func (e *DecisionError) Error() string { return e.msg }
+
+func refuse(format string, args ...any) error {
+	return &DecisionError{msg: fmt.Sprintf(format, args...)}
+}
+
+// ErrNoSuchCall is a decision on a call that does not wait in the turn, or
+// is out of the caller's reach: the same answer for both.
+var ErrNoSuchCall = errors.New("tool call not found")
+
+// Decide stores decisions on a turn's calls waiting for approval, with c
+// (the caller's transaction), and resumes the turn when none waits any
+// more. Every decision is checked before any is stored: a call decided
+// already (a double click, a second tab, another approver), edited
+// arguments that do not fit the tool's schema, a turn no longer waiting:
+// nothing is stored, and the error says why. Decisions on one turn take
+// the turn's row first, so two at once are stored one after the other.
+func Decide(ctx context.Context, c *ent.Client, turnID int, ds []Decision, by *int, now time.Time) (*Decided, error) {
+	if len(ds) == 0 {
+		return nil, refuse("decisions is empty: decide on at least one call")
+	}
+	t, err := c.Turn.Get(ctx, turnID)
+	if err != nil {
+		return nil, err
+	}
+	waiting, err := c.Turn.Update().Where(turn.ID(t.ID), turn.StatusEQ(turn.StatusWAITING_FOR_APPROVAL)).
+		SetHeartbeatAt(now).Save(ctx)
+	if err != nil {
+		return nil, fmt.Errorf("take turn: %w", err)
+	}
+	as, err := c.Approval.Query().Where(approval.TurnID(t.ID)).All(ctx)
+	if err != nil {
+		return nil, fmt.Errorf("load approvals: %w", err)
+	}
+	byCall := make(map[int]*ent.Approval, len(as))
+	for _, a := range as {
+		byCall[a.ToolCallID] = a
+	}
+	edited := make([]*string, len(ds))
+	seen := map[int]bool{}
+	for k, d := range ds {
+		a := byCall[d.ToolCallID]
+		if a == nil {
+			return nil, ErrNoSuchCall
+		}
+		if seen[d.ToolCallID] {
+			return nil, refuse("decision %d: the call is decided twice in one request", k)
+		}
+		seen[d.ToolCallID] = true
+		if a.Decision != nil {
+			return nil, refuse("decision %d: the call was decided already (%s at %s); this decision changed nothing",
+				k, *a.Decision, a.DecidedAt.UTC().Format(time.RFC3339))
+		}
+		switch d.Decision {
+		case schematype.DecisionEdit:
+			if d.Arguments == nil {
+				return nil, refuse("decision %d: EDIT needs arguments (a JSON object)", k)
+			}
+			args, err := gate.Check(a.Tool, a.InputSchema, *d.Arguments)
+			if err != nil {
+				return nil, refuse("decision %d: the edited arguments do not fit %s's schema: %v", k, a.Tool, err)
+			}
+			edited[k] = &args
+		case schematype.DecisionApprove, schematype.DecisionDecline:
+			if d.Arguments != nil {
+				return nil, refuse("decision %d: arguments go with EDIT only", k)
+			}
+		default:
+			return nil, refuse("decision %d: want APPROVE, EDIT or DECLINE", k)
+		}
+		if d.Reason != nil && d.Decision != schematype.DecisionDecline {
+			return nil, refuse("decision %d: a reason goes with DECLINE only", k)
+		}
+	}
+	if waiting == 0 {
+		return nil, refuse("the turn is %s, not waiting for a decision", t.Status)
+	}
+	out := &Decided{}
+	for k, d := range ds {
+		a := byCall[d.ToolCallID]
+		u := c.Approval.Update().Where(approval.ID(a.ID), approval.DecisionIsNil()).
+			SetDecision(d.Decision).SetDecidedAt(now).SetNillableDecidedByID(by).SetTimedOut(d.TimedOut).
+			SetNillableDecidedArguments(edited[k])
+		if d.Reason != nil {
+			u.SetReason(*d.Reason)
+		}
+		n, err := u.Save(ctx)
+		if err != nil {
+			return nil, fmt.Errorf("store decision: %w", err)
+		}
+		if n == 0 {
+			return nil, refuse("decision %d: the call was decided already; this decision changed nothing", k)
+		}
+		out.Approvals = append(out.Approvals, a)
+	}
+	left, err := c.Approval.Query().Where(approval.TurnID(t.ID), approval.DecisionIsNil()).Exist(ctx)
+	if err != nil {
+		return nil, fmt.Errorf("count undecided calls: %w", err)
+	}
+	if !left {
+		n, err := c.Turn.Update().Where(turn.ID(t.ID), turn.StatusEQ(turn.StatusWAITING_FOR_APPROVAL)).
+			SetStatus(turn.StatusRUNNING).ClearClaimedBy().SetHeartbeatAt(now).Save(ctx)
+		if err != nil {
+			return nil, fmt.Errorf("resume turn: %w", err)
+		}
+		out.Resumed = n == 1
+	}
+	ids := make([]int, len(out.Approvals))
+	for i, a := range out.Approvals {
+		ids[i] = a.ID
+	}
+	if out.Approvals, err = c.Approval.Query().Where(approval.IDIn(ids...)).All(ctx); err != nil {
+		return nil, fmt.Errorf("read decisions: %w", err)
+	}
+	if call, err := c.ToolCall.Get(ctx, ds[0].ToolCallID); err == nil {
+		out.Step = call.Step
+	}
+	return out, nil
+}
+
+// Announce publishes what Decide stored, once it is committed: a decision
+// event per call, and the turn's return to RUNNING.
+func (r *Runner) Announce(turnID int, d *Decided) {
+	now := r.cfg.Now()
+	for _, a := range d.Approvals {
+		r.cfg.Events.Publish(events.Event{Kind: events.ApprovalDecided, TurnID: turnID, ToolCallID: a.ToolCallID, Step: d.Step,
+			Status: string(turn.StatusWAITING_FOR_APPROVAL), At: now})
+	}
+	if d.Resumed {
+		r.cfg.Events.Publish(events.Event{Kind: events.Status, TurnID: turnID, Step: d.Step, Status: string(turn.StatusRUNNING), At: now})
+	}
+}
+
+// ExpireApprovals declines, as "no answer", the calls that waited past
+// their time in turns still waiting, and resumes those turns. It returns
+// how many calls it declined.
+func (r *Runner) ExpireApprovals(ctx context.Context) (int, error) {
+	ctx = tenancy.System(ctx)
+	now := r.cfg.Now()
+	due, err := r.cfg.Client.Approval.Query().
+		Where(approval.DecisionIsNil(), approval.ExpiresAtLT(now),
+			approval.HasTurnWith(turn.StatusEQ(turn.StatusWAITING_FOR_APPROVAL))).
+		Order(ent.Asc(approval.FieldTurnID), ent.Asc(approval.FieldID)).All(ctx)
+	if err != nil {
+		return 0, fmt.Errorf("find approvals past their time: %w", err)
+	}
+	byTurn := map[int][]Decision{}
+	var turns []int
+	for _, a := range due {
+		if _, ok := byTurn[a.TurnID]; !ok {
+			turns = append(turns, a.TurnID)
+		}
+		reason := NoAnswer
+		byTurn[a.TurnID] = append(byTurn[a.TurnID], Decision{ToolCallID: a.ToolCallID, Decision: schematype.DecisionDecline,
+			Reason: &reason, TimedOut: true})
+	}
+	n := 0
+	for _, id := range slices.Compact(turns) {
+		var d *Decided
+		err := persist(ctx, func(ctx context.Context) error {
+			tx, err := r.cfg.Client.Tx(ctx)
+			if err != nil {
+				return fmt.Errorf("begin: %w", err)
+			}
+			defer func() { _ = tx.Rollback() }()
+			if d, err = Decide(ctx, tx.Client(), id, byTurn[id], nil, now); err != nil {
+				return err
+			}
+			return tx.Commit()
+		})
+		var refused *DecisionError
+		if errors.As(err, &refused) {
+			continue // decided meanwhile
+		}
+		if err != nil {
+			return n, err
+		}
+		n += len(d.Approvals)
+		r.Announce(id, d)
+		if d.Resumed {
+			if _, err := r.Start(ctx, id); err != nil {
+				return n, err
+			}
+		}
+	}
+	return n, nil
+}
