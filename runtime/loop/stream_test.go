@@ -14,6 +14,7 @@ import (
 	"path/filepath"
 	"strings"
 	"sync"
+	"sync/atomic"
 	"syscall"
 	"testing"
 	"time"
@@ -234,7 +235,9 @@ func TestStreamRealClients(t *testing.T) {
 			var h *harness
 			var other *httptest.Server
 			var otherBus *events.Bus
-			var turnID int
+			// The turn's model asks for turnID (g.ready) as soon as it runs,
+			// which may be before send returns.
+			var turnID atomic.Int64
 			g := &gated{Provider: streamScript(t, 3*time.Millisecond)}
 			if backend == "sqlite" {
 				h = newHarness(t, dbtest.Open(t, dbtest.SQLite), g)
@@ -258,16 +261,16 @@ func TestStreamRealClients(t *testing.T) {
 			conv := h.conversation(t, "calculator")
 			// The runner listens too (for a cancel from another replica).
 			g.ready = func() bool {
-				n := h.runner.Events().Subscribers(turnID)
+				n := h.runner.Events().Subscribers(int(turnID.Load()))
 				if otherBus != nil {
-					n += otherBus.Subscribers(turnID)
+					n += otherBus.Subscribers(int(turnID.Load()))
 				}
 				return n >= len(runs)+1
 			}
 			id := h.send(t, conv, "What do 1,200 and 850 come to with a 20% markup?", "")
-			var err error
-			turnID, err = gid.Decode(id)
+			decoded, err := gid.Decode(id)
 			require.NoError(t, err)
+			turnID.Store(int64(decoded))
 			waits := make([]func() *streamClient, len(runs))
 			for i, r := range runs {
 				urls := []string{h.srv.URL + "/graphql"}
