@@ -292,6 +292,14 @@ func (s *Server) newGraphQL() *handler.Server {
 		return next(loader.With(ctx, loader.New(s.client)))
 	})
 	srv.AroundResponses(reportAttempts)
+	// A query's reads are a reader's: on SQLite they queue for the read
+	// pool, not ahead of the writers' own reads (db.Reading).
+	srv.AroundOperations(func(ctx context.Context, next graphql.OperationHandler) graphql.ResponseHandler {
+		if op := graphql.GetOperationContext(ctx).Operation; op != nil && op.Operation == ast.Query {
+			ctx = db.Reading(ctx)
+		}
+		return next(ctx)
+	})
 	subs := &subscriptions{perSocket: s.cfg.SubscriptionsPerSocket, perToken: s.cfg.SubscriptionsPerToken, byToken: map[string]int{}}
 	srv.AroundOperations(subs.limit)
 	srv.AroundRootFields(scopeGuard)

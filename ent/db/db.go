@@ -52,6 +52,9 @@ type DB struct {
 	// jobs are fetched when they are inserted instead of by polling. Nil on
 	// SQLite.
 	jobs *pgxpool.Pool
+	// read is SQLite's pool of read-only connections, which the Driver's
+	// reads outside a transaction run on (readpool.go). Nil on PostgreSQL.
+	read *sql.DB
 }
 
 // Open connects to the database named by rawURL: "" for the default SQLite
@@ -89,12 +92,6 @@ func OpenWith(ctx context.Context, rawURL string, o Options) (*DB, error) {
 	return d, nil
 }
 
-// sqlOpen opens a database/sql pool, observed when o asks; SQLite's
-// connections keep their prepared statements.
-func sqlOpen(driverName, dsn string, o Options) (*sql.DB, error) {
-	return openPool(driverName, dsn, driverName == "sqlite", o)
-}
-
 func openSQLite(path string, o Options) (*DB, error) {
 	if path == "" {
 		return nil, errors.New("sqlite database path is empty")
@@ -108,22 +105,46 @@ func openSQLite(path string, o Options) (*DB, error) {
 	}
 	// modernc.org/sqlite ignores _fk=1: foreign keys, WAL and the busy wait
 	// are set as pragmas on every connection. Immediate transactions take
-	// the write lock at BEGIN, so two writers wait instead of deadlocking.
+	// the write lock at BEGIN, so two writers wait instead of deadlocking;
+	// this process's writers wait at its write gate (sqliteconn.go), the
+	// busy wait is for other processes'.
 	// Times are written in SQLite's own format, in UTC: without it the
 	// driver writes Go's debug string (with its monotonic "m=+…" reading),
 	// and ordering or paging by a time column compares those strings wrongly.
+	busy := "10000"
+	if o.noBusyWait {
+		busy = "0"
+	}
 	dsn := "file:" + path + "?_pragma=foreign_keys(1)&_pragma=journal_mode(WAL)" +
-		"&_pragma=busy_timeout(10000)&_pragma=synchronous(NORMAL)&_txlock=immediate" +
+		"&_pragma=busy_timeout(" + busy + ")&_pragma=synchronous(NORMAL)&_txlock=immediate" +
 		"&_time_format=sqlite&_timezone=UTC"
-	pool, err := sqlOpen("sqlite", dsn, o)
+	pool, err := openPool("sqlite", dsn, gateFor(path), o)
 	if err != nil {
 		return nil, fmt.Errorf("open sqlite: %w", err)
 	}
-	return &DB{Dialect: dialect.SQLite, SQL: pool, Driver: traced(entsql.OpenDB(dialect.SQLite, pool))}, nil
+	pool.SetMaxIdleConns(writeIdle)
+	d := &DB{Dialect: dialect.SQLite, SQL: pool}
+	if path == ":memory:" {
+		// Each connection is a database of its own: one pool for all.
+		d.Driver = traced(entsql.OpenDB(dialect.SQLite, pool))
+		return d, nil
+	}
+	// Reads on connections of their own, that cannot write (readpool.go).
+	read, err := openPool("sqlite", "file:"+path+"?_pragma=foreign_keys(1)&_pragma=busy_timeout("+busy+")"+
+		"&_pragma=query_only(1)&_time_format=sqlite&_timezone=UTC", nil, o)
+	if err != nil {
+		_ = pool.Close()
+		return nil, fmt.Errorf("open sqlite: %w", err)
+	}
+	read.SetMaxOpenConns(readConns)
+	read.SetMaxIdleConns(readConns)
+	d.read = read
+	d.Driver = traced(readRouted{Driver: entsql.OpenDB(dialect.SQLite, pool), read: entsql.OpenDB(dialect.SQLite, read)})
+	return d, nil
 }
 
 func openPostgres(rawURL string, o Options) (*DB, error) {
-	pool, err := sqlOpen("postgres", rawURL, o)
+	pool, err := openPool("postgres", rawURL, nil, o)
 	if err != nil {
 		return nil, fmt.Errorf("open postgres: %w", err)
 	}
@@ -207,6 +228,9 @@ func countTurns(next ent.Mutator) ent.Mutator {
 func (d *DB) Close() error {
 	if d.jobs != nil {
 		d.jobs.Close()
+	}
+	if d.read != nil {
+		_ = d.read.Close()
 	}
 	return d.SQL.Close()
 }
@@ -328,7 +352,7 @@ func redact(raw string) string {
 // schemaClient is a client for migrations, which read the catalogue
 // through database/sql's own rows: it runs on the driver under the text
 // escaping (text.go) and the tracing (trace.go), which the catalogue has
-// no use for.
+// no use for, and on SQLite reads on the writers' pool, as it writes.
 func (d *DB) schemaClient() *ent.Client {
 	drv := d.Driver
 	if t, ok := drv.(traceDriver); ok {
@@ -336,6 +360,9 @@ func (d *DB) schemaClient() *ent.Client {
 	}
 	if t, ok := drv.(textDriver); ok {
 		drv = t.Driver
+	}
+	if r, ok := drv.(readRouted); ok {
+		drv = r.Driver
 	}
 	return ent.NewClient(ent.Driver(drv))
 }

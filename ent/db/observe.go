@@ -25,14 +25,18 @@ type Options struct {
 	// lib/pq opens only to cancel a query. Tests count new sessions with
 	// it. It must be safe for concurrent use.
 	Dialed func()
+	// noBusyWait: SQLite's connections never wait for its write lock, a
+	// writer that finds it taken fails at once (tests of the write gate).
+	noBusyWait bool
 }
 
 // openPool opens a database/sql pool. Each connection keeps its prepared
-// statements (stmtcache.go; on PostgreSQL those sent with arguments); on
-// SQLite a connection can defer a transaction's BEGIN (deferbegin.go);
-// when observe is set, every statement is reported to it before it is
-// sent.
-func openPool(driverName, dsn string, sqlite bool, o Options) (*sql.DB, error) {
+// statements (stmtcache.go; on PostgreSQL those sent with arguments); with
+// a gate (SQLite's writers' pool) its writes go through the file's write
+// gate and it can defer a transaction's BEGIN (sqliteconn.go); when
+// observe is set, every statement is reported to it before it is sent.
+func openPool(driverName, dsn string, gate writeGate, o Options) (*sql.DB, error) {
+	sqlite := driverName == "sqlite"
 	observe := o.Observe
 	probe, err := sql.Open(driverName, dsn)
 	if err != nil {
@@ -58,8 +62,8 @@ func openPool(driverName, dsn string, sqlite bool, o Options) (*sql.DB, error) {
 	if observe != nil {
 		inner = observingConnector{Connector: inner, observe: observe}
 	}
-	if sqlite {
-		inner = deferringConnector{Connector: inner}
+	if gate != nil {
+		inner = sqliteConnector{Connector: inner, gate: gate}
 	}
 	return sql.OpenDB(inner), nil
 }

@@ -354,7 +354,13 @@ func (r *Runner) Start(ctx context.Context, turnID int) (bool, error) {
 	if err != nil {
 		return false, fmt.Errorf("count steps: %w", err)
 	}
-	if _, err := r.queue.Insert(ctx, TurnArgs{TurnID: turnID, Steps: steps}, nil); err != nil {
+	// A database busy with other writers is waited out here: the sweep
+	// would enqueue the turn only once it is stale.
+	err = persist(ctx, func(ctx context.Context) error {
+		_, err := r.queue.Insert(ctx, TurnArgs{TurnID: turnID, Steps: steps}, nil)
+		return err
+	})
+	if err != nil {
 		return false, fmt.Errorf("enqueue turn: %w", err)
 	}
 	return true, nil

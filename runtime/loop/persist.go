@@ -6,6 +6,7 @@ import (
 	"strings"
 	"time"
 
+	"github.com/toolgate/toolgate/ent/db"
 	"github.com/toolgate/toolgate/runtime/retry"
 )
 
@@ -36,11 +37,15 @@ func persist(ctx context.Context, write func(ctx context.Context) error) error {
 }
 
 // busy reports whether a write failed only because other writers held the
-// database: SQLite's SQLITE_BUSY or SQLITE_LOCKED, PostgreSQL's
+// database: SQLite's SQLITE_BUSY or SQLITE_LOCKED, or its wait at this
+// process's write gate, PostgreSQL's
 // serialization failure or deadlock.
 func busy(err error) bool {
 	if err == nil {
 		return false
+	}
+	if errors.Is(err, db.ErrWriteWait) {
+		return true
 	}
 	s := err.Error()
 	for _, m := range []string{"SQLITE_BUSY", "database is locked", "SQLITE_LOCKED", "database table is locked",

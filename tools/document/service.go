@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"log/slog"
+	"sync"
 	"time"
 
 	"github.com/riverqueue/river"
@@ -71,6 +72,8 @@ type Service struct {
 	// let go at once.
 	halted    context.Context
 	interrupt context.CancelFunc
+	// wg is the sweep's (rescue.go).
+	wg sync.WaitGroup
 }
 
 // New returns a Service; Open starts it processing.
@@ -122,6 +125,8 @@ func (s *Service) Open(ctx context.Context) error {
 	if err := s.queue.Start(s.base); err != nil {
 		return fmt.Errorf("start document queue: %w", err)
 	}
+	s.wg.Add(1)
+	go s.sweep()
 	ctx = tenancy.System(ctx)
 	docs, err := s.client.Document.Query().Where(document.StatusEQ(document.StatusPROCESSING)).IDs(ctx)
 	if err != nil {
@@ -149,7 +154,9 @@ func (s *Service) Open(ctx context.Context) error {
 func (s *Service) Close(ctx context.Context) error {
 	s.interrupt()
 	s.stop()
-	return s.queue.StopAndCancel(ctx)
+	err := s.queue.StopAndCancel(ctx)
+	s.wg.Wait()
+	return err
 }
 
 // Interrupt lets go of the files being processed now, without waiting:
@@ -213,6 +220,13 @@ func (w *worker) Work(ctx context.Context, job *river.Job[Ref]) error {
 	ctx, cancel := context.WithCancel(ctx)
 	defer cancel()
 	defer context.AfterFunc(w.s.halted, cancel)()
+	beat, stopBeat := context.WithCancel(ctx)
+	done := make(chan struct{})
+	go func() {
+		defer close(done)
+		w.s.heartbeat(beat, job.ID)
+	}()
+	defer func() { stopBeat(); <-done }()
 	err := w.s.Process(ctx, job.Args)
 	if err != nil && w.s.halted.Err() != nil {
 		// Interrupted by a shutdown: worked again at the next start.
