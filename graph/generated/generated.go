@@ -490,6 +490,7 @@ type ComplexityRoot struct {
 		CacheReadTokens  func(childComplexity int) int
 		CacheWriteTokens func(childComplexity int) int
 		Cost             func(childComplexity int) int
+		Estimated        func(childComplexity int) int
 		InputTokens      func(childComplexity int) int
 		Model            func(childComplexity int) int
 		ModelCalls       func(childComplexity int) int
@@ -922,6 +923,7 @@ type ComplexityRoot struct {
 		CachedShare      func(childComplexity int) int
 		Cost             func(childComplexity int) int
 		Days             func(childComplexity int) int
+		Estimated        func(childComplexity int) int
 		InputTokens      func(childComplexity int) int
 		ModelCalls       func(childComplexity int) int
 		Month            func(childComplexity int) int
@@ -2845,6 +2847,12 @@ func (e *executableSchema) Complexity(ctx context.Context, typeName, field strin
 		}
 
 		return e.ComplexityRoot.ModelUsage.Cost(childComplexity), true
+	case "ModelUsage.estimated":
+		if e.ComplexityRoot.ModelUsage.Estimated == nil {
+			break
+		}
+
+		return e.ComplexityRoot.ModelUsage.Estimated(childComplexity), true
 	case "ModelUsage.inputTokens":
 		if e.ComplexityRoot.ModelUsage.InputTokens == nil {
 			break
@@ -4962,6 +4970,12 @@ func (e *executableSchema) Complexity(ctx context.Context, typeName, field strin
 		}
 
 		return e.ComplexityRoot.Usage.Days(childComplexity), true
+	case "Usage.estimated":
+		if e.ComplexityRoot.Usage.Estimated == nil {
+			break
+		}
+
+		return e.ComplexityRoot.Usage.Estimated(childComplexity), true
 	case "Usage.inputTokens":
 		if e.ComplexityRoot.Usage.InputTokens == nil {
 			break
@@ -8405,6 +8419,20 @@ type User implements Node {
   organization: Organization!
 }
 `, BuiltIn: false},
+	{Name: "../estimate.graphqls", Input: `extend type ModelUsage {
+  """
+  True when the figures are estimates rather than a provider's bill: the
+  replay provider's calls, whose tokens are counted with the o200k
+  tokenizer and priced at a list price (gpt-4.1's).
+  """
+  estimated: Boolean!
+}
+
+extend type Usage {
+  "True when some of the month's figures are estimates (see ModelUsage.estimated)."
+  estimated: Boolean!
+}
+`, BuiltIn: false},
 	{Name: "../history.graphqls", Input: `extend type Query {
   """
   search_past_conversations: what the caller wrote in their other
@@ -10443,6 +10471,8 @@ func (ec *executionContext) childFields_ModelUsage(ctx context.Context, field gr
 		return ec.fieldContext_ModelUsage_cost(ctx, field)
 	case "modelCalls":
 		return ec.fieldContext_ModelUsage_modelCalls(ctx, field)
+	case "estimated":
+		return ec.fieldContext_ModelUsage_estimated(ctx, field)
 	}
 	return nil, fmt.Errorf("no field named %q was found under type ModelUsage", field.Name)
 }
@@ -11143,6 +11173,8 @@ func (ec *executionContext) childFields_Usage(ctx context.Context, field graphql
 		return ec.fieldContext_Usage_byAgent(ctx, field)
 	case "byUser":
 		return ec.fieldContext_Usage_byUser(ctx, field)
+	case "estimated":
+		return ec.fieldContext_Usage_estimated(ctx, field)
 	case "days":
 		return ec.fieldContext_Usage_days(ctx, field)
 	}
@@ -20057,6 +20089,29 @@ func (ec *executionContext) fieldContext_ModelUsage_modelCalls(_ context.Context
 	return graphql.NewScalarFieldContext("ModelUsage", field, false, false, "Int")
 }
 
+func (ec *executionContext) _ModelUsage_estimated(ctx context.Context, field graphql.CollectedField, obj *model.ModelUsage) (ret graphql.Marshaler) {
+	return graphql.ResolveField(
+		ctx,
+		ec.OperationContext,
+		field,
+		func(ctx context.Context, field graphql.CollectedField) (*graphql.FieldContext, error) {
+			return ec.fieldContext_ModelUsage_estimated(ctx, field)
+		},
+		func(ctx context.Context) (any, error) {
+			return obj.Estimated, nil
+		},
+		nil,
+		func(ctx context.Context, selections ast.SelectionSet, v bool) graphql.Marshaler {
+			return ec.marshalNBoolean2bool(ctx, selections, v)
+		},
+		true,
+		true,
+	)
+}
+func (ec *executionContext) fieldContext_ModelUsage_estimated(_ context.Context, field graphql.CollectedField) (fc *graphql.FieldContext, err error) {
+	return graphql.NewScalarFieldContext("ModelUsage", field, false, false, "Boolean")
+}
+
 func (ec *executionContext) _Money_micros(ctx context.Context, field graphql.CollectedField, obj *schematype.Micros) (ret graphql.Marshaler) {
 	return graphql.ResolveField(
 		ctx,
@@ -28710,6 +28765,29 @@ func (ec *executionContext) fieldContext_Usage_byUser(_ context.Context, field g
 		},
 	}
 	return fc, nil
+}
+
+func (ec *executionContext) _Usage_estimated(ctx context.Context, field graphql.CollectedField, obj *model.Usage) (ret graphql.Marshaler) {
+	return graphql.ResolveField(
+		ctx,
+		ec.OperationContext,
+		field,
+		func(ctx context.Context, field graphql.CollectedField) (*graphql.FieldContext, error) {
+			return ec.fieldContext_Usage_estimated(ctx, field)
+		},
+		func(ctx context.Context) (any, error) {
+			return obj.Estimated, nil
+		},
+		nil,
+		func(ctx context.Context, selections ast.SelectionSet, v bool) graphql.Marshaler {
+			return ec.marshalNBoolean2bool(ctx, selections, v)
+		},
+		true,
+		true,
+	)
+}
+func (ec *executionContext) fieldContext_Usage_estimated(_ context.Context, field graphql.CollectedField) (fc *graphql.FieldContext, err error) {
+	return graphql.NewScalarFieldContext("Usage", field, false, false, "Boolean")
 }
 
 func (ec *executionContext) _Usage_days(ctx context.Context, field graphql.CollectedField, obj *model.Usage) (ret graphql.Marshaler) {
@@ -37623,6 +37701,11 @@ func (ec *executionContext) _ModelUsage(ctx context.Context, sel ast.SelectionSe
 			if out.Values[i] == graphql.Null {
 				out.Invalids++
 			}
+		case "estimated":
+			out.Values[i] = ec._ModelUsage_estimated(ctx, field, obj)
+			if out.Values[i] == graphql.Null {
+				out.Invalids++
+			}
 		default:
 			panic("unknown field " + strconv.Quote(field.Name))
 		}
@@ -40544,6 +40627,11 @@ func (ec *executionContext) _Usage(ctx context.Context, sel ast.SelectionSet, ob
 			}
 		case "byUser":
 			out.Values[i] = ec._Usage_byUser(ctx, field, obj)
+			if out.Values[i] == graphql.Null {
+				atomic.AddUint32(&out.Invalids, 1)
+			}
+		case "estimated":
+			out.Values[i] = ec._Usage_estimated(ctx, field, obj)
 			if out.Values[i] == graphql.Null {
 				atomic.AddUint32(&out.Invalids, 1)
 			}

@@ -235,6 +235,10 @@ type ModelUsage struct {
 	Cost float64 `json:"cost"`
 	// Model calls, compactions included.
 	ModelCalls int `json:"modelCalls"`
+	// True when the figures are estimates rather than a provider's bill: the
+	// replay provider's calls, whose tokens are counted with the o200k
+	// tokenizer and priced at a list price (gpt-4.1's).
+	Estimated bool `json:"estimated"`
 }
 
 // An exact amount of money, given as a decimal string.
@@ -444,6 +448,8 @@ type Usage struct {
 	ByAgent []*AgentUsage `json:"byAgent"`
 	// The month split by user: one entry per user with model calls in the month.
 	ByUser []*UserUsage `json:"byUser"`
+	// True when some of the month's figures are estimates (see ModelUsage.estimated).
+	Estimated bool `json:"estimated"`
 	// The month day by day in UTC, every day from the 1st to the last (a day
 	// without model calls at zero): each day's totals and its shares by model,
 	// agent and user, within the same reach as the month's figures (an admin's
