@@ -213,7 +213,7 @@ function Catalogue({ agentId, agentName }) {
 // ---- cost
 
 const DIMENSIONS = {
-  model: { label: 'Model', list: 'byModel', name: (g) => g.model },
+  model: { label: 'Model', list: 'byModel', name: (g) => (g.estimated ? g.model + ' (estimated)' : g.model) },
   agent: { label: 'Agent', list: 'byAgent', name: (g) => g.agent?.name || 'a deleted agent' },
   user: { label: 'User', list: 'byUser', name: (g) => g.user?.name || 'a deleted user' },
 };
@@ -259,11 +259,12 @@ function Usage({ usage }) {
   const empty = Number(t.modelCalls) === 0;
   return html`<div id="usage">
     <div class="stats">
-      <${Card} label="Cost" value=${usd(t.cost)} sub=${plural(Number(t.modelCalls), 'model call')} />
+      <${Card} label=${usage.estimated ? 'Cost (estimated)' : 'Cost'} value=${usd(t.cost)} sub=${plural(Number(t.modelCalls), 'model call')} />
       ${TOKEN_KINDS.map((k) => html`<${Card} key=${k.key} label=${k.name + ' tokens'} value=${short(t[k.key])} sub=${int(t[k.key])} />`)}
       <${Card} label="Read from cache" value=${pct(usage.cachedShare)} sub="of all input tokens" />
       <${Card} label="Stable prefix" value=${pct(usage.prefixShare)} sub="of input: system prompt and tool definitions" />
     </div>
+    ${usage.estimated ? html`<p class="muted" id="estimated-note">Replayed model calls are estimates: their tokens are counted with the o200k tokenizer and priced at gpt-4.1's list price, not billed by a provider.</p>` : null}
     ${empty ? html`<${Empty}>No model calls in ${monthName(usage.month)}. Pick another month, or send a message to an agent.<//>` : html`
     <${Panel} title="Cost by day" id="cost-by-day" aside=${html`<div class="segmented" role="tablist">
         ${Object.entries(DIMENSIONS).map(([k, v]) => html`<button key=${k} id=${'by-' + k} role="tab" aria-selected=${dim === k} class=${dim === k ? 'on' : ''} onClick=${() => setDim(k)}>by ${v.label.toLowerCase()}</button>`)}
@@ -325,30 +326,78 @@ function Budgets() {
 // ---- turns
 
 const OUTCOMES = ['HITS', 'ABSENCE', 'OUTAGE', 'REFUSED', 'ERROR', 'MAY_HAVE_RUN', 'PENDING'];
+// How n calls of an outcome read: "1 hit", "2 hits", "1 may have run".
+const OUTCOME_WORDS = {
+  HITS: ['hit', 'hits'], ABSENCE: ['absence', 'absences'], OUTAGE: ['outage', 'outages'], REFUSED: ['refused', 'refused'],
+  ERROR: ['error', 'errors'], MAY_HAVE_RUN: ['may have run', 'may have run'], PENDING: ['pending', 'pending'],
+};
+const outcomeWords = (o, n) => {
+  const [one, many] = OUTCOME_WORDS[o] || [o.replaceAll('_', ' ').toLowerCase(), o.replaceAll('_', ' ').toLowerCase()];
+  return plural(n, one, many);
+};
 
 function Outcomes({ calls }) {
   const counts = Object.fromEntries(OUTCOMES.map((o) => [o, 0]));
   for (const c of calls) counts[c.outcome] = (counts[c.outcome] || 0) + 1;
   const shown = OUTCOMES.filter((o) => counts[o] > 0);
   if (!shown.length) return html`<span class="muted">none</span>`;
-  return html`<span class="outcomes">${shown.map((o) => html`<span key=${o} class=${'chip ' + o.toLowerCase()} title=${o}>${counts[o]} ${o.replaceAll('_', ' ').toLowerCase()}</span>`)}</span>`;
+  return html`<span class="outcomes">${shown.map((o) => html`<span key=${o} class=${'chip ' + o.toLowerCase()} title=${o}>${outcomeWords(o, counts[o])}</span>`)}</span>`;
 }
 
 function Status({ status }) {
   return html`<span class=${'pill status-' + status.toLowerCase()}>${status.replaceAll('_', ' ').toLowerCase()}</span>`;
 }
 
+const TURN_STATUSES = ['RUNNING', 'WAITING_FOR_CLARIFICATION', 'WAITING_FOR_APPROVAL', 'COMPLETED', 'FAILED', 'CANCELLED'];
+
+// turnsWhere is the TurnWhereInput of the filters: a status, and a range
+// of UTC days (from its first instant to the end of the last).
+function turnsWhere(f) {
+  const where = {};
+  if (f.status) where.statusIn = [f.status];
+  if (f.from) where.startedAtGTE = f.from + 'T00:00:00Z';
+  if (f.to) {
+    const end = new Date(f.to + 'T00:00:00Z');
+    end.setUTCDate(end.getUTCDate() + 1);
+    where.startedAtLT = end.toISOString();
+  }
+  return where;
+}
+
 function TurnsView({ viewer }) {
-  const q = useQuery('turns', {});
-  let body;
-  if (q.error) body = html`<${Failed} error=${q.error} retry=${q.reload} />`;
-  else if (!q.data) body = html`<${Loading} what="recent turns" />`;
-  else {
-    const turns = q.data.turns.edges.map(({ node }) => node);
-    body = turns.length === 0 ? html`<${Empty}>No turns yet: start a conversation and send a message.<//>` : html`<table class="table" id="turns">
-      <thead><tr><th>Started</th><th>Conversation</th><th>User</th><th>Agent</th><th>Turn</th><th>Status</th><th>Duration</th><th>Tool calls</th></tr></thead>
+  const [filters, setFilters] = useState({ status: '', from: '', to: '' });
+  const [pages, setPages] = useState([undefined]); // the after cursor of each page shown
+  const where = turnsWhere(filters);
+  const set = (k) => (e) => { setFilters({ ...filters, [k]: e.target.value }); setPages([undefined]); };
+  return html`<div class="view">
+    <div class="toolbar"><h1>Turns</h1><button class="ghost" onClick=${() => setPages([...pages])}>Refresh</button></div>
+    <div class="filters" id="turn-filters">
+      <label>Status <select id="filter-status" value=${filters.status} onChange=${set('status')}>
+        <option value="">any</option>
+        ${TURN_STATUSES.map((st) => html`<option key=${st} value=${st}>${st.replaceAll('_', ' ').toLowerCase()}</option>`)}
+      </select></label>
+      <label>From <input type="date" id="filter-from" value=${filters.from} onChange=${set('from')} /></label>
+      <label>To <input type="date" id="filter-to" value=${filters.to} onChange=${set('to')} /></label>
+      <span class="muted">days in UTC</span>
+    </div>
+    <div class="card" id="turns-pages">${pages.map((after, i) => html`<${TurnsPage} key=${i + ':' + JSON.stringify(where) + ':' + pages.length}
+      first=${i === 0} after=${after} where=${where} viewer=${viewer} last=${i === pages.length - 1}
+      onMore=${(cursor) => setPages([...pages, cursor])} />`)}</div>
+  </div>`;
+}
+
+function TurnsPage({ first, after, where, viewer, last, onMore }) {
+  const q = useQuery('turns', { after, where });
+  if (q.error) return html`<${Failed} error=${q.error} retry=${q.reload} />`;
+  if (!q.data) return html`<${Loading} what="turns" />`;
+  const turns = q.data.turns.edges.map(({ node }) => node);
+  const total = q.data.turns.totalCount;
+  if (first && turns.length === 0) return html`<${Empty}>No turns match: start a conversation and send a message, or widen the filters.<//>`;
+  return html`${first ? html`<p class="muted" id="turns-count">${plural(total, 'turn')} of ${viewer.admin ? 'the organisation' : 'your conversations'}${Object.keys(where).length ? ' match the filters' : ''}, newest first. Open one for its transcript.</p>` : null}
+    <table class="table turns" id=${first ? 'turns' : undefined}>
+      ${first ? html`<thead><tr><th>Started</th><th>Conversation</th><th>User</th><th>Agent</th><th>Turn</th><th>Status</th><th>Duration</th><th>Tool calls</th></tr></thead>` : null}
       <tbody>
-        ${turns.map((t) => html`<tr key=${t.id}>
+        ${turns.map((t) => html`<tr key=${t.id} class="turn-row">
           <td class="nowrap">${when(t.startedAt)}</td>
           <td><a href=${'#/conversations/' + encodeURIComponent(t.conversation.id)} class="conversation-link">${t.conversation.title || 'Untitled'}</a>
             <div class="muted ellipsis">${t.userText}</div></td>
@@ -360,13 +409,8 @@ function TurnsView({ viewer }) {
           <td><${Outcomes} calls=${t.toolCalls} /></td>
         </tr>`)}
       </tbody>
-    </table>`;
-  }
-  return html`<div class="view">
-    <div class="toolbar"><h1>Turns</h1><button class="ghost" onClick=${q.reload}>Refresh</button></div>
-    <p class="muted">The latest ${q.data ? q.data.turns.edges.length : ''} turns of ${viewer.admin ? 'the organisation' : 'your conversations'}, newest first${q.data && q.data.turns.totalCount > q.data.turns.edges.length ? ` (of ${q.data.turns.totalCount})` : ''}. Open one for its transcript.</p>
-    <div class="card">${body}</div>
-  </div>`;
+    </table>
+    ${last && q.data.turns.pageInfo.hasNextPage ? html`<p><button class="ghost" id="turns-more" onClick=${() => onMore(q.data.turns.pageInfo.endCursor)}>Show more turns</button></p>` : null}`;
 }
 
 // ---- transcript
