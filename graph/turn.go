@@ -222,16 +222,10 @@ func (r *Resolver) usage(ctx context.Context, month *string) (*model.Usage, erro
 	if _, err := apiViewer(ctx); err != nil {
 		return nil, err
 	}
-	now := time.Now().UTC()
-	start := time.Date(now.Year(), now.Month(), 1, 0, 0, 0, 0, time.UTC)
-	if month != nil {
-		m, err := time.Parse("2006-01", strings.TrimSpace(*month))
-		if err != nil {
-			return nil, inputErrorf("month %q: want YYYY-MM, e.g. 2026-11", *month)
-		}
-		start = m
+	start, end, err := monthRange(month, time.Now())
+	if err != nil {
+		return nil, err
 	}
-	end := start.AddDate(0, 1, 0)
 	group := func(field string) ([]usageRow, error) {
 		var rows []usageRow
 		err := r.Client.ModelCall.Query().
