@@ -20,7 +20,8 @@ import (
 // TestConsoleTurnsAndEstimates drives the console's turns list past its
 // first page of 50 and through its filters (status, a range of UTC days),
 // checks the tool-call counts read as English ("2 hits", "1 absence"), and
-// that a month with replayed calls says its cost is estimated.
+// that a month with replayed calls says its cost is estimated, and that
+// the Cost view's button downloads the month as CSV.
 func TestConsoleTurnsAndEstimates(t *testing.T) {
 	t.Parallel()
 	exe := browser(t)
@@ -112,4 +113,9 @@ func TestConsoleTurnsAndEstimates(t *testing.T) {
 	eval(`(location.hash = '#/cost/2026-03', '')`)
 	wait(`#estimated-note`, "estimates")
 	wait(`#breakdown-model`, "replay (estimated)")
+
+	// The month's usage as CSV, from the button: alice's conversation has
+	// three models (gpt-4.1, claude-sonnet-4-5, replay), bob's one.
+	do(chromedp.Click(`#export-csv`))
+	wait(`#export-status`, "Downloaded toolgate-usage-2026-03.csv (4 rows: one per user, agent and model)")
 }

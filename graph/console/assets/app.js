@@ -4,7 +4,7 @@
 import { h, render } from 'preact';
 import { useState, useEffect, useCallback, useMemo } from 'preact/hooks';
 import htm from 'htm';
-import { gql, followTurn, session, takeTokenFromAddress, Unauthenticated } from './api.js';
+import { gql, followTurn, session, takeTokenFromAddress, Unauthenticated, downloadUsage } from './api.js';
 import { StackedColumns, CeilingBars, Meter, Legend, PALETTE, TOKEN_KINDS, paint } from './charts.js';
 import { int, short, pct, usd, dollars, monthName, addMonth, thisMonth, when, duration, plural } from './format.js';
 
@@ -223,9 +223,19 @@ function CostView({ month, viewer }) {
   const go = (ym) => { location.hash = '#/cost/' + ym; };
   const usage = useQuery('usage', { month: m });
   const next = addMonth(m, 1);
+  const [exported, setExported] = useState('');
+  const exportCSV = () => {
+    setExported('Exporting…');
+    downloadUsage(m).then(
+      (r) => setExported(`Downloaded ${r.name} (${plural(r.rows, 'row')}: one per user, agent and model)`),
+      (err) => { refused(err); setExported('The export failed: ' + err.message); },
+    );
+  };
   return html`<div class="view">
     <div class="toolbar">
       <h1>Cost</h1>
+      <button class="ghost" id="export-csv" title="This month's usage per user, agent and model, as CSV" onClick=${exportCSV}>Export CSV</button>
+      ${exported ? html`<span class="muted" id="export-status">${exported}</span>` : null}
       <div class="month-picker">
         <button class="ghost" id="prev-month" title="The month before" onClick=${() => go(addMonth(m, -1))}>‹</button>
         <input type="month" id="month" value=${m} onChange=${(e) => e.target.value && go(e.target.value)} />
