@@ -227,6 +227,11 @@ func (_q *AgentQuery) collectField(ctx context.Context, oneNode bool, opCtx *gra
 				selectedFields = append(selectedFields, agent.FieldToolLoading)
 				fieldSeen[agent.FieldToolLoading] = struct{}{}
 			}
+		case "archivedAt":
+			if _, ok := fieldSeen[agent.FieldArchivedAt]; !ok {
+				selectedFields = append(selectedFields, agent.FieldArchivedAt)
+				fieldSeen[agent.FieldArchivedAt] = struct{}{}
+			}
 		case "id":
 		case "__typename":
 		default:

@@ -969,6 +969,7 @@ type AgentMutation struct {
 	tool_loading             *agent.ToolLoading
 	knowledge_base_ids       *[]int
 	appendknowledge_base_ids []int
+	archived_at              *time.Time
 	clearedFields            map[string]struct{}
 	organization             *int
 	clearedorganization      bool
@@ -1555,6 +1556,55 @@ func (m *AgentMutation) ResetKnowledgeBaseIds() {
 	m.appendknowledge_base_ids = nil
 }
 
+// SetArchivedAt sets the "archived_at" field.
+func (m *AgentMutation) SetArchivedAt(t time.Time) {
+	m.archived_at = &t
+}
+
+// ArchivedAt returns the value of the "archived_at" field in the mutation.
+func (m *AgentMutation) ArchivedAt() (r time.Time, exists bool) {
+	v := m.archived_at
+	if v == nil {
+		return
+	}
+	return *v, true
+}
+
+// OldArchivedAt returns the old "archived_at" field's value of the Agent entity.
+// If the Agent object wasn't provided to the builder, the object is fetched from the database.
+// An error is returned if the mutation operation is not UpdateOne, or the database query fails.
+func (m *AgentMutation) OldArchivedAt(ctx context.Context) (v *time.Time, err error) {
+	if !m.op.Is(OpUpdateOne) {
+		return v, errors.New("OldArchivedAt is only allowed on UpdateOne operations")
+	}
+	if m.id == nil || m.oldValue == nil {
+		return v, errors.New("OldArchivedAt requires an ID field in the mutation")
+	}
+	oldValue, err := m.oldValue(ctx)
+	if err != nil {
+		return v, fmt.Errorf("querying old value for OldArchivedAt: %w", err)
+	}
+	return oldValue.ArchivedAt, nil
+}
+
+// ClearArchivedAt clears the value of the "archived_at" field.
+func (m *AgentMutation) ClearArchivedAt() {
+	m.archived_at = nil
+	m.clearedFields[agent.FieldArchivedAt] = struct{}{}
+}
+
+// ArchivedAtCleared returns if the "archived_at" field was cleared in this mutation.
+func (m *AgentMutation) ArchivedAtCleared() bool {
+	_, ok := m.clearedFields[agent.FieldArchivedAt]
+	return ok
+}
+
+// ResetArchivedAt resets all changes to the "archived_at" field.
+func (m *AgentMutation) ResetArchivedAt() {
+	m.archived_at = nil
+	delete(m.clearedFields, agent.FieldArchivedAt)
+}
+
 // ClearOrganization clears the "organization" edge to the Organization entity.
 func (m *AgentMutation) ClearOrganization() {
 	m.clearedorganization = true
@@ -1670,7 +1720,7 @@ func (m *AgentMutation) Type() string {
 // order to get all numeric fields that were incremented/decremented, call
 // AddedFields().
 func (m *AgentMutation) Fields() []string {
-	fields := make([]string, 0, 12)
+	fields := make([]string, 0, 13)
 	if m.created_at != nil {
 		fields = append(fields, agent.FieldCreatedAt)
 	}
@@ -1707,6 +1757,9 @@ func (m *AgentMutation) Fields() []string {
 	if m.knowledge_base_ids != nil {
 		fields = append(fields, agent.FieldKnowledgeBaseIds)
 	}
+	if m.archived_at != nil {
+		fields = append(fields, agent.FieldArchivedAt)
+	}
 	return fields
 }
 
@@ -1739,6 +1792,8 @@ func (m *AgentMutation) Field(name string) (ent.Value, bool) {
 		return m.ToolLoading()
 	case agent.FieldKnowledgeBaseIds:
 		return m.KnowledgeBaseIds()
+	case agent.FieldArchivedAt:
+		return m.ArchivedAt()
 	}
 	return nil, false
 }
@@ -1772,6 +1827,8 @@ func (m *AgentMutation) OldField(ctx context.Context, name string) (ent.Value, e
 		return m.OldToolLoading(ctx)
 	case agent.FieldKnowledgeBaseIds:
 		return m.OldKnowledgeBaseIds(ctx)
+	case agent.FieldArchivedAt:
+		return m.OldArchivedAt(ctx)
 	}
 	return nil, fmt.Errorf("unknown Agent field %s", name)
 }
@@ -1865,6 +1922,13 @@ func (m *AgentMutation) SetField(name string, value ent.Value) error {
 		}
 		m.SetKnowledgeBaseIds(v)
 		return nil
+	case agent.FieldArchivedAt:
+		v, ok := value.(time.Time)
+		if !ok {
+			return fmt.Errorf("unexpected type %T for field %s", value, name)
+		}
+		m.SetArchivedAt(v)
+		return nil
 	}
 	return fmt.Errorf("unknown Agent field %s", name)
 }
@@ -1897,7 +1961,11 @@ func (m *AgentMutation) AddField(name string, value ent.Value) error {
 // ClearedFields returns all nullable fields that were cleared during this
 // mutation.
 func (m *AgentMutation) ClearedFields() []string {
-	return nil
+	var fields []string
+	if m.FieldCleared(agent.FieldArchivedAt) {
+		fields = append(fields, agent.FieldArchivedAt)
+	}
+	return fields
 }
 
 // FieldCleared returns a boolean indicating if a field with the given name was
@@ -1910,6 +1978,11 @@ func (m *AgentMutation) FieldCleared(name string) bool {
 // ClearField clears the value of the field with the given name. It returns an
 // error if the field is not defined in the schema.
 func (m *AgentMutation) ClearField(name string) error {
+	switch name {
+	case agent.FieldArchivedAt:
+		m.ClearArchivedAt()
+		return nil
+	}
 	return fmt.Errorf("unknown Agent nullable field %s", name)
 }
 
@@ -1952,6 +2025,9 @@ func (m *AgentMutation) ResetField(name string) error {
 		return nil
 	case agent.FieldKnowledgeBaseIds:
 		m.ResetKnowledgeBaseIds()
+		return nil
+	case agent.FieldArchivedAt:
+		m.ResetArchivedAt()
 		return nil
 	}
 	return fmt.Errorf("unknown Agent field %s", name)

@@ -79,7 +79,7 @@ func TestConsoleTurnsAndEstimates(t *testing.T) {
 		eval(`(() => { const e = document.querySelector(` + quote(sel) + `); e.value = ` + quote(v) + `; e.dispatchEvent(new Event('change', {bubbles: true})); return '' })()`)
 	}
 
-	do(chromedp.Navigate(b.srv.URL+"/admin#token="+b.alice.Token))
+	do(chromedp.Navigate(b.srv.URL + "/admin#token=" + b.alice.Token))
 	wait(`#viewer`, "Alice")
 	eval(`(location.hash = '#/turns', '')`)
 	wait(`#turns-count`, "turns of the organisation")

@@ -93,7 +93,7 @@ func TestREADMEExamplesOnTheDemo(t *testing.T) {
 	}
 	type answer struct {
 		Data   map[string]json.RawMessage `json:"data"`
-		Errors []map[string]any          `json:"errors"`
+		Errors []map[string]any           `json:"errors"`
 	}
 	query := func(q string) answer {
 		res := post(q, "application/json")

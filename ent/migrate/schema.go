@@ -50,6 +50,7 @@ var (
 		{Name: "skills", Type: field.TypeJSON, SchemaType: map[string]string{"postgres": "json"}},
 		{Name: "tool_loading", Type: field.TypeEnum, Enums: []string{"AUTO", "FULL", "DEFERRED"}, Default: "AUTO"},
 		{Name: "knowledge_base_ids", Type: field.TypeJSON, SchemaType: map[string]string{"postgres": "json"}},
+		{Name: "archived_at", Type: field.TypeTime, Nullable: true},
 		{Name: "organization_id", Type: field.TypeInt},
 	}
 	// AgentsTable holds the schema information for the "agents" table.
@@ -60,7 +61,7 @@ var (
 		ForeignKeys: []*schema.ForeignKey{
 			{
 				Symbol:     "agents_organizations_agents",
-				Columns:    []*schema.Column{AgentsColumns[12]},
+				Columns:    []*schema.Column{AgentsColumns[13]},
 				RefColumns: []*schema.Column{OrganizationsColumns[0]},
 				OnDelete:   schema.NoAction,
 			},
@@ -69,7 +70,7 @@ var (
 			{
 				Name:    "agent_organization_id_name",
 				Unique:  false,
-				Columns: []*schema.Column{AgentsColumns[12], AgentsColumns[3]},
+				Columns: []*schema.Column{AgentsColumns[13], AgentsColumns[3]},
 			},
 		},
 	}

@@ -40,6 +40,8 @@ func (Agent) Fields() []ent.Field {
 			Comment("How the agent's turns send tool definitions. FULL: every offered definition whole, on every model call. DEFERRED: the always-on tools and get_tool_schema whole, every other tool by name and a line, read whole with get_tool_schema before its first call. AUTO (the default): DEFERRED once the offered definitions pass 6,000 tokens, which only application tools reach; else FULL."),
 		field.Ints("knowledge_base_ids").SchemaType(jsonColumn).Default([]int{}).Annotations(entgql.Skip()).
 			Comment("the knowledge bases knowledge_search and read_document reach"),
+		field.Time("archived_at").Optional().Nillable().
+			Comment("When an admin archived the agent: no new conversation starts with it, and its conversations stay readable; none: in use."),
 	}
 }
 

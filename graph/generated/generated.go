@@ -86,6 +86,7 @@ type ComplexityRoot struct {
 	}
 
 	Agent struct {
+		ArchivedAt             func(childComplexity int) int
 		BudgetCheck            func(childComplexity int) int
 		CreatedAt              func(childComplexity int) int
 		ID                     func(childComplexity int) int
@@ -325,6 +326,19 @@ type ComplexityRoot struct {
 		User func(childComplexity int) int
 	}
 
+	DeleteDocumentPayload struct {
+		DeletedID func(childComplexity int) int
+	}
+
+	DeleteKnowledgeBasePayload struct {
+		DeletedID func(childComplexity int) int
+		Documents func(childComplexity int) int
+	}
+
+	DeleteSkillPayload struct {
+		DeletedID func(childComplexity int) int
+	}
+
 	Document struct {
 		Chars     func(childComplexity int) int
 		Chunks    func(childComplexity int) int
@@ -507,6 +521,7 @@ type ComplexityRoot struct {
 	Mutation struct {
 		AddDocument         func(childComplexity int, input model.AddDocumentInput) int
 		AnswerClarification func(childComplexity int, input model.AnswerClarificationInput) int
+		ArchiveAgent        func(childComplexity int, id int, archived *bool) int
 		ArchiveConversation func(childComplexity int, input model.ArchiveConversationInput) int
 		AttachFile          func(childComplexity int, input model.AttachFileInput) int
 		CancelTurn          func(childComplexity int, id int) int
@@ -516,8 +531,12 @@ type ComplexityRoot struct {
 		CreateKnowledgeBase func(childComplexity int, input model.CreateKnowledgeBaseInput) int
 		CreateUser          func(childComplexity int, input model.CreateUserInput) int
 		DeactivateUser      func(childComplexity int, input model.DeactivateUserInput) int
+		DeleteAgent         func(childComplexity int, id int) int
 		DeleteConversation  func(childComplexity int, id int) int
+		DeleteDocument      func(childComplexity int, input model.DeleteDocumentInput) int
 		DeleteFile          func(childComplexity int, conversationID *int, path string) int
+		DeleteKnowledgeBase func(childComplexity int, input model.DeleteKnowledgeBaseInput) int
+		DeleteSkill         func(childComplexity int, input model.DeleteSkillInput) int
 		EditFile            func(childComplexity int, conversationID *int, path string, edits []*workspace.EditInput) int
 		ForgetMemory        func(childComplexity int, id int) int
 		InspectArtifact     func(childComplexity int, conversationID *int, artifactID int, pages []int) int
@@ -525,14 +544,17 @@ type ComplexityRoot struct {
 		MemoryWrite         func(childComplexity int, conversationID *int, facts []*model.MemoryFactInput) int
 		PrintPDF            func(childComplexity int, conversationID *int, artifactID int, path string) int
 		PublishSkill        func(childComplexity int, input model.PublishSkillInput) int
+		ReactivateUser      func(childComplexity int, input model.ReactivateUserInput) int
 		RegisterApplication func(childComplexity int, input model.RegisterApplicationInput) int
 		RemoveApplication   func(childComplexity int, input model.RemoveApplicationInput) int
+		RenameConversation  func(childComplexity int, input model.RenameConversationInput) int
 		RevokeAPIToken      func(childComplexity int, id int) int
 		RewriteArtifact     func(childComplexity int, conversationID *int, artifactID int, content string) int
 		RunCode             func(childComplexity int, conversationID *int, code string, toolResults []string) int
 		SendMessage         func(childComplexity int, input model.SendMessageInput) int
 		SetBudget           func(childComplexity int, input model.SetBudgetInput) int
 		SetRateLimits       func(childComplexity int, input model.SetRateLimitsInput) int
+		SetUserRole         func(childComplexity int, input model.SetUserRoleInput) int
 		StartConversation   func(childComplexity int, input model.StartConversationInput) int
 		SuggestNextActions  func(childComplexity int, conversationID *int, suggestions []string) int
 		UpdateAgent         func(childComplexity int, input model.UpdateAgentInput) int
@@ -664,6 +686,10 @@ type ComplexityRoot struct {
 		TurnsAtOnceDefault       func(childComplexity int) int
 	}
 
+	ReactivateUserPayload struct {
+		User func(childComplexity int) int
+	}
+
 	RemoveApplicationPayload struct {
 		ID func(childComplexity int) int
 	}
@@ -672,6 +698,10 @@ type ComplexityRoot struct {
 		Count    func(childComplexity int) int
 		Elements func(childComplexity int) int
 		Selector func(childComplexity int) int
+	}
+
+	SetUserRolePayload struct {
+		User func(childComplexity int) int
 	}
 
 	Skill struct {
@@ -1117,6 +1147,14 @@ type MutationResolver interface {
 	CreateKnowledgeBase(ctx context.Context, input model.CreateKnowledgeBaseInput) (*ent.KnowledgeBase, error)
 	AddDocument(ctx context.Context, input model.AddDocumentInput) (*ent.Document, error)
 	AttachFile(ctx context.Context, input model.AttachFileInput) (*ent.Attachment, error)
+	ArchiveAgent(ctx context.Context, id int, archived *bool) (*ent.Agent, error)
+	DeleteAgent(ctx context.Context, id int) (int, error)
+	RenameConversation(ctx context.Context, input model.RenameConversationInput) (*ent.Conversation, error)
+	ReactivateUser(ctx context.Context, input model.ReactivateUserInput) (*model.ReactivateUserPayload, error)
+	SetUserRole(ctx context.Context, input model.SetUserRoleInput) (*model.SetUserRolePayload, error)
+	DeleteKnowledgeBase(ctx context.Context, input model.DeleteKnowledgeBaseInput) (*model.DeleteKnowledgeBasePayload, error)
+	DeleteDocument(ctx context.Context, input model.DeleteDocumentInput) (*model.DeleteDocumentPayload, error)
+	DeleteSkill(ctx context.Context, input model.DeleteSkillInput) (*model.DeleteSkillPayload, error)
 	UpdateApplication(ctx context.Context, input model.UpdateApplicationInput) (*model.UpdateApplicationPayload, error)
 	RemoveApplication(ctx context.Context, input model.RemoveApplicationInput) (*model.RemoveApplicationPayload, error)
 	UpdateAgent(ctx context.Context, input model.UpdateAgentInput) (*model.UpdateAgentPayload, error)
@@ -1280,6 +1318,12 @@ func (e *executableSchema) Complexity(ctx context.Context, typeName, field strin
 
 		return e.ComplexityRoot.APIToken.User(childComplexity), true
 
+	case "Agent.archivedAt":
+		if e.ComplexityRoot.Agent.ArchivedAt == nil {
+			break
+		}
+
+		return e.ComplexityRoot.Agent.ArchivedAt(childComplexity), true
 	case "Agent.budgetCheck":
 		if e.ComplexityRoot.Agent.BudgetCheck == nil {
 			break
@@ -2249,6 +2293,33 @@ func (e *executableSchema) Complexity(ctx context.Context, typeName, field strin
 
 		return e.ComplexityRoot.DeactivateUserPayload.User(childComplexity), true
 
+	case "DeleteDocumentPayload.deletedId":
+		if e.ComplexityRoot.DeleteDocumentPayload.DeletedID == nil {
+			break
+		}
+
+		return e.ComplexityRoot.DeleteDocumentPayload.DeletedID(childComplexity), true
+
+	case "DeleteKnowledgeBasePayload.deletedId":
+		if e.ComplexityRoot.DeleteKnowledgeBasePayload.DeletedID == nil {
+			break
+		}
+
+		return e.ComplexityRoot.DeleteKnowledgeBasePayload.DeletedID(childComplexity), true
+	case "DeleteKnowledgeBasePayload.documents":
+		if e.ComplexityRoot.DeleteKnowledgeBasePayload.Documents == nil {
+			break
+		}
+
+		return e.ComplexityRoot.DeleteKnowledgeBasePayload.Documents(childComplexity), true
+
+	case "DeleteSkillPayload.deletedId":
+		if e.ComplexityRoot.DeleteSkillPayload.DeletedID == nil {
+			break
+		}
+
+		return e.ComplexityRoot.DeleteSkillPayload.DeletedID(childComplexity), true
+
 	case "Document.chars":
 		if e.ComplexityRoot.Document.Chars == nil {
 			break
@@ -2925,6 +2996,17 @@ func (e *executableSchema) Complexity(ctx context.Context, typeName, field strin
 		}
 
 		return e.ComplexityRoot.Mutation.AnswerClarification(childComplexity, args["input"].(model.AnswerClarificationInput)), true
+	case "Mutation.archiveAgent":
+		if e.ComplexityRoot.Mutation.ArchiveAgent == nil {
+			break
+		}
+
+		args, err := ec.field_Mutation_archiveAgent_args(ctx, rawArgs)
+		if err != nil {
+			return 0, false
+		}
+
+		return e.ComplexityRoot.Mutation.ArchiveAgent(childComplexity, args["id"].(int), args["archived"].(*bool)), true
 	case "Mutation.archiveConversation":
 		if e.ComplexityRoot.Mutation.ArchiveConversation == nil {
 			break
@@ -3024,6 +3106,17 @@ func (e *executableSchema) Complexity(ctx context.Context, typeName, field strin
 		}
 
 		return e.ComplexityRoot.Mutation.DeactivateUser(childComplexity, args["input"].(model.DeactivateUserInput)), true
+	case "Mutation.deleteAgent":
+		if e.ComplexityRoot.Mutation.DeleteAgent == nil {
+			break
+		}
+
+		args, err := ec.field_Mutation_deleteAgent_args(ctx, rawArgs)
+		if err != nil {
+			return 0, false
+		}
+
+		return e.ComplexityRoot.Mutation.DeleteAgent(childComplexity, args["id"].(int)), true
 	case "Mutation.deleteConversation":
 		if e.ComplexityRoot.Mutation.DeleteConversation == nil {
 			break
@@ -3035,6 +3128,17 @@ func (e *executableSchema) Complexity(ctx context.Context, typeName, field strin
 		}
 
 		return e.ComplexityRoot.Mutation.DeleteConversation(childComplexity, args["id"].(int)), true
+	case "Mutation.deleteDocument":
+		if e.ComplexityRoot.Mutation.DeleteDocument == nil {
+			break
+		}
+
+		args, err := ec.field_Mutation_deleteDocument_args(ctx, rawArgs)
+		if err != nil {
+			return 0, false
+		}
+
+		return e.ComplexityRoot.Mutation.DeleteDocument(childComplexity, args["input"].(model.DeleteDocumentInput)), true
 	case "Mutation.deleteFile":
 		if e.ComplexityRoot.Mutation.DeleteFile == nil {
 			break
@@ -3046,6 +3150,28 @@ func (e *executableSchema) Complexity(ctx context.Context, typeName, field strin
 		}
 
 		return e.ComplexityRoot.Mutation.DeleteFile(childComplexity, args["conversationId"].(*int), args["path"].(string)), true
+	case "Mutation.deleteKnowledgeBase":
+		if e.ComplexityRoot.Mutation.DeleteKnowledgeBase == nil {
+			break
+		}
+
+		args, err := ec.field_Mutation_deleteKnowledgeBase_args(ctx, rawArgs)
+		if err != nil {
+			return 0, false
+		}
+
+		return e.ComplexityRoot.Mutation.DeleteKnowledgeBase(childComplexity, args["input"].(model.DeleteKnowledgeBaseInput)), true
+	case "Mutation.deleteSkill":
+		if e.ComplexityRoot.Mutation.DeleteSkill == nil {
+			break
+		}
+
+		args, err := ec.field_Mutation_deleteSkill_args(ctx, rawArgs)
+		if err != nil {
+			return 0, false
+		}
+
+		return e.ComplexityRoot.Mutation.DeleteSkill(childComplexity, args["input"].(model.DeleteSkillInput)), true
 	case "Mutation.editFile":
 		if e.ComplexityRoot.Mutation.EditFile == nil {
 			break
@@ -3123,6 +3249,17 @@ func (e *executableSchema) Complexity(ctx context.Context, typeName, field strin
 		}
 
 		return e.ComplexityRoot.Mutation.PublishSkill(childComplexity, args["input"].(model.PublishSkillInput)), true
+	case "Mutation.reactivateUser":
+		if e.ComplexityRoot.Mutation.ReactivateUser == nil {
+			break
+		}
+
+		args, err := ec.field_Mutation_reactivateUser_args(ctx, rawArgs)
+		if err != nil {
+			return 0, false
+		}
+
+		return e.ComplexityRoot.Mutation.ReactivateUser(childComplexity, args["input"].(model.ReactivateUserInput)), true
 	case "Mutation.registerApplication":
 		if e.ComplexityRoot.Mutation.RegisterApplication == nil {
 			break
@@ -3145,6 +3282,17 @@ func (e *executableSchema) Complexity(ctx context.Context, typeName, field strin
 		}
 
 		return e.ComplexityRoot.Mutation.RemoveApplication(childComplexity, args["input"].(model.RemoveApplicationInput)), true
+	case "Mutation.renameConversation":
+		if e.ComplexityRoot.Mutation.RenameConversation == nil {
+			break
+		}
+
+		args, err := ec.field_Mutation_renameConversation_args(ctx, rawArgs)
+		if err != nil {
+			return 0, false
+		}
+
+		return e.ComplexityRoot.Mutation.RenameConversation(childComplexity, args["input"].(model.RenameConversationInput)), true
 	case "Mutation.revokeAPIToken":
 		if e.ComplexityRoot.Mutation.RevokeAPIToken == nil {
 			break
@@ -3211,6 +3359,17 @@ func (e *executableSchema) Complexity(ctx context.Context, typeName, field strin
 		}
 
 		return e.ComplexityRoot.Mutation.SetRateLimits(childComplexity, args["input"].(model.SetRateLimitsInput)), true
+	case "Mutation.setUserRole":
+		if e.ComplexityRoot.Mutation.SetUserRole == nil {
+			break
+		}
+
+		args, err := ec.field_Mutation_setUserRole_args(ctx, rawArgs)
+		if err != nil {
+			return 0, false
+		}
+
+		return e.ComplexityRoot.Mutation.SetUserRole(childComplexity, args["input"].(model.SetUserRoleInput)), true
 	case "Mutation.startConversation":
 		if e.ComplexityRoot.Mutation.StartConversation == nil {
 			break
@@ -3961,6 +4120,13 @@ func (e *executableSchema) Complexity(ctx context.Context, typeName, field strin
 
 		return e.ComplexityRoot.RateLimits.TurnsAtOnceDefault(childComplexity), true
 
+	case "ReactivateUserPayload.user":
+		if e.ComplexityRoot.ReactivateUserPayload.User == nil {
+			break
+		}
+
+		return e.ComplexityRoot.ReactivateUserPayload.User(childComplexity), true
+
 	case "RemoveApplicationPayload.id":
 		if e.ComplexityRoot.RemoveApplicationPayload.ID == nil {
 			break
@@ -3986,6 +4152,13 @@ func (e *executableSchema) Complexity(ctx context.Context, typeName, field strin
 		}
 
 		return e.ComplexityRoot.SelectorLayout.Selector(childComplexity), true
+
+	case "SetUserRolePayload.user":
+		if e.ComplexityRoot.SetUserRolePayload.User == nil {
+			break
+		}
+
+		return e.ComplexityRoot.SetUserRolePayload.User(childComplexity), true
 
 	case "Skill.createdAt":
 		if e.ComplexityRoot.Skill.CreatedAt == nil {
@@ -5533,6 +5706,9 @@ func (e *executableSchema) Exec(ctx context.Context) graphql.ResponseHandler {
 			graphql.NewInputUnmarshaler("CreateKnowledgeBaseInput", ec.unmarshalInputCreateKnowledgeBaseInput),
 			graphql.NewInputUnmarshaler("CreateUserInput", ec.unmarshalInputCreateUserInput),
 			graphql.NewInputUnmarshaler("DeactivateUserInput", ec.unmarshalInputDeactivateUserInput),
+			graphql.NewInputUnmarshaler("DeleteDocumentInput", ec.unmarshalInputDeleteDocumentInput),
+			graphql.NewInputUnmarshaler("DeleteKnowledgeBaseInput", ec.unmarshalInputDeleteKnowledgeBaseInput),
+			graphql.NewInputUnmarshaler("DeleteSkillInput", ec.unmarshalInputDeleteSkillInput),
 			graphql.NewInputUnmarshaler("DocumentOrder", ec.unmarshalInputDocumentOrder),
 			graphql.NewInputUnmarshaler("ExportContextInput", ec.unmarshalInputExportContextInput),
 			graphql.NewInputUnmarshaler("ExportSourceInput", ec.unmarshalInputExportSourceInput),
@@ -5541,11 +5717,14 @@ func (e *executableSchema) Exec(ctx context.Context) graphql.ResponseHandler {
 			graphql.NewInputUnmarshaler("MemoryOrder", ec.unmarshalInputMemoryOrder),
 			graphql.NewInputUnmarshaler("MoneyInput", ec.unmarshalInputMoneyInput),
 			graphql.NewInputUnmarshaler("PublishSkillInput", ec.unmarshalInputPublishSkillInput),
+			graphql.NewInputUnmarshaler("ReactivateUserInput", ec.unmarshalInputReactivateUserInput),
 			graphql.NewInputUnmarshaler("RegisterApplicationInput", ec.unmarshalInputRegisterApplicationInput),
 			graphql.NewInputUnmarshaler("RemoveApplicationInput", ec.unmarshalInputRemoveApplicationInput),
+			graphql.NewInputUnmarshaler("RenameConversationInput", ec.unmarshalInputRenameConversationInput),
 			graphql.NewInputUnmarshaler("SendMessageInput", ec.unmarshalInputSendMessageInput),
 			graphql.NewInputUnmarshaler("SetBudgetInput", ec.unmarshalInputSetBudgetInput),
 			graphql.NewInputUnmarshaler("SetRateLimitsInput", ec.unmarshalInputSetRateLimitsInput),
+			graphql.NewInputUnmarshaler("SetUserRoleInput", ec.unmarshalInputSetUserRoleInput),
 			graphql.NewInputUnmarshaler("StartConversationInput", ec.unmarshalInputStartConversationInput),
 			graphql.NewInputUnmarshaler("TurnOrder", ec.unmarshalInputTurnOrder),
 			graphql.NewInputUnmarshaler("TurnWhereInput", ec.unmarshalInputTurnWhereInput),
@@ -6616,6 +6795,10 @@ type Agent implements Node {
   How the agent's turns send tool definitions. FULL: every offered definition whole, on every model call. DEFERRED: the always-on tools and get_tool_schema whole, every other tool by name and a line, read whole with get_tool_schema before its first call. AUTO (the default): DEFERRED once the offered definitions pass 6,000 tokens, which only application tools reach; else FULL.
   """
   toolLoading: AgentToolLoading!
+  """
+  When an admin archived the agent: no new conversation starts with it, and its conversations stay readable; none: in use.
+  """
+  archivedAt: Time
 }
 """
 A connection to a list of items.
@@ -8479,6 +8662,116 @@ type PastConversationHit {
   snippet: String!
 }
 `, BuiltIn: false},
+	{Name: "../lifecycle.graphqls", Input: `# Editing and retiring what a portal and an admin manage: agents,
+# conversations, users, knowledge bases, documents and skills. An id outside
+# the caller's reach is NOT_FOUND, word for word like an id of nothing.
+
+extend type Mutation {
+  """
+  Archives an agent, or with archived: false brings it back. An archived
+  agent starts no new conversation (startConversation refuses it); its
+  conversations stay readable and may go on. Admins only.
+  """
+  archiveAgent(id: ID!, archived: Boolean = true): Agent!
+  """
+  Deletes an agent nothing refers to: refused, naming how many, while
+  conversations (archived ones included) were held with it; archive it
+  instead, or delete them first. Answers the id deleted. Admins only.
+  """
+  deleteAgent(id: ID!): ID!
+  "Gives a conversation a new title (at most 500 characters; empty: untitled)."
+  renameConversation(input: RenameConversationInput!): Conversation!
+  "Reactivates a deactivated user: their API tokens that have not expired work again. Admins only."
+  reactivateUser(input: ReactivateUserInput!): ReactivateUserPayload!
+  "Makes a user of the caller's organisation an admin, or a member. An admin cannot change their own role. Admins only."
+  setUserRole(input: SetUserRoleInput!): SetUserRolePayload!
+  """
+  Deletes a knowledge base with its documents and their chunks. Refused,
+  naming them, while agents are bound to it: unbind it first (updateAgent
+  knowledgeBaseIds). Admins only.
+  """
+  deleteKnowledgeBase(input: DeleteKnowledgeBaseInput!): DeleteKnowledgeBasePayload!
+  "Deletes a document of a knowledge base, with its chunks: searches stop finding it at once. Admins only."
+  deleteDocument(input: DeleteDocumentInput!): DeleteDocumentPayload!
+  """
+  Deletes a published skill. Refused, naming them, while agents list it:
+  take it out of their skills first (updateAgent skills). Admins only.
+  """
+  deleteSkill(input: DeleteSkillInput!): DeleteSkillPayload!
+}
+
+"What renameConversation needs."
+input RenameConversationInput {
+  "The conversation to rename."
+  id: ID!
+  "The new title; empty or blank: untitled."
+  title: String!
+}
+
+"What reactivateUser needs."
+input ReactivateUserInput {
+  "The user to reactivate."
+  id: ID!
+}
+
+"What reactivateUser changed."
+type ReactivateUserPayload {
+  "The user as they now are."
+  user: User!
+}
+
+"What setUserRole needs."
+input SetUserRoleInput {
+  "The user whose role changes."
+  id: ID!
+  "True: an admin; false: a member."
+  admin: Boolean!
+}
+
+"What setUserRole changed."
+type SetUserRolePayload {
+  "The user as they now are."
+  user: User!
+}
+
+"What deleteKnowledgeBase needs."
+input DeleteKnowledgeBaseInput {
+  "The knowledge base to delete."
+  id: ID!
+}
+
+"What deleteKnowledgeBase deleted."
+type DeleteKnowledgeBasePayload {
+  "The id deleted."
+  deletedId: ID!
+  "How many documents went with it."
+  documents: Int!
+}
+
+"What deleteDocument needs."
+input DeleteDocumentInput {
+  "The document to delete."
+  id: ID!
+}
+
+"What deleteDocument deleted."
+type DeleteDocumentPayload {
+  "The id deleted."
+  deletedId: ID!
+}
+
+"What deleteSkill needs."
+input DeleteSkillInput {
+  "The skill to delete."
+  id: ID!
+}
+
+"What deleteSkill deleted."
+type DeleteSkillPayload {
+  "The id deleted."
+  deletedId: ID!
+}
+`, BuiltIn: false},
 	{Name: "../manage.graphqls", Input: `# Management a portal and an admin need: applications, agents,
 # conversations and users. Every mutation takes an input object and answers
 # a payload; an id outside the caller's reach is NOT_FOUND, word for word
@@ -9675,6 +9968,8 @@ func (ec *executionContext) childFields_Agent(ctx context.Context, field graphql
 		return ec.fieldContext_Agent_skills(ctx, field)
 	case "toolLoading":
 		return ec.fieldContext_Agent_toolLoading(ctx, field)
+	case "archivedAt":
+		return ec.fieldContext_Agent_archivedAt(ctx, field)
 	}
 	return nil, fmt.Errorf("no field named %q was found under type Agent", field.Name)
 }
@@ -10129,6 +10424,32 @@ func (ec *executionContext) childFields_DeactivateUserPayload(ctx context.Contex
 		return ec.fieldContext_DeactivateUserPayload_user(ctx, field)
 	}
 	return nil, fmt.Errorf("no field named %q was found under type DeactivateUserPayload", field.Name)
+}
+
+func (ec *executionContext) childFields_DeleteDocumentPayload(ctx context.Context, field graphql.CollectedField) (*graphql.FieldContext, error) {
+	switch field.Name {
+	case "deletedId":
+		return ec.fieldContext_DeleteDocumentPayload_deletedId(ctx, field)
+	}
+	return nil, fmt.Errorf("no field named %q was found under type DeleteDocumentPayload", field.Name)
+}
+
+func (ec *executionContext) childFields_DeleteKnowledgeBasePayload(ctx context.Context, field graphql.CollectedField) (*graphql.FieldContext, error) {
+	switch field.Name {
+	case "deletedId":
+		return ec.fieldContext_DeleteKnowledgeBasePayload_deletedId(ctx, field)
+	case "documents":
+		return ec.fieldContext_DeleteKnowledgeBasePayload_documents(ctx, field)
+	}
+	return nil, fmt.Errorf("no field named %q was found under type DeleteKnowledgeBasePayload", field.Name)
+}
+
+func (ec *executionContext) childFields_DeleteSkillPayload(ctx context.Context, field graphql.CollectedField) (*graphql.FieldContext, error) {
+	switch field.Name {
+	case "deletedId":
+		return ec.fieldContext_DeleteSkillPayload_deletedId(ctx, field)
+	}
+	return nil, fmt.Errorf("no field named %q was found under type DeleteSkillPayload", field.Name)
 }
 
 func (ec *executionContext) childFields_Document(ctx context.Context, field graphql.CollectedField) (*graphql.FieldContext, error) {
@@ -10651,6 +10972,14 @@ func (ec *executionContext) childFields_RateLimits(ctx context.Context, field gr
 	return nil, fmt.Errorf("no field named %q was found under type RateLimits", field.Name)
 }
 
+func (ec *executionContext) childFields_ReactivateUserPayload(ctx context.Context, field graphql.CollectedField) (*graphql.FieldContext, error) {
+	switch field.Name {
+	case "user":
+		return ec.fieldContext_ReactivateUserPayload_user(ctx, field)
+	}
+	return nil, fmt.Errorf("no field named %q was found under type ReactivateUserPayload", field.Name)
+}
+
 func (ec *executionContext) childFields_RemoveApplicationPayload(ctx context.Context, field graphql.CollectedField) (*graphql.FieldContext, error) {
 	switch field.Name {
 	case "id":
@@ -10669,6 +10998,14 @@ func (ec *executionContext) childFields_SelectorLayout(ctx context.Context, fiel
 		return ec.fieldContext_SelectorLayout_elements(ctx, field)
 	}
 	return nil, fmt.Errorf("no field named %q was found under type SelectorLayout", field.Name)
+}
+
+func (ec *executionContext) childFields_SetUserRolePayload(ctx context.Context, field graphql.CollectedField) (*graphql.FieldContext, error) {
+	switch field.Name {
+	case "user":
+		return ec.fieldContext_SetUserRolePayload_user(ctx, field)
+	}
+	return nil, fmt.Errorf("no field named %q was found under type SetUserRolePayload", field.Name)
 }
 
 func (ec *executionContext) childFields_Skill(ctx context.Context, field graphql.CollectedField) (*graphql.FieldContext, error) {
@@ -11691,6 +12028,28 @@ func (ec *executionContext) field_Mutation_answerClarification_args(ctx context.
 	return args, nil
 }
 
+func (ec *executionContext) field_Mutation_archiveAgent_args(ctx context.Context, rawArgs map[string]any) (map[string]any, error) {
+	var err error
+	args := map[string]any{}
+	arg0, err := graphql.ProcessArgField(ctx, rawArgs, "id",
+		func(ctx context.Context, v any) (int, error) {
+			return ec.unmarshalNID2int(ctx, v)
+		})
+	if err != nil {
+		return nil, err
+	}
+	args["id"] = arg0
+	arg1, err := graphql.ProcessArgField(ctx, rawArgs, "archived",
+		func(ctx context.Context, v any) (*bool, error) {
+			return ec.unmarshalOBoolean2ᚖbool(ctx, v)
+		})
+	if err != nil {
+		return nil, err
+	}
+	args["archived"] = arg1
+	return args, nil
+}
+
 func (ec *executionContext) field_Mutation_archiveConversation_args(ctx context.Context, rawArgs map[string]any) (map[string]any, error) {
 	var err error
 	args := map[string]any{}
@@ -11841,6 +12200,20 @@ func (ec *executionContext) field_Mutation_deactivateUser_args(ctx context.Conte
 	return args, nil
 }
 
+func (ec *executionContext) field_Mutation_deleteAgent_args(ctx context.Context, rawArgs map[string]any) (map[string]any, error) {
+	var err error
+	args := map[string]any{}
+	arg0, err := graphql.ProcessArgField(ctx, rawArgs, "id",
+		func(ctx context.Context, v any) (int, error) {
+			return ec.unmarshalNID2int(ctx, v)
+		})
+	if err != nil {
+		return nil, err
+	}
+	args["id"] = arg0
+	return args, nil
+}
+
 func (ec *executionContext) field_Mutation_deleteConversation_args(ctx context.Context, rawArgs map[string]any) (map[string]any, error) {
 	var err error
 	args := map[string]any{}
@@ -11852,6 +12225,20 @@ func (ec *executionContext) field_Mutation_deleteConversation_args(ctx context.C
 		return nil, err
 	}
 	args["id"] = arg0
+	return args, nil
+}
+
+func (ec *executionContext) field_Mutation_deleteDocument_args(ctx context.Context, rawArgs map[string]any) (map[string]any, error) {
+	var err error
+	args := map[string]any{}
+	arg0, err := graphql.ProcessArgField(ctx, rawArgs, "input",
+		func(ctx context.Context, v any) (model.DeleteDocumentInput, error) {
+			return ec.unmarshalNDeleteDocumentInput2githubᚗcomᚋtoolgateᚋtoolgateᚋgraphᚋmodelᚐDeleteDocumentInput(ctx, v)
+		})
+	if err != nil {
+		return nil, err
+	}
+	args["input"] = arg0
 	return args, nil
 }
 
@@ -11874,6 +12261,34 @@ func (ec *executionContext) field_Mutation_deleteFile_args(ctx context.Context, 
 		return nil, err
 	}
 	args["path"] = arg1
+	return args, nil
+}
+
+func (ec *executionContext) field_Mutation_deleteKnowledgeBase_args(ctx context.Context, rawArgs map[string]any) (map[string]any, error) {
+	var err error
+	args := map[string]any{}
+	arg0, err := graphql.ProcessArgField(ctx, rawArgs, "input",
+		func(ctx context.Context, v any) (model.DeleteKnowledgeBaseInput, error) {
+			return ec.unmarshalNDeleteKnowledgeBaseInput2githubᚗcomᚋtoolgateᚋtoolgateᚋgraphᚋmodelᚐDeleteKnowledgeBaseInput(ctx, v)
+		})
+	if err != nil {
+		return nil, err
+	}
+	args["input"] = arg0
+	return args, nil
+}
+
+func (ec *executionContext) field_Mutation_deleteSkill_args(ctx context.Context, rawArgs map[string]any) (map[string]any, error) {
+	var err error
+	args := map[string]any{}
+	arg0, err := graphql.ProcessArgField(ctx, rawArgs, "input",
+		func(ctx context.Context, v any) (model.DeleteSkillInput, error) {
+			return ec.unmarshalNDeleteSkillInput2githubᚗcomᚋtoolgateᚋtoolgateᚋgraphᚋmodelᚐDeleteSkillInput(ctx, v)
+		})
+	if err != nil {
+		return nil, err
+	}
+	args["input"] = arg0
 	return args, nil
 }
 
@@ -12039,6 +12454,20 @@ func (ec *executionContext) field_Mutation_publishSkill_args(ctx context.Context
 	return args, nil
 }
 
+func (ec *executionContext) field_Mutation_reactivateUser_args(ctx context.Context, rawArgs map[string]any) (map[string]any, error) {
+	var err error
+	args := map[string]any{}
+	arg0, err := graphql.ProcessArgField(ctx, rawArgs, "input",
+		func(ctx context.Context, v any) (model.ReactivateUserInput, error) {
+			return ec.unmarshalNReactivateUserInput2githubᚗcomᚋtoolgateᚋtoolgateᚋgraphᚋmodelᚐReactivateUserInput(ctx, v)
+		})
+	if err != nil {
+		return nil, err
+	}
+	args["input"] = arg0
+	return args, nil
+}
+
 func (ec *executionContext) field_Mutation_registerApplication_args(ctx context.Context, rawArgs map[string]any) (map[string]any, error) {
 	var err error
 	args := map[string]any{}
@@ -12059,6 +12488,20 @@ func (ec *executionContext) field_Mutation_removeApplication_args(ctx context.Co
 	arg0, err := graphql.ProcessArgField(ctx, rawArgs, "input",
 		func(ctx context.Context, v any) (model.RemoveApplicationInput, error) {
 			return ec.unmarshalNRemoveApplicationInput2githubᚗcomᚋtoolgateᚋtoolgateᚋgraphᚋmodelᚐRemoveApplicationInput(ctx, v)
+		})
+	if err != nil {
+		return nil, err
+	}
+	args["input"] = arg0
+	return args, nil
+}
+
+func (ec *executionContext) field_Mutation_renameConversation_args(ctx context.Context, rawArgs map[string]any) (map[string]any, error) {
+	var err error
+	args := map[string]any{}
+	arg0, err := graphql.ProcessArgField(ctx, rawArgs, "input",
+		func(ctx context.Context, v any) (model.RenameConversationInput, error) {
+			return ec.unmarshalNRenameConversationInput2githubᚗcomᚋtoolgateᚋtoolgateᚋgraphᚋmodelᚐRenameConversationInput(ctx, v)
 		})
 	if err != nil {
 		return nil, err
@@ -12175,6 +12618,20 @@ func (ec *executionContext) field_Mutation_setRateLimits_args(ctx context.Contex
 	arg0, err := graphql.ProcessArgField(ctx, rawArgs, "input",
 		func(ctx context.Context, v any) (model.SetRateLimitsInput, error) {
 			return ec.unmarshalNSetRateLimitsInput2githubᚗcomᚋtoolgateᚋtoolgateᚋgraphᚋmodelᚐSetRateLimitsInput(ctx, v)
+		})
+	if err != nil {
+		return nil, err
+	}
+	args["input"] = arg0
+	return args, nil
+}
+
+func (ec *executionContext) field_Mutation_setUserRole_args(ctx context.Context, rawArgs map[string]any) (map[string]any, error) {
+	var err error
+	args := map[string]any{}
+	arg0, err := graphql.ProcessArgField(ctx, rawArgs, "input",
+		func(ctx context.Context, v any) (model.SetUserRoleInput, error) {
+			return ec.unmarshalNSetUserRoleInput2githubᚗcomᚋtoolgateᚋtoolgateᚋgraphᚋmodelᚐSetUserRoleInput(ctx, v)
 		})
 	if err != nil {
 		return nil, err
@@ -13906,6 +14363,29 @@ func (ec *executionContext) _Agent_toolLoading(ctx context.Context, field graphq
 }
 func (ec *executionContext) fieldContext_Agent_toolLoading(_ context.Context, field graphql.CollectedField) (fc *graphql.FieldContext, err error) {
 	return graphql.NewScalarFieldContext("Agent", field, false, false, "AgentToolLoading")
+}
+
+func (ec *executionContext) _Agent_archivedAt(ctx context.Context, field graphql.CollectedField, obj *ent.Agent) (ret graphql.Marshaler) {
+	return graphql.ResolveField(
+		ctx,
+		ec.OperationContext,
+		field,
+		func(ctx context.Context, field graphql.CollectedField) (*graphql.FieldContext, error) {
+			return ec.fieldContext_Agent_archivedAt(ctx, field)
+		},
+		func(ctx context.Context) (any, error) {
+			return obj.ArchivedAt, nil
+		},
+		nil,
+		func(ctx context.Context, selections ast.SelectionSet, v *time.Time) graphql.Marshaler {
+			return ec.marshalOTime2ᚖtimeᚐTime(ctx, selections, v)
+		},
+		true,
+		false,
+	)
+}
+func (ec *executionContext) fieldContext_Agent_archivedAt(_ context.Context, field graphql.CollectedField) (fc *graphql.FieldContext, err error) {
+	return graphql.NewScalarFieldContext("Agent", field, false, false, "Time")
 }
 
 func (ec *executionContext) _AgentConnection_edges(ctx context.Context, field graphql.CollectedField, obj *ent.AgentConnection) (ret graphql.Marshaler) {
@@ -17597,6 +18077,98 @@ func (ec *executionContext) fieldContext_DeactivateUserPayload_user(_ context.Co
 	return fc, nil
 }
 
+func (ec *executionContext) _DeleteDocumentPayload_deletedId(ctx context.Context, field graphql.CollectedField, obj *model.DeleteDocumentPayload) (ret graphql.Marshaler) {
+	return graphql.ResolveField(
+		ctx,
+		ec.OperationContext,
+		field,
+		func(ctx context.Context, field graphql.CollectedField) (*graphql.FieldContext, error) {
+			return ec.fieldContext_DeleteDocumentPayload_deletedId(ctx, field)
+		},
+		func(ctx context.Context) (any, error) {
+			return obj.DeletedID, nil
+		},
+		nil,
+		func(ctx context.Context, selections ast.SelectionSet, v int) graphql.Marshaler {
+			return ec.marshalNID2int(ctx, selections, v)
+		},
+		true,
+		true,
+	)
+}
+func (ec *executionContext) fieldContext_DeleteDocumentPayload_deletedId(_ context.Context, field graphql.CollectedField) (fc *graphql.FieldContext, err error) {
+	return graphql.NewScalarFieldContext("DeleteDocumentPayload", field, false, false, "ID")
+}
+
+func (ec *executionContext) _DeleteKnowledgeBasePayload_deletedId(ctx context.Context, field graphql.CollectedField, obj *model.DeleteKnowledgeBasePayload) (ret graphql.Marshaler) {
+	return graphql.ResolveField(
+		ctx,
+		ec.OperationContext,
+		field,
+		func(ctx context.Context, field graphql.CollectedField) (*graphql.FieldContext, error) {
+			return ec.fieldContext_DeleteKnowledgeBasePayload_deletedId(ctx, field)
+		},
+		func(ctx context.Context) (any, error) {
+			return obj.DeletedID, nil
+		},
+		nil,
+		func(ctx context.Context, selections ast.SelectionSet, v int) graphql.Marshaler {
+			return ec.marshalNID2int(ctx, selections, v)
+		},
+		true,
+		true,
+	)
+}
+func (ec *executionContext) fieldContext_DeleteKnowledgeBasePayload_deletedId(_ context.Context, field graphql.CollectedField) (fc *graphql.FieldContext, err error) {
+	return graphql.NewScalarFieldContext("DeleteKnowledgeBasePayload", field, false, false, "ID")
+}
+
+func (ec *executionContext) _DeleteKnowledgeBasePayload_documents(ctx context.Context, field graphql.CollectedField, obj *model.DeleteKnowledgeBasePayload) (ret graphql.Marshaler) {
+	return graphql.ResolveField(
+		ctx,
+		ec.OperationContext,
+		field,
+		func(ctx context.Context, field graphql.CollectedField) (*graphql.FieldContext, error) {
+			return ec.fieldContext_DeleteKnowledgeBasePayload_documents(ctx, field)
+		},
+		func(ctx context.Context) (any, error) {
+			return obj.Documents, nil
+		},
+		nil,
+		func(ctx context.Context, selections ast.SelectionSet, v int) graphql.Marshaler {
+			return ec.marshalNInt2int(ctx, selections, v)
+		},
+		true,
+		true,
+	)
+}
+func (ec *executionContext) fieldContext_DeleteKnowledgeBasePayload_documents(_ context.Context, field graphql.CollectedField) (fc *graphql.FieldContext, err error) {
+	return graphql.NewScalarFieldContext("DeleteKnowledgeBasePayload", field, false, false, "Int")
+}
+
+func (ec *executionContext) _DeleteSkillPayload_deletedId(ctx context.Context, field graphql.CollectedField, obj *model.DeleteSkillPayload) (ret graphql.Marshaler) {
+	return graphql.ResolveField(
+		ctx,
+		ec.OperationContext,
+		field,
+		func(ctx context.Context, field graphql.CollectedField) (*graphql.FieldContext, error) {
+			return ec.fieldContext_DeleteSkillPayload_deletedId(ctx, field)
+		},
+		func(ctx context.Context) (any, error) {
+			return obj.DeletedID, nil
+		},
+		nil,
+		func(ctx context.Context, selections ast.SelectionSet, v int) graphql.Marshaler {
+			return ec.marshalNID2int(ctx, selections, v)
+		},
+		true,
+		true,
+	)
+}
+func (ec *executionContext) fieldContext_DeleteSkillPayload_deletedId(_ context.Context, field graphql.CollectedField) (fc *graphql.FieldContext, err error) {
+	return graphql.NewScalarFieldContext("DeleteSkillPayload", field, false, false, "ID")
+}
+
 func (ec *executionContext) _Document_id(ctx context.Context, field graphql.CollectedField, obj *ent.Document) (ret graphql.Marshaler) {
 	return graphql.ResolveField(
 		ctx,
@@ -20923,6 +21495,358 @@ func (ec *executionContext) fieldContext_Mutation_attachFile(ctx context.Context
 	}()
 	ctx = graphql.WithFieldContext(ctx, fc)
 	if fc.Args, err = ec.field_Mutation_attachFile_args(ctx, field.ArgumentMap(ec.Variables)); err != nil {
+		ec.Error(ctx, err)
+		return fc, err
+	}
+	return fc, nil
+}
+
+func (ec *executionContext) _Mutation_archiveAgent(ctx context.Context, field graphql.CollectedField) (ret graphql.Marshaler) {
+	return graphql.ResolveField(
+		ctx,
+		ec.OperationContext,
+		field,
+		func(ctx context.Context, field graphql.CollectedField) (*graphql.FieldContext, error) {
+			return ec.fieldContext_Mutation_archiveAgent(ctx, field)
+		},
+		func(ctx context.Context) (any, error) {
+			fc := graphql.GetFieldContext(ctx)
+			return ec.Resolvers.Mutation().ArchiveAgent(ctx, fc.Args["id"].(int), fc.Args["archived"].(*bool))
+		},
+		nil,
+		func(ctx context.Context, selections ast.SelectionSet, v *ent.Agent) graphql.Marshaler {
+			return ec.marshalNAgent2ᚖgithubᚗcomᚋtoolgateᚋtoolgateᚋentᚐAgent(ctx, selections, v)
+		},
+		true,
+		true,
+	)
+}
+func (ec *executionContext) fieldContext_Mutation_archiveAgent(ctx context.Context, field graphql.CollectedField) (fc *graphql.FieldContext, err error) {
+	fc = &graphql.FieldContext{
+		Object:     "Mutation",
+		Field:      field,
+		IsMethod:   true,
+		IsResolver: true,
+		Child: func(ctx context.Context, field graphql.CollectedField) (*graphql.FieldContext, error) {
+			return ec.childFields_Agent(ctx, field)
+		},
+	}
+	defer func() {
+		if r := recover(); r != nil {
+			err = ec.Recover(ctx, r)
+			ec.Error(ctx, err)
+		}
+	}()
+	ctx = graphql.WithFieldContext(ctx, fc)
+	if fc.Args, err = ec.field_Mutation_archiveAgent_args(ctx, field.ArgumentMap(ec.Variables)); err != nil {
+		ec.Error(ctx, err)
+		return fc, err
+	}
+	return fc, nil
+}
+
+func (ec *executionContext) _Mutation_deleteAgent(ctx context.Context, field graphql.CollectedField) (ret graphql.Marshaler) {
+	return graphql.ResolveField(
+		ctx,
+		ec.OperationContext,
+		field,
+		func(ctx context.Context, field graphql.CollectedField) (*graphql.FieldContext, error) {
+			return ec.fieldContext_Mutation_deleteAgent(ctx, field)
+		},
+		func(ctx context.Context) (any, error) {
+			fc := graphql.GetFieldContext(ctx)
+			return ec.Resolvers.Mutation().DeleteAgent(ctx, fc.Args["id"].(int))
+		},
+		nil,
+		func(ctx context.Context, selections ast.SelectionSet, v int) graphql.Marshaler {
+			return ec.marshalNID2int(ctx, selections, v)
+		},
+		true,
+		true,
+	)
+}
+func (ec *executionContext) fieldContext_Mutation_deleteAgent(ctx context.Context, field graphql.CollectedField) (fc *graphql.FieldContext, err error) {
+	fc = &graphql.FieldContext{
+		Object:     "Mutation",
+		Field:      field,
+		IsMethod:   true,
+		IsResolver: true,
+		Child: func(ctx context.Context, field graphql.CollectedField) (*graphql.FieldContext, error) {
+			return nil, errors.New("field of type ID does not have child fields")
+		},
+	}
+	defer func() {
+		if r := recover(); r != nil {
+			err = ec.Recover(ctx, r)
+			ec.Error(ctx, err)
+		}
+	}()
+	ctx = graphql.WithFieldContext(ctx, fc)
+	if fc.Args, err = ec.field_Mutation_deleteAgent_args(ctx, field.ArgumentMap(ec.Variables)); err != nil {
+		ec.Error(ctx, err)
+		return fc, err
+	}
+	return fc, nil
+}
+
+func (ec *executionContext) _Mutation_renameConversation(ctx context.Context, field graphql.CollectedField) (ret graphql.Marshaler) {
+	return graphql.ResolveField(
+		ctx,
+		ec.OperationContext,
+		field,
+		func(ctx context.Context, field graphql.CollectedField) (*graphql.FieldContext, error) {
+			return ec.fieldContext_Mutation_renameConversation(ctx, field)
+		},
+		func(ctx context.Context) (any, error) {
+			fc := graphql.GetFieldContext(ctx)
+			return ec.Resolvers.Mutation().RenameConversation(ctx, fc.Args["input"].(model.RenameConversationInput))
+		},
+		nil,
+		func(ctx context.Context, selections ast.SelectionSet, v *ent.Conversation) graphql.Marshaler {
+			return ec.marshalNConversation2ᚖgithubᚗcomᚋtoolgateᚋtoolgateᚋentᚐConversation(ctx, selections, v)
+		},
+		true,
+		true,
+	)
+}
+func (ec *executionContext) fieldContext_Mutation_renameConversation(ctx context.Context, field graphql.CollectedField) (fc *graphql.FieldContext, err error) {
+	fc = &graphql.FieldContext{
+		Object:     "Mutation",
+		Field:      field,
+		IsMethod:   true,
+		IsResolver: true,
+		Child: func(ctx context.Context, field graphql.CollectedField) (*graphql.FieldContext, error) {
+			return ec.childFields_Conversation(ctx, field)
+		},
+	}
+	defer func() {
+		if r := recover(); r != nil {
+			err = ec.Recover(ctx, r)
+			ec.Error(ctx, err)
+		}
+	}()
+	ctx = graphql.WithFieldContext(ctx, fc)
+	if fc.Args, err = ec.field_Mutation_renameConversation_args(ctx, field.ArgumentMap(ec.Variables)); err != nil {
+		ec.Error(ctx, err)
+		return fc, err
+	}
+	return fc, nil
+}
+
+func (ec *executionContext) _Mutation_reactivateUser(ctx context.Context, field graphql.CollectedField) (ret graphql.Marshaler) {
+	return graphql.ResolveField(
+		ctx,
+		ec.OperationContext,
+		field,
+		func(ctx context.Context, field graphql.CollectedField) (*graphql.FieldContext, error) {
+			return ec.fieldContext_Mutation_reactivateUser(ctx, field)
+		},
+		func(ctx context.Context) (any, error) {
+			fc := graphql.GetFieldContext(ctx)
+			return ec.Resolvers.Mutation().ReactivateUser(ctx, fc.Args["input"].(model.ReactivateUserInput))
+		},
+		nil,
+		func(ctx context.Context, selections ast.SelectionSet, v *model.ReactivateUserPayload) graphql.Marshaler {
+			return ec.marshalNReactivateUserPayload2ᚖgithubᚗcomᚋtoolgateᚋtoolgateᚋgraphᚋmodelᚐReactivateUserPayload(ctx, selections, v)
+		},
+		true,
+		true,
+	)
+}
+func (ec *executionContext) fieldContext_Mutation_reactivateUser(ctx context.Context, field graphql.CollectedField) (fc *graphql.FieldContext, err error) {
+	fc = &graphql.FieldContext{
+		Object:     "Mutation",
+		Field:      field,
+		IsMethod:   true,
+		IsResolver: true,
+		Child: func(ctx context.Context, field graphql.CollectedField) (*graphql.FieldContext, error) {
+			return ec.childFields_ReactivateUserPayload(ctx, field)
+		},
+	}
+	defer func() {
+		if r := recover(); r != nil {
+			err = ec.Recover(ctx, r)
+			ec.Error(ctx, err)
+		}
+	}()
+	ctx = graphql.WithFieldContext(ctx, fc)
+	if fc.Args, err = ec.field_Mutation_reactivateUser_args(ctx, field.ArgumentMap(ec.Variables)); err != nil {
+		ec.Error(ctx, err)
+		return fc, err
+	}
+	return fc, nil
+}
+
+func (ec *executionContext) _Mutation_setUserRole(ctx context.Context, field graphql.CollectedField) (ret graphql.Marshaler) {
+	return graphql.ResolveField(
+		ctx,
+		ec.OperationContext,
+		field,
+		func(ctx context.Context, field graphql.CollectedField) (*graphql.FieldContext, error) {
+			return ec.fieldContext_Mutation_setUserRole(ctx, field)
+		},
+		func(ctx context.Context) (any, error) {
+			fc := graphql.GetFieldContext(ctx)
+			return ec.Resolvers.Mutation().SetUserRole(ctx, fc.Args["input"].(model.SetUserRoleInput))
+		},
+		nil,
+		func(ctx context.Context, selections ast.SelectionSet, v *model.SetUserRolePayload) graphql.Marshaler {
+			return ec.marshalNSetUserRolePayload2ᚖgithubᚗcomᚋtoolgateᚋtoolgateᚋgraphᚋmodelᚐSetUserRolePayload(ctx, selections, v)
+		},
+		true,
+		true,
+	)
+}
+func (ec *executionContext) fieldContext_Mutation_setUserRole(ctx context.Context, field graphql.CollectedField) (fc *graphql.FieldContext, err error) {
+	fc = &graphql.FieldContext{
+		Object:     "Mutation",
+		Field:      field,
+		IsMethod:   true,
+		IsResolver: true,
+		Child: func(ctx context.Context, field graphql.CollectedField) (*graphql.FieldContext, error) {
+			return ec.childFields_SetUserRolePayload(ctx, field)
+		},
+	}
+	defer func() {
+		if r := recover(); r != nil {
+			err = ec.Recover(ctx, r)
+			ec.Error(ctx, err)
+		}
+	}()
+	ctx = graphql.WithFieldContext(ctx, fc)
+	if fc.Args, err = ec.field_Mutation_setUserRole_args(ctx, field.ArgumentMap(ec.Variables)); err != nil {
+		ec.Error(ctx, err)
+		return fc, err
+	}
+	return fc, nil
+}
+
+func (ec *executionContext) _Mutation_deleteKnowledgeBase(ctx context.Context, field graphql.CollectedField) (ret graphql.Marshaler) {
+	return graphql.ResolveField(
+		ctx,
+		ec.OperationContext,
+		field,
+		func(ctx context.Context, field graphql.CollectedField) (*graphql.FieldContext, error) {
+			return ec.fieldContext_Mutation_deleteKnowledgeBase(ctx, field)
+		},
+		func(ctx context.Context) (any, error) {
+			fc := graphql.GetFieldContext(ctx)
+			return ec.Resolvers.Mutation().DeleteKnowledgeBase(ctx, fc.Args["input"].(model.DeleteKnowledgeBaseInput))
+		},
+		nil,
+		func(ctx context.Context, selections ast.SelectionSet, v *model.DeleteKnowledgeBasePayload) graphql.Marshaler {
+			return ec.marshalNDeleteKnowledgeBasePayload2ᚖgithubᚗcomᚋtoolgateᚋtoolgateᚋgraphᚋmodelᚐDeleteKnowledgeBasePayload(ctx, selections, v)
+		},
+		true,
+		true,
+	)
+}
+func (ec *executionContext) fieldContext_Mutation_deleteKnowledgeBase(ctx context.Context, field graphql.CollectedField) (fc *graphql.FieldContext, err error) {
+	fc = &graphql.FieldContext{
+		Object:     "Mutation",
+		Field:      field,
+		IsMethod:   true,
+		IsResolver: true,
+		Child: func(ctx context.Context, field graphql.CollectedField) (*graphql.FieldContext, error) {
+			return ec.childFields_DeleteKnowledgeBasePayload(ctx, field)
+		},
+	}
+	defer func() {
+		if r := recover(); r != nil {
+			err = ec.Recover(ctx, r)
+			ec.Error(ctx, err)
+		}
+	}()
+	ctx = graphql.WithFieldContext(ctx, fc)
+	if fc.Args, err = ec.field_Mutation_deleteKnowledgeBase_args(ctx, field.ArgumentMap(ec.Variables)); err != nil {
+		ec.Error(ctx, err)
+		return fc, err
+	}
+	return fc, nil
+}
+
+func (ec *executionContext) _Mutation_deleteDocument(ctx context.Context, field graphql.CollectedField) (ret graphql.Marshaler) {
+	return graphql.ResolveField(
+		ctx,
+		ec.OperationContext,
+		field,
+		func(ctx context.Context, field graphql.CollectedField) (*graphql.FieldContext, error) {
+			return ec.fieldContext_Mutation_deleteDocument(ctx, field)
+		},
+		func(ctx context.Context) (any, error) {
+			fc := graphql.GetFieldContext(ctx)
+			return ec.Resolvers.Mutation().DeleteDocument(ctx, fc.Args["input"].(model.DeleteDocumentInput))
+		},
+		nil,
+		func(ctx context.Context, selections ast.SelectionSet, v *model.DeleteDocumentPayload) graphql.Marshaler {
+			return ec.marshalNDeleteDocumentPayload2ᚖgithubᚗcomᚋtoolgateᚋtoolgateᚋgraphᚋmodelᚐDeleteDocumentPayload(ctx, selections, v)
+		},
+		true,
+		true,
+	)
+}
+func (ec *executionContext) fieldContext_Mutation_deleteDocument(ctx context.Context, field graphql.CollectedField) (fc *graphql.FieldContext, err error) {
+	fc = &graphql.FieldContext{
+		Object:     "Mutation",
+		Field:      field,
+		IsMethod:   true,
+		IsResolver: true,
+		Child: func(ctx context.Context, field graphql.CollectedField) (*graphql.FieldContext, error) {
+			return ec.childFields_DeleteDocumentPayload(ctx, field)
+		},
+	}
+	defer func() {
+		if r := recover(); r != nil {
+			err = ec.Recover(ctx, r)
+			ec.Error(ctx, err)
+		}
+	}()
+	ctx = graphql.WithFieldContext(ctx, fc)
+	if fc.Args, err = ec.field_Mutation_deleteDocument_args(ctx, field.ArgumentMap(ec.Variables)); err != nil {
+		ec.Error(ctx, err)
+		return fc, err
+	}
+	return fc, nil
+}
+
+func (ec *executionContext) _Mutation_deleteSkill(ctx context.Context, field graphql.CollectedField) (ret graphql.Marshaler) {
+	return graphql.ResolveField(
+		ctx,
+		ec.OperationContext,
+		field,
+		func(ctx context.Context, field graphql.CollectedField) (*graphql.FieldContext, error) {
+			return ec.fieldContext_Mutation_deleteSkill(ctx, field)
+		},
+		func(ctx context.Context) (any, error) {
+			fc := graphql.GetFieldContext(ctx)
+			return ec.Resolvers.Mutation().DeleteSkill(ctx, fc.Args["input"].(model.DeleteSkillInput))
+		},
+		nil,
+		func(ctx context.Context, selections ast.SelectionSet, v *model.DeleteSkillPayload) graphql.Marshaler {
+			return ec.marshalNDeleteSkillPayload2ᚖgithubᚗcomᚋtoolgateᚋtoolgateᚋgraphᚋmodelᚐDeleteSkillPayload(ctx, selections, v)
+		},
+		true,
+		true,
+	)
+}
+func (ec *executionContext) fieldContext_Mutation_deleteSkill(ctx context.Context, field graphql.CollectedField) (fc *graphql.FieldContext, err error) {
+	fc = &graphql.FieldContext{
+		Object:     "Mutation",
+		Field:      field,
+		IsMethod:   true,
+		IsResolver: true,
+		Child: func(ctx context.Context, field graphql.CollectedField) (*graphql.FieldContext, error) {
+			return ec.childFields_DeleteSkillPayload(ctx, field)
+		},
+	}
+	defer func() {
+		if r := recover(); r != nil {
+			err = ec.Recover(ctx, r)
+			ec.Error(ctx, err)
+		}
+	}()
+	ctx = graphql.WithFieldContext(ctx, fc)
+	if fc.Args, err = ec.field_Mutation_deleteSkill_args(ctx, field.ArgumentMap(ec.Variables)); err != nil {
 		ec.Error(ctx, err)
 		return fc, err
 	}
@@ -24495,6 +25419,38 @@ func (ec *executionContext) fieldContext_RateLimits_turnsAtOnceDefault(_ context
 	return graphql.NewScalarFieldContext("RateLimits", field, false, false, "Boolean")
 }
 
+func (ec *executionContext) _ReactivateUserPayload_user(ctx context.Context, field graphql.CollectedField, obj *model.ReactivateUserPayload) (ret graphql.Marshaler) {
+	return graphql.ResolveField(
+		ctx,
+		ec.OperationContext,
+		field,
+		func(ctx context.Context, field graphql.CollectedField) (*graphql.FieldContext, error) {
+			return ec.fieldContext_ReactivateUserPayload_user(ctx, field)
+		},
+		func(ctx context.Context) (any, error) {
+			return obj.User, nil
+		},
+		nil,
+		func(ctx context.Context, selections ast.SelectionSet, v *ent.User) graphql.Marshaler {
+			return ec.marshalNUser2ᚖgithubᚗcomᚋtoolgateᚋtoolgateᚋentᚐUser(ctx, selections, v)
+		},
+		true,
+		true,
+	)
+}
+func (ec *executionContext) fieldContext_ReactivateUserPayload_user(_ context.Context, field graphql.CollectedField) (fc *graphql.FieldContext, err error) {
+	fc = &graphql.FieldContext{
+		Object:     "ReactivateUserPayload",
+		Field:      field,
+		IsMethod:   false,
+		IsResolver: false,
+		Child: func(ctx context.Context, field graphql.CollectedField) (*graphql.FieldContext, error) {
+			return ec.childFields_User(ctx, field)
+		},
+	}
+	return fc, nil
+}
+
 func (ec *executionContext) _RemoveApplicationPayload_id(ctx context.Context, field graphql.CollectedField, obj *model.RemoveApplicationPayload) (ret graphql.Marshaler) {
 	return graphql.ResolveField(
 		ctx,
@@ -24591,6 +25547,38 @@ func (ec *executionContext) fieldContext_SelectorLayout_elements(_ context.Conte
 		IsResolver: false,
 		Child: func(ctx context.Context, field graphql.CollectedField) (*graphql.FieldContext, error) {
 			return ec.childFields_LayoutElement(ctx, field)
+		},
+	}
+	return fc, nil
+}
+
+func (ec *executionContext) _SetUserRolePayload_user(ctx context.Context, field graphql.CollectedField, obj *model.SetUserRolePayload) (ret graphql.Marshaler) {
+	return graphql.ResolveField(
+		ctx,
+		ec.OperationContext,
+		field,
+		func(ctx context.Context, field graphql.CollectedField) (*graphql.FieldContext, error) {
+			return ec.fieldContext_SetUserRolePayload_user(ctx, field)
+		},
+		func(ctx context.Context) (any, error) {
+			return obj.User, nil
+		},
+		nil,
+		func(ctx context.Context, selections ast.SelectionSet, v *ent.User) graphql.Marshaler {
+			return ec.marshalNUser2ᚖgithubᚗcomᚋtoolgateᚋtoolgateᚋentᚐUser(ctx, selections, v)
+		},
+		true,
+		true,
+	)
+}
+func (ec *executionContext) fieldContext_SetUserRolePayload_user(_ context.Context, field graphql.CollectedField) (fc *graphql.FieldContext, err error) {
+	fc = &graphql.FieldContext{
+		Object:     "SetUserRolePayload",
+		Field:      field,
+		IsMethod:   false,
+		IsResolver: false,
+		Child: func(ctx context.Context, field graphql.CollectedField) (*graphql.FieldContext, error) {
+			return ec.childFields_User(ctx, field)
 		},
 	}
 	return fc, nil
@@ -32983,6 +33971,132 @@ func UnmarshalDeactivateUserInput(ctx context.Context, raw any) (model.Deactivat
 	return out, err
 }
 
+func (ec *executionContext) unmarshalInputDeleteDocumentInput(ctx context.Context, obj any) (model.DeleteDocumentInput, error) {
+	var it model.DeleteDocumentInput
+	if obj == nil {
+		return it, nil
+	}
+
+	asMap := map[string]any{}
+	for k, v := range obj.(map[string]any) {
+		asMap[k] = v
+	}
+
+	fieldsInOrder := [...]string{"id"}
+	for _, k := range fieldsInOrder {
+		v, ok := asMap[k]
+		if !ok {
+			continue
+		}
+		switch k {
+		case "id":
+			ctx := graphql.WithPathContext(ctx, graphql.NewPathWithField("id"))
+			data, err := ec.unmarshalNID2int(ctx, v)
+			if err != nil {
+				return it, err
+			}
+			it.ID = data
+		}
+	}
+	return it, nil
+}
+
+// UnmarshalDeleteDocumentInput unmarshals raw into the DeleteDocumentInput input type, using the
+// unmarshaler bound to ctx's request. Call it from a resolver to decode an input
+// object that was not passed as a field argument.
+//
+// ctx must come from a gqlgen request; outside one there is no unmarshaler to use
+// and the returned error says so.
+func UnmarshalDeleteDocumentInput(ctx context.Context, raw any) (model.DeleteDocumentInput, error) {
+	var out model.DeleteDocumentInput
+	err := graphql.UnmarshalNamedInputFromContext(ctx, "DeleteDocumentInput", raw, &out)
+	return out, err
+}
+
+func (ec *executionContext) unmarshalInputDeleteKnowledgeBaseInput(ctx context.Context, obj any) (model.DeleteKnowledgeBaseInput, error) {
+	var it model.DeleteKnowledgeBaseInput
+	if obj == nil {
+		return it, nil
+	}
+
+	asMap := map[string]any{}
+	for k, v := range obj.(map[string]any) {
+		asMap[k] = v
+	}
+
+	fieldsInOrder := [...]string{"id"}
+	for _, k := range fieldsInOrder {
+		v, ok := asMap[k]
+		if !ok {
+			continue
+		}
+		switch k {
+		case "id":
+			ctx := graphql.WithPathContext(ctx, graphql.NewPathWithField("id"))
+			data, err := ec.unmarshalNID2int(ctx, v)
+			if err != nil {
+				return it, err
+			}
+			it.ID = data
+		}
+	}
+	return it, nil
+}
+
+// UnmarshalDeleteKnowledgeBaseInput unmarshals raw into the DeleteKnowledgeBaseInput input type, using the
+// unmarshaler bound to ctx's request. Call it from a resolver to decode an input
+// object that was not passed as a field argument.
+//
+// ctx must come from a gqlgen request; outside one there is no unmarshaler to use
+// and the returned error says so.
+func UnmarshalDeleteKnowledgeBaseInput(ctx context.Context, raw any) (model.DeleteKnowledgeBaseInput, error) {
+	var out model.DeleteKnowledgeBaseInput
+	err := graphql.UnmarshalNamedInputFromContext(ctx, "DeleteKnowledgeBaseInput", raw, &out)
+	return out, err
+}
+
+func (ec *executionContext) unmarshalInputDeleteSkillInput(ctx context.Context, obj any) (model.DeleteSkillInput, error) {
+	var it model.DeleteSkillInput
+	if obj == nil {
+		return it, nil
+	}
+
+	asMap := map[string]any{}
+	for k, v := range obj.(map[string]any) {
+		asMap[k] = v
+	}
+
+	fieldsInOrder := [...]string{"id"}
+	for _, k := range fieldsInOrder {
+		v, ok := asMap[k]
+		if !ok {
+			continue
+		}
+		switch k {
+		case "id":
+			ctx := graphql.WithPathContext(ctx, graphql.NewPathWithField("id"))
+			data, err := ec.unmarshalNID2int(ctx, v)
+			if err != nil {
+				return it, err
+			}
+			it.ID = data
+		}
+	}
+	return it, nil
+}
+
+// UnmarshalDeleteSkillInput unmarshals raw into the DeleteSkillInput input type, using the
+// unmarshaler bound to ctx's request. Call it from a resolver to decode an input
+// object that was not passed as a field argument.
+//
+// ctx must come from a gqlgen request; outside one there is no unmarshaler to use
+// and the returned error says so.
+func UnmarshalDeleteSkillInput(ctx context.Context, raw any) (model.DeleteSkillInput, error) {
+	var out model.DeleteSkillInput
+	err := graphql.UnmarshalNamedInputFromContext(ctx, "DeleteSkillInput", raw, &out)
+	return out, err
+}
+
 func (ec *executionContext) unmarshalInputDocumentOrder(ctx context.Context, obj any) (ent.DocumentOrder, error) {
 	var it ent.DocumentOrder
 	if obj == nil {
@@ -33391,6 +34505,48 @@ func UnmarshalPublishSkillInput(ctx context.Context, raw any) (model.PublishSkil
 	return out, err
 }
 
+func (ec *executionContext) unmarshalInputReactivateUserInput(ctx context.Context, obj any) (model.ReactivateUserInput, error) {
+	var it model.ReactivateUserInput
+	if obj == nil {
+		return it, nil
+	}
+
+	asMap := map[string]any{}
+	for k, v := range obj.(map[string]any) {
+		asMap[k] = v
+	}
+
+	fieldsInOrder := [...]string{"id"}
+	for _, k := range fieldsInOrder {
+		v, ok := asMap[k]
+		if !ok {
+			continue
+		}
+		switch k {
+		case "id":
+			ctx := graphql.WithPathContext(ctx, graphql.NewPathWithField("id"))
+			data, err := ec.unmarshalNID2int(ctx, v)
+			if err != nil {
+				return it, err
+			}
+			it.ID = data
+		}
+	}
+	return it, nil
+}
+
+// UnmarshalReactivateUserInput unmarshals raw into the ReactivateUserInput input type, using the
+// unmarshaler bound to ctx's request. Call it from a resolver to decode an input
+// object that was not passed as a field argument.
+//
+// ctx must come from a gqlgen request; outside one there is no unmarshaler to use
+// and the returned error says so.
+func UnmarshalReactivateUserInput(ctx context.Context, raw any) (model.ReactivateUserInput, error) {
+	var out model.ReactivateUserInput
+	err := graphql.UnmarshalNamedInputFromContext(ctx, "ReactivateUserInput", raw, &out)
+	return out, err
+}
+
 func (ec *executionContext) unmarshalInputRegisterApplicationInput(ctx context.Context, obj any) (model.RegisterApplicationInput, error) {
 	var it model.RegisterApplicationInput
 	if obj == nil {
@@ -33486,6 +34642,55 @@ func (ec *executionContext) unmarshalInputRemoveApplicationInput(ctx context.Con
 func UnmarshalRemoveApplicationInput(ctx context.Context, raw any) (model.RemoveApplicationInput, error) {
 	var out model.RemoveApplicationInput
 	err := graphql.UnmarshalNamedInputFromContext(ctx, "RemoveApplicationInput", raw, &out)
+	return out, err
+}
+
+func (ec *executionContext) unmarshalInputRenameConversationInput(ctx context.Context, obj any) (model.RenameConversationInput, error) {
+	var it model.RenameConversationInput
+	if obj == nil {
+		return it, nil
+	}
+
+	asMap := map[string]any{}
+	for k, v := range obj.(map[string]any) {
+		asMap[k] = v
+	}
+
+	fieldsInOrder := [...]string{"id", "title"}
+	for _, k := range fieldsInOrder {
+		v, ok := asMap[k]
+		if !ok {
+			continue
+		}
+		switch k {
+		case "id":
+			ctx := graphql.WithPathContext(ctx, graphql.NewPathWithField("id"))
+			data, err := ec.unmarshalNID2int(ctx, v)
+			if err != nil {
+				return it, err
+			}
+			it.ID = data
+		case "title":
+			ctx := graphql.WithPathContext(ctx, graphql.NewPathWithField("title"))
+			data, err := ec.unmarshalNString2string(ctx, v)
+			if err != nil {
+				return it, err
+			}
+			it.Title = data
+		}
+	}
+	return it, nil
+}
+
+// UnmarshalRenameConversationInput unmarshals raw into the RenameConversationInput input type, using the
+// unmarshaler bound to ctx's request. Call it from a resolver to decode an input
+// object that was not passed as a field argument.
+//
+// ctx must come from a gqlgen request; outside one there is no unmarshaler to use
+// and the returned error says so.
+func UnmarshalRenameConversationInput(ctx context.Context, raw any) (model.RenameConversationInput, error) {
+	var out model.RenameConversationInput
+	err := graphql.UnmarshalNamedInputFromContext(ctx, "RenameConversationInput", raw, &out)
 	return out, err
 }
 
@@ -33647,6 +34852,55 @@ func (ec *executionContext) unmarshalInputSetRateLimitsInput(ctx context.Context
 func UnmarshalSetRateLimitsInput(ctx context.Context, raw any) (model.SetRateLimitsInput, error) {
 	var out model.SetRateLimitsInput
 	err := graphql.UnmarshalNamedInputFromContext(ctx, "SetRateLimitsInput", raw, &out)
+	return out, err
+}
+
+func (ec *executionContext) unmarshalInputSetUserRoleInput(ctx context.Context, obj any) (model.SetUserRoleInput, error) {
+	var it model.SetUserRoleInput
+	if obj == nil {
+		return it, nil
+	}
+
+	asMap := map[string]any{}
+	for k, v := range obj.(map[string]any) {
+		asMap[k] = v
+	}
+
+	fieldsInOrder := [...]string{"id", "admin"}
+	for _, k := range fieldsInOrder {
+		v, ok := asMap[k]
+		if !ok {
+			continue
+		}
+		switch k {
+		case "id":
+			ctx := graphql.WithPathContext(ctx, graphql.NewPathWithField("id"))
+			data, err := ec.unmarshalNID2int(ctx, v)
+			if err != nil {
+				return it, err
+			}
+			it.ID = data
+		case "admin":
+			ctx := graphql.WithPathContext(ctx, graphql.NewPathWithField("admin"))
+			data, err := ec.unmarshalNBoolean2bool(ctx, v)
+			if err != nil {
+				return it, err
+			}
+			it.Admin = data
+		}
+	}
+	return it, nil
+}
+
+// UnmarshalSetUserRoleInput unmarshals raw into the SetUserRoleInput input type, using the
+// unmarshaler bound to ctx's request. Call it from a resolver to decode an input
+// object that was not passed as a field argument.
+//
+// ctx must come from a gqlgen request; outside one there is no unmarshaler to use
+// and the returned error says so.
+func UnmarshalSetUserRoleInput(ctx context.Context, raw any) (model.SetUserRoleInput, error) {
+	var out model.SetUserRoleInput
+	err := graphql.UnmarshalNamedInputFromContext(ctx, "SetUserRoleInput", raw, &out)
 	return out, err
 }
 
@@ -35026,6 +36280,11 @@ func (ec *executionContext) _Agent(ctx context.Context, sel ast.SelectionSet, ob
 		case "toolLoading":
 			out.Values[i] = ec._Agent_toolLoading(ctx, field, obj)
 			if out.Values[i] == graphql.Null {
+				out.Invalids++
+			}
+		case "archivedAt":
+			out.Values[i] = ec._Agent_archivedAt(ctx, field, obj)
+			if out.Values[i] == graphql.RequiredNull {
 				out.Invalids++
 			}
 		default:
@@ -36544,6 +37803,110 @@ func (ec *executionContext) _DeactivateUserPayload(ctx context.Context, sel ast.
 	return out
 }
 
+var deleteDocumentPayloadImplementors = []string{"DeleteDocumentPayload"}
+
+func (ec *executionContext) _DeleteDocumentPayload(ctx context.Context, sel ast.SelectionSet, obj *model.DeleteDocumentPayload) graphql.Marshaler {
+	fields := graphql.CollectFields(ec.OperationContext, sel, deleteDocumentPayloadImplementors)
+
+	out := graphql.NewFieldSet(fields)
+	deferred := graphql.NewDeferredGroup(ctx)
+	for i, field := range fields {
+		switch field.Name {
+		case "__typename":
+			out.Values[i] = graphql.MarshalString("DeleteDocumentPayload")
+		case "deletedId":
+			out.Values[i] = ec._DeleteDocumentPayload_deletedId(ctx, field, obj)
+			if out.Values[i] == graphql.Null {
+				out.Invalids++
+			}
+		default:
+			panic("unknown field " + strconv.Quote(field.Name))
+		}
+	}
+	out.Dispatch(ctx)
+	if out.Invalids > 0 {
+		return graphql.Null
+	}
+
+	if n := len(deferred.Defers); n > 0 {
+		atomic.AddInt32(&ec.Deferred, int32(min(n, math.MaxInt32)))
+		ec.ProcessDeferredGroup(deferred)
+	}
+
+	return out
+}
+
+var deleteKnowledgeBasePayloadImplementors = []string{"DeleteKnowledgeBasePayload"}
+
+func (ec *executionContext) _DeleteKnowledgeBasePayload(ctx context.Context, sel ast.SelectionSet, obj *model.DeleteKnowledgeBasePayload) graphql.Marshaler {
+	fields := graphql.CollectFields(ec.OperationContext, sel, deleteKnowledgeBasePayloadImplementors)
+
+	out := graphql.NewFieldSet(fields)
+	deferred := graphql.NewDeferredGroup(ctx)
+	for i, field := range fields {
+		switch field.Name {
+		case "__typename":
+			out.Values[i] = graphql.MarshalString("DeleteKnowledgeBasePayload")
+		case "deletedId":
+			out.Values[i] = ec._DeleteKnowledgeBasePayload_deletedId(ctx, field, obj)
+			if out.Values[i] == graphql.Null {
+				out.Invalids++
+			}
+		case "documents":
+			out.Values[i] = ec._DeleteKnowledgeBasePayload_documents(ctx, field, obj)
+			if out.Values[i] == graphql.Null {
+				out.Invalids++
+			}
+		default:
+			panic("unknown field " + strconv.Quote(field.Name))
+		}
+	}
+	out.Dispatch(ctx)
+	if out.Invalids > 0 {
+		return graphql.Null
+	}
+
+	if n := len(deferred.Defers); n > 0 {
+		atomic.AddInt32(&ec.Deferred, int32(min(n, math.MaxInt32)))
+		ec.ProcessDeferredGroup(deferred)
+	}
+
+	return out
+}
+
+var deleteSkillPayloadImplementors = []string{"DeleteSkillPayload"}
+
+func (ec *executionContext) _DeleteSkillPayload(ctx context.Context, sel ast.SelectionSet, obj *model.DeleteSkillPayload) graphql.Marshaler {
+	fields := graphql.CollectFields(ec.OperationContext, sel, deleteSkillPayloadImplementors)
+
+	out := graphql.NewFieldSet(fields)
+	deferred := graphql.NewDeferredGroup(ctx)
+	for i, field := range fields {
+		switch field.Name {
+		case "__typename":
+			out.Values[i] = graphql.MarshalString("DeleteSkillPayload")
+		case "deletedId":
+			out.Values[i] = ec._DeleteSkillPayload_deletedId(ctx, field, obj)
+			if out.Values[i] == graphql.Null {
+				out.Invalids++
+			}
+		default:
+			panic("unknown field " + strconv.Quote(field.Name))
+		}
+	}
+	out.Dispatch(ctx)
+	if out.Invalids > 0 {
+		return graphql.Null
+	}
+
+	if n := len(deferred.Defers); n > 0 {
+		atomic.AddInt32(&ec.Deferred, int32(min(n, math.MaxInt32)))
+		ec.ProcessDeferredGroup(deferred)
+	}
+
+	return out
+}
+
 var documentImplementors = []string{"Document", "Node"}
 
 func (ec *executionContext) _Document(ctx context.Context, sel ast.SelectionSet, obj *ent.Document) graphql.Marshaler {
@@ -37904,6 +39267,62 @@ func (ec *executionContext) _Mutation(ctx context.Context, sel ast.SelectionSet)
 			if out.Values[i] == graphql.Null {
 				out.Invalids++
 			}
+		case "archiveAgent":
+			out.Values[i] = ec.OperationContext.RootResolverMiddleware(innerCtx, func(ctx context.Context) (res graphql.Marshaler) {
+				return ec._Mutation_archiveAgent(ctx, field)
+			})
+			if out.Values[i] == graphql.Null {
+				out.Invalids++
+			}
+		case "deleteAgent":
+			out.Values[i] = ec.OperationContext.RootResolverMiddleware(innerCtx, func(ctx context.Context) (res graphql.Marshaler) {
+				return ec._Mutation_deleteAgent(ctx, field)
+			})
+			if out.Values[i] == graphql.Null {
+				out.Invalids++
+			}
+		case "renameConversation":
+			out.Values[i] = ec.OperationContext.RootResolverMiddleware(innerCtx, func(ctx context.Context) (res graphql.Marshaler) {
+				return ec._Mutation_renameConversation(ctx, field)
+			})
+			if out.Values[i] == graphql.Null {
+				out.Invalids++
+			}
+		case "reactivateUser":
+			out.Values[i] = ec.OperationContext.RootResolverMiddleware(innerCtx, func(ctx context.Context) (res graphql.Marshaler) {
+				return ec._Mutation_reactivateUser(ctx, field)
+			})
+			if out.Values[i] == graphql.Null {
+				out.Invalids++
+			}
+		case "setUserRole":
+			out.Values[i] = ec.OperationContext.RootResolverMiddleware(innerCtx, func(ctx context.Context) (res graphql.Marshaler) {
+				return ec._Mutation_setUserRole(ctx, field)
+			})
+			if out.Values[i] == graphql.Null {
+				out.Invalids++
+			}
+		case "deleteKnowledgeBase":
+			out.Values[i] = ec.OperationContext.RootResolverMiddleware(innerCtx, func(ctx context.Context) (res graphql.Marshaler) {
+				return ec._Mutation_deleteKnowledgeBase(ctx, field)
+			})
+			if out.Values[i] == graphql.Null {
+				out.Invalids++
+			}
+		case "deleteDocument":
+			out.Values[i] = ec.OperationContext.RootResolverMiddleware(innerCtx, func(ctx context.Context) (res graphql.Marshaler) {
+				return ec._Mutation_deleteDocument(ctx, field)
+			})
+			if out.Values[i] == graphql.Null {
+				out.Invalids++
+			}
+		case "deleteSkill":
+			out.Values[i] = ec.OperationContext.RootResolverMiddleware(innerCtx, func(ctx context.Context) (res graphql.Marshaler) {
+				return ec._Mutation_deleteSkill(ctx, field)
+			})
+			if out.Values[i] == graphql.Null {
+				out.Invalids++
+			}
 		case "updateApplication":
 			out.Values[i] = ec.OperationContext.RootResolverMiddleware(innerCtx, func(ctx context.Context) (res graphql.Marshaler) {
 				return ec._Mutation_updateApplication(ctx, field)
@@ -38888,6 +40307,39 @@ func (ec *executionContext) _RateLimits(ctx context.Context, sel ast.SelectionSe
 	return out
 }
 
+var reactivateUserPayloadImplementors = []string{"ReactivateUserPayload"}
+
+func (ec *executionContext) _ReactivateUserPayload(ctx context.Context, sel ast.SelectionSet, obj *model.ReactivateUserPayload) graphql.Marshaler {
+	fields := graphql.CollectFields(ec.OperationContext, sel, reactivateUserPayloadImplementors)
+
+	out := graphql.NewFieldSet(fields)
+	deferred := graphql.NewDeferredGroup(ctx)
+	for i, field := range fields {
+		switch field.Name {
+		case "__typename":
+			out.Values[i] = graphql.MarshalString("ReactivateUserPayload")
+		case "user":
+			out.Values[i] = ec._ReactivateUserPayload_user(ctx, field, obj)
+			if out.Values[i] == graphql.Null {
+				out.Invalids++
+			}
+		default:
+			panic("unknown field " + strconv.Quote(field.Name))
+		}
+	}
+	out.Dispatch(ctx)
+	if out.Invalids > 0 {
+		return graphql.Null
+	}
+
+	if n := len(deferred.Defers); n > 0 {
+		atomic.AddInt32(&ec.Deferred, int32(min(n, math.MaxInt32)))
+		ec.ProcessDeferredGroup(deferred)
+	}
+
+	return out
+}
+
 var removeApplicationPayloadImplementors = []string{"RemoveApplicationPayload"}
 
 func (ec *executionContext) _RemoveApplicationPayload(ctx context.Context, sel ast.SelectionSet, obj *model.RemoveApplicationPayload) graphql.Marshaler {
@@ -38944,6 +40396,39 @@ func (ec *executionContext) _SelectorLayout(ctx context.Context, sel ast.Selecti
 			}
 		case "elements":
 			out.Values[i] = ec._SelectorLayout_elements(ctx, field, obj)
+			if out.Values[i] == graphql.Null {
+				out.Invalids++
+			}
+		default:
+			panic("unknown field " + strconv.Quote(field.Name))
+		}
+	}
+	out.Dispatch(ctx)
+	if out.Invalids > 0 {
+		return graphql.Null
+	}
+
+	if n := len(deferred.Defers); n > 0 {
+		atomic.AddInt32(&ec.Deferred, int32(min(n, math.MaxInt32)))
+		ec.ProcessDeferredGroup(deferred)
+	}
+
+	return out
+}
+
+var setUserRolePayloadImplementors = []string{"SetUserRolePayload"}
+
+func (ec *executionContext) _SetUserRolePayload(ctx context.Context, sel ast.SelectionSet, obj *model.SetUserRolePayload) graphql.Marshaler {
+	fields := graphql.CollectFields(ec.OperationContext, sel, setUserRolePayloadImplementors)
+
+	out := graphql.NewFieldSet(fields)
+	deferred := graphql.NewDeferredGroup(ctx)
+	for i, field := range fields {
+		switch field.Name {
+		case "__typename":
+			out.Values[i] = graphql.MarshalString("SetUserRolePayload")
+		case "user":
+			out.Values[i] = ec._SetUserRolePayload_user(ctx, field, obj)
 			if out.Values[i] == graphql.Null {
 				out.Invalids++
 			}
@@ -42418,6 +43903,45 @@ func (ec *executionContext) marshalNDeactivateUserPayload2ᚖgithubᚗcomᚋtool
 	return ec._DeactivateUserPayload(ctx, sel, v)
 }
 
+func (ec *executionContext) unmarshalNDeleteDocumentInput2githubᚗcomᚋtoolgateᚋtoolgateᚋgraphᚋmodelᚐDeleteDocumentInput(ctx context.Context, v any) (model.DeleteDocumentInput, error) {
+	res, err := ec.unmarshalInputDeleteDocumentInput(ctx, v)
+	return res, graphql.ErrorOnPath(ctx, err)
+}
+
+func (ec *executionContext) marshalNDeleteDocumentPayload2ᚖgithubᚗcomᚋtoolgateᚋtoolgateᚋgraphᚋmodelᚐDeleteDocumentPayload(ctx context.Context, sel ast.SelectionSet, v *model.DeleteDocumentPayload) graphql.Marshaler {
+	if v == nil {
+		graphql.AddInvalidNullError(ctx, "DeleteDocumentPayload!")
+		return graphql.Null
+	}
+	return ec._DeleteDocumentPayload(ctx, sel, v)
+}
+
+func (ec *executionContext) unmarshalNDeleteKnowledgeBaseInput2githubᚗcomᚋtoolgateᚋtoolgateᚋgraphᚋmodelᚐDeleteKnowledgeBaseInput(ctx context.Context, v any) (model.DeleteKnowledgeBaseInput, error) {
+	res, err := ec.unmarshalInputDeleteKnowledgeBaseInput(ctx, v)
+	return res, graphql.ErrorOnPath(ctx, err)
+}
+
+func (ec *executionContext) marshalNDeleteKnowledgeBasePayload2ᚖgithubᚗcomᚋtoolgateᚋtoolgateᚋgraphᚋmodelᚐDeleteKnowledgeBasePayload(ctx context.Context, sel ast.SelectionSet, v *model.DeleteKnowledgeBasePayload) graphql.Marshaler {
+	if v == nil {
+		graphql.AddInvalidNullError(ctx, "DeleteKnowledgeBasePayload!")
+		return graphql.Null
+	}
+	return ec._DeleteKnowledgeBasePayload(ctx, sel, v)
+}
+
+func (ec *executionContext) unmarshalNDeleteSkillInput2githubᚗcomᚋtoolgateᚋtoolgateᚋgraphᚋmodelᚐDeleteSkillInput(ctx context.Context, v any) (model.DeleteSkillInput, error) {
+	res, err := ec.unmarshalInputDeleteSkillInput(ctx, v)
+	return res, graphql.ErrorOnPath(ctx, err)
+}
+
+func (ec *executionContext) marshalNDeleteSkillPayload2ᚖgithubᚗcomᚋtoolgateᚋtoolgateᚋgraphᚋmodelᚐDeleteSkillPayload(ctx context.Context, sel ast.SelectionSet, v *model.DeleteSkillPayload) graphql.Marshaler {
+	if v == nil {
+		graphql.AddInvalidNullError(ctx, "DeleteSkillPayload!")
+		return graphql.Null
+	}
+	return ec._DeleteSkillPayload(ctx, sel, v)
+}
+
 func (ec *executionContext) marshalNDocument2ᚖgithubᚗcomᚋtoolgateᚋtoolgateᚋentᚐDocument(ctx context.Context, sel ast.SelectionSet, v *ent.Document) graphql.Marshaler {
 	if v == nil {
 		graphql.AddInvalidNullError(ctx, "Document!")
@@ -43148,6 +44672,19 @@ func (ec *executionContext) marshalNRateLimits2ᚖgithubᚗcomᚋtoolgateᚋtool
 	return ec._RateLimits(ctx, sel, v)
 }
 
+func (ec *executionContext) unmarshalNReactivateUserInput2githubᚗcomᚋtoolgateᚋtoolgateᚋgraphᚋmodelᚐReactivateUserInput(ctx context.Context, v any) (model.ReactivateUserInput, error) {
+	res, err := ec.unmarshalInputReactivateUserInput(ctx, v)
+	return res, graphql.ErrorOnPath(ctx, err)
+}
+
+func (ec *executionContext) marshalNReactivateUserPayload2ᚖgithubᚗcomᚋtoolgateᚋtoolgateᚋgraphᚋmodelᚐReactivateUserPayload(ctx context.Context, sel ast.SelectionSet, v *model.ReactivateUserPayload) graphql.Marshaler {
+	if v == nil {
+		graphql.AddInvalidNullError(ctx, "ReactivateUserPayload!")
+		return graphql.Null
+	}
+	return ec._ReactivateUserPayload(ctx, sel, v)
+}
+
 func (ec *executionContext) unmarshalNRegisterApplicationInput2githubᚗcomᚋtoolgateᚋtoolgateᚋgraphᚋmodelᚐRegisterApplicationInput(ctx context.Context, v any) (model.RegisterApplicationInput, error) {
 	res, err := ec.unmarshalInputRegisterApplicationInput(ctx, v)
 	return res, graphql.ErrorOnPath(ctx, err)
@@ -43164,6 +44701,11 @@ func (ec *executionContext) marshalNRemoveApplicationPayload2ᚖgithubᚗcomᚋt
 		return graphql.Null
 	}
 	return ec._RemoveApplicationPayload(ctx, sel, v)
+}
+
+func (ec *executionContext) unmarshalNRenameConversationInput2githubᚗcomᚋtoolgateᚋtoolgateᚋgraphᚋmodelᚐRenameConversationInput(ctx context.Context, v any) (model.RenameConversationInput, error) {
+	res, err := ec.unmarshalInputRenameConversationInput(ctx, v)
+	return res, graphql.ErrorOnPath(ctx, err)
 }
 
 func (ec *executionContext) unmarshalNResultKind2githubᚗcomᚋtoolgateᚋtoolgateᚋentᚋschematypeᚐResultKind(ctx context.Context, v any) (schematype.ResultKind, error) {
@@ -43209,6 +44751,19 @@ func (ec *executionContext) unmarshalNSetBudgetInput2githubᚗcomᚋtoolgateᚋt
 func (ec *executionContext) unmarshalNSetRateLimitsInput2githubᚗcomᚋtoolgateᚋtoolgateᚋgraphᚋmodelᚐSetRateLimitsInput(ctx context.Context, v any) (model.SetRateLimitsInput, error) {
 	res, err := ec.unmarshalInputSetRateLimitsInput(ctx, v)
 	return res, graphql.ErrorOnPath(ctx, err)
+}
+
+func (ec *executionContext) unmarshalNSetUserRoleInput2githubᚗcomᚋtoolgateᚋtoolgateᚋgraphᚋmodelᚐSetUserRoleInput(ctx context.Context, v any) (model.SetUserRoleInput, error) {
+	res, err := ec.unmarshalInputSetUserRoleInput(ctx, v)
+	return res, graphql.ErrorOnPath(ctx, err)
+}
+
+func (ec *executionContext) marshalNSetUserRolePayload2ᚖgithubᚗcomᚋtoolgateᚋtoolgateᚋgraphᚋmodelᚐSetUserRolePayload(ctx context.Context, sel ast.SelectionSet, v *model.SetUserRolePayload) graphql.Marshaler {
+	if v == nil {
+		graphql.AddInvalidNullError(ctx, "SetUserRolePayload!")
+		return graphql.Null
+	}
+	return ec._SetUserRolePayload(ctx, sel, v)
 }
 
 func (ec *executionContext) marshalNSkill2ᚕᚖgithubᚗcomᚋtoolgateᚋtoolgateᚋentᚐSkillᚄ(ctx context.Context, sel ast.SelectionSet, v []*ent.Skill) graphql.Marshaler {

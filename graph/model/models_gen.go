@@ -185,6 +185,44 @@ type DeactivateUserPayload struct {
 	User *ent.User `json:"user"`
 }
 
+// What deleteDocument needs.
+type DeleteDocumentInput struct {
+	// The document to delete.
+	ID int `json:"id"`
+}
+
+// What deleteDocument deleted.
+type DeleteDocumentPayload struct {
+	// The id deleted.
+	DeletedID int `json:"deletedId"`
+}
+
+// What deleteKnowledgeBase needs.
+type DeleteKnowledgeBaseInput struct {
+	// The knowledge base to delete.
+	ID int `json:"id"`
+}
+
+// What deleteKnowledgeBase deleted.
+type DeleteKnowledgeBasePayload struct {
+	// The id deleted.
+	DeletedID int `json:"deletedId"`
+	// How many documents went with it.
+	Documents int `json:"documents"`
+}
+
+// What deleteSkill needs.
+type DeleteSkillInput struct {
+	// The skill to delete.
+	ID int `json:"id"`
+}
+
+// What deleteSkill deleted.
+type DeleteSkillPayload struct {
+	// The id deleted.
+	DeletedID int `json:"deletedId"`
+}
+
 // An embedding provider and model, as TOOLGATE_EMBEDDING_PROVIDER and TOOLGATE_EMBEDDING_MODEL configure them.
 type EmbeddingModel struct {
 	// openai or local.
@@ -283,6 +321,18 @@ type RateLimits struct {
 	TurnsAtOnceDefault bool `json:"turnsAtOnceDefault"`
 }
 
+// What reactivateUser needs.
+type ReactivateUserInput struct {
+	// The user to reactivate.
+	ID int `json:"id"`
+}
+
+// What reactivateUser changed.
+type ReactivateUserPayload struct {
+	// The user as they now are.
+	User *ent.User `json:"user"`
+}
+
 // What registerApplication needs: the application's name, its MCP server's URL and the tools it may offer.
 type RegisterApplicationInput struct {
 	// Lower-case letters, digits, '-' and '_'; the tools are offered as <name>__<tool>.
@@ -303,6 +353,14 @@ type RemoveApplicationInput struct {
 type RemoveApplicationPayload struct {
 	// The id of the application removed.
 	ID int `json:"id"`
+}
+
+// What renameConversation needs.
+type RenameConversationInput struct {
+	// The conversation to rename.
+	ID int `json:"id"`
+	// The new title; empty or blank: untitled.
+	Title string `json:"title"`
 }
 
 // What sendMessage needs: the conversation, the message, and the sender's time zone.
@@ -331,6 +389,20 @@ type SetRateLimitsInput struct {
 	RequestsPerSecond *int `json:"requestsPerSecond,omitempty"`
 	// Turns running at once per person, 1 to 1,000; 0: the server's default.
 	TurnsAtOnce *int `json:"turnsAtOnce,omitempty"`
+}
+
+// What setUserRole needs.
+type SetUserRoleInput struct {
+	// The user whose role changes.
+	ID int `json:"id"`
+	// True: an admin; false: a member.
+	Admin bool `json:"admin"`
+}
+
+// What setUserRole changed.
+type SetUserRolePayload struct {
+	// The user as they now are.
+	User *ent.User `json:"user"`
 }
 
 // What startConversation needs: the agent and a title.
