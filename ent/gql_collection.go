@@ -1646,6 +1646,11 @@ func (_q *TurnQuery) collectField(ctx context.Context, oneNode bool, opCtx *grap
 				selectedFields = append(selectedFields, turn.FieldReplayed)
 				fieldSeen[turn.FieldReplayed] = struct{}{}
 			}
+		case "superseded":
+			if _, ok := fieldSeen[turn.FieldSuperseded]; !ok {
+				selectedFields = append(selectedFields, turn.FieldSuperseded)
+				fieldSeen[turn.FieldSuperseded] = struct{}{}
+			}
 		case "id":
 		case "__typename":
 		default:

@@ -35,6 +35,7 @@ import (
 	"github.com/toolgate/toolgate/ent/task"
 	"github.com/toolgate/toolgate/ent/toolcall"
 	"github.com/toolgate/toolgate/ent/turn"
+	"github.com/toolgate/toolgate/ent/turnrating"
 	"github.com/toolgate/toolgate/ent/user"
 	"github.com/toolgate/toolgate/ent/workspacefile"
 )
@@ -70,6 +71,7 @@ const (
 	TypeTask               = "Task"
 	TypeToolCall           = "ToolCall"
 	TypeTurn               = "Turn"
+	TypeTurnRating         = "TurnRating"
 	TypeUser               = "User"
 	TypeWorkspaceFile      = "WorkspaceFile"
 )
@@ -19751,6 +19753,7 @@ type TurnMutation struct {
 	claimed_by          *string
 	trace_parent        *string
 	replayed            *bool
+	superseded          *bool
 	clearedFields       map[string]struct{}
 	conversation        *int
 	clearedconversation bool
@@ -20627,6 +20630,42 @@ func (m *TurnMutation) ResetReplayed() {
 	m.replayed = nil
 }
 
+// SetSuperseded sets the "superseded" field.
+func (m *TurnMutation) SetSuperseded(b bool) {
+	m.superseded = &b
+}
+
+// Superseded returns the value of the "superseded" field in the mutation.
+func (m *TurnMutation) Superseded() (r bool, exists bool) {
+	v := m.superseded
+	if v == nil {
+		return
+	}
+	return *v, true
+}
+
+// OldSuperseded returns the old "superseded" field's value of the Turn entity.
+// If the Turn object wasn't provided to the builder, the object is fetched from the database.
+// An error is returned if the mutation operation is not UpdateOne, or the database query fails.
+func (m *TurnMutation) OldSuperseded(ctx context.Context) (v bool, err error) {
+	if !m.op.Is(OpUpdateOne) {
+		return v, errors.New("OldSuperseded is only allowed on UpdateOne operations")
+	}
+	if m.id == nil || m.oldValue == nil {
+		return v, errors.New("OldSuperseded requires an ID field in the mutation")
+	}
+	oldValue, err := m.oldValue(ctx)
+	if err != nil {
+		return v, fmt.Errorf("querying old value for OldSuperseded: %w", err)
+	}
+	return oldValue.Superseded, nil
+}
+
+// ResetSuperseded resets all changes to the "superseded" field.
+func (m *TurnMutation) ResetSuperseded() {
+	m.superseded = nil
+}
+
 // ClearConversation clears the "conversation" edge to the Conversation entity.
 func (m *TurnMutation) ClearConversation() {
 	m.clearedconversation = true
@@ -20796,7 +20835,7 @@ func (m *TurnMutation) Type() string {
 // order to get all numeric fields that were incremented/decremented, call
 // AddedFields().
 func (m *TurnMutation) Fields() []string {
-	fields := make([]string, 0, 17)
+	fields := make([]string, 0, 18)
 	if m.conversation != nil {
 		fields = append(fields, turn.FieldConversationID)
 	}
@@ -20848,6 +20887,9 @@ func (m *TurnMutation) Fields() []string {
 	if m.replayed != nil {
 		fields = append(fields, turn.FieldReplayed)
 	}
+	if m.superseded != nil {
+		fields = append(fields, turn.FieldSuperseded)
+	}
 	return fields
 }
 
@@ -20890,6 +20932,8 @@ func (m *TurnMutation) Field(name string) (ent.Value, bool) {
 		return m.TraceParent()
 	case turn.FieldReplayed:
 		return m.Replayed()
+	case turn.FieldSuperseded:
+		return m.Superseded()
 	}
 	return nil, false
 }
@@ -20933,6 +20977,8 @@ func (m *TurnMutation) OldField(ctx context.Context, name string) (ent.Value, er
 		return m.OldTraceParent(ctx)
 	case turn.FieldReplayed:
 		return m.OldReplayed(ctx)
+	case turn.FieldSuperseded:
+		return m.OldSuperseded(ctx)
 	}
 	return nil, fmt.Errorf("unknown Turn field %s", name)
 }
@@ -21060,6 +21106,13 @@ func (m *TurnMutation) SetField(name string, value ent.Value) error {
 			return fmt.Errorf("unexpected type %T for field %s", value, name)
 		}
 		m.SetReplayed(v)
+		return nil
+	case turn.FieldSuperseded:
+		v, ok := value.(bool)
+		if !ok {
+			return fmt.Errorf("unexpected type %T for field %s", value, name)
+		}
+		m.SetSuperseded(v)
 		return nil
 	}
 	return fmt.Errorf("unknown Turn field %s", name)
@@ -21233,6 +21286,9 @@ func (m *TurnMutation) ResetField(name string) error {
 	case turn.FieldReplayed:
 		m.ResetReplayed()
 		return nil
+	case turn.FieldSuperseded:
+		m.ResetSuperseded()
+		return nil
 	}
 	return fmt.Errorf("unknown Turn field %s", name)
 }
@@ -21363,6 +21419,845 @@ func (m *TurnMutation) ResetEdge(name string) error {
 		return nil
 	}
 	return fmt.Errorf("unknown Turn edge %s", name)
+}
+
+// TurnRatingMutation represents an operation that mutates the TurnRating nodes in the graph.
+type TurnRatingMutation struct {
+	config
+	op                 Op
+	typ                string
+	id                 *int
+	created_at         *time.Time
+	updated_at         *time.Time
+	organization_id    *int
+	addorganization_id *int
+	user_id            *int
+	adduser_id         *int
+	turn_id            *int
+	addturn_id         *int
+	agent_id           *int
+	addagent_id        *int
+	rating             *turnrating.Rating
+	comment            *string
+	clearedFields      map[string]struct{}
+	done               bool
+	oldValue           func(context.Context) (*TurnRating, error)
+	predicates         []predicate.TurnRating
+}
+
+var _ ent.Mutation = (*TurnRatingMutation)(nil)
+
+// turnratingOption allows management of the mutation configuration using functional options.
+type turnratingOption func(*TurnRatingMutation)
+
+// newTurnRatingMutation creates new mutation for the TurnRating entity.
+func newTurnRatingMutation(c config, op Op, opts ...turnratingOption) *TurnRatingMutation {
+	m := &TurnRatingMutation{
+		config:        c,
+		op:            op,
+		typ:           TypeTurnRating,
+		clearedFields: make(map[string]struct{}),
+	}
+	for _, opt := range opts {
+		opt(m)
+	}
+	return m
+}
+
+// withTurnRatingID sets the ID field of the mutation.
+func withTurnRatingID(id int) turnratingOption {
+	return func(m *TurnRatingMutation) {
+		var (
+			err   error
+			once  sync.Once
+			value *TurnRating
+		)
+		m.oldValue = func(ctx context.Context) (*TurnRating, error) {
+			once.Do(func() {
+				if m.done {
+					err = errors.New("querying old values post mutation is not allowed")
+				} else {
+					value, err = m.Client().TurnRating.Get(ctx, id)
+				}
+			})
+			return value, err
+		}
+		m.id = &id
+	}
+}
+
+// withTurnRating sets the old TurnRating of the mutation.
+func withTurnRating(node *TurnRating) turnratingOption {
+	return func(m *TurnRatingMutation) {
+		m.oldValue = func(context.Context) (*TurnRating, error) {
+			return node, nil
+		}
+		m.id = &node.ID
+	}
+}
+
+// Client returns a new `ent.Client` from the mutation. If the mutation was
+// executed in a transaction (ent.Tx), a transactional client is returned.
+func (m TurnRatingMutation) Client() *Client {
+	client := &Client{config: m.config}
+	client.init()
+	return client
+}
+
+// Tx returns an `ent.Tx` for mutations that were executed in transactions;
+// it returns an error otherwise.
+func (m TurnRatingMutation) Tx() (*Tx, error) {
+	if _, ok := m.driver.(*txDriver); !ok {
+		return nil, errors.New("ent: mutation is not running in a transaction")
+	}
+	tx := &Tx{config: m.config}
+	tx.init()
+	return tx, nil
+}
+
+// ID returns the ID value in the mutation. Note that the ID is only available
+// if it was provided to the builder or after it was returned from the database.
+func (m *TurnRatingMutation) ID() (id int, exists bool) {
+	if m.id == nil {
+		return
+	}
+	return *m.id, true
+}
+
+// IDs queries the database and returns the entity ids that match the mutation's predicate.
+// That means, if the mutation is applied within a transaction with an isolation level such
+// as sql.LevelSerializable, the returned ids match the ids of the rows that will be updated
+// or updated by the mutation.
+func (m *TurnRatingMutation) IDs(ctx context.Context) ([]int, error) {
+	switch {
+	case m.op.Is(OpUpdateOne | OpDeleteOne):
+		id, exists := m.ID()
+		if exists {
+			return []int{id}, nil
+		}
+		fallthrough
+	case m.op.Is(OpUpdate | OpDelete):
+		return m.Client().TurnRating.Query().Where(m.predicates...).IDs(ctx)
+	default:
+		return nil, fmt.Errorf("IDs is not allowed on %s operations", m.op)
+	}
+}
+
+// SetCreatedAt sets the "created_at" field.
+func (m *TurnRatingMutation) SetCreatedAt(t time.Time) {
+	m.created_at = &t
+}
+
+// CreatedAt returns the value of the "created_at" field in the mutation.
+func (m *TurnRatingMutation) CreatedAt() (r time.Time, exists bool) {
+	v := m.created_at
+	if v == nil {
+		return
+	}
+	return *v, true
+}
+
+// OldCreatedAt returns the old "created_at" field's value of the TurnRating entity.
+// If the TurnRating object wasn't provided to the builder, the object is fetched from the database.
+// An error is returned if the mutation operation is not UpdateOne, or the database query fails.
+func (m *TurnRatingMutation) OldCreatedAt(ctx context.Context) (v time.Time, err error) {
+	if !m.op.Is(OpUpdateOne) {
+		return v, errors.New("OldCreatedAt is only allowed on UpdateOne operations")
+	}
+	if m.id == nil || m.oldValue == nil {
+		return v, errors.New("OldCreatedAt requires an ID field in the mutation")
+	}
+	oldValue, err := m.oldValue(ctx)
+	if err != nil {
+		return v, fmt.Errorf("querying old value for OldCreatedAt: %w", err)
+	}
+	return oldValue.CreatedAt, nil
+}
+
+// ResetCreatedAt resets all changes to the "created_at" field.
+func (m *TurnRatingMutation) ResetCreatedAt() {
+	m.created_at = nil
+}
+
+// SetUpdatedAt sets the "updated_at" field.
+func (m *TurnRatingMutation) SetUpdatedAt(t time.Time) {
+	m.updated_at = &t
+}
+
+// UpdatedAt returns the value of the "updated_at" field in the mutation.
+func (m *TurnRatingMutation) UpdatedAt() (r time.Time, exists bool) {
+	v := m.updated_at
+	if v == nil {
+		return
+	}
+	return *v, true
+}
+
+// OldUpdatedAt returns the old "updated_at" field's value of the TurnRating entity.
+// If the TurnRating object wasn't provided to the builder, the object is fetched from the database.
+// An error is returned if the mutation operation is not UpdateOne, or the database query fails.
+func (m *TurnRatingMutation) OldUpdatedAt(ctx context.Context) (v time.Time, err error) {
+	if !m.op.Is(OpUpdateOne) {
+		return v, errors.New("OldUpdatedAt is only allowed on UpdateOne operations")
+	}
+	if m.id == nil || m.oldValue == nil {
+		return v, errors.New("OldUpdatedAt requires an ID field in the mutation")
+	}
+	oldValue, err := m.oldValue(ctx)
+	if err != nil {
+		return v, fmt.Errorf("querying old value for OldUpdatedAt: %w", err)
+	}
+	return oldValue.UpdatedAt, nil
+}
+
+// ResetUpdatedAt resets all changes to the "updated_at" field.
+func (m *TurnRatingMutation) ResetUpdatedAt() {
+	m.updated_at = nil
+}
+
+// SetOrganizationID sets the "organization_id" field.
+func (m *TurnRatingMutation) SetOrganizationID(i int) {
+	m.organization_id = &i
+	m.addorganization_id = nil
+}
+
+// OrganizationID returns the value of the "organization_id" field in the mutation.
+func (m *TurnRatingMutation) OrganizationID() (r int, exists bool) {
+	v := m.organization_id
+	if v == nil {
+		return
+	}
+	return *v, true
+}
+
+// OldOrganizationID returns the old "organization_id" field's value of the TurnRating entity.
+// If the TurnRating object wasn't provided to the builder, the object is fetched from the database.
+// An error is returned if the mutation operation is not UpdateOne, or the database query fails.
+func (m *TurnRatingMutation) OldOrganizationID(ctx context.Context) (v int, err error) {
+	if !m.op.Is(OpUpdateOne) {
+		return v, errors.New("OldOrganizationID is only allowed on UpdateOne operations")
+	}
+	if m.id == nil || m.oldValue == nil {
+		return v, errors.New("OldOrganizationID requires an ID field in the mutation")
+	}
+	oldValue, err := m.oldValue(ctx)
+	if err != nil {
+		return v, fmt.Errorf("querying old value for OldOrganizationID: %w", err)
+	}
+	return oldValue.OrganizationID, nil
+}
+
+// AddOrganizationID adds i to the "organization_id" field.
+func (m *TurnRatingMutation) AddOrganizationID(i int) {
+	if m.addorganization_id != nil {
+		*m.addorganization_id += i
+	} else {
+		m.addorganization_id = &i
+	}
+}
+
+// AddedOrganizationID returns the value that was added to the "organization_id" field in this mutation.
+func (m *TurnRatingMutation) AddedOrganizationID() (r int, exists bool) {
+	v := m.addorganization_id
+	if v == nil {
+		return
+	}
+	return *v, true
+}
+
+// ResetOrganizationID resets all changes to the "organization_id" field.
+func (m *TurnRatingMutation) ResetOrganizationID() {
+	m.organization_id = nil
+	m.addorganization_id = nil
+}
+
+// SetUserID sets the "user_id" field.
+func (m *TurnRatingMutation) SetUserID(i int) {
+	m.user_id = &i
+	m.adduser_id = nil
+}
+
+// UserID returns the value of the "user_id" field in the mutation.
+func (m *TurnRatingMutation) UserID() (r int, exists bool) {
+	v := m.user_id
+	if v == nil {
+		return
+	}
+	return *v, true
+}
+
+// OldUserID returns the old "user_id" field's value of the TurnRating entity.
+// If the TurnRating object wasn't provided to the builder, the object is fetched from the database.
+// An error is returned if the mutation operation is not UpdateOne, or the database query fails.
+func (m *TurnRatingMutation) OldUserID(ctx context.Context) (v int, err error) {
+	if !m.op.Is(OpUpdateOne) {
+		return v, errors.New("OldUserID is only allowed on UpdateOne operations")
+	}
+	if m.id == nil || m.oldValue == nil {
+		return v, errors.New("OldUserID requires an ID field in the mutation")
+	}
+	oldValue, err := m.oldValue(ctx)
+	if err != nil {
+		return v, fmt.Errorf("querying old value for OldUserID: %w", err)
+	}
+	return oldValue.UserID, nil
+}
+
+// AddUserID adds i to the "user_id" field.
+func (m *TurnRatingMutation) AddUserID(i int) {
+	if m.adduser_id != nil {
+		*m.adduser_id += i
+	} else {
+		m.adduser_id = &i
+	}
+}
+
+// AddedUserID returns the value that was added to the "user_id" field in this mutation.
+func (m *TurnRatingMutation) AddedUserID() (r int, exists bool) {
+	v := m.adduser_id
+	if v == nil {
+		return
+	}
+	return *v, true
+}
+
+// ResetUserID resets all changes to the "user_id" field.
+func (m *TurnRatingMutation) ResetUserID() {
+	m.user_id = nil
+	m.adduser_id = nil
+}
+
+// SetTurnID sets the "turn_id" field.
+func (m *TurnRatingMutation) SetTurnID(i int) {
+	m.turn_id = &i
+	m.addturn_id = nil
+}
+
+// TurnID returns the value of the "turn_id" field in the mutation.
+func (m *TurnRatingMutation) TurnID() (r int, exists bool) {
+	v := m.turn_id
+	if v == nil {
+		return
+	}
+	return *v, true
+}
+
+// OldTurnID returns the old "turn_id" field's value of the TurnRating entity.
+// If the TurnRating object wasn't provided to the builder, the object is fetched from the database.
+// An error is returned if the mutation operation is not UpdateOne, or the database query fails.
+func (m *TurnRatingMutation) OldTurnID(ctx context.Context) (v int, err error) {
+	if !m.op.Is(OpUpdateOne) {
+		return v, errors.New("OldTurnID is only allowed on UpdateOne operations")
+	}
+	if m.id == nil || m.oldValue == nil {
+		return v, errors.New("OldTurnID requires an ID field in the mutation")
+	}
+	oldValue, err := m.oldValue(ctx)
+	if err != nil {
+		return v, fmt.Errorf("querying old value for OldTurnID: %w", err)
+	}
+	return oldValue.TurnID, nil
+}
+
+// AddTurnID adds i to the "turn_id" field.
+func (m *TurnRatingMutation) AddTurnID(i int) {
+	if m.addturn_id != nil {
+		*m.addturn_id += i
+	} else {
+		m.addturn_id = &i
+	}
+}
+
+// AddedTurnID returns the value that was added to the "turn_id" field in this mutation.
+func (m *TurnRatingMutation) AddedTurnID() (r int, exists bool) {
+	v := m.addturn_id
+	if v == nil {
+		return
+	}
+	return *v, true
+}
+
+// ResetTurnID resets all changes to the "turn_id" field.
+func (m *TurnRatingMutation) ResetTurnID() {
+	m.turn_id = nil
+	m.addturn_id = nil
+}
+
+// SetAgentID sets the "agent_id" field.
+func (m *TurnRatingMutation) SetAgentID(i int) {
+	m.agent_id = &i
+	m.addagent_id = nil
+}
+
+// AgentID returns the value of the "agent_id" field in the mutation.
+func (m *TurnRatingMutation) AgentID() (r int, exists bool) {
+	v := m.agent_id
+	if v == nil {
+		return
+	}
+	return *v, true
+}
+
+// OldAgentID returns the old "agent_id" field's value of the TurnRating entity.
+// If the TurnRating object wasn't provided to the builder, the object is fetched from the database.
+// An error is returned if the mutation operation is not UpdateOne, or the database query fails.
+func (m *TurnRatingMutation) OldAgentID(ctx context.Context) (v int, err error) {
+	if !m.op.Is(OpUpdateOne) {
+		return v, errors.New("OldAgentID is only allowed on UpdateOne operations")
+	}
+	if m.id == nil || m.oldValue == nil {
+		return v, errors.New("OldAgentID requires an ID field in the mutation")
+	}
+	oldValue, err := m.oldValue(ctx)
+	if err != nil {
+		return v, fmt.Errorf("querying old value for OldAgentID: %w", err)
+	}
+	return oldValue.AgentID, nil
+}
+
+// AddAgentID adds i to the "agent_id" field.
+func (m *TurnRatingMutation) AddAgentID(i int) {
+	if m.addagent_id != nil {
+		*m.addagent_id += i
+	} else {
+		m.addagent_id = &i
+	}
+}
+
+// AddedAgentID returns the value that was added to the "agent_id" field in this mutation.
+func (m *TurnRatingMutation) AddedAgentID() (r int, exists bool) {
+	v := m.addagent_id
+	if v == nil {
+		return
+	}
+	return *v, true
+}
+
+// ResetAgentID resets all changes to the "agent_id" field.
+func (m *TurnRatingMutation) ResetAgentID() {
+	m.agent_id = nil
+	m.addagent_id = nil
+}
+
+// SetRating sets the "rating" field.
+func (m *TurnRatingMutation) SetRating(t turnrating.Rating) {
+	m.rating = &t
+}
+
+// Rating returns the value of the "rating" field in the mutation.
+func (m *TurnRatingMutation) Rating() (r turnrating.Rating, exists bool) {
+	v := m.rating
+	if v == nil {
+		return
+	}
+	return *v, true
+}
+
+// OldRating returns the old "rating" field's value of the TurnRating entity.
+// If the TurnRating object wasn't provided to the builder, the object is fetched from the database.
+// An error is returned if the mutation operation is not UpdateOne, or the database query fails.
+func (m *TurnRatingMutation) OldRating(ctx context.Context) (v turnrating.Rating, err error) {
+	if !m.op.Is(OpUpdateOne) {
+		return v, errors.New("OldRating is only allowed on UpdateOne operations")
+	}
+	if m.id == nil || m.oldValue == nil {
+		return v, errors.New("OldRating requires an ID field in the mutation")
+	}
+	oldValue, err := m.oldValue(ctx)
+	if err != nil {
+		return v, fmt.Errorf("querying old value for OldRating: %w", err)
+	}
+	return oldValue.Rating, nil
+}
+
+// ResetRating resets all changes to the "rating" field.
+func (m *TurnRatingMutation) ResetRating() {
+	m.rating = nil
+}
+
+// SetComment sets the "comment" field.
+func (m *TurnRatingMutation) SetComment(s string) {
+	m.comment = &s
+}
+
+// Comment returns the value of the "comment" field in the mutation.
+func (m *TurnRatingMutation) Comment() (r string, exists bool) {
+	v := m.comment
+	if v == nil {
+		return
+	}
+	return *v, true
+}
+
+// OldComment returns the old "comment" field's value of the TurnRating entity.
+// If the TurnRating object wasn't provided to the builder, the object is fetched from the database.
+// An error is returned if the mutation operation is not UpdateOne, or the database query fails.
+func (m *TurnRatingMutation) OldComment(ctx context.Context) (v string, err error) {
+	if !m.op.Is(OpUpdateOne) {
+		return v, errors.New("OldComment is only allowed on UpdateOne operations")
+	}
+	if m.id == nil || m.oldValue == nil {
+		return v, errors.New("OldComment requires an ID field in the mutation")
+	}
+	oldValue, err := m.oldValue(ctx)
+	if err != nil {
+		return v, fmt.Errorf("querying old value for OldComment: %w", err)
+	}
+	return oldValue.Comment, nil
+}
+
+// ResetComment resets all changes to the "comment" field.
+func (m *TurnRatingMutation) ResetComment() {
+	m.comment = nil
+}
+
+// Where appends a list predicates to the TurnRatingMutation builder.
+func (m *TurnRatingMutation) Where(ps ...predicate.TurnRating) {
+	m.predicates = append(m.predicates, ps...)
+}
+
+// WhereP appends storage-level predicates to the TurnRatingMutation builder. Using this method,
+// users can use type-assertion to append predicates that do not depend on any generated package.
+func (m *TurnRatingMutation) WhereP(ps ...func(*sql.Selector)) {
+	p := make([]predicate.TurnRating, len(ps))
+	for i := range ps {
+		p[i] = ps[i]
+	}
+	m.Where(p...)
+}
+
+// Op returns the operation name.
+func (m *TurnRatingMutation) Op() Op {
+	return m.op
+}
+
+// SetOp allows setting the mutation operation.
+func (m *TurnRatingMutation) SetOp(op Op) {
+	m.op = op
+}
+
+// Type returns the node type of this mutation (TurnRating).
+func (m *TurnRatingMutation) Type() string {
+	return m.typ
+}
+
+// Fields returns all fields that were changed during this mutation. Note that in
+// order to get all numeric fields that were incremented/decremented, call
+// AddedFields().
+func (m *TurnRatingMutation) Fields() []string {
+	fields := make([]string, 0, 8)
+	if m.created_at != nil {
+		fields = append(fields, turnrating.FieldCreatedAt)
+	}
+	if m.updated_at != nil {
+		fields = append(fields, turnrating.FieldUpdatedAt)
+	}
+	if m.organization_id != nil {
+		fields = append(fields, turnrating.FieldOrganizationID)
+	}
+	if m.user_id != nil {
+		fields = append(fields, turnrating.FieldUserID)
+	}
+	if m.turn_id != nil {
+		fields = append(fields, turnrating.FieldTurnID)
+	}
+	if m.agent_id != nil {
+		fields = append(fields, turnrating.FieldAgentID)
+	}
+	if m.rating != nil {
+		fields = append(fields, turnrating.FieldRating)
+	}
+	if m.comment != nil {
+		fields = append(fields, turnrating.FieldComment)
+	}
+	return fields
+}
+
+// Field returns the value of a field with the given name. The second boolean
+// return value indicates that this field was not set, or was not defined in the
+// schema.
+func (m *TurnRatingMutation) Field(name string) (ent.Value, bool) {
+	switch name {
+	case turnrating.FieldCreatedAt:
+		return m.CreatedAt()
+	case turnrating.FieldUpdatedAt:
+		return m.UpdatedAt()
+	case turnrating.FieldOrganizationID:
+		return m.OrganizationID()
+	case turnrating.FieldUserID:
+		return m.UserID()
+	case turnrating.FieldTurnID:
+		return m.TurnID()
+	case turnrating.FieldAgentID:
+		return m.AgentID()
+	case turnrating.FieldRating:
+		return m.Rating()
+	case turnrating.FieldComment:
+		return m.Comment()
+	}
+	return nil, false
+}
+
+// OldField returns the old value of the field from the database. An error is
+// returned if the mutation operation is not UpdateOne, or the query to the
+// database failed.
+func (m *TurnRatingMutation) OldField(ctx context.Context, name string) (ent.Value, error) {
+	switch name {
+	case turnrating.FieldCreatedAt:
+		return m.OldCreatedAt(ctx)
+	case turnrating.FieldUpdatedAt:
+		return m.OldUpdatedAt(ctx)
+	case turnrating.FieldOrganizationID:
+		return m.OldOrganizationID(ctx)
+	case turnrating.FieldUserID:
+		return m.OldUserID(ctx)
+	case turnrating.FieldTurnID:
+		return m.OldTurnID(ctx)
+	case turnrating.FieldAgentID:
+		return m.OldAgentID(ctx)
+	case turnrating.FieldRating:
+		return m.OldRating(ctx)
+	case turnrating.FieldComment:
+		return m.OldComment(ctx)
+	}
+	return nil, fmt.Errorf("unknown TurnRating field %s", name)
+}
+
+// SetField sets the value of a field with the given name. It returns an error if
+// the field is not defined in the schema, or if the type mismatched the field
+// type.
+func (m *TurnRatingMutation) SetField(name string, value ent.Value) error {
+	switch name {
+	case turnrating.FieldCreatedAt:
+		v, ok := value.(time.Time)
+		if !ok {
+			return fmt.Errorf("unexpected type %T for field %s", value, name)
+		}
+		m.SetCreatedAt(v)
+		return nil
+	case turnrating.FieldUpdatedAt:
+		v, ok := value.(time.Time)
+		if !ok {
+			return fmt.Errorf("unexpected type %T for field %s", value, name)
+		}
+		m.SetUpdatedAt(v)
+		return nil
+	case turnrating.FieldOrganizationID:
+		v, ok := value.(int)
+		if !ok {
+			return fmt.Errorf("unexpected type %T for field %s", value, name)
+		}
+		m.SetOrganizationID(v)
+		return nil
+	case turnrating.FieldUserID:
+		v, ok := value.(int)
+		if !ok {
+			return fmt.Errorf("unexpected type %T for field %s", value, name)
+		}
+		m.SetUserID(v)
+		return nil
+	case turnrating.FieldTurnID:
+		v, ok := value.(int)
+		if !ok {
+			return fmt.Errorf("unexpected type %T for field %s", value, name)
+		}
+		m.SetTurnID(v)
+		return nil
+	case turnrating.FieldAgentID:
+		v, ok := value.(int)
+		if !ok {
+			return fmt.Errorf("unexpected type %T for field %s", value, name)
+		}
+		m.SetAgentID(v)
+		return nil
+	case turnrating.FieldRating:
+		v, ok := value.(turnrating.Rating)
+		if !ok {
+			return fmt.Errorf("unexpected type %T for field %s", value, name)
+		}
+		m.SetRating(v)
+		return nil
+	case turnrating.FieldComment:
+		v, ok := value.(string)
+		if !ok {
+			return fmt.Errorf("unexpected type %T for field %s", value, name)
+		}
+		m.SetComment(v)
+		return nil
+	}
+	return fmt.Errorf("unknown TurnRating field %s", name)
+}
+
+// AddedFields returns all numeric fields that were incremented/decremented during
+// this mutation.
+func (m *TurnRatingMutation) AddedFields() []string {
+	var fields []string
+	if m.addorganization_id != nil {
+		fields = append(fields, turnrating.FieldOrganizationID)
+	}
+	if m.adduser_id != nil {
+		fields = append(fields, turnrating.FieldUserID)
+	}
+	if m.addturn_id != nil {
+		fields = append(fields, turnrating.FieldTurnID)
+	}
+	if m.addagent_id != nil {
+		fields = append(fields, turnrating.FieldAgentID)
+	}
+	return fields
+}
+
+// AddedField returns the numeric value that was incremented/decremented on a field
+// with the given name. The second boolean return value indicates that this field
+// was not set, or was not defined in the schema.
+func (m *TurnRatingMutation) AddedField(name string) (ent.Value, bool) {
+	switch name {
+	case turnrating.FieldOrganizationID:
+		return m.AddedOrganizationID()
+	case turnrating.FieldUserID:
+		return m.AddedUserID()
+	case turnrating.FieldTurnID:
+		return m.AddedTurnID()
+	case turnrating.FieldAgentID:
+		return m.AddedAgentID()
+	}
+	return nil, false
+}
+
+// AddField adds the value to the field with the given name. It returns an error if
+// the field is not defined in the schema, or if the type mismatched the field
+// type.
+func (m *TurnRatingMutation) AddField(name string, value ent.Value) error {
+	switch name {
+	case turnrating.FieldOrganizationID:
+		v, ok := value.(int)
+		if !ok {
+			return fmt.Errorf("unexpected type %T for field %s", value, name)
+		}
+		m.AddOrganizationID(v)
+		return nil
+	case turnrating.FieldUserID:
+		v, ok := value.(int)
+		if !ok {
+			return fmt.Errorf("unexpected type %T for field %s", value, name)
+		}
+		m.AddUserID(v)
+		return nil
+	case turnrating.FieldTurnID:
+		v, ok := value.(int)
+		if !ok {
+			return fmt.Errorf("unexpected type %T for field %s", value, name)
+		}
+		m.AddTurnID(v)
+		return nil
+	case turnrating.FieldAgentID:
+		v, ok := value.(int)
+		if !ok {
+			return fmt.Errorf("unexpected type %T for field %s", value, name)
+		}
+		m.AddAgentID(v)
+		return nil
+	}
+	return fmt.Errorf("unknown TurnRating numeric field %s", name)
+}
+
+// ClearedFields returns all nullable fields that were cleared during this
+// mutation.
+func (m *TurnRatingMutation) ClearedFields() []string {
+	return nil
+}
+
+// FieldCleared returns a boolean indicating if a field with the given name was
+// cleared in this mutation.
+func (m *TurnRatingMutation) FieldCleared(name string) bool {
+	_, ok := m.clearedFields[name]
+	return ok
+}
+
+// ClearField clears the value of the field with the given name. It returns an
+// error if the field is not defined in the schema.
+func (m *TurnRatingMutation) ClearField(name string) error {
+	return fmt.Errorf("unknown TurnRating nullable field %s", name)
+}
+
+// ResetField resets all changes in the mutation for the field with the given name.
+// It returns an error if the field is not defined in the schema.
+func (m *TurnRatingMutation) ResetField(name string) error {
+	switch name {
+	case turnrating.FieldCreatedAt:
+		m.ResetCreatedAt()
+		return nil
+	case turnrating.FieldUpdatedAt:
+		m.ResetUpdatedAt()
+		return nil
+	case turnrating.FieldOrganizationID:
+		m.ResetOrganizationID()
+		return nil
+	case turnrating.FieldUserID:
+		m.ResetUserID()
+		return nil
+	case turnrating.FieldTurnID:
+		m.ResetTurnID()
+		return nil
+	case turnrating.FieldAgentID:
+		m.ResetAgentID()
+		return nil
+	case turnrating.FieldRating:
+		m.ResetRating()
+		return nil
+	case turnrating.FieldComment:
+		m.ResetComment()
+		return nil
+	}
+	return fmt.Errorf("unknown TurnRating field %s", name)
+}
+
+// AddedEdges returns all edge names that were set/added in this mutation.
+func (m *TurnRatingMutation) AddedEdges() []string {
+	edges := make([]string, 0, 0)
+	return edges
+}
+
+// AddedIDs returns all IDs (to other nodes) that were added for the given edge
+// name in this mutation.
+func (m *TurnRatingMutation) AddedIDs(name string) []ent.Value {
+	return nil
+}
+
+// RemovedEdges returns all edge names that were removed in this mutation.
+func (m *TurnRatingMutation) RemovedEdges() []string {
+	edges := make([]string, 0, 0)
+	return edges
+}
+
+// RemovedIDs returns all IDs (to other nodes) that were removed for the edge with
+// the given name in this mutation.
+func (m *TurnRatingMutation) RemovedIDs(name string) []ent.Value {
+	return nil
+}
+
+// ClearedEdges returns all edge names that were cleared in this mutation.
+func (m *TurnRatingMutation) ClearedEdges() []string {
+	edges := make([]string, 0, 0)
+	return edges
+}
+
+// EdgeCleared returns a boolean which indicates if the edge with the given name
+// was cleared in this mutation.
+func (m *TurnRatingMutation) EdgeCleared(name string) bool {
+	return false
+}
+
+// ClearEdge clears the value of the edge with the given name. It returns an error
+// if that edge is not defined in the schema.
+func (m *TurnRatingMutation) ClearEdge(name string) error {
+	return fmt.Errorf("unknown TurnRating unique edge %s", name)
+}
+
+// ResetEdge resets all changes to the edge with the given name in this mutation.
+// It returns an error if the edge is not defined in the schema.
+func (m *TurnRatingMutation) ResetEdge(name string) error {
+	return fmt.Errorf("unknown TurnRating edge %s", name)
 }
 
 // UserMutation represents an operation that mutates the User nodes in the graph.

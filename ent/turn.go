@@ -54,6 +54,8 @@ type Turn struct {
 	TraceParent *string `json:"trace_parent,omitempty"`
 	// answered by the replay provider, not a live model
 	Replayed bool `json:"replayed,omitempty"`
+	// True once regenerateTurn answered this turn's message again as a later turn: kept for the transcript, no longer the conversation's answer.
+	Superseded bool `json:"superseded,omitempty"`
 	// Edges holds the relations/edges for other nodes in the graph.
 	// The values are being populated by the TurnQuery when eager-loading is set.
 	Edges        TurnEdges `json:"edges"`
@@ -114,7 +116,7 @@ func (*Turn) scanValues(columns []string) ([]any, error) {
 		switch columns[i] {
 		case turn.FieldSuggestions, turn.FieldClarification, turn.FieldAgentConfig:
 			values[i] = new([]byte)
-		case turn.FieldReplayed:
+		case turn.FieldReplayed, turn.FieldSuperseded:
 			values[i] = new(sql.NullBool)
 		case turn.FieldID, turn.FieldConversationID, turn.FieldNumber:
 			values[i] = new(sql.NullInt64)
@@ -258,6 +260,12 @@ func (_m *Turn) assignValues(columns []string, values []any) error {
 			} else if value.Valid {
 				_m.Replayed = value.Bool
 			}
+		case turn.FieldSuperseded:
+			if value, ok := values[i].(*sql.NullBool); !ok {
+				return fmt.Errorf("unexpected type %T for field superseded", values[i])
+			} else if value.Valid {
+				_m.Superseded = value.Bool
+			}
 		default:
 			_m.selectValues.Set(columns[i], values[i])
 		}
@@ -373,6 +381,9 @@ func (_m *Turn) String() string {
 	builder.WriteString(", ")
 	builder.WriteString("replayed=")
 	builder.WriteString(fmt.Sprintf("%v", _m.Replayed))
+	builder.WriteString(", ")
+	builder.WriteString("superseded=")
+	builder.WriteString(fmt.Sprintf("%v", _m.Superseded))
 	builder.WriteByte(')')
 	return builder.String()
 }

@@ -216,6 +216,20 @@ func (_c *TurnCreate) SetNillableReplayed(v *bool) *TurnCreate {
 	return _c
 }
 
+// SetSuperseded sets the "superseded" field.
+func (_c *TurnCreate) SetSuperseded(v bool) *TurnCreate {
+	_c.mutation.SetSuperseded(v)
+	return _c
+}
+
+// SetNillableSuperseded sets the "superseded" field if the given value is not nil.
+func (_c *TurnCreate) SetNillableSuperseded(v *bool) *TurnCreate {
+	if v != nil {
+		_c.SetSuperseded(*v)
+	}
+	return _c
+}
+
 // SetConversation sets the "conversation" edge to the Conversation entity.
 func (_c *TurnCreate) SetConversation(v *Conversation) *TurnCreate {
 	return _c.SetConversationID(v.ID)
@@ -311,6 +325,10 @@ func (_c *TurnCreate) defaults() error {
 		v := turn.DefaultReplayed
 		_c.mutation.SetReplayed(v)
 	}
+	if _, ok := _c.mutation.Superseded(); !ok {
+		v := turn.DefaultSuperseded
+		_c.mutation.SetSuperseded(v)
+	}
 	return nil
 }
 
@@ -349,6 +367,9 @@ func (_c *TurnCreate) check() error {
 	}
 	if _, ok := _c.mutation.Replayed(); !ok {
 		return &ValidationError{Name: "replayed", err: errors.New(`ent: missing required field "Turn.replayed"`)}
+	}
+	if _, ok := _c.mutation.Superseded(); !ok {
+		return &ValidationError{Name: "superseded", err: errors.New(`ent: missing required field "Turn.superseded"`)}
 	}
 	if len(_c.mutation.ConversationIDs()) == 0 {
 		return &ValidationError{Name: "conversation", err: errors.New(`ent: missing required edge "Turn.conversation"`)}
@@ -443,6 +464,10 @@ func (_c *TurnCreate) createSpec() (*Turn, *sqlgraph.CreateSpec) {
 	if value, ok := _c.mutation.Replayed(); ok {
 		_spec.SetField(turn.FieldReplayed, field.TypeBool, value)
 		_node.Replayed = value
+	}
+	if value, ok := _c.mutation.Superseded(); ok {
+		_spec.SetField(turn.FieldSuperseded, field.TypeBool, value)
+		_node.Superseded = value
 	}
 	if nodes := _c.mutation.ConversationIDs(); len(nodes) > 0 {
 		edge := &sqlgraph.EdgeSpec{
@@ -743,6 +768,18 @@ func (u *TurnUpsert) UpdateReplayed() *TurnUpsert {
 	return u
 }
 
+// SetSuperseded sets the "superseded" field.
+func (u *TurnUpsert) SetSuperseded(v bool) *TurnUpsert {
+	u.Set(turn.FieldSuperseded, v)
+	return u
+}
+
+// UpdateSuperseded sets the "superseded" field to the value that was provided on create.
+func (u *TurnUpsert) UpdateSuperseded() *TurnUpsert {
+	u.SetExcluded(turn.FieldSuperseded)
+	return u
+}
+
 // UpdateNewValues updates the mutable fields using the new values that were set on create.
 // Using this option is equivalent to using:
 //
@@ -1028,6 +1065,20 @@ func (u *TurnUpsertOne) SetReplayed(v bool) *TurnUpsertOne {
 func (u *TurnUpsertOne) UpdateReplayed() *TurnUpsertOne {
 	return u.Update(func(s *TurnUpsert) {
 		s.UpdateReplayed()
+	})
+}
+
+// SetSuperseded sets the "superseded" field.
+func (u *TurnUpsertOne) SetSuperseded(v bool) *TurnUpsertOne {
+	return u.Update(func(s *TurnUpsert) {
+		s.SetSuperseded(v)
+	})
+}
+
+// UpdateSuperseded sets the "superseded" field to the value that was provided on create.
+func (u *TurnUpsertOne) UpdateSuperseded() *TurnUpsertOne {
+	return u.Update(func(s *TurnUpsert) {
+		s.UpdateSuperseded()
 	})
 }
 
@@ -1482,6 +1533,20 @@ func (u *TurnUpsertBulk) SetReplayed(v bool) *TurnUpsertBulk {
 func (u *TurnUpsertBulk) UpdateReplayed() *TurnUpsertBulk {
 	return u.Update(func(s *TurnUpsert) {
 		s.UpdateReplayed()
+	})
+}
+
+// SetSuperseded sets the "superseded" field.
+func (u *TurnUpsertBulk) SetSuperseded(v bool) *TurnUpsertBulk {
+	return u.Update(func(s *TurnUpsert) {
+		s.SetSuperseded(v)
+	})
+}
+
+// UpdateSuperseded sets the "superseded" field to the value that was provided on create.
+func (u *TurnUpsertBulk) UpdateSuperseded() *TurnUpsertBulk {
+	return u.Update(func(s *TurnUpsert) {
+		s.UpdateSuperseded()
 	})
 }
 

@@ -236,6 +236,20 @@ func (_u *TurnUpdate) SetNillableReplayed(v *bool) *TurnUpdate {
 	return _u
 }
 
+// SetSuperseded sets the "superseded" field.
+func (_u *TurnUpdate) SetSuperseded(v bool) *TurnUpdate {
+	_u.mutation.SetSuperseded(v)
+	return _u
+}
+
+// SetNillableSuperseded sets the "superseded" field if the given value is not nil.
+func (_u *TurnUpdate) SetNillableSuperseded(v *bool) *TurnUpdate {
+	if v != nil {
+		_u.SetSuperseded(*v)
+	}
+	return _u
+}
+
 // AddToolCallIDs adds the "tool_calls" edge to the ToolCall entity by IDs.
 func (_u *TurnUpdate) AddToolCallIDs(ids ...int) *TurnUpdate {
 	_u.mutation.AddToolCallIDs(ids...)
@@ -432,6 +446,9 @@ func (_u *TurnUpdate) sqlSave(ctx context.Context) (_node int, err error) {
 	}
 	if value, ok := _u.mutation.Replayed(); ok {
 		_spec.SetField(turn.FieldReplayed, field.TypeBool, value)
+	}
+	if value, ok := _u.mutation.Superseded(); ok {
+		_spec.SetField(turn.FieldSuperseded, field.TypeBool, value)
 	}
 	if _u.mutation.ToolCallsCleared() {
 		edge := &sqlgraph.EdgeSpec{
@@ -747,6 +764,20 @@ func (_u *TurnUpdateOne) SetNillableReplayed(v *bool) *TurnUpdateOne {
 	return _u
 }
 
+// SetSuperseded sets the "superseded" field.
+func (_u *TurnUpdateOne) SetSuperseded(v bool) *TurnUpdateOne {
+	_u.mutation.SetSuperseded(v)
+	return _u
+}
+
+// SetNillableSuperseded sets the "superseded" field if the given value is not nil.
+func (_u *TurnUpdateOne) SetNillableSuperseded(v *bool) *TurnUpdateOne {
+	if v != nil {
+		_u.SetSuperseded(*v)
+	}
+	return _u
+}
+
 // AddToolCallIDs adds the "tool_calls" edge to the ToolCall entity by IDs.
 func (_u *TurnUpdateOne) AddToolCallIDs(ids ...int) *TurnUpdateOne {
 	_u.mutation.AddToolCallIDs(ids...)
@@ -973,6 +1004,9 @@ func (_u *TurnUpdateOne) sqlSave(ctx context.Context) (_node *Turn, err error) {
 	}
 	if value, ok := _u.mutation.Replayed(); ok {
 		_spec.SetField(turn.FieldReplayed, field.TypeBool, value)
+	}
+	if value, ok := _u.mutation.Superseded(); ok {
+		_spec.SetField(turn.FieldSuperseded, field.TypeBool, value)
 	}
 	if _u.mutation.ToolCallsCleared() {
 		edge := &sqlgraph.EdgeSpec{

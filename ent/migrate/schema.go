@@ -654,6 +654,7 @@ var (
 		{Name: "claimed_by", Type: field.TypeString, Nullable: true},
 		{Name: "trace_parent", Type: field.TypeString, Nullable: true},
 		{Name: "replayed", Type: field.TypeBool, Default: false},
+		{Name: "superseded", Type: field.TypeBool, Default: false},
 		{Name: "conversation_id", Type: field.TypeInt},
 	}
 	// TurnsTable holds the schema information for the "turns" table.
@@ -664,7 +665,7 @@ var (
 		ForeignKeys: []*schema.ForeignKey{
 			{
 				Symbol:     "turns_conversations_turns",
-				Columns:    []*schema.Column{TurnsColumns[17]},
+				Columns:    []*schema.Column{TurnsColumns[18]},
 				RefColumns: []*schema.Column{ConversationsColumns[0]},
 				OnDelete:   schema.NoAction,
 			},
@@ -673,12 +674,42 @@ var (
 			{
 				Name:    "turn_conversation_id_number",
 				Unique:  true,
-				Columns: []*schema.Column{TurnsColumns[17], TurnsColumns[1]},
+				Columns: []*schema.Column{TurnsColumns[18], TurnsColumns[1]},
 			},
 			{
 				Name:    "turn_started_at",
 				Unique:  false,
 				Columns: []*schema.Column{TurnsColumns[2]},
+			},
+		},
+	}
+	// TurnRatingsColumns holds the columns for the "turn_ratings" table.
+	TurnRatingsColumns = []*schema.Column{
+		{Name: "id", Type: field.TypeInt, Increment: true},
+		{Name: "created_at", Type: field.TypeTime},
+		{Name: "updated_at", Type: field.TypeTime},
+		{Name: "organization_id", Type: field.TypeInt},
+		{Name: "user_id", Type: field.TypeInt},
+		{Name: "turn_id", Type: field.TypeInt},
+		{Name: "agent_id", Type: field.TypeInt},
+		{Name: "rating", Type: field.TypeEnum, Enums: []string{"UP", "DOWN"}},
+		{Name: "comment", Type: field.TypeString, Size: 8000, Default: ""},
+	}
+	// TurnRatingsTable holds the schema information for the "turn_ratings" table.
+	TurnRatingsTable = &schema.Table{
+		Name:       "turn_ratings",
+		Columns:    TurnRatingsColumns,
+		PrimaryKey: []*schema.Column{TurnRatingsColumns[0]},
+		Indexes: []*schema.Index{
+			{
+				Name:    "turnrating_turn_id_user_id",
+				Unique:  true,
+				Columns: []*schema.Column{TurnRatingsColumns[5], TurnRatingsColumns[4]},
+			},
+			{
+				Name:    "turnrating_organization_id_updated_at",
+				Unique:  false,
+				Columns: []*schema.Column{TurnRatingsColumns[3], TurnRatingsColumns[2]},
 			},
 		},
 	}
@@ -771,6 +802,7 @@ var (
 		TasksTable,
 		ToolCallsTable,
 		TurnsTable,
+		TurnRatingsTable,
 		UsersTable,
 		WorkspaceFilesTable,
 	}
@@ -856,6 +888,9 @@ func init() {
 	TurnsTable.ForeignKeys[0].RefTable = ConversationsTable
 	TurnsTable.Annotation = &entsql.Annotation{
 		IncrementStart: func(i int) *int { return &i }(34359738368),
+	}
+	TurnRatingsTable.Annotation = &entsql.Annotation{
+		IncrementStart: func(i int) *int { return &i }(103079215104),
 	}
 	UsersTable.ForeignKeys[0].RefTable = OrganizationsTable
 	UsersTable.Annotation = &entsql.Annotation{

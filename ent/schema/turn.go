@@ -63,6 +63,8 @@ func (Turn) Fields() []ent.Field {
 			Comment("the W3C traceparent of the turn's last traced run: the next run links to it"),
 		field.Bool("replayed").Default(false).
 			Comment("answered by the replay provider, not a live model"),
+		field.Bool("superseded").Default(false).
+			Comment("True once regenerateTurn answered this turn's message again as a later turn: kept for the transcript, no longer the conversation's answer."),
 	}
 }
 

@@ -52,6 +52,8 @@ const (
 	FieldTraceParent = "trace_parent"
 	// FieldReplayed holds the string denoting the replayed field in the database.
 	FieldReplayed = "replayed"
+	// FieldSuperseded holds the string denoting the superseded field in the database.
+	FieldSuperseded = "superseded"
 	// EdgeConversation holds the string denoting the conversation edge name in mutations.
 	EdgeConversation = "conversation"
 	// EdgeToolCalls holds the string denoting the tool_calls edge name in mutations.
@@ -103,6 +105,7 @@ var Columns = []string{
 	FieldClaimedBy,
 	FieldTraceParent,
 	FieldReplayed,
+	FieldSuperseded,
 }
 
 // ValidColumn reports if the column name is valid (part of the table columns).
@@ -133,6 +136,8 @@ var (
 	DefaultSuggestions []string
 	// DefaultReplayed holds the default value on creation for the "replayed" field.
 	DefaultReplayed bool
+	// DefaultSuperseded holds the default value on creation for the "superseded" field.
+	DefaultSuperseded bool
 )
 
 // Status defines the type for the "status" enum field.
@@ -240,6 +245,11 @@ func ByTraceParent(opts ...sql.OrderTermOption) OrderOption {
 // ByReplayed orders the results by the replayed field.
 func ByReplayed(opts ...sql.OrderTermOption) OrderOption {
 	return sql.OrderByField(FieldReplayed, opts...).ToFunc()
+}
+
+// BySuperseded orders the results by the superseded field.
+func BySuperseded(opts ...sql.OrderTermOption) OrderOption {
+	return sql.OrderByField(FieldSuperseded, opts...).ToFunc()
 }
 
 // ByConversationField orders the results by conversation field.

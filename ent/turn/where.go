@@ -120,6 +120,11 @@ func Replayed(v bool) predicate.Turn {
 	return predicate.Turn(sql.FieldEQ(FieldReplayed, v))
 }
 
+// Superseded applies equality check predicate on the "superseded" field. It's identical to SupersededEQ.
+func Superseded(v bool) predicate.Turn {
+	return predicate.Turn(sql.FieldEQ(FieldSuperseded, v))
+}
+
 // ConversationIDEQ applies the EQ predicate on the "conversation_id" field.
 func ConversationIDEQ(v int) predicate.Turn {
 	return predicate.Turn(sql.FieldEQ(FieldConversationID, v))
@@ -873,6 +878,16 @@ func ReplayedEQ(v bool) predicate.Turn {
 // ReplayedNEQ applies the NEQ predicate on the "replayed" field.
 func ReplayedNEQ(v bool) predicate.Turn {
 	return predicate.Turn(sql.FieldNEQ(FieldReplayed, v))
+}
+
+// SupersededEQ applies the EQ predicate on the "superseded" field.
+func SupersededEQ(v bool) predicate.Turn {
+	return predicate.Turn(sql.FieldEQ(FieldSuperseded, v))
+}
+
+// SupersededNEQ applies the NEQ predicate on the "superseded" field.
+func SupersededNEQ(v bool) predicate.Turn {
+	return predicate.Turn(sql.FieldNEQ(FieldSuperseded, v))
 }
 
 // HasConversation applies the HasEdge predicate on the "conversation" edge.

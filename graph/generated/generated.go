@@ -64,6 +64,7 @@ type ResolverRoot interface {
 	Task() TaskResolver
 	ToolCall() ToolCallResolver
 	Turn() TurnResolver
+	TurnRating() TurnRatingResolver
 	Usage() UsageResolver
 	User() UserResolver
 	WorkspaceFileInfo() WorkspaceFileInfoResolver
@@ -109,6 +110,12 @@ type ComplexityRoot struct {
 	AgentEdge struct {
 		Cursor func(childComplexity int) int
 		Node   func(childComplexity int) int
+	}
+
+	AgentRatings struct {
+		Agent func(childComplexity int) int
+		Down  func(childComplexity int) int
+		Up    func(childComplexity int) int
 	}
 
 	AgentUsage struct {
@@ -500,6 +507,12 @@ type ComplexityRoot struct {
 		Text             func(childComplexity int) int
 	}
 
+	ModelRatings struct {
+		Down  func(childComplexity int) int
+		Model func(childComplexity int) int
+		Up    func(childComplexity int) int
+	}
+
 	ModelUsage struct {
 		CacheReadTokens  func(childComplexity int) int
 		CacheWriteTokens func(childComplexity int) int
@@ -544,7 +557,9 @@ type ComplexityRoot struct {
 		MemoryWrite         func(childComplexity int, conversationID *int, facts []*model.MemoryFactInput) int
 		PrintPDF            func(childComplexity int, conversationID *int, artifactID int, path string) int
 		PublishSkill        func(childComplexity int, input model.PublishSkillInput) int
+		RateTurn            func(childComplexity int, input model.RateTurnInput) int
 		ReactivateUser      func(childComplexity int, input model.ReactivateUserInput) int
+		RegenerateTurn      func(childComplexity int, id int) int
 		RegisterApplication func(childComplexity int, input model.RegisterApplicationInput) int
 		RemoveApplication   func(childComplexity int, input model.RemoveApplicationInput) int
 		RenameConversation  func(childComplexity int, input model.RenameConversationInput) int
@@ -660,6 +675,7 @@ type ComplexityRoot struct {
 		MemorySearch            func(childComplexity int, conversationID *int, queries []string, maxResults *int) int
 		Node                    func(childComplexity int, id int) int
 		Nodes                   func(childComplexity int, ids []int) int
+		Ratings                 func(childComplexity int, month *string) int
 		ReadDocument            func(childComplexity int, conversationID *int, documentID int, offset *int, maxChars *int) int
 		ReadFile                func(childComplexity int, conversationID *int, path string, offset *int, maxChars *int) int
 		ReadPage                func(childComplexity int, conversationID *int, url string, offset *int, maxChars *int) int
@@ -684,6 +700,20 @@ type ComplexityRoot struct {
 		RequestsPerSecondDefault func(childComplexity int) int
 		TurnsAtOnce              func(childComplexity int) int
 		TurnsAtOnceDefault       func(childComplexity int) int
+	}
+
+	RatedTurn struct {
+		Rating func(childComplexity int) int
+		Turn   func(childComplexity int) int
+	}
+
+	RatingSummary struct {
+		ByAgent  func(childComplexity int) int
+		ByModel  func(childComplexity int) int
+		Comments func(childComplexity int) int
+		Down     func(childComplexity int) int
+		Month    func(childComplexity int) int
+		Up       func(childComplexity int) int
 	}
 
 	ReactivateUserPayload struct {
@@ -903,12 +933,15 @@ type ComplexityRoot struct {
 		Grounding     func(childComplexity int) int
 		ID            func(childComplexity int) int
 		ModelCalls    func(childComplexity int) int
+		MyRating      func(childComplexity int) int
 		Number        func(childComplexity int) int
 		PromptStats   func(childComplexity int) int
+		Ratings       func(childComplexity int) int
 		Replayed      func(childComplexity int) int
 		StartedAt     func(childComplexity int) int
 		Status        func(childComplexity int) int
 		Suggestions   func(childComplexity int) int
+		Superseded    func(childComplexity int) int
 		TimeZone      func(childComplexity int) int
 		ToolCalls     func(childComplexity int) int
 		UserText      func(childComplexity int) int
@@ -934,6 +967,14 @@ type ComplexityRoot struct {
 		ToolCall func(childComplexity int) int
 		Turn     func(childComplexity int) int
 		Writing  func(childComplexity int) int
+	}
+
+	TurnRating struct {
+		Comment   func(childComplexity int) int
+		CreatedAt func(childComplexity int) int
+		Rating    func(childComplexity int) int
+		UpdatedAt func(childComplexity int) int
+		User      func(childComplexity int) int
 	}
 
 	UpdateAgentPayload struct {
@@ -1165,6 +1206,8 @@ type MutationResolver interface {
 	ForgetMemory(ctx context.Context, id int) (*ent.Memory, error)
 	MemoryWrite(ctx context.Context, conversationID *int, facts []*model.MemoryFactInput) (*memory.WriteResult, error)
 	MemoryForget(ctx context.Context, conversationID *int, ids []int) (*memory.ForgetResult, error)
+	RegenerateTurn(ctx context.Context, id int) (*ent.Turn, error)
+	RateTurn(ctx context.Context, input model.RateTurnInput) (*ent.Turn, error)
 	PublishSkill(ctx context.Context, input model.PublishSkillInput) (*ent.Skill, error)
 	SendMessage(ctx context.Context, input model.SendMessageInput) (*ent.Turn, error)
 	AnswerClarification(ctx context.Context, input model.AnswerClarificationInput) (*ent.Turn, error)
@@ -1207,6 +1250,7 @@ type QueryResolver interface {
 	Users(ctx context.Context) ([]*ent.User, error)
 	Memories(ctx context.Context, first *int, after *entgql.Cursor[int], last *int, before *entgql.Cursor[int], orderBy []*ent.MemoryOrder) (*ent.MemoryConnection, error)
 	MemorySearch(ctx context.Context, conversationID *int, queries []string, maxResults *int) (*memory.SearchResult, error)
+	Ratings(ctx context.Context, month *string) (*model.RatingSummary, error)
 	ToolResults(ctx context.Context, conversationID *int, refs []string, offset *int, maxChars *int, query *string, match *result.Match, contextChars *int) (*result.Results, error)
 	ReadToolResult(ctx context.Context, conversationID *int, refs []string, offset *int, maxChars *int) ([]*result.ReadItem, error)
 	SearchToolResults(ctx context.Context, conversationID *int, refs []string, query string, match *result.Match, contextChars *int, maxChars *int) ([]*result.SearchItem, error)
@@ -1231,9 +1275,16 @@ type ToolCallResolver interface {
 }
 type TurnResolver interface {
 	ToolCalls(ctx context.Context, obj *ent.Turn) ([]*ent.ToolCall, error)
+	MyRating(ctx context.Context, obj *ent.Turn) (*ent.TurnRating, error)
+	Ratings(ctx context.Context, obj *ent.Turn) ([]*ent.TurnRating, error)
 	ModelCalls(ctx context.Context, obj *ent.Turn) ([]*ent.ModelCall, error)
 	PromptStats(ctx context.Context, obj *ent.Turn) (*model.PromptStats, error)
 	Grounding(ctx context.Context, obj *ent.Turn) (*model.Grounding, error)
+}
+type TurnRatingResolver interface {
+	Rating(ctx context.Context, obj *ent.TurnRating) (model.Rating, error)
+
+	User(ctx context.Context, obj *ent.TurnRating) (*ent.User, error)
 }
 type UsageResolver interface {
 	Days(ctx context.Context, obj *model.Usage) ([]*model.UsageDay, error)
@@ -1422,6 +1473,25 @@ func (e *executableSchema) Complexity(ctx context.Context, typeName, field strin
 		}
 
 		return e.ComplexityRoot.AgentEdge.Node(childComplexity), true
+
+	case "AgentRatings.agent":
+		if e.ComplexityRoot.AgentRatings.Agent == nil {
+			break
+		}
+
+		return e.ComplexityRoot.AgentRatings.Agent(childComplexity), true
+	case "AgentRatings.down":
+		if e.ComplexityRoot.AgentRatings.Down == nil {
+			break
+		}
+
+		return e.ComplexityRoot.AgentRatings.Down(childComplexity), true
+	case "AgentRatings.up":
+		if e.ComplexityRoot.AgentRatings.Up == nil {
+			break
+		}
+
+		return e.ComplexityRoot.AgentRatings.Up(childComplexity), true
 
 	case "AgentUsage.agent":
 		if e.ComplexityRoot.AgentUsage.Agent == nil {
@@ -2900,6 +2970,25 @@ func (e *executableSchema) Complexity(ctx context.Context, typeName, field strin
 
 		return e.ComplexityRoot.ModelCall.Text(childComplexity), true
 
+	case "ModelRatings.down":
+		if e.ComplexityRoot.ModelRatings.Down == nil {
+			break
+		}
+
+		return e.ComplexityRoot.ModelRatings.Down(childComplexity), true
+	case "ModelRatings.model":
+		if e.ComplexityRoot.ModelRatings.Model == nil {
+			break
+		}
+
+		return e.ComplexityRoot.ModelRatings.Model(childComplexity), true
+	case "ModelRatings.up":
+		if e.ComplexityRoot.ModelRatings.Up == nil {
+			break
+		}
+
+		return e.ComplexityRoot.ModelRatings.Up(childComplexity), true
+
 	case "ModelUsage.cacheReadTokens":
 		if e.ComplexityRoot.ModelUsage.CacheReadTokens == nil {
 			break
@@ -3249,6 +3338,17 @@ func (e *executableSchema) Complexity(ctx context.Context, typeName, field strin
 		}
 
 		return e.ComplexityRoot.Mutation.PublishSkill(childComplexity, args["input"].(model.PublishSkillInput)), true
+	case "Mutation.rateTurn":
+		if e.ComplexityRoot.Mutation.RateTurn == nil {
+			break
+		}
+
+		args, err := ec.field_Mutation_rateTurn_args(ctx, rawArgs)
+		if err != nil {
+			return 0, false
+		}
+
+		return e.ComplexityRoot.Mutation.RateTurn(childComplexity, args["input"].(model.RateTurnInput)), true
 	case "Mutation.reactivateUser":
 		if e.ComplexityRoot.Mutation.ReactivateUser == nil {
 			break
@@ -3260,6 +3360,17 @@ func (e *executableSchema) Complexity(ctx context.Context, typeName, field strin
 		}
 
 		return e.ComplexityRoot.Mutation.ReactivateUser(childComplexity, args["input"].(model.ReactivateUserInput)), true
+	case "Mutation.regenerateTurn":
+		if e.ComplexityRoot.Mutation.RegenerateTurn == nil {
+			break
+		}
+
+		args, err := ec.field_Mutation_regenerateTurn_args(ctx, rawArgs)
+		if err != nil {
+			return 0, false
+		}
+
+		return e.ComplexityRoot.Mutation.RegenerateTurn(childComplexity, args["id"].(int)), true
 	case "Mutation.registerApplication":
 		if e.ComplexityRoot.Mutation.RegisterApplication == nil {
 			break
@@ -3922,6 +4033,17 @@ func (e *executableSchema) Complexity(ctx context.Context, typeName, field strin
 		}
 
 		return e.ComplexityRoot.Query.Nodes(childComplexity, args["ids"].([]int)), true
+	case "Query.ratings":
+		if e.ComplexityRoot.Query.Ratings == nil {
+			break
+		}
+
+		args, err := ec.field_Query_ratings_args(ctx, rawArgs)
+		if err != nil {
+			return 0, false
+		}
+
+		return e.ComplexityRoot.Query.Ratings(childComplexity, args["month"].(*string)), true
 	case "Query.readDocument":
 		if e.ComplexityRoot.Query.ReadDocument == nil {
 			break
@@ -4119,6 +4241,56 @@ func (e *executableSchema) Complexity(ctx context.Context, typeName, field strin
 		}
 
 		return e.ComplexityRoot.RateLimits.TurnsAtOnceDefault(childComplexity), true
+
+	case "RatedTurn.rating":
+		if e.ComplexityRoot.RatedTurn.Rating == nil {
+			break
+		}
+
+		return e.ComplexityRoot.RatedTurn.Rating(childComplexity), true
+	case "RatedTurn.turn":
+		if e.ComplexityRoot.RatedTurn.Turn == nil {
+			break
+		}
+
+		return e.ComplexityRoot.RatedTurn.Turn(childComplexity), true
+
+	case "RatingSummary.byAgent":
+		if e.ComplexityRoot.RatingSummary.ByAgent == nil {
+			break
+		}
+
+		return e.ComplexityRoot.RatingSummary.ByAgent(childComplexity), true
+	case "RatingSummary.byModel":
+		if e.ComplexityRoot.RatingSummary.ByModel == nil {
+			break
+		}
+
+		return e.ComplexityRoot.RatingSummary.ByModel(childComplexity), true
+	case "RatingSummary.comments":
+		if e.ComplexityRoot.RatingSummary.Comments == nil {
+			break
+		}
+
+		return e.ComplexityRoot.RatingSummary.Comments(childComplexity), true
+	case "RatingSummary.down":
+		if e.ComplexityRoot.RatingSummary.Down == nil {
+			break
+		}
+
+		return e.ComplexityRoot.RatingSummary.Down(childComplexity), true
+	case "RatingSummary.month":
+		if e.ComplexityRoot.RatingSummary.Month == nil {
+			break
+		}
+
+		return e.ComplexityRoot.RatingSummary.Month(childComplexity), true
+	case "RatingSummary.up":
+		if e.ComplexityRoot.RatingSummary.Up == nil {
+			break
+		}
+
+		return e.ComplexityRoot.RatingSummary.Up(childComplexity), true
 
 	case "ReactivateUserPayload.user":
 		if e.ComplexityRoot.ReactivateUserPayload.User == nil {
@@ -4945,6 +5117,12 @@ func (e *executableSchema) Complexity(ctx context.Context, typeName, field strin
 		}
 
 		return e.ComplexityRoot.Turn.ModelCalls(childComplexity), true
+	case "Turn.myRating":
+		if e.ComplexityRoot.Turn.MyRating == nil {
+			break
+		}
+
+		return e.ComplexityRoot.Turn.MyRating(childComplexity), true
 	case "Turn.number":
 		if e.ComplexityRoot.Turn.Number == nil {
 			break
@@ -4957,6 +5135,12 @@ func (e *executableSchema) Complexity(ctx context.Context, typeName, field strin
 		}
 
 		return e.ComplexityRoot.Turn.PromptStats(childComplexity), true
+	case "Turn.ratings":
+		if e.ComplexityRoot.Turn.Ratings == nil {
+			break
+		}
+
+		return e.ComplexityRoot.Turn.Ratings(childComplexity), true
 	case "Turn.replayed":
 		if e.ComplexityRoot.Turn.Replayed == nil {
 			break
@@ -4981,6 +5165,12 @@ func (e *executableSchema) Complexity(ctx context.Context, typeName, field strin
 		}
 
 		return e.ComplexityRoot.Turn.Suggestions(childComplexity), true
+	case "Turn.superseded":
+		if e.ComplexityRoot.Turn.Superseded == nil {
+			break
+		}
+
+		return e.ComplexityRoot.Turn.Superseded(childComplexity), true
 	case "Turn.timeZone":
 		if e.ComplexityRoot.Turn.TimeZone == nil {
 			break
@@ -5080,6 +5270,37 @@ func (e *executableSchema) Complexity(ctx context.Context, typeName, field strin
 		}
 
 		return e.ComplexityRoot.TurnEvent.Writing(childComplexity), true
+
+	case "TurnRating.comment":
+		if e.ComplexityRoot.TurnRating.Comment == nil {
+			break
+		}
+
+		return e.ComplexityRoot.TurnRating.Comment(childComplexity), true
+	case "TurnRating.createdAt":
+		if e.ComplexityRoot.TurnRating.CreatedAt == nil {
+			break
+		}
+
+		return e.ComplexityRoot.TurnRating.CreatedAt(childComplexity), true
+	case "TurnRating.rating":
+		if e.ComplexityRoot.TurnRating.Rating == nil {
+			break
+		}
+
+		return e.ComplexityRoot.TurnRating.Rating(childComplexity), true
+	case "TurnRating.updatedAt":
+		if e.ComplexityRoot.TurnRating.UpdatedAt == nil {
+			break
+		}
+
+		return e.ComplexityRoot.TurnRating.UpdatedAt(childComplexity), true
+	case "TurnRating.user":
+		if e.ComplexityRoot.TurnRating.User == nil {
+			break
+		}
+
+		return e.ComplexityRoot.TurnRating.User(childComplexity), true
 
 	case "UpdateAgentPayload.agent":
 		if e.ComplexityRoot.UpdateAgentPayload.Agent == nil {
@@ -5717,6 +5938,7 @@ func (e *executableSchema) Exec(ctx context.Context) graphql.ResponseHandler {
 			graphql.NewInputUnmarshaler("MemoryOrder", ec.unmarshalInputMemoryOrder),
 			graphql.NewInputUnmarshaler("MoneyInput", ec.unmarshalInputMoneyInput),
 			graphql.NewInputUnmarshaler("PublishSkillInput", ec.unmarshalInputPublishSkillInput),
+			graphql.NewInputUnmarshaler("RateTurnInput", ec.unmarshalInputRateTurnInput),
 			graphql.NewInputUnmarshaler("ReactivateUserInput", ec.unmarshalInputReactivateUserInput),
 			graphql.NewInputUnmarshaler("RegisterApplicationInput", ec.unmarshalInputRegisterApplicationInput),
 			graphql.NewInputUnmarshaler("RemoveApplicationInput", ec.unmarshalInputRemoveApplicationInput),
@@ -8070,6 +8292,10 @@ type Turn implements Node {
   """
   replayed: Boolean!
   """
+  True once regenerateTurn answered this turn's message again as a later turn: kept for the transcript, no longer the conversation's answer.
+  """
+  superseded: Boolean!
+  """
   The conversation the turn belongs to.
   """
   conversation: Conversation!
@@ -8555,6 +8781,14 @@ input TurnWhereInput {
   replayed differs from the value.
   """
   replayedNEQ: Boolean
+  """
+  superseded field predicates
+  """
+  superseded: Boolean
+  """
+  superseded differs from the value.
+  """
+  supersededNEQ: Boolean
   """
   conversation edge predicates
   """
@@ -9053,6 +9287,119 @@ type UsageTotals {
   modelCalls: Int64!
   "What the calls cost, from the price table."
   cost: Money!
+}
+`, BuiltIn: false},
+	{Name: "../ratings.graphqls", Input: `# Answers again and answers rated: regenerateTurn and rateTurn, and the
+# ratings an admin reads per agent and model.
+
+extend type Mutation {
+  """
+  Answers the last turn of a conversation again: a new turn with the same
+  message (and time zone) starts RUNNING and is returned; the earlier turn is
+  kept and marked superseded. Refused while a turn of the conversation runs
+  or waits, for a turn that is not the last, and for an archived
+  conversation.
+  """
+  regenerateTurn(id: ID!): Turn!
+  """
+  Rates a turn's answer, up or down, with an optional comment (at most
+  2,000 characters): one rating per person per turn, and rating again
+  changes it. Answers the turn.
+  """
+  rateTurn(input: RateTurnInput!): Turn!
+}
+
+extend type Query {
+  """
+  The ratings given in a calendar month in UTC ("YYYY-MM"; none: this one),
+  by agent and by model (the model that answered the turn), within the
+  caller's reach: an admin's API token, the organisation's; a member's, their
+  own ratings.
+  """
+  ratings(month: String): RatingSummary!
+}
+
+"A thumbs up or down on an answer."
+enum Rating {
+  "The answer helped."
+  UP
+  "It did not."
+  DOWN
+}
+
+"What rateTurn needs."
+input RateTurnInput {
+  "The turn whose answer is rated."
+  turnId: ID!
+  "Up or down."
+  rating: Rating!
+  "Why, in the rater's words; at most 2,000 characters; none: no comment (a new rating clears the old comment)."
+  comment: String
+}
+
+"One person's rating of a turn."
+type TurnRating {
+  "Up or down."
+  rating: Rating!
+  "The comment; empty when none."
+  comment: String!
+  "Who rated."
+  user: User
+  "When it was first given."
+  createdAt: Time!
+  "When it last changed."
+  updatedAt: Time!
+}
+
+extend type Turn {
+  "The caller's own rating of the turn; null when they gave none."
+  myRating: TurnRating
+  "The ratings of the turn the caller may read (an admin's API token: everyone's; a member's: their own)."
+  ratings: [TurnRating!]!
+}
+
+"A month's ratings, in all and by agent and model."
+type RatingSummary {
+  "The month, YYYY-MM, in UTC."
+  month: String!
+  "Ratings up."
+  up: Int!
+  "Ratings down."
+  down: Int!
+  "By agent, the most rated first."
+  byAgent: [AgentRatings!]!
+  "By the model that answered, the most rated first."
+  byModel: [ModelRatings!]!
+  "The month's latest ratings with a comment, newest first (at most 20)."
+  comments: [RatedTurn!]!
+}
+
+"An agent's ratings."
+type AgentRatings {
+  "The agent; null when it no longer exists."
+  agent: Agent
+  "Ratings up."
+  up: Int!
+  "Ratings down."
+  down: Int!
+}
+
+"A model's ratings."
+type ModelRatings {
+  "The model's name, as sent to the provider."
+  model: String!
+  "Ratings up."
+  up: Int!
+  "Ratings down."
+  down: Int!
+}
+
+"A rating with the turn it rates."
+type RatedTurn {
+  "The rating."
+  rating: TurnRating!
+  "The turn rated."
+  turn: Turn!
 }
 `, BuiltIn: false},
 	{Name: "../result.graphqls", Input: `# read_tool_result: windows and searches of a conversation's stored tool
@@ -9996,6 +10343,18 @@ func (ec *executionContext) childFields_AgentEdge(ctx context.Context, field gra
 	return nil, fmt.Errorf("no field named %q was found under type AgentEdge", field.Name)
 }
 
+func (ec *executionContext) childFields_AgentRatings(ctx context.Context, field graphql.CollectedField) (*graphql.FieldContext, error) {
+	switch field.Name {
+	case "agent":
+		return ec.fieldContext_AgentRatings_agent(ctx, field)
+	case "up":
+		return ec.fieldContext_AgentRatings_up(ctx, field)
+	case "down":
+		return ec.fieldContext_AgentRatings_down(ctx, field)
+	}
+	return nil, fmt.Errorf("no field named %q was found under type AgentRatings", field.Name)
+}
+
 func (ec *executionContext) childFields_AgentUsage(ctx context.Context, field graphql.CollectedField) (*graphql.FieldContext, error) {
 	switch field.Name {
 	case "agent":
@@ -10774,6 +11133,18 @@ func (ec *executionContext) childFields_ModelCall(ctx context.Context, field gra
 	return nil, fmt.Errorf("no field named %q was found under type ModelCall", field.Name)
 }
 
+func (ec *executionContext) childFields_ModelRatings(ctx context.Context, field graphql.CollectedField) (*graphql.FieldContext, error) {
+	switch field.Name {
+	case "model":
+		return ec.fieldContext_ModelRatings_model(ctx, field)
+	case "up":
+		return ec.fieldContext_ModelRatings_up(ctx, field)
+	case "down":
+		return ec.fieldContext_ModelRatings_down(ctx, field)
+	}
+	return nil, fmt.Errorf("no field named %q was found under type ModelRatings", field.Name)
+}
+
 func (ec *executionContext) childFields_ModelUsage(ctx context.Context, field graphql.CollectedField) (*graphql.FieldContext, error) {
 	switch field.Name {
 	case "model":
@@ -10970,6 +11341,34 @@ func (ec *executionContext) childFields_RateLimits(ctx context.Context, field gr
 		return ec.fieldContext_RateLimits_turnsAtOnceDefault(ctx, field)
 	}
 	return nil, fmt.Errorf("no field named %q was found under type RateLimits", field.Name)
+}
+
+func (ec *executionContext) childFields_RatedTurn(ctx context.Context, field graphql.CollectedField) (*graphql.FieldContext, error) {
+	switch field.Name {
+	case "rating":
+		return ec.fieldContext_RatedTurn_rating(ctx, field)
+	case "turn":
+		return ec.fieldContext_RatedTurn_turn(ctx, field)
+	}
+	return nil, fmt.Errorf("no field named %q was found under type RatedTurn", field.Name)
+}
+
+func (ec *executionContext) childFields_RatingSummary(ctx context.Context, field graphql.CollectedField) (*graphql.FieldContext, error) {
+	switch field.Name {
+	case "month":
+		return ec.fieldContext_RatingSummary_month(ctx, field)
+	case "up":
+		return ec.fieldContext_RatingSummary_up(ctx, field)
+	case "down":
+		return ec.fieldContext_RatingSummary_down(ctx, field)
+	case "byAgent":
+		return ec.fieldContext_RatingSummary_byAgent(ctx, field)
+	case "byModel":
+		return ec.fieldContext_RatingSummary_byModel(ctx, field)
+	case "comments":
+		return ec.fieldContext_RatingSummary_comments(ctx, field)
+	}
+	return nil, fmt.Errorf("no field named %q was found under type RatingSummary", field.Name)
 }
 
 func (ec *executionContext) childFields_ReactivateUserPayload(ctx context.Context, field graphql.CollectedField) (*graphql.FieldContext, error) {
@@ -11406,10 +11805,16 @@ func (ec *executionContext) childFields_Turn(ctx context.Context, field graphql.
 		return ec.fieldContext_Turn_clarification(ctx, field)
 	case "replayed":
 		return ec.fieldContext_Turn_replayed(ctx, field)
+	case "superseded":
+		return ec.fieldContext_Turn_superseded(ctx, field)
 	case "conversation":
 		return ec.fieldContext_Turn_conversation(ctx, field)
 	case "toolCalls":
 		return ec.fieldContext_Turn_toolCalls(ctx, field)
+	case "myRating":
+		return ec.fieldContext_Turn_myRating(ctx, field)
+	case "ratings":
+		return ec.fieldContext_Turn_ratings(ctx, field)
 	case "modelCalls":
 		return ec.fieldContext_Turn_modelCalls(ctx, field)
 	case "promptStats":
@@ -11462,6 +11867,22 @@ func (ec *executionContext) childFields_TurnEvent(ctx context.Context, field gra
 		return ec.fieldContext_TurnEvent_writing(ctx, field)
 	}
 	return nil, fmt.Errorf("no field named %q was found under type TurnEvent", field.Name)
+}
+
+func (ec *executionContext) childFields_TurnRating(ctx context.Context, field graphql.CollectedField) (*graphql.FieldContext, error) {
+	switch field.Name {
+	case "rating":
+		return ec.fieldContext_TurnRating_rating(ctx, field)
+	case "comment":
+		return ec.fieldContext_TurnRating_comment(ctx, field)
+	case "user":
+		return ec.fieldContext_TurnRating_user(ctx, field)
+	case "createdAt":
+		return ec.fieldContext_TurnRating_createdAt(ctx, field)
+	case "updatedAt":
+		return ec.fieldContext_TurnRating_updatedAt(ctx, field)
+	}
+	return nil, fmt.Errorf("no field named %q was found under type TurnRating", field.Name)
 }
 
 func (ec *executionContext) childFields_UpdateAgentPayload(ctx context.Context, field graphql.CollectedField) (*graphql.FieldContext, error) {
@@ -12454,6 +12875,20 @@ func (ec *executionContext) field_Mutation_publishSkill_args(ctx context.Context
 	return args, nil
 }
 
+func (ec *executionContext) field_Mutation_rateTurn_args(ctx context.Context, rawArgs map[string]any) (map[string]any, error) {
+	var err error
+	args := map[string]any{}
+	arg0, err := graphql.ProcessArgField(ctx, rawArgs, "input",
+		func(ctx context.Context, v any) (model.RateTurnInput, error) {
+			return ec.unmarshalNRateTurnInput2githubᚗcomᚋtoolgateᚋtoolgateᚋgraphᚋmodelᚐRateTurnInput(ctx, v)
+		})
+	if err != nil {
+		return nil, err
+	}
+	args["input"] = arg0
+	return args, nil
+}
+
 func (ec *executionContext) field_Mutation_reactivateUser_args(ctx context.Context, rawArgs map[string]any) (map[string]any, error) {
 	var err error
 	args := map[string]any{}
@@ -12465,6 +12900,20 @@ func (ec *executionContext) field_Mutation_reactivateUser_args(ctx context.Conte
 		return nil, err
 	}
 	args["input"] = arg0
+	return args, nil
+}
+
+func (ec *executionContext) field_Mutation_regenerateTurn_args(ctx context.Context, rawArgs map[string]any) (map[string]any, error) {
+	var err error
+	args := map[string]any{}
+	arg0, err := graphql.ProcessArgField(ctx, rawArgs, "id",
+		func(ctx context.Context, v any) (int, error) {
+			return ec.unmarshalNID2int(ctx, v)
+		})
+	if err != nil {
+		return nil, err
+	}
+	args["id"] = arg0
 	return args, nil
 }
 
@@ -13249,6 +13698,20 @@ func (ec *executionContext) field_Query_nodes_args(ctx context.Context, rawArgs 
 		return nil, err
 	}
 	args["ids"] = arg0
+	return args, nil
+}
+
+func (ec *executionContext) field_Query_ratings_args(ctx context.Context, rawArgs map[string]any) (map[string]any, error) {
+	var err error
+	args := map[string]any{}
+	arg0, err := graphql.ProcessArgField(ctx, rawArgs, "month",
+		func(ctx context.Context, v any) (*string, error) {
+			return ec.unmarshalOString2ᚖstring(ctx, v)
+		})
+	if err != nil {
+		return nil, err
+	}
+	args["month"] = arg0
 	return args, nil
 }
 
@@ -14528,6 +14991,84 @@ func (ec *executionContext) _AgentEdge_cursor(ctx context.Context, field graphql
 }
 func (ec *executionContext) fieldContext_AgentEdge_cursor(_ context.Context, field graphql.CollectedField) (fc *graphql.FieldContext, err error) {
 	return graphql.NewScalarFieldContext("AgentEdge", field, false, false, "Cursor")
+}
+
+func (ec *executionContext) _AgentRatings_agent(ctx context.Context, field graphql.CollectedField, obj *model.AgentRatings) (ret graphql.Marshaler) {
+	return graphql.ResolveField(
+		ctx,
+		ec.OperationContext,
+		field,
+		func(ctx context.Context, field graphql.CollectedField) (*graphql.FieldContext, error) {
+			return ec.fieldContext_AgentRatings_agent(ctx, field)
+		},
+		func(ctx context.Context) (any, error) {
+			return obj.Agent, nil
+		},
+		nil,
+		func(ctx context.Context, selections ast.SelectionSet, v *ent.Agent) graphql.Marshaler {
+			return ec.marshalOAgent2ᚖgithubᚗcomᚋtoolgateᚋtoolgateᚋentᚐAgent(ctx, selections, v)
+		},
+		true,
+		false,
+	)
+}
+func (ec *executionContext) fieldContext_AgentRatings_agent(_ context.Context, field graphql.CollectedField) (fc *graphql.FieldContext, err error) {
+	fc = &graphql.FieldContext{
+		Object:     "AgentRatings",
+		Field:      field,
+		IsMethod:   false,
+		IsResolver: false,
+		Child: func(ctx context.Context, field graphql.CollectedField) (*graphql.FieldContext, error) {
+			return ec.childFields_Agent(ctx, field)
+		},
+	}
+	return fc, nil
+}
+
+func (ec *executionContext) _AgentRatings_up(ctx context.Context, field graphql.CollectedField, obj *model.AgentRatings) (ret graphql.Marshaler) {
+	return graphql.ResolveField(
+		ctx,
+		ec.OperationContext,
+		field,
+		func(ctx context.Context, field graphql.CollectedField) (*graphql.FieldContext, error) {
+			return ec.fieldContext_AgentRatings_up(ctx, field)
+		},
+		func(ctx context.Context) (any, error) {
+			return obj.Up, nil
+		},
+		nil,
+		func(ctx context.Context, selections ast.SelectionSet, v int) graphql.Marshaler {
+			return ec.marshalNInt2int(ctx, selections, v)
+		},
+		true,
+		true,
+	)
+}
+func (ec *executionContext) fieldContext_AgentRatings_up(_ context.Context, field graphql.CollectedField) (fc *graphql.FieldContext, err error) {
+	return graphql.NewScalarFieldContext("AgentRatings", field, false, false, "Int")
+}
+
+func (ec *executionContext) _AgentRatings_down(ctx context.Context, field graphql.CollectedField, obj *model.AgentRatings) (ret graphql.Marshaler) {
+	return graphql.ResolveField(
+		ctx,
+		ec.OperationContext,
+		field,
+		func(ctx context.Context, field graphql.CollectedField) (*graphql.FieldContext, error) {
+			return ec.fieldContext_AgentRatings_down(ctx, field)
+		},
+		func(ctx context.Context) (any, error) {
+			return obj.Down, nil
+		},
+		nil,
+		func(ctx context.Context, selections ast.SelectionSet, v int) graphql.Marshaler {
+			return ec.marshalNInt2int(ctx, selections, v)
+		},
+		true,
+		true,
+	)
+}
+func (ec *executionContext) fieldContext_AgentRatings_down(_ context.Context, field graphql.CollectedField) (fc *graphql.FieldContext, err error) {
+	return graphql.NewScalarFieldContext("AgentRatings", field, false, false, "Int")
 }
 
 func (ec *executionContext) _AgentUsage_agent(ctx context.Context, field graphql.CollectedField, obj *model.AgentUsage) (ret graphql.Marshaler) {
@@ -20468,6 +21009,75 @@ func (ec *executionContext) fieldContext_ModelCall_attribution(_ context.Context
 	return graphql.NewScalarFieldContext("ModelCall", field, true, true, "String")
 }
 
+func (ec *executionContext) _ModelRatings_model(ctx context.Context, field graphql.CollectedField, obj *model.ModelRatings) (ret graphql.Marshaler) {
+	return graphql.ResolveField(
+		ctx,
+		ec.OperationContext,
+		field,
+		func(ctx context.Context, field graphql.CollectedField) (*graphql.FieldContext, error) {
+			return ec.fieldContext_ModelRatings_model(ctx, field)
+		},
+		func(ctx context.Context) (any, error) {
+			return obj.Model, nil
+		},
+		nil,
+		func(ctx context.Context, selections ast.SelectionSet, v string) graphql.Marshaler {
+			return ec.marshalNString2string(ctx, selections, v)
+		},
+		true,
+		true,
+	)
+}
+func (ec *executionContext) fieldContext_ModelRatings_model(_ context.Context, field graphql.CollectedField) (fc *graphql.FieldContext, err error) {
+	return graphql.NewScalarFieldContext("ModelRatings", field, false, false, "String")
+}
+
+func (ec *executionContext) _ModelRatings_up(ctx context.Context, field graphql.CollectedField, obj *model.ModelRatings) (ret graphql.Marshaler) {
+	return graphql.ResolveField(
+		ctx,
+		ec.OperationContext,
+		field,
+		func(ctx context.Context, field graphql.CollectedField) (*graphql.FieldContext, error) {
+			return ec.fieldContext_ModelRatings_up(ctx, field)
+		},
+		func(ctx context.Context) (any, error) {
+			return obj.Up, nil
+		},
+		nil,
+		func(ctx context.Context, selections ast.SelectionSet, v int) graphql.Marshaler {
+			return ec.marshalNInt2int(ctx, selections, v)
+		},
+		true,
+		true,
+	)
+}
+func (ec *executionContext) fieldContext_ModelRatings_up(_ context.Context, field graphql.CollectedField) (fc *graphql.FieldContext, err error) {
+	return graphql.NewScalarFieldContext("ModelRatings", field, false, false, "Int")
+}
+
+func (ec *executionContext) _ModelRatings_down(ctx context.Context, field graphql.CollectedField, obj *model.ModelRatings) (ret graphql.Marshaler) {
+	return graphql.ResolveField(
+		ctx,
+		ec.OperationContext,
+		field,
+		func(ctx context.Context, field graphql.CollectedField) (*graphql.FieldContext, error) {
+			return ec.fieldContext_ModelRatings_down(ctx, field)
+		},
+		func(ctx context.Context) (any, error) {
+			return obj.Down, nil
+		},
+		nil,
+		func(ctx context.Context, selections ast.SelectionSet, v int) graphql.Marshaler {
+			return ec.marshalNInt2int(ctx, selections, v)
+		},
+		true,
+		true,
+	)
+}
+func (ec *executionContext) fieldContext_ModelRatings_down(_ context.Context, field graphql.CollectedField) (fc *graphql.FieldContext, err error) {
+	return graphql.NewScalarFieldContext("ModelRatings", field, false, false, "Int")
+}
+
 func (ec *executionContext) _ModelUsage_model(ctx context.Context, field graphql.CollectedField, obj *model.ModelUsage) (ret graphql.Marshaler) {
 	return graphql.ResolveField(
 		ctx,
@@ -22287,6 +22897,94 @@ func (ec *executionContext) fieldContext_Mutation_memoryForget(ctx context.Conte
 	}()
 	ctx = graphql.WithFieldContext(ctx, fc)
 	if fc.Args, err = ec.field_Mutation_memoryForget_args(ctx, field.ArgumentMap(ec.Variables)); err != nil {
+		ec.Error(ctx, err)
+		return fc, err
+	}
+	return fc, nil
+}
+
+func (ec *executionContext) _Mutation_regenerateTurn(ctx context.Context, field graphql.CollectedField) (ret graphql.Marshaler) {
+	return graphql.ResolveField(
+		ctx,
+		ec.OperationContext,
+		field,
+		func(ctx context.Context, field graphql.CollectedField) (*graphql.FieldContext, error) {
+			return ec.fieldContext_Mutation_regenerateTurn(ctx, field)
+		},
+		func(ctx context.Context) (any, error) {
+			fc := graphql.GetFieldContext(ctx)
+			return ec.Resolvers.Mutation().RegenerateTurn(ctx, fc.Args["id"].(int))
+		},
+		nil,
+		func(ctx context.Context, selections ast.SelectionSet, v *ent.Turn) graphql.Marshaler {
+			return ec.marshalNTurn2ᚖgithubᚗcomᚋtoolgateᚋtoolgateᚋentᚐTurn(ctx, selections, v)
+		},
+		true,
+		true,
+	)
+}
+func (ec *executionContext) fieldContext_Mutation_regenerateTurn(ctx context.Context, field graphql.CollectedField) (fc *graphql.FieldContext, err error) {
+	fc = &graphql.FieldContext{
+		Object:     "Mutation",
+		Field:      field,
+		IsMethod:   true,
+		IsResolver: true,
+		Child: func(ctx context.Context, field graphql.CollectedField) (*graphql.FieldContext, error) {
+			return ec.childFields_Turn(ctx, field)
+		},
+	}
+	defer func() {
+		if r := recover(); r != nil {
+			err = ec.Recover(ctx, r)
+			ec.Error(ctx, err)
+		}
+	}()
+	ctx = graphql.WithFieldContext(ctx, fc)
+	if fc.Args, err = ec.field_Mutation_regenerateTurn_args(ctx, field.ArgumentMap(ec.Variables)); err != nil {
+		ec.Error(ctx, err)
+		return fc, err
+	}
+	return fc, nil
+}
+
+func (ec *executionContext) _Mutation_rateTurn(ctx context.Context, field graphql.CollectedField) (ret graphql.Marshaler) {
+	return graphql.ResolveField(
+		ctx,
+		ec.OperationContext,
+		field,
+		func(ctx context.Context, field graphql.CollectedField) (*graphql.FieldContext, error) {
+			return ec.fieldContext_Mutation_rateTurn(ctx, field)
+		},
+		func(ctx context.Context) (any, error) {
+			fc := graphql.GetFieldContext(ctx)
+			return ec.Resolvers.Mutation().RateTurn(ctx, fc.Args["input"].(model.RateTurnInput))
+		},
+		nil,
+		func(ctx context.Context, selections ast.SelectionSet, v *ent.Turn) graphql.Marshaler {
+			return ec.marshalNTurn2ᚖgithubᚗcomᚋtoolgateᚋtoolgateᚋentᚐTurn(ctx, selections, v)
+		},
+		true,
+		true,
+	)
+}
+func (ec *executionContext) fieldContext_Mutation_rateTurn(ctx context.Context, field graphql.CollectedField) (fc *graphql.FieldContext, err error) {
+	fc = &graphql.FieldContext{
+		Object:     "Mutation",
+		Field:      field,
+		IsMethod:   true,
+		IsResolver: true,
+		Child: func(ctx context.Context, field graphql.CollectedField) (*graphql.FieldContext, error) {
+			return ec.childFields_Turn(ctx, field)
+		},
+	}
+	defer func() {
+		if r := recover(); r != nil {
+			err = ec.Recover(ctx, r)
+			ec.Error(ctx, err)
+		}
+	}()
+	ctx = graphql.WithFieldContext(ctx, fc)
+	if fc.Args, err = ec.field_Mutation_rateTurn_args(ctx, field.ArgumentMap(ec.Variables)); err != nil {
 		ec.Error(ctx, err)
 		return fc, err
 	}
@@ -24735,6 +25433,50 @@ func (ec *executionContext) fieldContext_Query_memorySearch(ctx context.Context,
 	return fc, nil
 }
 
+func (ec *executionContext) _Query_ratings(ctx context.Context, field graphql.CollectedField) (ret graphql.Marshaler) {
+	return graphql.ResolveField(
+		ctx,
+		ec.OperationContext,
+		field,
+		func(ctx context.Context, field graphql.CollectedField) (*graphql.FieldContext, error) {
+			return ec.fieldContext_Query_ratings(ctx, field)
+		},
+		func(ctx context.Context) (any, error) {
+			fc := graphql.GetFieldContext(ctx)
+			return ec.Resolvers.Query().Ratings(ctx, fc.Args["month"].(*string))
+		},
+		nil,
+		func(ctx context.Context, selections ast.SelectionSet, v *model.RatingSummary) graphql.Marshaler {
+			return ec.marshalNRatingSummary2ᚖgithubᚗcomᚋtoolgateᚋtoolgateᚋgraphᚋmodelᚐRatingSummary(ctx, selections, v)
+		},
+		true,
+		true,
+	)
+}
+func (ec *executionContext) fieldContext_Query_ratings(ctx context.Context, field graphql.CollectedField) (fc *graphql.FieldContext, err error) {
+	fc = &graphql.FieldContext{
+		Object:     "Query",
+		Field:      field,
+		IsMethod:   true,
+		IsResolver: true,
+		Child: func(ctx context.Context, field graphql.CollectedField) (*graphql.FieldContext, error) {
+			return ec.childFields_RatingSummary(ctx, field)
+		},
+	}
+	defer func() {
+		if r := recover(); r != nil {
+			err = ec.Recover(ctx, r)
+			ec.Error(ctx, err)
+		}
+	}()
+	ctx = graphql.WithFieldContext(ctx, fc)
+	if fc.Args, err = ec.field_Query_ratings_args(ctx, field.ArgumentMap(ec.Variables)); err != nil {
+		ec.Error(ctx, err)
+		return fc, err
+	}
+	return fc, nil
+}
+
 func (ec *executionContext) _Query_toolResults(ctx context.Context, field graphql.CollectedField) (ret graphql.Marshaler) {
 	return graphql.ResolveField(
 		ctx,
@@ -25417,6 +26159,235 @@ func (ec *executionContext) _RateLimits_turnsAtOnceDefault(ctx context.Context, 
 }
 func (ec *executionContext) fieldContext_RateLimits_turnsAtOnceDefault(_ context.Context, field graphql.CollectedField) (fc *graphql.FieldContext, err error) {
 	return graphql.NewScalarFieldContext("RateLimits", field, false, false, "Boolean")
+}
+
+func (ec *executionContext) _RatedTurn_rating(ctx context.Context, field graphql.CollectedField, obj *model.RatedTurn) (ret graphql.Marshaler) {
+	return graphql.ResolveField(
+		ctx,
+		ec.OperationContext,
+		field,
+		func(ctx context.Context, field graphql.CollectedField) (*graphql.FieldContext, error) {
+			return ec.fieldContext_RatedTurn_rating(ctx, field)
+		},
+		func(ctx context.Context) (any, error) {
+			return obj.Rating, nil
+		},
+		nil,
+		func(ctx context.Context, selections ast.SelectionSet, v *ent.TurnRating) graphql.Marshaler {
+			return ec.marshalNTurnRating2ᚖgithubᚗcomᚋtoolgateᚋtoolgateᚋentᚐTurnRating(ctx, selections, v)
+		},
+		true,
+		true,
+	)
+}
+func (ec *executionContext) fieldContext_RatedTurn_rating(_ context.Context, field graphql.CollectedField) (fc *graphql.FieldContext, err error) {
+	fc = &graphql.FieldContext{
+		Object:     "RatedTurn",
+		Field:      field,
+		IsMethod:   false,
+		IsResolver: false,
+		Child: func(ctx context.Context, field graphql.CollectedField) (*graphql.FieldContext, error) {
+			return ec.childFields_TurnRating(ctx, field)
+		},
+	}
+	return fc, nil
+}
+
+func (ec *executionContext) _RatedTurn_turn(ctx context.Context, field graphql.CollectedField, obj *model.RatedTurn) (ret graphql.Marshaler) {
+	return graphql.ResolveField(
+		ctx,
+		ec.OperationContext,
+		field,
+		func(ctx context.Context, field graphql.CollectedField) (*graphql.FieldContext, error) {
+			return ec.fieldContext_RatedTurn_turn(ctx, field)
+		},
+		func(ctx context.Context) (any, error) {
+			return obj.Turn, nil
+		},
+		nil,
+		func(ctx context.Context, selections ast.SelectionSet, v *ent.Turn) graphql.Marshaler {
+			return ec.marshalNTurn2ᚖgithubᚗcomᚋtoolgateᚋtoolgateᚋentᚐTurn(ctx, selections, v)
+		},
+		true,
+		true,
+	)
+}
+func (ec *executionContext) fieldContext_RatedTurn_turn(_ context.Context, field graphql.CollectedField) (fc *graphql.FieldContext, err error) {
+	fc = &graphql.FieldContext{
+		Object:     "RatedTurn",
+		Field:      field,
+		IsMethod:   false,
+		IsResolver: false,
+		Child: func(ctx context.Context, field graphql.CollectedField) (*graphql.FieldContext, error) {
+			return ec.childFields_Turn(ctx, field)
+		},
+	}
+	return fc, nil
+}
+
+func (ec *executionContext) _RatingSummary_month(ctx context.Context, field graphql.CollectedField, obj *model.RatingSummary) (ret graphql.Marshaler) {
+	return graphql.ResolveField(
+		ctx,
+		ec.OperationContext,
+		field,
+		func(ctx context.Context, field graphql.CollectedField) (*graphql.FieldContext, error) {
+			return ec.fieldContext_RatingSummary_month(ctx, field)
+		},
+		func(ctx context.Context) (any, error) {
+			return obj.Month, nil
+		},
+		nil,
+		func(ctx context.Context, selections ast.SelectionSet, v string) graphql.Marshaler {
+			return ec.marshalNString2string(ctx, selections, v)
+		},
+		true,
+		true,
+	)
+}
+func (ec *executionContext) fieldContext_RatingSummary_month(_ context.Context, field graphql.CollectedField) (fc *graphql.FieldContext, err error) {
+	return graphql.NewScalarFieldContext("RatingSummary", field, false, false, "String")
+}
+
+func (ec *executionContext) _RatingSummary_up(ctx context.Context, field graphql.CollectedField, obj *model.RatingSummary) (ret graphql.Marshaler) {
+	return graphql.ResolveField(
+		ctx,
+		ec.OperationContext,
+		field,
+		func(ctx context.Context, field graphql.CollectedField) (*graphql.FieldContext, error) {
+			return ec.fieldContext_RatingSummary_up(ctx, field)
+		},
+		func(ctx context.Context) (any, error) {
+			return obj.Up, nil
+		},
+		nil,
+		func(ctx context.Context, selections ast.SelectionSet, v int) graphql.Marshaler {
+			return ec.marshalNInt2int(ctx, selections, v)
+		},
+		true,
+		true,
+	)
+}
+func (ec *executionContext) fieldContext_RatingSummary_up(_ context.Context, field graphql.CollectedField) (fc *graphql.FieldContext, err error) {
+	return graphql.NewScalarFieldContext("RatingSummary", field, false, false, "Int")
+}
+
+func (ec *executionContext) _RatingSummary_down(ctx context.Context, field graphql.CollectedField, obj *model.RatingSummary) (ret graphql.Marshaler) {
+	return graphql.ResolveField(
+		ctx,
+		ec.OperationContext,
+		field,
+		func(ctx context.Context, field graphql.CollectedField) (*graphql.FieldContext, error) {
+			return ec.fieldContext_RatingSummary_down(ctx, field)
+		},
+		func(ctx context.Context) (any, error) {
+			return obj.Down, nil
+		},
+		nil,
+		func(ctx context.Context, selections ast.SelectionSet, v int) graphql.Marshaler {
+			return ec.marshalNInt2int(ctx, selections, v)
+		},
+		true,
+		true,
+	)
+}
+func (ec *executionContext) fieldContext_RatingSummary_down(_ context.Context, field graphql.CollectedField) (fc *graphql.FieldContext, err error) {
+	return graphql.NewScalarFieldContext("RatingSummary", field, false, false, "Int")
+}
+
+func (ec *executionContext) _RatingSummary_byAgent(ctx context.Context, field graphql.CollectedField, obj *model.RatingSummary) (ret graphql.Marshaler) {
+	return graphql.ResolveField(
+		ctx,
+		ec.OperationContext,
+		field,
+		func(ctx context.Context, field graphql.CollectedField) (*graphql.FieldContext, error) {
+			return ec.fieldContext_RatingSummary_byAgent(ctx, field)
+		},
+		func(ctx context.Context) (any, error) {
+			return obj.ByAgent, nil
+		},
+		nil,
+		func(ctx context.Context, selections ast.SelectionSet, v []*model.AgentRatings) graphql.Marshaler {
+			return ec.marshalNAgentRatings2ᚕᚖgithubᚗcomᚋtoolgateᚋtoolgateᚋgraphᚋmodelᚐAgentRatingsᚄ(ctx, selections, v)
+		},
+		true,
+		true,
+	)
+}
+func (ec *executionContext) fieldContext_RatingSummary_byAgent(_ context.Context, field graphql.CollectedField) (fc *graphql.FieldContext, err error) {
+	fc = &graphql.FieldContext{
+		Object:     "RatingSummary",
+		Field:      field,
+		IsMethod:   false,
+		IsResolver: false,
+		Child: func(ctx context.Context, field graphql.CollectedField) (*graphql.FieldContext, error) {
+			return ec.childFields_AgentRatings(ctx, field)
+		},
+	}
+	return fc, nil
+}
+
+func (ec *executionContext) _RatingSummary_byModel(ctx context.Context, field graphql.CollectedField, obj *model.RatingSummary) (ret graphql.Marshaler) {
+	return graphql.ResolveField(
+		ctx,
+		ec.OperationContext,
+		field,
+		func(ctx context.Context, field graphql.CollectedField) (*graphql.FieldContext, error) {
+			return ec.fieldContext_RatingSummary_byModel(ctx, field)
+		},
+		func(ctx context.Context) (any, error) {
+			return obj.ByModel, nil
+		},
+		nil,
+		func(ctx context.Context, selections ast.SelectionSet, v []*model.ModelRatings) graphql.Marshaler {
+			return ec.marshalNModelRatings2ᚕᚖgithubᚗcomᚋtoolgateᚋtoolgateᚋgraphᚋmodelᚐModelRatingsᚄ(ctx, selections, v)
+		},
+		true,
+		true,
+	)
+}
+func (ec *executionContext) fieldContext_RatingSummary_byModel(_ context.Context, field graphql.CollectedField) (fc *graphql.FieldContext, err error) {
+	fc = &graphql.FieldContext{
+		Object:     "RatingSummary",
+		Field:      field,
+		IsMethod:   false,
+		IsResolver: false,
+		Child: func(ctx context.Context, field graphql.CollectedField) (*graphql.FieldContext, error) {
+			return ec.childFields_ModelRatings(ctx, field)
+		},
+	}
+	return fc, nil
+}
+
+func (ec *executionContext) _RatingSummary_comments(ctx context.Context, field graphql.CollectedField, obj *model.RatingSummary) (ret graphql.Marshaler) {
+	return graphql.ResolveField(
+		ctx,
+		ec.OperationContext,
+		field,
+		func(ctx context.Context, field graphql.CollectedField) (*graphql.FieldContext, error) {
+			return ec.fieldContext_RatingSummary_comments(ctx, field)
+		},
+		func(ctx context.Context) (any, error) {
+			return obj.Comments, nil
+		},
+		nil,
+		func(ctx context.Context, selections ast.SelectionSet, v []*model.RatedTurn) graphql.Marshaler {
+			return ec.marshalNRatedTurn2ᚕᚖgithubᚗcomᚋtoolgateᚋtoolgateᚋgraphᚋmodelᚐRatedTurnᚄ(ctx, selections, v)
+		},
+		true,
+		true,
+	)
+}
+func (ec *executionContext) fieldContext_RatingSummary_comments(_ context.Context, field graphql.CollectedField) (fc *graphql.FieldContext, err error) {
+	fc = &graphql.FieldContext{
+		Object:     "RatingSummary",
+		Field:      field,
+		IsMethod:   false,
+		IsResolver: false,
+		Child: func(ctx context.Context, field graphql.CollectedField) (*graphql.FieldContext, error) {
+			return ec.childFields_RatedTurn(ctx, field)
+		},
+	}
+	return fc, nil
 }
 
 func (ec *executionContext) _ReactivateUserPayload_user(ctx context.Context, field graphql.CollectedField, obj *model.ReactivateUserPayload) (ret graphql.Marshaler) {
@@ -28811,6 +29782,29 @@ func (ec *executionContext) fieldContext_Turn_replayed(_ context.Context, field 
 	return graphql.NewScalarFieldContext("Turn", field, false, false, "Boolean")
 }
 
+func (ec *executionContext) _Turn_superseded(ctx context.Context, field graphql.CollectedField, obj *ent.Turn) (ret graphql.Marshaler) {
+	return graphql.ResolveField(
+		ctx,
+		ec.OperationContext,
+		field,
+		func(ctx context.Context, field graphql.CollectedField) (*graphql.FieldContext, error) {
+			return ec.fieldContext_Turn_superseded(ctx, field)
+		},
+		func(ctx context.Context) (any, error) {
+			return obj.Superseded, nil
+		},
+		nil,
+		func(ctx context.Context, selections ast.SelectionSet, v bool) graphql.Marshaler {
+			return ec.marshalNBoolean2bool(ctx, selections, v)
+		},
+		true,
+		true,
+	)
+}
+func (ec *executionContext) fieldContext_Turn_superseded(_ context.Context, field graphql.CollectedField) (fc *graphql.FieldContext, err error) {
+	return graphql.NewScalarFieldContext("Turn", field, false, false, "Boolean")
+}
+
 func (ec *executionContext) _Turn_conversation(ctx context.Context, field graphql.CollectedField, obj *ent.Turn) (ret graphql.Marshaler) {
 	return graphql.ResolveField(
 		ctx,
@@ -28870,6 +29864,70 @@ func (ec *executionContext) fieldContext_Turn_toolCalls(_ context.Context, field
 		IsResolver: true,
 		Child: func(ctx context.Context, field graphql.CollectedField) (*graphql.FieldContext, error) {
 			return ec.childFields_ToolCall(ctx, field)
+		},
+	}
+	return fc, nil
+}
+
+func (ec *executionContext) _Turn_myRating(ctx context.Context, field graphql.CollectedField, obj *ent.Turn) (ret graphql.Marshaler) {
+	return graphql.ResolveField(
+		ctx,
+		ec.OperationContext,
+		field,
+		func(ctx context.Context, field graphql.CollectedField) (*graphql.FieldContext, error) {
+			return ec.fieldContext_Turn_myRating(ctx, field)
+		},
+		func(ctx context.Context) (any, error) {
+			return ec.Resolvers.Turn().MyRating(ctx, obj)
+		},
+		nil,
+		func(ctx context.Context, selections ast.SelectionSet, v *ent.TurnRating) graphql.Marshaler {
+			return ec.marshalOTurnRating2ᚖgithubᚗcomᚋtoolgateᚋtoolgateᚋentᚐTurnRating(ctx, selections, v)
+		},
+		true,
+		false,
+	)
+}
+func (ec *executionContext) fieldContext_Turn_myRating(_ context.Context, field graphql.CollectedField) (fc *graphql.FieldContext, err error) {
+	fc = &graphql.FieldContext{
+		Object:     "Turn",
+		Field:      field,
+		IsMethod:   true,
+		IsResolver: true,
+		Child: func(ctx context.Context, field graphql.CollectedField) (*graphql.FieldContext, error) {
+			return ec.childFields_TurnRating(ctx, field)
+		},
+	}
+	return fc, nil
+}
+
+func (ec *executionContext) _Turn_ratings(ctx context.Context, field graphql.CollectedField, obj *ent.Turn) (ret graphql.Marshaler) {
+	return graphql.ResolveField(
+		ctx,
+		ec.OperationContext,
+		field,
+		func(ctx context.Context, field graphql.CollectedField) (*graphql.FieldContext, error) {
+			return ec.fieldContext_Turn_ratings(ctx, field)
+		},
+		func(ctx context.Context) (any, error) {
+			return ec.Resolvers.Turn().Ratings(ctx, obj)
+		},
+		nil,
+		func(ctx context.Context, selections ast.SelectionSet, v []*ent.TurnRating) graphql.Marshaler {
+			return ec.marshalNTurnRating2ᚕᚖgithubᚗcomᚋtoolgateᚋtoolgateᚋentᚐTurnRatingᚄ(ctx, selections, v)
+		},
+		true,
+		true,
+	)
+}
+func (ec *executionContext) fieldContext_Turn_ratings(_ context.Context, field graphql.CollectedField) (fc *graphql.FieldContext, err error) {
+	fc = &graphql.FieldContext{
+		Object:     "Turn",
+		Field:      field,
+		IsMethod:   true,
+		IsResolver: true,
+		Child: func(ctx context.Context, field graphql.CollectedField) (*graphql.FieldContext, error) {
+			return ec.childFields_TurnRating(ctx, field)
 		},
 	}
 	return fc, nil
@@ -29331,6 +30389,130 @@ func (ec *executionContext) fieldContext_TurnEvent_writing(_ context.Context, fi
 		},
 	}
 	return fc, nil
+}
+
+func (ec *executionContext) _TurnRating_rating(ctx context.Context, field graphql.CollectedField, obj *ent.TurnRating) (ret graphql.Marshaler) {
+	return graphql.ResolveField(
+		ctx,
+		ec.OperationContext,
+		field,
+		func(ctx context.Context, field graphql.CollectedField) (*graphql.FieldContext, error) {
+			return ec.fieldContext_TurnRating_rating(ctx, field)
+		},
+		func(ctx context.Context) (any, error) {
+			return ec.Resolvers.TurnRating().Rating(ctx, obj)
+		},
+		nil,
+		func(ctx context.Context, selections ast.SelectionSet, v model.Rating) graphql.Marshaler {
+			return ec.marshalNRating2githubᚗcomᚋtoolgateᚋtoolgateᚋgraphᚋmodelᚐRating(ctx, selections, v)
+		},
+		true,
+		true,
+	)
+}
+func (ec *executionContext) fieldContext_TurnRating_rating(_ context.Context, field graphql.CollectedField) (fc *graphql.FieldContext, err error) {
+	return graphql.NewScalarFieldContext("TurnRating", field, true, true, "Rating")
+}
+
+func (ec *executionContext) _TurnRating_comment(ctx context.Context, field graphql.CollectedField, obj *ent.TurnRating) (ret graphql.Marshaler) {
+	return graphql.ResolveField(
+		ctx,
+		ec.OperationContext,
+		field,
+		func(ctx context.Context, field graphql.CollectedField) (*graphql.FieldContext, error) {
+			return ec.fieldContext_TurnRating_comment(ctx, field)
+		},
+		func(ctx context.Context) (any, error) {
+			return obj.Comment, nil
+		},
+		nil,
+		func(ctx context.Context, selections ast.SelectionSet, v string) graphql.Marshaler {
+			return ec.marshalNString2string(ctx, selections, v)
+		},
+		true,
+		true,
+	)
+}
+func (ec *executionContext) fieldContext_TurnRating_comment(_ context.Context, field graphql.CollectedField) (fc *graphql.FieldContext, err error) {
+	return graphql.NewScalarFieldContext("TurnRating", field, false, false, "String")
+}
+
+func (ec *executionContext) _TurnRating_user(ctx context.Context, field graphql.CollectedField, obj *ent.TurnRating) (ret graphql.Marshaler) {
+	return graphql.ResolveField(
+		ctx,
+		ec.OperationContext,
+		field,
+		func(ctx context.Context, field graphql.CollectedField) (*graphql.FieldContext, error) {
+			return ec.fieldContext_TurnRating_user(ctx, field)
+		},
+		func(ctx context.Context) (any, error) {
+			return ec.Resolvers.TurnRating().User(ctx, obj)
+		},
+		nil,
+		func(ctx context.Context, selections ast.SelectionSet, v *ent.User) graphql.Marshaler {
+			return ec.marshalOUser2ᚖgithubᚗcomᚋtoolgateᚋtoolgateᚋentᚐUser(ctx, selections, v)
+		},
+		true,
+		false,
+	)
+}
+func (ec *executionContext) fieldContext_TurnRating_user(_ context.Context, field graphql.CollectedField) (fc *graphql.FieldContext, err error) {
+	fc = &graphql.FieldContext{
+		Object:     "TurnRating",
+		Field:      field,
+		IsMethod:   true,
+		IsResolver: true,
+		Child: func(ctx context.Context, field graphql.CollectedField) (*graphql.FieldContext, error) {
+			return ec.childFields_User(ctx, field)
+		},
+	}
+	return fc, nil
+}
+
+func (ec *executionContext) _TurnRating_createdAt(ctx context.Context, field graphql.CollectedField, obj *ent.TurnRating) (ret graphql.Marshaler) {
+	return graphql.ResolveField(
+		ctx,
+		ec.OperationContext,
+		field,
+		func(ctx context.Context, field graphql.CollectedField) (*graphql.FieldContext, error) {
+			return ec.fieldContext_TurnRating_createdAt(ctx, field)
+		},
+		func(ctx context.Context) (any, error) {
+			return obj.CreatedAt, nil
+		},
+		nil,
+		func(ctx context.Context, selections ast.SelectionSet, v time.Time) graphql.Marshaler {
+			return ec.marshalNTime2timeᚐTime(ctx, selections, v)
+		},
+		true,
+		true,
+	)
+}
+func (ec *executionContext) fieldContext_TurnRating_createdAt(_ context.Context, field graphql.CollectedField) (fc *graphql.FieldContext, err error) {
+	return graphql.NewScalarFieldContext("TurnRating", field, false, false, "Time")
+}
+
+func (ec *executionContext) _TurnRating_updatedAt(ctx context.Context, field graphql.CollectedField, obj *ent.TurnRating) (ret graphql.Marshaler) {
+	return graphql.ResolveField(
+		ctx,
+		ec.OperationContext,
+		field,
+		func(ctx context.Context, field graphql.CollectedField) (*graphql.FieldContext, error) {
+			return ec.fieldContext_TurnRating_updatedAt(ctx, field)
+		},
+		func(ctx context.Context) (any, error) {
+			return obj.UpdatedAt, nil
+		},
+		nil,
+		func(ctx context.Context, selections ast.SelectionSet, v time.Time) graphql.Marshaler {
+			return ec.marshalNTime2timeᚐTime(ctx, selections, v)
+		},
+		true,
+		true,
+	)
+}
+func (ec *executionContext) fieldContext_TurnRating_updatedAt(_ context.Context, field graphql.CollectedField) (fc *graphql.FieldContext, err error) {
+	return graphql.NewScalarFieldContext("TurnRating", field, false, false, "Time")
 }
 
 func (ec *executionContext) _UpdateAgentPayload_agent(ctx context.Context, field graphql.CollectedField, obj *model.UpdateAgentPayload) (ret graphql.Marshaler) {
@@ -34505,6 +35687,62 @@ func UnmarshalPublishSkillInput(ctx context.Context, raw any) (model.PublishSkil
 	return out, err
 }
 
+func (ec *executionContext) unmarshalInputRateTurnInput(ctx context.Context, obj any) (model.RateTurnInput, error) {
+	var it model.RateTurnInput
+	if obj == nil {
+		return it, nil
+	}
+
+	asMap := map[string]any{}
+	for k, v := range obj.(map[string]any) {
+		asMap[k] = v
+	}
+
+	fieldsInOrder := [...]string{"turnId", "rating", "comment"}
+	for _, k := range fieldsInOrder {
+		v, ok := asMap[k]
+		if !ok {
+			continue
+		}
+		switch k {
+		case "turnId":
+			ctx := graphql.WithPathContext(ctx, graphql.NewPathWithField("turnId"))
+			data, err := ec.unmarshalNID2int(ctx, v)
+			if err != nil {
+				return it, err
+			}
+			it.TurnID = data
+		case "rating":
+			ctx := graphql.WithPathContext(ctx, graphql.NewPathWithField("rating"))
+			data, err := ec.unmarshalNRating2githubᚗcomᚋtoolgateᚋtoolgateᚋgraphᚋmodelᚐRating(ctx, v)
+			if err != nil {
+				return it, err
+			}
+			it.Rating = data
+		case "comment":
+			ctx := graphql.WithPathContext(ctx, graphql.NewPathWithField("comment"))
+			data, err := ec.unmarshalOString2ᚖstring(ctx, v)
+			if err != nil {
+				return it, err
+			}
+			it.Comment = data
+		}
+	}
+	return it, nil
+}
+
+// UnmarshalRateTurnInput unmarshals raw into the RateTurnInput input type, using the
+// unmarshaler bound to ctx's request. Call it from a resolver to decode an input
+// object that was not passed as a field argument.
+//
+// ctx must come from a gqlgen request; outside one there is no unmarshaler to use
+// and the returned error says so.
+func UnmarshalRateTurnInput(ctx context.Context, raw any) (model.RateTurnInput, error) {
+	var out model.RateTurnInput
+	err := graphql.UnmarshalNamedInputFromContext(ctx, "RateTurnInput", raw, &out)
+	return out, err
+}
+
 func (ec *executionContext) unmarshalInputReactivateUserInput(ctx context.Context, obj any) (model.ReactivateUserInput, error) {
 	var it model.ReactivateUserInput
 	if obj == nil {
@@ -35017,7 +36255,7 @@ func (ec *executionContext) unmarshalInputTurnWhereInput(ctx context.Context, ob
 		asMap[k] = v
 	}
 
-	fieldsInOrder := [...]string{"not", "and", "or", "id", "idNEQ", "idIn", "idNotIn", "idGT", "idGTE", "idLT", "idLTE", "number", "numberNEQ", "numberIn", "numberNotIn", "numberGT", "numberGTE", "numberLT", "numberLTE", "startedAt", "startedAtNEQ", "startedAtIn", "startedAtNotIn", "startedAtGT", "startedAtGTE", "startedAtLT", "startedAtLTE", "finishedAt", "finishedAtNEQ", "finishedAtIn", "finishedAtNotIn", "finishedAtGT", "finishedAtGTE", "finishedAtLT", "finishedAtLTE", "finishedAtIsNil", "finishedAtNotNil", "timeZone", "timeZoneNEQ", "timeZoneIn", "timeZoneNotIn", "timeZoneGT", "timeZoneGTE", "timeZoneLT", "timeZoneLTE", "timeZoneContains", "timeZoneHasPrefix", "timeZoneHasSuffix", "timeZoneEqualFold", "timeZoneContainsFold", "userText", "userTextNEQ", "userTextIn", "userTextNotIn", "userTextGT", "userTextGTE", "userTextLT", "userTextLTE", "userTextContains", "userTextHasPrefix", "userTextHasSuffix", "userTextEqualFold", "userTextContainsFold", "answer", "answerNEQ", "answerIn", "answerNotIn", "answerGT", "answerGTE", "answerLT", "answerLTE", "answerContains", "answerHasPrefix", "answerHasSuffix", "answerIsNil", "answerNotNil", "answerEqualFold", "answerContainsFold", "status", "statusNEQ", "statusIn", "statusNotIn", "error", "errorNEQ", "errorIn", "errorNotIn", "errorGT", "errorGTE", "errorLT", "errorLTE", "errorContains", "errorHasPrefix", "errorHasSuffix", "errorIsNil", "errorNotNil", "errorEqualFold", "errorContainsFold", "replayed", "replayedNEQ", "hasConversation", "hasConversationWith"}
+	fieldsInOrder := [...]string{"not", "and", "or", "id", "idNEQ", "idIn", "idNotIn", "idGT", "idGTE", "idLT", "idLTE", "number", "numberNEQ", "numberIn", "numberNotIn", "numberGT", "numberGTE", "numberLT", "numberLTE", "startedAt", "startedAtNEQ", "startedAtIn", "startedAtNotIn", "startedAtGT", "startedAtGTE", "startedAtLT", "startedAtLTE", "finishedAt", "finishedAtNEQ", "finishedAtIn", "finishedAtNotIn", "finishedAtGT", "finishedAtGTE", "finishedAtLT", "finishedAtLTE", "finishedAtIsNil", "finishedAtNotNil", "timeZone", "timeZoneNEQ", "timeZoneIn", "timeZoneNotIn", "timeZoneGT", "timeZoneGTE", "timeZoneLT", "timeZoneLTE", "timeZoneContains", "timeZoneHasPrefix", "timeZoneHasSuffix", "timeZoneEqualFold", "timeZoneContainsFold", "userText", "userTextNEQ", "userTextIn", "userTextNotIn", "userTextGT", "userTextGTE", "userTextLT", "userTextLTE", "userTextContains", "userTextHasPrefix", "userTextHasSuffix", "userTextEqualFold", "userTextContainsFold", "answer", "answerNEQ", "answerIn", "answerNotIn", "answerGT", "answerGTE", "answerLT", "answerLTE", "answerContains", "answerHasPrefix", "answerHasSuffix", "answerIsNil", "answerNotNil", "answerEqualFold", "answerContainsFold", "status", "statusNEQ", "statusIn", "statusNotIn", "error", "errorNEQ", "errorIn", "errorNotIn", "errorGT", "errorGTE", "errorLT", "errorLTE", "errorContains", "errorHasPrefix", "errorHasSuffix", "errorIsNil", "errorNotNil", "errorEqualFold", "errorContainsFold", "replayed", "replayedNEQ", "superseded", "supersededNEQ", "hasConversation", "hasConversationWith"}
 	for _, k := range fieldsInOrder {
 		v, ok := asMap[k]
 		if !ok {
@@ -35717,6 +36955,20 @@ func (ec *executionContext) unmarshalInputTurnWhereInput(ctx context.Context, ob
 				return it, err
 			}
 			it.ReplayedNEQ = data
+		case "superseded":
+			ctx := graphql.WithPathContext(ctx, graphql.NewPathWithField("superseded"))
+			data, err := ec.unmarshalOBoolean2ᚖbool(ctx, v)
+			if err != nil {
+				return it, err
+			}
+			it.Superseded = data
+		case "supersededNEQ":
+			ctx := graphql.WithPathContext(ctx, graphql.NewPathWithField("supersededNEQ"))
+			data, err := ec.unmarshalOBoolean2ᚖbool(ctx, v)
+			if err != nil {
+				return it, err
+			}
+			it.SupersededNEQ = data
 		case "hasConversation":
 			ctx := graphql.WithPathContext(ctx, graphql.NewPathWithField("hasConversation"))
 			data, err := ec.unmarshalOBoolean2ᚖbool(ctx, v)
@@ -36365,6 +37617,49 @@ func (ec *executionContext) _AgentEdge(ctx context.Context, sel ast.SelectionSet
 			}
 		case "cursor":
 			out.Values[i] = ec._AgentEdge_cursor(ctx, field, obj)
+			if out.Values[i] == graphql.Null {
+				out.Invalids++
+			}
+		default:
+			panic("unknown field " + strconv.Quote(field.Name))
+		}
+	}
+	out.Dispatch(ctx)
+	if out.Invalids > 0 {
+		return graphql.Null
+	}
+
+	if n := len(deferred.Defers); n > 0 {
+		atomic.AddInt32(&ec.Deferred, int32(min(n, math.MaxInt32)))
+		ec.ProcessDeferredGroup(deferred)
+	}
+
+	return out
+}
+
+var agentRatingsImplementors = []string{"AgentRatings"}
+
+func (ec *executionContext) _AgentRatings(ctx context.Context, sel ast.SelectionSet, obj *model.AgentRatings) graphql.Marshaler {
+	fields := graphql.CollectFields(ec.OperationContext, sel, agentRatingsImplementors)
+
+	out := graphql.NewFieldSet(fields)
+	deferred := graphql.NewDeferredGroup(ctx)
+	for i, field := range fields {
+		switch field.Name {
+		case "__typename":
+			out.Values[i] = graphql.MarshalString("AgentRatings")
+		case "agent":
+			out.Values[i] = ec._AgentRatings_agent(ctx, field, obj)
+			if out.Values[i] == graphql.RequiredNull {
+				out.Invalids++
+			}
+		case "up":
+			out.Values[i] = ec._AgentRatings_up(ctx, field, obj)
+			if out.Values[i] == graphql.Null {
+				out.Invalids++
+			}
+		case "down":
+			out.Values[i] = ec._AgentRatings_down(ctx, field, obj)
 			if out.Values[i] == graphql.Null {
 				out.Invalids++
 			}
@@ -39013,6 +40308,49 @@ func (ec *executionContext) _ModelCall(ctx context.Context, sel ast.SelectionSet
 	return out
 }
 
+var modelRatingsImplementors = []string{"ModelRatings"}
+
+func (ec *executionContext) _ModelRatings(ctx context.Context, sel ast.SelectionSet, obj *model.ModelRatings) graphql.Marshaler {
+	fields := graphql.CollectFields(ec.OperationContext, sel, modelRatingsImplementors)
+
+	out := graphql.NewFieldSet(fields)
+	deferred := graphql.NewDeferredGroup(ctx)
+	for i, field := range fields {
+		switch field.Name {
+		case "__typename":
+			out.Values[i] = graphql.MarshalString("ModelRatings")
+		case "model":
+			out.Values[i] = ec._ModelRatings_model(ctx, field, obj)
+			if out.Values[i] == graphql.Null {
+				out.Invalids++
+			}
+		case "up":
+			out.Values[i] = ec._ModelRatings_up(ctx, field, obj)
+			if out.Values[i] == graphql.Null {
+				out.Invalids++
+			}
+		case "down":
+			out.Values[i] = ec._ModelRatings_down(ctx, field, obj)
+			if out.Values[i] == graphql.Null {
+				out.Invalids++
+			}
+		default:
+			panic("unknown field " + strconv.Quote(field.Name))
+		}
+	}
+	out.Dispatch(ctx)
+	if out.Invalids > 0 {
+		return graphql.Null
+	}
+
+	if n := len(deferred.Defers); n > 0 {
+		atomic.AddInt32(&ec.Deferred, int32(min(n, math.MaxInt32)))
+		ec.ProcessDeferredGroup(deferred)
+	}
+
+	return out
+}
+
 var modelUsageImplementors = []string{"ModelUsage"}
 
 func (ec *executionContext) _ModelUsage(ctx context.Context, sel ast.SelectionSet, obj *model.ModelUsage) graphql.Marshaler {
@@ -39389,6 +40727,20 @@ func (ec *executionContext) _Mutation(ctx context.Context, sel ast.SelectionSet)
 		case "memoryForget":
 			out.Values[i] = ec.OperationContext.RootResolverMiddleware(innerCtx, func(ctx context.Context) (res graphql.Marshaler) {
 				return ec._Mutation_memoryForget(ctx, field)
+			})
+			if out.Values[i] == graphql.Null {
+				out.Invalids++
+			}
+		case "regenerateTurn":
+			out.Values[i] = ec.OperationContext.RootResolverMiddleware(innerCtx, func(ctx context.Context) (res graphql.Marshaler) {
+				return ec._Mutation_regenerateTurn(ctx, field)
+			})
+			if out.Values[i] == graphql.Null {
+				out.Invalids++
+			}
+		case "rateTurn":
+			out.Values[i] = ec.OperationContext.RootResolverMiddleware(innerCtx, func(ctx context.Context) (res graphql.Marshaler) {
+				return ec._Mutation_rateTurn(ctx, field)
 			})
 			if out.Values[i] == graphql.Null {
 				out.Invalids++
@@ -40156,6 +41508,12 @@ func (ec *executionContext) _Query(ctx context.Context, sel ast.SelectionSet) gr
 				func(ctx context.Context) graphql.Marshaler {
 					return ec._Query_memorySearch(ctx, field)
 				})
+		case "ratings":
+			out.ResolveRootConcurrently(innerCtx, ec.OperationContext, i,
+				true, true,
+				func(ctx context.Context) graphql.Marshaler {
+					return ec._Query_ratings(ctx, field)
+				})
 		case "toolResults":
 			out.ResolveRootConcurrently(innerCtx, ec.OperationContext, i,
 				true, true,
@@ -40287,6 +41645,102 @@ func (ec *executionContext) _RateLimits(ctx context.Context, sel ast.SelectionSe
 			}
 		case "turnsAtOnceDefault":
 			out.Values[i] = ec._RateLimits_turnsAtOnceDefault(ctx, field, obj)
+			if out.Values[i] == graphql.Null {
+				out.Invalids++
+			}
+		default:
+			panic("unknown field " + strconv.Quote(field.Name))
+		}
+	}
+	out.Dispatch(ctx)
+	if out.Invalids > 0 {
+		return graphql.Null
+	}
+
+	if n := len(deferred.Defers); n > 0 {
+		atomic.AddInt32(&ec.Deferred, int32(min(n, math.MaxInt32)))
+		ec.ProcessDeferredGroup(deferred)
+	}
+
+	return out
+}
+
+var ratedTurnImplementors = []string{"RatedTurn"}
+
+func (ec *executionContext) _RatedTurn(ctx context.Context, sel ast.SelectionSet, obj *model.RatedTurn) graphql.Marshaler {
+	fields := graphql.CollectFields(ec.OperationContext, sel, ratedTurnImplementors)
+
+	out := graphql.NewFieldSet(fields)
+	deferred := graphql.NewDeferredGroup(ctx)
+	for i, field := range fields {
+		switch field.Name {
+		case "__typename":
+			out.Values[i] = graphql.MarshalString("RatedTurn")
+		case "rating":
+			out.Values[i] = ec._RatedTurn_rating(ctx, field, obj)
+			if out.Values[i] == graphql.Null {
+				out.Invalids++
+			}
+		case "turn":
+			out.Values[i] = ec._RatedTurn_turn(ctx, field, obj)
+			if out.Values[i] == graphql.Null {
+				out.Invalids++
+			}
+		default:
+			panic("unknown field " + strconv.Quote(field.Name))
+		}
+	}
+	out.Dispatch(ctx)
+	if out.Invalids > 0 {
+		return graphql.Null
+	}
+
+	if n := len(deferred.Defers); n > 0 {
+		atomic.AddInt32(&ec.Deferred, int32(min(n, math.MaxInt32)))
+		ec.ProcessDeferredGroup(deferred)
+	}
+
+	return out
+}
+
+var ratingSummaryImplementors = []string{"RatingSummary"}
+
+func (ec *executionContext) _RatingSummary(ctx context.Context, sel ast.SelectionSet, obj *model.RatingSummary) graphql.Marshaler {
+	fields := graphql.CollectFields(ec.OperationContext, sel, ratingSummaryImplementors)
+
+	out := graphql.NewFieldSet(fields)
+	deferred := graphql.NewDeferredGroup(ctx)
+	for i, field := range fields {
+		switch field.Name {
+		case "__typename":
+			out.Values[i] = graphql.MarshalString("RatingSummary")
+		case "month":
+			out.Values[i] = ec._RatingSummary_month(ctx, field, obj)
+			if out.Values[i] == graphql.Null {
+				out.Invalids++
+			}
+		case "up":
+			out.Values[i] = ec._RatingSummary_up(ctx, field, obj)
+			if out.Values[i] == graphql.Null {
+				out.Invalids++
+			}
+		case "down":
+			out.Values[i] = ec._RatingSummary_down(ctx, field, obj)
+			if out.Values[i] == graphql.Null {
+				out.Invalids++
+			}
+		case "byAgent":
+			out.Values[i] = ec._RatingSummary_byAgent(ctx, field, obj)
+			if out.Values[i] == graphql.Null {
+				out.Invalids++
+			}
+		case "byModel":
+			out.Values[i] = ec._RatingSummary_byModel(ctx, field, obj)
+			if out.Values[i] == graphql.Null {
+				out.Invalids++
+			}
+		case "comments":
+			out.Values[i] = ec._RatingSummary_comments(ctx, field, obj)
 			if out.Values[i] == graphql.Null {
 				out.Invalids++
 			}
@@ -41772,6 +43226,11 @@ func (ec *executionContext) _Turn(ctx context.Context, sel ast.SelectionSet, obj
 			if out.Values[i] == graphql.Null {
 				atomic.AddUint32(&out.Invalids, 1)
 			}
+		case "superseded":
+			out.Values[i] = ec._Turn_superseded(ctx, field, obj)
+			if out.Values[i] == graphql.Null {
+				atomic.AddUint32(&out.Invalids, 1)
+			}
 		case "conversation":
 			out.ResolveConcurrently(ec.OperationContext, &deferred, i,
 				true, true,
@@ -41783,6 +43242,18 @@ func (ec *executionContext) _Turn(ctx context.Context, sel ast.SelectionSet, obj
 				true, true,
 				func(ctx context.Context) graphql.Marshaler {
 					return ec._Turn_toolCalls(ctx, field, obj)
+				})
+		case "myRating":
+			out.ResolveConcurrently(ec.OperationContext, &deferred, i,
+				true, false,
+				func(ctx context.Context) graphql.Marshaler {
+					return ec._Turn_myRating(ctx, field, obj)
+				})
+		case "ratings":
+			out.ResolveConcurrently(ec.OperationContext, &deferred, i,
+				true, true,
+				func(ctx context.Context) graphql.Marshaler {
+					return ec._Turn_ratings(ctx, field, obj)
 				})
 		case "modelCalls":
 			out.ResolveConcurrently(ec.OperationContext, &deferred, i,
@@ -41950,6 +43421,61 @@ func (ec *executionContext) _TurnEvent(ctx context.Context, sel ast.SelectionSet
 			out.Values[i] = ec._TurnEvent_writing(ctx, field, obj)
 			if out.Values[i] == graphql.RequiredNull {
 				out.Invalids++
+			}
+		default:
+			panic("unknown field " + strconv.Quote(field.Name))
+		}
+	}
+	out.Dispatch(ctx)
+	if out.Invalids > 0 {
+		return graphql.Null
+	}
+
+	if n := len(deferred.Defers); n > 0 {
+		atomic.AddInt32(&ec.Deferred, int32(min(n, math.MaxInt32)))
+		ec.ProcessDeferredGroup(deferred)
+	}
+
+	return out
+}
+
+var turnRatingImplementors = []string{"TurnRating"}
+
+func (ec *executionContext) _TurnRating(ctx context.Context, sel ast.SelectionSet, obj *ent.TurnRating) graphql.Marshaler {
+	fields := graphql.CollectFields(ec.OperationContext, sel, turnRatingImplementors)
+
+	out := graphql.NewFieldSet(fields)
+	deferred := graphql.NewDeferredGroup(ctx)
+	for i, field := range fields {
+		switch field.Name {
+		case "__typename":
+			out.Values[i] = graphql.MarshalString("TurnRating")
+		case "rating":
+			out.ResolveConcurrently(ec.OperationContext, &deferred, i,
+				true, true,
+				func(ctx context.Context) graphql.Marshaler {
+					return ec._TurnRating_rating(ctx, field, obj)
+				})
+		case "comment":
+			out.Values[i] = ec._TurnRating_comment(ctx, field, obj)
+			if out.Values[i] == graphql.Null {
+				atomic.AddUint32(&out.Invalids, 1)
+			}
+		case "user":
+			out.ResolveConcurrently(ec.OperationContext, &deferred, i,
+				true, false,
+				func(ctx context.Context) graphql.Marshaler {
+					return ec._TurnRating_user(ctx, field, obj)
+				})
+		case "createdAt":
+			out.Values[i] = ec._TurnRating_createdAt(ctx, field, obj)
+			if out.Values[i] == graphql.Null {
+				atomic.AddUint32(&out.Invalids, 1)
+			}
+		case "updatedAt":
+			out.Values[i] = ec._TurnRating_updatedAt(ctx, field, obj)
+			if out.Values[i] == graphql.Null {
+				atomic.AddUint32(&out.Invalids, 1)
 			}
 		default:
 			panic("unknown field " + strconv.Quote(field.Name))
@@ -43471,6 +44997,30 @@ func (ec *executionContext) marshalNAgentOrderField2ᚖgithubᚗcomᚋtoolgate�
 	return v
 }
 
+func (ec *executionContext) marshalNAgentRatings2ᚕᚖgithubᚗcomᚋtoolgateᚋtoolgateᚋgraphᚋmodelᚐAgentRatingsᚄ(ctx context.Context, sel ast.SelectionSet, v []*model.AgentRatings) graphql.Marshaler {
+	ret := graphql.MarshalSliceConcurrently(ctx, len(v), 0, false, func(ctx context.Context, i int) graphql.Marshaler {
+		fc := graphql.GetFieldContext(ctx)
+		fc.Result = &v[i]
+		return ec.marshalNAgentRatings2ᚖgithubᚗcomᚋtoolgateᚋtoolgateᚋgraphᚋmodelᚐAgentRatings(ctx, sel, v[i])
+	})
+
+	for _, e := range ret {
+		if e == graphql.Null {
+			return graphql.Null
+		}
+	}
+
+	return ret
+}
+
+func (ec *executionContext) marshalNAgentRatings2ᚖgithubᚗcomᚋtoolgateᚋtoolgateᚋgraphᚋmodelᚐAgentRatings(ctx context.Context, sel ast.SelectionSet, v *model.AgentRatings) graphql.Marshaler {
+	if v == nil {
+		graphql.AddInvalidNullError(ctx, "AgentRatings!")
+		return graphql.Null
+	}
+	return ec._AgentRatings(ctx, sel, v)
+}
+
 func (ec *executionContext) unmarshalNAgentToolLoading2githubᚗcomᚋtoolgateᚋtoolgateᚋentᚋagentᚐToolLoading(ctx context.Context, v any) (agent.ToolLoading, error) {
 	var res agent.ToolLoading
 	err := res.UnmarshalGQL(v)
@@ -44467,6 +46017,30 @@ func (ec *executionContext) marshalNModelCallKind2githubᚗcomᚋtoolgateᚋtool
 	return v
 }
 
+func (ec *executionContext) marshalNModelRatings2ᚕᚖgithubᚗcomᚋtoolgateᚋtoolgateᚋgraphᚋmodelᚐModelRatingsᚄ(ctx context.Context, sel ast.SelectionSet, v []*model.ModelRatings) graphql.Marshaler {
+	ret := graphql.MarshalSliceConcurrently(ctx, len(v), 0, false, func(ctx context.Context, i int) graphql.Marshaler {
+		fc := graphql.GetFieldContext(ctx)
+		fc.Result = &v[i]
+		return ec.marshalNModelRatings2ᚖgithubᚗcomᚋtoolgateᚋtoolgateᚋgraphᚋmodelᚐModelRatings(ctx, sel, v[i])
+	})
+
+	for _, e := range ret {
+		if e == graphql.Null {
+			return graphql.Null
+		}
+	}
+
+	return ret
+}
+
+func (ec *executionContext) marshalNModelRatings2ᚖgithubᚗcomᚋtoolgateᚋtoolgateᚋgraphᚋmodelᚐModelRatings(ctx context.Context, sel ast.SelectionSet, v *model.ModelRatings) graphql.Marshaler {
+	if v == nil {
+		graphql.AddInvalidNullError(ctx, "ModelRatings!")
+		return graphql.Null
+	}
+	return ec._ModelRatings(ctx, sel, v)
+}
+
 func (ec *executionContext) marshalNModelUsage2ᚕᚖgithubᚗcomᚋtoolgateᚋtoolgateᚋgraphᚋmodelᚐModelUsageᚄ(ctx context.Context, sel ast.SelectionSet, v []*model.ModelUsage) graphql.Marshaler {
 	ret := graphql.MarshalSliceConcurrently(ctx, len(v), 0, false, func(ctx context.Context, i int) graphql.Marshaler {
 		fc := graphql.GetFieldContext(ctx)
@@ -44670,6 +46244,53 @@ func (ec *executionContext) marshalNRateLimits2ᚖgithubᚗcomᚋtoolgateᚋtool
 		return graphql.Null
 	}
 	return ec._RateLimits(ctx, sel, v)
+}
+
+func (ec *executionContext) unmarshalNRateTurnInput2githubᚗcomᚋtoolgateᚋtoolgateᚋgraphᚋmodelᚐRateTurnInput(ctx context.Context, v any) (model.RateTurnInput, error) {
+	res, err := ec.unmarshalInputRateTurnInput(ctx, v)
+	return res, graphql.ErrorOnPath(ctx, err)
+}
+
+func (ec *executionContext) marshalNRatedTurn2ᚕᚖgithubᚗcomᚋtoolgateᚋtoolgateᚋgraphᚋmodelᚐRatedTurnᚄ(ctx context.Context, sel ast.SelectionSet, v []*model.RatedTurn) graphql.Marshaler {
+	ret := graphql.MarshalSliceConcurrently(ctx, len(v), 0, false, func(ctx context.Context, i int) graphql.Marshaler {
+		fc := graphql.GetFieldContext(ctx)
+		fc.Result = &v[i]
+		return ec.marshalNRatedTurn2ᚖgithubᚗcomᚋtoolgateᚋtoolgateᚋgraphᚋmodelᚐRatedTurn(ctx, sel, v[i])
+	})
+
+	for _, e := range ret {
+		if e == graphql.Null {
+			return graphql.Null
+		}
+	}
+
+	return ret
+}
+
+func (ec *executionContext) marshalNRatedTurn2ᚖgithubᚗcomᚋtoolgateᚋtoolgateᚋgraphᚋmodelᚐRatedTurn(ctx context.Context, sel ast.SelectionSet, v *model.RatedTurn) graphql.Marshaler {
+	if v == nil {
+		graphql.AddInvalidNullError(ctx, "RatedTurn!")
+		return graphql.Null
+	}
+	return ec._RatedTurn(ctx, sel, v)
+}
+
+func (ec *executionContext) unmarshalNRating2githubᚗcomᚋtoolgateᚋtoolgateᚋgraphᚋmodelᚐRating(ctx context.Context, v any) (model.Rating, error) {
+	var res model.Rating
+	err := res.UnmarshalGQL(v)
+	return res, graphql.ErrorOnPath(ctx, err)
+}
+
+func (ec *executionContext) marshalNRating2githubᚗcomᚋtoolgateᚋtoolgateᚋgraphᚋmodelᚐRating(ctx context.Context, sel ast.SelectionSet, v model.Rating) graphql.Marshaler {
+	return v
+}
+
+func (ec *executionContext) marshalNRatingSummary2ᚖgithubᚗcomᚋtoolgateᚋtoolgateᚋgraphᚋmodelᚐRatingSummary(ctx context.Context, sel ast.SelectionSet, v *model.RatingSummary) graphql.Marshaler {
+	if v == nil {
+		graphql.AddInvalidNullError(ctx, "RatingSummary!")
+		return graphql.Null
+	}
+	return ec._RatingSummary(ctx, sel, v)
 }
 
 func (ec *executionContext) unmarshalNReactivateUserInput2githubᚗcomᚋtoolgateᚋtoolgateᚋgraphᚋmodelᚐReactivateUserInput(ctx context.Context, v any) (model.ReactivateUserInput, error) {
@@ -45256,6 +46877,30 @@ func (ec *executionContext) marshalNTurnOrderField2ᚖgithubᚗcomᚋtoolgateᚋ
 		return graphql.Null
 	}
 	return v
+}
+
+func (ec *executionContext) marshalNTurnRating2ᚕᚖgithubᚗcomᚋtoolgateᚋtoolgateᚋentᚐTurnRatingᚄ(ctx context.Context, sel ast.SelectionSet, v []*ent.TurnRating) graphql.Marshaler {
+	ret := graphql.MarshalSliceConcurrently(ctx, len(v), 0, false, func(ctx context.Context, i int) graphql.Marshaler {
+		fc := graphql.GetFieldContext(ctx)
+		fc.Result = &v[i]
+		return ec.marshalNTurnRating2ᚖgithubᚗcomᚋtoolgateᚋtoolgateᚋentᚐTurnRating(ctx, sel, v[i])
+	})
+
+	for _, e := range ret {
+		if e == graphql.Null {
+			return graphql.Null
+		}
+	}
+
+	return ret
+}
+
+func (ec *executionContext) marshalNTurnRating2ᚖgithubᚗcomᚋtoolgateᚋtoolgateᚋentᚐTurnRating(ctx context.Context, sel ast.SelectionSet, v *ent.TurnRating) graphql.Marshaler {
+	if v == nil {
+		graphql.AddInvalidNullError(ctx, "TurnRating!")
+		return graphql.Null
+	}
+	return ec._TurnRating(ctx, sel, v)
 }
 
 func (ec *executionContext) unmarshalNTurnStatus2githubᚗcomᚋtoolgateᚋtoolgateᚋentᚋturnᚐStatus(ctx context.Context, v any) (turn.Status, error) {
@@ -46506,6 +48151,13 @@ func (ec *executionContext) unmarshalOTurnOrder2ᚕᚖgithubᚗcomᚋtoolgateᚋ
 		}
 	}
 	return res, nil
+}
+
+func (ec *executionContext) marshalOTurnRating2ᚖgithubᚗcomᚋtoolgateᚋtoolgateᚋentᚐTurnRating(ctx context.Context, sel ast.SelectionSet, v *ent.TurnRating) graphql.Marshaler {
+	if v == nil {
+		return graphql.Null
+	}
+	return ec._TurnRating(ctx, sel, v)
 }
 
 func (ec *executionContext) unmarshalOTurnStatus2ᚕgithubᚗcomᚋtoolgateᚋtoolgateᚋentᚋturnᚐStatusᚄ(ctx context.Context, v any) ([]turn.Status, error) {

@@ -27,6 +27,16 @@ type AddDocumentInput struct {
 	Text *string `json:"text,omitempty"`
 }
 
+// An agent's ratings.
+type AgentRatings struct {
+	// The agent; null when it no longer exists.
+	Agent *ent.Agent `json:"agent,omitempty"`
+	// Ratings up.
+	Up int `json:"up"`
+	// Ratings down.
+	Down int `json:"down"`
+}
+
 // An agent's share of a month's usage.
 type AgentUsage struct {
 	// The agent; null when it no longer exists.
@@ -255,6 +265,16 @@ type MemoryFactInput struct {
 	Text string `json:"text"`
 }
 
+// A model's ratings.
+type ModelRatings struct {
+	// The model's name, as sent to the provider.
+	Model string `json:"model"`
+	// Ratings up.
+	Up int `json:"up"`
+	// Ratings down.
+	Down int `json:"down"`
+}
+
 // A model's share of a month's usage.
 type ModelUsage struct {
 	// The model's name, as sent to the provider.
@@ -319,6 +339,40 @@ type RateLimits struct {
 	RequestsPerSecondDefault bool `json:"requestsPerSecondDefault"`
 	// Whether turnsAtOnce is the server's default rather than the organisation's own.
 	TurnsAtOnceDefault bool `json:"turnsAtOnceDefault"`
+}
+
+// What rateTurn needs.
+type RateTurnInput struct {
+	// The turn whose answer is rated.
+	TurnID int `json:"turnId"`
+	// Up or down.
+	Rating Rating `json:"rating"`
+	// Why, in the rater's words; at most 2,000 characters; none: no comment (a new rating clears the old comment).
+	Comment *string `json:"comment,omitempty"`
+}
+
+// A rating with the turn it rates.
+type RatedTurn struct {
+	// The rating.
+	Rating *ent.TurnRating `json:"rating"`
+	// The turn rated.
+	Turn *ent.Turn `json:"turn"`
+}
+
+// A month's ratings, in all and by agent and model.
+type RatingSummary struct {
+	// The month, YYYY-MM, in UTC.
+	Month string `json:"month"`
+	// Ratings up.
+	Up int `json:"up"`
+	// Ratings down.
+	Down int `json:"down"`
+	// By agent, the most rated first.
+	ByAgent []*AgentRatings `json:"byAgent"`
+	// By the model that answered, the most rated first.
+	ByModel []*ModelRatings `json:"byModel"`
+	// The month's latest ratings with a comment, newest first (at most 20).
+	Comments []*RatedTurn `json:"comments"`
 }
 
 // What reactivateUser needs.
@@ -638,6 +692,64 @@ func (e *ArtifactKind) UnmarshalJSON(b []byte) error {
 }
 
 func (e ArtifactKind) MarshalJSON() ([]byte, error) {
+	var buf bytes.Buffer
+	e.MarshalGQL(&buf)
+	return buf.Bytes(), nil
+}
+
+// A thumbs up or down on an answer.
+type Rating string
+
+const (
+	// The answer helped.
+	RatingUp Rating = "UP"
+	// It did not.
+	RatingDown Rating = "DOWN"
+)
+
+var AllRating = []Rating{
+	RatingUp,
+	RatingDown,
+}
+
+func (e Rating) IsValid() bool {
+	switch e {
+	case RatingUp, RatingDown:
+		return true
+	}
+	return false
+}
+
+func (e Rating) String() string {
+	return string(e)
+}
+
+func (e *Rating) UnmarshalGQL(v any) error {
+	str, ok := v.(string)
+	if !ok {
+		return fmt.Errorf("enums must be strings")
+	}
+
+	*e = Rating(str)
+	if !e.IsValid() {
+		return fmt.Errorf("%s is not a valid Rating", str)
+	}
+	return nil
+}
+
+func (e Rating) MarshalGQL(w io.Writer) {
+	_, _ = fmt.Fprint(w, strconv.Quote(e.String()))
+}
+
+func (e *Rating) UnmarshalJSON(b []byte) error {
+	s, err := strconv.Unquote(string(b))
+	if err != nil {
+		return err
+	}
+	return e.UnmarshalGQL(s)
+}
+
+func (e Rating) MarshalJSON() ([]byte, error) {
 	var buf bytes.Buffer
 	e.MarshalGQL(&buf)
 	return buf.Bytes(), nil
