@@ -3745,6 +3745,22 @@ func (c *TurnClient) QueryToolCalls(_m *Turn) *ToolCallQuery {
 	return query
 }
 
+// QueryRatings queries the ratings edge of a Turn.
+func (c *TurnClient) QueryRatings(_m *Turn) *TurnRatingQuery {
+	query := (&TurnRatingClient{config: c.config}).Query()
+	query.path = func(context.Context) (fromV *sql.Selector, _ error) {
+		id := _m.ID
+		step := sqlgraph.NewStep(
+			sqlgraph.From(turn.Table, turn.FieldID, id),
+			sqlgraph.To(turnrating.Table, turnrating.FieldID),
+			sqlgraph.Edge(sqlgraph.O2M, false, turn.RatingsTable, turn.RatingsColumn),
+		)
+		fromV = sqlgraph.Neighbors(_m.driver.Dialect(), step)
+		return fromV, nil
+	}
+	return query
+}
+
 // QueryModelCalls queries the model_calls edge of a Turn.
 func (c *TurnClient) QueryModelCalls(_m *Turn) *ModelCallQuery {
 	query := (&ModelCallClient{config: c.config}).Query()
@@ -3893,6 +3909,22 @@ func (c *TurnRatingClient) GetX(ctx context.Context, id int) *TurnRating {
 		panic(err)
 	}
 	return obj
+}
+
+// QueryTurn queries the turn edge of a TurnRating.
+func (c *TurnRatingClient) QueryTurn(_m *TurnRating) *TurnQuery {
+	query := (&TurnClient{config: c.config}).Query()
+	query.path = func(context.Context) (fromV *sql.Selector, _ error) {
+		id := _m.ID
+		step := sqlgraph.NewStep(
+			sqlgraph.From(turnrating.Table, turnrating.FieldID, id),
+			sqlgraph.To(turn.Table, turn.FieldID),
+			sqlgraph.Edge(sqlgraph.M2O, true, turnrating.TurnTable, turnrating.TurnColumn),
+		)
+		fromV = sqlgraph.Neighbors(_m.driver.Dialect(), step)
+		return fromV, nil
+	}
+	return query
 }
 
 // Hooks returns the client hooks.

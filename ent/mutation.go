@@ -19760,6 +19760,9 @@ type TurnMutation struct {
 	tool_calls          map[int]struct{}
 	removedtool_calls   map[int]struct{}
 	clearedtool_calls   bool
+	ratings             map[int]struct{}
+	removedratings      map[int]struct{}
+	clearedratings      bool
 	model_calls         map[int]struct{}
 	removedmodel_calls  map[int]struct{}
 	clearedmodel_calls  bool
@@ -20747,6 +20750,60 @@ func (m *TurnMutation) ResetToolCalls() {
 	m.removedtool_calls = nil
 }
 
+// AddRatingIDs adds the "ratings" edge to the TurnRating entity by ids.
+func (m *TurnMutation) AddRatingIDs(ids ...int) {
+	if m.ratings == nil {
+		m.ratings = make(map[int]struct{})
+	}
+	for i := range ids {
+		m.ratings[ids[i]] = struct{}{}
+	}
+}
+
+// ClearRatings clears the "ratings" edge to the TurnRating entity.
+func (m *TurnMutation) ClearRatings() {
+	m.clearedratings = true
+}
+
+// RatingsCleared reports if the "ratings" edge to the TurnRating entity was cleared.
+func (m *TurnMutation) RatingsCleared() bool {
+	return m.clearedratings
+}
+
+// RemoveRatingIDs removes the "ratings" edge to the TurnRating entity by IDs.
+func (m *TurnMutation) RemoveRatingIDs(ids ...int) {
+	if m.removedratings == nil {
+		m.removedratings = make(map[int]struct{})
+	}
+	for i := range ids {
+		delete(m.ratings, ids[i])
+		m.removedratings[ids[i]] = struct{}{}
+	}
+}
+
+// RemovedRatings returns the removed IDs of the "ratings" edge to the TurnRating entity.
+func (m *TurnMutation) RemovedRatingsIDs() (ids []int) {
+	for id := range m.removedratings {
+		ids = append(ids, id)
+	}
+	return
+}
+
+// RatingsIDs returns the "ratings" edge IDs in the mutation.
+func (m *TurnMutation) RatingsIDs() (ids []int) {
+	for id := range m.ratings {
+		ids = append(ids, id)
+	}
+	return
+}
+
+// ResetRatings resets all changes to the "ratings" edge.
+func (m *TurnMutation) ResetRatings() {
+	m.ratings = nil
+	m.clearedratings = false
+	m.removedratings = nil
+}
+
 // AddModelCallIDs adds the "model_calls" edge to the ModelCall entity by ids.
 func (m *TurnMutation) AddModelCallIDs(ids ...int) {
 	if m.model_calls == nil {
@@ -21295,12 +21352,15 @@ func (m *TurnMutation) ResetField(name string) error {
 
 // AddedEdges returns all edge names that were set/added in this mutation.
 func (m *TurnMutation) AddedEdges() []string {
-	edges := make([]string, 0, 3)
+	edges := make([]string, 0, 4)
 	if m.conversation != nil {
 		edges = append(edges, turn.EdgeConversation)
 	}
 	if m.tool_calls != nil {
 		edges = append(edges, turn.EdgeToolCalls)
+	}
+	if m.ratings != nil {
+		edges = append(edges, turn.EdgeRatings)
 	}
 	if m.model_calls != nil {
 		edges = append(edges, turn.EdgeModelCalls)
@@ -21322,6 +21382,12 @@ func (m *TurnMutation) AddedIDs(name string) []ent.Value {
 			ids = append(ids, id)
 		}
 		return ids
+	case turn.EdgeRatings:
+		ids := make([]ent.Value, 0, len(m.ratings))
+		for id := range m.ratings {
+			ids = append(ids, id)
+		}
+		return ids
 	case turn.EdgeModelCalls:
 		ids := make([]ent.Value, 0, len(m.model_calls))
 		for id := range m.model_calls {
@@ -21334,9 +21400,12 @@ func (m *TurnMutation) AddedIDs(name string) []ent.Value {
 
 // RemovedEdges returns all edge names that were removed in this mutation.
 func (m *TurnMutation) RemovedEdges() []string {
-	edges := make([]string, 0, 3)
+	edges := make([]string, 0, 4)
 	if m.removedtool_calls != nil {
 		edges = append(edges, turn.EdgeToolCalls)
+	}
+	if m.removedratings != nil {
+		edges = append(edges, turn.EdgeRatings)
 	}
 	if m.removedmodel_calls != nil {
 		edges = append(edges, turn.EdgeModelCalls)
@@ -21354,6 +21423,12 @@ func (m *TurnMutation) RemovedIDs(name string) []ent.Value {
 			ids = append(ids, id)
 		}
 		return ids
+	case turn.EdgeRatings:
+		ids := make([]ent.Value, 0, len(m.removedratings))
+		for id := range m.removedratings {
+			ids = append(ids, id)
+		}
+		return ids
 	case turn.EdgeModelCalls:
 		ids := make([]ent.Value, 0, len(m.removedmodel_calls))
 		for id := range m.removedmodel_calls {
@@ -21366,12 +21441,15 @@ func (m *TurnMutation) RemovedIDs(name string) []ent.Value {
 
 // ClearedEdges returns all edge names that were cleared in this mutation.
 func (m *TurnMutation) ClearedEdges() []string {
-	edges := make([]string, 0, 3)
+	edges := make([]string, 0, 4)
 	if m.clearedconversation {
 		edges = append(edges, turn.EdgeConversation)
 	}
 	if m.clearedtool_calls {
 		edges = append(edges, turn.EdgeToolCalls)
+	}
+	if m.clearedratings {
+		edges = append(edges, turn.EdgeRatings)
 	}
 	if m.clearedmodel_calls {
 		edges = append(edges, turn.EdgeModelCalls)
@@ -21387,6 +21465,8 @@ func (m *TurnMutation) EdgeCleared(name string) bool {
 		return m.clearedconversation
 	case turn.EdgeToolCalls:
 		return m.clearedtool_calls
+	case turn.EdgeRatings:
+		return m.clearedratings
 	case turn.EdgeModelCalls:
 		return m.clearedmodel_calls
 	}
@@ -21414,6 +21494,9 @@ func (m *TurnMutation) ResetEdge(name string) error {
 	case turn.EdgeToolCalls:
 		m.ResetToolCalls()
 		return nil
+	case turn.EdgeRatings:
+		m.ResetRatings()
+		return nil
 	case turn.EdgeModelCalls:
 		m.ResetModelCalls()
 		return nil
@@ -21433,13 +21516,13 @@ type TurnRatingMutation struct {
 	addorganization_id *int
 	user_id            *int
 	adduser_id         *int
-	turn_id            *int
-	addturn_id         *int
 	agent_id           *int
 	addagent_id        *int
 	rating             *turnrating.Rating
 	comment            *string
 	clearedFields      map[string]struct{}
+	turn               *int
+	clearedturn        bool
 	done               bool
 	oldValue           func(context.Context) (*TurnRating, error)
 	predicates         []predicate.TurnRating
@@ -21729,13 +21812,12 @@ func (m *TurnRatingMutation) ResetUserID() {
 
 // SetTurnID sets the "turn_id" field.
 func (m *TurnRatingMutation) SetTurnID(i int) {
-	m.turn_id = &i
-	m.addturn_id = nil
+	m.turn = &i
 }
 
 // TurnID returns the value of the "turn_id" field in the mutation.
 func (m *TurnRatingMutation) TurnID() (r int, exists bool) {
-	v := m.turn_id
+	v := m.turn
 	if v == nil {
 		return
 	}
@@ -21759,28 +21841,9 @@ func (m *TurnRatingMutation) OldTurnID(ctx context.Context) (v int, err error) {
 	return oldValue.TurnID, nil
 }
 
-// AddTurnID adds i to the "turn_id" field.
-func (m *TurnRatingMutation) AddTurnID(i int) {
-	if m.addturn_id != nil {
-		*m.addturn_id += i
-	} else {
-		m.addturn_id = &i
-	}
-}
-
-// AddedTurnID returns the value that was added to the "turn_id" field in this mutation.
-func (m *TurnRatingMutation) AddedTurnID() (r int, exists bool) {
-	v := m.addturn_id
-	if v == nil {
-		return
-	}
-	return *v, true
-}
-
 // ResetTurnID resets all changes to the "turn_id" field.
 func (m *TurnRatingMutation) ResetTurnID() {
-	m.turn_id = nil
-	m.addturn_id = nil
+	m.turn = nil
 }
 
 // SetAgentID sets the "agent_id" field.
@@ -21911,6 +21974,33 @@ func (m *TurnRatingMutation) ResetComment() {
 	m.comment = nil
 }
 
+// ClearTurn clears the "turn" edge to the Turn entity.
+func (m *TurnRatingMutation) ClearTurn() {
+	m.clearedturn = true
+	m.clearedFields[turnrating.FieldTurnID] = struct{}{}
+}
+
+// TurnCleared reports if the "turn" edge to the Turn entity was cleared.
+func (m *TurnRatingMutation) TurnCleared() bool {
+	return m.clearedturn
+}
+
+// TurnIDs returns the "turn" edge IDs in the mutation.
+// Note that IDs always returns len(IDs) <= 1 for unique edges, and you should use
+// TurnID instead. It exists only for internal usage by the builders.
+func (m *TurnRatingMutation) TurnIDs() (ids []int) {
+	if id := m.turn; id != nil {
+		ids = append(ids, *id)
+	}
+	return
+}
+
+// ResetTurn resets all changes to the "turn" edge.
+func (m *TurnRatingMutation) ResetTurn() {
+	m.turn = nil
+	m.clearedturn = false
+}
+
 // Where appends a list predicates to the TurnRatingMutation builder.
 func (m *TurnRatingMutation) Where(ps ...predicate.TurnRating) {
 	m.predicates = append(m.predicates, ps...)
@@ -21958,7 +22048,7 @@ func (m *TurnRatingMutation) Fields() []string {
 	if m.user_id != nil {
 		fields = append(fields, turnrating.FieldUserID)
 	}
-	if m.turn_id != nil {
+	if m.turn != nil {
 		fields = append(fields, turnrating.FieldTurnID)
 	}
 	if m.agent_id != nil {
@@ -22098,9 +22188,6 @@ func (m *TurnRatingMutation) AddedFields() []string {
 	if m.adduser_id != nil {
 		fields = append(fields, turnrating.FieldUserID)
 	}
-	if m.addturn_id != nil {
-		fields = append(fields, turnrating.FieldTurnID)
-	}
 	if m.addagent_id != nil {
 		fields = append(fields, turnrating.FieldAgentID)
 	}
@@ -22116,8 +22203,6 @@ func (m *TurnRatingMutation) AddedField(name string) (ent.Value, bool) {
 		return m.AddedOrganizationID()
 	case turnrating.FieldUserID:
 		return m.AddedUserID()
-	case turnrating.FieldTurnID:
-		return m.AddedTurnID()
 	case turnrating.FieldAgentID:
 		return m.AddedAgentID()
 	}
@@ -22142,13 +22227,6 @@ func (m *TurnRatingMutation) AddField(name string, value ent.Value) error {
 			return fmt.Errorf("unexpected type %T for field %s", value, name)
 		}
 		m.AddUserID(v)
-		return nil
-	case turnrating.FieldTurnID:
-		v, ok := value.(int)
-		if !ok {
-			return fmt.Errorf("unexpected type %T for field %s", value, name)
-		}
-		m.AddTurnID(v)
 		return nil
 	case turnrating.FieldAgentID:
 		v, ok := value.(int)
@@ -22214,19 +22292,28 @@ func (m *TurnRatingMutation) ResetField(name string) error {
 
 // AddedEdges returns all edge names that were set/added in this mutation.
 func (m *TurnRatingMutation) AddedEdges() []string {
-	edges := make([]string, 0, 0)
+	edges := make([]string, 0, 1)
+	if m.turn != nil {
+		edges = append(edges, turnrating.EdgeTurn)
+	}
 	return edges
 }
 
 // AddedIDs returns all IDs (to other nodes) that were added for the given edge
 // name in this mutation.
 func (m *TurnRatingMutation) AddedIDs(name string) []ent.Value {
+	switch name {
+	case turnrating.EdgeTurn:
+		if id := m.turn; id != nil {
+			return []ent.Value{*id}
+		}
+	}
 	return nil
 }
 
 // RemovedEdges returns all edge names that were removed in this mutation.
 func (m *TurnRatingMutation) RemovedEdges() []string {
-	edges := make([]string, 0, 0)
+	edges := make([]string, 0, 1)
 	return edges
 }
 
@@ -22238,25 +22325,42 @@ func (m *TurnRatingMutation) RemovedIDs(name string) []ent.Value {
 
 // ClearedEdges returns all edge names that were cleared in this mutation.
 func (m *TurnRatingMutation) ClearedEdges() []string {
-	edges := make([]string, 0, 0)
+	edges := make([]string, 0, 1)
+	if m.clearedturn {
+		edges = append(edges, turnrating.EdgeTurn)
+	}
 	return edges
 }
 
 // EdgeCleared returns a boolean which indicates if the edge with the given name
 // was cleared in this mutation.
 func (m *TurnRatingMutation) EdgeCleared(name string) bool {
+	switch name {
+	case turnrating.EdgeTurn:
+		return m.clearedturn
+	}
 	return false
 }
 
 // ClearEdge clears the value of the edge with the given name. It returns an error
 // if that edge is not defined in the schema.
 func (m *TurnRatingMutation) ClearEdge(name string) error {
+	switch name {
+	case turnrating.EdgeTurn:
+		m.ClearTurn()
+		return nil
+	}
 	return fmt.Errorf("unknown TurnRating unique edge %s", name)
 }
 
 // ResetEdge resets all changes to the edge with the given name in this mutation.
 // It returns an error if the edge is not defined in the schema.
 func (m *TurnRatingMutation) ResetEdge(name string) error {
+	switch name {
+	case turnrating.EdgeTurn:
+		m.ResetTurn()
+		return nil
+	}
 	return fmt.Errorf("unknown TurnRating edge %s", name)
 }
 

@@ -68,15 +68,18 @@ type TurnEdges struct {
 	Conversation *Conversation `json:"conversation,omitempty"`
 	// ToolCalls holds the value of the tool_calls edge.
 	ToolCalls []*ToolCall `json:"tool_calls,omitempty"`
+	// Ratings holds the value of the ratings edge.
+	Ratings []*TurnRating `json:"ratings,omitempty"`
 	// ModelCalls holds the value of the model_calls edge.
 	ModelCalls []*ModelCall `json:"model_calls,omitempty"`
 	// loadedTypes holds the information for reporting if a
 	// type was loaded (or requested) in eager-loading or not.
-	loadedTypes [3]bool
+	loadedTypes [4]bool
 	// totalCount holds the count of the edges above.
 	totalCount [1]map[string]int
 
 	namedToolCalls  map[string][]*ToolCall
+	namedRatings    map[string][]*TurnRating
 	namedModelCalls map[string][]*ModelCall
 }
 
@@ -100,10 +103,19 @@ func (e TurnEdges) ToolCallsOrErr() ([]*ToolCall, error) {
 	return nil, &NotLoadedError{edge: "tool_calls"}
 }
 
+// RatingsOrErr returns the Ratings value or an error if the edge
+// was not loaded in eager-loading.
+func (e TurnEdges) RatingsOrErr() ([]*TurnRating, error) {
+	if e.loadedTypes[2] {
+		return e.Ratings, nil
+	}
+	return nil, &NotLoadedError{edge: "ratings"}
+}
+
 // ModelCallsOrErr returns the ModelCalls value or an error if the edge
 // was not loaded in eager-loading.
 func (e TurnEdges) ModelCallsOrErr() ([]*ModelCall, error) {
-	if e.loadedTypes[2] {
+	if e.loadedTypes[3] {
 		return e.ModelCalls, nil
 	}
 	return nil, &NotLoadedError{edge: "model_calls"}
@@ -289,6 +301,11 @@ func (_m *Turn) QueryToolCalls() *ToolCallQuery {
 	return NewTurnClient(_m.config).QueryToolCalls(_m)
 }
 
+// QueryRatings queries the "ratings" edge of the Turn entity.
+func (_m *Turn) QueryRatings() *TurnRatingQuery {
+	return NewTurnClient(_m.config).QueryRatings(_m)
+}
+
 // QueryModelCalls queries the "model_calls" edge of the Turn entity.
 func (_m *Turn) QueryModelCalls() *ModelCallQuery {
 	return NewTurnClient(_m.config).QueryModelCalls(_m)
@@ -409,6 +426,30 @@ func (_m *Turn) appendNamedToolCalls(name string, edges ...*ToolCall) {
 		_m.Edges.namedToolCalls[name] = []*ToolCall{}
 	} else {
 		_m.Edges.namedToolCalls[name] = append(_m.Edges.namedToolCalls[name], edges...)
+	}
+}
+
+// NamedRatings returns the Ratings named value or an error if the edge was not
+// loaded in eager-loading with this name.
+func (_m *Turn) NamedRatings(name string) ([]*TurnRating, error) {
+	if _m.Edges.namedRatings == nil {
+		return nil, &NotLoadedError{edge: name}
+	}
+	nodes, ok := _m.Edges.namedRatings[name]
+	if !ok {
+		return nil, &NotLoadedError{edge: name}
+	}
+	return nodes, nil
+}
+
+func (_m *Turn) appendNamedRatings(name string, edges ...*TurnRating) {
+	if _m.Edges.namedRatings == nil {
+		_m.Edges.namedRatings = make(map[string][]*TurnRating)
+	}
+	if len(edges) == 0 {
+		_m.Edges.namedRatings[name] = []*TurnRating{}
+	} else {
+		_m.Edges.namedRatings[name] = append(_m.Edges.namedRatings[name], edges...)
 	}
 }
 

@@ -16,6 +16,7 @@ import (
 	"github.com/toolgate/toolgate/ent/schematype"
 	"github.com/toolgate/toolgate/ent/toolcall"
 	"github.com/toolgate/toolgate/ent/turn"
+	"github.com/toolgate/toolgate/ent/turnrating"
 )
 
 // TurnCreate is the builder for creating a Turn entity.
@@ -248,6 +249,21 @@ func (_c *TurnCreate) AddToolCalls(v ...*ToolCall) *TurnCreate {
 		ids[i] = v[i].ID
 	}
 	return _c.AddToolCallIDs(ids...)
+}
+
+// AddRatingIDs adds the "ratings" edge to the TurnRating entity by IDs.
+func (_c *TurnCreate) AddRatingIDs(ids ...int) *TurnCreate {
+	_c.mutation.AddRatingIDs(ids...)
+	return _c
+}
+
+// AddRatings adds the "ratings" edges to the TurnRating entity.
+func (_c *TurnCreate) AddRatings(v ...*TurnRating) *TurnCreate {
+	ids := make([]int, len(v))
+	for i := range v {
+		ids[i] = v[i].ID
+	}
+	return _c.AddRatingIDs(ids...)
 }
 
 // AddModelCallIDs adds the "model_calls" edge to the ModelCall entity by IDs.
@@ -495,6 +511,22 @@ func (_c *TurnCreate) createSpec() (*Turn, *sqlgraph.CreateSpec) {
 			Bidi:    false,
 			Target: &sqlgraph.EdgeTarget{
 				IDSpec: sqlgraph.NewFieldSpec(toolcall.FieldID, field.TypeInt),
+			},
+		}
+		for _, k := range nodes {
+			edge.Target.Nodes = append(edge.Target.Nodes, k)
+		}
+		_spec.Edges = append(_spec.Edges, edge)
+	}
+	if nodes := _c.mutation.RatingsIDs(); len(nodes) > 0 {
+		edge := &sqlgraph.EdgeSpec{
+			Rel:     sqlgraph.O2M,
+			Inverse: false,
+			Table:   turn.RatingsTable,
+			Columns: []string{turn.RatingsColumn},
+			Bidi:    false,
+			Target: &sqlgraph.EdgeTarget{
+				IDSpec: sqlgraph.NewFieldSpec(turnrating.FieldID, field.TypeInt),
 			},
 		}
 		for _, k := range nodes {

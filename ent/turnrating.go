@@ -9,6 +9,7 @@ import (
 
 	"entgo.io/ent"
 	"entgo.io/ent/dialect/sql"
+	"github.com/toolgate/toolgate/ent/turn"
 	"github.com/toolgate/toolgate/ent/turnrating"
 )
 
@@ -32,8 +33,31 @@ type TurnRating struct {
 	// Rating holds the value of the "rating" field.
 	Rating turnrating.Rating `json:"rating,omitempty"`
 	// at most 2,000 characters, checked by the API
-	Comment      string `json:"comment,omitempty"`
+	Comment string `json:"comment,omitempty"`
+	// Edges holds the relations/edges for other nodes in the graph.
+	// The values are being populated by the TurnRatingQuery when eager-loading is set.
+	Edges        TurnRatingEdges `json:"edges"`
 	selectValues sql.SelectValues
+}
+
+// TurnRatingEdges holds the relations/edges for other nodes in the graph.
+type TurnRatingEdges struct {
+	// Turn holds the value of the turn edge.
+	Turn *Turn `json:"turn,omitempty"`
+	// loadedTypes holds the information for reporting if a
+	// type was loaded (or requested) in eager-loading or not.
+	loadedTypes [1]bool
+}
+
+// TurnOrErr returns the Turn value or an error if the edge
+// was not loaded in eager-loading, or loaded but was not found.
+func (e TurnRatingEdges) TurnOrErr() (*Turn, error) {
+	if e.Turn != nil {
+		return e.Turn, nil
+	} else if e.loadedTypes[0] {
+		return nil, &NotFoundError{label: turn.Label}
+	}
+	return nil, &NotLoadedError{edge: "turn"}
 }
 
 // scanValues returns the types for scanning values from sql.Rows.
@@ -127,6 +151,11 @@ func (_m *TurnRating) assignValues(columns []string, values []any) error {
 // This includes values selected through modifiers, order, etc.
 func (_m *TurnRating) Value(name string) (ent.Value, error) {
 	return _m.selectValues.Get(name)
+}
+
+// QueryTurn queries the "turn" edge of the TurnRating entity.
+func (_m *TurnRating) QueryTurn() *TurnQuery {
+	return NewTurnRatingClient(_m.config).QueryTurn(_m)
 }
 
 // Update returns a builder for updating this TurnRating.

@@ -11,6 +11,7 @@ import (
 	"entgo.io/ent/dialect/sql"
 	"entgo.io/ent/dialect/sql/sqlgraph"
 	"entgo.io/ent/schema/field"
+	"github.com/toolgate/toolgate/ent/turn"
 	"github.com/toolgate/toolgate/ent/turnrating"
 )
 
@@ -92,6 +93,11 @@ func (_c *TurnRatingCreate) SetNillableComment(v *string) *TurnRatingCreate {
 		_c.SetComment(*v)
 	}
 	return _c
+}
+
+// SetTurn sets the "turn" edge to the Turn entity.
+func (_c *TurnRatingCreate) SetTurn(v *Turn) *TurnRatingCreate {
+	return _c.SetTurnID(v.ID)
 }
 
 // Mutation returns the TurnRatingMutation object of the builder.
@@ -188,6 +194,9 @@ func (_c *TurnRatingCreate) check() error {
 			return &ValidationError{Name: "comment", err: fmt.Errorf(`ent: validator failed for field "TurnRating.comment": %w`, err)}
 		}
 	}
+	if len(_c.mutation.TurnIDs()) == 0 {
+		return &ValidationError{Name: "turn", err: errors.New(`ent: missing required edge "TurnRating.turn"`)}
+	}
 	return nil
 }
 
@@ -231,10 +240,6 @@ func (_c *TurnRatingCreate) createSpec() (*TurnRating, *sqlgraph.CreateSpec) {
 		_spec.SetField(turnrating.FieldUserID, field.TypeInt, value)
 		_node.UserID = value
 	}
-	if value, ok := _c.mutation.TurnID(); ok {
-		_spec.SetField(turnrating.FieldTurnID, field.TypeInt, value)
-		_node.TurnID = value
-	}
 	if value, ok := _c.mutation.AgentID(); ok {
 		_spec.SetField(turnrating.FieldAgentID, field.TypeInt, value)
 		_node.AgentID = value
@@ -246,6 +251,23 @@ func (_c *TurnRatingCreate) createSpec() (*TurnRating, *sqlgraph.CreateSpec) {
 	if value, ok := _c.mutation.Comment(); ok {
 		_spec.SetField(turnrating.FieldComment, field.TypeString, value)
 		_node.Comment = value
+	}
+	if nodes := _c.mutation.TurnIDs(); len(nodes) > 0 {
+		edge := &sqlgraph.EdgeSpec{
+			Rel:     sqlgraph.M2O,
+			Inverse: true,
+			Table:   turnrating.TurnTable,
+			Columns: []string{turnrating.TurnColumn},
+			Bidi:    false,
+			Target: &sqlgraph.EdgeTarget{
+				IDSpec: sqlgraph.NewFieldSpec(turn.FieldID, field.TypeInt),
+			},
+		}
+		for _, k := range nodes {
+			edge.Target.Nodes = append(edge.Target.Nodes, k)
+		}
+		_node.TurnID = nodes[0]
+		_spec.Edges = append(_spec.Edges, edge)
 	}
 	return _node, _spec
 }

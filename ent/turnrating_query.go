@@ -13,6 +13,7 @@ import (
 	"entgo.io/ent/dialect/sql/sqlgraph"
 	"entgo.io/ent/schema/field"
 	"github.com/toolgate/toolgate/ent/predicate"
+	"github.com/toolgate/toolgate/ent/turn"
 	"github.com/toolgate/toolgate/ent/turnrating"
 )
 
@@ -23,6 +24,7 @@ type TurnRatingQuery struct {
 	order      []turnrating.OrderOption
 	inters     []Interceptor
 	predicates []predicate.TurnRating
+	withTurn   *TurnQuery
 	modifiers  []func(*sql.Selector)
 	loadTotal  []func(context.Context, []*TurnRating) error
 	// intermediate query (i.e. traversal path).
@@ -59,6 +61,28 @@ func (_q *TurnRatingQuery) Unique(unique bool) *TurnRatingQuery {
 func (_q *TurnRatingQuery) Order(o ...turnrating.OrderOption) *TurnRatingQuery {
 	_q.order = append(_q.order, o...)
 	return _q
+}
+
+// QueryTurn chains the current query on the "turn" edge.
+func (_q *TurnRatingQuery) QueryTurn() *TurnQuery {
+	query := (&TurnClient{config: _q.config}).Query()
+	query.path = func(ctx context.Context) (fromU *sql.Selector, err error) {
+		if err := _q.prepareQuery(ctx); err != nil {
+			return nil, err
+		}
+		selector := _q.sqlQuery(ctx)
+		if err := selector.Err(); err != nil {
+			return nil, err
+		}
+		step := sqlgraph.NewStep(
+			sqlgraph.From(turnrating.Table, turnrating.FieldID, selector),
+			sqlgraph.To(turn.Table, turn.FieldID),
+			sqlgraph.Edge(sqlgraph.M2O, true, turnrating.TurnTable, turnrating.TurnColumn),
+		)
+		fromU = sqlgraph.SetNeighbors(_q.driver.Dialect(), step)
+		return fromU, nil
+	}
+	return query
 }
 
 // First returns the first TurnRating entity from the query.
@@ -253,10 +277,22 @@ func (_q *TurnRatingQuery) Clone() *TurnRatingQuery {
 		order:      append([]turnrating.OrderOption{}, _q.order...),
 		inters:     append([]Interceptor{}, _q.inters...),
 		predicates: append([]predicate.TurnRating{}, _q.predicates...),
+		withTurn:   _q.withTurn.Clone(),
 		// clone intermediate query.
 		sql:  _q.sql.Clone(),
 		path: _q.path,
 	}
+}
+
+// WithTurn tells the query-builder to eager-load the nodes that are connected to
+// the "turn" edge. The optional arguments are used to configure the query builder of the edge.
+func (_q *TurnRatingQuery) WithTurn(opts ...func(*TurnQuery)) *TurnRatingQuery {
+	query := (&TurnClient{config: _q.config}).Query()
+	for _, opt := range opts {
+		opt(query)
+	}
+	_q.withTurn = query
+	return _q
 }
 
 // GroupBy is used to group vertices by one or more fields/columns.
@@ -341,8 +377,11 @@ func (_q *TurnRatingQuery) prepareQuery(ctx context.Context) error {
 
 func (_q *TurnRatingQuery) sqlAll(ctx context.Context, hooks ...queryHook) ([]*TurnRating, error) {
 	var (
-		nodes = []*TurnRating{}
-		_spec = _q.querySpec()
+		nodes       = []*TurnRating{}
+		_spec       = _q.querySpec()
+		loadedTypes = [1]bool{
+			_q.withTurn != nil,
+		}
 	)
 	_spec.ScanValues = func(columns []string) ([]any, error) {
 		return (*TurnRating).scanValues(nil, columns)
@@ -350,6 +389,7 @@ func (_q *TurnRatingQuery) sqlAll(ctx context.Context, hooks ...queryHook) ([]*T
 	_spec.Assign = func(columns []string, values []any) error {
 		node := &TurnRating{config: _q.config}
 		nodes = append(nodes, node)
+		node.Edges.loadedTypes = loadedTypes
 		return node.assignValues(columns, values)
 	}
 	if len(_q.modifiers) > 0 {
@@ -364,12 +404,48 @@ func (_q *TurnRatingQuery) sqlAll(ctx context.Context, hooks ...queryHook) ([]*T
 	if len(nodes) == 0 {
 		return nodes, nil
 	}
+	if query := _q.withTurn; query != nil {
+		if err := _q.loadTurn(ctx, query, nodes, nil,
+			func(n *TurnRating, e *Turn) { n.Edges.Turn = e }); err != nil {
+			return nil, err
+		}
+	}
 	for i := range _q.loadTotal {
 		if err := _q.loadTotal[i](ctx, nodes); err != nil {
 			return nil, err
 		}
 	}
 	return nodes, nil
+}
+
+func (_q *TurnRatingQuery) loadTurn(ctx context.Context, query *TurnQuery, nodes []*TurnRating, init func(*TurnRating), assign func(*TurnRating, *Turn)) error {
+	ids := make([]int, 0, len(nodes))
+	nodeids := make(map[int][]*TurnRating)
+	for i := range nodes {
+		fk := nodes[i].TurnID
+		if _, ok := nodeids[fk]; !ok {
+			ids = append(ids, fk)
+		}
+		nodeids[fk] = append(nodeids[fk], nodes[i])
+	}
+	if len(ids) == 0 {
+		return nil
+	}
+	query.Where(turn.IDIn(ids...))
+	neighbors, err := query.All(ctx)
+	if err != nil {
+		return err
+	}
+	for _, n := range neighbors {
+		nodes, ok := nodeids[n.ID]
+		if !ok {
+			return fmt.Errorf(`unexpected foreign-key "turn_id" returned %v`, n.ID)
+		}
+		for i := range nodes {
+			assign(nodes[i], n)
+		}
+	}
+	return nil
 }
 
 func (_q *TurnRatingQuery) sqlCount(ctx context.Context) (int, error) {
@@ -399,6 +475,9 @@ func (_q *TurnRatingQuery) querySpec() *sqlgraph.QuerySpec {
 			if fields[i] != turnrating.FieldID {
 				_spec.Node.Columns = append(_spec.Node.Columns, fields[i])
 			}
+		}
+		if _q.withTurn != nil {
+			_spec.Node.AddColumnOnce(turnrating.FieldTurnID)
 		}
 	}
 	if ps := _q.predicates; len(ps) > 0 {

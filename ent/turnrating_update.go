@@ -121,6 +121,9 @@ func (_u *TurnRatingUpdate) check() error {
 			return &ValidationError{Name: "comment", err: fmt.Errorf(`ent: validator failed for field "TurnRating.comment": %w`, err)}
 		}
 	}
+	if _u.mutation.TurnCleared() && len(_u.mutation.TurnIDs()) > 0 {
+		return errors.New(`ent: clearing a required unique edge "TurnRating.turn"`)
+	}
 	return nil
 }
 
@@ -270,6 +273,9 @@ func (_u *TurnRatingUpdateOne) check() error {
 		if err := turnrating.CommentValidator(v); err != nil {
 			return &ValidationError{Name: "comment", err: fmt.Errorf(`ent: validator failed for field "TurnRating.comment": %w`, err)}
 		}
+	}
+	if _u.mutation.TurnCleared() && len(_u.mutation.TurnIDs()) > 0 {
+		return errors.New(`ent: clearing a required unique edge "TurnRating.turn"`)
 	}
 	return nil
 }

@@ -184,6 +184,7 @@ func consoleVariables(s consoleSeed) map[string]map[string]any {
 		"usage":       {"month": consoleMonth},
 		"budgets":     nil,
 		"turns":       nil,
+		"ratings":     {"month": consoleMonth},
 		"transcript":  {"id": s.aliceConv},
 		"read_result": {"conversationId": s.aliceConv, "ref": s.ref, "offset": 0, "maxChars": 4000},
 	}

@@ -14,6 +14,7 @@ import (
 	"github.com/toolgate/toolgate/ent/schematype"
 	"github.com/toolgate/toolgate/ent/tenancy"
 	"github.com/toolgate/toolgate/ent/turn"
+	"github.com/toolgate/toolgate/ent/turnrating"
 	"github.com/toolgate/toolgate/graph/gid"
 )
 
@@ -21,7 +22,8 @@ import (
 // first page of 50 and through its filters (status, a range of UTC days),
 // checks the tool-call counts read as English ("2 hits", "1 absence"), and
 // that a month with replayed calls says its cost is estimated, and that
-// the Cost view's button downloads the month as CSV.
+// the Cost view's button downloads the month as CSV and its Ratings panel
+// shows the month's ratings by agent and model.
 func TestConsoleTurnsAndEstimates(t *testing.T) {
 	t.Parallel()
 	exe := browser(t)
@@ -36,6 +38,8 @@ func TestConsoleTurnsAndEstimates(t *testing.T) {
 	b.client.ModelCall.Create().SetTurnID(tu.ID).SetOrganizationID(c.OrganizationID).SetAgentID(c.AgentID).SetUserID(c.UserID).
 		SetProvider("replay").SetModel("replay").SetInputTokens(900).SetOutputTokens(40).SetCostMicros(schematype.Micros(2_120)).
 		SetCost(schematype.Micros(2_120).USD()).SetStartedAt(at).ExecX(ctx)
+	b.client.TurnRating.Create().SetOrganizationID(c.OrganizationID).SetUserID(c.UserID).SetTurnID(tu.ID).SetAgentID(c.AgentID).
+		SetRating(turnrating.RatingDOWN).SetComment("The total was wrong.").SetCreatedAt(at).SetUpdatedAt(at).ExecX(ctx)
 	total := b.client.Turn.Query().CountX(ctx)
 	require.Greater(t, total, 50, "more turns than one page")
 
@@ -113,6 +117,11 @@ func TestConsoleTurnsAndEstimates(t *testing.T) {
 	eval(`(location.hash = '#/cost/2026-03', '')`)
 	wait(`#estimated-note`, "estimates")
 	wait(`#breakdown-model`, "replay (estimated)")
+	// The month's ratings, by agent and model, with the comment.
+	wait(`#ratings-by-agent`, "Research assistant")
+	wait(`#ratings-by-model`, "replay")
+	wait(`#ratings-comments`, "The total was wrong.")
+	wait(`#ratings-total`, "0 ratings up, 1 down")
 
 	// The month's usage as CSV, from the button: alice's conversation has
 	// three models (gpt-4.1, claude-sonnet-4-5, replay), bob's one.

@@ -126,5 +126,10 @@ func TestRateTurn(t *testing.T) {
 		own := b.do(t, b.bob.Token, summary, nil).ok(t)["ratings"].(map[string]any)
 		require.Equal(t, 1.0, own["up"])
 		require.Equal(t, 0.0, own["down"])
+
+		// A conversation deleted takes its turns' ratings with it.
+		b.do(t, b.bob.Token, `mutation($id: ID!) { cancelTurn(id: $id) { id } }`, map[string]any{"id": running}).ok(t)
+		b.do(t, b.bob.Token, `mutation($id: ID!) { deleteConversation(id: $id) }`, map[string]any{"id": bobConv}).ok(t)
+		require.Equal(t, 1, b.client.TurnRating.Query().CountX(tenancy.System(context.Background())), "alice's own rating stays")
 	})
 }

@@ -690,21 +690,29 @@ var (
 		{Name: "updated_at", Type: field.TypeTime},
 		{Name: "organization_id", Type: field.TypeInt},
 		{Name: "user_id", Type: field.TypeInt},
-		{Name: "turn_id", Type: field.TypeInt},
 		{Name: "agent_id", Type: field.TypeInt},
 		{Name: "rating", Type: field.TypeEnum, Enums: []string{"UP", "DOWN"}},
 		{Name: "comment", Type: field.TypeString, Size: 8000, Default: ""},
+		{Name: "turn_id", Type: field.TypeInt},
 	}
 	// TurnRatingsTable holds the schema information for the "turn_ratings" table.
 	TurnRatingsTable = &schema.Table{
 		Name:       "turn_ratings",
 		Columns:    TurnRatingsColumns,
 		PrimaryKey: []*schema.Column{TurnRatingsColumns[0]},
+		ForeignKeys: []*schema.ForeignKey{
+			{
+				Symbol:     "turn_ratings_turns_ratings",
+				Columns:    []*schema.Column{TurnRatingsColumns[8]},
+				RefColumns: []*schema.Column{TurnsColumns[0]},
+				OnDelete:   schema.NoAction,
+			},
+		},
 		Indexes: []*schema.Index{
 			{
 				Name:    "turnrating_turn_id_user_id",
 				Unique:  true,
-				Columns: []*schema.Column{TurnRatingsColumns[5], TurnRatingsColumns[4]},
+				Columns: []*schema.Column{TurnRatingsColumns[8], TurnRatingsColumns[4]},
 			},
 			{
 				Name:    "turnrating_organization_id_updated_at",
@@ -889,6 +897,7 @@ func init() {
 	TurnsTable.Annotation = &entsql.Annotation{
 		IncrementStart: func(i int) *int { return &i }(34359738368),
 	}
+	TurnRatingsTable.ForeignKeys[0].RefTable = TurnsTable
 	TurnRatingsTable.Annotation = &entsql.Annotation{
 		IncrementStart: func(i int) *int { return &i }(103079215104),
 	}

@@ -74,6 +74,7 @@ func (Turn) Edges() []ent.Edge {
 		edge.From("conversation", Conversation.Type).
 			Ref("turns").Field("conversation_id").Unique().Required().Immutable(),
 		edge.To("tool_calls", ToolCall.Type).Annotations(entgql.Skip()),
+		edge.To("ratings", TurnRating.Type).Annotations(entgql.Skip()),
 		edge.To("model_calls", ModelCall.Type).Annotations(entgql.Skip()),
 	}
 }

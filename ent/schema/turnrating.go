@@ -4,6 +4,7 @@ import (
 	"entgo.io/contrib/entgql"
 	"entgo.io/ent"
 	"entgo.io/ent/schema"
+	"entgo.io/ent/schema/edge"
 	"entgo.io/ent/schema/field"
 	"entgo.io/ent/schema/index"
 
@@ -25,6 +26,15 @@ func (TurnRating) Fields() []ent.Field {
 		field.Int("agent_id").Immutable().Comment("the turn's agent, copied so ratings sum by agent without joins"),
 		field.Enum("rating").Values("UP", "DOWN"),
 		field.Text("comment").Default("").MaxLen(8000).Comment("at most 2,000 characters, checked by the API"),
+	}
+}
+
+// Edges of the TurnRating.
+func (TurnRating) Edges() []ent.Edge {
+	return []ent.Edge{
+		// A foreign key, so a conversation's deletion takes its ratings.
+		edge.From("turn", Turn.Type).Ref("ratings").Field("turn_id").Unique().Required().Immutable().
+			Annotations(entgql.Skip()),
 	}
 }
 

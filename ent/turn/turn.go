@@ -58,6 +58,8 @@ const (
 	EdgeConversation = "conversation"
 	// EdgeToolCalls holds the string denoting the tool_calls edge name in mutations.
 	EdgeToolCalls = "tool_calls"
+	// EdgeRatings holds the string denoting the ratings edge name in mutations.
+	EdgeRatings = "ratings"
 	// EdgeModelCalls holds the string denoting the model_calls edge name in mutations.
 	EdgeModelCalls = "model_calls"
 	// Table holds the table name of the turn in the database.
@@ -76,6 +78,13 @@ const (
 	ToolCallsInverseTable = "tool_calls"
 	// ToolCallsColumn is the table column denoting the tool_calls relation/edge.
 	ToolCallsColumn = "turn_id"
+	// RatingsTable is the table that holds the ratings relation/edge.
+	RatingsTable = "turn_ratings"
+	// RatingsInverseTable is the table name for the TurnRating entity.
+	// It exists in this package in order to avoid circular dependency with the "turnrating" package.
+	RatingsInverseTable = "turn_ratings"
+	// RatingsColumn is the table column denoting the ratings relation/edge.
+	RatingsColumn = "turn_id"
 	// ModelCallsTable is the table that holds the model_calls relation/edge.
 	ModelCallsTable = "model_calls"
 	// ModelCallsInverseTable is the table name for the ModelCall entity.
@@ -273,6 +282,20 @@ func ByToolCalls(term sql.OrderTerm, terms ...sql.OrderTerm) OrderOption {
 	}
 }
 
+// ByRatingsCount orders the results by ratings count.
+func ByRatingsCount(opts ...sql.OrderTermOption) OrderOption {
+	return func(s *sql.Selector) {
+		sqlgraph.OrderByNeighborsCount(s, newRatingsStep(), opts...)
+	}
+}
+
+// ByRatings orders the results by ratings terms.
+func ByRatings(term sql.OrderTerm, terms ...sql.OrderTerm) OrderOption {
+	return func(s *sql.Selector) {
+		sqlgraph.OrderByNeighborTerms(s, newRatingsStep(), append([]sql.OrderTerm{term}, terms...)...)
+	}
+}
+
 // ByModelCallsCount orders the results by model_calls count.
 func ByModelCallsCount(opts ...sql.OrderTermOption) OrderOption {
 	return func(s *sql.Selector) {
@@ -298,6 +321,13 @@ func newToolCallsStep() *sqlgraph.Step {
 		sqlgraph.From(Table, FieldID),
 		sqlgraph.To(ToolCallsInverseTable, FieldID),
 		sqlgraph.Edge(sqlgraph.O2M, false, ToolCallsTable, ToolCallsColumn),
+	)
+}
+func newRatingsStep() *sqlgraph.Step {
+	return sqlgraph.NewStep(
+		sqlgraph.From(Table, FieldID),
+		sqlgraph.To(RatingsInverseTable, FieldID),
+		sqlgraph.Edge(sqlgraph.O2M, false, RatingsTable, RatingsColumn),
 	)
 }
 func newModelCallsStep() *sqlgraph.Step {

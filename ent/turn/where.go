@@ -936,6 +936,29 @@ func HasToolCallsWith(preds ...predicate.ToolCall) predicate.Turn {
 	})
 }
 
+// HasRatings applies the HasEdge predicate on the "ratings" edge.
+func HasRatings() predicate.Turn {
+	return predicate.Turn(func(s *sql.Selector) {
+		step := sqlgraph.NewStep(
+			sqlgraph.From(Table, FieldID),
+			sqlgraph.Edge(sqlgraph.O2M, false, RatingsTable, RatingsColumn),
+		)
+		sqlgraph.HasNeighbors(s, step)
+	})
+}
+
+// HasRatingsWith applies the HasEdge predicate on the "ratings" edge with a given conditions (other predicates).
+func HasRatingsWith(preds ...predicate.TurnRating) predicate.Turn {
+	return predicate.Turn(func(s *sql.Selector) {
+		step := newRatingsStep()
+		sqlgraph.HasNeighborsWith(s, step, func(s *sql.Selector) {
+			for _, p := range preds {
+				p(s)
+			}
+		})
+	})
+}
+
 // HasModelCalls applies the HasEdge predicate on the "model_calls" edge.
 func HasModelCalls() predicate.Turn {
 	return predicate.Turn(func(s *sql.Selector) {

@@ -10,6 +10,7 @@ import (
 
 	"entgo.io/ent"
 	"entgo.io/ent/dialect/sql"
+	"entgo.io/ent/dialect/sql/sqlgraph"
 )
 
 const (
@@ -33,8 +34,17 @@ const (
 	FieldRating = "rating"
 	// FieldComment holds the string denoting the comment field in the database.
 	FieldComment = "comment"
+	// EdgeTurn holds the string denoting the turn edge name in mutations.
+	EdgeTurn = "turn"
 	// Table holds the table name of the turnrating in the database.
 	Table = "turn_ratings"
+	// TurnTable is the table that holds the turn relation/edge.
+	TurnTable = "turn_ratings"
+	// TurnInverseTable is the table name for the Turn entity.
+	// It exists in this package in order to avoid circular dependency with the "turn" package.
+	TurnInverseTable = "turns"
+	// TurnColumn is the table column denoting the turn relation/edge.
+	TurnColumn = "turn_id"
 )
 
 // Columns holds all SQL columns for turnrating fields.
@@ -149,6 +159,20 @@ func ByRating(opts ...sql.OrderTermOption) OrderOption {
 // ByComment orders the results by the comment field.
 func ByComment(opts ...sql.OrderTermOption) OrderOption {
 	return sql.OrderByField(FieldComment, opts...).ToFunc()
+}
+
+// ByTurnField orders the results by turn field.
+func ByTurnField(field string, opts ...sql.OrderTermOption) OrderOption {
+	return func(s *sql.Selector) {
+		sqlgraph.OrderByNeighborTerms(s, newTurnStep(), sql.OrderByField(field, opts...))
+	}
+}
+func newTurnStep() *sqlgraph.Step {
+	return sqlgraph.NewStep(
+		sqlgraph.From(Table, FieldID),
+		sqlgraph.To(TurnInverseTable, FieldID),
+		sqlgraph.Edge(sqlgraph.M2O, true, TurnTable, TurnColumn),
+	)
 }
 
 // MarshalGQL implements graphql.Marshaler interface.

@@ -6,6 +6,7 @@ import (
 	"time"
 
 	"entgo.io/ent/dialect/sql"
+	"entgo.io/ent/dialect/sql/sqlgraph"
 	"github.com/toolgate/toolgate/ent/predicate"
 )
 
@@ -269,26 +270,6 @@ func TurnIDNotIn(vs ...int) predicate.TurnRating {
 	return predicate.TurnRating(sql.FieldNotIn(FieldTurnID, vs...))
 }
 
-// TurnIDGT applies the GT predicate on the "turn_id" field.
-func TurnIDGT(v int) predicate.TurnRating {
-	return predicate.TurnRating(sql.FieldGT(FieldTurnID, v))
-}
-
-// TurnIDGTE applies the GTE predicate on the "turn_id" field.
-func TurnIDGTE(v int) predicate.TurnRating {
-	return predicate.TurnRating(sql.FieldGTE(FieldTurnID, v))
-}
-
-// TurnIDLT applies the LT predicate on the "turn_id" field.
-func TurnIDLT(v int) predicate.TurnRating {
-	return predicate.TurnRating(sql.FieldLT(FieldTurnID, v))
-}
-
-// TurnIDLTE applies the LTE predicate on the "turn_id" field.
-func TurnIDLTE(v int) predicate.TurnRating {
-	return predicate.TurnRating(sql.FieldLTE(FieldTurnID, v))
-}
-
 // AgentIDEQ applies the EQ predicate on the "agent_id" field.
 func AgentIDEQ(v int) predicate.TurnRating {
 	return predicate.TurnRating(sql.FieldEQ(FieldAgentID, v))
@@ -412,6 +393,29 @@ func CommentEqualFold(v string) predicate.TurnRating {
 // CommentContainsFold applies the ContainsFold predicate on the "comment" field.
 func CommentContainsFold(v string) predicate.TurnRating {
 	return predicate.TurnRating(sql.FieldContainsFold(FieldComment, v))
+}
+
+// HasTurn applies the HasEdge predicate on the "turn" edge.
+func HasTurn() predicate.TurnRating {
+	return predicate.TurnRating(func(s *sql.Selector) {
+		step := sqlgraph.NewStep(
+			sqlgraph.From(Table, FieldID),
+			sqlgraph.Edge(sqlgraph.M2O, true, TurnTable, TurnColumn),
+		)
+		sqlgraph.HasNeighbors(s, step)
+	})
+}
+
+// HasTurnWith applies the HasEdge predicate on the "turn" edge with a given conditions (other predicates).
+func HasTurnWith(preds ...predicate.Turn) predicate.TurnRating {
+	return predicate.TurnRating(func(s *sql.Selector) {
+		step := newTurnStep()
+		sqlgraph.HasNeighborsWith(s, step, func(s *sql.Selector) {
+			for _, p := range preds {
+				p(s)
+			}
+		})
+	})
 }
 
 // And groups predicates with the AND operator between them.

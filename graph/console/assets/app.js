@@ -245,6 +245,7 @@ function CostView({ month, viewer }) {
     <p class="muted utc" id="utc-note">Calendar months in UTC: ${monthName(m)} runs from ${m}-01 00:00 UTC to ${next}-01 00:00 UTC, whatever your own time zone; days are UTC days.
       ${viewer.admin ? ' You see the whole organisation.' : ' You see your own usage; the organisation’s is for admins.'}</p>
     ${usage.error ? html`<${Failed} error=${usage.error} retry=${usage.reload} />` : !usage.data ? html`<${Loading} what=${'the cost of ' + monthName(m)} />` : html`<${Usage} usage=${usage.data.usage} />`}
+    <${Ratings} month=${m} />
     <${Budgets} />
   </div>`;
 }
@@ -305,6 +306,34 @@ function Breakdown({ id, title, groups, name }) {
       </div>`)}
     </div>`}
   <//>`;
+}
+
+// Ratings: the month's thumbs up and down on answers, by agent and by the
+// model that answered, with the latest comments.
+function Ratings({ month }) {
+  const q = useQuery('ratings', { month });
+  let body;
+  if (q.error) body = html`<${Failed} error=${q.error} retry=${q.reload} />`;
+  else if (!q.data) body = html`<${Loading} what="ratings" />`;
+  else {
+    const r = q.data.ratings;
+    const share = (g) => (g.up + g.down ? pct(g.up / (g.up + g.down)) : '–');
+    const table = (id, head, rows, name) => html`<table class="table" id=${id}>
+      <thead><tr><th>${head}</th><th class="num">Up</th><th class="num">Down</th><th class="num">Up share</th></tr></thead>
+      <tbody>${rows.map((g) => html`<tr key=${name(g)}><td>${name(g)}</td><td class="num">${int(g.up)}</td><td class="num">${int(g.down)}</td><td class="num">${share(g)}</td></tr>`)}</tbody>
+    </table>`;
+    body = r.up + r.down === 0 ? html`<p class="muted">No answers rated in ${monthName(r.month)}.</p>` : html`
+      <p class="muted" id="ratings-total">${plural(r.up, 'rating')} up, ${int(r.down)} down (${share(r)} up).</p>
+      <div class="grid3">
+        ${table('ratings-by-agent', 'Agent', r.byAgent, (g) => g.agent?.name || 'a deleted agent')}
+        ${table('ratings-by-model', 'Model', r.byModel, (g) => g.model || 'no model call')}
+        <div id="ratings-comments">${r.comments.length === 0 ? html`<p class="muted">No comments.</p>` : r.comments.map((c) => html`<div class="comment" key=${c.turn.id + c.rating.updatedAt}>
+          <span class=${'chip ' + (c.rating.rating === 'UP' ? 'hits' : 'error')}>${c.rating.rating === 'UP' ? 'up' : 'down'}</span>
+          <a href=${'#/conversations/' + encodeURIComponent(c.turn.conversation.id)}>${c.turn.conversation.title || 'Untitled'} #${c.turn.number}</a>
+          <span class="muted"> ${c.rating.user?.name || ''}</span><div>${c.rating.comment}</div></div>`)}</div>
+      </div>`;
+  }
+  return html`<${Panel} title="Ratings" id="ratings" aside=${html`<span class="muted">thumbs up and down on answers (rateTurn), ${monthName(month)}, UTC</span>`}>${body}<//>`;
 }
 
 function Budgets() {
