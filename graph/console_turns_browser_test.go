@@ -23,7 +23,8 @@ import (
 // checks the tool-call counts read as English ("2 hits", "1 absence"), and
 // that a month with replayed calls says its cost is estimated, and that
 // the Cost view's button downloads the month as CSV and its Ratings panel
-// shows the month's ratings by agent and model.
+// shows the month's ratings by agent and model; People & tokens
+// deactivates, reactivates and promotes a person and revokes a token.
 func TestConsoleTurnsAndEstimates(t *testing.T) {
 	t.Parallel()
 	exe := browser(t)
@@ -127,4 +128,24 @@ func TestConsoleTurnsAndEstimates(t *testing.T) {
 	// three models (gpt-4.1, claude-sonnet-4-5, replay), bob's one.
 	do(chromedp.Click(`#export-csv`))
 	wait(`#export-status`, "Downloaded toolgate-usage-2026-03.csv (4 rows: one per user, agent and model)")
+
+	// People & tokens: deactivate Bob and bring him back, make him an
+	// admin, revoke his spare token.
+	eval(`(location.hash = '#/access', '')`)
+	wait(`#users`, "Bob")
+	row := `#user-` + s.bob
+	do(chromedp.Click(row + ` button.deactivate`))
+	wait(`#access-message`, "Bob is deactivated")
+	require.Equal(t, "UNAUTHENTICATED", b.do(t, b.bob.Token, `{ viewer { id } }`, nil).code(t))
+	wait(row, "deactivated")
+	do(chromedp.Click(row + ` button.reactivate`))
+	wait(`#access-message`, "Bob is active again")
+	require.Equal(t, s.bob, get(b.do(t, b.bob.Token, `{ viewer { id } }`, nil).ok(t), "viewer", "id"))
+	do(chromedp.Click(row + ` button.role`))
+	wait(`#access-message`, "Bob is now an admin")
+	require.Equal(t, true, get(b.do(t, b.bob.Token, `{ viewer { admin } }`, nil).ok(t), "viewer", "admin"))
+	wait(`#token-list`, "spare")
+	do(chromedp.Click(`#token-` + s.spareToken + ` button.revoke`))
+	wait(`#access-message`, "“spare” is revoked")
+	wait(`#token-`+s.spareToken, "revoked")
 }

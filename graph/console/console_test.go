@@ -83,7 +83,7 @@ func TestPageServesItsAssets(t *testing.T) {
 func TestOperationsAreNamedQueries(t *testing.T) {
 	t.Parallel()
 	ops := console.Operations()
-	require.Len(t, ops, 9)
+	require.Len(t, ops, 14)
 	for name, doc := range ops {
 		q, err := parser.ParseQuery(&ast.Source{Name: name, Input: doc})
 		require.Nil(t, err, name)

@@ -44,7 +44,7 @@ function load(name) {
     documents.set(name, fetch(ops + name + '.graphql').then((res) => {
       if (!res.ok) throw new Error(`operation ${name}: HTTP ${res.status}`);
       return res.text();
-    }).then((query) => ({ query, operationName: query.match(/^\s*query\s+(\w+)/m)[1] })).catch((err) => {
+    }).then((query) => ({ query, operationName: query.match(/^\s*(?:query|mutation)\s+(\w+)/m)[1] })).catch((err) => {
       documents.delete(name);
       throw err;
     }));

@@ -452,6 +452,53 @@ function TurnsPage({ first, after, where, viewer, last, onMore }) {
     ${last && q.data.turns.pageInfo.hasNextPage ? html`<p><button class="ghost" id="turns-more" onClick=${() => onMore(q.data.turns.pageInfo.endCursor)}>Show more turns</button></p>` : null}`;
 }
 
+// ---- people and tokens
+
+// AccessView lists the organisation's people (admins: change a role,
+// deactivate, reactivate) and the API tokens the token may see (revoke).
+function AccessView({ viewer }) {
+  const q = useQuery('access', { admin: !!viewer.admin });
+  const [message, setMessage] = useState('');
+  const act = (op, variables, done) => gql(op, variables).then(
+    () => { setMessage(done); q.reload(); },
+    (err) => { refused(err); setMessage(err.message); },
+  );
+  let body;
+  if (q.error) body = html`<${Failed} error=${q.error} retry=${q.reload} />`;
+  else if (!q.data) body = html`<${Loading} what="people and tokens" />`;
+  else {
+    const users = q.data.users || [];
+    const tokens = q.data.apiTokens;
+    body = html`
+      ${viewer.admin ? html`<${Panel} title="People" id="people">
+        <table class="table" id="users"><thead><tr><th>Name</th><th>Department</th><th>Role</th><th>Status</th><th></th></tr></thead>
+        <tbody>${users.map((u) => html`<tr key=${u.id} id=${'user-' + u.id}>
+          <td>${u.name}</td><td>${u.department}</td><td>${u.admin ? 'admin' : 'member'}</td>
+          <td>${u.deactivatedAt ? html`<span class="pill status-cancelled">deactivated ${when(u.deactivatedAt)}</span>` : 'active'}</td>
+          <td class="nowrap">${u.id === viewer.id ? html`<span class="muted">you</span>` : html`
+            <button class="ghost role" onClick=${() => act('set_role', { id: u.id, admin: !u.admin }, `${u.name} is now ${u.admin ? 'a member' : 'an admin'}.`)}>${u.admin ? 'Make member' : 'Make admin'}</button>
+            ${u.deactivatedAt
+              ? html`<button class="ghost reactivate" onClick=${() => act('reactivate_user', { id: u.id }, `${u.name} is active again.`)}>Reactivate</button>`
+              : html`<button class="ghost deactivate" onClick=${() => act('deactivate_user', { id: u.id }, `${u.name} is deactivated: their tokens stopped working.`)}>Deactivate</button>`}`}</td>
+        </tr>`)}</tbody></table>
+      <//>` : null}
+      <${Panel} title="API tokens" id="tokens" aside=${html`<span class="muted">${viewer.admin ? 'the organisation’s' : 'yours'}; secrets are shown once, when made</span>`}>
+        ${tokens.length === 0 ? html`<p class="muted">No tokens.</p>` : html`<table class="table" id="token-list"><thead><tr><th>Name</th><th>Person</th><th>Hint</th><th>Made</th><th>Last used</th><th>Expires</th><th></th></tr></thead>
+        <tbody>${tokens.map((k) => html`<tr key=${k.id} id=${'token-' + k.id}>
+          <td>${k.name}</td><td>${k.user.name}</td><td><code>${k.hint}</code></td><td class="nowrap">${when(k.createdAt)}</td>
+          <td class="nowrap">${k.lastUsedAt ? when(k.lastUsedAt) : html`<span class="muted">never</span>`}</td>
+          <td class="nowrap">${k.expiresAt ? when(k.expiresAt) : html`<span class="muted">never</span>`}</td>
+          <td>${k.revokedAt ? html`<span class="muted">revoked</span>` : html`<button class="ghost revoke" onClick=${() => act('revoke_token', { id: k.id }, `The token “${k.name}” is revoked.`)}>Revoke</button>`}</td>
+        </tr>`)}</tbody></table>`}
+      <//>`;
+  }
+  return html`<div class="view">
+    <div class="toolbar"><h1>People & tokens</h1><button class="ghost" onClick=${q.reload}>Refresh</button></div>
+    ${message ? html`<p class="muted" id="access-message">${message}</p>` : null}
+    ${body}
+  </div>`;
+}
+
 // ---- transcript
 
 function TranscriptView({ id }) {
@@ -563,6 +610,7 @@ const VIEWS = [
   { key: 'catalogue', label: 'Catalogue' },
   { key: 'cost', label: 'Cost' },
   { key: 'turns', label: 'Turns' },
+  { key: 'access', label: 'People & tokens' },
 ];
 
 function Shell({ viewer, onSignOut }) {
@@ -572,6 +620,7 @@ function Shell({ viewer, onSignOut }) {
   switch (route.view) {
     case 'cost': view = html`<${CostView} month=${route.arg} viewer=${viewer} />`; break;
     case 'turns': view = html`<${TurnsView} viewer=${viewer} />`; break;
+    case 'access': view = html`<${AccessView} viewer=${viewer} />`; break;
     case 'conversations': view = html`<${TranscriptView} id=${route.arg} />`; break;
     default: view = html`<${CatalogueView} />`;
   }
