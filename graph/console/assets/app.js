@@ -537,7 +537,7 @@ function Turn({ turn: t, onRead, onEnd }) {
   const tokens = t.modelCalls.reduce((s, m) => s + m.inputTokens + m.cacheReadTokens + m.cacheWriteTokens + m.outputTokens, 0);
   return html`<article class="card turn" id=${'turn-' + t.number}>
     <header class="turn-head">
-      <strong>Turn ${t.number}</strong> <${Status} status=${t.status} />
+      <strong>Turn ${t.number}</strong> <${Status} status=${t.status} />${t.superseded ? html` <span class="pill superseded" title="regenerateTurn answered this message again in a later turn">superseded</span>` : null}
       <span class="muted">${when(t.startedAt)} (${t.timeZone}) · ${duration(t.startedAt, t.finishedAt)} · ${plural(t.modelCalls.length, 'model call')} · ${short(tokens)} tokens · ${usd(cost)}${t.replayed ? ' · replayed' : ''}</span>
     </header>
     <div class="bubble user"><div class="who">User</div>${t.userText}</div>
@@ -546,6 +546,7 @@ function Turn({ turn: t, onRead, onEnd }) {
       <tbody>${t.toolCalls.map((c) => html`<${Call} key=${c.id} call=${c} onRead=${onRead} />`)}</tbody>
     </table>` : null}
     ${t.answer ? html`<div class="bubble answer"><div class="who">Answer</div>${t.answer}</div>` : null}
+    ${t.ratings.length ? html`<div class="ratings small">${t.ratings.map((r, i) => html`<div key=${i}><span class=${'chip ' + (r.rating === 'UP' ? 'hits' : 'error')}>${r.rating === 'UP' ? 'up' : 'down'}</span> ${r.user?.name || ''}${r.comment ? html`: ${r.comment}` : null}</div>`)}</div>` : null}
     ${t.status === 'RUNNING' ? html`<${LiveText} id=${t.id} onEnd=${onEnd} />` : null}
     ${t.error ? html`<div class="state error">${t.error}</div>` : null}
   </article>`;
