@@ -1,5 +1,6 @@
-// The admin console: catalogue, cost, budgets, turns and transcripts, read
-// from the public GraphQL API with the signed-in API token.
+// The admin console: catalogue, cost and ratings, budgets, turns and
+// transcripts, people and tokens, through the public GraphQL API (and the
+// usage export) with the signed-in API token.
 
 import { h, render } from 'preact';
 import { useState, useEffect, useCallback, useMemo } from 'preact/hooks';
