@@ -547,7 +547,6 @@ function Turn({ turn: t, onRead, onEnd }) {
       <tbody>${t.toolCalls.map((c) => html`<${Call} key=${c.id} call=${c} onRead=${onRead} />`)}</tbody>
     </table>` : null}
     ${t.answer ? html`<div class="bubble answer"><div class="who">Answer</div>${t.answer}</div>` : null}
-    ${t.ratings.length ? html`<div class="ratings small">${t.ratings.map((r, i) => html`<div key=${i}><span class=${'chip ' + (r.rating === 'UP' ? 'hits' : 'error')}>${r.rating === 'UP' ? 'up' : 'down'}</span> ${r.user?.name || ''}${r.comment ? html`: ${r.comment}` : null}</div>`)}</div>` : null}
     ${t.status === 'RUNNING' ? html`<${LiveText} id=${t.id} onEnd=${onEnd} />` : null}
     ${t.error ? html`<div class="state error">${t.error}</div>` : null}
   </article>`;
