@@ -46,6 +46,8 @@ type Agent struct {
 	Approvals []schematype.ApprovalRule `json:"approvals,omitempty"`
 	// the knowledge bases knowledge_search and read_document reach
 	KnowledgeBaseIds []int `json:"knowledge_base_ids,omitempty"`
+	// When an admin archived the agent: no new conversation starts with it, and its conversations stay readable; none: in use.
+	ArchivedAt *time.Time `json:"archived_at,omitempty"`
 	// Edges holds the relations/edges for other nodes in the graph.
 	// The values are being populated by the AgentQuery when eager-loading is set.
 	Edges        AgentEdges `json:"edges"`
@@ -98,7 +100,7 @@ func (*Agent) scanValues(columns []string) ([]any, error) {
 			values[i] = new(sql.NullInt64)
 		case agent.FieldName, agent.FieldInstructions, agent.FieldToolLoading:
 			values[i] = new(sql.NullString)
-		case agent.FieldCreatedAt, agent.FieldUpdatedAt:
+		case agent.FieldCreatedAt, agent.FieldUpdatedAt, agent.FieldArchivedAt:
 			values[i] = new(sql.NullTime)
 		default:
 			values[i] = new(sql.UnknownType)
@@ -207,6 +209,13 @@ func (_m *Agent) assignValues(columns []string, values []any) error {
 					return fmt.Errorf("unmarshal field knowledge_base_ids: %w", err)
 				}
 			}
+		case agent.FieldArchivedAt:
+			if value, ok := values[i].(*sql.NullTime); !ok {
+				return fmt.Errorf("unexpected type %T for field archived_at", values[i])
+			} else if value.Valid {
+				_m.ArchivedAt = new(time.Time)
+				*_m.ArchivedAt = value.Time
+			}
 		default:
 			_m.selectValues.Set(columns[i], values[i])
 		}
@@ -291,6 +300,11 @@ func (_m *Agent) String() string {
 	builder.WriteString(", ")
 	builder.WriteString("knowledge_base_ids=")
 	builder.WriteString(fmt.Sprintf("%v", _m.KnowledgeBaseIds))
+	builder.WriteString(", ")
+	if v := _m.ArchivedAt; v != nil {
+		builder.WriteString("archived_at=")
+		builder.WriteString(v.Format(time.ANSIC))
+	}
 	builder.WriteByte(')')
 	return builder.String()
 }

@@ -159,6 +159,20 @@ func (_c *AgentCreate) SetKnowledgeBaseIds(v []int) *AgentCreate {
 	return _c
 }
 
+// SetArchivedAt sets the "archived_at" field.
+func (_c *AgentCreate) SetArchivedAt(v time.Time) *AgentCreate {
+	_c.mutation.SetArchivedAt(v)
+	return _c
+}
+
+// SetNillableArchivedAt sets the "archived_at" field if the given value is not nil.
+func (_c *AgentCreate) SetNillableArchivedAt(v *time.Time) *AgentCreate {
+	if v != nil {
+		_c.SetArchivedAt(*v)
+	}
+	return _c
+}
+
 // SetOrganization sets the "organization" edge to the Organization entity.
 func (_c *AgentCreate) SetOrganization(v *Organization) *AgentCreate {
 	return _c.SetOrganizationID(v.ID)
@@ -403,6 +417,10 @@ func (_c *AgentCreate) createSpec() (*Agent, *sqlgraph.CreateSpec) {
 		_spec.SetField(agent.FieldKnowledgeBaseIds, field.TypeJSON, value)
 		_node.KnowledgeBaseIds = value
 	}
+	if value, ok := _c.mutation.ArchivedAt(); ok {
+		_spec.SetField(agent.FieldArchivedAt, field.TypeTime, value)
+		_node.ArchivedAt = &value
+	}
 	if nodes := _c.mutation.OrganizationIDs(); len(nodes) > 0 {
 		edge := &sqlgraph.EdgeSpec{
 			Rel:     sqlgraph.M2O,
@@ -620,6 +638,24 @@ func (u *AgentUpsert) UpdateKnowledgeBaseIds() *AgentUpsert {
 	return u
 }
 
+// SetArchivedAt sets the "archived_at" field.
+func (u *AgentUpsert) SetArchivedAt(v time.Time) *AgentUpsert {
+	u.Set(agent.FieldArchivedAt, v)
+	return u
+}
+
+// UpdateArchivedAt sets the "archived_at" field to the value that was provided on create.
+func (u *AgentUpsert) UpdateArchivedAt() *AgentUpsert {
+	u.SetExcluded(agent.FieldArchivedAt)
+	return u
+}
+
+// ClearArchivedAt clears the value of the "archived_at" field.
+func (u *AgentUpsert) ClearArchivedAt() *AgentUpsert {
+	u.SetNull(agent.FieldArchivedAt)
+	return u
+}
+
 // UpdateNewValues updates the mutable fields using the new values that were set on create.
 // Using this option is equivalent to using:
 //
@@ -819,6 +855,27 @@ func (u *AgentUpsertOne) SetKnowledgeBaseIds(v []int) *AgentUpsertOne {
 func (u *AgentUpsertOne) UpdateKnowledgeBaseIds() *AgentUpsertOne {
 	return u.Update(func(s *AgentUpsert) {
 		s.UpdateKnowledgeBaseIds()
+	})
+}
+
+// SetArchivedAt sets the "archived_at" field.
+func (u *AgentUpsertOne) SetArchivedAt(v time.Time) *AgentUpsertOne {
+	return u.Update(func(s *AgentUpsert) {
+		s.SetArchivedAt(v)
+	})
+}
+
+// UpdateArchivedAt sets the "archived_at" field to the value that was provided on create.
+func (u *AgentUpsertOne) UpdateArchivedAt() *AgentUpsertOne {
+	return u.Update(func(s *AgentUpsert) {
+		s.UpdateArchivedAt()
+	})
+}
+
+// ClearArchivedAt clears the value of the "archived_at" field.
+func (u *AgentUpsertOne) ClearArchivedAt() *AgentUpsertOne {
+	return u.Update(func(s *AgentUpsert) {
+		s.ClearArchivedAt()
 	})
 }
 
@@ -1187,6 +1244,27 @@ func (u *AgentUpsertBulk) SetKnowledgeBaseIds(v []int) *AgentUpsertBulk {
 func (u *AgentUpsertBulk) UpdateKnowledgeBaseIds() *AgentUpsertBulk {
 	return u.Update(func(s *AgentUpsert) {
 		s.UpdateKnowledgeBaseIds()
+	})
+}
+
+// SetArchivedAt sets the "archived_at" field.
+func (u *AgentUpsertBulk) SetArchivedAt(v time.Time) *AgentUpsertBulk {
+	return u.Update(func(s *AgentUpsert) {
+		s.SetArchivedAt(v)
+	})
+}
+
+// UpdateArchivedAt sets the "archived_at" field to the value that was provided on create.
+func (u *AgentUpsertBulk) UpdateArchivedAt() *AgentUpsertBulk {
+	return u.Update(func(s *AgentUpsert) {
+		s.UpdateArchivedAt()
+	})
+}
+
+// ClearArchivedAt clears the value of the "archived_at" field.
+func (u *AgentUpsertBulk) ClearArchivedAt() *AgentUpsertBulk {
+	return u.Update(func(s *AgentUpsert) {
+		s.ClearArchivedAt()
 	})
 }
 

@@ -169,6 +169,26 @@ func (_u *AgentUpdate) AppendKnowledgeBaseIds(v []int) *AgentUpdate {
 	return _u
 }
 
+// SetArchivedAt sets the "archived_at" field.
+func (_u *AgentUpdate) SetArchivedAt(v time.Time) *AgentUpdate {
+	_u.mutation.SetArchivedAt(v)
+	return _u
+}
+
+// SetNillableArchivedAt sets the "archived_at" field if the given value is not nil.
+func (_u *AgentUpdate) SetNillableArchivedAt(v *time.Time) *AgentUpdate {
+	if v != nil {
+		_u.SetArchivedAt(*v)
+	}
+	return _u
+}
+
+// ClearArchivedAt clears the value of the "archived_at" field.
+func (_u *AgentUpdate) ClearArchivedAt() *AgentUpdate {
+	_u.mutation.ClearArchivedAt()
+	return _u
+}
+
 // AddConversationIDs adds the "conversations" edge to the Conversation entity by IDs.
 func (_u *AgentUpdate) AddConversationIDs(ids ...int) *AgentUpdate {
 	_u.mutation.AddConversationIDs(ids...)
@@ -339,6 +359,12 @@ func (_u *AgentUpdate) sqlSave(ctx context.Context) (_node int, err error) {
 		_spec.AddModifier(func(u *sql.UpdateBuilder) {
 			sqljson.Append(u, agent.FieldKnowledgeBaseIds, value)
 		})
+	}
+	if value, ok := _u.mutation.ArchivedAt(); ok {
+		_spec.SetField(agent.FieldArchivedAt, field.TypeTime, value)
+	}
+	if _u.mutation.ArchivedAtCleared() {
+		_spec.ClearField(agent.FieldArchivedAt, field.TypeTime)
 	}
 	if _u.mutation.ConversationsCleared() {
 		edge := &sqlgraph.EdgeSpec{
@@ -543,6 +569,26 @@ func (_u *AgentUpdateOne) AppendKnowledgeBaseIds(v []int) *AgentUpdateOne {
 	return _u
 }
 
+// SetArchivedAt sets the "archived_at" field.
+func (_u *AgentUpdateOne) SetArchivedAt(v time.Time) *AgentUpdateOne {
+	_u.mutation.SetArchivedAt(v)
+	return _u
+}
+
+// SetNillableArchivedAt sets the "archived_at" field if the given value is not nil.
+func (_u *AgentUpdateOne) SetNillableArchivedAt(v *time.Time) *AgentUpdateOne {
+	if v != nil {
+		_u.SetArchivedAt(*v)
+	}
+	return _u
+}
+
+// ClearArchivedAt clears the value of the "archived_at" field.
+func (_u *AgentUpdateOne) ClearArchivedAt() *AgentUpdateOne {
+	_u.mutation.ClearArchivedAt()
+	return _u
+}
+
 // AddConversationIDs adds the "conversations" edge to the Conversation entity by IDs.
 func (_u *AgentUpdateOne) AddConversationIDs(ids ...int) *AgentUpdateOne {
 	_u.mutation.AddConversationIDs(ids...)
@@ -743,6 +789,12 @@ func (_u *AgentUpdateOne) sqlSave(ctx context.Context) (_node *Agent, err error)
 		_spec.AddModifier(func(u *sql.UpdateBuilder) {
 			sqljson.Append(u, agent.FieldKnowledgeBaseIds, value)
 		})
+	}
+	if value, ok := _u.mutation.ArchivedAt(); ok {
+		_spec.SetField(agent.FieldArchivedAt, field.TypeTime, value)
+	}
+	if _u.mutation.ArchivedAtCleared() {
+		_spec.ClearField(agent.FieldArchivedAt, field.TypeTime)
 	}
 	if _u.mutation.ConversationsCleared() {
 		edge := &sqlgraph.EdgeSpec{

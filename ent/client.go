@@ -39,6 +39,7 @@ import (
 	"github.com/toolgate/toolgate/ent/task"
 	"github.com/toolgate/toolgate/ent/toolcall"
 	"github.com/toolgate/toolgate/ent/turn"
+	"github.com/toolgate/toolgate/ent/turnrating"
 	"github.com/toolgate/toolgate/ent/user"
 	"github.com/toolgate/toolgate/ent/workspacefile"
 
@@ -98,6 +99,8 @@ type Client struct {
 	ToolCall *ToolCallClient
 	// Turn is the client for interacting with the Turn builders.
 	Turn *TurnClient
+	// TurnRating is the client for interacting with the TurnRating builders.
+	TurnRating *TurnRatingClient
 	// User is the client for interacting with the User builders.
 	User *UserClient
 	// WorkspaceFile is the client for interacting with the WorkspaceFile builders.
@@ -137,6 +140,7 @@ func (c *Client) init() {
 	c.Task = NewTaskClient(c.config)
 	c.ToolCall = NewToolCallClient(c.config)
 	c.Turn = NewTurnClient(c.config)
+	c.TurnRating = NewTurnRatingClient(c.config)
 	c.User = NewUserClient(c.config)
 	c.WorkspaceFile = NewWorkspaceFileClient(c.config)
 }
@@ -255,6 +259,7 @@ func (c *Client) Tx(ctx context.Context) (*Tx, error) {
 		Task:               NewTaskClient(cfg),
 		ToolCall:           NewToolCallClient(cfg),
 		Turn:               NewTurnClient(cfg),
+		TurnRating:         NewTurnRatingClient(cfg),
 		User:               NewUserClient(cfg),
 		WorkspaceFile:      NewWorkspaceFileClient(cfg),
 	}, nil
@@ -300,6 +305,7 @@ func (c *Client) BeginTx(ctx context.Context, opts *sql.TxOptions) (*Tx, error) 
 		Task:               NewTaskClient(cfg),
 		ToolCall:           NewToolCallClient(cfg),
 		Turn:               NewTurnClient(cfg),
+		TurnRating:         NewTurnRatingClient(cfg),
 		User:               NewUserClient(cfg),
 		WorkspaceFile:      NewWorkspaceFileClient(cfg),
 	}, nil
@@ -335,7 +341,7 @@ func (c *Client) Use(hooks ...Hook) {
 		c.Attachment, c.Budget, c.Conversation, c.Document, c.DocumentChunk,
 		c.IdempotentResponse, c.KnowledgeBase, c.Memory, c.ModelCall, c.MonthlySpend,
 		c.Organization, c.Setting, c.Skill, c.StoredResult, c.Summary, c.Task,
-		c.ToolCall, c.Turn, c.User, c.WorkspaceFile,
+		c.ToolCall, c.Turn, c.TurnRating, c.User, c.WorkspaceFile,
 	} {
 		n.Use(hooks...)
 	}
@@ -349,7 +355,7 @@ func (c *Client) Intercept(interceptors ...Interceptor) {
 		c.Attachment, c.Budget, c.Conversation, c.Document, c.DocumentChunk,
 		c.IdempotentResponse, c.KnowledgeBase, c.Memory, c.ModelCall, c.MonthlySpend,
 		c.Organization, c.Setting, c.Skill, c.StoredResult, c.Summary, c.Task,
-		c.ToolCall, c.Turn, c.User, c.WorkspaceFile,
+		c.ToolCall, c.Turn, c.TurnRating, c.User, c.WorkspaceFile,
 	} {
 		n.Intercept(interceptors...)
 	}
@@ -406,6 +412,8 @@ func (c *Client) Mutate(ctx context.Context, m Mutation) (Value, error) {
 		return c.ToolCall.mutate(ctx, m)
 	case *TurnMutation:
 		return c.Turn.mutate(ctx, m)
+	case *TurnRatingMutation:
+		return c.TurnRating.mutate(ctx, m)
 	case *UserMutation:
 		return c.User.mutate(ctx, m)
 	case *WorkspaceFileMutation:
@@ -4085,6 +4093,22 @@ func (c *TurnClient) QueryToolCalls(_m *Turn) *ToolCallQuery {
 	return query
 }
 
+// QueryRatings queries the ratings edge of a Turn.
+func (c *TurnClient) QueryRatings(_m *Turn) *TurnRatingQuery {
+	query := (&TurnRatingClient{config: c.config}).Query()
+	query.path = func(context.Context) (fromV *sql.Selector, _ error) {
+		id := _m.ID
+		step := sqlgraph.NewStep(
+			sqlgraph.From(turn.Table, turn.FieldID, id),
+			sqlgraph.To(turnrating.Table, turnrating.FieldID),
+			sqlgraph.Edge(sqlgraph.O2M, false, turn.RatingsTable, turn.RatingsColumn),
+		)
+		fromV = sqlgraph.Neighbors(_m.driver.Dialect(), step)
+		return fromV, nil
+	}
+	return query
+}
+
 // QueryModelCalls queries the model_calls edge of a Turn.
 func (c *TurnClient) QueryModelCalls(_m *Turn) *ModelCallQuery {
 	query := (&ModelCallClient{config: c.config}).Query()
@@ -4124,6 +4148,156 @@ func (c *TurnClient) mutate(ctx context.Context, m *TurnMutation) (Value, error)
 		return (&TurnDelete{config: c.config, hooks: c.Hooks(), mutation: m}).Exec(ctx)
 	default:
 		return nil, fmt.Errorf("ent: unknown Turn mutation op: %q", m.Op())
+	}
+}
+
+// TurnRatingClient is a client for the TurnRating schema.
+type TurnRatingClient struct {
+	config
+}
+
+// NewTurnRatingClient returns a client for the TurnRating from the given config.
+func NewTurnRatingClient(c config) *TurnRatingClient {
+	return &TurnRatingClient{config: c}
+}
+
+// Use adds a list of mutation hooks to the hooks stack.
+// A call to `Use(f, g, h)` equals to `turnrating.Hooks(f(g(h())))`.
+func (c *TurnRatingClient) Use(hooks ...Hook) {
+	c.hooks.TurnRating = append(c.hooks.TurnRating, hooks...)
+}
+
+// Intercept adds a list of query interceptors to the interceptors stack.
+// A call to `Intercept(f, g, h)` equals to `turnrating.Intercept(f(g(h())))`.
+func (c *TurnRatingClient) Intercept(interceptors ...Interceptor) {
+	c.inters.TurnRating = append(c.inters.TurnRating, interceptors...)
+}
+
+// Create returns a builder for creating a TurnRating entity.
+func (c *TurnRatingClient) Create() *TurnRatingCreate {
+	mutation := newTurnRatingMutation(c.config, OpCreate)
+	return &TurnRatingCreate{config: c.config, hooks: c.Hooks(), mutation: mutation}
+}
+
+// CreateBulk returns a builder for creating a bulk of TurnRating entities.
+func (c *TurnRatingClient) CreateBulk(builders ...*TurnRatingCreate) *TurnRatingCreateBulk {
+	return &TurnRatingCreateBulk{config: c.config, builders: builders}
+}
+
+// MapCreateBulk creates a bulk creation builder from the given slice. For each item in the slice, the function creates
+// a builder and applies setFunc on it.
+func (c *TurnRatingClient) MapCreateBulk(slice any, setFunc func(*TurnRatingCreate, int)) *TurnRatingCreateBulk {
+	rv := reflect.ValueOf(slice)
+	if rv.Kind() != reflect.Slice {
+		return &TurnRatingCreateBulk{err: fmt.Errorf("calling to TurnRatingClient.MapCreateBulk with wrong type %T, need slice", slice)}
+	}
+	builders := make([]*TurnRatingCreate, rv.Len())
+	for i := 0; i < rv.Len(); i++ {
+		builders[i] = c.Create()
+		setFunc(builders[i], i)
+	}
+	return &TurnRatingCreateBulk{config: c.config, builders: builders}
+}
+
+// Update returns an update builder for TurnRating.
+func (c *TurnRatingClient) Update() *TurnRatingUpdate {
+	mutation := newTurnRatingMutation(c.config, OpUpdate)
+	return &TurnRatingUpdate{config: c.config, hooks: c.Hooks(), mutation: mutation}
+}
+
+// UpdateOne returns an update builder for the given entity.
+func (c *TurnRatingClient) UpdateOne(_m *TurnRating) *TurnRatingUpdateOne {
+	mutation := newTurnRatingMutation(c.config, OpUpdateOne, withTurnRating(_m))
+	return &TurnRatingUpdateOne{config: c.config, hooks: c.Hooks(), mutation: mutation}
+}
+
+// UpdateOneID returns an update builder for the given id.
+func (c *TurnRatingClient) UpdateOneID(id int) *TurnRatingUpdateOne {
+	mutation := newTurnRatingMutation(c.config, OpUpdateOne, withTurnRatingID(id))
+	return &TurnRatingUpdateOne{config: c.config, hooks: c.Hooks(), mutation: mutation}
+}
+
+// Delete returns a delete builder for TurnRating.
+func (c *TurnRatingClient) Delete() *TurnRatingDelete {
+	mutation := newTurnRatingMutation(c.config, OpDelete)
+	return &TurnRatingDelete{config: c.config, hooks: c.Hooks(), mutation: mutation}
+}
+
+// DeleteOne returns a builder for deleting the given entity.
+func (c *TurnRatingClient) DeleteOne(_m *TurnRating) *TurnRatingDeleteOne {
+	return c.DeleteOneID(_m.ID)
+}
+
+// DeleteOneID returns a builder for deleting the given entity by its id.
+func (c *TurnRatingClient) DeleteOneID(id int) *TurnRatingDeleteOne {
+	builder := c.Delete().Where(turnrating.ID(id))
+	builder.mutation.id = &id
+	builder.mutation.op = OpDeleteOne
+	return &TurnRatingDeleteOne{builder}
+}
+
+// Query returns a query builder for TurnRating.
+func (c *TurnRatingClient) Query() *TurnRatingQuery {
+	return &TurnRatingQuery{
+		config: c.config,
+		ctx:    &QueryContext{Type: TypeTurnRating},
+		inters: c.Interceptors(),
+	}
+}
+
+// Get returns a TurnRating entity by its id.
+func (c *TurnRatingClient) Get(ctx context.Context, id int) (*TurnRating, error) {
+	return c.Query().Where(turnrating.ID(id)).Only(ctx)
+}
+
+// GetX is like Get, but panics if an error occurs.
+func (c *TurnRatingClient) GetX(ctx context.Context, id int) *TurnRating {
+	obj, err := c.Get(ctx, id)
+	if err != nil {
+		panic(err)
+	}
+	return obj
+}
+
+// QueryTurn queries the turn edge of a TurnRating.
+func (c *TurnRatingClient) QueryTurn(_m *TurnRating) *TurnQuery {
+	query := (&TurnClient{config: c.config}).Query()
+	query.path = func(context.Context) (fromV *sql.Selector, _ error) {
+		id := _m.ID
+		step := sqlgraph.NewStep(
+			sqlgraph.From(turnrating.Table, turnrating.FieldID, id),
+			sqlgraph.To(turn.Table, turn.FieldID),
+			sqlgraph.Edge(sqlgraph.M2O, true, turnrating.TurnTable, turnrating.TurnColumn),
+		)
+		fromV = sqlgraph.Neighbors(_m.driver.Dialect(), step)
+		return fromV, nil
+	}
+	return query
+}
+
+// Hooks returns the client hooks.
+func (c *TurnRatingClient) Hooks() []Hook {
+	hooks := c.hooks.TurnRating
+	return append(hooks[:len(hooks):len(hooks)], turnrating.Hooks[:]...)
+}
+
+// Interceptors returns the client interceptors.
+func (c *TurnRatingClient) Interceptors() []Interceptor {
+	return c.inters.TurnRating
+}
+
+func (c *TurnRatingClient) mutate(ctx context.Context, m *TurnRatingMutation) (Value, error) {
+	switch m.Op() {
+	case OpCreate:
+		return (&TurnRatingCreate{config: c.config, hooks: c.Hooks(), mutation: m}).Save(ctx)
+	case OpUpdate:
+		return (&TurnRatingUpdate{config: c.config, hooks: c.Hooks(), mutation: m}).Save(ctx)
+	case OpUpdateOne:
+		return (&TurnRatingUpdateOne{config: c.config, hooks: c.Hooks(), mutation: m}).Save(ctx)
+	case OpDelete, OpDeleteOne:
+		return (&TurnRatingDelete{config: c.config, hooks: c.Hooks(), mutation: m}).Exec(ctx)
+	default:
+		return nil, fmt.Errorf("ent: unknown TurnRating mutation op: %q", m.Op())
 	}
 }
 
@@ -4449,13 +4623,14 @@ type (
 		APIToken, Agent, Application, Approval, Artifact, ArtifactVersion, Attachment,
 		Budget, Conversation, Document, DocumentChunk, IdempotentResponse,
 		KnowledgeBase, Memory, ModelCall, MonthlySpend, Organization, Setting, Skill,
-		StoredResult, Summary, Task, ToolCall, Turn, User, WorkspaceFile []ent.Hook
+		StoredResult, Summary, Task, ToolCall, Turn, TurnRating, User,
+		WorkspaceFile []ent.Hook
 	}
 	inters struct {
 		APIToken, Agent, Application, Approval, Artifact, ArtifactVersion, Attachment,
 		Budget, Conversation, Document, DocumentChunk, IdempotentResponse,
 		KnowledgeBase, Memory, ModelCall, MonthlySpend, Organization, Setting, Skill,
-		StoredResult, Summary, Task, ToolCall, Turn, User,
+		StoredResult, Summary, Task, ToolCall, Turn, TurnRating, User,
 		WorkspaceFile []ent.Interceptor
 	}
 )

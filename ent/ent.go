@@ -36,6 +36,7 @@ import (
 	"github.com/toolgate/toolgate/ent/task"
 	"github.com/toolgate/toolgate/ent/toolcall"
 	"github.com/toolgate/toolgate/ent/turn"
+	"github.com/toolgate/toolgate/ent/turnrating"
 	"github.com/toolgate/toolgate/ent/user"
 	"github.com/toolgate/toolgate/ent/workspacefile"
 )
@@ -122,6 +123,7 @@ func checkColumn(t, c string) error {
 			task.Table:               task.ValidColumn,
 			toolcall.Table:           toolcall.ValidColumn,
 			turn.Table:               turn.ValidColumn,
+			turnrating.Table:         turnrating.ValidColumn,
 			user.Table:               user.ValidColumn,
 			workspacefile.Table:      workspacefile.ValidColumn,
 		})

@@ -227,6 +227,11 @@ func (_q *AgentQuery) collectField(ctx context.Context, oneNode bool, opCtx *gra
 				selectedFields = append(selectedFields, agent.FieldToolLoading)
 				fieldSeen[agent.FieldToolLoading] = struct{}{}
 			}
+		case "archivedAt":
+			if _, ok := fieldSeen[agent.FieldArchivedAt]; !ok {
+				selectedFields = append(selectedFields, agent.FieldArchivedAt)
+				fieldSeen[agent.FieldArchivedAt] = struct{}{}
+			}
 		case "id":
 		case "__typename":
 		default:
@@ -1640,6 +1645,11 @@ func (_q *TurnQuery) collectField(ctx context.Context, oneNode bool, opCtx *grap
 			if _, ok := fieldSeen[turn.FieldReplayed]; !ok {
 				selectedFields = append(selectedFields, turn.FieldReplayed)
 				fieldSeen[turn.FieldReplayed] = struct{}{}
+			}
+		case "superseded":
+			if _, ok := fieldSeen[turn.FieldSuperseded]; !ok {
+				selectedFields = append(selectedFields, turn.FieldSuperseded)
+				fieldSeen[turn.FieldSuperseded] = struct{}{}
 			}
 		case "id":
 		case "__typename":

@@ -487,6 +487,10 @@ type TurnWhereInput struct {
 	Replayed    *bool `json:"replayed,omitempty"`
 	ReplayedNEQ *bool `json:"replayedNEQ,omitempty"`
 
+	// "superseded" field predicates.
+	Superseded    *bool `json:"superseded,omitempty"`
+	SupersededNEQ *bool `json:"supersededNEQ,omitempty"`
+
 	// "conversation" edge predicates.
 	HasConversation     *bool                     `json:"hasConversation,omitempty"`
 	HasConversationWith []*ConversationWhereInput `json:"hasConversationWith,omitempty"`
@@ -850,6 +854,12 @@ func (i *TurnWhereInput) P() (predicate.Turn, error) {
 	}
 	if i.ReplayedNEQ != nil {
 		predicates = append(predicates, turn.ReplayedNEQ(*i.ReplayedNEQ))
+	}
+	if i.Superseded != nil {
+		predicates = append(predicates, turn.SupersededEQ(*i.Superseded))
+	}
+	if i.SupersededNEQ != nil {
+		predicates = append(predicates, turn.SupersededNEQ(*i.SupersededNEQ))
 	}
 
 	if i.HasConversation != nil {

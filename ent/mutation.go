@@ -37,6 +37,7 @@ import (
 	"github.com/toolgate/toolgate/ent/task"
 	"github.com/toolgate/toolgate/ent/toolcall"
 	"github.com/toolgate/toolgate/ent/turn"
+	"github.com/toolgate/toolgate/ent/turnrating"
 	"github.com/toolgate/toolgate/ent/user"
 	"github.com/toolgate/toolgate/ent/workspacefile"
 )
@@ -74,6 +75,7 @@ const (
 	TypeTask               = "Task"
 	TypeToolCall           = "ToolCall"
 	TypeTurn               = "Turn"
+	TypeTurnRating         = "TurnRating"
 	TypeUser               = "User"
 	TypeWorkspaceFile      = "WorkspaceFile"
 )
@@ -975,6 +977,7 @@ type AgentMutation struct {
 	appendapprovals          []schematype.ApprovalRule
 	knowledge_base_ids       *[]int
 	appendknowledge_base_ids []int
+	archived_at              *time.Time
 	clearedFields            map[string]struct{}
 	organization             *int
 	clearedorganization      bool
@@ -1612,6 +1615,55 @@ func (m *AgentMutation) ResetKnowledgeBaseIds() {
 	m.appendknowledge_base_ids = nil
 }
 
+// SetArchivedAt sets the "archived_at" field.
+func (m *AgentMutation) SetArchivedAt(t time.Time) {
+	m.archived_at = &t
+}
+
+// ArchivedAt returns the value of the "archived_at" field in the mutation.
+func (m *AgentMutation) ArchivedAt() (r time.Time, exists bool) {
+	v := m.archived_at
+	if v == nil {
+		return
+	}
+	return *v, true
+}
+
+// OldArchivedAt returns the old "archived_at" field's value of the Agent entity.
+// If the Agent object wasn't provided to the builder, the object is fetched from the database.
+// An error is returned if the mutation operation is not UpdateOne, or the database query fails.
+func (m *AgentMutation) OldArchivedAt(ctx context.Context) (v *time.Time, err error) {
+	if !m.op.Is(OpUpdateOne) {
+		return v, errors.New("OldArchivedAt is only allowed on UpdateOne operations")
+	}
+	if m.id == nil || m.oldValue == nil {
+		return v, errors.New("OldArchivedAt requires an ID field in the mutation")
+	}
+	oldValue, err := m.oldValue(ctx)
+	if err != nil {
+		return v, fmt.Errorf("querying old value for OldArchivedAt: %w", err)
+	}
+	return oldValue.ArchivedAt, nil
+}
+
+// ClearArchivedAt clears the value of the "archived_at" field.
+func (m *AgentMutation) ClearArchivedAt() {
+	m.archived_at = nil
+	m.clearedFields[agent.FieldArchivedAt] = struct{}{}
+}
+
+// ArchivedAtCleared returns if the "archived_at" field was cleared in this mutation.
+func (m *AgentMutation) ArchivedAtCleared() bool {
+	_, ok := m.clearedFields[agent.FieldArchivedAt]
+	return ok
+}
+
+// ResetArchivedAt resets all changes to the "archived_at" field.
+func (m *AgentMutation) ResetArchivedAt() {
+	m.archived_at = nil
+	delete(m.clearedFields, agent.FieldArchivedAt)
+}
+
 // ClearOrganization clears the "organization" edge to the Organization entity.
 func (m *AgentMutation) ClearOrganization() {
 	m.clearedorganization = true
@@ -1727,7 +1779,7 @@ func (m *AgentMutation) Type() string {
 // order to get all numeric fields that were incremented/decremented, call
 // AddedFields().
 func (m *AgentMutation) Fields() []string {
-	fields := make([]string, 0, 13)
+	fields := make([]string, 0, 14)
 	if m.created_at != nil {
 		fields = append(fields, agent.FieldCreatedAt)
 	}
@@ -1767,6 +1819,9 @@ func (m *AgentMutation) Fields() []string {
 	if m.knowledge_base_ids != nil {
 		fields = append(fields, agent.FieldKnowledgeBaseIds)
 	}
+	if m.archived_at != nil {
+		fields = append(fields, agent.FieldArchivedAt)
+	}
 	return fields
 }
 
@@ -1801,6 +1856,8 @@ func (m *AgentMutation) Field(name string) (ent.Value, bool) {
 		return m.Approvals()
 	case agent.FieldKnowledgeBaseIds:
 		return m.KnowledgeBaseIds()
+	case agent.FieldArchivedAt:
+		return m.ArchivedAt()
 	}
 	return nil, false
 }
@@ -1836,6 +1893,8 @@ func (m *AgentMutation) OldField(ctx context.Context, name string) (ent.Value, e
 		return m.OldApprovals(ctx)
 	case agent.FieldKnowledgeBaseIds:
 		return m.OldKnowledgeBaseIds(ctx)
+	case agent.FieldArchivedAt:
+		return m.OldArchivedAt(ctx)
 	}
 	return nil, fmt.Errorf("unknown Agent field %s", name)
 }
@@ -1936,6 +1995,13 @@ func (m *AgentMutation) SetField(name string, value ent.Value) error {
 		}
 		m.SetKnowledgeBaseIds(v)
 		return nil
+	case agent.FieldArchivedAt:
+		v, ok := value.(time.Time)
+		if !ok {
+			return fmt.Errorf("unexpected type %T for field %s", value, name)
+		}
+		m.SetArchivedAt(v)
+		return nil
 	}
 	return fmt.Errorf("unknown Agent field %s", name)
 }
@@ -1968,7 +2034,11 @@ func (m *AgentMutation) AddField(name string, value ent.Value) error {
 // ClearedFields returns all nullable fields that were cleared during this
 // mutation.
 func (m *AgentMutation) ClearedFields() []string {
-	return nil
+	var fields []string
+	if m.FieldCleared(agent.FieldArchivedAt) {
+		fields = append(fields, agent.FieldArchivedAt)
+	}
+	return fields
 }
 
 // FieldCleared returns a boolean indicating if a field with the given name was
@@ -1981,6 +2051,11 @@ func (m *AgentMutation) FieldCleared(name string) bool {
 // ClearField clears the value of the field with the given name. It returns an
 // error if the field is not defined in the schema.
 func (m *AgentMutation) ClearField(name string) error {
+	switch name {
+	case agent.FieldArchivedAt:
+		m.ClearArchivedAt()
+		return nil
+	}
 	return fmt.Errorf("unknown Agent nullable field %s", name)
 }
 
@@ -2026,6 +2101,9 @@ func (m *AgentMutation) ResetField(name string) error {
 		return nil
 	case agent.FieldKnowledgeBaseIds:
 		m.ResetKnowledgeBaseIds()
+		return nil
+	case agent.FieldArchivedAt:
+		m.ResetArchivedAt()
 		return nil
 	}
 	return fmt.Errorf("unknown Agent field %s", name)
@@ -22038,12 +22116,16 @@ type TurnMutation struct {
 	claimed_by          *string
 	trace_parent        *string
 	replayed            *bool
+	superseded          *bool
 	clearedFields       map[string]struct{}
 	conversation        *int
 	clearedconversation bool
 	tool_calls          map[int]struct{}
 	removedtool_calls   map[int]struct{}
 	clearedtool_calls   bool
+	ratings             map[int]struct{}
+	removedratings      map[int]struct{}
+	clearedratings      bool
 	model_calls         map[int]struct{}
 	removedmodel_calls  map[int]struct{}
 	clearedmodel_calls  bool
@@ -22914,6 +22996,42 @@ func (m *TurnMutation) ResetReplayed() {
 	m.replayed = nil
 }
 
+// SetSuperseded sets the "superseded" field.
+func (m *TurnMutation) SetSuperseded(b bool) {
+	m.superseded = &b
+}
+
+// Superseded returns the value of the "superseded" field in the mutation.
+func (m *TurnMutation) Superseded() (r bool, exists bool) {
+	v := m.superseded
+	if v == nil {
+		return
+	}
+	return *v, true
+}
+
+// OldSuperseded returns the old "superseded" field's value of the Turn entity.
+// If the Turn object wasn't provided to the builder, the object is fetched from the database.
+// An error is returned if the mutation operation is not UpdateOne, or the database query fails.
+func (m *TurnMutation) OldSuperseded(ctx context.Context) (v bool, err error) {
+	if !m.op.Is(OpUpdateOne) {
+		return v, errors.New("OldSuperseded is only allowed on UpdateOne operations")
+	}
+	if m.id == nil || m.oldValue == nil {
+		return v, errors.New("OldSuperseded requires an ID field in the mutation")
+	}
+	oldValue, err := m.oldValue(ctx)
+	if err != nil {
+		return v, fmt.Errorf("querying old value for OldSuperseded: %w", err)
+	}
+	return oldValue.Superseded, nil
+}
+
+// ResetSuperseded resets all changes to the "superseded" field.
+func (m *TurnMutation) ResetSuperseded() {
+	m.superseded = nil
+}
+
 // ClearConversation clears the "conversation" edge to the Conversation entity.
 func (m *TurnMutation) ClearConversation() {
 	m.clearedconversation = true
@@ -22993,6 +23111,60 @@ func (m *TurnMutation) ResetToolCalls() {
 	m.tool_calls = nil
 	m.clearedtool_calls = false
 	m.removedtool_calls = nil
+}
+
+// AddRatingIDs adds the "ratings" edge to the TurnRating entity by ids.
+func (m *TurnMutation) AddRatingIDs(ids ...int) {
+	if m.ratings == nil {
+		m.ratings = make(map[int]struct{})
+	}
+	for i := range ids {
+		m.ratings[ids[i]] = struct{}{}
+	}
+}
+
+// ClearRatings clears the "ratings" edge to the TurnRating entity.
+func (m *TurnMutation) ClearRatings() {
+	m.clearedratings = true
+}
+
+// RatingsCleared reports if the "ratings" edge to the TurnRating entity was cleared.
+func (m *TurnMutation) RatingsCleared() bool {
+	return m.clearedratings
+}
+
+// RemoveRatingIDs removes the "ratings" edge to the TurnRating entity by IDs.
+func (m *TurnMutation) RemoveRatingIDs(ids ...int) {
+	if m.removedratings == nil {
+		m.removedratings = make(map[int]struct{})
+	}
+	for i := range ids {
+		delete(m.ratings, ids[i])
+		m.removedratings[ids[i]] = struct{}{}
+	}
+}
+
+// RemovedRatings returns the removed IDs of the "ratings" edge to the TurnRating entity.
+func (m *TurnMutation) RemovedRatingsIDs() (ids []int) {
+	for id := range m.removedratings {
+		ids = append(ids, id)
+	}
+	return
+}
+
+// RatingsIDs returns the "ratings" edge IDs in the mutation.
+func (m *TurnMutation) RatingsIDs() (ids []int) {
+	for id := range m.ratings {
+		ids = append(ids, id)
+	}
+	return
+}
+
+// ResetRatings resets all changes to the "ratings" edge.
+func (m *TurnMutation) ResetRatings() {
+	m.ratings = nil
+	m.clearedratings = false
+	m.removedratings = nil
 }
 
 // AddModelCallIDs adds the "model_calls" edge to the ModelCall entity by ids.
@@ -23083,7 +23255,7 @@ func (m *TurnMutation) Type() string {
 // order to get all numeric fields that were incremented/decremented, call
 // AddedFields().
 func (m *TurnMutation) Fields() []string {
-	fields := make([]string, 0, 17)
+	fields := make([]string, 0, 18)
 	if m.conversation != nil {
 		fields = append(fields, turn.FieldConversationID)
 	}
@@ -23135,6 +23307,9 @@ func (m *TurnMutation) Fields() []string {
 	if m.replayed != nil {
 		fields = append(fields, turn.FieldReplayed)
 	}
+	if m.superseded != nil {
+		fields = append(fields, turn.FieldSuperseded)
+	}
 	return fields
 }
 
@@ -23177,6 +23352,8 @@ func (m *TurnMutation) Field(name string) (ent.Value, bool) {
 		return m.TraceParent()
 	case turn.FieldReplayed:
 		return m.Replayed()
+	case turn.FieldSuperseded:
+		return m.Superseded()
 	}
 	return nil, false
 }
@@ -23220,6 +23397,8 @@ func (m *TurnMutation) OldField(ctx context.Context, name string) (ent.Value, er
 		return m.OldTraceParent(ctx)
 	case turn.FieldReplayed:
 		return m.OldReplayed(ctx)
+	case turn.FieldSuperseded:
+		return m.OldSuperseded(ctx)
 	}
 	return nil, fmt.Errorf("unknown Turn field %s", name)
 }
@@ -23347,6 +23526,13 @@ func (m *TurnMutation) SetField(name string, value ent.Value) error {
 			return fmt.Errorf("unexpected type %T for field %s", value, name)
 		}
 		m.SetReplayed(v)
+		return nil
+	case turn.FieldSuperseded:
+		v, ok := value.(bool)
+		if !ok {
+			return fmt.Errorf("unexpected type %T for field %s", value, name)
+		}
+		m.SetSuperseded(v)
 		return nil
 	}
 	return fmt.Errorf("unknown Turn field %s", name)
@@ -23520,18 +23706,24 @@ func (m *TurnMutation) ResetField(name string) error {
 	case turn.FieldReplayed:
 		m.ResetReplayed()
 		return nil
+	case turn.FieldSuperseded:
+		m.ResetSuperseded()
+		return nil
 	}
 	return fmt.Errorf("unknown Turn field %s", name)
 }
 
 // AddedEdges returns all edge names that were set/added in this mutation.
 func (m *TurnMutation) AddedEdges() []string {
-	edges := make([]string, 0, 3)
+	edges := make([]string, 0, 4)
 	if m.conversation != nil {
 		edges = append(edges, turn.EdgeConversation)
 	}
 	if m.tool_calls != nil {
 		edges = append(edges, turn.EdgeToolCalls)
+	}
+	if m.ratings != nil {
+		edges = append(edges, turn.EdgeRatings)
 	}
 	if m.model_calls != nil {
 		edges = append(edges, turn.EdgeModelCalls)
@@ -23553,6 +23745,12 @@ func (m *TurnMutation) AddedIDs(name string) []ent.Value {
 			ids = append(ids, id)
 		}
 		return ids
+	case turn.EdgeRatings:
+		ids := make([]ent.Value, 0, len(m.ratings))
+		for id := range m.ratings {
+			ids = append(ids, id)
+		}
+		return ids
 	case turn.EdgeModelCalls:
 		ids := make([]ent.Value, 0, len(m.model_calls))
 		for id := range m.model_calls {
@@ -23565,9 +23763,12 @@ func (m *TurnMutation) AddedIDs(name string) []ent.Value {
 
 // RemovedEdges returns all edge names that were removed in this mutation.
 func (m *TurnMutation) RemovedEdges() []string {
-	edges := make([]string, 0, 3)
+	edges := make([]string, 0, 4)
 	if m.removedtool_calls != nil {
 		edges = append(edges, turn.EdgeToolCalls)
+	}
+	if m.removedratings != nil {
+		edges = append(edges, turn.EdgeRatings)
 	}
 	if m.removedmodel_calls != nil {
 		edges = append(edges, turn.EdgeModelCalls)
@@ -23585,6 +23786,12 @@ func (m *TurnMutation) RemovedIDs(name string) []ent.Value {
 			ids = append(ids, id)
 		}
 		return ids
+	case turn.EdgeRatings:
+		ids := make([]ent.Value, 0, len(m.removedratings))
+		for id := range m.removedratings {
+			ids = append(ids, id)
+		}
+		return ids
 	case turn.EdgeModelCalls:
 		ids := make([]ent.Value, 0, len(m.removedmodel_calls))
 		for id := range m.removedmodel_calls {
@@ -23597,12 +23804,15 @@ func (m *TurnMutation) RemovedIDs(name string) []ent.Value {
 
 // ClearedEdges returns all edge names that were cleared in this mutation.
 func (m *TurnMutation) ClearedEdges() []string {
-	edges := make([]string, 0, 3)
+	edges := make([]string, 0, 4)
 	if m.clearedconversation {
 		edges = append(edges, turn.EdgeConversation)
 	}
 	if m.clearedtool_calls {
 		edges = append(edges, turn.EdgeToolCalls)
+	}
+	if m.clearedratings {
+		edges = append(edges, turn.EdgeRatings)
 	}
 	if m.clearedmodel_calls {
 		edges = append(edges, turn.EdgeModelCalls)
@@ -23618,6 +23828,8 @@ func (m *TurnMutation) EdgeCleared(name string) bool {
 		return m.clearedconversation
 	case turn.EdgeToolCalls:
 		return m.clearedtool_calls
+	case turn.EdgeRatings:
+		return m.clearedratings
 	case turn.EdgeModelCalls:
 		return m.clearedmodel_calls
 	}
@@ -23645,11 +23857,874 @@ func (m *TurnMutation) ResetEdge(name string) error {
 	case turn.EdgeToolCalls:
 		m.ResetToolCalls()
 		return nil
+	case turn.EdgeRatings:
+		m.ResetRatings()
+		return nil
 	case turn.EdgeModelCalls:
 		m.ResetModelCalls()
 		return nil
 	}
 	return fmt.Errorf("unknown Turn edge %s", name)
+}
+
+// TurnRatingMutation represents an operation that mutates the TurnRating nodes in the graph.
+type TurnRatingMutation struct {
+	config
+	op                 Op
+	typ                string
+	id                 *int
+	created_at         *time.Time
+	updated_at         *time.Time
+	organization_id    *int
+	addorganization_id *int
+	user_id            *int
+	adduser_id         *int
+	agent_id           *int
+	addagent_id        *int
+	rating             *turnrating.Rating
+	comment            *string
+	clearedFields      map[string]struct{}
+	turn               *int
+	clearedturn        bool
+	done               bool
+	oldValue           func(context.Context) (*TurnRating, error)
+	predicates         []predicate.TurnRating
+}
+
+var _ ent.Mutation = (*TurnRatingMutation)(nil)
+
+// turnratingOption allows management of the mutation configuration using functional options.
+type turnratingOption func(*TurnRatingMutation)
+
+// newTurnRatingMutation creates new mutation for the TurnRating entity.
+func newTurnRatingMutation(c config, op Op, opts ...turnratingOption) *TurnRatingMutation {
+	m := &TurnRatingMutation{
+		config:        c,
+		op:            op,
+		typ:           TypeTurnRating,
+		clearedFields: make(map[string]struct{}),
+	}
+	for _, opt := range opts {
+		opt(m)
+	}
+	return m
+}
+
+// withTurnRatingID sets the ID field of the mutation.
+func withTurnRatingID(id int) turnratingOption {
+	return func(m *TurnRatingMutation) {
+		var (
+			err   error
+			once  sync.Once
+			value *TurnRating
+		)
+		m.oldValue = func(ctx context.Context) (*TurnRating, error) {
+			once.Do(func() {
+				if m.done {
+					err = errors.New("querying old values post mutation is not allowed")
+				} else {
+					value, err = m.Client().TurnRating.Get(ctx, id)
+				}
+			})
+			return value, err
+		}
+		m.id = &id
+	}
+}
+
+// withTurnRating sets the old TurnRating of the mutation.
+func withTurnRating(node *TurnRating) turnratingOption {
+	return func(m *TurnRatingMutation) {
+		m.oldValue = func(context.Context) (*TurnRating, error) {
+			return node, nil
+		}
+		m.id = &node.ID
+	}
+}
+
+// Client returns a new `ent.Client` from the mutation. If the mutation was
+// executed in a transaction (ent.Tx), a transactional client is returned.
+func (m TurnRatingMutation) Client() *Client {
+	client := &Client{config: m.config}
+	client.init()
+	return client
+}
+
+// Tx returns an `ent.Tx` for mutations that were executed in transactions;
+// it returns an error otherwise.
+func (m TurnRatingMutation) Tx() (*Tx, error) {
+	if _, ok := m.driver.(*txDriver); !ok {
+		return nil, errors.New("ent: mutation is not running in a transaction")
+	}
+	tx := &Tx{config: m.config}
+	tx.init()
+	return tx, nil
+}
+
+// ID returns the ID value in the mutation. Note that the ID is only available
+// if it was provided to the builder or after it was returned from the database.
+func (m *TurnRatingMutation) ID() (id int, exists bool) {
+	if m.id == nil {
+		return
+	}
+	return *m.id, true
+}
+
+// IDs queries the database and returns the entity ids that match the mutation's predicate.
+// That means, if the mutation is applied within a transaction with an isolation level such
+// as sql.LevelSerializable, the returned ids match the ids of the rows that will be updated
+// or updated by the mutation.
+func (m *TurnRatingMutation) IDs(ctx context.Context) ([]int, error) {
+	switch {
+	case m.op.Is(OpUpdateOne | OpDeleteOne):
+		id, exists := m.ID()
+		if exists {
+			return []int{id}, nil
+		}
+		fallthrough
+	case m.op.Is(OpUpdate | OpDelete):
+		return m.Client().TurnRating.Query().Where(m.predicates...).IDs(ctx)
+	default:
+		return nil, fmt.Errorf("IDs is not allowed on %s operations", m.op)
+	}
+}
+
+// SetCreatedAt sets the "created_at" field.
+func (m *TurnRatingMutation) SetCreatedAt(t time.Time) {
+	m.created_at = &t
+}
+
+// CreatedAt returns the value of the "created_at" field in the mutation.
+func (m *TurnRatingMutation) CreatedAt() (r time.Time, exists bool) {
+	v := m.created_at
+	if v == nil {
+		return
+	}
+	return *v, true
+}
+
+// OldCreatedAt returns the old "created_at" field's value of the TurnRating entity.
+// If the TurnRating object wasn't provided to the builder, the object is fetched from the database.
+// An error is returned if the mutation operation is not UpdateOne, or the database query fails.
+func (m *TurnRatingMutation) OldCreatedAt(ctx context.Context) (v time.Time, err error) {
+	if !m.op.Is(OpUpdateOne) {
+		return v, errors.New("OldCreatedAt is only allowed on UpdateOne operations")
+	}
+	if m.id == nil || m.oldValue == nil {
+		return v, errors.New("OldCreatedAt requires an ID field in the mutation")
+	}
+	oldValue, err := m.oldValue(ctx)
+	if err != nil {
+		return v, fmt.Errorf("querying old value for OldCreatedAt: %w", err)
+	}
+	return oldValue.CreatedAt, nil
+}
+
+// ResetCreatedAt resets all changes to the "created_at" field.
+func (m *TurnRatingMutation) ResetCreatedAt() {
+	m.created_at = nil
+}
+
+// SetUpdatedAt sets the "updated_at" field.
+func (m *TurnRatingMutation) SetUpdatedAt(t time.Time) {
+	m.updated_at = &t
+}
+
+// UpdatedAt returns the value of the "updated_at" field in the mutation.
+func (m *TurnRatingMutation) UpdatedAt() (r time.Time, exists bool) {
+	v := m.updated_at
+	if v == nil {
+		return
+	}
+	return *v, true
+}
+
+// OldUpdatedAt returns the old "updated_at" field's value of the TurnRating entity.
+// If the TurnRating object wasn't provided to the builder, the object is fetched from the database.
+// An error is returned if the mutation operation is not UpdateOne, or the database query fails.
+func (m *TurnRatingMutation) OldUpdatedAt(ctx context.Context) (v time.Time, err error) {
+	if !m.op.Is(OpUpdateOne) {
+		return v, errors.New("OldUpdatedAt is only allowed on UpdateOne operations")
+	}
+	if m.id == nil || m.oldValue == nil {
+		return v, errors.New("OldUpdatedAt requires an ID field in the mutation")
+	}
+	oldValue, err := m.oldValue(ctx)
+	if err != nil {
+		return v, fmt.Errorf("querying old value for OldUpdatedAt: %w", err)
+	}
+	return oldValue.UpdatedAt, nil
+}
+
+// ResetUpdatedAt resets all changes to the "updated_at" field.
+func (m *TurnRatingMutation) ResetUpdatedAt() {
+	m.updated_at = nil
+}
+
+// SetOrganizationID sets the "organization_id" field.
+func (m *TurnRatingMutation) SetOrganizationID(i int) {
+	m.organization_id = &i
+	m.addorganization_id = nil
+}
+
+// OrganizationID returns the value of the "organization_id" field in the mutation.
+func (m *TurnRatingMutation) OrganizationID() (r int, exists bool) {
+	v := m.organization_id
+	if v == nil {
+		return
+	}
+	return *v, true
+}
+
+// OldOrganizationID returns the old "organization_id" field's value of the TurnRating entity.
+// If the TurnRating object wasn't provided to the builder, the object is fetched from the database.
+// An error is returned if the mutation operation is not UpdateOne, or the database query fails.
+func (m *TurnRatingMutation) OldOrganizationID(ctx context.Context) (v int, err error) {
+	if !m.op.Is(OpUpdateOne) {
+		return v, errors.New("OldOrganizationID is only allowed on UpdateOne operations")
+	}
+	if m.id == nil || m.oldValue == nil {
+		return v, errors.New("OldOrganizationID requires an ID field in the mutation")
+	}
+	oldValue, err := m.oldValue(ctx)
+	if err != nil {
+		return v, fmt.Errorf("querying old value for OldOrganizationID: %w", err)
+	}
+	return oldValue.OrganizationID, nil
+}
+
+// AddOrganizationID adds i to the "organization_id" field.
+func (m *TurnRatingMutation) AddOrganizationID(i int) {
+	if m.addorganization_id != nil {
+		*m.addorganization_id += i
+	} else {
+		m.addorganization_id = &i
+	}
+}
+
+// AddedOrganizationID returns the value that was added to the "organization_id" field in this mutation.
+func (m *TurnRatingMutation) AddedOrganizationID() (r int, exists bool) {
+	v := m.addorganization_id
+	if v == nil {
+		return
+	}
+	return *v, true
+}
+
+// ResetOrganizationID resets all changes to the "organization_id" field.
+func (m *TurnRatingMutation) ResetOrganizationID() {
+	m.organization_id = nil
+	m.addorganization_id = nil
+}
+
+// SetUserID sets the "user_id" field.
+func (m *TurnRatingMutation) SetUserID(i int) {
+	m.user_id = &i
+	m.adduser_id = nil
+}
+
+// UserID returns the value of the "user_id" field in the mutation.
+func (m *TurnRatingMutation) UserID() (r int, exists bool) {
+	v := m.user_id
+	if v == nil {
+		return
+	}
+	return *v, true
+}
+
+// OldUserID returns the old "user_id" field's value of the TurnRating entity.
+// If the TurnRating object wasn't provided to the builder, the object is fetched from the database.
+// An error is returned if the mutation operation is not UpdateOne, or the database query fails.
+func (m *TurnRatingMutation) OldUserID(ctx context.Context) (v int, err error) {
+	if !m.op.Is(OpUpdateOne) {
+		return v, errors.New("OldUserID is only allowed on UpdateOne operations")
+	}
+	if m.id == nil || m.oldValue == nil {
+		return v, errors.New("OldUserID requires an ID field in the mutation")
+	}
+	oldValue, err := m.oldValue(ctx)
+	if err != nil {
+		return v, fmt.Errorf("querying old value for OldUserID: %w", err)
+	}
+	return oldValue.UserID, nil
+}
+
+// AddUserID adds i to the "user_id" field.
+func (m *TurnRatingMutation) AddUserID(i int) {
+	if m.adduser_id != nil {
+		*m.adduser_id += i
+	} else {
+		m.adduser_id = &i
+	}
+}
+
+// AddedUserID returns the value that was added to the "user_id" field in this mutation.
+func (m *TurnRatingMutation) AddedUserID() (r int, exists bool) {
+	v := m.adduser_id
+	if v == nil {
+		return
+	}
+	return *v, true
+}
+
+// ResetUserID resets all changes to the "user_id" field.
+func (m *TurnRatingMutation) ResetUserID() {
+	m.user_id = nil
+	m.adduser_id = nil
+}
+
+// SetTurnID sets the "turn_id" field.
+func (m *TurnRatingMutation) SetTurnID(i int) {
+	m.turn = &i
+}
+
+// TurnID returns the value of the "turn_id" field in the mutation.
+func (m *TurnRatingMutation) TurnID() (r int, exists bool) {
+	v := m.turn
+	if v == nil {
+		return
+	}
+	return *v, true
+}
+
+// OldTurnID returns the old "turn_id" field's value of the TurnRating entity.
+// If the TurnRating object wasn't provided to the builder, the object is fetched from the database.
+// An error is returned if the mutation operation is not UpdateOne, or the database query fails.
+func (m *TurnRatingMutation) OldTurnID(ctx context.Context) (v int, err error) {
+	if !m.op.Is(OpUpdateOne) {
+		return v, errors.New("OldTurnID is only allowed on UpdateOne operations")
+	}
+	if m.id == nil || m.oldValue == nil {
+		return v, errors.New("OldTurnID requires an ID field in the mutation")
+	}
+	oldValue, err := m.oldValue(ctx)
+	if err != nil {
+		return v, fmt.Errorf("querying old value for OldTurnID: %w", err)
+	}
+	return oldValue.TurnID, nil
+}
+
+// ResetTurnID resets all changes to the "turn_id" field.
+func (m *TurnRatingMutation) ResetTurnID() {
+	m.turn = nil
+}
+
+// SetAgentID sets the "agent_id" field.
+func (m *TurnRatingMutation) SetAgentID(i int) {
+	m.agent_id = &i
+	m.addagent_id = nil
+}
+
+// AgentID returns the value of the "agent_id" field in the mutation.
+func (m *TurnRatingMutation) AgentID() (r int, exists bool) {
+	v := m.agent_id
+	if v == nil {
+		return
+	}
+	return *v, true
+}
+
+// OldAgentID returns the old "agent_id" field's value of the TurnRating entity.
+// If the TurnRating object wasn't provided to the builder, the object is fetched from the database.
+// An error is returned if the mutation operation is not UpdateOne, or the database query fails.
+func (m *TurnRatingMutation) OldAgentID(ctx context.Context) (v int, err error) {
+	if !m.op.Is(OpUpdateOne) {
+		return v, errors.New("OldAgentID is only allowed on UpdateOne operations")
+	}
+	if m.id == nil || m.oldValue == nil {
+		return v, errors.New("OldAgentID requires an ID field in the mutation")
+	}
+	oldValue, err := m.oldValue(ctx)
+	if err != nil {
+		return v, fmt.Errorf("querying old value for OldAgentID: %w", err)
+	}
+	return oldValue.AgentID, nil
+}
+
+// AddAgentID adds i to the "agent_id" field.
+func (m *TurnRatingMutation) AddAgentID(i int) {
+	if m.addagent_id != nil {
+		*m.addagent_id += i
+	} else {
+		m.addagent_id = &i
+	}
+}
+
+// AddedAgentID returns the value that was added to the "agent_id" field in this mutation.
+func (m *TurnRatingMutation) AddedAgentID() (r int, exists bool) {
+	v := m.addagent_id
+	if v == nil {
+		return
+	}
+	return *v, true
+}
+
+// ResetAgentID resets all changes to the "agent_id" field.
+func (m *TurnRatingMutation) ResetAgentID() {
+	m.agent_id = nil
+	m.addagent_id = nil
+}
+
+// SetRating sets the "rating" field.
+func (m *TurnRatingMutation) SetRating(t turnrating.Rating) {
+	m.rating = &t
+}
+
+// Rating returns the value of the "rating" field in the mutation.
+func (m *TurnRatingMutation) Rating() (r turnrating.Rating, exists bool) {
+	v := m.rating
+	if v == nil {
+		return
+	}
+	return *v, true
+}
+
+// OldRating returns the old "rating" field's value of the TurnRating entity.
+// If the TurnRating object wasn't provided to the builder, the object is fetched from the database.
+// An error is returned if the mutation operation is not UpdateOne, or the database query fails.
+func (m *TurnRatingMutation) OldRating(ctx context.Context) (v turnrating.Rating, err error) {
+	if !m.op.Is(OpUpdateOne) {
+		return v, errors.New("OldRating is only allowed on UpdateOne operations")
+	}
+	if m.id == nil || m.oldValue == nil {
+		return v, errors.New("OldRating requires an ID field in the mutation")
+	}
+	oldValue, err := m.oldValue(ctx)
+	if err != nil {
+		return v, fmt.Errorf("querying old value for OldRating: %w", err)
+	}
+	return oldValue.Rating, nil
+}
+
+// ResetRating resets all changes to the "rating" field.
+func (m *TurnRatingMutation) ResetRating() {
+	m.rating = nil
+}
+
+// SetComment sets the "comment" field.
+func (m *TurnRatingMutation) SetComment(s string) {
+	m.comment = &s
+}
+
+// Comment returns the value of the "comment" field in the mutation.
+func (m *TurnRatingMutation) Comment() (r string, exists bool) {
+	v := m.comment
+	if v == nil {
+		return
+	}
+	return *v, true
+}
+
+// OldComment returns the old "comment" field's value of the TurnRating entity.
+// If the TurnRating object wasn't provided to the builder, the object is fetched from the database.
+// An error is returned if the mutation operation is not UpdateOne, or the database query fails.
+func (m *TurnRatingMutation) OldComment(ctx context.Context) (v string, err error) {
+	if !m.op.Is(OpUpdateOne) {
+		return v, errors.New("OldComment is only allowed on UpdateOne operations")
+	}
+	if m.id == nil || m.oldValue == nil {
+		return v, errors.New("OldComment requires an ID field in the mutation")
+	}
+	oldValue, err := m.oldValue(ctx)
+	if err != nil {
+		return v, fmt.Errorf("querying old value for OldComment: %w", err)
+	}
+	return oldValue.Comment, nil
+}
+
+// ResetComment resets all changes to the "comment" field.
+func (m *TurnRatingMutation) ResetComment() {
+	m.comment = nil
+}
+
+// ClearTurn clears the "turn" edge to the Turn entity.
+func (m *TurnRatingMutation) ClearTurn() {
+	m.clearedturn = true
+	m.clearedFields[turnrating.FieldTurnID] = struct{}{}
+}
+
+// TurnCleared reports if the "turn" edge to the Turn entity was cleared.
+func (m *TurnRatingMutation) TurnCleared() bool {
+	return m.clearedturn
+}
+
+// TurnIDs returns the "turn" edge IDs in the mutation.
+// Note that IDs always returns len(IDs) <= 1 for unique edges, and you should use
+// TurnID instead. It exists only for internal usage by the builders.
+func (m *TurnRatingMutation) TurnIDs() (ids []int) {
+	if id := m.turn; id != nil {
+		ids = append(ids, *id)
+	}
+	return
+}
+
+// ResetTurn resets all changes to the "turn" edge.
+func (m *TurnRatingMutation) ResetTurn() {
+	m.turn = nil
+	m.clearedturn = false
+}
+
+// Where appends a list predicates to the TurnRatingMutation builder.
+func (m *TurnRatingMutation) Where(ps ...predicate.TurnRating) {
+	m.predicates = append(m.predicates, ps...)
+}
+
+// WhereP appends storage-level predicates to the TurnRatingMutation builder. Using this method,
+// users can use type-assertion to append predicates that do not depend on any generated package.
+func (m *TurnRatingMutation) WhereP(ps ...func(*sql.Selector)) {
+	p := make([]predicate.TurnRating, len(ps))
+	for i := range ps {
+		p[i] = ps[i]
+	}
+	m.Where(p...)
+}
+
+// Op returns the operation name.
+func (m *TurnRatingMutation) Op() Op {
+	return m.op
+}
+
+// SetOp allows setting the mutation operation.
+func (m *TurnRatingMutation) SetOp(op Op) {
+	m.op = op
+}
+
+// Type returns the node type of this mutation (TurnRating).
+func (m *TurnRatingMutation) Type() string {
+	return m.typ
+}
+
+// Fields returns all fields that were changed during this mutation. Note that in
+// order to get all numeric fields that were incremented/decremented, call
+// AddedFields().
+func (m *TurnRatingMutation) Fields() []string {
+	fields := make([]string, 0, 8)
+	if m.created_at != nil {
+		fields = append(fields, turnrating.FieldCreatedAt)
+	}
+	if m.updated_at != nil {
+		fields = append(fields, turnrating.FieldUpdatedAt)
+	}
+	if m.organization_id != nil {
+		fields = append(fields, turnrating.FieldOrganizationID)
+	}
+	if m.user_id != nil {
+		fields = append(fields, turnrating.FieldUserID)
+	}
+	if m.turn != nil {
+		fields = append(fields, turnrating.FieldTurnID)
+	}
+	if m.agent_id != nil {
+		fields = append(fields, turnrating.FieldAgentID)
+	}
+	if m.rating != nil {
+		fields = append(fields, turnrating.FieldRating)
+	}
+	if m.comment != nil {
+		fields = append(fields, turnrating.FieldComment)
+	}
+	return fields
+}
+
+// Field returns the value of a field with the given name. The second boolean
+// return value indicates that this field was not set, or was not defined in the
+// schema.
+func (m *TurnRatingMutation) Field(name string) (ent.Value, bool) {
+	switch name {
+	case turnrating.FieldCreatedAt:
+		return m.CreatedAt()
+	case turnrating.FieldUpdatedAt:
+		return m.UpdatedAt()
+	case turnrating.FieldOrganizationID:
+		return m.OrganizationID()
+	case turnrating.FieldUserID:
+		return m.UserID()
+	case turnrating.FieldTurnID:
+		return m.TurnID()
+	case turnrating.FieldAgentID:
+		return m.AgentID()
+	case turnrating.FieldRating:
+		return m.Rating()
+	case turnrating.FieldComment:
+		return m.Comment()
+	}
+	return nil, false
+}
+
+// OldField returns the old value of the field from the database. An error is
+// returned if the mutation operation is not UpdateOne, or the query to the
+// database failed.
+func (m *TurnRatingMutation) OldField(ctx context.Context, name string) (ent.Value, error) {
+	switch name {
+	case turnrating.FieldCreatedAt:
+		return m.OldCreatedAt(ctx)
+	case turnrating.FieldUpdatedAt:
+		return m.OldUpdatedAt(ctx)
+	case turnrating.FieldOrganizationID:
+		return m.OldOrganizationID(ctx)
+	case turnrating.FieldUserID:
+		return m.OldUserID(ctx)
+	case turnrating.FieldTurnID:
+		return m.OldTurnID(ctx)
+	case turnrating.FieldAgentID:
+		return m.OldAgentID(ctx)
+	case turnrating.FieldRating:
+		return m.OldRating(ctx)
+	case turnrating.FieldComment:
+		return m.OldComment(ctx)
+	}
+	return nil, fmt.Errorf("unknown TurnRating field %s", name)
+}
+
+// SetField sets the value of a field with the given name. It returns an error if
+// the field is not defined in the schema, or if the type mismatched the field
+// type.
+func (m *TurnRatingMutation) SetField(name string, value ent.Value) error {
+	switch name {
+	case turnrating.FieldCreatedAt:
+		v, ok := value.(time.Time)
+		if !ok {
+			return fmt.Errorf("unexpected type %T for field %s", value, name)
+		}
+		m.SetCreatedAt(v)
+		return nil
+	case turnrating.FieldUpdatedAt:
+		v, ok := value.(time.Time)
+		if !ok {
+			return fmt.Errorf("unexpected type %T for field %s", value, name)
+		}
+		m.SetUpdatedAt(v)
+		return nil
+	case turnrating.FieldOrganizationID:
+		v, ok := value.(int)
+		if !ok {
+			return fmt.Errorf("unexpected type %T for field %s", value, name)
+		}
+		m.SetOrganizationID(v)
+		return nil
+	case turnrating.FieldUserID:
+		v, ok := value.(int)
+		if !ok {
+			return fmt.Errorf("unexpected type %T for field %s", value, name)
+		}
+		m.SetUserID(v)
+		return nil
+	case turnrating.FieldTurnID:
+		v, ok := value.(int)
+		if !ok {
+			return fmt.Errorf("unexpected type %T for field %s", value, name)
+		}
+		m.SetTurnID(v)
+		return nil
+	case turnrating.FieldAgentID:
+		v, ok := value.(int)
+		if !ok {
+			return fmt.Errorf("unexpected type %T for field %s", value, name)
+		}
+		m.SetAgentID(v)
+		return nil
+	case turnrating.FieldRating:
+		v, ok := value.(turnrating.Rating)
+		if !ok {
+			return fmt.Errorf("unexpected type %T for field %s", value, name)
+		}
+		m.SetRating(v)
+		return nil
+	case turnrating.FieldComment:
+		v, ok := value.(string)
+		if !ok {
+			return fmt.Errorf("unexpected type %T for field %s", value, name)
+		}
+		m.SetComment(v)
+		return nil
+	}
+	return fmt.Errorf("unknown TurnRating field %s", name)
+}
+
+// AddedFields returns all numeric fields that were incremented/decremented during
+// this mutation.
+func (m *TurnRatingMutation) AddedFields() []string {
+	var fields []string
+	if m.addorganization_id != nil {
+		fields = append(fields, turnrating.FieldOrganizationID)
+	}
+	if m.adduser_id != nil {
+		fields = append(fields, turnrating.FieldUserID)
+	}
+	if m.addagent_id != nil {
+		fields = append(fields, turnrating.FieldAgentID)
+	}
+	return fields
+}
+
+// AddedField returns the numeric value that was incremented/decremented on a field
+// with the given name. The second boolean return value indicates that this field
+// was not set, or was not defined in the schema.
+func (m *TurnRatingMutation) AddedField(name string) (ent.Value, bool) {
+	switch name {
+	case turnrating.FieldOrganizationID:
+		return m.AddedOrganizationID()
+	case turnrating.FieldUserID:
+		return m.AddedUserID()
+	case turnrating.FieldAgentID:
+		return m.AddedAgentID()
+	}
+	return nil, false
+}
+
+// AddField adds the value to the field with the given name. It returns an error if
+// the field is not defined in the schema, or if the type mismatched the field
+// type.
+func (m *TurnRatingMutation) AddField(name string, value ent.Value) error {
+	switch name {
+	case turnrating.FieldOrganizationID:
+		v, ok := value.(int)
+		if !ok {
+			return fmt.Errorf("unexpected type %T for field %s", value, name)
+		}
+		m.AddOrganizationID(v)
+		return nil
+	case turnrating.FieldUserID:
+		v, ok := value.(int)
+		if !ok {
+			return fmt.Errorf("unexpected type %T for field %s", value, name)
+		}
+		m.AddUserID(v)
+		return nil
+	case turnrating.FieldAgentID:
+		v, ok := value.(int)
+		if !ok {
+			return fmt.Errorf("unexpected type %T for field %s", value, name)
+		}
+		m.AddAgentID(v)
+		return nil
+	}
+	return fmt.Errorf("unknown TurnRating numeric field %s", name)
+}
+
+// ClearedFields returns all nullable fields that were cleared during this
+// mutation.
+func (m *TurnRatingMutation) ClearedFields() []string {
+	return nil
+}
+
+// FieldCleared returns a boolean indicating if a field with the given name was
+// cleared in this mutation.
+func (m *TurnRatingMutation) FieldCleared(name string) bool {
+	_, ok := m.clearedFields[name]
+	return ok
+}
+
+// ClearField clears the value of the field with the given name. It returns an
+// error if the field is not defined in the schema.
+func (m *TurnRatingMutation) ClearField(name string) error {
+	return fmt.Errorf("unknown TurnRating nullable field %s", name)
+}
+
+// ResetField resets all changes in the mutation for the field with the given name.
+// It returns an error if the field is not defined in the schema.
+func (m *TurnRatingMutation) ResetField(name string) error {
+	switch name {
+	case turnrating.FieldCreatedAt:
+		m.ResetCreatedAt()
+		return nil
+	case turnrating.FieldUpdatedAt:
+		m.ResetUpdatedAt()
+		return nil
+	case turnrating.FieldOrganizationID:
+		m.ResetOrganizationID()
+		return nil
+	case turnrating.FieldUserID:
+		m.ResetUserID()
+		return nil
+	case turnrating.FieldTurnID:
+		m.ResetTurnID()
+		return nil
+	case turnrating.FieldAgentID:
+		m.ResetAgentID()
+		return nil
+	case turnrating.FieldRating:
+		m.ResetRating()
+		return nil
+	case turnrating.FieldComment:
+		m.ResetComment()
+		return nil
+	}
+	return fmt.Errorf("unknown TurnRating field %s", name)
+}
+
+// AddedEdges returns all edge names that were set/added in this mutation.
+func (m *TurnRatingMutation) AddedEdges() []string {
+	edges := make([]string, 0, 1)
+	if m.turn != nil {
+		edges = append(edges, turnrating.EdgeTurn)
+	}
+	return edges
+}
+
+// AddedIDs returns all IDs (to other nodes) that were added for the given edge
+// name in this mutation.
+func (m *TurnRatingMutation) AddedIDs(name string) []ent.Value {
+	switch name {
+	case turnrating.EdgeTurn:
+		if id := m.turn; id != nil {
+			return []ent.Value{*id}
+		}
+	}
+	return nil
+}
+
+// RemovedEdges returns all edge names that were removed in this mutation.
+func (m *TurnRatingMutation) RemovedEdges() []string {
+	edges := make([]string, 0, 1)
+	return edges
+}
+
+// RemovedIDs returns all IDs (to other nodes) that were removed for the edge with
+// the given name in this mutation.
+func (m *TurnRatingMutation) RemovedIDs(name string) []ent.Value {
+	return nil
+}
+
+// ClearedEdges returns all edge names that were cleared in this mutation.
+func (m *TurnRatingMutation) ClearedEdges() []string {
+	edges := make([]string, 0, 1)
+	if m.clearedturn {
+		edges = append(edges, turnrating.EdgeTurn)
+	}
+	return edges
+}
+
+// EdgeCleared returns a boolean which indicates if the edge with the given name
+// was cleared in this mutation.
+func (m *TurnRatingMutation) EdgeCleared(name string) bool {
+	switch name {
+	case turnrating.EdgeTurn:
+		return m.clearedturn
+	}
+	return false
+}
+
+// ClearEdge clears the value of the edge with the given name. It returns an error
+// if that edge is not defined in the schema.
+func (m *TurnRatingMutation) ClearEdge(name string) error {
+	switch name {
+	case turnrating.EdgeTurn:
+		m.ClearTurn()
+		return nil
+	}
+	return fmt.Errorf("unknown TurnRating unique edge %s", name)
+}
+
+// ResetEdge resets all changes to the edge with the given name in this mutation.
+// It returns an error if the edge is not defined in the schema.
+func (m *TurnRatingMutation) ResetEdge(name string) error {
+	switch name {
+	case turnrating.EdgeTurn:
+		m.ResetTurn()
+		return nil
+	}
+	return fmt.Errorf("unknown TurnRating edge %s", name)
 }
 
 // UserMutation represents an operation that mutates the User nodes in the graph.

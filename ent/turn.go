@@ -54,6 +54,8 @@ type Turn struct {
 	TraceParent *string `json:"trace_parent,omitempty"`
 	// answered by the replay provider, not a live model
 	Replayed bool `json:"replayed,omitempty"`
+	// True once regenerateTurn answered this turn's message again as a later turn: kept for the transcript, no longer the conversation's answer.
+	Superseded bool `json:"superseded,omitempty"`
 	// Edges holds the relations/edges for other nodes in the graph.
 	// The values are being populated by the TurnQuery when eager-loading is set.
 	Edges        TurnEdges `json:"edges"`
@@ -66,15 +68,18 @@ type TurnEdges struct {
 	Conversation *Conversation `json:"conversation,omitempty"`
 	// ToolCalls holds the value of the tool_calls edge.
 	ToolCalls []*ToolCall `json:"tool_calls,omitempty"`
+	// Ratings holds the value of the ratings edge.
+	Ratings []*TurnRating `json:"ratings,omitempty"`
 	// ModelCalls holds the value of the model_calls edge.
 	ModelCalls []*ModelCall `json:"model_calls,omitempty"`
 	// loadedTypes holds the information for reporting if a
 	// type was loaded (or requested) in eager-loading or not.
-	loadedTypes [3]bool
+	loadedTypes [4]bool
 	// totalCount holds the count of the edges above.
 	totalCount [1]map[string]int
 
 	namedToolCalls  map[string][]*ToolCall
+	namedRatings    map[string][]*TurnRating
 	namedModelCalls map[string][]*ModelCall
 }
 
@@ -98,10 +103,19 @@ func (e TurnEdges) ToolCallsOrErr() ([]*ToolCall, error) {
 	return nil, &NotLoadedError{edge: "tool_calls"}
 }
 
+// RatingsOrErr returns the Ratings value or an error if the edge
+// was not loaded in eager-loading.
+func (e TurnEdges) RatingsOrErr() ([]*TurnRating, error) {
+	if e.loadedTypes[2] {
+		return e.Ratings, nil
+	}
+	return nil, &NotLoadedError{edge: "ratings"}
+}
+
 // ModelCallsOrErr returns the ModelCalls value or an error if the edge
 // was not loaded in eager-loading.
 func (e TurnEdges) ModelCallsOrErr() ([]*ModelCall, error) {
-	if e.loadedTypes[2] {
+	if e.loadedTypes[3] {
 		return e.ModelCalls, nil
 	}
 	return nil, &NotLoadedError{edge: "model_calls"}
@@ -114,7 +128,7 @@ func (*Turn) scanValues(columns []string) ([]any, error) {
 		switch columns[i] {
 		case turn.FieldSuggestions, turn.FieldClarification, turn.FieldAgentConfig:
 			values[i] = new([]byte)
-		case turn.FieldReplayed:
+		case turn.FieldReplayed, turn.FieldSuperseded:
 			values[i] = new(sql.NullBool)
 		case turn.FieldID, turn.FieldConversationID, turn.FieldNumber:
 			values[i] = new(sql.NullInt64)
@@ -258,6 +272,12 @@ func (_m *Turn) assignValues(columns []string, values []any) error {
 			} else if value.Valid {
 				_m.Replayed = value.Bool
 			}
+		case turn.FieldSuperseded:
+			if value, ok := values[i].(*sql.NullBool); !ok {
+				return fmt.Errorf("unexpected type %T for field superseded", values[i])
+			} else if value.Valid {
+				_m.Superseded = value.Bool
+			}
 		default:
 			_m.selectValues.Set(columns[i], values[i])
 		}
@@ -279,6 +299,11 @@ func (_m *Turn) QueryConversation() *ConversationQuery {
 // QueryToolCalls queries the "tool_calls" edge of the Turn entity.
 func (_m *Turn) QueryToolCalls() *ToolCallQuery {
 	return NewTurnClient(_m.config).QueryToolCalls(_m)
+}
+
+// QueryRatings queries the "ratings" edge of the Turn entity.
+func (_m *Turn) QueryRatings() *TurnRatingQuery {
+	return NewTurnClient(_m.config).QueryRatings(_m)
 }
 
 // QueryModelCalls queries the "model_calls" edge of the Turn entity.
@@ -373,6 +398,9 @@ func (_m *Turn) String() string {
 	builder.WriteString(", ")
 	builder.WriteString("replayed=")
 	builder.WriteString(fmt.Sprintf("%v", _m.Replayed))
+	builder.WriteString(", ")
+	builder.WriteString("superseded=")
+	builder.WriteString(fmt.Sprintf("%v", _m.Superseded))
 	builder.WriteByte(')')
 	return builder.String()
 }
@@ -398,6 +426,30 @@ func (_m *Turn) appendNamedToolCalls(name string, edges ...*ToolCall) {
 		_m.Edges.namedToolCalls[name] = []*ToolCall{}
 	} else {
 		_m.Edges.namedToolCalls[name] = append(_m.Edges.namedToolCalls[name], edges...)
+	}
+}
+
+// NamedRatings returns the Ratings named value or an error if the edge was not
+// loaded in eager-loading with this name.
+func (_m *Turn) NamedRatings(name string) ([]*TurnRating, error) {
+	if _m.Edges.namedRatings == nil {
+		return nil, &NotLoadedError{edge: name}
+	}
+	nodes, ok := _m.Edges.namedRatings[name]
+	if !ok {
+		return nil, &NotLoadedError{edge: name}
+	}
+	return nodes, nil
+}
+
+func (_m *Turn) appendNamedRatings(name string, edges ...*TurnRating) {
+	if _m.Edges.namedRatings == nil {
+		_m.Edges.namedRatings = make(map[string][]*TurnRating)
+	}
+	if len(edges) == 0 {
+		_m.Edges.namedRatings[name] = []*TurnRating{}
+	} else {
+		_m.Edges.namedRatings[name] = append(_m.Edges.namedRatings[name], edges...)
 	}
 }
 

@@ -16,6 +16,7 @@ import (
 	"github.com/toolgate/toolgate/ent/schematype"
 	"github.com/toolgate/toolgate/ent/toolcall"
 	"github.com/toolgate/toolgate/ent/turn"
+	"github.com/toolgate/toolgate/ent/turnrating"
 )
 
 // TurnCreate is the builder for creating a Turn entity.
@@ -216,6 +217,20 @@ func (_c *TurnCreate) SetNillableReplayed(v *bool) *TurnCreate {
 	return _c
 }
 
+// SetSuperseded sets the "superseded" field.
+func (_c *TurnCreate) SetSuperseded(v bool) *TurnCreate {
+	_c.mutation.SetSuperseded(v)
+	return _c
+}
+
+// SetNillableSuperseded sets the "superseded" field if the given value is not nil.
+func (_c *TurnCreate) SetNillableSuperseded(v *bool) *TurnCreate {
+	if v != nil {
+		_c.SetSuperseded(*v)
+	}
+	return _c
+}
+
 // SetConversation sets the "conversation" edge to the Conversation entity.
 func (_c *TurnCreate) SetConversation(v *Conversation) *TurnCreate {
 	return _c.SetConversationID(v.ID)
@@ -234,6 +249,21 @@ func (_c *TurnCreate) AddToolCalls(v ...*ToolCall) *TurnCreate {
 		ids[i] = v[i].ID
 	}
 	return _c.AddToolCallIDs(ids...)
+}
+
+// AddRatingIDs adds the "ratings" edge to the TurnRating entity by IDs.
+func (_c *TurnCreate) AddRatingIDs(ids ...int) *TurnCreate {
+	_c.mutation.AddRatingIDs(ids...)
+	return _c
+}
+
+// AddRatings adds the "ratings" edges to the TurnRating entity.
+func (_c *TurnCreate) AddRatings(v ...*TurnRating) *TurnCreate {
+	ids := make([]int, len(v))
+	for i := range v {
+		ids[i] = v[i].ID
+	}
+	return _c.AddRatingIDs(ids...)
 }
 
 // AddModelCallIDs adds the "model_calls" edge to the ModelCall entity by IDs.
@@ -311,6 +341,10 @@ func (_c *TurnCreate) defaults() error {
 		v := turn.DefaultReplayed
 		_c.mutation.SetReplayed(v)
 	}
+	if _, ok := _c.mutation.Superseded(); !ok {
+		v := turn.DefaultSuperseded
+		_c.mutation.SetSuperseded(v)
+	}
 	return nil
 }
 
@@ -349,6 +383,9 @@ func (_c *TurnCreate) check() error {
 	}
 	if _, ok := _c.mutation.Replayed(); !ok {
 		return &ValidationError{Name: "replayed", err: errors.New(`ent: missing required field "Turn.replayed"`)}
+	}
+	if _, ok := _c.mutation.Superseded(); !ok {
+		return &ValidationError{Name: "superseded", err: errors.New(`ent: missing required field "Turn.superseded"`)}
 	}
 	if len(_c.mutation.ConversationIDs()) == 0 {
 		return &ValidationError{Name: "conversation", err: errors.New(`ent: missing required edge "Turn.conversation"`)}
@@ -444,6 +481,10 @@ func (_c *TurnCreate) createSpec() (*Turn, *sqlgraph.CreateSpec) {
 		_spec.SetField(turn.FieldReplayed, field.TypeBool, value)
 		_node.Replayed = value
 	}
+	if value, ok := _c.mutation.Superseded(); ok {
+		_spec.SetField(turn.FieldSuperseded, field.TypeBool, value)
+		_node.Superseded = value
+	}
 	if nodes := _c.mutation.ConversationIDs(); len(nodes) > 0 {
 		edge := &sqlgraph.EdgeSpec{
 			Rel:     sqlgraph.M2O,
@@ -470,6 +511,22 @@ func (_c *TurnCreate) createSpec() (*Turn, *sqlgraph.CreateSpec) {
 			Bidi:    false,
 			Target: &sqlgraph.EdgeTarget{
 				IDSpec: sqlgraph.NewFieldSpec(toolcall.FieldID, field.TypeInt),
+			},
+		}
+		for _, k := range nodes {
+			edge.Target.Nodes = append(edge.Target.Nodes, k)
+		}
+		_spec.Edges = append(_spec.Edges, edge)
+	}
+	if nodes := _c.mutation.RatingsIDs(); len(nodes) > 0 {
+		edge := &sqlgraph.EdgeSpec{
+			Rel:     sqlgraph.O2M,
+			Inverse: false,
+			Table:   turn.RatingsTable,
+			Columns: []string{turn.RatingsColumn},
+			Bidi:    false,
+			Target: &sqlgraph.EdgeTarget{
+				IDSpec: sqlgraph.NewFieldSpec(turnrating.FieldID, field.TypeInt),
 			},
 		}
 		for _, k := range nodes {
@@ -740,6 +797,18 @@ func (u *TurnUpsert) SetReplayed(v bool) *TurnUpsert {
 // UpdateReplayed sets the "replayed" field to the value that was provided on create.
 func (u *TurnUpsert) UpdateReplayed() *TurnUpsert {
 	u.SetExcluded(turn.FieldReplayed)
+	return u
+}
+
+// SetSuperseded sets the "superseded" field.
+func (u *TurnUpsert) SetSuperseded(v bool) *TurnUpsert {
+	u.Set(turn.FieldSuperseded, v)
+	return u
+}
+
+// UpdateSuperseded sets the "superseded" field to the value that was provided on create.
+func (u *TurnUpsert) UpdateSuperseded() *TurnUpsert {
+	u.SetExcluded(turn.FieldSuperseded)
 	return u
 }
 
@@ -1028,6 +1097,20 @@ func (u *TurnUpsertOne) SetReplayed(v bool) *TurnUpsertOne {
 func (u *TurnUpsertOne) UpdateReplayed() *TurnUpsertOne {
 	return u.Update(func(s *TurnUpsert) {
 		s.UpdateReplayed()
+	})
+}
+
+// SetSuperseded sets the "superseded" field.
+func (u *TurnUpsertOne) SetSuperseded(v bool) *TurnUpsertOne {
+	return u.Update(func(s *TurnUpsert) {
+		s.SetSuperseded(v)
+	})
+}
+
+// UpdateSuperseded sets the "superseded" field to the value that was provided on create.
+func (u *TurnUpsertOne) UpdateSuperseded() *TurnUpsertOne {
+	return u.Update(func(s *TurnUpsert) {
+		s.UpdateSuperseded()
 	})
 }
 
@@ -1482,6 +1565,20 @@ func (u *TurnUpsertBulk) SetReplayed(v bool) *TurnUpsertBulk {
 func (u *TurnUpsertBulk) UpdateReplayed() *TurnUpsertBulk {
 	return u.Update(func(s *TurnUpsert) {
 		s.UpdateReplayed()
+	})
+}
+
+// SetSuperseded sets the "superseded" field.
+func (u *TurnUpsertBulk) SetSuperseded(v bool) *TurnUpsertBulk {
+	return u.Update(func(s *TurnUpsert) {
+		s.SetSuperseded(v)
+	})
+}
+
+// UpdateSuperseded sets the "superseded" field to the value that was provided on create.
+func (u *TurnUpsertBulk) UpdateSuperseded() *TurnUpsertBulk {
+	return u.Update(func(s *TurnUpsert) {
+		s.UpdateSuperseded()
 	})
 }
 

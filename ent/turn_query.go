@@ -18,6 +18,7 @@ import (
 	"github.com/toolgate/toolgate/ent/predicate"
 	"github.com/toolgate/toolgate/ent/toolcall"
 	"github.com/toolgate/toolgate/ent/turn"
+	"github.com/toolgate/toolgate/ent/turnrating"
 )
 
 // TurnQuery is the builder for querying Turn entities.
@@ -29,10 +30,12 @@ type TurnQuery struct {
 	predicates          []predicate.Turn
 	withConversation    *ConversationQuery
 	withToolCalls       *ToolCallQuery
+	withRatings         *TurnRatingQuery
 	withModelCalls      *ModelCallQuery
 	modifiers           []func(*sql.Selector)
 	loadTotal           []func(context.Context, []*Turn) error
 	withNamedToolCalls  map[string]*ToolCallQuery
+	withNamedRatings    map[string]*TurnRatingQuery
 	withNamedModelCalls map[string]*ModelCallQuery
 	// intermediate query (i.e. traversal path).
 	sql  *sql.Selector
@@ -107,6 +110,28 @@ func (_q *TurnQuery) QueryToolCalls() *ToolCallQuery {
 			sqlgraph.From(turn.Table, turn.FieldID, selector),
 			sqlgraph.To(toolcall.Table, toolcall.FieldID),
 			sqlgraph.Edge(sqlgraph.O2M, false, turn.ToolCallsTable, turn.ToolCallsColumn),
+		)
+		fromU = sqlgraph.SetNeighbors(_q.driver.Dialect(), step)
+		return fromU, nil
+	}
+	return query
+}
+
+// QueryRatings chains the current query on the "ratings" edge.
+func (_q *TurnQuery) QueryRatings() *TurnRatingQuery {
+	query := (&TurnRatingClient{config: _q.config}).Query()
+	query.path = func(ctx context.Context) (fromU *sql.Selector, err error) {
+		if err := _q.prepareQuery(ctx); err != nil {
+			return nil, err
+		}
+		selector := _q.sqlQuery(ctx)
+		if err := selector.Err(); err != nil {
+			return nil, err
+		}
+		step := sqlgraph.NewStep(
+			sqlgraph.From(turn.Table, turn.FieldID, selector),
+			sqlgraph.To(turnrating.Table, turnrating.FieldID),
+			sqlgraph.Edge(sqlgraph.O2M, false, turn.RatingsTable, turn.RatingsColumn),
 		)
 		fromU = sqlgraph.SetNeighbors(_q.driver.Dialect(), step)
 		return fromU, nil
@@ -330,6 +355,7 @@ func (_q *TurnQuery) Clone() *TurnQuery {
 		predicates:       append([]predicate.Turn{}, _q.predicates...),
 		withConversation: _q.withConversation.Clone(),
 		withToolCalls:    _q.withToolCalls.Clone(),
+		withRatings:      _q.withRatings.Clone(),
 		withModelCalls:   _q.withModelCalls.Clone(),
 		// clone intermediate query.
 		sql:  _q.sql.Clone(),
@@ -356,6 +382,17 @@ func (_q *TurnQuery) WithToolCalls(opts ...func(*ToolCallQuery)) *TurnQuery {
 		opt(query)
 	}
 	_q.withToolCalls = query
+	return _q
+}
+
+// WithRatings tells the query-builder to eager-load the nodes that are connected to
+// the "ratings" edge. The optional arguments are used to configure the query builder of the edge.
+func (_q *TurnQuery) WithRatings(opts ...func(*TurnRatingQuery)) *TurnQuery {
+	query := (&TurnRatingClient{config: _q.config}).Query()
+	for _, opt := range opts {
+		opt(query)
+	}
+	_q.withRatings = query
 	return _q
 }
 
@@ -454,9 +491,10 @@ func (_q *TurnQuery) sqlAll(ctx context.Context, hooks ...queryHook) ([]*Turn, e
 	var (
 		nodes       = []*Turn{}
 		_spec       = _q.querySpec()
-		loadedTypes = [3]bool{
+		loadedTypes = [4]bool{
 			_q.withConversation != nil,
 			_q.withToolCalls != nil,
+			_q.withRatings != nil,
 			_q.withModelCalls != nil,
 		}
 	)
@@ -494,6 +532,13 @@ func (_q *TurnQuery) sqlAll(ctx context.Context, hooks ...queryHook) ([]*Turn, e
 			return nil, err
 		}
 	}
+	if query := _q.withRatings; query != nil {
+		if err := _q.loadRatings(ctx, query, nodes,
+			func(n *Turn) { n.Edges.Ratings = []*TurnRating{} },
+			func(n *Turn, e *TurnRating) { n.Edges.Ratings = append(n.Edges.Ratings, e) }); err != nil {
+			return nil, err
+		}
+	}
 	if query := _q.withModelCalls; query != nil {
 		if err := _q.loadModelCalls(ctx, query, nodes,
 			func(n *Turn) { n.Edges.ModelCalls = []*ModelCall{} },
@@ -505,6 +550,13 @@ func (_q *TurnQuery) sqlAll(ctx context.Context, hooks ...queryHook) ([]*Turn, e
 		if err := _q.loadToolCalls(ctx, query, nodes,
 			func(n *Turn) { n.appendNamedToolCalls(name) },
 			func(n *Turn, e *ToolCall) { n.appendNamedToolCalls(name, e) }); err != nil {
+			return nil, err
+		}
+	}
+	for name, query := range _q.withNamedRatings {
+		if err := _q.loadRatings(ctx, query, nodes,
+			func(n *Turn) { n.appendNamedRatings(name) },
+			func(n *Turn, e *TurnRating) { n.appendNamedRatings(name, e) }); err != nil {
 			return nil, err
 		}
 	}
@@ -567,6 +619,36 @@ func (_q *TurnQuery) loadToolCalls(ctx context.Context, query *ToolCallQuery, no
 	}
 	query.Where(predicate.ToolCall(func(s *sql.Selector) {
 		s.Where(sql.InValues(s.C(turn.ToolCallsColumn), fks...))
+	}))
+	neighbors, err := query.All(ctx)
+	if err != nil {
+		return err
+	}
+	for _, n := range neighbors {
+		fk := n.TurnID
+		node, ok := nodeids[fk]
+		if !ok {
+			return fmt.Errorf(`unexpected referenced foreign-key "turn_id" returned %v for node %v`, fk, n.ID)
+		}
+		assign(node, n)
+	}
+	return nil
+}
+func (_q *TurnQuery) loadRatings(ctx context.Context, query *TurnRatingQuery, nodes []*Turn, init func(*Turn), assign func(*Turn, *TurnRating)) error {
+	fks := make([]driver.Value, 0, len(nodes))
+	nodeids := make(map[int]*Turn)
+	for i := range nodes {
+		fks = append(fks, nodes[i].ID)
+		nodeids[nodes[i].ID] = nodes[i]
+		if init != nil {
+			init(nodes[i])
+		}
+	}
+	if len(query.ctx.Fields) > 0 {
+		query.ctx.AppendFieldOnce(turnrating.FieldTurnID)
+	}
+	query.Where(predicate.TurnRating(func(s *sql.Selector) {
+		s.Where(sql.InValues(s.C(turn.RatingsColumn), fks...))
 	}))
 	neighbors, err := query.All(ctx)
 	if err != nil {
@@ -711,6 +793,20 @@ func (_q *TurnQuery) WithNamedToolCalls(name string, opts ...func(*ToolCallQuery
 		_q.withNamedToolCalls = make(map[string]*ToolCallQuery)
 	}
 	_q.withNamedToolCalls[name] = query
+	return _q
+}
+
+// WithNamedRatings tells the query-builder to eager-load the nodes that are connected to the "ratings"
+// edge with the given name. The optional arguments are used to configure the query builder of the edge.
+func (_q *TurnQuery) WithNamedRatings(name string, opts ...func(*TurnRatingQuery)) *TurnQuery {
+	query := (&TurnRatingClient{config: _q.config}).Query()
+	for _, opt := range opts {
+		opt(query)
+	}
+	if _q.withNamedRatings == nil {
+		_q.withNamedRatings = make(map[string]*TurnRatingQuery)
+	}
+	_q.withNamedRatings[name] = query
 	return _q
 }
 

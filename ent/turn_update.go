@@ -17,6 +17,7 @@ import (
 	"github.com/toolgate/toolgate/ent/schematype"
 	"github.com/toolgate/toolgate/ent/toolcall"
 	"github.com/toolgate/toolgate/ent/turn"
+	"github.com/toolgate/toolgate/ent/turnrating"
 )
 
 // TurnUpdate is the builder for updating Turn entities.
@@ -236,6 +237,20 @@ func (_u *TurnUpdate) SetNillableReplayed(v *bool) *TurnUpdate {
 	return _u
 }
 
+// SetSuperseded sets the "superseded" field.
+func (_u *TurnUpdate) SetSuperseded(v bool) *TurnUpdate {
+	_u.mutation.SetSuperseded(v)
+	return _u
+}
+
+// SetNillableSuperseded sets the "superseded" field if the given value is not nil.
+func (_u *TurnUpdate) SetNillableSuperseded(v *bool) *TurnUpdate {
+	if v != nil {
+		_u.SetSuperseded(*v)
+	}
+	return _u
+}
+
 // AddToolCallIDs adds the "tool_calls" edge to the ToolCall entity by IDs.
 func (_u *TurnUpdate) AddToolCallIDs(ids ...int) *TurnUpdate {
 	_u.mutation.AddToolCallIDs(ids...)
@@ -249,6 +264,21 @@ func (_u *TurnUpdate) AddToolCalls(v ...*ToolCall) *TurnUpdate {
 		ids[i] = v[i].ID
 	}
 	return _u.AddToolCallIDs(ids...)
+}
+
+// AddRatingIDs adds the "ratings" edge to the TurnRating entity by IDs.
+func (_u *TurnUpdate) AddRatingIDs(ids ...int) *TurnUpdate {
+	_u.mutation.AddRatingIDs(ids...)
+	return _u
+}
+
+// AddRatings adds the "ratings" edges to the TurnRating entity.
+func (_u *TurnUpdate) AddRatings(v ...*TurnRating) *TurnUpdate {
+	ids := make([]int, len(v))
+	for i := range v {
+		ids[i] = v[i].ID
+	}
+	return _u.AddRatingIDs(ids...)
 }
 
 // AddModelCallIDs adds the "model_calls" edge to the ModelCall entity by IDs.
@@ -290,6 +320,27 @@ func (_u *TurnUpdate) RemoveToolCalls(v ...*ToolCall) *TurnUpdate {
 		ids[i] = v[i].ID
 	}
 	return _u.RemoveToolCallIDs(ids...)
+}
+
+// ClearRatings clears all "ratings" edges to the TurnRating entity.
+func (_u *TurnUpdate) ClearRatings() *TurnUpdate {
+	_u.mutation.ClearRatings()
+	return _u
+}
+
+// RemoveRatingIDs removes the "ratings" edge to TurnRating entities by IDs.
+func (_u *TurnUpdate) RemoveRatingIDs(ids ...int) *TurnUpdate {
+	_u.mutation.RemoveRatingIDs(ids...)
+	return _u
+}
+
+// RemoveRatings removes "ratings" edges to TurnRating entities.
+func (_u *TurnUpdate) RemoveRatings(v ...*TurnRating) *TurnUpdate {
+	ids := make([]int, len(v))
+	for i := range v {
+		ids[i] = v[i].ID
+	}
+	return _u.RemoveRatingIDs(ids...)
 }
 
 // ClearModelCalls clears all "model_calls" edges to the ModelCall entity.
@@ -433,6 +484,9 @@ func (_u *TurnUpdate) sqlSave(ctx context.Context) (_node int, err error) {
 	if value, ok := _u.mutation.Replayed(); ok {
 		_spec.SetField(turn.FieldReplayed, field.TypeBool, value)
 	}
+	if value, ok := _u.mutation.Superseded(); ok {
+		_spec.SetField(turn.FieldSuperseded, field.TypeBool, value)
+	}
 	if _u.mutation.ToolCallsCleared() {
 		edge := &sqlgraph.EdgeSpec{
 			Rel:     sqlgraph.O2M,
@@ -471,6 +525,51 @@ func (_u *TurnUpdate) sqlSave(ctx context.Context) (_node int, err error) {
 			Bidi:    false,
 			Target: &sqlgraph.EdgeTarget{
 				IDSpec: sqlgraph.NewFieldSpec(toolcall.FieldID, field.TypeInt),
+			},
+		}
+		for _, k := range nodes {
+			edge.Target.Nodes = append(edge.Target.Nodes, k)
+		}
+		_spec.Edges.Add = append(_spec.Edges.Add, edge)
+	}
+	if _u.mutation.RatingsCleared() {
+		edge := &sqlgraph.EdgeSpec{
+			Rel:     sqlgraph.O2M,
+			Inverse: false,
+			Table:   turn.RatingsTable,
+			Columns: []string{turn.RatingsColumn},
+			Bidi:    false,
+			Target: &sqlgraph.EdgeTarget{
+				IDSpec: sqlgraph.NewFieldSpec(turnrating.FieldID, field.TypeInt),
+			},
+		}
+		_spec.Edges.Clear = append(_spec.Edges.Clear, edge)
+	}
+	if nodes := _u.mutation.RemovedRatingsIDs(); len(nodes) > 0 && !_u.mutation.RatingsCleared() {
+		edge := &sqlgraph.EdgeSpec{
+			Rel:     sqlgraph.O2M,
+			Inverse: false,
+			Table:   turn.RatingsTable,
+			Columns: []string{turn.RatingsColumn},
+			Bidi:    false,
+			Target: &sqlgraph.EdgeTarget{
+				IDSpec: sqlgraph.NewFieldSpec(turnrating.FieldID, field.TypeInt),
+			},
+		}
+		for _, k := range nodes {
+			edge.Target.Nodes = append(edge.Target.Nodes, k)
+		}
+		_spec.Edges.Clear = append(_spec.Edges.Clear, edge)
+	}
+	if nodes := _u.mutation.RatingsIDs(); len(nodes) > 0 {
+		edge := &sqlgraph.EdgeSpec{
+			Rel:     sqlgraph.O2M,
+			Inverse: false,
+			Table:   turn.RatingsTable,
+			Columns: []string{turn.RatingsColumn},
+			Bidi:    false,
+			Target: &sqlgraph.EdgeTarget{
+				IDSpec: sqlgraph.NewFieldSpec(turnrating.FieldID, field.TypeInt),
 			},
 		}
 		for _, k := range nodes {
@@ -747,6 +846,20 @@ func (_u *TurnUpdateOne) SetNillableReplayed(v *bool) *TurnUpdateOne {
 	return _u
 }
 
+// SetSuperseded sets the "superseded" field.
+func (_u *TurnUpdateOne) SetSuperseded(v bool) *TurnUpdateOne {
+	_u.mutation.SetSuperseded(v)
+	return _u
+}
+
+// SetNillableSuperseded sets the "superseded" field if the given value is not nil.
+func (_u *TurnUpdateOne) SetNillableSuperseded(v *bool) *TurnUpdateOne {
+	if v != nil {
+		_u.SetSuperseded(*v)
+	}
+	return _u
+}
+
 // AddToolCallIDs adds the "tool_calls" edge to the ToolCall entity by IDs.
 func (_u *TurnUpdateOne) AddToolCallIDs(ids ...int) *TurnUpdateOne {
 	_u.mutation.AddToolCallIDs(ids...)
@@ -760,6 +873,21 @@ func (_u *TurnUpdateOne) AddToolCalls(v ...*ToolCall) *TurnUpdateOne {
 		ids[i] = v[i].ID
 	}
 	return _u.AddToolCallIDs(ids...)
+}
+
+// AddRatingIDs adds the "ratings" edge to the TurnRating entity by IDs.
+func (_u *TurnUpdateOne) AddRatingIDs(ids ...int) *TurnUpdateOne {
+	_u.mutation.AddRatingIDs(ids...)
+	return _u
+}
+
+// AddRatings adds the "ratings" edges to the TurnRating entity.
+func (_u *TurnUpdateOne) AddRatings(v ...*TurnRating) *TurnUpdateOne {
+	ids := make([]int, len(v))
+	for i := range v {
+		ids[i] = v[i].ID
+	}
+	return _u.AddRatingIDs(ids...)
 }
 
 // AddModelCallIDs adds the "model_calls" edge to the ModelCall entity by IDs.
@@ -801,6 +929,27 @@ func (_u *TurnUpdateOne) RemoveToolCalls(v ...*ToolCall) *TurnUpdateOne {
 		ids[i] = v[i].ID
 	}
 	return _u.RemoveToolCallIDs(ids...)
+}
+
+// ClearRatings clears all "ratings" edges to the TurnRating entity.
+func (_u *TurnUpdateOne) ClearRatings() *TurnUpdateOne {
+	_u.mutation.ClearRatings()
+	return _u
+}
+
+// RemoveRatingIDs removes the "ratings" edge to TurnRating entities by IDs.
+func (_u *TurnUpdateOne) RemoveRatingIDs(ids ...int) *TurnUpdateOne {
+	_u.mutation.RemoveRatingIDs(ids...)
+	return _u
+}
+
+// RemoveRatings removes "ratings" edges to TurnRating entities.
+func (_u *TurnUpdateOne) RemoveRatings(v ...*TurnRating) *TurnUpdateOne {
+	ids := make([]int, len(v))
+	for i := range v {
+		ids[i] = v[i].ID
+	}
+	return _u.RemoveRatingIDs(ids...)
 }
 
 // ClearModelCalls clears all "model_calls" edges to the ModelCall entity.
@@ -974,6 +1123,9 @@ func (_u *TurnUpdateOne) sqlSave(ctx context.Context) (_node *Turn, err error) {
 	if value, ok := _u.mutation.Replayed(); ok {
 		_spec.SetField(turn.FieldReplayed, field.TypeBool, value)
 	}
+	if value, ok := _u.mutation.Superseded(); ok {
+		_spec.SetField(turn.FieldSuperseded, field.TypeBool, value)
+	}
 	if _u.mutation.ToolCallsCleared() {
 		edge := &sqlgraph.EdgeSpec{
 			Rel:     sqlgraph.O2M,
@@ -1012,6 +1164,51 @@ func (_u *TurnUpdateOne) sqlSave(ctx context.Context) (_node *Turn, err error) {
 			Bidi:    false,
 			Target: &sqlgraph.EdgeTarget{
 				IDSpec: sqlgraph.NewFieldSpec(toolcall.FieldID, field.TypeInt),
+			},
+		}
+		for _, k := range nodes {
+			edge.Target.Nodes = append(edge.Target.Nodes, k)
+		}
+		_spec.Edges.Add = append(_spec.Edges.Add, edge)
+	}
+	if _u.mutation.RatingsCleared() {
+		edge := &sqlgraph.EdgeSpec{
+			Rel:     sqlgraph.O2M,
+			Inverse: false,
+			Table:   turn.RatingsTable,
+			Columns: []string{turn.RatingsColumn},
+			Bidi:    false,
+			Target: &sqlgraph.EdgeTarget{
+				IDSpec: sqlgraph.NewFieldSpec(turnrating.FieldID, field.TypeInt),
+			},
+		}
+		_spec.Edges.Clear = append(_spec.Edges.Clear, edge)
+	}
+	if nodes := _u.mutation.RemovedRatingsIDs(); len(nodes) > 0 && !_u.mutation.RatingsCleared() {
+		edge := &sqlgraph.EdgeSpec{
+			Rel:     sqlgraph.O2M,
+			Inverse: false,
+			Table:   turn.RatingsTable,
+			Columns: []string{turn.RatingsColumn},
+			Bidi:    false,
+			Target: &sqlgraph.EdgeTarget{
+				IDSpec: sqlgraph.NewFieldSpec(turnrating.FieldID, field.TypeInt),
+			},
+		}
+		for _, k := range nodes {
+			edge.Target.Nodes = append(edge.Target.Nodes, k)
+		}
+		_spec.Edges.Clear = append(_spec.Edges.Clear, edge)
+	}
+	if nodes := _u.mutation.RatingsIDs(); len(nodes) > 0 {
+		edge := &sqlgraph.EdgeSpec{
+			Rel:     sqlgraph.O2M,
+			Inverse: false,
+			Table:   turn.RatingsTable,
+			Columns: []string{turn.RatingsColumn},
+			Bidi:    false,
+			Target: &sqlgraph.EdgeTarget{
+				IDSpec: sqlgraph.NewFieldSpec(turnrating.FieldID, field.TypeInt),
 			},
 		}
 		for _, k := range nodes {

@@ -62,6 +62,8 @@ type Tx struct {
 	ToolCall *ToolCallClient
 	// Turn is the client for interacting with the Turn builders.
 	Turn *TurnClient
+	// TurnRating is the client for interacting with the TurnRating builders.
+	TurnRating *TurnRatingClient
 	// User is the client for interacting with the User builders.
 	User *UserClient
 	// WorkspaceFile is the client for interacting with the WorkspaceFile builders.
@@ -221,6 +223,7 @@ func (tx *Tx) init() {
 	tx.Task = NewTaskClient(tx.config)
 	tx.ToolCall = NewToolCallClient(tx.config)
 	tx.Turn = NewTurnClient(tx.config)
+	tx.TurnRating = NewTurnRatingClient(tx.config)
 	tx.User = NewUserClient(tx.config)
 	tx.WorkspaceFile = NewWorkspaceFileClient(tx.config)
 }

@@ -27,6 +27,8 @@ type consoleSeed struct {
 	researcher, seller string // agents
 	aliceConv, bobConv string // conversations
 	ref                string // a stored result of aliceConv, longer than one window
+	bob                string // Bob's user id
+	spareToken         string // an API token of Bob's, for the console to revoke
 }
 
 // seedConsole gives the organisation a month of spend (consoleMonth) by
@@ -157,6 +159,9 @@ func seedConsole(t testing.TB, b *testBundle) consoleSeed {
 	b.client.ModelCall.Create().SetTurnID(tu.ID).SetOrganizationID(b.alice.OrganizationID).SetAgentID(gidInt(t, s.researcher)).
 		SetUserID(b.alice.UserID).SetProvider("openai").SetModel("gpt-4.1").SetInputTokens(2400).SetOutputTokens(180).
 		SetCostMicros(6_240).SetCost(0.00624).SetStartedAt(start).ExecX(ctx)
+	s.bob = get(b.do(t, b.bob.Token, `{ viewer { id } }`, nil).ok(t), "viewer", "id").(string)
+	s.spareToken = get(b.do(t, b.bob.Token, `mutation { createAPIToken(input: {name: "spare"}) { apiToken { id } } }`, nil).ok(t),
+		"createAPIToken", "apiToken", "id").(string)
 	return s
 }
 
@@ -184,15 +189,21 @@ func gidOf(t testing.TB, b *testBundle, typ string, id int) string {
 // with; a document missing here fails TestConsoleOperations.
 func consoleVariables(s consoleSeed) map[string]map[string]any {
 	return map[string]map[string]any{
-		"viewer":      nil,
-		"agents":      nil,
-		"catalogue":   {"agentId": s.researcher},
-		"usage":       {"month": consoleMonth},
-		"budgets":     nil,
-		"turns":       nil,
-		"approvals":   nil,
-		"transcript":  {"id": s.aliceConv},
-		"read_result": {"conversationId": s.aliceConv, "ref": s.ref, "offset": 0, "maxChars": 4000},
+		"viewer":          nil,
+		"agents":          nil,
+		"catalogue":       {"agentId": s.researcher},
+		"usage":           {"month": consoleMonth},
+		"budgets":         nil,
+		"turns":           nil,
+		"approvals":       nil,
+		"ratings":         {"month": consoleMonth},
+		"access":          {"admin": true},
+		"revoke_token":    {"id": s.spareToken},
+		"set_role":        {"id": s.bob, "admin": false},
+		"deactivate_user": {"id": s.bob},
+		"reactivate_user": {"id": s.bob},
+		"transcript":      {"id": s.aliceConv},
+		"read_result":     {"conversationId": s.aliceConv, "ref": s.ref, "offset": 0, "maxChars": 4000},
 	}
 }
 
@@ -210,8 +221,15 @@ func TestConsoleOperations(t *testing.T) {
 		for name, doc := range ops {
 			v, ok := vars[name]
 			require.True(t, ok, "variables for %s", name)
+			if strings.Contains(doc, "\nmutation ") {
+				continue // below, in order
+			}
 			data := b.do(t, b.alice.Token, doc, v).ok(t)
 			require.NotEmpty(t, data, name)
+		}
+		// The console's mutations, in an order that leaves Bob an active member.
+		for _, name := range []string{"revoke_token", "set_role", "deactivate_user", "reactivate_user"} {
+			require.NotEmpty(t, b.do(t, b.alice.Token, ops[name], vars[name]).ok(t), name)
 		}
 
 		usage := get(b.do(t, b.alice.Token, ops["usage"], vars["usage"]).ok(t), "usage")

@@ -35,6 +35,9 @@ func (r *mutationResolver) StartConversation(ctx context.Context, input model.St
 	if err != nil {
 		return nil, err
 	}
+	if a.ArchivedAt != nil {
+		return nil, inputErrorf("the agent %q is archived: it starts no new conversation (an admin brings it back with archiveAgent(archived: false))", a.Name)
+	}
 	create := client.Conversation.Create().
 		SetOrganizationID(v.OrganizationID).
 		SetUserID(v.UserID).

@@ -67,7 +67,7 @@ var fastTypes = map[string]map[string]string{
 	"PageInfo":       {"hasNextPage": "", "hasPreviousPage": "", "startCursor": "", "endCursor": "", "__typename": ""},
 	"TurnEdge":       {"node": "Turn", "cursor": "", "__typename": ""},
 	"Turn": {"id": "", "number": "", "status": "", "startedAt": "", "finishedAt": "", "timeZone": "", "userText": "", "answer": "",
-		"error": "", "replayed": "", "promptStats": "PromptStats", "modelCalls": "ModelCall", "toolCalls": "ToolCall", "__typename": ""},
+		"error": "", "replayed": "", "superseded": "", "promptStats": "PromptStats", "modelCalls": "ModelCall", "toolCalls": "ToolCall", "__typename": ""},
 	"PromptStats": {"prefixTokens": "", "inputTokens": "", "cacheReadTokens": "", "modelCalls": "", "__typename": ""},
 	"ModelCall": {"step": "", "kind": "", "model": "", "durationMs": "", "inputTokens": "", "cacheReadTokens": "", "cacheWriteTokens": "",
 		"outputTokens": "", "prefixTokens": "", "costAmount": "Money", "__typename": ""},
@@ -240,7 +240,7 @@ type (
 		startedAt, finishedAt sql.NullTime
 		timeZone, userText    string
 		answer, errText       sql.NullString
-		replayed              bool
+		replayed, superseded  bool
 	}
 	toolCallRow struct {
 		id, turnID, position, attempts   int64
@@ -601,6 +601,8 @@ func (t *fastRead) loadTurns(ctx context.Context, convID, first int, after *entg
 			c.add(true, turn.FieldError, &r.errText)
 		case "replayed":
 			c.add(true, turn.FieldReplayed, &r.replayed)
+		case "superseded":
+			c.add(true, turn.FieldSuperseded, &r.superseded)
 		}
 	}
 	sel0 := b.Select(c.names...).From(c.table).Where(entsql.EQ(c.table.C(turn.FieldConversationID), convID))
@@ -949,6 +951,8 @@ func (t *fastRead) turn(b []byte, tu *turnRow, sel []selField) []byte {
 			return appendNullString(b, tu.errText)
 		case "replayed":
 			return strconv.AppendBool(b, tu.replayed)
+		case "superseded":
+			return strconv.AppendBool(b, tu.superseded)
 		case "promptStats":
 			// As promptStats (turn.go) sums them for the resolver.
 			calls := t.turnModelCalls(tu.id)

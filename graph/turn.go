@@ -19,6 +19,7 @@ import (
 	"github.com/toolgate/toolgate/graph/auth"
 	"github.com/toolgate/toolgate/graph/model"
 	"github.com/toolgate/toolgate/runtime/events"
+	"github.com/toolgate/toolgate/runtime/model/replay"
 	"github.com/toolgate/toolgate/tools"
 	"github.com/toolgate/toolgate/tools/budget"
 	"github.com/toolgate/toolgate/tools/registry"
@@ -211,22 +212,20 @@ func (r *Resolver) cancelTurn(ctx context.Context, id int) (*ent.Turn, error) {
 	return t, nil
 }
 
+// estimatedModel says whether a model's figures are estimates: the replay
+// provider's, counted with o200k and priced at a list price.
+func estimatedModel(name string) bool { return name == replay.ModelName }
+
 // usage sums the model calls of a calendar month in UTC, in three grouped
 // statements (by model, agent and user) plus one each for the names.
 func (r *Resolver) usage(ctx context.Context, month *string) (*model.Usage, error) {
 	if _, err := apiViewer(ctx); err != nil {
 		return nil, err
 	}
-	now := time.Now().UTC()
-	start := time.Date(now.Year(), now.Month(), 1, 0, 0, 0, 0, time.UTC)
-	if month != nil {
-		m, err := time.Parse("2006-01", strings.TrimSpace(*month))
-		if err != nil {
-			return nil, inputErrorf("month %q: want YYYY-MM, e.g. 2026-11", *month)
-		}
-		start = m
+	start, end, err := monthRange(month, time.Now())
+	if err != nil {
+		return nil, err
 	}
-	end := start.AddDate(0, 1, 0)
 	group := func(field string) ([]usageRow, error) {
 		var rows []usageRow
 		err := r.Client.ModelCall.Query().
@@ -262,14 +261,17 @@ func (r *Resolver) usage(ctx context.Context, month *string) (*model.Usage, erro
 		all.PrefixTokens += t.PrefixTokens
 		all.ModelCalls += t.ModelCalls
 		all.Cost += t.Cost
-		out.ByModel = append(out.ByModel, &model.ModelUsage{Model: m.Model, Totals: t, InputTokens: int(t.InputTokens),
+		out.Estimated = out.Estimated || estimatedModel(m.Model)
+		out.ByModel = append(out.ByModel, &model.ModelUsage{Model: m.Model, Estimated: estimatedModel(m.Model), Totals: t, InputTokens: int(t.InputTokens),
 			CacheReadTokens: int(t.CacheReadTokens), CacheWriteTokens: int(t.CacheWriteTokens), OutputTokens: int(t.OutputTokens),
 			Cost: t.Cost.USD(), ModelCalls: int(t.ModelCalls)})
 	}
 	out.InputTokens, out.CacheReadTokens, out.CacheWriteTokens = int(all.InputTokens), int(all.CacheReadTokens), int(all.CacheWriteTokens)
 	out.OutputTokens, out.PrefixTokens, out.ModelCalls, out.Cost = int(all.OutputTokens), int(all.PrefixTokens), int(all.ModelCalls), all.Cost.USD()
 	if in := all.InputTokens + all.CacheReadTokens + all.CacheWriteTokens; in > 0 {
-		out.PrefixShare = float64(all.PrefixTokens) / float64(in)
+		// The prefix is counted with o200k, the input by each provider's own
+		// tokenizer: never show a share past the whole.
+		out.PrefixShare = min(1, float64(all.PrefixTokens)/float64(in))
 		out.CachedShare = float64(all.CacheReadTokens) / float64(in)
 	}
 	byAgent, err := group(modelcall.FieldAgentID)

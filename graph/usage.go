@@ -85,7 +85,7 @@ func (r *Resolver) usageDays(ctx context.Context, u *model.Usage) ([]*model.Usag
 			ByModel: []*model.ModelUsage{}, ByAgent: []*model.AgentUsage{}, ByUser: []*model.UserUsage{}}
 		for _, name := range slices.Sorted(maps.Keys(byModel)) {
 			t := byModel[name]
-			day.ByModel = append(day.ByModel, &model.ModelUsage{Model: name, Totals: t, InputTokens: int(t.InputTokens),
+			day.ByModel = append(day.ByModel, &model.ModelUsage{Model: name, Estimated: estimatedModel(name), Totals: t, InputTokens: int(t.InputTokens),
 				CacheReadTokens: int(t.CacheReadTokens), CacheWriteTokens: int(t.CacheWriteTokens), OutputTokens: int(t.OutputTokens),
 				Cost: t.Cost.USD(), ModelCalls: int(t.ModelCalls)})
 		}

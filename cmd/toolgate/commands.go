@@ -265,7 +265,7 @@ func serve(ctx context.Context, args []string, stdout, stderr io.Writer, log *sl
 			_ = ln.Close()
 			return err
 		}
-		fmt.Fprintf(stdout, "\ntoolgate is serving on %s\n  playground: %s/playground\n  demo token: %s (kept in the data folder and reused while it works)\n  (paste into the playground's headers: {\"Authorization\": \"Bearer %s\"})\n  admin console: %s/admin#token=%s (signs in with the demo token)\n", base, base, token, token, base, token)
+		fmt.Fprintf(stdout, "\ntoolgate is serving on %s\n  open the playground, signed in: %s/playground#token=%s\n  demo token: %s (kept in the data folder and reused while it works)\n  admin console: %s/admin#token=%s (signs in with the demo token)\n", base, base, token, token, base, token)
 		if demoTurn != 0 {
 			fmt.Fprintf(stdout, "  a demo conversation, \"Budget estimate\", is being answered by the %s provider\n", runner.ProviderName())
 		}

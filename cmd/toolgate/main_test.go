@@ -88,10 +88,11 @@ func TestServeDemoPrintsPlaygroundAndToken(t *testing.T) {
 		go func() {
 			done <- run(ctx, []string{"serve", "--demo", "--addr", "127.0.0.1:0", "--database-url", "sqlite://" + dbPath}, &out, &logs)
 		}()
-		re := regexp.MustCompile(`playground: (http://\S+)/playground\n\s+demo token: (\S+).*\n.*\n\s+admin console: (\S+)`)
+		re := regexp.MustCompile(`playground, signed in: (http://\S+)/playground#token=(\S+)\n\s+demo token: (\S+).*\n\s+admin console: (\S+)`)
 		var m []string
 		require.Eventually(t, func() bool { m = re.FindStringSubmatch(out.String()); return m != nil }, 20*time.Second, 20*time.Millisecond)
-		require.Equal(t, m[1]+"/admin#token="+m[2], m[3], "the console's link signs in with the demo token")
+		require.Equal(t, m[2], m[3], "the playground's link signs in with the demo token")
+		require.Equal(t, m[1]+"/admin#token="+m[2], m[4], "the console's link signs in with the demo token")
 		return m[1], m[2], func() {
 			if fresh {
 				// Only a new database: the first stop may leave the demo's turn

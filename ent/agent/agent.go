@@ -45,6 +45,8 @@ const (
 	FieldApprovals = "approvals"
 	// FieldKnowledgeBaseIds holds the string denoting the knowledge_base_ids field in the database.
 	FieldKnowledgeBaseIds = "knowledge_base_ids"
+	// FieldArchivedAt holds the string denoting the archived_at field in the database.
+	FieldArchivedAt = "archived_at"
 	// EdgeOrganization holds the string denoting the organization edge name in mutations.
 	EdgeOrganization = "organization"
 	// EdgeConversations holds the string denoting the conversations edge name in mutations.
@@ -83,6 +85,7 @@ var Columns = []string{
 	FieldToolLoading,
 	FieldApprovals,
 	FieldKnowledgeBaseIds,
+	FieldArchivedAt,
 }
 
 // ValidColumn reports if the column name is valid (part of the table columns).
@@ -209,6 +212,11 @@ func ByPastConversationSearch(opts ...sql.OrderTermOption) OrderOption {
 // ByToolLoading orders the results by the tool_loading field.
 func ByToolLoading(opts ...sql.OrderTermOption) OrderOption {
 	return sql.OrderByField(FieldToolLoading, opts...).ToFunc()
+}
+
+// ByArchivedAt orders the results by the archived_at field.
+func ByArchivedAt(opts ...sql.OrderTermOption) OrderOption {
+	return sql.OrderByField(FieldArchivedAt, opts...).ToFunc()
 }
 
 // ByOrganizationField orders the results by organization field.

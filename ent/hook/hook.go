@@ -297,6 +297,18 @@ func (f TurnFunc) Mutate(ctx context.Context, m ent.Mutation) (ent.Value, error)
 	return nil, fmt.Errorf("unexpected mutation type %T. expect *ent.TurnMutation", m)
 }
 
+// The TurnRatingFunc type is an adapter to allow the use of ordinary
+// function as TurnRating mutator.
+type TurnRatingFunc func(context.Context, *ent.TurnRatingMutation) (ent.Value, error)
+
+// Mutate calls f(ctx, m).
+func (f TurnRatingFunc) Mutate(ctx context.Context, m ent.Mutation) (ent.Value, error) {
+	if mv, ok := m.(*ent.TurnRatingMutation); ok {
+		return f(ctx, mv)
+	}
+	return nil, fmt.Errorf("unexpected mutation type %T. expect *ent.TurnRatingMutation", m)
+}
+
 // The UserFunc type is an adapter to allow the use of ordinary
 // function as User mutator.
 type UserFunc func(context.Context, *ent.UserMutation) (ent.Value, error)

@@ -33,6 +33,7 @@ import (
 	"github.com/toolgate/toolgate/ent/task"
 	"github.com/toolgate/toolgate/ent/toolcall"
 	"github.com/toolgate/toolgate/ent/turn"
+	"github.com/toolgate/toolgate/ent/turnrating"
 	"github.com/toolgate/toolgate/ent/user"
 	"github.com/toolgate/toolgate/ent/workspacefile"
 )
@@ -741,6 +742,33 @@ func (f TraverseTurn) Traverse(ctx context.Context, q ent.Query) error {
 	return fmt.Errorf("unexpected query type %T. expect *ent.TurnQuery", q)
 }
 
+// The TurnRatingFunc type is an adapter to allow the use of ordinary function as a Querier.
+type TurnRatingFunc func(context.Context, *ent.TurnRatingQuery) (ent.Value, error)
+
+// Query calls f(ctx, q).
+func (f TurnRatingFunc) Query(ctx context.Context, q ent.Query) (ent.Value, error) {
+	if q, ok := q.(*ent.TurnRatingQuery); ok {
+		return f(ctx, q)
+	}
+	return nil, fmt.Errorf("unexpected query type %T. expect *ent.TurnRatingQuery", q)
+}
+
+// The TraverseTurnRating type is an adapter to allow the use of ordinary function as Traverser.
+type TraverseTurnRating func(context.Context, *ent.TurnRatingQuery) error
+
+// Intercept is a dummy implementation of Intercept that returns the next Querier in the pipeline.
+func (f TraverseTurnRating) Intercept(next ent.Querier) ent.Querier {
+	return next
+}
+
+// Traverse calls f(ctx, q).
+func (f TraverseTurnRating) Traverse(ctx context.Context, q ent.Query) error {
+	if q, ok := q.(*ent.TurnRatingQuery); ok {
+		return f(ctx, q)
+	}
+	return fmt.Errorf("unexpected query type %T. expect *ent.TurnRatingQuery", q)
+}
+
 // The UserFunc type is an adapter to allow the use of ordinary function as a Querier.
 type UserFunc func(context.Context, *ent.UserQuery) (ent.Value, error)
 
@@ -846,6 +874,8 @@ func NewQuery(q ent.Query) (Query, error) {
 		return &query[*ent.ToolCallQuery, predicate.ToolCall, toolcall.OrderOption]{typ: ent.TypeToolCall, tq: q}, nil
 	case *ent.TurnQuery:
 		return &query[*ent.TurnQuery, predicate.Turn, turn.OrderOption]{typ: ent.TypeTurn, tq: q}, nil
+	case *ent.TurnRatingQuery:
+		return &query[*ent.TurnRatingQuery, predicate.TurnRating, turnrating.OrderOption]{typ: ent.TypeTurnRating, tq: q}, nil
 	case *ent.UserQuery:
 		return &query[*ent.UserQuery, predicate.User, user.OrderOption]{typ: ent.TypeUser, tq: q}, nil
 	case *ent.WorkspaceFileQuery:

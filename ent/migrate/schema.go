@@ -51,6 +51,7 @@ var (
 		{Name: "tool_loading", Type: field.TypeEnum, Enums: []string{"AUTO", "FULL", "DEFERRED"}, Default: "AUTO"},
 		{Name: "approvals", Type: field.TypeJSON, SchemaType: map[string]string{"postgres": "json"}},
 		{Name: "knowledge_base_ids", Type: field.TypeJSON, SchemaType: map[string]string{"postgres": "json"}},
+		{Name: "archived_at", Type: field.TypeTime, Nullable: true},
 		{Name: "organization_id", Type: field.TypeInt},
 	}
 	// AgentsTable holds the schema information for the "agents" table.
@@ -61,7 +62,7 @@ var (
 		ForeignKeys: []*schema.ForeignKey{
 			{
 				Symbol:     "agents_organizations_agents",
-				Columns:    []*schema.Column{AgentsColumns[13]},
+				Columns:    []*schema.Column{AgentsColumns[14]},
 				RefColumns: []*schema.Column{OrganizationsColumns[0]},
 				OnDelete:   schema.NoAction,
 			},
@@ -70,7 +71,7 @@ var (
 			{
 				Name:    "agent_organization_id_name",
 				Unique:  false,
-				Columns: []*schema.Column{AgentsColumns[13], AgentsColumns[3]},
+				Columns: []*schema.Column{AgentsColumns[14], AgentsColumns[3]},
 			},
 		},
 	}
@@ -743,6 +744,7 @@ var (
 		{Name: "claimed_by", Type: field.TypeString, Nullable: true},
 		{Name: "trace_parent", Type: field.TypeString, Nullable: true},
 		{Name: "replayed", Type: field.TypeBool, Default: false},
+		{Name: "superseded", Type: field.TypeBool, Default: false},
 		{Name: "conversation_id", Type: field.TypeInt},
 	}
 	// TurnsTable holds the schema information for the "turns" table.
@@ -753,7 +755,7 @@ var (
 		ForeignKeys: []*schema.ForeignKey{
 			{
 				Symbol:     "turns_conversations_turns",
-				Columns:    []*schema.Column{TurnsColumns[17]},
+				Columns:    []*schema.Column{TurnsColumns[18]},
 				RefColumns: []*schema.Column{ConversationsColumns[0]},
 				OnDelete:   schema.NoAction,
 			},
@@ -762,12 +764,50 @@ var (
 			{
 				Name:    "turn_conversation_id_number",
 				Unique:  true,
-				Columns: []*schema.Column{TurnsColumns[17], TurnsColumns[1]},
+				Columns: []*schema.Column{TurnsColumns[18], TurnsColumns[1]},
 			},
 			{
 				Name:    "turn_started_at",
 				Unique:  false,
 				Columns: []*schema.Column{TurnsColumns[2]},
+			},
+		},
+	}
+	// TurnRatingsColumns holds the columns for the "turn_ratings" table.
+	TurnRatingsColumns = []*schema.Column{
+		{Name: "id", Type: field.TypeInt, Increment: true},
+		{Name: "created_at", Type: field.TypeTime},
+		{Name: "updated_at", Type: field.TypeTime},
+		{Name: "organization_id", Type: field.TypeInt},
+		{Name: "user_id", Type: field.TypeInt},
+		{Name: "agent_id", Type: field.TypeInt},
+		{Name: "rating", Type: field.TypeEnum, Enums: []string{"UP", "DOWN"}},
+		{Name: "comment", Type: field.TypeString, Size: 8000, Default: ""},
+		{Name: "turn_id", Type: field.TypeInt},
+	}
+	// TurnRatingsTable holds the schema information for the "turn_ratings" table.
+	TurnRatingsTable = &schema.Table{
+		Name:       "turn_ratings",
+		Columns:    TurnRatingsColumns,
+		PrimaryKey: []*schema.Column{TurnRatingsColumns[0]},
+		ForeignKeys: []*schema.ForeignKey{
+			{
+				Symbol:     "turn_ratings_turns_ratings",
+				Columns:    []*schema.Column{TurnRatingsColumns[8]},
+				RefColumns: []*schema.Column{TurnsColumns[0]},
+				OnDelete:   schema.NoAction,
+			},
+		},
+		Indexes: []*schema.Index{
+			{
+				Name:    "turnrating_turn_id_user_id",
+				Unique:  true,
+				Columns: []*schema.Column{TurnRatingsColumns[8], TurnRatingsColumns[4]},
+			},
+			{
+				Name:    "turnrating_organization_id_updated_at",
+				Unique:  false,
+				Columns: []*schema.Column{TurnRatingsColumns[3], TurnRatingsColumns[2]},
 			},
 		},
 	}
@@ -862,6 +902,7 @@ var (
 		TasksTable,
 		ToolCallsTable,
 		TurnsTable,
+		TurnRatingsTable,
 		UsersTable,
 		WorkspaceFilesTable,
 	}
@@ -885,7 +926,7 @@ func init() {
 	ApprovalsTable.ForeignKeys[2].RefTable = ToolCallsTable
 	ApprovalsTable.ForeignKeys[3].RefTable = UsersTable
 	ApprovalsTable.Annotation = &entsql.Annotation{
-		IncrementStart: func(i int) *int { return &i }(103079215104),
+		IncrementStart: func(i int) *int { return &i }(107374182400),
 	}
 	ArtifactsTable.Annotation = &entsql.Annotation{
 		IncrementStart: func(i int) *int { return &i }(64424509440),
@@ -927,7 +968,7 @@ func init() {
 		IncrementStart: func(i int) *int { return &i }(17179869184),
 	}
 	MonthlySpendsTable.Annotation = &entsql.Annotation{
-		IncrementStart: func(i int) *int { return &i }(107374182400),
+		IncrementStart: func(i int) *int { return &i }(111669149696),
 	}
 	OrganizationsTable.Annotation = &entsql.Annotation{
 		IncrementStart: func(i int) *int { return &i }(21474836480),
@@ -957,6 +998,10 @@ func init() {
 	TurnsTable.ForeignKeys[0].RefTable = ConversationsTable
 	TurnsTable.Annotation = &entsql.Annotation{
 		IncrementStart: func(i int) *int { return &i }(34359738368),
+	}
+	TurnRatingsTable.ForeignKeys[0].RefTable = TurnsTable
+	TurnRatingsTable.Annotation = &entsql.Annotation{
+		IncrementStart: func(i int) *int { return &i }(103079215104),
 	}
 	UsersTable.ForeignKeys[0].RefTable = OrganizationsTable
 	UsersTable.Annotation = &entsql.Annotation{

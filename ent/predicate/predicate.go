@@ -78,6 +78,9 @@ type ToolCall func(*sql.Selector)
 // Turn is the predicate function for turn builders.
 type Turn func(*sql.Selector)
 
+// TurnRating is the predicate function for turnrating builders.
+type TurnRating func(*sql.Selector)
+
 // User is the predicate function for user builders.
 type User func(*sql.Selector)
 

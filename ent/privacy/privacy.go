@@ -686,6 +686,30 @@ func (f TurnMutationRuleFunc) EvalMutation(ctx context.Context, m ent.Mutation) 
 	return Denyf("ent/privacy: unexpected mutation type %T, expect *ent.TurnMutation", m)
 }
 
+// The TurnRatingQueryRuleFunc type is an adapter to allow the use of ordinary
+// functions as a query rule.
+type TurnRatingQueryRuleFunc func(context.Context, *ent.TurnRatingQuery) error
+
+// EvalQuery return f(ctx, q).
+func (f TurnRatingQueryRuleFunc) EvalQuery(ctx context.Context, q ent.Query) error {
+	if q, ok := q.(*ent.TurnRatingQuery); ok {
+		return f(ctx, q)
+	}
+	return Denyf("ent/privacy: unexpected query type %T, expect *ent.TurnRatingQuery", q)
+}
+
+// The TurnRatingMutationRuleFunc type is an adapter to allow the use of ordinary
+// functions as a mutation rule.
+type TurnRatingMutationRuleFunc func(context.Context, *ent.TurnRatingMutation) error
+
+// EvalMutation calls f(ctx, m).
+func (f TurnRatingMutationRuleFunc) EvalMutation(ctx context.Context, m ent.Mutation) error {
+	if m, ok := m.(*ent.TurnRatingMutation); ok {
+		return f(ctx, m)
+	}
+	return Denyf("ent/privacy: unexpected mutation type %T, expect *ent.TurnRatingMutation", m)
+}
+
 // The UserQueryRuleFunc type is an adapter to allow the use of ordinary
 // functions as a query rule.
 type UserQueryRuleFunc func(context.Context, *ent.UserQuery) error

@@ -32,6 +32,7 @@ import (
 	"github.com/toolgate/toolgate/ent/task"
 	"github.com/toolgate/toolgate/ent/toolcall"
 	"github.com/toolgate/toolgate/ent/turn"
+	"github.com/toolgate/toolgate/ent/turnrating"
 	"github.com/toolgate/toolgate/ent/user"
 	"github.com/toolgate/toolgate/ent/workspacefile"
 
@@ -1081,6 +1082,40 @@ func init() {
 	turnDescReplayed := turnFields[16].Descriptor()
 	// turn.DefaultReplayed holds the default value on creation for the replayed field.
 	turn.DefaultReplayed = turnDescReplayed.Default.(bool)
+	// turnDescSuperseded is the schema descriptor for superseded field.
+	turnDescSuperseded := turnFields[17].Descriptor()
+	// turn.DefaultSuperseded holds the default value on creation for the superseded field.
+	turn.DefaultSuperseded = turnDescSuperseded.Default.(bool)
+	turnratingMixin := schema.TurnRating{}.Mixin()
+	turnrating.Policy = privacy.NewPolicies(turnratingMixin[1], schema.TurnRating{})
+	turnrating.Hooks[0] = func(next ent.Mutator) ent.Mutator {
+		return ent.MutateFunc(func(ctx context.Context, m ent.Mutation) (ent.Value, error) {
+			if err := turnrating.Policy.EvalMutation(ctx, m); err != nil {
+				return nil, err
+			}
+			return next.Mutate(ctx, m)
+		})
+	}
+	turnratingMixinFields0 := turnratingMixin[0].Fields()
+	_ = turnratingMixinFields0
+	turnratingFields := schema.TurnRating{}.Fields()
+	_ = turnratingFields
+	// turnratingDescCreatedAt is the schema descriptor for created_at field.
+	turnratingDescCreatedAt := turnratingMixinFields0[0].Descriptor()
+	// turnrating.DefaultCreatedAt holds the default value on creation for the created_at field.
+	turnrating.DefaultCreatedAt = turnratingDescCreatedAt.Default.(func() time.Time)
+	// turnratingDescUpdatedAt is the schema descriptor for updated_at field.
+	turnratingDescUpdatedAt := turnratingMixinFields0[1].Descriptor()
+	// turnrating.DefaultUpdatedAt holds the default value on creation for the updated_at field.
+	turnrating.DefaultUpdatedAt = turnratingDescUpdatedAt.Default.(func() time.Time)
+	// turnrating.UpdateDefaultUpdatedAt holds the default value on update for the updated_at field.
+	turnrating.UpdateDefaultUpdatedAt = turnratingDescUpdatedAt.UpdateDefault.(func() time.Time)
+	// turnratingDescComment is the schema descriptor for comment field.
+	turnratingDescComment := turnratingFields[5].Descriptor()
+	// turnrating.DefaultComment holds the default value on creation for the comment field.
+	turnrating.DefaultComment = turnratingDescComment.Default.(string)
+	// turnrating.CommentValidator is a validator for the "comment" field. It is called by the builders before save.
+	turnrating.CommentValidator = turnratingDescComment.Validators[0].(func(string) error)
 	userMixin := schema.User{}.Mixin()
 	user.Policy = privacy.NewPolicies(userMixin[1], schema.User{})
 	user.Hooks[0] = func(next ent.Mutator) ent.Mutator {

@@ -44,6 +44,8 @@ func (Agent) Fields() []ent.Field {
 			Comment("the agent's own approval rules, by the names the model sees: they tighten its applications' policies, never loosen them"),
 		field.Ints("knowledge_base_ids").SchemaType(jsonColumn).Default([]int{}).Annotations(entgql.Skip()).
 			Comment("the knowledge bases knowledge_search and read_document reach"),
+		field.Time("archived_at").Optional().Nillable().
+			Comment("When an admin archived the agent: no new conversation starts with it, and its conversations stay readable; none: in use."),
 	}
 }
 

@@ -63,6 +63,8 @@ func (Turn) Fields() []ent.Field {
 			Comment("the W3C traceparent of the turn's last traced run: the next run links to it"),
 		field.Bool("replayed").Default(false).
 			Comment("answered by the replay provider, not a live model"),
+		field.Bool("superseded").Default(false).
+			Comment("True once regenerateTurn answered this turn's message again as a later turn: kept for the transcript, no longer the conversation's answer."),
 	}
 }
 
@@ -72,6 +74,7 @@ func (Turn) Edges() []ent.Edge {
 		edge.From("conversation", Conversation.Type).
 			Ref("turns").Field("conversation_id").Unique().Required().Immutable(),
 		edge.To("tool_calls", ToolCall.Type).Annotations(entgql.Skip()),
+		edge.To("ratings", TurnRating.Type).Annotations(entgql.Skip()),
 		edge.To("model_calls", ModelCall.Type).Annotations(entgql.Skip()),
 	}
 }

@@ -52,10 +52,14 @@ const (
 	FieldTraceParent = "trace_parent"
 	// FieldReplayed holds the string denoting the replayed field in the database.
 	FieldReplayed = "replayed"
+	// FieldSuperseded holds the string denoting the superseded field in the database.
+	FieldSuperseded = "superseded"
 	// EdgeConversation holds the string denoting the conversation edge name in mutations.
 	EdgeConversation = "conversation"
 	// EdgeToolCalls holds the string denoting the tool_calls edge name in mutations.
 	EdgeToolCalls = "tool_calls"
+	// EdgeRatings holds the string denoting the ratings edge name in mutations.
+	EdgeRatings = "ratings"
 	// EdgeModelCalls holds the string denoting the model_calls edge name in mutations.
 	EdgeModelCalls = "model_calls"
 	// Table holds the table name of the turn in the database.
@@ -74,6 +78,13 @@ const (
 	ToolCallsInverseTable = "tool_calls"
 	// ToolCallsColumn is the table column denoting the tool_calls relation/edge.
 	ToolCallsColumn = "turn_id"
+	// RatingsTable is the table that holds the ratings relation/edge.
+	RatingsTable = "turn_ratings"
+	// RatingsInverseTable is the table name for the TurnRating entity.
+	// It exists in this package in order to avoid circular dependency with the "turnrating" package.
+	RatingsInverseTable = "turn_ratings"
+	// RatingsColumn is the table column denoting the ratings relation/edge.
+	RatingsColumn = "turn_id"
 	// ModelCallsTable is the table that holds the model_calls relation/edge.
 	ModelCallsTable = "model_calls"
 	// ModelCallsInverseTable is the table name for the ModelCall entity.
@@ -103,6 +114,7 @@ var Columns = []string{
 	FieldClaimedBy,
 	FieldTraceParent,
 	FieldReplayed,
+	FieldSuperseded,
 }
 
 // ValidColumn reports if the column name is valid (part of the table columns).
@@ -133,6 +145,8 @@ var (
 	DefaultSuggestions []string
 	// DefaultReplayed holds the default value on creation for the "replayed" field.
 	DefaultReplayed bool
+	// DefaultSuperseded holds the default value on creation for the "superseded" field.
+	DefaultSuperseded bool
 )
 
 // Status defines the type for the "status" enum field.
@@ -243,6 +257,11 @@ func ByReplayed(opts ...sql.OrderTermOption) OrderOption {
 	return sql.OrderByField(FieldReplayed, opts...).ToFunc()
 }
 
+// BySuperseded orders the results by the superseded field.
+func BySuperseded(opts ...sql.OrderTermOption) OrderOption {
+	return sql.OrderByField(FieldSuperseded, opts...).ToFunc()
+}
+
 // ByConversationField orders the results by conversation field.
 func ByConversationField(field string, opts ...sql.OrderTermOption) OrderOption {
 	return func(s *sql.Selector) {
@@ -261,6 +280,20 @@ func ByToolCallsCount(opts ...sql.OrderTermOption) OrderOption {
 func ByToolCalls(term sql.OrderTerm, terms ...sql.OrderTerm) OrderOption {
 	return func(s *sql.Selector) {
 		sqlgraph.OrderByNeighborTerms(s, newToolCallsStep(), append([]sql.OrderTerm{term}, terms...)...)
+	}
+}
+
+// ByRatingsCount orders the results by ratings count.
+func ByRatingsCount(opts ...sql.OrderTermOption) OrderOption {
+	return func(s *sql.Selector) {
+		sqlgraph.OrderByNeighborsCount(s, newRatingsStep(), opts...)
+	}
+}
+
+// ByRatings orders the results by ratings terms.
+func ByRatings(term sql.OrderTerm, terms ...sql.OrderTerm) OrderOption {
+	return func(s *sql.Selector) {
+		sqlgraph.OrderByNeighborTerms(s, newRatingsStep(), append([]sql.OrderTerm{term}, terms...)...)
 	}
 }
 
@@ -289,6 +322,13 @@ func newToolCallsStep() *sqlgraph.Step {
 		sqlgraph.From(Table, FieldID),
 		sqlgraph.To(ToolCallsInverseTable, FieldID),
 		sqlgraph.Edge(sqlgraph.O2M, false, ToolCallsTable, ToolCallsColumn),
+	)
+}
+func newRatingsStep() *sqlgraph.Step {
+	return sqlgraph.NewStep(
+		sqlgraph.From(Table, FieldID),
+		sqlgraph.To(RatingsInverseTable, FieldID),
+		sqlgraph.Edge(sqlgraph.O2M, false, RatingsTable, RatingsColumn),
 	)
 }
 func newModelCallsStep() *sqlgraph.Step {

@@ -120,6 +120,11 @@ func Replayed(v bool) predicate.Turn {
 	return predicate.Turn(sql.FieldEQ(FieldReplayed, v))
 }
 
+// Superseded applies equality check predicate on the "superseded" field. It's identical to SupersededEQ.
+func Superseded(v bool) predicate.Turn {
+	return predicate.Turn(sql.FieldEQ(FieldSuperseded, v))
+}
+
 // ConversationIDEQ applies the EQ predicate on the "conversation_id" field.
 func ConversationIDEQ(v int) predicate.Turn {
 	return predicate.Turn(sql.FieldEQ(FieldConversationID, v))
@@ -875,6 +880,16 @@ func ReplayedNEQ(v bool) predicate.Turn {
 	return predicate.Turn(sql.FieldNEQ(FieldReplayed, v))
 }
 
+// SupersededEQ applies the EQ predicate on the "superseded" field.
+func SupersededEQ(v bool) predicate.Turn {
+	return predicate.Turn(sql.FieldEQ(FieldSuperseded, v))
+}
+
+// SupersededNEQ applies the NEQ predicate on the "superseded" field.
+func SupersededNEQ(v bool) predicate.Turn {
+	return predicate.Turn(sql.FieldNEQ(FieldSuperseded, v))
+}
+
 // HasConversation applies the HasEdge predicate on the "conversation" edge.
 func HasConversation() predicate.Turn {
 	return predicate.Turn(func(s *sql.Selector) {
@@ -913,6 +928,29 @@ func HasToolCalls() predicate.Turn {
 func HasToolCallsWith(preds ...predicate.ToolCall) predicate.Turn {
 	return predicate.Turn(func(s *sql.Selector) {
 		step := newToolCallsStep()
+		sqlgraph.HasNeighborsWith(s, step, func(s *sql.Selector) {
+			for _, p := range preds {
+				p(s)
+			}
+		})
+	})
+}
+
+// HasRatings applies the HasEdge predicate on the "ratings" edge.
+func HasRatings() predicate.Turn {
+	return predicate.Turn(func(s *sql.Selector) {
+		step := sqlgraph.NewStep(
+			sqlgraph.From(Table, FieldID),
+			sqlgraph.Edge(sqlgraph.O2M, false, RatingsTable, RatingsColumn),
+		)
+		sqlgraph.HasNeighbors(s, step)
+	})
+}
+
+// HasRatingsWith applies the HasEdge predicate on the "ratings" edge with a given conditions (other predicates).
+func HasRatingsWith(preds ...predicate.TurnRating) predicate.Turn {
+	return predicate.Turn(func(s *sql.Selector) {
+		step := newRatingsStep()
 		sqlgraph.HasNeighborsWith(s, step, func(s *sql.Selector) {
 			for _, p := range preds {
 				p(s)

@@ -65,6 +65,7 @@ type ResolverRoot interface {
 	Task() TaskResolver
 	ToolCall() ToolCallResolver
 	Turn() TurnResolver
+	TurnRating() TurnRatingResolver
 	Usage() UsageResolver
 	User() UserResolver
 	WorkspaceFileInfo() WorkspaceFileInfoResolver
@@ -88,6 +89,7 @@ type ComplexityRoot struct {
 
 	Agent struct {
 		Approvals              func(childComplexity int) int
+		ArchivedAt             func(childComplexity int) int
 		BudgetCheck            func(childComplexity int) int
 		CreatedAt              func(childComplexity int) int
 		ID                     func(childComplexity int) int
@@ -110,6 +112,12 @@ type ComplexityRoot struct {
 	AgentEdge struct {
 		Cursor func(childComplexity int) int
 		Node   func(childComplexity int) int
+	}
+
+	AgentRatings struct {
+		Agent func(childComplexity int) int
+		Down  func(childComplexity int) int
+		Up    func(childComplexity int) int
 	}
 
 	AgentUsage struct {
@@ -354,6 +362,19 @@ type ComplexityRoot struct {
 		User func(childComplexity int) int
 	}
 
+	DeleteDocumentPayload struct {
+		DeletedID func(childComplexity int) int
+	}
+
+	DeleteKnowledgeBasePayload struct {
+		DeletedID func(childComplexity int) int
+		Documents func(childComplexity int) int
+	}
+
+	DeleteSkillPayload struct {
+		DeletedID func(childComplexity int) int
+	}
+
 	Document struct {
 		Chars     func(childComplexity int) int
 		Chunks    func(childComplexity int) int
@@ -515,10 +536,17 @@ type ComplexityRoot struct {
 		Text             func(childComplexity int) int
 	}
 
+	ModelRatings struct {
+		Down  func(childComplexity int) int
+		Model func(childComplexity int) int
+		Up    func(childComplexity int) int
+	}
+
 	ModelUsage struct {
 		CacheReadTokens  func(childComplexity int) int
 		CacheWriteTokens func(childComplexity int) int
 		Cost             func(childComplexity int) int
+		Estimated        func(childComplexity int) int
 		InputTokens      func(childComplexity int) int
 		Model            func(childComplexity int) int
 		ModelCalls       func(childComplexity int) int
@@ -535,6 +563,7 @@ type ComplexityRoot struct {
 	Mutation struct {
 		AddDocument         func(childComplexity int, input model.AddDocumentInput) int
 		AnswerClarification func(childComplexity int, input model.AnswerClarificationInput) int
+		ArchiveAgent        func(childComplexity int, id int, archived *bool) int
 		ArchiveConversation func(childComplexity int, input model.ArchiveConversationInput) int
 		AttachFile          func(childComplexity int, input model.AttachFileInput) int
 		CancelTurn          func(childComplexity int, id int) int
@@ -545,8 +574,12 @@ type ComplexityRoot struct {
 		CreateUser          func(childComplexity int, input model.CreateUserInput) int
 		DeactivateUser      func(childComplexity int, input model.DeactivateUserInput) int
 		DecideToolCalls     func(childComplexity int, input model.DecideToolCallsInput) int
+		DeleteAgent         func(childComplexity int, id int) int
 		DeleteConversation  func(childComplexity int, id int) int
+		DeleteDocument      func(childComplexity int, input model.DeleteDocumentInput) int
 		DeleteFile          func(childComplexity int, conversationID *int, path string) int
+		DeleteKnowledgeBase func(childComplexity int, input model.DeleteKnowledgeBaseInput) int
+		DeleteSkill         func(childComplexity int, input model.DeleteSkillInput) int
 		EditFile            func(childComplexity int, conversationID *int, path string, edits []*workspace.EditInput) int
 		ForgetMemory        func(childComplexity int, id int) int
 		InspectArtifact     func(childComplexity int, conversationID *int, artifactID int, pages []int) int
@@ -554,14 +587,19 @@ type ComplexityRoot struct {
 		MemoryWrite         func(childComplexity int, conversationID *int, facts []*model.MemoryFactInput) int
 		PrintPDF            func(childComplexity int, conversationID *int, artifactID int, path string) int
 		PublishSkill        func(childComplexity int, input model.PublishSkillInput) int
+		RateTurn            func(childComplexity int, input model.RateTurnInput) int
+		ReactivateUser      func(childComplexity int, input model.ReactivateUserInput) int
+		RegenerateTurn      func(childComplexity int, id int) int
 		RegisterApplication func(childComplexity int, input model.RegisterApplicationInput) int
 		RemoveApplication   func(childComplexity int, input model.RemoveApplicationInput) int
+		RenameConversation  func(childComplexity int, input model.RenameConversationInput) int
 		RevokeAPIToken      func(childComplexity int, id int) int
 		RewriteArtifact     func(childComplexity int, conversationID *int, artifactID int, content string) int
 		RunCode             func(childComplexity int, conversationID *int, code string, toolResults []string) int
 		SendMessage         func(childComplexity int, input model.SendMessageInput) int
 		SetBudget           func(childComplexity int, input model.SetBudgetInput) int
 		SetRateLimits       func(childComplexity int, input model.SetRateLimitsInput) int
+		SetUserRole         func(childComplexity int, input model.SetUserRoleInput) int
 		StartConversation   func(childComplexity int, input model.StartConversationInput) int
 		SuggestNextActions  func(childComplexity int, conversationID *int, suggestions []string) int
 		UpdateAgent         func(childComplexity int, input model.UpdateAgentInput) int
@@ -668,6 +706,7 @@ type ComplexityRoot struct {
 		MemorySearch            func(childComplexity int, conversationID *int, queries []string, maxResults *int) int
 		Node                    func(childComplexity int, id int) int
 		Nodes                   func(childComplexity int, ids []int) int
+		Ratings                 func(childComplexity int, month *string) int
 		ReadDocument            func(childComplexity int, conversationID *int, documentID int, offset *int, maxChars *int) int
 		ReadFile                func(childComplexity int, conversationID *int, path string, offset *int, maxChars *int) int
 		ReadPage                func(childComplexity int, conversationID *int, url string, offset *int, maxChars *int) int
@@ -694,6 +733,24 @@ type ComplexityRoot struct {
 		TurnsAtOnceDefault       func(childComplexity int) int
 	}
 
+	RatedTurn struct {
+		Rating func(childComplexity int) int
+		Turn   func(childComplexity int) int
+	}
+
+	RatingSummary struct {
+		ByAgent  func(childComplexity int) int
+		ByModel  func(childComplexity int) int
+		Comments func(childComplexity int) int
+		Down     func(childComplexity int) int
+		Month    func(childComplexity int) int
+		Up       func(childComplexity int) int
+	}
+
+	ReactivateUserPayload struct {
+		User func(childComplexity int) int
+	}
+
 	RemoveApplicationPayload struct {
 		ID func(childComplexity int) int
 	}
@@ -702,6 +759,10 @@ type ComplexityRoot struct {
 		Count    func(childComplexity int) int
 		Elements func(childComplexity int) int
 		Selector func(childComplexity int) int
+	}
+
+	SetUserRolePayload struct {
+		User func(childComplexity int) int
 	}
 
 	Skill struct {
@@ -912,13 +973,16 @@ type ComplexityRoot struct {
 		Grounding        func(childComplexity int) int
 		ID               func(childComplexity int) int
 		ModelCalls       func(childComplexity int) int
+		MyRating         func(childComplexity int) int
 		Number           func(childComplexity int) int
 		PendingApprovals func(childComplexity int) int
 		PromptStats      func(childComplexity int) int
+		Ratings          func(childComplexity int) int
 		Replayed         func(childComplexity int) int
 		StartedAt        func(childComplexity int) int
 		Status           func(childComplexity int) int
 		Suggestions      func(childComplexity int) int
+		Superseded       func(childComplexity int) int
 		TimeZone         func(childComplexity int) int
 		ToolCalls        func(childComplexity int) int
 		UserText         func(childComplexity int) int
@@ -946,6 +1010,14 @@ type ComplexityRoot struct {
 		Writing  func(childComplexity int) int
 	}
 
+	TurnRating struct {
+		Comment   func(childComplexity int) int
+		CreatedAt func(childComplexity int) int
+		Rating    func(childComplexity int) int
+		UpdatedAt func(childComplexity int) int
+		User      func(childComplexity int) int
+	}
+
 	UpdateAgentPayload struct {
 		Agent func(childComplexity int) int
 	}
@@ -963,6 +1035,7 @@ type ComplexityRoot struct {
 		CachedShare      func(childComplexity int) int
 		Cost             func(childComplexity int) int
 		Days             func(childComplexity int) int
+		Estimated        func(childComplexity int) int
 		InputTokens      func(childComplexity int) int
 		ModelCalls       func(childComplexity int) int
 		Month            func(childComplexity int) int
@@ -1162,6 +1235,14 @@ type MutationResolver interface {
 	CreateKnowledgeBase(ctx context.Context, input model.CreateKnowledgeBaseInput) (*ent.KnowledgeBase, error)
 	AddDocument(ctx context.Context, input model.AddDocumentInput) (*ent.Document, error)
 	AttachFile(ctx context.Context, input model.AttachFileInput) (*ent.Attachment, error)
+	ArchiveAgent(ctx context.Context, id int, archived *bool) (*ent.Agent, error)
+	DeleteAgent(ctx context.Context, id int) (int, error)
+	RenameConversation(ctx context.Context, input model.RenameConversationInput) (*ent.Conversation, error)
+	ReactivateUser(ctx context.Context, input model.ReactivateUserInput) (*model.ReactivateUserPayload, error)
+	SetUserRole(ctx context.Context, input model.SetUserRoleInput) (*model.SetUserRolePayload, error)
+	DeleteKnowledgeBase(ctx context.Context, input model.DeleteKnowledgeBaseInput) (*model.DeleteKnowledgeBasePayload, error)
+	DeleteDocument(ctx context.Context, input model.DeleteDocumentInput) (*model.DeleteDocumentPayload, error)
+	DeleteSkill(ctx context.Context, input model.DeleteSkillInput) (*model.DeleteSkillPayload, error)
 	UpdateApplication(ctx context.Context, input model.UpdateApplicationInput) (*model.UpdateApplicationPayload, error)
 	RemoveApplication(ctx context.Context, input model.RemoveApplicationInput) (*model.RemoveApplicationPayload, error)
 	UpdateAgent(ctx context.Context, input model.UpdateAgentInput) (*model.UpdateAgentPayload, error)
@@ -1172,6 +1253,8 @@ type MutationResolver interface {
 	ForgetMemory(ctx context.Context, id int) (*ent.Memory, error)
 	MemoryWrite(ctx context.Context, conversationID *int, facts []*model.MemoryFactInput) (*memory.WriteResult, error)
 	MemoryForget(ctx context.Context, conversationID *int, ids []int) (*memory.ForgetResult, error)
+	RegenerateTurn(ctx context.Context, id int) (*ent.Turn, error)
+	RateTurn(ctx context.Context, input model.RateTurnInput) (*ent.Turn, error)
 	PublishSkill(ctx context.Context, input model.PublishSkillInput) (*ent.Skill, error)
 	SendMessage(ctx context.Context, input model.SendMessageInput) (*ent.Turn, error)
 	AnswerClarification(ctx context.Context, input model.AnswerClarificationInput) (*ent.Turn, error)
@@ -1215,6 +1298,7 @@ type QueryResolver interface {
 	Users(ctx context.Context) ([]*ent.User, error)
 	Memories(ctx context.Context, first *int, after *entgql.Cursor[int], last *int, before *entgql.Cursor[int], orderBy []*ent.MemoryOrder) (*ent.MemoryConnection, error)
 	MemorySearch(ctx context.Context, conversationID *int, queries []string, maxResults *int) (*memory.SearchResult, error)
+	Ratings(ctx context.Context, month *string) (*model.RatingSummary, error)
 	ToolResults(ctx context.Context, conversationID *int, refs []string, offset *int, maxChars *int, query *string, match *result.Match, contextChars *int) (*result.Results, error)
 	ReadToolResult(ctx context.Context, conversationID *int, refs []string, offset *int, maxChars *int) ([]*result.ReadItem, error)
 	SearchToolResults(ctx context.Context, conversationID *int, refs []string, query string, match *result.Match, contextChars *int, maxChars *int) ([]*result.SearchItem, error)
@@ -1241,9 +1325,16 @@ type ToolCallResolver interface {
 type TurnResolver interface {
 	PendingApprovals(ctx context.Context, obj *ent.Turn) ([]*ent.ToolCall, error)
 	ToolCalls(ctx context.Context, obj *ent.Turn) ([]*ent.ToolCall, error)
+	MyRating(ctx context.Context, obj *ent.Turn) (*ent.TurnRating, error)
+	Ratings(ctx context.Context, obj *ent.Turn) ([]*ent.TurnRating, error)
 	ModelCalls(ctx context.Context, obj *ent.Turn) ([]*ent.ModelCall, error)
 	PromptStats(ctx context.Context, obj *ent.Turn) (*model.PromptStats, error)
 	Grounding(ctx context.Context, obj *ent.Turn) (*model.Grounding, error)
+}
+type TurnRatingResolver interface {
+	Rating(ctx context.Context, obj *ent.TurnRating) (model.Rating, error)
+
+	User(ctx context.Context, obj *ent.TurnRating) (*ent.User, error)
 }
 type UsageResolver interface {
 	Days(ctx context.Context, obj *model.Usage) ([]*model.UsageDay, error)
@@ -1334,6 +1425,12 @@ func (e *executableSchema) Complexity(ctx context.Context, typeName, field strin
 		}
 
 		return e.ComplexityRoot.Agent.Approvals(childComplexity), true
+	case "Agent.archivedAt":
+		if e.ComplexityRoot.Agent.ArchivedAt == nil {
+			break
+		}
+
+		return e.ComplexityRoot.Agent.ArchivedAt(childComplexity), true
 	case "Agent.budgetCheck":
 		if e.ComplexityRoot.Agent.BudgetCheck == nil {
 			break
@@ -1432,6 +1529,25 @@ func (e *executableSchema) Complexity(ctx context.Context, typeName, field strin
 		}
 
 		return e.ComplexityRoot.AgentEdge.Node(childComplexity), true
+
+	case "AgentRatings.agent":
+		if e.ComplexityRoot.AgentRatings.Agent == nil {
+			break
+		}
+
+		return e.ComplexityRoot.AgentRatings.Agent(childComplexity), true
+	case "AgentRatings.down":
+		if e.ComplexityRoot.AgentRatings.Down == nil {
+			break
+		}
+
+		return e.ComplexityRoot.AgentRatings.Down(childComplexity), true
+	case "AgentRatings.up":
+		if e.ComplexityRoot.AgentRatings.Up == nil {
+			break
+		}
+
+		return e.ComplexityRoot.AgentRatings.Up(childComplexity), true
 
 	case "AgentUsage.agent":
 		if e.ComplexityRoot.AgentUsage.Agent == nil {
@@ -2431,6 +2547,33 @@ func (e *executableSchema) Complexity(ctx context.Context, typeName, field strin
 
 		return e.ComplexityRoot.DeactivateUserPayload.User(childComplexity), true
 
+	case "DeleteDocumentPayload.deletedId":
+		if e.ComplexityRoot.DeleteDocumentPayload.DeletedID == nil {
+			break
+		}
+
+		return e.ComplexityRoot.DeleteDocumentPayload.DeletedID(childComplexity), true
+
+	case "DeleteKnowledgeBasePayload.deletedId":
+		if e.ComplexityRoot.DeleteKnowledgeBasePayload.DeletedID == nil {
+			break
+		}
+
+		return e.ComplexityRoot.DeleteKnowledgeBasePayload.DeletedID(childComplexity), true
+	case "DeleteKnowledgeBasePayload.documents":
+		if e.ComplexityRoot.DeleteKnowledgeBasePayload.Documents == nil {
+			break
+		}
+
+		return e.ComplexityRoot.DeleteKnowledgeBasePayload.Documents(childComplexity), true
+
+	case "DeleteSkillPayload.deletedId":
+		if e.ComplexityRoot.DeleteSkillPayload.DeletedID == nil {
+			break
+		}
+
+		return e.ComplexityRoot.DeleteSkillPayload.DeletedID(childComplexity), true
+
 	case "Document.chars":
 		if e.ComplexityRoot.Document.Chars == nil {
 			break
@@ -3011,6 +3154,25 @@ func (e *executableSchema) Complexity(ctx context.Context, typeName, field strin
 
 		return e.ComplexityRoot.ModelCall.Text(childComplexity), true
 
+	case "ModelRatings.down":
+		if e.ComplexityRoot.ModelRatings.Down == nil {
+			break
+		}
+
+		return e.ComplexityRoot.ModelRatings.Down(childComplexity), true
+	case "ModelRatings.model":
+		if e.ComplexityRoot.ModelRatings.Model == nil {
+			break
+		}
+
+		return e.ComplexityRoot.ModelRatings.Model(childComplexity), true
+	case "ModelRatings.up":
+		if e.ComplexityRoot.ModelRatings.Up == nil {
+			break
+		}
+
+		return e.ComplexityRoot.ModelRatings.Up(childComplexity), true
+
 	case "ModelUsage.cacheReadTokens":
 		if e.ComplexityRoot.ModelUsage.CacheReadTokens == nil {
 			break
@@ -3029,6 +3191,12 @@ func (e *executableSchema) Complexity(ctx context.Context, typeName, field strin
 		}
 
 		return e.ComplexityRoot.ModelUsage.Cost(childComplexity), true
+	case "ModelUsage.estimated":
+		if e.ComplexityRoot.ModelUsage.Estimated == nil {
+			break
+		}
+
+		return e.ComplexityRoot.ModelUsage.Estimated(childComplexity), true
 	case "ModelUsage.inputTokens":
 		if e.ComplexityRoot.ModelUsage.InputTokens == nil {
 			break
@@ -3101,6 +3269,17 @@ func (e *executableSchema) Complexity(ctx context.Context, typeName, field strin
 		}
 
 		return e.ComplexityRoot.Mutation.AnswerClarification(childComplexity, args["input"].(model.AnswerClarificationInput)), true
+	case "Mutation.archiveAgent":
+		if e.ComplexityRoot.Mutation.ArchiveAgent == nil {
+			break
+		}
+
+		args, err := ec.field_Mutation_archiveAgent_args(ctx, rawArgs)
+		if err != nil {
+			return 0, false
+		}
+
+		return e.ComplexityRoot.Mutation.ArchiveAgent(childComplexity, args["id"].(int), args["archived"].(*bool)), true
 	case "Mutation.archiveConversation":
 		if e.ComplexityRoot.Mutation.ArchiveConversation == nil {
 			break
@@ -3211,6 +3390,17 @@ func (e *executableSchema) Complexity(ctx context.Context, typeName, field strin
 		}
 
 		return e.ComplexityRoot.Mutation.DecideToolCalls(childComplexity, args["input"].(model.DecideToolCallsInput)), true
+	case "Mutation.deleteAgent":
+		if e.ComplexityRoot.Mutation.DeleteAgent == nil {
+			break
+		}
+
+		args, err := ec.field_Mutation_deleteAgent_args(ctx, rawArgs)
+		if err != nil {
+			return 0, false
+		}
+
+		return e.ComplexityRoot.Mutation.DeleteAgent(childComplexity, args["id"].(int)), true
 	case "Mutation.deleteConversation":
 		if e.ComplexityRoot.Mutation.DeleteConversation == nil {
 			break
@@ -3222,6 +3412,17 @@ func (e *executableSchema) Complexity(ctx context.Context, typeName, field strin
 		}
 
 		return e.ComplexityRoot.Mutation.DeleteConversation(childComplexity, args["id"].(int)), true
+	case "Mutation.deleteDocument":
+		if e.ComplexityRoot.Mutation.DeleteDocument == nil {
+			break
+		}
+
+		args, err := ec.field_Mutation_deleteDocument_args(ctx, rawArgs)
+		if err != nil {
+			return 0, false
+		}
+
+		return e.ComplexityRoot.Mutation.DeleteDocument(childComplexity, args["input"].(model.DeleteDocumentInput)), true
 	case "Mutation.deleteFile":
 		if e.ComplexityRoot.Mutation.DeleteFile == nil {
 			break
@@ -3233,6 +3434,28 @@ func (e *executableSchema) Complexity(ctx context.Context, typeName, field strin
 		}
 
 		return e.ComplexityRoot.Mutation.DeleteFile(childComplexity, args["conversationId"].(*int), args["path"].(string)), true
+	case "Mutation.deleteKnowledgeBase":
+		if e.ComplexityRoot.Mutation.DeleteKnowledgeBase == nil {
+			break
+		}
+
+		args, err := ec.field_Mutation_deleteKnowledgeBase_args(ctx, rawArgs)
+		if err != nil {
+			return 0, false
+		}
+
+		return e.ComplexityRoot.Mutation.DeleteKnowledgeBase(childComplexity, args["input"].(model.DeleteKnowledgeBaseInput)), true
+	case "Mutation.deleteSkill":
+		if e.ComplexityRoot.Mutation.DeleteSkill == nil {
+			break
+		}
+
+		args, err := ec.field_Mutation_deleteSkill_args(ctx, rawArgs)
+		if err != nil {
+			return 0, false
+		}
+
+		return e.ComplexityRoot.Mutation.DeleteSkill(childComplexity, args["input"].(model.DeleteSkillInput)), true
 	case "Mutation.editFile":
 		if e.ComplexityRoot.Mutation.EditFile == nil {
 			break
@@ -3310,6 +3533,39 @@ func (e *executableSchema) Complexity(ctx context.Context, typeName, field strin
 		}
 
 		return e.ComplexityRoot.Mutation.PublishSkill(childComplexity, args["input"].(model.PublishSkillInput)), true
+	case "Mutation.rateTurn":
+		if e.ComplexityRoot.Mutation.RateTurn == nil {
+			break
+		}
+
+		args, err := ec.field_Mutation_rateTurn_args(ctx, rawArgs)
+		if err != nil {
+			return 0, false
+		}
+
+		return e.ComplexityRoot.Mutation.RateTurn(childComplexity, args["input"].(model.RateTurnInput)), true
+	case "Mutation.reactivateUser":
+		if e.ComplexityRoot.Mutation.ReactivateUser == nil {
+			break
+		}
+
+		args, err := ec.field_Mutation_reactivateUser_args(ctx, rawArgs)
+		if err != nil {
+			return 0, false
+		}
+
+		return e.ComplexityRoot.Mutation.ReactivateUser(childComplexity, args["input"].(model.ReactivateUserInput)), true
+	case "Mutation.regenerateTurn":
+		if e.ComplexityRoot.Mutation.RegenerateTurn == nil {
+			break
+		}
+
+		args, err := ec.field_Mutation_regenerateTurn_args(ctx, rawArgs)
+		if err != nil {
+			return 0, false
+		}
+
+		return e.ComplexityRoot.Mutation.RegenerateTurn(childComplexity, args["id"].(int)), true
 	case "Mutation.registerApplication":
 		if e.ComplexityRoot.Mutation.RegisterApplication == nil {
 			break
@@ -3332,6 +3588,17 @@ func (e *executableSchema) Complexity(ctx context.Context, typeName, field strin
 		}
 
 		return e.ComplexityRoot.Mutation.RemoveApplication(childComplexity, args["input"].(model.RemoveApplicationInput)), true
+	case "Mutation.renameConversation":
+		if e.ComplexityRoot.Mutation.RenameConversation == nil {
+			break
+		}
+
+		args, err := ec.field_Mutation_renameConversation_args(ctx, rawArgs)
+		if err != nil {
+			return 0, false
+		}
+
+		return e.ComplexityRoot.Mutation.RenameConversation(childComplexity, args["input"].(model.RenameConversationInput)), true
 	case "Mutation.revokeAPIToken":
 		if e.ComplexityRoot.Mutation.RevokeAPIToken == nil {
 			break
@@ -3398,6 +3665,17 @@ func (e *executableSchema) Complexity(ctx context.Context, typeName, field strin
 		}
 
 		return e.ComplexityRoot.Mutation.SetRateLimits(childComplexity, args["input"].(model.SetRateLimitsInput)), true
+	case "Mutation.setUserRole":
+		if e.ComplexityRoot.Mutation.SetUserRole == nil {
+			break
+		}
+
+		args, err := ec.field_Mutation_setUserRole_args(ctx, rawArgs)
+		if err != nil {
+			return 0, false
+		}
+
+		return e.ComplexityRoot.Mutation.SetUserRole(childComplexity, args["input"].(model.SetUserRoleInput)), true
 	case "Mutation.startConversation":
 		if e.ComplexityRoot.Mutation.StartConversation == nil {
 			break
@@ -3961,6 +4239,17 @@ func (e *executableSchema) Complexity(ctx context.Context, typeName, field strin
 		}
 
 		return e.ComplexityRoot.Query.Nodes(childComplexity, args["ids"].([]int)), true
+	case "Query.ratings":
+		if e.ComplexityRoot.Query.Ratings == nil {
+			break
+		}
+
+		args, err := ec.field_Query_ratings_args(ctx, rawArgs)
+		if err != nil {
+			return 0, false
+		}
+
+		return e.ComplexityRoot.Query.Ratings(childComplexity, args["month"].(*string)), true
 	case "Query.readDocument":
 		if e.ComplexityRoot.Query.ReadDocument == nil {
 			break
@@ -4159,6 +4448,63 @@ func (e *executableSchema) Complexity(ctx context.Context, typeName, field strin
 
 		return e.ComplexityRoot.RateLimits.TurnsAtOnceDefault(childComplexity), true
 
+	case "RatedTurn.rating":
+		if e.ComplexityRoot.RatedTurn.Rating == nil {
+			break
+		}
+
+		return e.ComplexityRoot.RatedTurn.Rating(childComplexity), true
+	case "RatedTurn.turn":
+		if e.ComplexityRoot.RatedTurn.Turn == nil {
+			break
+		}
+
+		return e.ComplexityRoot.RatedTurn.Turn(childComplexity), true
+
+	case "RatingSummary.byAgent":
+		if e.ComplexityRoot.RatingSummary.ByAgent == nil {
+			break
+		}
+
+		return e.ComplexityRoot.RatingSummary.ByAgent(childComplexity), true
+	case "RatingSummary.byModel":
+		if e.ComplexityRoot.RatingSummary.ByModel == nil {
+			break
+		}
+
+		return e.ComplexityRoot.RatingSummary.ByModel(childComplexity), true
+	case "RatingSummary.comments":
+		if e.ComplexityRoot.RatingSummary.Comments == nil {
+			break
+		}
+
+		return e.ComplexityRoot.RatingSummary.Comments(childComplexity), true
+	case "RatingSummary.down":
+		if e.ComplexityRoot.RatingSummary.Down == nil {
+			break
+		}
+
+		return e.ComplexityRoot.RatingSummary.Down(childComplexity), true
+	case "RatingSummary.month":
+		if e.ComplexityRoot.RatingSummary.Month == nil {
+			break
+		}
+
+		return e.ComplexityRoot.RatingSummary.Month(childComplexity), true
+	case "RatingSummary.up":
+		if e.ComplexityRoot.RatingSummary.Up == nil {
+			break
+		}
+
+		return e.ComplexityRoot.RatingSummary.Up(childComplexity), true
+
+	case "ReactivateUserPayload.user":
+		if e.ComplexityRoot.ReactivateUserPayload.User == nil {
+			break
+		}
+
+		return e.ComplexityRoot.ReactivateUserPayload.User(childComplexity), true
+
 	case "RemoveApplicationPayload.id":
 		if e.ComplexityRoot.RemoveApplicationPayload.ID == nil {
 			break
@@ -4184,6 +4530,13 @@ func (e *executableSchema) Complexity(ctx context.Context, typeName, field strin
 		}
 
 		return e.ComplexityRoot.SelectorLayout.Selector(childComplexity), true
+
+	case "SetUserRolePayload.user":
+		if e.ComplexityRoot.SetUserRolePayload.User == nil {
+			break
+		}
+
+		return e.ComplexityRoot.SetUserRolePayload.User(childComplexity), true
 
 	case "Skill.createdAt":
 		if e.ComplexityRoot.Skill.CreatedAt == nil {
@@ -5007,6 +5360,12 @@ func (e *executableSchema) Complexity(ctx context.Context, typeName, field strin
 		}
 
 		return e.ComplexityRoot.Turn.ModelCalls(childComplexity), true
+	case "Turn.myRating":
+		if e.ComplexityRoot.Turn.MyRating == nil {
+			break
+		}
+
+		return e.ComplexityRoot.Turn.MyRating(childComplexity), true
 	case "Turn.number":
 		if e.ComplexityRoot.Turn.Number == nil {
 			break
@@ -5025,6 +5384,12 @@ func (e *executableSchema) Complexity(ctx context.Context, typeName, field strin
 		}
 
 		return e.ComplexityRoot.Turn.PromptStats(childComplexity), true
+	case "Turn.ratings":
+		if e.ComplexityRoot.Turn.Ratings == nil {
+			break
+		}
+
+		return e.ComplexityRoot.Turn.Ratings(childComplexity), true
 	case "Turn.replayed":
 		if e.ComplexityRoot.Turn.Replayed == nil {
 			break
@@ -5049,6 +5414,12 @@ func (e *executableSchema) Complexity(ctx context.Context, typeName, field strin
 		}
 
 		return e.ComplexityRoot.Turn.Suggestions(childComplexity), true
+	case "Turn.superseded":
+		if e.ComplexityRoot.Turn.Superseded == nil {
+			break
+		}
+
+		return e.ComplexityRoot.Turn.Superseded(childComplexity), true
 	case "Turn.timeZone":
 		if e.ComplexityRoot.Turn.TimeZone == nil {
 			break
@@ -5149,6 +5520,37 @@ func (e *executableSchema) Complexity(ctx context.Context, typeName, field strin
 
 		return e.ComplexityRoot.TurnEvent.Writing(childComplexity), true
 
+	case "TurnRating.comment":
+		if e.ComplexityRoot.TurnRating.Comment == nil {
+			break
+		}
+
+		return e.ComplexityRoot.TurnRating.Comment(childComplexity), true
+	case "TurnRating.createdAt":
+		if e.ComplexityRoot.TurnRating.CreatedAt == nil {
+			break
+		}
+
+		return e.ComplexityRoot.TurnRating.CreatedAt(childComplexity), true
+	case "TurnRating.rating":
+		if e.ComplexityRoot.TurnRating.Rating == nil {
+			break
+		}
+
+		return e.ComplexityRoot.TurnRating.Rating(childComplexity), true
+	case "TurnRating.updatedAt":
+		if e.ComplexityRoot.TurnRating.UpdatedAt == nil {
+			break
+		}
+
+		return e.ComplexityRoot.TurnRating.UpdatedAt(childComplexity), true
+	case "TurnRating.user":
+		if e.ComplexityRoot.TurnRating.User == nil {
+			break
+		}
+
+		return e.ComplexityRoot.TurnRating.User(childComplexity), true
+
 	case "UpdateAgentPayload.agent":
 		if e.ComplexityRoot.UpdateAgentPayload.Agent == nil {
 			break
@@ -5211,6 +5613,12 @@ func (e *executableSchema) Complexity(ctx context.Context, typeName, field strin
 		}
 
 		return e.ComplexityRoot.Usage.Days(childComplexity), true
+	case "Usage.estimated":
+		if e.ComplexityRoot.Usage.Estimated == nil {
+			break
+		}
+
+		return e.ComplexityRoot.Usage.Estimated(childComplexity), true
 	case "Usage.inputTokens":
 		if e.ComplexityRoot.Usage.InputTokens == nil {
 			break
@@ -5770,6 +6178,9 @@ func (e *executableSchema) Exec(ctx context.Context) graphql.ResponseHandler {
 			graphql.NewInputUnmarshaler("CreateUserInput", ec.unmarshalInputCreateUserInput),
 			graphql.NewInputUnmarshaler("DeactivateUserInput", ec.unmarshalInputDeactivateUserInput),
 			graphql.NewInputUnmarshaler("DecideToolCallsInput", ec.unmarshalInputDecideToolCallsInput),
+			graphql.NewInputUnmarshaler("DeleteDocumentInput", ec.unmarshalInputDeleteDocumentInput),
+			graphql.NewInputUnmarshaler("DeleteKnowledgeBaseInput", ec.unmarshalInputDeleteKnowledgeBaseInput),
+			graphql.NewInputUnmarshaler("DeleteSkillInput", ec.unmarshalInputDeleteSkillInput),
 			graphql.NewInputUnmarshaler("DocumentOrder", ec.unmarshalInputDocumentOrder),
 			graphql.NewInputUnmarshaler("ExportContextInput", ec.unmarshalInputExportContextInput),
 			graphql.NewInputUnmarshaler("ExportSourceInput", ec.unmarshalInputExportSourceInput),
@@ -5778,11 +6189,15 @@ func (e *executableSchema) Exec(ctx context.Context) graphql.ResponseHandler {
 			graphql.NewInputUnmarshaler("MemoryOrder", ec.unmarshalInputMemoryOrder),
 			graphql.NewInputUnmarshaler("MoneyInput", ec.unmarshalInputMoneyInput),
 			graphql.NewInputUnmarshaler("PublishSkillInput", ec.unmarshalInputPublishSkillInput),
+			graphql.NewInputUnmarshaler("RateTurnInput", ec.unmarshalInputRateTurnInput),
+			graphql.NewInputUnmarshaler("ReactivateUserInput", ec.unmarshalInputReactivateUserInput),
 			graphql.NewInputUnmarshaler("RegisterApplicationInput", ec.unmarshalInputRegisterApplicationInput),
 			graphql.NewInputUnmarshaler("RemoveApplicationInput", ec.unmarshalInputRemoveApplicationInput),
+			graphql.NewInputUnmarshaler("RenameConversationInput", ec.unmarshalInputRenameConversationInput),
 			graphql.NewInputUnmarshaler("SendMessageInput", ec.unmarshalInputSendMessageInput),
 			graphql.NewInputUnmarshaler("SetBudgetInput", ec.unmarshalInputSetBudgetInput),
 			graphql.NewInputUnmarshaler("SetRateLimitsInput", ec.unmarshalInputSetRateLimitsInput),
+			graphql.NewInputUnmarshaler("SetUserRoleInput", ec.unmarshalInputSetUserRoleInput),
 			graphql.NewInputUnmarshaler("StartConversationInput", ec.unmarshalInputStartConversationInput),
 			graphql.NewInputUnmarshaler("ToolCallDecisionInput", ec.unmarshalInputToolCallDecisionInput),
 			graphql.NewInputUnmarshaler("TurnOrder", ec.unmarshalInputTurnOrder),
@@ -7031,6 +7446,10 @@ type Agent implements Node {
   How the agent's turns send tool definitions. FULL: every offered definition whole, on every model call. DEFERRED: the always-on tools and get_tool_schema whole, every other tool by name and a line, read whole with get_tool_schema before its first call. AUTO (the default): DEFERRED once the offered definitions pass 6,000 tokens, which only application tools reach; else FULL.
   """
   toolLoading: AgentToolLoading!
+  """
+  When an admin archived the agent: no new conversation starts with it, and its conversations stay readable; none: in use.
+  """
+  archivedAt: Time
 }
 """
 A connection to a list of items.
@@ -8306,6 +8725,10 @@ type Turn implements Node {
   """
   replayed: Boolean!
   """
+  True once regenerateTurn answered this turn's message again as a later turn: kept for the transcript, no longer the conversation's answer.
+  """
+  superseded: Boolean!
+  """
   The conversation the turn belongs to.
   """
   conversation: Conversation!
@@ -8796,6 +9219,14 @@ input TurnWhereInput {
   """
   replayedNEQ: Boolean
   """
+  superseded field predicates
+  """
+  superseded: Boolean
+  """
+  superseded differs from the value.
+  """
+  supersededNEQ: Boolean
+  """
   conversation edge predicates
   """
   hasConversation: Boolean
@@ -8842,6 +9273,20 @@ type User implements Node {
   organization: Organization!
 }
 `, BuiltIn: false},
+	{Name: "../estimate.graphqls", Input: `extend type ModelUsage {
+  """
+  True when the figures are estimates rather than a provider's bill: the
+  replay provider's calls, whose tokens are counted with the o200k
+  tokenizer and priced at a list price (gpt-4.1's).
+  """
+  estimated: Boolean!
+}
+
+extend type Usage {
+  "True when some of the month's figures are estimates (see ModelUsage.estimated)."
+  estimated: Boolean!
+}
+`, BuiltIn: false},
 	{Name: "../history.graphqls", Input: `extend type Query {
   """
   search_past_conversations: what the caller wrote in their other
@@ -8886,6 +9331,116 @@ type PastConversationHit {
   date: Time!
   "The part of the person's message around what matched."
   snippet: String!
+}
+`, BuiltIn: false},
+	{Name: "../lifecycle.graphqls", Input: `# Editing and retiring what a portal and an admin manage: agents,
+# conversations, users, knowledge bases, documents and skills. An id outside
+# the caller's reach is NOT_FOUND, word for word like an id of nothing.
+
+extend type Mutation {
+  """
+  Archives an agent, or with archived: false brings it back. An archived
+  agent starts no new conversation (startConversation refuses it); its
+  conversations stay readable and may go on. Admins only.
+  """
+  archiveAgent(id: ID!, archived: Boolean = true): Agent!
+  """
+  Deletes an agent nothing refers to: refused, naming how many, while
+  conversations (archived ones included) were held with it; archive it
+  instead, or delete them first. Answers the id deleted. Admins only.
+  """
+  deleteAgent(id: ID!): ID!
+  "Gives a conversation a new title (at most 500 characters; empty: untitled)."
+  renameConversation(input: RenameConversationInput!): Conversation!
+  "Reactivates a deactivated user: their API tokens that have not expired work again. Admins only."
+  reactivateUser(input: ReactivateUserInput!): ReactivateUserPayload!
+  "Makes a user of the caller's organisation an admin, or a member. An admin cannot change their own role. Admins only."
+  setUserRole(input: SetUserRoleInput!): SetUserRolePayload!
+  """
+  Deletes a knowledge base with its documents and their chunks. Refused,
+  naming them, while agents are bound to it: unbind it first (updateAgent
+  knowledgeBaseIds). Admins only.
+  """
+  deleteKnowledgeBase(input: DeleteKnowledgeBaseInput!): DeleteKnowledgeBasePayload!
+  "Deletes a document of a knowledge base, with its chunks: searches stop finding it at once. Admins only."
+  deleteDocument(input: DeleteDocumentInput!): DeleteDocumentPayload!
+  """
+  Deletes a published skill. Refused, naming them, while agents list it:
+  take it out of their skills first (updateAgent skills). Admins only.
+  """
+  deleteSkill(input: DeleteSkillInput!): DeleteSkillPayload!
+}
+
+"What renameConversation needs."
+input RenameConversationInput {
+  "The conversation to rename."
+  id: ID!
+  "The new title; empty or blank: untitled."
+  title: String!
+}
+
+"What reactivateUser needs."
+input ReactivateUserInput {
+  "The user to reactivate."
+  id: ID!
+}
+
+"What reactivateUser changed."
+type ReactivateUserPayload {
+  "The user as they now are."
+  user: User!
+}
+
+"What setUserRole needs."
+input SetUserRoleInput {
+  "The user whose role changes."
+  id: ID!
+  "True: an admin; false: a member."
+  admin: Boolean!
+}
+
+"What setUserRole changed."
+type SetUserRolePayload {
+  "The user as they now are."
+  user: User!
+}
+
+"What deleteKnowledgeBase needs."
+input DeleteKnowledgeBaseInput {
+  "The knowledge base to delete."
+  id: ID!
+}
+
+"What deleteKnowledgeBase deleted."
+type DeleteKnowledgeBasePayload {
+  "The id deleted."
+  deletedId: ID!
+  "How many documents went with it."
+  documents: Int!
+}
+
+"What deleteDocument needs."
+input DeleteDocumentInput {
+  "The document to delete."
+  id: ID!
+}
+
+"What deleteDocument deleted."
+type DeleteDocumentPayload {
+  "The id deleted."
+  deletedId: ID!
+}
+
+"What deleteSkill needs."
+input DeleteSkillInput {
+  "The skill to delete."
+  id: ID!
+}
+
+"What deleteSkill deleted."
+type DeleteSkillPayload {
+  "The id deleted."
+  deletedId: ID!
 }
 `, BuiltIn: false},
 	{Name: "../manage.graphqls", Input: `# Management a portal and an admin need: applications, agents,
@@ -9169,6 +9724,119 @@ type UsageTotals {
   modelCalls: Int64!
   "What the calls cost, from the price table."
   cost: Money!
+}
+`, BuiltIn: false},
+	{Name: "../ratings.graphqls", Input: `# Answers again and answers rated: regenerateTurn and rateTurn, and the
+# ratings an admin reads per agent and model.
+
+extend type Mutation {
+  """
+  Answers the last turn of a conversation again: a new turn with the same
+  message (and time zone) starts RUNNING and is returned; the earlier turn is
+  kept and marked superseded. Refused while a turn of the conversation runs
+  or waits, for a turn that is not the last, and for an archived
+  conversation.
+  """
+  regenerateTurn(id: ID!): Turn!
+  """
+  Rates a turn's answer, up or down, with an optional comment (at most
+  2,000 characters): one rating per person per turn, and rating again
+  changes it. Answers the turn.
+  """
+  rateTurn(input: RateTurnInput!): Turn!
+}
+
+extend type Query {
+  """
+  The ratings given in a calendar month in UTC ("YYYY-MM"; none: this one),
+  by agent and by model (the model that answered the turn), within the
+  caller's reach: an admin's API token, the organisation's; a member's, their
+  own ratings.
+  """
+  ratings(month: String): RatingSummary!
+}
+
+"A thumbs up or down on an answer."
+enum Rating {
+  "The answer helped."
+  UP
+  "It did not."
+  DOWN
+}
+
+"What rateTurn needs."
+input RateTurnInput {
+  "The turn whose answer is rated."
+  turnId: ID!
+  "Up or down."
+  rating: Rating!
+  "Why, in the rater's words; at most 2,000 characters; none: no comment (a new rating clears the old comment)."
+  comment: String
+}
+
+"One person's rating of a turn."
+type TurnRating {
+  "Up or down."
+  rating: Rating!
+  "The comment; empty when none."
+  comment: String!
+  "Who rated."
+  user: User
+  "When it was first given."
+  createdAt: Time!
+  "When it last changed."
+  updatedAt: Time!
+}
+
+extend type Turn {
+  "The caller's own rating of the turn; null when they gave none."
+  myRating: TurnRating
+  "The ratings of the turn the caller may read (an admin's API token: everyone's; a member's: their own)."
+  ratings: [TurnRating!]!
+}
+
+"A month's ratings, in all and by agent and model."
+type RatingSummary {
+  "The month, YYYY-MM, in UTC."
+  month: String!
+  "Ratings up."
+  up: Int!
+  "Ratings down."
+  down: Int!
+  "By agent, the most rated first."
+  byAgent: [AgentRatings!]!
+  "By the model that answered, the most rated first."
+  byModel: [ModelRatings!]!
+  "The month's latest ratings with a comment, newest first (at most 20)."
+  comments: [RatedTurn!]!
+}
+
+"An agent's ratings."
+type AgentRatings {
+  "The agent; null when it no longer exists."
+  agent: Agent
+  "Ratings up."
+  up: Int!
+  "Ratings down."
+  down: Int!
+}
+
+"A model's ratings."
+type ModelRatings {
+  "The model's name, as sent to the provider."
+  model: String!
+  "Ratings up."
+  up: Int!
+  "Ratings down."
+  down: Int!
+}
+
+"A rating with the turn it rates."
+type RatedTurn {
+  "The rating."
+  rating: TurnRating!
+  "The turn rated."
+  turn: Turn!
 }
 `, BuiltIn: false},
 	{Name: "../result.graphqls", Input: `# read_tool_result: windows and searches of a conversation's stored tool
@@ -10088,6 +10756,8 @@ func (ec *executionContext) childFields_Agent(ctx context.Context, field graphql
 		return ec.fieldContext_Agent_skills(ctx, field)
 	case "toolLoading":
 		return ec.fieldContext_Agent_toolLoading(ctx, field)
+	case "archivedAt":
+		return ec.fieldContext_Agent_archivedAt(ctx, field)
 	case "approvals":
 		return ec.fieldContext_Agent_approvals(ctx, field)
 	}
@@ -10114,6 +10784,18 @@ func (ec *executionContext) childFields_AgentEdge(ctx context.Context, field gra
 		return ec.fieldContext_AgentEdge_cursor(ctx, field)
 	}
 	return nil, fmt.Errorf("no field named %q was found under type AgentEdge", field.Name)
+}
+
+func (ec *executionContext) childFields_AgentRatings(ctx context.Context, field graphql.CollectedField) (*graphql.FieldContext, error) {
+	switch field.Name {
+	case "agent":
+		return ec.fieldContext_AgentRatings_agent(ctx, field)
+	case "up":
+		return ec.fieldContext_AgentRatings_up(ctx, field)
+	case "down":
+		return ec.fieldContext_AgentRatings_down(ctx, field)
+	}
+	return nil, fmt.Errorf("no field named %q was found under type AgentRatings", field.Name)
 }
 
 func (ec *executionContext) childFields_AgentUsage(ctx context.Context, field graphql.CollectedField) (*graphql.FieldContext, error) {
@@ -10600,6 +11282,32 @@ func (ec *executionContext) childFields_DeactivateUserPayload(ctx context.Contex
 	return nil, fmt.Errorf("no field named %q was found under type DeactivateUserPayload", field.Name)
 }
 
+func (ec *executionContext) childFields_DeleteDocumentPayload(ctx context.Context, field graphql.CollectedField) (*graphql.FieldContext, error) {
+	switch field.Name {
+	case "deletedId":
+		return ec.fieldContext_DeleteDocumentPayload_deletedId(ctx, field)
+	}
+	return nil, fmt.Errorf("no field named %q was found under type DeleteDocumentPayload", field.Name)
+}
+
+func (ec *executionContext) childFields_DeleteKnowledgeBasePayload(ctx context.Context, field graphql.CollectedField) (*graphql.FieldContext, error) {
+	switch field.Name {
+	case "deletedId":
+		return ec.fieldContext_DeleteKnowledgeBasePayload_deletedId(ctx, field)
+	case "documents":
+		return ec.fieldContext_DeleteKnowledgeBasePayload_documents(ctx, field)
+	}
+	return nil, fmt.Errorf("no field named %q was found under type DeleteKnowledgeBasePayload", field.Name)
+}
+
+func (ec *executionContext) childFields_DeleteSkillPayload(ctx context.Context, field graphql.CollectedField) (*graphql.FieldContext, error) {
+	switch field.Name {
+	case "deletedId":
+		return ec.fieldContext_DeleteSkillPayload_deletedId(ctx, field)
+	}
+	return nil, fmt.Errorf("no field named %q was found under type DeleteSkillPayload", field.Name)
+}
+
 func (ec *executionContext) childFields_Document(ctx context.Context, field graphql.CollectedField) (*graphql.FieldContext, error) {
 	switch field.Name {
 	case "id":
@@ -10922,6 +11630,18 @@ func (ec *executionContext) childFields_ModelCall(ctx context.Context, field gra
 	return nil, fmt.Errorf("no field named %q was found under type ModelCall", field.Name)
 }
 
+func (ec *executionContext) childFields_ModelRatings(ctx context.Context, field graphql.CollectedField) (*graphql.FieldContext, error) {
+	switch field.Name {
+	case "model":
+		return ec.fieldContext_ModelRatings_model(ctx, field)
+	case "up":
+		return ec.fieldContext_ModelRatings_up(ctx, field)
+	case "down":
+		return ec.fieldContext_ModelRatings_down(ctx, field)
+	}
+	return nil, fmt.Errorf("no field named %q was found under type ModelRatings", field.Name)
+}
+
 func (ec *executionContext) childFields_ModelUsage(ctx context.Context, field graphql.CollectedField) (*graphql.FieldContext, error) {
 	switch field.Name {
 	case "model":
@@ -10940,6 +11660,8 @@ func (ec *executionContext) childFields_ModelUsage(ctx context.Context, field gr
 		return ec.fieldContext_ModelUsage_cost(ctx, field)
 	case "modelCalls":
 		return ec.fieldContext_ModelUsage_modelCalls(ctx, field)
+	case "estimated":
+		return ec.fieldContext_ModelUsage_estimated(ctx, field)
 	}
 	return nil, fmt.Errorf("no field named %q was found under type ModelUsage", field.Name)
 }
@@ -11118,6 +11840,42 @@ func (ec *executionContext) childFields_RateLimits(ctx context.Context, field gr
 	return nil, fmt.Errorf("no field named %q was found under type RateLimits", field.Name)
 }
 
+func (ec *executionContext) childFields_RatedTurn(ctx context.Context, field graphql.CollectedField) (*graphql.FieldContext, error) {
+	switch field.Name {
+	case "rating":
+		return ec.fieldContext_RatedTurn_rating(ctx, field)
+	case "turn":
+		return ec.fieldContext_RatedTurn_turn(ctx, field)
+	}
+	return nil, fmt.Errorf("no field named %q was found under type RatedTurn", field.Name)
+}
+
+func (ec *executionContext) childFields_RatingSummary(ctx context.Context, field graphql.CollectedField) (*graphql.FieldContext, error) {
+	switch field.Name {
+	case "month":
+		return ec.fieldContext_RatingSummary_month(ctx, field)
+	case "up":
+		return ec.fieldContext_RatingSummary_up(ctx, field)
+	case "down":
+		return ec.fieldContext_RatingSummary_down(ctx, field)
+	case "byAgent":
+		return ec.fieldContext_RatingSummary_byAgent(ctx, field)
+	case "byModel":
+		return ec.fieldContext_RatingSummary_byModel(ctx, field)
+	case "comments":
+		return ec.fieldContext_RatingSummary_comments(ctx, field)
+	}
+	return nil, fmt.Errorf("no field named %q was found under type RatingSummary", field.Name)
+}
+
+func (ec *executionContext) childFields_ReactivateUserPayload(ctx context.Context, field graphql.CollectedField) (*graphql.FieldContext, error) {
+	switch field.Name {
+	case "user":
+		return ec.fieldContext_ReactivateUserPayload_user(ctx, field)
+	}
+	return nil, fmt.Errorf("no field named %q was found under type ReactivateUserPayload", field.Name)
+}
+
 func (ec *executionContext) childFields_RemoveApplicationPayload(ctx context.Context, field graphql.CollectedField) (*graphql.FieldContext, error) {
 	switch field.Name {
 	case "id":
@@ -11136,6 +11894,14 @@ func (ec *executionContext) childFields_SelectorLayout(ctx context.Context, fiel
 		return ec.fieldContext_SelectorLayout_elements(ctx, field)
 	}
 	return nil, fmt.Errorf("no field named %q was found under type SelectorLayout", field.Name)
+}
+
+func (ec *executionContext) childFields_SetUserRolePayload(ctx context.Context, field graphql.CollectedField) (*graphql.FieldContext, error) {
+	switch field.Name {
+	case "user":
+		return ec.fieldContext_SetUserRolePayload_user(ctx, field)
+	}
+	return nil, fmt.Errorf("no field named %q was found under type SetUserRolePayload", field.Name)
 }
 
 func (ec *executionContext) childFields_Skill(ctx context.Context, field graphql.CollectedField) (*graphql.FieldContext, error) {
@@ -11554,12 +12320,18 @@ func (ec *executionContext) childFields_Turn(ctx context.Context, field graphql.
 		return ec.fieldContext_Turn_clarification(ctx, field)
 	case "replayed":
 		return ec.fieldContext_Turn_replayed(ctx, field)
+	case "superseded":
+		return ec.fieldContext_Turn_superseded(ctx, field)
 	case "conversation":
 		return ec.fieldContext_Turn_conversation(ctx, field)
 	case "pendingApprovals":
 		return ec.fieldContext_Turn_pendingApprovals(ctx, field)
 	case "toolCalls":
 		return ec.fieldContext_Turn_toolCalls(ctx, field)
+	case "myRating":
+		return ec.fieldContext_Turn_myRating(ctx, field)
+	case "ratings":
+		return ec.fieldContext_Turn_ratings(ctx, field)
 	case "modelCalls":
 		return ec.fieldContext_Turn_modelCalls(ctx, field)
 	case "promptStats":
@@ -11614,6 +12386,22 @@ func (ec *executionContext) childFields_TurnEvent(ctx context.Context, field gra
 	return nil, fmt.Errorf("no field named %q was found under type TurnEvent", field.Name)
 }
 
+func (ec *executionContext) childFields_TurnRating(ctx context.Context, field graphql.CollectedField) (*graphql.FieldContext, error) {
+	switch field.Name {
+	case "rating":
+		return ec.fieldContext_TurnRating_rating(ctx, field)
+	case "comment":
+		return ec.fieldContext_TurnRating_comment(ctx, field)
+	case "user":
+		return ec.fieldContext_TurnRating_user(ctx, field)
+	case "createdAt":
+		return ec.fieldContext_TurnRating_createdAt(ctx, field)
+	case "updatedAt":
+		return ec.fieldContext_TurnRating_updatedAt(ctx, field)
+	}
+	return nil, fmt.Errorf("no field named %q was found under type TurnRating", field.Name)
+}
+
 func (ec *executionContext) childFields_UpdateAgentPayload(ctx context.Context, field graphql.CollectedField) (*graphql.FieldContext, error) {
 	switch field.Name {
 	case "agent":
@@ -11660,6 +12448,8 @@ func (ec *executionContext) childFields_Usage(ctx context.Context, field graphql
 		return ec.fieldContext_Usage_byAgent(ctx, field)
 	case "byUser":
 		return ec.fieldContext_Usage_byUser(ctx, field)
+	case "estimated":
+		return ec.fieldContext_Usage_estimated(ctx, field)
 	case "days":
 		return ec.fieldContext_Usage_days(ctx, field)
 	}
@@ -12176,6 +12966,28 @@ func (ec *executionContext) field_Mutation_answerClarification_args(ctx context.
 	return args, nil
 }
 
+func (ec *executionContext) field_Mutation_archiveAgent_args(ctx context.Context, rawArgs map[string]any) (map[string]any, error) {
+	var err error
+	args := map[string]any{}
+	arg0, err := graphql.ProcessArgField(ctx, rawArgs, "id",
+		func(ctx context.Context, v any) (int, error) {
+			return ec.unmarshalNID2int(ctx, v)
+		})
+	if err != nil {
+		return nil, err
+	}
+	args["id"] = arg0
+	arg1, err := graphql.ProcessArgField(ctx, rawArgs, "archived",
+		func(ctx context.Context, v any) (*bool, error) {
+			return ec.unmarshalOBoolean2ᚖbool(ctx, v)
+		})
+	if err != nil {
+		return nil, err
+	}
+	args["archived"] = arg1
+	return args, nil
+}
+
 func (ec *executionContext) field_Mutation_archiveConversation_args(ctx context.Context, rawArgs map[string]any) (map[string]any, error) {
 	var err error
 	args := map[string]any{}
@@ -12340,6 +13152,20 @@ func (ec *executionContext) field_Mutation_decideToolCalls_args(ctx context.Cont
 	return args, nil
 }
 
+func (ec *executionContext) field_Mutation_deleteAgent_args(ctx context.Context, rawArgs map[string]any) (map[string]any, error) {
+	var err error
+	args := map[string]any{}
+	arg0, err := graphql.ProcessArgField(ctx, rawArgs, "id",
+		func(ctx context.Context, v any) (int, error) {
+			return ec.unmarshalNID2int(ctx, v)
+		})
+	if err != nil {
+		return nil, err
+	}
+	args["id"] = arg0
+	return args, nil
+}
+
 func (ec *executionContext) field_Mutation_deleteConversation_args(ctx context.Context, rawArgs map[string]any) (map[string]any, error) {
 	var err error
 	args := map[string]any{}
@@ -12351,6 +13177,20 @@ func (ec *executionContext) field_Mutation_deleteConversation_args(ctx context.C
 		return nil, err
 	}
 	args["id"] = arg0
+	return args, nil
+}
+
+func (ec *executionContext) field_Mutation_deleteDocument_args(ctx context.Context, rawArgs map[string]any) (map[string]any, error) {
+	var err error
+	args := map[string]any{}
+	arg0, err := graphql.ProcessArgField(ctx, rawArgs, "input",
+		func(ctx context.Context, v any) (model.DeleteDocumentInput, error) {
+			return ec.unmarshalNDeleteDocumentInput2githubᚗcomᚋtoolgateᚋtoolgateᚋgraphᚋmodelᚐDeleteDocumentInput(ctx, v)
+		})
+	if err != nil {
+		return nil, err
+	}
+	args["input"] = arg0
 	return args, nil
 }
 
@@ -12373,6 +13213,34 @@ func (ec *executionContext) field_Mutation_deleteFile_args(ctx context.Context, 
 		return nil, err
 	}
 	args["path"] = arg1
+	return args, nil
+}
+
+func (ec *executionContext) field_Mutation_deleteKnowledgeBase_args(ctx context.Context, rawArgs map[string]any) (map[string]any, error) {
+	var err error
+	args := map[string]any{}
+	arg0, err := graphql.ProcessArgField(ctx, rawArgs, "input",
+		func(ctx context.Context, v any) (model.DeleteKnowledgeBaseInput, error) {
+			return ec.unmarshalNDeleteKnowledgeBaseInput2githubᚗcomᚋtoolgateᚋtoolgateᚋgraphᚋmodelᚐDeleteKnowledgeBaseInput(ctx, v)
+		})
+	if err != nil {
+		return nil, err
+	}
+	args["input"] = arg0
+	return args, nil
+}
+
+func (ec *executionContext) field_Mutation_deleteSkill_args(ctx context.Context, rawArgs map[string]any) (map[string]any, error) {
+	var err error
+	args := map[string]any{}
+	arg0, err := graphql.ProcessArgField(ctx, rawArgs, "input",
+		func(ctx context.Context, v any) (model.DeleteSkillInput, error) {
+			return ec.unmarshalNDeleteSkillInput2githubᚗcomᚋtoolgateᚋtoolgateᚋgraphᚋmodelᚐDeleteSkillInput(ctx, v)
+		})
+	if err != nil {
+		return nil, err
+	}
+	args["input"] = arg0
 	return args, nil
 }
 
@@ -12538,6 +13406,48 @@ func (ec *executionContext) field_Mutation_publishSkill_args(ctx context.Context
 	return args, nil
 }
 
+func (ec *executionContext) field_Mutation_rateTurn_args(ctx context.Context, rawArgs map[string]any) (map[string]any, error) {
+	var err error
+	args := map[string]any{}
+	arg0, err := graphql.ProcessArgField(ctx, rawArgs, "input",
+		func(ctx context.Context, v any) (model.RateTurnInput, error) {
+			return ec.unmarshalNRateTurnInput2githubᚗcomᚋtoolgateᚋtoolgateᚋgraphᚋmodelᚐRateTurnInput(ctx, v)
+		})
+	if err != nil {
+		return nil, err
+	}
+	args["input"] = arg0
+	return args, nil
+}
+
+func (ec *executionContext) field_Mutation_reactivateUser_args(ctx context.Context, rawArgs map[string]any) (map[string]any, error) {
+	var err error
+	args := map[string]any{}
+	arg0, err := graphql.ProcessArgField(ctx, rawArgs, "input",
+		func(ctx context.Context, v any) (model.ReactivateUserInput, error) {
+			return ec.unmarshalNReactivateUserInput2githubᚗcomᚋtoolgateᚋtoolgateᚋgraphᚋmodelᚐReactivateUserInput(ctx, v)
+		})
+	if err != nil {
+		return nil, err
+	}
+	args["input"] = arg0
+	return args, nil
+}
+
+func (ec *executionContext) field_Mutation_regenerateTurn_args(ctx context.Context, rawArgs map[string]any) (map[string]any, error) {
+	var err error
+	args := map[string]any{}
+	arg0, err := graphql.ProcessArgField(ctx, rawArgs, "id",
+		func(ctx context.Context, v any) (int, error) {
+			return ec.unmarshalNID2int(ctx, v)
+		})
+	if err != nil {
+		return nil, err
+	}
+	args["id"] = arg0
+	return args, nil
+}
+
 func (ec *executionContext) field_Mutation_registerApplication_args(ctx context.Context, rawArgs map[string]any) (map[string]any, error) {
 	var err error
 	args := map[string]any{}
@@ -12558,6 +13468,20 @@ func (ec *executionContext) field_Mutation_removeApplication_args(ctx context.Co
 	arg0, err := graphql.ProcessArgField(ctx, rawArgs, "input",
 		func(ctx context.Context, v any) (model.RemoveApplicationInput, error) {
 			return ec.unmarshalNRemoveApplicationInput2githubᚗcomᚋtoolgateᚋtoolgateᚋgraphᚋmodelᚐRemoveApplicationInput(ctx, v)
+		})
+	if err != nil {
+		return nil, err
+	}
+	args["input"] = arg0
+	return args, nil
+}
+
+func (ec *executionContext) field_Mutation_renameConversation_args(ctx context.Context, rawArgs map[string]any) (map[string]any, error) {
+	var err error
+	args := map[string]any{}
+	arg0, err := graphql.ProcessArgField(ctx, rawArgs, "input",
+		func(ctx context.Context, v any) (model.RenameConversationInput, error) {
+			return ec.unmarshalNRenameConversationInput2githubᚗcomᚋtoolgateᚋtoolgateᚋgraphᚋmodelᚐRenameConversationInput(ctx, v)
 		})
 	if err != nil {
 		return nil, err
@@ -12674,6 +13598,20 @@ func (ec *executionContext) field_Mutation_setRateLimits_args(ctx context.Contex
 	arg0, err := graphql.ProcessArgField(ctx, rawArgs, "input",
 		func(ctx context.Context, v any) (model.SetRateLimitsInput, error) {
 			return ec.unmarshalNSetRateLimitsInput2githubᚗcomᚋtoolgateᚋtoolgateᚋgraphᚋmodelᚐSetRateLimitsInput(ctx, v)
+		})
+	if err != nil {
+		return nil, err
+	}
+	args["input"] = arg0
+	return args, nil
+}
+
+func (ec *executionContext) field_Mutation_setUserRole_args(ctx context.Context, rawArgs map[string]any) (map[string]any, error) {
+	var err error
+	args := map[string]any{}
+	arg0, err := graphql.ProcessArgField(ctx, rawArgs, "input",
+		func(ctx context.Context, v any) (model.SetUserRoleInput, error) {
+			return ec.unmarshalNSetUserRoleInput2githubᚗcomᚋtoolgateᚋtoolgateᚋgraphᚋmodelᚐSetUserRoleInput(ctx, v)
 		})
 	if err != nil {
 		return nil, err
@@ -13313,6 +14251,20 @@ func (ec *executionContext) field_Query_nodes_args(ctx context.Context, rawArgs 
 		return nil, err
 	}
 	args["ids"] = arg0
+	return args, nil
+}
+
+func (ec *executionContext) field_Query_ratings_args(ctx context.Context, rawArgs map[string]any) (map[string]any, error) {
+	var err error
+	args := map[string]any{}
+	arg0, err := graphql.ProcessArgField(ctx, rawArgs, "month",
+		func(ctx context.Context, v any) (*string, error) {
+			return ec.unmarshalOString2ᚖstring(ctx, v)
+		})
+	if err != nil {
+		return nil, err
+	}
+	args["month"] = arg0
 	return args, nil
 }
 
@@ -14429,6 +15381,29 @@ func (ec *executionContext) fieldContext_Agent_toolLoading(_ context.Context, fi
 	return graphql.NewScalarFieldContext("Agent", field, false, false, "AgentToolLoading")
 }
 
+func (ec *executionContext) _Agent_archivedAt(ctx context.Context, field graphql.CollectedField, obj *ent.Agent) (ret graphql.Marshaler) {
+	return graphql.ResolveField(
+		ctx,
+		ec.OperationContext,
+		field,
+		func(ctx context.Context, field graphql.CollectedField) (*graphql.FieldContext, error) {
+			return ec.fieldContext_Agent_archivedAt(ctx, field)
+		},
+		func(ctx context.Context) (any, error) {
+			return obj.ArchivedAt, nil
+		},
+		nil,
+		func(ctx context.Context, selections ast.SelectionSet, v *time.Time) graphql.Marshaler {
+			return ec.marshalOTime2ᚖtimeᚐTime(ctx, selections, v)
+		},
+		true,
+		false,
+	)
+}
+func (ec *executionContext) fieldContext_Agent_archivedAt(_ context.Context, field graphql.CollectedField) (fc *graphql.FieldContext, err error) {
+	return graphql.NewScalarFieldContext("Agent", field, false, false, "Time")
+}
+
 func (ec *executionContext) _Agent_approvals(ctx context.Context, field graphql.CollectedField, obj *ent.Agent) (ret graphql.Marshaler) {
 	return graphql.ResolveField(
 		ctx,
@@ -14601,6 +15576,84 @@ func (ec *executionContext) _AgentEdge_cursor(ctx context.Context, field graphql
 }
 func (ec *executionContext) fieldContext_AgentEdge_cursor(_ context.Context, field graphql.CollectedField) (fc *graphql.FieldContext, err error) {
 	return graphql.NewScalarFieldContext("AgentEdge", field, false, false, "Cursor")
+}
+
+func (ec *executionContext) _AgentRatings_agent(ctx context.Context, field graphql.CollectedField, obj *model.AgentRatings) (ret graphql.Marshaler) {
+	return graphql.ResolveField(
+		ctx,
+		ec.OperationContext,
+		field,
+		func(ctx context.Context, field graphql.CollectedField) (*graphql.FieldContext, error) {
+			return ec.fieldContext_AgentRatings_agent(ctx, field)
+		},
+		func(ctx context.Context) (any, error) {
+			return obj.Agent, nil
+		},
+		nil,
+		func(ctx context.Context, selections ast.SelectionSet, v *ent.Agent) graphql.Marshaler {
+			return ec.marshalOAgent2ᚖgithubᚗcomᚋtoolgateᚋtoolgateᚋentᚐAgent(ctx, selections, v)
+		},
+		true,
+		false,
+	)
+}
+func (ec *executionContext) fieldContext_AgentRatings_agent(_ context.Context, field graphql.CollectedField) (fc *graphql.FieldContext, err error) {
+	fc = &graphql.FieldContext{
+		Object:     "AgentRatings",
+		Field:      field,
+		IsMethod:   false,
+		IsResolver: false,
+		Child: func(ctx context.Context, field graphql.CollectedField) (*graphql.FieldContext, error) {
+			return ec.childFields_Agent(ctx, field)
+		},
+	}
+	return fc, nil
+}
+
+func (ec *executionContext) _AgentRatings_up(ctx context.Context, field graphql.CollectedField, obj *model.AgentRatings) (ret graphql.Marshaler) {
+	return graphql.ResolveField(
+		ctx,
+		ec.OperationContext,
+		field,
+		func(ctx context.Context, field graphql.CollectedField) (*graphql.FieldContext, error) {
+			return ec.fieldContext_AgentRatings_up(ctx, field)
+		},
+		func(ctx context.Context) (any, error) {
+			return obj.Up, nil
+		},
+		nil,
+		func(ctx context.Context, selections ast.SelectionSet, v int) graphql.Marshaler {
+			return ec.marshalNInt2int(ctx, selections, v)
+		},
+		true,
+		true,
+	)
+}
+func (ec *executionContext) fieldContext_AgentRatings_up(_ context.Context, field graphql.CollectedField) (fc *graphql.FieldContext, err error) {
+	return graphql.NewScalarFieldContext("AgentRatings", field, false, false, "Int")
+}
+
+func (ec *executionContext) _AgentRatings_down(ctx context.Context, field graphql.CollectedField, obj *model.AgentRatings) (ret graphql.Marshaler) {
+	return graphql.ResolveField(
+		ctx,
+		ec.OperationContext,
+		field,
+		func(ctx context.Context, field graphql.CollectedField) (*graphql.FieldContext, error) {
+			return ec.fieldContext_AgentRatings_down(ctx, field)
+		},
+		func(ctx context.Context) (any, error) {
+			return obj.Down, nil
+		},
+		nil,
+		func(ctx context.Context, selections ast.SelectionSet, v int) graphql.Marshaler {
+			return ec.marshalNInt2int(ctx, selections, v)
+		},
+		true,
+		true,
+	)
+}
+func (ec *executionContext) fieldContext_AgentRatings_down(_ context.Context, field graphql.CollectedField) (fc *graphql.FieldContext, err error) {
+	return graphql.NewScalarFieldContext("AgentRatings", field, false, false, "Int")
 }
 
 func (ec *executionContext) _AgentUsage_agent(ctx context.Context, field graphql.CollectedField, obj *model.AgentUsage) (ret graphql.Marshaler) {
@@ -18669,6 +19722,98 @@ func (ec *executionContext) fieldContext_DeactivateUserPayload_user(_ context.Co
 	return fc, nil
 }
 
+func (ec *executionContext) _DeleteDocumentPayload_deletedId(ctx context.Context, field graphql.CollectedField, obj *model.DeleteDocumentPayload) (ret graphql.Marshaler) {
+	return graphql.ResolveField(
+		ctx,
+		ec.OperationContext,
+		field,
+		func(ctx context.Context, field graphql.CollectedField) (*graphql.FieldContext, error) {
+			return ec.fieldContext_DeleteDocumentPayload_deletedId(ctx, field)
+		},
+		func(ctx context.Context) (any, error) {
+			return obj.DeletedID, nil
+		},
+		nil,
+		func(ctx context.Context, selections ast.SelectionSet, v int) graphql.Marshaler {
+			return ec.marshalNID2int(ctx, selections, v)
+		},
+		true,
+		true,
+	)
+}
+func (ec *executionContext) fieldContext_DeleteDocumentPayload_deletedId(_ context.Context, field graphql.CollectedField) (fc *graphql.FieldContext, err error) {
+	return graphql.NewScalarFieldContext("DeleteDocumentPayload", field, false, false, "ID")
+}
+
+func (ec *executionContext) _DeleteKnowledgeBasePayload_deletedId(ctx context.Context, field graphql.CollectedField, obj *model.DeleteKnowledgeBasePayload) (ret graphql.Marshaler) {
+	return graphql.ResolveField(
+		ctx,
+		ec.OperationContext,
+		field,
+		func(ctx context.Context, field graphql.CollectedField) (*graphql.FieldContext, error) {
+			return ec.fieldContext_DeleteKnowledgeBasePayload_deletedId(ctx, field)
+		},
+		func(ctx context.Context) (any, error) {
+			return obj.DeletedID, nil
+		},
+		nil,
+		func(ctx context.Context, selections ast.SelectionSet, v int) graphql.Marshaler {
+			return ec.marshalNID2int(ctx, selections, v)
+		},
+		true,
+		true,
+	)
+}
+func (ec *executionContext) fieldContext_DeleteKnowledgeBasePayload_deletedId(_ context.Context, field graphql.CollectedField) (fc *graphql.FieldContext, err error) {
+	return graphql.NewScalarFieldContext("DeleteKnowledgeBasePayload", field, false, false, "ID")
+}
+
+func (ec *executionContext) _DeleteKnowledgeBasePayload_documents(ctx context.Context, field graphql.CollectedField, obj *model.DeleteKnowledgeBasePayload) (ret graphql.Marshaler) {
+	return graphql.ResolveField(
+		ctx,
+		ec.OperationContext,
+		field,
+		func(ctx context.Context, field graphql.CollectedField) (*graphql.FieldContext, error) {
+			return ec.fieldContext_DeleteKnowledgeBasePayload_documents(ctx, field)
+		},
+		func(ctx context.Context) (any, error) {
+			return obj.Documents, nil
+		},
+		nil,
+		func(ctx context.Context, selections ast.SelectionSet, v int) graphql.Marshaler {
+			return ec.marshalNInt2int(ctx, selections, v)
+		},
+		true,
+		true,
+	)
+}
+func (ec *executionContext) fieldContext_DeleteKnowledgeBasePayload_documents(_ context.Context, field graphql.CollectedField) (fc *graphql.FieldContext, err error) {
+	return graphql.NewScalarFieldContext("DeleteKnowledgeBasePayload", field, false, false, "Int")
+}
+
+func (ec *executionContext) _DeleteSkillPayload_deletedId(ctx context.Context, field graphql.CollectedField, obj *model.DeleteSkillPayload) (ret graphql.Marshaler) {
+	return graphql.ResolveField(
+		ctx,
+		ec.OperationContext,
+		field,
+		func(ctx context.Context, field graphql.CollectedField) (*graphql.FieldContext, error) {
+			return ec.fieldContext_DeleteSkillPayload_deletedId(ctx, field)
+		},
+		func(ctx context.Context) (any, error) {
+			return obj.DeletedID, nil
+		},
+		nil,
+		func(ctx context.Context, selections ast.SelectionSet, v int) graphql.Marshaler {
+			return ec.marshalNID2int(ctx, selections, v)
+		},
+		true,
+		true,
+	)
+}
+func (ec *executionContext) fieldContext_DeleteSkillPayload_deletedId(_ context.Context, field graphql.CollectedField) (fc *graphql.FieldContext, err error) {
+	return graphql.NewScalarFieldContext("DeleteSkillPayload", field, false, false, "ID")
+}
+
 func (ec *executionContext) _Document_id(ctx context.Context, field graphql.CollectedField, obj *ent.Document) (ret graphql.Marshaler) {
 	return graphql.ResolveField(
 		ctx,
@@ -20968,6 +22113,75 @@ func (ec *executionContext) fieldContext_ModelCall_attribution(_ context.Context
 	return graphql.NewScalarFieldContext("ModelCall", field, true, true, "String")
 }
 
+func (ec *executionContext) _ModelRatings_model(ctx context.Context, field graphql.CollectedField, obj *model.ModelRatings) (ret graphql.Marshaler) {
+	return graphql.ResolveField(
+		ctx,
+		ec.OperationContext,
+		field,
+		func(ctx context.Context, field graphql.CollectedField) (*graphql.FieldContext, error) {
+			return ec.fieldContext_ModelRatings_model(ctx, field)
+		},
+		func(ctx context.Context) (any, error) {
+			return obj.Model, nil
+		},
+		nil,
+		func(ctx context.Context, selections ast.SelectionSet, v string) graphql.Marshaler {
+			return ec.marshalNString2string(ctx, selections, v)
+		},
+		true,
+		true,
+	)
+}
+func (ec *executionContext) fieldContext_ModelRatings_model(_ context.Context, field graphql.CollectedField) (fc *graphql.FieldContext, err error) {
+	return graphql.NewScalarFieldContext("ModelRatings", field, false, false, "String")
+}
+
+func (ec *executionContext) _ModelRatings_up(ctx context.Context, field graphql.CollectedField, obj *model.ModelRatings) (ret graphql.Marshaler) {
+	return graphql.ResolveField(
+		ctx,
+		ec.OperationContext,
+		field,
+		func(ctx context.Context, field graphql.CollectedField) (*graphql.FieldContext, error) {
+			return ec.fieldContext_ModelRatings_up(ctx, field)
+		},
+		func(ctx context.Context) (any, error) {
+			return obj.Up, nil
+		},
+		nil,
+		func(ctx context.Context, selections ast.SelectionSet, v int) graphql.Marshaler {
+			return ec.marshalNInt2int(ctx, selections, v)
+		},
+		true,
+		true,
+	)
+}
+func (ec *executionContext) fieldContext_ModelRatings_up(_ context.Context, field graphql.CollectedField) (fc *graphql.FieldContext, err error) {
+	return graphql.NewScalarFieldContext("ModelRatings", field, false, false, "Int")
+}
+
+func (ec *executionContext) _ModelRatings_down(ctx context.Context, field graphql.CollectedField, obj *model.ModelRatings) (ret graphql.Marshaler) {
+	return graphql.ResolveField(
+		ctx,
+		ec.OperationContext,
+		field,
+		func(ctx context.Context, field graphql.CollectedField) (*graphql.FieldContext, error) {
+			return ec.fieldContext_ModelRatings_down(ctx, field)
+		},
+		func(ctx context.Context) (any, error) {
+			return obj.Down, nil
+		},
+		nil,
+		func(ctx context.Context, selections ast.SelectionSet, v int) graphql.Marshaler {
+			return ec.marshalNInt2int(ctx, selections, v)
+		},
+		true,
+		true,
+	)
+}
+func (ec *executionContext) fieldContext_ModelRatings_down(_ context.Context, field graphql.CollectedField) (fc *graphql.FieldContext, err error) {
+	return graphql.NewScalarFieldContext("ModelRatings", field, false, false, "Int")
+}
+
 func (ec *executionContext) _ModelUsage_model(ctx context.Context, field graphql.CollectedField, obj *model.ModelUsage) (ret graphql.Marshaler) {
 	return graphql.ResolveField(
 		ctx,
@@ -21159,6 +22373,29 @@ func (ec *executionContext) _ModelUsage_modelCalls(ctx context.Context, field gr
 }
 func (ec *executionContext) fieldContext_ModelUsage_modelCalls(_ context.Context, field graphql.CollectedField) (fc *graphql.FieldContext, err error) {
 	return graphql.NewScalarFieldContext("ModelUsage", field, false, false, "Int")
+}
+
+func (ec *executionContext) _ModelUsage_estimated(ctx context.Context, field graphql.CollectedField, obj *model.ModelUsage) (ret graphql.Marshaler) {
+	return graphql.ResolveField(
+		ctx,
+		ec.OperationContext,
+		field,
+		func(ctx context.Context, field graphql.CollectedField) (*graphql.FieldContext, error) {
+			return ec.fieldContext_ModelUsage_estimated(ctx, field)
+		},
+		func(ctx context.Context) (any, error) {
+			return obj.Estimated, nil
+		},
+		nil,
+		func(ctx context.Context, selections ast.SelectionSet, v bool) graphql.Marshaler {
+			return ec.marshalNBoolean2bool(ctx, selections, v)
+		},
+		true,
+		true,
+	)
+}
+func (ec *executionContext) fieldContext_ModelUsage_estimated(_ context.Context, field graphql.CollectedField) (fc *graphql.FieldContext, err error) {
+	return graphql.NewScalarFieldContext("ModelUsage", field, false, false, "Boolean")
 }
 
 func (ec *executionContext) _Money_micros(ctx context.Context, field graphql.CollectedField, obj *schematype.Micros) (ret graphql.Marshaler) {
@@ -22022,6 +23259,358 @@ func (ec *executionContext) fieldContext_Mutation_attachFile(ctx context.Context
 	return fc, nil
 }
 
+func (ec *executionContext) _Mutation_archiveAgent(ctx context.Context, field graphql.CollectedField) (ret graphql.Marshaler) {
+	return graphql.ResolveField(
+		ctx,
+		ec.OperationContext,
+		field,
+		func(ctx context.Context, field graphql.CollectedField) (*graphql.FieldContext, error) {
+			return ec.fieldContext_Mutation_archiveAgent(ctx, field)
+		},
+		func(ctx context.Context) (any, error) {
+			fc := graphql.GetFieldContext(ctx)
+			return ec.Resolvers.Mutation().ArchiveAgent(ctx, fc.Args["id"].(int), fc.Args["archived"].(*bool))
+		},
+		nil,
+		func(ctx context.Context, selections ast.SelectionSet, v *ent.Agent) graphql.Marshaler {
+			return ec.marshalNAgent2ᚖgithubᚗcomᚋtoolgateᚋtoolgateᚋentᚐAgent(ctx, selections, v)
+		},
+		true,
+		true,
+	)
+}
+func (ec *executionContext) fieldContext_Mutation_archiveAgent(ctx context.Context, field graphql.CollectedField) (fc *graphql.FieldContext, err error) {
+	fc = &graphql.FieldContext{
+		Object:     "Mutation",
+		Field:      field,
+		IsMethod:   true,
+		IsResolver: true,
+		Child: func(ctx context.Context, field graphql.CollectedField) (*graphql.FieldContext, error) {
+			return ec.childFields_Agent(ctx, field)
+		},
+	}
+	defer func() {
+		if r := recover(); r != nil {
+			err = ec.Recover(ctx, r)
+			ec.Error(ctx, err)
+		}
+	}()
+	ctx = graphql.WithFieldContext(ctx, fc)
+	if fc.Args, err = ec.field_Mutation_archiveAgent_args(ctx, field.ArgumentMap(ec.Variables)); err != nil {
+		ec.Error(ctx, err)
+		return fc, err
+	}
+	return fc, nil
+}
+
+func (ec *executionContext) _Mutation_deleteAgent(ctx context.Context, field graphql.CollectedField) (ret graphql.Marshaler) {
+	return graphql.ResolveField(
+		ctx,
+		ec.OperationContext,
+		field,
+		func(ctx context.Context, field graphql.CollectedField) (*graphql.FieldContext, error) {
+			return ec.fieldContext_Mutation_deleteAgent(ctx, field)
+		},
+		func(ctx context.Context) (any, error) {
+			fc := graphql.GetFieldContext(ctx)
+			return ec.Resolvers.Mutation().DeleteAgent(ctx, fc.Args["id"].(int))
+		},
+		nil,
+		func(ctx context.Context, selections ast.SelectionSet, v int) graphql.Marshaler {
+			return ec.marshalNID2int(ctx, selections, v)
+		},
+		true,
+		true,
+	)
+}
+func (ec *executionContext) fieldContext_Mutation_deleteAgent(ctx context.Context, field graphql.CollectedField) (fc *graphql.FieldContext, err error) {
+	fc = &graphql.FieldContext{
+		Object:     "Mutation",
+		Field:      field,
+		IsMethod:   true,
+		IsResolver: true,
+		Child: func(ctx context.Context, field graphql.CollectedField) (*graphql.FieldContext, error) {
+			return nil, errors.New("field of type ID does not have child fields")
+		},
+	}
+	defer func() {
+		if r := recover(); r != nil {
+			err = ec.Recover(ctx, r)
+			ec.Error(ctx, err)
+		}
+	}()
+	ctx = graphql.WithFieldContext(ctx, fc)
+	if fc.Args, err = ec.field_Mutation_deleteAgent_args(ctx, field.ArgumentMap(ec.Variables)); err != nil {
+		ec.Error(ctx, err)
+		return fc, err
+	}
+	return fc, nil
+}
+
+func (ec *executionContext) _Mutation_renameConversation(ctx context.Context, field graphql.CollectedField) (ret graphql.Marshaler) {
+	return graphql.ResolveField(
+		ctx,
+		ec.OperationContext,
+		field,
+		func(ctx context.Context, field graphql.CollectedField) (*graphql.FieldContext, error) {
+			return ec.fieldContext_Mutation_renameConversation(ctx, field)
+		},
+		func(ctx context.Context) (any, error) {
+			fc := graphql.GetFieldContext(ctx)
+			return ec.Resolvers.Mutation().RenameConversation(ctx, fc.Args["input"].(model.RenameConversationInput))
+		},
+		nil,
+		func(ctx context.Context, selections ast.SelectionSet, v *ent.Conversation) graphql.Marshaler {
+			return ec.marshalNConversation2ᚖgithubᚗcomᚋtoolgateᚋtoolgateᚋentᚐConversation(ctx, selections, v)
+		},
+		true,
+		true,
+	)
+}
+func (ec *executionContext) fieldContext_Mutation_renameConversation(ctx context.Context, field graphql.CollectedField) (fc *graphql.FieldContext, err error) {
+	fc = &graphql.FieldContext{
+		Object:     "Mutation",
+		Field:      field,
+		IsMethod:   true,
+		IsResolver: true,
+		Child: func(ctx context.Context, field graphql.CollectedField) (*graphql.FieldContext, error) {
+			return ec.childFields_Conversation(ctx, field)
+		},
+	}
+	defer func() {
+		if r := recover(); r != nil {
+			err = ec.Recover(ctx, r)
+			ec.Error(ctx, err)
+		}
+	}()
+	ctx = graphql.WithFieldContext(ctx, fc)
+	if fc.Args, err = ec.field_Mutation_renameConversation_args(ctx, field.ArgumentMap(ec.Variables)); err != nil {
+		ec.Error(ctx, err)
+		return fc, err
+	}
+	return fc, nil
+}
+
+func (ec *executionContext) _Mutation_reactivateUser(ctx context.Context, field graphql.CollectedField) (ret graphql.Marshaler) {
+	return graphql.ResolveField(
+		ctx,
+		ec.OperationContext,
+		field,
+		func(ctx context.Context, field graphql.CollectedField) (*graphql.FieldContext, error) {
+			return ec.fieldContext_Mutation_reactivateUser(ctx, field)
+		},
+		func(ctx context.Context) (any, error) {
+			fc := graphql.GetFieldContext(ctx)
+			return ec.Resolvers.Mutation().ReactivateUser(ctx, fc.Args["input"].(model.ReactivateUserInput))
+		},
+		nil,
+		func(ctx context.Context, selections ast.SelectionSet, v *model.ReactivateUserPayload) graphql.Marshaler {
+			return ec.marshalNReactivateUserPayload2ᚖgithubᚗcomᚋtoolgateᚋtoolgateᚋgraphᚋmodelᚐReactivateUserPayload(ctx, selections, v)
+		},
+		true,
+		true,
+	)
+}
+func (ec *executionContext) fieldContext_Mutation_reactivateUser(ctx context.Context, field graphql.CollectedField) (fc *graphql.FieldContext, err error) {
+	fc = &graphql.FieldContext{
+		Object:     "Mutation",
+		Field:      field,
+		IsMethod:   true,
+		IsResolver: true,
+		Child: func(ctx context.Context, field graphql.CollectedField) (*graphql.FieldContext, error) {
+			return ec.childFields_ReactivateUserPayload(ctx, field)
+		},
+	}
+	defer func() {
+		if r := recover(); r != nil {
+			err = ec.Recover(ctx, r)
+			ec.Error(ctx, err)
+		}
+	}()
+	ctx = graphql.WithFieldContext(ctx, fc)
+	if fc.Args, err = ec.field_Mutation_reactivateUser_args(ctx, field.ArgumentMap(ec.Variables)); err != nil {
+		ec.Error(ctx, err)
+		return fc, err
+	}
+	return fc, nil
+}
+
+func (ec *executionContext) _Mutation_setUserRole(ctx context.Context, field graphql.CollectedField) (ret graphql.Marshaler) {
+	return graphql.ResolveField(
+		ctx,
+		ec.OperationContext,
+		field,
+		func(ctx context.Context, field graphql.CollectedField) (*graphql.FieldContext, error) {
+			return ec.fieldContext_Mutation_setUserRole(ctx, field)
+		},
+		func(ctx context.Context) (any, error) {
+			fc := graphql.GetFieldContext(ctx)
+			return ec.Resolvers.Mutation().SetUserRole(ctx, fc.Args["input"].(model.SetUserRoleInput))
+		},
+		nil,
+		func(ctx context.Context, selections ast.SelectionSet, v *model.SetUserRolePayload) graphql.Marshaler {
+			return ec.marshalNSetUserRolePayload2ᚖgithubᚗcomᚋtoolgateᚋtoolgateᚋgraphᚋmodelᚐSetUserRolePayload(ctx, selections, v)
+		},
+		true,
+		true,
+	)
+}
+func (ec *executionContext) fieldContext_Mutation_setUserRole(ctx context.Context, field graphql.CollectedField) (fc *graphql.FieldContext, err error) {
+	fc = &graphql.FieldContext{
+		Object:     "Mutation",
+		Field:      field,
+		IsMethod:   true,
+		IsResolver: true,
+		Child: func(ctx context.Context, field graphql.CollectedField) (*graphql.FieldContext, error) {
+			return ec.childFields_SetUserRolePayload(ctx, field)
+		},
+	}
+	defer func() {
+		if r := recover(); r != nil {
+			err = ec.Recover(ctx, r)
+			ec.Error(ctx, err)
+		}
+	}()
+	ctx = graphql.WithFieldContext(ctx, fc)
+	if fc.Args, err = ec.field_Mutation_setUserRole_args(ctx, field.ArgumentMap(ec.Variables)); err != nil {
+		ec.Error(ctx, err)
+		return fc, err
+	}
+	return fc, nil
+}
+
+func (ec *executionContext) _Mutation_deleteKnowledgeBase(ctx context.Context, field graphql.CollectedField) (ret graphql.Marshaler) {
+	return graphql.ResolveField(
+		ctx,
+		ec.OperationContext,
+		field,
+		func(ctx context.Context, field graphql.CollectedField) (*graphql.FieldContext, error) {
+			return ec.fieldContext_Mutation_deleteKnowledgeBase(ctx, field)
+		},
+		func(ctx context.Context) (any, error) {
+			fc := graphql.GetFieldContext(ctx)
+			return ec.Resolvers.Mutation().DeleteKnowledgeBase(ctx, fc.Args["input"].(model.DeleteKnowledgeBaseInput))
+		},
+		nil,
+		func(ctx context.Context, selections ast.SelectionSet, v *model.DeleteKnowledgeBasePayload) graphql.Marshaler {
+			return ec.marshalNDeleteKnowledgeBasePayload2ᚖgithubᚗcomᚋtoolgateᚋtoolgateᚋgraphᚋmodelᚐDeleteKnowledgeBasePayload(ctx, selections, v)
+		},
+		true,
+		true,
+	)
+}
+func (ec *executionContext) fieldContext_Mutation_deleteKnowledgeBase(ctx context.Context, field graphql.CollectedField) (fc *graphql.FieldContext, err error) {
+	fc = &graphql.FieldContext{
+		Object:     "Mutation",
+		Field:      field,
+		IsMethod:   true,
+		IsResolver: true,
+		Child: func(ctx context.Context, field graphql.CollectedField) (*graphql.FieldContext, error) {
+			return ec.childFields_DeleteKnowledgeBasePayload(ctx, field)
+		},
+	}
+	defer func() {
+		if r := recover(); r != nil {
+			err = ec.Recover(ctx, r)
+			ec.Error(ctx, err)
+		}
+	}()
+	ctx = graphql.WithFieldContext(ctx, fc)
+	if fc.Args, err = ec.field_Mutation_deleteKnowledgeBase_args(ctx, field.ArgumentMap(ec.Variables)); err != nil {
+		ec.Error(ctx, err)
+		return fc, err
+	}
+	return fc, nil
+}
+
+func (ec *executionContext) _Mutation_deleteDocument(ctx context.Context, field graphql.CollectedField) (ret graphql.Marshaler) {
+	return graphql.ResolveField(
+		ctx,
+		ec.OperationContext,
+		field,
+		func(ctx context.Context, field graphql.CollectedField) (*graphql.FieldContext, error) {
+			return ec.fieldContext_Mutation_deleteDocument(ctx, field)
+		},
+		func(ctx context.Context) (any, error) {
+			fc := graphql.GetFieldContext(ctx)
+			return ec.Resolvers.Mutation().DeleteDocument(ctx, fc.Args["input"].(model.DeleteDocumentInput))
+		},
+		nil,
+		func(ctx context.Context, selections ast.SelectionSet, v *model.DeleteDocumentPayload) graphql.Marshaler {
+			return ec.marshalNDeleteDocumentPayload2ᚖgithubᚗcomᚋtoolgateᚋtoolgateᚋgraphᚋmodelᚐDeleteDocumentPayload(ctx, selections, v)
+		},
+		true,
+		true,
+	)
+}
+func (ec *executionContext) fieldContext_Mutation_deleteDocument(ctx context.Context, field graphql.CollectedField) (fc *graphql.FieldContext, err error) {
+	fc = &graphql.FieldContext{
+		Object:     "Mutation",
+		Field:      field,
+		IsMethod:   true,
+		IsResolver: true,
+		Child: func(ctx context.Context, field graphql.CollectedField) (*graphql.FieldContext, error) {
+			return ec.childFields_DeleteDocumentPayload(ctx, field)
+		},
+	}
+	defer func() {
+		if r := recover(); r != nil {
+			err = ec.Recover(ctx, r)
+			ec.Error(ctx, err)
+		}
+	}()
+	ctx = graphql.WithFieldContext(ctx, fc)
+	if fc.Args, err = ec.field_Mutation_deleteDocument_args(ctx, field.ArgumentMap(ec.Variables)); err != nil {
+		ec.Error(ctx, err)
+		return fc, err
+	}
+	return fc, nil
+}
+
+func (ec *executionContext) _Mutation_deleteSkill(ctx context.Context, field graphql.CollectedField) (ret graphql.Marshaler) {
+	return graphql.ResolveField(
+		ctx,
+		ec.OperationContext,
+		field,
+		func(ctx context.Context, field graphql.CollectedField) (*graphql.FieldContext, error) {
+			return ec.fieldContext_Mutation_deleteSkill(ctx, field)
+		},
+		func(ctx context.Context) (any, error) {
+			fc := graphql.GetFieldContext(ctx)
+			return ec.Resolvers.Mutation().DeleteSkill(ctx, fc.Args["input"].(model.DeleteSkillInput))
+		},
+		nil,
+		func(ctx context.Context, selections ast.SelectionSet, v *model.DeleteSkillPayload) graphql.Marshaler {
+			return ec.marshalNDeleteSkillPayload2ᚖgithubᚗcomᚋtoolgateᚋtoolgateᚋgraphᚋmodelᚐDeleteSkillPayload(ctx, selections, v)
+		},
+		true,
+		true,
+	)
+}
+func (ec *executionContext) fieldContext_Mutation_deleteSkill(ctx context.Context, field graphql.CollectedField) (fc *graphql.FieldContext, err error) {
+	fc = &graphql.FieldContext{
+		Object:     "Mutation",
+		Field:      field,
+		IsMethod:   true,
+		IsResolver: true,
+		Child: func(ctx context.Context, field graphql.CollectedField) (*graphql.FieldContext, error) {
+			return ec.childFields_DeleteSkillPayload(ctx, field)
+		},
+	}
+	defer func() {
+		if r := recover(); r != nil {
+			err = ec.Recover(ctx, r)
+			ec.Error(ctx, err)
+		}
+	}()
+	ctx = graphql.WithFieldContext(ctx, fc)
+	if fc.Args, err = ec.field_Mutation_deleteSkill_args(ctx, field.ArgumentMap(ec.Variables)); err != nil {
+		ec.Error(ctx, err)
+		return fc, err
+	}
+	return fc, nil
+}
+
 func (ec *executionContext) _Mutation_updateApplication(ctx context.Context, field graphql.CollectedField) (ret graphql.Marshaler) {
 	return graphql.ResolveField(
 		ctx,
@@ -22456,6 +24045,94 @@ func (ec *executionContext) fieldContext_Mutation_memoryForget(ctx context.Conte
 	}()
 	ctx = graphql.WithFieldContext(ctx, fc)
 	if fc.Args, err = ec.field_Mutation_memoryForget_args(ctx, field.ArgumentMap(ec.Variables)); err != nil {
+		ec.Error(ctx, err)
+		return fc, err
+	}
+	return fc, nil
+}
+
+func (ec *executionContext) _Mutation_regenerateTurn(ctx context.Context, field graphql.CollectedField) (ret graphql.Marshaler) {
+	return graphql.ResolveField(
+		ctx,
+		ec.OperationContext,
+		field,
+		func(ctx context.Context, field graphql.CollectedField) (*graphql.FieldContext, error) {
+			return ec.fieldContext_Mutation_regenerateTurn(ctx, field)
+		},
+		func(ctx context.Context) (any, error) {
+			fc := graphql.GetFieldContext(ctx)
+			return ec.Resolvers.Mutation().RegenerateTurn(ctx, fc.Args["id"].(int))
+		},
+		nil,
+		func(ctx context.Context, selections ast.SelectionSet, v *ent.Turn) graphql.Marshaler {
+			return ec.marshalNTurn2ᚖgithubᚗcomᚋtoolgateᚋtoolgateᚋentᚐTurn(ctx, selections, v)
+		},
+		true,
+		true,
+	)
+}
+func (ec *executionContext) fieldContext_Mutation_regenerateTurn(ctx context.Context, field graphql.CollectedField) (fc *graphql.FieldContext, err error) {
+	fc = &graphql.FieldContext{
+		Object:     "Mutation",
+		Field:      field,
+		IsMethod:   true,
+		IsResolver: true,
+		Child: func(ctx context.Context, field graphql.CollectedField) (*graphql.FieldContext, error) {
+			return ec.childFields_Turn(ctx, field)
+		},
+	}
+	defer func() {
+		if r := recover(); r != nil {
+			err = ec.Recover(ctx, r)
+			ec.Error(ctx, err)
+		}
+	}()
+	ctx = graphql.WithFieldContext(ctx, fc)
+	if fc.Args, err = ec.field_Mutation_regenerateTurn_args(ctx, field.ArgumentMap(ec.Variables)); err != nil {
+		ec.Error(ctx, err)
+		return fc, err
+	}
+	return fc, nil
+}
+
+func (ec *executionContext) _Mutation_rateTurn(ctx context.Context, field graphql.CollectedField) (ret graphql.Marshaler) {
+	return graphql.ResolveField(
+		ctx,
+		ec.OperationContext,
+		field,
+		func(ctx context.Context, field graphql.CollectedField) (*graphql.FieldContext, error) {
+			return ec.fieldContext_Mutation_rateTurn(ctx, field)
+		},
+		func(ctx context.Context) (any, error) {
+			fc := graphql.GetFieldContext(ctx)
+			return ec.Resolvers.Mutation().RateTurn(ctx, fc.Args["input"].(model.RateTurnInput))
+		},
+		nil,
+		func(ctx context.Context, selections ast.SelectionSet, v *ent.Turn) graphql.Marshaler {
+			return ec.marshalNTurn2ᚖgithubᚗcomᚋtoolgateᚋtoolgateᚋentᚐTurn(ctx, selections, v)
+		},
+		true,
+		true,
+	)
+}
+func (ec *executionContext) fieldContext_Mutation_rateTurn(ctx context.Context, field graphql.CollectedField) (fc *graphql.FieldContext, err error) {
+	fc = &graphql.FieldContext{
+		Object:     "Mutation",
+		Field:      field,
+		IsMethod:   true,
+		IsResolver: true,
+		Child: func(ctx context.Context, field graphql.CollectedField) (*graphql.FieldContext, error) {
+			return ec.childFields_Turn(ctx, field)
+		},
+	}
+	defer func() {
+		if r := recover(); r != nil {
+			err = ec.Recover(ctx, r)
+			ec.Error(ctx, err)
+		}
+	}()
+	ctx = graphql.WithFieldContext(ctx, fc)
+	if fc.Args, err = ec.field_Mutation_rateTurn_args(ctx, field.ArgumentMap(ec.Variables)); err != nil {
 		ec.Error(ctx, err)
 		return fc, err
 	}
@@ -24948,6 +26625,50 @@ func (ec *executionContext) fieldContext_Query_memorySearch(ctx context.Context,
 	return fc, nil
 }
 
+func (ec *executionContext) _Query_ratings(ctx context.Context, field graphql.CollectedField) (ret graphql.Marshaler) {
+	return graphql.ResolveField(
+		ctx,
+		ec.OperationContext,
+		field,
+		func(ctx context.Context, field graphql.CollectedField) (*graphql.FieldContext, error) {
+			return ec.fieldContext_Query_ratings(ctx, field)
+		},
+		func(ctx context.Context) (any, error) {
+			fc := graphql.GetFieldContext(ctx)
+			return ec.Resolvers.Query().Ratings(ctx, fc.Args["month"].(*string))
+		},
+		nil,
+		func(ctx context.Context, selections ast.SelectionSet, v *model.RatingSummary) graphql.Marshaler {
+			return ec.marshalNRatingSummary2ᚖgithubᚗcomᚋtoolgateᚋtoolgateᚋgraphᚋmodelᚐRatingSummary(ctx, selections, v)
+		},
+		true,
+		true,
+	)
+}
+func (ec *executionContext) fieldContext_Query_ratings(ctx context.Context, field graphql.CollectedField) (fc *graphql.FieldContext, err error) {
+	fc = &graphql.FieldContext{
+		Object:     "Query",
+		Field:      field,
+		IsMethod:   true,
+		IsResolver: true,
+		Child: func(ctx context.Context, field graphql.CollectedField) (*graphql.FieldContext, error) {
+			return ec.childFields_RatingSummary(ctx, field)
+		},
+	}
+	defer func() {
+		if r := recover(); r != nil {
+			err = ec.Recover(ctx, r)
+			ec.Error(ctx, err)
+		}
+	}()
+	ctx = graphql.WithFieldContext(ctx, fc)
+	if fc.Args, err = ec.field_Query_ratings_args(ctx, field.ArgumentMap(ec.Variables)); err != nil {
+		ec.Error(ctx, err)
+		return fc, err
+	}
+	return fc, nil
+}
+
 func (ec *executionContext) _Query_toolResults(ctx context.Context, field graphql.CollectedField) (ret graphql.Marshaler) {
 	return graphql.ResolveField(
 		ctx,
@@ -25632,6 +27353,267 @@ func (ec *executionContext) fieldContext_RateLimits_turnsAtOnceDefault(_ context
 	return graphql.NewScalarFieldContext("RateLimits", field, false, false, "Boolean")
 }
 
+func (ec *executionContext) _RatedTurn_rating(ctx context.Context, field graphql.CollectedField, obj *model.RatedTurn) (ret graphql.Marshaler) {
+	return graphql.ResolveField(
+		ctx,
+		ec.OperationContext,
+		field,
+		func(ctx context.Context, field graphql.CollectedField) (*graphql.FieldContext, error) {
+			return ec.fieldContext_RatedTurn_rating(ctx, field)
+		},
+		func(ctx context.Context) (any, error) {
+			return obj.Rating, nil
+		},
+		nil,
+		func(ctx context.Context, selections ast.SelectionSet, v *ent.TurnRating) graphql.Marshaler {
+			return ec.marshalNTurnRating2ᚖgithubᚗcomᚋtoolgateᚋtoolgateᚋentᚐTurnRating(ctx, selections, v)
+		},
+		true,
+		true,
+	)
+}
+func (ec *executionContext) fieldContext_RatedTurn_rating(_ context.Context, field graphql.CollectedField) (fc *graphql.FieldContext, err error) {
+	fc = &graphql.FieldContext{
+		Object:     "RatedTurn",
+		Field:      field,
+		IsMethod:   false,
+		IsResolver: false,
+		Child: func(ctx context.Context, field graphql.CollectedField) (*graphql.FieldContext, error) {
+			return ec.childFields_TurnRating(ctx, field)
+		},
+	}
+	return fc, nil
+}
+
+func (ec *executionContext) _RatedTurn_turn(ctx context.Context, field graphql.CollectedField, obj *model.RatedTurn) (ret graphql.Marshaler) {
+	return graphql.ResolveField(
+		ctx,
+		ec.OperationContext,
+		field,
+		func(ctx context.Context, field graphql.CollectedField) (*graphql.FieldContext, error) {
+			return ec.fieldContext_RatedTurn_turn(ctx, field)
+		},
+		func(ctx context.Context) (any, error) {
+			return obj.Turn, nil
+		},
+		nil,
+		func(ctx context.Context, selections ast.SelectionSet, v *ent.Turn) graphql.Marshaler {
+			return ec.marshalNTurn2ᚖgithubᚗcomᚋtoolgateᚋtoolgateᚋentᚐTurn(ctx, selections, v)
+		},
+		true,
+		true,
+	)
+}
+func (ec *executionContext) fieldContext_RatedTurn_turn(_ context.Context, field graphql.CollectedField) (fc *graphql.FieldContext, err error) {
+	fc = &graphql.FieldContext{
+		Object:     "RatedTurn",
+		Field:      field,
+		IsMethod:   false,
+		IsResolver: false,
+		Child: func(ctx context.Context, field graphql.CollectedField) (*graphql.FieldContext, error) {
+			return ec.childFields_Turn(ctx, field)
+		},
+	}
+	return fc, nil
+}
+
+func (ec *executionContext) _RatingSummary_month(ctx context.Context, field graphql.CollectedField, obj *model.RatingSummary) (ret graphql.Marshaler) {
+	return graphql.ResolveField(
+		ctx,
+		ec.OperationContext,
+		field,
+		func(ctx context.Context, field graphql.CollectedField) (*graphql.FieldContext, error) {
+			return ec.fieldContext_RatingSummary_month(ctx, field)
+		},
+		func(ctx context.Context) (any, error) {
+			return obj.Month, nil
+		},
+		nil,
+		func(ctx context.Context, selections ast.SelectionSet, v string) graphql.Marshaler {
+			return ec.marshalNString2string(ctx, selections, v)
+		},
+		true,
+		true,
+	)
+}
+func (ec *executionContext) fieldContext_RatingSummary_month(_ context.Context, field graphql.CollectedField) (fc *graphql.FieldContext, err error) {
+	return graphql.NewScalarFieldContext("RatingSummary", field, false, false, "String")
+}
+
+func (ec *executionContext) _RatingSummary_up(ctx context.Context, field graphql.CollectedField, obj *model.RatingSummary) (ret graphql.Marshaler) {
+	return graphql.ResolveField(
+		ctx,
+		ec.OperationContext,
+		field,
+		func(ctx context.Context, field graphql.CollectedField) (*graphql.FieldContext, error) {
+			return ec.fieldContext_RatingSummary_up(ctx, field)
+		},
+		func(ctx context.Context) (any, error) {
+			return obj.Up, nil
+		},
+		nil,
+		func(ctx context.Context, selections ast.SelectionSet, v int) graphql.Marshaler {
+			return ec.marshalNInt2int(ctx, selections, v)
+		},
+		true,
+		true,
+	)
+}
+func (ec *executionContext) fieldContext_RatingSummary_up(_ context.Context, field graphql.CollectedField) (fc *graphql.FieldContext, err error) {
+	return graphql.NewScalarFieldContext("RatingSummary", field, false, false, "Int")
+}
+
+func (ec *executionContext) _RatingSummary_down(ctx context.Context, field graphql.CollectedField, obj *model.RatingSummary) (ret graphql.Marshaler) {
+	return graphql.ResolveField(
+		ctx,
+		ec.OperationContext,
+		field,
+		func(ctx context.Context, field graphql.CollectedField) (*graphql.FieldContext, error) {
+			return ec.fieldContext_RatingSummary_down(ctx, field)
+		},
+		func(ctx context.Context) (any, error) {
+			return obj.Down, nil
+		},
+		nil,
+		func(ctx context.Context, selections ast.SelectionSet, v int) graphql.Marshaler {
+			return ec.marshalNInt2int(ctx, selections, v)
+		},
+		true,
+		true,
+	)
+}
+func (ec *executionContext) fieldContext_RatingSummary_down(_ context.Context, field graphql.CollectedField) (fc *graphql.FieldContext, err error) {
+	return graphql.NewScalarFieldContext("RatingSummary", field, false, false, "Int")
+}
+
+func (ec *executionContext) _RatingSummary_byAgent(ctx context.Context, field graphql.CollectedField, obj *model.RatingSummary) (ret graphql.Marshaler) {
+	return graphql.ResolveField(
+		ctx,
+		ec.OperationContext,
+		field,
+		func(ctx context.Context, field graphql.CollectedField) (*graphql.FieldContext, error) {
+			return ec.fieldContext_RatingSummary_byAgent(ctx, field)
+		},
+		func(ctx context.Context) (any, error) {
+			return obj.ByAgent, nil
+		},
+		nil,
+		func(ctx context.Context, selections ast.SelectionSet, v []*model.AgentRatings) graphql.Marshaler {
+			return ec.marshalNAgentRatings2ᚕᚖgithubᚗcomᚋtoolgateᚋtoolgateᚋgraphᚋmodelᚐAgentRatingsᚄ(ctx, selections, v)
+		},
+		true,
+		true,
+	)
+}
+func (ec *executionContext) fieldContext_RatingSummary_byAgent(_ context.Context, field graphql.CollectedField) (fc *graphql.FieldContext, err error) {
+	fc = &graphql.FieldContext{
+		Object:     "RatingSummary",
+		Field:      field,
+		IsMethod:   false,
+		IsResolver: false,
+		Child: func(ctx context.Context, field graphql.CollectedField) (*graphql.FieldContext, error) {
+			return ec.childFields_AgentRatings(ctx, field)
+		},
+	}
+	return fc, nil
+}
+
+func (ec *executionContext) _RatingSummary_byModel(ctx context.Context, field graphql.CollectedField, obj *model.RatingSummary) (ret graphql.Marshaler) {
+	return graphql.ResolveField(
+		ctx,
+		ec.OperationContext,
+		field,
+		func(ctx context.Context, field graphql.CollectedField) (*graphql.FieldContext, error) {
+			return ec.fieldContext_RatingSummary_byModel(ctx, field)
+		},
+		func(ctx context.Context) (any, error) {
+			return obj.ByModel, nil
+		},
+		nil,
+		func(ctx context.Context, selections ast.SelectionSet, v []*model.ModelRatings) graphql.Marshaler {
+			return ec.marshalNModelRatings2ᚕᚖgithubᚗcomᚋtoolgateᚋtoolgateᚋgraphᚋmodelᚐModelRatingsᚄ(ctx, selections, v)
+		},
+		true,
+		true,
+	)
+}
+func (ec *executionContext) fieldContext_RatingSummary_byModel(_ context.Context, field graphql.CollectedField) (fc *graphql.FieldContext, err error) {
+	fc = &graphql.FieldContext{
+		Object:     "RatingSummary",
+		Field:      field,
+		IsMethod:   false,
+		IsResolver: false,
+		Child: func(ctx context.Context, field graphql.CollectedField) (*graphql.FieldContext, error) {
+			return ec.childFields_ModelRatings(ctx, field)
+		},
+	}
+	return fc, nil
+}
+
+func (ec *executionContext) _RatingSummary_comments(ctx context.Context, field graphql.CollectedField, obj *model.RatingSummary) (ret graphql.Marshaler) {
+	return graphql.ResolveField(
+		ctx,
+		ec.OperationContext,
+		field,
+		func(ctx context.Context, field graphql.CollectedField) (*graphql.FieldContext, error) {
+			return ec.fieldContext_RatingSummary_comments(ctx, field)
+		},
+		func(ctx context.Context) (any, error) {
+			return obj.Comments, nil
+		},
+		nil,
+		func(ctx context.Context, selections ast.SelectionSet, v []*model.RatedTurn) graphql.Marshaler {
+			return ec.marshalNRatedTurn2ᚕᚖgithubᚗcomᚋtoolgateᚋtoolgateᚋgraphᚋmodelᚐRatedTurnᚄ(ctx, selections, v)
+		},
+		true,
+		true,
+	)
+}
+func (ec *executionContext) fieldContext_RatingSummary_comments(_ context.Context, field graphql.CollectedField) (fc *graphql.FieldContext, err error) {
+	fc = &graphql.FieldContext{
+		Object:     "RatingSummary",
+		Field:      field,
+		IsMethod:   false,
+		IsResolver: false,
+		Child: func(ctx context.Context, field graphql.CollectedField) (*graphql.FieldContext, error) {
+			return ec.childFields_RatedTurn(ctx, field)
+		},
+	}
+	return fc, nil
+}
+
+func (ec *executionContext) _ReactivateUserPayload_user(ctx context.Context, field graphql.CollectedField, obj *model.ReactivateUserPayload) (ret graphql.Marshaler) {
+	return graphql.ResolveField(
+		ctx,
+		ec.OperationContext,
+		field,
+		func(ctx context.Context, field graphql.CollectedField) (*graphql.FieldContext, error) {
+			return ec.fieldContext_ReactivateUserPayload_user(ctx, field)
+		},
+		func(ctx context.Context) (any, error) {
+			return obj.User, nil
+		},
+		nil,
+		func(ctx context.Context, selections ast.SelectionSet, v *ent.User) graphql.Marshaler {
+			return ec.marshalNUser2ᚖgithubᚗcomᚋtoolgateᚋtoolgateᚋentᚐUser(ctx, selections, v)
+		},
+		true,
+		true,
+	)
+}
+func (ec *executionContext) fieldContext_ReactivateUserPayload_user(_ context.Context, field graphql.CollectedField) (fc *graphql.FieldContext, err error) {
+	fc = &graphql.FieldContext{
+		Object:     "ReactivateUserPayload",
+		Field:      field,
+		IsMethod:   false,
+		IsResolver: false,
+		Child: func(ctx context.Context, field graphql.CollectedField) (*graphql.FieldContext, error) {
+			return ec.childFields_User(ctx, field)
+		},
+	}
+	return fc, nil
+}
+
 func (ec *executionContext) _RemoveApplicationPayload_id(ctx context.Context, field graphql.CollectedField, obj *model.RemoveApplicationPayload) (ret graphql.Marshaler) {
 	return graphql.ResolveField(
 		ctx,
@@ -25728,6 +27710,38 @@ func (ec *executionContext) fieldContext_SelectorLayout_elements(_ context.Conte
 		IsResolver: false,
 		Child: func(ctx context.Context, field graphql.CollectedField) (*graphql.FieldContext, error) {
 			return ec.childFields_LayoutElement(ctx, field)
+		},
+	}
+	return fc, nil
+}
+
+func (ec *executionContext) _SetUserRolePayload_user(ctx context.Context, field graphql.CollectedField, obj *model.SetUserRolePayload) (ret graphql.Marshaler) {
+	return graphql.ResolveField(
+		ctx,
+		ec.OperationContext,
+		field,
+		func(ctx context.Context, field graphql.CollectedField) (*graphql.FieldContext, error) {
+			return ec.fieldContext_SetUserRolePayload_user(ctx, field)
+		},
+		func(ctx context.Context) (any, error) {
+			return obj.User, nil
+		},
+		nil,
+		func(ctx context.Context, selections ast.SelectionSet, v *ent.User) graphql.Marshaler {
+			return ec.marshalNUser2ᚖgithubᚗcomᚋtoolgateᚋtoolgateᚋentᚐUser(ctx, selections, v)
+		},
+		true,
+		true,
+	)
+}
+func (ec *executionContext) fieldContext_SetUserRolePayload_user(_ context.Context, field graphql.CollectedField) (fc *graphql.FieldContext, err error) {
+	fc = &graphql.FieldContext{
+		Object:     "SetUserRolePayload",
+		Field:      field,
+		IsMethod:   false,
+		IsResolver: false,
+		Child: func(ctx context.Context, field graphql.CollectedField) (*graphql.FieldContext, error) {
+			return ec.childFields_User(ctx, field)
 		},
 	}
 	return fc, nil
@@ -29107,6 +31121,29 @@ func (ec *executionContext) fieldContext_Turn_replayed(_ context.Context, field 
 	return graphql.NewScalarFieldContext("Turn", field, false, false, "Boolean")
 }
 
+func (ec *executionContext) _Turn_superseded(ctx context.Context, field graphql.CollectedField, obj *ent.Turn) (ret graphql.Marshaler) {
+	return graphql.ResolveField(
+		ctx,
+		ec.OperationContext,
+		field,
+		func(ctx context.Context, field graphql.CollectedField) (*graphql.FieldContext, error) {
+			return ec.fieldContext_Turn_superseded(ctx, field)
+		},
+		func(ctx context.Context) (any, error) {
+			return obj.Superseded, nil
+		},
+		nil,
+		func(ctx context.Context, selections ast.SelectionSet, v bool) graphql.Marshaler {
+			return ec.marshalNBoolean2bool(ctx, selections, v)
+		},
+		true,
+		true,
+	)
+}
+func (ec *executionContext) fieldContext_Turn_superseded(_ context.Context, field graphql.CollectedField) (fc *graphql.FieldContext, err error) {
+	return graphql.NewScalarFieldContext("Turn", field, false, false, "Boolean")
+}
+
 func (ec *executionContext) _Turn_conversation(ctx context.Context, field graphql.CollectedField, obj *ent.Turn) (ret graphql.Marshaler) {
 	return graphql.ResolveField(
 		ctx,
@@ -29198,6 +31235,70 @@ func (ec *executionContext) fieldContext_Turn_toolCalls(_ context.Context, field
 		IsResolver: true,
 		Child: func(ctx context.Context, field graphql.CollectedField) (*graphql.FieldContext, error) {
 			return ec.childFields_ToolCall(ctx, field)
+		},
+	}
+	return fc, nil
+}
+
+func (ec *executionContext) _Turn_myRating(ctx context.Context, field graphql.CollectedField, obj *ent.Turn) (ret graphql.Marshaler) {
+	return graphql.ResolveField(
+		ctx,
+		ec.OperationContext,
+		field,
+		func(ctx context.Context, field graphql.CollectedField) (*graphql.FieldContext, error) {
+			return ec.fieldContext_Turn_myRating(ctx, field)
+		},
+		func(ctx context.Context) (any, error) {
+			return ec.Resolvers.Turn().MyRating(ctx, obj)
+		},
+		nil,
+		func(ctx context.Context, selections ast.SelectionSet, v *ent.TurnRating) graphql.Marshaler {
+			return ec.marshalOTurnRating2ᚖgithubᚗcomᚋtoolgateᚋtoolgateᚋentᚐTurnRating(ctx, selections, v)
+		},
+		true,
+		false,
+	)
+}
+func (ec *executionContext) fieldContext_Turn_myRating(_ context.Context, field graphql.CollectedField) (fc *graphql.FieldContext, err error) {
+	fc = &graphql.FieldContext{
+		Object:     "Turn",
+		Field:      field,
+		IsMethod:   true,
+		IsResolver: true,
+		Child: func(ctx context.Context, field graphql.CollectedField) (*graphql.FieldContext, error) {
+			return ec.childFields_TurnRating(ctx, field)
+		},
+	}
+	return fc, nil
+}
+
+func (ec *executionContext) _Turn_ratings(ctx context.Context, field graphql.CollectedField, obj *ent.Turn) (ret graphql.Marshaler) {
+	return graphql.ResolveField(
+		ctx,
+		ec.OperationContext,
+		field,
+		func(ctx context.Context, field graphql.CollectedField) (*graphql.FieldContext, error) {
+			return ec.fieldContext_Turn_ratings(ctx, field)
+		},
+		func(ctx context.Context) (any, error) {
+			return ec.Resolvers.Turn().Ratings(ctx, obj)
+		},
+		nil,
+		func(ctx context.Context, selections ast.SelectionSet, v []*ent.TurnRating) graphql.Marshaler {
+			return ec.marshalNTurnRating2ᚕᚖgithubᚗcomᚋtoolgateᚋtoolgateᚋentᚐTurnRatingᚄ(ctx, selections, v)
+		},
+		true,
+		true,
+	)
+}
+func (ec *executionContext) fieldContext_Turn_ratings(_ context.Context, field graphql.CollectedField) (fc *graphql.FieldContext, err error) {
+	fc = &graphql.FieldContext{
+		Object:     "Turn",
+		Field:      field,
+		IsMethod:   true,
+		IsResolver: true,
+		Child: func(ctx context.Context, field graphql.CollectedField) (*graphql.FieldContext, error) {
+			return ec.childFields_TurnRating(ctx, field)
 		},
 	}
 	return fc, nil
@@ -29661,6 +31762,130 @@ func (ec *executionContext) fieldContext_TurnEvent_writing(_ context.Context, fi
 	return fc, nil
 }
 
+func (ec *executionContext) _TurnRating_rating(ctx context.Context, field graphql.CollectedField, obj *ent.TurnRating) (ret graphql.Marshaler) {
+	return graphql.ResolveField(
+		ctx,
+		ec.OperationContext,
+		field,
+		func(ctx context.Context, field graphql.CollectedField) (*graphql.FieldContext, error) {
+			return ec.fieldContext_TurnRating_rating(ctx, field)
+		},
+		func(ctx context.Context) (any, error) {
+			return ec.Resolvers.TurnRating().Rating(ctx, obj)
+		},
+		nil,
+		func(ctx context.Context, selections ast.SelectionSet, v model.Rating) graphql.Marshaler {
+			return ec.marshalNRating2githubᚗcomᚋtoolgateᚋtoolgateᚋgraphᚋmodelᚐRating(ctx, selections, v)
+		},
+		true,
+		true,
+	)
+}
+func (ec *executionContext) fieldContext_TurnRating_rating(_ context.Context, field graphql.CollectedField) (fc *graphql.FieldContext, err error) {
+	return graphql.NewScalarFieldContext("TurnRating", field, true, true, "Rating")
+}
+
+func (ec *executionContext) _TurnRating_comment(ctx context.Context, field graphql.CollectedField, obj *ent.TurnRating) (ret graphql.Marshaler) {
+	return graphql.ResolveField(
+		ctx,
+		ec.OperationContext,
+		field,
+		func(ctx context.Context, field graphql.CollectedField) (*graphql.FieldContext, error) {
+			return ec.fieldContext_TurnRating_comment(ctx, field)
+		},
+		func(ctx context.Context) (any, error) {
+			return obj.Comment, nil
+		},
+		nil,
+		func(ctx context.Context, selections ast.SelectionSet, v string) graphql.Marshaler {
+			return ec.marshalNString2string(ctx, selections, v)
+		},
+		true,
+		true,
+	)
+}
+func (ec *executionContext) fieldContext_TurnRating_comment(_ context.Context, field graphql.CollectedField) (fc *graphql.FieldContext, err error) {
+	return graphql.NewScalarFieldContext("TurnRating", field, false, false, "String")
+}
+
+func (ec *executionContext) _TurnRating_user(ctx context.Context, field graphql.CollectedField, obj *ent.TurnRating) (ret graphql.Marshaler) {
+	return graphql.ResolveField(
+		ctx,
+		ec.OperationContext,
+		field,
+		func(ctx context.Context, field graphql.CollectedField) (*graphql.FieldContext, error) {
+			return ec.fieldContext_TurnRating_user(ctx, field)
+		},
+		func(ctx context.Context) (any, error) {
+			return ec.Resolvers.TurnRating().User(ctx, obj)
+		},
+		nil,
+		func(ctx context.Context, selections ast.SelectionSet, v *ent.User) graphql.Marshaler {
+			return ec.marshalOUser2ᚖgithubᚗcomᚋtoolgateᚋtoolgateᚋentᚐUser(ctx, selections, v)
+		},
+		true,
+		false,
+	)
+}
+func (ec *executionContext) fieldContext_TurnRating_user(_ context.Context, field graphql.CollectedField) (fc *graphql.FieldContext, err error) {
+	fc = &graphql.FieldContext{
+		Object:     "TurnRating",
+		Field:      field,
+		IsMethod:   true,
+		IsResolver: true,
+		Child: func(ctx context.Context, field graphql.CollectedField) (*graphql.FieldContext, error) {
+			return ec.childFields_User(ctx, field)
+		},
+	}
+	return fc, nil
+}
+
+func (ec *executionContext) _TurnRating_createdAt(ctx context.Context, field graphql.CollectedField, obj *ent.TurnRating) (ret graphql.Marshaler) {
+	return graphql.ResolveField(
+		ctx,
+		ec.OperationContext,
+		field,
+		func(ctx context.Context, field graphql.CollectedField) (*graphql.FieldContext, error) {
+			return ec.fieldContext_TurnRating_createdAt(ctx, field)
+		},
+		func(ctx context.Context) (any, error) {
+			return obj.CreatedAt, nil
+		},
+		nil,
+		func(ctx context.Context, selections ast.SelectionSet, v time.Time) graphql.Marshaler {
+			return ec.marshalNTime2timeᚐTime(ctx, selections, v)
+		},
+		true,
+		true,
+	)
+}
+func (ec *executionContext) fieldContext_TurnRating_createdAt(_ context.Context, field graphql.CollectedField) (fc *graphql.FieldContext, err error) {
+	return graphql.NewScalarFieldContext("TurnRating", field, false, false, "Time")
+}
+
+func (ec *executionContext) _TurnRating_updatedAt(ctx context.Context, field graphql.CollectedField, obj *ent.TurnRating) (ret graphql.Marshaler) {
+	return graphql.ResolveField(
+		ctx,
+		ec.OperationContext,
+		field,
+		func(ctx context.Context, field graphql.CollectedField) (*graphql.FieldContext, error) {
+			return ec.fieldContext_TurnRating_updatedAt(ctx, field)
+		},
+		func(ctx context.Context) (any, error) {
+			return obj.UpdatedAt, nil
+		},
+		nil,
+		func(ctx context.Context, selections ast.SelectionSet, v time.Time) graphql.Marshaler {
+			return ec.marshalNTime2timeᚐTime(ctx, selections, v)
+		},
+		true,
+		true,
+	)
+}
+func (ec *executionContext) fieldContext_TurnRating_updatedAt(_ context.Context, field graphql.CollectedField) (fc *graphql.FieldContext, err error) {
+	return graphql.NewScalarFieldContext("TurnRating", field, false, false, "Time")
+}
+
 func (ec *executionContext) _UpdateAgentPayload_agent(ctx context.Context, field graphql.CollectedField, obj *model.UpdateAgentPayload) (ret graphql.Marshaler) {
 	return graphql.ResolveField(
 		ctx,
@@ -30081,6 +32306,29 @@ func (ec *executionContext) fieldContext_Usage_byUser(_ context.Context, field g
 		},
 	}
 	return fc, nil
+}
+
+func (ec *executionContext) _Usage_estimated(ctx context.Context, field graphql.CollectedField, obj *model.Usage) (ret graphql.Marshaler) {
+	return graphql.ResolveField(
+		ctx,
+		ec.OperationContext,
+		field,
+		func(ctx context.Context, field graphql.CollectedField) (*graphql.FieldContext, error) {
+			return ec.fieldContext_Usage_estimated(ctx, field)
+		},
+		func(ctx context.Context) (any, error) {
+			return obj.Estimated, nil
+		},
+		nil,
+		func(ctx context.Context, selections ast.SelectionSet, v bool) graphql.Marshaler {
+			return ec.marshalNBoolean2bool(ctx, selections, v)
+		},
+		true,
+		true,
+	)
+}
+func (ec *executionContext) fieldContext_Usage_estimated(_ context.Context, field graphql.CollectedField) (fc *graphql.FieldContext, err error) {
+	return graphql.NewScalarFieldContext("Usage", field, false, false, "Boolean")
 }
 
 func (ec *executionContext) _Usage_days(ctx context.Context, field graphql.CollectedField, obj *model.Usage) (ret graphql.Marshaler) {
@@ -34381,6 +36629,132 @@ func UnmarshalDecideToolCallsInput(ctx context.Context, raw any) (model.DecideTo
 	return out, err
 }
 
+func (ec *executionContext) unmarshalInputDeleteDocumentInput(ctx context.Context, obj any) (model.DeleteDocumentInput, error) {
+	var it model.DeleteDocumentInput
+	if obj == nil {
+		return it, nil
+	}
+
+	asMap := map[string]any{}
+	for k, v := range obj.(map[string]any) {
+		asMap[k] = v
+	}
+
+	fieldsInOrder := [...]string{"id"}
+	for _, k := range fieldsInOrder {
+		v, ok := asMap[k]
+		if !ok {
+			continue
+		}
+		switch k {
+		case "id":
+			ctx := graphql.WithPathContext(ctx, graphql.NewPathWithField("id"))
+			data, err := ec.unmarshalNID2int(ctx, v)
+			if err != nil {
+				return it, err
+			}
+			it.ID = data
+		}
+	}
+	return it, nil
+}
+
+// UnmarshalDeleteDocumentInput unmarshals raw into the DeleteDocumentInput input type, using the
+// unmarshaler bound to ctx's request. Call it from a resolver to decode an input
+// object that was not passed as a field argument.
+//
+// ctx must come from a gqlgen request; outside one there is no unmarshaler to use
+// and the returned error says so.
+func UnmarshalDeleteDocumentInput(ctx context.Context, raw any) (model.DeleteDocumentInput, error) {
+	var out model.DeleteDocumentInput
+	err := graphql.UnmarshalNamedInputFromContext(ctx, "DeleteDocumentInput", raw, &out)
+	return out, err
+}
+
+func (ec *executionContext) unmarshalInputDeleteKnowledgeBaseInput(ctx context.Context, obj any) (model.DeleteKnowledgeBaseInput, error) {
+	var it model.DeleteKnowledgeBaseInput
+	if obj == nil {
+		return it, nil
+	}
+
+	asMap := map[string]any{}
+	for k, v := range obj.(map[string]any) {
+		asMap[k] = v
+	}
+
+	fieldsInOrder := [...]string{"id"}
+	for _, k := range fieldsInOrder {
+		v, ok := asMap[k]
+		if !ok {
+			continue
+		}
+		switch k {
+		case "id":
+			ctx := graphql.WithPathContext(ctx, graphql.NewPathWithField("id"))
+			data, err := ec.unmarshalNID2int(ctx, v)
+			if err != nil {
+				return it, err
+			}
+			it.ID = data
+		}
+	}
+	return it, nil
+}
+
+// UnmarshalDeleteKnowledgeBaseInput unmarshals raw into the DeleteKnowledgeBaseInput input type, using the
+// unmarshaler bound to ctx's request. Call it from a resolver to decode an input
+// object that was not passed as a field argument.
+//
+// ctx must come from a gqlgen request; outside one there is no unmarshaler to use
+// and the returned error says so.
+func UnmarshalDeleteKnowledgeBaseInput(ctx context.Context, raw any) (model.DeleteKnowledgeBaseInput, error) {
+	var out model.DeleteKnowledgeBaseInput
+	err := graphql.UnmarshalNamedInputFromContext(ctx, "DeleteKnowledgeBaseInput", raw, &out)
+	return out, err
+}
+
+func (ec *executionContext) unmarshalInputDeleteSkillInput(ctx context.Context, obj any) (model.DeleteSkillInput, error) {
+	var it model.DeleteSkillInput
+	if obj == nil {
+		return it, nil
+	}
+
+	asMap := map[string]any{}
+	for k, v := range obj.(map[string]any) {
+		asMap[k] = v
+	}
+
+	fieldsInOrder := [...]string{"id"}
+	for _, k := range fieldsInOrder {
+		v, ok := asMap[k]
+		if !ok {
+			continue
+		}
+		switch k {
+		case "id":
+			ctx := graphql.WithPathContext(ctx, graphql.NewPathWithField("id"))
+			data, err := ec.unmarshalNID2int(ctx, v)
+			if err != nil {
+				return it, err
+			}
+			it.ID = data
+		}
+	}
+	return it, nil
+}
+
+// UnmarshalDeleteSkillInput unmarshals raw into the DeleteSkillInput input type, using the
+// unmarshaler bound to ctx's request. Call it from a resolver to decode an input
+// object that was not passed as a field argument.
+//
+// ctx must come from a gqlgen request; outside one there is no unmarshaler to use
+// and the returned error says so.
+func UnmarshalDeleteSkillInput(ctx context.Context, raw any) (model.DeleteSkillInput, error) {
+	var out model.DeleteSkillInput
+	err := graphql.UnmarshalNamedInputFromContext(ctx, "DeleteSkillInput", raw, &out)
+	return out, err
+}
+
 func (ec *executionContext) unmarshalInputDocumentOrder(ctx context.Context, obj any) (ent.DocumentOrder, error) {
 	var it ent.DocumentOrder
 	if obj == nil {
@@ -34789,6 +37163,104 @@ func UnmarshalPublishSkillInput(ctx context.Context, raw any) (model.PublishSkil
 	return out, err
 }
 
+func (ec *executionContext) unmarshalInputRateTurnInput(ctx context.Context, obj any) (model.RateTurnInput, error) {
+	var it model.RateTurnInput
+	if obj == nil {
+		return it, nil
+	}
+
+	asMap := map[string]any{}
+	for k, v := range obj.(map[string]any) {
+		asMap[k] = v
+	}
+
+	fieldsInOrder := [...]string{"turnId", "rating", "comment"}
+	for _, k := range fieldsInOrder {
+		v, ok := asMap[k]
+		if !ok {
+			continue
+		}
+		switch k {
+		case "turnId":
+			ctx := graphql.WithPathContext(ctx, graphql.NewPathWithField("turnId"))
+			data, err := ec.unmarshalNID2int(ctx, v)
+			if err != nil {
+				return it, err
+			}
+			it.TurnID = data
+		case "rating":
+			ctx := graphql.WithPathContext(ctx, graphql.NewPathWithField("rating"))
+			data, err := ec.unmarshalNRating2githubᚗcomᚋtoolgateᚋtoolgateᚋgraphᚋmodelᚐRating(ctx, v)
+			if err != nil {
+				return it, err
+			}
+			it.Rating = data
+		case "comment":
+			ctx := graphql.WithPathContext(ctx, graphql.NewPathWithField("comment"))
+			data, err := ec.unmarshalOString2ᚖstring(ctx, v)
+			if err != nil {
+				return it, err
+			}
+			it.Comment = data
+		}
+	}
+	return it, nil
+}
+
+// UnmarshalRateTurnInput unmarshals raw into the RateTurnInput input type, using the
+// unmarshaler bound to ctx's request. Call it from a resolver to decode an input
+// object that was not passed as a field argument.
+//
+// ctx must come from a gqlgen request; outside one there is no unmarshaler to use
+// and the returned error says so.
+func UnmarshalRateTurnInput(ctx context.Context, raw any) (model.RateTurnInput, error) {
+	var out model.RateTurnInput
+	err := graphql.UnmarshalNamedInputFromContext(ctx, "RateTurnInput", raw, &out)
+	return out, err
+}
+
+func (ec *executionContext) unmarshalInputReactivateUserInput(ctx context.Context, obj any) (model.ReactivateUserInput, error) {
+	var it model.ReactivateUserInput
+	if obj == nil {
+		return it, nil
+	}
+
+	asMap := map[string]any{}
+	for k, v := range obj.(map[string]any) {
+		asMap[k] = v
+	}
+
+	fieldsInOrder := [...]string{"id"}
+	for _, k := range fieldsInOrder {
+		v, ok := asMap[k]
+		if !ok {
+			continue
+		}
+		switch k {
+		case "id":
+			ctx := graphql.WithPathContext(ctx, graphql.NewPathWithField("id"))
+			data, err := ec.unmarshalNID2int(ctx, v)
+			if err != nil {
+				return it, err
+			}
+			it.ID = data
+		}
+	}
+	return it, nil
+}
+
+// UnmarshalReactivateUserInput unmarshals raw into the ReactivateUserInput input type, using the
+// unmarshaler bound to ctx's request. Call it from a resolver to decode an input
+// object that was not passed as a field argument.
+//
+// ctx must come from a gqlgen request; outside one there is no unmarshaler to use
+// and the returned error says so.
+func UnmarshalReactivateUserInput(ctx context.Context, raw any) (model.ReactivateUserInput, error) {
+	var out model.ReactivateUserInput
+	err := graphql.UnmarshalNamedInputFromContext(ctx, "ReactivateUserInput", raw, &out)
+	return out, err
+}
+
 func (ec *executionContext) unmarshalInputRegisterApplicationInput(ctx context.Context, obj any) (model.RegisterApplicationInput, error) {
 	var it model.RegisterApplicationInput
 	if obj == nil {
@@ -34898,6 +37370,55 @@ func (ec *executionContext) unmarshalInputRemoveApplicationInput(ctx context.Con
 func UnmarshalRemoveApplicationInput(ctx context.Context, raw any) (model.RemoveApplicationInput, error) {
 	var out model.RemoveApplicationInput
 	err := graphql.UnmarshalNamedInputFromContext(ctx, "RemoveApplicationInput", raw, &out)
+	return out, err
+}
+
+func (ec *executionContext) unmarshalInputRenameConversationInput(ctx context.Context, obj any) (model.RenameConversationInput, error) {
+	var it model.RenameConversationInput
+	if obj == nil {
+		return it, nil
+	}
+
+	asMap := map[string]any{}
+	for k, v := range obj.(map[string]any) {
+		asMap[k] = v
+	}
+
+	fieldsInOrder := [...]string{"id", "title"}
+	for _, k := range fieldsInOrder {
+		v, ok := asMap[k]
+		if !ok {
+			continue
+		}
+		switch k {
+		case "id":
+			ctx := graphql.WithPathContext(ctx, graphql.NewPathWithField("id"))
+			data, err := ec.unmarshalNID2int(ctx, v)
+			if err != nil {
+				return it, err
+			}
+			it.ID = data
+		case "title":
+			ctx := graphql.WithPathContext(ctx, graphql.NewPathWithField("title"))
+			data, err := ec.unmarshalNString2string(ctx, v)
+			if err != nil {
+				return it, err
+			}
+			it.Title = data
+		}
+	}
+	return it, nil
+}
+
+// UnmarshalRenameConversationInput unmarshals raw into the RenameConversationInput input type, using the
+// unmarshaler bound to ctx's request. Call it from a resolver to decode an input
+// object that was not passed as a field argument.
+//
+// ctx must come from a gqlgen request; outside one there is no unmarshaler to use
+// and the returned error says so.
+func UnmarshalRenameConversationInput(ctx context.Context, raw any) (model.RenameConversationInput, error) {
+	var out model.RenameConversationInput
+	err := graphql.UnmarshalNamedInputFromContext(ctx, "RenameConversationInput", raw, &out)
 	return out, err
 }
 
@@ -35059,6 +37580,55 @@ func (ec *executionContext) unmarshalInputSetRateLimitsInput(ctx context.Context
 func UnmarshalSetRateLimitsInput(ctx context.Context, raw any) (model.SetRateLimitsInput, error) {
 	var out model.SetRateLimitsInput
 	err := graphql.UnmarshalNamedInputFromContext(ctx, "SetRateLimitsInput", raw, &out)
+	return out, err
+}
+
+func (ec *executionContext) unmarshalInputSetUserRoleInput(ctx context.Context, obj any) (model.SetUserRoleInput, error) {
+	var it model.SetUserRoleInput
+	if obj == nil {
+		return it, nil
+	}
+
+	asMap := map[string]any{}
+	for k, v := range obj.(map[string]any) {
+		asMap[k] = v
+	}
+
+	fieldsInOrder := [...]string{"id", "admin"}
+	for _, k := range fieldsInOrder {
+		v, ok := asMap[k]
+		if !ok {
+			continue
+		}
+		switch k {
+		case "id":
+			ctx := graphql.WithPathContext(ctx, graphql.NewPathWithField("id"))
+			data, err := ec.unmarshalNID2int(ctx, v)
+			if err != nil {
+				return it, err
+			}
+			it.ID = data
+		case "admin":
+			ctx := graphql.WithPathContext(ctx, graphql.NewPathWithField("admin"))
+			data, err := ec.unmarshalNBoolean2bool(ctx, v)
+			if err != nil {
+				return it, err
+			}
+			it.Admin = data
+		}
+	}
+	return it, nil
+}
+
+// UnmarshalSetUserRoleInput unmarshals raw into the SetUserRoleInput input type, using the
+// unmarshaler bound to ctx's request. Call it from a resolver to decode an input
+// object that was not passed as a field argument.
+//
+// ctx must come from a gqlgen request; outside one there is no unmarshaler to use
+// and the returned error says so.
+func UnmarshalSetUserRoleInput(ctx context.Context, raw any) (model.SetUserRoleInput, error) {
+	var out model.SetUserRoleInput
+	err := graphql.UnmarshalNamedInputFromContext(ctx, "SetUserRoleInput", raw, &out)
 	return out, err
 }
 
@@ -35238,7 +37808,7 @@ func (ec *executionContext) unmarshalInputTurnWhereInput(ctx context.Context, ob
 		asMap[k] = v
 	}
 
-	fieldsInOrder := [...]string{"not", "and", "or", "id", "idNEQ", "idIn", "idNotIn", "idGT", "idGTE", "idLT", "idLTE", "number", "numberNEQ", "numberIn", "numberNotIn", "numberGT", "numberGTE", "numberLT", "numberLTE", "startedAt", "startedAtNEQ", "startedAtIn", "startedAtNotIn", "startedAtGT", "startedAtGTE", "startedAtLT", "startedAtLTE", "finishedAt", "finishedAtNEQ", "finishedAtIn", "finishedAtNotIn", "finishedAtGT", "finishedAtGTE", "finishedAtLT", "finishedAtLTE", "finishedAtIsNil", "finishedAtNotNil", "timeZone", "timeZoneNEQ", "timeZoneIn", "timeZoneNotIn", "timeZoneGT", "timeZoneGTE", "timeZoneLT", "timeZoneLTE", "timeZoneContains", "timeZoneHasPrefix", "timeZoneHasSuffix", "timeZoneEqualFold", "timeZoneContainsFold", "userText", "userTextNEQ", "userTextIn", "userTextNotIn", "userTextGT", "userTextGTE", "userTextLT", "userTextLTE", "userTextContains", "userTextHasPrefix", "userTextHasSuffix", "userTextEqualFold", "userTextContainsFold", "answer", "answerNEQ", "answerIn", "answerNotIn", "answerGT", "answerGTE", "answerLT", "answerLTE", "answerContains", "answerHasPrefix", "answerHasSuffix", "answerIsNil", "answerNotNil", "answerEqualFold", "answerContainsFold", "status", "statusNEQ", "statusIn", "statusNotIn", "error", "errorNEQ", "errorIn", "errorNotIn", "errorGT", "errorGTE", "errorLT", "errorLTE", "errorContains", "errorHasPrefix", "errorHasSuffix", "errorIsNil", "errorNotNil", "errorEqualFold", "errorContainsFold", "replayed", "replayedNEQ", "hasConversation", "hasConversationWith"}
+	fieldsInOrder := [...]string{"not", "and", "or", "id", "idNEQ", "idIn", "idNotIn", "idGT", "idGTE", "idLT", "idLTE", "number", "numberNEQ", "numberIn", "numberNotIn", "numberGT", "numberGTE", "numberLT", "numberLTE", "startedAt", "startedAtNEQ", "startedAtIn", "startedAtNotIn", "startedAtGT", "startedAtGTE", "startedAtLT", "startedAtLTE", "finishedAt", "finishedAtNEQ", "finishedAtIn", "finishedAtNotIn", "finishedAtGT", "finishedAtGTE", "finishedAtLT", "finishedAtLTE", "finishedAtIsNil", "finishedAtNotNil", "timeZone", "timeZoneNEQ", "timeZoneIn", "timeZoneNotIn", "timeZoneGT", "timeZoneGTE", "timeZoneLT", "timeZoneLTE", "timeZoneContains", "timeZoneHasPrefix", "timeZoneHasSuffix", "timeZoneEqualFold", "timeZoneContainsFold", "userText", "userTextNEQ", "userTextIn", "userTextNotIn", "userTextGT", "userTextGTE", "userTextLT", "userTextLTE", "userTextContains", "userTextHasPrefix", "userTextHasSuffix", "userTextEqualFold", "userTextContainsFold", "answer", "answerNEQ", "answerIn", "answerNotIn", "answerGT", "answerGTE", "answerLT", "answerLTE", "answerContains", "answerHasPrefix", "answerHasSuffix", "answerIsNil", "answerNotNil", "answerEqualFold", "answerContainsFold", "status", "statusNEQ", "statusIn", "statusNotIn", "error", "errorNEQ", "errorIn", "errorNotIn", "errorGT", "errorGTE", "errorLT", "errorLTE", "errorContains", "errorHasPrefix", "errorHasSuffix", "errorIsNil", "errorNotNil", "errorEqualFold", "errorContainsFold", "replayed", "replayedNEQ", "superseded", "supersededNEQ", "hasConversation", "hasConversationWith"}
 	for _, k := range fieldsInOrder {
 		v, ok := asMap[k]
 		if !ok {
@@ -35938,6 +38508,20 @@ func (ec *executionContext) unmarshalInputTurnWhereInput(ctx context.Context, ob
 				return it, err
 			}
 			it.ReplayedNEQ = data
+		case "superseded":
+			ctx := graphql.WithPathContext(ctx, graphql.NewPathWithField("superseded"))
+			data, err := ec.unmarshalOBoolean2ᚖbool(ctx, v)
+			if err != nil {
+				return it, err
+			}
+			it.Superseded = data
+		case "supersededNEQ":
+			ctx := graphql.WithPathContext(ctx, graphql.NewPathWithField("supersededNEQ"))
+			data, err := ec.unmarshalOBoolean2ᚖbool(ctx, v)
+			if err != nil {
+				return it, err
+			}
+			it.SupersededNEQ = data
 		case "hasConversation":
 			ctx := graphql.WithPathContext(ctx, graphql.NewPathWithField("hasConversation"))
 			data, err := ec.unmarshalOBoolean2ᚖbool(ctx, v)
@@ -36524,6 +39108,11 @@ func (ec *executionContext) _Agent(ctx context.Context, sel ast.SelectionSet, ob
 			if out.Values[i] == graphql.Null {
 				out.Invalids++
 			}
+		case "archivedAt":
+			out.Values[i] = ec._Agent_archivedAt(ctx, field, obj)
+			if out.Values[i] == graphql.RequiredNull {
+				out.Invalids++
+			}
 		case "approvals":
 			out.Values[i] = ec._Agent_approvals(ctx, field, obj)
 			if out.Values[i] == graphql.Null {
@@ -36607,6 +39196,49 @@ func (ec *executionContext) _AgentEdge(ctx context.Context, sel ast.SelectionSet
 			}
 		case "cursor":
 			out.Values[i] = ec._AgentEdge_cursor(ctx, field, obj)
+			if out.Values[i] == graphql.Null {
+				out.Invalids++
+			}
+		default:
+			panic("unknown field " + strconv.Quote(field.Name))
+		}
+	}
+	out.Dispatch(ctx)
+	if out.Invalids > 0 {
+		return graphql.Null
+	}
+
+	if n := len(deferred.Defers); n > 0 {
+		atomic.AddInt32(&ec.Deferred, int32(min(n, math.MaxInt32)))
+		ec.ProcessDeferredGroup(deferred)
+	}
+
+	return out
+}
+
+var agentRatingsImplementors = []string{"AgentRatings"}
+
+func (ec *executionContext) _AgentRatings(ctx context.Context, sel ast.SelectionSet, obj *model.AgentRatings) graphql.Marshaler {
+	fields := graphql.CollectFields(ec.OperationContext, sel, agentRatingsImplementors)
+
+	out := graphql.NewFieldSet(fields)
+	deferred := graphql.NewDeferredGroup(ctx)
+	for i, field := range fields {
+		switch field.Name {
+		case "__typename":
+			out.Values[i] = graphql.MarshalString("AgentRatings")
+		case "agent":
+			out.Values[i] = ec._AgentRatings_agent(ctx, field, obj)
+			if out.Values[i] == graphql.RequiredNull {
+				out.Invalids++
+			}
+		case "up":
+			out.Values[i] = ec._AgentRatings_up(ctx, field, obj)
+			if out.Values[i] == graphql.Null {
+				out.Invalids++
+			}
+		case "down":
+			out.Values[i] = ec._AgentRatings_down(ctx, field, obj)
 			if out.Values[i] == graphql.Null {
 				out.Invalids++
 			}
@@ -38208,6 +40840,110 @@ func (ec *executionContext) _DeactivateUserPayload(ctx context.Context, sel ast.
 	return out
 }
 
+var deleteDocumentPayloadImplementors = []string{"DeleteDocumentPayload"}
+
+func (ec *executionContext) _DeleteDocumentPayload(ctx context.Context, sel ast.SelectionSet, obj *model.DeleteDocumentPayload) graphql.Marshaler {
+	fields := graphql.CollectFields(ec.OperationContext, sel, deleteDocumentPayloadImplementors)
+
+	out := graphql.NewFieldSet(fields)
+	deferred := graphql.NewDeferredGroup(ctx)
+	for i, field := range fields {
+		switch field.Name {
+		case "__typename":
+			out.Values[i] = graphql.MarshalString("DeleteDocumentPayload")
+		case "deletedId":
+			out.Values[i] = ec._DeleteDocumentPayload_deletedId(ctx, field, obj)
+			if out.Values[i] == graphql.Null {
+				out.Invalids++
+			}
+		default:
+			panic("unknown field " + strconv.Quote(field.Name))
+		}
+	}
+	out.Dispatch(ctx)
+	if out.Invalids > 0 {
+		return graphql.Null
+	}
+
+	if n := len(deferred.Defers); n > 0 {
+		atomic.AddInt32(&ec.Deferred, int32(min(n, math.MaxInt32)))
+		ec.ProcessDeferredGroup(deferred)
+	}
+
+	return out
+}
+
+var deleteKnowledgeBasePayloadImplementors = []string{"DeleteKnowledgeBasePayload"}
+
+func (ec *executionContext) _DeleteKnowledgeBasePayload(ctx context.Context, sel ast.SelectionSet, obj *model.DeleteKnowledgeBasePayload) graphql.Marshaler {
+	fields := graphql.CollectFields(ec.OperationContext, sel, deleteKnowledgeBasePayloadImplementors)
+
+	out := graphql.NewFieldSet(fields)
+	deferred := graphql.NewDeferredGroup(ctx)
+	for i, field := range fields {
+		switch field.Name {
+		case "__typename":
+			out.Values[i] = graphql.MarshalString("DeleteKnowledgeBasePayload")
+		case "deletedId":
+			out.Values[i] = ec._DeleteKnowledgeBasePayload_deletedId(ctx, field, obj)
+			if out.Values[i] == graphql.Null {
+				out.Invalids++
+			}
+		case "documents":
+			out.Values[i] = ec._DeleteKnowledgeBasePayload_documents(ctx, field, obj)
+			if out.Values[i] == graphql.Null {
+				out.Invalids++
+			}
+		default:
+			panic("unknown field " + strconv.Quote(field.Name))
+		}
+	}
+	out.Dispatch(ctx)
+	if out.Invalids > 0 {
+		return graphql.Null
+	}
+
+	if n := len(deferred.Defers); n > 0 {
+		atomic.AddInt32(&ec.Deferred, int32(min(n, math.MaxInt32)))
+		ec.ProcessDeferredGroup(deferred)
+	}
+
+	return out
+}
+
+var deleteSkillPayloadImplementors = []string{"DeleteSkillPayload"}
+
+func (ec *executionContext) _DeleteSkillPayload(ctx context.Context, sel ast.SelectionSet, obj *model.DeleteSkillPayload) graphql.Marshaler {
+	fields := graphql.CollectFields(ec.OperationContext, sel, deleteSkillPayloadImplementors)
+
+	out := graphql.NewFieldSet(fields)
+	deferred := graphql.NewDeferredGroup(ctx)
+	for i, field := range fields {
+		switch field.Name {
+		case "__typename":
+			out.Values[i] = graphql.MarshalString("DeleteSkillPayload")
+		case "deletedId":
+			out.Values[i] = ec._DeleteSkillPayload_deletedId(ctx, field, obj)
+			if out.Values[i] == graphql.Null {
+				out.Invalids++
+			}
+		default:
+			panic("unknown field " + strconv.Quote(field.Name))
+		}
+	}
+	out.Dispatch(ctx)
+	if out.Invalids > 0 {
+		return graphql.Null
+	}
+
+	if n := len(deferred.Defers); n > 0 {
+		atomic.AddInt32(&ec.Deferred, int32(min(n, math.MaxInt32)))
+		ec.ProcessDeferredGroup(deferred)
+	}
+
+	return out
+}
+
 var documentImplementors = []string{"Document", "Node"}
 
 func (ec *executionContext) _Document(ctx context.Context, sel ast.SelectionSet, obj *ent.Document) graphql.Marshaler {
@@ -39314,6 +42050,49 @@ func (ec *executionContext) _ModelCall(ctx context.Context, sel ast.SelectionSet
 	return out
 }
 
+var modelRatingsImplementors = []string{"ModelRatings"}
+
+func (ec *executionContext) _ModelRatings(ctx context.Context, sel ast.SelectionSet, obj *model.ModelRatings) graphql.Marshaler {
+	fields := graphql.CollectFields(ec.OperationContext, sel, modelRatingsImplementors)
+
+	out := graphql.NewFieldSet(fields)
+	deferred := graphql.NewDeferredGroup(ctx)
+	for i, field := range fields {
+		switch field.Name {
+		case "__typename":
+			out.Values[i] = graphql.MarshalString("ModelRatings")
+		case "model":
+			out.Values[i] = ec._ModelRatings_model(ctx, field, obj)
+			if out.Values[i] == graphql.Null {
+				out.Invalids++
+			}
+		case "up":
+			out.Values[i] = ec._ModelRatings_up(ctx, field, obj)
+			if out.Values[i] == graphql.Null {
+				out.Invalids++
+			}
+		case "down":
+			out.Values[i] = ec._ModelRatings_down(ctx, field, obj)
+			if out.Values[i] == graphql.Null {
+				out.Invalids++
+			}
+		default:
+			panic("unknown field " + strconv.Quote(field.Name))
+		}
+	}
+	out.Dispatch(ctx)
+	if out.Invalids > 0 {
+		return graphql.Null
+	}
+
+	if n := len(deferred.Defers); n > 0 {
+		atomic.AddInt32(&ec.Deferred, int32(min(n, math.MaxInt32)))
+		ec.ProcessDeferredGroup(deferred)
+	}
+
+	return out
+}
+
 var modelUsageImplementors = []string{"ModelUsage"}
 
 func (ec *executionContext) _ModelUsage(ctx context.Context, sel ast.SelectionSet, obj *model.ModelUsage) graphql.Marshaler {
@@ -39362,6 +42141,11 @@ func (ec *executionContext) _ModelUsage(ctx context.Context, sel ast.SelectionSe
 			}
 		case "modelCalls":
 			out.Values[i] = ec._ModelUsage_modelCalls(ctx, field, obj)
+			if out.Values[i] == graphql.Null {
+				out.Invalids++
+			}
+		case "estimated":
+			out.Values[i] = ec._ModelUsage_estimated(ctx, field, obj)
 			if out.Values[i] == graphql.Null {
 				out.Invalids++
 			}
@@ -39570,6 +42354,62 @@ func (ec *executionContext) _Mutation(ctx context.Context, sel ast.SelectionSet)
 			if out.Values[i] == graphql.Null {
 				out.Invalids++
 			}
+		case "archiveAgent":
+			out.Values[i] = ec.OperationContext.RootResolverMiddleware(innerCtx, func(ctx context.Context) (res graphql.Marshaler) {
+				return ec._Mutation_archiveAgent(ctx, field)
+			})
+			if out.Values[i] == graphql.Null {
+				out.Invalids++
+			}
+		case "deleteAgent":
+			out.Values[i] = ec.OperationContext.RootResolverMiddleware(innerCtx, func(ctx context.Context) (res graphql.Marshaler) {
+				return ec._Mutation_deleteAgent(ctx, field)
+			})
+			if out.Values[i] == graphql.Null {
+				out.Invalids++
+			}
+		case "renameConversation":
+			out.Values[i] = ec.OperationContext.RootResolverMiddleware(innerCtx, func(ctx context.Context) (res graphql.Marshaler) {
+				return ec._Mutation_renameConversation(ctx, field)
+			})
+			if out.Values[i] == graphql.Null {
+				out.Invalids++
+			}
+		case "reactivateUser":
+			out.Values[i] = ec.OperationContext.RootResolverMiddleware(innerCtx, func(ctx context.Context) (res graphql.Marshaler) {
+				return ec._Mutation_reactivateUser(ctx, field)
+			})
+			if out.Values[i] == graphql.Null {
+				out.Invalids++
+			}
+		case "setUserRole":
+			out.Values[i] = ec.OperationContext.RootResolverMiddleware(innerCtx, func(ctx context.Context) (res graphql.Marshaler) {
+				return ec._Mutation_setUserRole(ctx, field)
+			})
+			if out.Values[i] == graphql.Null {
+				out.Invalids++
+			}
+		case "deleteKnowledgeBase":
+			out.Values[i] = ec.OperationContext.RootResolverMiddleware(innerCtx, func(ctx context.Context) (res graphql.Marshaler) {
+				return ec._Mutation_deleteKnowledgeBase(ctx, field)
+			})
+			if out.Values[i] == graphql.Null {
+				out.Invalids++
+			}
+		case "deleteDocument":
+			out.Values[i] = ec.OperationContext.RootResolverMiddleware(innerCtx, func(ctx context.Context) (res graphql.Marshaler) {
+				return ec._Mutation_deleteDocument(ctx, field)
+			})
+			if out.Values[i] == graphql.Null {
+				out.Invalids++
+			}
+		case "deleteSkill":
+			out.Values[i] = ec.OperationContext.RootResolverMiddleware(innerCtx, func(ctx context.Context) (res graphql.Marshaler) {
+				return ec._Mutation_deleteSkill(ctx, field)
+			})
+			if out.Values[i] == graphql.Null {
+				out.Invalids++
+			}
 		case "updateApplication":
 			out.Values[i] = ec.OperationContext.RootResolverMiddleware(innerCtx, func(ctx context.Context) (res graphql.Marshaler) {
 				return ec._Mutation_updateApplication(ctx, field)
@@ -39636,6 +42476,20 @@ func (ec *executionContext) _Mutation(ctx context.Context, sel ast.SelectionSet)
 		case "memoryForget":
 			out.Values[i] = ec.OperationContext.RootResolverMiddleware(innerCtx, func(ctx context.Context) (res graphql.Marshaler) {
 				return ec._Mutation_memoryForget(ctx, field)
+			})
+			if out.Values[i] == graphql.Null {
+				out.Invalids++
+			}
+		case "regenerateTurn":
+			out.Values[i] = ec.OperationContext.RootResolverMiddleware(innerCtx, func(ctx context.Context) (res graphql.Marshaler) {
+				return ec._Mutation_regenerateTurn(ctx, field)
+			})
+			if out.Values[i] == graphql.Null {
+				out.Invalids++
+			}
+		case "rateTurn":
+			out.Values[i] = ec.OperationContext.RootResolverMiddleware(innerCtx, func(ctx context.Context) (res graphql.Marshaler) {
+				return ec._Mutation_rateTurn(ctx, field)
 			})
 			if out.Values[i] == graphql.Null {
 				out.Invalids++
@@ -40409,6 +43263,12 @@ func (ec *executionContext) _Query(ctx context.Context, sel ast.SelectionSet) gr
 				func(ctx context.Context) graphql.Marshaler {
 					return ec._Query_memorySearch(ctx, field)
 				})
+		case "ratings":
+			out.ResolveRootConcurrently(innerCtx, ec.OperationContext, i,
+				true, true,
+				func(ctx context.Context) graphql.Marshaler {
+					return ec._Query_ratings(ctx, field)
+				})
 		case "toolResults":
 			out.ResolveRootConcurrently(innerCtx, ec.OperationContext, i,
 				true, true,
@@ -40560,6 +43420,135 @@ func (ec *executionContext) _RateLimits(ctx context.Context, sel ast.SelectionSe
 	return out
 }
 
+var ratedTurnImplementors = []string{"RatedTurn"}
+
+func (ec *executionContext) _RatedTurn(ctx context.Context, sel ast.SelectionSet, obj *model.RatedTurn) graphql.Marshaler {
+	fields := graphql.CollectFields(ec.OperationContext, sel, ratedTurnImplementors)
+
+	out := graphql.NewFieldSet(fields)
+	deferred := graphql.NewDeferredGroup(ctx)
+	for i, field := range fields {
+		switch field.Name {
+		case "__typename":
+			out.Values[i] = graphql.MarshalString("RatedTurn")
+		case "rating":
+			out.Values[i] = ec._RatedTurn_rating(ctx, field, obj)
+			if out.Values[i] == graphql.Null {
+				out.Invalids++
+			}
+		case "turn":
+			out.Values[i] = ec._RatedTurn_turn(ctx, field, obj)
+			if out.Values[i] == graphql.Null {
+				out.Invalids++
+			}
+		default:
+			panic("unknown field " + strconv.Quote(field.Name))
+		}
+	}
+	out.Dispatch(ctx)
+	if out.Invalids > 0 {
+		return graphql.Null
+	}
+
+	if n := len(deferred.Defers); n > 0 {
+		atomic.AddInt32(&ec.Deferred, int32(min(n, math.MaxInt32)))
+		ec.ProcessDeferredGroup(deferred)
+	}
+
+	return out
+}
+
+var ratingSummaryImplementors = []string{"RatingSummary"}
+
+func (ec *executionContext) _RatingSummary(ctx context.Context, sel ast.SelectionSet, obj *model.RatingSummary) graphql.Marshaler {
+	fields := graphql.CollectFields(ec.OperationContext, sel, ratingSummaryImplementors)
+
+	out := graphql.NewFieldSet(fields)
+	deferred := graphql.NewDeferredGroup(ctx)
+	for i, field := range fields {
+		switch field.Name {
+		case "__typename":
+			out.Values[i] = graphql.MarshalString("RatingSummary")
+		case "month":
+			out.Values[i] = ec._RatingSummary_month(ctx, field, obj)
+			if out.Values[i] == graphql.Null {
+				out.Invalids++
+			}
+		case "up":
+			out.Values[i] = ec._RatingSummary_up(ctx, field, obj)
+			if out.Values[i] == graphql.Null {
+				out.Invalids++
+			}
+		case "down":
+			out.Values[i] = ec._RatingSummary_down(ctx, field, obj)
+			if out.Values[i] == graphql.Null {
+				out.Invalids++
+			}
+		case "byAgent":
+			out.Values[i] = ec._RatingSummary_byAgent(ctx, field, obj)
+			if out.Values[i] == graphql.Null {
+				out.Invalids++
+			}
+		case "byModel":
+			out.Values[i] = ec._RatingSummary_byModel(ctx, field, obj)
+			if out.Values[i] == graphql.Null {
+				out.Invalids++
+			}
+		case "comments":
+			out.Values[i] = ec._RatingSummary_comments(ctx, field, obj)
+			if out.Values[i] == graphql.Null {
+				out.Invalids++
+			}
+		default:
+			panic("unknown field " + strconv.Quote(field.Name))
+		}
+	}
+	out.Dispatch(ctx)
+	if out.Invalids > 0 {
+		return graphql.Null
+	}
+
+	if n := len(deferred.Defers); n > 0 {
+		atomic.AddInt32(&ec.Deferred, int32(min(n, math.MaxInt32)))
+		ec.ProcessDeferredGroup(deferred)
+	}
+
+	return out
+}
+
+var reactivateUserPayloadImplementors = []string{"ReactivateUserPayload"}
+
+func (ec *executionContext) _ReactivateUserPayload(ctx context.Context, sel ast.SelectionSet, obj *model.ReactivateUserPayload) graphql.Marshaler {
+	fields := graphql.CollectFields(ec.OperationContext, sel, reactivateUserPayloadImplementors)
+
+	out := graphql.NewFieldSet(fields)
+	deferred := graphql.NewDeferredGroup(ctx)
+	for i, field := range fields {
+		switch field.Name {
+		case "__typename":
+			out.Values[i] = graphql.MarshalString("ReactivateUserPayload")
+		case "user":
+			out.Values[i] = ec._ReactivateUserPayload_user(ctx, field, obj)
+			if out.Values[i] == graphql.Null {
+				out.Invalids++
+			}
+		default:
+			panic("unknown field " + strconv.Quote(field.Name))
+		}
+	}
+	out.Dispatch(ctx)
+	if out.Invalids > 0 {
+		return graphql.Null
+	}
+
+	if n := len(deferred.Defers); n > 0 {
+		atomic.AddInt32(&ec.Deferred, int32(min(n, math.MaxInt32)))
+		ec.ProcessDeferredGroup(deferred)
+	}
+
+	return out
+}
+
 var removeApplicationPayloadImplementors = []string{"RemoveApplicationPayload"}
 
 func (ec *executionContext) _RemoveApplicationPayload(ctx context.Context, sel ast.SelectionSet, obj *model.RemoveApplicationPayload) graphql.Marshaler {
@@ -40616,6 +43605,39 @@ func (ec *executionContext) _SelectorLayout(ctx context.Context, sel ast.Selecti
 			}
 		case "elements":
 			out.Values[i] = ec._SelectorLayout_elements(ctx, field, obj)
+			if out.Values[i] == graphql.Null {
+				out.Invalids++
+			}
+		default:
+			panic("unknown field " + strconv.Quote(field.Name))
+		}
+	}
+	out.Dispatch(ctx)
+	if out.Invalids > 0 {
+		return graphql.Null
+	}
+
+	if n := len(deferred.Defers); n > 0 {
+		atomic.AddInt32(&ec.Deferred, int32(min(n, math.MaxInt32)))
+		ec.ProcessDeferredGroup(deferred)
+	}
+
+	return out
+}
+
+var setUserRolePayloadImplementors = []string{"SetUserRolePayload"}
+
+func (ec *executionContext) _SetUserRolePayload(ctx context.Context, sel ast.SelectionSet, obj *model.SetUserRolePayload) graphql.Marshaler {
+	fields := graphql.CollectFields(ec.OperationContext, sel, setUserRolePayloadImplementors)
+
+	out := graphql.NewFieldSet(fields)
+	deferred := graphql.NewDeferredGroup(ctx)
+	for i, field := range fields {
+		switch field.Name {
+		case "__typename":
+			out.Values[i] = graphql.MarshalString("SetUserRolePayload")
+		case "user":
+			out.Values[i] = ec._SetUserRolePayload_user(ctx, field, obj)
 			if out.Values[i] == graphql.Null {
 				out.Invalids++
 			}
@@ -42018,6 +45040,11 @@ func (ec *executionContext) _Turn(ctx context.Context, sel ast.SelectionSet, obj
 			if out.Values[i] == graphql.Null {
 				atomic.AddUint32(&out.Invalids, 1)
 			}
+		case "superseded":
+			out.Values[i] = ec._Turn_superseded(ctx, field, obj)
+			if out.Values[i] == graphql.Null {
+				atomic.AddUint32(&out.Invalids, 1)
+			}
 		case "conversation":
 			out.ResolveConcurrently(ec.OperationContext, &deferred, i,
 				true, true,
@@ -42035,6 +45062,18 @@ func (ec *executionContext) _Turn(ctx context.Context, sel ast.SelectionSet, obj
 				true, true,
 				func(ctx context.Context) graphql.Marshaler {
 					return ec._Turn_toolCalls(ctx, field, obj)
+				})
+		case "myRating":
+			out.ResolveConcurrently(ec.OperationContext, &deferred, i,
+				true, false,
+				func(ctx context.Context) graphql.Marshaler {
+					return ec._Turn_myRating(ctx, field, obj)
+				})
+		case "ratings":
+			out.ResolveConcurrently(ec.OperationContext, &deferred, i,
+				true, true,
+				func(ctx context.Context) graphql.Marshaler {
+					return ec._Turn_ratings(ctx, field, obj)
 				})
 		case "modelCalls":
 			out.ResolveConcurrently(ec.OperationContext, &deferred, i,
@@ -42220,6 +45259,61 @@ func (ec *executionContext) _TurnEvent(ctx context.Context, sel ast.SelectionSet
 	return out
 }
 
+var turnRatingImplementors = []string{"TurnRating"}
+
+func (ec *executionContext) _TurnRating(ctx context.Context, sel ast.SelectionSet, obj *ent.TurnRating) graphql.Marshaler {
+	fields := graphql.CollectFields(ec.OperationContext, sel, turnRatingImplementors)
+
+	out := graphql.NewFieldSet(fields)
+	deferred := graphql.NewDeferredGroup(ctx)
+	for i, field := range fields {
+		switch field.Name {
+		case "__typename":
+			out.Values[i] = graphql.MarshalString("TurnRating")
+		case "rating":
+			out.ResolveConcurrently(ec.OperationContext, &deferred, i,
+				true, true,
+				func(ctx context.Context) graphql.Marshaler {
+					return ec._TurnRating_rating(ctx, field, obj)
+				})
+		case "comment":
+			out.Values[i] = ec._TurnRating_comment(ctx, field, obj)
+			if out.Values[i] == graphql.Null {
+				atomic.AddUint32(&out.Invalids, 1)
+			}
+		case "user":
+			out.ResolveConcurrently(ec.OperationContext, &deferred, i,
+				true, false,
+				func(ctx context.Context) graphql.Marshaler {
+					return ec._TurnRating_user(ctx, field, obj)
+				})
+		case "createdAt":
+			out.Values[i] = ec._TurnRating_createdAt(ctx, field, obj)
+			if out.Values[i] == graphql.Null {
+				atomic.AddUint32(&out.Invalids, 1)
+			}
+		case "updatedAt":
+			out.Values[i] = ec._TurnRating_updatedAt(ctx, field, obj)
+			if out.Values[i] == graphql.Null {
+				atomic.AddUint32(&out.Invalids, 1)
+			}
+		default:
+			panic("unknown field " + strconv.Quote(field.Name))
+		}
+	}
+	out.Dispatch(ctx)
+	if out.Invalids > 0 {
+		return graphql.Null
+	}
+
+	if n := len(deferred.Defers); n > 0 {
+		atomic.AddInt32(&ec.Deferred, int32(min(n, math.MaxInt32)))
+		ec.ProcessDeferredGroup(deferred)
+	}
+
+	return out
+}
+
 var updateAgentPayloadImplementors = []string{"UpdateAgentPayload"}
 
 func (ec *executionContext) _UpdateAgentPayload(ctx context.Context, sel ast.SelectionSet, obj *model.UpdateAgentPayload) graphql.Marshaler {
@@ -42364,6 +45458,11 @@ func (ec *executionContext) _Usage(ctx context.Context, sel ast.SelectionSet, ob
 			}
 		case "byUser":
 			out.Values[i] = ec._Usage_byUser(ctx, field, obj)
+			if out.Values[i] == graphql.Null {
+				atomic.AddUint32(&out.Invalids, 1)
+			}
+		case "estimated":
+			out.Values[i] = ec._Usage_estimated(ctx, field, obj)
 			if out.Values[i] == graphql.Null {
 				atomic.AddUint32(&out.Invalids, 1)
 			}
@@ -43718,6 +46817,30 @@ func (ec *executionContext) marshalNAgentOrderField2ᚖgithubᚗcomᚋtoolgate�
 	return v
 }
 
+func (ec *executionContext) marshalNAgentRatings2ᚕᚖgithubᚗcomᚋtoolgateᚋtoolgateᚋgraphᚋmodelᚐAgentRatingsᚄ(ctx context.Context, sel ast.SelectionSet, v []*model.AgentRatings) graphql.Marshaler {
+	ret := graphql.MarshalSliceConcurrently(ctx, len(v), 0, false, func(ctx context.Context, i int) graphql.Marshaler {
+		fc := graphql.GetFieldContext(ctx)
+		fc.Result = &v[i]
+		return ec.marshalNAgentRatings2ᚖgithubᚗcomᚋtoolgateᚋtoolgateᚋgraphᚋmodelᚐAgentRatings(ctx, sel, v[i])
+	})
+
+	for _, e := range ret {
+		if e == graphql.Null {
+			return graphql.Null
+		}
+	}
+
+	return ret
+}
+
+func (ec *executionContext) marshalNAgentRatings2ᚖgithubᚗcomᚋtoolgateᚋtoolgateᚋgraphᚋmodelᚐAgentRatings(ctx context.Context, sel ast.SelectionSet, v *model.AgentRatings) graphql.Marshaler {
+	if v == nil {
+		graphql.AddInvalidNullError(ctx, "AgentRatings!")
+		return graphql.Null
+	}
+	return ec._AgentRatings(ctx, sel, v)
+}
+
 func (ec *executionContext) unmarshalNAgentToolLoading2githubᚗcomᚋtoolgateᚋtoolgateᚋentᚋagentᚐToolLoading(ctx context.Context, v any) (agent.ToolLoading, error) {
 	var res agent.ToolLoading
 	err := res.UnmarshalGQL(v)
@@ -44212,6 +47335,45 @@ func (ec *executionContext) marshalNDeactivateUserPayload2ᚖgithubᚗcomᚋtool
 func (ec *executionContext) unmarshalNDecideToolCallsInput2githubᚗcomᚋtoolgateᚋtoolgateᚋgraphᚋmodelᚐDecideToolCallsInput(ctx context.Context, v any) (model.DecideToolCallsInput, error) {
 	res, err := ec.unmarshalInputDecideToolCallsInput(ctx, v)
 	return res, graphql.ErrorOnPath(ctx, err)
+}
+
+func (ec *executionContext) unmarshalNDeleteDocumentInput2githubᚗcomᚋtoolgateᚋtoolgateᚋgraphᚋmodelᚐDeleteDocumentInput(ctx context.Context, v any) (model.DeleteDocumentInput, error) {
+	res, err := ec.unmarshalInputDeleteDocumentInput(ctx, v)
+	return res, graphql.ErrorOnPath(ctx, err)
+}
+
+func (ec *executionContext) marshalNDeleteDocumentPayload2ᚖgithubᚗcomᚋtoolgateᚋtoolgateᚋgraphᚋmodelᚐDeleteDocumentPayload(ctx context.Context, sel ast.SelectionSet, v *model.DeleteDocumentPayload) graphql.Marshaler {
+	if v == nil {
+		graphql.AddInvalidNullError(ctx, "DeleteDocumentPayload!")
+		return graphql.Null
+	}
+	return ec._DeleteDocumentPayload(ctx, sel, v)
+}
+
+func (ec *executionContext) unmarshalNDeleteKnowledgeBaseInput2githubᚗcomᚋtoolgateᚋtoolgateᚋgraphᚋmodelᚐDeleteKnowledgeBaseInput(ctx context.Context, v any) (model.DeleteKnowledgeBaseInput, error) {
+	res, err := ec.unmarshalInputDeleteKnowledgeBaseInput(ctx, v)
+	return res, graphql.ErrorOnPath(ctx, err)
+}
+
+func (ec *executionContext) marshalNDeleteKnowledgeBasePayload2ᚖgithubᚗcomᚋtoolgateᚋtoolgateᚋgraphᚋmodelᚐDeleteKnowledgeBasePayload(ctx context.Context, sel ast.SelectionSet, v *model.DeleteKnowledgeBasePayload) graphql.Marshaler {
+	if v == nil {
+		graphql.AddInvalidNullError(ctx, "DeleteKnowledgeBasePayload!")
+		return graphql.Null
+	}
+	return ec._DeleteKnowledgeBasePayload(ctx, sel, v)
+}
+
+func (ec *executionContext) unmarshalNDeleteSkillInput2githubᚗcomᚋtoolgateᚋtoolgateᚋgraphᚋmodelᚐDeleteSkillInput(ctx context.Context, v any) (model.DeleteSkillInput, error) {
+	res, err := ec.unmarshalInputDeleteSkillInput(ctx, v)
+	return res, graphql.ErrorOnPath(ctx, err)
+}
+
+func (ec *executionContext) marshalNDeleteSkillPayload2ᚖgithubᚗcomᚋtoolgateᚋtoolgateᚋgraphᚋmodelᚐDeleteSkillPayload(ctx context.Context, sel ast.SelectionSet, v *model.DeleteSkillPayload) graphql.Marshaler {
+	if v == nil {
+		graphql.AddInvalidNullError(ctx, "DeleteSkillPayload!")
+		return graphql.Null
+	}
+	return ec._DeleteSkillPayload(ctx, sel, v)
 }
 
 func (ec *executionContext) marshalNDocument2ᚖgithubᚗcomᚋtoolgateᚋtoolgateᚋentᚐDocument(ctx context.Context, sel ast.SelectionSet, v *ent.Document) graphql.Marshaler {
@@ -44739,6 +47901,30 @@ func (ec *executionContext) marshalNModelCallKind2githubᚗcomᚋtoolgateᚋtool
 	return v
 }
 
+func (ec *executionContext) marshalNModelRatings2ᚕᚖgithubᚗcomᚋtoolgateᚋtoolgateᚋgraphᚋmodelᚐModelRatingsᚄ(ctx context.Context, sel ast.SelectionSet, v []*model.ModelRatings) graphql.Marshaler {
+	ret := graphql.MarshalSliceConcurrently(ctx, len(v), 0, false, func(ctx context.Context, i int) graphql.Marshaler {
+		fc := graphql.GetFieldContext(ctx)
+		fc.Result = &v[i]
+		return ec.marshalNModelRatings2ᚖgithubᚗcomᚋtoolgateᚋtoolgateᚋgraphᚋmodelᚐModelRatings(ctx, sel, v[i])
+	})
+
+	for _, e := range ret {
+		if e == graphql.Null {
+			return graphql.Null
+		}
+	}
+
+	return ret
+}
+
+func (ec *executionContext) marshalNModelRatings2ᚖgithubᚗcomᚋtoolgateᚋtoolgateᚋgraphᚋmodelᚐModelRatings(ctx context.Context, sel ast.SelectionSet, v *model.ModelRatings) graphql.Marshaler {
+	if v == nil {
+		graphql.AddInvalidNullError(ctx, "ModelRatings!")
+		return graphql.Null
+	}
+	return ec._ModelRatings(ctx, sel, v)
+}
+
 func (ec *executionContext) marshalNModelUsage2ᚕᚖgithubᚗcomᚋtoolgateᚋtoolgateᚋgraphᚋmodelᚐModelUsageᚄ(ctx context.Context, sel ast.SelectionSet, v []*model.ModelUsage) graphql.Marshaler {
 	ret := graphql.MarshalSliceConcurrently(ctx, len(v), 0, false, func(ctx context.Context, i int) graphql.Marshaler {
 		fc := graphql.GetFieldContext(ctx)
@@ -44944,6 +48130,66 @@ func (ec *executionContext) marshalNRateLimits2ᚖgithubᚗcomᚋtoolgateᚋtool
 	return ec._RateLimits(ctx, sel, v)
 }
 
+func (ec *executionContext) unmarshalNRateTurnInput2githubᚗcomᚋtoolgateᚋtoolgateᚋgraphᚋmodelᚐRateTurnInput(ctx context.Context, v any) (model.RateTurnInput, error) {
+	res, err := ec.unmarshalInputRateTurnInput(ctx, v)
+	return res, graphql.ErrorOnPath(ctx, err)
+}
+
+func (ec *executionContext) marshalNRatedTurn2ᚕᚖgithubᚗcomᚋtoolgateᚋtoolgateᚋgraphᚋmodelᚐRatedTurnᚄ(ctx context.Context, sel ast.SelectionSet, v []*model.RatedTurn) graphql.Marshaler {
+	ret := graphql.MarshalSliceConcurrently(ctx, len(v), 0, false, func(ctx context.Context, i int) graphql.Marshaler {
+		fc := graphql.GetFieldContext(ctx)
+		fc.Result = &v[i]
+		return ec.marshalNRatedTurn2ᚖgithubᚗcomᚋtoolgateᚋtoolgateᚋgraphᚋmodelᚐRatedTurn(ctx, sel, v[i])
+	})
+
+	for _, e := range ret {
+		if e == graphql.Null {
+			return graphql.Null
+		}
+	}
+
+	return ret
+}
+
+func (ec *executionContext) marshalNRatedTurn2ᚖgithubᚗcomᚋtoolgateᚋtoolgateᚋgraphᚋmodelᚐRatedTurn(ctx context.Context, sel ast.SelectionSet, v *model.RatedTurn) graphql.Marshaler {
+	if v == nil {
+		graphql.AddInvalidNullError(ctx, "RatedTurn!")
+		return graphql.Null
+	}
+	return ec._RatedTurn(ctx, sel, v)
+}
+
+func (ec *executionContext) unmarshalNRating2githubᚗcomᚋtoolgateᚋtoolgateᚋgraphᚋmodelᚐRating(ctx context.Context, v any) (model.Rating, error) {
+	var res model.Rating
+	err := res.UnmarshalGQL(v)
+	return res, graphql.ErrorOnPath(ctx, err)
+}
+
+func (ec *executionContext) marshalNRating2githubᚗcomᚋtoolgateᚋtoolgateᚋgraphᚋmodelᚐRating(ctx context.Context, sel ast.SelectionSet, v model.Rating) graphql.Marshaler {
+	return v
+}
+
+func (ec *executionContext) marshalNRatingSummary2ᚖgithubᚗcomᚋtoolgateᚋtoolgateᚋgraphᚋmodelᚐRatingSummary(ctx context.Context, sel ast.SelectionSet, v *model.RatingSummary) graphql.Marshaler {
+	if v == nil {
+		graphql.AddInvalidNullError(ctx, "RatingSummary!")
+		return graphql.Null
+	}
+	return ec._RatingSummary(ctx, sel, v)
+}
+
+func (ec *executionContext) unmarshalNReactivateUserInput2githubᚗcomᚋtoolgateᚋtoolgateᚋgraphᚋmodelᚐReactivateUserInput(ctx context.Context, v any) (model.ReactivateUserInput, error) {
+	res, err := ec.unmarshalInputReactivateUserInput(ctx, v)
+	return res, graphql.ErrorOnPath(ctx, err)
+}
+
+func (ec *executionContext) marshalNReactivateUserPayload2ᚖgithubᚗcomᚋtoolgateᚋtoolgateᚋgraphᚋmodelᚐReactivateUserPayload(ctx context.Context, sel ast.SelectionSet, v *model.ReactivateUserPayload) graphql.Marshaler {
+	if v == nil {
+		graphql.AddInvalidNullError(ctx, "ReactivateUserPayload!")
+		return graphql.Null
+	}
+	return ec._ReactivateUserPayload(ctx, sel, v)
+}
+
 func (ec *executionContext) unmarshalNRegisterApplicationInput2githubᚗcomᚋtoolgateᚋtoolgateᚋgraphᚋmodelᚐRegisterApplicationInput(ctx context.Context, v any) (model.RegisterApplicationInput, error) {
 	res, err := ec.unmarshalInputRegisterApplicationInput(ctx, v)
 	return res, graphql.ErrorOnPath(ctx, err)
@@ -44960,6 +48206,11 @@ func (ec *executionContext) marshalNRemoveApplicationPayload2ᚖgithubᚗcomᚋt
 		return graphql.Null
 	}
 	return ec._RemoveApplicationPayload(ctx, sel, v)
+}
+
+func (ec *executionContext) unmarshalNRenameConversationInput2githubᚗcomᚋtoolgateᚋtoolgateᚋgraphᚋmodelᚐRenameConversationInput(ctx context.Context, v any) (model.RenameConversationInput, error) {
+	res, err := ec.unmarshalInputRenameConversationInput(ctx, v)
+	return res, graphql.ErrorOnPath(ctx, err)
 }
 
 func (ec *executionContext) unmarshalNResultKind2githubᚗcomᚋtoolgateᚋtoolgateᚋentᚋschematypeᚐResultKind(ctx context.Context, v any) (schematype.ResultKind, error) {
@@ -45005,6 +48256,19 @@ func (ec *executionContext) unmarshalNSetBudgetInput2githubᚗcomᚋtoolgateᚋt
 func (ec *executionContext) unmarshalNSetRateLimitsInput2githubᚗcomᚋtoolgateᚋtoolgateᚋgraphᚋmodelᚐSetRateLimitsInput(ctx context.Context, v any) (model.SetRateLimitsInput, error) {
 	res, err := ec.unmarshalInputSetRateLimitsInput(ctx, v)
 	return res, graphql.ErrorOnPath(ctx, err)
+}
+
+func (ec *executionContext) unmarshalNSetUserRoleInput2githubᚗcomᚋtoolgateᚋtoolgateᚋgraphᚋmodelᚐSetUserRoleInput(ctx context.Context, v any) (model.SetUserRoleInput, error) {
+	res, err := ec.unmarshalInputSetUserRoleInput(ctx, v)
+	return res, graphql.ErrorOnPath(ctx, err)
+}
+
+func (ec *executionContext) marshalNSetUserRolePayload2ᚖgithubᚗcomᚋtoolgateᚋtoolgateᚋgraphᚋmodelᚐSetUserRolePayload(ctx context.Context, sel ast.SelectionSet, v *model.SetUserRolePayload) graphql.Marshaler {
+	if v == nil {
+		graphql.AddInvalidNullError(ctx, "SetUserRolePayload!")
+		return graphql.Null
+	}
+	return ec._SetUserRolePayload(ctx, sel, v)
 }
 
 func (ec *executionContext) marshalNSkill2ᚕᚖgithubᚗcomᚋtoolgateᚋtoolgateᚋentᚐSkillᚄ(ctx context.Context, sel ast.SelectionSet, v []*ent.Skill) graphql.Marshaler {
@@ -45526,6 +48790,30 @@ func (ec *executionContext) marshalNTurnOrderField2ᚖgithubᚗcomᚋtoolgateᚋ
 		return graphql.Null
 	}
 	return v
+}
+
+func (ec *executionContext) marshalNTurnRating2ᚕᚖgithubᚗcomᚋtoolgateᚋtoolgateᚋentᚐTurnRatingᚄ(ctx context.Context, sel ast.SelectionSet, v []*ent.TurnRating) graphql.Marshaler {
+	ret := graphql.MarshalSliceConcurrently(ctx, len(v), 0, false, func(ctx context.Context, i int) graphql.Marshaler {
+		fc := graphql.GetFieldContext(ctx)
+		fc.Result = &v[i]
+		return ec.marshalNTurnRating2ᚖgithubᚗcomᚋtoolgateᚋtoolgateᚋentᚐTurnRating(ctx, sel, v[i])
+	})
+
+	for _, e := range ret {
+		if e == graphql.Null {
+			return graphql.Null
+		}
+	}
+
+	return ret
+}
+
+func (ec *executionContext) marshalNTurnRating2ᚖgithubᚗcomᚋtoolgateᚋtoolgateᚋentᚐTurnRating(ctx context.Context, sel ast.SelectionSet, v *ent.TurnRating) graphql.Marshaler {
+	if v == nil {
+		graphql.AddInvalidNullError(ctx, "TurnRating!")
+		return graphql.Null
+	}
+	return ec._TurnRating(ctx, sel, v)
 }
 
 func (ec *executionContext) unmarshalNTurnStatus2githubᚗcomᚋtoolgateᚋtoolgateᚋentᚋturnᚐStatus(ctx context.Context, v any) (turn.Status, error) {
@@ -46839,6 +50127,13 @@ func (ec *executionContext) unmarshalOTurnOrder2ᚕᚖgithubᚗcomᚋtoolgateᚋ
 		}
 	}
 	return res, nil
+}
+
+func (ec *executionContext) marshalOTurnRating2ᚖgithubᚗcomᚋtoolgateᚋtoolgateᚋentᚐTurnRating(ctx context.Context, sel ast.SelectionSet, v *ent.TurnRating) graphql.Marshaler {
+	if v == nil {
+		return graphql.Null
+	}
+	return ec._TurnRating(ctx, sel, v)
 }
 
 func (ec *executionContext) unmarshalOTurnStatus2ᚕgithubᚗcomᚋtoolgateᚋtoolgateᚋentᚋturnᚐStatusᚄ(ctx context.Context, v any) ([]turn.Status, error) {

@@ -27,6 +27,16 @@ type AddDocumentInput struct {
 	Text *string `json:"text,omitempty"`
 }
 
+// An agent's ratings.
+type AgentRatings struct {
+	// The agent; null when it no longer exists.
+	Agent *ent.Agent `json:"agent,omitempty"`
+	// Ratings up.
+	Up int `json:"up"`
+	// Ratings down.
+	Down int `json:"down"`
+}
+
 // An agent's share of a month's usage.
 type AgentUsage struct {
 	// The agent; null when it no longer exists.
@@ -195,6 +205,44 @@ type DecideToolCallsInput struct {
 	Decisions []*ToolCallDecisionInput `json:"decisions"`
 }
 
+// What deleteDocument needs.
+type DeleteDocumentInput struct {
+	// The document to delete.
+	ID int `json:"id"`
+}
+
+// What deleteDocument deleted.
+type DeleteDocumentPayload struct {
+	// The id deleted.
+	DeletedID int `json:"deletedId"`
+}
+
+// What deleteKnowledgeBase needs.
+type DeleteKnowledgeBaseInput struct {
+	// The knowledge base to delete.
+	ID int `json:"id"`
+}
+
+// What deleteKnowledgeBase deleted.
+type DeleteKnowledgeBasePayload struct {
+	// The id deleted.
+	DeletedID int `json:"deletedId"`
+	// How many documents went with it.
+	Documents int `json:"documents"`
+}
+
+// What deleteSkill needs.
+type DeleteSkillInput struct {
+	// The skill to delete.
+	ID int `json:"id"`
+}
+
+// What deleteSkill deleted.
+type DeleteSkillPayload struct {
+	// The id deleted.
+	DeletedID int `json:"deletedId"`
+}
+
 // An embedding provider and model, as TOOLGATE_EMBEDDING_PROVIDER and TOOLGATE_EMBEDDING_MODEL configure them.
 type EmbeddingModel struct {
 	// openai or local.
@@ -227,6 +275,16 @@ type MemoryFactInput struct {
 	Text string `json:"text"`
 }
 
+// A model's ratings.
+type ModelRatings struct {
+	// The model's name, as sent to the provider.
+	Model string `json:"model"`
+	// Ratings up.
+	Up int `json:"up"`
+	// Ratings down.
+	Down int `json:"down"`
+}
+
 // A model's share of a month's usage.
 type ModelUsage struct {
 	// The model's name, as sent to the provider.
@@ -245,6 +303,10 @@ type ModelUsage struct {
 	Cost float64 `json:"cost"`
 	// Model calls, compactions included.
 	ModelCalls int `json:"modelCalls"`
+	// True when the figures are estimates rather than a provider's bill: the
+	// replay provider's calls, whose tokens are counted with the o200k
+	// tokenizer and priced at a list price (gpt-4.1's).
+	Estimated bool `json:"estimated"`
 }
 
 // An exact amount of money, given as a decimal string.
@@ -289,6 +351,52 @@ type RateLimits struct {
 	TurnsAtOnceDefault bool `json:"turnsAtOnceDefault"`
 }
 
+// What rateTurn needs.
+type RateTurnInput struct {
+	// The turn whose answer is rated.
+	TurnID int `json:"turnId"`
+	// Up or down.
+	Rating Rating `json:"rating"`
+	// Why, in the rater's words; at most 2,000 characters; none: no comment (a new rating clears the old comment).
+	Comment *string `json:"comment,omitempty"`
+}
+
+// A rating with the turn it rates.
+type RatedTurn struct {
+	// The rating.
+	Rating *ent.TurnRating `json:"rating"`
+	// The turn rated.
+	Turn *ent.Turn `json:"turn"`
+}
+
+// A month's ratings, in all and by agent and model.
+type RatingSummary struct {
+	// The month, YYYY-MM, in UTC.
+	Month string `json:"month"`
+	// Ratings up.
+	Up int `json:"up"`
+	// Ratings down.
+	Down int `json:"down"`
+	// By agent, the most rated first.
+	ByAgent []*AgentRatings `json:"byAgent"`
+	// By the model that answered, the most rated first.
+	ByModel []*ModelRatings `json:"byModel"`
+	// The month's latest ratings with a comment, newest first (at most 20).
+	Comments []*RatedTurn `json:"comments"`
+}
+
+// What reactivateUser needs.
+type ReactivateUserInput struct {
+	// The user to reactivate.
+	ID int `json:"id"`
+}
+
+// What reactivateUser changed.
+type ReactivateUserPayload struct {
+	// The user as they now are.
+	User *ent.User `json:"user"`
+}
+
 // What registerApplication needs: the application's name, its MCP server's URL and the tools it may offer.
 type RegisterApplicationInput struct {
 	// Lower-case letters, digits, '-' and '_'; the tools are offered as <name>__<tool>.
@@ -313,6 +421,14 @@ type RemoveApplicationInput struct {
 type RemoveApplicationPayload struct {
 	// The id of the application removed.
 	ID int `json:"id"`
+}
+
+// What renameConversation needs.
+type RenameConversationInput struct {
+	// The conversation to rename.
+	ID int `json:"id"`
+	// The new title; empty or blank: untitled.
+	Title string `json:"title"`
 }
 
 // What sendMessage needs: the conversation, the message, and the sender's time zone.
@@ -341,6 +457,20 @@ type SetRateLimitsInput struct {
 	RequestsPerSecond *int `json:"requestsPerSecond,omitempty"`
 	// Turns running at once per person, 1 to 1,000; 0: the server's default.
 	TurnsAtOnce *int `json:"turnsAtOnce,omitempty"`
+}
+
+// What setUserRole needs.
+type SetUserRoleInput struct {
+	// The user whose role changes.
+	ID int `json:"id"`
+	// True: an admin; false: a member.
+	Admin bool `json:"admin"`
+}
+
+// What setUserRole changed.
+type SetUserRolePayload struct {
+	// The user as they now are.
+	User *ent.User `json:"user"`
 }
 
 // What startConversation needs: the agent and a title.
@@ -476,6 +606,8 @@ type Usage struct {
 	ByAgent []*AgentUsage `json:"byAgent"`
 	// The month split by user: one entry per user with model calls in the month.
 	ByUser []*UserUsage `json:"byUser"`
+	// True when some of the month's figures are estimates (see ModelUsage.estimated).
+	Estimated bool `json:"estimated"`
 	// The month day by day in UTC, every day from the 1st to the last (a day
 	// without model calls at zero): each day's totals and its shares by model,
 	// agent and user, within the same reach as the month's figures (an admin's
@@ -592,6 +724,64 @@ func (e *ArtifactKind) UnmarshalJSON(b []byte) error {
 }
 
 func (e ArtifactKind) MarshalJSON() ([]byte, error) {
+	var buf bytes.Buffer
+	e.MarshalGQL(&buf)
+	return buf.Bytes(), nil
+}
+
+// A thumbs up or down on an answer.
+type Rating string
+
+const (
+	// The answer helped.
+	RatingUp Rating = "UP"
+	// It did not.
+	RatingDown Rating = "DOWN"
+)
+
+var AllRating = []Rating{
+	RatingUp,
+	RatingDown,
+}
+
+func (e Rating) IsValid() bool {
+	switch e {
+	case RatingUp, RatingDown:
+		return true
+	}
+	return false
+}
+
+func (e Rating) String() string {
+	return string(e)
+}
+
+func (e *Rating) UnmarshalGQL(v any) error {
+	str, ok := v.(string)
+	if !ok {
+		return fmt.Errorf("enums must be strings")
+	}
+
+	*e = Rating(str)
+	if !e.IsValid() {
+		return fmt.Errorf("%s is not a valid Rating", str)
+	}
+	return nil
+}
+
+func (e Rating) MarshalGQL(w io.Writer) {
+	_, _ = fmt.Fprint(w, strconv.Quote(e.String()))
+}
+
+func (e *Rating) UnmarshalJSON(b []byte) error {
+	s, err := strconv.Unquote(string(b))
+	if err != nil {
+		return err
+	}
+	return e.UnmarshalGQL(s)
+}
+
+func (e Rating) MarshalJSON() ([]byte, error) {
 	var buf bytes.Buffer
 	e.MarshalGQL(&buf)
 	return buf.Bytes(), nil

@@ -4,18 +4,23 @@
 package playground
 
 import (
+	"bytes"
 	"crypto/sha256"
 	"embed"
 	"encoding/base64"
+	"encoding/json"
 	"fmt"
+	"html/template"
 	"io/fs"
 	"net/http"
-	"net/http/httptest"
 	"regexp"
 	"strings"
-
-	gqlplayground "github.com/99designs/gqlgen/graphql/playground"
 )
+
+//go:embed page.html
+var pageHTML string
+
+var pageTemplate = template.Must(template.New("playground").Parse(pageHTML))
 
 // The versions gqlgen's page loads from a CDN; the files are the npm
 // packages' own, byte for byte, so their SRI hashes are the ones gqlgen
@@ -46,21 +51,38 @@ func SRI(name string) string {
 
 // Handler serves the GraphiQL page at prefix (e.g. "/playground") and its
 // assets below prefix+"/assets/", pointed at endpoint, with headers to
-// prefill the Headers pane.
+// prefill the Headers pane. The page signs in from its address as the
+// admin console does: /playground#token=TOKEN puts the token in the Headers
+// pane and takes it out of the address bar. Headers are kept in the
+// browser across reloads, and the schema is fetched once a token is there
+// (a fetch without one would only be refused, leaving Docs empty).
 func Handler(title, prefix, endpoint string, headers map[string]string) http.Handler {
 	base := prefix + "/assets/"
-	page := gqlplayground.Handler(title, endpoint,
-		gqlplayground.WithGraphiqlVersion(base+graphiqlJS, base+graphiqlCSS, SRI(graphiqlJS), SRI(graphiqlCSS)),
-		gqlplayground.WithGraphiqlReactVersion(base+reactJS, base+reactDOMJS, SRI(reactJS), SRI(reactDOMJS)),
-		gqlplayground.WithGraphiqlPluginExplorerVersion(base+explorerJS, base+explorerCSS, SRI(explorerJS), SRI(explorerCSS)),
-		gqlplayground.WithGraphiqlEnablePluginExplorer(true),
-		gqlplayground.WithGraphiqlUiHeaders(headers),
-	)
+	if headers == nil {
+		headers = map[string]string{}
+	}
+	ui, err := json.Marshal(headers)
+	if err != nil {
+		panic(err)
+	}
+	ep, err := json.Marshal(endpoint)
+	if err != nil {
+		panic(err)
+	}
+	var buf bytes.Buffer
+	err = pageTemplate.Execute(&buf, map[string]any{
+		"title": title, "base": base,
+		"reactJS": reactJS, "reactSRI": SRI(reactJS), "reactDOMJS": reactDOMJS, "reactDOMSRI": SRI(reactDOMJS),
+		"graphiqlJS": graphiqlJS, "graphiqlSRI": SRI(graphiqlJS), "graphiqlCSS": graphiqlCSS, "graphiqlCSSSRI": SRI(graphiqlCSS),
+		"explorerJS": explorerJS, "explorerSRI": SRI(explorerJS), "explorerCSS": explorerCSS, "explorerCSSSRI": SRI(explorerCSS),
+		"endpoint": template.JS(ep), "headers": template.JS(ui),
+	})
+	if err != nil {
+		panic("playground page: " + err.Error())
+	}
+	html := buf.Bytes()
 	// The page is the same bytes for every request: render it once, and
 	// allow exactly its inline scripts by hash.
-	rec := httptest.NewRecorder()
-	page(rec, httptest.NewRequest(http.MethodGet, prefix, nil))
-	html := rec.Body.Bytes()
 	csp := policy(html)
 
 	sub, err := fs.Sub(assets, "assets")

@@ -169,7 +169,7 @@ func loadedTables(tu *ent.Turn, conv *ent.Conversation, a *ent.Agent, u *ent.Use
 			jsonCol(turn.FieldSuggestions, &tu.Suggestions), jsonCol(turn.FieldClarification, &tu.Clarification),
 			timePtrCol(turn.FieldHeartbeatAt, &tu.HeartbeatAt), jsonCol(turn.FieldAgentConfig, &tu.AgentConfig),
 			stringPtrCol(turn.FieldClaimedBy, &tu.ClaimedBy), stringPtrCol(turn.FieldTraceParent, &tu.TraceParent),
-			boolCol(turn.FieldReplayed, &tu.Replayed),
+			boolCol(turn.FieldReplayed, &tu.Replayed), boolCol(turn.FieldSuperseded, &tu.Superseded),
 		}},
 		{conversation.Table, []col{
 			intCol(conversation.FieldID, &conv.ID), timeCol(conversation.FieldCreatedAt, &conv.CreatedAt),
@@ -186,6 +186,7 @@ func loadedTables(tu *ent.Turn, conv *ent.Conversation, a *ent.Agent, u *ent.Use
 			boolCol(agent.FieldPastConversationSearch, &a.PastConversationSearch), jsonCol(agent.FieldSkills, &a.Skills),
 			jsonCol(agent.FieldKnowledgeBaseIds, &a.KnowledgeBaseIds), enumCol(agent.FieldToolLoading, &a.ToolLoading),
 			jsonCol(agent.FieldApprovals, &a.Approvals),
+			timePtrCol(agent.FieldArchivedAt, &a.ArchivedAt),
 		}},
 		{user.Table, []col{
 			intCol(user.FieldID, &u.ID), timeCol(user.FieldCreatedAt, &u.CreatedAt), timeCol(user.FieldUpdatedAt, &u.UpdatedAt),

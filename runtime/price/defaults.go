@@ -30,6 +30,9 @@ var defaults = map[string]Price{
 	"claude-3-5-haiku":  {Input: 0.80, CacheRead: 0.08, CacheWrite: 1.00, Output: 4.00},
 	"claude-3-haiku":    {Input: 0.25, CacheRead: 0.03, CacheWrite: 0.30, Output: 1.25},
 
-	// Scripted answers cost nothing, and saying so beats "unknown".
-	"replay": {},
+	// Replayed calls carry estimated token counts (o200k, see the replay
+	// provider), priced at gpt-4.1's list price, the OpenAI provider's
+	// default model, so a demo's cost view shows what a real one would
+	// bill; the usage API and the console mark it as estimated.
+	"replay": {Input: 2.00, CacheRead: 0.50, CacheWrite: 2.00, Output: 8.00},
 }

@@ -31,7 +31,7 @@ func TestLookup(t *testing.T) {
 		{name: "case and spaces", give: " GPT-4.1-Mini ", want: defaults["gpt-4.1-mini"], wantOK: true},
 		{name: "prefix must end a word", give: "o30-preview", wantOK: false},
 		{name: "reasoning model", give: "o4-mini-2025-04-16", want: defaults["o4-mini"], wantOK: true},
-		{name: "replay is free", give: "replay", want: Price{}, wantOK: true},
+		{name: "replay is priced as gpt-4.1, estimated", give: "replay", want: Price{Input: 2.00, CacheRead: 0.50, CacheWrite: 2.00, Output: 8.00}, wantOK: true},
 		{name: "unknown", give: "llama3.1:8b", wantOK: false},
 		{name: "empty", give: "", wantOK: false},
 	}

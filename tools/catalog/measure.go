@@ -365,6 +365,10 @@ func memoTokens(s string) int {
 	return n
 }
 
+// StableTokens is Tokens for a string sent again and again (a system
+// prompt, a tool's definition): counted once, then remembered.
+func StableTokens(s string) int { return memoTokens(s) }
+
 // DefinitionTokens are the definitions as sent, in o200k tokens.
 func DefinitionTokens(defs []tools.Definition) int {
 	n := 0

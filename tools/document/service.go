@@ -416,3 +416,13 @@ func KnowledgeScope(knowledgeBaseID int) string { return fmt.Sprintf("kb:%d", kn
 func ConversationScope(conversationID int) string {
 	return fmt.Sprintf("conversation:%d", conversationID)
 }
+
+// ForgetPassages takes deleted chunks' passages out of the search index
+// (the index lives beside ent's tables, outside its transactions).
+func (s *Service) ForgetPassages(ctx context.Context, chunkIDs ...int) error {
+	ids := make([]int64, len(chunkIDs))
+	for i, id := range chunkIDs {
+		ids[i] = int64(id)
+	}
+	return s.store.Delete(ctx, ids...)
+}

@@ -44,7 +44,7 @@ function load(name) {
     documents.set(name, fetch(ops + name + '.graphql').then((res) => {
       if (!res.ok) throw new Error(`operation ${name}: HTTP ${res.status}`);
       return res.text();
-    }).then((query) => ({ query, operationName: query.match(/^\s*query\s+(\w+)/m)[1] })).catch((err) => {
+    }).then((query) => ({ query, operationName: query.match(/^\s*(?:query|mutation)\s+(\w+)/m)[1] })).catch((err) => {
       documents.delete(name);
       throw err;
     }));
@@ -139,4 +139,29 @@ export function followTurn(turnId, onText, onEnd) {
     }
   })();
   return () => ctrl.abort();
+}
+
+/**
+ * Downloads a month's usage as CSV (per user, agent and model) from the
+ * server's export path, with the token, and saves it as a file; answers
+ * the file's name and how many rows it holds.
+ */
+export async function downloadUsage(month) {
+  const token = session.token;
+  if (!token) throw new Unauthenticated();
+  const url = new URL('usage.csv', new URL(endpoint, location.href));
+  url.searchParams.set('month', month);
+  const res = await fetch(url, { headers: { Authorization: 'Bearer ' + token } });
+  if (res.status === 401) throw new Unauthenticated();
+  if (!res.ok) throw new Error(`the export answered HTTP ${res.status}`);
+  const text = await res.text();
+  const name = `toolgate-usage-${month}.csv`;
+  const a = document.createElement('a');
+  a.href = URL.createObjectURL(new Blob([text], { type: 'text/csv' }));
+  a.download = name;
+  document.body.append(a);
+  a.click();
+  a.remove();
+  setTimeout(() => URL.revokeObjectURL(a.href), 1000);
+  return { name, rows: Math.max(text.trim().split('\n').length - 1, 0) };
 }

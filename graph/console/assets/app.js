@@ -1,10 +1,11 @@
-// The admin console: catalogue, cost, budgets, turns and transcripts, read
-// from the public GraphQL API with the signed-in API token.
+// The admin console: catalogue, cost and ratings, budgets, turns and
+// transcripts, people and tokens, through the public GraphQL API (and the
+// usage export) with the signed-in API token.
 
 import { h, render } from 'preact';
 import { useState, useEffect, useCallback, useMemo } from 'preact/hooks';
 import htm from 'htm';
-import { gql, followTurn, session, takeTokenFromAddress, Unauthenticated } from './api.js';
+import { gql, followTurn, session, takeTokenFromAddress, Unauthenticated, downloadUsage } from './api.js';
 import { StackedColumns, CeilingBars, Meter, Legend, PALETTE, TOKEN_KINDS, paint } from './charts.js';
 import { int, short, pct, usd, dollars, monthName, addMonth, thisMonth, when, duration, plural } from './format.js';
 
@@ -213,7 +214,7 @@ function Catalogue({ agentId, agentName }) {
 // ---- cost
 
 const DIMENSIONS = {
-  model: { label: 'Model', list: 'byModel', name: (g) => g.model },
+  model: { label: 'Model', list: 'byModel', name: (g) => (g.estimated ? g.model + ' (estimated)' : g.model) },
   agent: { label: 'Agent', list: 'byAgent', name: (g) => g.agent?.name || 'a deleted agent' },
   user: { label: 'User', list: 'byUser', name: (g) => g.user?.name || 'a deleted user' },
 };
@@ -223,9 +224,19 @@ function CostView({ month, viewer }) {
   const go = (ym) => { location.hash = '#/cost/' + ym; };
   const usage = useQuery('usage', { month: m });
   const next = addMonth(m, 1);
+  const [exported, setExported] = useState('');
+  const exportCSV = () => {
+    setExported('Exporting…');
+    downloadUsage(m).then(
+      (r) => setExported(`Downloaded ${r.name} (${plural(r.rows, 'row')}: one per user, agent and model)`),
+      (err) => { refused(err); setExported('The export failed: ' + err.message); },
+    );
+  };
   return html`<div class="view">
     <div class="toolbar">
       <h1>Cost</h1>
+      <button class="ghost" id="export-csv" title="This month's usage per user, agent and model, as CSV" onClick=${exportCSV}>Export CSV</button>
+      ${exported ? html`<span class="muted" id="export-status">${exported}</span>` : null}
       <div class="month-picker">
         <button class="ghost" id="prev-month" title="The month before" onClick=${() => go(addMonth(m, -1))}>‹</button>
         <input type="month" id="month" value=${m} onChange=${(e) => e.target.value && go(e.target.value)} />
@@ -235,6 +246,7 @@ function CostView({ month, viewer }) {
     <p class="muted utc" id="utc-note">Calendar months in UTC: ${monthName(m)} runs from ${m}-01 00:00 UTC to ${next}-01 00:00 UTC, whatever your own time zone; days are UTC days.
       ${viewer.admin ? ' You see the whole organisation.' : ' You see your own usage; the organisation’s is for admins.'}</p>
     ${usage.error ? html`<${Failed} error=${usage.error} retry=${usage.reload} />` : !usage.data ? html`<${Loading} what=${'the cost of ' + monthName(m)} />` : html`<${Usage} usage=${usage.data.usage} />`}
+    <${Ratings} month=${m} />
     <${Budgets} />
   </div>`;
 }
@@ -259,11 +271,12 @@ function Usage({ usage }) {
   const empty = Number(t.modelCalls) === 0;
   return html`<div id="usage">
     <div class="stats">
-      <${Card} label="Cost" value=${usd(t.cost)} sub=${plural(Number(t.modelCalls), 'model call')} />
+      <${Card} label=${usage.estimated ? 'Cost (estimated)' : 'Cost'} value=${usd(t.cost)} sub=${plural(Number(t.modelCalls), 'model call')} />
       ${TOKEN_KINDS.map((k) => html`<${Card} key=${k.key} label=${k.name + ' tokens'} value=${short(t[k.key])} sub=${int(t[k.key])} />`)}
       <${Card} label="Read from cache" value=${pct(usage.cachedShare)} sub="of all input tokens" />
       <${Card} label="Stable prefix" value=${pct(usage.prefixShare)} sub="of input: system prompt and tool definitions" />
     </div>
+    ${usage.estimated ? html`<p class="muted" id="estimated-note">Replayed model calls are estimates: their tokens are counted with the o200k tokenizer and priced at gpt-4.1's list price, not billed by a provider.</p>` : null}
     ${empty ? html`<${Empty}>No model calls in ${monthName(usage.month)}. Pick another month, or send a message to an agent.<//>` : html`
     <${Panel} title="Cost by day" id="cost-by-day" aside=${html`<div class="segmented" role="tablist">
         ${Object.entries(DIMENSIONS).map(([k, v]) => html`<button key=${k} id=${'by-' + k} role="tab" aria-selected=${dim === k} class=${dim === k ? 'on' : ''} onClick=${() => setDim(k)}>by ${v.label.toLowerCase()}</button>`)}
@@ -296,6 +309,34 @@ function Breakdown({ id, title, groups, name }) {
   <//>`;
 }
 
+// Ratings: the month's thumbs up and down on answers, by agent and by the
+// model that answered, with the latest comments.
+function Ratings({ month }) {
+  const q = useQuery('ratings', { month });
+  let body;
+  if (q.error) body = html`<${Failed} error=${q.error} retry=${q.reload} />`;
+  else if (!q.data) body = html`<${Loading} what="ratings" />`;
+  else {
+    const r = q.data.ratings;
+    const share = (g) => (g.up + g.down ? pct(g.up / (g.up + g.down)) : '–');
+    const table = (id, head, rows, name) => html`<table class="table" id=${id}>
+      <thead><tr><th>${head}</th><th class="num">Up</th><th class="num">Down</th><th class="num">Up share</th></tr></thead>
+      <tbody>${rows.map((g) => html`<tr key=${name(g)}><td>${name(g)}</td><td class="num">${int(g.up)}</td><td class="num">${int(g.down)}</td><td class="num">${share(g)}</td></tr>`)}</tbody>
+    </table>`;
+    body = r.up + r.down === 0 ? html`<p class="muted">No answers rated in ${monthName(r.month)}.</p>` : html`
+      <p class="muted" id="ratings-total">${plural(r.up, 'rating')} up, ${int(r.down)} down (${share(r)} up).</p>
+      <div class="grid3">
+        ${table('ratings-by-agent', 'Agent', r.byAgent, (g) => g.agent?.name || 'a deleted agent')}
+        ${table('ratings-by-model', 'Model', r.byModel, (g) => g.model || 'no model call')}
+        <div id="ratings-comments">${r.comments.length === 0 ? html`<p class="muted">No comments.</p>` : r.comments.map((c) => html`<div class="comment" key=${c.turn.id + c.rating.updatedAt}>
+          <span class=${'chip ' + (c.rating.rating === 'UP' ? 'hits' : 'error')}>${c.rating.rating === 'UP' ? 'up' : 'down'}</span>
+          <a href=${'#/conversations/' + encodeURIComponent(c.turn.conversation.id)}>${c.turn.conversation.title || 'Untitled'} #${c.turn.number}</a>
+          <span class="muted"> ${c.rating.user?.name || ''}</span><div>${c.rating.comment}</div></div>`)}</div>
+      </div>`;
+  }
+  return html`<${Panel} title="Ratings" id="ratings" aside=${html`<span class="muted">thumbs up and down on answers (rateTurn), ${monthName(month)}, UTC</span>`}>${body}<//>`;
+}
+
 function Budgets() {
   const q = useQuery('budgets');
   let body;
@@ -325,30 +366,79 @@ function Budgets() {
 // ---- turns
 
 const OUTCOMES = ['HITS', 'ABSENCE', 'OUTAGE', 'REFUSED', 'ERROR', 'MAY_HAVE_RUN', 'DECLINED', 'PENDING'];
+// How n calls of an outcome read: "1 hit", "2 hits", "1 may have run".
+const OUTCOME_WORDS = {
+  HITS: ['hit', 'hits'], ABSENCE: ['absence', 'absences'], OUTAGE: ['outage', 'outages'], REFUSED: ['refused', 'refused'],
+  ERROR: ['error', 'errors'], MAY_HAVE_RUN: ['may have run', 'may have run'], DECLINED: ['declined', 'declined'], PENDING: ['pending', 'pending'],
+};
+const outcomeWords = (o, n) => {
+  const [one, many] = OUTCOME_WORDS[o] || [o.replaceAll('_', ' ').toLowerCase(), o.replaceAll('_', ' ').toLowerCase()];
+  return plural(n, one, many);
+};
 
 function Outcomes({ calls }) {
   const counts = Object.fromEntries(OUTCOMES.map((o) => [o, 0]));
   for (const c of calls) counts[c.outcome] = (counts[c.outcome] || 0) + 1;
   const shown = OUTCOMES.filter((o) => counts[o] > 0);
   if (!shown.length) return html`<span class="muted">none</span>`;
-  return html`<span class="outcomes">${shown.map((o) => html`<span key=${o} class=${'chip ' + o.toLowerCase()} title=${o}>${counts[o]} ${o.replaceAll('_', ' ').toLowerCase()}</span>`)}</span>`;
+  return html`<span class="outcomes">${shown.map((o) => html`<span key=${o} class=${'chip ' + o.toLowerCase()} title=${o}>${outcomeWords(o, counts[o])}</span>`)}</span>`;
 }
 
 function Status({ status }) {
   return html`<span class=${'pill status-' + status.toLowerCase()}>${status.replaceAll('_', ' ').toLowerCase()}</span>`;
 }
 
+const TURN_STATUSES = ['RUNNING', 'WAITING_FOR_CLARIFICATION', 'WAITING_FOR_APPROVAL', 'COMPLETED', 'FAILED', 'CANCELLED'];
+
+// turnsWhere is the TurnWhereInput of the filters: a status, and a range
+// of UTC days (from its first instant to the end of the last).
+function turnsWhere(f) {
+  const where = {};
+  if (f.status) where.statusIn = [f.status];
+  if (f.from) where.startedAtGTE = f.from + 'T00:00:00Z';
+  if (f.to) {
+    const end = new Date(f.to + 'T00:00:00Z');
+    end.setUTCDate(end.getUTCDate() + 1);
+    where.startedAtLT = end.toISOString();
+  }
+  return where;
+}
+
 function TurnsView({ viewer }) {
-  const q = useQuery('turns', {});
-  let body;
-  if (q.error) body = html`<${Failed} error=${q.error} retry=${q.reload} />`;
-  else if (!q.data) body = html`<${Loading} what="recent turns" />`;
-  else {
-    const turns = q.data.turns.edges.map(({ node }) => node);
-    body = turns.length === 0 ? html`<${Empty}>No turns yet: start a conversation and send a message.<//>` : html`<table class="table" id="turns">
-      <thead><tr><th>Started</th><th>Conversation</th><th>User</th><th>Agent</th><th>Turn</th><th>Status</th><th>Duration</th><th>Tool calls</th></tr></thead>
+  const [filters, setFilters] = useState({ status: '', from: '', to: '' });
+  const [pages, setPages] = useState([undefined]); // the after cursor of each page shown
+  const where = turnsWhere(filters);
+  const set = (k) => (e) => { setFilters({ ...filters, [k]: e.target.value }); setPages([undefined]); };
+  return html`<div class="view">
+    <div class="toolbar"><h1>Turns</h1><button class="ghost" onClick=${() => setPages([...pages])}>Refresh</button></div>
+    <div class="filters" id="turn-filters">
+      <label>Status <select id="filter-status" value=${filters.status} onChange=${set('status')}>
+        <option value="">any</option>
+        ${TURN_STATUSES.map((st) => html`<option key=${st} value=${st}>${st.replaceAll('_', ' ').toLowerCase()}</option>`)}
+      </select></label>
+      <label>From <input type="date" id="filter-from" value=${filters.from} onChange=${set('from')} /></label>
+      <label>To <input type="date" id="filter-to" value=${filters.to} onChange=${set('to')} /></label>
+      <span class="muted">days in UTC</span>
+    </div>
+    <div class="card" id="turns-pages">${pages.map((after, i) => html`<${TurnsPage} key=${i + ':' + JSON.stringify(where) + ':' + pages.length}
+      first=${i === 0} after=${after} where=${where} viewer=${viewer} last=${i === pages.length - 1}
+      onMore=${(cursor) => setPages([...pages, cursor])} />`)}</div>
+    <${Approvals} />
+  </div>`;
+}
+
+function TurnsPage({ first, after, where, viewer, last, onMore }) {
+  const q = useQuery('turns', { after, where });
+  if (q.error) return html`<${Failed} error=${q.error} retry=${q.reload} />`;
+  if (!q.data) return html`<${Loading} what="turns" />`;
+  const turns = q.data.turns.edges.map(({ node }) => node);
+  const total = q.data.turns.totalCount;
+  if (first && turns.length === 0) return html`<${Empty}>No turns match: start a conversation and send a message, or widen the filters.<//>`;
+  return html`${first ? html`<p class="muted" id="turns-count">${plural(total, 'turn')} of ${viewer.admin ? 'the organisation' : 'your conversations'}${Object.keys(where).length ? ' match the filters' : ''}, newest first. Open one for its transcript.</p>` : null}
+    <table class="table turns" id=${first ? 'turns' : undefined}>
+      ${first ? html`<thead><tr><th>Started</th><th>Conversation</th><th>User</th><th>Agent</th><th>Turn</th><th>Status</th><th>Duration</th><th>Tool calls</th></tr></thead>` : null}
       <tbody>
-        ${turns.map((t) => html`<tr key=${t.id}>
+        ${turns.map((t) => html`<tr key=${t.id} class="turn-row">
           <td class="nowrap">${when(t.startedAt)}</td>
           <td><a href=${'#/conversations/' + encodeURIComponent(t.conversation.id)} class="conversation-link">${t.conversation.title || 'Untitled'}</a>
             <div class="muted ellipsis">${t.userText}</div></td>
@@ -360,13 +450,54 @@ function TurnsView({ viewer }) {
           <td><${Outcomes} calls=${t.toolCalls} /></td>
         </tr>`)}
       </tbody>
-    </table>`;
+    </table>
+    ${last && q.data.turns.pageInfo.hasNextPage ? html`<p><button class="ghost" id="turns-more" onClick=${() => onMore(q.data.turns.pageInfo.endCursor)}>Show more turns</button></p>` : null}`;
+}
+
+// ---- people and tokens
+
+// AccessView lists the organisation's people (admins: change a role,
+// deactivate, reactivate) and the API tokens the token may see (revoke).
+function AccessView({ viewer }) {
+  const q = useQuery('access', { admin: !!viewer.admin });
+  const [message, setMessage] = useState('');
+  const act = (op, variables, done) => gql(op, variables).then(
+    () => { setMessage(done); q.reload(); },
+    (err) => { refused(err); setMessage(err.message); },
+  );
+  let body;
+  if (q.error) body = html`<${Failed} error=${q.error} retry=${q.reload} />`;
+  else if (!q.data) body = html`<${Loading} what="people and tokens" />`;
+  else {
+    const users = q.data.users || [];
+    const tokens = q.data.apiTokens;
+    body = html`
+      ${viewer.admin ? html`<${Panel} title="People" id="people">
+        <table class="table" id="users"><thead><tr><th>Name</th><th>Department</th><th>Role</th><th>Status</th><th></th></tr></thead>
+        <tbody>${users.map((u) => html`<tr key=${u.id} id=${'user-' + u.id}>
+          <td>${u.name}</td><td>${u.department}</td><td>${u.admin ? 'admin' : 'member'}</td>
+          <td>${u.deactivatedAt ? html`<span class="pill status-cancelled">deactivated ${when(u.deactivatedAt)}</span>` : 'active'}</td>
+          <td class="nowrap">${u.id === viewer.id ? html`<span class="muted">you</span>` : html`
+            <button class="ghost role" onClick=${() => act('set_role', { id: u.id, admin: !u.admin }, `${u.name} is now ${u.admin ? 'a member' : 'an admin'}.`)}>${u.admin ? 'Make member' : 'Make admin'}</button>
+            ${u.deactivatedAt
+              ? html`<button class="ghost reactivate" onClick=${() => act('reactivate_user', { id: u.id }, `${u.name} is active again.`)}>Reactivate</button>`
+              : html`<button class="ghost deactivate" onClick=${() => act('deactivate_user', { id: u.id }, `${u.name} is deactivated: their tokens stopped working.`)}>Deactivate</button>`}`}</td>
+        </tr>`)}</tbody></table>
+      <//>` : null}
+      <${Panel} title="API tokens" id="tokens" aside=${html`<span class="muted">${viewer.admin ? 'the organisation’s' : 'yours'}; secrets are shown once, when made</span>`}>
+        ${tokens.length === 0 ? html`<p class="muted">No tokens.</p>` : html`<table class="table" id="token-list"><thead><tr><th>Name</th><th>Person</th><th>Hint</th><th>Made</th><th>Last used</th><th>Expires</th><th></th></tr></thead>
+        <tbody>${tokens.map((k) => html`<tr key=${k.id} id=${'token-' + k.id}>
+          <td>${k.name}</td><td>${k.user.name}</td><td><code>${k.hint}</code></td><td class="nowrap">${when(k.createdAt)}</td>
+          <td class="nowrap">${k.lastUsedAt ? when(k.lastUsedAt) : html`<span class="muted">never</span>`}</td>
+          <td class="nowrap">${k.expiresAt ? when(k.expiresAt) : html`<span class="muted">never</span>`}</td>
+          <td>${k.revokedAt ? html`<span class="muted">revoked</span>` : html`<button class="ghost revoke" onClick=${() => act('revoke_token', { id: k.id }, `The token “${k.name}” is revoked.`)}>Revoke</button>`}</td>
+        </tr>`)}</tbody></table>`}
+      <//>`;
   }
   return html`<div class="view">
-    <div class="toolbar"><h1>Turns</h1><button class="ghost" onClick=${q.reload}>Refresh</button></div>
-    <p class="muted">The latest ${q.data ? q.data.turns.edges.length : ''} turns of ${viewer.admin ? 'the organisation' : 'your conversations'}, newest first${q.data && q.data.turns.totalCount > q.data.turns.edges.length ? ` (of ${q.data.turns.totalCount})` : ''}. Open one for its transcript.</p>
-    <div class="card">${body}</div>
-    <${Approvals} />
+    <div class="toolbar"><h1>People & tokens</h1><button class="ghost" onClick=${q.reload}>Refresh</button></div>
+    ${message ? html`<p class="muted" id="access-message">${message}</p>` : null}
+    ${body}
   </div>`;
 }
 
@@ -438,7 +569,7 @@ function Turn({ turn: t, onRead, onEnd }) {
   const tokens = t.modelCalls.reduce((s, m) => s + m.inputTokens + m.cacheReadTokens + m.cacheWriteTokens + m.outputTokens, 0);
   return html`<article class="card turn" id=${'turn-' + t.number}>
     <header class="turn-head">
-      <strong>Turn ${t.number}</strong> <${Status} status=${t.status} />
+      <strong>Turn ${t.number}</strong> <${Status} status=${t.status} />${t.superseded ? html` <span class="pill superseded" title="regenerateTurn answered this message again in a later turn">superseded</span>` : null}
       <span class="muted">${when(t.startedAt)} (${t.timeZone}) · ${duration(t.startedAt, t.finishedAt)} · ${plural(t.modelCalls.length, 'model call')} · ${short(tokens)} tokens · ${usd(cost)}${t.replayed ? ' · replayed' : ''}</span>
     </header>
     <div class="bubble user"><div class="who">User</div>${t.userText}</div>
@@ -511,6 +642,7 @@ const VIEWS = [
   { key: 'catalogue', label: 'Catalogue' },
   { key: 'cost', label: 'Cost' },
   { key: 'turns', label: 'Turns' },
+  { key: 'access', label: 'People & tokens' },
 ];
 
 function Shell({ viewer, onSignOut }) {
@@ -520,6 +652,7 @@ function Shell({ viewer, onSignOut }) {
   switch (route.view) {
     case 'cost': view = html`<${CostView} month=${route.arg} viewer=${viewer} />`; break;
     case 'turns': view = html`<${TurnsView} viewer=${viewer} />`; break;
+    case 'access': view = html`<${AccessView} viewer=${viewer} />`; break;
     case 'conversations': view = html`<${TranscriptView} id=${route.arg} />`; break;
     default: view = html`<${CatalogueView} />`;
   }

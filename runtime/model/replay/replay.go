@@ -2,7 +2,11 @@
 // model. It is the default when no provider key is configured, so the
 // service runs offline and its demo conversation is real runtime output:
 // the tools the script calls really run. Replayed answers say so: the
-// provider's Name and every Response's Model are "replay", and usage is zero.
+// provider's Name and every Response's Model are "replay". Their usage is an
+// estimate: the request and the answer counted in o200k tokens (the stable
+// prefix read from cache after a conversation's first call, as a provider's
+// prompt cache would), which the price table prices at a list price, so the
+// cost view of a demo shows what a real provider would bill.
 //
 // # Script format
 //
@@ -48,6 +52,7 @@ import (
 	"unicode/utf8"
 
 	"github.com/toolgate/toolgate/runtime/model"
+	"github.com/toolgate/toolgate/tools/catalog"
 )
 
 // Name is the provider's configuration name.
@@ -104,6 +109,11 @@ type Provider struct {
 // PieceChars is how many characters of a step's text each streamed piece
 // holds.
 const PieceChars = 12
+
+// ThinkPaces is how many paces a replayed call waits before its first
+// piece, as a model takes a moment before it writes: 300 ms at the default
+// pace, long enough to see a turn running and to subscribe to it.
+const ThinkPaces = 20
 
 // DefaultPace is the wait between pieces `toolgate serve` plays by
 // default: a 2,000-character answer streams in about two and a half
@@ -221,6 +231,7 @@ func (p *Provider) Complete(ctx context.Context, req model.Request) (*model.Resp
 	out := &model.Response{Model: ModelName, StopReason: StopReason}
 	if req.Kind == model.KindSummary {
 		out.Text = summary(req.Messages)
+		out.Usage = estimate(req, out)
 		return out, nil
 	}
 	latest, step := position(req.Messages)
@@ -241,10 +252,45 @@ func (p *Provider) Complete(ctx context.Context, req model.Request) (*model.Resp
 			})
 		}
 	}
+	out.Usage = estimate(req, out)
 	if err := p.play(ctx, req.Stream, out); err != nil {
 		return nil, fmt.Errorf("replay: %w", err)
 	}
 	return out, nil
+}
+
+// messageTokens is what a chat format adds to each message (its role and
+// delimiters), as OpenAI's own counting guide puts it.
+const messageTokens = 4
+
+// estimate counts a replayed call as a provider would bill it, in o200k
+// tokens: the system prompt and tool definitions (the stable prefix, read
+// from cache once the conversation has had an answer), the messages, and
+// the answer's thinking, text and tool calls.
+func estimate(req model.Request, out *model.Response) model.Usage {
+	prefix := int64(catalog.StableTokens(req.System))
+	for _, t := range req.Tools {
+		prefix += int64(catalog.StableTokens(t.Name + "\n" + t.Description + "\n" + string(t.Schema)))
+	}
+	var rest int64
+	answered := false
+	for _, m := range req.Messages {
+		answered = answered || m.Role == model.RoleAssistant
+		rest += messageTokens + int64(catalog.Tokens(m.Text))
+		for _, c := range m.ToolCalls {
+			rest += int64(catalog.Tokens(c.Name + string(c.Arguments)))
+		}
+	}
+	u := model.Usage{InputUncached: rest, Output: int64(catalog.Tokens(out.Thinking) + catalog.Tokens(out.Text))}
+	for _, c := range out.ToolCalls {
+		u.Output += int64(catalog.Tokens(c.Name + string(c.Arguments)))
+	}
+	if answered {
+		u.CacheRead = prefix
+	} else {
+		u.InputUncached += prefix
+	}
+	return u
 }
 
 // play streams an answer as a model would: its text in pieces, then each
@@ -269,6 +315,11 @@ func (p *Provider) play(ctx context.Context, s model.Stream, out *model.Response
 			return ctx.Err()
 		case <-timer.C:
 			return nil
+		}
+	}
+	for range ThinkPaces {
+		if err := wait(); err != nil {
+			return err
 		}
 	}
 	text := out.Text

@@ -12,6 +12,7 @@ import (
 	"go.uber.org/goleak"
 
 	"github.com/toolgate/toolgate/runtime/model"
+	"github.com/toolgate/toolgate/tools/catalog"
 )
 
 func TestMain(m *testing.M) {
@@ -81,7 +82,8 @@ func TestDemoScript(t *testing.T) {
 	for _, res := range turn {
 		require.Equal(t, ModelName, res.Model)
 		require.Equal(t, StopReason, res.StopReason)
-		require.Equal(t, model.Usage{}, res.Usage)
+		require.Positive(t, res.Usage.InputUncached, "estimated input tokens")
+		require.Positive(t, res.Usage.Output, "estimated output tokens")
 	}
 	require.NotEqual(t, turn[0].ToolCalls[0].ID, turn[1].ToolCalls[0].ID)
 	require.True(t, strings.HasPrefix(turn[0].ToolCalls[0].ID, "call_replay_"))
@@ -91,10 +93,23 @@ func TestDemoScript(t *testing.T) {
 	require.Len(t, thanks, 1)
 	require.Contains(t, thanks[0].Text, "welcome")
 
-	again := c.say("And for 300 and 40?")
+	again := c.say("Again: 1,200 and 850 with a 20% markup?")
 	require.Len(t, again, 3)
 	require.Equal(t, "calculator", again[0].ToolCalls[0].Name)
 	require.NotEqual(t, turn[0].ToolCalls[0].ID, again[0].ToolCalls[0].ID)
+
+	// The Quick start's question goes through the calculator.
+	third := c.say("What is 2/3?")
+	require.Len(t, third, 2)
+	require.Equal(t, "calculator", third[0].ToolCalls[0].Name)
+	require.JSONEq(t, `{"expression":"2/3"}`, string(third[0].ToolCalls[0].Arguments))
+	require.Contains(t, third[1].Text, "0.666666666667")
+
+	// Anything else is told what the script is, not a made-up answer.
+	other := c.say("And for 300 and 40?")
+	require.Len(t, other, 1)
+	require.Contains(t, other[0].Text, "replay provider")
+	require.NotContains(t, other[0].Text, "2,460")
 }
 
 func TestStepSelection(t *testing.T) {
@@ -208,4 +223,29 @@ func TestSummary(t *testing.T) {
 	require.NoError(t, err)
 	require.Empty(t, res.ToolCalls)
 	require.Equal(t, "Replayed summary (no model wrote it). The person wrote:\n- What is 6*7?\n- "+strings.Repeat("long ", 16)+"…", res.Text)
+}
+
+// TestUsageIsEstimated: a replayed call counts its request and answer in
+// o200k tokens; the stable prefix is read from cache once the conversation
+// has an answer, as a provider's prompt cache would.
+func TestUsageIsEstimated(t *testing.T) {
+	t.Parallel()
+	p, err := New(Script{Entries: []Entry{{Steps: []Step{{Text: "It is 42."}}}}})
+	require.NoError(t, err)
+	system := strings.Repeat("You are a careful assistant. ", 40)
+	tools := []model.ToolSpec{{Name: "calculator", Description: "Evaluates arithmetic.", Schema: json.RawMessage(`{"type":"object"}`)}}
+	first, err := p.Complete(t.Context(), model.Request{System: system, Tools: tools,
+		Messages: []model.Message{{Role: model.RoleUser, Text: "What is 6*7?"}}})
+	require.NoError(t, err)
+	require.Zero(t, first.Usage.CacheRead)
+	require.Greater(t, first.Usage.InputUncached, int64(200), "the system prompt is counted")
+	require.Equal(t, int64(catalog.Tokens("It is 42.")), first.Usage.Output)
+
+	later, err := p.Complete(t.Context(), model.Request{System: system, Tools: tools, Messages: []model.Message{
+		{Role: model.RoleUser, Text: "What is 6*7?"}, {Role: model.RoleAssistant, Text: "It is 42."},
+		{Role: model.RoleUser, Text: "What is 6*7?"}}})
+	require.NoError(t, err)
+	require.Positive(t, later.Usage.CacheRead)
+	require.Less(t, later.Usage.InputUncached, first.Usage.InputUncached)
+	require.Equal(t, int64(catalog.Tokens(system)+catalog.Tokens("calculator\nEvaluates arithmetic.\n{\"type\":\"object\"}")), later.Usage.CacheRead)
 }

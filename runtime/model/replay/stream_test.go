@@ -36,10 +36,12 @@ func TestReplayStreams(t *testing.T) {
 	rec = &modeltest.Recorder{}
 	req.Stream = rec
 	go func() {
-		time.Sleep(30 * time.Millisecond)
+		time.Sleep(replay.ThinkPaces*5*time.Millisecond + 30*time.Millisecond)
 		cancel()
 	}()
+	start := time.Now()
 	_, err = paced.Complete(ctx, req)
+	require.GreaterOrEqual(t, time.Since(start), replay.ThinkPaces*5*time.Millisecond, "a moment to think first")
 	require.ErrorIs(t, err, context.Canceled)
 	told, _, _, _ = rec.Told()
 	require.NotEmpty(t, told)
