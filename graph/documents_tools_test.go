@@ -153,7 +153,7 @@ func docToolsSetup(t *testing.T, d *db.DB) *docTools {
 			}
 		}
 		return true
-	}, 60*time.Second, 100*time.Millisecond)
+	}, 3*time.Minute, 100*time.Millisecond, "nine files read, each in a child of a race-built binary, on a loaded machine")
 	fake.reset()
 	return x
 }
