@@ -256,6 +256,9 @@ func buildPast(d string, v pastValues) (string, []any, error) {
 		}
 		return b.Select(cs...).From(tt).Where(entsql.And(
 			entsql.EQ(tt.C(turn.FieldConversationID), convID),
+			// A turn answered again (regenerateTurn) is not replayed: the
+			// model hears its question once, in the turn that replaced it.
+			entsql.EQ(tt.C(turn.FieldSuperseded), false),
 			entsql.P(func(bb *entsql.Builder) {
 				bb.WriteString(tt.C(turn.FieldNumber)).WriteString(" > ").Wrap(func(bb *entsql.Builder) { bb.Join(after()) })
 			}),
