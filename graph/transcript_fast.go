@@ -45,10 +45,15 @@ import (
 // answer is the one the resolvers give, byte for byte
 // (TestFastTranscriptMatchesResolvers).
 //
-// It takes a `conversation` field only when every field selected under it
-// is one it knows and the turns page forward by number (first, after,
-// orderBy NUMBER ASC); anything else, and any error, leaves the field to
-// the resolvers, which then answer or refuse exactly as before.
+// It takes a `conversation` field when every field selected under it is
+// one it writes (fastTypes; what it leaves to the resolvers is named in
+// resolvedFields, and TestTranscriptFieldsServed fails for a field of the
+// transcript's types on neither list) and the turns page forward
+// (first/after) or backward (last/before) by number, either direction, the
+// schema's default being NUMBER ASC. Anything else (first or last 0,
+// STARTED_AT, where, totalCount, turns selected twice), and any error,
+// leaves the field to the resolvers, which then answer or refuse exactly
+// as before.
 
 // selField is a field of the selection, with its sub-selection.
 type selField struct {
