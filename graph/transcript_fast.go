@@ -76,7 +76,7 @@ var fastTypes = map[string]map[string]string{
 	"PromptStats": {"prefixTokens": "", "inputTokens": "", "cacheReadTokens": "", "modelCalls": "", "__typename": ""},
 	"ModelCall": {"step": "", "kind": "", "model": "", "text": "", "provider": "", "startedAt": "", "durationMs": "", "inputTokens": "", "cacheReadTokens": "", "cacheWriteTokens": "",
 		"outputTokens": "", "prefixTokens": "", "costAmount": "Money", "__typename": ""},
-	"Money": {"amount": "", "__typename": ""},
+	"Money": {"amount": "", "micros": "", "currency": "", "__typename": ""},
 	"ToolCall": {"id": "", "position": "", "name": "", "arguments": "", "outcome": "", "attempts": "", "message": "", "ref": "",
 		"guardrail": "", "argumentsRef": "", "startedAt": "", "finishedAt": "", "failures": "ItemFailure", "result": "StoredResult", "__typename": ""},
 	"ItemFailure":  {"item": "", "input": "", "kind": "", "message": "", "__typename": ""},
@@ -1127,8 +1127,13 @@ func modelCallJSON(b []byte, m *modelCallRow, sel []selField) []byte {
 			return strconv.AppendInt(b, m.prefixTokens, 10)
 		case "costAmount":
 			return appendObject(b, f.kids, func(b []byte, f selField) []byte {
-				if f.name == "amount" {
+				switch f.name {
+				case "amount":
 					return appendString(b, schematype.Micros(m.costMicros).Amount())
+				case "micros":
+					return strconv.AppendInt(b, m.costMicros, 10)
+				case "currency":
+					return appendString(b, schematype.Currency)
 				}
 				return appendString(b, "Money")
 			})

@@ -164,13 +164,19 @@ func TestFastTranscriptMatchesResolvers(t *testing.T) {
 				map[string]any{"id": conv}).ok(t), "conversation", "turns", "edges").([]any) {
 				cursors = append(cursors, get(e, "cursor").(string))
 			}
-			for range 40 {
-				q, vars := drawTranscriptQuery(rnd, schema, cursors)
+			for range 60 {
+				served := rnd.IntN(4) > 0
+				q, vars := drawTranscriptQuery(rnd, schema, cursors, served)
 				id := conv
 				if rnd.IntN(4) == 0 {
 					id = shuffled
 				}
 				vars["id"] = id
+				if served {
+					takes, err := graph.HotPathTakes(q, vars)
+					require.NoError(t, err, q)
+					require.True(t, takes, "the hot path leaves %s (%v)", q, vars)
+				}
 				same(t, false, b.alice.Token, q, vars).ok(t)
 			}
 		})
@@ -184,12 +190,14 @@ func TestFastTranscriptMatchesResolvers(t *testing.T) {
 }
 
 // drawTranscriptQuery draws a read of a conversation from the schema:
-// random fields of the transcript's types (every field a type has may be
-// drawn, those the hot path leaves to the resolvers too), aliases,
+// random fields of the transcript's types, aliases,
 // __typename, fragments named and inline, and the turns paged forward or
 // backward, from a cursor or none, ordered by number either way or not at
 // all, with arguments written or passed as variables.
-func drawTranscriptQuery(rnd *rand.Rand, schema *ast.Schema, cursors []string) (string, map[string]any) {
+//
+// served draws only fields the hot path writes, so that it must take the
+// read; otherwise any field may be drawn, and the read may fall back.
+func drawTranscriptQuery(rnd *rand.Rand, schema *ast.Schema, cursors []string, served bool) (string, map[string]any) {
 	var (
 		fragments []string
 		aliases   int
@@ -200,6 +208,9 @@ func drawTranscriptQuery(rnd *rand.Rand, schema *ast.Schema, cursors []string) (
 		var parts []string
 		for _, f := range def.Fields {
 			if strings.HasPrefix(f.Name, "__") || len(f.Arguments) > 0 || rnd.IntN(3) == 0 {
+				continue
+			}
+			if _, fast := graph.FastFields(typ)[f.Name]; served && !fast {
 				continue
 			}
 			named := schema.Types[f.Type.Name()]

@@ -1,0 +1,56 @@
+package graph
+
+import (
+	"bytes"
+	"encoding/json"
+
+	"github.com/99designs/gqlgen/graphql"
+	"github.com/vektah/gqlparser/v2"
+	"github.com/vektah/gqlparser/v2/validator"
+
+	"github.com/toolgate/toolgate/graph/generated"
+)
+
+// FastFields are the fields the transcript's hot path writes of typ.
+func FastFields(typ string) map[string]string { return fastTypes[typ] }
+
+// HotPathTakes reports whether the hot path takes the query's conversation
+// field (its selection and its turns' arguments; the rows are not read), as
+// the server decides it for the same document and variables.
+func HotPathTakes(query string, vars map[string]any) (bool, error) {
+	schema := generated.NewExecutableSchema(generated.Config{}).Schema()
+	doc, errs := gqlparser.LoadQuery(schema, query)
+	if len(errs) > 0 {
+		return false, errs
+	}
+	raw, err := json.Marshal(vars)
+	if err != nil {
+		return false, err
+	}
+	dec := json.NewDecoder(bytes.NewReader(raw))
+	dec.UseNumber()
+	var decoded map[string]any
+	if err := dec.Decode(&decoded); err != nil {
+		return false, err
+	}
+	op := doc.Operations[0]
+	coerced, gerr := validator.VariableValues(schema, op, decoded)
+	if gerr != nil {
+		return false, gerr
+	}
+	oc := &graphql.OperationContext{Doc: doc, Operation: op, Variables: coerced}
+	for _, f := range graphql.CollectFields(oc, op.SelectionSet, []string{"Query"}) {
+		if f.Name != "conversation" {
+			continue
+		}
+		sel, ok := collectFast(oc, f, "Conversation")
+		if !ok {
+			return false, nil
+		}
+		if turns := find(sel, "turns"); turns != nil {
+			_, ok = turnPage(turns)
+		}
+		return ok, nil
+	}
+	return false, nil
+}
