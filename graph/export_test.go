@@ -19,7 +19,7 @@ func FastFields(typ string) map[string]string { return fastTypes[typ] }
 // the server decides it for the same document and variables.
 func HotPathTakes(query string, vars map[string]any) (bool, error) {
 	schema := generated.NewExecutableSchema(generated.Config{}).Schema()
-	doc, errs := gqlparser.LoadQuery(schema, query)
+	doc, errs := gqlparser.LoadQueryWithRules(schema, query, nil)
 	if len(errs) > 0 {
 		return false, errs
 	}
