@@ -44,6 +44,7 @@ func main() {
 // each enum value, and the fields every connection, edge, order and filter
 // share.
 func describe(_ *gen.Graph, s *ast.Schema) error {
+	defaultTurnOrder(s)
 	for name, d := range s.Types {
 		if text, ok := typeDescriptions[name]; ok {
 			d.Description = text
@@ -83,6 +84,27 @@ func describe(_ *gen.Graph, s *ast.Schema) error {
 		}
 	}
 	return nil
+}
+
+// defaultTurnOrder makes a conversation's turns ordered by number, oldest
+// first, when orderBy is not given: as the contract says, and as ent would
+// otherwise not (it orders by id). As the argument's default, the order
+// reaches every reader of the arguments alike: the resolvers, ent's field
+// collection and the transcript's hot path.
+func defaultTurnOrder(s *ast.Schema) {
+	c := s.Types["Conversation"]
+	if c == nil {
+		return
+	}
+	f := c.Fields.ForName("turns")
+	if f == nil {
+		return
+	}
+	if a := f.Arguments.ForName("orderBy"); a != nil {
+		a.DefaultValue = &ast.Value{Kind: ast.ListValue, Children: ast.ChildValueList{{Value: &ast.Value{
+			Kind: ast.ObjectValue, Children: ast.ChildValueList{{Name: "field", Value: &ast.Value{Kind: ast.EnumValue, Raw: "NUMBER"}}},
+		}}}}
+	}
 }
 
 var typeDescriptions = map[string]string{

@@ -13,6 +13,17 @@ import (
 	"github.com/toolgate/toolgate/graph/generated"
 )
 
+// Turns is the resolver for the turns field.
+func (r *conversationResolver) Turns(ctx context.Context, obj *ent.Conversation, after *entgql.Cursor[int], first *int, before *entgql.Cursor[int], last *int, orderBy []*ent.TurnOrder, where *ent.TurnWhereInput) (*ent.TurnConnection, error) {
+	if len(orderBy) == 0 {
+		// Written as null or []: ent's field collection loaded no page
+		// by number, so the page is read here.
+		return obj.QueryTurns().Paginate(ctx, after, first, before, last,
+			ent.WithTurnOrder(turnsByNumber), ent.WithTurnFilter(where.Filter))
+	}
+	return obj.Turns(ctx, after, first, before, last, orderBy, where)
+}
+
 // Node is the resolver for the node field.
 func (r *queryResolver) Node(ctx context.Context, id int) (ent.Noder, error) {
 	return r.Client.Noder(ctx, id)

@@ -52,6 +52,64 @@ func BenchmarkPortalTranscript(b *testing.B) {
 	}
 }
 
+// transcriptShapes are the reads a portal writes of a 100-turn
+// conversation, beside the console's own: no orderBy, the latest page
+// (last: 100), one more field, fragments, backward newest first.
+var transcriptShapes = []struct{ name, query string }{
+	{"console", ""},
+	{"no-orderBy", `query($id: ID!) { conversation(id: $id) { id title createdAt turns(first: 100) { pageInfo { hasNextPage endCursor }
+	  edges { node { id number status userText answer startedAt finishedAt toolCalls { id name outcome arguments result { ref kind chars } } } } } } }`},
+	{"last-100", `query($id: ID!) { conversation(id: $id) { id title turns(last: 100) { pageInfo { hasPreviousPage startCursor }
+	  edges { node { id number status userText answer startedAt finishedAt toolCalls { id name outcome arguments result { ref kind chars } } } } } } }`},
+	{"updatedAt", `query($id: ID!) { conversation(id: $id) { id title createdAt updatedAt turns(first: 100, orderBy: [{field: NUMBER, direction: ASC}]) {
+	  edges { node { id number status userText answer toolCalls { id name outcome arguments result { ref kind chars } } } } } } }`},
+	{"fragments", `query($id: ID!) { conversation(id: $id) { ...C turns(first: 100) { edges { cursor node { ...T } } } } }
+	 fragment C on Conversation { id title updatedAt }
+	 fragment T on Turn { id number s: status userText answer ... on Turn { toolCalls { ...TC } modelCalls { model inputTokens outputTokens } } }
+	 fragment TC on ToolCall { __typename id name outcome result { id ref kind chars bytes } }`},
+}
+
+// BenchmarkTranscriptShapes reads the same 100-turn conversation as
+// BenchmarkPortalTranscript in each of transcriptShapes, so that a shape
+// the hot path did not serve shows as its cost.
+func BenchmarkTranscriptShapes(b *testing.B) {
+	for _, backend := range []dbtest.Backend{dbtest.SQLite, dbtest.Postgres} {
+		b.Run(string(backend), func(b *testing.B) {
+			tb, counter, conv := longConversation(b, backend, 100, 5)
+			srv := graph.NewServer(graph.Config{DB: tb.db})
+			for _, shape := range transcriptShapes {
+				b.Run(shape.name, func(b *testing.B) {
+					q := shape.query
+					if q == "" {
+						q = console.Operations()["transcript"]
+					}
+					body, err := json.Marshal(map[string]any{"query": q, "variables": map[string]any{"id": conv, "first": 100}})
+					require.NoError(b, err)
+					read := func(w http.ResponseWriter) {
+						req := httptest.NewRequest(http.MethodPost, "/graphql", bytes.NewReader(body))
+						req.Header.Set("Content-Type", "application/json")
+						req.Header.Set("Authorization", "Bearer "+tb.alice.Token)
+						srv.ServeHTTP(w, req)
+					}
+					first := httptest.NewRecorder()
+					read(first)
+					require.Equal(b, http.StatusOK, first.Code, first.Body.String())
+					require.NotContains(b, first.Body.String(), `"errors"`)
+					require.Contains(b, first.Body.String(), `"number":100`)
+					counter.Reset()
+					b.ReportAllocs()
+					cpu := cpuTime(b)
+					for b.Loop() {
+						read(&countingWriter{header: http.Header{}})
+					}
+					b.ReportMetric(float64(cpuTime(b)-cpu)/float64(time.Millisecond)/float64(b.N), "cpu-ms/op")
+					b.ReportMetric(float64(len(counter.Statements()))/float64(b.N), "stmts/op")
+				})
+			}
+		})
+	}
+}
+
 // countingWriter takes a response as a server's connection does, without
 // keeping it, so that B/op is the server's allocation alone.
 type countingWriter struct {

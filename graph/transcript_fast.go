@@ -45,10 +45,15 @@ import (
 // answer is the one the resolvers give, byte for byte
 // (TestFastTranscriptMatchesResolvers).
 //
-// It takes a `conversation` field only when every field selected under it
-// is one it knows and the turns page forward by number (first, after,
-// orderBy NUMBER ASC); anything else, and any error, leaves the field to
-// the resolvers, which then answer or refuse exactly as before.
+// It takes a `conversation` field when every field selected under it is
+// one it writes (fastTypes; what it leaves to the resolvers is named in
+// resolvedFields, and TestTranscriptFieldsServed fails for a field of the
+// transcript's types on neither list) and the turns page forward
+// (first/after) or backward (last/before) by number, either direction, the
+// schema's default being NUMBER ASC. Anything else (first or last 0,
+// STARTED_AT, where, totalCount, turns selected twice), and any error,
+// leaves the field to the resolvers, which then answer or refuse exactly
+// as before.
 
 // selField is a field of the selection, with its sub-selection.
 type selField struct {
@@ -60,7 +65,7 @@ type selField struct {
 // fastTypes lists, per type the hot path writes, the fields it knows: a
 // leaf ("") or the type of an object or list of objects.
 var fastTypes = map[string]map[string]string{
-	"Conversation":   {"id": "", "title": "", "createdAt": "", "turnsCount": "", "user": "User", "agent": "Agent", "turns": "TurnConnection", "__typename": ""},
+	"Conversation":   {"id": "", "title": "", "createdAt": "", "updatedAt": "", "archivedAt": "", "turnsCount": "", "user": "User", "agent": "Agent", "turns": "TurnConnection", "__typename": ""},
 	"User":           {"id": "", "name": "", "department": "", "__typename": ""},
 	"Agent":          {"id": "", "name": "", "__typename": ""},
 	"TurnConnection": {"pageInfo": "PageInfo", "edges": "TurnEdge", "__typename": ""},
@@ -69,13 +74,13 @@ var fastTypes = map[string]map[string]string{
 	"Turn": {"id": "", "number": "", "status": "", "startedAt": "", "finishedAt": "", "timeZone": "", "userText": "", "answer": "",
 		"error": "", "replayed": "", "superseded": "", "promptStats": "PromptStats", "modelCalls": "ModelCall", "toolCalls": "ToolCall", "__typename": ""},
 	"PromptStats": {"prefixTokens": "", "inputTokens": "", "cacheReadTokens": "", "modelCalls": "", "__typename": ""},
-	"ModelCall": {"step": "", "kind": "", "model": "", "durationMs": "", "inputTokens": "", "cacheReadTokens": "", "cacheWriteTokens": "",
+	"ModelCall": {"step": "", "kind": "", "model": "", "text": "", "provider": "", "startedAt": "", "durationMs": "", "inputTokens": "", "cacheReadTokens": "", "cacheWriteTokens": "",
 		"outputTokens": "", "prefixTokens": "", "costAmount": "Money", "__typename": ""},
-	"Money": {"amount": "", "__typename": ""},
+	"Money": {"amount": "", "micros": "", "currency": "", "__typename": ""},
 	"ToolCall": {"id": "", "position": "", "name": "", "arguments": "", "outcome": "", "attempts": "", "message": "", "ref": "",
 		"guardrail": "", "argumentsRef": "", "startedAt": "", "finishedAt": "", "failures": "ItemFailure", "result": "StoredResult", "__typename": ""},
 	"ItemFailure":  {"item": "", "input": "", "kind": "", "message": "", "__typename": ""},
-	"StoredResult": {"id": "", "ref": "", "kind": "", "chars": "", "bytes": "", "items": "", "truncatedAtSource": "", "createdAt": "", "__typename": ""},
+	"StoredResult": {"id": "", "ref": "", "kind": "", "chars": "", "bytes": "", "items": "", "truncatedAtSource": "", "createdAt": "", "updatedAt": "", "__typename": ""},
 }
 
 // implementors are the type conditions each type satisfies.
@@ -200,7 +205,9 @@ type fastRead struct {
 	conv    *ent.Conversation
 	turns   []turnRow
 	hasNext bool
-	after   bool
+	hasPrev bool
+	// lo and hi are the least and greatest numbers of the turns read.
+	lo, hi int64
 	// toolCalls and modelCalls are ordered by turn id; a turn's are the
 	// span its id maps to.
 	toolCalls  []toolCallRow
@@ -254,11 +261,12 @@ type (
 		id, chars, bytes, items int64
 		ref, kind               string
 		truncatedAtSource       bool
-		createdAt               sql.NullTime
+		createdAt, updatedAt    sql.NullTime
 	}
 	modelCallRow struct {
 		turnID, step, durationMs, inputTokens, cacheReadTokens, cacheWriteTokens, outputTokens, prefixTokens, costMicros int64
-		kind, model                                                                                                      string
+		kind, model, text, provider                                                                                      string
+		startedAt                                                                                                        sql.NullTime
 	}
 )
 
@@ -272,47 +280,83 @@ func find(sel []selField, name string) *selField {
 	return nil
 }
 
-// turnPage reads the turns field's arguments: it pages forward, by number
-// ascending, or the hot path leaves it.
-func turnPage(f *selField) (first int, after *entgql.Cursor[int], ok bool) {
+// page is what the turns field's arguments ask for: first/after or
+// last/before, by number in either direction (by number, ascending, when
+// orderBy is not given: the schema's default).
+type page struct {
+	limit         int
+	after, before *entgql.Cursor[int]
+	last, desc    bool
+}
+
+// turnPage reads the turns field's arguments, or reports false for any the
+// hot path leaves to the resolvers (which then answer or refuse them).
+func turnPage(f *selField) (p page, ok bool) {
+	var hasFirst, hasLast bool
+	count := func(v any) (int, bool) {
+		n, isInt := v.(int64)
+		return int(n), isInt && n > 0 && n <= MaxPage // with 0 the resolvers count the turns for the page's info
+	}
+	cursor := func(v any) (*entgql.Cursor[int], bool) {
+		if v == nil {
+			return nil, true
+		}
+		c := &entgql.Cursor[int]{}
+		return c, c.UnmarshalGQL(v) == nil
+	}
 	for k, v := range f.args {
 		switch k {
 		case "first":
-			n, isInt := v.(int64)
-			if !isInt || n < 0 || n > MaxPage {
-				return 0, nil, false
-			}
-			first = int(n)
-		case "after":
 			if v == nil {
 				continue
 			}
-			after = &entgql.Cursor[int]{}
-			if after.UnmarshalGQL(v) != nil {
-				return 0, nil, false
+			if p.limit, ok = count(v); !ok {
+				return page{}, false
+			}
+			hasFirst = true
+		case "last":
+			if v == nil {
+				continue
+			}
+			if p.limit, ok = count(v); !ok {
+				return page{}, false
+			}
+			hasLast = true
+		case "after":
+			if p.after, ok = cursor(v); !ok {
+				return page{}, false
+			}
+		case "before":
+			if p.before, ok = cursor(v); !ok {
+				return page{}, false
 			}
 		case "orderBy":
 			list, isList := v.([]any)
 			if !isList || len(list) != 1 {
-				return 0, nil, false
+				return page{}, false
 			}
 			o, isMap := list[0].(map[string]any)
-			if !isMap || o["field"] != "NUMBER" || (o["direction"] != nil && o["direction"] != "ASC") {
-				return 0, nil, false
+			if !isMap || o["field"] != "NUMBER" {
+				return page{}, false
+			}
+			switch o["direction"] {
+			case nil, "ASC":
+			case "DESC":
+				p.desc = true
+			default:
+				return page{}, false
 			}
 		default:
 			if v != nil {
-				return 0, nil, false
+				return page{}, false
 			}
 		}
 	}
-	if _, hasFirst := f.args["first"]; !hasFirst {
-		return 0, nil, false
+	if _, ordered := f.args["orderBy"]; !ordered || hasFirst == hasLast {
+		return page{}, false
 	}
-	if _, ordered := f.args["orderBy"]; !ordered {
-		return 0, nil, false
-	}
-	return first, after, true
+	p.last = hasLast
+	return p, true
 }
 
 // policyWhere collects the predicates a privacy policy adds to a query:
@@ -439,11 +483,10 @@ func (t *fastRead) load(ctx context.Context, id int, sel []selField) (bool, erro
 		turnsRead chan error
 	)
 	if turns != nil {
-		first, after, ok := turnPage(turns)
-		if !ok || first == 0 { // with first 0 the resolvers count the turns for hasNextPage
+		p, ok := turnPage(turns)
+		if !ok {
 			return false, nil
 		}
-		t.after = after != nil
 		if e := find(turns.kids, "edges"); e != nil {
 			if n := find(e.kids, "node"); n != nil {
 				node = n.kids
@@ -452,7 +495,7 @@ func (t *fastRead) load(ctx context.Context, id int, sel []selField) (bool, erro
 		// The page of turns is read beside the conversation, each limited
 		// by its own policy, and kept only if the conversation is there.
 		turnsRead = make(chan error, 1)
-		go func() { turnsRead <- t.loadTurns(ctx, id, first, after, node) }()
+		go func() { turnsRead <- t.loadTurns(ctx, id, p, node) }()
 	}
 	conv, err := t.loadConversation(ctx, id, find(sel, "user") != nil, find(sel, "agent") != nil)
 	if turnsRead != nil {
@@ -514,7 +557,8 @@ func (t *fastRead) loadConversation(ctx context.Context, id int, withUser, withA
 	var (
 		cv                   ent.Conversation
 		title                sql.NullString
-		createdAt            sql.NullTime
+		createdAt, updatedAt sql.NullTime
+		archivedAt           sql.NullTime
 		turnsCount           int64
 		userID, agentID      sql.NullInt64
 		userName, department sql.NullString
@@ -524,6 +568,8 @@ func (t *fastRead) loadConversation(ctx context.Context, id int, withUser, withA
 	c.add(true, conversation.FieldID, &cv.ID)
 	c.add(true, conversation.FieldTitle, &title)
 	c.addTime(true, conversation.FieldCreatedAt, &createdAt)
+	c.addTime(true, conversation.FieldUpdatedAt, &updatedAt)
+	c.addTime(true, conversation.FieldArchivedAt, &archivedAt)
 	c.add(true, conversation.FieldTurnsCount, &turnsCount)
 	s := b.Select().From(c.table).Where(entsql.EQ(c.table.C(conversation.FieldID), id))
 	if withUser {
@@ -564,7 +610,10 @@ func (t *fastRead) loadConversation(ctx context.Context, id int, withUser, withA
 	if title.Valid {
 		cv.Title = &title.String
 	}
-	cv.CreatedAt, cv.TurnsCount = createdAt.Time, int(turnsCount)
+	cv.CreatedAt, cv.UpdatedAt, cv.TurnsCount = createdAt.Time, updatedAt.Time, int(turnsCount)
+	if archivedAt.Valid {
+		cv.ArchivedAt = &archivedAt.Time
+	}
 	if withUser {
 		cv.Edges.User = &ent.User{ID: int(userID.Int64), Name: userName.String, Department: department.String}
 	}
@@ -577,7 +626,7 @@ func (t *fastRead) loadConversation(ctx context.Context, id int, withUser, withA
 // dialectBuilder is the statement builder of the driver's dialect.
 func (t *fastRead) builder() *entsql.DialectBuilder { return entsql.Dialect(t.drv.Dialect()) }
 
-func (t *fastRead) loadTurns(ctx context.Context, convID, first int, after *entgql.Cursor[int], sel []selField) error {
+func (t *fastRead) loadTurns(ctx context.Context, convID int, p page, sel []selField) error {
 	b := t.builder()
 	var r turnRow
 	c := t.newColumns(b, turn.Table)
@@ -610,19 +659,34 @@ func (t *fastRead) loadTurns(ctx context.Context, convID, first int, after *entg
 	if err != nil {
 		return err
 	}
-	if after != nil {
-		preds, err := entgql.MultiCursorsPredicate(after, nil, &entgql.MultiCursorsOptions{
-			FieldID: turn.FieldID, DirectionID: entgql.OrderDirectionAsc,
-			Fields: []string{turn.FieldNumber}, Directions: []entgql.OrderDirection{entgql.OrderDirectionAsc},
+	// As ent's pager reads a page: backward, both directions reversed,
+	// and the page turned round after.
+	numberDir, idDir := entgql.OrderDirectionAsc, entgql.OrderDirectionAsc
+	if p.desc {
+		numberDir = entgql.OrderDirectionDesc
+	}
+	if p.last {
+		numberDir, idDir = numberDir.Reverse(), idDir.Reverse()
+	}
+	if p.after != nil || p.before != nil {
+		preds, err := entgql.MultiCursorsPredicate(p.after, p.before, &entgql.MultiCursorsOptions{
+			FieldID: turn.FieldID, DirectionID: idDir,
+			Fields: []string{turn.FieldNumber}, Directions: []entgql.OrderDirection{numberDir},
 		})
 		if err != nil {
 			return err
 		}
-		for _, p := range preds {
-			p(s)
+		for _, pr := range preds {
+			pr(s)
 		}
 	}
-	s.OrderBy(c.table.C(turn.FieldNumber), c.table.C(turn.FieldID)).Limit(first + 1)
+	order := func(column string, d entgql.OrderDirection) string {
+		if d == entgql.OrderDirectionDesc {
+			return entsql.Desc(column)
+		}
+		return column
+	}
+	s.OrderBy(order(c.table.C(turn.FieldNumber), numberDir), order(c.table.C(turn.FieldID), idDir)).Limit(p.limit + 1)
 	err = t.query(ctx, s, &c, func() error {
 		t.turns = append(t.turns, r)
 		t.size += 256 + len(r.userText) + len(r.answer.String) + len(r.errText.String)
@@ -631,9 +695,26 @@ func (t *fastRead) loadTurns(ctx context.Context, convID, first int, after *entg
 	if err != nil {
 		return err
 	}
-	if len(t.turns) > first {
-		t.hasNext = true
-		t.turns = t.turns[:first]
+	t.hasNext, t.hasPrev = p.before != nil, p.after != nil
+	if len(t.turns) > p.limit {
+		if p.last {
+			t.hasPrev = true
+		} else {
+			t.hasNext = true
+		}
+		t.turns = t.turns[:p.limit]
+	}
+	if p.last {
+		slices.Reverse(t.turns)
+	}
+	for i := range t.turns {
+		n := t.turns[i].number
+		if i == 0 || n < t.lo {
+			t.lo = n
+		}
+		if i == 0 || n > t.hi {
+			t.hi = n
+		}
 	}
 	return nil
 }
@@ -650,8 +731,8 @@ func (t *fastRead) inPage(column string) *entsql.Predicate {
 	tt := entsql.Table(turn.Table)
 	return entsql.In(column, entsql.Select(tt.C(turn.FieldID)).From(tt).Where(entsql.And(
 		entsql.EQ(tt.C(turn.FieldConversationID), t.conv.ID),
-		entsql.GTE(tt.C(turn.FieldNumber), t.turns[0].number),
-		entsql.LTE(tt.C(turn.FieldNumber), t.turns[len(t.turns)-1].number),
+		entsql.GTE(tt.C(turn.FieldNumber), t.lo),
+		entsql.LTE(tt.C(turn.FieldNumber), t.hi),
 	)))
 }
 
@@ -786,6 +867,8 @@ func (t *fastRead) loadResults(ctx context.Context, sel []selField) error {
 			c.add(true, storedresult.FieldTruncatedAtSource, &r.truncatedAtSource)
 		case "createdAt":
 			c.addTime(true, storedresult.FieldCreatedAt, &r.createdAt)
+		case "updatedAt":
+			c.addTime(true, storedresult.FieldUpdatedAt, &r.updatedAt)
 		}
 	}
 	s, err := scoped(ctx, storedresult.Policy, b.Select(c.names...).From(c.table).Where(t.resultsRead(c.table)))
@@ -812,6 +895,9 @@ func (t *fastRead) loadModelCalls(ctx context.Context, sel []selField, stats boo
 	c.add(want["step"], modelcall.FieldStep, &r.step)
 	c.add(want["kind"], modelcall.FieldKind, &r.kind)
 	c.add(want["model"], modelcall.FieldModel, &r.model)
+	c.add(want["text"], modelcall.FieldText, &r.text)
+	c.add(want["provider"], modelcall.FieldProvider, &r.provider)
+	c.addTime(want["startedAt"], modelcall.FieldStartedAt, &r.startedAt)
 	c.add(want["durationMs"], modelcall.FieldDurationMs, &r.durationMs)
 	c.add(want["inputTokens"] || stats, modelcall.FieldInputTokens, &r.inputTokens)
 	c.add(want["cacheReadTokens"] || stats, modelcall.FieldCacheReadTokens, &r.cacheReadTokens)
@@ -848,6 +934,14 @@ func (t *fastRead) conversation(b []byte, sel []selField) []byte {
 			b = appendStringPtr(b, c.Title)
 		case "createdAt":
 			b = appendTime(b, c.CreatedAt)
+		case "updatedAt":
+			b = appendTime(b, c.UpdatedAt)
+		case "archivedAt":
+			if c.ArchivedAt == nil {
+				b = append(b, "null"...)
+			} else {
+				b = appendTime(b, *c.ArchivedAt)
+			}
 		case "turnsCount":
 			b = strconv.AppendInt(b, int64(c.TurnsCount), 10)
 		case "user":
@@ -893,7 +987,7 @@ func (t *fastRead) connection(b []byte, sel []selField) []byte {
 				case "hasNextPage":
 					return strconv.AppendBool(b, t.hasNext)
 				case "hasPreviousPage":
-					return strconv.AppendBool(b, t.after)
+					return strconv.AppendBool(b, t.hasPrev)
 				case "startCursor", "endCursor":
 					if len(t.turns) == 0 {
 						return append(b, "null"...)
@@ -1017,6 +1111,12 @@ func modelCallJSON(b []byte, m *modelCallRow, sel []selField) []byte {
 			return appendEnum(b, m.kind)
 		case "model":
 			return appendString(b, m.model)
+		case "text":
+			return appendString(b, m.text)
+		case "provider":
+			return appendString(b, m.provider)
+		case "startedAt":
+			return appendNullTime(b, m.startedAt)
 		case "durationMs":
 			return strconv.AppendInt(b, m.durationMs, 10)
 		case "inputTokens":
@@ -1031,8 +1131,13 @@ func modelCallJSON(b []byte, m *modelCallRow, sel []selField) []byte {
 			return strconv.AppendInt(b, m.prefixTokens, 10)
 		case "costAmount":
 			return appendObject(b, f.kids, func(b []byte, f selField) []byte {
-				if f.name == "amount" {
+				switch f.name {
+				case "amount":
 					return appendString(b, schematype.Micros(m.costMicros).Amount())
+				case "micros":
+					return strconv.AppendInt(b, m.costMicros, 10)
+				case "currency":
+					return appendString(b, schematype.Currency)
 				}
 				return appendString(b, "Money")
 			})
@@ -1114,6 +1219,8 @@ func (t *fastRead) toolCall(b []byte, c *toolCallRow, sel []selField) []byte {
 					return strconv.AppendBool(b, r.truncatedAtSource)
 				case "createdAt":
 					return appendNullTime(b, r.createdAt)
+				case "updatedAt":
+					return appendNullTime(b, r.updatedAt)
 				}
 				return appendString(b, "StoredResult")
 			})
@@ -1229,4 +1336,28 @@ func (t *fastRead) appendMarshaler(b []byte, m graphql.Marshaler) []byte {
 	m.MarshalGQL(&t.w)
 	b, t.w.b = t.w.b, nil
 	return b
+}
+
+// transcriptTypes are the types whose every field the hot path writes,
+// but those named in resolvedFields (TestTranscriptFieldsServed).
+var transcriptTypes = []string{"Conversation", "Turn", "ModelCall", "ToolCall", "StoredResult"}
+
+// resolvedFields are the transcript types' fields the hot path leaves to
+// their resolvers: a selection naming any is answered by them whole.
+var resolvedFields = map[string][]string{
+	// Lists of their own, each its own read (tasks from the workspace,
+	// summaries and attachments by their own loaders).
+	"Conversation": {"tasks", "summaries", "attachments"},
+	// suggestions and clarification are JSON a resolver decodes and
+	// checks; grounding merges spans across the turn's results; the
+	// conversation goes back up the graph; the pending approvals and the
+	// ratings are rows of their own (the caller's rating depends on who
+	// asks).
+	"Turn": {"suggestions", "clarification", "conversation", "grounding", "pendingApprovals", "myRating", "ratings"},
+	// attribution is shown to admins only (a resolver with side logic);
+	// cost is the deprecated float.
+	"ModelCall": {"cost", "attribution"},
+	// evidence and repairs are JSON columns a resolver reads only when
+	// asked; turn goes back up the graph; approval is a row of its own.
+	"ToolCall": {"evidence", "repairs", "turn", "approval"},
 }

@@ -2,12 +2,16 @@ package graph_test
 
 import (
 	"context"
+	"encoding/json"
+	"fmt"
+	"math/rand/v2"
 	"net/http/httptest"
 	"strings"
 	"testing"
 	"time"
 
 	"github.com/stretchr/testify/require"
+	"github.com/vektah/gqlparser/v2/ast"
 
 	"github.com/toolgate/toolgate/ent/db"
 	"github.com/toolgate/toolgate/ent/db/dbtest"
@@ -17,6 +21,7 @@ import (
 	"github.com/toolgate/toolgate/ent/turn"
 	"github.com/toolgate/toolgate/graph"
 	"github.com/toolgate/toolgate/graph/console"
+	"github.com/toolgate/toolgate/graph/generated"
 	"github.com/toolgate/toolgate/graph/gid"
 )
 
@@ -109,6 +114,72 @@ func TestFastTranscriptMatchesResolvers(t *testing.T) {
 				same(t, i < 2, b.alice.Token, q, map[string]any{"id": conv})
 			}
 		})
+		// Turns created out of their numbers' order: by id they read 12,
+		// 11, 10, by number (the contract's default) 10, 11, 12.
+		shuffled := b.startConversation(t, b.alice.Token, agentID, "shuffled")
+		shuffledID, err := gid.Decode(shuffled)
+		require.NoError(t, err)
+		for _, n := range []int{12, 11, 10} {
+			b.client.Turn.Create().SetConversationID(shuffledID).SetNumber(n).SetUserText(fmt.Sprint("turn ", n)).
+				SaveX(tenancy.System(context.Background()))
+		}
+		t.Run("turns are by number when orderBy is not given", func(t *testing.T) {
+			numbers := func(data map[string]any) []any {
+				var out []any
+				for _, e := range get(data, "conversation", "turns", "edges").([]any) {
+					out = append(out, get(e, "node", "number"))
+				}
+				return out
+			}
+			for _, q := range []string{
+				`query($id: ID!) { conversation(id: $id) { turns(first: 5) { edges { node { number } } } } }`,
+				`query($id: ID!) { conversation(id: $id) { turns(first: 5, orderBy: null) { edges { node { number } } } } }`,
+				`query($id: ID!) { conversation(id: $id) { turns(last: 5) { edges { node { number } } } } }`,
+				`query($id: ID!) { conversation(id: $id) { turns(first: 5) { totalCount edges { node { number } } } } }`,
+				`query { conversations(first: 5) { edges { node { title turns(first: 5) { edges { node { number } } } } } } }`,
+			} {
+				data := same(t, false, b.alice.Token, q, map[string]any{"id": shuffled}).ok(t)
+				if strings.Contains(q, "conversations") {
+					for _, e := range get(data, "conversations", "edges").([]any) {
+						if get(e, "node", "title") == "shuffled" {
+							var ns []any
+							for _, te := range get(e, "node", "turns", "edges").([]any) {
+								ns = append(ns, get(te, "node", "number"))
+							}
+							require.Equal(t, []any{10.0, 11.0, 12.0}, ns, q)
+						}
+					}
+					continue
+				}
+				require.Equal(t, []any{10.0, 11.0, 12.0}, numbers(data), q)
+			}
+		})
+		t.Run("generated selections", func(t *testing.T) {
+			seed := uint64(time.Now().UnixNano())
+			t.Logf("seed %d", seed)
+			rnd := rand.New(rand.NewPCG(seed, 33))
+			schema := generated.NewExecutableSchema(generated.Config{}).Schema()
+			var cursors []string
+			for _, e := range get(slow.do(t, b.alice.Token, `query($id: ID!) { conversation(id: $id) { turns(first: 100) { edges { cursor } } } }`,
+				map[string]any{"id": conv}).ok(t), "conversation", "turns", "edges").([]any) {
+				cursors = append(cursors, get(e, "cursor").(string))
+			}
+			for range 60 {
+				served := rnd.IntN(4) > 0
+				q, vars := drawTranscriptQuery(rnd, schema, cursors, served)
+				id := conv
+				if rnd.IntN(4) == 0 {
+					id = shuffled
+				}
+				vars["id"] = id
+				if served {
+					takes, err := graph.HotPathTakes(q, vars)
+					require.NoError(t, err, q)
+					require.True(t, takes, "the hot path leaves %s (%v)", q, vars)
+				}
+				same(t, false, b.alice.Token, q, vars).ok(t)
+			}
+		})
 		t.Run("refusals", func(t *testing.T) {
 			require.Equal(t, "NOT_FOUND", same(t, false, b.bob.Token, op, map[string]any{"id": conv}).code(t), "a colleague's")
 			require.Equal(t, "NOT_FOUND", same(t, false, b.eve.Token, op, map[string]any{"id": conv}).code(t), "another organisation's")
@@ -116,6 +187,129 @@ func TestFastTranscriptMatchesResolvers(t *testing.T) {
 			require.Equal(t, "NOT_FOUND", same(t, false, b.scopeToken(t, conv, "calculator"), op, map[string]any{"id": conv}).code(t), "a scope token")
 		})
 	})
+}
+
+// drawTranscriptQuery draws a read of a conversation from the schema:
+// random fields of the transcript's types, aliases,
+// __typename, fragments named and inline, and the turns paged forward or
+// backward, from a cursor or none, ordered by number either way or not at
+// all, with arguments written or passed as variables.
+//
+// served draws only fields the hot path writes, so that it must take the
+// read; otherwise any field may be drawn, and the read may fall back.
+func drawTranscriptQuery(rnd *rand.Rand, schema *ast.Schema, cursors []string, served bool) (string, map[string]any) {
+	var (
+		fragments []string
+		aliases   int
+	)
+	var selection func(typ string, depth int) string
+	selection = func(typ string, depth int) string {
+		def := schema.Types[typ]
+		var parts []string
+		for _, f := range def.Fields {
+			if strings.HasPrefix(f.Name, "__") || len(f.Arguments) > 0 || rnd.IntN(3) == 0 {
+				continue
+			}
+			if _, fast := graph.FastFields(typ)[f.Name]; served && !fast {
+				continue
+			}
+			named := schema.Types[f.Type.Name()]
+			if named.Kind == ast.Object || named.Kind == ast.Interface {
+				// Up the graph again, or beyond the transcript: left out.
+				if depth > 3 || f.Name == "conversation" || f.Name == "turn" || f.Name == "user" && typ != "Conversation" ||
+					f.Name == "agent" && typ != "Conversation" || typ == "Conversation" && f.Name != "user" && f.Name != "agent" && rnd.IntN(4) > 0 {
+					continue
+				}
+				inner := selection(named.Name, depth+1)
+				if inner == "" {
+					continue
+				}
+				parts = append(parts, f.Name+" { "+inner+" }")
+				continue
+			}
+			name := f.Name
+			if rnd.IntN(5) == 0 {
+				aliases++
+				name = fmt.Sprintf("a%d: %s", aliases, name)
+			}
+			parts = append(parts, name)
+		}
+		if rnd.IntN(4) == 0 {
+			parts = append(parts, "__typename")
+		}
+		if len(parts) == 0 {
+			return ""
+		}
+		rnd.Shuffle(len(parts), func(i, j int) { parts[i], parts[j] = parts[j], parts[i] })
+		body := strings.Join(parts, " ")
+		switch rnd.IntN(5) {
+		case 0:
+			name := fmt.Sprintf("F%d", len(fragments))
+			fragments = append(fragments, "fragment "+name+" on "+typ+" { "+body+" }")
+			return "..." + name
+		case 1:
+			return "... on " + typ + " { " + body + " }"
+		}
+		return body
+	}
+	vars := map[string]any{}
+	var decl, args []string
+	arg := func(name, typ string, v any) {
+		if rnd.IntN(2) == 0 {
+			vars[name] = v
+			decl = append(decl, "$"+name+": "+typ)
+			args = append(args, name+": $"+name)
+			return
+		}
+		text, _ := json.Marshal(v)
+		if m, isMap := v.([]map[string]any); isMap {
+			var os []string
+			for _, o := range m {
+				part := "field: " + o["field"].(string)
+				if d, ok := o["direction"]; ok {
+					part += ", direction: " + d.(string)
+				}
+				os = append(os, "{"+part+"}")
+			}
+			text = []byte("[" + strings.Join(os, ",") + "]")
+		}
+		args = append(args, name+": "+string(text))
+	}
+	n := 1 + rnd.IntN(12)
+	backward := rnd.IntN(2) == 0
+	if backward {
+		arg("last", "Int", n)
+	} else {
+		arg("first", "Int", n)
+	}
+	if rnd.IntN(2) == 0 {
+		c := cursors[rnd.IntN(len(cursors))]
+		if backward {
+			arg("before", "Cursor", c)
+		} else {
+			arg("after", "Cursor", c)
+		}
+	}
+	switch rnd.IntN(4) {
+	case 1:
+		arg("orderBy", "[TurnOrder!]", []map[string]any{{"field": "NUMBER"}})
+	case 2:
+		arg("orderBy", "[TurnOrder!]", []map[string]any{{"field": "NUMBER", "direction": "ASC"}})
+	case 3:
+		arg("orderBy", "[TurnOrder!]", []map[string]any{{"field": "NUMBER", "direction": "DESC"}})
+	}
+	node := selection("Turn", 1)
+	if node == "" {
+		node = "id"
+	}
+	conn := "edges { " + map[bool]string{true: "cursor ", false: ""}[rnd.IntN(2) == 0] + "node { " + node + " } }"
+	if rnd.IntN(2) == 0 {
+		conn += " pageInfo { hasNextPage hasPreviousPage startCursor endCursor }"
+	}
+	top := selection("Conversation", 0)
+	q := "query($id: ID!" + strings.Join(append([]string{""}, decl...), ", ") + ") { conversation(id: $id) { " + top +
+		" turns(" + strings.Join(args, ", ") + ") { " + conn + " } } } " + strings.Join(fragments, " ")
+	return q, vars
 }
 
 // seedOddTurns adds turns whose values stress the encoding: text to escape,

@@ -9,6 +9,8 @@ import (
 	"time"
 	"unicode/utf8"
 
+	"entgo.io/contrib/entgql"
+
 	"github.com/toolgate/toolgate/ent"
 	"github.com/toolgate/toolgate/ent/agent"
 	"github.com/toolgate/toolgate/ent/modelcall"
@@ -401,3 +403,7 @@ func grounding(calls []*ent.ToolCall) *model.Grounding {
 	}
 	return g
 }
+
+// turnsByNumber is a conversation's turns' default order, as the contract
+// says: by number, oldest first (the schema's default for orderBy).
+var turnsByNumber = []*ent.TurnOrder{{Field: ent.TurnOrderFieldNumber, Direction: entgql.OrderDirectionAsc}}

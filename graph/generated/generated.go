@@ -1209,6 +1209,7 @@ type CatalogueResolver interface {
 	EmbeddingModel(ctx context.Context, obj *catalog.Catalogue) (*model.EmbeddingModel, error)
 }
 type ConversationResolver interface {
+	Turns(ctx context.Context, obj *ent.Conversation, after *entgql.Cursor[int], first *int, before *entgql.Cursor[int], last *int, orderBy []*ent.TurnOrder, where *ent.TurnWhereInput) (*ent.TurnConnection, error)
 	Tasks(ctx context.Context, obj *ent.Conversation) ([]*ent.Task, error)
 	Summaries(ctx context.Context, obj *ent.Conversation) ([]*ent.Summary, error)
 	Attachments(ctx context.Context, obj *ent.Conversation) ([]*ent.Attachment, error)
@@ -7708,7 +7709,7 @@ type Conversation implements Node {
     """
     Ordering options for Turns returned from the connection.
     """
-    orderBy: [TurnOrder!]
+    orderBy: [TurnOrder!] = [{field:NUMBER}]
 
     """
     Filtering options for Turns returned from the connection.
@@ -19299,7 +19300,7 @@ func (ec *executionContext) _Conversation_turns(ctx context.Context, field graph
 		},
 		func(ctx context.Context) (any, error) {
 			fc := graphql.GetFieldContext(ctx)
-			return obj.Turns(ctx, fc.Args["after"].(*entgql.Cursor[int]), fc.Args["first"].(*int), fc.Args["before"].(*entgql.Cursor[int]), fc.Args["last"].(*int), fc.Args["orderBy"].([]*ent.TurnOrder), fc.Args["where"].(*ent.TurnWhereInput))
+			return ec.Resolvers.Conversation().Turns(ctx, obj, fc.Args["after"].(*entgql.Cursor[int]), fc.Args["first"].(*int), fc.Args["before"].(*entgql.Cursor[int]), fc.Args["last"].(*int), fc.Args["orderBy"].([]*ent.TurnOrder), fc.Args["where"].(*ent.TurnWhereInput))
 		},
 		nil,
 		func(ctx context.Context, selections ast.SelectionSet, v *ent.TurnConnection) graphql.Marshaler {
@@ -19314,7 +19315,7 @@ func (ec *executionContext) fieldContext_Conversation_turns(ctx context.Context,
 		Object:     "Conversation",
 		Field:      field,
 		IsMethod:   true,
-		IsResolver: false,
+		IsResolver: true,
 		Child: func(ctx context.Context, field graphql.CollectedField) (*graphql.FieldContext, error) {
 			return ec.childFields_TurnConnection(ctx, field)
 		},
