@@ -17,6 +17,7 @@ import (
 	"github.com/toolgate/toolgate/ent/db/dbtest"
 	"github.com/toolgate/toolgate/ent/migrate"
 	"github.com/toolgate/toolgate/ent/schematype"
+	"github.com/toolgate/toolgate/ent/turnrating"
 	"github.com/toolgate/toolgate/ent/tenancy"
 )
 
@@ -161,6 +162,8 @@ func seed(t *testing.T, d *db.DB) world {
 			SetPolicy(schematype.ApprovalAlways).SetExpiresAt(time.Now()).ExecX(ctx)
 		c.ModelCall.Create().SetTurnID(tu.ID).SetOrganizationID(u.org).SetAgentID(ag.ID).SetUserID(usr.ID).
 			SetProvider("replay").SetModel("m").SetCostMicros(1).ExecX(ctx) // and its organisation's and user's MonthlySpend
+		c.TurnRating.Create().SetOrganizationID(u.org).SetUserID(usr.ID).SetTurnID(tu.ID).SetAgentID(ag.ID).
+			SetRating(turnrating.RatingUP).ExecX(ctx)
 		c.StoredResult.Create().SetConversationID(conv.ID).SetRef("ref" + u.name).SetKind(schematype.KindText).
 			SetContent([]byte("x")).SetChars(1).SetBytes(1).SetItems(1).ExecX(ctx)
 		c.Task.Create().SetConversationID(conv.ID).SetPosition(0).SetTitle("t").ExecX(ctx)
@@ -206,35 +209,35 @@ func TestScopesReachOnlyTheirRows(t *testing.T) {
 				name: "admin's API token: the organisation's rows",
 				give: tenancy.Viewer{OrganizationID: w.orgA, UserID: w.ada, Admin: true},
 				want: map[string]int{"Organization": 1, "Memory": 1, "User": 2, "APIToken": 2, "Agent": 2, "Application": 2, "Skill": 2,
-					"Conversation": 2, "Turn": 2, "Approval": 2, "ToolCall": 2, "ModelCall": 2, "MonthlySpend": 3, "StoredResult": 2, "Summary": 2, "Budget": 3, "Task": 2, "IdempotentResponse": 1, "WorkspaceFile": 2, "Artifact": 2, "ArtifactVersion": 2,
+					"Conversation": 2, "Turn": 2, "Approval": 2, "ToolCall": 2, "ModelCall": 2, "TurnRating": 2, "MonthlySpend": 3, "StoredResult": 2, "Summary": 2, "Budget": 3, "Task": 2, "IdempotentResponse": 1, "WorkspaceFile": 2, "Artifact": 2, "ArtifactVersion": 2,
 					"KnowledgeBase": 2, "Document": 2, "DocumentChunk": 2, "Attachment": 2},
 			},
 			{
 				name: "user's API token: the organisation's shared rows and the user's own",
 				give: tenancy.Viewer{OrganizationID: w.orgA, UserID: w.bob},
 				want: map[string]int{"Organization": 1, "Memory": 1, "User": 2, "APIToken": 1, "Agent": 2, "Application": 2, "Skill": 2,
-					"Conversation": 1, "Turn": 1, "Approval": 1, "ToolCall": 1, "ModelCall": 1, "MonthlySpend": 1, "StoredResult": 1, "Summary": 1, "Budget": 2, "Task": 1, "IdempotentResponse": 1, "WorkspaceFile": 1, "Artifact": 1, "ArtifactVersion": 1,
+					"Conversation": 1, "Turn": 1, "Approval": 1, "ToolCall": 1, "ModelCall": 1, "TurnRating": 1, "MonthlySpend": 1, "StoredResult": 1, "Summary": 1, "Budget": 2, "Task": 1, "IdempotentResponse": 1, "WorkspaceFile": 1, "Artifact": 1, "ArtifactVersion": 1,
 					"KnowledgeBase": 2, "Document": 2, "DocumentChunk": 2, "Attachment": 1},
 			},
 			{
 				name: "admin's turn scope token: the turn's conversation and the admin's own",
 				give: tenancy.Viewer{OrganizationID: w.orgA, UserID: w.ada, Admin: true, ConversationID: w.convAda, TurnID: w.turnAda},
 				want: map[string]int{"Organization": 1, "Memory": 1, "User": 2, "APIToken": 1, "Agent": 2, "Application": 2, "Skill": 2,
-					"Conversation": 1, "Turn": 1, "Approval": 1, "ToolCall": 1, "ModelCall": 1, "MonthlySpend": 1, "StoredResult": 1, "Summary": 1, "Budget": 2, "Task": 1, "IdempotentResponse": 1, "WorkspaceFile": 1, "Artifact": 1, "ArtifactVersion": 1,
+					"Conversation": 1, "Turn": 1, "Approval": 1, "ToolCall": 1, "ModelCall": 1, "TurnRating": 1, "MonthlySpend": 1, "StoredResult": 1, "Summary": 1, "Budget": 2, "Task": 1, "IdempotentResponse": 1, "WorkspaceFile": 1, "Artifact": 1, "ArtifactVersion": 1,
 					"KnowledgeBase": 2, "Document": 2, "DocumentChunk": 2, "Attachment": 1},
 			},
 			{
 				name: "a scope token naming another user's conversation reaches nothing of it",
 				give: tenancy.Viewer{OrganizationID: w.orgB, UserID: w.cy, Admin: true, ConversationID: w.convBob, TurnID: w.turnAda},
 				want: map[string]int{"Organization": 1, "Memory": 1, "User": 1, "APIToken": 1, "Agent": 1, "Application": 1, "Skill": 1,
-					"Conversation": 0, "Turn": 0, "Approval": 0, "ToolCall": 0, "ModelCall": 1, "MonthlySpend": 1, "StoredResult": 0, "Summary": 0, "Budget": 1, "Task": 0, "IdempotentResponse": 0, "WorkspaceFile": 0, "Artifact": 0, "ArtifactVersion": 0,
+					"Conversation": 0, "Turn": 0, "Approval": 0, "ToolCall": 0, "ModelCall": 1, "TurnRating": 1, "MonthlySpend": 1, "StoredResult": 0, "Summary": 0, "Budget": 1, "Task": 0, "IdempotentResponse": 0, "WorkspaceFile": 0, "Artifact": 0, "ArtifactVersion": 0,
 					"KnowledgeBase": 1, "Document": 1, "DocumentChunk": 1, "Attachment": 0},
 			},
 			{
 				name: "the other organisation's admin",
 				give: tenancy.Viewer{OrganizationID: w.orgB, UserID: w.cy, Admin: true},
 				want: map[string]int{"Organization": 1, "Memory": 1, "User": 1, "APIToken": 1, "Agent": 1, "Application": 1, "Skill": 1,
-					"Conversation": 1, "Turn": 1, "Approval": 1, "ToolCall": 1, "ModelCall": 1, "MonthlySpend": 2, "StoredResult": 1, "Summary": 1, "Budget": 1, "Task": 1, "IdempotentResponse": 1, "WorkspaceFile": 1, "Artifact": 1, "ArtifactVersion": 1,
+					"Conversation": 1, "Turn": 1, "Approval": 1, "ToolCall": 1, "ModelCall": 1, "TurnRating": 1, "MonthlySpend": 2, "StoredResult": 1, "Summary": 1, "Budget": 1, "Task": 1, "IdempotentResponse": 1, "WorkspaceFile": 1, "Artifact": 1, "ArtifactVersion": 1,
 					"KnowledgeBase": 1, "Document": 1, "DocumentChunk": 1, "Attachment": 1},
 			},
 		}
