@@ -17,8 +17,8 @@ import (
 	"github.com/toolgate/toolgate/ent/db/dbtest"
 	"github.com/toolgate/toolgate/ent/migrate"
 	"github.com/toolgate/toolgate/ent/schematype"
-	"github.com/toolgate/toolgate/ent/turnrating"
 	"github.com/toolgate/toolgate/ent/tenancy"
+	"github.com/toolgate/toolgate/ent/turnrating"
 )
 
 // entity is one generated entity client, reached by reflection so that an
