@@ -36,7 +36,10 @@ type stmtLog struct {
 }
 
 func (s *stmtLog) observe(q string) {
-	if strings.Contains(q, "river_") {
+	// The queue's statements: River's own tables, and the transactions of
+	// its pgx pool (pgx writes begin and commit in lower case; ent's
+	// lib/pq pool in upper), whose completer commits when it will.
+	if strings.Contains(q, "river_") || q == "begin" || q == "commit" || q == "rollback" {
 		return
 	}
 	s.mu.Lock()
