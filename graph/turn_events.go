@@ -200,7 +200,7 @@ func (f *follower) tell(ev *model.TurnEvent, kind events.Kind, step, phase, tool
 // tellPast tells one rebuilt event, unless it was told.
 func (f *follower) tellPast(p pastEvent) bool {
 	if p.text != nil {
-		return f.stored(p.step, *p.text)
+		return f.stored(p.step, *p.text, p.calls)
 	}
 	return f.tell(p.ev, p.ev.Kind, p.step, p.phase, p.toolCallID)
 }
@@ -357,15 +357,20 @@ func (f *follower) writings(calls []events.Writing) bool {
 	return true
 }
 
-// finishText tells the rest of step's text before its MODEL_CALL_FINISHED:
-// from the stream when this replica holds it whole, else from what is
-// stored.
+// finishText tells the rest of step's text, and the tool calls its model
+// wrote, before its MODEL_CALL_FINISHED: from the stream when this
+// replica holds it whole, else from what is stored.
 func (f *follower) finishText(step int) bool {
 	if f.at.step != step || f.at.phase > phaseText {
 		return true
 	}
-	if tx, ok := f.bus.Text(f.turnID, f.at.bytes); ok && tx.Step == step && tx.Synced && tx.Done &&
-		tx.Attempt == f.at.attempt && tx.From == f.at.bytes {
+	tx, ok := f.bus.Text(f.turnID, f.at.bytes)
+	if ok && tx.Attempt != f.at.attempt && tx.From != 0 {
+		tx, ok = f.bus.Text(f.turnID, 0)
+	}
+	if ok && tx.Step == step && tx.Synced && tx.Done && (tx.Attempt != f.at.attempt || tx.From == f.at.bytes) {
+		// Another try than the one told (or none told yet) is told from
+		// its start.
 		return f.apply(tx)
 	}
 	v, err := f.r.reads.do(f.ctx, readKey{event: eventKeyID{turnID: f.turnID, step: step, kind: events.TextDelta}, what: "text"},
@@ -376,18 +381,46 @@ func (f *follower) finishText(step int) bool {
 			if err != nil {
 				return nil, err
 			}
-			return mc.Text, nil
+			calls, err := f.r.Client.ToolCall.Query().
+				Where(toolcall.TurnID(f.turnID), toolcall.Step(step)).
+				Order(ent.Asc(toolcall.FieldPosition)).Select(toolcall.FieldStep, toolcall.FieldName).All(ctx)
+			if err != nil {
+				return nil, err
+			}
+			return storedStep{text: mc.Text, calls: writingsOf(calls, step)}, nil
 		})
 	if err != nil {
 		f.r.Log.WarnContext(f.ctx, "turn event", "turn", EncodeID(f.turnID), "err", err)
 		return false
 	}
-	return f.stored(step, v.(string))
+	st := v.(storedStep)
+	return f.stored(step, st.text, st.calls)
 }
 
-// stored tells step's text as it is recorded: the rest of it when the
-// subscriber holds its start, else all of it from offset 0.
-func (f *follower) stored(step int, text string) bool {
+// storedStep is a step's model call as stored: its text and the tool
+// calls it asked for.
+type storedStep struct {
+	text  string
+	calls []events.Writing
+}
+
+// writingsOf is how step's tool calls were told while the model wrote
+// them: one a call, in the order it wrote them (calls are in position
+// order).
+func writingsOf(calls []*ent.ToolCall, step int) []events.Writing {
+	var out []events.Writing
+	for _, c := range calls {
+		if c.Step == step {
+			out = append(out, events.Writing{Index: len(out), Name: c.Name})
+		}
+	}
+	return out
+}
+
+// stored tells step's text as it is recorded (the rest of it when the
+// subscriber holds its start, else all of it from offset 0), then the
+// tool calls it wrote that were not told.
+func (f *follower) stored(step int, text string, calls []events.Writing) bool {
 	p := &f.at
 	if !f.deltas || p.step > step || p.step == step && p.phase > phaseText {
 		return true
@@ -402,21 +435,21 @@ func (f *follower) stored(step int, text string) bool {
 	switch {
 	case p.chars == 0 && p.calls == 0:
 		p.attempt = "="
+		if text != "" && !f.sendText(text, 0) {
+			return false
+		}
 	case p.holds(text) && utf8.RuneStart(byteAt(text, p.bytes)):
 		p.attempt = "="
-		text = text[p.bytes:]
-		if text == "" {
-			return true
+		if rest := text[p.bytes:]; rest != "" && !f.sendText(rest, p.chars) {
+			return false
 		}
-		return f.sendText(text, p.chars)
 	default:
 		p.restart("=")
-		return f.sendText(text, 0)
+		if !f.sendText(text, 0) {
+			return false
+		}
 	}
-	if text == "" {
-		return true
-	}
-	return f.sendText(text, 0)
+	return f.writings(calls)
 }
 
 // byteAt is s[i], or a character's start past its end.
@@ -650,6 +683,9 @@ type pastEvent struct {
 	ev                      *model.TurnEvent
 	step, phase, toolCallID int
 	text                    *string
+	// calls are the tool calls the step's model wrote, told after its
+	// text as they were told live.
+	calls []events.Writing
 }
 
 // pastEvents rebuilds a turn's events so far from what is stored: its
@@ -712,7 +748,7 @@ func (r *Resolver) pastEvents(ctx context.Context, t *ent.Turn, deltas bool) ([]
 			mc := mcs[i]
 			add(events.ModelCallStarted, step, nil, turn.StatusRUNNING, mc.StartedAt)
 			if deltas {
-				out = append(out, pastEvent{step: step, phase: phaseText, text: &mc.Text})
+				out = append(out, pastEvent{step: step, phase: phaseText, text: &mc.Text, calls: writingsOf(calls, step)})
 			}
 			add(events.ModelCallFinished, step, nil, turn.StatusRUNNING, mc.StartedAt.Add(time.Duration(mc.DurationMs)*time.Millisecond))
 		}
