@@ -218,15 +218,15 @@ func TestMalformedCursorIsBadInput(t *testing.T) {
 	}
 }
 
-// The transcript query the README shows a portal developer passes the
+// The transcript query docs/api.md shows a portal developer passes the
 // complexity limit as written; the existing "too complex" case in
 // TestRequestErrors keeps an abusive nesting refused.
 func TestReadmeTranscriptQueryPasses(t *testing.T) {
 	t.Parallel()
-	readme, err := os.ReadFile("../README.md")
+	readme, err := os.ReadFile("../docs/api.md")
 	require.NoError(t, err)
 	_, rest, ok := strings.Cut(string(readme), "A transcript, with each tool call's")
-	require.True(t, ok, "the README's transcript example")
+	require.True(t, ok, "docs/api.md's transcript example")
 	_, rest, ok = strings.Cut(rest, "```graphql\n")
 	require.True(t, ok)
 	query, _, ok := strings.Cut(rest, "```")

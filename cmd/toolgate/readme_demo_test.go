@@ -40,7 +40,7 @@ func readmeBlocks(t *testing.T, readme, from, to string) []string {
 }
 
 // TestREADMEExamplesOnTheDemo runs the Quick start's examples, and the
-// runCode one, as a newcomer would: against a fresh `serve --demo` at the
+// runCode one of docs/tools.md, as a newcomer would: against a fresh `serve --demo` at the
 // pace `make run` plays, each on the ids the earlier ones answered. Every
 // example answers without errors; "What is 2/3?" is answered through the
 // calculator, and its subscription hears the turn, not only its end.
@@ -50,14 +50,16 @@ func TestREADMEExamplesOnTheDemo(t *testing.T) {
 	require.NoError(t, err)
 	readme := string(raw)
 	quick := readmeBlocks(t, readme, "## Quick start", "## Commands")
+	tools, err := os.ReadFile("../../docs/tools.md")
+	require.NoError(t, err)
 	var runCode string
-	for _, op := range readmeBlocks(t, readme, "# toolgate", "") {
+	for _, op := range readmeBlocks(t, string(tools), "# Tools", "") {
 		if strings.HasPrefix(op, "mutation { runCode(") {
 			runCode = op
 			break
 		}
 	}
-	require.NotEmpty(t, runCode, "the README's runCode example")
+	require.NotEmpty(t, runCode, "the runCode example of docs/tools.md")
 
 	ctx, cancel := context.WithCancel(context.Background())
 	var out, logs syncBuffer

@@ -10,16 +10,16 @@ import (
 	"github.com/vektah/gqlparser/v2/parser"
 )
 
-// TestREADMEOutlineMatchesSchema: the README's outline of the API names
+// TestAPIOutlineMatchesSchema: the outline of the API in docs/api.md names
 // the three roots, and every field it names exists in the schema with the
 // arguments and the type the outline gives it.
-func TestREADMEOutlineMatchesSchema(t *testing.T) {
+func TestAPIOutlineMatchesSchema(t *testing.T) {
 	t.Parallel()
-	raw, err := os.ReadFile("../README.md")
+	raw, err := os.ReadFile("../docs/api.md")
 	require.NoError(t, err)
 	readme := string(raw)
 	start := strings.Index(readme, "the outline:\n\n```graphql\n")
-	require.GreaterOrEqual(t, start, 0, "the README has an outline of the schema")
+	require.GreaterOrEqual(t, start, 0, "docs/api.md has an outline of the schema")
 	outline := readme[start+len("the outline:\n\n```graphql\n"):]
 	outline = outline[:strings.Index(outline, "```")]
 	doc, gerr := parser.ParseSchema(&ast.Source{Name: "README outline", Input: outline})
