@@ -10,6 +10,8 @@ import (
 	"github.com/toolgate/toolgate/ent/db"
 	"github.com/toolgate/toolgate/ent/db/dbtest"
 	"github.com/toolgate/toolgate/graph"
+	"github.com/toolgate/toolgate/graph/gid"
+	"github.com/toolgate/toolgate/runtime/loop"
 	"github.com/toolgate/toolgate/tools"
 	"github.com/toolgate/toolgate/tools/catalog"
 	"github.com/toolgate/toolgate/tools/registry"
@@ -305,4 +307,58 @@ func TestToolLoading(t *testing.T) {
 		require.Empty(t, got["tools"])
 		require.Equal(t, []any{"search_attachments"}, got["missing"])
 	})
+}
+
+// TestCatalogueLoadingCost: the catalogue shows what a turn of the agent
+// is expected to pay for its definitions each way at the model's price,
+// and AUTO's choice follows it: a lean agent whole, one offered the wide
+// catalogue deferred. With no price known there is no estimate.
+func TestCatalogueLoadingCost(t *testing.T) {
+	t.Parallel()
+	d := dbtest.Open(t, dbtest.SQLite)
+	rates := &catalog.Rates{Input: 2, CacheRead: 0.5, CacheWrite: 2, Output: 8}
+	runner, err := loop.New(loop.Config{Client: d.Client(), Queue: d.Queue(), EncodeID: gid.Encode, Rates: rates})
+	require.NoError(t, err)
+	b := setupWith(t, d, func(c *graph.Config) { c.Runner = runner })
+	var every []string
+	for _, def := range registry.All() {
+		if def.Offered == tools.OfferAllowlisted {
+			every = append(every, def.Name)
+		}
+	}
+	query := `query($a: ID) { catalogue(agentId: $a) { deferring offeredTokens sentTokens
+		loadingCost { full { micros currency } deferred { micros } fullTokens deferredTokens readTokens calls } } }`
+	for _, tc := range []struct {
+		tools  []string
+		defers bool
+	}{{nil, false}, {every, true}} {
+		allow := []any{}
+		for _, n := range tc.tools {
+			allow = append(allow, n)
+		}
+		id := b.createAgentWith(t, b.alice.Token, "Priced", allow)
+		c := get(b.do(t, b.alice.Token, query, map[string]any{"a": id}).ok(t), "catalogue").(map[string]any)
+		cost := c["loadingCost"].(map[string]any)
+		full, deferred := int(cost["fullTokens"].(float64)), int(cost["deferredTokens"].(float64))
+		want := rates.Estimate(full, deferred, int(cost["readTokens"].(float64)))
+		require.EqualValues(t, want.FullMicros, get(cost, "full", "micros"))
+		require.EqualValues(t, want.DeferredMicros, get(cost, "deferred", "micros"))
+		require.Equal(t, "USD", get(cost, "full", "currency"))
+		require.EqualValues(t, catalog.AutoCalls, cost["calls"])
+		require.Equal(t, c["offeredTokens"], cost["fullTokens"])
+		require.Equal(t, tc.defers, c["deferring"], "%d tools", len(tc.tools))
+		require.Equal(t, tc.defers, want.DeferredMicros < want.FullMicros)
+		if tc.defers {
+			require.Equal(t, c["sentTokens"], cost["deferredTokens"])
+		}
+	}
+
+	plain := setup(t, dbtest.Open(t, dbtest.SQLite))
+	var allow []any
+	for _, n := range every {
+		allow = append(allow, n)
+	}
+	id := plain.createAgentWith(t, plain.alice.Token, "Unpriced", allow)
+	c := get(plain.do(t, plain.alice.Token, query, map[string]any{"a": id}).ok(t), "catalogue").(map[string]any)
+	require.Nil(t, c["loadingCost"])
 }

@@ -124,7 +124,11 @@ func (r *Resolver) server() catalog.Server {
 	if r.Documents != nil {
 		e = r.Documents.Embedder()
 	}
-	return catalog.Server{WebProvider: r.Web != nil, Embeddings: e != nil, EmbeddingsDown: embed.Down(e), Browser: r.Browser != nil}
+	s := catalog.Server{WebProvider: r.Web != nil, Embeddings: e != nil, EmbeddingsDown: embed.Down(e), Browser: r.Browser != nil}
+	if r.Runner != nil {
+		s.Rates = r.Runner.Rates()
+	}
+	return s
 }
 
 // documentReach resolves what a document tool's call may reach: the

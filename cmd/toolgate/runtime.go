@@ -34,6 +34,7 @@ import (
 	"github.com/toolgate/toolgate/runtime/prompt"
 	"github.com/toolgate/toolgate/runtime/scope"
 	"github.com/toolgate/toolgate/tools/budget"
+	"github.com/toolgate/toolgate/tools/catalog"
 	"github.com/toolgate/toolgate/tools/embed"
 	"github.com/toolgate/toolgate/tools/registry"
 )
@@ -207,6 +208,7 @@ func newRunner(ctx context.Context, c runtimeConfig, d *db.DB, jobs db.Queue, db
 		Dispatcher:      disp,
 		Events:          bus,
 		Prices:          prices,
+		Rates:           modelRates(prices, modelName(c, provider)),
 		Apps:            apps,
 		Tools:           registry.All(),
 		MaxSteps:        c.maxSteps,
@@ -246,16 +248,34 @@ func historyBudget(c runtimeConfig, p model.Provider) int {
 	if c.historyBudget != 0 {
 		return c.historyBudget
 	}
-	name := c.model
-	if name == "" {
-		switch p.Name() {
-		case openai.Name:
-			name = openai.DefaultModel
-		case anthropic.Name:
-			name = anthropic.DefaultModel
-		}
+	return prompt.DefaultBudget(modelName(c, p))
+}
+
+// modelName is the model turns call: the one configured, else the
+// provider's default (the replay provider's name for its own).
+func modelName(c runtimeConfig, p model.Provider) string {
+	if c.model != "" {
+		return c.model
 	}
-	return prompt.DefaultBudget(name)
+	switch p.Name() {
+	case openai.Name:
+		return openai.DefaultModel
+	case anthropic.Name:
+		return anthropic.DefaultModel
+	case replay.Name:
+		return replay.ModelName
+	}
+	return ""
+}
+
+// modelRates are the prices of the model turns call, by which AUTO
+// chooses how to send definitions; nil when the table has none.
+func modelRates(prices *price.Table, name string) *catalog.Rates {
+	p, ok := prices.Lookup(name)
+	if !ok {
+		return nil
+	}
+	return &catalog.Rates{Input: p.Input, CacheRead: p.CacheRead, CacheWrite: p.CacheWrite, Output: p.Output}
 }
 
 // intEnv reads an integer setting that may be negative or zero.

@@ -279,6 +279,7 @@ type ComplexityRoot struct {
 		EmbeddingModel          func(childComplexity int) int
 		GuidanceChars           func(childComplexity int) int
 		GuidanceTokens          func(childComplexity int) int
+		LoadingCost             func(childComplexity int) int
 		OfferedChars            func(childComplexity int) int
 		OfferedTokens           func(childComplexity int) int
 		SentChars               func(childComplexity int) int
@@ -864,6 +865,15 @@ type ComplexityRoot struct {
 
 	ToolList struct {
 		Tools func(childComplexity int) int
+	}
+
+	ToolLoadingCost struct {
+		Calls          func(childComplexity int) int
+		Deferred       func(childComplexity int) int
+		DeferredTokens func(childComplexity int) int
+		Full           func(childComplexity int) int
+		FullTokens     func(childComplexity int) int
+		ReadTokens     func(childComplexity int) int
 	}
 
 	ToolResultExcerpt struct {
@@ -2226,6 +2236,12 @@ func (e *executableSchema) Complexity(ctx context.Context, typeName, field strin
 		}
 
 		return e.ComplexityRoot.Catalogue.GuidanceTokens(childComplexity), true
+	case "Catalogue.loadingCost":
+		if e.ComplexityRoot.Catalogue.LoadingCost == nil {
+			break
+		}
+
+		return e.ComplexityRoot.Catalogue.LoadingCost(childComplexity), true
 	case "Catalogue.offeredChars":
 		if e.ComplexityRoot.Catalogue.OfferedChars == nil {
 			break
@@ -4929,6 +4945,43 @@ func (e *executableSchema) Complexity(ctx context.Context, typeName, field strin
 
 		return e.ComplexityRoot.ToolList.Tools(childComplexity), true
 
+	case "ToolLoadingCost.calls":
+		if e.ComplexityRoot.ToolLoadingCost.Calls == nil {
+			break
+		}
+
+		return e.ComplexityRoot.ToolLoadingCost.Calls(childComplexity), true
+	case "ToolLoadingCost.deferred":
+		if e.ComplexityRoot.ToolLoadingCost.Deferred == nil {
+			break
+		}
+
+		return e.ComplexityRoot.ToolLoadingCost.Deferred(childComplexity), true
+	case "ToolLoadingCost.deferredTokens":
+		if e.ComplexityRoot.ToolLoadingCost.DeferredTokens == nil {
+			break
+		}
+
+		return e.ComplexityRoot.ToolLoadingCost.DeferredTokens(childComplexity), true
+	case "ToolLoadingCost.full":
+		if e.ComplexityRoot.ToolLoadingCost.Full == nil {
+			break
+		}
+
+		return e.ComplexityRoot.ToolLoadingCost.Full(childComplexity), true
+	case "ToolLoadingCost.fullTokens":
+		if e.ComplexityRoot.ToolLoadingCost.FullTokens == nil {
+			break
+		}
+
+		return e.ComplexityRoot.ToolLoadingCost.FullTokens(childComplexity), true
+	case "ToolLoadingCost.readTokens":
+		if e.ComplexityRoot.ToolLoadingCost.ReadTokens == nil {
+			break
+		}
+
+		return e.ComplexityRoot.ToolLoadingCost.ReadTokens(childComplexity), true
+
 	case "ToolResultExcerpt.edits":
 		if e.ComplexityRoot.ToolResultExcerpt.Edits == nil {
 			break
@@ -6980,6 +7033,13 @@ type Catalogue @goModel(model: "github.com/toolgate/toolgate/tools/catalog.Catal
   sentChars: Int!
   "sentChars in o200k_base tokens."
   sentTokens: Int!
+  """
+  What a turn of the agent is expected to pay for its tool definitions, sent
+  whole and deferred, at the prices of the model turns call: how toolLoading
+  AUTO chooses (it defers when that is cheaper). Null when the model has no
+  price; AUTO then defers once offeredTokens pass 6,000.
+  """
+  loadingCost: ToolLoadingCost
   "The agent's application tools' share of offeredChars."
   applicationChars: Int!
   "applicationChars in o200k_base tokens."
@@ -7082,6 +7142,30 @@ type ToolSchemas @goModel(model: "github.com/toolgate/toolgate/tools/catalog.Sch
   hint: String
   "Names refused (unknown, or not the agent's), by position."
   failures: [ItemFailure!]!
+}
+
+"""
+What one turn is expected to pay for its tool definitions each way. The turn
+priced makes ` + "`" + `calls` + "`" + ` model calls sending them whole: the first pays the
+definitions at the cache-write price (the input price when the model has
+none), the others at the cache-read price. Deferring, it makes one more call
+first (3,000 tokens of messages read from the cache, 60 tokens written) to
+read readTokens of definitions back, which then ride in every later call's
+messages, uncached on the first.
+"""
+type ToolLoadingCost @goModel(model: "github.com/toolgate/toolgate/tools/catalog.LoadingEstimate") {
+  "Sending every offered definition whole."
+  full: Money!
+  "Deferring: the kept tools and get_tool_schema whole, the rest as stubs, and the definitions read back."
+  deferred: Money!
+  "The definitions each call sends whole, in o200k_base tokens (offeredTokens)."
+  fullTokens: Int!
+  "The definitions each call sends deferring, in o200k_base tokens."
+  deferredTokens: Int!
+  "What the deferring turn is priced as reading back: three of the deferred definitions at their mean size (all of them when fewer)."
+  readTokens: Int!
+  "The model calls of the turn priced, sending definitions whole."
+  calls: Int!
 }
 `, BuiltIn: false},
 	{Name: "../code.graphqls", Input: `# The Code family: run_code. A turn's scope token names the conversation
@@ -11115,6 +11199,8 @@ func (ec *executionContext) childFields_Catalogue(ctx context.Context, field gra
 		return ec.fieldContext_Catalogue_sentChars(ctx, field)
 	case "sentTokens":
 		return ec.fieldContext_Catalogue_sentTokens(ctx, field)
+	case "loadingCost":
+		return ec.fieldContext_Catalogue_loadingCost(ctx, field)
 	case "applicationChars":
 		return ec.fieldContext_Catalogue_applicationChars(ctx, field)
 	case "applicationTokens":
@@ -12097,6 +12183,24 @@ func (ec *executionContext) childFields_ToolList(ctx context.Context, field grap
 		return ec.fieldContext_ToolList_tools(ctx, field)
 	}
 	return nil, fmt.Errorf("no field named %q was found under type ToolList", field.Name)
+}
+
+func (ec *executionContext) childFields_ToolLoadingCost(ctx context.Context, field graphql.CollectedField) (*graphql.FieldContext, error) {
+	switch field.Name {
+	case "full":
+		return ec.fieldContext_ToolLoadingCost_full(ctx, field)
+	case "deferred":
+		return ec.fieldContext_ToolLoadingCost_deferred(ctx, field)
+	case "fullTokens":
+		return ec.fieldContext_ToolLoadingCost_fullTokens(ctx, field)
+	case "deferredTokens":
+		return ec.fieldContext_ToolLoadingCost_deferredTokens(ctx, field)
+	case "readTokens":
+		return ec.fieldContext_ToolLoadingCost_readTokens(ctx, field)
+	case "calls":
+		return ec.fieldContext_ToolLoadingCost_calls(ctx, field)
+	}
+	return nil, fmt.Errorf("no field named %q was found under type ToolLoadingCost", field.Name)
 }
 
 func (ec *executionContext) childFields_ToolResultExcerpt(ctx context.Context, field graphql.CollectedField) (*graphql.FieldContext, error) {
@@ -18369,6 +18473,38 @@ func (ec *executionContext) _Catalogue_sentTokens(ctx context.Context, field gra
 }
 func (ec *executionContext) fieldContext_Catalogue_sentTokens(_ context.Context, field graphql.CollectedField) (fc *graphql.FieldContext, err error) {
 	return graphql.NewScalarFieldContext("Catalogue", field, false, false, "Int")
+}
+
+func (ec *executionContext) _Catalogue_loadingCost(ctx context.Context, field graphql.CollectedField, obj *catalog.Catalogue) (ret graphql.Marshaler) {
+	return graphql.ResolveField(
+		ctx,
+		ec.OperationContext,
+		field,
+		func(ctx context.Context, field graphql.CollectedField) (*graphql.FieldContext, error) {
+			return ec.fieldContext_Catalogue_loadingCost(ctx, field)
+		},
+		func(ctx context.Context) (any, error) {
+			return obj.LoadingCost(), nil
+		},
+		nil,
+		func(ctx context.Context, selections ast.SelectionSet, v *catalog.LoadingEstimate) graphql.Marshaler {
+			return ec.marshalOToolLoadingCost2ᚖgithubᚗcomᚋtoolgateᚋtoolgateᚋtoolsᚋcatalogᚐLoadingEstimate(ctx, selections, v)
+		},
+		true,
+		false,
+	)
+}
+func (ec *executionContext) fieldContext_Catalogue_loadingCost(_ context.Context, field graphql.CollectedField) (fc *graphql.FieldContext, err error) {
+	fc = &graphql.FieldContext{
+		Object:     "Catalogue",
+		Field:      field,
+		IsMethod:   true,
+		IsResolver: false,
+		Child: func(ctx context.Context, field graphql.CollectedField) (*graphql.FieldContext, error) {
+			return ec.childFields_ToolLoadingCost(ctx, field)
+		},
+	}
+	return fc, nil
 }
 
 func (ec *executionContext) _Catalogue_applicationChars(ctx context.Context, field graphql.CollectedField, obj *catalog.Catalogue) (ret graphql.Marshaler) {
@@ -29274,6 +29410,162 @@ func (ec *executionContext) fieldContext_ToolList_tools(_ context.Context, field
 		},
 	}
 	return fc, nil
+}
+
+func (ec *executionContext) _ToolLoadingCost_full(ctx context.Context, field graphql.CollectedField, obj *catalog.LoadingEstimate) (ret graphql.Marshaler) {
+	return graphql.ResolveField(
+		ctx,
+		ec.OperationContext,
+		field,
+		func(ctx context.Context, field graphql.CollectedField) (*graphql.FieldContext, error) {
+			return ec.fieldContext_ToolLoadingCost_full(ctx, field)
+		},
+		func(ctx context.Context) (any, error) {
+			return obj.Full(), nil
+		},
+		nil,
+		func(ctx context.Context, selections ast.SelectionSet, v schematype.Micros) graphql.Marshaler {
+			return ec.marshalNMoney2githubᚗcomᚋtoolgateᚋtoolgateᚋentᚋschematypeᚐMicros(ctx, selections, v)
+		},
+		true,
+		true,
+	)
+}
+func (ec *executionContext) fieldContext_ToolLoadingCost_full(_ context.Context, field graphql.CollectedField) (fc *graphql.FieldContext, err error) {
+	fc = &graphql.FieldContext{
+		Object:     "ToolLoadingCost",
+		Field:      field,
+		IsMethod:   true,
+		IsResolver: false,
+		Child: func(ctx context.Context, field graphql.CollectedField) (*graphql.FieldContext, error) {
+			return ec.childFields_Money(ctx, field)
+		},
+	}
+	return fc, nil
+}
+
+func (ec *executionContext) _ToolLoadingCost_deferred(ctx context.Context, field graphql.CollectedField, obj *catalog.LoadingEstimate) (ret graphql.Marshaler) {
+	return graphql.ResolveField(
+		ctx,
+		ec.OperationContext,
+		field,
+		func(ctx context.Context, field graphql.CollectedField) (*graphql.FieldContext, error) {
+			return ec.fieldContext_ToolLoadingCost_deferred(ctx, field)
+		},
+		func(ctx context.Context) (any, error) {
+			return obj.Deferred(), nil
+		},
+		nil,
+		func(ctx context.Context, selections ast.SelectionSet, v schematype.Micros) graphql.Marshaler {
+			return ec.marshalNMoney2githubᚗcomᚋtoolgateᚋtoolgateᚋentᚋschematypeᚐMicros(ctx, selections, v)
+		},
+		true,
+		true,
+	)
+}
+func (ec *executionContext) fieldContext_ToolLoadingCost_deferred(_ context.Context, field graphql.CollectedField) (fc *graphql.FieldContext, err error) {
+	fc = &graphql.FieldContext{
+		Object:     "ToolLoadingCost",
+		Field:      field,
+		IsMethod:   true,
+		IsResolver: false,
+		Child: func(ctx context.Context, field graphql.CollectedField) (*graphql.FieldContext, error) {
+			return ec.childFields_Money(ctx, field)
+		},
+	}
+	return fc, nil
+}
+
+func (ec *executionContext) _ToolLoadingCost_fullTokens(ctx context.Context, field graphql.CollectedField, obj *catalog.LoadingEstimate) (ret graphql.Marshaler) {
+	return graphql.ResolveField(
+		ctx,
+		ec.OperationContext,
+		field,
+		func(ctx context.Context, field graphql.CollectedField) (*graphql.FieldContext, error) {
+			return ec.fieldContext_ToolLoadingCost_fullTokens(ctx, field)
+		},
+		func(ctx context.Context) (any, error) {
+			return obj.FullTokens, nil
+		},
+		nil,
+		func(ctx context.Context, selections ast.SelectionSet, v int) graphql.Marshaler {
+			return ec.marshalNInt2int(ctx, selections, v)
+		},
+		true,
+		true,
+	)
+}
+func (ec *executionContext) fieldContext_ToolLoadingCost_fullTokens(_ context.Context, field graphql.CollectedField) (fc *graphql.FieldContext, err error) {
+	return graphql.NewScalarFieldContext("ToolLoadingCost", field, false, false, "Int")
+}
+
+func (ec *executionContext) _ToolLoadingCost_deferredTokens(ctx context.Context, field graphql.CollectedField, obj *catalog.LoadingEstimate) (ret graphql.Marshaler) {
+	return graphql.ResolveField(
+		ctx,
+		ec.OperationContext,
+		field,
+		func(ctx context.Context, field graphql.CollectedField) (*graphql.FieldContext, error) {
+			return ec.fieldContext_ToolLoadingCost_deferredTokens(ctx, field)
+		},
+		func(ctx context.Context) (any, error) {
+			return obj.DeferredTokens, nil
+		},
+		nil,
+		func(ctx context.Context, selections ast.SelectionSet, v int) graphql.Marshaler {
+			return ec.marshalNInt2int(ctx, selections, v)
+		},
+		true,
+		true,
+	)
+}
+func (ec *executionContext) fieldContext_ToolLoadingCost_deferredTokens(_ context.Context, field graphql.CollectedField) (fc *graphql.FieldContext, err error) {
+	return graphql.NewScalarFieldContext("ToolLoadingCost", field, false, false, "Int")
+}
+
+func (ec *executionContext) _ToolLoadingCost_readTokens(ctx context.Context, field graphql.CollectedField, obj *catalog.LoadingEstimate) (ret graphql.Marshaler) {
+	return graphql.ResolveField(
+		ctx,
+		ec.OperationContext,
+		field,
+		func(ctx context.Context, field graphql.CollectedField) (*graphql.FieldContext, error) {
+			return ec.fieldContext_ToolLoadingCost_readTokens(ctx, field)
+		},
+		func(ctx context.Context) (any, error) {
+			return obj.ReadTokens, nil
+		},
+		nil,
+		func(ctx context.Context, selections ast.SelectionSet, v int) graphql.Marshaler {
+			return ec.marshalNInt2int(ctx, selections, v)
+		},
+		true,
+		true,
+	)
+}
+func (ec *executionContext) fieldContext_ToolLoadingCost_readTokens(_ context.Context, field graphql.CollectedField) (fc *graphql.FieldContext, err error) {
+	return graphql.NewScalarFieldContext("ToolLoadingCost", field, false, false, "Int")
+}
+
+func (ec *executionContext) _ToolLoadingCost_calls(ctx context.Context, field graphql.CollectedField, obj *catalog.LoadingEstimate) (ret graphql.Marshaler) {
+	return graphql.ResolveField(
+		ctx,
+		ec.OperationContext,
+		field,
+		func(ctx context.Context, field graphql.CollectedField) (*graphql.FieldContext, error) {
+			return ec.fieldContext_ToolLoadingCost_calls(ctx, field)
+		},
+		func(ctx context.Context) (any, error) {
+			return obj.Calls(), nil
+		},
+		nil,
+		func(ctx context.Context, selections ast.SelectionSet, v int) graphql.Marshaler {
+			return ec.marshalNInt2int(ctx, selections, v)
+		},
+		true,
+		true,
+	)
+}
+func (ec *executionContext) fieldContext_ToolLoadingCost_calls(_ context.Context, field graphql.CollectedField) (fc *graphql.FieldContext, err error) {
+	return graphql.NewScalarFieldContext("ToolLoadingCost", field, true, false, "Int")
 }
 
 func (ec *executionContext) _ToolResultExcerpt_offset(ctx context.Context, field graphql.CollectedField, obj *result.Excerpt) (ret graphql.Marshaler) {
@@ -40276,6 +40568,11 @@ func (ec *executionContext) _Catalogue(ctx context.Context, sel ast.SelectionSet
 			if out.Values[i] == graphql.Null {
 				atomic.AddUint32(&out.Invalids, 1)
 			}
+		case "loadingCost":
+			out.Values[i] = ec._Catalogue_loadingCost(ctx, field, obj)
+			if out.Values[i] == graphql.RequiredNull {
+				atomic.AddUint32(&out.Invalids, 1)
+			}
 		case "applicationChars":
 			out.Values[i] = ec._Catalogue_applicationChars(ctx, field, obj)
 			if out.Values[i] == graphql.Null {
@@ -44304,6 +44601,64 @@ func (ec *executionContext) _ToolList(ctx context.Context, sel ast.SelectionSet,
 			out.Values[i] = graphql.MarshalString("ToolList")
 		case "tools":
 			out.Values[i] = ec._ToolList_tools(ctx, field, obj)
+			if out.Values[i] == graphql.Null {
+				out.Invalids++
+			}
+		default:
+			panic("unknown field " + strconv.Quote(field.Name))
+		}
+	}
+	out.Dispatch(ctx)
+	if out.Invalids > 0 {
+		return graphql.Null
+	}
+
+	if n := len(deferred.Defers); n > 0 {
+		atomic.AddInt32(&ec.Deferred, int32(min(n, math.MaxInt32)))
+		ec.ProcessDeferredGroup(deferred)
+	}
+
+	return out
+}
+
+var toolLoadingCostImplementors = []string{"ToolLoadingCost"}
+
+func (ec *executionContext) _ToolLoadingCost(ctx context.Context, sel ast.SelectionSet, obj *catalog.LoadingEstimate) graphql.Marshaler {
+	fields := graphql.CollectFields(ec.OperationContext, sel, toolLoadingCostImplementors)
+
+	out := graphql.NewFieldSet(fields)
+	deferred := graphql.NewDeferredGroup(ctx)
+	for i, field := range fields {
+		switch field.Name {
+		case "__typename":
+			out.Values[i] = graphql.MarshalString("ToolLoadingCost")
+		case "full":
+			out.Values[i] = ec._ToolLoadingCost_full(ctx, field, obj)
+			if out.Values[i] == graphql.Null {
+				out.Invalids++
+			}
+		case "deferred":
+			out.Values[i] = ec._ToolLoadingCost_deferred(ctx, field, obj)
+			if out.Values[i] == graphql.Null {
+				out.Invalids++
+			}
+		case "fullTokens":
+			out.Values[i] = ec._ToolLoadingCost_fullTokens(ctx, field, obj)
+			if out.Values[i] == graphql.Null {
+				out.Invalids++
+			}
+		case "deferredTokens":
+			out.Values[i] = ec._ToolLoadingCost_deferredTokens(ctx, field, obj)
+			if out.Values[i] == graphql.Null {
+				out.Invalids++
+			}
+		case "readTokens":
+			out.Values[i] = ec._ToolLoadingCost_readTokens(ctx, field, obj)
+			if out.Values[i] == graphql.Null {
+				out.Invalids++
+			}
+		case "calls":
+			out.Values[i] = ec._ToolLoadingCost_calls(ctx, field, obj)
 			if out.Values[i] == graphql.Null {
 				out.Invalids++
 			}
@@ -50084,6 +50439,13 @@ func (ec *executionContext) marshalOToolCallWriting2ᚖgithubᚗcomᚋtoolgate�
 		return graphql.Null
 	}
 	return ec._ToolCallWriting(ctx, sel, v)
+}
+
+func (ec *executionContext) marshalOToolLoadingCost2ᚖgithubᚗcomᚋtoolgateᚋtoolgateᚋtoolsᚋcatalogᚐLoadingEstimate(ctx context.Context, sel ast.SelectionSet, v *catalog.LoadingEstimate) graphql.Marshaler {
+	if v == nil {
+		return graphql.Null
+	}
+	return ec._ToolLoadingCost(ctx, sel, v)
 }
 
 func (ec *executionContext) marshalOTurn2ᚖgithubᚗcomᚋtoolgateᚋtoolgateᚋentᚐTurn(ctx context.Context, sel ast.SelectionSet, v *ent.Turn) graphql.Marshaler {

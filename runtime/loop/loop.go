@@ -41,6 +41,7 @@ import (
 	"github.com/toolgate/toolgate/runtime/scope"
 	"github.com/toolgate/toolgate/runtime/throttle"
 	"github.com/toolgate/toolgate/tools"
+	"github.com/toolgate/toolgate/tools/catalog"
 	"github.com/toolgate/toolgate/tools/embed"
 )
 
@@ -60,6 +61,9 @@ type Config struct {
 	Dispatcher *dispatch.Dispatcher
 	Events     *events.Bus
 	Prices     *price.Table
+	// Rates are the prices of the model turns call, by which an agent's
+	// AUTO tool loading chooses (catalog.Agent.Defers); nil: none known.
+	Rates *catalog.Rates
 	// Apps lists application tools; nil offers none.
 	Apps *mcp.Pool
 	// Tools are the built-in definitions in registration order.
@@ -305,6 +309,9 @@ func (r *Runner) Apps() *mcp.Pool { return r.cfg.Apps }
 
 // Events returns the bus the runner publishes on.
 func (r *Runner) Events() *events.Bus { return r.cfg.Events }
+
+// Rates are the prices of the model turns call (Config.Rates).
+func (r *Runner) Rates() *catalog.Rates { return r.cfg.Rates }
 
 // TurnArgs is the job that runs a turn from where it stands.
 type TurnArgs struct {

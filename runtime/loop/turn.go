@@ -239,7 +239,7 @@ func (t *turnRun) load(ctx context.Context) error {
 		return err
 	}
 	rules, err := catalog.LoadRules(ctx, c, t.agent, u.Edges.Organization, catalog.Server{WebProvider: t.r.cfg.WebProvider,
-		Embeddings: t.r.cfg.Embeddings || t.r.cfg.Embedder != nil, EmbeddingsDown: embed.Down(t.r.cfg.Embedder), Browser: t.r.cfg.Browser})
+		Embeddings: t.r.cfg.Embeddings || t.r.cfg.Embedder != nil, EmbeddingsDown: embed.Down(t.r.cfg.Embedder), Browser: t.r.cfg.Browser, Rates: t.r.cfg.Rates})
 	if err != nil {
 		return err
 	}

@@ -64,18 +64,14 @@ type Deck struct {
 
 // Offer returns the deck of a turn of an agent with the offering rules a:
 // the tools Register offers, and whether they are deferred
-// (catalog.Agent.DefersAt). A deferring turn is also offered
-// get_tool_schema, the one way to read what it defers. Each definition is
-// sized once.
+// (catalog.Agent.Defers, by what a turn would pay for them each way). A
+// deferring turn is also offered get_tool_schema, the one way to read what
+// it defers. Each definition is sized once.
 func Offer(a *catalog.Agent, builtins, apps []tools.Definition) Deck {
 	offered := Register(a, builtins, apps)
-	if a == nil || a.Loading != catalog.LoadDeferred {
-		// Sized once: AUTO decides by it, and, not deferred, it is what
-		// the prefix's definitions cost.
-		n := catalog.DefinitionTokens(offered)
-		if !a.DefersAt(n) {
-			return Deck{Offered: offered, Sent: offered, SentTokens: n}
-		}
+	whole := Deck{Offered: offered, Sent: offered, SentTokens: catalog.DefinitionTokens(offered)}
+	if a == nil || a.Loading == catalog.LoadFull {
+		return whole
 	}
 	if !slices.ContainsFunc(offered, func(d tools.Definition) bool { return d.Name == catalog.SchemaTool }) {
 		with := *a
@@ -83,14 +79,20 @@ func Offer(a *catalog.Agent, builtins, apps []tools.Definition) Deck {
 		offered = Register(&with, builtins, apps)
 	}
 	sent := make([]tools.Definition, len(offered))
+	var sizes []int
 	for i, d := range offered {
 		if catalog.Keeps(d) {
 			sent[i] = d
 		} else {
 			sent[i] = d.Stub()
+			sizes = append(sizes, catalog.DefinitionTokens(offered[i:i+1]))
 		}
 	}
-	return Deck{Offered: offered, Sent: sent, Deferred: true, SentTokens: catalog.DefinitionTokens(sent)}
+	deferred := Deck{Offered: offered, Sent: sent, Deferred: true, SentTokens: catalog.DefinitionTokens(sent)}
+	if !a.Defers(a.Estimate(whole.SentTokens, deferred.SentTokens, catalog.ReadTokens(sizes))) {
+		return whole
+	}
+	return deferred
 }
 
 // DeferNotice is said in the system prompt of a turn that defers

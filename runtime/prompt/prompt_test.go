@@ -18,6 +18,7 @@ import (
 	"github.com/toolgate/toolgate/runtime/prompt"
 	"github.com/toolgate/toolgate/tools"
 	"github.com/toolgate/toolgate/tools/catalog"
+	"github.com/toolgate/toolgate/tools/registry"
 	"github.com/toolgate/toolgate/tools/result"
 )
 
@@ -374,4 +375,29 @@ func TestOfferDefers(t *testing.T) {
 	require.False(t, prompt.Offer(agent(catalog.LoadAuto, "search_web", "crm__lookup"), all, apps).Deferred)
 	require.True(t, prompt.Offer(agent("", "search_web", "erp__report"), all, apps).Deferred, "AUTO is the zero value")
 	require.False(t, prompt.Offer(agent(catalog.LoadFull, "search_web", "erp__report"), all, apps).Deferred)
+}
+
+// TestOfferPricesAsTheCatalogue: with the model's price known, a turn's
+// deck is deferred exactly when the catalogue says the agent's turns
+// defer, and sends what the catalogue priced: a lean agent whole, one
+// offered every built-in tool deferred.
+func TestOfferPricesAsTheCatalogue(t *testing.T) {
+	t.Parallel()
+	all := registry.All()
+	var every []string
+	for _, d := range all {
+		if d.Offered == tools.OfferAllowlisted {
+			every = append(every, d.Name)
+		}
+	}
+	rates := &catalog.Rates{Input: 2, CacheRead: 0.5, CacheWrite: 2, Output: 8}
+	for _, allow := range [][]string{nil, {"search_web", "write_file"}, every} {
+		a := &catalog.Agent{Tools: allow, Memory: true, BudgetCheck: true, WebResearch: true, Embeddings: true, Browser: true, Rates: rates}
+		c := catalog.Measure(all).For(a)
+		deck := prompt.Offer(a, all, nil)
+		require.Equal(t, c.Deferring, deck.Deferred, "%d tools allowed", len(allow))
+		require.Equal(t, c.SentTokens, deck.SentTokens, "%d tools allowed", len(allow))
+	}
+	require.False(t, prompt.Offer(&catalog.Agent{Rates: rates}, all, nil).Deferred)
+	require.True(t, prompt.Offer(&catalog.Agent{Tools: every, Memory: true, WebResearch: true, Embeddings: true, Browser: true, Rates: rates}, all, nil).Deferred)
 }

@@ -95,6 +95,9 @@ type Catalogue struct {
 	// deferring, Sent is Offered.
 	Deferring             bool
 	SentChars, SentTokens int
+	// Loading is what a turn of the measured agent is expected to pay for
+	// its definitions each way, by which AUTO chooses.
+	Loading LoadingEstimate
 	// Warnings say what about the measured agent's turns needs a person:
 	// a deck past the widest ceiling, a server that could not be measured.
 	Warnings []string
@@ -229,10 +232,26 @@ func (t Tool) NotOfferedReason() *string {
 	return &t.Why
 }
 
-// send sets Deferring, each tool's Deferred, and Sent, for the agent's
-// turns.
+// send sets Loading, Deferring, each tool's Deferred, and Sent, for the
+// agent's turns, as prompt.Offer decides them.
 func (c *Catalogue) send(a *Agent) {
-	c.Deferring = a.DefersAt(c.OfferedTokens)
+	full, deferred := 0, 0
+	var sizes []int
+	for _, t := range c.Tools {
+		switch {
+		case t.Offered && !t.keeps:
+			full += t.DefinitionTokens
+			deferred += t.StubTokens
+			sizes = append(sizes, t.DefinitionTokens)
+		case t.Offered:
+			full += t.DefinitionTokens
+			deferred += t.DefinitionTokens
+		case t.Name == SchemaTool:
+			deferred += t.DefinitionTokens
+		}
+	}
+	c.Loading = a.Estimate(full, deferred, ReadTokens(sizes))
+	c.Deferring = a.Defers(c.Loading)
 	c.SentChars, c.SentTokens = 0, 0
 	for i := range c.Tools {
 		t := &c.Tools[i]

@@ -46,11 +46,15 @@ type Agent struct {
 	// Loading is how the agent's turns send definitions: LoadAuto (the
 	// zero value), LoadFull or LoadDeferred.
 	Loading string
+	// Rates are the prices of the model the agent's turns call, by which
+	// LoadAuto chooses; nil when it has none.
+	Rates *Rates
 }
 
 // How an agent's turns send tool definitions (Agent.tool_loading).
 const (
-	// LoadAuto defers once the offered definitions pass AutoDeferTokens.
+	// LoadAuto defers when a turn would pay less for its definitions
+	// deferred, at the model's prices (Agent.Defers).
 	LoadAuto = "AUTO"
 	// LoadFull sends every offered definition whole, on every call.
 	LoadFull = "FULL"
@@ -60,16 +64,9 @@ const (
 	LoadDeferred = "DEFERRED"
 )
 
-// AutoDeferTokens is where LoadAuto starts deferring: offered definitions
-// past it, in o200k tokens. The widest built-in catalogue is well under it
-// (about 4,500), so only an agent's application tools take a turn past it.
+// AutoDeferTokens is where LoadAuto starts deferring for a model whose
+// price is not known: offered definitions past it, in o200k tokens.
 const AutoDeferTokens = 6000
-
-// DefersAt reports whether the agent's turns defer offered definitions of
-// n o200k tokens in all (DefinitionTokens). A nil agent never defers.
-func (a *Agent) DefersAt(n int) bool {
-	return a != nil && (a.Loading == LoadDeferred || a.Loading != LoadFull && n > AutoDeferTokens)
-}
 
 // Keeps reports whether a deferring turn still sends d whole: the always-on
 // tools, which widen nothing and serve every turn, and get_tool_schema,
@@ -88,6 +85,8 @@ type Server struct {
 	EmbeddingsDown string
 	// Browser: a headless browser was found (the artifact review tools).
 	Browser bool
+	// Rates are the prices of the model turns call; nil when it has none.
+	Rates *Rates
 }
 
 // AgentOf reads the offering rules of an agent row.
@@ -108,6 +107,7 @@ func RulesOf(a *ent.Agent, org *ent.Organization, s Server) *Agent {
 	r.WebResearch = s.WebProvider && org != nil && org.WebResearch
 	r.Embeddings, r.EmbeddingsDown = s.Embeddings, s.EmbeddingsDown
 	r.Browser = s.Browser
+	r.Rates = s.Rates
 	return r
 }
 
