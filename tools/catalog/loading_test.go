@@ -70,6 +70,7 @@ func TestAutoLoadingByPrice(t *testing.T) {
 	require.Equal(t, wide.OfferedTokens, wide.Loading.FullTokens)
 	require.Equal(t, wide.SentTokens, wide.Loading.DeferredTokens, "deferring, each call sends what was priced")
 	require.Positive(t, wide.Loading.ReadTokens)
+	t.Logf("at gpt-4.1's price, a turn's definitions: lean %+v; every built-in tool %+v", lean.Loading, wide.Loading)
 
 	unpriced := measure(priced(catalog.LoadAuto, nil, every...))
 	require.False(t, unpriced.Loading.Priced)
