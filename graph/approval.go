@@ -172,6 +172,11 @@ func (r *Resolver) decideToolCalls(ctx context.Context, in model.DecideToolCalls
 	case err != nil:
 		return nil, err
 	}
+	// Registered first, so run last: the decisions are told before the
+	// resumed run tells anything.
+	if decided.Resumed {
+		r.startAfterCommit(ctx, t.ID)
+	}
 	if tx := ent.TxFromContext(ctx); tx != nil && r.Runner != nil {
 		tx.OnCommit(func(next ent.Committer) ent.Committer {
 			return ent.CommitFunc(func(ctx context.Context, tx *ent.Tx) error {
@@ -182,9 +187,6 @@ func (r *Resolver) decideToolCalls(ctx context.Context, in model.DecideToolCalls
 				return nil
 			})
 		})
-	}
-	if decided.Resumed {
-		r.startAfterCommit(ctx, t.ID)
 	}
 	return c.Turn.Get(ctx, t.ID)
 }
