@@ -8,6 +8,7 @@ import (
 	"github.com/stretchr/testify/require"
 	"github.com/vektah/gqlparser/v2/ast"
 	"github.com/vektah/gqlparser/v2/parser"
+	"github.com/vektah/gqlparser/v2/validator"
 )
 
 // TestREADMEOutlineMatchesSchema: the README's outline of the API names
@@ -51,4 +52,34 @@ func TestREADMEOutlineMatchesSchema(t *testing.T) {
 	for _, root := range []string{"Query", "Mutation", "Subscription"} {
 		require.True(t, roots[root], "the outline lists %s", root)
 	}
+}
+
+// TestREADMEApprovalsOperationsValidate: the portal's side of approvals in
+// the README (registering a policy, the query for what waits, the decision)
+// is valid against the schema as written.
+func TestREADMEApprovalsOperationsValidate(t *testing.T) {
+	t.Parallel()
+	raw, err := os.ReadFile("../README.md")
+	require.NoError(t, err)
+	section := string(raw)
+	start := strings.Index(section, "### Approvals\n")
+	require.GreaterOrEqual(t, start, 0, "the README has an Approvals section")
+	section = section[start:]
+	section = section[:strings.Index(section, "\n## ")]
+	s := schema(t)
+	n := 0
+	for {
+		i := strings.Index(section, "```graphql\n")
+		if i < 0 {
+			break
+		}
+		section = section[i+len("```graphql\n"):]
+		doc := section[:strings.Index(section, "```")]
+		section = section[len(doc):]
+		q, gerr := parser.ParseQuery(&ast.Source{Name: "README", Input: doc})
+		require.Nil(t, gerr, doc)
+		require.Empty(t, validator.Validate(s, q), doc)
+		n++
+	}
+	require.Equal(t, 3, n, "registerApplication, what waits, decideToolCalls")
 }
