@@ -304,3 +304,38 @@ func TestApprovalWithAQuestion(t *testing.T) {
 		require.Contains(t, lastToolOf(p.request(1), "r").Text, "refunded")
 	})
 }
+
+// TestApprovalEventsRebuiltConcurrentCalls: calls of one batch that run at
+// once (a lookup and a calculation) may be told live in either order; a
+// stream rebuilt after any event tells them in the model's order, but
+// still each event once and none missed.
+func TestApprovalEventsRebuiltConcurrentCalls(t *testing.T) {
+	t.Parallel()
+	each(t, func(t *testing.T, d *db.DB) {
+		p := batchOfThree(model.Response{Text: "Refunded."})
+		gate := make(chan struct{})
+		p.block, p.blockCall = gate, 1
+		h := newHarness(t, d, p)
+		s := newShop(t)
+		h.gql(t, `mutation($u: String!) { registerApplication(input: {name: "shop", url: $u, allowedTools: ["lookup", "refund"], defaultApproval: WRITES}) { id } }`,
+			map[string]any{"u": s.url})
+		id := h.send(t, h.conversation(t, "shop__lookup", "shop__refund"), "Refund order A1", "")
+		live := h.follow(t, id, "")
+		got := live.take(t, 1)
+		close(gate)
+		got = append(got, live.until(t, "APPROVAL_REQUESTED")...)
+		require.Equal(t, turn.StatusWAITING_FOR_APPROVAL, h.wait(t, id).Status)
+		_, errs := h.decide(t, h.grant.Token, id, []map[string]any{{"toolCallId": gid.Encode(h.calls(t, id)[1].ID), "decision": "APPROVE"}})
+		require.Empty(t, errs)
+		got = append(got, live.rest(t)...)
+		require.Len(t, got, 17)
+		for i := -1; i < len(got); i++ {
+			after := ""
+			if i >= 0 {
+				after = got[i].seq
+			}
+			rebuilt := h.follow(t, id, after).rest(t)
+			require.ElementsMatch(t, kindsOf(got[i+1:]), kindsOf(rebuilt), "after event %d: each once, none missed", i)
+		}
+	})
+}
