@@ -8,6 +8,8 @@ import (
 	"strings"
 	"time"
 
+	"github.com/99designs/gqlgen/graphql"
+
 	"github.com/toolgate/toolgate/ent"
 	"github.com/toolgate/toolgate/ent/approval"
 	"github.com/toolgate/toolgate/ent/schematype"
@@ -273,6 +275,21 @@ func (r *Resolver) approvals(ctx context.Context, pending *bool, first *int) ([]
 	q := r.client(ctx).Approval.Query()
 	if pending != nil && *pending {
 		q.Where(approval.DecisionIsNil(), approval.HasTurnWith(turn.StatusEQ(turn.StatusWAITING_FOR_APPROVAL)))
+	}
+	// What the list's rows are asked for is read with the list, a
+	// statement per level (the console's: the call, its turn, conversation
+	// and person, and who decided), not a statement per row.
+	for _, f := range graphql.CollectFieldsCtx(ctx, nil) {
+		switch f.Name {
+		case "toolCall":
+			q.WithToolCall(func(q *ent.ToolCallQuery) {
+				q.WithTurn(func(q *ent.TurnQuery) {
+					q.WithConversation(func(q *ent.ConversationQuery) { q.WithUser() })
+				})
+			})
+		case "decidedBy":
+			q.WithDecidedBy()
+		}
 	}
 	return q.Order(ent.Desc(approval.FieldCreatedAt), ent.Desc(approval.FieldID)).Limit(n).All(ctx)
 }

@@ -8,6 +8,7 @@ import (
 	"github.com/stretchr/testify/require"
 
 	"github.com/toolgate/toolgate/ent"
+	"github.com/toolgate/toolgate/ent/approval"
 	"github.com/toolgate/toolgate/ent/db"
 	"github.com/toolgate/toolgate/ent/db/dbtest"
 	"github.com/toolgate/toolgate/ent/schematype"
@@ -109,5 +110,43 @@ func TestApprovalFieldsStatementsBounded(t *testing.T) {
 			map[string]any{"id": call}).ok(t)
 		require.Equal(t, "calculator", get(one, "node", "approval", "tool"))
 		require.Nil(t, get(one, "node", "approval", "decision"))
+	})
+}
+
+// TestApprovalListStatementsBounded: the approvals list with what the
+// console asks of each row (the call, its turn, conversation and person,
+// who decided) costs as many statements for 100 rows as for 3.
+func TestApprovalListStatementsBounded(t *testing.T) {
+	t.Parallel()
+	dbtest.Each(t, func(t *testing.T, d *db.DB) {
+		counter := dbtest.Count(d)
+		b := setup(t, d)
+		agentID := b.createAgent(t, b.alice.Token, "Helper")
+		conv := b.startConversation(t, b.alice.Token, agentID, "refunds")
+		id, err := gid.Decode(conv)
+		require.NoError(t, err)
+		seedTranscript(t, b.client, id, 100, 2)
+		seedApprovals(t, b.client, id)
+		ctx := tenancy.System(context.Background())
+		b.client.Approval.Update().Where(approval.DecisionNotNil()).SetDecidedByID(b.alice.UserID).ExecX(ctx)
+		const list = `query($n: Int) { approvals(first: $n) { id tool decision decidedBy { name }
+		  toolCall { id turn { number status conversation { title user { name } } } } } }`
+		count := func(n int) (int, []any) {
+			counter.Reset()
+			data := b.do(t, b.alice.Token, list, map[string]any{"n": n}).ok(t)
+			return len(counter.Statements()), get(data, "approvals").([]any)
+		}
+		nSmall, small := count(3)
+		nLarge, large := count(100)
+		require.Len(t, small, 3)
+		require.Len(t, large, 100)
+		for _, a := range large {
+			require.Equal(t, "refunds", get(a, "toolCall", "turn", "conversation", "title"))
+			require.Equal(t, "Alice", get(a, "toolCall", "turn", "conversation", "user", "name"))
+			if get(a, "decision") != nil {
+				require.Equal(t, "Alice", get(a, "decidedBy", "name"))
+			}
+		}
+		require.Equal(t, nSmall, nLarge, "statements must not grow with the list: %v", counter.Statements())
 	})
 }
