@@ -8,12 +8,15 @@ import (
 	"strings"
 	"time"
 
+	"github.com/99designs/gqlgen/graphql"
+
 	"github.com/toolgate/toolgate/ent"
 	"github.com/toolgate/toolgate/ent/approval"
 	"github.com/toolgate/toolgate/ent/schematype"
 	"github.com/toolgate/toolgate/ent/toolcall"
 	"github.com/toolgate/toolgate/ent/turn"
 	"github.com/toolgate/toolgate/graph/auth"
+	"github.com/toolgate/toolgate/graph/loader"
 	"github.com/toolgate/toolgate/graph/model"
 	gate "github.com/toolgate/toolgate/runtime/approval"
 	"github.com/toolgate/toolgate/runtime/loop"
@@ -172,6 +175,11 @@ func (r *Resolver) decideToolCalls(ctx context.Context, in model.DecideToolCalls
 	case err != nil:
 		return nil, err
 	}
+	// Registered first, so run last: the decisions are told before the
+	// resumed run tells anything.
+	if decided.Resumed {
+		r.startAfterCommit(ctx, t.ID)
+	}
 	if tx := ent.TxFromContext(ctx); tx != nil && r.Runner != nil {
 		tx.OnCommit(func(next ent.Committer) ent.Committer {
 			return ent.CommitFunc(func(ctx context.Context, tx *ent.Tx) error {
@@ -183,47 +191,73 @@ func (r *Resolver) decideToolCalls(ctx context.Context, in model.DecideToolCalls
 			})
 		})
 	}
-	if decided.Resumed {
-		r.startAfterCommit(ctx, t.ID)
-	}
 	return c.Turn.Get(ctx, t.ID)
 }
 
 // pendingApprovals lists the calls of a turn waiting for a decision, in
-// the order the model asked for them; none unless the turn waits.
+// the order the model asked for them; none unless the turn waits. A page
+// of turns reads its approvals and its calls in one statement each
+// (loader), a mutation's answer inside its own transaction.
 func (r *Resolver) pendingApprovals(ctx context.Context, t *ent.Turn) ([]*ent.ToolCall, error) {
 	if t.Status != turn.StatusWAITING_FOR_APPROVAL {
 		return []*ent.ToolCall{}, nil
 	}
-	c := r.client(ctx)
-	ids, err := c.Approval.Query().Where(approval.TurnID(t.ID), approval.DecisionIsNil()).IDs(ctx)
+	if ent.TxFromContext(ctx) != nil {
+		c := r.client(ctx)
+		ids, err := c.Approval.Query().Where(approval.TurnID(t.ID), approval.DecisionIsNil()).
+			Select(approval.FieldToolCallID).Ints(ctx)
+		if err != nil {
+			return nil, fmt.Errorf("load pending approvals: %w", err)
+		}
+		return c.ToolCall.Query().Where(toolcall.TurnID(t.ID), toolcall.IDIn(ids...)).
+			Order(ent.Asc(toolcall.FieldPosition)).All(ctx)
+	}
+	as, err := loader.For(ctx).Approvals(ctx, t)
 	if err != nil {
 		return nil, fmt.Errorf("load pending approvals: %w", err)
 	}
-	if len(ids) == 0 {
-		return []*ent.ToolCall{}, nil
+	waiting := map[int]bool{}
+	for _, a := range as {
+		if a.Decision == nil {
+			waiting[a.ToolCallID] = true
+		}
 	}
-	return c.ToolCall.Query().
-		Where(toolcall.TurnID(t.ID), toolcall.IDIn(callIDs(ctx, c, ids)...)).
-		Order(ent.Asc(toolcall.FieldPosition)).All(ctx)
-}
-
-// callIDs are the tool calls of approvals.
-func callIDs(ctx context.Context, c *ent.Client, approvals []int) []int {
-	ids, err := c.Approval.Query().Where(approval.IDIn(approvals...)).Select(approval.FieldToolCallID).Ints(ctx)
+	out := []*ent.ToolCall{}
+	if len(waiting) == 0 {
+		return out, nil
+	}
+	calls, err := loader.For(ctx).ToolCalls(ctx, t, loader.ColumnsFor(ctx))
 	if err != nil {
-		return nil
+		return nil, err
 	}
-	return ids
+	for _, c := range calls {
+		if waiting[c.ID] {
+			out = append(out, c)
+		}
+	}
+	return out, nil
 }
 
-// approvalOf is a call's approval, or nil for a call that needed none.
+// approvalOf is a call's approval, or nil for a call that needed none;
+// the approvals of a page of turns are read in one statement (loader).
 func (r *Resolver) approvalOf(ctx context.Context, call *ent.ToolCall) (*ent.Approval, error) {
-	a, err := r.client(ctx).Approval.Query().Where(approval.ToolCallID(call.ID)).Only(ctx)
-	if ent.IsNotFound(err) {
-		return nil, nil
+	if ent.TxFromContext(ctx) != nil {
+		a, err := r.client(ctx).Approval.Query().Where(approval.ToolCallID(call.ID)).Only(ctx)
+		if ent.IsNotFound(err) {
+			return nil, nil
+		}
+		return a, err
 	}
-	return a, err
+	as, err := loader.For(ctx).Approvals(ctx, &ent.Turn{ID: call.TurnID})
+	if err != nil {
+		return nil, err
+	}
+	for _, a := range as {
+		if a.ToolCallID == call.ID {
+			return a, nil
+		}
+	}
+	return nil, nil
 }
 
 // approvals lists the approvals the caller may read, newest first.
@@ -241,6 +275,21 @@ func (r *Resolver) approvals(ctx context.Context, pending *bool, first *int) ([]
 	q := r.client(ctx).Approval.Query()
 	if pending != nil && *pending {
 		q.Where(approval.DecisionIsNil(), approval.HasTurnWith(turn.StatusEQ(turn.StatusWAITING_FOR_APPROVAL)))
+	}
+	// What the list's rows are asked for is read with the list, a
+	// statement per level (the console's: the call, its turn, conversation
+	// and person, and who decided), not a statement per row.
+	for _, f := range graphql.CollectFieldsCtx(ctx, nil) {
+		switch f.Name {
+		case "toolCall":
+			q.WithToolCall(func(q *ent.ToolCallQuery) {
+				q.WithTurn(func(q *ent.TurnQuery) {
+					q.WithConversation(func(q *ent.ConversationQuery) { q.WithUser() })
+				})
+			})
+		case "decidedBy":
+			q.WithDecidedBy()
+		}
 	}
 	return q.Order(ent.Desc(approval.FieldCreatedAt), ent.Desc(approval.FieldID)).Limit(n).All(ctx)
 }

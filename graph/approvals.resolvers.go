@@ -15,6 +15,9 @@ import (
 
 // ToolCall is the resolver for the toolCall field.
 func (r *approvalResolver) ToolCall(ctx context.Context, obj *ent.Approval) (*ent.ToolCall, error) {
+	if c, err := obj.Edges.ToolCallOrErr(); err == nil {
+		return c, nil
+	}
 	return r.client(ctx).ToolCall.Get(ctx, obj.ToolCallID)
 }
 
@@ -22,6 +25,9 @@ func (r *approvalResolver) ToolCall(ctx context.Context, obj *ent.Approval) (*en
 func (r *approvalResolver) DecidedBy(ctx context.Context, obj *ent.Approval) (*ent.User, error) {
 	if obj.DecidedByID == nil {
 		return nil, nil
+	}
+	if u, err := obj.Edges.DecidedByOrErr(); err == nil && u != nil {
+		return u, nil
 	}
 	return r.client(ctx).User.Get(ctx, *obj.DecidedByID)
 }

@@ -154,6 +154,9 @@ func (r *Resolver) answerClarification(ctx context.Context, in model.AnswerClari
 	if err != nil {
 		return nil, err
 	}
+	if t.Status == turn.StatusWAITING_FOR_APPROVAL && t.Clarification != nil && t.Clarification.Answer == nil {
+		return nil, inputErrorf("the turn waits for decisions on its pending calls first (decideToolCalls); its question is answered after them")
+	}
 	if t.Status != turn.StatusWAITING_FOR_CLARIFICATION || t.Clarification == nil {
 		return nil, inputErrorf("the turn is %s, not waiting for an answer", strings.ToLower(string(t.Status)))
 	}
@@ -177,8 +180,10 @@ func (r *Resolver) answerClarification(ctx context.Context, in model.AnswerClari
 	if err != nil {
 		return nil, err
 	}
-	r.publishAfterCommit(ctx, events.Event{Kind: events.Status, TurnID: t.ID, Step: call.Step, Status: string(turn.StatusRUNNING), At: now})
+	// The start's hook first, so it runs last: the resumed run tells
+	// nothing before the turn's return to RUNNING is told.
 	r.startAfterCommit(ctx, t.ID)
+	r.publishAfterCommit(ctx, events.Event{Kind: events.Status, TurnID: t.ID, Step: call.Step, Status: string(turn.StatusRUNNING), At: now})
 	return t, nil
 }
 

@@ -12,6 +12,7 @@ import (
 	"github.com/vektah/gqlparser/v2/gqlerror"
 
 	"github.com/toolgate/toolgate/ent"
+	"github.com/toolgate/toolgate/ent/approval"
 	"github.com/toolgate/toolgate/ent/modelcall"
 	"github.com/toolgate/toolgate/ent/schematype"
 	"github.com/toolgate/toolgate/ent/toolcall"
@@ -126,7 +127,7 @@ func (f *follower) follow(sub *events.Subscription, t *ent.Turn, past []pastEven
 	for _, p := range past {
 		if !replay {
 			// Told as where the turn stands, not event by event.
-			if p.text == nil {
+			if p.text == nil && !f.at.covers(p.ev.Kind, p.step, p.phase, p.toolCallID) {
 				f.at.advance(p.ev.Kind, p.step, p.phase, p.toolCallID)
 			}
 			continue
@@ -527,7 +528,7 @@ func (r *Resolver) turnEvent(ctx context.Context, e events.Event, needs eventNee
 		return nil, err
 	}
 	ev := &model.TurnEvent{Kind: e.Kind, Of: turnAsOf(t, e.Status), At: e.At}
-	if e.ToolCallID != 0 {
+	if e.ToolCallID != 0 && e.Kind != events.Status {
 		if !needs.toolCall {
 			ev.ToolCall = &ent.ToolCall{ID: e.ToolCallID, TurnID: e.TurnID, Step: e.Step}
 			return ev, nil
@@ -690,14 +691,21 @@ type pastEvent struct {
 
 // pastEvents rebuilds a turn's events so far from what is stored: its
 // start, each step's model call (and, for deltas, its text) and tool
-// calls, each pause for a question and its answer, and its end. A model
-// call in flight is not stored yet: its start is told with its end.
+// calls, each pause (for a question, or for decisions on calls that need
+// approval: the calls asked about, each decision, the question asked with
+// them, the calls run after) and its end, in the order and at the places
+// a live subscriber was told them. A model call in flight is not stored
+// yet: its start is told with its end. Calls of one batch that ran at once
+// are told in the model's order (how they interleaved is not stored); the
+// seqs still tell what was told, so a resumed stream misses none and
+// repeats none.
 func (r *Resolver) pastEvents(ctx context.Context, t *ent.Turn, deltas bool) ([]pastEvent, error) {
 	// Tool calls first: a step's model call and its tool calls are stored
 	// in one transaction, so every tool call read here has its model call
 	// in the next read (read the other way round, a step stored in
 	// between would show its tool calls without their model call, and the
-	// model call would then be heard live after them).
+	// model call would then be heard live after them). Approvals last:
+	// each is stored after its call, and decided before its call runs.
 	calls, err := r.Client.ToolCall.Query().Where(toolcall.TurnID(t.ID)).
 		Order(ent.Asc(toolcall.FieldPosition)).All(ctx)
 	if err != nil {
@@ -709,23 +717,53 @@ func (r *Resolver) pastEvents(ctx context.Context, t *ent.Turn, deltas bool) ([]
 	if err != nil {
 		return nil, fmt.Errorf("load model calls: %w", err)
 	}
+	approvals := map[int]*ent.Approval{}
+	if len(calls) > 0 {
+		as, err := r.Client.Approval.Query().Where(approval.TurnID(t.ID)).All(ctx)
+		if err != nil {
+			return nil, fmt.Errorf("load approvals: %w", err)
+		}
+		for _, a := range as {
+			approvals[a.ToolCallID] = a
+		}
+	}
 	var out []pastEvent
 	last := 0
-	add := func(kind events.Kind, step int, c *ent.ToolCall, status turn.Status, at time.Time) {
+	addAt := func(kind events.Kind, step, phase int, c *ent.ToolCall, status turn.Status, at time.Time) {
 		ev := &model.TurnEvent{Kind: kind, Of: turnAsOf(t, string(status)), At: at}
 		id := 0
 		if c != nil {
-			id, ev.ToolCall = c.ID, c
+			id = c.ID
+			if kind != events.Status {
+				ev.ToolCall = c
+			}
 			if kind == events.ToolCallStarted {
 				ev.ToolCall = callStarted(c)
 			}
 		}
-		s, phase := place(kind, step, string(status))
+		s, p := place(kind, step, string(status))
+		if phase >= 0 {
+			p = phase
+		}
 		if s < 0 {
 			s = last
 		}
 		last = max(last, s)
-		out = append(out, pastEvent{ev: ev, step: s, phase: phase, toolCallID: id})
+		out = append(out, pastEvent{ev: ev, step: s, phase: p, toolCallID: id})
+	}
+	add := func(kind events.Kind, step int, c *ent.ToolCall, status turn.Status, at time.Time) {
+		addAt(kind, step, -1, c, status, at)
+	}
+	// A call's own events, at phase: its start once it is stored (or, for a
+	// call decided on, once it was taken up), its end once recorded.
+	callEvents := func(c *ent.ToolCall, phase int, taken bool) {
+		if c.Outcome == toolcall.OutcomePENDING && !taken {
+			return
+		}
+		addAt(events.ToolCallStarted, c.Step, phase, c, turn.StatusRUNNING, c.StartedAt)
+		if c.Outcome != toolcall.OutcomePENDING && c.FinishedAt != nil {
+			addAt(events.ToolCallFinished, c.Step, phase, c, turn.StatusRUNNING, *c.FinishedAt)
+		}
 	}
 	add(events.Status, 0, nil, turn.StatusRUNNING, t.StartedAt)
 	// The start: never published, so never heard.
@@ -741,7 +779,17 @@ func (r *Resolver) pastEvents(ctx context.Context, t *ent.Turn, deltas bool) ([]
 	later := func(step int) bool {
 		return slices.ContainsFunc(mcs, func(mc *ent.ModelCall) bool { return mc.Step > step })
 	}
+	resumedAt := func(step int, at time.Time) time.Time {
+		if i := slices.IndexFunc(mcs, func(mc *ent.ModelCall) bool { return mc.Step > step }); i >= 0 {
+			return mcs[i].StartedAt
+		}
+		if t.HeartbeatAt != nil {
+			return *t.HeartbeatAt
+		}
+		return at
+	}
 	pausing := registry.Pausing()
+	pauses := func(name string) bool { return slices.Contains(pausing, name) }
 	status := turn.StatusRUNNING
 	for step := range steps {
 		if i := slices.IndexFunc(mcs, func(mc *ent.ModelCall) bool { return mc.Step == step }); i >= 0 {
@@ -752,38 +800,38 @@ func (r *Resolver) pastEvents(ctx context.Context, t *ent.Turn, deltas bool) ([]
 			}
 			add(events.ModelCallFinished, step, nil, turn.StatusRUNNING, mc.StartedAt.Add(time.Duration(mc.DurationMs)*time.Millisecond))
 		}
-		var pause *ent.ToolCall
+		var own, gated []*ent.ToolCall
 		for _, c := range calls {
-			if c.Step != step {
-				continue
+			switch {
+			case c.Step != step:
+			case approvals[c.ID] != nil:
+				gated = append(gated, c)
+			default:
+				own = append(own, c)
 			}
-			add(events.ToolCallStarted, step, c, turn.StatusRUNNING, c.StartedAt)
-			if c.Outcome == toolcall.OutcomePENDING || c.FinishedAt == nil {
-				continue
-			}
-			add(events.ToolCallFinished, step, c, turn.StatusRUNNING, *c.FinishedAt)
-			if pause == nil && slices.Contains(pausing, c.Name) &&
-				(c.Outcome == toolcall.OutcomeHITS || c.Outcome == toolcall.OutcomeABSENCE) {
-				pause = c
-			}
+		}
+		for _, c := range own {
+			callEvents(c, phaseTools, true)
+		}
+		var pause *ent.ToolCall
+		if i := interact.Asking(own, pauses); i >= 0 && own[i].FinishedAt != nil {
+			pause = own[i]
+		}
+		if len(gated) > 0 {
+			status = r.pastApprovals(t, step, gated, approvals, pause, later(step), addAt, callEvents, resumedAt, status)
+			continue
 		}
 		if pause == nil {
 			continue
 		}
 		// A pause is told once it is stored: the turn waits now, or went on.
-		answered := t.Status == turn.StatusRUNNING && answers(t, pause)
+		answered := t.Status == turn.StatusRUNNING && interact.Answered(t.Clarification, pause)
 		if t.Status == turn.StatusWAITING_FOR_CLARIFICATION || later(step) || ended(t.Status) || answered {
 			add(events.Status, step, nil, turn.StatusWAITING_FOR_CLARIFICATION, *pause.FinishedAt)
 			status = turn.StatusWAITING_FOR_CLARIFICATION
 		}
 		if later(step) || answered {
-			at := *pause.FinishedAt
-			if i := slices.IndexFunc(mcs, func(mc *ent.ModelCall) bool { return mc.Step > step }); i >= 0 {
-				at = mcs[i].StartedAt
-			} else if t.HeartbeatAt != nil {
-				at = *t.HeartbeatAt
-			}
-			add(events.Status, step, nil, turn.StatusRUNNING, at)
+			add(events.Status, step, nil, turn.StatusRUNNING, resumedAt(step, *pause.FinishedAt))
 			status = turn.StatusRUNNING
 		}
 	}
@@ -802,13 +850,58 @@ func (r *Resolver) pastEvents(ctx context.Context, t *ent.Turn, deltas bool) ([]
 	return out, nil
 }
 
-// answers reports whether the turn's clarification is the question of
-// call, answered.
-func answers(t *ent.Turn, call *ent.ToolCall) bool {
-	cl := t.Clarification
-	if cl == nil || cl.Answer == nil {
-		return false
+// pastApprovals rebuilds the pause of a step whose calls waited for
+// approval (gated, in the model's order), as the runtime and
+// decideToolCalls told it: the pause, each call asked about, each
+// decision in the order stored; once every call is decided, the question
+// asked in the same batch (pause, when there is one) and its answer, or
+// else the turn's return to RUNNING; then the decided calls' own events.
+// It returns the turn's status as of the last event told.
+func (r *Resolver) pastApprovals(t *ent.Turn, step int, gated []*ent.ToolCall, approvals map[int]*ent.Approval, pause *ent.ToolCall,
+	later bool, addAt func(events.Kind, int, int, *ent.ToolCall, turn.Status, time.Time),
+	callEvents func(*ent.ToolCall, int, bool), resumedAt func(int, time.Time) time.Time, status turn.Status) turn.Status {
+	var decided []*ent.ToolCall
+	ran := false
+	for _, c := range gated {
+		a := approvals[c.ID]
+		if a.Decision != nil {
+			decided = append(decided, c)
+		}
+		ran = ran || c.Outcome != toolcall.OutcomePENDING || a.DispatchedAt != nil
 	}
-	c, err := interact.ParseClarify([]byte(call.Arguments))
-	return err == nil && c.Question == cl.Question
+	// Stored with the approvals, the pause is told once the turn took it
+	// (a decision needs it), or went on past it.
+	if t.Status != turn.StatusWAITING_FOR_APPROVAL && len(decided) == 0 && !later && !ended(t.Status) {
+		return status
+	}
+	first := approvals[gated[0].ID]
+	addAt(events.Status, step, -1, nil, turn.StatusWAITING_FOR_APPROVAL, first.CreatedAt)
+	for _, c := range gated {
+		addAt(events.ApprovalRequested, step, -1, c, turn.StatusWAITING_FOR_APPROVAL, approvals[c.ID].CreatedAt)
+	}
+	slices.SortStableFunc(decided, func(a, b *ent.ToolCall) int {
+		return approvals[a.ID].DecidedAt.Compare(*approvals[b.ID].DecidedAt)
+	})
+	for _, c := range decided {
+		addAt(events.ApprovalDecided, step, -1, c, turn.StatusWAITING_FOR_APPROVAL, *approvals[c.ID].DecidedAt)
+	}
+	status = turn.StatusWAITING_FOR_APPROVAL
+	if len(decided) < len(gated) {
+		return status
+	}
+	at := *approvals[decided[len(decided)-1].ID].DecidedAt
+	if pause != nil {
+		addAt(events.Status, step, phaseWaiting, pause, turn.StatusWAITING_FOR_CLARIFICATION, at)
+		status = turn.StatusWAITING_FOR_CLARIFICATION
+		if !ran && !later && !interact.Answered(t.Clarification, pause) {
+			return status
+		}
+		at = resumedAt(step, at)
+	}
+	addAt(events.Status, step, -1, nil, turn.StatusRUNNING, at)
+	for _, c := range gated {
+		a := approvals[c.ID]
+		callEvents(c, phaseResumed, a.DispatchedAt != nil)
+	}
+	return turn.StatusRUNNING
 }

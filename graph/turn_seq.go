@@ -222,6 +222,10 @@ func (p *position) covers(kind events.Kind, step, phase, toolCallID int) bool {
 		return slices.Contains(p.started, toolCallID) || slices.Contains(p.finished, toolCallID)
 	case events.ApprovalDecided:
 		return slices.Contains(p.finished, toolCallID)
+	case events.Status:
+		// The pause's own STATUS opens the phase; one naming a call (the
+		// question asked after the step's decisions) is one of its events.
+		return toolCallID == 0 || slices.Contains(p.finished, toolCallID)
 	}
 	return true
 }
@@ -259,6 +263,11 @@ func (p *position) advance(kind events.Kind, step, phase, toolCallID int) {
 		}
 		p.finished = append(p.finished, toolCallID)
 		p.tools++
+	case events.Status:
+		if toolCallID != 0 {
+			p.finished = append(p.finished, toolCallID)
+			p.tools++
+		}
 	case events.ToolCallFinished:
 		if !slices.Contains(p.started, toolCallID) {
 			p.started = append(p.started, toolCallID)

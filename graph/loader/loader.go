@@ -19,6 +19,7 @@ import (
 	"github.com/graph-gophers/dataloader/v7"
 
 	"github.com/toolgate/toolgate/ent"
+	"github.com/toolgate/toolgate/ent/approval"
 	"github.com/toolgate/toolgate/ent/attachment"
 	"github.com/toolgate/toolgate/ent/modelcall"
 	"github.com/toolgate/toolgate/ent/storedresult"
@@ -47,6 +48,9 @@ type Loaders struct {
 	TasksByConversation *dataloader.Loader[int, []*ent.Task]
 	// ModelCallsByTurn loads turns' model calls, in step order.
 	ModelCallsByTurn *dataloader.Loader[int, []*ent.ModelCall]
+	// ApprovalsByTurn loads the approvals of turns' calls, in the model's
+	// order.
+	ApprovalsByTurn *dataloader.Loader[int, []*ent.Approval]
 	// SummariesByConversation loads conversations' summaries, oldest range first.
 	SummariesByConversation *dataloader.Loader[int, []*ent.Summary]
 	// AttachmentsByConversation loads conversations' attachments, oldest
@@ -72,6 +76,8 @@ func New(client *ent.Client) *Loaders {
 		dataloader.WithWait[int, []*ent.Task](Wait))
 	l.ModelCallsByTurn = dataloader.NewBatchedLoader(modelCallsByTurn(client),
 		dataloader.WithWait[int, []*ent.ModelCall](Wait))
+	l.ApprovalsByTurn = dataloader.NewBatchedLoader(approvalsByTurn(client),
+		dataloader.WithWait[int, []*ent.Approval](Wait))
 	l.SummariesByConversation = dataloader.NewBatchedLoader(summariesByConversation(client),
 		dataloader.WithWait[int, []*ent.Summary](Wait))
 	l.AttachmentsByConversation = dataloader.NewBatchedLoader(attachmentsByConversation(client),
@@ -201,6 +207,22 @@ func (l *Loaders) ModelCalls(ctx context.Context, turn *ent.Turn) ([]*ent.ModelC
 		}
 	}
 	return l.ModelCallsByTurn.Load(ctx, turn.ID)()
+}
+
+// Approvals returns the approvals of turn's calls, in the model's order,
+// loading those of the turn's whole page in the same statement: a
+// transcript that asks each call for its approval, or each turn for what
+// waits, costs one statement for them all.
+func (l *Loaders) Approvals(ctx context.Context, turn *ent.Turn) ([]*ent.Approval, error) {
+	if ids := siblingTurns(ctx); len(ids) > 1 {
+		err := l.pageOnce("approvals", ids, func() error {
+			return primeAll(ctx, l.ApprovalsByTurn, approvalsByTurn(l.client), ids)
+		})
+		if err != nil {
+			return nil, err
+		}
+	}
+	return l.ApprovalsByTurn.Load(ctx, turn.ID)()
 }
 
 // siblingTurns returns the ids of the turns on the page a turn field is
@@ -427,6 +449,16 @@ func modelCallsByTurn(client *ent.Client) dataloader.BatchFunc[int, []*ent.Model
 			Order(ent.Asc(modelcall.FieldTurnID), ent.Asc(modelcall.FieldStep)).
 			All(ctx)
 		return group(ids, rows, err, func(m *ent.ModelCall) int { return m.TurnID })
+	}
+}
+
+func approvalsByTurn(client *ent.Client) dataloader.BatchFunc[int, []*ent.Approval] {
+	return func(ctx context.Context, ids []int) []*dataloader.Result[[]*ent.Approval] {
+		rows, err := client.Approval.Query().
+			Where(approval.TurnIDIn(ids...)).
+			Order(ent.Asc(approval.FieldTurnID), ent.Asc(approval.FieldToolCallID)).
+			All(ctx)
+		return group(ids, rows, err, func(a *ent.Approval) int { return a.TurnID })
 	}
 }
 

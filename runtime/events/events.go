@@ -30,7 +30,10 @@ const (
 type Event struct {
 	Kind   Kind
 	TurnID int
-	// ToolCallID is set for tool call events.
+	// ToolCallID is set for tool call events; on a STATUS event
+	// WAITING_FOR_CLARIFICATION after a step's approvals were decided, it is
+	// the call whose question the turn now waits on (it places the event
+	// within the pause; clients are not told it).
 	ToolCallID int
 	// Step is the model call the event belongs to, counted from 0: the
 	// call itself, the one that asked for a tool call, or the one whose

@@ -20,6 +20,7 @@ import (
 	"github.com/toolgate/toolgate/runtime/mcp"
 	"github.com/toolgate/toolgate/runtime/model"
 	"github.com/toolgate/toolgate/tools"
+	"github.com/toolgate/toolgate/tools/interact"
 )
 
 // DefaultApprovalTimeout is how long a call waits for a decision before it
@@ -195,13 +196,27 @@ func declinedWords(a *ent.Approval) string {
 }
 
 // pauseForApproval leaves the turn waiting for the decisions on the
-// step's calls that wait.
+// step's calls that wait. A question the step asked too is stored with
+// them (the portal may show it): once every call is decided the turn
+// waits for its answer (Decide), and resumes only then. The turn pauses
+// once, and runs again with both answered.
 func (t *turnRun) pauseForApproval(ctx context.Context, rows []*ent.ToolCall, waiting []int) error {
+	var cl *schematype.Clarification
+	if i := t.pausing(rows); i >= 0 {
+		q, err := interact.Question(rows[i])
+		if err != nil {
+			return fmt.Errorf("read clarification: %w", err)
+		}
+		cl = &q
+	}
 	var n int
 	err := t.write(ctx, func(ctx context.Context, tx *ent.Tx) error {
 		var err error
 		u := tx.Turn.Update().Where(turn.ID(t.turnID), turn.StatusEQ(turn.StatusRUNNING)).
 			SetStatus(turn.StatusWAITING_FOR_APPROVAL).ClearClaimedBy().ClearHeartbeatAt()
+		if cl != nil {
+			u.SetClarification(cl)
+		}
 		n, err = u.Save(ctx)
 		return err
 	})
@@ -241,6 +256,10 @@ type Decided struct {
 	Resumed bool
 	// Step is the model call that asked for the calls.
 	Step int
+	// Asked, once every call is decided, is the call of the same step whose
+	// question the turn now waits to have answered (WAITING_FOR_CLARIFICATION),
+	// or 0.
+	Asked int
 }
 
 // DecisionError is a decision refused; its words are the client's.
@@ -283,6 +302,14 @@ func Decide(ctx context.Context, c *ent.Client, turnID int, ds []Decision, by *i
 	byCall := make(map[int]*ent.Approval, len(as))
 	for _, a := range as {
 		byCall[a.ToolCallID] = a
+	}
+	// Decisions on one turn are stored one after the other (the turn's row
+	// is taken): each is stored later than the one before, so a stream
+	// rebuilt from what is stored tells them in the order they were told.
+	for _, a := range as {
+		if a.DecidedAt != nil && !now.After(*a.DecidedAt) {
+			now = a.DecidedAt.Add(time.Microsecond)
+		}
 	}
 	edited := make([]*string, len(ds))
 	seen := map[int]bool{}
@@ -341,27 +368,51 @@ func Decide(ctx context.Context, c *ent.Client, turnID int, ds []Decision, by *i
 		}
 		out.Approvals = append(out.Approvals, a)
 	}
+	call, err := c.ToolCall.Get(ctx, ds[0].ToolCallID)
+	if err != nil {
+		return nil, fmt.Errorf("load decided call: %w", err)
+	}
+	out.Step = call.Step
 	left, err := c.Approval.Query().Where(approval.TurnID(t.ID), approval.DecisionIsNil()).Exist(ctx)
 	if err != nil {
 		return nil, fmt.Errorf("count undecided calls: %w", err)
 	}
 	if !left {
-		n, err := c.Turn.Update().Where(turn.ID(t.ID), turn.StatusEQ(turn.StatusWAITING_FOR_APPROVAL)).
-			SetStatus(turn.StatusRUNNING).ClearClaimedBy().SetHeartbeatAt(now).Save(ctx)
+		// A question asked in the same batch is answered next: the turn
+		// goes on waiting, for the answer now.
+		next := turn.StatusRUNNING
+		if cl := t.Clarification; cl != nil && cl.Answer == nil {
+			calls, err := c.ToolCall.Query().Where(toolcall.TurnID(t.ID), toolcall.Step(out.Step)).
+				Order(ent.Asc(toolcall.FieldPosition)).All(ctx)
+			if err != nil {
+				return nil, fmt.Errorf("load the step's calls: %w", err)
+			}
+			if i := interact.Asking(calls, func(name string) bool { return name == interact.Clarify.Name }); i >= 0 {
+				next, out.Asked = turn.StatusWAITING_FOR_CLARIFICATION, calls[i].ID
+			}
+		}
+		u := c.Turn.Update().Where(turn.ID(t.ID), turn.StatusEQ(turn.StatusWAITING_FOR_APPROVAL)).SetStatus(next)
+		if next == turn.StatusRUNNING {
+			u.ClearClaimedBy().SetHeartbeatAt(now)
+		} else {
+			u.ClearHeartbeatAt()
+		}
+		n, err := u.Save(ctx)
 		if err != nil {
 			return nil, fmt.Errorf("resume turn: %w", err)
 		}
-		out.Resumed = n == 1
+		out.Resumed = n == 1 && next == turn.StatusRUNNING
+		if n == 0 {
+			out.Asked = 0
+		}
 	}
 	ids := make([]int, len(out.Approvals))
 	for i, a := range out.Approvals {
 		ids[i] = a.ID
 	}
-	if out.Approvals, err = c.Approval.Query().Where(approval.IDIn(ids...)).All(ctx); err != nil {
+	// In the model's order: as Announce tells them, and a rebuilt stream.
+	if out.Approvals, err = c.Approval.Query().Where(approval.IDIn(ids...)).Order(ent.Asc(approval.FieldToolCallID)).All(ctx); err != nil {
 		return nil, fmt.Errorf("read decisions: %w", err)
-	}
-	if call, err := c.ToolCall.Get(ctx, ds[0].ToolCallID); err == nil {
-		out.Step = call.Step
 	}
 	return out, nil
 }
@@ -374,8 +425,13 @@ func (r *Runner) Announce(turnID int, d *Decided) {
 		r.cfg.Events.Publish(events.Event{Kind: events.ApprovalDecided, TurnID: turnID, ToolCallID: a.ToolCallID, Step: d.Step,
 			Status: string(turn.StatusWAITING_FOR_APPROVAL), At: now})
 	}
-	if d.Resumed {
+	switch {
+	case d.Resumed:
 		r.cfg.Events.Publish(events.Event{Kind: events.Status, TurnID: turnID, Step: d.Step, Status: string(turn.StatusRUNNING), At: now})
+	case d.Asked != 0:
+		// Told as one more event of the pause, after the decisions.
+		r.cfg.Events.Publish(events.Event{Kind: events.Status, TurnID: turnID, ToolCallID: d.Asked, Step: d.Step,
+			Status: string(turn.StatusWAITING_FOR_CLARIFICATION), At: now})
 	}
 }
 

@@ -183,27 +183,13 @@ func pending(calls []*ent.ToolCall) bool {
 // recording the question and pausing.
 func (t *turnRun) unanswered(calls []*ent.ToolCall) bool {
 	i := t.pausing(calls)
-	if i < 0 {
-		return false
-	}
-	c, err := interact.ParseClarify([]byte(calls[i].Arguments))
-	if err != nil {
-		return false
-	}
-	cl := t.turn.Clarification
-	return cl == nil || cl.Answer == nil || cl.Question != c.Question
+	return i >= 0 && !interact.Answered(t.turn.Clarification, calls[i])
 }
 
 // pausing returns the index of the first call of a step that pauses the
 // turn and succeeded, or -1.
 func (t *turnRun) pausing(calls []*ent.ToolCall) int {
-	for i, c := range calls {
-		if t.byName[c.Name].Pauses && c.Outcome != toolcall.OutcomePENDING &&
-			(c.Outcome == toolcall.OutcomeHITS || c.Outcome == toolcall.OutcomeABSENCE) {
-			return i
-		}
-	}
-	return -1
+	return interact.Asking(calls, func(name string) bool { return t.byName[name].Pauses })
 }
 
 // loaded is what the claim's statement read of the turn (claimAndLoad):
@@ -903,6 +889,16 @@ func (t *turnRun) runTools(ctx context.Context, step int, rows []*ent.ToolCall, 
 		return false, err
 	}
 	if len(waiting) > 0 {
+		// The calls that ran as they were recorded (a question among them
+		// is stored with the pause); the calls waiting stay PENDING.
+		for _, i := range todo {
+			if len(sent[i]) > 0 {
+				rows[i].Arguments = string(sent[i])
+			}
+			if !failed[i] && rows[i].Outcome == toolcall.OutcomePENDING {
+				rows[i].Outcome = toolcall.OutcomeHITS
+			}
+		}
 		return true, t.pauseForApproval(ctx, rows, waiting)
 	}
 	// From here on every reader of the calls' arguments (the next model
@@ -926,7 +922,9 @@ func (t *turnRun) runTools(ctx context.Context, step int, rows []*ent.ToolCall, 
 			t.readDefinitions(c.Name, heard[i])
 		}
 	}
-	if t.pausing(rows) >= 0 {
+	// A question asked with calls that waited for approval was stored with
+	// the approvals' pause, and answered before this run: no pause again.
+	if !resumed && t.pausing(rows) >= 0 || resumed && t.unanswered(rows) {
 		if err := t.pause(ctx, rows); err != nil {
 			return false, err
 		}
@@ -1213,13 +1211,9 @@ func (t *turnRun) pause(ctx context.Context, rows []*ent.ToolCall) error {
 	if i < 0 {
 		return nil
 	}
-	c, err := interact.ParseClarify([]byte(rows[i].Arguments))
+	cl, err := interact.Question(rows[i])
 	if err != nil {
 		return fmt.Errorf("read clarification: %w", err)
-	}
-	cl := schematype.Clarification{Question: c.Question, Options: c.Options, Recommended: c.Recommended}
-	if cl.Options == nil {
-		cl.Options = []string{}
 	}
 	var n int
 	err = t.write(ctx, func(ctx context.Context, tx *ent.Tx) error {

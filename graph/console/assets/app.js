@@ -505,7 +505,12 @@ function AccessView({ viewer }) {
 // still waiting first, then who decided what, and when.
 function Approvals() {
   const q = useQuery('approvals', {});
-  let body;
+  let body, policies = null;
+  if (q.data) {
+    const apps = q.data.catalogue.tools.filter((t) => t.family === 'application');
+    policies = apps.length === 0 ? null : html`<p class="muted" id="approval-policies">Policies:
+      ${apps.map((t, i) => html`${i ? ', ' : ''}<code>${t.name}</code> ${t.approval.toLowerCase()}${t.asksApproval ? ' (asks)' : ''}`)}</p>`;
+  }
   if (q.error) body = html`<${Failed} error=${q.error} retry=${q.reload} />`;
   else if (!q.data) body = html`<${Loading} what="approvals" />`;
   else if (q.data.approvals.length === 0) body = html`<${Empty}>No tool call has waited for a decision. An admin sets <code>defaultApproval</code> or <code>approvals</code> on an application.<//>`;
@@ -528,7 +533,7 @@ function Approvals() {
       </tbody>
     </table>`;
   }
-  return html`<${Panel} title="Approvals" id="approvals-panel" aside=${html`<span class="muted">calls that waited for a person's decision</span>`}>${body}<//>`;
+  return html`<${Panel} title="Approvals" id="approvals-panel" aside=${html`<span class="muted">calls that waited for a person's decision</span>`}>${policies}${body}<//>`;
 }
 
 // ---- transcript
