@@ -191,3 +191,29 @@ func seedLifecycle(t testing.TB, b *testBundle) lifecycleSeed {
 		"publishSkill", "id").(string)
 	return l
 }
+
+// TestAgentsFilterArchived: agents(where:) tells the agents in use from the
+// archived ones, within the caller's organisation only.
+func TestAgentsFilterArchived(t *testing.T) {
+	t.Parallel()
+	dbtest.Each(t, func(t *testing.T, d *db.DB) {
+		b := setup(t, d)
+		inUse := b.createAgent(t, b.alice.Token, "In use")
+		old := b.createAgent(t, b.alice.Token, "Old")
+		b.createAgent(t, b.eve.Token, "Evil, in use")
+		b.do(t, b.alice.Token, `mutation($id: ID!) { archiveAgent(id: $id) { id } }`, map[string]any{"id": old}).ok(t)
+		const list = `query($w: AgentWhereInput) { agents(where: $w) { totalCount edges { node { id } } } }`
+		ids := func(token string, where map[string]any) []string {
+			var out []string
+			for _, e := range get(b.do(t, token, list, map[string]any{"w": where}).ok(t), "agents", "edges").([]any) {
+				out = append(out, get(e, "node", "id").(string))
+			}
+			return out
+		}
+		require.Equal(t, []string{inUse}, ids(b.alice.Token, map[string]any{"archivedAtIsNil": true}))
+		require.Equal(t, []string{old}, ids(b.alice.Token, map[string]any{"archivedAtNotNil": true}))
+		require.ElementsMatch(t, []string{inUse, old}, ids(b.alice.Token, nil))
+		require.Equal(t, []string{inUse}, ids(b.bob.Token, map[string]any{"archivedAtIsNil": true}), "a member sees the organisation's agents")
+		require.Empty(t, ids(b.alice.Token, map[string]any{"nameContains": "Evil"}), "another organisation's agents are never listed")
+	})
+}

@@ -685,7 +685,7 @@ type ComplexityRoot struct {
 
 	Query struct {
 		APITokens               func(childComplexity int) int
-		Agents                  func(childComplexity int, first *int, after *entgql.Cursor[int], last *int, before *entgql.Cursor[int], orderBy []*ent.AgentOrder) int
+		Agents                  func(childComplexity int, first *int, after *entgql.Cursor[int], last *int, before *entgql.Cursor[int], orderBy []*ent.AgentOrder, where *ent.AgentWhereInput) int
 		Applications            func(childComplexity int) int
 		Approvals               func(childComplexity int, pending *bool, first *int) int
 		Artifacts               func(childComplexity int, conversationID int) int
@@ -1276,7 +1276,7 @@ type QueryResolver interface {
 	Nodes(ctx context.Context, ids []int) ([]ent.Noder, error)
 	Conversations(ctx context.Context, after *entgql.Cursor[int], first *int, before *entgql.Cursor[int], last *int, orderBy []*ent.ConversationOrder, where *ent.ConversationWhereInput) (*ent.ConversationConnection, error)
 	Turns(ctx context.Context, after *entgql.Cursor[int], first *int, before *entgql.Cursor[int], last *int, orderBy []*ent.TurnOrder, where *ent.TurnWhereInput) (*ent.TurnConnection, error)
-	Agents(ctx context.Context, first *int, after *entgql.Cursor[int], last *int, before *entgql.Cursor[int], orderBy []*ent.AgentOrder) (*ent.AgentConnection, error)
+	Agents(ctx context.Context, first *int, after *entgql.Cursor[int], last *int, before *entgql.Cursor[int], orderBy []*ent.AgentOrder, where *ent.AgentWhereInput) (*ent.AgentConnection, error)
 	APITokens(ctx context.Context) ([]*ent.APIToken, error)
 	Approvals(ctx context.Context, pending *bool, first *int) ([]*ent.Approval, error)
 	Artifacts(ctx context.Context, conversationID int) ([]*ent.Artifact, error)
@@ -4028,7 +4028,7 @@ func (e *executableSchema) Complexity(ctx context.Context, typeName, field strin
 			return 0, false
 		}
 
-		return e.ComplexityRoot.Query.Agents(childComplexity, args["first"].(*int), args["after"].(*entgql.Cursor[int]), args["last"].(*int), args["before"].(*entgql.Cursor[int]), args["orderBy"].([]*ent.AgentOrder)), true
+		return e.ComplexityRoot.Query.Agents(childComplexity, args["first"].(*int), args["after"].(*entgql.Cursor[int]), args["last"].(*int), args["before"].(*entgql.Cursor[int]), args["orderBy"].([]*ent.AgentOrder), args["where"].(*ent.AgentWhereInput)), true
 	case "Query.applications":
 		if e.ComplexityRoot.Query.Applications == nil {
 			break
@@ -6312,8 +6312,8 @@ type Mutation {
 }
 
 extend type Query {
-  "The agents of the caller's organisation."
-  agents(first: Int, after: Cursor, last: Int, before: Cursor, orderBy: [AgentOrder!]): AgentConnection!
+  "The agents of the caller's organisation; where filters them (archivedAtIsNil: true, the agents in use)."
+  agents(first: Int, after: Cursor, last: Int, before: Cursor, orderBy: [AgentOrder!], where: AgentWhereInput): AgentConnection!
 }
 
 extend type User {
@@ -14388,6 +14388,14 @@ func (ec *executionContext) field_Query_agents_args(ctx context.Context, rawArgs
 		return nil, err
 	}
 	args["orderBy"] = arg4
+	arg5, err := graphql.ProcessArgField(ctx, rawArgs, "where",
+		func(ctx context.Context, v any) (*ent.AgentWhereInput, error) {
+			return ec.unmarshalOAgentWhereInput2ᚖgithubᚗcomᚋtoolgateᚋtoolgateᚋentᚐAgentWhereInput(ctx, v)
+		})
+	if err != nil {
+		return nil, err
+	}
+	args["where"] = arg5
 	return args, nil
 }
 
@@ -26264,7 +26272,7 @@ func (ec *executionContext) _Query_agents(ctx context.Context, field graphql.Col
 		},
 		func(ctx context.Context) (any, error) {
 			fc := graphql.GetFieldContext(ctx)
-			return ec.Resolvers.Query().Agents(ctx, fc.Args["first"].(*int), fc.Args["after"].(*entgql.Cursor[int]), fc.Args["last"].(*int), fc.Args["before"].(*entgql.Cursor[int]), fc.Args["orderBy"].([]*ent.AgentOrder))
+			return ec.Resolvers.Query().Agents(ctx, fc.Args["first"].(*int), fc.Args["after"].(*entgql.Cursor[int]), fc.Args["last"].(*int), fc.Args["before"].(*entgql.Cursor[int]), fc.Args["orderBy"].([]*ent.AgentOrder), fc.Args["where"].(*ent.AgentWhereInput))
 		},
 		nil,
 		func(ctx context.Context, selections ast.SelectionSet, v *ent.AgentConnection) graphql.Marshaler {
