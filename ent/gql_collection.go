@@ -295,6 +295,9 @@ func newAgentPaginateArgs(rv map[string]any) *agentPaginateArgs {
 			args.opts = append(args.opts, WithAgentOrder(orders))
 		}
 	}
+	if v, ok := rv[whereField].(*AgentWhereInput); ok {
+		args.opts = append(args.opts, WithAgentFilter(v.Filter))
+	}
 	return args
 }
 
@@ -1842,6 +1845,9 @@ func newUserPaginateArgs(rv map[string]any) *userPaginateArgs {
 				args.opts = append(args.opts, WithUserOrder(v))
 			}
 		}
+	}
+	if v, ok := rv[whereField].(*UserWhereInput); ok {
+		args.opts = append(args.opts, WithUserFilter(v.Filter))
 	}
 	return args
 }

@@ -7,10 +7,402 @@ import (
 	"fmt"
 	"time"
 
+	"github.com/toolgate/toolgate/ent/agent"
 	"github.com/toolgate/toolgate/ent/conversation"
 	"github.com/toolgate/toolgate/ent/predicate"
 	"github.com/toolgate/toolgate/ent/turn"
+	"github.com/toolgate/toolgate/ent/user"
 )
+
+// AgentWhereInput represents a where input for filtering Agent queries.
+type AgentWhereInput struct {
+	Predicates []predicate.Agent  `json:"-"`
+	Not        *AgentWhereInput   `json:"not,omitempty"`
+	Or         []*AgentWhereInput `json:"or,omitempty"`
+	And        []*AgentWhereInput `json:"and,omitempty"`
+
+	// "id" field predicates.
+	ID      *int  `json:"id,omitempty"`
+	IDNEQ   *int  `json:"idNEQ,omitempty"`
+	IDIn    []int `json:"idIn,omitempty"`
+	IDNotIn []int `json:"idNotIn,omitempty"`
+	IDGT    *int  `json:"idGT,omitempty"`
+	IDGTE   *int  `json:"idGTE,omitempty"`
+	IDLT    *int  `json:"idLT,omitempty"`
+	IDLTE   *int  `json:"idLTE,omitempty"`
+
+	// "created_at" field predicates.
+	CreatedAt      *time.Time  `json:"createdAt,omitempty"`
+	CreatedAtNEQ   *time.Time  `json:"createdAtNEQ,omitempty"`
+	CreatedAtIn    []time.Time `json:"createdAtIn,omitempty"`
+	CreatedAtNotIn []time.Time `json:"createdAtNotIn,omitempty"`
+	CreatedAtGT    *time.Time  `json:"createdAtGT,omitempty"`
+	CreatedAtGTE   *time.Time  `json:"createdAtGTE,omitempty"`
+	CreatedAtLT    *time.Time  `json:"createdAtLT,omitempty"`
+	CreatedAtLTE   *time.Time  `json:"createdAtLTE,omitempty"`
+
+	// "updated_at" field predicates.
+	UpdatedAt      *time.Time  `json:"updatedAt,omitempty"`
+	UpdatedAtNEQ   *time.Time  `json:"updatedAtNEQ,omitempty"`
+	UpdatedAtIn    []time.Time `json:"updatedAtIn,omitempty"`
+	UpdatedAtNotIn []time.Time `json:"updatedAtNotIn,omitempty"`
+	UpdatedAtGT    *time.Time  `json:"updatedAtGT,omitempty"`
+	UpdatedAtGTE   *time.Time  `json:"updatedAtGTE,omitempty"`
+	UpdatedAtLT    *time.Time  `json:"updatedAtLT,omitempty"`
+	UpdatedAtLTE   *time.Time  `json:"updatedAtLTE,omitempty"`
+
+	// "name" field predicates.
+	Name             *string  `json:"name,omitempty"`
+	NameNEQ          *string  `json:"nameNEQ,omitempty"`
+	NameIn           []string `json:"nameIn,omitempty"`
+	NameNotIn        []string `json:"nameNotIn,omitempty"`
+	NameGT           *string  `json:"nameGT,omitempty"`
+	NameGTE          *string  `json:"nameGTE,omitempty"`
+	NameLT           *string  `json:"nameLT,omitempty"`
+	NameLTE          *string  `json:"nameLTE,omitempty"`
+	NameContains     *string  `json:"nameContains,omitempty"`
+	NameHasPrefix    *string  `json:"nameHasPrefix,omitempty"`
+	NameHasSuffix    *string  `json:"nameHasSuffix,omitempty"`
+	NameEqualFold    *string  `json:"nameEqualFold,omitempty"`
+	NameContainsFold *string  `json:"nameContainsFold,omitempty"`
+
+	// "instructions" field predicates.
+	Instructions             *string  `json:"instructions,omitempty"`
+	InstructionsNEQ          *string  `json:"instructionsNEQ,omitempty"`
+	InstructionsIn           []string `json:"instructionsIn,omitempty"`
+	InstructionsNotIn        []string `json:"instructionsNotIn,omitempty"`
+	InstructionsGT           *string  `json:"instructionsGT,omitempty"`
+	InstructionsGTE          *string  `json:"instructionsGTE,omitempty"`
+	InstructionsLT           *string  `json:"instructionsLT,omitempty"`
+	InstructionsLTE          *string  `json:"instructionsLTE,omitempty"`
+	InstructionsContains     *string  `json:"instructionsContains,omitempty"`
+	InstructionsHasPrefix    *string  `json:"instructionsHasPrefix,omitempty"`
+	InstructionsHasSuffix    *string  `json:"instructionsHasSuffix,omitempty"`
+	InstructionsEqualFold    *string  `json:"instructionsEqualFold,omitempty"`
+	InstructionsContainsFold *string  `json:"instructionsContainsFold,omitempty"`
+
+	// "memory" field predicates.
+	Memory    *bool `json:"memory,omitempty"`
+	MemoryNEQ *bool `json:"memoryNEQ,omitempty"`
+
+	// "budget_check" field predicates.
+	BudgetCheck    *bool `json:"budgetCheck,omitempty"`
+	BudgetCheckNEQ *bool `json:"budgetCheckNEQ,omitempty"`
+
+	// "past_conversation_search" field predicates.
+	PastConversationSearch    *bool `json:"pastConversationSearch,omitempty"`
+	PastConversationSearchNEQ *bool `json:"pastConversationSearchNEQ,omitempty"`
+
+	// "tool_loading" field predicates.
+	ToolLoading      *agent.ToolLoading  `json:"toolLoading,omitempty"`
+	ToolLoadingNEQ   *agent.ToolLoading  `json:"toolLoadingNEQ,omitempty"`
+	ToolLoadingIn    []agent.ToolLoading `json:"toolLoadingIn,omitempty"`
+	ToolLoadingNotIn []agent.ToolLoading `json:"toolLoadingNotIn,omitempty"`
+
+	// "archived_at" field predicates.
+	ArchivedAt       *time.Time  `json:"archivedAt,omitempty"`
+	ArchivedAtNEQ    *time.Time  `json:"archivedAtNEQ,omitempty"`
+	ArchivedAtIn     []time.Time `json:"archivedAtIn,omitempty"`
+	ArchivedAtNotIn  []time.Time `json:"archivedAtNotIn,omitempty"`
+	ArchivedAtGT     *time.Time  `json:"archivedAtGT,omitempty"`
+	ArchivedAtGTE    *time.Time  `json:"archivedAtGTE,omitempty"`
+	ArchivedAtLT     *time.Time  `json:"archivedAtLT,omitempty"`
+	ArchivedAtLTE    *time.Time  `json:"archivedAtLTE,omitempty"`
+	ArchivedAtIsNil  bool        `json:"archivedAtIsNil,omitempty"`
+	ArchivedAtNotNil bool        `json:"archivedAtNotNil,omitempty"`
+}
+
+// AddPredicates adds custom predicates to the where input to be used during the filtering phase.
+func (i *AgentWhereInput) AddPredicates(predicates ...predicate.Agent) {
+	i.Predicates = append(i.Predicates, predicates...)
+}
+
+// Filter applies the AgentWhereInput filter on the AgentQuery builder.
+func (i *AgentWhereInput) Filter(q *AgentQuery) (*AgentQuery, error) {
+	if i == nil {
+		return q, nil
+	}
+	p, err := i.P()
+	if err != nil {
+		if err == ErrEmptyAgentWhereInput {
+			return q, nil
+		}
+		return nil, err
+	}
+	return q.Where(p), nil
+}
+
+// ErrEmptyAgentWhereInput is returned in case the AgentWhereInput is empty.
+var ErrEmptyAgentWhereInput = errors.New("ent: empty predicate AgentWhereInput")
+
+// P returns a predicate for filtering agents.
+// An error is returned if the input is empty or invalid.
+func (i *AgentWhereInput) P() (predicate.Agent, error) {
+	var predicates []predicate.Agent
+	if i.Not != nil {
+		p, err := i.Not.P()
+		if err != nil {
+			return nil, fmt.Errorf("%w: field 'not'", err)
+		}
+		predicates = append(predicates, agent.Not(p))
+	}
+	switch n := len(i.Or); {
+	case n == 1:
+		p, err := i.Or[0].P()
+		if err != nil {
+			return nil, fmt.Errorf("%w: field 'or'", err)
+		}
+		predicates = append(predicates, p)
+	case n > 1:
+		or := make([]predicate.Agent, 0, n)
+		for _, w := range i.Or {
+			p, err := w.P()
+			if err != nil {
+				return nil, fmt.Errorf("%w: field 'or'", err)
+			}
+			or = append(or, p)
+		}
+		predicates = append(predicates, agent.Or(or...))
+	}
+	switch n := len(i.And); {
+	case n == 1:
+		p, err := i.And[0].P()
+		if err != nil {
+			return nil, fmt.Errorf("%w: field 'and'", err)
+		}
+		predicates = append(predicates, p)
+	case n > 1:
+		and := make([]predicate.Agent, 0, n)
+		for _, w := range i.And {
+			p, err := w.P()
+			if err != nil {
+				return nil, fmt.Errorf("%w: field 'and'", err)
+			}
+			and = append(and, p)
+		}
+		predicates = append(predicates, agent.And(and...))
+	}
+	predicates = append(predicates, i.Predicates...)
+	if i.ID != nil {
+		predicates = append(predicates, agent.IDEQ(*i.ID))
+	}
+	if i.IDNEQ != nil {
+		predicates = append(predicates, agent.IDNEQ(*i.IDNEQ))
+	}
+	if len(i.IDIn) > 0 {
+		predicates = append(predicates, agent.IDIn(i.IDIn...))
+	}
+	if len(i.IDNotIn) > 0 {
+		predicates = append(predicates, agent.IDNotIn(i.IDNotIn...))
+	}
+	if i.IDGT != nil {
+		predicates = append(predicates, agent.IDGT(*i.IDGT))
+	}
+	if i.IDGTE != nil {
+		predicates = append(predicates, agent.IDGTE(*i.IDGTE))
+	}
+	if i.IDLT != nil {
+		predicates = append(predicates, agent.IDLT(*i.IDLT))
+	}
+	if i.IDLTE != nil {
+		predicates = append(predicates, agent.IDLTE(*i.IDLTE))
+	}
+	if i.CreatedAt != nil {
+		predicates = append(predicates, agent.CreatedAtEQ(*i.CreatedAt))
+	}
+	if i.CreatedAtNEQ != nil {
+		predicates = append(predicates, agent.CreatedAtNEQ(*i.CreatedAtNEQ))
+	}
+	if len(i.CreatedAtIn) > 0 {
+		predicates = append(predicates, agent.CreatedAtIn(i.CreatedAtIn...))
+	}
+	if len(i.CreatedAtNotIn) > 0 {
+		predicates = append(predicates, agent.CreatedAtNotIn(i.CreatedAtNotIn...))
+	}
+	if i.CreatedAtGT != nil {
+		predicates = append(predicates, agent.CreatedAtGT(*i.CreatedAtGT))
+	}
+	if i.CreatedAtGTE != nil {
+		predicates = append(predicates, agent.CreatedAtGTE(*i.CreatedAtGTE))
+	}
+	if i.CreatedAtLT != nil {
+		predicates = append(predicates, agent.CreatedAtLT(*i.CreatedAtLT))
+	}
+	if i.CreatedAtLTE != nil {
+		predicates = append(predicates, agent.CreatedAtLTE(*i.CreatedAtLTE))
+	}
+	if i.UpdatedAt != nil {
+		predicates = append(predicates, agent.UpdatedAtEQ(*i.UpdatedAt))
+	}
+	if i.UpdatedAtNEQ != nil {
+		predicates = append(predicates, agent.UpdatedAtNEQ(*i.UpdatedAtNEQ))
+	}
+	if len(i.UpdatedAtIn) > 0 {
+		predicates = append(predicates, agent.UpdatedAtIn(i.UpdatedAtIn...))
+	}
+	if len(i.UpdatedAtNotIn) > 0 {
+		predicates = append(predicates, agent.UpdatedAtNotIn(i.UpdatedAtNotIn...))
+	}
+	if i.UpdatedAtGT != nil {
+		predicates = append(predicates, agent.UpdatedAtGT(*i.UpdatedAtGT))
+	}
+	if i.UpdatedAtGTE != nil {
+		predicates = append(predicates, agent.UpdatedAtGTE(*i.UpdatedAtGTE))
+	}
+	if i.UpdatedAtLT != nil {
+		predicates = append(predicates, agent.UpdatedAtLT(*i.UpdatedAtLT))
+	}
+	if i.UpdatedAtLTE != nil {
+		predicates = append(predicates, agent.UpdatedAtLTE(*i.UpdatedAtLTE))
+	}
+	if i.Name != nil {
+		predicates = append(predicates, agent.NameEQ(*i.Name))
+	}
+	if i.NameNEQ != nil {
+		predicates = append(predicates, agent.NameNEQ(*i.NameNEQ))
+	}
+	if len(i.NameIn) > 0 {
+		predicates = append(predicates, agent.NameIn(i.NameIn...))
+	}
+	if len(i.NameNotIn) > 0 {
+		predicates = append(predicates, agent.NameNotIn(i.NameNotIn...))
+	}
+	if i.NameGT != nil {
+		predicates = append(predicates, agent.NameGT(*i.NameGT))
+	}
+	if i.NameGTE != nil {
+		predicates = append(predicates, agent.NameGTE(*i.NameGTE))
+	}
+	if i.NameLT != nil {
+		predicates = append(predicates, agent.NameLT(*i.NameLT))
+	}
+	if i.NameLTE != nil {
+		predicates = append(predicates, agent.NameLTE(*i.NameLTE))
+	}
+	if i.NameContains != nil {
+		predicates = append(predicates, agent.NameContains(*i.NameContains))
+	}
+	if i.NameHasPrefix != nil {
+		predicates = append(predicates, agent.NameHasPrefix(*i.NameHasPrefix))
+	}
+	if i.NameHasSuffix != nil {
+		predicates = append(predicates, agent.NameHasSuffix(*i.NameHasSuffix))
+	}
+	if i.NameEqualFold != nil {
+		predicates = append(predicates, agent.NameEqualFold(*i.NameEqualFold))
+	}
+	if i.NameContainsFold != nil {
+		predicates = append(predicates, agent.NameContainsFold(*i.NameContainsFold))
+	}
+	if i.Instructions != nil {
+		predicates = append(predicates, agent.InstructionsEQ(*i.Instructions))
+	}
+	if i.InstructionsNEQ != nil {
+		predicates = append(predicates, agent.InstructionsNEQ(*i.InstructionsNEQ))
+	}
+	if len(i.InstructionsIn) > 0 {
+		predicates = append(predicates, agent.InstructionsIn(i.InstructionsIn...))
+	}
+	if len(i.InstructionsNotIn) > 0 {
+		predicates = append(predicates, agent.InstructionsNotIn(i.InstructionsNotIn...))
+	}
+	if i.InstructionsGT != nil {
+		predicates = append(predicates, agent.InstructionsGT(*i.InstructionsGT))
+	}
+	if i.InstructionsGTE != nil {
+		predicates = append(predicates, agent.InstructionsGTE(*i.InstructionsGTE))
+	}
+	if i.InstructionsLT != nil {
+		predicates = append(predicates, agent.InstructionsLT(*i.InstructionsLT))
+	}
+	if i.InstructionsLTE != nil {
+		predicates = append(predicates, agent.InstructionsLTE(*i.InstructionsLTE))
+	}
+	if i.InstructionsContains != nil {
+		predicates = append(predicates, agent.InstructionsContains(*i.InstructionsContains))
+	}
+	if i.InstructionsHasPrefix != nil {
+		predicates = append(predicates, agent.InstructionsHasPrefix(*i.InstructionsHasPrefix))
+	}
+	if i.InstructionsHasSuffix != nil {
+		predicates = append(predicates, agent.InstructionsHasSuffix(*i.InstructionsHasSuffix))
+	}
+	if i.InstructionsEqualFold != nil {
+		predicates = append(predicates, agent.InstructionsEqualFold(*i.InstructionsEqualFold))
+	}
+	if i.InstructionsContainsFold != nil {
+		predicates = append(predicates, agent.InstructionsContainsFold(*i.InstructionsContainsFold))
+	}
+	if i.Memory != nil {
+		predicates = append(predicates, agent.MemoryEQ(*i.Memory))
+	}
+	if i.MemoryNEQ != nil {
+		predicates = append(predicates, agent.MemoryNEQ(*i.MemoryNEQ))
+	}
+	if i.BudgetCheck != nil {
+		predicates = append(predicates, agent.BudgetCheckEQ(*i.BudgetCheck))
+	}
+	if i.BudgetCheckNEQ != nil {
+		predicates = append(predicates, agent.BudgetCheckNEQ(*i.BudgetCheckNEQ))
+	}
+	if i.PastConversationSearch != nil {
+		predicates = append(predicates, agent.PastConversationSearchEQ(*i.PastConversationSearch))
+	}
+	if i.PastConversationSearchNEQ != nil {
+		predicates = append(predicates, agent.PastConversationSearchNEQ(*i.PastConversationSearchNEQ))
+	}
+	if i.ToolLoading != nil {
+		predicates = append(predicates, agent.ToolLoadingEQ(*i.ToolLoading))
+	}
+	if i.ToolLoadingNEQ != nil {
+		predicates = append(predicates, agent.ToolLoadingNEQ(*i.ToolLoadingNEQ))
+	}
+	if len(i.ToolLoadingIn) > 0 {
+		predicates = append(predicates, agent.ToolLoadingIn(i.ToolLoadingIn...))
+	}
+	if len(i.ToolLoadingNotIn) > 0 {
+		predicates = append(predicates, agent.ToolLoadingNotIn(i.ToolLoadingNotIn...))
+	}
+	if i.ArchivedAt != nil {
+		predicates = append(predicates, agent.ArchivedAtEQ(*i.ArchivedAt))
+	}
+	if i.ArchivedAtNEQ != nil {
+		predicates = append(predicates, agent.ArchivedAtNEQ(*i.ArchivedAtNEQ))
+	}
+	if len(i.ArchivedAtIn) > 0 {
+		predicates = append(predicates, agent.ArchivedAtIn(i.ArchivedAtIn...))
+	}
+	if len(i.ArchivedAtNotIn) > 0 {
+		predicates = append(predicates, agent.ArchivedAtNotIn(i.ArchivedAtNotIn...))
+	}
+	if i.ArchivedAtGT != nil {
+		predicates = append(predicates, agent.ArchivedAtGT(*i.ArchivedAtGT))
+	}
+	if i.ArchivedAtGTE != nil {
+		predicates = append(predicates, agent.ArchivedAtGTE(*i.ArchivedAtGTE))
+	}
+	if i.ArchivedAtLT != nil {
+		predicates = append(predicates, agent.ArchivedAtLT(*i.ArchivedAtLT))
+	}
+	if i.ArchivedAtLTE != nil {
+		predicates = append(predicates, agent.ArchivedAtLTE(*i.ArchivedAtLTE))
+	}
+	if i.ArchivedAtIsNil {
+		predicates = append(predicates, agent.ArchivedAtIsNil())
+	}
+	if i.ArchivedAtNotNil {
+		predicates = append(predicates, agent.ArchivedAtNotNil())
+	}
+
+	switch len(predicates) {
+	case 0:
+		return nil, ErrEmptyAgentWhereInput
+	case 1:
+		return predicates[0], nil
+	default:
+		return agent.And(predicates...), nil
+	}
+}
 
 // ConversationWhereInput represents a where input for filtering Conversation queries.
 type ConversationWhereInput struct {
@@ -87,6 +479,14 @@ type ConversationWhereInput struct {
 	ArchivedAtLTE    *time.Time  `json:"archivedAtLTE,omitempty"`
 	ArchivedAtIsNil  bool        `json:"archivedAtIsNil,omitempty"`
 	ArchivedAtNotNil bool        `json:"archivedAtNotNil,omitempty"`
+
+	// "user" edge predicates.
+	HasUser     *bool             `json:"hasUser,omitempty"`
+	HasUserWith []*UserWhereInput `json:"hasUserWith,omitempty"`
+
+	// "agent" edge predicates.
+	HasAgent     *bool              `json:"hasAgent,omitempty"`
+	HasAgentWith []*AgentWhereInput `json:"hasAgentWith,omitempty"`
 
 	// "turns" edge predicates.
 	HasTurns     *bool             `json:"hasTurns,omitempty"`
@@ -336,6 +736,42 @@ func (i *ConversationWhereInput) P() (predicate.Conversation, error) {
 		predicates = append(predicates, conversation.ArchivedAtNotNil())
 	}
 
+	if i.HasUser != nil {
+		p := conversation.HasUser()
+		if !*i.HasUser {
+			p = conversation.Not(p)
+		}
+		predicates = append(predicates, p)
+	}
+	if len(i.HasUserWith) > 0 {
+		with := make([]predicate.User, 0, len(i.HasUserWith))
+		for _, w := range i.HasUserWith {
+			p, err := w.P()
+			if err != nil {
+				return nil, fmt.Errorf("%w: field 'HasUserWith'", err)
+			}
+			with = append(with, p)
+		}
+		predicates = append(predicates, conversation.HasUserWith(with...))
+	}
+	if i.HasAgent != nil {
+		p := conversation.HasAgent()
+		if !*i.HasAgent {
+			p = conversation.Not(p)
+		}
+		predicates = append(predicates, p)
+	}
+	if len(i.HasAgentWith) > 0 {
+		with := make([]predicate.Agent, 0, len(i.HasAgentWith))
+		for _, w := range i.HasAgentWith {
+			p, err := w.P()
+			if err != nil {
+				return nil, fmt.Errorf("%w: field 'HasAgentWith'", err)
+			}
+			with = append(with, p)
+		}
+		predicates = append(predicates, conversation.HasAgentWith(with...))
+	}
 	if i.HasTurns != nil {
 		p := conversation.HasTurns()
 		if !*i.HasTurns {
@@ -887,5 +1323,357 @@ func (i *TurnWhereInput) P() (predicate.Turn, error) {
 		return predicates[0], nil
 	default:
 		return turn.And(predicates...), nil
+	}
+}
+
+// UserWhereInput represents a where input for filtering User queries.
+type UserWhereInput struct {
+	Predicates []predicate.User  `json:"-"`
+	Not        *UserWhereInput   `json:"not,omitempty"`
+	Or         []*UserWhereInput `json:"or,omitempty"`
+	And        []*UserWhereInput `json:"and,omitempty"`
+
+	// "id" field predicates.
+	ID      *int  `json:"id,omitempty"`
+	IDNEQ   *int  `json:"idNEQ,omitempty"`
+	IDIn    []int `json:"idIn,omitempty"`
+	IDNotIn []int `json:"idNotIn,omitempty"`
+	IDGT    *int  `json:"idGT,omitempty"`
+	IDGTE   *int  `json:"idGTE,omitempty"`
+	IDLT    *int  `json:"idLT,omitempty"`
+	IDLTE   *int  `json:"idLTE,omitempty"`
+
+	// "created_at" field predicates.
+	CreatedAt      *time.Time  `json:"createdAt,omitempty"`
+	CreatedAtNEQ   *time.Time  `json:"createdAtNEQ,omitempty"`
+	CreatedAtIn    []time.Time `json:"createdAtIn,omitempty"`
+	CreatedAtNotIn []time.Time `json:"createdAtNotIn,omitempty"`
+	CreatedAtGT    *time.Time  `json:"createdAtGT,omitempty"`
+	CreatedAtGTE   *time.Time  `json:"createdAtGTE,omitempty"`
+	CreatedAtLT    *time.Time  `json:"createdAtLT,omitempty"`
+	CreatedAtLTE   *time.Time  `json:"createdAtLTE,omitempty"`
+
+	// "updated_at" field predicates.
+	UpdatedAt      *time.Time  `json:"updatedAt,omitempty"`
+	UpdatedAtNEQ   *time.Time  `json:"updatedAtNEQ,omitempty"`
+	UpdatedAtIn    []time.Time `json:"updatedAtIn,omitempty"`
+	UpdatedAtNotIn []time.Time `json:"updatedAtNotIn,omitempty"`
+	UpdatedAtGT    *time.Time  `json:"updatedAtGT,omitempty"`
+	UpdatedAtGTE   *time.Time  `json:"updatedAtGTE,omitempty"`
+	UpdatedAtLT    *time.Time  `json:"updatedAtLT,omitempty"`
+	UpdatedAtLTE   *time.Time  `json:"updatedAtLTE,omitempty"`
+
+	// "name" field predicates.
+	Name             *string  `json:"name,omitempty"`
+	NameNEQ          *string  `json:"nameNEQ,omitempty"`
+	NameIn           []string `json:"nameIn,omitempty"`
+	NameNotIn        []string `json:"nameNotIn,omitempty"`
+	NameGT           *string  `json:"nameGT,omitempty"`
+	NameGTE          *string  `json:"nameGTE,omitempty"`
+	NameLT           *string  `json:"nameLT,omitempty"`
+	NameLTE          *string  `json:"nameLTE,omitempty"`
+	NameContains     *string  `json:"nameContains,omitempty"`
+	NameHasPrefix    *string  `json:"nameHasPrefix,omitempty"`
+	NameHasSuffix    *string  `json:"nameHasSuffix,omitempty"`
+	NameEqualFold    *string  `json:"nameEqualFold,omitempty"`
+	NameContainsFold *string  `json:"nameContainsFold,omitempty"`
+
+	// "department" field predicates.
+	Department             *string  `json:"department,omitempty"`
+	DepartmentNEQ          *string  `json:"departmentNEQ,omitempty"`
+	DepartmentIn           []string `json:"departmentIn,omitempty"`
+	DepartmentNotIn        []string `json:"departmentNotIn,omitempty"`
+	DepartmentGT           *string  `json:"departmentGT,omitempty"`
+	DepartmentGTE          *string  `json:"departmentGTE,omitempty"`
+	DepartmentLT           *string  `json:"departmentLT,omitempty"`
+	DepartmentLTE          *string  `json:"departmentLTE,omitempty"`
+	DepartmentContains     *string  `json:"departmentContains,omitempty"`
+	DepartmentHasPrefix    *string  `json:"departmentHasPrefix,omitempty"`
+	DepartmentHasSuffix    *string  `json:"departmentHasSuffix,omitempty"`
+	DepartmentEqualFold    *string  `json:"departmentEqualFold,omitempty"`
+	DepartmentContainsFold *string  `json:"departmentContainsFold,omitempty"`
+
+	// "admin" field predicates.
+	Admin    *bool `json:"admin,omitempty"`
+	AdminNEQ *bool `json:"adminNEQ,omitempty"`
+
+	// "deactivated_at" field predicates.
+	DeactivatedAt       *time.Time  `json:"deactivatedAt,omitempty"`
+	DeactivatedAtNEQ    *time.Time  `json:"deactivatedAtNEQ,omitempty"`
+	DeactivatedAtIn     []time.Time `json:"deactivatedAtIn,omitempty"`
+	DeactivatedAtNotIn  []time.Time `json:"deactivatedAtNotIn,omitempty"`
+	DeactivatedAtGT     *time.Time  `json:"deactivatedAtGT,omitempty"`
+	DeactivatedAtGTE    *time.Time  `json:"deactivatedAtGTE,omitempty"`
+	DeactivatedAtLT     *time.Time  `json:"deactivatedAtLT,omitempty"`
+	DeactivatedAtLTE    *time.Time  `json:"deactivatedAtLTE,omitempty"`
+	DeactivatedAtIsNil  bool        `json:"deactivatedAtIsNil,omitempty"`
+	DeactivatedAtNotNil bool        `json:"deactivatedAtNotNil,omitempty"`
+}
+
+// AddPredicates adds custom predicates to the where input to be used during the filtering phase.
+func (i *UserWhereInput) AddPredicates(predicates ...predicate.User) {
+	i.Predicates = append(i.Predicates, predicates...)
+}
+
+// Filter applies the UserWhereInput filter on the UserQuery builder.
+func (i *UserWhereInput) Filter(q *UserQuery) (*UserQuery, error) {
+	if i == nil {
+		return q, nil
+	}
+	p, err := i.P()
+	if err != nil {
+		if err == ErrEmptyUserWhereInput {
+			return q, nil
+		}
+		return nil, err
+	}
+	return q.Where(p), nil
+}
+
+// ErrEmptyUserWhereInput is returned in case the UserWhereInput is empty.
+var ErrEmptyUserWhereInput = errors.New("ent: empty predicate UserWhereInput")
+
+// P returns a predicate for filtering users.
+// An error is returned if the input is empty or invalid.
+func (i *UserWhereInput) P() (predicate.User, error) {
+	var predicates []predicate.User
+	if i.Not != nil {
+		p, err := i.Not.P()
+		if err != nil {
+			return nil, fmt.Errorf("%w: field 'not'", err)
+		}
+		predicates = append(predicates, user.Not(p))
+	}
+	switch n := len(i.Or); {
+	case n == 1:
+		p, err := i.Or[0].P()
+		if err != nil {
+			return nil, fmt.Errorf("%w: field 'or'", err)
+		}
+		predicates = append(predicates, p)
+	case n > 1:
+		or := make([]predicate.User, 0, n)
+		for _, w := range i.Or {
+			p, err := w.P()
+			if err != nil {
+				return nil, fmt.Errorf("%w: field 'or'", err)
+			}
+			or = append(or, p)
+		}
+		predicates = append(predicates, user.Or(or...))
+	}
+	switch n := len(i.And); {
+	case n == 1:
+		p, err := i.And[0].P()
+		if err != nil {
+			return nil, fmt.Errorf("%w: field 'and'", err)
+		}
+		predicates = append(predicates, p)
+	case n > 1:
+		and := make([]predicate.User, 0, n)
+		for _, w := range i.And {
+			p, err := w.P()
+			if err != nil {
+				return nil, fmt.Errorf("%w: field 'and'", err)
+			}
+			and = append(and, p)
+		}
+		predicates = append(predicates, user.And(and...))
+	}
+	predicates = append(predicates, i.Predicates...)
+	if i.ID != nil {
+		predicates = append(predicates, user.IDEQ(*i.ID))
+	}
+	if i.IDNEQ != nil {
+		predicates = append(predicates, user.IDNEQ(*i.IDNEQ))
+	}
+	if len(i.IDIn) > 0 {
+		predicates = append(predicates, user.IDIn(i.IDIn...))
+	}
+	if len(i.IDNotIn) > 0 {
+		predicates = append(predicates, user.IDNotIn(i.IDNotIn...))
+	}
+	if i.IDGT != nil {
+		predicates = append(predicates, user.IDGT(*i.IDGT))
+	}
+	if i.IDGTE != nil {
+		predicates = append(predicates, user.IDGTE(*i.IDGTE))
+	}
+	if i.IDLT != nil {
+		predicates = append(predicates, user.IDLT(*i.IDLT))
+	}
+	if i.IDLTE != nil {
+		predicates = append(predicates, user.IDLTE(*i.IDLTE))
+	}
+	if i.CreatedAt != nil {
+		predicates = append(predicates, user.CreatedAtEQ(*i.CreatedAt))
+	}
+	if i.CreatedAtNEQ != nil {
+		predicates = append(predicates, user.CreatedAtNEQ(*i.CreatedAtNEQ))
+	}
+	if len(i.CreatedAtIn) > 0 {
+		predicates = append(predicates, user.CreatedAtIn(i.CreatedAtIn...))
+	}
+	if len(i.CreatedAtNotIn) > 0 {
+		predicates = append(predicates, user.CreatedAtNotIn(i.CreatedAtNotIn...))
+	}
+	if i.CreatedAtGT != nil {
+		predicates = append(predicates, user.CreatedAtGT(*i.CreatedAtGT))
+	}
+	if i.CreatedAtGTE != nil {
+		predicates = append(predicates, user.CreatedAtGTE(*i.CreatedAtGTE))
+	}
+	if i.CreatedAtLT != nil {
+		predicates = append(predicates, user.CreatedAtLT(*i.CreatedAtLT))
+	}
+	if i.CreatedAtLTE != nil {
+		predicates = append(predicates, user.CreatedAtLTE(*i.CreatedAtLTE))
+	}
+	if i.UpdatedAt != nil {
+		predicates = append(predicates, user.UpdatedAtEQ(*i.UpdatedAt))
+	}
+	if i.UpdatedAtNEQ != nil {
+		predicates = append(predicates, user.UpdatedAtNEQ(*i.UpdatedAtNEQ))
+	}
+	if len(i.UpdatedAtIn) > 0 {
+		predicates = append(predicates, user.UpdatedAtIn(i.UpdatedAtIn...))
+	}
+	if len(i.UpdatedAtNotIn) > 0 {
+		predicates = append(predicates, user.UpdatedAtNotIn(i.UpdatedAtNotIn...))
+	}
+	if i.UpdatedAtGT != nil {
+		predicates = append(predicates, user.UpdatedAtGT(*i.UpdatedAtGT))
+	}
+	if i.UpdatedAtGTE != nil {
+		predicates = append(predicates, user.UpdatedAtGTE(*i.UpdatedAtGTE))
+	}
+	if i.UpdatedAtLT != nil {
+		predicates = append(predicates, user.UpdatedAtLT(*i.UpdatedAtLT))
+	}
+	if i.UpdatedAtLTE != nil {
+		predicates = append(predicates, user.UpdatedAtLTE(*i.UpdatedAtLTE))
+	}
+	if i.Name != nil {
+		predicates = append(predicates, user.NameEQ(*i.Name))
+	}
+	if i.NameNEQ != nil {
+		predicates = append(predicates, user.NameNEQ(*i.NameNEQ))
+	}
+	if len(i.NameIn) > 0 {
+		predicates = append(predicates, user.NameIn(i.NameIn...))
+	}
+	if len(i.NameNotIn) > 0 {
+		predicates = append(predicates, user.NameNotIn(i.NameNotIn...))
+	}
+	if i.NameGT != nil {
+		predicates = append(predicates, user.NameGT(*i.NameGT))
+	}
+	if i.NameGTE != nil {
+		predicates = append(predicates, user.NameGTE(*i.NameGTE))
+	}
+	if i.NameLT != nil {
+		predicates = append(predicates, user.NameLT(*i.NameLT))
+	}
+	if i.NameLTE != nil {
+		predicates = append(predicates, user.NameLTE(*i.NameLTE))
+	}
+	if i.NameContains != nil {
+		predicates = append(predicates, user.NameContains(*i.NameContains))
+	}
+	if i.NameHasPrefix != nil {
+		predicates = append(predicates, user.NameHasPrefix(*i.NameHasPrefix))
+	}
+	if i.NameHasSuffix != nil {
+		predicates = append(predicates, user.NameHasSuffix(*i.NameHasSuffix))
+	}
+	if i.NameEqualFold != nil {
+		predicates = append(predicates, user.NameEqualFold(*i.NameEqualFold))
+	}
+	if i.NameContainsFold != nil {
+		predicates = append(predicates, user.NameContainsFold(*i.NameContainsFold))
+	}
+	if i.Department != nil {
+		predicates = append(predicates, user.DepartmentEQ(*i.Department))
+	}
+	if i.DepartmentNEQ != nil {
+		predicates = append(predicates, user.DepartmentNEQ(*i.DepartmentNEQ))
+	}
+	if len(i.DepartmentIn) > 0 {
+		predicates = append(predicates, user.DepartmentIn(i.DepartmentIn...))
+	}
+	if len(i.DepartmentNotIn) > 0 {
+		predicates = append(predicates, user.DepartmentNotIn(i.DepartmentNotIn...))
+	}
+	if i.DepartmentGT != nil {
+		predicates = append(predicates, user.DepartmentGT(*i.DepartmentGT))
+	}
+	if i.DepartmentGTE != nil {
+		predicates = append(predicates, user.DepartmentGTE(*i.DepartmentGTE))
+	}
+	if i.DepartmentLT != nil {
+		predicates = append(predicates, user.DepartmentLT(*i.DepartmentLT))
+	}
+	if i.DepartmentLTE != nil {
+		predicates = append(predicates, user.DepartmentLTE(*i.DepartmentLTE))
+	}
+	if i.DepartmentContains != nil {
+		predicates = append(predicates, user.DepartmentContains(*i.DepartmentContains))
+	}
+	if i.DepartmentHasPrefix != nil {
+		predicates = append(predicates, user.DepartmentHasPrefix(*i.DepartmentHasPrefix))
+	}
+	if i.DepartmentHasSuffix != nil {
+		predicates = append(predicates, user.DepartmentHasSuffix(*i.DepartmentHasSuffix))
+	}
+	if i.DepartmentEqualFold != nil {
+		predicates = append(predicates, user.DepartmentEqualFold(*i.DepartmentEqualFold))
+	}
+	if i.DepartmentContainsFold != nil {
+		predicates = append(predicates, user.DepartmentContainsFold(*i.DepartmentContainsFold))
+	}
+	if i.Admin != nil {
+		predicates = append(predicates, user.AdminEQ(*i.Admin))
+	}
+	if i.AdminNEQ != nil {
+		predicates = append(predicates, user.AdminNEQ(*i.AdminNEQ))
+	}
+	if i.DeactivatedAt != nil {
+		predicates = append(predicates, user.DeactivatedAtEQ(*i.DeactivatedAt))
+	}
+	if i.DeactivatedAtNEQ != nil {
+		predicates = append(predicates, user.DeactivatedAtNEQ(*i.DeactivatedAtNEQ))
+	}
+	if len(i.DeactivatedAtIn) > 0 {
+		predicates = append(predicates, user.DeactivatedAtIn(i.DeactivatedAtIn...))
+	}
+	if len(i.DeactivatedAtNotIn) > 0 {
+		predicates = append(predicates, user.DeactivatedAtNotIn(i.DeactivatedAtNotIn...))
+	}
+	if i.DeactivatedAtGT != nil {
+		predicates = append(predicates, user.DeactivatedAtGT(*i.DeactivatedAtGT))
+	}
+	if i.DeactivatedAtGTE != nil {
+		predicates = append(predicates, user.DeactivatedAtGTE(*i.DeactivatedAtGTE))
+	}
+	if i.DeactivatedAtLT != nil {
+		predicates = append(predicates, user.DeactivatedAtLT(*i.DeactivatedAtLT))
+	}
+	if i.DeactivatedAtLTE != nil {
+		predicates = append(predicates, user.DeactivatedAtLTE(*i.DeactivatedAtLTE))
+	}
+	if i.DeactivatedAtIsNil {
+		predicates = append(predicates, user.DeactivatedAtIsNil())
+	}
+	if i.DeactivatedAtNotNil {
+		predicates = append(predicates, user.DeactivatedAtNotNil())
+	}
+
+	switch len(predicates) {
+	case 0:
+		return nil, ErrEmptyUserWhereInput
+	case 1:
+		return predicates[0], nil
+	default:
+		return user.And(predicates...), nil
 	}
 }

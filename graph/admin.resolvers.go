@@ -117,14 +117,14 @@ func (r *organizationResolver) RateLimits(ctx context.Context, obj *ent.Organiza
 }
 
 // Agents is the resolver for the agents field.
-func (r *queryResolver) Agents(ctx context.Context, first *int, after *entgql.Cursor[int], last *int, before *entgql.Cursor[int], orderBy []*ent.AgentOrder) (*ent.AgentConnection, error) {
+func (r *queryResolver) Agents(ctx context.Context, first *int, after *entgql.Cursor[int], last *int, before *entgql.Cursor[int], orderBy []*ent.AgentOrder, where *ent.AgentWhereInput) (*ent.AgentConnection, error) {
 	if err := checkPage(first, last); err != nil {
 		return nil, err
 	}
 	if first == nil && last == nil {
 		first = ptr(DefaultPage)
 	}
-	return r.Client.Agent.Query().Paginate(ctx, after, first, before, last, ent.WithAgentOrder(orderBy))
+	return r.Client.Agent.Query().Paginate(ctx, after, first, before, last, ent.WithAgentOrder(orderBy), ent.WithAgentFilter(where.Filter))
 }
 
 // APITokens is the resolver for the apiTokens field.

@@ -187,23 +187,32 @@ func gidOf(t testing.TB, b *testBundle, typ string, id int) string {
 
 // consoleVariables are the variables the test runs each console document
 // with; a document missing here fails TestConsoleOperations.
-func consoleVariables(s consoleSeed) map[string]map[string]any {
+func consoleVariables(s consoleSeed, l lifecycleSeed) map[string]map[string]any {
 	return map[string]map[string]any{
-		"viewer":          nil,
-		"agents":          nil,
-		"catalogue":       {"agentId": s.researcher},
-		"usage":           {"month": consoleMonth},
-		"budgets":         nil,
-		"turns":           nil,
-		"approvals":       nil,
-		"ratings":         {"month": consoleMonth},
-		"access":          {"admin": true},
-		"revoke_token":    {"id": s.spareToken},
-		"set_role":        {"id": s.bob, "admin": false},
-		"deactivate_user": {"id": s.bob},
-		"reactivate_user": {"id": s.bob},
-		"transcript":      {"id": s.aliceConv},
-		"read_result":     {"conversationId": s.aliceConv, "ref": s.ref, "offset": 0, "maxChars": 4000},
+		"turn_filters":          {"admin": true},
+		"turn_ratings":          {"id": s.aliceConv},
+		"knowledge":             nil,
+		"update_agent":          {"input": map[string]any{"id": l.agent, "name": "Renamed agent", "tools": []any{"calculator"}}},
+		"archive_agent":         {"id": l.agent, "archived": true},
+		"delete_agent":          {"id": l.agent},
+		"delete_document":       {"id": l.doc},
+		"delete_knowledge_base": {"id": l.kb},
+		"delete_skill":          {"id": l.skill},
+		"viewer":                nil,
+		"agents":                nil,
+		"catalogue":             {"agentId": s.researcher},
+		"usage":                 {"month": consoleMonth},
+		"budgets":               nil,
+		"turns":                 nil,
+		"approvals":             nil,
+		"ratings":               {"month": consoleMonth},
+		"access":                {"admin": true},
+		"revoke_token":          {"id": s.spareToken},
+		"set_role":              {"id": s.bob, "admin": false},
+		"deactivate_user":       {"id": s.bob},
+		"reactivate_user":       {"id": s.bob},
+		"transcript":            {"id": s.aliceConv},
+		"read_result":           {"conversationId": s.aliceConv, "ref": s.ref, "offset": 0, "maxChars": 4000},
 	}
 }
 
@@ -215,7 +224,7 @@ func TestConsoleOperations(t *testing.T) {
 	dbtest.Each(t, func(t *testing.T, d *db.DB) {
 		b := setup(t, d)
 		s := seedConsole(t, b)
-		vars := consoleVariables(s)
+		vars := consoleVariables(s, seedLifecycle(t, b))
 		ops := console.Operations()
 		require.Len(t, vars, len(ops), "every document has its variables here")
 		for name, doc := range ops {
@@ -228,7 +237,8 @@ func TestConsoleOperations(t *testing.T) {
 			require.NotEmpty(t, data, name)
 		}
 		// The console's mutations, in an order that leaves Bob an active member.
-		for _, name := range []string{"revoke_token", "set_role", "deactivate_user", "reactivate_user"} {
+		for _, name := range []string{"revoke_token", "set_role", "deactivate_user", "reactivate_user",
+			"update_agent", "archive_agent", "delete_agent", "delete_document", "delete_knowledge_base", "delete_skill"} {
 			require.NotEmpty(t, b.do(t, b.alice.Token, ops[name], vars[name]).ok(t), name)
 		}
 

@@ -13,6 +13,7 @@ import (
 	"github.com/toolgate/toolgate/ent/modelcall"
 	"github.com/toolgate/toolgate/ent/turn"
 	"github.com/toolgate/toolgate/ent/turnrating"
+	"github.com/toolgate/toolgate/graph/loader"
 	"github.com/toolgate/toolgate/graph/model"
 )
 
@@ -90,31 +91,52 @@ func (r *Resolver) rateTurn(ctx context.Context, in model.RateTurnInput) (*ent.T
 	return t, nil
 }
 
+// myRating is the caller's own rating among the turn's, which the caller
+// may always read: one loader answers both fields.
 func (r *Resolver) myRating(ctx context.Context, t *ent.Turn) (*ent.TurnRating, error) {
 	v, err := apiViewer(ctx)
 	if err != nil {
 		return nil, nil //nolint:nilerr // a scope token rates nothing
 	}
-	got, err := r.client(ctx).TurnRating.Query().Where(turnrating.TurnID(t.ID), turnrating.UserID(v.UserID)).Only(ctx)
-	if ent.IsNotFound(err) {
-		return nil, nil
+	all, err := ratingsOf(ctx, t)
+	if err != nil {
+		return nil, err
 	}
-	return got, err
+	for _, tr := range all {
+		if tr.UserID == v.UserID {
+			return tr, nil
+		}
+	}
+	return nil, nil
 }
 
 func (r *Resolver) turnRatings(ctx context.Context, t *ent.Turn) ([]*ent.TurnRating, error) {
 	if _, err := apiViewer(ctx); err != nil {
 		return []*ent.TurnRating{}, nil //nolint:nilerr // a scope token reads no ratings
 	}
-	return r.client(ctx).TurnRating.Query().Where(turnrating.TurnID(t.ID)).Order(ent.Desc(turnrating.FieldUpdatedAt)).All(ctx)
+	return ratingsOf(ctx, t)
+}
+
+// ratingsOf reads a turn's ratings through the request's loader, or, in a
+// mutation's answer (rateTurn's), through its transaction: the loader
+// reads outside it and would not see what the mutation wrote.
+func ratingsOf(ctx context.Context, t *ent.Turn) ([]*ent.TurnRating, error) {
+	if tx := ent.FromContext(ctx); tx != nil {
+		return tx.TurnRating.Query().Where(turnrating.TurnID(t.ID)).
+			Order(ent.Desc(turnrating.FieldUpdatedAt), ent.Asc(turnrating.FieldID)).All(ctx)
+	}
+	return loader.For(ctx).Ratings(ctx, t)
 }
 
 func (r *Resolver) ratingUser(ctx context.Context, tr *ent.TurnRating) (*ent.User, error) {
-	u, err := r.client(ctx).User.Get(ctx, tr.UserID)
-	if ent.IsNotFound(err) {
-		return nil, nil
+	if tx := ent.FromContext(ctx); tx != nil {
+		u, err := tx.User.Get(ctx, tr.UserID)
+		if ent.IsNotFound(err) {
+			return nil, nil
+		}
+		return u, err
 	}
-	return u, err
+	return loader.For(ctx).UserByID.Load(ctx, tr.UserID)()
 }
 
 // ratingsComments is how many commented ratings the summary lists.

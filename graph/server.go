@@ -235,7 +235,7 @@ func (s *Server) newGraphQL() *handler.Server {
 	cfg.Complexity.Query.Conversations = func(child int, _ *entgql.Cursor[int], first *int, _ *entgql.Cursor[int], last *int, _ []*ent.ConversationOrder, _ *ent.ConversationWhereInput) int {
 		return pageTimes(child, first, last)
 	}
-	cfg.Complexity.Query.Agents = func(child int, first *int, _ *entgql.Cursor[int], last *int, _ *entgql.Cursor[int], _ []*ent.AgentOrder) int {
+	cfg.Complexity.Query.Agents = func(child int, first *int, _ *entgql.Cursor[int], last *int, _ *entgql.Cursor[int], _ []*ent.AgentOrder, _ *ent.AgentWhereInput) int {
 		return pageTimes(child, first, last)
 	}
 	cfg.Complexity.Conversation.Turns = func(child int, _ *entgql.Cursor[int], first *int, _ *entgql.Cursor[int], last *int, _ []*ent.TurnOrder, _ *ent.TurnWhereInput) int {

@@ -71,5 +71,7 @@ func (Agent) Mixin() []ent.Mixin {
 
 // Annotations of the Agent.
 func (Agent) Annotations() []schema.Annotation {
-	return []schema.Annotation{entgql.RelayConnection(), entgql.MultiOrder(), entgql.Skip(entgql.SkipWhereInput)}
+	// A where input, so turns and conversations filter by agent (through
+	// hasConversationWith / hasAgentWith).
+	return []schema.Annotation{entgql.RelayConnection(), entgql.MultiOrder()}
 }

@@ -59,7 +59,9 @@ func (User) Indexes() []ent.Index {
 
 // Annotations of the User.
 func (User) Annotations() []schema.Annotation {
-	return []schema.Annotation{entgql.Skip(entgql.SkipWhereInput, entgql.SkipOrderField)}
+	// A where input, so turns and conversations filter by who (through
+	// hasConversationWith / hasUserWith); no order fields.
+	return []schema.Annotation{entgql.Skip(entgql.SkipOrderField)}
 }
 
 // Mixin of the User.

@@ -686,7 +686,7 @@ type ComplexityRoot struct {
 
 	Query struct {
 		APITokens               func(childComplexity int) int
-		Agents                  func(childComplexity int, first *int, after *entgql.Cursor[int], last *int, before *entgql.Cursor[int], orderBy []*ent.AgentOrder) int
+		Agents                  func(childComplexity int, first *int, after *entgql.Cursor[int], last *int, before *entgql.Cursor[int], orderBy []*ent.AgentOrder, where *ent.AgentWhereInput) int
 		Applications            func(childComplexity int) int
 		Approvals               func(childComplexity int, pending *bool, first *int) int
 		Artifacts               func(childComplexity int, conversationID int) int
@@ -1286,7 +1286,7 @@ type QueryResolver interface {
 	Nodes(ctx context.Context, ids []int) ([]ent.Noder, error)
 	Conversations(ctx context.Context, after *entgql.Cursor[int], first *int, before *entgql.Cursor[int], last *int, orderBy []*ent.ConversationOrder, where *ent.ConversationWhereInput) (*ent.ConversationConnection, error)
 	Turns(ctx context.Context, after *entgql.Cursor[int], first *int, before *entgql.Cursor[int], last *int, orderBy []*ent.TurnOrder, where *ent.TurnWhereInput) (*ent.TurnConnection, error)
-	Agents(ctx context.Context, first *int, after *entgql.Cursor[int], last *int, before *entgql.Cursor[int], orderBy []*ent.AgentOrder) (*ent.AgentConnection, error)
+	Agents(ctx context.Context, first *int, after *entgql.Cursor[int], last *int, before *entgql.Cursor[int], orderBy []*ent.AgentOrder, where *ent.AgentWhereInput) (*ent.AgentConnection, error)
 	APITokens(ctx context.Context) ([]*ent.APIToken, error)
 	Approvals(ctx context.Context, pending *bool, first *int) ([]*ent.Approval, error)
 	Artifacts(ctx context.Context, conversationID int) ([]*ent.Artifact, error)
@@ -4044,7 +4044,7 @@ func (e *executableSchema) Complexity(ctx context.Context, typeName, field strin
 			return 0, false
 		}
 
-		return e.ComplexityRoot.Query.Agents(childComplexity, args["first"].(*int), args["after"].(*entgql.Cursor[int]), args["last"].(*int), args["before"].(*entgql.Cursor[int]), args["orderBy"].([]*ent.AgentOrder)), true
+		return e.ComplexityRoot.Query.Agents(childComplexity, args["first"].(*int), args["after"].(*entgql.Cursor[int]), args["last"].(*int), args["before"].(*entgql.Cursor[int]), args["orderBy"].([]*ent.AgentOrder), args["where"].(*ent.AgentWhereInput)), true
 	case "Query.applications":
 		if e.ComplexityRoot.Query.Applications == nil {
 			break
@@ -6219,6 +6219,7 @@ func (e *executableSchema) Exec(ctx context.Context) graphql.ResponseHandler {
 		return graphql.NewInputUnmarshalerIndex(
 			graphql.NewInputUnmarshaler("AddDocumentInput", ec.unmarshalInputAddDocumentInput),
 			graphql.NewInputUnmarshaler("AgentOrder", ec.unmarshalInputAgentOrder),
+			graphql.NewInputUnmarshaler("AgentWhereInput", ec.unmarshalInputAgentWhereInput),
 			graphql.NewInputUnmarshaler("AnswerClarificationInput", ec.unmarshalInputAnswerClarificationInput),
 			graphql.NewInputUnmarshaler("ApprovalRuleInput", ec.unmarshalInputApprovalRuleInput),
 			graphql.NewInputUnmarshaler("ArchiveConversationInput", ec.unmarshalInputArchiveConversationInput),
@@ -6259,6 +6260,7 @@ func (e *executableSchema) Exec(ctx context.Context) graphql.ResponseHandler {
 			graphql.NewInputUnmarshaler("UpdateAgentInput", ec.unmarshalInputUpdateAgentInput),
 			graphql.NewInputUnmarshaler("UpdateApplicationInput", ec.unmarshalInputUpdateApplicationInput),
 			graphql.NewInputUnmarshaler("UpdateOrganizationInput", ec.unmarshalInputUpdateOrganizationInput),
+			graphql.NewInputUnmarshaler("UserWhereInput", ec.unmarshalInputUserWhereInput),
 			graphql.NewInputUnmarshaler("WorkspaceEditInput", ec.unmarshalInputWorkspaceEditInput),
 			graphql.NewInputUnmarshaler("WorkspaceFileInput", ec.unmarshalInputWorkspaceFileInput),
 		)
@@ -6363,8 +6365,8 @@ type Mutation {
 }
 
 extend type Query {
-  "The agents of the caller's organisation."
-  agents(first: Int, after: Cursor, last: Int, before: Cursor, orderBy: [AgentOrder!]): AgentConnection!
+  "The agents of the caller's organisation; where filters them (archivedAtIsNil: true, the agents in use)."
+  agents(first: Int, after: Cursor, last: Int, before: Cursor, orderBy: [AgentOrder!], where: AgentWhereInput): AgentConnection!
 }
 
 extend type User {
@@ -7614,6 +7616,303 @@ enum AgentToolLoading @goModel(model: "github.com/toolgate/toolgate/ent/agent.To
   DEFERRED
 }
 """
+Filters Agents: a Agent matches when every field given matches.
+"""
+input AgentWhereInput {
+  """
+  Matches what the filter does not.
+  """
+  not: AgentWhereInput
+  """
+  Matches what every filter matches.
+  """
+  and: [AgentWhereInput!]
+  """
+  Matches what any filter matches.
+  """
+  or: [AgentWhereInput!]
+  """
+  id field predicates
+  """
+  id: ID
+  """
+  id differs from the value.
+  """
+  idNEQ: ID
+  """
+  id is one of the values.
+  """
+  idIn: [ID!]
+  """
+  id is none of the values.
+  """
+  idNotIn: [ID!]
+  """
+  id is above the value.
+  """
+  idGT: ID
+  """
+  id is at least the value.
+  """
+  idGTE: ID
+  """
+  id is below the value.
+  """
+  idLT: ID
+  """
+  id is at most the value.
+  """
+  idLTE: ID
+  """
+  created_at field predicates
+  """
+  createdAt: Time
+  """
+  createdAt differs from the value.
+  """
+  createdAtNEQ: Time
+  """
+  createdAt is one of the values.
+  """
+  createdAtIn: [Time!]
+  """
+  createdAt is none of the values.
+  """
+  createdAtNotIn: [Time!]
+  """
+  createdAt is above the value.
+  """
+  createdAtGT: Time
+  """
+  createdAt is at least the value.
+  """
+  createdAtGTE: Time
+  """
+  createdAt is below the value.
+  """
+  createdAtLT: Time
+  """
+  createdAt is at most the value.
+  """
+  createdAtLTE: Time
+  """
+  updated_at field predicates
+  """
+  updatedAt: Time
+  """
+  updatedAt differs from the value.
+  """
+  updatedAtNEQ: Time
+  """
+  updatedAt is one of the values.
+  """
+  updatedAtIn: [Time!]
+  """
+  updatedAt is none of the values.
+  """
+  updatedAtNotIn: [Time!]
+  """
+  updatedAt is above the value.
+  """
+  updatedAtGT: Time
+  """
+  updatedAt is at least the value.
+  """
+  updatedAtGTE: Time
+  """
+  updatedAt is below the value.
+  """
+  updatedAtLT: Time
+  """
+  updatedAt is at most the value.
+  """
+  updatedAtLTE: Time
+  """
+  name field predicates
+  """
+  name: String
+  """
+  name differs from the value.
+  """
+  nameNEQ: String
+  """
+  name is one of the values.
+  """
+  nameIn: [String!]
+  """
+  name is none of the values.
+  """
+  nameNotIn: [String!]
+  """
+  name is above the value.
+  """
+  nameGT: String
+  """
+  name is at least the value.
+  """
+  nameGTE: String
+  """
+  name is below the value.
+  """
+  nameLT: String
+  """
+  name is at most the value.
+  """
+  nameLTE: String
+  """
+  name contains the value.
+  """
+  nameContains: String
+  """
+  name starts with the value.
+  """
+  nameHasPrefix: String
+  """
+  name ends with the value.
+  """
+  nameHasSuffix: String
+  """
+  name equals the value, ignoring case.
+  """
+  nameEqualFold: String
+  """
+  name contains the value, ignoring case.
+  """
+  nameContainsFold: String
+  """
+  instructions field predicates
+  """
+  instructions: String
+  """
+  instructions differs from the value.
+  """
+  instructionsNEQ: String
+  """
+  instructions is one of the values.
+  """
+  instructionsIn: [String!]
+  """
+  instructions is none of the values.
+  """
+  instructionsNotIn: [String!]
+  """
+  instructions is above the value.
+  """
+  instructionsGT: String
+  """
+  instructions is at least the value.
+  """
+  instructionsGTE: String
+  """
+  instructions is below the value.
+  """
+  instructionsLT: String
+  """
+  instructions is at most the value.
+  """
+  instructionsLTE: String
+  """
+  instructions contains the value.
+  """
+  instructionsContains: String
+  """
+  instructions starts with the value.
+  """
+  instructionsHasPrefix: String
+  """
+  instructions ends with the value.
+  """
+  instructionsHasSuffix: String
+  """
+  instructions equals the value, ignoring case.
+  """
+  instructionsEqualFold: String
+  """
+  instructions contains the value, ignoring case.
+  """
+  instructionsContainsFold: String
+  """
+  memory field predicates
+  """
+  memory: Boolean
+  """
+  memory differs from the value.
+  """
+  memoryNEQ: Boolean
+  """
+  budget_check field predicates
+  """
+  budgetCheck: Boolean
+  """
+  budgetCheck differs from the value.
+  """
+  budgetCheckNEQ: Boolean
+  """
+  past_conversation_search field predicates
+  """
+  pastConversationSearch: Boolean
+  """
+  pastConversationSearch differs from the value.
+  """
+  pastConversationSearchNEQ: Boolean
+  """
+  tool_loading field predicates
+  """
+  toolLoading: AgentToolLoading
+  """
+  toolLoading differs from the value.
+  """
+  toolLoadingNEQ: AgentToolLoading
+  """
+  toolLoading is one of the values.
+  """
+  toolLoadingIn: [AgentToolLoading!]
+  """
+  toolLoading is none of the values.
+  """
+  toolLoadingNotIn: [AgentToolLoading!]
+  """
+  archived_at field predicates
+  """
+  archivedAt: Time
+  """
+  archivedAt differs from the value.
+  """
+  archivedAtNEQ: Time
+  """
+  archivedAt is one of the values.
+  """
+  archivedAtIn: [Time!]
+  """
+  archivedAt is none of the values.
+  """
+  archivedAtNotIn: [Time!]
+  """
+  archivedAt is above the value.
+  """
+  archivedAtGT: Time
+  """
+  archivedAt is at least the value.
+  """
+  archivedAtGTE: Time
+  """
+  archivedAt is below the value.
+  """
+  archivedAtLT: Time
+  """
+  archivedAt is at most the value.
+  """
+  archivedAtLTE: Time
+  """
+  archivedAt is not set.
+  """
+  archivedAtIsNil: Boolean
+  """
+  archivedAt is set.
+  """
+  archivedAtNotNil: Boolean
+}
+"""
 A third-party MCP server (Streamable HTTP) registered by an organisation; its allowed tools are offered as <application>__<tool>.
 """
 type Application implements Node {
@@ -8109,6 +8408,22 @@ input ConversationWhereInput {
   archivedAt is set.
   """
   archivedAtNotNil: Boolean
+  """
+  user edge predicates
+  """
+  hasUser: Boolean
+  """
+  Has a User that matches the filters.
+  """
+  hasUserWith: [UserWhereInput!]
+  """
+  agent edge predicates
+  """
+  hasAgent: Boolean
+  """
+  Has a Agent that matches the filters.
+  """
+  hasAgentWith: [AgentWhereInput!]
   """
   turns edge predicates
   """
@@ -9356,6 +9671,271 @@ type User implements Node {
   The organisation the person belongs to.
   """
   organization: Organization!
+}
+"""
+Filters Users: a User matches when every field given matches.
+"""
+input UserWhereInput {
+  """
+  Matches what the filter does not.
+  """
+  not: UserWhereInput
+  """
+  Matches what every filter matches.
+  """
+  and: [UserWhereInput!]
+  """
+  Matches what any filter matches.
+  """
+  or: [UserWhereInput!]
+  """
+  id field predicates
+  """
+  id: ID
+  """
+  id differs from the value.
+  """
+  idNEQ: ID
+  """
+  id is one of the values.
+  """
+  idIn: [ID!]
+  """
+  id is none of the values.
+  """
+  idNotIn: [ID!]
+  """
+  id is above the value.
+  """
+  idGT: ID
+  """
+  id is at least the value.
+  """
+  idGTE: ID
+  """
+  id is below the value.
+  """
+  idLT: ID
+  """
+  id is at most the value.
+  """
+  idLTE: ID
+  """
+  created_at field predicates
+  """
+  createdAt: Time
+  """
+  createdAt differs from the value.
+  """
+  createdAtNEQ: Time
+  """
+  createdAt is one of the values.
+  """
+  createdAtIn: [Time!]
+  """
+  createdAt is none of the values.
+  """
+  createdAtNotIn: [Time!]
+  """
+  createdAt is above the value.
+  """
+  createdAtGT: Time
+  """
+  createdAt is at least the value.
+  """
+  createdAtGTE: Time
+  """
+  createdAt is below the value.
+  """
+  createdAtLT: Time
+  """
+  createdAt is at most the value.
+  """
+  createdAtLTE: Time
+  """
+  updated_at field predicates
+  """
+  updatedAt: Time
+  """
+  updatedAt differs from the value.
+  """
+  updatedAtNEQ: Time
+  """
+  updatedAt is one of the values.
+  """
+  updatedAtIn: [Time!]
+  """
+  updatedAt is none of the values.
+  """
+  updatedAtNotIn: [Time!]
+  """
+  updatedAt is above the value.
+  """
+  updatedAtGT: Time
+  """
+  updatedAt is at least the value.
+  """
+  updatedAtGTE: Time
+  """
+  updatedAt is below the value.
+  """
+  updatedAtLT: Time
+  """
+  updatedAt is at most the value.
+  """
+  updatedAtLTE: Time
+  """
+  name field predicates
+  """
+  name: String
+  """
+  name differs from the value.
+  """
+  nameNEQ: String
+  """
+  name is one of the values.
+  """
+  nameIn: [String!]
+  """
+  name is none of the values.
+  """
+  nameNotIn: [String!]
+  """
+  name is above the value.
+  """
+  nameGT: String
+  """
+  name is at least the value.
+  """
+  nameGTE: String
+  """
+  name is below the value.
+  """
+  nameLT: String
+  """
+  name is at most the value.
+  """
+  nameLTE: String
+  """
+  name contains the value.
+  """
+  nameContains: String
+  """
+  name starts with the value.
+  """
+  nameHasPrefix: String
+  """
+  name ends with the value.
+  """
+  nameHasSuffix: String
+  """
+  name equals the value, ignoring case.
+  """
+  nameEqualFold: String
+  """
+  name contains the value, ignoring case.
+  """
+  nameContainsFold: String
+  """
+  department field predicates
+  """
+  department: String
+  """
+  department differs from the value.
+  """
+  departmentNEQ: String
+  """
+  department is one of the values.
+  """
+  departmentIn: [String!]
+  """
+  department is none of the values.
+  """
+  departmentNotIn: [String!]
+  """
+  department is above the value.
+  """
+  departmentGT: String
+  """
+  department is at least the value.
+  """
+  departmentGTE: String
+  """
+  department is below the value.
+  """
+  departmentLT: String
+  """
+  department is at most the value.
+  """
+  departmentLTE: String
+  """
+  department contains the value.
+  """
+  departmentContains: String
+  """
+  department starts with the value.
+  """
+  departmentHasPrefix: String
+  """
+  department ends with the value.
+  """
+  departmentHasSuffix: String
+  """
+  department equals the value, ignoring case.
+  """
+  departmentEqualFold: String
+  """
+  department contains the value, ignoring case.
+  """
+  departmentContainsFold: String
+  """
+  admin field predicates
+  """
+  admin: Boolean
+  """
+  admin differs from the value.
+  """
+  adminNEQ: Boolean
+  """
+  deactivated_at field predicates
+  """
+  deactivatedAt: Time
+  """
+  deactivatedAt differs from the value.
+  """
+  deactivatedAtNEQ: Time
+  """
+  deactivatedAt is one of the values.
+  """
+  deactivatedAtIn: [Time!]
+  """
+  deactivatedAt is none of the values.
+  """
+  deactivatedAtNotIn: [Time!]
+  """
+  deactivatedAt is above the value.
+  """
+  deactivatedAtGT: Time
+  """
+  deactivatedAt is at least the value.
+  """
+  deactivatedAtGTE: Time
+  """
+  deactivatedAt is below the value.
+  """
+  deactivatedAtLT: Time
+  """
+  deactivatedAt is at most the value.
+  """
+  deactivatedAtLTE: Time
+  """
+  deactivatedAt is not set.
+  """
+  deactivatedAtIsNil: Boolean
+  """
+  deactivatedAt is set.
+  """
+  deactivatedAtNotNil: Boolean
 }
 `, BuiltIn: false},
 	{Name: "../estimate.graphqls", Input: `extend type ModelUsage {
@@ -13912,6 +14492,14 @@ func (ec *executionContext) field_Query_agents_args(ctx context.Context, rawArgs
 		return nil, err
 	}
 	args["orderBy"] = arg4
+	arg5, err := graphql.ProcessArgField(ctx, rawArgs, "where",
+		func(ctx context.Context, v any) (*ent.AgentWhereInput, error) {
+			return ec.unmarshalOAgentWhereInput2ᚖgithubᚗcomᚋtoolgateᚋtoolgateᚋentᚐAgentWhereInput(ctx, v)
+		})
+	if err != nil {
+		return nil, err
+	}
+	args["where"] = arg5
 	return args, nil
 }
 
@@ -25820,7 +26408,7 @@ func (ec *executionContext) _Query_agents(ctx context.Context, field graphql.Col
 		},
 		func(ctx context.Context) (any, error) {
 			fc := graphql.GetFieldContext(ctx)
-			return ec.Resolvers.Query().Agents(ctx, fc.Args["first"].(*int), fc.Args["after"].(*entgql.Cursor[int]), fc.Args["last"].(*int), fc.Args["before"].(*entgql.Cursor[int]), fc.Args["orderBy"].([]*ent.AgentOrder))
+			return ec.Resolvers.Query().Agents(ctx, fc.Args["first"].(*int), fc.Args["after"].(*entgql.Cursor[int]), fc.Args["last"].(*int), fc.Args["before"].(*entgql.Cursor[int]), fc.Args["orderBy"].([]*ent.AgentOrder), fc.Args["where"].(*ent.AgentWhereInput))
 		},
 		nil,
 		func(ctx context.Context, selections ast.SelectionSet, v *ent.AgentConnection) graphql.Marshaler {
@@ -35797,6 +36385,552 @@ func UnmarshalAgentOrder(ctx context.Context, raw any) (ent.AgentOrder, error) {
 	return out, err
 }
 
+func (ec *executionContext) unmarshalInputAgentWhereInput(ctx context.Context, obj any) (ent.AgentWhereInput, error) {
+	var it ent.AgentWhereInput
+	if obj == nil {
+		return it, nil
+	}
+
+	asMap := map[string]any{}
+	for k, v := range obj.(map[string]any) {
+		asMap[k] = v
+	}
+
+	fieldsInOrder := [...]string{"not", "and", "or", "id", "idNEQ", "idIn", "idNotIn", "idGT", "idGTE", "idLT", "idLTE", "createdAt", "createdAtNEQ", "createdAtIn", "createdAtNotIn", "createdAtGT", "createdAtGTE", "createdAtLT", "createdAtLTE", "updatedAt", "updatedAtNEQ", "updatedAtIn", "updatedAtNotIn", "updatedAtGT", "updatedAtGTE", "updatedAtLT", "updatedAtLTE", "name", "nameNEQ", "nameIn", "nameNotIn", "nameGT", "nameGTE", "nameLT", "nameLTE", "nameContains", "nameHasPrefix", "nameHasSuffix", "nameEqualFold", "nameContainsFold", "instructions", "instructionsNEQ", "instructionsIn", "instructionsNotIn", "instructionsGT", "instructionsGTE", "instructionsLT", "instructionsLTE", "instructionsContains", "instructionsHasPrefix", "instructionsHasSuffix", "instructionsEqualFold", "instructionsContainsFold", "memory", "memoryNEQ", "budgetCheck", "budgetCheckNEQ", "pastConversationSearch", "pastConversationSearchNEQ", "toolLoading", "toolLoadingNEQ", "toolLoadingIn", "toolLoadingNotIn", "archivedAt", "archivedAtNEQ", "archivedAtIn", "archivedAtNotIn", "archivedAtGT", "archivedAtGTE", "archivedAtLT", "archivedAtLTE", "archivedAtIsNil", "archivedAtNotNil"}
+	for _, k := range fieldsInOrder {
+		v, ok := asMap[k]
+		if !ok {
+			continue
+		}
+		switch k {
+		case "not":
+			ctx := graphql.WithPathContext(ctx, graphql.NewPathWithField("not"))
+			data, err := ec.unmarshalOAgentWhereInput2ᚖgithubᚗcomᚋtoolgateᚋtoolgateᚋentᚐAgentWhereInput(ctx, v)
+			if err != nil {
+				return it, err
+			}
+			it.Not = data
+		case "and":
+			ctx := graphql.WithPathContext(ctx, graphql.NewPathWithField("and"))
+			data, err := ec.unmarshalOAgentWhereInput2ᚕᚖgithubᚗcomᚋtoolgateᚋtoolgateᚋentᚐAgentWhereInputᚄ(ctx, v)
+			if err != nil {
+				return it, err
+			}
+			it.And = data
+		case "or":
+			ctx := graphql.WithPathContext(ctx, graphql.NewPathWithField("or"))
+			data, err := ec.unmarshalOAgentWhereInput2ᚕᚖgithubᚗcomᚋtoolgateᚋtoolgateᚋentᚐAgentWhereInputᚄ(ctx, v)
+			if err != nil {
+				return it, err
+			}
+			it.Or = data
+		case "id":
+			ctx := graphql.WithPathContext(ctx, graphql.NewPathWithField("id"))
+			data, err := ec.unmarshalOID2ᚖint(ctx, v)
+			if err != nil {
+				return it, err
+			}
+			it.ID = data
+		case "idNEQ":
+			ctx := graphql.WithPathContext(ctx, graphql.NewPathWithField("idNEQ"))
+			data, err := ec.unmarshalOID2ᚖint(ctx, v)
+			if err != nil {
+				return it, err
+			}
+			it.IDNEQ = data
+		case "idIn":
+			ctx := graphql.WithPathContext(ctx, graphql.NewPathWithField("idIn"))
+			data, err := ec.unmarshalOID2ᚕintᚄ(ctx, v)
+			if err != nil {
+				return it, err
+			}
+			it.IDIn = data
+		case "idNotIn":
+			ctx := graphql.WithPathContext(ctx, graphql.NewPathWithField("idNotIn"))
+			data, err := ec.unmarshalOID2ᚕintᚄ(ctx, v)
+			if err != nil {
+				return it, err
+			}
+			it.IDNotIn = data
+		case "idGT":
+			ctx := graphql.WithPathContext(ctx, graphql.NewPathWithField("idGT"))
+			data, err := ec.unmarshalOID2ᚖint(ctx, v)
+			if err != nil {
+				return it, err
+			}
+			it.IDGT = data
+		case "idGTE":
+			ctx := graphql.WithPathContext(ctx, graphql.NewPathWithField("idGTE"))
+			data, err := ec.unmarshalOID2ᚖint(ctx, v)
+			if err != nil {
+				return it, err
+			}
+			it.IDGTE = data
+		case "idLT":
+			ctx := graphql.WithPathContext(ctx, graphql.NewPathWithField("idLT"))
+			data, err := ec.unmarshalOID2ᚖint(ctx, v)
+			if err != nil {
+				return it, err
+			}
+			it.IDLT = data
+		case "idLTE":
+			ctx := graphql.WithPathContext(ctx, graphql.NewPathWithField("idLTE"))
+			data, err := ec.unmarshalOID2ᚖint(ctx, v)
+			if err != nil {
+				return it, err
+			}
+			it.IDLTE = data
+		case "createdAt":
+			ctx := graphql.WithPathContext(ctx, graphql.NewPathWithField("createdAt"))
+			data, err := ec.unmarshalOTime2ᚖtimeᚐTime(ctx, v)
+			if err != nil {
+				return it, err
+			}
+			it.CreatedAt = data
+		case "createdAtNEQ":
+			ctx := graphql.WithPathContext(ctx, graphql.NewPathWithField("createdAtNEQ"))
+			data, err := ec.unmarshalOTime2ᚖtimeᚐTime(ctx, v)
+			if err != nil {
+				return it, err
+			}
+			it.CreatedAtNEQ = data
+		case "createdAtIn":
+			ctx := graphql.WithPathContext(ctx, graphql.NewPathWithField("createdAtIn"))
+			data, err := ec.unmarshalOTime2ᚕtimeᚐTimeᚄ(ctx, v)
+			if err != nil {
+				return it, err
+			}
+			it.CreatedAtIn = data
+		case "createdAtNotIn":
+			ctx := graphql.WithPathContext(ctx, graphql.NewPathWithField("createdAtNotIn"))
+			data, err := ec.unmarshalOTime2ᚕtimeᚐTimeᚄ(ctx, v)
+			if err != nil {
+				return it, err
+			}
+			it.CreatedAtNotIn = data
+		case "createdAtGT":
+			ctx := graphql.WithPathContext(ctx, graphql.NewPathWithField("createdAtGT"))
+			data, err := ec.unmarshalOTime2ᚖtimeᚐTime(ctx, v)
+			if err != nil {
+				return it, err
+			}
+			it.CreatedAtGT = data
+		case "createdAtGTE":
+			ctx := graphql.WithPathContext(ctx, graphql.NewPathWithField("createdAtGTE"))
+			data, err := ec.unmarshalOTime2ᚖtimeᚐTime(ctx, v)
+			if err != nil {
+				return it, err
+			}
+			it.CreatedAtGTE = data
+		case "createdAtLT":
+			ctx := graphql.WithPathContext(ctx, graphql.NewPathWithField("createdAtLT"))
+			data, err := ec.unmarshalOTime2ᚖtimeᚐTime(ctx, v)
+			if err != nil {
+				return it, err
+			}
+			it.CreatedAtLT = data
+		case "createdAtLTE":
+			ctx := graphql.WithPathContext(ctx, graphql.NewPathWithField("createdAtLTE"))
+			data, err := ec.unmarshalOTime2ᚖtimeᚐTime(ctx, v)
+			if err != nil {
+				return it, err
+			}
+			it.CreatedAtLTE = data
+		case "updatedAt":
+			ctx := graphql.WithPathContext(ctx, graphql.NewPathWithField("updatedAt"))
+			data, err := ec.unmarshalOTime2ᚖtimeᚐTime(ctx, v)
+			if err != nil {
+				return it, err
+			}
+			it.UpdatedAt = data
+		case "updatedAtNEQ":
+			ctx := graphql.WithPathContext(ctx, graphql.NewPathWithField("updatedAtNEQ"))
+			data, err := ec.unmarshalOTime2ᚖtimeᚐTime(ctx, v)
+			if err != nil {
+				return it, err
+			}
+			it.UpdatedAtNEQ = data
+		case "updatedAtIn":
+			ctx := graphql.WithPathContext(ctx, graphql.NewPathWithField("updatedAtIn"))
+			data, err := ec.unmarshalOTime2ᚕtimeᚐTimeᚄ(ctx, v)
+			if err != nil {
+				return it, err
+			}
+			it.UpdatedAtIn = data
+		case "updatedAtNotIn":
+			ctx := graphql.WithPathContext(ctx, graphql.NewPathWithField("updatedAtNotIn"))
+			data, err := ec.unmarshalOTime2ᚕtimeᚐTimeᚄ(ctx, v)
+			if err != nil {
+				return it, err
+			}
+			it.UpdatedAtNotIn = data
+		case "updatedAtGT":
+			ctx := graphql.WithPathContext(ctx, graphql.NewPathWithField("updatedAtGT"))
+			data, err := ec.unmarshalOTime2ᚖtimeᚐTime(ctx, v)
+			if err != nil {
+				return it, err
+			}
+			it.UpdatedAtGT = data
+		case "updatedAtGTE":
+			ctx := graphql.WithPathContext(ctx, graphql.NewPathWithField("updatedAtGTE"))
+			data, err := ec.unmarshalOTime2ᚖtimeᚐTime(ctx, v)
+			if err != nil {
+				return it, err
+			}
+			it.UpdatedAtGTE = data
+		case "updatedAtLT":
+			ctx := graphql.WithPathContext(ctx, graphql.NewPathWithField("updatedAtLT"))
+			data, err := ec.unmarshalOTime2ᚖtimeᚐTime(ctx, v)
+			if err != nil {
+				return it, err
+			}
+			it.UpdatedAtLT = data
+		case "updatedAtLTE":
+			ctx := graphql.WithPathContext(ctx, graphql.NewPathWithField("updatedAtLTE"))
+			data, err := ec.unmarshalOTime2ᚖtimeᚐTime(ctx, v)
+			if err != nil {
+				return it, err
+			}
+			it.UpdatedAtLTE = data
+		case "name":
+			ctx := graphql.WithPathContext(ctx, graphql.NewPathWithField("name"))
+			data, err := ec.unmarshalOString2ᚖstring(ctx, v)
+			if err != nil {
+				return it, err
+			}
+			it.Name = data
+		case "nameNEQ":
+			ctx := graphql.WithPathContext(ctx, graphql.NewPathWithField("nameNEQ"))
+			data, err := ec.unmarshalOString2ᚖstring(ctx, v)
+			if err != nil {
+				return it, err
+			}
+			it.NameNEQ = data
+		case "nameIn":
+			ctx := graphql.WithPathContext(ctx, graphql.NewPathWithField("nameIn"))
+			data, err := ec.unmarshalOString2ᚕstringᚄ(ctx, v)
+			if err != nil {
+				return it, err
+			}
+			it.NameIn = data
+		case "nameNotIn":
+			ctx := graphql.WithPathContext(ctx, graphql.NewPathWithField("nameNotIn"))
+			data, err := ec.unmarshalOString2ᚕstringᚄ(ctx, v)
+			if err != nil {
+				return it, err
+			}
+			it.NameNotIn = data
+		case "nameGT":
+			ctx := graphql.WithPathContext(ctx, graphql.NewPathWithField("nameGT"))
+			data, err := ec.unmarshalOString2ᚖstring(ctx, v)
+			if err != nil {
+				return it, err
+			}
+			it.NameGT = data
+		case "nameGTE":
+			ctx := graphql.WithPathContext(ctx, graphql.NewPathWithField("nameGTE"))
+			data, err := ec.unmarshalOString2ᚖstring(ctx, v)
+			if err != nil {
+				return it, err
+			}
+			it.NameGTE = data
+		case "nameLT":
+			ctx := graphql.WithPathContext(ctx, graphql.NewPathWithField("nameLT"))
+			data, err := ec.unmarshalOString2ᚖstring(ctx, v)
+			if err != nil {
+				return it, err
+			}
+			it.NameLT = data
+		case "nameLTE":
+			ctx := graphql.WithPathContext(ctx, graphql.NewPathWithField("nameLTE"))
+			data, err := ec.unmarshalOString2ᚖstring(ctx, v)
+			if err != nil {
+				return it, err
+			}
+			it.NameLTE = data
+		case "nameContains":
+			ctx := graphql.WithPathContext(ctx, graphql.NewPathWithField("nameContains"))
+			data, err := ec.unmarshalOString2ᚖstring(ctx, v)
+			if err != nil {
+				return it, err
+			}
+			it.NameContains = data
+		case "nameHasPrefix":
+			ctx := graphql.WithPathContext(ctx, graphql.NewPathWithField("nameHasPrefix"))
+			data, err := ec.unmarshalOString2ᚖstring(ctx, v)
+			if err != nil {
+				return it, err
+			}
+			it.NameHasPrefix = data
+		case "nameHasSuffix":
+			ctx := graphql.WithPathContext(ctx, graphql.NewPathWithField("nameHasSuffix"))
+			data, err := ec.unmarshalOString2ᚖstring(ctx, v)
+			if err != nil {
+				return it, err
+			}
+			it.NameHasSuffix = data
+		case "nameEqualFold":
+			ctx := graphql.WithPathContext(ctx, graphql.NewPathWithField("nameEqualFold"))
+			data, err := ec.unmarshalOString2ᚖstring(ctx, v)
+			if err != nil {
+				return it, err
+			}
+			it.NameEqualFold = data
+		case "nameContainsFold":
+			ctx := graphql.WithPathContext(ctx, graphql.NewPathWithField("nameContainsFold"))
+			data, err := ec.unmarshalOString2ᚖstring(ctx, v)
+			if err != nil {
+				return it, err
+			}
+			it.NameContainsFold = data
+		case "instructions":
+			ctx := graphql.WithPathContext(ctx, graphql.NewPathWithField("instructions"))
+			data, err := ec.unmarshalOString2ᚖstring(ctx, v)
+			if err != nil {
+				return it, err
+			}
+			it.Instructions = data
+		case "instructionsNEQ":
+			ctx := graphql.WithPathContext(ctx, graphql.NewPathWithField("instructionsNEQ"))
+			data, err := ec.unmarshalOString2ᚖstring(ctx, v)
+			if err != nil {
+				return it, err
+			}
+			it.InstructionsNEQ = data
+		case "instructionsIn":
+			ctx := graphql.WithPathContext(ctx, graphql.NewPathWithField("instructionsIn"))
+			data, err := ec.unmarshalOString2ᚕstringᚄ(ctx, v)
+			if err != nil {
+				return it, err
+			}
+			it.InstructionsIn = data
+		case "instructionsNotIn":
+			ctx := graphql.WithPathContext(ctx, graphql.NewPathWithField("instructionsNotIn"))
+			data, err := ec.unmarshalOString2ᚕstringᚄ(ctx, v)
+			if err != nil {
+				return it, err
+			}
+			it.InstructionsNotIn = data
+		case "instructionsGT":
+			ctx := graphql.WithPathContext(ctx, graphql.NewPathWithField("instructionsGT"))
+			data, err := ec.unmarshalOString2ᚖstring(ctx, v)
+			if err != nil {
+				return it, err
+			}
+			it.InstructionsGT = data
+		case "instructionsGTE":
+			ctx := graphql.WithPathContext(ctx, graphql.NewPathWithField("instructionsGTE"))
+			data, err := ec.unmarshalOString2ᚖstring(ctx, v)
+			if err != nil {
+				return it, err
+			}
+			it.InstructionsGTE = data
+		case "instructionsLT":
+			ctx := graphql.WithPathContext(ctx, graphql.NewPathWithField("instructionsLT"))
+			data, err := ec.unmarshalOString2ᚖstring(ctx, v)
+			if err != nil {
+				return it, err
+			}
+			it.InstructionsLT = data
+		case "instructionsLTE":
+			ctx := graphql.WithPathContext(ctx, graphql.NewPathWithField("instructionsLTE"))
+			data, err := ec.unmarshalOString2ᚖstring(ctx, v)
+			if err != nil {
+				return it, err
+			}
+			it.InstructionsLTE = data
+		case "instructionsContains":
+			ctx := graphql.WithPathContext(ctx, graphql.NewPathWithField("instructionsContains"))
+			data, err := ec.unmarshalOString2ᚖstring(ctx, v)
+			if err != nil {
+				return it, err
+			}
+			it.InstructionsContains = data
+		case "instructionsHasPrefix":
+			ctx := graphql.WithPathContext(ctx, graphql.NewPathWithField("instructionsHasPrefix"))
+			data, err := ec.unmarshalOString2ᚖstring(ctx, v)
+			if err != nil {
+				return it, err
+			}
+			it.InstructionsHasPrefix = data
+		case "instructionsHasSuffix":
+			ctx := graphql.WithPathContext(ctx, graphql.NewPathWithField("instructionsHasSuffix"))
+			data, err := ec.unmarshalOString2ᚖstring(ctx, v)
+			if err != nil {
+				return it, err
+			}
+			it.InstructionsHasSuffix = data
+		case "instructionsEqualFold":
+			ctx := graphql.WithPathContext(ctx, graphql.NewPathWithField("instructionsEqualFold"))
+			data, err := ec.unmarshalOString2ᚖstring(ctx, v)
+			if err != nil {
+				return it, err
+			}
+			it.InstructionsEqualFold = data
+		case "instructionsContainsFold":
+			ctx := graphql.WithPathContext(ctx, graphql.NewPathWithField("instructionsContainsFold"))
+			data, err := ec.unmarshalOString2ᚖstring(ctx, v)
+			if err != nil {
+				return it, err
+			}
+			it.InstructionsContainsFold = data
+		case "memory":
+			ctx := graphql.WithPathContext(ctx, graphql.NewPathWithField("memory"))
+			data, err := ec.unmarshalOBoolean2ᚖbool(ctx, v)
+			if err != nil {
+				return it, err
+			}
+			it.Memory = data
+		case "memoryNEQ":
+			ctx := graphql.WithPathContext(ctx, graphql.NewPathWithField("memoryNEQ"))
+			data, err := ec.unmarshalOBoolean2ᚖbool(ctx, v)
+			if err != nil {
+				return it, err
+			}
+			it.MemoryNEQ = data
+		case "budgetCheck":
+			ctx := graphql.WithPathContext(ctx, graphql.NewPathWithField("budgetCheck"))
+			data, err := ec.unmarshalOBoolean2ᚖbool(ctx, v)
+			if err != nil {
+				return it, err
+			}
+			it.BudgetCheck = data
+		case "budgetCheckNEQ":
+			ctx := graphql.WithPathContext(ctx, graphql.NewPathWithField("budgetCheckNEQ"))
+			data, err := ec.unmarshalOBoolean2ᚖbool(ctx, v)
+			if err != nil {
+				return it, err
+			}
+			it.BudgetCheckNEQ = data
+		case "pastConversationSearch":
+			ctx := graphql.WithPathContext(ctx, graphql.NewPathWithField("pastConversationSearch"))
+			data, err := ec.unmarshalOBoolean2ᚖbool(ctx, v)
+			if err != nil {
+				return it, err
+			}
+			it.PastConversationSearch = data
+		case "pastConversationSearchNEQ":
+			ctx := graphql.WithPathContext(ctx, graphql.NewPathWithField("pastConversationSearchNEQ"))
+			data, err := ec.unmarshalOBoolean2ᚖbool(ctx, v)
+			if err != nil {
+				return it, err
+			}
+			it.PastConversationSearchNEQ = data
+		case "toolLoading":
+			ctx := graphql.WithPathContext(ctx, graphql.NewPathWithField("toolLoading"))
+			data, err := ec.unmarshalOAgentToolLoading2ᚖgithubᚗcomᚋtoolgateᚋtoolgateᚋentᚋagentᚐToolLoading(ctx, v)
+			if err != nil {
+				return it, err
+			}
+			it.ToolLoading = data
+		case "toolLoadingNEQ":
+			ctx := graphql.WithPathContext(ctx, graphql.NewPathWithField("toolLoadingNEQ"))
+			data, err := ec.unmarshalOAgentToolLoading2ᚖgithubᚗcomᚋtoolgateᚋtoolgateᚋentᚋagentᚐToolLoading(ctx, v)
+			if err != nil {
+				return it, err
+			}
+			it.ToolLoadingNEQ = data
+		case "toolLoadingIn":
+			ctx := graphql.WithPathContext(ctx, graphql.NewPathWithField("toolLoadingIn"))
+			data, err := ec.unmarshalOAgentToolLoading2ᚕgithubᚗcomᚋtoolgateᚋtoolgateᚋentᚋagentᚐToolLoadingᚄ(ctx, v)
+			if err != nil {
+				return it, err
+			}
+			it.ToolLoadingIn = data
+		case "toolLoadingNotIn":
+			ctx := graphql.WithPathContext(ctx, graphql.NewPathWithField("toolLoadingNotIn"))
+			data, err := ec.unmarshalOAgentToolLoading2ᚕgithubᚗcomᚋtoolgateᚋtoolgateᚋentᚋagentᚐToolLoadingᚄ(ctx, v)
+			if err != nil {
+				return it, err
+			}
+			it.ToolLoadingNotIn = data
+		case "archivedAt":
+			ctx := graphql.WithPathContext(ctx, graphql.NewPathWithField("archivedAt"))
+			data, err := ec.unmarshalOTime2ᚖtimeᚐTime(ctx, v)
+			if err != nil {
+				return it, err
+			}
+			it.ArchivedAt = data
+		case "archivedAtNEQ":
+			ctx := graphql.WithPathContext(ctx, graphql.NewPathWithField("archivedAtNEQ"))
+			data, err := ec.unmarshalOTime2ᚖtimeᚐTime(ctx, v)
+			if err != nil {
+				return it, err
+			}
+			it.ArchivedAtNEQ = data
+		case "archivedAtIn":
+			ctx := graphql.WithPathContext(ctx, graphql.NewPathWithField("archivedAtIn"))
+			data, err := ec.unmarshalOTime2ᚕtimeᚐTimeᚄ(ctx, v)
+			if err != nil {
+				return it, err
+			}
+			it.ArchivedAtIn = data
+		case "archivedAtNotIn":
+			ctx := graphql.WithPathContext(ctx, graphql.NewPathWithField("archivedAtNotIn"))
+			data, err := ec.unmarshalOTime2ᚕtimeᚐTimeᚄ(ctx, v)
+			if err != nil {
+				return it, err
+			}
+			it.ArchivedAtNotIn = data
+		case "archivedAtGT":
+			ctx := graphql.WithPathContext(ctx, graphql.NewPathWithField("archivedAtGT"))
+			data, err := ec.unmarshalOTime2ᚖtimeᚐTime(ctx, v)
+			if err != nil {
+				return it, err
+			}
+			it.ArchivedAtGT = data
+		case "archivedAtGTE":
+			ctx := graphql.WithPathContext(ctx, graphql.NewPathWithField("archivedAtGTE"))
+			data, err := ec.unmarshalOTime2ᚖtimeᚐTime(ctx, v)
+			if err != nil {
+				return it, err
+			}
+			it.ArchivedAtGTE = data
+		case "archivedAtLT":
+			ctx := graphql.WithPathContext(ctx, graphql.NewPathWithField("archivedAtLT"))
+			data, err := ec.unmarshalOTime2ᚖtimeᚐTime(ctx, v)
+			if err != nil {
+				return it, err
+			}
+			it.ArchivedAtLT = data
+		case "archivedAtLTE":
+			ctx := graphql.WithPathContext(ctx, graphql.NewPathWithField("archivedAtLTE"))
+			data, err := ec.unmarshalOTime2ᚖtimeᚐTime(ctx, v)
+			if err != nil {
+				return it, err
+			}
+			it.ArchivedAtLTE = data
+		case "archivedAtIsNil":
+			ctx := graphql.WithPathContext(ctx, graphql.NewPathWithField("archivedAtIsNil"))
+			data, err := ec.unmarshalOBoolean2bool(ctx, v)
+			if err != nil {
+				return it, err
+			}
+			it.ArchivedAtIsNil = data
+		case "archivedAtNotNil":
+			ctx := graphql.WithPathContext(ctx, graphql.NewPathWithField("archivedAtNotNil"))
+			data, err := ec.unmarshalOBoolean2bool(ctx, v)
+			if err != nil {
+				return it, err
+			}
+			it.ArchivedAtNotNil = data
+		}
+	}
+	return it, nil
+}
+
+// UnmarshalAgentWhereInput unmarshals raw into the AgentWhereInput input type, using the
+// unmarshaler bound to ctx's request. Call it from a resolver to decode an input
+// object that was not passed as a field argument.
+//
+// ctx must come from a gqlgen request; outside one there is no unmarshaler to use
+// and the returned error says so.
+func UnmarshalAgentWhereInput(ctx context.Context, raw any) (ent.AgentWhereInput, error) {
+	var out ent.AgentWhereInput
+	err := graphql.UnmarshalNamedInputFromContext(ctx, "AgentWhereInput", raw, &out)
+	return out, err
+}
+
 func (ec *executionContext) unmarshalInputAnswerClarificationInput(ctx context.Context, obj any) (model.AnswerClarificationInput, error) {
 	var it model.AnswerClarificationInput
 	if obj == nil {
@@ -36114,7 +37248,7 @@ func (ec *executionContext) unmarshalInputConversationWhereInput(ctx context.Con
 		asMap[k] = v
 	}
 
-	fieldsInOrder := [...]string{"not", "and", "or", "id", "idNEQ", "idIn", "idNotIn", "idGT", "idGTE", "idLT", "idLTE", "createdAt", "createdAtNEQ", "createdAtIn", "createdAtNotIn", "createdAtGT", "createdAtGTE", "createdAtLT", "createdAtLTE", "updatedAt", "updatedAtNEQ", "updatedAtIn", "updatedAtNotIn", "updatedAtGT", "updatedAtGTE", "updatedAtLT", "updatedAtLTE", "title", "titleNEQ", "titleIn", "titleNotIn", "titleGT", "titleGTE", "titleLT", "titleLTE", "titleContains", "titleHasPrefix", "titleHasSuffix", "titleIsNil", "titleNotNil", "titleEqualFold", "titleContainsFold", "turnsCount", "turnsCountNEQ", "turnsCountIn", "turnsCountNotIn", "turnsCountGT", "turnsCountGTE", "turnsCountLT", "turnsCountLTE", "archivedAt", "archivedAtNEQ", "archivedAtIn", "archivedAtNotIn", "archivedAtGT", "archivedAtGTE", "archivedAtLT", "archivedAtLTE", "archivedAtIsNil", "archivedAtNotNil", "hasTurns", "hasTurnsWith"}
+	fieldsInOrder := [...]string{"not", "and", "or", "id", "idNEQ", "idIn", "idNotIn", "idGT", "idGTE", "idLT", "idLTE", "createdAt", "createdAtNEQ", "createdAtIn", "createdAtNotIn", "createdAtGT", "createdAtGTE", "createdAtLT", "createdAtLTE", "updatedAt", "updatedAtNEQ", "updatedAtIn", "updatedAtNotIn", "updatedAtGT", "updatedAtGTE", "updatedAtLT", "updatedAtLTE", "title", "titleNEQ", "titleIn", "titleNotIn", "titleGT", "titleGTE", "titleLT", "titleLTE", "titleContains", "titleHasPrefix", "titleHasSuffix", "titleIsNil", "titleNotNil", "titleEqualFold", "titleContainsFold", "turnsCount", "turnsCountNEQ", "turnsCountIn", "turnsCountNotIn", "turnsCountGT", "turnsCountGTE", "turnsCountLT", "turnsCountLTE", "archivedAt", "archivedAtNEQ", "archivedAtIn", "archivedAtNotIn", "archivedAtGT", "archivedAtGTE", "archivedAtLT", "archivedAtLTE", "archivedAtIsNil", "archivedAtNotNil", "hasUser", "hasUserWith", "hasAgent", "hasAgentWith", "hasTurns", "hasTurnsWith"}
 	for _, k := range fieldsInOrder {
 		v, ok := asMap[k]
 		if !ok {
@@ -36541,6 +37675,34 @@ func (ec *executionContext) unmarshalInputConversationWhereInput(ctx context.Con
 				return it, err
 			}
 			it.ArchivedAtNotNil = data
+		case "hasUser":
+			ctx := graphql.WithPathContext(ctx, graphql.NewPathWithField("hasUser"))
+			data, err := ec.unmarshalOBoolean2ᚖbool(ctx, v)
+			if err != nil {
+				return it, err
+			}
+			it.HasUser = data
+		case "hasUserWith":
+			ctx := graphql.WithPathContext(ctx, graphql.NewPathWithField("hasUserWith"))
+			data, err := ec.unmarshalOUserWhereInput2ᚕᚖgithubᚗcomᚋtoolgateᚋtoolgateᚋentᚐUserWhereInputᚄ(ctx, v)
+			if err != nil {
+				return it, err
+			}
+			it.HasUserWith = data
+		case "hasAgent":
+			ctx := graphql.WithPathContext(ctx, graphql.NewPathWithField("hasAgent"))
+			data, err := ec.unmarshalOBoolean2ᚖbool(ctx, v)
+			if err != nil {
+				return it, err
+			}
+			it.HasAgent = data
+		case "hasAgentWith":
+			ctx := graphql.WithPathContext(ctx, graphql.NewPathWithField("hasAgentWith"))
+			data, err := ec.unmarshalOAgentWhereInput2ᚕᚖgithubᚗcomᚋtoolgateᚋtoolgateᚋentᚐAgentWhereInputᚄ(ctx, v)
+			if err != nil {
+				return it, err
+			}
+			it.HasAgentWith = data
 		case "hasTurns":
 			ctx := graphql.WithPathContext(ctx, graphql.NewPathWithField("hasTurns"))
 			data, err := ec.unmarshalOBoolean2ᚖbool(ctx, v)
@@ -39067,6 +40229,496 @@ func (ec *executionContext) unmarshalInputUpdateOrganizationInput(ctx context.Co
 func UnmarshalUpdateOrganizationInput(ctx context.Context, raw any) (model.UpdateOrganizationInput, error) {
 	var out model.UpdateOrganizationInput
 	err := graphql.UnmarshalNamedInputFromContext(ctx, "UpdateOrganizationInput", raw, &out)
+	return out, err
+}
+
+func (ec *executionContext) unmarshalInputUserWhereInput(ctx context.Context, obj any) (ent.UserWhereInput, error) {
+	var it ent.UserWhereInput
+	if obj == nil {
+		return it, nil
+	}
+
+	asMap := map[string]any{}
+	for k, v := range obj.(map[string]any) {
+		asMap[k] = v
+	}
+
+	fieldsInOrder := [...]string{"not", "and", "or", "id", "idNEQ", "idIn", "idNotIn", "idGT", "idGTE", "idLT", "idLTE", "createdAt", "createdAtNEQ", "createdAtIn", "createdAtNotIn", "createdAtGT", "createdAtGTE", "createdAtLT", "createdAtLTE", "updatedAt", "updatedAtNEQ", "updatedAtIn", "updatedAtNotIn", "updatedAtGT", "updatedAtGTE", "updatedAtLT", "updatedAtLTE", "name", "nameNEQ", "nameIn", "nameNotIn", "nameGT", "nameGTE", "nameLT", "nameLTE", "nameContains", "nameHasPrefix", "nameHasSuffix", "nameEqualFold", "nameContainsFold", "department", "departmentNEQ", "departmentIn", "departmentNotIn", "departmentGT", "departmentGTE", "departmentLT", "departmentLTE", "departmentContains", "departmentHasPrefix", "departmentHasSuffix", "departmentEqualFold", "departmentContainsFold", "admin", "adminNEQ", "deactivatedAt", "deactivatedAtNEQ", "deactivatedAtIn", "deactivatedAtNotIn", "deactivatedAtGT", "deactivatedAtGTE", "deactivatedAtLT", "deactivatedAtLTE", "deactivatedAtIsNil", "deactivatedAtNotNil"}
+	for _, k := range fieldsInOrder {
+		v, ok := asMap[k]
+		if !ok {
+			continue
+		}
+		switch k {
+		case "not":
+			ctx := graphql.WithPathContext(ctx, graphql.NewPathWithField("not"))
+			data, err := ec.unmarshalOUserWhereInput2ᚖgithubᚗcomᚋtoolgateᚋtoolgateᚋentᚐUserWhereInput(ctx, v)
+			if err != nil {
+				return it, err
+			}
+			it.Not = data
+		case "and":
+			ctx := graphql.WithPathContext(ctx, graphql.NewPathWithField("and"))
+			data, err := ec.unmarshalOUserWhereInput2ᚕᚖgithubᚗcomᚋtoolgateᚋtoolgateᚋentᚐUserWhereInputᚄ(ctx, v)
+			if err != nil {
+				return it, err
+			}
+			it.And = data
+		case "or":
+			ctx := graphql.WithPathContext(ctx, graphql.NewPathWithField("or"))
+			data, err := ec.unmarshalOUserWhereInput2ᚕᚖgithubᚗcomᚋtoolgateᚋtoolgateᚋentᚐUserWhereInputᚄ(ctx, v)
+			if err != nil {
+				return it, err
+			}
+			it.Or = data
+		case "id":
+			ctx := graphql.WithPathContext(ctx, graphql.NewPathWithField("id"))
+			data, err := ec.unmarshalOID2ᚖint(ctx, v)
+			if err != nil {
+				return it, err
+			}
+			it.ID = data
+		case "idNEQ":
+			ctx := graphql.WithPathContext(ctx, graphql.NewPathWithField("idNEQ"))
+			data, err := ec.unmarshalOID2ᚖint(ctx, v)
+			if err != nil {
+				return it, err
+			}
+			it.IDNEQ = data
+		case "idIn":
+			ctx := graphql.WithPathContext(ctx, graphql.NewPathWithField("idIn"))
+			data, err := ec.unmarshalOID2ᚕintᚄ(ctx, v)
+			if err != nil {
+				return it, err
+			}
+			it.IDIn = data
+		case "idNotIn":
+			ctx := graphql.WithPathContext(ctx, graphql.NewPathWithField("idNotIn"))
+			data, err := ec.unmarshalOID2ᚕintᚄ(ctx, v)
+			if err != nil {
+				return it, err
+			}
+			it.IDNotIn = data
+		case "idGT":
+			ctx := graphql.WithPathContext(ctx, graphql.NewPathWithField("idGT"))
+			data, err := ec.unmarshalOID2ᚖint(ctx, v)
+			if err != nil {
+				return it, err
+			}
+			it.IDGT = data
+		case "idGTE":
+			ctx := graphql.WithPathContext(ctx, graphql.NewPathWithField("idGTE"))
+			data, err := ec.unmarshalOID2ᚖint(ctx, v)
+			if err != nil {
+				return it, err
+			}
+			it.IDGTE = data
+		case "idLT":
+			ctx := graphql.WithPathContext(ctx, graphql.NewPathWithField("idLT"))
+			data, err := ec.unmarshalOID2ᚖint(ctx, v)
+			if err != nil {
+				return it, err
+			}
+			it.IDLT = data
+		case "idLTE":
+			ctx := graphql.WithPathContext(ctx, graphql.NewPathWithField("idLTE"))
+			data, err := ec.unmarshalOID2ᚖint(ctx, v)
+			if err != nil {
+				return it, err
+			}
+			it.IDLTE = data
+		case "createdAt":
+			ctx := graphql.WithPathContext(ctx, graphql.NewPathWithField("createdAt"))
+			data, err := ec.unmarshalOTime2ᚖtimeᚐTime(ctx, v)
+			if err != nil {
+				return it, err
+			}
+			it.CreatedAt = data
+		case "createdAtNEQ":
+			ctx := graphql.WithPathContext(ctx, graphql.NewPathWithField("createdAtNEQ"))
+			data, err := ec.unmarshalOTime2ᚖtimeᚐTime(ctx, v)
+			if err != nil {
+				return it, err
+			}
+			it.CreatedAtNEQ = data
+		case "createdAtIn":
+			ctx := graphql.WithPathContext(ctx, graphql.NewPathWithField("createdAtIn"))
+			data, err := ec.unmarshalOTime2ᚕtimeᚐTimeᚄ(ctx, v)
+			if err != nil {
+				return it, err
+			}
+			it.CreatedAtIn = data
+		case "createdAtNotIn":
+			ctx := graphql.WithPathContext(ctx, graphql.NewPathWithField("createdAtNotIn"))
+			data, err := ec.unmarshalOTime2ᚕtimeᚐTimeᚄ(ctx, v)
+			if err != nil {
+				return it, err
+			}
+			it.CreatedAtNotIn = data
+		case "createdAtGT":
+			ctx := graphql.WithPathContext(ctx, graphql.NewPathWithField("createdAtGT"))
+			data, err := ec.unmarshalOTime2ᚖtimeᚐTime(ctx, v)
+			if err != nil {
+				return it, err
+			}
+			it.CreatedAtGT = data
+		case "createdAtGTE":
+			ctx := graphql.WithPathContext(ctx, graphql.NewPathWithField("createdAtGTE"))
+			data, err := ec.unmarshalOTime2ᚖtimeᚐTime(ctx, v)
+			if err != nil {
+				return it, err
+			}
+			it.CreatedAtGTE = data
+		case "createdAtLT":
+			ctx := graphql.WithPathContext(ctx, graphql.NewPathWithField("createdAtLT"))
+			data, err := ec.unmarshalOTime2ᚖtimeᚐTime(ctx, v)
+			if err != nil {
+				return it, err
+			}
+			it.CreatedAtLT = data
+		case "createdAtLTE":
+			ctx := graphql.WithPathContext(ctx, graphql.NewPathWithField("createdAtLTE"))
+			data, err := ec.unmarshalOTime2ᚖtimeᚐTime(ctx, v)
+			if err != nil {
+				return it, err
+			}
+			it.CreatedAtLTE = data
+		case "updatedAt":
+			ctx := graphql.WithPathContext(ctx, graphql.NewPathWithField("updatedAt"))
+			data, err := ec.unmarshalOTime2ᚖtimeᚐTime(ctx, v)
+			if err != nil {
+				return it, err
+			}
+			it.UpdatedAt = data
+		case "updatedAtNEQ":
+			ctx := graphql.WithPathContext(ctx, graphql.NewPathWithField("updatedAtNEQ"))
+			data, err := ec.unmarshalOTime2ᚖtimeᚐTime(ctx, v)
+			if err != nil {
+				return it, err
+			}
+			it.UpdatedAtNEQ = data
+		case "updatedAtIn":
+			ctx := graphql.WithPathContext(ctx, graphql.NewPathWithField("updatedAtIn"))
+			data, err := ec.unmarshalOTime2ᚕtimeᚐTimeᚄ(ctx, v)
+			if err != nil {
+				return it, err
+			}
+			it.UpdatedAtIn = data
+		case "updatedAtNotIn":
+			ctx := graphql.WithPathContext(ctx, graphql.NewPathWithField("updatedAtNotIn"))
+			data, err := ec.unmarshalOTime2ᚕtimeᚐTimeᚄ(ctx, v)
+			if err != nil {
+				return it, err
+			}
+			it.UpdatedAtNotIn = data
+		case "updatedAtGT":
+			ctx := graphql.WithPathContext(ctx, graphql.NewPathWithField("updatedAtGT"))
+			data, err := ec.unmarshalOTime2ᚖtimeᚐTime(ctx, v)
+			if err != nil {
+				return it, err
+			}
+			it.UpdatedAtGT = data
+		case "updatedAtGTE":
+			ctx := graphql.WithPathContext(ctx, graphql.NewPathWithField("updatedAtGTE"))
+			data, err := ec.unmarshalOTime2ᚖtimeᚐTime(ctx, v)
+			if err != nil {
+				return it, err
+			}
+			it.UpdatedAtGTE = data
+		case "updatedAtLT":
+			ctx := graphql.WithPathContext(ctx, graphql.NewPathWithField("updatedAtLT"))
+			data, err := ec.unmarshalOTime2ᚖtimeᚐTime(ctx, v)
+			if err != nil {
+				return it, err
+			}
+			it.UpdatedAtLT = data
+		case "updatedAtLTE":
+			ctx := graphql.WithPathContext(ctx, graphql.NewPathWithField("updatedAtLTE"))
+			data, err := ec.unmarshalOTime2ᚖtimeᚐTime(ctx, v)
+			if err != nil {
+				return it, err
+			}
+			it.UpdatedAtLTE = data
+		case "name":
+			ctx := graphql.WithPathContext(ctx, graphql.NewPathWithField("name"))
+			data, err := ec.unmarshalOString2ᚖstring(ctx, v)
+			if err != nil {
+				return it, err
+			}
+			it.Name = data
+		case "nameNEQ":
+			ctx := graphql.WithPathContext(ctx, graphql.NewPathWithField("nameNEQ"))
+			data, err := ec.unmarshalOString2ᚖstring(ctx, v)
+			if err != nil {
+				return it, err
+			}
+			it.NameNEQ = data
+		case "nameIn":
+			ctx := graphql.WithPathContext(ctx, graphql.NewPathWithField("nameIn"))
+			data, err := ec.unmarshalOString2ᚕstringᚄ(ctx, v)
+			if err != nil {
+				return it, err
+			}
+			it.NameIn = data
+		case "nameNotIn":
+			ctx := graphql.WithPathContext(ctx, graphql.NewPathWithField("nameNotIn"))
+			data, err := ec.unmarshalOString2ᚕstringᚄ(ctx, v)
+			if err != nil {
+				return it, err
+			}
+			it.NameNotIn = data
+		case "nameGT":
+			ctx := graphql.WithPathContext(ctx, graphql.NewPathWithField("nameGT"))
+			data, err := ec.unmarshalOString2ᚖstring(ctx, v)
+			if err != nil {
+				return it, err
+			}
+			it.NameGT = data
+		case "nameGTE":
+			ctx := graphql.WithPathContext(ctx, graphql.NewPathWithField("nameGTE"))
+			data, err := ec.unmarshalOString2ᚖstring(ctx, v)
+			if err != nil {
+				return it, err
+			}
+			it.NameGTE = data
+		case "nameLT":
+			ctx := graphql.WithPathContext(ctx, graphql.NewPathWithField("nameLT"))
+			data, err := ec.unmarshalOString2ᚖstring(ctx, v)
+			if err != nil {
+				return it, err
+			}
+			it.NameLT = data
+		case "nameLTE":
+			ctx := graphql.WithPathContext(ctx, graphql.NewPathWithField("nameLTE"))
+			data, err := ec.unmarshalOString2ᚖstring(ctx, v)
+			if err != nil {
+				return it, err
+			}
+			it.NameLTE = data
+		case "nameContains":
+			ctx := graphql.WithPathContext(ctx, graphql.NewPathWithField("nameContains"))
+			data, err := ec.unmarshalOString2ᚖstring(ctx, v)
+			if err != nil {
+				return it, err
+			}
+			it.NameContains = data
+		case "nameHasPrefix":
+			ctx := graphql.WithPathContext(ctx, graphql.NewPathWithField("nameHasPrefix"))
+			data, err := ec.unmarshalOString2ᚖstring(ctx, v)
+			if err != nil {
+				return it, err
+			}
+			it.NameHasPrefix = data
+		case "nameHasSuffix":
+			ctx := graphql.WithPathContext(ctx, graphql.NewPathWithField("nameHasSuffix"))
+			data, err := ec.unmarshalOString2ᚖstring(ctx, v)
+			if err != nil {
+				return it, err
+			}
+			it.NameHasSuffix = data
+		case "nameEqualFold":
+			ctx := graphql.WithPathContext(ctx, graphql.NewPathWithField("nameEqualFold"))
+			data, err := ec.unmarshalOString2ᚖstring(ctx, v)
+			if err != nil {
+				return it, err
+			}
+			it.NameEqualFold = data
+		case "nameContainsFold":
+			ctx := graphql.WithPathContext(ctx, graphql.NewPathWithField("nameContainsFold"))
+			data, err := ec.unmarshalOString2ᚖstring(ctx, v)
+			if err != nil {
+				return it, err
+			}
+			it.NameContainsFold = data
+		case "department":
+			ctx := graphql.WithPathContext(ctx, graphql.NewPathWithField("department"))
+			data, err := ec.unmarshalOString2ᚖstring(ctx, v)
+			if err != nil {
+				return it, err
+			}
+			it.Department = data
+		case "departmentNEQ":
+			ctx := graphql.WithPathContext(ctx, graphql.NewPathWithField("departmentNEQ"))
+			data, err := ec.unmarshalOString2ᚖstring(ctx, v)
+			if err != nil {
+				return it, err
+			}
+			it.DepartmentNEQ = data
+		case "departmentIn":
+			ctx := graphql.WithPathContext(ctx, graphql.NewPathWithField("departmentIn"))
+			data, err := ec.unmarshalOString2ᚕstringᚄ(ctx, v)
+			if err != nil {
+				return it, err
+			}
+			it.DepartmentIn = data
+		case "departmentNotIn":
+			ctx := graphql.WithPathContext(ctx, graphql.NewPathWithField("departmentNotIn"))
+			data, err := ec.unmarshalOString2ᚕstringᚄ(ctx, v)
+			if err != nil {
+				return it, err
+			}
+			it.DepartmentNotIn = data
+		case "departmentGT":
+			ctx := graphql.WithPathContext(ctx, graphql.NewPathWithField("departmentGT"))
+			data, err := ec.unmarshalOString2ᚖstring(ctx, v)
+			if err != nil {
+				return it, err
+			}
+			it.DepartmentGT = data
+		case "departmentGTE":
+			ctx := graphql.WithPathContext(ctx, graphql.NewPathWithField("departmentGTE"))
+			data, err := ec.unmarshalOString2ᚖstring(ctx, v)
+			if err != nil {
+				return it, err
+			}
+			it.DepartmentGTE = data
+		case "departmentLT":
+			ctx := graphql.WithPathContext(ctx, graphql.NewPathWithField("departmentLT"))
+			data, err := ec.unmarshalOString2ᚖstring(ctx, v)
+			if err != nil {
+				return it, err
+			}
+			it.DepartmentLT = data
+		case "departmentLTE":
+			ctx := graphql.WithPathContext(ctx, graphql.NewPathWithField("departmentLTE"))
+			data, err := ec.unmarshalOString2ᚖstring(ctx, v)
+			if err != nil {
+				return it, err
+			}
+			it.DepartmentLTE = data
+		case "departmentContains":
+			ctx := graphql.WithPathContext(ctx, graphql.NewPathWithField("departmentContains"))
+			data, err := ec.unmarshalOString2ᚖstring(ctx, v)
+			if err != nil {
+				return it, err
+			}
+			it.DepartmentContains = data
+		case "departmentHasPrefix":
+			ctx := graphql.WithPathContext(ctx, graphql.NewPathWithField("departmentHasPrefix"))
+			data, err := ec.unmarshalOString2ᚖstring(ctx, v)
+			if err != nil {
+				return it, err
+			}
+			it.DepartmentHasPrefix = data
+		case "departmentHasSuffix":
+			ctx := graphql.WithPathContext(ctx, graphql.NewPathWithField("departmentHasSuffix"))
+			data, err := ec.unmarshalOString2ᚖstring(ctx, v)
+			if err != nil {
+				return it, err
+			}
+			it.DepartmentHasSuffix = data
+		case "departmentEqualFold":
+			ctx := graphql.WithPathContext(ctx, graphql.NewPathWithField("departmentEqualFold"))
+			data, err := ec.unmarshalOString2ᚖstring(ctx, v)
+			if err != nil {
+				return it, err
+			}
+			it.DepartmentEqualFold = data
+		case "departmentContainsFold":
+			ctx := graphql.WithPathContext(ctx, graphql.NewPathWithField("departmentContainsFold"))
+			data, err := ec.unmarshalOString2ᚖstring(ctx, v)
+			if err != nil {
+				return it, err
+			}
+			it.DepartmentContainsFold = data
+		case "admin":
+			ctx := graphql.WithPathContext(ctx, graphql.NewPathWithField("admin"))
+			data, err := ec.unmarshalOBoolean2ᚖbool(ctx, v)
+			if err != nil {
+				return it, err
+			}
+			it.Admin = data
+		case "adminNEQ":
+			ctx := graphql.WithPathContext(ctx, graphql.NewPathWithField("adminNEQ"))
+			data, err := ec.unmarshalOBoolean2ᚖbool(ctx, v)
+			if err != nil {
+				return it, err
+			}
+			it.AdminNEQ = data
+		case "deactivatedAt":
+			ctx := graphql.WithPathContext(ctx, graphql.NewPathWithField("deactivatedAt"))
+			data, err := ec.unmarshalOTime2ᚖtimeᚐTime(ctx, v)
+			if err != nil {
+				return it, err
+			}
+			it.DeactivatedAt = data
+		case "deactivatedAtNEQ":
+			ctx := graphql.WithPathContext(ctx, graphql.NewPathWithField("deactivatedAtNEQ"))
+			data, err := ec.unmarshalOTime2ᚖtimeᚐTime(ctx, v)
+			if err != nil {
+				return it, err
+			}
+			it.DeactivatedAtNEQ = data
+		case "deactivatedAtIn":
+			ctx := graphql.WithPathContext(ctx, graphql.NewPathWithField("deactivatedAtIn"))
+			data, err := ec.unmarshalOTime2ᚕtimeᚐTimeᚄ(ctx, v)
+			if err != nil {
+				return it, err
+			}
+			it.DeactivatedAtIn = data
+		case "deactivatedAtNotIn":
+			ctx := graphql.WithPathContext(ctx, graphql.NewPathWithField("deactivatedAtNotIn"))
+			data, err := ec.unmarshalOTime2ᚕtimeᚐTimeᚄ(ctx, v)
+			if err != nil {
+				return it, err
+			}
+			it.DeactivatedAtNotIn = data
+		case "deactivatedAtGT":
+			ctx := graphql.WithPathContext(ctx, graphql.NewPathWithField("deactivatedAtGT"))
+			data, err := ec.unmarshalOTime2ᚖtimeᚐTime(ctx, v)
+			if err != nil {
+				return it, err
+			}
+			it.DeactivatedAtGT = data
+		case "deactivatedAtGTE":
+			ctx := graphql.WithPathContext(ctx, graphql.NewPathWithField("deactivatedAtGTE"))
+			data, err := ec.unmarshalOTime2ᚖtimeᚐTime(ctx, v)
+			if err != nil {
+				return it, err
+			}
+			it.DeactivatedAtGTE = data
+		case "deactivatedAtLT":
+			ctx := graphql.WithPathContext(ctx, graphql.NewPathWithField("deactivatedAtLT"))
+			data, err := ec.unmarshalOTime2ᚖtimeᚐTime(ctx, v)
+			if err != nil {
+				return it, err
+			}
+			it.DeactivatedAtLT = data
+		case "deactivatedAtLTE":
+			ctx := graphql.WithPathContext(ctx, graphql.NewPathWithField("deactivatedAtLTE"))
+			data, err := ec.unmarshalOTime2ᚖtimeᚐTime(ctx, v)
+			if err != nil {
+				return it, err
+			}
+			it.DeactivatedAtLTE = data
+		case "deactivatedAtIsNil":
+			ctx := graphql.WithPathContext(ctx, graphql.NewPathWithField("deactivatedAtIsNil"))
+			data, err := ec.unmarshalOBoolean2bool(ctx, v)
+			if err != nil {
+				return it, err
+			}
+			it.DeactivatedAtIsNil = data
+		case "deactivatedAtNotNil":
+			ctx := graphql.WithPathContext(ctx, graphql.NewPathWithField("deactivatedAtNotNil"))
+			data, err := ec.unmarshalOBoolean2bool(ctx, v)
+			if err != nil {
+				return it, err
+			}
+			it.DeactivatedAtNotNil = data
+		}
+	}
+	return it, nil
+}
+
+// UnmarshalUserWhereInput unmarshals raw into the UserWhereInput input type, using the
+// unmarshaler bound to ctx's request. Call it from a resolver to decode an input
+// object that was not passed as a field argument.
+//
+// ctx must come from a gqlgen request; outside one there is no unmarshaler to use
+// and the returned error says so.
+func UnmarshalUserWhereInput(ctx context.Context, raw any) (ent.UserWhereInput, error) {
+	var out ent.UserWhereInput
+	err := graphql.UnmarshalNamedInputFromContext(ctx, "UserWhereInput", raw, &out)
 	return out, err
 }
 
@@ -47231,6 +48883,11 @@ func (ec *executionContext) marshalNAgentUsage2ᚖgithubᚗcomᚋtoolgateᚋtool
 	return ec._AgentUsage(ctx, sel, v)
 }
 
+func (ec *executionContext) unmarshalNAgentWhereInput2ᚖgithubᚗcomᚋtoolgateᚋtoolgateᚋentᚐAgentWhereInput(ctx context.Context, v any) (*ent.AgentWhereInput, error) {
+	res, err := ec.unmarshalInputAgentWhereInput(ctx, v)
+	return &res, graphql.ErrorOnPath(ctx, err)
+}
+
 func (ec *executionContext) unmarshalNAnswerClarificationInput2githubᚗcomᚋtoolgateᚋtoolgateᚋgraphᚋmodelᚐAnswerClarificationInput(ctx context.Context, v any) (model.AnswerClarificationInput, error) {
 	res, err := ec.unmarshalInputAnswerClarificationInput(ctx, v)
 	return res, graphql.ErrorOnPath(ctx, err)
@@ -49320,6 +50977,11 @@ func (ec *executionContext) marshalNUserUsage2ᚖgithubᚗcomᚋtoolgateᚋtoolg
 	return ec._UserUsage(ctx, sel, v)
 }
 
+func (ec *executionContext) unmarshalNUserWhereInput2ᚖgithubᚗcomᚋtoolgateᚋtoolgateᚋentᚐUserWhereInput(ctx context.Context, v any) (*ent.UserWhereInput, error) {
+	res, err := ec.unmarshalInputUserWhereInput(ctx, v)
+	return &res, graphql.ErrorOnPath(ctx, err)
+}
+
 func (ec *executionContext) marshalNWebHit2githubᚗcomᚋtoolgateᚋtoolgateᚋtoolsᚋwebᚐHit(ctx context.Context, sel ast.SelectionSet, v web.Hit) graphql.Marshaler {
 	return ec._WebHit(ctx, sel, &v)
 }
@@ -49728,6 +51390,42 @@ func (ec *executionContext) unmarshalOAgentOrder2ᚕᚖgithubᚗcomᚋtoolgate�
 	return res, nil
 }
 
+func (ec *executionContext) unmarshalOAgentToolLoading2ᚕgithubᚗcomᚋtoolgateᚋtoolgateᚋentᚋagentᚐToolLoadingᚄ(ctx context.Context, v any) ([]agent.ToolLoading, error) {
+	if v == nil {
+		return nil, nil
+	}
+	vSlice := graphql.CoerceList(v)
+	var err error
+	res := make([]agent.ToolLoading, len(vSlice))
+	for i := range vSlice {
+		ctx := graphql.WithPathContext(ctx, graphql.NewPathWithIndex(i))
+		res[i], err = ec.unmarshalNAgentToolLoading2githubᚗcomᚋtoolgateᚋtoolgateᚋentᚋagentᚐToolLoading(ctx, vSlice[i])
+		if err != nil {
+			return nil, err
+		}
+	}
+	return res, nil
+}
+
+func (ec *executionContext) marshalOAgentToolLoading2ᚕgithubᚗcomᚋtoolgateᚋtoolgateᚋentᚋagentᚐToolLoadingᚄ(ctx context.Context, sel ast.SelectionSet, v []agent.ToolLoading) graphql.Marshaler {
+	if v == nil {
+		return graphql.Null
+	}
+	ret := graphql.MarshalSliceConcurrently(ctx, len(v), 0, false, func(ctx context.Context, i int) graphql.Marshaler {
+		fc := graphql.GetFieldContext(ctx)
+		fc.Result = &v[i]
+		return ec.marshalNAgentToolLoading2githubᚗcomᚋtoolgateᚋtoolgateᚋentᚋagentᚐToolLoading(ctx, sel, v[i])
+	})
+
+	for _, e := range ret {
+		if e == graphql.Null {
+			return graphql.Null
+		}
+	}
+
+	return ret
+}
+
 func (ec *executionContext) unmarshalOAgentToolLoading2ᚖgithubᚗcomᚋtoolgateᚋtoolgateᚋentᚋagentᚐToolLoading(ctx context.Context, v any) (*agent.ToolLoading, error) {
 	if v == nil {
 		return nil, nil
@@ -49742,6 +51440,31 @@ func (ec *executionContext) marshalOAgentToolLoading2ᚖgithubᚗcomᚋtoolgate�
 		return graphql.Null
 	}
 	return v
+}
+
+func (ec *executionContext) unmarshalOAgentWhereInput2ᚕᚖgithubᚗcomᚋtoolgateᚋtoolgateᚋentᚐAgentWhereInputᚄ(ctx context.Context, v any) ([]*ent.AgentWhereInput, error) {
+	if v == nil {
+		return nil, nil
+	}
+	vSlice := graphql.CoerceList(v)
+	var err error
+	res := make([]*ent.AgentWhereInput, len(vSlice))
+	for i := range vSlice {
+		ctx := graphql.WithPathContext(ctx, graphql.NewPathWithIndex(i))
+		res[i], err = ec.unmarshalNAgentWhereInput2ᚖgithubᚗcomᚋtoolgateᚋtoolgateᚋentᚐAgentWhereInput(ctx, vSlice[i])
+		if err != nil {
+			return nil, err
+		}
+	}
+	return res, nil
+}
+
+func (ec *executionContext) unmarshalOAgentWhereInput2ᚖgithubᚗcomᚋtoolgateᚋtoolgateᚋentᚐAgentWhereInput(ctx context.Context, v any) (*ent.AgentWhereInput, error) {
+	if v == nil {
+		return nil, nil
+	}
+	res, err := ec.unmarshalInputAgentWhereInput(ctx, v)
+	return &res, graphql.ErrorOnPath(ctx, err)
 }
 
 func (ec *executionContext) marshalOApproval2ᚖgithubᚗcomᚋtoolgateᚋtoolgateᚋentᚐApproval(ctx context.Context, sel ast.SelectionSet, v *ent.Approval) graphql.Marshaler {
@@ -50599,6 +52322,31 @@ func (ec *executionContext) marshalOUser2ᚖgithubᚗcomᚋtoolgateᚋtoolgate�
 		return graphql.Null
 	}
 	return ec._User(ctx, sel, v)
+}
+
+func (ec *executionContext) unmarshalOUserWhereInput2ᚕᚖgithubᚗcomᚋtoolgateᚋtoolgateᚋentᚐUserWhereInputᚄ(ctx context.Context, v any) ([]*ent.UserWhereInput, error) {
+	if v == nil {
+		return nil, nil
+	}
+	vSlice := graphql.CoerceList(v)
+	var err error
+	res := make([]*ent.UserWhereInput, len(vSlice))
+	for i := range vSlice {
+		ctx := graphql.WithPathContext(ctx, graphql.NewPathWithIndex(i))
+		res[i], err = ec.unmarshalNUserWhereInput2ᚖgithubᚗcomᚋtoolgateᚋtoolgateᚋentᚐUserWhereInput(ctx, vSlice[i])
+		if err != nil {
+			return nil, err
+		}
+	}
+	return res, nil
+}
+
+func (ec *executionContext) unmarshalOUserWhereInput2ᚖgithubᚗcomᚋtoolgateᚋtoolgateᚋentᚐUserWhereInput(ctx context.Context, v any) (*ent.UserWhereInput, error) {
+	if v == nil {
+		return nil, nil
+	}
+	res, err := ec.unmarshalInputUserWhereInput(ctx, v)
+	return &res, graphql.ErrorOnPath(ctx, err)
 }
 
 func (ec *executionContext) marshalO__EnumValue2ᚕgithubᚗcomᚋ99designsᚋgqlgenᚋgraphqlᚋintrospectionᚐEnumValueᚄ(ctx context.Context, sel ast.SelectionSet, v []introspection.EnumValue) graphql.Marshaler {

@@ -26,6 +26,8 @@ import (
 	"github.com/toolgate/toolgate/ent/summary"
 	"github.com/toolgate/toolgate/ent/task"
 	"github.com/toolgate/toolgate/ent/toolcall"
+	"github.com/toolgate/toolgate/ent/turnrating"
+	"github.com/toolgate/toolgate/ent/user"
 	"github.com/toolgate/toolgate/tools/budget"
 )
 
@@ -56,6 +58,12 @@ type Loaders struct {
 	// AttachmentsByConversation loads conversations' attachments, oldest
 	// first, without their bytes or text.
 	AttachmentsByConversation *dataloader.Loader[int, []*ent.Attachment]
+	// RatingsByTurn loads turns' ratings the caller may read, the latest
+	// changed first.
+	RatingsByTurn *dataloader.Loader[int, []*ent.TurnRating]
+	// UserByID loads people (the raters of a page's ratings); one out of
+	// reach reads as none.
+	UserByID *dataloader.Loader[int, *ent.User]
 	// Spending loads what an organisation's users spent in a UTC month, one
 	// statement for every budget of a response.
 	Spending *dataloader.Loader[SpendingKey, budget.Spending]
@@ -82,6 +90,10 @@ func New(client *ent.Client) *Loaders {
 		dataloader.WithWait[int, []*ent.Summary](Wait))
 	l.AttachmentsByConversation = dataloader.NewBatchedLoader(attachmentsByConversation(client),
 		dataloader.WithWait[int, []*ent.Attachment](Wait))
+	l.RatingsByTurn = dataloader.NewBatchedLoader(ratingsByTurn(client),
+		dataloader.WithWait[int, []*ent.TurnRating](Wait))
+	l.UserByID = dataloader.NewBatchedLoader(usersByID(client),
+		dataloader.WithWait[int, *ent.User](Wait))
 	l.Spending = dataloader.NewBatchedLoader(spending(client),
 		dataloader.WithWait[SpendingKey, budget.Spending](Wait))
 	return l
@@ -223,6 +235,72 @@ func (l *Loaders) Approvals(ctx context.Context, turn *ent.Turn) ([]*ent.Approva
 		}
 	}
 	return l.ApprovalsByTurn.Load(ctx, turn.ID)()
+}
+
+// Ratings returns the ratings of turn the caller may read, the latest
+// changed first, loading those of the turn's whole page in the same
+// statement. Turn.myRating and Turn.ratings both read it, so a page asking
+// for both still sends one statement.
+func (l *Loaders) Ratings(ctx context.Context, turn *ent.Turn) ([]*ent.TurnRating, error) {
+	if ids := siblingTurns(ctx); len(ids) > 1 {
+		err := l.pageOnce("ratings", ids, func() error {
+			if err := primeAll(ctx, l.RatingsByTurn, ratingsByTurn(l.client), ids); err != nil {
+				return err
+			}
+			return l.primeRaters(ctx, ids)
+		})
+		if err != nil {
+			return nil, err
+		}
+	}
+	return l.RatingsByTurn.Load(ctx, turn.ID)()
+}
+
+// primeRaters loads, in one statement, the people who rated the turns of
+// a page, when the turn's selection asks who rated (under ratings or
+// myRating, whichever of the two is resolved first).
+func (l *Loaders) primeRaters(ctx context.Context, turnIDs []int) error {
+	if !wantsRaters(ctx) {
+		return nil
+	}
+	var ids []int
+	for _, id := range turnIDs {
+		rs, err := l.RatingsByTurn.Load(ctx, id)()
+		if err != nil {
+			return err
+		}
+		for _, r := range rs {
+			ids = append(ids, r.UserID)
+		}
+	}
+	if len(ids) == 0 {
+		return nil
+	}
+	slices.Sort(ids)
+	ids = slices.Compact(ids)
+	return primeAll(ctx, l.UserByID, usersByID(l.client), ids)
+}
+
+// wantsRaters reports whether the turn whose rating field is being
+// resolved selects, under ratings or myRating, who rated.
+func wantsRaters(ctx context.Context) bool {
+	fc := graphql.GetFieldContext(ctx)
+	if fc == nil || fc.Parent == nil || !graphql.HasOperationContext(ctx) {
+		return false
+	}
+	op := graphql.GetOperationContext(ctx)
+	turnTypes := []string{"Turn", "Node"}
+	for _, f := range graphql.CollectFields(op, fc.Parent.Field.Selections, turnTypes) {
+		if f.Name != "ratings" && f.Name != "myRating" {
+			continue
+		}
+		for _, g := range graphql.CollectFields(op, f.Selections, []string{"TurnRating"}) {
+			if g.Name == "user" {
+				return true
+			}
+		}
+	}
+	return false
 }
 
 // siblingTurns returns the ids of the turns on the page a turn field is
@@ -459,6 +537,31 @@ func approvalsByTurn(client *ent.Client) dataloader.BatchFunc[int, []*ent.Approv
 			Order(ent.Asc(approval.FieldTurnID), ent.Asc(approval.FieldToolCallID)).
 			All(ctx)
 		return group(ids, rows, err, func(a *ent.Approval) int { return a.TurnID })
+	}
+}
+
+func ratingsByTurn(client *ent.Client) dataloader.BatchFunc[int, []*ent.TurnRating] {
+	return func(ctx context.Context, ids []int) []*dataloader.Result[[]*ent.TurnRating] {
+		rows, err := client.TurnRating.Query().
+			Where(turnrating.TurnIDIn(ids...)).
+			Order(ent.Asc(turnrating.FieldTurnID), ent.Desc(turnrating.FieldUpdatedAt), ent.Asc(turnrating.FieldID)).
+			All(ctx)
+		return group(ids, rows, err, func(r *ent.TurnRating) int { return r.TurnID })
+	}
+}
+
+func usersByID(client *ent.Client) dataloader.BatchFunc[int, *ent.User] {
+	return func(ctx context.Context, ids []int) []*dataloader.Result[*ent.User] {
+		rows, err := client.User.Query().Where(user.IDIn(ids...)).All(ctx)
+		out := make([]*dataloader.Result[*ent.User], len(ids))
+		byID := make(map[int]*ent.User, len(rows))
+		for _, u := range rows {
+			byID[u.ID] = u
+		}
+		for i, id := range ids {
+			out[i] = &dataloader.Result[*ent.User]{Data: byID[id], Error: err}
+		}
+		return out
 	}
 }
 

@@ -1,5 +1,5 @@
 // The admin console: catalogue, cost and ratings, budgets, turns and
-// transcripts, people and tokens, through the public GraphQL API (and the
+// transcripts, agents, knowledge and skills, people and tokens, through the public GraphQL API (and the
 // usage export) with the signed-in API token.
 
 import { h, render } from 'preact';
@@ -390,10 +390,15 @@ function Status({ status }) {
 
 const TURN_STATUSES = ['RUNNING', 'WAITING_FOR_CLARIFICATION', 'WAITING_FOR_APPROVAL', 'COMPLETED', 'FAILED', 'CANCELLED'];
 
-// turnsWhere is the TurnWhereInput of the filters: a status, and a range
-// of UTC days (from its first instant to the end of the last).
+// turnsWhere is the TurnWhereInput of the filters: a person, an agent, a
+// status, and a range of UTC days (from its first instant to the end of
+// the last).
 function turnsWhere(f) {
   const where = {};
+  const conversation = {};
+  if (f.user) conversation.hasUserWith = [{ id: f.user }];
+  if (f.agent) conversation.hasAgentWith = [{ id: f.agent }];
+  if (f.user || f.agent) where.hasConversationWith = [conversation];
   if (f.status) where.statusIn = [f.status];
   if (f.from) where.startedAtGTE = f.from + 'T00:00:00Z';
   if (f.to) {
@@ -405,13 +410,24 @@ function turnsWhere(f) {
 }
 
 function TurnsView({ viewer }) {
-  const [filters, setFilters] = useState({ status: '', from: '', to: '' });
+  const [filters, setFilters] = useState({ user: '', agent: '', status: '', from: '', to: '' });
   const [pages, setPages] = useState([undefined]); // the after cursor of each page shown
+  const choices = useQuery('turn_filters', { admin: !!viewer.admin });
+  const users = choices.data?.users || [];
+  const agents = choices.data?.agents.edges.map((e) => e.node) || [];
   const where = turnsWhere(filters);
   const set = (k) => (e) => { setFilters({ ...filters, [k]: e.target.value }); setPages([undefined]); };
   return html`<div class="view">
     <div class="toolbar"><h1>Turns</h1><button class="ghost" onClick=${() => setPages([...pages])}>Refresh</button></div>
     <div class="filters" id="turn-filters">
+      ${viewer.admin ? html`<label>User <select id="filter-user" value=${filters.user} onChange=${set('user')}>
+        <option value="">anyone</option>
+        ${users.map((u) => html`<option key=${u.id} value=${u.id}>${u.name}${u.department ? ' (' + u.department + ')' : ''}</option>`)}
+      </select></label>` : null}
+      <label>Agent <select id="filter-agent" value=${filters.agent} onChange=${set('agent')}>
+        <option value="">any</option>
+        ${agents.map((a) => html`<option key=${a.id} value=${a.id}>${a.name}${a.archivedAt ? ' (archived)' : ''}</option>`)}
+      </select></label>
       <label>Status <select id="filter-status" value=${filters.status} onChange=${set('status')}>
         <option value="">any</option>
         ${TURN_STATUSES.map((st) => html`<option key=${st} value=${st}>${st.replaceAll('_', ' ').toLowerCase()}</option>`)}
@@ -452,6 +468,157 @@ function TurnsPage({ first, after, where, viewer, last, onMore }) {
       </tbody>
     </table>
     ${last && q.data.turns.pageInfo.hasNextPage ? html`<p><button class="ghost" id="turns-more" onClick=${() => onMore(q.data.turns.pageInfo.endCursor)}>Show more turns</button></p>` : null}`;
+}
+
+// ---- agents
+
+// Confirm asks once more before something is deleted for good.
+function Confirm({ id, what, onYes, onNo }) {
+  return html`<span class="confirm" id=${id} role="alertdialog" aria-label=${'delete ' + what}>
+    Delete ${what}? This cannot be undone.
+    <button class="danger confirm-yes" onClick=${onYes}>Delete</button>
+    <button class="ghost confirm-no" onClick=${onNo}>Cancel</button>
+  </span>`;
+}
+
+// useActions runs the console's mutations: the outcome (or the API's
+// refusal, in its own words) in one message, and the view reloaded.
+function useActions(reload) {
+  const [message, setMessage] = useState(null);
+  const act = (op, variables, done) => gql(op, variables).then(
+    (data) => { setMessage({ text: typeof done === 'function' ? done(data) : done }); reload(); return data; },
+    (err) => { refused(err); setMessage({ text: err.message, error: true }); },
+  );
+  return [message, act, setMessage];
+}
+
+function Message({ id, message }) {
+  if (!message) return null;
+  return html`<div class=${'state ' + (message.error ? 'error' : 'info')} id=${id} role=${message.error ? 'alert' : 'status'}>${message.text}</div>`;
+}
+
+const lines = (text) => text.split(/[\n,]/).map((x) => x.trim()).filter(Boolean);
+
+// AgentsView lists the organisation's agents; an admin edits one
+// (updateAgent, re-checked against the catalogue ceilings), archives it or
+// brings it back, and deletes one no conversation refers to.
+function AgentsView({ viewer }) {
+  const q = useQuery('agents');
+  const [message, act, setMessage] = useActions(q.reload);
+  const [editing, setEditing] = useState(null);
+  const [confirming, setConfirming] = useState(null);
+  let body;
+  if (q.error) body = html`<${Failed} error=${q.error} retry=${q.reload} />`;
+  else if (!q.data) body = html`<${Loading} what="agents" />`;
+  else {
+    const agents = q.data.agents.edges.map((e) => e.node);
+    body = agents.length === 0 ? html`<${Empty}>No agents yet: <code>createAgent</code> makes one.<//>` : html`<div class="card">
+      <table class="table" id="agents"><thead><tr><th>Name</th><th>Tools</th><th>Skills</th><th>Switches</th><th>Status</th><th>Changed</th><th></th></tr></thead>
+      <tbody>${agents.map((a) => html`<tr key=${a.id} id=${'agent-' + a.id} class="agent-row">
+        <td><strong>${a.name}</strong><div class="muted small ellipsis">${a.instructions || 'no instructions of its own'}</div></td>
+        <td>${a.tools.length ? a.tools.map((t) => html`<code key=${t} class="tag">${t}</code> `) : html`<span class="muted">none</span>`}</td>
+        <td>${a.skills.length ? a.skills.join(', ') : html`<span class="muted">none</span>`}</td>
+        <td class="small">${[a.memory && 'memory', a.budgetCheck && 'budget check', a.pastConversationSearch && 'past conversations'].filter(Boolean).join(', ') || html`<span class="muted">none</span>`}</td>
+        <td>${a.archivedAt ? html`<span class="pill status-cancelled">archived ${when(a.archivedAt)}</span>` : 'in use'}</td>
+        <td class="nowrap">${when(a.updatedAt)}</td>
+        <td class="nowrap">${viewer.admin ? (confirming === a.id
+          ? html`<${Confirm} id=${'confirm-agent-' + a.id} what=${'the agent “' + a.name + '”'} onNo=${() => setConfirming(null)}
+              onYes=${() => { setConfirming(null); act('delete_agent', { id: a.id }, `The agent “${a.name}” is deleted.`); }} />`
+          : html`<button class="ghost edit" onClick=${() => { setMessage(null); setEditing(a); }}>Edit</button>
+            ${a.archivedAt
+              ? html`<button class="ghost unarchive" onClick=${() => act('archive_agent', { id: a.id, archived: false }, `The agent “${a.name}” is in use again.`)}>Unarchive</button>`
+              : html`<button class="ghost archive" onClick=${() => act('archive_agent', { id: a.id, archived: true }, `The agent “${a.name}” is archived: no new conversations start with it.`)}>Archive</button>`}
+            <button class="ghost delete" onClick=${() => { setMessage(null); setConfirming(a.id); }}>Delete</button>`) : null}</td>
+      </tr>`)}</tbody></table></div>`;
+  }
+  return html`<div class="view">
+    <div class="toolbar"><h1>Agents</h1><button class="ghost" onClick=${q.reload}>Refresh</button></div>
+    ${viewer.admin ? null : html`<p class="muted">Agents are changed by admins; you see them as they are.</p>`}
+    <${Message} id="agents-message" message=${message} />
+    ${editing ? html`<${AgentForm} key=${editing.id} agent=${editing} onCancel=${() => setEditing(null)}
+      onSave=${(input) => act('update_agent', { input }, (d) => `The agent “${d.updateAgent.agent.name}” is saved.`).then((d) => { if (d) setEditing(null); })} />` : null}
+    ${body}
+  </div>`;
+}
+
+function AgentForm({ agent: a, onSave, onCancel }) {
+  const [f, setF] = useState({
+    name: a.name, instructions: a.instructions, tools: a.tools.join('\n'), skills: a.skills.join('\n'),
+    memory: a.memory, budgetCheck: a.budgetCheck, pastConversationSearch: a.pastConversationSearch, toolLoading: a.toolLoading,
+  });
+  const text = (k) => (e) => setF({ ...f, [k]: e.target.value });
+  const check = (k) => (e) => setF({ ...f, [k]: e.target.checked });
+  const submit = (e) => {
+    e.preventDefault();
+    onSave({ id: a.id, name: f.name, instructions: f.instructions, tools: lines(f.tools), skills: lines(f.skills),
+      memory: f.memory, budgetCheck: f.budgetCheck, pastConversationSearch: f.pastConversationSearch, toolLoading: f.toolLoading });
+  };
+  return html`<${Panel} title=${'Edit “' + a.name + '”'} id="agent-form">
+    <form class="form" onSubmit=${submit}>
+      <label>Name <input id="agent-name" value=${f.name} onInput=${text('name')} /></label>
+      <label>Instructions <textarea id="agent-instructions" rows="4" onInput=${text('instructions')} value=${f.instructions}></textarea></label>
+      <label>Tools <span class="muted small">one a line or comma-separated; checked against the catalogue ceilings</span>
+        <textarea id="agent-tools" rows="4" onInput=${text('tools')} value=${f.tools}></textarea></label>
+      <label>Skills <span class="muted small">one a line or comma-separated</span><textarea id="agent-skills" rows="2" onInput=${text('skills')} value=${f.skills}></textarea></label>
+      <div class="checks">
+        <label><input type="checkbox" id="agent-memory" checked=${f.memory} onChange=${check('memory')} /> memory</label>
+        <label><input type="checkbox" id="agent-budget" checked=${f.budgetCheck} onChange=${check('budgetCheck')} /> budget check</label>
+        <label><input type="checkbox" id="agent-past" checked=${f.pastConversationSearch} onChange=${check('pastConversationSearch')} /> past-conversation search</label>
+        <label>Tool loading <select id="agent-loading" value=${f.toolLoading} onChange=${text('toolLoading')}>
+          ${['AUTO', 'FULL', 'DEFERRED'].map((v) => html`<option key=${v} value=${v}>${v.toLowerCase()}</option>`)}
+        </select></label>
+      </div>
+      <div class="form-actions"><button type="submit" class="primary" id="agent-save">Save</button>
+        <button type="button" class="ghost" id="agent-cancel" onClick=${onCancel}>Cancel</button></div>
+    </form>
+  <//>`;
+}
+
+// ---- knowledge and skills
+
+// KnowledgeView lists the knowledge bases with their documents and the
+// published skills; an admin deletes them (a knowledge base or skill an
+// agent binds is refused, naming the agents).
+function KnowledgeView({ viewer }) {
+  const q = useQuery('knowledge');
+  const [message, act, setMessage] = useActions(q.reload);
+  const [confirming, setConfirming] = useState(null);
+  const ask = (key) => () => { setMessage(null); setConfirming(key); };
+  const deleter = (key, what, op, id, done) => confirming === key
+    ? html`<${Confirm} id=${'confirm-' + key} what=${what} onNo=${() => setConfirming(null)}
+        onYes=${() => { setConfirming(null); act(op, { id }, done); }} />`
+    : html`<button class="ghost delete" onClick=${ask(key)}>Delete</button>`;
+  let body;
+  if (q.error) body = html`<${Failed} error=${q.error} retry=${q.reload} />`;
+  else if (!q.data) body = html`<${Loading} what="knowledge bases and skills" />`;
+  else {
+    const kbs = q.data.knowledgeBases.edges.map((e) => e.node);
+    const skills = q.data.skills;
+    body = html`
+      <${Panel} title="Knowledge bases" id="knowledge-bases" aside=${html`<span class="muted">what knowledge_search and read_document reach, for the agents bound to each</span>`}>
+        ${kbs.length === 0 ? html`<p class="muted">No knowledge bases: <code>createKnowledgeBase</code> makes one.</p>` : kbs.map((kb) => html`<div class="kb" key=${kb.id} id=${'kb-' + kb.id}>
+          <div class="family-head"><strong>${kb.name}</strong> <span class="muted">${plural(kb.documents.totalCount, 'document')}</span>
+            ${viewer.admin ? deleter('kb-' + kb.id, 'the knowledge base “' + kb.name + '” and its documents', 'delete_knowledge_base', kb.id,
+              (d) => `The knowledge base “${kb.name}” is deleted, with ${plural(d.deleteKnowledgeBase.documents, 'document')}.`) : null}</div>
+          ${kb.documents.edges.length ? html`<table class="table documents"><tbody>${kb.documents.edges.map(({ node: doc }) => html`<tr key=${doc.id} id=${'doc-' + doc.id}>
+            <td>${doc.title}</td><td class="muted">${doc.filename || doc.mimeType}</td><td class="num">${int(doc.chars)} chars</td>
+            <td><span class=${'pill status-' + (doc.status === 'READY' ? 'completed' : doc.status === 'FAILED' ? 'failed' : 'running')}>${doc.status.toLowerCase()}</span>${doc.error ? html` <span class="muted small">${doc.error}</span>` : null}</td>
+            <td class="nowrap">${viewer.admin ? deleter('doc-' + doc.id, 'the document “' + doc.title + '”', 'delete_document', doc.id, `The document “${doc.title}” is deleted.`) : null}</td>
+          </tr>`)}</tbody></table>` : null}
+        </div>`)}
+      <//>
+      <${Panel} title="Skills" id="skills" aside=${html`<span class="muted">published with publishSkill; agents list the ones they may load</span>`}>
+        ${skills.length === 0 ? html`<p class="muted">No skills published.</p>` : html`<table class="table" id="skill-list"><tbody>${skills.map((sk) => html`<tr key=${sk.id} id=${'skill-' + sk.id}>
+          <td><code>${sk.name}</code></td><td>${sk.description}</td><td class="nowrap">${when(sk.updatedAt)}</td>
+          <td class="nowrap">${viewer.admin ? deleter('skill-' + sk.id, 'the skill “' + sk.name + '”', 'delete_skill', sk.id, `The skill “${sk.name}” is deleted.`) : null}</td>
+        </tr>`)}</tbody></table>`}
+      <//>`;
+  }
+  return html`<div class="view">
+    <div class="toolbar"><h1>Knowledge & skills</h1><button class="ghost" onClick=${q.reload}>Refresh</button></div>
+    <${Message} id="knowledge-message" message=${message} />
+    ${body}
+  </div>`;
 }
 
 // ---- people and tokens
@@ -540,7 +707,9 @@ function Approvals() {
 
 function TranscriptView({ id }) {
   const q = useQuery('transcript', { id });
+  const rated = useQuery('turn_ratings', { id });
   const [reading, setReading] = useState(null);
+  const ratings = useMemo(() => Object.fromEntries((rated.data?.conversation.turns.edges || []).map((e) => [e.node.id, e.node.ratings])), [rated.data]);
   if (q.error) return html`<div class="view"><${Back} /><${Failed} error=${q.error} retry=${q.reload} /></div>`;
   if (!q.data) return html`<div class="view"><${Back} /><${Loading} what="the transcript" /></div>`;
   const c = q.data.conversation;
@@ -549,7 +718,7 @@ function TranscriptView({ id }) {
     <${Back} />
     <div class="toolbar"><h1>${c.title || 'Untitled conversation'}</h1></div>
     <p class="muted">${c.user.name} (${c.user.department}) with ${c.agent.name} · ${plural(c.turnsCount, 'turn')} · started ${when(c.createdAt)}</p>
-    ${turns.length === 0 ? html`<${Empty}>No turns in this conversation yet.<//>` : turns.map((t) => html`<${Turn} key=${t.id} turn=${t} onRead=${setReading} onEnd=${q.reload} />`)}
+    ${turns.length === 0 ? html`<${Empty}>No turns in this conversation yet.<//>` : turns.map((t) => html`<${Turn} key=${t.id} turn=${t} ratings=${ratings[t.id]} onRead=${setReading} onEnd=${() => { q.reload(); rated.reload(); }} />`)}
     ${c.turns.pageInfo.hasNextPage ? html`<p class="muted">Later turns are not shown: this view shows the first ${turns.length}.</p>` : null}
     ${reading ? html`<${ResultWindow} conversationId=${c.id} result=${reading} onClose=${() => setReading(null)} />` : null}
   </div>`;
@@ -569,7 +738,21 @@ function LiveText({ id, onEnd }) {
   return html`<div class="bubble answer live"><div class="who">Writing (step ${last + 1})</div>${steps[last]}</div>`;
 }
 
-function Turn({ turn: t, onRead, onEnd }) {
+// TurnRatings shows who rated a turn's answer, up or down, and why.
+function TurnRatings({ ratings }) {
+  if (!ratings || ratings.length === 0) return null;
+  const up = ratings.filter((r) => r.rating === 'UP').length;
+  return html`<div class="turn-ratings">
+    <div class="muted small ratings-count">Rated ${int(up)} up · ${int(ratings.length - up)} down</div>
+    ${ratings.map((r, i) => html`<div class="comment" key=${(r.user?.id || 'gone') + i}>
+      <span class=${'chip ' + (r.rating === 'UP' ? 'hits' : 'error')}>${r.rating === 'UP' ? 'up' : 'down'}</span>
+      <strong> ${r.user?.name || 'a deleted user'}</strong> <span class="muted small">${when(r.updatedAt)}</span>
+      ${r.comment ? html`<div>${r.comment}</div>` : null}
+    </div>`)}
+  </div>`;
+}
+
+function Turn({ turn: t, ratings, onRead, onEnd }) {
   const cost = t.modelCalls.reduce((s, m) => s + Number(m.costAmount.amount), 0);
   const tokens = t.modelCalls.reduce((s, m) => s + m.inputTokens + m.cacheReadTokens + m.cacheWriteTokens + m.outputTokens, 0);
   return html`<article class="card turn" id=${'turn-' + t.number}>
@@ -583,6 +766,7 @@ function Turn({ turn: t, onRead, onEnd }) {
       <tbody>${t.toolCalls.map((c) => html`<${Call} key=${c.id} call=${c} onRead=${onRead} />`)}</tbody>
     </table>` : null}
     ${t.answer ? html`<div class="bubble answer"><div class="who">Answer</div>${t.answer}</div>` : null}
+    <${TurnRatings} ratings=${ratings} />
     ${t.status === 'RUNNING' ? html`<${LiveText} id=${t.id} onEnd=${onEnd} />` : null}
     ${t.error ? html`<div class="state error">${t.error}</div>` : null}
   </article>`;
@@ -647,6 +831,8 @@ const VIEWS = [
   { key: 'catalogue', label: 'Catalogue' },
   { key: 'cost', label: 'Cost' },
   { key: 'turns', label: 'Turns' },
+  { key: 'agents', label: 'Agents' },
+  { key: 'knowledge', label: 'Knowledge & skills' },
   { key: 'access', label: 'People & tokens' },
 ];
 
@@ -657,6 +843,8 @@ function Shell({ viewer, onSignOut }) {
   switch (route.view) {
     case 'cost': view = html`<${CostView} month=${route.arg} viewer=${viewer} />`; break;
     case 'turns': view = html`<${TurnsView} viewer=${viewer} />`; break;
+    case 'agents': view = html`<${AgentsView} viewer=${viewer} />`; break;
+    case 'knowledge': view = html`<${KnowledgeView} viewer=${viewer} />`; break;
     case 'access': view = html`<${AccessView} viewer=${viewer} />`; break;
     case 'conversations': view = html`<${TranscriptView} id=${route.arg} />`; break;
     default: view = html`<${CatalogueView} />`;
