@@ -10,9 +10,11 @@ import (
 	"unicode/utf8"
 
 	"entgo.io/contrib/entgql"
+	entsql "entgo.io/ent/dialect/sql"
 
 	"github.com/toolgate/toolgate/ent"
 	"github.com/toolgate/toolgate/ent/agent"
+	entbudget "github.com/toolgate/toolgate/ent/budget"
 	"github.com/toolgate/toolgate/ent/modelcall"
 	"github.com/toolgate/toolgate/ent/schematype"
 	"github.com/toolgate/toolgate/ent/toolcall"
@@ -48,11 +50,21 @@ func apiViewer(ctx context.Context) (*auth.Viewer, error) {
 // enqueue that fails is logged: the runner's sweep enqueues every RUNNING
 // turn without a job.
 func (r *Resolver) startAfterCommit(ctx context.Context, turnID int) {
+	r.enqueueAfterCommit(ctx, turnID, false)
+}
+
+// enqueueAfterCommit is startAfterCommit; fresh says the turn was just
+// stored and has made no model call (Runner.StartNew).
+func (r *Resolver) enqueueAfterCommit(ctx context.Context, turnID int, fresh bool) {
 	if r.Runner == nil {
 		return
 	}
 	start := func(ctx context.Context) {
-		if _, err := r.Runner.Start(ctx, turnID); err != nil {
+		enqueue := r.Runner.Start
+		if fresh {
+			enqueue = r.Runner.StartNew
+		}
+		if _, err := enqueue(ctx, turnID); err != nil {
 			r.Log.ErrorContext(ctx, "enqueue turn", "turn", EncodeID(turnID), "err", err)
 		}
 	}
@@ -98,9 +110,7 @@ func (r *Resolver) sendMessage(ctx context.Context, in model.SendMessageInput) (
 	if conv.ArchivedAt != nil {
 		return nil, inputErrorf("the conversation is archived: bring it back (archiveConversation with archived: false) to send a message")
 	}
-	busy, err := c.Turn.Query().
-		Where(turn.ConversationID(conv.ID), turn.StatusIn(turn.StatusRUNNING, turn.StatusWAITING_FOR_CLARIFICATION, turn.StatusWAITING_FOR_APPROVAL)).
-		Exist(ctx)
+	busy, last, limited, err := turnsOf(ctx, c, conv)
 	if err != nil {
 		return nil, err
 	}
@@ -108,22 +118,16 @@ func (r *Resolver) sendMessage(ctx context.Context, in model.SendMessageInput) (
 		return nil, errTurnBusy
 	}
 	// Who pays is the conversation's user and organisation: refused once
-	// either limit is spent this month, before a turn is stored.
-	if err := budget.Enforce(ctx, c, conv.OrganizationID, conv.UserID, r.now()); err != nil {
-		return nil, err
-	}
-	number := 1
-	last, err := c.Turn.Query().Where(turn.ConversationID(conv.ID)).Order(ent.Desc(turn.FieldNumber)).
-		Select(turn.FieldNumber).First(ctx)
-	switch {
-	case err == nil:
-		number = last.Number + 1
-	case !ent.IsNotFound(err):
-		return nil, err
+	// either limit is spent this month, before a turn is stored. Without a
+	// limit set there is nothing more to read.
+	if limited {
+		if err := budget.Enforce(ctx, c, conv.OrganizationID, conv.UserID, r.now()); err != nil {
+			return nil, err
+		}
 	}
 	now := r.now()
 	t, err := c.Turn.Create().
-		SetConversationID(conv.ID).SetNumber(number).SetUserText(text).SetTimeZone(zone).SetStartedAt(now).
+		SetConversationID(conv.ID).SetNumber(last + 1).SetUserText(text).SetTimeZone(zone).SetStartedAt(now).
 		SetHeartbeatAt(now). // queued as of now: the sweep leaves it to its job
 		Save(ctx)
 	if ent.IsConstraintError(err) {
@@ -132,11 +136,52 @@ func (r *Resolver) sendMessage(ctx context.Context, in model.SendMessageInput) (
 	if err != nil {
 		return nil, err
 	}
-	if err := c.Conversation.UpdateOneID(conv.ID).SetUpdatedAt(now).Exec(ctx); err != nil {
-		return nil, err
-	}
-	r.startAfterCommit(ctx, t.ID)
+	// The insert's hook (ent/db) marked the conversation updated as of now.
+	r.enqueueAfterCommit(ctx, t.ID, true)
 	return t, nil
+}
+
+// busyStatuses are the statuses of a turn that keeps its conversation
+// from taking another message.
+var busyStatuses = []turn.Status{turn.StatusRUNNING, turn.StatusWAITING_FOR_CLARIFICATION, turn.StatusWAITING_FOR_APPROVAL}
+
+// turnsOf reads, in one statement, whether the conversation has a turn
+// running or waiting, its last turn's number (0: none yet), and whether a
+// monthly limit is set for its organisation or its user (limited).
+func turnsOf(ctx context.Context, c *ent.Client, conv *ent.Conversation) (busy bool, last int, limited bool, err error) {
+	in := make([]string, len(busyStatuses))
+	for i, st := range busyStatuses {
+		in[i] = "'" + st.String() + "'" // the schema's own enum values
+	}
+	var rows []struct {
+		Busy    int `json:"busy"`
+		Last    int `json:"last"`
+		Limited int `json:"limited"`
+	}
+	err = c.Turn.Query().Where(turn.ConversationID(conv.ID)).Aggregate(
+		func(s *entsql.Selector) string {
+			return entsql.As("COALESCE(MAX(CASE WHEN "+s.C(turn.FieldStatus)+" IN ("+strings.Join(in, ", ")+") THEN 1 ELSE 0 END), 0)", "busy")
+		},
+		func(s *entsql.Selector) string {
+			return entsql.As("COALESCE(MAX("+s.C(turn.FieldNumber)+"), 0)", "last")
+		},
+		// The budgets are read as the system, as budget.Enforce reads them;
+		// the ids are the conversation's own integers.
+		func(s *entsql.Selector) string {
+			return entsql.As(fmt.Sprintf("CASE WHEN EXISTS (SELECT 1 FROM %s WHERE %s = %d AND (%s IS NULL OR %s = %d)) THEN 1 ELSE 0 END",
+				s.Quote(entbudget.Table), s.Quote(entbudget.FieldOrganizationID), conv.OrganizationID,
+				s.Quote(entbudget.FieldUserID), s.Quote(entbudget.FieldUserID), conv.UserID), "limited")
+		},
+	).Scan(ctx, &rows)
+	if err != nil {
+		return false, 0, false, err
+	}
+	if len(rows) == 0 {
+		// No turn yet: no row to aggregate over on some planners; read
+		// the limits the usual way.
+		return false, 0, true, nil
+	}
+	return rows[0].Busy > 0, rows[0].Last, rows[0].Limited > 0, nil
 }
 
 var errTurnBusy = tools.Refusef("a turn is already running or waiting in this conversation: wait for it, answer it, or cancel it")
