@@ -224,6 +224,11 @@ func (l *limits) turnsAtOnce(ctx context.Context, next graphql.RootResolver) gra
 	if turns == 0 {
 		return next(ctx)
 	}
+	if fc.Field.Name == "sendMessage" {
+		// sendMessage counts the person's running turns with its own read
+		// of the conversation's turns (turnsOf): no statement more.
+		return next(context.WithValue(ctx, turnsLimitKey{}, turnsLimit{userID: v.UserID, most: turns}))
+	}
 	running, err := l.client.Turn.Query().
 		Where(turn.StatusEQ(turn.StatusRUNNING), turn.HasConversationWith(conversation.UserID(v.UserID))).
 		Count(tenancy.System(ctx))
@@ -231,14 +236,35 @@ func (l *limits) turnsAtOnce(ctx context.Context, next graphql.RootResolver) gra
 		graphql.AddError(ctx, fmt.Errorf("count running turns: %w", err))
 		return graphql.Null
 	}
-	if turns > 0 && running >= turns {
-		graphql.AddError(ctx, &RateLimitedError{
-			What:       fmt.Sprintf("rate limited: %d of your turns are running, at most %d at once; wait for one to finish", running, turns),
-			RetryAfter: 5 * time.Second,
-		})
+	if err := tooManyTurns(running, turns); err != nil {
+		graphql.AddError(ctx, err)
 		return graphql.Null
 	}
 	return next(ctx)
+}
+
+// turnsLimit is the turns-at-once limit a sendMessage applies itself: the
+// caller, and how many of their turns may run at once.
+type turnsLimit struct{ userID, most int }
+
+type turnsLimitKey struct{}
+
+// turnsLimitOf is the limit turnsAtOnce left for ctx's sendMessage; most
+// is 0 without one.
+func turnsLimitOf(ctx context.Context) turnsLimit {
+	l, _ := ctx.Value(turnsLimitKey{}).(turnsLimit)
+	return l
+}
+
+// tooManyTurns refuses one more turn when running turns reach the limit.
+func tooManyTurns(running, most int) error {
+	if most > 0 && running >= most {
+		return &RateLimitedError{
+			What:       fmt.Sprintf("rate limited: %d of your turns are running, at most %d at once; wait for one to finish", running, most),
+			RetryAfter: 5 * time.Second,
+		}
+	}
+	return nil
 }
 
 // limitNote is set when an operation of the request was refused by a

@@ -15,6 +15,7 @@ import (
 	"github.com/toolgate/toolgate/ent"
 	"github.com/toolgate/toolgate/ent/agent"
 	entbudget "github.com/toolgate/toolgate/ent/budget"
+	"github.com/toolgate/toolgate/ent/conversation"
 	"github.com/toolgate/toolgate/ent/modelcall"
 	"github.com/toolgate/toolgate/ent/schematype"
 	"github.com/toolgate/toolgate/ent/toolcall"
@@ -110,8 +111,13 @@ func (r *Resolver) sendMessage(ctx context.Context, in model.SendMessageInput) (
 	if conv.ArchivedAt != nil {
 		return nil, inputErrorf("the conversation is archived: bring it back (archiveConversation with archived: false) to send a message")
 	}
-	busy, last, limited, err := turnsOf(ctx, c, conv)
+	limit := turnsLimitOf(ctx)
+	tt, err := turnsOf(ctx, c, conv, limit.userID)
 	if err != nil {
+		return nil, err
+	}
+	busy, last, limited := tt.Busy > 0, tt.Last, tt.Limited > 0
+	if err := tooManyTurns(tt.Running, limit.most); err != nil {
 		return nil, err
 	}
 	if busy {
@@ -145,20 +151,30 @@ func (r *Resolver) sendMessage(ctx context.Context, in model.SendMessageInput) (
 // from taking another message.
 var busyStatuses = []turn.Status{turn.StatusRUNNING, turn.StatusWAITING_FOR_CLARIFICATION, turn.StatusWAITING_FOR_APPROVAL}
 
+// turnsRead is what sendMessage reads of turns and limits in one
+// statement (turnsOf).
+type turnsRead struct {
+	// Busy: a turn of the conversation runs or waits (1), or none (0).
+	Busy int `json:"busy"`
+	// Last is the conversation's last turn number (0: none yet).
+	Last int `json:"last"`
+	// Limited: a monthly limit is set for the organisation or the user.
+	Limited int `json:"limited"`
+	// Running counts the caller's RUNNING turns (runningOf's), when asked.
+	Running int `json:"running"`
+}
+
 // turnsOf reads, in one statement, whether the conversation has a turn
-// running or waiting, its last turn's number (0: none yet), and whether a
-// monthly limit is set for its organisation or its user (limited).
-func turnsOf(ctx context.Context, c *ent.Client, conv *ent.Conversation) (busy bool, last int, limited bool, err error) {
+// running or waiting, its last turn's number, whether a monthly limit is
+// set for its organisation or its user and, for runningOf other than 0,
+// how many turns of that user are RUNNING (the turns-at-once limit).
+func turnsOf(ctx context.Context, c *ent.Client, conv *ent.Conversation, runningOf int) (turnsRead, error) {
 	in := make([]string, len(busyStatuses))
 	for i, st := range busyStatuses {
 		in[i] = "'" + st.String() + "'" // the schema's own enum values
 	}
-	var rows []struct {
-		Busy    int `json:"busy"`
-		Last    int `json:"last"`
-		Limited int `json:"limited"`
-	}
-	err = c.Turn.Query().Where(turn.ConversationID(conv.ID)).Aggregate(
+	var rows []turnsRead
+	err := c.Turn.Query().Where(turn.ConversationID(conv.ID)).Aggregate(
 		func(s *entsql.Selector) string {
 			return entsql.As("COALESCE(MAX(CASE WHEN "+s.C(turn.FieldStatus)+" IN ("+strings.Join(in, ", ")+") THEN 1 ELSE 0 END), 0)", "busy")
 		},
@@ -172,16 +188,26 @@ func turnsOf(ctx context.Context, c *ent.Client, conv *ent.Conversation) (busy b
 				s.Quote(entbudget.Table), s.Quote(entbudget.FieldOrganizationID), conv.OrganizationID,
 				s.Quote(entbudget.FieldUserID), s.Quote(entbudget.FieldUserID), conv.UserID), "limited")
 		},
+		// As the turns-at-once check counts them: RUNNING turns of the
+		// user's conversations, read as the system.
+		func(s *entsql.Selector) string {
+			if runningOf == 0 {
+				return entsql.As("(0)", "running") // bare, As would quote it as a column
+			}
+			return entsql.As(fmt.Sprintf("(SELECT COUNT(*) FROM %[1]s AS r JOIN %[2]s AS rc ON r.%[3]s = rc.%[4]s WHERE r.%[5]s = '%[6]s' AND rc.%[7]s = %[8]d)",
+				s.Quote(turn.Table), s.Quote(conversation.Table), s.Quote(turn.FieldConversationID), s.Quote(conversation.FieldID),
+				s.Quote(turn.FieldStatus), turn.StatusRUNNING, s.Quote(conversation.FieldUserID), runningOf), "running")
+		},
 	).Scan(ctx, &rows)
 	if err != nil {
-		return false, 0, false, err
+		return turnsRead{}, err
 	}
 	if len(rows) == 0 {
-		// No turn yet: no row to aggregate over on some planners; read
-		// the limits the usual way.
-		return false, 0, true, nil
+		// Not expected (an aggregate answers one row): read the limits the
+		// usual way, and count no running turn.
+		return turnsRead{Limited: 1}, nil
 	}
-	return rows[0].Busy > 0, rows[0].Last, rows[0].Limited > 0, nil
+	return rows[0], nil
 }
 
 var errTurnBusy = tools.Refusef("a turn is already running or waiting in this conversation: wait for it, answer it, or cancel it")
