@@ -268,6 +268,19 @@ func (r *Resolver) deactivateUser(ctx context.Context, in model.DeactivateUserIn
 		if u, err = u.Update().SetDeactivatedAt(time.Now()).Save(ctx); err != nil {
 			return nil, err
 		}
+		// The turns this process runs for them stop vouching for their
+		// scope tokens (Runner.Vouches), now and once this commits.
+		r.Runner.Revoke(u.ID)
+		if tx := ent.TxFromContext(ctx); tx != nil {
+			id := u.ID
+			tx.OnCommit(func(next ent.Committer) ent.Committer {
+				return ent.CommitFunc(func(ctx context.Context, tx *ent.Tx) error {
+					err := next.Commit(ctx, tx)
+					r.Runner.Revoke(id)
+					return err
+				})
+			})
+		}
 	}
 	return &model.DeactivateUserPayload{User: u}, nil
 }

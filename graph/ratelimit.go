@@ -34,8 +34,13 @@ import (
 // process serves, and a token bucket in memory per person
 // (golang.org/x/time/rate) costs nothing per request; on PostgreSQL
 // replicas share the count in one UNLOGGED table, one fixed one-second
-// window per person, one upsert a request (a bucket per replica would
-// let N replicas give N times the rate). Turns at once are counted from
+// window per person (a bucket per replica would let N replicas give N
+// times the rate). A person's first request of a second on a replica is
+// counted in memory; from the second on, each adds what the replica
+// counted to the shared window and reads the total, so a person's turn
+// (one request, then the turn's own scope-token calls, never counted)
+// costs no statement here, and the rate is overshot by at most one
+// request a second for each replica. Turns at once are counted from
 // the database on both (RUNNING turns of the person's conversations).
 
 // Defaults of the rate limits `toolgate serve` starts with (a Server's
@@ -219,6 +224,11 @@ func (l *limits) turnsAtOnce(ctx context.Context, next graphql.RootResolver) gra
 	if turns == 0 {
 		return next(ctx)
 	}
+	if fc.Field.Name == "sendMessage" {
+		// sendMessage counts the person's running turns with its own read
+		// of the conversation's turns (turnsOf): no statement more.
+		return next(context.WithValue(ctx, turnsLimitKey{}, turnsLimit{userID: v.UserID, most: turns}))
+	}
 	running, err := l.client.Turn.Query().
 		Where(turn.StatusEQ(turn.StatusRUNNING), turn.HasConversationWith(conversation.UserID(v.UserID))).
 		Count(tenancy.System(ctx))
@@ -226,14 +236,35 @@ func (l *limits) turnsAtOnce(ctx context.Context, next graphql.RootResolver) gra
 		graphql.AddError(ctx, fmt.Errorf("count running turns: %w", err))
 		return graphql.Null
 	}
-	if turns > 0 && running >= turns {
-		graphql.AddError(ctx, &RateLimitedError{
-			What:       fmt.Sprintf("rate limited: %d of your turns are running, at most %d at once; wait for one to finish", running, turns),
-			RetryAfter: 5 * time.Second,
-		})
+	if err := tooManyTurns(running, turns); err != nil {
+		graphql.AddError(ctx, err)
 		return graphql.Null
 	}
 	return next(ctx)
+}
+
+// turnsLimit is the turns-at-once limit a sendMessage applies itself: the
+// caller, and how many of their turns may run at once.
+type turnsLimit struct{ userID, most int }
+
+type turnsLimitKey struct{}
+
+// turnsLimitOf is the limit turnsAtOnce left for ctx's sendMessage; most
+// is 0 without one.
+func turnsLimitOf(ctx context.Context) turnsLimit {
+	l, _ := ctx.Value(turnsLimitKey{}).(turnsLimit)
+	return l
+}
+
+// tooManyTurns refuses one more turn when running turns reach the limit.
+func tooManyTurns(running, most int) error {
+	if most > 0 && running >= most {
+		return &RateLimitedError{
+			What:       fmt.Sprintf("rate limited: %d of your turns are running, at most %d at once; wait for one to finish", running, most),
+			RetryAfter: 5 * time.Second,
+		}
+	}
+	return nil
 }
 
 // limitNote is set when an operation of the request was refused by a
@@ -334,6 +365,50 @@ type sharedCounter struct {
 	once    sync.Mutex
 	created bool
 	swept   atomic.Int64 // unix seconds of the last sweep
+
+	mu sync.Mutex
+	// unsent are the requests of each person counted here and not yet in
+	// the shared window, in the second they were made.
+	unsent map[int]unsent
+}
+
+// unsent is a person's requests of one second not yet in the shared window.
+type unsent struct {
+	second int64
+	hits   int
+	// shared: the replica has written to the second's window already.
+	shared bool
+}
+
+// deferred counts a request in memory and reports true when it is the
+// person's first of the second here; otherwise it returns how many to add
+// to the shared window (this one included).
+func (c *sharedCounter) deferred(userID int, second int64) (bool, int) {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	if c.unsent == nil {
+		c.unsent = map[int]unsent{}
+	}
+	u := c.unsent[userID]
+	if u.second != second {
+		if len(c.unsent) >= 10_000 {
+			for id, old := range c.unsent {
+				if old.second < second {
+					delete(c.unsent, id)
+				}
+			}
+		}
+		u = unsent{second: second}
+	}
+	u.hits++
+	if !u.shared && u.hits == 1 {
+		c.unsent[userID] = u
+		return true, 0
+	}
+	add := u.hits
+	u.hits, u.shared = 0, true
+	c.unsent[userID] = u
+	return false, add
 }
 
 const rateTable = "toolgate_rate_windows"
@@ -364,9 +439,13 @@ func (c *sharedCounter) take(ctx context.Context, userID, perSecond int) (time.D
 	}
 	now := time.Now()
 	second := now.Unix()
+	first, add := c.deferred(userID, second)
+	if first {
+		return 0, nil
+	}
 	var hits int
-	err := c.db.QueryRowContext(ctx, `INSERT INTO `+rateTable+` (user_id, second, hits) VALUES ($1, $2, 1)
-		ON CONFLICT (user_id, second) DO UPDATE SET hits = `+rateTable+`.hits + 1 RETURNING hits`, userID, second).Scan(&hits)
+	err := c.db.QueryRowContext(ctx, `INSERT INTO `+rateTable+` (user_id, second, hits) VALUES ($1, $2, $3)
+		ON CONFLICT (user_id, second) DO UPDATE SET hits = `+rateTable+`.hits + EXCLUDED.hits RETURNING hits`, userID, second, add).Scan(&hits)
 	if err != nil {
 		return 0, fmt.Errorf("count request: %w", err)
 	}

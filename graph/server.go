@@ -157,7 +157,7 @@ func NewServer(cfg Config) *Server {
 		mux:      http.NewServeMux(),
 	}
 	if cfg.Signer != nil {
-		s.auth.Scope = scopeResolver(client, cfg.Signer)
+		s.auth.Scope = scopeResolver(client, cfg.Signer, cfg.Runner)
 	}
 	s.portal()
 	s.gql = s.newGraphQL()

@@ -10,9 +10,12 @@ import (
 	"unicode/utf8"
 
 	"entgo.io/contrib/entgql"
+	entsql "entgo.io/ent/dialect/sql"
 
 	"github.com/toolgate/toolgate/ent"
 	"github.com/toolgate/toolgate/ent/agent"
+	entbudget "github.com/toolgate/toolgate/ent/budget"
+	"github.com/toolgate/toolgate/ent/conversation"
 	"github.com/toolgate/toolgate/ent/modelcall"
 	"github.com/toolgate/toolgate/ent/schematype"
 	"github.com/toolgate/toolgate/ent/toolcall"
@@ -48,11 +51,21 @@ func apiViewer(ctx context.Context) (*auth.Viewer, error) {
 // enqueue that fails is logged: the runner's sweep enqueues every RUNNING
 // turn without a job.
 func (r *Resolver) startAfterCommit(ctx context.Context, turnID int) {
+	r.enqueueAfterCommit(ctx, turnID, false)
+}
+
+// enqueueAfterCommit is startAfterCommit; fresh says the turn was just
+// stored and has made no model call (Runner.StartNew).
+func (r *Resolver) enqueueAfterCommit(ctx context.Context, turnID int, fresh bool) {
 	if r.Runner == nil {
 		return
 	}
 	start := func(ctx context.Context) {
-		if _, err := r.Runner.Start(ctx, turnID); err != nil {
+		enqueue := r.Runner.Start
+		if fresh {
+			enqueue = r.Runner.StartNew
+		}
+		if _, err := enqueue(ctx, turnID); err != nil {
 			r.Log.ErrorContext(ctx, "enqueue turn", "turn", EncodeID(turnID), "err", err)
 		}
 	}
@@ -98,32 +111,29 @@ func (r *Resolver) sendMessage(ctx context.Context, in model.SendMessageInput) (
 	if conv.ArchivedAt != nil {
 		return nil, inputErrorf("the conversation is archived: bring it back (archiveConversation with archived: false) to send a message")
 	}
-	busy, err := c.Turn.Query().
-		Where(turn.ConversationID(conv.ID), turn.StatusIn(turn.StatusRUNNING, turn.StatusWAITING_FOR_CLARIFICATION, turn.StatusWAITING_FOR_APPROVAL)).
-		Exist(ctx)
+	limit := turnsLimitOf(ctx)
+	tt, err := turnsOf(ctx, c, conv, limit.userID)
 	if err != nil {
+		return nil, err
+	}
+	busy, last, limited := tt.Busy > 0, tt.Last, tt.Limited > 0
+	if err := tooManyTurns(tt.Running, limit.most); err != nil {
 		return nil, err
 	}
 	if busy {
 		return nil, errTurnBusy
 	}
 	// Who pays is the conversation's user and organisation: refused once
-	// either limit is spent this month, before a turn is stored.
-	if err := budget.Enforce(ctx, c, conv.OrganizationID, conv.UserID, r.now()); err != nil {
-		return nil, err
-	}
-	number := 1
-	last, err := c.Turn.Query().Where(turn.ConversationID(conv.ID)).Order(ent.Desc(turn.FieldNumber)).
-		Select(turn.FieldNumber).First(ctx)
-	switch {
-	case err == nil:
-		number = last.Number + 1
-	case !ent.IsNotFound(err):
-		return nil, err
+	// either limit is spent this month, before a turn is stored. Without a
+	// limit set there is nothing more to read.
+	if limited {
+		if err := budget.Enforce(ctx, c, conv.OrganizationID, conv.UserID, r.now()); err != nil {
+			return nil, err
+		}
 	}
 	now := r.now()
 	t, err := c.Turn.Create().
-		SetConversationID(conv.ID).SetNumber(number).SetUserText(text).SetTimeZone(zone).SetStartedAt(now).
+		SetConversationID(conv.ID).SetNumber(last + 1).SetUserText(text).SetTimeZone(zone).SetStartedAt(now).
 		SetHeartbeatAt(now). // queued as of now: the sweep leaves it to its job
 		Save(ctx)
 	if ent.IsConstraintError(err) {
@@ -132,11 +142,72 @@ func (r *Resolver) sendMessage(ctx context.Context, in model.SendMessageInput) (
 	if err != nil {
 		return nil, err
 	}
-	if err := c.Conversation.UpdateOneID(conv.ID).SetUpdatedAt(now).Exec(ctx); err != nil {
-		return nil, err
-	}
-	r.startAfterCommit(ctx, t.ID)
+	// The insert's hook (ent/db) marked the conversation updated as of now.
+	r.enqueueAfterCommit(ctx, t.ID, true)
 	return t, nil
+}
+
+// busyStatuses are the statuses of a turn that keeps its conversation
+// from taking another message.
+var busyStatuses = []turn.Status{turn.StatusRUNNING, turn.StatusWAITING_FOR_CLARIFICATION, turn.StatusWAITING_FOR_APPROVAL}
+
+// turnsRead is what sendMessage reads of turns and limits in one
+// statement (turnsOf).
+type turnsRead struct {
+	// Busy: a turn of the conversation runs or waits (1), or none (0).
+	Busy int `json:"busy"`
+	// Last is the conversation's last turn number (0: none yet).
+	Last int `json:"last"`
+	// Limited: a monthly limit is set for the organisation or the user.
+	Limited int `json:"limited"`
+	// Running counts the caller's RUNNING turns (runningOf's), when asked.
+	Running int `json:"running"`
+}
+
+// turnsOf reads, in one statement, whether the conversation has a turn
+// running or waiting, its last turn's number, whether a monthly limit is
+// set for its organisation or its user and, for runningOf other than 0,
+// how many turns of that user are RUNNING (the turns-at-once limit).
+func turnsOf(ctx context.Context, c *ent.Client, conv *ent.Conversation, runningOf int) (turnsRead, error) {
+	in := make([]string, len(busyStatuses))
+	for i, st := range busyStatuses {
+		in[i] = "'" + st.String() + "'" // the schema's own enum values
+	}
+	var rows []turnsRead
+	err := c.Turn.Query().Where(turn.ConversationID(conv.ID)).Aggregate(
+		func(s *entsql.Selector) string {
+			return entsql.As("COALESCE(MAX(CASE WHEN "+s.C(turn.FieldStatus)+" IN ("+strings.Join(in, ", ")+") THEN 1 ELSE 0 END), 0)", "busy")
+		},
+		func(s *entsql.Selector) string {
+			return entsql.As("COALESCE(MAX("+s.C(turn.FieldNumber)+"), 0)", "last")
+		},
+		// The budgets are read as the system, as budget.Enforce reads them;
+		// the ids are the conversation's own integers.
+		func(s *entsql.Selector) string {
+			return entsql.As(fmt.Sprintf("CASE WHEN EXISTS (SELECT 1 FROM %s WHERE %s = %d AND (%s IS NULL OR %s = %d)) THEN 1 ELSE 0 END",
+				s.Quote(entbudget.Table), s.Quote(entbudget.FieldOrganizationID), conv.OrganizationID,
+				s.Quote(entbudget.FieldUserID), s.Quote(entbudget.FieldUserID), conv.UserID), "limited")
+		},
+		// As the turns-at-once check counts them: RUNNING turns of the
+		// user's conversations, read as the system.
+		func(s *entsql.Selector) string {
+			if runningOf == 0 {
+				return entsql.As("(0)", "running") // bare, As would quote it as a column
+			}
+			return entsql.As(fmt.Sprintf("(SELECT COUNT(*) FROM %[1]s AS r JOIN %[2]s AS rc ON r.%[3]s = rc.%[4]s WHERE r.%[5]s = '%[6]s' AND rc.%[7]s = %[8]d)",
+				s.Quote(turn.Table), s.Quote(conversation.Table), s.Quote(turn.FieldConversationID), s.Quote(conversation.FieldID),
+				s.Quote(turn.FieldStatus), turn.StatusRUNNING, s.Quote(conversation.FieldUserID), runningOf), "running")
+		},
+	).Scan(ctx, &rows)
+	if err != nil {
+		return turnsRead{}, err
+	}
+	if len(rows) == 0 {
+		// Not expected (an aggregate answers one row): read the limits the
+		// usual way, and count no running turn.
+		return turnsRead{Limited: 1}, nil
+	}
+	return rows[0], nil
 }
 
 var errTurnBusy = tools.Refusef("a turn is already running or waiting in this conversation: wait for it, answer it, or cancel it")

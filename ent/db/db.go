@@ -209,7 +209,9 @@ var noDistinctOverJSON = ent.InterceptFunc(func(next ent.Querier) ent.Querier {
 })
 
 // countTurns counts a new turn towards its conversation's turns_count, in
-// the same transaction as the insert.
+// the same transaction as the insert, and marks the conversation updated
+// as of the turn's start in the same statement: a new message updates its
+// conversation, and nobody writes its updated_at a second time for it.
 func countTurns(next ent.Mutator) ent.Mutator {
 	return hook.TurnFunc(func(ctx context.Context, m *ent.TurnMutation) (ent.Value, error) {
 		v, err := next.Mutate(ctx, m)
@@ -217,7 +219,11 @@ func countTurns(next ent.Mutator) ent.Mutator {
 			return v, err
 		}
 		id, _ := m.ConversationID()
-		if err := m.Client().Conversation.Update().Where(conversation.ID(id)).AddTurnsCount(1).Exec(ctx); err != nil {
+		u := m.Client().Conversation.Update().Where(conversation.ID(id)).AddTurnsCount(1)
+		if at, ok := m.StartedAt(); ok {
+			u.SetUpdatedAt(at)
+		}
+		if err := u.Exec(ctx); err != nil {
 			return nil, fmt.Errorf("count turn: %w", err)
 		}
 		return v, nil

@@ -13,6 +13,7 @@ import (
 	"github.com/toolgate/toolgate/ent"
 	"github.com/toolgate/toolgate/ent/agent"
 	"github.com/toolgate/toolgate/ent/attachment"
+	entbudget "github.com/toolgate/toolgate/ent/budget"
 	"github.com/toolgate/toolgate/ent/conversation"
 	"github.com/toolgate/toolgate/ent/db"
 	"github.com/toolgate/toolgate/ent/organization"
@@ -121,8 +122,14 @@ func (t *turnRun) readTurn(ctx context.Context, claim *entsql.UpdateBuilder) (fo
 		}
 		sel.AppendSelectExpr(entsql.Exists(q))
 	}
-	var att, read sql.NullBool
-	dests = append(dests, &att, &read)
+	// Whether a monthly limit is set for the organisation or the user: the
+	// steps' budget checks read nothing without one (limited).
+	bt := entsql.Table(entbudget.Table)
+	sel.AppendSelectExpr(entsql.Exists(b.Select(bt.C(entbudget.FieldID)).From(bt).Where(entsql.And(
+		entsql.ColumnsEQ(bt.C(entbudget.FieldOrganizationID), ct.C(conversation.FieldOrganizationID)),
+		entsql.Or(entsql.IsNull(bt.C(entbudget.FieldUserID)), entsql.ColumnsEQ(bt.C(entbudget.FieldUserID), ct.C(conversation.FieldUserID)))))))
+	var att, read, limited sql.NullBool
+	dests = append(dests, &att, &read, &limited)
 	sel.SetTotal(len(args))
 	query, selArgs := sel.Query()
 	rows, err := t.client().QueryContext(ctx, prefix+query, append(args, selArgs...)...)
@@ -146,7 +153,7 @@ func (t *turnRun) readTurn(ctx context.Context, claim *entsql.UpdateBuilder) (fo
 	}
 	u.Edges.Organization = o
 	conv.Edges.Agent, conv.Edges.User = a, u
-	t.turn, t.conv = tu, conv
+	t.turn, t.conv, t.limited = tu, conv, limited.Bool
 	return true, att.Bool, read.Bool, nil
 }
 

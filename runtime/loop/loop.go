@@ -361,9 +361,19 @@ func (r *Runner) Start(ctx context.Context, turnID int) (bool, error) {
 	if err != nil {
 		return false, fmt.Errorf("count steps: %w", err)
 	}
+	return r.enqueue(ctx, turnID, steps)
+}
+
+// StartNew enqueues a turn just stored, which has made no model call yet:
+// Start without counting its steps.
+func (r *Runner) StartNew(ctx context.Context, turnID int) (bool, error) {
+	return r.enqueue(tenancy.System(ctx), turnID, 0)
+}
+
+func (r *Runner) enqueue(ctx context.Context, turnID, steps int) (bool, error) {
 	// A database busy with other writers is waited out here: the sweep
 	// would enqueue the turn only once it is stale.
-	err = persist(ctx, func(ctx context.Context) error {
+	err := persist(ctx, func(ctx context.Context) error {
 		_, err := r.queue.Insert(ctx, TurnArgs{TurnID: turnID, Steps: steps}, nil)
 		return err
 	})
@@ -391,6 +401,96 @@ type running struct {
 	// stopModel stops a model call in flight: a drain starts with it, as a
 	// model call changes nothing and is asked again by whoever resumes.
 	stopModel context.CancelCauseFunc
+	// ctx is the turn's context: done once the run is cancelled or lost.
+	ctx context.Context
+	// vouch is what the run vouches for while its tool calls are in
+	// flight (Vouches); nil before its first.
+	vouch *vouch
+}
+
+// vouch is a turn this runner runs, as its scope tokens are checked
+// without a statement: its conversation and user, how many of its tool
+// batches are in flight, and when the database last said the user is
+// active (the run's load, or a scope check that read it).
+type vouch struct {
+	conversationID, userID int
+	batches                int
+	confirmed              time.Time
+}
+
+// vouchFor is how long the database's word that a turn's user is active
+// stands for its scope tokens: a deactivation on another replica reaches
+// a turn's tool calls within it (on this one, at once: Revoke).
+const vouchFor = 10 * time.Second
+
+// vouchCalls marks a batch of the turn's tool calls in flight until the
+// returned func is called; confirmed is when the run's load read the user
+// active (zero: it did not).
+func (r *Runner) vouchCalls(turnID, conversationID, userID int, confirmed time.Time) func() {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	rt := r.running[turnID]
+	if rt == nil {
+		return func() {}
+	}
+	if rt.vouch == nil {
+		rt.vouch = &vouch{conversationID: conversationID, userID: userID, confirmed: confirmed}
+	}
+	v := rt.vouch
+	v.batches++
+	return func() {
+		r.mu.Lock()
+		v.batches--
+		r.mu.Unlock()
+	}
+}
+
+// Vouches reports whether a scope token of the turn, for its conversation
+// and user, may be taken without reading the turn: this runner runs it, it
+// has tool calls in flight (so it is RUNNING and claimed here), it is not
+// cancelled, and its user was read active within vouchFor. Anything else
+// is for the database to say.
+func (r *Runner) Vouches(turnID, conversationID, userID int) bool {
+	if r == nil {
+		return false
+	}
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	rt := r.running[turnID]
+	if rt == nil || rt.vouch == nil || rt.ctx == nil || rt.ctx.Err() != nil {
+		return false
+	}
+	v := rt.vouch
+	return v.batches > 0 && v.conversationID == conversationID && v.userID == userID &&
+		!v.confirmed.IsZero() && time.Since(v.confirmed) < vouchFor
+}
+
+// Confirm records that the database just said the turn runs and its user
+// is active (a scope check read it).
+func (r *Runner) Confirm(turnID, userID int) {
+	if r == nil {
+		return
+	}
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	if rt := r.running[turnID]; rt != nil && rt.vouch != nil && rt.vouch.userID == userID {
+		rt.vouch.confirmed = time.Now()
+	}
+}
+
+// Revoke stops vouching for the turns of a user (deactivated): their scope
+// tokens are checked against the database again, which refuses them.
+func (r *Runner) Revoke(userID int) {
+	if r == nil {
+		return
+	}
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	for _, rt := range r.running {
+		if rt.vouch != nil && rt.vouch.userID == userID {
+			rt.vouch.confirmed = time.Time{}
+		}
+	}
 }
 
 // work runs one turn in its job. It first claims the turn with one
@@ -419,7 +519,7 @@ func (r *Runner) work(jobCtx context.Context, turnID int) error {
 	mctx, stopModel := context.WithCancelCause(ctx)
 	defer stopModel(nil)
 	r.mu.Lock()
-	r.running[turnID] = &running{cancel: cancel, stopModel: stopModel}
+	r.running[turnID] = &running{cancel: cancel, stopModel: stopModel, ctx: ctx}
 	draining := r.draining.Load()
 	r.mu.Unlock()
 	if draining {

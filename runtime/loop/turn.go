@@ -10,6 +10,7 @@ import (
 	"maps"
 	"slices"
 	"sync"
+	"time"
 
 	"entgo.io/ent/dialect"
 	"entgo.io/ent/dialect/sql"
@@ -80,6 +81,12 @@ type turnRun struct {
 	recs recorder
 	// loaded is the turn as its claim loaded it (PostgreSQL), or nil.
 	loaded *loaded
+	// limited: a monthly limit of the organisation or the user was set
+	// when the run loaded the turn (readTurn).
+	limited bool
+	// userActiveAt is when the run's load read the turn's user active;
+	// zero when deactivated.
+	userActiveAt time.Time
 	// unrecordedAgent is the agent this run uses, until the turn records it
 	// (recordAgent): nil when the turn had recorded one already.
 	unrecordedAgent *schematype.AgentConfig
@@ -159,8 +166,10 @@ func (t *turnRun) run(ctx context.Context) error {
 			return nil
 		}
 		// The step is finished: a limit it crossed stops the turn here,
-		// before another model call spends more.
-		if b := t.r.cfg.Budget; b != nil {
+		// before another model call spends more. Without a limit when the
+		// run loaded the turn, there is nothing to cross: a limit set
+		// meanwhile holds from the next turn (sendMessage checks it).
+		if b := t.r.cfg.Budget; b != nil && t.limited {
 			stop, err := b(ctx, t.conv.OrganizationID, t.conv.UserID, t.r.cfg.Now())
 			if err != nil {
 				return fmt.Errorf("check budgets: %w", err)
@@ -218,6 +227,9 @@ func (t *turnRun) load(ctx context.Context) error {
 	t.agent = t.fixAgent(t.conv.Edges.Agent)
 	t.log = t.log.With("conversation", t.r.apiID(t.conv.ID))
 	u := t.conv.Edges.User
+	if u.DeactivatedAt == nil {
+		t.userActiveAt = time.Now()
+	}
 	t.person = prompt.Person{Name: u.Name, Department: u.Department, Organization: u.Edges.Organization.Name}
 
 	appDefs, err := t.applicationTools(ctx)
@@ -832,6 +844,9 @@ func (t *turnRun) runTools(ctx context.Context, step int, rows []*ent.ToolCall, 
 	if err != nil {
 		return false, fmt.Errorf("mint scope token: %w", err)
 	}
+	// While the batch runs, the API of this process takes its token without
+	// reading the turn (Runner.Vouches).
+	defer t.r.vouchCalls(t.turnID, t.conv.ID, t.conv.UserID, t.userActiveAt)()
 	s := dispatch.Scope{TurnID: t.turnID, ConversationID: t.conv.ID, Token: token, Offered: t.byName, Deferred: t.deferred, Apps: t.apps}
 	if t.r.cfg.EncodeID != nil {
 		s.ConversationRef = t.r.cfg.EncodeID(t.conv.ID)
