@@ -158,7 +158,7 @@ func fastConversation(drv dialect.Driver) graphql.RootFieldMiddleware {
 // a transcript is some thousand rows and some hundreds of kilobytes of
 // JSON.
 var fastReads = sync.Pool{New: func() any {
-	return &fastRead{toolSpans: map[int64]span{}, modelSpans: map[int64]span{}, resultAt: map[int64]int{}}
+	return &fastRead{toolSpans: map[int64]span{}, modelSpans: map[int64]span{}}
 }}
 
 // maxPooledAnswer is the largest answer buffer kept for the next read.
@@ -173,17 +173,15 @@ func (t *fastRead) release() {
 	clear(t.turns)
 	clear(t.toolCalls)
 	clear(t.modelCalls)
-	clear(t.results)
 	clear(t.toolSpans)
 	clear(t.modelSpans)
-	clear(t.resultAt)
 	for i := range t.cells {
 		clear(t.cells[i])
 		t.cells[i] = t.cells[i][:0]
 	}
 	*t = fastRead{
-		turns: t.turns[:0], toolCalls: t.toolCalls[:0], modelCalls: t.modelCalls[:0], results: t.results[:0], resultIDs: t.resultIDs[:0], turnIDs: t.turnIDs[:0],
-		toolSpans: t.toolSpans, modelSpans: t.modelSpans, resultAt: t.resultAt, answer: t.answer[:0], cells: t.cells,
+		turns: t.turns[:0], toolCalls: t.toolCalls[:0], modelCalls: t.modelCalls[:0], turnIDs: t.turnIDs[:0],
+		toolSpans: t.toolSpans, modelSpans: t.modelSpans, answer: t.answer[:0], cells: t.cells,
 	}
 	fastReads.Put(t)
 }
@@ -193,7 +191,6 @@ const (
 	atConversation = iota
 	atTurns
 	atToolCalls
-	atResults
 	atModelCalls
 	levels
 )
@@ -213,10 +210,7 @@ type fastRead struct {
 	toolSpans  map[int64]span
 	modelCalls []modelCallRow
 	modelSpans map[int64]span
-	results    []resultRow
-	resultAt   map[int64]int // index in results by id
-	resultIDs  []int64       // the results of the tool calls read
-	turnIDs    []int64       // the turns read, on PostgreSQL
+	turnIDs    []int64 // the turns read, on PostgreSQL
 	// cells are the columns read of each level's rows, a row's from its at.
 	cells  [levels][]colValue
 	size   int // a guess at the answer's length, to size its buffer once
@@ -252,10 +246,6 @@ type (
 		failures []schematype.ItemFailure
 		resultID sql.NullInt64
 		at       int
-	}
-	resultRow struct {
-		id int64
-		at int
 	}
 	modelCallRow struct {
 		turnID, inputTokens, cacheReadTokens, cacheWriteTokens, prefixTokens, costMicros int64
@@ -421,6 +411,7 @@ type columns struct {
 // scanCell is where a column of the selection is scanned.
 type scanCell struct {
 	col *fastColumn
+	id  *sql.NullInt64 // the id of its table's row, when joined
 	s   sql.NullString
 	n   sql.NullInt64
 	b   sql.NullBool
@@ -478,6 +469,13 @@ func (c *columns) addTimeAs(name string, dest *sql.NullTime) {
 // selected selects the columns sel names (qualified by qualify) and gives
 // each its slot, a column named twice (under two aliases) one.
 func (c *columns) selected(sel []selField, qualify func(string) string) {
+	c.joined(sel, qualify, nil)
+}
+
+// joined selects the columns sel names of a table joined to the
+// statement's, whose id is scanned into id: a row without one has none of
+// them.
+func (c *columns) joined(sel []selField, qualify func(string) string, id *sql.NullInt64) {
 	for i := range sel {
 		f := &sel[i]
 		if f.col == nil {
@@ -493,7 +491,7 @@ func (c *columns) selected(sel []selField, qualify func(string) string) {
 		if f.slot >= 0 {
 			continue
 		}
-		sc := &scanCell{col: f.col}
+		sc := &scanCell{col: f.col, id: id}
 		f.slot = len(c.scans)
 		c.scans = append(c.scans, sc)
 		name := qualify(f.col.column)
@@ -532,6 +530,10 @@ func (c *columns) parseTimes() error {
 func (c *columns) take(cells []colValue) ([]colValue, error) {
 	for _, sc := range c.scans {
 		var v colValue
+		if sc.id != nil && !sc.id.Valid {
+			cells = append(cells, v)
+			continue
+		}
 		switch sc.col.kind {
 		case kindID, kindInt:
 			v.n, v.valid = sc.n.Int64, sc.n.Valid
@@ -688,7 +690,7 @@ func (t *fastRead) loadConversation(ctx context.Context, id int, sel []selField)
 		js.As(alias)
 		s.LeftJoin(js).On(c.table.C(fk), js.C("id"))
 		c.names, c.dest = append(c.names, js.C("id")), append(c.dest, id)
-		c.selected(f.kids, js.C)
+		c.joined(f.kids, js.C, id)
 		return nil
 	}
 	u, a := find(sel, "user"), find(sel, "agent")
@@ -821,6 +823,10 @@ func (t *fastRead) inPage(column string) *entsql.Predicate {
 	)))
 }
 
+// loadToolCalls reads the page's tool calls, with their results when
+// asked, in one statement: the results joined as a subquery limited by
+// their own policy, so a result out of reach reads as none, as the
+// resolver reads it.
 func (t *fastRead) loadToolCalls(ctx context.Context, sel []selField) error {
 	b := t.builder()
 	var (
@@ -829,18 +835,33 @@ func (t *fastRead) loadToolCalls(ctx context.Context, sel []selField) error {
 	)
 	c := t.newColumns(b, toolcall.Table)
 	c.add(true, toolcall.FieldTurnID, &r.turnID)
-	result := find(sel, "result")
 	c.add(find(sel, "failures") != nil, toolcall.FieldFailures, &failures)
-	c.add(result != nil, toolcall.FieldResultID, &r.resultID)
 	c.selected(sel, c.table.C)
-	s, err := scoped(ctx, toolcall.Policy, b.Select(c.names...).From(c.table).
-		Where(t.inPage(c.table.C(toolcall.FieldTurnID))))
+	s := b.Select().From(c.table).Where(t.inPage(c.table.C(toolcall.FieldTurnID)))
+	if result := find(sel, "result"); result != nil {
+		rt := entsql.Table(storedresult.Table)
+		names := []string{rt.C(storedresult.FieldID)}
+		for _, k := range result.kids {
+			if k.col != nil && k.col.column != storedresult.FieldID && !slices.Contains(names, rt.C(k.col.column)) {
+				names = append(names, rt.C(k.col.column))
+			}
+		}
+		rs, err := scoped(ctx, storedresult.Policy, entsql.Select(names...).From(rt))
+		if err != nil {
+			return err
+		}
+		rs.As("r")
+		s.LeftJoin(rs).On(c.table.C(toolcall.FieldResultID), rs.C(storedresult.FieldID))
+		c.names, c.dest = append(c.names, rs.C(storedresult.FieldID)), append(c.dest, &r.resultID)
+		c.joined(result.kids, rs.C, &r.resultID)
+	}
+	s.Select(c.names...)
+	s, err := scoped(ctx, toolcall.Policy, s)
 	if err != nil {
 		return err
 	}
 	s.OrderBy(c.table.C(toolcall.FieldTurnID), c.table.C(toolcall.FieldPosition))
-	t.resultIDs = t.resultIDs[:0]
-	err = t.query(ctx, s, &c, atToolCalls, func(at int) error {
+	return t.query(ctx, s, &c, atToolCalls, func(at int) error {
 		r.at = at
 		r.failures = nil
 		if len(failures) > 0 && string(failures) != "null" && string(failures) != "[]" {
@@ -850,28 +871,9 @@ func (t *fastRead) loadToolCalls(ctx context.Context, sel []selField) error {
 		}
 		extend(t.toolSpans, r.turnID, len(t.toolCalls))
 		t.toolCalls = append(t.toolCalls, r)
-		t.size += 192 + t.textLen(atToolCalls, at, len(c.scans))
-		if r.resultID.Valid {
-			t.resultIDs = append(t.resultIDs, r.resultID.Int64)
-		}
+		t.size += 352 + t.textLen(atToolCalls, at, len(c.scans))
 		return nil
 	})
-	if err != nil || result == nil || len(t.resultIDs) == 0 {
-		return err
-	}
-	return t.loadResults(ctx, result.kids)
-}
-
-// resultsRead selects the results of the tool calls read: on PostgreSQL
-// by one array of their ids, planned and run in a third of the time a
-// subquery through the tool calls takes there; on SQLite by that subquery.
-func (t *fastRead) resultsRead(results *entsql.SelectTable) *entsql.Predicate {
-	if t.drv.Dialect() == dialect.Postgres {
-		return anyOf(results.C(storedresult.FieldID), t.resultIDs)
-	}
-	tc := entsql.Table(toolcall.Table)
-	return entsql.In(results.C(storedresult.FieldID),
-		entsql.Select(tc.C(toolcall.FieldResultID)).From(tc).Where(t.inPage(tc.C(toolcall.FieldTurnID))))
 }
 
 // anyOf is PostgreSQL's column = ANY($1), one argument for all of ids.
@@ -900,25 +902,6 @@ func (a idArray) Value() (driver.Value, error) {
 		b = strconv.AppendInt(b, id, 10)
 	}
 	return append(b, '}'), nil
-}
-
-func (t *fastRead) loadResults(ctx context.Context, sel []selField) error {
-	b := t.builder()
-	var r resultRow
-	c := t.newColumns(b, storedresult.Table)
-	c.add(true, storedresult.FieldID, &r.id)
-	c.selected(sel, c.table.C)
-	s, err := scoped(ctx, storedresult.Policy, b.Select(c.names...).From(c.table).Where(t.resultsRead(c.table)))
-	if err != nil {
-		return err
-	}
-	return t.query(ctx, s, &c, atResults, func(at int) error {
-		r.at = at
-		t.resultAt[r.id] = len(t.results)
-		t.results = append(t.results, r)
-		t.size += 160 + t.textLen(atResults, at, len(c.scans))
-		return nil
-	})
 }
 
 func (t *fastRead) loadModelCalls(ctx context.Context, sel []selField, stats bool) error {
@@ -1135,11 +1118,10 @@ func (t *fastRead) toolCall(b []byte, c *toolCallRow, sel []selField) []byte {
 			}
 			return append(b, ']')
 		case "result":
-			at, found := t.resultAt[c.resultID.Int64]
-			if !c.resultID.Valid || !found {
+			if !c.resultID.Valid {
 				return append(b, "null"...)
 			}
-			return appendFields(b, f.kids, t.cells[atResults][t.results[at].at:], "StoredResult", noComputed)
+			return appendFields(b, f.kids, t.cells[atToolCalls][c.at:], "StoredResult", noComputed)
 		}
 		return append(b, "null"...)
 	})
