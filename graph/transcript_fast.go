@@ -406,16 +406,20 @@ type columns struct {
 	times  []textTime
 	// scans are the selection's columns, in the order of their slots.
 	scans []*scanCell
+	// ints are the integer columns read for the read itself, which a
+	// selection naming them takes from there.
+	ints map[string]*int64
 }
 
 // scanCell is where a column of the selection is scanned.
 type scanCell struct {
-	col *fastColumn
-	id  *sql.NullInt64 // the id of its table's row, when joined
-	s   sql.NullString
-	n   sql.NullInt64
-	b   sql.NullBool
-	t   sql.NullTime
+	col  *fastColumn
+	id   *sql.NullInt64 // the id of its table's row, when joined
+	from *int64         // the column as read for the read itself
+	s    sql.NullString
+	n    sql.NullInt64
+	b    sql.NullBool
+	t    sql.NullTime
 }
 
 // textTime is a time read as text, and where it goes once parsed.
@@ -438,6 +442,12 @@ func (c *columns) add(want bool, column string, dest any) {
 	if want {
 		c.names = append(c.names, c.table.C(column))
 		c.dest = append(c.dest, dest)
+		if n, isInt := dest.(*int64); isInt {
+			if c.ints == nil {
+				c.ints = map[string]*int64{}
+			}
+			c.ints[column] = n
+		}
 	}
 }
 
@@ -494,6 +504,10 @@ func (c *columns) joined(sel []selField, qualify func(string) string, id *sql.Nu
 		sc := &scanCell{col: f.col, id: id}
 		f.slot = len(c.scans)
 		c.scans = append(c.scans, sc)
+		if n := c.ints[f.col.column]; n != nil && id == nil && (f.col.kind == kindID || f.col.kind == kindInt) {
+			sc.from = n
+			continue
+		}
 		name := qualify(f.col.column)
 		switch f.col.kind {
 		case kindID, kindInt:
@@ -532,6 +546,10 @@ func (c *columns) take(cells []colValue) ([]colValue, error) {
 		var v colValue
 		if sc.id != nil && !sc.id.Valid {
 			cells = append(cells, v)
+			continue
+		}
+		if sc.from != nil {
+			cells = append(cells, colValue{n: *sc.from, valid: true})
 			continue
 		}
 		switch sc.col.kind {
