@@ -12,7 +12,13 @@ import (
 )
 
 // FastFields are the fields the transcript's hot path writes of typ.
-func FastFields(typ string) map[string]string { return fastTypes[typ] }
+func FastFields(typ string) map[string]bool {
+	out := map[string]bool{}
+	for name := range fastSchema()[typ] {
+		out[name] = true
+	}
+	return out
+}
 
 // HotPathTakes reports whether the hot path takes the query's conversation
 // field (its selection and its turns' arguments; the rows are not read), as

@@ -3,6 +3,7 @@ package graph_test
 import (
 	"bytes"
 	"encoding/json"
+	"fmt"
 	"net/http"
 	"net/http/httptest"
 	"syscall"
@@ -14,6 +15,7 @@ import (
 	"github.com/toolgate/toolgate/ent/db/dbtest"
 	"github.com/toolgate/toolgate/graph"
 	"github.com/toolgate/toolgate/graph/console"
+	"github.com/toolgate/toolgate/graph/gid"
 )
 
 // BenchmarkPortalTranscript reads a conversation of 100 turns × 5 tool
@@ -128,4 +130,70 @@ func cpuTime(b *testing.B) time.Duration {
 	var ru syscall.Rusage
 	require.NoError(b, syscall.Getrusage(syscall.RUSAGE_SELF, &ru))
 	return time.Duration(ru.Utime.Nano() + ru.Stime.Nano())
+}
+
+// BenchmarkOtherReads measures the rest of the API's reads of the same
+// 100-turn conversation that the transcript's hot path does not serve (the
+// resolvers answer them): the conversations list, node(id:) on a
+// conversation and on a turn, the admin console's turns, and stored
+// results read by ref (toolResults), each with its CPU, statements and
+// allocation per request.
+func BenchmarkOtherReads(b *testing.B) {
+	for _, backend := range []dbtest.Backend{dbtest.SQLite, dbtest.Postgres} {
+		b.Run(string(backend), func(b *testing.B) {
+			tb, counter, conv := longConversation(b, backend, 100, 5)
+			convID, err := gid.Decode(conv)
+			require.NoError(b, err)
+			srv := graph.NewServer(graph.Config{DB: tb.db})
+			post := func(w http.ResponseWriter, query string, vars map[string]any) {
+				body, err := json.Marshal(map[string]any{"query": query, "variables": vars})
+				require.NoError(b, err)
+				req := httptest.NewRequest(http.MethodPost, "/graphql", bytes.NewReader(body))
+				req.Header.Set("Content-Type", "application/json")
+				req.Header.Set("Authorization", "Bearer "+tb.alice.Token)
+				srv.ServeHTTP(w, req)
+			}
+			first := httptest.NewRecorder()
+			post(first, `query($id: ID!) { conversation(id: $id) { turns(first: 1) { edges { node { id } } } } }`, map[string]any{"id": conv})
+			var page struct {
+				Data struct {
+					Conversation struct {
+						Turns struct {
+							Edges []struct{ Node struct{ ID string } }
+						}
+					}
+				}
+			}
+			require.NoError(b, json.Unmarshal(first.Body.Bytes(), &page))
+			turnID := page.Data.Conversation.Turns.Edges[0].Node.ID
+			reads := []struct {
+				name, query string
+				vars        map[string]any
+			}{
+				{"conversations", `query { conversations(first: 50) { edges { cursor node { id title createdAt updatedAt turnsCount agent { id name } } } pageInfo { hasNextPage endCursor } } }`, nil},
+				{"node-conversation", `query($id: ID!) { node(id: $id) { id ... on Conversation { title createdAt turnsCount user { id name } agent { id name } } } }`, map[string]any{"id": conv}},
+				{"node-turn", `query($id: ID!) { node(id: $id) { id ... on Turn { number status userText answer toolCalls { id name outcome result { ref kind chars } } } } }`, map[string]any{"id": turnID}},
+				{"console-turns", console.Operations()["turns"], map[string]any{"first": 50}},
+				{"toolResults", `query($c: ID!, $refs: [String!]!) { toolResults(conversationId: $c, refs: $refs) { reads { ref kind text } failures { item message } } }`,
+					map[string]any{"c": conv, "refs": []string{fmt.Sprintf("r-%d-1-0", convID), fmt.Sprintf("r-%d-50-2", convID), fmt.Sprintf("r-%d-100-4", convID)}}},
+			}
+			for _, rd := range reads {
+				b.Run(rd.name, func(b *testing.B) {
+					first := httptest.NewRecorder()
+					post(first, rd.query, rd.vars)
+					require.Equal(b, http.StatusOK, first.Code, first.Body.String())
+					require.NotContains(b, first.Body.String(), `"errors"`)
+					counter.Reset()
+					b.ReportAllocs()
+					cpu := cpuTime(b)
+					for b.Loop() {
+						post(&countingWriter{header: http.Header{}}, rd.query, rd.vars)
+					}
+					b.ReportMetric(float64(cpuTime(b)-cpu)/float64(time.Millisecond)/float64(b.N), "cpu-ms/op")
+					b.ReportMetric(float64(len(counter.Statements()))/float64(b.N), "stmts/op")
+					b.ReportMetric(float64(first.Body.Len()), "answer-bytes")
+				})
+			}
+		})
+	}
 }

@@ -6,6 +6,7 @@ import (
 	"database/sql"
 	"database/sql/driver"
 	"encoding/json"
+	"errors"
 	"fmt"
 	"io"
 	"slices"
@@ -20,7 +21,6 @@ import (
 	"github.com/99designs/gqlgen/graphql"
 	"github.com/vektah/gqlparser/v2/ast"
 
-	"github.com/toolgate/toolgate/ent"
 	"github.com/toolgate/toolgate/ent/agent"
 	"github.com/toolgate/toolgate/ent/conversation"
 	"github.com/toolgate/toolgate/ent/modelcall"
@@ -46,41 +46,25 @@ import (
 // (TestFastTranscriptMatchesResolvers).
 //
 // It takes a `conversation` field when every field selected under it is
-// one it writes (fastTypes; what it leaves to the resolvers is named in
-// resolvedFields, and TestTranscriptFieldsServed fails for a field of the
-// transcript's types on neither list) and the turns page forward
-// (first/after) or backward (last/before) by number, either direction, the
-// schema's default being NUMBER ASC. Anything else (first or last 0,
-// STARTED_AT, where, totalCount, turns selected twice), and any error,
-// leaves the field to the resolvers, which then answer or refuse exactly
-// as before.
+// one it writes (fastSchema: every column of the transcript's entities the
+// schema exposes, derived from the schema at start, and the edges and
+// computed values it writes by hand; what it leaves to the resolvers is
+// named in resolvedFields, and TestTranscriptFieldsServed fails for a field
+// of its types on neither list) and the turns page forward (first/after)
+// or backward (last/before) by number, either direction, the schema's
+// default being NUMBER ASC. Anything else (first or last 0, STARTED_AT,
+// where, totalCount, turns selected twice), and any error, leaves the
+// field to the resolvers, which then answer or refuse exactly as before.
 
-// selField is a field of the selection, with its sub-selection.
+// selField is a field of the selection, with its sub-selection: a column
+// (col, written from cell slot of its row) or a field the hot path
+// computes.
 type selField struct {
 	alias, name string
 	kids        []selField
 	args        map[string]any
-}
-
-// fastTypes lists, per type the hot path writes, the fields it knows: a
-// leaf ("") or the type of an object or list of objects.
-var fastTypes = map[string]map[string]string{
-	"Conversation":   {"id": "", "title": "", "createdAt": "", "updatedAt": "", "archivedAt": "", "turnsCount": "", "user": "User", "agent": "Agent", "turns": "TurnConnection", "__typename": ""},
-	"User":           {"id": "", "name": "", "department": "", "__typename": ""},
-	"Agent":          {"id": "", "name": "", "__typename": ""},
-	"TurnConnection": {"pageInfo": "PageInfo", "edges": "TurnEdge", "__typename": ""},
-	"PageInfo":       {"hasNextPage": "", "hasPreviousPage": "", "startCursor": "", "endCursor": "", "__typename": ""},
-	"TurnEdge":       {"node": "Turn", "cursor": "", "__typename": ""},
-	"Turn": {"id": "", "number": "", "status": "", "startedAt": "", "finishedAt": "", "timeZone": "", "userText": "", "answer": "",
-		"error": "", "replayed": "", "superseded": "", "promptStats": "PromptStats", "modelCalls": "ModelCall", "toolCalls": "ToolCall", "__typename": ""},
-	"PromptStats": {"prefixTokens": "", "inputTokens": "", "cacheReadTokens": "", "modelCalls": "", "__typename": ""},
-	"ModelCall": {"step": "", "kind": "", "model": "", "text": "", "provider": "", "startedAt": "", "durationMs": "", "inputTokens": "", "cacheReadTokens": "", "cacheWriteTokens": "",
-		"outputTokens": "", "prefixTokens": "", "costAmount": "Money", "__typename": ""},
-	"Money": {"amount": "", "micros": "", "currency": "", "__typename": ""},
-	"ToolCall": {"id": "", "position": "", "name": "", "arguments": "", "outcome": "", "attempts": "", "message": "", "ref": "",
-		"guardrail": "", "argumentsRef": "", "startedAt": "", "finishedAt": "", "failures": "ItemFailure", "result": "StoredResult", "__typename": ""},
-	"ItemFailure":  {"item": "", "input": "", "kind": "", "message": "", "__typename": ""},
-	"StoredResult": {"id": "", "ref": "", "kind": "", "chars": "", "bytes": "", "items": "", "truncatedAtSource": "", "createdAt": "", "updatedAt": "", "__typename": ""},
+	col         *fastColumn
+	slot        int
 }
 
 // implementors are the type conditions each type satisfies.
@@ -90,10 +74,10 @@ var implementors = map[string][]string{
 }
 
 // collectFast collects the selection of a field of type typ, or reports
-// false when it selects anything the hot path does not write. An object
-// field may be selected once only (under one alias).
+// false when it selects anything the hot path does not write (fastSchema).
+// An object field may be selected once only (under one alias).
 func collectFast(oc *graphql.OperationContext, f graphql.CollectedField, typ string) ([]selField, bool) {
-	known := fastTypes[typ]
+	known := fastSchema()[typ]
 	sat := implementors[typ]
 	if sat == nil {
 		sat = []string{typ}
@@ -101,17 +85,17 @@ func collectFast(oc *graphql.OperationContext, f graphql.CollectedField, typ str
 	var out []selField
 	objects := map[string]bool{}
 	for _, c := range graphql.CollectFields(oc, f.Selections, sat) {
-		kind, ok := known[c.Name]
+		ff, ok := known[c.Name]
 		if !ok || len(c.Directives) > 0 && hasCustomDirective(c) {
 			return nil, false
 		}
-		sf := selField{alias: c.Alias, name: c.Name}
-		if kind != "" {
+		sf := selField{alias: c.Alias, name: c.Name, col: ff.col}
+		if ff.obj != "" {
 			if objects[c.Name] {
 				return nil, false
 			}
 			objects[c.Name] = true
-			if sf.kids, ok = collectFast(oc, c, kind); !ok {
+			if sf.kids, ok = collectFast(oc, c, ff.obj); !ok {
 				return nil, false
 			}
 		}
@@ -169,11 +153,12 @@ func fastConversation(drv dialect.Driver) graphql.RootFieldMiddleware {
 	}
 }
 
-// fastReads keeps what a read allocates (its rows, indexes and the buffer
-// its answer is written into before gqlgen copies it) for the next: a
-// transcript is some thousand rows and some hundreds of kilobytes of JSON.
+// fastReads keeps what a read allocates (its rows, cells, indexes and the
+// buffer its answer is written into before gqlgen copies it) for the next:
+// a transcript is some thousand rows and some hundreds of kilobytes of
+// JSON.
 var fastReads = sync.Pool{New: func() any {
-	return &fastRead{toolSpans: map[int64]span{}, modelSpans: map[int64]span{}, resultAt: map[int64]int{}}
+	return &fastRead{toolSpans: map[int64]span{}, modelSpans: map[int64]span{}}
 }}
 
 // maxPooledAnswer is the largest answer buffer kept for the next read.
@@ -188,21 +173,32 @@ func (t *fastRead) release() {
 	clear(t.turns)
 	clear(t.toolCalls)
 	clear(t.modelCalls)
-	clear(t.results)
 	clear(t.toolSpans)
 	clear(t.modelSpans)
-	clear(t.resultAt)
+	for i := range t.cells {
+		clear(t.cells[i])
+		t.cells[i] = t.cells[i][:0]
+	}
 	*t = fastRead{
-		turns: t.turns[:0], toolCalls: t.toolCalls[:0], modelCalls: t.modelCalls[:0], results: t.results[:0], resultIDs: t.resultIDs[:0], turnIDs: t.turnIDs[:0],
-		toolSpans: t.toolSpans, modelSpans: t.modelSpans, resultAt: t.resultAt, answer: t.answer[:0],
+		turns: t.turns[:0], toolCalls: t.toolCalls[:0], modelCalls: t.modelCalls[:0], turnIDs: t.turnIDs[:0],
+		toolSpans: t.toolSpans, modelSpans: t.modelSpans, answer: t.answer[:0], cells: t.cells,
 	}
 	fastReads.Put(t)
 }
 
+// The levels of a read, each with its own cells.
+const (
+	atConversation = iota
+	atTurns
+	atToolCalls
+	atModelCalls
+	levels
+)
+
 // fastRead is what the hot path loaded for one conversation.
 type fastRead struct {
 	drv     dialect.Driver
-	conv    *ent.Conversation
+	convID  int64
 	turns   []turnRow
 	hasNext bool
 	hasPrev bool
@@ -214,13 +210,12 @@ type fastRead struct {
 	toolSpans  map[int64]span
 	modelCalls []modelCallRow
 	modelSpans map[int64]span
-	results    []resultRow
-	resultAt   map[int64]int // index in results by id
-	resultIDs  []int64       // the results of the tool calls read
-	turnIDs    []int64       // the turns read, on PostgreSQL
-	size       int           // a guess at the answer's length, to size its buffer once
-	answer     []byte
-	w          byteWriter
+	turnIDs    []int64 // the turns read, on PostgreSQL
+	// cells are the columns read of each level's rows, a row's from its at.
+	cells  [levels][]colValue
+	size   int // a guess at the answer's length, to size its buffer once
+	answer []byte
+	w      byteWriter
 }
 
 // span is a turn's rows [lo, hi) of a list ordered by turn id.
@@ -236,39 +231,59 @@ func extend(spans map[int64]span, id int64, i int) {
 	spans[id] = s
 }
 
-// The rows the hot path reads, scanned straight from the driver into
-// these (not into ent's entities, whose per-column scanning was most of
-// the read's allocation). A column the selection does not name is not
-// read and keeps its zero value.
+// The rows the hot path reads, scanned straight from the driver (not into
+// ent's entities, whose per-column scanning was most of the read's
+// allocation): what the read itself needs (ids, the keys rows are grouped
+// by, what it computes from), and at, where the row's cells start, one for
+// each column the selection names.
 type (
 	turnRow struct {
-		id, number            int64
-		status                string
-		startedAt, finishedAt sql.NullTime
-		timeZone, userText    string
-		answer, errText       sql.NullString
-		replayed, superseded  bool
+		id, number int64
+		at         int
 	}
 	toolCallRow struct {
-		id, turnID, position, attempts   int64
-		name, arguments, outcome         string
-		message, ref, guardrail, argsRef sql.NullString
-		startedAt, finishedAt            sql.NullTime
-		failures                         []schematype.ItemFailure
-		resultID                         sql.NullInt64
-	}
-	resultRow struct {
-		id, chars, bytes, items int64
-		ref, kind               string
-		truncatedAtSource       bool
-		createdAt, updatedAt    sql.NullTime
+		turnID   int64
+		failures []schematype.ItemFailure
+		resultID sql.NullInt64
+		at       int
 	}
 	modelCallRow struct {
-		turnID, step, durationMs, inputTokens, cacheReadTokens, cacheWriteTokens, outputTokens, prefixTokens, costMicros int64
-		kind, model, text, provider                                                                                      string
-		startedAt                                                                                                        sql.NullTime
+		turnID, inputTokens, cacheReadTokens, cacheWriteTokens, prefixTokens, costMicros int64
+		at                                                                               int
 	}
 )
+
+// colValue is one column's value in a row read.
+type colValue struct {
+	s     string
+	n     int64
+	t     time.Time
+	valid bool
+}
+
+// errNotServed leaves a read to the resolvers: a value the schema forbids
+// to be null is, and they answer with their error.
+var errNotServed = errors.New("not served")
+
+// appendCell writes v as gqlgen writes col's scalar.
+func appendCell(b []byte, col *fastColumn, v *colValue) []byte {
+	if !v.valid {
+		return append(b, "null"...)
+	}
+	switch col.kind {
+	case kindID:
+		return appendID(b, int(v.n))
+	case kindInt:
+		return strconv.AppendInt(b, v.n, 10)
+	case kindBool:
+		return strconv.AppendBool(b, v.n != 0)
+	case kindEnum:
+		return appendEnum(b, v.s)
+	case kindTime:
+		return appendTime(b, v.t)
+	}
+	return appendString(b, v.s)
+}
 
 // find returns the field named name in sel, or nil.
 func find(sel []selField, name string) *selField {
@@ -389,6 +404,22 @@ type columns struct {
 	// sqlite reads times as text (addTime), parsed after each row.
 	sqlite bool
 	times  []textTime
+	// scans are the selection's columns, in the order of their slots.
+	scans []*scanCell
+	// ints are the integer columns read for the read itself, which a
+	// selection naming them takes from there.
+	ints map[string]*int64
+}
+
+// scanCell is where a column of the selection is scanned.
+type scanCell struct {
+	col  *fastColumn
+	id   *sql.NullInt64 // the id of its table's row, when joined
+	from *int64         // the column as read for the read itself
+	s    sql.NullString
+	n    sql.NullInt64
+	b    sql.NullBool
+	t    sql.NullTime
 }
 
 // textTime is a time read as text, and where it goes once parsed.
@@ -411,6 +442,12 @@ func (c *columns) add(want bool, column string, dest any) {
 	if want {
 		c.names = append(c.names, c.table.C(column))
 		c.dest = append(c.dest, dest)
+		if n, isInt := dest.(*int64); isInt {
+			if c.ints == nil {
+				c.ints = map[string]*int64{}
+			}
+			c.ints[column] = n
+		}
 	}
 }
 
@@ -421,17 +458,68 @@ func (c *columns) add(want bool, column string, dest any) {
 // written in. A time in another layout fails the read, which the
 // resolvers then answer.
 func (c *columns) addTime(want bool, column string, dest *sql.NullTime) {
-	if !want {
-		return
+	if want {
+		c.addTimeAs(c.table.C(column), dest)
 	}
+}
+
+// addTimeAs selects the time named name (qualified) into dest.
+func (c *columns) addTimeAs(name string, dest *sql.NullTime) {
 	if !c.sqlite {
-		c.add(true, column, dest)
+		c.names = append(c.names, name)
+		c.dest = append(c.dest, dest)
 		return
 	}
 	text := new(sql.NullString)
-	c.names = append(c.names, "CAST("+c.table.C(column)+" AS TEXT)")
+	c.names = append(c.names, "CAST("+name+" AS TEXT)")
 	c.dest = append(c.dest, text)
 	c.times = append(c.times, textTime{text: text, dest: dest})
+}
+
+// selected selects the columns sel names (qualified by qualify) and gives
+// each its slot, a column named twice (under two aliases) one.
+func (c *columns) selected(sel []selField, qualify func(string) string) {
+	c.joined(sel, qualify, nil)
+}
+
+// joined selects the columns sel names of a table joined to the
+// statement's, whose id is scanned into id: a row without one has none of
+// them.
+func (c *columns) joined(sel []selField, qualify func(string) string, id *sql.NullInt64) {
+	for i := range sel {
+		f := &sel[i]
+		if f.col == nil {
+			continue
+		}
+		f.slot = -1
+		for j := range sel[:i] {
+			if sel[j].col != nil && sel[j].col.column == f.col.column {
+				f.slot = sel[j].slot
+				break
+			}
+		}
+		if f.slot >= 0 {
+			continue
+		}
+		sc := &scanCell{col: f.col, id: id}
+		f.slot = len(c.scans)
+		c.scans = append(c.scans, sc)
+		if n := c.ints[f.col.column]; n != nil && id == nil && (f.col.kind == kindID || f.col.kind == kindInt) {
+			sc.from = n
+			continue
+		}
+		name := qualify(f.col.column)
+		switch f.col.kind {
+		case kindID, kindInt:
+			c.names, c.dest = append(c.names, name), append(c.dest, &sc.n)
+		case kindBool:
+			c.names, c.dest = append(c.names, name), append(c.dest, &sc.b)
+		case kindString, kindEnum:
+			c.names, c.dest = append(c.names, name), append(c.dest, &sc.s)
+		case kindTime:
+			c.addTimeAs(name, &sc.t)
+		}
+	}
 }
 
 // parseTimes parses the times read as text.
@@ -450,10 +538,49 @@ func (c *columns) parseTimes() error {
 	return nil
 }
 
+// take appends the row's cells, each column's value as its entity holds
+// it: a column the entity holds as a value, not a pointer, reads NULL as
+// its zero value, as ent reads it.
+func (c *columns) take(cells []colValue) ([]colValue, error) {
+	for _, sc := range c.scans {
+		var v colValue
+		if sc.id != nil && !sc.id.Valid {
+			cells = append(cells, v)
+			continue
+		}
+		if sc.from != nil {
+			cells = append(cells, colValue{n: *sc.from, valid: true})
+			continue
+		}
+		switch sc.col.kind {
+		case kindID, kindInt:
+			v.n, v.valid = sc.n.Int64, sc.n.Valid
+		case kindBool:
+			v.valid = sc.b.Valid
+			if sc.b.Bool {
+				v.n = 1
+			}
+		case kindString, kindEnum:
+			v.s, v.valid = sc.s.String, sc.s.Valid
+		case kindTime:
+			// gqlgen writes a zero time as null.
+			v.t, v.valid = sc.t.Time, sc.t.Valid && !sc.t.Time.IsZero()
+		}
+		if !v.valid && !sc.col.nullable && sc.col.kind != kindTime {
+			v.valid = true
+		}
+		if !v.valid && sc.col.nonNull {
+			return cells, errNotServed
+		}
+		cells = append(cells, v)
+	}
+	return cells, nil
+}
+
 // query runs sel through the driver (so statements are counted, traced and
-// unescaped like ent's) and scans each row into dest, calling row after
-// each.
-func (t *fastRead) query(ctx context.Context, sel *entsql.Selector, c *columns, row func() error) error {
+// unescaped like ent's) and scans each row into dest and the level's
+// cells, calling row after each with where its cells start.
+func (t *fastRead) query(ctx context.Context, sel *entsql.Selector, c *columns, level int, row func(at int) error) error {
 	query, args := sel.Query()
 	var rows entsql.Rows
 	if err := t.drv.Query(ctx, query, args, &rows); err != nil {
@@ -467,7 +594,12 @@ func (t *fastRead) query(ctx context.Context, sel *entsql.Selector, c *columns, 
 		if err := c.parseTimes(); err != nil {
 			return err
 		}
-		if err := row(); err != nil {
+		at := len(t.cells[level])
+		var err error
+		if t.cells[level], err = c.take(t.cells[level]); err != nil {
+			return err
+		}
+		if err := row(at); err != nil {
 			return err
 		}
 	}
@@ -497,18 +629,14 @@ func (t *fastRead) load(ctx context.Context, id int, sel []selField) (bool, erro
 		turnsRead = make(chan error, 1)
 		go func() { turnsRead <- t.loadTurns(ctx, id, p, node) }()
 	}
-	conv, err := t.loadConversation(ctx, id, find(sel, "user") != nil, find(sel, "agent") != nil)
+	found, err := t.loadConversation(ctx, id, sel)
 	if turnsRead != nil {
 		err = cmp.Or(err, <-turnsRead)
 	}
-	if err != nil || conv == nil {
+	if err != nil || !found {
 		return false, err // not there, not theirs, or its user or agent out of reach: the resolvers say so
 	}
-	t.conv = conv
-	if turns == nil {
-		return true, nil
-	}
-	if len(t.turns) == 0 {
+	if turns == nil || len(t.turns) == 0 {
 		return true, nil
 	}
 	t.turnIDs = t.turnIDs[:0]
@@ -550,77 +678,64 @@ func (t *fastRead) load(ctx context.Context, id int, sel []selField) (bool, erro
 
 // loadConversation reads conversation id, with its user and agent when
 // asked, in one statement: each joined as a subquery limited by its own
-// policy, so a user or agent out of reach reads as absent, and then nil
+// policy, so a user or agent out of reach reads as absent, and then false
 // is returned, as for a conversation out of reach.
-func (t *fastRead) loadConversation(ctx context.Context, id int, withUser, withAgent bool) (*ent.Conversation, error) {
+func (t *fastRead) loadConversation(ctx context.Context, id int, sel []selField) (bool, error) {
 	b := t.builder()
-	var (
-		cv                   ent.Conversation
-		title                sql.NullString
-		createdAt, updatedAt sql.NullTime
-		archivedAt           sql.NullTime
-		turnsCount           int64
-		userID, agentID      sql.NullInt64
-		userName, department sql.NullString
-		agentName            sql.NullString
-	)
+	var userID, agentID sql.NullInt64
 	c := t.newColumns(b, conversation.Table)
-	c.add(true, conversation.FieldID, &cv.ID)
-	c.add(true, conversation.FieldTitle, &title)
-	c.addTime(true, conversation.FieldCreatedAt, &createdAt)
-	c.addTime(true, conversation.FieldUpdatedAt, &updatedAt)
-	c.addTime(true, conversation.FieldArchivedAt, &archivedAt)
-	c.add(true, conversation.FieldTurnsCount, &turnsCount)
+	c.add(true, conversation.FieldID, &t.convID)
+	c.selected(sel, c.table.C)
 	s := b.Select().From(c.table).Where(entsql.EQ(c.table.C(conversation.FieldID), id))
-	if withUser {
-		ut := entsql.Table(user.Table)
-		us, err := scoped(ctx, user.Policy, entsql.Select(ut.C(user.FieldID), ut.C(user.FieldName), ut.C(user.FieldDepartment)).From(ut))
-		if err != nil {
-			return nil, err
+	// join adds the subquery of table, as alias, limited by policy, and
+	// the columns f selects of it.
+	join := func(f *selField, table, alias, fk string, policy entgo.Policy, id *sql.NullInt64) error {
+		var cols []string
+		for _, k := range f.kids {
+			if k.col != nil && k.col.column != "id" && !slices.Contains(cols, k.col.column) {
+				cols = append(cols, k.col.column)
+			}
 		}
-		us.As("u")
-		s.LeftJoin(us).On(c.table.C(conversation.FieldUserID), us.C(user.FieldID))
-		c.names = append(c.names, us.C(user.FieldID), us.C(user.FieldName), us.C(user.FieldDepartment))
-		c.dest = append(c.dest, &userID, &userName, &department)
+		jt := entsql.Table(table)
+		names := []string{jt.C("id")}
+		for _, col := range cols {
+			names = append(names, jt.C(col))
+		}
+		js, err := scoped(ctx, policy, entsql.Select(names...).From(jt))
+		if err != nil {
+			return err
+		}
+		js.As(alias)
+		s.LeftJoin(js).On(c.table.C(fk), js.C("id"))
+		c.names, c.dest = append(c.names, js.C("id")), append(c.dest, id)
+		c.joined(f.kids, js.C, id)
+		return nil
 	}
-	if withAgent {
-		at := entsql.Table(agent.Table)
-		as, err := scoped(ctx, agent.Policy, entsql.Select(at.C(agent.FieldID), at.C(agent.FieldName)).From(at))
-		if err != nil {
-			return nil, err
+	u, a := find(sel, "user"), find(sel, "agent")
+	if u != nil {
+		if err := join(u, user.Table, "u", conversation.FieldUserID, user.Policy, &userID); err != nil {
+			return false, err
 		}
-		as.As("a")
-		s.LeftJoin(as).On(c.table.C(conversation.FieldAgentID), as.C(agent.FieldID))
-		c.names = append(c.names, as.C(agent.FieldID), as.C(agent.FieldName))
-		c.dest = append(c.dest, &agentID, &agentName)
+	}
+	if a != nil {
+		if err := join(a, agent.Table, "a", conversation.FieldAgentID, agent.Policy, &agentID); err != nil {
+			return false, err
+		}
 	}
 	s.Select(c.names...)
 	s, err := scoped(ctx, conversation.Policy, s)
 	if err != nil {
-		return nil, err
+		return false, err
 	}
 	found := false
-	err = t.query(ctx, s, &c, func() error {
+	err = t.query(ctx, s, &c, atConversation, func(int) error {
 		found = true
 		return nil
 	})
-	if err != nil || !found || withUser && !userID.Valid || withAgent && !agentID.Valid {
-		return nil, err
+	if err != nil || !found || u != nil && !userID.Valid || a != nil && !agentID.Valid {
+		return false, err
 	}
-	if title.Valid {
-		cv.Title = &title.String
-	}
-	cv.CreatedAt, cv.UpdatedAt, cv.TurnsCount = createdAt.Time, updatedAt.Time, int(turnsCount)
-	if archivedAt.Valid {
-		cv.ArchivedAt = &archivedAt.Time
-	}
-	if withUser {
-		cv.Edges.User = &ent.User{ID: int(userID.Int64), Name: userName.String, Department: department.String}
-	}
-	if withAgent {
-		cv.Edges.Agent = &ent.Agent{ID: int(agentID.Int64), Name: agentName.String}
-	}
-	return &cv, nil
+	return true, nil
 }
 
 // dialectBuilder is the statement builder of the driver's dialect.
@@ -632,28 +747,7 @@ func (t *fastRead) loadTurns(ctx context.Context, convID int, p page, sel []selF
 	c := t.newColumns(b, turn.Table)
 	c.add(true, turn.FieldID, &r.id)
 	c.add(true, turn.FieldNumber, &r.number)
-	for _, f := range sel {
-		switch f.name {
-		case "status":
-			c.add(true, turn.FieldStatus, &r.status)
-		case "startedAt":
-			c.addTime(true, turn.FieldStartedAt, &r.startedAt)
-		case "finishedAt":
-			c.addTime(true, turn.FieldFinishedAt, &r.finishedAt)
-		case "timeZone":
-			c.add(true, turn.FieldTimeZone, &r.timeZone)
-		case "userText":
-			c.add(true, turn.FieldUserText, &r.userText)
-		case "answer":
-			c.add(true, turn.FieldAnswer, &r.answer)
-		case "error":
-			c.add(true, turn.FieldError, &r.errText)
-		case "replayed":
-			c.add(true, turn.FieldReplayed, &r.replayed)
-		case "superseded":
-			c.add(true, turn.FieldSuperseded, &r.superseded)
-		}
-	}
+	c.selected(sel, c.table.C)
 	sel0 := b.Select(c.names...).From(c.table).Where(entsql.EQ(c.table.C(turn.FieldConversationID), convID))
 	s, err := scoped(ctx, turn.Policy, sel0)
 	if err != nil {
@@ -687,9 +781,10 @@ func (t *fastRead) loadTurns(ctx context.Context, convID int, p page, sel []selF
 		return column
 	}
 	s.OrderBy(order(c.table.C(turn.FieldNumber), numberDir), order(c.table.C(turn.FieldID), idDir)).Limit(p.limit + 1)
-	err = t.query(ctx, s, &c, func() error {
+	err = t.query(ctx, s, &c, atTurns, func(at int) error {
+		r.at = at
 		t.turns = append(t.turns, r)
-		t.size += 256 + len(r.userText) + len(r.answer.String) + len(r.errText.String)
+		t.size += 256 + t.textLen(atTurns, at, len(c.scans))
 		return nil
 	})
 	if err != nil {
@@ -719,6 +814,16 @@ func (t *fastRead) loadTurns(ctx context.Context, convID int, p page, sel []selF
 	return nil
 }
 
+// textLen is the length of the text in n cells of level from at, toward
+// the answer's size.
+func (t *fastRead) textLen(level, at, n int) int {
+	l := 0
+	for _, v := range t.cells[level][at : at+n] {
+		l += len(v.s)
+	}
+	return l
+}
+
 // inPage selects the rows whose column names a turn of the page read. On
 // PostgreSQL it is one array of the turns' ids (column = ANY($1)), which
 // plans as one index scan; on SQLite, the page's range of numbers, unique
@@ -730,12 +835,16 @@ func (t *fastRead) inPage(column string) *entsql.Predicate {
 	}
 	tt := entsql.Table(turn.Table)
 	return entsql.In(column, entsql.Select(tt.C(turn.FieldID)).From(tt).Where(entsql.And(
-		entsql.EQ(tt.C(turn.FieldConversationID), t.conv.ID),
+		entsql.EQ(tt.C(turn.FieldConversationID), t.convID),
 		entsql.GTE(tt.C(turn.FieldNumber), t.lo),
 		entsql.LTE(tt.C(turn.FieldNumber), t.hi),
 	)))
 }
 
+// loadToolCalls reads the page's tool calls, with their results when
+// asked, in one statement: the results joined as a subquery limited by
+// their own policy, so a result out of reach reads as none, as the
+// resolver reads it.
 func (t *fastRead) loadToolCalls(ctx context.Context, sel []selField) error {
 	b := t.builder()
 	var (
@@ -744,48 +853,34 @@ func (t *fastRead) loadToolCalls(ctx context.Context, sel []selField) error {
 	)
 	c := t.newColumns(b, toolcall.Table)
 	c.add(true, toolcall.FieldTurnID, &r.turnID)
-	var result *selField
-	for i, f := range sel {
-		switch f.name {
-		case "id":
-			c.add(true, toolcall.FieldID, &r.id)
-		case "position":
-			c.add(true, toolcall.FieldPosition, &r.position)
-		case "name":
-			c.add(true, toolcall.FieldName, &r.name)
-		case "arguments":
-			c.add(true, toolcall.FieldArguments, &r.arguments)
-		case "outcome":
-			c.add(true, toolcall.FieldOutcome, &r.outcome)
-		case "attempts":
-			c.add(true, toolcall.FieldAttempts, &r.attempts)
-		case "message":
-			c.add(true, toolcall.FieldMessage, &r.message)
-		case "ref":
-			c.add(true, toolcall.FieldRef, &r.ref)
-		case "guardrail":
-			c.add(true, toolcall.FieldGuardrail, &r.guardrail)
-		case "argumentsRef":
-			c.add(true, toolcall.FieldArgumentsRef, &r.argsRef)
-		case "startedAt":
-			c.addTime(true, toolcall.FieldStartedAt, &r.startedAt)
-		case "finishedAt":
-			c.addTime(true, toolcall.FieldFinishedAt, &r.finishedAt)
-		case "failures":
-			c.add(true, toolcall.FieldFailures, &failures)
-		case "result":
-			c.add(true, toolcall.FieldResultID, &r.resultID)
-			result = &sel[i]
+	c.add(find(sel, "failures") != nil, toolcall.FieldFailures, &failures)
+	c.selected(sel, c.table.C)
+	s := b.Select().From(c.table).Where(t.inPage(c.table.C(toolcall.FieldTurnID)))
+	if result := find(sel, "result"); result != nil {
+		rt := entsql.Table(storedresult.Table)
+		names := []string{rt.C(storedresult.FieldID)}
+		for _, k := range result.kids {
+			if k.col != nil && k.col.column != storedresult.FieldID && !slices.Contains(names, rt.C(k.col.column)) {
+				names = append(names, rt.C(k.col.column))
+			}
 		}
+		rs, err := scoped(ctx, storedresult.Policy, entsql.Select(names...).From(rt))
+		if err != nil {
+			return err
+		}
+		rs.As("r")
+		s.LeftJoin(rs).On(c.table.C(toolcall.FieldResultID), rs.C(storedresult.FieldID))
+		c.names, c.dest = append(c.names, rs.C(storedresult.FieldID)), append(c.dest, &r.resultID)
+		c.joined(result.kids, rs.C, &r.resultID)
 	}
-	s, err := scoped(ctx, toolcall.Policy, b.Select(c.names...).From(c.table).
-		Where(t.inPage(c.table.C(toolcall.FieldTurnID))))
+	s.Select(c.names...)
+	s, err := scoped(ctx, toolcall.Policy, s)
 	if err != nil {
 		return err
 	}
 	s.OrderBy(c.table.C(toolcall.FieldTurnID), c.table.C(toolcall.FieldPosition))
-	t.resultIDs = t.resultIDs[:0]
-	err = t.query(ctx, s, &c, func() error {
+	return t.query(ctx, s, &c, atToolCalls, func(at int) error {
+		r.at = at
 		r.failures = nil
 		if len(failures) > 0 && string(failures) != "null" && string(failures) != "[]" {
 			if err := json.Unmarshal(failures, &r.failures); err != nil {
@@ -794,28 +889,9 @@ func (t *fastRead) loadToolCalls(ctx context.Context, sel []selField) error {
 		}
 		extend(t.toolSpans, r.turnID, len(t.toolCalls))
 		t.toolCalls = append(t.toolCalls, r)
-		t.size += 192 + len(r.arguments) + len(r.message.String)
-		if r.resultID.Valid {
-			t.resultIDs = append(t.resultIDs, r.resultID.Int64)
-		}
+		t.size += 352 + t.textLen(atToolCalls, at, len(c.scans))
 		return nil
 	})
-	if err != nil || result == nil || len(t.resultIDs) == 0 {
-		return err
-	}
-	return t.loadResults(ctx, result.kids)
-}
-
-// resultsRead selects the results of the tool calls read: on PostgreSQL
-// by one array of their ids, planned and run in a third of the time a
-// subquery through the tool calls takes there; on SQLite by that subquery.
-func (t *fastRead) resultsRead(results *entsql.SelectTable) *entsql.Predicate {
-	if t.drv.Dialect() == dialect.Postgres {
-		return anyOf(results.C(storedresult.FieldID), t.resultIDs)
-	}
-	tc := entsql.Table(toolcall.Table)
-	return entsql.In(results.C(storedresult.FieldID),
-		entsql.Select(tc.C(toolcall.FieldResultID)).From(tc).Where(t.inPage(tc.C(toolcall.FieldTurnID))))
 }
 
 // anyOf is PostgreSQL's column = ANY($1), one argument for all of ids.
@@ -846,72 +922,25 @@ func (a idArray) Value() (driver.Value, error) {
 	return append(b, '}'), nil
 }
 
-func (t *fastRead) loadResults(ctx context.Context, sel []selField) error {
-	b := t.builder()
-	var r resultRow
-	c := t.newColumns(b, storedresult.Table)
-	c.add(true, storedresult.FieldID, &r.id)
-	for _, f := range sel {
-		switch f.name {
-		case "ref":
-			c.add(true, storedresult.FieldRef, &r.ref)
-		case "kind":
-			c.add(true, storedresult.FieldKind, &r.kind)
-		case "chars":
-			c.add(true, storedresult.FieldChars, &r.chars)
-		case "bytes":
-			c.add(true, storedresult.FieldBytes, &r.bytes)
-		case "items":
-			c.add(true, storedresult.FieldItems, &r.items)
-		case "truncatedAtSource":
-			c.add(true, storedresult.FieldTruncatedAtSource, &r.truncatedAtSource)
-		case "createdAt":
-			c.addTime(true, storedresult.FieldCreatedAt, &r.createdAt)
-		case "updatedAt":
-			c.addTime(true, storedresult.FieldUpdatedAt, &r.updatedAt)
-		}
-	}
-	s, err := scoped(ctx, storedresult.Policy, b.Select(c.names...).From(c.table).Where(t.resultsRead(c.table)))
-	if err != nil {
-		return err
-	}
-	return t.query(ctx, s, &c, func() error {
-		t.resultAt[r.id] = len(t.results)
-		t.results = append(t.results, r)
-		t.size += 160 + len(r.ref)
-		return nil
-	})
-}
-
 func (t *fastRead) loadModelCalls(ctx context.Context, sel []selField, stats bool) error {
 	b := t.builder()
 	var r modelCallRow
 	c := t.newColumns(b, modelcall.Table)
 	c.add(true, modelcall.FieldTurnID, &r.turnID)
-	want := map[string]bool{}
-	for _, f := range sel {
-		want[f.name] = true
-	}
-	c.add(want["step"], modelcall.FieldStep, &r.step)
-	c.add(want["kind"], modelcall.FieldKind, &r.kind)
-	c.add(want["model"], modelcall.FieldModel, &r.model)
-	c.add(want["text"], modelcall.FieldText, &r.text)
-	c.add(want["provider"], modelcall.FieldProvider, &r.provider)
-	c.addTime(want["startedAt"], modelcall.FieldStartedAt, &r.startedAt)
-	c.add(want["durationMs"], modelcall.FieldDurationMs, &r.durationMs)
-	c.add(want["inputTokens"] || stats, modelcall.FieldInputTokens, &r.inputTokens)
-	c.add(want["cacheReadTokens"] || stats, modelcall.FieldCacheReadTokens, &r.cacheReadTokens)
-	c.add(want["cacheWriteTokens"] || stats, modelcall.FieldCacheWriteTokens, &r.cacheWriteTokens)
-	c.add(want["outputTokens"], modelcall.FieldOutputTokens, &r.outputTokens)
-	c.add(want["prefixTokens"] || stats, modelcall.FieldPrefixTokens, &r.prefixTokens)
-	c.add(want["costAmount"], modelcall.FieldCostMicros, &r.costMicros)
+	c.add(stats, modelcall.FieldInputTokens, &r.inputTokens)
+	c.add(stats, modelcall.FieldCacheReadTokens, &r.cacheReadTokens)
+	c.add(stats, modelcall.FieldCacheWriteTokens, &r.cacheWriteTokens)
+	c.add(stats, modelcall.FieldPrefixTokens, &r.prefixTokens)
+	c.add(find(sel, "costAmount") != nil, modelcall.FieldCostMicros, &r.costMicros)
+	c.selected(sel, c.table.C)
 	s, err := scoped(ctx, modelcall.Policy, b.Select(c.names...).From(c.table).
 		Where(t.inPage(c.table.C(modelcall.FieldTurnID))))
 	if err != nil {
 		return err
 	}
 	s.OrderBy(c.table.C(modelcall.FieldTurnID), c.table.C(modelcall.FieldStep))
-	return t.query(ctx, s, &c, func() error {
+	return t.query(ctx, s, &c, atModelCalls, func(at int) error {
+		r.at = at
 		extend(t.modelSpans, r.turnID, len(t.modelCalls))
 		t.modelCalls = append(t.modelCalls, r)
 		return nil
@@ -919,60 +948,44 @@ func (t *fastRead) loadModelCalls(ctx context.Context, sel []selField, stats boo
 }
 
 // The writers below append a type's selected fields as gqlgen writes them:
-// keys in selection order, each value through the encoder gqlgen's own
-// marshaller for that scalar uses.
+// keys in selection order, a column's value as gqlgen's marshaller for its
+// scalar writes it (appendCell), the rest by hand.
 
-func (t *fastRead) conversation(b []byte, sel []selField) []byte {
-	c := t.conv
+// appendFields writes an object of the selected fields: a column from
+// cells, __typename as typename, and any other by computed.
+func appendFields(b []byte, sel []selField, cells []colValue, typename string, computed func([]byte, *selField) []byte) []byte {
 	b = append(b, '{')
-	for i, f := range sel {
+	for i := range sel {
+		f := &sel[i]
 		b = key(b, i, f.alias)
-		switch f.name {
-		case "id":
-			b = appendID(b, c.ID)
-		case "title":
-			b = appendStringPtr(b, c.Title)
-		case "createdAt":
-			b = appendTime(b, c.CreatedAt)
-		case "updatedAt":
-			b = appendTime(b, c.UpdatedAt)
-		case "archivedAt":
-			if c.ArchivedAt == nil {
-				b = append(b, "null"...)
-			} else {
-				b = appendTime(b, *c.ArchivedAt)
-			}
-		case "turnsCount":
-			b = strconv.AppendInt(b, int64(c.TurnsCount), 10)
-		case "user":
-			b = appendObject(b, f.kids, func(b []byte, f selField) []byte {
-				switch f.name {
-				case "id":
-					return appendID(b, c.Edges.User.ID)
-				case "name":
-					return appendString(b, c.Edges.User.Name)
-				case "department":
-					return appendString(b, c.Edges.User.Department)
-				}
-				return appendString(b, "User")
-			})
-		case "agent":
-			b = appendObject(b, f.kids, func(b []byte, f selField) []byte {
-				switch f.name {
-				case "id":
-					return appendID(b, c.Edges.Agent.ID)
-				case "name":
-					return appendString(b, c.Edges.Agent.Name)
-				}
-				return appendString(b, "Agent")
-			})
-		case "turns":
-			b = t.connection(b, f.kids)
-		case "__typename":
-			b = appendString(b, "Conversation")
+		switch {
+		case f.col != nil:
+			b = appendCell(b, f.col, &cells[f.slot])
+		case f.name == "__typename":
+			b = appendString(b, typename)
+		default:
+			b = computed(b, f)
 		}
 	}
 	return append(b, '}')
+}
+
+// noComputed is computed for a type with columns only.
+func noComputed(b []byte, _ *selField) []byte { return append(b, "null"...) }
+
+func (t *fastRead) conversation(b []byte, sel []selField) []byte {
+	cells := t.cells[atConversation]
+	return appendFields(b, sel, cells, "Conversation", func(b []byte, f *selField) []byte {
+		switch f.name {
+		case "user":
+			return appendFields(b, f.kids, cells, "User", noComputed)
+		case "agent":
+			return appendFields(b, f.kids, cells, "Agent", noComputed)
+		case "turns":
+			return t.connection(b, f.kids)
+		}
+		return append(b, "null"...)
+	})
 }
 
 func (t *fastRead) connection(b []byte, sel []selField) []byte {
@@ -1023,30 +1036,8 @@ func (t *fastRead) connection(b []byte, sel []selField) []byte {
 }
 
 func (t *fastRead) turn(b []byte, tu *turnRow, sel []selField) []byte {
-	return appendObject(b, sel, func(b []byte, f selField) []byte {
+	return appendFields(b, sel, t.cells[atTurns][tu.at:], "Turn", func(b []byte, f *selField) []byte {
 		switch f.name {
-		case "id":
-			return appendID(b, int(tu.id))
-		case "number":
-			return strconv.AppendInt(b, tu.number, 10)
-		case "status":
-			return appendEnum(b, tu.status)
-		case "startedAt":
-			return appendNullTime(b, tu.startedAt)
-		case "finishedAt":
-			return appendNullTime(b, tu.finishedAt)
-		case "timeZone":
-			return appendString(b, tu.timeZone)
-		case "userText":
-			return appendString(b, tu.userText)
-		case "answer":
-			return appendNullString(b, tu.answer)
-		case "error":
-			return appendNullString(b, tu.errText)
-		case "replayed":
-			return strconv.AppendBool(b, tu.replayed)
-		case "superseded":
-			return strconv.AppendBool(b, tu.superseded)
 		case "promptStats":
 			// As promptStats (turn.go) sums them for the resolver.
 			calls := t.turnModelCalls(tu.id)
@@ -1077,7 +1068,7 @@ func (t *fastRead) turn(b []byte, tu *turnRow, sel []selField) []byte {
 				if i > 0 {
 					b = append(b, ',')
 				}
-				b = modelCallJSON(b, &calls[i], f.kids)
+				b = t.modelCall(b, &calls[i], f.kids)
 			}
 			return append(b, ']')
 		case "toolCalls":
@@ -1092,7 +1083,7 @@ func (t *fastRead) turn(b []byte, tu *turnRow, sel []selField) []byte {
 			}
 			return append(b, ']')
 		}
-		return appendString(b, "Turn")
+		return append(b, "null"...)
 	})
 }
 
@@ -1102,77 +1093,26 @@ func (t *fastRead) turnModelCalls(id int64) []modelCallRow {
 	return t.modelCalls[sp.lo:sp.hi]
 }
 
-func modelCallJSON(b []byte, m *modelCallRow, sel []selField) []byte {
-	return appendObject(b, sel, func(b []byte, f selField) []byte {
-		switch f.name {
-		case "step":
-			return strconv.AppendInt(b, m.step, 10)
-		case "kind":
-			return appendEnum(b, m.kind)
-		case "model":
-			return appendString(b, m.model)
-		case "text":
-			return appendString(b, m.text)
-		case "provider":
-			return appendString(b, m.provider)
-		case "startedAt":
-			return appendNullTime(b, m.startedAt)
-		case "durationMs":
-			return strconv.AppendInt(b, m.durationMs, 10)
-		case "inputTokens":
-			return strconv.AppendInt(b, m.inputTokens, 10)
-		case "cacheReadTokens":
-			return strconv.AppendInt(b, m.cacheReadTokens, 10)
-		case "cacheWriteTokens":
-			return strconv.AppendInt(b, m.cacheWriteTokens, 10)
-		case "outputTokens":
-			return strconv.AppendInt(b, m.outputTokens, 10)
-		case "prefixTokens":
-			return strconv.AppendInt(b, m.prefixTokens, 10)
-		case "costAmount":
-			return appendObject(b, f.kids, func(b []byte, f selField) []byte {
-				switch f.name {
-				case "amount":
-					return appendString(b, schematype.Micros(m.costMicros).Amount())
-				case "micros":
-					return strconv.AppendInt(b, m.costMicros, 10)
-				case "currency":
-					return appendString(b, schematype.Currency)
-				}
-				return appendString(b, "Money")
-			})
-		}
-		return appendString(b, "ModelCall")
+func (t *fastRead) modelCall(b []byte, m *modelCallRow, sel []selField) []byte {
+	return appendFields(b, sel, t.cells[atModelCalls][m.at:], "ModelCall", func(b []byte, f *selField) []byte {
+		// costAmount, the one field computed.
+		return appendObject(b, f.kids, func(b []byte, f selField) []byte {
+			switch f.name {
+			case "amount":
+				return appendString(b, schematype.Micros(m.costMicros).Amount())
+			case "micros":
+				return strconv.AppendInt(b, m.costMicros, 10)
+			case "currency":
+				return appendString(b, schematype.Currency)
+			}
+			return appendString(b, "Money")
+		})
 	})
 }
 
 func (t *fastRead) toolCall(b []byte, c *toolCallRow, sel []selField) []byte {
-	return appendObject(b, sel, func(b []byte, f selField) []byte {
+	return appendFields(b, sel, t.cells[atToolCalls][c.at:], "ToolCall", func(b []byte, f *selField) []byte {
 		switch f.name {
-		case "id":
-			return appendID(b, int(c.id))
-		case "position":
-			return strconv.AppendInt(b, c.position, 10)
-		case "name":
-			return appendString(b, c.name)
-		case "arguments":
-			return appendString(b, c.arguments)
-		case "outcome":
-			return appendEnum(b, c.outcome)
-		case "attempts":
-			return strconv.AppendInt(b, c.attempts, 10)
-		case "message":
-			return appendNullString(b, c.message)
-		case "ref":
-			return appendNullString(b, c.ref)
-		case "guardrail":
-			return appendNullString(b, c.guardrail)
-		case "argumentsRef":
-			return appendNullString(b, c.argsRef)
-		case "startedAt":
-			return appendNullTime(b, c.startedAt)
-		case "finishedAt":
-			return appendNullTime(b, c.finishedAt)
 		case "failures":
 			b = append(b, '[')
 			for i := range c.failures {
@@ -1196,36 +1136,12 @@ func (t *fastRead) toolCall(b []byte, c *toolCallRow, sel []selField) []byte {
 			}
 			return append(b, ']')
 		case "result":
-			at, found := t.resultAt[c.resultID.Int64]
-			if !c.resultID.Valid || !found {
+			if !c.resultID.Valid {
 				return append(b, "null"...)
 			}
-			r := &t.results[at]
-			return appendObject(b, f.kids, func(b []byte, f selField) []byte {
-				switch f.name {
-				case "id":
-					return appendID(b, int(r.id))
-				case "ref":
-					return appendString(b, r.ref)
-				case "kind":
-					return appendEnum(b, r.kind)
-				case "chars":
-					return strconv.AppendInt(b, r.chars, 10)
-				case "bytes":
-					return strconv.AppendInt(b, r.bytes, 10)
-				case "items":
-					return strconv.AppendInt(b, r.items, 10)
-				case "truncatedAtSource":
-					return strconv.AppendBool(b, r.truncatedAtSource)
-				case "createdAt":
-					return appendNullTime(b, r.createdAt)
-				case "updatedAt":
-					return appendNullTime(b, r.updatedAt)
-				}
-				return appendString(b, "StoredResult")
-			})
+			return appendFields(b, f.kids, t.cells[atToolCalls][c.at:], "StoredResult", noComputed)
 		}
-		return appendString(b, "ToolCall")
+		return append(b, "null"...)
 	})
 }
 
@@ -1263,30 +1179,9 @@ func appendTime(b []byte, v time.Time) []byte {
 	return append(b, '"')
 }
 
-func appendNullTime(b []byte, v sql.NullTime) []byte {
-	if !v.Valid {
-		return append(b, "null"...)
-	}
-	return appendTime(b, v.Time)
-}
-
-func appendNullString(b []byte, s sql.NullString) []byte {
-	if !s.Valid {
-		return append(b, "null"...)
-	}
-	return appendString(b, s.String)
-}
-
 // appendEnum writes an enum's value as its MarshalGQL does (ent's enums,
 // schematype's kinds): quoted by strconv.Quote.
 func appendEnum(b []byte, v string) []byte { return strconv.AppendQuote(b, v) }
-
-func appendStringPtr(b []byte, s *string) []byte {
-	if s == nil {
-		return append(b, "null"...)
-	}
-	return appendString(b, *s)
-}
 
 const hexDigits = "0123456789ABCDEF"
 
@@ -1339,7 +1234,8 @@ func (t *fastRead) appendMarshaler(b []byte, m graphql.Marshaler) []byte {
 }
 
 // transcriptTypes are the types whose every field the hot path writes,
-// but those named in resolvedFields (TestTranscriptFieldsServed).
+// but those named in resolvedFields (TestTranscriptFieldsServed, which
+// also walks the types of computedFields and fastEntities).
 var transcriptTypes = []string{"Conversation", "Turn", "ModelCall", "ToolCall", "StoredResult"}
 
 // resolvedFields are the transcript types' fields the hot path leaves to
@@ -1360,4 +1256,10 @@ var resolvedFields = map[string][]string{
 	// evidence and repairs are JSON columns a resolver reads only when
 	// asked; turn goes back up the graph; approval is a row of its own.
 	"ToolCall": {"evidence", "repairs", "turn", "approval"},
+	// A count of its own statement.
+	"TurnConnection": {"totalCount"},
+	// The organisation's, another entity's; and lists of the agent's,
+	// JSON columns, and its approval rules, rows of their own.
+	"User":  {"organizationName", "organization"},
+	"Agent": {"approvals", "tools", "skills"},
 }

@@ -1,25 +1,45 @@
 package graph
 
 import (
+	"io"
+	"reflect"
 	"slices"
+	"strconv"
+	"strings"
 	"testing"
 
+	"github.com/stretchr/testify/require"
+	"github.com/vektah/gqlparser/v2"
+	"github.com/vektah/gqlparser/v2/ast"
+
+	"github.com/toolgate/toolgate/ent/turn"
 	"github.com/toolgate/toolgate/graph/generated"
 )
 
-// TestTranscriptFieldsServed walks the schema's transcript types and fails
-// for a field the hot path neither writes nor names in resolvedFields, the
+// TestTranscriptFieldsServed walks the schema's types the hot path writes
+// and fails for a field it neither writes nor names in resolvedFields, the
 // one list of what falls back to the resolvers: a field added to these
 // types must be served, or named there.
 func TestTranscriptFieldsServed(t *testing.T) {
 	schema := generated.NewExecutableSchema(generated.Config{}).Schema()
-	for _, typ := range transcriptTypes {
+	types := slices.Clone(transcriptTypes)
+	for typ := range computedFields {
+		if !slices.Contains(types, typ) {
+			types = append(types, typ)
+		}
+	}
+	for typ := range fastEntities {
+		if !slices.Contains(types, typ) {
+			types = append(types, typ)
+		}
+	}
+	for _, typ := range types {
 		def := schema.Types[typ]
 		if def == nil {
 			t.Fatalf("no type %s in the schema", typ)
 		}
 		for _, f := range def.Fields {
-			if _, fast := fastTypes[typ][f.Name]; fast {
+			if _, fast := fastSchema()[typ][f.Name]; fast {
 				continue
 			}
 			if !slices.Contains(resolvedFields[typ], f.Name) {
@@ -32,6 +52,115 @@ func TestTranscriptFieldsServed(t *testing.T) {
 			if schema.Types[typ].Fields.ForName(name) == nil {
 				t.Errorf("resolvedFields names %s.%s, which the schema has not", typ, name)
 			}
+			if _, fast := fastSchema()[typ][name]; fast {
+				t.Errorf("resolvedFields names %s.%s, which the hot path writes", typ, name)
+			}
 		}
 	}
+}
+
+// TestTranscriptColumnsDerived proves the hot path's knowledge of columns
+// comes from the schema: every scalar of the transcript's entities that is
+// not computed is a column derived from the GraphQL schema and the ent
+// entity, no list of the hot path names one, and a field added to a schema
+// and an entity is derived with nothing else changed, while one with a
+// resolver, a directive or a type the hot path cannot write as gqlgen does
+// is not.
+func TestTranscriptColumnsDerived(t *testing.T) {
+	schema := generated.NewExecutableSchema(generated.Config{}).Schema()
+	derived := 0
+	for typ, e := range fastEntities {
+		cols := deriveColumns(schema, typ, e)
+		for name := range computedFields[typ] {
+			require.NotContains(t, cols, name, "%s.%s is a column: computedFields should not name it", typ, name)
+		}
+		for _, f := range schema.Types[typ].Fields {
+			named := schema.Types[f.Type.Name()]
+			if named.Kind != ast.Scalar && named.Kind != ast.Enum || slices.Contains(resolvedFields[typ], f.Name) {
+				continue
+			}
+			if _, computed := computedFields[typ][f.Name]; computed {
+				continue
+			}
+			require.Contains(t, cols, f.Name, "%s.%s", typ, f.Name)
+			require.Equal(t, cols[f.Name], fastSchema()[typ][f.Name].col)
+			derived++
+		}
+	}
+	// The transcript's own: the conversation's 6, the turn's 11, the model
+	// call's 12, the tool call's 12, the result's 9, and the user's and
+	// agent's.
+	require.Greater(t, derived, 50)
+	require.Equal(t, &fastColumn{name: "userText", column: turn.FieldUserText, kind: kindString, nonNull: true}, fastSchema()["Turn"]["userText"].col)
+	require.Equal(t, &fastColumn{name: "finishedAt", column: turn.FieldFinishedAt, kind: kindTime, nullable: true}, fastSchema()["Turn"]["finishedAt"].col)
+	require.Equal(t, kindEnum, fastSchema()["Turn"]["status"].col.kind)
+	require.Equal(t, kindID, fastSchema()["Turn"]["id"].col.kind)
+
+	// A schema and an entity with fields added, and nothing else.
+	added := gqlparser.MustLoadSchema(&ast.Source{Input: `
+		scalar Time
+		directive @admin on FIELD_DEFINITION
+		enum Mood { HAPPY SAD }
+		type Query { note: Note }
+		type Note {
+			id: ID!
+			body: String!
+			heading: String
+			stars: Int!
+			seen: Boolean!
+			writtenAt: Time
+			mood: Mood!
+			loudMood: Mood!
+			secret: String @admin
+			tags: [String!]!
+			summary: String!
+			shout(loud: Boolean): String!
+			notAColumn: String
+		}`})
+	type note struct {
+		ID         int        `json:"id,omitempty"`
+		Body       string     `json:"body,omitempty"`
+		Heading    *string    `json:"heading,omitempty"`
+		Stars      int        `json:"stars,omitempty"`
+		Seen       bool       `json:"seen,omitempty"`
+		WrittenAt  *timeAlias `json:"written_at,omitempty"`
+		Mood       mood       `json:"mood,omitempty"`
+		LoudMood   loudMood   `json:"loud_mood,omitempty"`
+		Secret     *string    `json:"secret,omitempty"`
+		Tags       []string   `json:"tags,omitempty"`
+		Summary    string     `json:"summary,omitempty"`
+		Shout      string     `json:"shout,omitempty"`
+		NotAColumn string     `json:"-"`
+	}
+	type noteResolver interface {
+		Summary() (string, error)
+	}
+	cols := deriveColumns(added, "Note", fastEntity{
+		typ:      reflect.TypeFor[note](),
+		columns:  []string{"id", "body", "heading", "stars", "seen", "written_at", "mood", "loud_mood", "secret", "tags", "summary", "shout"},
+		resolver: reflect.TypeFor[noteResolver](),
+	})
+	require.Equal(t, map[string]*fastColumn{
+		"id":      {name: "id", column: "id", kind: kindID, nonNull: true},
+		"body":    {name: "body", column: "body", kind: kindString, nonNull: true},
+		"heading": {name: "heading", column: "heading", kind: kindString, nullable: true},
+		"stars":   {name: "stars", column: "stars", kind: kindInt, nonNull: true},
+		"seen":    {name: "seen", column: "seen", kind: kindBool, nonNull: true},
+		"mood":    {name: "mood", column: "mood", kind: kindEnum, nonNull: true},
+	}, cols, "writtenAt is not a time.Time, loudMood's MarshalGQL writes another text, secret has a directive, "+
+		"tags is a list, summary has a resolver, shout arguments, notAColumn no column")
+}
+
+// timeAlias is a type named like a time, which the hot path must not
+// write as one.
+type timeAlias struct{}
+
+type mood string
+
+func (m mood) MarshalGQL(w io.Writer) { _, _ = io.WriteString(w, strconv.Quote(string(m))) }
+
+type loudMood string
+
+func (m loudMood) MarshalGQL(w io.Writer) {
+	_, _ = io.WriteString(w, strconv.Quote(strings.ToLower(string(m))))
 }
