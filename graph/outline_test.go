@@ -78,7 +78,7 @@ func TestApprovalsOperationsValidate(t *testing.T) {
 		section = section[len(doc):]
 		q, gerr := parser.ParseQuery(&ast.Source{Name: "docs/api.md", Input: doc})
 		require.Nil(t, gerr, doc)
-		require.Empty(t, validator.Validate(s, q), doc)
+		require.Empty(t, validator.ValidateWithRules(s, q, nil), doc)
 		n++
 	}
 	require.Equal(t, 3, n, "registerApplication, what waits, decideToolCalls")
