@@ -80,14 +80,16 @@ func TestPageServesItsAssets(t *testing.T) {
 }
 
 // mutations are the console's documents that change something.
-var mutations = map[string]bool{"revoke_token": true, "set_role": true, "deactivate_user": true, "reactivate_user": true}
+var mutations = map[string]bool{"revoke_token": true, "set_role": true, "deactivate_user": true, "reactivate_user": true,
+	"update_agent": true, "archive_agent": true, "delete_agent": true, "delete_knowledge_base": true, "delete_document": true, "delete_skill": true}
 
 // Every document is one named operation, parsed; app.js names each by its
-// file. Reads are queries; the mutations are the People & tokens view's.
+// file. Reads are queries; the mutations are the People & tokens view's,
+// the Agents view's and the Knowledge & skills view's.
 func TestOperationsAreNamedQueries(t *testing.T) {
 	t.Parallel()
 	ops := console.Operations()
-	require.Len(t, ops, 15)
+	require.Len(t, ops, 24)
 	for name, doc := range ops {
 		q, err := parser.ParseQuery(&ast.Source{Name: name, Input: doc})
 		require.Nil(t, err, name)
