@@ -97,7 +97,7 @@ func TestAdminConsoleInBrowser(t *testing.T) {
 	wait := func(sel, text string) {
 		t.Helper()
 		_, err := chromedp.Run(ctx, chromedp.Poll[bool](`(() => { const e = document.querySelector(`+quote(sel)+`); return !!e && e.textContent.includes(`+quote(text)+`) })()`,
-			chromedp.WithPollingTimeout(30*time.Second)))
+			chromedp.WithPollingTimeout(browserWait)))
 		require.NoError(t, err, "%s shows %q", sel, text)
 	}
 	// hash moves within the page, as a link does.

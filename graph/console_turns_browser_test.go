@@ -71,7 +71,7 @@ func TestConsoleTurnsAndEstimates(t *testing.T) {
 	wait := func(sel, text string) {
 		t.Helper()
 		_, err := chromedp.Run(bctx, chromedp.Poll[bool](`(() => { const e = document.querySelector(`+quote(sel)+`); return !!e && e.textContent.includes(`+quote(text)+`) })()`,
-			chromedp.WithPollingTimeout(30*time.Second)))
+			chromedp.WithPollingTimeout(browserWait)))
 		require.NoError(t, err, "%s shows %q", sel, text)
 	}
 	waitRows := func(n int) {
