@@ -8,7 +8,6 @@ import (
 	"github.com/stretchr/testify/require"
 	"github.com/vektah/gqlparser/v2/ast"
 	"github.com/vektah/gqlparser/v2/parser"
-	"github.com/vektah/gqlparser/v2/validator"
 )
 
 // TestAPIOutlineMatchesSchema: the outline of the API in docs/api.md names
@@ -52,34 +51,4 @@ func TestAPIOutlineMatchesSchema(t *testing.T) {
 	for _, root := range []string{"Query", "Mutation", "Subscription"} {
 		require.True(t, roots[root], "the outline lists %s", root)
 	}
-}
-
-// TestApprovalsOperationsValidate: the portal's side of approvals in
-// docs/api.md (registering a policy, the query for what waits, the decision)
-// is valid against the schema as written.
-func TestApprovalsOperationsValidate(t *testing.T) {
-	t.Parallel()
-	raw, err := os.ReadFile("../docs/api.md")
-	require.NoError(t, err)
-	section := string(raw)
-	start := strings.Index(section, "## Approvals\n")
-	require.GreaterOrEqual(t, start, 0, "docs/api.md has an Approvals section")
-	section = section[start:]
-	section = section[:strings.Index(section, "\n## ")]
-	s := schema(t)
-	n := 0
-	for {
-		i := strings.Index(section, "```graphql\n")
-		if i < 0 {
-			break
-		}
-		section = section[i+len("```graphql\n"):]
-		doc := section[:strings.Index(section, "```")]
-		section = section[len(doc):]
-		q, gerr := parser.ParseQuery(&ast.Source{Name: "docs/api.md", Input: doc})
-		require.Nil(t, gerr, doc)
-		require.Empty(t, validator.ValidateWithRules(s, q, nil), doc)
-		n++
-	}
-	require.Equal(t, 3, n, "registerApplication, what waits, decideToolCalls")
 }

@@ -73,6 +73,14 @@ func Offer(a *catalog.Agent, builtins, apps []tools.Definition) Deck {
 	if a == nil || a.Loading == catalog.LoadFull {
 		return whole
 	}
+	if a.Loading != catalog.LoadDeferred {
+		// Whole wins, with no stub built, when even a deferred deck of no
+		// tokens that reads nothing back would cost more (the extra call
+		// alone), or, with no price, below the threshold.
+		if e := a.Estimate(whole.SentTokens, 0, 0); !a.Defers(e) {
+			return whole
+		}
+	}
 	if !slices.ContainsFunc(offered, func(d tools.Definition) bool { return d.Name == catalog.SchemaTool }) {
 		with := *a
 		with.Tools = append(slices.Clone(a.Tools), catalog.SchemaTool)
