@@ -17,7 +17,7 @@ func limitProcess(l Limits) error {
 	if err != nil {
 		return err
 	}
-	as := uint64(base + l.MemoryBytes)
+	as := uint64(base + l.MemoryBytes + raceHeadroom)
 	if err := syscall.Setrlimit(syscall.RLIMIT_AS, &syscall.Rlimit{Cur: as, Max: as}); err != nil {
 		return err
 	}
