@@ -14,7 +14,7 @@ import (
 	"github.com/chromedp/chromedp"
 	"github.com/stretchr/testify/require"
 
-	"github.com/toolgate/toolgate/ent/db/dbtest"
+	"github.com/toolgate/toolgate/db/dbtest"
 )
 
 // Where the console's screenshots go: TOOLGATE_SCREENSHOTS, or a temporary

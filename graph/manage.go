@@ -6,9 +6,9 @@ import (
 	"strings"
 	"time"
 
+	"github.com/toolgate/toolgate/db"
 	"github.com/toolgate/toolgate/ent"
 	"github.com/toolgate/toolgate/ent/application"
-	"github.com/toolgate/toolgate/ent/db"
 	"github.com/toolgate/toolgate/ent/turn"
 	"github.com/toolgate/toolgate/ent/user"
 	"github.com/toolgate/toolgate/graph/auth"

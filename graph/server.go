@@ -29,8 +29,8 @@ import (
 
 	"entgo.io/contrib/entgql"
 
+	"github.com/toolgate/toolgate/db"
 	"github.com/toolgate/toolgate/ent"
-	"github.com/toolgate/toolgate/ent/db"
 	"github.com/toolgate/toolgate/graph/auth"
 	"github.com/toolgate/toolgate/graph/console"
 	"github.com/toolgate/toolgate/graph/generated"

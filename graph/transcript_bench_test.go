@@ -12,7 +12,7 @@ import (
 
 	"github.com/stretchr/testify/require"
 
-	"github.com/toolgate/toolgate/ent/db/dbtest"
+	"github.com/toolgate/toolgate/db/dbtest"
 	"github.com/toolgate/toolgate/graph"
 	"github.com/toolgate/toolgate/graph/console"
 	"github.com/toolgate/toolgate/graph/gid"

@@ -429,7 +429,7 @@ type textTime struct {
 }
 
 // sqliteTime is the layout the database writes times in on SQLite, in
-// UTC (ent/db).
+// UTC (db).
 const sqliteTime = "2006-01-02 15:04:05.999999999-07:00"
 
 // newColumns starts the columns of a statement on table.

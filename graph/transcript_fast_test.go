@@ -13,8 +13,8 @@ import (
 	"github.com/stretchr/testify/require"
 	"github.com/vektah/gqlparser/v2/ast"
 
-	"github.com/toolgate/toolgate/ent/db"
-	"github.com/toolgate/toolgate/ent/db/dbtest"
+	"github.com/toolgate/toolgate/db"
+	"github.com/toolgate/toolgate/db/dbtest"
 	"github.com/toolgate/toolgate/ent/schematype"
 	"github.com/toolgate/toolgate/ent/tenancy"
 	"github.com/toolgate/toolgate/ent/toolcall"

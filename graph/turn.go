@@ -142,7 +142,7 @@ func (r *Resolver) sendMessage(ctx context.Context, in model.SendMessageInput) (
 	if err != nil {
 		return nil, err
 	}
-	// The insert's hook (ent/db) marked the conversation updated as of now.
+	// The insert's hook (db) marked the conversation updated as of now.
 	r.enqueueAfterCommit(ctx, t.ID, true)
 	return t, nil
 }

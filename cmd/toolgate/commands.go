@@ -16,7 +16,7 @@ import (
 	"github.com/prometheus/client_golang/prometheus"
 	"github.com/prometheus/client_golang/prometheus/collectors"
 
-	"github.com/toolgate/toolgate/ent/db"
+	"github.com/toolgate/toolgate/db"
 	"github.com/toolgate/toolgate/graph"
 	"github.com/toolgate/toolgate/graph/auth"
 	"github.com/toolgate/toolgate/runtime/loop"

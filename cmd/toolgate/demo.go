@@ -9,8 +9,8 @@ import (
 	"strings"
 	"time"
 
+	"github.com/toolgate/toolgate/db"
 	"github.com/toolgate/toolgate/ent/agent"
-	"github.com/toolgate/toolgate/ent/db"
 	"github.com/toolgate/toolgate/ent/tenancy"
 	"github.com/toolgate/toolgate/graph/auth"
 )

@@ -8,7 +8,7 @@ import (
 	"log/slog"
 	"time"
 
-	"github.com/toolgate/toolgate/ent/db"
+	"github.com/toolgate/toolgate/db"
 	"github.com/toolgate/toolgate/graph"
 	"github.com/toolgate/toolgate/graph/auth"
 )

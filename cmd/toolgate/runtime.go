@@ -16,8 +16,8 @@ import (
 	"github.com/prometheus/client_golang/prometheus"
 	"go.opentelemetry.io/otel/trace"
 
+	"github.com/toolgate/toolgate/db"
 	"github.com/toolgate/toolgate/ent"
-	"github.com/toolgate/toolgate/ent/db"
 	"github.com/toolgate/toolgate/ent/setting"
 	"github.com/toolgate/toolgate/ent/tenancy"
 	"github.com/toolgate/toolgate/graph"

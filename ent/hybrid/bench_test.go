@@ -8,7 +8,7 @@ import (
 
 	"github.com/stretchr/testify/require"
 
-	"github.com/toolgate/toolgate/ent/db/dbtest"
+	"github.com/toolgate/toolgate/db/dbtest"
 	"github.com/toolgate/toolgate/ent/hybrid"
 	"github.com/toolgate/toolgate/tools/document"
 	"github.com/toolgate/toolgate/tools/document/documenttest"

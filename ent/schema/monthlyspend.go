@@ -15,7 +15,7 @@ import (
 // (user 0: the whole organisation) spent on model calls in one calendar
 // month in UTC. It is derived: each model call adds its cost to its
 // user's row and its organisation's, in the transaction that records the
-// call (ent/db's hooks), so a budget check reads two rows however busy the
+// call (the db package's hooks), so a budget check reads two rows however busy the
 // month has been, and never sums the month's model calls.
 type MonthlySpend struct {
 	ent.Schema

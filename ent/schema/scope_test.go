@@ -12,9 +12,9 @@ import (
 	entschema "entgo.io/ent/dialect/sql/schema"
 	"github.com/stretchr/testify/require"
 
+	"github.com/toolgate/toolgate/db"
+	"github.com/toolgate/toolgate/db/dbtest"
 	"github.com/toolgate/toolgate/ent"
-	"github.com/toolgate/toolgate/ent/db"
-	"github.com/toolgate/toolgate/ent/db/dbtest"
 	"github.com/toolgate/toolgate/ent/migrate"
 	"github.com/toolgate/toolgate/ent/schematype"
 	"github.com/toolgate/toolgate/ent/tenancy"

@@ -10,7 +10,7 @@ import (
 	"github.com/coder/websocket/wsjson"
 	"github.com/stretchr/testify/require"
 
-	"github.com/toolgate/toolgate/ent/db"
+	"github.com/toolgate/toolgate/db"
 	"github.com/toolgate/toolgate/ent/turn"
 	"github.com/toolgate/toolgate/graph/gid"
 	"github.com/toolgate/toolgate/runtime/model"

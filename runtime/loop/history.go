@@ -13,8 +13,8 @@ import (
 	"entgo.io/ent/dialect"
 	entsql "entgo.io/ent/dialect/sql"
 
+	"github.com/toolgate/toolgate/db"
 	"github.com/toolgate/toolgate/ent"
-	"github.com/toolgate/toolgate/ent/db"
 	"github.com/toolgate/toolgate/ent/modelcall"
 	"github.com/toolgate/toolgate/ent/storedresult"
 	"github.com/toolgate/toolgate/ent/summary"
@@ -369,7 +369,7 @@ const (
 	nTimes = 2
 )
 
-// sqliteTime is the layout times are written in on SQLite, in UTC (ent/db).
+// sqliteTime is the layout times are written in on SQLite, in UTC (db).
 const sqliteTime = "2006-01-02 15:04:05.999999999-07:00"
 
 // heardSlot is the place of what a call was heard as among the union's

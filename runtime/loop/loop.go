@@ -25,8 +25,8 @@ import (
 	"github.com/riverqueue/river/riverdriver"
 	"go.opentelemetry.io/otel/trace"
 
+	"github.com/toolgate/toolgate/db"
 	"github.com/toolgate/toolgate/ent"
-	"github.com/toolgate/toolgate/ent/db"
 	"github.com/toolgate/toolgate/ent/modelcall"
 	"github.com/toolgate/toolgate/ent/predicate"
 	"github.com/toolgate/toolgate/ent/tenancy"

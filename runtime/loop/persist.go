@@ -6,7 +6,7 @@ import (
 	"strings"
 	"time"
 
-	"github.com/toolgate/toolgate/ent/db"
+	"github.com/toolgate/toolgate/db"
 	"github.com/toolgate/toolgate/runtime/retry"
 )
 

@@ -12,8 +12,8 @@ import (
 
 	"github.com/stretchr/testify/require"
 
+	"github.com/toolgate/toolgate/db"
 	"github.com/toolgate/toolgate/ent/attachment"
-	"github.com/toolgate/toolgate/ent/db"
 	entdocument "github.com/toolgate/toolgate/ent/document"
 	"github.com/toolgate/toolgate/ent/tenancy"
 	"github.com/toolgate/toolgate/ent/toolcall"

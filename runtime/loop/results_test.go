@@ -11,8 +11,8 @@ import (
 
 	"github.com/stretchr/testify/require"
 
-	"github.com/toolgate/toolgate/ent/db"
-	"github.com/toolgate/toolgate/ent/db/dbtest"
+	"github.com/toolgate/toolgate/db"
+	"github.com/toolgate/toolgate/db/dbtest"
 	"github.com/toolgate/toolgate/ent/tenancy"
 	"github.com/toolgate/toolgate/ent/toolcall"
 	"github.com/toolgate/toolgate/ent/turn"

@@ -17,9 +17,9 @@ import (
 	"fmt"
 	"time"
 
+	"github.com/toolgate/toolgate/db"
 	"github.com/toolgate/toolgate/ent"
 	entbudget "github.com/toolgate/toolgate/ent/budget"
-	"github.com/toolgate/toolgate/ent/db"
 	"github.com/toolgate/toolgate/ent/monthlyspend"
 	"github.com/toolgate/toolgate/ent/schematype"
 	"github.com/toolgate/toolgate/ent/tenancy"
@@ -54,7 +54,7 @@ func (s Spending) Of(user int) Micros {
 }
 
 // SpentIn reads what org's users spent in the UTC month of now: the
-// running totals each model call adds to (ent/db), one statement of a row
+// running totals each model call adds to (db), one statement of a row
 // per user who spent and one for the organisation, however many calls the
 // month had. It reads as the system: the organisation's total is part of
 // what a member is told (budget_check).

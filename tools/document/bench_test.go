@@ -7,7 +7,7 @@ import (
 
 	"github.com/stretchr/testify/require"
 
-	"github.com/toolgate/toolgate/ent/db/dbtest"
+	"github.com/toolgate/toolgate/db/dbtest"
 	entdoc "github.com/toolgate/toolgate/ent/document"
 	"github.com/toolgate/toolgate/ent/tenancy"
 	"github.com/toolgate/toolgate/tools/document"

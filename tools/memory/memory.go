@@ -17,8 +17,8 @@ import (
 	"time"
 	"unicode/utf8"
 
+	"github.com/toolgate/toolgate/db"
 	"github.com/toolgate/toolgate/ent"
-	"github.com/toolgate/toolgate/ent/db"
 	"github.com/toolgate/toolgate/ent/hybrid"
 	entmemory "github.com/toolgate/toolgate/ent/memory"
 	"github.com/toolgate/toolgate/ent/schematype"

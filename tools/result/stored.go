@@ -18,7 +18,7 @@ import (
 // result of more than wholeBytes is described from its columns and its
 // first headBytes, and its window read with substr, in chunks of
 // chunkBytes while characters must be counted. On PostgreSQL the content
-// is stored uncompressed (ent/db), so a substr reads only the pages it
+// is stored uncompressed (db), so a substr reads only the pages it
 // covers. Searches read the whole content: every match is counted.
 const (
 	wholeBytes = 256 << 10

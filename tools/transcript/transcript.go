@@ -534,7 +534,7 @@ func likePattern(word string) string {
 	for _, r := range word {
 		switch {
 		case r == '\uE000':
-			// ent/db's text escape: PostgreSQL holds it as two characters.
+			// the db package's text escape: PostgreSQL holds it as two characters.
 			b.WriteByte('%')
 		case !asciiOrbit(r):
 			b.WriteByte('_')

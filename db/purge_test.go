@@ -7,7 +7,7 @@ import (
 	"entgo.io/ent/dialect/sql/schema"
 	"github.com/stretchr/testify/require"
 
-	"github.com/toolgate/toolgate/ent/db"
+	"github.com/toolgate/toolgate/db"
 	"github.com/toolgate/toolgate/ent/migrate"
 )
 

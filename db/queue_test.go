@@ -14,8 +14,8 @@ import (
 	"github.com/riverqueue/river/rivertype"
 	"github.com/stretchr/testify/require"
 
-	"github.com/toolgate/toolgate/ent/db"
-	"github.com/toolgate/toolgate/ent/db/dbtest"
+	"github.com/toolgate/toolgate/db"
+	"github.com/toolgate/toolgate/db/dbtest"
 )
 
 type pingArgs struct{}

@@ -14,7 +14,7 @@ import (
 )
 
 // tracerName names the instrumentation of the SQL spans.
-const tracerName = "github.com/toolgate/toolgate/ent/db"
+const tracerName = "github.com/toolgate/toolgate/db"
 
 // traceDriver gives each statement sent through ent a client span, as a
 // child of the span in the statement's context and only when that span is
