@@ -163,13 +163,10 @@ func TestMigrateBackfillsExactCosts(t *testing.T) {
 	dbtest.Each(t, func(t *testing.T, d *db.DB) {
 		ctx := tenancy.System(context.Background())
 		c := d.Client()
-		o := c.Organization.Create().SetName("Acme").SaveX(ctx)
-		u := c.User.Create().SetOrganizationID(o.ID).SetName("Ann").SaveX(ctx)
-		a := c.Agent.Create().SetOrganizationID(o.ID).SetName("Helper").SaveX(ctx)
-		conv := c.Conversation.Create().SetOrganizationID(o.ID).SetUserID(u.ID).SetAgentID(a.ID).SaveX(ctx)
-		turn := c.Turn.Create().SetConversationID(conv.ID).SetNumber(1).SetUserText("hi").SaveX(ctx)
+		s := dbtest.Seed(t, c)
+		turn := dbtest.NewTurn(t, c, s.Conversation, 1)
 		call := func(usd float64, micros schematype.Micros) int {
-			return c.ModelCall.Create().SetTurnID(turn.ID).SetOrganizationID(o.ID).SetAgentID(a.ID).SetUserID(u.ID).
+			return c.ModelCall.Create().SetTurnID(turn).SetOrganizationID(s.Org).SetAgentID(s.Agent).SetUserID(s.User).
 				SetProvider("p").SetModel("m").SetCost(usd).SetCostMicros(micros).SaveX(ctx).ID
 		}
 		// As an earlier version wrote them: dollars only.
@@ -177,8 +174,8 @@ func TestMigrateBackfillsExactCosts(t *testing.T) {
 		free := call(0, 0)
 		// Already exact: its micro-dollars are kept even where the dollars disagree.
 		exact := call(1.0, 999_999)
-		sum := c.Summary.Create().SetConversationID(conv.ID).SetFromTurn(1).SetToTurn(1).SetText("s").
-			SetTurnID(turn.ID).SetModel("m").SetCost(0.25).SaveX(ctx)
+		sum := c.Summary.Create().SetConversationID(s.Conversation).SetFromTurn(1).SetToTurn(1).SetText("s").
+			SetTurnID(turn).SetModel("m").SetCost(0.25).SaveX(ctx)
 
 		require.NoError(t, d.Migrate(ctx))
 		require.NoError(t, d.Migrate(ctx), "running it again changes nothing")
@@ -198,15 +195,13 @@ func TestMigrateBuildsMonthlySpend(t *testing.T) {
 	dbtest.Each(t, func(t *testing.T, d *db.DB) {
 		ctx := tenancy.System(context.Background())
 		c := d.Client()
-		o := c.Organization.Create().SetName("Acme").SaveX(ctx)
-		ann := c.User.Create().SetOrganizationID(o.ID).SetName("Ann").SaveX(ctx)
-		bo := c.User.Create().SetOrganizationID(o.ID).SetName("Bo").SaveX(ctx)
-		a := c.Agent.Create().SetOrganizationID(o.ID).SetName("Helper").SaveX(ctx)
-		conv := c.Conversation.Create().SetOrganizationID(o.ID).SetUserID(ann.ID).SetAgentID(a.ID).SaveX(ctx)
-		turn := c.Turn.Create().SetConversationID(conv.ID).SetNumber(1).SetUserText("hi").SaveX(ctx)
+		s := dbtest.Seed(t, c)
+		ann := c.User.GetX(ctx, s.User) // Alice
+		bo := c.User.Create().SetOrganizationID(s.Org).SetName("Bo").SaveX(ctx)
+		turn := dbtest.NewTurn(t, c, s.Conversation, 1)
 		midnight := time.Date(2026, 5, 1, 0, 0, 0, 0, time.UTC)
 		call := func(user int, micros schematype.Micros, at time.Time) {
-			c.ModelCall.Create().SetTurnID(turn.ID).SetOrganizationID(o.ID).SetAgentID(a.ID).SetUserID(user).
+			c.ModelCall.Create().SetTurnID(turn).SetOrganizationID(s.Org).SetAgentID(s.Agent).SetUserID(user).
 				SetProvider("p").SetModel("m").SetCostMicros(micros).SetStartedAt(at).ExecX(ctx)
 		}
 		call(ann.ID, 100, midnight.Add(-time.Microsecond))
@@ -220,9 +215,9 @@ func TestMigrateBuildsMonthlySpend(t *testing.T) {
 		call(bo.ID, 4000, midnight.Add(time.Hour))
 		require.NoError(t, d.Migrate(ctx), "built once: the call since is not counted twice")
 		got := map[string]schematype.Micros{}
-		for _, s := range c.MonthlySpend.Query().AllX(ctx) {
-			require.Equal(t, o.ID, s.OrganizationID)
-			got[fmt.Sprintf("%s/%d", s.Month, s.UserID)] = s.CostMicros
+		for _, m := range c.MonthlySpend.Query().AllX(ctx) {
+			require.Equal(t, s.Org, m.OrganizationID)
+			got[fmt.Sprintf("%s/%d", m.Month, m.UserID)] = m.CostMicros
 		}
 		require.Equal(t, map[string]schematype.Micros{
 			"2026-04/0": 120, fmt.Sprintf("2026-04/%d", ann.ID): 100, fmt.Sprintf("2026-04/%d", bo.ID): 20,

@@ -9,6 +9,7 @@ import (
 	"github.com/stretchr/testify/require"
 
 	"github.com/toolgate/toolgate/runtime/repair"
+	"github.com/toolgate/toolgate/tools/tooltest"
 )
 
 // treeSchema refers to itself, so a careless rule could recurse for ever.
@@ -46,12 +47,7 @@ func FuzzFix(f *testing.F) {
 		var err error
 		tools[i], err = repair.Compile("fuzz", json.RawMessage(s))
 		require.NoError(f, err)
-		doc, err := jsonschema.UnmarshalJSON(bytes.NewReader([]byte(s)))
-		require.NoError(f, err)
-		c := jsonschema.NewCompiler()
-		require.NoError(f, c.AddResource("check.json", doc))
-		checks[i], err = c.Compile("check.json")
-		require.NoError(f, err)
+		checks[i] = tooltest.Schema(f, json.RawMessage(s))
 	}
 	for _, seed := range []string{
 		``, `null`, `""`, `{}`, `[]`, `"x"`, `7`,

@@ -1,17 +1,15 @@
 package calc_test
 
 import (
-	"bytes"
-	"encoding/json"
 	"math"
 	"strings"
 	"testing"
 
-	"github.com/santhosh-tekuri/jsonschema/v6"
 	"github.com/stretchr/testify/require"
 
 	"github.com/toolgate/toolgate/tools"
 	"github.com/toolgate/toolgate/tools/calc"
+	"github.com/toolgate/toolgate/tools/tooltest"
 )
 
 func TestEvaluate(t *testing.T) {
@@ -193,19 +191,10 @@ func TestDefinition(t *testing.T) {
 	// Every turn pays for this description.
 	require.LessOrEqual(t, len(d.Description), 600, "every turn pays for it")
 
-	doc, err := jsonschema.UnmarshalJSON(bytes.NewReader(d.Schema))
-	require.NoError(t, err)
-	c := jsonschema.NewCompiler()
-	require.NoError(t, c.AddResource("calculator.json", doc))
-	schema, err := c.Compile("calculator.json")
-	require.NoError(t, err)
-	var ok any
-	require.NoError(t, json.Unmarshal([]byte(`{"expression": "1+1"}`), &ok))
-	require.NoError(t, schema.Validate(ok))
+	schema := tooltest.Schema(t, d.Schema)
+	require.True(t, tooltest.Valid(t, schema, `{"expression": "1+1"}`))
 	for _, give := range []string{`{}`, `{"expression": 2}`, `{"expression": "1", "x": 1}`} {
-		var v any
-		require.NoError(t, json.Unmarshal([]byte(give), &v))
-		require.Error(t, schema.Validate(v), give)
+		require.False(t, tooltest.Valid(t, schema, give), give)
 	}
 }
 

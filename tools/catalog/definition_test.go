@@ -1,16 +1,14 @@
 package catalog_test
 
 import (
-	"bytes"
-	"encoding/json"
 	"testing"
 	"unicode/utf8"
 
-	"github.com/santhosh-tekuri/jsonschema/v6"
 	"github.com/stretchr/testify/require"
 
 	"github.com/toolgate/toolgate/tools"
 	"github.com/toolgate/toolgate/tools/catalog"
+	"github.com/toolgate/toolgate/tools/tooltest"
 )
 
 func TestDefinitions(t *testing.T) {
@@ -47,21 +45,12 @@ func TestDefinitions(t *testing.T) {
 		require.LessOrEqual(t, utf8.RuneCountInString(d.Description), catalog.MaxDescription)
 		require.Contains(t, d.Operation, d.Field+"(conversationId: $conversationId")
 
-		doc, err := jsonschema.UnmarshalJSON(bytes.NewReader(d.Schema))
-		require.NoError(t, err)
-		c := jsonschema.NewCompiler()
-		require.NoError(t, c.AddResource(d.Name+".json", doc))
-		s, err := c.Compile(d.Name + ".json")
-		require.NoError(t, err)
+		s := tooltest.Schema(t, d.Schema)
 		for _, give := range tt.valid {
-			var v any
-			require.NoError(t, json.Unmarshal([]byte(give), &v))
-			require.NoError(t, s.Validate(v), give)
+			require.True(t, tooltest.Valid(t, s, give), give)
 		}
 		for _, give := range tt.invalid {
-			var v any
-			require.NoError(t, json.Unmarshal([]byte(give), &v))
-			require.Error(t, s.Validate(v), give)
+			require.False(t, tooltest.Valid(t, s, give), give)
 		}
 	}
 }

@@ -1,15 +1,14 @@
 package code_test
 
 import (
-	"bytes"
 	"encoding/json"
 	"testing"
 
-	"github.com/santhosh-tekuri/jsonschema/v6"
 	"github.com/stretchr/testify/require"
 
 	"github.com/toolgate/toolgate/tools"
 	"github.com/toolgate/toolgate/tools/code"
+	"github.com/toolgate/toolgate/tools/tooltest"
 )
 
 func TestDefinition(t *testing.T) {
@@ -25,12 +24,7 @@ func TestDefinition(t *testing.T) {
 	require.Equal(t, code.MaxToolResults, d.Limits["toolResults"])
 	require.LessOrEqual(t, len(d.Wire()), 900)
 
-	doc, err := jsonschema.UnmarshalJSON(bytes.NewReader(d.Schema))
-	require.NoError(t, err)
-	c := jsonschema.NewCompiler()
-	require.NoError(t, c.AddResource("run_code.json", doc))
-	s, err := c.Compile("run_code.json")
-	require.NoError(t, err)
+	s := tooltest.Schema(t, d.Schema)
 	tests := []struct {
 		give string
 		want bool

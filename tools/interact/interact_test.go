@@ -1,13 +1,11 @@
 package interact
 
 import (
-	"bytes"
 	"context"
 	"encoding/json"
 	"strings"
 	"testing"
 
-	"github.com/santhosh-tekuri/jsonschema/v6"
 	"github.com/stretchr/testify/require"
 
 	"github.com/toolgate/toolgate/db"
@@ -15,6 +13,7 @@ import (
 	"github.com/toolgate/toolgate/ent/tenancy"
 	"github.com/toolgate/toolgate/ent/turn"
 	"github.com/toolgate/toolgate/tools"
+	"github.com/toolgate/toolgate/tools/tooltest"
 )
 
 func TestDefinitions(t *testing.T) {
@@ -25,7 +24,7 @@ func TestDefinitions(t *testing.T) {
 		require.True(t, d.AlwaysOn(), d.Name)
 		require.Equal(t, tools.PreviewExempt, d.Preview, d.Name)
 		require.LessOrEqual(t, len(d.Description), 600, "every turn pays for %s", d.Name)
-		compile(t, d.Schema)
+		tooltest.Schema(t, d.Schema)
 	}
 	require.Empty(t, Clarify.Operation, "the runtime carries clarify out")
 	require.Contains(t, Suggest.Operation, Suggest.Field+"(")
@@ -39,23 +38,12 @@ func TestDefinitions(t *testing.T) {
 		{give: `{"suggestions": ["a", "b", "c", "d", "e", "f"]}`, want: false},
 		{give: `{"suggestions": ["a"], "extra": 1}`, want: false},
 	}
-	s := compile(t, Suggest.Schema)
+	s := tooltest.Schema(t, Suggest.Schema)
 	for _, tt := range tests {
 		var v any
 		require.NoError(t, json.Unmarshal([]byte(tt.give), &v))
 		require.Equal(t, tt.want, s.Validate(v) == nil, tt.give)
 	}
-}
-
-func compile(t *testing.T, raw json.RawMessage) *jsonschema.Schema {
-	t.Helper()
-	doc, err := jsonschema.UnmarshalJSON(bytes.NewReader(raw))
-	require.NoError(t, err)
-	c := jsonschema.NewCompiler()
-	require.NoError(t, c.AddResource("schema.json", doc))
-	s, err := c.Compile("schema.json")
-	require.NoError(t, err)
-	return s
 }
 
 func TestParseClarify(t *testing.T) {
@@ -134,25 +122,22 @@ func TestSaveSuggestions(t *testing.T) {
 	dbtest.Each(t, func(t *testing.T, d *db.DB) {
 		ctx := tenancy.System(context.Background())
 		c := d.Client()
-		org := c.Organization.Create().SetName("Acme").SaveX(ctx)
-		u := c.User.Create().SetOrganizationID(org.ID).SetName("Alice").SaveX(ctx)
-		a := c.Agent.Create().SetOrganizationID(org.ID).SetName("Helper").SaveX(ctx)
-		conv := c.Conversation.Create().SetOrganizationID(org.ID).SetUserID(u.ID).SetAgentID(a.ID).SaveX(ctx)
-		other := c.Conversation.Create().SetOrganizationID(org.ID).SetUserID(u.ID).SetAgentID(a.ID).SaveX(ctx)
+		s := dbtest.Seed(t, c)
+		conv, other := s.Conversation, s.NewConversation(t, c)
 
-		_, err := SaveSuggestions(ctx, c, conv.ID, 0, []string{"a"})
+		_, err := SaveSuggestions(ctx, c, conv, 0, []string{"a"})
 		require.ErrorIs(t, err, ErrNoTurn)
-		first := c.Turn.Create().SetConversationID(conv.ID).SetNumber(1).SetUserText("one").SaveX(ctx)
-		second := c.Turn.Create().SetConversationID(conv.ID).SetNumber(2).SetUserText("two").SaveX(ctx)
-		elsewhere := c.Turn.Create().SetConversationID(other.ID).SetNumber(1).SetUserText("x").SaveX(ctx)
+		first := c.Turn.Create().SetConversationID(conv).SetNumber(1).SetUserText("one").SaveX(ctx)
+		second := c.Turn.Create().SetConversationID(conv).SetNumber(2).SetUserText("two").SaveX(ctx)
+		elsewhere := c.Turn.Create().SetConversationID(other).SetNumber(1).SetUserText("x").SaveX(ctx)
 
-		id, err := SaveSuggestions(ctx, c, conv.ID, 0, []string{"latest"})
+		id, err := SaveSuggestions(ctx, c, conv, 0, []string{"latest"})
 		require.NoError(t, err)
 		require.Equal(t, second.ID, id, "no turn named: the latest")
-		id, err = SaveSuggestions(ctx, c, conv.ID, first.ID, []string{"named"})
+		id, err = SaveSuggestions(ctx, c, conv, first.ID, []string{"named"})
 		require.NoError(t, err)
 		require.Equal(t, first.ID, id)
-		_, err = SaveSuggestions(ctx, c, conv.ID, elsewhere.ID, []string{"no"})
+		_, err = SaveSuggestions(ctx, c, conv, elsewhere.ID, []string{"no"})
 		require.ErrorIs(t, err, ErrNoTurn, "a turn of another conversation")
 
 		got := map[int][]string{}

@@ -1,7 +1,6 @@
 package result_test
 
 import (
-	"bytes"
 	"encoding/json"
 	"strings"
 	"testing"
@@ -12,6 +11,7 @@ import (
 	"github.com/toolgate/toolgate/tools"
 	"github.com/toolgate/toolgate/tools/registry"
 	"github.com/toolgate/toolgate/tools/result"
+	"github.com/toolgate/toolgate/tools/tooltest"
 )
 
 func TestDefinition(t *testing.T) {
@@ -65,12 +65,7 @@ func TestRegisteredWithTheAlwaysOnTools(t *testing.T) {
 
 func TestSchemaTakesTheContractArguments(t *testing.T) {
 	t.Parallel()
-	doc, err := jsonschema.UnmarshalJSON(bytes.NewReader(result.Definition.Schema))
-	require.NoError(t, err)
-	c := jsonschema.NewCompiler()
-	require.NoError(t, c.AddResource("read_tool_result.json", doc))
-	s, err := c.Compile("read_tool_result.json")
-	require.NoError(t, err)
+	s := tooltest.Schema(t, result.Definition.Schema)
 	tests := []struct {
 		give string
 		ok   bool

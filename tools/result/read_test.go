@@ -153,16 +153,10 @@ func newFixture(t *testing.T) *fixture {
 
 func newFixtureOn(t testing.TB, backend dbtest.Backend) *fixture {
 	t.Helper()
-	ctx := tenancy.System(context.Background())
 	d := dbtest.Open(t, backend)
 	c := d.Client()
-	org := c.Organization.Create().SetName("Acme").SaveX(ctx)
-	u := c.User.Create().SetOrganizationID(org.ID).SetName("Alice").SaveX(ctx)
-	a := c.Agent.Create().SetOrganizationID(org.ID).SetName("Helper").SaveX(ctx)
-	f := &fixture{client: c, sql: d.SQL}
-	f.conv = c.Conversation.Create().SetOrganizationID(org.ID).SetUserID(u.ID).SetAgentID(a.ID).SaveX(ctx).ID
-	f.other = c.Conversation.Create().SetOrganizationID(org.ID).SetUserID(u.ID).SetAgentID(a.ID).SaveX(ctx).ID
-	return f
+	s := dbtest.Seed(t, c)
+	return &fixture{client: c, sql: d.SQL, conv: s.Conversation, other: s.NewConversation(t, c)}
 }
 
 func (f *fixture) store(t testing.TB, conv int, ref string, kind schematype.ResultKind, content string) {

@@ -1,20 +1,19 @@
 package tasks
 
 import (
-	"bytes"
 	"context"
 	"encoding/json"
 	"fmt"
 	"strings"
 	"testing"
 
-	"github.com/santhosh-tekuri/jsonschema/v6"
 	"github.com/stretchr/testify/require"
 
 	"github.com/toolgate/toolgate/db"
 	"github.com/toolgate/toolgate/db/dbtest"
 	"github.com/toolgate/toolgate/ent/tenancy"
 	"github.com/toolgate/toolgate/tools"
+	"github.com/toolgate/toolgate/tools/tooltest"
 )
 
 func TestDefinition(t *testing.T) {
@@ -27,12 +26,7 @@ func TestDefinition(t *testing.T) {
 	require.Empty(t, d.Operation, "the runtime carries it out with Apply")
 	require.LessOrEqual(t, len(d.Description), 600)
 
-	doc, err := jsonschema.UnmarshalJSON(bytes.NewReader(d.Schema))
-	require.NoError(t, err)
-	c := jsonschema.NewCompiler()
-	require.NoError(t, c.AddResource("schema.json", doc))
-	schema, err := c.Compile("schema.json")
-	require.NoError(t, err)
+	schema := tooltest.Schema(t, d.Schema)
 	tests := []struct {
 		give string
 		want bool
@@ -91,12 +85,9 @@ func TestApply(t *testing.T) {
 	dbtest.Each(t, func(t *testing.T, d *db.DB) {
 		ctx := tenancy.System(context.Background())
 		c := d.Client()
-		org := c.Organization.Create().SetName("Acme").SaveX(ctx)
-		u := c.User.Create().SetOrganizationID(org.ID).SetName("Alice").SaveX(ctx)
-		a := c.Agent.Create().SetOrganizationID(org.ID).SetName("Helper").SaveX(ctx)
-		conv := c.Conversation.Create().SetOrganizationID(org.ID).SetUserID(u.ID).SetAgentID(a.ID).SaveX(ctx)
+		conv := dbtest.Seed(t, c).Conversation
 		titles := func() []string {
-			ts, err := List(ctx, c, conv.ID)
+			ts, err := List(ctx, c, conv)
 			require.NoError(t, err)
 			out := []string{}
 			for _, t := range ts {
@@ -105,7 +96,7 @@ func TestApply(t *testing.T) {
 			return out
 		}
 
-		ack, err := Apply(ctx, c, conv.ID, json.RawMessage(list(MaxTasks, "done")))
+		ack, err := Apply(ctx, c, conv, json.RawMessage(list(MaxTasks, "done")))
 		require.NoError(t, err)
 		require.JSONEq(t, `{"ok": true, "saved": 20}`, string(ack))
 		require.Len(t, titles(), MaxTasks)
@@ -114,24 +105,24 @@ func TestApply(t *testing.T) {
 		// Inside a transaction of the caller's, Apply joins it.
 		tx, err := c.Tx(ctx)
 		require.NoError(t, err)
-		_, err = Apply(ctx, tx.Client(), conv.ID, json.RawMessage(`{"tasks": [{"title": "only", "status": "in_progress"}]}`))
+		_, err = Apply(ctx, tx.Client(), conv, json.RawMessage(`{"tasks": [{"title": "only", "status": "in_progress"}]}`))
 		require.NoError(t, err)
 		require.NoError(t, tx.Rollback())
 		require.Len(t, titles(), MaxTasks, "rolled back with the caller's transaction")
 
 		tx, err = c.Tx(ctx)
 		require.NoError(t, err)
-		_, err = Apply(ctx, tx.Client(), conv.ID, json.RawMessage(`{"tasks": [{"title": "only", "status": "in_progress"}]}`))
+		_, err = Apply(ctx, tx.Client(), conv, json.RawMessage(`{"tasks": [{"title": "only", "status": "in_progress"}]}`))
 		require.NoError(t, err)
 		require.NoError(t, tx.Commit())
 		require.Equal(t, []string{"only:in_progress"}, titles())
 
 		long := strings.Repeat("é", MaxTitleChars)
-		_, err = Apply(ctx, c, conv.ID, json.RawMessage(`{"tasks": [{"title": "`+long+`", "status": "pending"}, {"title": "only", "status": "in_progress"}]}`))
+		_, err = Apply(ctx, c, conv, json.RawMessage(`{"tasks": [{"title": "`+long+`", "status": "pending"}, {"title": "only", "status": "in_progress"}]}`))
 		require.NoError(t, err)
 		require.Equal(t, []string{long + ":pending", "only:in_progress"}, titles())
 
-		_, err = Apply(ctx, c, conv.ID, json.RawMessage(list(2, "in_progress")))
+		_, err = Apply(ctx, c, conv, json.RawMessage(list(2, "in_progress")))
 		require.ErrorIs(t, err, ErrInvalid)
 		require.Equal(t, []string{long + ":pending", "only:in_progress"}, titles(), "a refused list changes nothing")
 	})

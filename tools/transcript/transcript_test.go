@@ -1,7 +1,6 @@
 package transcript
 
 import (
-	"bytes"
 	"context"
 	"encoding/json"
 	"strings"
@@ -9,14 +8,13 @@ import (
 	"time"
 	"unicode/utf8"
 
-	"github.com/santhosh-tekuri/jsonschema/v6"
 	"github.com/stretchr/testify/require"
 
 	"github.com/toolgate/toolgate/db"
 	"github.com/toolgate/toolgate/db/dbtest"
-	"github.com/toolgate/toolgate/ent"
 	"github.com/toolgate/toolgate/ent/tenancy"
 	"github.com/toolgate/toolgate/tools"
+	"github.com/toolgate/toolgate/tools/tooltest"
 )
 
 func TestDefinition(t *testing.T) {
@@ -28,7 +26,7 @@ func TestDefinition(t *testing.T) {
 	require.LessOrEqual(t, len(d.Description), 600, "every turn pays for it")
 	require.Contains(t, d.Operation, d.Field+"(")
 
-	schema := compile(t, d.Schema)
+	schema := tooltest.Schema(t, d.Schema)
 	tests := []struct {
 		give string
 		want bool
@@ -45,17 +43,6 @@ func TestDefinition(t *testing.T) {
 		require.NoError(t, json.Unmarshal([]byte(tt.give), &v))
 		require.Equal(t, tt.want, schema.Validate(v) == nil, tt.give)
 	}
-}
-
-func compile(t *testing.T, raw json.RawMessage) *jsonschema.Schema {
-	t.Helper()
-	doc, err := jsonschema.UnmarshalJSON(bytes.NewReader(raw))
-	require.NoError(t, err)
-	c := jsonschema.NewCompiler()
-	require.NoError(t, c.AddResource("schema.json", doc))
-	s, err := c.Compile("schema.json")
-	require.NoError(t, err)
-	return s
 }
 
 func TestMinTurnChars(t *testing.T) {
@@ -129,7 +116,7 @@ func TestWordsOnEachBackend(t *testing.T) {
 	dbtest.Each(t, func(t *testing.T, d *db.DB) {
 		ctx := tenancy.System(context.Background())
 		c := d.Client()
-		convID := newConversation(t, c)
+		convID := dbtest.Seed(t, c).Conversation
 		texts := []string{"Ärger im Büro", "ΣΊΣΥΦΟΣ rolls", "3\u212a cold", "ſtop", "Kiosk", "50% off_peak"}
 		for i, s := range texts {
 			c.Turn.Create().SetConversationID(convID).SetNumber(i + 1).SetUserText("q").SetAnswer(s).SaveX(ctx)
@@ -158,15 +145,6 @@ func TestWordsOnEachBackend(t *testing.T) {
 			require.Equal(t, tt.want, got, tt.give)
 		}
 	})
-}
-
-func newConversation(t *testing.T, c *ent.Client) int {
-	t.Helper()
-	ctx := tenancy.System(context.Background())
-	org := c.Organization.Create().SetName("Acme").SaveX(ctx)
-	u := c.User.Create().SetOrganizationID(org.ID).SetName("Alice").SaveX(ctx)
-	a := c.Agent.Create().SetOrganizationID(org.ID).SetName("Helper").SaveX(ctx)
-	return c.Conversation.Create().SetOrganizationID(org.ID).SetUserID(u.ID).SetAgentID(a.ID).SaveX(ctx).ID
 }
 
 func TestValidate(t *testing.T) {

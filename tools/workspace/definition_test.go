@@ -1,7 +1,6 @@
 package workspace_test
 
 import (
-	"bytes"
 	"encoding/json"
 	"strings"
 	"testing"
@@ -10,6 +9,7 @@ import (
 	"github.com/stretchr/testify/require"
 
 	"github.com/toolgate/toolgate/tools"
+	"github.com/toolgate/toolgate/tools/tooltest"
 	"github.com/toolgate/toolgate/tools/workspace"
 )
 
@@ -32,23 +32,12 @@ func TestDefinitions(t *testing.T) {
 		var schema map[string]any
 		require.NoError(t, json.Unmarshal(d.Schema, &schema), d.Name)
 		require.Equal(t, false, schema["additionalProperties"], d.Name)
-		compile(t, d)
+		tooltest.Schema(t, d.Schema)
 		wire += len(d.Wire())
 	}
 	require.Equal(t, []string{"list_files", "search_files", "read_file", "write_file", "edit_file", "delete_file"}, names)
 	require.LessOrEqual(t, wire, wireBudget)
 	t.Logf("the six definitions: %d characters on the wire", wire)
-}
-
-func compile(t *testing.T, d tools.Definition) *jsonschema.Schema {
-	t.Helper()
-	doc, err := jsonschema.UnmarshalJSON(bytes.NewReader(d.Schema))
-	require.NoError(t, err, d.Name)
-	c := jsonschema.NewCompiler()
-	require.NoError(t, c.AddResource(d.Name+".json", doc))
-	s, err := c.Compile(d.Name + ".json")
-	require.NoError(t, err, d.Name)
-	return s
 }
 
 func TestSchemasTakeTheContractArguments(t *testing.T) {
@@ -78,7 +67,7 @@ func TestSchemasTakeTheContractArguments(t *testing.T) {
 	for _, tt := range tests {
 		v, err := jsonschema.UnmarshalJSON(strings.NewReader(tt.give))
 		require.NoError(t, err)
-		err = compile(t, tt.def).Validate(v)
+		err = tooltest.Schema(t, tt.def.Schema).Validate(v)
 		if tt.ok {
 			require.NoError(t, err, tt.def.Name+" "+tt.give)
 		} else {

@@ -29,16 +29,11 @@ type testBundle struct {
 
 func setup(t testing.TB, d *db.DB) *testBundle {
 	t.Helper()
-	ctx := tenancy.System(context.Background())
 	c := d.Client()
-	org := c.Organization.Create().SetName("Acme").SaveX(ctx)
-	u := c.User.Create().SetOrganizationID(org.ID).SetName("Alice").SaveX(ctx)
-	a := c.Agent.Create().SetOrganizationID(org.ID).SetName("Helper").SaveX(ctx)
-	b := &testBundle{client: c, turns: map[int]int{}}
-	for _, id := range []*int{&b.conv, &b.other} {
-		conv := c.Conversation.Create().SetOrganizationID(org.ID).SetUserID(u.ID).SetAgentID(a.ID).SaveX(ctx)
-		*id = conv.ID
-		b.turns[conv.ID] = c.Turn.Create().SetConversationID(conv.ID).SetNumber(1).SetUserText("hi").SaveX(ctx).ID
+	s := dbtest.Seed(t, c)
+	b := &testBundle{client: c, turns: map[int]int{}, conv: s.Conversation, other: s.NewConversation(t, c)}
+	for _, conv := range []int{b.conv, b.other} {
+		b.turns[conv] = dbtest.NewTurn(t, c, conv, 1)
 	}
 	return b
 }
