@@ -1,16 +1,13 @@
 package graph_test
 
 import (
-	"context"
 	"net/url"
 	"os"
 	"path/filepath"
 	"strings"
-	"sync"
 	"testing"
 	"time"
 
-	"github.com/chromedp/cdproto/network"
 	"github.com/chromedp/chromedp"
 	"github.com/stretchr/testify/require"
 
@@ -48,58 +45,14 @@ func TestAdminConsoleInBrowser(t *testing.T) {
 	require.NoError(t, err)
 	dir := screenshotDir(t)
 
-	opts := headless(t, exe, origin.Hostname(),
+	p := openPage(t, exe, origin.Hostname(), 120*time.Second,
 		chromedp.Flag("lang", "en-GB"),
 		chromedp.Env("TZ=UTC"),
 		chromedp.WindowSize(1360, 900),
 	)
-	actx, cancel := chromedp.NewExecAllocator(context.Background(), opts...)
-	defer cancel()
-	var (
-		mu       sync.Mutex
-		requests []string
-		failed   []string
-	)
-	ctx, cancel := chromedp.NewContext(actx, chromedp.WithListener(func(ev any) {
-		mu.Lock()
-		defer mu.Unlock()
-		switch e := ev.(type) {
-		case *network.EventRequestWillBeSent:
-			requests = append(requests, e.Request.URL)
-		case *network.EventLoadingFailed:
-			failed = append(failed, e.ErrorText)
-		}
-	}))
-	defer cancel()
-	ctx, cancel = context.WithTimeout(ctx, 120*time.Second)
-	defer cancel()
-	_, err = chromedp.Call(ctx, network.Enable, network.EnableParams{})
-	require.NoError(t, err)
-
+	ctx := p.ctx
 	admin := b.srv.URL + "/admin"
-	do := func(steps ...chromedp.Action[chromedp.Void]) {
-		t.Helper()
-		require.NoError(t, chromedp.Do(ctx, steps...))
-	}
-	eval := func(expr string) string {
-		t.Helper()
-		v, err := chromedp.Run(ctx, chromedp.Evaluate[string](expr))
-		require.NoError(t, err, expr)
-		return v
-	}
-	count := func(sel string) int {
-		t.Helper()
-		v, err := chromedp.Run(ctx, chromedp.Evaluate[int](`document.querySelectorAll(`+quote(sel)+`).length`))
-		require.NoError(t, err, sel)
-		return v
-	}
-	// wait waits until the page holds text in sel.
-	wait := func(sel, text string) {
-		t.Helper()
-		_, err := chromedp.Run(ctx, chromedp.Poll[bool](`(() => { const e = document.querySelector(`+quote(sel)+`); return !!e && e.textContent.includes(`+quote(text)+`) })()`,
-			chromedp.WithPollingTimeout(browserWait)))
-		require.NoError(t, err, "%s shows %q", sel, text)
-	}
+	do, eval, count, wait := p.do, p.eval, p.count, p.wait
 	// hash moves within the page, as a link does.
 	hash := func(h string) {
 		t.Helper()
@@ -219,15 +172,7 @@ func TestAdminConsoleInBrowser(t *testing.T) {
 	wait(`#signin-message`, "refused")
 
 	require.Equal(t, "[]", eval(`JSON.stringify(window.cspViolations)`), "nothing broke the Content-Security-Policy")
-	mu.Lock()
-	defer mu.Unlock()
-	for _, u := range requests {
-		if strings.HasPrefix(u, "data:") {
-			continue
-		}
-		require.True(t, strings.HasPrefix(u, b.srv.URL), "only the server is reached: %s", u)
-	}
-	require.Empty(t, failed, "every request the page made succeeded")
+	p.onlyServer(b.srv.URL)
 
 	if os.Getenv("TOOLGATE_UPDATE_DOCS") != "" {
 		require.NoError(t, os.WriteFile("../docs/admin.png", cost, 0o644))

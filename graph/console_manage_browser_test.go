@@ -63,38 +63,9 @@ func TestConsoleManagesInBrowser(t *testing.T) {
 
 	origin, err := url.Parse(b.srv.URL)
 	require.NoError(t, err)
-	actx, cancel := chromedp.NewExecAllocator(context.Background(), headless(t, exe, origin.Hostname(), chromedp.Env("TZ=UTC"), chromedp.WindowSize(1360, 900))...)
-	defer cancel()
-	bctx, cancel := chromedp.NewContext(actx)
-	defer cancel()
-	bctx, cancel = context.WithTimeout(bctx, 120*time.Second)
-	defer cancel()
-	eval := func(expr string) string {
-		t.Helper()
-		v, err := chromedp.Run(bctx, chromedp.Evaluate[string](expr))
-		require.NoError(t, err, expr)
-		return v
-	}
-	count := func(sel string) int {
-		t.Helper()
-		v, err := chromedp.Run(bctx, chromedp.Evaluate[int](`document.querySelectorAll(`+quote(sel)+`).length`))
-		require.NoError(t, err, sel)
-		return v
-	}
-	wait := func(sel, text string) {
-		t.Helper()
-		_, err := chromedp.Run(bctx, chromedp.Poll[bool](`(() => { const e = document.querySelector(`+quote(sel)+`); return !!e && e.textContent.includes(`+quote(text)+`) })()`,
-			chromedp.WithPollingTimeout(browserWait)))
-		require.NoError(t, err, "%s shows %q", sel, text)
-	}
-	gone := func(sel string) {
-		t.Helper()
-		require.Eventually(t, func() bool { return count(sel) == 0 }, 30*time.Second, 100*time.Millisecond, "%s is gone", sel)
-	}
-	click := func(sel string) {
-		t.Helper()
-		require.NoError(t, chromedp.Do(bctx, chromedp.Click(sel)), sel)
-	}
+	p := openPage(t, exe, origin.Hostname(), 120*time.Second, chromedp.Env("TZ=UTC"), chromedp.WindowSize(1360, 900))
+	bctx := p.ctx
+	eval, wait, gone, click := p.eval, p.wait, p.gone, p.click
 	// set changes a form field as a person does (event: "change" or
 	// "input"), so Preact hears it.
 	set := func(sel, v, event string) {

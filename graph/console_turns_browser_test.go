@@ -46,33 +46,11 @@ func TestConsoleTurnsAndEstimates(t *testing.T) {
 
 	origin, err := url.Parse(b.srv.URL)
 	require.NoError(t, err)
-	actx, cancel := chromedp.NewExecAllocator(context.Background(), headless(t, exe, origin.Hostname(), chromedp.Env("TZ=UTC"), chromedp.WindowSize(1360, 900))...)
-	defer cancel()
-	bctx, cancel := chromedp.NewContext(actx)
-	defer cancel()
-	bctx, cancel = context.WithTimeout(bctx, 90*time.Second)
-	defer cancel()
-	do := func(steps ...chromedp.Action[chromedp.Void]) {
-		t.Helper()
-		require.NoError(t, chromedp.Do(bctx, steps...))
-	}
-	eval := func(expr string) string {
-		t.Helper()
-		v, err := chromedp.Run(bctx, chromedp.Evaluate[string](expr))
-		require.NoError(t, err, expr)
-		return v
-	}
+	p := openPage(t, exe, origin.Hostname(), 90*time.Second, chromedp.Env("TZ=UTC"), chromedp.WindowSize(1360, 900))
+	do, eval, wait := p.do, p.eval, p.wait
 	rows := func() int {
 		t.Helper()
-		v, err := chromedp.Run(bctx, chromedp.Evaluate[int](`document.querySelectorAll('#turns-pages tr.turn-row').length`))
-		require.NoError(t, err)
-		return v
-	}
-	wait := func(sel, text string) {
-		t.Helper()
-		_, err := chromedp.Run(bctx, chromedp.Poll[bool](`(() => { const e = document.querySelector(`+quote(sel)+`); return !!e && e.textContent.includes(`+quote(text)+`) })()`,
-			chromedp.WithPollingTimeout(browserWait)))
-		require.NoError(t, err, "%s shows %q", sel, text)
+		return p.count(`#turns-pages tr.turn-row`)
 	}
 	waitRows := func(n int) {
 		t.Helper()

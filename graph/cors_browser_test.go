@@ -1,7 +1,6 @@
 package graph_test
 
 import (
-	"context"
 	"io"
 	"net/http"
 	"net/http/httptest"
@@ -14,6 +13,7 @@ import (
 
 	"github.com/toolgate/toolgate/db/dbtest"
 	"github.com/toolgate/toolgate/graph"
+	"github.com/toolgate/toolgate/graph/browsertest"
 	"github.com/toolgate/toolgate/graph/gid"
 	"github.com/toolgate/toolgate/runtime/loop"
 )
@@ -115,13 +115,7 @@ func TestCORSInBrowser(t *testing.T) {
 	})
 	require.NotEqual(t, page.URL, allowed.srv.URL, "the page is of another origin than the API")
 
-	opts := headless(t, exe, "127.0.0.1")
-	actx, cancel := chromedp.NewExecAllocator(context.Background(), opts...)
-	defer cancel()
-	ctx, cancel := chromedp.NewContext(actx)
-	defer cancel()
-	ctx, cancel = context.WithTimeout(ctx, 90*time.Second)
-	defer cancel()
+	ctx := browsertest.Start(t, exe, "127.0.0.1", 90*time.Second, nil)
 	require.NoError(t, chromedp.Do(ctx, chromedp.Navigate(page.URL)))
 
 	run := func(b *testBundle) map[string]string {

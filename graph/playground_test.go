@@ -1,16 +1,13 @@
 package graph_test
 
 import (
-	"context"
 	"io"
 	"net/http"
 	"net/url"
 	"strings"
-	"sync"
 	"testing"
 	"time"
 
-	"github.com/chromedp/cdproto/network"
 	"github.com/chromedp/chromedp"
 	"github.com/stretchr/testify/require"
 
@@ -20,11 +17,6 @@ import (
 
 // browser returns the Chromium to drive (browsertest.Find).
 func browser(t *testing.T) string { return browsertest.Find(t) }
-
-// headless is how every browser test starts Chromium (browsertest.Options).
-func headless(t *testing.T, exe, host string, extra ...chromedp.ExecAllocatorOption) []chromedp.ExecAllocatorOption {
-	return browsertest.Options(t, exe, host, extra...)
-}
 
 // The playground loads with the network cut (every host but the server's
 // refused), under its Content-Security-Policy, and runs a query.
@@ -42,27 +34,8 @@ func TestPlaygroundOffline(t *testing.T) {
 	require.Contains(t, res.Header.Get("Content-Security-Policy"), "script-src 'self' 'sha256-")
 	require.NotContains(t, string(page), "cdn.")
 
-	opts := headless(t, exe, origin.Hostname())
-	actx, cancel := chromedp.NewExecAllocator(context.Background(), opts...)
-	defer cancel()
-	var (
-		mu       sync.Mutex
-		requests []string
-		failed   []string
-	)
-	ctx, cancel := chromedp.NewContext(actx, chromedp.WithListener(func(ev any) {
-		mu.Lock()
-		defer mu.Unlock()
-		switch e := ev.(type) {
-		case *network.EventRequestWillBeSent:
-			requests = append(requests, e.Request.URL)
-		case *network.EventLoadingFailed:
-			failed = append(failed, e.ErrorText)
-		}
-	}))
-	defer cancel()
-	ctx, cancel = context.WithTimeout(ctx, 60*time.Second)
-	defer cancel()
+	p := openPage(t, exe, origin.Hostname(), 60*time.Second)
+	ctx := p.ctx
 
 	const setEditors = `(() => {
 		const editors = [...document.querySelectorAll('.CodeMirror')].map(e => e.CodeMirror);
@@ -72,8 +45,6 @@ func TestPlaygroundOffline(t *testing.T) {
 		headers.setValue(JSON.stringify({Authorization: 'Bearer ' + %q}));
 		return true;
 	})()`
-	_, err = chromedp.Call(ctx, network.Enable, network.EnableParams{})
-	require.NoError(t, err)
 	require.NoError(t, chromedp.Do(ctx,
 		chromedp.Navigate(b.srv.URL+"/playground"),
 		chromedp.WaitVisible(`.graphiql-execute-button`),
@@ -104,15 +75,7 @@ func TestPlaygroundOffline(t *testing.T) {
 	require.NotContains(t, sub, "4401")
 	require.NotContains(t, strings.ToLower(sub), "unauthenticated")
 	require.Contains(t, sub, "errors")
-	mu.Lock()
-	defer mu.Unlock()
-	for _, u := range requests {
-		if strings.HasPrefix(u, "data:") {
-			continue
-		}
-		require.True(t, strings.HasPrefix(u, b.srv.URL), "only the server is reached: %s", u)
-	}
-	require.Empty(t, failed, "every request the page made succeeded")
+	p.onlyServer(b.srv.URL)
 }
 
 // browserWait bounds a browser test's wait for the page to show what it

@@ -1,7 +1,6 @@
 package graph_test
 
 import (
-	"context"
 	"net/url"
 	"strings"
 	"sync"
@@ -13,6 +12,7 @@ import (
 	"github.com/stretchr/testify/require"
 
 	"github.com/toolgate/toolgate/db/dbtest"
+	"github.com/toolgate/toolgate/graph/browsertest"
 )
 
 // The playground signs in from /playground#token=…: the token lands in the
@@ -26,13 +26,11 @@ func TestPlaygroundTokenFromAddress(t *testing.T) {
 	origin, err := url.Parse(b.srv.URL)
 	require.NoError(t, err)
 
-	actx, cancel := chromedp.NewExecAllocator(context.Background(), headless(t, exe, origin.Hostname())...)
-	defer cancel()
 	var (
 		mu             sync.Mutex
 		introspections []string // the Authorization header of each schema fetch
 	)
-	ctx, cancel := chromedp.NewContext(actx, chromedp.WithListener(func(ev any) {
+	ctx := browsertest.Start(t, exe, origin.Hostname(), 90*time.Second, func(ev any) {
 		e, ok := ev.(*network.EventRequestWillBeSent)
 		if !ok || !strings.HasSuffix(e.Request.URL, "/graphql") {
 			return
@@ -53,10 +51,7 @@ func TestPlaygroundTokenFromAddress(t *testing.T) {
 			}
 		}
 		introspections = append(introspections, auth)
-	}))
-	defer cancel()
-	ctx, cancel = context.WithTimeout(ctx, 90*time.Second)
-	defer cancel()
+	})
 	fetched := func() []string {
 		mu.Lock()
 		defer mu.Unlock()

@@ -76,12 +76,7 @@ func TestConsoleShowsTheAnswerLive(t *testing.T) {
 
 	origin, err := url.Parse(api)
 	require.NoError(t, err)
-	actx, cancel := chromedp.NewExecAllocator(context.Background(), browsertest.Options(t, exe, origin.Hostname())...)
-	defer cancel()
-	bctx, cancel := chromedp.NewContext(actx)
-	defer cancel()
-	bctx, cancel = context.WithTimeout(bctx, 90*time.Second)
-	defer cancel()
+	bctx := browsertest.Start(t, exe, origin.Hostname(), 90*time.Second, nil)
 	require.NoError(t, chromedp.Do(bctx, chromedp.Navigate(api+"/admin#token="+tok)))
 	require.NoError(t, chromedp.Do(bctx, chromedp.WaitVisible(`#nav-turns`)))
 

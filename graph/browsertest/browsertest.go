@@ -4,9 +4,11 @@
 package browsertest
 
 import (
+	"context"
 	"os"
 	"os/exec"
 	"testing"
+	"time"
 
 	"github.com/chromedp/chromedp"
 )
@@ -46,4 +48,24 @@ func Options(t testing.TB, exe, host string, extra ...chromedp.ExecAllocatorOpti
 		chromedp.UserDataDir(t.TempDir()),
 	)
 	return append(opts, extra...)
+}
+
+// Start opens a tab in a new headless Chromium (Options with extra), for
+// at most timeout, closed when the test ends. listen, when not nil, hears
+// every event of the tab (requests, failures).
+func Start(t testing.TB, exe, host string, timeout time.Duration, listen func(ev any), extra ...chromedp.ExecAllocatorOption) context.Context {
+	t.Helper()
+	actx, cancelAlloc := chromedp.NewExecAllocator(context.Background(), Options(t, exe, host, extra...)...)
+	var opts []chromedp.ContextOption
+	if listen != nil {
+		opts = append(opts, chromedp.WithListener(listen))
+	}
+	ctx, cancelTab := chromedp.NewContext(actx, opts...)
+	ctx, cancel := context.WithTimeout(ctx, timeout)
+	t.Cleanup(func() {
+		cancel()
+		cancelTab()
+		cancelAlloc()
+	})
+	return ctx
 }
