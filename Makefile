@@ -10,9 +10,10 @@ help: ## list the targets
 	@grep -hE '^[a-z-]+:.*## ' $(MAKEFILE_LIST) | awk -F':.*## ' '{printf "  %-10s %s\n", $$1, $$2}'
 
 .PHONY: generate
-generate: ## regenerate ent (entc), then the GraphQL server (gqlgen)
+generate: ## regenerate ent (entc), then the GraphQL server (gqlgen), then gqlgen.yml's field renames for the read path
 	$(GO) run -mod=mod ./ent/entc.go
 	$(GO) tool gqlgen generate
+	$(GO) run ./graph/fieldnames.go
 
 .PHONY: verify
 verify: ## fail if go.mod/go.sum are untidy, or if regenerating changes the committed generated code

@@ -70,7 +70,7 @@ func TestTranscriptColumnsDerived(t *testing.T) {
 	schema := generated.NewExecutableSchema(generated.Config{}).Schema()
 	derived := 0
 	for typ, e := range fastEntities {
-		cols := deriveColumns(schema, typ, e)
+		cols := deriveColumns(schema, typ, e, gqlgenFieldNames[typ])
 		for name := range computedFields[typ] {
 			require.NotContains(t, cols, name, "%s.%s is a column: computedFields should not name it", typ, name)
 		}
@@ -116,6 +116,7 @@ func TestTranscriptColumnsDerived(t *testing.T) {
 			summary: String!
 			shout(loud: Boolean): String!
 			notAColumn: String
+			headline: String!
 		}`})
 	type note struct {
 		ID         int        `json:"id,omitempty"`
@@ -131,15 +132,16 @@ func TestTranscriptColumnsDerived(t *testing.T) {
 		Summary    string     `json:"summary,omitempty"`
 		Shout      string     `json:"shout,omitempty"`
 		NotAColumn string     `json:"-"`
+		Headline   string     `json:"headline,omitempty"`
 	}
 	type noteResolver interface {
 		Summary() (string, error)
 	}
 	cols := deriveColumns(added, "Note", fastEntity{
 		typ:      reflect.TypeFor[note](),
-		columns:  []string{"id", "body", "heading", "stars", "seen", "written_at", "mood", "loud_mood", "secret", "tags", "summary", "shout"},
+		columns:  []string{"id", "body", "heading", "stars", "seen", "written_at", "mood", "loud_mood", "secret", "tags", "summary", "shout", "headline"},
 		resolver: reflect.TypeFor[noteResolver](),
-	})
+	}, map[string]string{"headline": "Body"})
 	require.Equal(t, map[string]*fastColumn{
 		"id":      {name: "id", column: "id", kind: kindID, nonNull: true},
 		"body":    {name: "body", column: "body", kind: kindString, nonNull: true},
@@ -147,6 +149,9 @@ func TestTranscriptColumnsDerived(t *testing.T) {
 		"stars":   {name: "stars", column: "stars", kind: kindInt, nonNull: true},
 		"seen":    {name: "seen", column: "seen", kind: kindBool, nonNull: true},
 		"mood":    {name: "mood", column: "mood", kind: kindEnum, nonNull: true},
+		// gqlgen.yml's fieldName binds headline to Body, as gqlgen does,
+		// not to the struct's own Headline.
+		"headline": {name: "headline", column: "body", kind: kindString, nonNull: true},
 	}, cols, "writtenAt is not a time.Time, loudMood's MarshalGQL writes another text, secret has a directive, "+
 		"tags is a list, summary has a resolver, shout arguments, notAColumn no column")
 }

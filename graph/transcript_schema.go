@@ -2,6 +2,7 @@ package graph
 
 import (
 	"bytes"
+	"cmp"
 	"reflect"
 	"strconv"
 	"strings"
@@ -30,7 +31,8 @@ import (
 // ent schema and exposed through entgql is served with nobody touching the
 // read path. The hot path writes by hand only what no column holds: the
 // edges it follows (computedFields) and its connection's types; what it
-// leaves to the resolvers is named in resolvedFields.
+// leaves to the resolvers is named in resolvedFields. gqlgen.yml's fieldName
+// renames reach it through fieldnames_gen.go, which make generate writes.
 
 // scalarKind is how a column is scanned and written.
 type scalarKind uint8
@@ -102,12 +104,13 @@ var computedFields = map[string]map[string]string{
 
 // fastSchema is, per type the hot path writes, every field it knows.
 var fastSchema = sync.OnceValue(func() map[string]map[string]fastField {
-	return buildFastSchema(generated.NewExecutableSchema(generated.Config{}).Schema(), fastEntities, computedFields)
+	return buildFastSchema(generated.NewExecutableSchema(generated.Config{}).Schema(), fastEntities, computedFields, gqlgenFieldNames)
 })
 
-// buildFastSchema derives the fields of each entity's type from schema and
-// adds the computed ones, __typename everywhere.
-func buildFastSchema(schema *ast.Schema, entities map[string]fastEntity, computed map[string]map[string]string) map[string]map[string]fastField {
+// buildFastSchema derives the fields of each entity's type from schema
+// (with gqlgen.yml's renames: per type, the Go field a GraphQL field is
+// bound to) and adds the computed ones, __typename everywhere.
+func buildFastSchema(schema *ast.Schema, entities map[string]fastEntity, computed, renames map[string]map[string]string) map[string]map[string]fastField {
 	out := map[string]map[string]fastField{}
 	for typ, fields := range computed {
 		out[typ] = map[string]fastField{"__typename": {}}
@@ -119,7 +122,7 @@ func buildFastSchema(schema *ast.Schema, entities map[string]fastEntity, compute
 		if out[typ] == nil {
 			out[typ] = map[string]fastField{"__typename": {}}
 		}
-		for name, c := range deriveColumns(schema, typ, e) {
+		for name, c := range deriveColumns(schema, typ, e, renames[typ]) {
 			if _, hand := out[typ][name]; !hand {
 				out[typ][name] = fastField{col: c}
 			}
@@ -137,8 +140,9 @@ var (
 // field of e's struct that is a column: a scalar or enum field, with no
 // arguments and no directive, for which neither the type's resolver
 // interface nor the struct has a method (gqlgen would call it), and whose
-// Go type the hot path knows how to write as gqlgen does.
-func deriveColumns(schema *ast.Schema, typ string, e fastEntity) map[string]*fastColumn {
+// Go type the hot path knows how to write as gqlgen does. renames binds a
+// field to a Go name other than its own, as gqlgen.yml's fieldName does.
+func deriveColumns(schema *ast.Schema, typ string, e fastEntity, renames map[string]string) map[string]*fastColumn {
 	def := schema.Types[typ]
 	if def == nil {
 		return nil
@@ -156,10 +160,11 @@ func deriveColumns(schema *ast.Schema, typ string, e fastEntity) map[string]*fas
 		if named == nil || named.Kind != ast.Scalar && named.Kind != ast.Enum {
 			continue
 		}
-		if hasMethod(e.resolver, f.Name) || hasMethod(reflect.PointerTo(e.typ), f.Name) || hasMethod(e.typ, f.Name) {
+		goName := cmp.Or(renames[f.Name], f.Name)
+		if hasMethod(e.resolver, f.Name) || hasMethod(reflect.PointerTo(e.typ), goName) || hasMethod(e.typ, goName) {
 			continue
 		}
-		sf, ok := structField(e.typ, f.Name)
+		sf, ok := structField(e.typ, goName)
 		if !ok {
 			continue
 		}
