@@ -31,6 +31,7 @@ import (
 	"github.com/toolgate/toolgate/ent/predicate"
 	"github.com/toolgate/toolgate/ent/tenancy"
 	"github.com/toolgate/toolgate/ent/turn"
+	"github.com/toolgate/toolgate/offer"
 	"github.com/toolgate/toolgate/runtime/dispatch"
 	"github.com/toolgate/toolgate/runtime/events"
 	"github.com/toolgate/toolgate/runtime/mcp"
@@ -41,7 +42,6 @@ import (
 	"github.com/toolgate/toolgate/runtime/scope"
 	"github.com/toolgate/toolgate/runtime/throttle"
 	"github.com/toolgate/toolgate/tools"
-	"github.com/toolgate/toolgate/tools/catalog"
 	"github.com/toolgate/toolgate/tools/embed"
 )
 
@@ -62,8 +62,8 @@ type Config struct {
 	Events     *events.Bus
 	Prices     *price.Table
 	// Rates are the prices of the model turns call, by which an agent's
-	// AUTO tool loading chooses (catalog.Agent.Defers); nil: none known.
-	Rates *catalog.Rates
+	// AUTO tool loading chooses (offer.Agent.Defers); nil: none known.
+	Rates *offer.Rates
 	// Apps lists application tools; nil offers none.
 	Apps *mcp.Pool
 	// Tools are the built-in definitions in registration order.
@@ -311,7 +311,7 @@ func (r *Runner) Apps() *mcp.Pool { return r.cfg.Apps }
 func (r *Runner) Events() *events.Bus { return r.cfg.Events }
 
 // Rates are the prices of the model turns call (Config.Rates).
-func (r *Runner) Rates() *catalog.Rates { return r.cfg.Rates }
+func (r *Runner) Rates() *offer.Rates { return r.cfg.Rates }
 
 // TurnArgs is the job that runs a turn from where it stands.
 type TurnArgs struct {

@@ -27,6 +27,8 @@ import (
 	"github.com/toolgate/toolgate/ent/tenancy"
 	"github.com/toolgate/toolgate/ent/toolcall"
 	"github.com/toolgate/toolgate/ent/turn"
+	"github.com/toolgate/toolgate/offer"
+	"github.com/toolgate/toolgate/offer/token"
 	"github.com/toolgate/toolgate/runtime/batch"
 	"github.com/toolgate/toolgate/runtime/dispatch"
 	"github.com/toolgate/toolgate/runtime/events"
@@ -38,7 +40,6 @@ import (
 	"github.com/toolgate/toolgate/runtime/retry"
 	"github.com/toolgate/toolgate/runtime/scope"
 	"github.com/toolgate/toolgate/tools"
-	"github.com/toolgate/toolgate/tools/catalog"
 	"github.com/toolgate/toolgate/tools/embed"
 	"github.com/toolgate/toolgate/tools/interact"
 )
@@ -236,13 +237,13 @@ func (t *turnRun) load(ctx context.Context) error {
 	if err != nil {
 		return err
 	}
-	rules, err := catalog.LoadRules(ctx, c, t.agent, u.Edges.Organization, catalog.Server{WebProvider: t.r.cfg.WebProvider,
+	rules, err := offer.LoadRules(ctx, c, t.agent, u.Edges.Organization, offer.Server{WebProvider: t.r.cfg.WebProvider,
 		Embeddings: t.r.cfg.Embeddings || t.r.cfg.Embedder != nil, EmbeddingsDown: embed.Down(t.r.cfg.Embedder), Browser: t.r.cfg.Browser, Rates: t.r.cfg.Rates})
 	if err != nil {
 		return err
 	}
 	rules.Attachments, rules.DocumentAttachments = attached, readable
-	deck := prompt.Offer(rules, t.r.cfg.Tools, appDefs)
+	deck := offer.Build(rules, t.r.cfg.Tools, appDefs)
 	t.offered = deck.Offered
 	t.byName = make(map[string]tools.Definition, len(t.offered))
 	t.deferred = nil
@@ -251,7 +252,7 @@ func (t *turnRun) load(ctx context.Context) error {
 	}
 	for _, d := range t.offered {
 		t.byName[d.Name] = d
-		if deck.Deferred && !catalog.Keeps(d) {
+		if deck.Deferred && !offer.Keeps(d) {
 			t.deferred[d.Name] = true
 		}
 	}
@@ -261,7 +262,7 @@ func (t *turnRun) load(ctx context.Context) error {
 		MaxTokens:   t.r.cfg.MaxTokens,
 		Attribution: t.attribution(),
 	}
-	t.prefixTokens = catalog.PrefixTokens(t.req.System, deck.SentTokens)
+	t.prefixTokens = token.Prefix(t.req.System, deck.SentTokens)
 	return nil
 }
 

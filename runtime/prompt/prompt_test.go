@@ -14,6 +14,8 @@ import (
 	"github.com/toolgate/toolgate/ent"
 	"github.com/toolgate/toolgate/ent/schematype"
 	"github.com/toolgate/toolgate/ent/toolcall"
+	"github.com/toolgate/toolgate/offer"
+	"github.com/toolgate/toolgate/offer/token"
 	"github.com/toolgate/toolgate/runtime/model"
 	"github.com/toolgate/toolgate/runtime/prompt"
 	"github.com/toolgate/toolgate/tools"
@@ -46,8 +48,8 @@ func names(defs []tools.Definition) []string {
 
 // withEmbeddings reads an agent's rules on a server with an embedding
 // model, as memory needs.
-func withEmbeddings(a *ent.Agent) *catalog.Agent {
-	return catalog.RulesOf(a, nil, catalog.Server{Embeddings: true})
+func withEmbeddings(a *ent.Agent) *offer.Agent {
+	return offer.RulesOf(a, nil, offer.Server{Embeddings: true})
 }
 
 func TestRegister(t *testing.T) {
@@ -70,17 +72,17 @@ func TestRegister(t *testing.T) {
 			want: []string{"clarify", "read_file", "crm__purge", "crm__lookup"}},
 	}
 	for _, tt := range tests {
-		require.Equal(t, tt.want, names(prompt.Register(withEmbeddings(tt.give), builtins, apps)), tt.name)
+		require.Equal(t, tt.want, names(offer.Register(withEmbeddings(tt.give), builtins, apps)), tt.name)
 	}
 	noModel := &ent.Agent{Memory: true, Tools: []string{"remember"}}
-	require.Equal(t, []string{"clarify", "read_file"}, names(prompt.Register(catalog.AgentOf(noModel), builtins, apps)),
+	require.Equal(t, []string{"clarify", "read_file"}, names(offer.Register(offer.AgentOf(noModel), builtins, apps)),
 		"memory needs an embedding model")
 }
 
 func TestSystemCollectsGuidanceOnce(t *testing.T) {
 	t.Parallel()
 	a := &ent.Agent{Instructions: "  Be brief.  ", Tools: []string{"search_web", "search_docs", "search_conversations", "remember"}, PastConversationSearch: true, Memory: true}
-	got := prompt.System(a, prompt.Register(withEmbeddings(a), builtins, nil), false)
+	got := prompt.System(a, offer.Register(withEmbeddings(a), builtins, nil), false)
 	want := "Be brief.\n\n" +
 		"Files live in the conversation's workspace.\n\n" +
 		"A search that ran and found nothing is not a failure.\n\n" +
@@ -88,7 +90,7 @@ func TestSystemCollectsGuidanceOnce(t *testing.T) {
 		prompt.MaterialNotice
 	require.Equal(t, want, got)
 	// Same agent, same bytes.
-	require.Equal(t, got, prompt.System(a, prompt.Register(withEmbeddings(a), builtins, nil), false))
+	require.Equal(t, got, prompt.System(a, offer.Register(withEmbeddings(a), builtins, nil), false))
 }
 
 func TestOpening(t *testing.T) {
@@ -335,7 +337,7 @@ func TestCallsPerTurnCap(t *testing.T) {
 // TestOfferDefers: FULL sends every definition whole; DEFERRED keeps the
 // always-on tools whole, adds get_tool_schema and sends the rest as stubs,
 // with the notice in the system prompt; AUTO defers only past
-// catalog.AutoDeferTokens of definitions.
+// offer.AutoDeferTokens of definitions.
 func TestOfferDefers(t *testing.T) {
 	t.Parallel()
 	schemaTool := def(tools.SchemaTool, tools.OfferAllowlisted, "", "")
@@ -343,17 +345,17 @@ func TestOfferDefers(t *testing.T) {
 	big := def("erp__report", tools.OfferAllowlisted, "", "")
 	big.Description = "Build a report. " + strings.Repeat("Every column is explained here at length. ", 1000)
 	apps := []tools.Definition{def("crm__lookup", tools.OfferAllowlisted, "", ""), big}
-	agent := func(loading string, tools ...string) *catalog.Agent {
-		return &catalog.Agent{Loading: loading, Tools: tools}
+	agent := func(loading string, tools ...string) *offer.Agent {
+		return &offer.Agent{Loading: loading, Tools: tools}
 	}
 
-	deck := prompt.Offer(agent(catalog.LoadFull, "search_web", "crm__lookup"), all, apps)
+	deck := offer.Build(agent(offer.LoadFull, "search_web", "crm__lookup"), all, apps)
 	require.False(t, deck.Deferred)
 	require.Equal(t, []string{"clarify", "read_file", "search_web", "crm__lookup"}, names(deck.Offered))
 	require.Equal(t, deck.Offered, deck.Sent)
-	require.Equal(t, catalog.DefinitionTokens(deck.Offered), deck.SentTokens)
+	require.Equal(t, token.Definitions(deck.Offered), deck.SentTokens)
 
-	deck = prompt.Offer(agent(catalog.LoadDeferred, "search_web", "erp__report"), all, apps)
+	deck = offer.Build(agent(offer.LoadDeferred, "search_web", "erp__report"), all, apps)
 	require.True(t, deck.Deferred)
 	offered := deck.Offered
 	require.Equal(t, []string{"clarify", "read_file", "search_web", tools.SchemaTool, "erp__report"}, names(offered))
@@ -365,16 +367,16 @@ func TestOfferDefers(t *testing.T) {
 		}
 	}
 	require.Equal(t, "Build a report.", deck.Sent[4].Description, "an application tool's stub: its first sentence")
-	require.Equal(t, catalog.DefinitionTokens(deck.Sent), deck.SentTokens)
-	require.Less(t, deck.SentTokens, catalog.DefinitionTokens(offered))
+	require.Equal(t, token.Definitions(deck.Sent), deck.SentTokens)
+	require.Less(t, deck.SentTokens, token.Definitions(offered))
 	sys := prompt.System(&ent.Agent{}, offered, true)
 	require.Contains(t, sys, prompt.DeferNotice)
 	require.NotContains(t, prompt.System(&ent.Agent{}, offered, false), prompt.DeferNotice)
 
 	// AUTO: a small deck goes whole; the big application tool tips it.
-	require.False(t, prompt.Offer(agent(catalog.LoadAuto, "search_web", "crm__lookup"), all, apps).Deferred)
-	require.True(t, prompt.Offer(agent("", "search_web", "erp__report"), all, apps).Deferred, "AUTO is the zero value")
-	require.False(t, prompt.Offer(agent(catalog.LoadFull, "search_web", "erp__report"), all, apps).Deferred)
+	require.False(t, offer.Build(agent(offer.LoadAuto, "search_web", "crm__lookup"), all, apps).Deferred)
+	require.True(t, offer.Build(agent("", "search_web", "erp__report"), all, apps).Deferred, "AUTO is the zero value")
+	require.False(t, offer.Build(agent(offer.LoadFull, "search_web", "erp__report"), all, apps).Deferred)
 }
 
 // TestOfferPricesAsTheCatalogue: with the model's price known, a turn's
@@ -390,14 +392,14 @@ func TestOfferPricesAsTheCatalogue(t *testing.T) {
 			every = append(every, d.Name)
 		}
 	}
-	rates := &catalog.Rates{Input: 2, CacheRead: 0.5, CacheWrite: 2, Output: 8}
+	rates := &offer.Rates{Input: 2, CacheRead: 0.5, CacheWrite: 2, Output: 8}
 	for _, allow := range [][]string{nil, {"search_web", "write_file"}, every} {
-		a := &catalog.Agent{Tools: allow, Memory: true, BudgetCheck: true, WebResearch: true, Embeddings: true, Browser: true, Rates: rates}
+		a := &offer.Agent{Tools: allow, Memory: true, BudgetCheck: true, WebResearch: true, Embeddings: true, Browser: true, Rates: rates}
 		c := catalog.Measure(all).For(a)
-		deck := prompt.Offer(a, all, nil)
+		deck := offer.Build(a, all, nil)
 		require.Equal(t, c.Deferring, deck.Deferred, "%d tools allowed", len(allow))
 		require.Equal(t, c.SentTokens, deck.SentTokens, "%d tools allowed", len(allow))
 	}
-	require.False(t, prompt.Offer(&catalog.Agent{Rates: rates}, all, nil).Deferred)
-	require.True(t, prompt.Offer(&catalog.Agent{Tools: every, Memory: true, WebResearch: true, Embeddings: true, Browser: true, Rates: rates}, all, nil).Deferred)
+	require.False(t, offer.Build(&offer.Agent{Rates: rates}, all, nil).Deferred)
+	require.True(t, offer.Build(&offer.Agent{Tools: every, Memory: true, WebResearch: true, Embeddings: true, Browser: true, Rates: rates}, all, nil).Deferred)
 }
