@@ -58,3 +58,28 @@ func TestAutoLoadingByPrice(t *testing.T) {
 	require.False(t, measure(priced(offer.LoadFull, &gpt41, every...)).Deferring)
 	require.True(t, measure(priced(offer.LoadDeferred, &gpt41)).Deferring)
 }
+
+// TestCatalogueMeasuresTheDeck: with the model's price known, a turn's
+// deck is deferred exactly when the catalogue says the agent's turns
+// defer, and sends what the catalogue measured: a lean agent whole, one
+// offered every built-in tool deferred.
+func TestCatalogueMeasuresTheDeck(t *testing.T) {
+	t.Parallel()
+	all := registry.All()
+	var every []string
+	for _, d := range all {
+		if d.Offered == tools.OfferAllowlisted {
+			every = append(every, d.Name)
+		}
+	}
+	rates := &gpt41
+	for _, allow := range [][]string{nil, {"search_web", "write_file"}, every} {
+		a := &offer.Agent{Tools: allow, Memory: true, BudgetCheck: true, WebResearch: true, Embeddings: true, Browser: true, Rates: rates}
+		c := catalog.Measure(all).For(a)
+		deck := offer.Build(a, all, nil)
+		require.Equal(t, c.Deferring, deck.Deferred, "%d tools allowed", len(allow))
+		require.Equal(t, c.SentTokens, deck.SentTokens, "%d tools allowed", len(allow))
+	}
+	require.False(t, offer.Build(&offer.Agent{Rates: rates}, all, nil).Deferred)
+	require.True(t, offer.Build(&offer.Agent{Tools: every, Memory: true, WebResearch: true, Embeddings: true, Browser: true, Rates: rates}, all, nil).Deferred)
+}
