@@ -224,7 +224,7 @@ func newRunner(ctx context.Context, c runtimeConfig, d *db.DB, jobs db.Queue, db
 		SweepEvery:     durationEnv("TOOLGATE_TEST_STALE_AFTER", 0) / 5,
 		WebProvider:    c.webProvider,
 		Embeddings:     c.embeddings,
-		Embedder:       c.embedder,
+		EmbeddingsDown: func() string { return embed.Down(c.embedder) },
 		Browser:        c.browser,
 		EncodeID:       graph.EncodeID,
 		AttributionKey: whoPays,

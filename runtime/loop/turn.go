@@ -40,7 +40,6 @@ import (
 	"github.com/toolgate/toolgate/runtime/retry"
 	"github.com/toolgate/toolgate/runtime/scope"
 	"github.com/toolgate/toolgate/tools"
-	"github.com/toolgate/toolgate/tools/embed"
 	"github.com/toolgate/toolgate/tools/interact"
 )
 
@@ -238,7 +237,7 @@ func (t *turnRun) load(ctx context.Context) error {
 		return err
 	}
 	rules, err := offer.LoadRules(ctx, c, t.agent, u.Edges.Organization, offer.Server{WebProvider: t.r.cfg.WebProvider,
-		Embeddings: t.r.cfg.Embeddings || t.r.cfg.Embedder != nil, EmbeddingsDown: embed.Down(t.r.cfg.Embedder), Browser: t.r.cfg.Browser, Rates: t.r.cfg.Rates})
+		Embeddings: t.r.cfg.Embeddings, EmbeddingsDown: t.r.cfg.embeddingsDown(), Browser: t.r.cfg.Browser, Rates: t.r.cfg.Rates})
 	if err != nil {
 		return err
 	}

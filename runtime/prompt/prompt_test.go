@@ -167,7 +167,7 @@ func TestGuidanceQuotesTheLinesAsWritten(t *testing.T) {
 		}
 	}
 	// And the guidance quotes them through the functions that write them.
-	require.Contains(t, result.Definition.Guidance, result.CutLine("N", "M", "R"))
+	require.Contains(t, result.Definition.Guidance, tools.CutLine("N", "M", "R"))
 }
 
 func TestCapArguments(t *testing.T) {
