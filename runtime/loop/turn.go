@@ -40,7 +40,6 @@ import (
 	"github.com/toolgate/toolgate/runtime/retry"
 	"github.com/toolgate/toolgate/runtime/scope"
 	"github.com/toolgate/toolgate/tools"
-	"github.com/toolgate/toolgate/tools/interact"
 )
 
 // turnRun is one run of a turn, from start or from where it stopped.
@@ -192,13 +191,13 @@ func pending(calls []*ent.ToolCall) bool {
 // recording the question and pausing.
 func (t *turnRun) unanswered(calls []*ent.ToolCall) bool {
 	i := t.pausing(calls)
-	return i >= 0 && !interact.Answered(t.turn.Clarification, calls[i])
+	return i >= 0 && !tools.Answered(t.turn.Clarification, calls[i])
 }
 
 // pausing returns the index of the first call of a step that pauses the
 // turn and succeeded, or -1.
 func (t *turnRun) pausing(calls []*ent.ToolCall) int {
-	return interact.Asking(calls, func(name string) bool { return t.byName[name].Pauses })
+	return tools.Asking(calls, func(name string) bool { return t.byName[name].Pauses })
 }
 
 // loaded is what the claim's statement read of the turn (claimAndLoad):
@@ -1226,7 +1225,7 @@ func (t *turnRun) pause(ctx context.Context, rows []*ent.ToolCall) error {
 	if i < 0 {
 		return nil
 	}
-	cl, err := interact.Question(rows[i])
+	cl, err := tools.Question(rows[i])
 	if err != nil {
 		return fmt.Errorf("read clarification: %w", err)
 	}
