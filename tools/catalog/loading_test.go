@@ -23,12 +23,7 @@ var gpt41 = offer.Rates{Input: 2, CacheRead: 0.5, CacheWrite: 2, Output: 8}
 func TestAutoLoadingByPrice(t *testing.T) {
 	t.Parallel()
 	all := registry.All()
-	var every []string
-	for _, d := range all {
-		if d.Offered == tools.OfferAllowlisted {
-			every = append(every, d.Name)
-		}
-	}
+	every := allowlisted(all)
 	measure := func(a *offer.Agent) catalog.Catalogue { return catalog.Measure(all).For(a) }
 	priced := func(loading string, r *offer.Rates, tools ...string) *offer.Agent {
 		return &offer.Agent{Loading: loading, Tools: tools, Memory: true, BudgetCheck: true, PastConversationSearch: true,
@@ -66,12 +61,7 @@ func TestAutoLoadingByPrice(t *testing.T) {
 func TestCatalogueMeasuresTheDeck(t *testing.T) {
 	t.Parallel()
 	all := registry.All()
-	var every []string
-	for _, d := range all {
-		if d.Offered == tools.OfferAllowlisted {
-			every = append(every, d.Name)
-		}
-	}
+	every := allowlisted(all)
 	rates := &gpt41
 	for _, allow := range [][]string{nil, {"search_web", "write_file"}, every} {
 		a := &offer.Agent{Tools: allow, Memory: true, BudgetCheck: true, WebResearch: true, Embeddings: true, Browser: true, Rates: rates}
@@ -82,4 +72,15 @@ func TestCatalogueMeasuresTheDeck(t *testing.T) {
 	}
 	require.False(t, offer.Build(&offer.Agent{Rates: rates}, all, nil).Deferred)
 	require.True(t, offer.Build(&offer.Agent{Tools: every, Memory: true, WebResearch: true, Embeddings: true, Browser: true, Rates: rates}, all, nil).Deferred)
+}
+
+// allowlisted names the tools of defs an agent gets by listing them.
+func allowlisted(defs []tools.Definition) []string {
+	var out []string
+	for _, d := range defs {
+		if d.Offered == tools.OfferAllowlisted {
+			out = append(out, d.Name)
+		}
+	}
+	return out
 }
