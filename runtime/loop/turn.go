@@ -89,7 +89,7 @@ type turnRun struct {
 	// unrecordedAgent is the agent this run uses, until the turn records it
 	// (recordAgent): nil when the turn had recorded one already.
 	unrecordedAgent *schematype.AgentConfig
-	// deferred names the offered tools sent as stubs (prompt.Offer) whose
+	// deferred names the offered tools sent as stubs (offer.Build) whose
 	// definitions the turn has not read yet (readDefinitions): calls to
 	// them are refused.
 	deferred map[string]bool
