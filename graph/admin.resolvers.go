@@ -14,7 +14,7 @@ import (
 	"github.com/toolgate/toolgate/graph/auth"
 	"github.com/toolgate/toolgate/graph/generated"
 	"github.com/toolgate/toolgate/graph/model"
-	"github.com/toolgate/toolgate/tools/catalog"
+	"github.com/toolgate/toolgate/offer"
 )
 
 // CreateAgent is the resolver for the createAgent field.
@@ -33,7 +33,7 @@ func (r *mutationResolver) CreateAgent(ctx context.Context, input model.CreateAg
 	if err != nil {
 		return nil, err
 	}
-	if err := r.checkDeck(ctx, &catalog.Agent{Tools: uniq(input.Tools), Memory: deref(input.Memory),
+	if err := r.checkDeck(ctx, &offer.Agent{Tools: uniq(input.Tools), Memory: deref(input.Memory),
 		BudgetCheck: deref(input.BudgetCheck), PastConversationSearch: deref(input.PastConversationSearch), Bound: bound}); err != nil {
 		return nil, err
 	}

@@ -11,6 +11,7 @@ import (
 	"github.com/toolgate/toolgate/ent/agent"
 	"github.com/toolgate/toolgate/graph/auth"
 	"github.com/toolgate/toolgate/graph/generated"
+	"github.com/toolgate/toolgate/offer"
 	"github.com/toolgate/toolgate/tools/catalog"
 	"github.com/toolgate/toolgate/tools/registry"
 )
@@ -24,13 +25,13 @@ func (r *queryResolver) Catalogue(ctx context.Context, agentID *int) (*catalog.C
 	if v.Scoped() {
 		return nil, auth.ErrNotFound
 	}
-	var a *catalog.Agent
+	var a *offer.Agent
 	if agentID != nil {
 		ag, err := r.Client.Agent.Query().Where(agent.ID(*agentID)).WithOrganization().Only(ctx)
 		if err != nil {
 			return nil, err
 		}
-		if a, err = catalog.LoadRules(ctx, r.Client, ag, ag.Edges.Organization, r.server()); err != nil {
+		if a, err = offer.LoadRules(ctx, r.Client, ag, ag.Edges.Organization, r.server()); err != nil {
 			return nil, err
 		}
 	}

@@ -11,6 +11,8 @@ import (
 	"github.com/toolgate/toolgate/db/dbtest"
 	"github.com/toolgate/toolgate/graph"
 	"github.com/toolgate/toolgate/graph/gid"
+	"github.com/toolgate/toolgate/offer"
+	"github.com/toolgate/toolgate/offer/token"
 	"github.com/toolgate/toolgate/runtime/loop"
 	"github.com/toolgate/toolgate/tools"
 	"github.com/toolgate/toolgate/tools/catalog"
@@ -65,7 +67,7 @@ func TestCatalogue(t *testing.T) {
 				require.Equal(t, d.AlwaysOn(), tool["alwaysOn"], d.Name)
 				require.Equal(t, wantOffered(d), tool["offered"], d.Name)
 				require.EqualValues(t, chars, tool["definitionChars"], d.Name)
-				require.EqualValues(t, catalog.Tokens(string(d.Wire())), tool["definitionTokens"], d.Name)
+				require.EqualValues(t, token.Count(string(d.Wire())), tool["definitionTokens"], d.Name)
 				sum += chars
 				if wantOffered(d) {
 					offeredChars += chars
@@ -265,7 +267,7 @@ func TestToolLoading(t *testing.T) {
 		for _, raw := range c["tools"].([]any) {
 			tool := raw.(map[string]any)
 			def, _ := registry.ByName(tool["name"].(string))
-			kept := catalog.Keeps(def)
+			kept := offer.Keeps(def)
 			if kept {
 				require.EqualValues(t, 0, tool["stubChars"], def.Name)
 			} else {
@@ -275,10 +277,10 @@ func TestToolLoading(t *testing.T) {
 			switch {
 			case tool["deferred"] == true:
 				sent += utf8.RuneCount(def.Stub().Wire())
-				sentTokens += catalog.Tokens(string(def.Stub().Wire()))
+				sentTokens += token.Count(string(def.Stub().Wire()))
 			case tool["offered"] == true || def.Name == tools.SchemaTool:
 				sent += utf8.RuneCount(def.Wire())
-				sentTokens += catalog.Tokens(string(def.Wire()))
+				sentTokens += token.Count(string(def.Wire()))
 			}
 		}
 		require.EqualValues(t, sent, c["sentChars"])
@@ -316,7 +318,7 @@ func TestToolLoading(t *testing.T) {
 func TestCatalogueLoadingCost(t *testing.T) {
 	t.Parallel()
 	d := dbtest.Open(t, dbtest.SQLite)
-	rates := &catalog.Rates{Input: 2, CacheRead: 0.5, CacheWrite: 2, Output: 8}
+	rates := &offer.Rates{Input: 2, CacheRead: 0.5, CacheWrite: 2, Output: 8}
 	runner, err := loop.New(loop.Config{Client: d.Client(), Queue: d.Queue(), EncodeID: gid.Encode, Rates: rates})
 	require.NoError(t, err)
 	b := setupWith(t, d, func(c *graph.Config) { c.Runner = runner })
@@ -344,7 +346,7 @@ func TestCatalogueLoadingCost(t *testing.T) {
 		require.EqualValues(t, want.FullMicros, get(cost, "full", "micros"))
 		require.EqualValues(t, want.DeferredMicros, get(cost, "deferred", "micros"))
 		require.Equal(t, "USD", get(cost, "full", "currency"))
-		require.EqualValues(t, catalog.AutoCalls, cost["calls"])
+		require.EqualValues(t, offer.AutoCalls, cost["calls"])
 		require.Equal(t, c["offeredTokens"], cost["fullTokens"])
 		require.Equal(t, tc.defers, c["deferring"], "%d tools", len(tc.tools))
 		require.Equal(t, tc.defers, want.DeferredMicros < want.FullMicros)

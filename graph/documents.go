@@ -13,7 +13,7 @@ import (
 	"github.com/toolgate/toolgate/ent/knowledgebase"
 	"github.com/toolgate/toolgate/graph/auth"
 	"github.com/toolgate/toolgate/graph/model"
-	"github.com/toolgate/toolgate/tools/catalog"
+	"github.com/toolgate/toolgate/offer"
 	"github.com/toolgate/toolgate/tools/document"
 	"github.com/toolgate/toolgate/tools/embed"
 )
@@ -119,12 +119,12 @@ func (r *Resolver) checkKnowledgeBases(ctx context.Context, ids []int) ([]int, e
 }
 
 // server is what this server offers beside an agent's own rules.
-func (r *Resolver) server() catalog.Server {
+func (r *Resolver) server() offer.Server {
 	var e embed.Embedder
 	if r.Documents != nil {
 		e = r.Documents.Embedder()
 	}
-	s := catalog.Server{WebProvider: r.Web != nil, Embeddings: e != nil, EmbeddingsDown: embed.Down(e), Browser: r.Browser != nil}
+	s := offer.Server{WebProvider: r.Web != nil, Embeddings: e != nil, EmbeddingsDown: embed.Down(e), Browser: r.Browser != nil}
 	if r.Runner != nil {
 		s.Rates = r.Runner.Rates()
 	}

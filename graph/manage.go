@@ -13,7 +13,7 @@ import (
 	"github.com/toolgate/toolgate/ent/user"
 	"github.com/toolgate/toolgate/graph/auth"
 	"github.com/toolgate/toolgate/graph/model"
-	"github.com/toolgate/toolgate/tools/catalog"
+	"github.com/toolgate/toolgate/offer"
 )
 
 // adminViewer returns the caller when it is an admin holding an API token.
@@ -97,7 +97,7 @@ func (r *Resolver) updateAgent(ctx context.Context, in model.UpdateAgentInput) (
 	if err != nil {
 		return nil, err
 	}
-	next := catalog.Agent{Tools: a.Tools, Memory: a.Memory, BudgetCheck: a.BudgetCheck, PastConversationSearch: a.PastConversationSearch}
+	next := offer.Agent{Tools: a.Tools, Memory: a.Memory, BudgetCheck: a.BudgetCheck, PastConversationSearch: a.PastConversationSearch}
 	skills := a.Skills
 	if in.Skills != nil {
 		skills = in.Skills

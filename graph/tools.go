@@ -14,6 +14,7 @@ import (
 	"github.com/toolgate/toolgate/ent/turn"
 	"github.com/toolgate/toolgate/ent/user"
 	"github.com/toolgate/toolgate/graph/auth"
+	"github.com/toolgate/toolgate/offer"
 	"github.com/toolgate/toolgate/runtime/loop"
 	"github.com/toolgate/toolgate/runtime/scope"
 	"github.com/toolgate/toolgate/tools/catalog"
@@ -172,7 +173,7 @@ func (r *Resolver) runCode(ctx context.Context, conversationID *int, src string,
 // than the widest ceiling allows: its built-in tools and its allowlisted
 // application tools, measured as their servers list them. A server that
 // cannot be asked is not measured here; the catalogue warns about it.
-func (r *Resolver) checkDeck(ctx context.Context, a *catalog.Agent) error {
+func (r *Resolver) checkDeck(ctx context.Context, a *offer.Agent) error {
 	apps, err := catalog.Applications(ctx, r.client(ctx), a, r.lister())
 	if err != nil {
 		return err

@@ -19,7 +19,7 @@ import (
 	"github.com/toolgate/toolgate/ent/turn"
 	"github.com/toolgate/toolgate/graph/model"
 	"github.com/toolgate/toolgate/runtime/events"
-	"github.com/toolgate/toolgate/tools/interact"
+	"github.com/toolgate/toolgate/tools"
 	"github.com/toolgate/toolgate/tools/registry"
 )
 
@@ -814,7 +814,7 @@ func (r *Resolver) pastEvents(ctx context.Context, t *ent.Turn, deltas bool) ([]
 			callEvents(c, phaseTools, true)
 		}
 		var pause *ent.ToolCall
-		if i := interact.Asking(own, pauses); i >= 0 && own[i].FinishedAt != nil {
+		if i := tools.Asking(own, pauses); i >= 0 && own[i].FinishedAt != nil {
 			pause = own[i]
 		}
 		if len(gated) > 0 {
@@ -825,7 +825,7 @@ func (r *Resolver) pastEvents(ctx context.Context, t *ent.Turn, deltas bool) ([]
 			continue
 		}
 		// A pause is told once it is stored: the turn waits now, or went on.
-		answered := t.Status == turn.StatusRUNNING && interact.Answered(t.Clarification, pause)
+		answered := t.Status == turn.StatusRUNNING && tools.Answered(t.Clarification, pause)
 		if t.Status == turn.StatusWAITING_FOR_CLARIFICATION || later(step) || ended(t.Status) || answered {
 			add(events.Status, step, nil, turn.StatusWAITING_FOR_CLARIFICATION, *pause.FinishedAt)
 			status = turn.StatusWAITING_FOR_CLARIFICATION
@@ -893,7 +893,7 @@ func (r *Resolver) pastApprovals(t *ent.Turn, step int, gated []*ent.ToolCall, a
 	if pause != nil {
 		addAt(events.Status, step, phaseWaiting, pause, turn.StatusWAITING_FOR_CLARIFICATION, at)
 		status = turn.StatusWAITING_FOR_CLARIFICATION
-		if !ran && !later && !interact.Answered(t.Clarification, pause) {
+		if !ran && !later && !tools.Answered(t.Clarification, pause) {
 			return status
 		}
 		at = resumedAt(step, at)

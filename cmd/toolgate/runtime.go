@@ -21,6 +21,7 @@ import (
 	"github.com/toolgate/toolgate/ent/setting"
 	"github.com/toolgate/toolgate/ent/tenancy"
 	"github.com/toolgate/toolgate/graph"
+	"github.com/toolgate/toolgate/offer"
 	"github.com/toolgate/toolgate/runtime/builtin"
 	"github.com/toolgate/toolgate/runtime/dispatch"
 	"github.com/toolgate/toolgate/runtime/events"
@@ -34,7 +35,6 @@ import (
 	"github.com/toolgate/toolgate/runtime/prompt"
 	"github.com/toolgate/toolgate/runtime/scope"
 	"github.com/toolgate/toolgate/tools/budget"
-	"github.com/toolgate/toolgate/tools/catalog"
 	"github.com/toolgate/toolgate/tools/embed"
 	"github.com/toolgate/toolgate/tools/registry"
 )
@@ -224,7 +224,7 @@ func newRunner(ctx context.Context, c runtimeConfig, d *db.DB, jobs db.Queue, db
 		SweepEvery:     durationEnv("TOOLGATE_TEST_STALE_AFTER", 0) / 5,
 		WebProvider:    c.webProvider,
 		Embeddings:     c.embeddings,
-		Embedder:       c.embedder,
+		EmbeddingsDown: func() string { return embed.Down(c.embedder) },
 		Browser:        c.browser,
 		EncodeID:       graph.EncodeID,
 		AttributionKey: whoPays,
@@ -270,12 +270,12 @@ func modelName(c runtimeConfig, p model.Provider) string {
 
 // modelRates are the prices of the model turns call, by which AUTO
 // chooses how to send definitions; nil when the table has none.
-func modelRates(prices *price.Table, name string) *catalog.Rates {
+func modelRates(prices *price.Table, name string) *offer.Rates {
 	p, ok := prices.Lookup(name)
 	if !ok {
 		return nil
 	}
-	return &catalog.Rates{Input: p.Input, CacheRead: p.CacheRead, CacheWrite: p.CacheWrite, Output: p.Output}
+	return &offer.Rates{Input: p.Input, CacheRead: p.CacheRead, CacheWrite: p.CacheWrite, Output: p.Output}
 }
 
 // intEnv reads an integer setting that may be negative or zero.

@@ -25,6 +25,7 @@ import (
 	"github.com/toolgate/toolgate/ent/turn"
 	"github.com/toolgate/toolgate/graph/gid"
 	"github.com/toolgate/toolgate/graph/model"
+	"github.com/toolgate/toolgate/offer"
 	"github.com/toolgate/toolgate/runtime/events"
 	"github.com/toolgate/toolgate/tools/artifact"
 	"github.com/toolgate/toolgate/tools/artifact/browser"
@@ -7155,7 +7156,7 @@ first (3,000 tokens of messages read from the cache, 60 tokens written) to
 read readTokens of definitions back, which then ride in every later call's
 messages, uncached on the first.
 """
-type ToolLoadingCost @goModel(model: "github.com/toolgate/toolgate/tools/catalog.LoadingEstimate") {
+type ToolLoadingCost @goModel(model: "github.com/toolgate/toolgate/offer.LoadingEstimate") {
   "Sending every offered definition whole."
   full: Money!
   "Deferring: the kept tools and get_tool_schema whole, the rest as stubs, and the definitions read back."
@@ -19075,8 +19076,8 @@ func (ec *executionContext) _Catalogue_loadingCost(ctx context.Context, field gr
 			return obj.LoadingCost(), nil
 		},
 		nil,
-		func(ctx context.Context, selections ast.SelectionSet, v *catalog.LoadingEstimate) graphql.Marshaler {
-			return ec.marshalOToolLoadingCost2ᚖgithubᚗcomᚋtoolgateᚋtoolgateᚋtoolsᚋcatalogᚐLoadingEstimate(ctx, selections, v)
+		func(ctx context.Context, selections ast.SelectionSet, v *offer.LoadingEstimate) graphql.Marshaler {
+			return ec.marshalOToolLoadingCost2ᚖgithubᚗcomᚋtoolgateᚋtoolgateᚋofferᚐLoadingEstimate(ctx, selections, v)
 		},
 		true,
 		false,
@@ -30000,7 +30001,7 @@ func (ec *executionContext) fieldContext_ToolList_tools(_ context.Context, field
 	return fc, nil
 }
 
-func (ec *executionContext) _ToolLoadingCost_full(ctx context.Context, field graphql.CollectedField, obj *catalog.LoadingEstimate) (ret graphql.Marshaler) {
+func (ec *executionContext) _ToolLoadingCost_full(ctx context.Context, field graphql.CollectedField, obj *offer.LoadingEstimate) (ret graphql.Marshaler) {
 	return graphql.ResolveField(
 		ctx,
 		ec.OperationContext,
@@ -30032,7 +30033,7 @@ func (ec *executionContext) fieldContext_ToolLoadingCost_full(_ context.Context,
 	return fc, nil
 }
 
-func (ec *executionContext) _ToolLoadingCost_deferred(ctx context.Context, field graphql.CollectedField, obj *catalog.LoadingEstimate) (ret graphql.Marshaler) {
+func (ec *executionContext) _ToolLoadingCost_deferred(ctx context.Context, field graphql.CollectedField, obj *offer.LoadingEstimate) (ret graphql.Marshaler) {
 	return graphql.ResolveField(
 		ctx,
 		ec.OperationContext,
@@ -30064,7 +30065,7 @@ func (ec *executionContext) fieldContext_ToolLoadingCost_deferred(_ context.Cont
 	return fc, nil
 }
 
-func (ec *executionContext) _ToolLoadingCost_fullTokens(ctx context.Context, field graphql.CollectedField, obj *catalog.LoadingEstimate) (ret graphql.Marshaler) {
+func (ec *executionContext) _ToolLoadingCost_fullTokens(ctx context.Context, field graphql.CollectedField, obj *offer.LoadingEstimate) (ret graphql.Marshaler) {
 	return graphql.ResolveField(
 		ctx,
 		ec.OperationContext,
@@ -30087,7 +30088,7 @@ func (ec *executionContext) fieldContext_ToolLoadingCost_fullTokens(_ context.Co
 	return graphql.NewScalarFieldContext("ToolLoadingCost", field, false, false, "Int")
 }
 
-func (ec *executionContext) _ToolLoadingCost_deferredTokens(ctx context.Context, field graphql.CollectedField, obj *catalog.LoadingEstimate) (ret graphql.Marshaler) {
+func (ec *executionContext) _ToolLoadingCost_deferredTokens(ctx context.Context, field graphql.CollectedField, obj *offer.LoadingEstimate) (ret graphql.Marshaler) {
 	return graphql.ResolveField(
 		ctx,
 		ec.OperationContext,
@@ -30110,7 +30111,7 @@ func (ec *executionContext) fieldContext_ToolLoadingCost_deferredTokens(_ contex
 	return graphql.NewScalarFieldContext("ToolLoadingCost", field, false, false, "Int")
 }
 
-func (ec *executionContext) _ToolLoadingCost_readTokens(ctx context.Context, field graphql.CollectedField, obj *catalog.LoadingEstimate) (ret graphql.Marshaler) {
+func (ec *executionContext) _ToolLoadingCost_readTokens(ctx context.Context, field graphql.CollectedField, obj *offer.LoadingEstimate) (ret graphql.Marshaler) {
 	return graphql.ResolveField(
 		ctx,
 		ec.OperationContext,
@@ -30133,7 +30134,7 @@ func (ec *executionContext) fieldContext_ToolLoadingCost_readTokens(_ context.Co
 	return graphql.NewScalarFieldContext("ToolLoadingCost", field, false, false, "Int")
 }
 
-func (ec *executionContext) _ToolLoadingCost_calls(ctx context.Context, field graphql.CollectedField, obj *catalog.LoadingEstimate) (ret graphql.Marshaler) {
+func (ec *executionContext) _ToolLoadingCost_calls(ctx context.Context, field graphql.CollectedField, obj *offer.LoadingEstimate) (ret graphql.Marshaler) {
 	return graphql.ResolveField(
 		ctx,
 		ec.OperationContext,
@@ -46275,7 +46276,7 @@ func (ec *executionContext) _ToolList(ctx context.Context, sel ast.SelectionSet,
 
 var toolLoadingCostImplementors = []string{"ToolLoadingCost"}
 
-func (ec *executionContext) _ToolLoadingCost(ctx context.Context, sel ast.SelectionSet, obj *catalog.LoadingEstimate) graphql.Marshaler {
+func (ec *executionContext) _ToolLoadingCost(ctx context.Context, sel ast.SelectionSet, obj *offer.LoadingEstimate) graphql.Marshaler {
 	fields := graphql.CollectFields(ec.OperationContext, sel, toolLoadingCostImplementors)
 
 	out := graphql.NewFieldSet(fields)
@@ -52164,7 +52165,7 @@ func (ec *executionContext) marshalOToolCallWriting2ᚖgithubᚗcomᚋtoolgate�
 	return ec._ToolCallWriting(ctx, sel, v)
 }
 
-func (ec *executionContext) marshalOToolLoadingCost2ᚖgithubᚗcomᚋtoolgateᚋtoolgateᚋtoolsᚋcatalogᚐLoadingEstimate(ctx context.Context, sel ast.SelectionSet, v *catalog.LoadingEstimate) graphql.Marshaler {
+func (ec *executionContext) marshalOToolLoadingCost2ᚖgithubᚗcomᚋtoolgateᚋtoolgateᚋofferᚐLoadingEstimate(ctx context.Context, sel ast.SelectionSet, v *offer.LoadingEstimate) graphql.Marshaler {
 	if v == nil {
 		return graphql.Null
 	}

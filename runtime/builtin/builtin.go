@@ -9,15 +9,15 @@ import (
 
 	"github.com/toolgate/toolgate/ent"
 	"github.com/toolgate/toolgate/runtime/dispatch"
-	"github.com/toolgate/toolgate/tools/interact"
+	"github.com/toolgate/toolgate/tools"
 	"github.com/toolgate/toolgate/tools/tasks"
 )
 
 // Install registers the built-in tools on d. client must be unscoped: the
 // runtime acts for the turn, within the turn's conversation.
 func Install(d *dispatch.Dispatcher, client *ent.Client) {
-	d.Builtins[interact.Clarify.Name] = func(_ context.Context, _ dispatch.Scope, args json.RawMessage) (json.RawMessage, error) {
-		c, err := interact.ParseClarify(args)
+	d.Builtins[tools.ClarifyTool] = func(_ context.Context, _ dispatch.Scope, args json.RawMessage) (json.RawMessage, error) {
+		c, err := tools.ParseClarify(args)
 		if err != nil {
 			return nil, err
 		}

@@ -20,7 +20,6 @@ import (
 	"github.com/toolgate/toolgate/runtime/mcp"
 	"github.com/toolgate/toolgate/runtime/model"
 	"github.com/toolgate/toolgate/tools"
-	"github.com/toolgate/toolgate/tools/interact"
 )
 
 // DefaultApprovalTimeout is how long a call waits for a decision before it
@@ -203,7 +202,7 @@ func declinedWords(a *ent.Approval) string {
 func (t *turnRun) pauseForApproval(ctx context.Context, rows []*ent.ToolCall, waiting []int) error {
 	var cl *schematype.Clarification
 	if i := t.pausing(rows); i >= 0 {
-		q, err := interact.Question(rows[i])
+		q, err := tools.Question(rows[i])
 		if err != nil {
 			return fmt.Errorf("read clarification: %w", err)
 		}
@@ -387,7 +386,7 @@ func Decide(ctx context.Context, c *ent.Client, turnID int, ds []Decision, by *i
 			if err != nil {
 				return nil, fmt.Errorf("load the step's calls: %w", err)
 			}
-			if i := interact.Asking(calls, func(name string) bool { return name == interact.Clarify.Name }); i >= 0 {
+			if i := tools.Asking(calls, func(name string) bool { return name == tools.ClarifyTool }); i >= 0 {
 				next, out.Asked = turn.StatusWAITING_FOR_CLARIFICATION, calls[i].ID
 			}
 		}

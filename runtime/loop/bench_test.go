@@ -15,11 +15,11 @@ import (
 	"github.com/toolgate/toolgate/ent/tenancy"
 	"github.com/toolgate/toolgate/ent/toolcall"
 	"github.com/toolgate/toolgate/graph/gid"
+	"github.com/toolgate/toolgate/offer/token"
 	"github.com/toolgate/toolgate/runtime/dispatch"
 	"github.com/toolgate/toolgate/runtime/loop"
 	"github.com/toolgate/toolgate/runtime/model"
 	"github.com/toolgate/toolgate/tools"
-	"github.com/toolgate/toolgate/tools/catalog"
 	"github.com/toolgate/toolgate/tools/registry"
 )
 
@@ -63,10 +63,10 @@ func BenchmarkPromptAssembly(b *testing.B) {
 	}
 	// The stable prefix an agent with every tool pays on each call: the
 	// system prompt and the definitions, in o200k tokens.
-	prefix := catalog.Tokens(req.System)
+	prefix := token.Count(req.System)
 	for _, s := range req.Tools {
 		def, _ := registry.ByName(s.Name)
-		prefix += catalog.Tokens(string(def.Wire()))
+		prefix += token.Count(string(def.Wire()))
 	}
 	b.ReportAllocs()
 	b.ResetTimer()

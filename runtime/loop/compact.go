@@ -7,10 +7,10 @@ import (
 
 	"github.com/toolgate/toolgate/ent"
 	"github.com/toolgate/toolgate/ent/modelcall"
+	"github.com/toolgate/toolgate/offer/token"
 	"github.com/toolgate/toolgate/runtime/meter"
 	"github.com/toolgate/toolgate/runtime/model"
 	"github.com/toolgate/toolgate/runtime/prompt"
-	"github.com/toolgate/toolgate/tools/catalog"
 )
 
 // layout is the history of earlier turns: the summaries, then the turns
@@ -119,7 +119,7 @@ func (t *turnRun) summarise(ctx context.Context, req model.Request, from, to int
 			SetInputTokens(resp.Usage.InputUncached).SetCacheReadTokens(resp.Usage.CacheRead).
 			SetCacheWriteTokens(resp.Usage.CacheWrite).SetOutputTokens(resp.Usage.Output).
 			SetCost(cost.USD()).SetCostMicros(cost).SetDurationMs(elapsed.Milliseconds()).SetStartedAt(start).
-			SetPrefixTokens(int64(catalog.Tokens(req.System))).SetAttribution(req.Attribution.Key()).
+			SetPrefixTokens(int64(token.Count(req.System))).SetAttribution(req.Attribution.Key()).
 			Exec(ctx)
 		if err != nil {
 			return fmt.Errorf("record summary call: %w", err)

@@ -116,12 +116,7 @@ func newHarnessWith(t testing.TB, d *db.DB, p model.Provider, e embed.Embedder, 
 	t.Cleanup(func() { _ = h.runner.Close(context.Background()) })
 	sandbox := code.New(os.Args[0])
 	t.Cleanup(func() { _ = sandbox.Close() })
-	embedder := e
-	if cfg.Embedder != nil {
-		// The API's tools and the runtime's offering read the same model.
-		embedder = cfg.Embedder
-	}
-	docs, err := document.New(document.Config{DB: d, Embedder: embedder})
+	docs, err := document.New(document.Config{DB: d, Embedder: e})
 	require.NoError(t, err)
 	api = graph.NewServer(graph.Config{DB: d, Signer: signer, Runner: h.runner, Sandbox: sandbox, Web: webService, Documents: docs, Registry: h.reg,
 		TracerProvider: cfg.TracerProvider, Browser: pages})

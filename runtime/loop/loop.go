@@ -31,6 +31,7 @@ import (
 	"github.com/toolgate/toolgate/ent/predicate"
 	"github.com/toolgate/toolgate/ent/tenancy"
 	"github.com/toolgate/toolgate/ent/turn"
+	"github.com/toolgate/toolgate/offer"
 	"github.com/toolgate/toolgate/runtime/dispatch"
 	"github.com/toolgate/toolgate/runtime/events"
 	"github.com/toolgate/toolgate/runtime/mcp"
@@ -41,8 +42,6 @@ import (
 	"github.com/toolgate/toolgate/runtime/scope"
 	"github.com/toolgate/toolgate/runtime/throttle"
 	"github.com/toolgate/toolgate/tools"
-	"github.com/toolgate/toolgate/tools/catalog"
-	"github.com/toolgate/toolgate/tools/embed"
 )
 
 // Defaults for Config.
@@ -62,8 +61,8 @@ type Config struct {
 	Events     *events.Bus
 	Prices     *price.Table
 	// Rates are the prices of the model turns call, by which an agent's
-	// AUTO tool loading chooses (catalog.Agent.Defers); nil: none known.
-	Rates *catalog.Rates
+	// AUTO tool loading chooses (offer.Agent.Defers); nil: none known.
+	Rates *offer.Rates
 	// Apps lists application tools; nil offers none.
 	Apps *mcp.Pool
 	// Tools are the built-in definitions in registration order.
@@ -74,10 +73,11 @@ type Config struct {
 	// Embeddings: the server has an embedding model, so the tools that
 	// need one (memory, knowledge and attachment search) may be offered.
 	Embeddings bool
-	// Embedder, when set, is that model: while it is watched
-	// (embed.Watched) and does not answer, the tools that need it are not
-	// offered, and the catalogue says why. Reading it costs a turn nothing.
-	Embedder embed.Embedder
+	// EmbeddingsDown, when set, says why that model does not answer now,
+	// "" while it does (embed.Down of the watched model): the tools that
+	// need it are not offered until it does, and the catalogue says why.
+	// Reading it costs a turn nothing.
+	EmbeddingsDown func() string
 	// Browser: the server found a headless browser, so the artifact review
 	// tools travel with the artifact writers.
 	Browser bool
@@ -311,7 +311,15 @@ func (r *Runner) Apps() *mcp.Pool { return r.cfg.Apps }
 func (r *Runner) Events() *events.Bus { return r.cfg.Events }
 
 // Rates are the prices of the model turns call (Config.Rates).
-func (r *Runner) Rates() *catalog.Rates { return r.cfg.Rates }
+func (r *Runner) Rates() *offer.Rates { return r.cfg.Rates }
+
+// embeddingsDown is EmbeddingsDown, "" when none is set.
+func (c Config) embeddingsDown() string {
+	if c.EmbeddingsDown == nil {
+		return ""
+	}
+	return c.EmbeddingsDown()
+}
 
 // TurnArgs is the job that runs a turn from where it stands.
 type TurnArgs struct {

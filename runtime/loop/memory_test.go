@@ -166,7 +166,7 @@ func withWatchedEmbeddings(t *testing.T, f *embeddingEndpoint) (option, *embed.W
 		cancel()
 		<-done
 	})
-	return func(c *loop.Config) { c.Embedder = w }, w
+	return func(c *loop.Config) { c.EmbeddingsDown = w.Down }, w
 }
 
 // TestMemoryOfferedWhileEmbeddingsAnswer: with the embedding endpoint
@@ -180,7 +180,8 @@ func TestMemoryOfferedWhileEmbeddingsAnswer(t *testing.T) {
 		f.down.Store(true)
 		withEmbeddings, watched := withWatchedEmbeddings(t, f)
 		p := &scripted{answers: []model.Response{{Text: "Nothing to remember."}}}
-		h := newHarness(t, d, p, withEmbeddings)
+		// The API's tools and the runtime's offering read the same model.
+		h := newHarnessWith(t, d, p, watched, withEmbeddings)
 		require.Eventually(t, func() bool { return watched.Down() != "" }, 10*time.Second, 5*time.Millisecond, "the probe at start tells")
 
 		conv := h.memoryAgent(t)

@@ -19,8 +19,8 @@ import (
 	"github.com/toolgate/toolgate/ent/modelcall"
 	"github.com/toolgate/toolgate/ent/tenancy"
 	"github.com/toolgate/toolgate/graph/gid"
+	"github.com/toolgate/toolgate/offer/token"
 	"github.com/toolgate/toolgate/runtime/model/openai"
-	"github.com/toolgate/toolgate/tools/catalog"
 	"github.com/toolgate/toolgate/tools/registry"
 )
 
@@ -73,14 +73,14 @@ func (s *cachingServer) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 		s.prefixes[string(body.Tools)+string(msgs[0])+body.Key] = true
 	}
 	prompt := string(body.Tools) + string(body.Messages)
-	input := catalog.Tokens(prompt)
+	input := token.Count(prompt)
 	cached := 0
 	for _, prev := range s.seen[body.Key] {
 		n := 0
 		for n < len(prev) && n < len(prompt) && prev[n] == prompt[n] {
 			n++
 		}
-		cached = max(cached, catalog.Tokens(prompt[:n]))
+		cached = max(cached, token.Count(prompt[:n]))
 	}
 	if cached < 1024 {
 		cached = 0
@@ -223,7 +223,7 @@ func benchmarkDeckTurn(b *testing.B, loading agent.ToolLoading) {
 			require.Equal(b, "HITS", string(tc.Outcome), "%s: %v", tc.Name, tc.Message)
 			if tc.Name == "get_tool_schema" && tc.Heard != nil {
 				// Heard by every later call of the turn.
-				defsHeard = int64(catalog.Tokens(*tc.Heard)) * int64(len(steps)-1-tc.Step)
+				defsHeard = int64(token.Count(*tc.Heard)) * int64(len(steps)-1-tc.Step)
 			}
 		}
 		b.StartTimer()

@@ -27,6 +27,8 @@ import (
 	"github.com/toolgate/toolgate/ent/tenancy"
 	"github.com/toolgate/toolgate/ent/toolcall"
 	"github.com/toolgate/toolgate/ent/turn"
+	"github.com/toolgate/toolgate/offer"
+	"github.com/toolgate/toolgate/offer/token"
 	"github.com/toolgate/toolgate/runtime/batch"
 	"github.com/toolgate/toolgate/runtime/dispatch"
 	"github.com/toolgate/toolgate/runtime/events"
@@ -38,9 +40,6 @@ import (
 	"github.com/toolgate/toolgate/runtime/retry"
 	"github.com/toolgate/toolgate/runtime/scope"
 	"github.com/toolgate/toolgate/tools"
-	"github.com/toolgate/toolgate/tools/catalog"
-	"github.com/toolgate/toolgate/tools/embed"
-	"github.com/toolgate/toolgate/tools/interact"
 )
 
 // turnRun is one run of a turn, from start or from where it stopped.
@@ -90,7 +89,7 @@ type turnRun struct {
 	// unrecordedAgent is the agent this run uses, until the turn records it
 	// (recordAgent): nil when the turn had recorded one already.
 	unrecordedAgent *schematype.AgentConfig
-	// deferred names the offered tools sent as stubs (prompt.Offer) whose
+	// deferred names the offered tools sent as stubs (offer.Build) whose
 	// definitions the turn has not read yet (readDefinitions): calls to
 	// them are refused.
 	deferred map[string]bool
@@ -192,13 +191,13 @@ func pending(calls []*ent.ToolCall) bool {
 // recording the question and pausing.
 func (t *turnRun) unanswered(calls []*ent.ToolCall) bool {
 	i := t.pausing(calls)
-	return i >= 0 && !interact.Answered(t.turn.Clarification, calls[i])
+	return i >= 0 && !tools.Answered(t.turn.Clarification, calls[i])
 }
 
 // pausing returns the index of the first call of a step that pauses the
 // turn and succeeded, or -1.
 func (t *turnRun) pausing(calls []*ent.ToolCall) int {
-	return interact.Asking(calls, func(name string) bool { return t.byName[name].Pauses })
+	return tools.Asking(calls, func(name string) bool { return t.byName[name].Pauses })
 }
 
 // loaded is what the claim's statement read of the turn (claimAndLoad):
@@ -236,13 +235,13 @@ func (t *turnRun) load(ctx context.Context) error {
 	if err != nil {
 		return err
 	}
-	rules, err := catalog.LoadRules(ctx, c, t.agent, u.Edges.Organization, catalog.Server{WebProvider: t.r.cfg.WebProvider,
-		Embeddings: t.r.cfg.Embeddings || t.r.cfg.Embedder != nil, EmbeddingsDown: embed.Down(t.r.cfg.Embedder), Browser: t.r.cfg.Browser, Rates: t.r.cfg.Rates})
+	rules, err := offer.LoadRules(ctx, c, t.agent, u.Edges.Organization, offer.Server{WebProvider: t.r.cfg.WebProvider,
+		Embeddings: t.r.cfg.Embeddings, EmbeddingsDown: t.r.cfg.embeddingsDown(), Browser: t.r.cfg.Browser, Rates: t.r.cfg.Rates})
 	if err != nil {
 		return err
 	}
 	rules.Attachments, rules.DocumentAttachments = attached, readable
-	deck := prompt.Offer(rules, t.r.cfg.Tools, appDefs)
+	deck := offer.Build(rules, t.r.cfg.Tools, appDefs)
 	t.offered = deck.Offered
 	t.byName = make(map[string]tools.Definition, len(t.offered))
 	t.deferred = nil
@@ -251,7 +250,7 @@ func (t *turnRun) load(ctx context.Context) error {
 	}
 	for _, d := range t.offered {
 		t.byName[d.Name] = d
-		if deck.Deferred && !catalog.Keeps(d) {
+		if deck.Deferred && !offer.Keeps(d) {
 			t.deferred[d.Name] = true
 		}
 	}
@@ -261,7 +260,7 @@ func (t *turnRun) load(ctx context.Context) error {
 		MaxTokens:   t.r.cfg.MaxTokens,
 		Attribution: t.attribution(),
 	}
-	t.prefixTokens = catalog.PrefixTokens(t.req.System, deck.SentTokens)
+	t.prefixTokens = token.Prefix(t.req.System, deck.SentTokens)
 	return nil
 }
 
@@ -1226,7 +1225,7 @@ func (t *turnRun) pause(ctx context.Context, rows []*ent.ToolCall) error {
 	if i < 0 {
 		return nil
 	}
-	cl, err := interact.Question(rows[i])
+	cl, err := tools.Question(rows[i])
 	if err != nil {
 		return fmt.Errorf("read clarification: %w", err)
 	}

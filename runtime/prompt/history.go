@@ -9,7 +9,7 @@ import (
 	"github.com/toolgate/toolgate/ent"
 	"github.com/toolgate/toolgate/ent/toolcall"
 	"github.com/toolgate/toolgate/runtime/model"
-	"github.com/toolgate/toolgate/tools/result"
+	"github.com/toolgate/toolgate/tools"
 )
 
 // Replay settings: the last RecentTurns earlier turns carry an excerpt of
@@ -167,13 +167,13 @@ func replay(c *ent.ToolCall, recent bool, sizes map[string]int64, cuts []Cut) st
 	}
 	names := make([]string, len(cuts))
 	for i, cut := range cuts {
-		names[i] = result.ArgumentCut(cut.Path, approx(cut.Chars))
+		names[i] = tools.ArgumentCut(cut.Path, approx(cut.Chars))
 	}
 	ref := ""
 	if c.ArgumentsRef != nil {
 		ref = *c.ArgumentsRef
 	}
-	return text + "\n" + result.ArgumentsLine(names, ref)
+	return text + "\n" + tools.ArgumentsLine(names, ref)
 }
 
 func replayResult(c *ent.ToolCall, recent bool, sizes map[string]int64) string {
@@ -188,7 +188,7 @@ func replayResult(c *ent.ToolCall, recent bool, sizes map[string]int64) string {
 	line := ""
 	if c.Ref != nil {
 		if total := int(sizes[*c.Ref]); total > ExcerptChars {
-			line = result.CutLine(approx(total-ExcerptChars), approx(total), *c.Ref)
+			line = tools.CutLine(approx(total-ExcerptChars), approx(total), *c.Ref)
 		}
 	}
 	shown := min(heardChars, ExcerptChars)

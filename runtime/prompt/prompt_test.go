@@ -4,7 +4,6 @@ import (
 	"encoding/json"
 	"fmt"
 	"regexp"
-	"slices"
 	"strings"
 	"testing"
 	"time"
@@ -17,8 +16,6 @@ import (
 	"github.com/toolgate/toolgate/runtime/model"
 	"github.com/toolgate/toolgate/runtime/prompt"
 	"github.com/toolgate/toolgate/tools"
-	"github.com/toolgate/toolgate/tools/catalog"
-	"github.com/toolgate/toolgate/tools/registry"
 	"github.com/toolgate/toolgate/tools/result"
 )
 
@@ -44,43 +41,10 @@ func names(defs []tools.Definition) []string {
 	return out
 }
 
-// withEmbeddings reads an agent's rules on a server with an embedding
-// model, as memory needs.
-func withEmbeddings(a *ent.Agent) *catalog.Agent {
-	return catalog.RulesOf(a, nil, catalog.Server{Embeddings: true})
-}
-
-func TestRegister(t *testing.T) {
-	t.Parallel()
-	apps := []tools.Definition{def("crm__lookup", tools.OfferAllowlisted, "", ""), def("crm__purge", tools.OfferAllowlisted, "", "")}
-	tests := []struct {
-		name string
-		give *ent.Agent
-		want []string
-	}{
-		{name: "no tools declared: always-on and workspace only", give: &ent.Agent{}, want: []string{"clarify", "read_file"}},
-		{name: "allowlist in registration order", give: &ent.Agent{Tools: []string{"search_docs", "search_web", "unknown"}},
-			want: []string{"clarify", "read_file", "search_web", "search_docs"}},
-		{name: "each switch its own tool", give: &ent.Agent{Memory: true, PastConversationSearch: true,
-			Tools: []string{"remember", "search_conversations", "check_budget"}},
-			want: []string{"clarify", "read_file", "remember", "search_conversations"}},
-		{name: "a switch alone offers nothing", give: &ent.Agent{BudgetCheck: true, Memory: true}, want: []string{"clarify", "read_file"}},
-		{name: "budget switch", give: &ent.Agent{BudgetCheck: true, Tools: []string{"check_budget"}}, want: []string{"clarify", "read_file", "check_budget"}},
-		{name: "application tools the agent lists, in its order", give: &ent.Agent{Tools: []string{"crm__purge", "crm__lookup", "crm__missing"}},
-			want: []string{"clarify", "read_file", "crm__purge", "crm__lookup"}},
-	}
-	for _, tt := range tests {
-		require.Equal(t, tt.want, names(prompt.Register(withEmbeddings(tt.give), builtins, apps)), tt.name)
-	}
-	noModel := &ent.Agent{Memory: true, Tools: []string{"remember"}}
-	require.Equal(t, []string{"clarify", "read_file"}, names(prompt.Register(catalog.AgentOf(noModel), builtins, apps)),
-		"memory needs an embedding model")
-}
-
 func TestSystemCollectsGuidanceOnce(t *testing.T) {
 	t.Parallel()
 	a := &ent.Agent{Instructions: "  Be brief.  ", Tools: []string{"search_web", "search_docs", "search_conversations", "remember"}, PastConversationSearch: true, Memory: true}
-	got := prompt.System(a, prompt.Register(withEmbeddings(a), builtins, nil), false)
+	got := prompt.System(a, builtins, false)
 	want := "Be brief.\n\n" +
 		"Files live in the conversation's workspace.\n\n" +
 		"A search that ran and found nothing is not a failure.\n\n" +
@@ -88,7 +52,7 @@ func TestSystemCollectsGuidanceOnce(t *testing.T) {
 		prompt.MaterialNotice
 	require.Equal(t, want, got)
 	// Same agent, same bytes.
-	require.Equal(t, got, prompt.System(a, prompt.Register(withEmbeddings(a), builtins, nil), false))
+	require.Equal(t, got, prompt.System(a, builtins, false))
 }
 
 func TestOpening(t *testing.T) {
@@ -203,7 +167,7 @@ func TestGuidanceQuotesTheLinesAsWritten(t *testing.T) {
 		}
 	}
 	// And the guidance quotes them through the functions that write them.
-	require.Contains(t, result.Definition.Guidance, result.CutLine("N", "M", "R"))
+	require.Contains(t, result.Definition.Guidance, tools.CutLine("N", "M", "R"))
 }
 
 func TestCapArguments(t *testing.T) {
@@ -332,72 +296,10 @@ func TestCallsPerTurnCap(t *testing.T) {
 	}
 }
 
-// TestOfferDefers: FULL sends every definition whole; DEFERRED keeps the
-// always-on tools whole, adds get_tool_schema and sends the rest as stubs,
-// with the notice in the system prompt; AUTO defers only past
-// catalog.AutoDeferTokens of definitions.
-func TestOfferDefers(t *testing.T) {
+// TestSystemSaysDeferNotice: a deferring turn's system prompt tells the
+// model how to read what is deferred; a turn sent whole does not.
+func TestSystemSaysDeferNotice(t *testing.T) {
 	t.Parallel()
-	schemaTool := def(tools.SchemaTool, tools.OfferAllowlisted, "", "")
-	all := append(slices.Clone(builtins), schemaTool)
-	big := def("erp__report", tools.OfferAllowlisted, "", "")
-	big.Description = "Build a report. " + strings.Repeat("Every column is explained here at length. ", 1000)
-	apps := []tools.Definition{def("crm__lookup", tools.OfferAllowlisted, "", ""), big}
-	agent := func(loading string, tools ...string) *catalog.Agent {
-		return &catalog.Agent{Loading: loading, Tools: tools}
-	}
-
-	deck := prompt.Offer(agent(catalog.LoadFull, "search_web", "crm__lookup"), all, apps)
-	require.False(t, deck.Deferred)
-	require.Equal(t, []string{"clarify", "read_file", "search_web", "crm__lookup"}, names(deck.Offered))
-	require.Equal(t, deck.Offered, deck.Sent)
-	require.Equal(t, catalog.DefinitionTokens(deck.Offered), deck.SentTokens)
-
-	deck = prompt.Offer(agent(catalog.LoadDeferred, "search_web", "erp__report"), all, apps)
-	require.True(t, deck.Deferred)
-	offered := deck.Offered
-	require.Equal(t, []string{"clarify", "read_file", "search_web", tools.SchemaTool, "erp__report"}, names(offered))
-	for i, d := range deck.Sent {
-		if d.Name == "clarify" || d.Name == tools.SchemaTool {
-			require.Equal(t, offered[i], d, d.Name)
-		} else {
-			require.Equal(t, offered[i].Stub(), d, d.Name)
-		}
-	}
-	require.Equal(t, "Build a report.", deck.Sent[4].Description, "an application tool's stub: its first sentence")
-	require.Equal(t, catalog.DefinitionTokens(deck.Sent), deck.SentTokens)
-	require.Less(t, deck.SentTokens, catalog.DefinitionTokens(offered))
-	sys := prompt.System(&ent.Agent{}, offered, true)
-	require.Contains(t, sys, prompt.DeferNotice)
-	require.NotContains(t, prompt.System(&ent.Agent{}, offered, false), prompt.DeferNotice)
-
-	// AUTO: a small deck goes whole; the big application tool tips it.
-	require.False(t, prompt.Offer(agent(catalog.LoadAuto, "search_web", "crm__lookup"), all, apps).Deferred)
-	require.True(t, prompt.Offer(agent("", "search_web", "erp__report"), all, apps).Deferred, "AUTO is the zero value")
-	require.False(t, prompt.Offer(agent(catalog.LoadFull, "search_web", "erp__report"), all, apps).Deferred)
-}
-
-// TestOfferPricesAsTheCatalogue: with the model's price known, a turn's
-// deck is deferred exactly when the catalogue says the agent's turns
-// defer, and sends what the catalogue priced: a lean agent whole, one
-// offered every built-in tool deferred.
-func TestOfferPricesAsTheCatalogue(t *testing.T) {
-	t.Parallel()
-	all := registry.All()
-	var every []string
-	for _, d := range all {
-		if d.Offered == tools.OfferAllowlisted {
-			every = append(every, d.Name)
-		}
-	}
-	rates := &catalog.Rates{Input: 2, CacheRead: 0.5, CacheWrite: 2, Output: 8}
-	for _, allow := range [][]string{nil, {"search_web", "write_file"}, every} {
-		a := &catalog.Agent{Tools: allow, Memory: true, BudgetCheck: true, WebResearch: true, Embeddings: true, Browser: true, Rates: rates}
-		c := catalog.Measure(all).For(a)
-		deck := prompt.Offer(a, all, nil)
-		require.Equal(t, c.Deferring, deck.Deferred, "%d tools allowed", len(allow))
-		require.Equal(t, c.SentTokens, deck.SentTokens, "%d tools allowed", len(allow))
-	}
-	require.False(t, prompt.Offer(&catalog.Agent{Rates: rates}, all, nil).Deferred)
-	require.True(t, prompt.Offer(&catalog.Agent{Tools: every, Memory: true, WebResearch: true, Embeddings: true, Browser: true, Rates: rates}, all, nil).Deferred)
+	require.Contains(t, prompt.System(&ent.Agent{}, builtins, true), prompt.DeferNotice)
+	require.NotContains(t, prompt.System(&ent.Agent{}, builtins, false), prompt.DeferNotice)
 }

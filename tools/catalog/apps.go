@@ -8,6 +8,7 @@ import (
 	"strings"
 
 	"github.com/toolgate/toolgate/ent"
+	"github.com/toolgate/toolgate/offer"
 	"github.com/toolgate/toolgate/tools"
 )
 
@@ -32,7 +33,7 @@ type Lister func(ctx context.Context, app *ent.Application) ([]tools.Definition,
 // organisation (read through client, scoped to the caller) that a's
 // allowlist names. A server that cannot be asked is kept with its error: its
 // tools are known by name only. A nil list asks none.
-func Applications(ctx context.Context, client *ent.Client, a *Agent, list Lister) ([]Application, error) {
+func Applications(ctx context.Context, client *ent.Client, a *offer.Agent, list Lister) ([]Application, error) {
 	if a == nil || !slices.ContainsFunc(a.Tools, func(n string) bool { return strings.Contains(n, separator) }) {
 		return nil, nil
 	}
@@ -71,7 +72,7 @@ type appTool struct {
 // allowlist order: each "<application>__<tool>" the agent lists and the
 // application allows. A tool its server answered without is not offered,
 // so it is left out; one whose server could not be asked is kept, by name.
-func appTools(a *Agent, apps []Application) []appTool {
+func appTools(a *offer.Agent, apps []Application) []appTool {
 	if a == nil {
 		return nil
 	}

@@ -15,6 +15,7 @@ import (
 	"github.com/toolgate/toolgate/ent"
 	"github.com/toolgate/toolgate/ent/agent"
 	"github.com/toolgate/toolgate/ent/schematype"
+	"github.com/toolgate/toolgate/offer"
 	"github.com/toolgate/toolgate/tools"
 )
 
@@ -50,12 +51,12 @@ type entry struct {
 // (its scope token's): it holds what the agent's rules alone cannot know,
 // the tools of the conversation's attachments and the get_tool_schema a
 // deferring turn is given.
-func Load(ctx context.Context, client *ent.Client, agentID int, builtin []tools.Definition, list Lister, s Server, offered func(name string) bool) (*Index, error) {
+func Load(ctx context.Context, client *ent.Client, agentID int, builtin []tools.Definition, list Lister, s offer.Server, offered func(name string) bool) (*Index, error) {
 	ag, err := client.Agent.Query().Where(agent.ID(agentID)).WithOrganization().Only(ctx)
 	if err != nil {
 		return nil, fmt.Errorf("load agent: %w", err)
 	}
-	a, err := LoadRules(ctx, client, ag, ag.Edges.Organization, s)
+	a, err := offer.LoadRules(ctx, client, ag, ag.Edges.Organization, s)
 	if err != nil {
 		return nil, err
 	}
@@ -71,13 +72,9 @@ func Load(ctx context.Context, client *ent.Client, agentID int, builtin []tools.
 // built-in definitions it is offered, then, in allowlist order, the tools
 // a lists as "<application>__<tool>" that the application allows, with
 // their servers' descriptions and schemas.
-func NewIndex(a *Agent, builtin []tools.Definition, apps []Application) *Index {
+func NewIndex(a *offer.Agent, builtin []tools.Definition, apps []Application) *Index {
 	ix := &Index{byName: make(map[string]int)}
-	for _, d := range builtin {
-		if a.Turn != nil && !a.Turn(d.Name) || a.Turn == nil && !a.Offers(d.Name, d.Offered) {
-			continue
-		}
-		d = a.Definition(d)
+	for _, d := range offer.Register(a, builtin, nil) {
 		ix.add(entry{name: d.Name, description: d.Description, parameters: parameters(d)})
 	}
 	for _, t := range appTools(a, apps) {

@@ -12,6 +12,7 @@ import (
 
 	"github.com/toolgate/toolgate/ent/schematype"
 	"github.com/toolgate/toolgate/ent/tenancy"
+	"github.com/toolgate/toolgate/offer"
 	"github.com/toolgate/toolgate/tools"
 	"github.com/toolgate/toolgate/tools/catalog"
 )
@@ -38,7 +39,7 @@ var testApps = []catalog.Application{
 }
 
 func testIndex() *catalog.Index {
-	a := &catalog.Agent{Tools: []string{"research_web", "memory_search", "budget_check", "wiki__search", "crm__find_customer", "nope__x"}, Memory: true, Embeddings: true}
+	a := &offer.Agent{Tools: []string{"research_web", "memory_search", "budget_check", "wiki__search", "crm__find_customer", "nope__x"}, Memory: true, Embeddings: true}
 	return catalog.NewIndex(a, testDefs, testApps)
 }
 
@@ -68,7 +69,7 @@ func TestListKeepsEveryNameAndShortens(t *testing.T) {
 	require.Equal(t, "A tool of application wiki, whose server did not answer: its description is unknown.", l.Tools[5].Description)
 
 	// An agent that declares nothing gets the always-on and workspace tools only.
-	bare := catalog.NewIndex(&catalog.Agent{}, testDefs, testApps).List()
+	bare := catalog.NewIndex(&offer.Agent{}, testDefs, testApps).List()
 	require.Equal(t, []string{"calculator", "read_file", "search_files"}, names(bare.Tools))
 }
 

@@ -5,36 +5,14 @@ import (
 
 	"github.com/stretchr/testify/require"
 
-	"github.com/toolgate/toolgate/ent/schematype"
+	"github.com/toolgate/toolgate/offer"
 	"github.com/toolgate/toolgate/tools"
 	"github.com/toolgate/toolgate/tools/catalog"
 	"github.com/toolgate/toolgate/tools/registry"
 )
 
 // gpt41 is gpt-4.1's list price.
-var gpt41 = catalog.Rates{Input: 2, CacheRead: 0.5, CacheWrite: 2, Output: 8}
-
-// TestLoadingEstimate prices a turn each way by hand: sent whole, 4 calls
-// pay the definitions once at the cache-write price and 3 times cached;
-// deferred, 5 calls pay the smaller deck likewise, the definitions read
-// back ride uncached once and cached 3 times, and the extra call reads
-// 3,000 tokens of messages from the cache and writes 60.
-func TestLoadingEstimate(t *testing.T) {
-	t.Parallel()
-	e := gpt41.Estimate(4000, 1500, 900)
-	require.True(t, e.Priced)
-	require.Equal(t, schematype.Micros(4000*(2+3*0.5)), e.FullMicros)
-	require.Equal(t, schematype.Micros(1500*(2+4*0.5)+900*(2+3*0.5)+3000*0.5+60*8), e.DeferredMicros)
-
-	// A model without cache prices pays the input price throughout.
-	plain := catalog.Rates{Input: 1, Output: 4}.Estimate(1000, 500, 200)
-	require.Equal(t, schematype.Micros(1000*4), plain.FullMicros)
-	require.Equal(t, schematype.Micros(500*5+200*4+3000+60*4), plain.DeferredMicros)
-
-	require.Equal(t, 0, catalog.ReadTokens(nil))
-	require.Equal(t, 30, catalog.ReadTokens([]int{10, 20}), "fewer than three: all of them")
-	require.Equal(t, 60, catalog.ReadTokens([]int{10, 20, 30, 20}), "three at the mean size")
-}
+var gpt41 = offer.Rates{Input: 2, CacheRead: 0.5, CacheWrite: 2, Output: 8}
 
 // TestAutoLoadingByPrice: AUTO defers when a turn pays less for its
 // definitions deferred, at the model's price: an agent of the always-on
@@ -45,25 +23,20 @@ func TestLoadingEstimate(t *testing.T) {
 func TestAutoLoadingByPrice(t *testing.T) {
 	t.Parallel()
 	all := registry.All()
-	var every []string
-	for _, d := range all {
-		if d.Offered == tools.OfferAllowlisted {
-			every = append(every, d.Name)
-		}
-	}
-	measure := func(a *catalog.Agent) catalog.Catalogue { return catalog.Measure(all).For(a) }
-	priced := func(loading string, r *catalog.Rates, tools ...string) *catalog.Agent {
-		return &catalog.Agent{Loading: loading, Tools: tools, Memory: true, BudgetCheck: true, PastConversationSearch: true,
+	every := allowlisted(all)
+	measure := func(a *offer.Agent) catalog.Catalogue { return catalog.Measure(all).For(a) }
+	priced := func(loading string, r *offer.Rates, tools ...string) *offer.Agent {
+		return &offer.Agent{Loading: loading, Tools: tools, Memory: true, BudgetCheck: true, PastConversationSearch: true,
 			WebResearch: true, Knowledge: true, Embeddings: true, Browser: true, Rates: r}
 	}
 
-	lean := measure(priced(catalog.LoadAuto, &gpt41))
+	lean := measure(priced(offer.LoadAuto, &gpt41))
 	require.True(t, lean.Loading.Priced)
 	require.Less(t, lean.Loading.FullMicros, lean.Loading.DeferredMicros)
 	require.False(t, lean.Deferring)
 	require.NotNil(t, lean.LoadingCost())
 
-	wide := measure(priced(catalog.LoadAuto, &gpt41, every...))
+	wide := measure(priced(offer.LoadAuto, &gpt41, every...))
 	require.Less(t, wide.Loading.DeferredMicros, wide.Loading.FullMicros, "%+v", wide.Loading)
 	require.True(t, wide.Deferring)
 	require.Less(t, wide.Loading.DeferredTokens, wide.Loading.FullTokens)
@@ -72,11 +45,42 @@ func TestAutoLoadingByPrice(t *testing.T) {
 	require.Positive(t, wide.Loading.ReadTokens)
 	t.Logf("at gpt-4.1's price, a turn's definitions: lean %+v; every built-in tool %+v", lean.Loading, wide.Loading)
 
-	unpriced := measure(priced(catalog.LoadAuto, nil, every...))
+	unpriced := measure(priced(offer.LoadAuto, nil, every...))
 	require.False(t, unpriced.Loading.Priced)
 	require.Nil(t, unpriced.LoadingCost())
-	require.Equal(t, unpriced.OfferedTokens > catalog.AutoDeferTokens, unpriced.Deferring)
+	require.Equal(t, unpriced.OfferedTokens > offer.AutoDeferTokens, unpriced.Deferring)
 
-	require.False(t, measure(priced(catalog.LoadFull, &gpt41, every...)).Deferring)
-	require.True(t, measure(priced(catalog.LoadDeferred, &gpt41)).Deferring)
+	require.False(t, measure(priced(offer.LoadFull, &gpt41, every...)).Deferring)
+	require.True(t, measure(priced(offer.LoadDeferred, &gpt41)).Deferring)
+}
+
+// TestCatalogueMeasuresTheDeck: with the model's price known, a turn's
+// deck is deferred exactly when the catalogue says the agent's turns
+// defer, and sends what the catalogue measured: a lean agent whole, one
+// offered every built-in tool deferred.
+func TestCatalogueMeasuresTheDeck(t *testing.T) {
+	t.Parallel()
+	all := registry.All()
+	every := allowlisted(all)
+	rates := &gpt41
+	for _, allow := range [][]string{nil, {"search_web", "write_file"}, every} {
+		a := &offer.Agent{Tools: allow, Memory: true, BudgetCheck: true, WebResearch: true, Embeddings: true, Browser: true, Rates: rates}
+		c := catalog.Measure(all).For(a)
+		deck := offer.Build(a, all, nil)
+		require.Equal(t, c.Deferring, deck.Deferred, "%d tools allowed", len(allow))
+		require.Equal(t, c.SentTokens, deck.SentTokens, "%d tools allowed", len(allow))
+	}
+	require.False(t, offer.Build(&offer.Agent{Rates: rates}, all, nil).Deferred)
+	require.True(t, offer.Build(&offer.Agent{Tools: every, Memory: true, WebResearch: true, Embeddings: true, Browser: true, Rates: rates}, all, nil).Deferred)
+}
+
+// allowlisted names the tools of defs an agent gets by listing them.
+func allowlisted(defs []tools.Definition) []string {
+	var out []string
+	for _, d := range defs {
+		if d.Offered == tools.OfferAllowlisted {
+			out = append(out, d.Name)
+		}
+	}
+	return out
 }

@@ -1,5 +1,7 @@
 // Package catalog measures the tool catalogue and answers the discovery
-// tools (search_tools, list_tools, get_tool_schema).
+// tools (search_tools, list_tools, get_tool_schema). What a turn is
+// offered, and whether it is deferred, is the offer package's to say: the
+// catalogue measures the deck offer.Build deals.
 //
 // Every character of a tool's definition is paid on every model call that
 // offers it, so the catalogue has ceilings: Check fails when the widest
@@ -10,17 +12,21 @@ import (
 	"fmt"
 	"slices"
 	"strings"
-	"sync"
 	"unicode/utf8"
 
-	"github.com/tiktoken-go/tokenizer"
-
 	"github.com/toolgate/toolgate/ent/schematype"
+	"github.com/toolgate/toolgate/offer"
+	"github.com/toolgate/toolgate/offer/token"
 	"github.com/toolgate/toolgate/tools"
 )
 
 // Family is the tool family of the discovery tools.
 const Family = "catalog"
+
+// NoReview is the catalogue's warning for an agent that writes artifacts
+// on a server with no browser.
+const NoReview = "no headless browser was found, so inspect_artifact, measure_layout and print_pdf are not offered: " +
+	"html and svg artifacts stay drafts the person does not see (install Chromium, or set TOOLGATE_BROWSER)"
 
 // The catalogue ceilings, in characters of definitions as the model receives
 // them. Whoever adds a tool that passes one raises it in the same change, or
@@ -50,14 +56,14 @@ type Tool struct {
 	// Offered says whether the measured agent's turns get the tool; with no
 	// agent, only always-on tools are offered.
 	Offered bool
-	// Why says why they do not (Agent.Why); "" when offered.
+	// Why says why they do not (offer.Agent.Why); "" when offered.
 	Why              string
 	DefinitionChars  int
 	DefinitionTokens int
 	// Deferred: the measured agent's turns send the tool as its stub.
 	Deferred bool
 	// StubChars and StubTokens size the stub (tools.Definition.Stub); zero
-	// for a tool a deferring turn keeps whole (Keeps).
+	// for a tool a deferring turn keeps whole (offer.Keeps).
 	StubChars, StubTokens int
 	// Approval is the tool's approval policy for the measured agent (its
 	// application's, tightened by the agent's own rules); NEVER for
@@ -89,7 +95,7 @@ type Catalogue struct {
 	// tools add to Offered: every turn of the agent pays it too.
 	ApplicationChars, ApplicationTokens int
 	// Deferring says the measured agent's turns defer definitions
-	// (Agent.Defers); Sent is what they then send of the definitions each
+	// (offer.Agent.Defers); Sent is what they then send of the definitions each
 	// call: the kept tools whole and the others' stubs (with
 	// get_tool_schema, which a deferring turn is always given). Not
 	// deferring, Sent is Offered.
@@ -97,7 +103,7 @@ type Catalogue struct {
 	SentChars, SentTokens int
 	// Loading is what a turn of the measured agent is expected to pay for
 	// its definitions each way, by which AUTO chooses.
-	Loading LoadingEstimate
+	Loading offer.LoadingEstimate
 	// Warnings say what about the measured agent's turns needs a person:
 	// a deck past the widest ceiling, a server that could not be measured.
 	Warnings []string
@@ -105,12 +111,16 @@ type Catalogue struct {
 	// describes holds, by tool index, the definitions whose description
 	// depends on what an agent binds: For measures them for the agent.
 	describes map[int]tools.Definition
+	// builtins and apps are the definitions measured, the deck is dealt
+	// from: the built-in ones, then the agent's application tools.
+	builtins, apps []tools.Definition
 }
 
 // Measure sizes every definition as the model receives it. Offered is set
 // as for no agent (always-on tools only); see For.
 func Measure(defs []tools.Definition) Catalogue {
 	c := Catalogue{
+		builtins: defs,
 		Tools:    make([]Tool, 0, len(defs)),
 		Ceilings: Ceilings{WidestChars: WidestCeiling, AlwaysPaidChars: AlwaysPaidCeiling},
 	}
@@ -123,12 +133,12 @@ func Measure(defs []tools.Definition) Catalogue {
 			OfferedWhen:      string(d.Offered),
 			AlwaysOn:         d.AlwaysOn(),
 			DefinitionChars:  utf8.RuneCountInString(wire),
-			DefinitionTokens: memoTokens(wire),
-			keeps:            Keeps(d),
+			DefinitionTokens: token.Stable(wire),
+			keeps:            offer.Keeps(d),
 		}
 		if !t.keeps {
 			stub := string(d.Stub().Wire())
-			t.StubChars, t.StubTokens = utf8.RuneCountInString(stub), memoTokens(stub)
+			t.StubChars, t.StubTokens = utf8.RuneCountInString(stub), token.Stable(stub)
 		}
 		if d.Describe != nil {
 			if c.describes == nil {
@@ -143,12 +153,12 @@ func Measure(defs []tools.Definition) Catalogue {
 			c.AlwaysPaidChars += t.DefinitionChars
 			c.AlwaysPaidTokens += t.DefinitionTokens
 		}
-		if key := guidanceKey(d); key != "" && !seen[key] {
+		if key := offer.GuidanceKey(d); key != "" && !seen[key] {
 			seen[key] = true
 			g := strings.TrimSpace(d.Guidance)
 			n := utf8.RuneCountInString(g)
 			c.GuidanceChars += n
-			c.GuidanceTokens += memoTokens(g)
+			c.GuidanceTokens += token.Stable(g)
 			if t.AlwaysOn {
 				c.AlwaysPaidGuidanceChars += n
 			}
@@ -157,22 +167,9 @@ func Measure(defs []tools.Definition) Catalogue {
 	return c.For(nil)
 }
 
-// guidanceKey is what registration drops repeats by: the shared key, or
-// the tool's name for a tool that names none.
-func guidanceKey(d tools.Definition) string {
-	switch {
-	case strings.TrimSpace(d.Guidance) == "":
-		return ""
-	case d.GuidanceKey != "":
-		return d.GuidanceKey
-	default:
-		return d.Name
-	}
-}
-
 // For returns the catalogue with Offered set for the agent's turns (nil:
 // no agent, always-on tools only) and the offered totals summed.
-func (c Catalogue) For(a *Agent) Catalogue {
+func (c Catalogue) For(a *offer.Agent) Catalogue {
 	out := c
 	out.Tools = make([]Tool, len(c.Tools))
 	out.OfferedChars, out.OfferedTokens = 0, 0
@@ -182,7 +179,7 @@ func (c Catalogue) For(a *Agent) Catalogue {
 			// Measured as the agent's turns receive it; the widest
 			// catalogue keeps the definition with nothing bound.
 			wire := string(a.Definition(d).Wire())
-			t.DefinitionChars, t.DefinitionTokens = utf8.RuneCountInString(wire), memoTokens(wire)
+			t.DefinitionChars, t.DefinitionTokens = utf8.RuneCountInString(wire), token.Stable(wire)
 		}
 		t.Why = a.Why(t.Name, tools.Offering(t.OfferedWhen))
 		t.Offered = t.Why == ""
@@ -192,7 +189,7 @@ func (c Catalogue) For(a *Agent) Catalogue {
 		}
 		out.Tools[i] = t
 	}
-	if a != nil && !a.Browser && a.writesArtifacts() {
+	if a != nil && !a.Browser && a.WritesArtifacts() {
 		out.Warnings = append(out.Warnings, NoReview)
 	}
 	if w := out.unanswered(a); w != "" {
@@ -204,7 +201,7 @@ func (c Catalogue) For(a *Agent) Catalogue {
 
 // unanswered is the warning for an agent whose tools are held back
 // because the embedding model does not answer: which, and why.
-func (c *Catalogue) unanswered(a *Agent) string {
+func (c *Catalogue) unanswered(a *offer.Agent) string {
 	if a == nil || a.EmbeddingsDown == "" {
 		return ""
 	}
@@ -233,37 +230,18 @@ func (t Tool) NotOfferedReason() *string {
 }
 
 // send sets Loading, Deferring, each tool's Deferred, and Sent, for the
-// agent's turns, as prompt.Offer decides them.
-func (c *Catalogue) send(a *Agent) {
-	full, deferred := 0, 0
-	var sizes []int
-	for _, t := range c.Tools {
-		switch {
-		case t.Offered && !t.keeps:
-			full += t.DefinitionTokens
-			deferred += t.StubTokens
-			sizes = append(sizes, t.DefinitionTokens)
-		case t.Offered:
-			full += t.DefinitionTokens
-			deferred += t.DefinitionTokens
-		case t.Name == SchemaTool:
-			deferred += t.DefinitionTokens
-		}
-	}
-	c.Loading = a.Estimate(full, deferred, ReadTokens(sizes))
-	c.Deferring = a.Defers(c.Loading)
-	c.SentChars, c.SentTokens = 0, 0
+// agent's turns, from the deck offer.Build deals them.
+func (c *Catalogue) send(a *offer.Agent) {
+	deck := offer.Build(a, c.builtins, c.apps)
+	c.Loading = deck.Loading()
+	c.Deferring = deck.Deferred
 	for i := range c.Tools {
 		t := &c.Tools[i]
 		t.Deferred = c.Deferring && t.Offered && !t.keeps
-		switch {
-		case t.Deferred:
-			c.SentChars += t.StubChars
-			c.SentTokens += t.StubTokens
-		case t.Offered || c.Deferring && t.Name == SchemaTool:
-			c.SentChars += t.DefinitionChars
-			c.SentTokens += t.DefinitionTokens
-		}
+	}
+	c.SentChars, c.SentTokens = 0, deck.SentTokens
+	for _, d := range deck.Sent {
+		c.SentChars += utf8.RuneCountInString(string(d.Wire()))
 	}
 }
 
@@ -272,10 +250,11 @@ func (c *Catalogue) send(a *Agent) {
 // after the built-in tools, in allowlist order, and their characters to
 // Offered, which is then the agent's real deck. A server that could not be
 // asked is named in Warnings, as is a deck past the widest ceiling.
-func (c Catalogue) WithApplications(a *Agent, apps []Application) Catalogue {
+func (c Catalogue) WithApplications(a *offer.Agent, apps []Application) Catalogue {
 	out := c
 	out.Tools = slices.Clone(c.Tools)
 	out.Warnings = slices.Clone(c.Warnings)
+	out.apps = slices.Clone(c.apps)
 	unmeasured := map[string]bool{}
 	for _, t := range appTools(a, apps) {
 		if t.def == nil {
@@ -292,11 +271,12 @@ func (c Catalogue) WithApplications(a *Agent, apps []Application) Catalogue {
 			OfferedWhen:      string(tools.OfferAllowlisted),
 			Offered:          true,
 			DefinitionChars:  utf8.RuneCountInString(wire),
-			DefinitionTokens: memoTokens(wire),
+			DefinitionTokens: token.Stable(wire),
 			StubChars:        utf8.RuneCountInString(stub),
-			StubTokens:       memoTokens(stub),
+			StubTokens:       token.Stable(stub),
 		}
 		out.Tools = append(out.Tools, tool)
+		out.apps = append(out.apps, *t.def)
 		out.ApplicationChars += tool.DefinitionChars
 		out.ApplicationTokens += tool.DefinitionTokens
 		out.OfferedChars += tool.DefinitionChars
@@ -320,6 +300,15 @@ func (c Catalogue) CheckDeck() error {
 	return nil
 }
 
+// LoadingCost is Loading for the API: nil when the model's price is not
+// known.
+func (c Catalogue) LoadingCost() *offer.LoadingEstimate {
+	if !c.Loading.Priced {
+		return nil
+	}
+	return &c.Loading
+}
+
 // Check reports a catalogue past either ceiling.
 func (c Catalogue) Check() error {
 	if c.WidestChars > c.Ceilings.WidestChars {
@@ -331,76 +320,4 @@ func (c Catalogue) Check() error {
 			c.AlwaysPaidChars, c.Ceilings.AlwaysPaidChars)
 	}
 	return nil
-}
-
-var (
-	codecOnce sync.Once
-	codec     tokenizer.Codec
-)
-
-// Tokens counts s in o200k_base tokens. The vocabulary is embedded in the
-// binary and loaded once, on first use.
-func Tokens(s string) int {
-	codecOnce.Do(func() {
-		var err error
-		codec, err = tokenizer.Get(tokenizer.O200kBase)
-		if err != nil {
-			// The encoding is compiled in: failing to load it is a broken build.
-			panic("load o200k_base: " + err.Error())
-		}
-	})
-	// Count fails only in strict error mode, which is never set.
-	n, _ := codec.Count(s)
-	return n
-}
-
-// maxMemo bounds the token counts kept: far more than the definitions and
-// guidance paragraphs there are, so only a catalogue that keeps changing
-// starts afresh.
-const maxMemo = 4096
-
-var memo = struct {
-	sync.Mutex
-	n map[string]int
-}{n: make(map[string]int)}
-
-// memoTokens is Tokens for the same few strings over and over: definitions
-// do not change while the process runs, and counting them anew would cost
-// every catalogue request milliseconds.
-func memoTokens(s string) int {
-	memo.Lock()
-	n, ok := memo.n[s]
-	memo.Unlock()
-	if ok {
-		return n
-	}
-	n = Tokens(s)
-	memo.Lock()
-	if len(memo.n) >= maxMemo {
-		clear(memo.n)
-	}
-	memo.n[s] = n
-	memo.Unlock()
-	return n
-}
-
-// StableTokens is Tokens for a string sent again and again (a system
-// prompt, a tool's definition): counted once, then remembered.
-func StableTokens(s string) int { return memoTokens(s) }
-
-// DefinitionTokens are the definitions as sent, in o200k tokens.
-func DefinitionTokens(defs []tools.Definition) int {
-	n := 0
-	for _, d := range defs {
-		n += memoTokens(string(d.Wire()))
-	}
-	return n
-}
-
-// PrefixTokens is the stable prefix of a model call in o200k tokens: the
-// system prompt and the offered tools' definitions (DefinitionTokens of
-// them, as sent). Both are the same strings call after call, so they are
-// counted once.
-func PrefixTokens(system string, definitionTokens int) int {
-	return memoTokens(system) + definitionTokens
 }

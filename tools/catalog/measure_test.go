@@ -10,7 +10,8 @@ import (
 
 	"github.com/stretchr/testify/require"
 
-	"github.com/toolgate/toolgate/ent"
+	"github.com/toolgate/toolgate/offer"
+	"github.com/toolgate/toolgate/offer/token"
 	"github.com/toolgate/toolgate/tools"
 	"github.com/toolgate/toolgate/tools/catalog"
 	"github.com/toolgate/toolgate/tools/registry"
@@ -129,7 +130,7 @@ func TestMeasure(t *testing.T) {
 		require.Equal(t, defs[i].Family, tt.Family)
 		require.Equal(t, string(defs[i].Offered), tt.OfferedWhen)
 		require.Equal(t, wantChars[i], tt.DefinitionChars, tt.Name)
-		require.Equal(t, catalog.Tokens(string(defs[i].Wire())), tt.DefinitionTokens, tt.Name)
+		require.Equal(t, token.Count(string(defs[i].Wire())), tt.DefinitionTokens, tt.Name)
 	}
 	require.Equal(t, []bool{true, true, false, false}, []bool{c.Tools[0].AlwaysOn, c.Tools[1].AlwaysOn, c.Tools[2].AlwaysOn, c.Tools[3].AlwaysOn})
 	require.Equal(t, wantChars[0]+wantChars[1]+wantChars[2]+wantChars[3], c.WidestChars)
@@ -140,153 +141,14 @@ func TestMeasure(t *testing.T) {
 	require.Equal(t, c.AlwaysPaidTokens, c.OfferedTokens)
 	// The shared paragraph is collected once; paragraphs are trimmed.
 	require.Equal(t, len("Use pi.")+len(shared), c.GuidanceChars)
-	require.Equal(t, catalog.Tokens("Use pi.")+catalog.Tokens(shared), c.GuidanceTokens)
+	require.Equal(t, token.Count("Use pi.")+token.Count(shared), c.GuidanceTokens)
 	require.Equal(t, len("Use pi."), c.AlwaysPaidGuidanceChars)
 	require.Equal(t, catalog.Ceilings{WidestChars: 40122, AlwaysPaidChars: 13456}, c.Ceilings)
 
-	agent := c.For(&catalog.Agent{Tools: []string{"one", "two"}})
+	agent := c.For(&offer.Agent{Tools: []string{"one", "two"}})
 	require.Equal(t, []bool{true, true, true, false}, []bool{agent.Tools[0].Offered, agent.Tools[1].Offered, agent.Tools[2].Offered, agent.Tools[3].Offered})
 	require.Equal(t, wantChars[0]+wantChars[1]+wantChars[2], agent.OfferedChars)
 	require.False(t, c.Tools[2].Offered, "For leaves the catalogue it was called on alone")
-}
-
-func TestTokens(t *testing.T) {
-	t.Parallel()
-	tests := []struct {
-		give string
-		want int
-	}{
-		{give: "", want: 0},
-		{give: "hello world", want: 2},
-		{give: `{"name":"calculator"}`, want: 5}, // {" name ":" calculator "}
-	}
-	for _, tt := range tests {
-		require.Equal(t, tt.want, catalog.Tokens(tt.give), tt.give)
-	}
-}
-
-func TestOffers(t *testing.T) {
-	t.Parallel()
-	all := &catalog.Agent{Tools: []string{"opt", "mem", "budget", "past", "web"}, Memory: true, BudgetCheck: true, PastConversationSearch: true, WebResearch: true, Embeddings: true}
-	listedNoSwitches := &catalog.Agent{Tools: []string{"opt", "mem", "budget", "past", "web"}}
-	switchesNoList := &catalog.Agent{Memory: true, BudgetCheck: true, PastConversationSearch: true}
-	tests := []struct {
-		name      string
-		giveAgent *catalog.Agent
-		giveTool  string
-		giveWhen  tools.Offering
-		want      bool
-	}{
-		{name: "no agent, always", giveTool: "calc", giveWhen: tools.OfferAlways, want: true},
-		{name: "no agent, workspace", giveTool: "files", giveWhen: tools.OfferWorkspace, want: true},
-		{name: "no agent, allowlisted", giveTool: "opt", giveWhen: tools.OfferAllowlisted, want: false},
-		{name: "no tools declared", giveAgent: &catalog.Agent{}, giveTool: "opt", giveWhen: tools.OfferAllowlisted, want: false},
-		{name: "no tools declared, switch on", giveAgent: switchesNoList, giveTool: "mem", giveWhen: tools.OfferMemorySwitch, want: false},
-		{name: "listed", giveAgent: all, giveTool: "opt", giveWhen: tools.OfferAllowlisted, want: true},
-		{name: "not listed", giveAgent: all, giveTool: "other", giveWhen: tools.OfferAllowlisted, want: false},
-		{name: "memory on", giveAgent: all, giveTool: "mem", giveWhen: tools.OfferMemorySwitch, want: true},
-		{name: "memory off", giveAgent: listedNoSwitches, giveTool: "mem", giveWhen: tools.OfferMemorySwitch, want: false},
-		{name: "memory on, no embedding model", giveAgent: &catalog.Agent{Tools: []string{"mem"}, Memory: true}, giveTool: "mem", giveWhen: tools.OfferMemorySwitch, want: false},
-		{name: "budget on", giveAgent: all, giveTool: "budget", giveWhen: tools.OfferBudgetSwitch, want: true},
-		{name: "budget off", giveAgent: listedNoSwitches, giveTool: "budget", giveWhen: tools.OfferBudgetSwitch, want: false},
-		{name: "past conversations on", giveAgent: all, giveTool: "past", giveWhen: tools.OfferPastConversationsSwitch, want: true},
-		{name: "past conversations off", giveAgent: listedNoSwitches, giveTool: "past", giveWhen: tools.OfferPastConversationsSwitch, want: false},
-		{name: "web provider approved", giveAgent: all, giveTool: "web", giveWhen: tools.OfferWebProvider, want: true},
-		{name: "web provider not approved", giveAgent: listedNoSwitches, giveTool: "web", giveWhen: tools.OfferWebProvider, want: false},
-		{name: "web provider approved, not listed", giveAgent: &catalog.Agent{WebResearch: true}, giveTool: "web", giveWhen: tools.OfferWebProvider, want: false},
-		{name: "unknown rule", giveAgent: all, giveTool: "opt", giveWhen: "someday", want: false},
-	}
-	for _, tt := range tests {
-		require.Equal(t, tt.want, tt.giveAgent.Offers(tt.giveTool, tt.giveWhen), tt.name)
-	}
-}
-
-// TestRulesOf: the web tools need both the server's provider and the
-// organisation's switch.
-func TestRulesOf(t *testing.T) {
-	t.Parallel()
-	a := &ent.Agent{Tools: []string{"research_web"}}
-	tests := []struct {
-		org      *ent.Organization
-		provider bool
-		want     bool
-	}{
-		{&ent.Organization{WebResearch: true}, true, true},
-		{&ent.Organization{WebResearch: true}, false, false},
-		{&ent.Organization{WebResearch: false}, true, false},
-		{nil, true, false},
-	}
-	for _, tt := range tests {
-		require.Equal(t, tt.want, catalog.RulesOf(a, tt.org, catalog.Server{WebProvider: tt.provider}).Offers("research_web", tools.OfferWebProvider))
-	}
-	// Knowledge comes from the agent's bindings, embeddings from the server.
-	kb := &ent.Agent{Tools: []string{"knowledge_search"}, KnowledgeBaseIds: []int{4}}
-	require.True(t, catalog.RulesOf(kb, nil, catalog.Server{Embeddings: true}).Offers("knowledge_search", tools.OfferKnowledge))
-	require.False(t, catalog.RulesOf(kb, nil, catalog.Server{}).Offers("knowledge_search", tools.OfferKnowledge))
-	kb.KnowledgeBaseIds = nil
-	require.False(t, catalog.RulesOf(kb, nil, catalog.Server{Embeddings: true}).Offers("knowledge_search", tools.OfferKnowledge))
-}
-
-// TestOffersDocumentTools: the Documents family's three rules, each with
-// the allowlist as every optional tool has it.
-func TestOffersDocumentTools(t *testing.T) {
-	t.Parallel()
-	listed := []string{"knowledge_search", "read_document", "search_attachments"}
-	tests := []struct {
-		name string
-		give catalog.Agent
-		want []bool // knowledge_search, read_document, search_attachments
-	}{
-		{"nothing bound or attached", catalog.Agent{Tools: listed, Embeddings: true}, []bool{false, false, false}},
-		{"knowledge and embeddings", catalog.Agent{Tools: listed, Knowledge: true, Embeddings: true}, []bool{true, true, false}},
-		{"knowledge, no embedding model", catalog.Agent{Tools: listed, Knowledge: true}, []bool{false, true, false}},
-		{"a document attached", catalog.Agent{Tools: listed, Attachments: true, DocumentAttachments: true, Embeddings: true}, []bool{false, true, true}},
-		{"a document attached, no embedding model", catalog.Agent{Tools: listed, Attachments: true, DocumentAttachments: true}, []bool{false, true, false}},
-		{"only an unreadable attachment", catalog.Agent{Tools: listed, Attachments: true, Embeddings: true}, []bool{false, false, true}},
-		{"everything, not listed", catalog.Agent{Knowledge: true, Attachments: true, DocumentAttachments: true, Embeddings: true}, []bool{false, false, false}},
-	}
-	whens := []tools.Offering{tools.OfferKnowledge, tools.OfferKnowledgeOrDocument, tools.OfferAttachment}
-	for _, tt := range tests {
-		got := make([]bool, len(listed))
-		for i, name := range listed {
-			got[i] = tt.give.Offers(name, whens[i])
-		}
-		require.Equal(t, tt.want, got, tt.name)
-	}
-}
-
-// TestWhy: a tool not offered says why, in the words the catalogue shows:
-// the embedding model that does not answer among them, for every tool
-// that needs it; an offered tool says nothing.
-func TestWhy(t *testing.T) {
-	t.Parallel()
-	down := "the embedding model bge-small does not answer (503 Service Unavailable)"
-	needs := &catalog.Agent{Tools: []string{"mem", "kb", "att"}, Memory: true, Knowledge: true, Attachments: true, Embeddings: true, EmbeddingsDown: down}
-	tests := []struct {
-		name      string
-		giveAgent *catalog.Agent
-		giveTool  string
-		giveWhen  tools.Offering
-		want      string
-	}{
-		{name: "always", giveTool: "calc", giveWhen: tools.OfferAlways, want: ""},
-		{name: "no agent", giveTool: "opt", giveWhen: tools.OfferAllowlisted, want: "depends on the agent: ask with agentId"},
-		{name: "not listed", giveAgent: &catalog.Agent{}, giveTool: "opt", giveWhen: tools.OfferAllowlisted, want: "not in the agent's tools"},
-		{name: "memory off", giveAgent: &catalog.Agent{Tools: []string{"mem"}, Embeddings: true}, giveTool: "mem", giveWhen: tools.OfferMemorySwitch, want: "the agent's memory switch is off"},
-		{name: "no embedding model", giveAgent: &catalog.Agent{Tools: []string{"mem"}, Memory: true}, giveTool: "mem", giveWhen: tools.OfferMemorySwitch, want: "the server has no embedding model (TOOLGATE_EMBEDDING_PROVIDER=none)"},
-		{name: "memory, model down", giveAgent: needs, giveTool: "mem", giveWhen: tools.OfferMemorySwitch, want: down},
-		{name: "knowledge, model down", giveAgent: needs, giveTool: "kb", giveWhen: tools.OfferKnowledge, want: down},
-		{name: "attachments, model down", giveAgent: needs, giveTool: "att", giveWhen: tools.OfferAttachment, want: down},
-		{name: "memory, model answers", giveAgent: &catalog.Agent{Tools: []string{"mem"}, Memory: true, Embeddings: true}, giveTool: "mem", giveWhen: tools.OfferMemorySwitch, want: ""},
-		{name: "budget off", giveAgent: &catalog.Agent{Tools: []string{"b"}}, giveTool: "b", giveWhen: tools.OfferBudgetSwitch, want: "the agent's budgetCheck switch is off"},
-		{name: "no skill", giveAgent: &catalog.Agent{}, giveTool: "load_skill", giveWhen: tools.OfferSkillBound, want: "the agent binds no published skill"},
-		{name: "no browser", giveAgent: &catalog.Agent{Tools: []string{"create_artifact"}}, giveTool: "inspect_artifact", giveWhen: tools.OfferArtifactReview, want: "no headless browser was found"},
-		{name: "unknown rule", giveAgent: &catalog.Agent{Tools: []string{"opt"}}, giveTool: "opt", giveWhen: "someday", want: "its offering rule is unknown to this server"},
-	}
-	for _, tt := range tests {
-		require.Equal(t, tt.want, tt.giveAgent.Why(tt.giveTool, tt.giveWhen), tt.name)
-		require.Equal(t, tt.want == "", tt.giveAgent.Offers(tt.giveTool, tt.giveWhen), tt.name)
-	}
 }
 
 // TestCatalogueSaysWhyNotOffered: each tool of the catalogue carries the
@@ -300,14 +162,14 @@ func TestCatalogueSaysWhyNotOffered(t *testing.T) {
 		{Name: "opt", Brief: "o", Offered: tools.OfferAllowlisted, Schema: json.RawMessage(`{"type":"object"}`)},
 	}
 	down := "the embedding model bge-small does not answer (503 Service Unavailable)"
-	c := catalog.Measure(defs).For(&catalog.Agent{Tools: []string{"mem"}, Memory: true, Embeddings: true, EmbeddingsDown: down})
+	c := catalog.Measure(defs).For(&offer.Agent{Tools: []string{"mem"}, Memory: true, Embeddings: true, EmbeddingsDown: down})
 	require.Nil(t, c.Tools[0].NotOfferedReason())
 	require.Equal(t, down, *c.Tools[1].NotOfferedReason())
 	require.False(t, c.Tools[1].Offered)
 	require.Equal(t, "not in the agent's tools", *c.Tools[2].NotOfferedReason())
 	require.Equal(t, []string{down + ", so mem is not offered until it answers"}, c.Warnings)
 
-	up := catalog.Measure(defs).For(&catalog.Agent{Tools: []string{"mem"}, Memory: true, Embeddings: true})
+	up := catalog.Measure(defs).For(&offer.Agent{Tools: []string{"mem"}, Memory: true, Embeddings: true})
 	require.True(t, up.Tools[1].Offered)
 	require.Empty(t, up.Warnings)
 }
@@ -330,11 +192,11 @@ func BenchmarkTokens(b *testing.B) {
 	for _, d := range registry.All() {
 		wires = append(wires, string(d.Wire()))
 	}
-	catalog.Tokens("")
+	token.Count("")
 	b.ReportAllocs()
 	for b.Loop() {
 		for _, w := range wires {
-			catalog.Tokens(w)
+			token.Count(w)
 		}
 	}
 }
@@ -366,7 +228,7 @@ func TestDeckCountsApplicationTools(t *testing.T) {
 	}
 	base := catalog.Measure(builtin)
 
-	small := &catalog.Agent{Tools: []string{"erp__t0", "erp__t1", "wiki__search"}}
+	small := &offer.Agent{Tools: []string{"erp__t0", "erp__t1", "wiki__search"}}
 	c := base.For(small).WithApplications(small, apps)
 	require.Equal(t, []string{"calc", "erp__t0", "erp__t1"}, toolNames(c.Tools))
 	one := utf8.RuneCount(erp[0].Wire())
@@ -378,7 +240,7 @@ func TestDeckCountsApplicationTools(t *testing.T) {
 	require.NoError(t, c.CheckDeck())
 	require.Equal(t, base.WidestChars, c.WidestChars, "the ceilings' figures stay the built-in catalogue's")
 
-	wide := &catalog.Agent{Tools: allowlist}
+	wide := &offer.Agent{Tools: allowlist}
 	c = base.For(wide).WithApplications(wide, apps)
 	require.Greater(t, c.OfferedChars, catalog.WidestCeiling)
 	err := c.CheckDeck()

@@ -7,10 +7,10 @@ import (
 )
 
 // Clarify asks the person a question and waits for the answer. The
-// runtime carries it out itself (ParseClarify), so it has no Operation:
+// runtime carries it out itself (tools.ParseClarify), so it has no Operation:
 // the turn pauses, and answerClarification resumes it.
 var Clarify = tools.Definition{
-	Name:   "clarify",
+	Name:   tools.ClarifyTool,
 	Family: "interact",
 	Description: "Ask the person one question and pause the turn until they answer. Offer options when the " +
 		"answers are few; recommend at most one. Don't call it when a sensible default exists (take it " +
@@ -28,9 +28,9 @@ var Clarify = tools.Definition{
 	Pauses:  true,
 	Preview: tools.PreviewExempt,
 	Limits: map[string]int{
-		"options":       MaxOptions,
-		"optionChars":   MaxOptionChars,
-		"questionChars": MaxQuestionChars,
+		"options":       tools.MaxClarifyOptions,
+		"optionChars":   tools.MaxClarifyOptionChars,
+		"questionChars": tools.MaxClarifyQuestionChars,
 	},
 }
 

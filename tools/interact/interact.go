@@ -4,9 +4,7 @@
 package interact
 
 import (
-	"bytes"
 	"context"
-	"encoding/json"
 	"errors"
 	"fmt"
 	"slices"
@@ -17,14 +15,9 @@ import (
 	"github.com/toolgate/toolgate/ent/turn"
 )
 
-// Limits of the family.
+// Limits of the family. Clarify's are the pause contract's
+// (tools.MaxClarifyOptions and the rest): the runtime carries it out.
 const (
-	// MaxOptions is how many options a clarification may offer.
-	MaxOptions = 6
-	// MaxOptionChars bounds each option.
-	MaxOptionChars = 200
-	// MaxQuestionChars bounds the question.
-	MaxQuestionChars = 1_000
 	// MaxSuggestions is how many follow-ups one call may store.
 	MaxSuggestions = 5
 	// MaxSuggestionChars bounds each follow-up.
@@ -33,90 +26,6 @@ const (
 
 // ErrNoTurn is returned when suggestions have no turn to go on.
 var ErrNoTurn = errors.New("the conversation has no turn yet")
-
-// Clarification is a validated clarify call.
-type Clarification struct {
-	Question string   `json:"question"`
-	Options  []string `json:"options"`
-	// Recommended is one of Options, or nil.
-	Recommended *string `json:"recommended,omitempty"`
-}
-
-// ParseClarify reads and checks clarify's arguments: one question, at most
-// MaxOptions distinct options, and at most one recommendation, which must
-// be one of the options. Its errors are worded for the model.
-func ParseClarify(args json.RawMessage) (Clarification, error) {
-	var in struct {
-		Question    *string         `json:"question"`
-		Options     []string        `json:"options"`
-		Recommended json.RawMessage `json:"recommended"`
-	}
-	dec := json.NewDecoder(bytes.NewReader(args))
-	dec.DisallowUnknownFields()
-	if err := dec.Decode(&in); err != nil {
-		return Clarification{}, fmt.Errorf("read clarify arguments: %w", err)
-	}
-	var c Clarification
-	if in.Question == nil || strings.TrimSpace(*in.Question) == "" {
-		return c, errors.New("question: ask one question")
-	}
-	c.Question = strings.TrimSpace(*in.Question)
-	if n := utf8.RuneCountInString(c.Question); n > MaxQuestionChars {
-		return c, fmt.Errorf("question: at most %d characters, got %d", MaxQuestionChars, n)
-	}
-	if len(in.Options) > MaxOptions {
-		return c, fmt.Errorf("options: at most %d, got %d", MaxOptions, len(in.Options))
-	}
-	c.Options = make([]string, 0, len(in.Options))
-	for i, o := range in.Options {
-		o = strings.TrimSpace(o)
-		switch {
-		case o == "":
-			return c, fmt.Errorf("options[%d]: empty", i)
-		case utf8.RuneCountInString(o) > MaxOptionChars:
-			return c, fmt.Errorf("options[%d]: at most %d characters", i, MaxOptionChars)
-		case slices.Contains(c.Options, o):
-			return c, fmt.Errorf("options[%d]: %q is offered twice", i, o)
-		}
-		c.Options = append(c.Options, o)
-	}
-	rec, err := recommended(in.Recommended)
-	if err != nil || rec == nil {
-		return c, err
-	}
-	if !slices.Contains(c.Options, *rec) {
-		return c, fmt.Errorf("recommended: %q is not one of the options", *rec)
-	}
-	c.Recommended = rec
-	return c, nil
-}
-
-// recommended reads a string, or a list of at most one (a model that
-// reads "at most one" as a list), null or absent meaning none.
-func recommended(raw json.RawMessage) (*string, error) {
-	if len(raw) == 0 || string(raw) == "null" {
-		return nil, nil
-	}
-	var one string
-	if err := json.Unmarshal(raw, &one); err == nil {
-		one = strings.TrimSpace(one)
-		if one == "" {
-			return nil, nil
-		}
-		return &one, nil
-	}
-	var list []string
-	if err := json.Unmarshal(raw, &list); err != nil {
-		return nil, errors.New("recommended: want one of the options")
-	}
-	switch len(list) {
-	case 0:
-		return nil, nil
-	case 1:
-		return recommended(json.RawMessage(fmt.Sprintf("%q", list[0])))
-	}
-	return nil, fmt.Errorf("recommended: at most one option, got %d", len(list))
-}
 
 // CheckSuggestions trims suggestions, drops repeats, and refuses an empty
 // list, an empty suggestion, more than MaxSuggestions, or one longer than

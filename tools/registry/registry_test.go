@@ -7,8 +7,8 @@ import (
 
 	"github.com/stretchr/testify/require"
 
+	"github.com/toolgate/toolgate/offer"
 	"github.com/toolgate/toolgate/tools"
-	"github.com/toolgate/toolgate/tools/catalog"
 	"github.com/toolgate/toolgate/tools/registry"
 )
 
@@ -48,7 +48,7 @@ func TestReadToolResultReadsPastedRefs(t *testing.T) {
 func TestBriefs(t *testing.T) {
 	t.Parallel()
 	for _, d := range registry.All() {
-		if catalog.Keeps(d) {
+		if offer.Keeps(d) {
 			continue
 		}
 		require.NotEmpty(t, d.Brief, d.Name)

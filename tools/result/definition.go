@@ -29,9 +29,9 @@ var Definition = tools.Definition{
 		`"contextChars":{"type":"integer","minimum":0,"maximum":1000,"description":"default 200"}},` +
 		`"required":["refs"],"additionalProperties":false}`),
 	Guidance: "Large tool results reach you cut: _toolResultContext, or a line " +
-		"\"" + CutLine("N", "M", "R") + "\"" +
+		"\"" + tools.CutLine("N", "M", "R") + "\"" +
 		", gives the ref R under which the whole result is stored, from this turn or an earlier one; " +
-		"an earlier call's long arguments carry \"" + ArgumentsLine([]string{ArgumentCut("P", "N")}, "R") + "\". " +
+		"an earlier call's long arguments carry \"" + tools.ArgumentsLine([]string{tools.ArgumentCut("P", "N")}, "R") + "\". " +
 		"Read more with read_tool_result (each answer gives nextOffset and " +
 		"totalChars), or find something in it with query instead of paging through. Only what you were shown " +
 		"counts: never quote the rest.",

@@ -51,8 +51,8 @@ import (
 	"time"
 	"unicode/utf8"
 
+	"github.com/toolgate/toolgate/offer/token"
 	"github.com/toolgate/toolgate/runtime/model"
-	"github.com/toolgate/toolgate/tools/catalog"
 )
 
 // Name is the provider's configuration name.
@@ -268,22 +268,22 @@ const messageTokens = 4
 // from cache once the conversation has had an answer), the messages, and
 // the answer's thinking, text and tool calls.
 func estimate(req model.Request, out *model.Response) model.Usage {
-	prefix := int64(catalog.StableTokens(req.System))
+	prefix := int64(token.Stable(req.System))
 	for _, t := range req.Tools {
-		prefix += int64(catalog.StableTokens(t.Name + "\n" + t.Description + "\n" + string(t.Schema)))
+		prefix += int64(token.Stable(t.Name + "\n" + t.Description + "\n" + string(t.Schema)))
 	}
 	var rest int64
 	answered := false
 	for _, m := range req.Messages {
 		answered = answered || m.Role == model.RoleAssistant
-		rest += messageTokens + int64(catalog.Tokens(m.Text))
+		rest += messageTokens + int64(token.Count(m.Text))
 		for _, c := range m.ToolCalls {
-			rest += int64(catalog.Tokens(c.Name + string(c.Arguments)))
+			rest += int64(token.Count(c.Name + string(c.Arguments)))
 		}
 	}
-	u := model.Usage{InputUncached: rest, Output: int64(catalog.Tokens(out.Thinking) + catalog.Tokens(out.Text))}
+	u := model.Usage{InputUncached: rest, Output: int64(token.Count(out.Thinking) + token.Count(out.Text))}
 	for _, c := range out.ToolCalls {
-		u.Output += int64(catalog.Tokens(c.Name + string(c.Arguments)))
+		u.Output += int64(token.Count(c.Name + string(c.Arguments)))
 	}
 	if answered {
 		u.CacheRead = prefix

@@ -11,8 +11,8 @@ import (
 	"github.com/stretchr/testify/require"
 	"go.uber.org/goleak"
 
+	"github.com/toolgate/toolgate/offer/token"
 	"github.com/toolgate/toolgate/runtime/model"
-	"github.com/toolgate/toolgate/tools/catalog"
 )
 
 func TestMain(m *testing.M) {
@@ -239,7 +239,7 @@ func TestUsageIsEstimated(t *testing.T) {
 	require.NoError(t, err)
 	require.Zero(t, first.Usage.CacheRead)
 	require.Greater(t, first.Usage.InputUncached, int64(200), "the system prompt is counted")
-	require.Equal(t, int64(catalog.Tokens("It is 42.")), first.Usage.Output)
+	require.Equal(t, int64(token.Count("It is 42.")), first.Usage.Output)
 
 	later, err := p.Complete(t.Context(), model.Request{System: system, Tools: tools, Messages: []model.Message{
 		{Role: model.RoleUser, Text: "What is 6*7?"}, {Role: model.RoleAssistant, Text: "It is 42."},
@@ -247,5 +247,5 @@ func TestUsageIsEstimated(t *testing.T) {
 	require.NoError(t, err)
 	require.Positive(t, later.Usage.CacheRead)
 	require.Less(t, later.Usage.InputUncached, first.Usage.InputUncached)
-	require.Equal(t, int64(catalog.Tokens(system)+catalog.Tokens("calculator\nEvaluates arithmetic.\n{\"type\":\"object\"}")), later.Usage.CacheRead)
+	require.Equal(t, int64(token.Count(system)+token.Count("calculator\nEvaluates arithmetic.\n{\"type\":\"object\"}")), later.Usage.CacheRead)
 }

@@ -1,4 +1,4 @@
-package catalog
+package offer
 
 import "github.com/toolgate/toolgate/ent/schematype"
 
@@ -117,12 +117,3 @@ func (e LoadingEstimate) Deferred() schematype.Micros { return e.DeferredMicros 
 // Calls is how many model calls the priced turn makes sending definitions
 // whole (deferring, one more).
 func (LoadingEstimate) Calls() int { return AutoCalls }
-
-// LoadingCost is Loading for the API: nil when the model's price is not
-// known.
-func (c Catalogue) LoadingCost() *LoadingEstimate {
-	if !c.Loading.Priced {
-		return nil
-	}
-	return &c.Loading
-}

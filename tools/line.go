@@ -1,4 +1,4 @@
-package result
+package tools
 
 import (
 	"fmt"
@@ -6,7 +6,7 @@ import (
 )
 
 // The lines a later turn reads beside a call whose payload was cut. The
-// runtime writes them with these functions, and the tool's guidance quotes
+// runtime writes them with these functions, and read_tool_result's guidance quotes
 // them with placeholders through the same functions, so what the model is
 // told to look for is what it gets.
 

@@ -1,4 +1,13 @@
-package catalog
+// Package offer holds the rules that decide what a turn is offered: which
+// tools, as which definitions, and whether they are sent whole or deferred
+// behind get_tool_schema (by what a turn would pay each way). Build is the
+// one place a deck is dealt: the prompt sends it, the catalogue measures
+// it, the discovery tools search it.
+//
+// It sits between the tool families and their callers: the runtime, the API
+// and the catalog family all import it, and it imports neither the runtime
+// nor the API.
+package offer
 
 import (
 	"context"
@@ -40,7 +49,7 @@ type Agent struct {
 	// skills. AgentOf leaves it empty; LoadRules reads it.
 	Bound tools.Bound
 	// Turn, when set, is the list of tools of the turn an index answers:
-	// NewIndex takes the built-in tools it names in place of the offering
+	// Register takes the built-in tools it names in place of the offering
 	// rules.
 	Turn func(name string) bool
 	// Loading is how the agent's turns send definitions: LoadAuto (the
@@ -72,7 +81,7 @@ const AutoDeferTokens = 6000
 // tools, which widen nothing and serve every turn, and get_tool_schema,
 // which reads the others.
 func Keeps(d tools.Definition) bool {
-	return d.Offered == tools.OfferAlways || d.Name == SchemaTool
+	return d.Offered == tools.OfferAlways || d.Name == tools.SchemaTool
 }
 
 // Server is what the server offers beside an agent's own rules.
@@ -129,13 +138,17 @@ func (a *Agent) Definition(d tools.Definition) tools.Definition {
 	return d.For(a.Bound)
 }
 
-// writesArtifacts reports whether the agent lists an artifact writer.
-func (a *Agent) writesArtifacts() bool { return slices.ContainsFunc(a.Tools, artifact.Writes) }
+// WritesArtifacts reports whether the agent lists an artifact writer.
+func (a *Agent) WritesArtifacts() bool { return slices.ContainsFunc(a.Tools, artifact.Writes) }
 
-// NoReview is the catalogue's warning for an agent that writes artifacts
-// on a server with no browser.
-const NoReview = "no headless browser was found, so inspect_artifact, measure_layout and print_pdf are not offered: " +
-	"html and svg artifacts stay drafts the person does not see (install Chromium, or set TOOLGATE_BROWSER)"
+// offers is Offers, or, for the turn an index answers (Turn set), whether
+// the turn names the tool.
+func (a *Agent) offers(d tools.Definition) bool {
+	if a != nil && a.Turn != nil {
+		return a.Turn(d.Name)
+	}
+	return a.Offers(d.Name, d.Offered)
+}
 
 // Offers reports whether the agent's turns are offered the tool named name,
 // offered when when: Why says nothing.
@@ -178,7 +191,7 @@ func (a *Agent) Why(name string, when tools.Offering) string {
 	case tools.OfferSkillBound:
 		return unless(len(a.Bound.Skills) > 0, whyNoSkill)
 	case tools.OfferArtifactReview:
-		if !a.writesArtifacts() {
+		if !a.WritesArtifacts() {
 			return whyNoWriter
 		}
 		return unless(a.Browser, whyNoBrowser)

@@ -1,4 +1,4 @@
-package interact
+package tools
 
 import (
 	"encoding/json"
@@ -10,7 +10,8 @@ import (
 
 // The rules of a question's pause, read by the runtime that pauses and
 // resumes the turn and by the API that rebuilds the turn's events from
-// what is stored: one definition for both.
+// what is stored: one definition for both, in the base package so neither
+// imports a tool family for it.
 
 // Asking returns the index of the first of a step's calls that asked the
 // person a question (a call of a tool that pauses the turn, pauses says
