@@ -19,6 +19,7 @@ import (
 	"github.com/toolgate/toolgate/runtime/events"
 	"github.com/toolgate/toolgate/runtime/mcp"
 	"github.com/toolgate/toolgate/runtime/model"
+	"github.com/toolgate/toolgate/runtime/store"
 	"github.com/toolgate/toolgate/tools"
 	"github.com/toolgate/toolgate/tools/interact"
 )
@@ -71,21 +72,16 @@ func (t *turnRun) gate(ctx context.Context, s dispatch.Scope, rows []*ent.ToolCa
 		for k, i := range todo {
 			ids[k] = rows[i].ID
 		}
-		as, err := t.client().Approval.Query().Where(approval.ToolCallIDIn(ids...)).All(ctx)
-		if err != nil {
-			return nil, nil, nil, fmt.Errorf("load approvals: %w", err)
-		}
-		stored = make(map[int]*ent.Approval, len(as))
-		for _, a := range as {
-			stored[a.ToolCallID] = a
+		var err error
+		if stored, err = t.r.store.Approvals(ctx, ids); err != nil {
+			return nil, nil, nil, err
 		}
 	}
 	var (
 		run     []int
 		waiting []int
 		acts    = map[int]approvalAct{}
-		creates []func(tx *ent.Tx) *ent.ApprovalCreate
-		asked   []int
+		asked   []store.Asked
 		taken   []int
 	)
 	now := t.r.cfg.Now()
@@ -129,56 +125,21 @@ func (t *turnRun) gate(ctx context.Context, s dispatch.Scope, rows []*ent.ToolCa
 		}
 		calls[i].Arguments = res.Arguments
 		rows[i].Arguments = string(res.Arguments)
-		rows[i].Repairs = nonNilRepairs(res.Repairs)
-		def, args := defs[i], string(res.Arguments)
-		row, name := rows[i], calls[i].Name
-		creates = append(creates, func(tx *ent.Tx) *ent.ApprovalCreate {
-			c := tx.Approval.Create().
-				SetConversationID(t.conv.ID).SetTurnID(t.turnID).SetToolCallID(row.ID).
-				SetTool(name).SetArguments(args).SetDescription(def.Description).
-				SetInputSchema(schema).SetPolicy(p).SetCreatedAt(now).SetExpiresAt(now.Add(t.r.cfg.ApprovalTimeout))
-			if def.Annotations != nil {
-				c.SetAnnotations(def.Annotations)
-			}
-			return c
-		})
-		asked = append(asked, i)
+		rows[i].Repairs = res.Repairs
+		if rows[i].Repairs == nil {
+			rows[i].Repairs = []schematype.Repair{}
+		}
+		asked = append(asked, store.Asked{ToolCallID: rows[i].ID, Arguments: rows[i].Arguments, Repairs: rows[i].Repairs,
+			Tool: calls[i].Name, Description: defs[i].Description, InputSchema: schema, Policy: p,
+			Annotations: defs[i].Annotations, ExpiresAt: now.Add(t.r.cfg.ApprovalTimeout)})
 		waiting = append(waiting, i)
 	}
-	if len(creates) == 0 && len(taken) == 0 {
+	if len(asked) == 0 && len(taken) == 0 {
 		return run, acts, waiting, nil
 	}
 	// Stored before anything of the step is sent: a call asked about never
 	// runs undecided, and one taken up is in flight for any later run.
-	err := t.write(ctx, func(ctx context.Context, tx *ent.Tx) error {
-		for _, i := range asked {
-			err := tx.ToolCall.Update().Where(toolcall.ID(rows[i].ID), toolcall.OutcomeEQ(toolcall.OutcomePENDING)).
-				SetArguments(rows[i].Arguments).SetRepairs(rows[i].Repairs).Exec(ctx)
-			if err != nil {
-				return fmt.Errorf("record arguments to approve: %w", err)
-			}
-		}
-		if len(creates) > 0 {
-			bulk := make([]*ent.ApprovalCreate, len(creates))
-			for k, c := range creates {
-				bulk[k] = c(tx)
-			}
-			if err := tx.Approval.CreateBulk(bulk...).Exec(ctx); err != nil {
-				return fmt.Errorf("store approvals: %w", err)
-			}
-		}
-		if len(taken) > 0 {
-			n, err := tx.Approval.Update().Where(approval.IDIn(taken...), approval.DispatchedAtIsNil()).SetDispatchedAt(now).Save(ctx)
-			if err != nil {
-				return fmt.Errorf("take up approved calls: %w", err)
-			}
-			if n != len(taken) {
-				return fmt.Errorf("take up approved calls: %w", errStepRecorded)
-			}
-		}
-		return nil
-	})
-	if err != nil {
+	if err := t.db.StoreApprovals(ctx, t.conv.ID, asked, taken, now); err != nil {
 		return nil, nil, nil, err
 	}
 	return run, acts, waiting, nil
@@ -209,21 +170,11 @@ func (t *turnRun) pauseForApproval(ctx context.Context, rows []*ent.ToolCall, wa
 		}
 		cl = &q
 	}
-	var n int
-	err := t.write(ctx, func(ctx context.Context, tx *ent.Tx) error {
-		var err error
-		u := tx.Turn.Update().Where(turn.ID(t.turnID), turn.StatusEQ(turn.StatusRUNNING)).
-			SetStatus(turn.StatusWAITING_FOR_APPROVAL).ClearClaimedBy().ClearHeartbeatAt()
-		if cl != nil {
-			u.SetClarification(cl)
-		}
-		n, err = u.Save(ctx)
-		return err
-	})
+	paused, err := t.db.Pause(ctx, turn.StatusWAITING_FOR_APPROVAL, cl)
 	if err != nil {
 		return fmt.Errorf("pause for approval: %w", err)
 	}
-	if n == 1 {
+	if paused {
 		step := rows[waiting[0]].Step
 		setTurnStatus(t.span, string(turn.StatusWAITING_FOR_APPROVAL))
 		t.publish(events.Event{Kind: events.Status, Step: step, Status: string(turn.StatusWAITING_FOR_APPROVAL)})
@@ -441,12 +392,9 @@ func (r *Runner) Announce(turnID int, d *Decided) {
 func (r *Runner) ExpireApprovals(ctx context.Context) (int, error) {
 	ctx = tenancy.System(ctx)
 	now := r.cfg.Now()
-	due, err := r.cfg.Client.Approval.Query().
-		Where(approval.DecisionIsNil(), approval.ExpiresAtLT(now),
-			approval.HasTurnWith(turn.StatusEQ(turn.StatusWAITING_FOR_APPROVAL))).
-		Order(ent.Asc(approval.FieldTurnID), ent.Asc(approval.FieldID)).All(ctx)
+	due, err := r.store.DueApprovals(ctx, now)
 	if err != nil {
-		return 0, fmt.Errorf("find approvals past their time: %w", err)
+		return 0, err
 	}
 	byTurn := map[int][]Decision{}
 	var turns []int
@@ -461,16 +409,10 @@ func (r *Runner) ExpireApprovals(ctx context.Context) (int, error) {
 	n := 0
 	for _, id := range slices.Compact(turns) {
 		var d *Decided
-		err := persist(ctx, func(ctx context.Context) error {
-			tx, err := r.cfg.Client.Tx(ctx)
-			if err != nil {
-				return fmt.Errorf("begin: %w", err)
-			}
-			defer func() { _ = tx.Rollback() }()
-			if d, err = Decide(ctx, tx.Client(), id, byTurn[id], nil, now); err != nil {
-				return err
-			}
-			return tx.Commit()
+		err := r.store.Tx(ctx, func(ctx context.Context, c *ent.Client) error {
+			var err error
+			d, err = Decide(ctx, c, id, byTurn[id], nil, now)
+			return err
 		})
 		var refused *DecisionError
 		if errors.As(err, &refused) {
