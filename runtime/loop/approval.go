@@ -9,10 +9,8 @@ import (
 	"time"
 
 	"github.com/toolgate/toolgate/ent"
-	"github.com/toolgate/toolgate/ent/approval"
 	"github.com/toolgate/toolgate/ent/schematype"
 	"github.com/toolgate/toolgate/ent/tenancy"
-	"github.com/toolgate/toolgate/ent/toolcall"
 	"github.com/toolgate/toolgate/ent/turn"
 	gate "github.com/toolgate/toolgate/runtime/approval"
 	"github.com/toolgate/toolgate/runtime/dispatch"
@@ -237,18 +235,14 @@ func Decide(ctx context.Context, c *ent.Client, turnID int, ds []Decision, by *i
 	if len(ds) == 0 {
 		return nil, refuse("decisions is empty: decide on at least one call")
 	}
-	t, err := c.Turn.Get(ctx, turnID)
+	db := store.On(c)
+	t, waiting, err := db.Take(ctx, turnID, now)
 	if err != nil {
 		return nil, err
 	}
-	waiting, err := c.Turn.Update().Where(turn.ID(t.ID), turn.StatusEQ(turn.StatusWAITING_FOR_APPROVAL)).
-		SetHeartbeatAt(now).Save(ctx)
+	as, err := db.Approvals(ctx, t.ID)
 	if err != nil {
-		return nil, fmt.Errorf("take turn: %w", err)
-	}
-	as, err := c.Approval.Query().Where(approval.TurnID(t.ID)).All(ctx)
-	if err != nil {
-		return nil, fmt.Errorf("load approvals: %w", err)
+		return nil, err
 	}
 	byCall := make(map[int]*ent.Approval, len(as))
 	for _, a := range as {
@@ -262,6 +256,69 @@ func Decide(ctx context.Context, c *ent.Client, turnID int, ds []Decision, by *i
 			now = a.DecidedAt.Add(time.Microsecond)
 		}
 	}
+	edited, err := checkDecisions(ds, byCall)
+	if err != nil {
+		return nil, err
+	}
+	if !waiting {
+		return nil, refuse("the turn is %s, not waiting for a decision", t.Status)
+	}
+	out := &Decided{}
+	for k, d := range ds {
+		a := byCall[d.ToolCallID]
+		undecided, err := db.Store(ctx, a.ID, store.Decision{Decision: d.Decision, At: now, By: by, TimedOut: d.TimedOut,
+			Arguments: edited[k], Reason: d.Reason})
+		if err != nil {
+			return nil, err
+		}
+		if !undecided {
+			return nil, refuse("decision %d: the call was decided already; this decision changed nothing", k)
+		}
+		out.Approvals = append(out.Approvals, a)
+	}
+	if out.Step, err = db.Step(ctx, ds[0].ToolCallID); err != nil {
+		return nil, err
+	}
+	left, err := db.Undecided(ctx, t.ID)
+	if err != nil {
+		return nil, err
+	}
+	if !left {
+		// A question asked in the same batch is answered next: the turn
+		// goes on waiting, for the answer now.
+		next := turn.StatusRUNNING
+		if cl := t.Clarification; cl != nil && cl.Answer == nil {
+			calls, err := db.StepCalls(ctx, t.ID, out.Step)
+			if err != nil {
+				return nil, err
+			}
+			if i := interact.Asking(calls, func(name string) bool { return name == interact.Clarify.Name }); i >= 0 {
+				next, out.Asked = turn.StatusWAITING_FOR_CLARIFICATION, calls[i].ID
+			}
+		}
+		moved, err := db.Next(ctx, t.ID, next, now)
+		if err != nil {
+			return nil, err
+		}
+		out.Resumed = moved && next == turn.StatusRUNNING
+		if !moved {
+			out.Asked = 0
+		}
+	}
+	ids := make([]int, len(out.Approvals))
+	for i, a := range out.Approvals {
+		ids[i] = a.ID
+	}
+	// In the model's order: as Announce tells them, and a rebuilt stream.
+	if out.Approvals, err = db.Read(ctx, ids); err != nil {
+		return nil, err
+	}
+	return out, nil
+}
+
+// checkDecisions checks every decision before any is stored, against the
+// turn's approvals by call, and returns the edited arguments, by decision.
+func checkDecisions(ds []Decision, byCall map[int]*ent.Approval) ([]*string, error) {
 	edited := make([]*string, len(ds))
 	seen := map[int]bool{}
 	for k, d := range ds {
@@ -298,74 +355,7 @@ func Decide(ctx context.Context, c *ent.Client, turnID int, ds []Decision, by *i
 			return nil, refuse("decision %d: a reason goes with DECLINE only", k)
 		}
 	}
-	if waiting == 0 {
-		return nil, refuse("the turn is %s, not waiting for a decision", t.Status)
-	}
-	out := &Decided{}
-	for k, d := range ds {
-		a := byCall[d.ToolCallID]
-		u := c.Approval.Update().Where(approval.ID(a.ID), approval.DecisionIsNil()).
-			SetDecision(d.Decision).SetDecidedAt(now).SetNillableDecidedByID(by).SetTimedOut(d.TimedOut).
-			SetNillableDecidedArguments(edited[k])
-		if d.Reason != nil {
-			u.SetReason(*d.Reason)
-		}
-		n, err := u.Save(ctx)
-		if err != nil {
-			return nil, fmt.Errorf("store decision: %w", err)
-		}
-		if n == 0 {
-			return nil, refuse("decision %d: the call was decided already; this decision changed nothing", k)
-		}
-		out.Approvals = append(out.Approvals, a)
-	}
-	call, err := c.ToolCall.Get(ctx, ds[0].ToolCallID)
-	if err != nil {
-		return nil, fmt.Errorf("load decided call: %w", err)
-	}
-	out.Step = call.Step
-	left, err := c.Approval.Query().Where(approval.TurnID(t.ID), approval.DecisionIsNil()).Exist(ctx)
-	if err != nil {
-		return nil, fmt.Errorf("count undecided calls: %w", err)
-	}
-	if !left {
-		// A question asked in the same batch is answered next: the turn
-		// goes on waiting, for the answer now.
-		next := turn.StatusRUNNING
-		if cl := t.Clarification; cl != nil && cl.Answer == nil {
-			calls, err := c.ToolCall.Query().Where(toolcall.TurnID(t.ID), toolcall.Step(out.Step)).
-				Order(ent.Asc(toolcall.FieldPosition)).All(ctx)
-			if err != nil {
-				return nil, fmt.Errorf("load the step's calls: %w", err)
-			}
-			if i := interact.Asking(calls, func(name string) bool { return name == interact.Clarify.Name }); i >= 0 {
-				next, out.Asked = turn.StatusWAITING_FOR_CLARIFICATION, calls[i].ID
-			}
-		}
-		u := c.Turn.Update().Where(turn.ID(t.ID), turn.StatusEQ(turn.StatusWAITING_FOR_APPROVAL)).SetStatus(next)
-		if next == turn.StatusRUNNING {
-			u.ClearClaimedBy().SetHeartbeatAt(now)
-		} else {
-			u.ClearHeartbeatAt()
-		}
-		n, err := u.Save(ctx)
-		if err != nil {
-			return nil, fmt.Errorf("resume turn: %w", err)
-		}
-		out.Resumed = n == 1 && next == turn.StatusRUNNING
-		if n == 0 {
-			out.Asked = 0
-		}
-	}
-	ids := make([]int, len(out.Approvals))
-	for i, a := range out.Approvals {
-		ids[i] = a.ID
-	}
-	// In the model's order: as Announce tells them, and a rebuilt stream.
-	if out.Approvals, err = c.Approval.Query().Where(approval.IDIn(ids...)).Order(ent.Asc(approval.FieldToolCallID)).All(ctx); err != nil {
-		return nil, fmt.Errorf("read decisions: %w", err)
-	}
-	return out, nil
+	return edited, nil
 }
 
 // Announce publishes what Decide stored, once it is committed: a decision
