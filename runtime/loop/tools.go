@@ -23,6 +23,9 @@ import (
 	"github.com/toolgate/toolgate/tools"
 )
 
+// interrupted is what a call cut off by a stop is recorded as.
+const interrupted = "interrupted: the runtime stopped while this call was in flight"
+
 // runTools carries out one step's recorded calls, at most Concurrency at
 // a time and in the order their resources need (batch.Plan), and appends
 // what the model hears. A resumed run (resumed) finishes a step a stopped
@@ -31,104 +34,48 @@ import (
 // idempotency key), and otherwise recorded as one that may or may not have
 // run. It reports whether the turn now waits for the user.
 func (t *turnRun) runTools(ctx context.Context, step int, rows []*ent.ToolCall, resumed bool) (bool, error) {
-	token, err := t.r.cfg.Signer.Mint(scope.Claims{
-		OrganizationID: t.conv.OrganizationID, UserID: t.conv.UserID, AgentID: t.conv.AgentID,
-		ConversationID: t.conv.ID, TurnID: t.turnID, Tools: names(t.offered),
-	})
+	s, err := t.toolScope()
 	if err != nil {
-		return false, fmt.Errorf("mint scope token: %w", err)
+		return false, err
 	}
 	// While the batch runs, the API of this process takes its token without
 	// reading the turn (Runner.Vouches).
 	defer t.r.vouchCalls(t.turnID, t.conv.ID, t.conv.UserID, t.userActiveAt)()
-	s := dispatch.Scope{TurnID: t.turnID, ConversationID: t.conv.ID, Token: token, Offered: t.byName, Deferred: t.deferred, Apps: t.apps}
-	if t.r.cfg.EncodeID != nil {
-		s.ConversationRef = t.r.cfg.EncodeID(t.conv.ID)
-	}
-	calls := make([]model.ToolCall, len(rows))
-	for i, row := range rows {
-		calls[i] = model.ToolCall{ID: prompt.CallID(row), Name: row.Name, Arguments: []byte(row.Arguments)}
-	}
-
-	heard := make([]string, len(calls))
-	images := make([][]model.Image, len(calls))
-	failed := make([]bool, len(calls))
-	sent := make([]json.RawMessage, len(calls))
-	errs := make([]error, len(calls))
-	defs := make([]tools.Definition, len(calls))
-	var todo []int
-	for i, c := range calls {
-		defs[i] = t.byName[c.Name]
-		if row := rows[i]; row.Outcome != toolcall.OutcomePENDING {
-			if row.Heard != nil {
-				heard[i] = *row.Heard
-			}
-			failed[i] = row.Outcome != toolcall.OutcomeHITS && row.Outcome != toolcall.OutcomeABSENCE
-			continue
-		}
-		todo = append(todo, i)
-	}
+	sc, todo := t.stepCalls(rows)
 	// Calls that need a person's approval wait; the others run.
 	t.notes = map[int]string{}
-	todo, acts, waiting, err := t.gate(ctx, s, rows, calls, defs, todo, resumed)
+	todo, acts, waiting, err := t.gate(ctx, s, rows, sc.calls, sc.defs, todo, resumed)
 	if err != nil {
 		return false, err
 	}
-	batch.Run(batch.Plan(pick(defs, todo)), t.r.cfg.Concurrency, func(k int) {
-		i := todo[k]
-		ctx, span := t.startToolCall(ctx, rows[i])
-		defer span.End()
-		act := acts[i]
-		t.publish(events.Event{Kind: events.ToolCallStarted, ToolCallID: rows[i].ID, Step: rows[i].Step, Status: string(turn.StatusRUNNING), Decided: act.decided})
-		if act.declined != nil {
-			heard[i], failed[i], errs[i] = t.record(ctx, rows[i], calls[i], *act.declined)
-			sent[i] = act.declined.Arguments
-		} else if resumed && !act.fresh && !retry.Repeatable(defs[i].Effect) {
-			// It may have reached its backend before the stop: never again.
-			res := dispatch.Result{Outcome: dispatch.MayHaveRun, Message: interrupted, Attempts: 1, Reached: true,
-				Arguments: json.RawMessage(rows[i].Arguments)}
-			heard[i], failed[i], errs[i] = t.record(ctx, rows[i], calls[i], res)
-			sent[i] = res.Arguments
-		} else {
-			heard[i], failed[i], sent[i], images[i], errs[i] = t.runTool(ctx, s, rows[i], calls[i])
-		}
-		t.publish(events.Event{Kind: events.ToolCallFinished, ToolCallID: rows[i].ID, Step: rows[i].Step, Status: string(turn.StatusRUNNING), Decided: act.decided})
+	batch.Run(batch.Plan(pick(sc.defs, todo)), t.r.cfg.Concurrency, func(k int) {
+		t.runCall(ctx, s, sc, todo[k], acts[todo[k]], resumed)
 	})
-	if err := errors.Join(errs...); err != nil {
+	if err := errors.Join(sc.errs...); err != nil {
 		return false, err
 	}
 	if len(waiting) > 0 {
 		// The calls that ran as they were recorded (a question among them
 		// is stored with the pause); the calls waiting stay PENDING.
 		for _, i := range todo {
-			if len(sent[i]) > 0 {
-				rows[i].Arguments = string(sent[i])
-			}
-			if !failed[i] && rows[i].Outcome == toolcall.OutcomePENDING {
-				rows[i].Outcome = toolcall.OutcomeHITS
-			}
+			sc.settle(i)
 		}
 		return true, t.pauseForApproval(ctx, rows, waiting)
 	}
 	// From here on every reader of the calls' arguments (the next model
 	// call, the pause, a resume rebuilding this turn) reads them as repaired
 	// and sent, never as the model first wrote them.
-	t.repaired(calls, sent)
+	t.repaired(sc.calls, sc.sent)
 	seesImages := model.TakesImages(t.r.cfg.Provider, t.req.Model)
-	for i, c := range calls {
-		m := model.Message{Role: model.RoleTool, ToolCallID: c.ID, ToolName: c.Name, Text: heard[i], IsError: failed[i]}
+	for i, c := range sc.calls {
+		m := model.Message{Role: model.RoleTool, ToolCallID: c.ID, ToolName: c.Name, Text: sc.heard[i], IsError: sc.failed[i]}
 		if seesImages {
-			m.Images = images[i]
+			m.Images = sc.images[i]
 		}
 		t.req.Messages = append(t.req.Messages, m)
-		if len(sent[i]) > 0 {
-			rows[i].Arguments = string(sent[i])
-		}
-		if !failed[i] && rows[i].Outcome == toolcall.OutcomePENDING {
-			rows[i].Outcome = toolcall.OutcomeHITS
-		}
-		if !failed[i] {
-			t.readDefinitions(c.Name, heard[i])
+		sc.settle(i)
+		if !sc.failed[i] {
+			t.readDefinitions(c.Name, sc.heard[i])
 		}
 	}
 	// A question asked with calls that waited for approval was stored with
@@ -140,6 +87,91 @@ func (t *turnRun) runTools(ctx context.Context, step int, rows []*ent.ToolCall, 
 		return true, nil
 	}
 	return false, ctx.Err()
+}
+
+// toolScope is the scope the step's calls run in, with its token.
+func (t *turnRun) toolScope() (dispatch.Scope, error) {
+	token, err := t.r.cfg.Signer.Mint(scope.Claims{
+		OrganizationID: t.conv.OrganizationID, UserID: t.conv.UserID, AgentID: t.conv.AgentID,
+		ConversationID: t.conv.ID, TurnID: t.turnID, Tools: names(t.offered),
+	})
+	if err != nil {
+		return dispatch.Scope{}, fmt.Errorf("mint scope token: %w", err)
+	}
+	s := dispatch.Scope{TurnID: t.turnID, ConversationID: t.conv.ID, Token: token, Offered: t.byName, Deferred: t.deferred, Apps: t.apps}
+	if t.r.cfg.EncodeID != nil {
+		s.ConversationRef = t.r.cfg.EncodeID(t.conv.ID)
+	}
+	return s, nil
+}
+
+// stepCalls is what a step's calls are and gave, by call: each call's
+// goroutine writes its own index only.
+type stepCalls struct {
+	rows   []*ent.ToolCall
+	calls  []model.ToolCall
+	defs   []tools.Definition
+	heard  []string
+	images [][]model.Image
+	failed []bool
+	// sent are the arguments as repaired and sent.
+	sent []json.RawMessage
+	errs []error
+}
+
+// stepCalls reads a step's recorded calls: those recorded already are
+// heard as they were; it returns the others' indexes, to run.
+func (t *turnRun) stepCalls(rows []*ent.ToolCall) (*stepCalls, []int) {
+	n := len(rows)
+	sc := &stepCalls{rows: rows, calls: make([]model.ToolCall, n), defs: make([]tools.Definition, n), heard: make([]string, n),
+		images: make([][]model.Image, n), failed: make([]bool, n), sent: make([]json.RawMessage, n), errs: make([]error, n)}
+	var todo []int
+	for i, row := range rows {
+		sc.calls[i] = model.ToolCall{ID: prompt.CallID(row), Name: row.Name, Arguments: []byte(row.Arguments)}
+		sc.defs[i] = t.byName[row.Name]
+		if row.Outcome != toolcall.OutcomePENDING {
+			if row.Heard != nil {
+				sc.heard[i] = *row.Heard
+			}
+			sc.failed[i] = row.Outcome != toolcall.OutcomeHITS && row.Outcome != toolcall.OutcomeABSENCE
+			continue
+		}
+		todo = append(todo, i)
+	}
+	return sc, todo
+}
+
+// settle puts call i's row as it ran: its arguments as sent, and a
+// success for one that was pending.
+func (sc *stepCalls) settle(i int) {
+	if len(sc.sent[i]) > 0 {
+		sc.rows[i].Arguments = string(sc.sent[i])
+	}
+	if !sc.failed[i] && sc.rows[i].Outcome == toolcall.OutcomePENDING {
+		sc.rows[i].Outcome = toolcall.OutcomeHITS
+	}
+}
+
+// runCall carries out call i of the step, or records what a decision or
+// a stop made of it.
+func (t *turnRun) runCall(ctx context.Context, s dispatch.Scope, sc *stepCalls, i int, act approvalAct, resumed bool) {
+	row, call := sc.rows[i], sc.calls[i]
+	ctx, span := t.startToolCall(ctx, row)
+	defer span.End()
+	t.publish(events.Event{Kind: events.ToolCallStarted, ToolCallID: row.ID, Step: row.Step, Status: string(turn.StatusRUNNING), Decided: act.decided})
+	if act.declined != nil {
+		sc.heard[i], sc.failed[i], sc.errs[i] = t.record(ctx, row, call, *act.declined)
+		sc.sent[i] = act.declined.Arguments
+	} else if resumed && !act.fresh && !retry.Repeatable(sc.defs[i].Effect) {
+		// It may have reached its backend before the stop: never again.
+		res := dispatch.Result{Outcome: dispatch.MayHaveRun, Message: interrupted, Attempts: 1, Reached: true,
+			Arguments: json.RawMessage(row.Arguments)}
+		sc.heard[i], sc.failed[i], sc.errs[i] = t.record(ctx, row, call, res)
+		sc.sent[i] = res.Arguments
+	} else {
+		sc.heard[i], sc.failed[i], sc.sent[i], sc.images[i], sc.errs[i] = t.runTool(ctx, s, row, call)
+	}
+	t.publish(events.Event{Kind: events.ToolCallFinished, ToolCallID: row.ID, Step: row.Step, Status: string(turn.StatusRUNNING), Decided: act.decided})
 }
 
 // pick returns the definitions at the given indexes.

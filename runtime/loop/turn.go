@@ -187,9 +187,6 @@ func (t *turnRun) pausing(calls []*ent.ToolCall) int {
 	return interact.Asking(calls, func(name string) bool { return t.byName[name].Pauses })
 }
 
-// interrupted is what a call cut off by a stop is recorded as.
-const interrupted = "interrupted: the runtime stopped while this call was in flight"
-
 // callModel makes one model call and records it with the calls it asks
 // for (store.Turn.RecordStep): a step is recorded whole or not at all.
 func (t *turnRun) callModel(ctx context.Context, step int) (*model.Response, []*ent.ToolCall, error) {
