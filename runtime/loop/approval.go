@@ -9,16 +9,15 @@ import (
 	"time"
 
 	"github.com/toolgate/toolgate/ent"
-	"github.com/toolgate/toolgate/ent/approval"
 	"github.com/toolgate/toolgate/ent/schematype"
 	"github.com/toolgate/toolgate/ent/tenancy"
-	"github.com/toolgate/toolgate/ent/toolcall"
 	"github.com/toolgate/toolgate/ent/turn"
 	gate "github.com/toolgate/toolgate/runtime/approval"
 	"github.com/toolgate/toolgate/runtime/dispatch"
 	"github.com/toolgate/toolgate/runtime/events"
 	"github.com/toolgate/toolgate/runtime/mcp"
 	"github.com/toolgate/toolgate/runtime/model"
+	"github.com/toolgate/toolgate/runtime/store"
 	"github.com/toolgate/toolgate/tools"
 )
 
@@ -70,21 +69,16 @@ func (t *turnRun) gate(ctx context.Context, s dispatch.Scope, rows []*ent.ToolCa
 		for k, i := range todo {
 			ids[k] = rows[i].ID
 		}
-		as, err := t.client().Approval.Query().Where(approval.ToolCallIDIn(ids...)).All(ctx)
-		if err != nil {
-			return nil, nil, nil, fmt.Errorf("load approvals: %w", err)
-		}
-		stored = make(map[int]*ent.Approval, len(as))
-		for _, a := range as {
-			stored[a.ToolCallID] = a
+		var err error
+		if stored, err = t.r.store.Approvals(ctx, ids); err != nil {
+			return nil, nil, nil, err
 		}
 	}
 	var (
 		run     []int
 		waiting []int
 		acts    = map[int]approvalAct{}
-		creates []func(tx *ent.Tx) *ent.ApprovalCreate
-		asked   []int
+		asked   []store.Asked
 		taken   []int
 	)
 	now := t.r.cfg.Now()
@@ -128,56 +122,21 @@ func (t *turnRun) gate(ctx context.Context, s dispatch.Scope, rows []*ent.ToolCa
 		}
 		calls[i].Arguments = res.Arguments
 		rows[i].Arguments = string(res.Arguments)
-		rows[i].Repairs = nonNilRepairs(res.Repairs)
-		def, args := defs[i], string(res.Arguments)
-		row, name := rows[i], calls[i].Name
-		creates = append(creates, func(tx *ent.Tx) *ent.ApprovalCreate {
-			c := tx.Approval.Create().
-				SetConversationID(t.conv.ID).SetTurnID(t.turnID).SetToolCallID(row.ID).
-				SetTool(name).SetArguments(args).SetDescription(def.Description).
-				SetInputSchema(schema).SetPolicy(p).SetCreatedAt(now).SetExpiresAt(now.Add(t.r.cfg.ApprovalTimeout))
-			if def.Annotations != nil {
-				c.SetAnnotations(def.Annotations)
-			}
-			return c
-		})
-		asked = append(asked, i)
+		rows[i].Repairs = res.Repairs
+		if rows[i].Repairs == nil {
+			rows[i].Repairs = []schematype.Repair{}
+		}
+		asked = append(asked, store.Asked{ToolCallID: rows[i].ID, Arguments: rows[i].Arguments, Repairs: rows[i].Repairs,
+			Tool: calls[i].Name, Description: defs[i].Description, InputSchema: schema, Policy: p,
+			Annotations: defs[i].Annotations, ExpiresAt: now.Add(t.r.cfg.ApprovalTimeout)})
 		waiting = append(waiting, i)
 	}
-	if len(creates) == 0 && len(taken) == 0 {
+	if len(asked) == 0 && len(taken) == 0 {
 		return run, acts, waiting, nil
 	}
 	// Stored before anything of the step is sent: a call asked about never
 	// runs undecided, and one taken up is in flight for any later run.
-	err := t.write(ctx, func(ctx context.Context, tx *ent.Tx) error {
-		for _, i := range asked {
-			err := tx.ToolCall.Update().Where(toolcall.ID(rows[i].ID), toolcall.OutcomeEQ(toolcall.OutcomePENDING)).
-				SetArguments(rows[i].Arguments).SetRepairs(rows[i].Repairs).Exec(ctx)
-			if err != nil {
-				return fmt.Errorf("record arguments to approve: %w", err)
-			}
-		}
-		if len(creates) > 0 {
-			bulk := make([]*ent.ApprovalCreate, len(creates))
-			for k, c := range creates {
-				bulk[k] = c(tx)
-			}
-			if err := tx.Approval.CreateBulk(bulk...).Exec(ctx); err != nil {
-				return fmt.Errorf("store approvals: %w", err)
-			}
-		}
-		if len(taken) > 0 {
-			n, err := tx.Approval.Update().Where(approval.IDIn(taken...), approval.DispatchedAtIsNil()).SetDispatchedAt(now).Save(ctx)
-			if err != nil {
-				return fmt.Errorf("take up approved calls: %w", err)
-			}
-			if n != len(taken) {
-				return fmt.Errorf("take up approved calls: %w", errStepRecorded)
-			}
-		}
-		return nil
-	})
-	if err != nil {
+	if err := t.db.StoreApprovals(ctx, t.conv.ID, asked, taken, now); err != nil {
 		return nil, nil, nil, err
 	}
 	return run, acts, waiting, nil
@@ -208,21 +167,11 @@ func (t *turnRun) pauseForApproval(ctx context.Context, rows []*ent.ToolCall, wa
 		}
 		cl = &q
 	}
-	var n int
-	err := t.write(ctx, func(ctx context.Context, tx *ent.Tx) error {
-		var err error
-		u := tx.Turn.Update().Where(turn.ID(t.turnID), turn.StatusEQ(turn.StatusRUNNING)).
-			SetStatus(turn.StatusWAITING_FOR_APPROVAL).ClearClaimedBy().ClearHeartbeatAt()
-		if cl != nil {
-			u.SetClarification(cl)
-		}
-		n, err = u.Save(ctx)
-		return err
-	})
+	paused, err := t.db.Pause(ctx, turn.StatusWAITING_FOR_APPROVAL, cl)
 	if err != nil {
 		return fmt.Errorf("pause for approval: %w", err)
 	}
-	if n == 1 {
+	if paused {
 		step := rows[waiting[0]].Step
 		setTurnStatus(t.span, string(turn.StatusWAITING_FOR_APPROVAL))
 		t.publish(events.Event{Kind: events.Status, Step: step, Status: string(turn.StatusWAITING_FOR_APPROVAL)})
@@ -285,18 +234,14 @@ func Decide(ctx context.Context, c *ent.Client, turnID int, ds []Decision, by *i
 	if len(ds) == 0 {
 		return nil, refuse("decisions is empty: decide on at least one call")
 	}
-	t, err := c.Turn.Get(ctx, turnID)
+	db := store.On(c)
+	t, waiting, err := db.Take(ctx, turnID, now)
 	if err != nil {
 		return nil, err
 	}
-	waiting, err := c.Turn.Update().Where(turn.ID(t.ID), turn.StatusEQ(turn.StatusWAITING_FOR_APPROVAL)).
-		SetHeartbeatAt(now).Save(ctx)
+	as, err := db.Approvals(ctx, t.ID)
 	if err != nil {
-		return nil, fmt.Errorf("take turn: %w", err)
-	}
-	as, err := c.Approval.Query().Where(approval.TurnID(t.ID)).All(ctx)
-	if err != nil {
-		return nil, fmt.Errorf("load approvals: %w", err)
+		return nil, err
 	}
 	byCall := make(map[int]*ent.Approval, len(as))
 	for _, a := range as {
@@ -310,6 +255,69 @@ func Decide(ctx context.Context, c *ent.Client, turnID int, ds []Decision, by *i
 			now = a.DecidedAt.Add(time.Microsecond)
 		}
 	}
+	edited, err := checkDecisions(ds, byCall)
+	if err != nil {
+		return nil, err
+	}
+	if !waiting {
+		return nil, refuse("the turn is %s, not waiting for a decision", t.Status)
+	}
+	out := &Decided{}
+	for k, d := range ds {
+		a := byCall[d.ToolCallID]
+		undecided, err := db.Store(ctx, a.ID, store.Decision{Decision: d.Decision, At: now, By: by, TimedOut: d.TimedOut,
+			Arguments: edited[k], Reason: d.Reason})
+		if err != nil {
+			return nil, err
+		}
+		if !undecided {
+			return nil, refuse("decision %d: the call was decided already; this decision changed nothing", k)
+		}
+		out.Approvals = append(out.Approvals, a)
+	}
+	if out.Step, err = db.Step(ctx, ds[0].ToolCallID); err != nil {
+		return nil, err
+	}
+	left, err := db.Undecided(ctx, t.ID)
+	if err != nil {
+		return nil, err
+	}
+	if !left {
+		// A question asked in the same batch is answered next: the turn
+		// goes on waiting, for the answer now.
+		next := turn.StatusRUNNING
+		if cl := t.Clarification; cl != nil && cl.Answer == nil {
+			calls, err := db.StepCalls(ctx, t.ID, out.Step)
+			if err != nil {
+				return nil, err
+			}
+			if i := tools.Asking(calls, func(name string) bool { return name == tools.ClarifyTool }); i >= 0 {
+				next, out.Asked = turn.StatusWAITING_FOR_CLARIFICATION, calls[i].ID
+			}
+		}
+		moved, err := db.Next(ctx, t.ID, next, now)
+		if err != nil {
+			return nil, err
+		}
+		out.Resumed = moved && next == turn.StatusRUNNING
+		if !moved {
+			out.Asked = 0
+		}
+	}
+	ids := make([]int, len(out.Approvals))
+	for i, a := range out.Approvals {
+		ids[i] = a.ID
+	}
+	// In the model's order: as Announce tells them, and a rebuilt stream.
+	if out.Approvals, err = db.Read(ctx, ids); err != nil {
+		return nil, err
+	}
+	return out, nil
+}
+
+// checkDecisions checks every decision before any is stored, against the
+// turn's approvals by call, and returns the edited arguments, by decision.
+func checkDecisions(ds []Decision, byCall map[int]*ent.Approval) ([]*string, error) {
 	edited := make([]*string, len(ds))
 	seen := map[int]bool{}
 	for k, d := range ds {
@@ -346,74 +354,7 @@ func Decide(ctx context.Context, c *ent.Client, turnID int, ds []Decision, by *i
 			return nil, refuse("decision %d: a reason goes with DECLINE only", k)
 		}
 	}
-	if waiting == 0 {
-		return nil, refuse("the turn is %s, not waiting for a decision", t.Status)
-	}
-	out := &Decided{}
-	for k, d := range ds {
-		a := byCall[d.ToolCallID]
-		u := c.Approval.Update().Where(approval.ID(a.ID), approval.DecisionIsNil()).
-			SetDecision(d.Decision).SetDecidedAt(now).SetNillableDecidedByID(by).SetTimedOut(d.TimedOut).
-			SetNillableDecidedArguments(edited[k])
-		if d.Reason != nil {
-			u.SetReason(*d.Reason)
-		}
-		n, err := u.Save(ctx)
-		if err != nil {
-			return nil, fmt.Errorf("store decision: %w", err)
-		}
-		if n == 0 {
-			return nil, refuse("decision %d: the call was decided already; this decision changed nothing", k)
-		}
-		out.Approvals = append(out.Approvals, a)
-	}
-	call, err := c.ToolCall.Get(ctx, ds[0].ToolCallID)
-	if err != nil {
-		return nil, fmt.Errorf("load decided call: %w", err)
-	}
-	out.Step = call.Step
-	left, err := c.Approval.Query().Where(approval.TurnID(t.ID), approval.DecisionIsNil()).Exist(ctx)
-	if err != nil {
-		return nil, fmt.Errorf("count undecided calls: %w", err)
-	}
-	if !left {
-		// A question asked in the same batch is answered next: the turn
-		// goes on waiting, for the answer now.
-		next := turn.StatusRUNNING
-		if cl := t.Clarification; cl != nil && cl.Answer == nil {
-			calls, err := c.ToolCall.Query().Where(toolcall.TurnID(t.ID), toolcall.Step(out.Step)).
-				Order(ent.Asc(toolcall.FieldPosition)).All(ctx)
-			if err != nil {
-				return nil, fmt.Errorf("load the step's calls: %w", err)
-			}
-			if i := tools.Asking(calls, func(name string) bool { return name == tools.ClarifyTool }); i >= 0 {
-				next, out.Asked = turn.StatusWAITING_FOR_CLARIFICATION, calls[i].ID
-			}
-		}
-		u := c.Turn.Update().Where(turn.ID(t.ID), turn.StatusEQ(turn.StatusWAITING_FOR_APPROVAL)).SetStatus(next)
-		if next == turn.StatusRUNNING {
-			u.ClearClaimedBy().SetHeartbeatAt(now)
-		} else {
-			u.ClearHeartbeatAt()
-		}
-		n, err := u.Save(ctx)
-		if err != nil {
-			return nil, fmt.Errorf("resume turn: %w", err)
-		}
-		out.Resumed = n == 1 && next == turn.StatusRUNNING
-		if n == 0 {
-			out.Asked = 0
-		}
-	}
-	ids := make([]int, len(out.Approvals))
-	for i, a := range out.Approvals {
-		ids[i] = a.ID
-	}
-	// In the model's order: as Announce tells them, and a rebuilt stream.
-	if out.Approvals, err = c.Approval.Query().Where(approval.IDIn(ids...)).Order(ent.Asc(approval.FieldToolCallID)).All(ctx); err != nil {
-		return nil, fmt.Errorf("read decisions: %w", err)
-	}
-	return out, nil
+	return edited, nil
 }
 
 // Announce publishes what Decide stored, once it is committed: a decision
@@ -440,12 +381,9 @@ func (r *Runner) Announce(turnID int, d *Decided) {
 func (r *Runner) ExpireApprovals(ctx context.Context) (int, error) {
 	ctx = tenancy.System(ctx)
 	now := r.cfg.Now()
-	due, err := r.cfg.Client.Approval.Query().
-		Where(approval.DecisionIsNil(), approval.ExpiresAtLT(now),
-			approval.HasTurnWith(turn.StatusEQ(turn.StatusWAITING_FOR_APPROVAL))).
-		Order(ent.Asc(approval.FieldTurnID), ent.Asc(approval.FieldID)).All(ctx)
+	due, err := r.store.DueApprovals(ctx, now)
 	if err != nil {
-		return 0, fmt.Errorf("find approvals past their time: %w", err)
+		return 0, err
 	}
 	byTurn := map[int][]Decision{}
 	var turns []int
@@ -460,16 +398,10 @@ func (r *Runner) ExpireApprovals(ctx context.Context) (int, error) {
 	n := 0
 	for _, id := range slices.Compact(turns) {
 		var d *Decided
-		err := persist(ctx, func(ctx context.Context) error {
-			tx, err := r.cfg.Client.Tx(ctx)
-			if err != nil {
-				return fmt.Errorf("begin: %w", err)
-			}
-			defer func() { _ = tx.Rollback() }()
-			if d, err = Decide(ctx, tx.Client(), id, byTurn[id], nil, now); err != nil {
-				return err
-			}
-			return tx.Commit()
+		err := r.store.Tx(ctx, func(ctx context.Context, c *ent.Client) error {
+			var err error
+			d, err = Decide(ctx, c, id, byTurn[id], nil, now)
+			return err
 		})
 		var refused *DecisionError
 		if errors.As(err, &refused) {

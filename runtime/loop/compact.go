@@ -5,12 +5,11 @@ import (
 	"errors"
 	"fmt"
 
-	"github.com/toolgate/toolgate/ent"
-	"github.com/toolgate/toolgate/ent/modelcall"
 	"github.com/toolgate/toolgate/offer/token"
 	"github.com/toolgate/toolgate/runtime/meter"
 	"github.com/toolgate/toolgate/runtime/model"
 	"github.com/toolgate/toolgate/runtime/prompt"
+	"github.com/toolgate/toolgate/runtime/store"
 )
 
 // layout is the history of earlier turns: the summaries, then the turns
@@ -107,32 +106,9 @@ func (t *turnRun) summarise(ctx context.Context, req model.Request, from, to int
 		return prompt.Summary{}, errors.New("the model answered with no summary")
 	}
 	cost, _ := t.r.cfg.Prices.Cost(name, resp.Usage)
-	err = t.write(ctx, func(ctx context.Context, tx *ent.Tx) error {
-		round, err := tx.ModelCall.Query().Where(modelcall.TurnID(t.turnID), modelcall.KindEQ(modelcall.KindSUMMARY)).Count(ctx)
-		if err != nil {
-			return fmt.Errorf("count summaries: %w", err)
-		}
-		err = tx.ModelCall.Create().
-			SetTurnID(t.turnID).SetOrganizationID(t.conv.OrganizationID).SetAgentID(t.conv.AgentID).SetUserID(t.conv.UserID).
-			SetKind(modelcall.KindSUMMARY).SetStep(round).SetText(text).
-			SetProvider(t.r.cfg.Provider.Name()).SetModel(name).
-			SetInputTokens(resp.Usage.InputUncached).SetCacheReadTokens(resp.Usage.CacheRead).
-			SetCacheWriteTokens(resp.Usage.CacheWrite).SetOutputTokens(resp.Usage.Output).
-			SetCost(cost.USD()).SetCostMicros(cost).SetDurationMs(elapsed.Milliseconds()).SetStartedAt(start).
-			SetPrefixTokens(int64(token.Count(req.System))).SetAttribution(req.Attribution.Key()).
-			Exec(ctx)
-		if err != nil {
-			return fmt.Errorf("record summary call: %w", err)
-		}
-		err = tx.Summary.Create().
-			SetConversationID(t.conv.ID).SetFromTurn(from).SetToTurn(to).SetText(text).SetTurnID(t.turnID).
-			SetModel(name).SetCost(cost.USD()).SetCostMicros(cost).SetCreatedAt(t.r.cfg.Now()).
-			Exec(ctx)
-		if err != nil {
-			return fmt.Errorf("record summary: %w", err)
-		}
-		return nil
-	})
+	err = t.db.RecordSummary(ctx, store.Summary{ConversationID: t.conv.ID, From: from, To: to,
+		Call: t.modelCall(&model.Response{Text: text, Usage: resp.Usage}, name, cost, elapsed, start,
+			int64(token.Count(req.System)), req.Attribution.Key())})
 	if err != nil {
 		return prompt.Summary{}, err
 	}

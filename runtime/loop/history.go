@@ -2,384 +2,109 @@ package loop
 
 import (
 	"context"
-	"database/sql"
-	"encoding/json"
-	"fmt"
+	"maps"
 	"slices"
-	"strconv"
-	"sync"
-	"time"
 
-	"entgo.io/ent/dialect"
-	entsql "entgo.io/ent/dialect/sql"
-
-	"github.com/toolgate/toolgate/db"
-	"github.com/toolgate/toolgate/ent"
-	"github.com/toolgate/toolgate/ent/modelcall"
-	"github.com/toolgate/toolgate/ent/storedresult"
-	"github.com/toolgate/toolgate/ent/summary"
 	"github.com/toolgate/toolgate/ent/toolcall"
-	"github.com/toolgate/toolgate/ent/turn"
+	"github.com/toolgate/toolgate/runtime/dispatch"
+	"github.com/toolgate/toolgate/runtime/model"
 	"github.com/toolgate/toolgate/runtime/prompt"
+	"github.com/toolgate/toolgate/runtime/store"
 )
 
-// pastRead is what the history is built from: the summaries that stand for
-// the oldest turns (prompt.Chain), the earlier turns after them, the model
-// calls and tool calls of those turns and of this one, grouped by turn and
-// step, and the sizes of the results the calls stored, by ref.
-type pastRead struct {
-	chain []prompt.Summary
-	turns []*ent.Turn
-	steps map[int][]prompt.Step
-	sizes map[string]int64
-}
-
-// Row kinds of readPast's statement, in the order its rows come.
-const (
-	pastSummary = iota
-	pastTurn
-	pastModelCall
-	pastToolCall
-)
-
-// readPast reads the history in one statement: ent would send one for the
-// summaries, one for the turns after them, one each for their model calls,
-// tool calls and what the recent turns' calls were heard as, and one for
-// the results' sizes. Each part is limited as its own read was: the
-// summaries and turns to the conversation, the calls to its turns after
-// the summaries and to this one, the model calls also to the organisation,
-// the results to the conversation. What the model heard is read only for
-// the turns that replay it, the last few and this one; older calls replay
-// their outcome and ref.
-func (t *turnRun) readPast(ctx context.Context) (*pastRead, error) {
-	d := t.r.cfg.Queue.Dialect()
-	sqlite := d == dialect.SQLite
-	query, args, err := pastStatement(d, pastValues{t.conv.ID, t.turn.Number, t.turnID, t.conv.OrganizationID})
+// history builds the messages: the summaries that stand for the oldest
+// earlier turns, the turns after them, this turn's message, and the steps
+// this turn already took. It returns how many model calls were made. With
+// compact, a turn that has made no model call yet first summarises the
+// oldest turns when the history passes its budget (compaction); a turn
+// under way keeps the history it started with.
+func (t *turnRun) history(ctx context.Context, compact bool) (int, error) {
+	past, err := t.r.store.ReadPast(ctx, store.Of{Conversation: t.conv.ID, Number: t.turn.Number, Turn: t.turnID,
+		Organization: t.conv.OrganizationID})
 	if err != nil {
-		return nil, fmt.Errorf("load history: %w", err)
+		return 0, err
 	}
-	rows, err := t.client().QueryContext(ctx, query, args...)
+	chain, turns, steps, sizes := past.Chain, past.Turns, past.Steps, past.Sizes
+	live := make([]prompt.NumberedTurn, len(turns))
+	for i, pt := range turns {
+		past := prompt.Past{Turn: pt, Steps: steps[pt.ID], Sizes: sizes, CallsPerTurn: t.r.cfg.CallsPerTurn}
+		live[i] = prompt.NumberedTurn{Number: pt.Number, Turn: pt,
+			Messages: prompt.TurnMessages(t.person, past, len(turns)-i <= prompt.RecentTurns)}
+	}
+	if compact && len(steps[t.turnID]) == 0 {
+		if chain, live, err = t.compact(ctx, chain, live); err != nil {
+			return 0, err
+		}
+	}
+	msgs := layout(chain, live, t.r.cfg.HistoryBudget)
+	msgs = append(msgs, model.Message{Role: model.RoleUser,
+		Text: prompt.UserMessage(t.person, t.turn.StartedAt, t.turn.TimeZone, t.turn.UserText)})
+	own := steps[t.turnID]
+	if len(own) > 0 {
+		t.tail = &own[len(own)-1]
+	}
+	images, err := t.ownImages(ctx, own)
 	if err != nil {
-		return nil, fmt.Errorf("load history: %w", err)
+		return 0, err
 	}
-	defer rows.Close()
-	var (
-		kind, key1, key2 sql.NullInt64
-		ints             [nInts]sql.NullInt64
-		texts            [nTexts]sql.NullString
-		jsons            [nJSON][]byte
-		times            [nTimes]sql.NullTime
-		timeTexts        [nTimes]sql.NullString
-	)
-	dests := []any{&kind, &key1, &key2}
-	for i := range ints {
-		dests = append(dests, &ints[i])
-	}
-	for i := range texts {
-		dests = append(dests, &texts[i])
-	}
-	for i := range jsons {
-		dests = append(dests, &jsons[i])
-	}
-	for i := range times {
-		if sqlite {
-			dests = append(dests, &timeTexts[i])
-		} else {
-			dests = append(dests, &times[i])
+	for i, st := range own {
+		for _, call := range st.Calls {
+			t.nextPosition = max(t.nextPosition, call.Position+1)
 		}
-	}
-	text := func(i int) string { return db.ReadText(d, texts[i].String) }
-	textPtr := func(i int) *string {
-		if !texts[i].Valid {
-			return nil
-		}
-		s := text(i)
-		return &s
-	}
-	var all []prompt.Summary
-	out := &pastRead{steps: map[int][]prompt.Step{}, sizes: map[string]int64{}}
-	at := func(turnID, step int) *prompt.Step {
-		for len(out.steps[turnID]) <= step {
-			out.steps[turnID] = append(out.steps[turnID], prompt.Step{})
-		}
-		return &out.steps[turnID][step]
-	}
-	for rows.Next() {
-		for i := range jsons {
-			jsons[i] = nil
-		}
-		if err := rows.Scan(dests...); err != nil {
-			return nil, fmt.Errorf("load history: %w", err)
-		}
-		if sqlite {
-			for i, tt := range timeTexts {
-				times[i] = sql.NullTime{}
-				if !tt.Valid {
-					continue
-				}
-				v, err := time.ParseInLocation(sqliteTime, tt.String, time.UTC)
-				if err != nil {
-					return nil, fmt.Errorf("load history: read time: %w", err)
-				}
-				times[i] = sql.NullTime{Time: v.UTC(), Valid: true}
-			}
-		}
-		switch kind.Int64 {
-		case pastSummary:
-			all = append(all, prompt.Summary{From: int(key2.Int64), To: int(key1.Int64), Text: text(0)})
-		case pastTurn:
-			out.turns = append(out.turns, &ent.Turn{ID: int(key2.Int64), Number: int(key1.Int64), StartedAt: times[0].Time,
-				TimeZone: text(3), UserText: text(0), Answer: textPtr(1), Status: turn.Status(text(2))})
-		case pastModelCall:
-			at(int(key1.Int64), int(key2.Int64)).Text = text(0)
-		case pastToolCall:
-			c := &ent.ToolCall{ID: int(ints[0].Int64), TurnID: int(key1.Int64), Position: int(key2.Int64), Step: int(ints[1].Int64),
-				CallID: text(0), Name: text(1), Arguments: text(2), Outcome: toolcall.Outcome(text(3)), Attempts: int(ints[2].Int64),
-				Message: textPtr(4), Heard: textPtr(5), Ref: textPtr(6), Guardrail: textPtr(7), ArgumentsRef: textPtr(8),
-				StartedAt: times[0].Time}
-			if ints[3].Valid {
-				id := int(ints[3].Int64)
-				c.ResultID = &id
-			}
-			if times[1].Valid {
-				f := times[1].Time
-				c.FinishedAt = &f
-			}
-			for i, p := range []any{&c.Failures, &c.Evidence, &c.Repairs} {
-				if len(jsons[i]) == 0 {
-					continue
-				}
-				if err := json.Unmarshal(jsons[i], p); err != nil {
-					return nil, fmt.Errorf("load history: %w", err)
-				}
-			}
-			if texts[9].Valid {
-				out.sizes[text(9)] = ints[4].Int64
-			}
-			st := at(c.TurnID, c.Step)
-			st.Calls = append(st.Calls, c)
-		}
-	}
-	if err := rows.Err(); err != nil {
-		return nil, fmt.Errorf("load history: %w", err)
-	}
-	if err := rows.Close(); err != nil {
-		return nil, fmt.Errorf("load history: %w", err)
-	}
-	out.chain = prompt.Chain(all)
-	return out, nil
-}
-
-// pastValues are the values readPast's statement is for.
-type pastValues struct{ conversation, number, turn, organization int }
-
-// pastStatements caches readPast's statement by dialect: it is built once,
-// for sentinel values, and each read puts its own values in their places.
-var pastStatements sync.Map // dialect -> *cachedPast
-
-type cachedPast struct {
-	query string
-	args  []any
-	// values maps each argument to its value in pastValues (by the
-	// sentinel it was built with), or -1 for a constant.
-	values []int
-}
-
-// pastSentinels are values no row has, each its own.
-var pastSentinels = pastValues{-7_000_001, -7_000_002, -7_000_003, -7_000_004}
-
-// pastStatement returns readPast's statement and arguments for v.
-func pastStatement(d string, v pastValues) (string, []any, error) {
-	c, ok := pastStatements.Load(d)
-	if !ok {
-		query, args, err := buildPast(d, pastSentinels)
-		if err != nil {
-			return "", nil, err
-		}
-		ps := &cachedPast{query: query, args: args, values: make([]int, len(args))}
-		sentinels := []int{pastSentinels.conversation, pastSentinels.number, pastSentinels.turn, pastSentinels.organization}
-		for i, a := range args {
-			ps.values[i] = -1
-			if n, isInt := a.(int); isInt {
-				ps.values[i] = slices.Index(sentinels, n)
-			}
-		}
-		c, _ = pastStatements.LoadOrStore(d, ps)
-	}
-	ps := c.(*cachedPast)
-	vals := []int{v.conversation, v.number, v.turn, v.organization}
-	args := slices.Clone(ps.args)
-	for i, k := range ps.values {
-		if k >= 0 {
-			args[i] = vals[k]
-		}
-	}
-	return ps.query, args, nil
-}
-
-// buildPast builds readPast's statement for v.
-func buildPast(d string, v pastValues) (string, []any, error) {
-	b := entsql.Dialect(d)
-	convID, number := v.conversation, v.number
-	sqlite := d == dialect.SQLite
-	// when reads a time column: on SQLite as text, as a column of a union
-	// has no declared type for the driver to parse it by (parsed after).
-	when := func(c string) string {
-		if sqlite {
-			return "CAST(" + c + " AS TEXT)"
-		}
-		return c
-	}
-
-	// The earlier turns replayed: after the last summary, before this one.
-	after := func() *entsql.Selector {
-		st := b.Table(summary.Table).As("s0")
-		return b.Select("COALESCE(MAX(" + st.C(summary.FieldToTurn) + "), 0)").From(st).
-			Where(entsql.And(entsql.EQ(st.C(summary.FieldConversationID), convID), entsql.LT(st.C(summary.FieldToTurn), number)))
-	}
-	upTo := func(column string, this bool) *entsql.Predicate {
-		if this {
-			return entsql.LTE(column, number)
-		}
-		return entsql.LT(column, number)
-	}
-	var since func(as string, this bool, columns ...string) (*entsql.Selector, *entsql.SelectTable)
-	earlier := func(as string, columns ...string) (*entsql.Selector, *entsql.SelectTable) {
-		return since(as, false, columns...)
-	}
-	// since is earlier, with this turn too when this is true.
-	since = func(as string, this bool, columns ...string) (*entsql.Selector, *entsql.SelectTable) {
-		tt := b.Table(turn.Table).As(as)
-		cs := make([]string, len(columns))
-		for i, c := range columns {
-			cs[i] = tt.C(c)
-		}
-		return b.Select(cs...).From(tt).Where(entsql.And(
-			entsql.EQ(tt.C(turn.FieldConversationID), convID),
-			// A turn answered again (regenerateTurn) is not replayed: the
-			// model hears its question once, in the turn that replaced it.
-			entsql.EQ(tt.C(turn.FieldSuperseded), false),
-			entsql.P(func(bb *entsql.Builder) {
-				bb.WriteString(tt.C(turn.FieldNumber)).WriteString(" > ").Wrap(func(bb *entsql.Builder) { bb.Join(after()) })
-			}),
-			upTo(tt.C(turn.FieldNumber), this))), tt
-	}
-	// ofTurns limits a call's rows to the earlier turns' and this one's:
-	// one IN over the conversation's turns by number, which both planners
-	// join by the calls' turn_id index (an OR with this turn's id, beside
-	// it, made PostgreSQL's read every row of the table).
-	ofTurns := func(column string) *entsql.Predicate {
-		ids, _ := since("h0", true, turn.FieldID)
-		return entsql.In(column, ids)
-	}
-
-	row := func(kind int, key1, key2 string, ints, texts, jsons, times []string) []string {
-		out := []string{strconv.Itoa(kind), key1, key2}
-		for i := range nInts {
-			out = append(out, slot(ints, i))
-		}
-		for i := range nTexts {
-			out = append(out, slot(texts, i))
-		}
-		for i := range nJSON {
-			out = append(out, slot(jsons, i))
-		}
-		for i := range nTimes {
-			out = append(out, slot(times, i))
-		}
-		return out
-	}
-	selectRow := func(columns []string) *entsql.Selector {
-		s := b.Select()
-		for _, c := range columns {
-			s.AppendSelectExpr(entsql.Expr(c))
-		}
-		return s
-	}
-
-	// Summaries, by the turn they end with.
-	ss := b.Table(summary.Table).As("s1")
-	sums := selectRow(row(pastSummary, ss.C(summary.FieldToTurn), ss.C(summary.FieldFromTurn), nil,
-		[]string{ss.C(summary.FieldText)}, nil, nil)).From(ss).
-		Where(entsql.And(entsql.EQ(ss.C(summary.FieldConversationID), convID), entsql.LT(ss.C(summary.FieldToTurn), number)))
-
-	// The earlier turns, by number.
-	turns, tt := earlier("t1")
-	for _, c := range row(pastTurn, tt.C(turn.FieldNumber), tt.C(turn.FieldID), nil,
-		[]string{tt.C(turn.FieldUserText), tt.C(turn.FieldAnswer), tt.C(turn.FieldStatus), tt.C(turn.FieldTimeZone)},
-		nil, []string{when(tt.C(turn.FieldStartedAt))}) {
-		turns.AppendSelectExpr(entsql.Expr(c))
-	}
-
-	// Their steps' model calls, by turn and step.
-	mt := b.Table(modelcall.Table).As("m1")
-	mcs := selectRow(row(pastModelCall, mt.C(modelcall.FieldTurnID), mt.C(modelcall.FieldStep), nil,
-		[]string{mt.C(modelcall.FieldText)}, nil, nil)).From(mt).
-		Where(entsql.And(ofTurns(mt.C(modelcall.FieldTurnID)),
-			// Unary plus: the organisation checked, by no index. By its
-			// (organization_id, started_at) index both databases' planners
-			// read every model call the organisation ever made; by turn_id,
-			// only these turns'.
-			entsql.P(func(bb *entsql.Builder) {
-				bb.WriteString("+" + mt.C(modelcall.FieldOrganizationID) + " = ").Arg(v.organization)
-			}),
-			entsql.EQ(mt.C(modelcall.FieldKind), modelcall.KindSTEP.String())))
-
-	// Their tool calls, by turn and position, with their results' sizes.
-	ct := b.Table(toolcall.Table).As("c1")
-	rt := b.Table(storedresult.Table).As("r1")
-	recent, ht := earlier("h1", turn.FieldID)
-	recent.OrderBy(entsql.Desc(ht.C(turn.FieldNumber))).Limit(prompt.RecentTurns)
-	heard := entsql.ExprFunc(func(bb *entsql.Builder) {
-		bb.WriteString("CASE WHEN ").Join(entsql.Or(entsql.EQ(ct.C(toolcall.FieldTurnID), v.turn),
-			entsql.In(ct.C(toolcall.FieldTurnID), recent))).
-			WriteString(" THEN ").WriteString(ct.C(toolcall.FieldHeard)).WriteString(" END")
-	})
-	calls := b.Select()
-	for i, c := range row(pastToolCall, ct.C(toolcall.FieldTurnID), ct.C(toolcall.FieldPosition),
-		[]string{ct.C(toolcall.FieldID), ct.C(toolcall.FieldStep), ct.C(toolcall.FieldAttempts), ct.C(toolcall.FieldResultID), rt.C(storedresult.FieldChars)},
-		[]string{ct.C(toolcall.FieldCallID), ct.C(toolcall.FieldName), ct.C(toolcall.FieldArguments), ct.C(toolcall.FieldOutcome),
-			ct.C(toolcall.FieldMessage), "", ct.C(toolcall.FieldRef), ct.C(toolcall.FieldGuardrail), ct.C(toolcall.FieldArgumentsRef),
-			rt.C(storedresult.FieldRef)},
-		[]string{ct.C(toolcall.FieldFailures), ct.C(toolcall.FieldEvidence), ct.C(toolcall.FieldRepairs)},
-		[]string{when(ct.C(toolcall.FieldStartedAt)), when(ct.C(toolcall.FieldFinishedAt))}) {
-		if i == heardSlot {
-			calls.AppendSelectExpr(heard)
+		if len(st.Calls) == 0 {
 			continue
 		}
-		calls.AppendSelectExpr(entsql.Expr(c))
+		am := model.Message{Role: model.RoleAssistant, Text: st.Text}
+		for _, call := range st.Calls {
+			am.ToolCalls = append(am.ToolCalls, model.ToolCall{ID: prompt.CallID(call), Name: call.Name, Arguments: []byte(call.Arguments)})
+		}
+		msgs = append(msgs, am)
+		if i == len(own)-1 && pending(st.Calls) {
+			// The resumed run finishes this step and says each call in order.
+			break
+		}
+		for _, call := range st.Calls {
+			heard := ""
+			if call.Heard != nil {
+				heard = *call.Heard
+			}
+			msgs = append(msgs, model.Message{Role: model.RoleTool, ToolCallID: prompt.CallID(call), ToolName: call.Name, Text: heard,
+				IsError: call.Outcome != toolcall.OutcomeHITS && call.Outcome != toolcall.OutcomeABSENCE, Images: images[call.ID]})
+			if call.Outcome == toolcall.OutcomeHITS {
+				t.readDefinitions(call.Name, heard)
+			}
+		}
 	}
-	calls.From(ct).LeftJoin(rt).On(rt.C(storedresult.FieldID), ct.C(toolcall.FieldResultID)).
-		OnP(entsql.EQ(rt.C(storedresult.FieldConversationID), convID)).
-		Where(ofTurns(ct.C(toolcall.FieldTurnID)))
-
-	// The tool calls come first: the columns of a union take their types
-	// from its first part on PostgreSQL, and theirs fill every slot.
-	q := calls.UnionAll(sums).UnionAll(turns).UnionAll(mcs).OrderExpr(entsql.Expr("1, 2, 3"))
-	query, args := q.Query()
-	return query, args, q.Err()
+	t.req.Messages = msgs
+	return len(own), nil
 }
 
-// The union's columns: a kind, two ordering keys, then the slots each kind
-// fills; the others are NULL.
-const (
-	nInts  = 5 // id, step, attempts, result id, result chars
-	nTexts = 10
-	nJSON  = 3
-	nTimes = 2
-)
-
-// sqliteTime is the layout times are written in on SQLite, in UTC (db).
-const sqliteTime = "2006-01-02 15:04:05.999999999-07:00"
-
-// heardSlot is the place of what a call was heard as among the union's
-// columns: its kind and keys, the ints, then the texts' sixth.
-const heardSlot = 3 + nInts + 5
-
-// slot is the i-th of a kind's columns, or NULL.
-func slot(columns []string, i int) string {
-	if i < len(columns) && columns[i] != "" {
-		return columns[i]
+// ownImages reads the images of this turn's own calls that gave non-text
+// media, by call, for a model that takes images: a resumed turn shows the
+// model what its first run showed. Earlier turns replay their words only.
+func (t *turnRun) ownImages(ctx context.Context, own []prompt.Step) (map[int][]model.Image, error) {
+	if !model.TakesImages(t.r.cfg.Provider, t.req.Model) {
+		return nil, nil
 	}
-	return "NULL"
+	byResult := map[int]int{}
+	for _, st := range own {
+		for _, c := range st.Calls {
+			if c.ResultID != nil && c.Outcome == toolcall.OutcomeHITS && t.byName[c.Name].Media {
+				byResult[*c.ResultID] = c.ID
+			}
+		}
+	}
+	if len(byResult) == 0 {
+		return nil, nil
+	}
+	rows, err := t.r.store.Media(ctx, slices.Collect(maps.Keys(byResult)))
+	if err != nil {
+		return nil, err
+	}
+	out := make(map[int][]model.Image, len(rows))
+	for _, r := range rows {
+		_, images, _ := dispatch.Media(r.Content)
+		out[byResult[r.ID]] = images
+	}
+	return out, nil
 }

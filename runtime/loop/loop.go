@@ -18,8 +18,6 @@ import (
 	"sync/atomic"
 	"time"
 
-	"entgo.io/ent/dialect"
-	entsql "entgo.io/ent/dialect/sql"
 	"github.com/prometheus/client_golang/prometheus"
 	"github.com/riverqueue/river"
 	"github.com/riverqueue/river/riverdriver"
@@ -27,8 +25,6 @@ import (
 
 	"github.com/toolgate/toolgate/db"
 	"github.com/toolgate/toolgate/ent"
-	"github.com/toolgate/toolgate/ent/modelcall"
-	"github.com/toolgate/toolgate/ent/predicate"
 	"github.com/toolgate/toolgate/ent/tenancy"
 	"github.com/toolgate/toolgate/ent/turn"
 	"github.com/toolgate/toolgate/offer"
@@ -40,6 +36,7 @@ import (
 	"github.com/toolgate/toolgate/runtime/price"
 	"github.com/toolgate/toolgate/runtime/prompt"
 	"github.com/toolgate/toolgate/runtime/scope"
+	"github.com/toolgate/toolgate/runtime/store"
 	"github.com/toolgate/toolgate/runtime/throttle"
 	"github.com/toolgate/toolgate/tools"
 )
@@ -137,6 +134,8 @@ type Config struct {
 type Runner struct {
 	cfg   Config
 	queue db.JobClient
+	// store sends every statement of the runner's turns.
+	store *store.Store
 	// id names this runner in the turns it claims.
 	id       string
 	base     context.Context
@@ -196,12 +195,13 @@ func New(cfg Config) (*Runner, error) {
 			return nil, fmt.Errorf("attribution key: %w", err)
 		}
 	}
-	id, err := newRef()
+	id, err := store.NewRef()
 	if err != nil {
 		return nil, err
 	}
 	base, stop := context.WithCancel(tenancy.System(context.Background()))
-	r := &Runner{cfg: cfg, id: id, base: base, stop: stop, running: map[int]*running{}}
+	r := &Runner{cfg: cfg, id: id, base: base, stop: stop, running: map[int]*running{},
+		store: store.New(cfg.Client, cfg.Queue.Dialect(), id, cfg.Now)}
 	workers := cfg.Queue.Workers()
 	if err := river.AddWorkerSafely(workers, &turnWorker{r: r}); err != nil {
 		stop()
@@ -365,9 +365,9 @@ func (r *Runner) RunTurn(ctx context.Context, turnID int) error {
 // jobs; the first to claim it runs it and the other finds it taken.
 func (r *Runner) Start(ctx context.Context, turnID int) (bool, error) {
 	ctx = tenancy.System(ctx)
-	steps, err := r.cfg.Client.ModelCall.Query().Where(modelcall.TurnID(turnID), modelcall.KindEQ(modelcall.KindSTEP)).Count(ctx)
+	steps, err := r.store.Steps(ctx, turnID)
 	if err != nil {
-		return false, fmt.Errorf("count steps: %w", err)
+		return false, err
 	}
 	return r.enqueue(ctx, turnID, steps)
 }
@@ -381,7 +381,7 @@ func (r *Runner) StartNew(ctx context.Context, turnID int) (bool, error) {
 func (r *Runner) enqueue(ctx context.Context, turnID, steps int) (bool, error) {
 	// A database busy with other writers is waited out here: the sweep
 	// would enqueue the turn only once it is stale.
-	err := persist(ctx, func(ctx context.Context) error {
+	err := store.Persist(ctx, func(ctx context.Context) error {
 		_, err := r.queue.Insert(ctx, TurnArgs{TurnID: turnID, Steps: steps}, nil)
 		return err
 	})
@@ -397,7 +397,7 @@ var (
 	errStopped = errors.New("runner stopped")
 	// errLeaseLost: another runner took the turn (this one looked dead), or
 	// the turn was cancelled: nothing more is written for it here.
-	errLeaseLost = errors.New("turn no longer claimed by this runner")
+	errLeaseLost = store.ErrLeaseLost
 )
 
 // running is a turn this runner runs: its contexts, each cancelled with a
@@ -510,11 +510,12 @@ func (r *Runner) work(jobCtx context.Context, turnID int) error {
 		// Stopping: the sweep of a live runner, or the next start, takes it.
 		return nil
 	}
-	t := &turnRun{r: r, turnID: turnID, log: r.cfg.Log.With("turn", r.apiID(turnID))}
-	claimed, err := r.claim(jobCtx, t)
+	t := r.newTurnRun(turnID, r.cfg.Log.With("turn", r.apiID(turnID)))
+	claimed, loaded, err := r.store.Claim(jobCtx, turnID, r.cfg.StaleAfter)
 	if err != nil {
 		return err
 	}
+	t.loaded = loaded
 	if !claimed {
 		return nil
 	}
@@ -580,9 +581,8 @@ func (r *Runner) work(jobCtx context.Context, turnID int) error {
 	if stopped {
 		// Left RUNNING by a stop: released with no heartbeat, so a live
 		// runner's sweep, or this one's next start, takes it at once.
-		err = persist(context.WithoutCancel(jobCtx), func(ctx context.Context) error {
-			return r.cfg.Client.Turn.Update().Where(turn.ID(turnID), turn.ClaimedBy(r.id)).
-				ClearClaimedBy().ClearHeartbeatAt().Exec(ctx)
+		err = store.Persist(context.WithoutCancel(jobCtx), func(ctx context.Context) error {
+			return r.store.Release(ctx, turnID)
 		})
 		if err != nil {
 			return fmt.Errorf("release turn: %w", err)
@@ -591,40 +591,12 @@ func (r *Runner) work(jobCtx context.Context, turnID int) error {
 	return nil
 }
 
-// claim takes the turn for this runner with one conditional update: it
-// runs, and no other live runner (its heartbeat fresh) holds it. On
-// PostgreSQL the same statement loads the turn for t (claimAndLoad).
-func (r *Runner) claim(ctx context.Context, t *turnRun) (bool, error) {
-	now := r.cfg.Now()
-	if r.cfg.Queue.Dialect() == dialect.Postgres {
-		upd := entsql.Dialect(dialect.Postgres).Update(turn.Table).
-			Set(turn.FieldClaimedBy, r.id).Set(turn.FieldHeartbeatAt, now).
-			Where(entsql.And(entsql.EQ(turn.FieldID, t.turnID), entsql.EQ(turn.FieldStatus, turn.StatusRUNNING.String()),
-				entsql.Or(entsql.IsNull(turn.FieldClaimedBy), entsql.IsNull(turn.FieldHeartbeatAt),
-					entsql.LT(turn.FieldHeartbeatAt, now.Add(-r.cfg.StaleAfter)))))
-		claimed, attached, readable, loadErr, err := t.claimAndLoad(ctx, upd)
-		if claimed {
-			t.loaded = &loaded{attached: attached, readable: readable, err: loadErr}
-		}
-		return claimed, err
-	}
-	n, err := r.cfg.Client.Turn.Update().
-		Where(turn.ID(t.turnID), turn.StatusEQ(turn.StatusRUNNING),
-			turn.Or(turn.ClaimedByIsNil(), turn.HeartbeatAtIsNil(), turn.HeartbeatAtLT(now.Add(-r.cfg.StaleAfter)))).
-		SetClaimedBy(r.id).SetHeartbeatAt(now).Save(ctx)
-	if err != nil {
-		return false, fmt.Errorf("claim turn: %w", err)
-	}
-	return n > 0, nil
-}
-
 // heartbeat says this runner still holds the turn. It returns why the run
 // must stop: the claim was lost (another runner took the turn, or it was
 // cancelled), or no beat got through for so long that another may have
 // taken it.
 func (r *Runner) heartbeat(ctx context.Context, turnID int, last *time.Time) error {
-	n, err := r.cfg.Client.Turn.Update().Where(turn.ID(turnID), turn.ClaimedBy(r.id), turn.StatusEQ(turn.StatusRUNNING)).
-		SetHeartbeatAt(r.cfg.Now()).Save(ctx)
+	held, err := r.store.Heartbeat(ctx, turnID)
 	switch {
 	case err != nil:
 		if ctx.Err() != nil {
@@ -636,11 +608,11 @@ func (r *Runner) heartbeat(ctx context.Context, turnID int, last *time.Time) err
 			return errLeaseLost
 		}
 		return nil
-	case n == 0:
-		st, err := r.cfg.Client.Turn.Query().Where(turn.ID(turnID)).Select(turn.FieldStatus).Only(ctx)
-		if err != nil || st.Status != turn.StatusRUNNING {
+	case !held:
+		st, err := r.store.Status(ctx, turnID)
+		if err != nil || st != turn.StatusRUNNING {
 			// Paused or ended by this run, or cancelled: the run sees it.
-			if err == nil && st.Status == turn.StatusCANCELLED {
+			if err == nil && st == turn.StatusCANCELLED {
 				return context.Canceled
 			}
 			return nil
@@ -655,8 +627,8 @@ func (r *Runner) heartbeat(ctx context.Context, turnID int, last *time.Time) err
 func (r *Runner) stopped(ctx context.Context, turnID int) bool {
 	// Not cancelled with the run: lib/pq opens a new connection to send a
 	// cancel, for a count that takes a millisecond.
-	n, err := r.cfg.Client.Turn.Query().Where(turn.ID(turnID), turn.StatusEQ(turn.StatusCANCELLED)).Count(context.WithoutCancel(ctx))
-	return err == nil && n > 0
+	cancelled, err := r.store.Cancelled(context.WithoutCancel(ctx), turnID)
+	return err == nil && cancelled
 }
 
 // Cancel stops a turn running here and reports whether one was.
@@ -748,18 +720,9 @@ func (r *Runner) resume(ctx context.Context) (int, time.Duration, error) {
 	ctx = tenancy.System(ctx)
 	now := r.cfg.Now()
 	next := r.cfg.StaleAfter
-	var running []struct {
-		ID          int        `json:"id"`
-		HeartbeatAt *time.Time `json:"heartbeat_at"`
-	}
-	err := r.cfg.Client.Turn.Query().Where(turn.StatusEQ(turn.StatusRUNNING)).
-		Select(turn.FieldID, turn.FieldHeartbeatAt).Scan(ctx, &running)
+	running, err := r.store.Running(ctx)
 	if err != nil {
-		return 0, r.cfg.SweepEvery, fmt.Errorf("find running turns: %w", err)
-	}
-	abandoned := func() predicate.Turn {
-		return turn.And(turn.StatusEQ(turn.StatusRUNNING),
-			turn.Or(turn.HeartbeatAtIsNil(), turn.HeartbeatAtLT(now.Add(-r.cfg.StaleAfter))))
+		return 0, r.cfg.SweepEvery, err
 	}
 	n := 0
 	for _, t := range running {
@@ -767,12 +730,11 @@ func (r *Runner) resume(ctx context.Context) (int, time.Duration, error) {
 			next = min(next, t.HeartbeatAt.Add(r.cfg.StaleAfter).Sub(now))
 			continue
 		}
-		won, err := r.cfg.Client.Turn.Update().Where(turn.ID(t.ID), abandoned()).
-			ClearClaimedBy().SetHeartbeatAt(now).Save(ctx)
+		won, err := r.store.Requeue(ctx, t.ID, now, now.Add(-r.cfg.StaleAfter))
 		if err != nil {
-			return n, r.cfg.SweepEvery, fmt.Errorf("queue turn: %w", err)
+			return n, r.cfg.SweepEvery, err
 		}
-		if won == 0 {
+		if !won {
 			continue
 		}
 		if _, err := r.Start(ctx, t.ID); err != nil {
@@ -834,7 +796,7 @@ func (r *Runner) Sweep() {
 // portal can show it, and benchmarks measure assembly with it.
 func (r *Runner) Prompt(ctx context.Context, turnID int) (model.Request, error) {
 	ctx = tenancy.System(ctx)
-	t := &turnRun{r: r, turnID: turnID, log: r.cfg.Log}
+	t := r.newTurnRun(turnID, r.cfg.Log)
 	if err := t.load(ctx); err != nil {
 		return model.Request{}, err
 	}

@@ -73,16 +73,9 @@ func (r *Runner) reap(ctx context.Context) (int, error) {
 	if len(old) == 0 {
 		return 0, nil
 	}
-	var turns []struct {
-		ID          int         `json:"id"`
-		Status      turn.Status `json:"status"`
-		ClaimedBy   *string     `json:"claimed_by"`
-		HeartbeatAt *time.Time  `json:"heartbeat_at"`
-	}
-	err = r.cfg.Client.Turn.Query().Where(turn.IDIn(slices.Collect(maps.Keys(ids))...)).
-		Select(turn.FieldID, turn.FieldStatus, turn.FieldClaimedBy, turn.FieldHeartbeatAt).Scan(ctx, &turns)
+	turns, err := r.store.Holders(ctx, slices.Collect(maps.Keys(ids)))
 	if err != nil {
-		return 0, fmt.Errorf("load turns of running jobs: %w", err)
+		return 0, err
 	}
 	type state struct {
 		running bool   // the turn runs

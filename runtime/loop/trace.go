@@ -70,7 +70,7 @@ func (t *turnRun) traceRun(ctx context.Context) error {
 	}
 	carrier := propagation.MapCarrier{}
 	propagation.TraceContext{}.Inject(ctx, carrier)
-	if err := t.client().Turn.UpdateOneID(t.turnID).SetTraceParent(carrier.Get("traceparent")).Exec(ctx); err != nil {
+	if err := t.db.SetTraceParent(ctx, carrier.Get("traceparent")); err != nil {
 		return fmt.Errorf("record the run's trace: %w", err)
 	}
 	return nil

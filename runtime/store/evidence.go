@@ -1,4 +1,4 @@
-package loop
+package store
 
 import (
 	"context"
@@ -10,7 +10,7 @@ import (
 	"github.com/toolgate/toolgate/ent/toolcall"
 )
 
-// windowsShown keeps the spans of a window read (a tool whose evidence is
+// WindowsShown keeps the spans of a window read (a tool whose evidence is
 // tools.EvidenceWindows) that show results which are evidence themselves:
 // a span counts when the call that stored its ref counted what the model
 // saw of that ref, as its own evidence records. A skill's instructions, a
@@ -18,18 +18,18 @@ import (
 // saved arguments (which no call stores as its result) counted for
 // nothing when they were stored, so a window of them counts for nothing
 // either. One statement, whatever the spans.
-func (t *turnRun) windowsShown(ctx context.Context, spans []schematype.Span) ([]schematype.Span, error) {
+func (s *Store) WindowsShown(ctx context.Context, conversationID int, spans []schematype.Span) ([]schematype.Span, error) {
 	if len(spans) == 0 {
 		return nil, nil
 	}
 	var refs []string
-	for _, s := range spans {
-		if !slices.Contains(refs, s.Ref) {
-			refs = append(refs, s.Ref)
+	for _, sp := range spans {
+		if !slices.Contains(refs, sp.Ref) {
+			refs = append(refs, sp.Ref)
 		}
 	}
-	sources, err := t.client().ToolCall.Query().
-		Where(toolcall.HasResultWith(storedresult.ConversationID(t.conv.ID), storedresult.RefIn(refs...))).
+	sources, err := s.client.ToolCall.Query().
+		Where(toolcall.HasResultWith(storedresult.ConversationID(conversationID), storedresult.RefIn(refs...))).
 		Select(toolcall.FieldRef, toolcall.FieldEvidence).
 		All(ctx)
 	if err != nil {
@@ -37,14 +37,14 @@ func (t *turnRun) windowsShown(ctx context.Context, spans []schematype.Span) ([]
 	}
 	evidence := map[string]bool{}
 	for _, c := range sources {
-		if c.Ref != nil && slices.ContainsFunc(c.Evidence, func(s schematype.Span) bool { return s.Ref == *c.Ref }) {
+		if c.Ref != nil && slices.ContainsFunc(c.Evidence, func(sp schematype.Span) bool { return sp.Ref == *c.Ref }) {
 			evidence[*c.Ref] = true
 		}
 	}
 	var out []schematype.Span
-	for _, s := range spans {
-		if evidence[s.Ref] {
-			out = append(out, s)
+	for _, sp := range spans {
+		if evidence[sp.Ref] {
+			out = append(out, sp)
 		}
 	}
 	return out, nil

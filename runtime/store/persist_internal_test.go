@@ -1,4 +1,4 @@
-package loop
+package store
 
 import (
 	"context"
@@ -30,7 +30,7 @@ func TestPersistOutlivesItsCallerAndWaitsOutABusyDatabase(t *testing.T) {
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
 			attempts := 0
-			err := persist(expired, func(ctx context.Context) error {
+			err := Persist(expired, func(ctx context.Context) error {
 				require.NoError(t, ctx.Err(), "the write has a context of its own")
 				_, has := ctx.Deadline()
 				require.True(t, has, "bounded by its own budget")

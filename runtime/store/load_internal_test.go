@@ -1,4 +1,4 @@
-package loop
+package store
 
 import (
 	"context"
@@ -23,7 +23,7 @@ import (
 	"github.com/toolgate/toolgate/graph/auth"
 )
 
-// loadTurn reads every column ent has for the tables it joins: a field
+// Load reads every column ent has for the tables it joins: a field
 // added to the schema is loaded too, or this fails.
 func TestLoadTurnReadsEveryColumn(t *testing.T) {
 	t.Parallel()
@@ -40,7 +40,7 @@ func TestLoadTurnReadsEveryColumn(t *testing.T) {
 	}
 }
 
-// loadTurn's one statement gives what ent's five give, and the attachment
+// Load's one statement gives what ent's five give, and the attachment
 // checks what their query gives, with fields set and unset, and strings
 // PostgreSQL keeps escaped read back as written.
 func TestLoadTurnAsEntLoadsIt(t *testing.T) {
@@ -67,19 +67,18 @@ func TestLoadTurnAsEntLoadsIt(t *testing.T) {
 				SetTraceParent("p").SetReplayed(true).SaveX(ctx),
 		}
 		for i, tu := range turns {
-			r := &turnRun{r: &Runner{cfg: Config{Client: c, Queue: d.Queue()}}, turnID: tu.ID}
-			attached, readable, err := r.loadTurn(ctx)
+			s := New(c, d.Queue().Dialect(), "r", nil)
+			l, err := s.Load(ctx, tu.ID)
 			require.NoError(t, err)
 			want := c.Turn.GetX(ctx, tu.ID)
 			conv := c.Conversation.Query().Where(conversation.ID(want.ConversationID)).
 				WithAgent().WithUser(func(q *ent.UserQuery) { q.WithOrganization() }).OnlyX(ctx)
-			require.JSONEq(t, asJSON(t, want), asJSON(t, r.turn))
-			require.JSONEq(t, asJSON(t, conv), asJSON(t, r.conv))
-			require.Equal(t, i == 1, attached)
-			require.False(t, readable)
+			require.JSONEq(t, asJSON(t, want), asJSON(t, l.Turn))
+			require.JSONEq(t, asJSON(t, conv), asJSON(t, l.Conv))
+			require.Equal(t, i == 1, l.Attached)
+			require.False(t, l.Readable)
 		}
-		r := &turnRun{r: &Runner{cfg: Config{Client: c, Queue: d.Queue()}}, turnID: slices.Max([]int{turns[0].ID, turns[1].ID}) + 1000}
-		_, _, err = r.loadTurn(ctx)
+		_, err = New(c, d.Queue().Dialect(), "r", nil).Load(ctx, slices.Max([]int{turns[0].ID, turns[1].ID})+1000)
 		require.True(t, ent.IsNotFound(err), err)
 	})
 }

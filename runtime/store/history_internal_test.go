@@ -1,4 +1,4 @@
-package loop
+package store
 
 import (
 	"context"
@@ -21,7 +21,7 @@ import (
 	"github.com/toolgate/toolgate/runtime/prompt"
 )
 
-// readPast's one statement gives what ent's reads give: the summaries'
+// ReadPast's one statement gives what ent's reads give: the summaries'
 // chain, the turns after it, their steps' model calls and tool calls
 // (what was heard only for the recent turns and this one), and the
 // results' sizes; nothing of other conversations, of the turns the
@@ -77,57 +77,57 @@ func TestReadPastAsEntReadsIt(t *testing.T) {
 		}
 		turns := fill(conv)
 		fill(other)
-		run := &turnRun{r: &Runner{cfg: Config{Client: c, Queue: d.Queue()}}, turnID: turns[4].ID, turn: turns[4], conv: conv}
-		got, err := run.readPast(ctx)
+		got, err := New(c, d.Queue().Dialect(), "r", nil).ReadPast(ctx,
+			Of{Conversation: conv.ID, Number: turns[4].Number, Turn: turns[4].ID, Organization: conv.OrganizationID})
 		require.NoError(t, err)
 
 		want := entPast(ctx, t, c, conv.ID, turns[4])
-		require.Len(t, got.turns, 3) // turns 2 to 4
-		require.Len(t, got.chain, 1)
-		require.JSONEq(t, asJSON(t, want.chain), asJSON(t, got.chain))
-		require.JSONEq(t, asJSON(t, want.turns), asJSON(t, got.turns))
-		require.JSONEq(t, asJSON(t, want.steps), asJSON(t, got.steps))
-		require.Equal(t, want.sizes, got.sizes)
-		require.Nil(t, got.steps[turns[1].ID][0].Calls[0].Heard, "turn 2 is not among the recent")
-		require.Equal(t, "heard \x00 it", *got.steps[turns[3].ID][0].Calls[0].Heard)
-		require.Equal(t, "heard \x00 it", *got.steps[turns[4].ID][0].Calls[0].Heard)
+		require.Len(t, got.Turns, 3) // turns 2 to 4
+		require.Len(t, got.Chain, 1)
+		require.JSONEq(t, asJSON(t, want.Chain), asJSON(t, got.Chain))
+		require.JSONEq(t, asJSON(t, want.Turns), asJSON(t, got.Turns))
+		require.JSONEq(t, asJSON(t, want.Steps), asJSON(t, got.Steps))
+		require.Equal(t, want.Sizes, got.Sizes)
+		require.Nil(t, got.Steps[turns[1].ID][0].Calls[0].Heard, "turn 2 is not among the recent")
+		require.Equal(t, "heard \x00 it", *got.Steps[turns[3].ID][0].Calls[0].Heard)
+		require.Equal(t, "heard \x00 it", *got.Steps[turns[4].ID][0].Calls[0].Heard)
 	})
 }
 
 // entPast reads the history with ent, a statement a part.
-func entPast(ctx context.Context, t *testing.T, c *ent.Client, convID int, cur *ent.Turn) *pastRead {
+func entPast(ctx context.Context, t *testing.T, c *ent.Client, convID int, cur *ent.Turn) *Past {
 	rows := c.Summary.Query().Where(summary.ConversationID(convID), summary.ToTurnLT(cur.Number)).
 		Order(ent.Asc(summary.FieldToTurn)).AllX(ctx)
 	var all []prompt.Summary
 	for _, r := range rows {
 		all = append(all, prompt.Summary{From: r.FromTurn, To: r.ToTurn, Text: r.Text})
 	}
-	out := &pastRead{chain: prompt.Chain(all), steps: map[int][]prompt.Step{}, sizes: map[string]int64{}}
+	out := &Past{Chain: prompt.Chain(all), Steps: map[int][]prompt.Step{}, Sizes: map[string]int64{}}
 	after := 0
-	if len(out.chain) > 0 {
-		after = out.chain[len(out.chain)-1].To
+	if len(out.Chain) > 0 {
+		after = out.Chain[len(out.Chain)-1].To
 	}
-	out.turns = c.Turn.Query().Where(turn.ConversationID(convID), turn.NumberGT(after), turn.NumberLT(cur.Number)).
+	out.Turns = c.Turn.Query().Where(turn.ConversationID(convID), turn.NumberGT(after), turn.NumberLT(cur.Number)).
 		Order(ent.Asc(turn.FieldNumber)).
 		Select(turn.FieldID, turn.FieldNumber, turn.FieldStartedAt, turn.FieldTimeZone, turn.FieldUserText, turn.FieldAnswer, turn.FieldStatus).
 		AllX(ctx)
 	ids := []int{}
-	for _, tu := range out.turns {
+	for _, tu := range out.Turns {
 		ids = append(ids, tu.ID)
 	}
 	ids = append(ids, cur.ID)
 	recent := ids[max(0, len(ids)-prompt.RecentTurns-1):]
 	for _, mc := range c.ModelCall.Query().Where(modelcall.TurnIDIn(ids...), modelcall.KindEQ(modelcall.KindSTEP)).
 		Order(ent.Asc(modelcall.FieldTurnID), ent.Asc(modelcall.FieldStep)).AllX(ctx) {
-		for len(out.steps[mc.TurnID]) <= mc.Step {
-			out.steps[mc.TurnID] = append(out.steps[mc.TurnID], prompt.Step{})
+		for len(out.Steps[mc.TurnID]) <= mc.Step {
+			out.Steps[mc.TurnID] = append(out.Steps[mc.TurnID], prompt.Step{})
 		}
-		out.steps[mc.TurnID][mc.Step].Text = mc.Text
+		out.Steps[mc.TurnID][mc.Step].Text = mc.Text
 	}
 	for _, call := range c.ToolCall.Query().Where(toolcall.TurnIDIn(ids...)).
 		Order(ent.Asc(toolcall.FieldTurnID), ent.Asc(toolcall.FieldPosition)).WithResult().AllX(ctx) {
 		if r := call.Edges.Result; r != nil {
-			out.sizes[r.Ref] = r.Chars
+			out.Sizes[r.Ref] = r.Chars
 		}
 		call.Edges = ent.ToolCallEdges{}
 		isRecent := false
@@ -137,10 +137,10 @@ func entPast(ctx context.Context, t *testing.T, c *ent.Client, convID int, cur *
 		if !isRecent {
 			call.Heard = nil
 		}
-		for len(out.steps[call.TurnID]) <= call.Step {
-			out.steps[call.TurnID] = append(out.steps[call.TurnID], prompt.Step{})
+		for len(out.Steps[call.TurnID]) <= call.Step {
+			out.Steps[call.TurnID] = append(out.Steps[call.TurnID], prompt.Step{})
 		}
-		out.steps[call.TurnID][call.Step].Calls = append(out.steps[call.TurnID][call.Step].Calls, call)
+		out.Steps[call.TurnID][call.Step].Calls = append(out.Steps[call.TurnID][call.Step].Calls, call)
 	}
 	return out
 }

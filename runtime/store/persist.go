@@ -1,4 +1,4 @@
-package loop
+package store
 
 import (
 	"context"
@@ -18,12 +18,12 @@ const persistBudget = 30 * time.Second
 // with more attempts than a call's, as a busy database passes.
 var persistPolicy = retry.Policy{Attempts: 8, Base: 50 * time.Millisecond, Max: 2 * time.Second}
 
-// persist writes what a turn did on a context of its own, never the
+// Persist writes what a turn did on a context of its own, never the
 // request's or the turn's: a step that happened is recorded even when the
 // turn is cancelled or stopping. A database busy with other writers
 // (SQLite's one write lock, a PostgreSQL serialization failure) is tried
 // again.
-func persist(ctx context.Context, write func(ctx context.Context) error) error {
+func Persist(ctx context.Context, write func(ctx context.Context) error) error {
 	ctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), persistBudget)
 	defer cancel()
 	_, err := retry.Do(ctx, persistPolicy, func(err error) retry.Verdict {

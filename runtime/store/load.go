@@ -1,4 +1,4 @@
-package loop
+package store
 
 import (
 	"context"
@@ -21,37 +21,53 @@ import (
 	"github.com/toolgate/toolgate/ent/user"
 )
 
-// loadTurn reads the turn with its conversation, the conversation's agent,
+// Loaded is a turn as its load read it, with what it belongs to: its
+// conversation, whose edges hold the agent and the user (with the
+// organisation).
+type Loaded struct {
+	Turn *ent.Turn
+	Conv *ent.Conversation
+	// Attached: the conversation holds an attachment; Readable: one whose
+	// text can be read.
+	Attached, Readable bool
+	// Limited: a monthly limit of the organisation or the user is set.
+	Limited bool
+	// Err: the row was claimed but could not be decoded (Claim): the run
+	// fails as a load after the claim would.
+	Err error
+}
+
+// Load reads the turn with its conversation, the conversation's agent,
 // user and organisation, and whether the conversation holds an attachment
 // and one whose text can be read, in one statement: ent would load each
 // edge with a statement of its own.
-func (t *turnRun) loadTurn(ctx context.Context) (attached, readable bool, err error) {
-	found, attached, readable, err := t.readTurn(ctx, nil)
-	if err == nil && !found {
+func (s *Store) Load(ctx context.Context, turnID int) (*Loaded, error) {
+	l, err := s.readTurn(ctx, turnID, nil)
+	if err == nil && l == nil {
 		err = &ent.NotFoundError{}
 	}
 	if err != nil {
-		return false, false, fmt.Errorf("load turn: %w", err)
+		return nil, fmt.Errorf("load turn: %w", err)
 	}
-	return attached, readable, nil
+	return l, nil
 }
 
-// claimAndLoad claims the turn as work does and loads it as loadTurn does,
+// claimAndLoad claims the turn as Claim does and loads it as Load does,
 // in one statement on PostgreSQL: the claim's update returns the turn's
 // row, which the load joins. It reports whether the turn was claimed; an
 // error once it was (a row that cannot be decoded) is the load's, which
 // fails the turn as a load after the claim would. SQLite, whose updates
 // cannot feed a join, claims, then loads.
-func (t *turnRun) claimAndLoad(ctx context.Context, claim *entsql.UpdateBuilder) (claimed bool, attached, readable bool, loadErr, err error) {
-	found, attached, readable, err := t.readTurn(ctx, claim)
+func (s *Store) claimAndLoad(ctx context.Context, turnID int, claim *entsql.UpdateBuilder) (bool, *Loaded, error) {
+	l, err := s.readTurn(ctx, turnID, claim)
 	var decode *decodeError
 	switch {
 	case errors.As(err, &decode):
-		return true, false, false, fmt.Errorf("load turn: %w", decode.err), nil
+		return true, &Loaded{Err: fmt.Errorf("load turn: %w", decode.err)}, nil
 	case err != nil:
-		return false, false, false, nil, fmt.Errorf("claim turn: %w", err)
+		return false, nil, fmt.Errorf("claim turn: %w", err)
 	}
-	return found, attached, readable, nil, nil
+	return l != nil, l, nil
 }
 
 // decodeError is a row read but not decoded.
@@ -62,9 +78,9 @@ func (e *decodeError) Error() string { return e.err.Error() }
 func (e *decodeError) Unwrap() error { return e.err }
 
 // readTurn runs the load's statement; with claim (PostgreSQL only), the
-// turn is the row the claim's update returns, so there is none when the
-// claim fails.
-func (t *turnRun) readTurn(ctx context.Context, claim *entsql.UpdateBuilder) (found, attached, readable bool, err error) {
+// turn is the row the claim's update returns, so there is none (nil) when
+// the claim fails.
+func (s *Store) readTurn(ctx context.Context, turnID int, claim *entsql.UpdateBuilder) (*Loaded, error) {
 	var (
 		tu   = &ent.Turn{}
 		conv = &ent.Conversation{}
@@ -73,7 +89,7 @@ func (t *turnRun) readTurn(ctx context.Context, claim *entsql.UpdateBuilder) (fo
 		o    = &ent.Organization{}
 	)
 	tables := loadedTables(tu, conv, a, u, o)
-	d := t.r.cfg.Queue.Dialect()
+	d := s.dialect
 	b := entsql.Dialect(d)
 	as := make([]*entsql.SelectTable, len(tables))
 	for i, tb := range tables {
@@ -89,7 +105,7 @@ func (t *turnRun) readTurn(ctx context.Context, claim *entsql.UpdateBuilder) (fo
 		var q string
 		q, args = claim.Query()
 		if err := claim.Err(); err != nil {
-			return false, false, false, err
+			return nil, err
 		}
 		prefix = `WITH "claimed" AS (` + q + `) `
 		as[0] = entsql.Table("claimed").As("l0")
@@ -112,13 +128,13 @@ func (t *turnRun) readTurn(ctx context.Context, claim *entsql.UpdateBuilder) (fo
 		Join(at).On(ct.C(conversation.FieldAgentID), at.C(agent.FieldID)).
 		Join(ut).On(ct.C(conversation.FieldUserID), ut.C(user.FieldID)).
 		Join(ot).On(ut.C(user.FieldOrganizationID), ot.C(organization.FieldID)).
-		Where(entsql.EQ(tt.C(turn.FieldID), t.turnID))
+		Where(entsql.EQ(tt.C(turn.FieldID), turnID))
 	for _, readable := range []bool{false, true} {
-		t := entsql.Table(attachment.Table)
-		q := b.Select(t.C(attachment.FieldID)).From(t).
-			Where(entsql.ColumnsEQ(t.C(attachment.FieldConversationID), ct.C(conversation.FieldID)))
+		at := entsql.Table(attachment.Table)
+		q := b.Select(at.C(attachment.FieldID)).From(at).
+			Where(entsql.ColumnsEQ(at.C(attachment.FieldConversationID), ct.C(conversation.FieldID)))
 		if readable {
-			q.Where(entsql.NEQ(t.C(attachment.FieldStatus), attachment.StatusFAILED.String()))
+			q.Where(entsql.NEQ(at.C(attachment.FieldStatus), attachment.StatusFAILED.String()))
 		}
 		sel.AppendSelectExpr(entsql.Exists(q))
 	}
@@ -132,38 +148,37 @@ func (t *turnRun) readTurn(ctx context.Context, claim *entsql.UpdateBuilder) (fo
 	dests = append(dests, &att, &read, &limited)
 	sel.SetTotal(len(args))
 	query, selArgs := sel.Query()
-	rows, err := t.client().QueryContext(ctx, prefix+query, append(args, selArgs...)...)
+	rows, err := s.client.QueryContext(ctx, prefix+query, append(args, selArgs...)...)
 	if err != nil {
-		return false, false, false, err
+		return nil, err
 	}
 	defer rows.Close()
 	if !rows.Next() {
-		return false, false, false, rows.Err()
+		return nil, rows.Err()
 	}
 	if err := rows.Scan(dests...); err != nil {
-		return false, false, false, &decodeError{err}
+		return nil, &decodeError{err}
 	}
 	for _, c := range cols {
 		if err := c.set(d); err != nil {
-			return false, false, false, &decodeError{fmt.Errorf("%s: %w", c.name, err)}
+			return nil, &decodeError{fmt.Errorf("%s: %w", c.name, err)}
 		}
 	}
 	if err := rows.Close(); err != nil {
-		return false, false, false, &decodeError{err}
+		return nil, &decodeError{err}
 	}
 	u.Edges.Organization = o
 	conv.Edges.Agent, conv.Edges.User = a, u
-	t.turn, t.conv, t.limited = tu, conv, limited.Bool
-	return true, att.Bool, read.Bool, nil
+	return &Loaded{Turn: tu, Conv: conv, Attached: att.Bool, Readable: read.Bool, Limited: limited.Bool}, nil
 }
 
-// loadedTable is a table loadTurn reads, with the columns it decodes.
+// loadedTable is a table Load reads, with the columns it decodes.
 type loadedTable struct {
 	table string
 	cols  []col
 }
 
-// loadedTables binds each column loadTurn reads to its field; a test holds
+// loadedTables binds each column Load reads to its field; a test holds
 // them to ent's columns, so a field added to the schema is loaded too.
 func loadedTables(tu *ent.Turn, conv *ent.Conversation, a *ent.Agent, u *ent.User, o *ent.Organization) []loadedTable {
 	return []loadedTable{
