@@ -25,6 +25,9 @@ import (
 	"github.com/riverqueue/river/riverdriver/riversqlite"
 	"github.com/riverqueue/river/rivermigrate"
 
+	"github.com/toolgate/toolgate/db/conn"
+	"github.com/toolgate/toolgate/db/gate"
+	"github.com/toolgate/toolgate/db/queue"
 	"github.com/toolgate/toolgate/ent"
 	"github.com/toolgate/toolgate/ent/conversation"
 	"github.com/toolgate/toolgate/ent/hook"
@@ -53,9 +56,30 @@ type DB struct {
 	// SQLite.
 	jobs *pgxpool.Pool
 	// read is SQLite's pool of read-only connections, which the Driver's
-	// reads outside a transaction run on (readpool.go). Nil on PostgreSQL.
+	// reads outside a transaction run on (conn.RouteReads). Nil on
+	// PostgreSQL.
 	read *sql.DB
 }
+
+// Options change how OpenWith connects.
+type Options struct {
+	// Observe, when set, is told the text of every statement sent to the
+	// database, by any pool of this DB (ent's, the job queue's), and of
+	// each BEGIN, COMMIT and ROLLBACK: tests and benchmarks count round
+	// trips with it. It must be safe for concurrent use.
+	Observe func(query string)
+	// Dialed, when set, is told of every network connection the DB opens
+	// to PostgreSQL: each session of either pool, and each connection
+	// lib/pq opens only to cancel a query. Tests count new sessions with
+	// it. It must be safe for concurrent use.
+	Dialed func()
+	// noBusyWait: SQLite's connections never wait for its write lock, a
+	// writer that finds it taken fails at once (tests of the write gate).
+	noBusyWait bool
+}
+
+// Queue returns the database's job queue.
+func (d *DB) Queue() queue.Queue { return queue.New(d.Dialect, d.SQL, d.jobs) }
 
 // Open connects to the database named by rawURL: "" for the default SQLite
 // file, "postgres://…" for PostgreSQL, "sqlite://PATH" or "file:PATH" for a
@@ -106,7 +130,7 @@ func openSQLite(path string, o Options) (*DB, error) {
 	// modernc.org/sqlite ignores _fk=1: foreign keys, WAL and the busy wait
 	// are set as pragmas on every connection. Immediate transactions take
 	// the write lock at BEGIN, so two writers wait instead of deadlocking;
-	// this process's writers wait at its write gate (sqliteconn.go), the
+	// this process's writers wait at its write gate (package gate), the
 	// busy wait is for other processes'.
 	// Times are written in SQLite's own format, in UTC: without it the
 	// driver writes Go's debug string (with its monotonic "m=+…" reading),
@@ -118,33 +142,33 @@ func openSQLite(path string, o Options) (*DB, error) {
 	dsn := "file:" + path + "?_pragma=foreign_keys(1)&_pragma=journal_mode(WAL)" +
 		"&_pragma=busy_timeout(" + busy + ")&_pragma=synchronous(NORMAL)&_txlock=immediate" +
 		"&_time_format=sqlite&_timezone=UTC"
-	pool, err := openPool("sqlite", dsn, gateFor(path), o)
+	pool, err := conn.Open(conn.Config{Driver: "sqlite", DSN: dsn, Gate: gate.For(path), Observe: o.Observe})
 	if err != nil {
 		return nil, fmt.Errorf("open sqlite: %w", err)
 	}
-	pool.SetMaxIdleConns(writeIdle)
+	pool.SetMaxIdleConns(conn.WriteIdle)
 	d := &DB{Dialect: dialect.SQLite, SQL: pool}
 	if path == ":memory:" {
 		// Each connection is a database of its own: one pool for all.
-		d.Driver = traced(entsql.OpenDB(dialect.SQLite, pool))
+		d.Driver = conn.Traced(entsql.OpenDB(dialect.SQLite, pool))
 		return d, nil
 	}
-	// Reads on connections of their own, that cannot write (readpool.go).
-	read, err := openPool("sqlite", "file:"+path+"?_pragma=foreign_keys(1)&_pragma=busy_timeout("+busy+")"+
-		"&_pragma=query_only(1)&_time_format=sqlite&_timezone=UTC", nil, o)
+	// Reads on connections of their own, that cannot write (conn.RouteReads).
+	read, err := conn.Open(conn.Config{Driver: "sqlite", DSN: "file:" + path + "?_pragma=foreign_keys(1)&_pragma=busy_timeout(" + busy + ")" +
+		"&_pragma=query_only(1)&_time_format=sqlite&_timezone=UTC", Observe: o.Observe})
 	if err != nil {
 		_ = pool.Close()
 		return nil, fmt.Errorf("open sqlite: %w", err)
 	}
-	read.SetMaxOpenConns(readConns)
-	read.SetMaxIdleConns(readConns)
+	read.SetMaxOpenConns(conn.ReadConns)
+	read.SetMaxIdleConns(conn.ReadConns)
 	d.read = read
-	d.Driver = traced(readRouted{Driver: entsql.OpenDB(dialect.SQLite, pool), read: entsql.OpenDB(dialect.SQLite, read)})
+	d.Driver = conn.Traced(conn.RouteReads(entsql.OpenDB(dialect.SQLite, pool), entsql.OpenDB(dialect.SQLite, read)))
 	return d, nil
 }
 
 func openPostgres(rawURL string, o Options) (*DB, error) {
-	pool, err := openPool("postgres", rawURL, nil, o)
+	pool, err := conn.Open(conn.Config{Driver: "postgres", DSN: rawURL, Observe: o.Observe, Dialed: o.Dialed})
 	if err != nil {
 		return nil, fmt.Errorf("open postgres: %w", err)
 	}
@@ -160,9 +184,9 @@ func openPostgres(rawURL string, o Options) (*DB, error) {
 	cfg.MaxConns = 6
 	cfg.MinConns = 0
 	if o.Observe != nil {
-		cfg.ConnConfig.Tracer = pgxObserver{o.Observe}
+		cfg.ConnConfig.Tracer = conn.PGXObserver(o.Observe)
 	}
-	cfg.ShouldPing = shouldPing(o.Observe)
+	cfg.ShouldPing = conn.ShouldPing(o.Observe)
 	if dial, dialed := cfg.ConnConfig.DialFunc, o.Dialed; dialed != nil {
 		cfg.ConnConfig.DialFunc = func(ctx context.Context, network, addr string) (net.Conn, error) {
 			dialed()
@@ -174,9 +198,9 @@ func openPostgres(rawURL string, o Options) (*DB, error) {
 		_ = pool.Close()
 		return nil, fmt.Errorf("open postgres job pool: %w", err)
 	}
-	// Text keeps NUL and non-UTF-8 bytes, as SQLite's does (text.go).
-	// Statements in a traced context get spans of their own (trace.go).
-	return &DB{Dialect: dialect.Postgres, SQL: pool, Driver: traced(textDriver{entsql.OpenDB(dialect.Postgres, pool)}), jobs: jobs}, nil
+	// Text keeps NUL and non-UTF-8 bytes, as SQLite's does (package
+	// pgtext). Statements in a traced context get spans of their own.
+	return &DB{Dialect: dialect.Postgres, SQL: pool, Driver: conn.Traced(conn.Escaping(entsql.OpenDB(dialect.Postgres, pool))), jobs: jobs}, nil
 }
 
 // Client returns a new ent client over the database, with no interceptors
@@ -355,20 +379,8 @@ func redact(raw string) string {
 	return u.String()
 }
 
-// schemaClient is a client for migrations, which read the catalogue
-// through database/sql's own rows: it runs on the driver under the text
-// escaping (text.go) and the tracing (trace.go), which the catalogue has
-// no use for, and on SQLite reads on the writers' pool, as it writes.
+// schemaClient is a client for migrations, on the writers' driver under
+// the escaping and the spans (conn.Writer).
 func (d *DB) schemaClient() *ent.Client {
-	drv := d.Driver
-	if t, ok := drv.(traceDriver); ok {
-		drv = t.Driver
-	}
-	if t, ok := drv.(textDriver); ok {
-		drv = t.Driver
-	}
-	if r, ok := drv.(readRouted); ok {
-		drv = r.Driver
-	}
-	return ent.NewClient(ent.Driver(drv))
+	return ent.NewClient(ent.Driver(conn.Writer(d.Driver)))
 }

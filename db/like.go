@@ -12,7 +12,7 @@ import (
 // SQLite's own LIKE reads its operands as C strings: it stops at the first
 // NUL, so "Ada\x00Lovelace" LIKE '%Lovelace%' is false, and a pattern with
 // a NUL matches on what comes before it alone. Text keeps a NUL on SQLite
-// (text.go), so LIKE is replaced, for every connection, with one that reads
+// (package pgtext), so LIKE is replaced, for every connection, with one that reads
 // the whole of both: the same rules otherwise (% any run, _ one character,
 // ASCII letters in either case, an optional ESCAPE character). PostgreSQL
 // needs nothing: a NUL is stored escaped there, and its escape is matched

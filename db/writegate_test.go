@@ -15,6 +15,7 @@ import (
 	"github.com/stretchr/testify/require"
 
 	"github.com/toolgate/toolgate/db"
+	"github.com/toolgate/toolgate/db/conn"
 	"github.com/toolgate/toolgate/ent/organization"
 	"github.com/toolgate/toolgate/ent/tenancy"
 )
@@ -146,7 +147,7 @@ func TestSQLiteWritersNeverMeetAtTheLock(t *testing.T) {
 	var readers sync.WaitGroup
 	for range 8 {
 		readers.Go(func() {
-			rctx := db.Reading(ctx)
+			rctx := conn.Reading(ctx)
 			for {
 				select {
 				case <-stop:
@@ -198,9 +199,9 @@ func TestSQLiteReaderReadsOnTheReadPool(t *testing.T) {
 		return on
 	}
 	// PRAGMA is not a read the router knows: it goes to the writers' pool.
-	require.Equal(t, 0, queryOnly(db.Reading(ctx)))
+	require.Equal(t, 0, queryOnly(conn.Reading(ctx)))
 	require.Equal(t, 0, queryOnly(ctx))
-	rows, err := d.Driver.(rawQuerier).QueryContext(db.Reading(ctx), "SELECT COUNT(*) FROM pragma_query_only() WHERE query_only = 1")
+	rows, err := d.Driver.(rawQuerier).QueryContext(conn.Reading(ctx), "SELECT COUNT(*) FROM pragma_query_only() WHERE query_only = 1")
 	require.NoError(t, err)
 	require.True(t, rows.Next())
 	var n int
@@ -210,7 +211,7 @@ func TestSQLiteReaderReadsOnTheReadPool(t *testing.T) {
 
 	// ent creates with INSERT … RETURNING, a query: a reader's goes to the
 	// writers' pool, and is read back on the read pool.
-	rctx := db.Reading(ctx)
+	rctx := conn.Reading(ctx)
 	o, err := d.Client().Organization.Create().SetName("Acme").Save(rctx)
 	require.NoError(t, err)
 	got, err := d.Client().Organization.Get(rctx, o.ID)

@@ -30,6 +30,7 @@ import (
 	"entgo.io/contrib/entgql"
 
 	"github.com/toolgate/toolgate/db"
+	"github.com/toolgate/toolgate/db/conn"
 	"github.com/toolgate/toolgate/ent"
 	"github.com/toolgate/toolgate/graph/auth"
 	"github.com/toolgate/toolgate/graph/console"
@@ -294,10 +295,10 @@ func (s *Server) newGraphQL() *handler.Server {
 	})
 	srv.AroundResponses(reportAttempts)
 	// A query's reads are a reader's: on SQLite they queue for the read
-	// pool, not ahead of the writers' own reads (db.Reading).
+	// pool, not ahead of the writers' own reads (conn.Reading).
 	srv.AroundOperations(func(ctx context.Context, next graphql.OperationHandler) graphql.ResponseHandler {
 		if op := graphql.GetOperationContext(ctx).Operation; op != nil && op.Operation == ast.Query {
-			ctx = db.Reading(ctx)
+			ctx = conn.Reading(ctx)
 		}
 		return next(ctx)
 	})

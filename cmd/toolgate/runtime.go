@@ -17,6 +17,7 @@ import (
 	"go.opentelemetry.io/otel/trace"
 
 	"github.com/toolgate/toolgate/db"
+	"github.com/toolgate/toolgate/db/queue"
 	"github.com/toolgate/toolgate/ent"
 	"github.com/toolgate/toolgate/ent/setting"
 	"github.com/toolgate/toolgate/ent/tenancy"
@@ -159,7 +160,7 @@ func loadKey(ctx context.Context, c *ent.Client, name string) ([]byte, error) {
 // newRunner builds the turn runtime over d, calling tools at toolsURL. On
 // PostgreSQL its events are bridged to the other replicas (dbURL is needed
 // for the bridge's listening connection); the caller closes the bridge.
-func newRunner(ctx context.Context, c runtimeConfig, d *db.DB, jobs db.Queue, dbURL, toolsURL string, log *slog.Logger, reg prometheus.Registerer) (*loop.Runner, *scope.Signer, *mcp.Pool, io.Closer, error) {
+func newRunner(ctx context.Context, c runtimeConfig, d *db.DB, jobs queue.Queue, dbURL, toolsURL string, log *slog.Logger, reg prometheus.Registerer) (*loop.Runner, *scope.Signer, *mcp.Pool, io.Closer, error) {
 	provider, err := newProvider(c)
 	if err != nil {
 		return nil, nil, nil, nil, err

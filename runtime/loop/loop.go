@@ -23,7 +23,7 @@ import (
 	"github.com/riverqueue/river/riverdriver"
 	"go.opentelemetry.io/otel/trace"
 
-	"github.com/toolgate/toolgate/db"
+	"github.com/toolgate/toolgate/db/queue"
 	"github.com/toolgate/toolgate/ent"
 	"github.com/toolgate/toolgate/ent/tenancy"
 	"github.com/toolgate/toolgate/ent/turn"
@@ -99,7 +99,7 @@ type Config struct {
 	// configured model's), a negative value never compacts.
 	HistoryBudget int
 	// Queue is the job queue of the database turns run as jobs in.
-	Queue db.Queue
+	Queue queue.Queue
 	// EncodeID gives a row's id as the API shows it, for the conversationId
 	// of tool operations.
 	EncodeID func(int) string
@@ -133,7 +133,7 @@ type Config struct {
 // may work it. It owns its goroutines: Close stops them and waits.
 type Runner struct {
 	cfg   Config
-	queue db.JobClient
+	queue queue.JobClient
 	// store sends every statement of the runner's turns.
 	store *store.Store
 	// id names this runner in the turns it claims.
@@ -217,7 +217,7 @@ func New(cfg Config) (*Runner, error) {
 		// and the sweep enqueues again any turn not taken up within
 		// StaleAfter: the poll is a safety net behind it, once a minute on
 		// both databases.
-		Queues:  map[string]river.QueueConfig{river.QueueDefault: {MaxWorkers: 100, FetchPollInterval: db.ListenPoll}},
+		Queues:  map[string]river.QueueConfig{river.QueueDefault: {MaxWorkers: 100, FetchPollInterval: queue.ListenPoll}},
 		Workers: workers,
 		// A turn takes as long as it takes; the step limit bounds it.
 		JobTimeout: -1,
@@ -225,7 +225,7 @@ func New(cfg Config) (*Runner, error) {
 		// the sweep enqueues its turn again once its heartbeat is stale, the
 		// claim in work keeps a live one from running twice, and reap
 		// finishes the dead job's row. New jobs
-		// are fetched as they are inserted (db.Queue.Client): a turn starts
+		// are fetched as they are inserted (queue.Queue.Client): a turn starts
 		// at once, and an idle queue polls rarely.
 		FetchCooldown: 5 * time.Millisecond,
 		// A database outage fails every poll: one line per back-off.

@@ -13,7 +13,7 @@ import (
 	"entgo.io/ent/dialect"
 	entsql "entgo.io/ent/dialect/sql"
 
-	"github.com/toolgate/toolgate/db"
+	"github.com/toolgate/toolgate/db/pgtext"
 	"github.com/toolgate/toolgate/ent"
 	"github.com/toolgate/toolgate/ent/modelcall"
 	"github.com/toolgate/toolgate/ent/storedresult"
@@ -92,7 +92,7 @@ func (s *Store) ReadPast(ctx context.Context, of Of) (*Past, error) {
 			dests = append(dests, &times[i])
 		}
 	}
-	text := func(i int) string { return db.ReadText(d, texts[i].String) }
+	text := func(i int) string { return pgtext.Read(d, texts[i].String) }
 	textPtr := func(i int) *string {
 		if !texts[i].Valid {
 			return nil

@@ -10,7 +10,7 @@ import (
 
 	entsql "entgo.io/ent/dialect/sql"
 
-	"github.com/toolgate/toolgate/db"
+	"github.com/toolgate/toolgate/db/pgtext"
 	"github.com/toolgate/toolgate/ent"
 	"github.com/toolgate/toolgate/ent/agent"
 	"github.com/toolgate/toolgate/ent/attachment"
@@ -232,7 +232,7 @@ type col struct {
 	name string
 	dest any
 	// set takes the database's dialect: strings read on PostgreSQL are
-	// unescaped (db.ReadText).
+	// unescaped (pgtext.Read).
 	set func(dialect string) error
 }
 
@@ -259,7 +259,7 @@ func boolCol(name string, p *bool) col {
 
 func stringCol(name string, p *string) col {
 	var v sql.NullString
-	return col{name, &v, func(d string) error { *p = db.ReadText(d, v.String); return nil }}
+	return col{name, &v, func(d string) error { *p = pgtext.Read(d, v.String); return nil }}
 }
 
 func enumCol[T ~string](name string, p *T) col {
@@ -271,7 +271,7 @@ func stringPtrCol(name string, p **string) col {
 	var v sql.NullString
 	return col{name, &v, func(d string) error {
 		if v.Valid {
-			s := db.ReadText(d, v.String)
+			s := pgtext.Read(d, v.String)
 			*p = &s
 		}
 		return nil

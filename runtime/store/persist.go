@@ -6,7 +6,7 @@ import (
 	"strings"
 	"time"
 
-	"github.com/toolgate/toolgate/db"
+	"github.com/toolgate/toolgate/db/gate"
 	"github.com/toolgate/toolgate/runtime/retry"
 )
 
@@ -44,7 +44,7 @@ func busy(err error) bool {
 	if err == nil {
 		return false
 	}
-	if errors.Is(err, db.ErrWriteWait) {
+	if errors.Is(err, gate.ErrWriteWait) {
 		return true
 	}
 	s := err.Error()

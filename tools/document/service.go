@@ -12,6 +12,7 @@ import (
 	"github.com/riverqueue/river/rivertype"
 
 	"github.com/toolgate/toolgate/db"
+	"github.com/toolgate/toolgate/db/queue"
 	"github.com/toolgate/toolgate/ent"
 	"github.com/toolgate/toolgate/ent/attachment"
 	"github.com/toolgate/toolgate/ent/document"
@@ -50,8 +51,8 @@ type Config struct {
 	// River's default (attempt^4 seconds).
 	RetryPolicy river.ClientRetryPolicy
 	// Queue is the job queue files are processed on; unset, DB's own. A
-	// server shares one with its turns (db.Queue.Shared).
-	Queue db.Queue
+	// server shares one with its turns (queue.Queue.Shared).
+	Queue queue.Queue
 	// Box extracts each file's text in a bounded child process; nil is
 	// DefaultBox (this binary's `extract` command, or a test binary that
 	// calls ServeChildIfAsked).
@@ -65,7 +66,7 @@ type Service struct {
 	box    *Box
 	client *ent.Client
 	store  *hybrid.Store
-	queue  db.JobClient
+	queue  queue.JobClient
 	base   context.Context
 	stop   context.CancelFunc
 	// halted ends when Interrupt is called: the files being processed are
@@ -81,7 +82,7 @@ func New(cfg Config) (*Service, error) {
 	if cfg.Log == nil {
 		cfg.Log = slog.New(slog.DiscardHandler)
 	}
-	if cfg.Queue == (db.Queue{}) {
+	if cfg.Queue == (queue.Queue{}) {
 		cfg.Queue = cfg.DB.Queue()
 	}
 	box := cfg.Box

@@ -18,6 +18,7 @@ import (
 	"unicode"
 
 	"github.com/toolgate/toolgate/db"
+	"github.com/toolgate/toolgate/db/pgtext"
 	"github.com/toolgate/toolgate/ent"
 	"github.com/toolgate/toolgate/ent/conversation"
 	"github.com/toolgate/toolgate/ent/hybrid"
@@ -147,7 +148,7 @@ func (s *Searcher) Search(ctx context.Context, org, user, exclude int, queries [
 		limit = *maxResults
 	}
 	sys := tenancy.System(ctx)
-	if _, err := s.store.Fill(sys, `SELECT t.id AS id, 'user:' || c.user_id AS scope, `+db.WordsSQL(s.dialect, "t.user_text")+` AS text
+	if _, err := s.store.Fill(sys, `SELECT t.id AS id, 'user:' || c.user_id AS scope, `+pgtext.WordsSQL(s.dialect, "t.user_text")+` AS text
 		FROM turns t JOIN conversations c ON c.id = t.conversation_id
 		WHERE c.organization_id = ? AND c.user_id = ?`, org, user); err != nil {
 		return nil, err

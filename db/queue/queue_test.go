@@ -1,4 +1,4 @@
-package db_test
+package queue_test
 
 import (
 	"context"
@@ -16,6 +16,7 @@ import (
 
 	"github.com/toolgate/toolgate/db"
 	"github.com/toolgate/toolgate/db/dbtest"
+	"github.com/toolgate/toolgate/db/queue"
 )
 
 type pingArgs struct{}
@@ -33,7 +34,7 @@ func (w *pingWorker) Work(context.Context, *river.Job[pingArgs]) error {
 }
 
 // pingQueue starts a queue of pingWorker on d, idle past its first fetch.
-func pingQueue(t *testing.T, d *db.DB, workers int, cooldown time.Duration) (db.JobClient, *pingWorker) {
+func pingQueue(t *testing.T, d *db.DB, workers int, cooldown time.Duration) (queue.JobClient, *pingWorker) {
 	t.Helper()
 	w := &pingWorker{ran: make(chan time.Time, 64)}
 	registry := river.NewWorkers()
@@ -52,7 +53,7 @@ func pingQueue(t *testing.T, d *db.DB, workers int, cooldown time.Duration) (db.
 }
 
 // A job inserted by this process is worked at once, on both databases,
-// although the queue polls only every db.IdlePoll: SQLite's queue is woken
+// although the queue polls only every queue.IdlePoll: SQLite's queue is woken
 // by the insert, PostgreSQL's by its notification.
 func TestQueueWorksAJobAsItIsInserted(t *testing.T) {
 	dbtest.Each(t, func(t *testing.T, d *db.DB) {
@@ -65,7 +66,7 @@ func TestQueueWorksAJobAsItIsInserted(t *testing.T) {
 			select {
 			case ran := <-w.ran:
 				require.Less(t, ran.Sub(at), time.Second, "worked before the next poll")
-			case <-time.After(db.IdlePoll + 2*time.Second):
+			case <-time.After(queue.IdlePoll + 2*time.Second):
 				t.Fatal("the job never ran")
 			}
 		}
@@ -81,7 +82,7 @@ func TestQueueWorksABurstAsItIsInserted(t *testing.T) {
 		ctx := context.Background()
 		worked := func(n int) {
 			t.Helper()
-			deadline := time.After(db.IdlePoll - time.Second) // before any poll
+			deadline := time.After(queue.IdlePoll - time.Second) // before any poll
 			for i := range n {
 				select {
 				case <-w.ran:
@@ -136,7 +137,7 @@ func startIdleQueue(t *testing.T, d *db.DB) {
 	w := &pingWorker{ran: make(chan time.Time, 1)}
 	river.AddWorker(q.Workers(), w)
 	turns, err := q.Client(&river.Config{
-		Queues:  map[string]river.QueueConfig{river.QueueDefault: {MaxWorkers: 100, FetchPollInterval: db.ListenPoll}},
+		Queues:  map[string]river.QueueConfig{river.QueueDefault: {MaxWorkers: 100, FetchPollInterval: queue.ListenPoll}},
 		Workers: q.Workers(),
 		Logger:  slog.New(slog.DiscardHandler),
 	})
@@ -195,7 +196,7 @@ func TestPostgresSchedulerSendsOneStatementWhenNothingIsDue(t *testing.T) {
 	t.Parallel()
 	d, o := openObserved(t, dbtest.Postgres)
 	ctx := context.Background()
-	exec := db.QueueExecutor(d)
+	exec := queue.DriverExecutor(d.Queue())
 	schedule := func(now time.Time) []*riverdriver.JobScheduleResult {
 		tx, err := exec.Begin(ctx)
 		require.NoError(t, err)
@@ -312,7 +313,7 @@ func TestPostgresQueueMakesScheduledAndRetriedJobsAvailable(t *testing.T) {
 // it when its time comes.
 func TestPostgresScheduledJobRunsWhenDue(t *testing.T) {
 	t.Parallel()
-	q, w := pingQueue(t, dbtest.Open(t, dbtest.Postgres), 2, 0) // polls every db.ListenPoll
+	q, w := pingQueue(t, dbtest.Open(t, dbtest.Postgres), 2, 0) // polls every queue.ListenPoll
 	ctx := context.Background()
 	// Due in 4.9 s: the scheduler, which runs every 5 s and looks 5 s
 	// ahead, almost surely makes it available before it is due.

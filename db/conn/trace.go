@@ -1,4 +1,4 @@
-package db
+package conn
 
 import (
 	"context"
@@ -27,8 +27,8 @@ type traceDriver struct {
 	system string
 }
 
-// traced wraps drv in SQL spans.
-func traced(drv dialect.Driver) dialect.Driver {
+// Traced wraps drv in SQL spans.
+func Traced(drv dialect.Driver) dialect.Driver {
 	system := "sqlite"
 	if drv.Dialect() == dialect.Postgres {
 		system = "postgresql"

@@ -1,4 +1,4 @@
-package db
+package conn
 
 import (
 	"context"
@@ -10,7 +10,7 @@ import (
 )
 
 // On SQLite, the reads of readers (Reading) outside a transaction run on
-// a pool of their own: readConns connections opened read-only
+// a pool of their own: ReadConns connections opened read-only
 // (query_only), which in WAL mode read while the writer writes. Every
 // SQLite connection of a process shares the library's locks (its
 // allocator's, its page cache's): a few hundred reads at once, as a team's
@@ -21,14 +21,14 @@ import (
 // reads, every write, the job queue, and whatever is not marked a
 // reader's (the turn runtime, a mutation's reads before its transaction).
 
-// readConns is the size of SQLite's read pool: a few reads per core keep
+// ReadConns is the size of SQLite's read pool: a few reads per core keep
 // the cores busy while one waits for the disk.
-var readConns = max(4, 2*runtime.GOMAXPROCS(0))
+var ReadConns = max(4, 2*runtime.GOMAXPROCS(0))
 
-// writeIdle is how many of the writers' pool's connections stay open when
+// WriteIdle is how many of the writers' pool's connections stay open when
 // idle: a connection opened anew reads the schema and prepares its
 // statements again.
-const writeIdle = 16
+const WriteIdle = 16
 
 // readerKey marks a reader's context (Reading).
 type readerKey struct{}
@@ -53,6 +53,12 @@ func reading(ctx context.Context) bool {
 type readRouted struct {
 	*entsql.Driver
 	read *entsql.Driver
+}
+
+// RouteReads sends a reader's reads outside a transaction to read, the
+// rest to write.
+func RouteReads(write, read *entsql.Driver) dialect.Driver {
+	return readRouted{Driver: write, read: read}
 }
 
 var _ dialect.Driver = readRouted{}
@@ -82,4 +88,21 @@ func (d readRouted) Close() error {
 		return werr
 	}
 	return err
+}
+
+// Writer is the writers' driver under drv's layers (Traced, Escaping,
+// RouteReads): migrations read the catalogue through database/sql's own
+// rows, which the escaping and the spans have no use for, and on SQLite
+// they read where they write.
+func Writer(drv dialect.Driver) dialect.Driver {
+	if t, ok := drv.(traceDriver); ok {
+		drv = t.Driver
+	}
+	if t, ok := drv.(textDriver); ok {
+		drv = t.Driver
+	}
+	if r, ok := drv.(readRouted); ok {
+		drv = r.Driver
+	}
+	return drv
 }

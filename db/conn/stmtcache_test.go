@@ -1,4 +1,4 @@
-package db_test
+package conn_test
 
 import (
 	"context"

@@ -1,4 +1,4 @@
-package db
+package queuesqlite_test
 
 import (
 	"context"
@@ -12,6 +12,9 @@ import (
 	"github.com/riverqueue/river/riverdriver"
 	"github.com/riverqueue/river/rivertype"
 	"github.com/stretchr/testify/require"
+
+	"github.com/toolgate/toolgate/db"
+	"github.com/toolgate/toolgate/db/queue/queuesqlite"
 )
 
 // sent records the statements a SQLite database is sent.
@@ -38,10 +41,10 @@ func (s *sent) during(t *testing.T, f func()) []string {
 	return slices.Clone(s.qs[n:])
 }
 
-func openObservedSQLite(t *testing.T) (*DB, *sent) {
+func openObservedSQLite(t *testing.T) (*db.DB, *sent) {
 	t.Helper()
 	s := &sent{}
-	d, err := OpenWith(context.Background(), "sqlite://"+filepath.Join(t.TempDir(), "q.db"), Options{Observe: s.observe})
+	d, err := db.OpenWith(context.Background(), "sqlite://"+filepath.Join(t.TempDir(), "q.db"), db.Options{Observe: s.observe})
 	require.NoError(t, err)
 	t.Cleanup(func() { _ = d.Close() })
 	require.NoError(t, d.Migrate(context.Background()))
@@ -55,7 +58,7 @@ func TestSQLiteQueueReadsItsSettingsOnce(t *testing.T) {
 	t.Parallel()
 	d, s := openObservedSQLite(t)
 	ctx := context.Background()
-	exec := newSQLiteQueueDriver(d.SQL).GetExecutor()
+	exec := queuesqlite.New(d.SQL).GetExecutor()
 	_, err := exec.QueueCreateOrSetUpdatedAt(ctx, &riverdriver.QueueCreateOrSetUpdatedAtParams{Metadata: []byte("{}"), Name: "turns"})
 	require.NoError(t, err)
 	get := func() *rivertype.Queue {
@@ -94,7 +97,7 @@ func TestSQLiteSchedulerSendsOneStatementWhenNothingIsDue(t *testing.T) {
 	t.Parallel()
 	d, s := openObservedSQLite(t)
 	ctx := context.Background()
-	drv := newSQLiteQueueDriver(d.SQL)
+	drv := queuesqlite.New(d.SQL)
 	exec := drv.GetExecutor()
 	schedule := func(now time.Time) []*riverdriver.JobScheduleResult {
 		tx, err := exec.Begin(ctx)

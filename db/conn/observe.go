@@ -1,4 +1,4 @@
-package db
+package conn
 
 import (
 	"context"
@@ -11,31 +11,33 @@ import (
 	"github.com/jackc/pgx/v5"
 	"github.com/jackc/pgx/v5/pgxpool"
 	"github.com/lib/pq"
+
+	"github.com/toolgate/toolgate/db/gate"
 )
 
-// Options change how OpenWith connects.
-type Options struct {
-	// Observe, when set, is told the text of every statement sent to the
-	// database, by any pool of this DB (ent's, the job queue's), and of
-	// each BEGIN, COMMIT and ROLLBACK: tests and benchmarks count round
-	// trips with it. It must be safe for concurrent use.
+// Config is a database/sql pool to open.
+type Config struct {
+	// Driver is the database/sql driver's name: "sqlite" or "postgres".
+	Driver string
+	// DSN is the driver's data source name.
+	DSN string
+	// Gate, on SQLite's writers' pool, is the file's write gate.
+	Gate gate.Gate
+	// Observe, when set, is told the text of every statement before it is
+	// sent, and of each BEGIN, COMMIT and ROLLBACK.
 	Observe func(query string)
-	// Dialed, when set, is told of every network connection the DB opens
-	// to PostgreSQL: each session of either pool, and each connection
-	// lib/pq opens only to cancel a query. Tests count new sessions with
-	// it. It must be safe for concurrent use.
+	// Dialed, when set, is told of every network connection lib/pq opens,
+	// for a session or to cancel a query.
 	Dialed func()
-	// noBusyWait: SQLite's connections never wait for its write lock, a
-	// writer that finds it taken fails at once (tests of the write gate).
-	noBusyWait bool
 }
 
-// openPool opens a database/sql pool. Each connection keeps its prepared
+// Open opens a database/sql pool. Each connection keeps its prepared
 // statements (stmtcache.go; on PostgreSQL those sent with arguments); with
 // a gate (SQLite's writers' pool) its writes go through the file's write
 // gate and it can defer a transaction's BEGIN (sqliteconn.go); when
 // observe is set, every statement is reported to it before it is sent.
-func openPool(driverName, dsn string, gate writeGate, o Options) (*sql.DB, error) {
+func Open(cfg Config) (*sql.DB, error) {
+	driverName, dsn, o := cfg.Driver, cfg.DSN, cfg
 	sqlite := driverName == "sqlite"
 	observe := o.Observe
 	probe, err := sql.Open(driverName, dsn)
@@ -62,8 +64,8 @@ func openPool(driverName, dsn string, gate writeGate, o Options) (*sql.DB, error
 	if observe != nil {
 		inner = observingConnector{Connector: inner, observe: observe}
 	}
-	if gate != nil {
-		inner = sqliteConnector{Connector: inner, gate: gate}
+	if cfg.Gate != nil {
+		inner = sqliteConnector{Connector: inner, gate: cfg.Gate}
 	}
 	return sql.OpenDB(inner), nil
 }
@@ -262,7 +264,11 @@ func values(args []driver.NamedValue) ([]driver.Value, error) {
 	return out, nil
 }
 
-// pgxObserver reports the statements of a pgx pool (the job queue's).
+// PGXObserver reports the statements of a pgx pool (the job queue's) to
+// observe.
+func PGXObserver(observe func(string)) pgx.QueryTracer { return pgxObserver{observe} }
+
+// pgxObserver reports the statements of a pgx pool.
 type pgxObserver struct{ observe func(string) }
 
 func (o pgxObserver) TraceQueryStart(ctx context.Context, _ *pgx.Conn, data pgx.TraceQueryStartData) context.Context {
@@ -280,9 +286,9 @@ func (pgxObserver) TraceQueryEnd(context.Context, *pgx.Conn, pgx.TraceQueryEndDa
 // poll, and the pool drops it.
 const PingAfterIdle = time.Minute
 
-// shouldPing is the job queue's pool's ping rule; each ping is observed
+// ShouldPing is the job queue's pool's ping rule; each ping is observed
 // (as the statement pgx sends, "-- ping"), so idle counts include them.
-func shouldPing(observe func(string)) func(context.Context, pgxpool.ShouldPingParams) bool {
+func ShouldPing(observe func(string)) func(context.Context, pgxpool.ShouldPingParams) bool {
 	return func(_ context.Context, p pgxpool.ShouldPingParams) bool {
 		ping := p.IdleDuration > PingAfterIdle
 		if ping && observe != nil {

@@ -1,31 +1,23 @@
-package db
+package conn
 
 import (
 	"context"
 	"database/sql"
 	"errors"
-	"strings"
-	"unicode/utf8"
 
 	"entgo.io/ent/dialect"
 	entsql "entgo.io/ent/dialect/sql"
+
+	"github.com/toolgate/toolgate/db/pgtext"
 )
 
-// PostgreSQL's text cannot hold a NUL character or bytes that are not
-// UTF-8, which tools and users may send; SQLite keeps them. textDriver
-// lets PostgreSQL keep them too: every string written through ent is
-// escaped, every string read is unescaped, so what is read back is what was
-// written, on both databases. The escape is a private-use character,
-// itself escaped where it occurs:
-//
-//	NUL        → esc '0'
-//	esc        → esc esc
-//	a bad byte → esc 'x' and two hex digits
-//
-// Bytes fields ([]byte) pass untouched: bytea keeps any byte.
-const esc = '\uE000'
-
+// textDriver lets PostgreSQL's text keep what SQLite's does (package
+// pgtext): every string written through ent is escaped, every string read
+// is unescaped. Bytes fields ([]byte) pass untouched: bytea keeps any byte.
 type textDriver struct{ dialect.Driver }
+
+// Escaping wraps a PostgreSQL driver in the escaping of its text.
+func Escaping(drv dialect.Driver) dialect.Driver { return textDriver{drv} }
 
 // Exec runs a statement with its strings escaped.
 func (d textDriver) Exec(ctx context.Context, query string, args, v any) error {
@@ -87,85 +79,19 @@ func escapeArgs(args any) any {
 	var out []any
 	for i, a := range list {
 		s, ok := a.(string)
-		if !ok || !needsEscape(s) {
+		if !ok || !pgtext.NeedsEscape(s) {
 			continue
 		}
 		if out == nil {
 			out = append([]any(nil), list...)
 		}
-		out[i] = escapeText(s)
+		out[i] = pgtext.Escape(s)
 	}
 	if out == nil {
 		return args
 	}
 	return out
 }
-
-func needsEscape(s string) bool {
-	return strings.IndexByte(s, 0) >= 0 || strings.ContainsRune(s, esc) || !utf8.ValidString(s)
-}
-
-const hexDigits = "0123456789abcdef"
-
-func escapeText(s string) string {
-	var b strings.Builder
-	b.Grow(len(s) + 8)
-	for i := 0; i < len(s); {
-		r, size := utf8.DecodeRuneInString(s[i:])
-		switch {
-		case r == utf8.RuneError && size == 1:
-			b.WriteRune(esc)
-			b.WriteByte('x')
-			b.WriteByte(hexDigits[s[i]>>4])
-			b.WriteByte(hexDigits[s[i]&0xf])
-		case r == 0:
-			b.WriteRune(esc)
-			b.WriteByte('0')
-		case r == esc:
-			b.WriteRune(esc)
-			b.WriteRune(esc)
-		default:
-			b.WriteString(s[i : i+size])
-		}
-		i += size
-	}
-	return b.String()
-}
-
-func unescapeText(s string) string {
-	if !strings.ContainsRune(s, esc) {
-		return s
-	}
-	var b strings.Builder
-	b.Grow(len(s))
-	for {
-		i := strings.IndexRune(s, esc)
-		if i < 0 {
-			b.WriteString(s)
-			return b.String()
-		}
-		b.WriteString(s[:i])
-		s = s[i+utf8.RuneLen(esc):]
-		switch {
-		case strings.HasPrefix(s, "0"):
-			b.WriteByte(0)
-			s = s[1:]
-		case strings.HasPrefix(s, string(esc)):
-			b.WriteRune(esc)
-			s = s[utf8.RuneLen(esc):]
-		case len(s) >= 3 && s[0] == 'x' && isHex(s[1]) && isHex(s[2]):
-			b.WriteByte(unhex(s[1])<<4 | unhex(s[2]))
-			s = s[3:]
-		default:
-			// Not one of ours (written before escaping began): as it is.
-			b.WriteRune(esc)
-		}
-	}
-}
-
-func isHex(c byte) bool { return strings.IndexByte(hexDigits, c) >= 0 }
-
-func unhex(c byte) byte { return byte(strings.IndexByte(hexDigits, c)) }
 
 func unescapeRows(v any) {
 	if rows, ok := v.(*entsql.Rows); ok && rows.ColumnScanner != nil {
@@ -183,12 +109,12 @@ func (r textRows) Scan(dest ...any) error {
 	for _, d := range dest {
 		switch p := d.(type) {
 		case *sql.NullString:
-			p.String = unescapeText(p.String)
+			p.String = pgtext.Unescape(p.String)
 		case *string:
-			*p = unescapeText(*p)
+			*p = pgtext.Unescape(*p)
 		case *any:
 			if s, ok := (*p).(string); ok {
-				*p = unescapeText(s)
+				*p = pgtext.Unescape(s)
 			}
 		}
 	}
@@ -244,31 +170,4 @@ func (t textTx) ExecContext(ctx context.Context, query string, args ...any) (sql
 // QueryContext runs a raw query in the transaction, its strings escaped.
 func (t textTx) QueryContext(ctx context.Context, query string, args ...any) (*sql.Rows, error) {
 	return queryContext(ctx, t.Tx, query, args)
-}
-
-// escapeSequences matches, in PostgreSQL's regular expressions, what
-// escapeText writes for a NUL, a byte that is not UTF-8 and the escape
-// itself.
-const escapeSequences = string(esc) + `(0|x[0-9a-f]{2}|` + string(esc) + `)`
-
-// WordsSQL returns an SQL expression of the text column expr as full-text
-// search should read it. On PostgreSQL each escape (a NUL, a byte that is
-// not UTF-8, the escape character) reads as a space, as a NUL does on
-// SQLite: "Ada\x00Lovelace" holds the words Ada and Lovelace on both,
-// not a word "0Lovelace".
-func WordsSQL(dialectName, expr string) string {
-	if dialectName != dialect.Postgres {
-		return expr
-	}
-	return "regexp_replace(" + expr + ", '" + escapeSequences + "', ' ', 'g')"
-}
-
-// ReadText is what a string read through a raw query (QueryContext) was
-// written as: on PostgreSQL, the driver's escapes undone, as ent's own
-// reads undo them.
-func ReadText(dialectName, s string) string {
-	if dialectName != dialect.Postgres {
-		return s
-	}
-	return unescapeText(s)
 }

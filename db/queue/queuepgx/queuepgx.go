@@ -1,4 +1,7 @@
-package db
+// Package queuepgx is River's pgx driver (riverpgxv5) as the job queue
+// runs it on PostgreSQL: what an idle queue need not send is not sent,
+// and every job inserted or made available is fetched at once.
+package queuepgx
 
 import (
 	"context"
@@ -13,7 +16,7 @@ import (
 	"github.com/riverqueue/river/riverdriver/riverpgxv5"
 )
 
-// pgQueueDriver is River's pgx driver as the queue uses it on PostgreSQL.
+// Driver is River's pgx driver as the queue uses it on PostgreSQL.
 // It sends what River asks of it, less what an idle queue need not send:
 //
 //   - River's transactions (those its executor begins) send their BEGIN
@@ -26,24 +29,29 @@ import (
 //
 // Everything else (LISTEN/NOTIFY, fetches, the leader's election) is
 // River's own.
-type pgQueueDriver struct {
+type Driver struct {
 	*riverpgxv5.Driver
 	pool *pgxpool.Pool
 }
 
-func newPGQueueDriver(pool *pgxpool.Pool) *pgQueueDriver {
-	return &pgQueueDriver{Driver: riverpgxv5.New(pool), pool: pool}
+// New wraps River's pgx driver over pool.
+func New(pool *pgxpool.Pool) *Driver {
+	return &Driver{Driver: riverpgxv5.New(pool), pool: pool}
 }
 
-func (d *pgQueueDriver) GetExecutor() riverdriver.Executor {
+// GetExecutor returns an executor whose transactions begin with their
+// first statement.
+func (d *Driver) GetExecutor() riverdriver.Executor {
 	return &pgExecutor{Executor: d.Driver.GetExecutor(), d: d}
 }
 
-func (d *pgQueueDriver) UnwrapExecutor(tx pgx.Tx) riverdriver.ExecutorTx {
+// UnwrapExecutor is River's executor over tx.
+func (d *Driver) UnwrapExecutor(tx pgx.Tx) riverdriver.ExecutorTx {
 	return &pgTx{ExecutorTx: d.Driver.UnwrapExecutor(tx), d: d}
 }
 
-func (d *pgQueueDriver) UnwrapTx(execTx riverdriver.ExecutorTx) pgx.Tx {
+// UnwrapTx is the pgx transaction under execTx.
+func (d *Driver) UnwrapTx(execTx riverdriver.ExecutorTx) pgx.Tx {
 	if t, ok := execTx.(*pgTx); ok {
 		execTx = t.ExecutorTx
 	}
@@ -54,7 +62,7 @@ func (d *pgQueueDriver) UnwrapTx(execTx riverdriver.ExecutorTx) pgx.Tx {
 // first statement.
 type pgExecutor struct {
 	riverdriver.Executor
-	d *pgQueueDriver
+	d *Driver
 }
 
 func (e *pgExecutor) Begin(context.Context) (riverdriver.ExecutorTx, error) {
@@ -64,7 +72,7 @@ func (e *pgExecutor) Begin(context.Context) (riverdriver.ExecutorTx, error) {
 // pgTx is a transaction of the queue's pgx executor.
 type pgTx struct {
 	riverdriver.ExecutorTx
-	d *pgQueueDriver
+	d *Driver
 }
 
 func (t *pgTx) Begin(ctx context.Context) (riverdriver.ExecutorTx, error) {
@@ -98,7 +106,7 @@ func (t *pgTx) JobSchedule(ctx context.Context, params *riverdriver.JobScheduleP
 // polls, once a minute: such a job would wait for that poll. A notice for
 // a job whose transaction then rolled back only makes a fetch find
 // nothing.
-func (d *pgQueueDriver) wakeWhenDue(results []*riverdriver.JobScheduleResult) {
+func (d *Driver) wakeWhenDue(results []*riverdriver.JobScheduleResult) {
 	horizon := time.Now().Add(5 * time.Millisecond) // River's own
 	at := map[string]map[time.Time]bool{}           // one notice per queue and 10 ms
 	for _, r := range results {
@@ -127,7 +135,7 @@ func (d *pgQueueDriver) wakeWhenDue(results []*riverdriver.JobScheduleResult) {
 
 // anyDue says whether any job is retryable or scheduled and due by
 // params.Now (now when nil).
-func (d *pgQueueDriver) anyDue(ctx context.Context, params *riverdriver.JobScheduleParams) (bool, error) {
+func (d *Driver) anyDue(ctx context.Context, params *riverdriver.JobScheduleParams) (bool, error) {
 	now := time.Now()
 	if params.Now != nil {
 		now = *params.Now

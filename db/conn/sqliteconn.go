@@ -1,96 +1,33 @@
-package db
+package conn
 
 import (
 	"context"
 	"database/sql/driver"
 	"errors"
 	"fmt"
-	"path/filepath"
 	"reflect"
 	"strings"
-	"sync"
-	"time"
+
+	"github.com/toolgate/toolgate/db/gate"
 )
 
-// SQLite has one writer at a time. Its own wait for the write lock (the
-// busy timeout) polls: a writer that finds the lock taken sleeps, for up
-// to 100 ms at a time, and tries again, and whoever tries at the moment
-// the lock is free takes it. Under a team's writes most waiters sleep
-// while the lock is free, a writer can lose to later ones for seconds,
-// and the 10 s timeout passes: SQLITE_BUSY. So this process's writers
-// queue in process instead, at a gate, one at a time and first come first
-// served, and take SQLite's write lock only when it is theirs: a write
-// transaction holds the gate from its BEGIN (IMMEDIATE) to its end, a
-// write outside a transaction for the statement. Reads take no gate: in
-// WAL mode they never wait for the writer. The busy timeout stays, for
-// other processes on the same file (a migrate command, another replica
-// on one machine).
-
-// writeWait is how long a writer waits at the gate before it gives up,
-// as long as SQLite's own busy timeout.
-const writeWait = 10 * time.Second
-
-// ErrWriteWait is the error of a write that waited writeWait at the gate
-// and gave up: a writer ahead of it held the database that long.
-var ErrWriteWait = errors.New("sqlite: waited 10s for the other writers of this process")
-
-// writeGate lets one write at a time through. Go queues the goroutines
-// blocked on a channel in order, so writers go through as they came.
-type writeGate chan struct{}
-
-func newWriteGate() writeGate { return make(writeGate, 1) }
-
-// enter waits for the gate, until ctx ends or writeWait passes.
-func (g writeGate) enter(ctx context.Context) error {
-	select {
-	case g <- struct{}{}:
-		return nil
-	default:
-	}
-	t := time.NewTimer(writeWait)
-	defer t.Stop()
-	select {
-	case g <- struct{}{}:
-		return nil
-	case <-ctx.Done():
-		return ctx.Err()
-	case <-t.C:
-		return ErrWriteWait
-	}
-}
-
-func (g writeGate) leave() { <-g }
-
-// gates are the write gates of the SQLite files this process opened, by
-// absolute path: two DBs over one file (replicas in one test process)
-// share one.
-var gates sync.Map
-
-// gateFor returns the write gate of the file at path.
-func gateFor(path string) writeGate {
-	if path == ":memory:" {
-		return newWriteGate() // each connection its own database
-	}
-	if abs, err := filepath.Abs(path); err == nil {
-		path = abs
-	}
-	g, _ := gates.LoadOrStore(filepath.Clean(path), newWriteGate())
-	return g.(writeGate)
-}
+// SQLite's connections of the writers' pool send their writes through
+// the file's write gate (package gate), and can defer a transaction's
+// BEGIN to its first statement.
 
 // deferBeginKey marks a context whose transaction begins with its first
-// statement (deferBegin).
+// statement (DeferBegin).
 type deferBeginKey struct{}
 
-// deferBegin marks ctx so that a transaction begun with it on SQLite sends
+// DeferBegin marks ctx so that a transaction begun with it on SQLite sends
 // its BEGIN just before its first statement, and one that sends no
 // statement sends nothing at all: no BEGIN, COMMIT or ROLLBACK, and no
 // wait at the write gate. Nothing runs on the connection in between, so
 // the transaction is the same; only the write lock (BEGIN IMMEDIATE) is
 // taken a moment later. The job queue's transactions are begun so
-// (sqliteQueueDriver): its scheduler opens one every few seconds and most
+// (queuesqlite): its scheduler opens one every few seconds and most
 // find nothing to do.
-func deferBegin(ctx context.Context) context.Context {
+func DeferBegin(ctx context.Context) context.Context {
 	return context.WithValue(ctx, deferBeginKey{}, true)
 }
 
@@ -99,7 +36,7 @@ func deferBegin(ctx context.Context) context.Context {
 // only when it is sent, and a statement only once it may run.
 type sqliteConnector struct {
 	driver.Connector
-	gate writeGate
+	gate gate.Gate
 }
 
 func (c sqliteConnector) Connect(ctx context.Context) (driver.Conn, error) {
@@ -116,7 +53,7 @@ func (c sqliteConnector) Connect(ctx context.Context) (driver.Conn, error) {
 // lock.
 type sqliteConn struct {
 	driver.Conn
-	gate writeGate
+	gate gate.Gate
 	// tx is the transaction open on the connection, nil outside one.
 	tx *sqliteTxn
 }
@@ -149,7 +86,7 @@ func (c *sqliteConn) BeginTx(ctx context.Context, opts driver.TxOptions) (driver
 // lock).
 func (t *sqliteTxn) begin(ctx context.Context) error {
 	if !t.opts.ReadOnly {
-		if err := t.c.gate.enter(ctx); err != nil {
+		if err := t.c.gate.Enter(ctx); err != nil {
 			return fmt.Errorf("begin: %w", err)
 		}
 		t.gated = true
@@ -190,7 +127,7 @@ func (c *sqliteConn) sent(ctx context.Context) (bool, error) {
 func (t *sqliteTxn) end() {
 	if t.gated {
 		t.gated = false
-		t.c.gate.leave()
+		t.c.gate.Leave()
 	}
 	if t.c.tx == t {
 		t.c.tx = nil
@@ -284,7 +221,7 @@ func (c *sqliteConn) enter(ctx context.Context, write bool) (bool, error) {
 	if err != nil || inTx || !write {
 		return false, err
 	}
-	if err := c.gate.enter(ctx); err != nil {
+	if err := c.gate.Enter(ctx); err != nil {
 		return false, err
 	}
 	return true, nil
@@ -297,10 +234,10 @@ func (c *sqliteConn) gated(rows driver.Rows, err error, entered bool) (driver.Ro
 	case !entered:
 		return rows, err
 	case err != nil:
-		c.gate.leave()
+		c.gate.Leave()
 		return nil, err
 	}
-	return &gatedRows{Rows: rows, leave: c.gate.leave}, nil
+	return &gatedRows{Rows: rows, leave: c.gate.Leave}, nil
 }
 
 func (c *sqliteConn) ExecContext(ctx context.Context, query string, args []driver.NamedValue) (driver.Result, error) {
@@ -313,7 +250,7 @@ func (c *sqliteConn) ExecContext(ctx context.Context, query string, args []drive
 		return nil, err
 	}
 	if entered {
-		defer c.gate.leave()
+		defer c.gate.Leave()
 	}
 	return e.ExecContext(ctx, query, args)
 }
@@ -388,7 +325,7 @@ func (s *sqliteStmt) ExecContext(ctx context.Context, args []driver.NamedValue) 
 		return nil, err
 	}
 	if entered {
-		defer s.c.gate.leave()
+		defer s.c.gate.Leave()
 	}
 	return e.ExecContext(ctx, args)
 }
