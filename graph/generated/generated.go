@@ -21,7 +21,6 @@ import (
 	document1 "github.com/toolgate/toolgate/ent/document"
 	"github.com/toolgate/toolgate/ent/modelcall"
 	"github.com/toolgate/toolgate/ent/schematype"
-	"github.com/toolgate/toolgate/ent/toolcall"
 	"github.com/toolgate/toolgate/ent/turn"
 	"github.com/toolgate/toolgate/graph/gid"
 	"github.com/toolgate/toolgate/graph/model"
@@ -9038,7 +9037,7 @@ type ToolCall implements Node {
 """
 How a tool call ended.
 """
-enum ToolOutcome @goModel(model: "github.com/toolgate/toolgate/ent/toolcall.Outcome") {
+enum ToolOutcome @goModel(model: "github.com/toolgate/toolgate/ent/schematype.Outcome") {
   """
   Asked for, not finished yet.
   """
@@ -29535,8 +29534,8 @@ func (ec *executionContext) _ToolCall_outcome(ctx context.Context, field graphql
 			return obj.Outcome, nil
 		},
 		nil,
-		func(ctx context.Context, selections ast.SelectionSet, v toolcall.Outcome) graphql.Marshaler {
-			return ec.marshalNToolOutcome2githubᚗcomᚋtoolgateᚋtoolgateᚋentᚋtoolcallᚐOutcome(ctx, selections, v)
+		func(ctx context.Context, selections ast.SelectionSet, v schematype.Outcome) graphql.Marshaler {
+			return ec.marshalNToolOutcome2githubᚗcomᚋtoolgateᚋtoolgateᚋentᚋschematypeᚐOutcome(ctx, selections, v)
 		},
 		true,
 		true,
@@ -50537,13 +50536,13 @@ func (ec *executionContext) marshalNToolList2ᚖgithubᚗcomᚋtoolgateᚋtoolga
 	return ec._ToolList(ctx, sel, v)
 }
 
-func (ec *executionContext) unmarshalNToolOutcome2githubᚗcomᚋtoolgateᚋtoolgateᚋentᚋtoolcallᚐOutcome(ctx context.Context, v any) (toolcall.Outcome, error) {
-	var res toolcall.Outcome
+func (ec *executionContext) unmarshalNToolOutcome2githubᚗcomᚋtoolgateᚋtoolgateᚋentᚋschematypeᚐOutcome(ctx context.Context, v any) (schematype.Outcome, error) {
+	var res schematype.Outcome
 	err := res.UnmarshalGQL(v)
 	return res, graphql.ErrorOnPath(ctx, err)
 }
 
-func (ec *executionContext) marshalNToolOutcome2githubᚗcomᚋtoolgateᚋtoolgateᚋentᚋtoolcallᚐOutcome(ctx context.Context, sel ast.SelectionSet, v toolcall.Outcome) graphql.Marshaler {
+func (ec *executionContext) marshalNToolOutcome2githubᚗcomᚋtoolgateᚋtoolgateᚋentᚋschematypeᚐOutcome(ctx context.Context, sel ast.SelectionSet, v schematype.Outcome) graphql.Marshaler {
 	return v
 }
 

@@ -96,7 +96,7 @@ func (t *turnRun) gate(ctx context.Context, s dispatch.Scope, rows []*ent.ToolCa
 				waiting = append(waiting, i)
 				continue
 			case *a.Decision == schematype.DecisionDecline:
-				acts[i] = approvalAct{decided: true, declined: &dispatch.Result{Outcome: dispatch.Declined,
+				acts[i] = approvalAct{decided: true, declined: &dispatch.Result{Outcome: schematype.OutcomeDeclined,
 					Arguments: json.RawMessage(a.Arguments), Message: declinedWords(a)}}
 			default:
 				args := a.Arguments
@@ -152,7 +152,7 @@ func (t *turnRun) gate(ctx context.Context, s dispatch.Scope, rows []*ent.ToolCa
 	// runs undecided, and one taken up is in flight for any later run.
 	err := t.write(ctx, func(ctx context.Context, tx *ent.Tx) error {
 		for _, i := range asked {
-			err := tx.ToolCall.Update().Where(toolcall.ID(rows[i].ID), toolcall.OutcomeEQ(toolcall.OutcomePENDING)).
+			err := tx.ToolCall.Update().Where(toolcall.ID(rows[i].ID), toolcall.OutcomeEQ(schematype.OutcomePending)).
 				SetArguments(rows[i].Arguments).SetRepairs(rows[i].Repairs).Exec(ctx)
 			if err != nil {
 				return fmt.Errorf("record arguments to approve: %w", err)

@@ -16,6 +16,7 @@ import (
 	"github.com/toolgate/toolgate/db"
 	"github.com/toolgate/toolgate/ent"
 	"github.com/toolgate/toolgate/ent/modelcall"
+	"github.com/toolgate/toolgate/ent/schematype"
 	"github.com/toolgate/toolgate/ent/storedresult"
 	"github.com/toolgate/toolgate/ent/summary"
 	"github.com/toolgate/toolgate/ent/toolcall"
@@ -134,7 +135,7 @@ func (t *turnRun) readPast(ctx context.Context) (*pastRead, error) {
 			at(int(key1.Int64), int(key2.Int64)).Text = text(0)
 		case pastToolCall:
 			c := &ent.ToolCall{ID: int(ints[0].Int64), TurnID: int(key1.Int64), Position: int(key2.Int64), Step: int(ints[1].Int64),
-				CallID: text(0), Name: text(1), Arguments: text(2), Outcome: toolcall.Outcome(text(3)), Attempts: int(ints[2].Int64),
+				CallID: text(0), Name: text(1), Arguments: text(2), Outcome: schematype.Outcome(text(3)), Attempts: int(ints[2].Int64),
 				Message: textPtr(4), Heard: textPtr(5), Ref: textPtr(6), Guardrail: textPtr(7), ArgumentsRef: textPtr(8),
 				StartedAt: times[0].Time}
 			if ints[3].Valid {

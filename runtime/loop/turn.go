@@ -184,7 +184,7 @@ func (t *turnRun) run(ctx context.Context) error {
 
 // pending reports whether any of a step's calls was left unfinished.
 func pending(calls []*ent.ToolCall) bool {
-	return slices.ContainsFunc(calls, func(c *ent.ToolCall) bool { return c.Outcome == toolcall.OutcomePENDING })
+	return slices.ContainsFunc(calls, func(c *ent.ToolCall) bool { return c.Outcome == schematype.OutcomePending })
 }
 
 // unanswered reports whether the step asked the user a question that the
@@ -407,8 +407,8 @@ func (t *turnRun) history(ctx context.Context, compact bool) (int, error) {
 				heard = *call.Heard
 			}
 			msgs = append(msgs, model.Message{Role: model.RoleTool, ToolCallID: prompt.CallID(call), ToolName: call.Name, Text: heard,
-				IsError: call.Outcome != toolcall.OutcomeHITS && call.Outcome != toolcall.OutcomeABSENCE, Images: images[call.ID]})
-			if call.Outcome == toolcall.OutcomeHITS {
+				IsError: !call.Outcome.Succeeded(), Images: images[call.ID]})
+			if call.Outcome == schematype.OutcomeHits {
 				t.readDefinitions(call.Name, heard)
 			}
 		}
@@ -427,7 +427,7 @@ func (t *turnRun) ownImages(ctx context.Context, own []prompt.Step) (map[int][]m
 	byResult := map[int]int{}
 	for _, st := range own {
 		for _, c := range st.Calls {
-			if c.ResultID != nil && c.Outcome == toolcall.OutcomeHITS && t.byName[c.Name].Media {
+			if c.ResultID != nil && c.Outcome == schematype.OutcomeHits && t.byName[c.Name].Media {
 				byResult[*c.ResultID] = c.ID
 			}
 		}
@@ -865,11 +865,11 @@ func (t *turnRun) runTools(ctx context.Context, step int, rows []*ent.ToolCall, 
 	var todo []int
 	for i, c := range calls {
 		defs[i] = t.byName[c.Name]
-		if row := rows[i]; row.Outcome != toolcall.OutcomePENDING {
+		if row := rows[i]; row.Outcome != schematype.OutcomePending {
 			if row.Heard != nil {
 				heard[i] = *row.Heard
 			}
-			failed[i] = row.Outcome != toolcall.OutcomeHITS && row.Outcome != toolcall.OutcomeABSENCE
+			failed[i] = !row.Outcome.Succeeded()
 			continue
 		}
 		todo = append(todo, i)
@@ -891,7 +891,7 @@ func (t *turnRun) runTools(ctx context.Context, step int, rows []*ent.ToolCall, 
 			sent[i] = act.declined.Arguments
 		} else if resumed && !act.fresh && !retry.Repeatable(defs[i].Effect) {
 			// It may have reached its backend before the stop: never again.
-			res := dispatch.Result{Outcome: dispatch.MayHaveRun, Message: interrupted, Attempts: 1, Reached: true,
+			res := dispatch.Result{Outcome: schematype.OutcomeMayHaveRun, Message: interrupted, Attempts: 1, Reached: true,
 				Arguments: json.RawMessage(rows[i].Arguments)}
 			heard[i], failed[i], errs[i] = t.record(ctx, rows[i], calls[i], res)
 			sent[i] = res.Arguments
@@ -910,8 +910,8 @@ func (t *turnRun) runTools(ctx context.Context, step int, rows []*ent.ToolCall, 
 			if len(sent[i]) > 0 {
 				rows[i].Arguments = string(sent[i])
 			}
-			if !failed[i] && rows[i].Outcome == toolcall.OutcomePENDING {
-				rows[i].Outcome = toolcall.OutcomeHITS
+			if !failed[i] && rows[i].Outcome == schematype.OutcomePending {
+				rows[i].Outcome = schematype.OutcomeHits
 			}
 		}
 		return true, t.pauseForApproval(ctx, rows, waiting)
@@ -930,8 +930,8 @@ func (t *turnRun) runTools(ctx context.Context, step int, rows []*ent.ToolCall, 
 		if len(sent[i]) > 0 {
 			rows[i].Arguments = string(sent[i])
 		}
-		if !failed[i] && rows[i].Outcome == toolcall.OutcomePENDING {
-			rows[i].Outcome = toolcall.OutcomeHITS
+		if !failed[i] && rows[i].Outcome == schematype.OutcomePending {
+			rows[i].Outcome = schematype.OutcomeHits
 		}
 		if !failed[i] {
 			t.readDefinitions(c.Name, heard[i])
@@ -1033,7 +1033,7 @@ func (t *turnRun) record(ctx context.Context, row *ent.ToolCall, c model.ToolCal
 		return "", false, e.err
 	}
 	t.r.meter.ToolCall(t.r.toolLabel(c.Name), string(res.Outcome), res.Attempts, e.stored)
-	failed := res.Outcome != dispatch.Hits && res.Outcome != dispatch.Absence
+	failed := !res.Outcome.Succeeded()
 	return e.heard, failed, nil
 }
 
@@ -1144,8 +1144,8 @@ type callRecord struct {
 func (t *turnRun) prepare(tx *ent.Tx, row *ent.ToolCall, def tools.Definition, res dispatch.Result) (*callRecord, error) {
 	var visible []schematype.Span
 	// Update, not UpdateOne: ent would read the row back after writing it.
-	upd := tx.ToolCall.Update().Where(toolcall.ID(row.ID), toolcall.OutcomeEQ(toolcall.OutcomePENDING), t.holds()).
-		SetArguments(string(res.Arguments)).SetOutcome(toolcall.Outcome(res.Outcome)).SetAttempts(res.Attempts).
+	upd := tx.ToolCall.Update().Where(toolcall.ID(row.ID), toolcall.OutcomeEQ(schematype.OutcomePending), t.holds()).
+		SetArguments(string(res.Arguments)).SetOutcome(res.Outcome).SetAttempts(res.Attempts).
 		SetFailures(nonNilFailures(res.Failures)).SetRepairs(nonNilRepairs(res.Repairs)).SetFinishedAt(t.r.cfg.Now())
 	// Every outcome is stored under a ref, so read_tool_result and the
 	// transcript can reopen any call: a result whole, and for a refusal,
@@ -1156,7 +1156,7 @@ func (t *turnRun) prepare(tx *ent.Tx, row *ent.ToolCall, def tools.Definition, r
 		return nil, err
 	}
 	toStore := res
-	if res.Outcome != dispatch.Hits && res.Outcome != dispatch.Absence {
+	if !res.Outcome.Succeeded() {
 		told, err := dispatch.Render(res, def, ref, false)
 		if err != nil {
 			return nil, err
@@ -1206,7 +1206,7 @@ func (t *turnRun) prepare(tx *ent.Tx, row *ent.ToolCall, def tools.Definition, r
 	case tools.EvidenceWindows:
 		visible = append(visible, res.Evidence...)
 	case tools.EvidenceShown:
-		if res.Outcome == dispatch.Hits {
+		if res.Outcome == schematype.OutcomeHits {
 			for _, v := range h.Visible {
 				visible = append(visible, schematype.Span{Ref: ref, Start: v.Start, End: v.End})
 			}
