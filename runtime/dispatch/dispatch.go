@@ -383,6 +383,8 @@ func (d *Dispatcher) application(ctx context.Context, s Scope, c Call, def tools
 		case err == nil:
 			out = r
 			return nil
+		case mcp.SessionGone(err):
+			return retry.Reconnect(err)
 		case mcp.NeverReached(err):
 			return retry.NeverReached(err)
 		default:
