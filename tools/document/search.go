@@ -156,7 +156,7 @@ func (s *Service) Search(ctx context.Context, c *ent.Client, scopes, queries []s
 			}
 		}
 		if len(out.Results[i].Hits) == 0 {
-			out.Failures = append(out.Failures, schematype.ItemFailure{Item: i, Input: q, Kind: KindAbsence, Message: "the search ran and matched nothing"})
+			out.Failures = append(out.Failures, tools.Unmatched(i, q))
 		}
 	}
 	return out, nil
