@@ -118,7 +118,7 @@ func (t *turnRun) readPast(ctx context.Context) (*pastRead, error) {
 				if !tt.Valid {
 					continue
 				}
-				v, err := time.ParseInLocation(sqliteTime, tt.String, time.UTC)
+				v, err := time.ParseInLocation(db.SQLiteTime, tt.String, time.UTC)
 				if err != nil {
 					return nil, fmt.Errorf("load history: read time: %w", err)
 				}
@@ -369,9 +369,6 @@ const (
 	nJSON  = 3
 	nTimes = 2
 )
-
-// sqliteTime is the layout times are written in on SQLite, in UTC (db).
-const sqliteTime = "2006-01-02 15:04:05.999999999-07:00"
 
 // heardSlot is the place of what a call was heard as among the union's
 // columns: its kind and keys, the ints, then the texts' sixth.
