@@ -137,7 +137,7 @@ func (f *follower) follow(sub *events.Subscription, t *ent.Turn, past []pastEven
 		}
 	}
 	if !replay {
-		if !f.send(&model.TurnEvent{Kind: events.Status, Of: t, At: time.Now()}) {
+		if !f.send(&model.TurnEvent{Kind: events.Status, Of: t, At: f.r.now()}) {
 			return
 		}
 	}
@@ -328,7 +328,7 @@ func (f *follower) apply(tx events.Text) bool {
 // 0 after a restart).
 func (f *follower) sendText(text string, offset int) bool {
 	f.at.told(text)
-	return f.send(&model.TurnEvent{Kind: events.TextDelta, Of: f.running(), At: time.Now(),
+	return f.send(&model.TurnEvent{Kind: events.TextDelta, Of: f.running(), At: f.r.now(),
 		Delta: &model.TextDelta{Text: text, Offset: offset}})
 }
 
@@ -351,7 +351,7 @@ func (f *follower) writings(calls []events.Writing) bool {
 		}
 		p.args = w.Chars
 		w := w
-		if !f.send(&model.TurnEvent{Kind: events.ToolCallWriting, Of: f.running(), At: time.Now(), Writing: &w}) {
+		if !f.send(&model.TurnEvent{Kind: events.ToolCallWriting, Of: f.running(), At: f.r.now(), Writing: &w}) {
 			return false
 		}
 	}
@@ -845,7 +845,7 @@ func (r *Resolver) pastEvents(ctx context.Context, t *ent.Turn, deltas bool) ([]
 		}
 		add(events.Status, 0, nil, t.Status, at)
 	} else if status != t.Status {
-		add(events.Status, max(steps-1, 0), nil, t.Status, time.Now())
+		add(events.Status, max(steps-1, 0), nil, t.Status, r.now())
 	}
 	return out, nil
 }
