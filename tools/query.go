@@ -49,6 +49,13 @@ func NothingFound(hits string) func(json.RawMessage) bool {
 	}
 }
 
+// QueryHits is one query's hits, best first: the shape every multi-query
+// tool answers each query with.
+type QueryHits[H any] struct {
+	Query string `json:"query"`
+	Hits  []H    `json:"hits"`
+}
+
 // Unmatched is the failure of the query at item that ran and matched
 // nothing.
 func Unmatched(item int, query string) schematype.ItemFailure {

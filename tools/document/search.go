@@ -69,10 +69,7 @@ type Passage struct {
 }
 
 // QueryHits is one query's passages, best first.
-type QueryHits struct {
-	Query string    `json:"query"`
-	Hits  []Passage `json:"hits"`
-}
+type QueryHits = tools.QueryHits[Passage]
 
 // Search is what knowledge_search and search_attachments return.
 type Search struct {

@@ -90,10 +90,7 @@ type Hit struct {
 }
 
 // QueryHits is one query's turns, best first.
-type QueryHits struct {
-	Query string `json:"query"`
-	Hits  []Hit  `json:"hits"`
-}
+type QueryHits = tools.QueryHits[Hit]
 
 // Result is what search_past_conversations returns.
 type Result struct {

@@ -146,10 +146,7 @@ type Hit struct {
 }
 
 // QueryHits is one query's memories, best first.
-type QueryHits struct {
-	Query string `json:"query"`
-	Hits  []Hit  `json:"hits"`
-}
+type QueryHits = tools.QueryHits[Hit]
 
 // SearchResult is what memory_search returns.
 type SearchResult struct {
