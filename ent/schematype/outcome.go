@@ -1,7 +1,6 @@
 package schematype
 
 import (
-	"fmt"
 	"io"
 	"strconv"
 )
@@ -54,15 +53,5 @@ func (o Outcome) MarshalGQL(w io.Writer) {
 
 // UnmarshalGQL reads a GraphQL enum value.
 func (o *Outcome) UnmarshalGQL(v any) error {
-	s, ok := v.(string)
-	if !ok {
-		return fmt.Errorf("outcome %v: want a string", v)
-	}
-	for _, want := range o.Values() {
-		if s == want {
-			*o = Outcome(s)
-			return nil
-		}
-	}
-	return fmt.Errorf("outcome %q: not a tool outcome", s)
+	return unmarshalEnum(o, v, "outcome", "not a tool outcome")
 }
