@@ -20421,7 +20421,7 @@ type ToolCallMutation struct {
 	call_id        *string
 	name           *string
 	arguments      *string
-	outcome        *toolcall.Outcome
+	outcome        *schematype.Outcome
 	attempts       *int
 	addattempts    *int
 	failures       *[]schematype.ItemFailure
@@ -20802,12 +20802,12 @@ func (m *ToolCallMutation) ResetArguments() {
 }
 
 // SetOutcome sets the "outcome" field.
-func (m *ToolCallMutation) SetOutcome(t toolcall.Outcome) {
-	m.outcome = &t
+func (m *ToolCallMutation) SetOutcome(s schematype.Outcome) {
+	m.outcome = &s
 }
 
 // Outcome returns the value of the "outcome" field in the mutation.
-func (m *ToolCallMutation) Outcome() (r toolcall.Outcome, exists bool) {
+func (m *ToolCallMutation) Outcome() (r schematype.Outcome, exists bool) {
 	v := m.outcome
 	if v == nil {
 		return
@@ -20818,7 +20818,7 @@ func (m *ToolCallMutation) Outcome() (r toolcall.Outcome, exists bool) {
 // OldOutcome returns the old "outcome" field's value of the ToolCall entity.
 // If the ToolCall object wasn't provided to the builder, the object is fetched from the database.
 // An error is returned if the mutation operation is not UpdateOne, or the database query fails.
-func (m *ToolCallMutation) OldOutcome(ctx context.Context) (v toolcall.Outcome, err error) {
+func (m *ToolCallMutation) OldOutcome(ctx context.Context) (v schematype.Outcome, err error) {
 	if !m.op.Is(OpUpdateOne) {
 		return v, errors.New("OldOutcome is only allowed on UpdateOne operations")
 	}
@@ -21716,7 +21716,7 @@ func (m *ToolCallMutation) SetField(name string, value ent.Value) error {
 		m.SetArguments(v)
 		return nil
 	case toolcall.FieldOutcome:
-		v, ok := value.(toolcall.Outcome)
+		v, ok := value.(schematype.Outcome)
 		if !ok {
 			return fmt.Errorf("unexpected type %T for field %s", value, name)
 		}

@@ -34,7 +34,7 @@ type ToolCall struct {
 	// JSON, as repaired and sent
 	Arguments string `json:"arguments,omitempty"`
 	// How the call ended: PENDING until its outcome is recorded, then HITS, ABSENCE, OUTAGE, REFUSED, ERROR, MAY_HAVE_RUN or DECLINED (a person said no).
-	Outcome toolcall.Outcome `json:"outcome,omitempty"`
+	Outcome schematype.Outcome `json:"outcome,omitempty"`
 	// How many times the call was sent to its resolver, retries included; 0 when it was refused before it ran.
 	Attempts int `json:"attempts,omitempty"`
 	// Per-item failures, by item position: items that ran and matched nothing (ABSENCE), never ran (OUTAGE) or ran and failed (ERROR). The other items' results stand; empty when every item succeeded.
@@ -174,7 +174,7 @@ func (_m *ToolCall) assignValues(columns []string, values []any) error {
 			if value, ok := values[i].(*sql.NullString); !ok {
 				return fmt.Errorf("unexpected type %T for field outcome", values[i])
 			} else if value.Valid {
-				_m.Outcome = toolcall.Outcome(value.String)
+				_m.Outcome = schematype.Outcome(value.String)
 			}
 		case toolcall.FieldAttempts:
 			if value, ok := values[i].(*sql.NullInt64); !ok {

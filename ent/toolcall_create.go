@@ -86,13 +86,13 @@ func (_c *ToolCallCreate) SetNillableArguments(v *string) *ToolCallCreate {
 }
 
 // SetOutcome sets the "outcome" field.
-func (_c *ToolCallCreate) SetOutcome(v toolcall.Outcome) *ToolCallCreate {
+func (_c *ToolCallCreate) SetOutcome(v schematype.Outcome) *ToolCallCreate {
 	_c.mutation.SetOutcome(v)
 	return _c
 }
 
 // SetNillableOutcome sets the "outcome" field if the given value is not nil.
-func (_c *ToolCallCreate) SetNillableOutcome(v *toolcall.Outcome) *ToolCallCreate {
+func (_c *ToolCallCreate) SetNillableOutcome(v *schematype.Outcome) *ToolCallCreate {
 	if v != nil {
 		_c.SetOutcome(*v)
 	}
@@ -582,7 +582,7 @@ func (u *ToolCallUpsert) UpdateArguments() *ToolCallUpsert {
 }
 
 // SetOutcome sets the "outcome" field.
-func (u *ToolCallUpsert) SetOutcome(v toolcall.Outcome) *ToolCallUpsert {
+func (u *ToolCallUpsert) SetOutcome(v schematype.Outcome) *ToolCallUpsert {
 	u.Set(toolcall.FieldOutcome, v)
 	return u
 }
@@ -848,7 +848,7 @@ func (u *ToolCallUpsertOne) UpdateArguments() *ToolCallUpsertOne {
 }
 
 // SetOutcome sets the "outcome" field.
-func (u *ToolCallUpsertOne) SetOutcome(v toolcall.Outcome) *ToolCallUpsertOne {
+func (u *ToolCallUpsertOne) SetOutcome(v schematype.Outcome) *ToolCallUpsertOne {
 	return u.Update(func(s *ToolCallUpsert) {
 		s.SetOutcome(v)
 	})
@@ -1312,7 +1312,7 @@ func (u *ToolCallUpsertBulk) UpdateArguments() *ToolCallUpsertBulk {
 }
 
 // SetOutcome sets the "outcome" field.
-func (u *ToolCallUpsertBulk) SetOutcome(v toolcall.Outcome) *ToolCallUpsertBulk {
+func (u *ToolCallUpsertBulk) SetOutcome(v schematype.Outcome) *ToolCallUpsertBulk {
 	return u.Update(func(s *ToolCallUpsert) {
 		s.SetOutcome(v)
 	})

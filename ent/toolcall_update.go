@@ -46,13 +46,13 @@ func (_u *ToolCallUpdate) SetNillableArguments(v *string) *ToolCallUpdate {
 }
 
 // SetOutcome sets the "outcome" field.
-func (_u *ToolCallUpdate) SetOutcome(v toolcall.Outcome) *ToolCallUpdate {
+func (_u *ToolCallUpdate) SetOutcome(v schematype.Outcome) *ToolCallUpdate {
 	_u.mutation.SetOutcome(v)
 	return _u
 }
 
 // SetNillableOutcome sets the "outcome" field if the given value is not nil.
-func (_u *ToolCallUpdate) SetNillableOutcome(v *toolcall.Outcome) *ToolCallUpdate {
+func (_u *ToolCallUpdate) SetNillableOutcome(v *schematype.Outcome) *ToolCallUpdate {
 	if v != nil {
 		_u.SetOutcome(*v)
 	}
@@ -465,13 +465,13 @@ func (_u *ToolCallUpdateOne) SetNillableArguments(v *string) *ToolCallUpdateOne 
 }
 
 // SetOutcome sets the "outcome" field.
-func (_u *ToolCallUpdateOne) SetOutcome(v toolcall.Outcome) *ToolCallUpdateOne {
+func (_u *ToolCallUpdateOne) SetOutcome(v schematype.Outcome) *ToolCallUpdateOne {
 	_u.mutation.SetOutcome(v)
 	return _u
 }
 
 // SetNillableOutcome sets the "outcome" field if the given value is not nil.
-func (_u *ToolCallUpdateOne) SetNillableOutcome(v *toolcall.Outcome) *ToolCallUpdateOne {
+func (_u *ToolCallUpdateOne) SetNillableOutcome(v *schematype.Outcome) *ToolCallUpdateOne {
 	if v != nil {
 		_u.SetOutcome(*v)
 	}

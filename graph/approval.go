@@ -6,7 +6,6 @@ import (
 	"fmt"
 	"slices"
 	"strings"
-	"time"
 
 	"github.com/99designs/gqlgen/graphql"
 
@@ -160,7 +159,7 @@ func (r *Resolver) decideToolCalls(ctx context.Context, in model.DecideToolCalls
 			}
 		}
 	}
-	now := time.Now()
+	now := r.now()
 	if r.Runner != nil {
 		now = r.Runner.Now()
 	}

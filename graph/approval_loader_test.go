@@ -47,7 +47,7 @@ func seedApprovals(t testing.TB, c *ent.Client, convID int) {
 		create(calls[0]).SetDecision(approve).SetDecidedAt(now).ExecX(ctx)
 		if tu.Number%5 == 0 {
 			create(calls[1]).ExecX(ctx)
-			c.ToolCall.UpdateOneID(calls[1].ID).SetOutcome(toolcall.OutcomePENDING).ExecX(ctx)
+			c.ToolCall.UpdateOneID(calls[1].ID).SetOutcome(schematype.OutcomePending).ExecX(ctx)
 			c.Turn.UpdateOneID(tu.ID).SetStatus(turn.StatusWAITING_FOR_APPROVAL).ClearAnswer().ExecX(ctx)
 		}
 	}

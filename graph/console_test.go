@@ -13,7 +13,6 @@ import (
 	"github.com/toolgate/toolgate/db/dbtest"
 	"github.com/toolgate/toolgate/ent/schematype"
 	"github.com/toolgate/toolgate/ent/tenancy"
-	"github.com/toolgate/toolgate/ent/toolcall"
 	"github.com/toolgate/toolgate/ent/turn"
 	"github.com/toolgate/toolgate/graph/console"
 	"github.com/toolgate/toolgate/graph/gid"
@@ -91,7 +90,7 @@ func seedConsole(t testing.TB, b *testBundle) consoleSeed {
 			SetStatus(turn.StatusCOMPLETED).SetStartedAt(now).SetFinishedAt(now.Add(1500 * time.Millisecond)).SaveX(ctx)
 		b.client.ModelCall.Create().SetTurnID(tu.ID).SetOrganizationID(c.OrganizationID).SetAgentID(c.AgentID).SetUserID(c.UserID).
 			SetProvider("openai").SetModel("gpt-4.1").SetInputTokens(1000).SetCostMicros(sp.micros).SetCost(sp.micros.USD()).SetStartedAt(now).ExecX(ctx)
-		for i, o := range []toolcall.Outcome{toolcall.OutcomeHITS, toolcall.OutcomeHITS, toolcall.OutcomeABSENCE} {
+		for i, o := range []schematype.Outcome{schematype.OutcomeHits, schematype.OutcomeHits, schematype.OutcomeAbsence} {
 			tc := b.client.ToolCall.Create().SetTurnID(tu.ID).SetPosition(i).SetName("calculator").SetArguments(`{"expression":"1+1"}`).
 				SetOutcome(o).SetAttempts(1).SaveX(ctx)
 			if i == 0 {
@@ -127,19 +126,19 @@ func seedConsole(t testing.TB, b *testBundle) consoleSeed {
 		SetContent([]byte(report.String())).SetChars(int64(report.Len())).SetBytes(int64(report.Len())).SetItems(1).SaveX(ctx)
 	calls := []struct {
 		name, args string
-		outcome    toolcall.Outcome
+		outcome    schematype.Outcome
 		failures   []schematype.ItemFailure
 		message    string
 	}{
-		{name: "calculator", args: `{"expression":"(1200+850)*1.2"}`, outcome: toolcall.OutcomeHITS},
-		{name: "run_code", args: `{"code":"console.log(toolResults[0].split('\\n').length)","toolResults":["res-march-report"]}`, outcome: toolcall.OutcomeHITS},
-		{name: "search_tools", args: `{"queries":["march report","spreadsheet"]}`, outcome: toolcall.OutcomeABSENCE,
+		{name: "calculator", args: `{"expression":"(1200+850)*1.2"}`, outcome: schematype.OutcomeHits},
+		{name: "run_code", args: `{"code":"console.log(toolResults[0].split('\\n').length)","toolResults":["res-march-report"]}`, outcome: schematype.OutcomeHits},
+		{name: "search_tools", args: `{"queries":["march report","spreadsheet"]}`, outcome: schematype.OutcomeAbsence,
 			failures: []schematype.ItemFailure{{Item: 1, Input: "spreadsheet", Kind: schematype.FailureAbsence, Message: "no tool matches"}}},
-		{name: "research_web", args: `{"queries":["march report"]}`, outcome: toolcall.OutcomeREFUSED, message: "research_web is not offered in this turn"},
-		{name: "knowledge_search", args: `{"queries":["march report"]}`, outcome: toolcall.OutcomeOUTAGE,
+		{name: "research_web", args: `{"queries":["march report"]}`, outcome: schematype.OutcomeRefused, message: "research_web is not offered in this turn"},
+		{name: "knowledge_search", args: `{"queries":["march report"]}`, outcome: schematype.OutcomeOutage,
 			failures: []schematype.ItemFailure{{Item: 0, Input: "march report", Kind: schematype.FailureOutage, Message: "the embedding service did not answer"}},
 			message:  "the search never ran: try again later"},
-		{name: "calculator", args: `{"expression":"2460/0"}`, outcome: toolcall.OutcomeERROR, message: "division by zero"},
+		{name: "calculator", args: `{"expression":"2460/0"}`, outcome: schematype.OutcomeError, message: "division by zero"},
 	}
 	for i, c := range calls {
 		create := b.client.ToolCall.Create().SetTurnID(tu.ID).SetPosition(i).SetName(c.name).SetArguments(c.args).

@@ -47,7 +47,7 @@ func monthRange(month *string, now time.Time) (time.Time, time.Time, error) {
 // own calls; a turn's scope token: nothing, answered as not found). Its
 // figures are the usage query's: the rows of a user add up to its byUser
 // totals, and so on for agents, models and the month.
-func usageCSVHandler(client *ent.Client, log *slog.Logger) http.Handler {
+func usageCSVHandler(client *ent.Client, log *slog.Logger, now func() time.Time) http.Handler {
 	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		if r.Method != http.MethodGet && r.Method != http.MethodHead {
 			w.Header().Set("Allow", "GET, HEAD")
@@ -65,7 +65,7 @@ func usageCSVHandler(client *ent.Client, log *slog.Logger) http.Handler {
 		if m := r.URL.Query().Get("month"); m != "" {
 			month = &m
 		}
-		start, end, err := monthRange(month, time.Now())
+		start, end, err := monthRange(month, now())
 		if err != nil {
 			w.Header().Set("Content-Type", "application/json")
 			w.WriteHeader(http.StatusBadRequest)

@@ -13,7 +13,6 @@ import (
 	"github.com/toolgate/toolgate/ent/hybrid"
 	"github.com/toolgate/toolgate/ent/schematype"
 	"github.com/toolgate/toolgate/ent/tenancy"
-	"github.com/toolgate/toolgate/ent/toolcall"
 	"github.com/toolgate/toolgate/graph/gid"
 )
 
@@ -49,7 +48,7 @@ func TestPastConversationSearch(t *testing.T) {
 		res := b.client.StoredResult.Create().SetConversationID(tidalID).SetRef("r-zep").SetKind(schematype.KindText).
 			SetContent([]byte("zeppelin hangar costs")).SetChars(21).SetBytes(21).SetItems(1).SaveX(ctx)
 		b.client.ToolCall.Create().SetTurnID(tu).SetPosition(0).SetName("calculator").SetArguments(`{"expression":"quokka*2"}`).
-			SetOutcome(toolcall.OutcomeHITS).SetRef(res.Ref).SetResultID(res.ID).ExecX(ctx)
+			SetOutcome(schematype.OutcomeHits).SetRef(res.Ref).SetResultID(res.ID).ExecX(ctx)
 		bobConv := b.startConversation(t, b.bob.Token, b.createAgent(t, b.bob.Token, "Bob's"), "Bob's tides")
 		bobID, _ := gid.Decode(bobConv)
 		turnIn(bobID, 1, "tidal turbines for Bob", "")

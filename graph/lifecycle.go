@@ -5,7 +5,6 @@ import (
 	"fmt"
 	"slices"
 	"strings"
-	"time"
 
 	"github.com/toolgate/toolgate/ent"
 	"github.com/toolgate/toolgate/ent/agent"
@@ -32,7 +31,7 @@ func (r *Resolver) archiveAgent(ctx context.Context, id int, archived *bool) (*e
 	}
 	switch archive := archived == nil || *archived; {
 	case archive && a.ArchivedAt == nil:
-		return a.Update().SetArchivedAt(time.Now()).Save(ctx)
+		return a.Update().SetArchivedAt(r.now()).Save(ctx)
 	case !archive && a.ArchivedAt != nil:
 		return a.Update().ClearArchivedAt().Save(ctx)
 	}

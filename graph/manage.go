@@ -4,7 +4,6 @@ import (
 	"context"
 	"fmt"
 	"strings"
-	"time"
 
 	"github.com/toolgate/toolgate/db"
 	"github.com/toolgate/toolgate/ent"
@@ -168,7 +167,7 @@ func (r *Resolver) archiveConversation(ctx context.Context, in model.ArchiveConv
 	}
 	switch archive := in.Archived == nil || *in.Archived; {
 	case archive && conv.ArchivedAt == nil:
-		conv, err = conv.Update().SetArchivedAt(time.Now()).Save(ctx)
+		conv, err = conv.Update().SetArchivedAt(r.now()).Save(ctx)
 	case !archive && conv.ArchivedAt != nil:
 		conv, err = conv.Update().ClearArchivedAt().Save(ctx)
 	}
@@ -265,7 +264,7 @@ func (r *Resolver) deactivateUser(ctx context.Context, in model.DeactivateUserIn
 	if u.DeactivatedAt == nil {
 		// The authenticator reads the user with every token it resolves,
 		// so the next request with any of their tokens is refused.
-		if u, err = u.Update().SetDeactivatedAt(time.Now()).Save(ctx); err != nil {
+		if u, err = u.Update().SetDeactivatedAt(r.now()).Save(ctx); err != nil {
 			return nil, err
 		}
 		// The turns this process runs for them stop vouching for their

@@ -5,7 +5,6 @@ import (
 	"context"
 	"slices"
 	"strings"
-	"time"
 	"unicode/utf8"
 
 	"github.com/toolgate/toolgate/ent"
@@ -148,7 +147,7 @@ func (r *Resolver) ratings(ctx context.Context, month *string) (*model.RatingSum
 	if _, err := apiViewer(ctx); err != nil {
 		return nil, err
 	}
-	start, end, err := monthRange(month, time.Now())
+	start, end, err := monthRange(month, r.now())
 	if err != nil {
 		return nil, err
 	}

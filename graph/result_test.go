@@ -16,7 +16,6 @@ import (
 	"github.com/toolgate/toolgate/ent"
 	"github.com/toolgate/toolgate/ent/schematype"
 	"github.com/toolgate/toolgate/ent/tenancy"
-	"github.com/toolgate/toolgate/ent/toolcall"
 	"github.com/toolgate/toolgate/ent/turn"
 	"github.com/toolgate/toolgate/graph/gid"
 	"github.com/toolgate/toolgate/runtime/dispatch"
@@ -37,7 +36,7 @@ func storeResult(t testing.TB, c *ent.Client, conversationID, ref string, kind s
 	sr := c.StoredResult.Create().SetConversationID(convID).SetRef(ref).SetKind(kind).SetContent([]byte(content)).
 		SetChars(int64(utf8.RuneCountInString(content))).SetBytes(int64(len(content))).SetItems(1).SaveX(ctx)
 	c.ToolCall.Create().SetTurnID(tu.ID).SetPosition(0).SetName("research_web").
-		SetArguments(`{"query":"policy"}`).SetOutcome(toolcall.OutcomeHITS).SetAttempts(1).
+		SetArguments(`{"query":"policy"}`).SetOutcome(schematype.OutcomeHits).SetAttempts(1).
 		SetRef(ref).SetResultID(sr.ID).SaveX(ctx)
 }
 
@@ -391,7 +390,7 @@ func TestReadToolResultThroughDispatch(t *testing.T) {
 	}
 
 	res := call(`{"refs": ["r_policy", "r_guessed"], "offset": 100, "maxChars": 1024}`)
-	require.Equal(t, dispatch.Hits, res.Outcome, res.Message)
+	require.Equal(t, schematype.OutcomeHits, res.Outcome, res.Message)
 	want := string([]rune(policy)[100 : 100+1024])
 	start := int64(len(string([]rune(policy)[:100])))
 	require.Equal(t, []schematype.Span{{Ref: "r_policy", Start: start, End: start + int64(len(want))}}, res.Evidence)
@@ -402,7 +401,7 @@ func TestReadToolResultThroughDispatch(t *testing.T) {
 	require.Equal(t, want, get(decode(t, res.Content), "reads", 0, "text"))
 
 	res = call(`{"refs": ["r_policy"], "query": "reimbursment deadline", "match": "fuzzy", "contextChars": 0}`)
-	require.Equal(t, dispatch.Hits, res.Outcome, res.Message)
+	require.Equal(t, schematype.OutcomeHits, res.Outcome, res.Message)
 	require.Len(t, res.Evidence, 1)
 	require.Equal(t, "reimbursement deadline", policy[res.Evidence[0].Start:res.Evidence[0].End])
 
@@ -412,11 +411,11 @@ func TestReadToolResultThroughDispatch(t *testing.T) {
 		`{"refs": ["r_policy"], "query": "no such words"}`,
 	} {
 		res = call(args)
-		require.Equal(t, dispatch.Absence, res.Outcome, args)
+		require.Equal(t, schematype.OutcomeAbsence, res.Outcome, args)
 		require.Empty(t, res.Evidence, args)
 	}
 	res = call(`{"refs": ["r_policy"], "maxChars": 100}`)
-	require.Equal(t, dispatch.Refused, res.Outcome, "the schema refuses it before it is sent")
+	require.Equal(t, schematype.OutcomeRefused, res.Outcome, "the schema refuses it before it is sent")
 }
 
 func decode(t *testing.T, raw []byte) any {

@@ -178,7 +178,7 @@ func NewServer(cfg Config) *Server {
 	s.mux.Handle("/admin/", adminConsole)
 	s.mux.Handle("/artifacts/{id}/versions/{n}", s.auth.Middleware(artifactVersionHandler(client, cfg.Log)))
 	s.mux.Handle("/conversations/{conversationId}/files/{path...}", s.auth.Middleware(fileHandler(client, cfg.Log)))
-	s.mux.Handle(UsageCSVPath, s.auth.Middleware(usageCSVHandler(client, cfg.Log)))
+	s.mux.Handle(UsageCSVPath, s.auth.Middleware(usageCSVHandler(client, cfg.Log, (&Resolver{Runner: cfg.Runner}).now)))
 	s.mux.HandleFunc("/healthz", func(w http.ResponseWriter, _ *http.Request) {
 		w.Header().Set("Content-Type", "text/plain")
 		_, _ = io.WriteString(w, "ok\n")

@@ -22,7 +22,6 @@ import (
 	"github.com/toolgate/toolgate/ent"
 	"github.com/toolgate/toolgate/ent/schematype"
 	"github.com/toolgate/toolgate/ent/tenancy"
-	"github.com/toolgate/toolgate/ent/toolcall"
 	"github.com/toolgate/toolgate/ent/turn"
 	"github.com/toolgate/toolgate/graph"
 	"github.com/toolgate/toolgate/graph/auth"
@@ -408,7 +407,7 @@ func seedTranscript(t testing.TB, c *ent.Client, convID, turns, calls int) {
 		tcs := make([]*ent.ToolCallCreate, calls)
 		for i := range tcs {
 			tcs[i] = c.ToolCall.Create().SetTurnID(tu.ID).SetPosition(i).SetName("calculator").
-				SetArguments(`{"expression":"1+1"}`).SetOutcome(toolcall.OutcomeHITS).SetAttempts(1).
+				SetArguments(`{"expression":"1+1"}`).SetOutcome(schematype.OutcomeHits).SetAttempts(1).
 				SetRef(rs[i].Ref).SetResultID(rs[i].ID)
 		}
 		c.ToolCall.CreateBulk(tcs...).SaveX(ctx)

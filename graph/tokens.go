@@ -3,7 +3,6 @@ package graph
 import (
 	"context"
 	"strings"
-	"time"
 
 	"github.com/toolgate/toolgate/ent"
 	"github.com/toolgate/toolgate/ent/apitoken"
@@ -20,7 +19,7 @@ func (r *Resolver) createAPIToken(ctx context.Context, in model.CreateAPITokenIn
 	if name == "" {
 		return nil, inputErrorf("name is empty")
 	}
-	if in.ExpiresAt != nil && !in.ExpiresAt.After(time.Now()) {
+	if in.ExpiresAt != nil && !in.ExpiresAt.After(r.now()) {
 		return nil, inputErrorf("expiresAt is not in the future")
 	}
 	token, hash, err := auth.NewToken()
@@ -52,7 +51,7 @@ func (r *Resolver) revokeAPIToken(ctx context.Context, id int) (*ent.APIToken, e
 	if t.RevokedAt != nil {
 		return t, nil
 	}
-	return t.Update().SetRevokedAt(time.Now()).Save(ctx)
+	return t.Update().SetRevokedAt(r.now()).Save(ctx)
 }
 
 func (r *Resolver) apiTokens(ctx context.Context) ([]*ent.APIToken, error) {

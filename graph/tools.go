@@ -146,7 +146,7 @@ func (r *Resolver) turnTime(ctx context.Context) (time.Time, error) {
 		return time.Time{}, err
 	}
 	if !v.Scoped() {
-		return time.Now(), nil
+		return r.now(), nil
 	}
 	t, err := r.Client.Turn.Get(ctx, v.TurnID)
 	if err != nil {

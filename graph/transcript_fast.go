@@ -21,6 +21,7 @@ import (
 	"github.com/99designs/gqlgen/graphql"
 	"github.com/vektah/gqlparser/v2/ast"
 
+	"github.com/toolgate/toolgate/db"
 	"github.com/toolgate/toolgate/ent/agent"
 	"github.com/toolgate/toolgate/ent/conversation"
 	"github.com/toolgate/toolgate/ent/modelcall"
@@ -428,10 +429,6 @@ type textTime struct {
 	dest *sql.NullTime
 }
 
-// sqliteTime is the layout the database writes times in on SQLite, in
-// UTC (db).
-const sqliteTime = "2006-01-02 15:04:05.999999999-07:00"
-
 // newColumns starts the columns of a statement on table.
 func (t *fastRead) newColumns(b *entsql.DialectBuilder, table string) columns {
 	return columns{table: b.Table(table), sqlite: t.drv.Dialect() == dialect.SQLite}
@@ -529,7 +526,7 @@ func (c *columns) parseTimes() error {
 			*tt.dest = sql.NullTime{}
 			continue
 		}
-		v, err := time.ParseInLocation(sqliteTime, tt.text.String, time.UTC)
+		v, err := time.ParseInLocation(db.SQLiteTime, tt.text.String, time.UTC)
 		if err != nil {
 			return fmt.Errorf("read time: %w", err)
 		}

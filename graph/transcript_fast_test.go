@@ -17,7 +17,6 @@ import (
 	"github.com/toolgate/toolgate/db/dbtest"
 	"github.com/toolgate/toolgate/ent/schematype"
 	"github.com/toolgate/toolgate/ent/tenancy"
-	"github.com/toolgate/toolgate/ent/toolcall"
 	"github.com/toolgate/toolgate/ent/turn"
 	"github.com/toolgate/toolgate/graph"
 	"github.com/toolgate/toolgate/graph/console"
@@ -333,11 +332,11 @@ func seedOddTurns(t testing.TB, b *testBundle, convID int) {
 	foreign := c.StoredResult.Create().SetConversationID(otherID).SetRef("foreign").SetKind(schematype.KindJSON).
 		SetContent([]byte(`{}`)).SetChars(2).SetBytes(2).SetItems(1).SaveX(ctx)
 	c.ToolCall.Create().SetTurnID(odd.ID).SetPosition(0).SetName("search_documents").SetArguments(`{"queries":["a","b"]}`).
-		SetOutcome(toolcall.OutcomeOUTAGE).SetAttempts(3).SetMessage("unreachable \"backend\"").SetGuardrail("looked like an instruction").
+		SetOutcome(schematype.OutcomeOutage).SetAttempts(3).SetMessage("unreachable \"backend\"").SetGuardrail("looked like an instruction").
 		SetFailures([]schematype.ItemFailure{{Item: 0, Input: "a", Kind: schematype.FailureOutage, Message: "budget exceeded"}, {Item: 1, Message: "no kind"}}).
 		SetFinishedAt(finished).SetResultID(foreign.ID).SetRef("foreign").SetArgumentsRef("args-ref").ExecX(ctx)
 	c.ToolCall.Create().SetTurnID(odd.ID).SetPosition(1).SetName("calculator").SetArguments(`{}`).
-		SetOutcome(toolcall.OutcomeREFUSED).SetAttempts(0).ExecX(ctx)
+		SetOutcome(schematype.OutcomeRefused).SetAttempts(0).ExecX(ctx)
 	c.Turn.Create().SetConversationID(convID).SetNumber(n + 2).SetUserText("running").SaveX(ctx)
 }
 

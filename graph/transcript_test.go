@@ -12,8 +12,8 @@ import (
 	"github.com/toolgate/toolgate/db"
 	"github.com/toolgate/toolgate/db/dbtest"
 	"github.com/toolgate/toolgate/ent"
+	"github.com/toolgate/toolgate/ent/schematype"
 	"github.com/toolgate/toolgate/ent/tenancy"
-	"github.com/toolgate/toolgate/ent/toolcall"
 	"github.com/toolgate/toolgate/ent/turn"
 	"github.com/toolgate/toolgate/graph"
 	"github.com/toolgate/toolgate/graph/gid"
@@ -61,7 +61,7 @@ func seedTurns(t testing.TB, c *ent.Client, conversationID string, turns ...past
 		}
 		for j, args := range pt.calls {
 			c.ToolCall.Create().SetTurnID(tu.ID).SetPosition(j).SetName("calculator").
-				SetArguments(args).SetOutcome(toolcall.OutcomeHITS).SetAttempts(1).
+				SetArguments(args).SetOutcome(schematype.OutcomeHits).SetAttempts(1).
 				SetRef(fmt.Sprintf("ref-%d-%d", tu.Number, j)).SaveX(ctx)
 		}
 	}

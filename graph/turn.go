@@ -242,7 +242,7 @@ func (r *Resolver) answerClarification(ctx context.Context, in model.AnswerClari
 	if err := c.ToolCall.UpdateOneID(call.ID).SetHeard(fmt.Sprintf("The user answered: %s", answer)).Exec(ctx); err != nil {
 		return nil, err
 	}
-	now := time.Now()
+	now := r.now()
 	if r.Runner != nil {
 		now = r.Runner.Now()
 	}
@@ -270,7 +270,7 @@ func (r *Resolver) cancelTurn(ctx context.Context, id int) (*ent.Turn, error) {
 	if t.Status != turn.StatusRUNNING && t.Status != turn.StatusWAITING_FOR_CLARIFICATION && t.Status != turn.StatusWAITING_FOR_APPROVAL {
 		return t, nil
 	}
-	t, err = t.Update().SetStatus(turn.StatusCANCELLED).SetFinishedAt(time.Now()).SetError("cancelled").Save(ctx)
+	t, err = t.Update().SetStatus(turn.StatusCANCELLED).SetFinishedAt(r.now()).SetError("cancelled").Save(ctx)
 	if err != nil {
 		return nil, err
 	}
@@ -281,7 +281,7 @@ func (r *Resolver) cancelTurn(ctx context.Context, id int) (*ent.Turn, error) {
 				if err == nil {
 					r.Runner.Cancel(id)
 					r.Runner.Ended(string(turn.StatusCANCELLED), t.StartedAt)
-					r.Runner.Events().Publish(events.Event{Kind: events.Status, TurnID: id, Status: string(turn.StatusCANCELLED), At: time.Now()})
+					r.Runner.Events().Publish(events.Event{Kind: events.Status, TurnID: id, Status: string(turn.StatusCANCELLED), At: r.now()})
 				}
 				return err
 			})
@@ -300,7 +300,7 @@ func (r *Resolver) usage(ctx context.Context, month *string) (*model.Usage, erro
 	if _, err := apiViewer(ctx); err != nil {
 		return nil, err
 	}
-	start, end, err := monthRange(month, time.Now())
+	start, end, err := monthRange(month, r.now())
 	if err != nil {
 		return nil, err
 	}

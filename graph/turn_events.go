@@ -137,7 +137,7 @@ func (f *follower) follow(sub *events.Subscription, t *ent.Turn, past []pastEven
 		}
 	}
 	if !replay {
-		if !f.send(&model.TurnEvent{Kind: events.Status, Of: t, At: time.Now()}) {
+		if !f.send(&model.TurnEvent{Kind: events.Status, Of: t, At: f.r.now()}) {
 			return
 		}
 	}
@@ -328,7 +328,7 @@ func (f *follower) apply(tx events.Text) bool {
 // 0 after a restart).
 func (f *follower) sendText(text string, offset int) bool {
 	f.at.told(text)
-	return f.send(&model.TurnEvent{Kind: events.TextDelta, Of: f.running(), At: time.Now(),
+	return f.send(&model.TurnEvent{Kind: events.TextDelta, Of: f.running(), At: f.r.now(),
 		Delta: &model.TextDelta{Text: text, Offset: offset}})
 }
 
@@ -351,7 +351,7 @@ func (f *follower) writings(calls []events.Writing) bool {
 		}
 		p.args = w.Chars
 		w := w
-		if !f.send(&model.TurnEvent{Kind: events.ToolCallWriting, Of: f.running(), At: time.Now(), Writing: &w}) {
+		if !f.send(&model.TurnEvent{Kind: events.ToolCallWriting, Of: f.running(), At: f.r.now(), Writing: &w}) {
 			return false
 		}
 	}
@@ -670,7 +670,7 @@ func turnAsOf(t *ent.Turn, status string) *ent.Turn {
 // nothing of its result.
 func callStarted(c *ent.ToolCall) *ent.ToolCall {
 	cp := *c
-	cp.Outcome = toolcall.OutcomePENDING
+	cp.Outcome = schematype.OutcomePending
 	cp.Attempts = 0
 	cp.Failures, cp.Evidence, cp.Repairs = []schematype.ItemFailure{}, []schematype.Span{}, []schematype.Repair{}
 	cp.Message, cp.Heard, cp.Ref, cp.Guardrail, cp.ArgumentsRef = nil, nil, nil, nil, nil
@@ -757,11 +757,11 @@ func (r *Resolver) pastEvents(ctx context.Context, t *ent.Turn, deltas bool) ([]
 	// A call's own events, at phase: its start once it is stored (or, for a
 	// call decided on, once it was taken up), its end once recorded.
 	callEvents := func(c *ent.ToolCall, phase int, taken bool) {
-		if c.Outcome == toolcall.OutcomePENDING && !taken {
+		if c.Outcome == schematype.OutcomePending && !taken {
 			return
 		}
 		addAt(events.ToolCallStarted, c.Step, phase, c, turn.StatusRUNNING, c.StartedAt)
-		if c.Outcome != toolcall.OutcomePENDING && c.FinishedAt != nil {
+		if c.Outcome != schematype.OutcomePending && c.FinishedAt != nil {
 			addAt(events.ToolCallFinished, c.Step, phase, c, turn.StatusRUNNING, *c.FinishedAt)
 		}
 	}
@@ -845,7 +845,7 @@ func (r *Resolver) pastEvents(ctx context.Context, t *ent.Turn, deltas bool) ([]
 		}
 		add(events.Status, 0, nil, t.Status, at)
 	} else if status != t.Status {
-		add(events.Status, max(steps-1, 0), nil, t.Status, time.Now())
+		add(events.Status, max(steps-1, 0), nil, t.Status, r.now())
 	}
 	return out, nil
 }
@@ -867,7 +867,7 @@ func (r *Resolver) pastApprovals(t *ent.Turn, step int, gated []*ent.ToolCall, a
 		if a.Decision != nil {
 			decided = append(decided, c)
 		}
-		ran = ran || c.Outcome != toolcall.OutcomePENDING || a.DispatchedAt != nil
+		ran = ran || c.Outcome != schematype.OutcomePending || a.DispatchedAt != nil
 	}
 	// Stored with the approvals, the pause is told once the turn took it
 	// (a decision needs it), or went on past it.

@@ -13,7 +13,6 @@ import (
 	"github.com/toolgate/toolgate/db/dbtest"
 	"github.com/toolgate/toolgate/ent/schematype"
 	"github.com/toolgate/toolgate/ent/tenancy"
-	"github.com/toolgate/toolgate/ent/toolcall"
 	"github.com/toolgate/toolgate/ent/turn"
 	"github.com/toolgate/toolgate/graph"
 	"github.com/toolgate/toolgate/graph/gid"
@@ -52,7 +51,7 @@ type wsStored struct {
 	content   string
 	kind      schematype.ResultKind
 	tool      string
-	outcome   toolcall.Outcome
+	outcome   schematype.Outcome
 	truncated bool
 }
 
@@ -68,7 +67,7 @@ func (b *testBundle) wsStore(t testing.TB, conversationID string, s wsStored) {
 		s.tool = "research_web"
 	}
 	if s.outcome == "" {
-		s.outcome = toolcall.OutcomeHITS
+		s.outcome = schematype.OutcomeHits
 	}
 	n := b.client.Turn.Query().Where(turn.ConversationID(convID)).CountX(ctx)
 	tu := b.client.Turn.Create().SetConversationID(convID).SetNumber(n + 1).SetUserText("seed").
@@ -277,7 +276,7 @@ func TestWorkspaceExport(t *testing.T) {
 		b.wsStore(t, conv, wsStored{ref: "r-big", content: big})
 		b.wsStore(t, conv, wsStored{ref: "r-text", kind: schematype.KindText, content: "<h1>A</h1> <p>x</p> <p>y</p>"})
 		b.wsStore(t, conv, wsStored{ref: "r-window", tool: "read_tool_result", content: `{"text": "part"}`})
-		b.wsStore(t, conv, wsStored{ref: "r-failed", outcome: toolcall.OutcomeERROR, content: `{"error": "boom"}`})
+		b.wsStore(t, conv, wsStored{ref: "r-failed", outcome: schematype.OutcomeError, content: `{"error": "boom"}`})
 		b.wsStore(t, conv, wsStored{ref: "r-cut", truncated: true, content: `{"rows": [1]}`})
 
 		// Through a scope token, with the arguments exactly as a model sends them.

@@ -5,7 +5,6 @@ import (
 
 	"github.com/toolgate/toolgate/ent"
 	"github.com/toolgate/toolgate/ent/schematype"
-	"github.com/toolgate/toolgate/ent/toolcall"
 )
 
 // The rules of a question's pause, read by the runtime that pauses and
@@ -18,7 +17,7 @@ import (
 // which, that ran and succeeded), or -1.
 func Asking(calls []*ent.ToolCall, pauses func(name string) bool) int {
 	for i, c := range calls {
-		if pauses(c.Name) && (c.Outcome == toolcall.OutcomeHITS || c.Outcome == toolcall.OutcomeABSENCE) {
+		if pauses(c.Name) && c.Outcome.Succeeded() {
 			return i
 		}
 	}

@@ -437,7 +437,7 @@ func (l SearchLimits) Check(queries []string, maxResults *int) error {
 	}
 	seen := map[string]bool{}
 	for i, q := range queries {
-		k := strings.ToLower(strings.Join(strings.Fields(q), " "))
+		k := QueryKey(q)
 		switch {
 		case k == "":
 			return Refusef("queries[%d] is empty", i)

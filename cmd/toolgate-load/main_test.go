@@ -16,7 +16,6 @@ import (
 	"github.com/toolgate/toolgate/db/dbtest"
 	"github.com/toolgate/toolgate/ent/schematype"
 	"github.com/toolgate/toolgate/ent/tenancy"
-	"github.com/toolgate/toolgate/ent/toolcall"
 	"github.com/toolgate/toolgate/graph"
 	"github.com/toolgate/toolgate/graph/auth"
 	"github.com/toolgate/toolgate/graph/gid"
@@ -92,7 +91,7 @@ func seed(t *testing.T, d *db.DB, g *auth.Grant, turns, calls int) int {
 			r := c.StoredResult.Create().SetConversationID(conv.ID).SetRef(fmt.Sprintf("r-%d-%d", n, i)).
 				SetKind(schematype.KindJSON).SetContent([]byte(`{}`)).SetChars(2).SetBytes(2).SetItems(1).SaveX(ctx)
 			c.ToolCall.Create().SetTurnID(tu.ID).SetPosition(i).SetName("calculator").SetArguments(`{"expression":"1+1"}`).
-				SetOutcome(toolcall.OutcomeHITS).SetAttempts(1).SetRef(r.Ref).SetResultID(r.ID).ExecX(ctx)
+				SetOutcome(schematype.OutcomeHits).SetAttempts(1).SetRef(r.Ref).SetResultID(r.ID).ExecX(ctx)
 		}
 	}
 	return conv.ID

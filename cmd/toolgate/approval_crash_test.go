@@ -82,7 +82,7 @@ func approvalCrashRun(t *testing.T, bin, url string) {
 	calls := client.ToolCall.Query().Where(toolcall.TurnID(id), toolcall.Name("billing__charge")).Order(ent.Asc(toolcall.FieldPosition)).AllX(ctx)
 	require.Len(t, calls, crashCharges)
 	ran := bill.runs()
-	outcomes := map[toolcall.Outcome]int{}
+	outcomes := map[schematype.Outcome]int{}
 	for _, c := range calls {
 		outcomes[c.Outcome]++
 		var args struct{ Name string }
@@ -90,9 +90,9 @@ func approvalCrashRun(t *testing.T, bin, url string) {
 		a := client.Approval.Query().Where(approval.ToolCallID(c.ID)).OnlyX(ctx) // asked once, never again
 		require.Equal(t, schematype.DecisionApprove, *a.Decision)
 		switch c.Outcome {
-		case toolcall.OutcomeHITS:
+		case schematype.OutcomeHits:
 			require.Equal(t, 1, ran[args.Name], "charge %s ran once", args.Name)
-		case toolcall.OutcomeMAY_HAVE_RUN:
+		case schematype.OutcomeMayHaveRun:
 			require.LessOrEqual(t, ran[args.Name], 1, "charge %s: taken up before the kill, never sent again", args.Name)
 		default:
 			t.Errorf("charge %s: %s %v", args.Name, c.Outcome, c.Message)

@@ -31,8 +31,8 @@ import (
 	"github.com/toolgate/toolgate/db/dbtest"
 	"github.com/toolgate/toolgate/ent"
 	"github.com/toolgate/toolgate/ent/conversation"
+	"github.com/toolgate/toolgate/ent/schematype"
 	"github.com/toolgate/toolgate/ent/tenancy"
-	"github.com/toolgate/toolgate/ent/toolcall"
 	"github.com/toolgate/toolgate/ent/turn"
 	"github.com/toolgate/toolgate/graph"
 )
@@ -518,12 +518,12 @@ func crashRun(t *testing.T, bin, url string) {
 			require.NotContains(t, recorded, args.Name, "charge %s recorded twice", args.Name)
 			recorded[args.Name] = c
 			switch c.Outcome {
-			case toolcall.OutcomeHITS:
+			case schematype.OutcomeHits:
 				// Ran once, and its result was kept.
 				require.Equal(t, 1, ran[args.Name], "charge %s", args.Name)
 				res := c.QueryResult().OnlyX(ctx)
 				require.Equal(t, "charged "+args.Name, string(res.Content))
-			case toolcall.OutcomeMAY_HAVE_RUN:
+			case schematype.OutcomeMayHaveRun:
 				// The kill came between the call and its record: never sent again.
 				require.LessOrEqual(t, ran[args.Name], 1, "charge %s", args.Name)
 			default:

@@ -10,6 +10,7 @@ import (
 
 	"github.com/toolgate/toolgate/db"
 	"github.com/toolgate/toolgate/db/dbtest"
+	"github.com/toolgate/toolgate/ent/schematype"
 	"github.com/toolgate/toolgate/ent/tenancy"
 	"github.com/toolgate/toolgate/ent/toolcall"
 	"github.com/toolgate/toolgate/ent/turn"
@@ -78,7 +79,7 @@ func drainRun(t *testing.T, bin, url string) {
 	// The call finished and was recorded whole; the turn waits for a runner.
 	calls := client.ToolCall.Query().Where(toolcall.TurnID(turnID), toolcall.Name("billing__charge")).AllX(ctx)
 	require.Len(t, calls, 1)
-	require.Equal(t, toolcall.OutcomeHITS, calls[0].Outcome)
+	require.Equal(t, schematype.OutcomeHits, calls[0].Outcome)
 	require.Equal(t, "charged c0-t1-1", string(calls[0].QueryResult().OnlyX(ctx).Content))
 	require.Equal(t, turn.StatusRUNNING, client.Turn.GetX(ctx, turnID).Status)
 
@@ -93,6 +94,6 @@ func drainRun(t *testing.T, bin, url string) {
 	calls = client.ToolCall.Query().Where(toolcall.TurnID(turnID), toolcall.Name("billing__charge")).AllX(ctx)
 	require.Len(t, calls, 3)
 	for _, c := range calls {
-		require.Equal(t, toolcall.OutcomeHITS, c.Outcome)
+		require.Equal(t, schematype.OutcomeHits, c.Outcome)
 	}
 }

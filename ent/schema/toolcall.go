@@ -34,9 +34,8 @@ func (ToolCall) Fields() []ent.Field {
 			Comment("The tool's name, as the model called it; an application's tool as <application>__<tool>."),
 		field.Text("arguments").Default("{}").
 			Comment("JSON, as repaired and sent"),
-		field.Enum("outcome").
-			Values("PENDING", "HITS", "ABSENCE", "OUTAGE", "REFUSED", "ERROR", "MAY_HAVE_RUN", "DECLINED").
-			Default("PENDING").
+		field.Enum("outcome").GoType(schematype.Outcome("")).
+			Default(string(schematype.OutcomePending)).
 			Annotations(entgql.Type("ToolOutcome")).
 			Comment("How the call ended: PENDING until its outcome is recorded, then HITS, ABSENCE, OUTAGE, REFUSED, ERROR, MAY_HAVE_RUN or DECLINED (a person said no)."),
 		field.Int("attempts").Default(0).NonNegative().

@@ -40,17 +40,27 @@ func (k ResultKind) MarshalGQL(w io.Writer) {
 
 // UnmarshalGQL reads a GraphQL enum value.
 func (k *ResultKind) UnmarshalGQL(v any) error {
+	return unmarshalEnum(k, v, "result kind", "not one of TEXT, JSON, MEDIA")
+}
+
+// unmarshalEnum reads v, a GraphQL enum value, into e when it is one of
+// e's values; what names the enum in the error, and unknown says why a
+// string that is not one of them is refused.
+func unmarshalEnum[E interface {
+	~string
+	Values() []string
+}](e *E, v any, what, unknown string) error {
 	s, ok := v.(string)
 	if !ok {
-		return fmt.Errorf("result kind %v: want a string", v)
+		return fmt.Errorf("%s %v: want a string", what, v)
 	}
-	for _, want := range k.Values() {
+	for _, want := range (*e).Values() {
 		if s == want {
-			*k = ResultKind(s)
+			*e = E(s)
 			return nil
 		}
 	}
-	return fmt.Errorf("result kind %q: not one of TEXT, JSON, MEDIA", s)
+	return fmt.Errorf("%s %q: %s", what, s, unknown)
 }
 
 // FailureKind says what became of one failed item of a many-item call.

@@ -4,13 +4,12 @@ package toolcall
 
 import (
 	"fmt"
-	"io"
-	"strconv"
 	"time"
 
 	"entgo.io/ent"
 	"entgo.io/ent/dialect/sql"
 	"entgo.io/ent/dialect/sql/sqlgraph"
+	"github.com/99designs/gqlgen/graphql"
 	"github.com/toolgate/toolgate/ent/schematype"
 )
 
@@ -143,32 +142,12 @@ var (
 	DefaultStartedAt func() time.Time
 )
 
-// Outcome defines the type for the "outcome" enum field.
-type Outcome string
-
-// OutcomePENDING is the default value of the Outcome enum.
-const DefaultOutcome = OutcomePENDING
-
-// Outcome values.
-const (
-	OutcomePENDING      Outcome = "PENDING"
-	OutcomeHITS         Outcome = "HITS"
-	OutcomeABSENCE      Outcome = "ABSENCE"
-	OutcomeOUTAGE       Outcome = "OUTAGE"
-	OutcomeREFUSED      Outcome = "REFUSED"
-	OutcomeERROR        Outcome = "ERROR"
-	OutcomeMAY_HAVE_RUN Outcome = "MAY_HAVE_RUN"
-	OutcomeDECLINED     Outcome = "DECLINED"
-)
-
-func (o Outcome) String() string {
-	return string(o)
-}
+const DefaultOutcome schematype.Outcome = "PENDING"
 
 // OutcomeValidator is a validator for the "outcome" field enum values. It is called by the builders before save.
-func OutcomeValidator(o Outcome) error {
-	switch o {
-	case OutcomePENDING, OutcomeHITS, OutcomeABSENCE, OutcomeOUTAGE, OutcomeREFUSED, OutcomeERROR, OutcomeMAY_HAVE_RUN, OutcomeDECLINED:
+func OutcomeValidator(o schematype.Outcome) error {
+	switch o.String() {
+	case "PENDING", "HITS", "ABSENCE", "OUTAGE", "REFUSED", "ERROR", "MAY_HAVE_RUN", "DECLINED":
 		return nil
 	default:
 		return fmt.Errorf("toolcall: invalid enum value for outcome field: %q", o)
@@ -291,20 +270,9 @@ func newResultStep() *sqlgraph.Step {
 	)
 }
 
-// MarshalGQL implements graphql.Marshaler interface.
-func (e Outcome) MarshalGQL(w io.Writer) {
-	io.WriteString(w, strconv.Quote(e.String()))
-}
-
-// UnmarshalGQL implements graphql.Unmarshaler interface.
-func (e *Outcome) UnmarshalGQL(val interface{}) error {
-	str, ok := val.(string)
-	if !ok {
-		return fmt.Errorf("enum %T must be a string", val)
-	}
-	*e = Outcome(str)
-	if err := OutcomeValidator(*e); err != nil {
-		return fmt.Errorf("%s is not a valid Outcome", str)
-	}
-	return nil
-}
+var (
+	// schematype.Outcome must implement graphql.Marshaler.
+	_ graphql.Marshaler = (*schematype.Outcome)(nil)
+	// schematype.Outcome must implement graphql.Unmarshaler.
+	_ graphql.Unmarshaler = (*schematype.Outcome)(nil)
+)

@@ -8,6 +8,7 @@ import (
 	"entgo.io/ent/dialect/sql"
 	"entgo.io/ent/dialect/sql/sqlgraph"
 	"github.com/toolgate/toolgate/ent/predicate"
+	"github.com/toolgate/toolgate/ent/schematype"
 )
 
 // ID filters vertices based on their ID field.
@@ -426,23 +427,33 @@ func ArgumentsContainsFold(v string) predicate.ToolCall {
 }
 
 // OutcomeEQ applies the EQ predicate on the "outcome" field.
-func OutcomeEQ(v Outcome) predicate.ToolCall {
-	return predicate.ToolCall(sql.FieldEQ(FieldOutcome, v))
+func OutcomeEQ(v schematype.Outcome) predicate.ToolCall {
+	vc := v
+	return predicate.ToolCall(sql.FieldEQ(FieldOutcome, vc))
 }
 
 // OutcomeNEQ applies the NEQ predicate on the "outcome" field.
-func OutcomeNEQ(v Outcome) predicate.ToolCall {
-	return predicate.ToolCall(sql.FieldNEQ(FieldOutcome, v))
+func OutcomeNEQ(v schematype.Outcome) predicate.ToolCall {
+	vc := v
+	return predicate.ToolCall(sql.FieldNEQ(FieldOutcome, vc))
 }
 
 // OutcomeIn applies the In predicate on the "outcome" field.
-func OutcomeIn(vs ...Outcome) predicate.ToolCall {
-	return predicate.ToolCall(sql.FieldIn(FieldOutcome, vs...))
+func OutcomeIn(vs ...schematype.Outcome) predicate.ToolCall {
+	v := make([]any, len(vs))
+	for i := range v {
+		v[i] = vs[i]
+	}
+	return predicate.ToolCall(sql.FieldIn(FieldOutcome, v...))
 }
 
 // OutcomeNotIn applies the NotIn predicate on the "outcome" field.
-func OutcomeNotIn(vs ...Outcome) predicate.ToolCall {
-	return predicate.ToolCall(sql.FieldNotIn(FieldOutcome, vs...))
+func OutcomeNotIn(vs ...schematype.Outcome) predicate.ToolCall {
+	v := make([]any, len(vs))
+	for i := range v {
+		v[i] = vs[i]
+	}
+	return predicate.ToolCall(sql.FieldNotIn(FieldOutcome, v...))
 }
 
 // AttemptsEQ applies the EQ predicate on the "attempts" field.

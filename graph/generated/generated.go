@@ -21,12 +21,12 @@ import (
 	document1 "github.com/toolgate/toolgate/ent/document"
 	"github.com/toolgate/toolgate/ent/modelcall"
 	"github.com/toolgate/toolgate/ent/schematype"
-	"github.com/toolgate/toolgate/ent/toolcall"
 	"github.com/toolgate/toolgate/ent/turn"
 	"github.com/toolgate/toolgate/graph/gid"
 	"github.com/toolgate/toolgate/graph/model"
 	"github.com/toolgate/toolgate/offer"
 	"github.com/toolgate/toolgate/runtime/events"
+	"github.com/toolgate/toolgate/tools"
 	"github.com/toolgate/toolgate/tools/artifact"
 	"github.com/toolgate/toolgate/tools/artifact/browser"
 	"github.com/toolgate/toolgate/tools/catalog"
@@ -9039,7 +9039,7 @@ type ToolCall implements Node {
 """
 How a tool call ended.
 """
-enum ToolOutcome @goModel(model: "github.com/toolgate/toolgate/ent/toolcall.Outcome") {
+enum ToolOutcome @goModel(model: "github.com/toolgate/toolgate/ent/schematype.Outcome") {
   """
   Asked for, not finished yet.
   """
@@ -22302,7 +22302,7 @@ func (ec *executionContext) fieldContext_MemoryHit_createdAt(_ context.Context, 
 	return graphql.NewScalarFieldContext("MemoryHit", field, false, false, "Time")
 }
 
-func (ec *executionContext) _MemoryResults_query(ctx context.Context, field graphql.CollectedField, obj *memory.QueryHits) (ret graphql.Marshaler) {
+func (ec *executionContext) _MemoryResults_query(ctx context.Context, field graphql.CollectedField, obj *tools.QueryHits[memory.Hit]) (ret graphql.Marshaler) {
 	return graphql.ResolveField(
 		ctx,
 		ec.OperationContext,
@@ -22325,7 +22325,7 @@ func (ec *executionContext) fieldContext_MemoryResults_query(_ context.Context, 
 	return graphql.NewScalarFieldContext("MemoryResults", field, false, false, "String")
 }
 
-func (ec *executionContext) _MemoryResults_hits(ctx context.Context, field graphql.CollectedField, obj *memory.QueryHits) (ret graphql.Marshaler) {
+func (ec *executionContext) _MemoryResults_hits(ctx context.Context, field graphql.CollectedField, obj *tools.QueryHits[memory.Hit]) (ret graphql.Marshaler) {
 	return graphql.ResolveField(
 		ctx,
 		ec.OperationContext,
@@ -22370,7 +22370,7 @@ func (ec *executionContext) _MemorySearch_results(ctx context.Context, field gra
 		},
 		nil,
 		func(ctx context.Context, selections ast.SelectionSet, v []memory.QueryHits) graphql.Marshaler {
-			return ec.marshalNMemoryResults2ᚕgithubᚗcomᚋtoolgateᚋtoolgateᚋtoolsᚋmemoryᚐQueryHitsᚄ(ctx, selections, v)
+			return ec.marshalNMemoryResults2ᚕgithubᚗcomᚋtoolgateᚋtoolgateᚋtoolsᚐQueryHitsᚄ(ctx, selections, v)
 		},
 		true,
 		true,
@@ -25617,7 +25617,7 @@ func (ec *executionContext) fieldContext_Passage_text(_ context.Context, field g
 	return graphql.NewScalarFieldContext("Passage", field, false, false, "String")
 }
 
-func (ec *executionContext) _PassageQueryResult_query(ctx context.Context, field graphql.CollectedField, obj *document.QueryHits) (ret graphql.Marshaler) {
+func (ec *executionContext) _PassageQueryResult_query(ctx context.Context, field graphql.CollectedField, obj *tools.QueryHits[document.Passage]) (ret graphql.Marshaler) {
 	return graphql.ResolveField(
 		ctx,
 		ec.OperationContext,
@@ -25640,7 +25640,7 @@ func (ec *executionContext) fieldContext_PassageQueryResult_query(_ context.Cont
 	return graphql.NewScalarFieldContext("PassageQueryResult", field, false, false, "String")
 }
 
-func (ec *executionContext) _PassageQueryResult_hits(ctx context.Context, field graphql.CollectedField, obj *document.QueryHits) (ret graphql.Marshaler) {
+func (ec *executionContext) _PassageQueryResult_hits(ctx context.Context, field graphql.CollectedField, obj *tools.QueryHits[document.Passage]) (ret graphql.Marshaler) {
 	return graphql.ResolveField(
 		ctx,
 		ec.OperationContext,
@@ -25685,7 +25685,7 @@ func (ec *executionContext) _PassageSearch_results(ctx context.Context, field gr
 		},
 		nil,
 		func(ctx context.Context, selections ast.SelectionSet, v []document.QueryHits) graphql.Marshaler {
-			return ec.marshalNPassageQueryResult2ᚕgithubᚗcomᚋtoolgateᚋtoolgateᚋtoolsᚋdocumentᚐQueryHitsᚄ(ctx, selections, v)
+			return ec.marshalNPassageQueryResult2ᚕgithubᚗcomᚋtoolgateᚋtoolgateᚋtoolsᚐQueryHitsᚄ(ctx, selections, v)
 		},
 		true,
 		true,
@@ -25851,7 +25851,7 @@ func (ec *executionContext) fieldContext_PastConversationHit_snippet(_ context.C
 	return graphql.NewScalarFieldContext("PastConversationHit", field, false, false, "String")
 }
 
-func (ec *executionContext) _PastConversationResults_query(ctx context.Context, field graphql.CollectedField, obj *history.QueryHits) (ret graphql.Marshaler) {
+func (ec *executionContext) _PastConversationResults_query(ctx context.Context, field graphql.CollectedField, obj *tools.QueryHits[history.Hit]) (ret graphql.Marshaler) {
 	return graphql.ResolveField(
 		ctx,
 		ec.OperationContext,
@@ -25874,7 +25874,7 @@ func (ec *executionContext) fieldContext_PastConversationResults_query(_ context
 	return graphql.NewScalarFieldContext("PastConversationResults", field, false, false, "String")
 }
 
-func (ec *executionContext) _PastConversationResults_hits(ctx context.Context, field graphql.CollectedField, obj *history.QueryHits) (ret graphql.Marshaler) {
+func (ec *executionContext) _PastConversationResults_hits(ctx context.Context, field graphql.CollectedField, obj *tools.QueryHits[history.Hit]) (ret graphql.Marshaler) {
 	return graphql.ResolveField(
 		ctx,
 		ec.OperationContext,
@@ -25919,7 +25919,7 @@ func (ec *executionContext) _PastConversationSearch_results(ctx context.Context,
 		},
 		nil,
 		func(ctx context.Context, selections ast.SelectionSet, v []history.QueryHits) graphql.Marshaler {
-			return ec.marshalNPastConversationResults2ᚕgithubᚗcomᚋtoolgateᚋtoolgateᚋtoolsᚋhistoryᚐQueryHitsᚄ(ctx, selections, v)
+			return ec.marshalNPastConversationResults2ᚕgithubᚗcomᚋtoolgateᚋtoolgateᚋtoolsᚐQueryHitsᚄ(ctx, selections, v)
 		},
 		true,
 		true,
@@ -29536,8 +29536,8 @@ func (ec *executionContext) _ToolCall_outcome(ctx context.Context, field graphql
 			return obj.Outcome, nil
 		},
 		nil,
-		func(ctx context.Context, selections ast.SelectionSet, v toolcall.Outcome) graphql.Marshaler {
-			return ec.marshalNToolOutcome2githubᚗcomᚋtoolgateᚋtoolgateᚋentᚋtoolcallᚐOutcome(ctx, selections, v)
+		func(ctx context.Context, selections ast.SelectionSet, v schematype.Outcome) graphql.Marshaler {
+			return ec.marshalNToolOutcome2githubᚗcomᚋtoolgateᚋtoolgateᚋentᚋschematypeᚐOutcome(ctx, selections, v)
 		},
 		true,
 		true,
@@ -43785,7 +43785,7 @@ func (ec *executionContext) _MemoryHit(ctx context.Context, sel ast.SelectionSet
 
 var memoryResultsImplementors = []string{"MemoryResults"}
 
-func (ec *executionContext) _MemoryResults(ctx context.Context, sel ast.SelectionSet, obj *memory.QueryHits) graphql.Marshaler {
+func (ec *executionContext) _MemoryResults(ctx context.Context, sel ast.SelectionSet, obj *tools.QueryHits[memory.Hit]) graphql.Marshaler {
 	fields := graphql.CollectFields(ec.OperationContext, sel, memoryResultsImplementors)
 
 	out := graphql.NewFieldSet(fields)
@@ -44718,7 +44718,7 @@ func (ec *executionContext) _Passage(ctx context.Context, sel ast.SelectionSet, 
 
 var passageQueryResultImplementors = []string{"PassageQueryResult"}
 
-func (ec *executionContext) _PassageQueryResult(ctx context.Context, sel ast.SelectionSet, obj *document.QueryHits) graphql.Marshaler {
+func (ec *executionContext) _PassageQueryResult(ctx context.Context, sel ast.SelectionSet, obj *tools.QueryHits[document.Passage]) graphql.Marshaler {
 	fields := graphql.CollectFields(ec.OperationContext, sel, passageQueryResultImplementors)
 
 	out := graphql.NewFieldSet(fields)
@@ -44847,7 +44847,7 @@ func (ec *executionContext) _PastConversationHit(ctx context.Context, sel ast.Se
 
 var pastConversationResultsImplementors = []string{"PastConversationResults"}
 
-func (ec *executionContext) _PastConversationResults(ctx context.Context, sel ast.SelectionSet, obj *history.QueryHits) graphql.Marshaler {
+func (ec *executionContext) _PastConversationResults(ctx context.Context, sel ast.SelectionSet, obj *tools.QueryHits[history.Hit]) graphql.Marshaler {
 	fields := graphql.CollectFields(ec.OperationContext, sel, pastConversationResultsImplementors)
 
 	out := graphql.NewFieldSet(fields)
@@ -49845,15 +49845,15 @@ func (ec *executionContext) marshalNMemoryOrderField2ᚖgithubᚗcomᚋtoolgate�
 	return v
 }
 
-func (ec *executionContext) marshalNMemoryResults2githubᚗcomᚋtoolgateᚋtoolgateᚋtoolsᚋmemoryᚐQueryHits(ctx context.Context, sel ast.SelectionSet, v memory.QueryHits) graphql.Marshaler {
+func (ec *executionContext) marshalNMemoryResults2githubᚗcomᚋtoolgateᚋtoolgateᚋtoolsᚐQueryHits(ctx context.Context, sel ast.SelectionSet, v memory.QueryHits) graphql.Marshaler {
 	return ec._MemoryResults(ctx, sel, &v)
 }
 
-func (ec *executionContext) marshalNMemoryResults2ᚕgithubᚗcomᚋtoolgateᚋtoolgateᚋtoolsᚋmemoryᚐQueryHitsᚄ(ctx context.Context, sel ast.SelectionSet, v []memory.QueryHits) graphql.Marshaler {
+func (ec *executionContext) marshalNMemoryResults2ᚕgithubᚗcomᚋtoolgateᚋtoolgateᚋtoolsᚐQueryHitsᚄ(ctx context.Context, sel ast.SelectionSet, v []memory.QueryHits) graphql.Marshaler {
 	ret := graphql.MarshalSliceConcurrently(ctx, len(v), 0, false, func(ctx context.Context, i int) graphql.Marshaler {
 		fc := graphql.GetFieldContext(ctx)
 		fc.Result = &v[i]
-		return ec.marshalNMemoryResults2githubᚗcomᚋtoolgateᚋtoolgateᚋtoolsᚋmemoryᚐQueryHits(ctx, sel, v[i])
+		return ec.marshalNMemoryResults2githubᚗcomᚋtoolgateᚋtoolgateᚋtoolsᚐQueryHits(ctx, sel, v[i])
 	})
 
 	for _, e := range ret {
@@ -50039,15 +50039,15 @@ func (ec *executionContext) marshalNPassage2ᚕgithubᚗcomᚋtoolgateᚋtoolgat
 	return ret
 }
 
-func (ec *executionContext) marshalNPassageQueryResult2githubᚗcomᚋtoolgateᚋtoolgateᚋtoolsᚋdocumentᚐQueryHits(ctx context.Context, sel ast.SelectionSet, v document.QueryHits) graphql.Marshaler {
+func (ec *executionContext) marshalNPassageQueryResult2githubᚗcomᚋtoolgateᚋtoolgateᚋtoolsᚐQueryHits(ctx context.Context, sel ast.SelectionSet, v document.QueryHits) graphql.Marshaler {
 	return ec._PassageQueryResult(ctx, sel, &v)
 }
 
-func (ec *executionContext) marshalNPassageQueryResult2ᚕgithubᚗcomᚋtoolgateᚋtoolgateᚋtoolsᚋdocumentᚐQueryHitsᚄ(ctx context.Context, sel ast.SelectionSet, v []document.QueryHits) graphql.Marshaler {
+func (ec *executionContext) marshalNPassageQueryResult2ᚕgithubᚗcomᚋtoolgateᚋtoolgateᚋtoolsᚐQueryHitsᚄ(ctx context.Context, sel ast.SelectionSet, v []document.QueryHits) graphql.Marshaler {
 	ret := graphql.MarshalSliceConcurrently(ctx, len(v), 0, false, func(ctx context.Context, i int) graphql.Marshaler {
 		fc := graphql.GetFieldContext(ctx)
 		fc.Result = &v[i]
-		return ec.marshalNPassageQueryResult2githubᚗcomᚋtoolgateᚋtoolgateᚋtoolsᚋdocumentᚐQueryHits(ctx, sel, v[i])
+		return ec.marshalNPassageQueryResult2githubᚗcomᚋtoolgateᚋtoolgateᚋtoolsᚐQueryHits(ctx, sel, v[i])
 	})
 
 	for _, e := range ret {
@@ -50087,15 +50087,15 @@ func (ec *executionContext) marshalNPastConversationHit2ᚕgithubᚗcomᚋtoolga
 	return ret
 }
 
-func (ec *executionContext) marshalNPastConversationResults2githubᚗcomᚋtoolgateᚋtoolgateᚋtoolsᚋhistoryᚐQueryHits(ctx context.Context, sel ast.SelectionSet, v history.QueryHits) graphql.Marshaler {
+func (ec *executionContext) marshalNPastConversationResults2githubᚗcomᚋtoolgateᚋtoolgateᚋtoolsᚐQueryHits(ctx context.Context, sel ast.SelectionSet, v history.QueryHits) graphql.Marshaler {
 	return ec._PastConversationResults(ctx, sel, &v)
 }
 
-func (ec *executionContext) marshalNPastConversationResults2ᚕgithubᚗcomᚋtoolgateᚋtoolgateᚋtoolsᚋhistoryᚐQueryHitsᚄ(ctx context.Context, sel ast.SelectionSet, v []history.QueryHits) graphql.Marshaler {
+func (ec *executionContext) marshalNPastConversationResults2ᚕgithubᚗcomᚋtoolgateᚋtoolgateᚋtoolsᚐQueryHitsᚄ(ctx context.Context, sel ast.SelectionSet, v []history.QueryHits) graphql.Marshaler {
 	ret := graphql.MarshalSliceConcurrently(ctx, len(v), 0, false, func(ctx context.Context, i int) graphql.Marshaler {
 		fc := graphql.GetFieldContext(ctx)
 		fc.Result = &v[i]
-		return ec.marshalNPastConversationResults2githubᚗcomᚋtoolgateᚋtoolgateᚋtoolsᚋhistoryᚐQueryHits(ctx, sel, v[i])
+		return ec.marshalNPastConversationResults2githubᚗcomᚋtoolgateᚋtoolgateᚋtoolsᚐQueryHits(ctx, sel, v[i])
 	})
 
 	for _, e := range ret {
@@ -50538,13 +50538,13 @@ func (ec *executionContext) marshalNToolList2ᚖgithubᚗcomᚋtoolgateᚋtoolga
 	return ec._ToolList(ctx, sel, v)
 }
 
-func (ec *executionContext) unmarshalNToolOutcome2githubᚗcomᚋtoolgateᚋtoolgateᚋentᚋtoolcallᚐOutcome(ctx context.Context, v any) (toolcall.Outcome, error) {
-	var res toolcall.Outcome
+func (ec *executionContext) unmarshalNToolOutcome2githubᚗcomᚋtoolgateᚋtoolgateᚋentᚋschematypeᚐOutcome(ctx context.Context, v any) (schematype.Outcome, error) {
+	var res schematype.Outcome
 	err := res.UnmarshalGQL(v)
 	return res, graphql.ErrorOnPath(ctx, err)
 }
 
-func (ec *executionContext) marshalNToolOutcome2githubᚗcomᚋtoolgateᚋtoolgateᚋentᚋtoolcallᚐOutcome(ctx context.Context, sel ast.SelectionSet, v toolcall.Outcome) graphql.Marshaler {
+func (ec *executionContext) marshalNToolOutcome2githubᚗcomᚋtoolgateᚋtoolgateᚋentᚋschematypeᚐOutcome(ctx context.Context, sel ast.SelectionSet, v schematype.Outcome) graphql.Marshaler {
 	return v
 }
 

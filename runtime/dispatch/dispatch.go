@@ -32,30 +32,6 @@ import (
 	"github.com/toolgate/toolgate/tools"
 )
 
-// Outcome is how a call ended.
-type Outcome string
-
-// The outcomes the model hears in distinct words.
-const (
-	// Hits: it ran and found something.
-	Hits Outcome = "HITS"
-	// Absence: it ran and matched nothing.
-	Absence Outcome = "ABSENCE"
-	// Outage: it never ran, after the retries.
-	Outage Outcome = "OUTAGE"
-	// Refused: not offered, or arguments that do not fit; never sent.
-	Refused Outcome = "REFUSED"
-	// Error: it ran and failed.
-	Error Outcome = "ERROR"
-	// MayHaveRun: the request may have reached the backend but no answer
-	// came back; a write is never repeated then, so nobody knows whether it
-	// ran.
-	MayHaveRun Outcome = "MAY_HAVE_RUN"
-	// Declined: a person said no before it ran (or nobody decided in
-	// time); never sent.
-	Declined Outcome = "DECLINED"
-)
-
 // Builtin is a tool the runtime carries out itself.
 type Builtin func(ctx context.Context, s Scope, args json.RawMessage) (json.RawMessage, error)
 
@@ -120,7 +96,7 @@ type Call struct {
 
 // Result is what came of a call.
 type Result struct {
-	Outcome Outcome
+	Outcome schematype.Outcome
 	// Attempts is how many times the call was sent (0 when refused).
 	Attempts int
 	// Arguments are the arguments as repaired and sent; the items refused
@@ -166,12 +142,12 @@ func (d *Dispatcher) Do(ctx context.Context, s Scope, c Call) Result {
 	case def.Operation != "":
 		d.graphql(ctx, s, c, def, &res)
 	default:
-		res.Outcome, res.Message = Error, "the tool has no way to run"
+		res.Outcome, res.Message = schematype.OutcomeError, "the tool has no way to run"
 	}
 	if split != nil {
 		res.mergeSplit(split)
 	}
-	if res.Outcome == Hits && absent(def, res) {
+	if res.Outcome == schematype.OutcomeHits && absent(def, res) {
 		res.Outcome = settle(res.Failures, itemCount(res.Arguments))
 	}
 	for i := range res.Failures {
@@ -195,15 +171,15 @@ func (d *Dispatcher) Prepare(s Scope, c Call) (Result, bool) {
 func (d *Dispatcher) prepare(s Scope, c Call) (tools.Definition, Result, *repair.Split, bool) {
 	def, ok := s.Offered[c.Name]
 	if !ok {
-		return def, Result{Outcome: Refused, Arguments: c.Arguments, Message: fmt.Sprintf("tool %q is not available", c.Name)}, nil, true
+		return def, Result{Outcome: schematype.OutcomeRefused, Arguments: c.Arguments, Message: fmt.Sprintf("tool %q is not available", c.Name)}, nil, true
 	}
 	if s.Deferred[c.Name] {
-		return def, Result{Outcome: Refused, Arguments: c.Arguments,
+		return def, Result{Outcome: schematype.OutcomeRefused, Arguments: c.Arguments,
 			Message: fmt.Sprintf("tool %q is listed in brief: read its definition with %s first", c.Name, tools.SchemaTool)}, nil, true
 	}
 	tool, err := d.compile(def)
 	if err != nil {
-		return def, Result{Outcome: Error, Arguments: c.Arguments, Message: "the tool's schema is broken: " + err.Error()}, nil, true
+		return def, Result{Outcome: schematype.OutcomeError, Arguments: c.Arguments, Message: "the tool's schema is broken: " + err.Error()}, nil, true
 	}
 	args, repairs, err := tool.Fix(c.Arguments)
 	res := Result{Arguments: args, Repairs: toRepairs(repairs)}
@@ -213,7 +189,7 @@ func (d *Dispatcher) prepare(s Scope, c Call) (tools.Definition, Result, *repair
 	if err != nil {
 		var argErr *repair.ArgumentError
 		if !errors.As(err, &argErr) || argErr.Split == nil || def.Atomic {
-			res.Outcome, res.Message = Refused, err.Error()
+			res.Outcome, res.Message = schematype.OutcomeRefused, err.Error()
 			return def, res, nil, true
 		}
 		return def, res, argErr.Split, false
@@ -226,7 +202,7 @@ func (d *Dispatcher) prepare(s Scope, c Call) (tools.Definition, Result, *repair
 // every item failed or refused an error; any item that ran and matched
 // nothing (one named ABSENCE, or one of the call's items not listed among
 // the failures) makes it an absence. The items are told apart one by one.
-func settle(fs []schematype.ItemFailure, items int) Outcome {
+func settle(fs []schematype.ItemFailure, items int) schematype.Outcome {
 	n := map[schematype.FailureKind]int{}
 	listed := map[int]bool{}
 	for _, f := range fs {
@@ -235,16 +211,16 @@ func settle(fs []schematype.ItemFailure, items int) Outcome {
 	}
 	switch {
 	case len(fs) == 0 || n[schematype.FailureAbsence] > 0 || len(listed) < items:
-		return Absence
+		return schematype.OutcomeAbsence
 	case n[schematype.FailureOutage] == len(fs):
-		return Outage
+		return schematype.OutcomeOutage
 	case n[schematype.FailureRefused] == len(fs):
-		return Refused
+		return schematype.OutcomeRefused
 	case n[schematype.FailureOutage] == 0:
-		return Error
+		return schematype.OutcomeError
 	default:
 		// Some never ran, others failed: the outage is what to act on.
-		return Outage
+		return schematype.OutcomeOutage
 	}
 }
 
@@ -329,13 +305,13 @@ func (res *Result) failed(err error, effect tools.Effect) {
 	var f *retry.Failure
 	switch {
 	case !errors.As(err, &f) || !f.Reached:
-		res.Outcome, res.Message = Outage, err.Error()
+		res.Outcome, res.Message = schematype.OutcomeOutage, err.Error()
 	case f.Transient && !f.Answered && effect == tools.EffectWrite:
-		res.Outcome, res.Message, res.Reached = MayHaveRun, err.Error(), true
+		res.Outcome, res.Message, res.Reached = schematype.OutcomeMayHaveRun, err.Error(), true
 	case f.Transient:
-		res.Outcome, res.Message, res.Reached = Outage, err.Error(), true
+		res.Outcome, res.Message, res.Reached = schematype.OutcomeOutage, err.Error(), true
 	default:
-		res.Outcome, res.Message = Error, err.Error()
+		res.Outcome, res.Message = schematype.OutcomeError, err.Error()
 	}
 }
 
@@ -352,13 +328,13 @@ func (d *Dispatcher) builtin(ctx context.Context, s Scope, c Call, def tools.Def
 	var refusal *tools.Refusal
 	switch {
 	case errors.As(err, &refusal):
-		res.Outcome, res.Message = Refused, err.Error()
+		res.Outcome, res.Message = schematype.OutcomeRefused, err.Error()
 		return
 	case err != nil:
-		res.Outcome, res.Message = Error, err.Error()
+		res.Outcome, res.Message = schematype.OutcomeError, err.Error()
 		return
 	}
-	res.Outcome = Hits
+	res.Outcome = schematype.OutcomeHits
 	res.setJSON(out)
 }
 
@@ -397,7 +373,7 @@ func (d *Dispatcher) application(ctx context.Context, s Scope, c Call, def tools
 	appName, tool, ok := mcp.SplitToolName(c.Name)
 	app, found := s.Apps[appName]
 	if !ok || !found {
-		res.Outcome, res.Message = Refused, fmt.Sprintf("tool %q is not available", c.Name)
+		res.Outcome, res.Message = schematype.OutcomeRefused, fmt.Sprintf("tool %q is not available", c.Name)
 		return
 	}
 	var out mcp.Result
@@ -407,6 +383,8 @@ func (d *Dispatcher) application(ctx context.Context, s Scope, c Call, def tools
 		case err == nil:
 			out = r
 			return nil
+		case mcp.SessionGone(err):
+			return retry.Reconnect(err)
 		case mcp.NeverReached(err):
 			return retry.NeverReached(err)
 		default:
@@ -418,9 +396,9 @@ func (d *Dispatcher) application(ctx context.Context, s Scope, c Call, def tools
 	case err != nil:
 		res.failed(err, def.Effect)
 	case out.IsError:
-		res.Outcome, res.Message = Error, strings.TrimSpace(string(out.Content))
+		res.Outcome, res.Message = schematype.OutcomeError, strings.TrimSpace(string(out.Content))
 	default:
-		res.Outcome = Hits
+		res.Outcome = schematype.OutcomeHits
 		switch out.Kind {
 		case schematype.KindJSON:
 			res.setJSON(out.Content)

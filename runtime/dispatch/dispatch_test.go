@@ -130,25 +130,25 @@ func TestOutcomes(t *testing.T) {
 		reply       reply
 		args        string
 		effect      tools.Effect
-		wantOutcome dispatch.Outcome
+		wantOutcome schematype.Outcome
 		wantMessage string
 		wantFailed  int
 		wantUnsent  bool
 	}{
-		{name: "hits", reply: ok(`{"data":{"find":{"hits":["a"]}}}`), args: `{"queries":["a"]}`, wantOutcome: dispatch.Hits},
-		{name: "absence", reply: ok(`{"data":{"find":{"hits":[]}}}`), args: `{"queries":["a"]}`, wantOutcome: dispatch.Absence},
-		{name: "error", reply: ok(`{"errors":[{"message":"not found","path":["find"]}],"data":{"find":null}}`), args: `{"queries":["a"]}`, wantOutcome: dispatch.Error, wantMessage: "not found"},
-		{name: "refused arguments", reply: ok(`{}`), args: `{"queries":[1]}`, wantOutcome: dispatch.Refused, wantMessage: `argument "queries[0]": expected a string, got a number`, wantUnsent: true},
-		{name: "per-item failures", reply: ok(`{"data":{"find":{"hits":["b"],"failures":[{"item":0,"input":"a","message":"timed out"}]}}}`), args: `{"queries":["a","b"]}`, wantOutcome: dispatch.Hits, wantFailed: 1},
+		{name: "hits", reply: ok(`{"data":{"find":{"hits":["a"]}}}`), args: `{"queries":["a"]}`, wantOutcome: schematype.OutcomeHits},
+		{name: "absence", reply: ok(`{"data":{"find":{"hits":[]}}}`), args: `{"queries":["a"]}`, wantOutcome: schematype.OutcomeAbsence},
+		{name: "error", reply: ok(`{"errors":[{"message":"not found","path":["find"]}],"data":{"find":null}}`), args: `{"queries":["a"]}`, wantOutcome: schematype.OutcomeError, wantMessage: "not found"},
+		{name: "refused arguments", reply: ok(`{}`), args: `{"queries":[1]}`, wantOutcome: schematype.OutcomeRefused, wantMessage: `argument "queries[0]": expected a string, got a number`, wantUnsent: true},
+		{name: "per-item failures", reply: ok(`{"data":{"find":{"hits":["b"],"failures":[{"item":0,"input":"a","message":"timed out"}]}}}`), args: `{"queries":["a","b"]}`, wantOutcome: schematype.OutcomeHits, wantFailed: 1},
 		// A write answered 503 after its body was sent may have run.
-		{name: "write may have run", reply: status(503), args: `{"queries":["a"]}`, effect: tools.EffectWrite, wantOutcome: dispatch.MayHaveRun},
-		{name: "read outage", reply: status(503), args: `{"queries":["a"]}`, wantOutcome: dispatch.Outage},
+		{name: "write may have run", reply: status(503), args: `{"queries":["a"]}`, effect: tools.EffectWrite, wantOutcome: schematype.OutcomeMayHaveRun},
+		{name: "read outage", reply: status(503), args: `{"queries":["a"]}`, wantOutcome: schematype.OutcomeOutage},
 		// Refusals raised inside resolvers say nothing ran.
-		{name: "resolver refusal", reply: ok(`{"errors":[{"message":"maxChars: at most 20000","extensions":{"code":"BAD_USER_INPUT"}}],"data":{"find":null}}`), args: `{"queries":["a"]}`, wantOutcome: dispatch.Refused, wantMessage: "at most 20000"},
+		{name: "resolver refusal", reply: ok(`{"errors":[{"message":"maxChars: at most 20000","extensions":{"code":"BAD_USER_INPUT"}}],"data":{"find":null}}`), args: `{"queries":["a"]}`, wantOutcome: schematype.OutcomeRefused, wantMessage: "at most 20000"},
 		// Code that ran and failed (run_code's throw or bound) is an error, not a refusal.
-		{name: "run failed", reply: ok(`{"errors":[{"message":"run_code hit its time bound: the code ran past the 5s time bound","extensions":{"code":"RUN_FAILED"}}],"data":{"find":null}}`), args: `{"queries":["a"]}`, effect: tools.EffectWrite, wantOutcome: dispatch.Error, wantMessage: "hit its time bound"},
-		{name: "every item never ran", reply: ok(`{"data":{"find":{"hits":[],"failures":[{"item":0,"input":"a","kind":"OUTAGE","message":"index down"}]}}}`), args: `{"queries":["a"]}`, wantOutcome: dispatch.Outage, wantFailed: 1},
-		{name: "every item refused", reply: ok(`{"data":{"find":{"hits":[],"failures":[{"item":0,"input":"a","kind":"REFUSED","message":"ref not found"}]}}}`), args: `{"queries":["a"]}`, wantOutcome: dispatch.Refused, wantFailed: 1},
+		{name: "run failed", reply: ok(`{"errors":[{"message":"run_code hit its time bound: the code ran past the 5s time bound","extensions":{"code":"RUN_FAILED"}}],"data":{"find":null}}`), args: `{"queries":["a"]}`, effect: tools.EffectWrite, wantOutcome: schematype.OutcomeError, wantMessage: "hit its time bound"},
+		{name: "every item never ran", reply: ok(`{"data":{"find":{"hits":[],"failures":[{"item":0,"input":"a","kind":"OUTAGE","message":"index down"}]}}}`), args: `{"queries":["a"]}`, wantOutcome: schematype.OutcomeOutage, wantFailed: 1},
+		{name: "every item refused", reply: ok(`{"data":{"find":{"hits":[],"failures":[{"item":0,"input":"a","kind":"REFUSED","message":"ref not found"}]}}}`), args: `{"queries":["a"]}`, wantOutcome: schematype.OutcomeRefused, wantFailed: 1},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
@@ -178,7 +178,7 @@ func TestNotOfferedIsRefusedByName(t *testing.T) {
 	b := newBackend(t, ok(`{}`))
 	d, _ := setup(t, b.srv.URL)
 	res := d.Do(context.Background(), scope(def("find", tools.EffectRead)), dispatch.Call{ID: "c", Name: "drop", Arguments: json.RawMessage(`{}`)})
-	require.Equal(t, dispatch.Refused, res.Outcome)
+	require.Equal(t, schematype.OutcomeRefused, res.Outcome)
 	require.Equal(t, `tool "drop" is not available`, res.Message)
 	require.Empty(t, b.requests())
 }
@@ -192,7 +192,7 @@ func TestRepairIsRecordedAndSent(t *testing.T) {
 	s := scope(def("find", tools.EffectRead))
 	s.ConversationRef = "tgconv"
 	res := d.Do(context.Background(), s, dispatch.Call{ID: "c", Name: "find", Arguments: json.RawMessage(`{"queries":"x"}`)})
-	require.Equal(t, dispatch.Hits, res.Outcome, res.Message)
+	require.Equal(t, schematype.OutcomeHits, res.Outcome, res.Message)
 	require.Len(t, res.Repairs, 1)
 	require.JSONEq(t, `{"queries":["x"]}`, string(res.Arguments))
 	got := b.requests()
@@ -209,27 +209,27 @@ func TestRetriesByEffect(t *testing.T) {
 		effect       tools.Effect
 		replies      []reply
 		wantAttempts int
-		wantOutcome  dispatch.Outcome
+		wantOutcome  schematype.Outcome
 		wantWaits    []time.Duration
 	}{
 		{name: "read retries with doubling waits", effect: tools.EffectRead,
 			replies:      []reply{status(503), status(502), status(504), ok(`{"data":{"find":{"hits":["a"]}}}`)},
-			wantAttempts: 4, wantOutcome: dispatch.Hits,
+			wantAttempts: 4, wantOutcome: schematype.OutcomeHits,
 			wantWaits: []time.Duration{500 * time.Millisecond, time.Second, 2 * time.Second}},
 		// One schedule for every caller (runtime/retry): 500 ms doubling to 8 s.
 		{name: "retry-after is honoured up to the cap", effect: tools.EffectRead,
 			replies:      []reply{{status: 429, retryAfter: "2", body: `{}`}, {status: 429, retryAfter: "60", body: `{}`}, ok(`{"data":{"find":{"hits":["a"]}}}`)},
-			wantAttempts: 3, wantOutcome: dispatch.Hits,
+			wantAttempts: 3, wantOutcome: schematype.OutcomeHits,
 			wantWaits: []time.Duration{2 * time.Second, 8 * time.Second}},
 		{name: "idempotent retries", effect: tools.EffectIdempotent,
 			replies:      []reply{status(503), ok(`{"data":{"find":{"hits":["a"]}}}`)},
-			wantAttempts: 2, wantOutcome: dispatch.Hits, wantWaits: []time.Duration{500 * time.Millisecond}},
+			wantAttempts: 2, wantOutcome: schematype.OutcomeHits, wantWaits: []time.Duration{500 * time.Millisecond}},
 		{name: "write is never repeated", effect: tools.EffectWrite,
 			replies:      []reply{status(503), ok(`{"data":{"find":{"hits":["a"]}}}`)},
-			wantAttempts: 1, wantOutcome: dispatch.MayHaveRun},
+			wantAttempts: 1, wantOutcome: schematype.OutcomeMayHaveRun},
 		{name: "read gives up after four attempts", effect: tools.EffectRead,
 			replies:      []reply{status(503)},
-			wantAttempts: 4, wantOutcome: dispatch.Outage,
+			wantAttempts: 4, wantOutcome: schematype.OutcomeOutage,
 			wantWaits: []time.Duration{500 * time.Millisecond, time.Second, 2 * time.Second}},
 	}
 	for _, tt := range tests {
@@ -254,10 +254,10 @@ func TestTimeoutRetriedOnlyWhenSafe(t *testing.T) {
 	for _, tt := range []struct {
 		effect       tools.Effect
 		wantAttempts int
-		wantOutcome  dispatch.Outcome
+		wantOutcome  schematype.Outcome
 	}{
-		{effect: tools.EffectRead, wantAttempts: 2, wantOutcome: dispatch.Hits},
-		{effect: tools.EffectWrite, wantAttempts: 1, wantOutcome: dispatch.MayHaveRun},
+		{effect: tools.EffectRead, wantAttempts: 2, wantOutcome: schematype.OutcomeHits},
+		{effect: tools.EffectWrite, wantAttempts: 1, wantOutcome: schematype.OutcomeMayHaveRun},
 	} {
 		b := newBackend(t, reply{status: 200, delay: 2 * time.Second, body: `{}`}, ok(`{"data":{"find":{"hits":["a"]}}}`))
 		d, _ := setup(t, b.srv.URL)
@@ -278,7 +278,7 @@ func TestNeverSentIsAlwaysRetried(t *testing.T) {
 	require.NoError(t, l.Close())
 	d, rec := setup(t, "http://"+addr+"/graphql")
 	res := d.Do(context.Background(), scope(def("find", tools.EffectWrite)), dispatch.Call{ID: "c", Name: "find", Arguments: json.RawMessage(`{"queries":["a"]}`)})
-	require.Equal(t, dispatch.Outage, res.Outcome)
+	require.Equal(t, schematype.OutcomeOutage, res.Outcome)
 	require.Equal(t, 4, res.Attempts)
 	require.Len(t, rec.waits, 3)
 	h, err := dispatch.Render(res, def("find", tools.EffectWrite), "", false)
@@ -290,13 +290,13 @@ func TestNeverSentIsAlwaysRetried(t *testing.T) {
 func TestRenderSaysEachOutcomeDifferently(t *testing.T) {
 	t.Parallel()
 	d := def("find", tools.EffectRead)
-	seen := map[string]dispatch.Outcome{}
+	seen := map[string]schematype.Outcome{}
 	for _, res := range []dispatch.Result{
-		{Outcome: dispatch.Hits, Kind: schematype.KindJSON, Content: []byte(`{"hits":["a"]}`)},
-		{Outcome: dispatch.Absence, Kind: schematype.KindJSON, Content: []byte(`{"hits":[]}`)},
-		{Outcome: dispatch.Outage, Attempts: 4, Message: "503"},
-		{Outcome: dispatch.Refused, Message: "bad"},
-		{Outcome: dispatch.Error, Message: "bad"},
+		{Outcome: schematype.OutcomeHits, Kind: schematype.KindJSON, Content: []byte(`{"hits":["a"]}`)},
+		{Outcome: schematype.OutcomeAbsence, Kind: schematype.KindJSON, Content: []byte(`{"hits":[]}`)},
+		{Outcome: schematype.OutcomeOutage, Attempts: 4, Message: "503"},
+		{Outcome: schematype.OutcomeRefused, Message: "bad"},
+		{Outcome: schematype.OutcomeError, Message: "bad"},
 	} {
 		h, err := dispatch.Render(res, d, "r_1", false)
 		require.NoError(t, err)
@@ -353,22 +353,22 @@ func TestApplicationTools(t *testing.T) {
 	d.Retry.Sleep = rec.sleep
 
 	res := d.Do(context.Background(), s, dispatch.Call{ID: "a", Name: "crm__lookup", Arguments: json.RawMessage(`{"name":"Ada"}`)})
-	require.Equal(t, dispatch.Hits, res.Outcome, res.Message)
+	require.Equal(t, schematype.OutcomeHits, res.Outcome, res.Message)
 	require.Equal(t, "found Ada", string(res.Content))
 
 	// A tool that fails on purpose: it ran, and says why.
 	res = d.Do(context.Background(), s, dispatch.Call{ID: "b", Name: "crm__explode", Arguments: json.RawMessage(`{"name":"Ada"}`)})
-	require.Equal(t, dispatch.Error, res.Outcome)
+	require.Equal(t, schematype.OutcomeError, res.Outcome)
 	require.Equal(t, "the CRM is read-only today", res.Message)
 
 	// A server answering 503: the read-only tool is retried, the one without
 	// annotations (a write) is not.
 	fail.Store(http.StatusServiceUnavailable)
 	res = d.Do(context.Background(), s, dispatch.Call{ID: "c", Name: "crm__lookup", Arguments: json.RawMessage(`{"name":"Ada"}`)})
-	require.Equal(t, dispatch.Outage, res.Outcome, res.Message)
+	require.Equal(t, schematype.OutcomeOutage, res.Outcome, res.Message)
 	require.Equal(t, 4, res.Attempts)
 	res = d.Do(context.Background(), s, dispatch.Call{ID: "d", Name: "crm__explode", Arguments: json.RawMessage(`{"name":"Ada"}`)})
-	require.Equal(t, dispatch.MayHaveRun, res.Outcome, res.Message)
+	require.Equal(t, schematype.OutcomeMayHaveRun, res.Outcome, res.Message)
 	require.Equal(t, 1, res.Attempts)
 }
 
@@ -379,7 +379,7 @@ func TestRenderPreviewsOnlyWhatItShould(t *testing.T) {
 	exempt := large
 	exempt.Preview = tools.PreviewExempt
 
-	h, err := dispatch.Render(dispatch.Result{Outcome: dispatch.Hits, Kind: schematype.KindJSON, Content: big}, large, "r_1", false)
+	h, err := dispatch.Render(dispatch.Result{Outcome: schematype.OutcomeHits, Kind: schematype.KindJSON, Content: big}, large, "r_1", false)
 	require.NoError(t, err)
 	require.LessOrEqual(t, utf8.RuneCountInString(h.Text), 6000)
 	require.True(t, json.Valid([]byte(h.Text)))
@@ -388,21 +388,21 @@ func TestRenderPreviewsOnlyWhatItShould(t *testing.T) {
 
 	// A result that fits passes whole.
 	small := []byte(`{"rows":[{"name":"Ada"}]}`)
-	h, err = dispatch.Render(dispatch.Result{Outcome: dispatch.Hits, Kind: schematype.KindJSON, Content: small}, large, "r_2", false)
+	h, err = dispatch.Render(dispatch.Result{Outcome: schematype.OutcomeHits, Kind: schematype.KindJSON, Content: small}, large, "r_2", false)
 	require.NoError(t, err)
 	require.Equal(t, string(small), h.Text)
 
 	// Exempt: catalogue results, acknowledgements, control flow pass whole.
-	h, err = dispatch.Render(dispatch.Result{Outcome: dispatch.Hits, Kind: schematype.KindJSON, Content: big}, exempt, "r_3", false)
+	h, err = dispatch.Render(dispatch.Result{Outcome: schematype.OutcomeHits, Kind: schematype.KindJSON, Content: big}, exempt, "r_3", false)
 	require.NoError(t, err)
 	require.Equal(t, string(big), h.Text)
 
 	// Errors are never previewed; media never.
 	long := strings.Repeat("why ", 2000)
-	h, err = dispatch.Render(dispatch.Result{Outcome: dispatch.Error, Message: long}, large, "", false)
+	h, err = dispatch.Render(dispatch.Result{Outcome: schematype.OutcomeError, Message: long}, large, "", false)
 	require.NoError(t, err)
 	require.Contains(t, h.Text, long)
-	h, err = dispatch.Render(dispatch.Result{Outcome: dispatch.Hits, Kind: schematype.KindMedia, Content: make([]byte, 70000)}, large, "r_4", false)
+	h, err = dispatch.Render(dispatch.Result{Outcome: schematype.OutcomeHits, Kind: schematype.KindMedia, Content: make([]byte, 70000)}, large, "r_4", false)
 	require.NoError(t, err)
 	require.Equal(t, "[media result of 70000 bytes, stored as ref r_4]", h.Text)
 	require.Empty(t, h.Visible)

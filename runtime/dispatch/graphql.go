@@ -42,7 +42,7 @@ type gqlError struct {
 func (d *Dispatcher) graphql(ctx context.Context, s Scope, c Call, def tools.Definition, res *Result) {
 	vars := map[string]json.RawMessage{}
 	if err := json.Unmarshal(c.Arguments, &vars); err != nil {
-		res.Outcome, res.Message = Refused, "arguments must be a JSON object"
+		res.Outcome, res.Message = schematype.OutcomeRefused, "arguments must be a JSON object"
 		return
 	}
 	// The turn's own conversation, whatever the model wrote: the scope
@@ -54,7 +54,7 @@ func (d *Dispatcher) graphql(ctx context.Context, s Scope, c Call, def tools.Def
 	}
 	body, err := json.Marshal(map[string]any{"query": def.Operation, "variables": vars})
 	if err != nil {
-		res.Outcome, res.Message = Error, err.Error()
+		res.Outcome, res.Message = schematype.OutcomeError, err.Error()
 		return
 	}
 	key := IdempotencyKey(s.TurnID, c.ID)
@@ -83,24 +83,24 @@ func (d *Dispatcher) graphql(ctx context.Context, s Scope, c Call, def tools.Def
 			refused = refused && refusalCodes[e.code()]
 			codes[e.code()] = true
 		}
-		res.Outcome, res.Message = Error, strings.Join(msgs, "; ")
+		res.Outcome, res.Message = schematype.OutcomeError, strings.Join(msgs, "; ")
 		switch {
 		case refused:
 			// The resolver refused what was asked (BAD_USER_INPUT, an id
 			// not found): nothing ran.
-			res.Outcome = Refused
+			res.Outcome = schematype.OutcomeRefused
 		case len(codes) == 1 && codes[outageCode]:
 			// Its backend could not be reached, after the resolver's own
 			// retries: it never ran, and another attempt here would only
 			// repeat them.
-			res.Outcome = Outage
+			res.Outcome = schematype.OutcomeOutage
 		case len(codes) == 1 && codes[absenceCode]:
 			// It ran and found nothing; what it said is the result.
-			res.Outcome, res.Kind, res.Content = Absence, schematype.KindText, []byte(res.Message)
+			res.Outcome, res.Kind, res.Content = schematype.OutcomeAbsence, schematype.KindText, []byte(res.Message)
 		}
 		return
 	}
-	res.Outcome = Hits
+	res.Outcome = schematype.OutcomeHits
 	res.setJSON(value)
 	if def.Media {
 		res.setMedia()

@@ -77,7 +77,7 @@ func Media(content []byte) (texts []string, images []model.Image, ok bool) {
 // Images returns the images of a call's result, for the model that takes
 // them: none unless the call gave hits of non-text media.
 func Images(res Result) []model.Image {
-	if res.Outcome != Hits || res.Kind != schematype.KindMedia {
+	if res.Outcome != schematype.OutcomeHits || res.Kind != schematype.KindMedia {
 		return nil
 	}
 	_, images, _ := Media(res.Content)

@@ -25,14 +25,14 @@ func TestResolverTransientFailuresRetriedByEffect(t *testing.T) {
 		name         string
 		effect       tools.Effect
 		replies      []reply
-		wantOutcome  dispatch.Outcome
+		wantOutcome  schematype.Outcome
 		wantAttempts int
 	}{
-		{"read retried past INTERNAL", tools.EffectRead, []reply{busy, hit}, dispatch.Hits, 2},
-		{"read retried past TIMEOUT", tools.EffectRead, []reply{late, late, hit}, dispatch.Hits, 3},
-		{"idempotent retried", tools.EffectIdempotent, []reply{busy, hit}, dispatch.Hits, 2},
-		{"read gives up", tools.EffectRead, []reply{busy}, dispatch.Outage, 4},
-		{"write not repeated, nothing kept", tools.EffectWrite, []reply{busy, hit}, dispatch.Outage, 1},
+		{"read retried past INTERNAL", tools.EffectRead, []reply{busy, hit}, schematype.OutcomeHits, 2},
+		{"read retried past TIMEOUT", tools.EffectRead, []reply{late, late, hit}, schematype.OutcomeHits, 3},
+		{"idempotent retried", tools.EffectIdempotent, []reply{busy, hit}, schematype.OutcomeHits, 2},
+		{"read gives up", tools.EffectRead, []reply{busy}, schematype.OutcomeOutage, 4},
+		{"write not repeated, nothing kept", tools.EffectWrite, []reply{busy, hit}, schematype.OutcomeOutage, 1},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
@@ -55,20 +55,20 @@ func TestResolverOwnAttemptsAndOutcomes(t *testing.T) {
 	tests := []struct {
 		name         string
 		replies      []reply
-		wantOutcome  dispatch.Outcome
+		wantOutcome  schematype.Outcome
 		wantAttempts int
 		wantHeard    string
 	}{
 		{"hits after the backend's retries", []reply{ok(`{"data":{"find":{"hits":["a"]}},"extensions":{"attempts":3}}`)},
-			dispatch.Hits, 3, `{"hits":["a"]}` + "\n[answered after 3 attempts]"},
+			schematype.OutcomeHits, 3, `{"hits":["a"]}` + "\n[answered after 3 attempts]"},
 		{"after a retry here too", []reply{status(503), ok(`{"data":{"find":{"hits":["a"]}},"extensions":{"attempts":2}}`)},
-			dispatch.Hits, 3, `{"hits":["a"]}` + "\n[answered after 3 attempts]"},
+			schematype.OutcomeHits, 3, `{"hits":["a"]}` + "\n[answered after 3 attempts]"},
 		{"items that never ran", []reply{ok(`{"data":{"find":{"hits":[],"failures":[{"item":0,"input":"a","kind":"OUTAGE","message":"down"}]}},"extensions":{"attempts":4}}`)},
-			dispatch.Outage, 4, "No item gave hits.\nPer item:\n- #0 (a): outage: it never ran (down); try it again later\n[gave up after 4 attempts]"},
+			schematype.OutcomeOutage, 4, "No item gave hits.\nPer item:\n- #0 (a): outage: it never ran (down); try it again later\n[gave up after 4 attempts]"},
 		{"outage", []reply{ok(`{"errors":[{"message":"x: site unavailable (HTTP 503)","extensions":{"code":"OUTAGE"}}],"data":null,"extensions":{"attempts":4}}`)},
-			dispatch.Outage, 4, "Outage: the tool never ran (x: site unavailable (HTTP 503), after 4 attempts); nothing was done. Try again later or go on without it."},
+			schematype.OutcomeOutage, 4, "Outage: the tool never ran (x: site unavailable (HTTP 503), after 4 attempts); nothing was done. Try again later or go on without it."},
 		{"absence", []reply{ok(`{"errors":[{"message":"x: page not found (HTTP 404)","extensions":{"code":"ABSENCE"}}],"data":null}`)},
-			dispatch.Absence, 1, "No match: the tool ran and found nothing (x: page not found (HTTP 404))."},
+			schematype.OutcomeAbsence, 1, "No match: the tool ran and found nothing (x: page not found (HTTP 404))."},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
@@ -92,7 +92,7 @@ func TestResolverOwnAttemptsAndOutcomes(t *testing.T) {
 func TestRenderOutcomeWords(t *testing.T) {
 	t.Parallel()
 	d := def("find", tools.EffectRead)
-	mixed := dispatch.Result{Outcome: dispatch.Hits, Attempts: 1, Kind: schematype.KindJSON,
+	mixed := dispatch.Result{Outcome: schematype.OutcomeHits, Attempts: 1, Kind: schematype.KindJSON,
 		Content: []byte(`{"hits":[{"query":"ada","rows":["Ada Lovelace"]}]}`),
 		Failures: []schematype.ItemFailure{
 			{Item: 1, Input: "bob", Kind: schematype.FailureAbsence, Message: "no rows"},
@@ -107,26 +107,26 @@ func TestRenderOutcomeWords(t *testing.T) {
 			`{"hits":[{"query":"ada","rows":["Ada Lovelace"]}]}` + "\nThe other items gave no hits:" +
 				"\n- #1 (bob): no match: it ran and found nothing (no rows)" +
 				"\n- #2 (eve): outage: it never ran (index unavailable); try it again later"},
-		{"no item ran", dispatch.Result{Outcome: dispatch.Outage, Attempts: 1, Failures: []schematype.ItemFailure{
+		{"no item ran", dispatch.Result{Outcome: schematype.OutcomeOutage, Attempts: 1, Failures: []schematype.ItemFailure{
 			{Item: 0, Input: "a", Kind: schematype.FailureOutage, Message: "index down"},
 			{Item: 1, Input: "b", Kind: schematype.FailureOutage, Message: "index down"}}},
 			"No item gave hits.\nPer item:" +
 				"\n- #0 (a): outage: it never ran (index down); try it again later" +
 				"\n- #1 (b): outage: it never ran (index down); try it again later"},
-		{"refused item", dispatch.Result{Outcome: dispatch.Refused, Attempts: 1, Failures: []schematype.ItemFailure{
+		{"refused item", dispatch.Result{Outcome: schematype.OutcomeRefused, Attempts: 1, Failures: []schematype.ItemFailure{
 			{Item: 0, Input: "r_x", Kind: schematype.FailureRefused, Message: `ref "r_x" not found`}}},
 			"No item gave hits.\nPer item:\n- #0 (r_x): refused, nothing ran (ref \"r_x\" not found)"},
-		{"refusal", dispatch.Result{Outcome: dispatch.Refused, Attempts: 1, Message: "maxChars: at most 20000"},
+		{"refusal", dispatch.Result{Outcome: schematype.OutcomeRefused, Attempts: 1, Message: "maxChars: at most 20000"},
 			"Refused: nothing ran. Why: maxChars: at most 20000"},
-		{"never reached", dispatch.Result{Outcome: dispatch.Outage, Attempts: 4, Message: "connection refused"},
+		{"never reached", dispatch.Result{Outcome: schematype.OutcomeOutage, Attempts: 4, Message: "connection refused"},
 			"Outage: the tool never ran (connection refused, after 4 attempts); nothing was done. Try again later or go on without it."},
-		{"write may have run", dispatch.Result{Outcome: dispatch.MayHaveRun, Attempts: 1, Reached: true, Message: "503 Service Unavailable"},
+		{"write may have run", dispatch.Result{Outcome: schematype.OutcomeMayHaveRun, Attempts: 1, Reached: true, Message: "503 Service Unavailable"},
 			"May or may not have run: the request reached the tool but no answer came back (503 Service Unavailable, after 1 attempt). It may have changed something: check before repeating it."},
-		{"hits after retries", dispatch.Result{Outcome: dispatch.Hits, Attempts: 3, Kind: schematype.KindText, Content: []byte("found")},
+		{"hits after retries", dispatch.Result{Outcome: schematype.OutcomeHits, Attempts: 3, Kind: schematype.KindText, Content: []byte("found")},
 			"found\n[answered after 3 attempts]"},
-		{"absence after retries", dispatch.Result{Outcome: dispatch.Absence, Attempts: 2},
+		{"absence after retries", dispatch.Result{Outcome: schematype.OutcomeAbsence, Attempts: 2},
 			"No match: the tool ran and found nothing.\n[answered after 2 attempts]"},
-		{"hits at once", dispatch.Result{Outcome: dispatch.Hits, Attempts: 1, Kind: schematype.KindText, Content: []byte("found")},
+		{"hits at once", dispatch.Result{Outcome: schematype.OutcomeHits, Attempts: 1, Kind: schematype.KindText, Content: []byte("found")},
 			"found"},
 	}
 	for _, tt := range tests {
@@ -150,7 +150,7 @@ func TestMixedBatchOutcome(t *testing.T) {
 		`{"item":3,"input":"zed","message":"boom"}]}}}`))
 	d, _ := setup(t, b.srv.URL)
 	res := d.Do(context.Background(), scope(def("find", tools.EffectRead)), dispatch.Call{ID: "c", Name: "find", Arguments: json.RawMessage(`{"queries":["ada","bob","eve","zed"]}`)})
-	require.Equal(t, dispatch.Hits, res.Outcome, res.Message)
+	require.Equal(t, schematype.OutcomeHits, res.Outcome, res.Message)
 	kinds := []schematype.FailureKind{}
 	for _, f := range res.Failures {
 		kinds = append(kinds, f.Kind)
@@ -178,7 +178,7 @@ func TestTextThatIsJSONIsJSON(t *testing.T) {
 			b := newBackend(t, ok(tt.give))
 			d, _ := setup(t, b.srv.URL)
 			res := d.Do(context.Background(), scope(def("find", tools.EffectRead)), dispatch.Call{ID: "c", Name: "find", Arguments: json.RawMessage(`{"queries":["a"]}`)})
-			require.Equal(t, dispatch.Hits, res.Outcome, res.Message)
+			require.Equal(t, schematype.OutcomeHits, res.Outcome, res.Message)
 			require.Equal(t, tt.want, res.Kind)
 		})
 	}

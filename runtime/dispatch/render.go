@@ -43,9 +43,9 @@ const (
 func Render(res Result, def tools.Definition, ref string, truncatedAtSource bool) (Heard, error) {
 	var h Heard
 	switch res.Outcome {
-	case Refused:
+	case schematype.OutcomeRefused:
 		h.Text = fmt.Sprintf(refusedWords, res.Message)
-	case Outage:
+	case schematype.OutcomeOutage:
 		words := outageWords
 		if res.Reached {
 			// A read, or a write its backend answered had failed: it may
@@ -53,18 +53,18 @@ func Render(res Result, def tools.Definition, ref string, truncatedAtSource bool
 			words = noAnswerWords
 		}
 		h.Text = fmt.Sprintf(words, orNoItem(res.Message), attempts(res.Attempts))
-	case MayHaveRun:
+	case schematype.OutcomeMayHaveRun:
 		h.Text = fmt.Sprintf(mayHaveRunWords, res.Message, attempts(res.Attempts))
-	case Error:
+	case schematype.OutcomeError:
 		h.Text = fmt.Sprintf(errorWords, res.Message)
-	case Declined:
+	case schematype.OutcomeDeclined:
 		h.Text = fmt.Sprintf(declinedWords, res.Message)
-	case Absence:
+	case schematype.OutcomeAbsence:
 		h.Text = absenceWords
 		if res.Message != "" {
 			h.Text = fmt.Sprintf(absenceWhy, res.Message)
 		}
-	case Hits:
+	case schematype.OutcomeHits:
 		body, visible, err := hits(res, def, ref, truncatedAtSource)
 		if err != nil {
 			return Heard{}, err
@@ -76,11 +76,11 @@ func Render(res Result, def tools.Definition, ref string, truncatedAtSource bool
 	}
 	switch {
 	case res.Attempts <= 1:
-	case res.Outcome == Outage && res.Message == "":
+	case res.Outcome == schematype.OutcomeOutage && res.Message == "":
 		// The items said why they never ran; the call says how hard it
 		// tried.
 		h.Text += fmt.Sprintf(gaveUpAfter, attempts(res.Attempts))
-	case res.Outcome != Outage && res.Outcome != MayHaveRun:
+	case res.Outcome != schematype.OutcomeOutage && res.Outcome != schematype.OutcomeMayHaveRun:
 		h.Text += fmt.Sprintf(answeredAfter, attempts(res.Attempts))
 	}
 	return h, nil
@@ -90,12 +90,12 @@ func Render(res Result, def tools.Definition, ref string, truncatedAtSource bool
 // items not listed gave the hits above.
 func items(head string, res Result) string {
 	var b strings.Builder
-	if res.Message == "" && res.Outcome != Hits {
+	if res.Message == "" && res.Outcome != schematype.OutcomeHits {
 		// The outcome was settled from the items: they say it all.
 		head = noHitsWords
 	}
 	b.WriteString(head)
-	if res.Outcome == Hits {
+	if res.Outcome == schematype.OutcomeHits {
 		b.WriteString("\nThe other items gave no hits:")
 	} else {
 		b.WriteString("\nPer item:")

@@ -46,7 +46,7 @@ func TestItemFaultsFailAlone(t *testing.T) {
 	require.Len(t, got, 1)
 	require.Equal(t, []any{map[string]any{"text": "a"}, map[string]any{"text": "a"}}, got[0].vars["facts"], "only the items that fit are sent")
 	require.JSONEq(t, args, string(res.Arguments), "recorded as the model sent them")
-	require.Equal(t, dispatch.Hits, res.Outcome, res.Message)
+	require.Equal(t, schematype.OutcomeHits, res.Outcome, res.Message)
 	want := []schematype.ItemFailure{
 		{Item: 1, Input: `{"text":""}`, Kind: schematype.FailureRefused, Message: `argument "facts[1].text": needs at least 1 character, got 0`},
 		{Item: 2, Input: "a", Kind: schematype.FailureError, Message: "repeats facts[0] of this call"},
@@ -77,7 +77,7 @@ func TestItemFaultsMapRefusalsBack(t *testing.T) {
 	d, _ := setup(t, b.srv.URL)
 	res := d.Do(context.Background(), scope(factsDef()), dispatch.Call{ID: "c", Name: "save",
 		Arguments: json.RawMessage(`{"facts":[{"text":""},{"text":"a"},{"text":"a"}]}`)})
-	require.Equal(t, dispatch.Refused, res.Outcome)
+	require.Equal(t, schematype.OutcomeRefused, res.Outcome)
 	require.Equal(t, "facts[2] repeats facts[1]", res.Message)
 	require.Len(t, res.Failures, 1)
 	require.Equal(t, 0, res.Failures[0].Item)
@@ -110,7 +110,7 @@ func TestCallShapeStillRefusesTheCall(t *testing.T) {
 			def := factsDef()
 			def.Atomic = tt.atomic
 			res := d.Do(context.Background(), scope(def), dispatch.Call{ID: "c", Name: "save", Arguments: json.RawMessage(tt.args)})
-			require.Equal(t, dispatch.Refused, res.Outcome)
+			require.Equal(t, schematype.OutcomeRefused, res.Outcome)
 			require.Contains(t, res.Message, tt.want)
 			require.Empty(t, res.Failures)
 			require.Empty(t, b.requests(), "nothing is sent")
@@ -135,7 +135,7 @@ func TestItemFaultsOfARuntimeTool(t *testing.T) {
 	def := tools.Definition{Name: "look", Family: "test", Effect: tools.EffectRead, Preview: tools.PreviewLarge,
 		Schema: json.RawMessage(`{"type":"object","properties":{"names":{"type":"array","items":{"type":"string","pattern":"^[a-z]+$"}}},"required":["names"]}`)}
 	res := d.Do(context.Background(), scope(def), dispatch.Call{ID: "c", Name: "look", Arguments: json.RawMessage(`{"names":["alpha","Be ta","gamma"]}`)})
-	require.Equal(t, dispatch.Hits, res.Outcome, res.Message)
+	require.Equal(t, schematype.OutcomeHits, res.Outcome, res.Message)
 	require.Len(t, got, 1)
 	require.JSONEq(t, `{"names":["alpha","gamma"]}`, string(got[0]))
 	require.Equal(t, "looked up alpha and gamma", string(res.Content))

@@ -8,8 +8,8 @@ import (
 
 	"github.com/toolgate/toolgate/db"
 	"github.com/toolgate/toolgate/ent/agent"
+	"github.com/toolgate/toolgate/ent/schematype"
 	"github.com/toolgate/toolgate/ent/tenancy"
-	"github.com/toolgate/toolgate/ent/toolcall"
 	"github.com/toolgate/toolgate/ent/turn"
 	"github.com/toolgate/toolgate/runtime/model"
 )
@@ -44,14 +44,14 @@ func TestTurnKeepsTheAgentItStartedWith(t *testing.T) {
 		require.Equal(t, turn.StatusCOMPLETED, done.Status, done.Error)
 		calls := h.calls(t, id)
 		require.Equal(t, "search_tools", calls[1].Name)
-		require.Equal(t, toolcall.OutcomeHITS, calls[1].Outcome, "the turn keeps the tools it started with")
+		require.Equal(t, schematype.OutcomeHits, calls[1].Outcome, "the turn keeps the tools it started with")
 		require.Equal(t, p.request(0).System, p.request(2).System, "and its system prompt")
 		require.Contains(t, p.request(0).System, "Be exact.")
 
 		// A new turn gets the agent as updated: the tool is gone.
 		next := h.send(t, conv, "Again", "")
 		require.Equal(t, turn.StatusCOMPLETED, h.wait(t, next).Status)
-		require.Equal(t, toolcall.OutcomeREFUSED, h.calls(t, next)[0].Outcome)
+		require.Equal(t, schematype.OutcomeRefused, h.calls(t, next)[0].Outcome)
 		require.Contains(t, p.request(3).System, "Be vague.")
 	})
 }

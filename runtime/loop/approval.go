@@ -89,7 +89,7 @@ func (t *turnRun) gate(ctx context.Context, s dispatch.Scope, rows []*ent.ToolCa
 				waiting = append(waiting, i)
 				continue
 			case *a.Decision == schematype.DecisionDecline:
-				acts[i] = approvalAct{decided: true, declined: &dispatch.Result{Outcome: dispatch.Declined,
+				acts[i] = approvalAct{decided: true, declined: &dispatch.Result{Outcome: schematype.OutcomeDeclined,
 					Arguments: json.RawMessage(a.Arguments), Message: declinedWords(a)}}
 			default:
 				args := a.Arguments

@@ -22,7 +22,6 @@ import (
 	"github.com/toolgate/toolgate/ent/approval"
 	"github.com/toolgate/toolgate/ent/schematype"
 	"github.com/toolgate/toolgate/ent/tenancy"
-	"github.com/toolgate/toolgate/ent/toolcall"
 	"github.com/toolgate/toolgate/ent/turn"
 	"github.com/toolgate/toolgate/graph/auth"
 	"github.com/toolgate/toolgate/graph/gid"
@@ -116,9 +115,9 @@ func TestApprovalPausesOnlyTheGatedCall(t *testing.T) {
 		s := newShop(t)
 		id, refund := approvalTurn(t, h, s)
 		calls := h.calls(t, id)
-		require.Equal(t, toolcall.OutcomeHITS, calls[0].Outcome)
-		require.Equal(t, toolcall.OutcomePENDING, calls[1].Outcome)
-		require.Equal(t, toolcall.OutcomeHITS, calls[2].Outcome)
+		require.Equal(t, schematype.OutcomeHits, calls[0].Outcome)
+		require.Equal(t, schematype.OutcomePending, calls[1].Outcome)
+		require.Equal(t, schematype.OutcomeHits, calls[2].Outcome)
 		require.Empty(t, s.sent(), "nothing of a pending call reaches the application")
 		require.Equal(t, 1, p.count(), "the model is not asked again while the turn waits")
 
@@ -250,7 +249,7 @@ func TestApprovalDecline(t *testing.T) {
 		require.Equal(t, turn.StatusCOMPLETED, done.Status, done.Error)
 		require.Empty(t, s.sent())
 		c := h.calls(t, id)[1]
-		require.Equal(t, toolcall.OutcomeDECLINED, c.Outcome)
+		require.Equal(t, schematype.OutcomeDeclined, c.Outcome)
 		var heard model.Message
 		for _, m := range p.request(1).Messages {
 			if m.ToolCallID == "r" && m.Role == model.RoleTool {
@@ -294,7 +293,7 @@ func TestApprovalTimeout(t *testing.T) {
 		require.True(t, a.TimedOut)
 		require.Equal(t, loop.NoAnswer, *a.Reason)
 		require.Nil(t, a.DecidedByID)
-		require.Equal(t, toolcall.OutcomeDECLINED, h.calls(t, id)[1].Outcome)
+		require.Equal(t, schematype.OutcomeDeclined, h.calls(t, id)[1].Outcome)
 		require.Contains(t, lastToolOf(p.request(1), "r").Text, "Nobody decided on it in time (no answer)")
 	})
 }
@@ -420,9 +419,9 @@ func TestApprovalSurvivesACrash(t *testing.T) {
 			c := h.calls(t, id)[1]
 			require.Len(t, s.sent(), 1, "run once, not asked again, never sent twice")
 			if takenUp {
-				require.Equal(t, toolcall.OutcomeMAY_HAVE_RUN, c.Outcome)
+				require.Equal(t, schematype.OutcomeMayHaveRun, c.Outcome)
 			} else {
-				require.Equal(t, toolcall.OutcomeHITS, c.Outcome)
+				require.Equal(t, schematype.OutcomeHits, c.Outcome)
 			}
 			require.Equal(t, 2*(k+1), p.count())
 		}
@@ -493,9 +492,9 @@ func TestApprovalPoliciesAndPartialDecisions(t *testing.T) {
 		got := h.wait(t, id)
 		require.Equal(t, turn.StatusWAITING_FOR_APPROVAL, got.Status, got.Error)
 		calls := h.calls(t, id)
-		require.Equal(t, toolcall.OutcomePENDING, calls[0].Outcome, "the agent's ALWAYS tightens a read-only tool")
-		require.Equal(t, toolcall.OutcomePENDING, calls[1].Outcome, "the agent's NEVER does not loosen the application's WRITES")
-		require.Equal(t, toolcall.OutcomeHITS, calls[2].Outcome)
+		require.Equal(t, schematype.OutcomePending, calls[0].Outcome, "the agent's ALWAYS tightens a read-only tool")
+		require.Equal(t, schematype.OutcomePending, calls[1].Outcome, "the agent's NEVER does not loosen the application's WRITES")
+		require.Equal(t, schematype.OutcomeHits, calls[2].Outcome)
 		pending := dig(h.gql(t, pendingQuery, map[string]any{"id": id}), "node", "pendingApprovals").([]any)
 		require.Len(t, pending, 2)
 
@@ -510,8 +509,8 @@ func TestApprovalPoliciesAndPartialDecisions(t *testing.T) {
 		done := h.wait(t, id)
 		require.Equal(t, turn.StatusCOMPLETED, done.Status, done.Error)
 		calls = h.calls(t, id)
-		require.Equal(t, toolcall.OutcomeHITS, calls[0].Outcome)
-		require.Equal(t, toolcall.OutcomeDECLINED, calls[1].Outcome)
+		require.Equal(t, schematype.OutcomeHits, calls[0].Outcome)
+		require.Equal(t, schematype.OutcomeDeclined, calls[1].Outcome)
 		require.Len(t, s.sent(), 1, "the declined refund never ran")
 		require.Equal(t, "Declined: the call never ran. The person declined it (no reason given).", lastToolOf(p.request(3), "r").Text)
 

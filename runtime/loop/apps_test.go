@@ -17,7 +17,6 @@ import (
 	"github.com/toolgate/toolgate/db/dbtest"
 	"github.com/toolgate/toolgate/ent/schematype"
 	"github.com/toolgate/toolgate/ent/tenancy"
-	"github.com/toolgate/toolgate/ent/toolcall"
 	"github.com/toolgate/toolgate/ent/turn"
 	"github.com/toolgate/toolgate/graph/gid"
 	"github.com/toolgate/toolgate/runtime/loop"
@@ -91,9 +90,9 @@ func TestApplicationToolsAreOfferedAndRun(t *testing.T) {
 	require.JSONEq(t, `{"type":"object","properties":{"name":{"type":"string"}},"required":["name"],"additionalProperties":false}`, string(offered[0].Schema))
 
 	calls := h.calls(t, id)
-	require.Equal(t, toolcall.OutcomeHITS, calls[0].Outcome)
+	require.Equal(t, schematype.OutcomeHits, calls[0].Outcome)
 	require.Contains(t, *calls[0].Heard, "ada@example.com")
-	require.Equal(t, toolcall.OutcomeREFUSED, calls[1].Outcome)
+	require.Equal(t, schematype.OutcomeRefused, calls[1].Outcome)
 	require.Equal(t, `tool "crm__purge" is not available`, *calls[1].Message)
 }
 
@@ -112,7 +111,7 @@ func TestApplicationJSONTextIsJSON(t *testing.T) {
 	got := h.wait(t, id)
 	require.Equal(t, turn.StatusCOMPLETED, got.Status, got.Error)
 	calls := h.calls(t, id)
-	require.Equal(t, toolcall.OutcomeHITS, calls[0].Outcome)
+	require.Equal(t, schematype.OutcomeHits, calls[0].Outcome)
 	res := calls[0].QueryResult().OnlyX(tenancy.System(context.Background()))
 	require.Equal(t, schematype.KindJSON, res.Kind)
 	require.Contains(t, *calls[0].Heard, `"email": "ada@example.com"`)
@@ -200,7 +199,7 @@ func TestResumeClosesCallsLeftInFlight(t *testing.T) {
 	got := h.wait(t, gid.Encode(tu.ID))
 	require.Equal(t, turn.StatusCOMPLETED, got.Status, got.Error)
 	c := h.calls(t, gid.Encode(tu.ID))[0]
-	require.Equal(t, toolcall.OutcomeMAY_HAVE_RUN, c.Outcome)
+	require.Equal(t, schematype.OutcomeMayHaveRun, c.Outcome)
 	require.Contains(t, *c.Message, "interrupted")
 	// The model heard it, paired with the call it asked for.
 	heard := lastTool(p.request(0))

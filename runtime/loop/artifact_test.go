@@ -17,8 +17,8 @@ import (
 	"github.com/toolgate/toolgate/db"
 	"github.com/toolgate/toolgate/ent"
 	"github.com/toolgate/toolgate/ent/artifactversion"
+	"github.com/toolgate/toolgate/ent/schematype"
 	"github.com/toolgate/toolgate/ent/tenancy"
-	"github.com/toolgate/toolgate/ent/toolcall"
 	"github.com/toolgate/toolgate/ent/turn"
 	"github.com/toolgate/toolgate/ent/workspacefile"
 	"github.com/toolgate/toolgate/graph/gid"
@@ -116,7 +116,7 @@ func TestInspectionReachesTheModel(t *testing.T) {
 
 				calls := h.calls(t, id)
 				require.Len(t, calls, 2)
-				require.Equal(t, toolcall.OutcomeHITS, calls[1].Outcome, *calls[1].Heard)
+				require.Equal(t, schematype.OutcomeHits, calls[1].Outcome, *calls[1].Heard)
 				heard := *calls[1].Heard
 				require.Contains(t, heard, "renders to 3 pages")
 				require.Contains(t, heard, "[3 image(s), ")
@@ -210,12 +210,12 @@ func TestDraftIsNotSaved(t *testing.T) {
 		require.Equal(t, turn.StatusCOMPLETED, got.Status, got.Error)
 		calls := h.calls(t, second)
 		require.Len(t, calls, 3)
-		require.Equal(t, toolcall.OutcomeREFUSED, calls[0].Outcome, *calls[0].Heard)
+		require.Equal(t, schematype.OutcomeRefused, calls[0].Outcome, *calls[0].Heard)
 		told := lastTool(p.request(3)).Text
 		require.Contains(t, told, `version 1 of "Plan" is an uninspected draft, and visual files need inspection before saving: `+
 			`call inspect_artifact on it, fix what you see, then print it`)
-		require.Equal(t, toolcall.OutcomeHITS, calls[1].Outcome, *calls[1].Heard)
-		require.Equal(t, toolcall.OutcomeHITS, calls[2].Outcome, *calls[2].Heard)
+		require.Equal(t, schematype.OutcomeHits, calls[1].Outcome, *calls[1].Heard)
+		require.Equal(t, schematype.OutcomeHits, calls[2].Outcome, *calls[2].Heard)
 		require.Contains(t, lastTool(p.request(5)).Text, `"pages":3`)
 
 		// Only the inspected version's PDF was written.

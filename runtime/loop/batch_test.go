@@ -7,7 +7,7 @@ import (
 	"github.com/stretchr/testify/require"
 
 	"github.com/toolgate/toolgate/db"
-	"github.com/toolgate/toolgate/ent/toolcall"
+	"github.com/toolgate/toolgate/ent/schematype"
 	"github.com/toolgate/toolgate/ent/turn"
 	"github.com/toolgate/toolgate/runtime/model"
 )
@@ -54,7 +54,7 @@ func TestBatchReadsSeeTheBatchsWrites(t *testing.T) {
 			require.Equal(t, turn.StatusCOMPLETED, h.wait(t, id).Status)
 			by := map[string]string{}
 			for _, c := range h.calls(t, id) {
-				require.Equal(t, toolcall.OutcomeHITS, c.Outcome, "run %d %s: %s", i, c.Name, *c.Heard)
+				require.Equal(t, schematype.OutcomeHits, c.Outcome, "run %d %s: %s", i, c.Name, *c.Heard)
 				by[c.CallID] = *c.Heard
 			}
 			require.Contains(t, by["s"], "status: "+to, "run %d: the search sees the edit", i)

@@ -13,7 +13,6 @@ import (
 	"github.com/toolgate/toolgate/db/dbtest"
 	"github.com/toolgate/toolgate/ent/schematype"
 	"github.com/toolgate/toolgate/ent/tenancy"
-	"github.com/toolgate/toolgate/ent/toolcall"
 	"github.com/toolgate/toolgate/graph/gid"
 	"github.com/toolgate/toolgate/offer/token"
 	"github.com/toolgate/toolgate/runtime/dispatch"
@@ -49,7 +48,7 @@ func BenchmarkPromptAssembly(b *testing.B) {
 				SetContent([]byte(big)).SetChars(int64(len(big))).SetBytes(int64(len(big))).SetItems(1).SaveX(ctx)
 			heard := big[:5000]
 			c.ToolCall.Create().SetTurnID(tu.ID).SetPosition(i).SetStep(0).SetName("read_file").
-				SetArguments(`{"path":"report.txt"}`).SetOutcome(toolcall.OutcomeHITS).SetAttempts(1).
+				SetArguments(`{"path":"report.txt"}`).SetOutcome(schematype.OutcomeHits).SetAttempts(1).
 				SetRef(r.Ref).SetResultID(r.ID).SetHeard(heard).ExecX(ctx)
 		}
 	}
@@ -229,7 +228,7 @@ func BenchmarkDispatchResolverCall(b *testing.B) {
 	b.ReportAllocs()
 	b.ResetTimer()
 	for b.Loop() {
-		if res := h.disp.Do(ctx, s, c); res.Outcome != dispatch.Hits {
+		if res := h.disp.Do(ctx, s, c); res.Outcome != schematype.OutcomeHits {
 			b.Fatalf("%s: %s", res.Outcome, res.Message)
 		}
 	}

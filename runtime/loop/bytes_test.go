@@ -8,8 +8,8 @@ import (
 
 	"github.com/toolgate/toolgate/db"
 	"github.com/toolgate/toolgate/db/dbtest"
+	"github.com/toolgate/toolgate/ent/schematype"
 	"github.com/toolgate/toolgate/ent/tenancy"
-	"github.com/toolgate/toolgate/ent/toolcall"
 	"github.com/toolgate/toolgate/ent/turn"
 	"github.com/toolgate/toolgate/graph/gid"
 	"github.com/toolgate/toolgate/runtime/model"
@@ -38,7 +38,7 @@ func TestNulInToolResultsAndMessages(t *testing.T) {
 		require.Nil(t, got.Error)
 
 		calls := h.calls(t, id)
-		require.Equal(t, toolcall.OutcomeHITS, calls[0].Outcome)
+		require.Equal(t, schematype.OutcomeHits, calls[0].Outcome)
 		read := h.gql(t, `query($c: ID!, $r: [String!]!) { toolResults(conversationId: $c, refs: $r) { reads { text } } }`,
 			map[string]any{"c": conv, "r": []string{*calls[0].Ref}})
 		require.Equal(t, nulRecord, dig(read, "toolResults", "reads", 0, "text"), "the result read back whole")

@@ -6,7 +6,7 @@ import (
 	"github.com/stretchr/testify/require"
 
 	"github.com/toolgate/toolgate/db"
-	"github.com/toolgate/toolgate/ent/toolcall"
+	"github.com/toolgate/toolgate/ent/schematype"
 	"github.com/toolgate/toolgate/ent/turn"
 	"github.com/toolgate/toolgate/runtime/model"
 )
@@ -31,19 +31,19 @@ func TestRunCodeFailureIsHeardAsError(t *testing.T) {
 		id := h.send(t, h.conversation(t, "run_code"), "sum it", "")
 		require.Equal(t, turn.StatusCOMPLETED, h.wait(t, id).Status)
 		by := map[string]string{}
-		outcome := map[string]toolcall.Outcome{}
+		outcome := map[string]schematype.Outcome{}
 		for _, c := range h.calls(t, id) {
 			by[c.CallID], outcome[c.CallID] = *c.Heard, c.Outcome
 		}
-		require.Equal(t, toolcall.OutcomeHITS, outcome["ok"], by["ok"])
+		require.Equal(t, schematype.OutcomeHits, outcome["ok"], by["ok"])
 		require.Contains(t, by["ok"], `6\n`)
-		require.Equal(t, toolcall.OutcomeERROR, outcome["deep"], by["deep"])
+		require.Equal(t, schematype.OutcomeError, outcome["deep"], by["deep"])
 		require.Contains(t, by["deep"], "run_code hit its call depth bound")
 		require.Contains(t, by["deep"], "Before that it printed:\nreached step 2\n")
-		require.Equal(t, toolcall.OutcomeERROR, outcome["throw"], by["throw"])
+		require.Equal(t, schematype.OutcomeError, outcome["throw"], by["throw"])
 		require.Contains(t, by["throw"], "run_code failed: Error: no rows")
 		require.Contains(t, by["throw"], "Before that it printed:\nparsed\n")
-		require.Equal(t, toolcall.OutcomeREFUSED, outcome["bad"], by["bad"])
+		require.Equal(t, schematype.OutcomeRefused, outcome["bad"], by["bad"])
 		require.Contains(t, by["bad"], `ref "made-up" not found; no code ran`)
 	})
 }

@@ -16,7 +16,6 @@ import (
 	"github.com/toolgate/toolgate/ent/schematype"
 	"github.com/toolgate/toolgate/ent/summary"
 	"github.com/toolgate/toolgate/ent/tenancy"
-	"github.com/toolgate/toolgate/ent/toolcall"
 	"github.com/toolgate/toolgate/graph/gid"
 	"github.com/toolgate/toolgate/runtime/loop"
 	"github.com/toolgate/toolgate/runtime/model"
@@ -86,7 +85,7 @@ func seed(t testing.TB, h *harness, convID, from, to int, answer func(n int) str
 	for i, tu := range rows {
 		heard := fmt.Sprint(tu.Number * 7)
 		calls[i] = c.ToolCall.Create().SetTurnID(tu.ID).SetPosition(0).SetStep(0).SetName("calculator").
-			SetArguments(fmt.Sprintf(`{"expression":"%d*7"}`, tu.Number)).SetOutcome(toolcall.OutcomeHITS).SetAttempts(1).
+			SetArguments(fmt.Sprintf(`{"expression":"%d*7"}`, tu.Number)).SetOutcome(schematype.OutcomeHits).SetAttempts(1).
 			SetRef(srs[i].Ref).SetResultID(srs[i].ID).SetHeard(heard).
 			SetEvidence([]schematype.Span{{Ref: srs[i].Ref, Start: 0, End: int64(len(heard))}})
 	}

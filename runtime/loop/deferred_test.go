@@ -10,8 +10,8 @@ import (
 
 	"github.com/toolgate/toolgate/db"
 	"github.com/toolgate/toolgate/ent/agent"
+	"github.com/toolgate/toolgate/ent/schematype"
 	"github.com/toolgate/toolgate/ent/tenancy"
-	"github.com/toolgate/toolgate/ent/toolcall"
 	"github.com/toolgate/toolgate/ent/turn"
 	"github.com/toolgate/toolgate/graph/gid"
 	"github.com/toolgate/toolgate/runtime/model"
@@ -56,14 +56,14 @@ func TestDeferredDefinitions(t *testing.T) {
 		// A call before the definition was read is refused, and the refusal
 		// says where the definition is; a tool the turn is not offered is
 		// refused as ever.
-		require.Equal(t, toolcall.OutcomeREFUSED, calls[0].Outcome)
+		require.Equal(t, schematype.OutcomeRefused, calls[0].Outcome)
 		require.Equal(t, `tool "update_tasks" is listed in brief: read its definition with get_tool_schema first`, *calls[0].Message)
 		require.Zero(t, calls[0].Attempts)
-		require.Equal(t, toolcall.OutcomeREFUSED, calls[1].Outcome)
+		require.Equal(t, schematype.OutcomeRefused, calls[1].Outcome)
 		require.Equal(t, `tool "memory_write" is not available`, *calls[1].Message)
 
 		// get_tool_schema gives update_tasks whole, and memory_write not at all.
-		require.Equal(t, toolcall.OutcomeHITS, calls[2].Outcome, calls[2].Message)
+		require.Equal(t, schematype.OutcomeHits, calls[2].Outcome, calls[2].Message)
 		heard := lastTool(p.request(2))
 		var schemas struct {
 			Tools []struct {
@@ -80,7 +80,7 @@ func TestDeferredDefinitions(t *testing.T) {
 		require.Equal(t, whole.Description, schemas.Tools[0].Description)
 		require.JSONEq(t, string(whole.Schema), string(schemas.Tools[0].Parameters))
 		require.Equal(t, []string{"memory_write"}, schemas.Missing)
-		require.Equal(t, toolcall.OutcomeHITS, calls[3].Outcome, calls[3].Message)
+		require.Equal(t, schematype.OutcomeHits, calls[3].Outcome, calls[3].Message)
 
 		// What was sent: every call the same prefix, the deferred tools as
 		// stubs, the kept ones whole, and the notice in the system prompt.
@@ -151,9 +151,9 @@ func TestDeferredDefinitionsSurviveAPause(t *testing.T) {
 		calls := h.calls(t, id)
 		require.Len(t, calls, 4)
 		require.Equal(t, "update_tasks", calls[2].Name)
-		require.Equal(t, toolcall.OutcomeHITS, calls[2].Outcome, calls[2].Message)
+		require.Equal(t, schematype.OutcomeHits, calls[2].Outcome, calls[2].Message)
 		require.Equal(t, "list_files", calls[3].Name)
-		require.Equal(t, toolcall.OutcomeREFUSED, calls[3].Outcome)
+		require.Equal(t, schematype.OutcomeRefused, calls[3].Outcome)
 		require.Contains(t, *calls[3].Message, "listed in brief")
 	})
 }

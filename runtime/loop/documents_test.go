@@ -19,7 +19,6 @@ import (
 	"github.com/toolgate/toolgate/ent/attachment"
 	"github.com/toolgate/toolgate/ent/schematype"
 	"github.com/toolgate/toolgate/ent/tenancy"
-	"github.com/toolgate/toolgate/ent/toolcall"
 	"github.com/toolgate/toolgate/ent/turn"
 	"github.com/toolgate/toolgate/graph/gid"
 	"github.com/toolgate/toolgate/runtime/loop"
@@ -153,7 +152,7 @@ func TestEmbeddingOutageTellsItsAttempts(t *testing.T) {
 		require.Len(t, calls, 2)
 		for i, want := range []int{4 + 1, 4} {
 			c := calls[i]
-			require.Equal(t, toolcall.OutcomeOUTAGE, c.Outcome, *c.Heard)
+			require.Equal(t, schematype.OutcomeOutage, c.Outcome, *c.Heard)
 			require.Equal(t, want, c.Attempts, c.Name)
 			heard := lastTool(p.request(i + 1)).Text
 			require.Equal(t, *c.Heard, heard)

@@ -9,7 +9,6 @@ import (
 
 	"github.com/toolgate/toolgate/db"
 	"github.com/toolgate/toolgate/ent/schematype"
-	"github.com/toolgate/toolgate/ent/toolcall"
 	"github.com/toolgate/toolgate/ent/turn"
 	"github.com/toolgate/toolgate/runtime/model"
 )
@@ -57,7 +56,7 @@ func TestOnlyContentIsEvidence(t *testing.T) {
 		require.Len(t, calls, 5)
 		byName := map[string]int{}
 		for i, c := range calls {
-			require.Equal(t, toolcall.OutcomeHITS, c.Outcome, "%s: %s", c.Name, *c.Heard)
+			require.Equal(t, schematype.OutcomeHits, c.Outcome, "%s: %s", c.Name, *c.Heard)
 			byName[c.Name] = i
 		}
 		told := toolTexts(p.request(2))

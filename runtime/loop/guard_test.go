@@ -7,8 +7,8 @@ import (
 	"github.com/stretchr/testify/require"
 
 	"github.com/toolgate/toolgate/db"
+	"github.com/toolgate/toolgate/ent/schematype"
 	"github.com/toolgate/toolgate/ent/tenancy"
-	"github.com/toolgate/toolgate/ent/toolcall"
 	"github.com/toolgate/toolgate/ent/turn"
 	"github.com/toolgate/toolgate/graph/gid"
 	"github.com/toolgate/toolgate/runtime/model"
@@ -65,9 +65,9 @@ func TestInjectionIsFlaggedAndItsComposedRefRefused(t *testing.T) {
 
 		// What the model composed from it is checked on the backend.
 		require.Equal(t, calls[1].Outcome, calls[2].Outcome)
-		require.NotEqual(t, toolcall.OutcomeHITS, calls[1].Outcome)
+		require.NotEqual(t, schematype.OutcomeHits, calls[1].Outcome)
 		require.Equal(t, strings.ReplaceAll(*calls[1].Heard, foreign, "REF"), strings.ReplaceAll(*calls[2].Heard, madeUp, "REF"))
-		require.Equal(t, toolcall.OutcomeREFUSED, calls[3].Outcome)
+		require.Equal(t, schematype.OutcomeRefused, calls[3].Outcome)
 		require.Contains(t, *calls[3].Heard, "run_code")
 		for _, c := range calls[1:] {
 			require.Nil(t, c.Guardrail, "the refusals are the runtime's own words")

@@ -5,7 +5,7 @@ import (
 	"maps"
 	"slices"
 
-	"github.com/toolgate/toolgate/ent/toolcall"
+	"github.com/toolgate/toolgate/ent/schematype"
 	"github.com/toolgate/toolgate/runtime/dispatch"
 	"github.com/toolgate/toolgate/runtime/model"
 	"github.com/toolgate/toolgate/runtime/prompt"
@@ -69,8 +69,8 @@ func (t *turnRun) history(ctx context.Context, compact bool) (int, error) {
 				heard = *call.Heard
 			}
 			msgs = append(msgs, model.Message{Role: model.RoleTool, ToolCallID: prompt.CallID(call), ToolName: call.Name, Text: heard,
-				IsError: call.Outcome != toolcall.OutcomeHITS && call.Outcome != toolcall.OutcomeABSENCE, Images: images[call.ID]})
-			if call.Outcome == toolcall.OutcomeHITS {
+				IsError: !call.Outcome.Succeeded(), Images: images[call.ID]})
+			if call.Outcome == schematype.OutcomeHits {
 				t.readDefinitions(call.Name, heard)
 			}
 		}
@@ -89,7 +89,7 @@ func (t *turnRun) ownImages(ctx context.Context, own []prompt.Step) (map[int][]m
 	byResult := map[int]int{}
 	for _, st := range own {
 		for _, c := range st.Calls {
-			if c.ResultID != nil && c.Outcome == toolcall.OutcomeHITS && t.byName[c.Name].Media {
+			if c.ResultID != nil && c.Outcome == schematype.OutcomeHits && t.byName[c.Name].Media {
 				byResult[*c.ResultID] = c.ID
 			}
 		}

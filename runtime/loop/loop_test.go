@@ -11,8 +11,8 @@ import (
 
 	"github.com/toolgate/toolgate/db"
 	"github.com/toolgate/toolgate/db/dbtest"
+	"github.com/toolgate/toolgate/ent/schematype"
 	"github.com/toolgate/toolgate/ent/tenancy"
-	"github.com/toolgate/toolgate/ent/toolcall"
 	"github.com/toolgate/toolgate/ent/turn"
 	"github.com/toolgate/toolgate/graph/gid"
 	"github.com/toolgate/toolgate/runtime/events"
@@ -37,7 +37,7 @@ func TestTurnRunsToolsAndAnswers(t *testing.T) {
 
 		calls := h.calls(t, id)
 		require.Len(t, calls, 1)
-		require.Equal(t, toolcall.OutcomeHITS, calls[0].Outcome)
+		require.Equal(t, schematype.OutcomeHits, calls[0].Outcome)
 		require.Equal(t, 1, calls[0].Attempts)
 		require.NotNil(t, calls[0].Ref)
 		// The second model call heard the calculator's result.
@@ -75,7 +75,7 @@ func TestRefusesToolNotOffered(t *testing.T) {
 	calls := h.calls(t, id)
 	require.Len(t, calls, 2)
 	for i, name := range []string{"drop_tables", "update_tasks"} {
-		require.Equal(t, toolcall.OutcomeREFUSED, calls[i].Outcome)
+		require.Equal(t, schematype.OutcomeRefused, calls[i].Outcome)
 		require.Equal(t, `tool "`+name+`" is not available`, *calls[i].Message)
 		require.Equal(t, 0, calls[i].Attempts)
 	}

@@ -18,7 +18,6 @@ import (
 	"github.com/toolgate/toolgate/ent/memory"
 	"github.com/toolgate/toolgate/ent/schematype"
 	"github.com/toolgate/toolgate/ent/tenancy"
-	"github.com/toolgate/toolgate/ent/toolcall"
 	"github.com/toolgate/toolgate/ent/turn"
 	"github.com/toolgate/toolgate/graph/gid"
 	"github.com/toolgate/toolgate/runtime/loop"
@@ -112,13 +111,13 @@ func TestOneBadFactKeepsTheOthers(t *testing.T) {
 		calls := h.calls(t, id)
 		require.Len(t, calls, 3)
 		for _, c := range calls[:2] {
-			require.Equal(t, toolcall.OutcomeHITS, c.Outcome)
+			require.Equal(t, schematype.OutcomeHits, c.Outcome)
 			require.Len(t, c.Failures, 1)
 			require.Equal(t, 1, c.Failures[0].Item)
 			require.Equal(t, schematype.FailureRefused, c.Failures[0].Kind)
 			require.Equal(t, 3, strings.Count(c.Arguments, `"text"`), "recorded with the three facts the model sent")
 		}
-		require.Equal(t, toolcall.OutcomeREFUSED, calls[2].Outcome)
+		require.Equal(t, schematype.OutcomeRefused, calls[2].Outcome)
 	})
 }
 

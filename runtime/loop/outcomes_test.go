@@ -9,8 +9,8 @@ import (
 	"github.com/stretchr/testify/require"
 
 	"github.com/toolgate/toolgate/db"
+	"github.com/toolgate/toolgate/ent/schematype"
 	"github.com/toolgate/toolgate/ent/tenancy"
-	"github.com/toolgate/toolgate/ent/toolcall"
 	"github.com/toolgate/toolgate/ent/turn"
 	"github.com/toolgate/toolgate/runtime/dispatch"
 	"github.com/toolgate/toolgate/runtime/loop"
@@ -54,12 +54,12 @@ func TestEveryOutcomeIsStoredAndOnlyReadsAreEvidence(t *testing.T) {
 
 		calls := h.calls(t, id)
 		require.Len(t, calls, 4)
-		want := []toolcall.Outcome{toolcall.OutcomeHITS, toolcall.OutcomeERROR, toolcall.OutcomeREFUSED, toolcall.OutcomeHITS}
+		want := []schematype.Outcome{schematype.OutcomeHits, schematype.OutcomeError, schematype.OutcomeRefused, schematype.OutcomeHits}
 		for i, c := range calls {
 			require.Equal(t, want[i], c.Outcome, *c.Heard)
 			require.NotNil(t, c.Ref, "every outcome has a ref: %s", c.Name)
 			stored := h.client.StoredResult.GetX(tenancy.System(context.Background()), *c.ResultID)
-			if c.Outcome != toolcall.OutcomeHITS {
+			if c.Outcome != schematype.OutcomeHits {
 				require.Equal(t, *c.Heard, string(stored.Content), "the ref reopens what the model was told")
 			}
 		}

@@ -15,8 +15,8 @@ import (
 	"github.com/toolgate/toolgate/db"
 	"github.com/toolgate/toolgate/ent/attachment"
 	entdocument "github.com/toolgate/toolgate/ent/document"
+	"github.com/toolgate/toolgate/ent/schematype"
 	"github.com/toolgate/toolgate/ent/tenancy"
-	"github.com/toolgate/toolgate/ent/toolcall"
 	"github.com/toolgate/toolgate/ent/turn"
 	"github.com/toolgate/toolgate/graph/gid"
 	"github.com/toolgate/toolgate/runtime/model"
@@ -253,7 +253,7 @@ func TestRepairedArgumentsReachEveryConsumer(t *testing.T) {
 				calls := h.calls(t, id)
 				require.Len(t, calls, 1)
 				c := calls[0]
-				require.Contains(t, []toolcall.Outcome{toolcall.OutcomeHITS, toolcall.OutcomeABSENCE}, c.Outcome, "%s: %v", args, c.Heard)
+				require.Contains(t, []schematype.Outcome{schematype.OutcomeHits, schematype.OutcomeAbsence}, c.Outcome, "%s: %v", args, c.Heard)
 				require.JSONEq(t, want, c.Arguments, "recorded as repaired and sent")
 				require.NotEmpty(t, c.Repairs)
 				require.Equal(t, tc.broken.rule.String(), c.Repairs[0].Rule)

@@ -18,8 +18,8 @@ import (
 	"github.com/toolgate/toolgate/db/dbtest"
 	"github.com/toolgate/toolgate/ent"
 	"github.com/toolgate/toolgate/ent/modelcall"
+	"github.com/toolgate/toolgate/ent/schematype"
 	"github.com/toolgate/toolgate/ent/tenancy"
-	"github.com/toolgate/toolgate/ent/toolcall"
 	"github.com/toolgate/toolgate/ent/turn"
 	"github.com/toolgate/toolgate/graph/gid"
 	"github.com/toolgate/toolgate/runtime/events"
@@ -230,7 +230,7 @@ func TestTurnEventsReplayWhileTheTurnMoves(t *testing.T) {
 
 		raw := ent.NewClient(ent.Driver(drv.Driver))
 		move := func() {
-			raw.ToolCall.UpdateOneID(tc.ID).SetOutcome(toolcall.OutcomeHITS).SetAttempts(1).SetFinishedAt(time.Now()).ExecX(sys)
+			raw.ToolCall.UpdateOneID(tc.ID).SetOutcome(schematype.OutcomeHits).SetAttempts(1).SetFinishedAt(time.Now()).ExecX(sys)
 			publish(events.Event{Kind: events.ToolCallFinished, ToolCallID: tc.ID})
 			publish(events.Event{Kind: events.ModelCallStarted, Step: 1})
 			require.NoError(t, raw.ModelCall.Create().SetTurnID(tu.ID).SetOrganizationID(conv.OrganizationID).SetAgentID(conv.AgentID).

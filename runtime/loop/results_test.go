@@ -13,8 +13,8 @@ import (
 
 	"github.com/toolgate/toolgate/db"
 	"github.com/toolgate/toolgate/db/dbtest"
+	"github.com/toolgate/toolgate/ent/schematype"
 	"github.com/toolgate/toolgate/ent/tenancy"
-	"github.com/toolgate/toolgate/ent/toolcall"
 	"github.com/toolgate/toolgate/ent/turn"
 	"github.com/toolgate/toolgate/runtime/dispatch"
 	"github.com/toolgate/toolgate/runtime/loop"
@@ -53,7 +53,7 @@ func TestLargeResultIsPreviewedStoredWholeAndReadByRef(t *testing.T) {
 		got := h.wait(t, first)
 		require.Equal(t, turn.StatusCOMPLETED, got.Status, got.Error)
 		read := h.calls(t, first)[0]
-		require.Equal(t, toolcall.OutcomeHITS, read.Outcome)
+		require.Equal(t, schematype.OutcomeHits, read.Outcome)
 		stored := h.client.StoredResult.GetX(tenancy.System(context.Background()), *read.ResultID)
 		require.Equal(t, string(big), string(stored.Content), "stored whole")
 		require.EqualValues(t, len(big), stored.Bytes)
@@ -85,8 +85,8 @@ func TestLargeResultIsPreviewedStoredWholeAndReadByRef(t *testing.T) {
 		second := h.send(t, conv, "What does it say further down?", "")
 		require.Equal(t, turn.StatusCOMPLETED, h.wait(t, second).Status)
 		rc := h.calls(t, second)
-		require.Equal(t, toolcall.OutcomeHITS, rc[0].Outcome, *rc[0].Heard)
-		require.Equal(t, toolcall.OutcomeHITS, rc[1].Outcome, *rc[1].Heard)
+		require.Equal(t, schematype.OutcomeHits, rc[0].Outcome, *rc[0].Heard)
+		require.Equal(t, schematype.OutcomeHits, rc[1].Outcome, *rc[1].Heard)
 		require.Contains(t, *rc[1].Heard, "reimbursement deadline")
 		for _, c := range rc {
 			require.NotEmpty(t, c.Evidence, c.Name)
@@ -134,7 +134,7 @@ func TestForeignRefInArgumentsIsRefusedLikeANonexistentOne(t *testing.T) {
 		calls := h.calls(t, id)
 		require.Len(t, calls, 2)
 		require.Equal(t, calls[0].Outcome, calls[1].Outcome)
-		require.NotEqual(t, toolcall.OutcomeHITS, calls[0].Outcome)
+		require.NotEqual(t, schematype.OutcomeHits, calls[0].Outcome)
 		// Word for word the same, but for the ref the model itself sent.
 		require.Equal(t, strings.ReplaceAll(*calls[0].Heard, foreign, "REF"), strings.ReplaceAll(*calls[1].Heard, madeUp, "REF"))
 		require.Contains(t, *calls[0].Heard, "not found")
@@ -240,7 +240,7 @@ func TestCatalogueResultsBypassPreviews(t *testing.T) {
 	id := h.send(t, h.conversation(t, listed...), "What can you do?", "")
 	require.Equal(t, turn.StatusCOMPLETED, h.wait(t, id).Status)
 	c := h.calls(t, id)[0]
-	require.Equal(t, toolcall.OutcomeHITS, c.Outcome)
+	require.Equal(t, schematype.OutcomeHits, c.Outcome)
 	require.Greater(t, utf8.RuneCountInString(*c.Heard), preview.DefaultLimit, "larger than any preview")
 	stored := h.client.StoredResult.GetX(tenancy.System(context.Background()), *c.ResultID)
 	require.Equal(t, string(stored.Content), *c.Heard, "passed whole")
@@ -273,7 +273,7 @@ func TestLongArgumentsAreNotReplayedToLaterTurns(t *testing.T) {
 		require.Equal(t, turn.StatusCOMPLETED, h.wait(t, second).Status)
 
 		w := h.calls(t, first)[0]
-		require.Equal(t, toolcall.OutcomeHITS, w.Outcome)
+		require.Equal(t, schematype.OutcomeHits, w.Outcome)
 		require.JSONEq(t, string(args), w.Arguments, "the record keeps the arguments whole")
 		require.NotNil(t, w.ArgumentsRef)
 

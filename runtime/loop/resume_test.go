@@ -15,7 +15,6 @@ import (
 	"github.com/toolgate/toolgate/ent"
 	"github.com/toolgate/toolgate/ent/schematype"
 	"github.com/toolgate/toolgate/ent/tenancy"
-	"github.com/toolgate/toolgate/ent/toolcall"
 	"github.com/toolgate/toolgate/ent/turn"
 	"github.com/toolgate/toolgate/graph/gid"
 	"github.com/toolgate/toolgate/runtime/loop"
@@ -103,7 +102,7 @@ func TestResumeAfterDeathInEveryPhase(t *testing.T) {
 			give: func(t *testing.T, h *harness, id int) {
 				h.step(t, id, 0, "")
 				h.client.ToolCall.Create().SetTurnID(id).SetPosition(0).SetStep(0).SetCallID("c1").SetName("calculator").
-					SetArguments(`{"expression":"1200+850"}`).SetOutcome(toolcall.OutcomeHITS).SetHeard("2050").
+					SetArguments(`{"expression":"1200+850"}`).SetOutcome(schematype.OutcomeHits).SetHeard("2050").
 					ExecX(tenancy.System(context.Background()))
 			},
 			answers: []model.Response{{Text: "2,050."}}, wantAsked: 1, want: turn.StatusCOMPLETED,
@@ -126,8 +125,8 @@ func TestResumeAfterDeathInEveryPhase(t *testing.T) {
 			answers: []model.Response{{Text: "2,050; check a.txt."}}, wantAsked: 1, want: turn.StatusCOMPLETED,
 			check: func(t *testing.T, h *harness, p *scripted, tu *ent.Turn) {
 				calls := h.calls(t, gid.Encode(tu.ID))
-				require.Equal(t, toolcall.OutcomeHITS, calls[0].Outcome, "a read is safe to send again")
-				require.Equal(t, toolcall.OutcomeMAY_HAVE_RUN, calls[1].Outcome, "a write is never sent twice")
+				require.Equal(t, schematype.OutcomeHits, calls[0].Outcome, "a read is safe to send again")
+				require.Equal(t, schematype.OutcomeMayHaveRun, calls[1].Outcome, "a write is never sent twice")
 				ws, err := h.client.WorkspaceFile.Query().Count(tenancy.System(context.Background()))
 				require.NoError(t, err)
 				require.Zero(t, ws, "the write was not repeated")
@@ -150,7 +149,7 @@ func TestResumeAfterDeathInEveryPhase(t *testing.T) {
 			give: func(t *testing.T, h *harness, id int) {
 				h.step(t, id, 0, "")
 				h.client.ToolCall.Create().SetTurnID(id).SetPosition(0).SetStep(0).SetCallID("q1").SetName("clarify").
-					SetArguments(`{"question":"Which currency?","options":["EUR","USD"]}`).SetOutcome(toolcall.OutcomeHITS).
+					SetArguments(`{"question":"Which currency?","options":["EUR","USD"]}`).SetOutcome(schematype.OutcomeHits).
 					SetHeard("asked").ExecX(tenancy.System(context.Background()))
 			},
 			want: turn.StatusWAITING_FOR_CLARIFICATION,
@@ -164,7 +163,7 @@ func TestResumeAfterDeathInEveryPhase(t *testing.T) {
 				h.step(t, id, 0, "")
 				ctx := tenancy.System(context.Background())
 				h.client.ToolCall.Create().SetTurnID(id).SetPosition(0).SetStep(0).SetCallID("q1").SetName("clarify").
-					SetArguments(`{"question":"Which currency?","options":["EUR","USD"]}`).SetOutcome(toolcall.OutcomeHITS).
+					SetArguments(`{"question":"Which currency?","options":["EUR","USD"]}`).SetOutcome(schematype.OutcomeHits).
 					SetHeard("The user answered: EUR").ExecX(ctx)
 				answer := "EUR"
 				h.client.Turn.UpdateOneID(id).SetClarification(&schematype.Clarification{Question: "Which currency?",

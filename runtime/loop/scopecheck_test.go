@@ -7,7 +7,7 @@ import (
 	"github.com/stretchr/testify/require"
 
 	"github.com/toolgate/toolgate/db"
-	"github.com/toolgate/toolgate/ent/toolcall"
+	"github.com/toolgate/toolgate/ent/schematype"
 	"github.com/toolgate/toolgate/ent/turn"
 	"github.com/toolgate/toolgate/graph/gid"
 	"github.com/toolgate/toolgate/runtime/model"
@@ -47,7 +47,7 @@ func TestScopeTokenRefusedOnceTheTurnEnds(t *testing.T) {
 		require.Equal(t, turn.StatusCOMPLETED, got.Status, got.Error)
 		calls := h.calls(t, id)
 		require.Len(t, calls, 1)
-		require.Equal(t, toolcall.OutcomeHITS, calls[0].Outcome, "the turn's own call passed")
+		require.Equal(t, schematype.OutcomeHits, calls[0].Outcome, "the turn's own call passed")
 
 		// Ended: the same token, and a fresh one, are refused.
 		for _, tok := range []string{token, h.mint(t, turnID, convID, []string{"calculator"})} {

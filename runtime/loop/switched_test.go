@@ -8,7 +8,7 @@ import (
 	"github.com/stretchr/testify/require"
 
 	"github.com/toolgate/toolgate/db"
-	"github.com/toolgate/toolgate/ent/toolcall"
+	"github.com/toolgate/toolgate/ent/schematype"
 	"github.com/toolgate/toolgate/ent/turn"
 	"github.com/toolgate/toolgate/graph/gid"
 	"github.com/toolgate/toolgate/runtime/loop"
@@ -65,7 +65,7 @@ func TestBudgetCheckBehindItsSwitch(t *testing.T) {
 		require.Equal(t, turn.StatusCOMPLETED, h.wait(t, id).Status)
 		require.NotContains(t, offered(p.request(0)), "budget_check")
 		calls := h.calls(t, id)
-		require.Equal(t, toolcall.OutcomeREFUSED, calls[0].Outcome)
+		require.Equal(t, schematype.OutcomeRefused, calls[0].Outcome)
 		require.Equal(t, `tool "budget_check" is not available`, *calls[0].Message)
 
 		p.mu.Lock()
@@ -76,7 +76,7 @@ func TestBudgetCheckBehindItsSwitch(t *testing.T) {
 		require.Equal(t, turn.StatusCOMPLETED, h.wait(t, id).Status)
 		require.Contains(t, offered(p.request(2)), "budget_check")
 		calls = h.calls(t, id)
-		require.Equal(t, toolcall.OutcomeHITS, calls[0].Outcome, *calls[0].Heard)
+		require.Equal(t, schematype.OutcomeHits, calls[0].Outcome, *calls[0].Heard)
 		// The first turn's model call spent $1 (500k input tokens of gpt-4.1).
 		require.JSONEq(t, `{"month":"2026-11","user":{"monthlyLimit":null,"spent":1,"left":null},`+
 			`"organization":{"monthlyLimit":5,"spent":1,"left":4}}`, *calls[0].Heard)
@@ -105,7 +105,7 @@ func TestBudgetStopsTurns(t *testing.T) {
 		require.Equal(t, 1, p.count(), "no model call after the step that crossed the limit")
 		calls := h.calls(t, id)
 		require.Len(t, calls, 1)
-		require.Equal(t, toolcall.OutcomeHITS, calls[0].Outcome, "the step's calls finished")
+		require.Equal(t, schematype.OutcomeHits, calls[0].Outcome, "the step's calls finished")
 
 		_, errs := h.try(t, `mutation($c: ID!) { sendMessage(input: {conversationId: $c, text: "again"}) { id } }`, map[string]any{"c": conv})
 		require.Len(t, errs, 1)
@@ -165,11 +165,11 @@ func TestSkillLoadedWhole(t *testing.T) {
 			}
 		}
 		calls := h.calls(t, id)
-		require.Equal(t, toolcall.OutcomeHITS, calls[0].Outcome, *calls[0].Heard)
+		require.Equal(t, schematype.OutcomeHits, calls[0].Outcome, *calls[0].Heard)
 		require.Contains(t, *calls[0].Heard, "END-OF-SKILL", "instructions are never previewed")
 		require.NotContains(t, *calls[0].Heard, "_toolResultContext")
 		require.Empty(t, calls[0].Evidence, "instructions are no evidence")
-		require.Equal(t, toolcall.OutcomeREFUSED, calls[1].Outcome)
+		require.Equal(t, schematype.OutcomeRefused, calls[1].Outcome)
 		require.Contains(t, *calls[1].Message, `no skill named "tax-returns"; your skills: release-notes`)
 	})
 }
@@ -195,7 +195,7 @@ func TestPastConversationSearchBehindItsSwitch(t *testing.T) {
 		require.Equal(t, turn.StatusCOMPLETED, h.wait(t, id).Status)
 		require.NotContains(t, offered(p.request(1)), "search_past_conversations")
 		calls := h.calls(t, id)
-		require.Equal(t, toolcall.OutcomeREFUSED, calls[0].Outcome)
+		require.Equal(t, schematype.OutcomeRefused, calls[0].Outcome)
 		require.Equal(t, `tool "search_past_conversations" is not available`, *calls[0].Message)
 
 		p.mu.Lock()
@@ -206,7 +206,7 @@ func TestPastConversationSearchBehindItsSwitch(t *testing.T) {
 		require.Equal(t, turn.StatusCOMPLETED, h.wait(t, id).Status)
 		require.Contains(t, offered(p.request(3)), "search_past_conversations")
 		calls = h.calls(t, id)
-		require.Equal(t, toolcall.OutcomeHITS, calls[0].Outcome, *calls[0].Heard)
+		require.Equal(t, schematype.OutcomeHits, calls[0].Outcome, *calls[0].Heard)
 		require.Contains(t, *calls[0].Heard, "Our lighthouse survey is due in March")
 	})
 }
@@ -226,7 +226,7 @@ func TestMemoryBehindItsSwitch(t *testing.T) {
 		require.Equal(t, turn.StatusCOMPLETED, h.wait(t, id).Status)
 		require.NotContains(t, offered(p.request(0)), "memory_write")
 		calls := h.calls(t, id)
-		require.Equal(t, toolcall.OutcomeREFUSED, calls[0].Outcome)
+		require.Equal(t, schematype.OutcomeRefused, calls[0].Outcome)
 		require.Equal(t, `tool "memory_write" is not available`, *calls[0].Message)
 
 		p.mu.Lock()
@@ -238,12 +238,12 @@ func TestMemoryBehindItsSwitch(t *testing.T) {
 		require.Equal(t, turn.StatusCOMPLETED, h.wait(t, id).Status)
 		require.Subset(t, offered(p.request(2)), tools)
 		calls = h.calls(t, id)
-		require.Equal(t, toolcall.OutcomeHITS, calls[0].Outcome, *calls[0].Heard)
+		require.Equal(t, schematype.OutcomeHits, calls[0].Outcome, *calls[0].Heard)
 		later := h.agent(t, map[string]any{"tools": tools, "memory": true})
 		id = h.send(t, later, "Which units do I like?", "")
 		require.Equal(t, turn.StatusCOMPLETED, h.wait(t, id).Status)
 		calls = h.calls(t, id)
-		require.Equal(t, toolcall.OutcomeHITS, calls[0].Outcome, *calls[0].Heard)
+		require.Equal(t, schematype.OutcomeHits, calls[0].Outcome, *calls[0].Heard)
 		require.Contains(t, *calls[0].Heard, "Prefers answers in metric units.")
 	})
 }

@@ -9,7 +9,6 @@ import (
 
 	"github.com/toolgate/toolgate/ent"
 	"github.com/toolgate/toolgate/ent/schematype"
-	"github.com/toolgate/toolgate/ent/toolcall"
 	"github.com/toolgate/toolgate/ent/turn"
 	"github.com/toolgate/toolgate/runtime/batch"
 	"github.com/toolgate/toolgate/runtime/dispatch"
@@ -129,11 +128,11 @@ func (t *turnRun) stepCalls(rows []*ent.ToolCall) (*stepCalls, []int) {
 	for i, row := range rows {
 		sc.calls[i] = model.ToolCall{ID: prompt.CallID(row), Name: row.Name, Arguments: []byte(row.Arguments)}
 		sc.defs[i] = t.byName[row.Name]
-		if row.Outcome != toolcall.OutcomePENDING {
+		if row.Outcome != schematype.OutcomePending {
 			if row.Heard != nil {
 				sc.heard[i] = *row.Heard
 			}
-			sc.failed[i] = row.Outcome != toolcall.OutcomeHITS && row.Outcome != toolcall.OutcomeABSENCE
+			sc.failed[i] = !row.Outcome.Succeeded()
 			continue
 		}
 		todo = append(todo, i)
@@ -147,8 +146,8 @@ func (sc *stepCalls) settle(i int) {
 	if len(sc.sent[i]) > 0 {
 		sc.rows[i].Arguments = string(sc.sent[i])
 	}
-	if !sc.failed[i] && sc.rows[i].Outcome == toolcall.OutcomePENDING {
-		sc.rows[i].Outcome = toolcall.OutcomeHITS
+	if !sc.failed[i] && sc.rows[i].Outcome == schematype.OutcomePending {
+		sc.rows[i].Outcome = schematype.OutcomeHits
 	}
 }
 
@@ -164,7 +163,7 @@ func (t *turnRun) runCall(ctx context.Context, s dispatch.Scope, sc *stepCalls, 
 		sc.sent[i] = act.declined.Arguments
 	} else if resumed && !act.fresh && !retry.Repeatable(sc.defs[i].Effect) {
 		// It may have reached its backend before the stop: never again.
-		res := dispatch.Result{Outcome: dispatch.MayHaveRun, Message: interrupted, Attempts: 1, Reached: true,
+		res := dispatch.Result{Outcome: schematype.OutcomeMayHaveRun, Message: interrupted, Attempts: 1, Reached: true,
 			Arguments: json.RawMessage(row.Arguments)}
 		sc.heard[i], sc.failed[i], sc.errs[i] = t.record(ctx, row, call, res)
 		sc.sent[i] = res.Arguments
@@ -236,7 +235,7 @@ func (t *turnRun) record(ctx context.Context, row *ent.ToolCall, c model.ToolCal
 		return "", false, err
 	}
 	t.r.meter.ToolCall(t.r.toolLabel(c.Name), string(res.Outcome), res.Attempts, stored)
-	failed := res.Outcome != dispatch.Hits && res.Outcome != dispatch.Absence
+	failed := !res.Outcome.Succeeded()
 	return rec.Heard, failed, nil
 }
 
@@ -244,7 +243,7 @@ func (t *turnRun) record(ctx context.Context, row *ent.ToolCall, c model.ToolCal
 // the model hears of it, and the evidence it gives.
 func (t *turnRun) prepare(row *ent.ToolCall, def tools.Definition, res dispatch.Result) (store.CallRecord, error) {
 	rec := store.CallRecord{ID: row.ID, ConversationID: t.conv.ID, Arguments: string(res.Arguments),
-		Outcome: toolcall.Outcome(res.Outcome), Attempts: res.Attempts, Failures: res.Failures, Repairs: res.Repairs,
+		Outcome: res.Outcome, Attempts: res.Attempts, Failures: res.Failures, Repairs: res.Repairs,
 		Message: res.Message}
 	// Every outcome is stored under a ref, so read_tool_result and the
 	// transcript can reopen any call: a result whole, and for a refusal,
@@ -256,7 +255,7 @@ func (t *turnRun) prepare(row *ent.ToolCall, def tools.Definition, res dispatch.
 	}
 	rec.Ref = ref
 	rec.Result = store.Result{Kind: res.Kind, Content: res.Content, TruncatedAtSource: res.TruncatedAtSource}
-	if res.Outcome != dispatch.Hits && res.Outcome != dispatch.Absence {
+	if !res.Outcome.Succeeded() {
 		told, err := dispatch.Render(res, def, ref, false)
 		if err != nil {
 			return rec, err
@@ -297,7 +296,7 @@ func (t *turnRun) prepare(row *ent.ToolCall, def tools.Definition, res dispatch.
 	case tools.EvidenceWindows:
 		rec.Evidence = append(rec.Evidence, res.Evidence...)
 	case tools.EvidenceShown:
-		if res.Outcome == dispatch.Hits {
+		if res.Outcome == schematype.OutcomeHits {
 			for _, v := range h.Visible {
 				rec.Evidence = append(rec.Evidence, schematype.Span{Ref: ref, Start: v.Start, End: v.End})
 			}

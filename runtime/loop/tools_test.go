@@ -8,8 +8,8 @@ import (
 	"github.com/stretchr/testify/require"
 
 	"github.com/toolgate/toolgate/db"
+	"github.com/toolgate/toolgate/ent/schematype"
 	"github.com/toolgate/toolgate/ent/tenancy"
-	"github.com/toolgate/toolgate/ent/toolcall"
 	"github.com/toolgate/toolgate/ent/turn"
 	"github.com/toolgate/toolgate/runtime/model"
 )
@@ -55,22 +55,22 @@ func TestEveryTurnToolsRunThroughATurn(t *testing.T) {
 
 		calls := h.calls(t, id)
 		by := map[string]string{}
-		outcome := map[string]toolcall.Outcome{}
+		outcome := map[string]schematype.Outcome{}
 		for _, c := range calls {
 			by[c.CallID] = *c.Heard
 			outcome[c.CallID] = c.Outcome
 		}
 		for _, okCall := range []string{"w", "t", "r", "c", "l", "s", "e", "f", "x"} {
-			require.Equal(t, toolcall.OutcomeHITS, outcome[okCall], "%s: %s", okCall, by[okCall])
+			require.Equal(t, schematype.OutcomeHits, outcome[okCall], "%s: %s", okCall, by[okCall])
 		}
 		require.Contains(t, by["r"], "Remember the plan: budget first.", "the transcript reads the earlier turn")
 		require.NotContains(t, by["r"], "Write the plan down", "the asking turn is left out")
 		require.Contains(t, by["c"], "0.666666666667")
 		require.Contains(t, by["s"], "hiring")
 		require.Contains(t, by["f"], "hiring (Q3)")
-		require.Equal(t, toolcall.OutcomeREFUSED, outcome["bad"], "a limit refused: nothing ran")
+		require.Equal(t, schematype.OutcomeRefused, outcome["bad"], "a limit refused: nothing ran")
 		require.Contains(t, by["bad"], "at most 1 task in_progress")
-		require.Equal(t, toolcall.OutcomeREFUSED, outcome["esc"], "a path outside the workspace refused: nothing ran")
+		require.Equal(t, schematype.OutcomeRefused, outcome["esc"], "a path outside the workspace refused: nothing ran")
 
 		// The task list is the conversation's, visible to the portal.
 		data := h.gql(t, `query($c: ID!) { conversation(id: $c) { tasks { title status } } }`, map[string]any{"c": conv})

@@ -170,7 +170,7 @@ func (t *turnRun) traceToolCall(ctx context.Context, res dispatch.Result) {
 		return
 	}
 	span.SetAttributes(attrOutcome.String(string(res.Outcome)), attrAttempts.Int(res.Attempts))
-	if res.Outcome != dispatch.Hits && res.Outcome != dispatch.Absence {
+	if !res.Outcome.Succeeded() {
 		span.SetStatus(codes.Error, string(res.Outcome))
 	}
 	if t.r.cfg.TraceSizes {

@@ -14,7 +14,6 @@ import (
 	"github.com/toolgate/toolgate/ent"
 	"github.com/toolgate/toolgate/ent/schematype"
 	"github.com/toolgate/toolgate/ent/tenancy"
-	"github.com/toolgate/toolgate/ent/toolcall"
 	"github.com/toolgate/toolgate/ent/turn"
 	"github.com/toolgate/toolgate/runtime/events"
 	"github.com/toolgate/toolgate/runtime/mcp"
@@ -169,7 +168,7 @@ func (t *turnRun) run(ctx context.Context) error {
 
 // pending reports whether any of a step's calls was left unfinished.
 func pending(calls []*ent.ToolCall) bool {
-	return slices.ContainsFunc(calls, func(c *ent.ToolCall) bool { return c.Outcome == toolcall.OutcomePENDING })
+	return slices.ContainsFunc(calls, func(c *ent.ToolCall) bool { return c.Outcome == schematype.OutcomePending })
 }
 
 // unanswered reports whether the step asked the user a question that the

@@ -15,7 +15,6 @@ import (
 	"github.com/toolgate/toolgate/db/dbtest"
 	"github.com/toolgate/toolgate/ent/schematype"
 	"github.com/toolgate/toolgate/ent/tenancy"
-	"github.com/toolgate/toolgate/ent/toolcall"
 	"github.com/toolgate/toolgate/ent/turn"
 	"github.com/toolgate/toolgate/runtime/loop"
 	"github.com/toolgate/toolgate/runtime/model"
@@ -82,7 +81,7 @@ func TestWebRetriedBeforeTheModelHears(t *testing.T) {
 		require.EqualValues(t, 3, h.site.requests.Load(), "503, 503, then 200")
 		for i, want := range []string{"rise and fall", "rise and fall of sea levels"} {
 			c := calls[i]
-			require.Equal(t, toolcall.OutcomeHITS, c.Outcome, *c.Heard)
+			require.Equal(t, schematype.OutcomeHits, c.Outcome, *c.Heard)
 			require.Equal(t, 3, c.Attempts, c.Name)
 			heard := lastTool(p.request(i + 1)).Text
 			require.Equal(t, *c.Heard, heard)
@@ -124,13 +123,13 @@ func TestWebOutcomesAreToldApart(t *testing.T) {
 		require.EqualValues(t, 4, h.search.requests.Load())
 		require.EqualValues(t, 4+1, h.site.requests.Load(), "four attempts at the page, one at the page that is gone")
 		tests := []struct {
-			outcome  toolcall.Outcome
+			outcome  schematype.Outcome
 			attempts int
 			heard    []string
 		}{
-			{toolcall.OutcomeOUTAGE, 4, []string{"outage: it never ran (search did not run: search provider answered HTTP 503)", "\n[gave up after 4 attempts]"}},
-			{toolcall.OutcomeOUTAGE, 4, []string{"Outage: the tool never ran (" + h.page + ": site unavailable (HTTP 503), after 4 attempts)"}},
-			{toolcall.OutcomeABSENCE, 1, []string{"No match: the tool ran and found nothing (" + gone + ": page not found (HTTP 404))"}},
+			{schematype.OutcomeOutage, 4, []string{"outage: it never ran (search did not run: search provider answered HTTP 503)", "\n[gave up after 4 attempts]"}},
+			{schematype.OutcomeOutage, 4, []string{"Outage: the tool never ran (" + h.page + ": site unavailable (HTTP 503), after 4 attempts)"}},
+			{schematype.OutcomeAbsence, 1, []string{"No match: the tool ran and found nothing (" + gone + ": page not found (HTTP 404))"}},
 		}
 		for i, tt := range tests {
 			c := calls[i]
@@ -178,7 +177,7 @@ func TestReadPageWindowCrossesWhole(t *testing.T) {
 		require.Equal(t, turn.StatusCOMPLETED, got.Status, got.Error)
 
 		c := h.calls(t, id)[0]
-		require.Equal(t, toolcall.OutcomeHITS, c.Outcome, *c.Heard)
+		require.Equal(t, schematype.OutcomeHits, c.Outcome, *c.Heard)
 		heard := lastTool(p.request(1)).Text
 		require.Greater(t, utf8.RuneCountInString(heard), preview.DefaultLimit, "larger than any preview")
 		var read web.PageRead

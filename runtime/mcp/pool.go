@@ -153,7 +153,9 @@ func (p *Pool) Call(ctx context.Context, app Application, tool string, args json
 // call sends the call on the application's session.
 func (p *Pool) call(ctx context.Context, app Application, tool string, args json.RawMessage) (Result, error) {
 	var res *sdk.CallToolResult
-	err := p.do(ctx, app.URL, func(ctx context.Context, _ *entry, s *session) error {
+	// One attempt: the call's retry policy, the dispatcher's, is the one
+	// that sends it again, on a new session when this one was gone.
+	err := p.once(ctx, app.URL, func(ctx context.Context, _ *entry, s *session) error {
 		var err error
 		res, err = s.cs.CallTool(ctx, &sdk.CallToolParams{Name: tool, Arguments: args})
 		return err
@@ -191,17 +193,23 @@ func (p *Pool) Close() {
 	p.closing.Wait()
 }
 
-// reconnect is the pool's retry: a session the server no longer knows ran
-// nothing, so the request is sent once more, at once, on a new session.
+// reconnect is the pool's retry for its own listing: a session the server
+// no longer knows ran nothing, so the request is sent once more, at once,
+// on a new session. A call is not retried here: its policy is the caller's.
 var reconnect = retry.Policy{Attempts: 2, Sleep: retry.NoWait}
 
 // errSessionGone marks a request the server turned back because it no
 // longer knew the session.
 var errSessionGone = errors.New("session gone")
 
+// SessionGone reports whether err says the server turned the request back
+// because it no longer knew the session: nothing ran, and the pool has
+// dropped the session, so the next attempt goes at once on a new one.
+func SessionGone(err error) bool { return errors.Is(err, errSessionGone) }
+
 // do runs op on the URL's session, connecting one if needed.
 func (p *Pool) do(ctx context.Context, url string, op func(context.Context, *entry, *session) error) error {
-	gone := func(err error) retry.Verdict { return retry.Verdict{Retry: errors.Is(err, errSessionGone)} }
+	gone := func(err error) retry.Verdict { return retry.Verdict{Retry: SessionGone(err)} }
 	_, err := retry.Do(ctx, reconnect, gone, func(ctx context.Context) error {
 		return p.once(ctx, url, op)
 	})

@@ -537,11 +537,12 @@ func TestReconnect(t *testing.T) {
 			t.Parallel()
 			tests := []struct {
 				name string
+				gone bool // a server keeping sessions turns the first call back: session unknown
 				give func(*testing.T, *testBundle)
 			}{
-				{"server restarted", func(t *testing.T, b *testBundle) { b.restart(t) }},
-				{"server forgot the session", func(t *testing.T, b *testBundle) { b.app.forget() }},
-				{"server down, then back", func(t *testing.T, b *testBundle) {
+				{"server restarted", true, func(t *testing.T, b *testBundle) { b.restart(t) }},
+				{"server forgot the session", true, func(t *testing.T, b *testBundle) { b.app.forget() }},
+				{"server down, then back", false, func(t *testing.T, b *testBundle) {
 					addr := b.stop()
 					_, err := b.pool.Call(t.Context(), b.crm, "send", json.RawMessage(`{}`))
 					require.True(t, mcp.NeverReached(err), "%v", err)
@@ -558,9 +559,18 @@ func TestReconnect(t *testing.T) {
 
 					tt.give(t, b)
 
-					// A write succeeds at once: whatever broke, the call
-					// itself reached the server only once.
+					// A session the server no longer knows turns the call
+					// back unrun; the pool makes one attempt, and the
+					// caller's retry sends it again on a new session.
 					got, err := b.pool.Call(t.Context(), b.crm, "send", json.RawMessage(`{}`))
+					if tt.gone && !proto.stateless {
+						require.True(t, mcp.SessionGone(err), "%v", err)
+						require.True(t, mcp.NeverReached(err))
+						require.Zero(t, b.app.count("tools/call"))
+						got, err = b.pool.Call(t.Context(), b.crm, "send", json.RawMessage(`{}`))
+					}
+					// A write succeeds then: whatever broke, the call
+					// itself reached the server only once.
 					require.NoError(t, err)
 					require.Equal(t, "queued\nid 42", string(got.Content))
 					require.Equal(t, 1, b.app.count("tools/call"))

@@ -7,7 +7,6 @@ import (
 	"unicode/utf8"
 
 	"github.com/toolgate/toolgate/ent"
-	"github.com/toolgate/toolgate/ent/toolcall"
 	"github.com/toolgate/toolgate/runtime/model"
 	"github.com/toolgate/toolgate/tools"
 )
@@ -57,7 +56,7 @@ func Keep(calls []*ent.ToolCall, limit int) map[int]bool {
 	for _, wantMain := range []bool{true, false} {
 		for i := len(calls) - 1; i >= 0 && len(keep) < limit; i-- {
 			c := calls[i]
-			failed := c.Outcome != toolcall.OutcomeHITS && c.Outcome != toolcall.OutcomeABSENCE
+			failed := !c.Outcome.Succeeded()
 			if (failed || len(c.Evidence) > 0) == wantMain {
 				keep[c.ID] = true
 			}
@@ -116,7 +115,7 @@ func TurnMessages(p Person, pt Past, recent bool) []model.Message {
 			msgs = append(msgs, model.Message{
 				Role: model.RoleTool, ToolCallID: CallID(c), ToolName: c.Name,
 				Text:    replay(c, recent, pt.Sizes, cuts[j]),
-				IsError: c.Outcome != toolcall.OutcomeHITS && c.Outcome != toolcall.OutcomeABSENCE,
+				IsError: !c.Outcome.Succeeded(),
 			})
 		}
 	}

@@ -12,7 +12,6 @@ import (
 
 	"github.com/toolgate/toolgate/ent"
 	"github.com/toolgate/toolgate/ent/schematype"
-	"github.com/toolgate/toolgate/ent/toolcall"
 	"github.com/toolgate/toolgate/runtime/model"
 	"github.com/toolgate/toolgate/runtime/prompt"
 	"github.com/toolgate/toolgate/tools"
@@ -85,8 +84,8 @@ func TestHistoryReplayLines(t *testing.T) {
 		return prompt.Past{
 			Turn: &ent.Turn{Number: n, UserText: "q", Answer: ptr("a"), Status: "COMPLETED", StartedAt: time.Unix(0, 0)},
 			Steps: []prompt.Step{{Text: "", Calls: []*ent.ToolCall{
-				{ID: n*10 + 1, Name: "read_file", Arguments: `{}`, Outcome: toolcall.OutcomeHITS, Ref: &ref, Heard: &long},
-				{ID: n*10 + 2, Name: "calculator", Arguments: `{}`, Outcome: toolcall.OutcomeHITS, Ref: &small, Heard: ptr("2")},
+				{ID: n*10 + 1, Name: "read_file", Arguments: `{}`, Outcome: schematype.OutcomeHits, Ref: &ref, Heard: &long},
+				{ID: n*10 + 2, Name: "calculator", Arguments: `{}`, Outcome: schematype.OutcomeHits, Ref: &small, Heard: ptr("2")},
 			}}},
 			Sizes: map[string]int64{ref: 52_345, small: 1},
 		}
@@ -149,7 +148,7 @@ func TestGuidanceQuotesTheLinesAsWritten(t *testing.T) {
 	long := strings.Repeat("word ", 2000)
 	args, err := json.Marshal(map[string]any{"files": []any{map[string]any{"path": "a.md", "content": long}}})
 	require.NoError(t, err)
-	c := &ent.ToolCall{ID: 1, Name: "write_file", Arguments: string(args), Outcome: toolcall.OutcomeHITS,
+	c := &ent.ToolCall{ID: 1, Name: "write_file", Arguments: string(args), Outcome: schematype.OutcomeHits,
 		Ref: &ref, Heard: &long, ArgumentsRef: &argsRef}
 	for _, recent := range []bool{true, false} {
 		lines := strings.Split(prompt.Replay(c, recent, map[string]int64{ref: 52_345}), "\n")
@@ -222,7 +221,7 @@ func TestHistoryCapsEarlierArguments(t *testing.T) {
 	past := []prompt.Past{{
 		Turn: &ent.Turn{Number: 1, UserText: "save it", Answer: ptr("Saved."), Status: "COMPLETED", StartedAt: time.Unix(0, 0)},
 		Steps: []prompt.Step{{Calls: []*ent.ToolCall{{ID: 1, Name: "write_file", Arguments: string(args),
-			Outcome: toolcall.OutcomeHITS, Ref: &ref, ArgumentsRef: &argsRef, Heard: &ack}}}},
+			Outcome: schematype.OutcomeHits, Ref: &ref, ArgumentsRef: &argsRef, Heard: &ack}}}},
 		Sizes: map[string]int64{ref: int64(len(ack))},
 	}}
 	msgs := prompt.History(prompt.Person{Name: "Ada"}, past)
@@ -246,12 +245,12 @@ func TestCallsPerTurnCap(t *testing.T) {
 	t.Parallel()
 	seen := []schematype.Span{{Ref: "r", Start: 0, End: 1}}
 	calls := []*ent.ToolCall{
-		{ID: 1, Name: "read_file", Outcome: toolcall.OutcomeHITS, Evidence: seen}, // evidence, earliest
-		{ID: 2, Name: "search_files", Outcome: toolcall.OutcomeABSENCE},           // routine
-		{ID: 3, Name: "read_page", Outcome: toolcall.OutcomeOUTAGE},               // failure
-		{ID: 4, Name: "update_tasks", Outcome: toolcall.OutcomeHITS},              // routine acknowledgement
-		{ID: 5, Name: "read_file", Outcome: toolcall.OutcomeHITS, Evidence: seen}, // evidence
-		{ID: 6, Name: "suggest_next_actions", Outcome: toolcall.OutcomeHITS},      // routine, latest
+		{ID: 1, Name: "read_file", Outcome: schematype.OutcomeHits, Evidence: seen}, // evidence, earliest
+		{ID: 2, Name: "search_files", Outcome: schematype.OutcomeAbsence},           // routine
+		{ID: 3, Name: "read_page", Outcome: schematype.OutcomeOutage},               // failure
+		{ID: 4, Name: "update_tasks", Outcome: schematype.OutcomeHits},              // routine acknowledgement
+		{ID: 5, Name: "read_file", Outcome: schematype.OutcomeHits, Evidence: seen}, // evidence
+		{ID: 6, Name: "suggest_next_actions", Outcome: schematype.OutcomeHits},      // routine, latest
 	}
 	for _, c := range calls {
 		c.Arguments = `{}`

@@ -24,7 +24,10 @@ type Failure struct {
 	Answered bool
 	// After is the wait the backend asked for.
 	After time.Duration
-	Err   error
+	// AtOnce says the request was turned back on a connection the backend
+	// had dropped: the next attempt, on a new one, goes without waiting.
+	AtOnce bool
+	Err    error
 }
 
 // Error returns the underlying error's message.
@@ -36,6 +39,11 @@ func (f *Failure) Unwrap() error { return f.Err }
 // NeverReached wraps err as a failure before the request left: it ran
 // nowhere and may be sent again whatever the call does.
 func NeverReached(err error) error { return &Failure{Err: err} }
+
+// Reconnect wraps err as a failure on a connection the backend had
+// dropped (an MCP session it no longer knew): it ran nowhere, and the next
+// attempt, on a new connection, goes at once.
+func Reconnect(err error) error { return &Failure{AtOnce: true, Err: err} }
 
 // Reached wraps err as a failure after the request may have reached the
 // backend; transient says the trouble tends to pass.
@@ -65,7 +73,7 @@ func ByEffect(e tools.Effect) Classifier {
 		if !errors.As(err, &f) {
 			return Verdict{}
 		}
-		return Verdict{Retry: !f.Reached || f.Transient && Repeatable(e), After: f.After}
+		return Verdict{Retry: !f.Reached || f.Transient && Repeatable(e), After: f.After, AtOnce: f.AtOnce && !f.Reached}
 	}
 }
 

@@ -96,6 +96,9 @@ type Verdict struct {
 	Retry bool
 	// After is the wait the other side asked for (Retry-After); 0 for none.
 	After time.Duration
+	// AtOnce says the next attempt goes without waiting: the failure was a
+	// connection the other side had dropped, and a new one is ready now.
+	AtOnce bool
 }
 
 // Classifier judges one attempt's error.
@@ -143,10 +146,16 @@ func Do(ctx context.Context, p Policy, classify Classifier, try func(ctx context
 			return attempt, &ExhaustedError{Attempts: attempt, Err: err}
 		}
 		wait := p.Delay(attempt-1, v.After)
+		if v.AtOnce {
+			wait = 0
+		}
 		if span := trace.SpanFromContext(ctx); span.IsRecording() {
 			// A retry is an event of the call's span: the attempt that failed
 			// and the wait before the next, never the error's words.
 			span.AddEvent("retry", trace.WithAttributes(attribute.Int("attempt", attempt), attribute.Int64("wait_ms", wait.Milliseconds())))
+		}
+		if v.AtOnce {
+			continue
 		}
 		if serr := p.Sleep(ctx, wait); serr != nil {
 			return attempt, fmt.Errorf("wait to retry: %w (after: %w)", serr, err)

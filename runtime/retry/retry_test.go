@@ -161,6 +161,7 @@ func TestByEffect(t *testing.T) {
 	}{
 		{"never reached, write", tools.EffectWrite, NeverReached(errors.New("refused")), true},
 		{"never reached, read", tools.EffectRead, NeverReached(errors.New("refused")), true},
+		{"connection dropped, write", tools.EffectWrite, Reconnect(errors.New("session gone")), true},
 		{"503, read", tools.EffectRead, Reached(errors.New("503"), true, 0), true},
 		{"503, idempotent", tools.EffectIdempotent, Reached(errors.New("503"), true, 0), true},
 		{"503, write", tools.EffectWrite, Reached(errors.New("503"), true, 0), false},
@@ -176,6 +177,21 @@ func TestByEffect(t *testing.T) {
 	require.Equal(t, 2*time.Second, ByEffect(tools.EffectRead)(Reached(errors.New("429"), true, 2*time.Second)).After)
 	require.True(t, MayHaveRun(Reached(errors.New("503"), true, 0)))
 	require.False(t, MayHaveRun(NeverReached(errors.New("refused"))))
+}
+
+// A failure on a dropped connection is tried again at once, by the same
+// policy and within its attempts.
+func TestDoReconnectsAtOnce(t *testing.T) {
+	t.Parallel()
+	var waits []time.Duration
+	p := Policy{Attempts: 3, Sleep: func(_ context.Context, d time.Duration) error { waits = append(waits, d); return nil }}
+	n, err := Do(t.Context(), p, ByEffect(tools.EffectWrite), func(context.Context) error {
+		return Reconnect(errors.New("session gone"))
+	})
+	require.Equal(t, 3, n)
+	var exhausted *ExhaustedError
+	require.ErrorAs(t, err, &exhausted)
+	require.Empty(t, waits)
 }
 
 func TestNoWait(t *testing.T) {

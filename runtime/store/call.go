@@ -9,7 +9,6 @@ import (
 
 	"github.com/toolgate/toolgate/ent"
 	"github.com/toolgate/toolgate/ent/schematype"
-	"github.com/toolgate/toolgate/ent/toolcall"
 	"github.com/toolgate/toolgate/ent/turn"
 	"github.com/toolgate/toolgate/runtime/preview"
 )
@@ -56,7 +55,7 @@ type CallRecord struct {
 	ID             int
 	ConversationID int
 	Arguments      string
-	Outcome        toolcall.Outcome
+	Outcome        schematype.Outcome
 	Attempts       int
 	Failures       []schematype.ItemFailure
 	Repairs        []schematype.Repair

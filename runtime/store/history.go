@@ -13,9 +13,11 @@ import (
 	"entgo.io/ent/dialect"
 	entsql "entgo.io/ent/dialect/sql"
 
+	"github.com/toolgate/toolgate/db"
 	"github.com/toolgate/toolgate/db/pgtext"
 	"github.com/toolgate/toolgate/ent"
 	"github.com/toolgate/toolgate/ent/modelcall"
+	"github.com/toolgate/toolgate/ent/schematype"
 	"github.com/toolgate/toolgate/ent/storedresult"
 	"github.com/toolgate/toolgate/ent/summary"
 	"github.com/toolgate/toolgate/ent/toolcall"
@@ -121,7 +123,7 @@ func (s *Store) ReadPast(ctx context.Context, of Of) (*Past, error) {
 				if !tt.Valid {
 					continue
 				}
-				v, err := time.ParseInLocation(sqliteTime, tt.String, time.UTC)
+				v, err := time.ParseInLocation(db.SQLiteTime, tt.String, time.UTC)
 				if err != nil {
 					return nil, fmt.Errorf("load history: read time: %w", err)
 				}
@@ -138,7 +140,7 @@ func (s *Store) ReadPast(ctx context.Context, of Of) (*Past, error) {
 			at(int(key1.Int64), int(key2.Int64)).Text = text(0)
 		case pastToolCall:
 			c := &ent.ToolCall{ID: int(ints[0].Int64), TurnID: int(key1.Int64), Position: int(key2.Int64), Step: int(ints[1].Int64),
-				CallID: text(0), Name: text(1), Arguments: text(2), Outcome: toolcall.Outcome(text(3)), Attempts: int(ints[2].Int64),
+				CallID: text(0), Name: text(1), Arguments: text(2), Outcome: schematype.Outcome(text(3)), Attempts: int(ints[2].Int64),
 				Message: textPtr(4), Heard: textPtr(5), Ref: textPtr(6), Guardrail: textPtr(7), ArgumentsRef: textPtr(8),
 				StartedAt: times[0].Time}
 			if ints[3].Valid {
@@ -372,9 +374,6 @@ const (
 	nJSON  = 3
 	nTimes = 2
 )
-
-// sqliteTime is the layout times are written in on SQLite, in UTC (db).
-const sqliteTime = "2006-01-02 15:04:05.999999999-07:00"
 
 // heardSlot is the place of what a call was heard as among the union's
 // columns: its kind and keys, the ints, then the texts' sixth.

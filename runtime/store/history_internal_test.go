@@ -60,7 +60,7 @@ func TestReadPastAsEntReadsIt(t *testing.T) {
 					if step == 0 {
 						r := c.StoredResult.Create().SetConversationID(cv.ID).SetRef(fmt.Sprintf("r%d-%d", cv.ID, n)).SetKind(schematype.KindText).
 							SetContent([]byte("2")).SetChars(int64(100 + n)).SetBytes(1).SetItems(1).SaveX(ctx)
-						create.SetOutcome(toolcall.OutcomeHITS).SetAttempts(2).SetResultID(r.ID).SetRef(r.Ref).
+						create.SetOutcome(schematype.OutcomeHits).SetAttempts(2).SetResultID(r.ID).SetRef(r.Ref).
 							SetHeard("heard \x00 it").SetMessage("m").SetGuardrail("g").SetArgumentsRef("ar").SetFinishedAt(now.Add(time.Second)).
 							SetFailures([]schematype.ItemFailure{{Item: 1, Kind: schematype.FailureOutage, Message: "x\x00"}}).
 							SetEvidence([]schematype.Span{{Ref: r.Ref, Start: 0, End: 1}}).

@@ -192,5 +192,5 @@ func (t *Turn) writeClaimed(ctx context.Context, step *int, claim func(ctx conte
 
 // pendingCall holds while a tool call has no outcome yet.
 func pendingCall(id int) []predicate.ToolCall {
-	return []predicate.ToolCall{toolcall.ID(id), toolcall.OutcomeEQ(toolcall.OutcomePENDING)}
+	return []predicate.ToolCall{toolcall.ID(id), toolcall.OutcomeEQ(schematype.OutcomePending)}
 }

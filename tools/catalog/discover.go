@@ -145,7 +145,7 @@ func distinct(items []string) plan {
 	var p plan
 	seen := make(map[string]bool)
 	for i, s := range items {
-		key := strings.Join(strings.Fields(strings.ToLower(s)), " ")
+		key := tools.QueryKey(s)
 		switch {
 		case key == "":
 			p.failures = append(p.failures, schematype.ItemFailure{Item: i, Input: s, Kind: schematype.FailureRefused, Message: "blank"})
@@ -373,22 +373,7 @@ func (ix *Index) Schemas(names []string) (*Schemas, error) {
 }
 
 // NothingFound is search_tools' absence rule: no query matched a tool.
-func NothingFound(result json.RawMessage) bool {
-	var s struct {
-		Results []struct {
-			Tools []json.RawMessage `json:"tools"`
-		} `json:"results"`
-	}
-	if err := json.Unmarshal(result, &s); err != nil {
-		return false
-	}
-	for _, r := range s.Results {
-		if len(r.Tools) > 0 {
-			return false
-		}
-	}
-	return true
-}
+var NothingFound = tools.NothingFound("tools")
 
 // Shorten cuts a description to MaxDescription characters (tools.Shorten).
 func Shorten(s string) string { return tools.Shorten(s, MaxDescription) }

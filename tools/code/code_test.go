@@ -15,7 +15,6 @@ import (
 	"github.com/toolgate/toolgate/ent"
 	"github.com/toolgate/toolgate/ent/schematype"
 	"github.com/toolgate/toolgate/ent/tenancy"
-	"github.com/toolgate/toolgate/ent/toolcall"
 	"github.com/toolgate/toolgate/tools"
 	"github.com/toolgate/toolgate/tools/code"
 	"github.com/toolgate/toolgate/tools/workspace"
@@ -61,7 +60,7 @@ type stored struct {
 	conv      int // b.conv when zero
 	ref       string
 	content   string
-	outcome   toolcall.Outcome
+	outcome   schematype.Outcome
 	truncated bool
 }
 
@@ -72,7 +71,7 @@ func (b *testBundle) store(t testing.TB, s stored) {
 		s.conv = b.conv
 	}
 	if s.outcome == "" {
-		s.outcome = toolcall.OutcomeHITS
+		s.outcome = schematype.OutcomeHits
 	}
 	sr := b.client.StoredResult.Create().SetConversationID(s.conv).SetRef(s.ref).SetKind(schematype.KindJSON).
 		SetContent([]byte(s.content)).SetChars(int64(len([]rune(s.content)))).SetBytes(int64(len(s.content))).SetItems(1).
@@ -198,7 +197,7 @@ func TestRunRefs(t *testing.T) {
 		b.store(t, stored{ref: "mine", content: `{"ok":true}`})
 		b.store(t, stored{conv: b.other, ref: "theirs", content: `{"secret":1}`})
 		b.store(t, stored{ref: "cut", content: `{"rows":[1,2`, truncated: true})
-		b.store(t, stored{ref: "failed", content: `{}`, outcome: toolcall.OutcomeERROR})
+		b.store(t, stored{ref: "failed", content: `{}`, outcome: schematype.OutcomeError})
 		// Each call would write a file if any code ran.
 		const src = `workspace.write("ran.txt", "yes"); console.log(toolResults.length)`
 

@@ -12,7 +12,7 @@ const Family = "documents"
 
 // searchSchema is the arguments of both search tools.
 var searchSchema = json.RawMessage(`{"type":"object","properties":{` +
-	`"queries":{"type":"array","items":{"type":"string","minLength":1,"maxLength":` + strconv.Itoa(MaxQueryChars) + `},"minItems":1,"maxItems":` + strconv.Itoa(MaxQueries) + `},` +
+	tools.QueriesSchema(MaxQueries, MaxQueryChars) + `,` +
 	`"maxResults":{"type":"integer","minimum":1,"maximum":` + strconv.Itoa(MaxMaxResults) + `,"description":"passages per query, default ` + strconv.Itoa(DefaultMaxResults) + `"}},` +
 	`"required":["queries"],"additionalProperties":false}`)
 
@@ -111,19 +111,4 @@ var (
 
 // NothingFound reports whether a search found no passage for any query;
 // its failures then say whether that is an absence or an outage.
-func NothingFound(raw json.RawMessage) bool {
-	var s struct {
-		Results []struct {
-			Hits []json.RawMessage `json:"hits"`
-		} `json:"results"`
-	}
-	if err := json.Unmarshal(raw, &s); err != nil {
-		return tools.IsAbsent(raw)
-	}
-	for _, r := range s.Results {
-		if len(r.Hits) > 0 {
-			return false
-		}
-	}
-	return true
-}
+var NothingFound = tools.NothingFound("hits")

@@ -69,10 +69,7 @@ type Passage struct {
 }
 
 // QueryHits is one query's passages, best first.
-type QueryHits struct {
-	Query string    `json:"query"`
-	Hits  []Passage `json:"hits"`
-}
+type QueryHits = tools.QueryHits[Passage]
 
 // Search is what knowledge_search and search_attachments return.
 type Search struct {
@@ -156,7 +153,7 @@ func (s *Service) Search(ctx context.Context, c *ent.Client, scopes, queries []s
 			}
 		}
 		if len(out.Results[i].Hits) == 0 {
-			out.Failures = append(out.Failures, schematype.ItemFailure{Item: i, Input: q, Kind: KindAbsence, Message: "the search ran and matched nothing"})
+			out.Failures = append(out.Failures, tools.Unmatched(i, q))
 		}
 	}
 	return out, nil

@@ -14,7 +14,6 @@ package embed
 
 import (
 	"context"
-	"encoding/binary"
 	"errors"
 	"fmt"
 	"math"
@@ -146,27 +145,6 @@ func Normalize(v []float32) []float32 {
 		v[i] *= inv
 	}
 	return v
-}
-
-// Marshal encodes v for a blob column: little-endian float32s.
-func Marshal(v []float32) []byte {
-	b := make([]byte, 4*len(v))
-	for i, x := range v {
-		binary.LittleEndian.PutUint32(b[4*i:], math.Float32bits(x))
-	}
-	return b
-}
-
-// Unmarshal decodes what Marshal encoded.
-func Unmarshal(b []byte) ([]float32, error) {
-	if len(b)%4 != 0 {
-		return nil, fmt.Errorf("decode vector: %d bytes is not a whole number of float32s", len(b))
-	}
-	v := make([]float32, len(b)/4)
-	for i := range v {
-		v[i] = math.Float32frombits(binary.LittleEndian.Uint32(b[4*i:]))
-	}
-	return v, nil
 }
 
 func checkTexts(texts []string) error {

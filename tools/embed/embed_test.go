@@ -47,16 +47,6 @@ func TestLocalIsStableAndNormalised(t *testing.T) {
 	require.InDelta(t, 1.0, embed.Dot(a, embed.Vector("quarterly REVENUE, grew 12 %")), 1e-5)
 }
 
-func TestMarshalRoundTrip(t *testing.T) {
-	t.Parallel()
-	v := embed.Vector("round trip")
-	got, err := embed.Unmarshal(embed.Marshal(v))
-	require.NoError(t, err)
-	require.Equal(t, v, got)
-	_, err = embed.Unmarshal([]byte{1, 2, 3})
-	require.Error(t, err)
-}
-
 func TestNewPicksProvider(t *testing.T) {
 	t.Setenv("OPENAI_API_KEY", "")
 	tests := []struct {

@@ -10,7 +10,6 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
-	"slices"
 	"strconv"
 	"strings"
 	"sync"
@@ -59,7 +58,7 @@ var Search = tools.Definition{
 		"hit gives conversationId, title, turn, date and a snippet. Use it when they refer to something discussed " +
 		"before. Don't use it for this conversation (read_transcript) or for facts about the world.",
 	Schema: json.RawMessage(`{"type":"object","properties":{` +
-		`"queries":{"type":"array","items":{"type":"string","minLength":1,"maxLength":` + strconv.Itoa(MaxQueryChars) + `},"minItems":1,"maxItems":` + strconv.Itoa(MaxQueries) + `},` +
+		tools.QueriesSchema(MaxQueries, MaxQueryChars) + `,` +
 		`"maxResults":{"type":"integer","minimum":1,"maximum":` + strconv.Itoa(MaxMaxResults) + `,"description":"turns per query, default ` + strconv.Itoa(DefaultMaxResults) + `"}},` +
 		`"required":["queries"],"additionalProperties":false}`),
 	Guidance:    tools.SearchGuidance,
@@ -75,21 +74,11 @@ var Search = tools.Definition{
   }
 }`,
 	Field:  "searchPastConversations",
-	Absent: nothingFound,
+	Absent: tools.NothingFound("hits"),
 }
 
 // Definitions are the family's tools.
 var Definitions = []tools.Definition{Search}
-
-// nothingFound reports whether no query found a turn; the failures then
-// say that each ran and matched nothing.
-func nothingFound(raw json.RawMessage) bool {
-	var r Result
-	if err := json.Unmarshal(raw, &r); err != nil {
-		return false
-	}
-	return !slices.ContainsFunc(r.Results, func(q QueryHits) bool { return len(q.Hits) > 0 })
-}
 
 // Hit is one turn found.
 type Hit struct {
@@ -102,10 +91,7 @@ type Hit struct {
 }
 
 // QueryHits is one query's turns, best first.
-type QueryHits struct {
-	Query string `json:"query"`
-	Hits  []Hit  `json:"hits"`
-}
+type QueryHits = tools.QueryHits[Hit]
 
 // Result is what search_past_conversations returns.
 type Result struct {
@@ -209,8 +195,7 @@ func (s *Searcher) Search(ctx context.Context, org, user, exclude int, queries [
 				Turn: t.Number, Date: t.StartedAt.UTC(), Snippet: Snippet(t.UserText, q)})
 		}
 		if len(out.Results[i].Hits) == 0 {
-			out.Failures = append(out.Failures, schematype.ItemFailure{Item: i, Input: q, Kind: schematype.FailureAbsence,
-				Message: "the search ran and matched nothing"})
+			out.Failures = append(out.Failures, tools.Unmatched(i, q))
 		}
 	}
 	return out, nil

@@ -96,7 +96,7 @@ var (
 			"call, run at once and answered in order; each hit gives id, text and when it was saved. Don't use it for " +
 			"documents, this conversation (read_transcript) or facts about the world.",
 		Schema: json.RawMessage(`{"type":"object","properties":{` +
-			`"queries":{"type":"array","items":{"type":"string","minLength":1,"maxLength":` + strconv.Itoa(MaxQueryChars) + `},"minItems":1,"maxItems":` + strconv.Itoa(MaxQueries) + `},` +
+			tools.QueriesSchema(MaxQueries, MaxQueryChars) + `,` +
 			`"maxResults":{"type":"integer","minimum":1,"maximum":` + strconv.Itoa(MaxMaxResults) + `,"description":"memories per query, default ` + strconv.Itoa(DefaultMaxResults) + `"}},` +
 			`"required":["queries"],"additionalProperties":false}`),
 		Guidance:    tools.SearchGuidance,
@@ -112,7 +112,7 @@ var (
   }
 }`,
 		Field:  "memorySearch",
-		Absent: nothingFound,
+		Absent: tools.NothingFound("hits"),
 	}
 
 	// Forget is memory_forget.
@@ -138,14 +138,6 @@ var (
 	Definitions = []tools.Definition{Search, Write, Forget}
 )
 
-func nothingFound(raw json.RawMessage) bool {
-	var r SearchResult
-	if err := json.Unmarshal(raw, &r); err != nil {
-		return false
-	}
-	return !slices.ContainsFunc(r.Results, func(q QueryHits) bool { return len(q.Hits) > 0 })
-}
-
 // Hit is one memory found.
 type Hit struct {
 	ID        int       `json:"id"`
@@ -154,10 +146,7 @@ type Hit struct {
 }
 
 // QueryHits is one query's memories, best first.
-type QueryHits struct {
-	Query string `json:"query"`
-	Hits  []Hit  `json:"hits"`
-}
+type QueryHits = tools.QueryHits[Hit]
 
 // SearchResult is what memory_search returns.
 type SearchResult struct {
@@ -202,8 +191,8 @@ func New(d *db.DB, e embed.Embedder, publicID func(int) string) *Service {
 // Scope is the index scope of a user's memories.
 func Scope(user int) string { return fmt.Sprintf("user:%d", user) }
 
-// normal is a fact as duplicates are compared.
-func normal(s string) string { return strings.ToLower(strings.Join(strings.Fields(s), " ")) }
+// normal is a fact as duplicates are compared: as queries are.
+func normal(s string) string { return tools.QueryKey(s) }
 
 // Write saves facts about user of org: each is checked, embedded (all in
 // one request) and stored alone, so a fact that fails (too long, already
@@ -361,8 +350,7 @@ func (s *Service) Search(ctx context.Context, org, user int, queries []string, m
 			}
 		}
 		if len(out.Results[i].Hits) == 0 {
-			out.Failures = append(out.Failures, schematype.ItemFailure{Item: i, Input: q, Kind: schematype.FailureAbsence,
-				Message: "the search ran and matched nothing"})
+			out.Failures = append(out.Failures, tools.Unmatched(i, q))
 		}
 	}
 	return out, nil

@@ -8,6 +8,8 @@ import (
 	"sync"
 	"unicode"
 	"unicode/utf8"
+
+	"github.com/toolgate/toolgate/tools"
 )
 
 // Match is how Search compares the query with the text.
@@ -241,22 +243,7 @@ func fold(r rune) rune {
 	if r < 0x10000 {
 		return tables().fold[r]
 	}
-	return foldSlow(r)
-}
-
-// foldSlow is fold without the table.
-func foldSlow(r rune) rune {
-	if r < utf8.RuneSelf {
-		return rune(lower[r])
-	}
-	m := r
-	for f := unicode.SimpleFold(r); f != r; f = unicode.SimpleFold(f) {
-		m = min(m, f)
-	}
-	if m < utf8.RuneSelf {
-		return rune(lower[m])
-	}
-	return m
+	return tools.FoldRune(r)
 }
 
 // findExact finds the non-overlapping case-insensitive occurrences of query.
@@ -501,13 +488,10 @@ func newFuzzy(query string) *fuzzy {
 		}
 	}
 	for _, t := range f.words[f.trigger].runes {
-		for r := t; ; {
+		for _, r := range tools.CaseVariants(t) {
 			var b [utf8.UTFMax]byte
 			utf8.EncodeRune(b[:], r)
 			f.lead[b[0]] = true
-			if r = unicode.SimpleFold(r); r == t {
-				break
-			}
 		}
 	}
 	f.word = make([]rune, 0, maxLen+2)
@@ -673,7 +657,7 @@ type runeTables struct {
 var tables = sync.OnceValue(func() *runeTables {
 	t := new(runeTables)
 	for r := range rune(0x10000) {
-		t.fold[r] = foldSlow(r)
+		t.fold[r] = tools.FoldRune(r)
 		if isWordRune(r) {
 			t.word[r>>6] |= 1 << (r & 63)
 		}
@@ -916,7 +900,7 @@ func (f *fuzzy) match(word string, chars, j int) (int, bool) {
 				if r < 0x10000 {
 					r = tab[r]
 				} else {
-					r = foldSlow(r)
+					r = tools.FoldRune(r)
 				}
 			}
 			mask |= foldedBit(r)

@@ -55,6 +55,7 @@ import (
 	"github.com/toolgate/toolgate/ent/predicate"
 	"github.com/toolgate/toolgate/ent/toolcall"
 	"github.com/toolgate/toolgate/ent/turn"
+	"github.com/toolgate/toolgate/tools"
 )
 
 // The product's numbers, and this package's own limits on words.
@@ -282,16 +283,16 @@ func prune(rows []*ent.Turn, budget int, zones map[string]*time.Location) []*ent
 func matching(rows []*ent.Turn, said map[int][]Said, words []string) []*ent.Turn {
 	folded := make([]string, len(words))
 	for i, w := range words {
-		folded[i] = fold(w)
+		folded[i] = tools.Fold(w)
 	}
 	out := rows[:0]
 	for _, r := range rows {
-		texts := []string{fold(r.UserText)}
+		texts := []string{tools.Fold(r.UserText)}
 		if r.Answer != nil {
-			texts = append(texts, fold(*r.Answer))
+			texts = append(texts, tools.Fold(*r.Answer))
 		}
 		for _, st := range said[r.ID] {
-			texts = append(texts, fold(st.Text))
+			texts = append(texts, tools.Fold(st.Text))
 		}
 		ok := true
 		for _, w := range folded {
@@ -555,23 +556,10 @@ func asciiOrbit(r rune) bool {
 	if r >= utf8.RuneSelf {
 		return false
 	}
-	for f := unicode.SimpleFold(r); f != r; f = unicode.SimpleFold(f) {
+	for _, f := range tools.CaseVariants(r) {
 		if f >= utf8.RuneSelf {
 			return false
 		}
 	}
 	return true
-}
-
-// fold maps every character to the smallest of its case variants, so
-// that texts equal under simple case folding become equal strings, with
-// as many characters as before.
-func fold(s string) string {
-	return strings.Map(func(r rune) rune {
-		m := r
-		for f := unicode.SimpleFold(r); f != r; f = unicode.SimpleFold(f) {
-			m = min(m, f)
-		}
-		return m
-	}, s)
 }

@@ -89,26 +89,6 @@ func TestLikePattern(t *testing.T) {
 	}
 }
 
-func TestFold(t *testing.T) {
-	t.Parallel()
-	tests := []struct {
-		text, word string
-		want       bool
-	}{
-		{text: "Ärger im Büro", word: "ärger", want: true},
-		{text: "Ärger im Büro", word: "BÜRO", want: true},
-		{text: "Ærøskøbing", word: "ÆRØ", want: true},
-		{text: "ΣΊΣΥΦΟΣ", word: "σίσυφος", want: true},
-		{text: "temperature 3K", word: "3\u212a", want: true}, // Kelvin sign
-		{text: "Straße", word: "STRASSE", want: false},        // simple folding only
-		{text: "Budget", word: "budgets", want: false},
-	}
-	for _, tt := range tests {
-		require.Equal(t, tt.want, strings.Contains(fold(tt.text), fold(tt.word)), tt.text+" / "+tt.word)
-		require.Equal(t, utf8.RuneCountInString(tt.text), utf8.RuneCountInString(fold(tt.text)), "folding keeps the count of characters")
-	}
-}
-
 // TestWordsOnEachBackend checks that the database's narrowing never drops
 // a turn the exact match accepts, whatever LOWER does on the backend.
 func TestWordsOnEachBackend(t *testing.T) {

@@ -21,7 +21,7 @@ var Definitions = []tools.Definition{
 			"OUTAGE never ran. Don't call it once per angle, don't use it for this organisation's own documents or files or for what you " +
 			"already know, don't re-search to read one known URL further (read_page does), and don't report an OUTAGE as nothing found.",
 		Schema: json.RawMessage(`{"type":"object","properties":{` +
-			`"queries":{"type":"array","items":{"type":"string","minLength":1,"maxLength":400},"minItems":1,"maxItems":3},` +
+			tools.QueriesSchema(MaxQueries, MaxQueryChars) + `,` +
 			`"maxPages":{"type":"integer","minimum":0,"maximum":3,"description":"pages to read in all, default 2; 0: hits only"}},` +
 			`"required":["queries"],"additionalProperties":false}`),
 		Guidance:    guidance,
@@ -85,15 +85,4 @@ const guidance = "Cite what you take from a web page with its URL."
 // absentResearch: a research call gave no hits when no query found one.
 // What it was then is for its failures to say, query by query: an
 // absence, an outage or an error, as for every search tool.
-func absentResearch(raw json.RawMessage) bool {
-	var r Research
-	if err := json.Unmarshal(raw, &r); err != nil {
-		return false
-	}
-	for _, q := range r.Results {
-		if len(q.Hits) > 0 {
-			return false
-		}
-	}
-	return true
-}
+var absentResearch = tools.NothingFound("hits")

@@ -166,7 +166,7 @@ func CheckResearch(queries []string, maxPages *int) error {
 	}
 	seen := map[string]bool{}
 	for i, q := range queries {
-		k := strings.ToLower(strings.Join(strings.Fields(q), " "))
+		k := tools.QueryKey(q)
 		switch {
 		case k == "":
 			return tools.Refusef("queries[%d] is empty", i)

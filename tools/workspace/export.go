@@ -13,7 +13,6 @@ import (
 	"github.com/toolgate/toolgate/ent"
 	"github.com/toolgate/toolgate/ent/schematype"
 	"github.com/toolgate/toolgate/ent/storedresult"
-	"github.com/toolgate/toolgate/ent/toolcall"
 	"github.com/toolgate/toolgate/tools"
 )
 
@@ -103,7 +102,7 @@ func (w *Workspace) Whole(ctx context.Context, ref, verb string) (*ent.StoredRes
 	switch {
 	case call != nil && slices.Contains(windowTools, call.Name):
 		return nil, refusef("it is a read window (%s output): use the ref it read, whose whole result is stored", call.Name)
-	case call == nil || call.Outcome != toolcall.OutcomeHITS:
+	case call == nil || call.Outcome != schematype.OutcomeHits:
 		outcome := "no call recorded"
 		if call != nil {
 			outcome = strings.ToLower(call.Outcome.String())

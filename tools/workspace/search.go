@@ -5,12 +5,12 @@ import (
 	"fmt"
 	"slices"
 	"strings"
-	"unicode"
 	"unicode/utf8"
 
 	"github.com/toolgate/toolgate/ent"
 	"github.com/toolgate/toolgate/ent/predicate"
 	"github.com/toolgate/toolgate/ent/workspacefile"
+	"github.com/toolgate/toolgate/tools"
 )
 
 // Match is one excerpt of a search: matching lines of a file with their
@@ -229,10 +229,7 @@ func newQuery(s string) query {
 		return q
 	}
 	r, _ := utf8.DecodeRuneInString(s)
-	q.first = []rune{r}
-	for f := unicode.SimpleFold(r); f != r; f = unicode.SimpleFold(f) {
-		q.first = append(q.first, f)
-	}
+	q.first = tools.CaseVariants(r)
 	return q
 }
 

@@ -14,7 +14,6 @@ import (
 	"github.com/toolgate/toolgate/ent"
 	"github.com/toolgate/toolgate/ent/schematype"
 	"github.com/toolgate/toolgate/ent/tenancy"
-	"github.com/toolgate/toolgate/ent/toolcall"
 	"github.com/toolgate/toolgate/tools/workspace"
 )
 
@@ -45,7 +44,7 @@ type stored struct {
 	kind      schematype.ResultKind
 	content   string
 	tool      string
-	outcome   toolcall.Outcome
+	outcome   schematype.Outcome
 	truncated bool
 	noCall    bool
 }
@@ -63,7 +62,7 @@ func (b *testBundle) store(t testing.TB, s stored) {
 		s.tool = "research_web"
 	}
 	if s.outcome == "" {
-		s.outcome = toolcall.OutcomeHITS
+		s.outcome = schematype.OutcomeHits
 	}
 	sr := b.client.StoredResult.Create().SetConversationID(s.conv).SetRef(s.ref).SetKind(s.kind).
 		SetContent([]byte(s.content)).SetChars(int64(len([]rune(s.content)))).SetBytes(int64(len(s.content))).SetItems(1).
@@ -576,9 +575,9 @@ func TestExportRefusals(t *testing.T) {
 		b.store(t, stored{ref: "page", kind: schematype.KindText, content: "a START b END c END d START"})
 		b.store(t, stored{ref: "fence", kind: schematype.KindText, content: "x ``` y ``` z ``` w"})
 		b.store(t, stored{ref: "window", tool: "read_tool_result", content: `{"text": "abc"}`})
-		b.store(t, stored{ref: "failed", outcome: toolcall.OutcomeERROR, content: `{"error": "boom"}`})
-		b.store(t, stored{ref: "outage", outcome: toolcall.OutcomeOUTAGE, content: `{}`})
-		b.store(t, stored{ref: "absent", outcome: toolcall.OutcomeABSENCE, content: `{"hits": []}`})
+		b.store(t, stored{ref: "failed", outcome: schematype.OutcomeError, content: `{"error": "boom"}`})
+		b.store(t, stored{ref: "outage", outcome: schematype.OutcomeOutage, content: `{}`})
+		b.store(t, stored{ref: "absent", outcome: schematype.OutcomeAbsence, content: `{"hits": []}`})
 		b.store(t, stored{ref: "orphan", noCall: true, content: `{"a": 1}`})
 		b.store(t, stored{ref: "cut", truncated: true, content: `{"a": 1}`})
 		b.store(t, stored{ref: "image", kind: schematype.KindMedia, content: "\x89PNG"})
