@@ -19,8 +19,12 @@
 //
 // -query and -vars send another document (another server's schema, say,
 // for a side-by-side comparison) for the transcript read; -database-url
-// adds the same rows read with plain SQL as a floor. Every run is bounded
-// by -duration per row and stops by itself.
+// adds the same rows read with plain SQL as a floor. -shapes reads the
+// transcript in each of the shapes a client writes (shapes.go) from
+// toolgate, from PostGraphile 4 over the same tables (-postgraphile-url)
+// and with plain SQL, and prints a table per shape with the ratios the
+// goal is stated in. Every run is bounded by -duration per row and stops
+// by itself.
 package main
 
 import (
@@ -80,6 +84,11 @@ type options struct {
 	readers, writers int
 	metricsURL       string
 	serverPID        int
+	// shapes: the transcript's shapes side by side (shapes.go) instead of
+	// the table.
+	shapes          bool
+	postgraphileURL string
+	rounds          int
 }
 
 func main() {
@@ -113,6 +122,9 @@ func run(args []string, stdout io.Writer) error {
 	fs.IntVar(&o.writers, "writers", 20, "with -team: concurrent writers, each running turns in a conversation of its own")
 	fs.StringVar(&o.metricsURL, "metrics-url", "", "with -team: the server's Prometheus endpoint, for its CPU (default: -url's /metrics)")
 	fs.IntVar(&o.serverPID, "server-pid", 0, "with -team: the server's process id on this machine, for its CPU from /proc instead of /metrics")
+	fs.BoolVar(&o.shapes, "shapes", false, "the transcript read in each of its shapes instead of the table: toolgate, PostGraphile (-postgraphile-url) and plain SQL (-database-url) side by side at -clients (1,8 unless given), a table per shape and their ratios")
+	fs.StringVar(&o.postgraphileURL, "postgraphile-url", "", "with -shapes: the GraphQL endpoint of PostGraphile 4 serving the same database")
+	fs.IntVar(&o.rounds, "rounds", 1, "with -shapes: rounds of every row, interleaved; each figure is the median of its rounds'")
 	if err := fs.Parse(args); err != nil {
 		return err
 	}
@@ -124,6 +136,16 @@ func run(args []string, stdout io.Writer) error {
 		}
 		if o.readers < 0 || o.writers < 0 || o.readers+o.writers == 0 {
 			return errors.New("-team: -readers and -writers are counts, not both 0")
+		}
+	}
+	if o.shapes {
+		given := map[string]bool{}
+		fs.Visit(func(f *flag.Flag) { given[f.Name] = true })
+		if !given["clients"] {
+			clients = "1,8"
+		}
+		if o.rounds < 1 {
+			return errors.New("-rounds: at least 1")
 		}
 	}
 	if *printReplay {
@@ -139,6 +161,12 @@ func run(args []string, stdout io.Writer) error {
 	}
 	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt)
 	defer stop()
+	if o.shapes {
+		if len(o.clients) == 0 {
+			return errors.New("-shapes: -clients names none")
+		}
+		return measureShapes(ctx, newClient(o.url, o.token, slices.Max(o.clients)), o, stdout)
+	}
 	if o.team {
 		return team(ctx, newClient(o.url, o.token, o.readers+2*o.writers), o, stdout)
 	}
@@ -204,7 +232,7 @@ func measure(ctx context.Context, c *client, o options, stdout io.Writer) error 
 		}
 		for _, n := range o.clients {
 			rows = append(rows, load(ctx, "same rows, plain SQL", n, o, func(int) func(context.Context) error {
-				return func(ctx context.Context) error { return readRows(ctx, db, convID) }
+				return func(ctx context.Context) error { return readRows(ctx, db, consoleFloor, convID) }
 			}))
 		}
 	}
@@ -352,9 +380,19 @@ var errorsKey = []byte(`"errors":[`)
 // post sends a GraphQL request; a status other than 200 or a response with
 // errors is an error. When out is not nil the data is decoded into it.
 func (c *client) post(ctx context.Context, body []byte, out any) error {
+	raw, err := c.fetch(ctx, body)
+	if err != nil || out == nil {
+		return err
+	}
+	return json.Unmarshal(raw, &struct{ Data any }{Data: out})
+}
+
+// fetch sends a GraphQL request and returns its answer; a status other
+// than 200 or a response with errors is an error.
+func (c *client) fetch(ctx context.Context, body []byte) ([]byte, error) {
 	req, err := http.NewRequestWithContext(ctx, http.MethodPost, c.url, bytes.NewReader(body))
 	if err != nil {
-		return err
+		return nil, err
 	}
 	req.Header.Set("Content-Type", "application/json")
 	if c.token != "" {
@@ -362,20 +400,17 @@ func (c *client) post(ctx context.Context, body []byte, out any) error {
 	}
 	res, err := c.http.Do(req)
 	if err != nil {
-		return err
+		return nil, err
 	}
 	defer res.Body.Close()
 	raw, err := io.ReadAll(res.Body)
 	if err != nil {
-		return err
+		return nil, err
 	}
 	if res.StatusCode != http.StatusOK || bytes.Contains(raw, errorsKey) {
-		return fmt.Errorf("status %d: %.300s", res.StatusCode, raw)
+		return nil, fmt.Errorf("status %d: %.300s", res.StatusCode, raw)
 	}
-	if out == nil {
-		return nil
-	}
-	return json.Unmarshal(raw, &struct{ Data any }{Data: out})
+	return raw, nil
 }
 
 func (c *client) do(ctx context.Context, query string, vars map[string]any, out any) error {
@@ -536,18 +571,23 @@ FROM tool_calls t LEFT JOIN stored_results r ON r.id = t.result_id WHERE t.turn_
 output_tokens, cost_micros, prefix_tokens FROM model_calls WHERE turn_id = ANY($1) ORDER BY turn_id, step`
 )
 
-// readRows reads the transcript's rows with plain SQL through lib/pq, each
+// readRows reads a transcript's rows with plain SQL through lib/pq, each
 // column as raw bytes: the floor a server's read cannot go under.
-func readRows(ctx context.Context, db *sql.DB, conv int) error {
-	if err := scanAll(ctx, db, conversationRow, conv); err != nil {
+func readRows(ctx context.Context, db *sql.DB, f floor, conv int) error {
+	if err := scanAll(ctx, db, f.conversation, conv); err != nil {
 		return err
 	}
 	var turns []int64
-	rows, err := db.QueryContext(ctx, turnRows, conv)
+	rows, err := db.QueryContext(ctx, f.turns, conv)
 	if err != nil {
 		return err
 	}
-	dest := rawDest(10)
+	cols, err := rows.Columns()
+	if err != nil {
+		rows.Close()
+		return err
+	}
+	dest := rawDest(len(cols))
 	for rows.Next() {
 		if err := rows.Scan(dest...); err != nil {
 			rows.Close()
@@ -560,10 +600,12 @@ func readRows(ctx context.Context, db *sql.DB, conv int) error {
 	if err := rows.Err(); err != nil {
 		return err
 	}
-	if err := scanAll(ctx, db, toolCallRows, pq.Array(turns)); err != nil {
-		return err
+	for _, q := range f.perTurns {
+		if err := scanAll(ctx, db, q, pq.Array(turns)); err != nil {
+			return err
+		}
 	}
-	return scanAll(ctx, db, modelCallRows, pq.Array(turns))
+	return nil
 }
 
 func scanAll(ctx context.Context, db *sql.DB, query string, args ...any) error {

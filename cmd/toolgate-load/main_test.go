@@ -26,20 +26,10 @@ import (
 // and with plain SQL, briefly, and wants a row per scenario and
 // concurrency, none with errors.
 func TestLoadPrintsTheTable(t *testing.T) {
-	url := dbtest.URL(t, dbtest.Postgres)
-	ctx := context.Background()
-	d, err := db.Open(ctx, url)
-	require.NoError(t, err)
-	t.Cleanup(func() { _ = d.Close() })
-	require.NoError(t, d.Migrate(ctx))
-	srv := httptest.NewServer(graph.NewServer(graph.Config{DB: d}))
-	t.Cleanup(srv.Close)
-	grant, err := auth.Bootstrap(ctx, d.Client(), "Acme", "Alice", "Research")
-	require.NoError(t, err)
-	conv := seed(t, d, grant, 3, 2)
+	url, api, token, conv := serve(t)
 
 	var out bytes.Buffer
-	require.NoError(t, run([]string{"-url", srv.URL + "/graphql", "-token", grant.Token, "-conversation", gid.Encode(conv),
+	require.NoError(t, run([]string{"-url", api, "-token", token, "-conversation", conv,
 		"-clients", "1,2", "-turn-clients", "", "-duration", "1s", "-warmup", "200ms", "-database-url", url}, &out))
 	lines := strings.Split(strings.TrimSpace(out.String()), "\n")
 	require.Len(t, lines, 5, out.String())
@@ -72,6 +62,25 @@ func TestBadFlags(t *testing.T) {
 	for _, tt := range tests {
 		require.EqualError(t, run(tt.give, &bytes.Buffer{}), tt.want)
 	}
+}
+
+// serve starts a server on a fresh PostgreSQL database with a seeded
+// conversation of 3 turns × 2 tool calls, and returns the database's URL,
+// the server's GraphQL endpoint, a token of the conversation's owner and
+// the conversation's id.
+func serve(t *testing.T) (databaseURL, api, token, conv string) {
+	t.Helper()
+	url := dbtest.URL(t, dbtest.Postgres)
+	ctx := context.Background()
+	d, err := db.Open(ctx, url)
+	require.NoError(t, err)
+	t.Cleanup(func() { _ = d.Close() })
+	require.NoError(t, d.Migrate(ctx))
+	srv := httptest.NewServer(graph.NewServer(graph.Config{DB: d}))
+	t.Cleanup(srv.Close)
+	grant, err := auth.Bootstrap(ctx, d.Client(), "Acme", "Alice", "Research")
+	require.NoError(t, err)
+	return url, srv.URL + "/graphql", grant.Token, gid.Encode(seed(t, d, grant, 3, 2))
 }
 
 // seed makes a conversation of turns, each with calls tool calls that
