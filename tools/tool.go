@@ -39,11 +39,13 @@ package tools
 
 import (
 	"bytes"
+	"context"
 	"encoding/json"
 	"fmt"
 	"strings"
 	"unicode/utf8"
 
+	"github.com/toolgate/toolgate/ent"
 	"github.com/toolgate/toolgate/ent/schematype"
 )
 
@@ -203,6 +205,9 @@ type Definition struct {
 	// Operation is the GraphQL document that runs the tool. Empty for tools
 	// the runtime carries out itself (clarify, update_tasks).
 	Operation string
+	// Run carries out a tool with no Operation in the runtime's process:
+	// with the runtime's unscoped client c, within the call's conversation.
+	Run func(ctx context.Context, c *ent.Client, conversationID int, args json.RawMessage) (json.RawMessage, error)
 	// Field is the operation's root field, whose value is the result.
 	Field string
 	// Absent decides whether a result is an absence; nil means IsAbsent.

@@ -23,7 +23,6 @@ import (
 	"github.com/toolgate/toolgate/ent/tenancy"
 	"github.com/toolgate/toolgate/graph"
 	"github.com/toolgate/toolgate/offer"
-	"github.com/toolgate/toolgate/runtime/builtin"
 	"github.com/toolgate/toolgate/runtime/dispatch"
 	"github.com/toolgate/toolgate/runtime/events"
 	"github.com/toolgate/toolgate/runtime/loop"
@@ -192,7 +191,7 @@ func newRunner(ctx context.Context, c runtimeConfig, d *db.DB, jobs queue.Queue,
 	}}
 	apps := mcp.NewPool(&http.Client{Timeout: 2 * time.Minute})
 	disp := dispatch.New(toolsURL, httpClient, apps)
-	builtin.Install(disp, client)
+	disp.Client = client // the tools carried out in process (clarify, update_tasks)
 	bus := events.NewBus()
 	var bridge io.Closer = io.NopCloser(nil)
 	if d.Dialect == dialect.Postgres {

@@ -25,6 +25,7 @@ import (
 	"sync"
 	"time"
 
+	"github.com/toolgate/toolgate/ent"
 	"github.com/toolgate/toolgate/ent/schematype"
 	"github.com/toolgate/toolgate/runtime/mcp"
 	"github.com/toolgate/toolgate/runtime/repair"
@@ -44,7 +45,11 @@ type Dispatcher struct {
 	HTTP *http.Client
 	// Apps calls MCP application tools.
 	Apps *mcp.Pool
-	// Builtins are the tools the runtime carries out, by name.
+	// Client is the unscoped client the tools carried out in process
+	// (Definition.Run) are given.
+	Client *ent.Client
+	// Builtins are tools carried out in process by name, before a
+	// definition's Run (tests add their own).
 	Builtins map[string]Builtin
 	// Retry is the schedule for calls worth another attempt (retry.ByEffect
 	// says which); its Sleep waits between attempts (tests make it instant).
@@ -135,7 +140,7 @@ func (d *Dispatcher) Do(ctx context.Context, s Scope, c Call) Result {
 		c.Arguments = split.Rest
 	}
 	switch {
-	case d.Builtins[c.Name] != nil:
+	case d.Builtins[c.Name] != nil || def.Run != nil:
 		d.builtin(ctx, s, c, def, &res)
 	case def.Family == mcp.Family:
 		d.application(ctx, s, c, def, &res)
@@ -323,7 +328,15 @@ func IdempotencyKey(turnID int, callID string) string {
 }
 
 func (d *Dispatcher) builtin(ctx context.Context, s Scope, c Call, def tools.Definition, res *Result) {
-	out, err := d.Builtins[c.Name](ctx, s, c.Arguments)
+	var (
+		out json.RawMessage
+		err error
+	)
+	if run := d.Builtins[c.Name]; run != nil {
+		out, err = run(ctx, s, c.Arguments)
+	} else {
+		out, err = def.Run(ctx, d.Client, s.ConversationID, c.Arguments)
+	}
 	res.Attempts = 1
 	var refusal *tools.Refusal
 	switch {

@@ -26,7 +26,6 @@ import (
 	"github.com/toolgate/toolgate/graph"
 	"github.com/toolgate/toolgate/graph/auth"
 	"github.com/toolgate/toolgate/graph/gid"
-	"github.com/toolgate/toolgate/runtime/builtin"
 	"github.com/toolgate/toolgate/runtime/dispatch"
 	"github.com/toolgate/toolgate/runtime/loop"
 	"github.com/toolgate/toolgate/runtime/mcp"
@@ -97,7 +96,7 @@ func newHarnessWith(t testing.TB, d *db.DB, p model.Provider, e embed.Embedder, 
 	t.Cleanup(apps.Close)
 	h.disp = dispatch.New(h.srv.URL+"/graphql", h.srv.Client(), apps)
 	h.disp.Retry.Sleep = func(context.Context, time.Duration) error { return nil }
-	builtin.Install(h.disp, h.client)
+	h.disp.Client = h.client
 	webService := h.webService(t)
 	pages := reviewBrowser()
 	cfg := loop.Config{

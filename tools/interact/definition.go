@@ -1,14 +1,17 @@
 package interact
 
 import (
+	"context"
 	"encoding/json"
 
+	"github.com/toolgate/toolgate/ent"
 	"github.com/toolgate/toolgate/tools"
 )
 
 // Clarify asks the person a question and waits for the answer. The
-// runtime carries it out itself (tools.ParseClarify), so it has no Operation:
-// the turn pauses, and answerClarification resumes it.
+// runtime carries it out itself (Run: the question checked and
+// acknowledged), so it has no Operation: the turn pauses, and
+// answerClarification resumes it.
 var Clarify = tools.Definition{
 	Name:   tools.ClarifyTool,
 	Family: "interact",
@@ -27,6 +30,7 @@ var Clarify = tools.Definition{
 	Effect:  tools.EffectWrite,
 	Pauses:  true,
 	Preview: tools.PreviewExempt,
+	Run:     clarify,
 	Limits: map[string]int{
 		"options":       tools.MaxClarifyOptions,
 		"optionChars":   tools.MaxClarifyOptionChars,
@@ -60,3 +64,13 @@ var Suggest = tools.Definition{
 
 // Definitions are the family's tools, in registration order.
 var Definitions = []tools.Definition{Clarify, Suggest}
+
+// clarify checks the question and acknowledges it: the turn now waits for
+// the person's answer, which becomes the call's result when it resumes.
+func clarify(_ context.Context, _ *ent.Client, _ int, args json.RawMessage) (json.RawMessage, error) {
+	c, err := tools.ParseClarify(args)
+	if err != nil {
+		return nil, err
+	}
+	return json.Marshal(map[string]any{"asked": c.Question, "waiting": true})
+}

@@ -7,7 +7,7 @@ import (
 )
 
 // Definition is update_tasks, offered when the agent lists it. The runtime
-// carries it out itself with Apply, so it has no Operation; the list is
+// carries it out itself (Run: Apply), so it has no Operation; the list is
 // read in GraphQL as Conversation.tasks.
 var Definition = tools.Definition{
 	Name:   "update_tasks",
@@ -31,6 +31,7 @@ var Definition = tools.Definition{
 	// The list is the whole state: dropping a task that does not fit would
 	// drop it from what the person sees.
 	Atomic: true,
+	Run:    Apply,
 	Limits: map[string]int{
 		"tasks":      MaxTasks,
 		"inProgress": MaxInProgress,
