@@ -14,6 +14,7 @@ import (
 	"github.com/toolgate/toolgate/ent/turnrating"
 	"github.com/toolgate/toolgate/graph/loader"
 	"github.com/toolgate/toolgate/graph/model"
+	"github.com/toolgate/toolgate/runtime/events"
 )
 
 // MaxRatingCommentChars bounds a rating's comment.
@@ -68,7 +69,7 @@ func (r *Resolver) rateTurn(ctx context.Context, in model.RateTurnInput) (*ent.T
 	if err != nil {
 		return nil, err
 	}
-	if !ended(t.Status) {
+	if !events.Ended(t.Status) {
 		return nil, inputErrorf("the turn is %s: rate it once it has ended", strings.ToLower(string(t.Status)))
 	}
 	rating := turnrating.Rating(in.Rating)

@@ -12,14 +12,12 @@ import (
 	"github.com/vektah/gqlparser/v2/gqlerror"
 
 	"github.com/toolgate/toolgate/ent"
-	"github.com/toolgate/toolgate/ent/approval"
 	"github.com/toolgate/toolgate/ent/modelcall"
 	"github.com/toolgate/toolgate/ent/schematype"
 	"github.com/toolgate/toolgate/ent/toolcall"
 	"github.com/toolgate/toolgate/ent/turn"
 	"github.com/toolgate/toolgate/graph/model"
 	"github.com/toolgate/toolgate/runtime/events"
-	"github.com/toolgate/toolgate/tools"
 	"github.com/toolgate/toolgate/tools/registry"
 )
 
@@ -141,7 +139,7 @@ func (f *follower) follow(sub *events.Subscription, t *ent.Turn, past []pastEven
 			return
 		}
 	}
-	if ended(t.Status) {
+	if events.Ended(t.Status) {
 		return
 	}
 	if f.deltas && !f.catchUp(true) {
@@ -188,7 +186,7 @@ func (f *follower) send(ev *model.TurnEvent) bool {
 
 // tell tells a durable event at its place, unless it was told.
 func (f *follower) tell(ev *model.TurnEvent, kind events.Kind, step, phase, toolCallID int) bool {
-	if phase >= phaseAnswer {
+	if phase >= events.PhaseAnswer {
 		step = f.at.step
 	}
 	if f.at.covers(kind, step, phase, toolCallID) {
@@ -208,8 +206,8 @@ func (f *follower) tellPast(p pastEvent) bool {
 
 // live tells an event heard from the runtime; done when the turn ended.
 func (f *follower) live(e events.Event) (done, ok bool) {
-	step, phase := placeEvent(e)
-	if phase >= phaseAnswer {
+	step, phase := events.PlaceEvent(e)
+	if phase >= events.PhaseAnswer {
 		step = f.at.step
 	}
 	if f.at.covers(e.Kind, step, phase, e.ToolCallID) {
@@ -222,13 +220,13 @@ func (f *follower) live(e events.Event) (done, ok bool) {
 	if e.Kind == events.ModelCallFinished {
 		// A model call that started before the subscription and had not
 		// been stored: its start comes with its end.
-		if !f.at.covers(events.ModelCallStarted, e.Step, phaseModel, 0) {
+		if !f.at.covers(events.ModelCallStarted, e.Step, events.PhaseModel, 0) {
 			ev, err := f.r.modelCallStarted(f.ctx, e, f.needs)
 			if err != nil {
 				f.r.Log.WarnContext(f.ctx, "turn event", "turn", EncodeID(f.turnID), "err", err)
 				return false, false
 			}
-			if !f.tell(ev, events.ModelCallStarted, e.Step, phaseModel, 0) {
+			if !f.tell(ev, events.ModelCallStarted, e.Step, events.PhaseModel, 0) {
 				return false, false
 			}
 		}
@@ -245,7 +243,7 @@ func (f *follower) live(e events.Event) (done, ok bool) {
 	if !f.tell(ev, e.Kind, step, phase, e.ToolCallID) {
 		return false, false
 	}
-	if e.Kind == events.Status && ended(ev.Of.Status) {
+	if e.Kind == events.Status && events.Ended(ev.Of.Status) {
 		return true, true
 	}
 	if e.Kind == events.ModelCallStarted && f.deltas && !f.catchUp(false) {
@@ -278,15 +276,15 @@ func (f *follower) catchUp(first bool) bool {
 		}
 		return true
 	}
-	if tx.Step < f.at.step || tx.Step == f.at.step && f.at.phase > phaseText {
+	if tx.Step < f.at.step || tx.Step == f.at.step && f.at.phase > events.PhaseText {
 		return true
 	}
-	if tx.Step > f.at.step || f.at.phase < phaseModel {
+	if tx.Step > f.at.step || f.at.phase < events.PhaseModel {
 		if !first || tx.Done {
 			return true
 		}
 		ev := &model.TurnEvent{Kind: events.ModelCallStarted, Of: f.running(), At: tx.At}
-		if !f.tell(ev, events.ModelCallStarted, tx.Step, phaseModel, 0) {
+		if !f.tell(ev, events.ModelCallStarted, tx.Step, events.PhaseModel, 0) {
 			return false
 		}
 	}
@@ -299,8 +297,8 @@ func (f *follower) catchUp(first bool) bool {
 // offset 0; then the tool calls being written.
 func (f *follower) apply(tx events.Text) bool {
 	p := &f.at
-	if p.phase < phaseText {
-		p.advance(events.TextDelta, tx.Step, phaseText, 0)
+	if p.phase < events.PhaseText {
+		p.advance(events.TextDelta, tx.Step, events.PhaseText, 0)
 	}
 	if tx.Attempt != p.attempt {
 		if p.chars == 0 && p.calls == 0 {
@@ -362,7 +360,7 @@ func (f *follower) writings(calls []events.Writing) bool {
 // wrote, before its MODEL_CALL_FINISHED: from the stream when this
 // replica holds it whole, else from what is stored.
 func (f *follower) finishText(step int) bool {
-	if f.at.step != step || f.at.phase > phaseText {
+	if f.at.step != step || f.at.phase > events.PhaseText {
 		return true
 	}
 	tx, ok := f.bus.Text(f.turnID, f.at.bytes)
@@ -388,7 +386,7 @@ func (f *follower) finishText(step int) bool {
 			if err != nil {
 				return nil, err
 			}
-			return storedStep{text: mc.Text, calls: writingsOf(calls, step)}, nil
+			return storedStep{text: mc.Text, calls: events.WritingsOf(calls, step)}, nil
 		})
 	if err != nil {
 		f.r.Log.WarnContext(f.ctx, "turn event", "turn", EncodeID(f.turnID), "err", err)
@@ -405,33 +403,20 @@ type storedStep struct {
 	calls []events.Writing
 }
 
-// writingsOf is how step's tool calls were told while the model wrote
-// them: one a call, in the order it wrote them (calls are in position
-// order).
-func writingsOf(calls []*ent.ToolCall, step int) []events.Writing {
-	var out []events.Writing
-	for _, c := range calls {
-		if c.Step == step {
-			out = append(out, events.Writing{Index: len(out), Name: c.Name})
-		}
-	}
-	return out
-}
-
 // stored tells step's text as it is recorded (the rest of it when the
 // subscriber holds its start, else all of it from offset 0), then the
 // tool calls it wrote that were not told.
 func (f *follower) stored(step int, text string, calls []events.Writing) bool {
 	p := &f.at
-	if !f.deltas || p.step > step || p.step == step && p.phase > phaseText {
+	if !f.deltas || p.step > step || p.step == step && p.phase > events.PhaseText {
 		return true
 	}
-	if p.step < step || p.phase < phaseModel {
+	if p.step < step || p.phase < events.PhaseModel {
 		// Its start was told with the rebuilt events before it.
 		return true
 	}
-	if p.phase < phaseText {
-		p.advance(events.TextDelta, step, phaseText, 0)
+	if p.phase < events.PhaseText {
+		p.advance(events.TextDelta, step, events.PhaseText, 0)
 	}
 	switch {
 	case p.chars == 0 && p.calls == 0:
@@ -459,10 +444,6 @@ func byteAt(s string, i int) byte {
 		return 'a'
 	}
 	return s[i]
-}
-
-func ended(s turn.Status) bool {
-	return s == turn.StatusCOMPLETED || s == turn.StatusFAILED || s == turn.StatusCANCELLED
 }
 
 // eventNeeds says which rows a subscription's selection needs read for
@@ -660,7 +641,7 @@ func turnAsOf(t *ent.Turn, status string) *ent.Turn {
 	}
 	cp := *t
 	cp.Status = turn.Status(status)
-	if !ended(cp.Status) {
+	if !events.Ended(cp.Status) {
 		cp.Answer, cp.Error, cp.FinishedAt = nil, nil, nil
 	}
 	return &cp
@@ -689,219 +670,29 @@ type pastEvent struct {
 	calls []events.Writing
 }
 
-// pastEvents rebuilds a turn's events so far from what is stored: its
-// start, each step's model call (and, for deltas, its text) and tool
-// calls, each pause (for a question, or for decisions on calls that need
-// approval: the calls asked about, each decision, the question asked with
-// them, the calls run after) and its end, in the order and at the places
-// a live subscriber was told them. A model call in flight is not stored
-// yet: its start is told with its end. Calls of one batch that ran at once
-// are told in the model's order (how they interleaved is not stored); the
-// seqs still tell what was told, so a resumed stream misses none and
-// repeats none.
+// pastEvents rebuilds a turn's events so far from what is stored
+// (events.Replay), as the API tells them.
 func (r *Resolver) pastEvents(ctx context.Context, t *ent.Turn, deltas bool) ([]pastEvent, error) {
-	// Tool calls first: a step's model call and its tool calls are stored
-	// in one transaction, so every tool call read here has its model call
-	// in the next read (read the other way round, a step stored in
-	// between would show its tool calls without their model call, and the
-	// model call would then be heard live after them). Approvals last:
-	// each is stored after its call, and decided before its call runs.
-	calls, err := r.Client.ToolCall.Query().Where(toolcall.TurnID(t.ID)).
-		Order(ent.Asc(toolcall.FieldPosition)).All(ctx)
-	if err != nil {
-		return nil, fmt.Errorf("load tool calls: %w", err)
-	}
-	mcs, err := r.Client.ModelCall.Query().
-		Where(modelcall.TurnID(t.ID), modelcall.KindEQ(modelcall.KindSTEP)).
-		Order(ent.Asc(modelcall.FieldStep)).All(ctx)
-	if err != nil {
-		return nil, fmt.Errorf("load model calls: %w", err)
-	}
-	approvals := map[int]*ent.Approval{}
-	if len(calls) > 0 {
-		as, err := r.Client.Approval.Query().Where(approval.TurnID(t.ID)).All(ctx)
-		if err != nil {
-			return nil, fmt.Errorf("load approvals: %w", err)
-		}
-		for _, a := range as {
-			approvals[a.ToolCallID] = a
-		}
-	}
-	var out []pastEvent
-	last := 0
-	addAt := func(kind events.Kind, step, phase int, c *ent.ToolCall, status turn.Status, at time.Time) {
-		ev := &model.TurnEvent{Kind: kind, Of: turnAsOf(t, string(status)), At: at}
-		id := 0
-		if c != nil {
-			id = c.ID
-			if kind != events.Status {
-				ev.ToolCall = c
-			}
-			if kind == events.ToolCallStarted {
-				ev.ToolCall = callStarted(c)
-			}
-		}
-		s, p := place(kind, step, string(status))
-		if phase >= 0 {
-			p = phase
-		}
-		if s < 0 {
-			s = last
-		}
-		last = max(last, s)
-		out = append(out, pastEvent{ev: ev, step: s, phase: p, toolCallID: id})
-	}
-	add := func(kind events.Kind, step int, c *ent.ToolCall, status turn.Status, at time.Time) {
-		addAt(kind, step, -1, c, status, at)
-	}
-	// A call's own events, at phase: its start once it is stored (or, for a
-	// call decided on, once it was taken up), its end once recorded.
-	callEvents := func(c *ent.ToolCall, phase int, taken bool) {
-		if c.Outcome == schematype.OutcomePending && !taken {
-			return
-		}
-		addAt(events.ToolCallStarted, c.Step, phase, c, turn.StatusRUNNING, c.StartedAt)
-		if c.Outcome != schematype.OutcomePending && c.FinishedAt != nil {
-			addAt(events.ToolCallFinished, c.Step, phase, c, turn.StatusRUNNING, *c.FinishedAt)
-		}
-	}
-	add(events.Status, 0, nil, turn.StatusRUNNING, t.StartedAt)
-	// The start: never published, so never heard.
-	out[0].phase = phaseStart
-
-	steps := 0
-	for _, mc := range mcs {
-		steps = max(steps, mc.Step+1)
-	}
-	for _, c := range calls {
-		steps = max(steps, c.Step+1)
-	}
-	later := func(step int) bool {
-		return slices.ContainsFunc(mcs, func(mc *ent.ModelCall) bool { return mc.Step > step })
-	}
-	resumedAt := func(step int, at time.Time) time.Time {
-		if i := slices.IndexFunc(mcs, func(mc *ent.ModelCall) bool { return mc.Step > step }); i >= 0 {
-			return mcs[i].StartedAt
-		}
-		if t.HeartbeatAt != nil {
-			return *t.HeartbeatAt
-		}
-		return at
-	}
 	pausing := registry.Pausing()
-	pauses := func(name string) bool { return slices.Contains(pausing, name) }
-	status := turn.StatusRUNNING
-	for step := range steps {
-		if i := slices.IndexFunc(mcs, func(mc *ent.ModelCall) bool { return mc.Step == step }); i >= 0 {
-			mc := mcs[i]
-			add(events.ModelCallStarted, step, nil, turn.StatusRUNNING, mc.StartedAt)
-			if deltas {
-				out = append(out, pastEvent{step: step, phase: phaseText, text: &mc.Text, calls: writingsOf(calls, step)})
-			}
-			add(events.ModelCallFinished, step, nil, turn.StatusRUNNING, mc.StartedAt.Add(time.Duration(mc.DurationMs)*time.Millisecond))
-		}
-		var own, gated []*ent.ToolCall
-		for _, c := range calls {
-			switch {
-			case c.Step != step:
-			case approvals[c.ID] != nil:
-				gated = append(gated, c)
-			default:
-				own = append(own, c)
-			}
-		}
-		for _, c := range own {
-			callEvents(c, phaseTools, true)
-		}
-		var pause *ent.ToolCall
-		if i := tools.Asking(own, pauses); i >= 0 && own[i].FinishedAt != nil {
-			pause = own[i]
-		}
-		if len(gated) > 0 {
-			status = r.pastApprovals(t, step, gated, approvals, pause, later(step), addAt, callEvents, resumedAt, status)
-			continue
-		}
-		if pause == nil {
-			continue
-		}
-		// A pause is told once it is stored: the turn waits now, or went on.
-		answered := t.Status == turn.StatusRUNNING && tools.Answered(t.Clarification, pause)
-		if t.Status == turn.StatusWAITING_FOR_CLARIFICATION || later(step) || ended(t.Status) || answered {
-			add(events.Status, step, nil, turn.StatusWAITING_FOR_CLARIFICATION, *pause.FinishedAt)
-			status = turn.StatusWAITING_FOR_CLARIFICATION
-		}
-		if later(step) || answered {
-			add(events.Status, step, nil, turn.StatusRUNNING, resumedAt(step, *pause.FinishedAt))
-			status = turn.StatusRUNNING
-		}
+	past, err := events.Replay(ctx, r.Client, t, deltas, func(name string) bool { return slices.Contains(pausing, name) }, r.now())
+	if err != nil {
+		return nil, err
 	}
-	if ended(t.Status) {
-		at := t.StartedAt
-		if t.FinishedAt != nil {
-			at = *t.FinishedAt
+	out := make([]pastEvent, len(past))
+	for i, p := range past {
+		out[i] = pastEvent{step: p.Step, phase: p.Phase, toolCallID: p.ToolCallID, text: p.Text, calls: p.Calls}
+		if p.Text != nil {
+			continue
 		}
-		if t.Answer != nil {
-			add(events.Answer, 0, nil, t.Status, at)
+		ev := &model.TurnEvent{Kind: p.Kind, Of: turnAsOf(t, string(p.Status)), At: p.At}
+		switch {
+		case p.Call == nil || p.Kind == events.Status:
+		case p.Kind == events.ToolCallStarted:
+			ev.ToolCall = callStarted(p.Call)
+		default:
+			ev.ToolCall = p.Call
 		}
-		add(events.Status, 0, nil, t.Status, at)
-	} else if status != t.Status {
-		add(events.Status, max(steps-1, 0), nil, t.Status, r.now())
+		out[i].ev = ev
 	}
 	return out, nil
-}
-
-// pastApprovals rebuilds the pause of a step whose calls waited for
-// approval (gated, in the model's order), as the runtime and
-// decideToolCalls told it: the pause, each call asked about, each
-// decision in the order stored; once every call is decided, the question
-// asked in the same batch (pause, when there is one) and its answer, or
-// else the turn's return to RUNNING; then the decided calls' own events.
-// It returns the turn's status as of the last event told.
-func (r *Resolver) pastApprovals(t *ent.Turn, step int, gated []*ent.ToolCall, approvals map[int]*ent.Approval, pause *ent.ToolCall,
-	later bool, addAt func(events.Kind, int, int, *ent.ToolCall, turn.Status, time.Time),
-	callEvents func(*ent.ToolCall, int, bool), resumedAt func(int, time.Time) time.Time, status turn.Status) turn.Status {
-	var decided []*ent.ToolCall
-	ran := false
-	for _, c := range gated {
-		a := approvals[c.ID]
-		if a.Decision != nil {
-			decided = append(decided, c)
-		}
-		ran = ran || c.Outcome != schematype.OutcomePending || a.DispatchedAt != nil
-	}
-	// Stored with the approvals, the pause is told once the turn took it
-	// (a decision needs it), or went on past it.
-	if t.Status != turn.StatusWAITING_FOR_APPROVAL && len(decided) == 0 && !later && !ended(t.Status) {
-		return status
-	}
-	first := approvals[gated[0].ID]
-	addAt(events.Status, step, -1, nil, turn.StatusWAITING_FOR_APPROVAL, first.CreatedAt)
-	for _, c := range gated {
-		addAt(events.ApprovalRequested, step, -1, c, turn.StatusWAITING_FOR_APPROVAL, approvals[c.ID].CreatedAt)
-	}
-	slices.SortStableFunc(decided, func(a, b *ent.ToolCall) int {
-		return approvals[a.ID].DecidedAt.Compare(*approvals[b.ID].DecidedAt)
-	})
-	for _, c := range decided {
-		addAt(events.ApprovalDecided, step, -1, c, turn.StatusWAITING_FOR_APPROVAL, *approvals[c.ID].DecidedAt)
-	}
-	status = turn.StatusWAITING_FOR_APPROVAL
-	if len(decided) < len(gated) {
-		return status
-	}
-	at := *approvals[decided[len(decided)-1].ID].DecidedAt
-	if pause != nil {
-		addAt(events.Status, step, phaseWaiting, pause, turn.StatusWAITING_FOR_CLARIFICATION, at)
-		status = turn.StatusWAITING_FOR_CLARIFICATION
-		if !ran && !later && !tools.Answered(t.Clarification, pause) {
-			return status
-		}
-		at = resumedAt(step, at)
-	}
-	addAt(events.Status, step, -1, nil, turn.StatusRUNNING, at)
-	for _, c := range gated {
-		a := approvals[c.ID]
-		callEvents(c, phaseResumed, a.DispatchedAt != nil)
-	}
-	return turn.StatusRUNNING
 }

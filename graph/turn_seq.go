@@ -9,22 +9,7 @@ import (
 
 	"github.com/vektah/gqlparser/v2/gqlerror"
 
-	"github.com/toolgate/toolgate/ent/turn"
 	"github.com/toolgate/toolgate/runtime/events"
-)
-
-// A turn's events fall in phases within each step, in the order they
-// happen: a seq is the step, the phase and the place within the phase.
-const (
-	phaseStart    = iota // the turn's start
-	phaseModel           // MODEL_CALL_STARTED
-	phaseText            // TEXT_DELTA, TOOL_CALL_WRITING
-	phaseRecorded        // MODEL_CALL_FINISHED
-	phaseTools           // TOOL_CALL_STARTED, TOOL_CALL_FINISHED
-	phaseWaiting         // STATUS of a pause
-	phaseResumed         // STATUS RUNNING again: the pause was answered
-	phaseAnswer          // ANSWER
-	phaseEnd             // STATUS of the end
 )
 
 // position is how far a subscriber has been told a turn's events: what a
@@ -133,7 +118,7 @@ func parseSeq(s string) (position, error) {
 	h, err := strconv.ParseUint(parts[3], 16, 64)
 	ok[7] = err == nil
 	p.hash = h
-	if slices.Contains(ok[:], false) || p.phase > phaseEnd || p.bytes < p.chars {
+	if slices.Contains(ok[:], false) || p.phase > events.PhaseEnd || p.bytes < p.chars {
 		return position{}, errBadSeq()
 	}
 	p.model = parts[9] == "m"
@@ -161,47 +146,9 @@ func parseSeq(s string) (position, error) {
 	return p, nil
 }
 
-// place is where an event falls: its step and phase. The answer and the
-// end fall in the step the subscriber is at: they come last.
-func place(kind events.Kind, step int, status string) (int, int) {
-	switch kind {
-	case events.ModelCallStarted:
-		return step, phaseModel
-	case events.TextDelta, events.ToolCallWriting:
-		return step, phaseText
-	case events.ModelCallFinished:
-		return step, phaseRecorded
-	case events.ToolCallStarted, events.ToolCallFinished:
-		return step, phaseTools
-	case events.ApprovalRequested, events.ApprovalDecided:
-		return step, phaseWaiting
-	case events.Answer:
-		return -1, phaseAnswer
-	case events.Status:
-		switch {
-		case ended(turn.Status(status)):
-			return -1, phaseEnd
-		case status == string(turn.StatusRUNNING):
-			return step, phaseResumed
-		default:
-			return step, phaseWaiting
-		}
-	}
-	return step, phaseEnd
-}
-
-// placeEvent is place for an event heard live: the calls run after a
-// person's decision are told after the turn's return to RUNNING.
-func placeEvent(e events.Event) (int, int) {
-	if e.Decided {
-		return e.Step, phaseResumed
-	}
-	return place(e.Kind, e.Step, e.Status)
-}
-
 // covers reports whether a subscriber at p was told the event already.
 func (p *position) covers(kind events.Kind, step, phase, toolCallID int) bool {
-	if phase >= phaseAnswer {
+	if phase >= events.PhaseAnswer {
 		return p.phase >= phase
 	}
 	if step != p.step {
@@ -232,11 +179,11 @@ func (p *position) covers(kind events.Kind, step, phase, toolCallID int) bool {
 
 // advance moves p to an event told at step and phase.
 func (p *position) advance(kind events.Kind, step, phase, toolCallID int) {
-	if phase >= phaseAnswer {
+	if phase >= events.PhaseAnswer {
 		p.phase = phase
 		return
 	}
-	if kind == events.ModelCallStarted && step == p.step && p.phase > phaseModel {
+	if kind == events.ModelCallStarted && step == p.step && p.phase > events.PhaseModel {
 		// Heard after later events of its step (their rows were read
 		// without its own): told where the subscriber stands.
 		p.model = true
