@@ -53,12 +53,16 @@ func (p *page) count(sel string) int {
 	return v
 }
 
-// wait waits until the page holds text in sel.
+// wait waits until the page holds text in sel; failing, it says what sel
+// held instead.
 func (p *page) wait(sel, text string) {
 	p.t.Helper()
 	_, err := chromedp.Run(p.ctx, chromedp.Poll[bool](`(() => { const e = document.querySelector(`+quote(sel)+`); return !!e && e.textContent.includes(`+quote(text)+`) })()`,
 		chromedp.WithPollingTimeout(browserWait)))
-	require.NoError(p.t, err, "%s shows %q", sel, text)
+	if err != nil {
+		held, _ := chromedp.Run(p.ctx, chromedp.Evaluate[string](`(() => { const e = document.querySelector(`+quote(sel)+`); return e ? e.textContent : '(no such element)' })()`))
+		require.NoError(p.t, err, "%s shows %q; it shows %q", sel, text, held)
+	}
 }
 
 // gone waits until nothing matches sel.

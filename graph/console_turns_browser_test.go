@@ -124,9 +124,13 @@ func TestConsoleTurnsAndEstimates(t *testing.T) {
 	do(chromedp.Click(row + ` button.reactivate`))
 	wait(`#access-message`, "Bob is active again")
 	require.Equal(t, s.bob, get(b.do(t, b.bob.Token, `{ viewer { id } }`, nil).ok(t), "viewer", "id"))
+	// The list is read again after each change: click the row it shows
+	// once it has, not the one it replaces.
+	do(chromedp.WaitVisible(row + ` button.deactivate`))
 	do(chromedp.Click(row + ` button.role`))
 	wait(`#access-message`, "Bob is now an admin")
 	require.Equal(t, true, get(b.do(t, b.bob.Token, `{ viewer { admin } }`, nil).ok(t), "viewer", "admin"))
+	wait(row+` button.role`, "Make member")
 	wait(`#token-list`, "spare")
 	do(chromedp.Click(`#token-` + s.spareToken + ` button.revoke`))
 	wait(`#access-message`, "“spare” is revoked")
