@@ -609,8 +609,29 @@ func (t *fastRead) load(ctx context.Context, id int, sel []selField) (bool, erro
 	turns := find(sel, "turns")
 	var (
 		node      []selField
+		tc        *selField
 		turnsRead chan error
+		// toolsRead: the page's tool calls are read beside the turns
+		// (their statement selects the page itself), so they cost the
+		// read no round trip of their own; toolsSize is what they add to
+		// the answer.
+		toolsRead chan error
+		toolsSize int
 	)
+	defer func() {
+		if toolsRead != nil {
+			<-toolsRead // every return waits for the read writing into t
+		}
+	}()
+	waitTools := func() error {
+		if toolsRead == nil {
+			return nil
+		}
+		err := <-toolsRead
+		toolsRead = nil
+		t.size += toolsSize
+		return err
+	}
 	if turns != nil {
 		p, ok := turnPage(turns)
 		if !ok {
@@ -625,49 +646,43 @@ func (t *fastRead) load(ctx context.Context, id int, sel []selField) (bool, erro
 		// by its own policy, and kept only if the conversation is there.
 		turnsRead = make(chan error, 1)
 		go func() { turnsRead <- t.loadTurns(ctx, id, p, node) }()
+		if tc = find(node, "toolCalls"); tc != nil {
+			toolsRead = make(chan error, 1)
+			go func() {
+				n, err := t.loadToolCalls(ctx, id, p, tc.kids)
+				toolsSize = n
+				toolsRead <- err
+			}()
+		}
 	}
 	found, err := t.loadConversation(ctx, id, sel)
 	if turnsRead != nil {
 		err = cmp.Or(err, <-turnsRead)
 	}
 	if err != nil || !found {
-		return false, err // not there, not theirs, or its user or agent out of reach: the resolvers say so
+		return false, cmp.Or(err, waitTools()) // not there, not theirs, or its user or agent out of reach: the resolvers say so
 	}
 	if turns == nil || len(t.turns) == 0 {
-		return true, nil
+		return true, waitTools()
 	}
 	t.turnIDs = t.turnIDs[:0]
 	for i := range t.turns {
 		t.turnIDs = append(t.turnIDs, t.turns[i].id)
 	}
-	tc, mc := find(node, "toolCalls"), find(node, "modelCalls")
-	stats := find(node, "promptStats") != nil
-	// The model calls depend on the page of turns alone: read beside the
-	// tool calls and their results, on a connection of their own, they
-	// cost the read no round trip of its own.
-	var (
-		modelCalls = make(chan error, 1)
-		both       = tc != nil && (mc != nil || stats)
-	)
-	if mc != nil || stats {
+	// The model calls depend on the page of turns read: read while the
+	// tool calls may still be.
+	mc := find(node, "modelCalls")
+	if stats := find(node, "promptStats") != nil; mc != nil || stats {
 		var kids []selField
 		if mc != nil {
 			kids = mc.kids
 		}
-		if both {
-			go func() { modelCalls <- t.loadModelCalls(ctx, kids, stats) }()
-		} else if err := t.loadModelCalls(ctx, kids, stats); err != nil {
-			return false, err
+		if err := t.loadModelCalls(ctx, kids, stats); err != nil {
+			return false, cmp.Or(err, waitTools())
 		}
 	}
-	if tc != nil {
-		err := t.loadToolCalls(ctx, tc.kids)
-		if both {
-			err = cmp.Or(err, <-modelCalls)
-		}
-		if err != nil {
-			return false, err
-		}
+	if err := waitTools(); err != nil {
+		return false, err
 	}
 	t.size += 256 * len(t.modelCalls)
 	return true, nil
@@ -738,20 +753,15 @@ func (t *fastRead) loadConversation(ctx context.Context, id int, sel []selField)
 // dialectBuilder is the statement builder of the driver's dialect.
 func (t *fastRead) builder() *entsql.DialectBuilder { return entsql.Dialect(t.drv.Dialect()) }
 
-func (t *fastRead) loadTurns(ctx context.Context, convID int, p page, sel []selField) error {
-	b := t.builder()
-	var r turnRow
-	c := t.newColumns(b, turn.Table)
-	c.add(true, turn.FieldID, &r.id)
-	c.add(true, turn.FieldNumber, &r.number)
-	c.selected(sel, c.table.C)
-	sel0 := b.Select(c.names...).From(c.table).Where(entsql.EQ(c.table.C(turn.FieldConversationID), convID))
-	s, err := scoped(ctx, turn.Policy, sel0)
+// turnsPage limits s, a select from the turns table, to page p of
+// conversation convID's turns (and one more, which says whether another
+// page follows), each limited by its policy, as ent's pager reads a page:
+// backward, both directions reversed, and the page turned round after.
+func turnsPage(ctx context.Context, s *entsql.Selector, table *entsql.SelectTable, convID int, p page) (*entsql.Selector, error) {
+	s, err := scoped(ctx, turn.Policy, s.Where(entsql.EQ(table.C(turn.FieldConversationID), convID)))
 	if err != nil {
-		return err
+		return nil, err
 	}
-	// As ent's pager reads a page: backward, both directions reversed,
-	// and the page turned round after.
 	numberDir, idDir := entgql.OrderDirectionAsc, entgql.OrderDirectionAsc
 	if p.desc {
 		numberDir = entgql.OrderDirectionDesc
@@ -765,7 +775,7 @@ func (t *fastRead) loadTurns(ctx context.Context, convID int, p page, sel []selF
 			Fields: []string{turn.FieldNumber}, Directions: []entgql.OrderDirection{numberDir},
 		})
 		if err != nil {
-			return err
+			return nil, err
 		}
 		for _, pr := range preds {
 			pr(s)
@@ -777,7 +787,20 @@ func (t *fastRead) loadTurns(ctx context.Context, convID int, p page, sel []selF
 		}
 		return column
 	}
-	s.OrderBy(order(c.table.C(turn.FieldNumber), numberDir), order(c.table.C(turn.FieldID), idDir)).Limit(p.limit + 1)
+	return s.OrderBy(order(table.C(turn.FieldNumber), numberDir), order(table.C(turn.FieldID), idDir)).Limit(p.limit + 1), nil
+}
+
+func (t *fastRead) loadTurns(ctx context.Context, convID int, p page, sel []selField) error {
+	b := t.builder()
+	var r turnRow
+	c := t.newColumns(b, turn.Table)
+	c.add(true, turn.FieldID, &r.id)
+	c.add(true, turn.FieldNumber, &r.number)
+	c.selected(sel, c.table.C)
+	s, err := turnsPage(ctx, b.Select(c.names...).From(c.table), c.table, convID, p)
+	if err != nil {
+		return err
+	}
 	err = t.query(ctx, s, &c, atTurns, func(at int) error {
 		r.at = at
 		t.turns = append(t.turns, r)
@@ -828,7 +851,7 @@ func (t *fastRead) textLen(level, at, n int) int {
 // (and one prepared statement) whatever the page's length.
 func (t *fastRead) inPage(column string) *entsql.Predicate {
 	if t.drv.Dialect() == dialect.Postgres {
-		return anyOf(column, t.turnIDs) // read only: the model calls and tool calls are read at once
+		return anyOf(column, t.turnIDs) // read only: the read is done with t.turnIDs before it returns
 	}
 	tt := entsql.Table(turn.Table)
 	return entsql.In(column, entsql.Select(tt.C(turn.FieldID)).From(tt).Where(entsql.And(
@@ -838,11 +861,14 @@ func (t *fastRead) inPage(column string) *entsql.Predicate {
 	)))
 }
 
-// loadToolCalls reads the page's tool calls, with their results when
-// asked, in one statement: the results joined as a subquery limited by
-// their own policy, so a result out of reach reads as none, as the
-// resolver reads it.
-func (t *fastRead) loadToolCalls(ctx context.Context, sel []selField) error {
+// loadToolCalls reads the tool calls of page p of conversation convID's
+// turns, with their results when asked, in one statement: the page's
+// turns as a subquery (so the read need not wait for them), the results
+// joined as a subquery limited by their own policy, so a result out of
+// reach reads as none, as the resolver reads it. It returns what the
+// calls add to the answer's size; the calls of the page's one turn more
+// are read, and never written.
+func (t *fastRead) loadToolCalls(ctx context.Context, convID int, p page, sel []selField) (int, error) {
 	b := t.builder()
 	var (
 		r        toolCallRow
@@ -852,7 +878,12 @@ func (t *fastRead) loadToolCalls(ctx context.Context, sel []selField) error {
 	c.add(true, toolcall.FieldTurnID, &r.turnID)
 	c.add(find(sel, "failures") != nil, toolcall.FieldFailures, &failures)
 	c.selected(sel, c.table.C)
-	s := b.Select().From(c.table).Where(t.inPage(c.table.C(toolcall.FieldTurnID)))
+	tt := b.Table(turn.Table)
+	ids, err := turnsPage(ctx, b.Select(tt.C(turn.FieldID)).From(tt), tt, convID, p)
+	if err != nil {
+		return 0, err
+	}
+	s := b.Select().From(c.table).Where(entsql.In(c.table.C(toolcall.FieldTurnID), ids))
 	if result := find(sel, "result"); result != nil {
 		rt := entsql.Table(storedresult.Table)
 		names := []string{rt.C(storedresult.FieldID)}
@@ -863,7 +894,7 @@ func (t *fastRead) loadToolCalls(ctx context.Context, sel []selField) error {
 		}
 		rs, err := scoped(ctx, storedresult.Policy, entsql.Select(names...).From(rt))
 		if err != nil {
-			return err
+			return 0, err
 		}
 		rs.As("r")
 		s.LeftJoin(rs).On(c.table.C(toolcall.FieldResultID), rs.C(storedresult.FieldID))
@@ -871,12 +902,13 @@ func (t *fastRead) loadToolCalls(ctx context.Context, sel []selField) error {
 		c.joined(result.kids, rs.C, &r.resultID)
 	}
 	s.Select(c.names...)
-	s, err := scoped(ctx, toolcall.Policy, s)
+	s, err = scoped(ctx, toolcall.Policy, s)
 	if err != nil {
-		return err
+		return 0, err
 	}
 	s.OrderBy(c.table.C(toolcall.FieldTurnID), c.table.C(toolcall.FieldPosition))
-	return t.query(ctx, s, &c, atToolCalls, func(at int) error {
+	size := 0
+	err = t.query(ctx, s, &c, atToolCalls, func(at int) error {
 		r.at = at
 		r.failures = nil
 		if len(failures) > 0 && string(failures) != "null" && string(failures) != "[]" {
@@ -886,9 +918,10 @@ func (t *fastRead) loadToolCalls(ctx context.Context, sel []selField) error {
 		}
 		extend(t.toolSpans, r.turnID, len(t.toolCalls))
 		t.toolCalls = append(t.toolCalls, r)
-		t.size += 352 + t.textLen(atToolCalls, at, len(c.scans))
+		size += 352 + t.textLen(atToolCalls, at, len(c.scans))
 		return nil
 	})
+	return size, err
 }
 
 // anyOf is PostgreSQL's column = ANY($1), one argument for all of ids.
