@@ -57,8 +57,18 @@ func (p *page) count(sel string) int {
 // held instead.
 func (p *page) wait(sel, text string) {
 	p.t.Helper()
-	_, err := chromedp.Run(p.ctx, chromedp.Poll[bool](`(() => { const e = document.querySelector(`+quote(sel)+`); return !!e && e.textContent.includes(`+quote(text)+`) })()`,
-		chromedp.WithPollingTimeout(browserWait)))
+	deadline := time.Now().Add(browserWait)
+	var err error
+	for {
+		_, err = chromedp.Run(p.ctx, chromedp.Poll[bool](`(() => { const e = document.querySelector(`+quote(sel)+`); return !!e && e.textContent.includes(`+quote(text)+`) })()`,
+			chromedp.WithPollingTimeout(time.Until(deadline))))
+		// A navigation that replaces the page mid-poll ends the poll's
+		// context, not the wait: poll the new page.
+		if err == nil || !strings.Contains(err.Error(), "Cannot find context with specified id") || time.Until(deadline) <= 0 {
+			break
+		}
+		time.Sleep(50 * time.Millisecond)
+	}
 	if err != nil {
 		held, _ := chromedp.Run(p.ctx, chromedp.Evaluate[string](`(() => { const e = document.querySelector(`+quote(sel)+`); return e ? e.textContent : '(no such element)' })()`))
 		require.NoError(p.t, err, "%s shows %q; it shows %q", sel, text, held)
