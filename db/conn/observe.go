@@ -107,14 +107,14 @@ func (c observingConnector) Connect(ctx context.Context) (driver.Conn, error) {
 	if err != nil {
 		return nil, err
 	}
-	return &observingConn{Conn: conn, observe: c.observe}, nil
+	return &observingConn{layer: layer{conn}, observe: c.observe}, nil
 }
 
 // observingConn passes everything to its driver's connection; the
 // interfaces it does not implement answer driver.ErrSkip, so database/sql
 // takes the way it would have taken without the wrapper.
 type observingConn struct {
-	driver.Conn
+	layer
 	observe func(string)
 }
 
@@ -178,27 +178,6 @@ func (c *observingConn) CheckNamedValue(nv *driver.NamedValue) error {
 		return ch.CheckNamedValue(nv)
 	}
 	return driver.ErrSkip
-}
-
-func (c *observingConn) ResetSession(ctx context.Context) error {
-	if r, ok := c.Conn.(driver.SessionResetter); ok {
-		return r.ResetSession(ctx)
-	}
-	return nil
-}
-
-func (c *observingConn) IsValid() bool {
-	if v, ok := c.Conn.(driver.Validator); ok {
-		return v.IsValid()
-	}
-	return true
-}
-
-func (c *observingConn) Ping(ctx context.Context) error {
-	if p, ok := c.Conn.(driver.Pinger); ok {
-		return p.Ping(ctx)
-	}
-	return nil
 }
 
 type observingTx struct {

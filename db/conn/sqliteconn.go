@@ -44,7 +44,7 @@ func (c sqliteConnector) Connect(ctx context.Context) (driver.Conn, error) {
 	if err != nil {
 		return nil, err
 	}
-	return &sqliteConn{Conn: conn, gate: c.gate}, nil
+	return &sqliteConn{layer: layer{conn}, gate: c.gate}, nil
 }
 
 // sqliteConn runs its writes through the gate and can defer a BEGIN.
@@ -52,7 +52,7 @@ func (c sqliteConnector) Connect(ctx context.Context) (driver.Conn, error) {
 // transaction's rollback on a cancelled context included), so it needs no
 // lock.
 type sqliteConn struct {
-	driver.Conn
+	layer
 	gate gate.Gate
 	// tx is the transaction open on the connection, nil outside one.
 	tx *sqliteTxn
@@ -279,24 +279,7 @@ func (c *sqliteConn) ResetSession(ctx context.Context) error {
 	if c.tx != nil {
 		c.tx.end()
 	}
-	if r, ok := c.Conn.(driver.SessionResetter); ok {
-		return r.ResetSession(ctx)
-	}
-	return nil
-}
-
-func (c *sqliteConn) IsValid() bool {
-	if v, ok := c.Conn.(driver.Validator); ok {
-		return v.IsValid()
-	}
-	return true
-}
-
-func (c *sqliteConn) Ping(ctx context.Context) error {
-	if p, ok := c.Conn.(driver.Pinger); ok {
-		return p.Ping(ctx)
-	}
-	return nil
+	return c.layer.ResetSession(ctx)
 }
 
 // Close leaves the gate if a transaction still held it.

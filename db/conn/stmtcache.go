@@ -39,7 +39,7 @@ func (c cachingConnector) Connect(ctx context.Context) (driver.Conn, error) {
 	if _, ok := conn.(driver.ConnPrepareContext); !ok {
 		return conn, nil
 	}
-	return &cachingConn{Conn: conn, withArgsOnly: c.withArgsOnly, byQuery: map[string]*list.Element{}, lru: list.New()}, nil
+	return &cachingConn{layer: layer{conn}, withArgsOnly: c.withArgsOnly, byQuery: map[string]*list.Element{}, lru: list.New()}, nil
 }
 
 // cachingConn runs ExecContext and QueryContext through its cache of
@@ -47,7 +47,7 @@ func (c cachingConnector) Connect(ctx context.Context) (driver.Conn, error) {
 // at a time (rows are closed under the connection's lock too), so the
 // cache needs no lock of its own.
 type cachingConn struct {
-	driver.Conn
+	layer
 	withArgsOnly bool
 	byQuery      map[string]*list.Element
 	lru          *list.List
@@ -188,27 +188,6 @@ func (c *cachingConn) BeginTx(ctx context.Context, opts driver.TxOptions) (drive
 		return b.BeginTx(ctx, opts)
 	}
 	return c.Conn.Begin() //nolint:staticcheck // the driver has nothing newer
-}
-
-func (c *cachingConn) ResetSession(ctx context.Context) error {
-	if r, ok := c.Conn.(driver.SessionResetter); ok {
-		return r.ResetSession(ctx)
-	}
-	return nil
-}
-
-func (c *cachingConn) IsValid() bool {
-	if v, ok := c.Conn.(driver.Validator); ok {
-		return v.IsValid()
-	}
-	return true
-}
-
-func (c *cachingConn) Ping(ctx context.Context) error {
-	if p, ok := c.Conn.(driver.Pinger); ok {
-		return p.Ping(ctx)
-	}
-	return nil
 }
 
 func (c *cachingConn) CheckNamedValue(nv *driver.NamedValue) error {
