@@ -42,16 +42,13 @@ type Bridge struct {
 	queued  []item
 	dropped int // events dropped from a full queue since the last send
 	sending bool
-	// durable counts the queued items that are events, not pieces: those
-	// go at once, pieces alone wait for PieceEvery.
-	durable int
 	// latest is each turn's last queued piece, while no event of the
 	// turn follows it: a new piece of the same stream joins it.
 	latest map[int]int
-	// sentPieces is when pieces last went; asked is when each turn's
+	// sent is when the last notification went; asked is when each turn's
 	// stream was last asked of the other replicas.
-	sentPieces time.Time
-	asked      map[int]time.Time
+	sent  time.Time
+	asked map[int]time.Time
 	// notified counts the notifications sent.
 	notified atomic.Int64
 	// idle is signalled whenever the sender has sent all it was given.
@@ -62,14 +59,23 @@ type Bridge struct {
 
 // wireEvent is one notification: several events (Events), or one (the
 // embedded Event: what replicas before batching send); the pieces of
-// streams, applied before the events (Pieces); and the turns whose stream
-// a replica asks to be sent whole (Asks).
+// streams, applied before the events (Pieces); what followed them, in
+// order (Rest); and the turns whose stream a replica asks to be sent
+// whole (Asks). Replicas before Rest apply the first group alone: while
+// such replicas run beside this one, their subscribers may miss events,
+// and read the turn when they come back.
 type wireEvent struct {
-	Origin string  `json:"o"`
+	Origin string `json:"o"`
+	wireGroup
+	Rest []wireGroup `json:"r,omitempty"`
+	Asks []int       `json:"q,omitempty"`
+	Event
+}
+
+// wireGroup is pieces, then the events that followed them.
+type wireGroup struct {
 	Events []Event `json:"e,omitempty"`
 	Pieces []Piece `json:"d,omitempty"`
-	Asks   []int   `json:"q,omitempty"`
-	Event
 }
 
 // item is one queued event, piece or ask.
@@ -81,8 +87,9 @@ type item struct {
 
 const (
 	// gather is how long the sender lets events gather once one is
-	// queued: a step's events come within a few milliseconds of each
-	// other, and a person watching sees no difference.
+	// queued after a quiet PieceEvery: a step's events come within a few
+	// milliseconds of each other, and a person watching sees no
+	// difference.
 	gather = 5 * time.Millisecond
 	// maxPayload keeps a notification under PostgreSQL's 8000 bytes.
 	maxPayload = 7000
@@ -90,10 +97,13 @@ const (
 	// answer; past it the oldest are dropped (notifications are not kept
 	// anyway, and subscribers read the turn when they come back).
 	maxQueued = 10000
-	// PieceEvery is how often the pieces of streams go to other replicas:
+	// PieceEvery is how often a replica notifies the others, at most
+	// (more only when what gathered does not fit in one notification):
 	// what a model writes in between is joined into one piece per turn,
-	// so a streaming turn costs a bounded number of notifications a
-	// second however fast the model writes.
+	// and the events of every turn the replica runs go together, so
+	// notifications are bounded by the replica's time, not by its turns,
+	// their steps or the model's speed. An event after a quiet PieceEvery
+	// goes within gather; one in a busy stretch waits at most PieceEvery.
 	PieceEvery = 75 * time.Millisecond
 	// askEvery bounds how often one turn's stream is asked for.
 	askEvery = 500 * time.Millisecond
@@ -185,9 +195,6 @@ func (br *Bridge) Ask(turnID int) {
 // push queues it, dropping the oldest past maxQueued; br.mu is held.
 func (br *Bridge) push(it item) {
 	if len(br.queued) >= maxQueued {
-		if br.queued[0].piece == nil {
-			br.durable--
-		}
 		br.queued = br.queued[1:]
 		br.dropped++
 		for id, i := range br.latest {
@@ -197,9 +204,6 @@ func (br *Bridge) push(it item) {
 				br.latest[id] = i - 1
 			}
 		}
-	}
-	if it.piece == nil {
-		br.durable++
 	}
 	br.queued = append(br.queued, it)
 }
@@ -221,13 +225,11 @@ func (br *Bridge) sender() {
 			return
 		case <-br.wake:
 		}
-		// Events go within gather; pieces alone wait until PieceEvery has
-		// passed since the last went, gathering what the model writes.
-		wait := gather
+		// What is queued goes once PieceEvery has passed since the last
+		// notification, and gather at least: events and pieces gather
+		// meanwhile, several turns' to one notification.
 		br.mu.Lock()
-		if br.durable == 0 {
-			wait = max(gather, time.Until(br.sentPieces.Add(PieceEvery)))
-		}
+		wait := max(gather, time.Until(br.sent.Add(PieceEvery)))
 		br.mu.Unlock()
 		select {
 		case <-time.After(wait):
@@ -241,11 +243,11 @@ func (br *Bridge) sender() {
 func (br *Bridge) sendQueued() {
 	br.mu.Lock()
 	batch, dropped := br.queued, br.dropped
-	br.queued, br.dropped, br.durable = nil, 0, 0
+	br.queued, br.dropped = nil, 0
 	clear(br.latest)
 	br.sending = len(batch) > 0
 	if len(batch) > 0 && br.db != nil {
-		br.sentPieces = time.Now()
+		br.sent = time.Now()
 	}
 	br.mu.Unlock()
 	if dropped > 0 {
@@ -280,46 +282,58 @@ func (br *Bridge) sendQueued() {
 // in two, its first part sent now and the rest left in items.
 func (br *Bridge) payload(items []item) ([]byte, int) {
 	w := wireEvent{Origin: br.origin}
-	size := len(`{"o":"","e":[],"d":[],"q":[]}`) + len(br.origin)
+	size := len(`{"o":"","e":[],"d":[],"r":[],"q":[]}`) + len(br.origin)
+	// group is where the next piece or event goes: a piece after an event
+	// starts a new one.
+	group := &w.wireGroup
 	n := 0
 pack:
 	for ; n < len(items); n++ {
 		it := &items[n]
 		var raw []byte
 		var err error
+		grow := 0
 		switch {
 		case it.ask:
 			raw, err = json.Marshal(it.TurnID)
 		case it.piece != nil:
-			if len(w.Events) > 0 {
-				break pack
+			if len(group.Events) > 0 {
+				grow = len(`{"e":[],"d":[]},`)
 			}
 			raw, err = json.Marshal(it.piece)
-			if err == nil && size+len(raw)+1 > maxPayload {
-				first, ok := cutPiece(it.piece, maxPayload-size-1)
+			if err == nil && size+grow+len(raw)+1 > maxPayload {
+				first, ok := cutPiece(it.piece, maxPayload-size-grow-1)
 				if !ok {
 					break pack
 				}
 				// The start now, the rest in the next notification.
 				it.piece.Text = it.piece.Text[len(first.Text):]
 				it.piece.Offset += utf8.RuneCountInString(first.Text)
-				w.Pieces = append(w.Pieces, first)
+				if grow > 0 {
+					w.Rest = append(w.Rest, wireGroup{})
+					group = &w.Rest[len(w.Rest)-1]
+				}
+				group.Pieces = append(group.Pieces, first)
 				return br.encode(w), n
 			}
 		default:
 			raw, err = json.Marshal(it.Event)
 		}
-		if err != nil || size+len(raw)+1 > maxPayload {
+		if err != nil || size+grow+len(raw)+1 > maxPayload {
 			break
 		}
-		size += len(raw) + 1
+		size += grow + len(raw) + 1
 		switch {
 		case it.ask:
 			w.Asks = append(w.Asks, it.TurnID)
 		case it.piece != nil:
-			w.Pieces = append(w.Pieces, *it.piece)
+			if grow > 0 {
+				w.Rest = append(w.Rest, wireGroup{})
+				group = &w.Rest[len(w.Rest)-1]
+			}
+			group.Pieces = append(group.Pieces, *it.piece)
 		default:
-			w.Events = append(w.Events, it.Event)
+			group.Events = append(group.Events, it.Event)
 		}
 	}
 	if n == 0 && len(w.Pieces) == 0 {
@@ -330,11 +344,12 @@ pack:
 
 func (br *Bridge) encode(w wireEvent) []byte {
 	out, _ := json.Marshal(struct {
-		Origin string  `json:"o"`
-		Events []Event `json:"e,omitempty"`
-		Pieces []Piece `json:"d,omitempty"`
-		Asks   []int   `json:"q,omitempty"`
-	}{w.Origin, w.Events, w.Pieces, w.Asks})
+		Origin string      `json:"o"`
+		Events []Event     `json:"e,omitempty"`
+		Pieces []Piece     `json:"d,omitempty"`
+		Rest   []wireGroup `json:"r,omitempty"`
+		Asks   []int       `json:"q,omitempty"`
+	}{w.Origin, w.Events, w.Pieces, w.Rest, w.Asks})
 	return out
 }
 
@@ -404,16 +419,18 @@ func (br *Bridge) receive() {
 			if err := json.Unmarshal([]byte(n.Extra), &w); err != nil || w.Origin == br.origin {
 				continue
 			}
-			for _, p := range w.Pieces {
-				if br.bus.DeliverPiece(p) {
-					br.Ask(p.TurnID)
-				}
-			}
-			if len(w.Events) == 0 && len(w.Pieces) == 0 && len(w.Asks) == 0 {
+			if len(w.Events) == 0 && len(w.Pieces) == 0 && len(w.Rest) == 0 && len(w.Asks) == 0 {
 				br.bus.Deliver(w.Event)
 			}
-			for _, e := range w.Events {
-				br.bus.Deliver(e)
+			for _, g := range append([]wireGroup{w.wireGroup}, w.Rest...) {
+				for _, p := range g.Pieces {
+					if br.bus.DeliverPiece(p) {
+						br.Ask(p.TurnID)
+					}
+				}
+				for _, e := range g.Events {
+					br.bus.Deliver(e)
+				}
 			}
 			for _, id := range w.Asks {
 				br.answer(id)

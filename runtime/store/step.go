@@ -9,9 +9,11 @@ import (
 	"entgo.io/ent/dialect"
 	"entgo.io/ent/dialect/sql"
 
+	"github.com/toolgate/toolgate/db"
 	"github.com/toolgate/toolgate/ent"
 	"github.com/toolgate/toolgate/ent/conversation"
 	"github.com/toolgate/toolgate/ent/modelcall"
+	"github.com/toolgate/toolgate/ent/monthlyspend"
 	"github.com/toolgate/toolgate/ent/schematype"
 	"github.com/toolgate/toolgate/ent/turn"
 	"github.com/toolgate/toolgate/runtime/model"
@@ -31,19 +33,76 @@ type ModelCall struct {
 	Attribution                     string
 }
 
-// create is the model call's insert, of kind at step.
-func (m ModelCall) create(tx *ent.Tx, turnID int, kind modelcall.Kind, step int) *ent.ModelCallCreate {
-	c := tx.ModelCall.Create().
-		SetTurnID(turnID).SetOrganizationID(m.OrganizationID).SetAgentID(m.AgentID).SetUserID(m.UserID)
-	if kind != modelcall.KindSTEP {
-		c.SetKind(kind)
+// fields are the model call's columns, of kind at step, as the insert
+// writes them: one list for ent's insert (SQLite) and PostgreSQL's own.
+func (m ModelCall) fields(turnID int, kind modelcall.Kind, step int) ([]string, []any) {
+	return []string{
+			modelcall.FieldTurnID, modelcall.FieldOrganizationID, modelcall.FieldAgentID, modelcall.FieldUserID,
+			modelcall.FieldKind, modelcall.FieldStep, modelcall.FieldText, modelcall.FieldProvider, modelcall.FieldModel,
+			modelcall.FieldInputTokens, modelcall.FieldCacheReadTokens, modelcall.FieldCacheWriteTokens, modelcall.FieldOutputTokens,
+			modelcall.FieldCost, modelcall.FieldCostMicros, modelcall.FieldDurationMs, modelcall.FieldStartedAt,
+			modelcall.FieldPrefixTokens, modelcall.FieldAttribution,
+		}, []any{
+			turnID, m.OrganizationID, m.AgentID, m.UserID,
+			kind, step, m.Text, m.Provider, m.Model,
+			m.Usage.InputUncached, m.Usage.CacheRead, m.Usage.CacheWrite, m.Usage.Output,
+			m.Cost.USD(), m.Cost, m.Duration.Milliseconds(), m.StartedAt,
+			m.PrefixTokens, m.Attribution,
+		}
+}
+
+// record inserts the model call, of kind at step, in tx. On SQLite it goes
+// through ent, whose hook adds its cost to the month's running totals
+// (package db); on PostgreSQL the insert and the totals' upsert are one
+// statement (insertSpent).
+func (m ModelCall) record(ctx context.Context, tx *ent.Tx, dialectName string, turnID int, kind modelcall.Kind, step int) error {
+	cols, vals := m.fields(turnID, kind, step)
+	if dialectName == dialect.Postgres {
+		insert := sql.Dialect(dialect.Postgres).Insert(modelcall.Table).Columns(cols...).Values(vals...)
+		query, args := m.insertSpent(insert)
+		_, err := tx.Client().ExecContext(ctx, query, args...)
+		return err
 	}
-	return c.SetStep(step).SetText(m.Text).
-		SetProvider(m.Provider).SetModel(m.Model).
-		SetInputTokens(m.Usage.InputUncached).SetCacheReadTokens(m.Usage.CacheRead).
-		SetCacheWriteTokens(m.Usage.CacheWrite).SetOutputTokens(m.Usage.Output).
-		SetCost(m.Cost.USD()).SetCostMicros(m.Cost).SetDurationMs(m.Duration.Milliseconds()).SetStartedAt(m.StartedAt).
-		SetPrefixTokens(m.PrefixTokens).SetAttribution(m.Attribution)
+	c := tx.ModelCall.Create()
+	for i, col := range cols {
+		if err := c.Mutation().SetField(col, vals[i]); err != nil {
+			return err
+		}
+	}
+	return c.Exec(ctx)
+}
+
+// insertSpent is insert (a model call's, of m) with m's cost added to its
+// user's and its organisation's running totals for the UTC month the call
+// started in, in the same statement, as the db package's hook adds it to
+// an insert made through ent; a call that cost nothing adds nothing.
+func (m ModelCall) insertSpent(insert sql.Querier) (string, []any) {
+	if m.Cost == 0 {
+		return insert.Query()
+	}
+	month := m.StartedAt.UTC().Format(db.SpendMonth)
+	b := &sql.Builder{}
+	b.SetDialect(dialect.Postgres)
+	{
+		b.WriteString(`WITH "call" AS `).Wrap(func(b *sql.Builder) { b.Join(insert) })
+		b.WriteString(" INSERT INTO ").Ident(monthlyspend.Table).Wrap(func(b *sql.Builder) {
+			b.IdentComma(monthlyspend.FieldOrganizationID, monthlyspend.FieldUserID, monthlyspend.FieldMonth, monthlyspend.FieldCostMicros)
+		})
+		b.WriteString(" VALUES (").Args(m.OrganizationID, 0, month, m.Cost).WriteString("), (").
+			Args(m.OrganizationID, m.UserID, month, m.Cost).WriteString(")")
+		spendConflict(b)
+	}
+	return b.Query()
+}
+
+// spendConflict adds a row's cost to the running total the row meets.
+func spendConflict(b *sql.Builder) {
+	b.WriteString(" ON CONFLICT ").Wrap(func(b *sql.Builder) {
+		b.IdentComma(monthlyspend.FieldOrganizationID, monthlyspend.FieldMonth, monthlyspend.FieldUserID)
+	})
+	b.WriteString(" DO UPDATE SET ").Ident(monthlyspend.FieldCostMicros).WriteString(" = ").
+		Ident(monthlyspend.Table).WriteString(".").Ident(monthlyspend.FieldCostMicros).
+		WriteString(" + EXCLUDED.").Ident(monthlyspend.FieldCostMicros)
 }
 
 // Step is one model call of a turn's, with what it asked for.
@@ -69,23 +128,31 @@ type Step struct {
 // the calls of one that has them, never asking again. It returns the tool
 // calls' rows, and whether the final answer ended the turn.
 func (t *Turn) RecordStep(ctx context.Context, st Step) (rows []*ent.ToolCall, finished bool, err error) {
-	// The final answer ends the turn in the step's own transaction: the
-	// end's update checks the claim, so the step costs no statement more
-	// than one with tool calls. A turn no longer RUNNING (cancelled
+	// The final answer ends the turn with the step's record: the end's
+	// update checks the claim, so the step costs no statement more than
+	// one with tool calls. On PostgreSQL the end, the conversation's mark
+	// and the model call are one statement (endRecorded), which needs no
+	// transaction around it. A turn no longer RUNNING (cancelled
 	// meanwhile) still has its model call recorded, with the claim
 	// checked as for any write, and is not ended here.
-	var claim func(ctx context.Context, tx *ent.Tx) (bool, error)
-	// touched: the end's statement marked the conversation updated too.
-	touched := false
 	final := len(st.Calls) == 0
-	if final {
+	if final && t.s.dialect == dialect.Postgres {
+		err := Persist(ctx, func(ctx context.Context) error {
+			var err error
+			finished, err = t.endRecorded(ctx, st)
+			return err
+		})
+		if err != nil {
+			return nil, false, fmt.Errorf("record the answer: %w", err)
+		}
+		if finished {
+			t.unrecordedAgent = nil // the end's update recorded it
+			return nil, true, nil
+		}
+	}
+	var claim func(ctx context.Context, tx *ent.Tx) (bool, error)
+	if final && t.s.dialect != dialect.Postgres {
 		claim = func(ctx context.Context, tx *ent.Tx) (bool, error) {
-			if t.s.dialect == dialect.Postgres {
-				n, err := t.endTouched(ctx, tx, st.Number, st.Call.Text, st.Thinking, st.Thought)
-				finished = err == nil && n > 0
-				touched = finished
-				return finished, err
-			}
 			u := tx.Turn.Update().
 				Where(turn.ID(t.id), turn.ClaimedBy(t.s.runner), turn.StatusEQ(turn.StatusRUNNING), unrecorded(st.Number)).
 				SetStatus(turn.StatusCOMPLETED).SetFinishedAt(t.s.now()).SetAnswer(st.Call.Text).
@@ -103,7 +170,7 @@ func (t *Turn) RecordStep(ctx context.Context, st Step) (rows []*ent.ToolCall, f
 	// runner, cannot record it again. The claim's update checks it.
 	step := st.Number
 	err = t.writeClaimed(ctx, &step, claim, func(ctx context.Context, tx *ent.Tx) error {
-		if err := st.Call.create(tx, t.id, modelcall.KindSTEP, st.Number).Exec(ctx); err != nil {
+		if err := st.Call.record(ctx, tx, t.s.dialect, t.id, modelcall.KindSTEP, st.Number); err != nil {
 			return fmt.Errorf("record model call: %w", err)
 		}
 		if st.Thought && !finished {
@@ -111,7 +178,7 @@ func (t *Turn) RecordStep(ctx context.Context, st Step) (rows []*ent.ToolCall, f
 				return fmt.Errorf("record thinking: %w", err)
 			}
 		}
-		if finished && !touched {
+		if finished {
 			return t.s.touch(ctx, tx.Client(), st.ConversationID)
 		}
 		if final {
@@ -140,51 +207,77 @@ func (t *Turn) RecordStep(ctx context.Context, st Step) (rows []*ent.ToolCall, f
 	return rows, finished, nil
 }
 
-// endTouched is the final answer's end of the turn on PostgreSQL, as the
-// update RecordStep sends on SQLite (the claim held, the turn RUNNING, the
-// step unrecorded; the agent recorded if it is not yet), with the
-// conversation marked updated in the same statement when the turn ends:
-// the turn's update feeds the conversation's. It returns whether the turn
-// ended.
-func (t *Turn) endTouched(ctx context.Context, tx *ent.Tx, step int, answer string, thinking *string, thought bool) (int64, error) {
+// endRecorded is the final answer's record on PostgreSQL, in one
+// statement: the turn's end, as the update RecordStep sends on SQLite (the
+// claim held, the turn RUNNING, the step unrecorded; the agent recorded
+// if it is not yet); the conversation marked updated; and the step's
+// model call with its cost added to the month's running totals, inserted
+// only when the turn ended (the end's update feeds them all). A statement
+// is atomic: no transaction is needed. It returns whether the turn ended;
+// when it did not, nothing was written.
+func (t *Turn) endRecorded(ctx context.Context, st Step) (bool, error) {
 	now := t.s.now()
 	b := sql.Dialect(dialect.Postgres)
 	mt := b.Table(modelcall.Table)
 	end := b.Update(turn.Table).
-		Set(turn.FieldStatus, turn.StatusCOMPLETED.String()).Set(turn.FieldFinishedAt, now).Set(turn.FieldAnswer, answer).
+		Set(turn.FieldStatus, turn.StatusCOMPLETED.String()).Set(turn.FieldFinishedAt, now).Set(turn.FieldAnswer, st.Call.Text).
 		SetNull(turn.FieldClaimedBy).SetNull(turn.FieldHeartbeatAt).
 		Where(sql.And(sql.EQ(turn.FieldID, t.id), sql.EQ(turn.FieldClaimedBy, t.s.runner),
 			sql.EQ(turn.FieldStatus, turn.StatusRUNNING.String()),
 			sql.NotExists(b.Select(mt.C(modelcall.FieldTurnID)).From(mt).Where(sql.And(
 				sql.ColumnsEQ(mt.C(modelcall.FieldTurnID), b.Table(turn.Table).C(turn.FieldID)),
 				sql.EQ(mt.C(modelcall.FieldKind), modelcall.KindSTEP.String()),
-				sql.EQ(mt.C(modelcall.FieldStep), step)))))).
+				sql.EQ(mt.C(modelcall.FieldStep), st.Number)))))).
 		Returning(turn.FieldConversationID)
-	if thought {
-		end.Set(turn.FieldThinking, *thinking)
+	if st.Thought {
+		end.Set(turn.FieldThinking, *st.Thinking)
 	}
 	if a := t.unrecordedAgent; a != nil {
 		cfg, err := json.Marshal(a)
 		if err != nil {
-			return 0, fmt.Errorf("record the turn's agent: %w", err)
+			return false, fmt.Errorf("record the turn's agent: %w", err)
 		}
 		end.Set(turn.FieldAgentConfig, cfg)
 	}
 	ended := b.Table("ended")
 	touch := b.Update(conversation.Table).Set(conversation.FieldUpdatedAt, now).
-		Where(sql.In(conversation.FieldID, b.Select(ended.C(turn.FieldConversationID)).From(ended))).
-		Prefix(sql.ExprFunc(func(b *sql.Builder) {
-			b.WriteString(`WITH "ended" AS `).Wrap(func(b *sql.Builder) { b.Join(end) })
-		}))
-	query, args := touch.Query()
-	if err := touch.Err(); err != nil {
-		return 0, err
+		Where(sql.In(conversation.FieldID, b.Select(ended.C(turn.FieldConversationID)).From(ended)))
+	cols, vals := st.Call.fields(t.id, modelcall.KindSTEP, st.Number)
+	q := &sql.Builder{}
+	q.SetDialect(dialect.Postgres)
+	q.WriteString(`WITH "ended" AS `).Wrap(func(b *sql.Builder) { b.Join(end) })
+	q.WriteString(`, "touched" AS `).Wrap(func(b *sql.Builder) { b.Join(touch) })
+	// INSERT … SELECT: PostgreSQL types each value by its column, as it
+	// types VALUES, and the row is inserted only with the end's.
+	q.WriteString(`, "call" AS `).Wrap(func(b *sql.Builder) {
+		b.WriteString("INSERT INTO ").Ident(modelcall.Table).Wrap(func(b *sql.Builder) { b.IdentComma(cols...) }).
+			WriteString(" SELECT ").Args(vals...).WriteString(` FROM "ended"`)
+	})
+	if m := st.Call; m.Cost != 0 {
+		month := m.StartedAt.UTC().Format(db.SpendMonth)
+		q.WriteString(`, "spent" AS `).Wrap(func(b *sql.Builder) {
+			b.WriteString("INSERT INTO ").Ident(monthlyspend.Table).Wrap(func(b *sql.Builder) {
+				b.IdentComma(monthlyspend.FieldOrganizationID, monthlyspend.FieldUserID, monthlyspend.FieldMonth, monthlyspend.FieldCostMicros)
+			})
+			b.WriteString(" SELECT ").Arg(m.OrganizationID).WriteString(`, "u"."id", `).Args(month, m.Cost).
+				WriteString(` FROM "ended" CROSS JOIN (VALUES (0::bigint), (`).Arg(m.UserID).WriteString(`::bigint)) AS "u"("id")`)
+			spendConflict(b)
+		})
 	}
-	res, err := tx.Client().ExecContext(ctx, query, args...)
+	q.WriteString(` SELECT COUNT(*) FROM "ended"`)
+	query, args := q.Query()
+	var n int
+	rows, err := t.s.client.QueryContext(ctx, query, args...)
 	if err != nil {
-		return 0, err
+		return false, err
 	}
-	return res.RowsAffected()
+	defer rows.Close()
+	if rows.Next() {
+		if err := rows.Scan(&n); err != nil {
+			return false, err
+		}
+	}
+	return n > 0, rows.Err()
 }
 
 // Summary is a summary of turns From–To, as recorded.
@@ -203,7 +296,7 @@ func (t *Turn) RecordSummary(ctx context.Context, sm Summary) error {
 		if err != nil {
 			return fmt.Errorf("count summaries: %w", err)
 		}
-		if err := sm.Call.create(tx, t.id, modelcall.KindSUMMARY, round).Exec(ctx); err != nil {
+		if err := sm.Call.record(ctx, tx, t.s.dialect, t.id, modelcall.KindSUMMARY, round); err != nil {
 			return fmt.Errorf("record summary call: %w", err)
 		}
 		err = tx.Summary.Create().
