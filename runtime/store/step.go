@@ -151,6 +151,15 @@ func (t *Turn) RecordStep(ctx context.Context, st Step) (rows []*ent.ToolCall, f
 		}
 	}
 	var claim func(ctx context.Context, tx *ent.Tx) (bool, error)
+	// called: the claim's statement recorded the model call (PostgreSQL).
+	called := false
+	if !final && t.s.dialect == dialect.Postgres {
+		claim = func(ctx context.Context, tx *ent.Tx) (bool, error) {
+			var err error
+			called, err = t.claimRecorded(ctx, tx, st)
+			return called, err
+		}
+	}
 	if final && t.s.dialect != dialect.Postgres {
 		claim = func(ctx context.Context, tx *ent.Tx) (bool, error) {
 			u := tx.Turn.Update().
@@ -170,10 +179,12 @@ func (t *Turn) RecordStep(ctx context.Context, st Step) (rows []*ent.ToolCall, f
 	// runner, cannot record it again. The claim's update checks it.
 	step := st.Number
 	err = t.writeClaimed(ctx, &step, claim, func(ctx context.Context, tx *ent.Tx) error {
-		if err := st.Call.record(ctx, tx, t.s.dialect, t.id, modelcall.KindSTEP, st.Number); err != nil {
-			return fmt.Errorf("record model call: %w", err)
+		if !called {
+			if err := st.Call.record(ctx, tx, t.s.dialect, t.id, modelcall.KindSTEP, st.Number); err != nil {
+				return fmt.Errorf("record model call: %w", err)
+			}
 		}
-		if st.Thought && !finished {
+		if st.Thought && !finished && !called {
 			if err := tx.Turn.Update().Where(turn.ID(t.id)).SetThinking(*st.Thinking).Exec(ctx); err != nil {
 				return fmt.Errorf("record thinking: %w", err)
 			}
@@ -201,8 +212,8 @@ func (t *Turn) RecordStep(ctx context.Context, st Step) (rows []*ent.ToolCall, f
 	if err != nil {
 		return nil, false, err
 	}
-	if finished {
-		t.unrecordedAgent = nil // the end's update recorded it
+	if finished || called {
+		t.unrecordedAgent = nil // the end's or the claim's update recorded it
 	}
 	return rows, finished, nil
 }
@@ -242,36 +253,82 @@ func (t *Turn) endRecorded(ctx context.Context, st Step) (bool, error) {
 	ended := b.Table("ended")
 	touch := b.Update(conversation.Table).Set(conversation.FieldUpdatedAt, now).
 		Where(sql.In(conversation.FieldID, b.Select(ended.C(turn.FieldConversationID)).From(ended)))
-	cols, vals := st.Call.fields(t.id, modelcall.KindSTEP, st.Number)
 	q := &sql.Builder{}
 	q.SetDialect(dialect.Postgres)
 	q.WriteString(`WITH "ended" AS `).Wrap(func(b *sql.Builder) { b.Join(end) })
 	q.WriteString(`, "touched" AS `).Wrap(func(b *sql.Builder) { b.Join(touch) })
-	// INSERT … SELECT: PostgreSQL types each value by its column, as it
-	// types VALUES, and the row is inserted only with the end's.
+	st.Call.insertWith(q, "ended", t.id, modelcall.KindSTEP, st.Number)
+	q.WriteString(` SELECT COUNT(*) FROM "ended"`)
+	return count(ctx, t.s.client, q)
+}
+
+// claimRecorded is the claim's check of a step with tool calls on
+// PostgreSQL, as writeClaimed's update (the claim held, the step
+// unrecorded, the heartbeat renewed, the agent recorded if it is not
+// yet), recording the turn's thinking, with the step's model call and its cost inserted in the same
+// statement only when it holds. It reports whether it held.
+func (t *Turn) claimRecorded(ctx context.Context, tx *ent.Tx, st Step) (bool, error) {
+	b := sql.Dialect(dialect.Postgres)
+	mt := b.Table(modelcall.Table)
+	claim := b.Update(turn.Table).Set(turn.FieldHeartbeatAt, t.s.now()).
+		Where(sql.And(sql.EQ(turn.FieldID, t.id), sql.EQ(turn.FieldClaimedBy, t.s.runner),
+			sql.NotExists(b.Select(mt.C(modelcall.FieldTurnID)).From(mt).Where(sql.And(
+				sql.ColumnsEQ(mt.C(modelcall.FieldTurnID), b.Table(turn.Table).C(turn.FieldID)),
+				sql.EQ(mt.C(modelcall.FieldKind), modelcall.KindSTEP.String()),
+				sql.EQ(mt.C(modelcall.FieldStep), st.Number)))))).
+		Returning(turn.FieldID)
+	if st.Thought {
+		claim.Set(turn.FieldThinking, *st.Thinking)
+	}
+	if a := t.unrecordedAgent; a != nil {
+		cfg, err := json.Marshal(a)
+		if err != nil {
+			return false, fmt.Errorf("record the turn's agent: %w", err)
+		}
+		claim.Set(turn.FieldAgentConfig, cfg)
+	}
+	q := &sql.Builder{}
+	q.SetDialect(dialect.Postgres)
+	q.WriteString(`WITH "claimed" AS `).Wrap(func(b *sql.Builder) { b.Join(claim) })
+	st.Call.insertWith(q, "claimed", t.id, modelcall.KindSTEP, st.Number)
+	q.WriteString(` SELECT COUNT(*) FROM "claimed"`)
+	return count(ctx, tx.Client(), q)
+}
+
+// insertWith adds to q, a PostgreSQL WITH list, the model call's insert,
+// of kind at step, and its cost's upsert into the month's running totals:
+// each a row for each row of the gate, there at most one. INSERT …
+// SELECT: PostgreSQL types each value by its column, as it types VALUES.
+func (m ModelCall) insertWith(q *sql.Builder, gate string, turnID int, kind modelcall.Kind, step int) {
+	cols, vals := m.fields(turnID, kind, step)
 	q.WriteString(`, "call" AS `).Wrap(func(b *sql.Builder) {
 		b.WriteString("INSERT INTO ").Ident(modelcall.Table).Wrap(func(b *sql.Builder) { b.IdentComma(cols...) }).
-			WriteString(" SELECT ").Args(vals...).WriteString(` FROM "ended"`)
+			WriteString(" SELECT ").Args(vals...).WriteString(" FROM ").Ident(gate)
 	})
-	if m := st.Call; m.Cost != 0 {
-		month := m.StartedAt.UTC().Format(db.SpendMonth)
-		q.WriteString(`, "spent" AS `).Wrap(func(b *sql.Builder) {
-			b.WriteString("INSERT INTO ").Ident(monthlyspend.Table).Wrap(func(b *sql.Builder) {
-				b.IdentComma(monthlyspend.FieldOrganizationID, monthlyspend.FieldUserID, monthlyspend.FieldMonth, monthlyspend.FieldCostMicros)
-			})
-			b.WriteString(" SELECT ").Arg(m.OrganizationID).WriteString(`, "u"."id", `).Args(month, m.Cost).
-				WriteString(` FROM "ended" CROSS JOIN (VALUES (0::bigint), (`).Arg(m.UserID).WriteString(`::bigint)) AS "u"("id")`)
-			spendConflict(b)
-		})
+	if m.Cost == 0 {
+		return
 	}
-	q.WriteString(` SELECT COUNT(*) FROM "ended"`)
+	month := m.StartedAt.UTC().Format(db.SpendMonth)
+	q.WriteString(`, "spent" AS `).Wrap(func(b *sql.Builder) {
+		b.WriteString("INSERT INTO ").Ident(monthlyspend.Table).Wrap(func(b *sql.Builder) {
+			b.IdentComma(monthlyspend.FieldOrganizationID, monthlyspend.FieldUserID, monthlyspend.FieldMonth, monthlyspend.FieldCostMicros)
+		})
+		b.WriteString(" SELECT ").Arg(m.OrganizationID).WriteString(`, "u"."id", `).Args(month, m.Cost).
+			WriteString(" FROM ").Ident(gate).WriteString(` CROSS JOIN (VALUES (0::bigint), (`).Arg(m.UserID).WriteString(`::bigint)) AS "u"("id")`)
+		spendConflict(b)
+	})
+}
+
+// count runs q, whose one row is a count, and reports whether it is not
+// zero.
+func count(ctx context.Context, c *ent.Client, q *sql.Builder) (bool, error) {
 	query, args := q.Query()
-	var n int
-	rows, err := t.s.client.QueryContext(ctx, query, args...)
+	rows, err := c.QueryContext(ctx, query, args...)
 	if err != nil {
 		return false, err
 	}
 	defer rows.Close()
+	var n int
 	if rows.Next() {
 		if err := rows.Scan(&n); err != nil {
 			return false, err
