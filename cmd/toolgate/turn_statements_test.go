@@ -94,7 +94,7 @@ func TestTurnStatementsEndToEnd(t *testing.T) {
 		// one-call turn's) and three a call more.
 		most, most1Batched map[dbtest.Backend]int
 	}{
-		{calls: 1, most: map[dbtest.Backend]int{dbtest.SQLite: 33, dbtest.Postgres: 24}},
+		{calls: 1, most: map[dbtest.Backend]int{dbtest.SQLite: 33, dbtest.Postgres: 21}},
 		{calls: 10, most: map[dbtest.Backend]int{dbtest.SQLite: 29, dbtest.Postgres: 26},
 			most1Batched: map[dbtest.Backend]int{dbtest.SQLite: 13, dbtest.Postgres: 7}},
 	}

@@ -4,11 +4,20 @@ import (
 	"context"
 	"crypto/rand"
 	"encoding/base64"
+	"encoding/json"
 	"fmt"
 	"sync"
 
+	"entgo.io/ent/dialect"
+	"entgo.io/ent/dialect/sql"
+	"entgo.io/ent/dialect/sql/schema"
+	"entgo.io/ent/schema/field"
+
 	"github.com/toolgate/toolgate/ent"
+	"github.com/toolgate/toolgate/ent/migrate"
 	"github.com/toolgate/toolgate/ent/schematype"
+	"github.com/toolgate/toolgate/ent/storedresult"
+	"github.com/toolgate/toolgate/ent/toolcall"
 	"github.com/toolgate/toolgate/ent/turn"
 	"github.com/toolgate/toolgate/runtime/preview"
 )
@@ -122,6 +131,14 @@ func (rc *recorder) add(ctx context.Context, t *Turn, e *entry) {
 // recordAll writes the records of calls in one transaction: their results
 // in one insert, then each call's update, which checks the claim (holds).
 func (t *Turn) recordAll(ctx context.Context, batch []*entry) {
+	if t.s.dialect == dialect.Postgres {
+		err := Persist(ctx, func(ctx context.Context) error { return t.recordAllOne(ctx, batch) })
+		for _, e := range batch {
+			e.err = err
+			close(e.done)
+		}
+		return
+	}
 	err := t.writeClaimed(ctx, nil, checkedByWrite, func(ctx context.Context, tx *ent.Tx) error {
 		var creates []*ent.StoredResultCreate
 		counts := make([]int, len(batch))
@@ -146,7 +163,7 @@ func (t *Turn) recordAll(ctx context.Context, batch []*entry) {
 				e.stored += stored[1].Bytes
 			}
 			stored = stored[counts[i]:]
-			n, err := t.update(tx, e.rec).SetResultID(sr.ID).Save(ctx)
+			n, err := t.update(tx.Client(), e.rec).SetResultID(sr.ID).Save(ctx)
 			if err != nil {
 				return fmt.Errorf("record tool call: %w", err)
 			}
@@ -170,9 +187,9 @@ func (t *Turn) recordAll(ctx context.Context, batch []*entry) {
 }
 
 // update is a call's record as its row's update, which checks the claim.
-func (t *Turn) update(tx *ent.Tx, r CallRecord) *ent.ToolCallUpdate {
+func (t *Turn) update(c *ent.Client, r CallRecord) *ent.ToolCallUpdate {
 	// Update, not UpdateOne: ent would read the row back after writing it.
-	upd := tx.ToolCall.Update().Where(append(pendingCall(r.ID), t.holds())...).
+	upd := c.ToolCall.Update().Where(append(pendingCall(r.ID), t.holds())...).
 		SetArguments(r.Arguments).SetOutcome(r.Outcome).SetAttempts(r.Attempts).
 		SetFailures(nonNil(r.Failures)).SetRepairs(nonNil(r.Repairs)).SetFinishedAt(t.s.now()).
 		SetRef(r.Ref).SetHeard(r.Heard).SetEvidence(nonNil(r.Evidence))
@@ -194,4 +211,112 @@ func nonNil[T any](s []T) []T {
 		return []T{}
 	}
 	return s
+}
+
+// recordAllOne is recordAll on PostgreSQL, in one statement and no
+// transaction: while this runner holds the turn (its row locked, as
+// holds locks it) and every call of the batch is PENDING, each result is
+// stored and each call's update made, as recordAll's statements make them
+// (the same columns, from the same builders); otherwise nothing is
+// written, and the error says why.
+func (t *Turn) recordAllOne(ctx context.Context, batch []*entry) error {
+	now := t.s.now()
+	q := &sql.Builder{}
+	q.SetDialect(dialect.Postgres)
+	q.WriteString(`WITH "held" AS (SELECT `).Ident(turn.FieldID).WriteString(" FROM ").Ident(turn.Table).
+		WriteString(" WHERE ").Ident(turn.FieldID).WriteString(" = ").Arg(t.id).
+		WriteString(" AND ").Ident(turn.FieldClaimedBy).WriteString(" = ").Arg(t.s.runner).WriteString(" FOR UPDATE)")
+	ids := make([]any, len(batch))
+	for i, e := range batch {
+		ids[i] = e.rec.ID
+	}
+	q.WriteString(`, "gate" AS (SELECT 1 FROM "held" WHERE (SELECT COUNT(*) FROM `).Ident(toolcall.Table).
+		WriteString(" WHERE ").Ident(toolcall.FieldID).WriteString(" IN (").Args(ids...).WriteString(") AND ").
+		Ident(toolcall.FieldOutcome).WriteString(" = ").Arg(schematype.OutcomePending).WriteString(") = ").Arg(len(batch)).WriteString(")")
+	stored := 0
+	store := func(r CallRecord, ref string, res Result) (string, error) {
+		c := storeResult(t.s.client, r.ConversationID, ref, res).SetCreatedAt(now).SetUpdatedAt(now)
+		cols, vals, err := fieldsOf(c.Mutation(), migrate.StoredResultsTable)
+		if err != nil {
+			return "", err
+		}
+		name := fmt.Sprintf("s%d", stored)
+		stored++
+		q.WriteString(", ").Ident(name).WriteString(" AS (INSERT INTO ").Ident(storedresult.Table).
+			Wrap(func(b *sql.Builder) { b.IdentComma(cols...) }).
+			WriteString(" SELECT ").Args(vals...).WriteString(` FROM "gate" RETURNING `).Ident(storedresult.FieldID).WriteString(")")
+		return name, nil
+	}
+	for i, e := range batch {
+		r := e.rec
+		result, err := store(r, r.Ref, r.Result)
+		if err != nil {
+			return err
+		}
+		if r.ArgumentsRef != "" {
+			if _, err := store(r, r.ArgumentsRef, Result{Kind: schematype.KindJSON, Content: []byte(r.Arguments)}); err != nil {
+				return err
+			}
+		}
+		cols, vals, err := fieldsOf(t.update(t.s.client, r).Mutation(), migrate.ToolCallsTable)
+		if err != nil {
+			return err
+		}
+		q.WriteString(fmt.Sprintf(`, "u%d" AS (UPDATE `, i)).Ident(toolcall.Table).WriteString(" SET ")
+		for j, col := range cols {
+			q.Ident(col).WriteString(" = ").Arg(vals[j]).WriteString(", ")
+		}
+		q.Ident(toolcall.FieldResultID).WriteString(" = (SELECT ").Ident(storedresult.FieldID).WriteString(" FROM ").Ident(result).WriteString(")").
+			WriteString(" WHERE ").Ident(toolcall.FieldID).WriteString(" = ").Arg(r.ID).WriteString(` AND EXISTS (SELECT 1 FROM "gate"))`)
+	}
+	q.WriteString(` SELECT COUNT(*) FROM "gate"`)
+	ok, err := count(ctx, t.s.client, q)
+	if err != nil {
+		return fmt.Errorf("record tool calls: %w", err)
+	}
+	if !ok {
+		held, err := t.s.client.Turn.Query().Where(turn.ID(t.id), turn.ClaimedBy(t.s.runner)).Exist(ctx)
+		switch {
+		case err != nil:
+			return fmt.Errorf("check claim: %w", err)
+		case !held:
+			return ErrLeaseLost
+		}
+		return fmt.Errorf("tool calls %v: %w", ids, ErrStepRecorded)
+	}
+	for _, e := range batch {
+		e.stored = e.rec.Result.bytes()
+		if e.rec.ArgumentsRef != "" {
+			e.stored += Result{Kind: schematype.KindJSON, Content: []byte(e.rec.Arguments)}.bytes()
+		}
+	}
+	return nil
+}
+
+// bytes is what storeResult stores of res, in bytes.
+func (res Result) bytes() int64 {
+	kind := res.Kind
+	if kind == "" {
+		kind = schematype.KindText
+	}
+	return preview.Measure(kind, res.Content).Bytes
+}
+
+// fieldsOf returns the columns of table that m sets and their values as
+// ent writes them (a JSON column's marshalled).
+func fieldsOf(m ent.Mutation, table *schema.Table) ([]string, []any, error) {
+	cols := m.Fields()
+	vals := make([]any, len(cols))
+	for i, col := range cols {
+		v, _ := m.Field(col)
+		if c, ok := table.Column(col); ok && c.Type == field.TypeJSON {
+			b, err := json.Marshal(v)
+			if err != nil {
+				return nil, nil, fmt.Errorf("encode %s.%s: %w", table.Name, col, err)
+			}
+			v = b
+		}
+		vals[i] = v
+	}
+	return cols, vals, nil
 }
