@@ -15,6 +15,7 @@ import (
 	"github.com/toolgate/toolgate/ent/modelcall"
 	"github.com/toolgate/toolgate/ent/monthlyspend"
 	"github.com/toolgate/toolgate/ent/schematype"
+	"github.com/toolgate/toolgate/ent/toolcall"
 	"github.com/toolgate/toolgate/ent/turn"
 	"github.com/toolgate/toolgate/runtime/model"
 )
@@ -150,16 +151,24 @@ func (t *Turn) RecordStep(ctx context.Context, st Step) (rows []*ent.ToolCall, f
 			return nil, true, nil
 		}
 	}
-	var claim func(ctx context.Context, tx *ent.Tx) (bool, error)
-	// called: the claim's statement recorded the model call (PostgreSQL).
-	called := false
 	if !final && t.s.dialect == dialect.Postgres {
-		claim = func(ctx context.Context, tx *ent.Tx) (bool, error) {
+		// The claim's check, the model call, its cost, the thinking and
+		// the tool calls in one statement (stepRecorded).
+		err := Persist(ctx, func(ctx context.Context) error {
 			var err error
-			called, err = t.claimRecorded(ctx, tx, st)
-			return called, err
+			rows, err = t.stepRecorded(ctx, st)
+			return err
+		})
+		if err != nil {
+			return nil, false, fmt.Errorf("record step: %w", err)
 		}
+		if rows != nil {
+			t.unrecordedAgent = nil // the claim's update recorded it
+			return rows, false, nil
+		}
+		// Not held: the claim is checked as for any write, which says why.
 	}
+	var claim func(ctx context.Context, tx *ent.Tx) (bool, error)
 	if final && t.s.dialect != dialect.Postgres {
 		claim = func(ctx context.Context, tx *ent.Tx) (bool, error) {
 			u := tx.Turn.Update().
@@ -179,12 +188,10 @@ func (t *Turn) RecordStep(ctx context.Context, st Step) (rows []*ent.ToolCall, f
 	// runner, cannot record it again. The claim's update checks it.
 	step := st.Number
 	err = t.writeClaimed(ctx, &step, claim, func(ctx context.Context, tx *ent.Tx) error {
-		if !called {
-			if err := st.Call.record(ctx, tx, t.s.dialect, t.id, modelcall.KindSTEP, st.Number); err != nil {
-				return fmt.Errorf("record model call: %w", err)
-			}
+		if err := st.Call.record(ctx, tx, t.s.dialect, t.id, modelcall.KindSTEP, st.Number); err != nil {
+			return fmt.Errorf("record model call: %w", err)
 		}
-		if st.Thought && !finished && !called {
+		if st.Thought && !finished {
 			if err := tx.Turn.Update().Where(turn.ID(t.id)).SetThinking(*st.Thinking).Exec(ctx); err != nil {
 				return fmt.Errorf("record thinking: %w", err)
 			}
@@ -212,8 +219,8 @@ func (t *Turn) RecordStep(ctx context.Context, st Step) (rows []*ent.ToolCall, f
 	if err != nil {
 		return nil, false, err
 	}
-	if finished || called {
-		t.unrecordedAgent = nil // the end's or the claim's update recorded it
+	if finished {
+		t.unrecordedAgent = nil // the end's update recorded it
 	}
 	return rows, finished, nil
 }
@@ -262,15 +269,18 @@ func (t *Turn) endRecorded(ctx context.Context, st Step) (bool, error) {
 	return count(ctx, t.s.client, q)
 }
 
-// claimRecorded is the claim's check of a step with tool calls on
-// PostgreSQL, as writeClaimed's update (the claim held, the step
-// unrecorded, the heartbeat renewed, the agent recorded if it is not
-// yet), recording the turn's thinking, with the step's model call and its cost inserted in the same
-// statement only when it holds. It reports whether it held.
-func (t *Turn) claimRecorded(ctx context.Context, tx *ent.Tx, st Step) (bool, error) {
+// stepRecorded records a step with tool calls on PostgreSQL in one
+// statement, with no transaction around it: the claim's check, as
+// writeClaimed's update (the claim held, the step unrecorded, the
+// heartbeat renewed, the agent recorded if it is not yet), recording the
+// turn's thinking; and, only when it holds, the step's model call with its
+// cost and the tool calls' rows. It returns the rows, as ent's insert
+// returns them; none when the claim did not hold, and nothing was written.
+func (t *Turn) stepRecorded(ctx context.Context, st Step) ([]*ent.ToolCall, error) {
+	now := t.s.now()
 	b := sql.Dialect(dialect.Postgres)
 	mt := b.Table(modelcall.Table)
-	claim := b.Update(turn.Table).Set(turn.FieldHeartbeatAt, t.s.now()).
+	claim := b.Update(turn.Table).Set(turn.FieldHeartbeatAt, now).
 		Where(sql.And(sql.EQ(turn.FieldID, t.id), sql.EQ(turn.FieldClaimedBy, t.s.runner),
 			sql.NotExists(b.Select(mt.C(modelcall.FieldTurnID)).From(mt).Where(sql.And(
 				sql.ColumnsEQ(mt.C(modelcall.FieldTurnID), b.Table(turn.Table).C(turn.FieldID)),
@@ -283,7 +293,7 @@ func (t *Turn) claimRecorded(ctx context.Context, tx *ent.Tx, st Step) (bool, er
 	if a := t.unrecordedAgent; a != nil {
 		cfg, err := json.Marshal(a)
 		if err != nil {
-			return false, fmt.Errorf("record the turn's agent: %w", err)
+			return nil, fmt.Errorf("record the turn's agent: %w", err)
 		}
 		claim.Set(turn.FieldAgentConfig, cfg)
 	}
@@ -291,8 +301,71 @@ func (t *Turn) claimRecorded(ctx context.Context, tx *ent.Tx, st Step) (bool, er
 	q.SetDialect(dialect.Postgres)
 	q.WriteString(`WITH "claimed" AS `).Wrap(func(b *sql.Builder) { b.Join(claim) })
 	st.Call.insertWith(q, "claimed", t.id, modelcall.KindSTEP, st.Number)
-	q.WriteString(` SELECT COUNT(*) FROM "claimed"`)
-	return count(ctx, tx.Client(), q)
+	// Each call's row is what ent's insert makes of it, its defaults
+	// included; one insert each, so that each value is typed by its
+	// column.
+	rows := make([]*ent.ToolCall, len(st.Calls))
+	for i, c := range st.Calls {
+		rows[i] = &ent.ToolCall{
+			TurnID: t.id, Position: st.Position + i, Step: st.Number, CallID: c.ID, Name: c.Name,
+			Arguments: string(c.Arguments), Outcome: toolcall.DefaultOutcome, Attempts: toolcall.DefaultAttempts,
+			Failures: toolcall.DefaultFailures, Evidence: toolcall.DefaultEvidence, Repairs: toolcall.DefaultRepairs,
+			StartedAt: now,
+		}
+		r := rows[i]
+		failures, err := json.Marshal(r.Failures)
+		if err != nil {
+			return nil, err
+		}
+		evidence, err := json.Marshal(r.Evidence)
+		if err != nil {
+			return nil, err
+		}
+		repairs, err := json.Marshal(r.Repairs)
+		if err != nil {
+			return nil, err
+		}
+		cols := []string{toolcall.FieldTurnID, toolcall.FieldPosition, toolcall.FieldStep, toolcall.FieldCallID, toolcall.FieldName,
+			toolcall.FieldArguments, toolcall.FieldOutcome, toolcall.FieldAttempts, toolcall.FieldFailures, toolcall.FieldEvidence,
+			toolcall.FieldRepairs, toolcall.FieldStartedAt}
+		vals := []any{r.TurnID, r.Position, r.Step, r.CallID, r.Name, r.Arguments, r.Outcome, r.Attempts, failures, evidence, repairs, r.StartedAt}
+		q.WriteString(fmt.Sprintf(`, "c%d" AS `, i)).Wrap(func(b *sql.Builder) {
+			b.WriteString("INSERT INTO ").Ident(toolcall.Table).Wrap(func(b *sql.Builder) { b.IdentComma(cols...) }).
+				WriteString(" SELECT ").Args(vals...).WriteString(` FROM "claimed" RETURNING `).Ident(toolcall.FieldID)
+		})
+	}
+	q.WriteString(" ")
+	for i := range st.Calls {
+		if i > 0 {
+			q.WriteString(" UNION ALL ")
+		}
+		q.WriteString(fmt.Sprintf(`SELECT %d, "id" FROM "c%d"`, i, i))
+	}
+	query, args := q.Query()
+	res, err := t.s.client.QueryContext(ctx, query, args...)
+	if err != nil {
+		return nil, err
+	}
+	defer res.Close()
+	got := 0
+	for res.Next() {
+		var i, id int
+		if err := res.Scan(&i, &id); err != nil {
+			return nil, err
+		}
+		rows[i].ID = id
+		got++
+	}
+	if err := res.Err(); err != nil {
+		return nil, err
+	}
+	if got == 0 {
+		return nil, nil
+	}
+	if got != len(rows) {
+		return nil, fmt.Errorf("record tool calls: %d of %d rows returned", got, len(rows))
+	}
+	return rows, nil
 }
 
 // insertWith adds to q, a PostgreSQL WITH list, the model call's insert,
