@@ -70,21 +70,22 @@ waitdone() { for _ in $(seq 200); do status | grep -q COMPLETED && [ "$(status |
 
 send && sleep 1 && waitdone # warms the caches
 send && sleep 1 && waitdone
-mark() { psql -q "$server/$database" -c "SELECT 'toolgate-pglog-$1'" >/dev/null; }
+run=$$-$RANDOM # markers of this run only: the log holds earlier runs' too
+mark() { psql -q "$server/$database" -c "SELECT 'toolgate-pglog-$run-$1'" >/dev/null; }
 mark start
 send
 sleep 1.5 # the turn, its events and its job's completion
 mark end
 echo "one warm one-call turn, as PostgreSQL logged it (database $database):"
-awk -v db="$database" '
-	/toolgate-pglog-start/ { on = 1; next }
-	/toolgate-pglog-end/ { on = 0 }
+awk -v db="$database" -v run="$run" '
+	$0 ~ "toolgate-pglog-" run "-start" { on = 1; next }
+	$0 ~ "toolgate-pglog-" run "-end" { on = 0 }
 	on && index($0, "@" db " ") && /LOG:  (statement|execute [^:]*):/ {
 		sub(/.*LOG:  (statement|execute [^:]*): /, ""); print substr($0, 1, 110)
 	}' "$log" | sort | uniq -c | sort -rn
-awk -v db="$database" '
-	/toolgate-pglog-start/ { on = 1; next }
-	/toolgate-pglog-end/ { on = 0 }
+awk -v db="$database" -v run="$run" '
+	$0 ~ "toolgate-pglog-" run "-start" { on = 1; next }
+	$0 ~ "toolgate-pglog-" run "-end" { on = 0 }
 	on && index($0, "@" db " ") && /LOG:  (statement|execute [^:]*):/ { n++ }
 	END { print n + 0, "statements in all" }' "$log"
 
@@ -92,14 +93,14 @@ mark idle-start
 sleep "$idle"
 mark idle-end
 echo "the idle replica, $idle s:"
-awk -v db="$database" '
-	/toolgate-pglog-idle-start/ { on = 1; next }
-	/toolgate-pglog-idle-end/ { on = 0 }
+awk -v db="$database" -v run="$run" '
+	$0 ~ "toolgate-pglog-" run "-idle-start" { on = 1; next }
+	$0 ~ "toolgate-pglog-" run "-idle-end" { on = 0 }
 	on && index($0, "@" db " ") && /LOG:  (statement|execute [^:]*):/ {
 		sub(/.*LOG:  (statement|execute [^:]*): /, ""); print substr($0, 1, 110)
 	}' "$log" | sort | uniq -c | sort -rn
-awk -v db="$database" -v s="$idle" '
-	/toolgate-pglog-idle-start/ { on = 1; next }
-	/toolgate-pglog-idle-end/ { on = 0 }
+awk -v db="$database" -v run="$run" -v s="$idle" '
+	$0 ~ "toolgate-pglog-" run "-idle-start" { on = 1; next }
+	$0 ~ "toolgate-pglog-" run "-idle-end" { on = 0 }
 	on && index($0, "@" db " ") && /LOG:  (statement|execute [^:]*):/ { n++ }
 	END { printf "idle: %d statements in %d s, %.2f a second, pings included\n", n, s, n / s }' "$log"

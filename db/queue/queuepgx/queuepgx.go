@@ -27,6 +27,11 @@ import (
 //     it, whether any job is retryable or scheduled and due: when none is,
 //     that statement is all it sends (3 before).
 //
+//   - River's notifier pings its listening connection every 5 s without
+//     a notification (12 statements a minute from an idle replica). The
+//     listener sends that ping at most once a ListenerPingEvery, and a
+//     notification received counts as one (quietListener).
+//
 // Everything else (LISTEN/NOTIFY, fetches, the leader's election) is
 // River's own.
 type Driver struct {
@@ -37,6 +42,63 @@ type Driver struct {
 // New wraps River's pgx driver over pool.
 func New(pool *pgxpool.Pool) *Driver {
 	return &Driver{Driver: riverpgxv5.New(pool), pool: pool}
+}
+
+// ListenerPingEvery is how often the listening connection is pinged at
+// most. A connection that dies is noticed by the wait for notifications as
+// soon as its socket says so, and by the next ping at the latest; until
+// then the queue's poll fetches new jobs.
+const ListenerPingEvery = time.Minute
+
+// GetListener is River's listener, pinging at most once a
+// ListenerPingEvery.
+func (d *Driver) GetListener(params *riverdriver.GetListenenerParams) riverdriver.Listener {
+	return &quietListener{Listener: d.Driver.GetListener(params)}
+}
+
+// quietListener is a listener whose Ping sends nothing while the
+// connection was heard from (connected, pinged or notified) within
+// ListenerPingEvery.
+type quietListener struct {
+	riverdriver.Listener
+	mu    sync.Mutex
+	heard time.Time
+}
+
+func (l *quietListener) hear() {
+	l.mu.Lock()
+	l.heard = time.Now()
+	l.mu.Unlock()
+}
+
+func (l *quietListener) Connect(ctx context.Context) error {
+	if err := l.Listener.Connect(ctx); err != nil {
+		return err
+	}
+	l.hear()
+	return nil
+}
+
+func (l *quietListener) Ping(ctx context.Context) error {
+	l.mu.Lock()
+	recent := time.Since(l.heard) < ListenerPingEvery
+	l.mu.Unlock()
+	if recent {
+		return nil
+	}
+	if err := l.Listener.Ping(ctx); err != nil {
+		return err
+	}
+	l.hear()
+	return nil
+}
+
+func (l *quietListener) WaitForNotification(ctx context.Context) (*riverdriver.Notification, error) {
+	n, err := l.Listener.WaitForNotification(ctx)
+	if err == nil {
+		l.hear()
+	}
+	return n, err
 }
 
 // GetExecutor returns an executor whose transactions begin with their
