@@ -22,6 +22,7 @@ import (
 //   - River's transactions (those its executor begins) send their BEGIN
 //     with their first statement (lazyTx), and one that sends no statement
 //     sends nothing: no BEGIN, COMMIT or ROLLBACK.
+//
 //   - River's scheduler opens a transaction every 5 s to make due retries
 //     and scheduled jobs available. It first asks, in one statement outside
 //     it, whether any job is retryable or scheduled and due: when none is,
