@@ -42,10 +42,7 @@ type Result struct {
 // storeResult is the insert that keeps a result whole under ref, with its
 // counts, before the model hears of it.
 func storeResult(c *ent.Client, conversationID int, ref string, res Result) *ent.StoredResultCreate {
-	kind := res.Kind
-	if kind == "" {
-		kind = schematype.KindText
-	}
+	kind := res.kind()
 	counts := preview.Measure(kind, res.Content)
 	content := res.Content
 	if content == nil {
@@ -293,14 +290,16 @@ func (t *Turn) recordAllOne(ctx context.Context, batch []*entry) error {
 	return nil
 }
 
-// bytes is what storeResult stores of res, in bytes.
-func (res Result) bytes() int64 {
-	kind := res.Kind
-	if kind == "" {
-		kind = schematype.KindText
+// kind is the result's kind: text unless it says.
+func (res Result) kind() schematype.ResultKind {
+	if res.Kind == "" {
+		return schematype.KindText
 	}
-	return preview.Measure(kind, res.Content).Bytes
+	return res.Kind
 }
+
+// bytes is what storeResult stores of res, in bytes.
+func (res Result) bytes() int64 { return preview.Measure(res.kind(), res.Content).Bytes }
 
 // fieldsOf returns the columns of table that m sets and their values as
 // ent writes them (a JSON column's marshalled).

@@ -236,27 +236,13 @@ func (t *Turn) RecordStep(ctx context.Context, st Step) (rows []*ent.ToolCall, f
 func (t *Turn) endRecorded(ctx context.Context, st Step) (bool, error) {
 	now := t.s.now()
 	b := sql.Dialect(dialect.Postgres)
-	mt := b.Table(modelcall.Table)
-	end := b.Update(turn.Table).
-		Set(turn.FieldStatus, turn.StatusCOMPLETED.String()).Set(turn.FieldFinishedAt, now).Set(turn.FieldAnswer, st.Call.Text).
+	end, err := t.claimUpdate(b, st, sql.EQ(turn.FieldStatus, turn.StatusRUNNING.String()))
+	if err != nil {
+		return false, err
+	}
+	end.Set(turn.FieldStatus, turn.StatusCOMPLETED.String()).Set(turn.FieldFinishedAt, now).Set(turn.FieldAnswer, st.Call.Text).
 		SetNull(turn.FieldClaimedBy).SetNull(turn.FieldHeartbeatAt).
-		Where(sql.And(sql.EQ(turn.FieldID, t.id), sql.EQ(turn.FieldClaimedBy, t.s.runner),
-			sql.EQ(turn.FieldStatus, turn.StatusRUNNING.String()),
-			sql.NotExists(b.Select(mt.C(modelcall.FieldTurnID)).From(mt).Where(sql.And(
-				sql.ColumnsEQ(mt.C(modelcall.FieldTurnID), b.Table(turn.Table).C(turn.FieldID)),
-				sql.EQ(mt.C(modelcall.FieldKind), modelcall.KindSTEP.String()),
-				sql.EQ(mt.C(modelcall.FieldStep), st.Number)))))).
 		Returning(turn.FieldConversationID)
-	if st.Thought {
-		end.Set(turn.FieldThinking, *st.Thinking)
-	}
-	if a := t.unrecordedAgent; a != nil {
-		cfg, err := json.Marshal(a)
-		if err != nil {
-			return false, fmt.Errorf("record the turn's agent: %w", err)
-		}
-		end.Set(turn.FieldAgentConfig, cfg)
-	}
 	ended := b.Table("ended")
 	touch := b.Update(conversation.Table).Set(conversation.FieldUpdatedAt, now).
 		Where(sql.In(conversation.FieldID, b.Select(ended.C(turn.FieldConversationID)).From(ended)))
@@ -278,25 +264,11 @@ func (t *Turn) endRecorded(ctx context.Context, st Step) (bool, error) {
 // returns them; none when the claim did not hold, and nothing was written.
 func (t *Turn) stepRecorded(ctx context.Context, st Step) ([]*ent.ToolCall, error) {
 	now := t.s.now()
-	b := sql.Dialect(dialect.Postgres)
-	mt := b.Table(modelcall.Table)
-	claim := b.Update(turn.Table).Set(turn.FieldHeartbeatAt, now).
-		Where(sql.And(sql.EQ(turn.FieldID, t.id), sql.EQ(turn.FieldClaimedBy, t.s.runner),
-			sql.NotExists(b.Select(mt.C(modelcall.FieldTurnID)).From(mt).Where(sql.And(
-				sql.ColumnsEQ(mt.C(modelcall.FieldTurnID), b.Table(turn.Table).C(turn.FieldID)),
-				sql.EQ(mt.C(modelcall.FieldKind), modelcall.KindSTEP.String()),
-				sql.EQ(mt.C(modelcall.FieldStep), st.Number)))))).
-		Returning(turn.FieldID)
-	if st.Thought {
-		claim.Set(turn.FieldThinking, *st.Thinking)
+	claim, err := t.claimUpdate(sql.Dialect(dialect.Postgres), st)
+	if err != nil {
+		return nil, err
 	}
-	if a := t.unrecordedAgent; a != nil {
-		cfg, err := json.Marshal(a)
-		if err != nil {
-			return nil, fmt.Errorf("record the turn's agent: %w", err)
-		}
-		claim.Set(turn.FieldAgentConfig, cfg)
-	}
+	claim.Set(turn.FieldHeartbeatAt, now).Returning(turn.FieldID)
 	q := &sql.Builder{}
 	q.SetDialect(dialect.Postgres)
 	q.WriteString(`WITH "claimed" AS `).Wrap(func(b *sql.Builder) { b.Join(claim) })
@@ -366,6 +338,31 @@ func (t *Turn) stepRecorded(ctx context.Context, st Step) ([]*ent.ToolCall, erro
 		return nil, fmt.Errorf("record tool calls: %d of %d rows returned", got, len(rows))
 	}
 	return rows, nil
+}
+
+// claimUpdate is the update of the turn that checks a step's record on
+// PostgreSQL: the claim held, the step unrecorded (its model-call subquery
+// correlated by the turn's id, as unrecorded's), and more; it records the
+// turn's thinking when the step thought, and the agent if it is not yet.
+func (t *Turn) claimUpdate(b *sql.DialectBuilder, st Step, more ...*sql.Predicate) (*sql.UpdateBuilder, error) {
+	mt := b.Table(modelcall.Table)
+	u := b.Update(turn.Table).
+		Where(sql.And(append([]*sql.Predicate{sql.EQ(turn.FieldID, t.id), sql.EQ(turn.FieldClaimedBy, t.s.runner),
+			sql.NotExists(b.Select(mt.C(modelcall.FieldTurnID)).From(mt).Where(sql.And(
+				sql.ColumnsEQ(mt.C(modelcall.FieldTurnID), b.Table(turn.Table).C(turn.FieldID)),
+				sql.EQ(mt.C(modelcall.FieldKind), modelcall.KindSTEP.String()),
+				sql.EQ(mt.C(modelcall.FieldStep), st.Number))))}, more...)...))
+	if st.Thought {
+		u.Set(turn.FieldThinking, *st.Thinking)
+	}
+	if a := t.unrecordedAgent; a != nil {
+		cfg, err := json.Marshal(a)
+		if err != nil {
+			return nil, fmt.Errorf("record the turn's agent: %w", err)
+		}
+		u.Set(turn.FieldAgentConfig, cfg)
+	}
+	return u, nil
 }
 
 // insertWith adds to q, a PostgreSQL WITH list, the model call's insert,
