@@ -62,10 +62,12 @@ import (
 // computes.
 type selField struct {
 	alias, name string
-	kids        []selField
-	args        map[string]any
-	col         *fastColumn
-	slot        int
+	// key is the alias as the answer's key: quoted, then the colon.
+	key  string
+	kids []selField
+	args map[string]any
+	col  *fastColumn
+	slot int
 }
 
 // implementors are the type conditions each type satisfies.
@@ -90,7 +92,7 @@ func collectFast(oc *graphql.OperationContext, f graphql.CollectedField, typ str
 		if !ok || len(c.Directives) > 0 && hasCustomDirective(c) {
 			return nil, false
 		}
-		sf := selField{alias: c.Alias, name: c.Name, col: ff.col}
+		sf := selField{alias: c.Alias, name: c.Name, key: string(append(appendString(nil, c.Alias), ':')), col: ff.col}
 		if ff.obj != "" {
 			if objects[c.Name] {
 				return nil, false
@@ -1080,7 +1082,7 @@ func appendFields(b []byte, sel []selField, cells []colValue, typename string, c
 	b = append(b, '{')
 	for i := range sel {
 		f := &sel[i]
-		b = key(b, i, f.alias)
+		b = key(b, i, f.key)
 		switch {
 		case f.col != nil:
 			b = appendCell(b, f.col, &cells[f.slot])
@@ -1115,10 +1117,10 @@ func (t *fastRead) connection(b []byte, sel []selField) []byte {
 	cursor := func(b []byte, tu *turnRow) []byte {
 		return t.appendMarshaler(b, entgql.Cursor[int]{ID: int(tu.id), Value: []any{int(tu.number)}})
 	}
-	return appendObject(b, sel, func(b []byte, f selField) []byte {
+	return appendObject(b, sel, func(b []byte, f *selField) []byte {
 		switch f.name {
 		case "pageInfo":
-			return appendObject(b, f.kids, func(b []byte, f selField) []byte {
+			return appendObject(b, f.kids, func(b []byte, f *selField) []byte {
 				switch f.name {
 				case "hasNextPage":
 					return strconv.AppendBool(b, t.hasNext)
@@ -1142,7 +1144,7 @@ func (t *fastRead) connection(b []byte, sel []selField) []byte {
 				if i > 0 {
 					b = append(b, ',')
 				}
-				b = appendObject(b, f.kids, func(b []byte, f selField) []byte {
+				b = appendObject(b, f.kids, func(b []byte, f *selField) []byte {
 					switch f.name {
 					case "node":
 						return t.turn(b, tu, f.kids)
@@ -1171,7 +1173,7 @@ func (t *fastRead) turn(b []byte, tu *turnRow, sel []selField) []byte {
 				input += int(c.inputTokens + c.cacheReadTokens + c.cacheWriteTokens)
 				cacheRead += int(c.cacheReadTokens)
 			}
-			return appendObject(b, f.kids, func(b []byte, f selField) []byte {
+			return appendObject(b, f.kids, func(b []byte, f *selField) []byte {
 				switch f.name {
 				case "prefixTokens":
 					return strconv.AppendInt(b, int64(prefix), 10)
@@ -1219,7 +1221,7 @@ func (t *fastRead) turnModelCalls(id int64) []modelCallRow {
 func (t *fastRead) modelCall(b []byte, m *modelCallRow, sel []selField) []byte {
 	return appendFields(b, sel, t.cells[atModelCalls][m.at:], "ModelCall", func(b []byte, f *selField) []byte {
 		// costAmount, the one field computed.
-		return appendObject(b, f.kids, func(b []byte, f selField) []byte {
+		return appendObject(b, f.kids, func(b []byte, f *selField) []byte {
 			switch f.name {
 			case "amount":
 				return appendString(b, schematype.Micros(m.costMicros).Amount())
@@ -1243,7 +1245,7 @@ func (t *fastRead) toolCall(b []byte, c *toolCallRow, sel []selField) []byte {
 					b = append(b, ',')
 				}
 				it := &c.failures[i]
-				b = appendObject(b, f.kids, func(b []byte, f selField) []byte {
+				b = appendObject(b, f.kids, func(b []byte, f *selField) []byte {
 					switch f.name {
 					case "item":
 						return strconv.AppendInt(b, int64(it.Item), 10)
@@ -1270,21 +1272,21 @@ func (t *fastRead) toolCall(b []byte, c *toolCallRow, sel []selField) []byte {
 
 // appendObject writes an object of the selected fields, each value by
 // value (which writes __typename for a name it does not know).
-func appendObject(b []byte, sel []selField, value func([]byte, selField) []byte) []byte {
+func appendObject(b []byte, sel []selField, value func([]byte, *selField) []byte) []byte {
 	b = append(b, '{')
-	for i, f := range sel {
-		b = key(b, i, f.alias)
+	for i := range sel {
+		f := &sel[i]
+		b = key(b, i, f.key)
 		b = value(b, f)
 	}
 	return append(b, '}')
 }
 
-func key(b []byte, i int, alias string) []byte {
+func key(b []byte, i int, key string) []byte {
 	if i > 0 {
 		b = append(b, ',')
 	}
-	b = appendString(b, alias)
-	return append(b, ':')
+	return append(b, key...)
 }
 
 func appendID(b []byte, id int) []byte {
