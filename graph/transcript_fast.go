@@ -62,10 +62,12 @@ import (
 // computes.
 type selField struct {
 	alias, name string
-	kids        []selField
-	args        map[string]any
-	col         *fastColumn
-	slot        int
+	// key is the alias as the answer's key: quoted, then the colon.
+	key  string
+	kids []selField
+	args map[string]any
+	col  *fastColumn
+	slot int
 }
 
 // implementors are the type conditions each type satisfies.
@@ -90,7 +92,7 @@ func collectFast(oc *graphql.OperationContext, f graphql.CollectedField, typ str
 		if !ok || len(c.Directives) > 0 && hasCustomDirective(c) {
 			return nil, false
 		}
-		sf := selField{alias: c.Alias, name: c.Name, col: ff.col}
+		sf := selField{alias: c.Alias, name: c.Name, key: string(append(appendString(nil, c.Alias), ':')), col: ff.col}
 		if ff.obj != "" {
 			if objects[c.Name] {
 				return nil, false
@@ -398,35 +400,143 @@ func scoped(ctx context.Context, policy entgo.Policy, sel *entsql.Selector) (*en
 }
 
 // columns is a statement's selected columns and where each is scanned.
+// Every column the read converts itself is scanned into an interface
+// value, which database/sql fills with the driver's value as it is: into
+// a sql.Null* or an int64, each column would take the driver's value
+// through a Scanner or reflection, a fifth of the scan's CPU.
 type columns struct {
 	table *entsql.SelectTable
 	names []string
 	dest  []any
-	// sqlite reads times as text (addTime), parsed after each row.
+	// sqlite reads times as text (addTimeAs), parsed as each row is taken.
 	sqlite bool
-	times  []textTime
 	// scans are the selection's columns, in the order of their slots.
 	scans []*scanCell
-	// ints are the integer columns read for the read itself, which a
-	// selection naming them takes from there.
-	ints map[string]*int64
+	// ints are the integer columns read for the read itself (a selection
+	// naming one takes it from there) and the ids of joined tables, set
+	// after each row.
+	ints []*intCol
 }
+
+// intCol is an integer column the read itself uses, set into n (a NULL
+// fails the read) or, for a joined table's id, into null.
+type intCol struct {
+	column string
+	v      any
+	n      *int64
+	null   *sql.NullInt64
+}
+
+// set converts the column's value as database/sql converts it into its
+// destination.
+func (ic *intCol) set() error {
+	n, err := scanInt(ic.v)
+	if err != nil {
+		return fmt.Errorf("read %s: %w", ic.column, err)
+	}
+	if ic.null != nil {
+		*ic.null = n
+		return nil
+	}
+	if !n.Valid {
+		return fmt.Errorf("read %s: %w", ic.column, errNullInt)
+	}
+	*ic.n = n.Int64
+	return nil
+}
+
+// scanInt is v as database/sql scans it into a sql.NullInt64, an int64
+// without a conversion (the one that escapes to the heap is made only for
+// another type).
+func scanInt(v any) (sql.NullInt64, error) {
+	switch v := v.(type) {
+	case int64:
+		return sql.NullInt64{Int64: v, Valid: true}, nil
+	case nil:
+		return sql.NullInt64{}, nil
+	}
+	n := new(sql.NullInt64)
+	err := n.Scan(v)
+	return *n, err
+}
+
+// errNullInt fails a read whose own integer column is NULL.
+var errNullInt = errors.New("null where an integer is read")
 
 // scanCell is where a column of the selection is scanned.
 type scanCell struct {
 	col  *fastColumn
 	id   *sql.NullInt64 // the id of its table's row, when joined
 	from *int64         // the column as read for the read itself
-	s    sql.NullString
-	n    sql.NullInt64
-	b    sql.NullBool
-	t    sql.NullTime
+	v    any
+	// text: a time read as text (SQLite, addTimeAs).
+	text bool
 }
 
-// textTime is a time read as text, and where it goes once parsed.
-type textTime struct {
-	text *sql.NullString
-	dest *sql.NullTime
+// cell is the column's value as its entity holds it, converted as
+// database/sql converts a driver's value into the sql.Null* of its kind
+// (the common types without a conversion at all).
+func (sc *scanCell) cell() (colValue, error) {
+	var v colValue
+	switch sc.col.kind {
+	case kindID, kindInt:
+		n, err := scanInt(sc.v)
+		v.n, v.valid = n.Int64, n.Valid
+		return v, err
+	case kindBool:
+		switch x := sc.v.(type) {
+		case bool:
+			v.valid = true
+			if x {
+				v.n = 1
+			}
+		case int64:
+			if x != 0 && x != 1 {
+				return v, fmt.Errorf("read %s: %d is not a boolean", sc.col.column, x)
+			}
+			v.n, v.valid = x, true // as SQLite's driver gives a boolean
+		case nil:
+		default:
+			var n sql.NullBool
+			err := n.Scan(x)
+			if v.valid = n.Valid; n.Bool {
+				v.n = 1
+			}
+			return v, err
+		}
+	case kindString, kindEnum:
+		switch x := sc.v.(type) {
+		case string:
+			v.s, v.valid = x, true
+		case nil:
+		default:
+			var n sql.NullString
+			err := n.Scan(x)
+			v.s, v.valid = n.String, n.Valid
+			return v, err
+		}
+	case kindTime:
+		switch x := sc.v.(type) {
+		case time.Time:
+			v.t, v.valid = x, true
+		case nil:
+		case string:
+			if !sc.text {
+				return v, fmt.Errorf("read time: %q is not one", x)
+			}
+			t, err := time.ParseInLocation(db.SQLiteTime, x, time.UTC)
+			if err != nil {
+				return v, fmt.Errorf("read time: %w", err)
+			}
+			v.t, v.valid = t.UTC(), true
+		default:
+			var n sql.NullTime
+			err := n.Scan(x)
+			v.t, v.valid = n.Time, n.Valid
+			return v, err
+		}
+	}
+	return v, nil
 }
 
 // newColumns starts the columns of a statement on table.
@@ -434,43 +544,53 @@ func (t *fastRead) newColumns(b *entsql.DialectBuilder, table string) columns {
 	return columns{table: b.Table(table), sqlite: t.drv.Dialect() == dialect.SQLite}
 }
 
-// add selects column into dest when want (the selection names it).
-func (c *columns) add(want bool, column string, dest any) {
+// add selects the integer column into dest when want (the selection names
+// it).
+func (c *columns) add(want bool, column string, dest *int64) {
 	if want {
-		c.names = append(c.names, c.table.C(column))
-		c.dest = append(c.dest, dest)
-		if n, isInt := dest.(*int64); isInt {
-			if c.ints == nil {
-				c.ints = map[string]*int64{}
-			}
-			c.ints[column] = n
+		c.addInt(c.table.C(column), &intCol{column: column, n: dest})
+	}
+}
+
+// addRaw selects column into raw, its bytes as the driver gives them,
+// when want.
+func (c *columns) addRaw(want bool, column string, raw *sql.RawBytes) {
+	if want {
+		c.names, c.dest = append(c.names, c.table.C(column)), append(c.dest, raw)
+	}
+}
+
+// addID selects name, a joined table's id, into id.
+func (c *columns) addID(name string, id *sql.NullInt64) {
+	c.addInt(name, &intCol{column: name, null: id})
+}
+
+func (c *columns) addInt(name string, ic *intCol) {
+	c.names, c.dest = append(c.names, name), append(c.dest, &ic.v)
+	c.ints = append(c.ints, ic)
+}
+
+// readInt is the integer column the read itself reads, or nil.
+func (c *columns) readInt(column string) *int64 {
+	for _, ic := range c.ints {
+		if ic.n != nil && ic.column == column {
+			return ic.n
 		}
 	}
+	return nil
 }
 
-// addTime selects a time column into dest when want. SQLite's driver
-// parses a time column by trying layouts in turn, allocating an error for
-// each miss, a seventh of a transcript read's allocation there; so on
-// SQLite the column is read as text and parsed with the one layout it is
-// written in. A time in another layout fails the read, which the
+// addTimeAs selects the time named name (qualified) into sc. SQLite's
+// driver parses a time column by trying layouts in turn, allocating an
+// error for each miss, a seventh of a transcript read's allocation there;
+// so on SQLite the column is read as text and parsed with the one layout
+// it is written in. A time in another layout fails the read, which the
 // resolvers then answer.
-func (c *columns) addTime(want bool, column string, dest *sql.NullTime) {
-	if want {
-		c.addTimeAs(c.table.C(column), dest)
+func (c *columns) addTimeAs(name string, sc *scanCell) {
+	if c.sqlite {
+		name, sc.text = "CAST("+name+" AS TEXT)", true
 	}
-}
-
-// addTimeAs selects the time named name (qualified) into dest.
-func (c *columns) addTimeAs(name string, dest *sql.NullTime) {
-	if !c.sqlite {
-		c.names = append(c.names, name)
-		c.dest = append(c.dest, dest)
-		return
-	}
-	text := new(sql.NullString)
-	c.names = append(c.names, "CAST("+name+" AS TEXT)")
-	c.dest = append(c.dest, text)
-	c.times = append(c.times, textTime{text: text, dest: dest})
+	c.names, c.dest = append(c.names, name), append(c.dest, &sc.v)
 }
 
 // selected selects the columns sel names (qualified by qualify) and gives
@@ -501,67 +621,45 @@ func (c *columns) joined(sel []selField, qualify func(string) string, id *sql.Nu
 		sc := &scanCell{col: f.col, id: id}
 		f.slot = len(c.scans)
 		c.scans = append(c.scans, sc)
-		if n := c.ints[f.col.column]; n != nil && id == nil && (f.col.kind == kindID || f.col.kind == kindInt) {
-			sc.from = n
-			continue
+		if id == nil && (f.col.kind == kindID || f.col.kind == kindInt) {
+			if n := c.readInt(f.col.column); n != nil {
+				sc.from = n
+				continue
+			}
 		}
 		name := qualify(f.col.column)
-		switch f.col.kind {
-		case kindID, kindInt:
-			c.names, c.dest = append(c.names, name), append(c.dest, &sc.n)
-		case kindBool:
-			c.names, c.dest = append(c.names, name), append(c.dest, &sc.b)
-		case kindString, kindEnum:
-			c.names, c.dest = append(c.names, name), append(c.dest, &sc.s)
-		case kindTime:
-			c.addTimeAs(name, &sc.t)
-		}
-	}
-}
-
-// parseTimes parses the times read as text.
-func (c *columns) parseTimes() error {
-	for _, tt := range c.times {
-		if !tt.text.Valid {
-			*tt.dest = sql.NullTime{}
+		if f.col.kind == kindTime {
+			c.addTimeAs(name, sc)
 			continue
 		}
-		v, err := time.ParseInLocation(db.SQLiteTime, tt.text.String, time.UTC)
-		if err != nil {
-			return fmt.Errorf("read time: %w", err)
-		}
-		*tt.dest = sql.NullTime{Time: v.UTC(), Valid: true}
+		c.names, c.dest = append(c.names, name), append(c.dest, &sc.v)
 	}
-	return nil
 }
 
 // take appends the row's cells, each column's value as its entity holds
 // it: a column the entity holds as a value, not a pointer, reads NULL as
 // its zero value, as ent reads it.
 func (c *columns) take(cells []colValue) ([]colValue, error) {
+	for _, ic := range c.ints {
+		if err := ic.set(); err != nil {
+			return cells, err
+		}
+	}
 	for _, sc := range c.scans {
-		var v colValue
 		if sc.id != nil && !sc.id.Valid {
-			cells = append(cells, v)
+			cells = append(cells, colValue{})
 			continue
 		}
 		if sc.from != nil {
 			cells = append(cells, colValue{n: *sc.from, valid: true})
 			continue
 		}
-		switch sc.col.kind {
-		case kindID, kindInt:
-			v.n, v.valid = sc.n.Int64, sc.n.Valid
-		case kindBool:
-			v.valid = sc.b.Valid
-			if sc.b.Bool {
-				v.n = 1
-			}
-		case kindString, kindEnum:
-			v.s, v.valid = sc.s.String, sc.s.Valid
-		case kindTime:
-			// gqlgen writes a zero time as null.
-			v.t, v.valid = sc.t.Time, sc.t.Valid && !sc.t.Time.IsZero()
+		v, err := sc.cell()
+		if err != nil {
+			return cells, err
+		}
+		if sc.col.kind == kindTime && v.t.IsZero() {
+			v.valid = false // gqlgen writes a zero time as null
 		}
 		if !v.valid && !sc.col.nullable && sc.col.kind != kindTime {
 			v.valid = true
@@ -586,9 +684,6 @@ func (t *fastRead) query(ctx context.Context, sel *entsql.Selector, c *columns, 
 	defer func() { _ = rows.Close() }()
 	for rows.Next() {
 		if err := rows.Scan(c.dest...); err != nil {
-			return err
-		}
-		if err := c.parseTimes(); err != nil {
 			return err
 		}
 		at := len(t.cells[level])
@@ -719,7 +814,7 @@ func (t *fastRead) loadConversation(ctx context.Context, id int, sel []selField)
 		}
 		js.As(alias)
 		s.LeftJoin(js).On(c.table.C(fk), js.C("id"))
-		c.names, c.dest = append(c.names, js.C("id")), append(c.dest, id)
+		c.addID(js.C("id"), id)
 		c.joined(f.kids, js.C, id)
 		return nil
 	}
@@ -876,7 +971,7 @@ func (t *fastRead) loadToolCalls(ctx context.Context, convID int, p page, sel []
 	)
 	c := t.newColumns(b, toolcall.Table)
 	c.add(true, toolcall.FieldTurnID, &r.turnID)
-	c.add(find(sel, "failures") != nil, toolcall.FieldFailures, &failures)
+	c.addRaw(find(sel, "failures") != nil, toolcall.FieldFailures, &failures)
 	c.selected(sel, c.table.C)
 	tt := b.Table(turn.Table)
 	ids, err := turnsPage(ctx, b.Select(tt.C(turn.FieldID)).From(tt), tt, convID, p)
@@ -898,7 +993,7 @@ func (t *fastRead) loadToolCalls(ctx context.Context, convID int, p page, sel []
 		}
 		rs.As("r")
 		s.LeftJoin(rs).On(c.table.C(toolcall.FieldResultID), rs.C(storedresult.FieldID))
-		c.names, c.dest = append(c.names, rs.C(storedresult.FieldID)), append(c.dest, &r.resultID)
+		c.addID(rs.C(storedresult.FieldID), &r.resultID)
 		c.joined(result.kids, rs.C, &r.resultID)
 	}
 	s.Select(c.names...)
@@ -987,7 +1082,7 @@ func appendFields(b []byte, sel []selField, cells []colValue, typename string, c
 	b = append(b, '{')
 	for i := range sel {
 		f := &sel[i]
-		b = key(b, i, f.alias)
+		b = key(b, i, f.key)
 		switch {
 		case f.col != nil:
 			b = appendCell(b, f.col, &cells[f.slot])
@@ -1022,10 +1117,10 @@ func (t *fastRead) connection(b []byte, sel []selField) []byte {
 	cursor := func(b []byte, tu *turnRow) []byte {
 		return t.appendMarshaler(b, entgql.Cursor[int]{ID: int(tu.id), Value: []any{int(tu.number)}})
 	}
-	return appendObject(b, sel, func(b []byte, f selField) []byte {
+	return appendObject(b, sel, func(b []byte, f *selField) []byte {
 		switch f.name {
 		case "pageInfo":
-			return appendObject(b, f.kids, func(b []byte, f selField) []byte {
+			return appendObject(b, f.kids, func(b []byte, f *selField) []byte {
 				switch f.name {
 				case "hasNextPage":
 					return strconv.AppendBool(b, t.hasNext)
@@ -1049,7 +1144,7 @@ func (t *fastRead) connection(b []byte, sel []selField) []byte {
 				if i > 0 {
 					b = append(b, ',')
 				}
-				b = appendObject(b, f.kids, func(b []byte, f selField) []byte {
+				b = appendObject(b, f.kids, func(b []byte, f *selField) []byte {
 					switch f.name {
 					case "node":
 						return t.turn(b, tu, f.kids)
@@ -1078,7 +1173,7 @@ func (t *fastRead) turn(b []byte, tu *turnRow, sel []selField) []byte {
 				input += int(c.inputTokens + c.cacheReadTokens + c.cacheWriteTokens)
 				cacheRead += int(c.cacheReadTokens)
 			}
-			return appendObject(b, f.kids, func(b []byte, f selField) []byte {
+			return appendObject(b, f.kids, func(b []byte, f *selField) []byte {
 				switch f.name {
 				case "prefixTokens":
 					return strconv.AppendInt(b, int64(prefix), 10)
@@ -1126,7 +1221,7 @@ func (t *fastRead) turnModelCalls(id int64) []modelCallRow {
 func (t *fastRead) modelCall(b []byte, m *modelCallRow, sel []selField) []byte {
 	return appendFields(b, sel, t.cells[atModelCalls][m.at:], "ModelCall", func(b []byte, f *selField) []byte {
 		// costAmount, the one field computed.
-		return appendObject(b, f.kids, func(b []byte, f selField) []byte {
+		return appendObject(b, f.kids, func(b []byte, f *selField) []byte {
 			switch f.name {
 			case "amount":
 				return appendString(b, schematype.Micros(m.costMicros).Amount())
@@ -1150,7 +1245,7 @@ func (t *fastRead) toolCall(b []byte, c *toolCallRow, sel []selField) []byte {
 					b = append(b, ',')
 				}
 				it := &c.failures[i]
-				b = appendObject(b, f.kids, func(b []byte, f selField) []byte {
+				b = appendObject(b, f.kids, func(b []byte, f *selField) []byte {
 					switch f.name {
 					case "item":
 						return strconv.AppendInt(b, int64(it.Item), 10)
@@ -1177,21 +1272,21 @@ func (t *fastRead) toolCall(b []byte, c *toolCallRow, sel []selField) []byte {
 
 // appendObject writes an object of the selected fields, each value by
 // value (which writes __typename for a name it does not know).
-func appendObject(b []byte, sel []selField, value func([]byte, selField) []byte) []byte {
+func appendObject(b []byte, sel []selField, value func([]byte, *selField) []byte) []byte {
 	b = append(b, '{')
-	for i, f := range sel {
-		b = key(b, i, f.alias)
+	for i := range sel {
+		f := &sel[i]
+		b = key(b, i, f.key)
 		b = value(b, f)
 	}
 	return append(b, '}')
 }
 
-func key(b []byte, i int, alias string) []byte {
+func key(b []byte, i int, key string) []byte {
 	if i > 0 {
 		b = append(b, ',')
 	}
-	b = appendString(b, alias)
-	return append(b, ':')
+	return append(b, key...)
 }
 
 func appendID(b []byte, id int) []byte {
@@ -1210,19 +1305,32 @@ func appendTime(b []byte, v time.Time) []byte {
 }
 
 // appendEnum writes an enum's value as its MarshalGQL does (ent's enums,
-// schematype's kinds): quoted by strconv.Quote.
-func appendEnum(b []byte, v string) []byte { return strconv.AppendQuote(b, v) }
+// schematype's kinds): quoted by strconv.Quote, which leaves printable
+// ASCII but the quote and the backslash as it is.
+func appendEnum(b []byte, v string) []byte {
+	for i := 0; i < len(v); i++ {
+		if c := v[i]; c < 0x20 || c >= 0x7f || c == '"' || c == '\\' {
+			return strconv.AppendQuote(b, v)
+		}
+	}
+	b = append(b, '"')
+	b = append(b, v...)
+	return append(b, '"')
+}
 
 const hexDigits = "0123456789ABCDEF"
 
 // appendString quotes s as gqlgen's MarshalString does: only control
 // characters, backslash and the double quote are escaped, and bytes that
-// are not UTF-8 are written as they are.
+// are not UTF-8 are written as they are. It goes byte by byte (no byte of
+// a character of more than one is below 0x80), copying the runs between
+// the bytes it escapes.
 func appendString(b []byte, s string) []byte {
 	b = append(b, '"')
 	start := 0
-	for i, c := range s {
-		if c >= 0x20 && c != '\\' && c != '"' {
+	for i := 0; i < len(s); i++ {
+		c := s[i]
+		if !mustEscape[c] {
 			continue
 		}
 		b = append(b, s[start:i]...)
@@ -1246,6 +1354,15 @@ func appendString(b []byte, s string) []byte {
 	b = append(b, s[start:]...)
 	return append(b, '"')
 }
+
+// mustEscape marks the bytes appendString escapes.
+var mustEscape = func() (m [256]bool) {
+	for c := range 0x20 {
+		m[c] = true
+	}
+	m['\\'], m['"'] = true, true
+	return m
+}()
 
 // byteWriter lets a graphql.Marshaler append to a slice.
 type byteWriter struct{ b []byte }

@@ -113,8 +113,12 @@ func (r textRows) Scan(dest ...any) error {
 		case *string:
 			*p = pgtext.Unescape(*p)
 		case *any:
+			// Set only when changed: a string put back in the interface
+			// is allocated again.
 			if s, ok := (*p).(string); ok {
-				*p = pgtext.Unescape(s)
+				if u := pgtext.Unescape(s); u != s {
+					*p = u
+				}
 			}
 		}
 	}

@@ -25,6 +25,9 @@ import (
 // esc is the escape: a private-use character.
 const esc = '\uE000'
 
+// escFirst is the first byte of esc in UTF-8.
+var escFirst = string(esc)[0]
+
 // NeedsEscape reports whether s holds anything PostgreSQL's text cannot
 // keep as it is.
 func NeedsEscape(s string) bool {
@@ -61,7 +64,9 @@ func Escape(s string) string {
 
 // Unescape is what an escaped string was written as.
 func Unescape(s string) string {
-	if !strings.ContainsRune(s, esc) {
+	// Most text has no byte of esc's first at all, which IndexByte
+	// finds out far faster than ContainsRune looks for the character.
+	if strings.IndexByte(s, escFirst) < 0 || !strings.ContainsRune(s, esc) {
 		return s
 	}
 	var b strings.Builder
