@@ -233,7 +233,7 @@ func (t *Turn) recordAllOne(ctx context.Context, batch []*entry) error {
 	stored := 0
 	store := func(r CallRecord, ref string, res Result) (string, error) {
 		c := storeResult(t.s.client, r.ConversationID, ref, res).SetCreatedAt(now).SetUpdatedAt(now)
-		cols, vals, err := fieldsOf(c.Mutation(), migrate.StoredResultsTable)
+		cols, vals, err := fieldsOf(c.Mutation(), storedresult.Table)
 		if err != nil {
 			return "", err
 		}
@@ -255,7 +255,7 @@ func (t *Turn) recordAllOne(ctx context.Context, batch []*entry) error {
 				return err
 			}
 		}
-		cols, vals, err := fieldsOf(t.update(t.s.client, r).Mutation(), migrate.ToolCallsTable)
+		cols, vals, err := fieldsOf(t.update(t.s.client, r).Mutation(), toolcall.Table)
 		if err != nil {
 			return err
 		}
@@ -301,17 +301,32 @@ func (res Result) kind() schematype.ResultKind {
 // bytes is what storeResult stores of res, in bytes.
 func (res Result) bytes() int64 { return preview.Measure(res.kind(), res.Content).Bytes }
 
+// jsonColumns are the JSON columns of the tables recordAllOne writes,
+// read once at start: ent's migration rewrites its tables' lookups while
+// it runs.
+var jsonColumns = func() map[string]bool {
+	m := map[string]bool{}
+	for _, t := range []*schema.Table{migrate.ToolCallsTable, migrate.StoredResultsTable} {
+		for _, c := range t.Columns {
+			if c.Type == field.TypeJSON {
+				m[t.Name+"."+c.Name] = true
+			}
+		}
+	}
+	return m
+}()
+
 // fieldsOf returns the columns of table that m sets and their values as
 // ent writes them (a JSON column's marshalled).
-func fieldsOf(m ent.Mutation, table *schema.Table) ([]string, []any, error) {
+func fieldsOf(m ent.Mutation, table string) ([]string, []any, error) {
 	cols := m.Fields()
 	vals := make([]any, len(cols))
 	for i, col := range cols {
 		v, _ := m.Field(col)
-		if c, ok := table.Column(col); ok && c.Type == field.TypeJSON {
+		if jsonColumns[table+"."+col] {
 			b, err := json.Marshal(v)
 			if err != nil {
-				return nil, nil, fmt.Errorf("encode %s.%s: %w", table.Name, col, err)
+				return nil, nil, fmt.Errorf("encode %s.%s: %w", table, col, err)
 			}
 			v = b
 		}
