@@ -42,6 +42,9 @@ type Bridge struct {
 	queued  []item
 	dropped int // events dropped from a full queue since the last send
 	sending bool
+	// durable counts the queued items that are events, not pieces: those
+	// go within gather, pieces alone wait for PieceEvery.
+	durable int
 	// latest is each turn's last queued piece, while no event of the
 	// turn follows it: a new piece of the same stream joins it.
 	latest map[int]int
@@ -87,9 +90,8 @@ type item struct {
 
 const (
 	// gather is how long the sender lets events gather once one is
-	// queued after a quiet PieceEvery: a step's events come within a few
-	// milliseconds of each other, and a person watching sees no
-	// difference.
+	// queued: a step's events come within a few milliseconds of each
+	// other, and a person watching sees no difference.
 	gather = 5 * time.Millisecond
 	// maxPayload keeps a notification under PostgreSQL's 8000 bytes.
 	maxPayload = 7000
@@ -97,13 +99,10 @@ const (
 	// answer; past it the oldest are dropped (notifications are not kept
 	// anyway, and subscribers read the turn when they come back).
 	maxQueued = 10000
-	// PieceEvery is how often a replica notifies the others, at most
-	// (more only when what gathered does not fit in one notification):
+	// PieceEvery is how often the pieces of streams go to other replicas:
 	// what a model writes in between is joined into one piece per turn,
-	// and the events of every turn the replica runs go together, so
-	// notifications are bounded by the replica's time, not by its turns,
-	// their steps or the model's speed. An event after a quiet PieceEvery
-	// goes within gather; one in a busy stretch waits at most PieceEvery.
+	// so a streaming turn costs a bounded number of notifications a
+	// second however fast the model writes.
 	PieceEvery = 75 * time.Millisecond
 	// askEvery bounds how often one turn's stream is asked for.
 	askEvery = 500 * time.Millisecond
@@ -195,6 +194,9 @@ func (br *Bridge) Ask(turnID int) {
 // push queues it, dropping the oldest past maxQueued; br.mu is held.
 func (br *Bridge) push(it item) {
 	if len(br.queued) >= maxQueued {
+		if br.queued[0].piece == nil {
+			br.durable--
+		}
 		br.queued = br.queued[1:]
 		br.dropped++
 		for id, i := range br.latest {
@@ -204,6 +206,9 @@ func (br *Bridge) push(it item) {
 				br.latest[id] = i - 1
 			}
 		}
+	}
+	if it.piece == nil {
+		br.durable++
 	}
 	br.queued = append(br.queued, it)
 }
@@ -225,11 +230,15 @@ func (br *Bridge) sender() {
 			return
 		case <-br.wake:
 		}
-		// What is queued goes once PieceEvery has passed since the last
-		// notification, and gather at least: events and pieces gather
-		// meanwhile, several turns' to one notification.
+		// Events go within gather: a replica's events reach the others
+		// before a replica that takes its turn over can send its own.
+		// Pieces alone wait until PieceEvery has passed since the last
+		// notification, gathering what the model writes.
+		wait := gather
 		br.mu.Lock()
-		wait := max(gather, time.Until(br.sent.Add(PieceEvery)))
+		if br.durable == 0 {
+			wait = max(gather, time.Until(br.sent.Add(PieceEvery)))
+		}
 		br.mu.Unlock()
 		select {
 		case <-time.After(wait):
@@ -243,7 +252,7 @@ func (br *Bridge) sender() {
 func (br *Bridge) sendQueued() {
 	br.mu.Lock()
 	batch, dropped := br.queued, br.dropped
-	br.queued, br.dropped = nil, 0
+	br.queued, br.dropped, br.durable = nil, 0, 0
 	clear(br.latest)
 	br.sending = len(batch) > 0
 	if len(batch) > 0 && br.db != nil {
