@@ -72,35 +72,30 @@ send && sleep 1 && waitdone # warms the caches
 send && sleep 1 && waitdone
 run=$$-$RANDOM # markers of this run only: the log holds earlier runs' too
 mark() { psql -q "$server/$database" -c "SELECT 'toolgate-pglog-$run-$1'" >/dev/null; }
-mark start
+mark turn-start
 send
 sleep 1.5 # the turn, its events and its job's completion
-mark end
+mark turn-end
+# between NAME: the statements the log holds between this run's markers
+# NAME-start and NAME-end, the database's own, by frequency.
+between() {
+	awk -v db="$database" -v run="$run" -v name="$1" '
+		$0 ~ "toolgate-pglog-" run "-" name "-start" { on = 1; next }
+		$0 ~ "toolgate-pglog-" run "-" name "-end" { on = 0 }
+		on && index($0, "@" db " ") && /LOG:  (statement|execute [^:]*):/ {
+			sub(/.*LOG:  (statement|execute [^:]*): /, ""); print substr($0, 1, 110)
+		}' "$log" | sort | uniq -c | sort -rn
+}
+total() { awk '{ n += $1 } END { print n + 0 }'; }
+
 echo "one warm one-call turn, as PostgreSQL logged it (database $database):"
-awk -v db="$database" -v run="$run" '
-	$0 ~ "toolgate-pglog-" run "-start" { on = 1; next }
-	$0 ~ "toolgate-pglog-" run "-end" { on = 0 }
-	on && index($0, "@" db " ") && /LOG:  (statement|execute [^:]*):/ {
-		sub(/.*LOG:  (statement|execute [^:]*): /, ""); print substr($0, 1, 110)
-	}' "$log" | sort | uniq -c | sort -rn
-awk -v db="$database" -v run="$run" '
-	$0 ~ "toolgate-pglog-" run "-start" { on = 1; next }
-	$0 ~ "toolgate-pglog-" run "-end" { on = 0 }
-	on && index($0, "@" db " ") && /LOG:  (statement|execute [^:]*):/ { n++ }
-	END { print n + 0, "statements in all" }' "$log"
+between turn
+echo "$(between turn | total) statements in all"
 
 mark idle-start
 sleep "$idle"
 mark idle-end
 echo "the idle replica, $idle s:"
-awk -v db="$database" -v run="$run" '
-	$0 ~ "toolgate-pglog-" run "-idle-start" { on = 1; next }
-	$0 ~ "toolgate-pglog-" run "-idle-end" { on = 0 }
-	on && index($0, "@" db " ") && /LOG:  (statement|execute [^:]*):/ {
-		sub(/.*LOG:  (statement|execute [^:]*): /, ""); print substr($0, 1, 110)
-	}' "$log" | sort | uniq -c | sort -rn
-awk -v db="$database" -v run="$run" -v s="$idle" '
-	$0 ~ "toolgate-pglog-" run "-idle-start" { on = 1; next }
-	$0 ~ "toolgate-pglog-" run "-idle-end" { on = 0 }
-	on && index($0, "@" db " ") && /LOG:  (statement|execute [^:]*):/ { n++ }
-	END { printf "idle: %d statements in %d s, %.2f a second, pings included\n", n, s, n / s }' "$log"
+between idle
+n=$(between idle | total)
+echo "idle: $n statements in $idle s, $(awk -v n="$n" -v s="$idle" 'BEGIN { printf "%.2f", n / s }') a second, pings included"
