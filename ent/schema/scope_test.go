@@ -6,9 +6,11 @@ import (
 	"reflect"
 	"regexp"
 	"slices"
+	"strings"
 	"testing"
 	"time"
 
+	"entgo.io/ent/dialect"
 	entschema "entgo.io/ent/dialect/sql/schema"
 	"github.com/stretchr/testify/require"
 
@@ -289,4 +291,67 @@ func TestScopesLimitMutations(t *testing.T) {
 		_, err = c.Setting.Create().SetKey("x").SetValue(nil).Save(bob)
 		require.ErrorIs(t, err, tenancy.ErrNotFound, "settings are the system's")
 	})
+}
+
+// recorder is a driver that keeps the reads sent through it.
+type recorder struct {
+	dialect.Driver
+	reads []recorded
+}
+
+type recorded struct {
+	query string
+	args  []any
+}
+
+func (r *recorder) Query(ctx context.Context, query string, args, v any) error {
+	a, _ := args.([]any)
+	r.reads = append(r.reads, recorded{query, a})
+	return r.Driver.Query(ctx, query, args, v)
+}
+
+// TestScopedReadOfOneRowIsALookup reads one row of every entity by its id,
+// as each kind of viewer, and asks SQLite how it runs each read: the scope
+// is checked on the row read (a lookup of its conversation, its turn, its
+// user), never by listing first every row the viewer reaches, which made a
+// read of one turn cost as much as the user had conversations.
+func TestScopedReadOfOneRowIsALookup(t *testing.T) {
+	t.Parallel()
+	d := dbtest.Open(t, dbtest.SQLite)
+	w := seed(t, d)
+	rec := &recorder{Driver: d.Driver}
+	c := ent.NewClient(ent.Driver(rec))
+	intType := reflect.TypeFor[int]()
+	for _, v := range []tenancy.Viewer{
+		{OrganizationID: w.orgA, UserID: w.bob},
+		{OrganizationID: w.orgA, UserID: w.ada, Admin: true},
+		{OrganizationID: w.orgA, UserID: w.ada, Admin: true, ConversationID: w.convAda, TurnID: w.turnAda},
+	} {
+		ctx := tenancy.WithViewer(context.Background(), &v)
+		for _, e := range entities(c) {
+			get := e.client.MethodByName("Get")
+			if !get.IsValid() || get.Type().NumIn() != 2 || get.Type().In(1) != intType {
+				continue
+			}
+			rec.reads = nil
+			get.Call([]reflect.Value{reflect.ValueOf(ctx), reflect.ValueOf(1)})
+			for _, r := range rec.reads {
+				rows, err := d.SQL.QueryContext(ctx, "EXPLAIN QUERY PLAN "+r.query, r.args...)
+				require.NoError(t, err, r.query)
+				var plan []string
+				for rows.Next() {
+					var id, parent, unused int
+					var detail string
+					require.NoError(t, rows.Scan(&id, &parent, &unused, &detail))
+					plan = append(plan, detail)
+				}
+				require.NoError(t, rows.Err())
+				require.NoError(t, rows.Close())
+				for _, step := range plan {
+					require.False(t, strings.HasPrefix(step, "SCAN") || strings.Contains(step, "LIST SUBQUERY"),
+						"%s as %+v: %q in the plan of\n%s\n%s", e.name, v, step, r.query, strings.Join(plan, "\n"))
+				}
+			}
+		}
+	}
 }

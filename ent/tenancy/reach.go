@@ -58,9 +58,9 @@ func UserOf() Reach {
 				s.Where(sql.EQ(s.C("user_id"), v.UserID))
 				return
 			}
-			u := sql.Table("users")
-			s.Where(sql.In(s.C("user_id"),
-				sql.Select(u.C("id")).From(u).Where(sql.EQ(u.C("organization_id"), v.OrganizationID))))
+			u := sql.Table("users").As("reach_users")
+			s.Where(sql.Exists(sql.Select(u.C("id")).From(u).
+				Where(sql.And(sql.ColumnsEQ(u.C("id"), s.C("user_id")), sql.EQ(u.C("organization_id"), v.OrganizationID)))))
 		}
 	}
 }
@@ -87,7 +87,7 @@ func Conversation() Reach {
 // a conversation the viewer reaches.
 func InConversation(column string) Reach {
 	return func(v *Viewer) func(*sql.Selector) {
-		return func(s *sql.Selector) { s.Where(sql.In(s.C(column), conversations(v))) }
+		return func(s *sql.Selector) { s.Where(sql.Exists(conversationOf(s.C(column), v))) }
 	}
 }
 
@@ -96,17 +96,21 @@ func InConversation(column string) Reach {
 func InTurn(column string) Reach {
 	return func(v *Viewer) func(*sql.Selector) {
 		return func(s *sql.Selector) {
-			t := sql.Table("turns")
-			s.Where(sql.In(s.C(column),
-				sql.Select(t.C("id")).From(t).Where(sql.In(t.C("conversation_id"), conversations(v)))))
+			t := sql.Table("turns").As("reach_turns")
+			s.Where(sql.Exists(sql.Select(t.C("id")).From(t).
+				Where(sql.And(sql.ColumnsEQ(t.C("id"), s.C(column)), sql.Exists(conversationOf(t.C("conversation_id"), v))))))
 		}
 	}
 }
 
-// conversations selects the ids of the conversations the viewer reaches.
-func conversations(v *Viewer) *sql.Selector {
-	t := sql.Table("conversations")
-	sub := sql.Select(t.C("id")).From(t)
+// conversationOf selects the conversation the column names when the viewer
+// reaches it. The reaches test each row's own conversation (EXISTS, a
+// lookup by primary key) rather than listing every conversation the
+// viewer reaches (IN): SQLite builds that list in full for each statement,
+// so a read of one turn cost as much as the user had conversations.
+func conversationOf(column string, v *Viewer) *sql.Selector {
+	t := sql.Table("conversations").As("reach_conversations")
+	sub := sql.Select(t.C("id")).From(t).Where(sql.ColumnsEQ(t.C("id"), column))
 	conversationWhere(sub, t, v)
 	return sub
 }
