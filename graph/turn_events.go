@@ -451,17 +451,22 @@ func byteAt(s string, i int) byte {
 // kind and time) is answered from the event itself.
 type eventNeeds struct {
 	turn, toolCall bool
+	// turnLive: the selection asks the turn for more than an event of a
+	// turn still running knows (its id and status; its answer, error and
+	// finish time are none until it ends): without it, only the event that
+	// ends the turn reads it.
+	turnLive bool
 }
 
 // eventNeedsOf reads the subscription's selection; without one (a caller
 // outside a GraphQL operation) it reads everything.
 func eventNeedsOf(ctx context.Context) eventNeeds {
 	if !graphql.HasOperationContext(ctx) {
-		return eventNeeds{turn: true, toolCall: true}
+		return eventNeeds{turn: true, toolCall: true, turnLive: true}
 	}
 	fc := graphql.GetFieldContext(ctx)
 	if fc == nil {
-		return eventNeeds{turn: true, toolCall: true}
+		return eventNeeds{turn: true, toolCall: true, turnLive: true}
 	}
 	oc := graphql.GetOperationContext(ctx)
 	var n eventNeeds
@@ -469,6 +474,7 @@ func eventNeedsOf(ctx context.Context) eventNeeds {
 		switch f.Name {
 		case "turn":
 			n.turn = n.turn || beyond(oc, f, "Turn", "id", "status")
+			n.turnLive = n.turnLive || beyond(oc, f, "Turn", "id", "status", "answer", "error", "finishedAt")
 		case "toolCall":
 			n.toolCall = n.toolCall || beyond(oc, f, "ToolCall", "id")
 		}
@@ -490,7 +496,7 @@ func beyond(oc *graphql.OperationContext, f graphql.CollectedField, typ string, 
 // eventTurn is the turn as of e: read once for all the event's
 // subscribers when the selection needs more than the event carries.
 func (r *Resolver) eventTurn(ctx context.Context, e events.Event, needs eventNeeds) (*ent.Turn, error) {
-	if !needs.turn {
+	if !needs.turn || (!needs.turnLive && e.Status != "" && !events.Ended(turn.Status(e.Status))) {
 		return &ent.Turn{ID: e.TurnID, Status: turn.Status(e.Status)}, nil
 	}
 	v, err := r.reads.do(ctx, readKey{event: eventID(e), what: "turn"}, func(ctx context.Context) (any, error) {

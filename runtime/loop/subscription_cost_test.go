@@ -20,8 +20,10 @@ import (
 
 // TestSubscriptionStatementsPerEvent counts what a turn's subscribers
 // read of each event: six subscribers, three of whose selections need the
-// turn's row and its tool call's, three whose need nothing the event does
-// not carry, cost one read of each row per event, not one per subscriber.
+// turn's row and its tool call's, three whose need nothing an event of a
+// running turn does not carry (its status; its answer, error and finish
+// time, none until it ends), cost one read of each row per event, not one
+// per subscriber.
 func TestSubscriptionStatementsPerEvent(t *testing.T) {
 	for _, backend := range []dbtest.Backend{dbtest.SQLite, dbtest.Postgres} {
 		t.Run(string(backend), func(t *testing.T) {
@@ -33,8 +35,8 @@ func TestSubscriptionStatementsPerEvent(t *testing.T) {
 			tc := rig.client.ToolCall.Create().SetTurnID(tu).SetPosition(0).SetStep(0).SetName("calculator").
 				SetArguments(`{"expression": "1+1"}`).SetStartedAt(rig.now).SaveX(ctx)
 			turnID := gid.Encode(tu)
-			full := `subscription($t: ID!) { turnEvents(turnId: $t) { kind at turn { status answer } toolCall { name outcome } } }`
-			bare := `subscription($t: ID!) { turnEvents(turnId: $t) { kind at turn { id status } toolCall { id } } }`
+			full := `subscription($t: ID!) { turnEvents(turnId: $t) { kind at turn { status answer userText } toolCall { name outcome } } }`
+			bare := `subscription($t: ID!) { turnEvents(turnId: $t) { kind at turn { id status answer error finishedAt } toolCall { id } } }`
 			var socks []*websocket.Conn
 			var sctx context.Context
 			for i := range 6 {
@@ -77,6 +79,25 @@ func TestSubscriptionStatementsPerEvent(t *testing.T) {
 				}
 				require.Equal(t, want, rig.stmts.count(), fmt.Sprintf("%s: %s", e.Kind, rig.stmts))
 			}
+			// With only the bare selections left, an event of the running
+			// turn reads nothing.
+			for i := 0; i < len(socks); i += 2 {
+				require.NoError(t, socks[i].Close(websocket.StatusNormalClosure, ""))
+			}
+			require.Eventually(t, func() bool { return bus.Subscribers(tu) == 3 }, 5*time.Second, 5*time.Millisecond)
+			rig.stmts.reset()
+			bus.Publish(events.Event{Kind: events.ModelCallStarted, Step: 1, TurnID: tu, Status: "RUNNING", At: time.Now()})
+			for i := 1; i < len(socks); i += 2 {
+				got := next(t, sctx, socks[i])
+				require.Equal(t, string(events.ModelCallStarted), got.Kind)
+				require.Equal(t, "RUNNING", got.Turn.Status)
+			}
+			rig.flush()
+			want := 0
+			if backend == dbtest.Postgres {
+				want++ // the event's notification
+			}
+			require.Equal(t, want, rig.stmts.count(), rig.stmts.String())
 		})
 	}
 }
