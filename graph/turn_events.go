@@ -499,7 +499,14 @@ func (r *Resolver) eventTurn(ctx context.Context, e events.Event, needs eventNee
 	if !needs.turn || (!needs.turnLive && e.Status != "" && !events.Ended(turn.Status(e.Status))) {
 		return &ent.Turn{ID: e.TurnID, Status: turn.Status(e.Status)}, nil
 	}
-	v, err := r.reads.do(ctx, readKey{event: eventID(e), what: "turn"}, func(ctx context.Context) (any, error) {
+	key := readKey{event: eventID(e), what: "turn"}
+	if events.Ended(turn.Status(e.Status)) {
+		// The events that end a turn (its answer, its status) are
+		// announced once the end is stored, which is the turn's last
+		// change: they share one read.
+		key = readKey{event: eventKeyID{turnID: e.TurnID, status: e.Status}, what: "ended turn"}
+	}
+	v, err := r.reads.do(ctx, key, func(ctx context.Context) (any, error) {
 		return r.Client.Turn.Get(ctx, e.TurnID)
 	})
 	if err != nil {

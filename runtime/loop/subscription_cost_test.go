@@ -98,6 +98,21 @@ func TestSubscriptionStatementsPerEvent(t *testing.T) {
 				want++ // the event's notification
 			}
 			require.Equal(t, want, rig.stmts.count(), rig.stmts.String())
+			// The two events that end the turn, its answer and its status,
+			// read the turn once between them.
+			rig.stmts.reset()
+			now := time.Now()
+			bus.Publish(events.Event{Kind: events.Answer, TurnID: tu, Status: "COMPLETED", At: now})
+			bus.Publish(events.Event{Kind: events.Status, TurnID: tu, Status: "COMPLETED", At: now.Add(time.Microsecond)})
+			for i := 1; i < len(socks); i += 2 {
+				for _, kind := range []events.Kind{events.Answer, events.Status} {
+					got := next(t, sctx, socks[i])
+					require.Equal(t, string(kind), got.Kind)
+					require.Equal(t, "COMPLETED", got.Turn.Status)
+				}
+			}
+			rig.flush()
+			require.Equal(t, 1, rig.stmts.count()-rig.stmts.notifications(), rig.stmts.String())
 		})
 	}
 }
