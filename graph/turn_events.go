@@ -161,7 +161,7 @@ func (f *follower) follow(sub *events.Subscription, t *ent.Turn, past []pastEven
 				f.send(&model.TurnEvent{Err: errTooSlow(f.at.seq())})
 				return
 			}
-			if done, ok := f.live(e); !ok || done {
+			if done, ok := f.live(*e); !ok || done {
 				return
 			}
 		}

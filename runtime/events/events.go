@@ -108,10 +108,13 @@ func NewBus() *Bus {
 }
 
 // Subscription receives one turn's events on C until Close, and a signal
-// on Text whenever the turn's stream changed (read it with Bus.Text).
+// on Text whenever the turn's stream changed (read it with Bus.Text). An
+// event received is shared by the turn's subscribers: read it, never
+// change it. (Pointers keep a subscription's buffer of Buffer events a
+// couple of kilobytes, where events themselves would take tens.)
 type Subscription struct {
-	C       <-chan Event
-	c       chan Event
+	C       <-chan *Event
+	c       chan *Event
 	Text    <-chan struct{}
 	text    chan struct{}
 	bus     *Bus
@@ -122,7 +125,7 @@ type Subscription struct {
 
 // Subscribe returns a subscription to a turn's events.
 func (b *Bus) Subscribe(turnID int) *Subscription {
-	c, text := make(chan Event, Buffer), make(chan struct{}, 1)
+	c, text := make(chan *Event, Buffer), make(chan struct{}, 1)
 	s := &Subscription{C: c, c: c, Text: text, text: text, bus: b, turnID: turnID}
 	b.mu.Lock()
 	if b.subs[turnID] == nil {
@@ -168,9 +171,14 @@ func (b *Bus) Deliver(e Event) {
 	b.mu.Lock()
 	defer b.mu.Unlock()
 	b.ended(e)
-	for s := range b.subs[e.TurnID] {
+	subs := b.subs[e.TurnID]
+	if len(subs) == 0 {
+		return
+	}
+	shared := &e
+	for s := range subs {
 		select {
-		case s.c <- e:
+		case s.c <- shared:
 		default:
 			s.dropped.Add(1)
 		}
