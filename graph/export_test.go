@@ -3,6 +3,7 @@ package graph
 import (
 	"bytes"
 	"encoding/json"
+	"time"
 
 	"github.com/99designs/gqlgen/graphql"
 	"github.com/vektah/gqlparser/v2"
@@ -60,3 +61,7 @@ func HotPathTakes(query string, vars map[string]any) (bool, error) {
 	}
 	return false, nil
 }
+
+// SetLoaderWait sets how long the server's loaders gather keys that arrive
+// one by one, before it serves its first request.
+func SetLoaderWait(s *Server, d time.Duration) { s.loaderWait = d }

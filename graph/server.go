@@ -120,6 +120,9 @@ type Server struct {
 	handler http.Handler
 	// limits are the rate limits (ratelimit.go).
 	limits *limits
+	// loaderWait is how long a response's loaders gather keys that arrive
+	// one by one (loader.Wait; tests set it).
+	loaderWait time.Duration
 }
 
 // NewServer builds the HTTP API over cfg.DB.
@@ -151,11 +154,12 @@ func NewServer(cfg Config) *Server {
 	}
 	client := cfg.DB.Client()
 	s := &Server{
-		cfg:      cfg,
-		client:   client,
-		auth:     auth.NewAuthenticator(client, cfg.Log),
-		registry: reg,
-		mux:      http.NewServeMux(),
+		cfg:        cfg,
+		client:     client,
+		auth:       auth.NewAuthenticator(client, cfg.Log),
+		registry:   reg,
+		mux:        http.NewServeMux(),
+		loaderWait: loader.Wait,
 	}
 	if cfg.Signer != nil {
 		s.auth.Scope = scopeResolver(client, cfg.Signer, cfg.Runner)
@@ -291,7 +295,7 @@ func (s *Server) newGraphQL() *handler.Server {
 	// Fresh loaders for every response: one per request over HTTP, one per
 	// event of a subscription, so nothing is cached past what it answers.
 	srv.AroundResponses(func(ctx context.Context, next graphql.ResponseHandler) *graphql.Response {
-		return next(loader.With(ctx, loader.New(s.client)))
+		return next(loader.With(ctx, loader.NewWaiting(s.client, s.loaderWait)))
 	})
 	srv.AroundResponses(reportAttempts)
 	// A query's reads are a reader's: on SQLite they queue for the read

@@ -38,6 +38,7 @@ const Wait = 2 * time.Millisecond
 // Loaders are the per-request loaders.
 type Loaders struct {
 	client *ent.Client
+	wait   time.Duration // how long a loader gathers keys (NewWaiting)
 	mu     sync.Mutex
 	pages  map[string]*pageLoad // by kind and the first sibling's id
 	// toolCalls load the tool calls of turns, ordered by position, one
@@ -76,26 +77,30 @@ type SpendingKey struct {
 }
 
 // New returns loaders that query through client (the API's scoped client).
-func New(client *ent.Client) *Loaders {
-	l := &Loaders{client: client, pages: map[string]*pageLoad{}, toolCalls: map[Columns]*dataloader.Loader[int, []*ent.ToolCall]{}}
+func New(client *ent.Client) *Loaders { return NewWaiting(client, Wait) }
+
+// NewWaiting returns loaders that gather keys arriving one by one for wait
+// (Wait for New) before they query.
+func NewWaiting(client *ent.Client, wait time.Duration) *Loaders {
+	l := &Loaders{client: client, wait: wait, pages: map[string]*pageLoad{}, toolCalls: map[Columns]*dataloader.Loader[int, []*ent.ToolCall]{}}
 	l.ResultByID = dataloader.NewBatchedLoader(l.resultByID(client),
-		dataloader.WithWait[int, *ent.StoredResult](Wait))
+		dataloader.WithWait[int, *ent.StoredResult](l.wait))
 	l.TasksByConversation = dataloader.NewBatchedLoader(tasksByConversation(client),
-		dataloader.WithWait[int, []*ent.Task](Wait))
+		dataloader.WithWait[int, []*ent.Task](l.wait))
 	l.ModelCallsByTurn = dataloader.NewBatchedLoader(modelCallsByTurn(client),
-		dataloader.WithWait[int, []*ent.ModelCall](Wait))
+		dataloader.WithWait[int, []*ent.ModelCall](l.wait))
 	l.ApprovalsByTurn = dataloader.NewBatchedLoader(approvalsByTurn(client),
-		dataloader.WithWait[int, []*ent.Approval](Wait))
+		dataloader.WithWait[int, []*ent.Approval](l.wait))
 	l.SummariesByConversation = dataloader.NewBatchedLoader(summariesByConversation(client),
-		dataloader.WithWait[int, []*ent.Summary](Wait))
+		dataloader.WithWait[int, []*ent.Summary](l.wait))
 	l.AttachmentsByConversation = dataloader.NewBatchedLoader(attachmentsByConversation(client),
-		dataloader.WithWait[int, []*ent.Attachment](Wait))
+		dataloader.WithWait[int, []*ent.Attachment](l.wait))
 	l.RatingsByTurn = dataloader.NewBatchedLoader(ratingsByTurn(client),
-		dataloader.WithWait[int, []*ent.TurnRating](Wait))
+		dataloader.WithWait[int, []*ent.TurnRating](l.wait))
 	l.UserByID = dataloader.NewBatchedLoader(usersByID(client),
-		dataloader.WithWait[int, *ent.User](Wait))
+		dataloader.WithWait[int, *ent.User](l.wait))
 	l.Spending = dataloader.NewBatchedLoader(spending(client),
-		dataloader.WithWait[SpendingKey, budget.Spending](Wait))
+		dataloader.WithWait[SpendingKey, budget.Spending](l.wait))
 	return l
 }
 
@@ -116,10 +121,11 @@ type pageLoad struct {
 	err  error
 }
 
-// pageOnce runs load once per page of siblings (keyed by kind and the first
-// sibling's id) and returns its error to every caller of that page.
+// pageOnce runs load once per page of siblings (keyed by kind, the first
+// sibling's id and their number) and returns its error to every caller of
+// that page.
 func (l *Loaders) pageOnce(kind string, ids []int, load func() error) error {
-	key := fmt.Sprintf("%s:%d", kind, ids[0])
+	key := fmt.Sprintf("%s:%d:%d", kind, ids[0], len(ids))
 	l.mu.Lock()
 	p, ok := l.pages[key]
 	if !ok {
@@ -183,7 +189,7 @@ func (l *Loaders) toolCallLoader(cols Columns) *dataloader.Loader[int, []*ent.To
 	ld, ok := l.toolCalls[cols]
 	if !ok {
 		ld = dataloader.NewBatchedLoader(l.toolCallsByTurn(l.client, cols),
-			dataloader.WithWait[int, []*ent.ToolCall](Wait))
+			dataloader.WithWait[int, []*ent.ToolCall](l.wait))
 		l.toolCalls[cols] = ld
 	}
 	return ld
@@ -196,7 +202,7 @@ func (l *Loaders) toolCallLoader(cols Columns) *dataloader.Loader[int, []*ent.To
 // the resolvers are scheduled.
 func (l *Loaders) ToolCalls(ctx context.Context, turn *ent.Turn, cols Columns) ([]*ent.ToolCall, error) {
 	ld := l.toolCallLoader(cols)
-	if ids := siblingTurns(ctx); len(ids) > 1 {
+	if ids := together(ctx, turn.ID, siblingTurns); ids != nil {
 		err := l.pageOnce(fmt.Sprintf("toolcalls%d", cols), ids, func() error {
 			return primeAll(ctx, ld, l.toolCallsByTurn(l.client, cols), ids)
 		})
@@ -210,7 +216,7 @@ func (l *Loaders) ToolCalls(ctx context.Context, turn *ent.Turn, cols Columns) (
 // ModelCalls returns the model calls of turn, in step order, loading those
 // of the turn's whole page in the same statement.
 func (l *Loaders) ModelCalls(ctx context.Context, turn *ent.Turn) ([]*ent.ModelCall, error) {
-	if ids := siblingTurns(ctx); len(ids) > 1 {
+	if ids := together(ctx, turn.ID, siblingTurns); ids != nil {
 		err := l.pageOnce("modelcalls", ids, func() error {
 			return primeAll(ctx, l.ModelCallsByTurn, modelCallsByTurn(l.client), ids)
 		})
@@ -226,7 +232,7 @@ func (l *Loaders) ModelCalls(ctx context.Context, turn *ent.Turn) ([]*ent.ModelC
 // transcript that asks each call for its approval, or each turn for what
 // waits, costs one statement for them all.
 func (l *Loaders) Approvals(ctx context.Context, turn *ent.Turn) ([]*ent.Approval, error) {
-	if ids := siblingTurns(ctx); len(ids) > 1 {
+	if ids := together(ctx, turn.ID, siblingTurns); ids != nil {
 		err := l.pageOnce("approvals", ids, func() error {
 			return primeAll(ctx, l.ApprovalsByTurn, approvalsByTurn(l.client), ids)
 		})
@@ -242,7 +248,7 @@ func (l *Loaders) Approvals(ctx context.Context, turn *ent.Turn) ([]*ent.Approva
 // statement. Turn.myRating and Turn.ratings both read it, so a page asking
 // for both still sends one statement.
 func (l *Loaders) Ratings(ctx context.Context, turn *ent.Turn) ([]*ent.TurnRating, error) {
-	if ids := siblingTurns(ctx); len(ids) > 1 {
+	if ids := together(ctx, turn.ID, siblingTurns); ids != nil {
 		err := l.pageOnce("ratings", ids, func() error {
 			if err := primeAll(ctx, l.RatingsByTurn, ratingsByTurn(l.client), ids); err != nil {
 				return err
@@ -301,6 +307,45 @@ func wantsRaters(ctx context.Context) bool {
 		}
 	}
 	return false
+}
+
+// together returns the keys to load with id in one statement, at once
+// and without waiting for more: those of its siblings (siblings, when
+// they are more than id alone), or id alone when the object it names is no
+// element of a list (alone). Nil leaves id to the loader, which waits for
+// others to batch with.
+func together(ctx context.Context, id int, siblings func(context.Context) []int) []int {
+	if ids := siblings(ctx); len(ids) > 1 {
+		return ids
+	}
+	if alone(ctx) {
+		return []int{id}
+	}
+	return nil
+}
+
+// alone reports whether the object whose field is resolved in ctx is no
+// element of a list: no field above it returns one, as for node(id:),
+// conversation(id:) or a mutation's payload. Its key is then all there is
+// of its kind in its place, and a loader waiting Wait for more would only
+// delay the answer; a document that names several such objects (aliases)
+// loads each with a statement of its own, as many as its fields.
+func alone(ctx context.Context) bool {
+	fc := graphql.GetFieldContext(ctx)
+	if fc == nil {
+		return false
+	}
+	for fc = fc.Parent; fc != nil; fc = fc.Parent {
+		switch {
+		case fc.Index != nil:
+			return false // an element's own context, which gqlgen adds in a list
+		case fc.Field.Field == nil:
+			// the operation's root
+		case fc.Field.Definition == nil || fc.Field.Definition.Type == nil || fc.Field.Definition.Type.Elem != nil:
+			return false
+		}
+	}
+	return true
 }
 
 // siblingTurns returns the ids of the turns on the page a turn field is
@@ -428,7 +473,7 @@ func (l *Loaders) resultByID(client *ent.Client) dataloader.BatchFunc[int, *ent.
 // Tasks returns a conversation's task list. As for tool calls, the first
 // conversation of a page loads the lists of the whole page in one statement.
 func (l *Loaders) Tasks(ctx context.Context, conv *ent.Conversation) ([]*ent.Task, error) {
-	if ids := siblingConversations(ctx); len(ids) > 1 {
+	if ids := together(ctx, conv.ID, siblingConversations); ids != nil {
 		err := l.pageOnce("tasks", ids, func() error {
 			return primeAll(ctx, l.TasksByConversation, tasksByConversation(l.client), ids)
 		})
@@ -443,7 +488,7 @@ func (l *Loaders) Tasks(ctx context.Context, conv *ent.Conversation) ([]*ent.Tas
 // they cover, loading those of the conversation's whole page in the same
 // statement.
 func (l *Loaders) Summaries(ctx context.Context, conv *ent.Conversation) ([]*ent.Summary, error) {
-	if ids := siblingConversations(ctx); len(ids) > 1 {
+	if ids := together(ctx, conv.ID, siblingConversations); ids != nil {
 		err := l.pageOnce("summaries", ids, func() error {
 			return primeAll(ctx, l.SummariesByConversation, summariesByConversation(l.client), ids)
 		})
@@ -457,7 +502,7 @@ func (l *Loaders) Summaries(ctx context.Context, conv *ent.Conversation) ([]*ent
 // Attachments returns the attachments of conv; a page of conversations
 // loads in one statement, like Tasks.
 func (l *Loaders) Attachments(ctx context.Context, conv *ent.Conversation) ([]*ent.Attachment, error) {
-	if ids := siblingConversations(ctx); len(ids) > 1 {
+	if ids := together(ctx, conv.ID, siblingConversations); ids != nil {
 		err := l.pageOnce("attachments", ids, func() error {
 			return primeAll(ctx, l.AttachmentsByConversation, attachmentsByConversation(l.client), ids)
 		})
