@@ -201,6 +201,14 @@ func measureShapes(ctx context.Context, c *client, o options, stdout io.Writer) 
 		}
 		defer db.Close()
 		db.SetMaxIdleConns(slices.Max(o.clients))
+		// The planner's statistics of the rows just seeded: PostgreSQL's
+		// autovacuum gathers them once that many rows change, within its
+		// naptime (a minute), but a server may run with it off, and every
+		// reader's plans (toolgate's, PostGraphile's, plain SQL's) would
+		// then be chosen for empty tables.
+		if _, err := db.ExecContext(ctx, "ANALYZE"); err != nil {
+			return fmt.Errorf("analyze the seeded tables: %w", err)
+		}
 	}
 	type target struct {
 		by   string
