@@ -21,21 +21,36 @@ import (
 )
 
 // seedModelCalls stores n model calls of the rig's user earlier in the
-// month, each with a cost, straight into the table (a client without the
-// hooks: the month's running totals are not what is measured here), under
-// a turn of a conversation of their own.
+// month, each with a cost, straight into the tables (a client without the
+// hooks: the month's running totals are not what is measured here), as a
+// month of traffic spreads them: callsPerTurn a turn, turnsPerConversation
+// turns a conversation, in conversations of their own. The planner reads
+// the spread from the statistics: with every call under one turn, it would
+// rightly scan them all for that turn's calls.
 func (r *costRig) seedModelCalls(t testing.TB, n int) {
 	t.Helper()
+	const callsPerTurn, turnsPerConversation = 4, 50
 	ctx := tenancy.System(context.Background())
 	conv := r.client.Conversation.Query().FirstX(ctx)
-	seedConv := r.client.Conversation.Create().SetOrganizationID(conv.OrganizationID).SetUserID(conv.UserID).SetAgentID(conv.AgentID).SaveX(ctx)
-	seedTurn := r.client.Turn.Create().SetConversationID(seedConv.ID).SetNumber(1).SetUserText("earlier").SetStartedAt(r.now).SaveX(ctx)
 	raw := ent.NewClient(ent.Driver(r.db.Driver))
 	start, _ := budget.Month(r.now)
+	var turns []int
+	for len(turns)*callsPerTurn < n {
+		seedConv := raw.Conversation.Create().SetOrganizationID(conv.OrganizationID).SetUserID(conv.UserID).SetAgentID(conv.AgentID).SaveX(ctx)
+		batch := make([]*ent.TurnCreate, turnsPerConversation)
+		for i := range batch {
+			batch[i] = raw.Turn.Create().SetConversationID(seedConv.ID).SetNumber(i + 1).SetUserText("earlier").
+				SetStatus(turn.StatusCOMPLETED).SetStartedAt(r.now)
+		}
+		for _, tu := range raw.Turn.CreateBulk(batch...).SaveX(ctx) {
+			turns = append(turns, tu.ID)
+		}
+	}
 	for done := 0; done < n; {
 		batch := make([]*ent.ModelCallCreate, 0, 500)
 		for ; done < n && len(batch) < cap(batch); done++ {
-			batch = append(batch, raw.ModelCall.Create().SetTurnID(seedTurn.ID).SetOrganizationID(conv.OrganizationID).
+			batch = append(batch, raw.ModelCall.Create().SetTurnID(turns[done/callsPerTurn]).SetStep(done%callsPerTurn).
+				SetOrganizationID(conv.OrganizationID).
 				SetAgentID(conv.AgentID).SetUserID(conv.UserID).SetProvider("scripted").SetModel("gpt-4.1").
 				SetInputTokens(1000).SetOutputTokens(100).SetCost(0.0028).SetCostMicros(2800).
 				SetStartedAt(start.Add(time.Duration(done)*time.Second)))
@@ -74,6 +89,12 @@ func BenchmarkTurnCostByHistory(b *testing.B) {
 					require.NoError(b, err)
 					conv := rig.client.Conversation.GetX(ctx, convID)
 					rig.seedModelCalls(b, earlier)
+					if backend == dbtest.Postgres {
+						// The planner's statistics of the seeded calls, as
+						// autovacuum (on by default) gathers them.
+						_, err := rig.db.SQL.Exec("ANALYZE")
+						require.NoError(b, err)
+					}
 					if limits {
 						_, err := budget.Set(ctx, rig.client, conv.OrganizationID, 0, schematype.MicrosFromUSD(1_000_000))
 						require.NoError(b, err)
@@ -90,7 +111,11 @@ func BenchmarkTurnCostByHistory(b *testing.B) {
 						// Each turn alone in its conversation; the earlier
 						// calls stay.
 						rig.client.ToolCall.Delete().ExecX(ctx)
-						rig.client.ModelCall.Delete().Where(modelcall.HasTurnWith(turn.ConversationID(convID))).ExecX(ctx)
+						// By the turns' ids: a join on the conversation
+						// led SQLite to scan every earlier call, which
+						// emptied its page cache before each turn.
+						ids := rig.client.Turn.Query().Where(turn.ConversationID(convID)).IDsX(ctx)
+						rig.client.ModelCall.Delete().Where(modelcall.TurnIDIn(ids...)).ExecX(ctx)
 						rig.client.StoredResult.Delete().ExecX(ctx)
 						rig.client.Turn.Delete().Where(turn.ConversationID(convID)).ExecX(ctx)
 						id := rig.newTurn(b, convID, 1)
