@@ -22,8 +22,9 @@ func FastFields(typ string) map[string]bool {
 }
 
 // HotPathTakes reports whether the hot path takes the query's conversation
-// field (its selection and its turns' arguments; the rows are not read), as
-// the server decides it for the same document and variables.
+// or root turns field (its selection and its turns' arguments, where
+// included; the rows are not read), as the server decides it for the same
+// document and variables.
 func HotPathTakes(query string, vars map[string]any) (bool, error) {
 	schema := generated.NewExecutableSchema(generated.Config{}).Schema()
 	doc, errs := gqlparser.LoadQueryWithRules(schema, query, nil)
@@ -47,6 +48,13 @@ func HotPathTakes(query string, vars map[string]any) (bool, error) {
 	}
 	oc := &graphql.OperationContext{Doc: doc, Operation: op, Variables: coerced}
 	for _, f := range graphql.CollectFields(oc, op.SelectionSet, []string{"Query"}) {
+		if f.Name == "turns" {
+			if _, ok := collectFast(oc, f, "TurnConnection"); !ok {
+				return false, nil
+			}
+			_, ok := rootTurnsPage(f.ArgumentMap(oc.Variables))
+			return ok, nil
+		}
 		if f.Name != "conversation" {
 			continue
 		}
@@ -56,6 +64,7 @@ func HotPathTakes(query string, vars map[string]any) (bool, error) {
 		}
 		if turns := find(sel, "turns"); turns != nil {
 			_, ok = turnPage(turns)
+			ok = ok && find(turns.kids, "totalCount") == nil
 		}
 		return ok, nil
 	}

@@ -97,8 +97,9 @@ type Config struct {
 	ReadHeaderTimeout, ReadTimeout, UploadTimeout, IdleTimeout, InitTimeout time.Duration
 	SubscriptionsPerSocket, SubscriptionsPerToken                           int
 	// ResolveTranscripts turns the transcript's hot path off: every
-	// conversation read goes through the resolvers, field by field (for
-	// comparing the two; see fastConversation).
+	// conversation read, and every read of the root turns, goes through
+	// the resolvers, field by field (for comparing the two; see
+	// fastRootFields).
 	ResolveTranscripts bool
 	// TracerProvider, when set, gives requests server spans and operations
 	// and resolvers spans of their own (trace.go); nil traces nothing.
@@ -313,7 +314,7 @@ func (s *Server) newGraphQL() *handler.Server {
 	srv.AroundRootFields(idempotent)
 	if !s.cfg.ResolveTranscripts {
 		// Innermost: after the scope guard, like the resolver it stands in for.
-		srv.AroundRootFields(fastConversation(s.cfg.DB.Driver))
+		srv.AroundRootFields(fastRootFields(s.cfg.DB.Driver))
 	}
 	srv.SetErrorPresenter(s.presentError)
 	srv.SetRecoverFunc(func(ctx context.Context, p any) error {

@@ -37,7 +37,7 @@ import (
 // of 100 turns with their model calls, tool calls and results' metadata:
 // some 15,000 fields. Resolved field by field, gqlgen gives each its own
 // context and marshaller, and that, not SQL, was most of the read's CPU
-// and allocation. fastConversation answers such a read itself: it loads
+// and allocation. fastRootFields answers such a read itself: it loads
 // the conversation with its user and agent, then each level, in one
 // statement each, every table limited by its entity's own privacy policy
 // as ent limits its queries (scoped), sent through ent's driver, reading
@@ -54,8 +54,10 @@ import (
 // of its types on neither list) and the turns page forward (first/after)
 // or backward (last/before) by number, either direction, the schema's
 // default being NUMBER ASC. Anything else (first or last 0, STARTED_AT,
-// where, totalCount, turns selected twice), and any error, leaves the
-// field to the resolvers, which then answer or refuse exactly as before.
+// where, totalCount, turns selected twice, a turn's conversation), and any
+// error, leaves the field to the resolvers, which then answer or refuse
+// exactly as before. The root turns field is read with the same columns,
+// rows and writers (turns_fast.go).
 
 // selField is a field of the selection, with its sub-selection: a column
 // (col, written from cell slot of its row) or a field the hot path
@@ -78,8 +80,18 @@ var implementors = map[string][]string{
 
 // collectFast collects the selection of a field of type typ, or reports
 // false when it selects anything the hot path does not write (fastSchema).
-// An object field may be selected once only (under one alias).
+// An object field may be selected once only (under one alias), and never
+// one leading back to a type above it (a turn's conversation under the
+// conversation's turns, that conversation's turns under the root's turns):
+// each of the graph's cycles is a read of its own, the resolvers'.
 func collectFast(oc *graphql.OperationContext, f graphql.CollectedField, typ string) ([]selField, bool) {
+	return collectBelow(oc, f, typ, nil)
+}
+
+// collectBelow is collectFast under the types above, those of the fields
+// the selection is nested in.
+func collectBelow(oc *graphql.OperationContext, f graphql.CollectedField, typ string, above []string) ([]selField, bool) {
+	above = append(above[:len(above):len(above)], typ)
 	known := fastSchema()[typ]
 	sat := implementors[typ]
 	if sat == nil {
@@ -94,11 +106,11 @@ func collectFast(oc *graphql.OperationContext, f graphql.CollectedField, typ str
 		}
 		sf := selField{alias: c.Alias, name: c.Name, key: string(append(appendString(nil, c.Alias), ':')), col: ff.col}
 		if ff.obj != "" {
-			if objects[c.Name] {
+			if objects[c.Name] || slices.Contains(above, ff.obj) {
 				return nil, false
 			}
 			objects[c.Name] = true
-			if sf.kids, ok = collectFast(oc, c, ff.obj); !ok {
+			if sf.kids, ok = collectBelow(oc, c, ff.obj, above); !ok {
 				return nil, false
 			}
 		}
@@ -121,18 +133,22 @@ func hasCustomDirective(c graphql.CollectedField) bool {
 	return false
 }
 
-// fastConversation is the root-field middleware that answers a portal's
-// conversation read itself (see above); drv, the driver ent's clients
-// send their statements through, runs the hot path's.
-func fastConversation(drv dialect.Driver) graphql.RootFieldMiddleware {
+// fastRootFields is the root-field middleware that answers a portal's
+// conversation read, and the root turns field (fastTurns), itself (see
+// above); drv, the driver ent's clients send their statements through,
+// runs the hot path's.
+func fastRootFields(drv dialect.Driver) graphql.RootFieldMiddleware {
 	return func(ctx context.Context, next graphql.RootResolver) graphql.Marshaler {
 		fc := graphql.GetRootFieldContext(ctx)
-		if fc == nil || fc.Field.Name != "conversation" || !graphql.HasOperationContext(ctx) {
+		if fc == nil || fc.Field.Name != "conversation" && fc.Field.Name != "turns" || !graphql.HasOperationContext(ctx) {
 			return next(ctx)
 		}
 		oc := graphql.GetOperationContext(ctx)
 		if oc.Operation == nil || oc.Operation.Operation != ast.Query {
 			return next(ctx)
+		}
+		if fc.Field.Name == "turns" {
+			return fastTurns(ctx, drv, oc, fc.Field, next)
 		}
 		sel, ok := collectFast(oc, fc.Field, "Conversation")
 		if !ok {
@@ -149,7 +165,7 @@ func fastConversation(drv dialect.Driver) graphql.RootFieldMiddleware {
 			return next(ctx)
 		}
 		return graphql.WriterFunc(func(w io.Writer) {
-			t.answer = t.conversation(slices.Grow(t.answer[:0], t.size), sel)
+			t.answer = t.conversation(slices.Grow(t.answer[:0], t.size), sel, t.cells[atConversation])
 			_, _ = w.Write(t.answer)
 			t.release()
 		})
@@ -161,7 +177,7 @@ func fastConversation(drv dialect.Driver) graphql.RootFieldMiddleware {
 // a transcript is some thousand rows and some hundreds of kilobytes of
 // JSON.
 var fastReads = sync.Pool{New: func() any {
-	return &fastRead{toolSpans: map[int64]span{}, modelSpans: map[int64]span{}}
+	return &fastRead{toolSpans: map[int64]span{}, modelSpans: map[int64]span{}, convAt: map[int64]int{}}
 }}
 
 // maxPooledAnswer is the largest answer buffer kept for the next read.
@@ -174,6 +190,8 @@ func (t *fastRead) release() {
 		return
 	}
 	clear(t.turns)
+	clear(t.convs)
+	clear(t.convAt)
 	clear(t.toolCalls)
 	clear(t.modelCalls)
 	clear(t.toolSpans)
@@ -183,8 +201,8 @@ func (t *fastRead) release() {
 		t.cells[i] = t.cells[i][:0]
 	}
 	*t = fastRead{
-		turns: t.turns[:0], toolCalls: t.toolCalls[:0], modelCalls: t.modelCalls[:0], turnIDs: t.turnIDs[:0],
-		toolSpans: t.toolSpans, modelSpans: t.modelSpans, answer: t.answer[:0], cells: t.cells,
+		turns: t.turns[:0], convs: t.convs[:0], convAt: t.convAt, toolCalls: t.toolCalls[:0], modelCalls: t.modelCalls[:0],
+		turnIDs: t.turnIDs[:0], toolSpans: t.toolSpans, modelSpans: t.modelSpans, answer: t.answer[:0], cells: t.cells,
 	}
 	fastReads.Put(t)
 }
@@ -198,13 +216,23 @@ const (
 	levels
 )
 
-// fastRead is what the hot path loaded for one conversation.
+// fastRead is what the hot path loaded for one conversation, or for the
+// root turns field (root).
 type fastRead struct {
-	drv     dialect.Driver
-	convID  int64
+	drv    dialect.Driver
+	convID int64
+	root   bool
+	// convs are the conversations read, the one of a transcript or those
+	// of the root's turns; convAt indexes the latter by id.
+	convs   []convRow
+	convAt  map[int64]int
 	turns   []turnRow
 	hasNext bool
 	hasPrev bool
+	// order is the turns' order, which their cursors hold the values of;
+	// total their count, when the selection asks for it.
+	order []orderTerm
+	total int
 	// lo and hi are the least and greatest numbers of the turns read.
 	lo, hi int64
 	// toolCalls and modelCalls are ordered by turn id; a turn's are the
@@ -241,8 +269,15 @@ func extend(spans map[int64]span, id int64, i int) {
 // each column the selection names.
 type (
 	turnRow struct {
-		id, number int64
-		at         int
+		id, number, convID int64
+		startedAt          time.Time
+		at                 int
+	}
+	convRow struct {
+		id int64
+		at int
+		// user and agent: the user or agent asked for is within reach.
+		user, agent bool
 	}
 	toolCallRow struct {
 		turnID   int64
@@ -298,37 +333,54 @@ func find(sel []selField, name string) *selField {
 	return nil
 }
 
-// page is what the turns field's arguments ask for: first/after or
-// last/before, by number in either direction (by number, ascending, when
-// orderBy is not given: the schema's default).
+// page is what a turns field's arguments ask for: first/after or
+// last/before, in order (by number, ascending, for a conversation's turns
+// when orderBy is not given: the schema's default), of the turns where
+// selects (a conversation's, or those the root field's where matches).
 type page struct {
 	limit         int
 	after, before *entgql.Cursor[int]
-	last, desc    bool
+	last          bool
+	order         []orderTerm
+	where         []func(*entsql.Selector)
 }
 
-// turnPage reads the turns field's arguments, or reports false for any the
-// hot path leaves to the resolvers (which then answer or refuse them).
+// orderTerm is a column the turns are ordered by, and its direction.
+type orderTerm struct {
+	column string
+	desc   bool
+}
+
+// pageCount is a page's length as first or last gives it, or false for one
+// the hot path leaves to the resolvers: with 0 they count the turns for
+// the page's info, and they refuse one out of range.
+func pageCount(v any) (int, bool) {
+	n, isInt := v.(int64)
+	return int(n), isInt && n > 0 && n <= MaxPage
+}
+
+// pageCursor is an after or before cursor, or false for one the resolvers
+// refuse.
+func pageCursor(v any) (*entgql.Cursor[int], bool) {
+	if v == nil {
+		return nil, true
+	}
+	c := &entgql.Cursor[int]{}
+	return c, c.UnmarshalGQL(v) == nil
+}
+
+// turnPage reads a conversation's turns field's arguments, or reports
+// false for any the hot path leaves to the resolvers (which then answer or
+// refuse them).
 func turnPage(f *selField) (p page, ok bool) {
-	var hasFirst, hasLast bool
-	count := func(v any) (int, bool) {
-		n, isInt := v.(int64)
-		return int(n), isInt && n > 0 && n <= MaxPage // with 0 the resolvers count the turns for the page's info
-	}
-	cursor := func(v any) (*entgql.Cursor[int], bool) {
-		if v == nil {
-			return nil, true
-		}
-		c := &entgql.Cursor[int]{}
-		return c, c.UnmarshalGQL(v) == nil
-	}
+	var hasFirst, hasLast, desc bool
 	for k, v := range f.args {
 		switch k {
 		case "first":
 			if v == nil {
 				continue
 			}
-			if p.limit, ok = count(v); !ok {
+			if p.limit, ok = pageCount(v); !ok {
 				return page{}, false
 			}
 			hasFirst = true
@@ -336,16 +388,16 @@ func turnPage(f *selField) (p page, ok bool) {
 			if v == nil {
 				continue
 			}
-			if p.limit, ok = count(v); !ok {
+			if p.limit, ok = pageCount(v); !ok {
 				return page{}, false
 			}
 			hasLast = true
 		case "after":
-			if p.after, ok = cursor(v); !ok {
+			if p.after, ok = pageCursor(v); !ok {
 				return page{}, false
 			}
 		case "before":
-			if p.before, ok = cursor(v); !ok {
+			if p.before, ok = pageCursor(v); !ok {
 				return page{}, false
 			}
 		case "orderBy":
@@ -360,7 +412,7 @@ func turnPage(f *selField) (p page, ok bool) {
 			switch o["direction"] {
 			case nil, "ASC":
 			case "DESC":
-				p.desc = true
+				desc = true
 			default:
 				return page{}, false
 			}
@@ -374,6 +426,7 @@ func turnPage(f *selField) (p page, ok bool) {
 		return page{}, false
 	}
 	p.last = hasLast
+	p.order = []orderTerm{{column: turn.FieldNumber, desc: desc}}
 	return p, true
 }
 
@@ -414,8 +467,15 @@ type columns struct {
 	scans []*scanCell
 	// ints are the integer columns read for the read itself (a selection
 	// naming one takes it from there) and the ids of joined tables, set
-	// after each row.
-	ints []*intCol
+	// after each row; times the times it reads for itself.
+	ints  []*intCol
+	times []*timeCol
+}
+
+// timeCol is a time the read itself uses (a cursor's value), set into t.
+type timeCol struct {
+	sc scanCell
+	t  *time.Time
 }
 
 // intCol is an integer column the read itself uses, set into n (a NULL
@@ -570,6 +630,13 @@ func (c *columns) addInt(name string, ic *intCol) {
 	c.ints = append(c.ints, ic)
 }
 
+// addTime selects the time column into dest, for the read itself.
+func (c *columns) addTime(column string, dest *time.Time) {
+	tc := &timeCol{sc: scanCell{col: &fastColumn{name: column, column: column, kind: kindTime}}, t: dest}
+	c.addTimeAs(c.table.C(column), &tc.sc)
+	c.times = append(c.times, tc)
+}
+
 // readInt is the integer column the read itself reads, or nil.
 func (c *columns) readInt(column string) *int64 {
 	for _, ic := range c.ints {
@@ -644,6 +711,13 @@ func (c *columns) take(cells []colValue) ([]colValue, error) {
 		if err := ic.set(); err != nil {
 			return cells, err
 		}
+	}
+	for _, tc := range c.times {
+		v, err := tc.sc.cell()
+		if err != nil {
+			return cells, err
+		}
+		*tc.t = v.t
 	}
 	for _, sc := range c.scans {
 		if sc.id != nil && !sc.id.Valid {
@@ -729,9 +803,13 @@ func (t *fastRead) load(ctx context.Context, id int, sel []selField) (bool, erro
 	}
 	if turns != nil {
 		p, ok := turnPage(turns)
-		if !ok {
-			return false, nil
+		if !ok || find(turns.kids, "totalCount") != nil {
+			return false, nil // totalCount: the conversation's resolver counts with ent's loader, not its pager
 		}
+		p.where = []func(*entsql.Selector){func(s *entsql.Selector) {
+			s.Where(entsql.EQ(s.C(turn.FieldConversationID), id))
+		}}
+		t.order = p.order
 		if e := find(turns.kids, "edges"); e != nil {
 			if n := find(e.kids, "node"); n != nil {
 				node = n.kids
@@ -740,19 +818,25 @@ func (t *fastRead) load(ctx context.Context, id int, sel []selField) (bool, erro
 		// The page of turns is read beside the conversation, each limited
 		// by its own policy, and kept only if the conversation is there.
 		turnsRead = make(chan error, 1)
-		go func() { turnsRead <- t.loadTurns(ctx, id, p, node) }()
+		go func() { turnsRead <- t.loadTurns(ctx, p, node) }()
 		if tc = find(node, "toolCalls"); tc != nil {
 			toolsRead = make(chan error, 1)
 			go func() {
-				n, err := t.loadToolCalls(ctx, id, p, tc.kids)
+				n, err := t.loadToolCalls(ctx, p, tc.kids)
 				toolsSize = n
 				toolsRead <- err
 			}()
 		}
 	}
-	found, err := t.loadConversation(ctx, id, sel)
+	err := t.loadConversations(ctx, func(s *entsql.Selector) *entsql.Predicate {
+		return entsql.EQ(s.C(conversation.FieldID), id)
+	}, sel)
 	if turnsRead != nil {
 		err = cmp.Or(err, <-turnsRead)
+	}
+	found := len(t.convs) == 1 && t.convs[0].user && t.convs[0].agent
+	if found {
+		t.convID = t.convs[0].id
 	}
 	if err != nil || !found {
 		return false, cmp.Or(err, waitTools()) // not there, not theirs, or its user or agent out of reach: the resolvers say so
@@ -783,17 +867,23 @@ func (t *fastRead) load(ctx context.Context, id int, sel []selField) (bool, erro
 	return true, nil
 }
 
-// loadConversation reads conversation id, with its user and agent when
-// asked, in one statement: each joined as a subquery limited by its own
-// policy, so a user or agent out of reach reads as absent, and then false
-// is returned, as for a conversation out of reach.
-func (t *fastRead) loadConversation(ctx context.Context, id int, sel []selField) (bool, error) {
+// loadConversations reads the conversations where selects (one, of a
+// transcript; those of the root's page of turns), with their users and
+// agents when asked, in one statement: each joined as a subquery limited
+// by its own policy, so a user or agent out of reach reads as absent (its
+// row's user or agent false), which the caller answers as it would a
+// conversation out of reach: by leaving the read to the resolvers.
+func (t *fastRead) loadConversations(ctx context.Context, where func(*entsql.Selector) *entsql.Predicate, sel []selField) error {
 	b := t.builder()
-	var userID, agentID sql.NullInt64
+	var (
+		userID, agentID sql.NullInt64
+		r               convRow
+	)
 	c := t.newColumns(b, conversation.Table)
-	c.add(true, conversation.FieldID, &t.convID)
+	c.add(true, conversation.FieldID, &r.id)
 	c.selected(sel, c.table.C)
-	s := b.Select().From(c.table).Where(entsql.EQ(c.table.C(conversation.FieldID), id))
+	s := b.Select().From(c.table)
+	s.Where(where(s))
 	// join adds the subquery of table, as alias, limited by policy, and
 	// the columns f selects of it.
 	join := func(f *selField, table, alias, fk string, policy entgo.Policy, id *sql.NullInt64) error {
@@ -821,53 +911,64 @@ func (t *fastRead) loadConversation(ctx context.Context, id int, sel []selField)
 	u, a := find(sel, "user"), find(sel, "agent")
 	if u != nil {
 		if err := join(u, user.Table, "u", conversation.FieldUserID, user.Policy, &userID); err != nil {
-			return false, err
+			return err
 		}
 	}
 	if a != nil {
 		if err := join(a, agent.Table, "a", conversation.FieldAgentID, agent.Policy, &agentID); err != nil {
-			return false, err
+			return err
 		}
 	}
 	s.Select(c.names...)
 	s, err := scoped(ctx, conversation.Policy, s)
 	if err != nil {
-		return false, err
+		return err
 	}
-	found := false
-	err = t.query(ctx, s, &c, atConversation, func(int) error {
-		found = true
+	return t.query(ctx, s, &c, atConversation, func(at int) error {
+		r.at, r.user, r.agent = at, u == nil || userID.Valid, a == nil || agentID.Valid
+		t.convs = append(t.convs, r)
 		return nil
 	})
-	if err != nil || !found || u != nil && !userID.Valid || a != nil && !agentID.Valid {
-		return false, err
-	}
-	return true, nil
 }
 
 // dialectBuilder is the statement builder of the driver's dialect.
 func (t *fastRead) builder() *entsql.DialectBuilder { return entsql.Dialect(t.drv.Dialect()) }
 
-// turnsPage limits s, a select from the turns table, to page p of
-// conversation convID's turns (and one more, which says whether another
-// page follows), each limited by its policy, as ent's pager reads a page:
-// backward, both directions reversed, and the page turned round after.
-func turnsPage(ctx context.Context, s *entsql.Selector, table *entsql.SelectTable, convID int, p page) (*entsql.Selector, error) {
-	s, err := scoped(ctx, turn.Policy, s.Where(entsql.EQ(table.C(turn.FieldConversationID), convID)))
+// turnsPage limits s, a select from the turns table, to page p of the
+// turns p.where selects (and one more, which says whether another page
+// follows), each limited by its policy, as ent's pager reads a page: in
+// p's order, then by id ascending; backward, every direction reversed, and
+// the page turned round after.
+func turnsPage(ctx context.Context, s *entsql.Selector, table *entsql.SelectTable, p page) (*entsql.Selector, error) {
+	for _, w := range p.where {
+		w(s)
+	}
+	s, err := scoped(ctx, turn.Policy, s)
 	if err != nil {
 		return nil, err
 	}
-	numberDir, idDir := entgql.OrderDirectionAsc, entgql.OrderDirectionAsc
-	if p.desc {
-		numberDir = entgql.OrderDirectionDesc
+	direction := func(desc bool) entgql.OrderDirection {
+		if desc != p.last {
+			return entgql.OrderDirectionDesc
+		}
+		return entgql.OrderDirectionAsc
 	}
-	if p.last {
-		numberDir, idDir = numberDir.Reverse(), idDir.Reverse()
+	order := func(column string, d entgql.OrderDirection) string {
+		if d == entgql.OrderDirectionDesc {
+			return entsql.Desc(column)
+		}
+		return column
 	}
+	fields, directions := make([]string, len(p.order)), make([]entgql.OrderDirection, len(p.order))
+	terms := make([]string, 0, len(p.order)+1)
+	for i, o := range p.order {
+		fields[i], directions[i] = o.column, direction(o.desc)
+		terms = append(terms, order(table.C(o.column), directions[i]))
+	}
+	idDir := direction(false)
 	if p.after != nil || p.before != nil {
 		preds, err := entgql.MultiCursorsPredicate(p.after, p.before, &entgql.MultiCursorsOptions{
-			FieldID: turn.FieldID, DirectionID: idDir,
-			Fields: []string{turn.FieldNumber}, Directions: []entgql.OrderDirection{numberDir},
+			FieldID: turn.FieldID, DirectionID: idDir, Fields: fields, Directions: directions,
 		})
 		if err != nil {
 			return nil, err
@@ -876,23 +977,23 @@ func turnsPage(ctx context.Context, s *entsql.Selector, table *entsql.SelectTabl
 			pr(s)
 		}
 	}
-	order := func(column string, d entgql.OrderDirection) string {
-		if d == entgql.OrderDirectionDesc {
-			return entsql.Desc(column)
-		}
-		return column
-	}
-	return s.OrderBy(order(table.C(turn.FieldNumber), numberDir), order(table.C(turn.FieldID), idDir)).Limit(p.limit + 1), nil
+	return s.OrderBy(append(terms, order(table.C(turn.FieldID), idDir))...).Limit(p.limit + 1), nil
 }
 
-func (t *fastRead) loadTurns(ctx context.Context, convID int, p page, sel []selField) error {
+// loadTurns reads page p of turns, with the columns sel names, those its
+// cursors hold, and the conversation's id when sel asks for it.
+func (t *fastRead) loadTurns(ctx context.Context, p page, sel []selField) error {
 	b := t.builder()
 	var r turnRow
 	c := t.newColumns(b, turn.Table)
 	c.add(true, turn.FieldID, &r.id)
 	c.add(true, turn.FieldNumber, &r.number)
+	c.add(find(sel, "conversation") != nil, turn.FieldConversationID, &r.convID)
+	if slices.Contains(p.order, orderTerm{turn.FieldStartedAt, false}) || slices.Contains(p.order, orderTerm{turn.FieldStartedAt, true}) {
+		c.addTime(turn.FieldStartedAt, &r.startedAt)
+	}
 	c.selected(sel, c.table.C)
-	s, err := turnsPage(ctx, b.Select(c.names...).From(c.table), c.table, convID, p)
+	s, err := turnsPage(ctx, b.Select(c.names...).From(c.table), c.table, p)
 	if err != nil {
 		return err
 	}
@@ -943,10 +1044,18 @@ func (t *fastRead) textLen(level, at, n int) int {
 // PostgreSQL it is one array of the turns' ids (column = ANY($1)), which
 // plans as one index scan; on SQLite, the page's range of numbers, unique
 // in a conversation, so the statement keeps three arguments and one text
-// (and one prepared statement) whatever the page's length.
+// (and one prepared statement) whatever the page's length, and the ids of
+// the root's turns, which are of any conversation.
 func (t *fastRead) inPage(column string) *entsql.Predicate {
 	if t.drv.Dialect() == dialect.Postgres {
 		return anyOf(column, t.turnIDs) // read only: the read is done with t.turnIDs before it returns
+	}
+	if t.root {
+		ids := make([]any, len(t.turnIDs))
+		for i, id := range t.turnIDs {
+			ids[i] = id
+		}
+		return entsql.In(column, ids...)
 	}
 	tt := entsql.Table(turn.Table)
 	return entsql.In(column, entsql.Select(tt.C(turn.FieldID)).From(tt).Where(entsql.And(
@@ -956,14 +1065,13 @@ func (t *fastRead) inPage(column string) *entsql.Predicate {
 	)))
 }
 
-// loadToolCalls reads the tool calls of page p of conversation convID's
-// turns, with their results when asked, in one statement: the page's
+// loadToolCalls reads the tool calls of page p of turns, with their results when asked, in one statement: the page's
 // turns as a subquery (so the read need not wait for them), the results
 // joined as a subquery limited by their own policy, so a result out of
 // reach reads as none, as the resolver reads it. It returns what the
 // calls add to the answer's size; the calls of the page's one turn more
 // are read, and never written.
-func (t *fastRead) loadToolCalls(ctx context.Context, convID int, p page, sel []selField) (int, error) {
+func (t *fastRead) loadToolCalls(ctx context.Context, p page, sel []selField) (int, error) {
 	b := t.builder()
 	var (
 		r        toolCallRow
@@ -974,7 +1082,7 @@ func (t *fastRead) loadToolCalls(ctx context.Context, convID int, p page, sel []
 	c.addRaw(find(sel, "failures") != nil, toolcall.FieldFailures, &failures)
 	c.selected(sel, c.table.C)
 	tt := b.Table(turn.Table)
-	ids, err := turnsPage(ctx, b.Select(tt.C(turn.FieldID)).From(tt), tt, convID, p)
+	ids, err := turnsPage(ctx, b.Select(tt.C(turn.FieldID)).From(tt), tt, p)
 	if err != nil {
 		return 0, err
 	}
@@ -1098,8 +1206,8 @@ func appendFields(b []byte, sel []selField, cells []colValue, typename string, c
 // noComputed is computed for a type with columns only.
 func noComputed(b []byte, _ *selField) []byte { return append(b, "null"...) }
 
-func (t *fastRead) conversation(b []byte, sel []selField) []byte {
-	cells := t.cells[atConversation]
+// conversation writes the conversation whose row's cells are cells.
+func (t *fastRead) conversation(b []byte, sel []selField, cells []colValue) []byte {
 	return appendFields(b, sel, cells, "Conversation", func(b []byte, f *selField) []byte {
 		switch f.name {
 		case "user":
@@ -1115,10 +1223,22 @@ func (t *fastRead) conversation(b []byte, sel []selField) []byte {
 
 func (t *fastRead) connection(b []byte, sel []selField) []byte {
 	cursor := func(b []byte, tu *turnRow) []byte {
-		return t.appendMarshaler(b, entgql.Cursor[int]{ID: int(tu.id), Value: []any{int(tu.number)}})
+		// As ent's pager makes it: the id, and the value of each field
+		// of the order, as the entity holds it.
+		values := make([]any, len(t.order))
+		for i, o := range t.order {
+			if o.column == turn.FieldStartedAt {
+				values[i] = tu.startedAt
+			} else {
+				values[i] = int(tu.number)
+			}
+		}
+		return t.appendMarshaler(b, entgql.Cursor[int]{ID: int(tu.id), Value: values})
 	}
 	return appendObject(b, sel, func(b []byte, f *selField) []byte {
 		switch f.name {
+		case "totalCount":
+			return strconv.AppendInt(b, int64(t.total), 10)
 		case "pageInfo":
 			return appendObject(b, f.kids, func(b []byte, f *selField) []byte {
 				switch f.name {
@@ -1196,6 +1316,9 @@ func (t *fastRead) turn(b []byte, tu *turnRow, sel []selField) []byte {
 				b = t.modelCall(b, &calls[i], f.kids)
 			}
 			return append(b, ']')
+		case "conversation":
+			// Each is there: the read was left to the resolvers otherwise.
+			return t.conversation(b, f.kids, t.cells[atConversation][t.convs[t.convAt[tu.convID]].at:])
 		case "toolCalls":
 			b = append(b, '[')
 			sp := t.toolSpans[tu.id]
@@ -1382,7 +1505,8 @@ func (t *fastRead) appendMarshaler(b []byte, m graphql.Marshaler) []byte {
 
 // transcriptTypes are the types whose every field the hot path writes,
 // but those named in resolvedFields (TestTranscriptFieldsServed, which
-// also walks the types of computedFields and fastEntities).
+// also walks the types of computedFields and fastEntities, and checks
+// that they hold every type the root fields reach).
 var transcriptTypes = []string{"Conversation", "Turn", "ModelCall", "ToolCall", "StoredResult"}
 
 // resolvedFields are the transcript types' fields the hot path leaves to
@@ -1393,18 +1517,15 @@ var resolvedFields = map[string][]string{
 	"Conversation": {"tasks", "summaries", "attachments"},
 	// suggestions and clarification are JSON a resolver decodes and
 	// checks; grounding merges spans across the turn's results; the
-	// conversation goes back up the graph; the pending approvals and the
-	// ratings are rows of their own (the caller's rating depends on who
-	// asks).
-	"Turn": {"suggestions", "clarification", "conversation", "grounding", "pendingApprovals", "myRating", "ratings"},
+	// pending approvals and the ratings are rows of their own (the
+	// caller's rating depends on who asks).
+	"Turn": {"suggestions", "clarification", "grounding", "pendingApprovals", "myRating", "ratings"},
 	// attribution is shown to admins only (a resolver with side logic);
 	// cost is the deprecated float.
 	"ModelCall": {"cost", "attribution"},
 	// evidence and repairs are JSON columns a resolver reads only when
 	// asked; turn goes back up the graph; approval is a row of its own.
 	"ToolCall": {"evidence", "repairs", "turn", "approval"},
-	// A count of its own statement.
-	"TurnConnection": {"totalCount"},
 	// The organisation's, another entity's; and lists of the agent's,
 	// JSON columns, and its approval rules, rows of their own.
 	"User":  {"organizationName", "organization"},

@@ -197,60 +197,8 @@ func TestFastTranscriptMatchesResolvers(t *testing.T) {
 // served draws only fields the hot path writes, so that it must take the
 // read; otherwise any field may be drawn, and the read may fall back.
 func drawTranscriptQuery(rnd *rand.Rand, schema *ast.Schema, cursors []string, served bool) (string, map[string]any) {
-	var (
-		fragments []string
-		aliases   int
-	)
-	var selection func(typ string, depth int) string
-	selection = func(typ string, depth int) string {
-		def := schema.Types[typ]
-		var parts []string
-		for _, f := range def.Fields {
-			if strings.HasPrefix(f.Name, "__") || len(f.Arguments) > 0 || rnd.IntN(3) == 0 {
-				continue
-			}
-			if _, fast := graph.FastFields(typ)[f.Name]; served && !fast {
-				continue
-			}
-			named := schema.Types[f.Type.Name()]
-			if named.Kind == ast.Object || named.Kind == ast.Interface {
-				// Up the graph again, or beyond the transcript: left out.
-				if depth > 3 || f.Name == "conversation" || f.Name == "turn" || f.Name == "user" && typ != "Conversation" ||
-					f.Name == "agent" && typ != "Conversation" || typ == "Conversation" && f.Name != "user" && f.Name != "agent" && rnd.IntN(4) > 0 {
-					continue
-				}
-				inner := selection(named.Name, depth+1)
-				if inner == "" {
-					continue
-				}
-				parts = append(parts, f.Name+" { "+inner+" }")
-				continue
-			}
-			name := f.Name
-			if rnd.IntN(5) == 0 {
-				aliases++
-				name = fmt.Sprintf("a%d: %s", aliases, name)
-			}
-			parts = append(parts, name)
-		}
-		if rnd.IntN(4) == 0 {
-			parts = append(parts, "__typename")
-		}
-		if len(parts) == 0 {
-			return ""
-		}
-		rnd.Shuffle(len(parts), func(i, j int) { parts[i], parts[j] = parts[j], parts[i] })
-		body := strings.Join(parts, " ")
-		switch rnd.IntN(5) {
-		case 0:
-			name := fmt.Sprintf("F%d", len(fragments))
-			fragments = append(fragments, "fragment "+name+" on "+typ+" { "+body+" }")
-			return "..." + name
-		case 1:
-			return "... on " + typ + " { " + body + " }"
-		}
-		return body
-	}
+	d := &drawer{rnd: rnd, schema: schema, served: served}
+	selection, fragments := d.selection, &d.fragments
 	vars := map[string]any{}
 	var decl, args []string
 	arg := func(name, typ string, v any) {
@@ -307,8 +255,72 @@ func drawTranscriptQuery(rnd *rand.Rand, schema *ast.Schema, cursors []string, s
 	}
 	top := selection("Conversation", 0)
 	q := "query($id: ID!" + strings.Join(append([]string{""}, decl...), ", ") + ") { conversation(id: $id) { " + top +
-		" turns(" + strings.Join(args, ", ") + ") { " + conn + " } } } " + strings.Join(fragments, " ")
+		" turns(" + strings.Join(args, ", ") + ") { " + conn + " } } } " + strings.Join(*fragments, " ")
 	return q, vars
+}
+
+// drawer draws selections of the transcript's types from the schema:
+// random fields, aliases, __typename, fragments named and inline. served
+// draws only fields the hot path writes; root draws a turn's conversation
+// too (with its user and agent), as the root turns field reads it.
+type drawer struct {
+	rnd       *rand.Rand
+	schema    *ast.Schema
+	served    bool
+	root      bool
+	fragments []string
+	aliases   int
+}
+
+func (d *drawer) selection(typ string, depth int) string {
+	rnd := d.rnd
+	def := d.schema.Types[typ]
+	var parts []string
+	for _, f := range def.Fields {
+		if strings.HasPrefix(f.Name, "__") || len(f.Arguments) > 0 || rnd.IntN(3) == 0 {
+			continue
+		}
+		if _, fast := graph.FastFields(typ)[f.Name]; d.served && !fast {
+			continue
+		}
+		named := d.schema.Types[f.Type.Name()]
+		if named.Kind == ast.Object || named.Kind == ast.Interface {
+			// Up the graph again, or beyond the transcript: left out.
+			if depth > 3 || f.Name == "conversation" && !(d.root && typ == "Turn") || f.Name == "turn" || f.Name == "user" && typ != "Conversation" ||
+				f.Name == "agent" && typ != "Conversation" || typ == "Conversation" && f.Name != "user" && f.Name != "agent" && rnd.IntN(4) > 0 {
+				continue
+			}
+			inner := d.selection(named.Name, depth+1)
+			if inner == "" {
+				continue
+			}
+			parts = append(parts, f.Name+" { "+inner+" }")
+			continue
+		}
+		name := f.Name
+		if rnd.IntN(5) == 0 {
+			d.aliases++
+			name = fmt.Sprintf("a%d: %s", d.aliases, name)
+		}
+		parts = append(parts, name)
+	}
+	if rnd.IntN(4) == 0 {
+		parts = append(parts, "__typename")
+	}
+	if len(parts) == 0 {
+		return ""
+	}
+	rnd.Shuffle(len(parts), func(i, j int) { parts[i], parts[j] = parts[j], parts[i] })
+	body := strings.Join(parts, " ")
+	switch rnd.IntN(5) {
+	case 0:
+		name := fmt.Sprintf("F%d", len(d.fragments))
+		d.fragments = append(d.fragments, "fragment "+name+" on "+typ+" { "+body+" }")
+		return "..." + name
+	case 1:
+		return "... on " + typ + " { " + body + " }"
+	}
+	return body
 }
 
 // seedOddTurns adds turns whose values stress the encoding: text to escape,

@@ -12,6 +12,7 @@ import (
 	"github.com/vektah/gqlparser/v2"
 	"github.com/vektah/gqlparser/v2/ast"
 
+	"github.com/toolgate/toolgate/ent"
 	"github.com/toolgate/toolgate/ent/turn"
 	"github.com/toolgate/toolgate/graph/generated"
 )
@@ -19,7 +20,10 @@ import (
 // TestTranscriptFieldsServed walks the schema's types the hot path writes
 // and fails for a field it neither writes nor names in resolvedFields, the
 // one list of what falls back to the resolvers: a field added to these
-// types must be served, or named there.
+// types must be served, or named there. The types include every one the
+// hot path's edges reach from its root fields (the conversation's and the
+// root turns' connection), so a field of a turn under the root turns is
+// held to the same as one under a transcript.
 func TestTranscriptFieldsServed(t *testing.T) {
 	schema := generated.NewExecutableSchema(generated.Config{}).Schema()
 	types := slices.Clone(transcriptTypes)
@@ -32,6 +36,25 @@ func TestTranscriptFieldsServed(t *testing.T) {
 		if !slices.Contains(types, typ) {
 			types = append(types, typ)
 		}
+	}
+	for _, root := range []string{"Conversation", "TurnConnection"} {
+		require.Equal(t, root, schema.Query.Fields.ForName(map[string]string{"Conversation": "conversation", "TurnConnection": "turns"}[root]).Type.Name())
+		reached := map[string]bool{}
+		var reach func(typ string)
+		reach = func(typ string) {
+			if reached[typ] {
+				return
+			}
+			reached[typ] = true
+			require.Contains(t, types, typ, "the hot path reaches %s from %s without its fields being checked", typ, root)
+			for _, f := range fastSchema()[typ] {
+				if f.obj != "" {
+					reach(f.obj)
+				}
+			}
+		}
+		reach(root)
+		require.True(t, reached["Turn"], "%s reaches the turns", root)
 	}
 	for _, typ := range types {
 		def := schema.Types[typ]
@@ -168,4 +191,26 @@ type loudMood string
 
 func (m loudMood) MarshalGQL(w io.Writer) {
 	_, _ = io.WriteString(w, strconv.Quote(strings.ToLower(string(m))))
+}
+
+// TestTurnOrderFieldsKnown holds turnOrderColumns to the schema's
+// TurnOrderField (a value it does not know leaves the read to the
+// resolvers) and to ent's columns: each value orders by the column of the
+// entity's field of the same name.
+func TestTurnOrderFieldsKnown(t *testing.T) {
+	schema := generated.NewExecutableSchema(generated.Config{}).Schema()
+	var names []string
+	for _, v := range schema.Types["TurnOrderField"].EnumValues {
+		names = append(names, v.Name)
+		column, ok := turnOrderColumns[v.Name]
+		require.True(t, ok, "TurnOrderField %s has no column in turnOrderColumns", v.Name)
+		require.Contains(t, turn.Columns, column)
+		var f ent.TurnOrderField
+		require.NoError(t, f.UnmarshalGQL(v.Name))
+		require.Equal(t, v.Name, f.String())
+		require.Equal(t, strings.ReplaceAll(strings.ToLower(v.Name), "_", ""), strings.ReplaceAll(column, "_", ""))
+	}
+	require.Len(t, turnOrderColumns, len(names))
+	// The root's default, queryResolver.Turns's.
+	require.Equal(t, []orderTerm{{column: turn.FieldStartedAt, desc: true}}, defaultTurnOrder)
 }

@@ -83,18 +83,20 @@ var fastEntities = map[string]fastEntity{
 }
 
 // computedFields are the fields the hot path writes by hand, per type: the
-// edges it follows and the values it computes from its rows (a turn's
-// prompt statistics, a model call's cost as Money, a tool call's failures
-// decoded), and the fields of the types that are its own (the turns'
-// connection, its page info and edges). TestTranscriptFieldsServed fails
+// edges it follows (a turn's conversation under the root turns only:
+// collectFast refuses an edge back up to a type above it) and the values
+// it computes from its rows (a turn's prompt statistics, a model call's
+// cost as Money, a tool call's failures decoded), and the fields of the
+// types that are its own (the turns' connection, its count, page info and
+// edges; the count under the root turns only). TestTranscriptFieldsServed fails
 // for a field of any of these types neither derived, computed nor named in
 // resolvedFields.
 var computedFields = map[string]map[string]string{
 	"Conversation":   {"user": "User", "agent": "Agent", "turns": "TurnConnection"},
-	"TurnConnection": {"pageInfo": "PageInfo", "edges": "TurnEdge"},
+	"TurnConnection": {"pageInfo": "PageInfo", "edges": "TurnEdge", "totalCount": ""},
 	"PageInfo":       {"hasNextPage": "", "hasPreviousPage": "", "startCursor": "", "endCursor": ""},
 	"TurnEdge":       {"node": "Turn", "cursor": ""},
-	"Turn":           {"promptStats": "PromptStats", "modelCalls": "ModelCall", "toolCalls": "ToolCall"},
+	"Turn":           {"promptStats": "PromptStats", "modelCalls": "ModelCall", "toolCalls": "ToolCall", "conversation": "Conversation"},
 	"PromptStats":    {"prefixTokens": "", "inputTokens": "", "cacheReadTokens": "", "modelCalls": ""},
 	"ModelCall":      {"costAmount": "Money"},
 	"Money":          {"amount": "", "micros": "", "currency": ""},
@@ -102,9 +104,14 @@ var computedFields = map[string]map[string]string{
 	"ItemFailure":    {"item": "", "input": "", "kind": "", "message": ""},
 }
 
+// gqlSchema is the server's GraphQL schema.
+var gqlSchema = sync.OnceValue(func() *ast.Schema {
+	return generated.NewExecutableSchema(generated.Config{}).Schema()
+})
+
 // fastSchema is, per type the hot path writes, every field it knows.
 var fastSchema = sync.OnceValue(func() map[string]map[string]fastField {
-	return buildFastSchema(generated.NewExecutableSchema(generated.Config{}).Schema(), fastEntities, computedFields, gqlgenFieldNames)
+	return buildFastSchema(gqlSchema(), fastEntities, computedFields, gqlgenFieldNames)
 })
 
 // buildFastSchema derives the fields of each entity's type from schema
