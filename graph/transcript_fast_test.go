@@ -286,7 +286,7 @@ func (d *drawer) selection(typ string, depth int) string {
 		named := d.schema.Types[f.Type.Name()]
 		if named.Kind == ast.Object || named.Kind == ast.Interface {
 			// Up the graph again, or beyond the transcript: left out.
-			if depth > 3 || f.Name == "conversation" && !(d.root && typ == "Turn") || f.Name == "turn" || f.Name == "user" && typ != "Conversation" ||
+			if depth > 3 || f.Name == "conversation" && (!d.root || typ != "Turn") || f.Name == "turn" || f.Name == "user" && typ != "Conversation" ||
 				f.Name == "agent" && typ != "Conversation" || typ == "Conversation" && f.Name != "user" && f.Name != "agent" && rnd.IntN(4) > 0 {
 				continue
 			}
