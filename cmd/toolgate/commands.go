@@ -19,6 +19,7 @@ import (
 	"github.com/toolgate/toolgate/db"
 	"github.com/toolgate/toolgate/graph"
 	"github.com/toolgate/toolgate/graph/auth"
+	"github.com/toolgate/toolgate/runtime/dispatch"
 	"github.com/toolgate/toolgate/runtime/loop"
 	"github.com/toolgate/toolgate/runtime/model"
 	"github.com/toolgate/toolgate/runtime/model/replay"
@@ -209,7 +210,10 @@ func serve(ctx context.Context, args []string, stdout, stderr io.Writer, log *sl
 	base := "http://" + ln.Addr().String()
 	toolsURL := rc.toolsURL
 	if toolsURL == "" {
+		// The tools run on this server: their requests go to its handler
+		// in process (dispatch.Local), under the URL's name.
 		toolsURL = base + "/graphql"
+		rc.local = &dispatch.Local{}
 	}
 	// One registry: the API's metrics and the runtime's on one /metrics.
 	reg := prometheus.NewRegistry()
@@ -274,6 +278,9 @@ func serve(ctx context.Context, args []string, stdout, stderr io.Writer, log *sl
 	log.Info("serving", "addr", ln.Addr().String(), "database", d.Dialect, "web", webService.ProviderName(), "tracing", tracer != nil)
 
 	hs := srv.HTTPServer()
+	if rc.local != nil {
+		rc.local.Serve(hs.Handler)
+	}
 	errc := make(chan error, 1)
 	go func() { errc <- hs.Serve(ln) }()
 	if err := runner.Open(); err != nil {

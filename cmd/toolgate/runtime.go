@@ -47,6 +47,10 @@ type runtimeConfig struct {
 	replayPace   time.Duration
 	prices       string
 	toolsURL     string
+	// local, when set, carries the tools' requests to this server's own
+	// handler (no tools URL was given); nil sends them to toolsURL over
+	// HTTP.
+	local        *dispatch.Local
 	maxSteps     int
 	historyCalls int
 	// historyBudget is in characters; 0 takes the model's default, a
@@ -189,6 +193,9 @@ func newRunner(ctx context.Context, c runtimeConfig, d *db.DB, jobs queue.Queue,
 		MaxIdleConnsPerHost: 32,
 		IdleConnTimeout:     90 * time.Second,
 	}}
+	if c.local != nil {
+		httpClient = &http.Client{Transport: c.local}
+	}
 	apps := mcp.NewPool(&http.Client{Timeout: 2 * time.Minute})
 	disp := dispatch.New(toolsURL, httpClient, apps)
 	disp.Client = client // the tools carried out in process (clarify, update_tasks)
@@ -238,7 +245,7 @@ func newRunner(ctx context.Context, c runtimeConfig, d *db.DB, jobs queue.Queue,
 		_ = bridge.Close()
 		return nil, nil, nil, nil, err
 	}
-	log.Info("turn runtime", "provider", provider.Name(), "tools", toolsURL)
+	log.Info("turn runtime", "provider", provider.Name(), "tools", toolsURL, "tools_in_process", c.local != nil)
 	return runner, signer, apps, bridge, nil
 }
 
