@@ -841,30 +841,42 @@ func (t *fastRead) load(ctx context.Context, id int, sel []selField) (bool, erro
 	if err != nil || !found {
 		return false, cmp.Or(err, waitTools()) // not there, not theirs, or its user or agent out of reach: the resolvers say so
 	}
-	if turns == nil || len(t.turns) == 0 {
+	if turns == nil {
 		return true, waitTools()
+	}
+	// The model calls depend on the page of turns read: read while the
+	// tool calls may still be.
+	if err := t.loadPageModelCalls(ctx, node); err != nil {
+		return false, cmp.Or(err, waitTools())
+	}
+	if err := waitTools(); err != nil {
+		return false, err
+	}
+	return true, nil
+}
+
+// loadPageModelCalls reads the model calls of the page of turns read, when
+// node (a turn's selection) asks for them or for the prompt's statistics,
+// and adds them to the answer's size.
+func (t *fastRead) loadPageModelCalls(ctx context.Context, node []selField) error {
+	mc := find(node, "modelCalls")
+	stats := find(node, "promptStats") != nil
+	if len(t.turns) == 0 || mc == nil && !stats {
+		return nil
 	}
 	t.turnIDs = t.turnIDs[:0]
 	for i := range t.turns {
 		t.turnIDs = append(t.turnIDs, t.turns[i].id)
 	}
-	// The model calls depend on the page of turns read: read while the
-	// tool calls may still be.
-	mc := find(node, "modelCalls")
-	if stats := find(node, "promptStats") != nil; mc != nil || stats {
-		var kids []selField
-		if mc != nil {
-			kids = mc.kids
-		}
-		if err := t.loadModelCalls(ctx, kids, stats); err != nil {
-			return false, cmp.Or(err, waitTools())
-		}
+	var kids []selField
+	if mc != nil {
+		kids = mc.kids
 	}
-	if err := waitTools(); err != nil {
-		return false, err
+	if err := t.loadModelCalls(ctx, kids, stats); err != nil {
+		return err
 	}
 	t.size += 256 * len(t.modelCalls)
-	return true, nil
+	return nil
 }
 
 // loadConversations reads the conversations where selects (one, of a

@@ -31,11 +31,8 @@ import (
 func TestFastTranscriptMatchesResolvers(t *testing.T) {
 	t.Parallel()
 	dbtest.Each(t, func(t *testing.T, d *db.DB) {
-		counter := dbtest.Count(d)
-		b := setup(t, d)
-		slow := *b
-		slow.srv = httptest.NewServer(graph.NewServer(graph.Config{DB: d, Signer: b.signer, ResolveTranscripts: true}))
-		t.Cleanup(slow.srv.Close)
+		w := newBothWays(t, d)
+		b, slow, counter, same := w.b, w.slow, w.counter, w.same
 
 		agentID := b.createAgent(t, b.alice.Token, "Helper")
 		conv := b.startConversation(t, b.alice.Token, agentID, "odd \"quoted\"\ttitle\x01 ✓")
@@ -46,25 +43,6 @@ func TestFastTranscriptMatchesResolvers(t *testing.T) {
 		untitled := b.startConversation(t, b.alice.Token, agentID, "")
 
 		op := console.Operations()["transcript"]
-		// same reads query both ways and wants the same bytes; hot says
-		// the hot path answers it, so no statement numbers rows.
-		same := func(t *testing.T, hot bool, token, query string, vars map[string]any) *response {
-			t.Helper()
-			counter.Reset()
-			fast := b.do(t, token, query, vars)
-			fastStatements := counter.Statements()
-			want := slow.do(t, token, query, vars)
-			require.Equal(t, string(want.Raw), string(fast.Raw))
-			windowed := false
-			for _, s := range fastStatements {
-				windowed = windowed || strings.Contains(strings.ToUpper(s), "ROW_NUMBER")
-			}
-			if hot {
-				require.False(t, windowed, "the hot path pages with LIMIT, never ROW_NUMBER")
-			}
-			return fast
-		}
-
 		t.Run("every page of the console's query", func(t *testing.T) {
 			var after any
 			for pages := 0; ; pages++ {
@@ -186,6 +164,50 @@ func TestFastTranscriptMatchesResolvers(t *testing.T) {
 			require.Equal(t, "NOT_FOUND", same(t, false, b.scopeToken(t, conv, "calculator"), op, map[string]any{"id": conv}).code(t), "a scope token")
 		})
 	})
+}
+
+// bothWays is a test server over a database whose every statement is
+// counted, and a twin over the same database that answers with the
+// resolvers alone.
+type bothWays struct {
+	b, slow *testBundle
+	counter *dbtest.Counter
+}
+
+func newBothWays(t *testing.T, d *db.DB) *bothWays {
+	t.Helper()
+	w := &bothWays{counter: dbtest.Count(d)}
+	w.b = setup(t, d)
+	slow := *w.b
+	slow.srv = httptest.NewServer(graph.NewServer(graph.Config{DB: d, Signer: w.b.signer, ResolveTranscripts: true}))
+	t.Cleanup(slow.srv.Close)
+	w.slow = &slow
+	return w
+}
+
+// same reads query from both servers and wants the same bytes. hot says
+// the hot path answers it: the server's own decision must take it
+// (HotPathTakes), and it sends at most 5 statements, the caller's token
+// included, none numbering rows (it pages with LIMIT).
+func (w *bothWays) same(t *testing.T, hot bool, token, query string, vars map[string]any) *response {
+	t.Helper()
+	if hot {
+		takes, err := graph.HotPathTakes(query, vars)
+		require.NoError(t, err, query)
+		require.True(t, takes, "the hot path leaves %s (%v)", query, vars)
+	}
+	w.counter.Reset()
+	fast := w.b.do(t, token, query, vars)
+	fastStatements := w.counter.Statements()
+	want := w.slow.do(t, token, query, vars)
+	require.Equal(t, string(want.Raw), string(fast.Raw), "%s %v", query, vars)
+	if hot {
+		require.LessOrEqual(t, len(fastStatements), 5, fastStatements)
+		for _, s := range fastStatements {
+			require.NotContains(t, strings.ToUpper(s), "ROW_NUMBER", s)
+		}
+	}
+	return fast
 }
 
 // drawTranscriptQuery draws a read of a conversation from the schema:

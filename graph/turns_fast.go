@@ -335,23 +335,8 @@ func (t *fastRead) loadRoot(ctx context.Context, p page, sel []selField) (bool, 
 		}
 		t.size += 256 * len(t.turns)
 	}
-	if len(t.turns) == 0 {
-		return true, nil
-	}
-	t.turnIDs = t.turnIDs[:0]
-	for i := range t.turns {
-		t.turnIDs = append(t.turnIDs, t.turns[i].id)
-	}
-	mc := find(node, "modelCalls")
-	if stats := find(node, "promptStats") != nil; mc != nil || stats {
-		var kids []selField
-		if mc != nil {
-			kids = mc.kids
-		}
-		if err := t.loadModelCalls(ctx, kids, stats); err != nil {
-			return false, err
-		}
-		t.size += 256 * len(t.modelCalls)
+	if err := t.loadPageModelCalls(ctx, node); err != nil {
+		return false, err
 	}
 	return true, nil
 }

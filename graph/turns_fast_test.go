@@ -5,7 +5,6 @@ import (
 	"encoding/json"
 	"fmt"
 	"math/rand/v2"
-	"net/http/httptest"
 	"slices"
 	"strings"
 	"testing"
@@ -36,11 +35,8 @@ import (
 func TestFastTurnsMatchesResolvers(t *testing.T) {
 	t.Parallel()
 	dbtest.Each(t, func(t *testing.T, d *db.DB) {
-		counter := dbtest.Count(d)
-		b := setup(t, d)
-		slow := *b
-		slow.srv = httptest.NewServer(graph.NewServer(graph.Config{DB: d, Signer: b.signer, ResolveTranscripts: true}))
-		t.Cleanup(slow.srv.Close)
+		w := newBothWays(t, d)
+		b, slow, counter, same := w.b, w.slow, w.counter, w.same
 
 		ctx := tenancy.System(context.Background())
 		agentID := b.createAgent(t, b.alice.Token, "Helper")
@@ -65,28 +61,6 @@ func TestFastTurnsMatchesResolvers(t *testing.T) {
 		}
 
 		op := console.Operations()["turns"]
-		same := func(t *testing.T, hot bool, token, query string, vars map[string]any) *response {
-			t.Helper()
-			if hot {
-				takes, err := graph.HotPathTakes(query, vars)
-				require.NoError(t, err, query)
-				require.True(t, takes, "the hot path leaves %s (%v)", query, vars)
-			}
-			counter.Reset()
-			fast := b.do(t, token, query, vars)
-			fastStatements := counter.Statements()
-			want := slow.do(t, token, query, vars)
-			require.Equal(t, string(want.Raw), string(fast.Raw), "%s %v", query, vars)
-			if hot {
-				// token, count, turns, tool calls, conversations with
-				// their users and agents; none numbers rows.
-				require.LessOrEqual(t, len(fastStatements), 5, fastStatements)
-				for _, s := range fastStatements {
-					require.NotContains(t, strings.ToUpper(s), "ROW_NUMBER", s)
-				}
-			}
-			return fast
-		}
 		// walk reads every page of query forward (after) and backward
 		// (before, with last), and returns the cursors it saw.
 		walk := func(t *testing.T, token, query string, vars map[string]any, hot bool) []any {
